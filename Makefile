@@ -1,0 +1,25 @@
+# The two commands of the README. Both create .venv (Python 3.12 via .python-version) and install on first use.
+PYTHON ?= python3
+VENV := .venv
+STAMP := $(VENV)/.installed
+
+.PHONY: run test bench clean
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else "gensbi_sharding needs Python >= 3.12, found " + sys.version.split()[0] + ": install 3.12 (pyenv install 3.12) or run make PYTHON=python3.12")'
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install -q --upgrade pip
+	$(VENV)/bin/python -m pip install -q -e ".[test]"
+	@touch $(STAMP)
+
+run: $(STAMP)
+	$(VENV)/bin/python launch.py $(ARGS)
+
+test: $(STAMP)
+	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	$(VENV)/bin/python benchmarks/shard_model.py
+
+clean:
+	rm -rf $(VENV)

@@ -1,0 +1,367 @@
+"""The contract, function by function, on 8 simulated CPU devices."""
+
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+from flax import nnx
+from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec as P
+from omegaconf import OmegaConf
+
+import gensbi_sharding as gs
+from gensbi_sharding import (ExperimentalRuleWarning, ShardingFallbackWarning, axes, make_mesh,
+                             shard_model)
+
+
+class Tiny(nnx.Module):
+    """Every case the placement has to handle, on dims divisible by 8."""
+
+    def __init__(self, *, rngs):
+        init = nnx.initializers.lecun_normal()
+        self.up = nnx.Linear(8, 16, kernel_init=gs.partitioned(init, ("embed", "mlp")),
+                             bias_init=gs.partitioned(nnx.initializers.zeros_init(), ("mlp",)),
+                             rngs=rngs)
+        self.down = nnx.Linear(16, 8, kernel_init=gs.partitioned(init, ("mlp", "embed")), rngs=rngs)
+        self.heads = nnx.Param(jnp.arange(8 * 4 * 2, dtype=jnp.float32).reshape(8, 4, 2),
+                               **axes("embed", "heads", None))
+        self.count = nnx.Variable(jnp.zeros((), jnp.int32))
+
+    def __call__(self, x):
+        h = jax.nn.gelu(self.up(x))
+        return self.down(h) + jnp.einsum("be,ehd->b", x, self.heads[...])[:, None]
+
+
+def caught(fn, *args):
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        fn(*args)
+    return record
+
+
+def of_type(record, cls):
+    return [str(w.message) for w in record if issubclass(w.category, cls)]
+
+
+def placed(node, path):
+    return gs.sharding_of(node)[path]
+
+
+def same_placement(sharding, mesh, spec, ndim):
+    return sharding.is_equivalent_to(NamedSharding(mesh, spec), ndim)
+
+
+# ---------------------------------------------------------------------------- vocabulary
+
+def test_vocabulary_values():
+    assert gs.LOGICAL_AXES == ("embed", "mlp", "heads", "vocab", "in", "out")
+    assert gs.MODEL_AXIS == "model"
+    assert [k for k, _ in gs.RULES["tensor"]] == list(gs.LOGICAL_AXES)
+    assert dict(gs.RULES["replicated"]) == dict.fromkeys(gs.LOGICAL_AXES)
+    assert dict(gs.RULES["fsdp"]) == {**dict.fromkeys(gs.LOGICAL_AXES), "embed": "data"}
+    assert dict(gs.RULES["tensor"]) == {**dict.fromkeys(gs.LOGICAL_AXES),
+                                         "mlp": "model", "heads": "model", "vocab": "model"}
+
+
+def test_axes_and_partitioned_carry_names_without_a_mesh():
+    assert axes("embed", None) == {"out_sharding": ("embed", None), "eager_sharding": False}
+    var = nnx.Param(jnp.ones((2, 3)), **axes("in", "out"))
+    assert gs.logical_axes_of(var) == ("in", "out")
+    layer = nnx.Linear(2, 3, kernel_init=gs.partitioned(nnx.initializers.ones, ("in", "out")),
+                       rngs=nnx.Rngs(0))
+    assert gs.logical_axes_of(layer.kernel) == ("in", "out")
+    assert len(layer.kernel[...].sharding.device_set) == 1  # built without any mesh
+
+
+def test_is_array():
+    assert gs._is_array(np.ones(2)) and gs._is_array(jnp.ones(2))
+    assert not any(gs._is_array(x) for x in (1.0, 3, np.float32(1), [1.0], None))
+
+
+# ---------------------------------------------------------------------------- mesh
+
+def test_make_mesh_shape_order_and_axis_types(devices):
+    mesh = make_mesh(model_axis=2)
+    assert mesh.axis_names == ("data", "model") and dict(mesh.shape) == {"data": 4, "model": 2}
+    assert mesh.axis_types == (AxisType.Auto, AxisType.Auto)
+    assert [d.id for d in mesh.devices.flat] == [d.id for d in devices]
+    reversed_mesh = make_mesh(devices[::-1], model_axis=4)
+    assert reversed_mesh.devices[0, 0] == devices[-1] and dict(reversed_mesh.shape) == {"data": 2, "model": 4}
+
+
+@pytest.mark.parametrize("model_axis", [0, -2, 3, 16])
+def test_make_mesh_rejects_bad_model_axis(model_axis):
+    with pytest.raises(ValueError, match=rf"8 devices are not divisible by model_axis={model_axis}"):
+        make_mesh(model_axis=model_axis)
+
+
+def test_resolve_mesh_forms(devices):
+    mesh = make_mesh(model_axis=2)
+    assert gs.resolve_mesh(None) is None
+    assert gs.resolve_mesh(mesh) is mesh
+    assert dict(gs.resolve_mesh("auto").shape) == {"data": 8, "model": 1}
+    assert dict(gs.resolve_mesh({"model_axis": 4}).shape) == {"data": 2, "model": 4}
+    from_config = gs.resolve_mesh(OmegaConf.create({"model_axis": 2, "devices": [0, 1, 2, 3]}))
+    assert dict(from_config.shape) == {"data": 2, "model": 2}
+    assert [d.id for d in from_config.devices.flat] == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("automatic", "invalid mesh spec 'automatic'; accepted forms: None"),
+    (4, "invalid mesh spec 4"),
+    ({"modle_axis": 2}, "unknown mesh spec key 'modle_axis'; accepted keys: ('devices', 'model_axis')"),
+    (OmegaConf.create({"model_axis": 2, "shape": [4, 2]}), "unknown mesh spec key 'shape'"),
+    ({"model_axis": 3}, "8 devices are not divisible by model_axis=3"),
+    ({"devices": [0, 99]}, "device id 99"),
+])
+def test_resolve_mesh_errors(spec, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        gs.resolve_mesh(spec)
+
+
+def test_mesh_context_activates_on_enter_only():
+    mesh = make_mesh(model_axis=2)
+    before = jax.sharding.get_abstract_mesh()
+    ctx = gs.mesh_context(mesh)
+    assert jax.sharding.get_abstract_mesh() == before  # calling does not activate
+    with ctx:
+        assert dict(jax.sharding.get_abstract_mesh().shape) == {"data": 4, "model": 2}
+    assert jax.sharding.get_abstract_mesh() == before
+    with gs.mesh_context(None) as none:
+        assert none is None and jax.sharding.get_abstract_mesh() == before
+
+
+# ---------------------------------------------------------------------------- batches
+
+def test_batch_axes_and_divisor_with_extra_and_missing_axes(devices):
+    assert gs.batch_axes(make_mesh(model_axis=2)) == ("data",)
+    three = Mesh(np.array(devices).reshape(2, 2, 2), ("pipe", "data", "model"))
+    assert gs.batch_axes(three) == ("pipe", "data") and gs.batch_size_divisor(three) == 4
+    model_only = Mesh(np.array(devices), ("model",))
+    assert gs.batch_axes(model_only) == () and gs.batch_size_divisor(model_only) == 1
+    assert gs.batch_size_divisor(None) == 1
+
+
+def test_check_batch_divisible_messages():
+    mesh = make_mesh(model_axis=2)  # data-parallel size 4
+    gs.check_batch_divisible({"x": np.ones((8, 2)), "s": np.float32(1), "z": np.ones(())}, mesh, "train")
+    gs.check_batch_divisible({"n": 3, "z": np.ones(())}, mesh, "train")  # no ndim > 0 leaves
+    gs.check_batch_divisible({"x": np.ones((7, 2))}, None, "train")
+    with pytest.raises(ValueError, match=r"train batch leaves have differing leading sizes \[8, 4\]"):
+        gs.check_batch_divisible({"a": np.ones((8, 2)), "b": np.ones((4,))}, mesh, "train")
+    with pytest.raises(ValueError) as err:
+        gs.check_batch_divisible({"x": jnp.ones((10, 2))}, mesh, "validation")
+    text = str(err.value)
+    for part in ("validation", "batch size 10", "data-parallel size 4", "('data',)", "8 or 12"):
+        assert part in text, (part, text)
+    with pytest.raises(ValueError, match="nearest valid batch sizes: 4$"):
+        gs.check_batch_divisible({"x": np.ones((3, 2))}, mesh, "train")
+
+
+def test_pad_for_mesh():
+    mesh = make_mesh(model_axis=2)
+    assert gs.pad_for_mesh(10, mesh) == (12, 10)
+    assert gs.pad_for_mesh(8, mesh) == (8, 8)
+    assert gs.pad_for_mesh(10, None) == (10, 10)
+
+
+@pytest.mark.parametrize("fn", [gs.shard_batch, gs.shard_sample_init])
+def test_leading_axis_split_and_other_leaves(fn):
+    mesh = make_mesh(model_axis=2)
+    batch = {"x": np.arange(16.0).reshape(8, 2), "y": jnp.ones((8,)), "step": jnp.int32(3),
+             "scalar": np.array(2.0), "name": "two_moons", "n": 5}
+    out = fn(batch, mesh)
+    assert same_placement(out["x"].sharding, mesh, P("data"), 2)
+    assert same_placement(out["y"].sharding, mesh, P("data"), 1)
+    assert out["x"].addressable_shards[0].data.shape == (2, 2)
+    for key in ("step", "scalar"):  # 0-d: replicated, not an error
+        assert same_placement(out[key].sharding, mesh, P(), 0)
+    assert out["name"] == "two_moons" and out["n"] == 5
+    np.testing.assert_array_equal(out["x"], batch["x"])
+    assert fn(batch, None) is batch
+
+
+def test_shard_sample_init_on_a_bare_array_and_bad_size():
+    mesh = make_mesh(model_axis=1)
+    out = gs.shard_sample_init(jnp.zeros((16, 3)), mesh)
+    assert same_placement(out.sharding, mesh, P("data"), 2)
+    with pytest.raises(ValueError, match=r"leading size 10, not divisible by the data-parallel size 8"):
+        gs.shard_sample_init(np.zeros((10, 3)), mesh)
+
+
+def test_replicate_moves_committed_arrays_and_keeps_the_rest():
+    mesh = make_mesh(model_axis=2)
+    committed = jax.device_put(jnp.arange(3.0), jax.devices()[5])
+    tree = {"a": committed, "b": np.ones((2, 2)), "c": 1.5, "d": None}
+    out = gs.replicate(tree, mesh)
+    for key in ("a", "b"):
+        assert same_placement(out[key].sharding, mesh, P(), out[key].ndim)
+        assert len(out[key].sharding.device_set) == 8
+    assert out["c"] == 1.5 and out["d"] is None
+    assert gs.replicate(tree, None) is tree
+
+
+# ---------------------------------------------------------------------------- model placement
+
+@pytest.mark.parametrize("rule, up_kernel, heads", [
+    ("replicated", P(), P()),
+    ("fsdp", P("data", None), P("data", None, None)),
+    ("tensor", P(None, "model"), P(None, "model", None)),
+])
+def test_shard_model_placements_per_rule(rule, up_kernel, heads):
+    mesh = make_mesh(model_axis=2)
+    model = Tiny(rngs=nnx.Rngs(0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        shard_model(model, mesh, rule)
+    shardings = gs.sharding_of(model)
+    assert same_placement(shardings["up/kernel"], mesh, up_kernel, 2)
+    assert same_placement(shardings["heads"], mesh, heads, 3)
+    assert same_placement(shardings["count"], mesh, P(), 0)
+    if rule == "fsdp":
+        assert model.up.kernel[...].addressable_shards[0].data.shape == (2, 16)
+
+
+def test_replicated_ignores_annotations_and_never_warns():
+    model = Tiny(rngs=nnx.Rngs(0))
+    model.bad = nnx.Param(jnp.ones((3,)), **axes("nonsense", "embed"))
+    record = caught(shard_model, model, make_mesh(model_axis=2), "replicated")
+    assert record == []
+    assert all(len(s.device_set) == 8 and s.is_fully_replicated for s in gs.sharding_of(model).values())
+
+
+def test_one_fallback_warning_lists_every_problem(devices):
+    model = Tiny(rngs=nnx.Rngs(0))
+    model.unknown = nnx.Param(jnp.ones((8,)), **axes("sequence"))
+    model.rank = nnx.Param(jnp.ones((8, 8)), **axes("embed"))
+    model.odd = nnx.Param(jnp.ones((6, 8)), **axes("embed", "mlp"))
+    model.square = nnx.Param(jnp.ones((8, 8)), **axes("embed", "embed"))
+    model.plain = nnx.Param(jnp.ones((8,)))
+    model.buffer = nnx.Variable(jnp.ones((8,)))  # unannotated non-Param: replicated silently
+    record = caught(shard_model, model, make_mesh(model_axis=2), "fsdp")
+    fallback = of_type(record, ShardingFallbackWarning)
+    assert len(fallback) == 1
+    assert len(of_type(record, ExperimentalRuleWarning)) == 1
+    assert len(record) == 2
+    text = fallback[0]
+    for part in ("unknown (unknown logical axis 'sequence'", "rank (annotation rank 1 != array rank 2)",
+                 "odd (dim 6 of logical axis 'embed' is not divisible by mesh axis 'data' of size 4)",
+                 "square (logical axes 'embed' and 'embed' both map to mesh axis 'data')",
+                 "plain (no annotation)", "down/bias (no annotation)"):
+        assert part in text, (part, text)
+    assert "buffer" not in text and "up/kernel" not in text
+    for path in ("unknown", "rank", "odd", "square", "plain"):
+        assert placed(model, path).is_fully_replicated
+
+
+def test_two_logical_axes_on_the_model_axis_fall_back_under_tensor():
+    model = nnx.Module()
+    model.w = nnx.Param(jnp.ones((8, 8)), **axes("mlp", "heads"))
+    record = caught(shard_model, model, make_mesh(model_axis=2), "tensor")
+    (text,) = of_type(record, ShardingFallbackWarning)
+    assert "w (logical axes 'mlp' and 'heads' both map to mesh axis 'model')" in text
+    assert placed(model, "w").is_fully_replicated
+
+
+def test_mapped_axis_absent_from_the_mesh_falls_back(devices):
+    model = Tiny(rngs=nnx.Rngs(0))
+    model_only = Mesh(np.array(devices), ("model",))
+    record = caught(shard_model, model, model_only, "fsdp")
+    (text,) = of_type(record, ShardingFallbackWarning)
+    assert "up/kernel (logical axis 'embed' maps to mesh axis 'data', absent from the mesh ('model',))" in text
+    record = caught(shard_model, model, model_only, "tensor")  # "model" exists: splits over 8
+    assert same_placement(placed(model, "up/kernel"), model_only, P(None, "model"), 2)
+
+
+def test_unknown_rule_is_rejected_even_without_a_mesh():
+    model = Tiny(rngs=nnx.Rngs(0))
+    for rule in ("fdsp", None):
+        with pytest.raises(ValueError, match=r"unknown sharding rule .*choose one of \('replicated', 'fsdp', 'tensor'\)"):
+            shard_model(model, None, rule)
+
+
+def test_no_mesh_changes_nothing():
+    model = Tiny(rngs=nnx.Rngs(0))
+    before = [v.get_value() for _, v in nnx.to_flat_state(nnx.state(model))]
+    assert caught(shard_model, model, None, "tensor") == []
+    after = [v.get_value() for _, v in nnx.to_flat_state(nnx.state(model))]
+    assert all(a is b for a, b in zip(before, after))
+
+
+def test_explicit_axes_warn():
+    mesh = jax.make_mesh((4, 2), ("data", "model"), axis_types=(AxisType.Explicit, AxisType.Auto))
+    record = caught(shard_model, Tiny(rngs=nnx.Rngs(0)), mesh, "replicated")
+    assert len(record) == 1 and "only Auto axes are supported" in str(record[0].message)
+
+
+def test_idempotent_keeps_buffers_and_re_places_on_change():
+    model = Tiny(rngs=nnx.Rngs(0))
+    values = np.asarray(model.up.kernel[...])
+    mesh = make_mesh(model_axis=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        shard_model(model, mesh, "fsdp")
+        first = model.up.kernel[...]
+        shard_model(model, mesh, "fsdp")
+        assert model.up.kernel[...] is first
+        shard_model(model, mesh, "tensor")
+        assert same_placement(placed(model, "up/kernel"), mesh, P(None, "model"), 2)
+        other = make_mesh(jax.devices()[:4], model_axis=4)
+        shard_model(model, other, "tensor")
+    assert placed(model, "up/kernel").device_set == set(jax.devices()[:4])
+    np.testing.assert_array_equal(model.up.kernel[...], values)  # values never change
+
+
+def test_optimizer_state_follows_its_params():
+    model = Tiny(rngs=nnx.Rngs(0))
+    optimizer = nnx.Optimizer(model, optax.adamw(1e-3), wrt=nnx.Param)
+    mesh = make_mesh(model_axis=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        shard_model(model, mesh, "tensor")
+        shard_model(optimizer, mesh, "tensor")
+    shardings = gs.sharding_of(optimizer)
+    for moment in ("mu", "nu"):
+        assert same_placement(shardings[f"opt_state/0/{moment}/up/kernel"], mesh, P(None, "model"), 2)
+    assert same_placement(shardings["step"], mesh, P(), 0)
+
+
+def test_jitted_forward_on_sharded_model_matches_unsharded():
+    x = jax.random.normal(jax.random.key(1), (16, 8))
+    reference = Tiny(rngs=nnx.Rngs(0))(x)
+    for rule, model_axis in (("fsdp", 1), ("tensor", 2), ("tensor", 8)):
+        model = Tiny(rngs=nnx.Rngs(0))
+        mesh = make_mesh(model_axis=model_axis)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            shard_model(model, mesh, rule)
+        with gs.mesh_context(mesh):
+            out = nnx.jit(lambda m, x: m(x))(model, gs.shard_batch(x, mesh) if model_axis < 8 else x)
+        np.testing.assert_allclose(out, reference, rtol=1e-5, atol=1e-6)
+
+
+def test_numpy_leaves_are_placed():
+    model = nnx.Module()
+    model.w = nnx.Param(np.ones((8, 4), np.float32), **axes("embed", None))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        shard_model(model, make_mesh(), "fsdp")
+    assert isinstance(model.w[...], jax.Array)
+    assert model.w[...].addressable_shards[0].data.shape == (1, 4)
+
+
+def test_shard_model_by_table_partial_table_and_tuple_axes():
+    model = Tiny(rngs=nnx.Rngs(0))
+    mesh = make_mesh(model_axis=2)
+    record = caught(gs.shard_model_by_table, model, mesh, {"embed": ("data", "model")})
+    assert of_type(record, ExperimentalRuleWarning) == []
+    assert same_placement(placed(model, "up/kernel"), mesh, P(("data", "model"), None), 2)
+    assert model.up.kernel[...].addressable_shards[0].data.shape == (1, 16)
+
+
+def test_sharding_of_paths():
+    model = Tiny(rngs=nnx.Rngs(0))
+    assert set(gs.sharding_of(model)) == {"up/kernel", "up/bias", "down/kernel", "down/bias",
+                                          "heads", "count"}
