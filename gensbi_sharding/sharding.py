@@ -33,7 +33,7 @@ __all__ = [
     "make_mesh", "resolve_mesh", "mesh_context",
     "batch_axes", "batch_size_divisor", "check_batch_divisible", "pad_for_mesh",
     "shard_batch", "shard_sample_init", "replicate",
-    "shard_model", "shard_model_by_table", "partition_spec_for", "sharding_of",
+    "shard_model", "shard_model_by_table", "partition_spec_for", "plan_shardings", "sharding_of",
 ]
 
 # ---------------------------------------------------------------------------- constants
@@ -356,28 +356,47 @@ def partition_spec_for(names: Sequence[str | None] | None, shape: Sequence[int],
     return P(*entries), None
 
 
-def _place(node: Any, mesh: Mesh, table: RuleTable, *, honor_annotations: bool,
-           label: str, stacklevel: int) -> None:
-    if any(t == AxisType.Explicit for t in getattr(mesh, "axis_types", ())):
-        warnings.warn(f"mesh axes {tuple(mesh.axis_names)} include AxisType.Explicit; only Auto "
-                      "axes are supported, placements follow the Auto semantics",
-                      UserWarning, stacklevel=stacklevel)
-    moves, fallbacks = [], []
-    for path, var in nnx.graph.iter_graph(node):
-        if not isinstance(var, nnx.Variable):
-            continue
-        value = var.get_value()
-        if not _is_array(value):
-            continue
-        spec = P()
+def plan_shardings(node: Any, mesh: Mesh, table: RuleTable, *, honor_annotations: bool = True
+                   ) -> tuple[dict[str, P], dict[str, str]]:
+    """Where ``shard_model_by_table`` would put each variable, without moving anything.
+
+    Works on concrete and on abstract modules (``nnx.eval_shape``: values are
+    ``jax.ShapeDtypeStruct``). Returns ``(specs, fallbacks)``: the PartitionSpec of
+    every array variable by "a/b/c" path, and the reason for each one replicated
+    against its annotation (or unannotated ``nnx.Param``).
+    """
+    specs, fallbacks = {}, {}
+    for path, var, value in _array_variables(node):
+        key, spec = _path_str(path), P()
         if honor_annotations:
             names = logical_axes_of(var)
             spec, reason = partition_spec_for(names, value.shape, table, mesh)
             if names is None and isinstance(var, nnx.Param):
                 reason = "no annotation"
             if reason is not None:
-                fallbacks.append(f"{_path_str(path)} ({reason})")
-        sharding = NamedSharding(mesh, spec)
+                fallbacks[key] = reason
+        specs[key] = spec
+    return specs, fallbacks
+
+
+def _array_variables(node: Any) -> Iterator[tuple[tuple, nnx.Variable, Any]]:
+    for path, var in nnx.graph.iter_graph(node):
+        if isinstance(var, nnx.Variable):
+            value = var.get_value()
+            if _is_array(value) or isinstance(value, jax.ShapeDtypeStruct):
+                yield path, var, value
+
+
+def _place(node: Any, mesh: Mesh, table: RuleTable, *, honor_annotations: bool,
+           label: str, stacklevel: int) -> None:
+    if any(t == AxisType.Explicit for t in getattr(mesh, "axis_types", ())):
+        warnings.warn(f"mesh axes {tuple(mesh.axis_names)} include AxisType.Explicit; only Auto "
+                      "axes are supported, placements follow the Auto semantics",
+                      UserWarning, stacklevel=stacklevel)
+    specs, fallbacks = plan_shardings(node, mesh, table, honor_annotations=honor_annotations)
+    moves = []
+    for path, var, value in _array_variables(node):
+        sharding = NamedSharding(mesh, specs[_path_str(path)])
         # Already placed as asked: keep the very same buffers (idempotence without a copy).
         if isinstance(value, jax.Array) and value.sharding.is_equivalent_to(sharding, value.ndim):
             continue
@@ -389,8 +408,8 @@ def _place(node: Any, mesh: Mesh, table: RuleTable, *, honor_annotations: bool,
     if fallbacks:
         warnings.warn(
             f"{len(fallbacks)} variable(s) replicated instead of split under {label} on mesh "
-            f"{dict(mesh.shape)}: " + "; ".join(fallbacks), ShardingFallbackWarning,
-            stacklevel=stacklevel)
+            f"{dict(mesh.shape)}: " + "; ".join(f"{path} ({reason})" for path, reason in fallbacks.items()),
+            ShardingFallbackWarning, stacklevel=stacklevel)
 
 
 # ---------------------------------------------------------------------------- inspection

@@ -1,26 +1,18 @@
 """Residual MLP velocity field ``v(theta_t, x, t)`` for conditional flow matching.
 
 The network sees one vector per sample, ``concat(theta_t, x, time_embedding(t))``, so it
-is the cheapest baseline; every parameter carries logical axis names (see
+is the simplest baseline; every parameter carries logical axis names (see
 ``gensbi_sharding.sharding``) so the same module can be replicated, FSDP-sharded over
 ``embed`` or tensor-sharded over ``mlp`` without code changes.
 
-Parameter annotations
----------------------
-=======================  ===============  ==================
-parameter                shape            logical axes
-=======================  ===============  ==================
-``in_proj.kernel``       (d_in, W)        ("in", "embed")
-``in_proj.bias``         (W,)             ("embed",)
-``blocks[i].norm.*``     (W,)             ("embed",)
-``blocks[i].up.kernel``  (W, H)           ("embed", "mlp")
-``blocks[i].up.bias``    (H,)             ("mlp",)
-``blocks[i].down.kernel``(H, W)           ("mlp", "embed")
-``blocks[i].down.bias``  (W,)             ("embed",)
-``out_norm.*``           (W,)             ("embed",)
-``out_proj.kernel``      (W, dim_theta)   ("embed", "out")
-``out_proj.bias``        (dim_theta,)     ("out",)
-=======================  ===============  ==================
+Parameter annotations (shape: logical axes)
+-------------------------------------------
+- ``in_proj`` kernel, bias                 (d_in, W): ("in", "embed"); (W,): ("embed",)
+- ``blocks[i].norm`` scale, bias           (W,): ("embed",)
+- ``blocks[i].up`` kernel, bias            (W, H): ("embed", "mlp"); (H,): ("mlp",)
+- ``blocks[i].down`` kernel, bias          (H, W): ("mlp", "embed"); (W,): ("embed",)
+- ``out_norm`` scale, bias                 (W,): ("embed",)
+- ``out_proj`` kernel, bias                (W, dim_theta): ("embed", "out"); (dim_theta,): ("out",)
 
 with ``d_in = dim_theta + dim_x + time_embed_dim``, ``W = width``, ``H = mlp_ratio * width``.
 """

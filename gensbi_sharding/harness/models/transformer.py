@@ -5,29 +5,26 @@ al. 2024, "All-in-one simulation-based inference"): ``value * value_embed[i] +
 token_embed[i]``, plus a learned flag vector on the condition (``x``) tokens. Pre-LN blocks
 of multi-head self-attention and an MLP mix the tokens; the flow time enters every
 LayerNorm by adaptive LayerNorm (adaLN, Peebles & Xie 2023, "Scalable diffusion models
-with transformers", DiT), as in Flux. One scalar per ``theta`` token is read out.
+with transformers", DiT), as in Flux (Black Forest Labs, 2024). One scalar per ``theta``
+token is read out.
 
-Parameter annotations
----------------------
-============================  ==================  =======================
-parameter                     shape               logical axes
-============================  ==================  =======================
-``value_embed.embedding``     (V, E)              ("vocab", "embed")
-``token_embed.embedding``     (V, E)              ("vocab", "embed")
-``condition_flag``            (E,)                ("embed",)
-``time_in.kernel`` / bias     (T, E) / (E,)       ("in", "mlp") / ("mlp",)
-``time_out.kernel`` / bias    (E, E) / (E,)       ("mlp", "embed") / ("embed",)
-``blocks[i].modulation``      (E, 4, E) / (4, E)  (None, None, "embed") / (None, "embed")
-``blocks[i].query|key|value`` (E, heads, D)       ("embed", "heads", None)
-``blocks[i].attn_out``        (heads, D, E) / (E,) ("heads", None, "embed") / ("embed",)
-``blocks[i].up`` / ``down``   as in ``mlp.py``    ("embed", "mlp") / ("mlp", "embed")
-``final_modulation``          (E, 2, E) / (2, E)  (None, None, "embed") / (None, "embed")
-``readout.kernel`` / bias     (E, 1) / (1,)       ("embed", "out") / ("out",)
-============================  ==================  =======================
+Parameter annotations (shape: logical axes)
+-------------------------------------------
+- ``value_embed``, ``token_embed`` tables      (V, E): ("vocab", "embed")
+- ``condition_flag``                          (E,): ("embed",)
+- ``time_in`` kernel, bias                    (T, E): ("in", "mlp"); (E,): ("mlp",)
+- ``time_out`` kernel, bias                   (E, E): ("mlp", "embed"); (E,): ("embed",)
+- ``blocks[i].modulation`` kernel, bias       (E, 4, E): (None, None, "embed"); (4, E): (None, "embed")
+- ``blocks[i].query``/``key``/``value`` kernel (E, heads, D): ("embed", "heads", None), no bias
+- ``blocks[i].attn_out`` kernel, bias         (heads, D, E): ("heads", None, "embed"); (E,): ("embed",)
+- ``blocks[i].up`` kernel, bias               (E, H): ("embed", "mlp"); (H,): ("mlp",)
+- ``blocks[i].down`` kernel, bias             (H, E): ("mlp", "embed"); (E,): ("embed",)
+- ``final_modulation`` kernel, bias           (E, 2, E): (None, None, "embed"); (2, E): (None, "embed")
+- ``readout`` kernel, bias                    (E, 1): ("embed", "out"); (1,): ("out",)
 
-``E = embed``, ``D = embed // heads``, ``T = time_embed_dim``, and ``V`` is the token count
-``dim_theta + dim_x`` rounded up to a multiple of 8. The LayerNorms have no parameters:
-adaLN supplies their scale and shift, as in DiT.
+``E = embed``, ``D = embed // heads``, ``H = mlp_ratio * embed``, ``T = time_embed_dim``;
+``V`` is the token count ``dim_theta + dim_x`` rounded up to a multiple of 8. The LayerNorms
+have no parameters: adaLN supplies their scale and shift, as in DiT.
 """
 
 from __future__ import annotations
@@ -105,7 +102,7 @@ class TransformerBlock(nnx.Module):
 
 
 class TransformerVelocity(nnx.Module):
-    """Token transformer velocity field ``v(theta_t, x, t) -> (B, dim_theta)``; see the module docstring."""
+    """Token transformer velocity field ``v(theta_t, x, t) -> (B, dim_theta)``; see the module doc."""
 
     def __init__(self, *, dim_theta: int, dim_x: int, rngs: nnx.Rngs, embed: int, depth: int,
                  heads: int, mlp_ratio: int, time_embed_dim: int):
