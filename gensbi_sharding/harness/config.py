@@ -1,0 +1,226 @@
+"""The typed run configuration: dataclasses in Hydra's ConfigStore, validated once.
+
+Every YAML file under ``conf/`` is merged onto these schemas, so a mistyped key
+(``mesh.modle_axis=2``) or a wrong type (``train.steps=ten``) is rejected by
+Hydra with the key's name before anything runs. What a type cannot say (ranges,
+choices, the rule table) is checked by ``validate`` and raised as
+``ConfigError`` naming the key and the fix.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, List, Optional
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING, DictConfig, ListConfig, OmegaConf
+
+from gensbi_sharding.sharding import LOGICAL_AXES, RULES
+
+__all__ = ["ConfigError", "Config", "register_configs", "validate", "rule_table", "mesh_spec"]
+
+
+class ConfigError(ValueError):
+    """A configuration value that cannot run; the message names the key and the fix."""
+
+
+@dataclass
+class DevicesConfig:
+    cpu_count: int = 8  # simulated CPU devices (CPU platform only; real GPUs/TPUs are used as they are)
+    platform: Optional[str] = None  # force a JAX platform ("cpu"); None: JAX's default
+
+
+@dataclass
+class DistributedConfig:
+    mode: str = "none"  # none | auto (cluster auto-detection, e.g. SLURM) | explicit
+    coordinator_address: Optional[str] = None
+    num_processes: Optional[int] = None
+    process_id: Optional[int] = None
+    local_processes: int = 1  # >1: launch.py starts this many local processes on loopback
+    timeout_s: int = 120  # bound on every wait for the other processes
+
+
+@dataclass
+class MeshConfig:
+    spec: Optional[str] = "dict"  # null (no mesh) | auto | dict (the fields below)
+    model_axis: int = 1  # size of the "model" axis; "data" takes devices // model_axis
+    devices: Optional[List[int]] = None  # device ids in mesh order; None: all devices
+
+
+@dataclass
+class ModelConfig:
+    name: str = MISSING
+    init: str = "sharded"  # sharded (jit with output shardings) | eager (build, then shard_model)
+
+
+@dataclass
+class MLPConfig(ModelConfig):
+    name: str = "mlp"
+    width: int = 128
+    depth: int = 3
+    mlp_ratio: int = 2
+    time_embed_dim: int = 32
+
+
+@dataclass
+class TransformerConfig(ModelConfig):
+    name: str = "transformer"
+    embed: int = 64
+    depth: int = 2
+    heads: int = 8
+    mlp_ratio: int = 4
+    time_embed_dim: int = 32
+
+
+@dataclass
+class DataConfig:
+    name: str = "two_moons"
+    num_simulations: int = 10_000  # simulation budget, train + validation
+    val_fraction: float = 0.1
+    batch_size: int = 256  # global batch, split over the data-parallel devices
+    num_observation: int = 1  # which of the task's 10 benchmark observations to condition on
+
+
+@dataclass
+class TrainConfig:
+    steps: int = 2000
+    learning_rate: float = 1e-3
+    weight_decay: float = 1e-4
+    log_every: int = 100
+    checkpoint_every: int = 0  # 0: only at the end
+    keep: int = 2
+    resume: Optional[str] = None
+
+
+@dataclass
+class EvalConfig:
+    enabled: bool = True
+    num_samples: int = 1000  # posterior samples drawn and compared with the reference (C2ST)
+    ode_steps: int = 32
+    c2st_folds: int = 3
+    plot: bool = True
+
+
+@dataclass
+class Config:
+    mesh: MeshConfig = field(default_factory=MeshConfig)
+    rule: Any = MISSING  # mapping logical axis -> mesh axis | [mesh axes] | null, plus "name"
+    model: ModelConfig = MISSING
+    data: DataConfig = field(default_factory=DataConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    devices: DevicesConfig = field(default_factory=DevicesConfig)
+    distributed: DistributedConfig = field(default_factory=DistributedConfig)
+    seed: int = 0
+    strict: bool = False  # an unsplittable variable under a splitting rule is an error, not a warning
+    dry_run: bool = False  # compile and report memory and collectives; do not train
+    debug: bool = False  # full tracebacks instead of one-line errors
+
+
+def register_configs() -> None:
+    """Store the schemas in Hydra's ConfigStore (idempotent)."""
+    store = ConfigStore.instance()
+    store.store(name="base_config", node=Config)
+    store.store(group="model", name="mlp_schema", node=MLPConfig)
+    store.store(group="model", name="transformer_schema", node=TransformerConfig)
+
+
+def _check(ok: bool, message: str) -> None:
+    if not ok:
+        raise ConfigError(message)
+
+
+def validate(cfg: DictConfig) -> None:
+    """Check what the types cannot: ranges, choices and the rule table.
+
+    Raises
+    ------
+    ConfigError
+        Naming the first bad key, its value and the override that fixes it.
+    """
+    _check(cfg.mesh.spec in (None, "auto", "dict"),
+           f"mesh.spec={cfg.mesh.spec!r} is not one of null, auto, dict (e.g. mesh=auto)")
+    _check(cfg.mesh.model_axis >= 1, f"mesh.model_axis={cfg.mesh.model_axis} must be >= 1")
+    _check(cfg.mesh.spec == "dict" or (cfg.mesh.model_axis == 1 and cfg.mesh.devices is None),
+           f"mesh.model_axis / mesh.devices need the dict form: use mesh=dict "
+           f"mesh.model_axis={cfg.mesh.model_axis} instead of mesh={cfg.mesh.spec or 'none'}")
+    _check(cfg.model.init in ("sharded", "eager"),
+           f"model.init={cfg.model.init!r} is not one of sharded, eager")
+    for key in ("num_simulations", "batch_size", "num_observation"):
+        _check(cfg.data[key] >= 1, f"data.{key}={cfg.data[key]} must be >= 1")
+    _check(0.0 < cfg.data.val_fraction < 1.0,
+           f"data.val_fraction={cfg.data.val_fraction} must lie strictly between 0 and 1")
+    _check(cfg.train.steps >= 1, f"train.steps={cfg.train.steps} must be >= 1")
+    _check(cfg.train.log_every >= 1, f"train.log_every={cfg.train.log_every} must be >= 1")
+    _check(cfg.train.learning_rate > 0, f"train.learning_rate={cfg.train.learning_rate} must be > 0")
+    _check(cfg.train.checkpoint_every >= 0 and cfg.train.keep >= 1,
+           "train.checkpoint_every must be >= 0 and train.keep >= 1")
+    _check(cfg.eval.num_samples >= 2 * cfg.eval.c2st_folds and cfg.eval.c2st_folds >= 2,
+           f"eval.num_samples={cfg.eval.num_samples} must be >= 2 * eval.c2st_folds and "
+           f"eval.c2st_folds={cfg.eval.c2st_folds} >= 2")
+    _check(cfg.eval.ode_steps >= 1, f"eval.ode_steps={cfg.eval.ode_steps} must be >= 1")
+    _check(cfg.devices.cpu_count >= 1, f"devices.cpu_count={cfg.devices.cpu_count} must be >= 1")
+    _check(cfg.distributed.mode in ("none", "auto", "explicit"),
+           f"distributed.mode={cfg.distributed.mode!r} is not one of none, auto, explicit")
+    rule_table(cfg.rule)
+
+
+def mesh_spec(mesh: DictConfig) -> Any:
+    """The contract's mesh spec for ``resolve_mesh``: None, "auto" or a mapping."""
+    if mesh.spec is None:
+        return None
+    if mesh.spec == "auto":
+        return "auto"
+    return {"model_axis": mesh.model_axis, "devices": mesh.devices}
+
+
+def rule_table(rule: Any) -> tuple[str, dict[str, Any]]:
+    """``(name, table)`` of a rule config: a mapping of logical axes plus an optional ``name``.
+
+    Table values are a mesh axis name, a list of mesh axis names, or null. Whether
+    the mesh has those axes is checked later, against the resolved mesh
+    (``check_table_against_mesh``).
+
+    Raises
+    ------
+    ConfigError
+        For a key outside ``LOGICAL_AXES`` or a value of another type.
+    """
+    if isinstance(rule, str):  # rule given as a bare name, e.g. from Python
+        _check(rule in RULES, f"unknown rule {rule!r}; choose one of {', '.join(RULES)} "
+                              "or write a table in conf/rule/")
+        return rule, dict(RULES[rule])
+    _check(isinstance(rule, (DictConfig, dict)),
+           f"rule must be a mapping of logical axes to mesh axes, got {rule!r}")
+    raw = OmegaConf.to_container(rule, resolve=True) if isinstance(rule, DictConfig) else dict(rule)
+    name = raw.pop("name", None) or "custom"
+    table: dict[str, Any] = {}
+    for key, value in raw.items():
+        _check(key in LOGICAL_AXES, f"rule.{key} is not a logical axis; valid keys: "
+                                    f"{', '.join(LOGICAL_AXES)} (and name)")
+        if isinstance(value, (list, tuple, ListConfig)):
+            _check(len(value) > 0 and all(isinstance(v, str) for v in value),
+                   f"rule.{key}={value!r}: a list must hold mesh axis names")
+            value = tuple(value)
+        else:
+            _check(value is None or isinstance(value, str),
+                   f"rule.{key}={value!r} must be a mesh axis name, a list of them, or null")
+        table[key] = value
+    for key in LOGICAL_AXES:
+        table.setdefault(key, None)
+    return name, table
+
+
+def check_table_against_mesh(name: str, table: dict[str, Any], mesh_axes: tuple[str, ...]) -> None:
+    """Every mesh axis a rule table names must exist on the resolved mesh.
+
+    Raises
+    ------
+    ConfigError
+        Naming the entry, the mesh's axes and the valid values.
+    """
+    for key, value in table.items():
+        for axis in (value,) if isinstance(value, str) else (value or ()):
+            _check(axis in mesh_axes,
+                   f"rule.{key}={axis!r} (rule {name!r}) names a mesh axis the mesh lacks; valid "
+                   f"values: {', '.join(mesh_axes) or '(none: no mesh)'} or null")

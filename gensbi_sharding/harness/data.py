@@ -1,0 +1,302 @@
+"""SBI benchmark data sets: simulate (theta, x) pairs, z-score them, and batch them for a mesh.
+
+Every data set comes from ``sbibm_jax``, which ships the observations and the
+reference posterior samples inside the package, so nothing here needs a network.
+JAX and ``sbibm_jax`` are only touched inside functions: importing this module
+must not start JAX's backend (the device count may not be set yet).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from gensbi_sharding.harness.registry import register_data
+from gensbi_sharding.sharding import batch_size_divisor, check_batch_divisible, shard_batch
+
+__all__ = ["SimulationData", "load_task", "iterate_batches", "TASKS",
+           "load_two_moons", "load_gaussian_linear", "load_slcp"]
+
+#: sbibm task names registered as data sets (config ``data=<name>``).
+TASKS: tuple[str, ...] = ("two_moons", "gaussian_linear", "slcp")
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class SimulationData:
+    """Simulated pairs of one task, raw (not z-scored), with z-score statistics.
+
+    Arrays are numpy float32; ``n_train + n_val`` is this process's budget.
+
+    Attributes
+    ----------
+    name : str
+        sbibm task name.
+    theta_train, x_train : ndarray, (n_train, dim_theta), (n_train, dim_x)
+    theta_val, x_val : ndarray, (n_val, dim_theta), (n_val, dim_x)
+        Held-out pairs, disjoint from the training pairs.
+    observation : ndarray, (dim_x,)
+        The observed data the posterior is conditioned on.
+    reference_samples : ndarray, (N, dim_theta)
+        Reference posterior samples for ``observation`` (N = 10000 in sbibm).
+    theta_mean, theta_std, x_mean, x_std : ndarray, (dim_theta,) or (dim_x,)
+        Statistics of the training split only, over all processes. A zero std is
+        stored as 1, so a constant feature passes through instead of dividing by 0.
+    """
+
+    name: str
+    theta_train: np.ndarray
+    x_train: np.ndarray
+    theta_val: np.ndarray
+    x_val: np.ndarray
+    observation: np.ndarray
+    reference_samples: np.ndarray
+    theta_mean: np.ndarray
+    theta_std: np.ndarray
+    x_mean: np.ndarray
+    x_std: np.ndarray
+
+    @property
+    def dim_theta(self) -> int:
+        """Number of parameters."""
+        return self.theta_train.shape[1]
+
+    @property
+    def dim_x(self) -> int:
+        """Number of data features."""
+        return self.x_train.shape[1]
+
+    # The four maps take numpy or jax arrays of shape (..., dim) and keep their type.
+    def normalize_theta(self, theta: Any) -> Any:
+        """``(theta - theta_mean) / theta_std``."""
+        return (theta - self.theta_mean) / self.theta_std
+
+    def denormalize_theta(self, z: Any) -> Any:
+        """Inverse of ``normalize_theta``: sampler output back to parameter units."""
+        return z * self.theta_std + self.theta_mean
+
+    def normalize_x(self, x: Any) -> Any:
+        """``(x - x_mean) / x_std``."""
+        return (x - self.x_mean) / self.x_std
+
+    def denormalize_x(self, z: Any) -> Any:
+        """Inverse of ``normalize_x``."""
+        return z * self.x_std + self.x_mean
+
+    def normalized(self, split: str = "train") -> tuple[np.ndarray, np.ndarray]:
+        """``(theta, x)`` of ``split`` ("train" or "val"), z-scored, float32."""
+        if split not in ("train", "val"):
+            raise ValueError(f"split must be 'train' or 'val', got {split!r}")
+        theta, x = (self.theta_train, self.x_train) if split == "train" else (self.theta_val, self.x_val)
+        return (self.normalize_theta(theta).astype(np.float32),
+                self.normalize_x(x).astype(np.float32))
+
+
+def load_task(name: str, *, num_simulations: int = 10_000, val_fraction: float = 0.1,
+              seed: int = 0, num_observation: int = 1, process_index: int = 0,
+              process_count: int = 1) -> SimulationData:
+    """Simulate a budget of (theta, x) pairs from the prior of an sbibm task.
+
+    Parameters
+    ----------
+    name : str
+        sbibm task name, e.g. "two_moons", "gaussian_linear", "slcp".
+    num_simulations : int
+        Total simulation budget (train + val), over all processes together.
+    val_fraction : float
+        Share of each process's simulations held out for validation, in (0, 1).
+    seed : int
+        Seed of the simulation stream; each process folds in its ``process_index``.
+    num_observation : int
+        Which of the task's 10 observations (1..10) to condition on.
+    process_index, process_count : int
+        This process's rank and the number of processes. Each process simulates
+        only its share of the budget; the statistics are combined over processes.
+
+    Returns
+    -------
+    SimulationData
+
+    Raises
+    ------
+    ValueError
+        For a non-integer or too-small budget, ``val_fraction`` outside (0, 1),
+        ``num_observation`` outside 1..10, an inconsistent process pair, or an
+        unknown task name.
+    """
+    _check_int("num_simulations", num_simulations, 2, "data.num_simulations=10000")
+    _check_int("num_observation", num_observation, 1, "data.num_observation=1")
+    _check_int("seed", seed, 0, "data.seed=0")
+    if num_observation > 10:
+        raise ValueError(f"num_observation={num_observation} is out of range: sbibm tasks have "
+                         "observations 1..10; set data.num_observation to one of them")
+    if isinstance(val_fraction, bool) or not isinstance(val_fraction, (int, float, np.number)) \
+            or not 0.0 < float(val_fraction) < 1.0:
+        raise ValueError(f"val_fraction={val_fraction!r} must be a number strictly between 0 and 1, "
+                         "e.g. data.val_fraction=0.1")
+    _check_int("process_count", process_count, 1, "process_count=jax.process_count()")
+    _check_int("process_index", process_index, 0, "process_index=jax.process_index()")
+    if process_index >= process_count:
+        raise ValueError(f"process_index={process_index} must be below process_count={process_count}")
+    # Checked on the smallest share, so every process fails alike instead of one
+    # raising while the others wait for it in the statistics all-gather.
+    if num_simulations // process_count < 2:
+        raise ValueError(f"num_simulations={num_simulations} leaves some of the {process_count} "
+                         "process(es) fewer than 2 simulations (one train, one val): raise "
+                         f"data.num_simulations to at least {2 * process_count}")
+    n_local = num_simulations // process_count + (process_index < num_simulations % process_count)
+    n_val = min(max(int(round(val_fraction * n_local)), 1), n_local - 1)
+
+    import jax  # deferred: importing this module must not start the backend
+    import sbibm_jax
+
+    try:
+        task = sbibm_jax.get_task(name)
+    except NotImplementedError:
+        raise ValueError(f"unknown sbibm task {name!r}; registered here: {TASKS}") from None
+    key = jax.random.fold_in(jax.random.key(seed), process_index)
+    prior_key, sim_key = jax.random.split(key)
+    theta = np.asarray(task.get_prior(prior_key, n_local), dtype=np.float32)
+    x = np.asarray(task.get_simulator(sim_key)(sim_key, theta), dtype=np.float32)
+    # Prior draws are i.i.d., so a contiguous split is as random as a shuffled one.
+    theta_train, theta_val = theta[:-n_val], theta[-n_val:]
+    x_train, x_val = x[:-n_val], x[-n_val:]
+    theta_mean, theta_std = _global_stats(theta_train, process_count)
+    x_mean, x_std = _global_stats(x_train, process_count)
+    observation = np.asarray(task.get_observation(num_observation), dtype=np.float32).reshape(-1)
+    reference = np.asarray(task.get_reference_posterior_samples(num_observation), dtype=np.float32)
+    return SimulationData(name=name, theta_train=theta_train, x_train=x_train, theta_val=theta_val,
+                          x_val=x_val, observation=observation, reference_samples=reference,
+                          theta_mean=theta_mean, theta_std=theta_std, x_mean=x_mean, x_std=x_std)
+
+
+def _global_stats(a: np.ndarray, process_count: int) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and std of ``a`` (n, d) over the rows of every process; float32 (d,) each."""
+    # Count, sum and sum of squares add up across processes; float64 keeps the
+    # sum-of-squares formula from cancelling catastrophically.
+    a64 = a.astype(np.float64)
+    moments = np.concatenate([[a64.shape[0]], a64.sum(0), (a64 ** 2).sum(0)])
+    if process_count > 1:
+        import jax
+
+        if jax.process_count() == process_count:
+            from jax.experimental import multihost_utils
+            moments = np.asarray(multihost_utils.process_allgather(moments)).sum(0)
+        else:
+            warnings.warn(f"process_count={process_count} but JAX runs {jax.process_count()} "
+                          "process(es): z-score statistics cover this process's share only",
+                          UserWarning, stacklevel=3)
+    d = a.shape[1]
+    n, total, total_sq = moments[0], moments[1:1 + d], moments[1 + d:]
+    mean = total / n
+    std = np.sqrt(np.maximum(total_sq / n - mean ** 2, 0.0))
+    std = np.where(std > 0, std, 1.0)
+    return mean.astype(np.float32), std.astype(np.float32)
+
+
+def iterate_batches(theta: np.ndarray, x: np.ndarray, *, batch_size: int, seed: int, mesh: Any,
+                    epoch_shuffle: bool = True, place: bool = True) -> Iterator[dict[str, Any]]:
+    """An endless stream of training batches, epoch after epoch.
+
+    The inputs are validated, and the batch size checked against the mesh, when
+    this is called, before any batch is drawn. Each epoch is a permutation drawn
+    from ``numpy.random.default_rng([seed, epoch])`` (reproducible, different per
+    epoch); the incomplete last batch of an epoch is dropped.
+
+    Parameters
+    ----------
+    theta, x : array_like, (n, dim_theta), (n, dim_x)
+        Training pairs (normally z-scored).
+    batch_size : int
+        Rows per batch: a multiple of the mesh's data-parallel size, at most n.
+    seed : int
+        Seed of the shuffling stream.
+    mesh : jax.sharding.Mesh or None
+        Mesh to split batches over; None: no check, no placement.
+    epoch_shuffle : bool
+        False: every epoch walks the rows in stored order.
+    place : bool
+        True: ``shard_batch`` onto ``mesh`` (jax arrays split over the batch
+        axes). False, or mesh None: numpy arrays.
+
+    Yields
+    ------
+    dict
+        ``{"theta": (batch_size, dim_theta), "x": (batch_size, dim_x)}``, float32.
+
+    Raises
+    ------
+    ValueError
+        If theta/x are not 2-D with equal row counts, batch_size is not a positive
+        integer, exceeds n, or is not divisible by the data-parallel size (the
+        message then names ``data.batch_size=<nearest valid>``).
+    """
+    theta = np.asarray(theta, dtype=np.float32)
+    x = np.asarray(x, dtype=np.float32)
+    if theta.ndim != 2 or x.ndim != 2 or theta.shape[0] != x.shape[0]:
+        raise ValueError(f"theta and x must be 2-D with the same number of rows, got shapes "
+                         f"{theta.shape} and {x.shape}")
+    _check_int("batch_size", batch_size, 1, "data.batch_size=256")
+    _check_int("seed", seed, 0, "seed=0")
+    n = theta.shape[0]
+    if batch_size > n:
+        raise ValueError(f"batch_size={batch_size} is larger than the {n} training pairs: set "
+                         f"data.batch_size to at most {n} or raise data.num_simulations")
+    first = {"theta": theta[:batch_size], "x": x[:batch_size]}
+    _check_divisible(first, mesh, n)
+    return _batches(theta, x, batch_size, seed, mesh, epoch_shuffle, place)
+
+
+def _batches(theta, x, batch_size, seed, mesh, epoch_shuffle, place):
+    n, epoch = theta.shape[0], 0
+    while True:
+        order = (np.random.default_rng([seed, epoch]).permutation(n) if epoch_shuffle
+                 else np.arange(n))
+        for start in range(0, n - batch_size + 1, batch_size):
+            rows = order[start:start + batch_size]
+            batch = {"theta": theta[rows], "x": x[rows]}
+            _check_divisible(batch, mesh, n)
+            yield shard_batch(batch, mesh) if place else batch
+        epoch += 1
+
+
+def _check_divisible(batch: dict, mesh: Any, n: int) -> None:
+    try:
+        check_batch_divisible(batch, mesh, "train")
+    except ValueError as err:
+        size, divisor = batch["theta"].shape[0], batch_size_divisor(mesh)
+        below, above = size // divisor * divisor, -(-size // divisor) * divisor
+        # Prefer the nearer multiple, but never one the training set cannot fill.
+        fits = [b for b in (below, above) if 0 < b <= n]
+        if not fits:
+            raise ValueError(f"{err}; the {n} training pairs cannot fill one batch divisible by "
+                             f"{divisor}: raise data.num_simulations") from None
+        best = min(fits, key=lambda b: (abs(b - size), b))
+        raise ValueError(f"{err}; set data.batch_size={best}") from None
+
+
+def _check_int(what: str, value: Any, minimum: int, fix: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"{what}={value!r} must be an integer >= {minimum}, e.g. {fix}")
+
+
+# One registered factory per task: ``factory(**kwargs)`` is ``load_task(name, **kwargs)``.
+@register_data("two_moons")
+def load_two_moons(**kwargs: Any) -> SimulationData:
+    """``load_task("two_moons", **kwargs)``: dim_theta 2, dim_x 2."""
+    return load_task("two_moons", **kwargs)
+
+
+@register_data("gaussian_linear")
+def load_gaussian_linear(**kwargs: Any) -> SimulationData:
+    """``load_task("gaussian_linear", **kwargs)``: dim_theta 10, dim_x 10."""
+    return load_task("gaussian_linear", **kwargs)
+
+
+@register_data("slcp")
+def load_slcp(**kwargs: Any) -> SimulationData:
+    """``load_task("slcp", **kwargs)``: dim_theta 5, dim_x 8."""
+    return load_task("slcp", **kwargs)

@@ -1,0 +1,278 @@
+"""Posterior sampling by ODE integration, the C2ST metric, and pair plots.
+
+JAX, scikit-learn and matplotlib are imported inside the functions that need
+them, so importing this module stays cheap and never starts JAX's backend.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from gensbi_sharding.sharding import (batch_axes, mesh_context, pad_for_mesh, replicate,
+                                      shard_sample_init)
+
+__all__ = ["sample_posterior", "c2st", "pair_plot"]
+
+
+def sample_posterior(velocity_fn: Callable[..., Any], observation: Any, *, num_samples: int,
+                     num_steps: int, seed: int, mesh: Any, dim_theta: int,
+                     params: Any = None) -> np.ndarray:
+    """Draw posterior samples by integrating a flow-matching velocity field.
+
+    Integrates d theta/dt = v(theta_t, x, t) from t = 0 (standard normal noise) to
+    t = 1 (data) with ``num_steps`` fixed midpoint (explicit RK2) steps: two
+    velocity evaluations per step, second order, exact for fields constant in
+    theta. The whole loop is one jitted ``lax.fori_loop``, traced and compiled
+    once per call, under ``mesh_context(mesh)``.
+
+    The noise comes from ``numpy.random.default_rng(seed)`` for the first
+    ``num_samples`` rows, so the same seed gives the same samples with or without
+    a mesh; it is padded with zero rows to ``pad_for_mesh`` and split over the
+    mesh (``shard_sample_init``). The observation is replicated as a (dim_x,)
+    vector and broadcast inside jit: one tiny transfer instead of a
+    (padded, dim_x) copy, and the broadcast is constrained to theta's sharding so
+    every device conditions its own rows without communication.
+
+    Parameters
+    ----------
+    velocity_fn : callable
+        Pure, jittable ``v(theta_t, x, t)`` or, when ``params`` is given,
+        ``v(params, theta_t, x, t)``, with theta_t (B, dim_theta), x (B, dim_x),
+        t (B,), all float32, returning (B, dim_theta). Works in the same
+        (z-scored) units as the model: denormalise the result afterwards.
+    observation : array_like, shape (dim_x,) or (1, dim_x)
+        The condition x_o.
+    num_samples, num_steps, dim_theta : int
+        Samples to return, integration steps, and parameter dimension; all >= 1.
+    seed : int
+        Seed of the initial noise, >= 0.
+    mesh : jax.sharding.Mesh or None
+        Mesh the samples are split over (its batch axes); None: default device.
+    params : pytree, optional
+        Passed to ``velocity_fn`` as a jit argument (e.g. an ``nnx.State``): its
+        arrays keep their placement and are not baked into the executable.
+
+    Returns
+    -------
+    ndarray, shape (num_samples, dim_theta), float32
+        Padding rows removed.
+
+    Raises
+    ------
+    ValueError
+        For non-positive counts, a negative seed, an observation that is not one
+        row, or a velocity output of the wrong shape.
+    """
+    for what, value, minimum in (("num_samples", num_samples, 1), ("num_steps", num_steps, 1),
+                                 ("dim_theta", dim_theta, 1), ("seed", seed, 0)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+            raise ValueError(f"{what}={value!r} must be an integer >= {minimum}")
+    obs = np.asarray(observation, dtype=np.float32)
+    if obs.ndim == 2 and obs.shape[0] == 1:
+        obs = obs[0]
+    if obs.ndim != 1 or obs.size == 0:
+        raise ValueError(f"observation must have shape (dim_x,) or (1, dim_x), got {obs.shape}")
+
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
+
+    padded, _ = pad_for_mesh(num_samples, mesh)
+    noise = np.zeros((padded, dim_theta), np.float32)
+    noise[:num_samples] = np.random.default_rng(seed).standard_normal((num_samples, dim_theta))
+    row_sharding = None if mesh is None else NamedSharding(mesh, P(batch_axes(mesh) or None))
+
+    def integrate(theta0, obs_vec, prm):
+        x = jnp.broadcast_to(obs_vec, (padded, obs_vec.shape[0]))
+        if row_sharding is not None:
+            # Explicit mesh axes carry shardings in the types: change them with reshard;
+            # on Auto axes a constraint guides the partitioner.
+            explicit = any(t == AxisType.Explicit for t in mesh.axis_types)
+            x = (jax.sharding.reshard(x, row_sharding) if explicit
+                 else jax.lax.with_sharding_constraint(x, row_sharding))
+        h = 1.0 / num_steps
+
+        def velocity(theta, t):
+            t_rows = jnp.full((padded,), t, jnp.float32)
+            # prm is a tracer here: params reach the model as a jit argument, not a constant.
+            v = velocity_fn(theta, x, t_rows) if params is None else velocity_fn(prm, theta, x, t_rows)
+            if v.shape != theta.shape:
+                raise ValueError(f"velocity_fn returned shape {v.shape}, expected {theta.shape} "
+                                 "(batch, dim_theta)")
+            return v.astype(theta.dtype)
+
+        def step(k, theta):
+            t = k * h
+            mid = theta + 0.5 * h * velocity(theta, t)
+            return theta + h * velocity(mid, t + 0.5 * h)
+
+        return jax.lax.fori_loop(0, num_steps, step, theta0)
+
+    with mesh_context(mesh):
+        theta0 = shard_sample_init(noise, mesh)
+        # A fresh jit per call, not a module-level cache keyed on velocity_fn: such a
+        # cache would keep every caller's closure (and any arrays it holds) alive.
+        out = jax.jit(integrate)(theta0, replicate(obs, mesh), params)
+    if jax.process_count() > 1:  # rows live on other hosts too: gather the global array
+        from jax.experimental import multihost_utils
+        out = multihost_utils.process_allgather(out, tiled=True)
+    return np.asarray(out, dtype=np.float32)[:num_samples]
+
+
+def c2st(samples: Any, reference: Any, *, seed: int = 0, n_folds: int = 5,
+         max_samples: int | None = None, n_jobs: int | None = None) -> float:
+    """Classifier two-sample test accuracy, as in the SBI benchmark (Lueckmann et al. 2021).
+
+    Both sets are z-scored with the reference's mean and std, cut to a common size
+    (random subsets of the larger one, at most ``max_samples`` each), labelled
+    0/1, and classified by sklearn's ``MLPClassifier`` (two relu hidden layers of
+    10 * dim units, adam). Returns the mean accuracy over stratified, shuffled
+    K folds. The benchmark's max_iter of 10000 is cut to 1000: adam's tolerance
+    stops training well before either in practice (same accuracies measured).
+    Early stopping is deliberately off: on a 10 % validation split it stopped
+    under-trained and reported 0.57 for a posterior the full fit scores 0.78,
+    flattering bad posteriors.
+
+    Parameters
+    ----------
+    samples, reference : array_like, shapes (n, dim), (m, dim)
+        Posterior samples and reference samples, same units, finite.
+    seed : int
+        Seeds the subsampling, the folds and the classifier.
+    n_folds : int
+        Number of folds, >= 2.
+    max_samples : int, optional
+        Cap on the samples per set.
+    n_jobs : int, optional
+        Folds fitted in parallel worker processes (joblib; -1: one per core). The
+        default fits them one after another in this process.
+
+    Returns
+    -------
+    float
+        In [0, 1]: about 0.5 when the two sets share a distribution, 1.0 when
+        they are perfectly separable.
+
+    Raises
+    ------
+    ValueError
+        If the sets are not 2-D, differ in dim, contain non-finite values, have
+        fewer than ``n_folds`` rows after subsampling, or an argument is invalid.
+    """
+    a = np.asarray(samples, dtype=np.float64)
+    b = np.asarray(reference, dtype=np.float64)
+    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[1]:
+        raise ValueError(f"samples and reference must be 2-D with the same dim, got shapes "
+                         f"{a.shape} and {b.shape}")
+    for what, arr in (("samples", a), ("reference", b)):
+        bad = int((~np.isfinite(arr)).any(axis=1).sum())
+        if bad:
+            raise ValueError(f"{what} has {bad} row(s) with NaN or inf; drop them or fix the sampler")
+    if isinstance(n_folds, bool) or not isinstance(n_folds, (int, np.integer)) or n_folds < 2:
+        raise ValueError(f"n_folds={n_folds!r} must be an integer >= 2")
+    n = min(len(a), len(b), max_samples if max_samples is not None else len(a))
+    if n < n_folds:
+        raise ValueError(f"c2st needs at least n_folds={n_folds} rows per set, has {n} (shapes "
+                         f"{a.shape}, {b.shape}, max_samples={max_samples})")
+    rng = np.random.default_rng(seed)
+    a = a[rng.choice(len(a), n, replace=False)] if len(a) > n else a
+    b = b[rng.choice(len(b), n, replace=False)] if len(b) > n else b
+    mean, std = b.mean(0), b.std(0)
+    std = np.where(std > 0, std, 1.0)  # a constant reference feature would divide by zero
+    data = (np.concatenate([a, b]) - mean) / std
+    labels = np.concatenate([np.zeros(n), np.ones(n)])
+
+    from sklearn.model_selection import StratifiedKFold, cross_val_score
+    from sklearn.neural_network import MLPClassifier
+
+    dim = data.shape[1]
+    clf = MLPClassifier(hidden_layer_sizes=(10 * dim, 10 * dim), activation="relu", solver="adam",
+                        max_iter=1000, random_state=seed)
+    folds = StratifiedKFold(n_splits=n_folds, shuffle=True, random_state=seed)
+    return float(np.mean(cross_val_score(clf, data, labels, cv=folds, scoring="accuracy",
+                                         n_jobs=n_jobs)))
+
+
+def pair_plot(samples: Any, reference: Any, path: str | os.PathLike,
+              labels: Sequence[str] | None = None, max_points: int = 2000) -> str:
+    """Save a corner plot of posterior samples over reference samples as a PNG.
+
+    Diagonal: overlaid histograms per dimension; lower triangle: scatter plots of
+    each pair (at most ``max_points`` random rows per set, to keep the file small).
+    Drawn on a standalone Agg canvas, so pyplot's global backend and figure list
+    are untouched; written to a temporary file in the target folder and renamed,
+    so an interrupted call leaves no half-written PNG.
+
+    Parameters
+    ----------
+    samples, reference : array_like, shapes (n, dim), (m, dim)
+    path : str or PathLike
+        Output file; its folder must exist.
+    labels : sequence of str, optional
+        One axis label per dimension; default theta_1 .. theta_dim.
+
+    Returns
+    -------
+    str
+        The path written.
+
+    Raises
+    ------
+    ValueError
+        If the sets are not 2-D with the same dim, or ``labels`` has the wrong length.
+    """
+    a, b = np.asarray(samples, dtype=np.float64), np.asarray(reference, dtype=np.float64)
+    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[1]:
+        raise ValueError(f"samples and reference must be 2-D with the same dim, got shapes "
+                         f"{a.shape} and {b.shape}")
+    dim = a.shape[1]
+    labels = list(labels) if labels is not None else [f"theta_{i + 1}" for i in range(dim)]
+    if len(labels) != dim:
+        raise ValueError(f"labels has {len(labels)} entries, need one per dim ({dim})")
+    rng = np.random.default_rng(0)
+    a = a[rng.choice(len(a), max_points, replace=False)] if len(a) > max_points else a
+    b = b[rng.choice(len(b), max_points, replace=False)] if len(b) > max_points else b
+
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(2.2 * dim, 2.2 * dim))
+    FigureCanvasAgg(fig)
+    grid = fig.subplots(dim, dim, squeeze=False)
+    for i in range(dim):
+        for j in range(dim):
+            ax = grid[i, j]
+            if j > i:
+                ax.set_axis_off()
+                continue
+            if i == j:
+                bins = np.histogram_bin_edges(np.concatenate([a[:, i], b[:, i]]), bins=40)
+                ax.hist(b[:, i], bins=bins, density=True, alpha=0.5, color="C1", label="reference")
+                ax.hist(a[:, i], bins=bins, density=True, alpha=0.5, color="C0", label="posterior")
+                ax.set_yticks([])
+            else:
+                ax.scatter(b[:, j], b[:, i], s=1, alpha=0.3, color="C1", rasterized=True)
+                ax.scatter(a[:, j], a[:, i], s=1, alpha=0.3, color="C0", rasterized=True)
+            if i == dim - 1:
+                ax.set_xlabel(labels[j])
+            if j == 0 and i > 0:
+                ax.set_ylabel(labels[i])
+    grid[0, 0].legend(loc="upper right", fontsize="small")
+    fig.tight_layout()
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(suffix=".png.tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fig.savefig(fh, format="png", dpi=80)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+    return path

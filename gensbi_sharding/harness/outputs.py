@@ -1,0 +1,135 @@
+"""A run's files (metrics.json, sharding.txt, samples, plot) and the multirun summary.
+
+Every file is written to a temporary name in its folder and renamed into place,
+so a killed run never leaves a half-written file; a folder that already holds a
+completed run is never written into again.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import logging
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig
+
+__all__ = ["write_atomic", "write_json", "ensure_fresh", "SweepSummary", "summary_rows",
+           "markdown_table", "SUMMARY_COLUMNS"]
+
+log = logging.getLogger(__name__)
+
+SUMMARY_COLUMNS = ("job", "rule", "mesh_shape", "model", "data", "param_bytes_per_device",
+                   "opt_bytes_per_device", "median_step_s", "samples_per_s", "c2st", "status", "error")
+
+
+def write_atomic(path: Path, data: bytes | str) -> Path:
+    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as f:
+            f.write(data.encode() if isinstance(data, str) else data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_json(path: Path, obj: Any) -> Path:
+    """``write_atomic`` of ``obj`` as indented JSON (NumPy scalars and arrays converted)."""
+    return write_atomic(path, json.dumps(obj, indent=2, default=_jsonable) + "\n")
+
+
+def write_npz(path: Path, **arrays: np.ndarray) -> Path:
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    return write_atomic(path, buffer.getvalue())
+
+
+def ensure_fresh(out_dir: Path) -> None:
+    """Refuse to run into a folder that already holds a completed run's metrics.
+
+    Raises
+    ------
+    FileExistsError
+        Naming the folder and its metrics.json.
+    """
+    metrics = Path(out_dir) / "metrics.json"
+    if metrics.exists():
+        raise FileExistsError(
+            f"{metrics} already exists: this folder holds a completed run, which is never "
+            f"overwritten; choose another hydra.run.dir")
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, Path):
+        return str(value)
+    return str(value)
+
+
+def summary_rows(sweep_dir: Path) -> list[dict[str, Any]]:
+    """One row per job folder of ``sweep_dir`` holding a metrics.json, ordered by job number."""
+    rows = []
+    for metrics_path in sorted(Path(sweep_dir).glob("*/metrics.json"),
+                               key=lambda p: (not p.parent.name.isdigit(), int(p.parent.name) if p.parent.name.isdigit() else 0, p.parent.name)):
+        m = json.loads(metrics_path.read_text())
+        rows.append({
+            "job": metrics_path.parent.name,
+            "rule": m.get("rule"),
+            "mesh_shape": "x".join(map(str, m["mesh_shape"])) if m.get("mesh_shape") else "none",
+            "model": m.get("model"),
+            "data": m.get("data"),
+            "param_bytes_per_device": m.get("param_bytes_per_device"),
+            "opt_bytes_per_device": m.get("opt_bytes_per_device"),
+            "median_step_s": m.get("median_step_s"),
+            "samples_per_s": m.get("samples_per_s"),
+            "c2st": m.get("c2st"),
+            "status": m.get("status"),
+            "error": m.get("error") or "",
+        })
+    return rows
+
+
+def markdown_table(rows: list[dict[str, Any]], columns=SUMMARY_COLUMNS) -> str:
+    """Rows as a markdown table, floats rounded for reading."""
+    def cell(v):
+        if isinstance(v, float):
+            return f"{v:.4g}"
+        return "" if v is None else str(v).replace("|", "/")
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(cell(row.get(c)) for c in columns) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+class SweepSummary(Callback):
+    """Hydra callback: after a multirun, ``sweep_summary.csv`` and a markdown table."""
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        sweep_dir = Path(config.hydra.sweep.dir).absolute()
+        rows = summary_rows(sweep_dir)
+        if not rows:
+            log.warning("multirun finished with no job metrics under %s", sweep_dir)
+            return
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, fieldnames=SUMMARY_COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+        write_atomic(sweep_dir / "sweep_summary.csv", buffer.getvalue())
+        table = markdown_table(rows)
+        write_atomic(sweep_dir / "sweep_summary.md", table + "\n")
+        failed = sum(row["status"] != "ok" for row in rows)
+        print(f"\nSweep summary ({len(rows)} jobs, {failed} failed): {sweep_dir / 'sweep_summary.csv'}\n{table}",
+              flush=True)

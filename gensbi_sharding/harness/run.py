@@ -1,0 +1,200 @@
+"""``run(cfg)``: one job, as a flat, logged list of steps.
+
+devices -> mesh -> rule -> data -> model (placed) -> optimizer (placed like the
+model) -> train -> sample + C2ST -> outputs. Nothing reaches back up the chain.
+A failure at any step ends the job with a one-line error (the traceback goes to
+``error.txt`` in the job's folder, or to the console with ``debug=true``) and a
+``metrics.json`` whose status is ``error``: in a multirun the next job still runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import traceback
+import warnings
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from gensbi_sharding.harness import outputs
+from gensbi_sharding.harness.config import ConfigError, check_table_against_mesh, mesh_spec, rule_table, validate
+from gensbi_sharding.harness.devices import configure_devices, initialize_distributed
+
+__all__ = ["run", "output_dir"]
+
+log = logging.getLogger("gensbi_sharding")
+
+
+def output_dir(cfg: DictConfig) -> Path:
+    """The job's output folder: Hydra's, made absolute whatever ``hydra.job.chdir`` says."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if HydraConfig.initialized():
+        return Path(HydraConfig.get().runtime.output_dir).absolute()
+    return Path(cfg.get("output_dir") or "outputs/run").absolute()
+
+
+def run(cfg: DictConfig) -> dict[str, Any]:
+    """Run one job described by ``cfg``; returns its metrics (``status`` "ok" or "error")."""
+    out = output_dir(cfg)
+    start = time.perf_counter()
+    metrics: dict[str, Any] = {"status": "error", "config": OmegaConf.to_container(cfg, resolve=True)}
+    try:
+        outputs.ensure_fresh(out)
+        metrics.update(_run(cfg, out, metrics))
+        metrics["status"] = "ok"
+    except Exception as err:  # every failure ends this job cleanly; the sweep goes on
+        if cfg.get("debug"):
+            raise
+        metrics["error"] = f"{type(err).__name__}: {err}"
+        log.error("error: %s", metrics["error"])
+        if not isinstance(err, FileExistsError):
+            outputs.write_atomic(out / "error.txt", traceback.format_exc())
+    metrics["wall_s"] = time.perf_counter() - start
+    if not (out / "metrics.json").exists() and _is_writer():
+        outputs.write_json(out / "metrics.json", metrics)
+    return metrics
+
+
+def _is_writer() -> bool:
+    import jax
+    from gensbi_sharding.harness.devices import backend_started
+
+    return not backend_started() or jax.process_index() == 0
+
+
+def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any]) -> dict[str, Any]:
+    logging.getLogger("jax").setLevel(logging.WARNING)  # backend probing is noise here
+    validate(cfg)
+    rule_name, table = rule_table(cfg.rule)
+    metrics.update(rule=rule_name, model=cfg.model.name, data=cfg.data.name)
+
+    log.info("[1/8] devices: cpu_count=%d, distributed=%s", cfg.devices.cpu_count, cfg.distributed.mode)
+    dist = cfg.distributed
+    initialize_distributed(dist.mode, coordinator_address=dist.coordinator_address,
+                           num_processes=dist.num_processes, process_id=dist.process_id,
+                           timeout_s=dist.timeout_s)
+    configure_devices(cfg.devices.cpu_count, cfg.devices.platform)
+
+    import jax
+    import numpy as np
+    import optax
+    from flax import nnx
+
+    from gensbi_sharding import sharding as contract
+    from gensbi_sharding.harness import data as data_lib
+    from gensbi_sharding.harness import evaluate, registry, train
+    from gensbi_sharding.report import bytes_per_device, partition_specs
+
+    log.info("process %d of %d, %d devices (%s)", jax.process_index(), jax.process_count(),
+             jax.device_count(), jax.default_backend())
+
+    log.info("[2/8] mesh: %s", OmegaConf.to_container(cfg.mesh))
+    mesh = contract.resolve_mesh(mesh_spec(cfg.mesh))
+    if mesh is not None:
+        check_table_against_mesh(rule_name, table, tuple(mesh.axis_names))
+    metrics.update(mesh_shape=list(mesh.devices.shape) if mesh else None,
+                   mesh_axes=list(mesh.axis_names) if mesh else None, device_count=jax.device_count(),
+                   data_parallel_size=contract.batch_size_divisor(mesh))
+
+    log.info("[3/8] data: %s, %d simulations", cfg.data.name, cfg.data.num_simulations)
+    factory = registry.get_data(cfg.data.name)
+    model_factory = registry.get_model(cfg.model.name)
+    sims = factory(num_simulations=cfg.data.num_simulations, val_fraction=cfg.data.val_fraction,
+                   seed=cfg.seed, num_observation=cfg.data.num_observation,
+                   process_index=jax.process_index(), process_count=jax.process_count())
+    theta, x = sims.normalized("train")
+    batches = data_lib.iterate_batches(theta, x, batch_size=cfg.data.batch_size, seed=cfg.seed, mesh=mesh)
+    val_theta, val_x = sims.normalized("val")
+    n_val = len(val_theta) // cfg.data.batch_size * cfg.data.batch_size
+    val_batches = [contract.shard_batch({"theta": val_theta[i:i + cfg.data.batch_size],
+                                         "x": val_x[i:i + cfg.data.batch_size]}, mesh)
+                   for i in range(0, n_val, cfg.data.batch_size)]
+
+    log.info("[4/8] model: %s, rule %r, init=%s", cfg.model.name, rule_name, cfg.model.init)
+    hparams = {k: v for k, v in OmegaConf.to_container(cfg.model).items() if k not in ("name", "init")}
+    model = model_factory(dim_theta=sims.dim_theta, dim_x=sims.dim_x, rngs=nnx.Rngs(cfg.seed), **hparams)
+    fallbacks = _place(model, mesh, rule_name, table, strict=cfg.strict)
+
+    log.info("[5/8] optimizer: AdamW(lr=%g, weight_decay=%g)", cfg.train.learning_rate, cfg.train.weight_decay)
+    optimizer = nnx.Optimizer(model, optax.adamw(cfg.train.learning_rate, weight_decay=cfg.train.weight_decay),
+                              wrt=nnx.Param)
+    _place(optimizer, mesh, rule_name, table, strict=False)
+    placements = partition_specs(model)
+    param_bytes, opt_bytes = bytes_per_device(model), bytes_per_device(nnx.state(optimizer))
+    params = nnx.state(model, nnx.Param)
+    metrics.update(
+        fallbacks=fallbacks,
+        param_count=int(sum(np.prod(v.shape) for v in jax.tree.leaves(params))),
+        state_leaf_count=len(jax.tree.leaves(nnx.state((model, optimizer)))),
+        param_bytes_per_device=max(param_bytes.values()) if param_bytes else 0,
+        opt_bytes_per_device=max(opt_bytes.values()) if opt_bytes else 0,
+        placements=placements)
+    log.info("%d parameters; %s bytes/device of params, %s of optimizer state",
+             metrics["param_count"], metrics["param_bytes_per_device"], metrics["opt_bytes_per_device"])
+
+    log.info("[6/8] train: %d steps, global batch %d", cfg.train.steps, cfg.data.batch_size)
+    functions, state = train.make_step_functions(model, optimizer, mesh)
+    key = contract.replicate(jax.random.key(cfg.seed), mesh)
+    result = train.train(functions, state, batches, steps=cfg.train.steps, key=key, mesh=mesh,
+                         batch_size=cfg.data.batch_size, log_every=cfg.train.log_every,
+                         val_batches=val_batches, progress=jax.process_index() == 0)
+    metrics.update(compile_s=result.compile_s, median_step_s=result.median_step_s,
+                   samples_per_s=result.samples_per_s, final_train_loss=float(result.losses[-1]),
+                   final_val_loss=result.val_loss, steps=result.steps)
+    log.info("compile %.2f s, median step %.4f s, %.0f samples/s, train loss %.4f, val loss %s",
+             result.compile_s, result.median_step_s, result.samples_per_s, result.losses[-1], result.val_loss)
+
+    model, optimizer = nnx.merge(functions.graphdef, result.state)
+    c2st = None
+    if cfg.eval.enabled:
+        log.info("[7/8] sample %d posterior draws, C2ST against the reference", cfg.eval.num_samples)
+        graphdef, model_state = nnx.split(model)
+        samples = evaluate.sample_posterior(
+            lambda s, th, xx, t: nnx.merge(graphdef, s)(th, xx, t), sims.normalize_x(sims.observation),
+            num_samples=cfg.eval.num_samples, num_steps=cfg.eval.ode_steps, seed=cfg.seed, mesh=mesh,
+            dim_theta=sims.dim_theta, params=model_state)
+        samples = sims.denormalize_theta(samples)
+        reference = np.asarray(sims.reference_samples)
+        c2st = evaluate.c2st(samples, reference, seed=cfg.seed, n_folds=cfg.eval.c2st_folds,
+                             max_samples=cfg.eval.num_samples)
+        log.info("C2ST %.3f (0.5 = indistinguishable from the reference posterior)", c2st)
+        if _is_writer():
+            outputs.write_npz(out / "posterior_samples.npz", samples=samples, reference=reference[:len(samples)])
+            if cfg.eval.plot:
+                evaluate.pair_plot(samples, reference, out / "posterior.png")
+    metrics["c2st"] = c2st
+
+    log.info("[8/8] outputs: %s", out)
+    if _is_writer():
+        text = "\n".join(f"{path}: {spec}" for path, spec in placements.items())
+        outputs.write_atomic(out / "sharding.txt", text + "\n")
+        outputs.write_npz(out / "train_losses.npz", losses=result.losses)
+    return metrics
+
+
+def _place(node: Any, mesh: Any, rule_name: str, table: dict, *, strict: bool) -> dict[str, str]:
+    """Place ``node`` under the rule; returns the fallbacks (path -> reason)."""
+    from gensbi_sharding import sharding as contract
+
+    if mesh is None:
+        return {}
+    builtin = rule_name in contract.RULES and table == dict(contract.RULES[rule_name])
+    honor = not (builtin and rule_name == "replicated")
+    _, fallbacks = contract.plan_shardings(node, mesh, table, honor_annotations=honor)
+    if strict and fallbacks:
+        listed = "; ".join(f"{p} ({r})" for p, r in fallbacks.items())
+        raise ConfigError(f"strict=true and rule {rule_name!r} cannot split {len(fallbacks)} "
+                          f"variable(s): {listed}. Fix the annotation or dimension, or set strict=false")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if builtin:
+            contract.shard_model(node, mesh, rule_name)
+        else:
+            contract.shard_model_by_table(node, mesh, table)
+    for w in caught:
+        if issubclass(w.category, contract.ShardingFallbackWarning):
+            log.warning("%s", w.message)
+    return fallbacks

@@ -1,0 +1,113 @@
+"""One JAX process of a multi-process test; ``tests/test_multihost.py`` starts several.
+
+Usage: ``python multihost_worker.py CASE PORT PROCESS_ID NUM_PROCESSES``. Each process
+simulates 4 CPU devices, joins the others on loopback with gloo collectives, runs
+CASE and prints one line ``RESULT <json>`` that the test reads.
+
+Every wait is bounded, so a dead, missing or failing peer makes this process exit
+with an error instead of hanging: ``initialization_timeout`` (a peer never joins),
+``heartbeat_timeout_seconds`` (a peer dies: the coordination service aborts the
+others) and ``shutdown_timeout_seconds`` (a process leaving on a Python error waits
+at the shutdown barrier for the others, which sit in a collective; at the deadline
+both abort). JAX's defaults are 300, 100 and 300 seconds.
+"""
+
+import json
+import os
+import sys
+
+import numpy as np
+
+LOCAL_DEVICES = 4
+INIT_TIMEOUT_S = 20  # every process must join within this
+HEARTBEAT_S = 5  # a peer silent this long is dead: the survivors abort
+SHUTDOWN_S = 5  # a process leaving on an error waits this long for the others, then aborts
+
+
+def start(port: int, process_id: int, num_processes: int) -> None:
+    import jax
+
+    jax.config.update("jax_platforms", "cpu")
+    jax.config.update("jax_num_cpu_devices", LOCAL_DEVICES)
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    jax.distributed.initialize(f"127.0.0.1:{port}", num_processes=num_processes,
+                               process_id=process_id, initialization_timeout=INIT_TIMEOUT_S,
+                               heartbeat_timeout_seconds=HEARTBEAT_S,
+                               shutdown_timeout_seconds=SHUTDOWN_S)
+
+
+def error_of(fn) -> str | None:
+    try:
+        fn()
+    except ValueError as err:
+        return str(err)
+    return None
+
+
+def case_placement(p: int) -> dict:
+    """Global shapes, gathered values, addressable rows and model groups, on this process."""
+    import jax
+    from jax.experimental import multihost_utils
+
+    from gensbi_sharding.multihost import (DataPartitionType, check_model_groups_local,
+                                           host_to_global_array)
+    from gensbi_sharding.sharding import make_mesh, mesh_context
+
+    out = {}
+    with mesh_context(make_mesh()):
+        x = host_to_global_array({"x": np.full((4, 3), p)})["x"]
+    out["full_shape"] = list(x.shape)
+    out["full_gathered"] = np.asarray(multihost_utils.process_allgather(x, tiled=True)).tolist()
+    out["full_local_rows"] = sorted(
+        (shard.index[0].start, np.asarray(shard.data).tolist()) for shard in x.addressable_shards)
+
+    mesh2 = make_mesh(model_axis=2)
+    out["model_group_processes"] = [[d.process_index for d in row] for row in mesh2.devices]
+    y = host_to_global_array({"x": np.full((6, 3), p)}, partition=DataPartitionType.DATA, mesh=mesh2)
+    out["data_shape"] = list(y["x"].shape)
+    out["data_error"] = error_of(lambda: host_to_global_array(
+        {"x": np.full((3, 3), p)}, partition=DataPartitionType.DATA, mesh=mesh2))
+    out["spanning_error"] = error_of(lambda: check_model_groups_local(make_mesh(model_axis=8)))
+    out["local_groups_error"] = error_of(lambda: check_model_groups_local(mesh2))
+    # A last collective after the error: the processes are still in step.
+    multihost_utils.sync_global_devices("placement done")
+    return out
+
+
+def case_uneven(p: int) -> dict:
+    """Process 1 passes too few rows: it raises; process 0, already in a collective, must not hang."""
+    from jax.experimental import multihost_utils
+
+    from gensbi_sharding.multihost import host_to_global_array
+    from gensbi_sharding.sharding import make_mesh
+
+    host_to_global_array({"x": np.zeros((4 if p == 0 else 3, 3))}, mesh=make_mesh())
+    multihost_utils.sync_global_devices("never reached by process 1")
+    return {"unexpected": "the collective completed without process 1"}
+
+
+def dies(victim: int):
+    """A case where process ``victim`` dies before a collective the others wait in."""
+    def case(p: int) -> dict:
+        from jax.experimental import multihost_utils
+
+        if p == victim:
+            os._exit(1)
+        multihost_utils.sync_global_devices("never reached by the dead process")
+        return {"unexpected": f"the collective completed without process {victim}"}
+    return case
+
+
+CASES = {"placement": case_placement, "uneven": case_uneven,
+         "worker_dies": dies(1), "coordinator_dies": dies(0)}
+
+
+def main(argv: list[str]) -> None:
+    case, port, process_id, num_processes = argv[0], int(argv[1]), int(argv[2]), int(argv[3])
+    start(port, process_id, num_processes)
+    result = CASES[case](process_id)
+    print("RESULT " + json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

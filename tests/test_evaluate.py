@@ -1,0 +1,124 @@
+"""harness.evaluate: ODE posterior sampling on a mesh, C2ST, pair plots."""
+
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.sharding import NamedSharding, PartitionSpec as P
+
+from gensbi_sharding.harness.evaluate import c2st, pair_plot, sample_posterior
+from gensbi_sharding.sharding import make_mesh, replicate
+
+SHIFT = np.array([1.0, -2.0], np.float32)
+
+
+@pytest.fixture(scope="module")
+def mesh(devices):
+    return make_mesh(model_axis=1)
+
+
+def constant_velocity(theta, x, t):
+    return jnp.broadcast_to(jnp.asarray(SHIFT), theta.shape)
+
+
+@pytest.mark.parametrize("kind", ["none", "auto", "explicit"])
+def test_constant_field_moves_noise_by_its_value(mesh, kind):
+    # jax.make_mesh gives Explicit axes; the contract's make_mesh gives Auto ones.
+    chosen = {"none": None, "auto": mesh,
+              "explicit": jax.make_mesh((8, 1), ("data", "model"))}[kind]
+    # 1001 is not a multiple of 8: padding rows must be cut off again.
+    out = sample_posterior(constant_velocity, np.zeros(3), num_samples=1001, num_steps=4, seed=5,
+                           mesh=chosen, dim_theta=2)
+    assert out.shape == (1001, 2) and out.dtype == np.float32 and isinstance(out, np.ndarray)
+    noise = np.random.default_rng(5).standard_normal((1001, 2))
+    np.testing.assert_allclose(out, noise + SHIFT, atol=1e-5)
+
+
+def gaussian_velocity(theta, x, t, scale=0.5):
+    # Straight path theta_t = (1-t) z + t theta_1 with theta_1 ~ N(x, scale^2 I): theta_t is
+    # N(t x, s_t^2 I) with s_t^2 = (1-t)^2 + t^2 scale^2, and E[theta_1 - z | theta_t] is
+    # x + (s_t'/s_t) (theta_t - t x), where s_t s_t' = -(1-t) + t scale^2.
+    t = t[:, None]
+    var = (1 - t) ** 2 + (t * scale) ** 2
+    return x + (t * scale ** 2 - (1 - t)) / var * (theta - t * x)
+
+
+def test_analytic_gaussian_posterior(mesh):
+    obs = np.array([1.5, -0.5], np.float32)
+    out = sample_posterior(gaussian_velocity, obs, num_samples=4003, num_steps=20, seed=0,
+                           mesh=mesh, dim_theta=2)
+    np.testing.assert_allclose(out.mean(0), obs, atol=0.04)
+    np.testing.assert_allclose(out.std(0), 0.5, atol=0.03)
+
+
+def test_params_are_passed_and_the_state_is_sharded(mesh):
+    seen = []
+
+    def velocity(params, theta, x, t):
+        jax.debug.inspect_array_sharding(theta, callback=seen.append)
+        jax.debug.inspect_array_sharding(x, callback=seen.append)
+        return theta * 0 + params["c"] * x[:, :2]
+
+    params = replicate({"c": jnp.float32(2.0)}, mesh)
+    out = sample_posterior(velocity, np.array([[1.0, 3.0, 0.0]]), num_samples=16, num_steps=3,
+                           seed=1, mesh=mesh, dim_theta=2, params=params)
+    noise = np.random.default_rng(1).standard_normal((16, 2))
+    np.testing.assert_allclose(out, noise + [2.0, 6.0], atol=1e-5)
+    assert seen and all(s.is_equivalent_to(NamedSharding(mesh, P("data")), 2) for s in seen)
+
+
+def test_same_samples_with_and_without_mesh(mesh):
+    kw = dict(num_samples=13, num_steps=5, seed=2, dim_theta=2)
+    np.testing.assert_allclose(sample_posterior(gaussian_velocity, SHIFT, mesh=mesh, **kw),
+                               sample_posterior(gaussian_velocity, SHIFT, mesh=None, **kw),
+                               atol=1e-5)
+
+
+def test_sampler_rejects_bad_input():
+    kw = dict(num_steps=2, seed=0, mesh=None, dim_theta=2)
+    with pytest.raises(ValueError, match="num_samples=0"):
+        sample_posterior(constant_velocity, SHIFT, num_samples=0, **kw)
+    with pytest.raises(ValueError, match=r"\(2, 2\)"):
+        sample_posterior(constant_velocity, np.ones((2, 2)), num_samples=4, **kw)
+    with pytest.raises(ValueError, match=r"velocity_fn returned shape \(4, 3\)"):
+        sample_posterior(lambda th, x, t: jnp.zeros((4, 3)), SHIFT, num_samples=4, **kw)
+
+
+def test_c2st_same_and_shifted():
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((300, 2)), rng.standard_normal((400, 2))  # unequal: subsampled
+    assert c2st(a, b, n_folds=3) < 0.6
+    assert c2st(a + 3.0, b, n_folds=3) > 0.9
+    assert c2st(a, b, n_folds=3, seed=1) == c2st(a, b, n_folds=3, seed=1)
+
+
+def test_c2st_validates():
+    a = np.zeros((20, 2))
+    with pytest.raises(ValueError, match=r"\(20,\)"):
+        c2st(a[:, 0], a)
+    with pytest.raises(ValueError, match=r"\(20, 3\)"):
+        c2st(a, np.zeros((20, 3)))
+    with pytest.raises(ValueError, match="1 row"):
+        c2st(np.vstack([a[:-1], [np.nan, 0.0]]), a)
+    with pytest.raises(ValueError, match="max_samples=2"):
+        c2st(a, a, n_folds=3, max_samples=2)
+    with pytest.raises(ValueError, match="n_folds=1"):
+        c2st(a, a, n_folds=1)
+
+
+def test_pair_plot_writes_a_png_atomically(tmp_path):
+    import matplotlib
+
+    backend = matplotlib.get_backend()
+    rng = np.random.default_rng(0)
+    path = pair_plot(rng.standard_normal((100, 3)), rng.standard_normal((200, 3)) + 1,
+                     tmp_path / "pairs.png", labels=["a", "b", "c"])
+    assert path == os.fspath(tmp_path / "pairs.png")
+    assert (tmp_path / "pairs.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert os.listdir(tmp_path) == ["pairs.png"]  # no temporary file left behind
+    assert matplotlib.get_backend() == backend
+    with pytest.raises(ValueError, match="labels has 1"):
+        pair_plot(np.zeros((5, 2)), np.zeros((5, 2)), tmp_path / "x.png", labels=["a"])
+    assert os.listdir(tmp_path) == ["pairs.png"]

@@ -1,0 +1,226 @@
+"""Per-process input becomes global arrays (``gensbi_sharding.multihost``).
+
+The first half runs in this process (8 simulated devices, one JAX process) and pins
+that the per-process path reduces to ``shard_batch``. The second half starts real
+JAX processes (``multihost_worker.py``) joined on loopback with gloo collectives;
+every wait there is bounded, so a hang fails the test within seconds.
+"""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+from gensbi_sharding.multihost import (DataPartitionType, check_model_groups_local,
+                                       host_to_global_array, input_partition_spec)
+from gensbi_sharding.sharding import make_mesh, mesh_context, shard_batch
+
+REPO = Path(__file__).resolve().parents[1]
+WORKER = Path(__file__).with_name("multihost_worker.py")
+LAUNCH_TIMEOUT_S = 60  # per group of processes; the workers' own bounds are far shorter
+FAIL_BOUND_S = 40  # processes of a failed group exit within this (start-up + 5 s heartbeat/shutdown)
+
+
+def batch():
+    return {"x": np.arange(48, dtype=np.float32).reshape(16, 3), "scale": np.asarray(2.0, np.float32),
+            "tag": "not an array"}
+
+
+# ---------------------------------------------------------------------------- one process
+
+@pytest.mark.parametrize("axis_names, expected", [
+    (("data", "model"), P(("data", "model"))),
+    (("data",), P(("data",))),
+    (("replica", "data", "model"), P(("replica", "data", "model"))),
+])
+def test_input_partition_spec_splits_over_all_axes(devices, axis_names, expected):
+    shape = {1: (8,), 2: (4, 2), 3: (2, 2, 2)}[len(axis_names)]
+    mesh = Mesh(np.array(devices).reshape(shape), axis_names)
+    assert input_partition_spec(mesh) == expected
+
+
+def test_data_partition_equals_shard_batch(devices):
+    mesh = make_mesh(model_axis=2)
+    got = host_to_global_array(batch(), partition=DataPartitionType.DATA, mesh=mesh)
+    want = shard_batch(batch(), mesh)
+    for key in ("x", "scale"):
+        np.testing.assert_array_equal(np.asarray(got[key]), np.asarray(want[key]))
+        assert got[key].sharding.is_equivalent_to(want[key].sharding, got[key].ndim)
+    assert got["tag"] == "not an array"
+
+
+def test_full_partition_same_values_split_over_every_device(devices):
+    mesh = make_mesh(model_axis=2)
+    got = host_to_global_array(batch(), mesh=mesh)
+    np.testing.assert_array_equal(np.asarray(got["x"]), np.asarray(shard_batch(batch(), mesh)["x"]))
+    assert got["x"].sharding.is_equivalent_to(NamedSharding(mesh, P(("data", "model"))), 2)
+    assert got["scale"].sharding.is_equivalent_to(NamedSharding(mesh, P()), 0)
+
+
+def test_replicated_partition_puts_everything_everywhere(devices):
+    mesh = make_mesh(model_axis=2)
+    got = host_to_global_array(batch(), partition="replicated", mesh=mesh)
+    assert got["x"].shape == (16, 3)
+    assert got["x"].sharding.is_equivalent_to(NamedSharding(mesh, P()), 2)
+
+
+def test_active_mesh_is_used(devices):
+    mesh = make_mesh(model_axis=2)
+    with mesh_context(mesh):
+        got = host_to_global_array({"x": np.zeros((8, 1))})
+    assert got["x"].sharding.mesh == mesh
+
+
+def test_partition_tree_may_be_a_prefix(devices):
+    mesh = make_mesh()
+    got = host_to_global_array({"a": {"u": np.zeros((8, 2)), "v": np.zeros((8,))}, "b": np.zeros((3,))},
+                               partition={"a": P("data"), "b": P()}, mesh=mesh)
+    assert got["a"]["v"].sharding.is_equivalent_to(NamedSharding(mesh, P("data")), 1)
+    assert got["b"].sharding.is_equivalent_to(NamedSharding(mesh, P()), 1)
+
+
+def test_without_mesh_is_a_clear_error(devices):
+    with pytest.raises(ValueError, match="no mesh is active.*mesh_context.*mesh="):
+        host_to_global_array({"x": np.zeros((8, 1))})
+
+
+def test_abstract_mesh_alone_is_a_clear_error(devices):
+    with jax.sharding.use_abstract_mesh(make_mesh().abstract_mesh):
+        with pytest.raises(ValueError, match="only an abstract mesh is active"):
+            host_to_global_array({"x": np.zeros((8, 1))})
+
+
+def test_mismatched_partition_tree_names_both_trees(devices):
+    with pytest.raises(ValueError) as info:
+        host_to_global_array({"x": np.zeros((8, 1)), "y": np.zeros((8, 1))},
+                             partition={"x": P("data")}, mesh=make_mesh())
+    message = str(info.value)
+    assert "PyTreeDef({'x': *})" in message and "PyTreeDef({'x': *, 'y': *})" in message
+
+
+@pytest.mark.parametrize("partition, match", [
+    ("diagonal", "unknown partition 'diagonal'"),
+    (P("data", None, None), "has 3 entries, but the leaf has rank 2"),
+    (P("batch"), "names mesh axis 'batch', absent from the mesh"),
+    ({"x": 3}, "partition leaves must be PartitionSpecs, got 3"),
+])
+def test_bad_partition_is_named(devices, partition, match):
+    with pytest.raises(ValueError, match=match):
+        host_to_global_array({"x": np.zeros((8, 1))}, partition=partition, mesh=make_mesh())
+
+
+def test_indivisible_local_size_names_process_size_and_divisor(devices):
+    with pytest.raises(ValueError, match=r"process 0 passes leading size 6 .* multiple of 8"):
+        host_to_global_array({"x": np.zeros((6, 1))}, mesh=make_mesh(model_axis=2))
+
+
+def test_one_process_keeps_model_groups_local(devices):
+    check_model_groups_local(make_mesh(model_axis=4))
+
+
+# ---------------------------------------------------------------------------- real processes
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def launch(case: str, num_processes: int = 2) -> list[dict]:
+    """Run ``case`` in ``num_processes`` workers; per process: rc, seconds, result, stderr."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+               JAX_PLATFORMS="cpu", PYTHONUNBUFFERED="1")
+    port, start = free_port(), time.monotonic()
+    procs = [subprocess.Popen([sys.executable, str(WORKER), case, str(port), str(p), str(num_processes)],
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for p in range(num_processes)]
+    runs = []
+    for proc in procs:
+        try:
+            out, err = proc.communicate(timeout=max(1.0, LAUNCH_TIMEOUT_S - (time.monotonic() - start)))
+        except subprocess.TimeoutExpired:
+            for other in procs:
+                other.kill()
+            raise AssertionError(f"{case}: a worker hung past {LAUNCH_TIMEOUT_S} s") from None
+        lines = [line for line in out.splitlines() if line.startswith("RESULT ")]
+        runs.append({"rc": proc.returncode, "seconds": time.monotonic() - start,
+                     "result": json.loads(lines[-1][7:]) if lines else None, "stderr": err})
+    return runs
+
+
+@pytest.fixture(scope="module")
+def placement():
+    runs = launch("placement")
+    for p, run in enumerate(runs):
+        assert run["rc"] == 0, f"process {p} failed:\n{run['stderr'][-3000:]}"
+    return [run["result"] for run in runs]
+
+
+@pytest.mark.timeout(90)
+def test_per_process_rows_become_one_global_array(placement):
+    for result in placement:
+        assert result["full_shape"] == [8, 3]
+        assert result["full_gathered"] == [[0] * 3] * 4 + [[1] * 3] * 4
+
+
+@pytest.mark.timeout(90)
+def test_addressable_shards_hold_only_own_rows(placement):
+    for p, result in enumerate(placement):
+        rows = [row for row, _ in result["full_local_rows"]]
+        assert rows == list(range(4 * p, 4 * p + 4))
+        assert all(data == [[p] * 3] for _, data in result["full_local_rows"])
+
+
+@pytest.mark.timeout(90)
+def test_make_mesh_keeps_model_groups_inside_one_process(placement):
+    for result in placement:
+        assert result["model_group_processes"] == [[0, 0], [0, 0], [1, 1], [1, 1]]
+        assert result["local_groups_error"] is None
+
+
+@pytest.mark.timeout(90)
+def test_model_group_spanning_processes_is_an_error(placement):
+    for result in placement:
+        assert "spans processes [0, 0, 0, 0, 1, 1, 1, 1]" in result["spanning_error"]
+        assert "divides this process's 4 devices" in result["spanning_error"]
+
+
+@pytest.mark.timeout(90)
+def test_data_partition_under_model_axis_global_shape(placement):
+    for result in placement:
+        assert result["data_shape"] == [12, 3]
+
+
+@pytest.mark.timeout(90)
+def test_indivisible_size_raises_on_every_process(placement):
+    for p, result in enumerate(placement):
+        assert result["data_error"] is not None, f"process {p} did not raise"
+        assert f"process {p} passes leading size 3" in result["data_error"]
+        assert "not a multiple of 2" in result["data_error"]
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("case, victim", [("worker_dies", 1), ("coordinator_dies", 0)])
+def test_dead_peer_fails_the_survivor_fast(case, victim):
+    runs = launch(case)
+    survivor = runs[1 - victim]
+    assert runs[victim]["rc"] == 1
+    assert survivor["rc"] != 0 and survivor["result"] is None, survivor["stderr"][-3000:]
+    assert survivor["seconds"] < FAIL_BOUND_S
+
+
+@pytest.mark.timeout(90)
+def test_uneven_process_raises_and_the_other_does_not_hang():
+    runs = launch("uneven")
+    assert "ValueError: process 1 passes leading size 3" in runs[1]["stderr"]
+    for p, run in enumerate(runs):
+        assert run["rc"] != 0 and run["result"] is None, f"process {p}: {run['stderr'][-3000:]}"
+        assert run["seconds"] < FAIL_BOUND_S
