@@ -121,8 +121,13 @@ def make_mesh(devices: Sequence[Any] | None = None, model_axis: int = 1) -> Mesh
             f"model_axis among {_divisors(len(devices))}")
     grid = np.empty(len(devices), dtype=object)
     grid[:] = devices
-    return Mesh(grid.reshape(len(devices) // model_axis, model_axis), ("data", MODEL_AXIS),
+    mesh = Mesh(grid.reshape(len(devices) // model_axis, model_axis), ("data", MODEL_AXIS),
                 axis_types=(AxisType.Auto, AxisType.Auto))
+    if jax.process_count() > 1:
+        from gensbi_sharding.multihost import check_model_groups_local  # multihost builds on this module
+
+        check_model_groups_local(mesh)
+    return mesh
 
 
 def resolve_mesh(spec: Any) -> Mesh | None:

@@ -37,7 +37,9 @@ class DistributedConfig:
     num_processes: Optional[int] = None
     process_id: Optional[int] = None
     local_processes: int = 1  # >1: launch.py starts this many local processes on loopback
-    timeout_s: int = 120  # bound on every wait for the other processes
+    timeout_s: int = 120  # bound on joining the other processes (jax.distributed initialisation)
+    heartbeat_s: int = 10  # a process silent this long is declared dead and the others abort
+    run_timeout_s: int = 3600  # distributed=local: bound on the whole multi-process job
 
 
 @dataclass
@@ -79,6 +81,7 @@ class DataConfig:
     val_fraction: float = 0.1
     batch_size: int = 256  # global batch, split over the data-parallel devices
     num_observation: int = 1  # which of the task's 10 benchmark observations to condition on
+    shards: Optional[int] = None  # data shards (seed streams); None: one per process
 
 
 @dataclass

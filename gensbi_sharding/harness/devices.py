@@ -49,7 +49,7 @@ def configure_devices(cpu_count: int, platform: str | None = None) -> None:
 
 def initialize_distributed(mode: str, *, coordinator_address: str | None = None,
                            num_processes: int | None = None, process_id: int | None = None,
-                           timeout_s: int = 120) -> None:
+                           timeout_s: int = 120, heartbeat_s: int = 10) -> None:
     """``jax.distributed.initialize`` for ``mode`` "auto" or "explicit"; "none" does nothing.
 
     Calling it when already initialised is a no-op. CPU collectives use gloo, so
@@ -71,7 +71,7 @@ def initialize_distributed(mode: str, *, coordinator_address: str | None = None,
             "starts, but the backend already started in this process; start a fresh process")
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
     if mode == "auto":
-        jax.distributed.initialize(initialization_timeout=timeout_s)
+        jax.distributed.initialize(initialization_timeout=timeout_s, **_bounds(heartbeat_s))
         return
     missing = [name for name, value in (("coordinator_address", coordinator_address),
                                         ("num_processes", num_processes),
@@ -81,7 +81,13 @@ def initialize_distributed(mode: str, *, coordinator_address: str | None = None,
                           f"(missing: {', '.join(missing)})")
     jax.distributed.initialize(coordinator_address=coordinator_address,
                                num_processes=num_processes, process_id=process_id,
-                               initialization_timeout=timeout_s)
+                               initialization_timeout=timeout_s, **_bounds(heartbeat_s))
+
+
+def _bounds(heartbeat_s: int) -> dict:
+    # JAX's defaults (100 s heartbeat, 300 s shutdown barrier) let a dead peer stall the
+    # others for minutes; a failed process should end the job within seconds.
+    return {"heartbeat_timeout_seconds": heartbeat_s, "shutdown_timeout_seconds": heartbeat_s}
 
 
 def _distributed_initialized() -> bool:

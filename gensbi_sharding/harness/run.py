@@ -43,8 +43,14 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     metrics: dict[str, Any] = {"status": "error", "config": OmegaConf.to_container(cfg, resolve=True)}
     try:
         outputs.ensure_fresh(out)
-        metrics.update(_run(cfg, out, metrics))
-        metrics["status"] = "ok"
+        if cfg.distributed.local_processes > 1 and cfg.distributed.process_id is None:
+            from gensbi_sharding.harness.local_cluster import run_local_processes
+
+            validate(cfg)
+            metrics = run_local_processes(cfg, out)
+        else:
+            metrics.update(_run(cfg, out, metrics))
+            metrics["status"] = "ok"
     except Exception as err:  # every failure ends this job cleanly; the sweep goes on
         if cfg.get("debug"):
             raise
@@ -75,7 +81,7 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any]) -> dict[str, Any]:
     dist = cfg.distributed
     initialize_distributed(dist.mode, coordinator_address=dist.coordinator_address,
                            num_processes=dist.num_processes, process_id=dist.process_id,
-                           timeout_s=dist.timeout_s)
+                           timeout_s=dist.timeout_s, heartbeat_s=dist.heartbeat_s)
     configure_devices(cfg.devices.cpu_count, cfg.devices.platform)
 
     import jax
@@ -84,12 +90,14 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any]) -> dict[str, Any]:
     from flax import nnx
 
     from gensbi_sharding import sharding as contract
-    from gensbi_sharding.harness import data as data_lib
     from gensbi_sharding.harness import evaluate, registry, train
+    from gensbi_sharding.harness.pipeline import build_pipeline
     from gensbi_sharding.report import bytes_per_device, partition_specs
 
-    log.info("process %d of %d, %d devices (%s)", jax.process_index(), jax.process_count(),
-             jax.device_count(), jax.default_backend())
+    if jax.process_count() > 1:
+        _tag_log_records(jax.process_index(), jax.process_count())
+    log.info("process %d of %d, %d devices (%d local, %s)", jax.process_index(), jax.process_count(),
+             jax.device_count(), jax.local_device_count(), jax.default_backend())
 
     log.info("[2/8] mesh: %s", OmegaConf.to_container(cfg.mesh))
     mesh = contract.resolve_mesh(mesh_spec(cfg.mesh))
@@ -100,18 +108,9 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any]) -> dict[str, Any]:
                    data_parallel_size=contract.batch_size_divisor(mesh))
 
     log.info("[3/8] data: %s, %d simulations", cfg.data.name, cfg.data.num_simulations)
-    factory = registry.get_data(cfg.data.name)
     model_factory = registry.get_model(cfg.model.name)
-    sims = factory(num_simulations=cfg.data.num_simulations, val_fraction=cfg.data.val_fraction,
-                   seed=cfg.seed, num_observation=cfg.data.num_observation,
-                   process_index=jax.process_index(), process_count=jax.process_count())
-    theta, x = sims.normalized("train")
-    batches = data_lib.iterate_batches(theta, x, batch_size=cfg.data.batch_size, seed=cfg.seed, mesh=mesh)
-    val_theta, val_x = sims.normalized("val")
-    n_val = len(val_theta) // cfg.data.batch_size * cfg.data.batch_size
-    val_batches = [contract.shard_batch({"theta": val_theta[i:i + cfg.data.batch_size],
-                                         "x": val_x[i:i + cfg.data.batch_size]}, mesh)
-                   for i in range(0, n_val, cfg.data.batch_size)]
+    pipe = build_pipeline(cfg.data, seed=cfg.seed, mesh=mesh, shards=cfg.data.shards)
+    sims = pipe.sims
 
     log.info("[4/8] model: %s, rule %r, init=%s", cfg.model.name, rule_name, cfg.model.init)
     hparams = {k: v for k, v in OmegaConf.to_container(cfg.model).items() if k not in ("name", "init")}
@@ -137,10 +136,12 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any]) -> dict[str, Any]:
 
     log.info("[6/8] train: %d steps, global batch %d", cfg.train.steps, cfg.data.batch_size)
     functions, state = train.make_step_functions(model, optimizer, mesh)
-    key = contract.replicate(jax.random.key(cfg.seed), mesh)
-    result = train.train(functions, state, batches, steps=cfg.train.steps, key=key, mesh=mesh,
+    # Made by a jitted function, not device_put: typed keys cannot be put onto devices of other processes.
+    key = jax.jit(lambda: jax.random.key(cfg.seed),
+                  out_shardings=None if mesh is None else jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec()))()
+    result = train.train(functions, state, pipe.train_batches, steps=cfg.train.steps, key=key, mesh=mesh,
                          batch_size=cfg.data.batch_size, log_every=cfg.train.log_every,
-                         val_batches=val_batches, progress=jax.process_index() == 0)
+                         val_batches=pipe.val_batches, progress=jax.process_index() == 0)
     metrics.update(compile_s=result.compile_s, median_step_s=result.median_step_s,
                    samples_per_s=result.samples_per_s, final_train_loss=float(result.losses[-1]),
                    final_val_loss=result.val_loss, steps=result.steps)
@@ -173,6 +174,16 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any]) -> dict[str, Any]:
         outputs.write_atomic(out / "sharding.txt", text + "\n")
         outputs.write_npz(out / "train_losses.npz", losses=result.losses)
     return metrics
+
+
+def _tag_log_records(index: int, count: int) -> None:
+    """Prefix this process's log lines with its index: every process logs, to one console."""
+    class Tag(logging.Filter):
+        def filter(self, record):
+            record.msg = f"[process {index}/{count}] {record.msg}"
+            return True
+
+    log.addFilter(Tag())
 
 
 def _place(node: Any, mesh: Any, rule_name: str, table: dict, *, strict: bool) -> dict[str, str]:
