@@ -12,6 +12,8 @@ $(STAMP): pyproject.toml
 	$(VENV)/bin/python -m pip install -q -e ".[test]"
 	@touch $(STAMP)
 
+ARGS ?= mesh=auto rule=tensor
+
 run: $(STAMP)
 	$(VENV)/bin/python launch.py $(ARGS)
 
@@ -20,6 +22,8 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(VENV)/bin/python benchmarks/shard_model.py
+	$(VENV)/bin/python benchmarks/step_overhead.py
+	$(VENV)/bin/python benchmarks/init.py
 
 clean:
 	rm -rf $(VENV)

@@ -36,8 +36,12 @@ class Pipeline:
     local_batch_size: int
 
 
-def build_pipeline(data_cfg: Any, *, seed: int, mesh: Any, shards: int | None = None) -> Pipeline:
+def build_pipeline(data_cfg: Any, *, seed: int, mesh: Any, shards: int | None = None,
+                   skip: int = 0) -> Pipeline:
     """Simulate, normalise and batch the data set named by ``data_cfg.name``.
+
+    ``skip`` global batches are drawn and dropped (unplaced) first, so a resumed run
+    continues the very batch stream it was interrupted in.
 
     Raises
     ------
@@ -73,6 +77,9 @@ def build_pipeline(data_cfg: Any, *, seed: int, mesh: Any, shards: int | None = 
     place = _placer(mesh, processes)
 
     def train_batches():
+        for _ in range(skip):
+            for stream in streams:
+                next(stream)
         while True:
             yield place(_concat([next(stream) for stream in streams]))
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import time
 import traceback
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -72,12 +71,13 @@ def _is_writer() -> bool:
 
 
 def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any]) -> dict[str, Any]:
-    logging.getLogger("jax").setLevel(logging.WARNING)  # backend probing is noise here
+    for noisy in ("jax", "absl"):  # backend probing and orbax progress are noise here
+        logging.getLogger(noisy).setLevel(logging.WARNING)
     validate(cfg)
     rule_name, table = rule_table(cfg.rule)
     metrics.update(rule=rule_name, model=cfg.model.name, data=cfg.data.name)
 
-    log.info("[1/8] devices: cpu_count=%d, distributed=%s", cfg.devices.cpu_count, cfg.distributed.mode)
+    log.info("[1/7] devices: cpu_count=%d, distributed=%s", cfg.devices.cpu_count, cfg.distributed.mode)
     dist = cfg.distributed
     initialize_distributed(dist.mode, coordinator_address=dist.coordinator_address,
                            num_processes=dist.num_processes, process_id=dist.process_id,
@@ -86,12 +86,13 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any]) -> dict[str, Any]:
 
     import jax
     import numpy as np
-    import optax
     from flax import nnx
 
     from gensbi_sharding import sharding as contract
     from gensbi_sharding.harness import evaluate, registry, train
+    from gensbi_sharding import checkpoint
     from gensbi_sharding.harness.pipeline import build_pipeline
+    from gensbi_sharding.harness.state import build_state, resume_step_dir
     from gensbi_sharding.report import bytes_per_device, partition_specs
 
     if jax.process_count() > 1:
@@ -99,7 +100,7 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any]) -> dict[str, Any]:
     log.info("process %d of %d, %d devices (%d local, %s)", jax.process_index(), jax.process_count(),
              jax.device_count(), jax.local_device_count(), jax.default_backend())
 
-    log.info("[2/8] mesh: %s", OmegaConf.to_container(cfg.mesh))
+    log.info("[2/7] mesh: %s", OmegaConf.to_container(cfg.mesh))
     mesh = contract.resolve_mesh(mesh_spec(cfg.mesh))
     if mesh is not None:
         check_table_against_mesh(rule_name, table, tuple(mesh.axis_names))
@@ -107,41 +108,47 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any]) -> dict[str, Any]:
                    mesh_axes=list(mesh.axis_names) if mesh else None, device_count=jax.device_count(),
                    data_parallel_size=contract.batch_size_divisor(mesh))
 
-    log.info("[3/8] data: %s, %d simulations", cfg.data.name, cfg.data.num_simulations)
-    model_factory = registry.get_model(cfg.model.name)
-    pipe = build_pipeline(cfg.data, seed=cfg.seed, mesh=mesh, shards=cfg.data.shards)
+    log.info("[3/7] data: %s, %d simulations", cfg.data.name, cfg.data.num_simulations)
+    resume_dir = resume_step_dir(cfg)
+    start_step = int(resume_dir.name) if resume_dir else 0
+    if start_step >= cfg.train.steps:
+        raise ConfigError(f"train.resume={cfg.train.resume} is at step {start_step}, not below "
+                          f"train.steps={cfg.train.steps}; raise train.steps to train further")
+    registry.get_model(cfg.model.name)  # an unknown model fails here, before any simulation
+    pipe = build_pipeline(cfg.data, seed=cfg.seed, mesh=mesh, shards=cfg.data.shards, skip=start_step)
     sims = pipe.sims
 
-    log.info("[4/8] model: %s, rule %r, init=%s", cfg.model.name, rule_name, cfg.model.init)
-    hparams = {k: v for k, v in OmegaConf.to_container(cfg.model).items() if k not in ("name", "init")}
-    model = model_factory(dim_theta=sims.dim_theta, dim_x=sims.dim_x, rngs=nnx.Rngs(cfg.seed), **hparams)
-    fallbacks = _place(model, mesh, rule_name, table, strict=cfg.strict)
-
-    log.info("[5/8] optimizer: AdamW(lr=%g, weight_decay=%g)", cfg.train.learning_rate, cfg.train.weight_decay)
-    optimizer = nnx.Optimizer(model, optax.adamw(cfg.train.learning_rate, weight_decay=cfg.train.weight_decay),
-                              wrt=nnx.Param)
-    _place(optimizer, mesh, rule_name, table, strict=False)
+    log.info("[4/7] model + optimizer: %s, rule %r, init=%s, AdamW(lr=%g)", cfg.model.name, rule_name,
+             cfg.model.init, cfg.train.learning_rate)
+    ts = build_state(cfg, dim_theta=sims.dim_theta, dim_x=sims.dim_x, mesh=mesh, rule_name=rule_name,
+                     table=table, resume_dir=resume_dir)
+    model, optimizer = ts.model, ts.optimizer
     placements = partition_specs(model)
     param_bytes, opt_bytes = bytes_per_device(model), bytes_per_device(nnx.state(optimizer))
     params = nnx.state(model, nnx.Param)
     metrics.update(
-        fallbacks=fallbacks,
+        fallbacks=ts.fallbacks,
         param_count=int(sum(np.prod(v.shape) for v in jax.tree.leaves(params))),
         state_leaf_count=len(jax.tree.leaves(nnx.state((model, optimizer)))),
         param_bytes_per_device=max(param_bytes.values()) if param_bytes else 0,
         opt_bytes_per_device=max(opt_bytes.values()) if opt_bytes else 0,
-        placements=placements)
+        placements=placements, start_step=ts.start_step)
     log.info("%d parameters; %s bytes/device of params, %s of optimizer state",
              metrics["param_count"], metrics["param_bytes_per_device"], metrics["opt_bytes_per_device"])
 
-    log.info("[6/8] train: %d steps, global batch %d", cfg.train.steps, cfg.data.batch_size)
+    log.info("[5/7] train: steps %d..%d, global batch %d", ts.start_step, cfg.train.steps, cfg.data.batch_size)
     functions, state = train.make_step_functions(model, optimizer, mesh)
-    # Made by a jitted function, not device_put: typed keys cannot be put onto devices of other processes.
-    key = jax.jit(lambda: jax.random.key(cfg.seed),
-                  out_shardings=None if mesh is None else jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec()))()
-    result = train.train(functions, state, pipe.train_batches, steps=cfg.train.steps, key=key, mesh=mesh,
-                         batch_size=cfg.data.batch_size, log_every=cfg.train.log_every,
-                         val_batches=pipe.val_batches, progress=jax.process_index() == 0)
+    writer = checkpoint.CheckpointWriter(out / checkpoint.CHECKPOINT_SUBDIR, every=cfg.train.checkpoint_every,
+                                         keep=cfg.train.keep, config=metrics["config"])
+    try:
+        result = train.train(functions, state, pipe.train_batches, steps=cfg.train.steps - ts.start_step,
+                             key=ts.key, mesh=mesh, batch_size=cfg.data.batch_size,
+                             log_every=cfg.train.log_every, val_batches=pipe.val_batches,
+                             progress=jax.process_index() == 0, start_step=ts.start_step,
+                             on_step=lambda step, st: writer.maybe_save(step, st, ts.key))
+        writer.save(cfg.train.steps, result.state, ts.key)
+    finally:
+        writer.close()
     metrics.update(compile_s=result.compile_s, median_step_s=result.median_step_s,
                    samples_per_s=result.samples_per_s, final_train_loss=float(result.losses[-1]),
                    final_val_loss=result.val_loss, steps=result.steps)
@@ -151,7 +158,7 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any]) -> dict[str, Any]:
     model, optimizer = nnx.merge(functions.graphdef, result.state)
     c2st = None
     if cfg.eval.enabled:
-        log.info("[7/8] sample %d posterior draws, C2ST against the reference", cfg.eval.num_samples)
+        log.info("[6/7] sample %d posterior draws, C2ST against the reference", cfg.eval.num_samples)
         graphdef, model_state = nnx.split(model)
         samples = evaluate.sample_posterior(
             lambda s, th, xx, t: nnx.merge(graphdef, s)(th, xx, t), sims.normalize_x(sims.observation),
@@ -168,7 +175,7 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any]) -> dict[str, Any]:
                 evaluate.pair_plot(samples, reference, out / "posterior.png")
     metrics["c2st"] = c2st
 
-    log.info("[8/8] outputs: %s", out)
+    log.info("[7/7] outputs: %s", out)
     if _is_writer():
         text = "\n".join(f"{path}: {spec}" for path, spec in placements.items())
         outputs.write_atomic(out / "sharding.txt", text + "\n")
@@ -184,28 +191,3 @@ def _tag_log_records(index: int, count: int) -> None:
             return True
 
     log.addFilter(Tag())
-
-
-def _place(node: Any, mesh: Any, rule_name: str, table: dict, *, strict: bool) -> dict[str, str]:
-    """Place ``node`` under the rule; returns the fallbacks (path -> reason)."""
-    from gensbi_sharding import sharding as contract
-
-    if mesh is None:
-        return {}
-    builtin = rule_name in contract.RULES and table == dict(contract.RULES[rule_name])
-    honor = not (builtin and rule_name == "replicated")
-    _, fallbacks = contract.plan_shardings(node, mesh, table, honor_annotations=honor)
-    if strict and fallbacks:
-        listed = "; ".join(f"{p} ({r})" for p, r in fallbacks.items())
-        raise ConfigError(f"strict=true and rule {rule_name!r} cannot split {len(fallbacks)} "
-                          f"variable(s): {listed}. Fix the annotation or dimension, or set strict=false")
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        if builtin:
-            contract.shard_model(node, mesh, rule_name)
-        else:
-            contract.shard_model_by_table(node, mesh, table)
-    for w in caught:
-        if issubclass(w.category, contract.ShardingFallbackWarning):
-            log.warning("%s", w.message)
-    return fallbacks

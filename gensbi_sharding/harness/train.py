@@ -109,7 +109,7 @@ class TrainResult:
 def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, steps: int,
           key: jax.Array, mesh: Mesh | None, batch_size: int, log_every: int = 100,
           val_batches: list[dict] | None = None, progress: bool = True,
-          start_step: int = 0) -> TrainResult:
+          start_step: int = 0, on_step: Callable[[int, Any], None] | None = None) -> TrainResult:
     """Run ``steps`` train steps under ``mesh_context(mesh)``.
 
     Step time is measured over windows of ``log_every`` steps (one device sync per
@@ -130,6 +130,8 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
                 batch = next(batches)
             state, loss = compiled(state, batch, key)
             losses.append(loss)
+            if on_step is not None:  # e.g. a periodic checkpoint; it sees the global step number
+                on_step(start_step + i + 1, state)
             window_steps += 1
             if window_steps == log_every or i == steps - 1:
                 window_loss = float(jnp.mean(jnp.stack(losses[-window_steps:])))

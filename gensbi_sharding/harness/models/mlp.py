@@ -15,6 +15,10 @@ Parameter annotations (shape: logical axes)
 - ``out_proj`` kernel, bias                (W, dim_theta): ("embed", "out"); (dim_theta,): ("out",)
 
 with ``d_in = dim_theta + dim_x + time_embed_dim``, ``W = width``, ``H = mlp_ratio * width``.
+
+Activations: the (B, W) residual stream is constrained to ``("batch", "hidden")`` after the
+input projection and after every block, through the model's ``partition_axis`` (see
+``gensbi_sharding.activations``; None, the default, constrains nothing).
 """
 
 from __future__ import annotations
@@ -26,10 +30,12 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from gensbi_sharding.activations import PartitionAxis, constrain
 from gensbi_sharding.harness.registry import register_model
 from gensbi_sharding.sharding import axes
 
-__all__ = ["MLPVelocity", "make_mlp", "time_embedding", "prepare_inputs", "positive_int"]
+__all__ = ["MLPVelocity", "make_mlp", "time_embedding", "prepare_inputs", "positive_int",
+           "check_partition_axis"]
 
 # The highest angular frequency of the time embedding. t lives in [0, 1], so frequencies
 # from 1 (one smooth feature over the whole interval) to 1000 resolve both the coarse
@@ -51,6 +57,14 @@ def positive_int(name: str, value) -> int:
     if as_int is None or isinstance(value, bool) or as_int < 1:
         raise ValueError(f"{name} must be a positive integer, got {value!r}; pass e.g. {name}=8")
     return as_int
+
+
+def check_partition_axis(value) -> PartitionAxis | None:
+    """``value`` if it is a ``PartitionAxis`` or None; ``ValueError`` otherwise."""
+    if value is not None and not isinstance(value, PartitionAxis):
+        raise ValueError(f"partition_axis must be a PartitionAxis or None, got {value!r}; build one "
+                         "with PartitionAxis.for_rule(rule, mesh)")
+    return value
 
 
 def time_embedding(t: jax.Array, dim: int) -> jax.Array:
@@ -134,8 +148,11 @@ class MLPVelocity(nnx.Module):
     """Residual MLP velocity field ``v(theta_t, x, t) -> (B, dim_theta)``; see the module docstring."""
 
     def __init__(self, *, dim_theta: int, dim_x: int, rngs: nnx.Rngs, width: int,
-                 depth: int, mlp_ratio: int, time_embed_dim: int):
+                 depth: int, mlp_ratio: int, time_embed_dim: int,
+                 partition_axis: PartitionAxis | None = None):
         self.dim_theta, self.dim_x, self.time_embed_dim = dim_theta, dim_x, time_embed_dim
+        # Static (part of the graph definition): a jitted step traces with this strategy.
+        self.partition_axis = check_partition_axis(partition_axis)
         d_in = dim_theta + dim_x + time_embed_dim
         self.in_proj = nnx.Linear(d_in, width, rngs=rngs, kernel_metadata=axes("in", "embed"),
                                   bias_metadata=axes("embed"))
@@ -160,16 +177,18 @@ class MLPVelocity(nnx.Module):
         jax.Array, shape (B, dim_theta), float32
         """
         theta_t, x, t = prepare_inputs(theta_t, x, t, self.dim_theta, self.dim_x)
+        stream = ("batch", "hidden")
         h = self.in_proj(jnp.concatenate([theta_t, x, time_embedding(t, self.time_embed_dim)], -1))
+        h = constrain(h, stream, self.partition_axis)
         for block in self.blocks:
-            # Block boundary: the (B, W) activation is where a sharding constraint belongs.
-            h = block(h)
+            h = constrain(block(h), stream, self.partition_axis)
         return self.out_proj(self.out_norm(h))
 
 
 @register_model("mlp")
 def make_mlp(*, dim_theta: int, dim_x: int, rngs: nnx.Rngs, width: int = 256, depth: int = 4,
-             mlp_ratio: int = 4, time_embed_dim: int = 32) -> MLPVelocity:
+             mlp_ratio: int = 4, time_embed_dim: int = 32,
+             partition_axis: PartitionAxis | None = None) -> MLPVelocity:
     """Build a residual MLP velocity field.
 
     Parameters
@@ -187,6 +206,9 @@ def make_mlp(*, dim_theta: int, dim_x: int, rngs: nnx.Rngs, width: int = 256, de
         Hidden size of each block is ``mlp_ratio * width`` (logical axis ``mlp``).
     time_embed_dim : int, default 32
         Number of sinusoidal time features (even).
+    partition_axis : PartitionAxis, optional
+        Activation layout under a mesh (``PartitionAxis.for_rule``); None: unconstrained.
+        Settable later as ``model.partition_axis`` (before ``nnx.split``).
 
     Returns
     -------
@@ -198,4 +220,4 @@ def make_mlp(*, dim_theta: int, dim_x: int, rngs: nnx.Rngs, width: int = 256, de
     if dims["time_embed_dim"] % 2:
         raise ValueError(f"time_embed_dim must be even (sines and cosines), got {time_embed_dim}; "
                          f"pass {time_embed_dim + 1}")
-    return MLPVelocity(rngs=rngs, **dims)
+    return MLPVelocity(rngs=rngs, partition_axis=partition_axis, **dims)

@@ -25,6 +25,12 @@ Parameter annotations (shape: logical axes)
 ``E = embed``, ``D = embed // heads``, ``H = mlp_ratio * embed``, ``T = time_embed_dim``;
 ``V`` is the token count ``dim_theta + dim_x`` rounded up to a multiple of 8. The LayerNorms
 have no parameters: adaLN supplies their scale and shift, as in DiT.
+
+Activations are constrained through the model's ``partition_axis`` (see
+``gensbi_sharding.activations``; None, the default, constrains nothing): the (B, N, E)
+tokens to ``("batch", "sequence", "hidden")`` when built and after every block, the
+(B, E) time features to ``("batch", "hidden")``, and the (B, N, heads, D) queries, keys
+and values to ``("batch", "query_sequence" | "key_sequence", "heads", "head_dim")``.
 """
 
 from __future__ import annotations
@@ -35,7 +41,9 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from gensbi_sharding.harness.models.mlp import positive_int, prepare_inputs, small_init, time_embedding
+from gensbi_sharding.activations import PartitionAxis, constrain
+from gensbi_sharding.harness.models.mlp import (
+    check_partition_axis, positive_int, prepare_inputs, small_init, time_embedding)
 from gensbi_sharding.harness.registry import register_model
 from gensbi_sharding.sharding import axes
 
@@ -45,6 +53,8 @@ __all__ = ["TransformerVelocity", "make_transformer", "VOCAB_MULTIPLE"]
 # tensor parallelism, and a dimension that does not divide by the axis size cannot be
 # placed (two_moons has 4 tokens, slcp 13). The unused rows cost V - n embeddings.
 VOCAB_MULTIPLE = 8
+
+_TOKENS = ("batch", "sequence", "hidden")
 
 
 def _modulate(h: jax.Array, shift: jax.Array, scale: jax.Array) -> jax.Array:
@@ -87,17 +97,23 @@ class TransformerBlock(nnx.Module):
         self.down = nnx.Linear(hidden, embed, rngs=rngs, kernel_metadata=axes("mlp", "embed"),
                                bias_metadata=axes("embed"))
 
-    def attention(self, h: jax.Array) -> jax.Array:
+    def attention(self, h: jax.Array, partition_axis: PartitionAxis | None = None) -> jax.Array:
         """Full (unmasked) multi-head self-attention, (B, N, E) -> (B, N, E)."""
-        q, k, v = self.query(h), self.key(h), self.value(h)  # (B, N, heads, D)
+        q = constrain(self.query(h), ("batch", "query_sequence", "heads", "head_dim"), partition_axis)
+        kv = ("batch", "key_sequence", "heads", "head_dim")  # (B, N, heads, D)
+        k, v = constrain(self.key(h), kv, partition_axis), constrain(self.value(h), kv, partition_axis)
         logits = jnp.einsum("bqhd,bkhd->bhqk", q, k) / math.sqrt(q.shape[-1])
         weights = jax.nn.softmax(logits, axis=-1)
         return self.attn_out(jnp.einsum("bhqk,bkhd->bqhd", weights, v))
 
-    def __call__(self, h: jax.Array, cond: jax.Array) -> jax.Array:
-        """``h``: (B, N, E) tokens, ``cond``: (B, E) time features -> (B, N, E), float32."""
+    def __call__(self, h: jax.Array, cond: jax.Array,
+                 partition_axis: PartitionAxis | None = None) -> jax.Array:
+        """``h``: (B, N, E) tokens, ``cond``: (B, E) time features -> (B, N, E), float32.
+
+        ``partition_axis`` is the owning model's activation strategy (None: unconstrained).
+        """
         shift1, scale1, shift2, scale2 = jnp.unstack(self.modulation(cond), axis=1)
-        h = h + self.attention(_modulate(self.norm(h), shift1, scale1))
+        h = h + self.attention(_modulate(self.norm(h), shift1, scale1), partition_axis)
         return h + self.down(jax.nn.gelu(self.up(_modulate(self.norm(h), shift2, scale2))))
 
 
@@ -105,8 +121,11 @@ class TransformerVelocity(nnx.Module):
     """Token transformer velocity field ``v(theta_t, x, t) -> (B, dim_theta)``; see the module doc."""
 
     def __init__(self, *, dim_theta: int, dim_x: int, rngs: nnx.Rngs, embed: int, depth: int,
-                 heads: int, mlp_ratio: int, time_embed_dim: int):
+                 heads: int, mlp_ratio: int, time_embed_dim: int,
+                 partition_axis: PartitionAxis | None = None):
         self.dim_theta, self.dim_x, self.time_embed_dim = dim_theta, dim_x, time_embed_dim
+        # Static (part of the graph definition): a jitted step traces with this strategy.
+        self.partition_axis = check_partition_axis(partition_axis)
         n_tokens = dim_theta + dim_x
         vocab = -(-n_tokens // VOCAB_MULTIPLE) * VOCAB_MULTIPLE
         table = axes("vocab", "embed")
@@ -149,12 +168,13 @@ class TransformerVelocity(nnx.Module):
         jax.Array, shape (B, dim_theta), float32
         """
         theta_t, x, t = prepare_inputs(theta_t, x, t, self.dim_theta, self.dim_x)
+        pa = self.partition_axis
         cond = jax.nn.silu(self.time_out(jax.nn.silu(self.time_in(
             time_embedding(t, self.time_embed_dim)))))  # (B, E)
-        h = self.tokens(theta_t, x)
+        cond = constrain(cond, ("batch", "hidden"), pa)
+        h = constrain(self.tokens(theta_t, x), _TOKENS, pa)
         for block in self.blocks:
-            # Block boundary: the (B, N, E) activation is where a sharding constraint belongs.
-            h = block(h, cond)
+            h = constrain(block(h, cond, pa), _TOKENS, pa)
         shift, scale = jnp.unstack(self.final_modulation(cond), axis=1)
         h = _modulate(self.final_norm(h[:, :self.dim_theta]), shift, scale)
         return self.readout(h)[..., 0]
@@ -163,7 +183,8 @@ class TransformerVelocity(nnx.Module):
 @register_model("transformer")
 def make_transformer(*, dim_theta: int, dim_x: int, rngs: nnx.Rngs, embed: int = 64,
                      depth: int = 2, heads: int = 8, mlp_ratio: int = 4,
-                     time_embed_dim: int = 32) -> TransformerVelocity:
+                     time_embed_dim: int = 32,
+                     partition_axis: PartitionAxis | None = None) -> TransformerVelocity:
     """Build a token transformer velocity field.
 
     Parameters
@@ -182,6 +203,9 @@ def make_transformer(*, dim_theta: int, dim_x: int, rngs: nnx.Rngs, embed: int =
         MLP hidden size is ``mlp_ratio * embed`` (logical axis ``mlp``).
     time_embed_dim : int, default 32
         Number of sinusoidal time features (even).
+    partition_axis : PartitionAxis, optional
+        Activation layout under a mesh (``PartitionAxis.for_rule``); None: unconstrained.
+        Settable later as ``model.partition_axis`` (before ``nnx.split``).
 
     Returns
     -------
@@ -196,4 +220,4 @@ def make_transformer(*, dim_theta: int, dim_x: int, rngs: nnx.Rngs, embed: int =
     if dims["time_embed_dim"] % 2:
         raise ValueError(f"time_embed_dim must be even (sines and cosines), got {time_embed_dim}; "
                          f"pass {time_embed_dim + 1}")
-    return TransformerVelocity(rngs=rngs, **dims)
+    return TransformerVelocity(rngs=rngs, partition_axis=partition_axis, **dims)

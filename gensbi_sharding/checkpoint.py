@@ -1,0 +1,316 @@
+"""Checkpoints that move between meshes: save under one (mesh, rule), restore under another.
+
+``CheckpointWriter`` saves the split train state (``nnx.state((model, optimizer))``,
+optimizer step counter included), the base RNG key (as key data), the step and a JSON
+config with Orbax into ``<run dir>/checkpoints/<step>/``. Only step folders holding
+Orbax's commit marker count, so a half-written checkpoint is never picked as the latest.
+``restore`` loads onto the *current* mesh: the target is built abstractly
+(``abstract_state_for``) with the shardings the current rule plans, never the saved ones,
+and is checked against the saved metadata before any array is read.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import jax
+import orbax.checkpoint as ocp
+from flax import nnx
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+from gensbi_sharding.sharding import RuleTable, plan_shardings
+
+__all__ = ["CHECKPOINT_SUBDIR", "CheckpointWriter", "Restored", "abstract_state_for",
+           "committed_steps", "find_checkpoint", "restore"]
+
+#: Folder of a run directory that holds its checkpoints.
+CHECKPOINT_SUBDIR = "checkpoints"
+_COMMIT_MARKER = "commit_success.txt"  # Orbax writes it last, in every atomicity mode
+_FORMAT = 1
+_MAX_LISTED = 6  # mismatching variables quoted in full in an error
+
+
+def _handlers() -> dict[str, Any]:
+    return {"arrays": ocp.StandardCheckpointHandler(), "meta": ocp.JsonCheckpointHandler(),
+            "config": ocp.JsonCheckpointHandler()}
+
+
+class CheckpointWriter:
+    """Save the train state every ``every`` steps and at the end, keeping the last ``keep``.
+
+    Parameters
+    ----------
+    directory : path-like
+        Checkpoint folder, normally ``<run dir>/checkpoints``; made absolute here.
+    every : int, default 0
+        ``maybe_save`` saves when ``step % every == 0``; 0: only explicit ``save`` calls.
+    keep : int, default 2
+        Number of most recent checkpoints kept; older ones are deleted.
+    config : mapping, optional
+        JSON-serialisable blob (the resolved config) stored with every checkpoint.
+    async_save : bool, default True
+        Write files in the background. Arrays are copied off the devices before
+        ``save`` returns, so the state may be donated right after; ``close`` waits.
+    """
+
+    def __init__(self, directory: str | os.PathLike, *, every: int = 0, keep: int = 2,
+                 config: Mapping[str, Any] | None = None, async_save: bool = True):
+        if isinstance(every, bool) or not isinstance(every, int) or every < 0:
+            raise ValueError(f"every must be an integer >= 0, got {every!r}; pass 0 to save only at the end")
+        if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
+            raise ValueError(f"keep must be an integer >= 1, got {keep!r}; pass e.g. keep=2")
+        self.config = dict(config or {})
+        try:
+            json.dumps(self.config)
+        except TypeError as err:
+            raise ValueError(f"config must be JSON-serialisable ({err}); pass plain containers, "
+                             "e.g. OmegaConf.to_container(cfg, resolve=True)") from None
+        self.directory, self.every, self.keep = Path(directory).absolute(), every, keep
+        options = ocp.CheckpointManagerOptions(max_to_keep=keep, cleanup_tmp_directories=True,
+                                               enable_async_checkpointing=async_save)
+        self._manager = ocp.CheckpointManager(self.directory, options=options, item_handlers=_handlers())
+        self.last_saved: int | None = None
+
+    def due(self, step: int) -> bool:
+        """Whether ``maybe_save`` saves at ``step``."""
+        return self.every > 0 and step % self.every == 0
+
+    def maybe_save(self, step: int, state: Any, key: jax.Array) -> bool:
+        """``save`` if ``due(step)``; returns whether it saved."""
+        return self.due(step) and self.save(step, state, key)
+
+    def save(self, step: int, state: Any, key: jax.Array) -> bool:
+        """Save ``state`` (a pytree such as ``nnx.State``) and the RNG ``key`` as ``step``.
+
+        Returns False, writing nothing, when ``step`` is the last step saved (the
+        final save right after a periodic one).
+        """
+        if step == self.last_saved:
+            return False
+        flat = {f"state/{name}": leaf for name, leaf in _flat(state).items()}
+        flat["rng"] = key
+        impls = {name: str(jax.random.key_impl(leaf)) for name, leaf in flat.items() if _is_key(leaf)}
+        flat.update({name: jax.random.key_data(flat[name]) for name in impls})
+        meta = {"format": _FORMAT, "step": int(step), "key_impls": impls}
+        self._manager.save(int(step), force=True, args=ocp.args.Composite(
+            arrays=ocp.args.StandardSave(_unflat(flat)), meta=ocp.args.JsonSave(meta),
+            config=ocp.args.JsonSave(self.config)))
+        self.last_saved = step
+        return True
+
+    def steps(self) -> list[int]:
+        """Steps whose checkpoints are complete on disk (waits for pending writes)."""
+        self._manager.wait_until_finished()
+        return committed_steps(self.directory)
+
+    def close(self) -> None:
+        """Wait for pending writes and release the manager."""
+        self._manager.wait_until_finished()
+        self._manager.close()
+
+    def __enter__(self) -> CheckpointWriter:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def committed_steps(directory: str | os.PathLike) -> list[int]:
+    """Sorted steps under ``directory`` whose folder holds Orbax's commit marker.
+
+    Skipped: Orbax's temporary ``<step>.orbax-checkpoint-tmp-*`` folders and step folders
+    without the marker (a save or a copy cut short)."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        return []
+    return sorted(int(p.name) for p in directory.iterdir()
+                  if p.name.isdigit() and (p / _COMMIT_MARKER).is_file())
+
+
+def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None = None) -> Path:
+    """The step folder ``path`` designates: a run dir, a checkpoints dir, or one step dir.
+
+    A run or checkpoints dir gives its latest complete step. A relative ``path`` is
+    resolved against ``base_dir`` (default: the current directory); pass the directory
+    the job was launched from (``hydra.utils.get_original_cwd()``) so the result does
+    not depend on ``hydra.job.chdir``.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` does not exist or holds no complete checkpoint; the message names
+        the resolved path and what was looked for.
+    """
+    given = Path(path).expanduser()
+    resolved = given if given.is_absolute() else Path(base_dir or os.getcwd()).absolute() / given
+    if not resolved.exists():
+        raise FileNotFoundError(f"checkpoint path {str(path)!r} does not exist (resolved to {resolved}); "
+                                f"pass a run dir, its {CHECKPOINT_SUBDIR}/ dir or one step dir")
+    is_run = (resolved / CHECKPOINT_SUBDIR).is_dir()  # a multirun job dir is named by a number too
+    if resolved.name.isdigit() and not is_run:
+        if (resolved / _COMMIT_MARKER).is_file():
+            return resolved
+        if any((resolved / item).exists() for item in ("_CHECKPOINT_METADATA", *_handlers())):
+            raise FileNotFoundError(f"{resolved} is not a complete checkpoint (no {_COMMIT_MARKER}: "
+                                    "the save was cut short); pass its parent for the latest complete step")
+    folder = resolved / CHECKPOINT_SUBDIR if is_run else resolved
+    steps = committed_steps(folder)
+    if not steps:
+        raise FileNotFoundError(
+            f"no checkpoint in {resolved}: looked for step folders <step>/ holding {_COMMIT_MARKER} "
+            f"in {folder}; pass a run dir, its {CHECKPOINT_SUBDIR}/ dir or one step dir")
+    return folder / str(steps[-1])
+
+
+def abstract_state_for(node: Any, mesh: Mesh, table: RuleTable, *,
+                       honor_annotations: bool = True) -> nnx.State:
+    """The restore target: ``nnx.state(node)`` as ``jax.ShapeDtypeStruct`` with the planned shardings.
+
+    Parameters
+    ----------
+    node : graph node, tuple of nodes, or callable
+        A factory returning the node, run under ``nnx.eval_shape`` (nothing is
+        allocated), e.g. ``lambda: (m := make(...), nnx.Optimizer(m, tx, wrt=nnx.Param))``;
+        or a node, abstract or concrete (only shapes and dtypes are read).
+    mesh, table
+        The *current* mesh and rule table: each array leaf gets
+        ``NamedSharding(mesh, spec)`` with ``spec`` from ``plan_shardings``.
+    honor_annotations : bool
+        As in ``plan_shardings`` (False for the "replicated" rule).
+    """
+    is_node = nnx.graph.is_graph_node(node) or isinstance(node, (tuple, list))
+    abstract = node if is_node else nnx.eval_shape(node)
+    specs, _ = plan_shardings(abstract, mesh, table, honor_annotations=honor_annotations)
+    flat = []
+    for path, var in nnx.to_flat_state(nnx.state(abstract)):
+        value, name = var.get_value(), "/".join(map(str, path))
+        if name in specs:
+            value = jax.ShapeDtypeStruct(value.shape, value.dtype, sharding=NamedSharding(mesh, specs[name]))
+        flat.append((path, var.replace(value)))
+    return nnx.from_flat_state(flat)
+
+
+@dataclasses.dataclass
+class Restored:
+    """A restored checkpoint; ``state`` has the structure and shardings of the target."""
+    state: Any
+    key: jax.Array
+    step: int
+    config: dict
+    path: Path  # the step folder read
+
+
+def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.PathLike | None = None,
+            key_sharding: jax.sharding.Sharding | None = None) -> Restored:
+    """Restore the checkpoint ``path`` designates onto the shardings of ``abstract_state``.
+
+    Parameters
+    ----------
+    path : path-like
+        Run dir, checkpoints dir or step dir (``find_checkpoint``); a relative path is
+        resolved against ``base_dir``.
+    abstract_state : pytree
+        Structured as the saved state, array leaves ``jax.ShapeDtypeStruct`` with a
+        ``sharding`` (``abstract_state_for``).
+    key_sharding : jax.sharding.Sharding, optional
+        Placement of the RNG key; default replicated on the mesh of ``abstract_state``.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` holds no complete checkpoint.
+    ValueError
+        If a target leaf has no sharding, or variables are missing, extra, or differ in
+        shape or dtype from the saved ones (named, with both shapes); checked before
+        any array is read.
+    """
+    step_dir = find_checkpoint(path, base_dir)
+    with ocp.Checkpointer(ocp.CompositeCheckpointHandler(**_handlers())) as checkpointer:
+        saved = _flat(checkpointer.metadata(step_dir).item_metadata["arrays"].tree)
+        target = {f"state/{name}": leaf for name, leaf in _flat(abstract_state).items()}
+        if "rng" in saved:
+            target["rng"] = jax.ShapeDtypeStruct(saved["rng"].shape, saved["rng"].dtype,
+                                                 sharding=key_sharding or _replicated_like(target))
+        target = {name: _storage_target(name, leaf) for name, leaf in target.items()}
+        _check_against(saved, target, step_dir)
+        loaded = checkpointer.restore(step_dir, args=ocp.args.Composite(
+            arrays=ocp.args.StandardRestore(_unflat(target)), meta=ocp.args.JsonRestore(),
+            config=ocp.args.JsonRestore()))
+    values, meta = _flat(loaded["arrays"]), loaded["meta"]
+    for name, impl in meta.get("key_impls", {}).items():
+        values[name] = jax.random.wrap_key_data(values[name], impl=impl)
+    pairs, treedef = jax.tree_util.tree_flatten_with_path(abstract_state, is_leaf=_is_var)
+    leaves = [values[f"state/{_name(keypath)}"] for keypath, _ in pairs]
+    leaves = [old.replace(new) if _is_var(old) else new for (_, old), new in zip(pairs, leaves)]
+    return Restored(state=jax.tree.unflatten(treedef, leaves), key=values.get("rng"),
+                    step=int(meta["step"]), config=loaded["config"], path=step_dir)
+
+
+# ---------------------------------------------------------------------------- helpers
+
+def _is_var(x: Any) -> bool:
+    return isinstance(x, nnx.Variable)
+
+
+def _is_key(x: Any) -> bool:
+    dtype = getattr(x, "dtype", None)
+    return dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
+
+
+def _name(keypath: tuple) -> str:
+    """A pytree key path as "a/b/c", the form ``plan_shardings`` uses."""
+    return "/".join(str(getattr(k, "key", getattr(k, "idx", getattr(k, "name", k)))) for k in keypath)
+
+
+def _flat(tree: Any) -> dict[str, Any]:
+    """``{"a/b/c": leaf}`` of a pytree; an ``nnx.Variable`` counts as a leaf, its value taken."""
+    pairs = jax.tree_util.tree_leaves_with_path(tree, is_leaf=_is_var)
+    return {_name(keypath): leaf.get_value() if _is_var(leaf) else leaf for keypath, leaf in pairs}
+
+
+def _unflat(flat: Mapping[str, Any]) -> dict:
+    """Nested dicts with string keys (what Orbax stores) from ``{"a/b/c": leaf}``."""
+    out: dict = {}
+    for name, leaf in flat.items():
+        *parents, last = name.split("/")
+        node = out
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[last] = leaf
+    return out
+
+
+def _storage_target(name: str, leaf: Any) -> jax.ShapeDtypeStruct:
+    """What Orbax restores ``leaf`` from: itself, or its key data for a typed PRNG key."""
+    if not isinstance(leaf, (jax.ShapeDtypeStruct, jax.Array)) or leaf.sharding is None:
+        raise ValueError(f"restore target {name} is {type(leaf).__name__} without a sharding; build "
+                         "the target with abstract_state_for(node, mesh, table)")
+    shape = jax.eval_shape(jax.random.key_data, leaf) if _is_key(leaf) else leaf
+    return jax.ShapeDtypeStruct(shape.shape, shape.dtype, sharding=leaf.sharding)
+
+
+def _replicated_like(target: Mapping[str, Any]) -> jax.sharding.Sharding:
+    for leaf in target.values():
+        if isinstance(getattr(leaf, "sharding", None), NamedSharding):
+            return NamedSharding(leaf.sharding.mesh, P())
+    return jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
+
+
+def _check_against(saved: Mapping[str, Any], target: Mapping[str, Any], step_dir: Path) -> None:
+    problems = [f"{n}: missing from the checkpoint" for n in target if n not in saved]
+    problems += [f"{n}: in the checkpoint, not in the model" for n in saved if n not in target]
+    for name in (n for n in target if n in saved):
+        s, t = saved[name], target[name]
+        if tuple(s.shape) != tuple(t.shape) or s.dtype != t.dtype:
+            problems.append(f"{name}: saved {tuple(s.shape)} {s.dtype}, target {tuple(t.shape)} {t.dtype}")
+    if problems:
+        more = len(problems) - _MAX_LISTED
+        listed = "; ".join(problems[:_MAX_LISTED]) + (f"; and {more} more" if more > 0 else "")
+        raise ValueError(f"checkpoint {step_dir} does not fit the current model, {len(problems)} "
+                         f"variable(s) differ: {listed}. Build the model with the hyperparameters "
+                         f"saved in {step_dir / 'config'}")

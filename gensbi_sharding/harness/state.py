@@ -1,0 +1,127 @@
+"""The train state of a run: model and optimizer, placed by the rule, maybe resumed.
+
+Placement goes through the contract (``shard_model`` for a built-in rule,
+``shard_model_by_table`` for a table of the user's), so the harness places
+exactly as the library does; ``strict=true`` turns its fallbacks into an error.
+A resumed run restores onto the *current* mesh and rule: the restore target is
+built from the live (model, optimizer) and the current plan, never from the
+shardings the checkpoint was saved with.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import warnings
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from gensbi_sharding.harness.config import ConfigError
+
+__all__ = ["TrainState", "build_state", "place", "resume_step_dir"]
+
+log = logging.getLogger("gensbi_sharding")
+
+
+@dataclasses.dataclass
+class TrainState:
+    model: Any
+    optimizer: Any
+    fallbacks: dict[str, str]  # path -> why the rule could not split it
+    key: Any  # the base PRNG key, replicated
+    start_step: int = 0
+
+
+def resume_step_dir(cfg: DictConfig) -> Path | None:
+    """The checkpoint step folder ``train.resume`` points at (relative to the launch folder)."""
+    if not cfg.train.resume:
+        return None
+    from gensbi_sharding.checkpoint import find_checkpoint
+
+    return find_checkpoint(cfg.train.resume, base_dir=_launch_dir())
+
+
+def build_state(cfg: DictConfig, *, dim_theta: int, dim_x: int, mesh: Any, rule_name: str,
+                table: dict, resume_dir: Path | None) -> TrainState:
+    """Build, place (and maybe restore) the model and its AdamW optimizer."""
+    import jax
+    import optax
+    from flax import nnx
+
+    from gensbi_sharding.harness.registry import get_model
+
+    factory = get_model(cfg.model.name)
+    hparams = {k: v for k, v in OmegaConf.to_container(cfg.model).items() if k not in ("name", "init")}
+    model = factory(dim_theta=dim_theta, dim_x=dim_x, rngs=nnx.Rngs(cfg.seed), **hparams)
+    fallbacks = place(model, mesh, rule_name, table, strict=cfg.strict)
+    optimizer = nnx.Optimizer(model, optax.adamw(cfg.train.learning_rate, weight_decay=cfg.train.weight_decay),
+                              wrt=nnx.Param)
+    place(optimizer, mesh, rule_name, table, strict=False)
+    replicated = None if mesh is None else jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
+    # Made by a jitted function, not device_put: typed keys cannot be put onto other processes' devices.
+    key = jax.jit(lambda: jax.random.key(cfg.seed), out_shardings=replicated)()
+    state = TrainState(model, optimizer, fallbacks, key)
+    if resume_dir is not None:
+        _restore(state, resume_dir, mesh, rule_name, table)
+    return state
+
+
+def _restore(state: TrainState, step_dir: Path, mesh: Any, rule_name: str, table: dict) -> None:
+    from flax import nnx
+
+    from gensbi_sharding import checkpoint, sharding
+
+    if mesh is None:
+        raise ConfigError("train.resume needs a mesh to restore onto; use mesh=auto or mesh=dict")
+    target = checkpoint.abstract_state_for((state.model, state.optimizer), mesh, table,
+                                           honor_annotations=_honors(rule_name, table, sharding))
+    restored = checkpoint.restore(step_dir, target, key_sharding=state.key.sharding)
+    nnx.update((state.model, state.optimizer), restored.state)
+    state.key, state.start_step = restored.key, restored.step
+    log.info("resumed from %s at step %d, placed by rule %r on mesh %s", restored.path, restored.step,
+             rule_name, dict(mesh.shape))
+
+
+def _honors(rule_name: str, table: dict, sharding) -> bool:
+    builtin = rule_name in sharding.RULES and table == dict(sharding.RULES[rule_name])
+    return not (builtin and rule_name == "replicated")
+
+
+def place(node: Any, mesh: Any, rule_name: str, table: dict, *, strict: bool) -> dict[str, str]:
+    """Place ``node`` under the rule; returns the fallbacks (path -> reason).
+
+    Raises
+    ------
+    ConfigError
+        With ``strict``, listing every variable the rule cannot split.
+    """
+    from gensbi_sharding import sharding
+
+    if mesh is None:
+        return {}
+    builtin = rule_name in sharding.RULES and table == dict(sharding.RULES[rule_name])
+    _, fallbacks = sharding.plan_shardings(node, mesh, table,
+                                           honor_annotations=_honors(rule_name, table, sharding))
+    if strict and fallbacks:
+        listed = "; ".join(f"{p} ({r})" for p, r in fallbacks.items())
+        raise ConfigError(f"strict=true and rule {rule_name!r} cannot split {len(fallbacks)} "
+                          f"variable(s): {listed}. Fix the annotation or dimension, or set strict=false")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if builtin:
+            sharding.shard_model(node, mesh, rule_name)
+        else:
+            sharding.shard_model_by_table(node, mesh, table)
+    for w in caught:  # the contract's fallback warning, into the job's log
+        if issubclass(w.category, sharding.ShardingFallbackWarning):
+            log.warning("%s", w.message)
+    return fallbacks
+
+
+def _launch_dir() -> str | None:
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.utils import get_original_cwd
+
+    return get_original_cwd() if HydraConfig.initialized() else None

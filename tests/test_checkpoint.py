@@ -1,0 +1,230 @@
+"""Checkpoints saved under one (mesh, rule) and restored under another.
+
+The cross-mesh test saves on the 8 simulated devices of this process and restores in
+a subprocess that has 4; everything else runs in-process on 8 devices.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import warnings
+from pathlib import Path
+
+import jax
+import numpy as np
+import optax
+import pytest
+from flax import nnx
+from jax.sharding import NamedSharding, PartitionSpec as P
+
+from gensbi_sharding import sharding as contract
+from gensbi_sharding.checkpoint import (CheckpointWriter, abstract_state_for, committed_steps,
+                                        find_checkpoint, restore)
+from gensbi_sharding.harness.registry import get_model
+from gensbi_sharding.harness.train import make_step_functions
+
+REPO = Path(__file__).resolve().parents[1]
+CONFIG = {"model": {"name": "mlp", "width": 16}, "seed": 0}
+
+
+def build(width=16, depth=1, seed=0):
+    model = get_model("mlp")(dim_theta=2, dim_x=2, rngs=nnx.Rngs(seed), width=width, depth=depth)
+    return model, nnx.Optimizer(model, optax.adamw(1e-2), wrt=nnx.Param)
+
+
+def placed(mesh, rule, seed=0):
+    model, optimizer = build(seed=seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the experimental-rule notice
+        contract.shard_model(model, mesh, rule)
+        contract.shard_model(optimizer, mesh, rule)
+    return model, optimizer
+
+
+def fsdp_target(mesh, **sizes):
+    return abstract_state_for(lambda: build(**sizes), mesh, dict(contract.RULES["fsdp"]))
+
+
+BATCHES = [{"theta": np.random.default_rng(i).normal(size=(16, 2)).astype(np.float32),
+            "x": np.random.default_rng(100 + i).normal(size=(16, 2)).astype(np.float32)} for i in range(4)]
+
+
+def run_steps(functions, state, key, mesh, batches, writer=None, start=0):
+    """The harness loop in miniature: donated steps, a checkpoint call after each."""
+    losses = []
+    with contract.mesh_context(mesh):
+        for i, batch in enumerate(batches, start=start + 1):
+            state, loss = functions.train_step(state, contract.shard_batch(batch, mesh), key)
+            losses.append(float(loss))
+            if writer is not None:
+                writer.maybe_save(i, state, key)
+    return state, losses
+
+
+@pytest.fixture(scope="module")
+def saved_run(tmp_path_factory, devices):
+    """A run dir with one checkpoint (step 1) saved on a (4, 2) mesh under "tensor"."""
+    run_dir = tmp_path_factory.mktemp("runs") / "job"
+    mesh = contract.make_mesh(model_axis=2)
+    functions, state = make_step_functions(*placed(mesh, "tensor"), mesh)
+    key = contract.replicate(jax.random.key(7), mesh)
+    state, _ = run_steps(functions, state, key, mesh, BATCHES[:1])
+    with CheckpointWriter(run_dir / "checkpoints", config=CONFIG) as writer:
+        writer.save(1, state, key)
+    expected = {"/".join(map(str, p)): np.asarray(v.get_value()) for p, v in nnx.to_flat_state(state)}
+    np.savez(run_dir / "expected.npz", **{n.replace("/", "."): v for n, v in expected.items()})
+    return run_dir, expected
+
+
+RESTORE_ON_4 = textwrap.dedent("""
+    import json, os, sys
+    import jax
+    jax.config.update("jax_platforms", "cpu")
+    jax.config.update("jax_num_cpu_devices", 4)
+    import numpy as np
+    from flax import nnx
+    from jax.sharding import NamedSharding, PartitionSpec as P
+    sys.path.insert(0, os.getcwd())
+    from tests.test_checkpoint import fsdp_target
+    from gensbi_sharding import sharding as contract
+    from gensbi_sharding.checkpoint import restore
+
+    run_dir = sys.argv[1]
+    mesh = contract.make_mesh(model_axis=1)
+    target = fsdp_target(mesh)
+    restored = restore(run_dir, target)
+    expected = np.load(os.path.join(run_dir, "expected.npz"))
+    got = {"/".join(map(str, p)): v.get_value() for p, v in nnx.to_flat_state(restored.state)}
+    want = {"/".join(map(str, p)): v.get_value().sharding for p, v in nnx.to_flat_state(target)}
+    up = got["0/blocks/0/up/kernel"]
+    print(json.dumps({
+        "devices": jax.device_count(), "mesh": list(mesh.devices.shape), "step": restored.step,
+        "config": restored.config, "key": np.asarray(jax.random.key_data(restored.key)).tolist(),
+        "unequal": [n for n, v in got.items() if not np.array_equal(v, expected[n.replace("/", ".")])],
+        "misplaced": [n for n, v in got.items() if not v.sharding.is_equivalent_to(want[n], v.ndim)],
+        "up_kernel_fsdp": up.sharding.is_equivalent_to(NamedSharding(mesh, P("data", None)), 2),
+        "up_kernel_devices": len(up.sharding.device_set)}))
+""")
+
+
+def test_restore_on_another_mesh_and_rule_in_a_fresh_process(saved_run):
+    run_dir, expected = saved_run
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    proc = subprocess.run([sys.executable, "-c", RESTORE_ON_4, str(run_dir)], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["devices"] == 4 and out["mesh"] == [4, 1]
+    assert out["unequal"] == [] and out["misplaced"] == []
+    assert out["up_kernel_fsdp"] and out["up_kernel_devices"] == 4  # ("embed", "mlp") -> P("data", None)
+    assert out["step"] == 1 and out["config"] == CONFIG
+    assert out["key"] == np.asarray(jax.random.key_data(jax.random.key(7))).tolist()
+
+
+def test_resumed_training_matches_uninterrupted(tmp_path, devices):
+    mesh_a, mesh_b = contract.make_mesh(model_axis=2), contract.make_mesh(model_axis=1)
+    key = contract.replicate(jax.random.key(0), mesh_a)
+    functions, state = make_step_functions(*placed(mesh_a, "tensor"), mesh_a)
+    reference, ref_losses = run_steps(functions, state, key, mesh_a, BATCHES)
+
+    # Interrupted: 3 steps, a checkpoint after each (keep 2), then the process "dies".
+    functions, state = make_step_functions(*placed(mesh_a, "tensor"), mesh_a)
+    with CheckpointWriter(tmp_path / "run" / "checkpoints", every=1, keep=2, config=CONFIG) as writer:
+        _, losses = run_steps(functions, state, key, mesh_a, BATCHES[:3], writer=writer)
+        assert writer.save(3, None, key) is False  # the final save after a periodic one is a no-op
+        assert writer.steps() == [2, 3]
+
+    # Resumed on (8, 1) under "fsdp", from a model initialised differently.
+    model, optimizer = placed(mesh_b, "fsdp", seed=1)
+    restored = restore(tmp_path / "run", fsdp_target(mesh_b))
+    assert restored.step == 3 and int(restored.state[1]["step"].get_value()) == 3
+    nnx.update((model, optimizer), restored.state)
+    functions, state = make_step_functions(model, optimizer, mesh_b)
+    assert jax.tree.structure(state) == jax.tree.structure(restored.state)
+    resumed, more = run_steps(functions, state, restored.key, mesh_b, BATCHES[3:], start=restored.step)
+
+    np.testing.assert_allclose(losses + more, ref_losses, rtol=1e-5, atol=1e-6)
+    for got, want in zip(jax.tree.leaves(resumed), jax.tree.leaves(reference)):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-6)
+    kernel = resumed[0]["blocks"][0]["up"]["kernel"].get_value()
+    assert kernel.sharding.is_equivalent_to(NamedSharding(mesh_b, P("data", None)), 2)
+
+
+def test_relative_path_resolves_against_base_dir(saved_run, monkeypatch):
+    run_dir, _ = saved_run
+    launch_dir, step_dir = run_dir.parent, run_dir / "checkpoints" / "1"
+    monkeypatch.chdir(launch_dir)  # hydra.job.chdir=false: the cwd is the launch dir
+    for rel in ("job", "job/checkpoints", "job/checkpoints/1"):
+        assert find_checkpoint(rel) == step_dir
+    monkeypatch.chdir(run_dir)  # hydra.job.chdir=true: the cwd is the job's output dir
+    with pytest.raises(FileNotFoundError, match="resolved to"):
+        find_checkpoint("job")
+    restored = restore("job", fsdp_target(contract.make_mesh(model_axis=1)), base_dir=launch_dir)
+    assert restored.path == step_dir and restored.step == 1
+
+
+def test_no_checkpoint_names_the_path(tmp_path):
+    with pytest.raises(FileNotFoundError, match=f"{tmp_path / 'nowhere'}.*does not exist"):
+        find_checkpoint(tmp_path / "nowhere")
+    (tmp_path / "empty" / "checkpoints").mkdir(parents=True)
+    with pytest.raises(FileNotFoundError, match=r"no checkpoint in .*empty.*commit_success\.txt"):
+        restore(tmp_path / "empty", None)
+
+
+def test_wrong_width_names_the_variables_and_shapes(saved_run):
+    mesh = contract.make_mesh(model_axis=1)
+    with pytest.raises(ValueError, match=r"33 variable\(s\) differ: .*"
+                       r"state/0/blocks/0/up/kernel: saved \(16, 64\) float32, target \(32, 128\)"):
+        restore(saved_run[0], fsdp_target(mesh, width=32))
+    with pytest.raises(ValueError, match="state/0/blocks/1/up/kernel: missing from the checkpoint"):
+        restore(saved_run[0], fsdp_target(mesh, depth=2))
+
+
+def test_target_without_shardings_is_refused(saved_run):
+    abstract = nnx.state(nnx.eval_shape(build))
+    with pytest.raises(ValueError, match="without a sharding.*abstract_state_for"):
+        restore(saved_run[0], abstract)
+
+
+def test_half_written_latest_is_never_picked(saved_run, tmp_path):
+    run_dir = tmp_path / "job"
+    shutil.copytree(saved_run[0], run_dir)
+    cut = run_dir / "checkpoints" / "7"  # a step folder whose save (or copy) was cut short
+    shutil.copytree(run_dir / "checkpoints" / "1" / "arrays", cut / "arrays")
+    (run_dir / "checkpoints" / "9.orbax-checkpoint-tmp-1700000000").mkdir()  # Orbax's own temp folder
+    assert committed_steps(run_dir / "checkpoints") == [1]
+    assert find_checkpoint(run_dir) == run_dir / "checkpoints" / "1"
+    with pytest.raises(FileNotFoundError, match="not a complete checkpoint"):
+        find_checkpoint(cut)
+
+
+def test_multirun_job_dir_named_by_a_number(saved_run, tmp_path):
+    job = tmp_path / "sweep" / "0"  # Hydra names multirun jobs 0, 1, ...
+    shutil.copytree(saved_run[0] / "checkpoints", job / "checkpoints")
+    assert find_checkpoint(job) == job / "checkpoints" / "1"
+    (tmp_path / "sweep" / "1").mkdir()
+    with pytest.raises(FileNotFoundError, match="no checkpoint in"):
+        find_checkpoint(tmp_path / "sweep" / "1")
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"every": -1}, "every must be an integer >= 0, got -1"),
+    ({"keep": 0}, "keep must be an integer >= 1"),
+    ({"config": {"x": object()}}, "config must be JSON-serialisable"),
+])
+def test_writer_rejects_bad_arguments(tmp_path, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        CheckpointWriter(tmp_path / "checkpoints", **kwargs)
+
+
+def test_writer_directory_is_absolute(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    writer = CheckpointWriter("out/checkpoints", every=2)
+    try:
+        assert writer.directory == tmp_path / "out" / "checkpoints"
+        assert [s for s in range(1, 7) if writer.due(s)] == [2, 4, 6]
+    finally:
+        writer.close()
