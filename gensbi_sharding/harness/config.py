@@ -156,8 +156,9 @@ def validate(cfg: DictConfig) -> None:
     _check(cfg.train.steps >= 1, f"train.steps={cfg.train.steps} must be >= 1")
     _check(cfg.train.log_every >= 1, f"train.log_every={cfg.train.log_every} must be >= 1")
     _check(cfg.train.learning_rate > 0, f"train.learning_rate={cfg.train.learning_rate} must be > 0")
-    _check(cfg.train.checkpoint_every >= 0 and cfg.train.keep >= 1,
-           "train.checkpoint_every must be >= 0 and train.keep >= 1")
+    _check(cfg.train.checkpoint_every >= 0,
+           f"train.checkpoint_every={cfg.train.checkpoint_every} must be >= 0 (0: only at the end)")
+    _check(cfg.train.keep >= 1, f"train.keep={cfg.train.keep} must be >= 1")
     _check(cfg.eval.num_samples >= 2 * cfg.eval.c2st_folds and cfg.eval.c2st_folds >= 2,
            f"eval.num_samples={cfg.eval.num_samples} must be >= 2 * eval.c2st_folds and "
            f"eval.c2st_folds={cfg.eval.c2st_folds} >= 2")

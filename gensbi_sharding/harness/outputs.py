@@ -12,6 +12,7 @@ import io
 import json
 import logging
 import os
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ import numpy as np
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-__all__ = ["write_atomic", "write_json", "ensure_fresh", "SweepSummary", "summary_rows",
+__all__ = ["write_atomic", "write_json", "ensure_fresh", "SweepSummary", "RefuseCompletedRun", "summary_rows",
            "markdown_table", "SUMMARY_COLUMNS"]
 
 log = logging.getLogger(__name__)
@@ -89,7 +90,7 @@ def summary_rows(sweep_dir: Path) -> list[dict[str, Any]]:
         rows.append({
             "job": metrics_path.parent.name,
             "rule": m.get("rule"),
-            "mesh_shape": "x".join(map(str, m["mesh_shape"])) if m.get("mesh_shape") else "none",
+            "mesh_shape": _mesh_cell(m),
             "model": m.get("model"),
             "data": m.get("data"),
             "param_bytes_per_device": m.get("param_bytes_per_device"),
@@ -101,6 +102,13 @@ def summary_rows(sweep_dir: Path) -> list[dict[str, Any]]:
             "error": m.get("error") or "",
         })
     return rows
+
+
+def _mesh_cell(metrics: dict[str, Any]) -> str:
+    """"8x1", "none" for a run without a mesh, "" for a job that failed before its mesh existed."""
+    if "mesh_shape" not in metrics:
+        return ""
+    return "x".join(map(str, metrics["mesh_shape"])) if metrics["mesh_shape"] else "none"
 
 
 def markdown_table(rows: list[dict[str, Any]], columns=SUMMARY_COLUMNS) -> str:
@@ -133,3 +141,27 @@ class SweepSummary(Callback):
         failed = sum(row["status"] != "ok" for row in rows)
         print(f"\nSweep summary ({len(rows)} jobs, {failed} failed): {sweep_dir / 'sweep_summary.csv'}\n{table}",
               flush=True)
+
+
+class RefuseCompletedRun(Callback):
+    """Hydra callback: stop before Hydra writes into a folder that holds a completed run.
+
+    Hydra saves ``.hydra/*.yaml`` and opens the job's log before the task runs, so
+    ``ensure_fresh`` inside ``run()`` alone comes too late to leave such a folder intact.
+    """
+
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        _refuse_if_completed(Path(config.hydra.run.dir))
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        for metrics in sorted(Path(config.hydra.sweep.dir).glob("*/metrics.json")):
+            _refuse_if_completed(metrics.parent)
+
+
+def _refuse_if_completed(out_dir: Path) -> None:
+    try:
+        ensure_fresh(out_dir)
+    except FileExistsError as err:
+        # Hydra turns an Exception raised by a callback into a warning; SystemExit stops the run.
+        print(f"error: {err}", file=sys.stderr, flush=True)
+        raise SystemExit(1) from None

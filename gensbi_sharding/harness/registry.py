@@ -53,7 +53,7 @@ def _lookup(table: dict[str, Callable[..., Any]], kind: str, name: str) -> Calla
     except KeyError:
         known = ", ".join(sorted(table)) or "(none)"
         raise ValueError(
-            f"unknown {kind} {name!r}; known {kind}s: {known}. "
+            f"unknown {kind} {name!r}; known {'data sets' if kind == 'data' else kind + 's'}: {known}. "
             f"Register a new one with @register_{kind}({name!r}).") from None
 
 

@@ -1,0 +1,337 @@
+"""harness.config and conf/: every group option composes to the values it declares.
+
+Configs are composed in-process with Hydra's compose API, the way launch.py composes
+them; ``validate`` and the typed schema reject what cannot run, naming the key. Two
+tests start fresh interpreters: importing the package and launch.py must leave JAX's
+backend unstarted, and ``configure_devices`` must refuse a count the backend cannot give.
+"""
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.errors import ConfigCompositionException
+from omegaconf import OmegaConf
+
+from gensbi_sharding.harness.config import (
+    ConfigError, MLPConfig, TransformerConfig, check_table_against_mesh, mesh_spec, register_configs,
+    rule_table, validate)
+from gensbi_sharding.sharding import LOGICAL_AXES, RULES, resolve_mesh
+
+REPO = Path(__file__).resolve().parents[1]
+CONF = REPO / "conf"
+
+# Every option of every config group, and what selecting it must give (dotted key -> value).
+GROUP_OPTIONS = {
+    "mesh": {
+        "none": {"mesh.spec": None, "mesh.model_axis": 1, "mesh.devices": None},
+        "auto": {"mesh.spec": "auto", "mesh.model_axis": 1, "mesh.devices": None},
+        "dict": {"mesh.spec": "dict", "mesh.model_axis": 1, "mesh.devices": None},
+    },
+    "rule": {  # checked through rule_table below; the name is what the run reports
+        "replicated": {"rule.name": "replicated"},
+        "fsdp": {"rule.name": "fsdp"},
+        "tensor": {"rule.name": "tensor"},
+        "fsdp_tensor": {"rule.name": "fsdp_tensor"},
+    },
+    "model": {
+        "mlp": {"model.name": "mlp", "model.init": "sharded", "model.width": 128, "model.depth": 3,
+                "model.mlp_ratio": 2, "model.time_embed_dim": 32},
+        "transformer": {"model.name": "transformer", "model.init": "sharded", "model.embed": 64,
+                        "model.depth": 2, "model.heads": 8, "model.mlp_ratio": 4,
+                        "model.time_embed_dim": 32},
+    },
+    "data": {
+        name: {"data.name": name, "data.num_simulations": 10_000, "data.val_fraction": 0.1,
+               "data.batch_size": 256, "data.num_observation": 1}
+        for name in ("two_moons", "gaussian_linear", "slcp")
+    },
+    "train": {
+        "default": {"train.steps": 2000, "train.learning_rate": 1e-3, "train.weight_decay": 1e-4,
+                    "train.log_every": 100},
+    },
+    "eval": {
+        "default": {"eval.enabled": True, "eval.num_samples": 1000, "eval.ode_steps": 32,
+                    "eval.c2st_folds": 3, "eval.plot": True},
+    },
+    "distributed": {
+        "none": {"distributed.mode": "none", "distributed.local_processes": 1},
+        "auto": {"distributed.mode": "auto", "distributed.local_processes": 1},
+        "local": {"distributed.mode": "explicit", "distributed.local_processes": 2},
+    },
+    "experiment": {
+        "quick": {"model.name": "mlp", "model.width": 32, "model.depth": 1, "data.name": "two_moons",
+                  "data.num_simulations": 1024, "data.batch_size": 64, "train.steps": 20,
+                  "train.log_every": 10, "eval.num_samples": 128, "eval.ode_steps": 8,
+                  "eval.c2st_folds": 2, "eval.plot": False},
+        "slcp_transformer": {"model.name": "transformer", "model.embed": 64, "data.name": "slcp",
+                             "data.num_simulations": 20_000, "train.steps": 3000},
+    },
+    "sweep": {
+        "rules_x_model_axis": {"mesh.spec": "dict", "hydra.mode": "MULTIRUN",
+                               "hydra.sweeper.params": {"rule": "replicated,fsdp,tensor",
+                                                        "mesh.model_axis": "1,2,4"}},
+    },
+}
+
+EXPECTED_TABLES = {
+    "replicated": dict(RULES["replicated"]),
+    "fsdp": dict(RULES["fsdp"]),
+    "tensor": dict(RULES["tensor"]),
+    "fsdp_tensor": {"embed": "data", "mlp": "model", "heads": "model", "vocab": "model",
+                    "in": None, "out": None},
+}
+
+
+@pytest.fixture(scope="session")
+def compose_config():
+    """``compose_config(*overrides, hydra=False)``: the composed config, as launch.py would see it.
+
+    Each call opens and closes its own Hydra context, so no global Hydra state outlives
+    a call (other modules, and in-process runs, start from a clean slate).
+    """
+    register_configs()
+
+    def _compose(*overrides: str, hydra: bool = False):
+        with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+            return compose("config", overrides=list(overrides), return_hydra_config=hydra)
+
+    return _compose
+
+
+def _select(cfg, key):
+    value = OmegaConf.select(cfg, key, throw_on_missing=True)
+    if OmegaConf.is_config(value):
+        return OmegaConf.to_container(value, resolve=True)
+    return getattr(value, "name", value)  # an enum (hydra.mode) by its name
+
+
+OPTION_CASES = [(group, option) for group, options in GROUP_OPTIONS.items() for option in options]
+
+
+def test_every_option_on_disk_is_covered():
+    for group, options in GROUP_OPTIONS.items():
+        on_disk = {p.stem for p in (CONF / group).glob("*.yaml")}
+        assert on_disk == set(options), f"conf/{group}: files {sorted(on_disk)}, tested {sorted(options)}"
+
+
+@pytest.mark.parametrize("group,option", OPTION_CASES, ids=[f"{g}={o}" for g, o in OPTION_CASES])
+def test_group_option_composes_to_its_values(compose_config, group, option):
+    expected = GROUP_OPTIONS[group][option]
+    cfg = compose_config(f"{group}={option}", hydra=any(k.startswith("hydra.") for k in expected))
+    got = {key: _select(cfg, key) for key in expected}
+    assert got == expected
+
+
+@pytest.mark.parametrize("group,option", OPTION_CASES, ids=[f"{g}={o}" for g, o in OPTION_CASES])
+def test_group_option_is_a_valid_config(compose_config, group, option):
+    validate(compose_config(f"{group}={option}"))  # raises ConfigError if not
+
+
+@pytest.mark.parametrize("rule", sorted(EXPECTED_TABLES))
+def test_rule_files_give_the_contract_tables(compose_config, rule):
+    name, table = rule_table(compose_config(f"rule={rule}").rule)
+    assert (name, table) == (rule, EXPECTED_TABLES[rule])
+
+
+def test_model_groups_are_typed_by_their_schema(compose_config):
+    assert OmegaConf.get_type(compose_config("model=mlp").model) is MLPConfig
+    assert OmegaConf.get_type(compose_config("model=transformer").model) is TransformerConfig
+
+
+def test_defaults(compose_config):
+    cfg = compose_config(hydra=True)
+    assert cfg.mesh.spec == "dict" and cfg.mesh.model_axis == 1
+    assert rule_table(cfg.rule)[0] == "replicated"
+    assert (cfg.model.name, cfg.data.name) == ("mlp", "two_moons")
+    assert cfg.devices.cpu_count == 8 and cfg.devices.platform is None
+    assert (cfg.seed, cfg.strict, cfg.debug, cfg.dry_run) == (0, False, False, False)
+    assert cfg.hydra.job.chdir is False
+    assert cfg.hydra.callbacks.sweep_summary._target_ == "gensbi_sharding.harness.outputs.SweepSummary"
+
+
+def test_slurm_launcher_preset(compose_config):
+    launcher = compose_config("hydra/launcher=slurm", hydra=True).hydra.launcher
+    assert launcher._target_ == "hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher"
+    assert (launcher.timeout_min, launcher.nodes, launcher.tasks_per_node, launcher.gpus_per_task,
+            launcher.cpus_per_task, launcher.mem_gb) == (60, 1, 8, 1, 8, 64)
+
+
+def test_overrides_reach_typed_fields(compose_config):
+    cfg = compose_config("model=transformer", "model.depth=4", "data=slcp", "train.steps=500",
+                         "mesh.model_axis=4", "rule=tensor", "rule.embed=model", "mesh.devices=[0,1,2,3]")
+    assert (cfg.model.depth, cfg.data.name, cfg.train.steps) == (4, "slcp", 500)
+    assert cfg.mesh.model_axis == 4 and list(cfg.mesh.devices) == [0, 1, 2, 3]
+    assert rule_table(cfg.rule) == ("tensor", {**dict(RULES["tensor"]), "embed": "model"})
+
+
+# ------------------------------------------------------------------ typed validation
+
+@pytest.mark.parametrize("overrides,key", [
+    (("mesh.modle_axis=2",), "mesh.modle_axis"),
+    (("model.widht=64",), "model.widht"),
+    (("model=transformer", "model.width=64"), "model.width"),  # an MLP field on the transformer
+    (("rule.embd=data",), "rule.embd"),
+    (("seeed=1",), "seeed"),
+])
+def test_mistyped_key_is_rejected_with_its_name(compose_config, overrides, key):
+    with pytest.raises(ConfigCompositionException, match=re.escape(key)):
+        compose_config(*overrides)
+
+
+@pytest.mark.parametrize("override,key,kind", [
+    ("train.steps=ten", "train.steps", "Integer"),
+    ("mesh.model_axis=two", "mesh.model_axis", "Integer"),
+    ("train.learning_rate=fast", "train.learning_rate", "Float"),
+    ("strict=maybe", "strict", "not a valid bool"),
+    ("model=transformer model.heads=8.5", "model.heads", "Integer"),
+])
+def test_wrong_type_is_rejected_with_its_name(compose_config, override, key, kind):
+    with pytest.raises(ConfigCompositionException, match=re.escape(key)) as err:
+        compose_config(*override.split())
+    assert kind in str(err.value.__cause__)
+
+
+# ------------------------------------------------------------------ validate()
+
+@pytest.mark.parametrize("overrides,message", [
+    (("mesh.spec=grid",), "mesh.spec='grid' is not one of null, auto, dict"),
+    (("mesh.model_axis=0",), "mesh.model_axis=0 must be >= 1"),
+    (("mesh=auto", "mesh.model_axis=2"), "need the dict form: use mesh=dict mesh.model_axis=2"),
+    (("mesh=none", "mesh.model_axis=2"), "instead of mesh=none"),
+    (("model.init=lazy",), "model.init='lazy' is not one of sharded, eager"),
+    (("data.batch_size=0",), "data.batch_size=0 must be >= 1"),
+    (("data.num_simulations=0",), "data.num_simulations=0 must be >= 1"),
+    (("data.val_fraction=1.0",), "data.val_fraction=1.0 must lie strictly between 0 and 1"),
+    (("train.steps=0",), "train.steps=0 must be >= 1"),
+    (("train.log_every=0",), "train.log_every=0 must be >= 1"),
+    (("train.learning_rate=0",), "train.learning_rate=0.0 must be > 0"),
+    (("train.keep=0",), re.compile(r"train\.keep.* >= 1")),  # a regex: the value may be quoted
+    (("train.checkpoint_every=-1",), re.compile(r"train\.checkpoint_every.* >= 0")),
+    (("eval.num_samples=5", "eval.c2st_folds=3"), "eval.num_samples=5 must be >= 2 * eval.c2st_folds"),
+    (("eval.c2st_folds=1",), "eval.c2st_folds=1 >= 2"),
+    (("eval.ode_steps=0",), "eval.ode_steps=0 must be >= 1"),
+    (("devices.cpu_count=0",), "devices.cpu_count=0 must be >= 1"),
+    (("distributed.mode=mpi",), "distributed.mode='mpi' is not one of none, auto, explicit"),
+    (("+rule.bogus=data",), "rule.bogus is not a logical axis; valid keys: " + ", ".join(LOGICAL_AXES)),
+    (("rule.embed=5",), "rule.embed=5 must be a mesh axis name, a list of them, or null"),
+    (("rule.mlp=[]",), "rule.mlp=[]: a list must hold mesh axis names"),
+])
+def test_validate_rejects_with_the_key(compose_config, overrides, message):
+    cfg = compose_config(*overrides)
+    with pytest.raises(ConfigError, match=message if isinstance(message, re.Pattern) else re.escape(message)):
+        validate(cfg)
+
+
+def test_rule_table_forms():
+    assert rule_table("fsdp") == ("fsdp", dict(RULES["fsdp"]))
+    assert rule_table({"embed": ["data", "model"]}) == (
+        "custom", {**{k: None for k in LOGICAL_AXES}, "embed": ("data", "model")})
+    with pytest.raises(ConfigError, match="unknown rule 'zero3'; choose one of replicated, fsdp, tensor"):
+        rule_table("zero3")
+    with pytest.raises(ConfigError, match="rule must be a mapping"):
+        rule_table(["embed", "data"])
+
+
+def test_rule_table_is_checked_against_the_mesh():
+    name, table = rule_table("tensor")
+    check_table_against_mesh(name, table, ("data", "model"))
+    with pytest.raises(ConfigError, match=r"rule\.mlp='model' \(rule 'tensor'\) names a mesh axis the "
+                                          r"mesh lacks; valid values: data or null"):
+        check_table_against_mesh(name, table, ("data",))
+
+
+# ------------------------------------------------------------------ mesh_spec
+
+@pytest.mark.parametrize("overrides,spec,shape,ids", [
+    (("mesh=none",), None, None, None),
+    (("mesh=auto",), "auto", (8, 1), list(range(8))),
+    (("mesh=dict",), {"model_axis": 1, "devices": None}, (8, 1), list(range(8))),
+    (("mesh.model_axis=2",), {"model_axis": 2, "devices": None}, (4, 2), list(range(8))),
+    (("mesh.model_axis=2", "mesh.devices=[7,6,5,4]"), {"model_axis": 2, "devices": [7, 6, 5, 4]},
+     (2, 2), [7, 6, 5, 4]),
+])
+def test_mesh_spec_forms(compose_config, devices, overrides, spec, shape, ids):
+    got = mesh_spec(compose_config(*overrides).mesh)
+    plain = OmegaConf.to_container(got) if OmegaConf.is_config(got) else got
+    if isinstance(plain, dict) and plain.get("devices") is not None:
+        plain = {**plain, "devices": list(plain["devices"])}
+    assert plain == spec
+    mesh = resolve_mesh(got)
+    if shape is None:
+        assert mesh is None
+        return
+    assert mesh.axis_names == ("data", "model") and mesh.devices.shape == shape
+    assert [d.id for d in mesh.devices.flat] == ids
+
+
+# ------------------------------------------------------------------ JAX start-up (fresh interpreters)
+
+def _run_python(code: str) -> dict:
+    env_code = "import os; os.environ['JAX_PLATFORMS'] = 'cpu'\n" + code
+    proc = subprocess.run([sys.executable, "-c", env_code], cwd=REPO, capture_output=True, text=True,
+                          timeout=180)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_importing_everything_leaves_the_backend_unstarted():
+    result = _run_python(f"""
+import importlib, importlib.util, json, pkgutil
+import gensbi_sharding, gensbi_sharding.harness
+names = [m.name for m in pkgutil.walk_packages(gensbi_sharding.__path__, "gensbi_sharding.")]
+for name in names:
+    importlib.import_module(name)
+spec = importlib.util.spec_from_file_location("launch", {str(REPO / "launch.py")!r})
+launch = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(launch)
+from jax._src import xla_bridge
+started = xla_bridge.backends_are_initialized()
+import jax
+jax.config.update("jax_num_cpu_devices", 4)
+print(json.dumps({{"names": names, "started": started, "devices": len(jax.devices()),
+                  "has_main": callable(launch.main)}}))
+""")
+    assert not result["started"]
+    assert result["devices"] == 4 and result["has_main"]
+    assert {"gensbi_sharding.harness.run", "gensbi_sharding.harness.config",
+            "gensbi_sharding.harness.devices", "gensbi_sharding.harness.outputs",
+            "gensbi_sharding.harness.train", "gensbi_sharding.harness.models.mlp"} <= set(result["names"])
+
+
+def test_configure_devices_refuses_another_count_once_started():
+    result = _run_python("""
+import json
+import jax
+jax.config.update("jax_num_cpu_devices", 4)
+n = len(jax.devices())
+from gensbi_sharding.harness.config import ConfigError
+from gensbi_sharding.harness.devices import configure_devices
+try:
+    configure_devices(8)
+    error = None
+except ConfigError as err:
+    error = str(err)
+configure_devices(4)  # the count in force: fine
+print(json.dumps({"n": n, "error": error, "after": len(jax.devices())}))
+""")
+    assert result["n"] == 4 and result["after"] == 4
+    assert result["error"] is not None
+    assert "devices.cpu_count=8" in result["error"] and "with 4 CPU devices" in result["error"]
+    assert "devices.cpu_count=4" in result["error"]  # the fix
+
+
+def test_configure_devices_before_start_sets_the_count():
+    result = _run_python("""
+import json
+from gensbi_sharding.harness.devices import backend_started, configure_devices
+before = backend_started()
+configure_devices(3, "cpu")
+import jax
+print(json.dumps({"before": before, "n": len(jax.devices()), "after": backend_started()}))
+""")
+    assert result == {"before": False, "n": 3, "after": True}

@@ -1,0 +1,392 @@
+"""launch.py end to end: tiny real runs, sweeps, failures, and what a run leaves behind.
+
+Each subprocess pays for a JAX start and a compile (~8 s), so the cases share runs:
+one multirun covers every rule on three mesh shapes (one of them invalid), one covers
+``strict`` on and off, one single run covers ``mesh=none``. Bad inputs fail before
+training and cost about a second each. The last two tests run in this process, on
+conftest's 8 devices.
+"""
+
+import csv
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import jax
+import numpy as np
+import optax
+import pytest
+from flax import nnx
+from hydra import compose, initialize_config_dir
+from jax.sharding import NamedSharding, PartitionSpec as P
+from omegaconf import OmegaConf, open_dict
+
+from gensbi_sharding import sharding as contract
+from gensbi_sharding.harness import registry, train
+from gensbi_sharding.harness.config import register_configs
+
+REPO = Path(__file__).resolve().parents[1]
+LAUNCH = REPO / "launch.py"
+# experiment=quick, smaller still: 4 steps, 768 simulations (one validation batch of 64).
+TINY = ("experiment=quick", "train.steps=4", "train.log_every=2", "eval.num_samples=64",
+        "eval.c2st_folds=2", "data.num_simulations=768")
+RULES = ("replicated", "fsdp", "tensor", "fsdp_tensor")
+
+
+def launch(*args: str, cwd: Path, multirun: bool = False) -> subprocess.CompletedProcess:
+    """``python launch.py [-m] <TINY> <args>`` in ``cwd``, compact Hydra errors, CPU devices."""
+    env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
+    env["JAX_PLATFORMS"] = "cpu"
+    command = [sys.executable, str(LAUNCH), *(["-m"] if multirun else []), *TINY, *args]
+    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=400)
+
+
+def read_metrics(job_dir: Path) -> dict:
+    return json.loads((job_dir / "metrics.json").read_text())
+
+
+def sharding_txt(job_dir: Path) -> dict[str, str]:
+    lines = (job_dir / "sharding.txt").read_text().splitlines()
+    return dict(line.split(": ", 1) for line in lines if line)
+
+
+def spec_axes(spec: str) -> set[str]:
+    """Mesh axes a printed PartitionSpec names."""
+    return {axis for axis in ("data", "model") if repr(axis) in spec}
+
+
+# ------------------------------------------------------------------ fixtures: shared runs
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory):
+    """Every rule x model_axis 3 (invalid on 8 devices), 1, 2: 12 jobs in one process."""
+    root = tmp_path_factory.mktemp("sweep")
+    proc = launch(f"rule={','.join(RULES)}", "mesh.model_axis=3,1,2",
+                  f"hydra.sweep.dir={root / 'multirun'}", cwd=root, multirun=True)
+    jobs = {}
+    for metrics_path in (root / "multirun").glob("*/metrics.json"):
+        m = json.loads(metrics_path.read_text())
+        jobs[(m["config"]["rule"]["name"], m["config"]["mesh"]["model_axis"])] = metrics_path.parent
+    assert len(jobs) == 12, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc, root / "multirun", jobs
+
+
+@pytest.fixture(scope="module")
+def no_mesh_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("none")
+    proc = launch("mesh=none", "eval.plot=true", f"hydra.run.dir={root / 'run'}", cwd=root)
+    return proc, root / "run"
+
+
+@pytest.fixture(scope="module")
+def strict_sweep(tmp_path_factory):
+    """width 36 under fsdp on (8, 1): embed dims of 36 cannot split 8 ways. strict on, then off."""
+    root = tmp_path_factory.mktemp("strict")
+    proc = launch("rule=fsdp", "model.width=36", "strict=true,false",
+                  f"hydra.sweep.dir={root / 'multirun'}", cwd=root, multirun=True)
+    assert (root / "multirun" / "1" / "metrics.json").exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc, root / "multirun"
+
+
+def compose_tiny(*overrides: str):
+    """The config launch.py composes from ``TINY`` plus ``overrides``."""
+    register_configs()
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        return compose("config", overrides=[*TINY, *overrides])
+
+
+def tiny_model():
+    """The model of a ``TINY`` run (two_moons: dim_theta = dim_x = 2), built as run.py builds it."""
+    hparams = {k: v for k, v in OmegaConf.to_container(compose_tiny().model).items()
+               if k not in ("name", "init")}
+    return registry.get_model("mlp")(dim_theta=2, dim_x=2, rngs=nnx.Rngs(0), **hparams)
+
+
+@pytest.fixture(scope="module")
+def quick_model_shapes():
+    """Shapes of the ``TINY`` run's parameters, by "a/b/c" path."""
+    model = tiny_model()
+    return {"/".join(map(str, path)): var.shape
+            for path, var in nnx.to_flat_state(nnx.state(model, nnx.Param))}
+
+
+# ------------------------------------------------------------------ (a) one tiny run per rule
+
+@pytest.mark.parametrize("rule,model_axis", [(r, a) for r in RULES for a in (1, 2)])
+def test_rule_run_completes_with_its_outputs(sweep, rule, model_axis):
+    _, _, jobs = sweep
+    job = jobs[(rule, model_axis)]
+    m = read_metrics(job)
+    assert m["status"] == "ok", m.get("error")
+    assert m["rule"] == rule and m["mesh_shape"] == [8 // model_axis, model_axis]
+    assert m["mesh_axes"] == ["data", "model"] and m["device_count"] == 8
+    assert m["data_parallel_size"] == 8 // model_axis
+    assert isinstance(m["c2st"], float) and 0.0 <= m["c2st"] <= 1.0
+    assert np.isfinite(m["final_train_loss"]) and np.isfinite(m["final_val_loss"])
+    assert m["steps"] == 4 and m["fallbacks"] == {}
+    losses = np.load(job / "train_losses.npz")["losses"]
+    assert losses.shape == (4,) and np.all(np.isfinite(losses))
+    posterior = np.load(job / "posterior_samples.npz")
+    assert posterior["samples"].shape == (64, 2) and np.all(np.isfinite(posterior["samples"]))
+    assert posterior["reference"].shape == (64, 2)
+    assert sharding_txt(job) == m["placements"]
+
+
+# Mesh axes each rule puts on each parameter of the quick MLP (the logical axes are in
+# harness/models/mlp.py: kernels ("in"|"embed"|"mlp", "embed"|"mlp"|"out")).
+def _expected_axes(rule: str, path: str) -> set[str]:
+    embed = {"in_proj/kernel", "in_proj/bias", "blocks/0/norm/scale", "blocks/0/norm/bias",
+             "blocks/0/up/kernel", "blocks/0/down/kernel", "blocks/0/down/bias",
+             "out_norm/scale", "out_norm/bias", "out_proj/kernel"}
+    mlp = {"blocks/0/up/kernel", "blocks/0/up/bias", "blocks/0/down/kernel"}
+    axes = set()
+    if rule in ("fsdp", "fsdp_tensor") and path in embed:
+        axes.add("data")
+    if rule in ("tensor", "fsdp_tensor") and path in mlp:
+        axes.add("model")
+    return axes
+
+
+@pytest.mark.parametrize("rule", RULES)
+def test_rule_places_every_parameter_as_annotated(sweep, quick_model_shapes, rule):
+    _, _, jobs = sweep
+    placements = read_metrics(jobs[(rule, 2)])["placements"]
+    assert set(placements) == set(quick_model_shapes)
+    got = {path: spec_axes(spec) for path, spec in placements.items()}
+    assert got == {path: _expected_axes(rule, path) for path in placements}
+
+
+def test_fsdp_splits_kernels_over_data_on_their_embed_dimension(sweep):
+    _, _, jobs = sweep
+    placements = read_metrics(jobs[("fsdp", 1)])["placements"]
+    assert placements["in_proj/kernel"] == "P(None, 'data')"  # (in, embed)
+    assert placements["blocks/0/up/kernel"] == "P('data', None)"  # (embed, mlp)
+    assert placements["blocks/0/down/kernel"] == "P(None, 'data')"  # (mlp, embed)
+    tensor = read_metrics(jobs[("tensor", 2)])["placements"]
+    assert tensor["blocks/0/up/kernel"] == "P(None, 'model')"
+    assert tensor["blocks/0/down/kernel"] == "P('model', None)"
+    both = read_metrics(jobs[("fsdp_tensor", 2)])["placements"]
+    assert both["blocks/0/up/kernel"] == "P('data', 'model')"
+
+
+@pytest.mark.parametrize("rule,model_axis", [(r, a) for r in RULES for a in (1, 2)])
+def test_param_bytes_per_device_follow_the_placements(sweep, quick_model_shapes, rule, model_axis):
+    # Every parameter is float32: each device holds size / (product of its split axes) of it.
+    _, _, jobs = sweep
+    m = read_metrics(jobs[(rule, model_axis)])
+    sizes = {"data": 8 // model_axis, "model": model_axis}
+    expected = sum(4 * int(np.prod(shape)) // int(np.prod([sizes[a] for a in spec_axes(m["placements"][p])]))
+                   for p, shape in quick_model_shapes.items())
+    assert m["param_count"] == sum(int(np.prod(s)) for s in quick_model_shapes.values())
+    assert m["param_bytes_per_device"] == expected
+    # AdamW keeps two moments placed like the params (plus a replicated step count).
+    assert 2 * expected <= m["opt_bytes_per_device"] <= 2 * expected + 64
+
+
+def test_splitting_rules_hold_fewer_bytes_per_device_than_replicated(sweep):
+    _, _, jobs = sweep
+    replicated = read_metrics(jobs[("replicated", 1)])
+    assert replicated["param_bytes_per_device"] == 4 * replicated["param_count"]
+    fsdp = read_metrics(jobs[("fsdp", 1)])
+    assert fsdp["param_bytes_per_device"] < replicated["param_bytes_per_device"] / 4
+    assert fsdp["opt_bytes_per_device"] < replicated["opt_bytes_per_device"] / 4
+    assert read_metrics(jobs[("tensor", 2)])["param_bytes_per_device"] < replicated["param_bytes_per_device"]
+
+
+def test_placement_does_not_change_the_math(sweep):
+    # Same seed, same data: every rule and mesh trains the same model, up to float reordering.
+    _, _, jobs = sweep
+    ok = [read_metrics(job) for job in jobs.values() if read_metrics(job)["status"] == "ok"]
+    assert len(ok) == 8
+    losses = [m["final_train_loss"] for m in ok]
+    np.testing.assert_allclose(losses, losses[0], rtol=1e-4)
+
+
+# ------------------------------------------------------------------ (b) mesh=none
+
+def test_no_mesh_run(no_mesh_run):
+    proc, run_dir = no_mesh_run
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    m = read_metrics(run_dir)
+    assert m["status"] == "ok" and m["mesh_shape"] is None and m["mesh_axes"] is None
+    assert m["data_parallel_size"] == 1 and m["fallbacks"] == {}
+    assert m["param_bytes_per_device"] == 4 * m["param_count"]
+    assert not any(spec_axes(spec) for spec in m["placements"].values())
+    assert isinstance(m["c2st"], float) and 0.0 <= m["c2st"] <= 1.0
+    assert f"C2ST {m['c2st']:.3f}" in proc.stdout
+    assert (run_dir / "posterior.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    for name in ("sharding.txt", "posterior_samples.npz", "train_losses.npz", ".hydra/config.yaml"):
+        assert (run_dir / name).is_file(), name
+    assert not (run_dir / "error.txt").exists()
+
+
+# ------------------------------------------------------------------ (c, d) the sweep summary
+
+def test_sweep_summary_has_one_row_per_job(sweep):
+    proc, sweep_dir, _ = sweep
+    with open(sweep_dir / "sweep_summary.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [row["job"] for row in rows] == [str(i) for i in range(12)]
+    assert [row["rule"] for row in rows] == [r for r in RULES for _ in range(3)]
+    shapes = [row["mesh_shape"] for row in rows if row["status"] == "ok"]
+    assert shapes == ["8x1", "4x2"] * 4
+    assert [row["status"] for row in rows] == ["error", "ok", "ok"] * 4
+    for row in rows:
+        if row["status"] == "ok":
+            assert 0.0 <= float(row["c2st"]) <= 1.0 and float(row["samples_per_s"]) > 0
+            assert int(row["param_bytes_per_device"]) > 0 and row["error"] == ""
+    assert "Sweep summary (12 jobs, 4 failed)" in proc.stdout
+    table = (sweep_dir / "sweep_summary.md").read_text()
+    assert table.count("\n| ") == 12 and table.splitlines()[0].startswith("| job | rule | mesh_shape")
+
+
+def test_failing_job_is_recorded_and_the_next_gets_its_own_mesh(sweep):
+    proc, sweep_dir, jobs = sweep
+    assert proc.returncode != 0
+    for rule in RULES:
+        failed = jobs[(rule, 3)]
+        m = read_metrics(failed)
+        assert m["status"] == "error"
+        assert "8 devices are not divisible by model_axis=3" in m["error"]
+        assert (failed / "error.txt").is_file() and not (failed / "train_losses.npz").exists()
+        following = sweep_dir / str(int(failed.name) + 1)
+        after = read_metrics(following)
+        assert after["config"]["mesh"]["model_axis"] == 1
+        assert after["status"] == "ok" and after["mesh_shape"] == [8, 1]
+    with open(sweep_dir / "sweep_summary.csv", newline="") as f:
+        errors = [row["error"] for row in csv.DictReader(f) if row["status"] == "error"]
+    assert len(errors) == 4 and all("model_axis=3" in e for e in errors)
+    assert "Traceback" not in proc.stderr and "Traceback" not in proc.stdout
+
+
+def test_summary_does_not_show_a_failed_jobs_mesh_as_none(sweep):
+    _, sweep_dir, _ = sweep
+    with open(sweep_dir / "sweep_summary.csv", newline="") as f:
+        failed = [row for row in csv.DictReader(f) if row["status"] == "error"]
+    assert failed and all(row["mesh_shape"] != "none" for row in failed)
+
+
+# ------------------------------------------------------------------ (e) bad input
+
+BAD_INPUTS = {
+    # override: fragments of the error (stdout + stderr), run-level (True: metrics.json written)
+    "rule=nope": (["Could not find 'rule/nope'", "fsdp", "fsdp_tensor", "replicated", "tensor"], False),
+    "mesh.spec=grid": (["mesh.spec='grid' is not one of null, auto, dict"], True),
+    "mesh.model_axis=3": (["8 devices are not divisible by model_axis=3"], True),
+    "data.batch_size=20": (["batch size 20", "data-parallel size 8", "data.batch_size="], True),
+    "model.name=nope": (["unknown model 'nope'", "mlp, transformer"], True),
+    "data.name=nope": (["unknown data 'nope'", "gaussian_linear, slcp, two_moons"], True),
+    "mesh.modle_axis=2": (["mesh.modle_axis"], False),
+    "train.steps=ten": (["train.steps", "could not be converted to Integer"], False),
+}
+
+
+@pytest.mark.parametrize("override", list(BAD_INPUTS))
+def test_bad_input_fails_in_one_line_before_training(tmp_path, override):
+    fragments, run_level = BAD_INPUTS[override]
+    proc = launch(override, f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "Traceback" not in out
+    for fragment in fragments:
+        assert fragment in out, (fragment, out[-2000:])
+    assert not re.search(r"\[\d+/\d+\] train", out)  # the train step never started
+    assert not (tmp_path / "run" / "train_losses.npz").exists()
+    if run_level:
+        error_lines = [line for line in proc.stdout.splitlines() if "[ERROR]" in line]
+        assert len(error_lines) == 1 and all(f in error_lines[0] for f in fragments)
+        m = read_metrics(tmp_path / "run")
+        assert m["status"] == "error" and all(f in m["error"] for f in fragments)
+    else:  # rejected while composing: nothing ran, no output folder
+        assert not (tmp_path / "run").exists()
+
+
+# ------------------------------------------------------------------ (f) strict
+
+def test_strict_turns_an_unsplittable_variable_into_an_error(strict_sweep):
+    proc, sweep_dir = strict_sweep
+    assert proc.returncode != 0
+    strict, lenient = read_metrics(sweep_dir / "0"), read_metrics(sweep_dir / "1")
+    assert strict["config"]["strict"] is True and strict["status"] == "error"
+    assert "strict=true and rule 'fsdp' cannot split 10 variable(s)" in strict["error"]
+    assert "in_proj/kernel (dim 36 of logical axis 'embed' is not divisible by mesh axis 'data' " \
+           "of size 8)" in strict["error"]
+    assert not (sweep_dir / "0" / "train_losses.npz").exists()
+    assert not (sweep_dir / "0" / "checkpoints").exists()
+    # strict=false: the same fallbacks are a warning and a list in metrics.json; the run completes.
+    assert lenient["status"] == "ok"
+    assert set(lenient["fallbacks"]) == {
+        "in_proj/kernel", "in_proj/bias", "blocks/0/norm/scale", "blocks/0/norm/bias",
+        "blocks/0/up/kernel", "blocks/0/down/kernel", "blocks/0/down/bias", "out_norm/scale",
+        "out_norm/bias", "out_proj/kernel"}
+    assert not any(spec_axes(spec) for spec in lenient["placements"].values())
+    assert "in_proj/kernel" in (sweep_dir / "1" / "launch.log").read_text()
+
+
+# ------------------------------------------------------------------ (g) never overwrite
+
+def test_second_run_into_a_completed_folder_is_refused(no_mesh_run, tmp_path):
+    _, run_dir = no_mesh_run
+    before = {name: (run_dir / name).read_bytes()
+              for name in ("metrics.json", "sharding.txt", "train_losses.npz", "posterior.png")}
+    proc = launch("mesh=none", "seed=1", f"hydra.run.dir={run_dir}", cwd=tmp_path)
+    assert proc.returncode != 0
+    assert "metrics.json already exists" in proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stdout + proc.stderr
+    assert {name: (run_dir / name).read_bytes() for name in before} == before
+
+
+def test_second_run_leaves_the_first_runs_config_untouched(no_mesh_run, tmp_path):
+    _, run_dir = no_mesh_run
+    before = (run_dir / ".hydra" / "config.yaml").read_text()
+    proc = launch("mesh=none", "seed=2", f"hydra.run.dir={run_dir}", cwd=tmp_path)
+    assert proc.returncode != 0
+    assert (run_dir / ".hydra" / "config.yaml").read_text() == before
+
+
+# ------------------------------------------------------------------ (h, i) in this process
+
+@pytest.mark.filterwarnings("ignore::gensbi_sharding.sharding.ExperimentalRuleWarning")
+def test_train_step_transfers_nothing_but_the_batch(devices):
+    mesh = contract.make_mesh(model_axis=2)
+    model = tiny_model()
+    contract.shard_model(model, mesh, "tensor")
+    optimizer = nnx.Optimizer(model, optax.adamw(1e-3), wrt=nnx.Param)
+    contract.shard_model(optimizer, mesh, "tensor")
+    functions, state = train.make_step_functions(model, optimizer, mesh)
+    placed = jax.tree.map(lambda leaf: leaf.sharding, state)
+    rng = np.random.default_rng(0)
+    batches = [contract.shard_batch({"theta": rng.normal(size=(16, 2)).astype(np.float32),
+                                     "x": rng.normal(size=(16, 2)).astype(np.float32)}, mesh)
+               for _ in range(3)]
+    key = contract.replicate(jax.random.key(0), mesh)
+    with contract.mesh_context(mesh):
+        compiled = functions.train_step.lower(state, batches[0], key).compile()
+        losses = []
+        with jax.transfer_guard("disallow"):
+            for batch in batches:
+                state, loss = compiled(state, batch, key)
+                losses.append(loss)
+    assert all(np.isfinite(float(loss)) for loss in losses)
+    assert len({float(loss) for loss in losses}) == 3  # three different batches and step keys
+    assert loss.sharding.is_equivalent_to(NamedSharding(mesh, P()), 0)
+    assert jax.tree.map(lambda leaf: leaf.sharding, state) == placed  # placements stay fixed
+    _, trained_optimizer = nnx.merge(functions.graphdef, state)
+    assert int(trained_optimizer.step[...]) == 3
+
+
+def test_run_leaves_no_mesh_active(devices, tmp_path):
+    from gensbi_sharding.harness.run import run
+
+    cfg = compose_tiny("mesh.model_axis=2", "rule=tensor")
+    with open_dict(cfg):
+        cfg.output_dir = str(tmp_path / "run")
+    assert jax.sharding.get_abstract_mesh().empty
+    metrics = run(cfg)
+    assert metrics["status"] == "ok", metrics.get("error")
+    assert metrics["mesh_shape"] == [4, 2]
+    assert jax.sharding.get_abstract_mesh().empty
+    assert read_metrics(tmp_path / "run")["status"] == "ok"
