@@ -1,0 +1,193 @@
+"""Activation partition axes: the strategy, its resolution, and constrain() inside jit."""
+
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import pytest
+from flax import nnx
+from jax.sharding import NamedSharding, PartitionSpec as P
+from omegaconf import OmegaConf
+
+from gensbi_sharding.activations import (ACTIVATION_NAMES, PartitionAxis, activation_spec,
+                                         constrain, partition_axis_from_config)
+from gensbi_sharding.harness.models.mlp import make_mlp
+from gensbi_sharding.harness.models.transformer import make_transformer
+from gensbi_sharding.sharding import ShardingFallbackWarning, make_mesh, mesh_context
+
+EASYDEL_FIELDS = (
+    "batch_axis", "sequence_axis", "query_sequence_axis", "head_axis", "key_sequence_axis",
+    "hidden_state_axis", "attention_dim_axis", "bias_head_sequence_axis", "bias_key_sequence_axis",
+    "generation_query_sequence_axis", "generation_head_axis", "generation_key_sequence_axis",
+    "generation_attention_dim_axis")
+HEADS = ("batch", "sequence", "heads", "head_dim")
+
+
+@pytest.fixture(scope="module")
+def mesh(devices):
+    return make_mesh(model_axis=2)  # {"data": 4, "model": 2}
+
+
+def test_fields_and_defaults():
+    pa = PartitionAxis()
+    assert PartitionAxis._fields == EASYDEL_FIELDS
+    assert {k: v for k, v in pa._asdict().items() if v is not None} == {
+        "batch_axis": "data", "head_axis": "model", "generation_head_axis": "model"}
+    assert set(ACTIVATION_NAMES.values()) <= set(EASYDEL_FIELDS)
+
+
+@pytest.mark.parametrize("rule,model_axis,expected", [
+    ("replicated", 1, ("data", None, None)),
+    ("replicated", 2, ("data", None, None)),  # heads unsplit: the weights are not split either
+    ("fsdp", 4, ("data", None, None)),  # "embed" over "data" is the batch's axis already
+    ("tensor", 1, ("data", None, None)),  # a model axis of size 1 splits nothing
+    ("tensor", 2, ("data", "model", None)),
+    ("tensor", 8, (None, "model", None)),  # data axis of size 1
+    ({"embed": "model", "heads": None}, 2, ("data", None, "model")),
+    ({"heads": ["data", "model"]}, 4, ("data", "model", None)),
+])
+def test_for_rule(devices, rule, model_axis, expected):
+    pa = PartitionAxis.for_rule(rule, make_mesh(model_axis=model_axis))
+    assert (pa.batch_axis, pa.head_axis, pa.hidden_state_axis) == expected
+    assert pa.generation_head_axis == pa.head_axis
+    assert pa.sequence_axis is None and pa.attention_dim_axis is None
+
+
+@pytest.mark.parametrize("rule,match", [
+    ("tensr", r"unknown sharding rule 'tensr'; choose one of \('replicated', 'fsdp', 'tensor'\)"),
+    ({"heads": "tensor"}, r"maps 'heads' to mesh axis 'tensor', absent from the mesh \('data', 'model'\)"),
+])
+def test_for_rule_errors(mesh, rule, match):
+    with pytest.raises(ValueError, match=match):
+        PartitionAxis.for_rule(rule, mesh)
+
+
+@pytest.mark.parametrize("pa,match", [
+    (PartitionAxis(head_axis="tensor"),
+     r"head_axis='tensor' names mesh axis 'tensor', but the mesh has axes \('data', 'model'\)"),
+    (PartitionAxis(batch_axis=("data", "pipe")), r"batch_axis=\('data', 'pipe'\) names mesh axis 'pipe'"),
+    (PartitionAxis(sequence_axis=3), r"sequence_axis=3 must be None, a mesh axis name"),
+    (PartitionAxis(sequence_axis=()), r"sequence_axis=\(\) must be None, a mesh axis name"),
+])
+def test_resolve_errors(mesh, pa, match):
+    with pytest.raises(ValueError, match=match):
+        pa.resolve(mesh)
+
+
+def test_resolve_normalises_lists(mesh):
+    pa = PartitionAxis(batch_axis=["data", "model"], head_axis=None).resolve(mesh)
+    assert pa.batch_axis == ("data", "model") and hash(pa)  # hashable: a static model attribute
+
+
+@pytest.mark.parametrize("names,shape,pa,spec,unsplit", [
+    (("batch", "hidden"), (16, 8), PartitionAxis(), P("data", None), set()),
+    (HEADS, (16, 5, 4, 3), PartitionAxis(), P("data", None, "model", None), set()),
+    (HEADS, (16, 5, 3, 3), PartitionAxis(), P("data", None, None, None), {"heads"}),
+    (("batch", None), (6, 8), PartitionAxis(), P(None, None), {"batch"}),
+    (("batch", "hidden"), (16, 8), PartitionAxis(hidden_state_axis="data"), P("data", None), {"hidden"}),
+    (("batch", "hidden"), (16, 8), PartitionAxis(batch_axis=("data", "model")),
+     P(("data", "model"), None), set()),
+])
+def test_activation_spec(mesh, names, shape, pa, spec, unsplit):
+    got, reasons = activation_spec(names, shape, pa, mesh)
+    assert got == spec and set(reasons) == unsplit
+
+
+@pytest.mark.parametrize("names,match", [
+    (("batch",), r"activation names \('batch',\) have 1 entries for an array of shape \(16, 8\)"),
+    (("batch", "embed"), r"unknown activation name 'embed'; known names: batch, sequence"),
+])
+def test_activation_spec_errors(mesh, names, match):
+    with pytest.raises(ValueError, match=match):
+        activation_spec(names, (16, 8), PartitionAxis(), mesh)
+
+
+def test_constrain_places_inside_jit(mesh):
+    f = jax.jit(lambda x: constrain(2 * x, HEADS, PartitionAxis()))
+    x = jnp.ones((16, 5, 4, 3))
+    with mesh_context(mesh):
+        y = f(x)
+        text = f.lower(x).as_text()
+    assert y.sharding.is_equivalent_to(NamedSharding(mesh, P("data", None, "model", None)), 4)
+    assert '<@mesh, [{"data"}, {}, {"model"}, {}]>' in text
+
+
+def test_constrain_with_explicit_mesh(mesh):
+    y = jax.jit(lambda x: constrain(x, ("batch", "hidden"), PartitionAxis(), mesh))(jnp.ones((16, 8)))
+    assert y.sharding.is_equivalent_to(NamedSharding(mesh, P("data", None)), 2)
+
+
+def test_constrain_is_a_noop_without_mesh_or_strategy(mesh):
+    x = jnp.ones((16, 8))
+    no_mesh = jax.jit(lambda x: constrain(x, ("batch", "hidden"), PartitionAxis()))
+    assert "sharding_constraint" not in no_mesh.lower(x).as_text()
+    assert constrain(x, ("batch", "hidden"), PartitionAxis()) is x
+    no_strategy = jax.jit(lambda x: constrain(x, ("batch", "hidden"), None))
+    with mesh_context(mesh):
+        assert "sharding_constraint" not in no_strategy.lower(x).as_text()
+
+
+def test_constrain_leaves_non_dividing_dimension_unsplit(mesh):
+    f = jax.jit(lambda x: constrain(x, HEADS, PartitionAxis()))
+    x = jnp.ones((16, 5, 3, 3))  # 3 heads on a model axis of 2
+    with mesh_context(mesh), pytest.warns(ShardingFallbackWarning,
+                                          match=r"heads \(dim 3 is not divisible by mesh axes \('model',\)"):
+        y = f(x)
+    assert y.sharding.is_equivalent_to(NamedSharding(mesh, P("data")), 4)
+
+
+@pytest.mark.parametrize("factory,hparams,count,pattern", [
+    (make_mlp, dict(width=16, depth=2, mlp_ratio=2, time_embed_dim=8), 3, '[{"data"}, {}]'),
+    (make_transformer, dict(embed=16, depth=1, heads=4, mlp_ratio=2, time_embed_dim=8), 6,
+     '[{"data"}, {}, {"model"}, {}]'),
+])
+def test_models_constrain_their_blocks(mesh, factory, hparams, count, pattern):
+    args = (jnp.ones((8, 2)), jnp.ones((8, 3)), jnp.ones((8,)))
+
+    def lowered(pa):
+        graphdef, state = nnx.split(factory(dim_theta=2, dim_x=3, rngs=nnx.Rngs(0),
+                                            partition_axis=pa, **hparams))
+        with mesh_context(mesh):
+            return jax.jit(lambda s, *a: nnx.merge(graphdef, s)(*a)).lower(state, *args).as_text()
+
+    text = lowered(PartitionAxis.for_rule("tensor", mesh))
+    assert text.count("sdy.sharding_constraint") == count and pattern in text
+    assert "sdy.sharding_constraint" not in lowered(None)
+
+
+def test_models_reject_a_bad_partition_axis():
+    with pytest.raises(ValueError, match=r"partition_axis must be a PartitionAxis or None, got 'tensor'"):
+        make_mlp(dim_theta=2, dim_x=3, rngs=nnx.Rngs(0), partition_axis="tensor")
+
+
+def test_from_config(mesh):
+    assert partition_axis_from_config({"strategy": "rule", "head_axis": "auto"}, "tensor", mesh) == \
+        PartitionAxis.for_rule("tensor", mesh)
+    assert partition_axis_from_config({"strategy": "rule", "head_axis": None}, "tensor", mesh).head_axis is None
+    assert partition_axis_from_config({"strategy": "fixed", "sequence_axis": ["model"]}, "tensor",
+                                      mesh) == PartitionAxis(sequence_axis=("model",))
+    assert partition_axis_from_config(OmegaConf.create({"strategy": "rule", "batch_axis": ["data", "model"]}),
+                                      "tensor", mesh).batch_axis == ("data", "model")
+    assert partition_axis_from_config({"strategy": "none"}, "tensor", mesh) is None
+    assert partition_axis_from_config({"strategy": "rule"}, "tensor", None) is None
+
+
+@pytest.mark.parametrize("cfg,match", [
+    ({"strategy": "tensor"}, r"activation strategy 'tensor' is not one of rule, fixed, none"),
+    ({"strategy": "rule", "heads_axis": "model"}, r"activation key 'heads_axis' is not a PartitionAxis field"),
+    ({"strategy": "rule", "head_axis": "tensor"}, r"head_axis='tensor' names mesh axis 'tensor'"),
+])
+def test_from_config_errors(mesh, cfg, match):
+    with pytest.raises(ValueError, match=match):
+        partition_axis_from_config(cfg, "tensor", mesh)
+
+
+@pytest.mark.parametrize("preset,expected", [
+    ("rule", lambda mesh: PartitionAxis.for_rule("tensor", mesh)),
+    ("fixed", lambda mesh: PartitionAxis()),
+    ("none", lambda mesh: None),
+])
+def test_activation_presets(mesh, preset, expected):
+    path = Path(__file__).resolve().parents[1] / "conf" / "activation" / f"{preset}.yaml"
+    assert path.read_text().startswith("# Use this when")
+    assert partition_axis_from_config(OmegaConf.load(path), "tensor", mesh) == expected(mesh)

@@ -1,0 +1,123 @@
+"""Every rule trains like one device: same losses and final parameters as the run with no mesh.
+
+For each rule (the three built-ins and the custom ``conf/rule/fsdp_tensor.yaml``) and each
+``model_axis`` in 1, 2, 4 on 8 simulated devices, ``STEPS`` AdamW steps of the tiny ``mlp``
+and ``transformer`` from the same initial values on the same batches, with the activation
+strategy ``PartitionAxis.for_rule`` in force, are compared with the unsharded run. Sharding
+only changes the order of float32 reductions, so the runs agree to rounding; ``TOL`` bounds
+the relative difference (largest |a - b| over a leaf, divided by the leaf's largest |b|).
+Measured: at most 2.6e-7 on the losses and 1.2e-6 on the parameters.
+
+Compiling dominates the run time (about 1 s per mlp case, 2 s per transformer case; the 50
+steps take about 0.4 s), so both sides compile at XLA's CPU optimisation level 0, which
+halves it; at the default level the differences are the same size (at most 1.7e-7 / 9.8e-7).
+"""
+
+import warnings
+from functools import cache
+from pathlib import Path
+
+import jax
+import numpy as np
+import optax
+import pytest
+from flax import nnx
+from omegaconf import OmegaConf
+
+from gensbi_sharding.activations import PartitionAxis
+from gensbi_sharding.harness.config import rule_table
+from gensbi_sharding.harness.models.mlp import make_mlp
+from gensbi_sharding.harness.models.transformer import make_transformer
+from gensbi_sharding.harness.train import make_step_functions
+from gensbi_sharding.sharding import (RULES, ExperimentalRuleWarning, make_mesh, mesh_context,
+                                      replicate, shard_batch, shard_model, shard_model_by_table)
+
+STEPS, BATCH, DIM_THETA, DIM_X = 50, 16, 2, 3
+TOL = 1e-5
+COMPILER_OPTIONS = {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True}
+TINY = {
+    "mlp": lambda: make_mlp(dim_theta=DIM_THETA, dim_x=DIM_X, rngs=nnx.Rngs(0), width=16,
+                            depth=2, mlp_ratio=2, time_embed_dim=8),
+    "transformer": lambda: make_transformer(dim_theta=DIM_THETA, dim_x=DIM_X, rngs=nnx.Rngs(0),
+                                            embed=16, depth=1, heads=4, mlp_ratio=2, time_embed_dim=8),
+}
+CONF = Path(__file__).resolve().parents[1] / "conf"
+CASES = [(rule, model_axis) for rule in ("replicated", "fsdp", "tensor", "fsdp_tensor")
+         for model_axis in (1, 2, 4)]
+
+
+def table_of(rule):
+    """The built-in's table, or the custom rule as the harness reads it from conf/rule/."""
+    if rule in RULES:
+        return dict(RULES[rule])
+    name, table = rule_table(OmegaConf.load(CONF / "rule" / f"{rule}.yaml"))
+    assert name == rule and name not in RULES
+    return table
+
+
+def batches():
+    rng = np.random.default_rng(0)
+    return [{"theta": rng.standard_normal((BATCH, DIM_THETA), dtype=np.float32),
+             "x": rng.standard_normal((BATCH, DIM_X), dtype=np.float32)} for _ in range(STEPS)]
+
+
+def place(node, mesh, rule):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ExperimentalRuleWarning)
+        if rule in RULES:
+            shard_model(node, mesh, rule)
+        else:
+            shard_model_by_table(node, mesh, table_of(rule))
+
+
+def train(name, mesh=None, rule=None):
+    """``(losses (STEPS,), {path: final param})`` of AdamW from the seed-0 model."""
+    model = TINY[name]()
+    if mesh is not None:
+        model.partition_axis = PartitionAxis.for_rule(table_of(rule), mesh)
+    optimizer = nnx.Optimizer(model, optax.adamw(1e-3, weight_decay=1e-4), wrt=nnx.Param)
+    if mesh is not None:
+        place(model, mesh, rule)
+        place(optimizer, mesh, rule)
+    functions, state = make_step_functions(model, optimizer, mesh)
+    key, losses = replicate(jax.random.key(0), mesh), []
+    with mesh_context(mesh):
+        data = [shard_batch(batch, mesh) for batch in batches()]
+        step = functions.train_step.lower(state, data[0], key).compile(COMPILER_OPTIONS)
+        for batch in data:
+            state, loss = step(state, batch, key)
+            losses.append(loss)
+    trained, _ = nnx.merge(functions.graphdef, state)
+    return np.asarray(losses), param_arrays(trained)
+
+
+def param_arrays(model):
+    return {"/".join(map(str, path)): var.get_value()
+            for path, var in nnx.graph.iter_graph(model) if isinstance(var, nnx.Param)}
+
+
+@cache
+def unsharded(name):
+    losses, params = train(name)
+    return losses, {k: np.asarray(v) for k, v in params.items()}
+
+
+def relative_difference(a, b):
+    return float(np.max(np.abs(np.asarray(a) - b)) / max(np.max(np.abs(b)), 1e-30))
+
+
+@pytest.mark.parametrize("name", sorted(TINY))
+@pytest.mark.parametrize("rule,model_axis", CASES)
+def test_rule_trains_like_one_device(name, rule, model_axis):
+    mesh = make_mesh(model_axis=model_axis)
+    expected_losses, expected_params = unsharded(name)
+    losses, params = train(name, mesh, rule)
+
+    splits = rule != "replicated" and not (rule == "tensor" and model_axis == 1)
+    assert any(not p.sharding.is_fully_replicated for p in params.values()) == splits
+    assert relative_difference(losses, expected_losses) <= TOL
+    worst = max(params, key=lambda k: relative_difference(params[k], expected_params[k]))
+    assert relative_difference(params[worst], expected_params[worst]) <= TOL, worst
+    # Training moved the parameters by far more than the tolerance: the comparison has teeth.
+    initial = param_arrays(TINY[name]())
+    assert max(relative_difference(expected_params[k], initial[k]) for k in initial) > 100 * TOL

@@ -1,0 +1,142 @@
+"""Rules users write in config: the presets, custom tables from YAML and the command line, errors."""
+
+import shutil
+import warnings
+from pathlib import Path
+
+import pytest
+from flax import nnx
+from hydra import compose, initialize_config_dir
+from jax.sharding import NamedSharding, PartitionSpec as P
+
+from gensbi_sharding.harness.config import (ConfigError, check_table_against_mesh, register_configs,
+                                            rule_table, validate)
+from gensbi_sharding.harness.models.mlp import make_mlp
+from gensbi_sharding.sharding import (LOGICAL_AXES, RULES, ShardingFallbackWarning, make_mesh,
+                                      shard_model_by_table)
+
+CONF = Path(__file__).resolve().parents[1] / "conf"
+
+
+def composed(*overrides, config_dir=CONF):
+    """The run config as ``python launch.py <overrides>`` would see it."""
+    register_configs()
+    with initialize_config_dir(version_base="1.3", config_dir=str(config_dir)):
+        return compose(config_name="config", overrides=list(overrides))
+
+
+@pytest.fixture(scope="module")
+def mesh(devices):
+    return make_mesh(model_axis=2)  # {"data": 4, "model": 2}
+
+
+def placed_mlp(mesh, table):
+    """A tiny mlp (W=16, H=32, d_in=13) placed under ``table``; returns its arrays by path."""
+    model = make_mlp(dim_theta=2, dim_x=3, rngs=nnx.Rngs(0), width=16, depth=1, mlp_ratio=2,
+                     time_embed_dim=8)
+    shard_model_by_table(model, mesh, table)
+    return {"/".join(map(str, path)): var.get_value() for path, var in nnx.graph.iter_graph(model)
+            if isinstance(var, nnx.Param)}
+
+
+def assert_placed(arrays, mesh, expected):
+    for path, spec in expected.items():
+        sharding = arrays[path].sharding
+        assert sharding.is_equivalent_to(NamedSharding(mesh, spec), arrays[path].ndim), (path, sharding)
+
+
+@pytest.mark.parametrize("name", sorted(RULES))
+def test_builtin_presets_equal_rules(name):
+    assert rule_table(composed(f"rule={name}").rule) == (name, dict(RULES[name]))
+
+
+def test_every_preset_says_when_to_use_it():
+    presets = sorted(CONF.glob("rule/*.yaml"))
+    assert {p.stem for p in presets} >= set(RULES) | {"fsdp_tensor"}
+    for path in presets:
+        assert path.read_text().startswith("# Use this when"), path.name
+
+
+def test_fsdp_tensor_preset():
+    name, table = rule_table(composed("rule=fsdp_tensor").rule)
+    assert name == "fsdp_tensor" and table == {"embed": "data", "mlp": "model", "heads": "model",
+                                               "vocab": "model", "in": None, "out": None}
+
+
+def test_custom_rule_from_a_yaml_file(tmp_path, mesh):
+    conf = shutil.copytree(CONF, tmp_path / "conf")
+    (conf / "rule" / "my_rule.yaml").write_text(
+        "# Use this when the residual stream is wide: embed over model, mlp over data.\n"
+        "name: my_rule\nembed: model\nmlp: data\n")
+    cfg = composed("rule=my_rule", config_dir=conf)
+    validate(cfg)
+    name, table = rule_table(cfg.rule)
+    assert name == "my_rule" and table == {**dict.fromkeys(LOGICAL_AXES), "embed": "model", "mlp": "data"}
+    check_table_against_mesh(name, table, tuple(mesh.axis_names))
+    assert_placed(placed_mlp(mesh, table), mesh, {
+        "blocks/0/up/kernel": P("model", "data"), "blocks/0/up/bias": P("data"),
+        "blocks/0/down/kernel": P("data", "model"), "in_proj/kernel": P(None, "model"),
+        "out_proj/kernel": P("model", None), "out_proj/bias": P()})
+
+
+def test_custom_rule_from_a_command_line_override(mesh):
+    name, table = rule_table(composed("rule=fsdp", "rule.mlp=model").rule)
+    assert table == {**dict(RULES["fsdp"]), "mlp": "model"} and table != dict(RULES[name])
+    assert_placed(placed_mlp(mesh, table), mesh, {
+        "blocks/0/up/kernel": P("data", "model"), "blocks/0/up/bias": P("model"),
+        "in_proj/kernel": P(None, "data"), "blocks/0/norm/scale": P("data")})
+
+
+def test_override_to_several_mesh_axes(mesh):
+    _, table = rule_table(composed("rule=replicated", "rule.embed=[data,model]").rule)
+    assert table["embed"] == ("data", "model")
+    assert_placed(placed_mlp(mesh, table), mesh, {
+        "in_proj/kernel": P(None, ("data", "model")), "blocks/0/up/kernel": P(("data", "model"), None)})
+
+
+@pytest.mark.parametrize("overrides,match", [
+    (["+rule.embedd=data"], r"rule\.embedd is not a logical axis; valid keys: embed, mlp, heads, "
+                            r"vocab, in, out \(and name\)"),
+    (["rule.embed=3"], r"rule\.embed=3 must be a mesh axis name, a list of them, or null"),
+    (["rule.embed=[data,1]"], r"rule\.embed=\['data', 1\]: a list must hold mesh axis names"),
+    (["rule.embed=[]"], r"rule\.embed=\[\]: a list must hold mesh axis names"),
+])
+def test_bad_table_from_the_command_line(overrides, match):
+    cfg = composed(*overrides)
+    with pytest.raises(ConfigError, match=match):
+        validate(cfg)
+
+
+@pytest.mark.parametrize("rule,match", [
+    ({"embed": "data", "heds": "model"}, r"rule\.heds is not a logical axis"),
+    ({"embed": {"axis": "data"}}, r"rule\.embed=\{'axis': 'data'\} must be a mesh axis name"),
+    ("tensr", r"unknown rule 'tensr'; choose one of replicated, fsdp, tensor"),
+    (["embed", "data"], r"rule must be a mapping of logical axes to mesh axes"),
+])
+def test_bad_table_from_python(rule, match):
+    with pytest.raises(ConfigError, match=match):
+        rule_table(rule)
+
+
+@pytest.mark.parametrize("value,axis", [("tensor", "tensor"), (["data", "pipe"], "pipe")])
+def test_mesh_axis_the_mesh_lacks(mesh, value, axis):
+    _, table = rule_table({"name": "mine", "heads": value})
+    with pytest.raises(ConfigError, match=rf"rule\.heads='{axis}' \(rule 'mine'\) names a mesh axis "
+                                          r"the mesh lacks; valid values: data, model or null"):
+        check_table_against_mesh("mine", table, tuple(mesh.axis_names))
+
+
+def test_two_logical_names_on_one_mesh_axis_replicate_with_one_warning(mesh):
+    _, table = rule_table({"embed": "model", "mlp": "model"})
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        arrays = placed_mlp(mesh, table)
+    messages = [str(w.message) for w in record if issubclass(w.category, ShardingFallbackWarning)]
+    assert len(messages) == 1
+    for path in ("blocks/0/up/kernel", "blocks/0/down/kernel"):
+        assert f"{path} (logical axes" in messages[0]
+    assert "'embed' and 'mlp' both map to mesh axis 'model'" in messages[0]
+    assert messages[0].startswith("2 variable(s) replicated instead of split under custom rule table")
+    assert_placed(arrays, mesh, {
+        "blocks/0/up/kernel": P(), "blocks/0/down/kernel": P(), "blocks/0/up/bias": P("model"),
+        "in_proj/kernel": P(None, "model")})
