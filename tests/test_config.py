@@ -166,7 +166,7 @@ def test_overrides_reach_typed_fields(compose_config):
                          "mesh.model_axis=4", "rule=tensor", "rule.embed=model", "mesh.devices=[0,1,2,3]")
     assert (cfg.model.depth, cfg.data.name, cfg.train.steps) == (4, "slcp", 500)
     assert cfg.mesh.model_axis == 4 and list(cfg.mesh.devices) == [0, 1, 2, 3]
-    assert rule_table(cfg.rule) == ("tensor", {**dict(RULES["tensor"]), "embed": "model"})
+    assert rule_table(cfg.rule) == ("tensor+overrides", {**dict(RULES["tensor"]), "embed": "model"})
 
 
 # ------------------------------------------------------------------ typed validation

@@ -105,6 +105,27 @@ class EvalConfig:
 
 
 @dataclass
+class ActivationConfig:
+    """Activation partition axes (``gensbi_sharding.activations.PartitionAxis``)."""
+
+    strategy: str = "rule"  # rule (follow the weight rule) | fixed (PartitionAxis()) | none (no constraints)
+    # Each field: "auto" (what the strategy gives), null (unsplit), a mesh axis, or a list of mesh axes.
+    batch_axis: Any = "auto"
+    sequence_axis: Any = "auto"
+    query_sequence_axis: Any = "auto"
+    head_axis: Any = "auto"
+    key_sequence_axis: Any = "auto"
+    hidden_state_axis: Any = "auto"
+    attention_dim_axis: Any = "auto"
+    bias_head_sequence_axis: Any = "auto"
+    bias_key_sequence_axis: Any = "auto"
+    generation_query_sequence_axis: Any = "auto"
+    generation_head_axis: Any = "auto"
+    generation_key_sequence_axis: Any = "auto"
+    generation_attention_dim_axis: Any = "auto"
+
+
+@dataclass
 class Config:
     mesh: MeshConfig = field(default_factory=MeshConfig)
     rule: Any = MISSING  # mapping logical axis -> mesh axis | [mesh axes] | null, plus "name"
@@ -112,6 +133,7 @@ class Config:
     data: DataConfig = field(default_factory=DataConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
+    activation: ActivationConfig = field(default_factory=ActivationConfig)
     devices: DevicesConfig = field(default_factory=DevicesConfig)
     distributed: DistributedConfig = field(default_factory=DistributedConfig)
     seed: int = 0
@@ -166,7 +188,13 @@ def validate(cfg: DictConfig) -> None:
     _check(cfg.devices.cpu_count >= 1, f"devices.cpu_count={cfg.devices.cpu_count} must be >= 1")
     _check(cfg.distributed.mode in ("none", "auto", "explicit"),
            f"distributed.mode={cfg.distributed.mode!r} is not one of none, auto, explicit")
-    rule_table(cfg.rule)
+    name, table = rule_table(cfg.rule)
+    from gensbi_sharding.activations import partition_axis_from_config
+
+    try:  # keys and strategy only: the mesh axes are checked once the mesh exists
+        partition_axis_from_config(OmegaConf.to_container(cfg.activation), table, None)
+    except ValueError as err:
+        raise ConfigError(f"activation: {err}") from None
 
 
 def mesh_spec(mesh: DictConfig) -> Any:
@@ -212,6 +240,8 @@ def rule_table(rule: Any) -> tuple[str, dict[str, Any]]:
         table[key] = value
     for key in LOGICAL_AXES:
         table.setdefault(key, None)
+    if name in RULES and table != dict(RULES[name]):  # e.g. rule=fsdp rule.mlp=model
+        name = f"{name}+overrides"
     return name, table
 
 

@@ -54,6 +54,7 @@ def build_state(cfg: DictConfig, *, dim_theta: int, dim_x: int, mesh: Any, rule_
 
     factory = get_model(cfg.model.name)
     hparams = {k: v for k, v in OmegaConf.to_container(cfg.model).items() if k not in ("name", "init")}
+    hparams["partition_axis"] = _partition_axis(cfg, table, mesh)
     model = factory(dim_theta=dim_theta, dim_x=dim_x, rngs=nnx.Rngs(cfg.seed), **hparams)
     fallbacks = place(model, mesh, rule_name, table, strict=cfg.strict)
     optimizer = nnx.Optimizer(model, optax.adamw(cfg.train.learning_rate, weight_decay=cfg.train.weight_decay),
@@ -66,6 +67,18 @@ def build_state(cfg: DictConfig, *, dim_theta: int, dim_x: int, mesh: Any, rule_
     if resume_dir is not None:
         _restore(state, resume_dir, mesh, rule_name, table)
     return state
+
+
+def _partition_axis(cfg: DictConfig, table: dict, mesh: Any):
+    from gensbi_sharding.activations import partition_axis_from_config
+
+    try:
+        axes = partition_axis_from_config(OmegaConf.to_container(cfg.activation), table, mesh)
+    except ValueError as err:
+        raise ConfigError(f"activation: {err}") from None
+    if axes is not None:
+        log.info("activation partition axes: %s", {k: v for k, v in axes._asdict().items() if v is not None})
+    return axes
 
 
 def _restore(state: TrainState, step_dir: Path, mesh: Any, rule_name: str, table: dict) -> None:
