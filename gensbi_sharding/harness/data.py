@@ -283,6 +283,17 @@ def _check_int(what: str, value: Any, minimum: int, fix: str) -> None:
         raise ValueError(f"{what}={value!r} must be an integer >= {minimum}, e.g. {fix}")
 
 
+def task_dims(name: str) -> tuple[int, int]:
+    """``(dim_theta, dim_x)`` of an sbibm task, without simulating anything."""
+    import sbibm_jax
+
+    try:
+        task = sbibm_jax.get_task(name)
+    except NotImplementedError:
+        raise ValueError(f"unknown sbibm task {name!r}; registered here: {TASKS}") from None
+    return task.dim_theta, task.dim_x
+
+
 # One registered factory per task: ``factory(**kwargs)`` is ``load_task(name, **kwargs)``.
 @register_data("two_moons")
 def load_two_moons(**kwargs: Any) -> SimulationData:

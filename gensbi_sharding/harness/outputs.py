@@ -28,6 +28,8 @@ log = logging.getLogger(__name__)
 
 SUMMARY_COLUMNS = ("job", "rule", "mesh_shape", "model", "data", "param_bytes_per_device",
                    "opt_bytes_per_device", "median_step_s", "samples_per_s", "c2st", "status", "error")
+DRY_RUN_COLUMNS = ("job", "rule", "mesh_shape", "model", "step_memory_bytes_per_device",
+                   "collective_bytes_per_step", "compile_s", "status", "error")
 
 
 def write_atomic(path: Path, data: bytes | str) -> Path:
@@ -100,8 +102,17 @@ def summary_rows(sweep_dir: Path) -> list[dict[str, Any]]:
             "c2st": m.get("c2st"),
             "status": m.get("status"),
             "error": m.get("error") or "",
+            "step_memory_bytes_per_device": m.get("step_memory_bytes_per_device"),
+            "collective_bytes_per_step": m.get("collective_bytes_per_step"),
+            "compile_s": m.get("compile_s"),
+            "dry_run": bool(m.get("config", {}).get("dry_run")),
         })
     return rows
+
+
+def _ranked(rows: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
+    """Completed jobs by ``key``, smallest first; failed jobs after them."""
+    return sorted(rows, key=lambda r: (r["status"] != "ok", r.get(key) is None, r.get(key) or 0))
 
 
 def _mesh_cell(metrics: dict[str, Any]) -> str:
@@ -131,12 +142,18 @@ class SweepSummary(Callback):
         if not rows:
             log.warning("multirun finished with no job metrics under %s", sweep_dir)
             return
+        dry = all(row["dry_run"] for row in rows)
+        columns = DRY_RUN_COLUMNS if dry else SUMMARY_COLUMNS
         buffer = io.StringIO()
-        writer = csv.DictWriter(buffer, fieldnames=SUMMARY_COLUMNS)
+        writer = csv.DictWriter(buffer, fieldnames=columns, extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
         write_atomic(sweep_dir / "sweep_summary.csv", buffer.getvalue())
-        table = markdown_table(rows)
+        table = markdown_table(rows, columns)
+        if dry:  # a dry-run sweep is for choosing: rank the configurations
+            table = "\n\n".join(
+                [f"ranked by {key} (smallest first):\n" + markdown_table(_ranked(rows, key), columns)
+                 for key in ("step_memory_bytes_per_device", "collective_bytes_per_step")])
         write_atomic(sweep_dir / "sweep_summary.md", table + "\n")
         failed = sum(row["status"] != "ok" for row in rows)
         print(f"\nSweep summary ({len(rows)} jobs, {failed} failed): {sweep_dir / 'sweep_summary.csv'}\n{table}",

@@ -23,7 +23,7 @@ from gensbi_sharding.harness.data import SimulationData, iterate_batches
 from gensbi_sharding.harness.registry import get_data
 from gensbi_sharding.sharding import batch_size_divisor, check_batch_divisible, shard_batch
 
-__all__ = ["Pipeline", "build_pipeline"]
+__all__ = ["Pipeline", "build_pipeline", "check_global_batch"]
 
 
 @dataclasses.dataclass
@@ -60,7 +60,7 @@ def build_pipeline(data_cfg: Any, *, seed: int, mesh: Any, shards: int | None = 
         raise ConfigError(f"data.batch_size={batch} does not split over {shards} data shards "
                           f"(one per process); use a multiple of {shards}")
     if processes == 1:
-        _check_global_batch(batch, mesh)
+        check_global_batch(batch, mesh)
     own = range(rank * shards // processes, (rank + 1) * shards // processes)
     factory = get_data(data_cfg.name)
     with warnings.catch_warnings():
@@ -90,7 +90,8 @@ def build_pipeline(data_cfg: Any, *, seed: int, mesh: Any, shards: int | None = 
     return Pipeline(parts[0], train_batches(), val_batches, local * len(parts))
 
 
-def _check_global_batch(batch: int, mesh: Any) -> None:
+def check_global_batch(batch: int, mesh: Any) -> None:
+    """``ConfigError`` naming ``data.batch_size=<nearest valid>`` if the batch does not split over the mesh."""
     try:
         check_batch_divisible({"rows": np.empty((batch, 0))}, mesh, "train")
     except ValueError as err:

@@ -9,6 +9,7 @@ A failure at any step ends the job with a one-line error (the traceback goes to
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 import traceback
@@ -93,7 +94,7 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any]) -> dict[str, Any]:
     from gensbi_sharding import checkpoint
     from gensbi_sharding.harness.pipeline import build_pipeline
     from gensbi_sharding.harness.state import build_state, resume_step_dir
-    from gensbi_sharding.report import bytes_per_device, partition_specs
+    from gensbi_sharding.report import bytes_per_device, describe, partition_specs
 
     if jax.process_count() > 1:
         _tag_log_records(jax.process_index(), jax.process_count())
@@ -107,6 +108,9 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any]) -> dict[str, Any]:
     metrics.update(mesh_shape=list(mesh.devices.shape) if mesh else None,
                    mesh_axes=list(mesh.axis_names) if mesh else None, device_count=jax.device_count(),
                    data_parallel_size=contract.batch_size_divisor(mesh))
+
+    if cfg.dry_run:
+        return _dry_run(cfg, mesh, rule_name, table)
 
     log.info("[3/7] data: %s, %d simulations", cfg.data.name, cfg.data.num_simulations)
     resume_dir = resume_step_dir(cfg)
@@ -127,6 +131,8 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any]) -> dict[str, Any]:
     ts = build_state(cfg, dim_theta=sims.dim_theta, dim_x=sims.dim_x, mesh=mesh, rule_name=rule_name,
                      table=table, resume_dir=resume_dir)
     model, optimizer = ts.model, ts.optimizer
+    report = describe((model, optimizer), mesh)
+    log.info("model and optimizer state:\n%s", report)
     placements = partition_specs(model)
     param_bytes, opt_bytes = bytes_per_device(model), bytes_per_device(nnx.state(optimizer))
     params = nnx.state(model, nnx.Param)
@@ -136,7 +142,10 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any]) -> dict[str, Any]:
         state_leaf_count=len(jax.tree.leaves(nnx.state((model, optimizer)))),
         param_bytes_per_device=max(param_bytes.values()) if param_bytes else 0,
         opt_bytes_per_device=max(opt_bytes.values()) if opt_bytes else 0,
-        placements=placements, start_step=ts.start_step)
+        placements=placements, start_step=ts.start_step,
+        state_scalar_count=report.n_scalars, state_bytes_per_device=report.max_bytes_per_device,
+        largest_replicated=dict(report.largest_replicated),
+        mesh_summary=dataclasses.asdict(report.mesh) if report.mesh else None)
     log.info("%d parameters; %s bytes/device of params, %s of optimizer state",
              metrics["param_count"], metrics["param_bytes_per_device"], metrics["opt_bytes_per_device"])
 
@@ -195,3 +204,26 @@ def _tag_log_records(index: int, count: int) -> None:
             return True
 
     log.addFilter(Tag())
+
+
+def _dry_run(cfg: DictConfig, mesh: Any, rule_name: str, table: dict) -> dict[str, Any]:
+    """Compile the step for the mesh and rule; report memory and collectives, train nothing."""
+    from gensbi_sharding.harness.data import task_dims
+    from gensbi_sharding.harness.dry_run import dry_run
+    from gensbi_sharding.harness.registry import get_data, get_model
+    from gensbi_sharding.harness.state import partition_axis_for
+
+    get_model(cfg.model.name), get_data(cfg.data.name)  # unknown names fail with the known ones
+    if mesh is not None:
+        from gensbi_sharding.harness.pipeline import check_global_batch
+
+        check_global_batch(cfg.data.batch_size, mesh)
+    dim_theta, dim_x = task_dims(cfg.data.name)
+    log.info("[dry run] compile one train step: %s on %s, rule %r", cfg.model.name,
+             dict(mesh.shape) if mesh is not None else "no mesh", rule_name)
+    report = dry_run(cfg, mesh=mesh, rule_name=rule_name, table=table, dim_theta=dim_theta, dim_x=dim_x,
+                     partition_axis=partition_axis_for(cfg, table, mesh))
+    memory = report["memory"] or {}
+    return {"dry_run": report, "fallbacks": report["fallbacks"], "compile_s": report["compile_s"],
+            "step_memory_bytes_per_device": memory.get("total_bytes"),
+            "collective_bytes_per_step": report["collective_bytes"]}

@@ -20,7 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness.config import ConfigError
 
-__all__ = ["TrainState", "build_state", "place", "resume_step_dir"]
+__all__ = ["TrainState", "build_state", "place", "resume_step_dir", "partition_axis_for"]
 
 log = logging.getLogger("gensbi_sharding")
 
@@ -54,7 +54,7 @@ def build_state(cfg: DictConfig, *, dim_theta: int, dim_x: int, mesh: Any, rule_
 
     factory = get_model(cfg.model.name)
     hparams = {k: v for k, v in OmegaConf.to_container(cfg.model).items() if k not in ("name", "init")}
-    hparams["partition_axis"] = _partition_axis(cfg, table, mesh)
+    hparams["partition_axis"] = partition_axis_for(cfg, table, mesh)
     model = factory(dim_theta=dim_theta, dim_x=dim_x, rngs=nnx.Rngs(cfg.seed), **hparams)
     fallbacks = place(model, mesh, rule_name, table, strict=cfg.strict)
     optimizer = nnx.Optimizer(model, optax.adamw(cfg.train.learning_rate, weight_decay=cfg.train.weight_decay),
@@ -69,7 +69,8 @@ def build_state(cfg: DictConfig, *, dim_theta: int, dim_x: int, mesh: Any, rule_
     return state
 
 
-def _partition_axis(cfg: DictConfig, table: dict, mesh: Any):
+def partition_axis_for(cfg: DictConfig, table: dict, mesh: Any):
+    """The activation ``PartitionAxis`` the ``activation`` config gives on ``mesh`` (None: no constraints)."""
     from gensbi_sharding.activations import partition_axis_from_config
 
     try:
