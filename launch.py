@@ -25,5 +25,9 @@ def main(cfg: DictConfig) -> float | None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except KeyboardInterrupt:
+        print("interrupted: the job's metrics.json records it (status interrupted)", file=sys.stderr)
+        sys.exit(130)
     sys.exit(1 if failed_jobs else 0)

@@ -128,6 +128,8 @@ class PartitionAxis(NamedTuple):
         resolved = {}
         for name, value in self._asdict().items():
             axes = _as_axes(value, name)
+            if len(set(axes)) != len(axes):
+                raise ValueError(f"{name}={value!r} names a mesh axis twice; list each mesh axis once")
             for axis in axes:
                 if axis not in mesh.shape:
                     raise ValueError(

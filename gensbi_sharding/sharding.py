@@ -113,9 +113,20 @@ def make_mesh(devices: Sequence[Any] | None = None, model_axis: int = 1) -> Mesh
         If ``model_axis`` is not a positive integer dividing the device count.
     """
     devices = list(jax.devices() if devices is None else devices)
-    if isinstance(model_axis, bool) or not isinstance(model_axis, (int, np.integer)):
-        raise ValueError(f"model_axis must be a positive integer, got {model_axis!r}")
-    if model_axis < 1 or not devices or len(devices) % model_axis:
+    if isinstance(model_axis, bool) or not isinstance(model_axis, (int, np.integer)) or model_axis < 1:
+        raise ValueError(f"model_axis={model_axis!r} must be an integer >= 1 that divides the "
+                         f"{len(devices)} devices: choose among {_divisors(len(devices))}")
+    if not devices:
+        raise ValueError("make_mesh got an empty device list; pass devices=None for all devices")
+    bad = [d for d in devices if not isinstance(d, jax.Device)]
+    if bad:
+        raise ValueError(f"devices must be jax.Device objects (or ids, through resolve_mesh), got {bad[0]!r}")
+    seen = set()
+    for d in devices:
+        if d.id in seen:
+            raise ValueError(f"device {d.id} appears twice in the mesh's device list; list each device once")
+        seen.add(d.id)
+    if len(devices) % model_axis:
         raise ValueError(
             f"{len(devices)} devices are not divisible by model_axis={model_axis}: choose a "
             f"model_axis among {_divisors(len(devices))}")
@@ -176,6 +187,7 @@ def mesh_context(mesh: Mesh | None) -> Iterator[Mesh | None]:
 
 def batch_axes(mesh: Mesh) -> tuple[str, ...]:
     """Mesh axes a batch is split over: every axis but "model", in mesh order."""
+    _check_mesh(mesh)
     return tuple(name for name in mesh.axis_names if name != MODEL_AXIS)
 
 
@@ -217,6 +229,8 @@ def check_batch_divisible(batch: Any, mesh: Mesh | None, what: str) -> None:
 
 def pad_for_mesh(n: int, mesh: Mesh | None) -> tuple[int, int]:
     """``(padded, n)``: ``n`` rounded up to a multiple of the data-parallel size."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+        raise ValueError(f"pad_for_mesh needs a row count n >= 0 (an integer), got {n!r}")
     divisor = batch_size_divisor(mesh)
     return -(-n // divisor) * divisor, n
 
@@ -244,12 +258,14 @@ def replicate(tree: Any, mesh: Mesh | None) -> Any:
     """Place every array leaf replicated on all devices of ``mesh`` (``P()``); others untouched."""
     if mesh is None:
         return tree
+    _check_mesh(mesh)
     return _put_leaves(tree, lambda leaf: NamedSharding(mesh, P()))
 
 
 def _split_leading(tree: Any, mesh: Mesh | None, what: str) -> Any:
     if mesh is None:
         return tree
+    _check_mesh(mesh)
     divisor = batch_size_divisor(mesh)
     split, whole = NamedSharding(mesh, P(batch_axes(mesh) or None)), NamedSharding(mesh, P())
 
@@ -300,8 +316,10 @@ def shard_model(node: Any, mesh: Mesh | None, rule: str = "replicated") -> None:
     """
     if not isinstance(rule, str) or rule not in RULES:
         raise ValueError(f"unknown sharding rule {rule!r}; choose one of {tuple(RULES)}")
+    _check_node(node)
     if mesh is None:
         return
+    _check_mesh(mesh)
     if rule != "replicated":
         warnings.warn(f"sharding rule {rule!r} is experimental: placements are checked, but the "
                       "contract gives no convergence guarantee", ExperimentalRuleWarning, stacklevel=2)
@@ -316,8 +334,10 @@ def shard_model_by_table(node: Any, mesh: Mesh | None, table: RuleTable) -> None
     dict(RULES[name]))`` does (annotations honoured; logical names missing from
     ``table`` are not split), with the same single fallback warning.
     """
+    _check_node(node)
     if mesh is None:
         return
+    _check_mesh(mesh)
     _place(node, mesh, table, honor_annotations=True, label="custom rule table", stacklevel=3)
 
 
@@ -425,6 +445,18 @@ def sharding_of(node: Any) -> dict[str, jax.sharding.Sharding | None]:
             for path, var in nnx.to_flat_state(nnx.state(node))}
 
 
+def _check_mesh(mesh: Any) -> None:
+    if not isinstance(mesh, Mesh):
+        raise TypeError(f"mesh must be a jax.sharding.Mesh or None, got {mesh!r}; build one with "
+                        "make_mesh(...) or resolve_mesh(spec)")
+
+
+def _check_node(node: Any) -> None:
+    if not nnx.graph.is_graph_node(node):
+        raise TypeError(f"shard_model places NNX graph nodes (a Module, nnx.Optimizer, ...), got "
+                        f"{type(node).__name__}; for a pytree of arrays use shard_batch or replicate")
+
+
 def _is_array(x: Any) -> bool:
     """True for ``jax.Array`` and ``numpy.ndarray`` only (not Python or NumPy scalars)."""
     return isinstance(x, (jax.Array, np.ndarray))
@@ -439,6 +471,8 @@ def _divisors(n: int) -> list[int]:
 
 
 def _devices_from_ids(devices: Sequence[Any]) -> list[Any]:
+    if isinstance(devices, (str, bytes)) or not isinstance(devices, Sequence) and not hasattr(devices, "__iter__"):
+        raise ValueError(f"mesh spec devices must be a list of device ids or jax.Device objects, got {devices!r}")
     by_id = {d.id: d for d in jax.devices()}
     out = []
     for d in devices:

@@ -91,10 +91,40 @@ def test_make_mesh_shape_order_and_axis_types(devices):
     assert reversed_mesh.devices[0, 0] == devices[-1] and dict(reversed_mesh.shape) == {"data": 2, "model": 4}
 
 
-@pytest.mark.parametrize("model_axis", [0, -2, 3, 16])
-def test_make_mesh_rejects_bad_model_axis(model_axis):
-    with pytest.raises(ValueError, match=rf"8 devices are not divisible by model_axis={model_axis}"):
+@pytest.mark.parametrize("model_axis, message", [
+    (0, "model_axis=0 must be an integer >= 1 that divides the 8 devices"),
+    (-2, "model_axis=-2 must be an integer >= 1 that divides the 8 devices"),
+    (3, "8 devices are not divisible by model_axis=3"),
+    (16, "8 devices are not divisible by model_axis=16"),
+])
+def test_make_mesh_rejects_bad_model_axis(model_axis, message):
+    with pytest.raises(ValueError, match=message + r".*choose .*\[1, 2, 4, 8\]"):
         make_mesh(model_axis=model_axis)
+
+
+def test_make_mesh_rejects_bad_device_lists(devices):
+    with pytest.raises(ValueError, match="device 0 appears twice"):
+        make_mesh([devices[0], devices[0], devices[1], devices[2]], model_axis=2)
+    with pytest.raises(ValueError, match="empty device list"):
+        make_mesh([], model_axis=1)
+    with pytest.raises(ValueError, match="must be jax.Device objects"):
+        make_mesh(["0", "1"])
+    with pytest.raises(ValueError, match="device 0 appears twice"):
+        gs.resolve_mesh({"devices": [0, 0, 1, 2], "model_axis": 2})
+    with pytest.raises(ValueError, match="must be a list of device ids"):
+        gs.resolve_mesh({"devices": "0123"})
+
+
+def test_wrong_kinds_of_mesh_and_node_are_type_errors():
+    mesh = make_mesh()
+    with pytest.raises(TypeError, match="mesh must be a jax.sharding.Mesh or None, got 'auto'"):
+        shard_model(Tiny(rngs=nnx.Rngs(0)), "auto", "fsdp")
+    with pytest.raises(TypeError, match="mesh must be a jax.sharding.Mesh or None"):
+        gs.shard_batch({"x": np.ones((8, 2))}, "auto")
+    with pytest.raises(TypeError, match="shard_model places NNX graph nodes .* got dict"):
+        shard_model({"a": jnp.ones(8)}, mesh, "fsdp")
+    with pytest.raises(ValueError, match=r"n >= 0 \(an integer\), got -1"):
+        gs.pad_for_mesh(-1, mesh)
 
 
 def test_resolve_mesh_forms(devices):

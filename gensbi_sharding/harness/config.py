@@ -185,7 +185,12 @@ def validate(cfg: DictConfig) -> None:
            f"eval.num_samples={cfg.eval.num_samples} must be >= 2 * eval.c2st_folds and "
            f"eval.c2st_folds={cfg.eval.c2st_folds} >= 2")
     _check(cfg.eval.ode_steps >= 1, f"eval.ode_steps={cfg.eval.ode_steps} must be >= 1")
+    _check(cfg.train.weight_decay >= 0, f"train.weight_decay={cfg.train.weight_decay} must be >= 0")
+    _check(cfg.data.shards is None or cfg.data.shards >= 1,
+           f"data.shards={cfg.data.shards} must be >= 1, or null for one per process")
     _check(cfg.devices.cpu_count >= 1, f"devices.cpu_count={cfg.devices.cpu_count} must be >= 1")
+    for key in ("local_processes", "timeout_s", "heartbeat_s", "run_timeout_s"):
+        _check(cfg.distributed[key] >= 1, f"distributed.{key}={cfg.distributed[key]} must be >= 1")
     _check(cfg.distributed.mode in ("none", "auto", "explicit"),
            f"distributed.mode={cfg.distributed.mode!r} is not one of none, auto, explicit")
     name, table = rule_table(cfg.rule)
@@ -233,6 +238,8 @@ def rule_table(rule: Any) -> tuple[str, dict[str, Any]]:
         if isinstance(value, (list, tuple, ListConfig)):
             _check(len(value) > 0 and all(isinstance(v, str) for v in value),
                    f"rule.{key}={value!r}: a list must hold mesh axis names")
+            _check(len(set(value)) == len(value), f"rule.{key}={list(value)!r} names a mesh axis twice; "
+                                                  "list each mesh axis once")
             value = tuple(value)
         else:
             _check(value is None or isinstance(value, str),

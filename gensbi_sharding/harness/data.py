@@ -129,7 +129,7 @@ def load_task(name: str, *, num_simulations: int = 10_000, val_fraction: float =
     """
     _check_int("num_simulations", num_simulations, 2, "data.num_simulations=10000")
     _check_int("num_observation", num_observation, 1, "data.num_observation=1")
-    _check_int("seed", seed, 0, "data.seed=0")
+    _check_int("seed", seed, 0, "seed=0")
     if num_observation > 10:
         raise ValueError(f"num_observation={num_observation} is out of range: sbibm tasks have "
                          "observations 1..10; set data.num_observation to one of them")

@@ -71,7 +71,14 @@ def initialize_distributed(mode: str, *, coordinator_address: str | None = None,
             "starts, but the backend already started in this process; start a fresh process")
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
     if mode == "auto":
-        jax.distributed.initialize(initialization_timeout=timeout_s, **_bounds(heartbeat_s))
+        try:
+            jax.distributed.initialize(initialization_timeout=timeout_s, **_bounds(heartbeat_s))
+        except ValueError as err:  # JAX found no cluster environment to read its coordinates from
+            raise ConfigError(
+                f"distributed=auto found no cluster (SLURM, Open MPI, TPU pod) to join: {err} "
+                "Use distributed=none on one machine, distributed=local to try several local "
+                "processes, or distributed.mode=explicit with coordinator_address, num_processes "
+                "and process_id") from None
         return
     missing = [name for name, value in (("coordinator_address", coordinator_address),
                                         ("num_processes", num_processes),

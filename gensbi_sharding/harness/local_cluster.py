@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -64,13 +65,24 @@ def run_local_processes(cfg: DictConfig, out: Path) -> dict[str, Any]:
                    f"distributed.num_processes={n}", f"distributed.process_id={rank}",
                    "distributed.local_processes=1", f"devices.cpu_count={cpu // n}",
                    f"hydra.run.dir={out}", f"hydra.job.name=process_{rank}", "hydra.output_subdir=null"]
-        children.append(subprocess.Popen(command, env={**os.environ, "PYTHONUNBUFFERED": "1"}))
+        children.append(subprocess.Popen(command, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                                         preexec_fn=_die_with_parent))
     log.info("started %d local processes (coordinator 127.0.0.1:%d, %d CPU devices each)", n, port, cpu // n)
-    codes = _wait(children, cfg.distributed.run_timeout_s, cfg.distributed.heartbeat_s + 15)
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        codes = _wait(children, cfg.distributed.run_timeout_s, cfg.distributed.heartbeat_s + 15)
+    finally:  # Ctrl-C or SIGTERM here: no child outlives the parent
+        signal.signal(signal.SIGTERM, previous)
+        for child in children:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
     metrics_path = out / "metrics.json"
     metrics = json.loads(metrics_path.read_text()) if metrics_path.exists() else {}
     if any(codes):
-        metrics.update(status="error", error=f"local processes exited with codes {codes}")
+        timed_out = any(code == -signal.SIGKILL for code in codes)
+        metrics.update(status="error", error=f"local processes exited with codes {codes}" + (
+            f"; killed after distributed.run_timeout_s={cfg.distributed.run_timeout_s} s" if timed_out else ""))
     metrics.setdefault("status", "error")
     return metrics
 
@@ -89,6 +101,20 @@ def _wait(children: list[subprocess.Popen], timeout_s: float, grace_s: float) ->
             child.kill()
     log.error("local processes did not finish within the bound; killed the rest")
     return [child.wait() for child in children]  # a killed child reports -9
+
+
+def _terminate(signum, frame):
+    raise SystemExit(128 + signum)
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: ask Linux to SIGKILL it when the parent dies (PR_SET_PDEATHSIG)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
+    except (OSError, AttributeError):  # not Linux: the parent's cleanup still covers Ctrl-C and SIGTERM
+        pass
 
 
 def _key(override: str) -> str:

@@ -49,7 +49,18 @@ def write_atomic(path: Path, data: bytes | str) -> Path:
 
 def write_json(path: Path, obj: Any) -> Path:
     """``write_atomic`` of ``obj`` as indented JSON (NumPy scalars and arrays converted)."""
-    return write_atomic(path, json.dumps(obj, indent=2, default=_jsonable) + "\n")
+    # NaN and inf are not JSON: strict parsers (jq, browsers) reject them, so they become null.
+    return write_atomic(path, json.dumps(_finite(obj), indent=2, default=_jsonable, allow_nan=False) + "\n")
+
+
+def _finite(obj: Any) -> Any:
+    if isinstance(obj, float | np.floating):
+        return float(obj) if np.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_finite(v) for v in obj]
+    return obj
 
 
 def write_npz(path: Path, **arrays: np.ndarray) -> Path:
@@ -66,11 +77,18 @@ def ensure_fresh(out_dir: Path) -> None:
     FileExistsError
         Naming the folder and its metrics.json.
     """
-    metrics = Path(out_dir) / "metrics.json"
+    out_dir = Path(out_dir)
+    metrics = out_dir / "metrics.json"
     if metrics.exists():
+        status = json.loads(metrics.read_text()).get("status", "unknown")
         raise FileExistsError(
-            f"{metrics} already exists: this folder holds a completed run, which is never "
-            f"overwritten; choose another hydra.run.dir")
+            f"{metrics} already exists (status {status}): this folder holds an earlier run's outputs, "
+            "which are never overwritten; choose another hydra.run.dir (or hydra.sweep.dir)")
+    checkpoints = out_dir / "checkpoints"
+    if checkpoints.is_dir() and any(checkpoints.iterdir()):
+        raise FileExistsError(
+            f"{checkpoints} holds an interrupted run's checkpoints; continue it in a new folder with "
+            f"train.resume={out_dir} hydra.run.dir=<new folder>, or choose another hydra.run.dir")
 
 
 def _jsonable(value: Any) -> Any:

@@ -51,6 +51,16 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         else:
             metrics.update(_run(cfg, out, metrics))
             metrics["status"] = "ok"
+    except KeyboardInterrupt:
+        metrics.update(status="interrupted", error="interrupted (Ctrl-C)")
+        checkpoints = out / "checkpoints"
+        hint = (f"; continue with train.resume={out} hydra.run.dir=<new folder>"
+                if checkpoints.is_dir() and any(checkpoints.iterdir()) else "")
+        log.error("interrupted%s", hint)
+        metrics["wall_s"] = time.perf_counter() - start
+        if not (out / "metrics.json").exists() and _is_writer():
+            outputs.write_json(out / "metrics.json", metrics)
+        raise
     except Exception as err:  # every failure ends this job cleanly; the sweep goes on
         if cfg.get("debug"):
             raise

@@ -135,6 +135,10 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
             window_steps += 1
             if window_steps == log_every or i == steps - 1:
                 window_loss = float(jnp.mean(jnp.stack(losses[-window_steps:])))
+                if not np.isfinite(window_loss):
+                    raise FloatingPointError(
+                        f"training diverged: mean loss {window_loss} over steps {start_step + i + 2 - window_steps}"
+                        f"..{start_step + i + 1}; lower train.learning_rate or check the data")
                 elapsed = time.perf_counter() - window_start
                 windows.append(elapsed / window_steps)
                 bar.update(window_steps)
