@@ -61,6 +61,12 @@ def build_pipeline(data_cfg: Any, *, seed: int, mesh: Any, shards: int | None = 
                           f"(one per process); use a multiple of {shards}")
     if processes == 1:
         check_global_batch(batch, mesh)
+    elif mesh is not None and (batch // processes) % max(batch_size_divisor(mesh) // processes, 1):
+        step = processes * max(batch_size_divisor(mesh) // processes, 1)
+        raise ConfigError(
+            f"data.batch_size={batch} gives each of the {processes} processes {batch // processes} rows, "
+            f"not divisible by its {batch_size_divisor(mesh) // processes} data-parallel devices; "
+            f"set data.batch_size={max(step, round(batch / step) * step)}")
     own = range(rank * shards // processes, (rank + 1) * shards // processes)
     factory = get_data(data_cfg.name)
     with warnings.catch_warnings():

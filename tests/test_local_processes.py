@@ -1,0 +1,58 @@
+"""distributed=local: the harness as two real JAX processes on loopback, against one process."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+TINY = ["experiment=quick", "rule=fsdp", "mesh.model_axis=2", "train.steps=12", "train.log_every=4",
+        "eval.enabled=false"]
+
+
+def launch(*args, cwd):
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    env.pop("HYDRA_FULL_ERROR", None)
+    return subprocess.run([sys.executable, str(REPO / "launch.py"), *TINY, *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=240)
+
+
+@pytest.mark.timeout(300)
+def test_two_local_processes_train_like_one_process_on_the_same_global_batches(tmp_path):
+    two = launch("distributed=local", "distributed.local_processes=2", f"hydra.run.dir={tmp_path / 'two'}",
+                 cwd=tmp_path)
+    assert two.returncode == 0, two.stderr[-3000:]
+    # One process with two data shards sees exactly the global batches of the two processes.
+    one = launch("data.shards=2", f"hydra.run.dir={tmp_path / 'one'}", cwd=tmp_path)
+    assert one.returncode == 0, one.stderr[-3000:]
+    losses_two = np.load(tmp_path / "two" / "train_losses.npz")["losses"]
+    losses_one = np.load(tmp_path / "one" / "train_losses.npz")["losses"]
+    assert losses_two.shape == (12,)
+    np.testing.assert_allclose(losses_two, losses_one, rtol=1e-5, atol=1e-6)
+    metrics = json.loads((tmp_path / "two" / "metrics.json").read_text())
+    assert metrics["status"] == "ok" and metrics["mesh_summary"]["n_processes"] == 2
+    assert metrics["mesh_summary"]["devices_per_process"] == 4 and metrics["device_count"] == 8
+    logs = two.stdout + two.stderr
+    assert "[process 0/2]" in logs and "[process 1/2]" in logs  # every process logs its index
+    assert not (tmp_path / "two" / "posterior.png").exists()
+
+
+@pytest.mark.timeout(120)
+def test_a_failing_process_ends_the_job_with_an_error(tmp_path):
+    # 8 CPU devices do not split over 3 processes: refused before any process starts.
+    bad = launch("distributed=local", "distributed.local_processes=3", f"hydra.run.dir={tmp_path / 'bad'}",
+                 cwd=tmp_path)
+    assert bad.returncode != 0
+    assert "devices.cpu_count=8 does not split over distributed.local_processes=3" in bad.stderr + bad.stdout
+    # A batch the per-process devices cannot split fails in both processes, bounded, non-zero.
+    uneven = launch("distributed=local", "data.batch_size=66", f"hydra.run.dir={tmp_path / 'uneven'}",
+                    cwd=tmp_path)
+    assert uneven.returncode != 0
+    metrics = json.loads((tmp_path / "uneven" / "metrics.json").read_text())
+    assert metrics["status"] == "error"
+    assert "data.batch_size=66 gives each of the 2 processes 33 rows" in metrics["error"]
+    assert "set data.batch_size=64" in metrics["error"]
