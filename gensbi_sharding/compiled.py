@@ -1,16 +1,27 @@
-"""What a compiled program costs per device: XLA's memory analysis and its collectives.
+"""The dry run: an abstract placed model, and what its compiled step costs per device.
 
-For the dry run: lower and compile a step (``jitted.lower(*args).compile()``),
-then ``compiled_report(compiled)``. Both parts are read from the SPMD-partitioned
-program, so every number is per device.
+``abstract_sharded(factory, mesh, rule)`` gives the model with ``jax.ShapeDtypeStruct``
+values carrying their shardings (``init_optimizer_sharded`` turns it into an abstract
+optimizer); lower and compile a step on them (``jitted.lower(*args).compile()``), then
+``compiled_report(compiled)``: XLA's memory analysis and the program's collectives,
+both read from the SPMD-partitioned program, so every number is per device.
 """
 
 from __future__ import annotations
 
 import re
+import warnings
+from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["COLLECTIVES", "compiled_report", "collectives_in_hlo", "hlo_shape_bytes"]
+import jax
+from flax import nnx
+from jax.sharding import AxisType, Mesh, NamedSharding
+
+from gensbi_sharding.init import _array_leaves, _check_factory, _resolve_rule
+from gensbi_sharding.sharding import ExperimentalRuleWarning, ShardingFallbackWarning, plan_shardings
+
+__all__ = ["COLLECTIVES", "abstract_sharded", "compiled_report", "collectives_in_hlo", "hlo_shape_bytes"]
 
 COLLECTIVES: tuple[str, ...] = ("all-gather", "all-reduce", "reduce-scatter", "all-to-all",
                                 "collective-permute")
@@ -21,6 +32,44 @@ _OP = re.compile(r"=\s*(?P<shape>\S.*?)\s+(?P<op>" + "|".join(COLLECTIVES)
                  + r")(?P<half>-start|-done)?\(")
 _ARRAY = re.compile(r"\b(?P<dtype>pred|token|[a-z]+\d+[a-z0-9]*)\[(?P<dims>[\d,]*)\]")
 _BITS = re.compile(r"^(?:bf|f|s|u|c)(\d+)")
+
+
+def abstract_sharded(factory: Callable[[], Any], mesh: Mesh | None,
+                     rule: str | Mapping = "replicated") -> Any:
+    """``nnx.eval_shape(factory)`` with each value a ``jax.ShapeDtypeStruct`` carrying its sharding.
+
+    Nothing is allocated: for lowering and compiling a step (dry runs) or ``describe``.
+    Shardings and warnings are those of ``init_sharded``; ``mesh=None`` gives no shardings.
+
+    Raises
+    ------
+    ValueError
+        As ``init_sharded``.
+    """
+    _check_factory(factory)
+    table, honor = _resolve_rule(rule)
+    abstract = nnx.eval_shape(factory)
+    if mesh is None:
+        return abstract
+    specs, fallbacks = plan_shardings(abstract, mesh, table, honor_annotations=honor)
+    graphdef, state = nnx.split(abstract)
+    for path, var in _array_leaves(state):
+        value = var.get_value()
+        sharding = NamedSharding(mesh, specs[path])
+        var.set_value(jax.ShapeDtypeStruct(value.shape, value.dtype, sharding=sharding))
+    # The texts of shard_model's warnings (sharding._place), which cannot run on abstract values.
+    if isinstance(rule, str) and rule != "replicated":
+        warnings.warn(f"sharding rule {rule!r} is experimental: placements are checked, but the "
+                      "contract gives no convergence guarantee", ExperimentalRuleWarning, stacklevel=2)
+    if any(t == AxisType.Explicit for t in getattr(mesh, "axis_types", ())):
+        warnings.warn(f"mesh axes {tuple(mesh.axis_names)} include AxisType.Explicit; only Auto axes are "
+                      "supported, placements follow the Auto semantics", UserWarning, stacklevel=2)
+    if fallbacks:
+        label = f"rule {rule!r}" if isinstance(rule, str) else "custom rule table"
+        warnings.warn(f"{len(fallbacks)} variable(s) replicated instead of split under {label} on mesh "
+                      f"{dict(mesh.shape)}: " + "; ".join(f"{p} ({r})" for p, r in fallbacks.items()),
+                      ShardingFallbackWarning, stacklevel=2)
+    return nnx.merge(graphdef, state)
 
 
 def hlo_shape_bytes(shape: str) -> int:

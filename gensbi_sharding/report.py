@@ -117,7 +117,8 @@ class PlacementReport:
                  f"{_fmt_bytes(self.max_bytes_per_device)}, min "
                  f"{_fmt_bytes(min(self.bytes_per_device.values(), default=0))}"]
         width = max([len(v.path) for v in self.variables] + [8])
-        lines.append(f"{'variable':<{width}}  {'shape':<16} {'dtype':<9} {'placement':<24} {'per device':>11}")
+        lines.append(f"{'variable':<{width}}  {'shape':<16} {'dtype':<9} {'placement':<24} "
+                     f"{'per device':>11}")
         for v in self.variables:
             lines.append(f"{v.path:<{width}}  {str(v.shape):<16} {v.dtype:<9} {v.placement:<24} "
                          f"{_fmt_bytes(v.max_device_bytes):>11}")

@@ -9,10 +9,10 @@ import optax
 import pytest
 from flax import nnx
 
-from gensbi_sharding.compiled import collectives_in_hlo, compiled_report, hlo_shape_bytes
+from gensbi_sharding.compiled import abstract_sharded, collectives_in_hlo, compiled_report, hlo_shape_bytes
 from gensbi_sharding.harness.models.mlp import make_mlp
 from gensbi_sharding.harness.train import make_step_functions
-from gensbi_sharding.init import abstract_sharded, init_optimizer_sharded, init_sharded
+from gensbi_sharding.init import init_optimizer_sharded, init_sharded
 from gensbi_sharding.report import describe, mesh_init_simulate
 from gensbi_sharding.sharding import (ExperimentalRuleWarning, ShardingFallbackWarning, axes, make_mesh,
                                       mesh_context, shard_batch, shard_model)
