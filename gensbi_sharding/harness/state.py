@@ -10,6 +10,7 @@ shardings the checkpoint was saved with.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import warnings
@@ -55,11 +56,25 @@ def build_state(cfg: DictConfig, *, dim_theta: int, dim_x: int, mesh: Any, rule_
     factory = get_model(cfg.model.name)
     hparams = {k: v for k, v in OmegaConf.to_container(cfg.model).items() if k not in ("name", "init")}
     hparams["partition_axis"] = partition_axis_for(cfg, table, mesh)
-    model = factory(dim_theta=dim_theta, dim_x=dim_x, rngs=nnx.Rngs(cfg.seed), **hparams)
-    fallbacks = place(model, mesh, rule_name, table, strict=cfg.strict)
-    optimizer = nnx.Optimizer(model, optax.adamw(cfg.train.learning_rate, weight_decay=cfg.train.weight_decay),
-                              wrt=nnx.Param)
-    place(optimizer, mesh, rule_name, table, strict=False)
+    tx = optax.adamw(cfg.train.learning_rate, weight_decay=cfg.train.weight_decay)
+
+    def build():  # builds its own Rngs: init_sharded traces it, so it must hold no outside state
+        return factory(dim_theta=dim_theta, dim_x=dim_x, rngs=nnx.Rngs(cfg.seed), **hparams)
+
+    if cfg.model.init == "sharded" and mesh is not None:
+        # Every variable is created at its placement: no device ever holds a whole split variable.
+        from gensbi_sharding.init import init_optimizer_sharded, init_sharded
+
+        fallbacks = _planned_fallbacks(nnx.eval_shape(build), mesh, rule_name, table, strict=cfg.strict)
+        builtin = rule_name in _rules() and table == dict(_rules()[rule_name])
+        with _fallback_warnings_to_log():
+            model = init_sharded(build, mesh, rule_name if builtin else table)
+        optimizer = init_optimizer_sharded(model, tx, wrt=nnx.Param)
+    else:
+        model = build()
+        fallbacks = place(model, mesh, rule_name, table, strict=cfg.strict)
+        optimizer = nnx.Optimizer(model, tx, wrt=nnx.Param)
+        place(optimizer, mesh, rule_name, table, strict=False)
     replicated = None if mesh is None else jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
     # Made by a jitted function, not device_put: typed keys cannot be put onto other processes' devices.
     key = jax.jit(lambda: jax.random.key(cfg.seed), out_shardings=replicated)()
@@ -115,23 +130,47 @@ def place(node: Any, mesh: Any, rule_name: str, table: dict, *, strict: bool) ->
 
     if mesh is None:
         return {}
-    builtin = rule_name in sharding.RULES and table == dict(sharding.RULES[rule_name])
+    fallbacks = _planned_fallbacks(node, mesh, rule_name, table, strict=strict)
+    with _fallback_warnings_to_log():
+        if rule_name in sharding.RULES and table == dict(sharding.RULES[rule_name]):
+            sharding.shard_model(node, mesh, rule_name)
+        else:
+            sharding.shard_model_by_table(node, mesh, table)
+    return fallbacks
+
+
+def _planned_fallbacks(node: Any, mesh: Any, rule_name: str, table: dict, *, strict: bool) -> dict[str, str]:
+    """The variables the rule cannot split (concrete or abstract node); an error under strict."""
+    from gensbi_sharding import sharding
+
     _, fallbacks = sharding.plan_shardings(node, mesh, table,
                                            honor_annotations=_honors(rule_name, table, sharding))
     if strict and fallbacks:
         listed = "; ".join(f"{p} ({r})" for p, r in fallbacks.items())
         raise ConfigError(f"strict=true and rule {rule_name!r} cannot split {len(fallbacks)} "
                           f"variable(s): {listed}. Fix the annotation or dimension, or set strict=false")
+    return fallbacks
+
+
+def _rules() -> dict:
+    from gensbi_sharding.sharding import RULES
+
+    return RULES
+
+
+@contextlib.contextmanager
+def _fallback_warnings_to_log():
+    """The contract's one fallback warning goes into the job's log; other warnings pass through."""
+    from gensbi_sharding.sharding import ExperimentalRuleWarning, ShardingFallbackWarning
+
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        if builtin:
-            sharding.shard_model(node, mesh, rule_name)
-        else:
-            sharding.shard_model_by_table(node, mesh, table)
-    for w in caught:  # the contract's fallback warning, into the job's log
-        if issubclass(w.category, sharding.ShardingFallbackWarning):
+        yield
+    for w in caught:
+        if issubclass(w.category, ShardingFallbackWarning):
             log.warning("%s", w.message)
-    return fallbacks
+        elif not issubclass(w.category, ExperimentalRuleWarning):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
 
 def _launch_dir() -> str | None:
