@@ -46,7 +46,6 @@ def error_of(fn) -> str | None:
 
 def case_placement(p: int) -> dict:
     """Global shapes, gathered values, addressable rows and model groups, on this process."""
-    import jax
     from jax.experimental import multihost_utils
 
     from gensbi_sharding.multihost import (DataPartitionType, check_model_groups_local,

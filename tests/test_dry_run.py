@@ -6,7 +6,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from hydra import compose, initialize_config_dir
 
 from gensbi_sharding import make_mesh
