@@ -34,7 +34,8 @@ def dry_run(cfg: DictConfig, *, mesh: Any, rule_name: str, table: dict, dim_thet
     from gensbi_sharding.compiled import compiled_report
     from gensbi_sharding.harness.registry import get_model
     from gensbi_sharding.harness.train import make_step_functions
-    from gensbi_sharding.sharding import RULES, batch_axes, plan_shardings
+    from gensbi_sharding.harness.state import honors_annotations
+    from gensbi_sharding.sharding import batch_axes, plan_shardings
 
     factory = get_model(cfg.model.name)
     hparams = {k: v for k, v in OmegaConf.to_container(cfg.model).items() if k not in ("name", "init")}
@@ -48,8 +49,8 @@ def dry_run(cfg: DictConfig, *, mesh: Any, rule_name: str, table: dict, dim_thet
     model, optimizer = nnx.eval_shape(build)
     fallbacks: dict[str, str] = {}
     if mesh is not None:
-        honor = not (rule_name == "replicated" and table == dict(RULES["replicated"]))
-        specs, fallbacks = plan_shardings((model, optimizer), mesh, table, honor_annotations=honor)
+        specs, fallbacks = plan_shardings((model, optimizer), mesh, table,
+                                          honor_annotations=honors_annotations(rule_name, table))
         for path, var in nnx.graph.iter_graph((model, optimizer)):
             key = "/".join(map(str, path))
             if isinstance(var, nnx.Variable) and key in specs:

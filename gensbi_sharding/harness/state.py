@@ -21,7 +21,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness.config import ConfigError
 
-__all__ = ["TrainState", "build_state", "place", "resume_step_dir", "partition_axis_for"]
+__all__ = ["TrainState", "build_state", "place", "resume_step_dir", "partition_axis_for",
+           "is_builtin", "honors_annotations"]
 
 log = logging.getLogger("gensbi_sharding")
 
@@ -66,9 +67,8 @@ def build_state(cfg: DictConfig, *, dim_theta: int, dim_x: int, mesh: Any, rule_
         from gensbi_sharding.init import init_optimizer_sharded, init_sharded
 
         fallbacks = _planned_fallbacks(nnx.eval_shape(build), mesh, rule_name, table, strict=cfg.strict)
-        builtin = rule_name in _rules() and table == dict(_rules()[rule_name])
         with _fallback_warnings_to_log():
-            model = init_sharded(build, mesh, rule_name if builtin else table)
+            model = init_sharded(build, mesh, rule_name if is_builtin(rule_name, table) else table)
         optimizer = init_optimizer_sharded(model, tx, wrt=nnx.Param)
     else:
         model = build()
@@ -100,12 +100,12 @@ def partition_axis_for(cfg: DictConfig, table: dict, mesh: Any):
 def _restore(state: TrainState, step_dir: Path, mesh: Any, rule_name: str, table: dict) -> None:
     from flax import nnx
 
-    from gensbi_sharding import checkpoint, sharding
+    from gensbi_sharding import checkpoint
 
     if mesh is None:
         raise ConfigError("train.resume needs a mesh to restore onto; use mesh=auto or mesh=dict")
     target = checkpoint.abstract_state_for((state.model, state.optimizer), mesh, table,
-                                           honor_annotations=_honors(rule_name, table, sharding))
+                                           honor_annotations=honors_annotations(rule_name, table))
     restored = checkpoint.restore(step_dir, target, key_sharding=state.key.sharding)
     nnx.update((state.model, state.optimizer), restored.state)
     state.key, state.start_step = restored.key, restored.step
@@ -113,9 +113,16 @@ def _restore(state: TrainState, step_dir: Path, mesh: Any, rule_name: str, table
              rule_name, dict(mesh.shape))
 
 
-def _honors(rule_name: str, table: dict, sharding) -> bool:
-    builtin = rule_name in sharding.RULES and table == dict(sharding.RULES[rule_name])
-    return not (builtin and rule_name == "replicated")
+def is_builtin(rule_name: str, table: dict) -> bool:
+    """Whether ``table`` is exactly the contract's rule ``rule_name`` (placed by ``shard_model``)."""
+    from gensbi_sharding.sharding import RULES
+
+    return rule_name in RULES and table == dict(RULES[rule_name])
+
+
+def honors_annotations(rule_name: str, table: dict) -> bool:
+    """The contract's "replicated" ignores annotations (and never warns); every other table reads them."""
+    return not (is_builtin(rule_name, table) and rule_name == "replicated")
 
 
 def place(node: Any, mesh: Any, rule_name: str, table: dict, *, strict: bool) -> dict[str, str]:
@@ -132,7 +139,7 @@ def place(node: Any, mesh: Any, rule_name: str, table: dict, *, strict: bool) ->
         return {}
     fallbacks = _planned_fallbacks(node, mesh, rule_name, table, strict=strict)
     with _fallback_warnings_to_log():
-        if rule_name in sharding.RULES and table == dict(sharding.RULES[rule_name]):
+        if is_builtin(rule_name, table):
             sharding.shard_model(node, mesh, rule_name)
         else:
             sharding.shard_model_by_table(node, mesh, table)
@@ -144,18 +151,12 @@ def _planned_fallbacks(node: Any, mesh: Any, rule_name: str, table: dict, *, str
     from gensbi_sharding import sharding
 
     _, fallbacks = sharding.plan_shardings(node, mesh, table,
-                                           honor_annotations=_honors(rule_name, table, sharding))
+                                           honor_annotations=honors_annotations(rule_name, table))
     if strict and fallbacks:
         listed = "; ".join(f"{p} ({r})" for p, r in fallbacks.items())
         raise ConfigError(f"strict=true and rule {rule_name!r} cannot split {len(fallbacks)} "
                           f"variable(s): {listed}. Fix the annotation or dimension, or set strict=false")
     return fallbacks
-
-
-def _rules() -> dict:
-    from gensbi_sharding.sharding import RULES
-
-    return RULES
 
 
 @contextlib.contextmanager
