@@ -13,7 +13,8 @@ constructor with output shardings (the approach ``init_sharded`` improves on).
 Each way runs ``--repeats`` times in fresh processes, interleaved; the table shows
 medians and the range of the peaks: the eager peak varies from run to run (its
 transfers are asynchronous, and how much of the unplaced model is still resident
-when the last copy lands varies; 1.8 to 2.9 GB for the default here).
+when the last copy lands varies). ``init_sharded``'s peak is the process after JAX
+started plus the model's shards plus its compiled programs, and varies little.
 
 Run: ``.venv/bin/python benchmarks/init.py [--width 2048 --depth 8] [--rule fsdp --model-axis 1]``
 """

@@ -3,36 +3,34 @@
 ``shard_model`` places a model after it exists, so each variable first exists whole on
 one device. Here each variable's target comes from ``plan_shardings`` on the abstract
 model (the contract's rules, fallbacks and warnings), and its value is computed by a
-jitted program with that output sharding. The constructor is traced once; its scalar
-work (RNG keys, counters, scales: results of at most ``_EAGER_ELEMENTS`` elements) runs
-eagerly, as in eager construction, and the rest of each variable becomes one program
-taking those scalars, compiled once for all variables that differ only in them (the
-kernels of every block). Variables are computed one at a time, so one variable's
-temporaries exist at once. (One ``jit`` of the whole constructor keeps a shard-sized
-threefry counter per variable alive: 1.47 GB of temporaries for a 1.07 GB MLP on 8
-CPU devices; it also compiles every draw separately.)
+jitted program with that output sharding (``staging``): the constructor is traced once,
+its scalar work (RNG keys, counters, scales) runs eagerly as in eager construction, and
+the rest of each variable becomes one program taking those scalars, compiled once for
+all variables that print alike (the kernels of every block). Variables are computed one
+at a time, and each draw is one fused loop writing its shards (``random_bits``), so the
+process holds the model's shards and little else: for a 1.07 GB MLP under fsdp on 8 CPU
+devices, 1.37 GB at peak, of which 0.24 GB is JAX's runtime (``benchmarks/init.py``).
+(One ``jit`` of the whole constructor keeps a shard-sized threefry counter per variable
+alive, 1.47 GB of temporaries for that MLP, and compiles every draw separately.)
 
 Values equal eager construction bit for bit on CPU. Threefry bits do not depend on the
-layout (``jax_threefry_partitionable``, on by default; off, values still agree but each
-device draws whole arrays), but the float transforms of an initialiser (``erf_inv``,
-``log``) compile to vector loops whose rounding (FMA contraction) depends on the block
-shape. A block keeping every trailing dimension compiles like the whole array if those
-hold at least ``_MIN_TRAILING`` elements (fewer: XLA:CPU picks its loop by the row
-count; measured against whole draws, float32). So a variable is drawn with its leading
-dimension split over all devices (no device repeats another's draw), then moved to its
-target by XLA's collectives; one whose leading size does not divide, or whose rows are
-that short, is drawn in place if its target splits only the leading dimension, else on
-one device and placed from there as ``shard_model`` does (small variables in practice).
+layout (``jax_threefry_partitionable``, on by default), but an initialiser's float
+transforms (``erf_inv``, ``log``) compile to vector loops whose rounding (FMA
+contraction) can differ with the loop. Measured on XLA:CPU (float32; 7 initialisers, 28
+shapes, every split of every dimension over (8, 1), (4, 2), (2, 4) and (1, 8) meshes),
+a fused draw in any layout equals the eager one when the array is 1-d or its trailing
+dimensions hold at least ``_MIN_TRAILING`` elements, and only then. Such variables are
+drawn at their target. The others, and draws that cannot be fused (other key types,
+``jax_threefry_partitionable`` off), are drawn unfused as eagerly, at a layout that
+rounds alike (``generation_sharding``), and then moved to their target by XLA's
+collectives.
 """
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import functools
 import math
 import warnings
-from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -41,19 +39,13 @@ from flax import nnx
 from jax.extend import core as jcore
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P, SingleDeviceSharding
 
+from gensbi_sharding import staging
 from gensbi_sharding.sharding import RULES, _path_str, plan_shardings, shard_model, shard_model_by_table
 
 __all__ = ["init_sharded", "init_optimizer_sharded", "generation_sharding"]
 
-# Results with at most this many elements are computed eagerly (keys are 0-d, legacy keys 2).
-_EAGER_ELEMENTS = 16
 # Fewest trailing elements for which a row block compiles like the whole array on XLA:CPU.
 _MIN_TRAILING = 8
-# Jitted programs shared by all calls, keyed by full printed jaxpr and output sharding (LRU).
-_MAX_PROGRAMS = 256
-_PROGRAMS: OrderedDict[tuple, Callable] = OrderedDict()
-# After a variable this large, freed heap pages go back to the OS (see _LIBC).
-_TRIM_BYTES = 2**20
 
 
 def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Mapping = "replicated") -> Any:
@@ -90,19 +82,24 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Mapp
     specs, _ = plan_shardings(abstract, mesh, table, honor_annotations=honor)
     leaves = _array_leaves(state)
     traced = jax.make_jaxpr(_select(factory, [path for path, _ in leaves]))()
-    known, producer = _run_scalar_work(traced)
+    known, producer = staging.run_scalar_work(traced)
     for (path, var), out in zip(leaves, traced.jaxpr.outvars):
         target = NamedSharding(mesh, specs[path])
-        born = generation_sharding(specs[path], var.get_value().shape, mesh)
         if isinstance(out, jcore.Literal) or out in known:
-            value = jax.device_put(_read(out, known), target)
+            value = jax.device_put(staging.read(out, known), target)
+            var.set_value(value)
+            continue
+        jaxpr = staging.residual(traced.jaxpr, out, known, producer, path)
+        args = [known[v] for v in jaxpr.invars]
+        if _rows_round_alike(var.get_value().shape) and staging.draws_fuse(jaxpr, args):
+            (value,) = staging.program(jaxpr, target, fuse=True)(*args)
+        elif isinstance(born := generation_sharding(specs[path], var.get_value().shape, mesh),
+                        SingleDeviceSharding):
+            value = _eager_then_place(jaxpr, args, born, target)
         else:
-            jaxpr = _residual(traced.jaxpr, out, known, producer, path)
-            (value,) = _program(jaxpr, born)(*[known[v] for v in jaxpr.invars])
+            (value,) = staging.program(jaxpr, born, fuse=False)(*args)
             value = _place_drawn(value, born, target)
-        var.set_value(jax.block_until_ready(value))
-        if value.nbytes >= _TRIM_BYTES:
-            _release_free_heap()
+        var.set_value(jax.block_until_ready(value))  # one variable at a time
     module = nnx.merge(graphdef, state)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")  # placed as planned: this moves nothing, it only warns
@@ -173,8 +170,9 @@ def generation_sharding(spec: P, shape: tuple[int, ...], mesh: Mesh) -> jax.shar
     If the trailing dimensions hold ``_MIN_TRAILING`` elements or more (or the array is
     1-d): the leading dimension split over ``spec``'s mesh axes then the others, when it
     divides by the device count (no device repeats another's draw); else over ``spec``'s
-    axes only, when it divides by theirs. Otherwise the first device alone, as eagerly
-    (with several processes, every device: each process must run every program).
+    axes only, when it divides by theirs. Otherwise this process's first device of the
+    mesh: the variable is computed there as eager construction computes it (op by op),
+    then placed (small variables in practice: rows of fewer than 8 elements).
     """
     target, used = NamedSharding(mesh, spec), _axes_of(spec)
     if len(shape) == 1 or len(shape) > 1 and math.prod(shape[1:]) >= _MIN_TRAILING:
@@ -182,9 +180,23 @@ def generation_sharding(spec: P, shape: tuple[int, ...], mesh: Mesh) -> jax.shar
             if axes and shape[0] % math.prod(mesh.shape[a] for a in axes) == 0:
                 born = NamedSharding(mesh, P(_entry(axes)))
                 return target if born.is_equivalent_to(target, len(shape)) else born
-    if jax.process_count() > 1:
-        return target if not _axes_of(spec) else NamedSharding(mesh, P())
-    return SingleDeviceSharding(mesh.devices.flat[0])
+    return SingleDeviceSharding(next(d for d in mesh.devices.flat if d.process_index == jax.process_index()))
+
+
+def _eager_then_place(jaxpr: Any, args: list, born: SingleDeviceSharding, target: NamedSharding) -> jax.Array:
+    """Compute a variable op by op on one device, as eagerly (same programs, same rounding), then place it."""
+    (device,) = born.device_set
+    with jax.default_device(device):
+        (whole,) = jcore.jaxpr_as_fun(jcore.ClosedJaxpr(jaxpr, []))(*args)
+    if jax.process_count() == 1:
+        return jax.device_put(whole, target)  # as shard_model places it
+    # Every process computed the same value; each places the shards its devices hold.
+    return jax.make_array_from_callback(whole.shape, target, lambda index: whole[index])
+
+
+def _rows_round_alike(shape: tuple[int, ...]) -> bool:
+    """Whether a fused draw of this shape rounds as eager construction does, in any layout."""
+    return len(shape) == 1 or len(shape) > 1 and math.prod(shape[1:]) >= _MIN_TRAILING
 
 
 def _axes_of(spec: P) -> tuple[str, ...]:
@@ -196,15 +208,13 @@ def _entry(axes: tuple[str, ...]) -> str | tuple[str, ...] | None:
     return (axes[0] if len(axes) == 1 else axes) if axes else None
 
 
-def _place_drawn(value: jax.Array, born: jax.sharding.Sharding, target: NamedSharding) -> jax.Array:
+def _place_drawn(value: jax.Array, born: NamedSharding, target: NamedSharding) -> jax.Array:
     """Move a drawn value to its target without a whole copy on any device.
 
     XLA moves a split between dimensions well only over the same axes, and gathers well
     only over the minor axes of a split: so first move the target's axes (the others
     staying on the leading dimension), then gather over the others.
     """
-    if isinstance(born, SingleDeviceSharding):
-        return jax.device_put(value, target)  # as shard_model places it
     mesh, ndim, used = target.mesh, value.ndim, _axes_of(target.spec)
     entries = tuple(target.spec) + (None,) * (ndim - len(tuple(target.spec)))
     lead = _axes_of(P(entries[0])) + tuple(a for a in _axes_of(born.spec) if a not in used)
@@ -247,57 +257,6 @@ def _select(factory: Callable[[], Any], paths: list[str]) -> Callable[[], list]:
     return build
 
 
-def _read(atom: Any, known: dict) -> Any:
-    return atom.val if isinstance(atom, jcore.Literal) else known[atom]
-
-
-def _run_scalar_work(traced: jcore.ClosedJaxpr) -> tuple[dict, dict]:
-    """Evaluate the small equations eagerly, in order; ``(known values, producer of the rest)``."""
-    jaxpr = traced.jaxpr
-    known, producer = dict(zip(jaxpr.constvars, traced.consts)), {}
-    for index, eqn in enumerate(jaxpr.eqns):
-        if (all(math.prod(v.aval.shape) <= _EAGER_ELEMENTS for v in eqn.outvars) and not eqn.effects
-                and all(isinstance(a, jcore.Literal) or a in known for a in eqn.invars)):
-            if all(isinstance(v, jcore.DropVar) for v in eqn.outvars):
-                continue
-            with eqn.ctx.manager:
-                out = eqn.primitive.bind(*(_read(a, known) for a in eqn.invars),
-                                         **eqn.primitive.get_bind_params(eqn.params))
-            known.update(zip(eqn.outvars, out if eqn.primitive.multiple_results else [out]))
-        else:
-            producer.update((v, index) for v in eqn.outvars)
-    return known, producer
-
-
-def _residual(jaxpr: jcore.Jaxpr, out: Any, known: dict, producer: dict, path: str) -> jcore.Jaxpr:
-    """The equations ``out`` still needs, as a jaxpr whose inputs are known scalars."""
-    keep, stack, seen = set(), [out], set()
-    while stack:
-        var = stack.pop()
-        if isinstance(var, jcore.Literal) or var in seen or var in known:
-            continue
-        seen.add(var)
-        keep.add(producer[var])
-        stack.extend(jaxpr.eqns[producer[var]].invars)
-    eqns = [jaxpr.eqns[i] for i in sorted(keep)]
-    # Inputs in order of first use, so equal computations print (and compile) alike.
-    inputs = list(dict.fromkeys(a for e in eqns for a in e.invars
-                                if not isinstance(a, jcore.Literal) and a in known))
-    info = jcore.DebugInfo("init_sharded", path, tuple(f"scalar{i}" for i in range(len(inputs))), (path,))
-    return jcore.Jaxpr([], inputs, [out], eqns, frozenset().union(*(e.effects for e in eqns)), info)
-
-
-def _program(jaxpr: jcore.Jaxpr, born: jax.sharding.Sharding) -> Callable:
-    # Every parameter printed; the RNG flag changes lowerings that JAX caches per jaxpr.
-    key = (jaxpr.pretty_print(custom_pp_eqn_rules=False), born, jax.config.jax_threefry_partitionable)
-    program = _PROGRAMS.pop(key, None) or jax.jit(jcore.jaxpr_as_fun(jcore.ClosedJaxpr(jaxpr, [])),
-                                                  out_shardings=[born])
-    _PROGRAMS[key] = program
-    if len(_PROGRAMS) > _MAX_PROGRAMS:
-        _PROGRAMS.popitem(last=False)
-    return program
-
-
 @functools.lru_cache(maxsize=64)
 def _mover(target: NamedSharding) -> Callable[[jax.Array], jax.Array]:
     return jax.jit(lambda value: value, out_shardings=target)
@@ -310,17 +269,3 @@ def _like_param(path: str, value: Any, params: dict, mesh: Mesh) -> NamedShardin
         if shape == tuple(value.shape):
             return sharding
     return NamedSharding(mesh, P())
-
-
-def _load_libc() -> Any:
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-    except OSError:
-        return None
-    return libc if hasattr(libc, "malloc_trim") else None
-
-
-# glibc keeps freed shard-sized blocks (each variable's temporaries) in its heap once its
-# adaptive mmap threshold has risen; malloc_trim hands them back to the OS.
-_LIBC = _load_libc()
-_release_free_heap = (lambda: _LIBC.malloc_trim(0)) if _LIBC is not None else (lambda: None)

@@ -150,11 +150,12 @@ def launch(case: str, num_processes: int = 2) -> list[dict]:
             for other in procs:
                 other.kill()
             raise AssertionError(f"{case}: a worker hung past {LAUNCH_TIMEOUT_S} s") from None
-        lines = [line for line in out.splitlines() if line.startswith("RESULT ")]
+        # Searched, then raw_decode: gloo's C++ logging shares stdout and can land on the
+        # same line before or after the JSON.
+        at = out.rfind("RESULT {")
         runs.append({"rc": proc.returncode, "seconds": time.monotonic() - start,
-                     # raw_decode: gloo's C++ logging can land on the same stdout line after the JSON.
-                     "result": json.JSONDecoder().raw_decode(lines[-1][7:])[0] if lines else None,
-                     "stderr": err})
+                     "result": json.JSONDecoder().raw_decode(out[at + 7:])[0] if at >= 0 else None,
+                     "stdout": out, "stderr": err})
     return runs
 
 
@@ -163,6 +164,7 @@ def placement():
     runs = launch("placement")
     for p, run in enumerate(runs):
         assert run["rc"] == 0, f"process {p} failed:\n{run['stderr'][-3000:]}"
+        assert run["result"] is not None, f"process {p} printed no result:\n{run['stdout'][-3000:]}"
     return [run["result"] for run in runs]
 
 
