@@ -90,15 +90,7 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Mapp
             var.set_value(value)
             continue
         jaxpr = staging.residual(traced.jaxpr, out, known, producer, path)
-        args = [known[v] for v in jaxpr.invars]
-        if _rows_round_alike(var.get_value().shape) and staging.draws_fuse(jaxpr, args):
-            (value,) = staging.program(jaxpr, target, fuse=True)(*args)
-        elif isinstance(born := generation_sharding(specs[path], var.get_value().shape, mesh),
-                        SingleDeviceSharding):
-            value = _eager_then_place(jaxpr, args, born, target)
-        else:
-            (value,) = staging.program(jaxpr, born, fuse=False)(*args)
-            value = _place_drawn(value, born, target)
+        value = _compute_at(jaxpr, [known[v] for v in jaxpr.invars], var.get_value().shape, target)
         var.set_value(jax.block_until_ready(value))  # one variable at a time
     module = nnx.merge(graphdef, state)
     with warnings.catch_warnings(record=True) as caught:
@@ -192,6 +184,18 @@ def _eager_then_place(jaxpr: Any, args: list, born: SingleDeviceSharding, target
         return jax.device_put(whole, target)  # as shard_model places it
     # Every process computed the same value; each places the shards its devices hold.
     return jax.make_array_from_callback(whole.shape, target, lambda index: whole[index])
+
+
+def _compute_at(jaxpr: Any, args: list, shape: tuple[int, ...], target: NamedSharding) -> jax.Array:
+    """A variable's value at ``target``, by the cheapest way that rounds as eager construction."""
+    if _rows_round_alike(shape) and staging.draws_fuse(jaxpr, args):
+        (value,) = staging.program(jaxpr, target, fuse=True)(*args)
+        return value
+    born = generation_sharding(target.spec, shape, target.mesh)
+    if isinstance(born, SingleDeviceSharding):
+        return _eager_then_place(jaxpr, args, born, target)
+    (value,) = staging.program(jaxpr, born, fuse=False)(*args)
+    return _place_drawn(value, born, target)
 
 
 def _rows_round_alike(shape: tuple[int, ...]) -> bool:
