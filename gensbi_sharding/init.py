@@ -2,48 +2,49 @@
 
 ``shard_model`` places a model after it exists, so each variable first exists whole on
 one device. Here each variable's target comes from ``plan_shardings`` on the abstract
-model (the contract's rules, fallbacks and warnings), and its value is computed by a
-jitted program with that output sharding (``staging``): the constructor is traced once,
-its scalar work (RNG keys, counters, scales) runs eagerly as in eager construction, and
-the rest of each variable becomes one program taking those scalars, compiled once for
-all variables that print alike (the kernels of every block). Variables are computed one
-at a time, and each draw is one fused loop writing its shards (``random_bits``), so the
-process holds the model's shards and little else: for a 1.07 GB MLP under fsdp on 8 CPU
-devices, 1.37 GB at peak, of which 0.24 GB is JAX's runtime (``benchmarks/init.py``).
-(One ``jit`` of the whole constructor keeps a shard-sized threefry counter per variable
-alive, 1.47 GB of temporaries for that MLP, and compiles every draw separately.)
+model (the contract's rules, fallbacks and warnings), and its value is computed by jitted
+programs with that output sharding (``staging``): the constructor is traced once, its
+scalar work (RNG keys, counters, scales) runs eagerly as in eager construction, and the
+rest of each variable runs with eager execution's program boundaries, every value at the
+variable's sharding, each program compiled once for all variables (the kernels of every
+block). Variables are computed one at a time, and each draw is one fused loop writing
+its shards (``random_bits``), so the process holds the model's shards and little else:
+for a 1.07 GB MLP under fsdp on 8 CPU devices, 1.36 GB at peak, of which 0.24 GB is
+JAX's runtime (``benchmarks/init.py``). (One ``jit`` of the whole constructor keeps a
+shard-sized threefry counter per variable alive, 1.47 GB of temporaries for that MLP.)
 
 Values equal eager construction bit for bit on CPU. Threefry bits do not depend on the
-layout (``jax_threefry_partitionable``, on by default), but an initialiser's float
-transforms (``erf_inv``, ``log``) compile to vector loops whose rounding (FMA
-contraction) can differ with the loop. Measured on XLA:CPU (float32; 7 initialisers, 28
-shapes, every split of every dimension over (8, 1), (4, 2), (2, 4) and (1, 8) meshes),
-a fused draw in any layout equals the eager one when the array is 1-d or its trailing
-dimensions hold at least ``_MIN_TRAILING`` elements, and only then. Such variables are
-drawn at their target. The others, and draws that cannot be fused (other key types,
-``jax_threefry_partitionable`` off), are drawn unfused as eagerly, at a layout that
-rounds alike (``generation_sharding``), and then moved to their target by XLA's
-collectives.
+layout (``jax_threefry_partitionable``, on by default), and an elementwise computation
+from them gives each element the same operations in any layout; but XLA:CPU rounds an
+initialiser's float transforms (``erf_inv``, ``log``: FMA contraction in vector loops)
+differently when rows are short. Measured (float32; 7 initialisers, 28 shapes, every
+split of every dimension over (8, 1), (4, 2), (2, 4) and (1, 8) meshes, and the models'
+tests): a draw equals the eager one when the array and each device's block of it are
+1-d or have rows of at least ``_MIN_TRAILING`` elements; differences appeared below.
+Every other variable is computed op by op on one device, as eagerly, and then placed
+(see ``init_sharded``).
 """
 
 from __future__ import annotations
 
-import functools
 import math
 import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 from flax import nnx
 from jax.extend import core as jcore
-from jax.sharding import Mesh, NamedSharding, PartitionSpec as P, SingleDeviceSharding
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from gensbi_sharding import staging
 from gensbi_sharding.sharding import RULES, _path_str, plan_shardings, shard_model, shard_model_by_table
 
-__all__ = ["init_sharded", "init_optimizer_sharded", "generation_sharding"]
+__all__ = ["init_sharded", "init_optimizer_sharded"]
 
+_READS_TRACED_VALUE = (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError,
+                       jax.errors.TracerBoolConversionError, jax.errors.TracerIntegerConversionError)
 # Fewest trailing elements for which a row block compiles like the whole array on XLA:CPU.
 _MIN_TRAILING = 8
 
@@ -70,24 +71,45 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Mapp
     Raises
     ------
     ValueError
-        If ``factory`` is not a callable (a module instance is not), or ``rule`` is
-        neither a key of ``RULES`` nor a mapping.
+        If ``factory`` is not a callable (a module instance is not), ``rule`` is
+        neither a key of ``RULES`` nor a mapping, or the constructor cannot be traced
+        (it converts a computed array to a Python value or NumPy).
+
+    Notes
+    -----
+    A variable computed elementwise from its draws (the initialisers of ``jax.nn`` and
+    Flax, scaled, shifted, cast) whose rows, and the rows of each device's block of it,
+    hold at least 8 elements is written directly
+    at its placement. Any other (reshaped or reduced draws, batched keys as under
+    ``nnx.vmap``, other generators, ``jax_threefry_partitionable`` off) is computed op
+    by op on one device, exactly as eager construction computes it, and then placed:
+    for that variable alone, one device holds it whole for a moment.
     """
     _check_factory(factory)
     table, honor = _resolve_rule(rule)
     if mesh is None:
         return factory()
-    abstract = nnx.eval_shape(factory)
-    graphdef, state = nnx.split(abstract)
+    try:
+        abstract = nnx.eval_shape(factory)
+        graphdef, state = nnx.split(abstract)
+        leaves = _array_leaves(state)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the constructor's own warnings were shown once above
+            traced = jax.make_jaxpr(_select(factory, [path for path, _ in leaves], scalars := {}))()
+    except _READS_TRACED_VALUE as error:
+        raise ValueError(
+            f"init_sharded traces the constructor, which reads a value it computed ({type(error).__name__}: "
+            f"{str(error).splitlines()[0]}); build it eagerly and place it instead: "
+            "shard_model(factory(), mesh, rule) (in the harness: model.init=eager)") from error
     specs, _ = plan_shardings(abstract, mesh, table, honor_annotations=honor)
-    leaves = _array_leaves(state)
-    traced = jax.make_jaxpr(_select(factory, [path for path, _ in leaves]))()
     known, producer = staging.run_scalar_work(traced)
     for (path, var), out in zip(leaves, traced.jaxpr.outvars):
         target = NamedSharding(mesh, specs[path])
+        if path in scalars:  # shard_model leaves Python scalars as they are
+            var.set_value(scalars[path](staging.read(out, known)))
+            continue
         if isinstance(out, jcore.Literal) or out in known:
-            value = jax.device_put(staging.read(out, known), target)
-            var.set_value(value)
+            var.set_value(jax.device_put(staging.read(out, known), target))
             continue
         jaxpr = staging.residual(traced.jaxpr, out, known, producer, path)
         value = _compute_at(jaxpr, [known[v] for v in jaxpr.invars], var.get_value().shape, target)
@@ -156,28 +178,10 @@ def init_optimizer_sharded(model: Any, tx: Any, *, wrt: Any = nnx.Param) -> nnx.
     return nnx.merge(graphdef, state)
 
 
-def generation_sharding(spec: P, shape: tuple[int, ...], mesh: Mesh) -> jax.sharding.Sharding:
-    """Where a variable bound for ``NamedSharding(mesh, spec)`` is drawn (see the module docstring).
-
-    If the trailing dimensions hold ``_MIN_TRAILING`` elements or more (or the array is
-    1-d): the leading dimension split over ``spec``'s mesh axes then the others, when it
-    divides by the device count (no device repeats another's draw); else over ``spec``'s
-    axes only, when it divides by theirs. Otherwise this process's first device of the
-    mesh: the variable is computed there as eager construction computes it (op by op),
-    then placed (small variables in practice: rows of fewer than 8 elements).
-    """
-    target, used = NamedSharding(mesh, spec), _axes_of(spec)
-    if len(shape) == 1 or len(shape) > 1 and math.prod(shape[1:]) >= _MIN_TRAILING:
-        for axes in (used + tuple(a for a in mesh.axis_names if a not in used), used):
-            if axes and shape[0] % math.prod(mesh.shape[a] for a in axes) == 0:
-                born = NamedSharding(mesh, P(_entry(axes)))
-                return target if born.is_equivalent_to(target, len(shape)) else born
-    return SingleDeviceSharding(next(d for d in mesh.devices.flat if d.process_index == jax.process_index()))
-
-
-def _eager_then_place(jaxpr: Any, args: list, born: SingleDeviceSharding, target: NamedSharding) -> jax.Array:
+def _eager_then_place(jaxpr: Any, args: list, target: NamedSharding) -> jax.Array:
     """Compute a variable op by op on one device, as eagerly (same programs, same rounding), then place it."""
-    (device,) = born.device_set
+    mesh = target.mesh
+    device = next(d for d in mesh.devices.flat if d.process_index == jax.process_index())
     with jax.default_device(device):
         (whole,) = jcore.jaxpr_as_fun(jcore.ClosedJaxpr(jaxpr, []))(*args)
     if jax.process_count() == 1:
@@ -187,48 +191,16 @@ def _eager_then_place(jaxpr: Any, args: list, born: SingleDeviceSharding, target
 
 
 def _compute_at(jaxpr: Any, args: list, shape: tuple[int, ...], target: NamedSharding) -> jax.Array:
-    """A variable's value at ``target``, by the cheapest way that rounds as eager construction."""
-    if _rows_round_alike(shape) and staging.draws_fuse(jaxpr, args):
-        (value,) = staging.program(jaxpr, target, fuse=True)(*args)
-        return value
-    born = generation_sharding(target.spec, shape, target.mesh)
-    if isinstance(born, SingleDeviceSharding):
-        return _eager_then_place(jaxpr, args, born, target)
-    (value,) = staging.program(jaxpr, born, fuse=False)(*args)
-    return _place_drawn(value, born, target)
+    """A variable's value at ``target``, computed so that it rounds as eager construction."""
+    if (_rows_round_alike(shape) and _rows_round_alike(target.shard_shape(shape))
+            and staging.elementwise_in(jaxpr, shape) and staging.draws_fuse(jaxpr, args)):
+        return staging.run_at(jaxpr, args, target)
+    return _eager_then_place(jaxpr, args, target)
 
 
 def _rows_round_alike(shape: tuple[int, ...]) -> bool:
     """Whether a fused draw of this shape rounds as eager construction does, in any layout."""
     return len(shape) == 1 or len(shape) > 1 and math.prod(shape[1:]) >= _MIN_TRAILING
-
-
-def _axes_of(spec: P) -> tuple[str, ...]:
-    return tuple(a for e in spec if e is not None for a in ((e,) if isinstance(e, str) else e))
-
-
-def _entry(axes: tuple[str, ...]) -> str | tuple[str, ...] | None:
-    """The PartitionSpec entry splitting one dimension over ``axes``."""
-    return (axes[0] if len(axes) == 1 else axes) if axes else None
-
-
-def _place_drawn(value: jax.Array, born: NamedSharding, target: NamedSharding) -> jax.Array:
-    """Move a drawn value to its target without a whole copy on any device.
-
-    XLA moves a split between dimensions well only over the same axes, and gathers well
-    only over the minor axes of a split: so first move the target's axes (the others
-    staying on the leading dimension), then gather over the others.
-    """
-    mesh, ndim, used = target.mesh, value.ndim, _axes_of(target.spec)
-    entries = tuple(target.spec) + (None,) * (ndim - len(tuple(target.spec)))
-    lead = _axes_of(P(entries[0])) + tuple(a for a in _axes_of(born.spec) if a not in used)
-    if value.shape[0] % math.prod(mesh.shape[a] for a in lead) == 0:
-        step = NamedSharding(mesh, P(_entry(lead), *entries[1:]))
-    else:  # gather over the other axes first, then move
-        step = NamedSharding(mesh, P(_entry(used)))
-    if not value.sharding.is_equivalent_to(step, ndim):
-        value = _mover(target if step.is_equivalent_to(target, ndim) else step)(value)
-    return value if value.sharding == target else _mover(target)(jax.block_until_ready(value))
 
 
 def _check_factory(factory: Any) -> None:
@@ -254,16 +226,14 @@ def _array_leaves(state: Any) -> list[tuple[str, nnx.Variable]]:
             if isinstance(var.get_value(), (jax.Array, jax.ShapeDtypeStruct))]
 
 
-def _select(factory: Callable[[], Any], paths: list[str]) -> Callable[[], list]:
+def _select(factory: Callable[[], Any], paths: list[str], scalars: dict) -> Callable[[], list]:
+    """``factory``'s leaves at ``paths`` as a traceable function; fills ``scalars`` (path -> type)."""
     def build():
-        values = dict((p, v.get_value()) for p, v in _array_leaves(nnx.state(factory())))
-        return [values[p] for p in paths]
+        # Every leaf: NumPy arrays and Python scalars become constants of the trace.
+        values = {_path_str(p): v.get_value() for p, v in nnx.to_flat_state(nnx.state(factory()))}
+        scalars.update((p, type(values[p])) for p in paths if type(values[p]) in (bool, int, float, complex))
+        return [jnp.asarray(values[p]) for p in paths]
     return build
-
-
-@functools.lru_cache(maxsize=64)
-def _mover(target: NamedSharding) -> Callable[[jax.Array], jax.Array]:
-    return jax.jit(lambda value: value, out_shardings=target)
 
 
 def _like_param(path: str, value: Any, params: dict, mesh: Mesh) -> NamedSharding:

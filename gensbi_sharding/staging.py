@@ -1,10 +1,13 @@
-"""Split a traced constructor into eager scalar work and one compiled program per variable.
+"""Split a traced constructor into eager scalar work and per-variable programs.
 
 ``init_sharded`` traces a model's constructor once. The equations with tiny results (RNG
-key splits, counters, scales) run eagerly here, exactly as eager construction runs them;
-what remains of each variable is a jaxpr taking those scalars, compiled once for all
-variables it prints alike (the kernels of every block) and evaluated with random bits
-written out elementwise (``random_bits``), so each draw is one fused loop.
+key splits, counters, scales) run eagerly here, exactly as eager construction runs them.
+What remains of a variable is a jaxpr taking those scalars. If it is elementwise in its
+draws (``elementwise_in``), ``run_at`` evaluates it at the variable's sharding with the
+program boundaries of eager execution (one per top-level equation, each nested ``jit`` one
+program) and its random bits written out elementwise (``random_bits``), so each draw is
+one fused loop writing its shards. Programs are shared by equal equations (the kernels
+of every block compile once).
 
 These helpers read JAX's jaxpr data structures through ``jax.extend.core``.
 """
@@ -17,11 +20,12 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
+import numpy as np
 from jax.extend import core as jcore
 
 from gensbi_sharding import random_bits
 
-__all__ = ["run_scalar_work", "residual", "evaluate", "draws_fuse", "program"]
+__all__ = ["run_scalar_work", "residual", "evaluate", "draws_fuse", "elementwise_in", "run_at"]
 
 # Results with at most this many elements are computed eagerly (keys are 0-d, legacy keys 2).
 EAGER_ELEMENTS = 16
@@ -73,14 +77,12 @@ def residual(jaxpr: jcore.Jaxpr, out: Any, known: dict, producer: dict, path: st
     return jcore.Jaxpr([], inputs, [out], eqns, frozenset().union(*(e.effects for e in eqns)), info)
 
 
-def evaluate(jaxpr: jcore.Jaxpr, consts: list, *args: Any, fuse: bool = True) -> list:
-    """``jaxpr_as_fun``; with ``fuse``, nested ``jit`` calls inlined and Threefry draws fusible.
+def evaluate(jaxpr: jcore.Jaxpr, consts: list, *args: Any) -> list:
+    """``jaxpr_as_fun``, with nested ``jit`` calls inlined and Threefry draws fusible.
 
-    With ``fuse``, a ``random_bits`` equation that ``random_bits.can_fuse`` accepts becomes
+    A ``random_bits`` equation that ``random_bits.can_fuse`` accepts becomes
     ``random_bits.threefry_bits`` (the same bits); anything else binds as traced.
     """
-    if not fuse:
-        return jcore.jaxpr_as_fun(jcore.ClosedJaxpr(jaxpr, consts))(*args)
     env = dict(zip(jaxpr.constvars, consts)) | dict(zip(jaxpr.invars, args))
     for eqn in jaxpr.eqns:
         ins = [read(a, env) for a in eqn.invars]
@@ -89,7 +91,7 @@ def evaluate(jaxpr: jcore.Jaxpr, consts: list, *args: Any, fuse: bool = True) ->
             out = [random_bits.threefry_bits(jax.random.key_data(ins[0]), params["bit_width"],
                                              params["shape"])]
         elif name in ("jit", "pjit") and isinstance(params.get("jaxpr"), jcore.ClosedJaxpr):
-            out = evaluate(params["jaxpr"].jaxpr, params["jaxpr"].consts, *ins, fuse=True)
+            out = evaluate(params["jaxpr"].jaxpr, params["jaxpr"].consts, *ins)
         else:
             out = _bind(eqn, ins)
         env.update((v, x) for v, x in zip(eqn.outvars, out) if not isinstance(v, jcore.DropVar))
@@ -106,14 +108,80 @@ def _draws_left(jaxpr: jcore.Jaxpr) -> bool:
             or any(_draws_left(sub) for sub in jcore.subjaxprs(jaxpr)))
 
 
-def program(jaxpr: jcore.Jaxpr, out_sharding: jax.sharding.Sharding, fuse: bool) -> Callable:
-    """``jax.jit`` of ``evaluate(jaxpr, fuse=fuse)`` with one output sharding, shared by equal jaxprs."""
-    # Every parameter printed; the RNG flags change lowerings that JAX caches per jaxpr.
-    key = (jaxpr.pretty_print(custom_pp_eqn_rules=False), out_sharding, fuse,
+def elementwise_in(jaxpr: jcore.Jaxpr, shape: tuple[int, ...]) -> bool:
+    """Whether every array ``jaxpr`` computes has ``shape`` and comes elementwise from draws.
+
+    Then each element is computed alone, from its own counter, by the same operations in
+    any layout. Nested ``jit`` calls may also hold size-1 values (broadcast scalars).
+    """
+    return all(_elementwise_eqn(eqn, shape) and all(v.aval.shape == shape for v in eqn.outvars)
+               for eqn in jaxpr.eqns)
+
+
+def _elementwise_eqn(eqn: jcore.JaxprEqn, shape: tuple[int, ...]) -> bool:
+    name = eqn.primitive.name
+    if name in ("jit", "pjit"):
+        inner = eqn.params.get("jaxpr")
+        return isinstance(inner, jcore.ClosedJaxpr) and all(
+            _elementwise_eqn(e, shape) and all(v.aval.shape == shape or math.prod(v.aval.shape) == 1
+                                               for v in e.outvars)
+            for e in inner.jaxpr.eqns)
+    if name == "random_bits":
+        return tuple(eqn.params["shape"]) == shape
+    return name in _ELEMENTWISE
+
+
+# Primitives computing each output element from the same element of their inputs.
+_ELEMENTWISE = frozenset("""
+    add sub mul div rem max min neg abs sign floor ceil round nextafter pow integer_pow square
+    exp exp2 log log1p expm1 sqrt rsqrt cbrt sin cos tan asin acos atan atan2 sinh cosh tanh
+    asinh acosh atanh logistic erf erfc erf_inv lgamma digamma is_finite
+    convert_element_type bitcast_convert_type reduce_precision stop_gradient copy copy_p
+    shift_left shift_right_logical shift_right_arithmetic and or xor not
+    eq ne lt le gt ge select_n clamp broadcast_in_dim random_wrap random_unwrap
+""".split())
+
+
+def run_at(jaxpr: jcore.Jaxpr, args: list, sharding: jax.sharding.Sharding) -> jax.Array:
+    """Evaluate an ``elementwise_in`` jaxpr with every value at ``sharding``.
+
+    One program per top-level equation, as eager execution dispatches them (so XLA fuses,
+    and rounds, exactly what it fuses eagerly); each nested ``jit`` is one program in
+    which the draws are fused (``evaluate``).
+    """
+    env = dict(zip(jaxpr.invars, args))
+    for eqn in jaxpr.eqns:
+        inputs = _inputs(eqn)
+        env.update(zip(eqn.outvars, _program(eqn, inputs, sharding)(*[env[a] for a in inputs])))
+    return read(jaxpr.outvars[0], env)
+
+
+def _inputs(eqn: jcore.JaxprEqn) -> list:
+    return list(dict.fromkeys(a for a in eqn.invars if not isinstance(a, jcore.Literal)))
+
+
+def _program(eqn: jcore.JaxprEqn, inputs: list, sharding: jax.sharding.Sharding) -> Callable:
+    """One equation as a jitted program with its outputs at ``sharding``, shared by equal equations."""
+    info = jcore.DebugInfo("init_sharded", eqn.primitive.name, tuple(f"in{i}" for i in range(len(inputs))),
+                           tuple(f"out{i}" for i in range(len(eqn.outvars))))
+    single = jcore.Jaxpr([], inputs, list(eqn.outvars), [eqn], eqn.effects, info)
+    # Printed, plus the identity of what printing elides (nested programs with their
+    # constants, callbacks): the cache holds the equation, so no identity is reused.
+    key = (single.pretty_print(custom_pp_eqn_rules=False), _identities(eqn.params), sharding,
            jax.config.jax_threefry_partitionable, jax.config.jax_enable_x64)
-    compiled = _PROGRAMS.pop(key, None) or jax.jit(lambda *args: evaluate(jaxpr, [], *args, fuse=fuse),
-                                                   out_shardings=[out_sharding])
+    compiled = _PROGRAMS.pop(key, None) or jax.jit(lambda *a: evaluate(single, [], *a),
+                                                   out_shardings=[sharding] * len(eqn.outvars))
     _PROGRAMS[key] = compiled
     if len(_PROGRAMS) > _MAX_PROGRAMS:
         _PROGRAMS.popitem(last=False)
     return compiled
+
+
+def _identities(value: Any) -> tuple:
+    if isinstance(value, (str, int, float, bool, type(None), np.dtype)):
+        return ()
+    if isinstance(value, (tuple, list)):
+        return tuple(i for v in value for i in _identities(v))
+    if isinstance(value, dict):
+        return tuple(i for v in value.values() for i in _identities(v))
+    return (id(value),)

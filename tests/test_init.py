@@ -13,7 +13,7 @@ from jax.sharding import NamedSharding, PartitionSpec as P
 from gensbi_sharding import staging
 from gensbi_sharding.compiled import abstract_sharded
 from gensbi_sharding.harness.registry import get_model
-from gensbi_sharding.init import generation_sharding, init_optimizer_sharded, init_sharded
+from gensbi_sharding.init import init_optimizer_sharded, init_sharded
 from gensbi_sharding.sharding import (RULES, ExperimentalRuleWarning, ShardingFallbackWarning, axes,
                                       make_mesh, shard_model, shard_model_by_table)
 
@@ -82,29 +82,125 @@ class Shapes(nnx.Module):
         self.short_rows = nnx.Param(normal(rngs.params(), (64, 6)), **axes("mlp", None))
 
 
+def check_equal_to_eager(factory, mesh, rule):
+    reference = factory()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        shard_model(reference, mesh, rule)
+        built = init_sharded(factory, mesh, rule)
+    want, got = flat(reference), flat(built)
+    assert got.keys() == want.keys()
+    for path, value in want.items():
+        np.testing.assert_array_equal(np.asarray(got[path]), np.asarray(value), err_msg=f"{rule} {path}")
+        assert type(got[path]) is type(value), (rule, path)  # Python scalars stay Python scalars
+        if isinstance(value, jax.Array):
+            assert got[path].sharding.is_equivalent_to(value.sharding, value.ndim), (rule, path)
+    return built
+
+
 @pytest.mark.parametrize("seed", [0, 7])
 @pytest.mark.parametrize("model_axis", [1, 2, 4])
-def test_fused_and_unfused_draws_equal_eager(model_axis, seed, monkeypatch):
+def test_drawn_in_place_or_eagerly_equal_eager(model_axis, seed, monkeypatch):
     mesh = make_mesh(model_axis=model_axis)
-    calls = []
-    program = staging.program
-    monkeypatch.setattr(staging, "program", lambda jaxpr, sharding, fuse: (
-        calls.append((jaxpr.outvars[0].aval.shape, sharding, fuse)) or program(jaxpr, sharding, fuse)))
+    in_place = []
+    run_at = staging.run_at
+    monkeypatch.setattr(staging, "run_at", lambda jaxpr, args, sharding: (
+        in_place.append((jaxpr.outvars[0].aval.shape, sharding)) or run_at(jaxpr, args, sharding)))
     for rule in RULES:
-        reference = Shapes(nnx.Rngs(seed))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            shard_model(reference, mesh, rule)
-            built = init_sharded(lambda: Shapes(nnx.Rngs(seed)), mesh, rule)
-        for path, value in flat(reference).items():
-            np.testing.assert_array_equal(np.asarray(flat(built)[path]), np.asarray(value), err_msg=f"{rule} {path}")
-            assert flat(built)[path].sharding.is_equivalent_to(value.sharding, value.ndim), (rule, path)
-        want = {tuple(v.shape): v.sharding for v in flat(reference).values()}
-        for shape, sharding, fuse in calls:
-            assert fuse == (shape != (64, 6)), (rule, shape)
-            if fuse:  # drawn where it lives: nothing moved afterwards
-                assert sharding.is_equivalent_to(want[shape], len(shape)), (rule, shape)
-        calls.clear()
+        built = check_equal_to_eager(lambda: Shapes(nnx.Rngs(seed)), mesh, rule)
+        placed = {tuple(v.shape): v.sharding for v in flat(built).values()}
+        # Written where it lives iff the array's rows and its blocks' rows hold >= 8 elements.
+        long_rows = [shape for shape, sharding in placed.items()
+                     if all(len(s) == 1 or np.prod(s[1:]) >= 8 for s in (shape, sharding.shard_shape(shape)))]
+        assert (64, 6) not in long_rows and (16, 64) in long_rows
+        assert sorted(shape for shape, _ in in_place) == sorted(long_rows), rule
+        for shape, sharding in in_place:
+            assert sharding.is_equivalent_to(placed[shape], len(shape)), (rule, shape)
+        in_place.clear()
+
+
+R = jax.random
+
+
+class Unusual(nnx.Module):
+    """Constructors beyond plain initialisers: each must still equal eager construction."""
+
+    def __init__(self, rngs):
+        self.affine = nnx.Param(R.normal(rngs.params(), (64, 64)) * 0.02 + 1.0, **axes("embed", "mlp"))
+        w = R.normal(rngs.params(), (64, 64))
+        self.normalised = nnx.Param(w / jnp.linalg.norm(w), **axes("embed", "mlp"))
+        self.reshaped = nnx.Param(R.normal(rngs.params(), (1024, 4)).reshape(64, 64), **axes("embed", "mlp"))
+        self.transposed = nnx.Param(R.normal(rngs.params(), (64, 4)).T, **axes("heads", "embed"))
+        self.gamma = nnx.Param(R.gamma(rngs.params(), 2.5, (64, 64)), **axes("embed", "mlp"))
+        pos, i = jnp.arange(64.0)[:, None], jnp.arange(64.0)[None]
+        self.sinusoid = nnx.Variable(jnp.sin(pos / 10000 ** (i / 64)))
+        self.general = nnx.LinearGeneral((4, 8), 4, axis=(-2, -1), rngs=rngs,
+                                         kernel_metadata=axes("heads", None, "embed"))
+        self.table = nnx.Variable(np.arange(64 * 16, dtype=np.float32).reshape(64, 16))
+        self.temperature = nnx.Param(0.5)
+
+
+class Stacked(nnx.Module):
+    """Layers built under nnx.vmap: each layer draws with its own key (batched keys)."""
+
+    def __init__(self, rngs):
+        @nnx.vmap(in_axes=0, out_axes=0)
+        def make(r):
+            return nnx.Linear(16, 4, kernel_metadata=axes("embed", None), rngs=r)
+        self.layers = make(rngs.split(8))
+
+
+@pytest.mark.parametrize("model_axis", [1, 2])
+@pytest.mark.parametrize("module", [Unusual, Stacked])
+def test_unusual_constructors_equal_eager(module, model_axis):
+    for rule in RULES:
+        check_equal_to_eager(lambda: module(nnx.Rngs(0)), make_mesh(model_axis=model_axis), rule)
+
+
+def closing_over(value):
+    table = np.full((64, 64), value, np.float32)
+
+    @jax.jit
+    def init(key):
+        return R.normal(key, (64, 64)) * 0.0 + table
+    return init
+
+
+class Closures(nnx.Module):
+    """Two draws whose programs print alike but close over different constants."""
+
+    def __init__(self, rngs):
+        self.a = nnx.Param(closing_over(1.0)(rngs.params()), **axes("embed", "mlp"))
+        self.b = nnx.Param(closing_over(2.0)(rngs.params()), **axes("embed", "mlp"))
+
+
+def test_programs_that_print_alike_are_not_confused():
+    mesh = make_mesh(model_axis=1)
+    built = check_equal_to_eager(lambda: Closures(nnx.Rngs(0)), mesh, "fsdp")
+    assert float(built.a[0, 0]) == 1.0 and float(built.b[0, 0]) == 2.0
+    again = init_sharded(lambda: Closures(nnx.Rngs(0)), mesh, "fsdp")  # across calls too
+    assert float(again.b[0, 0]) == 2.0
+
+
+def test_constructor_reading_its_values_is_a_clear_error():
+    class ReadsBack(nnx.Module):
+        def __init__(self, rngs):
+            w = R.normal(rngs.params(), (16, 32))
+            self.w = nnx.Param(w / float(jnp.abs(w).max()))
+
+    ReadsBack(nnx.Rngs(0))  # fine eagerly
+    with pytest.raises(ValueError, match=r"reads a value it computed.*shard_model\(factory\(\), mesh, rule\)"):
+        init_sharded(lambda: ReadsBack(nnx.Rngs(0)), make_mesh(), "fsdp")
+
+
+def test_constructor_warnings_are_shown_once():
+    class Warns(nnx.Module):
+        def __init__(self, rngs):
+            warnings.warn("constructor says hello", UserWarning)
+            self.w = nnx.Param(jnp.ones((8, 8)))
+
+    _, caught = recorded(lambda: init_sharded(lambda: Warns(nnx.Rngs(0)), make_mesh(), "replicated"))
+    assert [str(w.message) for w in caught].count("constructor says hello") == 1
 
 
 def test_model_runs_after_sharded_init():
@@ -217,25 +313,3 @@ def test_optimizer_moments_placed_like_params(rule, model_axis):
 def test_optimizer_without_mesh_is_plain():
     optimizer = init_optimizer_sharded(factory_for("mlp")(), optax.sgd(0.1))
     assert isinstance(optimizer, nnx.Optimizer) and int(optimizer.step[...]) == 0
-
-
-@pytest.mark.parametrize("spec, shape, model_axis, expected", [
-    (P(), (16, 16), 1, P(("data", "model"))),               # split over all 8 devices, then gathered
-    (P("data", None), (16, 16), 1, P("data", None)),        # that split is the target: drawn in place
-    (P(None, "data"), (16, 16), 1, P(("data", "model"))),   # drawn by rows, then an all-to-all
-    (P("data", None), (16, 16), 2, P(("data", "model"))),   # no device repeats another's draw
-    (P("data", None), (12, 16), 2, P("data", None)),        # 12 rows over 8 do not divide; over 4 do
-    (P("data"), (24,), 1, P("data")),                       # 1-d blocks draw like the whole
-    (P(None, "data"), (12, 16), 1, "one device"),           # no row split divides
-    (P("data", None), (16, 4), 1, "one device"),            # rows of 4: XLA loops by the row count
-    (P(None, "model"), (16, 16), 2, P(("model", "data"))),   # the target's axes first
-    (P(None, "model", None), (4, 8, 16), 4, P("model")),    # 4 rows: over the target's axes only
-    (P(), (), 1, "one device"),
-])
-def test_generation_sharding(spec, shape, model_axis, expected):
-    mesh = make_mesh(model_axis=model_axis)
-    born = generation_sharding(spec, shape, mesh)
-    if expected == "one device":
-        assert born.device_set == {jax.devices()[0]} and len(born.device_set) == 1
-    else:
-        assert born == NamedSharding(mesh, expected)
