@@ -150,9 +150,16 @@ def run_at(jaxpr: jcore.Jaxpr, args: list, sharding: jax.sharding.Sharding) -> j
     which the draws are fused (``evaluate``).
     """
     env = dict(zip(jaxpr.invars, args))
-    for eqn in jaxpr.eqns:
+    last_use = {a: i for i, eqn in enumerate(jaxpr.eqns) for a in _inputs(eqn)}
+    for index, eqn in enumerate(jaxpr.eqns):
         inputs = _inputs(eqn)
-        env.update(zip(eqn.outvars, _program(eqn, inputs, sharding)(*[env[a] for a in inputs])))
+        # An intermediate used for the last time is donated: XLA writes the next value
+        # into its buffer instead of holding two variable-sized arrays.
+        donate = tuple(i for i, a in enumerate(inputs) if a not in jaxpr.invars and last_use[a] == index
+                       and a not in jaxpr.outvars)
+        program = _program(eqn, inputs, sharding, donate)
+        env.update(zip(eqn.outvars, program(*[env.pop(a) if i in donate else env[a]
+                                               for i, a in enumerate(inputs)])))
     return read(jaxpr.outvars[0], env)
 
 
@@ -160,16 +167,16 @@ def _inputs(eqn: jcore.JaxprEqn) -> list:
     return list(dict.fromkeys(a for a in eqn.invars if not isinstance(a, jcore.Literal)))
 
 
-def _program(eqn: jcore.JaxprEqn, inputs: list, sharding: jax.sharding.Sharding) -> Callable:
+def _program(eqn: jcore.JaxprEqn, inputs: list, sharding: jax.sharding.Sharding, donate: tuple) -> Callable:
     """One equation as a jitted program with its outputs at ``sharding``, shared by equal equations."""
     info = jcore.DebugInfo("init_sharded", eqn.primitive.name, tuple(f"in{i}" for i in range(len(inputs))),
                            tuple(f"out{i}" for i in range(len(eqn.outvars))))
     single = jcore.Jaxpr([], inputs, list(eqn.outvars), [eqn], eqn.effects, info)
     # Printed, plus the identity of what printing elides (nested programs with their
     # constants, callbacks): the cache holds the equation, so no identity is reused.
-    key = (single.pretty_print(custom_pp_eqn_rules=False), _identities(eqn.params), sharding,
+    key = (single.pretty_print(custom_pp_eqn_rules=False), _identities(eqn.params), sharding, donate,
            jax.config.jax_threefry_partitionable, jax.config.jax_enable_x64)
-    compiled = _PROGRAMS.pop(key, None) or jax.jit(lambda *a: evaluate(single, [], *a),
+    compiled = _PROGRAMS.pop(key, None) or jax.jit(lambda *a: evaluate(single, [], *a), donate_argnums=donate,
                                                    out_shardings=[sharding] * len(eqn.outvars))
     _PROGRAMS[key] = compiled
     if len(_PROGRAMS) > _MAX_PROGRAMS:
