@@ -85,17 +85,19 @@ def evaluate(jaxpr: jcore.Jaxpr, consts: list, *args: Any) -> list:
     """
     env = dict(zip(jaxpr.constvars, consts)) | dict(zip(jaxpr.invars, args))
     for eqn in jaxpr.eqns:
-        ins = [read(a, env) for a in eqn.invars]
-        name, params = eqn.primitive.name, eqn.params
-        if name == "random_bits" and random_bits.can_fuse(ins[0], params["bit_width"], params["shape"]):
-            out = [random_bits.threefry_bits(jax.random.key_data(ins[0]), params["bit_width"],
-                                             params["shape"])]
-        elif name in ("jit", "pjit") and isinstance(params.get("jaxpr"), jcore.ClosedJaxpr):
-            out = evaluate(params["jaxpr"].jaxpr, params["jaxpr"].consts, *ins)
-        else:
-            out = _bind(eqn, ins)
+        out = _apply(eqn, [read(a, env) for a in eqn.invars])
         env.update((v, x) for v, x in zip(eqn.outvars, out) if not isinstance(v, jcore.DropVar))
     return [read(v, env) for v in jaxpr.outvars]
+
+
+def _apply(eqn: jcore.JaxprEqn, ins: list) -> list:
+    """One equation of ``evaluate``."""
+    name, params = eqn.primitive.name, eqn.params
+    if name == "random_bits" and random_bits.can_fuse(ins[0], params["bit_width"], params["shape"]):
+        return [random_bits.threefry_bits(jax.random.key_data(ins[0]), params["bit_width"], params["shape"])]
+    if name in ("jit", "pjit") and isinstance(params.get("jaxpr"), jcore.ClosedJaxpr):
+        return evaluate(params["jaxpr"].jaxpr, params["jaxpr"].consts, *ins)
+    return _bind(eqn, ins)
 
 
 def draws_fuse(jaxpr: jcore.Jaxpr, args: list) -> bool:
@@ -150,33 +152,34 @@ def run_at(jaxpr: jcore.Jaxpr, args: list, sharding: jax.sharding.Sharding) -> j
     which the draws are fused (``evaluate``).
     """
     env = dict(zip(jaxpr.invars, args))
-    last_use = {a: i for i, eqn in enumerate(jaxpr.eqns) for a in _inputs(eqn)}
+    last_use = {a: i for i, eqn in enumerate(jaxpr.eqns) for a in eqn.invars if not isinstance(a, jcore.Literal)}
     for index, eqn in enumerate(jaxpr.eqns):
-        inputs = _inputs(eqn)
-        # An intermediate used for the last time is donated: XLA writes the next value
-        # into its buffer instead of holding two variable-sized arrays.
-        donate = tuple(i for i, a in enumerate(inputs) if a not in jaxpr.invars and last_use[a] == index
-                       and a not in jaxpr.outvars)
-        program = _program(eqn, inputs, sharding, donate)
-        env.update(zip(eqn.outvars, program(*[env.pop(a) if i in donate else env[a]
-                                               for i, a in enumerate(inputs)])))
+        # An intermediate used for the last time is donated when an output can take its
+        # buffer: XLA writes the next value there instead of holding two such arrays.
+        free = [v.aval for v in eqn.outvars]
+        donate = []
+        for i, a in enumerate(eqn.invars):
+            if (not isinstance(a, jcore.Literal) and a not in jaxpr.invars and a not in jaxpr.outvars
+                    and last_use[a] == index and a not in eqn.invars[:i] and a.aval in free):
+                free.remove(a.aval)
+                donate.append(i)
+        # Literals go in as arguments, as eager execution passes Python scalars, so XLA
+        # does not fold them into the program (it rewrites pow(x, 2.0) as x * x).
+        ins = [a.val if isinstance(a, jcore.Literal) else env[a] for a in eqn.invars]
+        env.update(zip(eqn.outvars, _program(eqn, sharding, tuple(donate))(*ins)))
+        for i in donate:
+            del env[eqn.invars[i]]
     return read(jaxpr.outvars[0], env)
 
 
-def _inputs(eqn: jcore.JaxprEqn) -> list:
-    return list(dict.fromkeys(a for a in eqn.invars if not isinstance(a, jcore.Literal)))
-
-
-def _program(eqn: jcore.JaxprEqn, inputs: list, sharding: jax.sharding.Sharding, donate: tuple) -> Callable:
+def _program(eqn: jcore.JaxprEqn, sharding: jax.sharding.Sharding, donate: tuple) -> Callable:
     """One equation as a jitted program with its outputs at ``sharding``, shared by equal equations."""
-    info = jcore.DebugInfo("init_sharded", eqn.primitive.name, tuple(f"in{i}" for i in range(len(inputs))),
-                           tuple(f"out{i}" for i in range(len(eqn.outvars))))
-    single = jcore.Jaxpr([], inputs, list(eqn.outvars), [eqn], eqn.effects, info)
-    # Printed, plus the identity of what printing elides (nested programs with their
-    # constants, callbacks): the cache holds the equation, so no identity is reused.
-    key = (single.pretty_print(custom_pp_eqn_rules=False), _identities(eqn.params), sharding, donate,
+    # Parameters by value where they are plain data, else by identity (nested programs
+    # with their constants, callbacks): the cache holds the equation, so no id is reused.
+    key = (eqn.primitive, tuple(a.aval for a in eqn.invars), tuple(v.aval for v in eqn.outvars),
+           _param_key(eqn.params), sharding, donate,
            jax.config.jax_threefry_partitionable, jax.config.jax_enable_x64)
-    compiled = _PROGRAMS.pop(key, None) or jax.jit(lambda *a: evaluate(single, [], *a), donate_argnums=donate,
+    compiled = _PROGRAMS.pop(key, None) or jax.jit(lambda *ins: _apply(eqn, list(ins)), donate_argnums=donate,
                                                    out_shardings=[sharding] * len(eqn.outvars))
     _PROGRAMS[key] = compiled
     if len(_PROGRAMS) > _MAX_PROGRAMS:
@@ -184,11 +187,11 @@ def _program(eqn: jcore.JaxprEqn, inputs: list, sharding: jax.sharding.Sharding,
     return compiled
 
 
-def _identities(value: Any) -> tuple:
-    if isinstance(value, (str, int, float, bool, type(None), np.dtype)):
-        return ()
+def _param_key(value: Any) -> Any:
+    if isinstance(value, (str, int, float, bool, complex, type(None), np.dtype, jax.core.ShapedArray)):
+        return repr(value), type(value)
     if isinstance(value, (tuple, list)):
-        return tuple(i for v in value for i in _identities(v))
+        return type(value), tuple(_param_key(v) for v in value)
     if isinstance(value, dict):
-        return tuple(i for v in value.values() for i in _identities(v))
-    return (id(value),)
+        return tuple((k, _param_key(v)) for k, v in sorted(value.items()))
+    return id(value)

@@ -138,6 +138,13 @@ class Unusual(nnx.Module):
                                          kernel_metadata=axes("heads", None, "embed"))
         self.table = nnx.Variable(np.arange(64 * 16, dtype=np.float32).reshape(64, 16))
         self.temperature = nnx.Param(0.5)
+        # Literals that XLA would fold if baked into the program (eagerly they are arguments).
+        self.squared = nnx.Param(R.normal(rngs.params(), (64, 64)) ** 2.0, **axes("embed", "mlp"))
+        self.root = nnx.Param(R.uniform(rngs.params(), (1000,)) ** 0.5, **axes("mlp"))
+        bounded = nnx.initializers.truncated_normal(0.02, lower=-1.5, upper=1.5)
+        self.bounded = nnx.Param(bounded(rngs.params(), (64, 64)), **axes("embed", "mlp"))
+        x = R.normal(rngs.params(), (64, 64))  # a comparison: its bool output cannot take x's buffer
+        self.gated = nnx.Param(jax.nn.gelu(jnp.where(x > 0, x * 0.1, x * 3.0)), **axes("embed", "mlp"))
 
 
 class Stacked(nnx.Module):
@@ -155,6 +162,13 @@ class Stacked(nnx.Module):
 def test_unusual_constructors_equal_eager(module, model_axis):
     for rule in RULES:
         check_equal_to_eager(lambda: module(nnx.Rngs(0)), make_mesh(model_axis=model_axis), rule)
+
+
+def test_no_warnings_beyond_shard_models():
+    mesh = make_mesh(model_axis=2)
+    _, expected = recorded(lambda: shard_model(Unusual(nnx.Rngs(0)), mesh, "tensor"))
+    _, caught = recorded(lambda: init_sharded(lambda: Unusual(nnx.Rngs(0)), mesh, "tensor"))
+    assert [str(w.message) for w in caught] == [str(w.message) for w in expected]
 
 
 def closing_over(value):
