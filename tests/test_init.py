@@ -109,10 +109,10 @@ def test_drawn_in_place_or_eagerly_equal_eager(model_axis, seed, monkeypatch):
     for rule in RULES:
         built = check_equal_to_eager(lambda: Shapes(nnx.Rngs(seed)), mesh, rule)
         placed = {tuple(v.shape): v.sharding for v in flat(built).values()}
-        # Written where it lives iff the array's rows and its blocks' rows hold >= 8 elements.
+        # Written where it lives iff 1-d, or 2-d with rows of >= 8 elements in the array and its blocks.
         long_rows = [shape for shape, sharding in placed.items()
-                     if all(len(s) == 1 or np.prod(s[1:]) >= 8 for s in (shape, sharding.shard_shape(shape)))]
-        assert (64, 6) not in long_rows and (16, 64) in long_rows
+                     if all(len(s) == 1 or len(s) == 2 and s[1] >= 8 for s in (shape, sharding.shard_shape(shape)))]
+        assert (64, 6) not in long_rows and (8, 2, 16) not in long_rows and (16, 64) in long_rows
         assert sorted(shape for shape, _ in in_place) == sorted(long_rows), rule
         for shape, sharding in in_place:
             assert sharding.is_equivalent_to(placed[shape], len(shape)), (rule, shape)
@@ -138,6 +138,10 @@ class Unusual(nnx.Module):
                                          kernel_metadata=axes("heads", None, "embed"))
         self.table = nnx.Variable(np.arange(64 * 16, dtype=np.float32).reshape(64, 16))
         self.temperature = nnx.Param(0.5)
+        self.numpy_float, self.numpy_int = nnx.Variable(np.float64(0.1)), nnx.Variable(np.int64(7))
+        # 3-d: split on its leading dimension, a fused draw rounded differently here.
+        self.heads = nnx.Param(nnx.initializers.normal(0.02)(rngs.params(), (8, 4, 12)),
+                               **axes("heads", None, "embed"))
         # Literals that XLA would fold if baked into the program (eagerly they are arguments).
         self.squared = nnx.Param(R.normal(rngs.params(), (64, 64)) ** 2.0, **axes("embed", "mlp"))
         self.root = nnx.Param(R.uniform(rngs.params(), (1000,)) ** 0.5, **axes("mlp"))
