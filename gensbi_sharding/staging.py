@@ -160,7 +160,7 @@ def run_at(jaxpr: jcore.Jaxpr, args: list, sharding: jax.sharding.Sharding) -> j
         donate = []
         for i, a in enumerate(eqn.invars):
             if (not isinstance(a, jcore.Literal) and a not in jaxpr.invars and a not in jaxpr.outvars
-                    and last_use[a] == index and a not in eqn.invars[:i] and a.aval in free):
+                    and last_use[a] == index and sum(b is a for b in eqn.invars) == 1 and a.aval in free):
                 free.remove(a.aval)
                 donate.append(i)
         # Literals go in as arguments, as eager execution passes Python scalars, so XLA

@@ -149,6 +149,8 @@ class Unusual(nnx.Module):
         self.bounded = nnx.Param(bounded(rngs.params(), (64, 64)), **axes("embed", "mlp"))
         x = R.normal(rngs.params(), (64, 64))  # a comparison: its bool output cannot take x's buffer
         self.gated = nnx.Param(jax.nn.gelu(jnp.where(x > 0, x * 0.1, x * 3.0)), **axes("embed", "mlp"))
+        y = R.normal(rngs.params(), (64, 64))
+        self.product = nnx.Param(y * y, **axes("embed", "mlp"))  # one input twice: not donated
 
 
 class Stacked(nnx.Module):
