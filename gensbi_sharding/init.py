@@ -79,7 +79,8 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Mapp
     Notes
     -----
     A variable computed elementwise from its draws (the initialisers of ``jax.nn`` and
-    Flax, scaled, shifted, cast), 1-d or 2-d, whose rows and the rows of each device's
+    Flax, scaled, shifted, cast; no transcendental function beyond ``erf``/``erf_inv``),
+    1-d or 2-d, whose rows and the rows of each device's
     block of it hold at least 8 elements, is written directly
     at its placement. Any other (reshaped or reduced draws, batched keys as under
     ``nnx.vmap``, other generators, ``jax_threefry_partitionable`` off) is computed op

@@ -151,6 +151,9 @@ class Unusual(nnx.Module):
         self.gated = nnx.Param(jax.nn.gelu(jnp.where(x > 0, x * 0.1, x * 3.0)), **axes("embed", "mlp"))
         y = R.normal(rngs.params(), (64, 64))
         self.product = nnx.Param(y * y, **axes("embed", "mlp"))  # one input twice: not donated
+        # Transcendental functions on small blocks rounded differently in place: computed eagerly.
+        self.tanh = nnx.Param(jnp.tanh(R.normal(rngs.params(), (8, 20)) * 1.3), **axes("embed", "mlp"))
+        self.sigmoid = nnx.Param(jax.nn.sigmoid(R.normal(rngs.params(), (16, 32)) * 1.3), **axes("embed", "mlp"))
 
 
 class Stacked(nnx.Module):
