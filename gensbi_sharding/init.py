@@ -27,7 +27,6 @@ device, as eagerly, and then placed (see ``init_sharded``).
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Callable, Mapping
 from typing import Any

@@ -29,7 +29,7 @@ __all__ = ["run_scalar_work", "residual", "evaluate", "draws_fuse", "elementwise
 
 # Results with at most this many elements are computed eagerly (keys are 0-d, legacy keys 2).
 EAGER_ELEMENTS = 16
-# Jitted programs shared by all calls, keyed by full printed jaxpr and output sharding (LRU).
+# Jitted programs shared by all calls, keyed by equation and output sharding (LRU).
 _MAX_PROGRAMS = 256
 _PROGRAMS: OrderedDict[tuple, Callable] = OrderedDict()
 
