@@ -146,8 +146,10 @@ def register_configs() -> None:
     """Store the schemas in Hydra's ConfigStore (idempotent)."""
     store = ConfigStore.instance()
     store.store(name="base_config", node=Config)
-    store.store(group="model", name="mlp_schema", node=MLPConfig)
-    store.store(group="model", name="transformer_schema", node=TransformerConfig)
+    # Model schemas are stored outside every config group (conf/model/mlp.yaml pulls in "/mlp_schema"),
+    # so they are never listed as options nor selectable as model=mlp_schema.
+    store.store(name="mlp_schema", node=MLPConfig)
+    store.store(name="transformer_schema", node=TransformerConfig)
 
 
 def _check(ok: bool, message: str) -> None:

@@ -1,0 +1,93 @@
+"""Presets and help: ``experiment=quick`` composes with every model, schemas are no options,
+``python launch.py --help`` opens with this app's own help.
+
+Configs are composed in-process with Hydra's compose API (as launch.py composes them); the
+help test runs launch.py in a subprocess, which never starts JAX's backend (about 2 s).
+"""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+from flax import nnx
+from hydra import compose, initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+from hydra.errors import ConfigCompositionException
+from omegaconf import OmegaConf
+
+from gensbi_sharding.harness import registry
+from gensbi_sharding.harness.config import register_configs, validate
+
+REPO = Path(__file__).resolve().parents[1]
+CONF = REPO / "conf"
+MODELS = sorted(p.stem for p in (CONF / "model").glob("*.yaml"))
+
+
+def compose_with(*overrides: str):
+    register_configs()
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        return compose("config", overrides=list(overrides))
+
+
+def parameter_count(model_cfg) -> int:
+    """Parameters of the model ``model_cfg`` describes, built abstractly for two_moons (2, 2)."""
+    hparams = {k: v for k, v in OmegaConf.to_container(model_cfg).items() if k not in ("name", "init")}
+    factory = registry.get_model(model_cfg.name)
+    model = nnx.eval_shape(lambda: factory(dim_theta=2, dim_x=2, rngs=nnx.Rngs(0), **hparams))
+    return sum(int(np.prod(leaf.shape)) for leaf in jax.tree.leaves(nnx.state(model, nnx.Param)))
+
+
+def test_every_model_has_a_quick_preset():
+    presets = sorted(p.stem for p in (CONF / "experiment_model" / "quick").glob("*.yaml"))
+    assert MODELS and presets == MODELS, (
+        "each conf/model/<name>.yaml needs conf/experiment_model/quick/<name>.yaml (its tiny sizes)")
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_quick_composes_with_every_model_and_shrinks_it(model):
+    full = compose_with(f"model={model}")
+    quick = compose_with("experiment=quick", f"model={model}")
+    validate(quick)
+    assert quick.model.name == model
+    assert (quick.train.steps, quick.data.num_simulations, quick.eval.num_samples) == (20, 1024, 128)
+    assert parameter_count(quick.model) * 4 <= parameter_count(full.model)
+
+
+def test_quick_keeps_the_order_of_precedence():
+    # The tiny preset overrides the model's file; the command line overrides both, in any order.
+    cfg = compose_with("model.depth=3", "experiment=quick", "model=transformer")
+    assert (cfg.model.name, cfg.model.embed, cfg.model.heads, cfg.model.depth) == ("transformer", 32, 4, 3)
+    assert compose_with("experiment=quick").model.width == 32
+    assert compose_with().model.width == 128  # no experiment: no preset
+
+
+def test_schemas_are_not_options():
+    compose_with()  # registers the schemas and leaves a config loader to ask
+    register_configs()
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        options = GlobalHydra.instance().config_loader().get_group_options("model")
+    assert sorted(options) == MODELS
+    for schema in ("mlp_schema", "transformer_schema"):
+        with pytest.raises(ConfigCompositionException, match=f"Could not find 'model/{schema}'"):
+            compose_with(f"model={schema}")
+
+
+def test_help_opens_with_the_apps_own_help():
+    env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
+    proc = subprocess.run([sys.executable, str(REPO / "launch.py"), "--help"], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("gensbi_sharding: train a flow-matching posterior")
+    assert "_schema" not in proc.stdout and "Powered by Hydra" not in proc.stdout
+    for group in ("mesh", "rule", "model", "data", "train", "eval", "experiment", "sweep"):
+        options = sorted(p.stem for p in (CONF / group).glob("*.yaml"))
+        assert f"{group}: {', '.join(options)}" in lines
+    for text in ("make run ARGS=", "python launch.py mesh=dict mesh.model_axis=2 rule=tensor",
+                 "experiment=quick model=transformer", "outputs/<date>/<time>/", "multirun/<date>/<time>/",
+                 "--cfg job", "--hydra-help"):
+        assert text in proc.stdout, text
