@@ -9,7 +9,7 @@ $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else "gensbi_sharding needs Python >= 3.12, found " + sys.version.split()[0] + ": install 3.12 (pyenv install 3.12) or run make PYTHON=python3.12")'
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install -q --upgrade pip
-	$(VENV)/bin/python -m pip install -q -e ".[test]"
+	$(VENV)/bin/python -m pip install -q -e ".[test,gensbi]"
 	@touch $(STAMP)
 
 ARGS ?= mesh=auto rule=tensor
