@@ -2,8 +2,9 @@
 
 ``CheckpointWriter`` saves the split train state (``nnx.state((model, optimizer))``,
 optimizer step counter included), the base RNG key (as key data), the step and a JSON
-config with Orbax into ``<run dir>/checkpoints/<step>/``. Only step folders holding
-Orbax's commit marker count, so a half-written checkpoint is never picked as the latest.
+config with Orbax into ``<run dir>/checkpoints/<step>/``. Only steps Orbax lists as
+finalised (``CheckpointManager.all_steps()``) and whose step metadata records a commit
+count, so a half-written checkpoint is never picked as the latest.
 ``restore`` loads onto the *current* mesh: the target is built abstractly
 (``abstract_state_for``) with the shardings the current rule plans, never the saved ones,
 and is checked against the saved metadata before any array is read.
@@ -30,7 +31,6 @@ __all__ = ["CHECKPOINT_SUBDIR", "CheckpointWriter", "Restored", "abstract_state_
 
 #: Folder of a run directory that holds its checkpoints.
 CHECKPOINT_SUBDIR = "checkpoints"
-_COMMIT_MARKER = "commit_success.txt"  # Orbax writes it last, in every atomicity mode
 _FORMAT = 1
 _MAX_LISTED = 6  # mismatching variables quoted in full in an error
 
@@ -121,15 +121,13 @@ class CheckpointWriter:
 
 
 def committed_steps(directory: str | os.PathLike) -> list[int]:
-    """Sorted steps under ``directory`` whose folder holds Orbax's commit marker.
+    """Sorted steps under ``directory`` whose checkpoints Orbax reports complete.
 
-    Skipped: Orbax's temporary ``<step>.orbax-checkpoint-tmp-*`` folders and step folders
-    without the marker (a save or a copy cut short)."""
-    directory = Path(directory)
-    if not directory.is_dir():
-        return []
-    return sorted(int(p.name) for p in directory.iterdir()
-                  if p.name.isdigit() and (p / _COMMIT_MARKER).is_file())
+    A step counts when Orbax lists it (``CheckpointManager.all_steps()``: its own
+    temporary ``<step>.orbax-checkpoint-tmp-*`` folders are left out) and its step
+    metadata carries the commit timestamp Orbax records when a save finishes; a step
+    folder without it (a save or a copy cut short) is skipped."""
+    return sorted(step for step, complete in _step_folders(directory).items() if complete)
 
 
 def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None = None) -> Path:
@@ -153,18 +151,42 @@ def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None 
                                 f"pass a run dir, its {CHECKPOINT_SUBDIR}/ dir or one step dir")
     is_run = (resolved / CHECKPOINT_SUBDIR).is_dir()  # a multirun job dir is named by a number too
     if resolved.name.isdigit() and not is_run:
-        if (resolved / _COMMIT_MARKER).is_file():
+        complete = _step_folders(resolved.parent).get(int(resolved.name))
+        if complete:
             return resolved
-        if any((resolved / item).exists() for item in ("_CHECKPOINT_METADATA", *_handlers())):
-            raise FileNotFoundError(f"{resolved} is not a complete checkpoint (no {_COMMIT_MARKER}: "
+        if complete is False:
+            raise FileNotFoundError(f"{resolved} is not a complete checkpoint (Orbax recorded no commit: "
                                     "the save was cut short); pass its parent for the latest complete step")
     folder = resolved / CHECKPOINT_SUBDIR if is_run else resolved
     steps = committed_steps(folder)
     if not steps:
         raise FileNotFoundError(
-            f"no checkpoint in {resolved}: looked for step folders <step>/ holding {_COMMIT_MARKER} "
-            f"in {folder}; pass a run dir, its {CHECKPOINT_SUBDIR}/ dir or one step dir")
+            f"no checkpoint in {resolved}: looked for complete Orbax step folders <step>/ in {folder}; "
+            f"pass a run dir, its {CHECKPOINT_SUBDIR}/ dir or one step dir")
     return folder / str(steps[-1])
+
+
+def _step_folders(directory: str | os.PathLike) -> dict[int, bool]:
+    """``{step: complete}`` for the step folders Orbax finds in ``directory`` that hold any item.
+
+    Complete: the step metadata records a commit (Orbax writes it when a save finishes).
+    Folders named by a number that hold nothing of a checkpoint (a multirun job's
+    folder) are left out.
+    """
+    directory = Path(directory)
+    if not directory.is_dir():
+        return {}
+    options = ocp.CheckpointManagerOptions(read_only=True, create=False)
+    found, manager = {}, ocp.CheckpointManager(directory, options=options)
+    try:
+        for step in manager.all_steps():
+            metadata = manager.metadata(step)
+            if metadata.item_handlers:
+                found[step] = (metadata.commit_timestamp_nsecs is not None
+                               and set(_handlers()) <= set(metadata.item_handlers))
+    finally:
+        manager.close()
+    return found
 
 
 def abstract_state_for(node: Any, mesh: Mesh, table: RuleTable, *,

@@ -170,7 +170,7 @@ def test_no_checkpoint_names_the_path(tmp_path):
     with pytest.raises(FileNotFoundError, match=f"{tmp_path / 'nowhere'}.*does not exist"):
         find_checkpoint(tmp_path / "nowhere")
     (tmp_path / "empty" / "checkpoints").mkdir(parents=True)
-    with pytest.raises(FileNotFoundError, match=r"no checkpoint in .*empty.*commit_success\.txt"):
+    with pytest.raises(FileNotFoundError, match=r"no checkpoint in .*empty.*complete Orbax step folders"):
         restore(tmp_path / "empty", None)
 
 

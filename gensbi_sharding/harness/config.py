@@ -15,7 +15,7 @@ from typing import Any, List, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, ListConfig, OmegaConf
 
-from gensbi_sharding.sharding import LOGICAL_AXES, RULES
+from gensbi_sharding import LOGICAL_AXES, RULES
 
 __all__ = ["ConfigError", "Config", "register_configs", "validate", "rule_table", "mesh_spec"]
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from gensbi_sharding.harness.registry import register_data
-from gensbi_sharding.sharding import batch_size_divisor, check_batch_divisible, shard_batch
+from gensbi_sharding import batch_size_divisor, check_batch_divisible, shard_batch
 
 __all__ = ["SimulationData", "load_task", "iterate_batches", "TASKS",
            "load_two_moons", "load_gaussian_linear", "load_slcp"]

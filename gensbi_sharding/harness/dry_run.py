@@ -31,11 +31,10 @@ def dry_run(cfg: DictConfig, *, mesh: Any, rule_name: str, table: dict, dim_thet
     from flax import nnx
     from jax.sharding import NamedSharding, PartitionSpec as P
 
-    from gensbi_sharding.compiled import compiled_report
+    from gensbi_sharding import batch_axes, compiled_report, plan_shardings
     from gensbi_sharding.harness.registry import get_model
     from gensbi_sharding.harness.train import make_step_functions
     from gensbi_sharding.harness.state import honors_annotations
-    from gensbi_sharding.sharding import batch_axes, plan_shardings
 
     factory = get_model(cfg.model.name)
     hparams = {k: v for k, v in OmegaConf.to_container(cfg.model).items() if k not in ("name", "init")}

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from gensbi_sharding.sharding import (batch_axes, mesh_context, pad_for_mesh, replicate,
+from gensbi_sharding import (batch_axes, mesh_context, pad_for_mesh, replicate,
                                       shard_sample_init)
 
 __all__ = ["sample_posterior", "c2st", "pair_plot"]

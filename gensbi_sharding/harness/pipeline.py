@@ -21,7 +21,7 @@ import numpy as np
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.data import SimulationData, iterate_batches
 from gensbi_sharding.harness.registry import get_data
-from gensbi_sharding.sharding import batch_size_divisor, check_batch_divisible, shard_batch
+from gensbi_sharding import batch_size_divisor, check_batch_divisible, shard_batch
 
 __all__ = ["Pipeline", "build_pipeline", "check_global_batch"]
 
@@ -111,7 +111,7 @@ def _placer(mesh: Any, processes: int):
         return lambda batch: batch
     if processes == 1:
         return lambda batch: shard_batch(batch, mesh)
-    from gensbi_sharding.multihost import DataPartitionType, host_to_global_array
+    from gensbi_sharding import DataPartitionType, host_to_global_array
 
     return lambda batch: host_to_global_array(batch, partition=DataPartitionType.DATA, mesh=mesh)
 

@@ -99,12 +99,12 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any]) -> dict[str, Any]:
     import numpy as np
     from flax import nnx
 
-    from gensbi_sharding import sharding as contract
+    import gensbi_sharding as contract
     from gensbi_sharding.harness import evaluate, registry, train
     from gensbi_sharding import checkpoint
     from gensbi_sharding.harness.pipeline import build_pipeline
     from gensbi_sharding.harness.state import build_state, resume_step_dir
-    from gensbi_sharding.report import bytes_per_device, describe, partition_specs
+    from gensbi_sharding import bytes_per_device, describe, partition_specs
 
     if jax.process_count() > 1:
         _tag_log_records(jax.process_index(), jax.process_count())

@@ -64,7 +64,7 @@ def build_state(cfg: DictConfig, *, dim_theta: int, dim_x: int, mesh: Any, rule_
 
     if cfg.model.init == "sharded" and mesh is not None:
         # Every variable is created at its placement: no device ever holds a whole split variable.
-        from gensbi_sharding.init import init_optimizer_sharded, init_sharded
+        from gensbi_sharding import init_optimizer_sharded, init_sharded
 
         fallbacks = _planned_fallbacks(nnx.eval_shape(build), mesh, rule_name, table, strict=cfg.strict)
         with _fallback_warnings_to_log():
@@ -115,7 +115,7 @@ def _restore(state: TrainState, step_dir: Path, mesh: Any, rule_name: str, table
 
 def is_builtin(rule_name: str, table: dict) -> bool:
     """Whether ``table`` is exactly the contract's rule ``rule_name`` (placed by ``shard_model``)."""
-    from gensbi_sharding.sharding import RULES
+    from gensbi_sharding import RULES
 
     return rule_name in RULES and table == dict(RULES[rule_name])
 
@@ -133,24 +133,24 @@ def place(node: Any, mesh: Any, rule_name: str, table: dict, *, strict: bool) ->
     ConfigError
         With ``strict``, listing every variable the rule cannot split.
     """
-    from gensbi_sharding import sharding
+    import gensbi_sharding as gs
 
     if mesh is None:
         return {}
     fallbacks = _planned_fallbacks(node, mesh, rule_name, table, strict=strict)
     with _fallback_warnings_to_log():
         if is_builtin(rule_name, table):
-            sharding.shard_model(node, mesh, rule_name)
+            gs.shard_model(node, mesh, rule_name)
         else:
-            sharding.shard_model_by_table(node, mesh, table)
+            gs.shard_model_by_table(node, mesh, table)
     return fallbacks
 
 
 def _planned_fallbacks(node: Any, mesh: Any, rule_name: str, table: dict, *, strict: bool) -> dict[str, str]:
     """The variables the rule cannot split (concrete or abstract node); an error under strict."""
-    from gensbi_sharding import sharding
+    import gensbi_sharding as gs
 
-    _, fallbacks = sharding.plan_shardings(node, mesh, table,
+    _, fallbacks = gs.plan_shardings(node, mesh, table,
                                            honor_annotations=honors_annotations(rule_name, table))
     if strict and fallbacks:
         listed = "; ".join(f"{p} ({r})" for p, r in fallbacks.items())
@@ -162,7 +162,7 @@ def _planned_fallbacks(node: Any, mesh: Any, rule_name: str, table: dict, *, str
 @contextlib.contextmanager
 def _fallback_warnings_to_log():
     """The contract's one fallback warning goes into the job's log; other warnings pass through."""
-    from gensbi_sharding.sharding import ExperimentalRuleWarning, ShardingFallbackWarning
+    from gensbi_sharding import ExperimentalRuleWarning, ShardingFallbackWarning
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -26,7 +26,7 @@ from flax import nnx
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from tqdm.auto import tqdm
 
-from gensbi_sharding.sharding import mesh_context
+from gensbi_sharding import mesh_context
 
 __all__ = ["flow_matching_loss", "StepFunctions", "make_step_functions", "train", "TrainResult"]
 

@@ -41,11 +41,10 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from gensbi_sharding.activations import PartitionAxis, constrain
-from gensbi_sharding.harness.models.mlp import (
+from gensbi_sharding import PartitionAxis, axes, constrain
+from gensbi_sharding.harness.models.common import (
     check_partition_axis, positive_int, prepare_inputs, small_init, time_embedding)
 from gensbi_sharding.harness.registry import register_model
-from gensbi_sharding.sharding import axes
 
 __all__ = ["TransformerVelocity", "make_transformer", "VOCAB_MULTIPLE"]
 

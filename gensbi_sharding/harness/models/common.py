@@ -1,0 +1,103 @@
+"""What every velocity field of the harness shares: input checks, time features, small output init.
+
+A velocity field ``v(theta_t, x, t)`` of flow matching takes a batch of parameters
+``theta_t`` (B, dim_theta), observations ``x`` (B, dim_x) and flow times ``t`` (B,) or ();
+``prepare_inputs`` checks and casts them the same way for every model, and
+``time_embedding`` turns ``t`` into sinusoidal features. Model wrappers (the MLP, the
+transformer, GenSBI's Flux1 and Simformer) import these from here.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from gensbi_sharding import PartitionAxis
+
+__all__ = ["MAX_TIME_FREQUENCY", "small_init", "positive_int", "check_partition_axis",
+           "time_embedding", "prepare_inputs"]
+
+# The highest angular frequency of the time embedding. t lives in [0, 1], so frequencies
+# from 1 (one smooth feature over the whole interval) to 1000 resolve both the coarse
+# position and small steps of an ODE solver.
+MAX_TIME_FREQUENCY = 1000.0
+
+# Output layers start small, not zero: the initial velocity is then close to 0 (the loss
+# starts near E||theta_1 - theta_0||^2) yet still depends on every input, so gradients
+# reach every layer at step one and the "depends on x / t" checks hold at initialisation.
+small_init = nnx.initializers.variance_scaling(1e-2, "fan_in", "truncated_normal")
+
+
+def positive_int(name: str, value) -> int:
+    """``value`` as an ``int`` if it is a positive integer; ``ValueError`` naming ``name`` otherwise."""
+    try:
+        as_int = operator.index(value)  # numpy integers pass; floats and strings do not
+    except TypeError:
+        as_int = None
+    if as_int is None or isinstance(value, bool) or as_int < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}; pass e.g. {name}=8")
+    return as_int
+
+
+def check_partition_axis(value) -> PartitionAxis | None:
+    """``value`` if it is a ``PartitionAxis`` or None; ``ValueError`` otherwise."""
+    if value is not None and not isinstance(value, PartitionAxis):
+        raise ValueError(f"partition_axis must be a PartitionAxis or None, got {value!r}; build one "
+                         "with PartitionAxis.for_rule(rule, mesh)")
+    return value
+
+
+def time_embedding(t: jax.Array, dim: int) -> jax.Array:
+    """Sinusoidal features of the flow time.
+
+    The transformer positional encoding of Vaswani et al. (2017, "Attention is all you
+    need"), used for diffusion time by Ho et al. (2020, DDPM), with geometrically spaced
+    angular frequencies from 1 to ``MAX_TIME_FREQUENCY`` suited to ``t`` in [0, 1].
+
+    Parameters
+    ----------
+    t : jax.Array, shape (B,), float
+        Flow time of each sample.
+    dim : int
+        Number of features, even: ``dim // 2`` sines followed by as many cosines.
+
+    Returns
+    -------
+    jax.Array, shape (B, dim), float32
+    """
+    if dim < 2 or dim % 2:
+        raise ValueError(f"time_embed_dim must be an even integer >= 2, got {dim!r}; pass e.g. 32")
+    freqs = jnp.exp(jnp.linspace(0.0, math.log(MAX_TIME_FREQUENCY), dim // 2, dtype=jnp.float32))
+    angles = t.astype(jnp.float32)[:, None] * freqs[None, :]
+    return jnp.concatenate([jnp.sin(angles), jnp.cos(angles)], axis=-1)
+
+
+def prepare_inputs(theta_t, x, t, dim_theta: int, dim_x: int):
+    """Check the velocity-field inputs and return them as float32, ``t`` broadcast to (B,).
+
+    Parameters
+    ----------
+    theta_t : array, shape (B, dim_theta)
+    x : array, shape (B, dim_x)
+    t : array, shape (B,) or () (one time for the whole batch, as ODE solvers pass it)
+
+    Returns
+    -------
+    tuple of jax.Array
+        ``theta_t`` (B, dim_theta), ``x`` (B, dim_x), ``t`` (B,), all float32.
+    """
+    theta_t, x, t = (jnp.asarray(a, jnp.float32) for a in (theta_t, x, t))
+    if theta_t.ndim != 2 or theta_t.shape[1] != dim_theta:
+        raise ValueError(f"theta_t must have shape (B, {dim_theta}), got {theta_t.shape}; "
+                         "add a batch axis or build the model with the right dim_theta")
+    batch = theta_t.shape[0]
+    if x.shape != (batch, dim_x):
+        raise ValueError(f"x must have shape ({batch}, {dim_x}) to match theta_t, got {x.shape}; "
+                         "pass one observation per theta_t row (broadcast it with jnp.broadcast_to)")
+    if t.shape not in ((), (batch,)):
+        raise ValueError(f"t must have shape () or ({batch},), got {t.shape}; pass one time per sample")
+    return theta_t, x, jnp.broadcast_to(t, (batch,))
