@@ -10,6 +10,7 @@ import hydra
 from omegaconf import DictConfig
 
 from gensbi_sharding.harness.config import register_configs
+from gensbi_sharding.harness.preemption import EXIT_PREEMPTED
 from gensbi_sharding.harness.run import run
 
 register_configs()
@@ -19,6 +20,8 @@ failed_jobs: list[str] = []
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")
 def main(cfg: DictConfig) -> float | None:
     metrics = run(cfg)
+    if metrics["status"] == "preempted":  # checkpointed; the rest of a sweep would be cut short too
+        sys.exit(EXIT_PREEMPTED)
     if metrics["status"] != "ok":
         failed_jobs.append(metrics.get("error", "error"))
     return metrics.get("c2st")

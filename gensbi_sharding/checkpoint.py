@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import jax
+import jax.numpy as jnp
+import numpy as np
 import orbax.checkpoint as ocp
 from flax import nnx
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
@@ -27,7 +29,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from gensbi_sharding.sharding import RuleTable, plan_shardings
 
 __all__ = ["CHECKPOINT_SUBDIR", "CheckpointWriter", "Restored", "abstract_state_for",
-           "committed_steps", "find_checkpoint", "restore"]
+           "committed_steps", "find_checkpoint", "restore", "saved_config"]
 
 #: Folder of a run directory that holds its checkpoints.
 CHECKPOINT_SUBDIR = "checkpoints"
@@ -89,9 +91,23 @@ class CheckpointWriter:
 
         Returns False, writing nothing, when ``step`` is the last step saved (the
         final save right after a periodic one).
+
+        Raises
+        ------
+        FloatingPointError
+            If a floating-point array of ``state`` holds NaN or inf. Nothing is written,
+            so no finite checkpoint is displaced (``keep``); the message names the
+            latest finite checkpoint to resume from.
         """
         if step == self.last_saved:
             return False
+        bad = _non_finite(state)
+        if bad:
+            latest = self.latest()
+            raise FloatingPointError(
+                f"the train state at step {step} is not finite ({len(bad)} array(s) hold NaN or inf, "
+                f"e.g. {', '.join(bad[:3])}); it was not saved and displaces no checkpoint. "
+                + (f"Last finite checkpoint: {latest}" if latest else "No earlier checkpoint was saved"))
         flat = {f"state/{name}": leaf for name, leaf in _flat(state).items()}
         flat["rng"] = key
         impls = {name: str(jax.random.key_impl(leaf)) for name, leaf in flat.items() if _is_key(leaf)}
@@ -107,6 +123,11 @@ class CheckpointWriter:
         """Steps whose checkpoints are complete on disk (waits for pending writes)."""
         self._manager.wait_until_finished()
         return committed_steps(self.directory)
+
+    def latest(self) -> Path | None:
+        """The newest complete step folder (waits for pending writes); None if there is none."""
+        steps = self.steps()
+        return self.directory / str(steps[-1]) if steps else None
 
     def close(self) -> None:
         """Wait for pending writes and release the manager."""
@@ -273,10 +294,38 @@ def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.
                     step=int(meta["step"]), config=loaded["config"], path=step_dir)
 
 
+def saved_config(path: str | os.PathLike, base_dir: str | os.PathLike | None = None) -> dict:
+    """The config blob saved with the checkpoint ``path`` designates (no array is read).
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` holds no complete checkpoint.
+    """
+    step_dir = find_checkpoint(path, base_dir)
+    with ocp.Checkpointer(ocp.CompositeCheckpointHandler(**_handlers())) as checkpointer:
+        return checkpointer.restore(step_dir, args=ocp.args.Composite(config=ocp.args.JsonRestore()))["config"]
+
+
 # ---------------------------------------------------------------------------- helpers
 
 def _is_var(x: Any) -> bool:
     return isinstance(x, nnx.Variable)
+
+
+@jax.jit
+def _finite_flags(leaves: list[jax.Array]) -> jax.Array:
+    return jnp.stack([jnp.all(jnp.isfinite(leaf)) for leaf in leaves])
+
+
+def _non_finite(state: Any) -> list[str]:
+    """Names ("a/b/c") of the floating-point arrays of ``state`` holding NaN or inf."""
+    flat = {name: leaf for name, leaf in _flat(state).items()
+            if isinstance(leaf, jax.Array) and jnp.issubdtype(leaf.dtype, jnp.inexact)}
+    if not flat:
+        return []
+    flags = np.asarray(_finite_flags(list(flat.values())))
+    return [name for name, ok in zip(flat, flags) if not ok]
 
 
 def _is_key(x: Any) -> bool:

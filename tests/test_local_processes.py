@@ -48,11 +48,13 @@ def test_a_failing_process_ends_the_job_with_an_error(tmp_path):
                  cwd=tmp_path)
     assert bad.returncode != 0
     assert "devices.cpu_count=8 does not split over distributed.local_processes=3" in bad.stderr + bad.stdout
+    assert "set distributed.local_processes=2 or devices.cpu_count=9" in bad.stderr + bad.stdout
     # A batch the per-process devices cannot split fails in both processes, bounded, non-zero.
     uneven = launch("distributed=local", "data.batch_size=66", f"hydra.run.dir={tmp_path / 'uneven'}",
                     cwd=tmp_path)
     assert uneven.returncode != 0
     metrics = json.loads((tmp_path / "uneven" / "metrics.json").read_text())
     assert metrics["status"] == "error"
-    assert "data.batch_size=66 gives each of the 2 processes 33 rows" in metrics["error"]
+    assert "data.batch_size=66 cannot be used: the global batch size 66 must be a multiple of 4 (it is split " \
+           "over 2 data shards (one per process) and over the data-parallel size 4)" in metrics["error"]
     assert "set data.batch_size=64" in metrics["error"]

@@ -26,7 +26,9 @@ class ConfigError(ValueError):
 
 @dataclass
 class DevicesConfig:
-    cpu_count: int = 8  # simulated CPU devices (CPU platform only; real GPUs/TPUs are used as they are)
+    # Simulated CPU devices (CPU platform only; real GPUs/TPUs are used as they are).
+    # None: JAX_NUM_CPU_DEVICES or XLA_FLAGS' count if set, else 8 (harness/devices.py).
+    cpu_count: Optional[int] = None
     platform: Optional[str] = None  # force a JAX platform ("cpu"); None: JAX's default
 
 
@@ -190,7 +192,8 @@ def validate(cfg: DictConfig) -> None:
     _check(cfg.train.weight_decay >= 0, f"train.weight_decay={cfg.train.weight_decay} must be >= 0")
     _check(cfg.data.shards is None or cfg.data.shards >= 1,
            f"data.shards={cfg.data.shards} must be >= 1, or null for one per process")
-    _check(cfg.devices.cpu_count >= 1, f"devices.cpu_count={cfg.devices.cpu_count} must be >= 1")
+    _check(cfg.devices.cpu_count is None or cfg.devices.cpu_count >= 1,
+           f"devices.cpu_count={cfg.devices.cpu_count} must be >= 1")
     for key in ("local_processes", "timeout_s", "heartbeat_s", "run_timeout_s"):
         _check(cfg.distributed[key] >= 1, f"distributed.{key}={cfg.distributed[key]} must be >= 1")
     _check(cfg.distributed.mode in ("none", "auto", "explicit"),

@@ -9,17 +9,21 @@ must not start JAX's backend (the device count may not be set yet).
 from __future__ import annotations
 
 import dataclasses
+import logging
 import warnings
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
+from gensbi_sharding.harness.hints import batch_size_problem
 from gensbi_sharding.harness.registry import register_data
 from gensbi_sharding import batch_size_divisor, check_batch_divisible, shard_batch
 
-__all__ = ["SimulationData", "load_task", "iterate_batches", "TASKS",
+__all__ = ["SimulationData", "load_task", "iterate_batches", "TASKS", "split_sizes", "shard_train_rows",
            "load_two_moons", "load_gaussian_linear", "load_slcp"]
+
+log = logging.getLogger("gensbi_sharding")
 
 #: sbibm task names registered as data sets (config ``data=<name>``).
 TASKS: tuple[str, ...] = ("two_moons", "gaussian_linear", "slcp")
@@ -45,6 +49,10 @@ class SimulationData:
     theta_mean, theta_std, x_mean, x_std : ndarray, (dim_theta,) or (dim_x,)
         Statistics of the training split only, over all processes. A zero std is
         stored as 1, so a constant feature passes through instead of dividing by 0.
+    dropped_non_finite : int
+        Simulations dropped because theta or x held NaN or inf, over all processes.
+    val_pairs : int
+        Held-out pairs, over all processes.
     """
 
     name: str
@@ -58,6 +66,8 @@ class SimulationData:
     theta_std: np.ndarray
     x_mean: np.ndarray
     x_std: np.ndarray
+    dropped_non_finite: int = 0
+    val_pairs: int = 0
 
     @property
     def dim_theta(self) -> int:
@@ -148,7 +158,6 @@ def load_task(name: str, *, num_simulations: int = 10_000, val_fraction: float =
                          "process(es) fewer than 2 simulations (one train, one val): raise "
                          f"data.num_simulations to at least {2 * process_count}")
     n_local = num_simulations // process_count + (process_index < num_simulations % process_count)
-    n_val = min(max(int(round(val_fraction * n_local)), 1), n_local - 1)
 
     import jax  # deferred: importing this module must not start the backend
     import sbibm_jax
@@ -157,28 +166,65 @@ def load_task(name: str, *, num_simulations: int = 10_000, val_fraction: float =
         task = sbibm_jax.get_task(name)
     except NotImplementedError:
         raise ValueError(f"unknown sbibm task {name!r}; registered here: {TASKS}") from None
+    observation = np.asarray(task.get_observation(num_observation), dtype=np.float32).reshape(-1)
+    if not np.all(np.isfinite(observation)):
+        raise ValueError(f"observation {num_observation} of task {name!r} holds non-finite values "
+                         f"{observation.tolist()}: the posterior cannot be conditioned on it; choose "
+                         "another with data.num_observation=<1..10>")
     key = jax.random.fold_in(jax.random.key(seed), process_index)
     prior_key, sim_key = jax.random.split(key)
     theta = np.asarray(task.get_prior(prior_key, n_local), dtype=np.float32)
     x = np.asarray(task.get_simulator(sim_key)(sim_key, theta), dtype=np.float32)
+    # As sbi does with invalid simulations: drop them before any statistic or split sees them.
+    finite = np.isfinite(theta).all(axis=1) & np.isfinite(x).all(axis=1)
+    theta, x = theta[finite], x[finite]
+    dropped = n_local - len(theta)
+    if len(theta) < 2:
+        raise ValueError(f"{dropped} of the {n_local} simulations of task {name!r} (process "
+                         f"{process_index}) hold NaN or inf, leaving {len(theta)}: fewer than 2 (one "
+                         "train, one val); check the simulator or raise data.num_simulations")
+    n_train, n_val = split_sizes(len(theta), val_fraction)
     # Prior draws are i.i.d., so a contiguous split is as random as a shuffled one.
-    theta_train, theta_val = theta[:-n_val], theta[-n_val:]
-    x_train, x_val = x[:-n_val], x[-n_val:]
-    theta_mean, theta_std = _global_stats(theta_train, process_count)
-    x_mean, x_std = _global_stats(x_train, process_count)
-    observation = np.asarray(task.get_observation(num_observation), dtype=np.float32).reshape(-1)
+    theta_train, theta_val = theta[:n_train], theta[n_train:]
+    x_train, x_val = x[:n_train], x[n_train:]
+    totals, (theta_mean, theta_std), (x_mean, x_std) = _global_stats(
+        [dropped, n_val], [theta_train, x_train], process_count)
+    if totals[0]:
+        log.warning("dropped %d simulation(s) of task %r whose theta or x hold NaN or inf (of %d "
+                    "simulated%s); training uses the finite ones", totals[0], name, num_simulations,
+                    "" if process_count == 1 else f" over {process_count} shards")
     reference = np.asarray(task.get_reference_posterior_samples(num_observation), dtype=np.float32)
     return SimulationData(name=name, theta_train=theta_train, x_train=x_train, theta_val=theta_val,
                           x_val=x_val, observation=observation, reference_samples=reference,
-                          theta_mean=theta_mean, theta_std=theta_std, x_mean=x_mean, x_std=x_std)
+                          theta_mean=theta_mean, theta_std=theta_std, x_mean=x_mean, x_std=x_std,
+                          dropped_non_finite=totals[0], val_pairs=totals[1])
 
 
-def _global_stats(a: np.ndarray, process_count: int) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and std of ``a`` (n, d) over the rows of every process; float32 (d,) each."""
+def split_sizes(n: int, val_fraction: float) -> tuple[int, int]:
+    """``(n_train, n_val)`` of ``n`` >= 2 simulations: at least one pair on each side."""
+    n_val = min(max(int(round(val_fraction * n)), 1), n - 1)
+    return n - n_val, n_val
+
+
+def shard_train_rows(num_simulations: int, val_fraction: float, shards: int) -> int:
+    """Training pairs of the smallest of ``shards`` data shards (before any non-finite drop)."""
+    smallest = num_simulations // shards
+    return split_sizes(smallest, val_fraction)[0] if smallest >= 2 else 0
+
+
+def _global_stats(counts: list[int], arrays: list[np.ndarray], process_count: int
+                  ) -> tuple[list[int], ...]:
+    """Totals of ``counts`` and (mean, std) of each ``(n, d)`` array, over every process's rows.
+
+    One all-gather carries everything. Means and stds are float32 (d,); a zero std is 1.
+    """
     # Count, sum and sum of squares add up across processes; float64 keeps the
     # sum-of-squares formula from cancelling catastrophically.
-    a64 = a.astype(np.float64)
-    moments = np.concatenate([[a64.shape[0]], a64.sum(0), (a64 ** 2).sum(0)])
+    parts = [np.asarray(counts, dtype=np.float64)]
+    for a in arrays:
+        a64 = a.astype(np.float64)
+        parts += [[a64.shape[0]], a64.sum(0), (a64 ** 2).sum(0)]
+    moments = np.concatenate(parts)
     if process_count > 1:
         import jax
 
@@ -189,12 +235,15 @@ def _global_stats(a: np.ndarray, process_count: int) -> tuple[np.ndarray, np.nda
             warnings.warn(f"process_count={process_count} but JAX runs {jax.process_count()} "
                           "process(es): z-score statistics cover this process's share only",
                           UserWarning, stacklevel=3)
-    d = a.shape[1]
-    n, total, total_sq = moments[0], moments[1:1 + d], moments[1 + d:]
-    mean = total / n
-    std = np.sqrt(np.maximum(total_sq / n - mean ** 2, 0.0))
-    std = np.where(std > 0, std, 1.0)
-    return mean.astype(np.float32), std.astype(np.float32)
+    totals, offset, stats = [int(round(c)) for c in moments[:len(counts)]], len(counts), []
+    for a in arrays:
+        d = a.shape[1]
+        n, total, total_sq = moments[offset], moments[offset + 1:offset + 1 + d], moments[offset + 1 + d:offset + 1 + 2 * d]
+        offset += 1 + 2 * d
+        mean = total / n
+        std = np.sqrt(np.maximum(total_sq / n - mean ** 2, 0.0))
+        stats.append((mean.astype(np.float32), np.where(std > 0, std, 1.0).astype(np.float32)))
+    return (totals, *stats)
 
 
 def iterate_batches(theta: np.ndarray, x: np.ndarray, *, batch_size: int, seed: int, mesh: Any,
@@ -242,11 +291,10 @@ def iterate_batches(theta: np.ndarray, x: np.ndarray, *, batch_size: int, seed: 
     _check_int("batch_size", batch_size, 1, "data.batch_size=256")
     _check_int("seed", seed, 0, "seed=0")
     n = theta.shape[0]
-    if batch_size > n:
-        raise ValueError(f"batch_size={batch_size} is larger than the {n} training pairs: set "
-                         f"data.batch_size to at most {n} or raise data.num_simulations")
-    first = {"theta": theta[:batch_size], "x": x[:batch_size]}
-    _check_divisible(first, mesh, n)
+    problem = batch_size_problem(batch_size, shards=1, data_parallel=batch_size_divisor(mesh), train_rows=n)
+    if problem:
+        raise ValueError(problem)
+    check_batch_divisible({"theta": theta[:batch_size], "x": x[:batch_size]}, mesh, "train")
     return _batches(theta, x, batch_size, seed, mesh, epoch_shuffle, place)
 
 
@@ -258,24 +306,8 @@ def _batches(theta, x, batch_size, seed, mesh, epoch_shuffle, place):
         for start in range(0, n - batch_size + 1, batch_size):
             rows = order[start:start + batch_size]
             batch = {"theta": theta[rows], "x": x[rows]}
-            _check_divisible(batch, mesh, n)
             yield shard_batch(batch, mesh) if place else batch
         epoch += 1
-
-
-def _check_divisible(batch: dict, mesh: Any, n: int) -> None:
-    try:
-        check_batch_divisible(batch, mesh, "train")
-    except ValueError as err:
-        size, divisor = batch["theta"].shape[0], batch_size_divisor(mesh)
-        below, above = size // divisor * divisor, -(-size // divisor) * divisor
-        # Prefer the nearer multiple, but never one the training set cannot fill.
-        fits = [b for b in (below, above) if 0 < b <= n]
-        if not fits:
-            raise ValueError(f"{err}; the {n} training pairs cannot fill one batch divisible by "
-                             f"{divisor}: raise data.num_simulations") from None
-        best = min(fits, key=lambda b: (abs(b - size), b))
-        raise ValueError(f"{err}; set data.batch_size={best}") from None
 
 
 def _check_int(what: str, value: Any, minimum: int, fix: str) -> None:

@@ -3,21 +3,67 @@
 The only harness code that touches JAX's start-up. Both settings only take effect
 before JAX's backend starts, so both refuse, with a clear error, to run after it
 has started with other settings: a silent run on the wrong device count is a bug.
+The device count has three sources (``devices.cpu_count``, ``JAX_NUM_CPU_DEVICES``,
+``XLA_FLAGS=--xla_force_host_platform_device_count=N``); ``resolve_cpu_count``
+picks one and says which, or stops when two disagree.
 """
 
 from __future__ import annotations
 
+import os
+import re
+import socket
+import time
+
 import jax
-from jax._src import xla_bridge
 
 from gensbi_sharding.harness.config import ConfigError
 
-__all__ = ["backend_started", "configure_devices", "initialize_distributed"]
+__all__ = ["DEFAULT_CPU_COUNT", "resolve_cpu_count", "configure_devices", "initialize_distributed",
+           "check_coordinator"]
+
+#: Simulated CPU devices when neither the config nor the environment names a count.
+DEFAULT_CPU_COUNT = 8
+_XLA_COUNT = re.compile(r"--xla_force_host_platform_device_count=(\d+)")
 
 
-def backend_started() -> bool:
-    """Whether JAX's backend has started (after which the device count is fixed)."""
-    return xla_bridge.backends_are_initialized()
+def resolve_cpu_count(configured: int | None, environ: dict | None = None) -> tuple[int, str]:
+    """The simulated CPU device count in force and where it comes from.
+
+    ``devices.cpu_count`` (``configured``) when given, else ``JAX_NUM_CPU_DEVICES``, else
+    the count in ``XLA_FLAGS``, else ``DEFAULT_CPU_COUNT``.
+
+    Returns
+    -------
+    (int, str)
+        The count and its source, e.g. ``(4, "XLA_FLAGS")``.
+
+    Raises
+    ------
+    ConfigError
+        If two of the sources that are set disagree; the message names both and the fix.
+    """
+    environ = os.environ if environ is None else environ
+    sources = []
+    if configured is not None:
+        sources.append(("devices.cpu_count", int(configured)))
+    if environ.get("JAX_NUM_CPU_DEVICES", "").strip().lstrip("-").isdigit():
+        sources.append(("JAX_NUM_CPU_DEVICES", int(environ["JAX_NUM_CPU_DEVICES"])))
+    flag = _XLA_COUNT.findall(environ.get("XLA_FLAGS", ""))
+    if flag:
+        sources.append(("XLA_FLAGS", int(flag[-1])))
+    sources = [(name, n) for name, n in sources if n > 0]  # JAX reads -1 as "not set"
+    for name, count in sources[1:]:
+        if count != sources[0][1]:
+            first, n = sources[0]
+            raise ConfigError(
+                f"two device counts disagree: {first}={n} and {name} gives {count}; set "
+                f"devices.cpu_count={count} (or drop it) to use {name}'s, or remove the count from "
+                f"{name} to use {n}")
+    if not sources:
+        return DEFAULT_CPU_COUNT, "default"
+    name, count = sources[0]
+    return count, name
 
 
 def configure_devices(cpu_count: int, platform: str | None = None) -> None:
@@ -31,20 +77,23 @@ def configure_devices(cpu_count: int, platform: str | None = None) -> None:
     ConfigError
         If the backend already started on the CPU with a different device count.
     """
-    if not backend_started():
-        if platform is not None:
-            jax.config.update("jax_platforms", platform)
+    try:
+        # JAX refuses to change this once its backend started (RuntimeError); there is no
+        # public "has the backend started" query, so the refusal itself is the signal.
         jax.config.update("jax_num_cpu_devices", int(cpu_count))
+    except RuntimeError:
+        if jax.default_backend() != "cpu":
+            return
+        # Count this process's devices: across processes each simulates cpu_count of its own.
+        have = jax.local_device_count()
+        if have != cpu_count:
+            raise ConfigError(
+                f"devices.cpu_count={cpu_count} was asked for, but JAX's backend already started with "
+                f"{have} CPU devices in this process; the count is fixed at start-up. Run in a fresh "
+                f"process, or use devices.cpu_count={have}") from None
         return
-    if jax.default_backend() != "cpu":
-        return
-    # Count this process's devices: across processes each simulates cpu_count of its own.
-    have = jax.local_device_count()
-    if have != cpu_count:
-        raise ConfigError(
-            f"devices.cpu_count={cpu_count} was asked for, but JAX's backend already started with "
-            f"{have} CPU devices in this process; the count is fixed at start-up. Run in a fresh "
-            f"process, or use devices.cpu_count={have}")
+    if platform is not None:
+        jax.config.update("jax_platforms", platform)
 
 
 def initialize_distributed(mode: str, *, coordinator_address: str | None = None,
@@ -53,51 +102,121 @@ def initialize_distributed(mode: str, *, coordinator_address: str | None = None,
     """``jax.distributed.initialize`` for ``mode`` "auto" or "explicit"; "none" does nothing.
 
     Calling it when already initialised is a no-op. CPU collectives use gloo, so
-    several processes on one machine (or CPU hosts) can run collectives.
+    several processes on one machine (or CPU hosts) can run collectives. In explicit
+    mode the coordinator is checked first (``check_coordinator``), so an address
+    nobody serves ends the job with an error naming it instead of an abort in C++.
 
     Raises
     ------
     ConfigError
-        If the backend already started (initialisation must come first), or
-        ``mode="explicit"`` lacks one of the three fields.
+        If the backend already started (initialisation must come first),
+        ``mode="explicit"`` lacks one of the three fields, or the coordinator cannot be
+        reached within ``timeout_s``.
     """
-    if mode == "none":
+    if mode == "none" or jax.distributed.is_initialized():
         return
-    if _distributed_initialized():
-        return
-    if backend_started():
+    if mode == "explicit":
+        missing = [name for name, value in (("coordinator_address", coordinator_address),
+                                            ("num_processes", num_processes),
+                                            ("process_id", process_id)) if value is None]
+        if missing:
+            raise ConfigError(f"distributed.mode=explicit needs distributed.{missing[0]} "
+                              f"(missing: {', '.join(missing)})")
+        check_coordinator(coordinator_address, process_id, num_processes, timeout_s)
+        kwargs = {"coordinator_address": coordinator_address, "num_processes": num_processes,
+                  "process_id": process_id}
+    else:
+        kwargs = {}
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    try:
+        jax.distributed.initialize(initialization_timeout=timeout_s, **kwargs, **_bounds(heartbeat_s))
+    except ValueError as err:  # auto: JAX found no cluster environment to read its coordinates from
+        raise ConfigError(
+            f"distributed=auto found no cluster (SLURM, Open MPI, TPU pod) to join: {err} "
+            "Use distributed=none on one machine, distributed=local to try several local "
+            "processes, or distributed.mode=explicit with coordinator_address, num_processes "
+            "and process_id") from None
+    except RuntimeError as err:  # JAX refuses once its backend started
         raise ConfigError(
             f"distributed.mode={mode} needs jax.distributed.initialize() before JAX's backend "
-            "starts, but the backend already started in this process; start a fresh process")
-    jax.config.update("jax_cpu_collectives_implementation", "gloo")
-    if mode == "auto":
-        try:
-            jax.distributed.initialize(initialization_timeout=timeout_s, **_bounds(heartbeat_s))
-        except ValueError as err:  # JAX found no cluster environment to read its coordinates from
-            raise ConfigError(
-                f"distributed=auto found no cluster (SLURM, Open MPI, TPU pod) to join: {err} "
-                "Use distributed=none on one machine, distributed=local to try several local "
-                "processes, or distributed.mode=explicit with coordinator_address, num_processes "
-                "and process_id") from None
+            f"starts, but it refused ({err}); start a fresh process") from None
+
+
+def check_coordinator(address: str, process_id: int, num_processes: int, timeout_s: float) -> None:
+    """Meet every process at ``address`` before ``jax.distributed.initialize``, bounded by ``timeout_s``.
+
+    ``initialize`` aborts the process in C++ when the coordinator is unreachable or a
+    process never joins, leaving no record. So process 0 first listens on the
+    coordinator's port until the other ``num_processes - 1`` have connected, and each
+    of them connects (retrying: process 0 may start later) and waits for its go-ahead.
+    Any failure is a ``ConfigError`` naming the address, raised in Python.
+
+    Raises
+    ------
+    ConfigError
+        Naming the address, what failed (missing processes, refused connection, a host
+        that is not this machine's, a port in use) and the setting to change.
+    """
+    host, _, port = address.rpartition(":")
+    host = host.strip("[]")
+    if not host or not port.isdigit():
+        raise ConfigError(f"distributed.coordinator_address={address!r} is not host:port, "
+                          "e.g. distributed.coordinator_address=10.0.0.1:1234")
+    deadline = time.monotonic() + timeout_s
+    if process_id == 0:
+        _serve_rendezvous(address, host, int(port), num_processes, timeout_s, deadline)
         return
-    missing = [name for name, value in (("coordinator_address", coordinator_address),
-                                        ("num_processes", num_processes),
-                                        ("process_id", process_id)) if value is None]
+    error = "no answer"
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection((host, int(port)), timeout=max(deadline - time.monotonic(), 0.1)) as s:
+                s.sendall(f"{process_id}\n".encode())
+                s.settimeout(max(deadline - time.monotonic(), 0.1))
+                if s.recv(2) == b"go":
+                    return
+                error = "process 0 closed the connection"
+        except OSError as err:
+            error = err.strerror or type(err).__name__
+        time.sleep(0.2)
+    raise ConfigError(
+        f"process {process_id} could not join the coordinator at distributed.coordinator_address={address} "
+        f"within distributed.timeout_s={timeout_s} s ({error}): start process 0 there, or fix the address")
+
+
+def _serve_rendezvous(address: str, host: str, port: int, num_processes: int, timeout_s: float,
+                      deadline: float) -> None:
+    try:
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+            probe.bind((host, 0))  # the coordinator must be an address of this machine
+        server = socket.create_server(("", port))
+    except OSError as err:
+        raise ConfigError(
+            f"process 0 cannot serve the coordinator at distributed.coordinator_address={address} "
+            f"({err.strerror}): give an address of this host and a free port") from None
+    joined: dict[int, socket.socket] = {}
+    with server:
+        while len(joined) < num_processes - 1 and time.monotonic() < deadline:
+            server.settimeout(max(deadline - time.monotonic(), 0.01))
+            try:
+                conn, _ = server.accept()
+                conn.settimeout(max(deadline - time.monotonic(), 0.01))
+                joined[int(conn.recv(16).decode().strip())] = conn
+            except (OSError, ValueError):
+                continue
+        complete = len(joined) == num_processes - 1
+        for conn in joined.values():
+            with conn:
+                if complete:
+                    conn.sendall(b"go")
+    missing = sorted(set(range(1, num_processes)) - set(joined))
     if missing:
-        raise ConfigError(f"distributed.mode=explicit needs distributed.{missing[0]} "
-                          f"(missing: {', '.join(missing)})")
-    jax.distributed.initialize(coordinator_address=coordinator_address,
-                               num_processes=num_processes, process_id=process_id,
-                               initialization_timeout=timeout_s, **_bounds(heartbeat_s))
+        raise ConfigError(
+            f"process(es) {missing} of {num_processes} did not reach the coordinator at "
+            f"distributed.coordinator_address={address} within distributed.timeout_s={timeout_s} s: "
+            "start them with this address, or raise distributed.timeout_s")
 
 
 def _bounds(heartbeat_s: int) -> dict:
     # JAX's defaults (100 s heartbeat, 300 s shutdown barrier) let a dead peer stall the
     # others for minutes; a failed process should end the job within seconds.
     return {"heartbeat_timeout_seconds": heartbeat_s, "shutdown_timeout_seconds": heartbeat_s}
-
-
-def _distributed_initialized() -> bool:
-    from jax._src import distributed
-
-    return distributed.global_state.client is not None

@@ -6,8 +6,8 @@ them, so importing this module stays cheap and never starts JAX's backend.
 
 from __future__ import annotations
 
+import io
 import os
-import tempfile
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -264,15 +264,9 @@ def pair_plot(samples: Any, reference: Any, path: str | os.PathLike,
                 ax.set_ylabel(labels[i])
     grid[0, 0].legend(loc="upper right", fontsize="small")
     fig.tight_layout()
-    path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(suffix=".png.tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fig.savefig(fh, format="png", dpi=80)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
-    return path
+    from gensbi_sharding.harness.outputs import write_atomic
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=80)
+    write_atomic(path, buffer.getvalue())  # atomic, and readable as the umask allows
+    return os.fspath(path)

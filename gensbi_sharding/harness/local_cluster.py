@@ -2,11 +2,14 @@
 
 The parent never starts JAX. It starts N copies of the entry script with the
 job's own overrides plus the coordinates of a loopback coordinator, each child
-simulating ``devices.cpu_count // N`` CPU devices and talking over gloo, and
-waits for them with a deadline: so the multi-host path (per-process data,
+simulating ``cpu_count // N`` CPU devices and talking over gloo, and waits for
+them with a deadline: so the multi-host path (per-process data,
 ``host_to_global_array``, cross-process collectives) runs on a laptop and in CI.
-When one child fails the others are given the heartbeat bound to notice, then
-killed; nothing waits forever.
+When one child dies the others get ``distributed.heartbeat_s`` plus a few seconds
+to notice, then are killed, and the job's metrics name the dead process. A
+preemption signal to the parent is passed on to every child, which checkpoints
+and stops. Nothing waits forever, and no child outlives the parent: each holds
+the read end of a pipe only the parent can write to, and ends when it closes.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -25,8 +29,10 @@ from typing import Any
 from omegaconf import DictConfig
 
 from gensbi_sharding.harness.config import ConfigError
+from gensbi_sharding.harness.outputs import LOCAL_CHILD_ENV
+from gensbi_sharding.harness.preemption import EXIT_PREEMPTED, PREEMPT_SIGNALS
 
-__all__ = ["run_local_processes"]
+__all__ = ["run_local_processes", "watch_parent"]
 
 log = logging.getLogger("gensbi_sharding")
 
@@ -34,87 +40,150 @@ log = logging.getLogger("gensbi_sharding")
 _CHILD_KEYS = ("distributed.mode", "distributed.coordinator_address", "distributed.num_processes",
                "distributed.process_id", "distributed.local_processes", "devices.cpu_count",
                "hydra.run.dir", "hydra.job.name", "hydra.output_subdir", "hydra.mode")
+_DEATH_GRACE_S = 5  # beyond distributed.heartbeat_s, for the survivors to notice a dead peer
+_PREEMPT_GRACE_S = 120  # for the children to reach a step boundary and checkpoint after a signal
 
 
 def run_local_processes(cfg: DictConfig, out: Path) -> dict[str, Any]:
     """Run the job of ``cfg`` as ``cfg.distributed.local_processes`` local JAX processes.
 
-    Returns the metrics process 0 wrote (status "error" if any process failed).
+    Returns the metrics process 0 wrote, with ``status`` "error" naming each process
+    that failed (its exit code or signal) if any did, or "preempted" if the children
+    stopped for a preemption signal.
 
     Raises
     ------
     ConfigError
-        If ``devices.cpu_count`` does not split evenly over the processes, or no Hydra
+        If the CPU device count does not split evenly over the processes, or no Hydra
         job is running (the children are started from the job's overrides).
     """
     from hydra.core.hydra_config import HydraConfig
 
-    n, cpu = cfg.distributed.local_processes, cfg.devices.cpu_count
+    from gensbi_sharding.harness.devices import resolve_cpu_count
+
+    n = cfg.distributed.local_processes
+    cpu, source = resolve_cpu_count(cfg.devices.cpu_count)
     if cpu % n:
-        raise ConfigError(f"devices.cpu_count={cpu} does not split over distributed.local_processes={n}; "
-                          f"use a multiple of {n}")
+        fits = [d for d in range(2, cpu + 1) if cpu % d == 0] or [1]
+        nearest = min(fits, key=lambda d: (abs(d - n), d))
+        raise ConfigError(f"devices.cpu_count={cpu} does not split over distributed.local_processes={n} "
+                          f"(the count from {source}); set distributed.local_processes={nearest} or "
+                          f"devices.cpu_count={n * max(round(cpu / n), 1)}")
     if not HydraConfig.initialized():
         raise ConfigError("distributed.local_processes > 1 needs a Hydra job: run it through launch.py")
     overrides = [o for o in HydraConfig.get().overrides.task if _key(o) not in _CHILD_KEYS]
     port = _free_port()
     script = Path(sys.argv[0]).absolute()
+    lifeline, keep_open = os.pipe()  # the children read; only this process holds the write end
+    env = {k: v for k, v in os.environ.items() if k != "JAX_NUM_CPU_DEVICES"}
+    env.update(PYTHONUNBUFFERED="1", XLA_FLAGS=_without_device_count(env.get("XLA_FLAGS", "")),
+               **{LOCAL_CHILD_ENV: str(lifeline)})
     children = []
-    for rank in range(n):
-        command = [sys.executable, str(script), *overrides,
-                   "distributed.mode=explicit", f"distributed.coordinator_address=127.0.0.1:{port}",
-                   f"distributed.num_processes={n}", f"distributed.process_id={rank}",
-                   "distributed.local_processes=1", f"devices.cpu_count={cpu // n}",
-                   f"hydra.run.dir={out}", f"hydra.job.name=process_{rank}", "hydra.output_subdir=null"]
-        children.append(subprocess.Popen(command, env={**os.environ, "PYTHONUNBUFFERED": "1"},
-                                         preexec_fn=_die_with_parent))
-    log.info("started %d local processes (coordinator 127.0.0.1:%d, %d CPU devices each)", n, port, cpu // n)
-    previous = signal.signal(signal.SIGTERM, _terminate)
     try:
-        codes = _wait(children, cfg.distributed.run_timeout_s, cfg.distributed.heartbeat_s + 15)
-    finally:  # Ctrl-C or SIGTERM here: no child outlives the parent
-        signal.signal(signal.SIGTERM, previous)
+        for rank in range(n):
+            command = [sys.executable, str(script), *overrides,
+                       "distributed.mode=explicit", f"distributed.coordinator_address=127.0.0.1:{port}",
+                       f"distributed.num_processes={n}", f"distributed.process_id={rank}",
+                       "distributed.local_processes=1", f"devices.cpu_count={cpu // n}",
+                       f"hydra.run.dir={out}", f"hydra.job.name=process_{rank}", "hydra.output_subdir=null"]
+            children.append(subprocess.Popen(command, env=env, pass_fds=(lifeline,)))
+    finally:
+        os.close(lifeline)
+    log.info("started %d local processes (coordinator 127.0.0.1:%d, %d CPU devices each)", n, port, cpu // n)
+    signalled: list[int] = []
+
+    def forward(signum, frame):  # preemption: every child checkpoints at its next step boundary
+        signalled.append(signum)
+        for child in children:
+            if child.poll() is None:
+                child.send_signal(signum)
+
+    previous = {s: signal.signal(s, forward) for s in PREEMPT_SIGNALS}
+    try:
+        codes, first_dead, lag = _wait(children, cfg.distributed.run_timeout_s,
+                                       cfg.distributed.heartbeat_s + _DEATH_GRACE_S, signalled)
+    finally:  # Ctrl-C here: no child outlives the parent
+        for s, handler in previous.items():
+            signal.signal(s, handler)
         for child in children:
             if child.poll() is None:
                 child.kill()
                 child.wait()
+        os.close(keep_open)
     metrics_path = out / "metrics.json"
     metrics = json.loads(metrics_path.read_text()) if metrics_path.exists() else {}
-    if any(codes):
-        timed_out = any(code == -signal.SIGKILL for code in codes)
-        metrics.update(status="error", error=f"local processes exited with codes {codes}" + (
-            f"; killed after distributed.run_timeout_s={cfg.distributed.run_timeout_s} s" if timed_out else ""))
-    metrics.setdefault("status", "error")
+    metrics["process_exit_codes"] = codes
+    if all(code == 0 for code in codes):
+        metrics.setdefault("status", "error")
+    elif all(code in (0, EXIT_PREEMPTED) for code in codes):
+        metrics["status"] = "preempted"
+        metrics["preempt_signal"] = signalled[0] if signalled else None
+    else:
+        reported = metrics.get("error")  # process 0's own error, when it recorded one
+        metrics.update(status="error", error=_failure(codes, first_dead, lag, cfg)
+                       + (f"; process 0 reported: {reported}" if reported else ""))
     return metrics
 
 
-def _wait(children: list[subprocess.Popen], timeout_s: float, grace_s: float) -> list[int]:
-    deadline = time.monotonic() + timeout_s
+def watch_parent() -> None:
+    """In a ``distributed=local`` child: end this process when the parent dies.
+
+    A daemon thread blocks reading the pipe the parent holds open; end of file means
+    the parent is gone (even killed with SIGKILL), and the child kills itself.
+    """
+    fd = os.environ.get(LOCAL_CHILD_ENV)
+    if not fd:
+        return
+
+    def wait_for_eof():
+        while os.read(int(fd), 1):
+            pass
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    threading.Thread(target=wait_for_eof, name="parent-watch", daemon=True).start()
+
+
+def _wait(children: list[subprocess.Popen], timeout_s: float, grace_s: float,
+          signalled: list[int]) -> tuple[list[int], int | None, float | None]:
+    """Exit codes, the rank that failed first (None if none) and how long the rest took after it."""
+    deadline, first_dead, died_at, preempt_bound = time.monotonic() + timeout_s, None, None, False
     while time.monotonic() < deadline:
         codes = [child.poll() for child in children]
+        failed = [rank for rank, code in enumerate(codes) if code not in (None, 0, EXIT_PREEMPTED)]
+        if failed and first_dead is None:
+            # Several seen at once: the one killed by a signal died; the others noticed it.
+            first_dead = min(failed, key=lambda rank: (codes[rank] >= 0, rank))
+            died_at = time.monotonic()
+            deadline = min(deadline, died_at + grace_s)
+        if signalled and not preempt_bound:
+            deadline, preempt_bound = min(deadline, time.monotonic() + _PREEMPT_GRACE_S), True
         if all(code is not None for code in codes):
-            return codes
-        if any(code not in (None, 0) for code in codes):
-            deadline = min(deadline, time.monotonic() + grace_s)  # the others should fail soon too
-        time.sleep(0.2)
+            return codes, first_dead, (time.monotonic() - died_at if died_at else None)
+        time.sleep(0.1)
     for child in children:
         if child.poll() is None:
             child.kill()
     log.error("local processes did not finish within the bound; killed the rest")
-    return [child.wait() for child in children]  # a killed child reports -9
+    codes = [child.wait() for child in children]  # a killed child reports -9
+    return codes, first_dead, (time.monotonic() - died_at if died_at else None)
 
 
-def _terminate(signum, frame):
-    raise SystemExit(128 + signum)
+def _failure(codes: list[int], first_dead: int | None, lag: float | None, cfg: DictConfig) -> str:
+    def how(code):
+        return f"died (killed by {signal.Signals(-code).name})" if code < 0 else f"failed (exit code {code})"
+
+    if first_dead is None:  # nobody failed on their own: the run bound killed them
+        return (f"local processes killed after distributed.run_timeout_s={cfg.distributed.run_timeout_s} s "
+                f"(exit codes {codes})")
+    others = [f"process {rank} {how(code)}" for rank, code in enumerate(codes) if rank != first_dead]
+    return (f"process {first_dead} of {len(codes)} {how(codes[first_dead])}; the others ended "
+            f"{lag:.1f} s later (bound: distributed.heartbeat_s={cfg.distributed.heartbeat_s} + "
+            f"{_DEATH_GRACE_S} s): {', '.join(others)}")
 
 
-def _die_with_parent() -> None:
-    """In the child, before exec: ask Linux to SIGKILL it when the parent dies (PR_SET_PDEATHSIG)."""
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
-    except (OSError, AttributeError):  # not Linux: the parent's cleanup still covers Ctrl-C and SIGTERM
-        pass
+def _without_device_count(flags: str) -> str:
+    """``XLA_FLAGS`` without a device count: each child is told its own share explicitly."""
+    return " ".join(f for f in flags.split() if not f.startswith("--xla_force_host_platform_device_count"))
 
 
 def _key(override: str) -> str:

@@ -1,8 +1,10 @@
 """A run's files (metrics.json, sharding.txt, samples, plot) and the multirun summary.
 
 Every file is written to a temporary name in its folder and renamed into place,
-so a killed run never leaves a half-written file; a folder that already holds a
-completed run is never written into again.
+so a killed run never leaves a half-written file, and gets the mode the umask
+gives an ordinary file (0644 under umask 022), so colleagues can read results.
+A folder that already holds a completed run is never written into again, and
+one run at a time writes into a folder (a lock file, held while the run lasts).
 """
 
 from __future__ import annotations
@@ -12,8 +14,10 @@ import io
 import json
 import logging
 import os
+import secrets
+import socket
 import sys
-import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +25,9 @@ import numpy as np
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-__all__ = ["write_atomic", "write_json", "ensure_fresh", "SweepSummary", "RefuseCompletedRun", "summary_rows",
-           "markdown_table", "SUMMARY_COLUMNS"]
+__all__ = ["write_atomic", "write_json", "write_npz", "write_losses", "ensure_fresh", "FolderLock",
+           "FolderInUseError", "RunFolder", "folder_owner", "RESUMABLE", "SweepSummary", "RefuseCompletedRun", "summary_rows", "markdown_table",
+           "SUMMARY_COLUMNS"]
 
 log = logging.getLogger(__name__)
 
@@ -32,17 +37,26 @@ DRY_RUN_COLUMNS = ("job", "rule", "mesh_shape", "model", "step_memory_bytes_per_
                    "collective_bytes_per_step", "compile_s", "status", "error")
 
 
+#: Statuses of a run that ``train.resume=auto`` may continue in its own folder.
+RESUMABLE = ("preempted", "interrupted", "error")
+
+
 def write_atomic(path: Path, data: bytes | str) -> Path:
-    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename."""
+    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename.
+
+    The file gets the mode the umask gives an ordinary file (``0o666 & ~umask``).
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    tmp = path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    # os.open applies the umask to 0o666 as open() does; tempfile.mkstemp would give 0o600.
+    handle = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(handle, "wb") as f:
             f.write(data.encode() if isinstance(data, str) else data)
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
     return path
 
@@ -64,31 +78,185 @@ def _finite(obj: Any) -> Any:
 
 
 def write_npz(path: Path, **arrays: np.ndarray) -> Path:
+    """``write_atomic`` of ``numpy.savez(**arrays)``."""
     buffer = io.BytesIO()
     np.savez(buffer, **arrays)
     return write_atomic(path, buffer.getvalue())
 
 
-def ensure_fresh(out_dir: Path) -> None:
-    """Refuse to run into a folder that already holds a completed run's metrics.
+def ensure_fresh(out_dir: Path, *, resume_auto: bool = False) -> dict | None:
+    """Refuse to run into a folder that holds another run's results.
+
+    With ``resume_auto`` (``train.resume=auto``) a folder whose run ended with a status
+    in ``RESUMABLE`` (preempted, interrupted, error), or left checkpoints without
+    metrics (killed), may be continued: the same command, requeued.
+
+    Returns
+    -------
+    dict or None
+        The earlier attempt's metrics when continuing one; None for a fresh folder.
 
     Raises
     ------
     FileExistsError
-        Naming the folder and its metrics.json.
+        Naming the folder, its metrics.json or checkpoints, and the override to use.
     """
     out_dir = Path(out_dir)
     metrics = out_dir / "metrics.json"
-    if metrics.exists():
-        status = json.loads(metrics.read_text()).get("status", "unknown")
+    previous = json.loads(metrics.read_text()) if metrics.exists() else None
+    status = (previous or {}).get("status", "unknown")
+    if previous is not None and not (resume_auto and status in RESUMABLE):
+        hint = ("rerun with train.resume=auto to continue it in this folder, or choose another hydra.run.dir"
+                if status in RESUMABLE else "choose another hydra.run.dir (or hydra.sweep.dir)")
         raise FileExistsError(
             f"{metrics} already exists (status {status}): this folder holds an earlier run's outputs, "
-            "which are never overwritten; choose another hydra.run.dir (or hydra.sweep.dir)")
+            f"which are never overwritten; {hint}")
     checkpoints = out_dir / "checkpoints"
-    if checkpoints.is_dir() and any(checkpoints.iterdir()):
+    if not resume_auto and checkpoints.is_dir() and any(checkpoints.iterdir()):
         raise FileExistsError(
-            f"{checkpoints} holds an interrupted run's checkpoints; continue it in a new folder with "
-            f"train.resume={out_dir} hydra.run.dir=<new folder>, or choose another hydra.run.dir")
+            f"{checkpoints} holds an interrupted run's checkpoints; continue it here with the same "
+            f"command plus train.resume=auto, or in a new folder with train.resume={out_dir} "
+            "hydra.run.dir=<new folder>")
+    return previous
+
+
+class RunFolder:
+    """What this process may do in the job's folder: claim it, and record the job's outcome.
+
+    The owner (``folder_owner``) claims the folder (``FolderLock`` plus ``ensure_fresh``)
+    before writing anything; process 0 of a ``distributed=local`` child writes the run's
+    files and its parent records the final outcome over them. A run refused a folder
+    writes nothing into it.
+    """
+
+    def __init__(self, out: Path, cfg: DictConfig):
+        self.out, self.owner = Path(out), folder_owner(cfg)
+        self.resume_auto = cfg.train.resume == "auto"
+        self.claimed, self.previous, self._lock = False, None, None
+
+    def claim(self) -> None:
+        """Lock the folder and check it is fresh (or resumable); raises as those do."""
+        lock = FolderLock(self.out)
+        lock.acquire()
+        try:
+            self.previous = ensure_fresh(self.out, resume_auto=self.resume_auto)
+        except BaseException:
+            lock.release()
+            raise
+        self._lock, self.claimed = lock, True
+        if self.previous and (self.out / "error.txt").exists():  # keep the earlier attempt's traceback
+            attempt = len(self.previous.get("previous_attempts", [])) + 1
+            os.replace(self.out / "error.txt", self.out / f"error.attempt{attempt}.txt")
+
+    def release(self) -> None:
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
+    def records(self) -> bool:
+        """Whether this process writes the job's metrics.json and error.txt."""
+        import jax
+
+        if self.claimed:
+            return True
+        if jax.distributed.is_initialized():  # a local child's process 0 writes the run's files
+            return bool(os.environ.get(LOCAL_CHILD_ENV)) and jax.process_index() == 0
+        if self.owner is False and not os.environ.get(LOCAL_CHILD_ENV):
+            # A process that failed before joining (coordinator unreachable) is the only one
+            # that knows: it records, unless the folder is another's.
+            try:
+                self.claim()
+            except (FolderInUseError, FileExistsError):
+                return False
+            return True
+        return False
+
+    def record(self, metrics: dict[str, Any], traceback_text: str | None = None) -> None:
+        """Write ``metrics.json`` (and ``error.txt``), listing earlier attempts of a resumed run."""
+        if not self.records():
+            return
+        if self.previous:
+            earlier = {k: self.previous.get(k) for k in ("status", "error", "preempted_at_step", "wall_s")}
+            metrics["previous_attempts"] = [*self.previous.get("previous_attempts", []), earlier]
+        if traceback_text:
+            write_atomic(self.out / "error.txt", traceback_text)
+        write_json(self.out / "metrics.json", metrics)
+
+
+def write_losses(out_dir: Path, start_step: int, losses: np.ndarray) -> np.ndarray:
+    """``train_losses.npz`` (``losses``, ``step``): this attempt's losses after an earlier one's.
+
+    A run resumed in its own folder keeps the curve of the attempts before it, so the
+    file holds the whole run. Returns the losses written.
+    """
+    path, earlier = Path(out_dir) / "train_losses.npz", np.zeros(0, np.float32)
+    if start_step and path.exists():
+        with np.load(path) as old:
+            if "step" in old and len(old["losses"]) >= start_step and old["step"][0] == 1:
+                earlier = old["losses"][:start_step]
+    full = np.concatenate([earlier, np.asarray(losses, np.float32)])
+    first = start_step - len(earlier) + 1
+    write_npz(path, losses=full, step=np.arange(first, first + len(full)))
+    return full
+
+
+class FolderInUseError(RuntimeError):
+    """Another run holds the lock of the output folder."""
+
+
+class FolderLock:
+    """The lock one run holds on its output folder while it writes there (``filelock``).
+
+    Re-entrant within a process (a Hydra callback and ``run()`` may both take it). The
+    holder's pid, host, start time and command line go into ``.run.owner.json`` next to
+    the lock file, so a refused run can name the one that holds the folder.
+    """
+
+    LOCK, OWNER = ".run.lock", ".run.owner.json"
+
+    def __init__(self, folder: Path):
+        from filelock import FileLock
+
+        self.folder = Path(folder).absolute()
+        self.folder.mkdir(parents=True, exist_ok=True)
+        # One instance per path (is_singleton): a second acquire in this process only counts up.
+        self._lock = FileLock(self.folder / self.LOCK, timeout=0, is_singleton=True)
+
+    def acquire(self) -> None:
+        """Take the lock at once, or raise ``FolderInUseError`` naming the folder and its holder."""
+        from filelock import Timeout
+
+        try:
+            self._lock.acquire()
+        except Timeout:
+            raise FolderInUseError(
+                f"{self.folder} is in use by another run ({self._holder()}): two runs must not write "
+                "into one folder; wait for it to end, or choose another hydra.run.dir (or "
+                "hydra.sweep.dir)") from None
+        if self._lock.lock_counter == 1:
+            write_json(self.folder / self.OWNER, {
+                "pid": os.getpid(), "host": socket.gethostname(),
+                "started": time.strftime("%Y-%m-%d %H:%M:%S"), "command": " ".join(sys.argv)})
+
+    def release(self) -> None:
+        """Undo one ``acquire``; the last one removes the owner note and frees the folder."""
+        if self._lock.lock_counter == 1:
+            (self.folder / self.OWNER).unlink(missing_ok=True)
+        self._lock.release()
+
+    def __enter__(self) -> "FolderLock":
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+    def _holder(self) -> str:
+        try:
+            owner = json.loads((self.folder / self.OWNER).read_text())
+            return f"pid {owner['pid']} on {owner['host']}, started {owner['started']}: {owner['command']}"
+        except (OSError, ValueError, KeyError):
+            return "its owner note is not written yet"
 
 
 def _jsonable(value: Any) -> Any:
@@ -178,25 +346,62 @@ class SweepSummary(Callback):
               flush=True)
 
 
+def folder_owner(cfg: DictConfig) -> bool | None:
+    """Whether this process owns the job's folder (locks it, records its outcome).
+
+    False for a ``distributed=local`` child (its parent owns the folder) and for a
+    process other than 0 of ``distributed.mode=explicit``; None where only JAX knows
+    the rank (``distributed=auto``: process 0 owns it, known once JAX started).
+    """
+    if os.environ.get(LOCAL_CHILD_ENV):
+        return False
+    if cfg.distributed.mode == "auto":
+        return None
+    return cfg.distributed.process_id in (None, 0)
+
+
+#: Set by ``distributed=local`` in its children: the file descriptor of a pipe the parent holds open.
+LOCAL_CHILD_ENV = "GENSBI_SHARDING_PARENT_FD"
+
+
 class RefuseCompletedRun(Callback):
-    """Hydra callback: stop before Hydra writes into a folder that holds a completed run.
+    """Hydra callback: lock the folder and refuse one that holds a completed run, before Hydra writes.
 
     Hydra saves ``.hydra/*.yaml`` and opens the job's log before the task runs, so
-    ``ensure_fresh`` inside ``run()`` alone comes too late to leave such a folder intact.
+    ``ensure_fresh`` and the lock inside ``run()`` alone come too late to leave such a
+    folder intact.
     """
 
+    def __init__(self) -> None:
+        self._locks: list[FolderLock] = []
+
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
-        _refuse_if_completed(Path(config.hydra.run.dir))
+        if folder_owner(config):
+            self._claim(Path(config.hydra.run.dir), [Path(config.hydra.run.dir)], config)
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        for metrics in sorted(Path(config.hydra.sweep.dir).glob("*/metrics.json")):
-            _refuse_if_completed(metrics.parent)
+        sweep = Path(config.hydra.sweep.dir)
+        self._claim(sweep, [m.parent for m in sorted(sweep.glob("*/metrics.json"))], config)
 
+    def on_run_end(self, config: DictConfig, **kwargs: Any) -> None:
+        self._release()
 
-def _refuse_if_completed(out_dir: Path) -> None:
-    try:
-        ensure_fresh(out_dir)
-    except FileExistsError as err:
-        # Hydra turns an Exception raised by a callback into a warning; SystemExit stops the run.
-        print(f"error: {err}", file=sys.stderr, flush=True)
-        raise SystemExit(1) from None
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        self._release()
+
+    def _claim(self, folder: Path, runs: list[Path], config: DictConfig) -> None:
+        try:
+            lock = FolderLock(folder)
+            lock.acquire()
+            self._locks.append(lock)
+            for run_dir in runs:
+                ensure_fresh(run_dir, resume_auto=config.train.resume == "auto")
+        except (FileExistsError, FolderInUseError) as err:
+            self._release()
+            # Hydra turns an Exception raised by a callback into a warning; SystemExit stops the run.
+            print(f"error: {err}", file=sys.stderr, flush=True)
+            raise SystemExit(1) from None
+
+    def _release(self) -> None:
+        while self._locks:
+            self._locks.pop().release()

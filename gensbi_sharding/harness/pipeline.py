@@ -12,6 +12,7 @@ with ``data.shards=2`` sees exactly the global batches of a two-process run.
 from __future__ import annotations
 
 import dataclasses
+import math
 import warnings
 from collections.abc import Iterator
 from typing import Any
@@ -19,11 +20,12 @@ from typing import Any
 import numpy as np
 
 from gensbi_sharding.harness.config import ConfigError
-from gensbi_sharding.harness.data import SimulationData, iterate_batches
+from gensbi_sharding.harness.data import SimulationData, iterate_batches, shard_train_rows
+from gensbi_sharding.harness.hints import batch_size_problem
 from gensbi_sharding.harness.registry import get_data
-from gensbi_sharding import batch_size_divisor, check_batch_divisible, shard_batch
+from gensbi_sharding import batch_size_divisor, shard_batch
 
-__all__ = ["Pipeline", "build_pipeline", "check_global_batch"]
+__all__ = ["Pipeline", "build_pipeline", "check_batch_config"]
 
 
 @dataclasses.dataclass
@@ -32,8 +34,12 @@ class Pipeline:
 
     sims: SimulationData  # this process's first shard, with the global z-score statistics
     train_batches: Iterator[dict]
+    # Every held-out pair, in batches of the training batch size: the last one is padded,
+    # and each batch's "weight" (B,) is 1 for a real pair and 0 for padding.
     val_batches: list[dict]
     local_batch_size: int
+    val_pairs: int = 0  # held-out pairs over all shards, each counted once
+    dropped_non_finite: int = 0  # simulations dropped for NaN/inf, over all shards
 
 
 def build_pipeline(data_cfg: Any, *, seed: int, mesh: Any, shards: int | None = None,
@@ -46,38 +52,38 @@ def build_pipeline(data_cfg: Any, *, seed: int, mesh: Any, shards: int | None = 
     Raises
     ------
     ConfigError
-        If the batch size does not split over the shards or the data-parallel devices;
-        the message names the value and the ``data.*`` override that fixes it.
+        If the batch size does not split over the shards and the data-parallel devices,
+        or exceeds the training pairs (checked before simulating, and again after
+        non-finite simulations are dropped); the message names the value and the one
+        ``data.batch_size`` (or ``data.num_simulations``) that fixes every constraint.
     """
     import jax
 
     processes, rank = jax.process_count(), jax.process_index()
+    per_process = shards is None
     shards = shards or processes
-    batch = data_cfg.batch_size
     if shards % processes:
-        raise ConfigError(f"data.shards={shards} must be a multiple of the {processes} processes")
-    if batch % shards:
-        raise ConfigError(f"data.batch_size={batch} does not split over {shards} data shards "
-                          f"(one per process); use a multiple of {shards}")
-    if processes == 1:
-        check_global_batch(batch, mesh)
-    elif mesh is not None and (batch // processes) % max(batch_size_divisor(mesh) // processes, 1):
-        step = processes * max(batch_size_divisor(mesh) // processes, 1)
-        raise ConfigError(
-            f"data.batch_size={batch} gives each of the {processes} processes {batch // processes} rows, "
-            f"not divisible by its {batch_size_divisor(mesh) // processes} data-parallel devices; "
-            f"set data.batch_size={max(step, round(batch / step) * step)}")
+        raise ConfigError(f"data.shards={shards} must be a multiple of the {processes} processes; "
+                          f"set data.shards={processes * max(round(shards / processes), 1)}")
+    check_batch_config(data_cfg, mesh, shards=shards, per_process=per_process)
     own = range(rank * shards // processes, (rank + 1) * shards // processes)
     factory = get_data(data_cfg.name)
     with warnings.catch_warnings():
         # Emulated shards in one process: their statistics are combined just below.
         warnings.filterwarnings("ignore", message="process_count=", category=UserWarning)
         parts = [factory(num_simulations=data_cfg.num_simulations, val_fraction=data_cfg.val_fraction,
-                     seed=seed, num_observation=data_cfg.num_observation,
+                         seed=seed, num_observation=data_cfg.num_observation,
                          process_index=s, process_count=shards) for s in own]
     if processes == 1 and shards > 1:  # emulated shards: statistics over all of them
         parts = _with_stats_of(parts)
-    local = batch // shards
+    dropped, val_pairs = parts[0].dropped_non_finite, parts[0].val_pairs
+    if dropped:  # the budget shrank: check the batch against the pairs that are left
+        problem = batch_size_problem(
+            data_cfg.batch_size, shards=shards, data_parallel=batch_size_divisor(mesh), dropped=dropped,
+            train_rows=_smallest(min(len(p.theta_train) for p in parts)), per_process=per_process)
+        if problem:
+            raise ConfigError(problem)
+    local = data_cfg.batch_size // shards
     streams = [iterate_batches(*part.normalized("train"), batch_size=local, seed=seed * 7919 + s,
                                mesh=None, place=False) for s, part in zip(own, parts)]
     place = _placer(mesh, processes)
@@ -89,21 +95,29 @@ def build_pipeline(data_cfg: Any, *, seed: int, mesh: Any, shards: int | None = 
         while True:
             yield place(_concat([next(stream) for stream in streams]))
 
-    val = [part.normalized("val") for part in parts]
-    n_val = min(len(theta) for theta, _ in val) // local
-    val_batches = [place(_concat([{"theta": t[i * local:(i + 1) * local], "x": x[i * local:(i + 1) * local]}
-                                  for t, x in val])) for i in range(n_val)]
-    return Pipeline(parts[0], train_batches(), val_batches, local * len(parts))
+    val = [_padded(*part.normalized("val"), _agree_max(len(part.theta_val) for part in parts), local)
+           for part in parts]
+    val_batches = [place(_concat([{key: v[key][i * local:(i + 1) * local] for key in v} for v in val]))
+                   for i in range(len(val[0]["weight"]) // local)]
+    return Pipeline(parts[0], train_batches(), val_batches, local * len(parts), val_pairs=val_pairs,
+                    dropped_non_finite=dropped)
 
 
-def check_global_batch(batch: int, mesh: Any) -> None:
-    """``ConfigError`` naming ``data.batch_size=<nearest valid>`` if the batch does not split over the mesh."""
-    try:
-        check_batch_divisible({"rows": np.empty((batch, 0))}, mesh, "train")
-    except ValueError as err:
-        divisor = batch_size_divisor(mesh)
-        fix = max(divisor, round(batch / divisor) * divisor)
-        raise ConfigError(f"{err}; set data.batch_size={fix}") from None
+def check_batch_config(data_cfg: Any, mesh: Any, *, shards: int, per_process: bool = False) -> None:
+    """``ConfigError`` unless ``data.batch_size`` fits the shards, the mesh and the training pairs.
+
+    Uses the sizes ``data.num_simulations`` and ``data.val_fraction`` give before any
+    simulation; the message names the one ``data.batch_size`` that fixes everything.
+    """
+    vf, multiple = data_cfg.val_fraction, math.lcm(shards, batch_size_divisor(mesh))
+    rows = shard_train_rows(data_cfg.num_simulations, vf, shards)
+    need = data_cfg.num_simulations
+    while shard_train_rows(need, vf, shards) < multiple // shards:
+        need += shards
+    problem = batch_size_problem(data_cfg.batch_size, shards=shards, data_parallel=batch_size_divisor(mesh),
+                                 train_rows=rows, per_process=per_process, min_simulations=need)
+    if problem:
+        raise ConfigError(problem)
 
 
 def _placer(mesh: Any, processes: int):
@@ -129,5 +143,37 @@ def _with_stats_of(parts: list[SimulationData]) -> list[SimulationData]:
 
     theta_mean, theta_std = stats(np.concatenate([p.theta_train for p in parts]))
     x_mean, x_std = stats(np.concatenate([p.x_train for p in parts]))
-    return [dataclasses.replace(p, theta_mean=theta_mean, theta_std=theta_std, x_mean=x_mean, x_std=x_std)
-            for p in parts]
+    dropped, val_pairs = sum(p.dropped_non_finite for p in parts), sum(p.val_pairs for p in parts)
+    return [dataclasses.replace(p, theta_mean=theta_mean, theta_std=theta_std, x_mean=x_mean, x_std=x_std,
+                                dropped_non_finite=dropped, val_pairs=val_pairs) for p in parts]
+
+
+def _padded(theta: np.ndarray, x: np.ndarray, rows: int, local: int) -> dict[str, np.ndarray]:
+    """``theta``, ``x`` and a 0/1 ``weight``, zero-padded to ``rows`` rounded up to whole batches."""
+    total = -(-rows // local) * local
+    pad = total - len(theta)
+    weight = np.concatenate([np.ones(len(theta), np.float32), np.zeros(pad, np.float32)])
+    return {"theta": np.pad(theta, ((0, pad), (0, 0))), "x": np.pad(x, ((0, pad), (0, 0))), "weight": weight}
+
+
+def _agree_max(values) -> int:
+    """The largest of this process's ``values``, agreed over all processes (shards differ by a pair)."""
+    import jax
+
+    local = max(values)
+    if jax.process_count() == 1:
+        return local
+    from jax.experimental import multihost_utils
+
+    return int(np.max(multihost_utils.process_allgather(np.int64(local))))
+
+
+def _smallest(rows: int) -> int:
+    """The smallest shard's training pairs, over all processes."""
+    import jax
+
+    if jax.process_count() == 1:
+        return rows
+    from jax.experimental import multihost_utils
+
+    return int(np.min(multihost_utils.process_allgather(np.int64(rows))))

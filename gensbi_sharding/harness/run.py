@@ -20,7 +20,10 @@ from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness import outputs
 from gensbi_sharding.harness.config import ConfigError, check_table_against_mesh, mesh_spec, rule_table, validate
-from gensbi_sharding.harness.devices import configure_devices, initialize_distributed
+from gensbi_sharding.harness.devices import configure_devices, initialize_distributed, resolve_cpu_count
+from gensbi_sharding.harness.hints import model_axis_problem, overrides_named
+from gensbi_sharding.harness.local_cluster import run_local_processes, watch_parent
+from gensbi_sharding.harness.preemption import Preempted, PreemptionWatch
 
 __all__ = ["run", "output_dir"]
 
@@ -37,63 +40,72 @@ def output_dir(cfg: DictConfig) -> Path:
 
 
 def run(cfg: DictConfig) -> dict[str, Any]:
-    """Run one job described by ``cfg``; returns its metrics (``status`` "ok" or "error")."""
+    """Run one job described by ``cfg``; returns its metrics (``status`` "ok", "error" or "preempted")."""
     out = output_dir(cfg)
     start = time.perf_counter()
     metrics: dict[str, Any] = {"status": "error", "config": OmegaConf.to_container(cfg, resolve=True)}
-    try:
-        outputs.ensure_fresh(out)
-        if cfg.distributed.local_processes > 1 and cfg.distributed.process_id is None:
-            from gensbi_sharding.harness.local_cluster import run_local_processes
-
-            validate(cfg)
-            metrics = run_local_processes(cfg, out)
-        else:
-            metrics.update(_run(cfg, out, metrics))
-            metrics["status"] = "ok"
-    except KeyboardInterrupt:
-        metrics.update(status="interrupted", error="interrupted (Ctrl-C)")
-        checkpoints = out / "checkpoints"
-        hint = (f"; continue with train.resume={out} hydra.run.dir=<new folder>"
-                if checkpoints.is_dir() and any(checkpoints.iterdir()) else "")
-        log.error("interrupted%s", hint)
-        metrics["wall_s"] = time.perf_counter() - start
-        if not (out / "metrics.json").exists() and _is_writer():
-            outputs.write_json(out / "metrics.json", metrics)
-        raise
-    except Exception as err:  # every failure ends this job cleanly; the sweep goes on
-        if cfg.get("debug"):
+    folder, failure = outputs.RunFolder(out, cfg), None
+    with PreemptionWatch() as watch:
+        try:
+            watch_parent()
+            if folder.owner:
+                folder.claim()
+            if cfg.distributed.local_processes > 1 and cfg.distributed.process_id is None:
+                validate(cfg)
+                metrics = run_local_processes(cfg, out)
+            else:
+                metrics.update(_run(cfg, out, metrics, folder, watch))
+                metrics["status"] = "ok"
+        except Preempted as stop:
+            metrics.update(status="preempted", preempted_at_step=stop.step, error=str(stop))
+            log.warning("%s", stop)
+        except KeyboardInterrupt:
+            metrics.update(status="interrupted", error="interrupted (Ctrl-C)",
+                           wall_s=time.perf_counter() - start)
+            checkpoints = out / "checkpoints"
+            hint = ("; continue with the same command plus train.resume=auto"
+                    if checkpoints.is_dir() and any(checkpoints.iterdir()) else "")
+            log.error("interrupted%s", hint)
+            folder.record(metrics)
+            folder.release()
             raise
-        metrics["error"] = f"{type(err).__name__}: {err}"
-        log.error("error: %s", metrics["error"])
-        if not isinstance(err, FileExistsError):
-            outputs.write_atomic(out / "error.txt", traceback.format_exc())
-    metrics["wall_s"] = time.perf_counter() - start
-    if not (out / "metrics.json").exists() and _is_writer():
-        outputs.write_json(out / "metrics.json", metrics)
+        except Exception as err:  # every failure ends this job cleanly; the sweep goes on
+            if cfg.get("debug"):
+                folder.release()
+                raise
+            metrics["error"] = f"{type(err).__name__}: {err}"
+            log.error("error: %s", metrics["error"])
+            failure = traceback.format_exc()
+        metrics["wall_s"] = time.perf_counter() - start
+        folder.record(metrics, failure)
+        folder.release()
+        if metrics["status"] == "preempted":
+            watch.chain(metrics.get("preempt_signal"))  # under submitit: requeue the job
     return metrics
 
 
 def _is_writer() -> bool:
+    """Process 0 writes the run's files (without jax.distributed there is only process 0)."""
     import jax
-    from gensbi_sharding.harness.devices import backend_started
 
-    return not backend_started() or jax.process_index() == 0
+    return not jax.distributed.is_initialized() or jax.process_index() == 0
 
 
-def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any]) -> dict[str, Any]:
+def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: outputs.RunFolder,
+         watch: PreemptionWatch) -> dict[str, Any]:
     for noisy in ("jax", "absl"):  # backend probing and orbax progress are noise here
         logging.getLogger(noisy).setLevel(logging.WARNING)
     validate(cfg)
     rule_name, table = rule_table(cfg.rule)
     metrics.update(rule=rule_name, model=cfg.model.name, data=cfg.data.name)
 
-    log.info("[1/7] devices: cpu_count=%d, distributed=%s", cfg.devices.cpu_count, cfg.distributed.mode)
+    cpu_count, source = resolve_cpu_count(cfg.devices.cpu_count)
+    log.info("[1/7] devices: cpu_count=%d (from %s), distributed=%s", cpu_count, source, cfg.distributed.mode)
     dist = cfg.distributed
     initialize_distributed(dist.mode, coordinator_address=dist.coordinator_address,
                            num_processes=dist.num_processes, process_id=dist.process_id,
                            timeout_s=dist.timeout_s, heartbeat_s=dist.heartbeat_s)
-    configure_devices(cfg.devices.cpu_count, cfg.devices.platform)
+    configure_devices(cpu_count, cfg.devices.platform)
 
     import jax
     import numpy as np
@@ -103,16 +115,23 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any]) -> dict[str, Any]:
     from gensbi_sharding.harness import evaluate, registry, train
     from gensbi_sharding import checkpoint
     from gensbi_sharding.harness.pipeline import build_pipeline
-    from gensbi_sharding.harness.state import build_state, resume_step_dir
+    from gensbi_sharding.harness.preemption import resume_point, train_with_checkpoints
+    from gensbi_sharding.harness.state import build_state
     from gensbi_sharding import bytes_per_device, describe, partition_specs
 
+    if folder.owner is None and jax.process_index() == 0:  # distributed=auto: process 0 owns the folder
+        folder.claim()
     if jax.process_count() > 1:
         _tag_log_records(jax.process_index(), jax.process_count())
     log.info("process %d of %d, %d devices (%d local, %s)", jax.process_index(), jax.process_count(),
              jax.device_count(), jax.local_device_count(), jax.default_backend())
 
     log.info("[2/7] mesh: %s", OmegaConf.to_container(cfg.mesh))
-    mesh = contract.resolve_mesh(mesh_spec(cfg.mesh))
+    problem = model_axis_problem(cfg.mesh.model_axis, len(cfg.mesh.devices or jax.devices()))
+    if cfg.mesh.spec == "dict" and problem:
+        raise ConfigError(problem)
+    with overrides_named("mesh", cfg.mesh, ConfigError):
+        mesh = contract.resolve_mesh(mesh_spec(cfg.mesh))
     if mesh is not None:
         check_table_against_mesh(rule_name, table, tuple(mesh.axis_names))
     metrics.update(mesh_shape=list(mesh.devices.shape) if mesh else None,
@@ -123,14 +142,15 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any]) -> dict[str, Any]:
         return _dry_run(cfg, mesh, rule_name, table)
 
     log.info("[3/7] data: %s, %d simulations", cfg.data.name, cfg.data.num_simulations)
-    resume_dir = resume_step_dir(cfg)
+    resume_dir = resume_point(cfg, out)
     start_step = int(resume_dir.name) if resume_dir else 0
-    if start_step >= cfg.train.steps:
+    if start_step > cfg.train.steps or (start_step == cfg.train.steps and cfg.train.resume != "auto"):
         raise ConfigError(f"train.resume={cfg.train.resume} is at step {start_step}, not below "
                           f"train.steps={cfg.train.steps}; raise train.steps to train further")
     registry.get_model(cfg.model.name)  # an unknown model fails here, before any simulation
     pipe = build_pipeline(cfg.data, seed=cfg.seed, mesh=mesh, shards=cfg.data.shards, skip=start_step)
     sims = pipe.sims
+    metrics.update(val_pairs=pipe.val_pairs, non_finite_simulations=pipe.dropped_non_finite)
     if not pipe.val_batches:
         log.warning("no validation batch: the validation split is smaller than data.batch_size=%d; "
                     "final_val_loss will be null (raise data.num_simulations or data.val_fraction)",
@@ -138,8 +158,9 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any]) -> dict[str, Any]:
 
     log.info("[4/7] model + optimizer: %s, rule %r, init=%s, AdamW(lr=%g)", cfg.model.name, rule_name,
              cfg.model.init, cfg.train.learning_rate)
-    ts = build_state(cfg, dim_theta=sims.dim_theta, dim_x=sims.dim_x, mesh=mesh, rule_name=rule_name,
-                     table=table, resume_dir=resume_dir)
+    with overrides_named("model", cfg.model, ConfigError):
+        ts = build_state(cfg, dim_theta=sims.dim_theta, dim_x=sims.dim_x, mesh=mesh, rule_name=rule_name,
+                         table=table, resume_dir=resume_dir)
     model, optimizer = ts.model, ts.optimizer
     report = describe((model, optimizer), mesh)
     log.info("model and optimizer state:\n%s", report)
@@ -161,22 +182,19 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any]) -> dict[str, Any]:
 
     log.info("[5/7] train: steps %d..%d, global batch %d", ts.start_step, cfg.train.steps, cfg.data.batch_size)
     functions, state = train.make_step_functions(model, optimizer, mesh)
-    writer = checkpoint.CheckpointWriter(out / checkpoint.CHECKPOINT_SUBDIR, every=cfg.train.checkpoint_every,
-                                         keep=cfg.train.keep, config=metrics["config"])
-    try:
-        result = train.train(functions, state, pipe.train_batches, steps=cfg.train.steps - ts.start_step,
-                             key=ts.key, mesh=mesh, batch_size=cfg.data.batch_size,
-                             log_every=cfg.train.log_every, val_batches=pipe.val_batches,
-                             progress=jax.process_index() == 0, start_step=ts.start_step,
-                             on_step=lambda step, st: writer.maybe_save(step, st, ts.key))
-        writer.save(cfg.train.steps, result.state, ts.key)
-    finally:
-        writer.close()
+    result, preempted = train_with_checkpoints(
+        functions, state, pipe.train_batches, ts=ts, cfg=cfg, mesh=mesh, out=out, config=metrics["config"],
+        watch=watch, val_batches=pipe.val_batches, progress=jax.process_index() == 0)
+    losses = outputs.write_losses(out, ts.start_step, result.losses) if _is_writer() else result.losses
+    if preempted:
+        step = ts.start_step + result.steps
+        raise Preempted(watch.signum, step, out / checkpoint.CHECKPOINT_SUBDIR / str(step))
     metrics.update(compile_s=result.compile_s, median_step_s=result.median_step_s,
-                   samples_per_s=result.samples_per_s, final_train_loss=float(result.losses[-1]),
-                   final_val_loss=result.val_loss, steps=result.steps)
-    log.info("compile %.2f s, median step %.4f s, %.0f samples/s, train loss %.4f, val loss %s",
-             result.compile_s, result.median_step_s, result.samples_per_s, result.losses[-1], result.val_loss)
+                   samples_per_s=result.samples_per_s, final_val_loss=result.val_loss, steps=result.steps,
+                   final_train_loss=float(losses[-1]) if len(losses) else None)
+    log.info("compile %.2f s, median step %.4f s, %.0f samples/s, train loss %.4f, val loss %s over %d pairs",
+             result.compile_s, result.median_step_s, result.samples_per_s, metrics["final_train_loss"] or float("nan"),
+             "n/a" if result.val_loss is None else f"{result.val_loss:.4f}", pipe.val_pairs)
 
     model, optimizer = nnx.merge(functions.graphdef, result.state)
     c2st = None
@@ -202,7 +220,6 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any]) -> dict[str, Any]:
     if _is_writer():
         text = "\n".join(f"{path}: {spec}" for path, spec in placements.items())
         outputs.write_atomic(out / "sharding.txt", text + "\n")
-        outputs.write_npz(out / "train_losses.npz", losses=result.losses)
     return metrics
 
 
@@ -225,9 +242,12 @@ def _dry_run(cfg: DictConfig, mesh: Any, rule_name: str, table: dict) -> dict[st
 
     get_model(cfg.model.name), get_data(cfg.data.name)  # unknown names fail with the known ones
     if mesh is not None:
-        from gensbi_sharding.harness.pipeline import check_global_batch
+        import jax
 
-        check_global_batch(cfg.data.batch_size, mesh)
+        from gensbi_sharding.harness.pipeline import check_batch_config
+
+        check_batch_config(cfg.data, mesh, shards=cfg.data.shards or jax.process_count(),
+                           per_process=cfg.data.shards is None)
     dim_theta, dim_x = task_dims(cfg.data.name)
     log.info("[dry run] compile one train step: %s on %s, rule %r", cfg.model.name,
              dict(mesh.shape) if mesh is not None else "no mesh", rule_name)

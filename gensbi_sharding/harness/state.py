@@ -80,8 +80,27 @@ def build_state(cfg: DictConfig, *, dim_theta: int, dim_x: int, mesh: Any, rule_
     key = jax.jit(lambda: jax.random.key(cfg.seed), out_shardings=replicated)()
     state = TrainState(model, optimizer, fallbacks, key)
     if resume_dir is not None:
-        _restore(state, resume_dir, mesh, rule_name, table)
+        try:
+            _restore(state, resume_dir, mesh, rule_name, table)
+        except ValueError as err:  # the saved variables do not fit: name the overrides that fit them
+            raise ConfigError(f"{_model_overrides(resume_dir, cfg.model)}{err}") from None
     return state
+
+
+def _model_overrides(step_dir: Path, model_cfg: DictConfig) -> str:
+    """"the checkpoint was saved with model.width=128 (this run: model.width=32): add ...". """
+    from gensbi_sharding.checkpoint import saved_config
+
+    saved = saved_config(step_dir).get("model") or {}
+    now = OmegaConf.to_container(model_cfg, resolve=True)
+    if saved.get("name", now.get("name")) != now.get("name"):
+        return f"the checkpoint holds model={saved['name']} (this run: model={now.get('name')}): add model={saved['name']}. "
+    differ = {k: v for k, v in saved.items() if k != "init" and now.get(k) != v}
+    if not differ:
+        return ""
+    fix = " ".join(f"model.{k}={v}" for k, v in differ.items())
+    this = " ".join(f"model.{k}={now.get(k)}" for k in differ)
+    return f"the checkpoint was saved with {fix} (this run: {this}): add {fix}. "
 
 
 def partition_axis_for(cfg: DictConfig, table: dict, mesh: Any):

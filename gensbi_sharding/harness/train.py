@@ -28,10 +28,12 @@ from tqdm.auto import tqdm
 
 from gensbi_sharding import mesh_context
 
-__all__ = ["flow_matching_loss", "StepFunctions", "make_step_functions", "train", "TrainResult"]
+__all__ = ["flow_matching_loss", "StepFunctions", "make_step_functions", "train", "TrainResult",
+           "validation_loss"]
 
 
-def flow_matching_loss(model: Callable, theta: jax.Array, x: jax.Array, key: jax.Array) -> jax.Array:
+def flow_matching_loss(model: Callable, theta: jax.Array, x: jax.Array, key: jax.Array,
+                       weight: jax.Array | None = None) -> jax.Array:
     """Mean squared error of the predicted velocity on the straight path.
 
     Parameters
@@ -42,6 +44,9 @@ def flow_matching_loss(model: Callable, theta: jax.Array, x: jax.Array, key: jax
         Float32 parameters (B, d_theta) and simulations (B, d_x), z-scored.
     key : jax.Array
         A typed PRNG key; draws t ~ U(0, 1) and z ~ N(0, I).
+    weight : jax.Array, optional
+        (B,) float32 row weights (1 for a real pair, 0 for padding): the loss is then
+        the weighted mean over rows. None: every row counts.
 
     Returns
     -------
@@ -53,7 +58,10 @@ def flow_matching_loss(model: Callable, theta: jax.Array, x: jax.Array, key: jax
     z = jax.random.normal(z_key, theta.shape, theta.dtype)
     theta_t = (1.0 - t)[:, None] * z + t[:, None] * theta
     velocity = model(theta_t, x, t)
-    return jnp.mean((velocity - (theta - z)) ** 2)
+    if weight is None:
+        return jnp.mean((velocity - (theta - z)) ** 2)
+    per_row = jnp.mean((velocity - (theta - z)) ** 2, axis=-1)
+    return jnp.sum(weight * per_row) / jnp.maximum(jnp.sum(weight), 1.0)
 
 
 @dataclasses.dataclass
@@ -62,7 +70,7 @@ class StepFunctions:
 
     graphdef: Any
     train_step: Callable[[Any, dict, jax.Array], tuple[Any, jax.Array]]
-    eval_loss: Callable[[Any, dict, jax.Array], jax.Array]
+    eval_loss: Callable[[Any, dict, jax.Array], tuple[jax.Array, jax.Array]]  # (mean loss, rows counted)
 
 
 def make_step_functions(model: nnx.Module, optimizer: nnx.Optimizer, mesh: Mesh | None) -> tuple[StepFunctions, Any]:
@@ -83,7 +91,9 @@ def make_step_functions(model: nnx.Module, optimizer: nnx.Optimizer, mesh: Mesh 
 
     def eval_loss(state, batch, key):
         model, _ = nnx.merge(graphdef, state)
-        return flow_matching_loss(model, batch["theta"], batch["x"], key)
+        weight = batch.get("weight")
+        count = jnp.sum(weight) if weight is not None else jnp.float32(batch["theta"].shape[0])
+        return flow_matching_loss(model, batch["theta"], batch["x"], key, weight), count
 
     if mesh is None:
         return StepFunctions(graphdef, jax.jit(train_step, donate_argnums=0), jax.jit(eval_loss)), state
@@ -114,7 +124,10 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
 
     Step time is measured over windows of ``log_every`` steps (one device sync per
     window, not per step); ``median_step_s`` is the median over windows. The
-    first step's compile is timed separately (``compile_s``).
+    first step's compile is timed separately (``compile_s``). ``on_step(step, state)``
+    runs after every step; when it returns True (e.g. preemption) the loop ends at
+    that step boundary, without validation, and ``TrainResult.steps`` counts the
+    steps done.
     """
     with mesh_context(mesh):
         first = next(batches)
@@ -124,16 +137,16 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
         losses, windows = [], []
         bar = tqdm(total=steps, initial=0, disable=not progress, desc="train", unit="step",
                    dynamic_ncols=True, leave=False)
-        batch, window_start, window_steps = first, time.perf_counter(), 0
+        batch, window_start, window_steps, stop = first, time.perf_counter(), 0, False
         for i in range(steps):
             if i:
                 batch = next(batches)
             state, loss = compiled(state, batch, key)
             losses.append(loss)
             if on_step is not None:  # e.g. a periodic checkpoint; it sees the global step number
-                on_step(start_step + i + 1, state)
+                stop = bool(on_step(start_step + i + 1, state))
             window_steps += 1
-            if window_steps == log_every or i == steps - 1:
+            if window_steps == log_every or i == steps - 1 or stop:
                 window_loss = float(jnp.mean(jnp.stack(losses[-window_steps:])))
                 if not np.isfinite(window_loss):
                     raise FloatingPointError(
@@ -145,11 +158,13 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
                 bar.set_postfix(step=start_step + i + 1, loss=f"{window_loss:.4f}",
                                 samples_s=f"{batch_size * window_steps / elapsed:.0f}")
                 window_start, window_steps = time.perf_counter(), 0
+            if stop:
+                steps = i + 1
+                break
         bar.close()
         val_loss = None
-        if val_batches:
-            val_key = jax.random.fold_in(key, 0x7FFFFFFF)  # a stream the train steps never reach
-            val_loss = float(np.mean([functions.eval_loss(state, b, val_key) for b in val_batches]))
+        if val_batches and not stop:
+            val_loss = validation_loss(functions, state, val_batches, key)
     # The first window holds the warm-up of the first dispatches; prefer the rest when there are any.
     steady = windows[1:] if len(windows) > 2 else windows
     median = float(np.median(steady))
@@ -157,3 +172,11 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
                        compile_s=compile_s, median_step_s=median,
                        samples_per_s=batch_size / median if median > 0 else float("nan"),
                        steps=steps)
+
+
+def validation_loss(functions: StepFunctions, state: Any, val_batches: list[dict], key: jax.Array) -> float:
+    """Mean flow-matching loss over every held-out pair (padding rows weigh 0)."""
+    val_key = jax.random.fold_in(key, 0x7FFFFFFF)  # a stream the train steps never reach
+    parts = [functions.eval_loss(state, b, val_key) for b in val_batches]
+    total, count = sum(float(m) * float(c) for m, c in parts), sum(float(c) for _, c in parts)
+    return total / count

@@ -1,0 +1,120 @@
+"""Errors that name the override to type, with a value that fixes every constraint at once.
+
+A hint that trades one violated constraint for another sends the user in a circle
+(``data.batch_size=45`` -> "set 48" -> "at most 45"), so each kind of value is decided
+in one function here, and every message about it comes from that function.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+__all__ = ["nearest_valid_batch_size", "batch_size_problem", "model_axis_problem", "overrides_named"]
+
+
+def nearest_valid_batch_size(requested: int, *, multiple: int, at_most: int) -> int | None:
+    """The multiple of ``multiple`` nearest to ``requested`` in ``[multiple, at_most]``.
+
+    Ties go to the smaller size. None when no multiple fits (``at_most < multiple``).
+    """
+    largest = at_most // multiple * multiple
+    if largest < multiple:
+        return None
+    clamp = lambda b: min(max(b, multiple), largest)  # noqa: E731
+    below, above = clamp(requested // multiple * multiple), clamp(-(-requested // multiple) * multiple)
+    return min((below, above), key=lambda b: (abs(b - requested), b))
+
+
+def batch_size_problem(batch_size: int, *, shards: int, data_parallel: int, train_rows: int,
+                       dropped: int = 0, per_process: bool = False,
+                       min_simulations: int | None = None) -> str | None:
+    """What is wrong with a global batch size, and the one value that fixes all of it.
+
+    The one place that decides a batch size: every batch-size message of the harness
+    comes from here, so a hint never trades one violated constraint for another.
+
+    Parameters
+    ----------
+    batch_size : int
+        The global batch size (``data.batch_size``).
+    shards : int
+        Data shards; each contributes ``batch_size // shards`` rows to every batch.
+    data_parallel : int
+        The mesh's data-parallel size (``batch_size_divisor(mesh)``; 1 without a mesh).
+    train_rows : int
+        Training pairs of the smallest shard.
+    dropped : int
+        Non-finite simulations already dropped (named in the message).
+    per_process : bool
+        Whether the shards are the default one per process (named in the message).
+    min_simulations : int, optional
+        The smallest ``data.num_simulations`` that fills one valid batch, named when
+        no batch size fits the training pairs.
+
+    Returns
+    -------
+    str or None
+        None if ``batch_size`` is a multiple of ``lcm(shards, data_parallel)`` and at most
+        ``shards * train_rows``; else a message naming the value, each violated
+        constraint, and ``data.batch_size=<nearest valid>`` (or the simulation budget).
+    """
+    multiple = math.lcm(shards, data_parallel)
+    at_most = shards * train_rows
+    reasons = []
+    if batch_size % multiple:
+        over = [f"{shards} data shards" + (" (one per process)" if per_process else "")] if shards > 1 else []
+        over += [f"the data-parallel size {data_parallel}"] if data_parallel > 1 else []
+        reasons.append(f"a multiple of {multiple} (it is split over {' and over '.join(over)})")
+    if batch_size > at_most:
+        rows = (f"the {train_rows} training pairs" if shards == 1
+                else f"{shards} shards x {train_rows} training pairs (the smallest shard's)")
+        reasons.append(f"at most {at_most} ({rows}"
+                       + (f", after dropping {dropped} non-finite simulations" if dropped else "") + ")")
+    if not reasons:
+        return None
+    fix = nearest_valid_batch_size(batch_size, multiple=multiple, at_most=at_most)
+    if fix is None:
+        need = f" to at least {min_simulations}" if min_simulations else ""
+        advice = (f"no batch size fits: one batch of {multiple} needs {multiple // shards} training pairs "
+                  f"per shard, but the smallest shard holds {train_rows}; raise data.num_simulations{need}")
+    else:
+        advice = f"set data.batch_size={fix}"
+    return (f"data.batch_size={batch_size} cannot be used: the global batch size {batch_size} must be "
+            f"{' and '.join(reasons)}; {advice}")
+
+
+def model_axis_problem(model_axis: int, devices: int) -> str | None:
+    """None if ``devices`` split into ``model_axis`` groups; else the message naming the nearest divisor."""
+    if devices % model_axis == 0:
+        return None
+    fits = [d for d in range(1, devices + 1) if devices % d == 0]
+    nearest = min(fits, key=lambda d: (abs(d - model_axis), d))
+    return (f"mesh.model_axis={model_axis}: {devices} devices are not divisible by model_axis={model_axis}; "
+            f"set mesh.model_axis={nearest} (divisors of {devices}: {fits})")
+
+
+@contextlib.contextmanager
+def overrides_named(group: str, section: Mapping[str, Any], error: type[Exception] = ValueError) -> Iterator[None]:
+    """Re-raise a ``ValueError`` about ``width=0`` from a library as ``error`` naming ``model.width=0``.
+
+    Library functions name their own arguments (``width``); the user types config
+    overrides (``model.width``). Keys of ``section`` that the message names get the
+    ``group.`` prefix, and the message is prefixed with their current values. Other
+    errors pass through unchanged.
+    """
+    try:
+        yield
+    except ValueError as err:
+        text, named = str(err), []
+        for key in section:
+            bare = rf"(?<![\w./]){re.escape(str(key))}"
+            if re.search(bare + r"\b", str(err)):
+                named.append(f"{group}.{key}={section[key]}")
+            text = re.sub(bare + "(?==)", f"{group}.{key}", text)
+        if not named:
+            raise
+        raise error(f"{', '.join(named)}: {text}") from None

@@ -1,0 +1,198 @@
+"""Preemption as cluster users meet it: a signal, a checkpoint at the next step boundary, a requeue.
+
+SLURM ends a job at its time limit or on preemption with SIGTERM (or a signal chosen
+with ``--signal``, e.g. SIGUSR1, some seconds before), then SIGKILL. While a run is
+inside ``PreemptionWatch``, SIGTERM, SIGUSR1 and SIGUSR2 (submitit's choice) ask it to
+stop: in the training loop at the next step boundary, after a checkpoint; anywhere
+else at once (there is nothing new to save). The run then records ``status:
+preempted`` with the step, and the process exits with ``EXIT_PREEMPTED``; the same
+command with ``train.resume=auto`` continues from the checkpoint.
+
+Across processes every process must stop at the same step, or their collective
+checkpoint cannot complete: there JAX's preemption service (started by
+``jax.distributed.initialize``, it takes over SIGTERM) agrees on the step
+(``multihost_utils.reached_preemption_sync_point``), and SIGUSR1/SIGUSR2 are passed
+on to it as SIGTERM.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import signal
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+__all__ = ["EXIT_PREEMPTED", "PREEMPT_SIGNALS", "Preempted", "PreemptionWatch", "train_with_checkpoints",
+           "resume_point"]
+
+log = logging.getLogger("gensbi_sharding")
+
+#: Exit status of a preempted run: sysexits' EX_TEMPFAIL ("temporary failure, try again"),
+#: so a scheduler or wrapper script can tell "requeue me" from a failure (1).
+EXIT_PREEMPTED = 75
+PREEMPT_SIGNALS = (signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2)
+
+
+class Preempted(Exception):
+    """The run stopped for a preemption signal.
+
+    Attributes
+    ----------
+    step : int or None
+        The step the run's newest checkpoint holds (None: stopped before training).
+    signum : int or None
+        The signal received (None where JAX's preemption service received it).
+    """
+
+    def __init__(self, signum: int | None, step: int | None = None, checkpoint: Any = None):
+        self.signum, self.step = signum, step
+        name = signal.Signals(signum).name if signum else "a preemption notice"
+        where = f"at step {step}" if step is not None else "before training"
+        saved = f"; checkpoint {checkpoint}" if checkpoint else ""
+        super().__init__(f"preempted by {name} {where}{saved}; rerun the same command with "
+                         "train.resume=auto (and the same hydra.run.dir) to continue")
+
+
+class PreemptionWatch:
+    """Catch preemption signals while a run lasts (a context manager; main thread only).
+
+    Outside ``at_step_boundaries()`` a signal raises ``Preempted`` at once; inside, it is
+    only recorded and ``should_stop(step)`` tells the loop when to stop. On exit the
+    handlers that were there before come back; ``chain`` passes the signal on to them
+    (under submitit that requeues the job).
+    """
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self._deferred = False
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> PreemptionWatch:
+        if threading.current_thread() is threading.main_thread():
+            for signum in PREEMPT_SIGNALS:
+                self._previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for signum, handler in self._previous.items():
+            # None: the handler was not set from Python; the default action is the safe one.
+            signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
+        self._previous.clear()
+
+    @contextlib.contextmanager
+    def at_step_boundaries(self) -> Iterator[None]:
+        """Inside: a signal only marks the run; ``should_stop`` ends it at a step boundary."""
+        self._deferred = True
+        try:
+            yield
+        finally:
+            self._deferred = False
+
+    def should_stop(self, step: int) -> bool:
+        """Whether to checkpoint and stop after ``step``: every process gets the same answer."""
+        import jax
+
+        if jax.distributed.is_initialized() and jax.process_count() > 1:
+            from jax.experimental import multihost_utils
+
+            return multihost_utils.reached_preemption_sync_point(step)
+        return self.signum is not None
+
+    def chain(self, signum: int | None = None) -> None:
+        """Call the handler that was installed before for the signal received (e.g. submitit's requeue)."""
+        signum = signum or self.signum
+        handler = self._previous.get(signum) if signum else None
+        if callable(handler):
+            handler(signum, None)
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        import jax
+
+        first = self.signum is None
+        self.signum = self.signum or signum
+        if first:
+            log.warning("received %s: stopping%s", signal.Signals(signum).name,
+                        " at the next step boundary, after a checkpoint" if self._deferred else "")
+        if signum != signal.SIGTERM and jax.distributed.is_initialized():
+            signal.raise_signal(signal.SIGTERM)  # JAX's preemption service tells every process
+        if not self._deferred:
+            raise Preempted(signum)
+
+
+def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any, cfg: Any, mesh: Any,
+                           out: Any, config: dict, watch: PreemptionWatch, val_batches: list,
+                           progress: bool) -> tuple[Any, bool]:
+    """The training phase of a run: ``train.train`` with its checkpoint cadence and preemption.
+
+    Saves every ``train.checkpoint_every`` steps and at the end (a non-finite state is
+    never saved: ``CheckpointWriter.save``), and stops at the first step boundary after
+    a preemption signal, saving there. A run resumed by ``train.resume=auto`` whose
+    checkpoint already holds ``train.steps`` trains nothing and goes on to evaluation.
+
+    Returns
+    -------
+    (TrainResult, bool)
+        The result, and whether training stopped early for preemption.
+
+    Raises
+    ------
+    FloatingPointError
+        If training diverged; the message names the last finite checkpoint to resume from.
+    """
+    from gensbi_sharding import checkpoint
+    from gensbi_sharding.harness import train
+    from gensbi_sharding.sharding import mesh_context
+
+    if ts.start_step >= cfg.train.steps:  # an earlier attempt finished training
+        with mesh_context(mesh):
+            val_loss = train.validation_loss(functions, state, val_batches, ts.key) if val_batches else None
+        return train.TrainResult(state=state, losses=np.zeros(0, np.float32), val_loss=val_loss, compile_s=0.0,
+                                 median_step_s=float("nan"), samples_per_s=float("nan"), steps=0), False
+    writer = checkpoint.CheckpointWriter(out / checkpoint.CHECKPOINT_SUBDIR, every=cfg.train.checkpoint_every,
+                                         keep=cfg.train.keep, config=config)
+
+    def on_step(step: int, current: Any) -> bool:
+        writer.maybe_save(step, current, ts.key)
+        if watch.should_stop(step):
+            writer.save(step, current, ts.key)
+            return True
+        return False
+
+    try:
+        with watch.at_step_boundaries():
+            result = train.train(functions, state, batches, steps=cfg.train.steps - ts.start_step, key=ts.key,
+                                 mesh=mesh, batch_size=cfg.data.batch_size, log_every=cfg.train.log_every,
+                                 val_batches=val_batches, progress=progress, start_step=ts.start_step,
+                                 on_step=on_step)
+        writer.save(ts.start_step + result.steps, result.state, ts.key)
+    except FloatingPointError as err:
+        latest = writer.latest()
+        raise FloatingPointError(
+            f"{err}; " + (f"resume from the last finite checkpoint with train.resume={latest} and a lower "
+                          "train.learning_rate" if latest else
+                          "no finite checkpoint was saved before it (train.checkpoint_every=N keeps some)")
+        ) from None
+    finally:
+        writer.close()
+    return result, ts.start_step + result.steps < cfg.train.steps
+
+
+def resume_point(cfg: Any, out: Any) -> Any:
+    """The checkpoint step folder a run resumes from, or None to start fresh.
+
+    ``train.resume=auto``: the newest complete checkpoint in the run's own folder
+    (requeued with the same command and ``hydra.run.dir``), None if there is none yet.
+    Any other value: the folder ``train.resume`` points at (``state.resume_step_dir``).
+    """
+    from gensbi_sharding.checkpoint import CHECKPOINT_SUBDIR, committed_steps
+    from gensbi_sharding.harness.state import resume_step_dir
+
+    if cfg.train.resume != "auto":
+        return resume_step_dir(cfg)
+    steps = committed_steps(out / CHECKPOINT_SUBDIR)
+    log.info("train.resume=auto: %s", f"resuming from step {steps[-1]}" if steps else "no checkpoint yet, starting fresh")
+    return out / CHECKPOINT_SUBDIR / str(steps[-1]) if steps else None

@@ -1,0 +1,81 @@
+"""Shared pieces of the fault tests: composing the tiny config, running it in-process, a NaN simulator."""
+
+import re
+from pathlib import Path
+
+import numpy as np
+from hydra import compose, initialize_config_dir
+from omegaconf import open_dict
+
+from gensbi_sharding.harness.config import register_configs
+
+REPO = Path(__file__).resolve().parents[1]
+# experiment=quick, smaller still: 8 steps, no posterior evaluation.
+TINY = ("experiment=quick", "train.steps=8", "train.log_every=4", "eval.enabled=false",
+        "data.num_simulations=768")
+
+
+def compose_tiny(*overrides: str, output_dir: Path | None = None):
+    """The config launch.py composes from ``TINY`` plus ``overrides`` (and an output folder)."""
+    register_configs()
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        cfg = compose("config", overrides=[*TINY, *overrides])
+    if output_dir is not None:
+        with open_dict(cfg):
+            cfg.output_dir = str(output_dir)
+    return cfg
+
+
+def run_tiny(out: Path, *overrides: str) -> dict:
+    """``run()`` of the tiny config in this process (8 simulated devices), into ``out``."""
+    from gensbi_sharding.harness.run import run
+
+    return run(compose_tiny(*overrides, output_dir=out))
+
+
+def hint(message: str, key: str) -> str:
+    """The value a message tells the user to give ``key`` (``set key=V`` or ``key to at least V``)."""
+    found = re.search(rf"(?:set |add ){re.escape(key)}=([\w\-]+)|{re.escape(key)} to at least (\d+)", message)
+    assert found, (key, message)
+    return found.group(1) or found.group(2)
+
+
+class NonFiniteTask:
+    """An sbibm task whose simulator returns NaN / inf in chosen rows (and maybe a bad observation)."""
+
+    def __init__(self, task, bad_rows: dict[int, float], observation=None):
+        self.task, self.bad_rows, self.observation, self.simulated = task, bad_rows, observation, []
+
+    def __getattr__(self, name):
+        return getattr(self.task, name)
+
+    def get_observation(self, num_observation):
+        if self.observation is not None:
+            return np.asarray(self.observation, np.float32)
+        return self.task.get_observation(num_observation)
+
+    def get_simulator(self, key):
+        simulate = self.task.get_simulator(key)
+
+        def simulator(k, theta):
+            x = np.array(simulate(k, theta), dtype=np.float32)
+            for row, value in self.bad_rows.items():
+                if row < len(x):
+                    x[row, 0] = value
+            self.simulated.append(x)
+            return x
+        return simulator
+
+
+def patch_task(monkeypatch, bad_rows: dict[int, float], observation=None) -> list:
+    """Make every sbibm task simulate through ``NonFiniteTask``; returns the list of tasks made."""
+    import sbibm_jax
+
+    real, made = sbibm_jax.get_task, []
+
+    def get_task(name):
+        made.append(NonFiniteTask(real(name), bad_rows, observation))
+        return made[-1]
+
+    monkeypatch.setattr(sbibm_jax, "get_task", get_task)
+    return made

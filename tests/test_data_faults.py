@@ -1,0 +1,196 @@
+"""Data faults: non-finite simulations, held-out pairs left out, batch-size hints that go in circles.
+
+Each test reproduces a case of issue 14 and checks the right value; every hint a message
+gives is followed and the run (its data pipeline, or the whole run) must then start.
+"""
+
+import logging
+import re
+
+import jax
+import numpy as np
+import pytest
+
+from faults_helpers import compose_tiny, hint, patch_task, run_tiny
+from gensbi_sharding.harness import data as D
+from gensbi_sharding.harness.config import ConfigError
+from gensbi_sharding.harness.hints import nearest_valid_batch_size
+from gensbi_sharding.harness.pipeline import build_pipeline, check_batch_config
+from gensbi_sharding.harness.registry import get_model
+from gensbi_sharding.harness.train import make_step_functions, validation_loss
+from gensbi_sharding.sharding import make_mesh
+
+# Case 1: 3 NaN rows and 2 +inf rows among 500 simulations.
+BAD = {3: np.nan, 100: np.nan, 400: np.nan, 7: np.inf, 250: np.inf}
+
+
+@pytest.fixture(scope="module")
+def mesh(devices):
+    return make_mesh(model_axis=1)  # data-parallel size 8
+
+
+# ------------------------------------------------------------------ case 1: non-finite simulations
+
+def test_non_finite_simulations_are_dropped_before_any_statistic(monkeypatch, caplog):
+    made = patch_task(monkeypatch, BAD)
+    with caplog.at_level(logging.WARNING, logger="gensbi_sharding"):
+        sims = D.load_task("two_moons", num_simulations=500, seed=0)
+    simulated = made[-1].simulated[-1]
+    finite = np.isfinite(simulated).all(axis=1)
+    assert (~finite).sum() == 5 and sims.dropped_non_finite == 5
+    # Exactly the finite rows are kept, in order, split into train and validation.
+    np.testing.assert_array_equal(np.concatenate([sims.x_train, sims.x_val]), simulated[finite])
+    assert (len(sims.x_train), len(sims.x_val), sims.val_pairs) == (445, 50, 50)
+    np.testing.assert_allclose(sims.x_mean, simulated[finite][:445].mean(0), rtol=1e-5)
+    for arr in (*sims.normalized("train"), *sims.normalized("val"), sims.normalize_x(sims.observation)):
+        assert np.isfinite(arr).all()
+    assert "dropped 5 simulation(s) of task 'two_moons' whose theta or x hold NaN or inf (of 500" in caplog.text
+
+
+def test_non_finite_observation_is_an_error_naming_it(monkeypatch):
+    patch_task(monkeypatch, {}, observation=[[np.nan, 0.1]])
+    with pytest.raises(ValueError, match=r"observation 3 of task 'two_moons' holds non-finite values "
+                                         r"\[nan, 0\.1.*choose another with data\.num_observation"):
+        D.load_task("two_moons", num_simulations=50, num_observation=3)
+
+
+def test_no_finite_simulation_left_is_an_error(monkeypatch):
+    patch_task(monkeypatch, {row: np.nan for row in range(20)})
+    with pytest.raises(ValueError, match=r"20 of the 20 simulations of task 'two_moons' \(process 0\) "
+                                         r"hold NaN or inf, leaving 0"):
+        D.load_task("two_moons", num_simulations=20)
+
+
+def test_too_few_finite_pairs_for_one_batch_names_a_batch_that_fits(monkeypatch, mesh):
+    patch_task(monkeypatch, {row: np.inf for row in range(40)})
+    cfg = compose_tiny("data.num_simulations=60", "data.batch_size=24")
+    check_batch_config(cfg.data, mesh, shards=1)  # 54 training pairs expected before simulating
+    with pytest.raises(ConfigError) as err:
+        build_pipeline(cfg.data, seed=0, mesh=mesh)
+    assert "at most 18 (the 18 training pairs, after dropping 40 non-finite simulations)" in str(err.value)
+    cfg.data.batch_size = int(hint(str(err.value), "data.batch_size"))
+    assert cfg.data.batch_size == 16
+    pipe = build_pipeline(cfg.data, seed=0, mesh=mesh)
+    assert next(pipe.train_batches)["theta"].shape == (16, 2) and pipe.dropped_non_finite == 40
+
+
+def test_run_records_dropped_simulations_and_trains_on_finite_data(monkeypatch, tmp_path, devices):
+    patch_task(monkeypatch, BAD)
+    metrics = run_tiny(tmp_path / "run", "data.num_simulations=500")
+    assert metrics["status"] == "ok", metrics.get("error")
+    assert metrics["non_finite_simulations"] == 5
+    # 50 held-out pairs, fewer than one batch of 64: all of them are still evaluated.
+    assert metrics["val_pairs"] == 50 and np.isfinite(metrics["final_val_loss"])
+    assert np.isfinite(np.load(tmp_path / "run" / "train_losses.npz")["losses"]).all()
+
+
+# ------------------------------------------------------------------ case 2: every held-out pair counts
+
+@pytest.mark.parametrize("shards", [1, 2])
+def test_every_held_out_pair_is_in_a_validation_batch(mesh, shards):
+    cfg = compose_tiny("data.num_simulations=1024", "data.batch_size=64")
+    pipe = build_pipeline(cfg.data, seed=0, mesh=mesh, shards=shards)
+    assert pipe.val_pairs == 102
+    batches = [{k: np.asarray(v) for k, v in b.items()} for b in pipe.val_batches]
+    assert [b["theta"].shape[0] for b in batches] == [64, 64]  # 102 pairs padded to 2 batches
+    weights = np.concatenate([b["weight"] for b in batches])
+    assert weights.sum() == 102 and set(np.unique(weights)) == {0.0, 1.0}
+    real = np.concatenate([b["theta"] for b in batches])[weights == 1]
+    if shards == 1:  # stored order: every validation pair exactly once
+        np.testing.assert_array_equal(real, pipe.sims.normalized("val")[0])
+    else:
+        assert len({tuple(row) for row in real}) == 102
+
+
+def test_validation_loss_ignores_padding_rows(mesh):
+    import optax
+    from flax import nnx
+
+    model = get_model("mlp")(dim_theta=2, dim_x=2, rngs=nnx.Rngs(0), width=8, depth=1)
+    functions, state = make_step_functions(model, nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param), None)
+    rng = np.random.default_rng(0)
+    real = {"theta": rng.normal(size=(5, 2)).astype(np.float32), "x": rng.normal(size=(5, 2)).astype(np.float32)}
+    weight = np.array([1, 1, 1, 1, 1, 0, 0, 0], np.float32)
+    padded = {k: np.concatenate([v, np.zeros((3, 2), np.float32)]) for k, v in real.items()}
+    garbage = {k: np.concatenate([v, np.full((3, 2), 1e3, np.float32)]) for k, v in real.items()}
+    key = jax.random.key(0)
+    loss_a, count = functions.eval_loss(state, {**padded, "weight": weight}, key)
+    loss_b, _ = functions.eval_loss(state, {**garbage, "weight": weight}, key)
+    assert float(count) == 5.0 and float(loss_a) == pytest.approx(float(loss_b), rel=1e-6)
+    # Batches weigh by their real pairs: a batch of 5 and one of 8 average over 13 pairs.
+    full = {**garbage, "weight": np.ones(8, np.float32)}
+    got = validation_loss(functions, state, [{**padded, "weight": weight}, full], key)
+    key_val = jax.random.fold_in(key, 0x7FFFFFFF)
+    a = float(functions.eval_loss(state, {**padded, "weight": weight}, key_val)[0])
+    c = float(functions.eval_loss(state, full, key_val)[0])
+    assert got == pytest.approx((5 * a + 8 * c) / 13, rel=1e-6)
+
+
+# ------------------------------------------------------------------ case 5: one function decides a batch size
+
+@pytest.mark.parametrize("overrides, shards, first_hint", [
+    (("data.batch_size=64",), 3, 72),  # must be a multiple of lcm(3 shards, 8 devices) = 24
+    (("data.batch_size=63",), 3, 72),
+    (("data.batch_size=66",), 3, 72),
+    (("data.num_simulations=50", "data.batch_size=64"), 1, 40),  # 45 training pairs, multiples of 8
+    (("data.num_simulations=50", "data.batch_size=45"), 1, 40),
+    (("data.num_simulations=50", "data.batch_size=48"), 1, 40),
+])
+def test_batch_size_hint_fixes_every_constraint_at_once(mesh, overrides, shards, first_hint):
+    cfg = compose_tiny(*overrides)
+    with pytest.raises(ConfigError) as err:
+        check_batch_config(cfg.data, mesh, shards=shards)
+    message = str(err.value)
+    assert message.startswith(f"data.batch_size={cfg.data.batch_size} cannot be used")
+    assert "(one per process)" not in message  # one process, shards given explicitly
+    assert int(hint(message, "data.batch_size")) == first_hint
+    cfg.data.batch_size = first_hint  # follow the hint: no second error, and the data flows
+    check_batch_config(cfg.data, mesh, shards=shards)
+    pipe = build_pipeline(cfg.data, seed=0, mesh=mesh, shards=shards)
+    assert next(pipe.train_batches)["theta"].shape == (first_hint, 2)
+
+
+def test_a_budget_too_small_for_any_batch_names_the_budget_that_fits(mesh):
+    cfg = compose_tiny("data.num_simulations=8", "data.batch_size=8")
+    with pytest.raises(ConfigError) as err:
+        check_batch_config(cfg.data, mesh, shards=1)
+    assert "no batch size fits: one batch of 8 needs 8 training pairs per shard, but the smallest " \
+           "shard holds 7" in str(err.value)
+    cfg.data.num_simulations = int(hint(str(err.value), "data.num_simulations"))
+    assert cfg.data.num_simulations == 9
+    assert next(build_pipeline(cfg.data, seed=0, mesh=mesh).train_batches)["theta"].shape == (8, 2)
+
+
+def test_following_the_batch_hint_starts_the_run(tmp_path, devices):
+    failed = run_tiny(tmp_path / "a", "data.num_simulations=50", "data.batch_size=45")
+    assert failed["status"] == "error" and "set data.batch_size=40" in failed["error"]
+    assert failed["error"].count("data.batch_size=") == 2  # the value and the fix, nothing else
+    ok = run_tiny(tmp_path / "b", "data.num_simulations=50", f"data.batch_size={hint(failed['error'], 'data.batch_size')}")
+    assert ok["status"] == "ok", ok.get("error")
+
+
+def test_nearest_valid_batch_size_table():
+    assert nearest_valid_batch_size(64, multiple=24, at_most=900) == 72
+    assert nearest_valid_batch_size(60, multiple=24, at_most=900) == 48  # tie: the smaller
+    assert nearest_valid_batch_size(64, multiple=8, at_most=45) == 40
+    assert nearest_valid_batch_size(3, multiple=8, at_most=45) == 8
+    assert nearest_valid_batch_size(8, multiple=8, at_most=7) is None
+
+
+# ------------------------------------------------------------------ case 5: other errors name their override
+
+def test_model_axis_error_names_the_override_and_a_value_that_works(tmp_path, devices):
+    metrics = run_tiny(tmp_path / "run", "mesh.model_axis=3")
+    assert metrics["status"] == "error"
+    assert "mesh.model_axis=3: 8 devices are not divisible by model_axis=3" in metrics["error"]
+    assert make_mesh(model_axis=int(hint(metrics["error"], "mesh.model_axis"))).shape == {"data": 4, "model": 2}
+
+
+def test_model_hyperparameter_error_names_the_override(tmp_path, devices):
+    metrics = run_tiny(tmp_path / "run", "model.width=0")
+    assert metrics["status"] == "error"
+    assert re.search(r"model\.width=0: .*width must be a positive integer, got 0; pass e\.g\. model\.width=8",
+                     metrics["error"]), metrics["error"]
+    width = int(re.search(r"e\.g\. model\.width=(\d+)", metrics["error"]).group(1))
+    from flax import nnx
+    assert get_model("mlp")(dim_theta=2, dim_x=2, rngs=nnx.Rngs(0), width=width, depth=1) is not None

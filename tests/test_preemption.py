@@ -1,0 +1,187 @@
+"""Preemption as SLURM users meet it: a signal, a checkpoint at the next step boundary, a requeue.
+
+The in-process tests send the signal at a chosen step (deterministic); the slow ones
+send real signals to ``launch.py`` processes, bounded by timeouts.
+"""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from faults_helpers import REPO, TINY, run_tiny
+from gensbi_sharding.harness import outputs
+from gensbi_sharding.harness import train as train_module
+from gensbi_sharding.harness.preemption import EXIT_PREEMPTED
+
+
+def _signal_at(monkeypatch, step: int, signum=signal.SIGTERM) -> None:
+    """Make the training loop receive ``signum`` right after ``step``, as if SLURM sent it then."""
+    real = train_module.train
+
+    def train(*args, on_step, **kwargs):
+        def hook(at, state):
+            if at == step:
+                os.kill(os.getpid(), signum)
+            return on_step(at, state)
+        return real(*args, on_step=hook, **kwargs)
+
+    monkeypatch.setattr(train_module, "train", train)
+
+
+def _losses(run_dir: Path) -> np.ndarray:
+    with np.load(run_dir / "train_losses.npz") as f:
+        np.testing.assert_array_equal(f["step"], np.arange(1, len(f["losses"]) + 1))
+        return f["losses"]
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory, devices):
+    """The uninterrupted run (8 steps on the default (8, 1) mesh)."""
+    out = tmp_path_factory.mktemp("reference") / "run"
+    assert run_tiny(out)["status"] == "ok"
+    return _losses(out)
+
+
+def test_signal_checkpoints_at_the_next_step_and_auto_resume_continues_exactly(
+        tmp_path, monkeypatch, reference):
+    out = tmp_path / "run"
+    with monkeypatch.context() as patch:
+        _signal_at(patch, 3, signal.SIGUSR1)
+        stopped = run_tiny(out, "train.resume=auto")
+    assert stopped["status"] == "preempted" and stopped["preempted_at_step"] == 3
+    assert stopped["error"] == (f"preempted by SIGUSR1 at step 3; checkpoint {out / 'checkpoints' / '3'}; rerun the "
+                                "same command with train.resume=auto (and the same hydra.run.dir) to continue")
+    assert json.loads((out / "metrics.json").read_text())["status"] == "preempted"
+    assert (out / "checkpoints" / "3").is_dir() and len(_losses(out)) == 3
+    assert signal.getsignal(signal.SIGUSR1) is signal.SIG_DFL  # the run's handlers are gone
+
+    resumed = run_tiny(out, "train.resume=auto")  # the same command, requeued
+    assert resumed["status"] == "ok" and resumed["start_step"] == 3 and resumed["steps"] == 5
+    assert resumed["previous_attempts"][0]["status"] == "preempted"
+    np.testing.assert_allclose(_losses(out), reference, rtol=1e-6, atol=0)
+
+
+def test_signal_before_training_stops_at_once(tmp_path, monkeypatch, devices):
+    from gensbi_sharding.harness import pipeline
+
+    real = pipeline.build_pipeline
+
+    def build_then_signal(*args, **kwargs):
+        pipe = real(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGTERM)
+        return pipe
+
+    monkeypatch.setattr(pipeline, "build_pipeline", build_then_signal)
+    stopped = run_tiny(tmp_path / "run")
+    assert stopped["status"] == "preempted" and stopped["preempted_at_step"] is None
+    assert stopped["error"].startswith("preempted by SIGTERM before training")
+    assert not (tmp_path / "run" / "checkpoints").exists()
+
+
+@pytest.mark.parametrize("status, resume_auto, refused", [
+    ("preempted", True, None), ("interrupted", True, None), ("error", True, None),
+    ("ok", True, "(status ok): this folder holds an earlier run's outputs, which are never overwritten; "
+                 "choose another hydra.run.dir"),
+    ("preempted", False, "(status preempted): this folder holds an earlier run's outputs, which are never "
+                         "overwritten; rerun with train.resume=auto to continue it in this folder"),
+])
+def test_only_an_unfinished_run_may_be_continued_in_its_folder(tmp_path, status, resume_auto, refused):
+    outputs.write_json(tmp_path / "metrics.json", {"status": status})
+    if refused:
+        with pytest.raises(FileExistsError) as err:
+            outputs.ensure_fresh(tmp_path, resume_auto=resume_auto)
+        assert refused in str(err.value)
+    else:
+        assert outputs.ensure_fresh(tmp_path, resume_auto=resume_auto) == {"status": status}
+
+
+# ------------------------------------------------------------------ real signals to launch.py
+
+def _launch(*args, env=None, **popen):
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", **(env or {})}
+    env.pop("HYDRA_FULL_ERROR", None)
+    return subprocess.Popen([sys.executable, str(REPO / "launch.py"), *TINY, *args], env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **popen)
+
+
+def _wait_for(path: Path, text: str, proc: subprocess.Popen, timeout_s: float = 240) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and proc.poll() is None:
+        if path.exists() and text in path.read_text():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{text!r} never appeared in {path} (exit {proc.poll()})")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+def test_sigterm_then_the_same_command_requeued(tmp_path, devices):
+    # XLA_FLAGS names 4 devices and nothing else does: the run uses them (case 6). umask 002:
+    # every file is group-writable as Hydra's own are (case 4).
+    out, cwd = tmp_path / "run", tmp_path
+    command = ("train.steps=200", "train.log_every=50", "train.resume=auto", f"hydra.run.dir={out}")
+    env = {"XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
+    first = _launch(*command, env=env, cwd=cwd, umask=0o002)
+    try:
+        _wait_for(out / "launch.log", "[5/7] train", first)
+        first.send_signal(signal.SIGTERM)  # while the step compiles, or a few steps in
+        log = first.communicate(timeout=120)[0]
+    finally:
+        first.kill()
+    assert first.returncode == EXIT_PREEMPTED, log[-3000:]
+    stopped = json.loads((out / "metrics.json").read_text())
+    assert stopped["status"] == "preempted" and 1 <= stopped["preempted_at_step"] < 200
+    assert stopped["device_count"] == 4 and "cpu_count=4 (from XLA_FLAGS)" in (out / "launch.log").read_text()
+
+    again = _launch(*command, env=env, cwd=cwd, umask=0o002)
+    log = again.communicate(timeout=300)[0]
+    assert again.returncode == 0, log[-3000:]
+    done = json.loads((out / "metrics.json").read_text())
+    assert done["status"] == "ok" and done["start_step"] == stopped["preempted_at_step"]
+    reference = tmp_path / "reference"
+    # The same (4, 1) mesh, on 4 of this process's 8 devices.
+    assert run_tiny(reference, "mesh.devices=[0,1,2,3]", "train.steps=200", "train.log_every=50")["status"] == "ok"
+    np.testing.assert_allclose(_losses(out), _losses(reference), rtol=1e-6, atol=0)
+    files = [p for p in out.rglob("*") if p.is_file() and "checkpoints" not in p.parts]
+    assert {p.name: oct(p.stat().st_mode & 0o777) for p in files} == {p.name: "0o664" for p in files}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+def test_a_dead_local_process_ends_the_job_naming_it(tmp_path):
+    out = tmp_path / "run"
+    parent = _launch("rule=fsdp", "mesh.model_axis=2", "train.steps=100000", "distributed=local",
+                     "distributed.heartbeat_s=3", f"hydra.run.dir={out}", cwd=tmp_path)
+    try:
+        _wait_for(out / "process_1.log", "[5/7] train", parent)
+        # Case 8: a second run into the same folder stops at once, naming the folder and the first run,
+        # before Hydra writes anything there.
+        config = (out / ".hydra" / "config.yaml").read_text()
+        second = _launch(f"hydra.run.dir={out}", cwd=tmp_path)
+        text = second.communicate(timeout=120)[0]
+        assert second.returncode == 1
+        assert f"{out} is in use by another run (pid {parent.pid} on" in text
+        assert (out / ".hydra" / "config.yaml").read_text() == config
+        children = Path(f"/proc/{parent.pid}/task/{parent.pid}/children").read_text().split()
+        rank_1 = [int(pid) for pid in children
+                  if "distributed.process_id=1" in Path(f"/proc/{pid}/cmdline").read_text()]
+        assert len(rank_1) == 1
+        os.kill(rank_1[0], signal.SIGKILL)
+        log = parent.communicate(timeout=120)[0]
+    finally:
+        parent.kill()
+    assert parent.returncode == 1, log[-3000:]
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["status"] == "error" and metrics["process_exit_codes"][1] == -signal.SIGKILL
+    found = re.match(r"process 1 of 2 died \(killed by SIGKILL\); the others ended ([\d.]+) s later \(bound: "
+                     r"distributed.heartbeat_s=3 \+ 5 s\): process 0 ", metrics["error"])
+    assert found, metrics["error"]
+    assert float(found.group(1)) <= 3 + 5 + 1  # the survivor noticed, or was stopped, within the bound

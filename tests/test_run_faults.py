@@ -1,0 +1,232 @@
+"""Run faults: non-finite checkpoints, file modes, device-count sources, the coordinator, folder locks.
+
+Each test reproduces a case of issue 14 in this process (or a small helper process
+without JAX) and checks the right value, message texts included.
+"""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import nnx
+from omegaconf import OmegaConf
+
+from faults_helpers import REPO, compose_tiny, hint, run_tiny
+from gensbi_sharding import sharding as contract
+from gensbi_sharding.checkpoint import CheckpointWriter, committed_steps, restore, abstract_state_for
+from gensbi_sharding.harness import outputs
+from gensbi_sharding.harness.config import ConfigError
+from gensbi_sharding.harness.devices import check_coordinator, resolve_cpu_count
+from gensbi_sharding.harness.state import build_state
+from gensbi_sharding.harness.train import make_step_functions
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# ------------------------------------------------------------------ case 3: non-finite checkpoints
+
+def test_a_non_finite_state_never_displaces_a_finite_checkpoint(tmp_path, devices):
+    mesh = contract.make_mesh(model_axis=2)
+    cfg = compose_tiny()
+    ts = build_state(cfg, dim_theta=2, dim_x=2, mesh=mesh, rule_name="replicated",
+                     table=dict(contract.RULES["replicated"]), resume_dir=None)
+    _, state = make_step_functions(ts.model, ts.optimizer, mesh)
+    poisoned = jax.tree.map(lambda a: a * jnp.nan if jnp.issubdtype(a.dtype, jnp.inexact) else a, state)
+    with CheckpointWriter(tmp_path / "checkpoints", every=5, keep=2) as writer:
+        for step in range(1, 15):  # NaN from step 12 on: the save at 15 must refuse
+            writer.maybe_save(step, state if step < 12 else poisoned, ts.key)
+        with pytest.raises(FloatingPointError) as err:
+            writer.maybe_save(15, poisoned, ts.key)
+        assert writer.steps() == [5, 10]  # keep=2 kept the finite ones
+    assert "the train state at step 15 is not finite (36 array(s) hold NaN or inf" in str(err.value)
+    assert f"Last finite checkpoint: {tmp_path / 'checkpoints' / '10'}" in str(err.value)
+    target = abstract_state_for((ts.model, ts.optimizer), mesh, dict(contract.RULES["replicated"]))
+    restored = restore(tmp_path / "checkpoints", target)
+    assert restored.step == 10
+    assert all(np.isfinite(np.asarray(leaf)).all() for leaf in jax.tree.leaves(restored.state)
+               if jnp.issubdtype(leaf.dtype, jnp.inexact))
+
+
+def test_divergence_names_the_last_finite_checkpoint(tmp_path, devices):
+    out = tmp_path / "run"
+    metrics = run_tiny(out, "train.learning_rate=1e25", "train.checkpoint_every=1", "train.keep=2")
+    assert metrics["status"] == "error"
+    assert committed_steps(out / "checkpoints") == [1]  # step 2 on is NaN/inf: never saved
+    assert "FloatingPointError: the train state at step 2 is not finite" in metrics["error"]
+    assert f"train.resume={out / 'checkpoints' / '1'} and a lower train.learning_rate" in metrics["error"]
+
+
+# ------------------------------------------------------------------ case 4: ordinary file modes
+
+@pytest.mark.parametrize("umask", [0o022, 0o002])
+def test_result_files_get_the_mode_the_umask_gives(tmp_path, umask):
+    from gensbi_sharding.harness.evaluate import pair_plot
+
+    old = os.umask(umask)
+    try:
+        outputs.write_atomic(tmp_path / "sharding.txt", "a: P()\n")
+        outputs.write_json(tmp_path / "metrics.json", {"status": "ok"})
+        outputs.write_npz(tmp_path / "train_losses.npz", losses=np.zeros(3))
+        pair_plot(np.zeros((20, 2)), np.ones((20, 2)), tmp_path / "posterior.png")
+        with outputs.FolderLock(tmp_path):
+            pass
+    finally:
+        os.umask(old)
+    modes = {p.name: oct(p.stat().st_mode & 0o777) for p in tmp_path.iterdir()}
+    assert modes == {name: oct(0o666 & ~umask) for name in
+                     ("sharding.txt", "metrics.json", "train_losses.npz", "posterior.png", ".run.lock")}
+
+
+# ------------------------------------------------------------------ case 6: device-count sources
+
+@pytest.mark.parametrize("configured, environ, expected", [
+    (None, {}, (8, "default")),
+    (4, {}, (4, "devices.cpu_count")),
+    (None, {"XLA_FLAGS": "--xla_cpu_foo --xla_force_host_platform_device_count=4"}, (4, "XLA_FLAGS")),
+    (None, {"JAX_NUM_CPU_DEVICES": "2"}, (2, "JAX_NUM_CPU_DEVICES")),
+    (4, {"XLA_FLAGS": "--xla_force_host_platform_device_count=4"}, (4, "devices.cpu_count")),
+])
+def test_device_count_source(configured, environ, expected):
+    assert resolve_cpu_count(configured, environ) == expected
+
+
+def test_conflicting_device_counts_stop_the_run_naming_both(tmp_path, monkeypatch, devices):
+    monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=4")
+    metrics = run_tiny(tmp_path / "run", "devices.cpu_count=8")
+    assert metrics["status"] == "error"
+    assert "two device counts disagree: devices.cpu_count=8 and XLA_FLAGS gives 4; set devices.cpu_count=4 " \
+           "(or drop it) to use XLA_FLAGS's, or remove the count from XLA_FLAGS to use 8" in metrics["error"]
+
+
+# ------------------------------------------------------------------ case 7: the coordinator
+
+def test_unreachable_coordinator_is_a_recorded_error_naming_it(tmp_path, devices):
+    address = f"127.0.0.1:{_free_port()}"  # nobody listens there
+    metrics = run_tiny(tmp_path / "run", "distributed.mode=explicit", f"distributed.coordinator_address={address}",
+                       "distributed.num_processes=2", "distributed.process_id=1", "distributed.timeout_s=1")
+    assert metrics["status"] == "error"
+    assert f"process 1 could not join the coordinator at distributed.coordinator_address={address} within " \
+           "distributed.timeout_s=1 s (Connection refused)" in metrics["error"]
+    assert json.loads((tmp_path / "run" / "metrics.json").read_text())["error"] == metrics["error"]
+
+
+def test_missing_peer_and_foreign_address_are_errors_naming_the_address():
+    address = f"127.0.0.1:{_free_port()}"
+    with pytest.raises(ConfigError, match=rf"process\(es\) \[1, 2\] of 3 did not reach the coordinator at "
+                                          rf"distributed.coordinator_address={address} within "
+                                          r"distributed.timeout_s=0.5 s"):
+        check_coordinator(address, 0, 3, 0.5)
+    with pytest.raises(ConfigError, match=r"coordinator_address=192\.0\.2\.1:1234 \(.*\): give an address "
+                                          "of this host and a free port"):
+        check_coordinator("192.0.2.1:1234", 0, 2, 0.5)  # TEST-NET-1: never this machine's
+
+
+def test_processes_meet_at_the_coordinator_before_jax_joins_them():
+    address, errors = f"127.0.0.1:{_free_port()}", []
+
+    def peer(rank):
+        try:
+            check_coordinator(address, rank, 3, 20)
+        except ConfigError as err:
+            errors.append(err)
+
+    peers = [threading.Thread(target=peer, args=(rank,)) for rank in (1, 2)]
+    for thread in peers:  # the peers start first: they retry until process 0 listens
+        thread.start()
+    time.sleep(0.5)
+    check_coordinator(address, 0, 3, 20)
+    for thread in peers:
+        thread.join(timeout=20)
+    assert errors == [] and not any(thread.is_alive() for thread in peers)
+
+
+# ------------------------------------------------------------------ case 8: one run per folder
+
+HOLD_LOCK = textwrap.dedent("""
+    import sys, time
+    from gensbi_sharding.harness.outputs import FolderLock
+    with FolderLock(sys.argv[1]):
+        print("locked", flush=True)
+        time.sleep(60)
+""")
+
+
+def test_a_second_run_into_a_busy_folder_stops_naming_the_other(tmp_path, devices):
+    out = tmp_path / "run"
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(out)], cwd=REPO, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        metrics = run_tiny(out)
+        assert metrics["status"] == "error"
+        assert f"{out} is in use by another run (pid {holder.pid} on {socket.gethostname()}" in metrics["error"]
+        assert "two runs must not write into one folder" in metrics["error"]
+        assert sorted(p.name for p in out.iterdir()) == [".run.lock", ".run.owner.json"]  # nothing written
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
+    assert run_tiny(out)["status"] == "ok"  # the lock went with its holder
+
+
+# ------------------------------------------------------------------ a distributed=local child never outlives its parent
+
+PARENT = textwrap.dedent("""
+    import os, subprocess, sys, time
+    from gensbi_sharding.harness.outputs import LOCAL_CHILD_ENV
+    read_end, write_end = os.pipe()
+    child = subprocess.Popen([sys.executable, "-c",
+        "from gensbi_sharding.harness.local_cluster import watch_parent; import time; watch_parent(); time.sleep(60)"],
+        env={**os.environ, LOCAL_CHILD_ENV: str(read_end)}, pass_fds=(read_end,))
+    os.close(read_end)
+    print(child.pid, flush=True)
+    time.sleep(60)
+""")
+
+
+def test_a_local_child_dies_with_its_parent():
+    parent = subprocess.Popen([sys.executable, "-c", PARENT], cwd=REPO, stdout=subprocess.PIPE, text=True)
+    child = int(parent.stdout.readline())
+    time.sleep(1.0)  # the child has started its watch
+    parent.send_signal(signal.SIGKILL)  # no cleanup code of the parent runs
+    parent.wait(timeout=30)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and os.path.exists(f"/proc/{child}") \
+            and open(f"/proc/{child}/stat").read().split()[2] != "Z":
+        time.sleep(0.1)
+    assert not os.path.exists(f"/proc/{child}") or open(f"/proc/{child}/stat").read().split()[2] == "Z"
+
+
+# ------------------------------------------------------------------ case 5: a resumed model of another shape
+
+def test_resume_of_another_shape_names_the_model_overrides(tmp_path, devices):
+    mesh = contract.make_mesh(model_axis=1)
+    table = dict(contract.RULES["replicated"])
+    saved = compose_tiny("model.width=16")
+    ts = build_state(saved, dim_theta=2, dim_x=2, mesh=mesh, rule_name="replicated", table=table, resume_dir=None)
+    _, state = make_step_functions(ts.model, ts.optimizer, mesh)
+    with CheckpointWriter(tmp_path / "checkpoints", config=OmegaConf.to_container(saved, resolve=True)) as w:
+        w.save(3, state, ts.key)
+    step_dir = tmp_path / "checkpoints" / "3"
+    now = compose_tiny(f"train.resume={tmp_path}")
+    with pytest.raises(ConfigError) as err:
+        build_state(now, dim_theta=2, dim_x=2, mesh=mesh, rule_name="replicated", table=table, resume_dir=step_dir)
+    assert str(err.value).startswith("the checkpoint was saved with model.width=16 (this run: model.width=32): "
+                                     "add model.width=16. checkpoint")
+    fixed = compose_tiny(f"train.resume={tmp_path}", f"model.width={hint(str(err.value), 'model.width')}")
+    resumed = build_state(fixed, dim_theta=2, dim_x=2, mesh=mesh, rule_name="replicated", table=table,
+                          resume_dir=step_dir)
+    assert resumed.start_step == 3
+    assert nnx.state(resumed.model, nnx.Param)["in_proj"]["kernel"].shape[1] == 16
