@@ -151,10 +151,6 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: outputs.Ru
     pipe = build_pipeline(cfg.data, seed=cfg.seed, mesh=mesh, shards=cfg.data.shards, skip=start_step)
     sims = pipe.sims
     metrics.update(val_pairs=pipe.val_pairs, non_finite_simulations=pipe.dropped_non_finite)
-    if not pipe.val_batches:
-        log.warning("no validation batch: the validation split is smaller than data.batch_size=%d; "
-                    "final_val_loss will be null (raise data.num_simulations or data.val_fraction)",
-                    cfg.data.batch_size)
 
     log.info("[4/7] model + optimizer: %s, rule %r, init=%s, AdamW(lr=%g)", cfg.model.name, rule_name,
              cfg.model.init, cfg.train.learning_rate)
