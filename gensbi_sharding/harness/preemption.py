@@ -145,7 +145,7 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
     """
     from gensbi_sharding import checkpoint
     from gensbi_sharding.harness import train
-    from gensbi_sharding.sharding import mesh_context
+    from gensbi_sharding import mesh_context
 
     if ts.start_step >= cfg.train.steps:  # an earlier attempt finished training
         with mesh_context(mesh):
