@@ -74,14 +74,22 @@ def test_too_few_finite_pairs_for_one_batch_names_a_batch_that_fits(monkeypatch,
     assert next(pipe.train_batches)["theta"].shape == (16, 2) and pipe.dropped_non_finite == 40
 
 
-def test_run_records_dropped_simulations_and_trains_on_finite_data(monkeypatch, tmp_path, devices):
+def test_run_drops_non_finite_simulations_and_its_batch_hint_starts_the_run(monkeypatch, tmp_path, devices):
     patch_task(monkeypatch, BAD)
-    metrics = run_tiny(tmp_path / "run", "data.num_simulations=500")
+    # 500 simulations leave 450 training pairs before the drop, 445 after: 448 passes the first
+    # check and fails the second, which names a size the 445 pairs can fill.
+    failed = run_tiny(tmp_path / "a", "data.num_simulations=500", "data.batch_size=448")
+    assert failed["status"] == "error"
+    assert "at most 445 (the 445 training pairs, after dropping 5 non-finite simulations); " \
+           "set data.batch_size=440" in failed["error"]
+    assert failed["error"].count("data.batch_size=") == 2  # the value and the fix, nothing else
+    metrics = run_tiny(tmp_path / "b", "data.num_simulations=500",
+                       f"data.batch_size={hint(failed['error'], 'data.batch_size')}")
     assert metrics["status"] == "ok", metrics.get("error")
     assert metrics["non_finite_simulations"] == 5
-    # 50 held-out pairs, fewer than one batch of 64: all of them are still evaluated.
+    # 50 held-out pairs, fewer than one batch of 440: all of them are still evaluated.
     assert metrics["val_pairs"] == 50 and np.isfinite(metrics["final_val_loss"])
-    assert np.isfinite(np.load(tmp_path / "run" / "train_losses.npz")["losses"]).all()
+    assert np.isfinite(np.load(tmp_path / "b" / "train_losses.npz")["losses"]).all()
 
 
 # ------------------------------------------------------------------ case 2: every held-out pair counts
@@ -159,14 +167,6 @@ def test_a_budget_too_small_for_any_batch_names_the_budget_that_fits(mesh):
     cfg.data.num_simulations = int(hint(str(err.value), "data.num_simulations"))
     assert cfg.data.num_simulations == 9
     assert next(build_pipeline(cfg.data, seed=0, mesh=mesh).train_batches)["theta"].shape == (8, 2)
-
-
-def test_following_the_batch_hint_starts_the_run(tmp_path, devices):
-    failed = run_tiny(tmp_path / "a", "data.num_simulations=50", "data.batch_size=45")
-    assert failed["status"] == "error" and "set data.batch_size=40" in failed["error"]
-    assert failed["error"].count("data.batch_size=") == 2  # the value and the fix, nothing else
-    ok = run_tiny(tmp_path / "b", "data.num_simulations=50", f"data.batch_size={hint(failed['error'], 'data.batch_size')}")
-    assert ok["status"] == "ok", ok.get("error")
 
 
 def test_nearest_valid_batch_size_table():

@@ -127,7 +127,7 @@ def test_sigterm_then_the_same_command_requeued(tmp_path, devices):
     # XLA_FLAGS names 4 devices and nothing else does: the run uses them (case 6). umask 002:
     # every file is group-writable as Hydra's own are (case 4).
     out, cwd = tmp_path / "run", tmp_path
-    command = ("train.steps=200", "train.log_every=50", "train.resume=auto", f"hydra.run.dir={out}")
+    command = ("train.steps=100", "train.log_every=50", "train.resume=auto", f"hydra.run.dir={out}")
     env = {"XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
     first = _launch(*command, env=env, cwd=cwd, umask=0o002)
     try:
@@ -138,7 +138,7 @@ def test_sigterm_then_the_same_command_requeued(tmp_path, devices):
         first.kill()
     assert first.returncode == EXIT_PREEMPTED, log[-3000:]
     stopped = json.loads((out / "metrics.json").read_text())
-    assert stopped["status"] == "preempted" and 1 <= stopped["preempted_at_step"] < 200
+    assert stopped["status"] == "preempted" and 1 <= stopped["preempted_at_step"] < 100
     assert stopped["device_count"] == 4 and "cpu_count=4 (from XLA_FLAGS)" in (out / "launch.log").read_text()
 
     again = _launch(*command, env=env, cwd=cwd, umask=0o002)
@@ -148,7 +148,7 @@ def test_sigterm_then_the_same_command_requeued(tmp_path, devices):
     assert done["status"] == "ok" and done["start_step"] == stopped["preempted_at_step"]
     reference = tmp_path / "reference"
     # The same (4, 1) mesh, on 4 of this process's 8 devices.
-    assert run_tiny(reference, "mesh.devices=[0,1,2,3]", "train.steps=200", "train.log_every=50")["status"] == "ok"
+    assert run_tiny(reference, "mesh.devices=[0,1,2,3]", "train.steps=100", "train.log_every=50")["status"] == "ok"
     np.testing.assert_allclose(_losses(out), _losses(reference), rtol=1e-6, atol=0)
     files = [p for p in out.rglob("*") if p.is_file() and "checkpoints" not in p.parts]
     assert {p.name: oct(p.stat().st_mode & 0o777) for p in files} == {p.name: "0o664" for p in files}

@@ -41,7 +41,7 @@ def _free_port() -> int:
 
 def test_a_non_finite_state_never_displaces_a_finite_checkpoint(tmp_path, devices):
     mesh = contract.make_mesh(model_axis=2)
-    cfg = compose_tiny()
+    cfg = compose_tiny("model.init=eager")
     ts = build_state(cfg, dim_theta=2, dim_x=2, mesh=mesh, rule_name="replicated",
                      table=dict(contract.RULES["replicated"]), resume_dir=None)
     _, state = make_step_functions(ts.model, ts.optimizer, mesh)
@@ -178,7 +178,8 @@ def test_a_second_run_into_a_busy_folder_stops_naming_the_other(tmp_path, device
     finally:
         holder.kill()
         holder.wait(timeout=30)
-    assert run_tiny(out)["status"] == "ok"  # the lock went with its holder
+    with outputs.FolderLock(out):  # the lock went with its holder
+        assert json.loads((out / outputs.FolderLock.OWNER).read_text())["pid"] == os.getpid()
 
 
 # ------------------------------------------------------------------ a distributed=local child never outlives its parent
@@ -214,18 +215,19 @@ def test_a_local_child_dies_with_its_parent():
 def test_resume_of_another_shape_names_the_model_overrides(tmp_path, devices):
     mesh = contract.make_mesh(model_axis=1)
     table = dict(contract.RULES["replicated"])
-    saved = compose_tiny("model.width=16")
+    saved = compose_tiny("model.width=16", "model.init=eager")
     ts = build_state(saved, dim_theta=2, dim_x=2, mesh=mesh, rule_name="replicated", table=table, resume_dir=None)
     _, state = make_step_functions(ts.model, ts.optimizer, mesh)
     with CheckpointWriter(tmp_path / "checkpoints", config=OmegaConf.to_container(saved, resolve=True)) as w:
         w.save(3, state, ts.key)
     step_dir = tmp_path / "checkpoints" / "3"
-    now = compose_tiny(f"train.resume={tmp_path}")
+    now = compose_tiny(f"train.resume={tmp_path}", "model.init=eager")
     with pytest.raises(ConfigError) as err:
         build_state(now, dim_theta=2, dim_x=2, mesh=mesh, rule_name="replicated", table=table, resume_dir=step_dir)
     assert str(err.value).startswith("the checkpoint was saved with model.width=16 (this run: model.width=32): "
                                      "add model.width=16. checkpoint")
-    fixed = compose_tiny(f"train.resume={tmp_path}", f"model.width={hint(str(err.value), 'model.width')}")
+    fixed = compose_tiny(f"train.resume={tmp_path}", "model.init=eager",
+                         f"model.width={hint(str(err.value), 'model.width')}")
     resumed = build_state(fixed, dim_theta=2, dim_x=2, mesh=mesh, rule_name="replicated", table=table,
                           resume_dir=step_dir)
     assert resumed.start_step == 3

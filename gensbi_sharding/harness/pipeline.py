@@ -77,12 +77,14 @@ def build_pipeline(data_cfg: Any, *, seed: int, mesh: Any, shards: int | None = 
     if processes == 1 and shards > 1:  # emulated shards: statistics over all of them
         parts = _with_stats_of(parts)
     dropped, val_pairs = parts[0].dropped_non_finite, parts[0].val_pairs
-    if dropped:  # the budget shrank: check the batch against the pairs that are left
-        problem = batch_size_problem(
-            data_cfg.batch_size, shards=shards, data_parallel=batch_size_divisor(mesh), dropped=dropped,
-            train_rows=_smallest(min(len(p.theta_train) for p in parts)), per_process=per_process)
-        if problem:
-            raise ConfigError(problem)
+    # Non-finite simulations may have shrunk a shard: check the batch against the pairs left.
+    # Both sizes are agreed over processes, so every process decides alike.
+    train_rows, val_rows = _across_processes(min(len(p.theta_train) for p in parts),
+                                             max(len(p.theta_val) for p in parts))
+    problem = batch_size_problem(data_cfg.batch_size, shards=shards, data_parallel=batch_size_divisor(mesh),
+                                 dropped=dropped, train_rows=train_rows, per_process=per_process)
+    if problem:
+        raise ConfigError(problem)
     local = data_cfg.batch_size // shards
     streams = [iterate_batches(*part.normalized("train"), batch_size=local, seed=seed * 7919 + s,
                                mesh=None, place=False) for s, part in zip(own, parts)]
@@ -95,8 +97,7 @@ def build_pipeline(data_cfg: Any, *, seed: int, mesh: Any, shards: int | None = 
         while True:
             yield place(_concat([next(stream) for stream in streams]))
 
-    val = [_padded(*part.normalized("val"), _agree_max(len(part.theta_val) for part in parts), local)
-           for part in parts]
+    val = [_padded(*part.normalized("val"), val_rows, local) for part in parts]
     val_batches = [place(_concat([{key: v[key][i * local:(i + 1) * local] for key in v} for v in val]))
                    for i in range(len(val[0]["weight"]) // local)]
     return Pipeline(parts[0], train_batches(), val_batches, local * len(parts), val_pairs=val_pairs,
@@ -156,24 +157,13 @@ def _padded(theta: np.ndarray, x: np.ndarray, rows: int, local: int) -> dict[str
     return {"theta": np.pad(theta, ((0, pad), (0, 0))), "x": np.pad(x, ((0, pad), (0, 0))), "weight": weight}
 
 
-def _agree_max(values) -> int:
-    """The largest of this process's ``values``, agreed over all processes (shards differ by a pair)."""
-    import jax
-
-    local = max(values)
-    if jax.process_count() == 1:
-        return local
-    from jax.experimental import multihost_utils
-
-    return int(np.max(multihost_utils.process_allgather(np.int64(local))))
-
-
-def _smallest(rows: int) -> int:
-    """The smallest shard's training pairs, over all processes."""
+def _across_processes(smallest: int, largest: int) -> tuple[int, int]:
+    """``(min of smallest, max of largest)`` over every process (one all-gather; as given on one)."""
     import jax
 
     if jax.process_count() == 1:
-        return rows
+        return smallest, largest
     from jax.experimental import multihost_utils
 
-    return int(np.min(multihost_utils.process_allgather(np.int64(rows))))
+    both = np.asarray(multihost_utils.process_allgather(np.array([smallest, largest], np.int64)))
+    return int(both[:, 0].min()), int(both[:, 1].max())
