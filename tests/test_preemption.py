@@ -19,7 +19,7 @@ import pytest
 from faults_helpers import REPO, TINY, run_tiny
 from gensbi_sharding.harness import outputs
 from gensbi_sharding.harness import train as train_module
-from gensbi_sharding.harness.preemption import EXIT_PREEMPTED
+from gensbi_sharding.harness.preemption import EXIT_PREEMPTED, Preempted, PreemptionWatch
 
 
 def _signal_at(monkeypatch, step: int, signum=signal.SIGTERM) -> None:
@@ -84,6 +84,24 @@ def test_signal_before_training_stops_at_once(tmp_path, monkeypatch, devices):
     assert stopped["status"] == "preempted" and stopped["preempted_at_step"] is None
     assert stopped["error"].startswith("preempted by SIGTERM before training")
     assert not (tmp_path / "run" / "checkpoints").exists()
+
+
+def test_the_signal_is_handed_on_to_the_handler_installed_before_the_run():
+    # Under hydra/launcher=slurm that handler is submitit's: it requeues the job and exits.
+    seen = []
+    before = signal.signal(signal.SIGUSR2, lambda signum, frame: seen.append(signum))
+    try:
+        with PreemptionWatch() as watch:
+            with watch.at_step_boundaries():
+                assert not watch.should_stop(1)
+                os.kill(os.getpid(), signal.SIGUSR2)
+                assert watch.should_stop(2) and seen == []  # inside the loop: only recorded
+            watch.chain()
+        assert seen == [signal.SIGUSR2]
+        with pytest.raises(Preempted, match="preempted by SIGUSR2 before training"), PreemptionWatch():
+            os.kill(os.getpid(), signal.SIGUSR2)  # outside the loop: stop at once
+    finally:
+        signal.signal(signal.SIGUSR2, before)
 
 
 @pytest.mark.parametrize("status, resume_auto, refused", [
