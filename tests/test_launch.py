@@ -277,7 +277,7 @@ BAD_INPUTS = {
     "mesh.spec=grid": (["mesh.spec='grid' is not one of null, auto, dict"], True),
     "mesh.model_axis=3": (["8 devices are not divisible by model_axis=3"], True),
     "data.batch_size=20": (["batch size 20", "data-parallel size 8", "data.batch_size="], True),
-    "model.name=nope": (["unknown model 'nope'", "mlp, transformer"], True),
+    "model.name=nope": (["unknown model 'nope'", "flux1, mlp, simformer, transformer"], True),
     "data.name=nope": (["unknown data 'nope'", "gaussian_linear, slcp, two_moons"], True),
     "mesh.modle_axis=2": (["mesh.modle_axis"], False),
     "train.steps=ten": (["train.steps", "could not be converted to Integer"], False),

@@ -77,6 +77,42 @@ class TransformerConfig(ModelConfig):
 
 
 @dataclass
+class Flux1Config(ModelConfig):
+    """``Flux1Params`` fields, GenSBI's defaults but CPU-run sizes (GenSBI's: 6, 8, 16, [6, 0])."""
+    name: str = "flux1"
+    mlp_ratio: float = 4.0
+    num_heads: int = 4
+    depth: int = 2  # double-stream blocks
+    depth_single_blocks: int = 4
+    qkv_bias: bool = True
+    axes_dim: Optional[List[int]] = field(default_factory=lambda: [8, 0])  # hidden = sum * num_heads
+    val_emb_dim: Optional[int] = None  # these two: id_merge_mode=concat only
+    id_emb_dim: Optional[int] = None
+    id_merge_mode: str = "sum"  # sum | concat
+    theta: Optional[int] = None  # rope base; None: 10 * (dim_theta + dim_x)
+    id_embedding_strategy: List[str] = field(default_factory=lambda: ["absolute", "absolute"])
+    param_dtype: str = "float32"
+    dtype: str = "float32"  # compute dtype; GenSBI's default is bfloat16
+
+
+@dataclass
+class SimformerConfig(ModelConfig):
+    """``SimformerParams`` fields, GenSBI's defaults but a CPU-run depth (GenSBI's: 8)."""
+    name: str = "simformer"
+    val_emb_dim: int = 40
+    id_emb_dim: int = 40
+    cond_emb_dim: int = 10
+    num_heads: int = 4
+    depth: int = 2
+    num_hidden_layers: int = 1
+    fourier_features: int = 128
+    mlp_ratio: int = 3
+    qkv_features: Optional[int] = 40  # None: val_emb_dim + id_emb_dim + cond_emb_dim
+    param_dtype: str = "float32"
+    dtype: str = "float32"  # compute dtype; GenSBI's default is bfloat16
+
+
+@dataclass
 class DataConfig:
     name: str = "two_moons"
     num_simulations: int = 10_000  # simulation budget, train + validation
@@ -152,6 +188,8 @@ def register_configs() -> None:
     # so they are never listed as options nor selectable as model=mlp_schema.
     store.store(name="mlp_schema", node=MLPConfig)
     store.store(name="transformer_schema", node=TransformerConfig)
+    store.store(name="flux1_schema", node=Flux1Config)
+    store.store(name="simformer_schema", node=SimformerConfig)
 
 
 def _check(ok: bool, message: str) -> None:

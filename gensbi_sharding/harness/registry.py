@@ -15,6 +15,9 @@ Examples
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
+import importlib.util
 from collections.abc import Callable
 from typing import Any
 
@@ -25,10 +28,26 @@ __all__ = [
     "get_data",
     "model_names",
     "data_names",
+    "Requirement",
+    "GENSBI",
+    "import_required",
 ]
+
+
+@dataclasses.dataclass(frozen=True)
+class Requirement:
+    """An optional package a registered model needs, and the command that installs it."""
+
+    package: str  # the top-level module, e.g. "gensbi"
+    install: str  # e.g. 'pip install -e ".[gensbi]"'
+    extra: str  # the gensbi_sharding extra that pulls it
+
+
+GENSBI = Requirement("gensbi", 'pip install -e ".[gensbi]"', "gensbi")
 
 _MODELS: dict[str, Callable[..., Any]] = {}
 _DATA: dict[str, Callable[..., Any]] = {}
+_REQUIRES: dict[str, Requirement] = {}  # model name -> optional package it needs
 
 
 def _register(table: dict[str, Callable[..., Any]], kind: str, name: str):
@@ -62,19 +81,53 @@ def _load_builtins() -> None:
     from gensbi_sharding.harness import data, models  # noqa: F401
 
 
-def register_model(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def register_model(name: str, *, requires: Requirement | None = None
+                   ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register a model factory under ``name``.
 
     The factory is called as ``factory(dim_theta=..., dim_x=..., rngs=..., **hparams)``
     and returns a Flax NNX module ``v(theta_t, x, t) -> velocity`` whose parameters
-    carry logical axis annotations (``gensbi_sharding.axes``).
+    carry logical axis annotations (``gensbi_sharding.axes``). ``requires`` names an
+    optional package the factory imports when called (never at registration):
+    ``get_model`` checks it is installed and otherwise says how to install it.
 
     Raises
     ------
     ValueError
         If ``name`` is empty or already taken by another factory.
     """
-    return _register(_MODELS, "model", name)
+    register = _register(_MODELS, "model", name)
+
+    def decorator(factory: Callable[..., Any]) -> Callable[..., Any]:
+        register(factory)
+        if requires is not None:
+            _REQUIRES[name] = requires
+        return factory
+
+    return decorator
+
+
+def _missing(requirement: Requirement, model: str) -> ModuleNotFoundError:
+    return ModuleNotFoundError(
+        f"model={model} needs {requirement.package}, which is not installed: {requirement.install} "
+        f"(the gensbi_sharding[{requirement.extra}] extra)", name=requirement.package)
+
+
+def import_required(module: str, model: str, requirement: Requirement):
+    """Import ``module`` of an optional package for model ``model``.
+
+    Raises
+    ------
+    ModuleNotFoundError
+        One line naming the model, the package and the install command, when the package
+        is missing.
+    """
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as err:
+        if err.name is not None and err.name.split(".")[0] == requirement.package:
+            raise _missing(requirement, model) from None
+        raise
 
 
 def register_data(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -89,8 +142,21 @@ def register_data(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any
 
 
 def get_model(name: str) -> Callable[..., Any]:
-    """The model factory registered as ``name``; ``ValueError`` listing known names otherwise."""
-    return _lookup(_MODELS, "model", name)
+    """The model factory registered as ``name``.
+
+    Raises
+    ------
+    ValueError
+        Listing the known names, for an unknown ``name``.
+    ModuleNotFoundError
+        Naming the install command, when the optional package the model needs is missing.
+    """
+    factory = _lookup(_MODELS, "model", name)
+    requirement = _REQUIRES.get(name)
+    # find_spec looks the package up without importing it (nor starting JAX's backend).
+    if requirement is not None and importlib.util.find_spec(requirement.package) is None:
+        raise _missing(requirement, name)
+    return factory
 
 
 def get_data(name: str) -> Callable[..., Any]:

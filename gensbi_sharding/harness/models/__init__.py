@@ -1,3 +1,7 @@
-"""Velocity-field models, registered by name (importing this package registers them)."""
+"""Velocity-field models, registered by name (importing this package registers them).
 
-from gensbi_sharding.harness.models import mlp, transformer  # noqa: F401
+``flux1`` and ``simformer`` wrap GenSBI's own models; importing their modules does not
+import GenSBI (only building one does), so the harness runs without the ``gensbi`` extra.
+"""
+
+from gensbi_sharding.harness.models import flux1, mlp, simformer, transformer  # noqa: F401

@@ -1,0 +1,180 @@
+"""The harness against GenSBI's own ``Flux1FlowPipeline``: time per step and C2ST, side by side.
+
+Same process, same device (no mesh: GenSBI's pipeline trains on one device by
+default), same Flux1 (``Flux1Params`` of ``conf/model/flux1.yaml``, float32 compute),
+same data (two_moons, 10,000 simulations, z-scored by the harness, the *same* global
+batches in the same order: GenSBI's pipeline is fed the harness's batch iterator as
+``(theta (B, 2, 1), x (B, 2, 1))``), same batch size and number of steps. Each side
+uses its own training recipe, as a user gets it: the harness's (``conf/train``) and
+GenSBI's defaults (warm-up, cosine decay, adaptive gradient clipping, EMA, a validation
+batch every 100 steps) with its peak learning rate set to the harness's (GenSBI's 1e-4
+default is tuned for 50,000 steps) and early stopping off (so both run every step).
+
+Time per step is the median over steady steps: the harness's own windows
+(``median_step_s``); for GenSBI the interval between successive batch requests inside
+its loop (one per step), after the first 20 steps (compilation). C2ST: both sides'
+posterior samples at the benchmark observation against the reference, with the
+harness's ``evaluate.c2st`` and the same sample count and folds.
+
+``--profile`` adds a cProfile of ``--profile-steps`` GenSBI steps (after warm-up)
+and prints where their host time goes.
+
+Run: ``nice -n 10 .venv/bin/python benchmarks/gensbi_pipeline.py [--steps 2000] [--profile]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import itertools
+import os
+import pstats
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def harness_config(args, out_dir: str):
+    from hydra import compose, initialize_config_dir
+    from omegaconf import open_dict
+
+    from gensbi_sharding.harness.config import register_configs
+
+    register_configs()
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=[
+            "model=flux1", "mesh=none", "data=two_moons", "data.num_simulations=10000",
+            f"data.batch_size={args.batch_size}", f"train.steps={args.steps}", f"seed={args.seed}",
+            f"eval.num_samples={args.num_samples}", f"eval.c2st_folds={args.folds}", "eval.plot=false",
+            "devices.cpu_count=1", *args.overrides])
+    with open_dict(cfg):
+        cfg.output_dir = out_dir
+    return cfg
+
+
+class TimedBatches:
+    """GenSBI's train iterator: the harness's batches as (theta, x) tokens, request times kept.
+
+    With ``profile=(profiler, first, count)`` it runs ``profiler`` from request ``first``
+    for ``count`` requests (steps), so compilation stays out of the profile.
+    """
+
+    def __init__(self, batches, profile=None):
+        self.batches, self.times, self.profile = batches, [], profile
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        self.times.append(time.perf_counter())
+        if self.profile is not None:
+            profiler, first, count = self.profile
+            if len(self.times) == first:
+                profiler.enable()
+            elif len(self.times) == first + count:
+                profiler.disable()
+        batch = next(self.batches)
+        return batch["theta"][..., None], batch["x"][..., None]
+
+
+def gensbi_params(cfg, dim_theta: int, dim_x: int):
+    """GenSBI's Flux1Params from the harness's model config (the fields map one to one)."""
+    import jax.numpy as jnp
+    from flax import nnx
+    from gensbi.models import Flux1Params
+
+    m = cfg.model
+    return Flux1Params(
+        in_channels=1, vec_in_dim=None, context_in_dim=1, mlp_ratio=m.mlp_ratio, num_heads=m.num_heads,
+        depth=m.depth, depth_single_blocks=m.depth_single_blocks, qkv_bias=m.qkv_bias,
+        rngs=nnx.Rngs(cfg.seed), dim_obs=dim_theta, dim_cond=dim_x, axes_dim=list(m.axes_dim),
+        id_merge_mode=m.id_merge_mode, theta=m.theta, id_embedding_strategy=tuple(m.id_embedding_strategy),
+        param_dtype=jnp.dtype(m.param_dtype), dtype=jnp.dtype(m.dtype))
+
+
+def run_gensbi(cfg, args, out_dir: str):
+    import jax
+    import numpy as np
+    from flax import nnx
+    from gensbi.recipes import Flux1FlowPipeline
+
+    from gensbi_sharding.harness import evaluate
+    from gensbi_sharding.harness.pipeline import build_pipeline
+
+    pipe = build_pipeline(cfg.data, seed=cfg.seed, mesh=None)  # the harness's data and batch order
+    sims = pipe.sims
+    train, val = TimedBatches(pipe.train_batches), TimedBatches(itertools.cycle(pipe.val_batches))
+    config = Flux1FlowPipeline.get_default_training_config()
+    config.update(nsteps=args.steps, max_lr=cfg.train.learning_rate, early_stopping=False,
+                  checkpoint_dir=os.path.join(out_dir, "gensbi_checkpoints"))
+    pipeline = Flux1FlowPipeline(train, val, sims.dim_theta, sims.dim_x,
+                                 params=gensbi_params(cfg, sims.dim_theta, sims.dim_x), training_config=config)
+    n_params = sum(int(np.prod(v.shape)) for v in jax.tree.leaves(nnx.state(pipeline.model, nnx.Param)))
+    start = time.perf_counter()
+    pipeline.train(nnx.Rngs(cfg.seed), nsteps=args.steps, save_model=False)
+    wall = time.perf_counter() - start
+    intervals = np.diff(np.asarray(train.times))[20:]
+    x_o = np.asarray(sims.normalize_x(sims.observation), np.float32).reshape(1, sims.dim_x, 1)
+    samples = pipeline.sample(jax.random.key(cfg.seed), x_o, nsamples=cfg.eval.num_samples)
+    samples = sims.denormalize_theta(np.asarray(samples)[..., 0])
+    c2st = evaluate.c2st(samples, np.asarray(sims.reference_samples), seed=cfg.seed,
+                         n_folds=cfg.eval.c2st_folds, max_samples=cfg.eval.num_samples)
+    return {"step_s": float(np.median(intervals)), "wall_s": wall, "c2st": c2st, "params": n_params}, pipeline
+
+
+def profile_gensbi(pipeline, steps: int) -> str:
+    """cProfile of ``steps`` steps of another ``train`` call, from its 20th step on."""
+    from flax import nnx
+
+    profiler = cProfile.Profile()
+    pipeline.train_dataset_iter.times, pipeline.train_dataset_iter.profile = [], (profiler, 20, steps)
+    pipeline.train(nnx.Rngs(1), nsteps=steps + 25, save_model=False)
+    text = io.StringIO()
+    stats = pstats.Stats(profiler, stream=text).sort_stats("cumulative")
+    stats.print_stats(30)
+    stats.sort_stats("tottime").print_stats(15)
+    return text.getvalue()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=2000)
+    parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--num-samples", type=int, default=10_000, help="posterior samples for C2ST")
+    parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--profile-steps", type=int, default=200)
+    parser.add_argument("overrides", nargs="*", help="more harness overrides, e.g. model.depth=4")
+    args = parser.parse_args()
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    warnings.filterwarnings("ignore", category=UserWarning)
+    from gensbi_sharding.harness.run import run
+
+    with tempfile.TemporaryDirectory() as out_dir:
+        cfg = harness_config(args, os.path.join(out_dir, "harness"))
+        harness = run(cfg)
+        if harness["status"] != "ok":
+            raise SystemExit(f"harness run failed: {harness.get('error')}")
+        gensbi, pipeline = run_gensbi(cfg, args, out_dir)
+        report = profile_gensbi(pipeline, args.profile_steps) if args.profile else None
+
+    print(f"\nFlux1 {dict(cfg.model)} ({gensbi['params']} parameters, float32), two_moons, "
+          f"10,000 simulations, batch {args.batch_size}, {args.steps} steps, one CPU device; "
+          f"C2ST: {args.num_samples} samples, {args.folds} folds\n")
+    print("| pipeline | s/step (median) | C2ST |\n|---|---|---|")
+    print(f"| harness | {harness['median_step_s']:.4f} | {harness['c2st']:.3f} |")
+    print(f"| GenSBI Flux1FlowPipeline | {gensbi['step_s']:.4f} | {gensbi['c2st']:.3f} |")
+    print(f"| ratio harness / GenSBI | {harness['median_step_s'] / gensbi['step_s']:.3f} | |")
+    print(f"\n(train loops incl. compile: GenSBI {gensbi['wall_s']:.1f} s; harness compile "
+          f"{harness['compile_s']:.1f} s + {args.steps} x {harness['median_step_s']:.4f} s)")
+    if report:
+        print(f"\ncProfile of {args.profile_steps} GenSBI steps:\n{report}")
+
+
+if __name__ == "__main__":
+    main()

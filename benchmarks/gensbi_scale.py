@@ -1,0 +1,180 @@
+"""What a GPU-sized GenSBI Flux1 costs per device under each rule, before any GPU hour is spent.
+
+``table``: runs the harness's dry run as one multirun (``launch.py -m dry_run=true
+model=flux1 ...`` under every rule and ``mesh.model_axis`` 1, 2, 4, 8 on 8 simulated CPU
+devices), reads each job's ``metrics.json`` and prints one table ranked by per-device
+memory of the compiled step: the parameter + AdamW state bytes each device holds (from
+the plan the job used), XLA's compiled memory analysis (arguments, temporaries) and the
+bytes of collectives one step runs.
+
+``init``: peak resident memory of building that Flux1 with ``init_sharded`` (fsdp, (8, 1)
+mesh), each way in its own fresh process (``ru_maxrss``), against the process after JAX
+started (the baseline) and one full float32 copy of the model; ``--eager`` adds eager
+construction + ``shard_model`` for comparison.
+
+Run: ``nice -n 10 .venv/bin/python benchmarks/gensbi_scale.py table|init [--eager]``
+(the GPU-sized model: depth 8 + 16 single blocks, 12 heads of 64: hidden 768).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+GPU_SIZED = {"depth": 8, "depth_single_blocks": 16, "num_heads": 12, "axes_dim": [64, 0]}
+RULES = ("replicated", "fsdp", "tensor")
+MODEL_AXES = (1, 2, 4, 8)
+
+
+def overrides() -> list[str]:
+    return ["model=flux1"] + [f"model.{k}={v}".replace(" ", "") for k, v in GPU_SIZED.items()]
+
+
+def table(args) -> None:
+    with tempfile.TemporaryDirectory() as out:
+        cmd = [sys.executable, str(REPO / "launch.py"), "-m", "dry_run=true", *overrides(),
+               f"rule={','.join(RULES)}", f"mesh.model_axis={','.join(map(str, MODEL_AXES))}",
+               f"hydra.sweep.dir={out}"]
+        print("$", " ".join(cmd[1:]), flush=True)
+        subprocess.run(cmd, cwd=out, check=True, env={**os.environ, "JAX_PLATFORMS": "cpu"},
+                       stdout=subprocess.DEVNULL)
+        jobs = [json.loads(p.read_text()) for p in sorted(Path(out).glob("*/metrics.json"))]
+    rows = []
+    for job in jobs:
+        if job["status"] != "ok":
+            raise SystemExit(f"job {job['config']['rule']} failed: {job.get('error')}")
+        report, mesh = job["dry_run"], job["mesh_shape"]
+        rows.append((job["step_memory_bytes_per_device"], job["rule"], tuple(mesh),
+                     state_bytes_per_device(job["config"], mesh), report["memory"]["argument_bytes"],
+                     report["memory"]["temp_bytes"], job["collective_bytes_per_step"],
+                     len(job["fallbacks"]), report["compile_s"]))
+    print(f"\nFlux1 {GPU_SIZED} on two_moons, batch {jobs[0]['config']['data']['batch_size']}, "
+          f"{count_params()} parameters; per device, ranked by compiled step memory\n")
+    print("| rank | rule | mesh (data, model) | params + AdamW (MB) | arguments (MB) | temporaries (MB) "
+          "| step total (MB) | collectives / step (MB) | fallbacks | compile (s) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    mb = lambda b: f"{b / 1e6:,.1f}"
+    for rank, (total, rule, mesh, state, argument, temp, coll, fallbacks, compile_s) in enumerate(sorted(rows), 1):
+        print(f"| {rank} | {rule} | {mesh} | {mb(state)} | {mb(argument)} | {mb(temp)} | {mb(total)} "
+              f"| {mb(coll)} | {fallbacks} | {compile_s:.0f} |")
+
+
+def abstract_state():
+    import optax
+    from flax import nnx
+
+    from gensbi_sharding.harness.models.flux1 import make_flux1
+
+    def build():
+        model = make_flux1(dim_theta=2, dim_x=2, rngs=nnx.Rngs(0), **GPU_SIZED)
+        return model, nnx.Optimizer(model, optax.adamw(1e-3), wrt=nnx.Param)
+
+    return nnx.eval_shape(build)
+
+
+def count_params() -> int:
+    import jax
+    import numpy as np
+    from flax import nnx
+
+    model, _ = abstract_state()
+    return sum(int(np.prod(v.shape)) for v in jax.tree.leaves(nnx.state(model, nnx.Param)))
+
+
+def state_bytes_per_device(config: dict, mesh_shape) -> int:
+    """Largest per-device bytes of parameters + optimizer state under the job's plan."""
+    import jax
+    import numpy as np
+    from flax import nnx
+    from jax.sharding import NamedSharding
+
+    from gensbi_sharding.harness.config import rule_table
+    from gensbi_sharding.harness.state import honors_annotations
+    from gensbi_sharding.sharding import make_mesh, plan_shardings
+
+    name, table_ = rule_table(config["rule"])
+    mesh = make_mesh(model_axis=mesh_shape[1])
+    node = abstract_state()
+    specs, _ = plan_shardings(node, mesh, table_, honor_annotations=honors_annotations(name, table_))
+    per_device = {d: 0 for d in mesh.devices.flat}
+    for path, var in nnx.to_flat_state(nnx.state(node)):
+        value, key = var.get_value(), "/".join(map(str, path))
+        if key not in specs or not hasattr(value, "shape"):
+            continue
+        sharding = NamedSharding(mesh, specs[key])
+        nbytes = int(np.prod(sharding.shard_shape(value.shape))) * np.dtype(value.dtype).itemsize
+        for device in sharding.device_set:
+            per_device[device] += nbytes
+    return max(per_device.values())
+
+
+CHILD = """
+import json, os, resource, sys, time, warnings
+os.environ["JAX_PLATFORMS"] = "cpu"
+import jax
+jax.config.update("jax_num_cpu_devices", 8)
+from flax import nnx
+sys.path.insert(0, {repo!r})
+from benchmarks.gensbi_scale import GPU_SIZED
+from gensbi_sharding.harness.models.flux1 import make_flux1
+from gensbi_sharding.init import init_sharded
+from gensbi_sharding.sharding import make_mesh, shard_model
+warnings.simplefilter("ignore")
+mesh = make_mesh(model_axis=1)
+jax.block_until_ready(jax.device_put(jax.numpy.ones(8), jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("data"))))
+import gensbi.models.flux1.model  # imported before the baseline, as the harness has it by then
+baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+factory = lambda: make_flux1(dim_theta=2, dim_x=2, rngs=nnx.Rngs(0), **GPU_SIZED)
+start = time.perf_counter()
+if {way!r} == "sharded":
+    model = init_sharded(factory, mesh, "fsdp")
+else:
+    model = factory()
+    shard_model(model, mesh, "fsdp")
+leaves = jax.tree.leaves(nnx.state(model))
+jax.block_until_ready(leaves)
+print(json.dumps({{"baseline": baseline, "peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+                   "wall_s": time.perf_counter() - start,
+                   "model_bytes": sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(nnx.state(model, nnx.Param)))}}))
+"""
+
+
+def init(args) -> None:
+    ways = ["sharded", "eager"] if args.eager else ["sharded"]
+    print(f"Flux1 {GPU_SIZED}, fsdp on (8, 1), 8 simulated CPU devices, one fresh process per way\n")
+    print("| way | baseline (GB) | peak RSS (GB) | model, one full copy (GB) | peak - baseline (GB) | wall (s) |")
+    print("|---|---|---|---|---|---|")
+    for way in ways:
+        proc = subprocess.run([sys.executable, "-c", CHILD.format(repo=str(REPO), way=way)], cwd=REPO,
+                              capture_output=True, text=True, timeout=3600, check=False)
+        if proc.returncode:
+            raise SystemExit(proc.stderr[-3000:])
+        r = json.loads(proc.stdout.strip().splitlines()[-1])
+        gb = lambda b: f"{b / 1e9:.2f}"
+        print(f"| {way} | {gb(r['baseline'])} | {gb(r['peak'])} | {gb(r['model_bytes'])} | "
+              f"{gb(r['peak'] - r['baseline'])} | {r['wall_s']:.1f} |", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("what", choices=["table", "init"])
+    parser.add_argument("--eager", action="store_true", help="init: also eager construction + shard_model")
+    args = parser.parse_args()
+    if args.what == "table":
+        os.environ["JAX_PLATFORMS"] = "cpu"
+        import jax
+
+        jax.config.update("jax_num_cpu_devices", 8)
+        table(args)
+    else:
+        init(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,160 @@
+"""GenSBI's Flux1 as a harness velocity field ``v(theta_t, x, t)`` (``model=flux1``).
+
+The network is GenSBI's own ``gensbi.models.flux1.model.Flux1`` built from its
+``Flux1Params`` (imported, never copied; needs the ``gensbi`` extra:
+``pip install -e ".[gensbi]"``). GenSBI already annotates every variable with this
+package's logical axes (``embed``, ``mlp``, ``heads``, ``vocab``, ``in``, ``out``), so
+every rule, sharded init, the dry run and checkpoints work on it unchanged.
+
+The wrapper only adapts the calling convention, as GenSBI's ``ConditionalPipeline``
+does: ``theta_t`` (B, dim_theta) becomes (B, dim_theta, 1) parameter tokens, ``x``
+(B, dim_x) becomes (B, dim_x, 1) observation tokens, and the token ids come from
+GenSBI's ``init_ids_1d`` (semantic id 0 for parameters, 1 for observations).
+
+Flux1 (Black Forest Labs, 2024): double-stream blocks over parameter and observation
+tokens, then single-stream blocks over their concatenation, adaLN time conditioning.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from gensbi_sharding import PartitionAxis, constrain
+from gensbi_sharding.harness.models.common import check_partition_axis, positive_int, prepare_inputs
+from gensbi_sharding.harness.registry import GENSBI, import_required, register_model
+
+__all__ = ["Flux1Velocity", "make_flux1", "compute_dtype", "ID_STRATEGIES_1D"]
+
+# The id builders that fit one vector of parameters and one of observations (GenSBI's 1-D
+# strategies); pos2d / rope2d need image-shaped data.
+ID_STRATEGIES_1D = ("absolute", "pos1d", "rope1d")
+_DTYPES = ("float32", "bfloat16", "float16")
+# Activation names at the wrapper's boundary; GenSBI's blocks carry no constraints of their own.
+_TOKENS = ("batch", None, None)
+
+
+def compute_dtype(key: str, value) -> jnp.dtype:
+    """``value`` ("float32", "bfloat16", "float16") as a dtype; ``ValueError`` naming ``model.<key>``."""
+    if value not in _DTYPES:
+        raise ValueError(f"model.{key}={value!r} is not one of {', '.join(_DTYPES)}; "
+                         f"pass e.g. model.{key}=float32")
+    return jnp.dtype(value)
+
+
+class Flux1Velocity(nnx.Module):
+    """Velocity field ``v(theta_t, x, t) -> (B, dim_theta)`` around a GenSBI ``Flux1``.
+
+    Parameters
+    ----------
+    flux : gensbi.models.flux1.model.Flux1
+        Built with ``dim_obs = dim_theta``, ``dim_cond = dim_x``, ``in_channels = 1`` and
+        ``context_in_dim = 1`` (one scalar per token) and a 1-D id strategy.
+    partition_axis : PartitionAxis, optional
+        Activation layout under a mesh: the input tokens and the output are constrained to
+        split their batch rows; None: unconstrained.
+
+    Raises
+    ------
+    ValueError
+        If ``flux`` takes more than one channel per token or a 2-D id strategy.
+    """
+
+    def __init__(self, flux, *, partition_axis: PartitionAxis | None = None):
+        params = flux.params
+        if params.in_channels != 1 or params.context_in_dim != 1:
+            raise ValueError(f"Flux1 with in_channels={params.in_channels}, context_in_dim="
+                             f"{params.context_in_dim}: the harness passes one scalar per token; "
+                             "build Flux1Params with in_channels=1, context_in_dim=1")
+        for stream, strategy in zip(("parameter", "observation"), params.id_embedding_strategy):
+            if strategy not in ID_STRATEGIES_1D + ("rope",):
+                raise ValueError(f"Flux1 {stream} id strategy {strategy!r} needs image-shaped data; "
+                                 f"use one of {', '.join(ID_STRATEGIES_1D)}")
+        self.flux = flux
+        self.dim_theta, self.dim_x = params.dim_obs, params.dim_cond
+        self.partition_axis = check_partition_axis(partition_axis)
+
+    def __call__(self, theta_t, x, t) -> jax.Array:
+        """Velocity at ``theta_t`` given observation ``x`` and time ``t``.
+
+        Parameters
+        ----------
+        theta_t : array, shape (B, dim_theta)
+        x : array, shape (B, dim_x)
+        t : array, shape (B,) or ()
+
+        Returns
+        -------
+        jax.Array, shape (B, dim_theta), float32
+        """
+        from gensbi.recipes.utils import init_ids_1d
+
+        theta_t, x, t = prepare_inputs(theta_t, x, t, self.dim_theta, self.dim_x)
+        obs_ids, _ = init_ids_1d(self.dim_theta, semantic_id=0)  # as ConditionalPipeline builds them
+        cond_ids, _ = init_ids_1d(self.dim_x, semantic_id=1)
+        obs = constrain(theta_t[..., None], _TOKENS, self.partition_axis)
+        cond = constrain(x[..., None], _TOKENS, self.partition_axis)
+        out = self.flux(t=t, obs=obs, obs_ids=obs_ids, cond=cond, cond_ids=cond_ids)
+        return constrain(out[..., 0].astype(jnp.float32), ("batch", None), self.partition_axis)
+
+
+@register_model("flux1", requires=GENSBI)
+def make_flux1(*, dim_theta: int, dim_x: int, rngs: nnx.Rngs, mlp_ratio: float = 4.0,
+               num_heads: int = 6, depth: int = 8, depth_single_blocks: int = 16,
+               qkv_bias: bool = True, axes_dim=(6, 0), val_emb_dim: int | None = None,
+               id_emb_dim: int | None = None, id_merge_mode: str = "sum", theta: int | None = None,
+               id_embedding_strategy=("absolute", "absolute"), param_dtype: str = "float32",
+               dtype: str = "float32", partition_axis: PartitionAxis | None = None) -> Flux1Velocity:
+    """Build GenSBI's ``Flux1`` from ``Flux1Params`` fields and wrap it as a velocity field.
+
+    Every keyword but ``partition_axis`` is the ``Flux1Params`` field of the same name, with
+    GenSBI's default (``gensbi.recipes.flux1.get_default_flux1_params``) except ``dtype``:
+    GenSBI computes in bfloat16 by default, the harness in float32 (pass ``dtype="bfloat16"``
+    for GenSBI's). The hidden size is ``sum(axes_dim) * num_heads`` ("sum" merge) or
+    ``(val_emb_dim + id_emb_dim) * num_heads`` ("concat").
+
+    Parameters
+    ----------
+    dim_theta, dim_x : int
+        Parameter and observation sizes: ``dim_obs`` and ``dim_cond`` tokens of one channel.
+    rngs : nnx.Rngs
+        Needs a ``params`` stream.
+
+    Returns
+    -------
+    Flux1Velocity
+
+    Raises
+    ------
+    ModuleNotFoundError
+        If GenSBI is not installed (the message names the ``gensbi`` extra).
+    ValueError
+        For a value GenSBI rejects, naming the ``model.<field>`` override.
+    """
+    model_mod = import_required("gensbi.models.flux1.model", "flux1", GENSBI)
+    strategies = tuple(id_embedding_strategy)
+    if len(strategies) != 2 or any(s not in ID_STRATEGIES_1D for s in strategies):
+        raise ValueError(f"model.id_embedding_strategy={list(strategies)}: give two of "
+                         f"{', '.join(ID_STRATEGIES_1D)} (parameters, observations), "
+                         "e.g. model.id_embedding_strategy=[absolute,absolute]")
+    dims = {k: positive_int(f"model.{k}", v) for k, v in dict(
+        dim_theta=dim_theta, dim_x=dim_x, num_heads=num_heads, depth=depth).items()}
+    if depth_single_blocks < 0:
+        raise ValueError(f"model.depth_single_blocks={depth_single_blocks} must be >= 0")
+    fields = dict(
+        in_channels=1, vec_in_dim=None, context_in_dim=1, mlp_ratio=float(mlp_ratio),
+        num_heads=dims["num_heads"], depth=dims["depth"], depth_single_blocks=depth_single_blocks,
+        qkv_bias=bool(qkv_bias), rngs=rngs, dim_obs=dims["dim_theta"], dim_cond=dims["dim_x"],
+        axes_dim=None if axes_dim is None else [int(a) for a in axes_dim],
+        val_emb_dim=val_emb_dim, id_emb_dim=id_emb_dim, id_merge_mode=id_merge_mode, theta=theta,
+        id_embedding_strategy=strategies,
+        param_dtype=compute_dtype("param_dtype", param_dtype), dtype=compute_dtype("dtype", dtype))
+    # Flux1Params computes its hidden size with jnp and int(): evaluated at once even when the
+    # factory is traced (init_sharded), so only the layers' initialisers are staged.
+    with jax.ensure_compile_time_eval():
+        try:
+            params = model_mod.Flux1Params(**fields)
+        except AssertionError as err:  # GenSBI checks some fields with assert
+            raise ValueError(f"Flux1Params rejected model.* fields: {err}") from None
+    return Flux1Velocity(model_mod.Flux1(params), partition_axis=partition_axis)
