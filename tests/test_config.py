@@ -18,7 +18,7 @@ from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
 
 from gensbi_sharding.harness.config import (
-    ConfigError, MLPConfig, TransformerConfig, check_table_against_mesh, mesh_spec, register_configs,
+    ConfigError, Flux1Config, MLPConfig, SimformerConfig, TransformerConfig, check_table_against_mesh, mesh_spec, register_configs,
     rule_table, validate)
 from gensbi_sharding.sharding import LOGICAL_AXES, RULES, resolve_mesh
 
@@ -44,6 +44,12 @@ GROUP_OPTIONS = {
         "transformer": {"model.name": "transformer", "model.init": "sharded", "model.embed": 64,
                         "model.depth": 2, "model.heads": 8, "model.mlp_ratio": 4,
                         "model.time_embed_dim": 32},
+        "flux1": {"model.name": "flux1", "model.init": "sharded", "model.num_heads": 4, "model.depth": 2,
+                  "model.depth_single_blocks": 4, "model.axes_dim": [8, 0], "model.mlp_ratio": 4.0,
+                  "model.id_embedding_strategy": ["absolute", "absolute"], "model.dtype": "float32"},
+        "simformer": {"model.name": "simformer", "model.init": "sharded", "model.val_emb_dim": 40,
+                      "model.id_emb_dim": 40, "model.cond_emb_dim": 10, "model.num_heads": 4,
+                      "model.depth": 2, "model.qkv_features": 40, "model.dtype": "float32"},
     },
     "data": {
         name: {"data.name": name, "data.num_simulations": 10_000, "data.val_fraction": 0.1,
@@ -141,6 +147,8 @@ def test_rule_files_give_the_contract_tables(compose_config, rule):
 def test_model_groups_are_typed_by_their_schema(compose_config):
     assert OmegaConf.get_type(compose_config("model=mlp").model) is MLPConfig
     assert OmegaConf.get_type(compose_config("model=transformer").model) is TransformerConfig
+    assert OmegaConf.get_type(compose_config("model=flux1").model) is Flux1Config
+    assert OmegaConf.get_type(compose_config("model=simformer").model) is SimformerConfig
 
 
 def test_defaults(compose_config):
