@@ -89,7 +89,6 @@ def count_params() -> int:
 
 def state_bytes_per_device(config: dict, mesh_shape) -> int:
     """Largest per-device bytes of parameters + optimizer state under the job's plan."""
-    import jax
     import numpy as np
     from flax import nnx
     from jax.sharding import NamedSharding

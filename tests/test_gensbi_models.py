@@ -1,5 +1,5 @@
 """GenSBI's Flux1 and Simformer in the harness: the velocity contract, errors, sharded init,
-fallbacks, checkpoints across meshes, the dry run and end-to-end runs of launch.py.
+fallbacks, checkpoints across meshes, the dry run and an end-to-end run of launch.py.
 
 Training equivalence under every rule is in ``test_equivalence.py``.
 """
@@ -174,22 +174,21 @@ def test_dry_run_reports_memory_and_collectives():
 
 
 @pytest.mark.slow
-def test_launch_sweep_over_gensbi_models_prints_c2st(tmp_path):
-    """One multirun, end to end: Flux1 and Simformer under tensor on a (2, 4) mesh."""
+def test_launch_runs_flux1_end_to_end_and_reports_fallbacks(tmp_path):
+    """launch.py with model=flux1 under tensor on a (2, 4) mesh: trains, samples, prints a C2ST."""
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
     env.pop("HYDRA_FULL_ERROR", None)
     proc = subprocess.run(
-        [sys.executable, str(REPO / "launch.py"), "-m", "experiment=quick", "model=flux1,simformer",
-         "rule=tensor", "mesh.model_axis=4", f"hydra.sweep.dir={tmp_path}"],
+        [sys.executable, str(REPO / "launch.py"), "experiment=quick", "model=flux1", "rule=tensor",
+         "mesh.model_axis=4", f"hydra.run.dir={tmp_path}"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-3000:]
-    metrics = [json.loads((tmp_path / str(job) / "metrics.json").read_text()) for job in range(2)]
-    assert [(m["model"], m["rule"], m["status"]) for m in metrics] == [("flux1", "tensor", "ok"),
-                                                                       ("simformer", "tensor", "ok")]
-    assert all(0.0 <= m["c2st"] <= 1.0 for m in metrics) and out.count("C2ST") >= 2
+    metrics = json.loads((tmp_path / "metrics.json").read_text())
+    assert (metrics["model"], metrics["rule"], metrics["status"]) == ("flux1", "tensor", "ok")
+    assert 0.0 <= metrics["c2st"] <= 1.0 and "C2ST" in out
     # Flux1's id embeddings have one row per token (2 for two_moons): not split over model=4,
     # reported in metrics.json and in the one fallback warning of the job's log.
-    assert "flux/cond_ids_embedder/embedder/embed/embedding" in metrics[0]["fallbacks"]
-    assert metrics[1]["fallbacks"] == {}
+    assert "flux/cond_ids_embedder/embedder/embed/embedding" in metrics["fallbacks"]
     assert "replicated instead of split under rule 'tensor'" in out
+    assert metrics["placements"]["flux/single_blocks/layers/0/linear1/kernel"] == "P(None, 'model')"
