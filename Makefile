@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench clean
+.PHONY: run test test-fast bench clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else "gensbi_sharding needs Python >= 3.12, found " + sys.version.split()[0] + ": install 3.12 (pyenv install 3.12) or run make PYTHON=python3.12")'
@@ -19,6 +19,10 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+
+# Everything but the end-to-end runs, sweeps and multi-process tests (@pytest.mark.slow).
+test-fast: $(STAMP)
+	$(VENV)/bin/python -m pytest -m "not slow" $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(VENV)/bin/python benchmarks/shard_model.py

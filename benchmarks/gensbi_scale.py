@@ -93,14 +93,12 @@ def state_bytes_per_device(config: dict, mesh_shape) -> int:
     from flax import nnx
     from jax.sharding import NamedSharding
 
-    from gensbi_sharding.harness.config import rule_table
-    from gensbi_sharding.harness.state import honors_annotations
-    from gensbi_sharding.sharding import make_mesh, plan_shardings
+    from gensbi_sharding import make_mesh, plan_shardings
+    from gensbi_sharding.harness.config import as_rule, rule_table
 
-    name, table_ = rule_table(config["rule"])
     mesh = make_mesh(model_axis=mesh_shape[1])
     node = abstract_state()
-    specs, _ = plan_shardings(node, mesh, table_, honor_annotations=honors_annotations(name, table_))
+    specs = plan_shardings(node, mesh, as_rule(*rule_table(config["rule"]))).specs
     per_device = {d: 0 for d in mesh.devices.flat}
     for path, var in nnx.to_flat_state(nnx.state(node)):
         value, key = var.get_value(), "/".join(map(str, path))
@@ -122,8 +120,7 @@ from flax import nnx
 sys.path.insert(0, {repo!r})
 from benchmarks.gensbi_scale import GPU_SIZED
 from gensbi_sharding.harness.models.flux1 import make_flux1
-from gensbi_sharding.init import init_sharded
-from gensbi_sharding.sharding import make_mesh, shard_model
+from gensbi_sharding import init_sharded, make_mesh, shard_model
 warnings.simplefilter("ignore")
 mesh = make_mesh(model_axis=1)
 jax.block_until_ready(jax.device_put(jax.numpy.ones(8), jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("data"))))

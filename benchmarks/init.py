@@ -1,22 +1,22 @@
 """Peak memory and wall time of ``init_sharded`` against eager construction + ``shard_model``.
 
-Each way of building the model runs in its own fresh process on 8 simulated CPU
-devices; the child measures its peak resident memory (``ru_maxrss``) and the
-wall time from the first constructor call until every array is ready, then
-hashes every variable so the parent can check the ways agree bit for bit. The
-model is the registered residual MLP; the default (width 2048, depth 8,
-mlp_ratio 4) holds 16 kernels of 2048 x 8192, about 1.07 GB of float32.
+Each way of building the model runs in its own fresh process on 8 simulated CPU devices
+(interleaved, ``--repeats`` times; the table shows medians). The child measures:
 
-Ways: ``eager`` (``factory()`` then ``shard_model``), ``sharded``
-(``init_sharded``), and with ``--naive`` a single ``jax.jit`` of the whole
-constructor with output shardings (the approach ``init_sharded`` improves on).
-Each way runs ``--repeats`` times in fresh processes, interleaved; the table shows
-medians and the range of the peaks: the eager peak varies from run to run (its
-transfers are asynchronous, and how much of the unplaced model is still resident
-when the last copy lands varies). ``init_sharded``'s peak is the process after JAX
-started plus the model's shards plus its compiled programs, and varies little.
+- its peak resident memory (``ru_maxrss``) and the resident memory after JAX started;
+- the peak bytes of live arrays on its fullest device (``jax.live_arrays()`` sampled every
+  10 ms): on CPU all simulated devices share the host's memory, so the resident peak
+  cannot show what one accelerator would have to hold, this column does;
+- the wall time from the first constructor call until every array is ready.
 
-Run: ``.venv/bin/python benchmarks/init.py [--width 2048 --depth 8] [--rule fsdp --model-axis 1]``
+It saves every variable (first repeat) so the parent prints the largest difference of
+each way to eager values. The model is the registered residual MLP; the default (width
+2048, depth 8, mlp_ratio 4) holds 16 kernels of 2048 x 8192, about 1.07 GB of float32.
+
+Ways: ``eager`` (``factory()`` then ``shard_model``), ``sharded`` (``init_sharded``), and
+with ``--naive`` one ``jax.jit`` of the whole constructor with the planned output shardings.
+
+Run: ``.venv/bin/python benchmarks/init.py [--repeats 3] [--width 2048 --depth 8] [--rule fsdp --model-axis 1]``
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 
 N_DEVICES = 8
@@ -34,7 +36,6 @@ N_DEVICES = 8
 
 def child(args: argparse.Namespace) -> None:
     os.environ["JAX_PLATFORMS"] = "cpu"
-    import hashlib
     import resource
     import warnings
 
@@ -43,21 +44,32 @@ def child(args: argparse.Namespace) -> None:
     jax.config.update("jax_num_cpu_devices", N_DEVICES)
     import numpy as np
     from flax import nnx
-    from jax.sharding import NamedSharding
 
+    from gensbi_sharding import init_sharded, make_mesh, plan_shardings, shard_model
     from gensbi_sharding.harness.registry import get_model
-    from gensbi_sharding.init import init_sharded
-    from gensbi_sharding.sharding import RULES, _path_str, make_mesh, plan_shardings, shard_model
+    from gensbi_sharding.sharding import path_name
 
     warnings.simplefilter("ignore")
     mesh = make_mesh(model_axis=args.model_axis)
     jax.block_until_ready(jax.numpy.zeros(8) + 1)  # start the backend before the baseline
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    fullest, done = [0], threading.Event()
+
+    def sample():  # peak bytes of live arrays on the fullest device
+        while not done.wait(0.01):
+            per_device: dict = {}
+            for array in jax.live_arrays():
+                shard = int(np.prod(array.sharding.shard_shape(array.shape))) * array.dtype.itemsize
+                for device in array.sharding.device_set:
+                    per_device[device.id] = per_device.get(device.id, 0) + shard
+            fullest[0] = max(fullest[0], *per_device.values(), 0)
 
     def factory():
         return get_model("mlp")(dim_theta=2, dim_x=2, rngs=nnx.Rngs(0), width=args.width,
                                 depth=args.depth, mlp_ratio=args.mlp_ratio)
 
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
     start = time.perf_counter()
     if args.child == "eager":
         model = factory()
@@ -67,49 +79,44 @@ def child(args: argparse.Namespace) -> None:
     else:  # naive: the whole constructor in one program
         abstract = nnx.eval_shape(factory)
         graphdef, state = nnx.split(abstract)
-        specs, _ = plan_shardings(abstract, mesh, dict(RULES[args.rule]),
-                                  honor_annotations=args.rule != "replicated")
+        plan = plan_shardings(abstract, mesh, args.rule)
         flat = list(nnx.to_flat_state(state))
 
         def build():
             return [v.get_value() for _, v in nnx.to_flat_state(nnx.split(factory())[1])]
 
-        out = [NamedSharding(mesh, specs[_path_str(p)]) for p, _ in flat]
+        out = [plan.sharding(path_name(p)) for p, _ in flat]
         for (_, var), value in zip(flat, jax.jit(build, out_shardings=out)()):
             var.set_value(value)
         model = nnx.merge(graphdef, state)
     jax.block_until_ready(nnx.state(model))
     wall = time.perf_counter() - start
+    done.set()
+    sampler.join()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    digest, total = hashlib.sha256(), 0
-    for path, var in sorted(nnx.to_flat_state(nnx.state(model)), key=lambda kv: _path_str(kv[0])):
-        value = var.get_value()
-        digest.update(_path_str(path).encode() + str(value.sharding.spec).encode())
-        digest.update(np.asarray(value).tobytes())
-        total += value.nbytes
-    print(json.dumps(dict(way=args.child, wall_s=wall, peak=peak, base=base, model_bytes=total,
-                          digest=digest.hexdigest())))
+    values = {path_name(p): np.asarray(v.get_value()) for p, v in nnx.to_flat_state(nnx.state(model))}
+    if args.save:
+        np.savez(args.save, **{k.replace("/", "."): v for k, v in values.items()})
+    print(json.dumps(dict(way=args.child, wall_s=wall, peak=peak, base=base, fullest=fullest[0],
+                          model_bytes=sum(v.nbytes for v in values.values()))))
 
 
-def run_child(way: str, args: argparse.Namespace) -> dict:
+def run_child(way: str, args: argparse.Namespace, save: str | None) -> dict:
     cmd = [sys.executable, os.path.abspath(__file__), "--child", way, "--width", str(args.width),
            "--depth", str(args.depth), "--mlp-ratio", str(args.mlp_ratio), "--rule", args.rule,
-           "--model-axis", str(args.model_axis)]
+           "--model-axis", str(args.model_axis)] + (["--save", save] if save else [])
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if done.returncode:
         raise SystemExit(f"{way} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def median_run(runs: list[dict]) -> dict:
-    """Median wall time and peak of repeated runs of one way, with the peaks' range."""
-    digests = {r["digest"] for r in runs}
-    out = dict(runs[0], wall_s=statistics.median(r["wall_s"] for r in runs),
-               peak=statistics.median(r["peak"] for r in runs),
-               base=statistics.median(r["base"] for r in runs),
-               peak_min=min(r["peak"] for r in runs), peak_max=max(r["peak"] for r in runs))
-    out["digest"] = digests.pop() if len(digests) == 1 else "runs disagree"
-    return out
+def largest_difference(path: str, reference: str) -> float:
+    import numpy as np
+
+    with np.load(path) as got, np.load(reference) as want:
+        return max(float(np.max(np.abs(got[k].astype(np.float64) - want[k]))) if want[k].size else 0.0
+                   for k in want.files)
 
 
 def main() -> int:
@@ -122,30 +129,37 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3, help="fresh processes per way; medians shown")
     parser.add_argument("--naive", action="store_true", help="also time one jit of the whole constructor")
     parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--save", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(args)
         return 0
     ways = ["eager", "sharded"] + (["naive"] if args.naive else [])
     runs = {way: [] for way in ways}
-    for _ in range(args.repeats):  # interleaved, so a busy spell of the machine hits every way
-        for way in ways:
-            runs[way].append(run_child(way, args))
-    results = [median_run(runs[way]) for way in ways]
-    eager = results[0]
+    with tempfile.TemporaryDirectory() as tmp:
+        saved = {way: os.path.join(tmp, f"{way}.npz") for way in ways}
+        for repeat in range(args.repeats):  # interleaved, so a busy spell of the machine hits every way
+            for way in ways:
+                runs[way].append(run_child(way, args, saved[way] if repeat == 0 else None))
+        difference = {way: largest_difference(saved[way], saved["eager"]) for way in ways}
     gb = 1e9
+    median = {way: {key: statistics.median(r[key] for r in runs[way]) for key in ("wall_s", "peak", "base", "fullest")}
+              for way in ways}
+    eager = median["eager"]
     print(f"mlp width={args.width} depth={args.depth} mlp_ratio={args.mlp_ratio}: "
-          f"{eager['model_bytes'] / gb:.2f} GB float32; rule {args.rule!r} on "
+          f"{runs['eager'][0]['model_bytes'] / gb:.2f} GB float32; rule {args.rule!r} on "
           f"({N_DEVICES // args.model_axis}, {args.model_axis}), {N_DEVICES} simulated CPU devices")
-    print(f"medians of {args.repeats} fresh process(es) per way; peak = ru_maxrss, base = after JAX start")
-    print(f"{'way':<8} {'wall s':>8} {'peak GB':>8} {'(min-max)':>11} {'above base GB':>14} "
-          f"{'peak ratio':>11} {'wall ratio':>11}  same values")
-    for r in results:
-        above = (r["peak"] - r["base"]) / gb
-        spread = f"{r['peak_min'] / gb:.2f}-{r['peak_max'] / gb:.2f}"
-        print(f"{r['way']:<8} {r['wall_s']:>8.2f} {r['peak'] / gb:>8.2f} {spread:>11} {above:>14.2f} "
-              f"{r['peak'] / eager['peak']:>11.2f} {r['wall_s'] / eager['wall_s']:>11.2f}  "
-              f"{'yes' if r['digest'] == eager['digest'] else 'NO'}")
+    print(f"medians of {args.repeats} fresh process(es) per way; resident peak = ru_maxrss, "
+          f"base = resident after JAX started ({eager['base'] / gb:.2f} GB)")
+    print()
+    print("| way | wall (s) | wall ratio | resident peak (GB) | peak ratio | above base (GB) "
+          "| fullest device peak (GB) | largest difference to eager |")
+    print("|---|---|---|---|---|---|---|---|")
+    for way in ways:
+        m = median[way]
+        print(f"| {way} | {m['wall_s']:.2f} | {m['wall_s'] / eager['wall_s']:.2f} | {m['peak'] / gb:.2f} | "
+              f"{m['peak'] / eager['peak']:.2f} | {(m['peak'] - m['base']) / gb:.2f} | {m['fullest'] / gb:.3f} | "
+              f"{difference[way]:.3g} |")
     return 0
 
 

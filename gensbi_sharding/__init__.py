@@ -1,22 +1,38 @@
-"""gensbi_sharding: the GenSBI / heal_swin_nnx sharding contract, and what it lacks.
+"""gensbi_sharding: the GenSBI / heal_swin_nnx sharding contract, one plan at its centre, and what it lacks.
 
 Importing this package never starts JAX's backend: no arrays, keys or device
 queries happen at import time, so a caller may still set the device count.
+``gensbi_sharding.checkpoint`` (Orbax) is imported on its own.
 """
 
-from gensbi_sharding.sharding import *  # noqa: F401,F403
-from gensbi_sharding.sharding import __all__ as _contract_all
-from gensbi_sharding.sharding import _is_array  # noqa: F401  (part of the contract)
+from gensbi_sharding.activations import PartitionAxis, constrain
+from gensbi_sharding.batch import (DataPartitionType, batch_axes, batch_size_divisor, check_batch_divisible,
+                                   host_to_global_array, input_partition_spec, pad_for_mesh, replicate,
+                                   shard_batch, shard_sample_init)
+from gensbi_sharding.init import abstract_sharded, init_optimizer_sharded, init_sharded
+from gensbi_sharding.mesh import check_model_groups_local, make_mesh, mesh_context, resolve_mesh
+from gensbi_sharding.report import (bytes_per_device, compiled_report, describe, mesh_init_simulate,
+                                    partition_specs)
+from gensbi_sharding.sharding import (LOGICAL_AXES, MODEL_AXIS, RULES, ExperimentalRuleWarning, MeshAxes, Plan,
+                                      Rule, RuleTable, ShardingFallbackWarning, axes, logical_axes_of,
+                                      partition_spec_for, partitioned, place, plan_shardings, resolve_rule,
+                                      shard_model, shard_model_by_table, sharding_of)
 
-from gensbi_sharding.multihost import *  # noqa: F401,F403
-from gensbi_sharding.multihost import __all__ as _multihost_all
-
-from gensbi_sharding.activations import PartitionAxis, constrain  # noqa: E402
-from gensbi_sharding.compiled import abstract_sharded, compiled_report  # noqa: E402
-from gensbi_sharding.init import init_optimizer_sharded, init_sharded  # noqa: E402
-from gensbi_sharding.report import bytes_per_device, describe, mesh_init_simulate, partition_specs  # noqa: E402
-
-__all__ = list(_contract_all) + list(_multihost_all) + [
-    "PartitionAxis", "constrain", "abstract_sharded", "compiled_report", "init_sharded",
-    "init_optimizer_sharded", "bytes_per_device", "describe", "mesh_init_simulate", "partition_specs"]
+__all__ = [
+    # the contract (pinned against heal_swin_nnx)
+    "LOGICAL_AXES", "MODEL_AXIS", "RULES", "ShardingFallbackWarning", "ExperimentalRuleWarning",
+    "axes", "partitioned", "logical_axes_of", "shard_model", "sharding_of",
+    "make_mesh", "batch_axes", "batch_size_divisor", "check_batch_divisible", "shard_batch",
+    # rules and the plan
+    "MeshAxes", "RuleTable", "Rule", "Plan", "resolve_rule", "partition_spec_for", "plan_shardings",
+    "place", "shard_model_by_table",
+    # mesh and batches
+    "resolve_mesh", "mesh_context", "check_model_groups_local", "pad_for_mesh", "shard_sample_init",
+    "replicate", "DataPartitionType", "input_partition_spec", "host_to_global_array",
+    # initialisation and reports
+    "init_sharded", "abstract_sharded", "init_optimizer_sharded",
+    "describe", "bytes_per_device", "partition_specs", "mesh_init_simulate", "compiled_report",
+    # activations
+    "PartitionAxis", "constrain",
+]
 __version__ = "0.1.0"

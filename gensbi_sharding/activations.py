@@ -1,17 +1,11 @@
-"""Activation partition axes: where the *activations* of a model live on the mesh.
+"""Activation partition axes: where a model's *activations* live on the mesh.
 
-Weights follow a rule table (``gensbi_sharding.sharding``); activations follow a
-``PartitionAxis``: a mesh axis (or several, or none) per kind of activation dimension.
-Models call ``constrain(x, ("batch", "sequence", "hidden"), partition_axis)`` at block
-boundaries: ``jax.lax.with_sharding_constraint`` under the active mesh, a no-op without.
-
-The ``PartitionAxis`` in force is an explicit argument, never global state: a model
-holds it as a static attribute (``model.partition_axis``) that NNX keeps in the graph
-definition, so a jitted step traces with the strategy of the model it was split from
-and cannot go stale. (A context variable read at trace time is not in ``jax.jit``'s
-cache key: a step compiled under one strategy would silently keep it under another.)
-The mesh is JAX's own active mesh (``jax.set_mesh``, i.e. ``mesh_context``), which
-``jax.jit`` does key on.
+Weights follow a rule; activations follow a ``PartitionAxis`` (a mesh axis, several or
+none per kind of activation dimension), derivable from the same rule (``for_rule``).
+Models call ``constrain(x, ("batch", "hidden"), partition_axis)`` at block boundaries.
+The ``PartitionAxis`` is an explicit, static model attribute, never global state: a
+context variable read at trace time is not in ``jax.jit``'s cache key, so a step compiled
+under one strategy would silently keep it. The mesh is JAX's active mesh (``mesh_context``).
 """
 
 from __future__ import annotations
@@ -19,19 +13,15 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple, Union
+from typing import Any, NamedTuple
 
 import jax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from gensbi_sharding.sharding import RULES, ShardingFallbackWarning, batch_axes
+from gensbi_sharding.batch import batch_axes
+from gensbi_sharding.sharding import MeshAxes, Rule, ShardingFallbackWarning, resolve_rule
 
-__all__ = ["AxisSpec", "PartitionAxis", "ACTIVATION_NAMES", "ACTIVATION_STRATEGIES",
-           "activation_spec", "constrain", "partition_axis_from_config"]
-
-#: What one ``PartitionAxis`` field holds: None (not split), a mesh axis name, or a
-#: tuple of mesh axis names (split over the product of their sizes).
-AxisSpec = Union[None, str, tuple[str, ...]]
+__all__ = ["PartitionAxis", "ACTIVATION_NAMES", "activation_spec", "constrain"]
 
 #: Activation dimension name -> the ``PartitionAxis`` field that places it.
 ACTIVATION_NAMES: dict[str, str] = {
@@ -39,9 +29,6 @@ ACTIVATION_NAMES: dict[str, str] = {
     "key_sequence": "key_sequence_axis", "heads": "head_axis", "hidden": "hidden_state_axis",
     "head_dim": "attention_dim_axis"}
 
-#: ``partition_axis_from_config`` strategies: from the weight rule, the fixed defaults, or none.
-ACTIVATION_STRATEGIES = ("rule", "fixed", "none")
-_AUTO = "auto"  # a config field left to the strategy
 
 
 class PartitionAxis(NamedTuple):
@@ -56,55 +43,43 @@ class PartitionAxis(NamedTuple):
     ``generation_*`` fields (attention bias, autoregressive decoding) are carried and
     validated for compatibility but read by no model here.
 
-    Each field is an ``AxisSpec``: None, a mesh axis name, or a tuple of mesh axis names.
+    Each field is a ``MeshAxes``: None, a mesh axis name, or a tuple of mesh axis names.
     """
 
-    batch_axis: AxisSpec = "data"
-    sequence_axis: AxisSpec = None
-    query_sequence_axis: AxisSpec = None
-    head_axis: AxisSpec = "model"
-    key_sequence_axis: AxisSpec = None
-    hidden_state_axis: AxisSpec = None
-    attention_dim_axis: AxisSpec = None
-    bias_head_sequence_axis: AxisSpec = None
-    bias_key_sequence_axis: AxisSpec = None
-    generation_query_sequence_axis: AxisSpec = None
-    generation_head_axis: AxisSpec = "model"
-    generation_key_sequence_axis: AxisSpec = None
-    generation_attention_dim_axis: AxisSpec = None
+    batch_axis: MeshAxes = "data"
+    sequence_axis: MeshAxes = None
+    query_sequence_axis: MeshAxes = None
+    head_axis: MeshAxes = "model"
+    key_sequence_axis: MeshAxes = None
+    hidden_state_axis: MeshAxes = None
+    attention_dim_axis: MeshAxes = None
+    bias_head_sequence_axis: MeshAxes = None
+    bias_key_sequence_axis: MeshAxes = None
+    generation_query_sequence_axis: MeshAxes = None
+    generation_head_axis: MeshAxes = "model"
+    generation_key_sequence_axis: MeshAxes = None
+    generation_attention_dim_axis: MeshAxes = None
 
     @classmethod
-    def for_rule(cls, rule: str | Mapping[str, Any], mesh: Mesh) -> PartitionAxis:
-        """The activation strategy consistent with a weight rule on ``mesh``.
+    def for_rule(cls, rule: str | Mapping[str, Any] | Rule, mesh: Mesh) -> PartitionAxis:
+        """The activation strategy consistent with a weight rule (name, table or ``Rule``) on ``mesh``.
 
-        The batch goes over the mesh's batch axes (``batch_axes``: all but "model"); heads
-        go where the rule puts logical "heads", the hidden state where it puts "embed",
-        so activations are split like the weights that make them. Axes the batch uses and
-        axes of size 1 are left out: under "fsdp" ("embed" over "data") the hidden state
-        stays whole; under "replicated", or on a "model" axis of size 1, heads are unsplit.
-        Every other field is None.
-
-        Parameters
-        ----------
-        rule : str or mapping
-            A key of ``RULES`` or a rule table (logical axis -> mesh axis / tuple / None).
-        mesh : jax.sharding.Mesh or AbstractMesh
+        The batch goes over the batch axes (all but "model"), heads where the rule puts
+        logical "heads", the hidden state where it puts "embed", leaving out the batch's
+        axes and axes of size 1 (under "fsdp" the hidden state stays whole; under
+        "replicated" heads are unsplit). Every other field is None.
 
         Raises
         ------
         ValueError
             For an unknown rule name, or "heads"/"embed" mapped to an axis ``mesh`` lacks.
         """
-        if isinstance(rule, str):
-            if rule not in RULES:
-                raise ValueError(f"unknown sharding rule {rule!r}; choose one of {tuple(RULES)} "
-                                 "or pass a rule table")
-            rule = dict(RULES[rule])
+        table = resolve_rule(rule).table
         sizes = dict(mesh.shape)
         batch = tuple(a for a in batch_axes(mesh) if sizes[a] > 1)
 
-        def follow(logical: str) -> AxisSpec:
-            target = _as_axes(rule.get(logical), f"rule table entry {logical!r}")
+        def follow(logical: str) -> MeshAxes:
+            target = _as_axes(table.get(logical), f"rule table entry {logical!r}")
             for axis in target:
                 if axis not in sizes:
                     raise ValueError(f"rule table maps {logical!r} to mesh axis {axis!r}, absent "
@@ -209,36 +184,6 @@ def constrain(x: jax.Array, names: Sequence[str | None], partition_axis: Partiti
     return jax.lax.with_sharding_constraint(x, target)
 
 
-def partition_axis_from_config(cfg: Mapping[str, Any], rule: str | Mapping[str, Any],
-                               mesh: Mesh | None) -> PartitionAxis | None:
-    """The strategy an ``activation`` config selects: ``strategy`` plus per-field overrides.
-
-    ``strategy`` is "rule" (``PartitionAxis.for_rule(rule, mesh)``), "fixed"
-    (``PartitionAxis()``) or "none" (no constraints: returns None). Every other key is
-    a ``PartitionAxis`` field; a value other than "auto" (None, a mesh axis or a list
-    of them) replaces what the strategy chose. Without a mesh, returns None.
-
-    Raises
-    ------
-    ValueError
-        For an unknown strategy or key, or a value that does not resolve on ``mesh``.
-    """
-    strategy = cfg.get("strategy", "rule")
-    if strategy not in ACTIVATION_STRATEGIES:
-        raise ValueError(f"activation strategy {strategy!r} is not one of "
-                         f"{', '.join(ACTIVATION_STRATEGIES)}; e.g. activation.strategy=rule")
-    fields = {k: v for k, v in cfg.items() if k != "strategy"}
-    unknown = [k for k in fields if k not in PartitionAxis._fields]
-    if unknown:
-        raise ValueError(f"activation key {unknown[0]!r} is not a PartitionAxis field; valid keys: "
-                         f"strategy, {', '.join(PartitionAxis._fields)}")
-    if strategy == "none" or mesh is None:
-        return None
-    base = PartitionAxis.for_rule(rule, mesh) if strategy == "rule" else PartitionAxis()
-    changes = {k: v for k, v in fields.items() if not (isinstance(v, str) and v == _AUTO)}
-    return base._replace(**changes).resolve(mesh)
-
-
 def _as_axes(value: Any, field: str) -> tuple[str, ...]:
     """A field value as a tuple of mesh axis names (``()`` for None)."""
     if value is None:
@@ -251,6 +196,6 @@ def _as_axes(value: Any, field: str) -> tuple[str, ...]:
                      "of mesh axis names, e.g. 'data' or ('data', 'model')")
 
 
-def _pack(axes: tuple[str, ...]) -> AxisSpec:
+def _pack(axes: tuple[str, ...]) -> MeshAxes:
     """``()`` -> None, one axis -> its name, several -> the tuple."""
     return None if not axes else axes[0] if len(axes) == 1 else axes

@@ -1,18 +1,18 @@
 """Checkpoints that move between meshes: save under one (mesh, rule), restore under another.
 
-``CheckpointWriter`` saves the split train state (``nnx.state((model, optimizer))``,
-optimizer step counter included), the base RNG key (as key data), the step and a JSON
-config with Orbax into ``<run dir>/checkpoints/<step>/``. Only steps Orbax lists as
-finalised (``CheckpointManager.all_steps()``) and whose step metadata records a commit
-count, so a half-written checkpoint is never picked as the latest.
-``restore`` loads onto the *current* mesh: the target is built abstractly
-(``abstract_state_for``) with the shardings the current rule plans, never the saved ones,
-and is checked against the saved metadata before any array is read.
+``CheckpointWriter`` saves the train state (``nnx.state((model, optimizer))``), the base
+RNG key (as key data), the step and a JSON config with Orbax into ``<run dir>/checkpoints/
+<step>/``. Only steps Orbax lists (``CheckpointManager.all_steps()``) and whose step
+metadata records a commit count, so a half-written checkpoint is never the latest.
+``restore`` loads onto the *current* mesh and rule (``abstract_state_for``: the plan of
+the live state, never the saved shardings; no mesh: one device), checked against the
+saved metadata before any array is read.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 from collections.abc import Mapping
@@ -26,7 +26,7 @@ import orbax.checkpoint as ocp
 from flax import nnx
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from gensbi_sharding.sharding import RuleTable, plan_shardings
+from gensbi_sharding.sharding import Rule, RuleTable, is_int, plan_shardings
 
 __all__ = ["CHECKPOINT_SUBDIR", "CheckpointWriter", "Restored", "abstract_state_for",
            "committed_steps", "find_checkpoint", "restore", "saved_config"]
@@ -43,28 +43,19 @@ def _handlers() -> dict[str, Any]:
 
 
 class CheckpointWriter:
-    """Save the train state every ``every`` steps and at the end, keeping the last ``keep``.
+    """Save the train state every ``every`` steps (0: only on ``save``) and at the end, keeping the last ``keep``.
 
-    Parameters
-    ----------
-    directory : path-like
-        Checkpoint folder, normally ``<run dir>/checkpoints``; made absolute here.
-    every : int, default 0
-        ``maybe_save`` saves when ``step % every == 0``; 0: only explicit ``save`` calls.
-    keep : int, default 2
-        Number of most recent checkpoints kept; older ones are deleted.
-    config : mapping, optional
-        JSON-serialisable blob (the resolved config) stored with every checkpoint.
-    async_save : bool, default True
-        Write files in the background. Arrays are copied off the devices before
-        ``save`` returns, so the state may be donated right after; ``close`` waits.
+    ``directory`` (normally ``<run dir>/checkpoints``) is made absolute; ``config``, a
+    JSON-serialisable blob (the resolved config), is stored with every checkpoint. With
+    ``async_save`` files are written in the background: arrays are copied off the devices
+    before ``save`` returns (the state may be donated right after); ``close`` waits.
     """
 
     def __init__(self, directory: str | os.PathLike, *, every: int = 0, keep: int = 2,
                  config: Mapping[str, Any] | None = None, async_save: bool = True):
-        if isinstance(every, bool) or not isinstance(every, int) or every < 0:
+        if not is_int(every) or every < 0:
             raise ValueError(f"every must be an integer >= 0, got {every!r}; pass 0 to save only at the end")
-        if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
+        if not is_int(keep) or keep < 1:
             raise ValueError(f"keep must be an integer >= 1, got {keep!r}; pass e.g. keep=2")
         self.config = dict(config or {})
         try:
@@ -142,22 +133,18 @@ class CheckpointWriter:
 
 
 def committed_steps(directory: str | os.PathLike) -> list[int]:
-    """Sorted steps under ``directory`` whose checkpoints Orbax reports complete.
-
-    A step counts when Orbax lists it (``CheckpointManager.all_steps()``: its own
-    temporary ``<step>.orbax-checkpoint-tmp-*`` folders are left out) and its step
-    metadata carries the commit timestamp Orbax records when a save finishes; a step
-    folder without it (a save or a copy cut short) is skipped."""
+    """Sorted steps under ``directory`` that Orbax lists (``CheckpointManager.all_steps()``, its
+    temporary folders left out) and whose step metadata records a commit (a save or copy cut
+    short has none)."""
     return sorted(step for step, complete in _step_folders(directory).items() if complete)
 
 
 def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None = None) -> Path:
-    """The step folder ``path`` designates: a run dir, a checkpoints dir, or one step dir.
+    """The step folder ``path`` designates: a run dir or checkpoints dir (its latest complete step), or a step dir.
 
-    A run or checkpoints dir gives its latest complete step. A relative ``path`` is
-    resolved against ``base_dir`` (default: the current directory); pass the directory
-    the job was launched from (``hydra.utils.get_original_cwd()``) so the result does
-    not depend on ``hydra.job.chdir``.
+    A relative ``path`` is resolved against ``base_dir`` (default: the current directory);
+    pass the launch directory (``hydra.utils.get_original_cwd()``) to be independent of
+    ``hydra.job.chdir``.
 
     Raises
     ------
@@ -188,12 +175,8 @@ def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None 
 
 
 def _step_folders(directory: str | os.PathLike) -> dict[int, bool]:
-    """``{step: complete}`` for the step folders Orbax finds in ``directory`` that hold any item.
-
-    Complete: the step metadata records a commit (Orbax writes it when a save finishes).
-    Folders named by a number that hold nothing of a checkpoint (a multirun job's
-    folder) are left out.
-    """
+    """``{step: complete}`` for Orbax's step folders in ``directory`` that hold any item (a
+    multirun job's folder, named by a number, holds none)."""
     directory = Path(directory)
     if not directory.is_dir():
         return {}
@@ -210,30 +193,22 @@ def _step_folders(directory: str | os.PathLike) -> dict[int, bool]:
     return found
 
 
-def abstract_state_for(node: Any, mesh: Mesh, table: RuleTable, *,
-                       honor_annotations: bool = True) -> nnx.State:
-    """The restore target: ``nnx.state(node)`` as ``jax.ShapeDtypeStruct`` with the planned shardings.
+def abstract_state_for(node: Any, mesh: Mesh | None, rule: str | RuleTable | Rule = "replicated") -> nnx.State:
+    """The restore target: ``nnx.state(node)`` as ``jax.ShapeDtypeStruct`` at the planned shardings.
 
-    Parameters
-    ----------
-    node : graph node, tuple of nodes, or callable
-        A factory returning the node, run under ``nnx.eval_shape`` (nothing is
-        allocated), e.g. ``lambda: (m := make(...), nnx.Optimizer(m, tx, wrt=nnx.Param))``;
-        or a node, abstract or concrete (only shapes and dtypes are read).
-    mesh, table
-        The *current* mesh and rule table: each array leaf gets
-        ``NamedSharding(mesh, spec)`` with ``spec`` from ``plan_shardings``.
-    honor_annotations : bool
-        As in ``plan_shardings`` (False for the "replicated" rule).
+    ``node``: a graph node or tuple of them (only shapes and dtypes are read), or a factory
+    run under ``nnx.eval_shape``. Each array leaf gets ``plan_shardings(node, mesh, rule)``'s
+    sharding on the *current* mesh and rule; ``mesh=None``: this process's first device.
     """
     is_node = nnx.graph.is_graph_node(node) or isinstance(node, (tuple, list))
     abstract = node if is_node else nnx.eval_shape(node)
-    specs, _ = plan_shardings(abstract, mesh, table, honor_annotations=honor_annotations)
-    flat = []
+    if mesh is not None:
+        return plan_shardings(abstract, mesh, rule).abstract_state(abstract)
+    device, flat = jax.sharding.SingleDeviceSharding(jax.local_devices()[0]), []
     for path, var in nnx.to_flat_state(nnx.state(abstract)):
-        value, name = var.get_value(), "/".join(map(str, path))
-        if name in specs:
-            value = jax.ShapeDtypeStruct(value.shape, value.dtype, sharding=NamedSharding(mesh, specs[name]))
+        value = var.get_value()
+        if hasattr(value, "shape"):
+            value = jax.ShapeDtypeStruct(value.shape, value.dtype, sharding=device)
         flat.append((path, var.replace(value)))
     return nnx.from_flat_state(flat)
 
@@ -252,16 +227,9 @@ def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.
             key_sharding: jax.sharding.Sharding | None = None) -> Restored:
     """Restore the checkpoint ``path`` designates onto the shardings of ``abstract_state``.
 
-    Parameters
-    ----------
-    path : path-like
-        Run dir, checkpoints dir or step dir (``find_checkpoint``); a relative path is
-        resolved against ``base_dir``.
-    abstract_state : pytree
-        Structured as the saved state, array leaves ``jax.ShapeDtypeStruct`` with a
-        ``sharding`` (``abstract_state_for``).
-    key_sharding : jax.sharding.Sharding, optional
-        Placement of the RNG key; default replicated on the mesh of ``abstract_state``.
+    ``path`` is found by ``find_checkpoint`` (relative to ``base_dir``); ``abstract_state`` is
+    structured as the saved state with ``jax.ShapeDtypeStruct`` leaves carrying shardings
+    (``abstract_state_for``); the RNG key goes to ``key_sharding`` (default: replicated).
 
     Raises
     ------
@@ -288,7 +256,7 @@ def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.
     for name, impl in meta.get("key_impls", {}).items():
         values[name] = jax.random.wrap_key_data(values[name], impl=impl)
     pairs, treedef = jax.tree_util.tree_flatten_with_path(abstract_state, is_leaf=_is_var)
-    leaves = [values[f"state/{_name(keypath)}"] for keypath, _ in pairs]
+    leaves = [values[f"state/{_key(keypath)}"] for keypath, _ in pairs]
     leaves = [old.replace(new) if _is_var(old) else new for (_, old), new in zip(pairs, leaves)]
     return Restored(state=jax.tree.unflatten(treedef, leaves), key=values.get("rng"),
                     step=int(meta["step"]), config=loaded["config"], path=step_dir)
@@ -313,6 +281,10 @@ def _is_var(x: Any) -> bool:
     return isinstance(x, nnx.Variable)
 
 
+def _key(path: tuple) -> str:
+    return jax.tree_util.keystr(path, simple=True, separator="/")
+
+
 @jax.jit
 def _finite_flags(leaves: list[jax.Array]) -> jax.Array:
     return jnp.stack([jnp.all(jnp.isfinite(leaf)) for leaf in leaves])
@@ -333,15 +305,10 @@ def _is_key(x: Any) -> bool:
     return dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
 
 
-def _name(keypath: tuple) -> str:
-    """A pytree key path as "a/b/c", the form ``plan_shardings`` uses."""
-    return "/".join(str(getattr(k, "key", getattr(k, "idx", getattr(k, "name", k)))) for k in keypath)
-
-
 def _flat(tree: Any) -> dict[str, Any]:
-    """``{"a/b/c": leaf}`` of a pytree; an ``nnx.Variable`` counts as a leaf, its value taken."""
+    """``{"a/b/c": leaf}`` of a pytree (the paths plans use); an ``nnx.Variable`` counts as a leaf, its value taken."""
     pairs = jax.tree_util.tree_leaves_with_path(tree, is_leaf=_is_var)
-    return {_name(keypath): leaf.get_value() if _is_var(leaf) else leaf for keypath, leaf in pairs}
+    return {_key(path): leaf.get_value() if _is_var(leaf) else leaf for path, leaf in pairs}
 
 
 def _unflat(flat: Mapping[str, Any]) -> dict:
@@ -349,10 +316,7 @@ def _unflat(flat: Mapping[str, Any]) -> dict:
     out: dict = {}
     for name, leaf in flat.items():
         *parents, last = name.split("/")
-        node = out
-        for part in parents:
-            node = node.setdefault(part, {})
-        node[last] = leaf
+        functools.reduce(lambda node, part: node.setdefault(part, {}), parents, out)[last] = leaf
     return out
 
 

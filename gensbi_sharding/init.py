@@ -1,249 +1,229 @@
-"""Sharded initialisation: create a model, or its optimizer state, directly at its placement.
+"""Sharded initialisation: build a model (and its optimizer) group by group, each group then placed.
 
-``shard_model`` places a model after it exists, so each variable first exists whole on
-one device. Here each variable's target comes from ``plan_shardings`` on the abstract
-model (the contract's rules, fallbacks and warnings), and its value is computed by jitted
-programs with that output sharding (``staging``): the constructor is traced once, its
-scalar work (RNG keys, counters, scales) runs eagerly as in eager construction, and the
-rest of each variable runs with eager execution's program boundaries, every value at the
-variable's sharding, each program compiled once for all variables (the kernels of every
-block). Variables are computed one at a time, and each draw is one fused loop writing
-its shards (``random_bits``), so the process holds the model's shards and little else:
-for a 1.07 GB MLP under fsdp on 8 CPU devices, 1.36 GB at peak, of which 0.24 GB is
-JAX's runtime (``benchmarks/init.py``). (One ``jit`` of the whole constructor keeps a
-shard-sized threefry counter per variable alive, 1.47 GB of temporaries for that MLP.)
+The constructor is traced abstractly (``jax.eval_shape``), the abstract state planned
+(``plan_shardings``), and the variables computed by ``jax.jit`` in groups of at most
+``GROUP_BYTES`` (a larger variable alone), each on one device and moved to its planned
+sharding while the next group compiles. A device holds its shards plus at most two
+groups, never the whole model (``benchmarks/init.py``).
 
-Values equal eager construction bit for bit on CPU. Threefry bits do not depend on the
-layout (``jax_threefry_partitionable``, on by default), and an elementwise computation
-from them gives each element the same operations in any layout; but XLA:CPU rounds an
-initialiser's float transforms (``erf_inv``, ``log``: FMA contraction in vector loops)
-differently when rows are short. Measured (float32; 7 initialisers, 28 shapes, every
-split of every dimension over (8, 1), (4, 2), (2, 4) and (1, 8) meshes, and the models'
-tests): a draw equals the eager one when the array and each device's block of it are
-1-d, or 2-d with rows of at least ``_MIN_TRAILING`` elements; differences appeared with
-shorter rows, and in some 3-d arrays. Every other variable is computed op by op on one
-device, as eagerly, and then placed (see ``init_sharded``).
+Why one device, not ``jax.jit(..., out_shardings=plan)``: computed straight into their
+shards, some values came out one ulp apart from mesh to mesh: XLA:CPU rounds float
+transforms (``erf_inv``, ``log``) in a block's short rows by another code path. Computed on
+one device, values are bit-identical for every mesh, rule and device count, and equal
+eager construction up to float rounding (fused vs op-by-op; see ``tests/test_init.py``).
 """
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import nnx
-from jax.extend import core as jcore
-from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+from jax.sharding import Mesh, NamedSharding
 
-from gensbi_sharding import staging
-from gensbi_sharding.sharding import RULES, _path_str, plan_shardings, shard_model, shard_model_by_table
+from gensbi_sharding.sharding import Plan, Rule, RuleTable, is_array, path_name, plan_shardings, resolve_rule
 
-__all__ = ["init_sharded", "init_optimizer_sharded"]
+__all__ = ["GROUP_BYTES", "init_sharded", "abstract_sharded", "init_optimizer_sharded"]
+
+#: Variables are computed in groups of at most this many bytes (a larger variable alone):
+#: every group costs one trace of the constructor and one compilation.
+GROUP_BYTES = 64 * 2**20
 
 _READS_TRACED_VALUE = (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError,
                        jax.errors.TracerBoolConversionError, jax.errors.TracerIntegerConversionError)
-# Fewest trailing elements for which a row block compiles like the whole array on XLA:CPU.
-_MIN_TRAILING = 8
 
 
-def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Mapping = "replicated") -> Any:
-    """Build ``factory()`` with every variable created directly at its placement.
+def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | RuleTable | Rule = "replicated",
+                 *, warn: bool = True) -> Any:
+    """Build ``factory()`` with its variables computed group by group and placed as planned.
 
     Parameters
     ----------
     factory : callable
-        ``factory() -> module``, deterministic and free of outside state: it is traced
-        twice, so it must build its own ``nnx.Rngs(seed)``, not draw from a shared one.
+        ``factory() -> node`` (a Module, or e.g. a ``(model, optimizer)`` tuple),
+        deterministic and free of outside state: it is traced once per group, so it
+        must build its own ``nnx.Rngs(seed)``, not draw from a shared one.
     mesh : jax.sharding.Mesh or None
-        None builds the module eagerly, unplaced (``factory()``).
-    rule : str or mapping
+        None builds the node eagerly, unplaced (``factory()``).
+    rule : str, mapping or Rule
         A key of ``RULES`` (as ``shard_model``) or a rule table (as ``shard_model_by_table``).
+    warn : bool, default True
+        Emit the warnings ``shard_model`` emits (``Plan.warn``); the harness logs the plan
+        instead.
 
     Returns
     -------
-    The module, placed as ``shard_model(factory(), mesh, rule)`` places it, with
-    bit-identical values on CPU, after the same warnings (experimental rule, one
-    ``ShardingFallbackWarning``).
+    The node, placed as ``shard_model(factory(), mesh, rule)`` places it. Python and
+    NumPy scalar leaves are kept as they are, as ``shard_model`` keeps them.
 
     Raises
     ------
     ValueError
-        If ``factory`` is not a callable (a module instance is not), ``rule`` is
-        neither a key of ``RULES`` nor a mapping, or the constructor cannot be traced
-        (it converts a computed array to a Python value or NumPy).
-
-    Notes
-    -----
-    A variable computed elementwise from its draws (the initialisers of ``jax.nn`` and
-    Flax, scaled, shifted, cast; no transcendental function beyond ``erf``/``erf_inv``),
-    1-d or 2-d, whose rows and the rows of each device's
-    block of it hold at least 8 elements, is written directly
-    at its placement. Any other (reshaped or reduced draws, batched keys as under
-    ``nnx.vmap``, other generators, ``jax_threefry_partitionable`` off) is computed op
-    by op on one device, exactly as eager construction computes it, and then placed:
-    for that variable alone, one device holds it whole for a moment.
+        If ``factory`` is not a callable (a module instance is not), the rule is unknown,
+        or the constructor cannot be traced (it converts a computed array to a Python
+        value or NumPy): then build it eagerly and place it with ``shard_model``.
     """
-    _check_factory(factory)
-    table, honor = _resolve_rule(rule)
+    rule = _check(factory, rule)
     if mesh is None:
         return factory()
-    try:
-        abstract = nnx.eval_shape(factory)
-        graphdef, state = nnx.split(abstract)
-        leaves = _array_leaves(state)
+    graphdef, state, plan = _trace_and_plan(factory, mesh, rule)
+    if warn:
+        plan.warn(stacklevel=2)
+    variables = dict((path_name(p), v) for p, v in nnx.to_flat_state(state) if path_name(p) in plan.specs)
+    device = next(d for d in mesh.devices.flat if d.process_index == jax.process_index())
+    pending: list = []
+    for group in _groups(variables):
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the constructor's own warnings were shown once above
-            traced = jax.make_jaxpr(_select(factory, [path for path, _ in leaves], scalars := {}))()
-    except _READS_TRACED_VALUE as error:
-        raise ValueError(
-            f"init_sharded traces the constructor, which reads a value it computed ({type(error).__name__}: "
-            f"{str(error).splitlines()[0]}); build it eagerly and place it instead: "
-            "shard_model(factory(), mesh, rule) (in the harness: model.init=eager)") from error
-    specs, _ = plan_shardings(abstract, mesh, table, honor_annotations=honor)
-    known, producer = staging.run_scalar_work(traced)
-    for (path, var), out in zip(leaves, traced.jaxpr.outvars):
-        target = NamedSharding(mesh, specs[path])
-        if path in scalars:
-            var.set_value(scalars[path])
-            continue
-        if isinstance(out, jcore.Literal) or out in known:
-            var.set_value(jax.device_put(staging.read(out, known), target))
-            continue
-        jaxpr = staging.residual(traced.jaxpr, out, known, producer, path)
-        value = _compute_at(jaxpr, [known[v] for v in jaxpr.invars], var.get_value().shape, target)
-        var.set_value(jax.block_until_ready(value))  # one variable at a time
-    module = nnx.merge(graphdef, state)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")  # placed as planned: this moves nothing, it only warns
-        if isinstance(rule, str):
-            shard_model(module, mesh, rule)
-        else:
-            shard_model_by_table(module, mesh, rule)
-    for w in caught:
-        warnings.warn(w.message, stacklevel=2)
-    return module
+            warnings.simplefilter("ignore")  # the constructor's own warnings were shown once
+            wholes = jax.jit(_select(factory, group), out_shardings=jax.sharding.SingleDeviceSharding(device))()
+        # Wait for the previous group only now, so tracing and compiling this one overlapped
+        # its computation: at most two groups exist whole at a time.
+        jax.block_until_ready(pending)
+        pending = [_place_whole(whole, plan.sharding(path)) for path, whole in zip(group, wholes)]
+        for path, value in zip(group, pending):
+            variables[path].set_value(value)
+    jax.block_until_ready(pending)
+    return nnx.merge(graphdef, state)
 
 
-def init_optimizer_sharded(model: Any, tx: Any, *, wrt: Any = nnx.Param) -> nnx.Optimizer:
-    """``nnx.Optimizer(model, tx, wrt=wrt)`` with every moment created where its parameter lives.
+def abstract_sharded(factory: Callable[[], Any], mesh: Mesh | None,
+                     rule: str | RuleTable | Rule = "replicated", *, warn: bool = True) -> Any:
+    """``factory()`` abstractly: each value a ``jax.ShapeDtypeStruct`` at its planned sharding.
 
-    A state leaf whose path ends with a parameter's path and has its shape
-    (``opt_state/0/mu/up/kernel`` for ``up/kernel``) gets that parameter's sharding;
-    the rest (step counters) is replicated. The state is computed by one jitted
-    program with those output shardings, so no device holds a whole moment. For an
-    abstract model (``compiled.abstract_sharded``) the optimizer is abstract too.
+    Nothing is allocated: for lowering and compiling a step (dry runs) or ``describe``.
+    Shardings and warnings are those of ``init_sharded``; ``mesh=None`` gives no shardings.
+
+    Raises
+    ------
+    ValueError
+        As ``init_sharded``.
+    """
+    rule = _check(factory, rule)
+    if mesh is None:
+        return nnx.eval_shape(factory)
+    graphdef, state, plan = _trace_and_plan(factory, mesh, rule)
+    if warn:
+        plan.warn(stacklevel=2)
+    return nnx.merge(graphdef, plan.abstract_state(nnx.merge(graphdef, state)))
+
+
+def init_optimizer_sharded(model: Any, tx: Any, rule: str | RuleTable | Rule = "replicated", *,
+                           wrt: Any = nnx.Param) -> nnx.Optimizer:
+    """``nnx.Optimizer(model, tx, wrt=wrt)`` with its state created at its planned placement.
+
+    The optimizer is planned abstractly (``nnx.eval_shape``) under ``rule`` on the mesh
+    the model's arrays live on: its moments carry their parameters' annotations, so they
+    go where the parameters went. The state is computed by one jitted program with those
+    output shardings, so no device holds a whole moment. For an abstract model
+    (``abstract_sharded``) the optimizer is abstract too.
 
     Parameters
     ----------
     model : nnx.Module
-        Placed by ``init_sharded``/``shard_model`` (unplaced: a plain eager optimizer).
+        Placed by ``init_sharded``/``shard_model`` under ``rule`` (unplaced: a plain optimizer).
     tx : optax.GradientTransformation
+    rule : str, mapping or Rule
+        The rule the model was placed with.
     wrt : nnx filter, default ``nnx.Param``
 
     Raises
     ------
     ValueError
-        If the model's arrays are not all on one mesh.
+        If the model's arrays are not all on one mesh, or the rule is unknown.
     """
-    values = [(path, var.get_value()) for path, var in _array_leaves(nnx.state(model))]
-    params = {path: (tuple(v.shape), getattr(v, "sharding", None)) for path, v in values}
-    meshes = {s.mesh for _, s in params.values() if isinstance(s, NamedSharding)}
-    abstract = any(isinstance(v, jax.ShapeDtypeStruct) for _, v in values)
+    rule = resolve_rule(rule)
+    values = [var.get_value() for _, var in nnx.to_flat_state(nnx.state(model))]
+    shardings = [getattr(v, "sharding", None) for v in values if is_array(v) or isinstance(v, jax.ShapeDtypeStruct)]
+    meshes = {s.mesh for s in shardings if isinstance(s, NamedSharding)}
+    abstract = any(isinstance(v, jax.ShapeDtypeStruct) for v in values)
+    build = lambda: nnx.Optimizer(model, tx, wrt=wrt)  # noqa: E731
     if not meshes:
-        return nnx.eval_shape(lambda: nnx.Optimizer(model, tx, wrt=wrt)) if abstract else \
-            nnx.Optimizer(model, tx, wrt=wrt)
-    if len(meshes) > 1 or any(not isinstance(s, NamedSharding) for _, s in params.values()):
+        return nnx.eval_shape(build) if abstract else build()
+    if len(meshes) > 1 or any(not isinstance(s, NamedSharding) for s in shardings):
         raise ValueError(f"the model's arrays are on {len(meshes)} meshes and/or single devices; "
                          "place the whole model first (init_sharded or shard_model)")
-    mesh = meshes.pop()
-    graphdef, state = nnx.split(nnx.eval_shape(lambda: nnx.Optimizer(model, tx, wrt=wrt)))
-    leaves = _array_leaves(state)
-    out = [_like_param(path, var.get_value(), params, mesh) for path, var in leaves]
+    optimizer = nnx.eval_shape(build)
+    plan = plan_shardings(optimizer, meshes.pop(), rule)
+    graphdef, state = nnx.split(optimizer)
     if abstract:
-        for (_, var), sharding in zip(leaves, out):
-            value = var.get_value()
-            var.set_value(jax.ShapeDtypeStruct(value.shape, value.dtype, sharding=sharding))
-        return nnx.merge(graphdef, state)
+        return nnx.merge(graphdef, plan.abstract_state(optimizer))
     model_graph, model_state = nnx.split(model)
+    paths = list(plan.specs)
 
-    def build(model_state):
-        optimizer = nnx.Optimizer(nnx.merge(model_graph, model_state), tx, wrt=wrt)
-        values = dict((p, v.get_value()) for p, v in _array_leaves(nnx.state(optimizer)))
-        return [values[path] for path, _ in leaves]
+    def create(model_state):
+        values = {path_name(p): v.get_value() for p, v in nnx.to_flat_state(
+            nnx.state(nnx.Optimizer(nnx.merge(model_graph, model_state), tx, wrt=wrt)))}
+        return [values[path] for path in paths]
 
-    for (_, var), value in zip(leaves, jax.jit(build, out_shardings=out)(model_state)):
-        var.set_value(value)
+    created = jax.jit(create, out_shardings=[plan.sharding(p) for p in paths])(model_state)
+    variables = {path_name(p): v for p, v in nnx.to_flat_state(state)}
+    for path, value in zip(paths, created):
+        variables[path].set_value(value)
     return nnx.merge(graphdef, state)
 
 
-def _eager_then_place(jaxpr: Any, args: list, target: NamedSharding) -> jax.Array:
-    """Compute a variable op by op on one device, as eagerly (same programs, same rounding), then place it."""
-    mesh = target.mesh
-    device = next(d for d in mesh.devices.flat if d.process_index == jax.process_index())
-    with jax.default_device(device):
-        (whole,) = jcore.jaxpr_as_fun(jcore.ClosedJaxpr(jaxpr, []))(*args)
-    if jax.process_count() == 1:
-        return jax.device_put(whole, target)  # as shard_model places it
-    # Every process computed the same value; each places the shards its devices hold.
-    return jax.make_array_from_callback(whole.shape, target, lambda index: whole[index])
-
-
-def _compute_at(jaxpr: Any, args: list, shape: tuple[int, ...], target: NamedSharding) -> jax.Array:
-    """A variable's value at ``target``, computed so that it rounds as eager construction."""
-    if (_rows_round_alike(shape) and _rows_round_alike(target.shard_shape(shape))
-            and staging.elementwise_in(jaxpr, shape) and staging.draws_fuse(jaxpr, args)):
-        return staging.run_at(jaxpr, args, target)
-    return _eager_then_place(jaxpr, args, target)
-
-
-def _rows_round_alike(shape: tuple[int, ...]) -> bool:
-    """Whether a draw of this shape (or block shape) rounds as eager construction does."""
-    # 3-d and up: a (8, 4, 12) normal split on its leading dimension differed in 15 of 384
-    # elements, though its rows are long; not drawn in place until a rule is known.
-    return len(shape) == 1 or len(shape) == 2 and shape[1] >= _MIN_TRAILING
-
-
-def _check_factory(factory: Any) -> None:
+def _check(factory: Any, rule: Any) -> Rule:
     if not callable(factory) or isinstance(factory, nnx.Pytree):
         raise ValueError(f"factory must be a zero-argument callable building the module, got a "
                          f"{type(factory).__name__}; pass e.g. lambda: make_mlp(dim_theta=2, dim_x=2, "
                          "rngs=nnx.Rngs(0))")
+    return resolve_rule(rule)
 
 
-def _resolve_rule(rule: Any) -> tuple[Mapping, bool]:
-    if isinstance(rule, str):
-        if rule not in RULES:
-            raise ValueError(f"unknown sharding rule {rule!r}; choose one of {tuple(RULES)} "
-                             "or pass a rule table (logical axis -> mesh axis or None)")
-        return dict(RULES[rule]), rule != "replicated"
-    if isinstance(rule, Mapping):
-        return rule, True
-    raise ValueError(f"rule must be a name in {tuple(RULES)} or a rule table mapping, got {rule!r}")
+def _trace_and_plan(factory: Callable[[], Any], mesh: Mesh, rule: Rule) -> tuple[Any, nnx.State, Plan]:
+    """Trace ``factory`` abstractly; its Python/NumPy scalar leaves keep their values, unplanned."""
+    found = {}
 
-
-def _array_leaves(state: Any) -> list[tuple[str, nnx.Variable]]:
-    return [(_path_str(path), var) for path, var in nnx.to_flat_state(state)
-            if isinstance(var.get_value(), (jax.Array, jax.ShapeDtypeStruct))]
-
-
-def _select(factory: Callable[[], Any], paths: list[str], scalars: dict) -> Callable[[], list]:
-    """``factory``'s leaves at ``paths`` as a traceable function; fills ``scalars`` (path -> value)."""
     def build():
-        # Every leaf: NumPy arrays and Python scalars become constants of the trace.
-        values = {_path_str(p): v.get_value() for p, v in nnx.to_flat_state(nnx.state(factory()))}
-        # Python and NumPy scalars cannot depend on traced values: kept as they are, as shard_model keeps them.
-        scalars.update((p, values[p]) for p in paths if isinstance(values[p], (bool, int, float, complex, np.generic)))
+        graphdef, state = nnx.split(factory())
+        found["graphdef"] = graphdef  # static: the same object on every trace
+        found["scalars"] = {path_name(p): v.get_value() for p, v in nnx.to_flat_state(state)
+                            if isinstance(v.get_value(), (bool, int, float, complex, np.generic))}
+        return state
+
+    try:
+        state = jax.eval_shape(build)
+    except _READS_TRACED_VALUE as error:
+        raise ValueError(
+            f"init_sharded traces the constructor, which reads a value it computed ({type(error).__name__}: "
+            f"{str(error).splitlines()[0]}); build it eagerly and place it instead: "
+            "shard_model(factory(), mesh, rule) (in the harness: model.init=eager)") from error
+    for path, var in nnx.to_flat_state(state):
+        if path_name(path) in found["scalars"]:
+            var.set_value(found["scalars"][path_name(path)])
+    graphdef = found["graphdef"]
+    return graphdef, state, plan_shardings(nnx.merge(graphdef, state), mesh, rule)
+
+
+def _groups(variables: dict[str, nnx.Variable]) -> list[list[str]]:
+    """Paths in groups of at most ``GROUP_BYTES`` (a larger variable alone), the small ones together."""
+    sizes = {path: int(np.prod(var.get_value().shape)) * var.get_value().dtype.itemsize
+             for path, var in variables.items()}
+    groups, size = [], GROUP_BYTES
+    for path in sorted(sizes, key=lambda p: sizes[p]):  # stable: graph order among equal sizes
+        if size + sizes[path] > GROUP_BYTES:
+            groups.append([])
+            size = 0
+        groups[-1].append(path)
+        size += sizes[path]
+    return groups
+
+
+def _select(factory: Callable[[], Any], paths: list[str]) -> Callable[[], list]:
+    """A traceable function returning ``factory()``'s leaves at ``paths``."""
+    def build():
+        values = {path_name(p): v.get_value() for p, v in nnx.to_flat_state(nnx.state(factory()))}
         return [jnp.asarray(values[p]) for p in paths]
     return build
 
 
-def _like_param(path: str, value: Any, params: dict, mesh: Mesh) -> NamedSharding:
-    """The sharding of the longest parameter path ``path`` ends with, if the shapes agree."""
-    for param in sorted((p for p in params if path == p or path.endswith("/" + p)), key=len, reverse=True):
-        shape, sharding = params[param]
-        if shape == tuple(value.shape):
-            return sharding
-    return NamedSharding(mesh, P())
+def _place_whole(whole: jax.Array, target: NamedSharding) -> jax.Array:
+    """Move a variable computed on one device to ``target``."""
+    if jax.process_count() == 1:
+        return jax.device_put(whole, target)
+    # Every process computed the same value; each places the shards its devices hold.
+    return jax.make_array_from_callback(whole.shape, target, lambda index: whole[index])

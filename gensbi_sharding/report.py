@@ -1,15 +1,17 @@
-"""What a placement costs: leaves, scalars and bytes per device, read from the arrays' shards.
+"""What a placement costs: bytes per device of a state, and memory and collectives of a compiled step.
 
-``describe(node, mesh)`` summarises any NNX graph node (a module, an optimizer,
-or an abstract module from ``nnx.eval_shape`` whose values carry shardings);
-``mesh_init_simulate`` is the smallest example of it. Built on the contract only;
-never imports the harness. The compiled-program side lives in ``compiled``.
+``describe(node, mesh)`` counts, sizes and locates every array variable of an NNX graph
+node, concrete (bytes from the shards) or abstract (``abstract_sharded``: bytes from the
+planned shardings); ``mesh_init_simulate`` is its smallest example. ``compiled_report``
+reads a compiled program's per-device cost: XLA's memory analysis and the collectives in
+its SPMD-partitioned text (lower a step on abstract state to allocate nothing).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from collections import defaultdict
 from typing import Any
 
@@ -19,38 +21,34 @@ import numpy as np
 from flax import nnx
 from jax.sharding import Mesh, NamedSharding
 
-from gensbi_sharding.sharding import _is_array, _path_str, batch_size_divisor
+from gensbi_sharding.batch import batch_size_divisor
+from gensbi_sharding.sharding import is_array, is_int, path_name
 
-__all__ = ["bytes_per_device", "partition_specs", "MeshSummary", "VariablePlacement",
-           "PlacementReport", "describe", "summarize_mesh", "mesh_init_simulate"]
+__all__ = ["bytes_per_device", "partition_specs", "MeshSummary", "VariablePlacement", "PlacementReport",
+           "describe", "summarize_mesh", "mesh_init_simulate", "COLLECTIVES", "compiled_report",
+           "collectives_in_hlo", "hlo_shape_bytes"]
 
 
 def bytes_per_device(tree: Any) -> dict[int, int]:
-    """Bytes held on each addressable device by the array leaves of ``tree``.
+    """``{device id: bytes}`` held by the ``jax.Array`` leaves of a pytree or NNX node.
 
-    ``tree`` may be any pytree or NNX graph node. Returns ``{device id: bytes}``;
-    a replicated leaf counts fully on every device, a split leaf only its shard.
-    NumPy leaves live on the host and count nowhere.
+    A replicated leaf counts fully on every device, a split one only its shard; NumPy
+    leaves live on the host and count nowhere.
     """
-    if isinstance(tree, (nnx.Module, nnx.Optimizer)) or hasattr(tree, "__nnx_repr__"):
+    if nnx.graph.is_graph_node(tree):
         tree = nnx.state(tree)
     totals: dict[int, int] = defaultdict(int)
     for leaf in jax.tree.leaves(tree):
         if isinstance(leaf, jax.Array):
-            for shard in leaf.addressable_shards:
-                totals[shard.device.id] += shard.data.nbytes
+            for device, size in _device_bytes(leaf).items():
+                totals[device] += size
     return dict(sorted(totals.items()))
 
 
 def partition_specs(node: Any) -> dict[str, str]:
-    """``{"a/b/c": "PartitionSpec(...)"}`` for every array state leaf of an NNX node."""
-    out = {}
-    for path, var in nnx.to_flat_state(nnx.state(node)):
-        value = var.get_value()
-        if _is_array(value):
-            sharding = getattr(value, "sharding", None)
-            out[_path_str(path)] = str(getattr(sharding, "spec", "host"))
-    return out
+    """``{"a/b/c": "PartitionSpec(...)"}`` for every array state leaf of an NNX node ("host" for NumPy)."""
+    return {path_name(path): str(getattr(getattr(var.get_value(), "sharding", None), "spec", "host"))
+            for path, var in nnx.to_flat_state(nnx.state(node)) if is_array(var.get_value())}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,13 +83,11 @@ class VariablePlacement:
 
 @dataclasses.dataclass(frozen=True)
 class PlacementReport:
-    """What ``describe`` found; ``str(report)`` (or ``report.table()``) prints it as a table.
+    """What ``describe`` found; ``str(report)`` prints it as a table.
 
-    ``n_leaves`` counts the array leaves of the node's state and ``n_scalars`` their
-    elements (a ``Linear(4, 3)``: 2 and 15); bytes are the arrays' own sizes, per
-    device from the shards each device holds. ``largest_replicated`` lists the
-    biggest variables held whole by every device while another variable is split,
-    the usual sign of a missing annotation (empty when nothing is split).
+    ``n_leaves`` counts the array leaves of the state, ``n_scalars`` their elements (a
+    ``Linear(4, 3)``: 2 and 15). ``largest_replicated`` lists the biggest variables held
+    whole by every device while another is split: the usual sign of a missing annotation.
     """
 
     n_leaves: int
@@ -111,20 +107,17 @@ class PlacementReport:
         return {v.path: v.placement for v in self.variables}
 
     def table(self) -> str:
-        lines = [str(self.mesh) if self.mesh else "no mesh",
-                 f"state: {self.n_leaves} leaves, {self.n_scalars:,} scalars, "
-                 f"{_fmt_bytes(self.total_bytes)}; per device max "
-                 f"{_fmt_bytes(self.max_bytes_per_device)}, min "
-                 f"{_fmt_bytes(min(self.bytes_per_device.values(), default=0))}"]
         width = max([len(v.path) for v in self.variables] + [8])
-        lines.append(f"{'variable':<{width}}  {'shape':<16} {'dtype':<9} {'placement':<24} "
-                     f"{'per device':>11}")
-        for v in self.variables:
-            lines.append(f"{v.path:<{width}}  {str(v.shape):<16} {v.dtype:<9} {v.placement:<24} "
-                         f"{_fmt_bytes(v.max_device_bytes):>11}")
+        lines = [str(self.mesh) if self.mesh else "no mesh",
+                 f"state: {self.n_leaves} leaves, {self.n_scalars:,} scalars, {_fmt(self.total_bytes)}; per "
+                 f"device max {_fmt(self.max_bytes_per_device)}, min "
+                 f"{_fmt(min(self.bytes_per_device.values(), default=0))}",
+                 f"{'variable':<{width}}  {'shape':<16} {'dtype':<9} {'placement':<24} {'per device':>11}"]
+        lines += [f"{v.path:<{width}}  {str(v.shape):<16} {v.dtype:<9} {v.placement:<24} "
+                  f"{_fmt(v.max_device_bytes):>11}" for v in self.variables]
         if self.largest_replicated:
-            lines.append("largest replicated under a splitting rule (missing annotation?): " + ", ".join(
-                f"{path} ({_fmt_bytes(size)})" for path, size in self.largest_replicated))
+            lines.append("largest replicated under a splitting rule (missing annotation?): "
+                         + ", ".join(f"{path} ({_fmt(size)})" for path, size in self.largest_replicated))
         return "\n".join(lines)
 
     __str__ = table
@@ -132,57 +125,45 @@ class PlacementReport:
 
 def summarize_mesh(mesh: Mesh) -> MeshSummary:
     """The ``MeshSummary`` of ``mesh``."""
-    devices = list(mesh.devices.flat)
-    here = jax.process_index()
-    return MeshSummary(axis_names=tuple(mesh.axis_names), axis_sizes=dict(mesh.shape),
-                       n_devices=len(devices),
-                       devices_per_process=sum(d.process_index == here for d in devices),
-                       n_processes=len({d.process_index for d in devices}),
-                       data_parallel_size=batch_size_divisor(mesh))
+    processes = [d.process_index for d in mesh.devices.flat]
+    return MeshSummary(axis_names=tuple(mesh.axis_names), axis_sizes=dict(mesh.shape), n_devices=len(processes),
+                       devices_per_process=processes.count(jax.process_index()),
+                       n_processes=len(set(processes)), data_parallel_size=batch_size_divisor(mesh))
 
 
 def describe(node: Any, mesh: Mesh | None, *, top: int = 5) -> PlacementReport:
-    """Count, size and locate every array variable of an NNX graph node.
+    """Count, size and locate every array variable of an NNX graph node (or tuple of nodes).
 
-    Parameters
-    ----------
-    node : NNX graph node
-        Concrete (``jax.Array`` values: bytes from ``addressable_shards``), or
-        abstract (``jax.ShapeDtypeStruct`` values: bytes from their sharding, if any).
-    mesh : jax.sharding.Mesh or None
-        Summarised in the report; its devices all appear in ``bytes_per_device``.
-    top : int, default 5
-        How many of the largest replicated variables to list.
+    Values may be ``jax.Array`` (bytes from ``addressable_shards``), NumPy (host) or
+    ``jax.ShapeDtypeStruct`` (bytes from their sharding, if any). Every device of
+    ``mesh`` appears in ``bytes_per_device``; ``top`` largest replicated variables are listed.
 
     Raises
     ------
     ValueError
-        If ``top`` is negative.
+        If ``top`` is not a non-negative integer.
     """
-    if isinstance(top, bool) or not isinstance(top, int) or top < 0:
+    if not is_int(top) or top < 0:
         raise ValueError(f"top must be a non-negative integer, got {top!r}; pass e.g. top=5")
-    _, state = nnx.split(node)
-    leaves = [leaf for leaf in jax.tree_util.tree_leaves(state) if _is_leaf_array(leaf)]
     per_device: dict[int, int] = {d.id: 0 for d in mesh.devices.flat} if mesh is not None else {}
     variables = []
-    for path, var in nnx.to_flat_state(state):
+    for path, var in nnx.to_flat_state(nnx.state(node)):
         value = var.get_value()
-        if not _is_leaf_array(value):
+        if not (is_array(value) or isinstance(value, jax.ShapeDtypeStruct)):
             continue
-        shards = _device_bytes(value)
+        shards, sharding = _device_bytes(value), getattr(value, "sharding", None)
         for device, size in shards.items():
             per_device[device] = per_device.get(device, 0) + size
-        sharding = getattr(value, "sharding", None)
         variables.append(VariablePlacement(
-            path=_path_str(path), shape=tuple(value.shape), dtype=str(value.dtype),
-            placement=_placement(value, sharding), nbytes=_nbytes(value),
+            path=path_name(path), shape=tuple(value.shape), dtype=str(value.dtype),
+            placement=_placement(value, sharding), nbytes=math.prod(value.shape) * value.dtype.itemsize,
             max_device_bytes=max(shards.values(), default=0),
             replicated=sharding is not None and sharding.is_fully_replicated))
     splitting = any(v.placement.startswith("P(") and not v.replicated for v in variables)
     replicated = sorted((v for v in variables if splitting and v.replicated and v.shape),
                         key=lambda v: (-v.nbytes, v.path))
     return PlacementReport(
-        n_leaves=len(leaves), n_scalars=sum(math.prod(leaf.shape) for leaf in leaves),
+        n_leaves=len(variables), n_scalars=sum(math.prod(v.shape) for v in variables),
         total_bytes=sum(v.nbytes for v in variables), bytes_per_device=dict(sorted(per_device.items())),
         variables=tuple(variables), largest_replicated=tuple((v.path, v.nbytes) for v in replicated[:top]),
         mesh=summarize_mesh(mesh) if mesh is not None else None)
@@ -191,54 +172,39 @@ def describe(node: Any, mesh: Mesh | None, *, top: int = 5) -> PlacementReport:
 def mesh_init_simulate(seed: Any, x: Any, features: Any, mesh_axes: Any) -> jax.Array:
     """Configuration summary of a ``Linear`` layer, without running it or building a mesh.
 
-    Casts ``seed``, ``features`` and ``mesh_axes`` to Python ints, builds
-    ``nnx.Linear(x.shape[-1], features, rngs=nnx.Rngs(seed))`` (default initialisers,
-    with bias) and counts the array leaves of its state with ``describe``
-    (``jax.tree_util.tree_leaves`` of ``nnx.split``). ``mesh_axes`` is reported
-    as given, whether or not it matches the devices.
+    Builds ``nnx.Linear(x.shape[-1], features, rngs=nnx.Rngs(seed))`` and counts its
+    state's array leaves with ``describe``; ``mesh_axes`` is reported as given.
 
     Parameters
     ----------
-    seed, features, mesh_axes : int-like
+    seed, features, mesh_axes : int-like (cast with ``int``)
     x : array, shape (..., d_in); only its last size is read
 
     Returns
     -------
     jax.Array, shape (3,), float32
-        ``[features, mesh_axes, n_state_leaves]``; e.g. x of shape (5, 4),
-        features 3, mesh_axes 4 -> ``[3., 4., 2.]``.
+        ``[features, mesh_axes, n_state_leaves]``; x of shape (5, 4), features 3,
+        mesh_axes 4 -> ``[3., 4., 2.]``.
 
     Raises
     ------
     ValueError
-        If an argument cannot be cast to int, ``x`` has no last axis, or
-        ``features`` is not positive.
+        If an argument cannot be cast to int, ``x`` has no last axis, or ``features`` < 1.
     """
-    seed, features, mesh_axes = (_as_int(name, value) for name, value in
-                                 (("seed", seed), ("features", features), ("mesh_axes", mesh_axes)))
+    ints = {}
+    for name, value in (("seed", seed), ("features", features), ("mesh_axes", mesh_axes)):
+        try:
+            ints[name] = int(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} must be castable to int, got {value!r}; pass e.g. {name}=3") from None
     shape = np.shape(x)
     if not shape:
         raise ValueError(f"x must have at least one axis (its last size is the layer's input size), "
                          f"got shape {shape}; pass e.g. x of shape (batch, d_in)")
-    if features < 1:
-        raise ValueError(f"features must be a positive integer, got {features}; pass e.g. features=3")
-    layer = nnx.Linear(shape[-1], features, rngs=nnx.Rngs(seed))
-    return jnp.asarray([features, mesh_axes, describe(layer, None).n_leaves], dtype=jnp.float32)
-
-
-def _as_int(name: str, value: Any) -> int:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be castable to int, got {value!r}; pass e.g. {name}=3") from None
-
-
-def _is_leaf_array(value: Any) -> bool:
-    return _is_array(value) or isinstance(value, jax.ShapeDtypeStruct)
-
-
-def _nbytes(value: Any) -> int:
-    return math.prod(value.shape) * value.dtype.itemsize
+    if ints["features"] < 1:
+        raise ValueError(f"features must be a positive integer, got {ints['features']}; pass e.g. features=3")
+    layer = nnx.Linear(shape[-1], ints["features"], rngs=nnx.Rngs(ints["seed"]))
+    return jnp.asarray([ints["features"], ints["mesh_axes"], describe(layer, None).n_leaves], dtype=jnp.float32)
 
 
 def _device_bytes(value: Any) -> dict[int, int]:
@@ -251,8 +217,7 @@ def _device_bytes(value: Any) -> dict[int, int]:
     if sharding is None:  # NumPy (host) or unplaced abstract values
         return {}
     return {device.id: math.prod(len(range(*s.indices(n))) for s, n in zip(index, value.shape))
-            * value.dtype.itemsize
-            for device, index in sharding.addressable_devices_indices_map(value.shape).items()}
+            * value.dtype.itemsize for device, index in sharding.addressable_devices_indices_map(value.shape).items()}
 
 
 def _placement(value: Any, sharding: Any) -> str:
@@ -263,8 +228,83 @@ def _placement(value: Any, sharding: Any) -> str:
     return "host" if isinstance(value, np.ndarray) else "unplaced"
 
 
-def _fmt_bytes(n: int) -> str:
+def _fmt(n: int) -> str:
     for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
         if n >= scale:
             return f"{n / scale:.1f} {unit}"
     return f"{n} B"
+
+
+# ---------------------------------------------------------------------------- compiled programs
+
+COLLECTIVES: tuple[str, ...] = ("all-gather", "all-reduce", "reduce-scatter", "all-to-all", "collective-permute")
+
+# "%name = <result shape> <op>(" for each collective, synchronous or the "-done" half of an
+# async pair ("-start" is skipped: its result tuple also holds the operands).
+_OP = re.compile(r"=\s*(?P<shape>\S.*?)\s+(?P<op>" + "|".join(COLLECTIVES) + r")(?P<half>-start|-done)?\(")
+_ARRAY = re.compile(r"\b(?P<dtype>pred|token|[a-z]+\d+[a-z0-9]*)\[(?P<dims>[\d,]*)\]")
+_BITS = re.compile(r"^(?:bf|f|s|u|c)(\d+)")
+
+
+def hlo_shape_bytes(shape: str) -> int:
+    """Bytes of an HLO result shape (``f32[8,16]{1,0}`` or a tuple): ``pred`` 1 byte, ``token`` 0.
+
+    Raises
+    ------
+    ValueError
+        If an element type is not recognised.
+    """
+    total = 0
+    for match in _ARRAY.finditer(shape):
+        dtype, count = match["dtype"], math.prod(int(d) for d in match["dims"].split(",") if d)
+        if dtype == "token":
+            continue
+        found = _BITS.match(dtype)
+        if dtype != "pred" and not dtype.startswith("f8") and found is None:
+            raise ValueError(f"unknown HLO element type {dtype!r} in shape {shape!r}")
+        bits = 8 if dtype == "pred" or dtype.startswith("f8") else int(found[1])
+        total += -(-count * bits // 8)  # sub-byte types round up
+    return total
+
+
+def collectives_in_hlo(text: str) -> dict[str, dict[str, int]]:
+    """``{op: {"count": n, "bytes": b}}`` of each collective in an HLO module's text (loop bodies once)."""
+    out = {op: {"count": 0, "bytes": 0} for op in COLLECTIVES}
+    for match in filter(None, map(_OP.search, text.splitlines())):
+        if match["half"] != "-start":
+            out[match["op"]]["count"] += 1
+            out[match["op"]]["bytes"] += hlo_shape_bytes(match["shape"])
+    return out
+
+
+def compiled_report(compiled: Any) -> dict[str, Any]:
+    """Per-device memory and collectives of a compiled program (``jax.stages.Compiled``).
+
+    Returns ``memory`` (``argument_bytes``, ``output_bytes``, ``temp_bytes``,
+    ``alias_bytes``, ``generated_code_bytes``, ``total_bytes`` = arguments + outputs +
+    temporaries - aliased, from ``compiled.memory_analysis()``; None where the backend
+    has none), ``collectives`` (``collectives_in_hlo``) and ``collective_bytes`` (their sum).
+
+    Raises
+    ------
+    ValueError
+        If ``compiled`` has no ``as_text`` (pass ``jitted.lower(*args).compile()``).
+    """
+    if not callable(getattr(compiled, "as_text", None)):
+        raise ValueError(f"expected a compiled program, got {type(compiled).__name__}; "
+                         "pass jax.jit(f).lower(*args).compile()")
+    collectives = collectives_in_hlo(compiled.as_text())
+    try:
+        stats = compiled.memory_analysis()
+    except NotImplementedError:
+        stats = None
+    memory = None
+    if stats is not None:
+        memory = {"argument_bytes": stats.argument_size_in_bytes, "output_bytes": stats.output_size_in_bytes,
+                  "temp_bytes": stats.temp_size_in_bytes, "alias_bytes": stats.alias_size_in_bytes,
+                  "generated_code_bytes": stats.generated_code_size_in_bytes}
+        memory = {key: int(value) for key, value in memory.items()}
+        memory["total_bytes"] = (memory["argument_bytes"] + memory["output_bytes"] + memory["temp_bytes"]
+                                 - memory["alias_bytes"])
+    return {"memory": memory, "collectives": collectives,
+            "collective_bytes": sum(c["bytes"] for c in collectives.values())}

@@ -1,25 +1,21 @@
-"""The sharding contract shared with GenSBI and heal_swin_nnx.
+"""The sharding contract shared with GenSBI and heal_swin_nnx, and the plan at its centre.
 
-Models annotate their variables with *logical* axis names (``axes("embed", "mlp")``)
-and never need a mesh to be built. Placement happens afterwards: ``shard_model``
-maps the logical names onto the axes of a ``("data", "model")`` mesh through a
-named rule and puts every variable on its devices.
-
-The module reads top to bottom: constants, annotations, mesh, batch placement,
-model placement, inspection. The vocabulary (``LOGICAL_AXES``, ``RULES``,
-``MODEL_AXIS``, ``axes``, ``partitioned``) is pinned by a test against the
-installed ``heal_swin_nnx.sharding``; everything else keeps its semantics and
-mends the reference's known failures (duplicate mesh axes in one spec, mappings
-other than ``dict``, 0-d leaves, a missing mesh).
+Models annotate variables with *logical* axis names (``axes("embed", "mlp")``) and need no
+mesh to be built. ``plan_shardings(node, mesh, rule)`` resolves the rule once (a name of
+``RULES`` or a table, ``resolve_rule``) and maps every array variable of an NNX graph to a
+PartitionSpec, with the variables that fall back as data (``Plan.fallbacks``);
+``place(node, plan)`` moves them. ``shard_model`` (the contract) is plan, the contract's
+warnings (``Plan.warn``), place; sharded init, restore targets and the dry run read plans
+too. The vocabulary is pinned by a test against the installed ``heal_swin_nnx.sharding``.
 """
 
 from __future__ import annotations
 
-import contextlib
+import dataclasses
 import math
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Union
 
 import jax
 import numpy as np
@@ -27,23 +23,20 @@ from flax import nnx
 from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec as P
 
 __all__ = [
-    "LOGICAL_AXES", "MODEL_AXIS", "RULES", "RuleTable",
+    "LOGICAL_AXES", "MODEL_AXIS", "RULES", "MeshAxes", "RuleTable", "Rule", "Plan",
     "ShardingFallbackWarning", "ExperimentalRuleWarning",
-    "axes", "partitioned", "logical_axes_of",
-    "make_mesh", "resolve_mesh", "mesh_context",
-    "batch_axes", "batch_size_divisor", "check_batch_divisible", "pad_for_mesh",
-    "shard_batch", "shard_sample_init", "replicate",
-    "shard_model", "shard_model_by_table", "partition_spec_for", "plan_shardings", "sharding_of",
+    "axes", "partitioned", "logical_axes_of", "resolve_rule", "partition_spec_for",
+    "plan_shardings", "place", "shard_model", "shard_model_by_table", "sharding_of",
+    "is_int", "is_array", "path_name", "check_mesh",
 ]
-
-# ---------------------------------------------------------------------------- constants
 
 LOGICAL_AXES: tuple[str, ...] = ("embed", "mlp", "heads", "vocab", "in", "out")
 MODEL_AXIS = "model"
 
-#: A rule table: logical axis name -> mesh axis name, a tuple of mesh axes
-#: (the dimension is split over their product), or None (not split).
-RuleTable = Mapping[str, "str | tuple[str, ...] | None"]
+#: Where one logical axis goes: a mesh axis, a tuple of them (split over their product), or None.
+MeshAxes = Union[str, tuple[str, ...], None]
+#: A rule table as users write it: logical axis -> ``MeshAxes``; logical axes left out are not split.
+RuleTable = Mapping[str, MeshAxes]
 
 RULES: dict[str, tuple[tuple[str, str | None], ...]] = {
     "replicated": tuple((name, None) for name in LOGICAL_AXES),
@@ -51,8 +44,6 @@ RULES: dict[str, tuple[tuple[str, str | None], ...]] = {
     "tensor": tuple(
         (name, MODEL_AXIS if name in ("mlp", "heads", "vocab") else None) for name in LOGICAL_AXES),
 }
-
-_MESH_SPEC_KEYS = ("devices", "model_axis")
 
 
 class ShardingFallbackWarning(UserWarning):
@@ -66,11 +57,10 @@ class ExperimentalRuleWarning(UserWarning):
 # ---------------------------------------------------------------------------- annotations
 
 def axes(*names: str | None) -> dict:
-    """Variable metadata naming one logical axis per array dimension.
+    """Variable metadata naming one logical axis per dimension: ``nnx.Variable`` keyword arguments.
 
-    Returns ``{"out_sharding": names, "eager_sharding": False}``: keyword arguments
-    for an ``nnx.Variable`` or the value of an NNX layer's ``*_metadata`` argument.
-    ``eager_sharding=False`` keeps construction free of any mesh.
+    ``{"out_sharding": names, "eager_sharding": False}`` (also an NNX layer's ``*_metadata``
+    value); ``eager_sharding=False`` keeps construction free of any mesh.
     """
     return {"out_sharding": names, "eager_sharding": False}
 
@@ -81,10 +71,10 @@ def partitioned(init, names: tuple[str | None, ...]):
 
 
 def logical_axes_of(var: nnx.Variable) -> tuple[str | None, ...] | None:
-    """The logical axis names annotated on ``var``, or None when it has none.
+    """The logical axis names annotated on ``var``, or None.
 
-    The one place that reads Flax's sharding metadata key, which was renamed
-    twice (``sharding`` -> ``sharding_names`` -> ``out_sharding``).
+    The one place that reads Flax's metadata key, renamed twice (``sharding`` ->
+    ``sharding_names`` -> ``out_sharding``).
     """
     metadata = var.get_metadata()
     for key in ("out_sharding", "sharding_names", "sharding"):
@@ -94,220 +84,194 @@ def logical_axes_of(var: nnx.Variable) -> tuple[str | None, ...] | None:
     return None
 
 
-# ---------------------------------------------------------------------------- mesh
+# ---------------------------------------------------------------------------- rules
 
-def make_mesh(devices: Sequence[Any] | None = None, model_axis: int = 1) -> Mesh:
-    """A ``("data", "model")`` mesh of shape ``(len(devices) // model_axis, model_axis)``.
+@dataclasses.dataclass(frozen=True)
+class Rule:
+    """A rule resolved once (``resolve_rule``): a name and a table of logical -> mesh axes.
 
-    Parameters
-    ----------
-    devices : sequence of jax.Device, optional
-        Devices in mesh order (row-major); default ``jax.devices()``. Across
-        processes that order keeps each row (one "model" group) inside one process.
-    model_axis : int
-        Size of the "model" (tensor-parallel) axis; the "data" axis takes the rest.
-
-    Raises
-    ------
-    ValueError
-        If ``model_axis`` is not a positive integer dividing the device count.
+    ``builtin`` marks the contract's own rules, with the contract's semantics: under
+    "replicated" annotations are ignored and nothing is reported; the other built-in
+    rules are experimental. A user's table honours every annotation, whatever it maps.
     """
-    devices = list(jax.devices() if devices is None else devices)
-    if isinstance(model_axis, bool) or not isinstance(model_axis, (int, np.integer)) or model_axis < 1:
-        raise ValueError(f"model_axis={model_axis!r} must be an integer >= 1 that divides the "
-                         f"{len(devices)} devices: choose among {_divisors(len(devices))}")
-    if not devices:
-        raise ValueError("make_mesh got an empty device list; pass devices=None for all devices")
-    bad = [d for d in devices if not isinstance(d, jax.Device)]
-    if bad:
-        raise ValueError(f"devices must be jax.Device objects (or ids, through resolve_mesh), got {bad[0]!r}")
-    seen = set()
-    for d in devices:
-        if d.id in seen:
-            raise ValueError(f"device {d.id} appears twice in the mesh's device list; list each device once")
-        seen.add(d.id)
-    if len(devices) % model_axis:
-        raise ValueError(
-            f"{len(devices)} devices are not divisible by model_axis={model_axis}: choose a "
-            f"model_axis among {_divisors(len(devices))}")
-    grid = np.empty(len(devices), dtype=object)
-    grid[:] = devices
-    mesh = Mesh(grid.reshape(len(devices) // model_axis, model_axis), ("data", MODEL_AXIS),
-                axis_types=(AxisType.Auto, AxisType.Auto))
-    if jax.process_count() > 1:
-        from gensbi_sharding.multihost import check_model_groups_local  # multihost builds on this module
 
-        check_model_groups_local(mesh)
-    return mesh
+    name: str
+    table: RuleTable
+    builtin: bool = False
+
+    @property
+    def reads_annotations(self) -> bool:
+        return not (self.builtin and self.name == "replicated")
+
+    @property
+    def label(self) -> str:
+        return f"rule {self.name!r}" if self.builtin else "custom rule table"
 
 
-def resolve_mesh(spec: Any) -> Mesh | None:
-    """Turn a config's mesh spec into a mesh.
+def resolve_rule(rule: str | RuleTable | Rule) -> Rule:
+    """A rule name (a key of ``RULES``), a rule table or a ``Rule``, as a ``Rule``.
 
-    ``None`` -> no mesh; a ``Mesh`` -> itself; ``"auto"`` -> ``make_mesh()``; any
-    mapping (``dict``, OmegaConf ``DictConfig``) -> ``make_mesh(**spec)``. In a
-    mapping, ``devices`` may hold ``jax.Device`` objects or integer device ids.
-
-    Raises
-    ------
-    ValueError
-        For any other spec, or a mapping with a key other than ``devices``/``model_axis``.
+    Raises ``ValueError`` for an unknown name, or anything neither a name nor a mapping.
     """
-    if spec is None or isinstance(spec, Mesh):
-        return spec
-    if isinstance(spec, str) and spec == "auto":
-        return make_mesh()
-    if isinstance(spec, Mapping):
-        unknown = [k for k in spec if k not in _MESH_SPEC_KEYS]
-        if unknown:
-            raise ValueError(f"unknown mesh spec key {unknown[0]!r}; accepted keys: {_MESH_SPEC_KEYS}")
-        kwargs = dict(spec)
-        if kwargs.get("devices") is not None:
-            kwargs["devices"] = _devices_from_ids(kwargs["devices"])
-        return make_mesh(**kwargs)
-    raise ValueError(
-        f"invalid mesh spec {spec!r}; accepted forms: None (no mesh), a jax.sharding.Mesh, "
-        f"'auto' (all devices, model_axis=1), or a mapping with keys {_MESH_SPEC_KEYS}")
+    if isinstance(rule, Rule):
+        return rule
+    if isinstance(rule, Mapping):
+        return Rule("custom", dict(rule))
+    if rule is None or isinstance(rule, str):
+        if rule in RULES:
+            return Rule(rule, dict(RULES[rule]), builtin=True)
+        raise ValueError(f"unknown sharding rule {rule!r}; choose one of {tuple(RULES)} or pass a rule "
+                         "table (logical axis -> mesh axis or None)")
+    raise ValueError(f"rule must be a name in {tuple(RULES)} or a rule table mapping, got {rule!r}")
 
 
-@contextlib.contextmanager
-def mesh_context(mesh: Mesh | None) -> Iterator[Mesh | None]:
-    """Make ``mesh`` the active mesh (``jax.set_mesh``) inside the ``with`` block; None: no-op.
+def partition_spec_for(names: Sequence[str | None] | None, shape: Sequence[int],
+                       table: RuleTable, mesh: Mesh) -> tuple[P, str | None]:
+    """``(spec, None)`` for a variable whose annotation ``table`` can honour on ``mesh``, else ``(P(), reason)``.
 
-    The mesh becomes active when the block is entered, not when this is called.
+    ``names=None`` (no annotation) gives ``(P(), None)``: whether that deserves a
+    report depends on the variable's type, which the caller knows.
     """
-    if mesh is None:
-        yield None
-        return
-    with jax.set_mesh(mesh):
-        yield mesh
+    if names is None:
+        return P(), None
+    if len(names) != len(shape):
+        return P(), f"annotation rank {len(names)} != array rank {len(shape)}"
+    entries, owner = [], {}
+    for name, dim in zip(names, shape):
+        target = None if name is None else table.get(name)
+        if name is not None and name not in table and name not in LOGICAL_AXES:
+            return P(), f"unknown logical axis {name!r} (known: {', '.join(LOGICAL_AXES)})"
+        if target is None:
+            entries.append(None)
+            continue
+        mesh_axes = (target,) if isinstance(target, str) else tuple(target)
+        for axis in mesh_axes:
+            if axis not in mesh.shape:
+                return P(), (f"logical axis {name!r} maps to mesh axis {axis!r}, absent from the "
+                             f"mesh {tuple(mesh.axis_names)}")
+            if axis in owner:
+                return P(), f"logical axes {owner[axis]!r} and {name!r} both map to mesh axis {axis!r}"
+            owner[axis] = name
+        size = math.prod(mesh.shape[axis] for axis in mesh_axes)
+        if dim % size:
+            return P(), (f"dim {dim} of logical axis {name!r} is not divisible by mesh axis "
+                         f"{target!r} of size {size}")
+        entries.append(target if isinstance(target, str) else mesh_axes)
+    return P(*entries), None
 
 
-# ---------------------------------------------------------------------------- batches
+# ---------------------------------------------------------------------------- the plan
 
-def batch_axes(mesh: Mesh) -> tuple[str, ...]:
-    """Mesh axes a batch is split over: every axis but "model", in mesh order."""
-    _check_mesh(mesh)
-    return tuple(name for name in mesh.axis_names if name != MODEL_AXIS)
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """Where every array variable of an NNX graph goes: ``specs`` ("a/b/c" path -> PartitionSpec).
 
-
-def batch_size_divisor(mesh: Mesh | None) -> int:
-    """Data-parallel size: product of the batch axes' sizes (1 without a mesh or batch axes)."""
-    if mesh is None:
-        return 1
-    return math.prod(mesh.shape[name] for name in batch_axes(mesh))
-
-
-def check_batch_divisible(batch: Any, mesh: Mesh | None, what: str) -> None:
-    """Check that ``batch`` can be split evenly over the data-parallel devices.
-
-    Looks at array leaves with ``ndim > 0``; returns when there are none or no mesh.
-
-    Raises
-    ------
-    ValueError
-        If the leaves' leading sizes differ, or the common size is not a multiple of
-        ``batch_size_divisor(mesh)``; the message names ``what``, the size, the
-        divisor, the batch axes and the nearest valid sizes.
+    ``fallbacks``: path -> reason, for each variable replicated against its annotation
+    (or unannotated ``nnx.Param``); empty under the built-in "replicated".
     """
-    if mesh is None:
-        return
-    sizes = [leaf.shape[0] for leaf in jax.tree.leaves(batch) if _is_array(leaf) and leaf.ndim > 0]
-    if not sizes:
-        return
-    if len(set(sizes)) > 1:
-        raise ValueError(f"{what} batch leaves have differing leading sizes {sizes}; "
-                         "every leaf of a batch needs the same number of rows")
-    size, divisor = sizes[0], batch_size_divisor(mesh)
-    if size % divisor:
-        below, above = size // divisor * divisor, -(-size // divisor) * divisor
-        nearest = f"{below} or {above}" if below else f"{above}"
-        raise ValueError(
-            f"{what} batch size {size} is not divisible by the data-parallel size {divisor} "
-            f"(mesh axes {batch_axes(mesh)}); nearest valid batch sizes: {nearest}")
+
+    mesh: Mesh
+    rule: Rule
+    specs: dict[str, P]
+    fallbacks: dict[str, str]
+
+    def sharding(self, path: str) -> NamedSharding:
+        """The ``NamedSharding`` of the variable at ``path``."""
+        return NamedSharding(self.mesh, self.specs[path])
+
+    def fallback_message(self) -> str | None:
+        """The text of the one ``ShardingFallbackWarning`` (None when nothing fell back)."""
+        if not self.fallbacks:
+            return None
+        return (f"{len(self.fallbacks)} variable(s) replicated instead of split under {self.rule.label} "
+                f"on mesh {dict(self.mesh.shape)}: "
+                + "; ".join(f"{path} ({reason})" for path, reason in self.fallbacks.items()))
+
+    def warn(self, stacklevel: int = 2) -> None:
+        """The contract's warnings, attributed ``stacklevel`` up: an ``ExperimentalRuleWarning``
+        (built-in splitting rule), a ``UserWarning`` (``AxisType.Explicit`` mesh axes), then
+        the one ``ShardingFallbackWarning`` listing every fallback."""
+        if self.rule.builtin and self.rule.reads_annotations:
+            warnings.warn(f"sharding rule {self.rule.name!r} is experimental: placements are checked, "
+                          "but the contract gives no convergence guarantee", ExperimentalRuleWarning,
+                          stacklevel=stacklevel + 1)
+        if any(t == AxisType.Explicit for t in getattr(self.mesh, "axis_types", ())):
+            warnings.warn(f"mesh axes {tuple(self.mesh.axis_names)} include AxisType.Explicit; only Auto "
+                          "axes are supported, placements follow the Auto semantics", UserWarning,
+                          stacklevel=stacklevel + 1)
+        if self.fallbacks:
+            warnings.warn(self.fallback_message(), ShardingFallbackWarning, stacklevel=stacklevel + 1)
+
+    def abstract_state(self, node: Any) -> nnx.State:
+        """``nnx.state(node)`` with each planned variable a ``jax.ShapeDtypeStruct`` at its sharding.
+
+        Reads only shapes and dtypes: a restore target, or state to lower a step on.
+        """
+        flat = []
+        for path, var in nnx.to_flat_state(nnx.state(node)):
+            value, key = var.get_value(), path_name(path)
+            if key in self.specs:
+                value = jax.ShapeDtypeStruct(value.shape, value.dtype, sharding=self.sharding(key))
+            flat.append((path, var.replace(value)))
+        return nnx.from_flat_state(flat)
 
 
-def pad_for_mesh(n: int, mesh: Mesh | None) -> tuple[int, int]:
-    """``(padded, n)``: ``n`` rounded up to a multiple of the data-parallel size."""
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
-        raise ValueError(f"pad_for_mesh needs a row count n >= 0 (an integer), got {n!r}")
-    divisor = batch_size_divisor(mesh)
-    return -(-n // divisor) * divisor, n
+def plan_shardings(node: Any, mesh: Mesh, rule: str | RuleTable | Rule = "replicated") -> Plan:
+    """The ``Plan`` of every array variable of ``node`` on ``mesh`` under ``rule``; moves nothing.
 
+    ``node``: NNX graph node(s) (Module, ``nnx.Optimizer``, EMA), concrete or abstract
+    (``nnx.eval_shape``); ``rule``: a name of ``RULES``, a table or a ``Rule``. A variable
+    whose annotation names an unknown logical axis, has another rank than its array, maps
+    two dimensions onto one mesh axis or onto an absent one, or has a dimension its mesh
+    axes do not divide is planned replicated and listed in ``fallbacks`` (so is an
+    unannotated ``nnx.Param``), except under the built-in "replicated".
 
-def shard_batch(batch: Any, mesh: Mesh | None) -> Any:
-    """Split the leading axis of every array leaf over the mesh's batch axes.
-
-    0-d array leaves have no leading axis and are replicated; non-array leaves are
-    returned untouched; without a mesh the batch is returned as it is.
-
-    Raises
-    ------
-    ValueError
-        If a leaf's leading size is not a multiple of the data-parallel size.
+    Raises ``TypeError`` if ``mesh`` is not a Mesh, ``ValueError`` for an unknown rule.
     """
-    return _split_leading(batch, mesh, "batch")
+    rule = resolve_rule(rule)
+    check_mesh(mesh)
+    specs, fallbacks = {}, {}
+    for path, var in nnx.graph.iter_graph(node):
+        if not isinstance(var, nnx.Variable):
+            continue
+        value, key, spec = var.get_value(), path_name(path), P()
+        if not (is_array(value) or isinstance(value, jax.ShapeDtypeStruct)):
+            continue
+        if rule.reads_annotations:
+            names = logical_axes_of(var)
+            spec, reason = partition_spec_for(names, value.shape, rule.table, mesh)
+            if names is None and isinstance(var, nnx.Param):
+                reason = "no annotation"
+            if reason is not None:
+                fallbacks[key] = reason
+        specs[key] = spec
+    return Plan(mesh, rule, specs, fallbacks)
 
 
-def shard_sample_init(x_init: Any, mesh: Mesh | None) -> Any:
-    """``shard_batch`` for a sampler's initial state (an array or a pytree of arrays)."""
-    return _split_leading(x_init, mesh, "sampler initial state")
+def place(node: Any, plan: Plan) -> None:
+    """Move every planned variable of ``node`` to its sharding, in place; warns nothing.
+
+    Variables already placed as planned keep their very buffers; values never change.
+    """
+    for path, var in nnx.graph.iter_graph(node):
+        key = path_name(path)
+        if not isinstance(var, nnx.Variable) or key not in plan.specs:
+            continue
+        value, target = var.get_value(), plan.sharding(key)
+        if isinstance(value, jax.Array) and value.sharding.is_equivalent_to(target, value.ndim):
+            continue
+        var.set_value(jax.device_put(value, target))
 
 
-def replicate(tree: Any, mesh: Mesh | None) -> Any:
-    """Place every array leaf replicated on all devices of ``mesh`` (``P()``); others untouched."""
-    if mesh is None:
-        return tree
-    _check_mesh(mesh)
-    return _put_leaves(tree, lambda leaf: NamedSharding(mesh, P()))
-
-
-def _split_leading(tree: Any, mesh: Mesh | None, what: str) -> Any:
-    if mesh is None:
-        return tree
-    _check_mesh(mesh)
-    divisor = batch_size_divisor(mesh)
-    split, whole = NamedSharding(mesh, P(batch_axes(mesh) or None)), NamedSharding(mesh, P())
-
-    def target(leaf):
-        if leaf.ndim == 0:
-            return whole
-        if leaf.shape[0] % divisor:
-            raise ValueError(
-                f"{what} leaf of shape {leaf.shape} has leading size {leaf.shape[0]}, not divisible "
-                f"by the data-parallel size {divisor}; pad it (pad_for_mesh) or pick a multiple")
-        return split
-
-    return _put_leaves(tree, target)
-
-
-def _put_leaves(tree: Any, target) -> Any:
-    leaves, treedef = jax.tree.flatten(tree)
-    index = [i for i, leaf in enumerate(leaves) if _is_array(leaf)]
-    # One batched device_put: a single dispatch for the whole tree, not one per leaf.
-    placed = jax.device_put([leaves[i] for i in index], [target(leaves[i]) for i in index])
-    for i, new in zip(index, placed):
-        leaves[i] = new
-    return jax.tree.unflatten(treedef, leaves)
-
-
-# ---------------------------------------------------------------------------- model placement
+# ---------------------------------------------------------------------------- the contract's placement
 
 def shard_model(node: Any, mesh: Mesh | None, rule: str = "replicated") -> None:
-    """Place every variable of an NNX graph node on ``mesh`` according to a named rule, in place.
+    """Place every variable of an NNX graph node (Module, ``nnx.Optimizer``, EMA) by a named rule, in place.
 
-    Works on any graph node (a Module, an ``nnx.Optimizer``, an EMA container).
-    Idempotent: leaves already placed as asked are left as they are (same buffers);
-    another mesh or rule re-places. Values are never changed.
-
-    Under ``"replicated"`` annotations are ignored and everything is replicated.
-    Under a splitting rule, a variable whose annotation names an unknown logical
-    axis, has another rank than its array, maps two dimensions onto one mesh axis,
-    maps onto an axis the mesh lacks, or has a dimension not divisible by its mesh
-    axis, is replicated; so is an unannotated ``nnx.Param``. All of them are listed,
-    with their "a/b/c" paths and reasons, in one ``ShardingFallbackWarning`` per call.
-    A splitting rule also warns (``ExperimentalRuleWarning``) that it is experimental,
-    and a mesh with an ``AxisType.Explicit`` axis warns that only Auto axes are supported.
+    ``plan_shardings``, ``Plan.warn``, ``place``: idempotent (leaves already placed as
+    asked keep their buffers), values never change. Under "replicated" annotations are
+    ignored; under a splitting rule every fallback is listed, with its "a/b/c" path and
+    reason, in one ``ShardingFallbackWarning`` per call, after an ``ExperimentalRuleWarning``.
 
     Raises
     ------
@@ -319,133 +283,46 @@ def shard_model(node: Any, mesh: Mesh | None, rule: str = "replicated") -> None:
     _check_node(node)
     if mesh is None:
         return
-    _check_mesh(mesh)
-    if rule != "replicated":
-        warnings.warn(f"sharding rule {rule!r} is experimental: placements are checked, but the "
-                      "contract gives no convergence guarantee", ExperimentalRuleWarning, stacklevel=2)
-    _place(node, mesh, dict(RULES[rule]), honor_annotations=rule != "replicated",
-           label=f"rule {rule!r}", stacklevel=3)
+    plan = plan_shardings(node, mesh, rule)
+    plan.warn(stacklevel=2)
+    place(node, plan)
 
 
 def shard_model_by_table(node: Any, mesh: Mesh | None, table: RuleTable) -> None:
-    """``shard_model`` under an explicit rule table instead of a rule name.
-
-    ``shard_model(node, mesh, name)`` places as ``shard_model_by_table(node, mesh,
-    dict(RULES[name]))`` does (annotations honoured; logical names missing from
-    ``table`` are not split), with the same single fallback warning.
-    """
+    """``shard_model`` under a rule table (logical names it lacks are not split), annotations honoured."""
     _check_node(node)
     if mesh is None:
         return
-    _check_mesh(mesh)
-    _place(node, mesh, table, honor_annotations=True, label="custom rule table", stacklevel=3)
+    plan = plan_shardings(node, mesh, resolve_rule(table))
+    plan.warn(stacklevel=2)
+    place(node, plan)
 
-
-def partition_spec_for(names: Sequence[str | None] | None, shape: Sequence[int],
-                       table: RuleTable, mesh: Mesh) -> tuple[P, str | None]:
-    """The PartitionSpec a variable gets under ``table`` on ``mesh``, and why it fell back.
-
-    Returns ``(spec, None)`` when the annotation can be honoured, else ``(P(), reason)``.
-    ``names=None`` (no annotation) gives ``(P(), None)``: whether that is worth a
-    warning depends on the variable's type, which the caller knows.
-    """
-    if names is None:
-        return P(), None
-    if len(names) != len(shape):
-        return P(), f"annotation rank {len(names)} != array rank {len(shape)}"
-    entries, owner = [], {}
-    for name, dim in zip(names, shape):
-        if name is None:
-            entries.append(None)
-            continue
-        if name not in table and name not in LOGICAL_AXES:
-            return P(), f"unknown logical axis {name!r} (known: {', '.join(LOGICAL_AXES)})"
-        target = table.get(name)
-        if target is None:
-            entries.append(None)
-            continue
-        mesh_axes = (target,) if isinstance(target, str) else tuple(target)
-        for axis in mesh_axes:
-            if axis not in mesh.shape:
-                return P(), (f"logical axis {name!r} maps to mesh axis {axis!r}, absent from the "
-                             f"mesh {tuple(mesh.axis_names)}")
-            if axis in owner:
-                return P(), (f"logical axes {owner[axis]!r} and {name!r} both map to mesh axis "
-                             f"{axis!r}")
-            owner[axis] = name
-        size = math.prod(mesh.shape[axis] for axis in mesh_axes)
-        if dim % size:
-            return P(), (f"dim {dim} of logical axis {name!r} is not divisible by mesh axis "
-                         f"{target!r} of size {size}")
-        entries.append(target if isinstance(target, str) else mesh_axes)
-    return P(*entries), None
-
-
-def plan_shardings(node: Any, mesh: Mesh, table: RuleTable, *, honor_annotations: bool = True
-                   ) -> tuple[dict[str, P], dict[str, str]]:
-    """Where ``shard_model_by_table`` would put each variable, without moving anything.
-
-    Works on concrete and on abstract modules (``nnx.eval_shape``: values are
-    ``jax.ShapeDtypeStruct``). Returns ``(specs, fallbacks)``: the PartitionSpec of
-    every array variable by "a/b/c" path, and the reason for each one replicated
-    against its annotation (or unannotated ``nnx.Param``).
-    """
-    specs, fallbacks = {}, {}
-    for path, var, value in _array_variables(node):
-        key, spec = _path_str(path), P()
-        if honor_annotations:
-            names = logical_axes_of(var)
-            spec, reason = partition_spec_for(names, value.shape, table, mesh)
-            if names is None and isinstance(var, nnx.Param):
-                reason = "no annotation"
-            if reason is not None:
-                fallbacks[key] = reason
-        specs[key] = spec
-    return specs, fallbacks
-
-
-def _array_variables(node: Any) -> Iterator[tuple[tuple, nnx.Variable, Any]]:
-    for path, var in nnx.graph.iter_graph(node):
-        if isinstance(var, nnx.Variable):
-            value = var.get_value()
-            if _is_array(value) or isinstance(value, jax.ShapeDtypeStruct):
-                yield path, var, value
-
-
-def _place(node: Any, mesh: Mesh, table: RuleTable, *, honor_annotations: bool,
-           label: str, stacklevel: int) -> None:
-    if any(t == AxisType.Explicit for t in getattr(mesh, "axis_types", ())):
-        warnings.warn(f"mesh axes {tuple(mesh.axis_names)} include AxisType.Explicit; only Auto "
-                      "axes are supported, placements follow the Auto semantics",
-                      UserWarning, stacklevel=stacklevel)
-    specs, fallbacks = plan_shardings(node, mesh, table, honor_annotations=honor_annotations)
-    moves = []
-    for path, var, value in _array_variables(node):
-        sharding = NamedSharding(mesh, specs[_path_str(path)])
-        # Already placed as asked: keep the very same buffers (idempotence without a copy).
-        if isinstance(value, jax.Array) and value.sharding.is_equivalent_to(sharding, value.ndim):
-            continue
-        moves.append((var, value, sharding))
-    if moves:
-        placed = jax.device_put([m[1] for m in moves], [m[2] for m in moves])
-        for (var, _, _), new in zip(moves, placed):
-            var.set_value(new)
-    if fallbacks:
-        warnings.warn(
-            f"{len(fallbacks)} variable(s) replicated instead of split under {label} on mesh "
-            f"{dict(mesh.shape)}: " + "; ".join(f"{path} ({reason})" for path, reason in fallbacks.items()),
-            ShardingFallbackWarning, stacklevel=stacklevel)
-
-
-# ---------------------------------------------------------------------------- inspection
 
 def sharding_of(node: Any) -> dict[str, jax.sharding.Sharding | None]:
     """``{"a/b/c": sharding}`` for every state leaf of ``node`` (None for non-JAX values)."""
-    return {_path_str(path): getattr(var.get_value(), "sharding", None)
+    return {path_name(path): getattr(var.get_value(), "sharding", None)
             for path, var in nnx.to_flat_state(nnx.state(node))}
 
 
-def _check_mesh(mesh: Any) -> None:
+# ---------------------------------------------------------------------------- small shared helpers
+
+def is_int(x: Any) -> bool:
+    """True for Python and NumPy integers, not for ``bool``: the one integer check of the package."""
+    return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
+
+
+def is_array(x: Any) -> bool:
+    """True for ``jax.Array`` and ``numpy.ndarray`` only (not Python or NumPy scalars)."""
+    return isinstance(x, (jax.Array, np.ndarray))
+
+
+def path_name(path: Sequence[Any]) -> str:
+    """A graph or state path as the "a/b/c" key plans and reports use."""
+    return "/".join(str(part) for part in path)
+
+
+def check_mesh(mesh: Any) -> None:
+    """``TypeError`` unless ``mesh`` is a ``jax.sharding.Mesh``."""
     if not isinstance(mesh, Mesh):
         raise TypeError(f"mesh must be a jax.sharding.Mesh or None, got {mesh!r}; build one with "
                         "make_mesh(...) or resolve_mesh(spec)")
@@ -455,31 +332,3 @@ def _check_node(node: Any) -> None:
     if not nnx.graph.is_graph_node(node):
         raise TypeError(f"shard_model places NNX graph nodes (a Module, nnx.Optimizer, ...), got "
                         f"{type(node).__name__}; for a pytree of arrays use shard_batch or replicate")
-
-
-def _is_array(x: Any) -> bool:
-    """True for ``jax.Array`` and ``numpy.ndarray`` only (not Python or NumPy scalars)."""
-    return isinstance(x, (jax.Array, np.ndarray))
-
-
-def _path_str(path: Sequence[Any]) -> str:
-    return "/".join(str(part) for part in path)
-
-
-def _divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
-
-
-def _devices_from_ids(devices: Sequence[Any]) -> list[Any]:
-    if isinstance(devices, (str, bytes)) or not isinstance(devices, Sequence) and not hasattr(devices, "__iter__"):
-        raise ValueError(f"mesh spec devices must be a list of device ids or jax.Device objects, got {devices!r}")
-    by_id = {d.id: d for d in jax.devices()}
-    out = []
-    for d in devices:
-        if isinstance(d, (int, np.integer)) and not isinstance(d, bool):
-            if d not in by_id:
-                raise ValueError(f"mesh spec names device id {d}, but the device ids are {sorted(by_id)}")
-            out.append(by_id[d])
-        else:
-            out.append(d)
-    return out

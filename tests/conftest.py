@@ -2,9 +2,16 @@
 
 The device count must be fixed before JAX's backend starts, so it is set here,
 once, at collection time. Tests that need another count run in a subprocess.
+
+The session also gets its own JAX compilation cache (deleted at exit): many tests build
+the same tiny models and steps, and ``init_sharded`` jits a fresh closure per call, so
+a program with the same HLO is loaded instead of compiled again.
 """
 
+import atexit
 import os
+import shutil
+import tempfile
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
@@ -12,6 +19,10 @@ import jax  # noqa: E402
 
 jax.config.update("jax_platforms", "cpu")
 jax.config.update("jax_num_cpu_devices", 8)
+_COMPILATION_CACHE = tempfile.mkdtemp(prefix="gensbi_sharding_tests_jax_cache_")
+atexit.register(shutil.rmtree, _COMPILATION_CACHE, ignore_errors=True)
+jax.config.update("jax_compilation_cache_dir", _COMPILATION_CACHE)
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.1)
 
 import pytest  # noqa: E402
 

@@ -48,9 +48,9 @@ def case_placement(p: int) -> dict:
     """Global shapes, gathered values, addressable rows and model groups, on this process."""
     from jax.experimental import multihost_utils
 
-    from gensbi_sharding.multihost import (DataPartitionType, check_model_groups_local,
+    from gensbi_sharding import (DataPartitionType, check_model_groups_local,
                                            host_to_global_array)
-    from gensbi_sharding.sharding import make_mesh, mesh_context
+    from gensbi_sharding import make_mesh, mesh_context
 
     out = {}
     with mesh_context(make_mesh()):
@@ -77,8 +77,8 @@ def case_uneven(p: int) -> dict:
     """Process 1 passes too few rows: it raises; process 0, already in a collective, must not hang."""
     from jax.experimental import multihost_utils
 
-    from gensbi_sharding.multihost import host_to_global_array
-    from gensbi_sharding.sharding import make_mesh
+    from gensbi_sharding import host_to_global_array
+    from gensbi_sharding import make_mesh
 
     host_to_global_array({"x": np.zeros((4 if p == 0 else 3, 3))}, mesh=make_mesh())
     multihost_utils.sync_global_devices("never reached by process 1")

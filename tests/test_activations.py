@@ -9,11 +9,11 @@ from flax import nnx
 from jax.sharding import NamedSharding, PartitionSpec as P
 from omegaconf import OmegaConf
 
-from gensbi_sharding.activations import (ACTIVATION_NAMES, PartitionAxis, activation_spec,
-                                         constrain, partition_axis_from_config)
+from gensbi_sharding.activations import ACTIVATION_NAMES, PartitionAxis, activation_spec, constrain
+from gensbi_sharding.harness.config import partition_axis_from_config
 from gensbi_sharding.harness.models.mlp import make_mlp
 from gensbi_sharding.harness.models.transformer import make_transformer
-from gensbi_sharding.sharding import ShardingFallbackWarning, make_mesh, mesh_context
+from gensbi_sharding import ShardingFallbackWarning, make_mesh, mesh_context
 
 EASYDEL_FIELDS = (
     "batch_axis", "sequence_axis", "query_sequence_axis", "head_axis", "key_sequence_axis",

@@ -20,7 +20,7 @@ import pytest
 from flax import nnx
 from jax.sharding import NamedSharding, PartitionSpec as P
 
-from gensbi_sharding import sharding as contract
+import gensbi_sharding as contract
 from gensbi_sharding.checkpoint import (CheckpointWriter, abstract_state_for, committed_steps,
                                         find_checkpoint, restore)
 from gensbi_sharding.harness.registry import get_model
@@ -31,7 +31,7 @@ CONFIG = {"model": {"name": "mlp", "width": 16}, "seed": 0}
 
 
 def build(width=16, depth=1, seed=0):
-    model = get_model("mlp")(dim_theta=2, dim_x=2, rngs=nnx.Rngs(seed), width=width, depth=depth)
+    model = get_model("mlp")(dim_theta=2, dim_x=2, rngs=nnx.Rngs(seed), width=width, depth=depth, mlp_ratio=4)
     return model, nnx.Optimizer(model, optax.adamw(1e-2), wrt=nnx.Param)
 
 
@@ -89,7 +89,7 @@ RESTORE_ON_4 = textwrap.dedent("""
     from jax.sharding import NamedSharding, PartitionSpec as P
     sys.path.insert(0, os.getcwd())
     from tests.test_checkpoint import fsdp_target
-    from gensbi_sharding import sharding as contract
+    import gensbi_sharding as contract
     from gensbi_sharding.checkpoint import restore
 
     run_dir = sys.argv[1]
@@ -228,3 +228,40 @@ def test_writer_directory_is_absolute(tmp_path, monkeypatch):
         assert [s for s in range(1, 7) if writer.due(s)] == [2, 4, 6]
     finally:
         writer.close()
+
+
+def test_restore_onto_one_device_without_a_mesh(saved_run):
+    run_dir, expected = saved_run
+    restored = restore(run_dir, abstract_state_for(lambda: build(), None, "tensor"))
+    got = {"/".join(map(str, p)): v.get_value() for p, v in nnx.to_flat_state(restored.state)}
+    assert got.keys() == expected.keys() and restored.step == 1
+    for name, value in got.items():
+        np.testing.assert_array_equal(np.asarray(value), expected[name], err_msg=name)
+        assert len(value.sharding.device_set) == 1, name
+    assert len(restored.key.sharding.device_set) == 1
+
+
+def test_harness_resumes_a_mesh_run_with_mesh_none(tmp_path, devices):
+    """``train.resume=<run> mesh=none``: a state saved on a (4, 2) mesh under "tensor" goes to one device."""
+    from faults_helpers import compose_tiny
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness.state import build_state
+
+    mesh = contract.make_mesh(model_axis=2)
+    table = dict(contract.RULES["tensor"])
+    saved = compose_tiny("mesh.model_axis=2", "rule=tensor")
+    ts = build_state(saved, dim_theta=2, dim_x=2, mesh=mesh, rule_name="tensor", table=table, resume_dir=None)
+    functions, state = make_step_functions(ts.model, ts.optimizer, mesh)
+    state, _ = run_steps(functions, state, ts.key, mesh, BATCHES[:2])
+    with CheckpointWriter(tmp_path / "checkpoints", config=OmegaConf.to_container(saved, resolve=True)) as writer:
+        writer.save(2, state, ts.key)
+    want = {"/".join(map(str, p)): np.asarray(v.get_value()) for p, v in nnx.to_flat_state(state)}
+    resumed = build_state(compose_tiny("mesh=none", f"train.resume={tmp_path}"), dim_theta=2, dim_x=2, mesh=None,
+                          rule_name="tensor", table=table, resume_dir=tmp_path / "checkpoints" / "2")
+    assert resumed.start_step == 2 and resumed.fallbacks == {}
+    got = nnx.state((resumed.model, resumed.optimizer))
+    for path, var in nnx.to_flat_state(got):
+        name = "/".join(map(str, path))
+        np.testing.assert_array_equal(np.asarray(var.get_value()), want[name], err_msg=name)
+        assert len(var.get_value().sharding.device_set) == 1, name

@@ -20,7 +20,7 @@ from omegaconf import OmegaConf
 from gensbi_sharding.harness.config import (
     ConfigError, Flux1Config, MLPConfig, SimformerConfig, TransformerConfig, check_table_against_mesh, mesh_spec, register_configs,
     rule_table, validate)
-from gensbi_sharding.sharding import LOGICAL_AXES, RULES, resolve_mesh
+from gensbi_sharding import LOGICAL_AXES, RULES, resolve_mesh
 
 REPO = Path(__file__).resolve().parents[1]
 CONF = REPO / "conf"

@@ -8,7 +8,7 @@ import pytest
 from jax.sharding import NamedSharding, PartitionSpec as P
 
 from gensbi_sharding.harness import data as D
-from gensbi_sharding.sharding import make_mesh
+from gensbi_sharding import make_mesh
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ from gensbi_sharding.harness.hints import nearest_valid_batch_size
 from gensbi_sharding.harness.pipeline import build_pipeline, check_batch_config
 from gensbi_sharding.harness.registry import get_model
 from gensbi_sharding.harness.train import make_step_functions, validation_loss
-from gensbi_sharding.sharding import make_mesh
+from gensbi_sharding import make_mesh
 
 # Case 1: 3 NaN rows and 2 +inf rows among 500 simulations.
 BAD = {3: np.nan, 100: np.nan, 400: np.nan, 7: np.inf, 250: np.inf}

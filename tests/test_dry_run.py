@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from hydra import compose, initialize_config_dir
 
 from gensbi_sharding import make_mesh
@@ -44,6 +45,7 @@ def test_fsdp_step_all_gathers_parameters_and_holds_less():
     assert fsdp["collective_bytes"] > replicated["collective_bytes"]
 
 
+@pytest.mark.slow
 def test_dry_run_sweep_ranks_configurations(tmp_path):
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
     env.pop("HYDRA_FULL_ERROR", None)

@@ -32,7 +32,7 @@ from gensbi_sharding.harness.models.mlp import make_mlp
 from gensbi_sharding.harness.models.simformer import make_simformer
 from gensbi_sharding.harness.models.transformer import make_transformer
 from gensbi_sharding.harness.train import make_step_functions
-from gensbi_sharding.sharding import (RULES, ExperimentalRuleWarning, make_mesh, mesh_context,
+from gensbi_sharding import (RULES, ExperimentalRuleWarning, make_mesh, mesh_context,
                                       replicate, shard_batch, shard_model, shard_model_by_table)
 
 STEPS, BATCH, DIM_THETA, DIM_X = 50, 16, 2, 3

@@ -9,7 +9,7 @@ import pytest
 from jax.sharding import NamedSharding, PartitionSpec as P
 
 from gensbi_sharding.harness.evaluate import c2st, pair_plot, sample_posterior
-from gensbi_sharding.sharding import make_mesh, replicate
+from gensbi_sharding import make_mesh, replicate
 
 SHIFT = np.array([1.0, -2.0], np.float32)
 

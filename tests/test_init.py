@@ -1,4 +1,10 @@
-"""Sharded initialisation equals eager construction + shard_model: values, placements, warnings."""
+"""Sharded initialisation equals eager construction + shard_model: values, placements, warnings.
+
+Values are bit-identical on every mesh, rule and device count, and equal eager
+construction up to float rounding: ``init_sharded`` runs the constructor's ops fused in
+jitted programs, eager construction runs them one by one (largest difference measured,
+``EAGER_ATOL``: a gamma draw of ``Unusual``; the harness's models are bit-identical).
+"""
 
 import warnings
 
@@ -8,14 +14,15 @@ import numpy as np
 import optax
 import pytest
 from flax import nnx
-from jax.sharding import NamedSharding, PartitionSpec as P
+from jax.sharding import PartitionSpec as P
 
-from gensbi_sharding import staging
-from gensbi_sharding.compiled import abstract_sharded
+from gensbi_sharding import (RULES, ExperimentalRuleWarning, ShardingFallbackWarning, abstract_sharded, axes,
+                             init_optimizer_sharded, init_sharded, make_mesh, shard_model, shard_model_by_table)
 from gensbi_sharding.harness.registry import get_model
-from gensbi_sharding.init import init_optimizer_sharded, init_sharded
-from gensbi_sharding.sharding import (RULES, ExperimentalRuleWarning, ShardingFallbackWarning, axes,
-                                      make_mesh, shard_model, shard_model_by_table)
+
+# Largest |init_sharded - eager| measured over every variable of this file's modules and
+# the harness's models, on every mesh and rule: 3.8e-6 (Unusual.gamma, values up to ~10).
+EAGER_ATOL = 4e-6
 
 TINY = {
     "mlp": dict(width=16, depth=2, mlp_ratio=2, time_embed_dim=8),
@@ -29,6 +36,14 @@ def factory_for(name, seed=0):
 
 def flat(node):
     return {"/".join(map(str, p)): v.get_value() for p, v in nnx.to_flat_state(nnx.state(node))}
+
+
+def assert_equal_up_to_rounding(got, want, err_msg=""):
+    got, want = np.asarray(got), np.asarray(want)
+    if want.dtype.kind == "f":
+        np.testing.assert_allclose(got, want, rtol=0, atol=EAGER_ATOL, err_msg=err_msg)
+    else:
+        np.testing.assert_array_equal(got, want, err_msg=err_msg)
 
 
 def recorded(call):
@@ -64,13 +79,17 @@ def test_values_and_placements_equal_eager(name, model_axis):
         assert got.keys() == want.keys()
         for path, value in want.items():
             assert got[path].dtype == value.dtype, (rule, path)
-            np.testing.assert_array_equal(np.asarray(got[path]), np.asarray(value),
-                                          err_msg=f"{rule} {path}")
+            assert_equal_up_to_rounding(got[path], value, err_msg=f"{rule} {path}")
             assert got[path].sharding.is_equivalent_to(value.sharding, value.ndim), (rule, path)
 
 
 class Shapes(nnx.Module):
-    """Variables on both sides of the fused path's rule (1-d or >= 8 trailing elements)."""
+    """Shapes whose device blocks round differently on XLA:CPU if computed where they live.
+
+    Split over a mesh, ``short_rows``, ``cube`` and ``tall`` get blocks with rows shorter
+    than a vector register: jitted straight into their shards, some elements came out
+    one ulp off, by mesh. Computed on one device, then placed, they cannot.
+    """
 
     def __init__(self, rngs):
         lecun, normal = nnx.initializers.lecun_normal(), nnx.initializers.normal(0.02)
@@ -78,8 +97,23 @@ class Shapes(nnx.Module):
         self.tall = nnx.Param(lecun(rngs.params(), (64, 16)), **axes("mlp", "embed"))
         self.cube = nnx.Param(lecun(rngs.params(), (8, 2, 16)), **axes("heads", None, "embed"))
         self.vector = nnx.Param(normal(rngs.params(), (64,)), **axes("mlp"))
-        # Rows of 6: a fused draw rounds differently from eager here (seeds 0 and 7), so unfused.
         self.short_rows = nnx.Param(normal(rngs.params(), (64, 6)), **axes("mlp", None))
+
+
+@pytest.mark.parametrize("module", ["Shapes", "Unusual", "transformer"])
+def test_values_are_identical_on_every_mesh_rule_and_device_count(devices, module):
+    factory = {"Shapes": lambda: Shapes(nnx.Rngs(7)), "Unusual": lambda: Unusual(nnx.Rngs(0)),
+               "transformer": factory_for("transformer")}[module]
+    meshes = [make_mesh(model_axis=1), make_mesh(model_axis=4), make_mesh(devices[6:], model_axis=1)]
+    first = None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for mesh in meshes:
+            for rule in [*RULES, {"embed": "model", "mlp": "data", "heads": "data"}]:
+                got = {p: np.asarray(v) for p, v in flat(init_sharded(factory, mesh, rule)).items()}
+                first = first or got
+                for path, value in got.items():
+                    np.testing.assert_array_equal(value, first[path], err_msg=f"{dict(mesh.shape)} {rule} {path}")
 
 
 def check_equal_to_eager(factory, mesh, rule):
@@ -91,32 +125,11 @@ def check_equal_to_eager(factory, mesh, rule):
     want, got = flat(reference), flat(built)
     assert got.keys() == want.keys()
     for path, value in want.items():
-        np.testing.assert_array_equal(np.asarray(got[path]), np.asarray(value), err_msg=f"{rule} {path}")
+        assert_equal_up_to_rounding(got[path], value, err_msg=f"{rule} {path}")
         assert type(got[path]) is type(value), (rule, path)  # Python scalars stay Python scalars
         if isinstance(value, jax.Array):
             assert got[path].sharding.is_equivalent_to(value.sharding, value.ndim), (rule, path)
     return built
-
-
-@pytest.mark.parametrize("seed", [0, 7])
-@pytest.mark.parametrize("model_axis", [1, 2, 4])
-def test_drawn_in_place_or_eagerly_equal_eager(model_axis, seed, monkeypatch):
-    mesh = make_mesh(model_axis=model_axis)
-    in_place = []
-    run_at = staging.run_at
-    monkeypatch.setattr(staging, "run_at", lambda jaxpr, args, sharding: (
-        in_place.append((jaxpr.outvars[0].aval.shape, sharding)) or run_at(jaxpr, args, sharding)))
-    for rule in RULES:
-        built = check_equal_to_eager(lambda: Shapes(nnx.Rngs(seed)), mesh, rule)
-        placed = {tuple(v.shape): v.sharding for v in flat(built).values()}
-        # Written where it lives iff 1-d, or 2-d with rows of >= 8 elements in the array and its blocks.
-        long_rows = [shape for shape, sharding in placed.items()
-                     if all(len(s) == 1 or len(s) == 2 and s[1] >= 8 for s in (shape, sharding.shard_shape(shape)))]
-        assert (64, 6) not in long_rows and (8, 2, 16) not in long_rows and (16, 64) in long_rows
-        assert sorted(shape for shape, _ in in_place) == sorted(long_rows), rule
-        for shape, sharding in in_place:
-            assert sharding.is_equivalent_to(placed[shape], len(shape)), (rule, shape)
-        in_place.clear()
 
 
 R = jax.random
@@ -260,7 +273,7 @@ def test_abstract_sharded_plans_and_warns_like_init_sharded():
     for path, value in flat(built).items():
         assert isinstance(flat(abstract)[path], jax.ShapeDtypeStruct)
         assert flat(abstract)[path].sharding == value.sharding, path
-    optimizer = init_optimizer_sharded(abstract, optax.adam(1e-3))
+    optimizer = init_optimizer_sharded(abstract, optax.adam(1e-3), "fsdp")
     moment = flat(optimizer)["opt_state/0/mu/good"]
     assert isinstance(moment, jax.ShapeDtypeStruct) and moment.sharding == flat(built)["good"].sharding
 
@@ -273,7 +286,7 @@ def test_rule_table_matches_shard_model_by_table():
     built, caught = recorded(lambda: init_sharded(lambda: Annotated(nnx.Rngs(3)), mesh, table))
     assert [str(w.message) for w in caught] == [str(w.message) for w in expected]
     for path, value in flat(reference).items():
-        np.testing.assert_array_equal(np.asarray(flat(built)[path]), np.asarray(value))
+        assert_equal_up_to_rounding(flat(built)[path], value)
         assert flat(built)[path].sharding.is_equivalent_to(value.sharding, value.ndim)
     assert flat(built)["good"].sharding.spec == P("model", "data")
 
@@ -307,7 +320,7 @@ def test_values_equal_with_threefry_partitionable_off():
         shard_model(reference, mesh, "fsdp")
         built = init_sharded(factory_for("mlp", seed=5), mesh, "fsdp")
     for path, value in flat(reference).items():
-        np.testing.assert_array_equal(np.asarray(flat(built)[path]), np.asarray(value), err_msg=path)
+        assert_equal_up_to_rounding(flat(built)[path], value, err_msg=path)
 
 
 @pytest.mark.parametrize("rule, model_axis", [("fsdp", 1), ("tensor", 2)])
@@ -318,7 +331,7 @@ def test_optimizer_moments_placed_like_params(rule, model_axis):
         model = init_sharded(factory_for("transformer"), mesh, rule)
         reference = nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)
         shard_model(reference, mesh, rule)
-    optimizer = init_optimizer_sharded(model, optax.adam(1e-3))
+    optimizer = init_optimizer_sharded(model, optax.adam(1e-3), rule)
     params, got, want = flat(model), flat(optimizer), flat(reference)
     assert got.keys() == want.keys()
     for path, value in want.items():

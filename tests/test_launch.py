@@ -24,7 +24,7 @@ from hydra import compose, initialize_config_dir
 from jax.sharding import NamedSharding, PartitionSpec as P
 from omegaconf import OmegaConf, open_dict
 
-from gensbi_sharding import sharding as contract
+import gensbi_sharding as contract
 from gensbi_sharding.harness import registry, train
 from gensbi_sharding.harness.config import register_configs
 
@@ -115,6 +115,7 @@ def quick_model_shapes():
 
 # ------------------------------------------------------------------ (a) one tiny run per rule
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rule,model_axis", [(r, a) for r in RULES for a in (1, 2)])
 def test_rule_run_completes_with_its_outputs(sweep, rule, model_axis):
     _, _, jobs = sweep
@@ -150,6 +151,7 @@ def _expected_axes(rule: str, path: str) -> set[str]:
     return axes
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rule", RULES)
 def test_rule_places_every_parameter_as_annotated(sweep, quick_model_shapes, rule):
     _, _, jobs = sweep
@@ -159,6 +161,7 @@ def test_rule_places_every_parameter_as_annotated(sweep, quick_model_shapes, rul
     assert got == {path: _expected_axes(rule, path) for path in placements}
 
 
+@pytest.mark.slow
 def test_fsdp_splits_kernels_over_data_on_their_embed_dimension(sweep):
     _, _, jobs = sweep
     placements = read_metrics(jobs[("fsdp", 1)])["placements"]
@@ -172,6 +175,7 @@ def test_fsdp_splits_kernels_over_data_on_their_embed_dimension(sweep):
     assert both["blocks/0/up/kernel"] == "P('data', 'model')"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rule,model_axis", [(r, a) for r in RULES for a in (1, 2)])
 def test_param_bytes_per_device_follow_the_placements(sweep, quick_model_shapes, rule, model_axis):
     # Every parameter is float32: each device holds size / (product of its split axes) of it.
@@ -186,6 +190,7 @@ def test_param_bytes_per_device_follow_the_placements(sweep, quick_model_shapes,
     assert 2 * expected <= m["opt_bytes_per_device"] <= 2 * expected + 64
 
 
+@pytest.mark.slow
 def test_splitting_rules_hold_fewer_bytes_per_device_than_replicated(sweep):
     _, _, jobs = sweep
     replicated = read_metrics(jobs[("replicated", 1)])
@@ -196,6 +201,7 @@ def test_splitting_rules_hold_fewer_bytes_per_device_than_replicated(sweep):
     assert read_metrics(jobs[("tensor", 2)])["param_bytes_per_device"] < replicated["param_bytes_per_device"]
 
 
+@pytest.mark.slow
 def test_placement_does_not_change_the_math(sweep):
     # Same seed, same data: every rule and mesh trains the same model, up to float reordering.
     _, _, jobs = sweep
@@ -207,6 +213,7 @@ def test_placement_does_not_change_the_math(sweep):
 
 # ------------------------------------------------------------------ (b) mesh=none
 
+@pytest.mark.slow
 def test_no_mesh_run(no_mesh_run):
     proc, run_dir = no_mesh_run
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
@@ -225,6 +232,7 @@ def test_no_mesh_run(no_mesh_run):
 
 # ------------------------------------------------------------------ (c, d) the sweep summary
 
+@pytest.mark.slow
 def test_sweep_summary_has_one_row_per_job(sweep):
     proc, sweep_dir, _ = sweep
     with open(sweep_dir / "sweep_summary.csv", newline="") as f:
@@ -243,6 +251,7 @@ def test_sweep_summary_has_one_row_per_job(sweep):
     assert table.count("\n| ") == 12 and table.splitlines()[0].startswith("| job | rule | mesh_shape")
 
 
+@pytest.mark.slow
 def test_failing_job_is_recorded_and_the_next_gets_its_own_mesh(sweep):
     proc, sweep_dir, jobs = sweep
     assert proc.returncode != 0
@@ -262,6 +271,7 @@ def test_failing_job_is_recorded_and_the_next_gets_its_own_mesh(sweep):
     assert "Traceback" not in proc.stderr and "Traceback" not in proc.stdout
 
 
+@pytest.mark.slow
 def test_summary_does_not_show_a_failed_jobs_mesh_as_none(sweep):
     _, sweep_dir, _ = sweep
     with open(sweep_dir / "sweep_summary.csv", newline="") as f:
@@ -284,6 +294,7 @@ BAD_INPUTS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("override", list(BAD_INPUTS))
 def test_bad_input_fails_in_one_line_before_training(tmp_path, override):
     fragments, run_level = BAD_INPUTS[override]
@@ -306,6 +317,7 @@ def test_bad_input_fails_in_one_line_before_training(tmp_path, override):
 
 # ------------------------------------------------------------------ (f) strict
 
+@pytest.mark.slow
 def test_strict_turns_an_unsplittable_variable_into_an_error(strict_sweep):
     proc, sweep_dir = strict_sweep
     assert proc.returncode != 0
@@ -328,6 +340,7 @@ def test_strict_turns_an_unsplittable_variable_into_an_error(strict_sweep):
 
 # ------------------------------------------------------------------ (g) never overwrite
 
+@pytest.mark.slow
 def test_second_run_into_a_completed_folder_is_refused(no_mesh_run, tmp_path):
     _, run_dir = no_mesh_run
     before = {name: (run_dir / name).read_bytes()
@@ -339,6 +352,7 @@ def test_second_run_into_a_completed_folder_is_refused(no_mesh_run, tmp_path):
     assert {name: (run_dir / name).read_bytes() for name in before} == before
 
 
+@pytest.mark.slow
 def test_second_run_leaves_the_first_runs_config_untouched(no_mesh_run, tmp_path):
     _, run_dir = no_mesh_run
     before = (run_dir / ".hydra" / "config.yaml").read_text()
@@ -378,6 +392,7 @@ def test_train_step_transfers_nothing_but_the_batch(devices):
     assert int(trained_optimizer.step[...]) == 3
 
 
+@pytest.mark.slow
 def test_run_leaves_no_mesh_active(devices, tmp_path):
     from gensbi_sharding.harness.run import run
 

@@ -21,6 +21,7 @@ def launch(*args, cwd):
                           capture_output=True, text=True, timeout=240)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_two_local_processes_train_like_one_process_on_the_same_global_batches(tmp_path):
     two = launch("distributed=local", "distributed.local_processes=2", f"hydra.run.dir={tmp_path / 'two'}",
@@ -41,6 +42,7 @@ def test_two_local_processes_train_like_one_process_on_the_same_global_batches(t
     assert not (tmp_path / "two" / "posterior.png").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_a_failing_process_ends_the_job_with_an_error(tmp_path):
     # 8 CPU devices do not split over 3 processes: refused before any process starts.

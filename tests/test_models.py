@@ -12,7 +12,7 @@ from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
 from gensbi_sharding.harness.models.mlp import make_mlp
 from gensbi_sharding.harness.models.transformer import VOCAB_MULTIPLE, make_transformer
 from gensbi_sharding.harness.registry import get_model, model_names
-from gensbi_sharding.sharding import LOGICAL_AXES, RULES
+from gensbi_sharding import LOGICAL_AXES, RULES
 
 DIM_THETA, DIM_X, BATCH = 2, 3, 8
 TINY = {
@@ -172,7 +172,7 @@ def test_bad_input_shapes_raise(name):
         model(theta, x, t[:, None])
 
 
-DEFAULTS = {"mlp": dict(width=256, depth=4, mlp_ratio=4, time_embed_dim=32),
+DEFAULTS = {"mlp": dict(width=128, depth=3, mlp_ratio=2, time_embed_dim=32),
             "transformer": dict(embed=64, depth=2, heads=8, mlp_ratio=4, time_embed_dim=32)}
 
 
@@ -183,3 +183,16 @@ def test_default_param_count(name, task):
     model = nnx.eval_shape(lambda: FACTORIES[name](dim_theta=dt, dim_x=dx, rngs=nnx.Rngs(0)))
     assert sum(math.prod(var.shape) for _, var in params(model)) == \
         PARAM_COUNT[name](dt, dx, **DEFAULTS[name])
+
+
+def test_factory_defaults_are_the_config_schemas():
+    # One source of truth: the factories take their defaults from the typed config.
+    import inspect
+
+    from gensbi_sharding.harness.config import MLPConfig, TransformerConfig
+
+    for name, schema in (("mlp", MLPConfig), ("transformer", TransformerConfig)):
+        parameters = inspect.signature(FACTORIES[name]).parameters
+        defaults = {k: p.default for k, p in parameters.items()
+                    if p.default is not inspect.Parameter.empty and k != "partition_axis"}
+        assert defaults == {k: getattr(schema, k) for k in defaults} == DEFAULTS[name]

@@ -1,4 +1,4 @@
-"""Per-process input becomes global arrays (``gensbi_sharding.multihost``).
+"""Per-process input becomes global arrays (``gensbi_sharding.batch.host_to_global_array``).
 
 The first half runs in this process (8 simulated devices, one JAX process) and pins
 that the per-process path reduces to ``shard_batch``. The second half starts real
@@ -19,9 +19,8 @@ import numpy as np
 import pytest
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from gensbi_sharding.multihost import (DataPartitionType, check_model_groups_local,
-                                       host_to_global_array, input_partition_spec)
-from gensbi_sharding.sharding import make_mesh, mesh_context, shard_batch
+from gensbi_sharding import DataPartitionType, host_to_global_array, input_partition_spec
+from gensbi_sharding import make_mesh, mesh_context, shard_batch
 
 REPO = Path(__file__).resolve().parents[1]
 WORKER = Path(__file__).with_name("multihost_worker.py")
@@ -122,10 +121,6 @@ def test_indivisible_local_size_names_process_size_and_divisor(devices):
         host_to_global_array({"x": np.zeros((6, 1))}, mesh=make_mesh(model_axis=2))
 
 
-def test_one_process_keeps_model_groups_local(devices):
-    check_model_groups_local(make_mesh(model_axis=4))
-
-
 # ---------------------------------------------------------------------------- real processes
 
 def free_port() -> int:
@@ -168,6 +163,7 @@ def placement():
     return [run["result"] for run in runs]
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_per_process_rows_become_one_global_array(placement):
     for result in placement:
@@ -175,6 +171,7 @@ def test_per_process_rows_become_one_global_array(placement):
         assert result["full_gathered"] == [[0] * 3] * 4 + [[1] * 3] * 4
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_addressable_shards_hold_only_own_rows(placement):
     for p, result in enumerate(placement):
@@ -183,6 +180,7 @@ def test_addressable_shards_hold_only_own_rows(placement):
         assert all(data == [[p] * 3] for _, data in result["full_local_rows"])
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_make_mesh_keeps_model_groups_inside_one_process(placement):
     for result in placement:
@@ -190,6 +188,7 @@ def test_make_mesh_keeps_model_groups_inside_one_process(placement):
         assert result["local_groups_error"] is None
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_model_group_spanning_processes_is_an_error(placement):
     for result in placement:
@@ -197,12 +196,14 @@ def test_model_group_spanning_processes_is_an_error(placement):
         assert "divides this process's 4 devices" in result["spanning_error"]
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_data_partition_under_model_axis_global_shape(placement):
     for result in placement:
         assert result["data_shape"] == [12, 3]
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_indivisible_size_raises_on_every_process(placement):
     for p, result in enumerate(placement):
@@ -211,6 +212,7 @@ def test_indivisible_size_raises_on_every_process(placement):
         assert "not a multiple of 2" in result["data_error"]
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize("case, victim", [("worker_dies", 1), ("coordinator_dies", 0)])
 def test_dead_peer_fails_the_survivor_fast(case, victim):
@@ -221,6 +223,7 @@ def test_dead_peer_fails_the_survivor_fast(case, victim):
     assert survivor["seconds"] < FAIL_BOUND_S
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_uneven_process_raises_and_the_other_does_not_hang():
     runs = launch("uneven")

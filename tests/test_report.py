@@ -9,12 +9,13 @@ import optax
 import pytest
 from flax import nnx
 
-from gensbi_sharding.compiled import abstract_sharded, collectives_in_hlo, compiled_report, hlo_shape_bytes
+from gensbi_sharding import abstract_sharded, compiled_report
+from gensbi_sharding.report import collectives_in_hlo, hlo_shape_bytes
 from gensbi_sharding.harness.models.mlp import make_mlp
 from gensbi_sharding.harness.train import make_step_functions
-from gensbi_sharding.init import init_optimizer_sharded, init_sharded
-from gensbi_sharding.report import describe, mesh_init_simulate
-from gensbi_sharding.sharding import (ExperimentalRuleWarning, ShardingFallbackWarning, axes, make_mesh,
+from gensbi_sharding import init_optimizer_sharded, init_sharded
+from gensbi_sharding import describe, mesh_init_simulate
+from gensbi_sharding import (ExperimentalRuleWarning, ShardingFallbackWarning, axes, make_mesh,
                                       mesh_context, shard_batch, shard_model)
 
 
@@ -134,7 +135,7 @@ def compiled_step(rule, build=init_sharded):
         warnings.simplefilter("ignore", ExperimentalRuleWarning)
         model = build(lambda: make_mlp(dim_theta=2, dim_x=3, rngs=nnx.Rngs(0), width=16, depth=1,
                                        mlp_ratio=2, time_embed_dim=8), mesh, rule)
-    functions, state = make_step_functions(model, init_optimizer_sharded(model, optax.adam(1e-3)), mesh)
+    functions, state = make_step_functions(model, init_optimizer_sharded(model, optax.adam(1e-3), rule), mesh)
     batch = shard_batch({"theta": jnp.ones((16, 2)), "x": jnp.ones((16, 3))}, mesh)
     with mesh_context(mesh):
         return functions.train_step.lower(state, batch, jax.random.key(0)).compile()

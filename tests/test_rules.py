@@ -12,7 +12,7 @@ from jax.sharding import NamedSharding, PartitionSpec as P
 from gensbi_sharding.harness.config import (ConfigError, check_table_against_mesh, register_configs,
                                             rule_table, validate)
 from gensbi_sharding.harness.models.mlp import make_mlp
-from gensbi_sharding.sharding import (LOGICAL_AXES, RULES, ShardingFallbackWarning, make_mesh,
+from gensbi_sharding import (LOGICAL_AXES, RULES, ShardingFallbackWarning, make_mesh,
                                       shard_model_by_table)
 
 CONF = Path(__file__).resolve().parents[1] / "conf"

@@ -22,7 +22,7 @@ from flax import nnx
 from omegaconf import OmegaConf
 
 from faults_helpers import REPO, compose_tiny, hint, run_tiny
-from gensbi_sharding import sharding as contract
+import gensbi_sharding as contract
 from gensbi_sharding.checkpoint import CheckpointWriter, committed_steps, restore, abstract_state_for
 from gensbi_sharding.harness import outputs
 from gensbi_sharding.harness.config import ConfigError

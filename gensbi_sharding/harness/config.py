@@ -9,15 +9,22 @@ choices, the rule table) is checked by ``validate`` and raised as
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, List, Optional
+from typing import Any, Dict, List, Optional
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, ListConfig, OmegaConf
 
-from gensbi_sharding import LOGICAL_AXES, RULES
+from gensbi_sharding import LOGICAL_AXES, RULES, PartitionAxis, Rule
 
-__all__ = ["ConfigError", "Config", "register_configs", "validate", "rule_table", "mesh_spec"]
+__all__ = ["ConfigError", "Config", "register_configs", "validate", "rule_table", "as_rule", "mesh_spec",
+           "partition_axis_from_config"]
+
+
+#: A mesh axis field: "auto", null, a mesh axis name or a list of them. Typed ``Any`` because
+#: OmegaConf 2.3 types unions of primitives only; ``Union[str, List[str]]`` needs 2.4's container unions.
+MeshAxesField = Any
 
 
 class ConfigError(ValueError):
@@ -148,25 +155,25 @@ class ActivationConfig:
 
     strategy: str = "rule"  # rule (follow the weight rule) | fixed (PartitionAxis()) | none (no constraints)
     # Each field: "auto" (what the strategy gives), null (unsplit), a mesh axis, or a list of mesh axes.
-    batch_axis: Any = "auto"
-    sequence_axis: Any = "auto"
-    query_sequence_axis: Any = "auto"
-    head_axis: Any = "auto"
-    key_sequence_axis: Any = "auto"
-    hidden_state_axis: Any = "auto"
-    attention_dim_axis: Any = "auto"
-    bias_head_sequence_axis: Any = "auto"
-    bias_key_sequence_axis: Any = "auto"
-    generation_query_sequence_axis: Any = "auto"
-    generation_head_axis: Any = "auto"
-    generation_key_sequence_axis: Any = "auto"
-    generation_attention_dim_axis: Any = "auto"
+    batch_axis: MeshAxesField = "auto"
+    sequence_axis: MeshAxesField = "auto"
+    query_sequence_axis: MeshAxesField = "auto"
+    head_axis: MeshAxesField = "auto"
+    key_sequence_axis: MeshAxesField = "auto"
+    hidden_state_axis: MeshAxesField = "auto"
+    attention_dim_axis: MeshAxesField = "auto"
+    bias_head_sequence_axis: MeshAxesField = "auto"
+    bias_key_sequence_axis: MeshAxesField = "auto"
+    generation_query_sequence_axis: MeshAxesField = "auto"
+    generation_head_axis: MeshAxesField = "auto"
+    generation_key_sequence_axis: MeshAxesField = "auto"
+    generation_attention_dim_axis: MeshAxesField = "auto"
 
 
 @dataclass
 class Config:
     mesh: MeshConfig = field(default_factory=MeshConfig)
-    rule: Any = MISSING  # mapping logical axis -> mesh axis | [mesh axes] | null, plus "name"
+    rule: Dict[str, MeshAxesField] = MISSING  # logical axis -> mesh axis | [mesh axes] | null, plus "name"
     model: ModelConfig = MISSING
     data: DataConfig = field(default_factory=DataConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
@@ -237,8 +244,6 @@ def validate(cfg: DictConfig) -> None:
     _check(cfg.distributed.mode in ("none", "auto", "explicit"),
            f"distributed.mode={cfg.distributed.mode!r} is not one of none, auto, explicit")
     name, table = rule_table(cfg.rule)
-    from gensbi_sharding.activations import partition_axis_from_config
-
     try:  # keys and strategy only: the mesh axes are checked once the mesh exists
         partition_axis_from_config(OmegaConf.to_container(cfg.activation), table, None)
     except ValueError as err:
@@ -295,6 +300,15 @@ def rule_table(rule: Any) -> tuple[str, dict[str, Any]]:
     return name, table
 
 
+def as_rule(name: str, table: dict[str, Any]) -> Rule:
+    """The library's ``Rule`` for ``rule_table``'s ``(name, table)``.
+
+    A table equal to the contract's rule of that name is that rule (placed with the
+    contract's semantics, e.g. "replicated" ignores annotations); any other is a table.
+    """
+    return Rule(name, dict(table), builtin=name in RULES and table == dict(RULES[name]))
+
+
 def check_table_against_mesh(name: str, table: dict[str, Any], mesh_axes: tuple[str, ...]) -> None:
     """Every mesh axis a rule table names must exist on the resolved mesh.
 
@@ -308,3 +322,37 @@ def check_table_against_mesh(name: str, table: dict[str, Any], mesh_axes: tuple[
             _check(axis in mesh_axes,
                    f"rule.{key}={axis!r} (rule {name!r}) names a mesh axis the mesh lacks; valid "
                    f"values: {', '.join(mesh_axes) or '(none: no mesh)'} or null")
+
+
+#: ``activation.strategy`` values: from the weight rule, ``PartitionAxis()`` defaults, or none.
+ACTIVATION_STRATEGIES = ("rule", "fixed", "none")
+AUTO = "auto"  # an activation field left to the strategy
+
+
+def partition_axis_from_config(cfg: Mapping[str, Any], rule: Any, mesh: Any) -> PartitionAxis | None:
+    """The strategy an ``activation`` config selects: ``strategy`` plus per-field overrides.
+
+    ``strategy`` is "rule" (``PartitionAxis.for_rule(rule, mesh)``), "fixed"
+    (``PartitionAxis()``) or "none" (no constraints: returns None). Every other key is
+    a ``PartitionAxis`` field; a value other than "auto" (None, a mesh axis or a list
+    of them) replaces what the strategy chose. Without a mesh, returns None.
+
+    Raises
+    ------
+    ValueError
+        For an unknown strategy or key, or a value that does not resolve on ``mesh``.
+    """
+    strategy = cfg.get("strategy", "rule")
+    if strategy not in ACTIVATION_STRATEGIES:
+        raise ValueError(f"activation strategy {strategy!r} is not one of "
+                         f"{', '.join(ACTIVATION_STRATEGIES)}; e.g. activation.strategy=rule")
+    fields = {k: v for k, v in cfg.items() if k != "strategy"}
+    unknown = [k for k in fields if k not in PartitionAxis._fields]
+    if unknown:
+        raise ValueError(f"activation key {unknown[0]!r} is not a PartitionAxis field; valid keys: "
+                         f"strategy, {', '.join(PartitionAxis._fields)}")
+    if strategy == "none" or mesh is None:
+        return None
+    base = PartitionAxis.for_rule(rule, mesh) if strategy == "rule" else PartitionAxis()
+    changes = {k: v for k, v in fields.items() if not (isinstance(v, str) and v == AUTO)}
+    return base._replace(**changes).resolve(mesh)

@@ -1,9 +1,8 @@
 """``dry_run=true``: what a (mesh, rule) choice costs per device, without training.
 
-The model and its optimizer are built abstractly (``nnx.eval_shape``: shapes and
-dtypes, no arrays), every variable gets the sharding the rule gives it
-(``plan_shardings``, the contract's semantics), and the real train step is
-lowered and compiled for those shardings. XLA's compiled memory analysis gives
+The model and its optimizer are built abstractly by the run's own builder
+(``abstract_sharded``: shapes and dtypes at their planned shardings, no arrays), and
+the real train step is lowered and compiled for those shardings. XLA's compiled memory analysis gives
 the per-device bytes of arguments, outputs and temporaries; the compiled
 program's text gives the collectives one step runs (count and bytes of
 all-gather, all-reduce, reduce-scatter, all-to-all, collective-permute).
@@ -15,7 +14,7 @@ import logging
 import time
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 __all__ = ["dry_run"]
 
@@ -27,35 +26,18 @@ def dry_run(cfg: DictConfig, *, mesh: Any, rule_name: str, table: dict, dim_thet
     """Compile one train step for ``mesh`` and the rule; returns memory and collectives."""
     import jax
     import jax.numpy as jnp
-    import optax
-    from flax import nnx
     from jax.sharding import NamedSharding, PartitionSpec as P
 
-    from gensbi_sharding import batch_axes, compiled_report, plan_shardings
-    from gensbi_sharding.harness.registry import get_model
+    from gensbi_sharding import abstract_sharded, batch_axes, compiled_report
+    from gensbi_sharding.harness.config import as_rule
+    from gensbi_sharding.harness.state import builder, model_plan
     from gensbi_sharding.harness.train import make_step_functions
-    from gensbi_sharding.harness.state import honors_annotations
 
-    factory = get_model(cfg.model.name)
-    hparams = {k: v for k, v in OmegaConf.to_container(cfg.model).items() if k not in ("name", "init")}
-    tx = optax.adamw(cfg.train.learning_rate, weight_decay=cfg.train.weight_decay)
-
-    def build():
-        model = factory(dim_theta=dim_theta, dim_x=dim_x, rngs=nnx.Rngs(cfg.seed),
-                        partition_axis=partition_axis, **hparams)
-        return model, nnx.Optimizer(model, tx, wrt=nnx.Param)
-
-    model, optimizer = nnx.eval_shape(build)
-    fallbacks: dict[str, str] = {}
-    if mesh is not None:
-        specs, fallbacks = plan_shardings((model, optimizer), mesh, table,
-                                          honor_annotations=honors_annotations(rule_name, table))
-        for path, var in nnx.graph.iter_graph((model, optimizer)):
-            key = "/".join(map(str, path))
-            if isinstance(var, nnx.Variable) and key in specs:
-                value = var.get_value()
-                var.set_value(jax.ShapeDtypeStruct(value.shape, value.dtype,
-                                                   sharding=NamedSharding(mesh, specs[key])))
+    rule = as_rule(rule_name, table)
+    build = builder(cfg, dim_theta=dim_theta, dim_x=dim_x, partition_axis=partition_axis)
+    plan = model_plan(build, mesh, rule, strict=False)
+    fallbacks = dict(plan.fallbacks) if plan is not None else {}
+    model, optimizer = abstract_sharded(build, mesh, rule, warn=False)
     functions, state = make_step_functions(model, optimizer, mesh)
     rows = cfg.data.batch_size
     row_sharding = None if mesh is None else NamedSharding(mesh, P(batch_axes(mesh) or None))

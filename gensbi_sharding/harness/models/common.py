@@ -10,13 +10,13 @@ transformer, GenSBI's Flux1 and Simformer) import these from here.
 from __future__ import annotations
 
 import math
-import operator
 
 import jax
 import jax.numpy as jnp
 from flax import nnx
 
 from gensbi_sharding import PartitionAxis
+from gensbi_sharding.sharding import is_int
 
 __all__ = ["MAX_TIME_FREQUENCY", "small_init", "positive_int", "check_partition_axis",
            "time_embedding", "prepare_inputs"]
@@ -34,13 +34,9 @@ small_init = nnx.initializers.variance_scaling(1e-2, "fan_in", "truncated_normal
 
 def positive_int(name: str, value) -> int:
     """``value`` as an ``int`` if it is a positive integer; ``ValueError`` naming ``name`` otherwise."""
-    try:
-        as_int = operator.index(value)  # numpy integers pass; floats and strings do not
-    except TypeError:
-        as_int = None
-    if as_int is None or isinstance(value, bool) or as_int < 1:
+    if not is_int(value) or value < 1:  # NumPy integers pass; bools, floats and strings do not
         raise ValueError(f"{name} must be a positive integer, got {value!r}; pass e.g. {name}=8")
-    return as_int
+    return int(value)
 
 
 def check_partition_axis(value) -> PartitionAxis | None:

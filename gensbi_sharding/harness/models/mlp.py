@@ -28,6 +28,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from gensbi_sharding import PartitionAxis, axes, constrain
+from gensbi_sharding.harness.config import MLPConfig  # the one source of the defaults
 from gensbi_sharding.harness.models.common import (
     check_partition_axis, positive_int, prepare_inputs, small_init, time_embedding)
 from gensbi_sharding.harness.registry import register_model
@@ -101,8 +102,9 @@ class MLPVelocity(nnx.Module):
 
 
 @register_model("mlp")
-def make_mlp(*, dim_theta: int, dim_x: int, rngs: nnx.Rngs, width: int = 256, depth: int = 4,
-             mlp_ratio: int = 4, time_embed_dim: int = 32,
+def make_mlp(*, dim_theta: int, dim_x: int, rngs: nnx.Rngs, width: int = MLPConfig.width,
+             depth: int = MLPConfig.depth, mlp_ratio: int = MLPConfig.mlp_ratio,
+             time_embed_dim: int = MLPConfig.time_embed_dim,
              partition_axis: PartitionAxis | None = None) -> MLPVelocity:
     """Build a residual MLP velocity field.
 
@@ -112,12 +114,12 @@ def make_mlp(*, dim_theta: int, dim_x: int, rngs: nnx.Rngs, width: int = 256, de
         Sizes of the parameter and observation vectors.
     rngs : nnx.Rngs
         Needs a ``params`` stream.
-    width : int, default 256
+    width : int, default 128
         Residual-stream size (logical axis ``embed``); a multiple of 8 splits evenly
         under FSDP on 8 devices.
-    depth : int, default 4
+    depth : int, default 3
         Number of residual blocks.
-    mlp_ratio : int, default 4
+    mlp_ratio : int, default 2
         Hidden size of each block is ``mlp_ratio * width`` (logical axis ``mlp``).
     time_embed_dim : int, default 32
         Number of sinusoidal time features (even).

@@ -42,6 +42,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from gensbi_sharding import PartitionAxis, axes, constrain
+from gensbi_sharding.harness.config import TransformerConfig  # the one source of the defaults
 from gensbi_sharding.harness.models.common import (
     check_partition_axis, positive_int, prepare_inputs, small_init, time_embedding)
 from gensbi_sharding.harness.registry import register_model
@@ -180,9 +181,10 @@ class TransformerVelocity(nnx.Module):
 
 
 @register_model("transformer")
-def make_transformer(*, dim_theta: int, dim_x: int, rngs: nnx.Rngs, embed: int = 64,
-                     depth: int = 2, heads: int = 8, mlp_ratio: int = 4,
-                     time_embed_dim: int = 32,
+def make_transformer(*, dim_theta: int, dim_x: int, rngs: nnx.Rngs, embed: int = TransformerConfig.embed,
+                     depth: int = TransformerConfig.depth, heads: int = TransformerConfig.heads,
+                     mlp_ratio: int = TransformerConfig.mlp_ratio,
+                     time_embed_dim: int = TransformerConfig.time_embed_dim,
                      partition_axis: PartitionAxis | None = None) -> TransformerVelocity:
     """Build a token transformer velocity field.
 

@@ -1,0 +1,130 @@
+"""The ``("data", "model")`` mesh: built from one knob (``model_axis``), resolved from a config, activated."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import jax
+import numpy as np
+from jax.sharding import AxisType, Mesh
+
+from gensbi_sharding.sharding import MODEL_AXIS, is_int
+
+__all__ = ["make_mesh", "resolve_mesh", "mesh_context", "check_model_groups_local"]
+
+_MESH_SPEC_KEYS = ("devices", "model_axis")
+
+
+def make_mesh(devices: Sequence[Any] | None = None, model_axis: int = 1) -> Mesh:
+    """A ``("data", "model")`` mesh of shape ``(len(devices) // model_axis, model_axis)``.
+
+    ``devices`` (default ``jax.devices()``, whose order keeps each "model" group inside
+    one process) fill the mesh row by row; ``model_axis`` is the tensor-parallel size.
+
+    Raises
+    ------
+    ValueError
+        If ``model_axis`` is not a positive integer dividing the device count, or a
+        device is not a ``jax.Device`` or is listed twice.
+    """
+    devices = list(jax.devices() if devices is None else devices)
+    divisors = [d for d in range(1, len(devices) + 1) if len(devices) % d == 0]
+    if not is_int(model_axis) or model_axis < 1:
+        raise ValueError(f"model_axis={model_axis!r} must be an integer >= 1 that divides the "
+                         f"{len(devices)} devices: choose among {divisors}")
+    if not devices:
+        raise ValueError("make_mesh got an empty device list; pass devices=None for all devices")
+    bad = [d for d in devices if not isinstance(d, jax.Device)]
+    if bad:
+        raise ValueError(f"devices must be jax.Device objects (or ids, through resolve_mesh), got {bad[0]!r}")
+    ids = [d.id for d in devices]
+    twice = next((i for i in ids if ids.count(i) > 1), None)
+    if twice is not None:
+        raise ValueError(f"device {twice} appears twice in the mesh's device list; list each device once")
+    if len(devices) % model_axis:
+        raise ValueError(f"{len(devices)} devices are not divisible by model_axis={model_axis}: choose a "
+                         f"model_axis among {divisors}")
+    grid = np.empty(len(devices), dtype=object)
+    grid[:] = devices
+    mesh = Mesh(grid.reshape(len(devices) // model_axis, model_axis), ("data", MODEL_AXIS),
+                axis_types=(AxisType.Auto, AxisType.Auto))
+    check_model_groups_local(mesh)
+    return mesh
+
+
+def resolve_mesh(spec: Any) -> Mesh | None:
+    """A config's mesh spec as a mesh: None -> None, a ``Mesh`` -> itself, ``"auto"`` -> ``make_mesh()``.
+
+    Any mapping (``dict``, ``DictConfig``) -> ``make_mesh(**spec)``; its ``devices`` may
+    hold ``jax.Device`` objects or integer device ids.
+
+    Raises
+    ------
+    ValueError
+        For any other spec, or a mapping with a key other than ``devices``/``model_axis``.
+    """
+    if spec is None or isinstance(spec, Mesh):
+        return spec
+    if isinstance(spec, str) and spec == "auto":
+        return make_mesh()
+    if isinstance(spec, Mapping):
+        unknown = [k for k in spec if k not in _MESH_SPEC_KEYS]
+        if unknown:
+            raise ValueError(f"unknown mesh spec key {unknown[0]!r}; accepted keys: {_MESH_SPEC_KEYS}")
+        kwargs = dict(spec)
+        if kwargs.get("devices") is not None:
+            kwargs["devices"] = _devices_from_ids(kwargs["devices"])
+        return make_mesh(**kwargs)
+    raise ValueError(
+        f"invalid mesh spec {spec!r}; accepted forms: None (no mesh), a jax.sharding.Mesh, "
+        f"'auto' (all devices, model_axis=1), or a mapping with keys {_MESH_SPEC_KEYS}")
+
+
+@contextlib.contextmanager
+def mesh_context(mesh: Mesh | None) -> Iterator[Mesh | None]:
+    """Make ``mesh`` the active mesh (``jax.set_mesh``) on entering the ``with`` block; None: no-op."""
+    if mesh is None:
+        yield None
+        return
+    with jax.set_mesh(mesh):
+        yield mesh
+
+
+def check_model_groups_local(mesh: Mesh) -> None:
+    """Check that every "model" group of ``mesh`` lies inside one process.
+
+    Tensor-parallel groups exchange activations at every layer, which across hosts
+    would cross the network. A mesh without a "model" axis passes.
+
+    Raises
+    ------
+    ValueError
+        If a group spans processes (named with device ids, process indices, the fix).
+    """
+    if MODEL_AXIS not in mesh.axis_names:
+        return
+    devices = np.moveaxis(mesh.devices, mesh.axis_names.index(MODEL_AXIS), -1)
+    for group in devices.reshape(-1, devices.shape[-1]):
+        processes = [d.process_index for d in group]
+        if len(set(processes)) > 1:
+            raise ValueError(
+                f"model group of devices {[d.id for d in group]} spans processes {processes}: "
+                f"tensor-parallel groups must stay inside one process. Choose a model_axis "
+                f"(now {len(group)}) that divides this process's {len(mesh.local_devices)} devices, "
+                "and order devices by process (jax.devices() does)")
+
+
+def _devices_from_ids(devices: Any) -> list[Any]:
+    if isinstance(devices, (str, bytes)) or not hasattr(devices, "__iter__"):
+        raise ValueError(f"mesh spec devices must be a list of device ids or jax.Device objects, got {devices!r}")
+    by_id = {d.id: d for d in jax.devices()}
+    out = []
+    for d in devices:
+        if is_int(d):
+            if d not in by_id:
+                raise ValueError(f"mesh spec names device id {d}, but the device ids are {sorted(by_id)}")
+            d = by_id[d]
+        out.append(d)
+    return out
