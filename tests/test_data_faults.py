@@ -194,3 +194,15 @@ def test_model_hyperparameter_error_names_the_override(tmp_path, devices):
     width = int(re.search(r"e\.g\. model\.width=(\d+)", metrics["error"]).group(1))
     from flax import nnx
     assert get_model("mlp")(dim_theta=2, dim_x=2, rngs=nnx.Rngs(0), width=width, depth=1) is not None
+
+
+def test_only_keys_named_as_arguments_are_prefixed():
+    from gensbi_sharding.harness.hints import overrides_named
+
+    section = {"name": "mlp", "width": 0, "time_embed_dim": 3}
+    with pytest.raises(ConfigError, match=r"^model\.time_embed_dim=3: time_embed_dim must be even; the name"):
+        with overrides_named("model", section, ConfigError):
+            raise ValueError("time_embed_dim must be even; the name of the layer is up")
+    with pytest.raises(ValueError, match="^unrelated: the name"):  # no argument named: unchanged
+        with overrides_named("model", section, ConfigError):
+            raise ValueError("unrelated: the name")

@@ -102,9 +102,9 @@ def overrides_named(group: str, section: Mapping[str, Any], error: type[Exceptio
     """Re-raise a ``ValueError`` about ``width=0`` from a library as ``error`` naming ``model.width=0``.
 
     Library functions name their own arguments (``width``); the user types config
-    overrides (``model.width``). Keys of ``section`` that the message names get the
-    ``group.`` prefix, and the message is prefixed with their current values. Other
-    errors pass through unchanged.
+    overrides (``model.width``). A key of ``section`` the message names as an argument
+    (``width=``, ``width must``) gets the ``group.`` prefix, and the message is prefixed
+    with its current value. Other errors pass through unchanged.
     """
     try:
         yield
@@ -112,7 +112,7 @@ def overrides_named(group: str, section: Mapping[str, Any], error: type[Exceptio
         text, named = str(err), []
         for key in section:
             bare = rf"(?<![\w./]){re.escape(str(key))}"
-            if re.search(bare + r"\b", str(err)):
+            if re.search(bare + r"(=| must\b)", str(err)):
                 named.append(f"{group}.{key}={section[key]}")
             text = re.sub(bare + "(?==)", f"{group}.{key}", text)
         if not named:
