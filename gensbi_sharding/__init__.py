@@ -13,10 +13,10 @@ from gensbi_sharding.init import abstract_sharded, init_optimizer_sharded, init_
 from gensbi_sharding.mesh import check_model_groups_local, make_mesh, mesh_context, resolve_mesh
 from gensbi_sharding.report import (bytes_per_device, compiled_report, describe, mesh_init_simulate,
                                     partition_specs)
-from gensbi_sharding.sharding import (LOGICAL_AXES, MODEL_AXIS, RULES, ExperimentalRuleWarning, MeshAxes, Plan,
-                                      Rule, RuleTable, ShardingFallbackWarning, axes, logical_axes_of,
-                                      partition_spec_for, partitioned, place, plan_shardings, resolve_rule,
-                                      shard_model, shard_model_by_table, sharding_of)
+from gensbi_sharding.rules import LOGICAL_AXES, MODEL_AXIS, RULES, MeshAxes, Rule, RuleTable, partition_spec_for, resolve_rule
+from gensbi_sharding.sharding import (ExperimentalRuleWarning, Plan, ShardingFallbackWarning, axes, logical_axes_of,
+                                      partitioned, place, plan_shardings, shard_model, shard_model_by_table,
+                                      sharding_of)
 
 __all__ = [
     # the contract (pinned against heal_swin_nnx)

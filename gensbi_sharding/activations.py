@@ -19,7 +19,8 @@ import jax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from gensbi_sharding.batch import batch_axes
-from gensbi_sharding.sharding import MeshAxes, Rule, ShardingFallbackWarning, resolve_rule
+from gensbi_sharding.rules import MeshAxes, Rule, resolve_rule
+from gensbi_sharding.sharding import ShardingFallbackWarning
 
 __all__ = ["PartitionAxis", "ACTIVATION_NAMES", "activation_spec", "constrain"]
 

@@ -16,7 +16,8 @@ from typing import Any
 import jax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from gensbi_sharding.sharding import MODEL_AXIS, check_mesh, is_array, is_int
+from gensbi_sharding.rules import MODEL_AXIS
+from gensbi_sharding.sharding import check_mesh, is_array, is_int
 
 __all__ = ["batch_axes", "batch_size_divisor", "check_batch_divisible", "pad_for_mesh", "shard_batch",
            "shard_sample_init", "replicate", "DataPartitionType", "input_partition_spec",

@@ -1,12 +1,9 @@
 """Checkpoints that move between meshes: save under one (mesh, rule), restore under another.
 
-``CheckpointWriter`` saves the train state (``nnx.state((model, optimizer))``), the base
-RNG key (as key data), the step and a JSON config with Orbax into ``<run dir>/checkpoints/
-<step>/``. Only steps Orbax lists (``CheckpointManager.all_steps()``) and whose step
-metadata records a commit count, so a half-written checkpoint is never the latest.
-``restore`` loads onto the *current* mesh and rule (``abstract_state_for``: the plan of
-the live state, never the saved shardings; no mesh: one device), checked against the
-saved metadata before any array is read.
+``CheckpointWriter`` saves the train state, the RNG key, the step and a JSON config with
+Orbax into ``<run dir>/checkpoints/<step>/``; a step counts once Orbax recorded its commit.
+``restore`` loads onto the plan of the *current* mesh and rule (``abstract_state_for``; no
+mesh: one device), checked against the saved metadata before any array is read.
 """
 
 from __future__ import annotations
@@ -26,20 +23,21 @@ import orbax.checkpoint as ocp
 from flax import nnx
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from gensbi_sharding.sharding import Rule, RuleTable, is_int, plan_shardings
+from gensbi_sharding.checkpoint_steps import CHECKPOINT_SUBDIR, ITEMS, committed_steps, find_checkpoint
+from gensbi_sharding.rules import Rule, RuleTable
+from gensbi_sharding.sharding import is_int, plan_shardings
 
 __all__ = ["CHECKPOINT_SUBDIR", "CheckpointWriter", "Restored", "abstract_state_for",
            "committed_steps", "find_checkpoint", "restore", "saved_config"]
 
-#: Folder of a run directory that holds its checkpoints.
-CHECKPOINT_SUBDIR = "checkpoints"
 _FORMAT = 1
 _MAX_LISTED = 6  # mismatching variables quoted in full in an error
 
 
 def _handlers() -> dict[str, Any]:
-    return {"arrays": ocp.StandardCheckpointHandler(), "meta": ocp.JsonCheckpointHandler(),
-            "config": ocp.JsonCheckpointHandler()}
+    """One Orbax handler per item (``ITEMS``: arrays, meta, config)."""
+    return dict(zip(ITEMS, (ocp.StandardCheckpointHandler(), ocp.JsonCheckpointHandler(),
+                            ocp.JsonCheckpointHandler())))
 
 
 class CheckpointWriter:
@@ -132,67 +130,6 @@ class CheckpointWriter:
         self.close()
 
 
-def committed_steps(directory: str | os.PathLike) -> list[int]:
-    """Sorted steps under ``directory`` that Orbax lists (``CheckpointManager.all_steps()``, its
-    temporary folders left out) and whose step metadata records a commit (a save or copy cut
-    short has none)."""
-    return sorted(step for step, complete in _step_folders(directory).items() if complete)
-
-
-def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None = None) -> Path:
-    """The step folder ``path`` designates: a run dir or checkpoints dir (its latest complete step), or a step dir.
-
-    A relative ``path`` is resolved against ``base_dir`` (default: the current directory);
-    pass the launch directory (``hydra.utils.get_original_cwd()``) to be independent of
-    ``hydra.job.chdir``.
-
-    Raises
-    ------
-    FileNotFoundError
-        If ``path`` does not exist or holds no complete checkpoint; the message names
-        the resolved path and what was looked for.
-    """
-    given = Path(path).expanduser()
-    resolved = given if given.is_absolute() else Path(base_dir or os.getcwd()).absolute() / given
-    if not resolved.exists():
-        raise FileNotFoundError(f"checkpoint path {str(path)!r} does not exist (resolved to {resolved}); "
-                                f"pass a run dir, its {CHECKPOINT_SUBDIR}/ dir or one step dir")
-    is_run = (resolved / CHECKPOINT_SUBDIR).is_dir()  # a multirun job dir is named by a number too
-    if resolved.name.isdigit() and not is_run:
-        complete = _step_folders(resolved.parent).get(int(resolved.name))
-        if complete:
-            return resolved
-        if complete is False:
-            raise FileNotFoundError(f"{resolved} is not a complete checkpoint (Orbax recorded no commit: "
-                                    "the save was cut short); pass its parent for the latest complete step")
-    folder = resolved / CHECKPOINT_SUBDIR if is_run else resolved
-    steps = committed_steps(folder)
-    if not steps:
-        raise FileNotFoundError(
-            f"no checkpoint in {resolved}: looked for complete Orbax step folders <step>/ in {folder}; "
-            f"pass a run dir, its {CHECKPOINT_SUBDIR}/ dir or one step dir")
-    return folder / str(steps[-1])
-
-
-def _step_folders(directory: str | os.PathLike) -> dict[int, bool]:
-    """``{step: complete}`` for Orbax's step folders in ``directory`` that hold any item (a
-    multirun job's folder, named by a number, holds none)."""
-    directory = Path(directory)
-    if not directory.is_dir():
-        return {}
-    options = ocp.CheckpointManagerOptions(read_only=True, create=False)
-    found, manager = {}, ocp.CheckpointManager(directory, options=options)
-    try:
-        for step in manager.all_steps():
-            metadata = manager.metadata(step)
-            if metadata.item_handlers:
-                found[step] = (metadata.commit_timestamp_nsecs is not None
-                               and set(_handlers()) <= set(metadata.item_handlers))
-    finally:
-        manager.close()
-    return found
-
-
 def abstract_state_for(node: Any, mesh: Mesh | None, rule: str | RuleTable | Rule = "replicated") -> nnx.State:
     """The restore target: ``nnx.state(node)`` as ``jax.ShapeDtypeStruct`` at the planned shardings.
 
@@ -216,6 +153,7 @@ def abstract_state_for(node: Any, mesh: Mesh | None, rule: str | RuleTable | Rul
 @dataclasses.dataclass
 class Restored:
     """A restored checkpoint; ``state`` has the structure and shardings of the target."""
+
     state: Any
     key: jax.Array
     step: int
@@ -231,14 +169,9 @@ def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.
     structured as the saved state with ``jax.ShapeDtypeStruct`` leaves carrying shardings
     (``abstract_state_for``); the RNG key goes to ``key_sharding`` (default: replicated).
 
-    Raises
-    ------
-    FileNotFoundError
-        If ``path`` holds no complete checkpoint.
-    ValueError
-        If a target leaf has no sharding, or variables are missing, extra, or differ in
-        shape or dtype from the saved ones (named, with both shapes); checked before
-        any array is read.
+    Raises ``FileNotFoundError`` if ``path`` holds no complete checkpoint, ``ValueError`` if a
+    target leaf has no sharding or variables are missing, extra, or differ in shape or dtype
+    from the saved ones (named, with both shapes), before any array is read.
     """
     step_dir = find_checkpoint(path, base_dir)
     with ocp.Checkpointer(ocp.CompositeCheckpointHandler(**_handlers())) as checkpointer:
@@ -263,13 +196,7 @@ def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.
 
 
 def saved_config(path: str | os.PathLike, base_dir: str | os.PathLike | None = None) -> dict:
-    """The config blob saved with the checkpoint ``path`` designates (no array is read).
-
-    Raises
-    ------
-    FileNotFoundError
-        If ``path`` holds no complete checkpoint.
-    """
+    """The config blob saved with the checkpoint ``path`` designates (no array is read; else as ``restore``)."""
     step_dir = find_checkpoint(path, base_dir)
     with ocp.Checkpointer(ocp.CompositeCheckpointHandler(**_handlers())) as checkpointer:
         return checkpointer.restore(step_dir, args=ocp.args.Composite(config=ocp.args.JsonRestore()))["config"]

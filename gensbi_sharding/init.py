@@ -25,7 +25,8 @@ import numpy as np
 from flax import nnx
 from jax.sharding import Mesh, NamedSharding
 
-from gensbi_sharding.sharding import Plan, Rule, RuleTable, is_array, path_name, plan_shardings, resolve_rule
+from gensbi_sharding.rules import Rule, RuleTable, resolve_rule
+from gensbi_sharding.sharding import Plan, is_array, path_name, plan_shardings
 
 __all__ = ["GROUP_BYTES", "init_sharded", "abstract_sharded", "init_optimizer_sharded"]
 

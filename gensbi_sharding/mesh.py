@@ -10,7 +10,8 @@ import jax
 import numpy as np
 from jax.sharding import AxisType, Mesh
 
-from gensbi_sharding.sharding import MODEL_AXIS, is_int
+from gensbi_sharding.rules import MODEL_AXIS
+from gensbi_sharding.sharding import is_int
 
 __all__ = ["make_mesh", "resolve_mesh", "mesh_context", "check_model_groups_local"]
 

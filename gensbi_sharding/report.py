@@ -135,13 +135,9 @@ def describe(node: Any, mesh: Mesh | None, *, top: int = 5) -> PlacementReport:
     """Count, size and locate every array variable of an NNX graph node (or tuple of nodes).
 
     Values may be ``jax.Array`` (bytes from ``addressable_shards``), NumPy (host) or
-    ``jax.ShapeDtypeStruct`` (bytes from their sharding, if any). Every device of
-    ``mesh`` appears in ``bytes_per_device``; ``top`` largest replicated variables are listed.
-
-    Raises
-    ------
-    ValueError
-        If ``top`` is not a non-negative integer.
+    ``jax.ShapeDtypeStruct`` (bytes from their sharding, if any). Every device of ``mesh``
+    appears in ``bytes_per_device``; the ``top`` largest replicated variables are listed.
+    Raises ``ValueError`` if ``top`` is not a non-negative integer.
     """
     if not is_int(top) or top < 0:
         raise ValueError(f"top must be a non-negative integer, got {top!r}; pass e.g. top=5")
@@ -249,10 +245,7 @@ _BITS = re.compile(r"^(?:bf|f|s|u|c)(\d+)")
 def hlo_shape_bytes(shape: str) -> int:
     """Bytes of an HLO result shape (``f32[8,16]{1,0}`` or a tuple): ``pred`` 1 byte, ``token`` 0.
 
-    Raises
-    ------
-    ValueError
-        If an element type is not recognised.
+    Raises ``ValueError`` for an element type it does not know.
     """
     total = 0
     for match in _ARRAY.finditer(shape):
@@ -280,15 +273,10 @@ def collectives_in_hlo(text: str) -> dict[str, dict[str, int]]:
 def compiled_report(compiled: Any) -> dict[str, Any]:
     """Per-device memory and collectives of a compiled program (``jax.stages.Compiled``).
 
-    Returns ``memory`` (``argument_bytes``, ``output_bytes``, ``temp_bytes``,
-    ``alias_bytes``, ``generated_code_bytes``, ``total_bytes`` = arguments + outputs +
-    temporaries - aliased, from ``compiled.memory_analysis()``; None where the backend
-    has none), ``collectives`` (``collectives_in_hlo``) and ``collective_bytes`` (their sum).
-
-    Raises
-    ------
-    ValueError
-        If ``compiled`` has no ``as_text`` (pass ``jitted.lower(*args).compile()``).
+    Returns ``memory`` (argument, output, temp, alias, generated-code and total bytes, total
+    = arguments + outputs + temporaries - aliased, from ``compiled.memory_analysis()``; None
+    where the backend has none), ``collectives`` (``collectives_in_hlo``) and
+    ``collective_bytes``. Raises ``ValueError`` if ``compiled`` has no ``as_text``.
     """
     if not callable(getattr(compiled, "as_text", None)):
         raise ValueError(f"expected a compiled program, got {type(compiled).__name__}; "

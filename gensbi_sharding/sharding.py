@@ -2,49 +2,30 @@
 
 Models annotate variables with *logical* axis names (``axes("embed", "mlp")``) and need no
 mesh to be built. ``plan_shardings(node, mesh, rule)`` resolves the rule once (a name of
-``RULES`` or a table, ``resolve_rule``) and maps every array variable of an NNX graph to a
+``RULES`` or a table: ``rules.resolve_rule``) and maps every array variable of an NNX graph to a
 PartitionSpec, with the variables that fall back as data (``Plan.fallbacks``);
 ``place(node, plan)`` moves them. ``shard_model`` (the contract) is plan, the contract's
 warnings (``Plan.warn``), place; sharded init, restore targets and the dry run read plans
-too. The vocabulary is pinned by a test against the installed ``heal_swin_nnx.sharding``.
+too.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 import warnings
-from collections.abc import Mapping, Sequence
-from typing import Any, Union
+from collections.abc import Sequence
+from typing import Any
 
 import jax
 import numpy as np
 from flax import nnx
 from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec as P
 
-__all__ = [
-    "LOGICAL_AXES", "MODEL_AXIS", "RULES", "MeshAxes", "RuleTable", "Rule", "Plan",
-    "ShardingFallbackWarning", "ExperimentalRuleWarning",
-    "axes", "partitioned", "logical_axes_of", "resolve_rule", "partition_spec_for",
-    "plan_shardings", "place", "shard_model", "shard_model_by_table", "sharding_of",
-    "is_int", "is_array", "path_name", "check_mesh",
-]
+from gensbi_sharding.rules import RULES, Rule, RuleTable, partition_spec_for, resolve_rule
 
-LOGICAL_AXES: tuple[str, ...] = ("embed", "mlp", "heads", "vocab", "in", "out")
-MODEL_AXIS = "model"
-
-#: Where one logical axis goes: a mesh axis, a tuple of them (split over their product), or None.
-MeshAxes = Union[str, tuple[str, ...], None]
-#: A rule table as users write it: logical axis -> ``MeshAxes``; logical axes left out are not split.
-RuleTable = Mapping[str, MeshAxes]
-
-RULES: dict[str, tuple[tuple[str, str | None], ...]] = {
-    "replicated": tuple((name, None) for name in LOGICAL_AXES),
-    "fsdp": tuple((name, "data" if name == "embed" else None) for name in LOGICAL_AXES),
-    "tensor": tuple(
-        (name, MODEL_AXIS if name in ("mlp", "heads", "vocab") else None) for name in LOGICAL_AXES),
-}
-
+__all__ = ["Plan", "ShardingFallbackWarning", "ExperimentalRuleWarning", "axes", "partitioned",
+           "logical_axes_of", "plan_shardings", "place", "shard_model", "shard_model_by_table", "sharding_of",
+           "is_int", "is_array", "path_name", "check_mesh"]
 
 class ShardingFallbackWarning(UserWarning):
     """Variables that could not be placed as annotated and were replicated instead."""
@@ -82,82 +63,6 @@ def logical_axes_of(var: nnx.Variable) -> tuple[str | None, ...] | None:
         if names is not None:
             return tuple(names)
     return None
-
-
-# ---------------------------------------------------------------------------- rules
-
-@dataclasses.dataclass(frozen=True)
-class Rule:
-    """A rule resolved once (``resolve_rule``): a name and a table of logical -> mesh axes.
-
-    ``builtin`` marks the contract's own rules, with the contract's semantics: under
-    "replicated" annotations are ignored and nothing is reported; the other built-in
-    rules are experimental. A user's table honours every annotation, whatever it maps.
-    """
-
-    name: str
-    table: RuleTable
-    builtin: bool = False
-
-    @property
-    def reads_annotations(self) -> bool:
-        return not (self.builtin and self.name == "replicated")
-
-    @property
-    def label(self) -> str:
-        return f"rule {self.name!r}" if self.builtin else "custom rule table"
-
-
-def resolve_rule(rule: str | RuleTable | Rule) -> Rule:
-    """A rule name (a key of ``RULES``), a rule table or a ``Rule``, as a ``Rule``.
-
-    Raises ``ValueError`` for an unknown name, or anything neither a name nor a mapping.
-    """
-    if isinstance(rule, Rule):
-        return rule
-    if isinstance(rule, Mapping):
-        return Rule("custom", dict(rule))
-    if rule is None or isinstance(rule, str):
-        if rule in RULES:
-            return Rule(rule, dict(RULES[rule]), builtin=True)
-        raise ValueError(f"unknown sharding rule {rule!r}; choose one of {tuple(RULES)} or pass a rule "
-                         "table (logical axis -> mesh axis or None)")
-    raise ValueError(f"rule must be a name in {tuple(RULES)} or a rule table mapping, got {rule!r}")
-
-
-def partition_spec_for(names: Sequence[str | None] | None, shape: Sequence[int],
-                       table: RuleTable, mesh: Mesh) -> tuple[P, str | None]:
-    """``(spec, None)`` for a variable whose annotation ``table`` can honour on ``mesh``, else ``(P(), reason)``.
-
-    ``names=None`` (no annotation) gives ``(P(), None)``: whether that deserves a
-    report depends on the variable's type, which the caller knows.
-    """
-    if names is None:
-        return P(), None
-    if len(names) != len(shape):
-        return P(), f"annotation rank {len(names)} != array rank {len(shape)}"
-    entries, owner = [], {}
-    for name, dim in zip(names, shape):
-        target = None if name is None else table.get(name)
-        if name is not None and name not in table and name not in LOGICAL_AXES:
-            return P(), f"unknown logical axis {name!r} (known: {', '.join(LOGICAL_AXES)})"
-        if target is None:
-            entries.append(None)
-            continue
-        mesh_axes = (target,) if isinstance(target, str) else tuple(target)
-        for axis in mesh_axes:
-            if axis not in mesh.shape:
-                return P(), (f"logical axis {name!r} maps to mesh axis {axis!r}, absent from the "
-                             f"mesh {tuple(mesh.axis_names)}")
-            if axis in owner:
-                return P(), f"logical axes {owner[axis]!r} and {name!r} both map to mesh axis {axis!r}"
-            owner[axis] = name
-        size = math.prod(mesh.shape[axis] for axis in mesh_axes)
-        if dim % size:
-            return P(), (f"dim {dim} of logical axis {name!r} is not divisible by mesh axis "
-                         f"{target!r} of size {size}")
-        entries.append(target if isinstance(target, str) else mesh_axes)
-    return P(*entries), None
 
 
 # ---------------------------------------------------------------------------- the plan

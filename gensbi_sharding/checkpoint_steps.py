@@ -1,0 +1,70 @@
+"""Which checkpoint step folders are complete, as Orbax records it; which one a path designates.
+
+A step counts when Orbax lists it (``CheckpointManager.all_steps()``: its own temporary
+folders left out) and its step metadata records a commit, so a save or a copy cut short
+is never picked as the latest. ``gensbi_sharding.checkpoint`` writes and reads them.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import orbax.checkpoint as ocp
+
+__all__ = ["CHECKPOINT_SUBDIR", "ITEMS", "committed_steps", "find_checkpoint"]
+
+#: Folder of a run directory that holds its checkpoints.
+CHECKPOINT_SUBDIR = "checkpoints"
+#: The Orbax items every checkpoint holds.
+ITEMS = ("arrays", "meta", "config")
+
+
+def committed_steps(directory: str | os.PathLike) -> list[int]:
+    """Sorted steps under ``directory`` that Orbax lists (``CheckpointManager.all_steps()``, its
+    temporary folders left out) and whose step metadata records a commit (a save or copy cut
+    short has none)."""
+    return sorted(step for step, complete in _step_folders(directory).items() if complete)
+
+
+def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None = None) -> Path:
+    """The step folder ``path`` designates: a run dir or checkpoints dir (its latest complete step), or a step dir.
+
+    A relative ``path`` is resolved against ``base_dir`` (default: the current directory; pass
+    the launch directory, ``hydra.utils.get_original_cwd()``). Raises ``FileNotFoundError``,
+    naming the resolved path and what was looked for, if it holds no complete checkpoint.
+    """
+    given = Path(path).expanduser()
+    resolved = given if given.is_absolute() else Path(base_dir or os.getcwd()).absolute() / given
+    if not resolved.exists():
+        raise FileNotFoundError(f"checkpoint path {str(path)!r} does not exist (resolved to {resolved}); "
+                                f"pass a run dir, its {CHECKPOINT_SUBDIR}/ dir or one step dir")
+    is_run = (resolved / CHECKPOINT_SUBDIR).is_dir()  # a multirun job dir is named by a number too
+    if resolved.name.isdigit() and not is_run:
+        complete = _step_folders(resolved.parent).get(int(resolved.name))
+        if complete:
+            return resolved
+        if complete is False:
+            raise FileNotFoundError(f"{resolved} is not a complete checkpoint (Orbax recorded no commit: "
+                                    "the save was cut short); pass its parent for the latest complete step")
+    folder = resolved / CHECKPOINT_SUBDIR if is_run else resolved
+    steps = committed_steps(folder)
+    if not steps:
+        raise FileNotFoundError(
+            f"no checkpoint in {resolved}: looked for complete Orbax step folders <step>/ in {folder}; "
+            f"pass a run dir, its {CHECKPOINT_SUBDIR}/ dir or one step dir")
+    return folder / str(steps[-1])
+
+
+def _step_folders(directory: str | os.PathLike) -> dict[int, bool]:
+    """``{step: complete}`` for Orbax's step folders in ``directory`` that hold any item (a
+    multirun job's folder, named by a number, holds none)."""
+    if not Path(directory).is_dir():
+        return {}
+    manager = ocp.CheckpointManager(Path(directory), options=ocp.CheckpointManagerOptions(read_only=True, create=False))
+    try:
+        metadata = {step: manager.metadata(step) for step in manager.all_steps()}
+    finally:
+        manager.close()
+    return {step: m.commit_timestamp_nsecs is not None and set(ITEMS) <= set(m.item_handlers)
+            for step, m in metadata.items() if m.item_handlers}
