@@ -19,6 +19,7 @@ import numpy as np
 from gensbi_sharding.harness.hints import batch_size_problem
 from gensbi_sharding.harness.registry import register_data
 from gensbi_sharding import batch_size_divisor, check_batch_divisible, shard_batch
+from gensbi_sharding.sharding import is_int
 
 __all__ = ["SimulationData", "load_task", "iterate_batches", "TASKS", "split_sizes", "shard_train_rows",
            "load_two_moons", "load_gaussian_linear", "load_slcp"]
@@ -311,7 +312,7 @@ def _batches(theta, x, batch_size, seed, mesh, epoch_shuffle, place):
 
 
 def _check_int(what: str, value: Any, minimum: int, fix: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+    if not is_int(value) or value < minimum:
         raise ValueError(f"{what}={value!r} must be an integer >= {minimum}, e.g. {fix}")
 
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from gensbi_sharding import (batch_axes, mesh_context, pad_for_mesh, replicate,
                                       shard_sample_init)
+from gensbi_sharding.sharding import is_int
 
 __all__ = ["sample_posterior", "c2st", "pair_plot"]
 
@@ -70,7 +71,7 @@ def sample_posterior(velocity_fn: Callable[..., Any], observation: Any, *, num_s
     """
     for what, value, minimum in (("num_samples", num_samples, 1), ("num_steps", num_steps, 1),
                                  ("dim_theta", dim_theta, 1), ("seed", seed, 0)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        if not is_int(value) or value < minimum:
             raise ValueError(f"{what}={value!r} must be an integer >= {minimum}")
     obs = np.asarray(observation, dtype=np.float32)
     if obs.ndim == 2 and obs.shape[0] == 1:
@@ -173,7 +174,7 @@ def c2st(samples: Any, reference: Any, *, seed: int = 0, n_folds: int = 5,
         bad = int((~np.isfinite(arr)).any(axis=1).sum())
         if bad:
             raise ValueError(f"{what} has {bad} row(s) with NaN or inf; drop them or fix the sampler")
-    if isinstance(n_folds, bool) or not isinstance(n_folds, (int, np.integer)) or n_folds < 2:
+    if not is_int(n_folds) or n_folds < 2:
         raise ValueError(f"n_folds={n_folds!r} must be an integer >= 2")
     n = min(len(a), len(b), max_samples if max_samples is not None else len(a))
     if n < n_folds:
