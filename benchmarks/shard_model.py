@@ -15,6 +15,7 @@ Run: ``.venv/bin/python benchmarks/shard_model.py [--trials 6] [--layers 16 --wi
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import statistics
 import sys
@@ -60,6 +61,7 @@ def resident_kb(field: str) -> int:
 
 def measured(place, model: Stack, mesh, rule: str) -> tuple[float, float]:
     """Wall seconds and peak resident MB above the start of one placement (values ready)."""
+    gc.collect()  # the previous trial's placed copies (NNX modules hold cycles) are freed first
     with open("/proc/self/clear_refs", "w") as refs:
         refs.write("5")  # resets VmHWM to the current resident size
     before = resident_kb("VmRSS")
