@@ -1,25 +1,40 @@
 """Train a sharded flow-matching posterior: ``python launch.py mesh=auto rule=tensor``.
 
-Compose the config (conf/), run the job (gensbi_sharding.harness.run), exit non-zero
-if any job of the run or sweep failed. Importing this file never starts JAX's backend.
+Compose the config (conf/), run the job (gensbi_sharding.harness.run), end with one line
+(result, wall time, speed, output folder), exit non-zero if any job of the run or sweep
+failed. ``python launch.py --help`` lists the groups, the headline commands and where
+outputs go. Importing this file never starts JAX's backend.
 """
 
+import logging
 import sys
 
-import hydra
-from omegaconf import DictConfig
+try:
+    import hydra
+    from omegaconf import DictConfig
 
-from gensbi_sharding.harness.config import register_configs
-from gensbi_sharding.harness.preemption import EXIT_PREEMPTED
-from gensbi_sharding.harness.run import run
+    from gensbi_sharding.harness.config import register_configs
+    from gensbi_sharding.harness.console import quiet_console
+    from gensbi_sharding.harness.preemption import EXIT_PREEMPTED
+    from gensbi_sharding.harness.run import output_dir, run
+    from gensbi_sharding.harness.run_report import final_line
+except ModuleNotFoundError as missing:  # e.g. the system Python instead of the project's .venv
+    if (missing.name or "").startswith("gensbi_sharding"):
+        raise
+    sys.exit(f"launch.py: {missing.name!r} is not installed for {sys.executable}. From the repository, run "
+             f"`make run ARGS=\"...\"` (it creates .venv), or use .venv/bin/python launch.py (or activate .venv).")
 
 register_configs()
+log = logging.getLogger("gensbi_sharding")
 failed_jobs: list[str] = []
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")
 def main(cfg: DictConfig) -> float | None:
-    metrics = run(cfg)
+    with quiet_console(cfg):  # third-party noise goes to the job's launch.log, not the console
+        metrics = run(cfg)
+    if cfg.distributed.process_id is None:  # not one of distributed=local's processes: their parent says it
+        log.info("%s", final_line(metrics, output_dir(cfg)))
     if metrics["status"] == "preempted":  # checkpointed; the rest of a sweep would be cut short too
         sys.exit(EXIT_PREEMPTED)
     if metrics["status"] != "ok":

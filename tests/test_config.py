@@ -159,7 +159,7 @@ def test_defaults(compose_config):
     assert cfg.devices.cpu_count is None and cfg.devices.platform is None  # None: the environment's, else 8
     assert (cfg.seed, cfg.strict, cfg.debug, cfg.dry_run) == (0, False, False, False)
     assert cfg.hydra.job.chdir is False
-    assert cfg.hydra.callbacks.sweep_summary._target_ == "gensbi_sharding.harness.outputs.SweepSummary"
+    assert cfg.hydra.callbacks.sweep_summary._target_ == "gensbi_sharding.harness.summary.SweepSummary"
 
 
 def test_slurm_launcher_preset(compose_config):

@@ -54,7 +54,7 @@ def test_dry_run_sweep_ranks_configurations(tmp_path):
          "rule=replicated,fsdp", f"hydra.sweep.dir={tmp_path}"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "ranked by step_memory_bytes_per_device" in proc.stdout
+    assert "ranked by memory per device" in proc.stdout and "ranked by bytes of collectives" in proc.stdout
     assert "| all-reduce |" in proc.stderr + proc.stdout  # the per-job table is logged
     metrics = [json.loads((tmp_path / job / "metrics.json").read_text()) for job in ("0", "1")]
     assert all(m["status"] == "ok" and "steps" not in m for m in metrics)  # nothing trained
@@ -62,4 +62,5 @@ def test_dry_run_sweep_ranks_configurations(tmp_path):
     assert fsdp["step_memory_bytes_per_device"] < replicated["step_memory_bytes_per_device"]
     assert not (tmp_path / "0" / "train_losses.npz").exists()
     summary = (tmp_path / "sweep_summary.csv").read_text().splitlines()
-    assert len(summary) == 3 and summary[0].startswith("job,rule,mesh_shape,model,step_memory_bytes_per_device")
+    assert len(summary) == 3 and summary[0].startswith("job,rule,mesh_shape,step_memory_bytes_per_device")
+    assert (tmp_path / "sweep_summary.png").is_file()

@@ -49,8 +49,10 @@ def read_metrics(job_dir: Path) -> dict:
 
 
 def sharding_txt(job_dir: Path) -> dict[str, str]:
+    """``{path: placement}`` of the model's variables in sharding.txt's table."""
     lines = (job_dir / "sharding.txt").read_text().splitlines()
-    return dict(line.split(": ", 1) for line in lines if line)
+    return {line.split()[0].removeprefix("model/"): re.search(r"P\([^)]*\)|single device", line).group(0)
+            for line in lines if line.startswith("model/")}
 
 
 def spec_axes(spec: str) -> set[str]:
@@ -248,7 +250,9 @@ def test_sweep_summary_has_one_row_per_job(sweep):
             assert int(row["param_bytes_per_device"]) > 0 and row["error"] == ""
     assert "Sweep summary (12 jobs, 4 failed)" in proc.stdout
     table = (sweep_dir / "sweep_summary.md").read_text()
-    assert table.count("\n| ") == 12 and table.splitlines()[0].startswith("| job | rule | mesh_shape")
+    assert table.count("\n| ") == 12
+    header = [cell.strip() for cell in table.splitlines()[0].split("|")[1:5]]
+    assert header == ["job", "rule", "mesh.model_axis", "mesh"]  # the swept keys come right after the job
 
 
 @pytest.mark.slow

@@ -37,8 +37,10 @@ def test_two_local_processes_train_like_one_process_on_the_same_global_batches(t
     metrics = json.loads((tmp_path / "two" / "metrics.json").read_text())
     assert metrics["status"] == "ok" and metrics["mesh_summary"]["n_processes"] == 2
     assert metrics["mesh_summary"]["devices_per_process"] == 4 and metrics["device_count"] == 8
-    logs = two.stdout + two.stderr
-    assert "[process 0/2]" in logs and "[process 1/2]" in logs  # every process logs its index
+    console, log = two.stdout + two.stderr, (tmp_path / "two" / "launch.log").read_text()
+    assert "[process 0/2]" in log and "[process 1/2]" in log  # every process logs its index, into one file
+    assert "[process 1/2]" not in console  # the console shows process 0 (others: their warnings only)
+    assert "[Gloo]" not in console and "[Gloo] Rank" in log  # Gloo's lines: launch.log only
     assert not (tmp_path / "two" / "posterior.png").exists()
 
 

@@ -91,3 +91,12 @@ def test_help_opens_with_the_apps_own_help():
                  "experiment=quick model=transformer", "outputs/<date>/<time>/", "multirun/<date>/<time>/",
                  "--cfg job", "--hydra-help"):
         assert text in proc.stdout, text
+
+
+def test_launch_with_a_python_lacking_the_dependencies_says_what_to_run():
+    # -S: no site-packages, as with a system Python that never installed the project.
+    proc = subprocess.run([sys.executable, "-S", str(REPO / "launch.py"), "mesh=auto"], cwd=REPO,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert "is not installed for" in proc.stderr and "make run" in proc.stderr and ".venv/bin/python" in proc.stderr

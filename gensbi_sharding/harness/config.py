@@ -185,6 +185,7 @@ class Config:
     strict: bool = False  # an unsplittable variable under a splitting rule is an error, not a warning
     dry_run: bool = False  # compile and report memory and collectives; do not train
     debug: bool = False  # full tracebacks instead of one-line errors
+    verbose: bool = False  # print every variable's placement (always in sharding.txt and launch.log)
 
 
 def register_configs() -> None:

@@ -1,4 +1,6 @@
-"""A run's files (metrics.json, sharding.txt, samples, plot) and the multirun summary.
+"""A run's files (metrics.json, sharding.txt, samples, plots), written so that nothing is lost.
+
+The multirun summary lives in ``harness.summary``, the plots in ``harness.plots``.
 
 Every file is written to a temporary name in its folder and renamed into place,
 so a killed run never leaves a half-written file, and gets the mode the umask
@@ -9,7 +11,6 @@ one run at a time writes into a folder (a lock file, held while the run lasts).
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 import logging
@@ -25,17 +26,10 @@ import numpy as np
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-__all__ = ["write_atomic", "write_json", "write_npz", "write_losses", "ensure_fresh", "FolderLock",
-           "FolderInUseError", "RunFolder", "folder_owner", "RESUMABLE", "SweepSummary", "RefuseCompletedRun", "summary_rows", "markdown_table",
-           "SUMMARY_COLUMNS"]
+__all__ = ["write_atomic", "write_json", "write_npz", "ensure_fresh", "FolderLock",
+           "FolderInUseError", "RunFolder", "folder_owner", "RESUMABLE", "RefuseCompletedRun"]
 
 log = logging.getLogger(__name__)
-
-SUMMARY_COLUMNS = ("job", "rule", "mesh_shape", "model", "data", "param_bytes_per_device",
-                   "opt_bytes_per_device", "median_step_s", "samples_per_s", "c2st", "status", "error")
-DRY_RUN_COLUMNS = ("job", "rule", "mesh_shape", "model", "step_memory_bytes_per_device",
-                   "collective_bytes_per_step", "compile_s", "status", "error")
-
 
 #: Statuses of a run that ``train.resume=auto`` may continue in its own folder.
 RESUMABLE = ("preempted", "interrupted", "error")
@@ -183,23 +177,6 @@ class RunFolder:
         write_json(self.out / "metrics.json", metrics)
 
 
-def write_losses(out_dir: Path, start_step: int, losses: np.ndarray) -> np.ndarray:
-    """``train_losses.npz`` (``losses``, ``step``): this attempt's losses after an earlier one's.
-
-    A run resumed in its own folder keeps the curve of the attempts before it, so the
-    file holds the whole run. Returns the losses written.
-    """
-    path, earlier = Path(out_dir) / "train_losses.npz", np.zeros(0, np.float32)
-    if start_step and path.exists():
-        with np.load(path) as old:
-            if "step" in old and len(old["losses"]) >= start_step and old["step"][0] == 1:
-                earlier = old["losses"][:start_step]
-    full = np.concatenate([earlier, np.asarray(losses, np.float32)])
-    first = start_step - len(earlier) + 1
-    write_npz(path, losses=full, step=np.arange(first, first + len(full)))
-    return full
-
-
 class FolderInUseError(RuntimeError):
     """Another run holds the lock of the output folder."""
 
@@ -267,83 +244,6 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, Path):
         return str(value)
     return str(value)
-
-
-def summary_rows(sweep_dir: Path) -> list[dict[str, Any]]:
-    """One row per job folder of ``sweep_dir`` holding a metrics.json, ordered by job number."""
-    rows = []
-    for metrics_path in sorted(Path(sweep_dir).glob("*/metrics.json"),
-                               key=lambda p: (not p.parent.name.isdigit(), int(p.parent.name) if p.parent.name.isdigit() else 0, p.parent.name)):
-        m = json.loads(metrics_path.read_text())
-        rows.append({
-            "job": metrics_path.parent.name,
-            "rule": m.get("rule"),
-            "mesh_shape": _mesh_cell(m),
-            "model": m.get("model"),
-            "data": m.get("data"),
-            "param_bytes_per_device": m.get("param_bytes_per_device"),
-            "opt_bytes_per_device": m.get("opt_bytes_per_device"),
-            "median_step_s": m.get("median_step_s"),
-            "samples_per_s": m.get("samples_per_s"),
-            "c2st": m.get("c2st"),
-            "status": m.get("status"),
-            "error": m.get("error") or "",
-            "step_memory_bytes_per_device": m.get("step_memory_bytes_per_device"),
-            "collective_bytes_per_step": m.get("collective_bytes_per_step"),
-            "compile_s": m.get("compile_s"),
-            "dry_run": bool(m.get("config", {}).get("dry_run")),
-        })
-    return rows
-
-
-def _ranked(rows: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
-    """Completed jobs by ``key``, smallest first; failed jobs after them."""
-    return sorted(rows, key=lambda r: (r["status"] != "ok", r.get(key) is None, r.get(key) or 0))
-
-
-def _mesh_cell(metrics: dict[str, Any]) -> str:
-    """"8x1", "none" for a run without a mesh, "" for a job that failed before its mesh existed."""
-    if "mesh_shape" not in metrics:
-        return ""
-    return "x".join(map(str, metrics["mesh_shape"])) if metrics["mesh_shape"] else "none"
-
-
-def markdown_table(rows: list[dict[str, Any]], columns=SUMMARY_COLUMNS) -> str:
-    """Rows as a markdown table, floats rounded for reading."""
-    def cell(v):
-        if isinstance(v, float):
-            return f"{v:.4g}"
-        return "" if v is None else str(v).replace("|", "/")
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(cell(row.get(c)) for c in columns) + " |" for row in rows]
-    return "\n".join(lines)
-
-
-class SweepSummary(Callback):
-    """Hydra callback: after a multirun, ``sweep_summary.csv`` and a markdown table."""
-
-    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        sweep_dir = Path(config.hydra.sweep.dir).absolute()
-        rows = summary_rows(sweep_dir)
-        if not rows:
-            log.warning("multirun finished with no job metrics under %s", sweep_dir)
-            return
-        dry = all(row["dry_run"] for row in rows)
-        columns = DRY_RUN_COLUMNS if dry else SUMMARY_COLUMNS
-        buffer = io.StringIO()
-        writer = csv.DictWriter(buffer, fieldnames=columns, extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(rows)
-        write_atomic(sweep_dir / "sweep_summary.csv", buffer.getvalue())
-        table = markdown_table(rows, columns)
-        if dry:  # a dry-run sweep is for choosing: rank the configurations
-            table = "\n\n".join(
-                [f"ranked by {key} (smallest first):\n" + markdown_table(_ranked(rows, key), columns)
-                 for key in ("step_memory_bytes_per_device", "collective_bytes_per_step")])
-        write_atomic(sweep_dir / "sweep_summary.md", table + "\n")
-        failed = sum(row["status"] != "ok" for row in rows)
-        print(f"\nSweep summary ({len(rows)} jobs, {failed} failed): {sweep_dir / 'sweep_summary.csv'}\n{table}",
-              flush=True)
 
 
 def folder_owner(cfg: DictConfig) -> bool | None:

@@ -18,7 +18,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from gensbi_sharding.harness import outputs
+from gensbi_sharding.harness import console, outputs, run_report
 from gensbi_sharding.harness.config import ConfigError, check_table_against_mesh, mesh_spec, rule_table, validate
 from gensbi_sharding.harness.devices import configure_devices, initialize_distributed, resolve_cpu_count
 from gensbi_sharding.harness.hints import model_axis_problem, overrides_named
@@ -117,12 +117,13 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: outputs.Ru
     from gensbi_sharding.harness.pipeline import build_pipeline
     from gensbi_sharding.harness.preemption import resume_point, train_with_checkpoints
     from gensbi_sharding.harness.state import build_state
-    from gensbi_sharding import bytes_per_device, describe, partition_specs
+    from gensbi_sharding import bytes_per_device, describe
 
     if folder.owner is None and jax.process_index() == 0:  # distributed=auto: process 0 owns the folder
         folder.claim()
     if jax.process_count() > 1:
         _tag_log_records(jax.process_index(), jax.process_count())
+        console.set_process(jax.process_index(), jax.process_count())
     log.info("process %d of %d, %d devices (%d local, %s)", jax.process_index(), jax.process_count(),
              jax.device_count(), jax.local_device_count(), jax.default_backend())
 
@@ -153,14 +154,14 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: outputs.Ru
     metrics.update(val_pairs=pipe.val_pairs, non_finite_simulations=pipe.dropped_non_finite)
 
     log.info("[4/7] model + optimizer: %s, rule %r, init=%s, AdamW(lr=%g)", cfg.model.name, rule_name,
-             cfg.model.init, cfg.train.learning_rate)
+             cfg.model.init if mesh is not None else "eager (no mesh)", cfg.train.learning_rate)
     with overrides_named("model", cfg.model, ConfigError):
         ts = build_state(cfg, dim_theta=sims.dim_theta, dim_x=sims.dim_x, mesh=mesh, rule_name=rule_name,
                          table=table, resume_dir=resume_dir)
     model, optimizer = ts.model, ts.optimizer
-    report = describe((model, optimizer), mesh)
-    log.info("model and optimizer state:\n%s", report)
-    placements = partition_specs(model)
+    nodes = {"model": model, "optimizer": optimizer}
+    report, annotations = describe(nodes, mesh), run_report.annotations_of(nodes)
+    placements = {v.path.removeprefix("model/"): v.placement for v in report.variables if v.path.startswith("model/")}
     param_bytes, opt_bytes = bytes_per_device(model), bytes_per_device(nnx.state(optimizer))
     params = nnx.state(model, nnx.Param)
     metrics.update(
@@ -172,24 +173,38 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: outputs.Ru
         placements=placements, start_step=ts.start_step,
         state_scalar_count=report.n_scalars, state_bytes_per_device=report.max_bytes_per_device,
         largest_replicated=dict(report.largest_replicated),
+        left_whole=dict(run_report.left_whole(report, annotations, table, ts.fallbacks)),
         mesh_summary=dataclasses.asdict(report.mesh) if report.mesh else None)
-    log.info("%d parameters; %s bytes/device of params, %s of optimizer state",
-             metrics["param_count"], metrics["param_bytes_per_device"], metrics["opt_bytes_per_device"])
+    sharding_table = run_report.variable_table(report, annotations, ts.fallbacks)
+    log.info("%s", "\n".join(run_report.placement_block(
+        report, rule_name=rule_name, param_count=metrics["param_count"], fallbacks=ts.fallbacks,
+        param_bytes=metrics["param_bytes_per_device"], opt_bytes=metrics["opt_bytes_per_device"],
+        whole=list(metrics["left_whole"].items()),
+        hint=run_report.splits_nothing_hint(dict(mesh.shape) if mesh else None, table, rule_name,
+                                            cfg.mesh.spec or "none"))))
+    logging.getLogger(console.DETAILS).info("every variable of the model and optimizer state:\n%s", sharding_table)
 
     log.info("[5/7] train: steps %d..%d, global batch %d", ts.start_step, cfg.train.steps, cfg.data.batch_size)
     functions, state = train.make_step_functions(model, optimizer, mesh)
     result, preempted = train_with_checkpoints(
         functions, state, pipe.train_batches, ts=ts, cfg=cfg, mesh=mesh, out=out, config=metrics["config"],
         watch=watch, val_batches=pipe.val_batches, progress=jax.process_index() == 0)
-    losses = outputs.write_losses(out, ts.start_step, result.losses) if _is_writer() else result.losses
+    if _is_writer():  # the whole history (a resumed run joined to the earlier one) and its plot
+        mesh_text = "x".join(map(str, mesh.devices.shape)) if mesh is not None else "none"
+        run_report.write_losses(
+            out, result.losses, window=cfg.train.log_every, start_step=ts.start_step, resume_dir=resume_dir,
+            val_points=[(ts.start_step + len(result.losses), result.val_loss)],
+            title=f"{cfg.data.name}, {cfg.model.name} | rule {rule_name} on mesh {mesh_text}")
     if preempted:
         step = ts.start_step + result.steps
         raise Preempted(watch.signum, step, out / checkpoint.CHECKPOINT_SUBDIR / str(step))
+    train_loss = run_report.last_window_mean(result.losses, cfg.train.log_every)  # as the progress bar showed
     metrics.update(compile_s=result.compile_s, median_step_s=result.median_step_s,
                    samples_per_s=result.samples_per_s, final_val_loss=result.val_loss, steps=result.steps,
-                   final_train_loss=float(losses[-1]) if len(losses) else None)
-    log.info("compile %.2f s, median step %.4f s, %.0f samples/s, train loss %.4f, val loss %s over %d pairs",
-             result.compile_s, result.median_step_s, result.samples_per_s, metrics["final_train_loss"] or float("nan"),
+                   final_train_loss=train_loss)
+    log.info("compile %.2f s, step %.2f ms, %.0f samples/s; train loss %.4f (mean of the last %d steps), "
+             "val loss %s over %d pairs", result.compile_s, 1e3 * result.median_step_s, result.samples_per_s,
+             train_loss, len(result.losses) % cfg.train.log_every or cfg.train.log_every,
              "n/a" if result.val_loss is None else f"{result.val_loss:.4f}", pipe.val_pairs)
 
     model, optimizer = nnx.merge(functions.graphdef, result.state)
@@ -214,8 +229,7 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: outputs.Ru
 
     log.info("[7/7] outputs: %s", out)
     if _is_writer():
-        text = "\n".join(f"{path}: {spec}" for path, spec in placements.items())
-        outputs.write_atomic(out / "sharding.txt", text + "\n")
+        outputs.write_atomic(out / "sharding.txt", sharding_table)
     return metrics
 
 

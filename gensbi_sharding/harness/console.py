@@ -1,0 +1,161 @@
+"""What the console shows, and what goes only into the job's ``launch.log``.
+
+Hydra sets up logging for every job from ``conf/hydra/job_logging/gensbi.yaml``: the console
+gets short lines through ``ConsoleFilter`` and ``ConsoleFormatter``, ``launch.log`` (in the
+job's folder) gets every record with its time and logger. What is kept off the console:
+
+- the full per-variable placement table (logger ``DETAILS``) unless ``verbose=true``;
+- third-party noise: Orbax's notes on reading a checkpoint folder (``NOISY_MESSAGES``),
+  scikit-learn's ``ConvergenceWarning`` (C2ST's classifier), captured from
+  Python's warnings by ``warnings_to_log``, and Gloo's ``[Gloo] Rank ...`` lines, which its C++
+  code writes straight to the process's stdout and ``native_output_to_log`` takes from there;
+- in a multi-process job, the info lines of every process but process 0 (they all run the
+  same steps); their warnings and errors still show.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+__all__ = ["DETAILS", "NOISY_WARNINGS", "NOISY_MESSAGES", "NOISY_NATIVE_LINES", "ConsoleFilter", "ConsoleFormatter",
+           "warnings_to_log", "native_output_to_log", "quiet_console", "set_process"]
+
+DETAILS = "gensbi_sharding.details"  # full tables: launch.log always, the console with verbose=true
+NOISY_WARNINGS = ("ConvergenceWarning",)  # warning categories kept out of the console
+# Orbax's notes (logger "absl") when a checkpoint folder is read without its item handlers, as
+# finding and restoring the latest step does: expected, and no action for the user.
+NOISY_MESSAGES = ("CheckpointManagerOptions.read_only=True", "Given directory is read only",
+                  "was found in the checkpoint, but could not be restored")
+NOISY_NATIVE_LINES = (b"[Gloo]",)  # starts of lines C++ libraries print that belong in launch.log only
+NATIVE = "gensbi_sharding.native"  # those lines, logged: launch.log only, even with verbose=true
+
+_process = {"index": 0, "count": 1}
+
+
+def set_process(index: int, count: int) -> None:
+    """Tell the console which JAX process this is (processes other than 0 show warnings only)."""
+    _process.update(index=index, count=count)
+
+
+class ConsoleFilter(logging.Filter):
+    """Passes what a person at the console needs; ``verbose=True`` adds the full tables."""
+
+    def __init__(self, verbose: bool = False) -> None:
+        super().__init__()
+        self.verbose = bool(verbose)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.name == DETAILS or record.name.startswith(DETAILS + "."):
+            return self.verbose
+        if record.name == NATIVE:
+            return False
+        if record.name == "py.warnings" and any(name in record.getMessage() for name in NOISY_WARNINGS):
+            return False
+        if record.name == "absl" and any(text in record.getMessage() for text in NOISY_MESSAGES):
+            return False
+        return not (_process["index"] > 0 and record.levelno < logging.WARNING)
+
+
+class ConsoleFormatter(logging.Formatter):
+    """Info as the bare message; warnings and errors tagged ``[WARNING]`` / ``[ERROR]``."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = super().format(record)
+        return text if record.levelno < logging.WARNING else f"[{record.levelname}] {text}"
+
+
+@contextlib.contextmanager
+def warnings_to_log() -> Iterator[None]:
+    """Route Python warnings into logging (logger ``py.warnings``) while the job runs.
+
+    The console filter drops the noisy categories; ``launch.log`` keeps them all.
+    """
+    logging.captureWarnings(True)
+    try:
+        yield
+    finally:
+        logging.captureWarnings(False)
+
+
+@contextlib.contextmanager
+def quiet_console(cfg: Any) -> Iterator[None]:
+    """A job's noise to its launch.log: Python warnings always, C++ lines when it is distributed."""
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(warnings_to_log())
+        if cfg.distributed.mode != "none":  # Gloo prints its lines only once JAX is distributed
+            stack.enter_context(native_output_to_log())
+        yield
+
+
+@contextlib.contextmanager
+def native_output_to_log(prefixes: Sequence[bytes] = NOISY_NATIVE_LINES, fds: Sequence[int] = (1, 2),
+                         logger: str = NATIVE) -> Iterator[None]:
+    """Take lines starting with ``prefixes`` out of this process's stdout and stderr.
+
+    C++ libraries (Gloo) write to file descriptors 1 and 2 directly, past Python's
+    ``sys.stdout``, so each descriptor is pointed at a pipe; a thread passes every other byte
+    on to the real descriptor as it arrives (progress bars included) and logs the matching
+    lines to ``logger`` (launch.log only). On exit the descriptors are restored and the
+    threads drained (bounded: a subprocess still holding a pipe cannot hang the job).
+    """
+    with contextlib.ExitStack() as stack:
+        for fd in fds:
+            stack.enter_context(_lines_of(fd, tuple(prefixes), logging.getLogger(logger)))
+        yield
+
+
+@contextlib.contextmanager
+def _lines_of(fd: int, prefixes: tuple[bytes, ...], sink: logging.Logger) -> Iterator[None]:
+    try:
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        saved = os.dup(fd)
+    except (OSError, ValueError):  # no such descriptor (e.g. a test runner's capture): nothing to take
+        yield
+        return
+    read_end, write_end = os.pipe()
+    os.dup2(write_end, fd)
+    os.close(write_end)
+
+    def forward(data: bytes) -> None:
+        kept = []
+        for line in data.splitlines(keepends=True):
+            if line.lstrip(b"\r").startswith(prefixes):
+                sink.info("%s", line.decode(errors="replace").strip())
+            else:
+                kept.append(line)
+        with contextlib.suppress(OSError):
+            os.write(saved, b"".join(kept))
+
+    def pump() -> None:
+        pending = b""
+        with os.fdopen(read_end, "rb", buffering=0) as pipe:
+            while chunk := pipe.read(65536):
+                pending += chunk
+                cut = max(pending.rfind(b"\n"), pending.rfind(b"\r"))
+                if cut >= 0:  # whole lines ("\n") and progress-bar updates ("\r") go on at once
+                    forward(pending[:cut + 1])
+                    pending = pending[cut + 1:]
+                if pending and not any(p.startswith(pending[:len(p)]) for p in prefixes):
+                    forward(pending)  # a partial line that cannot become a noisy one
+                    pending = b""
+            if pending:
+                forward(pending)
+
+    thread = threading.Thread(target=pump, name=f"native-output-{fd}", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        os.dup2(saved, fd)  # drops the pipe's last write end here: the pump reads end of file
+        thread.join(timeout=5)
+        if not thread.is_alive():
+            os.close(saved)

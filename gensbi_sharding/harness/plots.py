@@ -1,0 +1,195 @@
+"""The pictures people look for: a run's loss curves and a sweep at a glance.
+
+``plot_losses``: train loss per window (as the progress bar shows it) and validation loss
+against the global step, a resumed run joined to the run it continued. ``plot_sweep``: per
+job, memory per device, step time and C2ST (a dry run: memory and bytes of collectives),
+grouped by the swept keys. Both draw on a standalone Agg canvas (pyplot's global state is
+untouched) and are written atomically (``outputs.write_atomic``).
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gensbi_sharding.harness.outputs import write_atomic
+from gensbi_sharding.harness.units import c2st_spread, format_c2st, is_number
+
+__all__ = ["window_means", "plot_losses", "plot_sweep", "posterior_title"]
+
+
+def window_means(steps: np.ndarray, losses: np.ndarray, window: int,
+                 resumed_at: Sequence[int] = ()) -> tuple[np.ndarray, np.ndarray]:
+    """Mean train loss per window of ``window`` steps, as the progress bar reports it.
+
+    Windows start where each part of the run started (step 0 and every resume step) and the
+    last window of a part may be shorter, exactly as ``harness.train.train`` cuts them.
+
+    Parameters
+    ----------
+    steps : ndarray of int, shape (n,)
+        Global step number of each loss (1-based: the loss of step 1 is the first).
+    losses : ndarray of float, shape (n,)
+    window : int
+        ``train.log_every``, >= 1.
+    resumed_at : sequence of int
+        Global steps a resumed part started from.
+
+    Returns
+    -------
+    (ndarray, ndarray)
+        The global step at each window's end and the window's mean loss.
+
+    Raises
+    ------
+    ValueError
+        If the shapes differ or ``window`` < 1.
+    """
+    steps, losses = np.asarray(steps), np.asarray(losses, dtype=np.float64)
+    if steps.shape != losses.shape or steps.ndim != 1:
+        raise ValueError(f"steps and losses must be 1-D of one length, got {steps.shape} and {losses.shape}")
+    if isinstance(window, bool) or not isinstance(window, int | np.integer) or window < 1:
+        raise ValueError(f"window={window!r} must be an integer >= 1 (train.log_every)")
+    ends, means = [], []
+    starts = sorted({0, *resumed_at})
+    for lo, hi in zip(starts, starts[1:] + [np.inf]):
+        part = (steps > lo) & (steps <= hi)
+        part_steps, part_losses = steps[part], losses[part]
+        for i in range(0, len(part_steps), window):
+            ends.append(part_steps[i:i + window][-1])
+            means.append(part_losses[i:i + window].mean())
+    return np.asarray(ends, dtype=np.int64), np.asarray(means)
+
+
+def _figure(width: float, height: float, ncols: int = 1):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height))
+    FigureCanvasAgg(fig)
+    return fig, fig.subplots(1, ncols, squeeze=False)[0]
+
+
+def _save(fig, path: Path, title: str) -> Path:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=90, metadata={"Title": title})  # what the picture shows, findable
+    return write_atomic(Path(path), buffer.getvalue())
+
+
+def plot_losses(path: Path, *, steps: np.ndarray, losses: np.ndarray, window: int,
+                val_steps: Sequence[int] = (), val_losses: Sequence[float] = (),
+                resumed_at: Sequence[int] = (), title: str = "") -> Path:
+    """``losses.png``: train loss per window and validation loss against the global step.
+
+    Parameters are those of ``window_means`` plus the validation points (global step, loss)
+    and a title. A dotted vertical line marks each step a resumed run started from.
+    """
+    ends, means = window_means(steps, losses, window, resumed_at)
+    fig, (ax,) = _figure(7, 4)
+    ax.plot(ends, means, marker="o", markersize=3, color="C0", label=f"train loss (mean of {window} steps)")
+    if len(val_steps):
+        ax.plot(val_steps, val_losses, marker="s", markersize=4, color="C1", label="validation loss")
+    for i, step in enumerate(resumed_at):
+        ax.axvline(step, color="gray", linestyle=":", label="resumed" if i == 0 else None)
+    ax.set_xlabel("step")
+    ax.set_ylabel("flow-matching loss")
+    positive = np.concatenate([means, np.asarray(val_losses, dtype=np.float64)])
+    if len(positive) and np.all(positive > 0) and positive.max() / positive.min() > 20:
+        ax.set_yscale("log")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    ax.set_title(title, fontsize="medium")
+    fig.tight_layout()
+    return _save(fig, path, title)
+
+
+def posterior_title(*, task: str, observation: int, rule: str, mesh_shape: Sequence[int] | None,
+                    c2st: float | None, c2st_sd: float | None = None) -> str:
+    """``"two_moons, observation 1 | rule tensor on mesh 4x2 | C2ST 0.612 ± 0.011"``."""
+    mesh = "x".join(map(str, mesh_shape)) if mesh_shape else "none"
+    score = f" | C2ST {format_c2st(c2st, c2st_sd)}" if is_number(c2st) else ""
+    return f"{task}, observation {observation} | rule {rule} on mesh {mesh}{score}"
+
+
+def _scale(values: Sequence[float]) -> tuple[float, str]:
+    top = max([v for v in values if is_number(v)], default=0)
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if top >= scale:
+            return scale, unit
+    return 1.0, "B"
+
+
+def plot_sweep(rows: Sequence[dict[str, Any]], keys: Sequence[str], path: Path, *, dry_run: bool = False,
+               title: str = "") -> Path:
+    """``sweep_summary.png``: one panel per measure, one bar per job, grouped by the swept keys.
+
+    Jobs are grouped on the x axis by every swept key but the last, and coloured by the last
+    one (one swept key: one bar per value). A failed job is marked "failed" where its bar
+    would be. Train sweeps: memory per device (parameters, with optimizer state stacked
+    lighter), median step time, C2ST with its spread and the 0.5 line. Dry runs: memory per
+    device of one step and bytes of collectives per step.
+
+    Parameters
+    ----------
+    rows : sequence of dict
+        ``harness.summary.summary_rows``: ``job``, ``overrides`` and ``metrics`` per job.
+    keys : sequence of str
+        The swept keys, in column order.
+    """
+    group_keys, hue_key = (list(keys[:-1]), keys[-1]) if keys else ([], None)
+    label = lambda row: "\n".join(f"{k}={row['overrides'].get(k, '')}" for k in group_keys) or (  # noqa: E731
+        "" if hue_key else f"job {row['job']}")
+    groups = list(dict.fromkeys(label(row) for row in rows))
+    hues = list(dict.fromkeys(row["overrides"].get(hue_key, "") for row in rows)) if hue_key else [""]
+    if dry_run:
+        panels = [("memory per device, one step", ["step_memory_bytes_per_device"], True),
+                  ("collectives per step", ["collective_bytes_per_step"], True)]
+    else:
+        panels = [("memory per device", ["param_bytes_per_device", "opt_bytes_per_device"], True),
+                  ("median step time (ms)", ["median_step_s"], False), ("C2ST (0.5 = perfect)", ["c2st"], False)]
+    panel_width = min(10.0, max(3.8, 0.45 * len(rows) + 1.5))
+    fig, axes = _figure(panel_width * len(panels), 4.2 + 0.3 * len(group_keys), ncols=len(panels))
+    width = 0.8 / len(hues)
+    for ax, (panel, metric_keys, is_bytes) in zip(axes, panels):
+        scale, unit = _scale([sum(r["metrics"].get(k) or 0 for k in metric_keys) for r in rows]) if is_bytes \
+            else (1e-3, "ms") if metric_keys == ["median_step_s"] else (1.0, "")
+        for row in rows:
+            hue = row["overrides"].get(hue_key, "") if hue_key else ""
+            x = groups.index(label(row)) + (hues.index(hue) - (len(hues) - 1) / 2) * width
+            color = f"C{hues.index(hue) % 10}"
+            values = [row["metrics"].get(k) for k in metric_keys]
+            if row["metrics"].get("status") != "ok" or not is_number(values[0]):
+                failed = row["metrics"].get("status") != "ok"
+                ax.text(x, ax.get_ylim()[0], "failed" if failed else "n/a", rotation=90, ha="center", va="bottom",
+                        fontsize="small", color="red" if failed else "gray")
+                continue
+            bottom = 0.0
+            for i, value in enumerate(values):
+                if not is_number(value):
+                    continue
+                std = c2st_spread(row["metrics"]) if metric_keys == ["c2st"] else None
+                ax.bar(x, value / scale, width * 0.9, bottom=bottom, color=color, alpha=1.0 if i == 0 else 0.4,
+                       yerr=std if is_number(std) else None, capsize=3,
+                       label=hue if (i == 0 and hue_key and groups.index(label(row)) == 0) else None)
+                bottom += value / scale
+        if metric_keys == ["c2st"]:
+            ax.axhline(0.5, color="gray", linestyle="--", linewidth=1)
+            ax.set_ylim(0.4, 1.02)
+        ax.set_title(panel + (f" ({unit})" if is_bytes else ""), fontsize="medium")
+        if metric_keys == ["param_bytes_per_device", "opt_bytes_per_device"]:
+            ax.set_ylabel("parameters (dark) + optimizer state (light)", fontsize="small")
+        ax.set_xticks(range(len(groups)), groups, fontsize="small")
+        ax.grid(axis="y", alpha=0.3)
+    if hue_key:
+        handles, labels = axes[0].get_legend_handles_labels()
+        axes[0].legend(handles, labels, title=hue_key, fontsize="small")
+    failed = sum(r["metrics"].get("status") != "ok" for r in rows)
+    title = title or (f"{len(rows)} jobs" + (f", {failed} failed" if failed else "")
+                      + (f"; swept: {', '.join(keys)}" if keys else ""))
+    fig.suptitle(title)
+    fig.tight_layout()
+    return _save(fig, path, title)

@@ -1,0 +1,236 @@
+"""The multirun summary: one row per job, one column per swept key, then what each job measured.
+
+After ``python launch.py -m ...`` the ``SweepSummary`` Hydra callback reads every job's
+``metrics.json`` and Hydra's record of its overrides (``<job>/.hydra/overrides.yaml``) and
+writes into the sweep folder:
+
+- ``sweep_summary.csv``: exact numbers, units in the column names (``_bytes``, ``_s``, ``_per_s``),
+  never in exponent notation;
+- ``sweep_summary.md``: the same rows with readable numbers (KB/MB, ms, C2ST ± its spread),
+  which is also printed; a dry-run sweep is ranked by memory and by communication;
+- ``sweep_summary.png``: the sweep plot (``harness.plots.plot_sweep``).
+
+A key counts as swept when the sweep declared it (``rule=fsdp,tensor``, or
+``hydra.sweeper.params`` of a preset) or when its value differs between jobs.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, OmegaConf
+
+from gensbi_sharding.harness.outputs import write_atomic
+from gensbi_sharding.harness.units import (c2st_spread, format_bytes, format_c2st, format_count, format_seconds,
+                                          is_number)
+
+__all__ = ["Column", "TRAIN_COLUMNS", "DRY_RUN_COLUMNS", "summary_rows", "swept_keys", "declared_sweeps",
+           "markdown_table", "write_summary", "SweepSummary"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Column:
+    """A measured column: its CSV name (exact value) and its table title (readable value)."""
+
+    name: str
+    title: str
+    text: Callable[[dict[str, Any]], str]
+    exact: Callable[[dict[str, Any]], str]
+
+
+def _fixed(key: str, digits: int) -> Callable[[dict[str, Any]], str]:
+    return lambda m: f"{m[key]:.{digits}f}" if is_number(m.get(key)) else ""
+
+
+def _integer(key: str) -> Callable[[dict[str, Any]], str]:
+    return lambda m: str(int(m[key])) if is_number(m.get(key)) else ""
+
+
+def _plain(key: str) -> Callable[[dict[str, Any]], str]:
+    return lambda m: "" if m.get(key) is None else str(m[key])
+
+
+def mesh_cell(m: dict[str, Any]) -> str:
+    """"8x1"; "none" for a run without a mesh; "" for a job that failed before its mesh existed."""
+    if "mesh_shape" not in m:
+        return ""
+    return "x".join(map(str, m["mesh_shape"])) if m["mesh_shape"] else "none"
+
+
+_MESH = Column("mesh_shape", "mesh", mesh_cell, mesh_cell)
+_STATUS = Column("status", "status", _plain("status"), _plain("status"))
+_ERROR = Column("error", "error", lambda m: (m.get("error") or "")[:120], lambda m: m.get("error") or "")
+
+TRAIN_COLUMNS: tuple[Column, ...] = (
+    _MESH,
+    Column("param_bytes_per_device", "params/device", lambda m: format_bytes(m.get("param_bytes_per_device")),
+           _integer("param_bytes_per_device")),
+    Column("opt_bytes_per_device", "optimizer/device", lambda m: format_bytes(m.get("opt_bytes_per_device")),
+           _integer("opt_bytes_per_device")),
+    Column("median_step_s", "step", lambda m: format_seconds(m.get("median_step_s")), _fixed("median_step_s", 6)),
+    Column("samples_per_s", "samples/s", lambda m: format_count(m.get("samples_per_s")),
+           _fixed("samples_per_s", 1)),
+    Column("c2st", "C2ST", lambda m: format_c2st(m.get("c2st"), c2st_spread(m)), _fixed("c2st", 4)),
+    Column("c2st_sd_folds", "", lambda m: "", _fixed("c2st_sd_folds", 4)),  # the table: in the C2ST cell
+    Column("c2st_sd_observations", "", lambda m: "", _fixed("c2st_sd_observations", 4)),
+    Column("wall_s", "wall", lambda m: format_seconds(m.get("wall_s")), _fixed("wall_s", 2)),
+    _STATUS, _ERROR)
+
+DRY_RUN_COLUMNS: tuple[Column, ...] = (
+    _MESH,
+    Column("step_memory_bytes_per_device", "memory/device",
+           lambda m: format_bytes(m.get("step_memory_bytes_per_device")), _integer("step_memory_bytes_per_device")),
+    Column("collective_bytes_per_step", "collectives/step",
+           lambda m: format_bytes(m.get("collective_bytes_per_step")), _integer("collective_bytes_per_step")),
+    Column("compile_s", "compile", lambda m: format_seconds(m.get("compile_s")), _fixed("compile_s", 3)),
+    Column("fallbacks", "fallbacks", lambda m: str(len(m["fallbacks"])) if "fallbacks" in m else "",
+           lambda m: str(len(m["fallbacks"])) if "fallbacks" in m else ""),
+    _STATUS, _ERROR)
+
+
+def _override_key(override: str) -> str:
+    return override.split("=", 1)[0].lstrip("+~")
+
+
+def _job_overrides(job_dir: Path) -> dict[str, str]:
+    """``{key: value}`` of the overrides Hydra recorded for this job (empty if it recorded none)."""
+    path = job_dir / ".hydra" / "overrides.yaml"
+    if not path.is_file():
+        return {}
+    return {_override_key(o): o.split("=", 1)[1] if "=" in o else "" for o in OmegaConf.load(path)}
+
+
+def summary_rows(sweep_dir: Path) -> list[dict[str, Any]]:
+    """One row per job folder holding a metrics.json, by job number.
+
+    Each row: ``job`` (folder name), ``overrides`` (``{key: value}`` as typed), ``metrics``
+    (the job's metrics.json) and ``dry_run``.
+    """
+    def order(path: Path):
+        name = path.parent.name
+        return (not name.isdigit(), int(name) if name.isdigit() else 0, name)
+
+    rows = []
+    for path in sorted(Path(sweep_dir).glob("*/metrics.json"), key=order):
+        metrics = json.loads(path.read_text())
+        rows.append({"job": path.parent.name, "overrides": _job_overrides(path.parent), "metrics": metrics,
+                     "dry_run": bool(metrics.get("config", {}).get("dry_run"))})
+    return rows
+
+
+def declared_sweeps(task_overrides: Sequence[str], sweeper_params: Mapping[str, Any] | None = None) -> list[str]:
+    """Keys the multirun declared with several values: ``rule=fsdp,tensor`` or ``hydra.sweeper.params``."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parsed = OverridesParser.create().parse_overrides(overrides=list(task_overrides))
+    keys = [o.key_or_group for o in parsed if o.is_sweep_override()]
+    return keys + [k for k in (sweeper_params or {}) if k not in keys]
+
+
+def swept_keys(rows: Sequence[dict[str, Any]], declared: Sequence[str] = ()) -> list[str]:
+    """Declared sweep keys, then every other override key whose value differs between jobs."""
+    keys = [k for k in declared if any(k in row["overrides"] for row in rows)]
+    for row in rows:
+        for key in row["overrides"]:
+            values = {r["overrides"].get(key) for r in rows}
+            if key not in keys and len(values) > 1:
+                keys.append(key)
+    return keys
+
+
+def markdown_table(headers: Sequence[str], cells: Sequence[Sequence[str]]) -> str:
+    """A markdown table whose columns are padded to one width, so it reads in a terminal too."""
+    cells = [[str(c).replace("|", "/").replace("\n", " ") for c in row] for row in cells]
+    widths = [max([len(h)] + [len(row[i]) for row in cells]) for i, h in enumerate(headers)]
+    line = lambda values: "| " + " | ".join(v.ljust(w) for v, w in zip(values, widths)) + " |"  # noqa: E731
+    return "\n".join([line(headers), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+                     + [line(row) for row in cells])
+
+
+def _table(rows: Sequence[dict[str, Any]], keys: Sequence[str], columns: Sequence[Column]) -> str:
+    shown = [c for c in columns if c.title and (c is not _ERROR or any(r["metrics"].get("error") for r in rows))]
+    headers = ["job", *keys, *(c.title for c in shown)]
+    cells = [[row["job"], *(row["overrides"].get(k, "") for k in keys), *(c.text(row["metrics"]) for c in shown)]
+             for row in rows]
+    return markdown_table(headers, cells)
+
+
+def _ranked(rows: Sequence[dict[str, Any]], key: str) -> list[dict[str, Any]]:
+    """Completed jobs by ``key``, smallest first; failed jobs after them."""
+    def rank(row):
+        value = row["metrics"].get(key)
+        return (row["metrics"].get("status") != "ok", not is_number(value), value if is_number(value) else 0)
+    return sorted(rows, key=rank)
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What ``write_summary`` wrote and the text it printed."""
+
+    keys: list[str]
+    rows: list[dict[str, Any]]
+    text: str
+    csv_path: Path
+    md_path: Path
+    png_path: Path | None
+
+
+def write_summary(sweep_dir: Path, declared: Sequence[str] = ()) -> Summary | None:
+    """Write ``sweep_summary.csv/.md/.png`` for the jobs under ``sweep_dir``; None if there are none."""
+    sweep_dir = Path(sweep_dir)
+    rows = summary_rows(sweep_dir)
+    if not rows:
+        return None
+    keys = swept_keys(rows, declared)
+    dry = all(row["dry_run"] for row in rows)
+    columns = DRY_RUN_COLUMNS if dry else TRAIN_COLUMNS
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(["job", *keys, *(c.name for c in columns)])
+    for row in rows:
+        writer.writerow([row["job"], *(row["overrides"].get(k, "") for k in keys),
+                         *(c.exact(row["metrics"]) for c in columns)])
+    csv_path = write_atomic(sweep_dir / "sweep_summary.csv", buffer.getvalue())
+    if dry:  # a dry-run sweep is for choosing: rank the configurations
+        text = "\n\n".join(f"ranked by {title} (smallest first):\n" + _table(_ranked(rows, key), keys, columns)
+                           for key, title in (("step_memory_bytes_per_device", "memory per device"),
+                                              ("collective_bytes_per_step", "bytes of collectives per step")))
+    else:
+        text = _table(rows, keys, columns)
+    md_path = write_atomic(sweep_dir / "sweep_summary.md", text + "\n")
+    png_path = None
+    try:
+        from gensbi_sharding.harness.plots import plot_sweep
+
+        png_path = plot_sweep(rows, keys, sweep_dir / "sweep_summary.png", dry_run=dry)
+    except Exception as err:  # a plot must never cost the table
+        log.warning("sweep plot not written: %s: %s", type(err).__name__, err)
+    return Summary(keys, rows, text, csv_path, md_path, png_path)
+
+
+class SweepSummary(Callback):
+    """Hydra callback: after a multirun, the summary table (printed) and its csv, md and png."""
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        sweep_dir = Path(config.hydra.sweep.dir).absolute()
+        params = OmegaConf.select(config, "hydra.sweeper.params", default=None)
+        declared = declared_sweeps(list(config.hydra.overrides.task),
+                                   OmegaConf.to_container(params) if params is not None else None)
+        summary = write_summary(sweep_dir, declared)
+        if summary is None:
+            log.warning("multirun finished with no job metrics under %s", sweep_dir)
+            return
+        failed = sum(row["metrics"].get("status") != "ok" for row in summary.rows)
+        plot = f", plot {summary.png_path.name}" if summary.png_path else ""
+        print(f"\nSweep summary ({len(summary.rows)} jobs, {failed} failed): {summary.csv_path}{plot}\n"
+              f"{summary.text}", flush=True)

@@ -1,0 +1,57 @@
+"""Numbers as people read them: bytes in KB/MB/GB, rates without exponents, C2ST with its spread.
+
+Used by the console block, the sweep table and the plots, so a number reads the same everywhere.
+Decimal units (1 KB = 1000 B), as ``describe()`` prints them.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+__all__ = ["format_bytes", "format_count", "format_seconds", "format_c2st", "c2st_spread", "is_number"]
+
+
+def is_number(value: Any) -> bool:
+    """A finite int or float (not a bool, not None, not NaN)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def format_bytes(n: Any) -> str:
+    """``1234567`` -> ``"1.2 MB"``; ``512`` -> ``"512 B"``; not a number -> ``""``."""
+    if not is_number(n):
+        return ""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if abs(n) >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{int(n)} B"
+
+
+def format_count(n: Any) -> str:
+    """``13512.3`` -> ``"13,512"``: an integer with thousands separators, never an exponent."""
+    return f"{n:,.0f}" if is_number(n) else ""
+
+
+def format_seconds(s: Any) -> str:
+    """``0.0134`` -> ``"13.4 ms"``, ``52.31`` -> ``"52.3 s"``, ``4000`` -> ``"66.7 min"``."""
+    if not is_number(s):
+        return ""
+    if abs(s) < 1:
+        return f"{s * 1e3:.1f} ms" if abs(s) >= 1e-3 else f"{s * 1e6:.1f} us"
+    return f"{s:.1f} s" if s < 600 else f"{s / 60:.1f} min"
+
+
+def format_c2st(mean: Any, std: Any = None) -> str:
+    """``(0.6123, 0.0112)`` -> ``"0.612 ± 0.011"``; without a spread ``"0.612"``; none: ``""``."""
+    if not is_number(mean):
+        return ""
+    return f"{mean:.3f} ± {std:.3f}" if is_number(std) else f"{mean:.3f}"
+
+
+def c2st_spread(metrics: dict[str, Any]) -> float | None:
+    """The spread a C2ST is reported with: the standard deviation over observations when several
+    were scored (sbibm reports that one), else over the classifier's folds; None without one."""
+    for key in ("c2st_sd_observations", "c2st_sd_folds"):
+        if is_number(metrics.get(key)):
+            return float(metrics[key])
+    return None

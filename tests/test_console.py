@@ -1,0 +1,79 @@
+"""The quiet console: what the filter passes, noise routed to launch.log, the logging config.
+
+The whole-run line counts are in test_user_view.py (launch.py end to end).
+"""
+
+import logging
+import os
+import warnings
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
+from gensbi_sharding.harness import console
+from gensbi_sharding.harness.config import register_configs
+
+CONF = Path(__file__).resolve().parents[1] / "conf"
+
+
+def record(name: str, level: int, message: str) -> logging.LogRecord:
+    return logging.LogRecord(name, level, __file__, 1, message, None, None)
+
+
+@pytest.fixture
+def as_process():
+    yield console.set_process
+    console.set_process(0, 1)
+
+
+def test_filter_keeps_details_for_verbose_and_noise_for_the_file(as_process):
+    quiet, verbose = console.ConsoleFilter(verbose=False), console.ConsoleFilter(verbose=True)
+    table = record(console.DETAILS, logging.INFO, "every variable ...")
+    step = record("gensbi_sharding", logging.INFO, "[5/7] train")
+    noise = record("py.warnings", logging.WARNING, "x.py:1: ConvergenceWarning: Stochastic Optimizer ...")
+    other = record("py.warnings", logging.WARNING, "x.py:1: UserWarning: something that matters")
+    gloo = record(console.NATIVE, logging.INFO, "[Gloo] Rank 0 is connected to 1 peer ranks")
+    orbax = record("absl", logging.WARNING, 'Item "arrays" was found in the checkpoint, but could not be restored.')
+    absl = record("absl", logging.WARNING, "something else absl warns about")
+    records = (table, step, noise, other, gloo, orbax, absl)
+    assert [quiet.filter(r) for r in records] == [False, True, False, True, False, False, True]
+    assert [verbose.filter(r) for r in records] == [True, True, False, True, False, False, True]
+    as_process(1, 2)  # another process: its warnings only
+    assert not quiet.filter(step) and quiet.filter(record("gensbi_sharding", logging.WARNING, "careful"))
+
+
+def test_formatter_tags_only_warnings_and_errors():
+    formatter = console.ConsoleFormatter("%(message)s")
+    assert formatter.format(record("gensbi_sharding", logging.INFO, "[1/7] devices")) == "[1/7] devices"
+    assert formatter.format(record("gensbi_sharding", logging.ERROR, "error: boom")) == "[ERROR] error: boom"
+
+
+def test_warnings_go_to_the_log(caplog):
+    with caplog.at_level(logging.WARNING, logger="py.warnings"), console.warnings_to_log():
+        warnings.warn_explicit("not converged", UserWarning, "sklearn_like.py", 7)
+    assert any("not converged" in r.getMessage() and r.name == "py.warnings" for r in caplog.records)
+
+
+def test_native_lines_leave_the_console_and_reach_the_log(capfd, caplog):
+    with caplog.at_level(logging.INFO, logger=console.NATIVE), console.native_output_to_log():
+        os.write(1, b"[Gloo] Rank 0 is connected to 1 peer ranks.\nkept line\n")
+        os.write(1, b"\rtrain:  50%|#####     | 2/4")  # a progress bar update passes as it comes
+        os.write(2, b"[Gloo] Rank 1 is connected\nan error line\n")
+    out, err = capfd.readouterr()
+    assert out == "kept line\n\rtrain:  50%|#####     | 2/4" and err == "an error line\n"
+    assert sorted(r.getMessage() for r in caplog.records if r.name == console.NATIVE) == [  # one thread per fd
+        "[Gloo] Rank 0 is connected to 1 peer ranks.", "[Gloo] Rank 1 is connected"]
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_job_logging_config_wires_verbose_and_launch_log(verbose):
+    register_configs()
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg = compose("config", overrides=[f"verbose={str(verbose).lower()}"], return_hydra_config=True)
+    logging_cfg = cfg.hydra.job_logging
+    assert logging_cfg.filters.console["()"] == "gensbi_sharding.harness.console.ConsoleFilter"
+    assert logging_cfg.filters.console.verbose is verbose
+    assert OmegaConf.to_container(logging_cfg.handlers.file)["filename"].endswith("/launch.log")
+    assert logging_cfg.handlers.console.filters == ["console"]

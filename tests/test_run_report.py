@@ -1,0 +1,138 @@
+"""What one run reports: the compact block, the "splits nothing" line, the table, the losses.
+
+In this process, on conftest's 8 devices, with a toy model whose variables are annotated,
+annotated-but-replicated-on-purpose, and not annotated at all.
+"""
+
+import re
+
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+from flax import nnx
+
+import gensbi_sharding as gs
+from gensbi_sharding.harness import train
+from gensbi_sharding.harness.units import format_bytes
+from gensbi_sharding.harness.run_report import (
+    annotations_of, final_line, joined_loss_history, last_window_mean, placement_block, splits_nothing_hint,
+    left_whole, variable_table)
+from gensbi_sharding import RULES, bytes_per_device, describe
+
+
+class Toy(nnx.Module):
+    def __init__(self, rngs):
+        self.up = nnx.Linear(16, 32, rngs=rngs,
+                             kernel_init=gs.partitioned(nnx.initializers.lecun_normal(), ("embed", "mlp")),
+                             bias_init=gs.partitioned(nnx.initializers.zeros_init(), ("mlp",)))
+        self.raw = nnx.Param(jnp.ones((16, 64)))  # no annotation: looks like a forgotten one
+        self.scale = nnx.Param(jnp.ones(16), **gs.axes("embed"))  # tensor maps embed to nothing: on purpose
+
+
+class Velocity(nnx.Module):
+    """The smallest velocity field ``v(theta_t, x, t)``: one linear map of theta_t."""
+
+    def __init__(self, rngs):
+        self.linear = nnx.Linear(2, 2, rngs=rngs)
+
+    def __call__(self, theta, x, t):
+        return self.linear(theta)
+
+
+def placed(rule: str, model_axis: int):
+    mesh = gs.make_mesh(model_axis=model_axis)
+    model = Toy(nnx.Rngs(0))
+    optimizer = nnx.Optimizer(model, optax.adamw(1e-3), wrt=nnx.Param)
+    with pytest.warns((gs.ExperimentalRuleWarning, gs.ShardingFallbackWarning)):
+        gs.shard_model(model, mesh, rule)
+        gs.shard_model(optimizer, mesh, rule)
+    nodes = {"model": model, "optimizer": optimizer}
+    return mesh, nodes, describe(nodes, mesh), annotations_of(nodes)
+
+
+def test_block_lists_only_variables_that_look_unannotated(devices):
+    mesh, nodes, report, annotations = placed("tensor", 2)
+    table = dict(RULES["tensor"])
+    fallbacks = {"raw": "no annotation"}  # what the contract's plan reports for it
+    whole = left_whole(report, annotations, table, fallbacks)
+    assert whole == [("raw", 16 * 64 * 4)]  # not scale (replicated by the table), not the split kernel
+    assert left_whole(report, annotations, table, {}) == whole  # no logical axes: listed as such too
+    assert left_whole(report, annotations, dict(RULES["replicated"]), {}) == []  # a rule that splits nothing
+    param_bytes = max(bytes_per_device(nodes["model"]).values())
+    block = placement_block(report, rule_name="tensor", param_count=16 * 32 + 32 + 16 * 64 + 16,
+                            param_bytes=param_bytes, opt_bytes=2 * param_bytes, fallbacks=fallbacks, whole=whole,
+                            hint=splits_nothing_hint(dict(mesh.shape), table, "tensor", "dict"))
+    assert block[0] == "mesh data=4 x model=2 (8 devices), rule tensor, 1,584 parameters"
+    assert block[1] == (f"per device: parameters {format_bytes(param_bytes)} (of 6.3 KB), optimizer state "
+                        f"{format_bytes(2 * param_bytes)} (of 12.7 KB)")
+    assert block[2].startswith("fallbacks: 1 variable(s) the rule cannot split") and block[2].endswith(
+        "largest: raw (4.1 KB)")
+    assert len(block) == 4 and "sharding.txt" in block[3]  # no "splits nothing" line: model has size 2
+    no_fallbacks = placement_block(report, rule_name="tensor", param_count=1, param_bytes=1, opt_bytes=1,
+                                   fallbacks={}, whole=whole, hint=None)
+    assert no_fallbacks[2] == "left whole without logical axes (missing annotation?): raw (4.1 KB)"
+
+
+def test_a_rule_that_splits_nothing_says_so_and_names_the_override():
+    tensor, fsdp = dict(RULES["tensor"]), dict(RULES["fsdp"])
+    hint = splits_nothing_hint({"data": 8, "model": 1}, tensor, "tensor", "auto")
+    assert hint == ("rule tensor splits nothing here: it splits over 'model', of size 1 on data=8 x model=1 "
+                    "(mesh=auto); to split, run with mesh=dict mesh.model_axis=2")
+    assert "mesh=dict mesh.model_axis=1" in splits_nothing_hint({"data": 1, "model": 8}, fsdp, "fsdp", "dict")
+    assert splits_nothing_hint({"data": 4, "model": 2}, tensor, "tensor", "dict") is None
+    assert splits_nothing_hint({"data": 8, "model": 1}, fsdp, "fsdp", "auto") is None
+    assert splits_nothing_hint({"data": 8, "model": 1}, dict(RULES["replicated"]), "replicated", "auto") is None
+    assert splits_nothing_hint(None, tensor, "tensor", "none") is None
+
+
+def test_table_shows_every_variable_with_its_logical_axes(devices):
+    _, _, report, annotations = placed("tensor", 2)
+    text = variable_table(report, annotations, {"raw": "why not"})
+    rows = {line.split()[0]: line for line in text.splitlines() if line.startswith(("model/", "optimizer/"))}
+    assert len(rows) == report.n_leaves
+    assert re.search(r"\(embed, mlp\)\s+P\(None, 'model'\)", rows["model/up/kernel"])
+    assert re.search(r"\(16, 64\)\s+float32\s+-\s+P\(\)", rows["model/raw"])  # a fallback: replicated
+    assert "optimizer/opt_state/0/mu/up/kernel" in rows and text.rstrip().endswith("raw: why not")
+
+
+def test_train_loss_is_the_window_mean_the_progress_bar_shows(devices, capsys):
+    model = Velocity(nnx.Rngs(0))
+    optimizer = nnx.Optimizer(model, optax.adamw(1e-3), wrt=nnx.Param)
+    functions, state = train.make_step_functions(model, optimizer, None)
+    rng = np.random.default_rng(0)
+    batches = iter([{"theta": rng.normal(size=(8, 2)).astype(np.float32),
+                     "x": rng.normal(size=(8, 2)).astype(np.float32)} for _ in range(7)])
+    import jax
+
+    result = train.train(functions, state, batches, steps=7, key=jax.random.key(0), mesh=None, batch_size=8,
+                         log_every=3, progress=True)
+    shown = re.findall(r"loss=(\d+\.\d{4})", capsys.readouterr().err)
+    assert shown and shown[-1] == f"{last_window_mean(result.losses, 3):.4f}"  # steps 7: the last window is 1
+    assert last_window_mean(result.losses, 3) == pytest.approx(float(result.losses[-1]))
+    assert last_window_mean(np.arange(6.0), 3) == 4.0
+
+
+def test_resumed_history_joins_the_earlier_run(tmp_path):
+    earlier = tmp_path / "a"
+    (earlier / "checkpoints" / "4").mkdir(parents=True)
+    first = joined_loss_history(np.arange(1.0, 7.0), start_step=0, val_points=[(6, 0.5)], resume_dir=None)
+    np.savez(earlier / "train_losses.npz", **first.arrays())  # trained to 6, checkpoint at 4
+    second = joined_loss_history(np.array([10.0, 11.0]), start_step=4, val_points=[(6, 0.4)],
+                                 resume_dir=earlier / "checkpoints" / "4")
+    assert second.step.tolist() == [1, 2, 3, 4, 5, 6] and second.losses.tolist() == [1, 2, 3, 4, 10, 11]
+    assert second.val_step.tolist() == [6] and second.val_losses.tolist() == pytest.approx([0.4])
+    assert second.resumed_at.tolist() == [4]
+    alone = joined_loss_history(np.array([10.0]), start_step=4, val_points=[], resume_dir=tmp_path / "x" / "y")
+    assert alone.step.tolist() == [5] and alone.resumed_at.tolist() == [4]  # earlier history not found
+
+
+def test_final_line(tmp_path):
+    ok = {"status": "ok", "wall_s": 52.31, "c2st": 0.61234, "c2st_sd_folds": 0.0112, "samples_per_s": 18345.2}
+    assert final_line(ok, tmp_path) == f"done in 52.3 s: C2ST 0.612 ± 0.011, 18,345 samples/s; outputs in {tmp_path}"
+    dry = {"status": "ok", "wall_s": 3.1, "dry_run": {"memory": {}}, "step_memory_bytes_per_device": 1_900_000,
+           "collective_bytes_per_step": 620_000}
+    assert final_line(dry, tmp_path).startswith("dry run done in 3.1 s: 1.9 MB per device, 620.0 KB of collectives")
+    (tmp_path / "error.txt").write_text("Traceback ...")
+    assert final_line({"status": "error", "wall_s": 1.0}, tmp_path) == (
+        f"error after 1.0 s; traceback in {tmp_path / 'error.txt'}")

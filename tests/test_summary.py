@@ -1,0 +1,138 @@
+"""The sweep summary and the plots, on job folders written here (no runs): columns, units, files.
+
+The end-to-end sweep of the issue (launch.py -m ...) is in test_user_view.py.
+"""
+
+import csv
+import json
+
+import numpy as np
+import pytest
+from omegaconf import OmegaConf
+
+from gensbi_sharding.harness.plots import plot_losses, plot_sweep, posterior_title, window_means
+from gensbi_sharding.harness.summary import declared_sweeps, summary_rows, swept_keys, write_summary
+from gensbi_sharding.harness.units import c2st_spread, format_bytes, format_c2st, format_count, format_seconds
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def make_job(sweep_dir, job, overrides, **metrics):
+    folder = sweep_dir / str(job)
+    (folder / ".hydra").mkdir(parents=True)
+    OmegaConf.save(OmegaConf.create(list(overrides)), folder / ".hydra" / "overrides.yaml")
+    (folder / "metrics.json").write_text(json.dumps({"config": {"dry_run": False}, **metrics}))
+
+
+def ok_metrics(param_bytes, step_s, c2st, std=None):
+    return dict(status="ok", mesh_shape=[8, 1], param_bytes_per_device=param_bytes,
+                opt_bytes_per_device=2 * param_bytes + 8, median_step_s=step_s, samples_per_s=64 / step_s,
+                c2st=c2st, c2st_sd_folds=std, wall_s=12.345)
+
+
+@pytest.fixture
+def sweep(tmp_path):
+    """The issue's sweep, written by hand: rule.embed x activation, job 3 failed."""
+    jobs = [("data", "rule", ok_metrics(3016, 0.0134, 0.61234, 0.0112)),
+            ("data", "none", ok_metrics(3016, 0.0201, 0.6, 0.02)), ("model", "rule", ok_metrics(22280, 1e-5, 0.9)),
+            ("model", "none", dict(status="error", error="ValueError: boom", mesh_shape=[8, 1]))]
+    for job, (embed, strategy, metrics) in enumerate(jobs):
+        make_job(tmp_path, job, ["experiment=quick", f"rule.embed={embed}", f"activation={{strategy:{strategy}}}"],
+                 **metrics)
+    return tmp_path
+
+
+def test_declared_sweeps_are_the_keys_with_several_values():
+    assert declared_sweeps(["experiment=quick", "rule.embed=data,model", "activation={strategy:rule},{strategy:none}",
+                            "seed=range(3)"]) == ["rule.embed", "activation", "seed"]
+    assert declared_sweeps(["experiment=quick"], {"rule": "fsdp,tensor", "mesh.model_axis": "1,2"}) == [
+        "rule", "mesh.model_axis"]
+
+
+def test_swept_keys_come_from_the_jobs_overrides(sweep):
+    rows = summary_rows(sweep)
+    assert [row["job"] for row in rows] == ["0", "1", "2", "3"]
+    assert swept_keys(rows) == ["rule.embed", "activation"]  # experiment=quick is common: not swept
+    assert swept_keys(rows, declared=["activation", "rule.embed"]) == ["activation", "rule.embed"]
+
+
+def test_summary_csv_has_a_column_per_swept_key_and_exact_numbers(sweep):
+    summary = write_summary(sweep, declared=["rule.embed", "activation"])
+    with open(summary.csv_path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert list(rows[0])[:4] == ["job", "rule.embed", "activation", "mesh_shape"]
+    assert [(r["rule.embed"], r["activation"]) for r in rows] == [
+        ("data", "{strategy:rule}"), ("data", "{strategy:none}"), ("model", "{strategy:rule}"),
+        ("model", "{strategy:none}")]
+    assert rows[0]["param_bytes_per_device"] == "3016" and rows[0]["opt_bytes_per_device"] == "6040"
+    assert rows[0]["c2st"] == "0.6123" and rows[0]["c2st_sd_folds"] == "0.0112" and rows[2]["c2st_sd_folds"] == ""
+    assert rows[2]["median_step_s"] == "0.000010" and rows[2]["samples_per_s"] == "6400000.0"
+    assert "e" not in "".join(rows[2][k] for k in ("median_step_s", "samples_per_s"))  # no exponents
+    assert (rows[3]["status"], rows[3]["error"], rows[3]["c2st"]) == ("error", "ValueError: boom", "")
+
+
+def test_summary_table_reads_at_a_glance(sweep):
+    summary = write_summary(sweep, declared=["rule.embed", "activation"])
+    lines = summary.md_path.read_text().splitlines()
+    header = [cell.strip() for cell in lines[0].split("|")[1:-1]]
+    assert header == ["job", "rule.embed", "activation", "mesh", "params/device", "optimizer/device", "step",
+                      "samples/s", "C2ST", "wall", "status", "error"]
+    first = [cell.strip() for cell in lines[2].split("|")[1:-1]]
+    assert first == ["0", "data", "{strategy:rule}", "8x1", "3.0 KB", "6.0 KB", "13.4 ms", "4,776",
+                     "0.612 ± 0.011", "12.3 s", "ok", ""]
+    assert "6,400,000" in lines[4] and "0.900" in lines[4]
+    assert len({len(line) for line in lines}) == 1  # columns padded: it reads in a terminal too
+    assert summary.png_path.read_bytes()[:8] == PNG
+
+
+def test_dry_run_sweep_is_ranked_and_plotted(tmp_path):
+    for job, (memory, comm) in enumerate([(4_100_000, 820_000), (1_900_000, 1_600_000), (2_500_000, 620_000)]):
+        make_job(tmp_path, job, [f"rule={('replicated', 'fsdp', 'tensor')[job]}"], status="ok", mesh_shape=[4, 2],
+                 step_memory_bytes_per_device=memory, collective_bytes_per_step=comm, compile_s=1.5, fallbacks={})
+        data = json.loads((tmp_path / str(job) / "metrics.json").read_text())
+        data["config"]["dry_run"] = True
+        (tmp_path / str(job) / "metrics.json").write_text(json.dumps(data))
+    summary = write_summary(tmp_path, declared=["rule"])
+    by_memory, by_comm = summary.text.split("\n\n")
+    assert [line.split("|")[2].strip() for line in by_memory.splitlines()[3:]] == ["fsdp", "tensor", "replicated"]
+    assert [line.split("|")[2].strip() for line in by_comm.splitlines()[3:]] == ["tensor", "replicated", "fsdp"]
+    assert "1.9 MB" in by_memory and "memory/device" in by_memory and "collectives/step" in by_memory
+    assert summary.png_path.read_bytes()[:8] == PNG
+
+
+def test_units():
+    assert [format_bytes(n) for n in (512, 3016, 22_280_000, 1.37e9, None)] == ["512 B", "3.0 KB", "22.3 MB",
+                                                                                "1.4 GB", ""]
+    assert format_count(13512.3) == "13,512" and format_count(float("nan")) == ""
+    assert [format_seconds(s) for s in (0.0134, 5e-5, 52.31, 4000)] == ["13.4 ms", "50.0 us", "52.3 s", "66.7 min"]
+    assert (format_c2st(0.61234, 0.0112), format_c2st(0.61234), format_c2st(None)) == ("0.612 ± 0.011", "0.612", "")
+    assert c2st_spread({"c2st_sd_folds": 0.01, "c2st_sd_observations": 0.05}) == 0.05  # over observations first
+    assert c2st_spread({"c2st_sd_folds": 0.01, "c2st_sd_observations": None}) == 0.01
+    assert c2st_spread({}) is None
+
+
+def test_window_means_cut_windows_like_the_training_loop():
+    steps, losses = np.arange(1, 8), np.arange(1.0, 8.0)
+    ends, means = window_means(steps, losses, 3)
+    assert ends.tolist() == [3, 6, 7] and means.tolist() == [2.0, 5.0, 7.0]
+    # Resumed at step 4: the second part's windows start there.
+    ends, means = window_means(steps, losses, 3, resumed_at=[4])
+    assert ends.tolist() == [3, 4, 7] and means.tolist() == [2.0, 4.0, 6.0]
+    with pytest.raises(ValueError, match="train.log_every"):
+        window_means(steps, losses, 0)
+
+
+def test_plots_are_written(tmp_path):
+    path = plot_losses(tmp_path / "losses.png", steps=np.arange(1, 9), losses=np.linspace(2, 1, 8), window=2,
+                       val_steps=[8], val_losses=[1.1], resumed_at=[4], title="two_moons")
+    assert path.read_bytes()[:8] == PNG
+    rows = [{"job": "0", "overrides": {}, "metrics": ok_metrics(100, 0.01, 0.7)},
+            {"job": "1", "overrides": {}, "metrics": ok_metrics(100, 0.01, None)}]  # eval.enabled=false: n/a
+    assert plot_sweep(rows, [], tmp_path / "two.png").read_bytes()[:8] == PNG  # nothing swept: a bar per job
+
+
+def test_posterior_title_names_task_observation_rule_mesh_and_c2st():
+    assert posterior_title(task="two_moons", observation=1, rule="tensor", mesh_shape=[4, 2], c2st=0.61234,
+                           c2st_sd=0.0112) == "two_moons, observation 1 | rule tensor on mesh 4x2 | C2ST 0.612 ± 0.011"
+    assert posterior_title(task="slcp", observation=3, rule="replicated", mesh_shape=None,
+                           c2st=None) == "slcp, observation 3 | rule replicated on mesh none"
