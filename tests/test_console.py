@@ -68,12 +68,14 @@ def test_native_lines_leave_the_console_and_reach_the_log(capfd, caplog):
 
 
 @pytest.mark.parametrize("verbose", [False, True])
-def test_job_logging_config_wires_verbose_and_launch_log(verbose):
+def test_job_logging_config_wires_verbose_and_the_log_file(verbose):
     register_configs()
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         cfg = compose("config", overrides=[f"verbose={str(verbose).lower()}"], return_hydra_config=True)
     logging_cfg = cfg.hydra.job_logging
     assert logging_cfg.filters.console["()"] == "gensbi_sharding.harness.console.ConsoleFilter"
     assert logging_cfg.filters.console.verbose is verbose
-    assert OmegaConf.to_container(logging_cfg.handlers.file)["filename"].endswith("/launch.log")
+    # launch.py's job is named "launch": launch.log (test_user_view reads it)
+    filename = OmegaConf.to_container(logging_cfg.handlers.file)["filename"]
+    assert filename == "${hydra.runtime.output_dir}/${hydra.job.name}.log"
     assert logging_cfg.handlers.console.filters == ["console"]

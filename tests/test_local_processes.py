@@ -37,10 +37,11 @@ def test_two_local_processes_train_like_one_process_on_the_same_global_batches(t
     metrics = json.loads((tmp_path / "two" / "metrics.json").read_text())
     assert metrics["status"] == "ok" and metrics["mesh_summary"]["n_processes"] == 2
     assert metrics["mesh_summary"]["devices_per_process"] == 4 and metrics["device_count"] == 8
-    console, log = two.stdout + two.stderr, (tmp_path / "two" / "launch.log").read_text()
-    assert "[process 0/2]" in log and "[process 1/2]" in log  # every process logs its index, into one file
+    console = two.stdout + two.stderr
+    logs = {i: (tmp_path / "two" / f"process_{i}.log").read_text() for i in (0, 1)}
+    assert "[process 0/2]" in logs[0] and "[process 1/2]" in logs[1]  # every process logs its index
     assert "[process 1/2]" not in console  # the console shows process 0 (others: their warnings only)
-    assert "[Gloo]" not in console and "[Gloo] Rank" in log  # Gloo's lines: launch.log only
+    assert "[Gloo]" not in console and "[Gloo] Rank" in logs[0] + logs[1]  # Gloo's lines: the log files only
     assert not (tmp_path / "two" / "posterior.png").exists()
 
 

@@ -143,7 +143,7 @@ def test_headline_run_is_quiet_and_says_it_splits_nothing(headline):
                     "(mesh=auto); to split, run with mesh=dict mesh.model_axis=2"]
     train_line = next(line for line in lines if line.startswith("compile "))
     assert f"train loss {metrics['final_train_loss']:.4f} (mean of the last 2 steps)" in train_line
-    assert re.search(r"val loss \d\.\d{4}$", train_line)
+    assert re.search(r"val loss \d\.\d{4} over \d+ pairs$", train_line)
 
 
 def test_verbose_prints_every_variable(headline):

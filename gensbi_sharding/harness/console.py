@@ -1,8 +1,9 @@
-"""What the console shows, and what goes only into the job's ``launch.log``.
+"""What the console shows, and what goes only into the job's log file (``launch.log``).
 
 Hydra sets up logging for every job from ``conf/hydra/job_logging/gensbi.yaml``: the console
 gets short lines through ``ConsoleFilter`` and ``ConsoleFormatter``, ``launch.log`` (in the
-job's folder) gets every record with its time and logger. What is kept off the console:
+job's folder; ``process_<i>.log`` for the processes of a ``distributed=local`` job) gets every
+record with its time and logger. What is kept off the console:
 
 - the full per-variable placement table (logger ``DETAILS``) unless ``verbose=true``;
 - third-party noise: Orbax's notes on reading a checkpoint folder (``NOISY_MESSAGES``),
