@@ -63,8 +63,10 @@ CASES = [(rule, model_axis) for rule in ("replicated", "fsdp", "tensor", "fsdp_t
 # changes the data-parallel size, covered by replicated-1 and by the rows of our models) and
 # "tensor" on model_axis=1 splits over a mesh axis of size 1.
 DEGENERATE = {("replicated", 2), ("replicated", 4), ("tensor", 1)}
-ROWS = [(name, rule, model_axis) for name in ("mlp", "transformer", "flux1", "simformer")
-        for rule, model_axis in CASES
+# The sweep's (4, 2) rows run in the fast subset (every rule splits there); model_axis 1 and 4
+# complete the sweep in ``make test`` (@pytest.mark.slow).
+ROWS = [pytest.param(name, rule, model_axis, marks=() if model_axis == 2 else pytest.mark.slow)
+        for name in ("mlp", "transformer", "flux1", "simformer") for rule, model_axis in CASES
         if name in ("mlp", "transformer") or (rule, model_axis) not in DEGENERATE]
 
 
