@@ -200,7 +200,8 @@ def c2st(samples: Any, reference: Any, *, seed: int = 0, n_folds: int = 5,
 
 
 def pair_plot(samples: Any, reference: Any, path: str | os.PathLike,
-              labels: Sequence[str] | None = None, max_points: int = 2000) -> str:
+              labels: Sequence[str] | None = None, max_points: int = 2000,
+              title: str | None = None) -> str:
     """Save a corner plot of posterior samples over reference samples as a PNG.
 
     Diagonal: overlaid histograms per dimension; lower triangle: scatter plots of
@@ -216,6 +217,8 @@ def pair_plot(samples: Any, reference: Any, path: str | os.PathLike,
         Output file; its folder must exist.
     labels : sequence of str, optional
         One axis label per dimension; default theta_1 .. theta_dim.
+    title : str, optional
+        Figure title (also the PNG's Title), e.g. task, observation, rule, mesh and C2ST.
 
     Returns
     -------
@@ -264,10 +267,12 @@ def pair_plot(samples: Any, reference: Any, path: str | os.PathLike,
             if j == 0 and i > 0:
                 ax.set_ylabel(labels[i])
     grid[0, 0].legend(loc="upper right", fontsize="small")
+    if title:
+        fig.suptitle(title, fontsize="medium")
     fig.tight_layout()
     from gensbi_sharding.harness.outputs import write_atomic
 
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=80)
+    fig.savefig(buffer, format="png", dpi=80, metadata={"Title": title or ""})
     write_atomic(path, buffer.getvalue())  # atomic, and readable as the umask allows
     return os.fspath(path)

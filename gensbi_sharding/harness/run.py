@@ -112,7 +112,7 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: outputs.Ru
     from flax import nnx
 
     import gensbi_sharding as contract
-    from gensbi_sharding.harness import evaluate, registry, train
+    from gensbi_sharding.harness import evaluate, plots, registry, train
     from gensbi_sharding import checkpoint
     from gensbi_sharding.harness.pipeline import build_pipeline
     from gensbi_sharding.harness.preemption import resume_point, train_with_checkpoints
@@ -224,7 +224,9 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: outputs.Ru
         if _is_writer():
             outputs.write_npz(out / "posterior_samples.npz", samples=samples, reference=reference[:len(samples)])
             if cfg.eval.plot:
-                evaluate.pair_plot(samples, reference, out / "posterior.png")
+                evaluate.pair_plot(samples, reference, out / "posterior.png", title=plots.posterior_title(
+                    task=cfg.data.name, observation=cfg.data.num_observation, rule=rule_name,
+                    mesh_shape=metrics["mesh_shape"], c2st=c2st))
     metrics["c2st"] = c2st
 
     log.info("[7/7] outputs: %s", out)
