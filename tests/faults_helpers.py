@@ -54,28 +54,33 @@ class NonFiniteTask:
             return np.asarray(self.observation, np.float32)
         return self.task.get_observation(num_observation)
 
-    def get_simulator(self, key):
-        simulate = self.task.get_simulator(key)
-
-        def simulator(k, theta):
-            x = np.array(simulate(k, theta), dtype=np.float32)
-            for row, value in self.bad_rows.items():
-                if row < len(x):
-                    x[row, 0] = value
-            self.simulated.append(x)
-            return x
-        return simulator
 
 
 def patch_task(monkeypatch, bad_rows: dict[int, float], observation=None) -> list:
-    """Make every sbibm task simulate through ``NonFiniteTask``; returns the list of tasks made."""
+    """Make every sbibm task simulate through ``NonFiniteTask``; returns the list of tasks made.
+
+    The simulator runs jitted, one row at a time (``harness.tasks.simulate``), so the bad
+    values are written into the simulated batch right after it, where ``load_task`` gets it.
+    """
     import sbibm_jax
 
-    real, made = sbibm_jax.get_task, []
+    from gensbi_sharding.harness import data
+
+    real, made, real_simulate = sbibm_jax.get_task, [], data.simulate
 
     def get_task(name):
         made.append(NonFiniteTask(real(name), bad_rows, observation))
         return made[-1]
 
+    def simulate(task, key, num_simulations):
+        theta, x = real_simulate(task, key, num_simulations)
+        x = np.array(x, dtype=np.float32)
+        for row, value in task.bad_rows.items():
+            if row < len(x):
+                x[row, 0] = value
+        task.simulated.append(x)
+        return theta, x
+
     monkeypatch.setattr(sbibm_jax, "get_task", get_task)
+    monkeypatch.setattr(data, "simulate", simulate)
     return made

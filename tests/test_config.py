@@ -53,16 +53,21 @@ GROUP_OPTIONS = {
     },
     "data": {
         name: {"data.name": name, "data.num_simulations": 10_000, "data.val_fraction": 0.1,
-               "data.batch_size": 256, "data.num_observation": 1}
-        for name in ("two_moons", "gaussian_linear", "slcp")
+               "data.batch_size": 256, "data.num_observation": 1, "data.theta_transform": "support",
+               "data.x_transform": "log" if name == "lotka_volterra" else "none"}
+        for name in ("two_moons", "gaussian_linear", "gaussian_linear_uniform", "gaussian_mixture", "slcp",
+                     "sir", "lotka_volterra", "bernoulli_glm")
     },
     "train": {
-        "default": {"train.steps": 2000, "train.learning_rate": 1e-3, "train.weight_decay": 1e-4,
+        "default": {"train.steps": 5000, "train.learning_rate": 2e-3, "train.weight_decay": 1e-4,
+                    "train.schedule": "cosine", "train.warmup_steps": 0, "train.ema_decay": 0.999,
+                    "train.val_every": 250, "train.patience": 0, "train.val_draws": 8,
                     "train.log_every": 100},
     },
     "eval": {
-        "default": {"eval.enabled": True, "eval.num_samples": 1000, "eval.ode_steps": 32,
-                    "eval.c2st_folds": 3, "eval.plot": True},
+        "default": {"eval.enabled": True, "eval.num_samples": 10_000, "eval.ode_steps": 32,
+                    "eval.c2st_folds": 5, "eval.observations": None, "eval.c2st_jobs": 1,
+                    "eval.plot": True},
     },
     "distributed": {
         "none": {"distributed.mode": "none", "distributed.local_processes": 1},
@@ -76,6 +81,13 @@ GROUP_OPTIONS = {
                   "eval.c2st_folds": 2, "eval.plot": False},
         "slcp_transformer": {"model.name": "transformer", "model.embed": 64, "data.name": "slcp",
                              "data.num_simulations": 20_000, "train.steps": 3000},
+        "sbibm": {"mesh.spec": "auto", "hydra.mode": "MULTIRUN", "eval.observations": list(range(1, 11)),
+                  "eval.num_samples": 10_000, "eval.c2st_folds": 5, "train.patience": 20,
+                  "train.steps": 20_000, "train.learning_rate": 1e-3, "train.val_every": 200,
+                  "hydra.sweeper.params": {
+                      "data": "two_moons,gaussian_linear,gaussian_linear_uniform,gaussian_mixture,slcp,sir,"
+                              "lotka_volterra,bernoulli_glm",
+                      "data.num_simulations": "1000,10000,100000"}},
     },
     "sweep": {
         "rules_x_model_axis": {"mesh.spec": "dict", "hydra.mode": "MULTIRUN",
@@ -223,6 +235,13 @@ def test_wrong_type_is_rejected_with_its_name(compose_config, override, key, kin
     (("eval.num_samples=5", "eval.c2st_folds=3"), "eval.num_samples=5 must be >= 2 * eval.c2st_folds"),
     (("eval.c2st_folds=1",), "eval.c2st_folds=1 >= 2"),
     (("eval.ode_steps=0",), "eval.ode_steps=0 must be >= 1"),
+    (("eval.observations=[0,3]",), "eval.observations=[0, 3] must list sbibm observations 1..10"),
+    (("train.schedule=linear",), "train.schedule='linear' is not one of cosine, constant"),
+    (("train.warmup_steps=5000",), "train.warmup_steps=5000 must lie in 0..train.steps-1 (4999)"),
+    (("train.ema_decay=1.0",), "train.ema_decay=1.0 must lie in [0, 1) (0: no EMA)"),
+    (("train.patience=-1",), "train.patience=-1 must be >= 0"),
+    (("data.theta_transform=logit",), "data.theta_transform='logit' is not one of support, none"),
+    (("data.x_transform=sqrt",), "data.x_transform='sqrt' is not one of none, log"),
     (("devices.cpu_count=0",), "devices.cpu_count=0 must be >= 1"),
     (("distributed.mode=mpi",), "distributed.mode='mpi' is not one of none, auto, explicit"),
     (("+rule.bogus=data",), "rule.bogus is not a logical axis; valid keys: " + ", ".join(LOGICAL_AXES)),

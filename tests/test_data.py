@@ -39,8 +39,10 @@ def test_load_task_shapes_split_and_stats(moons):
     # Disjoint splits: no validation row occurs among the training rows.
     train_rows = {tuple(r) for r in moons.theta_train}
     assert not any(tuple(r) in train_rows for r in moons.theta_val)
-    # Statistics come from the training split only.
-    np.testing.assert_allclose(moons.theta_mean, moons.theta_train.mean(0), atol=1e-6)
+    # Statistics come from the training split only, in the model's space: theta through the
+    # inverse of the prior's bijection (logit of the box U(-1, 1)^2).
+    unconstrained = np.log1p(moons.theta_train) - np.log1p(-moons.theta_train)
+    np.testing.assert_allclose(moons.theta_mean, unconstrained.mean(0), atol=1e-4)
     np.testing.assert_allclose(moons.x_std, moons.x_train.std(0), rtol=1e-5)
     everything = np.concatenate([moons.x_train, moons.x_val])
     assert not np.allclose(moons.x_mean, everything.mean(0), atol=1e-7, rtol=0)
@@ -67,14 +69,48 @@ def test_seed_reproducible():
     assert not np.allclose(a.theta_train, c.theta_train)
 
 
-@pytest.mark.parametrize("name,dims", [("gaussian_linear", (10, 10)), ("slcp", (5, 8))])
-def test_registered_tasks(name, dims):
+TASK_DIMS = {"two_moons": (2, 2), "gaussian_linear": (10, 10), "gaussian_linear_uniform": (10, 10),
+             "gaussian_mixture": (2, 2), "slcp": (5, 8), "sir": (2, 10), "lotka_volterra": (4, 20),
+             "bernoulli_glm": (10, 10)}
+
+
+def test_all_eight_sbibm_tasks_are_registered():
+    from gensbi_sharding.harness.registry import data_names
+
+    assert set(D.TASKS) == set(TASK_DIMS) and set(D.TASKS) <= set(data_names())
+    assert {name: D.task_dims(name) for name in D.TASKS} == TASK_DIMS
+
+
+@pytest.mark.parametrize("name", ["slcp", "lotka_volterra"])
+def test_registered_tasks(name):
     from gensbi_sharding.harness.registry import get_data
 
-    assert get_data(name) is getattr(D, f"load_{name}")
-    d = get_data(name)(num_simulations=16, num_observation=2)
-    assert (d.dim_theta, d.dim_x) == dims
+    dims = TASK_DIMS[name]
+    d = get_data(name)(num_simulations=16, num_observation=2,
+                       x_transform="log" if name == "lotka_volterra" else "none")
+    assert (d.dim_theta, d.dim_x) == dims and len(d.theta_train) + len(d.theta_val) + d.dropped_non_finite == 16
     assert d.observation.shape == (dims[1],) and d.reference_samples.shape == (10000, dims[0])
+    theta, x = d.normalized("train")
+    assert np.all(np.isfinite(theta)) and np.all(np.isfinite(x))
+
+
+def test_non_finite_simulations_are_dropped(monkeypatch):
+    """A failed simulation (NaN) and a draw on the prior's bound (logit: inf) never reach the data."""
+    real = D.simulate
+
+    def faulty(task, key, n):
+        theta, x = (a.copy() for a in real(task, key, n))
+        x[3] = np.nan
+        theta[5] = 1.0  # on the bound of U(-1, 1): its logit is infinite
+        return theta, x
+
+    monkeypatch.setattr(D, "simulate", faulty)
+    d = D.load_task("two_moons", num_simulations=40, val_fraction=0.25)
+    assert d.dropped_non_finite == 2 and len(d.theta_train) + len(d.theta_val) == 38
+    assert len(d.theta_val) == 10  # the split is made on the 38 that remain
+    assert np.all(np.isfinite(d.normalized("train")[0])) and np.all(np.isfinite(d.theta_mean))
+    kept = D.load_task("two_moons", num_simulations=40, val_fraction=0.25, theta_transform="none")
+    assert kept.dropped_non_finite == 1  # without the bijection the bound is an ordinary value
 
 
 @pytest.mark.parametrize("kwargs,needle", [

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from jax.sharding import NamedSharding, PartitionSpec as P
 
-from gensbi_sharding.harness.evaluate import c2st, pair_plot, sample_posterior
+from gensbi_sharding.harness.evaluate import c2st, c2st_scores, pair_plot, sample_posterior
 from gensbi_sharding import make_mesh, replicate
 
 SHIFT = np.array([1.0, -2.0], np.float32)
@@ -88,10 +88,24 @@ def test_sampler_rejects_bad_input():
 
 def test_c2st_same_and_shifted():
     rng = np.random.default_rng(0)
-    a, b = rng.standard_normal((300, 2)), rng.standard_normal((400, 2))  # unequal: subsampled
+    a, b = rng.standard_normal((300, 2)), rng.standard_normal((400, 2))  # unequal: the first 300 of b
     assert c2st(a, b, n_folds=3) < 0.6
     assert c2st(a + 3.0, b, n_folds=3) > 0.9
     assert c2st(a, b, n_folds=3, seed=1) == c2st(a, b, n_folds=3, seed=1)
+
+
+def test_c2st_scores_folds_of_the_first_rows_z_scored_by_the_reference():
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((120, 2)) + 1.0, rng.standard_normal((150, 2))
+    scores = c2st_scores(a, b, n_folds=3, seed=3)
+    assert scores.shape == (3,) and np.all((scores >= 0) & (scores <= 1))
+    assert c2st(a, b, n_folds=3, seed=3) == pytest.approx(scores.mean())
+    # Exactly the first min(n, m) rows of each set count: what follows them changes nothing.
+    tail = np.vstack([b[:120], rng.standard_normal((30, 2)) + 9.0])
+    np.testing.assert_array_equal(c2st_scores(a, tail, n_folds=3, seed=3), scores)
+    # Both sets are z-scored with the reference's statistics: units cancel.
+    scaled = c2st_scores(1000.0 * a - 7.0, 1000.0 * b - 7.0, n_folds=3, seed=3)
+    np.testing.assert_allclose(scaled, scores, atol=1e-12)
 
 
 def test_c2st_validates():
@@ -122,3 +136,25 @@ def test_pair_plot_writes_a_png_atomically(tmp_path):
     with pytest.raises(ValueError, match="labels has 1"):
         pair_plot(np.zeros((5, 2)), np.zeros((5, 2)), tmp_path / "x.png", labels=["a"])
     assert os.listdir(tmp_path) == ["pairs.png"]
+
+
+@pytest.mark.parametrize("task", ["two_moons", "slcp"])
+def test_samples_never_leave_a_bounded_prior(task):
+    """A field that drives every sample far out: through the prior's bijection all stay in the box."""
+    from gensbi_sharding.harness.data import load_task
+    from gensbi_sharding.harness.tasks import get_task
+
+    support = get_task(task).get_prior_dist().support
+    kw = dict(num_simulations=64, seed=0)
+    inside, raw = load_task(task, **kw), load_task(task, theta_transform="none", **kw)
+
+    def far(theta, x, t):
+        return jnp.full(theta.shape, 50.0, theta.dtype)
+
+    for sims, expect_inside in ((inside, True), (raw, False)):
+        z = sample_posterior(far, sims.observation, num_samples=500, num_steps=4, seed=0, mesh=None,
+                             dim_theta=sims.dim_theta)
+        theta = sims.denormalize_theta(z)
+        ok = np.asarray(support(theta))
+        assert ok.shape == (500,) and np.all(np.isfinite(theta))
+        assert ok.all() if expect_inside else not ok.any()

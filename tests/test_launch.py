@@ -27,6 +27,7 @@ from omegaconf import OmegaConf, open_dict
 import gensbi_sharding as contract
 from gensbi_sharding.harness import registry, train
 from gensbi_sharding.harness.config import register_configs
+from gensbi_sharding.harness.ema import EMA
 
 REPO = Path(__file__).resolve().parents[1]
 LAUNCH = REPO / "launch.py"
@@ -227,9 +228,24 @@ def test_no_mesh_run(no_mesh_run):
     assert isinstance(m["c2st"], float) and 0.0 <= m["c2st"] <= 1.0
     assert f"C2ST {m['c2st']:.3f}" in proc.stdout
     assert (run_dir / "posterior.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    for name in ("sharding.txt", "posterior_samples.npz", "train_losses.npz", ".hydra/config.yaml"):
+    for name in ("sharding.txt", "posterior_samples.npz", "train_losses.npz", "c2st.csv", ".hydra/config.yaml"):
         assert (run_dir / name).is_file(), name
     assert not (run_dir / "error.txt").exists()
+    assert m["samples_outside_support"] == 0 and m["best_step"] == 4 and m["stopped_early"] is False
+
+
+def test_c2st_is_recomputed_from_the_npz(no_mesh_run):
+    """posterior_samples.npz holds exactly the rows C2ST scored, the seed and the folds."""
+    from gensbi_sharding.harness.evaluate import c2st_scores
+
+    _, run_dir = no_mesh_run
+    m, saved = read_metrics(run_dir), np.load(run_dir / "posterior_samples.npz")
+    assert saved["samples"].shape == saved["reference"].shape == (64, 2)
+    scores = c2st_scores(saved["samples"], saved["reference"], seed=int(saved["c2st_seed"]),
+                         n_folds=int(saved["c2st_folds"]))
+    assert float(scores.mean()) == m["c2st"] == float(saved["c2st"])
+    np.testing.assert_array_equal(scores, saved["c2st_scores"])
+    assert m["c2st_observations"][0]["c2st_scores"] == scores.tolist()
 
 
 # ------------------------------------------------------------------ (c, d) the sweep summary
@@ -292,7 +308,7 @@ BAD_INPUTS = {
     "mesh.model_axis=3": (["8 devices are not divisible by model_axis=3"], True),
     "data.batch_size=20": (["batch size 20", "data-parallel size 8", "data.batch_size="], True),
     "model.name=nope": (["unknown model 'nope'", "flux1, mlp, simformer, transformer"], True),
-    "data.name=nope": (["unknown data 'nope'", "gaussian_linear, slcp, two_moons"], True),
+    "data.name=nope": (["unknown data 'nope'", "lotka_volterra, sir, slcp, two_moons"], True),
     "mesh.modle_axis=2": (["mesh.modle_axis"], False),
     "train.steps=ten": (["train.steps", "could not be converted to Integer"], False),
 }
@@ -374,7 +390,7 @@ def test_train_step_transfers_nothing_but_the_batch(devices):
     contract.shard_model(model, mesh, "tensor")
     optimizer = nnx.Optimizer(model, optax.adamw(1e-3), wrt=nnx.Param)
     contract.shard_model(optimizer, mesh, "tensor")
-    functions, state = train.make_step_functions(model, optimizer, mesh)
+    functions, state = train.make_step_functions(model, optimizer, mesh, ema=EMA(model, 0.999))
     placed = jax.tree.map(lambda leaf: leaf.sharding, state)
     rng = np.random.default_rng(0)
     batches = [contract.shard_batch({"theta": rng.normal(size=(16, 2)).astype(np.float32),
@@ -392,7 +408,7 @@ def test_train_step_transfers_nothing_but_the_batch(devices):
     assert len({float(loss) for loss in losses}) == 3  # three different batches and step keys
     assert loss.sharding.is_equivalent_to(NamedSharding(mesh, P()), 0)
     assert jax.tree.map(lambda leaf: leaf.sharding, state) == placed  # placements stay fixed
-    _, trained_optimizer = nnx.merge(functions.graphdef, state)
+    _, trained_optimizer, _ = nnx.merge(functions.graphdef, state)
     assert int(trained_optimizer.step[...]) == 3
 
 

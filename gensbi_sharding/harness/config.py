@@ -127,13 +127,21 @@ class DataConfig:
     batch_size: int = 256  # global batch, split over the data-parallel devices
     num_observation: int = 1  # which of the task's 10 benchmark observations to condition on
     shards: Optional[int] = None  # data shards (seed streams); None: one per process
+    theta_transform: str = "support"  # support (train in R^d through the prior's bijection) | none
+    x_transform: str = "none"  # none | log (positive data spanning decades)
 
 
 @dataclass
 class TrainConfig:
-    steps: int = 2000
-    learning_rate: float = 1e-3
+    steps: int = 5000  # at most; early stopping may end sooner
+    learning_rate: float = 2e-3  # peak of the schedule
     weight_decay: float = 1e-4
+    schedule: str = "cosine"  # cosine (warm-up, then cosine decay to 0 at train.steps) | constant
+    warmup_steps: int = 0
+    ema_decay: float = 0.999  # EMA of the weights, validated and sampled; 0: no EMA
+    val_every: int = 250  # validate (fixed keys) every N steps; 0: only at the end
+    patience: int = 0  # stop after N validations without a new best; 0: never stop early
+    val_draws: int = 8  # fixed (t, z) draws per validation pair: less noise in the loss that picks the best
     log_every: int = 100
     checkpoint_every: int = 0  # 0: only at the end
     keep: int = 2
@@ -143,9 +151,11 @@ class TrainConfig:
 @dataclass
 class EvalConfig:
     enabled: bool = True
-    num_samples: int = 1000  # posterior samples drawn and compared with the reference (C2ST)
+    num_samples: int = 10_000  # posterior samples per observation, scored against as many reference rows
     ode_steps: int = 32
-    c2st_folds: int = 3
+    c2st_folds: int = 5
+    observations: Optional[List[int]] = None  # e.g. [1,2,3]; None: [data.num_observation]
+    c2st_jobs: int = 1  # C2ST folds fitted in parallel processes (-1: one per core); BLAS stays single-threaded
     plot: bool = True
 
 
@@ -235,6 +245,24 @@ def validate(cfg: DictConfig) -> None:
            f"eval.num_samples={cfg.eval.num_samples} must be >= 2 * eval.c2st_folds and "
            f"eval.c2st_folds={cfg.eval.c2st_folds} >= 2")
     _check(cfg.eval.ode_steps >= 1, f"eval.ode_steps={cfg.eval.ode_steps} must be >= 1")
+    _check(all(1 <= o <= 10 for o in cfg.eval.observations or ()) and cfg.eval.observations != [],
+           f"eval.observations={cfg.eval.observations} must list sbibm observations 1..10, e.g. "
+           "eval.observations=[1,2,3], or be null for data.num_observation")
+    _check(cfg.eval.c2st_jobs >= 1 or cfg.eval.c2st_jobs == -1,
+           f"eval.c2st_jobs={cfg.eval.c2st_jobs} must be >= 1, or -1 for one per core")
+    _check(cfg.train.schedule in ("cosine", "constant"),
+           f"train.schedule={cfg.train.schedule!r} is not one of cosine, constant")
+    _check(0 <= cfg.train.warmup_steps < cfg.train.steps,
+           f"train.warmup_steps={cfg.train.warmup_steps} must lie in 0..train.steps-1 ({cfg.train.steps - 1})")
+    _check(0.0 <= cfg.train.ema_decay < 1.0,
+           f"train.ema_decay={cfg.train.ema_decay} must lie in [0, 1) (0: no EMA), e.g. train.ema_decay=0.999")
+    for key in ("val_every", "patience"):
+        _check(cfg.train[key] >= 0, f"train.{key}={cfg.train[key]} must be >= 0 (0: off)")
+    _check(cfg.train.val_draws >= 1, f"train.val_draws={cfg.train.val_draws} must be >= 1")
+    _check(cfg.data.theta_transform in ("support", "none"),
+           f"data.theta_transform={cfg.data.theta_transform!r} is not one of support, none")
+    _check(cfg.data.x_transform in ("none", "log"),
+           f"data.x_transform={cfg.data.x_transform!r} is not one of none, log")
     _check(cfg.train.weight_decay >= 0, f"train.weight_decay={cfg.train.weight_decay} must be >= 0")
     _check(cfg.data.shards is None or cfg.data.shards >= 1,
            f"data.shards={cfg.data.shards} must be >= 1, or null for one per process")

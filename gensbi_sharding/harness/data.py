@@ -1,9 +1,15 @@
-"""SBI benchmark data sets: simulate (theta, x) pairs, z-score them, and batch them for a mesh.
+"""SBI benchmark data sets: simulate (theta, x) pairs, map them to the model's space, batch them.
 
-Every data set comes from ``sbibm_jax``, which ships the observations and the
-reference posterior samples inside the package, so nothing here needs a network.
-JAX and ``sbibm_jax`` are only touched inside functions: importing this module
-must not start JAX's backend (the device count may not be set yet).
+Every data set comes from ``sbibm_jax`` (see ``harness.tasks``), which ships the
+observations and the reference posterior samples inside the package, so nothing here
+needs a network. JAX and ``sbibm_jax`` are only touched inside functions: importing
+this module must not start JAX's backend (the device count may not be set yet).
+
+The model works in an unconstrained, z-scored space: ``theta`` goes through the
+inverse of the bijection onto the prior's support (``data.theta_transform=support``),
+``x`` optionally through ``log`` (``data.x_transform=log``, for positive data spanning
+decades), then both are z-scored with training statistics. Samples come back through
+the forward bijection, so none can leave a bounded prior.
 """
 
 from __future__ import annotations
@@ -18,16 +24,16 @@ import numpy as np
 
 from gensbi_sharding.harness.hints import batch_size_problem
 from gensbi_sharding.harness.registry import register_data
+from gensbi_sharding.harness.tasks import (TASKS, check_observation, check_transforms, get_task, observation,
+                                           prior_bijection, reference_samples, simulate, task_dims,
+                                           to_constrained, to_unconstrained, transform_x)
 from gensbi_sharding import batch_size_divisor, check_batch_divisible, shard_batch
 from gensbi_sharding.sharding import is_int
 
-__all__ = ["SimulationData", "load_task", "iterate_batches", "TASKS", "split_sizes", "shard_train_rows",
-           "load_two_moons", "load_gaussian_linear", "load_slcp"]
+__all__ = ["SimulationData", "load_task", "iterate_batches", "TASKS", "task_dims", "split_sizes",
+           "shard_train_rows"]
 
 log = logging.getLogger("gensbi_sharding")
-
-#: sbibm task names registered as data sets (config ``data=<name>``).
-TASKS: tuple[str, ...] = ("two_moons", "gaussian_linear", "slcp")
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -48,10 +54,16 @@ class SimulationData:
     reference_samples : ndarray, (N, dim_theta)
         Reference posterior samples for ``observation`` (N = 10000 in sbibm).
     theta_mean, theta_std, x_mean, x_std : ndarray, (dim_theta,) or (dim_x,)
-        Statistics of the training split only, over all processes. A zero std is
-        stored as 1, so a constant feature passes through instead of dividing by 0.
+        Statistics of the training split only, over all processes, in the
+        transformed space (after ``theta_bijection.inv`` / ``x_transform``). A zero
+        std is stored as 1, so a constant feature passes through instead of dividing by 0.
+    theta_bijection : numpyro Transform or None
+        Map from R^dim_theta onto the prior's support; None: identity.
+    x_transform : str
+        "none" or "log".
     dropped_non_finite : int
-        Simulations dropped because theta or x held NaN or inf, over all processes.
+        Simulations dropped because theta or x held NaN or inf (or the transforms sent
+        them to infinity), over all processes; they count against the budget, as in sbibm.
     val_pairs : int
         Held-out pairs, over all processes.
     """
@@ -67,6 +79,8 @@ class SimulationData:
     theta_std: np.ndarray
     x_mean: np.ndarray
     x_std: np.ndarray
+    theta_bijection: Any = None
+    x_transform: str = "none"
     dropped_non_finite: int = 0
     val_pairs: int = 0
 
@@ -82,33 +96,34 @@ class SimulationData:
 
     # The four maps take numpy or jax arrays of shape (..., dim) and keep their type.
     def normalize_theta(self, theta: Any) -> Any:
-        """``(theta - theta_mean) / theta_std``."""
-        return (theta - self.theta_mean) / self.theta_std
+        """``(theta_bijection.inv(theta) - theta_mean) / theta_std``."""
+        return (to_unconstrained(self.theta_bijection, theta) - self.theta_mean) / self.theta_std
 
     def denormalize_theta(self, z: Any) -> Any:
-        """Inverse of ``normalize_theta``: sampler output back to parameter units."""
-        return z * self.theta_std + self.theta_mean
+        """Inverse of ``normalize_theta``: sampler output back to parameter units, inside the support."""
+        return to_constrained(self.theta_bijection, z * self.theta_std + self.theta_mean)
 
     def normalize_x(self, x: Any) -> Any:
-        """``(x - x_mean) / x_std``."""
-        return (x - self.x_mean) / self.x_std
+        """``(x_transform(x) - x_mean) / x_std``."""
+        return (transform_x(self.x_transform, x) - self.x_mean) / self.x_std
 
     def denormalize_x(self, z: Any) -> Any:
         """Inverse of ``normalize_x``."""
-        return z * self.x_std + self.x_mean
+        return transform_x(self.x_transform, z * self.x_std + self.x_mean, inverse=True)
 
     def normalized(self, split: str = "train") -> tuple[np.ndarray, np.ndarray]:
         """``(theta, x)`` of ``split`` ("train" or "val"), z-scored, float32."""
         if split not in ("train", "val"):
             raise ValueError(f"split must be 'train' or 'val', got {split!r}")
         theta, x = (self.theta_train, self.x_train) if split == "train" else (self.theta_val, self.x_val)
-        return (self.normalize_theta(theta).astype(np.float32),
-                self.normalize_x(x).astype(np.float32))
+        return (np.asarray(self.normalize_theta(theta), dtype=np.float32),
+                np.asarray(self.normalize_x(x), dtype=np.float32))
 
 
 def load_task(name: str, *, num_simulations: int = 10_000, val_fraction: float = 0.1,
               seed: int = 0, num_observation: int = 1, process_index: int = 0,
-              process_count: int = 1) -> SimulationData:
+              process_count: int = 1, theta_transform: str = "support",
+              x_transform: str = "none") -> SimulationData:
     """Simulate a budget of (theta, x) pairs from the prior of an sbibm task.
 
     Parameters
@@ -126,6 +141,11 @@ def load_task(name: str, *, num_simulations: int = 10_000, val_fraction: float =
     process_index, process_count : int
         This process's rank and the number of processes. Each process simulates
         only its share of the budget; the statistics are combined over processes.
+    theta_transform : {"support", "none"}
+        "support": the model sees ``theta`` through the inverse of the bijection onto
+        the prior's support (``harness.tasks.prior_bijection``).
+    x_transform : {"none", "log"}
+        "log" for positive data spanning decades (lotka_volterra).
 
     Returns
     -------
@@ -135,15 +155,14 @@ def load_task(name: str, *, num_simulations: int = 10_000, val_fraction: float =
     ------
     ValueError
         For a non-integer or too-small budget, ``val_fraction`` outside (0, 1),
-        ``num_observation`` outside 1..10, an inconsistent process pair, or an
-        unknown task name.
+        ``num_observation`` outside 1..10, an inconsistent process pair, an
+        unknown task name or transform, or fewer than 2 valid simulations.
     """
     _check_int("num_simulations", num_simulations, 2, "data.num_simulations=10000")
     _check_int("num_observation", num_observation, 1, "data.num_observation=1")
     _check_int("seed", seed, 0, "seed=0")
-    if num_observation > 10:
-        raise ValueError(f"num_observation={num_observation} is out of range: sbibm tasks have "
-                         "observations 1..10; set data.num_observation to one of them")
+    check_observation(num_observation)
+    check_transforms(theta_transform, x_transform)
     if isinstance(val_fraction, bool) or not isinstance(val_fraction, (int, float, np.number)) \
             or not 0.0 < float(val_fraction) < 1.0:
         raise ValueError(f"val_fraction={val_fraction!r} must be a number strictly between 0 and 1, "
@@ -161,23 +180,20 @@ def load_task(name: str, *, num_simulations: int = 10_000, val_fraction: float =
     n_local = num_simulations // process_count + (process_index < num_simulations % process_count)
 
     import jax  # deferred: importing this module must not start the backend
-    import sbibm_jax
 
-    try:
-        task = sbibm_jax.get_task(name)
-    except NotImplementedError:
-        raise ValueError(f"unknown sbibm task {name!r}; registered here: {TASKS}") from None
-    observation = np.asarray(task.get_observation(num_observation), dtype=np.float32).reshape(-1)
-    if not np.all(np.isfinite(observation)):
+    task = get_task(name)
+    x_o = observation(task, num_observation)
+    if not np.all(np.isfinite(x_o)):
         raise ValueError(f"observation {num_observation} of task {name!r} holds non-finite values "
-                         f"{observation.tolist()}: the posterior cannot be conditioned on it; choose "
+                         f"{x_o.tolist()}: the posterior cannot be conditioned on it; choose "
                          "another with data.num_observation=<1..10>")
-    key = jax.random.fold_in(jax.random.key(seed), process_index)
-    prior_key, sim_key = jax.random.split(key)
-    theta = np.asarray(task.get_prior(prior_key, n_local), dtype=np.float32)
-    x = np.asarray(task.get_simulator(sim_key)(sim_key, theta), dtype=np.float32)
-    # As sbi does with invalid simulations: drop them before any statistic or split sees them.
-    finite = np.isfinite(theta).all(axis=1) & np.isfinite(x).all(axis=1)
+    theta, x = simulate(task, jax.random.fold_in(jax.random.key(seed), process_index), n_local)
+    bijection = prior_bijection(task) if theta_transform == "support" else None
+    # As sbi does with invalid simulations: drop them before any statistic or split sees them,
+    # and the draws the transforms send to infinity (a uniform draw exactly on its bound, log of 0).
+    finite = (np.isfinite(theta).all(axis=1) & np.isfinite(x).all(axis=1)
+              & np.isfinite(transform_x(x_transform, x)).all(axis=1)
+              & np.isfinite(to_unconstrained(bijection, theta)).all(axis=1))
     theta, x = theta[finite], x[finite]
     dropped = n_local - len(theta)
     if len(theta) < 2:
@@ -189,15 +205,16 @@ def load_task(name: str, *, num_simulations: int = 10_000, val_fraction: float =
     theta_train, theta_val = theta[:n_train], theta[n_train:]
     x_train, x_val = x[:n_train], x[n_train:]
     totals, (theta_mean, theta_std), (x_mean, x_std) = _global_stats(
-        [dropped, n_val], [theta_train, x_train], process_count)
+        [dropped, n_val], [to_unconstrained(bijection, theta_train), transform_x(x_transform, x_train)],
+        process_count)
     if totals[0]:
         log.warning("dropped %d simulation(s) of task %r whose theta or x hold NaN or inf (of %d "
                     "simulated%s); training uses the finite ones", totals[0], name, num_simulations,
                     "" if process_count == 1 else f" over {process_count} shards")
-    reference = np.asarray(task.get_reference_posterior_samples(num_observation), dtype=np.float32)
     return SimulationData(name=name, theta_train=theta_train, x_train=x_train, theta_val=theta_val,
-                          x_val=x_val, observation=observation, reference_samples=reference,
+                          x_val=x_val, observation=x_o, reference_samples=reference_samples(task, num_observation),
                           theta_mean=theta_mean, theta_std=theta_std, x_mean=x_mean, x_std=x_std,
+                          theta_bijection=bijection, x_transform=x_transform,
                           dropped_non_finite=totals[0], val_pairs=totals[1])
 
 
@@ -316,31 +333,15 @@ def _check_int(what: str, value: Any, minimum: int, fix: str) -> None:
         raise ValueError(f"{what}={value!r} must be an integer >= {minimum}, e.g. {fix}")
 
 
-def task_dims(name: str) -> tuple[int, int]:
-    """``(dim_theta, dim_x)`` of an sbibm task, without simulating anything."""
-    import sbibm_jax
+def _register(name: str) -> None:
+    def load(**kwargs: Any) -> SimulationData:
+        return load_task(name, **kwargs)
 
-    try:
-        task = sbibm_jax.get_task(name)
-    except NotImplementedError:
-        raise ValueError(f"unknown sbibm task {name!r}; registered here: {TASKS}") from None
-    return task.dim_theta, task.dim_x
+    load.__name__ = load.__qualname__ = f"load_{name}"
+    load.__doc__ = f"``load_task({name!r}, **kwargs)``."
+    register_data(name)(load)
 
 
-# One registered factory per task: ``factory(**kwargs)`` is ``load_task(name, **kwargs)``.
-@register_data("two_moons")
-def load_two_moons(**kwargs: Any) -> SimulationData:
-    """``load_task("two_moons", **kwargs)``: dim_theta 2, dim_x 2."""
-    return load_task("two_moons", **kwargs)
-
-
-@register_data("gaussian_linear")
-def load_gaussian_linear(**kwargs: Any) -> SimulationData:
-    """``load_task("gaussian_linear", **kwargs)``: dim_theta 10, dim_x 10."""
-    return load_task("gaussian_linear", **kwargs)
-
-
-@register_data("slcp")
-def load_slcp(**kwargs: Any) -> SimulationData:
-    """``load_task("slcp", **kwargs)``: dim_theta 5, dim_x 8."""
-    return load_task("slcp", **kwargs)
+# One registered factory per task: ``get_data(name)(**kwargs)`` is ``load_task(name, **kwargs)``.
+for _task in TASKS:
+    _register(_task)

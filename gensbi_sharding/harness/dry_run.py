@@ -31,6 +31,7 @@ def dry_run(cfg: DictConfig, *, mesh: Any, rule_name: str, table: dict, dim_thet
     from gensbi_sharding import abstract_sharded, batch_axes, compiled_report
     from gensbi_sharding.harness.config import as_rule
     from gensbi_sharding.harness.state import builder, model_plan
+    from gensbi_sharding.harness.ema import EMA
     from gensbi_sharding.harness.train import make_step_functions
 
     rule = as_rule(rule_name, table)
@@ -38,7 +39,9 @@ def dry_run(cfg: DictConfig, *, mesh: Any, rule_name: str, table: dict, dim_thet
     plan = model_plan(build, mesh, rule, strict=False)
     fallbacks = dict(plan.fallbacks) if plan is not None else {}
     model, optimizer = abstract_sharded(build, mesh, rule, warn=False)
-    functions, state = make_step_functions(model, optimizer, mesh)
+    ema = (abstract_sharded(lambda: EMA(build()[0], cfg.train.ema_decay), mesh, rule, warn=False)
+           if cfg.train.ema_decay > 0 else None)  # placed as run.py places it: by the plan of the same rule
+    functions, state = make_step_functions(model, optimizer, mesh, ema=ema)
     rows = cfg.data.batch_size
     row_sharding = None if mesh is None else NamedSharding(mesh, P(batch_axes(mesh) or None))
     batch = {"theta": jax.ShapeDtypeStruct((rows, dim_theta), jnp.float32, sharding=row_sharding),

@@ -23,6 +23,7 @@ from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.data import SimulationData, iterate_batches, shard_train_rows
 from gensbi_sharding.harness.hints import batch_size_problem
 from gensbi_sharding.harness.registry import get_data
+from gensbi_sharding.harness.tasks import to_unconstrained, transform_x
 from gensbi_sharding import batch_size_divisor, shard_batch
 
 __all__ = ["Pipeline", "build_pipeline", "check_batch_config"]
@@ -73,6 +74,7 @@ def build_pipeline(data_cfg: Any, *, seed: int, mesh: Any, shards: int | None = 
         warnings.filterwarnings("ignore", message="process_count=", category=UserWarning)
         parts = [factory(num_simulations=data_cfg.num_simulations, val_fraction=data_cfg.val_fraction,
                          seed=seed, num_observation=data_cfg.num_observation,
+                         theta_transform=data_cfg.theta_transform, x_transform=data_cfg.x_transform,
                          process_index=s, process_count=shards) for s in own]
     if processes == 1 and shards > 1:  # emulated shards: statistics over all of them
         parts = _with_stats_of(parts)
@@ -142,8 +144,10 @@ def _with_stats_of(parts: list[SimulationData]) -> list[SimulationData]:
         std = a.std(0, dtype=np.float64)
         return a.mean(0, dtype=np.float64).astype(np.float32), np.where(std > 0, std, 1).astype(np.float32)
 
-    theta_mean, theta_std = stats(np.concatenate([p.theta_train for p in parts]))
-    x_mean, x_std = stats(np.concatenate([p.x_train for p in parts]))
+    # In the model's space: the statistics of the transformed rows, as load_task computes them.
+    theta_mean, theta_std = stats(np.concatenate([to_unconstrained(p.theta_bijection, p.theta_train)
+                                                  for p in parts]))
+    x_mean, x_std = stats(np.concatenate([transform_x(p.x_transform, p.x_train) for p in parts]))
     dropped, val_pairs = sum(p.dropped_non_finite for p in parts), sum(p.val_pairs for p in parts)
     return [dataclasses.replace(p, theta_mean=theta_mean, theta_std=theta_std, x_mean=x_mean, x_std=x_std,
                                 dropped_non_finite=dropped, val_pairs=val_pairs) for p in parts]

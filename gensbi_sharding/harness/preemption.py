@@ -149,7 +149,8 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
 
     if ts.start_step >= cfg.train.steps:  # an earlier attempt finished training
         with mesh_context(mesh):
-            val_loss = train.validation_loss(functions, state, val_batches, ts.key) if val_batches else None
+            val_loss = (train.validation_loss(functions, state, val_batches, ts.key, draws=cfg.train.val_draws)
+                        if val_batches else None)
         return train.TrainResult(state=state, losses=np.zeros(0, np.float32), val_loss=val_loss, compile_s=0.0,
                                  median_step_s=float("nan"), samples_per_s=float("nan"), steps=0), False
     writer = checkpoint.CheckpointWriter(out / checkpoint.CHECKPOINT_SUBDIR, every=cfg.train.checkpoint_every,
@@ -167,7 +168,8 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
             result = train.train(functions, state, batches, steps=cfg.train.steps - ts.start_step, key=ts.key,
                                  mesh=mesh, batch_size=cfg.data.batch_size, log_every=cfg.train.log_every,
                                  val_batches=val_batches, progress=progress, start_step=ts.start_step,
-                                 on_step=on_step)
+                                 on_step=on_step, val_every=cfg.train.val_every, patience=cfg.train.patience,
+                                 val_draws=cfg.train.val_draws)
         writer.save(ts.start_step + result.steps, result.state, ts.key)
     except FloatingPointError as err:
         latest = writer.latest()
@@ -178,7 +180,7 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
         ) from None
     finally:
         writer.close()
-    return result, ts.start_step + result.steps < cfg.train.steps
+    return result, ts.start_step + result.steps < cfg.train.steps and not result.stopped_early
 
 
 def resume_point(cfg: Any, out: Any) -> Any:

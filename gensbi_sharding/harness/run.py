@@ -112,7 +112,7 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: outputs.Ru
     from flax import nnx
 
     import gensbi_sharding as contract
-    from gensbi_sharding.harness import evaluate, plots, registry, train
+    from gensbi_sharding.harness import plots, registry, train
     from gensbi_sharding import checkpoint
     from gensbi_sharding.harness.pipeline import build_pipeline
     from gensbi_sharding.harness.preemption import resume_point, train_with_checkpoints
@@ -153,13 +153,16 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: outputs.Ru
     sims = pipe.sims
     metrics.update(val_pairs=pipe.val_pairs, non_finite_simulations=pipe.dropped_non_finite)
 
-    log.info("[4/7] model + optimizer: %s, rule %r, init=%s, AdamW(lr=%g)", cfg.model.name, rule_name,
-             cfg.model.init if mesh is not None else "eager (no mesh)", cfg.train.learning_rate)
+    log.info("[4/7] model + optimizer: %s, rule %r, init=%s, AdamW(lr=%g, %s), EMA decay %g", cfg.model.name,
+             rule_name, cfg.model.init if mesh is not None else "eager (no mesh)", cfg.train.learning_rate,
+             cfg.train.schedule, cfg.train.ema_decay)
     with overrides_named("model", cfg.model, ConfigError):
         ts = build_state(cfg, dim_theta=sims.dim_theta, dim_x=sims.dim_x, mesh=mesh, rule_name=rule_name,
                          table=table, resume_dir=resume_dir)
     model, optimizer = ts.model, ts.optimizer
     nodes = {"model": model, "optimizer": optimizer}
+    if ts.ema is not None:
+        nodes["ema"] = ts.ema  # a device holds it too
     report, annotations = describe(nodes, mesh), run_report.annotations_of(nodes)
     placements = {v.path.removeprefix("model/"): v.placement for v in report.variables if v.path.startswith("model/")}
     param_bytes, opt_bytes = bytes_per_device(model), bytes_per_device(nnx.state(optimizer))
@@ -167,7 +170,7 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: outputs.Ru
     metrics.update(
         fallbacks=ts.fallbacks,
         param_count=int(sum(np.prod(v.shape) for v in jax.tree.leaves(params))),
-        state_leaf_count=len(jax.tree.leaves(nnx.state((model, optimizer)))),
+        state_leaf_count=len(jax.tree.leaves(nnx.state(ts.nodes))),
         param_bytes_per_device=max(param_bytes.values()) if param_bytes else 0,
         opt_bytes_per_device=max(opt_bytes.values()) if opt_bytes else 0,
         placements=placements, start_step=ts.start_step,
@@ -185,7 +188,7 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: outputs.Ru
     logging.getLogger(console.DETAILS).info("every variable of the model and optimizer state:\n%s", sharding_table)
 
     log.info("[5/7] train: steps %d..%d, global batch %d", ts.start_step, cfg.train.steps, cfg.data.batch_size)
-    functions, state = train.make_step_functions(model, optimizer, mesh)
+    functions, state = train.make_step_functions(model, optimizer, mesh, ema=ts.ema)
     result, preempted = train_with_checkpoints(
         functions, state, pipe.train_batches, ts=ts, cfg=cfg, mesh=mesh, out=out, config=metrics["config"],
         watch=watch, val_batches=pipe.val_batches, progress=jax.process_index() == 0)
@@ -193,7 +196,7 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: outputs.Ru
         mesh_text = "x".join(map(str, mesh.devices.shape)) if mesh is not None else "none"
         run_report.write_losses(
             out, result.losses, window=cfg.train.log_every, start_step=ts.start_step, resume_dir=resume_dir,
-            val_points=[(ts.start_step + len(result.losses), result.val_loss)],
+            val_points=result.val_history or [(ts.start_step + len(result.losses), result.val_loss)],
             title=f"{cfg.data.name}, {cfg.model.name} | rule {rule_name} on mesh {mesh_text}")
     if preempted:
         step = ts.start_step + result.steps
@@ -201,33 +204,34 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: outputs.Ru
     train_loss = run_report.last_window_mean(result.losses, cfg.train.log_every)  # as the progress bar showed
     metrics.update(compile_s=result.compile_s, median_step_s=result.median_step_s,
                    samples_per_s=result.samples_per_s, final_val_loss=result.val_loss, steps=result.steps,
-                   final_train_loss=train_loss)
+                   final_train_loss=train_loss, best_step=result.best_step,
+                   stopped_early=result.stopped_early, val_history=result.val_history)
+    if result.best_step is not None:
+        log.info("validation: best %.4f at step %d%s", result.val_loss, result.best_step,
+                 f", stopped early at step {ts.start_step + result.steps}" if result.stopped_early else "")
     log.info("compile %.2f s, step %.2f ms, %.0f samples/s; train loss %.4f (mean of the last %d steps), "
              "val loss %s over %d pairs", result.compile_s, 1e3 * result.median_step_s, result.samples_per_s,
              train_loss, len(result.losses) % cfg.train.log_every or cfg.train.log_every,
              "n/a" if result.val_loss is None else f"{result.val_loss:.4f}", pipe.val_pairs)
 
-    model, optimizer = nnx.merge(functions.graphdef, result.state)
-    c2st = None
+    model, optimizer, *ema = nnx.merge(functions.graphdef, result.state)
+    metrics["c2st"] = None
     if cfg.eval.enabled:
-        log.info("[6/7] sample %d posterior draws, C2ST against the reference", cfg.eval.num_samples)
-        graphdef, model_state = nnx.split(model)
-        samples = evaluate.sample_posterior(
-            lambda s, th, xx, t: nnx.merge(graphdef, s)(th, xx, t), sims.normalize_x(sims.observation),
-            num_samples=cfg.eval.num_samples, num_steps=cfg.eval.ode_steps, seed=cfg.seed, mesh=mesh,
-            dim_theta=sims.dim_theta, params=model_state)
-        samples = sims.denormalize_theta(samples)
-        reference = np.asarray(sims.reference_samples)
-        c2st = evaluate.c2st(samples, reference, seed=cfg.seed, n_folds=cfg.eval.c2st_folds,
-                             max_samples=cfg.eval.num_samples)
-        log.info("C2ST %.3f (0.5 = indistinguishable from the reference posterior)", c2st)
-        if _is_writer():
-            outputs.write_npz(out / "posterior_samples.npz", samples=samples, reference=reference[:len(samples)])
-            if cfg.eval.plot:
-                evaluate.pair_plot(samples, reference, out / "posterior.png", title=plots.posterior_title(
-                    task=cfg.data.name, observation=cfg.data.num_observation, rule=rule_name,
-                    mesh_shape=metrics["mesh_shape"], c2st=c2st))
-    metrics["c2st"] = c2st
+        from gensbi_sharding.harness.posterior import evaluate_observations
+
+        observations = list(cfg.eval.observations or [cfg.data.num_observation])
+        log.info("[6/7] sample %d posterior draws per observation %s (%s weights), C2ST against the reference",
+                 cfg.eval.num_samples, observations, "EMA" if ema else "last")
+        graphdef, params, rest = nnx.split(model, nnx.Param, ...)
+        metrics.update(evaluate_observations(
+            sims=sims, velocity=lambda p, th, xx, t: nnx.merge(graphdef, p, rest)(th, xx, t),
+            params=ema[0].param_state(model) if ema else params, observations=observations,
+            num_samples=cfg.eval.num_samples, ode_steps=cfg.eval.ode_steps, n_folds=cfg.eval.c2st_folds,
+            seed=cfg.seed, mesh=mesh, n_jobs=cfg.eval.c2st_jobs, out=out, write=_is_writer(),
+            plot=cfg.eval.plot,
+            title=lambda k, c, sd: plots.posterior_title(task=cfg.data.name, observation=k, rule=rule_name,
+                                                         mesh_shape=metrics["mesh_shape"], c2st=c, c2st_sd=sd)))
+        log.info("C2ST %.3f (0.5 = indistinguishable from the reference posterior)", metrics["c2st"])
 
     log.info("[7/7] outputs: %s", out)
     if _is_writer():

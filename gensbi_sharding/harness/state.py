@@ -32,6 +32,12 @@ class TrainState:
     plan: Any  # the model's gensbi_sharding.Plan (None without a mesh)
     key: Any  # the base PRNG key, replicated
     start_step: int = 0
+    ema: Any = None  # harness.ema.EMA of the parameters, placed like them; None: train.ema_decay=0
+
+    @property
+    def nodes(self) -> tuple:
+        """What is trained and checkpointed: ``(model, optimizer[, ema])``."""
+        return (self.model, self.optimizer) if self.ema is None else (self.model, self.optimizer, self.ema)
 
     @property
     def fallbacks(self) -> dict[str, str]:
@@ -54,14 +60,15 @@ def builder(cfg: DictConfig, *, dim_theta: int, dim_x: int, partition_axis: Any)
     ``build`` makes its own ``nnx.Rngs(cfg.seed)``, so it can be traced (sharded
     initialisation, the dry run) as often as needed and always gives the same values.
     """
-    import optax
     from flax import nnx
 
     from gensbi_sharding.harness.registry import get_model
+    from gensbi_sharding.harness.train import make_optimizer
 
     factory = get_model(cfg.model.name)
     hparams = {k: v for k, v in OmegaConf.to_container(cfg.model).items() if k not in ("name", "init")}
-    tx = optax.adamw(cfg.train.learning_rate, weight_decay=cfg.train.weight_decay)
+    tx = make_optimizer(learning_rate=cfg.train.learning_rate, weight_decay=cfg.train.weight_decay,
+                        steps=cfg.train.steps, schedule=cfg.train.schedule, warmup_steps=cfg.train.warmup_steps)
 
     def build():
         model = factory(dim_theta=dim_theta, dim_x=dim_x, rngs=nnx.Rngs(cfg.seed),
@@ -94,10 +101,11 @@ def model_plan(build: Callable[[], tuple], mesh: Any, rule: Any, *, strict: bool
 
 def build_state(cfg: DictConfig, *, dim_theta: int, dim_x: int, mesh: Any, rule_name: str,
                 table: dict, resume_dir: Path | None) -> TrainState:
-    """Build, place (and maybe restore) the model and its AdamW optimizer."""
+    """Build, place (and maybe restore) the model, its AdamW optimizer and the EMA of its weights."""
     import jax
 
     import gensbi_sharding as gs
+    from gensbi_sharding.harness.ema import EMA
 
     rule = as_rule(rule_name, table)
     build = builder(cfg, dim_theta=dim_theta, dim_x=dim_x, partition_axis=partition_axis_for(cfg, table, mesh))
@@ -112,7 +120,11 @@ def build_state(cfg: DictConfig, *, dim_theta: int, dim_x: int, mesh: Any, rule_
     replicated = None if mesh is None else jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
     # Made by a jitted function, not device_put: typed keys cannot be put onto other processes' devices.
     key = jax.jit(lambda: jax.random.key(cfg.seed), out_shardings=replicated)()
-    state = TrainState(model, optimizer, plan, key)
+    # Copies of the placed parameters, carrying their annotations: placed by the plan of the same rule.
+    ema = EMA(model, cfg.train.ema_decay) if cfg.train.ema_decay > 0 else None
+    if ema is not None and mesh is not None:
+        gs.place(ema, gs.plan_shardings(ema, mesh, rule))
+    state = TrainState(model, optimizer, plan, key, ema=ema)
     if resume_dir is not None:
         try:
             _restore(state, resume_dir, mesh, rule)
@@ -153,9 +165,9 @@ def _restore(state: TrainState, step_dir: Path, mesh: Any, rule: Any) -> None:
 
     from gensbi_sharding import checkpoint
 
-    target = checkpoint.abstract_state_for((state.model, state.optimizer), mesh, rule)
+    target = checkpoint.abstract_state_for(state.nodes, mesh, rule)
     restored = checkpoint.restore(step_dir, target, key_sharding=state.key.sharding)
-    nnx.update((state.model, state.optimizer), restored.state)
+    nnx.update(state.nodes, restored.state)
     state.key, state.start_step = restored.key, restored.step
     log.info("resumed from %s at step %d, placed by rule %r on %s", restored.path, restored.step, rule.name,
              f"mesh {dict(mesh.shape)}" if mesh is not None else "one device (no mesh)")

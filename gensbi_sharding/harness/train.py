@@ -1,20 +1,27 @@
-"""Conditional flow matching for the posterior p(theta | x): loss, jitted step, loop.
+"""Conditional flow matching for the posterior p(theta | x): loss, optimiser, jitted step, loop.
 
 Flow matching with the straight (rectified) path (Lipman et al. 2023, "Flow
 Matching for Generative Modeling"; Liu et al. 2023, "Flow Straight and Fast"):
 theta_t = (1 - t) z + t theta with z ~ N(0, I), and the network regresses the
 velocity theta - z given (theta_t, x, t). Sampling integrates from t=0 to t=1.
 
+The recipe (``conf/train``): AdamW under a warm-up + cosine (or constant) learning
+rate, an exponential moving average of the weights (``harness.ema``) that is
+validated and sampled, and early stopping on the validation loss with a fixed key
+(the same t and noise draws at every validation, so two validations differ only by
+the weights), which restores the best weights at the end.
+
 The step is a pure function of the split NNX state (graph traversal happens once,
 not per step), jitted with the state's own shardings as input and output
 shardings and the state buffers donated. Everything it needs but the batch
-(parameters, optimizer state with its step counter, the base RNG key) is placed
+(parameters, optimizer state with its step counter, EMA, the base RNG key) is placed
 before the loop, so nothing but the new batch crosses to the devices per step.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -22,14 +29,19 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 from flax import nnx
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from tqdm.auto import tqdm
 
 from gensbi_sharding import mesh_context
 
-__all__ = ["flow_matching_loss", "StepFunctions", "make_step_functions", "train", "TrainResult",
-           "validation_loss"]
+__all__ = ["flow_matching_loss", "make_optimizer", "StepFunctions", "make_step_functions", "train",
+           "TrainResult", "EarlyStopping", "validation_loss", "SCHEDULES"]
+
+#: ``train.schedule`` choices.
+SCHEDULES = ("cosine", "constant")
+_VAL_STREAM = 0x7FFFFFFF  # folded into the base key: a stream the train steps never reach
 
 
 def flow_matching_loss(model: Callable, theta: jax.Array, x: jax.Array, key: jax.Array,
@@ -64,71 +76,168 @@ def flow_matching_loss(model: Callable, theta: jax.Array, x: jax.Array, key: jax
     return jnp.sum(weight * per_row) / jnp.maximum(jnp.sum(weight), 1.0)
 
 
+def make_optimizer(*, learning_rate: float, weight_decay: float, steps: int, schedule: str = "cosine",
+                   warmup_steps: int = 0) -> optax.GradientTransformation:
+    """AdamW under a linear warm-up to ``learning_rate``, then cosine decay to 0 at ``steps`` (or constant).
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``schedule`` or a warm-up not shorter than ``steps``.
+    """
+    if schedule not in SCHEDULES:
+        raise ValueError(f"train.schedule={schedule!r} is not one of {', '.join(SCHEDULES)}")
+    if not 0 <= warmup_steps < steps:
+        raise ValueError(f"train.warmup_steps={warmup_steps} must lie in 0..train.steps-1 ({steps - 1})")
+    if schedule == "cosine":
+        lr = optax.warmup_cosine_decay_schedule(0.0, learning_rate, warmup_steps, steps, end_value=0.0)
+    elif warmup_steps:
+        lr = optax.join_schedules([optax.linear_schedule(0.0, learning_rate, warmup_steps),
+                                   optax.constant_schedule(learning_rate)], [warmup_steps])
+    else:
+        lr = learning_rate
+    return optax.adamw(lr, weight_decay=weight_decay)
+
+
 @dataclasses.dataclass
 class StepFunctions:
-    """The jitted train and loss functions over the split state ``(model, optimizer)``."""
+    """The jitted train and loss functions over the split state ``(model, optimizer[, ema])``.
+
+    ``eval_loss`` scores the weights that are sampled: the EMA when there is one.
+    ``weights(state)`` is that part of the state (to keep a copy of the best);
+    ``with_weights(state, weights)`` puts such a copy back.
+    """
 
     graphdef: Any
     train_step: Callable[[Any, dict, jax.Array], tuple[Any, jax.Array]]
     eval_loss: Callable[[Any, dict, jax.Array], tuple[jax.Array, jax.Array]]  # (mean loss, rows counted)
+    has_ema: bool = False
+
+    def weights(self, state: Any) -> Any:
+        return state[2] if self.has_ema else state[0]
+
+    def with_weights(self, state: Any, weights: Any) -> Any:
+        state = jax.tree.map(lambda leaf: leaf, state)  # a new container; the leaves are shared
+        state[2 if self.has_ema else 0] = weights
+        return state
 
 
-def make_step_functions(model: nnx.Module, optimizer: nnx.Optimizer, mesh: Mesh | None) -> tuple[StepFunctions, Any]:
-    """Split ``(model, optimizer)`` and jit their step, keeping every placement fixed.
+def make_step_functions(model: nnx.Module, optimizer: nnx.Optimizer, mesh: Mesh | None,
+                        ema: Any = None) -> tuple[StepFunctions, Any]:
+    """Split ``(model, optimizer[, ema])`` and jit their step, keeping every placement fixed.
 
     Returns the step functions and the split state; a new pair per call, so jobs of a
     multirun never share a compiled step.
     """
-    graphdef, state = nnx.split((model, optimizer))
+    nodes = (model, optimizer) if ema is None else (model, optimizer, ema)
+    graphdef, state = nnx.split(nodes)
 
     def train_step(state, batch, key):
-        model, optimizer = nnx.merge(graphdef, state)
-        step_key = jax.random.fold_in(key, optimizer.step[...])
+        model, optimizer, *average = nnx.merge(graphdef, state)
+        count = optimizer.step[...]  # updates so far: the step's key and the EMA's warm-up
+        step_key = jax.random.fold_in(key, count)
         loss, grads = nnx.value_and_grad(
             lambda m: flow_matching_loss(m, batch["theta"], batch["x"], step_key))(model)
         optimizer.update(model, grads)
-        return nnx.state((model, optimizer)), loss
+        for ema in average:
+            ema.update(model, count)
+        return nnx.state((model, optimizer, *average)), loss
 
     def eval_loss(state, batch, key):
-        model, _ = nnx.merge(graphdef, state)
+        model, _, *average = nnx.merge(graphdef, state)
+        if average:
+            graph, _, rest = nnx.split(model, nnx.Param, ...)
+            model = nnx.merge(graph, average[0].param_state(model), rest)
         weight = batch.get("weight")
         count = jnp.sum(weight) if weight is not None else jnp.float32(batch["theta"].shape[0])
         return flow_matching_loss(model, batch["theta"], batch["x"], key, weight), count
 
+    has_ema = ema is not None
     if mesh is None:
-        return StepFunctions(graphdef, jax.jit(train_step, donate_argnums=0), jax.jit(eval_loss)), state
+        return StepFunctions(graphdef, jax.jit(train_step, donate_argnums=0), jax.jit(eval_loss),
+                             has_ema), state
     state_shardings = jax.tree.map(lambda leaf: leaf.sharding, state)
     scalar = NamedSharding(mesh, P())
     jitted = jax.jit(train_step, donate_argnums=0, out_shardings=(state_shardings, scalar))
-    return StepFunctions(graphdef, jitted, jax.jit(eval_loss, out_shardings=scalar)), state
+    return StepFunctions(graphdef, jitted, jax.jit(eval_loss, out_shardings=scalar), has_ema), state
+
+
+@dataclasses.dataclass
+class EarlyStopping:
+    """Stop after ``patience`` validations without a new best; remember the best weights.
+
+    ``patience=0`` never stops (the best weights are still kept and restored).
+    """
+
+    patience: int = 0
+    best_loss: float = math.inf
+    best_step: int | None = None
+    best_weights: Any = None
+    since_best: int = 0
+
+    def observe(self, step: int, loss: float, weights: Callable[[], Any]) -> bool:
+        """Record the validation ``loss`` at ``step``; ``weights()`` copies them if best. True: stop."""
+        if loss < self.best_loss:
+            self.best_loss, self.best_step, self.since_best = loss, step, 0
+            self.best_weights = weights()
+            return False
+        self.since_best += 1
+        return 0 < self.patience <= self.since_best
 
 
 @dataclasses.dataclass
 class TrainResult:
     """What a training loop measured. Times in seconds."""
 
-    state: Any
-    losses: np.ndarray  # (steps,) float32, train loss of every step
-    val_loss: float | None
+    state: Any  # the final state, its sampled weights restored to the best validation when validated
+    losses: np.ndarray  # (steps,) float32, train loss of every step run
+    val_loss: float | None  # validation loss of the returned weights
     compile_s: float
     median_step_s: float
     samples_per_s: float
-    steps: int
+    steps: int  # steps run (fewer than asked when stopped early)
+    best_step: int | None = None  # global step whose weights were returned (None: not validated)
+    stopped_early: bool = False
+    val_history: list[tuple[int, float]] = dataclasses.field(default_factory=list)
 
 
 def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, steps: int,
           key: jax.Array, mesh: Mesh | None, batch_size: int, log_every: int = 100,
           val_batches: list[dict] | None = None, progress: bool = True,
-          start_step: int = 0, on_step: Callable[[int, Any], None] | None = None) -> TrainResult:
-    """Run ``steps`` train steps under ``mesh_context(mesh)``.
+          start_step: int = 0, on_step: Callable[[int, Any], bool | None] | None = None,
+          val_every: int = 0, patience: int = 0, val_draws: int = 1) -> TrainResult:
+    """Run up to ``steps`` train steps under ``mesh_context(mesh)``, validating as it goes.
 
-    Step time is measured over windows of ``log_every`` steps (one device sync per
-    window, not per step); ``median_step_s`` is the median over windows. The
-    first step's compile is timed separately (``compile_s``). ``on_step(step, state)``
-    runs after every step; when it returns True (e.g. preemption) the loop ends at
-    that step boundary, without validation, and ``TrainResult.steps`` counts the
-    steps done.
+    Every ``val_every`` steps (and after the last) the sampled weights (the EMA when
+    there is one) are scored on ``val_batches``, each pair with the same ``val_draws``
+    fixed draws of (t, z) at every validation (more draws: less noise). The best are
+    copied; after ``patience`` validations without a new best the loop stops, and at
+    the end the best weights are put back into the returned state. ``val_every=0``
+    validates only once, at the end. ``on_step(step, state)`` runs after every step;
+    when it returns True (e.g. preemption) the loop ends at that step boundary, without
+    validation, and ``TrainResult.steps`` counts the steps done. Step time is measured
+    over windows of ``log_every`` steps (one device sync per window, not per step),
+    validation excluded; ``median_step_s`` is the median over windows. The first
+    step's compile is timed separately (``compile_s``).
+
+    Raises
+    ------
+    FloatingPointError
+        When a window's mean train loss or a validation loss is not finite (a
+        diverging run stops there), naming the steps.
     """
+    stopper = EarlyStopping(patience=patience)
+    history: list[tuple[int, float]] = []
+
+    def validate(state, step):
+        loss = validation_loss(functions, state, val_batches, key, draws=val_draws)
+        if not np.isfinite(loss):
+            raise FloatingPointError(f"training diverged: validation loss {loss} at step {step}; "
+                                     "lower train.learning_rate or check the data")
+        history.append((step, loss))
+        copy = lambda: jax.tree.map(lambda a: a.copy(), functions.weights(state))  # noqa: E731 (donated next step)
+        return stopper.observe(step, loss, copy)
+
     with mesh_context(mesh):
         first = next(batches)
         start = time.perf_counter()
@@ -137,46 +246,57 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
         losses, windows = [], []
         bar = tqdm(total=steps, initial=0, disable=not progress, desc="train", unit="step",
                    dynamic_ncols=True, leave=False)
-        batch, window_start, window_steps, stop = first, time.perf_counter(), 0, False
+        batch, window_start, window_steps, stop, halted = first, time.perf_counter(), 0, False, False
         for i in range(steps):
+            step, last = start_step + i + 1, i == steps - 1
             if i:
                 batch = next(batches)
             state, loss = compiled(state, batch, key)
             losses.append(loss)
-            if on_step is not None:  # e.g. a periodic checkpoint; it sees the global step number
-                stop = bool(on_step(start_step + i + 1, state))
+            if on_step is not None:  # checkpoints, preemption; it sees the global step number
+                halted = bool(on_step(step, state))
             window_steps += 1
-            if window_steps == log_every or i == steps - 1 or stop:
+            if val_batches and not halted and ((val_every and step % val_every == 0) or last):
+                paused = time.perf_counter()
+                stop = validate(state, step)
+                window_start += time.perf_counter() - paused  # validation is not step time
+            if window_steps == log_every or last or stop or halted:
                 window_loss = float(jnp.mean(jnp.stack(losses[-window_steps:])))
                 if not np.isfinite(window_loss):
                     raise FloatingPointError(
-                        f"training diverged: mean loss {window_loss} over steps {start_step + i + 2 - window_steps}"
-                        f"..{start_step + i + 1}; lower train.learning_rate or check the data")
+                        f"training diverged: mean loss {window_loss} over steps {step + 1 - window_steps}"
+                        f"..{step}; lower train.learning_rate or check the data")
                 elapsed = time.perf_counter() - window_start
                 windows.append(elapsed / window_steps)
                 bar.update(window_steps)
-                bar.set_postfix(step=start_step + i + 1, loss=f"{window_loss:.4f}",
+                bar.set_postfix(step=step, loss=f"{window_loss:.4f}", best_val=f"{stopper.best_loss:.4f}",
                                 samples_s=f"{batch_size * window_steps / elapsed:.0f}")
                 window_start, window_steps = time.perf_counter(), 0
-            if stop:
-                steps = i + 1
+            if stop or halted:
                 break
         bar.close()
-        val_loss = None
-        if val_batches and not stop:
-            val_loss = validation_loss(functions, state, val_batches, key)
+        if stopper.best_weights is not None and stopper.best_step != history[-1][0]:
+            state = functions.with_weights(state, stopper.best_weights)
     # The first window holds the warm-up of the first dispatches; prefer the rest when there are any.
     steady = windows[1:] if len(windows) > 2 else windows
     median = float(np.median(steady))
-    return TrainResult(state=state, losses=np.asarray(jnp.stack(losses)), val_loss=val_loss,
-                       compile_s=compile_s, median_step_s=median,
-                       samples_per_s=batch_size / median if median > 0 else float("nan"),
-                       steps=steps)
+    return TrainResult(state=state, losses=np.asarray(jnp.stack(losses)),
+                       val_loss=stopper.best_loss if history else None, compile_s=compile_s,
+                       median_step_s=median, samples_per_s=batch_size / median if median > 0 else float("nan"),
+                       steps=len(losses), best_step=stopper.best_step, stopped_early=stop and len(losses) < steps,
+                       val_history=history)
 
 
-def validation_loss(functions: StepFunctions, state: Any, val_batches: list[dict], key: jax.Array) -> float:
-    """Mean flow-matching loss over every held-out pair (padding rows weigh 0)."""
-    val_key = jax.random.fold_in(key, 0x7FFFFFFF)  # a stream the train steps never reach
-    parts = [functions.eval_loss(state, b, val_key) for b in val_batches]
+def validation_loss(functions: StepFunctions, state: Any, val_batches: list[dict], key: jax.Array,
+                    draws: int = 1) -> float:
+    """Mean flow-matching loss over every held-out pair and ``draws`` fixed draws of (t, z).
+
+    Padding rows weigh 0. The draws come from a stream of ``key`` the train steps never
+    reach (the first is the stream's key itself), so every call with the same key scores
+    different weights on the very same (t, z).
+    """
+    stream = jax.random.fold_in(key, _VAL_STREAM)
+    keys = [stream] + [jax.random.fold_in(stream, d) for d in range(1, draws)]
+    parts = [functions.eval_loss(state, b, k) for k in keys for b in val_batches]
     total, count = sum(float(m) * float(c) for m, c in parts), sum(float(c) for _, c in parts)
     return total / count

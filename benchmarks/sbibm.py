@@ -1,0 +1,174 @@
+"""The sbibm benchmark: C2ST per (task, simulation budget) beside sbibm's published numbers.
+
+Two commands:
+
+    # Resumable: one ``launch.py -m experiment=sbibm`` job per (task, budget) under --root,
+    # skipping the pairs whose job already finished; extra arguments go to every job.
+    python benchmarks/sbibm.py run --root benchmarks/results --tasks two_moons slcp --budgets 10000 -- mesh=none
+
+    # The table (markdown + CSV) and the plot from any job folders: a multirun of
+    # ``python launch.py -m experiment=sbibm`` or a --root of ``run``.
+    python benchmarks/sbibm.py table multirun/2026-11-30/12-00-00 --out benchmarks/results
+
+Every job writes ``c2st.csv`` (one row per observation, rewritten as each is scored),
+so ``table`` reads what an interrupted job had scored too; such (task, budget) cells
+are marked with the number of observations they hold. sbibm's numbers come from
+``benchmarks/sbibm_published.csv`` (its header names the source).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+PUBLISHED = REPO / "benchmarks" / "sbibm_published.csv"
+TASKS = ("two_moons", "gaussian_linear", "gaussian_linear_uniform", "gaussian_mixture", "slcp", "sir",
+         "lotka_volterra", "bernoulli_glm")
+BUDGETS = (1000, 10_000, 100_000)
+
+
+def run(root: Path, tasks: list[str], budgets: list[int], extra: list[str]) -> None:
+    """Run each missing (task, budget) job in its own process; a failed one is moved aside and retried."""
+    root.mkdir(parents=True, exist_ok=True)
+    for task in tasks:
+        for budget in budgets:
+            job_root = root / f"{task}_{budget}"
+            metrics = job_root / "job" / "metrics.json"
+            if metrics.is_file() and json.loads(metrics.read_text()).get("status") == "ok":
+                print(f"{task} {budget}: done, skipped", flush=True)
+                continue
+            if job_root.exists():  # an interrupted or failed job: keep it aside, start clean
+                shutil.move(job_root, job_root.with_name(f"{job_root.name}.failed-{int(time.time())}"))
+            command = [sys.executable, str(REPO / "launch.py"), "-m", "experiment=sbibm", f"data={task}",
+                       f"data.num_simulations={budget}", f"hydra.sweep.dir={job_root}",
+                       "hydra.sweep.subdir=job", *extra]
+            print(f"{task} {budget}: {' '.join(command[1:])}", flush=True)
+            start = time.perf_counter()
+            proc = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
+            (job_root / "launch.log").parent.mkdir(parents=True, exist_ok=True)
+            (job_root / "launch.log").write_text(proc.stdout + proc.stderr)
+            print(f"{task} {budget}: exit {proc.returncode} after {time.perf_counter() - start:.0f} s", flush=True)
+
+
+def collect(folders: list[Path]) -> dict[tuple[str, int], list[dict]]:
+    """``{(task, budget): [per-observation rows]}`` from every ``c2st.csv`` under ``folders``."""
+    from omegaconf import OmegaConf
+
+    cells: dict[tuple[str, int], list[dict]] = {}
+    for folder in folders:
+        for scores in sorted(folder.rglob("c2st.csv")):
+            config = scores.parent / ".hydra" / "config.yaml"
+            if ".failed-" in str(scores) or not config.is_file():
+                continue
+            cfg = OmegaConf.load(config)
+            with open(scores, newline="") as f:
+                rows = list(csv.DictReader(f))
+            cells.setdefault((cfg.data.name, int(cfg.data.num_simulations)), []).extend(rows)
+    return cells
+
+
+def published() -> dict[tuple[str, int], dict]:
+    lines = [line for line in PUBLISHED.read_text().splitlines() if not line.startswith("#")]
+    return {(r["task"], int(r["num_simulations"])): r for r in csv.DictReader(lines)}
+
+
+def table(folders: list[Path], out: Path) -> str:
+    """Write ``sbibm_results.csv`` (per observation), ``sbibm_table.md/.csv`` and ``sbibm.png`` into ``out``."""
+    cells, paper = collect(folders), published()
+    if not cells:
+        raise SystemExit(f"no c2st.csv under {', '.join(map(str, folders))}: run the benchmark first")
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "sbibm_results.csv", "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["task", "num_simulations", "observation", "c2st", "c2st_sd_folds"])
+        for (task, budget), rows in sorted(cells.items(), key=lambda kv: (TASKS.index(kv[0][0]), kv[0][1])):
+            for r in sorted(rows, key=lambda r: int(r["observation"])):
+                writer.writerow([task, budget, r["observation"], r["c2st"], r["c2st_sd_folds"]])
+    lines = ["| task | simulations | this harness: C2ST mean +- sd (observations) | sbibm NPE | sbibm best |",
+             "|---|---|---|---|---|"]
+    summary = []
+    missing = {"npe_mean": "nan", "best_mean": "nan", "best_algorithm": "not published"}
+    for task, budget in sorted(cells, key=lambda tb: (TASKS.index(tb[0]), tb[1])):
+        values = np.array([float(r["c2st"]) for r in cells[(task, budget)]])
+        ref = paper.get((task, budget), missing)
+        sd = values.std(ddof=1) if len(values) > 1 else float("nan")
+        summary.append([task, budget, f"{values.mean():.4f}", f"{sd:.4f}", len(values), ref["npe_mean"],
+                        ref["best_algorithm"], ref["best_mean"]])
+        mark = "" if len(values) == 10 else f" ({len(values)} obs.)"
+        lines.append(f"| {task} | {budget:,} | {values.mean():.3f} +- {sd:.3f}{mark} | "
+                     f"{float(ref['npe_mean']):.3f} | {float(ref['best_mean']):.3f} ({ref['best_algorithm']}) |")
+    text = "\n".join(lines) + "\n"
+    (out / "sbibm_table.md").write_text(text)
+    with open(out / "sbibm_table.csv", "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["task", "num_simulations", "c2st_mean", "c2st_sd", "observations", "sbibm_npe_mean",
+                         "sbibm_best_algorithm", "sbibm_best_mean"])
+        writer.writerows(summary)
+    plot(cells, paper, out / "sbibm.png")
+    return text
+
+
+def plot(cells: dict, paper: dict, path: Path) -> None:
+    """One panel per task, C2ST against the simulation budget, as in sbibm's figure."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(13, 6.2))
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(2, 4, sharey=True).ravel()
+    for ax, task in zip(axes, TASKS):
+        for label, key, style in (("sbibm NPE", "npe", dict(color="C0", marker="s")),
+                                  ("sbibm best", "best", dict(color="0.5", marker="^", linestyle="--"))):
+            means = [float(paper[(task, b)][f"{key}_mean"]) for b in BUDGETS]
+            sds = [float(paper[(task, b)][f"{key}_sd"]) for b in BUDGETS]
+            ax.errorbar(BUDGETS, means, yerr=sds, label=label, capsize=3, **style)
+        ours = sorted((b, np.array([float(r["c2st"]) for r in rows])) for (t, b), rows in cells.items() if t == task)
+        if ours:
+            ax.errorbar([b for b, _ in ours], [v.mean() for _, v in ours],
+                        yerr=[v.std(ddof=1) if len(v) > 1 else 0.0 for _, v in ours], color="k", marker="o",
+                        capsize=3, linewidth=2, label="this harness (flow matching)")
+        ax.set_xscale("log")
+        ax.set_xticks(BUDGETS, ["10³", "10⁴", "10⁵"])
+        ax.set_ylim(0.48, 1.02)
+        ax.axhline(0.5, color="0.8", linewidth=0.8, zorder=0)
+        ax.set_title(task, fontsize="medium")
+    for ax in axes[4:]:
+        ax.set_xlabel("simulation budget")
+    for ax in axes[::4]:
+        ax.set_ylabel("C2ST")
+    axes[0].legend(loc="upper right", fontsize="small")
+    fig.suptitle("C2ST against the simulation budget: mean +- sd over the 10 observations "
+                 "(0.5 = indistinguishable from the reference posterior)", fontsize="medium")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="run the missing (task, budget) jobs, resumably")
+    r.add_argument("--root", type=Path, required=True)
+    r.add_argument("--tasks", nargs="+", default=list(TASKS), choices=TASKS)
+    r.add_argument("--budgets", nargs="+", type=int, default=list(BUDGETS), choices=BUDGETS)
+    r.add_argument("extra", nargs="*", help="overrides for every job, after --")
+    t = sub.add_parser("table", help="table and plot from job folders")
+    t.add_argument("folders", nargs="+", type=Path)
+    t.add_argument("--out", type=Path, default=None, help="default: the first folder")
+    args = parser.parse_args(argv)
+    if args.command == "run":
+        run(args.root.absolute(), args.tasks, args.budgets, args.extra)
+    else:
+        print(table(args.folders, args.out or args.folders[0]), end="")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,116 @@
+"""Sample the trained posterior for benchmark observations and score each by C2ST.
+
+One amortised posterior q(theta | x) serves every observation: for each requested
+sbibm observation (1..10) the sampler draws ``eval.num_samples`` parameters given
+x_o, maps them back through the prior's bijection (inside its support), and C2ST
+scores them against the task's reference samples as sbibm does (``evaluate.c2st_scores``).
+
+Files, each written whole (temporary name, then rename), as soon as its observation
+is scored, so an interrupted job keeps what it had scored:
+
+- ``posterior_samples.npz`` (the first observation) and ``posterior_samples_<k>.npz``
+  (each further one): ``samples``, ``reference`` (exactly the rows C2ST used),
+  ``observation``, ``num_observation``, ``c2st``, ``c2st_scores`` (per fold),
+  ``c2st_seed``, ``c2st_folds``: ``c2st_scores(samples, reference, seed=c2st_seed,
+  n_folds=c2st_folds)`` recomputes the number.
+- ``c2st.csv``: one row per observation scored (observation, c2st, fold sd, folds, n).
+- ``posterior.png``: pair plot of the first observation.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import logging
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+__all__ = ["evaluate_observations", "samples_name"]
+
+log = logging.getLogger("gensbi_sharding")
+
+
+def samples_name(num_observation: int, first: bool) -> str:
+    """File name of an observation's samples: the first keeps the historical name."""
+    return "posterior_samples.npz" if first else f"posterior_samples_{num_observation}.npz"
+
+
+def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observations: list[int],
+                          num_samples: int, ode_steps: int, n_folds: int, seed: int, mesh: Any,
+                          n_jobs: int | None = None,
+                          out: Path, write: bool, plot: bool, title: Callable[[int, float, float], str]
+                          ) -> dict[str, Any]:
+    """Sample and score each observation; returns the metrics to merge into ``metrics.json``.
+
+    Parameters
+    ----------
+    sims : harness.data.SimulationData
+        Its maps take observations to the model's space and samples back.
+    velocity, params
+        ``velocity(params, theta_t, x, t)`` and the weights to sample with (the EMA).
+    observations : list of int
+        sbibm observation numbers, 1..10.
+    num_samples, ode_steps, n_folds, seed
+        Samples per observation, midpoint steps, C2ST folds; ``seed`` seeds the noise
+        and the classifier.
+    n_jobs : int, optional
+        C2ST folds fitted in parallel processes (``evaluate.c2st_scores``).
+    out : Path
+        The job's folder; ``write``: whether this process writes files.
+    title : callable
+        ``title(num_observation, c2st, c2st_sd_folds)`` of the pair plot.
+
+    Returns
+    -------
+    dict
+        ``c2st`` (mean over observations), ``c2st_sd_folds`` (mean of the per-observation
+        spreads over folds), ``c2st_sd_observations`` (spread over observations, None
+        for one), ``c2st_observations`` (per observation: c2st, sd and scores of the
+        folds, rows), ``samples_outside_support`` (0 when the prior bijection is on).
+    """
+    from gensbi_sharding.harness import evaluate, outputs, tasks
+
+    task = tasks.get_task(sims.name)
+    support = task.get_prior_dist().support
+    rows, outside = [], 0
+    for index, k in enumerate(observations):
+        x_o = tasks.observation(task, k)
+        reference = tasks.reference_samples(task, k)
+        z = evaluate.sample_posterior(velocity, sims.normalize_x(x_o), num_samples=num_samples,
+                                      num_steps=ode_steps, seed=seed + k, mesh=mesh,
+                                      dim_theta=sims.dim_theta, params=params)
+        samples = sims.denormalize_theta(z)
+        outside += int((~np.asarray(support(samples))).sum())  # a numpyro constraint: True inside
+        n = min(len(samples), len(reference))
+        scores = evaluate.c2st_scores(samples[:n], reference[:n], seed=seed, n_folds=n_folds, n_jobs=n_jobs)
+        row = {"observation": k, "c2st": float(scores.mean()), "c2st_sd_folds": float(scores.std(ddof=1)),
+               "c2st_scores": scores.tolist(), "n": n}
+        rows.append(row)
+        log.info("observation %d: C2ST %.3f +- %.3f over %d folds (%d vs %d samples; 0.5 = indistinguishable "
+                 "from the reference posterior)", k, row["c2st"], row["c2st_sd_folds"], n_folds, n, n)
+        if write:
+            outputs.write_npz(out / samples_name(k, index == 0), samples=samples[:n], reference=reference[:n],
+                              observation=x_o, num_observation=k, c2st=row["c2st"], c2st_scores=scores,
+                              c2st_seed=seed, c2st_folds=n_folds)
+            outputs.write_atomic(out / "c2st.csv", _csv(rows))
+            if plot and index == 0:
+                evaluate.pair_plot(samples, reference, out / "posterior.png",
+                                   title=title(k, row["c2st"], row["c2st_sd_folds"]),
+                                   labels=[str(label) for label in task.get_labels_parameters()])
+    means = [r["c2st"] for r in rows]
+    return {"c2st": float(np.mean(means)),
+            "c2st_sd_folds": float(np.mean([r["c2st_sd_folds"] for r in rows])),
+            "c2st_sd_observations": float(np.std(means, ddof=1)) if len(means) > 1 else None,
+            "c2st_observations": rows, "samples_outside_support": outside}
+
+
+def _csv(rows: list[dict]) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(["observation", "c2st", "c2st_sd_folds", "c2st_scores", "n"])
+    for r in rows:
+        writer.writerow([r["observation"], f"{r['c2st']:.6f}", f"{r['c2st_sd_folds']:.6f}",
+                         " ".join(f"{s:.6f}" for s in r["c2st_scores"]), r["n"]])
+    return buffer.getvalue()

@@ -1,0 +1,172 @@
+"""The eight sbibm tasks: simulation, the prior's bijection, observations and reference posteriors.
+
+Every task comes from ``sbibm_jax`` (Lueckmann et al. 2021, "Benchmarking
+Simulation-Based Inference", ported to JAX), which ships the 10 observations and
+their 10,000 reference posterior samples inside the package: nothing here needs a
+network. JAX and ``sbibm_jax`` are imported inside the functions, so importing this
+module never starts JAX's backend.
+
+Simulation runs one jitted ``lax.map`` over the rows: the ODE tasks (sir,
+lotka_volterra) solve each row on its own, so a row whose solver fails becomes a
+NaN row instead of turning the whole batch into NaN (Equinox, under which diffrax
+runs, reduces a failure over a vmapped batch to "any row failed").
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+__all__ = ["TASKS", "NUM_OBSERVATIONS", "THETA_TRANSFORMS", "X_TRANSFORMS", "get_task", "task_dims",
+           "simulate", "prior_bijection", "to_unconstrained", "to_constrained", "transform_x",
+           "check_transforms", "observation", "reference_samples", "check_observation"]
+
+#: sbibm tasks with reference posteriors, registered as data sets (``data=<name>``).
+TASKS: tuple[str, ...] = ("two_moons", "gaussian_linear", "gaussian_linear_uniform", "gaussian_mixture",
+                          "slcp", "sir", "lotka_volterra", "bernoulli_glm")
+#: Observations per task, numbered 1..10 as in sbibm.
+NUM_OBSERVATIONS = 10
+#: ``data.theta_transform``: through the prior's support bijection, or as simulated.
+THETA_TRANSFORMS = ("support", "none")
+#: ``data.x_transform``: "log" for positive data spanning decades (lotka_volterra).
+X_TRANSFORMS = ("none", "log")
+
+
+def get_task(name: str) -> Any:
+    """The ``sbibm_jax`` task ``name``; ``ValueError`` listing ``TASKS`` for any other name."""
+    if name not in TASKS:
+        raise ValueError(f"unknown sbibm task {name!r}; registered here: {', '.join(TASKS)} "
+                         "(e.g. data=slcp)")
+    # A failed ODE solve must give a NaN row (dropped later), not abort the simulation:
+    # Equinox reads this, its documented switch, once when it is first imported.
+    os.environ.setdefault("EQX_ON_ERROR", "nan")
+    import sbibm_jax
+
+    return sbibm_jax.get_task(name)
+
+
+def task_dims(name: str) -> tuple[int, int]:
+    """``(dim_theta, dim_x)`` of an sbibm task, without simulating anything."""
+    task = get_task(name)
+    return task.dim_theta, task.dim_x
+
+
+def simulate(task: Any, key: Any, num_simulations: int) -> tuple[np.ndarray, np.ndarray]:
+    """Draw ``num_simulations`` parameters from the prior and simulate one data set each.
+
+    Parameters
+    ----------
+    task : sbibm_jax task
+    key : jax.Array
+        Typed PRNG key; split into a prior key and one simulator key per row.
+    num_simulations : int
+
+    Returns
+    -------
+    theta, x : ndarray, (n, dim_theta), (n, dim_x), float32
+        Rows whose simulation failed hold NaN in ``x`` (the caller drops them).
+
+    Raises
+    ------
+    RuntimeError
+        If the simulator aborts because Equinox was imported before ``get_task`` could
+        set ``EQX_ON_ERROR=nan``; the message says to set it in the environment.
+    """
+    import jax
+
+    prior_key, sim_key = jax.random.split(key)
+    theta = task.get_prior(prior_key, num_simulations)
+    simulator = task.get_simulator(sim_key)
+    keys = jax.random.split(sim_key, num_simulations)
+
+    @jax.jit
+    def rows(keys, theta):
+        return jax.lax.map(lambda pair: simulator(pair[0], pair[1][None])[0], (keys, theta))
+
+    import equinox  # diffrax's runtime-error type
+
+    try:
+        x = rows(keys, theta)
+    except equinox.EquinoxRuntimeError:
+        raise RuntimeError(f"the {task.name} simulator failed on some prior draws and Equinox is set to "
+                           "raise; run with EQX_ON_ERROR=nan in the environment so that failed rows "
+                           "become NaN and are dropped") from None
+    return np.asarray(theta, dtype=np.float32), np.asarray(x, dtype=np.float32)
+
+
+def prior_bijection(task: Any) -> Any:
+    """The bijection from R^dim_theta onto the support of the task's prior.
+
+    ``numpyro.distributions.transforms.biject_to(prior.support)``: a logistic map
+    scaled to the box for a uniform prior, ``exp`` for a positive (log-normal) one,
+    the identity for an unbounded one. Training on ``transform.inv(theta)`` and
+    pushing samples through ``transform`` puts every posterior sample inside the
+    prior's support.
+    """
+    from numpyro.distributions.transforms import biject_to
+
+    return biject_to(task.get_prior_dist().support)
+
+
+def to_constrained(bijection: Any, u: Any) -> Any:
+    """``bijection(u)``: unconstrained values onto the support; None is the identity.
+
+    Numpy in, float32 numpy out; a JAX array stays a JAX array (usable under jit).
+    """
+    if bijection is None:
+        return u
+    out = bijection(u)
+    return np.asarray(out, dtype=np.float32) if isinstance(u, np.ndarray) else out
+
+
+def to_unconstrained(bijection: Any, theta: Any) -> Any:
+    """``bijection.inv(theta)``; a value on the support's boundary maps to +-inf."""
+    if bijection is None:
+        return theta
+    out = bijection.inv(theta)
+    return np.asarray(out, dtype=np.float32) if isinstance(theta, np.ndarray) else out
+
+
+def transform_x(kind: str, x: Any, *, inverse: bool = False) -> Any:
+    """The data transform ``kind`` ("none" or "log"), or its inverse; numpy or JAX arrays."""
+    if kind == "none":
+        return x
+    if isinstance(x, np.ndarray):
+        with np.errstate(divide="ignore", invalid="ignore"):  # non-positive rows become invalid
+            return np.exp(x) if inverse else np.log(x)
+    import jax.numpy as jnp
+
+    return jnp.exp(x) if inverse else jnp.log(x)
+
+
+def check_transforms(theta_transform: str, x_transform: str) -> None:
+    """``ValueError`` naming the override for a transform name that is not known."""
+    if theta_transform not in THETA_TRANSFORMS:
+        raise ValueError(f"theta_transform={theta_transform!r} is not one of {', '.join(THETA_TRANSFORMS)}; "
+                         "set data.theta_transform=support")
+    if x_transform not in X_TRANSFORMS:
+        raise ValueError(f"x_transform={x_transform!r} is not one of {', '.join(X_TRANSFORMS)}; "
+                         "set data.x_transform=none")
+
+
+def observation(task: Any, num_observation: int) -> np.ndarray:
+    """Observation ``num_observation`` (1..10) of ``task`` as a float32 (dim_x,) vector."""
+    check_observation(num_observation)
+    return np.asarray(task.get_observation(num_observation), dtype=np.float32).reshape(-1)
+
+
+def reference_samples(task: Any, num_observation: int) -> np.ndarray:
+    """The task's reference posterior samples for observation ``num_observation``: (10000, dim_theta)."""
+    check_observation(num_observation)
+    return np.asarray(task.get_reference_posterior_samples(num_observation), dtype=np.float32)
+
+
+def check_observation(num_observation: int) -> None:
+    """``ValueError`` naming the override unless ``num_observation`` is one of 1..10."""
+    if isinstance(num_observation, bool) or not isinstance(num_observation, (int, np.integer)) \
+            or not 1 <= num_observation <= NUM_OBSERVATIONS:
+        raise ValueError(f"num_observation={num_observation!r} is out of range: sbibm tasks have "
+                         f"observations 1..{NUM_OBSERVATIONS}; set data.num_observation (or "
+                         "eval.observations) to one of them")

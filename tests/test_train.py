@@ -1,0 +1,147 @@
+"""harness.train and harness.ema: the schedule, the EMA, early stopping that restores the best weights,
+a diverging run that stops, and the EMA placed and checkpointed like the parameters."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+from flax import nnx
+from jax.sharding import NamedSharding
+
+from gensbi_sharding import checkpoint, sharding
+from gensbi_sharding.harness import train as T
+from gensbi_sharding.harness.data import iterate_batches
+from gensbi_sharding.harness.ema import EMA, EMAParam, warmed_up_decay
+from gensbi_sharding.harness.models.mlp import make_mlp
+
+pytestmark = pytest.mark.filterwarnings("ignore::gensbi_sharding.sharding.ExperimentalRuleWarning")
+
+
+def tiny_state(mesh=None, ema_decay=0.9, lr=1e-2, steps=40):
+    model = make_mlp(dim_theta=2, dim_x=3, rngs=nnx.Rngs(0), width=16, depth=1, time_embed_dim=8)
+    if mesh is not None:
+        sharding.shard_model(model, mesh, "tensor")
+    tx = T.make_optimizer(learning_rate=lr, weight_decay=0.0, steps=steps, schedule="constant")
+    optimizer = nnx.Optimizer(model, tx, wrt=nnx.Param)
+    if mesh is not None:
+        sharding.shard_model(optimizer, mesh, "tensor")
+    ema = EMA(model, ema_decay) if ema_decay else None
+    if ema is not None and mesh is not None:
+        sharding.shard_model(ema, mesh, "tensor")
+    return model, optimizer, ema
+
+
+def batches(rows=64, batch=16, seed=0):
+    rng = np.random.default_rng(seed)
+    theta = rng.standard_normal((rows, 2)).astype(np.float32)
+    x = np.concatenate([theta, rng.standard_normal((rows, 1))], axis=1).astype(np.float32)
+    return iterate_batches(theta, x, batch_size=batch, seed=seed, mesh=None, place=False)
+
+
+def leaves(tree):
+    return [np.asarray(a) for a in jax.tree.leaves(tree)]
+
+
+def test_schedules():
+    lr = optax.warmup_cosine_decay_schedule(0.0, 1e-3, 10, 100, end_value=0.0)
+    tx = T.make_optimizer(learning_rate=1e-3, weight_decay=0.0, steps=100, warmup_steps=10)
+    params = {"w": jnp.zeros(())}
+    state = tx.init(params)
+    # The schedule drives AdamW: its first update is lr(0) = 0, the warm-up's start.
+    updates, state = tx.update({"w": jnp.ones(())}, state, params)
+    assert float(updates["w"]) == 0.0
+    assert float(lr(10)) == pytest.approx(1e-3) and float(lr(100)) == pytest.approx(0.0, abs=1e-12)
+    assert float(lr(55)) == pytest.approx(0.5e-3, rel=1e-5)  # half-way down the cosine
+    const = T.make_optimizer(learning_rate=1e-3, weight_decay=0.0, steps=100, schedule="constant")
+    updates, _ = const.update({"w": jnp.ones(())}, const.init(params), params)
+    assert float(updates["w"]) == pytest.approx(-1e-3, rel=1e-3)  # adam's first step: -lr * sign
+    with pytest.raises(ValueError, match="train.schedule='linear'"):
+        T.make_optimizer(learning_rate=1e-3, weight_decay=0.0, steps=100, schedule="linear")
+    with pytest.raises(ValueError, match="train.warmup_steps=100"):
+        T.make_optimizer(learning_rate=1e-3, weight_decay=0.0, steps=100, warmup_steps=100)
+
+
+def test_ema_follows_the_warmed_up_decay():
+    model, _, ema = tiny_state(ema_decay=0.999)
+    start = leaves(ema.params)
+    assert all(np.array_equal(a, b) for a, b in zip(start, leaves(nnx.state(model, nnx.Param))))
+    assert float(warmed_up_decay(0.999, jnp.uint32(0))) == pytest.approx(0.1)
+    assert float(warmed_up_decay(0.999, jnp.uint32(10 ** 6))) == pytest.approx(0.999)
+    nnx.update(model, jax.tree.map(lambda a: a + 1.0, nnx.state(model, nnx.Param)))
+    ema.update(model, jnp.uint32(0))  # decay 0.1: 90 % of the way to the new weights
+    for old, new in zip(start, leaves(ema.params)):
+        np.testing.assert_allclose(new, old + 0.9, atol=1e-6)
+    with pytest.raises(ValueError, match="train.ema_decay=0.999"):
+        EMA(model, 1.0)
+
+
+def test_ema_is_placed_and_checkpointed_like_the_params(devices, tmp_path):
+    mesh = sharding.make_mesh(model_axis=2)
+    model, optimizer, ema = tiny_state(mesh)
+    specs = {k: v.spec for k, v in sharding.sharding_of(model).items()}
+    ema_specs = {k.removeprefix("params/"): v.spec for k, v in sharding.sharding_of(ema).items()}
+    assert ema_specs == specs and any("model" in str(s) for s in specs.values())
+    assert all(isinstance(v, EMAParam) for v in jax.tree.leaves(
+        ema.params, is_leaf=lambda x: isinstance(x, nnx.Variable)))
+    functions, state = T.make_step_functions(model, optimizer, mesh, ema=ema)
+    result = T.train(functions, state, batches(), steps=6, key=jax.random.key(0), mesh=mesh,
+                     batch_size=16, progress=False)
+    saved_ema = leaves(functions.weights(result.state))
+    with checkpoint.CheckpointWriter(tmp_path / "ckpt") as writer:
+        writer.save(6, result.state, jax.random.key(0))
+    # Restore onto another mesh: the EMA comes back with its values, placed by the new plan.
+    mesh_b = sharding.make_mesh(model_axis=4)
+    fresh = tiny_state(mesh_b)
+    table = dict(sharding.RULES["tensor"])
+    restored = checkpoint.restore(tmp_path / "ckpt", checkpoint.abstract_state_for(fresh, mesh_b, table))
+    assert len(restored.state) == 3
+    for a, b in zip(saved_ema, leaves(restored.state[2])):
+        np.testing.assert_array_equal(a, b)
+    kernel = restored.state[2]["params"]["blocks"][0]["up"]["kernel"].get_value()
+    assert kernel.sharding.is_equivalent_to(NamedSharding(mesh_b, sharding.sharding_of(fresh[0])[
+        "blocks/0/up/kernel"].spec), 2)
+
+
+@pytest.mark.parametrize("ema_decay", [0.9, 0.0])
+def test_early_stopping_restores_the_best_weights(ema_decay):
+    """Validation losses 5, 4, 3, then worse: stop after `patience` worse ones, return the third's weights."""
+    model, optimizer, ema = tiny_state(ema_decay=ema_decay)
+    functions, state = T.make_step_functions(model, optimizer, None, ema=ema)
+    scripted = iter([5.0, 4.0, 3.0, 3.5, 3.2, 3.1, 1.0])
+    functions.eval_loss = lambda state, batch, key: (next(scripted), 1.0)  # (mean loss, pairs)
+    seen = {}
+    result = T.train(functions, state, batches(), steps=40, key=jax.random.key(0), mesh=None, batch_size=16,
+                     val_batches=[{}], progress=False, val_every=4, patience=3,
+                     on_step=lambda step, st: seen.__setitem__(step, leaves(functions.weights(st))))
+    assert result.stopped_early and result.steps == 24 and len(result.losses) == 24
+    assert result.best_step == 12 and result.val_loss == 3.0
+    assert [s for s, _ in result.val_history] == [4, 8, 12, 16, 20, 24]
+    returned = leaves(functions.weights(result.state))
+    assert all(np.array_equal(a, b) for a, b in zip(returned, seen[12]))
+    assert not all(np.array_equal(a, b) for a, b in zip(returned, seen[24]))
+    # The rest of the state is the last step's: training could go on from it.
+    _, last_optimizer, *_ = nnx.merge(functions.graphdef, result.state)
+    assert int(last_optimizer.step[...]) == 24
+
+
+def test_without_patience_the_loop_runs_on_and_keeps_the_best():
+    model, optimizer, ema = tiny_state()
+    functions, state = T.make_step_functions(model, optimizer, None, ema=ema)
+    real = functions.eval_loss
+    result = T.train(functions, state, batches(), steps=20, key=jax.random.key(0), mesh=None, batch_size=16,
+                     val_batches=[next(batches(seed=1))], progress=False, val_every=5)
+    assert not result.stopped_early and result.steps == 20 and len(result.val_history) == 4
+    best_step, best_loss = min(result.val_history, key=lambda pair: pair[1])
+    assert result.best_step == best_step and result.val_loss == best_loss
+    # The returned weights score the best validation loss again (same fixed key).
+    val_key = jax.random.fold_in(jax.random.key(0), 0x7FFFFFFF)
+    assert float(real(result.state, next(batches(seed=1)), val_key)[0]) == pytest.approx(best_loss, rel=1e-6)
+
+
+def test_a_diverging_run_stops():
+    model, optimizer, ema = tiny_state(lr=1e30)
+    functions, state = T.make_step_functions(model, optimizer, None, ema=ema)
+    with pytest.raises(FloatingPointError, match=r"training diverged: .* steps 1\.\.5; lower train.learning_rate"):
+        T.train(functions, state, batches(), steps=400, key=jax.random.key(0), mesh=None, batch_size=16,
+                progress=False, log_every=5)
