@@ -217,7 +217,7 @@ def test_resume_of_another_shape_names_the_model_overrides(tmp_path, devices):
     table = dict(contract.RULES["replicated"])
     saved = compose_tiny("model.width=16", "model.init=eager")
     ts = build_state(saved, dim_theta=2, dim_x=2, mesh=mesh, rule_name="replicated", table=table, resume_dir=None)
-    _, state = make_step_functions(ts.model, ts.optimizer, mesh)
+    _, state = make_step_functions(ts.model, ts.optimizer, mesh, ema=ts.ema)
     with CheckpointWriter(tmp_path / "checkpoints", config=OmegaConf.to_container(saved, resolve=True)) as w:
         w.save(3, state, ts.key)
     step_dir = tmp_path / "checkpoints" / "3"
