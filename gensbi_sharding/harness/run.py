@@ -187,8 +187,8 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: outputs.Ru
                                             cfg.mesh.spec or "none"))))
     logging.getLogger(console.DETAILS).info("every variable of the model and optimizer state:\n%s", sharding_table)
 
-    log.info("[5/7] train: steps %d..%d, global batch %d", ts.start_step, cfg.train.steps, cfg.data.batch_size)
     functions, state = train.make_step_functions(model, optimizer, mesh, ema=ts.ema)
+    log.info("[5/7] train: steps %d..%d, global batch %d", ts.start_step, cfg.train.steps, cfg.data.batch_size)
     result, preempted = train_with_checkpoints(
         functions, state, pipe.train_batches, ts=ts, cfg=cfg, mesh=mesh, out=out, config=metrics["config"],
         watch=watch, val_batches=pipe.val_batches, progress=jax.process_index() == 0)
