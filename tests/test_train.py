@@ -9,7 +9,8 @@ import pytest
 from flax import nnx
 from jax.sharding import NamedSharding
 
-from gensbi_sharding import checkpoint, sharding
+import gensbi_sharding as gs
+from gensbi_sharding import checkpoint
 from gensbi_sharding.harness import train as T
 from gensbi_sharding.harness.data import iterate_batches
 from gensbi_sharding.harness.ema import EMA, EMAParam, warmed_up_decay
@@ -21,14 +22,14 @@ pytestmark = pytest.mark.filterwarnings("ignore::gensbi_sharding.sharding.Experi
 def tiny_state(mesh=None, ema_decay=0.9, lr=1e-2, steps=40):
     model = make_mlp(dim_theta=2, dim_x=3, rngs=nnx.Rngs(0), width=16, depth=1, time_embed_dim=8)
     if mesh is not None:
-        sharding.shard_model(model, mesh, "tensor")
+        gs.shard_model(model, mesh, "tensor")
     tx = T.make_optimizer(learning_rate=lr, weight_decay=0.0, steps=steps, schedule="constant")
     optimizer = nnx.Optimizer(model, tx, wrt=nnx.Param)
     if mesh is not None:
-        sharding.shard_model(optimizer, mesh, "tensor")
+        gs.shard_model(optimizer, mesh, "tensor")
     ema = EMA(model, ema_decay) if ema_decay else None
     if ema is not None and mesh is not None:
-        sharding.shard_model(ema, mesh, "tensor")
+        gs.shard_model(ema, mesh, "tensor")
     return model, optimizer, ema
 
 
@@ -77,10 +78,10 @@ def test_ema_follows_the_warmed_up_decay():
 
 
 def test_ema_is_placed_and_checkpointed_like_the_params(devices, tmp_path):
-    mesh = sharding.make_mesh(model_axis=2)
+    mesh = gs.make_mesh(model_axis=2)
     model, optimizer, ema = tiny_state(mesh)
-    specs = {k: v.spec for k, v in sharding.sharding_of(model).items()}
-    ema_specs = {k.removeprefix("params/"): v.spec for k, v in sharding.sharding_of(ema).items()}
+    specs = {k: v.spec for k, v in gs.sharding_of(model).items()}
+    ema_specs = {k.removeprefix("params/"): v.spec for k, v in gs.sharding_of(ema).items()}
     assert ema_specs == specs and any("model" in str(s) for s in specs.values())
     assert all(isinstance(v, EMAParam) for v in jax.tree.leaves(
         ema.params, is_leaf=lambda x: isinstance(x, nnx.Variable)))
@@ -91,15 +92,14 @@ def test_ema_is_placed_and_checkpointed_like_the_params(devices, tmp_path):
     with checkpoint.CheckpointWriter(tmp_path / "ckpt") as writer:
         writer.save(6, result.state, jax.random.key(0))
     # Restore onto another mesh: the EMA comes back with its values, placed by the new plan.
-    mesh_b = sharding.make_mesh(model_axis=4)
+    mesh_b = gs.make_mesh(model_axis=4)
     fresh = tiny_state(mesh_b)
-    table = dict(sharding.RULES["tensor"])
-    restored = checkpoint.restore(tmp_path / "ckpt", checkpoint.abstract_state_for(fresh, mesh_b, table))
+    restored = checkpoint.restore(tmp_path / "ckpt", checkpoint.abstract_state_for(fresh, mesh_b, "tensor"))
     assert len(restored.state) == 3
     for a, b in zip(saved_ema, leaves(restored.state[2])):
         np.testing.assert_array_equal(a, b)
     kernel = restored.state[2]["params"]["blocks"][0]["up"]["kernel"].get_value()
-    assert kernel.sharding.is_equivalent_to(NamedSharding(mesh_b, sharding.sharding_of(fresh[0])[
+    assert kernel.sharding.is_equivalent_to(NamedSharding(mesh_b, gs.sharding_of(fresh[0])[
         "blocks/0/up/kernel"].spec), 2)
 
 
