@@ -130,9 +130,10 @@ def test_sweep_job_files_show_the_full_table_and_titled_plots(issue_sweep):
     history = np.load(job / "train_losses.npz")
     assert history["step"].tolist() == [1, 2, 3, 4] and history["val_step"].tolist() == [4]
     assert png_title(job / "losses.png") == "two_moons, mlp | rule replicated+overrides on mesh 8x1"
-    c2st = json.loads((job / "metrics.json").read_text())["c2st"]
+    metrics = json.loads((job / "metrics.json").read_text())
+    c2st, spread = metrics["c2st"], metrics["c2st_sd_folds"]
     assert png_title(job / "posterior.png") == (
-        f"two_moons, observation 1 | rule replicated+overrides on mesh 8x1 | C2ST {c2st:.3f}")
+        f"two_moons, observation 1 | rule replicated+overrides on mesh 8x1 | C2ST {c2st:.3f} ± {spread:.3f}")
 
 
 def test_headline_run_is_quiet_and_says_it_splits_nothing(headline):
