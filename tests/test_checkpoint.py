@@ -252,7 +252,7 @@ def test_harness_resumes_a_mesh_run_with_mesh_none(tmp_path, devices):
     table = dict(contract.RULES["tensor"])
     saved = compose_tiny("mesh.model_axis=2", "rule=tensor")
     ts = build_state(saved, dim_theta=2, dim_x=2, mesh=mesh, rule_name="tensor", table=table, resume_dir=None)
-    functions, state = make_step_functions(ts.model, ts.optimizer, mesh)
+    functions, state = make_step_functions(ts.model, ts.optimizer, mesh, ema=ts.ema)
     state, _ = run_steps(functions, state, ts.key, mesh, BATCHES[:2])
     with CheckpointWriter(tmp_path / "checkpoints", config=OmegaConf.to_container(saved, resolve=True)) as writer:
         writer.save(2, state, ts.key)
@@ -260,7 +260,7 @@ def test_harness_resumes_a_mesh_run_with_mesh_none(tmp_path, devices):
     resumed = build_state(compose_tiny("mesh=none", f"train.resume={tmp_path}"), dim_theta=2, dim_x=2, mesh=None,
                           rule_name="tensor", table=table, resume_dir=tmp_path / "checkpoints" / "2")
     assert resumed.start_step == 2 and resumed.fallbacks == {}
-    got = nnx.state((resumed.model, resumed.optimizer))
+    got = nnx.state(resumed.nodes)  # model, optimizer and the EMA
     for path, var in nnx.to_flat_state(got):
         name = "/".join(map(str, path))
         np.testing.assert_array_equal(np.asarray(var.get_value()), want[name], err_msg=name)
