@@ -20,7 +20,7 @@ import jax
 from gensbi_sharding.harness.config import ConfigError
 
 __all__ = ["DEFAULT_CPU_COUNT", "resolve_cpu_count", "configure_devices", "initialize_distributed",
-           "check_coordinator"]
+           "check_coordinator", "peak_bytes_in_use"]
 
 #: Simulated CPU devices when neither the config nor the environment names a count.
 DEFAULT_CPU_COUNT = 8
@@ -94,6 +94,17 @@ def configure_devices(cpu_count: int, platform: str | None = None) -> None:
         return
     if platform is not None:
         jax.config.update("jax_platforms", platform)
+
+
+def peak_bytes_in_use() -> int | None:
+    """The largest peak of allocated device memory (bytes) over this process's devices so far.
+
+    From ``jax.Device.memory_stats()`` (the allocator's ``peak_bytes_in_use``, GPU and TPU).
+    Returns None where the backend keeps no statistics (XLA:CPU).
+    """
+    peaks = [stats["peak_bytes_in_use"] for stats in (d.memory_stats() for d in jax.local_devices())
+             if stats and "peak_bytes_in_use" in stats]
+    return max(peaks) if peaks else None
 
 
 def initialize_distributed(mode: str, *, coordinator_address: str | None = None,

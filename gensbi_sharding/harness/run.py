@@ -20,10 +20,12 @@ from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness import console, outputs, run_report
 from gensbi_sharding.harness.config import ConfigError, check_table_against_mesh, mesh_spec, rule_table, validate
-from gensbi_sharding.harness.devices import configure_devices, initialize_distributed, resolve_cpu_count
+from gensbi_sharding.harness.devices import (configure_devices, initialize_distributed, peak_bytes_in_use,
+                                             resolve_cpu_count)
 from gensbi_sharding.harness.hints import model_axis_problem, overrides_named
 from gensbi_sharding.harness.local_cluster import run_local_processes, watch_parent
 from gensbi_sharding.harness.preemption import Preempted, PreemptionWatch
+from gensbi_sharding.harness.units import format_bytes
 
 __all__ = ["run", "output_dir"]
 
@@ -233,6 +235,9 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: outputs.Ru
                                                          mesh_shape=metrics["mesh_shape"], c2st=c, c2st_sd=sd)))
         log.info("C2ST %.3f (0.5 = indistinguishable from the reference posterior)", metrics["c2st"])
 
+    metrics["device_peak_bytes"] = peak_bytes_in_use()  # GPU/TPU: the allocator's peak; None on CPU
+    if metrics["device_peak_bytes"] is not None:
+        log.info("peak device memory %s", format_bytes(metrics["device_peak_bytes"]))
     log.info("[7/7] outputs: %s", out)
     if _is_writer():
         outputs.write_atomic(out / "sharding.txt", sharding_table)
