@@ -316,10 +316,13 @@ for name in names:
 spec = importlib.util.spec_from_file_location("launch", {str(REPO / "launch.py")!r})
 launch = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(launch)
-from jax._src import xla_bridge
-started = xla_bridge.backends_are_initialized()
 import jax
-jax.config.update("jax_num_cpu_devices", 4)
+# JAX refuses this setting once its backend started (RuntimeError): the public way to ask.
+try:
+    jax.config.update("jax_num_cpu_devices", 4)
+    started = False
+except RuntimeError:
+    started = True
 print(json.dumps({{"names": names, "started": started, "devices": len(jax.devices()),
                   "has_main": callable(launch.main)}}))
 """)
