@@ -38,7 +38,7 @@ def overrides() -> list[str]:
 
 def table(args) -> None:
     with tempfile.TemporaryDirectory() as out:
-        cmd = [sys.executable, str(REPO / "launch.py"), "-m", "dry_run=true", *overrides(),
+        cmd = [sys.executable, str(REPO / "launch.py"), "-m", "dry_run=true", *overrides(), "data.batch_size=256",
                f"rule={','.join(RULES)}", f"mesh.model_axis={','.join(map(str, MODEL_AXES))}",
                f"hydra.sweep.dir={out}"]
         print("$", " ".join(cmd[1:]), flush=True)

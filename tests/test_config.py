@@ -53,13 +53,13 @@ GROUP_OPTIONS = {
     },
     "data": {
         name: {"data.name": name, "data.num_simulations": 10_000, "data.val_fraction": 0.1,
-               "data.batch_size": 256, "data.num_observation": 1, "data.theta_transform": "support",
+               "data.batch_size": 1024 if name == "two_moons" else 256, "data.num_observation": 1, "data.theta_transform": "support",
                "data.x_transform": "log" if name == "lotka_volterra" else "none"}
         for name in ("two_moons", "gaussian_linear", "gaussian_linear_uniform", "gaussian_mixture", "slcp",
                      "sir", "lotka_volterra", "bernoulli_glm")
     },
     "train": {
-        "default": {"train.steps": 5000, "train.learning_rate": 2e-3, "train.weight_decay": 1e-4,
+        "default": {"train.steps": 4000, "train.learning_rate": 3e-3, "train.weight_decay": 1e-4,
                     "train.schedule": "cosine", "train.warmup_steps": 0, "train.ema_decay": 0.999,
                     "train.val_every": 250, "train.patience": 0, "train.val_draws": 8,
                     "train.log_every": 100},
@@ -237,7 +237,7 @@ def test_wrong_type_is_rejected_with_its_name(compose_config, override, key, kin
     (("eval.ode_steps=0",), "eval.ode_steps=0 must be >= 1"),
     (("eval.observations=[0,3]",), "eval.observations=[0, 3] must list sbibm observations 1..10"),
     (("train.schedule=linear",), "train.schedule='linear' is not one of cosine, constant"),
-    (("train.warmup_steps=5000",), "train.warmup_steps=5000 must lie in 0..train.steps-1 (4999)"),
+    (("train.warmup_steps=4000",), "train.warmup_steps=4000 must lie in 0..train.steps-1 (3999)"),
     (("train.ema_decay=1.0",), "train.ema_decay=1.0 must lie in [0, 1) (0: no EMA)"),
     (("train.patience=-1",), "train.patience=-1 must be >= 0"),
     (("data.theta_transform=logit",), "data.theta_transform='logit' is not one of support, none"),

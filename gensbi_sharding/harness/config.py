@@ -133,8 +133,8 @@ class DataConfig:
 
 @dataclass
 class TrainConfig:
-    steps: int = 5000  # at most; early stopping may end sooner
-    learning_rate: float = 2e-3  # peak of the schedule
+    steps: int = 4000  # at most; early stopping may end sooner
+    learning_rate: float = 3e-3  # peak of the schedule
     weight_decay: float = 1e-4
     schedule: str = "cosine"  # cosine (warm-up, then cosine decay to 0 at train.steps) | constant
     warmup_steps: int = 0
