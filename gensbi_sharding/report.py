@@ -116,7 +116,7 @@ class PlacementReport:
         lines += [f"{v.path:<{width}}  {str(v.shape):<16} {v.dtype:<9} {v.placement:<24} "
                   f"{_fmt(v.max_device_bytes):>11}" for v in self.variables]
         if self.largest_replicated:
-            lines.append("largest replicated under a splitting rule (missing annotation?): "
+            lines.append("largest replicated under a splitting rule (by the rule's table, or a missing annotation): "
                          + ", ".join(f"{path} ({_fmt(size)})" for path, size in self.largest_replicated))
         return "\n".join(lines)
 

@@ -72,6 +72,10 @@ def test_block_lists_only_variables_that_look_unannotated(devices):
     no_fallbacks = placement_block(report, rule_name="tensor", param_count=1, param_bytes=1, opt_bytes=1,
                                    fallbacks={}, whole=whole, hint=None)
     assert no_fallbacks[2] == "left whole without logical axes (missing annotation?): raw (4.1 KB)"
+    assert no_fallbacks[-1] == "every variable's placement: sharding.txt (verbose=true prints it here)"
+    verbose = placement_block(report, rule_name="tensor", param_count=1, param_bytes=1, opt_bytes=1,
+                              fallbacks={}, whole=whole, hint=None, verbose=True)
+    assert verbose[-1] == "every variable's placement: sharding.txt"  # the table follows on the console
 
 
 def test_a_rule_that_splits_nothing_says_so_and_names_the_override():
@@ -130,6 +134,8 @@ def test_resumed_history_joins_the_earlier_run(tmp_path):
 def test_final_line(tmp_path):
     ok = {"status": "ok", "wall_s": 52.31, "c2st": 0.61234, "c2st_sd_folds": 0.0112, "samples_per_s": 18345.2}
     assert final_line(ok, tmp_path) == f"done in 52.3 s: C2ST 0.612 ± 0.011, 18,345 samples/s; outputs in {tmp_path}"
+    several = {**ok, "c2st_sd_observations": 0.002, "c2st_observations": [{}, {}, {}]}  # its spread: over them
+    assert final_line(several, tmp_path).startswith("done in 52.3 s: C2ST 0.612 ± 0.002 over 3 observations, ")
     dry = {"status": "ok", "wall_s": 3.1, "dry_run": {"memory": {}}, "step_memory_bytes_per_device": 1_900_000,
            "collective_bytes_per_step": 620_000}
     assert final_line(dry, tmp_path).startswith("dry run done in 3.1 s: 1.9 MB per device, 620.0 KB of collectives")

@@ -254,7 +254,7 @@ def pair_plot(samples: Any, reference: Any, path: str | os.PathLike,
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(2.2 * dim, 2.2 * dim))
+    fig = Figure(figsize=(max(2.2 * dim, 4.8), max(2.2 * dim, 4.8)))  # room for the title on 2-D tasks
     FigureCanvasAgg(fig)
     grid = fig.subplots(dim, dim, squeeze=False)
     for i in range(dim):
@@ -277,7 +277,8 @@ def pair_plot(samples: Any, reference: Any, path: str | os.PathLike,
                 ax.set_ylabel(labels[i])
     grid[0, 0].legend(loc="upper right", fontsize="small")
     if title:
-        fig.suptitle(title, fontsize="medium")
+        # One line per " | " part: a one-line title was cut at both ends on a 2-D task's plot.
+        fig.suptitle(title.replace(" | ", "\n"), fontsize="medium")
     fig.tight_layout()
     from gensbi_sharding.harness.outputs import write_atomic
 

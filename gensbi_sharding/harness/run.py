@@ -186,7 +186,7 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: outputs.Ru
         param_bytes=metrics["param_bytes_per_device"], opt_bytes=metrics["opt_bytes_per_device"],
         whole=list(metrics["left_whole"].items()),
         hint=run_report.splits_nothing_hint(dict(mesh.shape) if mesh else None, table, rule_name,
-                                            cfg.mesh.spec or "none"))))
+                                            cfg.mesh.spec or "none"), verbose=cfg.verbose)))
     logging.getLogger(console.DETAILS).info("every variable of the model and optimizer state:\n%s", sharding_table)
 
     functions, state = train.make_step_functions(model, optimizer, mesh, ema=ts.ema)

@@ -77,7 +77,8 @@ def splits_nothing_hint(mesh_axis_sizes: dict[str, int] | None, table: dict[str,
 
 
 def placement_block(report: Any, *, rule_name: str, param_count: int, param_bytes: int, opt_bytes: int,
-                    fallbacks: dict[str, str], whole: list[tuple[str, int]], hint: str | None) -> list[str]:
+                    fallbacks: dict[str, str], whole: list[tuple[str, int]], hint: str | None,
+                    verbose: bool = False) -> list[str]:
     """The console's few lines about placement (the full table: ``variable_table``)."""
     model_bytes = sum(v.nbytes for v in report.variables if v.path.startswith("model/"))
     opt_total = sum(v.nbytes for v in report.variables if v.path.startswith("optimizer/"))
@@ -101,7 +102,7 @@ def placement_block(report: Any, *, rule_name: str, param_count: int, param_byte
         lines.append("fallbacks: none")
     if hint:
         lines.append(hint)
-    lines.append("every variable's placement: sharding.txt (verbose=true prints it here)")
+    lines.append("every variable's placement: sharding.txt" + ("" if verbose else " (verbose=true prints it here)"))
     return lines
 
 
@@ -142,6 +143,8 @@ def final_line(metrics: dict[str, Any], out: Path) -> str:
         return (f"dry run done in {wall}: {format_bytes(metrics.get('step_memory_bytes_per_device'))} per device, "
                 f"{format_bytes(metrics.get('collective_bytes_per_step'))} of collectives per step; outputs in {out}")
     c2st = format_c2st(metrics.get("c2st"), c2st_spread(metrics))
+    if c2st and is_number(metrics.get("c2st_sd_observations")):  # the spread is over observations, not folds
+        c2st += f" over {len(metrics.get('c2st_observations') or [])} observations"
     score = f"C2ST {c2st}, " if c2st else ""
     return (f"done in {wall}: {score}{format_count(metrics.get('samples_per_s'))} samples/s; "
             f"outputs in {out}")
