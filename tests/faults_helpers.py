@@ -50,8 +50,11 @@ class NonFiniteTask:
         return getattr(self.task, name)
 
     def get_observation(self, num_observation):
-        if self.observation is not None:
-            return np.asarray(self.observation, np.float32)
+        # One observation for every number, or {number: observation} for some of them.
+        chosen = (self.observation.get(num_observation) if isinstance(self.observation, dict)
+                  else self.observation)
+        if chosen is not None:
+            return np.asarray(chosen, np.float32)
         return self.task.get_observation(num_observation)
 
 

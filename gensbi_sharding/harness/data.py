@@ -24,9 +24,9 @@ import numpy as np
 
 from gensbi_sharding.harness.hints import batch_size_problem
 from gensbi_sharding.harness.registry import register_data
-from gensbi_sharding.harness.tasks import (TASKS, check_observation, check_transforms, get_task, observation,
+from gensbi_sharding.harness.tasks import (TASKS, check_observation, check_transforms, get_task,
                                            prior_bijection, reference_samples, simulate, task_dims,
-                                           to_constrained, to_unconstrained, transform_x)
+                                           to_constrained, to_unconstrained, transform_x, usable_observation)
 from gensbi_sharding import batch_size_divisor, check_batch_divisible, shard_batch
 from gensbi_sharding.sharding import is_int
 
@@ -182,40 +182,57 @@ def load_task(name: str, *, num_simulations: int = 10_000, val_fraction: float =
     import jax  # deferred: importing this module must not start the backend
 
     task = get_task(name)
-    x_o = observation(task, num_observation)
-    if not np.all(np.isfinite(x_o)):
-        raise ValueError(f"observation {num_observation} of task {name!r} holds non-finite values "
-                         f"{x_o.tolist()}: the posterior cannot be conditioned on it; choose "
-                         "another with data.num_observation=<1..10>")
+    x_o = usable_observation(task, num_observation, x_transform)
     theta, x = simulate(task, jax.random.fold_in(jax.random.key(seed), process_index), n_local)
     bijection = prior_bijection(task) if theta_transform == "support" else None
     # As sbi does with invalid simulations: drop them before any statistic or split sees them,
-    # and the draws the transforms send to infinity (a uniform draw exactly on its bound, log of 0).
-    finite = (np.isfinite(theta).all(axis=1) & np.isfinite(x).all(axis=1)
-              & np.isfinite(transform_x(x_transform, x)).all(axis=1)
+    # and the draws the transforms send to infinity (a uniform draw exactly on its bound, log of x <= 0),
+    # counted apart: those are no fault of the simulator.
+    finite = np.isfinite(theta).all(axis=1) & np.isfinite(x).all(axis=1)
+    inside = (np.isfinite(transform_x(x_transform, x)).all(axis=1)
               & np.isfinite(to_unconstrained(bijection, theta)).all(axis=1))
-    theta, x = theta[finite], x[finite]
-    dropped = n_local - len(theta)
+    keep = finite & inside
+    theta, x = theta[keep], x[keep]
+    dropped, outside = n_local - len(theta), int((finite & ~inside).sum())
     if len(theta) < 2:
-        raise ValueError(f"{dropped} of the {n_local} simulations of task {name!r} (process "
-                         f"{process_index}) hold NaN or inf, leaving {len(theta)}: fewer than 2 (one "
-                         "train, one val); check the simulator or raise data.num_simulations")
+        if not outside:
+            raise ValueError(f"{dropped} of the {n_local} simulations of task {name!r} (process "
+                             f"{process_index}) hold NaN or inf, leaving {len(theta)}: fewer than 2 (one "
+                             "train, one val); check the simulator or raise data.num_simulations")
+        fix = "data.x_transform=none" if x_transform == "log" else "data.theta_transform=none"
+        raise ValueError(f"{dropped} of the {n_local} simulations of task {name!r} (process {process_index}) "
+                         f"are unusable, leaving {len(theta)}: fewer than 2 (one train, one val); "
+                         f"{dropped - outside} hold NaN or inf, {outside} lie outside the domain of the "
+                         f"transforms ({_domain(x_transform, theta_transform)}); set {fix}")
     n_train, n_val = split_sizes(len(theta), val_fraction)
     # Prior draws are i.i.d., so a contiguous split is as random as a shuffled one.
     theta_train, theta_val = theta[:n_train], theta[n_train:]
     x_train, x_val = x[:n_train], x[n_train:]
     totals, (theta_mean, theta_std), (x_mean, x_std) = _global_stats(
-        [dropped, n_val], [to_unconstrained(bijection, theta_train), transform_x(x_transform, x_train)],
+        [dropped, n_val, outside], [to_unconstrained(bijection, theta_train), transform_x(x_transform, x_train)],
         process_count)
-    if totals[0]:
+    shards = "" if process_count == 1 else f" over {process_count} shards"
+    if totals[0] and not totals[2]:
         log.warning("dropped %d simulation(s) of task %r whose theta or x hold NaN or inf (of %d "
-                    "simulated%s); training uses the finite ones", totals[0], name, num_simulations,
-                    "" if process_count == 1 else f" over {process_count} shards")
+                    "simulated%s); training uses the finite ones", totals[0], name, num_simulations, shards)
+    elif totals[0]:
+        log.warning("dropped %d simulation(s) of task %r: %d whose theta or x hold NaN or inf, %d outside the "
+                    "domain of the transforms (%s) (of %d simulated%s); training uses the others", totals[0],
+                    name, totals[0] - totals[2], totals[2], _domain(x_transform, theta_transform),
+                    num_simulations, shards)
     return SimulationData(name=name, theta_train=theta_train, x_train=x_train, theta_val=theta_val,
                           x_val=x_val, observation=x_o, reference_samples=reference_samples(task, num_observation),
                           theta_mean=theta_mean, theta_std=theta_std, x_mean=x_mean, x_std=x_std,
                           theta_bijection=bijection, x_transform=x_transform,
                           dropped_non_finite=totals[0], val_pairs=totals[1])
+
+
+def _domain(x_transform: str, theta_transform: str) -> str:
+    """What the transforms need, in override terms: "data.x_transform=log needs x > 0; ..."."""
+    needs = ["data.x_transform=log needs x > 0"] if x_transform == "log" else []
+    needs += ["data.theta_transform=support needs theta inside the prior's support"] \
+        if theta_transform == "support" else []
+    return "; ".join(needs)
 
 
 def split_sizes(n: int, val_fraction: float) -> tuple[int, int]:

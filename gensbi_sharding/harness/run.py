@@ -119,6 +119,7 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: outputs.Ru
     from gensbi_sharding.harness.pipeline import build_pipeline
     from gensbi_sharding.harness.preemption import resume_point, train_with_checkpoints
     from gensbi_sharding.harness.state import build_state
+    from gensbi_sharding.harness.tasks import TASKS, check_evaluation
     from gensbi_sharding import bytes_per_device, describe
 
     if folder.owner is None and jax.process_index() == 0:  # distributed=auto: process 0 owns the folder
@@ -151,6 +152,10 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: outputs.Ru
         raise ConfigError(f"train.resume={cfg.train.resume} is at step {start_step}, not below "
                           f"train.steps={cfg.train.steps}; raise train.steps to train further")
     registry.get_model(cfg.model.name)  # an unknown model fails here, before any simulation
+    registry.get_data(cfg.data.name)
+    if cfg.eval.enabled and cfg.data.name in TASKS:  # what evaluation will need, checked before training
+        check_evaluation(cfg.data.name, list(cfg.eval.observations or [cfg.data.num_observation]),
+                         x_transform=cfg.data.x_transform, num_samples=cfg.eval.num_samples)
     pipe = build_pipeline(cfg.data, seed=cfg.seed, mesh=mesh, shards=cfg.data.shards, skip=start_step)
     sims = pipe.sims
     metrics.update(val_pairs=pipe.val_pairs, non_finite_simulations=pipe.dropped_non_finite)

@@ -21,7 +21,8 @@ import numpy as np
 
 __all__ = ["TASKS", "NUM_OBSERVATIONS", "THETA_TRANSFORMS", "X_TRANSFORMS", "get_task", "task_dims",
            "simulate", "prior_bijection", "to_unconstrained", "to_constrained", "transform_x",
-           "check_transforms", "observation", "reference_samples", "check_observation"]
+           "check_transforms", "observation", "reference_samples", "check_observation", "usable_observation",
+           "check_evaluation"]
 
 #: sbibm tasks with reference posteriors, registered as data sets (``data=<name>``).
 TASKS: tuple[str, ...] = ("two_moons", "gaussian_linear", "gaussian_linear_uniform", "gaussian_mixture",
@@ -155,6 +156,48 @@ def observation(task: Any, num_observation: int) -> np.ndarray:
     """Observation ``num_observation`` (1..10) of ``task`` as a float32 (dim_x,) vector."""
     check_observation(num_observation)
     return np.asarray(task.get_observation(num_observation), dtype=np.float32).reshape(-1)
+
+
+def usable_observation(task: Any, num_observation: int, x_transform: str = "none") -> np.ndarray:
+    """``observation``, checked finite and inside the domain of ``x_transform`` (log: every value > 0).
+
+    Raises
+    ------
+    ValueError
+        Naming the observation, its values and the override that fixes it.
+    """
+    x_o = observation(task, num_observation)
+    if not np.all(np.isfinite(x_o)):
+        raise ValueError(f"observation {num_observation} of task {task.name!r} holds non-finite values "
+                         f"{x_o.tolist()}: the posterior cannot be conditioned on it; choose another with "
+                         "data.num_observation=<1..10> (or leave it out of eval.observations)")
+    if not np.all(np.isfinite(transform_x(x_transform, x_o))):
+        raise ValueError(f"data.x_transform={x_transform} needs positive data, but observation {num_observation} "
+                         f"of task {task.name!r} holds {float(x_o.min()):g}: the posterior cannot be conditioned "
+                         "on its log; set data.x_transform=none (log suits positive data spanning decades, "
+                         "as data=lotka_volterra's)")
+    return x_o
+
+
+def check_evaluation(name: str, observations: list[int], *, x_transform: str, num_samples: int) -> None:
+    """Before training: every observation to score is usable and has ``num_samples`` reference rows.
+
+    C2ST compares as many posterior samples as reference samples (sbibm: 10,000 each),
+    so more samples than the reference holds would be drawn and not scored.
+
+    Raises
+    ------
+    ValueError
+        Naming the observation or ``eval.num_samples`` and the override that fixes it.
+    """
+    task = get_task(name)
+    for k in observations:
+        usable_observation(task, k, x_transform)
+        rows = len(reference_samples(task, k))
+        if num_samples > rows:
+            raise ValueError(f"eval.num_samples={num_samples} exceeds the {rows} reference posterior samples "
+                             f"of task {name!r} (observation {k}) that C2ST compares them with, row for row; "
+                             f"set eval.num_samples={rows}")
 
 
 def reference_samples(task: Any, num_observation: int) -> np.ndarray:

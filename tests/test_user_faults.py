@@ -1,0 +1,64 @@
+"""Faults found by using the posterior-quality and output features as users do (issue 14, second round).
+
+Each test reproduces one fault on the main it was found on, and checks the whole kind:
+a setting whose consequence is known before training is refused before training, with a
+message naming the value and the override that fixes it; nothing is written but the record.
+"""
+
+import logging
+
+import numpy as np
+import pytest
+
+from faults_helpers import hint, patch_task, run_tiny
+from gensbi_sharding.harness import data as D
+
+
+def assert_refused_before_training(metrics: dict, out, *needles: str) -> None:
+    assert metrics["status"] == "error", metrics
+    for needle in needles:
+        assert needle in metrics["error"], (needle, metrics["error"])
+    assert not (out / "train_losses.npz").exists() and not (out / "checkpoints").exists()
+
+
+# ------------------------------------------------- observations the transforms or the reference cannot serve
+
+def test_log_of_a_non_positive_observation_is_refused_before_training(tmp_path, devices):
+    # two_moons' observation 1 holds a negative value: its log is NaN, so every posterior sample
+    # was NaN, and the run failed after training with "fix the sampler".
+    metrics = run_tiny(tmp_path / "a", "data.x_transform=log")
+    assert_refused_before_training(metrics, tmp_path / "a", "data.x_transform=log needs positive data",
+                                   "observation 1 of task 'two_moons'", "set data.x_transform=none")
+    assert hint(metrics["error"], "data.x_transform") == "none"
+
+
+def test_every_scored_observation_is_checked_before_training(monkeypatch, tmp_path, devices):
+    patch_task(monkeypatch, {}, observation={2: [np.nan, 0.1]})
+    metrics = run_tiny(tmp_path / "a", "eval.enabled=true", "eval.observations=[1,2]")
+    assert_refused_before_training(metrics, tmp_path / "a", "observation 2 of task 'two_moons' holds "
+                                   "non-finite values [nan, 0.1", "eval.observations")
+
+
+def test_more_samples_than_the_reference_is_refused_before_training(tmp_path, devices):
+    # C2ST compares as many rows of each: 20,000 samples were drawn and 10,000 silently scored.
+    metrics = run_tiny(tmp_path / "a", "eval.enabled=true", "eval.num_samples=10001")
+    assert_refused_before_training(metrics, tmp_path / "a", "eval.num_samples=10001 exceeds the 10000 "
+                                   "reference posterior samples", "set eval.num_samples=10000")
+
+
+def test_simulations_outside_the_transform_domain_are_named_as_such(monkeypatch, caplog):
+    patch_task(monkeypatch, {3: np.nan}, observation=[0.5, 0.5])  # a positive observation
+    with caplog.at_level(logging.WARNING, logger="gensbi_sharding"):
+        sims = D.load_task("two_moons", num_simulations=200, x_transform="log")
+    assert (sims.x_train > 0).all() and (sims.x_val > 0).all()
+    outside = sims.dropped_non_finite - 1
+    assert outside > 50  # two_moons' data are mostly not positive
+    assert (f"dropped {sims.dropped_non_finite} simulation(s) of task 'two_moons': 1 whose theta or x hold "
+            f"NaN or inf, {outside} outside the domain of the transforms (data.x_transform=log needs x > 0"
+            in caplog.text)
+
+
+def test_no_simulation_inside_the_transform_domain_names_the_transform(monkeypatch):
+    patch_task(monkeypatch, {}, observation=[0.5, 0.5])
+    with pytest.raises(ValueError, match=r"outside the domain of the transforms.*set data\.x_transform=none"):
+        D.load_task("two_moons", num_simulations=4, x_transform="log", seed=1)
