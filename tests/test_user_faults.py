@@ -62,3 +62,32 @@ def test_no_simulation_inside_the_transform_domain_names_the_transform(monkeypat
     patch_task(monkeypatch, {}, observation=[0.5, 0.5])
     with pytest.raises(ValueError, match=r"outside the domain of the transforms.*set data\.x_transform=none"):
         D.load_task("two_moons", num_simulations=4, x_transform="log", seed=1)
+
+
+# ------------------------------------------------- resuming under settings the checkpoint's weights do not mean
+
+@pytest.fixture(scope="module")
+def no_ema_run(tmp_path_factory, devices):
+    out = tmp_path_factory.mktemp("no_ema")
+    assert run_tiny(out, "train.ema_decay=0")["status"] == "ok"
+    return out
+
+
+@pytest.mark.parametrize("changed, fix", [
+    # The EMA on or off: restore failed listing 12 "missing from the checkpoint" paths and pointing at a folder.
+    (("train.ema_decay=0.999",), "train.ema_decay=0"),
+    # Another parameter space or data space: the restore fitted and training went on, silently wrong.
+    (("train.ema_decay=0", "data.theta_transform=none"), "data.theta_transform=support"),
+    # Another task: a shape error listing paths, no word of data=.
+    (("train.ema_decay=0", "data=slcp", "data.batch_size=64"), "data=two_moons"),
+])
+def test_resume_under_other_settings_names_the_override_that_fits(no_ema_run, tmp_path, changed, fix):
+    out = tmp_path / "b"
+    metrics = run_tiny(out, f"train.resume={no_ema_run}", "train.steps=16", *changed)
+    assert_refused_before_training(metrics, out, f"add {fix}", str(no_ema_run / "checkpoints" / "8"))
+    assert "missing from the checkpoint" not in metrics["error"]
+    key, value = fix.split("=")
+    # The fix replaces what it names; the data settings go with data= (the task's own defaults).
+    followed = [o for o in changed if o.startswith("train.") and not o.startswith(key + "=")] + [fix]
+    again = run_tiny(tmp_path / "c", f"train.resume={no_ema_run}", "train.steps=16", *followed)
+    assert again["status"] == "ok" and again["start_step"] == 8, again.get("error")

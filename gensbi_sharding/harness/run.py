@@ -118,7 +118,7 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: outputs.Ru
     from gensbi_sharding import checkpoint
     from gensbi_sharding.harness.pipeline import build_pipeline
     from gensbi_sharding.harness.preemption import resume_point, train_with_checkpoints
-    from gensbi_sharding.harness.state import build_state
+    from gensbi_sharding.harness.state import build_state, check_resume_settings
     from gensbi_sharding.harness.tasks import TASKS, check_evaluation
     from gensbi_sharding import bytes_per_device, describe
 
@@ -148,6 +148,8 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: outputs.Ru
     log.info("[3/7] data: %s, %d simulations", cfg.data.name, cfg.data.num_simulations)
     resume_dir = resume_point(cfg, out)
     start_step = int(resume_dir.name) if resume_dir else 0
+    if resume_dir is not None:
+        check_resume_settings(resume_dir, cfg)
     if start_step > cfg.train.steps or (start_step == cfg.train.steps and cfg.train.resume != "auto"):
         raise ConfigError(f"train.resume={cfg.train.resume} is at step {start_step}, not below "
                           f"train.steps={cfg.train.steps}; raise train.steps to train further")

@@ -20,7 +20,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness.config import ConfigError, as_rule, partition_axis_from_config
 
-__all__ = ["TrainState", "builder", "model_plan", "build_state", "resume_step_dir", "partition_axis_for"]
+__all__ = ["TrainState", "builder", "model_plan", "build_state", "resume_step_dir", "partition_axis_for",
+           "check_resume_settings"]
 
 log = logging.getLogger("gensbi_sharding")
 
@@ -131,6 +132,41 @@ def build_state(cfg: DictConfig, *, dim_theta: int, dim_x: int, mesh: Any, rule_
         except ValueError as err:  # the saved variables do not fit: name the overrides that fit them
             raise ConfigError(f"{_model_overrides(resume_dir, cfg.model)}{err}") from None
     return state
+
+
+#: Settings a checkpoint's arrays hold only under: what the model's inputs and outputs mean (the
+#: task and its transforms), and whether an EMA is saved beside the weights. A change of any of
+#: them may still fit every shape, so it is checked before the restore, not left to it.
+#: (key in the saved config, the override that sets it, what it decides)
+_FIXED_BY_CHECKPOINT = (("data.name", "data", "the task"), ("data.theta_transform", "data.theta_transform",
+                        "the parameter space"), ("data.x_transform", "data.x_transform", "the data space"),
+                        ("train.ema_decay", "train.ema_decay", "whether an EMA is saved"))
+
+
+def check_resume_settings(step_dir: Path, cfg: DictConfig) -> None:
+    """Before simulating: ``ConfigError`` naming the overrides that match the checkpoint in ``step_dir``
+    when a setting of ``_FIXED_BY_CHECKPOINT`` differs from the saved config."""
+    from gensbi_sharding.checkpoint import saved_config
+
+    saved, now = saved_config(step_dir), OmegaConf.to_container(cfg, resolve=True)
+    fix, this, what = [], [], []
+    for key, override, decides in _FIXED_BY_CHECKPOINT:
+        old, new = _get(saved, key), _get(now, key)
+        if old is None or old == new or (key == "train.ema_decay" and (old > 0) == (new > 0)):
+            continue  # an older checkpoint without the key, or another EMA decay: both fine
+        fix.append(f"{override}={old}")
+        this.append(f"{override}={new}")
+        what.append(decides)
+    if fix:
+        raise ConfigError(f"checkpoint {step_dir} was saved with {' '.join(fix)} (this run: {' '.join(this)}), "
+                          f"which decides {', '.join(what)}: its arrays mean nothing otherwise; add "
+                          f"{' '.join(fix)}, or start a new run without train.resume")
+
+
+def _get(tree: dict, dotted: str) -> Any:
+    for part in dotted.split("."):
+        tree = tree.get(part) if isinstance(tree, dict) else None
+    return tree
 
 
 def _model_overrides(step_dir: Path, model_cfg: DictConfig) -> str:
