@@ -25,7 +25,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from gensbi_sharding.checkpoint_steps import CHECKPOINT_SUBDIR, ITEMS, committed_steps, find_checkpoint
 from gensbi_sharding.rules import Rule, RuleTable
-from gensbi_sharding.sharding import is_int, plan_shardings
+from gensbi_sharding.sharding import check_node, is_int, is_node, plan_shardings
 
 __all__ = ["CHECKPOINT_SUBDIR", "CheckpointWriter", "Restored", "abstract_state_for",
            "committed_steps", "find_checkpoint", "restore", "saved_config"]
@@ -88,8 +88,14 @@ class CheckpointWriter:
             so no finite checkpoint is displaced (``keep``); the message names the
             latest finite checkpoint to resume from.
         """
+        if not is_int(step) or step < 0:
+            raise ValueError(f"step={step!r} must be an integer >= 0 (the training step of the state)")
         if step == self.last_saved:
             return False
+        if not is_node(state) and not (isinstance(state, Mapping) and state):
+            raise TypeError(f"state={state!r:.60} must be an nnx.State (nnx.state(model)) or a mapping of arrays")
+        if not (isinstance(key, jax.Array) and _is_key(key)):
+            raise TypeError(f"key={key!r:.60} must be a typed JAX PRNG key, e.g. jax.random.key(0)")
         bad = _non_finite(state)
         if bad:
             latest = self.latest()
@@ -137,8 +143,8 @@ def abstract_state_for(node: Any, mesh: Mesh | None, rule: str | RuleTable | Rul
     run under ``nnx.eval_shape``. Each array leaf gets ``plan_shardings(node, mesh, rule)``'s
     sharding on the *current* mesh and rule; ``mesh=None``: this process's first device.
     """
-    is_node = nnx.graph.is_graph_node(node) or isinstance(node, (tuple, list))
-    abstract = node if is_node else nnx.eval_shape(node)
+    check_node(node, "abstract_state_for", factory=True)
+    abstract = node if is_node(node) else nnx.eval_shape(node)
     if mesh is not None:
         return plan_shardings(abstract, mesh, rule).abstract_state(abstract)
     device, flat = jax.sharding.SingleDeviceSharding(jax.local_devices()[0]), []

@@ -11,7 +11,7 @@ import numpy as np
 from jax.sharding import AxisType, Mesh
 
 from gensbi_sharding.rules import MODEL_AXIS
-from gensbi_sharding.sharding import is_int
+from gensbi_sharding.sharding import check_mesh, is_int
 
 __all__ = ["make_mesh", "resolve_mesh", "mesh_context", "check_model_groups_local"]
 
@@ -30,6 +30,10 @@ def make_mesh(devices: Sequence[Any] | None = None, model_axis: int = 1) -> Mesh
         If ``model_axis`` is not a positive integer dividing the device count, or a
         device is not a ``jax.Device`` or is listed twice.
     """
+    if devices is not None and (isinstance(devices, (str, bytes)) or not isinstance(devices, Sequence)
+                                and not isinstance(devices, np.ndarray)):
+        raise TypeError(f"devices={devices!r} must be a list of jax.Device objects (e.g. jax.devices()[:4]), "
+                        "or None for all devices")
     devices = list(jax.devices() if devices is None else devices)
     divisors = [d for d in range(1, len(devices) + 1) if len(devices) % d == 0]
     if not is_int(model_axis) or model_axis < 1:
@@ -89,6 +93,7 @@ def mesh_context(mesh: Mesh | None) -> Iterator[Mesh | None]:
     if mesh is None:
         yield None
         return
+    check_mesh(mesh)
     with jax.set_mesh(mesh):
         yield mesh
 

@@ -22,7 +22,7 @@ from flax import nnx
 from jax.sharding import Mesh, NamedSharding
 
 from gensbi_sharding.batch import batch_size_divisor
-from gensbi_sharding.sharding import is_array, is_int, path_name
+from gensbi_sharding.sharding import check_mesh, check_node, is_array, is_int, path_name
 
 __all__ = ["bytes_per_device", "partition_specs", "MeshSummary", "VariablePlacement", "PlacementReport",
            "describe", "summarize_mesh", "mesh_init_simulate", "COLLECTIVES", "compiled_report",
@@ -141,6 +141,9 @@ def describe(node: Any, mesh: Mesh | None, *, top: int = 5) -> PlacementReport:
     """
     if not is_int(top) or top < 0:
         raise ValueError(f"top must be a non-negative integer, got {top!r}; pass e.g. top=5")
+    check_node(node, "describe")
+    if mesh is not None:
+        check_mesh(mesh)
     per_device: dict[int, int] = {d.id: 0 for d in mesh.devices.flat} if mesh is not None else {}
     variables = []
     for path, var in nnx.to_flat_state(nnx.state(node)):

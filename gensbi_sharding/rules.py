@@ -65,6 +65,7 @@ def resolve_rule(rule: str | RuleTable | Rule) -> Rule:
     if isinstance(rule, Rule):
         return rule
     if isinstance(rule, Mapping):
+        check_table(rule)
         return Rule("custom", dict(rule))
     if rule is None or isinstance(rule, str):
         if rule in RULES:
@@ -72,6 +73,18 @@ def resolve_rule(rule: str | RuleTable | Rule) -> Rule:
         raise ValueError(f"unknown sharding rule {rule!r}; choose one of {tuple(RULES)} or pass a rule "
                          "table (logical axis -> mesh axis or None)")
     raise ValueError(f"rule must be a name in {tuple(RULES)} or a rule table mapping, got {rule!r}")
+
+
+def check_table(table: Mapping) -> None:
+    """``ValueError`` naming the entry unless every key is a logical axis and every value a mesh
+    axis name, a list or tuple of them, or None (a mistyped key would silently split nothing)."""
+    for key, value in table.items():
+        if key not in LOGICAL_AXES:
+            raise ValueError(f"rule table key {key!r} is not a logical axis; valid keys: {', '.join(LOGICAL_AXES)}")
+        names = value if isinstance(value, (list, tuple)) else [value]
+        if value is not None and not all(isinstance(v, str) for v in names):
+            raise ValueError(f"rule table entry {{{key!r}: {value!r}}}: a value must be a mesh axis name "
+                             f"(e.g. 'data' or 'model'), a list of them, or None")
 
 
 def partition_spec_for(names: Sequence[str | None] | None, shape: Sequence[int],

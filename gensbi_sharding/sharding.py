@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import jax
@@ -135,6 +135,7 @@ def plan_shardings(node: Any, mesh: Mesh, rule: str | RuleTable | Rule = "replic
     """
     rule = resolve_rule(rule)
     check_mesh(mesh)
+    check_node(node, "plan_shardings")
     specs, fallbacks = {}, {}
     for path, var in nnx.graph.iter_graph(node):
         if not isinstance(var, nnx.Variable):
@@ -184,7 +185,8 @@ def shard_model(node: Any, mesh: Mesh | None, rule: str = "replicated") -> None:
         If ``rule`` is not a key of ``RULES`` (checked even when ``mesh`` is None).
     """
     if not isinstance(rule, str) or rule not in RULES:
-        raise ValueError(f"unknown sharding rule {rule!r}; choose one of {tuple(RULES)}")
+        table = " (a rule table goes to shard_model_by_table(node, mesh, table))" if isinstance(rule, Mapping) else ""
+        raise ValueError(f"unknown sharding rule {rule!r}; choose one of {tuple(RULES)}{table}")
     _check_node(node)
     if mesh is None:
         return
@@ -237,3 +239,21 @@ def _check_node(node: Any) -> None:
     if not nnx.graph.is_graph_node(node):
         raise TypeError(f"shard_model places NNX graph nodes (a Module, nnx.Optimizer, ...), got "
                         f"{type(node).__name__}; for a pytree of arrays use shard_batch or replicate")
+
+
+def is_node(node: Any) -> bool:
+    """An NNX graph node or ``nnx.State``, or a non-empty tuple, list or dict of them."""
+    if nnx.graph.is_graph_node(node) or isinstance(node, nnx.State):
+        return True
+    items = node.values() if isinstance(node, dict) else node if isinstance(node, (tuple, list)) else ()
+    items = list(items)
+    return bool(items) and all(is_node(item) for item in items)
+
+
+def check_node(node: Any, caller: str, *, factory: bool = False) -> None:
+    """``TypeError`` naming ``caller`` unless ``node`` passes ``is_node`` (or, with ``factory``, is callable)."""
+    if is_node(node) or (factory and callable(node)):
+        return
+    also = ", or a zero-argument factory building one" if factory else ""
+    raise TypeError(f"{caller} takes an NNX graph node (a Module, nnx.Optimizer, nnx.State, or a tuple or "
+                    f"dict of them{also}), got {type(node).__name__} {node!r:.60}")

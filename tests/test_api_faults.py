@@ -1,0 +1,78 @@
+"""The public API under wrong argument types: a ``TypeError``/``ValueError`` naming the value and the fix.
+
+Found by calling each entry point of the README's table with what users plausibly pass by
+mistake (a mesh spec where a Mesh goes, a string where a module goes, a number in a rule
+table); each used to end in an obscure traceback from inside JAX, NNX or Python, or in
+silently doing nothing.
+"""
+
+import jax
+import numpy as np
+import pytest
+from flax import nnx
+
+import gensbi_sharding as gs
+from gensbi_sharding import checkpoint
+
+
+class Block(nnx.Module):
+    def __init__(self, rngs):
+        self.up = nnx.Linear(8, 16, rngs=rngs,
+                             kernel_init=gs.partitioned(nnx.initializers.lecun_normal(), ("embed", "mlp")))
+
+
+@pytest.fixture(scope="module")
+def mesh(devices):
+    return gs.make_mesh(model_axis=2)
+
+
+@pytest.fixture
+def model():
+    return Block(nnx.Rngs(0))
+
+
+@pytest.mark.parametrize("call, error, needles", [
+    # A string or number where a module goes: an empty plan / IndexError / "'int' object is not callable".
+    (lambda m, mesh: gs.plan_shardings("model", mesh), TypeError, ["got str", "Module"]),
+    (lambda m, mesh: gs.describe(3, mesh), TypeError, ["got int", "Module"]),
+    (lambda m, mesh: checkpoint.abstract_state_for(3, mesh), TypeError, ["got int", "Module", "factory"]),
+    # A mesh spec where a Mesh goes: AttributeError 'str' object has no attribute 'devices', JAX's ValueError.
+    (lambda m, mesh: gs.describe(m, "auto"), TypeError, ["got 'auto'", "resolve_mesh(spec)"]),
+    (lambda m, mesh: gs.mesh_context("auto").__enter__(), TypeError, ["got 'auto'", "resolve_mesh(spec)"]),
+    # A count where a device list goes: "'int' object is not iterable".
+    (lambda m, mesh: gs.make_mesh(devices=4), TypeError, ["devices=4", "jax.devices()[:4]"]),
+    # A rule table holding a number, or a mistyped logical axis (which silently split nothing).
+    (lambda m, mesh: gs.shard_model_by_table(m, mesh, {"embed": 3}), ValueError,
+     ["'embed': 3", "mesh axis name"]),
+    (lambda m, mesh: gs.plan_shardings(m, mesh, {"embd": "data"}), ValueError,
+     ["'embd'", "embed, mlp, heads, vocab, in, out"]),
+    (lambda m, mesh: gs.resolve_rule({("embed",): "data"}), ValueError, ["('embed',)"]),
+    # A table given to shard_model, which takes names: the message names the function that takes tables.
+    (lambda m, mesh: gs.shard_model(m, mesh, {"embed": "data"}), ValueError, ["shard_model_by_table"]),
+])
+def test_wrong_arguments_get_a_clear_error(model, mesh, call, error, needles):
+    with pytest.raises(error) as err:
+        call(model, mesh)
+    for needle in needles:
+        assert needle in str(err.value), (needle, str(err.value))
+
+
+def test_rule_tables_that_are_right_still_resolve():
+    rule = gs.resolve_rule({"embed": "data", "mlp": ["data", "model"], "heads": None})
+    assert rule.table == {"embed": "data", "mlp": ["data", "model"], "heads": None}
+
+
+@pytest.mark.parametrize("step, state, key, error, needle", [
+    ("a", "state", "key", ValueError, "step='a'"),  # was int()'s "invalid literal for int() with base 10"
+    (-1, "state", "key", ValueError, "step=-1"),  # was saved as step -1
+    (1, "model", "key", TypeError, "state='model'"),  # was saved: a checkpoint holding a string
+    (1, "state", None, TypeError, "key=None"),  # was saved without a key, then restore failed on it
+])
+def test_checkpoint_save_checks_its_arguments(tmp_path, model, step, state, key, error, needle):
+    real = {"state": nnx.state(model), "key": jax.random.key(0)}
+    writer = checkpoint.CheckpointWriter(tmp_path / "ck", every=1)
+    with pytest.raises(error, match=needle.replace("(", r"\(")):
+        writer.save(step, real.get(state, state) if isinstance(state, str) else state,
+                    real.get(key, key) if isinstance(key, str) else key)
+    writer.close()
+    assert not any((tmp_path / "ck").glob("*")) if (tmp_path / "ck").exists() else True
