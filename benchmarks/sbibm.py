@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
 import json
 import shutil
 import subprocess
@@ -29,6 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
+from gensbi_sharding.harness.outputs import write_atomic
+
 REPO = Path(__file__).resolve().parents[1]
 PUBLISHED = REPO / "benchmarks" / "sbibm_published.csv"
 TASKS = ("two_moons", "gaussian_linear", "gaussian_linear_uniform", "gaussian_mixture", "slcp", "sir",
@@ -36,9 +39,13 @@ TASKS = ("two_moons", "gaussian_linear", "gaussian_linear_uniform", "gaussian_mi
 BUDGETS = (1000, 10_000, 100_000)
 
 
-def run(root: Path, tasks: list[str], budgets: list[int], extra: list[str]) -> None:
-    """Run each missing (task, budget) job in its own process; a failed one is moved aside and retried."""
+def run(root: Path, tasks: list[str], budgets: list[int], extra: list[str]) -> list[str]:
+    """Run each missing (task, budget) job in its own process; a failed one is moved aside and retried.
+
+    Returns the "task budget" pairs whose job did not end with status ok.
+    """
     root.mkdir(parents=True, exist_ok=True)
+    failed = []
     for task in tasks:
         for budget in budgets:
             job_root = root / f"{task}_{budget}"
@@ -57,6 +64,9 @@ def run(root: Path, tasks: list[str], budgets: list[int], extra: list[str]) -> N
             (job_root / "launch.log").parent.mkdir(parents=True, exist_ok=True)
             (job_root / "launch.log").write_text(proc.stdout + proc.stderr)
             print(f"{task} {budget}: exit {proc.returncode} after {time.perf_counter() - start:.0f} s", flush=True)
+            if not (metrics.is_file() and json.loads(metrics.read_text()).get("status") == "ok"):
+                failed.append(f"{task} {budget}")
+    return failed
 
 
 def collect(folders: list[Path]) -> dict[tuple[str, int], list[dict]]:
@@ -87,12 +97,13 @@ def table(folders: list[Path], out: Path) -> str:
     if not cells:
         raise SystemExit(f"no c2st.csv under {', '.join(map(str, folders))}: run the benchmark first")
     out.mkdir(parents=True, exist_ok=True)
-    with open(out / "sbibm_results.csv", "w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["task", "num_simulations", "observation", "c2st", "c2st_sd_folds"])
-        for (task, budget), rows in sorted(cells.items(), key=lambda kv: (TASKS.index(kv[0][0]), kv[0][1])):
-            for r in sorted(rows, key=lambda r: int(r["observation"])):
-                writer.writerow([task, budget, r["observation"], r["c2st"], r["c2st_sd_folds"]])
+    f = io.StringIO()  # each file written whole (temporary name, then rename): never half a table
+    writer = csv.writer(f)
+    writer.writerow(["task", "num_simulations", "observation", "c2st", "c2st_sd_folds"])
+    for (task, budget), rows in sorted(cells.items(), key=lambda kv: (TASKS.index(kv[0][0]), kv[0][1])):
+        for r in sorted(rows, key=lambda r: int(r["observation"])):
+            writer.writerow([task, budget, r["observation"], r["c2st"], r["c2st_sd_folds"]])
+    write_atomic(out / "sbibm_results.csv", f.getvalue())
     lines = ["| task | simulations | this harness: C2ST mean +- sd (observations) | sbibm NPE | sbibm best |",
              "|---|---|---|---|---|"]
     summary = []
@@ -107,12 +118,13 @@ def table(folders: list[Path], out: Path) -> str:
         lines.append(f"| {task} | {budget:,} | {values.mean():.3f} +- {sd:.3f}{mark} | "
                      f"{float(ref['npe_mean']):.3f} | {float(ref['best_mean']):.3f} ({ref['best_algorithm']}) |")
     text = "\n".join(lines) + "\n"
-    (out / "sbibm_table.md").write_text(text)
-    with open(out / "sbibm_table.csv", "w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["task", "num_simulations", "c2st_mean", "c2st_sd", "observations", "sbibm_npe_mean",
-                         "sbibm_best_algorithm", "sbibm_best_mean"])
-        writer.writerows(summary)
+    write_atomic(out / "sbibm_table.md", text)
+    f = io.StringIO()
+    writer = csv.writer(f)
+    writer.writerow(["task", "num_simulations", "c2st_mean", "c2st_sd", "observations", "sbibm_npe_mean",
+                     "sbibm_best_algorithm", "sbibm_best_mean"])
+    writer.writerows(summary)
+    write_atomic(out / "sbibm_table.csv", f.getvalue())
     plot(cells, paper, out / "sbibm.png")
     return text
 
@@ -149,7 +161,9 @@ def plot(cells: dict, paper: dict, path: Path) -> None:
     fig.suptitle("C2ST against the simulation budget: mean +- sd over the 10 observations "
                  "(0.5 = indistinguishable from the reference posterior)", fontsize="medium")
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=90)
+    write_atomic(path, buffer.getvalue())
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -165,9 +179,26 @@ def main(argv: list[str] | None = None) -> None:
     t.add_argument("--out", type=Path, default=None, help="default: the first folder")
     args = parser.parse_args(argv)
     if args.command == "run":
-        run(args.root.absolute(), args.tasks, args.budgets, args.extra)
+        _check_folder(args.root, "--root", may_be_missing=True)
+        failed = run(args.root.absolute(), args.tasks, args.budgets, args.extra)
+        if failed:  # the others ran; rerunning `run` retries exactly these
+            raise SystemExit(f"{len(failed)} job(s) failed: {', '.join(failed)} (each job's launch.log says why); "
+                             "run the same command again to retry them")
     else:
+        for folder in args.folders:
+            _check_folder(folder, "a folder argument")
+        if args.out is not None:
+            _check_folder(args.out, "--out", may_be_missing=True)
         print(table(args.folders, args.out or args.folders[0]), end="")
+
+
+def _check_folder(path: Path, what: str, may_be_missing: bool = False) -> None:
+    """``SystemExit`` naming ``path`` when it is a file, or missing where a folder must exist."""
+    if path.is_file():
+        raise SystemExit(f"{what} {path} is a file, not a folder" if what.startswith("--")
+                         else f"{path} is a file, not a folder: pass the multirun or --root folder holding the jobs")
+    if not may_be_missing and not path.is_dir():
+        raise SystemExit(f"{path} does not exist: pass the multirun or --root folder holding the jobs")
 
 
 if __name__ == "__main__":

@@ -91,3 +91,35 @@ def test_resume_under_other_settings_names_the_override_that_fits(no_ema_run, tm
     followed = [o for o in changed if o.startswith("train.") and not o.startswith(key + "=")] + [fix]
     again = run_tiny(tmp_path / "c", f"train.resume={no_ema_run}", "train.steps=16", *followed)
     assert again["status"] == "ok" and again["start_step"] == 8, again.get("error")
+
+
+# ------------------------------------------------- benchmarks/sbibm.py with folders that are not what it needs
+
+def sbibm_main():
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(
+        "sbibm_script", Path(__file__).resolve().parents[1] / "benchmarks" / "sbibm.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.main
+
+
+@pytest.mark.parametrize("argv, needle", [
+    # A mistyped folder read as "no c2st.csv ...: run the benchmark first".
+    (["table", "{tmp}/nope"], "{tmp}/nope does not exist"),
+    # A file where a folder goes: FileExistsError's traceback (--out) or "no c2st.csv" (a job's file).
+    (["table", "{tmp}/job", "--out", "{tmp}/job/metrics.json"], "--out {tmp}/job/metrics.json is a file"),
+    (["table", "{tmp}/job/metrics.json"], "{tmp}/job/metrics.json is a file, not a folder"),
+    (["run", "--root", "{tmp}/job/metrics.json", "--tasks", "two_moons", "--budgets", "1000"],
+     "--root {tmp}/job/metrics.json is a file"),
+])
+def test_sbibm_script_names_a_folder_that_is_not_one(tmp_path, argv, needle):
+    (tmp_path / "job").mkdir()
+    (tmp_path / "job" / "metrics.json").write_text("{}")
+    with pytest.raises(SystemExit) as stop:
+        sbibm_main()([a.format(tmp=tmp_path) for a in argv])
+    assert needle.format(tmp=tmp_path) in str(stop.value), str(stop.value)
+    assert (tmp_path / "job" / "metrics.json").read_text() == "{}"  # nothing overwritten
+    assert not (tmp_path / "job.failed").exists()
