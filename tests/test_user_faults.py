@@ -123,3 +123,39 @@ def test_sbibm_script_names_a_folder_that_is_not_one(tmp_path, argv, needle):
     assert needle.format(tmp=tmp_path) in str(stop.value), str(stop.value)
     assert (tmp_path / "job" / "metrics.json").read_text() == "{}"  # nothing overwritten
     assert not (tmp_path / "job.failed").exists()
+
+
+# ------------------------------------------------- every refused value names an override that is then accepted
+
+BAD_VALUES = [
+    ("mesh.model_axis=0",), ("data.num_simulations=0",), ("data.batch_size=-1",), ("data.num_observation=0",),
+    ("data.val_fraction=1.5",), ("train.steps=0",), ("train.log_every=0",), ("train.learning_rate=0",),
+    ("train.checkpoint_every=-1",), ("train.keep=0",), ("eval.c2st_folds=1",), ("eval.ode_steps=0",),
+    ("eval.num_samples=5", "eval.c2st_folds=3"), ("eval.observations=[0,3]",), ("eval.c2st_jobs=0",),
+    ("train.schedule=linear",), ("train.warmup_steps=4000",), ("train.ema_decay=1.0",), ("train.ema_decay=-0.5",),
+    ("train.val_every=-1",), ("train.patience=-1",), ("train.val_draws=0",), ("data.theta_transform=logit",),
+    ("data.x_transform=sqrt",), ("train.weight_decay=-1",), ("data.shards=0",), ("devices.cpu_count=0",),
+    ("distributed.timeout_s=0",), ("distributed.heartbeat_s=0",), ("distributed.mode=mpi",), ("model.init=lazy",),
+    # Scored twice and counted twice in the mean and spread over observations; files named _1 for the second.
+    ("eval.observations=[1,1]",),
+    # Early stopping without validations during training: silently never stopped.
+    ("train.patience=3", "train.val_every=0"), ("train.patience=3", "train.val_every=5000"),
+]
+
+
+@pytest.mark.parametrize("overrides", BAD_VALUES, ids=lambda o: " ".join(o))
+def test_every_refused_value_names_an_override_that_fixes_it(overrides):
+    import re
+
+    from faults_helpers import compose_tiny
+    from gensbi_sharding.harness.config import ConfigError, validate
+
+    bad = compose_tiny("train.steps=4000", *overrides)
+    with pytest.raises(ConfigError) as err:
+        validate(bad)
+    message = str(err.value)
+    assert overrides[0].split("=")[0] in message
+    fixes = re.findall(r"(?:e\.g\.|set|add|use) ((?:[a-z_]+\.)+[a-z0-9_]+=(?:\[[^\]]*\]|[^\s;,)]+))", message)
+    assert fixes, message
+    followed = compose_tiny("train.steps=4000", *overrides, *fixes)
+    validate(followed)  # the hint is enough: the run then passes validation

@@ -10,6 +10,8 @@ choices, the rule table) is checked by ``validate`` and raised as
 from __future__ import annotations
 
 from collections.abc import Mapping
+import dataclasses
+import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
@@ -221,8 +223,38 @@ def validate(cfg: DictConfig) -> None:
     Raises
     ------
     ConfigError
-        Naming the first bad key, its value and the override that fixes it.
+        Naming the first bad key, its value and the override that fixes it (a message
+        that names none gets the key's schema default, which every check accepts).
     """
+    try:
+        _validate(cfg)
+    except ConfigError as err:
+        raise ConfigError(_with_fix(str(err))) from None
+
+
+def _with_fix(message: str) -> str:
+    """``message`` + "; e.g. <key>=<schema default>" when it names a ``key=value`` but no override to type."""
+    if re.search(r"(e\.g\.|set|add|use) [a-z_]+\.[a-z0-9_.]+=", message):
+        return message
+    named = re.match(r"([a-z_]+)\.([a-z0-9_]+)=", message)
+    if not named:
+        return message
+    group, key = named.groups()
+    schema = _SECTIONS.get(group)
+    defaults = {f.name: f.default for f in dataclasses.fields(schema)} if schema else {}
+    default = defaults.get(key, MISSING)
+    if default is MISSING or default is dataclasses.MISSING:
+        return message
+    text = "null" if default is None else str(default).replace(" ", "")
+    return f"{message}; e.g. {group}.{key}={text}"
+
+
+#: Config sections whose dataclass defaults are valid values, named as the fix of a refused one.
+_SECTIONS = {"mesh": MeshConfig, "model": ModelConfig, "data": DataConfig, "train": TrainConfig, "eval": EvalConfig,
+             "devices": DevicesConfig, "distributed": DistributedConfig}
+
+
+def _validate(cfg: DictConfig) -> None:
     _check(cfg.mesh.spec in (None, "auto", "dict"),
            f"mesh.spec={cfg.mesh.spec!r} is not one of null, auto, dict (e.g. mesh=auto)")
     _check(cfg.mesh.model_axis >= 1, f"mesh.model_axis={cfg.mesh.model_axis} must be >= 1")
@@ -243,11 +275,16 @@ def validate(cfg: DictConfig) -> None:
     _check(cfg.train.keep >= 1, f"train.keep={cfg.train.keep} must be >= 1")
     _check(cfg.eval.num_samples >= 2 * cfg.eval.c2st_folds and cfg.eval.c2st_folds >= 2,
            f"eval.num_samples={cfg.eval.num_samples} must be >= 2 * eval.c2st_folds and "
-           f"eval.c2st_folds={cfg.eval.c2st_folds} >= 2")
+           f"eval.c2st_folds={cfg.eval.c2st_folds} >= 2; set "
+           + ("eval.c2st_folds=5" if cfg.eval.c2st_folds < 2 else f"eval.num_samples={2 * cfg.eval.c2st_folds}"))
     _check(cfg.eval.ode_steps >= 1, f"eval.ode_steps={cfg.eval.ode_steps} must be >= 1")
     _check(all(1 <= o <= 10 for o in cfg.eval.observations or ()) and cfg.eval.observations != [],
            f"eval.observations={cfg.eval.observations} must list sbibm observations 1..10, e.g. "
            "eval.observations=[1,2,3], or be null for data.num_observation")
+    unique = list(dict.fromkeys(cfg.eval.observations or ()))
+    _check(len(unique) == len(cfg.eval.observations or ()),
+           f"eval.observations={list(cfg.eval.observations or ())} lists an observation twice (it would be scored and "
+           f"averaged twice); set eval.observations=[{','.join(map(str, unique))}]")
     _check(cfg.eval.c2st_jobs >= 1 or cfg.eval.c2st_jobs == -1,
            f"eval.c2st_jobs={cfg.eval.c2st_jobs} must be >= 1, or -1 for one per core")
     _check(cfg.train.schedule in ("cosine", "constant"),
@@ -258,6 +295,11 @@ def validate(cfg: DictConfig) -> None:
            f"train.ema_decay={cfg.train.ema_decay} must lie in [0, 1) (0: no EMA), e.g. train.ema_decay=0.999")
     for key in ("val_every", "patience"):
         _check(cfg.train[key] >= 0, f"train.{key}={cfg.train[key]} must be >= 0 (0: off)")
+    every = max(1, min(250, cfg.train.steps // 4))
+    _check(cfg.train.patience == 0 or 0 < cfg.train.val_every < cfg.train.steps,
+           f"train.patience={cfg.train.patience} needs validations during training, but train.val_every="
+           f"{cfg.train.val_every} validates only after the last of train.steps={cfg.train.steps}; set "
+           f"train.val_every={every}, or train.patience=0 for no early stopping")
     _check(cfg.train.val_draws >= 1, f"train.val_draws={cfg.train.val_draws} must be >= 1")
     _check(cfg.data.theta_transform in ("support", "none"),
            f"data.theta_transform={cfg.data.theta_transform!r} is not one of support, none")
