@@ -296,10 +296,11 @@ def _validate(cfg: DictConfig) -> None:
     for key in ("val_every", "patience"):
         _check(cfg.train[key] >= 0, f"train.{key}={cfg.train[key]} must be >= 0 (0: off)")
     every = max(1, min(250, cfg.train.steps // 4))
-    _check(cfg.train.patience == 0 or 0 < cfg.train.val_every < cfg.train.steps,
-           f"train.patience={cfg.train.patience} needs validations during training, but train.val_every="
-           f"{cfg.train.val_every} validates only after the last of train.steps={cfg.train.steps}; set "
-           f"train.val_every={every}, or train.patience=0 for no early stopping")
+    # (val_every >= steps is let through: a short run of a preset with patience, e.g. experiment=sbibm train.steps=100)
+    _check(cfg.train.patience == 0 or cfg.train.val_every > 0,
+           f"train.patience={cfg.train.patience} needs validations during training, but train.val_every=0 "
+           f"validates only after the last step; set train.val_every={every}, or train.patience=0 for no early "
+           "stopping")
     _check(cfg.train.val_draws >= 1, f"train.val_draws={cfg.train.val_draws} must be >= 1")
     _check(cfg.data.theta_transform in ("support", "none"),
            f"data.theta_transform={cfg.data.theta_transform!r} is not one of support, none")
