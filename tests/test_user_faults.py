@@ -159,3 +159,19 @@ def test_every_refused_value_names_an_override_that_fixes_it(overrides):
     assert fixes, message
     followed = compose_tiny("train.steps=4000", *overrides, *fixes)
     validate(followed)  # the hint is enough: the run then passes validation
+
+
+@pytest.mark.slow
+def test_sbibm_run_exits_non_zero_naming_the_failed_job(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "sbibm.py"
+    proc = subprocess.run([sys.executable, str(script), "run", "--root", str(tmp_path), "--tasks", "two_moons",
+                           "--budgets", "1000", "--", "train.ema_decay=2"], capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # was 0: a script could not tell
+    assert "1 job(s) failed: two_moons 1000" in proc.stderr
+    metrics = (tmp_path / "two_moons_1000" / "job" / "metrics.json").read_text()
+    assert '"status": "error"' in metrics and "train.ema_decay=2.0 must lie in [0, 1)" in metrics
