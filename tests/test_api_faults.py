@@ -36,6 +36,9 @@ def model():
     (lambda m, mesh: gs.plan_shardings("model", mesh), TypeError, ["got str", "Module"]),
     (lambda m, mesh: gs.describe(3, mesh), TypeError, ["got int", "Module"]),
     (lambda m, mesh: checkpoint.abstract_state_for(3, mesh), TypeError, ["got int", "Module", "factory"]),
+    # No target: "does not fit the current model, 51 variable(s) differ: ... in the checkpoint, not in the model".
+    (lambda m, mesh: checkpoint.restore("/nonexistent", None), TypeError,
+     ["abstract_state=None", "abstract_state_for(model, mesh, rule)"]),
     # A mesh spec where a Mesh goes: AttributeError 'str' object has no attribute 'devices', JAX's ValueError.
     (lambda m, mesh: gs.describe(m, "auto"), TypeError, ["got 'auto'", "resolve_mesh(spec)"]),
     (lambda m, mesh: gs.mesh_context("auto").__enter__(), TypeError, ["got 'auto'", "resolve_mesh(spec)"]),
