@@ -179,10 +179,10 @@ def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.
     target leaf has no sharding or variables are missing, extra, or differ in shape or dtype
     from the saved ones (named, with both shapes), before any array is read.
     """
+    step_dir = find_checkpoint(path, base_dir)
     if not is_node(abstract_state) and not (isinstance(abstract_state, Mapping) and abstract_state):
         raise TypeError(f"abstract_state={abstract_state!r:.60} must be the restore target: build it with "
                         "checkpoint.abstract_state_for(model, mesh, rule)")
-    step_dir = find_checkpoint(path, base_dir)
     with ocp.Checkpointer(ocp.CompositeCheckpointHandler(**_handlers())) as checkpointer:
         saved = _flat(checkpointer.metadata(step_dir).item_metadata["arrays"].tree)
         target = {f"state/{name}": leaf for name, leaf in _flat(abstract_state).items()}
