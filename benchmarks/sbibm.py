@@ -54,6 +54,11 @@ def run(root: Path, tasks: list[str], budgets: list[int], extra: list[str]) -> l
                 print(f"{task} {budget}: done, skipped", flush=True)
                 continue
             if job_root.exists():  # an interrupted or failed job: keep it aside, start clean
+                busy = running_in(job_root / "job")
+                if busy:  # another runner's job: moving it would split its files over two folders
+                    print(f"{task} {budget}: skipped, {busy}", flush=True)
+                    failed.append(f"{task} {budget}")
+                    continue
                 shutil.move(job_root, job_root.with_name(f"{job_root.name}.failed-{int(time.time())}"))
             command = [sys.executable, str(REPO / "launch.py"), "-m", "experiment=sbibm", f"data={task}",
                        f"data.num_simulations={budget}", f"hydra.sweep.dir={job_root}",
@@ -67,6 +72,19 @@ def run(root: Path, tasks: list[str], budgets: list[int], extra: list[str]) -> l
             if not (metrics.is_file() and json.loads(metrics.read_text()).get("status") == "ok"):
                 failed.append(f"{task} {budget}")
     return failed
+
+
+def running_in(job_dir: Path) -> str | None:
+    """Why ``job_dir`` is in use by a live run (its folder lock is held), or None."""
+    from gensbi_sharding.harness.outputs import FolderInUseError, FolderLock
+
+    if not job_dir.is_dir():
+        return None
+    try:
+        with FolderLock(job_dir):
+            return None
+    except FolderInUseError as busy:
+        return str(busy)
 
 
 def collect(folders: list[Path]) -> dict[tuple[str, int], list[dict]]:

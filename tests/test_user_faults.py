@@ -175,3 +175,26 @@ def test_sbibm_run_exits_non_zero_naming_the_failed_job(tmp_path):
     assert "1 job(s) failed: two_moons 1000" in proc.stderr
     metrics = (tmp_path / "two_moons_1000" / "job" / "metrics.json").read_text()
     assert '"status": "error"' in metrics and "train.ema_decay=2.0 must lie in [0, 1)" in metrics
+
+
+def test_sbibm_run_leaves_a_job_another_runner_is_writing_alone(tmp_path, capsys):
+    """Two runners on one --root: the second moved the first's live folder aside, splitting its files."""
+    import subprocess
+    import sys
+
+    job = tmp_path / "two_moons_1000" / "job"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from gensbi_sharding.harness.outputs import FolderLock; "
+         f"lock = FolderLock({str(job)!r}); lock.acquire(); print('held', flush=True); time.sleep(120)"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(SystemExit) as stop:
+            sbibm_main()(["run", "--root", str(tmp_path), "--tasks", "two_moons", "--budgets", "1000"])
+        assert stop.value.code not in (0, None)
+        out = capsys.readouterr().out
+        assert "two_moons 1000: skipped" in out and "in use by another run" in out, out
+        assert job.is_dir() and not list(tmp_path.glob("two_moons_1000.failed-*"))  # left where it runs
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
