@@ -7,7 +7,8 @@ Each way of building the model runs in its own fresh process on 8 simulated CPU 
 - the peak bytes of live arrays on its fullest device (``jax.live_arrays()`` sampled every
   10 ms): on CPU all simulated devices share the host's memory, so the resident peak
   cannot show what one accelerator would have to hold, this column does;
-- the wall time from the first constructor call until every array is ready.
+- the wall time from the first constructor call until every array is ready, and the CPU
+  time it took (user + system, all threads: steadier than wall time on a shared machine).
 
 It saves every variable (first repeat) so the parent prints the largest difference of
 each way to eager values. The model is the registered residual MLP; the default (width
@@ -70,7 +71,7 @@ def child(args: argparse.Namespace) -> None:
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     if args.child == "eager":
         model = factory()
         shard_model(model, mesh, args.rule)
@@ -91,13 +92,14 @@ def child(args: argparse.Namespace) -> None:
         model = nnx.merge(graphdef, state)
     jax.block_until_ready(nnx.state(model))
     wall = time.perf_counter() - start
+    cpu = time.process_time() - cpu_start
     done.set()
     sampler.join()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     values = {path_name(p): np.asarray(v.get_value()) for p, v in nnx.to_flat_state(nnx.state(model))}
     if args.save:
         np.savez(args.save, **{k.replace("/", "."): v for k, v in values.items()})
-    print(json.dumps(dict(way=args.child, wall_s=wall, peak=peak, base=base, fullest=fullest[0],
+    print(json.dumps(dict(way=args.child, wall_s=wall, cpu_s=cpu, peak=peak, base=base, fullest=fullest[0],
                           model_bytes=sum(v.nbytes for v in values.values()))))
 
 
@@ -143,7 +145,7 @@ def main() -> int:
                 runs[way].append(run_child(way, args, saved[way] if repeat == 0 else None))
         difference = {way: largest_difference(saved[way], saved["eager"]) for way in ways}
     gb = 1e9
-    median = {way: {key: statistics.median(r[key] for r in runs[way]) for key in ("wall_s", "peak", "base", "fullest")}
+    median = {way: {key: statistics.median(r[key] for r in runs[way]) for key in ("wall_s", "cpu_s", "peak", "base", "fullest")}
               for way in ways}
     eager = median["eager"]
     print(f"mlp width={args.width} depth={args.depth} mlp_ratio={args.mlp_ratio}: "
@@ -152,12 +154,13 @@ def main() -> int:
     print(f"medians of {args.repeats} fresh process(es) per way; resident peak = ru_maxrss, "
           f"base = resident after JAX started ({eager['base'] / gb:.2f} GB)")
     print()
-    print("| way | wall (s) | wall ratio | resident peak (GB) | peak ratio | above base (GB) "
+    print("| way | wall (s) | wall ratio | CPU (s) | CPU ratio | resident peak (GB) | peak ratio | above base (GB) "
           "| fullest device peak (GB) | largest difference to eager |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for way in ways:
         m = median[way]
-        print(f"| {way} | {m['wall_s']:.2f} | {m['wall_s'] / eager['wall_s']:.2f} | {m['peak'] / gb:.2f} | "
+        print(f"| {way} | {m['wall_s']:.2f} | {m['wall_s'] / eager['wall_s']:.2f} | {m['cpu_s']:.2f} | "
+              f"{m['cpu_s'] / eager['cpu_s']:.2f} | {m['peak'] / gb:.2f} | "
               f"{m['peak'] / eager['peak']:.2f} | {(m['peak'] - m['base']) / gb:.2f} | {m['fullest'] / gb:.3f} | "
               f"{difference[way]:.3g} |")
     return 0

@@ -1,17 +1,16 @@
 """Sharded initialisation: build a model (and its optimizer) group by group, each group then placed.
 
 The constructor is traced abstractly (``jax.eval_shape``), the abstract state planned
-(``plan_shardings``), and the variables computed by ``jax.jit`` in groups of at most
-``GROUP_BYTES`` (a larger variable alone), each on one device and moved to its planned
-sharding while the next group compiles. A device holds its shards plus at most two
-groups, never the whole model (``benchmarks/init.py``).
+(``plan_shardings``), and the variables computed by ``jax.jit`` in groups of up to
+``max(GROUP_BYTES, model bytes / mesh size)`` (a larger variable alone), each on one device,
+then moved to its planned sharding while the next group is traced and compiled. A device holds
+its shards plus one group, never the whole model (``benchmarks/init.py``).
 
-Why one device, not ``jax.jit(..., out_shardings=plan)``: computed straight into their
-shards, some values came out one ulp apart from mesh to mesh: XLA:CPU rounds float
-transforms (``erf_inv``, ``log``) in a block's short rows by another code path. Computed on
-one device, values are bit-identical for every mesh, rule and device count, and equal
-eager construction up to float rounding (fused vs op-by-op; see ``tests/test_init.py``).
-"""
+Why one device, not ``jax.jit(..., out_shardings=plan)``: computed straight into their shards,
+values depend on the mesh: a reduction over a variable (``w / norm(w)``) sums in another order
+when split, and XLA:CPU rounds ``erf_inv``/``log`` in a block's short rows by another code path
+(re-checked 2026-11-30). Computed on one device, values are bit-identical for every mesh, rule
+and device count, and equal eager construction up to float rounding (``tests/test_init.py``)."""
 
 from __future__ import annotations
 
@@ -23,15 +22,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import nnx
-from jax.sharding import Mesh, NamedSharding
+from jax.sharding import Mesh, NamedSharding, SingleDeviceSharding
 
 from gensbi_sharding.rules import Rule, RuleTable, resolve_rule
 from gensbi_sharding.sharding import Plan, is_array, path_name, plan_shardings
 
 __all__ = ["GROUP_BYTES", "init_sharded", "abstract_sharded", "init_optimizer_sharded"]
 
-#: Variables are computed in groups of at most this many bytes (a larger variable alone):
-#: every group costs one trace of the constructor and one compilation.
+#: Groups hold up to ``max(GROUP_BYTES, model bytes / mesh size)`` (a larger variable alone);
+#: each costs one trace of the constructor and one compilation: at most ~2 x mesh size of them.
 GROUP_BYTES = 64 * 2**20
 
 _READS_TRACED_VALUE = (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError,
@@ -77,14 +76,14 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Rule
     variables = dict((path_name(p), v) for p, v in nnx.to_flat_state(state) if path_name(p) in plan.specs)
     device = next(d for d in mesh.devices.flat if d.process_index == jax.process_index())
     pending: list = []
-    for group in _groups(variables):
+    for group in _groups(variables, mesh.size):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the constructor's own warnings were shown once
-            wholes = jax.jit(_select(factory, group), out_shardings=jax.sharding.SingleDeviceSharding(device))()
-        # Wait for the previous group only now, so tracing and compiling this one overlapped
-        # its computation: at most two groups exist whole at a time.
+            program = jax.jit(_select(factory, group), out_shardings=SingleDeviceSharding(device)).lower().compile()
+        # Traced and compiled while the previous group computed and moved; run only once that
+        # group is placed (its whole copies then freed), so one group exists whole at a time.
         jax.block_until_ready(pending)
-        pending = [_place_whole(whole, plan.sharding(path)) for path, whole in zip(group, wholes)]
+        pending = [_place_whole(whole, plan.sharding(path)) for path, whole in zip(group, program())]
         for path, value in zip(group, pending):
             variables[path].set_value(value)
     jax.block_until_ready(pending)
@@ -200,13 +199,14 @@ def _trace_and_plan(factory: Callable[[], Any], mesh: Mesh, rule: Rule) -> tuple
     return graphdef, state, plan_shardings(nnx.merge(graphdef, state), mesh, rule)
 
 
-def _groups(variables: dict[str, nnx.Variable]) -> list[list[str]]:
-    """Paths in groups of at most ``GROUP_BYTES`` (a larger variable alone), the small ones together."""
+def _groups(variables: dict[str, nnx.Variable], n_devices: int) -> list[list[str]]:
+    """Paths in groups of at most ``max(GROUP_BYTES, total / n_devices)`` (a larger variable alone)."""
     sizes = {path: int(np.prod(var.get_value().shape)) * var.get_value().dtype.itemsize
              for path, var in variables.items()}
-    groups, size = [], GROUP_BYTES
+    limit = max(GROUP_BYTES, sum(sizes.values()) // n_devices)
+    groups, size = [], limit
     for path in sorted(sizes, key=lambda p: sizes[p]):  # stable: graph order among equal sizes
-        if size + sizes[path] > GROUP_BYTES:
+        if size + sizes[path] > limit:
             groups.append([])
             size = 0
         groups[-1].append(path)

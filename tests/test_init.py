@@ -16,6 +16,7 @@ import pytest
 from flax import nnx
 from jax.sharding import PartitionSpec as P
 
+import gensbi_sharding.init
 from gensbi_sharding import (RULES, ExperimentalRuleWarning, ShardingFallbackWarning, abstract_sharded, axes,
                              init_optimizer_sharded, init_sharded, make_mesh, shard_model, shard_model_by_table)
 from gensbi_sharding.harness.registry import get_model
@@ -113,6 +114,36 @@ def test_values_are_identical_on_every_mesh_rule_and_device_count(devices, modul
                 first = first or got
                 for path, value in got.items():
                     np.testing.assert_array_equal(value, first[path], err_msg=f"{dict(mesh.shape)} {rule} {path}")
+
+
+class OneLargeManySmall(nnx.Module):
+    """A 16 KiB kernel and eight variables of 16-64 bytes: 320 bytes in all."""
+
+    def __init__(self, rngs):
+        self.large = nnx.Param(nnx.initializers.lecun_normal()(rngs.params(), (64, 64)), **axes("embed", "mlp"))
+        self.small = nnx.List([nnx.Linear(4, 4, rngs=rngs) for _ in range(4)])
+
+
+def test_constructor_is_traced_once_per_group_and_grouping_keeps_values(monkeypatch):
+    """Once to plan, once per group; a group holds up to max(GROUP_BYTES, model bytes / mesh size)."""
+    calls = []
+
+    def factory():
+        calls.append(None)
+        return OneLargeManySmall(nnx.Rngs(0))
+
+    mesh = make_mesh(model_axis=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        one_group = flat(init_sharded(factory, mesh, "fsdp"))
+        assert len(calls) == 2  # the model is under GROUP_BYTES: one group
+        calls.clear()
+        monkeypatch.setattr(gensbi_sharding.init, "GROUP_BYTES", 1)
+        grouped = flat(init_sharded(factory, mesh, "fsdp"))
+    assert len(calls) == 1 + 2  # groups of up to 16,704 / 8 bytes: the small ones together, the kernel alone
+    for path, value in one_group.items():
+        np.testing.assert_array_equal(np.asarray(grouped[path]), np.asarray(value), err_msg=path)
+        assert grouped[path].sharding == value.sharding, path
 
 
 def check_equal_to_eager(factory, mesh, rule):
