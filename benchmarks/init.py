@@ -145,8 +145,8 @@ def main() -> int:
                 runs[way].append(run_child(way, args, saved[way] if repeat == 0 else None))
         difference = {way: largest_difference(saved[way], saved["eager"]) for way in ways}
     gb = 1e9
-    median = {way: {key: statistics.median(r[key] for r in runs[way]) for key in ("wall_s", "cpu_s", "peak", "base", "fullest")}
-              for way in ways}
+    keys = ("wall_s", "cpu_s", "peak", "base", "fullest")
+    median = {way: {key: statistics.median(r[key] for r in runs[way]) for key in keys} for way in ways}
     eager = median["eager"]
     print(f"mlp width={args.width} depth={args.depth} mlp_ratio={args.mlp_ratio}: "
           f"{runs['eager'][0]['model_bytes'] / gb:.2f} GB float32; rule {args.rule!r} on "
