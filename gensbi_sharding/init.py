@@ -25,7 +25,7 @@ from flax import nnx
 from jax.sharding import Mesh, NamedSharding, SingleDeviceSharding
 
 from gensbi_sharding.rules import Rule, RuleTable, resolve_rule
-from gensbi_sharding.sharding import Plan, is_array, path_name, plan_shardings
+from gensbi_sharding.sharding import Plan, check_node, is_array, path_name, plan_shardings
 
 __all__ = ["GROUP_BYTES", "init_sharded", "abstract_sharded", "init_optimizer_sharded"]
 
@@ -179,7 +179,9 @@ def _trace_and_plan(factory: Callable[[], Any], mesh: Mesh, rule: Rule) -> tuple
     found = {}
 
     def build():
-        graphdef, state = nnx.split(factory())
+        node = factory()
+        check_node(node, "init_sharded (what the factory returned)")
+        graphdef, state = nnx.split(node)
         found["graphdef"] = graphdef  # static: the same object on every trace
         found["scalars"] = {path_name(p): v.get_value() for p, v in nnx.to_flat_state(state)
                             if isinstance(v.get_value(), (bool, int, float, complex, np.generic))}

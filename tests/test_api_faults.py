@@ -36,6 +36,10 @@ def model():
     (lambda m, mesh: gs.plan_shardings("model", mesh), TypeError, ["got str", "Module"]),
     (lambda m, mesh: gs.describe(3, mesh), TypeError, ["got int", "Module"]),
     (lambda m, mesh: checkpoint.abstract_state_for(3, mesh), TypeError, ["got int", "Module", "factory"]),
+    # A factory that builds no module: AttributeError "'int' object has no attribute '_mapping'".
+    (lambda m, mesh: gs.init_sharded(lambda: 3, mesh, "fsdp"), TypeError,
+     ["init_sharded (what the factory returned)", "got int", "Module"]),
+    (lambda m, mesh: gs.abstract_sharded(lambda: "model", mesh, "fsdp"), TypeError, ["got str", "Module"]),
     # A mesh spec where a Mesh goes: AttributeError 'str' object has no attribute 'devices', JAX's ValueError.
     (lambda m, mesh: gs.describe(m, "auto"), TypeError, ["got 'auto'", "resolve_mesh(spec)"]),
     (lambda m, mesh: gs.mesh_context("auto").__enter__(), TypeError, ["got 'auto'", "resolve_mesh(spec)"]),
