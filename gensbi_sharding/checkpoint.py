@@ -23,7 +23,7 @@ import orbax.checkpoint as ocp
 from flax import nnx
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from gensbi_sharding.checkpoint_steps import CHECKPOINT_SUBDIR, ITEMS, committed_steps, find_checkpoint
+from gensbi_sharding.checkpoint_steps import CHECKPOINT_SUBDIR, ITEMS, as_path, committed_steps, find_checkpoint
 from gensbi_sharding.rules import Rule, RuleTable
 from gensbi_sharding.sharding import check_node, is_int, is_node, plan_shardings
 
@@ -55,13 +55,19 @@ class CheckpointWriter:
             raise ValueError(f"every must be an integer >= 0, got {every!r}; pass 0 to save only at the end")
         if not is_int(keep) or keep < 1:
             raise ValueError(f"keep must be an integer >= 1, got {keep!r}; pass e.g. keep=2")
+        if not isinstance(async_save, bool):
+            raise TypeError(f"async_save={async_save!r:.60} must be True or False")
+        if config is not None and not isinstance(config, Mapping):
+            raise TypeError(f"config={config!r:.60} must be a mapping (the resolved config), e.g. "
+                            "OmegaConf.to_container(cfg, resolve=True), or None")
+        self.directory = as_path(directory, "directory").absolute()
         self.config = dict(config or {})
         try:
             json.dumps(self.config)
         except TypeError as err:
             raise ValueError(f"config must be JSON-serialisable ({err}); pass plain containers, "
                              "e.g. OmegaConf.to_container(cfg, resolve=True)") from None
-        self.directory, self.every, self.keep = Path(directory).absolute(), every, keep
+        self.every, self.keep = every, keep
         options = ocp.CheckpointManagerOptions(max_to_keep=keep, cleanup_tmp_directories=True,
                                                enable_async_checkpointing=async_save)
         self._manager = ocp.CheckpointManager(self.directory, options=options, item_handlers=_handlers())

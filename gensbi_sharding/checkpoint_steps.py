@@ -9,15 +9,23 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import orbax.checkpoint as ocp
 
-__all__ = ["CHECKPOINT_SUBDIR", "ITEMS", "committed_steps", "find_checkpoint"]
+__all__ = ["CHECKPOINT_SUBDIR", "ITEMS", "as_path", "committed_steps", "find_checkpoint"]
 
 #: Folder of a run directory that holds its checkpoints.
 CHECKPOINT_SUBDIR = "checkpoints"
 #: The Orbax items every checkpoint holds.
 ITEMS = ("arrays", "meta", "config")
+
+
+def as_path(value: Any, name: str, example: str = "checkpoints") -> Path:
+    """``Path(value)``; a ``TypeError`` naming ``name`` and the fix unless ``value`` is a str or ``os.PathLike``."""
+    if not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"{name}={value!r:.60}: pass a str or os.PathLike, e.g. {name}={example!r}")
+    return Path(value)
 
 
 def committed_steps(directory: str | os.PathLike) -> list[int]:
@@ -34,8 +42,9 @@ def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None 
     the launch directory, ``hydra.utils.get_original_cwd()``). Raises ``FileNotFoundError``,
     naming the resolved path and what was looked for, if it holds no complete checkpoint.
     """
-    given = Path(path).expanduser()
-    resolved = given if given.is_absolute() else Path(base_dir or os.getcwd()).absolute() / given
+    given = as_path(path, "path", "outputs/run").expanduser()
+    base = as_path(os.getcwd() if base_dir is None else base_dir, "base_dir", ".")
+    resolved = given if given.is_absolute() else base.absolute() / given
     if not resolved.exists():
         raise FileNotFoundError(f"checkpoint path {str(path)!r} does not exist (resolved to {resolved}); "
                                 f"pass a run dir, its {CHECKPOINT_SUBDIR}/ dir or one step dir")
@@ -59,9 +68,10 @@ def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None 
 def _step_folders(directory: str | os.PathLike) -> dict[int, bool]:
     """``{step: complete}`` for Orbax's step folders in ``directory`` that hold any item (a
     multirun job's folder, named by a number, holds none)."""
-    if not Path(directory).is_dir():
+    directory = as_path(directory, "directory")
+    if not directory.is_dir():
         return {}
-    manager = ocp.CheckpointManager(Path(directory), options=ocp.CheckpointManagerOptions(read_only=True, create=False))
+    manager = ocp.CheckpointManager(directory, options=ocp.CheckpointManagerOptions(read_only=True, create=False))
     try:
         metadata = {step: manager.metadata(step) for step in manager.all_steps()}
     finally:

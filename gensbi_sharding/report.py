@@ -1,10 +1,8 @@
 """What a placement costs: bytes per device of a state, and memory and collectives of a compiled step.
 
-``describe(node, mesh)`` counts, sizes and locates every array variable of an NNX graph
-node, concrete (bytes from the shards) or abstract (``abstract_sharded``: bytes from the
-planned shardings); ``mesh_init_simulate`` is its smallest example. ``compiled_report``
-reads a compiled program's per-device cost: XLA's memory analysis and the collectives in
-its SPMD-partitioned text (lower a step on abstract state to allocate nothing).
+``describe`` sizes every array variable, concrete (bytes from the shards) or abstract (bytes
+from the planned shardings); ``compiled_report`` reads XLA's memory analysis and the
+collectives of a compiled program (lower a step on abstract state to allocate nothing).
 """
 
 from __future__ import annotations
@@ -32,8 +30,7 @@ __all__ = ["bytes_per_device", "partition_specs", "MeshSummary", "VariablePlacem
 def bytes_per_device(tree: Any) -> dict[int, int]:
     """``{device id: bytes}`` held by the ``jax.Array`` leaves of a pytree or NNX node.
 
-    A replicated leaf counts fully on every device, a split one only its shard; NumPy
-    leaves live on the host and count nowhere.
+    A replicated leaf counts whole on every device, a split one its shard; NumPy leaves nowhere.
     """
     if nnx.graph.is_graph_node(tree):
         tree = nnx.state(tree)
@@ -134,10 +131,9 @@ def summarize_mesh(mesh: Mesh) -> MeshSummary:
 def describe(node: Any, mesh: Mesh | None, *, top: int = 5) -> PlacementReport:
     """Count, size and locate every array variable of an NNX graph node (or tuple of nodes).
 
-    Values may be ``jax.Array`` (bytes from ``addressable_shards``), NumPy (host) or
-    ``jax.ShapeDtypeStruct`` (bytes from their sharding, if any). Every device of ``mesh``
-    appears in ``bytes_per_device``; the ``top`` largest replicated variables are listed.
-    Raises ``ValueError`` if ``top`` is not a non-negative integer.
+    Values may be ``jax.Array`` (bytes from its shards), NumPy (host) or ``jax.ShapeDtypeStruct``
+    (bytes from its sharding, if any); every device of ``mesh`` appears in ``bytes_per_device``.
+    Raises ``ValueError`` if ``top`` is not a non-negative integer, ``TypeError`` for a non-node.
     """
     if not is_int(top) or top < 0:
         raise ValueError(f"top must be a non-negative integer, got {top!r}; pass e.g. top=5")
@@ -169,26 +165,11 @@ def describe(node: Any, mesh: Mesh | None, *, top: int = 5) -> PlacementReport:
 
 
 def mesh_init_simulate(seed: Any, x: Any, features: Any, mesh_axes: Any) -> jax.Array:
-    """Configuration summary of a ``Linear`` layer, without running it or building a mesh.
+    """``[features, mesh_axes, n_state_leaves]`` (shape (3,), float32) of ``nnx.Linear(x.shape[-1], features)``.
 
-    Builds ``nnx.Linear(x.shape[-1], features, rngs=nnx.Rngs(seed))`` and counts its
-    state's array leaves with ``describe``; ``mesh_axes`` is reported as given.
-
-    Parameters
-    ----------
-    seed, features, mesh_axes : int-like (cast with ``int``)
-    x : array, shape (..., d_in); only its last size is read
-
-    Returns
-    -------
-    jax.Array, shape (3,), float32
-        ``[features, mesh_axes, n_state_leaves]``; x of shape (5, 4), features 3,
-        mesh_axes 4 -> ``[3., 4., 2.]``.
-
-    Raises
-    ------
-    ValueError
-        If an argument cannot be cast to int, ``x`` has no last axis, or ``features`` < 1.
+    ``x``: shape (..., d_in), only d_in is read; ``seed``, ``features``, ``mesh_axes``: cast
+    with ``int``. Example: x of shape (5, 4), features 3, mesh_axes 4 -> ``[3., 4., 2.]``.
+    Raises ``ValueError`` if an argument cannot be cast, ``x`` is 0-d, or ``features`` < 1.
     """
     ints = {}
     for name, value in (("seed", seed), ("features", features), ("mesh_axes", mesh_axes)):
@@ -276,10 +257,10 @@ def collectives_in_hlo(text: str) -> dict[str, dict[str, int]]:
 def compiled_report(compiled: Any) -> dict[str, Any]:
     """Per-device memory and collectives of a compiled program (``jax.stages.Compiled``).
 
-    Returns ``memory`` (argument, output, temp, alias, generated-code and total bytes, total
-    = arguments + outputs + temporaries - aliased, from ``compiled.memory_analysis()``; None
-    where the backend has none), ``collectives`` (``collectives_in_hlo``) and
-    ``collective_bytes``. Raises ``ValueError`` if ``compiled`` has no ``as_text``.
+    Returns ``memory`` (``compiled.memory_analysis()``: argument, output, temp, alias,
+    generated-code and total = argument + output + temp - alias bytes; None where the backend
+    has none), ``collectives`` (``collectives_in_hlo``) and ``collective_bytes``.
+    Raises ``ValueError`` if ``compiled`` has no ``as_text``.
     """
     if not callable(getattr(compiled, "as_text", None)):
         raise ValueError(f"expected a compiled program, got {type(compiled).__name__}; "
@@ -291,10 +272,8 @@ def compiled_report(compiled: Any) -> dict[str, Any]:
         stats = None
     memory = None
     if stats is not None:
-        memory = {"argument_bytes": stats.argument_size_in_bytes, "output_bytes": stats.output_size_in_bytes,
-                  "temp_bytes": stats.temp_size_in_bytes, "alias_bytes": stats.alias_size_in_bytes,
-                  "generated_code_bytes": stats.generated_code_size_in_bytes}
-        memory = {key: int(value) for key, value in memory.items()}
+        memory = {f"{name}_bytes": int(getattr(stats, f"{name}_size_in_bytes"))
+                  for name in ("argument", "output", "temp", "alias", "generated_code")}
         memory["total_bytes"] = (memory["argument_bytes"] + memory["output_bytes"] + memory["temp_bytes"]
                                  - memory["alias_bytes"])
     return {"memory": memory, "collectives": collectives,

@@ -82,6 +82,24 @@ def test_checkpoint_save_checks_its_arguments(tmp_path, model, step, state, key,
     assert not any((tmp_path / "ck").glob("*")) if (tmp_path / "ck").exists() else True
 
 
+@pytest.mark.parametrize("call, needle", [
+    # Each was pathlib's "argument should be a str or an os.PathLike object ..., not 'int'" from deep
+    # inside (or dict()'s "'int' object is not iterable"), raised after nothing was checked.
+    (lambda ck: checkpoint.CheckpointWriter(5), "directory=5: pass a str or os.PathLike, e.g. directory='checkpoints'"),
+    (lambda ck: checkpoint.CheckpointWriter(ck, config=5), "config=5 must be a mapping"),
+    (lambda ck: checkpoint.CheckpointWriter(ck, async_save="no"), "async_save='no' must be True or False"),
+    (lambda ck: checkpoint.restore(5, {"w": 1}), "path=5: pass a str or os.PathLike"),
+    (lambda ck: checkpoint.saved_config(None), "path=None: pass a str or os.PathLike"),
+    (lambda ck: checkpoint.find_checkpoint("ck", base_dir=5), "base_dir=5: pass a str or os.PathLike"),
+    (lambda ck: checkpoint.committed_steps(5), "directory=5: pass a str or os.PathLike"),
+])
+def test_checkpoint_paths_and_options_get_a_clear_type_error(tmp_path, call, needle):
+    with pytest.raises(TypeError) as err:
+        call(tmp_path / "ck")
+    assert needle in str(err.value), str(err.value)
+    assert not (tmp_path / "ck").exists()  # refused before Orbax made the folder
+
+
 def test_restore_without_a_target_names_abstract_state_for(tmp_path, model):
     # Was "does not fit the current model, 51 variable(s) differ: ... in the checkpoint, not in the model".
     with checkpoint.CheckpointWriter(tmp_path / "ck", every=1) as writer:
