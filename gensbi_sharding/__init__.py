@@ -1,19 +1,18 @@
 """gensbi_sharding: the GenSBI / heal_swin_nnx sharding contract, one plan at its centre, and what it lacks.
 
-Importing this package never starts JAX's backend: no arrays, keys or device
-queries happen at import time, so a caller may still set the device count.
-``gensbi_sharding.checkpoint`` (Orbax) is imported on its own.
+Importing it never starts JAX's backend; ``gensbi_sharding.checkpoint`` (Orbax) is imported on its own.
 """
 
 from gensbi_sharding.activations import PartitionAxis, constrain
 from gensbi_sharding.batch import (DataPartitionType, batch_axes, batch_size_divisor, check_batch_divisible,
-                                   host_to_global_array, input_partition_spec, pad_for_mesh, replicate,
-                                   shard_batch, shard_sample_init)
+                                   host_to_global_array, input_partition_spec, pad_for_mesh, replicate, shard_batch,
+                                   shard_sample_init)
 from gensbi_sharding.init import abstract_sharded, init_optimizer_sharded, init_sharded
 from gensbi_sharding.mesh import check_model_groups_local, make_mesh, mesh_context, resolve_mesh
 from gensbi_sharding.report import (bytes_per_device, compiled_report, describe, mesh_init_simulate,
                                     partition_specs)
-from gensbi_sharding.rules import LOGICAL_AXES, MODEL_AXIS, RULES, MeshAxes, Rule, RuleTable, partition_spec_for, resolve_rule
+from gensbi_sharding.rules import (LOGICAL_AXES, MODEL_AXIS, RULES, MeshAxes, Rule, RuleTable, partition_spec_for,
+                                   resolve_rule)
 from gensbi_sharding.sharding import (ExperimentalRuleWarning, Plan, ShardingFallbackWarning, axes, logical_axes_of,
                                       partitioned, place, plan_shardings, shard_model, shard_model_by_table,
                                       sharding_of)

@@ -1,11 +1,6 @@
-"""Activation partition axes: where a model's *activations* live on the mesh.
+"""Activation partition axes: where a model's *activations* live on the mesh (``constrain``).
 
-Weights follow a rule; activations follow a ``PartitionAxis`` (a mesh axis, several or
-none per kind of activation dimension), derivable from the same rule (``for_rule``).
-Models call ``constrain(x, ("batch", "hidden"), partition_axis)`` at block boundaries.
-The ``PartitionAxis`` is an explicit, static model attribute, never global state: a
-context variable read at trace time is not in ``jax.jit``'s cache key, so a step compiled
-under one strategy would silently keep it. The mesh is JAX's active mesh (``mesh_context``).
+A ``PartitionAxis`` is a static model attribute, never global state (not in ``jax.jit``'s cache key).
 """
 
 from __future__ import annotations
@@ -26,25 +21,15 @@ __all__ = ["PartitionAxis", "ACTIVATION_NAMES", "activation_spec", "constrain"]
 
 #: Activation dimension name -> the ``PartitionAxis`` field that places it.
 ACTIVATION_NAMES: dict[str, str] = {
-    "batch": "batch_axis", "sequence": "sequence_axis", "query_sequence": "query_sequence_axis",
-    "key_sequence": "key_sequence_axis", "heads": "head_axis", "hidden": "hidden_state_axis",
-    "head_dim": "attention_dim_axis"}
-
+    "batch": "batch_axis", "sequence": "sequence_axis", "query_sequence": "query_sequence_axis", "heads": "head_axis",
+    "key_sequence": "key_sequence_axis", "hidden": "hidden_state_axis", "head_dim": "attention_dim_axis"}
 
 
 class PartitionAxis(NamedTuple):
-    """Mesh axes for each kind of activation dimension.
+    """Mesh axes (a ``MeshAxes`` each) for each kind of activation dimension; defaults for ``make_mesh``'s mesh.
 
-    Field names are EasyDeL's (erfanzar/EasyDeL, ``easydel/etils/partition_module.py``,
-    ``PartitionAxis``), so strategies read the same across both code bases. EasyDeL's
-    defaults name its ``("dp", "fsdp", "tp", "sp")`` mesh; ours are adapted to the
-    ``("data", "model")`` mesh of ``make_mesh``: the batch over "data", attention heads
-    over "model", every other dimension unsplit (there is no sequence-parallel axis).
-    ``constrain`` reads the fields listed in ``ACTIVATION_NAMES``; the ``bias_*`` and
-    ``generation_*`` fields (attention bias, autoregressive decoding) are carried and
-    validated for compatibility but read by no model here.
-
-    Each field is a ``MeshAxes``: None, a mesh axis name, or a tuple of mesh axis names.
+    Field names are EasyDeL's (erfanzar/EasyDeL, ``easydel/etils/partition_module.py``). ``constrain``
+    reads those in ``ACTIVATION_NAMES``; ``bias_*`` and ``generation_*`` are only validated.
     """
 
     batch_axis: MeshAxes = "data"
@@ -65,15 +50,8 @@ class PartitionAxis(NamedTuple):
     def for_rule(cls, rule: str | Mapping[str, Any] | Rule, mesh: Mesh) -> PartitionAxis:
         """The activation strategy consistent with a weight rule (name, table or ``Rule``) on ``mesh``.
 
-        The batch goes over the batch axes (all but "model"), heads where the rule puts
-        logical "heads", the hidden state where it puts "embed", leaving out the batch's
-        axes and axes of size 1 (under "fsdp" the hidden state stays whole; under
-        "replicated" heads are unsplit). Every other field is None.
-
-        Raises
-        ------
-        ValueError
-            For an unknown rule name, or "heads"/"embed" mapped to an axis ``mesh`` lacks.
+        Batch over the batch axes; heads, hidden state where it puts "heads", "embed" (less the batch's axes
+        and axes of size 1). ``ValueError`` for an unknown rule, or "heads"/"embed" on an axis ``mesh`` lacks.
         """
         table = resolve_rule(rule).table
         sizes = dict(mesh.shape)
@@ -92,15 +70,8 @@ class PartitionAxis(NamedTuple):
                    generation_head_axis=heads)
 
     def resolve(self, mesh: Mesh) -> PartitionAxis:
-        """This strategy with every field normalised (lists -> tuples), checked against ``mesh``.
-
-        Raises
-        ------
-        ValueError
-            If a field is not None, a string or a sequence of strings, or names a mesh
-            axis that ``mesh`` lacks; the message names the field, the axis and the
-            mesh's axes.
-        """
+        """This strategy, lists made tuples; ``ValueError`` naming a field that is not None, a mesh axis name
+        or a sequence of them, or names an axis twice or one ``mesh`` lacks."""
         resolved = {}
         for name, value in self._asdict().items():
             axes = _as_axes(value, name)
@@ -108,26 +79,18 @@ class PartitionAxis(NamedTuple):
                 raise ValueError(f"{name}={value!r} names a mesh axis twice; list each mesh axis once")
             for axis in axes:
                 if axis not in mesh.shape:
-                    raise ValueError(
-                        f"{name}={value!r} names mesh axis {axis!r}, but the mesh has axes "
-                        f"{tuple(mesh.axis_names)}; use one of them, a tuple of them, or None")
+                    raise ValueError(f"{name}={value!r} names mesh axis {axis!r}, but the mesh has axes "
+                                     f"{tuple(mesh.axis_names)}; use one of them, a tuple of them, or None")
             resolved[name] = value if value is None or isinstance(value, str) else axes
         return PartitionAxis(**resolved)
 
 
 def activation_spec(names: Sequence[str | None], shape: Sequence[int], partition_axis: PartitionAxis,
                     mesh: Mesh) -> tuple[P, dict[str, str]]:
-    """The PartitionSpec ``constrain`` gives an activation, and the dimensions it left unsplit.
+    """The PartitionSpec ``constrain`` gives an activation, and ``{name: reason}`` of dimensions left unsplit.
 
-    A dimension named None, or whose field is None, is unsplit. One whose mesh axes an
-    earlier dimension already uses, or whose size does not divide by their product, is
-    left unsplit too and listed in the returned ``{activation name: reason}``.
-
-    Raises
-    ------
-    ValueError
-        If ``names`` has another length than ``shape``, holds a name outside
-        ``ACTIVATION_NAMES``, or ``partition_axis`` does not resolve on ``mesh``.
+    (A dimension is left unsplit if an earlier one uses its mesh axes or they do not divide it.) Raises
+    ``ValueError`` for names not one per dimension or outside ``ACTIVATION_NAMES``, or a bad ``partition_axis``.
     """
     if len(names) != len(shape):
         raise ValueError(f"activation names {tuple(names)} have {len(names)} entries for an array "
@@ -152,24 +115,10 @@ def activation_spec(names: Sequence[str | None], shape: Sequence[int], partition
 
 def constrain(x: jax.Array, names: Sequence[str | None], partition_axis: PartitionAxis | None,
               mesh: Mesh | None = None) -> jax.Array:
-    """Pin the layout of activation ``x`` under the active mesh; a no-op without one.
+    """``jax.lax.with_sharding_constraint(x, activation_spec(...))``: pin the layout of activation ``x``.
 
-    Parameters
-    ----------
-    x : jax.Array
-        The activation, e.g. (B, N, E) tokens.
-    names : sequence of str or None
-        One ``ACTIVATION_NAMES`` key (or None) per dimension, e.g. ("batch", "sequence", "hidden").
-    partition_axis : PartitionAxis or None
-        The strategy in force; None: no constraint.
-    mesh : Mesh, optional
-        Default: the active mesh (``jax.set_mesh`` / ``mesh_context``); none: no constraint.
-
-    Returns
-    -------
-    jax.Array
-        ``jax.lax.with_sharding_constraint(x, activation_spec(...))``; dimensions left
-        unsplit are reported in one ``ShardingFallbackWarning`` per trace.
+    ``names``: one ``ACTIVATION_NAMES`` key (or None) per dimension, e.g. ("batch", "sequence", "hidden").
+    A no-op without ``partition_axis`` or a mesh (given or active); unsplit dimensions: one ``ShardingFallbackWarning``.
     """
     if partition_axis is None:
         return x
@@ -186,7 +135,6 @@ def constrain(x: jax.Array, names: Sequence[str | None], partition_axis: Partiti
 
 
 def _as_axes(value: Any, field: str) -> tuple[str, ...]:
-    """A field value as a tuple of mesh axis names (``()`` for None)."""
     if value is None:
         return ()
     if isinstance(value, str):
@@ -198,5 +146,4 @@ def _as_axes(value: Any, field: str) -> tuple[str, ...]:
 
 
 def _pack(axes: tuple[str, ...]) -> MeshAxes:
-    """``()`` -> None, one axis -> its name, several -> the tuple."""
     return None if not axes else axes[0] if len(axes) == 1 else axes

@@ -1,16 +1,14 @@
 """Batches on the mesh: the leading (batch) axis split over the data-parallel devices.
 
-``shard_batch`` takes the *global* batch, which every process passes whole. Across hosts
-each process loads only its own rows: ``host_to_global_array`` turns those per-process
-arrays into global ``jax.Array``s with ``jax.make_array_from_process_local_data``. Every
-check runs on the calling process before any array is built, so a bad batch raises
-``ValueError`` instead of leaving the other processes waiting in a collective.
+``shard_batch`` takes the *global* batch; ``host_to_global_array`` each process's own rows, checked
+before any array is built (a ``ValueError``, not other processes left waiting in a collective).
 """
 
 from __future__ import annotations
 
 import enum
 import math
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -20,8 +18,7 @@ from gensbi_sharding.rules import MODEL_AXIS
 from gensbi_sharding.sharding import check_mesh, is_array, is_int
 
 __all__ = ["batch_axes", "batch_size_divisor", "check_batch_divisible", "pad_for_mesh", "shard_batch",
-           "shard_sample_init", "replicate", "DataPartitionType", "input_partition_spec",
-           "host_to_global_array"]
+           "shard_sample_init", "replicate", "DataPartitionType", "input_partition_spec", "host_to_global_array"]
 
 
 def batch_axes(mesh: Mesh) -> tuple[str, ...]:
@@ -40,11 +37,7 @@ def batch_size_divisor(mesh: Mesh | None) -> int:
 def check_batch_divisible(batch: Any, mesh: Mesh | None, what: str) -> None:
     """Check that the array leaves (``ndim > 0``) of ``batch`` split evenly over the data-parallel devices.
 
-    Raises
-    ------
-    ValueError
-        If their leading sizes differ, or are not a multiple of ``batch_size_divisor(mesh)``;
-        the message names ``what``, the size, the divisor, the batch axes and the nearest valid sizes.
+    Raises ``ValueError`` naming ``what``, the size, the divisor and the nearest valid sizes if they do not.
     """
     if mesh is None:
         return
@@ -58,9 +51,8 @@ def check_batch_divisible(batch: Any, mesh: Mesh | None, what: str) -> None:
     if size % divisor:
         below, above = size // divisor * divisor, -(-size // divisor) * divisor
         nearest = f"{below} or {above}" if below else f"{above}"
-        raise ValueError(
-            f"{what} batch size {size} is not divisible by the data-parallel size {divisor} "
-            f"(mesh axes {batch_axes(mesh)}); nearest valid batch sizes: {nearest}")
+        raise ValueError(f"{what} batch size {size} is not divisible by the data-parallel size {divisor} "
+                         f"(mesh axes {batch_axes(mesh)}); nearest valid batch sizes: {nearest}")
 
 
 def pad_for_mesh(n: int, mesh: Mesh | None) -> tuple[int, int]:
@@ -72,15 +64,7 @@ def pad_for_mesh(n: int, mesh: Mesh | None) -> tuple[int, int]:
 
 
 def shard_batch(batch: Any, mesh: Mesh | None) -> Any:
-    """Split the leading axis of every array leaf over the mesh's batch axes (0-d leaves: replicated).
-
-    Non-array leaves, and the whole batch without a mesh, are returned as they are.
-
-    Raises
-    ------
-    ValueError
-        If a leaf's leading size is not a multiple of the data-parallel size.
-    """
+    """Split the leading axis of every array leaf over the batch axes (0-d: replicated); ``ValueError`` if uneven."""
     return _split_leading(batch, mesh, "batch")
 
 
@@ -91,49 +75,36 @@ def shard_sample_init(x_init: Any, mesh: Mesh | None) -> Any:
 
 def replicate(tree: Any, mesh: Mesh | None) -> Any:
     """Place every array leaf replicated on all devices of ``mesh`` (``P()``); others untouched."""
-    if mesh is None:
-        return tree
-    check_mesh(mesh)
-    return _put_leaves(tree, lambda leaf: NamedSharding(mesh, P()))
+    return _put_leaves(tree, mesh, lambda leaf: P())
 
 
 def _split_leading(tree: Any, mesh: Mesh | None, what: str) -> Any:
+    def spec(leaf):
+        divisor = batch_size_divisor(mesh)
+        if leaf.ndim and leaf.shape[0] % divisor:
+            raise ValueError(f"{what} leaf of shape {leaf.shape} has leading size {leaf.shape[0]}, not divisible "
+                             f"by the data-parallel size {divisor}; pad it (pad_for_mesh) or pick a multiple")
+        return P(batch_axes(mesh) or None) if leaf.ndim else P()
+
+    return _put_leaves(tree, mesh, spec)
+
+
+def _put_leaves(tree: Any, mesh: Mesh | None, spec: Callable[[Any], P]) -> Any:
     if mesh is None:
         return tree
     check_mesh(mesh)
-    divisor = batch_size_divisor(mesh)
-    split, whole = NamedSharding(mesh, P(batch_axes(mesh) or None)), NamedSharding(mesh, P())
-
-    def target(leaf):
-        if leaf.ndim == 0:
-            return whole
-        if leaf.shape[0] % divisor:
-            raise ValueError(
-                f"{what} leaf of shape {leaf.shape} has leading size {leaf.shape[0]}, not divisible "
-                f"by the data-parallel size {divisor}; pad it (pad_for_mesh) or pick a multiple")
-        return split
-
-    return _put_leaves(tree, target)
-
-
-def _put_leaves(tree: Any, target) -> Any:
     leaves, treedef = jax.tree.flatten(tree)
     index = [i for i, leaf in enumerate(leaves) if is_array(leaf)]
     # One batched device_put: a single dispatch for the whole tree, not one per leaf.
-    placed = jax.device_put([leaves[i] for i in index], [target(leaves[i]) for i in index])
+    placed = jax.device_put([leaves[i] for i in index], [NamedSharding(mesh, spec(leaves[i])) for i in index])
     for i, new in zip(index, placed):
         leaves[i] = new
     return jax.tree.unflatten(treedef, leaves)
 
 
 class DataPartitionType(str, enum.Enum):
-    """How the leading (batch) axis of per-process input is split over the mesh.
-
-    ``FULL``: over *all* mesh axes (``input_partition_spec``); every device gets its
-    own rows. ``DATA``: over the batch axes only (every axis but "model"), as
-    ``shard_batch`` does; the devices of one model group share rows. ``REPLICATED``:
-    every process passes the same full batch and every device gets all of it.
-    """
+    """How the leading axis of per-process input is split: ``FULL`` over all mesh axes (each device its
+    own rows), ``DATA`` over the batch axes (as ``shard_batch``), ``REPLICATED`` (every device all of it)."""
 
     FULL = "full"
     DATA = "data"
@@ -147,61 +118,17 @@ def input_partition_spec(mesh: Mesh) -> P:
 
 def host_to_global_array(host_arrays: Any, *, partition: Any = DataPartitionType.FULL,
                          mesh: Mesh | None = None) -> Any:
-    """Turn this process's rows of a batch into global ``jax.Array``s.
+    """This process's rows of a batch (NumPy or local JAX arrays) as global ``jax.Array``s (0-d leaves replicated).
 
-    Parameters
-    ----------
-    host_arrays : pytree
-        This process's rows (numpy or fully addressable jax arrays), in process order;
-        0-d leaves are replicated, non-array leaves returned untouched.
-    partition : DataPartitionType, str or pytree of PartitionSpec
-        A ``DataPartitionType`` (or its value), or PartitionSpecs forming ``host_arrays``'
-        tree structure or a prefix of it.
-    mesh : jax.sharding.Mesh, optional
-        Default: the mesh made active by ``mesh_context``.
-
-    Returns
-    -------
-    pytree
-        Global arrays; a split leaf's leading size is the per-process size times the
-        number of processes holding distinct rows.
-
-    Raises
-    ------
-    ValueError
-        Without a concrete mesh; for an unknown partition or a spec tree that does not
-        match; for a spec naming an axis the mesh lacks or longer than its leaf's rank; or
-        when a leaf's size along a split dimension is not a multiple of the shards this
-        process holds there. All checks run before any array is built.
+    ``partition``: a ``DataPartitionType`` (or its value) or PartitionSpecs forming a prefix of ``host_arrays``;
+    ``mesh``: default the active one. Raises ``ValueError`` without a concrete mesh, for a bad partition or
+    spec tree, or a size along a split dimension that is not a multiple of the shards this process holds.
     """
     mesh = _concrete_mesh(mesh)
-    kind = _partition_kind(partition)
-    if kind is not None:
-        leaves, treedef = jax.tree.flatten(host_arrays)
-        specs = [_spec_for(kind, mesh, leaf) for leaf in leaves]
-    else:
-        spec_leaves, spec_def = jax.tree.flatten(partition, is_leaf=lambda x: isinstance(x, P))
-        bad = [s for s in spec_leaves if not isinstance(s, P)]
-        if bad:
-            raise ValueError(f"partition leaves must be PartitionSpecs, got {bad[0]!r}; or pass a "
-                             f"DataPartitionType, one of {[k.value for k in DataPartitionType]}")
-        try:
-            subtrees = spec_def.flatten_up_to(host_arrays)
-        except (ValueError, TypeError) as err:
-            raise ValueError(
-                f"partition tree {spec_def} does not match the host_arrays tree "
-                f"{jax.tree.structure(host_arrays)}; give one PartitionSpec per array (or per "
-                f"subtree)") from err
-        leaves, specs = [], []
-        for spec, subtree in zip(spec_leaves, subtrees):
-            sub_leaves = jax.tree.leaves(subtree)
-            leaves += sub_leaves
-            specs += [spec] * len(sub_leaves)
-        treedef = jax.tree.structure(host_arrays)
-    paths = [jax.tree_util.keystr(path) for path, _ in jax.tree_util.tree_flatten_with_path(host_arrays)[0]]
-
-    targets = {}
-    for i, (path, leaf, spec) in enumerate(zip(paths, leaves, specs)):
+    flat, treedef = jax.tree_util.tree_flatten_with_path(host_arrays)
+    leaves, targets = [leaf for _, leaf in flat], {}
+    for i, ((keypath, leaf), spec) in enumerate(zip(flat, _specs(partition, host_arrays, mesh))):
+        path = jax.tree_util.keystr(keypath)
         if not is_array(leaf):
             continue
         if isinstance(leaf, jax.Array) and not leaf.is_fully_addressable:
@@ -232,26 +159,29 @@ def _concrete_mesh(mesh: Mesh | None) -> Mesh:
     return active
 
 
-def _partition_kind(partition: Any) -> DataPartitionType | None:
-    if isinstance(partition, P):
-        return None
-    if isinstance(partition, DataPartitionType):
-        return partition
-    if isinstance(partition, str):
+def _specs(partition: Any, host_arrays: Any, mesh: Mesh) -> list[P]:
+    """One PartitionSpec per leaf of ``host_arrays``."""
+    if isinstance(partition, str):  # a DataPartitionType too
         try:
-            return DataPartitionType(partition)
+            kind = DataPartitionType(partition)
         except ValueError:
             raise ValueError(f"unknown partition {partition!r}; choose one of "
                              f"{[k.value for k in DataPartitionType]} or pass PartitionSpecs") from None
-    return None
-
-
-def _spec_for(kind: DataPartitionType, mesh: Mesh, leaf: Any) -> P:
-    if not is_array(leaf) or leaf.ndim == 0 or kind is DataPartitionType.REPLICATED:
-        return P()
-    if kind is DataPartitionType.FULL:
-        return input_partition_spec(mesh)
-    return P(batch_axes(mesh) or None)
+        split = input_partition_spec(mesh) if kind is DataPartitionType.FULL else P(batch_axes(mesh) or None)
+        return [P() if not is_array(leaf) or leaf.ndim == 0 or kind is DataPartitionType.REPLICATED else split
+                for leaf in jax.tree.leaves(host_arrays)]
+    spec_leaves, spec_def = jax.tree.flatten(partition, is_leaf=lambda x: isinstance(x, P))
+    bad = [s for s in spec_leaves if not isinstance(s, P)]
+    if bad:
+        raise ValueError(f"partition leaves must be PartitionSpecs, got {bad[0]!r}; or pass a "
+                         f"DataPartitionType, one of {[k.value for k in DataPartitionType]}")
+    try:
+        subtrees = spec_def.flatten_up_to(host_arrays)
+    except (ValueError, TypeError) as err:
+        raise ValueError(f"partition tree {spec_def} does not match the host_arrays tree "
+                         f"{jax.tree.structure(host_arrays)}; give one PartitionSpec per array (or per "
+                         "subtree)") from err
+    return [spec for spec, subtree in zip(spec_leaves, subtrees) for _ in jax.tree.leaves(subtree)]
 
 
 def _check_local_shape(path: str, shape: tuple[int, ...], spec: P, mesh: Mesh) -> None:
@@ -267,20 +197,13 @@ def _check_local_shape(path: str, shape: tuple[int, ...], spec: P, mesh: Mesh) -
         if missing:
             raise ValueError(f"PartitionSpec {spec} for leaf {name} names mesh axis {missing[0]!r}, "
                              f"absent from the mesh {tuple(mesh.axis_names)}")
-        divisor = _local_shard_count(mesh, names)
+        held = NamedSharding(mesh, P(names)).addressable_devices_indices_map((math.prod(mesh.shape[a] for a in names),))
+        if not held:
+            raise ValueError(f"process {jax.process_index()} holds no device of the mesh {dict(mesh.shape)}; "
+                             "build the mesh over devices of every process (make_mesh() does)")
+        divisor = len({index[0].start for index in held.values()})  # distinct slices this process holds
         if shape[dim] % divisor:
             what = "leading size" if dim == 0 else f"size of dim {dim}"
-            raise ValueError(
-                f"process {jax.process_index()} passes {what} {shape[dim]} for leaf {name} "
-                f"(shape {shape}), not a multiple of {divisor}, the number of shards it holds "
-                f"along mesh axes {names}; pass a multiple of {divisor} per process")
-
-
-def _local_shard_count(mesh: Mesh, names: tuple[str, ...]) -> int:
-    """How many distinct slices of a dimension split over ``names`` this process holds."""
-    total = math.prod(mesh.shape[a] for a in names)
-    held = NamedSharding(mesh, P(names)).addressable_devices_indices_map((total,))
-    if not held:
-        raise ValueError(f"process {jax.process_index()} holds no device of the mesh {dict(mesh.shape)}; "
-                         "build the mesh over devices of every process (make_mesh() does)")
-    return len({index[0].start for index in held.values()})
+            raise ValueError(f"process {jax.process_index()} passes {what} {shape[dim]} for leaf {name} (shape "
+                             f"{shape}), not a multiple of {divisor}, the number of shards it holds along mesh "
+                             f"axes {names}; pass a multiple of {divisor} per process")

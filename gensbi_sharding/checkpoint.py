@@ -1,9 +1,6 @@
 """Checkpoints that move between meshes: save under one (mesh, rule), restore under another.
 
-``CheckpointWriter`` saves the train state, the RNG key, the step and a JSON config with
-Orbax into ``<run dir>/checkpoints/<step>/``; a step counts once Orbax recorded its commit.
-``restore`` loads onto the plan of the *current* mesh and rule (``abstract_state_for``; no
-mesh: one device), checked against the saved metadata before any array is read.
+Orbax items per step: arrays (train state, RNG key), meta (step, key types), config (JSON).
 """
 
 from __future__ import annotations
@@ -25,7 +22,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from gensbi_sharding.checkpoint_steps import CHECKPOINT_SUBDIR, ITEMS, as_path, committed_steps, find_checkpoint
 from gensbi_sharding.rules import Rule, RuleTable
-from gensbi_sharding.sharding import check_node, is_int, is_node, plan_shardings
+from gensbi_sharding.sharding import abstract_state, check_node, is_int, is_node, plan_shardings
 
 __all__ = ["CHECKPOINT_SUBDIR", "CheckpointWriter", "Restored", "abstract_state_for",
            "committed_steps", "find_checkpoint", "restore", "saved_config"]
@@ -36,17 +33,14 @@ _MAX_LISTED = 6  # mismatching variables quoted in full in an error
 
 def _handlers() -> dict[str, Any]:
     """One Orbax handler per item (``ITEMS``: arrays, meta, config)."""
-    return dict(zip(ITEMS, (ocp.StandardCheckpointHandler(), ocp.JsonCheckpointHandler(),
-                            ocp.JsonCheckpointHandler())))
+    return dict(zip(ITEMS, (ocp.StandardCheckpointHandler(), ocp.JsonCheckpointHandler(), ocp.JsonCheckpointHandler())))
 
 
 class CheckpointWriter:
     """Save the train state every ``every`` steps (0: only on ``save``) and at the end, keeping the last ``keep``.
 
-    ``directory`` (normally ``<run dir>/checkpoints``) is made absolute; ``config``, a
-    JSON-serialisable blob (the resolved config), is stored with every checkpoint. With
-    ``async_save`` files are written in the background: arrays are copied off the devices
-    before ``save`` returns (the state may be donated right after); ``close`` waits.
+    ``config`` (the resolved config, JSON-serialisable) is stored with every checkpoint. With ``async_save``
+    ``save`` returns once arrays are off the devices (the state may be donated); ``close`` waits for files.
     """
 
     def __init__(self, directory: str | os.PathLike, *, every: int = 0, keep: int = 2,
@@ -82,17 +76,10 @@ class CheckpointWriter:
         return self.due(step) and self.save(step, state, key)
 
     def save(self, step: int, state: Any, key: jax.Array) -> bool:
-        """Save ``state`` (a pytree such as ``nnx.State``) and the RNG ``key`` as ``step``.
+        """Save ``state`` (a pytree such as ``nnx.State``) and the RNG ``key`` as ``step``; False if already saved.
 
-        Returns False, writing nothing, when ``step`` is the last step saved (the
-        final save right after a periodic one).
-
-        Raises
-        ------
-        FloatingPointError
-            If a floating-point array of ``state`` holds NaN or inf. Nothing is written,
-            so no finite checkpoint is displaced (``keep``); the message names the
-            latest finite checkpoint to resume from.
+        Raises ``FloatingPointError``, writing nothing (no finite checkpoint is displaced), if a
+        floating-point array holds NaN or inf; the message names the latest finite checkpoint.
         """
         if not is_int(step) or step < 0:
             raise ValueError(f"step={step!r} must be an integer >= 0 (the training step of the state)")
@@ -143,23 +130,16 @@ class CheckpointWriter:
 
 
 def abstract_state_for(node: Any, mesh: Mesh | None, rule: str | RuleTable | Rule = "replicated") -> nnx.State:
-    """The restore target: ``nnx.state(node)`` as ``jax.ShapeDtypeStruct`` at the planned shardings.
+    """The restore target: ``nnx.state(node)`` (or a factory's) as ``jax.ShapeDtypeStruct`` at the planned shardings.
 
-    ``node``: a graph node or tuple of them (only shapes and dtypes are read), or a factory
-    run under ``nnx.eval_shape``. Each array leaf gets ``plan_shardings(node, mesh, rule)``'s
-    sharding on the *current* mesh and rule; ``mesh=None``: this process's first device.
+    ``mesh=None``: this process's first device. Only shapes and dtypes of ``node`` are read.
     """
     check_node(node, "abstract_state_for", factory=True)
     abstract = node if is_node(node) else nnx.eval_shape(node)
     if mesh is not None:
         return plan_shardings(abstract, mesh, rule).abstract_state(abstract)
-    device, flat = jax.sharding.SingleDeviceSharding(jax.local_devices()[0]), []
-    for path, var in nnx.to_flat_state(nnx.state(abstract)):
-        value = var.get_value()
-        if hasattr(value, "shape"):
-            value = jax.ShapeDtypeStruct(value.shape, value.dtype, sharding=device)
-        flat.append((path, var.replace(value)))
-    return nnx.from_flat_state(flat)
+    device = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
+    return abstract_state(abstract, lambda path, value: device if hasattr(value, "shape") else None)
 
 
 @dataclasses.dataclass
@@ -175,15 +155,11 @@ class Restored:
 
 def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.PathLike | None = None,
             key_sharding: jax.sharding.Sharding | None = None) -> Restored:
-    """Restore the checkpoint ``path`` designates onto the shardings of ``abstract_state``.
+    """Restore the checkpoint ``path`` designates (``find_checkpoint``) onto ``abstract_state``'s shardings.
 
-    ``path`` is found by ``find_checkpoint`` (relative to ``base_dir``); ``abstract_state`` is
-    structured as the saved state with ``jax.ShapeDtypeStruct`` leaves carrying shardings
-    (``abstract_state_for``); the RNG key goes to ``key_sharding`` (default: replicated).
-
-    Raises ``FileNotFoundError`` if ``path`` holds no complete checkpoint, ``ValueError`` if a
-    target leaf has no sharding or variables are missing, extra, or differ in shape or dtype
-    from the saved ones (named, with both shapes), before any array is read.
+    The RNG key goes to ``key_sharding`` (default: replicated). Raises, before any array is read,
+    ``FileNotFoundError`` if ``path`` holds no complete checkpoint, ``ValueError`` if a target leaf has no
+    sharding or variables are missing, extra, or differ in shape or dtype (named, with both shapes).
     """
     step_dir = find_checkpoint(path, base_dir)
     if not is_node(abstract_state) and not (isinstance(abstract_state, Mapping) and abstract_state):
@@ -217,8 +193,6 @@ def saved_config(path: str | os.PathLike, base_dir: str | os.PathLike | None = N
         return checkpointer.restore(step_dir, args=ocp.args.Composite(config=ocp.args.JsonRestore()))["config"]
 
 
-# ---------------------------------------------------------------------------- helpers
-
 def _is_var(x: Any) -> bool:
     return isinstance(x, nnx.Variable)
 
@@ -248,7 +222,7 @@ def _is_key(x: Any) -> bool:
 
 
 def _flat(tree: Any) -> dict[str, Any]:
-    """``{"a/b/c": leaf}`` of a pytree (the paths plans use); an ``nnx.Variable`` counts as a leaf, its value taken."""
+    """``{"a/b/c": leaf}`` of a pytree; an ``nnx.Variable`` is a leaf, its value taken."""
     pairs = jax.tree_util.tree_leaves_with_path(tree, is_leaf=_is_var)
     return {_key(path): leaf.get_value() if _is_var(leaf) else leaf for path, leaf in pairs}
 
@@ -288,6 +262,5 @@ def _check_against(saved: Mapping[str, Any], target: Mapping[str, Any], step_dir
     if problems:
         more = len(problems) - _MAX_LISTED
         listed = "; ".join(problems[:_MAX_LISTED]) + (f"; and {more} more" if more > 0 else "")
-        raise ValueError(f"checkpoint {step_dir} does not fit the current model, {len(problems)} "
-                         f"variable(s) differ: {listed}. Build the model with the hyperparameters "
-                         f"saved in {step_dir / 'config'}")
+        raise ValueError(f"checkpoint {step_dir} does not fit the current model, {len(problems)} variable(s) "
+                         f"differ: {listed}. Build the model with the hyperparameters saved in {step_dir / 'config'}")

@@ -1,8 +1,6 @@
 """Which checkpoint step folders are complete, as Orbax records it; which one a path designates.
 
-A step counts when Orbax lists it (``CheckpointManager.all_steps()``: its own temporary
-folders left out) and its step metadata records a commit, so a save or a copy cut short
-is never picked as the latest. ``gensbi_sharding.checkpoint`` writes and reads them.
+Complete: listed by ``CheckpointManager.all_steps()``, with a commit in its metadata (none if cut short).
 """
 
 from __future__ import annotations
@@ -29,18 +27,14 @@ def as_path(value: Any, name: str, example: str = "checkpoints") -> Path:
 
 
 def committed_steps(directory: str | os.PathLike) -> list[int]:
-    """Sorted steps under ``directory`` that Orbax lists (``CheckpointManager.all_steps()``, its
-    temporary folders left out) and whose step metadata records a commit (a save or copy cut
-    short has none)."""
+    """Sorted steps under ``directory`` whose checkpoints are complete (see the module docstring)."""
     return sorted(step for step, complete in _step_folders(directory).items() if complete)
 
 
 def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None = None) -> Path:
     """The step folder ``path`` designates: a run dir or checkpoints dir (its latest complete step), or a step dir.
 
-    A relative ``path`` is resolved against ``base_dir`` (default: the current directory; pass
-    the launch directory, ``hydra.utils.get_original_cwd()``). Raises ``FileNotFoundError``,
-    naming the resolved path and what was looked for, if it holds no complete checkpoint.
+    A relative ``path`` is resolved against ``base_dir`` (default: the cwd); ``FileNotFoundError`` if none is complete.
     """
     given = as_path(path, "path", "outputs/run").expanduser()
     base = as_path(os.getcwd() if base_dir is None else base_dir, "base_dir", ".")
@@ -59,15 +53,13 @@ def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None 
     folder = resolved / CHECKPOINT_SUBDIR if is_run else resolved
     steps = committed_steps(folder)
     if not steps:
-        raise FileNotFoundError(
-            f"no checkpoint in {resolved}: looked for complete Orbax step folders <step>/ in {folder}; "
-            f"pass a run dir, its {CHECKPOINT_SUBDIR}/ dir or one step dir")
+        raise FileNotFoundError(f"no checkpoint in {resolved}: looked for complete Orbax step folders <step>/ in "
+                                f"{folder}; pass a run dir, its {CHECKPOINT_SUBDIR}/ dir or one step dir")
     return folder / str(steps[-1])
 
 
 def _step_folders(directory: str | os.PathLike) -> dict[int, bool]:
-    """``{step: complete}`` for Orbax's step folders in ``directory`` that hold any item (a
-    multirun job's folder, named by a number, holds none)."""
+    """``{step: complete}`` of Orbax's step folders holding any item (a multirun job's folder holds none)."""
     directory = as_path(directory, "directory")
     if not directory.is_dir():
         return {}

@@ -1,16 +1,7 @@
 """Sharded initialisation: build a model (and its optimizer) group by group, each group then placed.
 
-The constructor is traced abstractly (``jax.eval_shape``), the abstract state planned
-(``plan_shardings``), and the variables computed by ``jax.jit`` in groups of up to
-``max(GROUP_BYTES, model bytes / mesh size)`` (a larger variable alone), each on one device,
-then moved to its planned sharding while the next group is traced and compiled. A device holds
-its shards plus one group, never the whole model (``benchmarks/init.py``).
-
-Why one device, not ``jax.jit(..., out_shardings=plan)``: computed straight into their shards,
-values depend on the mesh: a reduction over a variable (``w / norm(w)``) sums in another order
-when split, and XLA:CPU rounds ``erf_inv``/``log`` in a block's short rows by another code path
-(re-checked 2026-11-30). Computed on one device, values are bit-identical for every mesh, rule
-and device count, and equal eager construction up to float rounding (``tests/test_init.py``)."""
+Each group is computed by ``jax.jit`` on one device (values bit-identical on every mesh), then moved to
+its sharding while the next compiles. Why not straight into shards: the README's "Memory" section."""
 
 from __future__ import annotations
 
@@ -29,8 +20,7 @@ from gensbi_sharding.sharding import Plan, check_node, is_array, path_name, plan
 
 __all__ = ["GROUP_BYTES", "init_sharded", "abstract_sharded", "init_optimizer_sharded"]
 
-#: Groups hold up to ``max(GROUP_BYTES, model bytes / mesh size)`` (a larger variable alone);
-#: each costs one trace of the constructor and one compilation: at most ~2 x mesh size of them.
+#: Groups hold up to ``max(GROUP_BYTES, model bytes / mesh size)``; each costs one trace and one compilation.
 GROUP_BYTES = 64 * 2**20
 
 _READS_TRACED_VALUE = (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError,
@@ -39,40 +29,17 @@ _READS_TRACED_VALUE = (jax.errors.ConcretizationTypeError, jax.errors.TracerArra
 
 def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | RuleTable | Rule = "replicated",
                  *, warn: bool = True) -> Any:
-    """Build ``factory()`` with its variables computed group by group and placed as planned.
+    """``factory()`` placed as ``shard_model(factory(), mesh, rule)`` places it, never whole on one device.
 
-    Parameters
-    ----------
-    factory : callable
-        ``factory() -> node`` (a Module, or e.g. a ``(model, optimizer)`` tuple),
-        deterministic and free of outside state: it is traced once per group, so it
-        must build its own ``nnx.Rngs(seed)``, not draw from a shared one.
-    mesh : jax.sharding.Mesh or None
-        None builds the node eagerly, unplaced (``factory()``).
-    rule : str, mapping or Rule
-        A key of ``RULES`` (as ``shard_model``) or a rule table (as ``shard_model_by_table``).
-    warn : bool, default True
-        Emit the warnings ``shard_model`` emits (``Plan.warn``); the harness logs the plan
-        instead.
-
-    Returns
-    -------
-    The node, placed as ``shard_model(factory(), mesh, rule)`` places it. Python and
-    NumPy scalar leaves are kept as they are, as ``shard_model`` keeps them.
-
-    Raises
-    ------
-    ValueError
-        If ``factory`` is not a callable (a module instance is not), the rule is unknown,
-        or the constructor cannot be traced (it converts a computed array to a Python
-        value or NumPy): then build it eagerly and place it with ``shard_model``.
+    ``factory() -> node`` (a Module or a tuple of nodes) is traced once per group: it must be deterministic
+    and build its own ``nnx.Rngs(seed)``. ``mesh=None``: ``factory()``; ``warn``: ``Plan.warn``. Raises
+    ``ValueError`` if ``factory`` is not a callable (a module instance is not), the rule is unknown, or the
+    constructor reads a value it computed (then use ``shard_model``); ``TypeError`` if it builds no NNX node.
     """
     rule = _check(factory, rule)
     if mesh is None:
         return factory()
-    graphdef, state, plan = _trace_and_plan(factory, mesh, rule)
-    if warn:
-        plan.warn(stacklevel=2)
+    graphdef, state, plan = _trace_and_plan(factory, mesh, rule, warn)
     variables = dict((path_name(p), v) for p, v in nnx.to_flat_state(state) if path_name(p) in plan.specs)
     device = next(d for d in mesh.devices.flat if d.process_index == jax.process_index())
     pending: list = []
@@ -92,48 +59,20 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Rule
 
 def abstract_sharded(factory: Callable[[], Any], mesh: Mesh | None,
                      rule: str | RuleTable | Rule = "replicated", *, warn: bool = True) -> Any:
-    """``factory()`` abstractly: each value a ``jax.ShapeDtypeStruct`` at its planned sharding.
-
-    Nothing is allocated: for lowering and compiling a step (dry runs) or ``describe``.
-    Shardings and warnings are those of ``init_sharded``; ``mesh=None`` gives no shardings.
-
-    Raises
-    ------
-    ValueError
-        As ``init_sharded``.
-    """
+    """``init_sharded``'s result as ``jax.ShapeDtypeStruct``s at their shardings, allocating nothing; raises as it."""
     rule = _check(factory, rule)
     if mesh is None:
         return nnx.eval_shape(factory)
-    graphdef, state, plan = _trace_and_plan(factory, mesh, rule)
-    if warn:
-        plan.warn(stacklevel=2)
+    graphdef, state, plan = _trace_and_plan(factory, mesh, rule, warn)
     return nnx.merge(graphdef, plan.abstract_state(nnx.merge(graphdef, state)))
 
 
 def init_optimizer_sharded(model: Any, tx: Any, rule: str | RuleTable | Rule = "replicated", *,
                            wrt: Any = nnx.Param) -> nnx.Optimizer:
-    """``nnx.Optimizer(model, tx, wrt=wrt)`` with its state created at its planned placement.
+    """``nnx.Optimizer(model, tx, wrt=wrt)``, its state created by one jitted program at its plan.
 
-    The optimizer is planned abstractly (``nnx.eval_shape``) under ``rule`` on the mesh
-    the model's arrays live on: its moments carry their parameters' annotations, so they
-    go where the parameters went. The state is computed by one jitted program with those
-    output shardings, so no device holds a whole moment. For an abstract model
-    (``abstract_sharded``) the optimizer is abstract too.
-
-    Parameters
-    ----------
-    model : nnx.Module
-        Placed by ``init_sharded``/``shard_model`` under ``rule`` (unplaced: a plain optimizer).
-    tx : optax.GradientTransformation
-    rule : str, mapping or Rule
-        The rule the model was placed with.
-    wrt : nnx filter, default ``nnx.Param``
-
-    Raises
-    ------
-    ValueError
-        If the model's arrays are not all on one mesh, or the rule is unknown.
+    ``model`` was placed under ``rule`` (unplaced: a plain optimizer; abstract: an abstract one). Raises
+    ``ValueError`` if the model's arrays are not all on one mesh, or the rule is unknown.
     """
     rule = resolve_rule(rule)
     values = [var.get_value() for _, var in nnx.to_flat_state(nnx.state(model))]
@@ -168,14 +107,13 @@ def init_optimizer_sharded(model: Any, tx: Any, rule: str | RuleTable | Rule = "
 
 def _check(factory: Any, rule: Any) -> Rule:
     if not callable(factory) or isinstance(factory, nnx.Pytree):
-        raise ValueError(f"factory must be a zero-argument callable building the module, got a "
-                         f"{type(factory).__name__}; pass e.g. lambda: make_mlp(dim_theta=2, dim_x=2, "
-                         "rngs=nnx.Rngs(0))")
+        raise ValueError(f"factory must be a zero-argument callable building the module, got a {type(factory).__name__}"
+                         "; pass e.g. lambda: make_mlp(dim_theta=2, dim_x=2, rngs=nnx.Rngs(0))")
     return resolve_rule(rule)
 
 
-def _trace_and_plan(factory: Callable[[], Any], mesh: Mesh, rule: Rule) -> tuple[Any, nnx.State, Plan]:
-    """Trace ``factory`` abstractly; its Python/NumPy scalar leaves keep their values, unplanned."""
+def _trace_and_plan(factory: Callable[[], Any], mesh: Mesh, rule: Rule, warn: bool) -> tuple[Any, nnx.State, Plan]:
+    """Trace ``factory`` (Python/NumPy scalars keep their values), plan it, warn at the caller's caller."""
     found = {}
 
     def build():
@@ -190,15 +128,16 @@ def _trace_and_plan(factory: Callable[[], Any], mesh: Mesh, rule: Rule) -> tuple
     try:
         state = jax.eval_shape(build)
     except _READS_TRACED_VALUE as error:
-        raise ValueError(
-            f"init_sharded traces the constructor, which reads a value it computed ({type(error).__name__}: "
-            f"{str(error).splitlines()[0]}); build it eagerly and place it instead: "
-            "shard_model(factory(), mesh, rule) (in the harness: model.init=eager)") from error
+        raise ValueError(f"init_sharded traces the constructor, which reads a value it computed ({type(error).__name__}"
+                         f": {str(error).splitlines()[0]}); build it eagerly and place it instead: "
+                         "shard_model(factory(), mesh, rule) (in the harness: model.init=eager)") from error
     for path, var in nnx.to_flat_state(state):
         if path_name(path) in found["scalars"]:
             var.set_value(found["scalars"][path_name(path)])
-    graphdef = found["graphdef"]
-    return graphdef, state, plan_shardings(nnx.merge(graphdef, state), mesh, rule)
+    plan = plan_shardings(nnx.merge(found["graphdef"], state), mesh, rule)
+    if warn:
+        plan.warn(stacklevel=3)
+    return found["graphdef"], state, plan
 
 
 def _groups(variables: dict[str, nnx.Variable], n_devices: int) -> list[list[str]]:

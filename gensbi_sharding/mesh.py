@@ -19,16 +19,10 @@ _MESH_SPEC_KEYS = ("devices", "model_axis")
 
 
 def make_mesh(devices: Sequence[Any] | None = None, model_axis: int = 1) -> Mesh:
-    """A ``("data", "model")`` mesh of shape ``(len(devices) // model_axis, model_axis)``.
+    """A ``("data", "model")`` mesh of shape ``(len(devices) // model_axis, model_axis)``, filled row by row.
 
-    ``devices`` (default ``jax.devices()``, whose order keeps each "model" group inside
-    one process) fill the mesh row by row; ``model_axis`` is the tensor-parallel size.
-
-    Raises
-    ------
-    ValueError
-        If ``model_axis`` is not a positive integer dividing the device count, or a
-        device is not a ``jax.Device`` or is listed twice.
+    ``devices``: default ``jax.devices()``. Raises ``ValueError`` if ``model_axis`` does not divide the device
+    count, or a device is not a ``jax.Device`` or is listed twice; ``TypeError`` if ``devices`` is not a list.
     """
     if devices is not None and (isinstance(devices, (str, bytes)) or not isinstance(devices, Sequence)
                                 and not isinstance(devices, np.ndarray)):
@@ -51,9 +45,7 @@ def make_mesh(devices: Sequence[Any] | None = None, model_axis: int = 1) -> Mesh
     if len(devices) % model_axis:
         raise ValueError(f"{len(devices)} devices are not divisible by model_axis={model_axis}: choose a "
                          f"model_axis among {divisors}")
-    grid = np.empty(len(devices), dtype=object)
-    grid[:] = devices
-    mesh = Mesh(grid.reshape(len(devices) // model_axis, model_axis), ("data", MODEL_AXIS),
+    mesh = Mesh(np.array(devices, dtype=object).reshape(-1, model_axis), ("data", MODEL_AXIS),
                 axis_types=(AxisType.Auto, AxisType.Auto))
     check_model_groups_local(mesh)
     return mesh
@@ -62,13 +54,7 @@ def make_mesh(devices: Sequence[Any] | None = None, model_axis: int = 1) -> Mesh
 def resolve_mesh(spec: Any) -> Mesh | None:
     """A config's mesh spec as a mesh: None -> None, a ``Mesh`` -> itself, ``"auto"`` -> ``make_mesh()``.
 
-    Any mapping (``dict``, ``DictConfig``) -> ``make_mesh(**spec)``; its ``devices`` may
-    hold ``jax.Device`` objects or integer device ids.
-
-    Raises
-    ------
-    ValueError
-        For any other spec, or a mapping with a key other than ``devices``/``model_axis``.
+    A mapping (``dict``, ``DictConfig``) -> ``make_mesh(**spec)``, devices as ids or objects; else ``ValueError``.
     """
     if spec is None or isinstance(spec, Mesh):
         return spec
@@ -82,9 +68,8 @@ def resolve_mesh(spec: Any) -> Mesh | None:
         if kwargs.get("devices") is not None:
             kwargs["devices"] = _devices_from_ids(kwargs["devices"])
         return make_mesh(**kwargs)
-    raise ValueError(
-        f"invalid mesh spec {spec!r}; accepted forms: None (no mesh), a jax.sharding.Mesh, "
-        f"'auto' (all devices, model_axis=1), or a mapping with keys {_MESH_SPEC_KEYS}")
+    raise ValueError(f"invalid mesh spec {spec!r}; accepted forms: None (no mesh), a jax.sharding.Mesh, "
+                     f"'auto' (all devices, model_axis=1), or a mapping with keys {_MESH_SPEC_KEYS}")
 
 
 @contextlib.contextmanager
@@ -99,38 +84,24 @@ def mesh_context(mesh: Mesh | None) -> Iterator[Mesh | None]:
 
 
 def check_model_groups_local(mesh: Mesh) -> None:
-    """Check that every "model" group of ``mesh`` lies inside one process.
-
-    Tensor-parallel groups exchange activations at every layer, which across hosts
-    would cross the network. A mesh without a "model" axis passes.
-
-    Raises
-    ------
-    ValueError
-        If a group spans processes (named with device ids, process indices, the fix).
-    """
+    """``ValueError`` (naming devices, processes, the fix) if a tensor-parallel group of ``mesh`` spans processes."""
     if MODEL_AXIS not in mesh.axis_names:
         return
     devices = np.moveaxis(mesh.devices, mesh.axis_names.index(MODEL_AXIS), -1)
     for group in devices.reshape(-1, devices.shape[-1]):
         processes = [d.process_index for d in group]
         if len(set(processes)) > 1:
-            raise ValueError(
-                f"model group of devices {[d.id for d in group]} spans processes {processes}: "
-                f"tensor-parallel groups must stay inside one process. Choose a model_axis "
-                f"(now {len(group)}) that divides this process's {len(mesh.local_devices)} devices, "
-                "and order devices by process (jax.devices() does)")
+            raise ValueError(f"model group of devices {[d.id for d in group]} spans processes {processes}: "
+                             f"tensor-parallel groups must stay inside one process. Choose a model_axis (now "
+                             f"{len(group)}) that divides this process's {len(mesh.local_devices)} devices, and "
+                             "order devices by process (jax.devices() does)")
 
 
 def _devices_from_ids(devices: Any) -> list[Any]:
     if isinstance(devices, (str, bytes)) or not hasattr(devices, "__iter__"):
         raise ValueError(f"mesh spec devices must be a list of device ids or jax.Device objects, got {devices!r}")
-    by_id = {d.id: d for d in jax.devices()}
-    out = []
-    for d in devices:
-        if is_int(d):
-            if d not in by_id:
-                raise ValueError(f"mesh spec names device id {d}, but the device ids are {sorted(by_id)}")
-            d = by_id[d]
-        out.append(d)
-    return out
+    devices, by_id = list(devices), {d.id: d for d in jax.devices()}
+    unknown = [d for d in devices if is_int(d) and d not in by_id]
+    if unknown:
+        raise ValueError(f"mesh spec names device id {unknown[0]}, but the device ids are {sorted(by_id)}")
+    return [by_id[d] if is_int(d) else d for d in devices]

@@ -1,8 +1,6 @@
 """What a placement costs: bytes per device of a state, and memory and collectives of a compiled step.
 
-``describe`` sizes every array variable, concrete (bytes from the shards) or abstract (bytes
-from the planned shardings); ``compiled_report`` reads XLA's memory analysis and the
-collectives of a compiled program (lower a step on abstract state to allocate nothing).
+Both work on abstract state (``abstract_sharded``): nothing is allocated.
 """
 
 from __future__ import annotations
@@ -10,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from collections import defaultdict
+from collections import Counter
 from typing import Any
 
 import jax
@@ -28,17 +26,11 @@ __all__ = ["bytes_per_device", "partition_specs", "MeshSummary", "VariablePlacem
 
 
 def bytes_per_device(tree: Any) -> dict[int, int]:
-    """``{device id: bytes}`` held by the ``jax.Array`` leaves of a pytree or NNX node.
-
-    A replicated leaf counts whole on every device, a split one its shard; NumPy leaves nowhere.
-    """
-    if nnx.graph.is_graph_node(tree):
-        tree = nnx.state(tree)
-    totals: dict[int, int] = defaultdict(int)
-    for leaf in jax.tree.leaves(tree):
+    """``{device id: bytes}`` held by the ``jax.Array`` leaves of a pytree or NNX node (NumPy: nowhere)."""
+    totals: Counter[int] = Counter()
+    for leaf in jax.tree.leaves(nnx.state(tree) if nnx.graph.is_graph_node(tree) else tree):
         if isinstance(leaf, jax.Array):
-            for device, size in _device_bytes(leaf).items():
-                totals[device] += size
+            totals.update(_device_bytes(leaf))
     return dict(sorted(totals.items()))
 
 
@@ -80,11 +72,9 @@ class VariablePlacement:
 
 @dataclasses.dataclass(frozen=True)
 class PlacementReport:
-    """What ``describe`` found; ``str(report)`` prints it as a table.
+    """What ``describe`` found (a ``Linear(4, 3)``: 2 leaves, 15 scalars); ``str(report)`` is a table.
 
-    ``n_leaves`` counts the array leaves of the state, ``n_scalars`` their elements (a
-    ``Linear(4, 3)``: 2 and 15). ``largest_replicated`` lists the biggest variables held
-    whole by every device while another is split: the usual sign of a missing annotation.
+    ``largest_replicated``: the biggest variables whole on every device while another is split (a missing annotation?).
     """
 
     n_leaves: int
@@ -106,9 +96,8 @@ class PlacementReport:
     def table(self) -> str:
         width = max([len(v.path) for v in self.variables] + [8])
         lines = [str(self.mesh) if self.mesh else "no mesh",
-                 f"state: {self.n_leaves} leaves, {self.n_scalars:,} scalars, {_fmt(self.total_bytes)}; per "
-                 f"device max {_fmt(self.max_bytes_per_device)}, min "
-                 f"{_fmt(min(self.bytes_per_device.values(), default=0))}",
+                 f"state: {self.n_leaves} leaves, {self.n_scalars:,} scalars, {_fmt(self.total_bytes)}; per device "
+                 f"max {_fmt(self.max_bytes_per_device)}, min {_fmt(min(self.bytes_per_device.values(), default=0))}",
                  f"{'variable':<{width}}  {'shape':<16} {'dtype':<9} {'placement':<24} {'per device':>11}"]
         lines += [f"{v.path:<{width}}  {str(v.shape):<16} {v.dtype:<9} {v.placement:<24} "
                   f"{_fmt(v.max_device_bytes):>11}" for v in self.variables]
@@ -131,24 +120,22 @@ def summarize_mesh(mesh: Mesh) -> MeshSummary:
 def describe(node: Any, mesh: Mesh | None, *, top: int = 5) -> PlacementReport:
     """Count, size and locate every array variable of an NNX graph node (or tuple of nodes).
 
-    Values may be ``jax.Array`` (bytes from its shards), NumPy (host) or ``jax.ShapeDtypeStruct``
-    (bytes from its sharding, if any); every device of ``mesh`` appears in ``bytes_per_device``.
-    Raises ``ValueError`` if ``top`` is not a non-negative integer, ``TypeError`` for a non-node.
+    Values: ``jax.Array``, NumPy (host) or ``jax.ShapeDtypeStruct`` (bytes from its sharding, if any). Raises
+    ``ValueError`` if ``top`` is not a non-negative integer, ``TypeError`` for a non-node.
     """
     if not is_int(top) or top < 0:
         raise ValueError(f"top must be a non-negative integer, got {top!r}; pass e.g. top=5")
     check_node(node, "describe")
     if mesh is not None:
         check_mesh(mesh)
-    per_device: dict[int, int] = {d.id: 0 for d in mesh.devices.flat} if mesh is not None else {}
+    per_device = Counter({d.id: 0 for d in mesh.devices.flat} if mesh is not None else {})
     variables = []
     for path, var in nnx.to_flat_state(nnx.state(node)):
         value = var.get_value()
         if not (is_array(value) or isinstance(value, jax.ShapeDtypeStruct)):
             continue
         shards, sharding = _device_bytes(value), getattr(value, "sharding", None)
-        for device, size in shards.items():
-            per_device[device] = per_device.get(device, 0) + size
+        per_device.update(shards)
         variables.append(VariablePlacement(
             path=path_name(path), shape=tuple(value.shape), dtype=str(value.dtype),
             placement=_placement(value, sharding), nbytes=math.prod(value.shape) * value.dtype.itemsize,
@@ -158,18 +145,17 @@ def describe(node: Any, mesh: Mesh | None, *, top: int = 5) -> PlacementReport:
     replicated = sorted((v for v in variables if splitting and v.replicated and v.shape),
                         key=lambda v: (-v.nbytes, v.path))
     return PlacementReport(
-        n_leaves=len(variables), n_scalars=sum(math.prod(v.shape) for v in variables),
+        n_leaves=len(variables), n_scalars=sum(math.prod(v.shape) for v in variables), variables=tuple(variables),
         total_bytes=sum(v.nbytes for v in variables), bytes_per_device=dict(sorted(per_device.items())),
-        variables=tuple(variables), largest_replicated=tuple((v.path, v.nbytes) for v in replicated[:top]),
+        largest_replicated=tuple((v.path, v.nbytes) for v in replicated[:top]),
         mesh=summarize_mesh(mesh) if mesh is not None else None)
 
 
 def mesh_init_simulate(seed: Any, x: Any, features: Any, mesh_axes: Any) -> jax.Array:
     """``[features, mesh_axes, n_state_leaves]`` (shape (3,), float32) of ``nnx.Linear(x.shape[-1], features)``.
 
-    ``x``: shape (..., d_in), only d_in is read; ``seed``, ``features``, ``mesh_axes``: cast
-    with ``int``. Example: x of shape (5, 4), features 3, mesh_axes 4 -> ``[3., 4., 2.]``.
-    Raises ``ValueError`` if an argument cannot be cast, ``x`` is 0-d, or ``features`` < 1.
+    ``x``: shape (..., d_in); the rest cast with ``int``. x of shape (5, 4), 3, 4 -> ``[3., 4., 2.]``. Raises
+    ``ValueError`` if an argument cannot be cast, ``x`` is 0-d, or ``features`` < 1.
     """
     ints = {}
     for name, value in (("seed", seed), ("features", features), ("mesh_axes", mesh_axes)):
@@ -188,11 +174,7 @@ def mesh_init_simulate(seed: Any, x: Any, features: Any, mesh_axes: Any) -> jax.
 
 
 def _device_bytes(value: Any) -> dict[int, int]:
-    if isinstance(value, jax.Array):
-        out: dict[int, int] = defaultdict(int)
-        for shard in value.addressable_shards:
-            out[shard.device.id] += shard.data.nbytes
-        return dict(out)
+    """``{device id: bytes}`` of a ``jax.Array`` or ``jax.ShapeDtypeStruct`` from its sharding's index map."""
     sharding = getattr(value, "sharding", None)
     if sharding is None:  # NumPy (host) or unplaced abstract values
         return {}
@@ -215,8 +197,6 @@ def _fmt(n: int) -> str:
     return f"{n} B"
 
 
-# ---------------------------------------------------------------------------- compiled programs
-
 COLLECTIVES: tuple[str, ...] = ("all-gather", "all-reduce", "reduce-scatter", "all-to-all", "collective-permute")
 
 # "%name = <result shape> <op>(" for each collective, synchronous or the "-done" half of an
@@ -227,20 +207,16 @@ _BITS = re.compile(r"^(?:bf|f|s|u|c)(\d+)")
 
 
 def hlo_shape_bytes(shape: str) -> int:
-    """Bytes of an HLO result shape (``f32[8,16]{1,0}`` or a tuple): ``pred`` 1 byte, ``token`` 0.
-
-    Raises ``ValueError`` for an element type it does not know.
-    """
+    """Bytes of an HLO result shape (``f32[8,16]{1,0}`` or a tuple); ``ValueError`` for an unknown type."""
     total = 0
     for match in _ARRAY.finditer(shape):
         dtype, count = match["dtype"], math.prod(int(d) for d in match["dims"].split(",") if d)
         if dtype == "token":
             continue
-        found = _BITS.match(dtype)
-        if dtype != "pred" and not dtype.startswith("f8") and found is None:
+        found = _BITS.match(dtype)  # f8e4m3fn and the like too: 8 bits
+        if dtype != "pred" and found is None:
             raise ValueError(f"unknown HLO element type {dtype!r} in shape {shape!r}")
-        bits = 8 if dtype == "pred" or dtype.startswith("f8") else int(found[1])
-        total += -(-count * bits // 8)  # sub-byte types round up
+        total += -(-count * (8 if dtype == "pred" else int(found[1])) // 8)  # sub-byte types round up
     return total
 
 
@@ -255,12 +231,9 @@ def collectives_in_hlo(text: str) -> dict[str, dict[str, int]]:
 
 
 def compiled_report(compiled: Any) -> dict[str, Any]:
-    """Per-device memory and collectives of a compiled program (``jax.stages.Compiled``).
+    """Per-device ``memory`` (``memory_analysis()``'s bytes; None if the backend has none) and collectives.
 
-    Returns ``memory`` (``compiled.memory_analysis()``: argument, output, temp, alias,
-    generated-code and total = argument + output + temp - alias bytes; None where the backend
-    has none), ``collectives`` (``collectives_in_hlo``) and ``collective_bytes``.
-    Raises ``ValueError`` if ``compiled`` has no ``as_text``.
+    ``total_bytes`` = argument + output + temp - alias. Raises ``ValueError`` if ``compiled`` has no ``as_text``.
     """
     if not callable(getattr(compiled, "as_text", None)):
         raise ValueError(f"expected a compiled program, got {type(compiled).__name__}; "

@@ -1,10 +1,6 @@
 """The contract's vocabulary and rules: logical axes, the named rules, a rule resolved once.
 
-``RULES`` and ``LOGICAL_AXES`` are pinned by a test against the installed
-``heal_swin_nnx.sharding``. A rule is a name of ``RULES`` or a table of the user's;
-``resolve_rule`` turns either into one ``Rule``, and ``partition_spec_for`` gives the
-PartitionSpec a rule gives one variable (or why it cannot), which ``plan_shardings``
-applies to every variable of a model.
+``RULES`` and ``LOGICAL_AXES`` are pinned by a test against ``heal_swin_nnx.sharding``.
 """
 
 from __future__ import annotations
@@ -39,9 +35,7 @@ RULES: dict[str, tuple[tuple[str, str | None], ...]] = {
 class Rule:
     """A rule resolved once (``resolve_rule``): a name and a table of logical -> mesh axes.
 
-    ``builtin`` marks the contract's own rules, with the contract's semantics: under
-    "replicated" annotations are ignored and nothing is reported; the other built-in
-    rules are experimental. A user's table honours every annotation, whatever it maps.
+    ``builtin``: the contract's rules ("replicated" ignores annotations); a user's table honours them all.
     """
 
     name: str
@@ -58,10 +52,7 @@ class Rule:
 
 
 def resolve_rule(rule: str | RuleTable | Rule) -> Rule:
-    """A rule name (a key of ``RULES``), a rule table or a ``Rule``, as a ``Rule``.
-
-    Raises ``ValueError`` for an unknown name, or anything neither a name nor a mapping.
-    """
+    """A rule name (a key of ``RULES``), a rule table or a ``Rule``, as a ``Rule``; else ``ValueError``."""
     if isinstance(rule, Rule):
         return rule
     if isinstance(rule, Mapping):
@@ -91,8 +82,7 @@ def partition_spec_for(names: Sequence[str | None] | None, shape: Sequence[int],
                        table: RuleTable, mesh: Mesh) -> tuple[P, str | None]:
     """``(spec, None)`` for a variable whose annotation ``table`` can honour on ``mesh``, else ``(P(), reason)``.
 
-    ``names=None`` (no annotation) gives ``(P(), None)``: whether that deserves a
-    report depends on the variable's type, which the caller knows.
+    Reasons: an unknown logical axis, a wrong rank, a mesh axis used twice or absent, an indivisible dimension.
     """
     if names is None:
         return P(), None

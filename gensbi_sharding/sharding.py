@@ -1,19 +1,14 @@
 """The sharding contract shared with GenSBI and heal_swin_nnx, and the plan at its centre.
 
-Models annotate variables with *logical* axis names (``axes("embed", "mlp")``) and need no
-mesh to be built. ``plan_shardings(node, mesh, rule)`` resolves the rule once (a name of
-``RULES`` or a table: ``rules.resolve_rule``) and maps every array variable of an NNX graph to a
-PartitionSpec, with the variables that fall back as data (``Plan.fallbacks``);
-``place(node, plan)`` moves them. ``shard_model`` (the contract) is plan, the contract's
-warnings (``Plan.warn``), place; sharded init, restore targets and the dry run read plans
-too.
+Models annotate variables with *logical* axis names and need no mesh to be built; ``shard_model``
+(the contract) is ``plan_shardings``, ``Plan.warn``, ``place``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jax
@@ -25,7 +20,8 @@ from gensbi_sharding.rules import RULES, Rule, RuleTable, partition_spec_for, re
 
 __all__ = ["Plan", "ShardingFallbackWarning", "ExperimentalRuleWarning", "axes", "partitioned",
            "logical_axes_of", "plan_shardings", "place", "shard_model", "shard_model_by_table", "sharding_of",
-           "is_int", "is_array", "path_name", "check_mesh"]
+           "is_int", "is_array", "path_name", "check_mesh", "abstract_state"]
+
 
 class ShardingFallbackWarning(UserWarning):
     """Variables that could not be placed as annotated and were replicated instead."""
@@ -35,14 +31,8 @@ class ExperimentalRuleWarning(UserWarning):
     """A splitting rule is in force; the contract calls every such rule experimental."""
 
 
-# ---------------------------------------------------------------------------- annotations
-
 def axes(*names: str | None) -> dict:
-    """Variable metadata naming one logical axis per dimension: ``nnx.Variable`` keyword arguments.
-
-    ``{"out_sharding": names, "eager_sharding": False}`` (also an NNX layer's ``*_metadata``
-    value); ``eager_sharding=False`` keeps construction free of any mesh.
-    """
+    """``nnx.Variable`` keyword arguments (or a layer's ``*_metadata``) naming one logical axis per dimension."""
     return {"out_sharding": names, "eager_sharding": False}
 
 
@@ -52,11 +42,7 @@ def partitioned(init, names: tuple[str | None, ...]):
 
 
 def logical_axes_of(var: nnx.Variable) -> tuple[str | None, ...] | None:
-    """The logical axis names annotated on ``var``, or None.
-
-    The one place that reads Flax's metadata key, renamed twice (``sharding`` ->
-    ``sharding_names`` -> ``out_sharding``).
-    """
+    """The logical axis names on ``var``, or None: the one reader of Flax's key (renamed twice, to ``out_sharding``)."""
     metadata = var.get_metadata()
     for key in ("out_sharding", "sharding_names", "sharding"):
         names = metadata.get(key)
@@ -65,14 +51,11 @@ def logical_axes_of(var: nnx.Variable) -> tuple[str | None, ...] | None:
     return None
 
 
-# ---------------------------------------------------------------------------- the plan
-
 @dataclasses.dataclass(frozen=True)
 class Plan:
     """Where every array variable of an NNX graph goes: ``specs`` ("a/b/c" path -> PartitionSpec).
 
-    ``fallbacks``: path -> reason, for each variable replicated against its annotation
-    (or unannotated ``nnx.Param``); empty under the built-in "replicated".
+    ``fallbacks``: path -> reason, for each variable replicated against its annotation (or a bare ``nnx.Param``).
     """
 
     mesh: Mesh
@@ -93,45 +76,28 @@ class Plan:
                 + "; ".join(f"{path} ({reason})" for path, reason in self.fallbacks.items()))
 
     def warn(self, stacklevel: int = 2) -> None:
-        """The contract's warnings, attributed ``stacklevel`` up: an ``ExperimentalRuleWarning``
-        (built-in splitting rule), a ``UserWarning`` (``AxisType.Explicit`` mesh axes), then
-        the one ``ShardingFallbackWarning`` listing every fallback."""
+        """The contract's warnings, ``stacklevel`` up: ``ExperimentalRuleWarning`` (built-in splitting rule),
+        ``UserWarning`` (``AxisType.Explicit`` mesh axes), the one ``ShardingFallbackWarning``."""
         if self.rule.builtin and self.rule.reads_annotations:
-            warnings.warn(f"sharding rule {self.rule.name!r} is experimental: placements are checked, "
-                          "but the contract gives no convergence guarantee", ExperimentalRuleWarning,
-                          stacklevel=stacklevel + 1)
+            warnings.warn(f"sharding rule {self.rule.name!r} is experimental: placements are checked, but the "
+                          "contract gives no convergence guarantee", ExperimentalRuleWarning, stacklevel=stacklevel + 1)
         if any(t == AxisType.Explicit for t in getattr(self.mesh, "axis_types", ())):
-            warnings.warn(f"mesh axes {tuple(self.mesh.axis_names)} include AxisType.Explicit; only Auto "
-                          "axes are supported, placements follow the Auto semantics", UserWarning,
-                          stacklevel=stacklevel + 1)
+            warnings.warn(f"mesh axes {tuple(self.mesh.axis_names)} include AxisType.Explicit; only Auto axes are "
+                          "supported, placements follow the Auto semantics", UserWarning, stacklevel=stacklevel + 1)
         if self.fallbacks:
             warnings.warn(self.fallback_message(), ShardingFallbackWarning, stacklevel=stacklevel + 1)
 
     def abstract_state(self, node: Any) -> nnx.State:
-        """``nnx.state(node)`` with each planned variable a ``jax.ShapeDtypeStruct`` at its sharding.
-
-        Reads only shapes and dtypes: a restore target, or state to lower a step on.
-        """
-        flat = []
-        for path, var in nnx.to_flat_state(nnx.state(node)):
-            value, key = var.get_value(), path_name(path)
-            if key in self.specs:
-                value = jax.ShapeDtypeStruct(value.shape, value.dtype, sharding=self.sharding(key))
-            flat.append((path, var.replace(value)))
-        return nnx.from_flat_state(flat)
+        """``nnx.state(node)``, each planned variable a ``jax.ShapeDtypeStruct`` at its sharding."""
+        return abstract_state(node, lambda path, value: self.sharding(path) if path in self.specs else None)
 
 
 def plan_shardings(node: Any, mesh: Mesh, rule: str | RuleTable | Rule = "replicated") -> Plan:
     """The ``Plan`` of every array variable of ``node`` on ``mesh`` under ``rule``; moves nothing.
 
-    ``node``: NNX graph node(s) (Module, ``nnx.Optimizer``, EMA), concrete or abstract
-    (``nnx.eval_shape``); ``rule``: a name of ``RULES``, a table or a ``Rule``. A variable
-    whose annotation names an unknown logical axis, has another rank than its array, maps
-    two dimensions onto one mesh axis or onto an absent one, or has a dimension its mesh
-    axes do not divide is planned replicated and listed in ``fallbacks`` (so is an
-    unannotated ``nnx.Param``), except under the built-in "replicated".
-
-    Raises ``TypeError`` if ``mesh`` is not a Mesh, ``ValueError`` for an unknown rule.
+    ``node`` may be abstract. A variable ``partition_spec_for`` cannot place (or a bare ``nnx.Param``) is
+    replicated, and listed in ``fallbacks`` unless the rule is "replicated". Raises ``TypeError`` for a
+    non-Mesh or non-node, ``ValueError`` for an unknown rule.
     """
     rule = resolve_rule(rule)
     check_mesh(mesh)
@@ -157,8 +123,7 @@ def plan_shardings(node: Any, mesh: Mesh, rule: str | RuleTable | Rule = "replic
 def place(node: Any, plan: Plan) -> None:
     """Move every planned variable of ``node`` to its sharding, in place; warns nothing.
 
-    Variables already placed as planned keep their very buffers; values never change.
-    """
+    Variables already placed as planned keep their very buffers; values never change."""
     for path, var in nnx.graph.iter_graph(node):
         key = path_name(path)
         if not isinstance(var, nnx.Variable) or key not in plan.specs:
@@ -169,40 +134,42 @@ def place(node: Any, plan: Plan) -> None:
         var.set_value(jax.device_put(value, target))
 
 
-# ---------------------------------------------------------------------------- the contract's placement
-
 def shard_model(node: Any, mesh: Mesh | None, rule: str = "replicated") -> None:
     """Place every variable of an NNX graph node (Module, ``nnx.Optimizer``, EMA) by a named rule, in place.
 
-    ``plan_shardings``, ``Plan.warn``, ``place``: idempotent (leaves already placed as
-    asked keep their buffers), values never change. Under "replicated" annotations are
-    ignored; under a splitting rule every fallback is listed, with its "a/b/c" path and
-    reason, in one ``ShardingFallbackWarning`` per call, after an ``ExperimentalRuleWarning``.
-
-    Raises
-    ------
-    ValueError
-        If ``rule`` is not a key of ``RULES`` (checked even when ``mesh`` is None).
+    ``plan_shardings``, ``Plan.warn``, ``place``: idempotent. Raises ``ValueError`` if ``rule`` is not a key of
+    ``RULES`` (even when ``mesh`` is None), ``TypeError`` if ``node`` is not an NNX graph node.
     """
     if not isinstance(rule, str) or rule not in RULES:
         table = " (a rule table goes to shard_model_by_table(node, mesh, table))" if isinstance(rule, Mapping) else ""
         raise ValueError(f"unknown sharding rule {rule!r}; choose one of {tuple(RULES)}{table}")
-    _check_node(node)
-    if mesh is None:
-        return
-    plan = plan_shardings(node, mesh, rule)
-    plan.warn(stacklevel=2)
-    place(node, plan)
+    _plan_warn_place(node, mesh, rule)
 
 
 def shard_model_by_table(node: Any, mesh: Mesh | None, table: RuleTable) -> None:
     """``shard_model`` under a rule table (logical names it lacks are not split), annotations honoured."""
-    _check_node(node)
-    if mesh is None:
-        return
-    plan = plan_shardings(node, mesh, resolve_rule(table))
-    plan.warn(stacklevel=2)
-    place(node, plan)
+    _plan_warn_place(node, mesh, table)
+
+
+def _plan_warn_place(node: Any, mesh: Mesh | None, rule: str | RuleTable) -> None:
+    if not nnx.graph.is_graph_node(node):
+        raise TypeError(f"shard_model places NNX graph nodes (a Module, nnx.Optimizer, ...), got "
+                        f"{type(node).__name__}; for a pytree of arrays use shard_batch or replicate")
+    if mesh is not None:
+        plan = plan_shardings(node, mesh, rule)
+        plan.warn(stacklevel=3)  # at the caller of shard_model(_by_table)
+        place(node, plan)
+
+
+def abstract_state(node: Any, sharding_for: Callable[[str, Any], jax.sharding.Sharding | None]) -> nnx.State:
+    """``nnx.state(node)``, each value ``sharding_for("a/b/c", value)`` places a ``jax.ShapeDtypeStruct`` there."""
+    flat = []
+    for path, var in nnx.to_flat_state(nnx.state(node)):
+        value = var.get_value()
+        sharding = sharding_for(path_name(path), value)
+        flat.append((path, var.replace(value if sharding is None else
+                                       jax.ShapeDtypeStruct(value.shape, value.dtype, sharding=sharding))))
+    return nnx.from_flat_state(flat)
 
 
 def sharding_of(node: Any) -> dict[str, jax.sharding.Sharding | None]:
@@ -210,8 +177,6 @@ def sharding_of(node: Any) -> dict[str, jax.sharding.Sharding | None]:
     return {path_name(path): getattr(var.get_value(), "sharding", None)
             for path, var in nnx.to_flat_state(nnx.state(node))}
 
-
-# ---------------------------------------------------------------------------- small shared helpers
 
 def is_int(x: Any) -> bool:
     """True for Python and NumPy integers, not for ``bool``: the one integer check of the package."""
@@ -235,18 +200,11 @@ def check_mesh(mesh: Any) -> None:
                         "make_mesh(...) or resolve_mesh(spec)")
 
 
-def _check_node(node: Any) -> None:
-    if not nnx.graph.is_graph_node(node):
-        raise TypeError(f"shard_model places NNX graph nodes (a Module, nnx.Optimizer, ...), got "
-                        f"{type(node).__name__}; for a pytree of arrays use shard_batch or replicate")
-
-
 def is_node(node: Any) -> bool:
     """An NNX graph node or ``nnx.State``, or a non-empty tuple, list or dict of them."""
     if nnx.graph.is_graph_node(node) or isinstance(node, nnx.State):
         return True
-    items = node.values() if isinstance(node, dict) else node if isinstance(node, (tuple, list)) else ()
-    items = list(items)
+    items = list(node.values() if isinstance(node, dict) else node if isinstance(node, (tuple, list)) else ())
     return bool(items) and all(is_node(item) for item in items)
 
 
