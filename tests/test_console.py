@@ -79,3 +79,29 @@ def test_job_logging_config_wires_verbose_and_the_log_file(verbose):
     filename = OmegaConf.to_container(logging_cfg.handlers.file)["filename"]
     assert filename == "${hydra.runtime.output_dir}/${hydra.job.name}.log"
     assert logging_cfg.handlers.console.filters == ["console"]
+
+
+def test_an_error_gets_one_tag_on_the_console_in_launch_log_and_from_the_folder_check(tmp_path, caplog, capsys,
+                                                                                       devices):
+    # Was "[ERROR] error: ...": the message carried its own prefix on top of the level's tag.
+    from faults_helpers import run_tiny
+    from gensbi_sharding.harness import outputs
+
+    with caplog.at_level(logging.ERROR, logger="gensbi_sharding"):
+        metrics = run_tiny(tmp_path / "run", "mesh.model_axis=3")
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert metrics["status"] == "error" and len(errors) == 1
+    assert metrics["error"].startswith("ConfigError: mesh.model_axis=3: 8 devices are not divisible")
+    assert console.ConsoleFormatter("%(message)s").format(errors[0]) == f"[ERROR] {metrics['error']}"
+    file_format = OmegaConf.load(CONF / "hydra" / "job_logging" / "gensbi.yaml").formatters.file.format
+    assert logging.Formatter(file_format).format(errors[0]).endswith(f"[gensbi_sharding][ERROR] - {metrics['error']}")
+
+    # The folder check Hydra runs before the job (a completed run's folder is never written into).
+    outputs.write_json(tmp_path / "done" / "metrics.json", {"status": "ok"})
+    config = OmegaConf.create({"hydra": {"run": {"dir": str(tmp_path / "done")}}, "train": {"resume": None},
+                               "distributed": {"mode": "none", "process_id": None}})
+    with pytest.raises(SystemExit):
+        outputs.RefuseCompletedRun().on_run_start(config)
+    printed = capsys.readouterr().err.strip()
+    assert printed.startswith(f"[ERROR] {tmp_path / 'done' / 'metrics.json'} already exists (status ok)"), printed
+    assert printed.count("[ERROR]") == 1 and "error:" not in printed.lower()

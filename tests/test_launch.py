@@ -290,6 +290,9 @@ def test_failing_job_is_recorded_and_the_next_gets_its_own_mesh(sweep):
         errors = [row["error"] for row in csv.DictReader(f) if row["status"] == "error"]
     assert len(errors) == 4 and all("model_axis=3" in e for e in errors)
     assert "Traceback" not in proc.stderr and "Traceback" not in proc.stdout
+    # One tag per error line in a multirun too (was "[ERROR] error: ...").
+    tagged = [line for line in proc.stdout.splitlines() if line.startswith("[ERROR]")]
+    assert len(tagged) == 4 and not any(line.startswith("[ERROR] error") for line in tagged)
 
 
 @pytest.mark.slow
@@ -330,6 +333,7 @@ def test_bad_input_fails_in_one_line_before_training(tmp_path, override):
     if run_level:
         error_lines = [line for line in proc.stdout.splitlines() if "[ERROR]" in line]
         assert len(error_lines) == 1 and all(f in error_lines[0] for f in fragments)
+        assert error_lines[0].count("[ERROR]") == 1 and not error_lines[0].lower().startswith("[error] error")
         m = read_metrics(tmp_path / "run")
         assert m["status"] == "error" and all(f in m["error"] for f in fragments)
     else:  # rejected while composing: nothing ran, no output folder

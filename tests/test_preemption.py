@@ -65,6 +65,10 @@ def test_signal_checkpoints_at_the_next_step_and_auto_resume_continues_exactly(
 
     resumed = run_tiny(out, "train.resume=auto")  # the same command, requeued
     assert resumed["status"] == "ok" and resumed["start_step"] == 3 and resumed["steps"] == 5
+    # metrics.json says it was resumed, and from where: steps is this attempt's, final_step the run's.
+    assert (stopped["resumed_from_step"], stopped["resumed_from"]) == (None, None)
+    assert (resumed["resumed_from_step"], resumed["resumed_from"], resumed["final_step"]) == (
+        3, str(out / "checkpoints" / "3"), 8)
     assert resumed["previous_attempts"][0]["status"] == "preempted"
     np.testing.assert_allclose(_losses(out), reference, rtol=1e-6, atol=0)
 

@@ -84,6 +84,8 @@ def test_help_opens_with_the_apps_own_help():
     lines = proc.stdout.splitlines()
     assert lines[0].startswith("gensbi_sharding: train a flow-matching posterior")
     assert "_schema" not in proc.stdout and "Powered by Hydra" not in proc.stdout
+    # Internal groups are no options either (was "experiment_model/quick: flux1, mlp, ...").
+    assert "experiment_model" not in proc.stdout
     for group in ("mesh", "rule", "model", "data", "train", "eval", "experiment", "sweep"):
         options = sorted(p.stem for p in (CONF / group).glob("*.yaml"))
         assert f"{group}: {', '.join(options)}" in lines

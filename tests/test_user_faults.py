@@ -198,3 +198,45 @@ def test_sbibm_run_leaves_a_job_another_runner_is_writing_alone(tmp_path, capsys
     finally:
         holder.kill()
         holder.wait(timeout=30)
+
+
+# ------------------------------------------------- a name no registry knows: the override, then how to register
+
+#: Hydra's choices of launch.py's default config (compose() alone does not record them).
+CHOICES = {"model": "mlp", "data": "two_moons", "rule": "replicated"}
+UNKNOWN_NAMES = [  # (overrides, the value named, the names listed, the fix, the second option)
+    (("model.name=nope",), "model.name=nope", "flux1, mlp, simformer, transformer", "model.name=mlp",
+     "@register_model('nope')"),
+    (("model=transformer", "model.name=mlpp"), "model.name=mlpp", "flux1, mlp, simformer, transformer",
+     "model.name=transformer", "@register_model('mlpp')"),
+    (("model.name=transformer",), "model.name=transformer", "model=mlp loaded", "model.name=mlp",
+     "choose the model with model=transformer"),
+    (("data.name=two_moon",), "data.name=two_moon", "sir, slcp, two_moons", "data.name=two_moons",
+     "@register_data('two_moon')"),
+    (("rule.name=nope",), "rule.name=nope", "fsdp, fsdp_tensor, replicated, tensor", "rule.name=replicated",
+     "write conf/rule/nope.yaml"),
+    (("rule.name=fsdp",), "rule.name=fsdp", "rule=replicated loaded", "rule=fsdp", None),
+]
+
+
+@pytest.mark.parametrize("overrides, named, listed, fix, second", UNKNOWN_NAMES, ids=lambda o: str(o))
+def test_an_unknown_name_names_the_override_that_fixes_it(overrides, named, listed, fix, second):
+    # Was: "unknown model 'nope'; known models: ... Register a new one with @register_model('nope')."
+    import re
+
+    from faults_helpers import compose_tiny
+    from gensbi_sharding.harness.config import ConfigError, validate
+    from gensbi_sharding.harness.hints import registered_name_problem
+
+    choices = {**CHOICES, **dict(o.split("=") for o in overrides if "." not in o.split("=")[0])}
+    message = registered_name_problem(compose_tiny(*overrides), choices)
+    assert message and named in message and listed in message, message
+    found = re.findall(r"(?:set|choose it with) ((?:[a-z_]+\.)?[a-z_]+=\w+)", message)
+    assert found and found[0] == fix, message
+    assert second is None or message.index(second) > message.index(fix)  # registering comes second
+    if not named.startswith("rule."):  # only Hydra knows which file a rule table came from
+        with pytest.raises(ConfigError, match=re.escape(named)):
+            validate(compose_tiny(*overrides))
+    followed = compose_tiny(*overrides, fix)  # the fix typed after the bad override is enough
+    validate(followed)
+    assert registered_name_problem(followed, {**choices, **dict([fix.split("=")] if "." not in fix else [])}) is None

@@ -210,6 +210,11 @@ def register_configs() -> None:
     store.store(name="transformer_schema", node=TransformerConfig)
     store.store(name="flux1_schema", node=Flux1Config)
     store.store(name="simformer_schema", node=SimformerConfig)
+    # --help's group list (conf/config.yaml's template): Hydra's $APP_CONFIG_GROUPS would show internal groups.
+    if not OmegaConf.has_resolver("gensbi_option_groups"):
+        from gensbi_sharding.harness.groups import option_groups_text
+
+        OmegaConf.register_new_resolver("gensbi_option_groups", option_groups_text)
 
 
 def _check(ok: bool, message: str) -> None:
@@ -218,7 +223,7 @@ def _check(ok: bool, message: str) -> None:
 
 
 def validate(cfg: DictConfig) -> None:
-    """Check what the types cannot: ranges, choices and the rule table.
+    """Check what the types cannot: ranges, choices, registered names and the rule table.
 
     Raises
     ------
@@ -230,6 +235,12 @@ def validate(cfg: DictConfig) -> None:
         _validate(cfg)
     except ConfigError as err:
         raise ConfigError(_with_fix(str(err))) from None
+    from gensbi_sharding.harness.groups import chosen_options
+    from gensbi_sharding.harness.hints import registered_name_problem
+
+    problem = registered_name_problem(cfg, chosen_options())  # model.name, data.name, rule.name
+    if problem:
+        raise ConfigError(problem)
 
 
 def _with_fix(message: str) -> str:

@@ -25,7 +25,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 __all__ = ["DETAILS", "NOISY_WARNINGS", "NOISY_MESSAGES", "NOISY_NATIVE_LINES", "ConsoleFilter", "ConsoleFormatter",
-           "warnings_to_log", "native_output_to_log", "quiet_console", "set_process"]
+           "warnings_to_log", "native_output_to_log", "quiet_console", "set_process", "tagged"]
 
 DETAILS = "gensbi_sharding.details"  # full tables: launch.log always, the console with verbose=true
 NOISY_WARNINGS = ("ConvergenceWarning",)  # warning categories kept out of the console
@@ -63,12 +63,17 @@ class ConsoleFilter(logging.Filter):
         return not (_process["index"] > 0 and record.levelno < logging.WARNING)
 
 
+def tagged(level: str, text: str) -> str:
+    """``[ERROR] text``: the one tag a console line gets for its level (messages carry none of their own)."""
+    return f"[{level}] {text}"
+
+
 class ConsoleFormatter(logging.Formatter):
-    """Info as the bare message; warnings and errors tagged ``[WARNING]`` / ``[ERROR]``."""
+    """Info as the bare message; warnings and errors tagged ``[WARNING]`` / ``[ERROR]`` (``tagged``)."""
 
     def format(self, record: logging.LogRecord) -> str:
         text = super().format(record)
-        return text if record.levelno < logging.WARNING else f"[{record.levelname}] {text}"
+        return text if record.levelno < logging.WARNING else tagged(record.levelname, text)
 
 
 @contextlib.contextmanager

@@ -26,6 +26,8 @@ import numpy as np
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
+from gensbi_sharding.harness.console import tagged
+
 __all__ = ["write_atomic", "write_json", "write_npz", "ensure_fresh", "FolderLock",
            "FolderInUseError", "RunFolder", "folder_owner", "RESUMABLE", "RefuseCompletedRun"]
 
@@ -299,7 +301,7 @@ class RefuseCompletedRun(Callback):
         except (FileExistsError, FolderInUseError) as err:
             self._release()
             # Hydra turns an Exception raised by a callback into a warning; SystemExit stops the run.
-            print(f"error: {err}", file=sys.stderr, flush=True)
+            print(tagged("ERROR", str(err)), file=sys.stderr, flush=True)  # as the job's own errors look
             raise SystemExit(1) from None
 
     def _release(self) -> None:

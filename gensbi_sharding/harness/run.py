@@ -76,7 +76,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                 folder.release()
                 raise
             metrics["error"] = f"{type(err).__name__}: {err}"
-            log.error("error: %s", metrics["error"])
+            log.error("%s", metrics["error"])  # the console adds the one "[ERROR]" tag
             failure = traceback.format_exc()
         metrics["wall_s"] = time.perf_counter() - start
         folder.record(metrics, failure)
@@ -148,6 +148,9 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: outputs.Ru
     log.info("[3/7] data: %s, %d simulations", cfg.data.name, cfg.data.num_simulations)
     resume_dir = resume_point(cfg, out)
     start_step = int(resume_dir.name) if resume_dir else 0
+    # steps counts this attempt's steps; these say where it started (null: fresh) and final_step where it ended.
+    metrics.update(resumed_from_step=start_step if resume_dir else None,
+                   resumed_from=str(resume_dir) if resume_dir else None)
     if resume_dir is not None:
         check_resume_settings(resume_dir, cfg)
     if start_step > cfg.train.steps or (start_step == cfg.train.steps and cfg.train.resume != "auto"):
@@ -197,7 +200,8 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: outputs.Ru
     logging.getLogger(console.DETAILS).info("every variable of the model and optimizer state:\n%s", sharding_table)
 
     functions, state = train.make_step_functions(model, optimizer, mesh, ema=ts.ema)
-    log.info("[5/7] train: steps %d..%d, global batch %d", ts.start_step, cfg.train.steps, cfg.data.batch_size)
+    log.info("[5/7] train: steps %d..%d, global batch %d%s", ts.start_step, cfg.train.steps, cfg.data.batch_size,
+             f", resumed from step {ts.start_step} ({resume_dir})" if resume_dir else "")
     result, preempted = train_with_checkpoints(
         functions, state, pipe.train_batches, ts=ts, cfg=cfg, mesh=mesh, out=out, config=metrics["config"],
         watch=watch, val_batches=pipe.val_batches, progress=jax.process_index() == 0)
@@ -213,6 +217,7 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: outputs.Ru
     train_loss = run_report.last_window_mean(result.losses, cfg.train.log_every)  # as the progress bar showed
     metrics.update(compile_s=result.compile_s, median_step_s=result.median_step_s,
                    samples_per_s=result.samples_per_s, final_val_loss=result.val_loss, steps=result.steps,
+                   final_step=ts.start_step + result.steps,
                    final_train_loss=train_loss, best_step=result.best_step,
                    stopped_early=result.stopped_early, val_history=result.val_history)
     if result.best_step is not None:

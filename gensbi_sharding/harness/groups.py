@@ -1,0 +1,74 @@
+"""The config groups a user picks options from (``model=mlp``), and what Hydra chose for this job.
+
+``conf/<group>/<option>.yaml`` makes an option; a few groups are the harness's own plumbing
+(``INTERNAL_GROUPS``: ``experiment_model``, which ``conf/config.yaml`` selects by itself from
+``experiment`` and ``model``) and are no user option, so ``--help`` leaves them out as it
+leaves out the typed schemas (those are stored outside every group).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = ["INTERNAL_GROUPS", "CONF", "group_options", "option_groups_text", "chosen_options"]
+
+#: Groups no user picks from (not listed by ``--help``).
+INTERNAL_GROUPS = ("experiment_model",)
+#: The repository's config folder (launch.py's ``config_path``), read when Hydra is not running.
+CONF = Path(__file__).resolve().parents[2] / "conf"
+
+
+def _loader():
+    """Hydra's config loader of the running app (its whole search path), or None outside Hydra."""
+    from hydra.core.global_hydra import GlobalHydra
+
+    return GlobalHydra.instance().config_loader() if GlobalHydra.instance().is_initialized() else None
+
+
+def group_options(group: str) -> list[str]:
+    """The options of ``group`` (``model`` -> ``["flux1", "mlp", ...]``), sorted; [] for no such group."""
+    loader = _loader()
+    if loader is not None:
+        from hydra.core.object_type import ObjectType
+
+        return sorted(loader.get_group_options(group, ObjectType.CONFIG))
+    return sorted(p.stem for p in (CONF / group).glob("*.yaml"))
+
+
+def _groups(parent: str = "") -> list[str]:
+    """Every group with options under ``parent``, nested ones as ``a/b`` (as Hydra's help walks them)."""
+    loader = _loader()
+    if loader is None:
+        base = CONF / parent
+        children = sorted(p.name for p in base.iterdir() if p.is_dir()) if base.is_dir() else []
+    else:
+        children = loader.list_groups(parent)
+    found = []
+    for child in children:
+        name = f"{parent}/{child}" if parent else child
+        if group_options(name):
+            found.append(name)
+        found += _groups(name)
+    return found
+
+
+def option_groups_text() -> str:
+    """``--help``'s list of groups, ``group: option, option`` a line, without Hydra's and the internal ones.
+
+    Hydra's ``$APP_CONFIG_GROUPS`` lists every group, so ``conf/config.yaml``'s help template
+    uses this instead (as the OmegaConf resolver ``gensbi_option_groups``).
+    """
+    def internal(group: str) -> bool:
+        top = group.split("/")[0]
+        return top == "hydra" or top in INTERNAL_GROUPS
+
+    return "".join(f"{g}: {', '.join(group_options(g))}\n" for g in sorted(_groups()) if not internal(g))
+
+
+def chosen_options() -> dict[str, str]:
+    """The option Hydra chose for each group of this job (``{"model": "mlp", ...}``); {} outside Hydra."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if not HydraConfig.initialized():
+        return {}
+    return {group: option for group, option in HydraConfig.get().runtime.choices.items() if option is not None}
