@@ -73,6 +73,62 @@ def test_signal_checkpoints_at_the_next_step_and_auto_resume_continues_exactly(
     np.testing.assert_allclose(_losses(out), reference, rtol=1e-6, atol=0)
 
 
+def test_a_signal_during_validation_stops_between_its_batches_and_resumes_exactly(tmp_path, monkeypatch, reference):
+    # Was: the whole validation ran first (train.val_draws=2000 took 25 s between SIGTERM and exit).
+    real, calls = train_module.make_step_functions, []
+
+    def make_step_functions(*args, **kwargs):
+        functions, state = real(*args, **kwargs)
+        eval_loss = functions.eval_loss
+
+        def counted(*batch_args):
+            calls.append(len(calls) + 1)
+            if len(calls) == 3:  # the third of step 4's 2 x 50 validation batches
+                os.kill(os.getpid(), signal.SIGTERM)
+            return eval_loss(*batch_args)
+        functions.eval_loss = counted
+        return functions, state
+
+    out, command = tmp_path / "run", ("train.val_every=4", "train.val_draws=50", "train.resume=auto")
+    with monkeypatch.context() as patch:
+        patch.setattr(train_module, "make_step_functions", make_step_functions)
+        stopped = run_tiny(out, *command)
+    assert stopped["status"] == "preempted" and stopped["preempted_at_step"] == 4
+    assert len(calls) <= 4  # at most one batch after the signal, of the 100
+    assert (out / "checkpoints" / "4").is_dir() and len(_losses(out)) == 4
+    resumed = run_tiny(out, *command)
+    assert resumed["status"] == "ok" and resumed["resumed_from_step"] == 4 and resumed["final_step"] == 8
+    np.testing.assert_allclose(_losses(out), reference, rtol=1e-6, atol=0)
+
+
+def test_a_signal_during_evaluation_stops_at_once_and_auto_resume_evaluates(tmp_path, monkeypatch, devices):
+    # Sampling and C2ST can take minutes after training; SLURM's SIGKILL follows SIGTERM within
+    # seconds. Was: status preempted "before training", with no step, though training had finished.
+    from gensbi_sharding.harness import posterior
+
+    real, command = posterior.evaluate_observations, ("eval.enabled=true", "train.resume=auto")
+
+    def signal_then_evaluate(**kwargs):
+        os.kill(os.getpid(), signal.SIGTERM)
+        return real(**kwargs)
+
+    out = tmp_path / "run"
+    with monkeypatch.context() as patch:
+        patch.setattr(posterior, "evaluate_observations", signal_then_evaluate)
+        stopped = run_tiny(out, *command)
+    assert stopped["status"] == "preempted" and stopped["preempted_at_step"] == 8 and stopped["c2st"] is None
+    assert stopped["error"].startswith("preempted by SIGTERM after training (step 8), before the evaluation "
+                                       f"finished; checkpoint {out / 'checkpoints' / '8'}; rerun the same command")
+    resumed = run_tiny(out, *command)  # trains nothing, evaluates the saved state
+    assert resumed["status"] == "ok" and (resumed["steps"], resumed["final_step"]) == (0, 8)
+    assert 0.0 <= resumed["c2st"] <= 1.0 and len(_losses(out)) == 8
+    # Nothing trained in this attempt: no made-up train loss or speed (was NaN and "nan samples/s").
+    from gensbi_sharding.harness.run_report import final_line
+
+    assert resumed["final_train_loss"] is None
+    assert final_line(resumed, out).startswith("done in ") and "samples/s" not in final_line(resumed, out)
+
+
 def test_signal_before_training_stops_at_once(tmp_path, monkeypatch, devices):
     from gensbi_sharding.harness import pipeline
 

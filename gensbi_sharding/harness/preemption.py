@@ -3,8 +3,9 @@
 SLURM ends a job at its time limit or on preemption with SIGTERM (or a signal chosen
 with ``--signal``, e.g. SIGUSR1, some seconds before), then SIGKILL. While a run is
 inside ``PreemptionWatch``, SIGTERM, SIGUSR1 and SIGUSR2 (submitit's choice) ask it to
-stop: in the training loop at the next step boundary, after a checkpoint; anywhere
-else at once (there is nothing new to save). The run then records ``status:
+stop: in the training loop at the next step boundary or between the batches of a
+validation, after a checkpoint; anywhere else at once (there is nothing new to save:
+before training nothing was trained, after it the final checkpoint is written). The run then records ``status:
 preempted`` with the step, and the process exits with ``EXIT_PREEMPTED``; the same
 command with ``train.resume=auto`` continues from the checkpoint.
 
@@ -48,10 +49,12 @@ class Preempted(Exception):
         The signal received (None where JAX's preemption service received it).
     """
 
-    def __init__(self, signum: int | None, step: int | None = None, checkpoint: Any = None):
+    def __init__(self, signum: int | None, step: int | None = None, checkpoint: Any = None,
+                 after_training: bool = False):
         self.signum, self.step = signum, step
         name = signal.Signals(signum).name if signum else "a preemption notice"
-        where = f"at step {step}" if step is not None else "before training"
+        where = (f"after training (step {step}), before the evaluation finished" if after_training
+                 else f"at step {step}" if step is not None else "before training")
         saved = f"; checkpoint {checkpoint}" if checkpoint else ""
         super().__init__(f"preempted by {name} {where}{saved}; rerun the same command with "
                          "train.resume=auto (and the same hydra.run.dir) to continue")
@@ -70,6 +73,8 @@ class PreemptionWatch:
         self.signum: int | None = None
         self._deferred = False
         self._previous: dict[int, Any] = {}
+        self._checks = 0  # stop checks so far: the sequence every process runs alike
+        self._trained: tuple[int, Any] | None = None  # (step, checkpoint) once training is over
 
     def __enter__(self) -> PreemptionWatch:
         if threading.current_thread() is threading.main_thread():
@@ -94,13 +99,28 @@ class PreemptionWatch:
 
     def should_stop(self, step: int) -> bool:
         """Whether to checkpoint and stop after ``step``: every process gets the same answer."""
+        return self.stop_requested()
+
+    def stop_requested(self) -> bool:
+        """Whether to stop here (a step boundary, or between validation batches), alike on every process.
+
+        One process: whether a signal came. Several: JAX's preemption sync point, asked with
+        the count of checks so far (every process makes the same checks in the same order,
+        so the count is a step id they share and it grows by one per check, as the sync
+        point requires); all processes get True at the same check.
+        """
         import jax
 
+        self._checks += 1
         if jax.distributed.is_initialized() and jax.process_count() > 1:
             from jax.experimental import multihost_utils
 
-            return multihost_utils.reached_preemption_sync_point(step)
+            return multihost_utils.reached_preemption_sync_point(self._checks)
         return self.signum is not None
+
+    def training_done(self, step: int, checkpoint: Any) -> None:
+        """Training is over and saved at ``step``: a signal from now on stops the run at once, naming it."""
+        self._trained = (step, checkpoint)
 
     def chain(self, signum: int | None = None) -> None:
         """Call the handler that was installed before for the signal received (e.g. submitit's requeue)."""
@@ -119,8 +139,8 @@ class PreemptionWatch:
                         " at the next step boundary, after a checkpoint" if self._deferred else "")
         if signum != signal.SIGTERM and jax.distributed.is_initialized():
             signal.raise_signal(signal.SIGTERM)  # JAX's preemption service tells every process
-        if not self._deferred:
-            raise Preempted(signum)
+        if not self._deferred:  # setup or evaluation: nothing new to save, stop now (SIGKILL follows)
+            raise Preempted(signum, *self._trained, after_training=True) if self._trained else Preempted(signum)
 
 
 def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any, cfg: Any, mesh: Any,
@@ -130,13 +150,17 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
 
     Saves every ``train.checkpoint_every`` steps and at the end (a non-finite state is
     never saved: ``CheckpointWriter.save``), and stops at the first step boundary after
-    a preemption signal, saving there. A run resumed by ``train.resume=auto`` whose
+    a preemption signal, or between the batches of a validation under way (then the step
+    it followed), saving there. A run resumed by ``train.resume=auto`` whose
     checkpoint already holds ``train.steps`` trains nothing and goes on to evaluation.
+    Afterwards the watch knows training is over (``training_done``): a signal during
+    evaluation stops the run at once, naming the final checkpoint.
 
     Returns
     -------
     (TrainResult, bool)
-        The result, and whether training stopped early for preemption.
+        The result, and whether a preemption stopped the run (before the last step, in
+        the last validation, or during the last save: evaluation is then skipped).
 
     Raises
     ------
@@ -148,6 +172,7 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
     from gensbi_sharding import mesh_context
 
     if ts.start_step >= cfg.train.steps:  # an earlier attempt finished training
+        watch.training_done(ts.start_step, out / checkpoint.CHECKPOINT_SUBDIR / str(ts.start_step))
         with mesh_context(mesh):
             val_loss = (train.validation_loss(functions, state, val_batches, ts.key, draws=cfg.train.val_draws)
                         if val_batches else None)
@@ -156,21 +181,30 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
     writer = checkpoint.CheckpointWriter(out / checkpoint.CHECKPOINT_SUBDIR, every=cfg.train.checkpoint_every,
                                          keep=cfg.train.keep, config=config)
 
+    stopped = []  # where a preemption stopped the loop: a step boundary or inside a validation
+
     def on_step(step: int, current: Any) -> bool:
         writer.maybe_save(step, current, ts.key)
         if watch.should_stop(step):
             writer.save(step, current, ts.key)
+            stopped.append(step)
+            return True
+        return False
+
+    def stop_requested() -> bool:  # between validation batches; the loop then saves that step below
+        if watch.stop_requested():
+            stopped.append("validation")
             return True
         return False
 
     try:
-        with watch.at_step_boundaries():
+        with watch.at_step_boundaries():  # the last save too: a signal never cuts a checkpoint short
             result = train.train(functions, state, batches, steps=cfg.train.steps - ts.start_step, key=ts.key,
                                  mesh=mesh, batch_size=cfg.data.batch_size, log_every=cfg.train.log_every,
                                  val_batches=val_batches, progress=progress, start_step=ts.start_step,
                                  on_step=on_step, val_every=cfg.train.val_every, patience=cfg.train.patience,
-                                 val_draws=cfg.train.val_draws)
-        writer.save(ts.start_step + result.steps, result.state, ts.key)
+                                 val_draws=cfg.train.val_draws, stop_requested=stop_requested)
+            writer.save(ts.start_step + result.steps, result.state, ts.key)
     except FloatingPointError as err:
         latest = writer.latest()
         raise FloatingPointError(
@@ -180,7 +214,14 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
         ) from None
     finally:
         writer.close()
-    return result, ts.start_step + result.steps < cfg.train.steps and not result.stopped_early
+    final = ts.start_step + result.steps
+    watch.training_done(final, out / checkpoint.CHECKPOINT_SUBDIR / str(final))
+    # A signal at the last step, in its validation or during the last save stops the run too: evaluation
+    # can take minutes, and SLURM's SIGKILL follows its SIGTERM within seconds.
+    # (One process only: across processes the sync point decides, or they would part ways here.)
+    import jax
+
+    return result, bool(stopped) or (watch.signum is not None and jax.process_count() == 1)
 
 
 def resume_point(cfg: Any, out: Any) -> Any:

@@ -214,7 +214,8 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: outputs.Ru
     if preempted:
         step = ts.start_step + result.steps
         raise Preempted(watch.signum, step, out / checkpoint.CHECKPOINT_SUBDIR / str(step))
-    train_loss = run_report.last_window_mean(result.losses, cfg.train.log_every)  # as the progress bar showed
+    # As the progress bar showed; None when this attempt trained nothing (resumed at train.steps to evaluate).
+    train_loss = run_report.last_window_mean(result.losses, cfg.train.log_every) if result.steps else None
     metrics.update(compile_s=result.compile_s, median_step_s=result.median_step_s,
                    samples_per_s=result.samples_per_s, final_val_loss=result.val_loss, steps=result.steps,
                    final_step=ts.start_step + result.steps,
@@ -223,10 +224,15 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: outputs.Ru
     if result.best_step is not None:
         log.info("validation: best %.4f at step %d%s", result.val_loss, result.best_step,
                  f", stopped early at step {ts.start_step + result.steps}" if result.stopped_early else "")
-    log.info("compile %.2f s, step %.2f ms, %.0f samples/s; train loss %.4f (mean of the last %d steps), "
-             "val loss %s over %d pairs", result.compile_s, 1e3 * result.median_step_s, result.samples_per_s,
-             train_loss, len(result.losses) % cfg.train.log_every or cfg.train.log_every,
-             "n/a" if result.val_loss is None else f"{result.val_loss:.4f}", pipe.val_pairs)
+    val_text = "n/a" if result.val_loss is None else f"{result.val_loss:.4f}"
+    if result.steps:
+        log.info("compile %.2f s, step %.2f ms, %.0f samples/s; train loss %.4f (mean of the last %d steps), "
+                 "val loss %s over %d pairs", result.compile_s, 1e3 * result.median_step_s, result.samples_per_s,
+                 train_loss, len(result.losses) % cfg.train.log_every or cfg.train.log_every, val_text,
+                 pipe.val_pairs)
+    else:
+        log.info("nothing left to train: the checkpoint holds step %d of train.steps=%d; val loss %s over %d pairs",
+                 ts.start_step, cfg.train.steps, val_text, pipe.val_pairs)
 
     model, optimizer, *ema = nnx.merge(functions.graphdef, result.state)
     metrics["c2st"] = None

@@ -145,9 +145,10 @@ def final_line(metrics: dict[str, Any], out: Path) -> str:
     c2st = format_c2st(metrics.get("c2st"), c2st_spread(metrics))
     if c2st and is_number(metrics.get("c2st_sd_observations")):  # the spread is over observations, not folds
         c2st += f" over {len(metrics.get('c2st_observations') or [])} observations"
-    score = f"C2ST {c2st}, " if c2st else ""
-    return (f"done in {wall}: {score}{format_count(metrics.get('samples_per_s'))} samples/s; "
-            f"outputs in {out}")
+    parts = [f"C2ST {c2st}"] if c2st else []
+    if is_number(metrics.get("samples_per_s")):  # none when this attempt trained nothing (it evaluated)
+        parts.append(f"{format_count(metrics['samples_per_s'])} samples/s")
+    return f"done in {wall}: {', '.join(parts) or 'no training left'}; outputs in {out}"
 
 
 @dataclasses.dataclass

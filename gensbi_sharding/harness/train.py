@@ -205,7 +205,8 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
           key: jax.Array, mesh: Mesh | None, batch_size: int, log_every: int = 100,
           val_batches: list[dict] | None = None, progress: bool = True,
           start_step: int = 0, on_step: Callable[[int, Any], bool | None] | None = None,
-          val_every: int = 0, patience: int = 0, val_draws: int = 1) -> TrainResult:
+          val_every: int = 0, patience: int = 0, val_draws: int = 1,
+          stop_requested: Callable[[], bool] | None = None) -> TrainResult:
     """Run up to ``steps`` train steps under ``mesh_context(mesh)``, validating as it goes.
 
     Every ``val_every`` steps (and after the last) the sampled weights (the EMA when
@@ -215,7 +216,11 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
     the end the best weights are put back into the returned state. ``val_every=0``
     validates only once, at the end. ``on_step(step, state)`` runs after every step;
     when it returns True (e.g. preemption) the loop ends at that step boundary, without
-    validation, and ``TrainResult.steps`` counts the steps done. Step time is measured
+    validation, and ``TrainResult.steps`` counts the steps done. ``stop_requested()`` is
+    asked between validation batches: True abandons that validation and ends the loop at
+    the step it followed, so a preemption never waits for a long validation. Either way
+    the returned state is that step's (the best weights are put back only when the loop
+    was not stopped so). Step time is measured
     over windows of ``log_every`` steps (one device sync per window, not per step),
     validation excluded; ``median_step_s`` is the median over windows. The first
     step's compile is timed separately (``compile_s``).
@@ -230,13 +235,15 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
     history: list[tuple[int, float]] = []
 
     def validate(state, step):
-        loss = validation_loss(functions, state, val_batches, key, draws=val_draws)
+        loss = validation_loss(functions, state, val_batches, key, draws=val_draws, stop_requested=stop_requested)
+        if loss is None:  # stopped between its batches (preemption): end the loop at this step
+            return False, True
         if not np.isfinite(loss):
             raise FloatingPointError(f"training diverged: validation loss {loss} at step {step}; "
                                      "lower train.learning_rate or check the data")
         history.append((step, loss))
         copy = lambda: jax.tree.map(lambda a: a.copy(), functions.weights(state))  # noqa: E731 (donated next step)
-        return stopper.observe(step, loss, copy)
+        return stopper.observe(step, loss, copy), False
 
     with mesh_context(mesh):
         first = next(batches)
@@ -258,7 +265,7 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
             window_steps += 1
             if val_batches and not halted and ((val_every and step % val_every == 0) or last):
                 paused = time.perf_counter()
-                stop = validate(state, step)
+                stop, halted = validate(state, step)
                 window_start += time.perf_counter() - paused  # validation is not step time
             if window_steps == log_every or last or stop or halted:
                 window_loss = float(jnp.mean(jnp.stack(losses[-window_steps:])))
@@ -275,7 +282,7 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
             if stop or halted:
                 break
         bar.close()
-        if stopper.best_weights is not None and stopper.best_step != history[-1][0]:
+        if not halted and stopper.best_weights is not None and stopper.best_step != history[-1][0]:
             state = functions.with_weights(state, stopper.best_weights)
     # The first window holds the warm-up of the first dispatches; prefer the rest when there are any.
     steady = windows[1:] if len(windows) > 2 else windows
@@ -288,15 +295,26 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
 
 
 def validation_loss(functions: StepFunctions, state: Any, val_batches: list[dict], key: jax.Array,
-                    draws: int = 1) -> float:
+                    draws: int = 1, stop_requested: Callable[[], bool] | None = None) -> float | None:
     """Mean flow-matching loss over every held-out pair and ``draws`` fixed draws of (t, z).
 
     Padding rows weigh 0. The draws come from a stream of ``key`` the train steps never
     reach (the first is the stream's key itself), so every call with the same key scores
-    different weights on the very same (t, z).
+    different weights on the very same (t, z). Batches are dispatched one ahead of the
+    one read back, and ``stop_requested()`` is asked after each: True returns None at
+    once (at most one batch still in flight), so a long validation can be cut short.
     """
     stream = jax.random.fold_in(key, _VAL_STREAM)
     keys = [stream] + [jax.random.fold_in(stream, d) for d in range(1, draws)]
-    parts = [functions.eval_loss(state, b, k) for k in keys for b in val_batches]
-    total, count = sum(float(m) * float(c) for m, c in parts), sum(float(c) for _, c in parts)
+    total = count = 0.0
+    pending = None
+    for k in keys:
+        for b in val_batches:
+            current = functions.eval_loss(state, b, k)
+            if pending is not None:  # read the previous batch while this one runs
+                total, count = total + float(pending[0]) * float(pending[1]), count + float(pending[1])
+                if stop_requested is not None and stop_requested():
+                    return None
+            pending = current
+    total, count = total + float(pending[0]) * float(pending[1]), count + float(pending[1])
     return total / count
