@@ -105,3 +105,24 @@ def test_an_error_gets_one_tag_on_the_console_in_launch_log_and_from_the_folder_
     printed = capsys.readouterr().err.strip()
     assert printed.startswith(f"[ERROR] {tmp_path / 'done' / 'metrics.json'} already exists (status ok)"), printed
     assert printed.count("[ERROR]") == 1 and "error:" not in printed.lower()
+
+
+def test_xla_log_lines_leave_the_console_for_the_log_with_one_notice(capfd, caplog):
+    # Was: model=flux1 rule=fsdp mesh.model_axis=2 printed XLA's C++ warnings on the console.
+    remat = (b"W1130 21:32:49.078772    8033 spmd_partitioner.cc:666] [SPMD] Involuntary full rematerialization. "
+             b"The compiler cannot go from sharding {devices=[4,1,2]<=[8]} to {replicated} efficiently\n")
+    cfg = OmegaConf.create({"distributed": {"mode": "none"}})  # one process: no Gloo, XLA's lines all the same
+    with caplog.at_level(logging.INFO), console.quiet_console(cfg):
+        os.write(2, remat + remat.replace(b"W1130", b"I1130"))
+        os.write(2, b"E1130 21:32:50.000001    8033 pjrt.cc:1] an XLA error stays\n")
+        os.write(2, remat[:20])  # a C++ line arriving in two writes is still recognised
+        os.write(2, remat[20:])
+        os.write(1, b"Info line of our own\n")
+    out, err = capfd.readouterr()
+    assert out == "Info line of our own\n" and err == "E1130 21:32:50.000001    8033 pjrt.cc:1] an XLA error stays\n"
+    logged = [r.getMessage() for r in caplog.records if r.name == console.NATIVE]
+    assert len(logged) == 3 and all("Involuntary full rematerialization" in m for m in logged)
+    notices = [r for r in caplog.records if r.name == "gensbi_sharding"]
+    assert len(notices) == 1 and notices[0].levelno == logging.WARNING
+    assert notices[0].getMessage().startswith(
+        "XLA warned (all its lines are in launch.log): [SPMD] Involuntary full rematerialization. The compiler")

@@ -8,8 +8,11 @@ record with its time and logger. What is kept off the console:
 - the full per-variable placement table (logger ``DETAILS``) unless ``verbose=true``;
 - third-party noise: Orbax's notes on reading a checkpoint folder (``NOISY_MESSAGES``),
   scikit-learn's ``ConvergenceWarning`` (C2ST's classifier), captured from
-  Python's warnings by ``warnings_to_log``, and Gloo's ``[Gloo] Rank ...`` lines, which its C++
-  code writes straight to the process's stdout and ``native_output_to_log`` takes from there;
+  Python's warnings by ``warnings_to_log``, Gloo's ``[Gloo] Rank ...`` lines and the C++ log
+  lines of XLA at INFO and WARNING level (``NATIVE_LOG_LINE``, e.g. the SPMD partitioner's
+  "Involuntary full rematerialization"), which C++ code writes straight to the process's
+  stdout/stderr and ``native_output_to_log`` takes from there (the console gets one line saying
+  that XLA warned, and where to read it; its errors still show);
 - in a multi-process job, the info lines of every process but process 0 (they all run the
   same steps); their warnings and errors still show.
 """
@@ -19,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import sys
 import threading
 from collections.abc import Iterator, Sequence
@@ -34,6 +38,11 @@ NOISY_WARNINGS = ("ConvergenceWarning",)  # warning categories kept out of the c
 NOISY_MESSAGES = ("CheckpointManagerOptions.read_only=True", "Given directory is read only",
                   "was found in the checkpoint, but could not be restored")
 NOISY_NATIVE_LINES = (b"[Gloo]",)  # starts of lines C++ libraries print that belong in launch.log only
+# A C++ (absl/TSL) log line of XLA at INFO or WARNING level, as jaxlib writes it to stderr:
+# "W1130 21:32:49.078772    8033 spmd_partitioner.cc:666] [SPMD] Involuntary full rematerialization. ..."
+# Errors (E/F) stay on the console. No public switch sends these to a file (TF_CPP_MIN_LOG_LEVEL only
+# drops them), hence the descriptor-level routing below.
+NATIVE_LOG_LINE = re.compile(rb"[IW]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [^ \]]+:\d+\] ")
 NATIVE = "gensbi_sharding.native"  # those lines, logged: launch.log only, even with verbose=true
 
 _process = {"index": 0, "count": 1}
@@ -91,33 +100,40 @@ def warnings_to_log() -> Iterator[None]:
 
 @contextlib.contextmanager
 def quiet_console(cfg: Any) -> Iterator[None]:
-    """A job's noise to its launch.log: Python warnings always, C++ lines when it is distributed."""
+    """A job's noise to its launch.log: Python warnings, Gloo's lines and XLA's C++ log lines."""
     with contextlib.ExitStack() as stack:
         stack.enter_context(warnings_to_log())
-        if cfg.distributed.mode != "none":  # Gloo prints its lines only once JAX is distributed
-            stack.enter_context(native_output_to_log())
+        stack.enter_context(native_output_to_log())
         yield
 
 
 @contextlib.contextmanager
 def native_output_to_log(prefixes: Sequence[bytes] = NOISY_NATIVE_LINES, fds: Sequence[int] = (1, 2),
                          logger: str = NATIVE) -> Iterator[None]:
-    """Take lines starting with ``prefixes`` out of this process's stdout and stderr.
+    """Take lines starting with ``prefixes``, and XLA's C++ log lines, out of this process's stdout and stderr.
 
-    C++ libraries (Gloo) write to file descriptors 1 and 2 directly, past Python's
+    C++ libraries (Gloo, XLA) write to file descriptors 1 and 2 directly, past Python's
     ``sys.stdout``, so each descriptor is pointed at a pipe; a thread passes every other byte
     on to the real descriptor as it arrives (progress bars included) and logs the matching
-    lines to ``logger`` (launch.log only). On exit the descriptors are restored and the
-    threads drained (bounded: a subprocess still holding a pipe cannot hang the job).
+    lines to ``logger`` (launch.log only). The first XLA warning also gets one console line
+    (logger ``gensbi_sharding``), so nothing it says goes unnoticed. On exit the descriptors
+    are restored and the threads drained (bounded: a subprocess still holding a pipe cannot
+    hang the job).
     """
+    warned: list[bool] = []
     with contextlib.ExitStack() as stack:
         for fd in fds:
-            stack.enter_context(_lines_of(fd, tuple(prefixes), logging.getLogger(logger)))
+            stack.enter_context(_lines_of(fd, tuple(prefixes), logging.getLogger(logger), warned))
         yield
 
 
+def _may_become_native(pending: bytes) -> bool:
+    """Whether a partial line could still turn out to be a C++ log line (held back until its end)."""
+    return pending[:1] in (b"I", b"W") and len(pending) < 512 and b"]" not in pending
+
+
 @contextlib.contextmanager
-def _lines_of(fd: int, prefixes: tuple[bytes, ...], sink: logging.Logger) -> Iterator[None]:
+def _lines_of(fd: int, prefixes: tuple[bytes, ...], sink: logging.Logger, warned: list[bool]) -> Iterator[None]:
     try:
         for stream in (sys.stdout, sys.stderr):
             stream.flush()
@@ -132,8 +148,16 @@ def _lines_of(fd: int, prefixes: tuple[bytes, ...], sink: logging.Logger) -> Ite
     def forward(data: bytes) -> None:
         kept = []
         for line in data.splitlines(keepends=True):
-            if line.lstrip(b"\r").startswith(prefixes):
-                sink.info("%s", line.decode(errors="replace").strip())
+            bare = line.lstrip(b"\r")
+            if bare.startswith(prefixes) or NATIVE_LOG_LINE.match(bare):
+                text = line.decode(errors="replace").strip()
+                sink.info("%s", text)
+                if bare.startswith(b"W") and not warned and NATIVE_LOG_LINE.match(bare):
+                    warned.append(True)  # once per run: the message without its C++ header, cut short
+                    said = NATIVE_LOG_LINE.sub(b"", bare, count=1).decode(errors="replace").strip()
+                    logging.getLogger("gensbi_sharding").warning(
+                        "XLA warned (all its lines are in launch.log): %s", said if len(said) <= 100
+                        else said[:100] + "...")
             else:
                 kept.append(line)
         with contextlib.suppress(OSError):
@@ -148,7 +172,8 @@ def _lines_of(fd: int, prefixes: tuple[bytes, ...], sink: logging.Logger) -> Ite
                 if cut >= 0:  # whole lines ("\n") and progress-bar updates ("\r") go on at once
                     forward(pending[:cut + 1])
                     pending = pending[cut + 1:]
-                if pending and not any(p.startswith(pending[:len(p)]) for p in prefixes):
+                if pending and not any(p.startswith(pending[:len(p)]) for p in prefixes) \
+                        and not _may_become_native(pending):
                     forward(pending)  # a partial line that cannot become a noisy one
                     pending = b""
             if pending:
