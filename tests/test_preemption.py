@@ -129,6 +129,33 @@ def test_a_signal_during_evaluation_stops_at_once_and_auto_resume_evaluates(tmp_
     assert final_line(resumed, out).startswith("done in ") and "samples/s" not in final_line(resumed, out)
 
 
+def test_ctrl_c_names_the_folder_to_continue_in(tmp_path, monkeypatch, caplog, devices):
+    # Was "continue with the same command plus train.resume=auto": without hydra.run.dir that command
+    # starts in a new timestamped folder, from scratch.
+    import logging
+
+    real = train_module.train
+
+    def train(*args, on_step, **kwargs):
+        def hook(at, state):
+            done = on_step(at, state)
+            if at == 5:
+                raise KeyboardInterrupt  # Ctrl-C after step 5 (checkpoint 4 is saved)
+            return done
+        return real(*args, on_step=hook, **kwargs)
+
+    out = tmp_path / "run"
+    with monkeypatch.context() as patch, caplog.at_level(logging.ERROR, logger="gensbi_sharding"):
+        patch.setattr(train_module, "train", train)
+        with pytest.raises(KeyboardInterrupt):
+            run_tiny(out, "train.checkpoint_every=4")
+    assert json.loads((out / "metrics.json").read_text())["status"] == "interrupted"
+    hints = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert hints == [f"interrupted; continue with the same command plus train.resume=auto hydra.run.dir={out}"]
+    resumed = run_tiny(out, "train.checkpoint_every=4", "train.resume=auto")  # the hint, followed
+    assert resumed["status"] == "ok" and resumed["resumed_from_step"] == 4 and resumed["final_step"] == 8
+
+
 def test_signal_before_training_stops_at_once(tmp_path, monkeypatch, devices):
     from gensbi_sharding.harness import pipeline
 

@@ -237,5 +237,6 @@ def resume_point(cfg: Any, out: Any) -> Any:
     if cfg.train.resume != "auto":
         return resume_step_dir(cfg)
     steps = committed_steps(out / CHECKPOINT_SUBDIR)
-    log.info("train.resume=auto: %s", f"resuming from step {steps[-1]}" if steps else "no checkpoint yet, starting fresh")
+    log.info("train.resume=auto: %s", f"resuming from step {steps[-1]}" if steps else
+             f"no checkpoint in {out} yet, starting fresh (to continue another run: hydra.run.dir=<its folder>)")
     return out / CHECKPOINT_SUBDIR / str(steps[-1]) if steps else None

@@ -65,7 +65,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             metrics.update(status="interrupted", error="interrupted (Ctrl-C)",
                            wall_s=time.perf_counter() - start)
             checkpoints = out / "checkpoints"
-            hint = ("; continue with the same command plus train.resume=auto"
+            # Naming the folder: the same command alone would start in a new timestamped folder, from scratch.
+            hint = (f"; continue with the same command plus train.resume=auto hydra.run.dir={out}"
                     if checkpoints.is_dir() and any(checkpoints.iterdir()) else "")
             log.error("interrupted%s", hint)
             folder.record(metrics)
