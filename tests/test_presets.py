@@ -95,6 +95,16 @@ def test_help_opens_with_the_apps_own_help():
         assert text in proc.stdout, text
 
 
+def test_the_hydra_config_resolves_on_its_own():
+    # Was a traceback: "Interpolation key 'verbose' not found" (the logging config read the job's key).
+    env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
+    proc = subprocess.run([sys.executable, str(REPO / "launch.py"), "--cfg", "hydra", "--resolve"], cwd=REPO,
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    resolved = OmegaConf.create(proc.stdout)
+    assert resolved.hydra.job_logging.filters.console.verbose is False
+
+
 def test_launch_with_a_python_lacking_the_dependencies_says_what_to_run():
     # -S: no site-packages, as with a system Python that never installed the project.
     proc = subprocess.run([sys.executable, "-S", str(REPO / "launch.py"), "mesh=auto"], cwd=REPO,
