@@ -186,6 +186,21 @@ def test_model_axis_error_names_the_override_and_a_value_that_works(tmp_path, de
     assert make_mesh(model_axis=int(hint(metrics["error"], "mesh.model_axis"))).shape == {"data": 4, "model": 2}
 
 
+@pytest.mark.parametrize("bad, model_axis, fix", [
+    ("[0,0,1,2]", 1, "[0,1,2]"), ("[3,3,1,2,9]", 2, "[3,1]"), ("[9]", 1, "null")])
+def test_mesh_devices_error_names_a_list_that_works(tmp_path, devices, bad, model_axis, fix):
+    # Was "ValueError: device 0 appears twice in the mesh's device list; list each device once" (no override).
+    from gensbi_sharding import resolve_mesh
+    from gensbi_sharding.harness.hints import mesh_devices_problem
+
+    metrics = run_tiny(tmp_path / "run", f"mesh.devices={bad}", f"mesh.model_axis={model_axis}")
+    assert metrics["status"] == "error" and f"set mesh.devices={fix}" in metrics["error"], metrics["error"]
+    kept = None if fix == "null" else [int(d) for d in fix.strip("[]").split(",")]
+    assert mesh_devices_problem(kept, range(8), model_axis) is None
+    mesh = resolve_mesh({"model_axis": model_axis, "devices": kept})  # the hint, followed, makes a mesh
+    assert mesh.devices.size == (len(kept) if kept else 8)
+
+
 def test_model_hyperparameter_error_names_the_override(tmp_path, devices):
     metrics = run_tiny(tmp_path / "run", "model.width=0")
     assert metrics["status"] == "error"

@@ -15,8 +15,8 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-__all__ = ["nearest_valid_batch_size", "batch_size_problem", "model_axis_problem", "overrides_named",
-           "unknown_name_problem", "registered_name_problem"]
+__all__ = ["nearest_valid_batch_size", "batch_size_problem", "model_axis_problem", "mesh_devices_problem",
+           "overrides_named", "unknown_name_problem", "registered_name_problem"]
 
 
 def nearest_valid_batch_size(requested: int, *, multiple: int, at_most: int) -> int | None:
@@ -98,6 +98,32 @@ def model_axis_problem(model_axis: int, devices: int) -> str | None:
     nearest = min(fits, key=lambda d: (abs(d - model_axis), d))
     return (f"mesh.model_axis={model_axis}: {devices} devices are not divisible by model_axis={model_axis}; "
             f"set mesh.model_axis={nearest} (divisors of {devices}: {fits})")
+
+
+def mesh_devices_problem(devices: Sequence[int] | None, available: Sequence[int], model_axis: int = 1) -> str | None:
+    """None if ``mesh.devices`` lists existing device ids once each; else the message and a list that fits.
+
+    The list named keeps the user's order, drops repeats and unknown ids, and is cut to a
+    multiple of ``model_axis`` (so the next check, ``model_axis_problem``, passes too).
+    """
+    if devices is None:
+        return None
+    ids, known = list(devices), set(available)
+    unique = list(dict.fromkeys(d for d in ids if d in known))
+    if unique == ids:
+        return None
+    reasons = []
+    twice = sorted({d for d in ids if ids.count(d) > 1})
+    if twice:
+        reasons.append(f"lists device {', '.join(map(str, twice))} more than once")
+    unknown = [d for d in ids if d not in known]
+    if unknown:
+        reasons.append(f"names device id {', '.join(map(str, unknown))}, but the device ids are "
+                       f"{sorted(known)}")
+    kept = unique[:len(unique) // model_axis * model_axis]
+    fix = f"mesh.devices=[{','.join(map(str, kept))}]" if kept else "mesh.devices=null"
+    return (f"mesh.devices={ids} {' and '.join(reasons)}; set {fix}"
+            + (" (or mesh.devices=null for all of them)" if kept else " (all of them)"))
 
 
 @contextlib.contextmanager

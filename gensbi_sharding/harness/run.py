@@ -22,7 +22,7 @@ from gensbi_sharding.harness import console, outputs, run_report
 from gensbi_sharding.harness.config import ConfigError, check_table_against_mesh, mesh_spec, rule_table, validate
 from gensbi_sharding.harness.devices import (configure_devices, initialize_distributed, peak_bytes_in_use,
                                              resolve_cpu_count)
-from gensbi_sharding.harness.hints import model_axis_problem, overrides_named
+from gensbi_sharding.harness.hints import mesh_devices_problem, model_axis_problem, overrides_named
 from gensbi_sharding.harness.local_cluster import run_local_processes, watch_parent
 from gensbi_sharding.harness.preemption import Preempted, PreemptionWatch
 from gensbi_sharding.harness.units import format_bytes
@@ -132,6 +132,9 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: outputs.Ru
              jax.device_count(), jax.local_device_count(), jax.default_backend())
 
     log.info("[2/7] mesh: %s", OmegaConf.to_container(cfg.mesh))
+    problem = mesh_devices_problem(cfg.mesh.devices, [d.id for d in jax.devices()], cfg.mesh.model_axis)
+    if cfg.mesh.spec == "dict" and problem:
+        raise ConfigError(problem)
     problem = model_axis_problem(cfg.mesh.model_axis, len(cfg.mesh.devices or jax.devices()))
     if cfg.mesh.spec == "dict" and problem:
         raise ConfigError(problem)
