@@ -208,6 +208,28 @@ def test_only_an_unfinished_run_may_be_continued_in_its_folder(tmp_path, status,
         assert outputs.ensure_fresh(tmp_path, resume_auto=resume_auto) == {"status": status}
 
 
+def test_a_refused_sweep_folder_names_the_commands_that_continue_its_unfinished_jobs(tmp_path, capsys):
+    # Was "rerun with train.resume=auto": the sweep rerun so is refused for its completed job 0.
+    from omegaconf import OmegaConf
+
+    sweep = tmp_path / "multirun"
+    outputs.write_json(sweep / "0" / "metrics.json", {"status": "ok"})
+    outputs.write_json(sweep / "1" / "metrics.json", {"status": "interrupted"})
+    (sweep / "1" / ".hydra").mkdir()
+    (sweep / "1" / ".hydra" / "overrides.yaml").write_text("- model.width=24\n- rule.embed=[data,model]\n")
+    config = OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep)}}, "train": {"resume": "auto"}})
+    with pytest.raises(SystemExit):
+        outputs.RefuseCompletedRun().on_multirun_start(config)
+    printed = capsys.readouterr().err
+    assert printed.startswith(f"[ERROR] {sweep / '0' / 'metrics.json'} already exists (status ok)")
+    assert printed.rstrip().endswith("continue its unfinished job one by one: python launch.py model.width=24 "
+                                     f"'rule.embed=[data,model]' train.resume=auto hydra.run.dir={sweep / '1'}")
+    outputs.write_json(sweep / "0" / "metrics.json", {"status": "preempted"})  # no job completed: rerun it whole
+    callback = outputs.RefuseCompletedRun()
+    callback.on_multirun_start(config)
+    callback.on_multirun_end(config)
+
+
 # ------------------------------------------------------------------ real signals to launch.py
 
 def _launch(*args, env=None, **popen):

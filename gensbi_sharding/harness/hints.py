@@ -10,13 +10,15 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import difflib
+import json
 import math
 import re
+import shlex
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 __all__ = ["nearest_valid_batch_size", "batch_size_problem", "model_axis_problem", "mesh_devices_problem",
-           "overrides_named", "unknown_name_problem", "registered_name_problem"]
+           "overrides_named", "unknown_name_problem", "registered_name_problem", "unfinished_jobs_hint"]
 
 
 def nearest_valid_batch_size(requested: int, *, multiple: int, at_most: int) -> int | None:
@@ -228,3 +230,34 @@ def _rule_name_problem(rule: Any, choice: str | None, rules: list[str]) -> str |
                                      register=f"write conf/rule/{name}.yaml (README: Writing your own rule), or "
                                      f"change entries of this table (rule.embed=data rule.name={name})"))
     return None
+
+
+def unfinished_jobs_hint(jobs: Sequence[Any], resumable: Sequence[str]) -> str:
+    """How to continue a sweep's unfinished jobs when its folder, holding completed ones, is refused.
+
+    A sweep folder with a completed job is never rerun as a whole (its files are never
+    overwritten), so ``-m ... train.resume=auto`` cannot finish it; each unfinished job
+    (status in ``resumable``) continues in its own folder, with the overrides it ran with
+    (``<job>/.hydra/overrides.yaml``). "" when no job is unfinished or none completed.
+    """
+    from pathlib import Path
+
+    status = {Path(j): json.loads((Path(j) / "metrics.json").read_text()).get("status") for j in jobs}
+    unfinished = [j for j, s in status.items() if s in resumable]
+    if not unfinished or all(s in resumable for s in status.values()):
+        return ""
+    commands = []
+    for job in unfinished:
+        saved = job / ".hydra" / "overrides.yaml"
+        overrides = [o for o in (_yaml_list(saved) if saved.exists() else ["<its overrides>"])
+                     if not o.startswith(("train.resume=", "hydra."))]
+        commands.append(" ".join(["python launch.py", *map(shlex.quote, overrides), "train.resume=auto",
+                                  shlex.quote(f"hydra.run.dir={job}")]))
+    return ("; a sweep folder holding completed jobs is never rerun as a whole: continue its unfinished "
+            f"job{'s' if len(commands) > 1 else ''} one by one: " + " ; ".join(commands))
+
+
+def _yaml_list(path: Any) -> list[str]:
+    from omegaconf import OmegaConf
+
+    return [str(o) for o in OmegaConf.load(path)]

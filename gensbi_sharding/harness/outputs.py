@@ -27,6 +27,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 from gensbi_sharding.harness.console import tagged
+from gensbi_sharding.harness.hints import unfinished_jobs_hint
 
 __all__ = ["write_atomic", "write_json", "write_npz", "ensure_fresh", "FolderLock",
            "FolderInUseError", "RunFolder", "folder_owner", "RESUMABLE", "RefuseCompletedRun"]
@@ -283,7 +284,7 @@ class RefuseCompletedRun(Callback):
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         sweep = Path(config.hydra.sweep.dir)
-        self._claim(sweep, [m.parent for m in sorted(sweep.glob("*/metrics.json"))], config)
+        self._claim(sweep, [m.parent for m in sorted(sweep.glob("*/metrics.json"))], config, sweep=True)
 
     def on_run_end(self, config: DictConfig, **kwargs: Any) -> None:
         self._release()
@@ -291,7 +292,7 @@ class RefuseCompletedRun(Callback):
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         self._release()
 
-    def _claim(self, folder: Path, runs: list[Path], config: DictConfig) -> None:
+    def _claim(self, folder: Path, runs: list[Path], config: DictConfig, sweep: bool = False) -> None:
         try:
             lock = FolderLock(folder)
             lock.acquire()
@@ -300,8 +301,9 @@ class RefuseCompletedRun(Callback):
                 ensure_fresh(run_dir, resume_auto=config.train.resume == "auto")
         except (FileExistsError, FolderInUseError) as err:
             self._release()
+            hint = unfinished_jobs_hint(runs, RESUMABLE) if sweep and isinstance(err, FileExistsError) else ""
             # Hydra turns an Exception raised by a callback into a warning; SystemExit stops the run.
-            print(tagged("ERROR", str(err)), file=sys.stderr, flush=True)  # as the job's own errors look
+            print(tagged("ERROR", f"{err}{hint}"), file=sys.stderr, flush=True)  # as the job's own errors look
             raise SystemExit(1) from None
 
     def _release(self) -> None:
