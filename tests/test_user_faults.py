@@ -240,3 +240,26 @@ def test_an_unknown_name_names_the_override_that_fixes_it(overrides, named, list
     followed = compose_tiny(*overrides, fix)  # the fix typed after the bad override is enough
     validate(followed)
     assert registered_name_problem(followed, {**choices, **dict([fix.split("=")] if "." not in fix else [])}) is None
+
+
+@pytest.mark.parametrize("override, fix", [
+    ("rule.embed=modle", "rule.embed=model"), ("rule.embed=[data,modle]", "rule.embed=[data,model]"),
+    ("activation.head_axis=modle", "activation.head_axis=model"), ("activation.head_axis=xyz", "activation.head_axis=null")])
+def test_a_mesh_axis_the_mesh_lacks_names_the_override_that_fixes_it(override, fix):
+    # Was "valid values: data, model or null" / "use one of them, a tuple of them, or None" (no override).
+    from faults_helpers import compose_tiny
+    from gensbi_sharding import make_mesh
+    from gensbi_sharding.harness.config import ConfigError, check_table_against_mesh, rule_table
+    from gensbi_sharding.harness.state import partition_axis_for
+
+    mesh = make_mesh(model_axis=2)
+
+    def check(cfg):
+        name, table = rule_table(cfg.rule)
+        check_table_against_mesh(name, table, tuple(mesh.axis_names))
+        partition_axis_for(cfg, table, mesh)
+
+    with pytest.raises(ConfigError) as err:
+        check(compose_tiny(override))
+    assert f"set {fix}" in str(err.value), str(err.value)
+    check(compose_tiny(override, fix))  # the hint, followed, passes

@@ -400,11 +400,14 @@ def check_table_against_mesh(name: str, table: dict[str, Any], mesh_axes: tuple[
     ConfigError
         Naming the entry, the mesh's axes and the valid values.
     """
+    from gensbi_sharding.harness.hints import mesh_axis_fix
+
     for key, value in table.items():
         for axis in (value,) if isinstance(value, str) else (value or ()):
             _check(axis in mesh_axes,
                    f"rule.{key}={axis!r} (rule {name!r}) names a mesh axis the mesh lacks; valid "
-                   f"values: {', '.join(mesh_axes) or '(none: no mesh)'} or null")
+                   f"values: {', '.join(mesh_axes) or '(none: no mesh)'} or null; "
+                   f"set rule.{key}={mesh_axis_fix(value, mesh_axes)}")
 
 
 #: ``activation.strategy`` values: from the weight rule, ``PartitionAxis()`` defaults, or none.
@@ -438,4 +441,13 @@ def partition_axis_from_config(cfg: Mapping[str, Any], rule: Any, mesh: Any) -> 
         return None
     base = PartitionAxis.for_rule(rule, mesh) if strategy == "rule" else PartitionAxis()
     changes = {k: v for k, v in fields.items() if not (isinstance(v, str) and v == AUTO)}
+    from gensbi_sharding.harness.hints import mesh_axis_fix
+
+    for key, value in changes.items():  # named as the override to type, with a value that works
+        lacking = [a for a in ((value,) if isinstance(value, str) else value or ()) if a not in mesh.axis_names]
+        if lacking:
+            fix = mesh_axis_fix(value, mesh.axis_names)
+            raise ValueError(f"{key}={value!r} names mesh axis {lacking[0]!r}, which the mesh lacks (axes: "
+                             f"{', '.join(mesh.axis_names)}); set activation.{key}={fix}"
+                             + ("" if fix == "null" else " (or null: unsplit)"))
     return base._replace(**changes).resolve(mesh)

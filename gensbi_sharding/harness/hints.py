@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 __all__ = ["nearest_valid_batch_size", "batch_size_problem", "model_axis_problem", "mesh_devices_problem",
-           "overrides_named", "unknown_name_problem", "registered_name_problem", "unfinished_jobs_hint"]
+           "overrides_named", "unknown_name_problem", "registered_name_problem", "unfinished_jobs_hint", "mesh_axis_fix"]
 
 
 def nearest_valid_batch_size(requested: int, *, multiple: int, at_most: int) -> int | None:
@@ -126,6 +126,20 @@ def mesh_devices_problem(devices: Sequence[int] | None, available: Sequence[int]
     fix = f"mesh.devices=[{','.join(map(str, kept))}]" if kept else "mesh.devices=null"
     return (f"mesh.devices={ids} {' and '.join(reasons)}; set {fix}"
             + (" (or mesh.devices=null for all of them)" if kept else " (all of them)"))
+
+
+def mesh_axis_fix(value: Any, mesh_axes: Sequence[str]) -> str:
+    """The override value for a mesh-axis field (``rule.embed``, ``activation.head_axis``) naming axes the mesh lacks.
+
+    Each unknown name becomes the closest mesh axis (``modle`` -> ``model``) or is dropped;
+    nothing left is ``null`` (unsplit). A list comes back as ``[a,b]``.
+    """
+    names = [value] if isinstance(value, str) else list(value or ())
+    fixed = [n if n in mesh_axes else _close(n, mesh_axes) for n in names]
+    kept = list(dict.fromkeys(n for n in fixed if n))
+    if not kept:
+        return "null"
+    return kept[0] if isinstance(value, str) else f"[{','.join(kept)}]"
 
 
 @contextlib.contextmanager
