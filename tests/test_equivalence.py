@@ -63,9 +63,14 @@ CASES = [(rule, model_axis) for rule in ("replicated", "fsdp", "tensor", "fsdp_t
 # changes the data-parallel size, covered by replicated-1 and by the rows of our models) and
 # "tensor" on model_axis=1 splits over a mesh axis of size 1.
 DEGENERATE = {("replicated", 2), ("replicated", 4), ("tensor", 1)}
-# The sweep's (4, 2) rows run in the fast subset (every rule splits there); model_axis 1 and 4
-# complete the sweep in ``make test`` (@pytest.mark.slow).
-ROWS = [pytest.param(name, rule, model_axis, marks=() if model_axis == 2 else pytest.mark.slow)
+# The fast subset runs our models' (4, 2) rows (every rule splits there) and GenSBI's "tensor" (4, 2)
+# row; the rest complete the sweep in ``make test`` (@pytest.mark.slow).
+def _in_fast_subset(name, rule, model_axis):
+    return model_axis == 2 and (name in ("mlp", "transformer") or rule == "tensor")
+
+
+ROWS = [pytest.param(name, rule, model_axis,
+                     marks=() if _in_fast_subset(name, rule, model_axis) else pytest.mark.slow)
         for name in ("mlp", "transformer", "flux1", "simformer") for rule, model_axis in CASES
         if name in ("mlp", "transformer") or (rule, model_axis) not in DEGENERATE]
 

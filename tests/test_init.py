@@ -101,6 +101,7 @@ class Shapes(nnx.Module):
         self.short_rows = nnx.Param(normal(rngs.params(), (64, 6)), **axes("mlp", None))
 
 
+@pytest.mark.slow  # a sweep: 3 meshes x 5 rules
 @pytest.mark.parametrize("module", ["Shapes", "Unusual"])
 def test_values_are_identical_on_every_mesh_rule_and_device_count(devices, module):
     factory = {"Shapes": lambda: Shapes(nnx.Rngs(7)), "Unusual": lambda: Unusual(nnx.Rngs(0))}[module]

@@ -235,6 +235,7 @@ def test_no_mesh_run(no_mesh_run):
     assert m["samples_outside_support"] == 0 and m["best_step"] == 4 and m["stopped_early"] is False
 
 
+@pytest.mark.slow  # reads the launch.py run of no_mesh_run
 def test_c2st_is_recomputed_from_the_npz(no_mesh_run):
     """posterior_samples.npz holds exactly the rows C2ST scored, the seed and the folds."""
     from gensbi_sharding.harness.evaluate import c2st_scores
