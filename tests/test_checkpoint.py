@@ -110,6 +110,7 @@ RESTORE_ON_4 = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # a fresh process
 def test_restore_on_another_mesh_and_rule_in_a_fresh_process(saved_run):
     run_dir, expected = saved_run
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}

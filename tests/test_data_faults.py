@@ -74,6 +74,7 @@ def test_too_few_finite_pairs_for_one_batch_names_a_batch_that_fits(monkeypatch,
     assert next(pipe.train_batches)["theta"].shape == (16, 2) and pipe.dropped_non_finite == 40
 
 
+@pytest.mark.slow  # two end-to-end runs
 def test_run_drops_non_finite_simulations_and_its_batch_hint_starts_the_run(monkeypatch, tmp_path, devices):
     patch_task(monkeypatch, BAD)
     # 500 simulations leave 450 training pairs before the drop, 445 after: 448 passes the first

@@ -73,6 +73,7 @@ def test_signal_checkpoints_at_the_next_step_and_auto_resume_continues_exactly(
     np.testing.assert_allclose(_losses(out), reference, rtol=1e-6, atol=0)
 
 
+@pytest.mark.slow  # end-to-end runs
 def test_a_signal_during_validation_stops_between_its_batches_and_resumes_exactly(tmp_path, monkeypatch, reference):
     # Was: the whole validation ran first (train.val_draws=2000 took 25 s between SIGTERM and exit).
     real, calls = train_module.make_step_functions, []
@@ -101,6 +102,7 @@ def test_a_signal_during_validation_stops_between_its_batches_and_resumes_exactl
     np.testing.assert_allclose(_losses(out), reference, rtol=1e-6, atol=0)
 
 
+@pytest.mark.slow  # end-to-end runs
 def test_a_signal_during_evaluation_stops_at_once_and_auto_resume_evaluates(tmp_path, monkeypatch, devices):
     # Sampling and C2ST can take minutes after training; SLURM's SIGKILL follows SIGTERM within
     # seconds. Was: status preempted "before training", with no step, though training had finished.

@@ -197,6 +197,7 @@ PARENT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # multi-process
 def test_a_local_child_dies_with_its_parent():
     parent = subprocess.Popen([sys.executable, "-c", PARENT], cwd=REPO, stdout=subprocess.PIPE, text=True)
     child = int(parent.stdout.readline())
