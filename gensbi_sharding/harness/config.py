@@ -19,6 +19,8 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, ListConfig, OmegaConf
 
 from gensbi_sharding import LOGICAL_AXES, RULES, PartitionAxis, Rule
+from gensbi_sharding.harness.groups import chosen_options, option_groups_text
+from gensbi_sharding.harness.hints import mesh_axis_fix, registered_name_problem
 
 __all__ = ["ConfigError", "Config", "register_configs", "validate", "rule_table", "as_rule", "mesh_spec",
            "partition_axis_from_config"]
@@ -212,8 +214,6 @@ def register_configs() -> None:
     store.store(name="simformer_schema", node=SimformerConfig)
     # --help's group list (conf/config.yaml's template): Hydra's $APP_CONFIG_GROUPS would show internal groups.
     if not OmegaConf.has_resolver("gensbi_option_groups"):
-        from gensbi_sharding.harness.groups import option_groups_text
-
         OmegaConf.register_new_resolver("gensbi_option_groups", option_groups_text)
 
 
@@ -235,9 +235,6 @@ def validate(cfg: DictConfig) -> None:
         _validate(cfg)
     except ConfigError as err:
         raise ConfigError(_with_fix(str(err))) from None
-    from gensbi_sharding.harness.groups import chosen_options
-    from gensbi_sharding.harness.hints import registered_name_problem
-
     problem = registered_name_problem(cfg, chosen_options())  # model.name, data.name, rule.name
     if problem:
         raise ConfigError(problem)
@@ -400,8 +397,6 @@ def check_table_against_mesh(name: str, table: dict[str, Any], mesh_axes: tuple[
     ConfigError
         Naming the entry, the mesh's axes and the valid values.
     """
-    from gensbi_sharding.harness.hints import mesh_axis_fix
-
     for key, value in table.items():
         for axis in (value,) if isinstance(value, str) else (value or ()):
             _check(axis in mesh_axes,
@@ -441,8 +436,6 @@ def partition_axis_from_config(cfg: Mapping[str, Any], rule: Any, mesh: Any) -> 
         return None
     base = PartitionAxis.for_rule(rule, mesh) if strategy == "rule" else PartitionAxis()
     changes = {k: v for k, v in fields.items() if not (isinstance(v, str) and v == AUTO)}
-    from gensbi_sharding.harness.hints import mesh_axis_fix
-
     for key, value in changes.items():  # named as the override to type, with a value that works
         lacking = [a for a in ((value,) if isinstance(value, str) else value or ()) if a not in mesh.axis_names]
         if lacking:
