@@ -17,12 +17,17 @@ ARGS ?= mesh=auto rule=tensor
 run: $(STAMP)
 	$(VENV)/bin/python launch.py $(ARGS)
 
+# Test files run in parallel (pytest-xdist), each file whole in one worker so its module fixtures
+# run once; TEST_WORKERS=0 runs them in this process.
+TEST_WORKERS ?= 2
+XDIST = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
+
 test: $(STAMP)
-	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+	$(VENV)/bin/python -m pytest $(XDIST) $(PYTEST_ARGS)
 
 # Everything but the end-to-end runs, sweeps and multi-process tests (@pytest.mark.slow).
 test-fast: $(STAMP)
-	$(VENV)/bin/python -m pytest -m "not slow" $(PYTEST_ARGS)
+	$(VENV)/bin/python -m pytest $(XDIST) -m "not slow" $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(VENV)/bin/python benchmarks/shard_model.py
