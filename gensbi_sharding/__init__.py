@@ -5,8 +5,8 @@ Importing it never starts JAX's backend; ``gensbi_sharding.checkpoint`` (Orbax) 
 
 from gensbi_sharding.activations import PartitionAxis, constrain
 from gensbi_sharding.batch import (DataPartitionType, batch_axes, batch_size_divisor, check_batch_divisible,
-                                   host_to_global_array, input_partition_spec, pad_for_mesh, replicate, shard_batch,
-                                   shard_sample_init)
+                                   host_to_global_array, input_partition_spec, nearest_batch_sizes, pad_for_mesh,
+                                   replicate, shard_batch, shard_sample_init)
 from gensbi_sharding.init import abstract_sharded, init_optimizer_sharded, init_sharded
 from gensbi_sharding.mesh import check_model_groups_local, make_mesh, mesh_context, resolve_mesh
 from gensbi_sharding.report import (bytes_per_device, compiled_report, describe, mesh_init_simulate,
@@ -26,7 +26,7 @@ __all__ = [
     "MeshAxes", "RuleTable", "Rule", "Plan", "resolve_rule", "partition_spec_for", "plan_shardings",
     "place", "shard_model_by_table",
     # mesh and batches
-    "resolve_mesh", "mesh_context", "check_model_groups_local", "pad_for_mesh", "shard_sample_init",
+    "resolve_mesh", "mesh_context", "check_model_groups_local", "nearest_batch_sizes", "pad_for_mesh", "shard_sample_init",
     "replicate", "DataPartitionType", "input_partition_spec", "host_to_global_array",
     # initialisation and reports
     "init_sharded", "abstract_sharded", "init_optimizer_sharded",

@@ -17,7 +17,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from gensbi_sharding.rules import MODEL_AXIS
 from gensbi_sharding.sharding import check_mesh, is_array, is_int
 
-__all__ = ["batch_axes", "batch_size_divisor", "check_batch_divisible", "pad_for_mesh", "shard_batch",
+__all__ = ["batch_axes", "batch_size_divisor", "nearest_batch_sizes", "check_batch_divisible", "pad_for_mesh", "shard_batch",
            "shard_sample_init", "replicate", "DataPartitionType", "input_partition_spec", "host_to_global_array"]
 
 
@@ -32,6 +32,33 @@ def batch_size_divisor(mesh: Mesh | None) -> int:
     if mesh is None:
         return 1
     return math.prod(mesh.shape[name] for name in batch_axes(mesh))
+
+
+def nearest_batch_sizes(requested: int, multiple: int, at_most: int | None = None) -> tuple[int, ...]:
+    """The valid batch sizes next to ``requested``, nearest first: the one rule every batch-size hint uses.
+
+    Parameters
+    ----------
+    requested : int
+        The batch size asked for (rows).
+    multiple : int
+        What a valid size is a multiple of (the data-parallel size, times the data shards in the harness).
+    at_most : int, optional
+        The largest usable size (for example the training pairs); no bound if None.
+
+    Returns
+    -------
+    tuple of int
+        The multiples of ``multiple`` just below and just above ``requested``, each clamped into
+        ``[multiple, at_most]``, duplicates removed, nearest first (ties: the smaller first);
+        ``(requested,)`` if it is valid, ``()`` if no multiple fits (``at_most < multiple``).
+    """
+    largest = at_most // multiple * multiple if at_most is not None else max(requested, multiple) + multiple
+    if largest < multiple:
+        return ()
+    clamp = lambda b: min(max(b, multiple), largest)  # noqa: E731
+    candidates = {clamp(requested // multiple * multiple), clamp(-(-requested // multiple) * multiple)}
+    return tuple(sorted(candidates, key=lambda b: (abs(b - requested), b)))
 
 
 def check_batch_divisible(batch: Any, mesh: Mesh | None, what: str) -> None:
@@ -49,8 +76,7 @@ def check_batch_divisible(batch: Any, mesh: Mesh | None, what: str) -> None:
                          "every leaf of a batch needs the same number of rows")
     size, divisor = sizes[0], batch_size_divisor(mesh)
     if size % divisor:
-        below, above = size // divisor * divisor, -(-size // divisor) * divisor
-        nearest = f"{below} or {above}" if below else f"{above}"
+        nearest = " or ".join(map(str, sorted(nearest_batch_sizes(size, divisor))))
         raise ValueError(f"{what} batch size {size} is not divisible by the data-parallel size {divisor} "
                          f"(mesh axes {batch_axes(mesh)}); nearest valid batch sizes: {nearest}")
 

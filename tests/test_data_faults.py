@@ -14,7 +14,7 @@ import pytest
 from faults_helpers import compose_tiny, hint, patch_task, run_tiny
 from gensbi_sharding.harness import data as D
 from gensbi_sharding.harness.config import ConfigError
-from gensbi_sharding.harness.hints import nearest_valid_batch_size
+from gensbi_sharding import nearest_batch_sizes
 from gensbi_sharding.harness.pipeline import build_pipeline, check_batch_config
 from gensbi_sharding.harness.registry import get_model
 from gensbi_sharding.harness.train import make_step_functions, validation_loss
@@ -170,12 +170,14 @@ def test_a_budget_too_small_for_any_batch_names_the_budget_that_fits(mesh):
     assert next(build_pipeline(cfg.data, seed=0, mesh=mesh).train_batches)["theta"].shape == (8, 2)
 
 
-def test_nearest_valid_batch_size_table():
-    assert nearest_valid_batch_size(64, multiple=24, at_most=900) == 72
-    assert nearest_valid_batch_size(60, multiple=24, at_most=900) == 48  # tie: the smaller
-    assert nearest_valid_batch_size(64, multiple=8, at_most=45) == 40
-    assert nearest_valid_batch_size(3, multiple=8, at_most=45) == 8
-    assert nearest_valid_batch_size(8, multiple=8, at_most=7) is None
+def test_nearest_batch_sizes_table():
+    assert nearest_batch_sizes(64, 24, 900) == (72, 48)
+    assert nearest_batch_sizes(60, 24, 900) == (48, 72)  # tie: the smaller first
+    assert nearest_batch_sizes(64, 8, 45) == (40,)
+    assert nearest_batch_sizes(3, 8, 45) == (8,)
+    assert nearest_batch_sizes(8, 8, 7) == ()
+    assert nearest_batch_sizes(10, 4) == (8, 12) and nearest_batch_sizes(3, 4) == (4,)
+    assert nearest_batch_sizes(16, 4) == (16,)
 
 
 # ------------------------------------------------------------------ case 5: other errors name their override

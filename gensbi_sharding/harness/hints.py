@@ -17,21 +17,10 @@ import shlex
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-__all__ = ["nearest_valid_batch_size", "batch_size_problem", "model_axis_problem", "mesh_devices_problem",
+from gensbi_sharding.batch import nearest_batch_sizes
+
+__all__ = ["batch_size_problem", "model_axis_problem", "mesh_devices_problem",
            "overrides_named", "unknown_name_problem", "registered_name_problem", "unfinished_jobs_hint", "mesh_axis_fix"]
-
-
-def nearest_valid_batch_size(requested: int, *, multiple: int, at_most: int) -> int | None:
-    """The multiple of ``multiple`` nearest to ``requested`` in ``[multiple, at_most]``.
-
-    Ties go to the smaller size. None when no multiple fits (``at_most < multiple``).
-    """
-    largest = at_most // multiple * multiple
-    if largest < multiple:
-        return None
-    clamp = lambda b: min(max(b, multiple), largest)  # noqa: E731
-    below, above = clamp(requested // multiple * multiple), clamp(-(-requested // multiple) * multiple)
-    return min((below, above), key=lambda b: (abs(b - requested), b))
 
 
 def batch_size_problem(batch_size: int, *, shards: int, data_parallel: int, train_rows: int,
@@ -81,7 +70,7 @@ def batch_size_problem(batch_size: int, *, shards: int, data_parallel: int, trai
                        + (f", after dropping {dropped} non-finite simulations" if dropped else "") + ")")
     if not reasons:
         return None
-    fix = nearest_valid_batch_size(batch_size, multiple=multiple, at_most=at_most)
+    fix = next(iter(nearest_batch_sizes(batch_size, multiple, at_most)), None)
     if fix is None:
         need = f" to at least {min_simulations}" if min_simulations else ""
         advice = (f"no batch size fits: one batch of {multiple} needs {multiple // shards} training pairs "
