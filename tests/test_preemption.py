@@ -315,3 +315,26 @@ def test_a_dead_local_process_ends_the_job_naming_it(tmp_path):
                      r"distributed.heartbeat_s=3 \+ 5 s\): process 0 ", metrics["error"])
     assert found, metrics["error"]
     assert float(found.group(1)) <= 3 + 5 + 1  # the survivor noticed, or was stopped, within the bound
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_sweep_job_continued_alone_updates_the_sweeps_summary(tmp_path):
+    sweep = tmp_path / "sweep"
+    first = subprocess.run([sys.executable, str(REPO / "launch.py"), "-m", *TINY, "model.width=16",
+                            f"hydra.sweep.dir={sweep}"], env={**os.environ, "JAX_PLATFORMS": "cpu"}, cwd=tmp_path,
+                           capture_output=True, text=True, timeout=240)
+    assert first.returncode == 0, first.stdout + first.stderr
+    job = sweep / "0"
+    # As a preempted attempt leaves it (the real signal is tested above): the continue command is allowed.
+    metrics = json.loads((job / "metrics.json").read_text())
+    outputs.write_json(job / "metrics.json", {**metrics, "status": "preempted"})
+    from gensbi_sharding.harness.summary import write_summary
+    write_summary(sweep)
+    assert "preempted" in (sweep / "sweep_summary.csv").read_text()
+    again = _launch("model.width=16", "train.resume=auto", f"hydra.run.dir={job}", cwd=tmp_path)
+    output = again.communicate(timeout=240)[0]
+    assert again.returncode == 0, output
+    assert f"sweep summary rebuilt with this job's result: {sweep / 'sweep_summary.csv'}" in output
+    rows = (sweep / "sweep_summary.csv").read_text().splitlines()
+    assert len(rows) == 2 and "preempted" not in rows[1] and ",ok," in rows[1], rows

@@ -5,6 +5,7 @@ The end-to-end sweep of the issue (launch.py -m ...) is in test_user_view.py.
 
 import csv
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -136,3 +137,22 @@ def test_posterior_title_names_task_observation_rule_mesh_and_c2st():
                            c2st_sd=0.0112) == "two_moons, observation 1 | rule tensor on mesh 4x2 | C2ST 0.612 ± 0.011"
     assert posterior_title(task="slcp", observation=3, rule="replicated", mesh_shape=None,
                            c2st=None) == "slcp, observation 3 | rule replicated on mesh none"
+
+
+def test_a_job_continued_alone_is_put_back_into_its_sweeps_summary(sweep):
+    from gensbi_sharding.harness.summary import refresh_sweep_summary
+
+    OmegaConf.save(OmegaConf.create({"hydra": {"overrides": {"task": [
+        "experiment=quick", "rule.embed=data,model", "activation={strategy:rule},{strategy:none}"]}}}),
+        sweep / "multirun.yaml")
+    assert "error" in write_summary(sweep, ["rule.embed", "activation"]).text
+    # Job 3 continued on its own (train.resume=auto, as the unfinished-jobs hint says) and finished.
+    shutil.rmtree(sweep / "3")
+    make_job(sweep, 3, ["experiment=quick", "rule.embed=model", "activation={strategy:none}", "train.resume=auto"],
+             **ok_metrics(22280, 0.02, 0.7))
+    summary = refresh_sweep_summary(sweep / "3")
+    assert summary.keys == ["rule.embed", "activation"]  # how the job was continued is not a swept key
+    rows = list(csv.DictReader((sweep / "sweep_summary.csv").open()))
+    assert [row["status"] for row in rows] == ["ok"] * 4
+    assert rows[3]["c2st"] == "0.7000" and "error" not in (sweep / "sweep_summary.md").read_text()
+    assert refresh_sweep_summary(sweep.parent / "not_a_sweep" / "0") is None  # no multirun.yaml: nothing

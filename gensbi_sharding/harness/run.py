@@ -82,9 +82,31 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         metrics["wall_s"] = time.perf_counter() - start
         folder.record(metrics, failure)
         folder.release()
+        if folder.owner and _continued_sweep_job():
+            _refresh_sweep_summary(out)
         if metrics["status"] == "preempted":
             watch.chain(metrics.get("preempt_signal"))  # under submitit: requeue the job
     return metrics
+
+
+def _continued_sweep_job() -> bool:
+    """A single run, not a job of a running multirun (whose summary Hydra's callback writes at its end)."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.RUN
+
+
+def _refresh_sweep_summary(out: Path) -> None:
+    from gensbi_sharding.harness.summary import refresh_sweep_summary
+
+    try:
+        summary = refresh_sweep_summary(out)
+    except Exception as err:  # the run's own files are written; an index must never cost them
+        log.warning("sweep summary of %s not rebuilt: %s: %s", out.parent, type(err).__name__, err)
+        return
+    if summary is not None:
+        log.info("sweep summary rebuilt with this job's result: %s", summary.csv_path)
 
 
 def _is_writer() -> bool:

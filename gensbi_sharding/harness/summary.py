@@ -33,7 +33,7 @@ from gensbi_sharding.harness.units import (c2st_spread, format_bytes, format_c2s
                                           is_number)
 
 __all__ = ["Column", "TRAIN_COLUMNS", "DRY_RUN_COLUMNS", "summary_rows", "swept_keys", "declared_sweeps",
-           "markdown_table", "write_summary", "SweepSummary"]
+           "markdown_table", "write_summary", "refresh_sweep_summary", "SweepSummary"]
 
 log = logging.getLogger(__name__)
 
@@ -102,12 +102,18 @@ def _override_key(override: str) -> str:
     return override.split("=", 1)[0].lstrip("+~")
 
 
+#: Overrides that say how a job was run, not what it ran: a continued job records them, its
+#: configuration is the same.
+_NOT_CONFIGURATION = ("train.resume",)
+
+
 def _job_overrides(job_dir: Path) -> dict[str, str]:
     """``{key: value}`` of the overrides Hydra recorded for this job (empty if it recorded none)."""
     path = job_dir / ".hydra" / "overrides.yaml"
     if not path.is_file():
         return {}
-    return {_override_key(o): o.split("=", 1)[1] if "=" in o else "" for o in OmegaConf.load(path)}
+    pairs = {_override_key(o): o.split("=", 1)[1] if "=" in o else "" for o in OmegaConf.load(path)}
+    return {key: value for key, value in pairs.items() if key not in _NOT_CONFIGURATION}
 
 
 def summary_rows(sweep_dir: Path) -> list[dict[str, Any]]:
@@ -216,6 +222,36 @@ def write_summary(sweep_dir: Path, declared: Sequence[str] = ()) -> Summary | No
     except Exception as err:  # a plot must never cost the table
         log.warning("sweep plot not written: %s: %s", type(err).__name__, err)
     return Summary(keys, rows, text, csv_path, md_path, png_path)
+
+
+def refresh_sweep_summary(job_dir: Path) -> Summary | None:
+    """Rebuild the summary of the sweep ``job_dir`` belongs to, after that job ran on its own.
+
+    An unfinished job of a sweep is continued alone, in its own folder (the command
+    ``hints.unfinished_jobs_hint`` prints); without this the sweep's table and plot would
+    still show it preempted or failed. The swept keys are those the sweep declared (Hydra's
+    ``multirun.yaml`` in the sweep folder).
+
+    Parameters
+    ----------
+    job_dir : pathlib.Path
+        The folder of the job that just ran.
+
+    Returns
+    -------
+    Summary or None
+        The rewritten summary; None when ``job_dir``'s parent is not a sweep folder
+        (no ``multirun.yaml``) or holds no job metrics.
+    """
+    sweep_dir = Path(job_dir).absolute().parent
+    record = sweep_dir / "multirun.yaml"
+    if not record.is_file():
+        return None
+    saved = OmegaConf.load(record)
+    params = OmegaConf.select(saved, "hydra.sweeper.params", default=None)
+    task = OmegaConf.select(saved, "hydra.overrides.task", default=None)
+    declared = declared_sweeps(list(task or []), OmegaConf.to_container(params) if params is not None else None)
+    return write_summary(sweep_dir, declared)
 
 
 class SweepSummary(Callback):
