@@ -6,11 +6,15 @@ message naming the value and the override that fixes it; nothing is written but 
 """
 
 import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from faults_helpers import hint, patch_task, run_tiny
+from faults_helpers import REPO, hint, patch_task, run_tiny
 from gensbi_sharding.harness import data as D
 
 
@@ -263,3 +267,27 @@ def test_a_mesh_axis_the_mesh_lacks_names_the_override_that_fixes_it(override, f
         check(compose_tiny(override))
     assert f"set {fix}" in str(err.value), str(err.value)
     check(compose_tiny(override, fix))  # the hint, followed, passes
+
+
+def test_a_scheduler_launcher_off_its_cluster_is_named_not_a_traceback():
+    from gensbi_sharding.harness.preflight import launcher_problem
+
+    slurm = "hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher"
+    message = launcher_problem(slurm, which=lambda command: None)
+    assert message.startswith("hydra/launcher=slurm submits the jobs to SLURM, but `srun` is not on PATH")
+    assert message.endswith("leave out hydra/launcher=slurm to run the jobs here one after another")
+    assert launcher_problem(slurm, which=lambda command: f"/usr/bin/{command}") is None  # on a login node
+    assert launcher_problem("hydra._internal.core_plugins.basic_launcher.BasicLauncher",
+                            which=lambda command: None) is None
+
+
+def test_slurm_launcher_without_slurm_stops_before_writing_anything(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
+    env["PATH"] = str(Path(sys.executable).parent)  # python only: no srun here (nor on CI)
+    proc = subprocess.run([sys.executable, str(REPO / "launch.py"), "-m", "hydra/launcher=slurm", "experiment=quick",
+                           f"hydra.sweep.dir={tmp_path / 'sweep'}"], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stdout + proc.stderr
+    assert proc.stderr.strip().startswith("[ERROR] hydra/launcher=slurm submits the jobs to SLURM")
+    assert list(tmp_path.iterdir()) == []  # no sweep folder, lock or multirun.yaml left behind
