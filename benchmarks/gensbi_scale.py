@@ -9,8 +9,10 @@ bytes of collectives one step runs.
 
 ``init``: peak resident memory of building that Flux1 with ``init_sharded`` (fsdp, (8, 1)
 mesh), each way in its own fresh process (``ru_maxrss``), against the process after JAX
-started (the baseline) and one full float32 copy of the model; ``--eager`` adds eager
-construction + ``shard_model`` for comparison.
+started (the baseline) and one full float32 copy of the model, and the peak bytes of live arrays
+on the fullest simulated device (``jax.live_arrays()`` sampled every 10 ms: on CPU every simulated
+device is the same host memory, so only this column shows what one accelerator would hold);
+``--eager`` adds eager construction + ``shard_model`` for comparison.
 
 Run: ``nice -n 10 .venv/bin/python benchmarks/gensbi_scale.py table|init [--eager]``
 (the GPU-sized model: depth 8 + 16 single blocks, 12 heads of 64: hidden 768).
@@ -125,8 +127,21 @@ warnings.simplefilter("ignore")
 mesh = make_mesh(model_axis=1)
 jax.block_until_ready(jax.device_put(jax.numpy.ones(8), jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("data"))))
 import gensbi.models.flux1.model  # imported before the baseline, as the harness has it by then
+import threading
+import numpy as np
 baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 factory = lambda: make_flux1(dim_theta=2, dim_x=2, rngs=nnx.Rngs(0), **GPU_SIZED)
+fullest, done = [0], threading.Event()
+def sample():  # peak bytes of live arrays on the fullest device: what one accelerator would hold
+    while not done.wait(0.01):
+        per_device = {{}}
+        for array in jax.live_arrays():
+            shard = int(np.prod(array.sharding.shard_shape(array.shape))) * array.dtype.itemsize
+            for device in array.sharding.device_set:
+                per_device[device.id] = per_device.get(device.id, 0) + shard
+        fullest[0] = max(fullest[0], *per_device.values(), 0)
+sampler = threading.Thread(target=sample, daemon=True)
+sampler.start()
 start, cpu_start = time.perf_counter(), time.process_time()
 if {way!r} == "sharded":
     model = init_sharded(factory, mesh, "fsdp")
@@ -135,8 +150,11 @@ else:
     shard_model(model, mesh, "fsdp")
 leaves = jax.tree.leaves(nnx.state(model))
 jax.block_until_ready(leaves)
+wall_s, cpu_s = time.perf_counter() - start, time.process_time() - cpu_start
+done.set()
+sampler.join()
 print(json.dumps({{"baseline": baseline, "peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-                   "wall_s": time.perf_counter() - start, "cpu_s": time.process_time() - cpu_start,
+                   "wall_s": wall_s, "cpu_s": cpu_s, "fullest": fullest[0],
                    "model_bytes": sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(nnx.state(model, nnx.Param)))}}))
 """
 
@@ -144,8 +162,9 @@ print(json.dumps({{"baseline": baseline, "peak": resource.getrusage(resource.RUS
 def init(args) -> None:
     ways = ["sharded", "eager"] if args.eager else ["sharded"]
     print(f"Flux1 {GPU_SIZED}, fsdp on (8, 1), 8 simulated CPU devices, one fresh process per way\n")
-    print("| way | baseline (GB) | peak RSS (GB) | model, one full copy (GB) | peak - baseline (GB) | wall (s) |")
-    print("|---|---|---|---|---|---|")
+    print("| way | baseline (GB) | peak RSS (GB) | model, one full copy (GB) | peak - baseline (GB) | "
+          "fullest device peak (GB) | wall (s) | CPU (s) |")
+    print("|---|---|---|---|---|---|---|---|")
     for way in ways:
         proc = subprocess.run([sys.executable, "-c", CHILD.format(repo=str(REPO), way=way)], cwd=REPO,
                               capture_output=True, text=True, timeout=3600, check=False)
@@ -154,7 +173,8 @@ def init(args) -> None:
         r = json.loads(proc.stdout.strip().splitlines()[-1])
         gb = lambda b: f"{b / 1e9:.2f}"
         print(f"| {way} | {gb(r['baseline'])} | {gb(r['peak'])} | {gb(r['model_bytes'])} | "
-              f"{gb(r['peak'] - r['baseline'])} | {r['wall_s']:.1f} | {r['cpu_s']:.1f} |", flush=True)
+              f"{gb(r['peak'] - r['baseline'])} | {gb(r['fullest'])} | {r['wall_s']:.1f} | {r['cpu_s']:.1f} |",
+              flush=True)
 
 
 def main() -> None:
