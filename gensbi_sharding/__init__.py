@@ -4,9 +4,9 @@ Importing it never starts JAX's backend; ``gensbi_sharding.checkpoint`` (Orbax) 
 """
 
 from gensbi_sharding.activations import PartitionAxis, constrain
-from gensbi_sharding.batch import (DataPartitionType, batch_axes, batch_size_divisor, check_batch_divisible,
-                                   host_to_global_array, input_partition_spec, nearest_batch_sizes, pad_for_mesh,
-                                   replicate, shard_batch, shard_sample_init)
+from gensbi_sharding.batch import (batch_axes, batch_size_divisor, check_batch_divisible, nearest_batch_sizes,
+                                   pad_for_mesh, replicate, shard_batch, shard_sample_init)
+from gensbi_sharding.host_input import DataPartitionType, host_to_global_array, input_partition_spec
 from gensbi_sharding.init import abstract_sharded, init_optimizer_sharded, init_sharded
 from gensbi_sharding.mesh import check_model_groups_local, make_mesh, mesh_context, resolve_mesh
 from gensbi_sharding.report import (bytes_per_device, compiled_report, describe, mesh_init_simulate,

@@ -20,7 +20,7 @@ from gensbi_sharding.sharding import Plan, check_node, is_array, path_name, plan
 
 __all__ = ["GROUP_BYTES", "init_sharded", "abstract_sharded", "init_optimizer_sharded"]
 
-#: Groups hold up to ``max(GROUP_BYTES, model bytes / mesh size)``; each costs one trace and one compilation.
+#: Bytes: groups hold up to ``max(GROUP_BYTES, model bytes / mesh size)``; each costs one trace and one compilation.
 GROUP_BYTES = 64 * 2**20
 
 _READS_TRACED_VALUE = (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError,
@@ -31,10 +31,48 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Rule
                  *, warn: bool = True) -> Any:
     """``factory()`` placed as ``shard_model(factory(), mesh, rule)`` places it, never whole on one device.
 
-    ``factory() -> node`` (a Module or a tuple of nodes) is traced once per group: it must be deterministic
-    and build its own ``nnx.Rngs(seed)``. ``mesh=None``: ``factory()``; ``warn``: ``Plan.warn``. Raises
-    ``ValueError`` if ``factory`` is not a callable (a module instance is not), the rule is unknown, or the
-    constructor reads a value it computed (then use ``shard_model``); ``TypeError`` if it builds no NNX node.
+    The constructor is traced abstractly and planned (``plan_shardings``); its variables are then computed in
+    groups of up to ``max(GROUP_BYTES, model bytes / mesh.size)`` bytes (a larger variable alone), each by one
+    ``jax.jit`` program on one device of this process and moved to its shardings while the next compiles. Values
+    are bit-identical on every mesh, rule and device count, and equal eager construction up to float rounding.
+    Why not straight into shards: the README's "Memory" section.
+
+    Parameters
+    ----------
+    factory : callable
+        ``factory() -> node``: an NNX graph node (a Module, or a tuple, list or dict of them). Traced once per
+        group, so it must be deterministic and build its own ``nnx.Rngs(seed)``; a built Module is refused.
+    mesh : jax.sharding.Mesh or None
+        Holding at least one device of this process. None: ``factory()``, built eagerly, placed nowhere.
+    rule : str or RuleTable or Rule, default "replicated"
+        A name in ``RULES``, a rule table (logical axis -> mesh axes) or a ``Rule`` (``resolve_rule``).
+    warn : bool, default True
+        Emit the plan's warnings (``Plan.warn``) at the caller, as ``shard_model`` does.
+
+    Returns
+    -------
+    nnx.Module or other NNX graph node
+        What ``factory()`` returns, each array variable a ``jax.Array`` at its planned ``NamedSharding``
+        (``plan.sharding(path)``); Python and NumPy scalar variables keep their values.
+
+    Warns
+    -----
+    ExperimentalRuleWarning, UserWarning, ShardingFallbackWarning
+        With a mesh and ``warn``, as ``Plan.warn``. The constructor's own warnings are shown once, not per group.
+
+    Raises
+    ------
+    ValueError
+        If ``factory`` is not callable or is an NNX object (e.g. a built Module), ``rule`` is unknown (also with
+        ``mesh=None``), or the constructor reads back a value it computed (e.g. ``float(w.max())``: then build it
+        eagerly and place it with ``shard_model``).
+    TypeError
+        If ``factory()`` returns no NNX graph node, or ``mesh`` is neither None nor a ``jax.sharding.Mesh``.
+
+    Notes
+    -----
+    Sharded creation by jitting the constructor with output shardings is Flax's recipe (the guide "Scale up on
+    multiple devices", ``docs_nnx/guides/flax_gspmd``); here each group is computed on one device, then moved.
     """
     rule = _check(factory, rule)
     if mesh is None:
@@ -59,7 +97,40 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Rule
 
 def abstract_sharded(factory: Callable[[], Any], mesh: Mesh | None,
                      rule: str | RuleTable | Rule = "replicated", *, warn: bool = True) -> Any:
-    """``init_sharded``'s result as ``jax.ShapeDtypeStruct``s at their shardings, allocating nothing; raises as it."""
+    """``init_sharded``'s result, abstract: each array variable a ``jax.ShapeDtypeStruct`` at its sharding.
+
+    Allocates nothing (the constructor is only traced); for dry runs.
+
+    Parameters
+    ----------
+    factory : callable
+        As ``init_sharded``'s.
+    mesh : jax.sharding.Mesh or None
+        None: ``nnx.eval_shape(factory)`` (shapes and dtypes, no shardings).
+    rule : str or RuleTable or Rule, default "replicated"
+        As ``init_sharded``'s.
+    warn : bool, default True
+        Emit the plan's warnings (``Plan.warn``) at the caller.
+
+    Returns
+    -------
+    nnx.Module or other NNX graph node
+        What ``factory()`` returns, array variables as ``jax.ShapeDtypeStruct`` (shape, dtype, sharding); with a mesh,
+        Python and NumPy scalar variables keep their values.
+
+    Warns
+    -----
+    ExperimentalRuleWarning, UserWarning, ShardingFallbackWarning
+        With a mesh and ``warn``, as ``Plan.warn``.
+
+    Raises
+    ------
+    ValueError
+        As ``init_sharded``: ``factory`` not a callable, an unknown ``rule``, or (with a mesh) a constructor that
+        reads back a value it computed.
+    TypeError
+        With a mesh, as ``init_sharded``: ``factory()`` returns no NNX graph node, or ``mesh`` is not a Mesh.
+    """
     rule = _check(factory, rule)
     if mesh is None:
         return nnx.eval_shape(factory)
@@ -71,8 +142,33 @@ def init_optimizer_sharded(model: Any, tx: Any, rule: str | RuleTable | Rule = "
                            wrt: Any = nnx.Param) -> nnx.Optimizer:
     """``nnx.Optimizer(model, tx, wrt=wrt)``, its state created by one jitted program at its plan.
 
-    ``model`` was placed under ``rule`` (unplaced: a plain optimizer; abstract: an abstract one). Raises
-    ``ValueError`` if the model's arrays are not all on one mesh, or the rule is unknown.
+    The optimizer state (e.g. Adam's moments) is planned under ``rule`` like the parameters it mirrors, so under
+    ``fsdp`` it is split as ZeRO splits it (Rajbhandari et al. 2020, arXiv:1910.02054); no plan warnings are
+    emitted (the model's placement gave them).
+
+    Parameters
+    ----------
+    model : nnx.Module
+        Placed under ``rule`` on one mesh (``init_sharded`` / ``shard_model``), abstract (``abstract_sharded``), or
+        not placed on any mesh.
+    tx : optax.GradientTransformation
+        The optimiser, e.g. ``optax.adam(1e-3)``.
+    rule : str or RuleTable or Rule, default "replicated"
+        The rule ``model`` was placed under (``resolve_rule``).
+    wrt : nnx filter, default nnx.Param
+        The variables optimised, as ``nnx.Optimizer``'s ``wrt``.
+
+    Returns
+    -------
+    nnx.Optimizer
+        State arrays at their planned ``NamedSharding``s; abstract model: ``jax.ShapeDtypeStruct``s at them; model on
+        no mesh: a plain ``nnx.Optimizer`` (abstract if the model is).
+
+    Raises
+    ------
+    ValueError
+        If ``rule`` is unknown, or some of the model's arrays are on a mesh but not all on that one mesh (others
+        on a second mesh, on single devices, or NumPy arrays).
     """
     rule = resolve_rule(rule)
     values = [var.get_value() for _, var in nnx.to_flat_state(nnx.state(model))]

@@ -1,0 +1,182 @@
+"""Multi-host input: each process's own rows of a batch become global ``jax.Array``s on the mesh.
+
+Everything is checked before any array is built: bad input is a ``ValueError`` on the process that has it, not
+other processes left waiting in a collective. The names and the idea are AXLearn's (apple/axlearn,
+``axlearn/common/utils.py``: ``DataPartitionType``, ``input_partition_spec``, ``host_to_global_array``).
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from typing import Any
+
+import jax
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+from gensbi_sharding.batch import batch_axes
+from gensbi_sharding.sharding import is_array
+
+__all__ = ["DataPartitionType", "input_partition_spec", "host_to_global_array"]
+
+
+class DataPartitionType(str, enum.Enum):
+    """How ``host_to_global_array`` splits the leading axis of each process's input.
+
+    A ``str`` enum: each member equals its value, so a config string (``"full"``, ...) works where a member does.
+
+    Parameters
+    ----------
+    value : str
+        ``DataPartitionType(value)`` looks a member up by value; ``ValueError`` for any other string.
+
+    Attributes
+    ----------
+    FULL
+        ``"full"``: over all mesh axes (``input_partition_spec``), each device its own rows.
+    DATA
+        ``"data"``: over the batch axes only, as ``shard_batch`` (rows replicated along ``"model"``).
+    REPLICATED
+        ``"replicated"``: not split, every device holds all of it.
+    """
+
+    FULL = "full"
+    DATA = "data"
+    REPLICATED = "replicated"
+
+
+def input_partition_spec(mesh: Mesh) -> P:
+    """The PartitionSpec splitting a leading axis over all mesh axes (``DataPartitionType.FULL``).
+
+    AXLearn's takes no argument and reads the active mesh; this one is given the mesh.
+
+    Parameters
+    ----------
+    mesh : jax.sharding.Mesh or jax.sharding.AbstractMesh
+        Only its axis names are read.
+
+    Returns
+    -------
+    jax.sharding.PartitionSpec
+        ``P(tuple(mesh.axis_names))``, e.g. ``P(("data", "model"))``: dimension 0 over the product of all axes.
+    """
+    return P(tuple(mesh.axis_names))
+
+
+def host_to_global_array(host_arrays: Any, *, partition: Any = DataPartitionType.FULL,
+                         mesh: Mesh | None = None) -> Any:
+    """Turn this process's rows of a batch into global ``jax.Array``s on ``mesh``: multi-host input.
+
+    Call it on every process, outside ``jax.jit``, each with its own rows (one process: the whole batch); the arrays
+    are built by ``jax.make_array_from_process_local_data``.
+
+    Parameters
+    ----------
+    host_arrays : pytree
+        ``numpy.ndarray`` or process-local ``jax.Array`` leaves of shape ``(b, ...)``, ``b`` this process's rows;
+        other leaves (Python scalars, None) are kept as they are.
+    partition : DataPartitionType or str or pytree of jax.sharding.PartitionSpec, default DataPartitionType.FULL
+        A member or its value (``"full"``, ``"data"``, ``"replicated"``; 0-d leaves are then replicated), or
+        PartitionSpecs forming a prefix of ``host_arrays`` (one per leaf or per subtree), entries per dimension.
+    mesh : jax.sharding.Mesh, optional
+        Default: the active concrete mesh (``mesh_context(mesh)``, i.e. ``jax.set_mesh``).
+
+    Returns
+    -------
+    pytree
+        ``host_arrays``' structure, array leaves as global ``jax.Array``s at ``NamedSharding(mesh, spec)``: along a
+        split dimension the processes' rows are joined (e.g. ``(2 * b, ...)`` for ``FULL`` over 2 processes).
+
+    Raises
+    ------
+    ValueError
+        Before any array is built, on the process concerned, if: ``mesh`` is not a ``jax.sharding.Mesh``, or none
+        is given and no concrete mesh is active (none, an abstract one only, or inside ``jax.jit``); ``partition``
+        is an unknown string, has leaves that are not PartitionSpecs, or is no prefix of ``host_arrays``; a leaf is
+        already a global array spanning processes; a spec has more entries than its leaf's rank or names a mesh
+        axis ``mesh`` lacks; this process holds no device of ``mesh``; or a split dimension's local size is not a
+        multiple of the shards this process holds along it.
+    """
+    mesh = _concrete_mesh(mesh)
+    flat, treedef = jax.tree_util.tree_flatten_with_path(host_arrays)
+    leaves, targets = [leaf for _, leaf in flat], {}
+    for i, ((keypath, leaf), spec) in enumerate(zip(flat, _specs(partition, host_arrays, mesh))):
+        path = jax.tree_util.keystr(keypath)
+        if not is_array(leaf):
+            continue
+        if isinstance(leaf, jax.Array) and not leaf.is_fully_addressable:
+            raise ValueError(f"leaf {path or '<root>'} is already a global array spanning processes; "
+                             "pass this process's rows as a numpy or local jax array")
+        _check_local_shape(path, leaf.shape, spec, mesh)
+        targets[i] = NamedSharding(mesh, spec)
+    for i, sharding in targets.items():
+        leaves[i] = jax.make_array_from_process_local_data(sharding, leaves[i])
+    return jax.tree.unflatten(treedef, leaves)
+
+
+def _concrete_mesh(mesh: Mesh | None) -> Mesh:
+    if mesh is not None:
+        if not isinstance(mesh, Mesh):
+            raise ValueError(f"mesh must be a concrete jax.sharding.Mesh, got {type(mesh).__name__}")
+        return mesh
+    try:
+        active = jax.sharding.get_mesh()
+    except ValueError as err:  # inside jit: only the abstract mesh exists
+        raise ValueError("host_to_global_array runs outside jax.jit; call it on host data "
+                         "before the step function") from err
+    if active.empty:
+        what = ("only an abstract mesh is active (jax.sharding.use_abstract_mesh), which has "
+                "no devices" if not jax.sharding.get_abstract_mesh().empty else "no mesh is active")
+        raise ValueError(f"host_to_global_array needs a concrete mesh, but {what}; call it inside "
+                         "`with mesh_context(mesh):` or pass mesh=")
+    return active
+
+
+def _specs(partition: Any, host_arrays: Any, mesh: Mesh) -> list[P]:
+    """One PartitionSpec per leaf of ``host_arrays``."""
+    if isinstance(partition, str):  # a DataPartitionType too
+        try:
+            kind = DataPartitionType(partition)
+        except ValueError:
+            raise ValueError(f"unknown partition {partition!r}; choose one of "
+                             f"{[k.value for k in DataPartitionType]} or pass PartitionSpecs") from None
+        split = input_partition_spec(mesh) if kind is DataPartitionType.FULL else P(batch_axes(mesh) or None)
+        return [P() if not is_array(leaf) or leaf.ndim == 0 or kind is DataPartitionType.REPLICATED else split
+                for leaf in jax.tree.leaves(host_arrays)]
+    spec_leaves, spec_def = jax.tree.flatten(partition, is_leaf=lambda x: isinstance(x, P))
+    bad = [s for s in spec_leaves if not isinstance(s, P)]
+    if bad:
+        raise ValueError(f"partition leaves must be PartitionSpecs, got {bad[0]!r}; or pass a "
+                         f"DataPartitionType, one of {[k.value for k in DataPartitionType]}")
+    try:
+        subtrees = spec_def.flatten_up_to(host_arrays)
+    except (ValueError, TypeError) as err:
+        raise ValueError(f"partition tree {spec_def} does not match the host_arrays tree "
+                         f"{jax.tree.structure(host_arrays)}; give one PartitionSpec per array (or per "
+                         "subtree)") from err
+    return [spec for spec, subtree in zip(spec_leaves, subtrees) for _ in jax.tree.leaves(subtree)]
+
+
+def _check_local_shape(path: str, shape: tuple[int, ...], spec: P, mesh: Mesh) -> None:
+    name = path or "<root>"
+    if len(spec) > len(shape):
+        raise ValueError(f"PartitionSpec {spec} for leaf {name} has {len(spec)} entries, but the "
+                         f"leaf has rank {len(shape)} (shape {shape}); use at most {len(shape)}")
+    for dim, entry in enumerate(spec):
+        if entry is None:
+            continue
+        names = (entry,) if isinstance(entry, str) else tuple(entry)
+        missing = [a for a in names if a not in mesh.shape]
+        if missing:
+            raise ValueError(f"PartitionSpec {spec} for leaf {name} names mesh axis {missing[0]!r}, "
+                             f"absent from the mesh {tuple(mesh.axis_names)}")
+        held = NamedSharding(mesh, P(names)).addressable_devices_indices_map((math.prod(mesh.shape[a] for a in names),))
+        if not held:
+            raise ValueError(f"process {jax.process_index()} holds no device of the mesh {dict(mesh.shape)}; "
+                             "build the mesh over devices of every process (make_mesh() does)")
+        divisor = len({index[0].start for index in held.values()})  # distinct slices this process holds
+        if shape[dim] % divisor:
+            what = "leading size" if dim == 0 else f"size of dim {dim}"
+            raise ValueError(f"process {jax.process_index()} passes {what} {shape[dim]} for leaf {name} (shape "
+                             f"{shape}), not a multiple of {divisor}, the number of shards it holds along mesh "
+                             f"axes {names}; pass a multiple of {divisor} per process")
