@@ -9,8 +9,8 @@ from gensbi_sharding.batch import (batch_axes, batch_size_divisor, check_batch_d
 from gensbi_sharding.host_input import DataPartitionType, host_to_global_array, input_partition_spec
 from gensbi_sharding.init import abstract_sharded, init_optimizer_sharded, init_sharded
 from gensbi_sharding.mesh import check_model_groups_local, make_mesh, mesh_context, resolve_mesh
-from gensbi_sharding.report import (bytes_per_device, compiled_report, describe, mesh_init_simulate,
-                                    partition_specs)
+from gensbi_sharding.compiled import compiled_report
+from gensbi_sharding.report import bytes_per_device, describe, mesh_init_simulate, partition_specs
 from gensbi_sharding.rules import (LOGICAL_AXES, MODEL_AXIS, RULES, MeshAxes, Rule, RuleTable, partition_spec_for,
                                    resolve_rule)
 from gensbi_sharding.sharding import (ExperimentalRuleWarning, Plan, ShardingFallbackWarning, axes, logical_axes_of,

@@ -1,138 +1,61 @@
 """Checkpoints that move between meshes: save under one (mesh, rule), restore under another.
 
-Orbax items per step: arrays (train state, RNG key), meta (step, key types), config (JSON).
+The public entry, imported on its own (Orbax): restoring is here, saving in ``checkpoint_save``
+(``CheckpointWriter``), the on-disk layout and complete steps in ``checkpoint_steps``. Orbax items per step:
+arrays (train state, RNG key), meta (step, key types), config (JSON).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
-import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import jax
-import jax.numpy as jnp
-import numpy as np
 import orbax.checkpoint as ocp
 from flax import nnx
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from gensbi_sharding.checkpoint_steps import CHECKPOINT_SUBDIR, ITEMS, as_path, committed_steps, find_checkpoint
+from gensbi_sharding.checkpoint_save import CheckpointWriter
+from gensbi_sharding.checkpoint_steps import (CHECKPOINT_SUBDIR, committed_steps, find_checkpoint, flat_by_path,
+                                              is_prng_key, is_variable, item_handlers, nest_by_path, path_key)
 from gensbi_sharding.rules import Rule, RuleTable
-from gensbi_sharding.sharding import abstract_state, check_node, is_int, is_node, plan_shardings
+from gensbi_sharding.sharding import abstract_state, check_node, is_node, plan_shardings
 
 __all__ = ["CHECKPOINT_SUBDIR", "CheckpointWriter", "Restored", "abstract_state_for",
            "committed_steps", "find_checkpoint", "restore", "saved_config"]
 
-_FORMAT = 1
 _MAX_LISTED = 6  # mismatching variables quoted in full in an error
 
 
-def _handlers() -> dict[str, Any]:
-    """One Orbax handler per item (``ITEMS``: arrays, meta, config)."""
-    return dict(zip(ITEMS, (ocp.StandardCheckpointHandler(), ocp.JsonCheckpointHandler(), ocp.JsonCheckpointHandler())))
-
-
-class CheckpointWriter:
-    """Save the train state every ``every`` steps (0: only on ``save``) and at the end, keeping the last ``keep``.
-
-    ``config`` (the resolved config, JSON-serialisable) is stored with every checkpoint. With ``async_save``
-    ``save`` returns once arrays are off the devices (the state may be donated); ``close`` waits for files.
-    """
-
-    def __init__(self, directory: str | os.PathLike, *, every: int = 0, keep: int = 2,
-                 config: Mapping[str, Any] | None = None, async_save: bool = True):
-        if not is_int(every) or every < 0:
-            raise ValueError(f"every must be an integer >= 0, got {every!r}; pass 0 to save only at the end")
-        if not is_int(keep) or keep < 1:
-            raise ValueError(f"keep must be an integer >= 1, got {keep!r}; pass e.g. keep=2")
-        if not isinstance(async_save, bool):
-            raise TypeError(f"async_save={async_save!r:.60} must be True or False")
-        if config is not None and not isinstance(config, Mapping):
-            raise TypeError(f"config={config!r:.60} must be a mapping (the resolved config), e.g. "
-                            "OmegaConf.to_container(cfg, resolve=True), or None")
-        self.directory = as_path(directory, "directory").absolute()
-        self.config = dict(config or {})
-        try:
-            json.dumps(self.config)
-        except TypeError as err:
-            raise ValueError(f"config must be JSON-serialisable ({err}); pass plain containers, "
-                             "e.g. OmegaConf.to_container(cfg, resolve=True)") from None
-        self.every, self.keep = every, keep
-        options = ocp.CheckpointManagerOptions(max_to_keep=keep, cleanup_tmp_directories=True,
-                                               enable_async_checkpointing=async_save)
-        self._manager = ocp.CheckpointManager(self.directory, options=options, item_handlers=_handlers())
-        self.last_saved: int | None = None
-
-    def due(self, step: int) -> bool:
-        """Whether ``maybe_save`` saves at ``step``."""
-        return self.every > 0 and step % self.every == 0
-
-    def maybe_save(self, step: int, state: Any, key: jax.Array) -> bool:
-        """``save`` if ``due(step)``; returns whether it saved."""
-        return self.due(step) and self.save(step, state, key)
-
-    def save(self, step: int, state: Any, key: jax.Array) -> bool:
-        """Save ``state`` (a pytree such as ``nnx.State``) and the RNG ``key`` as ``step``; False if already saved.
-
-        Raises ``FloatingPointError``, writing nothing (no finite checkpoint is displaced), if a
-        floating-point array holds NaN or inf; the message names the latest finite checkpoint.
-        """
-        if not is_int(step) or step < 0:
-            raise ValueError(f"step={step!r} must be an integer >= 0 (the training step of the state)")
-        if step == self.last_saved:
-            return False
-        if not is_node(state) and not (isinstance(state, Mapping) and state):
-            raise TypeError(f"state={state!r:.60} must be an nnx.State (nnx.state(model)) or a mapping of arrays")
-        if not (isinstance(key, jax.Array) and _is_key(key)):
-            raise TypeError(f"key={key!r:.60} must be a typed JAX PRNG key, e.g. jax.random.key(0)")
-        bad = _non_finite(state)
-        if bad:
-            latest = self.latest()
-            raise FloatingPointError(
-                f"the train state at step {step} is not finite ({len(bad)} array(s) hold NaN or inf, "
-                f"e.g. {', '.join(bad[:3])}); it was not saved and displaces no checkpoint. "
-                + (f"Last finite checkpoint: {latest}" if latest else "No earlier checkpoint was saved"))
-        flat = {f"state/{name}": leaf for name, leaf in _flat(state).items()}
-        flat["rng"] = key
-        impls = {name: str(jax.random.key_impl(leaf)) for name, leaf in flat.items() if _is_key(leaf)}
-        flat.update({name: jax.random.key_data(flat[name]) for name in impls})
-        meta = {"format": _FORMAT, "step": int(step), "key_impls": impls}
-        self._manager.save(int(step), force=True, args=ocp.args.Composite(
-            arrays=ocp.args.StandardSave(_unflat(flat)), meta=ocp.args.JsonSave(meta),
-            config=ocp.args.JsonSave(self.config)))
-        self.last_saved = step
-        return True
-
-    def steps(self) -> list[int]:
-        """Steps whose checkpoints are complete on disk (waits for pending writes)."""
-        self._manager.wait_until_finished()
-        return committed_steps(self.directory)
-
-    def latest(self) -> Path | None:
-        """The newest complete step folder (waits for pending writes); None if there is none."""
-        steps = self.steps()
-        return self.directory / str(steps[-1]) if steps else None
-
-    def close(self) -> None:
-        """Wait for pending writes and release the manager."""
-        self._manager.wait_until_finished()
-        self._manager.close()
-
-    def __enter__(self) -> CheckpointWriter:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-
 def abstract_state_for(node: Any, mesh: Mesh | None, rule: str | RuleTable | Rule = "replicated") -> nnx.State:
-    """The restore target: ``nnx.state(node)`` (or a factory's) as ``jax.ShapeDtypeStruct`` at the planned shardings.
+    """Build the restore target: ``nnx.state(node)`` as ``jax.ShapeDtypeStruct`` leaves at their planned shardings.
 
-    ``mesh=None``: this process's first device. Only shapes and dtypes of ``node`` are read.
+    Only shapes and dtypes of ``node`` are read; a factory is traced with ``nnx.eval_shape`` (nothing allocated).
+
+    Parameters
+    ----------
+    node : nnx.Module or nnx.Optimizer or nnx.State, a tuple, list or dict of them, or a zero-argument factory
+        The model (and optimizer) as built for this run: the state to restore into.
+    mesh : jax.sharding.Mesh or None
+        Mesh of this run; None: every array on this process's first device (``rule`` is then not read).
+    rule : str or RuleTable or Rule, default "replicated"
+        The sharding rule to restore under (``plan_shardings``), whatever the checkpoint was saved under.
+
+    Returns
+    -------
+    nnx.State
+        The state of ``node`` with each array a ``jax.ShapeDtypeStruct`` carrying its target sharding.
+
+    Raises
+    ------
+    TypeError
+        If ``node`` is neither an NNX graph node (or collection of them) nor callable, or ``mesh`` is neither a
+        Mesh nor None.
+    ValueError
+        If ``rule`` is not a known name, a valid rule table or a ``Rule`` (``resolve_rule``).
     """
     check_node(node, "abstract_state_for", factory=True)
     abstract = node if is_node(node) else nnx.eval_shape(node)
@@ -144,96 +67,112 @@ def abstract_state_for(node: Any, mesh: Mesh | None, rule: str | RuleTable | Rul
 
 @dataclasses.dataclass
 class Restored:
-    """A restored checkpoint; ``state`` has the structure and shardings of the target."""
+    """A restored checkpoint.
+
+    Attributes
+    ----------
+    state : nnx.State or mapping
+        The train state, with the structure and shardings of the restore target.
+    key : jax.Array or None
+        The RNG key saved with it (typed, at ``key_sharding``); None if the checkpoint holds none.
+    step : int
+        The training step it was saved at.
+    config : dict
+        The config saved with it.
+    path : pathlib.Path
+        The step folder read.
+    """
 
     state: Any
     key: jax.Array
     step: int
     config: dict
-    path: Path  # the step folder read
+    path: Path
 
 
 def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.PathLike | None = None,
             key_sharding: jax.sharding.Sharding | None = None) -> Restored:
-    """Restore the checkpoint ``path`` designates (``find_checkpoint``) onto ``abstract_state``'s shardings.
+    """Restore the checkpoint ``path`` designates onto the shardings of ``abstract_state``.
 
-    The RNG key goes to ``key_sharding`` (default: replicated). Raises, before any array is read,
-    ``FileNotFoundError`` if ``path`` holds no complete checkpoint, ``ValueError`` if a target leaf has no
-    sharding or variables are missing, extra, or differ in shape or dtype (named, with both shapes).
+    Orbax reads each array straight into its target sharding, so a checkpoint saved under one mesh and rule
+    restores under any other. Every check below runs before any array is read.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A run dir, checkpoints dir (latest complete step) or step dir (``find_checkpoint``).
+    abstract_state : nnx.State or non-empty mapping
+        The restore target: ``abstract_state_for(model, mesh, rule)``; every leaf needs a sharding.
+    base_dir : str or os.PathLike or None, default None
+        What a relative ``path`` is resolved against; None: the current working directory.
+    key_sharding : jax.sharding.Sharding or None, default None
+        Where the RNG key goes; None: replicated on the target's mesh (or this process's first device).
+
+    Returns
+    -------
+    Restored
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` holds no complete checkpoint.
+    TypeError
+        If ``path`` or ``base_dir`` is neither a str nor ``os.PathLike``, or ``abstract_state`` is neither an
+        NNX graph node, ``nnx.State`` (or a collection of them) nor a non-empty mapping.
+    ValueError
+        If a target leaf is not a ``jax.ShapeDtypeStruct`` or ``jax.Array`` with a sharding, or variables are missing, extra, or differ in shape or dtype (named,
+        with both shapes, pointing to the hyperparameters saved in the step's ``config``).
     """
     step_dir = find_checkpoint(path, base_dir)
     if not is_node(abstract_state) and not (isinstance(abstract_state, Mapping) and abstract_state):
         raise TypeError(f"abstract_state={abstract_state!r:.60} must be the restore target: build it with "
                         "checkpoint.abstract_state_for(model, mesh, rule)")
-    with ocp.Checkpointer(ocp.CompositeCheckpointHandler(**_handlers())) as checkpointer:
-        saved = _flat(checkpointer.metadata(step_dir).item_metadata["arrays"].tree)
-        target = {f"state/{name}": leaf for name, leaf in _flat(abstract_state).items()}
+    with ocp.Checkpointer(ocp.CompositeCheckpointHandler(**item_handlers())) as checkpointer:
+        saved = flat_by_path(checkpointer.metadata(step_dir).item_metadata["arrays"].tree)
+        target = {f"state/{name}": leaf for name, leaf in flat_by_path(abstract_state).items()}
         if "rng" in saved:
             target["rng"] = jax.ShapeDtypeStruct(saved["rng"].shape, saved["rng"].dtype,
                                                  sharding=key_sharding or _replicated_like(target))
         target = {name: _storage_target(name, leaf) for name, leaf in target.items()}
         _check_against(saved, target, step_dir)
         loaded = checkpointer.restore(step_dir, args=ocp.args.Composite(
-            arrays=ocp.args.StandardRestore(_unflat(target)), meta=ocp.args.JsonRestore(),
+            arrays=ocp.args.StandardRestore(nest_by_path(target)), meta=ocp.args.JsonRestore(),
             config=ocp.args.JsonRestore()))
-    values, meta = _flat(loaded["arrays"]), loaded["meta"]
+    values, meta = flat_by_path(loaded["arrays"]), loaded["meta"]
     for name, impl in meta.get("key_impls", {}).items():
         values[name] = jax.random.wrap_key_data(values[name], impl=impl)
-    pairs, treedef = jax.tree_util.tree_flatten_with_path(abstract_state, is_leaf=_is_var)
-    leaves = [values[f"state/{_key(keypath)}"] for keypath, _ in pairs]
-    leaves = [old.replace(new) if _is_var(old) else new for (_, old), new in zip(pairs, leaves)]
+    pairs, treedef = jax.tree_util.tree_flatten_with_path(abstract_state, is_leaf=is_variable)
+    leaves = [values[f"state/{path_key(keypath)}"] for keypath, _ in pairs]
+    leaves = [old.replace(new) if is_variable(old) else new for (_, old), new in zip(pairs, leaves)]
     return Restored(state=jax.tree.unflatten(treedef, leaves), key=values.get("rng"),
                     step=int(meta["step"]), config=loaded["config"], path=step_dir)
 
 
 def saved_config(path: str | os.PathLike, base_dir: str | os.PathLike | None = None) -> dict:
-    """The config blob saved with the checkpoint ``path`` designates (no array is read; else as ``restore``)."""
+    """Read the config saved with the checkpoint ``path`` designates; no array is read.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A run dir, checkpoints dir (latest complete step) or step dir (``find_checkpoint``).
+    base_dir : str or os.PathLike or None, default None
+        What a relative ``path`` is resolved against; None: the current working directory.
+
+    Returns
+    -------
+    dict
+        The ``config`` given to ``CheckpointWriter`` (``{}`` if none was).
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` holds no complete checkpoint.
+    TypeError
+        If ``path`` or ``base_dir`` is neither a str nor ``os.PathLike``.
+    """
     step_dir = find_checkpoint(path, base_dir)
-    with ocp.Checkpointer(ocp.CompositeCheckpointHandler(**_handlers())) as checkpointer:
+    with ocp.Checkpointer(ocp.CompositeCheckpointHandler(**item_handlers())) as checkpointer:
         return checkpointer.restore(step_dir, args=ocp.args.Composite(config=ocp.args.JsonRestore()))["config"]
-
-
-def _is_var(x: Any) -> bool:
-    return isinstance(x, nnx.Variable)
-
-
-def _key(path: tuple) -> str:
-    return jax.tree_util.keystr(path, simple=True, separator="/")
-
-
-@jax.jit
-def _finite_flags(leaves: list[jax.Array]) -> jax.Array:
-    return jnp.stack([jnp.all(jnp.isfinite(leaf)) for leaf in leaves])
-
-
-def _non_finite(state: Any) -> list[str]:
-    """Names ("a/b/c") of the floating-point arrays of ``state`` holding NaN or inf."""
-    flat = {name: leaf for name, leaf in _flat(state).items()
-            if isinstance(leaf, jax.Array) and jnp.issubdtype(leaf.dtype, jnp.inexact)}
-    if not flat:
-        return []
-    flags = np.asarray(_finite_flags(list(flat.values())))
-    return [name for name, ok in zip(flat, flags) if not ok]
-
-
-def _is_key(x: Any) -> bool:
-    dtype = getattr(x, "dtype", None)
-    return dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
-
-
-def _flat(tree: Any) -> dict[str, Any]:
-    """``{"a/b/c": leaf}`` of a pytree; an ``nnx.Variable`` is a leaf, its value taken."""
-    pairs = jax.tree_util.tree_leaves_with_path(tree, is_leaf=_is_var)
-    return {_key(path): leaf.get_value() if _is_var(leaf) else leaf for path, leaf in pairs}
-
-
-def _unflat(flat: Mapping[str, Any]) -> dict:
-    """Nested dicts with string keys (what Orbax stores) from ``{"a/b/c": leaf}``."""
-    out: dict = {}
-    for name, leaf in flat.items():
-        *parents, last = name.split("/")
-        functools.reduce(lambda node, part: node.setdefault(part, {}), parents, out)[last] = leaf
-    return out
 
 
 def _storage_target(name: str, leaf: Any) -> jax.ShapeDtypeStruct:
@@ -241,11 +180,12 @@ def _storage_target(name: str, leaf: Any) -> jax.ShapeDtypeStruct:
     if not isinstance(leaf, (jax.ShapeDtypeStruct, jax.Array)) or leaf.sharding is None:
         raise ValueError(f"restore target {name} is {type(leaf).__name__} without a sharding; build "
                          "the target with abstract_state_for(node, mesh, table)")
-    shape = jax.eval_shape(jax.random.key_data, leaf) if _is_key(leaf) else leaf
+    shape = jax.eval_shape(jax.random.key_data, leaf) if is_prng_key(leaf) else leaf
     return jax.ShapeDtypeStruct(shape.shape, shape.dtype, sharding=leaf.sharding)
 
 
 def _replicated_like(target: Mapping[str, Any]) -> jax.sharding.Sharding:
+    """Replicated on the mesh of the first target leaf with a ``NamedSharding``; else this process's first device."""
     for leaf in target.values():
         if isinstance(getattr(leaf, "sharding", None), NamedSharding):
             return NamedSharding(leaf.sharding.mesh, P())
@@ -253,6 +193,7 @@ def _replicated_like(target: Mapping[str, Any]) -> jax.sharding.Sharding:
 
 
 def _check_against(saved: Mapping[str, Any], target: Mapping[str, Any], step_dir: Path) -> None:
+    """``ValueError`` listing the variables missing, extra, or of another shape or dtype than saved."""
     problems = [f"{n}: missing from the checkpoint" for n in target if n not in saved]
     problems += [f"{n}: in the checkpoint, not in the model" for n in saved if n not in target]
     for name in (n for n in target if n in saved):

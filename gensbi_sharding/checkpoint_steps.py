@@ -1,40 +1,101 @@
-"""Which checkpoint step folders are complete, as Orbax records it; which one a path designates.
+"""A checkpoint on disk: its Orbax items and names, which step folders are complete, which one a path designates.
 
-Complete: listed by ``CheckpointManager.all_steps()``, with a commit in its metadata (none if cut short).
+Complete: listed by ``CheckpointManager.all_steps()``, every item of ``ITEMS`` and a commit in its metadata (none if
+cut short).
+Saving (``checkpoint_save``) and restoring (``checkpoint``) share the layout defined here.
 """
 
 from __future__ import annotations
 
+import functools
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import jax
 import orbax.checkpoint as ocp
+from flax import nnx
 
-__all__ = ["CHECKPOINT_SUBDIR", "ITEMS", "as_path", "committed_steps", "find_checkpoint"]
+__all__ = ["CHECKPOINT_SUBDIR", "ITEMS", "as_path", "committed_steps", "find_checkpoint", "item_handlers",
+           "is_variable", "path_key", "flat_by_path", "nest_by_path", "is_prng_key"]
 
 #: Folder of a run directory that holds its checkpoints.
 CHECKPOINT_SUBDIR = "checkpoints"
-#: The Orbax items every checkpoint holds.
+#: The Orbax items every checkpoint holds: the arrays (train state, RNG key data), meta (JSON), config (JSON).
 ITEMS = ("arrays", "meta", "config")
 
 
 def as_path(value: Any, name: str, example: str = "checkpoints") -> Path:
-    """``Path(value)``; a ``TypeError`` naming ``name`` and the fix unless ``value`` is a str or ``os.PathLike``."""
+    """Convert a str or ``os.PathLike`` argument to a ``Path``.
+
+    Parameters
+    ----------
+    value : str or os.PathLike
+    name : str
+        The argument's name, quoted in the error.
+    example : str, default "checkpoints"
+        A value quoted in the error as the fix.
+
+    Returns
+    -------
+    pathlib.Path
+        ``Path(value)``, not resolved.
+
+    Raises
+    ------
+    TypeError
+        If ``value`` is neither a str nor ``os.PathLike``; the message names ``name`` and the fix.
+    """
     if not isinstance(value, (str, os.PathLike)):
         raise TypeError(f"{name}={value!r:.60}: pass a str or os.PathLike, e.g. {name}={example!r}")
     return Path(value)
 
 
 def committed_steps(directory: str | os.PathLike) -> list[int]:
-    """Sorted steps under ``directory`` whose checkpoints are complete (see the module docstring)."""
+    """List the steps under ``directory`` whose checkpoints are complete (see the module docstring).
+
+    Parameters
+    ----------
+    directory : str or os.PathLike
+        A checkpoints folder (``<run>/checkpoints``), holding Orbax step folders ``<step>/``.
+
+    Returns
+    -------
+    list of int
+        Ascending; empty if ``directory`` is not a folder or holds no complete step.
+
+    Raises
+    ------
+    TypeError
+        If ``directory`` is neither a str nor ``os.PathLike``.
+    """
     return sorted(step for step, complete in _step_folders(directory).items() if complete)
 
 
 def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None = None) -> Path:
-    """The step folder ``path`` designates: a run dir or checkpoints dir (its latest complete step), or a step dir.
+    """Find the step folder ``path`` designates.
 
-    A relative ``path`` is resolved against ``base_dir`` (default: the cwd); ``FileNotFoundError`` if none is complete.
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A run dir (its ``checkpoints/``' latest complete step), a checkpoints dir (its latest complete step), or
+        one step dir; ``~`` is expanded.
+    base_dir : str or os.PathLike or None, default None
+        What a relative ``path`` is resolved against; None: the current working directory.
+
+    Returns
+    -------
+    pathlib.Path
+        The absolute step folder, ``.../<step>``.
+
+    Raises
+    ------
+    TypeError
+        If ``path`` or ``base_dir`` is neither a str nor ``os.PathLike``.
+    FileNotFoundError
+        If ``path`` does not exist, is a step dir whose save was cut short (no Orbax commit), or holds no
+        complete checkpoint.
     """
     given = as_path(path, "path", "outputs/run").expanduser()
     base = as_path(os.getcwd() if base_dir is None else base_dir, "base_dir", ".")
@@ -56,6 +117,96 @@ def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None 
         raise FileNotFoundError(f"no checkpoint in {resolved}: looked for complete Orbax step folders <step>/ in "
                                 f"{folder}; pass a run dir, its {CHECKPOINT_SUBDIR}/ dir or one step dir")
     return folder / str(steps[-1])
+
+
+def item_handlers() -> dict[str, Any]:
+    """Build one Orbax handler per item of ``ITEMS``.
+
+    Returns
+    -------
+    dict of str to orbax.checkpoint.CheckpointHandler
+        ``arrays``: ``StandardCheckpointHandler``; ``meta``, ``config``: ``JsonCheckpointHandler``.
+    """
+    return dict(zip(ITEMS, (ocp.StandardCheckpointHandler(), ocp.JsonCheckpointHandler(), ocp.JsonCheckpointHandler())))
+
+
+def is_variable(x: Any) -> bool:
+    """Whether ``x`` is an ``nnx.Variable`` (a leaf when flattening a state by path).
+
+    Parameters
+    ----------
+    x : Any
+
+    Returns
+    -------
+    bool
+    """
+    return isinstance(x, nnx.Variable)
+
+
+def path_key(path: tuple) -> str:
+    """Name a pytree key path as ``"a/b/c"``, the name a leaf is saved under.
+
+    Parameters
+    ----------
+    path : tuple of jax.tree_util key entries
+
+    Returns
+    -------
+    str
+    """
+    return jax.tree_util.keystr(path, simple=True, separator="/")
+
+
+def flat_by_path(tree: Any) -> dict[str, Any]:
+    """Flatten a pytree to ``{"a/b/c": leaf}``; an ``nnx.Variable`` is a leaf, its value taken.
+
+    Parameters
+    ----------
+    tree : pytree (``nnx.State``, nested dicts, Orbax metadata trees)
+
+    Returns
+    -------
+    dict of str to Any
+        In ``jax.tree_util`` leaf order.
+    """
+    pairs = jax.tree_util.tree_leaves_with_path(tree, is_leaf=is_variable)
+    return {path_key(path): leaf.get_value() if is_variable(leaf) else leaf for path, leaf in pairs}
+
+
+def nest_by_path(flat: Mapping[str, Any]) -> dict:
+    """Nest ``{"a/b/c": leaf}`` into dicts with string keys (what Orbax stores): the inverse of ``flat_by_path``.
+
+    Parameters
+    ----------
+    flat : mapping of str to Any
+
+    Returns
+    -------
+    dict
+        ``{"a": {"b": {"c": leaf}}}``.
+    """
+    out: dict = {}
+    for name, leaf in flat.items():
+        *parents, last = name.split("/")
+        functools.reduce(lambda node, part: node.setdefault(part, {}), parents, out)[last] = leaf
+    return out
+
+
+def is_prng_key(x: Any) -> bool:
+    """Whether ``x`` (an array or ``jax.ShapeDtypeStruct``) has a typed PRNG key dtype (``jax.random.key``).
+
+    Parameters
+    ----------
+    x : Any
+
+    Returns
+    -------
+    bool
+        False for raw ``uint32`` keys (``jax.random.PRNGKey``) and anything without a dtype.
+    """
+    dtype = getattr(x, "dtype", None)
+    return dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
 
 
 def _step_folders(directory: str | os.PathLike) -> dict[int, bool]:

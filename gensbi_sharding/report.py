@@ -1,13 +1,11 @@
-"""What a placement costs: bytes per device of a state, and memory and collectives of a compiled step.
+"""What a placement costs: bytes per device of a state (abstract too: nothing allocated), where each variable lives.
 
-Both work on abstract state (``abstract_sharded``): nothing is allocated.
-"""
+A compiled step's memory and collectives: ``gensbi_sharding.compiled``."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
-import re
 from collections import Counter
 from typing import Any
 
@@ -21,12 +19,22 @@ from gensbi_sharding.batch import batch_size_divisor
 from gensbi_sharding.sharding import check_mesh, check_node, is_array, is_int, path_name
 
 __all__ = ["bytes_per_device", "partition_specs", "MeshSummary", "VariablePlacement", "PlacementReport",
-           "describe", "summarize_mesh", "mesh_init_simulate", "COLLECTIVES", "compiled_report",
-           "collectives_in_hlo", "hlo_shape_bytes"]
+           "describe", "summarize_mesh", "mesh_init_simulate"]
 
 
 def bytes_per_device(tree: Any) -> dict[int, int]:
-    """``{device id: bytes}`` held by the ``jax.Array`` leaves of a pytree or NNX node (NumPy: nowhere)."""
+    """Sum the bytes each device holds of the ``jax.Array`` leaves of a pytree or NNX node.
+
+    Parameters
+    ----------
+    tree : pytree or any NNX graph node (nnx.Module, nnx.Optimizer, ...)
+        Leaves other than ``jax.Array`` (NumPy: on the host) count nowhere.
+
+    Returns
+    -------
+    dict of int to int
+        ``{device id: bytes}``, sorted, over this process's devices holding a shard (replicated: whole on each).
+    """
     totals: Counter[int] = Counter()
     for leaf in jax.tree.leaves(nnx.state(tree) if nnx.graph.is_graph_node(tree) else tree):
         if isinstance(leaf, jax.Array):
@@ -35,14 +43,35 @@ def bytes_per_device(tree: Any) -> dict[int, int]:
 
 
 def partition_specs(node: Any) -> dict[str, str]:
-    """``{"a/b/c": "PartitionSpec(...)"}`` for every array state leaf of an NNX node ("host" for NumPy)."""
+    """List the ``PartitionSpec`` of every array state leaf of an NNX node, as text.
+
+    Parameters
+    ----------
+    node : nnx.Module or nnx.Optimizer or any NNX graph node
+
+    Returns
+    -------
+    dict of str to str
+        ``{"a/b/c": "PartitionSpec('data', None)"}`` for each ``jax.Array`` or NumPy leaf; ``"host"`` for NumPy
+        and for an array whose sharding has no spec (a ``SingleDeviceSharding``: one device, not the host).
+    """
     return {path_name(path): str(getattr(getattr(var.get_value(), "sharding", None), "spec", "host"))
             for path, var in nnx.to_flat_state(nnx.state(node)) if is_array(var.get_value())}
 
 
 @dataclasses.dataclass(frozen=True)
 class MeshSummary:
-    """Axis names and sizes, devices in all and on this process, data-parallel size."""
+    """A mesh in numbers (``summarize_mesh``); ``str()`` is one line.
+
+    Attributes
+    ----------
+    axis_names : tuple of str
+        In mesh order; ``axis_sizes`` (dict of str to int): devices along each.
+    n_devices, devices_per_process, n_processes : int
+        Mesh devices in all and on this process (``jax.process_index()``); processes holding one.
+    data_parallel_size : int
+        Product of the batch axes' sizes (``batch_size_divisor``): a global batch size must divide by it.
+    """
 
     axis_names: tuple[str, ...]
     axis_sizes: dict[str, int]
@@ -59,22 +88,47 @@ class MeshSummary:
 
 @dataclasses.dataclass(frozen=True)
 class VariablePlacement:
-    """One array variable: its shape, dtype, placement and bytes (all and on its fullest device)."""
+    """One array variable: its shape, dtype, placement and bytes (all, and on its fullest device).
+
+    Attributes
+    ----------
+    path, shape, dtype : str, tuple of int, str
+        State path ``"a/b/c"``; the array's shape and dtype name (``"float32"``).
+    placement : str
+        ``"P('data', None)"`` (a ``NamedSharding``), ``"single device"``, another sharding's class name, ``"host"``
+        (NumPy) or ``"unplaced"`` (a ``jax.ShapeDtypeStruct`` without sharding).
+    nbytes, max_device_bytes : int
+        Bytes of the whole array; of its share on this process's fullest device (0 on the host or unplaced).
+    replicated : bool
+        Held whole by every device it lives on (one device counts); False on the host or unplaced.
+    """
 
     path: str
     shape: tuple[int, ...]
     dtype: str
-    placement: str  # "P('data', None)", or "single device" / "host" / "unplaced"
+    placement: str
     nbytes: int
     max_device_bytes: int
-    replicated: bool  # held whole by every device it lives on
+    replicated: bool
 
 
 @dataclasses.dataclass(frozen=True)
 class PlacementReport:
-    """What ``describe`` found (a ``Linear(4, 3)``: 2 leaves, 15 scalars); ``str(report)`` is a table.
+    """What ``describe`` found (a ``Linear(4, 3)``: 2 leaves, 15 scalars); ``str(report)`` is ``table()``.
 
-    ``largest_replicated``: the biggest variables whole on every device while another is split (a missing annotation?).
+    Attributes
+    ----------
+    n_leaves, n_scalars, total_bytes : int
+        Array variables (``jax.Array``, NumPy or ``jax.ShapeDtypeStruct``); their elements; their bytes, whole.
+    bytes_per_device : dict of int to int
+        ``{device id: bytes}`` held, sorted by id; with a mesh, each of its devices is listed (0 if holding nothing).
+    variables : tuple of VariablePlacement
+        One per array variable, in state order (``placements``: path -> placement).
+    largest_replicated : tuple of (str, int)
+        ``(path, bytes)`` of the largest non-scalar variables whole on every device while another is split, at
+        most ``top``, largest first; empty if nothing is split (after MaxText's ``assert_params_sufficiently_sharded``).
+    mesh : MeshSummary or None
+        None when described without a mesh.
     """
 
     n_leaves: int
@@ -87,13 +141,22 @@ class PlacementReport:
 
     @property
     def max_bytes_per_device(self) -> int:
+        """int: Bytes on the fullest device (0 when no device holds anything)."""
         return max(self.bytes_per_device.values(), default=0)
 
     @property
     def placements(self) -> dict[str, str]:
+        """dict of str to str: ``{path: placement}`` of every variable."""
         return {v.path: v.placement for v in self.variables}
 
     def table(self) -> str:
+        """Render the report as lines: mesh, totals, one row per variable, largest replicated.
+
+        Returns
+        -------
+        str
+            Bytes in B/KB/MB/GB (powers of 1000).
+        """
         width = max([len(v.path) for v in self.variables] + [8])
         lines = [str(self.mesh) if self.mesh else "no mesh",
                  f"state: {self.n_leaves} leaves, {self.n_scalars:,} scalars, {_fmt(self.total_bytes)}; per device "
@@ -110,7 +173,16 @@ class PlacementReport:
 
 
 def summarize_mesh(mesh: Mesh) -> MeshSummary:
-    """The ``MeshSummary`` of ``mesh``."""
+    """Summarize a mesh: axes, devices in all and per process, data-parallel size.
+
+    Parameters
+    ----------
+    mesh : jax.sharding.Mesh
+
+    Returns
+    -------
+    MeshSummary
+    """
     processes = [d.process_index for d in mesh.devices.flat]
     return MeshSummary(axis_names=tuple(mesh.axis_names), axis_sizes=dict(mesh.shape), n_devices=len(processes),
                        devices_per_process=processes.count(jax.process_index()),
@@ -120,8 +192,25 @@ def summarize_mesh(mesh: Mesh) -> MeshSummary:
 def describe(node: Any, mesh: Mesh | None, *, top: int = 5) -> PlacementReport:
     """Count, size and locate every array variable of an NNX graph node (or tuple of nodes).
 
-    Values: ``jax.Array``, NumPy (host) or ``jax.ShapeDtypeStruct`` (bytes from its sharding, if any). Raises
-    ``ValueError`` if ``top`` is not a non-negative integer, ``TypeError`` for a non-node.
+    Parameters
+    ----------
+    node : nnx.Module or nnx.Optimizer or nnx.State, or a tuple, list or dict of them
+        Values: ``jax.Array``, NumPy (host) or ``jax.ShapeDtypeStruct`` (bytes from its sharding, if any).
+    mesh : jax.sharding.Mesh or None
+        Lists every mesh device in ``bytes_per_device`` and fills ``mesh``; None: only devices holding bytes.
+    top : int, default 5
+        At most this many ``largest_replicated``.
+
+    Returns
+    -------
+    PlacementReport
+
+    Raises
+    ------
+    ValueError
+        If ``top`` is not a non-negative integer.
+    TypeError
+        If ``node`` is not an NNX graph node (or a collection of them), or ``mesh`` is neither a Mesh nor None.
     """
     if not is_int(top) or top < 0:
         raise ValueError(f"top must be a non-negative integer, got {top!r}; pass e.g. top=5")
@@ -152,10 +241,24 @@ def describe(node: Any, mesh: Mesh | None, *, top: int = 5) -> PlacementReport:
 
 
 def mesh_init_simulate(seed: Any, x: Any, features: Any, mesh_axes: Any) -> jax.Array:
-    """``[features, mesh_axes, n_state_leaves]`` (shape (3,), float32) of ``nnx.Linear(x.shape[-1], features)``.
+    """Build ``nnx.Linear(x.shape[-1], features)`` and report what it holds: the smallest ``describe``.
 
-    ``x``: shape (..., d_in); the rest cast with ``int``. x of shape (5, 4), 3, 4 -> ``[3., 4., 2.]``. Raises
-    ``ValueError`` if an argument cannot be cast, ``x`` is 0-d, or ``features`` < 1.
+    Parameters
+    ----------
+    seed, features, mesh_axes : int or anything ``int()`` accepts
+        Seed of the layer's ``nnx.Rngs``; its output size (>= 1); a number echoed back (builds nothing).
+    x : array_like, shape ``(..., d_in)``
+        Only its shape is read: the last size is the layer's input size.
+
+    Returns
+    -------
+    jax.Array, shape ``(3,)``, float32
+        ``[features, mesh_axes, n_state_leaves]``: x of shape (5, 4), 3, 4 -> ``[3., 4., 2.]`` (kernel, bias).
+
+    Raises
+    ------
+    ValueError
+        If ``seed``, ``features`` or ``mesh_axes`` cannot be cast with ``int``, ``x`` is 0-d, or ``features`` < 1.
     """
     ints = {}
     for name, value in (("seed", seed), ("features", features), ("mesh_axes", mesh_axes)):
@@ -195,59 +298,3 @@ def _fmt(n: int) -> str:
         if n >= scale:
             return f"{n / scale:.1f} {unit}"
     return f"{n} B"
-
-
-COLLECTIVES: tuple[str, ...] = ("all-gather", "all-reduce", "reduce-scatter", "all-to-all", "collective-permute")
-
-# "%name = <result shape> <op>(" for each collective, synchronous or the "-done" half of an
-# async pair ("-start" is skipped: its result tuple also holds the operands).
-_OP = re.compile(r"=\s*(?P<shape>\S.*?)\s+(?P<op>" + "|".join(COLLECTIVES) + r")(?P<half>-start|-done)?\(")
-_ARRAY = re.compile(r"\b(?P<dtype>pred|token|[a-z]+\d+[a-z0-9]*)\[(?P<dims>[\d,]*)\]")
-_BITS = re.compile(r"^(?:bf|f|s|u|c)(\d+)")
-
-
-def hlo_shape_bytes(shape: str) -> int:
-    """Bytes of an HLO result shape (``f32[8,16]{1,0}`` or a tuple); ``ValueError`` for an unknown type."""
-    total = 0
-    for match in _ARRAY.finditer(shape):
-        dtype, count = match["dtype"], math.prod(int(d) for d in match["dims"].split(",") if d)
-        if dtype == "token":
-            continue
-        found = _BITS.match(dtype)  # f8e4m3fn and the like too: 8 bits
-        if dtype != "pred" and found is None:
-            raise ValueError(f"unknown HLO element type {dtype!r} in shape {shape!r}")
-        total += -(-count * (8 if dtype == "pred" else int(found[1])) // 8)  # sub-byte types round up
-    return total
-
-
-def collectives_in_hlo(text: str) -> dict[str, dict[str, int]]:
-    """``{op: {"count": n, "bytes": b}}`` of each collective in an HLO module's text (loop bodies once)."""
-    out = {op: {"count": 0, "bytes": 0} for op in COLLECTIVES}
-    for match in filter(None, map(_OP.search, text.splitlines())):
-        if match["half"] != "-start":
-            out[match["op"]]["count"] += 1
-            out[match["op"]]["bytes"] += hlo_shape_bytes(match["shape"])
-    return out
-
-
-def compiled_report(compiled: Any) -> dict[str, Any]:
-    """Per-device ``memory`` (``memory_analysis()``'s bytes; None if the backend has none) and collectives.
-
-    ``total_bytes`` = argument + output + temp - alias. Raises ``ValueError`` if ``compiled`` has no ``as_text``.
-    """
-    if not callable(getattr(compiled, "as_text", None)):
-        raise ValueError(f"expected a compiled program, got {type(compiled).__name__}; "
-                         "pass jax.jit(f).lower(*args).compile()")
-    collectives = collectives_in_hlo(compiled.as_text())
-    try:
-        stats = compiled.memory_analysis()
-    except NotImplementedError:
-        stats = None
-    memory = None
-    if stats is not None:
-        memory = {f"{name}_bytes": int(getattr(stats, f"{name}_size_in_bytes"))
-                  for name in ("argument", "output", "temp", "alias", "generated_code")}
-        memory["total_bytes"] = (memory["argument_bytes"] + memory["output_bytes"] + memory["temp_bytes"]
-                                 - memory["alias_bytes"])
-    return {"memory": memory, "collectives": collectives,
-            "collective_bytes": sum(c["bytes"] for c in collectives.values())}

@@ -10,7 +10,7 @@ import pytest
 from flax import nnx
 
 from gensbi_sharding import abstract_sharded, compiled_report
-from gensbi_sharding.report import collectives_in_hlo, hlo_shape_bytes
+from gensbi_sharding.compiled import collectives_in_hlo, hlo_shape_bytes
 from gensbi_sharding.harness.models.mlp import make_mlp
 from gensbi_sharding.harness.train import make_step_functions
 from gensbi_sharding import init_optimizer_sharded, init_sharded

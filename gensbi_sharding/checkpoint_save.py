@@ -1,0 +1,226 @@
+"""Save the train state as an Orbax checkpoint: every N steps, the last K kept, never a non-finite one.
+
+Items per step (``ITEMS``): arrays (train state by "a/b/c" name, RNG key data), meta (format, step, key types), config.
+Imported through ``gensbi_sharding.checkpoint``; restoring is there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import orbax.checkpoint as ocp
+
+from gensbi_sharding.checkpoint_steps import (as_path, committed_steps, flat_by_path, is_prng_key, item_handlers,
+                                              nest_by_path)
+from gensbi_sharding.sharding import is_int, is_node
+
+__all__ = ["CheckpointWriter"]
+
+_FORMAT = 1
+
+
+class CheckpointWriter:
+    """Save the train state every ``every`` steps (0: only when ``save`` is called), keeping the last ``keep``.
+
+    The caller saves the final step itself (``save``). With ``async_save``, ``save`` returns once arrays are off
+    the devices (the state may then be donated); ``close`` waits for the files. Built on Orbax's
+    ``CheckpointManager``, which also removes the temporary folders of saves cut short.
+
+    Parameters
+    ----------
+    directory : str or os.PathLike
+        The checkpoints folder (``<run>/checkpoints``); made absolute, created by Orbax if missing.
+    every : int, default 0
+        Steps between saves by ``maybe_save``, >= 0; 0: ``maybe_save`` never saves.
+    keep : int, default 2
+        Newest checkpoints kept, >= 1 (Orbax's ``max_to_keep``).
+    config : mapping or None, default None
+        The resolved config, JSON-serialisable, stored with every checkpoint (``saved_config`` reads it).
+    async_save : bool, default True
+        Write files in the background (Orbax's async checkpointing).
+
+    Raises
+    ------
+    ValueError
+        If ``every`` < 0 or ``keep`` < 1 (or either is not an integer), or ``config`` is not JSON-serialisable.
+    TypeError
+        If ``async_save`` is not a bool, ``config`` is neither a mapping nor None, or ``directory`` is neither a str
+        nor ``os.PathLike``.
+    """
+
+    def __init__(self, directory: str | os.PathLike, *, every: int = 0, keep: int = 2,
+                 config: Mapping[str, Any] | None = None, async_save: bool = True):
+        if not is_int(every) or every < 0:
+            raise ValueError(f"every must be an integer >= 0, got {every!r}; pass 0 to save only at the end")
+        if not is_int(keep) or keep < 1:
+            raise ValueError(f"keep must be an integer >= 1, got {keep!r}; pass e.g. keep=2")
+        if not isinstance(async_save, bool):
+            raise TypeError(f"async_save={async_save!r:.60} must be True or False")
+        if config is not None and not isinstance(config, Mapping):
+            raise TypeError(f"config={config!r:.60} must be a mapping (the resolved config), e.g. "
+                            "OmegaConf.to_container(cfg, resolve=True), or None")
+        self.directory = as_path(directory, "directory").absolute()
+        self.config = dict(config or {})
+        try:
+            json.dumps(self.config)
+        except TypeError as err:
+            raise ValueError(f"config must be JSON-serialisable ({err}); pass plain containers, "
+                             "e.g. OmegaConf.to_container(cfg, resolve=True)") from None
+        self.every, self.keep = every, keep
+        options = ocp.CheckpointManagerOptions(max_to_keep=keep, cleanup_tmp_directories=True,
+                                               enable_async_checkpointing=async_save)
+        self._manager = ocp.CheckpointManager(self.directory, options=options, item_handlers=item_handlers())
+        self.last_saved: int | None = None
+
+    def due(self, step: int) -> bool:
+        """Whether ``maybe_save`` saves at ``step``.
+
+        Parameters
+        ----------
+        step : int
+            The training step.
+
+        Returns
+        -------
+        bool
+            ``every > 0`` and ``step`` is a multiple of ``every``.
+        """
+        return self.every > 0 and step % self.every == 0
+
+    def maybe_save(self, step: int, state: Any, key: jax.Array) -> bool:
+        """Call ``save`` if ``due(step)``.
+
+        Parameters
+        ----------
+        step, state, key
+            As ``save``.
+
+        Returns
+        -------
+        bool
+            Whether it saved.
+
+        Raises
+        ------
+        ValueError, TypeError, FloatingPointError
+            As ``save``, when due.
+        """
+        return self.due(step) and self.save(step, state, key)
+
+    def save(self, step: int, state: Any, key: jax.Array) -> bool:
+        """Save ``state`` and the RNG ``key`` as checkpoint ``step``, unless ``step`` was the last one saved.
+
+        Typed PRNG keys (the RNG key, and any in ``state``) are stored as their key data and their
+        implementation's name, so ``restore`` rewraps them.
+
+        Parameters
+        ----------
+        step : int
+            The training step of ``state``, >= 0; the step folder's name.
+        state : nnx.State or mapping of arrays
+            The train state (``nnx.state((model, optimizer))``), any mesh; leaves saved by their "a/b/c" name.
+        key : jax.Array
+            A typed PRNG key (``jax.random.key(0)``), any shape.
+
+        Returns
+        -------
+        bool
+            True if saved; False if ``step`` equals ``last_saved`` (nothing written).
+
+        Raises
+        ------
+        ValueError
+            If ``step`` is not an integer >= 0.
+        TypeError
+            If ``state`` is neither an NNX graph node, ``nnx.State`` (or a collection of them) nor a non-empty
+            mapping, or ``key`` is not a typed PRNG key.
+        FloatingPointError
+            If a floating-point array of ``state`` holds NaN or inf: nothing is written, so no finite checkpoint
+            is displaced; the message names the latest finite checkpoint (waiting for pending writes).
+        """
+        if not is_int(step) or step < 0:
+            raise ValueError(f"step={step!r} must be an integer >= 0 (the training step of the state)")
+        if step == self.last_saved:
+            return False
+        if not is_node(state) and not (isinstance(state, Mapping) and state):
+            raise TypeError(f"state={state!r:.60} must be an nnx.State (nnx.state(model)) or a mapping of arrays")
+        if not (isinstance(key, jax.Array) and is_prng_key(key)):
+            raise TypeError(f"key={key!r:.60} must be a typed JAX PRNG key, e.g. jax.random.key(0)")
+        bad = _non_finite(state)
+        if bad:
+            latest = self.latest()
+            raise FloatingPointError(
+                f"the train state at step {step} is not finite ({len(bad)} array(s) hold NaN or inf, "
+                f"e.g. {', '.join(bad[:3])}); it was not saved and displaces no checkpoint. "
+                + (f"Last finite checkpoint: {latest}" if latest else "No earlier checkpoint was saved"))
+        flat = {f"state/{name}": leaf for name, leaf in flat_by_path(state).items()}
+        flat["rng"] = key
+        impls = {name: str(jax.random.key_impl(leaf)) for name, leaf in flat.items() if is_prng_key(leaf)}
+        flat.update({name: jax.random.key_data(flat[name]) for name in impls})
+        meta = {"format": _FORMAT, "step": int(step), "key_impls": impls}
+        self._manager.save(int(step), force=True, args=ocp.args.Composite(
+            arrays=ocp.args.StandardSave(nest_by_path(flat)), meta=ocp.args.JsonSave(meta),
+            config=ocp.args.JsonSave(self.config)))
+        self.last_saved = step
+        return True
+
+    def steps(self) -> list[int]:
+        """List the steps whose checkpoints are complete on disk, after waiting for pending writes.
+
+        Returns
+        -------
+        list of int
+            Ascending (``committed_steps``).
+        """
+        self._manager.wait_until_finished()
+        return committed_steps(self.directory)
+
+    def latest(self) -> Path | None:
+        """Find the newest complete step folder, after waiting for pending writes.
+
+        Returns
+        -------
+        pathlib.Path or None
+            ``directory / str(step)``; None if no checkpoint is complete.
+        """
+        steps = self.steps()
+        return self.directory / str(steps[-1]) if steps else None
+
+    def close(self) -> None:
+        """Wait for pending writes and release the Orbax manager (also on leaving a ``with`` block).
+
+        Returns
+        -------
+        None
+        """
+        self._manager.wait_until_finished()
+        self._manager.close()
+
+    def __enter__(self) -> CheckpointWriter:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+@jax.jit
+def _finite_flags(leaves: list[jax.Array]) -> jax.Array:
+    """One bool per leaf: all its values finite (one compiled reduction, one transfer)."""
+    return jnp.stack([jnp.all(jnp.isfinite(leaf)) for leaf in leaves])
+
+
+def _non_finite(state: Any) -> list[str]:
+    """Names ("a/b/c") of the floating-point arrays of ``state`` holding NaN or inf."""
+    flat = {name: leaf for name, leaf in flat_by_path(state).items()
+            if isinstance(leaf, jax.Array) and jnp.issubdtype(leaf.dtype, jnp.inexact)}
+    if not flat:
+        return []
+    flags = np.asarray(_finite_flags(list(flat.values())))
+    return [name for name, ok in zip(flat, flags) if not ok]

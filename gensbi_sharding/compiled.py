@@ -1,0 +1,122 @@
+"""What a compiled step costs per device: memory from XLA's analysis, collectives counted in its HLO text.
+
+Works on ``jax.jit(f).lower(*args).compile()`` of abstract state (``abstract_sharded``): nothing is allocated.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+__all__ = ["COLLECTIVES", "compiled_report", "collectives_in_hlo", "hlo_shape_bytes"]
+
+#: The HLO collective ops counted, in the names XLA prints (synchronous or as ``-start``/``-done`` pairs).
+COLLECTIVES: tuple[str, ...] = ("all-gather", "all-reduce", "reduce-scatter", "all-to-all", "collective-permute")
+
+# "%name = <result shape> <op>(" for each collective, synchronous or the "-done" half of an
+# async pair ("-start" is skipped: its result tuple also holds the operands).
+_OP = re.compile(r"=\s*(?P<shape>\S.*?)\s+(?P<op>" + "|".join(COLLECTIVES) + r")(?P<half>-start|-done)?\(")
+_ARRAY = re.compile(r"\b(?P<dtype>pred|token|[a-z]+\d+[a-z0-9]*)\[(?P<dims>[\d,]*)\]")
+_BITS = re.compile(r"^(?:bf|f|s|u|c)(\d+)")
+
+
+def hlo_shape_bytes(shape: str) -> int:
+    """Count the bytes of an HLO result shape: one array (``f32[8,16]{1,0}``) or a tuple of them.
+
+    Parameters
+    ----------
+    shape : str
+        The shape as HLO text prints it; layouts (``{1,0}``) are ignored.
+
+    Returns
+    -------
+    int
+        Bytes (one device's buffer): elements times the bits of the element type over 8, rounded up per
+        array (``s4[3]``: 2 bytes); ``pred`` counts 8 bits, ``token`` 0; ``"(bf16[4], pred[3], s4[3])"`` -> 13.
+
+    Raises
+    ------
+    ValueError
+        If an element type is neither ``pred``, ``token`` nor a ``bf``/``f``/``s``/``u``/``c`` type with a bit width.
+    """
+    total = 0
+    for match in _ARRAY.finditer(shape):
+        dtype, count = match["dtype"], math.prod(int(d) for d in match["dims"].split(",") if d)
+        if dtype == "token":
+            continue
+        found = _BITS.match(dtype)  # f8e4m3fn and the like too: 8 bits
+        if dtype != "pred" and found is None:
+            raise ValueError(f"unknown HLO element type {dtype!r} in shape {shape!r}")
+        total += -(-count * (8 if dtype == "pred" else int(found[1])) // 8)  # sub-byte types round up
+    return total
+
+
+def collectives_in_hlo(text: str) -> dict[str, dict[str, int]]:
+    """Count each collective of an HLO module and the bytes of its results.
+
+    An op in a loop body is counted once (static count, not per iteration); an async pair counts once, by
+    its ``-done`` half.
+
+    Parameters
+    ----------
+    text : str
+        HLO module text, e.g. ``compiled.as_text()``.
+
+    Returns
+    -------
+    dict of str to dict of str to int
+        ``{op: {"count": n, "bytes": b}}`` for every op of ``COLLECTIVES`` (zeros when absent); ``bytes`` is the
+        per-device size of the op's result shapes (``hlo_shape_bytes``).
+
+    Raises
+    ------
+    ValueError
+        If a collective's result shape holds an unknown element type (``hlo_shape_bytes``).
+    """
+    out = {op: {"count": 0, "bytes": 0} for op in COLLECTIVES}
+    for match in filter(None, map(_OP.search, text.splitlines())):
+        if match["half"] != "-start":
+            out[match["op"]]["count"] += 1
+            out[match["op"]]["bytes"] += hlo_shape_bytes(match["shape"])
+    return out
+
+
+def compiled_report(compiled: Any) -> dict[str, Any]:
+    """Report the per-device memory and the collectives of a compiled program.
+
+    Parameters
+    ----------
+    compiled : jax.stages.Compiled
+        ``jax.jit(f).lower(*args).compile()``; anything with ``as_text()`` and ``memory_analysis()``.
+
+    Returns
+    -------
+    dict
+        ``"memory"``: dict of str to int, bytes per device from ``memory_analysis()`` (``argument_bytes``,
+        ``output_bytes``, ``temp_bytes``, ``alias_bytes``, ``generated_code_bytes`` and ``total_bytes`` =
+        argument + output + temp - alias), or None if the backend gives no analysis; ``"collectives"``: as
+        ``collectives_in_hlo``; ``"collective_bytes"``: int, their bytes summed over ops.
+
+    Raises
+    ------
+    ValueError
+        If ``compiled`` has no callable ``as_text`` (not a compiled program), or its HLO holds an unknown
+        element type.
+    """
+    if not callable(getattr(compiled, "as_text", None)):
+        raise ValueError(f"expected a compiled program, got {type(compiled).__name__}; "
+                         "pass jax.jit(f).lower(*args).compile()")
+    collectives = collectives_in_hlo(compiled.as_text())
+    try:
+        stats = compiled.memory_analysis()
+    except NotImplementedError:
+        stats = None
+    memory = None
+    if stats is not None:
+        memory = {f"{name}_bytes": int(getattr(stats, f"{name}_size_in_bytes"))
+                  for name in ("argument", "output", "temp", "alias", "generated_code")}
+        memory["total_bytes"] = (memory["argument_bytes"] + memory["output_bytes"] + memory["temp_bytes"]
+                                 - memory["alias_bytes"])
+    return {"memory": memory, "collectives": collectives,
+            "collective_bytes": sum(c["bytes"] for c in collectives.values())}
