@@ -64,8 +64,8 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Rule
     ------
     ValueError
         If ``factory`` is not callable or is an NNX object (e.g. a built Module), ``rule`` is unknown (also with
-        ``mesh=None``), or the constructor reads back a value it computed (e.g. ``float(w.max())``: then build it
-        eagerly and place it with ``shard_model``).
+        ``mesh=None``), the constructor reads back a value it computed (e.g. ``float(w.max())``: then build it
+        eagerly and place it with ``shard_model``), or ``mesh`` holds no device of this process.
     TypeError
         If ``factory()`` returns no NNX graph node, or ``mesh`` is neither None nor a ``jax.sharding.Mesh``.
 
@@ -79,7 +79,10 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Rule
         return factory()
     graphdef, state, plan = _trace_and_plan(factory, mesh, rule, warn)
     variables = dict((path_name(p), v) for p, v in nnx.to_flat_state(state) if path_name(p) in plan.specs)
-    device = next(d for d in mesh.devices.flat if d.process_index == jax.process_index())
+    device = next((d for d in mesh.devices.flat if d.process_index == jax.process_index()), None)
+    if device is None:
+        raise ValueError(f"the mesh {dict(mesh.shape)} holds no device of this process ({jax.process_index()}); "
+                         "build it over every process's devices, e.g. make_mesh() on each process")
     pending: list = []
     for group in _groups(variables, mesh.size):
         with warnings.catch_warnings():
