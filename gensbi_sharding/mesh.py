@@ -11,7 +11,7 @@ import numpy as np
 from jax.sharding import AxisType, Mesh
 
 from gensbi_sharding.rules import MODEL_AXIS
-from gensbi_sharding.sharding import check_mesh, is_int
+from gensbi_sharding.nodes import check_mesh, is_int
 
 __all__ = ["make_mesh", "resolve_mesh", "mesh_context", "check_model_groups_local"]
 
@@ -19,10 +19,32 @@ _MESH_SPEC_KEYS = ("devices", "model_axis")
 
 
 def make_mesh(devices: Sequence[Any] | None = None, model_axis: int = 1) -> Mesh:
-    """A ``("data", "model")`` mesh of shape ``(len(devices) // model_axis, model_axis)``, filled row by row.
+    """Build the ``("data", "model")`` mesh from one knob, ``model_axis``; the data-parallel size follows.
 
-    ``devices``: default ``jax.devices()``. Raises ``ValueError`` if ``model_axis`` does not divide the device
-    count, or a device is not a ``jax.Device`` or is listed twice; ``TypeError`` if ``devices`` is not a list.
+    The mesh is filled row by row: each row, one tensor-parallel (``"model"``) group, is ``model_axis``
+    consecutive devices of ``devices``; both axes are ``AxisType.Auto``. One knob, with errors that quote the
+    numbers, as in Levanter's ``TrainerConfig``.
+
+    Parameters
+    ----------
+    devices : sequence of jax.Device, or None
+        The devices in mesh order (a list, tuple or NumPy array); None: ``jax.devices()``, every process's.
+    model_axis : int, default 1
+        Size of the ``"model"`` axis (devices per tensor-parallel group); must divide ``len(devices)``.
+
+    Returns
+    -------
+    jax.sharding.Mesh
+        Axes ``("data", "model")`` of sizes ``(len(devices) // model_axis, model_axis)``.
+
+    Raises
+    ------
+    TypeError
+        If ``devices`` is neither None, a sequence nor a NumPy array (e.g. a count), or is a string.
+    ValueError
+        If ``model_axis`` is not an integer >= 1 or does not divide the device count (the message lists the
+        divisors), ``devices`` is empty, holds a non-``jax.Device`` or a device twice, or a ``"model"`` group
+        would span processes (``check_model_groups_local``).
     """
     if devices is not None and (isinstance(devices, (str, bytes)) or not isinstance(devices, Sequence)
                                 and not isinstance(devices, np.ndarray)):
@@ -52,9 +74,24 @@ def make_mesh(devices: Sequence[Any] | None = None, model_axis: int = 1) -> Mesh
 
 
 def resolve_mesh(spec: Any) -> Mesh | None:
-    """A config's mesh spec as a mesh: None -> None, a ``Mesh`` -> itself, ``"auto"`` -> ``make_mesh()``.
+    """Turn a config's mesh spec into a mesh, or None for no mesh.
 
-    A mapping (``dict``, ``DictConfig``) -> ``make_mesh(**spec)``, devices as ids or objects; else ``ValueError``.
+    Parameters
+    ----------
+    spec : None or jax.sharding.Mesh or str or Mapping
+        None -> None; a ``Mesh`` -> itself; ``"auto"`` -> ``make_mesh()`` (all devices, ``model_axis=1``); a mapping
+        (``dict``, OmegaConf ``DictConfig``) with keys among ``devices`` (device ids or ``jax.Device`` objects;
+        None: all) and ``model_axis`` -> ``make_mesh(**spec)``.
+
+    Returns
+    -------
+    jax.sharding.Mesh or None
+
+    Raises
+    ------
+    ValueError
+        If ``spec`` has another form or a mapping another key, its ``devices`` is a string, not iterable or names
+        an unknown device id, or ``make_mesh`` rejects the devices or ``model_axis``.
     """
     if spec is None or isinstance(spec, Mesh):
         return spec
@@ -74,7 +111,25 @@ def resolve_mesh(spec: Any) -> Mesh | None:
 
 @contextlib.contextmanager
 def mesh_context(mesh: Mesh | None) -> Iterator[Mesh | None]:
-    """Make ``mesh`` the active mesh (``jax.set_mesh``) on entering the ``with`` block; None: no-op."""
+    """Make ``mesh`` the active mesh (``jax.set_mesh``) inside a ``with`` block; None: a no-op.
+
+    Nothing happens until the block is entered; on leaving it, the mesh active before is restored.
+
+    Parameters
+    ----------
+    mesh : jax.sharding.Mesh or None
+
+    Yields
+    ------
+    jax.sharding.Mesh or None
+        ``mesh`` itself.
+
+    Raises
+    ------
+    TypeError
+        On entering, if ``mesh`` is neither None nor a ``jax.sharding.Mesh`` (a spec such as ``"auto"`` goes through
+        ``resolve_mesh`` first).
+    """
     if mesh is None:
         yield None
         return
@@ -84,7 +139,21 @@ def mesh_context(mesh: Mesh | None) -> Iterator[Mesh | None]:
 
 
 def check_model_groups_local(mesh: Mesh) -> None:
-    """``ValueError`` (naming devices, processes, the fix) if a tensor-parallel group of ``mesh`` spans processes."""
+    """Check that every tensor-parallel (``"model"``) group of ``mesh`` stays inside one process.
+
+    Tensor parallelism communicates inside its group at every layer: keep that traffic off the network between
+    hosts. A mesh without a ``"model"`` axis passes.
+
+    Parameters
+    ----------
+    mesh : jax.sharding.Mesh
+
+    Raises
+    ------
+    ValueError
+        If a group's devices belong to more than one process; the message names the devices, their processes
+        and the fix (a ``model_axis`` dividing this process's device count, devices ordered by process).
+    """
     if MODEL_AXIS not in mesh.axis_names:
         return
     devices = np.moveaxis(mesh.devices, mesh.axis_names.index(MODEL_AXIS), -1)
@@ -98,6 +167,7 @@ def check_model_groups_local(mesh: Mesh) -> None:
 
 
 def _devices_from_ids(devices: Any) -> list[Any]:
+    """A spec's device list with ids replaced by ``jax.Device`` objects; ``ValueError`` for a bad list or id."""
     if isinstance(devices, (str, bytes)) or not hasattr(devices, "__iter__"):
         raise ValueError(f"mesh spec devices must be a list of device ids or jax.Device objects, got {devices!r}")
     devices, by_id = list(devices), {d.id: d for d in jax.devices()}

@@ -1,6 +1,8 @@
-"""The contract's vocabulary and rules: logical axes, the named rules, a rule resolved once.
+"""The contract's vocabulary and rules: logical axes, annotations, the named rules, a rule resolved once.
 
-``RULES`` and ``LOGICAL_AXES`` are pinned by a test against ``heal_swin_nnx.sharding``.
+``RULES`` and ``LOGICAL_AXES`` are pinned by a test against ``heal_swin_nnx.sharding``. A rule table (logical axis ->
+mesh axes) is Flax's logical axis rules (``flax.linen.partitioning``, ``nnx.with_partitioning``) and MaxText's
+``logical_axis_rules``; the placements it yields are GSPMD's (Xu et al. 2021, arXiv:2105.04663).
 """
 
 from __future__ import annotations
@@ -10,19 +12,86 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Union
 
+from flax import nnx
 from jax.sharding import Mesh, PartitionSpec as P
 
 __all__ = ["LOGICAL_AXES", "MODEL_AXIS", "MeshAxes", "RuleTable", "RULES", "Rule", "resolve_rule",
-           "partition_spec_for"]
+           "partition_spec_for", "axes", "partitioned", "logical_axes_of"]
 
+#: The logical axis names a model may give a variable's dimensions: the contract's vocabulary.
 LOGICAL_AXES: tuple[str, ...] = ("embed", "mlp", "heads", "vocab", "in", "out")
+#: The tensor-parallel mesh axis (``make_mesh``'s second axis; the first is ``"data"``).
 MODEL_AXIS = "model"
 
-#: Where one logical axis goes: a mesh axis, a tuple of them (split over their product), or None.
+#: Where one logical axis goes: a mesh axis, a tuple of them (split over their product), or None (not split).
 MeshAxes = Union[str, tuple[str, ...], None]
 #: A rule table as users write it: logical axis -> ``MeshAxes``; logical axes left out are not split.
 RuleTable = Mapping[str, MeshAxes]
 
+
+def axes(*names: str | None) -> dict:
+    """``nnx.Variable`` keyword arguments (or a layer's ``*_metadata``) naming one logical axis per dimension.
+
+    E.g. ``nnx.Param(value, **axes("embed", "mlp"))`` or ``nnx.Linear(..., kernel_metadata=axes("embed", "mlp"))``.
+    ``eager_sharding=False``: building the variable never places it, even under an active mesh.
+
+    Parameters
+    ----------
+    *names : str or None
+        One per dimension of the variable: a logical axis (``LOGICAL_AXES``) or None (never split).
+
+    Returns
+    -------
+    dict
+        ``{"out_sharding": names, "eager_sharding": False}``, ``names`` a tuple.
+    """
+    return {"out_sharding": names, "eager_sharding": False}
+
+
+def partitioned(init, names: tuple[str | None, ...]):
+    """Wrap an initialiser so its variable carries ``names``, without eager placement (``nnx.with_partitioning``).
+
+    Parameters
+    ----------
+    init : callable
+        An initialiser ``init(key, shape, dtype) -> jax.Array``, e.g. ``nnx.initializers.lecun_normal()``.
+    names : tuple of str or None
+        One logical axis (or None) per dimension of the array ``init`` returns.
+
+    Returns
+    -------
+    callable
+        ``init``, its output annotated with ``names`` and ``eager_sharding=False``.
+    """
+    return nnx.with_partitioning(init, names, eager_sharding=False)
+
+
+def logical_axes_of(var: nnx.Variable) -> tuple[str | None, ...] | None:
+    """The logical axis names on ``var``: the one reader of Flax's metadata key, which was renamed twice.
+
+    Reads ``out_sharding`` (Flax's name now), then ``sharding_names`` and ``sharding`` (its earlier names).
+
+    Parameters
+    ----------
+    var : nnx.Variable
+
+    Returns
+    -------
+    tuple of str or None, or None
+        One entry per dimension; None when ``var`` carries no annotation.
+    """
+    metadata = var.get_metadata()
+    for key in ("out_sharding", "sharding_names", "sharding"):
+        names = metadata.get(key)
+        if names is not None:
+            return tuple(names)
+    return None
+
+
+#: The named rules, each ``(logical axis, mesh axis or None)`` for every logical axis. "replicated" splits nothing;
+#: "fsdp" splits ``embed`` over ``"data"`` (FSDP / ZeRO-3 parameter sharding, Rajbhandari et al. 2020,
+#: arXiv:1910.02054); "tensor" splits ``mlp``, ``heads``, ``vocab`` over ``"model"`` (Megatron-LM tensor
+#: parallelism, Shoeybi et al. 2019, arXiv:1909.08053).
 RULES: dict[str, tuple[tuple[str, str | None], ...]] = {
     "replicated": tuple((name, None) for name in LOGICAL_AXES),
     "fsdp": tuple((name, "data" if name == "embed" else None) for name in LOGICAL_AXES),
@@ -35,7 +104,14 @@ RULES: dict[str, tuple[tuple[str, str | None], ...]] = {
 class Rule:
     """A rule resolved once (``resolve_rule``): a name and a table of logical -> mesh axes.
 
-    ``builtin``: the contract's rules ("replicated" ignores annotations); a user's table honours them all.
+    Parameters
+    ----------
+    name : str
+        A key of ``RULES`` for a built-in rule; ``"custom"`` for a user's table.
+    table : RuleTable
+        Logical axis -> ``MeshAxes``; a logical axis it lacks is not split.
+    builtin : bool, default False
+        True for the contract's rules ("replicated" then ignores annotations); a user's table honours them all.
     """
 
     name: str
@@ -44,15 +120,46 @@ class Rule:
 
     @property
     def reads_annotations(self) -> bool:
+        """Whether a plan reads the variables' logical axes: False only for the built-in "replicated".
+
+        Returns
+        -------
+        bool
+        """
         return not (self.builtin and self.name == "replicated")
 
     @property
     def label(self) -> str:
+        """The rule as messages name it.
+
+        Returns
+        -------
+        str
+            ``"rule 'fsdp'"`` for a built-in rule, ``"custom rule table"`` otherwise.
+        """
         return f"rule {self.name!r}" if self.builtin else "custom rule table"
 
 
 def resolve_rule(rule: str | RuleTable | Rule) -> Rule:
-    """A rule name (a key of ``RULES``), a rule table or a ``Rule``, as a ``Rule``; else ``ValueError``."""
+    """Resolve a rule name, a rule table or a ``Rule`` into a ``Rule``: the one form every reader of a plan takes.
+
+    Parameters
+    ----------
+    rule : str or RuleTable or Rule
+        A key of ``RULES``; a table (logical axis -> mesh axis name, list or tuple of them, or None), checked by
+        ``check_table`` and copied; or a ``Rule``, returned as is. Mesh axes are checked later, against a mesh,
+        by ``partition_spec_for``.
+
+    Returns
+    -------
+    Rule
+        ``builtin=True`` and the ``RULES`` table for a name; ``name="custom"``, ``builtin=False`` for a table.
+
+    Raises
+    ------
+    ValueError
+        If ``rule`` is an unknown name or None, a table ``check_table`` rejects, or of any other type.
+    """
     if isinstance(rule, Rule):
         return rule
     if isinstance(rule, Mapping):
@@ -67,8 +174,18 @@ def resolve_rule(rule: str | RuleTable | Rule) -> Rule:
 
 
 def check_table(table: Mapping) -> None:
-    """``ValueError`` naming the entry unless every key is a logical axis and every value a mesh
-    axis name, a list or tuple of them, or None (a mistyped key would silently split nothing)."""
+    """Check a user's rule table: a mistyped key would otherwise silently split nothing.
+
+    Parameters
+    ----------
+    table : Mapping
+        Logical axis -> mesh axis name, a list or tuple of them, or None.
+
+    Raises
+    ------
+    ValueError
+        Naming the entry, if a key is not in ``LOGICAL_AXES`` or a value is none of the above.
+    """
     for key, value in table.items():
         if key not in LOGICAL_AXES:
             raise ValueError(f"rule table key {key!r} is not a logical axis; valid keys: {', '.join(LOGICAL_AXES)}")
@@ -80,9 +197,31 @@ def check_table(table: Mapping) -> None:
 
 def partition_spec_for(names: Sequence[str | None] | None, shape: Sequence[int],
                        table: RuleTable, mesh: Mesh) -> tuple[P, str | None]:
-    """``(spec, None)`` for a variable whose annotation ``table`` can honour on ``mesh``, else ``(P(), reason)``.
+    """The PartitionSpec of one variable under ``table`` on ``mesh``, or why it must be replicated instead.
 
-    Reasons: an unknown logical axis, a wrong rank, a mesh axis used twice or absent, an indivisible dimension.
+    Flax's ``logical_to_mesh_axes`` plus checks, pure: an annotation that cannot be honoured is returned as a
+    reason (which the plan lists as a fallback), never raised, and never left for ``jax.device_put`` to reject.
+
+    Parameters
+    ----------
+    names : sequence of str or None, or None
+        The variable's logical axis per dimension (``logical_axes_of``); None: not annotated.
+    shape : sequence of int
+        The variable's shape, elements per dimension.
+    table : RuleTable
+        Logical axis -> ``MeshAxes``; a logical axis it lacks is not split.
+    mesh : jax.sharding.Mesh
+        Supplies the mesh axis names and sizes.
+
+    Returns
+    -------
+    spec : jax.sharding.PartitionSpec
+        One entry per dimension (a mesh axis, a tuple of them, or None); ``P()`` when ``names`` is None or a
+        reason is given.
+    reason : str or None
+        None if the annotation can be honoured; else why not: a logical axis neither in ``table`` nor in
+        ``LOGICAL_AXES``, a rank other than ``len(shape)``, a mesh axis absent from ``mesh`` or used by two
+        dimensions, or a dimension not divisible by the product of its mesh axes' sizes.
     """
     if names is None:
         return P(), None

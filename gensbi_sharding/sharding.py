@@ -1,61 +1,67 @@
 """The sharding contract shared with GenSBI and heal_swin_nnx, and the plan at its centre.
 
-Models annotate variables with *logical* axis names and need no mesh to be built; ``shard_model``
-(the contract) is ``plan_shardings``, ``Plan.warn``, ``place``.
+Models annotate variables with *logical* axis names and need no mesh to be built; ``shard_model`` (the contract)
+is ``plan_shardings``, ``Plan.warn``, ``place``. The annotations (now in ``rules``) and the helpers for a ``node``
+argument (now in ``nodes``) are re-exported from here, where they used to live.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import jax
-import numpy as np
 from flax import nnx
 from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec as P
 
-from gensbi_sharding.rules import RULES, Rule, RuleTable, partition_spec_for, resolve_rule
+from gensbi_sharding.nodes import abstract_state, check_mesh, check_node, is_array, is_int, is_node, path_name
+from gensbi_sharding.rules import (RULES, Rule, RuleTable, axes, logical_axes_of, partition_spec_for, partitioned,
+                                   resolve_rule)
 
 __all__ = ["Plan", "ShardingFallbackWarning", "ExperimentalRuleWarning", "axes", "partitioned",
            "logical_axes_of", "plan_shardings", "place", "shard_model", "shard_model_by_table", "sharding_of",
            "is_int", "is_array", "path_name", "check_mesh", "abstract_state"]
+# Also re-exported, outside __all__: is_node, check_node (init, report, checkpoint(_save) import them from here).
 
 
 class ShardingFallbackWarning(UserWarning):
-    """Variables that could not be placed as annotated and were replicated instead."""
+    """Variables (``Plan.warn``: one per placement) or activation dimensions (``constrain``) left unsplit.
+
+    Parameters
+    ----------
+    message : str
+        Each variable (or dimension) replicated instead of split as annotated, and why.
+    """
 
 
 class ExperimentalRuleWarning(UserWarning):
-    """A splitting rule is in force; the contract calls every such rule experimental."""
+    """A built-in splitting rule ("fsdp", "tensor") is in force; the contract calls every such rule experimental.
 
-
-def axes(*names: str | None) -> dict:
-    """``nnx.Variable`` keyword arguments (or a layer's ``*_metadata``) naming one logical axis per dimension."""
-    return {"out_sharding": names, "eager_sharding": False}
-
-
-def partitioned(init, names: tuple[str | None, ...]):
-    """Wrap an initialiser so its variable carries ``names``, without eager placement."""
-    return nnx.with_partitioning(init, names, eager_sharding=False)
-
-
-def logical_axes_of(var: nnx.Variable) -> tuple[str | None, ...] | None:
-    """The logical axis names on ``var``, or None: the one reader of Flax's key (renamed twice, to ``out_sharding``)."""
-    metadata = var.get_metadata()
-    for key in ("out_sharding", "sharding_names", "sharding"):
-        names = metadata.get(key)
-        if names is not None:
-            return tuple(names)
-    return None
+    Parameters
+    ----------
+    message : str
+        The contract's wording (``Plan.warn``): placements are checked, convergence is not guaranteed.
+    """
 
 
 @dataclasses.dataclass(frozen=True)
 class Plan:
-    """Where every array variable of an NNX graph goes: ``specs`` ("a/b/c" path -> PartitionSpec).
+    """Where every array variable of an NNX graph goes: the one plan placement, init, restore and reports read.
 
-    ``fallbacks``: path -> reason, for each variable replicated against its annotation (or a bare ``nnx.Param``).
+    Made by ``plan_shardings`` (one entry point, as big_vision's ``infer_sharding``); fallbacks are data, turned
+    into the one warning by ``warn``.
+
+    Parameters
+    ----------
+    mesh : jax.sharding.Mesh
+    rule : Rule
+        The resolved rule (``resolve_rule``).
+    specs : dict of str to jax.sharding.PartitionSpec
+        ``"a/b/c"`` graph path -> spec, for every variable whose value is an array or ``jax.ShapeDtypeStruct``.
+    fallbacks : dict of str to str
+        Path -> reason, for each variable replicated against its annotation (or a bare ``nnx.Param``).
     """
 
     mesh: Mesh
@@ -64,11 +70,32 @@ class Plan:
     fallbacks: dict[str, str]
 
     def sharding(self, path: str) -> NamedSharding:
-        """The ``NamedSharding`` of the variable at ``path``."""
+        """The ``NamedSharding`` of the variable at ``path``.
+
+        Parameters
+        ----------
+        path : str
+            A key of ``specs`` (``"a/b/c"``).
+
+        Returns
+        -------
+        jax.sharding.NamedSharding
+
+        Raises
+        ------
+        KeyError
+            If ``path`` was not planned.
+        """
         return NamedSharding(self.mesh, self.specs[path])
 
     def fallback_message(self) -> str | None:
-        """The text of the one ``ShardingFallbackWarning`` (None when nothing fell back)."""
+        """The text of the one ``ShardingFallbackWarning``.
+
+        Returns
+        -------
+        str or None
+            The count, rule, mesh shape and each ``path (reason)``; None when nothing fell back.
+        """
         if not self.fallbacks:
             return None
         return (f"{len(self.fallbacks)} variable(s) replicated instead of split under {self.rule.label} "
@@ -76,8 +103,16 @@ class Plan:
                 + "; ".join(f"{path} ({reason})" for path, reason in self.fallbacks.items()))
 
     def warn(self, stacklevel: int = 2) -> None:
-        """The contract's warnings, ``stacklevel`` up: ``ExperimentalRuleWarning`` (built-in splitting rule),
-        ``UserWarning`` (``AxisType.Explicit`` mesh axes), the one ``ShardingFallbackWarning``."""
+        """Emit the contract's warnings, each at most once.
+
+        ``ExperimentalRuleWarning`` for a built-in splitting rule, a ``UserWarning`` if a mesh axis is
+        ``AxisType.Explicit`` (placements follow Auto semantics), the one ``ShardingFallbackWarning``.
+
+        Parameters
+        ----------
+        stacklevel : int, default 2
+            As for ``warnings.warn``, counted from the caller of ``warn``: 2 points at that caller's caller.
+        """
         if self.rule.builtin and self.rule.reads_annotations:
             warnings.warn(f"sharding rule {self.rule.name!r} is experimental: placements are checked, but the "
                           "contract gives no convergence guarantee", ExperimentalRuleWarning, stacklevel=stacklevel + 1)
@@ -88,16 +123,47 @@ class Plan:
             warnings.warn(self.fallback_message(), ShardingFallbackWarning, stacklevel=stacklevel + 1)
 
     def abstract_state(self, node: Any) -> nnx.State:
-        """``nnx.state(node)``, each planned variable a ``jax.ShapeDtypeStruct`` at its sharding."""
+        """``nnx.state(node)``, each planned variable a ``jax.ShapeDtypeStruct`` at its sharding (no memory).
+
+        Parameters
+        ----------
+        node : NNX graph node
+            The node planned (or one with the same paths), concrete or abstract.
+
+        Returns
+        -------
+        nnx.State
+            Unplanned values unchanged: e.g. Orbax's restore target, or ``abstract_sharded``'s result.
+        """
         return abstract_state(node, lambda path, value: self.sharding(path) if path in self.specs else None)
 
 
 def plan_shardings(node: Any, mesh: Mesh, rule: str | RuleTable | Rule = "replicated") -> Plan:
-    """The ``Plan`` of every array variable of ``node`` on ``mesh`` under ``rule``; moves nothing.
+    """Plan every array variable of ``node`` on ``mesh`` under ``rule``; moves nothing.
 
-    ``node`` may be abstract. A variable ``partition_spec_for`` cannot place (or a bare ``nnx.Param``) is
-    replicated, and listed in ``fallbacks`` unless the rule is "replicated". Raises ``TypeError`` for a
-    non-Mesh or non-node, ``ValueError`` for an unknown rule.
+    A variable ``partition_spec_for`` cannot place, or a bare ``nnx.Param``, gets ``P()`` (replicated) and a
+    ``fallbacks`` entry; other unannotated variables (RNG state, step counts) get ``P()`` silently, as does every
+    variable under "replicated".
+
+    Parameters
+    ----------
+    node : NNX graph node
+        A Module, ``nnx.Optimizer``, ``nnx.State``, or a non-empty tuple, list or dict of them; concrete or
+        abstract (``nnx.eval_shape``).
+    mesh : jax.sharding.Mesh
+    rule : str or RuleTable or Rule, default "replicated"
+        As ``resolve_rule`` takes it.
+
+    Returns
+    -------
+    Plan
+
+    Raises
+    ------
+    ValueError
+        If ``resolve_rule`` rejects ``rule``.
+    TypeError
+        If ``mesh`` is not a ``jax.sharding.Mesh`` or ``node`` is none of the above.
     """
     rule = resolve_rule(rule)
     check_mesh(mesh)
@@ -123,7 +189,14 @@ def plan_shardings(node: Any, mesh: Mesh, rule: str | RuleTable | Rule = "replic
 def place(node: Any, plan: Plan) -> None:
     """Move every planned variable of ``node`` to its sharding, in place; warns nothing.
 
-    Variables already placed as planned keep their very buffers; values never change."""
+    Variables already placed as planned keep their very buffers; values never change.
+
+    Parameters
+    ----------
+    node : NNX graph node
+        Concrete, with the paths ``plan`` was made from (unplanned variables are left alone).
+    plan : Plan
+    """
     for path, var in nnx.graph.iter_graph(node):
         key = path_name(path)
         if not isinstance(var, nnx.Variable) or key not in plan.specs:
@@ -135,10 +208,25 @@ def place(node: Any, plan: Plan) -> None:
 
 
 def shard_model(node: Any, mesh: Mesh | None, rule: str = "replicated") -> None:
-    """Place every variable of an NNX graph node (Module, ``nnx.Optimizer``, EMA) by a named rule, in place.
+    """Place every variable of an NNX graph node by a named rule, in place: the contract's entry point.
 
-    ``plan_shardings``, ``Plan.warn``, ``place``: idempotent. Raises ``ValueError`` if ``rule`` is not a key of
-    ``RULES`` (even when ``mesh`` is None), ``TypeError`` if ``node`` is not an NNX graph node.
+    ``plan_shardings``, ``Plan.warn`` (its warnings point at the caller of ``shard_model``), ``place``; idempotent.
+    Without a mesh, nothing moves and nothing warns.
+
+    Parameters
+    ----------
+    node : nnx.Module or nnx.Optimizer or any NNX graph node
+        E.g. a model, its optimizer, an EMA of it (not an ``nnx.State`` nor a container of nodes).
+    mesh : jax.sharding.Mesh or None
+    rule : str, default "replicated"
+        A key of ``RULES``; a rule table goes to ``shard_model_by_table``.
+
+    Raises
+    ------
+    ValueError
+        If ``rule`` is not a key of ``RULES``, even when ``mesh`` is None.
+    TypeError
+        If ``node`` is not an NNX graph node, or ``mesh`` is neither None nor a ``jax.sharding.Mesh``.
     """
     if not isinstance(rule, str) or rule not in RULES:
         table = " (a rule table goes to shard_model_by_table(node, mesh, table))" if isinstance(rule, Mapping) else ""
@@ -147,11 +235,30 @@ def shard_model(node: Any, mesh: Mesh | None, rule: str = "replicated") -> None:
 
 
 def shard_model_by_table(node: Any, mesh: Mesh | None, table: RuleTable) -> None:
-    """``shard_model`` under a rule table (logical names it lacks are not split), annotations honoured."""
+    """``shard_model`` under a user's rule table: annotations honoured, logical axes it lacks not split.
+
+    Warns as ``Plan.warn``, never ``ExperimentalRuleWarning`` (built-in rules only); without a mesh, ``table``
+    is not checked.
+
+    Parameters
+    ----------
+    node : nnx.Module or nnx.Optimizer or any NNX graph node
+    mesh : jax.sharding.Mesh or None
+    table : RuleTable
+        Logical axis -> mesh axis name, list or tuple of them, or None (``check_table``).
+
+    Raises
+    ------
+    ValueError
+        If ``mesh`` is given and ``resolve_rule`` rejects ``table``.
+    TypeError
+        If ``node`` is not an NNX graph node, or ``mesh`` is neither None nor a ``jax.sharding.Mesh``.
+    """
     _plan_warn_place(node, mesh, table)
 
 
 def _plan_warn_place(node: Any, mesh: Mesh | None, rule: str | RuleTable) -> None:
+    """The body of ``shard_model(_by_table)``: check ``node``, then plan, warn, place (nothing without a mesh)."""
     if not nnx.graph.is_graph_node(node):
         raise TypeError(f"shard_model places NNX graph nodes (a Module, nnx.Optimizer, ...), got "
                         f"{type(node).__name__}; for a pytree of arrays use shard_batch or replicate")
@@ -161,57 +268,17 @@ def _plan_warn_place(node: Any, mesh: Mesh | None, rule: str | RuleTable) -> Non
         place(node, plan)
 
 
-def abstract_state(node: Any, sharding_for: Callable[[str, Any], jax.sharding.Sharding | None]) -> nnx.State:
-    """``nnx.state(node)``, each value ``sharding_for("a/b/c", value)`` places a ``jax.ShapeDtypeStruct`` there."""
-    flat = []
-    for path, var in nnx.to_flat_state(nnx.state(node)):
-        value = var.get_value()
-        sharding = sharding_for(path_name(path), value)
-        flat.append((path, var.replace(value if sharding is None else
-                                       jax.ShapeDtypeStruct(value.shape, value.dtype, sharding=sharding))))
-    return nnx.from_flat_state(flat)
-
-
 def sharding_of(node: Any) -> dict[str, jax.sharding.Sharding | None]:
-    """``{"a/b/c": sharding}`` for every state leaf of ``node`` (None for non-JAX values)."""
+    """Where every state leaf of ``node`` lives now.
+
+    Parameters
+    ----------
+    node : NNX graph node
+
+    Returns
+    -------
+    dict of str to jax.sharding.Sharding or None
+        ``"a/b/c"`` path -> the leaf's ``.sharding``; None for a value without one (a NumPy array, a Python scalar).
+    """
     return {path_name(path): getattr(var.get_value(), "sharding", None)
             for path, var in nnx.to_flat_state(nnx.state(node))}
-
-
-def is_int(x: Any) -> bool:
-    """True for Python and NumPy integers, not for ``bool``: the one integer check of the package."""
-    return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
-
-
-def is_array(x: Any) -> bool:
-    """True for ``jax.Array`` and ``numpy.ndarray`` only (not Python or NumPy scalars)."""
-    return isinstance(x, (jax.Array, np.ndarray))
-
-
-def path_name(path: Sequence[Any]) -> str:
-    """A graph or state path as the "a/b/c" key plans and reports use."""
-    return "/".join(str(part) for part in path)
-
-
-def check_mesh(mesh: Any) -> None:
-    """``TypeError`` unless ``mesh`` is a ``jax.sharding.Mesh``."""
-    if not isinstance(mesh, Mesh):
-        raise TypeError(f"mesh must be a jax.sharding.Mesh or None, got {mesh!r}; build one with "
-                        "make_mesh(...) or resolve_mesh(spec)")
-
-
-def is_node(node: Any) -> bool:
-    """An NNX graph node or ``nnx.State``, or a non-empty tuple, list or dict of them."""
-    if nnx.graph.is_graph_node(node) or isinstance(node, nnx.State):
-        return True
-    items = list(node.values() if isinstance(node, dict) else node if isinstance(node, (tuple, list)) else ())
-    return bool(items) and all(is_node(item) for item in items)
-
-
-def check_node(node: Any, caller: str, *, factory: bool = False) -> None:
-    """``TypeError`` naming ``caller`` unless ``node`` passes ``is_node`` (or, with ``factory``, is callable)."""
-    if is_node(node) or (factory and callable(node)):
-        return
-    also = ", or a zero-argument factory building one" if factory else ""
-    raise TypeError(f"{caller} takes an NNX graph node (a Module, nnx.Optimizer, nnx.State, or a tuple or "
-                    f"dict of them{also}), got {type(node).__name__} {node!r:.60}")
