@@ -48,7 +48,7 @@ def child(args: argparse.Namespace) -> None:
 
     from gensbi_sharding import init_sharded, make_mesh, plan_shardings, shard_model
     from gensbi_sharding.harness.registry import get_model
-    from gensbi_sharding.sharding import path_name
+    from gensbi_sharding.nodes import path_name
 
     warnings.simplefilter("ignore")
     mesh = make_mesh(model_axis=args.model_axis)

@@ -13,7 +13,7 @@ import jax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from gensbi_sharding.rules import MODEL_AXIS
-from gensbi_sharding.sharding import check_mesh, is_array, is_int
+from gensbi_sharding.nodes import check_mesh, is_array, is_int
 
 __all__ = ["batch_axes", "batch_size_divisor", "nearest_batch_sizes", "check_batch_divisible", "pad_for_mesh",
            "shard_batch", "shard_sample_init", "replicate"]

@@ -19,7 +19,7 @@ import orbax.checkpoint as ocp
 
 from gensbi_sharding.checkpoint_steps import (as_path, committed_steps, flat_by_path, is_prng_key, item_handlers,
                                               nest_by_path)
-from gensbi_sharding.sharding import is_int, is_node
+from gensbi_sharding.nodes import is_int, is_node
 
 __all__ = ["CheckpointWriter"]
 

@@ -15,7 +15,7 @@ import jax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from gensbi_sharding.batch import batch_axes
-from gensbi_sharding.sharding import is_array
+from gensbi_sharding.nodes import is_array
 
 __all__ = ["DataPartitionType", "input_partition_spec", "host_to_global_array"]
 

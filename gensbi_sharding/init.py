@@ -16,7 +16,8 @@ from flax import nnx
 from jax.sharding import Mesh, NamedSharding, SingleDeviceSharding
 
 from gensbi_sharding.rules import Rule, RuleTable, resolve_rule
-from gensbi_sharding.sharding import Plan, check_node, is_array, path_name, plan_shardings
+from gensbi_sharding.nodes import check_node, is_array, path_name
+from gensbi_sharding.sharding import Plan, plan_shardings
 
 __all__ = ["GROUP_BYTES", "init_sharded", "abstract_sharded", "init_optimizer_sharded"]
 

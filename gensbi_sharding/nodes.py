@@ -1,6 +1,6 @@
 """Helpers every library module shares: ``node`` checks, "a/b/c" path keys, abstract states; int/array/mesh checks.
 
-Split out of ``sharding``, which re-exports them (``from gensbi_sharding.sharding import is_int`` still works).
+Every module that takes such arguments imports its checks from here.
 They import nothing from the package, so every module may import them without a cycle.
 """
 

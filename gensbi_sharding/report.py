@@ -16,7 +16,7 @@ from flax import nnx
 from jax.sharding import Mesh, NamedSharding
 
 from gensbi_sharding.batch import batch_size_divisor
-from gensbi_sharding.sharding import check_mesh, check_node, is_array, is_int, path_name
+from gensbi_sharding.nodes import check_mesh, check_node, is_array, is_int, path_name
 
 __all__ = ["bytes_per_device", "partition_specs", "MeshSummary", "VariablePlacement", "PlacementReport",
            "describe", "summarize_mesh", "mesh_init_simulate"]

@@ -1,8 +1,8 @@
 """The sharding contract shared with GenSBI and heal_swin_nnx, and the plan at its centre.
 
 Models annotate variables with *logical* axis names and need no mesh to be built; ``shard_model`` (the contract)
-is ``plan_shardings``, ``Plan.warn``, ``place``. The annotations (now in ``rules``) and the helpers for a ``node``
-argument (now in ``nodes``) are re-exported from here, where they used to live.
+is ``plan_shardings``, ``Plan.warn``, ``place``. The annotations (``axes``, ``partitioned``, ``logical_axes_of``)
+live in ``rules`` and are re-exported here, where the published contract's ``sharding`` module has them.
 """
 
 from __future__ import annotations
@@ -21,9 +21,7 @@ from gensbi_sharding.rules import (RULES, Rule, RuleTable, axes, logical_axes_of
                                    resolve_rule)
 
 __all__ = ["Plan", "ShardingFallbackWarning", "ExperimentalRuleWarning", "axes", "partitioned",
-           "logical_axes_of", "plan_shardings", "place", "shard_model", "shard_model_by_table", "sharding_of",
-           "is_int", "is_array", "path_name", "check_mesh", "abstract_state"]
-# Also re-exported, outside __all__: is_node, check_node (init, report, checkpoint(_save) import them from here).
+           "logical_axes_of", "plan_shardings", "place", "shard_model", "shard_model_by_table", "sharding_of"]
 
 
 class ShardingFallbackWarning(UserWarning):

@@ -76,8 +76,8 @@ def test_axes_and_partitioned_carry_names_without_a_mesh():
 
 
 def test_is_array():
-    assert gs.sharding.is_array(np.ones(2)) and gs.sharding.is_array(jnp.ones(2))
-    assert not any(gs.sharding.is_array(x) for x in (1.0, 3, np.float32(1), [1.0], None))
+    assert gs.nodes.is_array(np.ones(2)) and gs.nodes.is_array(jnp.ones(2))
+    assert not any(gs.nodes.is_array(x) for x in (1.0, 3, np.float32(1), [1.0], None))
 
 
 # ---------------------------------------------------------------------------- mesh

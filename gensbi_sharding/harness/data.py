@@ -28,7 +28,7 @@ from gensbi_sharding.harness.tasks import (TASKS, check_observation, check_trans
                                            prior_bijection, reference_samples, simulate, task_dims,
                                            to_constrained, to_unconstrained, transform_x, usable_observation)
 from gensbi_sharding import batch_size_divisor, check_batch_divisible, shard_batch
-from gensbi_sharding.sharding import is_int
+from gensbi_sharding.nodes import is_int
 
 __all__ = ["SimulationData", "load_task", "iterate_batches", "TASKS", "task_dims", "split_sizes",
            "shard_train_rows"]

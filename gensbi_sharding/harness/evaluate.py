@@ -15,7 +15,7 @@ import numpy as np
 
 from gensbi_sharding import (batch_axes, mesh_context, pad_for_mesh, replicate,
                                       shard_sample_init)
-from gensbi_sharding.sharding import is_int
+from gensbi_sharding.nodes import is_int
 
 __all__ = ["sample_posterior", "c2st", "c2st_scores", "pair_plot"]
 

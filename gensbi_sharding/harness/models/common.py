@@ -16,7 +16,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from gensbi_sharding import PartitionAxis
-from gensbi_sharding.sharding import is_int
+from gensbi_sharding.nodes import is_int
 
 __all__ = ["MAX_TIME_FREQUENCY", "small_init", "positive_int", "check_partition_axis",
            "time_embedding", "prepare_inputs"]
