@@ -2,7 +2,7 @@
 
 The public entry, imported on its own (Orbax): restoring is here, saving in ``checkpoint_save``
 (``CheckpointWriter``), the on-disk layout and complete steps in ``checkpoint_steps``. Orbax items per step:
-arrays (train state, RNG key), meta (step, key types), config (JSON).
+arrays (train state, RNG key), meta (step, key types, the caller's ``info``), config (JSON).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from gensbi_sharding.nodes import abstract_state, check_node, is_node
 from gensbi_sharding.sharding import plan_shardings
 
 __all__ = ["CHECKPOINT_SUBDIR", "CheckpointWriter", "Restored", "abstract_state_for",
-           "committed_steps", "find_checkpoint", "restore", "saved_config"]
+           "committed_steps", "find_checkpoint", "restore", "saved_config", "saved_info"]
 
 _MAX_LISTED = 6  # mismatching variables quoted in full in an error
 
@@ -82,6 +82,8 @@ class Restored:
         The config saved with it.
     path : pathlib.Path
         The step folder read.
+    info : dict
+        The ``info`` given to ``CheckpointWriter.save`` (``{}`` if none was).
     """
 
     state: Any
@@ -89,6 +91,7 @@ class Restored:
     step: int
     config: dict
     path: Path
+    info: dict = dataclasses.field(default_factory=dict)
 
 
 def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.PathLike | None = None,
@@ -146,7 +149,7 @@ def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.
     leaves = [values[f"state/{path_key(keypath)}"] for keypath, _ in pairs]
     leaves = [old.replace(new) if is_variable(old) else new for (_, old), new in zip(pairs, leaves)]
     return Restored(state=jax.tree.unflatten(treedef, leaves), key=values.get("rng"),
-                    step=int(meta["step"]), config=loaded["config"], path=step_dir)
+                    step=int(meta["step"]), config=loaded["config"], path=step_dir, info=meta.get("info", {}))
 
 
 def saved_config(path: str | os.PathLike, base_dir: str | os.PathLike | None = None) -> dict:
@@ -174,6 +177,35 @@ def saved_config(path: str | os.PathLike, base_dir: str | os.PathLike | None = N
     step_dir = find_checkpoint(path, base_dir)
     with ocp.Checkpointer(ocp.CompositeCheckpointHandler(**item_handlers())) as checkpointer:
         return checkpointer.restore(step_dir, args=ocp.args.Composite(config=ocp.args.JsonRestore()))["config"]
+
+
+def saved_info(path: str | os.PathLike, base_dir: str | os.PathLike | None = None) -> dict:
+    """Read the ``info`` saved with the checkpoint ``path`` designates; no array is read.
+
+    Lets a caller choose its restore target by what was saved with the arrays.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A run dir, checkpoints dir (latest complete step) or step dir (``find_checkpoint``).
+    base_dir : str or os.PathLike or None, default None
+        What a relative ``path`` is resolved against; None: the current working directory.
+
+    Returns
+    -------
+    dict
+        The ``info`` given to ``CheckpointWriter.save`` (``{}`` if none was).
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` holds no complete checkpoint.
+    TypeError
+        If ``path`` or ``base_dir`` is neither a str nor ``os.PathLike``.
+    """
+    step_dir = find_checkpoint(path, base_dir)
+    with ocp.Checkpointer(ocp.CompositeCheckpointHandler(**item_handlers())) as checkpointer:
+        return checkpointer.restore(step_dir, args=ocp.args.Composite(meta=ocp.args.JsonRestore()))["meta"].get("info", {})
 
 
 def _storage_target(name: str, leaf: Any) -> jax.ShapeDtypeStruct:

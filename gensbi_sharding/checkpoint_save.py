@@ -1,6 +1,7 @@
 """Save the train state as an Orbax checkpoint: every N steps, the last K kept, never a non-finite one.
 
-Items per step (``ITEMS``): arrays (train state by "a/b/c" name, RNG key data), meta (format, step, key types), config.
+Items per step (``ITEMS``): arrays (train state by "a/b/c" name, RNG key data), meta (format, step, key types,
+the caller's ``info``), config.
 Imported through ``gensbi_sharding.checkpoint``; restoring is there.
 """
 
@@ -94,12 +95,12 @@ class CheckpointWriter:
         """
         return self.every > 0 and step % self.every == 0
 
-    def maybe_save(self, step: int, state: Any, key: jax.Array) -> bool:
+    def maybe_save(self, step: int, state: Any, key: jax.Array, *, info: Mapping[str, Any] | None = None) -> bool:
         """Call ``save`` if ``due(step)``.
 
         Parameters
         ----------
-        step, state, key
+        step, state, key, info
             As ``save``.
 
         Returns
@@ -112,9 +113,9 @@ class CheckpointWriter:
         ValueError, TypeError, FloatingPointError
             As ``save``, when due.
         """
-        return self.due(step) and self.save(step, state, key)
+        return self.due(step) and self.save(step, state, key, info=info)
 
-    def save(self, step: int, state: Any, key: jax.Array) -> bool:
+    def save(self, step: int, state: Any, key: jax.Array, *, info: Mapping[str, Any] | None = None) -> bool:
         """Save ``state`` and the RNG ``key`` as checkpoint ``step``, unless ``step`` was the last one saved.
 
         Typed PRNG keys (the RNG key, and any in ``state``) are stored as their key data and their
@@ -128,6 +129,10 @@ class CheckpointWriter:
             The train state (``nnx.state((model, optimizer))``), any mesh; leaves saved by their "a/b/c" name.
         key : jax.Array
             A typed PRNG key (``jax.random.key(0)``), any shape.
+        info : mapping or None, default None
+            JSON-serialisable scalars saved beside the arrays (str keys; str, int, float, bool, None, lists,
+            dicts; no NaN or inf), e.g. a training loop's own state; returned as ``Restored.info`` and by
+            ``saved_info``. None saves ``{}``.
 
         Returns
         -------
@@ -137,10 +142,10 @@ class CheckpointWriter:
         Raises
         ------
         ValueError
-            If ``step`` is not an integer >= 0.
+            If ``step`` is not an integer >= 0, or ``info`` is not JSON-serialisable (nothing is written).
         TypeError
             If ``state`` is neither an NNX graph node, ``nnx.State`` (or a collection of them) nor a non-empty
-            mapping, or ``key`` is not a typed PRNG key.
+            mapping, ``key`` is not a typed PRNG key, or ``info`` is neither a mapping nor None.
         FloatingPointError
             If a floating-point array of ``state`` holds NaN or inf: nothing is written, so no finite checkpoint
             is displaced; the message names the latest finite checkpoint (waiting for pending writes).
@@ -153,6 +158,7 @@ class CheckpointWriter:
             raise TypeError(f"state={state!r:.60} must be an nnx.State (nnx.state(model)) or a mapping of arrays")
         if not (isinstance(key, jax.Array) and is_prng_key(key)):
             raise TypeError(f"key={key!r:.60} must be a typed JAX PRNG key, e.g. jax.random.key(0)")
+        info = _checked_info(info)
         bad = _non_finite(state)
         if bad:
             latest = self.latest()
@@ -164,7 +170,7 @@ class CheckpointWriter:
         flat["rng"] = key
         impls = {name: str(jax.random.key_impl(leaf)) for name, leaf in flat.items() if is_prng_key(leaf)}
         flat.update({name: jax.random.key_data(flat[name]) for name in impls})
-        meta = {"format": _FORMAT, "step": int(step), "key_impls": impls}
+        meta = {"format": _FORMAT, "step": int(step), "key_impls": impls, "info": info}
         self._manager.save(int(step), force=True, args=ocp.args.Composite(
             arrays=ocp.args.StandardSave(nest_by_path(flat)), meta=ocp.args.JsonSave(meta),
             config=ocp.args.JsonSave(self.config)))
@@ -208,6 +214,20 @@ class CheckpointWriter:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _checked_info(info: Any) -> dict:
+    """``info`` as plain JSON data (what ``restore`` gives back), or the error naming it and the fix."""
+    if info is None:
+        return {}
+    if not isinstance(info, Mapping):
+        raise TypeError(f"info={info!r:.60} must be a mapping (e.g. {{'best_step': 3}}) or None")
+    try:
+        return json.loads(json.dumps(dict(info), allow_nan=False))
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"info={info!r:.80} must be JSON-serialisable ({err}); pass plain str, int, float, bool, "
+                         "None, lists and dicts with str keys, e.g. float(x) or x.tolist() for an array, and "
+                         "None for NaN or inf") from None
 
 
 @jax.jit

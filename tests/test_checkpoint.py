@@ -22,7 +22,7 @@ from jax.sharding import NamedSharding, PartitionSpec as P
 
 import gensbi_sharding as contract
 from gensbi_sharding.checkpoint import (CheckpointWriter, abstract_state_for, committed_steps,
-                                        find_checkpoint, restore)
+                                        find_checkpoint, restore, saved_info)
 from gensbi_sharding.harness.registry import get_model
 from gensbi_sharding.harness.train import make_step_functions
 
@@ -219,6 +219,27 @@ def test_multirun_job_dir_named_by_a_number(saved_run, tmp_path):
 def test_writer_rejects_bad_arguments(tmp_path, kwargs, match):
     with pytest.raises(ValueError, match=match):
         CheckpointWriter(tmp_path / "checkpoints", **kwargs)
+
+
+def test_info_is_saved_with_the_arrays_and_checked(tmp_path, devices):
+    # A caller's own scalars (here, a training loop's early stopping) travel with its checkpoint.
+    state, key = nnx.state(build()[0]), jax.random.key(0)
+    info = {"best_step": 4, "best_loss": 0.1 + 0.2, "history": [[2, 1.5], [4, 1.25]], "note": None}
+    with CheckpointWriter(tmp_path / "checkpoints", config=CONFIG) as writer:
+        writer.save(4, state, key, info=info)
+        writer.save(6, state, key)  # no info: {}
+        with pytest.raises(ValueError) as bad:
+            writer.save(8, state, key, info={"best_loss": float("nan")})
+        with pytest.raises(TypeError, match=r"info=\[1, 2\] must be a mapping"):
+            writer.save(8, state, key, info=[1, 2])
+        with pytest.raises(ValueError, match=r"info=\{'w': array\(\[1\.\]\)\} must be JSON-serialisable.*x\.tolist\(\)"):
+            writer.save(8, state, key, info={"w": np.ones(1)})
+        assert writer.steps() == [4, 6]  # a refused info writes nothing
+    assert "info={'best_loss': nan} must be JSON-serialisable" in str(bad.value)
+    assert "None for NaN or inf" in str(bad.value)
+    target = abstract_state_for(lambda: build()[0], None)
+    assert restore(tmp_path / "checkpoints" / "4", target).info == info == saved_info(tmp_path / "checkpoints" / "4")
+    assert restore(tmp_path / "checkpoints", target).info == {} == saved_info(tmp_path / "checkpoints")
 
 
 def test_writer_directory_is_absolute(tmp_path, monkeypatch):

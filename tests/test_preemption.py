@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+import jax
 import numpy as np
 import pytest
 
@@ -129,6 +130,68 @@ def test_a_signal_during_evaluation_stops_at_once_and_auto_resume_evaluates(tmp_
 
     assert resumed["final_train_loss"] is None
     assert final_line(resumed, out).startswith("done in ") and "samples/s" not in final_line(resumed, out)
+
+
+# Validation every 2 steps, patience 3, no EMA, a constant learning rate that makes the validation loss
+# go up and down: the uninterrupted run finds its best at step 10 and stops at step 16.
+EARLY_STOPPING = ("train.steps=24", "train.val_every=2", "train.patience=3", "train.ema_decay=0",
+                  "train.learning_rate=0.05", "train.schedule=constant", "train.val_draws=2", "train.resume=auto")
+
+
+def _run_capturing_weights(out: Path, *overrides: str) -> tuple[dict, list]:
+    """``run_tiny`` plus the sampled weights training returned (as numpy, in tree order)."""
+    from gensbi_sharding.harness import preemption
+
+    real, weights = preemption.train_with_checkpoints, []
+
+    def capture(functions, *args, **kwargs):
+        result, preempted = real(functions, *args, **kwargs)
+        weights.extend(np.asarray(leaf) for leaf in jax.tree.leaves(functions.weights(result.state)))
+        return result, preempted
+
+    preemption.train_with_checkpoints = capture
+    try:
+        return run_tiny(out, *overrides), weights
+    finally:
+        preemption.train_with_checkpoints = real
+
+
+@pytest.fixture(scope="module")
+def early_stopped(tmp_path_factory, devices):
+    """The uninterrupted run with early stopping, and its final sampled weights."""
+    metrics, weights = _run_capturing_weights(tmp_path_factory.mktemp("early") / "run", *EARLY_STOPPING)
+    assert metrics["status"] == "ok" and metrics["stopped_early"]
+    assert (metrics["best_step"], metrics["final_step"]) == (10, 16)
+    return metrics, weights
+
+
+@pytest.mark.slow  # end-to-end runs
+@pytest.mark.parametrize("stop_at", [13, 12, 16])
+def test_a_resumed_run_keeps_its_early_stopping_and_ends_as_the_uninterrupted_one(
+        tmp_path, monkeypatch, early_stopped, stop_at):
+    # Was: the best weights, the patience count and the validations before the preemption were lost:
+    # preempted at 13 and resumed, the run went on to step 24 and returned its best of steps 14..24.
+    # 13: between validations, the best (10) found; 12: the validation of the checkpointed step is still
+    # due (it runs first on resume); 16: the step early stopping ends at (resumed, it trains nothing).
+    reference, reference_weights = early_stopped
+    out = tmp_path / "run"
+    with monkeypatch.context() as patch:
+        _signal_at(patch, stop_at)
+        stopped = run_tiny(out, *EARLY_STOPPING)
+    assert stopped["status"] == "preempted" and stopped["preempted_at_step"] == stop_at
+    resumed, weights = _run_capturing_weights(out, *EARLY_STOPPING)
+    assert resumed["status"] == "ok" and resumed["resumed_from_step"] == stop_at
+    for name in ("final_step", "best_step", "stopped_early"):
+        assert resumed[name] == reference[name], name
+    assert [s for s, _ in resumed["val_history"]] == [s for s, _ in reference["val_history"]] == list(range(2, 17, 2))
+    np.testing.assert_allclose([v for _, v in resumed["val_history"]], [v for _, v in reference["val_history"]],
+                               rtol=1e-6, atol=0)
+    np.testing.assert_allclose(resumed["final_val_loss"], reference["final_val_loss"], rtol=1e-6, atol=0)
+    assert len(weights) == len(reference_weights) > 0
+    for got, want in zip(weights, reference_weights):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+    with np.load(out / "train_losses.npz") as saved:  # losses.png's validation points: each once
+        assert saved["val_step"].tolist() == list(range(2, 17, 2))
 
 
 def test_ctrl_c_names_the_folder_to_continue_in(tmp_path, monkeypatch, caplog, devices):

@@ -19,6 +19,7 @@ on to it as SIGTERM.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import signal
 import threading
@@ -149,10 +150,14 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
     """The training phase of a run: ``train.train`` with its checkpoint cadence and preemption.
 
     Saves every ``train.checkpoint_every`` steps and at the end (a non-finite state is
-    never saved: ``CheckpointWriter.save``), and stops at the first step boundary after
+    never saved: ``CheckpointWriter.save``), each checkpoint with the early-stopping state
+    (``state.checkpoint_tree``; a step's checkpoint is written before its validation, which a run
+    resumed there runs first), so a resumed run ends as an uninterrupted one: same
+    stop step, best step, weights and validation history. It stops at the first step boundary after
     a preemption signal, or between the batches of a validation under way (then the step
     it followed), saving there. A run resumed by ``train.resume=auto`` whose
-    checkpoint already holds ``train.steps`` trains nothing and goes on to evaluation.
+    checkpoint already holds ``train.steps``, or whose early stopping had ended training,
+    trains nothing and goes on to evaluation (with the best weights put back).
     Afterwards the watch knows training is over (``training_done``): a signal during
     evaluation stops the run at once, naming the final checkpoint.
 
@@ -169,24 +174,45 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
     """
     from gensbi_sharding import checkpoint
     from gensbi_sharding.harness import train
+    from gensbi_sharding.harness.state import EARLY_STOPPING, checkpoint_tree
     from gensbi_sharding import mesh_context
 
-    if ts.start_step >= cfg.train.steps:  # an earlier attempt finished training
-        watch.training_done(ts.start_step, out / checkpoint.CHECKPOINT_SUBDIR / str(ts.start_step))
+    resumed = ts.early_stopping
+    stopper = (train.EarlyStopping(patience=cfg.train.patience) if resumed is None else  # ts keeps the resumed one
+               dataclasses.replace(resumed, patience=cfg.train.patience, history=list(resumed.history)))
+    start = ts.start_step
+    if (val_batches and start and not stopper.validated(start)
+            and train.validates_at(start, val_every=cfg.train.val_every, last_step=cfg.train.steps)):
+        # The checkpoint of this step was saved before its validation (or the validation was cut short).
         with mesh_context(mesh):
-            val_loss = (train.validation_loss(functions, state, val_batches, ts.key, draws=cfg.train.val_draws)
-                        if val_batches else None)
+            loss = train.validation_loss(functions, state, val_batches, ts.key, draws=cfg.train.val_draws)
+        train.record_validation(stopper, functions, state, start, loss)
+    if start >= cfg.train.steps or stopper.exhausted:  # an earlier attempt finished training
+        watch.training_done(start, out / checkpoint.CHECKPOINT_SUBDIR / str(start))
+        if stopper.history:
+            state, val_loss = stopper.with_best(functions, state), stopper.best_loss
+        else:  # a checkpoint without validations (or saved before early stopping was checkpointed)
+            with mesh_context(mesh):
+                val_loss = (train.validation_loss(functions, state, val_batches, ts.key, draws=cfg.train.val_draws)
+                            if val_batches else None)
         return train.TrainResult(state=state, losses=np.zeros(0, np.float32), val_loss=val_loss, compile_s=0.0,
-                                 median_step_s=float("nan"), samples_per_s=float("nan"), steps=0), False
+                                 median_step_s=float("nan"), samples_per_s=float("nan"), steps=0,
+                                 best_step=stopper.best_step, stopped_early=stopper.exhausted and start < cfg.train.steps,
+                                 val_history=stopper.history), False
     writer = checkpoint.CheckpointWriter(out / checkpoint.CHECKPOINT_SUBDIR, every=cfg.train.checkpoint_every,
                                          keep=cfg.train.keep, config=config)
+
+    def save(step: int, current: Any) -> None:  # the early-stopping state too: state.checkpoint_tree
+        best = stopper.best_weights if stopper.best_weights is not None else functions.weights(current)
+        writer.save(step, checkpoint_tree(current, best), ts.key, info={EARLY_STOPPING: stopper.scalars()})
 
     stopped = []  # where a preemption stopped the loop: a step boundary or inside a validation
 
     def on_step(step: int, current: Any) -> bool:
-        writer.maybe_save(step, current, ts.key)
+        if writer.due(step):
+            save(step, current)
         if watch.should_stop(step):
-            writer.save(step, current, ts.key)
+            save(step, current)
             stopped.append(step)
             return True
         return False
@@ -203,8 +229,9 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
                                  mesh=mesh, batch_size=cfg.data.batch_size, log_every=cfg.train.log_every,
                                  val_batches=val_batches, progress=progress, start_step=ts.start_step,
                                  on_step=on_step, val_every=cfg.train.val_every, patience=cfg.train.patience,
-                                 val_draws=cfg.train.val_draws, stop_requested=stop_requested)
-            writer.save(ts.start_step + result.steps, result.state, ts.key)
+                                 val_draws=cfg.train.val_draws, stop_requested=stop_requested,
+                                 early_stopping=stopper)
+            save(ts.start_step + result.steps, result.state)
     except FloatingPointError as err:
         latest = writer.latest()
         raise FloatingPointError(

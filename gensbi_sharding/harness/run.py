@@ -235,7 +235,9 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: outputs.Ru
         mesh_text = "x".join(map(str, mesh.devices.shape)) if mesh is not None else "none"
         run_report.write_losses(
             out, result.losses, window=cfg.train.log_every, start_step=ts.start_step, resume_dir=resume_dir,
-            val_points=result.val_history or [(ts.start_step + len(result.losses), result.val_loss)],
+            # This attempt's validations: the earlier ones are in the earlier attempt's losses file.
+            val_points=(result.val_history[len(ts.early_stopping.history) if ts.early_stopping else 0:]
+                        if result.val_history else [(ts.start_step + len(result.losses), result.val_loss)]),
             title=f"{cfg.data.name}, {cfg.model.name} | rule {rule_name} on mesh {mesh_text}")
     if preempted:
         step = ts.start_step + result.steps

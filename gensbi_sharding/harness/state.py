@@ -5,7 +5,8 @@ initialisation, eager construction and the dry run all call it. Placement reads 
 plan of the library (``gensbi_sharding.plan_shardings``): its fallbacks go into the log
 and ``metrics.json``, and ``strict=true`` turns them into an error. A resumed run
 restores onto the *current* mesh and rule (or onto one device with ``mesh=none``): the
-restore target is planned from the live state, never read from the checkpoint.
+restore target is planned from the live state, never read from the checkpoint. A run's
+checkpoint (``checkpoint_tree``) holds its early-stopping state too, best weights included.
 """
 
 from __future__ import annotations
@@ -21,9 +22,14 @@ from omegaconf import DictConfig, OmegaConf
 from gensbi_sharding.harness.config import ConfigError, as_rule, partition_axis_from_config
 
 __all__ = ["TrainState", "builder", "model_plan", "build_state", "resume_step_dir", "partition_axis_for",
-           "check_resume_settings"]
+           "check_resume_settings", "checkpoint_tree", "BEST", "EARLY_STOPPING"]
 
 log = logging.getLogger("gensbi_sharding")
+
+#: Key of the best weights in a run's checkpoint (``checkpoint_tree``).
+BEST = "best"
+#: Key of the early-stopping scalars (``train.EarlyStopping.scalars()``) in a checkpoint's ``info``.
+EARLY_STOPPING = "early_stopping"
 
 
 @dataclasses.dataclass
@@ -34,11 +40,17 @@ class TrainState:
     key: Any  # the base PRNG key, replicated
     start_step: int = 0
     ema: Any = None  # harness.ema.EMA of the parameters, placed like them; None: train.ema_decay=0
+    early_stopping: Any = None  # train.EarlyStopping restored from the checkpoint; None: start afresh
 
     @property
     def nodes(self) -> tuple:
         """What is trained and checkpointed: ``(model, optimizer[, ema])``."""
         return (self.model, self.optimizer) if self.ema is None else (self.model, self.optimizer, self.ema)
+
+    @property
+    def sampled(self) -> int:
+        """Index in ``nodes`` of the weights validated and sampled (``StepFunctions.weights``): the EMA if any."""
+        return 0 if self.ema is None else 2
 
     @property
     def fallbacks(self) -> dict[str, str]:
@@ -196,17 +208,38 @@ def partition_axis_for(cfg: DictConfig, table: dict, mesh: Any):
     return axes
 
 
+def checkpoint_tree(state: Any, best: Any) -> dict:
+    """What a run's checkpoint holds: the split train state (``"0"``, ``"1"``[, ``"2"``]) and ``BEST``.
+
+    ``best`` is the best weights so far, or the current ones before a validation found one
+    (``best_step`` None in the ``EARLY_STOPPING`` info): one layout, so the restore target
+    is always the same. The train state keeps the names it has when saved alone, so a
+    checkpoint without early-stopping state still restores it (``_restore``).
+    """
+    return {**{str(index): node for index, node in state.items()}, BEST: best}
+
+
 def _restore(state: TrainState, step_dir: Path, mesh: Any, rule: Any) -> None:
     from flax import nnx
 
     from gensbi_sharding import checkpoint
+    from gensbi_sharding.harness.train import EarlyStopping
 
-    target = checkpoint.abstract_state_for(state.nodes, mesh, rule)
+    train_state = checkpoint.abstract_state_for(state.nodes, mesh, rule)
+    scalars = checkpoint.saved_info(step_dir).get(EARLY_STOPPING)
+    target = train_state
+    if scalars is not None:  # the best weights: the same target (shardings) as the weights they copy
+        target = checkpoint_tree(train_state, train_state[state.sampled])
     restored = checkpoint.restore(step_dir, target, key_sharding=state.key.sharding)
+    if scalars is not None:
+        state.early_stopping = EarlyStopping.resumed(patience=0, scalars=scalars, best_weights=restored.state[BEST])
+        restored.state = nnx.State({index: restored.state[str(index)] for index in train_state})
     nnx.update(state.nodes, restored.state)
     state.key, state.start_step = restored.key, restored.step
-    log.info("resumed from %s at step %d, placed by rule %r on %s", restored.path, restored.step, rule.name,
-             f"mesh {dict(mesh.shape)}" if mesh is not None else "one device (no mesh)")
+    log.info("resumed from %s at step %d, placed by rule %r on %s%s", restored.path, restored.step, rule.name,
+             f"mesh {dict(mesh.shape)}" if mesh is not None else "one device (no mesh)",
+             "" if scalars is None else f"; early stopping: best step {scalars['best_step']}, "
+             f"{len(scalars['history'])} validation(s)")
 
 
 def _launch_dir() -> str | None:

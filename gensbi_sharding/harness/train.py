@@ -37,7 +37,7 @@ from tqdm.auto import tqdm
 from gensbi_sharding import mesh_context
 
 __all__ = ["flow_matching_loss", "make_optimizer", "StepFunctions", "make_step_functions", "train",
-           "TrainResult", "EarlyStopping", "validation_loss", "SCHEDULES"]
+           "TrainResult", "EarlyStopping", "record_validation", "validates_at", "validation_loss", "SCHEDULES"]
 
 #: ``train.schedule`` choices.
 SCHEDULES = ("cosine", "constant")
@@ -166,7 +166,10 @@ def make_step_functions(model: nnx.Module, optimizer: nnx.Optimizer, mesh: Mesh 
 class EarlyStopping:
     """Stop after ``patience`` validations without a new best; remember the best weights.
 
-    ``patience=0`` never stops (the best weights are still kept and restored).
+    ``patience=0`` never stops (the best weights are still kept and restored). ``history``
+    holds every validation ``(step, loss)``. ``scalars()`` and ``resumed`` carry it through
+    a checkpoint (the best weights are saved beside it), so a resumed run stops where an
+    uninterrupted one does.
     """
 
     patience: int = 0
@@ -174,15 +177,59 @@ class EarlyStopping:
     best_step: int | None = None
     best_weights: Any = None
     since_best: int = 0
+    history: list[tuple[int, float]] = dataclasses.field(default_factory=list)
 
     def observe(self, step: int, loss: float, weights: Callable[[], Any]) -> bool:
         """Record the validation ``loss`` at ``step``; ``weights()`` copies them if best. True: stop."""
+        self.history.append((step, loss))
         if loss < self.best_loss:
             self.best_loss, self.best_step, self.since_best = loss, step, 0
             self.best_weights = weights()
             return False
         self.since_best += 1
+        return self.exhausted
+
+    @property
+    def exhausted(self) -> bool:
+        """Whether ``patience`` validations passed without a new best: training is over."""
         return 0 < self.patience <= self.since_best
+
+    def validated(self, step: int) -> bool:
+        """Whether the validation of ``step`` is recorded (the last one in ``history``)."""
+        return bool(self.history) and self.history[-1][0] == step
+
+    def with_best(self, functions: StepFunctions, state: Any) -> Any:
+        """``state`` with the best weights put back (as is when the last validation was the best)."""
+        if self.best_weights is None or self.validated(self.best_step):
+            return state
+        return functions.with_weights(state, self.best_weights)
+
+    def scalars(self) -> dict[str, Any]:
+        """Everything but the best weights, JSON-serialisable (``best_loss`` None before a validation)."""
+        return {"best_loss": self.best_loss if self.best_step is not None else None, "best_step": self.best_step,
+                "since_best": self.since_best, "history": [[int(s), float(v)] for s, v in self.history]}
+
+    @classmethod
+    def resumed(cls, patience: int, scalars: dict[str, Any], best_weights: Any) -> EarlyStopping:
+        """The state ``scalars()`` saved, with ``best_weights`` (ignored while ``best_step`` is None)."""
+        best_step = scalars["best_step"]
+        return cls(patience=patience, best_step=best_step, since_best=int(scalars["since_best"]),
+                   best_loss=math.inf if best_step is None else float(scalars["best_loss"]),
+                   best_weights=None if best_step is None else best_weights,
+                   history=[(int(s), float(v)) for s, v in scalars["history"]])
+
+
+def record_validation(stopper: EarlyStopping, functions: StepFunctions, state: Any, step: int,
+                      loss: float) -> bool:
+    """``stopper.observe`` the validation ``loss`` of ``state``'s weights at ``step``; True: stop.
+
+    Raises ``FloatingPointError`` when ``loss`` is not finite (the run diverged).
+    """
+    if not np.isfinite(loss):
+        raise FloatingPointError(f"training diverged: validation loss {loss} at step {step}; "
+                                 "lower train.learning_rate or check the data")
+    copy = lambda: jax.tree.map(lambda a: a.copy(), functions.weights(state))  # noqa: E731 (donated next step)
+    return stopper.observe(step, loss, copy)
 
 
 @dataclasses.dataclass
@@ -206,7 +253,8 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
           val_batches: list[dict] | None = None, progress: bool = True,
           start_step: int = 0, on_step: Callable[[int, Any], bool | None] | None = None,
           val_every: int = 0, patience: int = 0, val_draws: int = 1,
-          stop_requested: Callable[[], bool] | None = None) -> TrainResult:
+          stop_requested: Callable[[], bool] | None = None,
+          early_stopping: EarlyStopping | None = None) -> TrainResult:
     """Run up to ``steps`` train steps under ``mesh_context(mesh)``, validating as it goes.
 
     Every ``val_every`` steps (and after the last) the sampled weights (the EMA when
@@ -220,7 +268,9 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
     asked between validation batches: True abandons that validation and ends the loop at
     the step it followed, so a preemption never waits for a long validation. Either way
     the returned state is that step's (the best weights are put back only when the loop
-    was not stopped so). Step time is measured
+    was not stopped so). ``early_stopping``: the state to continue (a resumed run's, with
+    its best so far and its history; updated in place); None: a fresh one with
+    ``patience``. Step time is measured
     over windows of ``log_every`` steps (one device sync per window, not per step),
     validation excluded; ``median_step_s`` is the median over windows. The first
     step's compile is timed separately (``compile_s``).
@@ -231,19 +281,14 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
         When a window's mean train loss or a validation loss is not finite (a
         diverging run stops there), naming the steps.
     """
-    stopper = EarlyStopping(patience=patience)
-    history: list[tuple[int, float]] = []
+    stopper = early_stopping if early_stopping is not None else EarlyStopping(patience=patience)
+    history = stopper.history
 
     def validate(state, step):
         loss = validation_loss(functions, state, val_batches, key, draws=val_draws, stop_requested=stop_requested)
         if loss is None:  # stopped between its batches (preemption): end the loop at this step
             return False, True
-        if not np.isfinite(loss):
-            raise FloatingPointError(f"training diverged: validation loss {loss} at step {step}; "
-                                     "lower train.learning_rate or check the data")
-        history.append((step, loss))
-        copy = lambda: jax.tree.map(lambda a: a.copy(), functions.weights(state))  # noqa: E731 (donated next step)
-        return stopper.observe(step, loss, copy), False
+        return record_validation(stopper, functions, state, step, loss), False
 
     with mesh_context(mesh):
         first = next(batches)
@@ -263,7 +308,7 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
             if on_step is not None:  # checkpoints, preemption; it sees the global step number
                 halted = bool(on_step(step, state))
             window_steps += 1
-            if val_batches and not halted and ((val_every and step % val_every == 0) or last):
+            if val_batches and not halted and validates_at(step, val_every=val_every, last_step=start_step + steps):
                 paused = time.perf_counter()
                 stop, halted = validate(state, step)
                 window_start += time.perf_counter() - paused  # validation is not step time
@@ -282,8 +327,8 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
             if stop or halted:
                 break
         bar.close()
-        if not halted and stopper.best_weights is not None and stopper.best_step != history[-1][0]:
-            state = functions.with_weights(state, stopper.best_weights)
+        if not halted:
+            state = stopper.with_best(functions, state)
     # The first window holds the warm-up of the first dispatches; prefer the rest when there are any.
     steady = windows[1:] if len(windows) > 2 else windows
     median = float(np.median(steady))
@@ -292,6 +337,11 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
                        median_step_s=median, samples_per_s=batch_size / median if median > 0 else float("nan"),
                        steps=len(losses), best_step=stopper.best_step, stopped_early=stop and len(losses) < steps,
                        val_history=history)
+
+
+def validates_at(step: int, *, val_every: int, last_step: int) -> bool:
+    """Whether the loop validates after ``step``: every ``val_every`` steps (0: never) and after ``last_step``."""
+    return (val_every > 0 and step % val_every == 0) or step == last_step
 
 
 def validation_loss(functions: StepFunctions, state: Any, val_batches: list[dict], key: jax.Array,
