@@ -177,8 +177,8 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
     from gensbi_sharding.harness.state import EARLY_STOPPING, checkpoint_tree
     from gensbi_sharding import mesh_context
 
-    resumed = ts.early_stopping
-    stopper = (train.EarlyStopping(patience=cfg.train.patience) if resumed is None else  # ts keeps the resumed one
+    resumed = ts.early_stopping  # left as restored (run.py counts its validations): a copy is continued
+    stopper = (train.EarlyStopping(patience=cfg.train.patience) if resumed is None else
                dataclasses.replace(resumed, patience=cfg.train.patience, history=list(resumed.history)))
     start = ts.start_step
     if (val_batches and start and not stopper.validated(start)

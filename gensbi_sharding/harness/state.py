@@ -232,6 +232,7 @@ def _restore(state: TrainState, step_dir: Path, mesh: Any, rule: Any) -> None:
         target = checkpoint_tree(train_state, train_state[state.sampled])
     restored = checkpoint.restore(step_dir, target, key_sharding=state.key.sharding)
     if scalars is not None:
+        # patience is the run's own setting (train_with_checkpoints sets it), not the checkpoint's
         state.early_stopping = EarlyStopping.resumed(patience=0, scalars=scalars, best_weights=restored.state[BEST])
         restored.state = nnx.State({index: restored.state[str(index)] for index in train_state})
     nnx.update(state.nodes, restored.state)
