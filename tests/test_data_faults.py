@@ -17,7 +17,8 @@ from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding import nearest_batch_sizes
 from gensbi_sharding.harness.pipeline import build_pipeline, check_batch_config
 from gensbi_sharding.harness.registry import get_model
-from gensbi_sharding.harness.train import make_step_functions, validation_loss
+from gensbi_sharding.harness.train import make_step_functions
+from gensbi_sharding.harness.validation import validation_loss
 from gensbi_sharding import make_mesh
 
 # Case 1: 3 NaN rows and 2 +inf rows among 500 simulations.

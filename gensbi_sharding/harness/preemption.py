@@ -173,27 +173,27 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
         If training diverged; the message names the last finite checkpoint to resume from.
     """
     from gensbi_sharding import checkpoint
-    from gensbi_sharding.harness import train
+    from gensbi_sharding.harness import train, validation
     from gensbi_sharding.harness.state import EARLY_STOPPING, checkpoint_tree
     from gensbi_sharding import mesh_context
 
     resumed = ts.early_stopping  # left as restored (run.py counts its validations): a copy is continued
-    stopper = (train.EarlyStopping(patience=cfg.train.patience) if resumed is None else
+    stopper = (validation.EarlyStopping(patience=cfg.train.patience) if resumed is None else
                dataclasses.replace(resumed, patience=cfg.train.patience, history=list(resumed.history)))
     start = ts.start_step
     if (val_batches and start and not stopper.validated(start)
-            and train.validates_at(start, val_every=cfg.train.val_every, last_step=cfg.train.steps)):
+            and validation.validates_at(start, val_every=cfg.train.val_every, last_step=cfg.train.steps)):
         # The checkpoint of this step was saved before its validation (or the validation was cut short).
         with mesh_context(mesh):
-            loss = train.validation_loss(functions, state, val_batches, ts.key, draws=cfg.train.val_draws)
-        train.record_validation(stopper, functions, state, start, loss)
+            loss = validation.validation_loss(functions, state, val_batches, ts.key, draws=cfg.train.val_draws)
+        validation.record_validation(stopper, functions, state, start, loss)
     if start >= cfg.train.steps or stopper.exhausted:  # an earlier attempt finished training
         watch.training_done(start, out / checkpoint.CHECKPOINT_SUBDIR / str(start))
         if stopper.history:
             state, val_loss = stopper.with_best(functions, state), stopper.best_loss
         else:  # a checkpoint without validations (or saved before early stopping was checkpointed)
             with mesh_context(mesh):
-                val_loss = (train.validation_loss(functions, state, val_batches, ts.key, draws=cfg.train.val_draws)
+                val_loss = (validation.validation_loss(functions, state, val_batches, ts.key, draws=cfg.train.val_draws)
                             if val_batches else None)
         return train.TrainResult(state=state, losses=np.zeros(0, np.float32), val_loss=val_loss, compile_s=0.0,
                                  median_step_s=float("nan"), samples_per_s=float("nan"), steps=0,

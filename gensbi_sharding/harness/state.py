@@ -28,7 +28,7 @@ log = logging.getLogger("gensbi_sharding")
 
 #: Key of the best weights in a run's checkpoint (``checkpoint_tree``).
 BEST = "best"
-#: Key of the early-stopping scalars (``train.EarlyStopping.scalars()``) in a checkpoint's ``info``.
+#: Key of the early-stopping scalars (``validation.EarlyStopping.scalars()``) in a checkpoint's ``info``.
 EARLY_STOPPING = "early_stopping"
 
 
@@ -40,7 +40,7 @@ class TrainState:
     key: Any  # the base PRNG key, replicated
     start_step: int = 0
     ema: Any = None  # harness.ema.EMA of the parameters, placed like them; None: train.ema_decay=0
-    early_stopping: Any = None  # train.EarlyStopping restored from the checkpoint; None: start afresh
+    early_stopping: Any = None  # validation.EarlyStopping restored from the checkpoint; None: start afresh
 
     @property
     def nodes(self) -> tuple:
@@ -223,7 +223,7 @@ def _restore(state: TrainState, step_dir: Path, mesh: Any, rule: Any) -> None:
     from flax import nnx
 
     from gensbi_sharding import checkpoint
-    from gensbi_sharding.harness.train import EarlyStopping
+    from gensbi_sharding.harness.validation import EarlyStopping
 
     train_state = checkpoint.abstract_state_for(state.nodes, mesh, rule)
     scalars = checkpoint.saved_info(step_dir).get(EARLY_STOPPING)

@@ -1,0 +1,126 @@
+"""Validation during training: the held-out loss on fixed draws, and early stopping on it.
+
+The loss of the sampled weights (the EMA when there is one) over every held-out pair, with
+the same draws of (t, noise) at every validation, so two validations differ only by the
+weights. ``EarlyStopping`` keeps the best weights and their history; a checkpoint carries
+it (``EarlyStopping.scalars`` / ``resumed``), so a resumed run stops where an uninterrupted
+one does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import jax
+import numpy as np
+
+if TYPE_CHECKING:  # train imports this module
+    from gensbi_sharding.harness.train import StepFunctions
+
+__all__ = ["EarlyStopping", "record_validation", "validates_at", "validation_loss"]
+
+_VAL_STREAM = 0x7FFFFFFF  # folded into the base key: a stream the train steps never reach
+
+
+@dataclasses.dataclass
+class EarlyStopping:
+    """Stop after ``patience`` validations without a new best; remember the best weights.
+
+    ``patience=0`` never stops (the best weights are still kept and restored). ``history``
+    holds every validation ``(step, loss)``. ``scalars()`` and ``resumed`` carry it through
+    a checkpoint (the best weights are saved beside it), so a resumed run stops where an
+    uninterrupted one does.
+    """
+
+    patience: int = 0
+    best_loss: float = math.inf
+    best_step: int | None = None
+    best_weights: Any = None
+    since_best: int = 0
+    history: list[tuple[int, float]] = dataclasses.field(default_factory=list)
+
+    def observe(self, step: int, loss: float, weights: Callable[[], Any]) -> bool:
+        """Record the validation ``loss`` at ``step``; ``weights()`` copies them if best. True: stop."""
+        self.history.append((step, loss))
+        if loss < self.best_loss:
+            self.best_loss, self.best_step, self.since_best = loss, step, 0
+            self.best_weights = weights()
+            return False
+        self.since_best += 1
+        return self.exhausted
+
+    @property
+    def exhausted(self) -> bool:
+        """Whether ``patience`` validations passed without a new best: training is over."""
+        return 0 < self.patience <= self.since_best
+
+    def validated(self, step: int) -> bool:
+        """Whether the validation of ``step`` is recorded (the last one in ``history``)."""
+        return bool(self.history) and self.history[-1][0] == step
+
+    def with_best(self, functions: StepFunctions, state: Any) -> Any:
+        """``state`` with the best weights put back (as is when the last validation was the best)."""
+        if self.best_weights is None or self.validated(self.best_step):
+            return state
+        return functions.with_weights(state, self.best_weights)
+
+    def scalars(self) -> dict[str, Any]:
+        """Everything but the best weights, JSON-serialisable (``best_loss`` None before a validation)."""
+        return {"best_loss": self.best_loss if self.best_step is not None else None, "best_step": self.best_step,
+                "since_best": self.since_best, "history": [[int(s), float(v)] for s, v in self.history]}
+
+    @classmethod
+    def resumed(cls, patience: int, scalars: dict[str, Any], best_weights: Any) -> EarlyStopping:
+        """The state ``scalars()`` saved, with ``best_weights`` (ignored while ``best_step`` is None)."""
+        best_step = scalars["best_step"]
+        return cls(patience=patience, best_step=best_step, since_best=int(scalars["since_best"]),
+                   best_loss=math.inf if best_step is None else float(scalars["best_loss"]),
+                   best_weights=None if best_step is None else best_weights,
+                   history=[(int(s), float(v)) for s, v in scalars["history"]])
+
+
+def record_validation(stopper: EarlyStopping, functions: StepFunctions, state: Any, step: int,
+                      loss: float) -> bool:
+    """``stopper.observe`` the validation ``loss`` of ``state``'s weights at ``step``; True: stop.
+
+    Raises ``FloatingPointError`` when ``loss`` is not finite (the run diverged).
+    """
+    if not np.isfinite(loss):
+        raise FloatingPointError(f"training diverged: validation loss {loss} at step {step}; "
+                                 "lower train.learning_rate or check the data")
+    copy = lambda: jax.tree.map(lambda a: a.copy(), functions.weights(state))  # noqa: E731 (donated next step)
+    return stopper.observe(step, loss, copy)
+
+
+def validates_at(step: int, *, val_every: int, last_step: int) -> bool:
+    """Whether the loop validates after ``step``: every ``val_every`` steps (0: never) and after ``last_step``."""
+    return (val_every > 0 and step % val_every == 0) or step == last_step
+
+
+def validation_loss(functions: StepFunctions, state: Any, val_batches: list[dict], key: jax.Array,
+                    draws: int = 1, stop_requested: Callable[[], bool] | None = None) -> float | None:
+    """Mean flow-matching loss over every held-out pair and ``draws`` fixed draws of (t, z).
+
+    Padding rows weigh 0. The draws come from a stream of ``key`` the train steps never
+    reach (the first is the stream's key itself), so every call with the same key scores
+    different weights on the very same (t, z). Batches are dispatched one ahead of the
+    one read back, and ``stop_requested()`` is asked after each: True returns None at
+    once (at most one batch still in flight), so a long validation can be cut short.
+    """
+    stream = jax.random.fold_in(key, _VAL_STREAM)
+    keys = [stream] + [jax.random.fold_in(stream, d) for d in range(1, draws)]
+    total = count = 0.0
+    pending = None
+    for k in keys:
+        for b in val_batches:
+            current = functions.eval_loss(state, b, k)
+            if pending is not None:  # read the previous batch while this one runs
+                total, count = total + float(pending[0]) * float(pending[1]), count + float(pending[1])
+                if stop_requested is not None and stop_requested():
+                    return None
+            pending = current
+    total, count = total + float(pending[0]) * float(pending[1]), count + float(pending[1])
+    return total / count
