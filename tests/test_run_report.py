@@ -142,3 +142,16 @@ def test_final_line(tmp_path):
     (tmp_path / "error.txt").write_text("Traceback ...")
     assert final_line({"status": "error", "wall_s": 1.0}, tmp_path) == (
         f"error after 1.0 s; traceback in {tmp_path / 'error.txt'}")
+
+
+def test_a_step_validated_again_on_resume_counts_once(tmp_path):
+    # The checkpoint of step 4 is written before step 4's validation, which the resumed attempt runs again.
+    earlier = tmp_path / "a"
+    (earlier / "checkpoints" / "4").mkdir(parents=True)
+    first = joined_loss_history(np.arange(1.0, 7.0), start_step=0, val_points=[(2, 0.7), (4, 0.5), (6, 0.45)],
+                                resume_dir=None)
+    np.savez(earlier / "train_losses.npz", **first.arrays())
+    second = joined_loss_history(np.array([10.0, 11.0]), start_step=4, val_points=[(4, 0.5), (6, 0.4)],
+                                 resume_dir=earlier / "checkpoints" / "4")
+    assert second.val_step.tolist() == [2, 4, 6]
+    assert second.val_losses.tolist() == pytest.approx([0.7, 0.5, 0.4])

@@ -185,7 +185,9 @@ def joined_loss_history(losses: np.ndarray, *, start_step: int, val_points: list
             old_losses = old["losses"]
             old_steps = old["step"] if "step" in old else np.arange(1, len(old_losses) + 1)
             keep = old_steps <= start_step
-            vkeep = old["val_step"] <= start_step if "val_step" in old else None
+            # A step this attempt validated again (its checkpoint was saved before its validation) counts once.
+            vkeep = ((old["val_step"] <= start_step) & ~np.isin(old["val_step"], parts[0][2])
+                     if "val_step" in old else None)
             parts.insert(0, (old_steps[keep], old_losses[keep],
                              old["val_step"][vkeep] if vkeep is not None else np.zeros(0, np.int64),
                              old["val_losses"][vkeep] if vkeep is not None else np.zeros(0, np.float32),
