@@ -82,7 +82,21 @@ def nearest_batch_sizes(requested: int, multiple: int, at_most: int | None = Non
         The multiples of ``multiple`` just below and just above ``requested``, each clamped into
         ``[multiple, at_most]``, duplicates removed, nearest first (ties: the smaller first);
         ``(requested,)`` if it is valid, ``()`` if no multiple fits (``at_most < multiple``).
+
+    Raises
+    ------
+    TypeError
+        If ``requested``, ``multiple`` or ``at_most`` is not an integer (bools are not).
+    ValueError
+        If ``multiple < 1``.
     """
+    for name, value in (("requested", requested), ("multiple", multiple), ("at_most", at_most)):
+        if not is_int(value) and not (name == "at_most" and value is None):
+            raise TypeError(f"nearest_batch_sizes: {name}={value!r} must be an integer (rows)")
+    if multiple < 1:
+        raise ValueError(f"nearest_batch_sizes: multiple={multiple} must be >= 1 (the data-parallel size)")
+    requested, multiple = int(requested), int(multiple)
+    at_most = None if at_most is None else int(at_most)
     largest = at_most // multiple * multiple if at_most is not None else max(requested, multiple) + multiple
     if largest < multiple:
         return ()

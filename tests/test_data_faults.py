@@ -179,6 +179,12 @@ def test_nearest_batch_sizes_table():
     assert nearest_batch_sizes(8, 8, 7) == ()
     assert nearest_batch_sizes(10, 4) == (8, 12) and nearest_batch_sizes(3, 4) == (4,)
     assert nearest_batch_sizes(16, 4) == (16,)
+    assert nearest_batch_sizes(np.int64(10), 8) == (8, 16) and type(nearest_batch_sizes(np.int64(10), 8)[0]) is int
+    for bad, error, name in (((8, 0), ValueError, "multiple=0"), ((8, -8), ValueError, "multiple=-8"),
+                             ((10.5, 8), TypeError, "requested=10.5"), (("64", 8), TypeError, "requested='64'"),
+                             ((64, 8.0), TypeError, "multiple=8.0"), ((10, 8, True), TypeError, "at_most=True")):
+        with pytest.raises(error, match=name):
+            nearest_batch_sizes(*bad)
 
 
 # ------------------------------------------------------------------ case 5: other errors name their override
