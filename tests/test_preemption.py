@@ -401,3 +401,30 @@ def test_a_sweep_job_continued_alone_updates_the_sweeps_summary(tmp_path):
     assert f"sweep summary rebuilt with this job's result: {sweep / 'sweep_summary.csv'}" in output
     rows = (sweep / "sweep_summary.csv").read_text().splitlines()
     assert len(rows) == 2 and "preempted" not in rows[1] and ",ok," in rows[1], rows
+
+
+def test_the_folder_callback_can_be_shipped_to_jobs_while_it_holds_the_sweep_lock(tmp_path):
+    # submitit pickles Hydra's callbacks into every SLURM job; the sweep's lock (an RLock) made that fail.
+    import pickle
+
+    from omegaconf import OmegaConf
+
+    callback = outputs.RefuseCompletedRun()
+    config = OmegaConf.create({"hydra": {"sweep": {"dir": str(tmp_path / "sweep")}}, "train": {"resume": None}})
+    callback.on_multirun_start(config)
+    try:
+        shipped = pickle.loads(pickle.dumps(callback))
+        assert shipped._locks == [] and len(callback._locks) == 1  # the copy holds nothing; the lock stays here
+        with pytest.raises(outputs.FolderInUseError):  # still held by the launching process's callback
+            _second_process_lock(tmp_path / "sweep")
+    finally:
+        callback.on_multirun_end(config)
+
+
+def _second_process_lock(folder):
+    code = ("import sys; from gensbi_sharding.harness.outputs import FolderLock; "
+            f"FolderLock({str(folder)!r}).acquire()")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    if "FolderInUseError" in proc.stderr:
+        raise outputs.FolderInUseError(proc.stderr.strip().splitlines()[-1])
+    assert proc.returncode == 0, proc.stderr

@@ -274,7 +274,9 @@ def test_a_scheduler_launcher_off_its_cluster_is_named_not_a_traceback():
 
     slurm = "hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher"
     message = launcher_problem(slurm, which=lambda command: None)
-    assert message.startswith("hydra/launcher=slurm submits the jobs to SLURM, but `srun` is not on PATH")
+    assert message.startswith("hydra/launcher=slurm submits the jobs to SLURM, but `srun` and `sbatch` are not on "
+                              "PATH")
+    assert "but `sbatch` is not on PATH" in launcher_problem(slurm, which=lambda c: "/bin/srun" if c == "srun" else None)
     assert message.endswith("leave out hydra/launcher=slurm to run the jobs here one after another")
     assert launcher_problem(slurm, which=lambda command: f"/usr/bin/{command}") is None  # on a login node
     assert launcher_problem("hydra._internal.core_plugins.basic_launcher.BasicLauncher",

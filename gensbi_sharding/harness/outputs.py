@@ -278,6 +278,11 @@ class RefuseCompletedRun(Callback):
     def __init__(self) -> None:
         self._locks: list[FolderLock] = []
 
+    def __getstate__(self) -> dict:
+        # A launcher that ships the callbacks to its jobs (submitit pickles them for SLURM) copies
+        # this one while the sweep's lock is held: the lock belongs to the launching process only.
+        return {**self.__dict__, "_locks": []}
+
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         if folder_owner(config):
             self._claim(Path(config.hydra.run.dir), [Path(config.hydra.run.dir)], config)

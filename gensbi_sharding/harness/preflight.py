@@ -19,8 +19,9 @@ from gensbi_sharding.harness.console import tagged
 
 __all__ = ["launcher_problem", "LauncherPreflight"]
 
-#: Launchers that hand jobs to a scheduler, and the command the scheduler must provide on this host.
-_SCHEDULER_COMMANDS = {"SlurmLauncher": ("slurm", "srun")}
+#: Launchers that hand jobs to a scheduler, and the commands the scheduler must provide on this host
+#: (submitit looks for ``srun`` and submits with ``sbatch``).
+_SCHEDULER_COMMANDS = {"SlurmLauncher": ("slurm", ("srun", "sbatch"))}
 
 
 def launcher_problem(target: str | None, which: Callable[[str], str | None] = shutil.which) -> str | None:
@@ -37,18 +38,21 @@ def launcher_problem(target: str | None, which: Callable[[str], str | None] = sh
     Returns
     -------
     str or None
-        None if the launcher runs jobs here or its scheduler's command is on PATH; else the
-        message naming the launcher, the missing command, and what to do instead.
+        None if the launcher runs jobs here or its scheduler's commands are on PATH; else the
+        message naming the launcher, the missing commands, and what to do instead.
     """
     name = (target or "").rsplit(".", 1)[-1]
     if name not in _SCHEDULER_COMMANDS:
         return None
-    group, command = _SCHEDULER_COMMANDS[name]
-    if which(command) is not None:
+    group, commands = _SCHEDULER_COMMANDS[name]
+    missing = [command for command in commands if which(command) is None]
+    if not missing:
         return None
-    return (f"hydra/launcher={group} submits the jobs to {group.upper()}, but `{command}` is not on PATH on this "
-            f"host (not a {group.upper()} login node?): run the same command on the cluster, or leave out "
-            f"hydra/launcher={group} to run the jobs here one after another")
+    named = " and ".join(f"`{command}`" for command in missing)
+    return (f"hydra/launcher={group} submits the jobs to {group.upper()}, but {named} "
+            f"{'is' if len(missing) == 1 else 'are'} not on PATH on this host (not a {group.upper()} login "
+            f"node?): run the same command on the cluster, or leave out hydra/launcher={group} to run the jobs "
+            "here one after another")
 
 
 class LauncherPreflight(Callback):
