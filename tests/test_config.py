@@ -247,6 +247,9 @@ def test_wrong_type_is_rejected_with_its_name(compose_config, override, key, kin
     (("+rule.bogus=data",), "rule.bogus is not a logical axis; valid keys: " + ", ".join(LOGICAL_AXES)),
     (("rule.embed=5",), "rule.embed=5 must be a mesh axis name, a list of them, or null"),
     (("rule.mlp=[]",), "rule.mlp=[]: a list must hold mesh axis names"),
+    (("train.resume=''",), "train.resume='' is empty: pass train.resume=auto"),
+    (("train.resume=AUTO",), "train.resume='AUTO' is read as a folder name; to continue from this run's own "
+                             "folder, pass train.resume=auto"),
 ])
 def test_validate_rejects_with_the_key(compose_config, overrides, message):
     cfg = compose_config(*overrides)

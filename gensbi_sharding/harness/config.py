@@ -310,6 +310,14 @@ def _validate(cfg: DictConfig) -> None:
            f"validates only after the last step; set train.val_every={every}, or train.patience=0 for no early "
            "stopping")
     _check(cfg.train.val_draws >= 1, f"train.val_draws={cfg.train.val_draws} must be >= 1")
+    resume = cfg.train.resume
+    # An unset shell variable (train.resume=$CKPT) must not start a fresh run without a word.
+    _check(resume is None or str(resume).strip() != "",
+           f"train.resume={resume!r} is empty: pass train.resume=auto (this run's folder), a run or checkpoint "
+           "folder, or leave it out to start fresh")
+    _check(resume is None or str(resume) == "auto" or str(resume).strip().lower() != "auto",
+           f"train.resume={resume!r} is read as a folder name; to continue from this run's own folder, "
+           "pass train.resume=auto (lower case)")
     _check(cfg.data.theta_transform in ("support", "none"),
            f"data.theta_transform={cfg.data.theta_transform!r} is not one of support, none")
     _check(cfg.data.x_transform in ("none", "log"),
