@@ -428,3 +428,20 @@ def _second_process_lock(folder):
     if "FolderInUseError" in proc.stderr:
         raise outputs.FolderInUseError(proc.stderr.strip().splitlines()[-1])
     assert proc.returncode == 0, proc.stderr
+
+
+def test_a_mistyped_resume_path_can_be_corrected_in_the_same_folder(tmp_path, devices):
+    # Was: the corrected train.resume=<run> was refused ("rerun with train.resume=auto"), and
+    # train.resume=auto then started from scratch, ignoring the intended checkpoint.
+    source, out = tmp_path / "source", tmp_path / "run"
+    assert run_tiny(source)["status"] == "ok"
+    typo = run_tiny(out, f"train.resume={tmp_path / 'sourse'}", "train.steps=12")
+    assert typo["status"] == "error" and "does not exist" in typo["error"]
+    fixed = run_tiny(out, f"train.resume={source}", "train.steps=12")
+    assert fixed["status"] == "ok" and fixed["resumed_from"] == str(source / "checkpoints" / "8")
+    assert fixed["final_step"] == 12 and fixed["previous_attempts"][0]["status"] == "error"
+    # A folder that holds checkpoints of its own is continued with train.resume=auto only.
+    (out / "checkpoints" / "3").mkdir(parents=True, exist_ok=True)
+    outputs.write_json(out / "metrics.json", {"status": "preempted"})
+    with pytest.raises(FileExistsError, match="rerun with train.resume=auto"):
+        outputs.ensure_fresh(out, resume_from=True)

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 from hydra.experimental.callback import Callback
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness.console import tagged
 from gensbi_sharding.harness.hints import unfinished_jobs_hint
@@ -81,12 +81,15 @@ def write_npz(path: Path, **arrays: np.ndarray) -> Path:
     return write_atomic(path, buffer.getvalue())
 
 
-def ensure_fresh(out_dir: Path, *, resume_auto: bool = False) -> dict | None:
+def ensure_fresh(out_dir: Path, *, resume_auto: bool = False, resume_from: bool = False) -> dict | None:
     """Refuse to run into a folder that holds another run's results.
 
     With ``resume_auto`` (``train.resume=auto``) a folder whose run ended with a status
     in ``RESUMABLE`` (preempted, interrupted, error), or left checkpoints without
-    metrics (killed), may be continued: the same command, requeued.
+    metrics (killed), may be continued: the same command, requeued. With ``resume_from``
+    (``train.resume=<another folder>``) such a folder may be used when it holds no
+    checkpoint of its own: an attempt that failed before it saved one (e.g. a mistyped
+    ``train.resume`` path) is retried with the corrected path.
 
     Returns
     -------
@@ -102,14 +105,16 @@ def ensure_fresh(out_dir: Path, *, resume_auto: bool = False) -> dict | None:
     metrics = out_dir / "metrics.json"
     previous = json.loads(metrics.read_text()) if metrics.exists() else None
     status = (previous or {}).get("status", "unknown")
-    if previous is not None and not (resume_auto and status in RESUMABLE):
+    checkpoints = out_dir / "checkpoints"
+    has_checkpoints = checkpoints.is_dir() and any(checkpoints.iterdir())
+    retry = resume_from and status in RESUMABLE and not has_checkpoints
+    if previous is not None and not (resume_auto and status in RESUMABLE) and not retry:
         hint = ("rerun with train.resume=auto to continue it in this folder, or choose another hydra.run.dir"
                 if status in RESUMABLE else "choose another hydra.run.dir (or hydra.sweep.dir)")
         raise FileExistsError(
             f"{metrics} already exists (status {status}): this folder holds an earlier run's outputs, "
             f"which are never overwritten; {hint}")
-    checkpoints = out_dir / "checkpoints"
-    if not resume_auto and checkpoints.is_dir() and any(checkpoints.iterdir()):
+    if not resume_auto and has_checkpoints:
         raise FileExistsError(
             f"{checkpoints} holds an interrupted run's checkpoints; continue it here with the same "
             f"command plus train.resume=auto, or in a new folder with train.resume={out_dir} "
@@ -129,6 +134,7 @@ class RunFolder:
     def __init__(self, out: Path, cfg: DictConfig):
         self.out, self.owner = Path(out), folder_owner(cfg)
         self.resume_auto = cfg.train.resume == "auto"
+        self.resume_from = bool(cfg.train.resume) and not self.resume_auto
         self.claimed, self.previous, self._lock = False, None, None
 
     def claim(self) -> None:
@@ -136,7 +142,7 @@ class RunFolder:
         lock = FolderLock(self.out)
         lock.acquire()
         try:
-            self.previous = ensure_fresh(self.out, resume_auto=self.resume_auto)
+            self.previous = ensure_fresh(self.out, resume_auto=self.resume_auto, resume_from=self.resume_from)
         except BaseException:
             lock.release()
             raise
@@ -303,7 +309,8 @@ class RefuseCompletedRun(Callback):
             lock.acquire()
             self._locks.append(lock)
             for run_dir in runs:
-                ensure_fresh(run_dir, resume_auto=config.train.resume == "auto")
+                resume = OmegaConf.select(config, "train.resume", default=None)
+                ensure_fresh(run_dir, resume_auto=resume == "auto", resume_from=bool(resume) and resume != "auto")
         except (FileExistsError, FolderInUseError) as err:
             self._release()
             hint = unfinished_jobs_hint(runs, RESUMABLE) if sweep and isinstance(err, FileExistsError) else ""
