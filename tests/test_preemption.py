@@ -194,7 +194,7 @@ def test_a_resumed_run_keeps_its_early_stopping_and_ends_as_the_uninterrupted_on
         assert saved["val_step"].tolist() == list(range(2, 17, 2))
 
 
-def test_ctrl_c_names_the_folder_to_continue_in(tmp_path, monkeypatch, caplog, devices):
+def test_ctrl_c_names_the_folder_to_continue_in(tmp_path, monkeypatch, caplog, reference):
     # Was "continue with the same command plus train.resume=auto": without hydra.run.dir that command
     # starts in a new timestamped folder, from scratch.
     import logging
@@ -217,8 +217,10 @@ def test_ctrl_c_names_the_folder_to_continue_in(tmp_path, monkeypatch, caplog, d
     assert json.loads((out / "metrics.json").read_text())["status"] == "interrupted"
     hints = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
     assert hints == [f"interrupted; continue with the same command plus train.resume=auto hydra.run.dir={out}"]
+    assert len(_losses(out)) == 5  # the curve of the steps run is kept (was: no train_losses.npz at all)
     resumed = run_tiny(out, "train.checkpoint_every=4", "train.resume=auto")  # the hint, followed
     assert resumed["status"] == "ok" and resumed["resumed_from_step"] == 4 and resumed["final_step"] == 8
+    np.testing.assert_allclose(_losses(out), reference, rtol=1e-6, atol=0)  # the whole curve, as uninterrupted
 
 
 def test_signal_before_training_stops_at_once(tmp_path, monkeypatch, devices):

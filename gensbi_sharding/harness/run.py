@@ -228,17 +228,25 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: outputs.Ru
     functions, state = train.make_step_functions(model, optimizer, mesh, ema=ts.ema)
     log.info("[5/7] train: steps %d..%d, global batch %d%s", ts.start_step, cfg.train.steps, cfg.data.batch_size,
              f", resumed from step {ts.start_step} ({resume_dir})" if resume_dir else "")
-    result, preempted = train_with_checkpoints(
-        functions, state, pipe.train_batches, ts=ts, cfg=cfg, mesh=mesh, out=out, config=metrics["config"],
-        watch=watch, val_batches=pipe.val_batches, progress=jax.process_index() == 0)
-    if _is_writer():  # the whole history (a resumed run joined to the earlier one) and its plot
-        mesh_text = "x".join(map(str, mesh.devices.shape)) if mesh is not None else "none"
-        run_report.write_losses(
-            out, result.losses, window=cfg.train.log_every, start_step=ts.start_step, resume_dir=resume_dir,
-            # This attempt's validations: the earlier ones are in the earlier attempt's losses file.
-            val_points=(result.val_history[len(ts.early_stopping.history) if ts.early_stopping else 0:]
-                        if result.val_history else [(ts.start_step + len(result.losses), result.val_loss)]),
-            title=f"{cfg.data.name}, {cfg.model.name} | rule {rule_name} on mesh {mesh_text}")
+    mesh_text = "x".join(map(str, mesh.devices.shape)) if mesh is not None else "none"
+
+    def write_losses(losses, val_points):  # the whole history (a resumed run joined to the earlier one), plotted
+        if _is_writer():
+            run_report.write_losses(out, losses, window=cfg.train.log_every, start_step=ts.start_step,
+                                    resume_dir=resume_dir, val_points=val_points,
+                                    title=f"{cfg.data.name}, {cfg.model.name} | rule {rule_name} on mesh {mesh_text}")
+
+    try:
+        result, preempted = train_with_checkpoints(
+            functions, state, pipe.train_batches, ts=ts, cfg=cfg, mesh=mesh, out=out, config=metrics["config"],
+            watch=watch, val_batches=pipe.val_batches, progress=jax.process_index() == 0)
+    except KeyboardInterrupt as interrupt:  # Ctrl-C: the curve so far, for the run that continues this one
+        if getattr(interrupt, "losses", None) is not None:
+            write_losses(interrupt.losses, interrupt.val_history)
+        raise
+    # This attempt's validations: the earlier ones are in the earlier attempt's losses file.
+    write_losses(result.losses, result.val_history[len(ts.early_stopping.history) if ts.early_stopping else 0:]
+                 if result.val_history else [(ts.start_step + len(result.losses), result.val_loss)])
     if preempted:
         step = ts.start_step + result.steps
         raise Preempted(watch.signum, step, out / checkpoint.CHECKPOINT_SUBDIR / str(step))

@@ -209,6 +209,9 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
     FloatingPointError
         When a window's mean train loss or a validation loss is not finite (a
         diverging run stops there), naming the steps.
+    KeyboardInterrupt
+        On Ctrl-C, carrying ``losses`` (this call's train losses so far) and ``val_history``
+        (its validations), so the caller can keep the curve of the steps run.
     """
     stopper = early_stopping if early_stopping is not None else EarlyStopping(patience=patience)
     history = stopper.history
@@ -228,33 +231,40 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
         bar = tqdm(total=steps, initial=0, disable=not progress, desc="train", unit="step",
                    dynamic_ncols=True, leave=False)
         batch, window_start, window_steps, stop, halted = first, time.perf_counter(), 0, False, False
-        for i in range(steps):
-            step, last = start_step + i + 1, i == steps - 1
-            if i:
-                batch = next(batches)
-            state, loss = compiled(state, batch, key)
-            losses.append(loss)
-            if on_step is not None:  # checkpoints, preemption; it sees the global step number
-                halted = bool(on_step(step, state))
-            window_steps += 1
-            if val_batches and not halted and validates_at(step, val_every=val_every, last_step=start_step + steps):
-                paused = time.perf_counter()
-                stop, halted = validate(state, step)
-                window_start += time.perf_counter() - paused  # validation is not step time
-            if window_steps == log_every or last or stop or halted:
-                window_loss = float(jnp.mean(jnp.stack(losses[-window_steps:])))
-                if not np.isfinite(window_loss):
-                    raise FloatingPointError(
-                        f"training diverged: mean loss {window_loss} over steps {step + 1 - window_steps}"
-                        f"..{step}; lower train.learning_rate or check the data")
-                elapsed = time.perf_counter() - window_start
-                windows.append(elapsed / window_steps)
-                bar.update(window_steps)
-                bar.set_postfix(step=step, loss=f"{window_loss:.4f}", best_val=f"{stopper.best_loss:.4f}",
-                                samples_s=f"{batch_size * window_steps / elapsed:.0f}")
-                window_start, window_steps = time.perf_counter(), 0
-            if stop or halted:
-                break
+        first_validation = len(history)
+        try:
+            for i in range(steps):
+                step, last = start_step + i + 1, i == steps - 1
+                if i:
+                    batch = next(batches)
+                state, loss = compiled(state, batch, key)
+                losses.append(loss)
+                if on_step is not None:  # checkpoints, preemption; it sees the global step number
+                    halted = bool(on_step(step, state))
+                window_steps += 1
+                if val_batches and not halted and validates_at(step, val_every=val_every, last_step=start_step + steps):
+                    paused = time.perf_counter()
+                    stop, halted = validate(state, step)
+                    window_start += time.perf_counter() - paused  # validation is not step time
+                if window_steps == log_every or last or stop or halted:
+                    window_loss = float(jnp.mean(jnp.stack(losses[-window_steps:])))
+                    if not np.isfinite(window_loss):
+                        raise FloatingPointError(
+                            f"training diverged: mean loss {window_loss} over steps {step + 1 - window_steps}"
+                            f"..{step}; lower train.learning_rate or check the data")
+                    elapsed = time.perf_counter() - window_start
+                    windows.append(elapsed / window_steps)
+                    bar.update(window_steps)
+                    bar.set_postfix(step=step, loss=f"{window_loss:.4f}", best_val=f"{stopper.best_loss:.4f}",
+                                    samples_s=f"{batch_size * window_steps / elapsed:.0f}")
+                    window_start, window_steps = time.perf_counter(), 0
+                if stop or halted:
+                    break
+        except KeyboardInterrupt as interrupt:
+            # Ctrl-C: the caller keeps the curve of the steps run (a resumed run joins it to its own).
+            interrupt.losses = np.asarray(jnp.stack(losses)) if losses else np.zeros(0, np.float32)
+            interrupt.val_history = list(history[first_validation:])
+            raise
         bar.close()
         if not halted:
             state = stopper.with_best(functions, state)
