@@ -91,12 +91,12 @@ class PreemptionWatch:
 
     @contextlib.contextmanager
     def at_step_boundaries(self) -> Iterator[None]:
-        """Inside: a signal only marks the run; ``should_stop`` ends it at a step boundary."""
-        self._deferred = True
+        """Inside: a signal only marks the run; ``should_stop`` ends it at a step boundary (nestable)."""
+        outer, self._deferred = self._deferred, True
         try:
             yield
         finally:
-            self._deferred = False
+            self._deferred = outer
 
     def should_stop(self, step: int) -> bool:
         """Whether to checkpoint and stop after ``step``: every process gets the same answer."""
@@ -195,10 +195,11 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
             with mesh_context(mesh):
                 val_loss = (validation.validation_loss(functions, state, val_batches, ts.key, draws=cfg.train.val_draws)
                             if val_batches else None)
+        # A signal marked since the caller deferred them (its log line, the pending validation) stops the run here.
         return train.TrainResult(state=state, losses=np.zeros(0, np.float32), val_loss=val_loss, compile_s=0.0,
                                  median_step_s=float("nan"), samples_per_s=float("nan"), steps=0,
                                  best_step=stopper.best_step, stopped_early=stopper.exhausted and start < cfg.train.steps,
-                                 val_history=stopper.history), False
+                                 val_history=stopper.history), watch.signum is not None
     writer = checkpoint.CheckpointWriter(out / checkpoint.CHECKPOINT_SUBDIR, every=cfg.train.checkpoint_every,
                                          keep=cfg.train.keep, config=config)
 

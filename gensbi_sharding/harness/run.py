@@ -226,8 +226,6 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: outputs.Ru
     logging.getLogger(console.DETAILS).info("every variable of the model and optimizer state:\n%s", sharding_table)
 
     functions, state = train.make_step_functions(model, optimizer, mesh, ema=ts.ema)
-    log.info("[5/7] train: steps %d..%d, global batch %d%s", ts.start_step, cfg.train.steps, cfg.data.batch_size,
-             f", resumed from step {ts.start_step} ({resume_dir})" if resume_dir else "")
     mesh_text = "x".join(map(str, mesh.devices.shape)) if mesh is not None else "none"
 
     def write_losses(losses, val_points):  # the whole history (a resumed run joined to the earlier one), plotted
@@ -237,9 +235,13 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: outputs.Ru
                                     title=f"{cfg.data.name}, {cfg.model.name} | rule {rule_name} on mesh {mesh_text}")
 
     try:
-        result, preempted = train_with_checkpoints(
-            functions, state, pipe.train_batches, ts=ts, cfg=cfg, mesh=mesh, out=out, config=metrics["config"],
-            watch=watch, val_batches=pipe.val_batches, progress=jax.process_index() == 0)
+        # From this line on a signal stops the run at the first step boundary, after a checkpoint.
+        with watch.at_step_boundaries():
+            log.info("[5/7] train: steps %d..%d, global batch %d%s", ts.start_step, cfg.train.steps,
+                     cfg.data.batch_size, f", resumed from step {ts.start_step} ({resume_dir})" if resume_dir else "")
+            result, preempted = train_with_checkpoints(
+                functions, state, pipe.train_batches, ts=ts, cfg=cfg, mesh=mesh, out=out, config=metrics["config"],
+                watch=watch, val_batches=pipe.val_batches, progress=jax.process_index() == 0)
     except KeyboardInterrupt as interrupt:  # Ctrl-C: the curve so far, for the run that continues this one
         if getattr(interrupt, "losses", None) is not None:
             write_losses(interrupt.losses, interrupt.val_history)
