@@ -447,3 +447,23 @@ def test_a_mistyped_resume_path_can_be_corrected_in_the_same_folder(tmp_path, de
     outputs.write_json(out / "metrics.json", {"status": "preempted"})
     with pytest.raises(FileExistsError, match="rerun with train.resume=auto"):
         outputs.ensure_fresh(out, resume_from=True)
+
+
+def test_resuming_on_other_held_out_pairs_starts_early_stopping_afresh(tmp_path, caplog, devices):
+    # Was: the checkpoint's best validation loss, measured on other pairs, was kept and compared with
+    # this run's: never beaten, the old weights were sampled after all the new training.
+    import logging
+
+    source, out = tmp_path / "source", tmp_path / "run"
+    assert run_tiny(source, "train.val_every=4")["status"] == "ok"
+    with caplog.at_level(logging.WARNING, logger="gensbi_sharding"):
+        moved = run_tiny(out, f"train.resume={source}", "train.steps=12", "train.val_every=4",
+                         "data.num_simulations=1024")
+    assert moved["status"] == "ok"
+    # On this run's pairs only: the restored weights (step 8, validated again), then step 12.
+    assert [step for step, _ in moved["val_history"]] == [8, 12] and moved["best_step"] in (8, 12)
+    assert moved["final_val_loss"] == min(loss for _, loss in moved["val_history"])
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("early stopping starts afresh" in w and "data.num_simulations=768 -> 1024" in w for w in warnings)
+    same = run_tiny(tmp_path / "same", f"train.resume={source}", "train.steps=12", "train.val_every=4")
+    assert [step for step, _ in same["val_history"]] == [4, 8, 12]  # same pairs: the history continues

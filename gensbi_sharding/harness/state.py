@@ -140,7 +140,7 @@ def build_state(cfg: DictConfig, *, dim_theta: int, dim_x: int, mesh: Any, rule_
     state = TrainState(model, optimizer, plan, key, ema=ema)
     if resume_dir is not None:
         try:
-            _restore(state, resume_dir, mesh, rule)
+            _restore(state, resume_dir, mesh, rule, cfg)
         except ValueError as err:  # the saved variables do not fit: name the overrides that fit them
             raise ConfigError(f"{_model_overrides(resume_dir, cfg.model)}{err}") from None
     return state
@@ -219,7 +219,12 @@ def checkpoint_tree(state: Any, best: Any) -> dict:
     return {**{str(index): node for index, node in state.items()}, BEST: best}
 
 
-def _restore(state: TrainState, step_dir: Path, mesh: Any, rule: Any) -> None:
+#: Settings that decide the held-out pairs and the validation draws: a checkpoint's best validation
+#: loss compares with this run's only under the same ones.
+_VALIDATION_SETTINGS = ("seed", "data.num_simulations", "data.val_fraction", "data.shards", "train.val_draws")
+
+
+def _restore(state: TrainState, step_dir: Path, mesh: Any, rule: Any, cfg: DictConfig) -> None:
     from flax import nnx
 
     from gensbi_sharding import checkpoint
@@ -232,9 +237,17 @@ def _restore(state: TrainState, step_dir: Path, mesh: Any, rule: Any) -> None:
         target = checkpoint_tree(train_state, train_state[state.sampled])
     restored = checkpoint.restore(step_dir, target, key_sharding=state.key.sharding)
     if scalars is not None:
-        # patience is the run's own setting (train_with_checkpoints sets it), not the checkpoint's
-        state.early_stopping = EarlyStopping.resumed(patience=0, scalars=scalars, best_weights=restored.state[BEST])
+        best = restored.state[BEST]
         restored.state = nnx.State({index: restored.state[str(index)] for index in train_state})
+        now = OmegaConf.to_container(cfg, resolve=True)
+        changed = [f"{key}={_get(restored.config, key)} -> {_get(now, key)}" for key in _VALIDATION_SETTINGS
+                   if _get(restored.config, key) != _get(now, key)]
+        if changed:  # a best loss on other held-out pairs would never be beaten, or be beaten by chance
+            log.warning("early stopping starts afresh: the checkpoint's validation losses were measured on other "
+                        "held-out pairs or draws (%s)", ", ".join(changed))
+            scalars = None
+        else:  # patience is the run's own setting (train_with_checkpoints sets it), not the checkpoint's
+            state.early_stopping = EarlyStopping.resumed(patience=0, scalars=scalars, best_weights=best)
     nnx.update(state.nodes, restored.state)
     state.key, state.start_step = restored.key, restored.step
     log.info("resumed from %s at step %d, placed by rule %r on %s%s", restored.path, restored.step, rule.name,
