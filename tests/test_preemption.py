@@ -467,3 +467,34 @@ def test_resuming_on_other_held_out_pairs_starts_early_stopping_afresh(tmp_path,
     assert any("early stopping starts afresh" in w and "data.num_simulations=768 -> 1024" in w for w in warnings)
     same = run_tiny(tmp_path / "same", f"train.resume={source}", "train.steps=12", "train.val_every=4")
     assert [step for step, _ in same["val_history"]] == [4, 8, 12]  # same pairs: the history continues
+
+
+def test_a_refused_sweep_also_names_the_jobs_that_never_started(tmp_path, capsys):
+    # Was: SIGTERM during job 1 of rule=replicated,fsdp,tensor: job 2 had no folder, the hint named
+    # job 1 only, and the rebuilt summary showed two jobs, both ok: the tensor job was silently gone.
+    from omegaconf import OmegaConf
+
+    sweep = tmp_path / "multirun"
+    for job, (rule, status) in enumerate([("replicated", "ok"), ("fsdp", "preempted")]):
+        outputs.write_json(sweep / str(job) / "metrics.json", {"status": status})
+        (sweep / str(job) / ".hydra").mkdir()
+        (sweep / str(job) / ".hydra" / "overrides.yaml").write_text(f"- experiment=quick\n- rule={rule}\n")
+    config = OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep)}, "overrides": {"task": [
+        "experiment=quick", "rule=replicated,fsdp,tensor", "train.resume=auto"]}}, "train": {"resume": "auto"}})
+    with pytest.raises(SystemExit):
+        outputs.RefuseCompletedRun().on_multirun_start(config)
+    printed = capsys.readouterr().err.rstrip()
+    assert printed.endswith(
+        f"continue its unfinished jobs (1 never started) one by one: python launch.py experiment=quick rule=fsdp "
+        f"train.resume=auto hydra.run.dir={sweep / '1'} ; python launch.py experiment=quick rule=tensor "
+        f"train.resume=auto hydra.run.dir={sweep / '2'}")
+
+
+def test_sweep_jobs_expand_as_hydra_does():
+    from gensbi_sharding.harness.hints import sweep_jobs
+
+    assert sweep_jobs(["experiment=quick", "rule=fsdp,tensor", "seed=range(2)"]) == [
+        ["experiment=quick", "rule=fsdp", "seed=0"], ["experiment=quick", "rule=fsdp", "seed=1"],
+        ["experiment=quick", "rule=tensor", "seed=0"], ["experiment=quick", "rule=tensor", "seed=1"]]
+    assert sweep_jobs(["data=sir"], {"data": "two_moons,slcp", "data.num_simulations": "1000,10000"}) == [
+        ["data=sir", "data.num_simulations=1000"], ["data=sir", "data.num_simulations=10000"]]

@@ -27,7 +27,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness.console import tagged
-from gensbi_sharding.harness.hints import unfinished_jobs_hint
+from gensbi_sharding.harness.hints import sweep_jobs, unfinished_jobs_hint
 
 __all__ = ["write_atomic", "write_json", "write_npz", "ensure_fresh", "FolderLock",
            "FolderInUseError", "RunFolder", "folder_owner", "RESUMABLE", "RefuseCompletedRun"]
@@ -313,7 +313,13 @@ class RefuseCompletedRun(Callback):
                 ensure_fresh(run_dir, resume_auto=resume == "auto", resume_from=bool(resume) and resume != "auto")
         except (FileExistsError, FolderInUseError) as err:
             self._release()
-            hint = unfinished_jobs_hint(runs, RESUMABLE) if sweep and isinstance(err, FileExistsError) else ""
+            hint = ""
+            if sweep and isinstance(err, FileExistsError):
+                params = OmegaConf.select(config, "hydra.sweeper.params", default=None)
+                task = OmegaConf.select(config, "hydra.overrides.task", default=None)
+                every = [] if task is None else sweep_jobs(
+                    list(task), OmegaConf.to_container(params) if params is not None else None)
+                hint = unfinished_jobs_hint(runs, RESUMABLE, every, sweep_dir=folder)
             # Hydra turns an Exception raised by a callback into a warning; SystemExit stops the run.
             print(tagged("ERROR", f"{err}{hint}"), file=sys.stderr, flush=True)  # as the job's own errors look
             raise SystemExit(1) from None
