@@ -170,13 +170,11 @@ def saved_config(path: str | os.PathLike, base_dir: str | os.PathLike | None = N
     Raises
     ------
     FileNotFoundError
-        If ``path`` holds no complete checkpoint.
+        If ``path`` holds no complete checkpoint, or the item read is damaged (named, with the reason).
     TypeError
         If ``path`` or ``base_dir`` is neither a str nor ``os.PathLike``.
     """
-    step_dir = find_checkpoint(path, base_dir)
-    with ocp.Checkpointer(ocp.CompositeCheckpointHandler(**item_handlers())) as checkpointer:
-        return checkpointer.restore(step_dir, args=ocp.args.Composite(config=ocp.args.JsonRestore()))["config"]
+    return _json_item(find_checkpoint(path, base_dir), "config")
 
 
 def saved_info(path: str | os.PathLike, base_dir: str | os.PathLike | None = None) -> dict:
@@ -199,13 +197,21 @@ def saved_info(path: str | os.PathLike, base_dir: str | os.PathLike | None = Non
     Raises
     ------
     FileNotFoundError
-        If ``path`` holds no complete checkpoint.
+        If ``path`` holds no complete checkpoint, or the item read is damaged (named, with the reason).
     TypeError
         If ``path`` or ``base_dir`` is neither a str nor ``os.PathLike``.
     """
-    step_dir = find_checkpoint(path, base_dir)
-    with ocp.Checkpointer(ocp.CompositeCheckpointHandler(**item_handlers())) as checkpointer:
-        return checkpointer.restore(step_dir, args=ocp.args.Composite(meta=ocp.args.JsonRestore()))["meta"].get("info", {})
+    return _json_item(find_checkpoint(path, base_dir), "meta").get("info", {})
+
+
+def _json_item(step_dir: Path, item: str) -> dict:
+    """The JSON item ``item`` of a complete step folder; a damaged one is named, not Orbax's KeyError."""
+    try:
+        with ocp.Checkpointer(ocp.CompositeCheckpointHandler(**item_handlers())) as checkpointer:
+            return checkpointer.restore(step_dir, args=ocp.args.Composite(**{item: ocp.args.JsonRestore()}))[item]
+    except (KeyError, ValueError) as err:  # a missing item folder, or unreadable JSON (JSONDecodeError)
+        raise FileNotFoundError(f"checkpoint {step_dir} is damaged: its {item!r} item cannot be read "
+                                f"({type(err).__name__}: {str(err)[:120]}); resume from another step folder") from None
 
 
 def _storage_target(name: str, leaf: Any) -> jax.ShapeDtypeStruct:

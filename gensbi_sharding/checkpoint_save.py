@@ -216,12 +216,25 @@ class CheckpointWriter:
         self.close()
 
 
+def _check_str_keys(value: Any, where: str) -> None:
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise ValueError(f"{where} has the key {key!r} ({type(key).__name__}); JSON keys are str: "
+                                 f"use {str(key)!r}")
+            _check_str_keys(item, f"{where}[{key!r}]")
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            _check_str_keys(item, f"{where}[{index}]")
+
+
 def _checked_info(info: Any) -> dict:
     """``info`` as plain JSON data (what ``restore`` gives back), or the error naming it and the fix."""
     if info is None:
         return {}
     if not isinstance(info, Mapping):
         raise TypeError(f"info={info!r:.60} must be a mapping (e.g. {{'best_step': 3}}) or None")
+    _check_str_keys(info, "info")  # JSON would turn 1 into "1" (and two keys into one) without a word
     try:
         return json.loads(json.dumps(dict(info), allow_nan=False))
     except (TypeError, ValueError) as err:

@@ -6,6 +6,7 @@ a subprocess that has 4; everything else runs in-process on 8 devices.
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -234,12 +235,19 @@ def test_info_is_saved_with_the_arrays_and_checked(tmp_path, devices):
             writer.save(8, state, key, info=[1, 2])
         with pytest.raises(ValueError, match=r"info=\{'w': array\(\[1\.\]\)\} must be JSON-serialisable.*x\.tolist\(\)"):
             writer.save(8, state, key, info={"w": np.ones(1)})
+        for bad_keys, where in (({1: "a"}, "info has the key 1 (int)"),
+                                ({"h": [{None: 1}]}, "info['h'][0] has the key None (NoneType)")):
+            with pytest.raises(ValueError, match=re.escape(where)):  # JSON would rename them silently
+                writer.save(8, state, key, info=bad_keys)
         assert writer.steps() == [4, 6]  # a refused info writes nothing
     assert "info={'best_loss': nan} must be JSON-serialisable" in str(bad.value)
     assert "None for NaN or inf" in str(bad.value)
     target = abstract_state_for(lambda: build()[0], None)
     assert restore(tmp_path / "checkpoints" / "4", target).info == info == saved_info(tmp_path / "checkpoints" / "4")
     assert restore(tmp_path / "checkpoints", target).info == {} == saved_info(tmp_path / "checkpoints")
+    shutil.rmtree(tmp_path / "checkpoints" / "6" / "meta")  # a damaged step folder is named, not Orbax's KeyError
+    with pytest.raises(FileNotFoundError, match=r"checkpoint .*6 is damaged: its 'meta' item cannot be read"):
+        saved_info(tmp_path / "checkpoints" / "6")
 
 
 def test_writer_directory_is_absolute(tmp_path, monkeypatch):
