@@ -61,7 +61,7 @@ def test_signal_checkpoints_at_the_next_step_and_auto_resume_continues_exactly(
     assert stopped["error"] == (f"preempted by SIGUSR1 at step 3; checkpoint {out / 'checkpoints' / '3'}; rerun the "
                                 "same command with train.resume=auto (and the same hydra.run.dir) to continue")
     assert json.loads((out / "metrics.json").read_text())["status"] == "preempted"
-    assert (out / "checkpoints" / "3").is_dir() and len(_losses(out)) == 3
+    assert (out / "checkpoints" / "3").is_dir() and len(_losses(out)) == 3 and stopped["final_step"] == 3
     assert signal.getsignal(signal.SIGUSR1) is signal.SIG_DFL  # the run's handlers are gone
 
     resumed = run_tiny(out, "train.resume=auto")  # the same command, requeued

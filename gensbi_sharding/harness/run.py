@@ -60,6 +60,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                 metrics["status"] = "ok"
         except Preempted as stop:
             metrics.update(status="preempted", preempted_at_step=stop.step, error=str(stop))
+            if stop.step is not None:  # the step the checkpoint holds, as a finished run's final_step
+                metrics["final_step"] = stop.step
             log.warning("%s", stop)
         except KeyboardInterrupt:
             metrics.update(status="interrupted", error="interrupted (Ctrl-C)",
