@@ -5,6 +5,7 @@ its sharding while the next compiles. Why not straight into shards: the README's
 
 from __future__ import annotations
 
+import inspect
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -209,6 +210,13 @@ def _check(factory: Any, rule: Any) -> Rule:
     if not callable(factory) or isinstance(factory, nnx.Pytree):
         raise ValueError(f"factory must be a zero-argument callable building the module, got a {type(factory).__name__}"
                          "; pass e.g. lambda: make_mlp(dim_theta=2, dim_x=2, rngs=nnx.Rngs(0))")
+    try:
+        inspect.signature(factory).bind()
+    except TypeError as err:
+        raise ValueError(f"factory {getattr(factory, '__name__', factory)!r} must be callable with no arguments "
+                         f"({err}); bind them: lambda: factory(...)") from None
+    except ValueError:  # no signature to inspect (some builtins): calling it will tell
+        pass
     return resolve_rule(rule)
 
 

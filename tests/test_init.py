@@ -343,6 +343,14 @@ def test_factory_must_be_callable():
         init_sharded(factory_for("mlp")(), make_mesh(), "fsdp")
 
 
+def test_factory_that_needs_arguments_is_named_before_tracing():
+    def make(width):
+        return factory_for("mlp")()
+
+    with pytest.raises(ValueError, match=r"factory 'make' must be callable with no arguments .*width.*lambda"):
+        init_sharded(make, make_mesh(), "fsdp")
+
+
 def test_values_equal_with_threefry_partitionable_off():
     mesh = make_mesh(model_axis=1)
     with jax.threefry_partitionable(False), warnings.catch_warnings():
