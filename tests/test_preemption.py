@@ -498,3 +498,23 @@ def test_sweep_jobs_expand_as_hydra_does():
         ["experiment=quick", "rule=tensor", "seed=0"], ["experiment=quick", "rule=tensor", "seed=1"]]
     assert sweep_jobs(["data=sir"], {"data": "two_moons,slcp", "data.num_simulations": "1000,10000"}) == [
         ["data=sir", "data.num_simulations=1000"], ["data=sir", "data.num_simulations=10000"]]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_preempted_sweep_leaves_its_summary_so_far(tmp_path):
+    # Was: SIGTERM ends the multirun inside a job, Hydra's end-of-sweep callback never runs: no summary.
+    sweep = tmp_path / "sweep"
+    proc = subprocess.Popen([sys.executable, str(REPO / "launch.py"), "-m", *TINY, "model.width=16,24",
+                             "train.steps=100000", f"hydra.sweep.dir={sweep}"],
+                            env={**os.environ, "JAX_PLATFORMS": "cpu"}, cwd=tmp_path, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        _wait_for(sweep / "0" / "launch.log", "[5/7] train", proc)
+        proc.send_signal(signal.SIGTERM)
+        output = proc.communicate(timeout=120)[0]
+    finally:
+        proc.kill()
+    assert proc.returncode == EXIT_PREEMPTED, output[-3000:]
+    rows = (sweep / "sweep_summary.csv").read_text().splitlines()
+    assert len(rows) == 2 and rows[1].startswith("0,16,") and ",preempted," in rows[1], rows

@@ -84,7 +84,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         metrics["wall_s"] = time.perf_counter() - start
         folder.record(metrics, failure)
         folder.release()
-        if folder.owner and _continued_sweep_job():
+        # A job continued alone, or a preempted job (which ends its sweep: Hydra's summary never comes).
+        if folder.owner and (metrics["status"] == "preempted" or _continued_sweep_job()):
             _refresh_sweep_summary(out)
         if metrics["status"] == "preempted":
             watch.chain(metrics.get("preempt_signal"))  # under submitit: requeue the job
