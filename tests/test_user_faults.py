@@ -230,7 +230,7 @@ def test_an_unknown_name_names_the_override_that_fixes_it(overrides, named, list
 
     from faults_helpers import compose_tiny
     from gensbi_sharding.harness.config import ConfigError, validate
-    from gensbi_sharding.harness.hints import registered_name_problem
+    from gensbi_sharding.harness.name_hints import registered_name_problem
 
     choices = {**CHOICES, **dict(o.split("=") for o in overrides if "." not in o.split("=")[0])}
     message = registered_name_problem(compose_tiny(*overrides), choices)

@@ -20,7 +20,8 @@ from omegaconf import MISSING, DictConfig, ListConfig, OmegaConf
 
 from gensbi_sharding import LOGICAL_AXES, RULES, PartitionAxis, Rule
 from gensbi_sharding.harness.groups import chosen_options, option_groups_text
-from gensbi_sharding.harness.hints import mesh_axis_fix, registered_name_problem
+from gensbi_sharding.harness.hints import mesh_axis_fix
+from gensbi_sharding.harness.name_hints import registered_name_problem
 
 __all__ = ["ConfigError", "Config", "register_configs", "validate", "rule_table", "as_rule", "mesh_spec",
            "partition_axis_from_config"]

@@ -27,7 +27,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness.console import tagged
-from gensbi_sharding.harness.hints import sweep_jobs, unfinished_jobs_hint
+from gensbi_sharding.harness.sweep_hints import sweep_jobs, unfinished_jobs_hint
 
 __all__ = ["write_atomic", "write_json", "write_npz", "ensure_fresh", "FolderLock",
            "FolderInUseError", "RunFolder", "folder_owner", "RESUMABLE", "RefuseCompletedRun"]

@@ -228,7 +228,7 @@ def refresh_sweep_summary(job_dir: Path) -> Summary | None:
     """Rebuild the summary of the sweep ``job_dir`` belongs to, after that job ran on its own.
 
     An unfinished job of a sweep is continued alone, in its own folder (the command
-    ``hints.unfinished_jobs_hint`` prints); without this the sweep's table and plot would
+    ``sweep_hints.unfinished_jobs_hint`` prints); without this the sweep's table and plot would
     still show it preempted or failed. The swept keys are those the sweep declared (Hydra's
     ``multirun.yaml`` in the sweep folder).
 

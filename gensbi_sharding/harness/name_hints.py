@@ -1,0 +1,91 @@
+"""Errors for a model, data set or rule name that nothing registers: the names, then an override that works.
+
+Each message names the value, the registered names and an override that passes with
+the settings already composed; how to register a new one comes second.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from gensbi_sharding.harness.hints import closest_name
+
+__all__ = ["unknown_name_problem", "registered_name_problem"]
+
+
+def unknown_name_problem(key: str, value: str, *, kind: str, registered: Sequence[str], fix: str,
+                         group: str, register: str) -> str:
+    """The message for ``key=value`` naming nothing registered: the names, the override, then how to add one.
+
+    ``fix`` is the value to give ``key`` that works with the settings already composed (the
+    model whose fields ``model=<name>`` loaded); ``group=<name>`` is the other way, once
+    ``key=value`` is dropped (a group override cannot replace a key override: Hydra applies
+    the key's after the group's).
+    """
+    return (f"unknown {kind} {value!r} ({key}={value}); registered: {', '.join(sorted(registered))}; "
+            f"set {key}={fix}, or drop {key}={value} and choose one with {group}=<name>; "
+            f"to add {value!r}, {register}")
+
+
+def _schema_name(section: Any) -> str | None:
+    """The ``name`` default of the typed schema a config section was merged onto (``MLPConfig`` -> "mlp")."""
+    from omegaconf import OmegaConf
+
+    schema = OmegaConf.get_type(section)
+    if not dataclasses.is_dataclass(schema):
+        return None
+    default = {f.name: f.default for f in dataclasses.fields(schema)}.get("name")
+    return default if isinstance(default, str) and default not in ("???", "") else None
+
+
+def registered_name_problem(cfg: Any, choices: Mapping[str, str] | None = None) -> str | None:
+    """What is wrong with the registry-backed names of ``cfg`` (``model.name``, ``data.name``, ``rule.name``).
+
+    ``choices`` are the options Hydra chose per group (``{"rule": "replicated", ...}``;
+    ``groups.chosen_options()``); without them the rule's name is not checked (only Hydra
+    knows which file loaded the table). Every message names the value, the registered names
+    and an override that then passes; registering a new one comes second.
+    """
+    from gensbi_sharding import RULES
+    from gensbi_sharding.harness import registry
+    from gensbi_sharding.harness.groups import group_options
+
+    choices = dict(choices or {})
+    models = registry.model_names()
+    loaded = _schema_name(cfg.model)  # the model whose fields the config holds
+    if cfg.model.name not in models:
+        fix = loaded if loaded in models else closest_name(cfg.model.name, models) or "mlp"
+        return unknown_name_problem("model.name", cfg.model.name, kind="model", registered=models, fix=fix,
+                                    group="model", register=f"register it with @register_model({cfg.model.name!r}) "
+                                    f"and add conf/model/{cfg.model.name}.yaml")
+    if loaded is not None and loaded != cfg.model.name:
+        return (f"model.name={cfg.model.name} does not fit the settings model={loaded} loaded (the fields of {loaded}); "
+                f"set model.name={loaded}, or drop model.name={cfg.model.name} and choose the model with "
+                f"model={cfg.model.name}, which loads its own")
+    tasks = registry.data_names()
+    if cfg.data.name not in tasks:
+        fix = closest_name(cfg.data.name, tasks) or choices.get("data") or "two_moons"
+        return unknown_name_problem("data.name", cfg.data.name, kind="data", registered=tasks, fix=fix,
+                                    group="data", register=f"register it with @register_data({cfg.data.name!r}) "
+                                    f"and add conf/data/{cfg.data.name}.yaml")
+    return _rule_name_problem(cfg.rule, choices.get("rule"), sorted(set(RULES) | set(group_options("rule"))))
+
+
+def _rule_name_problem(rule: Any, choice: str | None, rules: list[str]) -> str | None:
+    """``rule.name`` only labels a table: refuse a label that looks like choosing a rule but is not one."""
+    from gensbi_sharding import RULES
+
+    name = rule.get("name") if hasattr(rule, "get") else None
+    if choice is None or name is None or name == choice:
+        return None
+    if name in rules:  # rule.name=fsdp on replicated's table: the user meant rule=fsdp
+        return (f"rule.name={name} only labels the rule table, which rule={choice} loaded; to use the {name} rule, "
+                f"choose it with rule={name} (rule.name={name} may stay)")
+    untouched = choice in RULES and all(rule.get(k) == v for k, v in dict(RULES[choice]).items())
+    if untouched:  # a new label on a preset's unchanged table: not a rule of its own
+        return (unknown_name_problem("rule.name", name, kind="rule", registered=rules, fix=choice, group="rule",
+                                     register=f"write conf/rule/{name}.yaml (README: Writing your own rule), or "
+                                     f"change entries of this table (rule.embed=data rule.name={name})"))
+    return None

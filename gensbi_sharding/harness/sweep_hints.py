@@ -1,0 +1,85 @@
+"""How to continue a sweep whose folder is refused: every job of a multirun, and the commands for the unfinished ones.
+
+A sweep folder holding completed jobs is never rerun as a whole; these name each unfinished job's own command.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = ["sweep_jobs", "unfinished_jobs_hint"]
+
+
+def sweep_jobs(task_overrides: Sequence[str], sweeper_params: Mapping[str, Any] | None = None) -> list[list[str]]:
+    """Every job of a multirun, as its overrides: the cartesian product of the swept values.
+
+    ``task_overrides`` are the command's overrides (``rule=fsdp,tensor`` sweeps), ``sweeper_params``
+    the preset's ``hydra.sweeper.params`` (an override on the command line wins), as Hydra's basic
+    sweeper combines them.
+    """
+    import itertools
+
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parser = OverridesParser.create()
+    parsed = parser.parse_overrides(list(task_overrides))
+    keys = {o.key_or_group for o in parsed}
+    parsed += parser.parse_overrides([f"{k}={v}" for k, v in (sweeper_params or {}).items() if k not in keys])
+    choices = [[f"{o.get_key_element()}={v}" for v in o.sweep_string_iterator()] if o.is_sweep_override()
+               else [f"{o.get_key_element()}={o.get_value_element_as_str()}"] for o in parsed]
+    return [list(job) for job in itertools.product(*choices)]
+
+
+def unfinished_jobs_hint(jobs: Sequence[Any], resumable: Sequence[str], all_jobs: Sequence[Sequence[str]] = (),
+                         sweep_dir: Any = None) -> str:
+    """How to continue a sweep's unfinished jobs when its folder, holding completed ones, is refused.
+
+    A sweep folder with a completed job is never rerun as a whole (its files are never
+    overwritten), so ``-m ... train.resume=auto`` cannot finish it; each unfinished job
+    (status in ``resumable``) continues in its own folder, with the overrides it ran with
+    (``<job>/.hydra/overrides.yaml``), and each job of ``all_jobs`` (``sweep_jobs``) that never
+    started (no folder with its overrides) runs in a new folder of ``sweep_dir``. "" when no
+    job is unfinished or none completed.
+    """
+    from pathlib import Path
+
+    status = {Path(j): json.loads((Path(j) / "metrics.json").read_text()).get("status") for j in jobs}
+    recorded = all((j / ".hydra" / "overrides.yaml").exists() for j in status)  # else which ran is unknown
+    ran = [_configuration(_yaml_list(j / ".hydra" / "overrides.yaml")) for j in status] if recorded else []
+    never = [job for job in all_jobs if _configuration(job) not in ran] if recorded and sweep_dir is not None else []
+    unfinished = [j for j, s in status.items() if s in resumable]
+    if not (unfinished or never) or all(s in resumable for s in status.values()):
+        return ""
+    commands = []
+    for job in unfinished:
+        saved = job / ".hydra" / "overrides.yaml"
+        overrides = [o for o in (_yaml_list(saved) if saved.exists() else ["<its overrides>"])
+                     if not o.startswith(("train.resume=", "hydra."))]
+        commands.append(" ".join(["python launch.py", *map(shlex.quote, overrides), "train.resume=auto",
+                                  shlex.quote(f"hydra.run.dir={job}")]))
+    numbers = [int(Path(j).name) for j in status if Path(j).name.isdigit()]
+    for offset, job in enumerate(never, start=max(numbers, default=-1) + 1):
+        overrides = [o for o in job if not o.startswith(("train.resume=", "hydra."))]
+        commands.append(" ".join(["python launch.py", *map(shlex.quote, overrides), "train.resume=auto",
+                                  shlex.quote(f"hydra.run.dir={Path(sweep_dir) / str(offset)}")]))
+    started = f" ({len(never)} never started)" if never else ""
+    return ("; a sweep folder holding completed jobs is never rerun as a whole: continue its unfinished "
+            f"job{'s' if len(commands) > 1 else ''}{started} one by one: " + " ; ".join(commands))
+
+
+def _configuration(overrides: Sequence[str]) -> dict[str, str]:
+    """``{key: value}`` of a job's overrides, without those that say how it ran (resume, hydra)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parsed = OverridesParser.create().parse_overrides(list(overrides))
+    return {o.key_or_group.lstrip("+~"): o.get_value_element_as_str() for o in parsed
+            if not o.key_or_group.startswith(("train.resume", "hydra."))}
+
+
+def _yaml_list(path: Any) -> list[str]:
+    from omegaconf import OmegaConf
+
+    return [str(o) for o in OmegaConf.load(path)]
