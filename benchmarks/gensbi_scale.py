@@ -96,7 +96,7 @@ def state_bytes_per_device(config: dict, mesh_shape) -> int:
     from jax.sharding import NamedSharding
 
     from gensbi_sharding import make_mesh, plan_shardings
-    from gensbi_sharding.harness.config import as_rule, rule_table
+    from gensbi_sharding.harness.rule_config import as_rule, rule_table
 
     mesh = make_mesh(model_axis=mesh_shape[1])
     node = abstract_state()

@@ -10,9 +10,9 @@ from jax.sharding import NamedSharding, PartitionSpec as P
 from omegaconf import OmegaConf
 
 from gensbi_sharding.activations import ACTIVATION_NAMES, PartitionAxis, activation_spec, constrain
-from gensbi_sharding.harness.config import partition_axis_from_config
 from gensbi_sharding.harness.models.mlp import make_mlp
 from gensbi_sharding.harness.models.transformer import make_transformer
+from gensbi_sharding.harness.rule_config import partition_axis_from_config
 from gensbi_sharding import ShardingFallbackWarning, make_mesh, mesh_context
 
 EASYDEL_FIELDS = (

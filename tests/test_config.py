@@ -18,8 +18,9 @@ from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
 
 from gensbi_sharding.harness.config import (
-    ConfigError, Flux1Config, MLPConfig, SimformerConfig, TransformerConfig, check_table_against_mesh, mesh_spec, register_configs,
-    rule_table, validate)
+    ConfigError, Flux1Config, MLPConfig, SimformerConfig, TransformerConfig, register_configs)
+from gensbi_sharding.harness.config_checks import validate
+from gensbi_sharding.harness.rule_config import check_table_against_mesh, mesh_spec, rule_table
 from gensbi_sharding import LOGICAL_AXES, RULES, resolve_mesh
 
 REPO = Path(__file__).resolve().parents[1]

@@ -10,8 +10,9 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from gensbi_sharding import make_mesh
-from gensbi_sharding.harness.config import register_configs, rule_table
+from gensbi_sharding.harness.config import register_configs
 from gensbi_sharding.harness.dry_run import dry_run
+from gensbi_sharding.harness.rule_config import rule_table
 
 REPO = Path(__file__).resolve().parents[1]
 

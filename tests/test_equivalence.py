@@ -26,7 +26,7 @@ from flax import nnx
 from omegaconf import OmegaConf
 
 from gensbi_sharding.activations import PartitionAxis
-from gensbi_sharding.harness.config import rule_table
+from gensbi_sharding.harness.rule_config import rule_table
 from gensbi_sharding.harness.models.flux1 import make_flux1
 from gensbi_sharding.harness.models.mlp import make_mlp
 from gensbi_sharding.harness.models.simformer import make_simformer

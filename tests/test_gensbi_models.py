@@ -21,9 +21,10 @@ from hydra import compose, initialize_config_dir
 
 import gensbi_sharding as contract
 from gensbi_sharding.checkpoint import CheckpointWriter, abstract_state_for, restore
-from gensbi_sharding.harness.config import register_configs, rule_table
+from gensbi_sharding.harness.config import register_configs
 from gensbi_sharding.harness.dry_run import dry_run
 from gensbi_sharding.harness.registry import get_model, model_names
+from gensbi_sharding.harness.rule_config import rule_table
 from gensbi_sharding import init_sharded
 
 REPO = Path(__file__).resolve().parents[1]

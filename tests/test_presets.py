@@ -20,7 +20,8 @@ from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
 
 from gensbi_sharding.harness import registry
-from gensbi_sharding.harness.config import register_configs, validate
+from gensbi_sharding.harness.config import register_configs
+from gensbi_sharding.harness.config_checks import validate
 
 REPO = Path(__file__).resolve().parents[1]
 CONF = REPO / "conf"

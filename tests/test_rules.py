@@ -9,9 +9,10 @@ from flax import nnx
 from hydra import compose, initialize_config_dir
 from jax.sharding import NamedSharding, PartitionSpec as P
 
-from gensbi_sharding.harness.config import (ConfigError, check_table_against_mesh, register_configs,
-                                            rule_table, validate)
+from gensbi_sharding.harness.config import ConfigError, register_configs
+from gensbi_sharding.harness.config_checks import validate
 from gensbi_sharding.harness.models.mlp import make_mlp
+from gensbi_sharding.harness.rule_config import check_table_against_mesh, rule_table
 from gensbi_sharding import (LOGICAL_AXES, RULES, ShardingFallbackWarning, make_mesh,
                                       shard_model_by_table)
 

@@ -152,7 +152,8 @@ def test_every_refused_value_names_an_override_that_fixes_it(overrides):
     import re
 
     from faults_helpers import compose_tiny
-    from gensbi_sharding.harness.config import ConfigError, validate
+    from gensbi_sharding.harness.config import ConfigError
+    from gensbi_sharding.harness.config_checks import validate
 
     bad = compose_tiny("train.steps=4000", *overrides)
     with pytest.raises(ConfigError) as err:
@@ -229,7 +230,8 @@ def test_an_unknown_name_names_the_override_that_fixes_it(overrides, named, list
     import re
 
     from faults_helpers import compose_tiny
-    from gensbi_sharding.harness.config import ConfigError, validate
+    from gensbi_sharding.harness.config import ConfigError
+    from gensbi_sharding.harness.config_checks import validate
     from gensbi_sharding.harness.name_hints import registered_name_problem
 
     choices = {**CHOICES, **dict(o.split("=") for o in overrides if "." not in o.split("=")[0])}
@@ -253,7 +255,8 @@ def test_a_mesh_axis_the_mesh_lacks_names_the_override_that_fixes_it(override, f
     # Was "valid values: data, model or null" / "use one of them, a tuple of them, or None" (no override).
     from faults_helpers import compose_tiny
     from gensbi_sharding import make_mesh
-    from gensbi_sharding.harness.config import ConfigError, check_table_against_mesh, rule_table
+    from gensbi_sharding.harness.config import ConfigError
+    from gensbi_sharding.harness.rule_config import check_table_against_mesh, rule_table
     from gensbi_sharding.harness.state import partition_axis_for
 
     mesh = make_mesh(model_axis=2)

@@ -29,7 +29,7 @@ def dry_run(cfg: DictConfig, *, mesh: Any, rule_name: str, table: dict, dim_thet
     from jax.sharding import NamedSharding, PartitionSpec as P
 
     from gensbi_sharding import abstract_sharded, batch_axes, compiled_report
-    from gensbi_sharding.harness.config import as_rule
+    from gensbi_sharding.harness.rule_config import as_rule
     from gensbi_sharding.harness.state import builder, model_plan
     from gensbi_sharding.harness.ema import EMA
     from gensbi_sharding.harness.train import make_step_functions

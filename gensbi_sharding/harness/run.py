@@ -19,12 +19,14 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness import console, outputs, run_report
-from gensbi_sharding.harness.config import ConfigError, check_table_against_mesh, mesh_spec, rule_table, validate
+from gensbi_sharding.harness.config import ConfigError
+from gensbi_sharding.harness.config_checks import validate
 from gensbi_sharding.harness.devices import (configure_devices, initialize_distributed, peak_bytes_in_use,
                                              resolve_cpu_count)
 from gensbi_sharding.harness.hints import mesh_devices_problem, model_axis_problem, overrides_named
 from gensbi_sharding.harness.local_cluster import run_local_processes, watch_parent
 from gensbi_sharding.harness.preemption import Preempted, PreemptionWatch
+from gensbi_sharding.harness.rule_config import check_table_against_mesh, mesh_spec, rule_table
 from gensbi_sharding.harness.units import format_bytes
 
 __all__ = ["run", "output_dir"]

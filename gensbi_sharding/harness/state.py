@@ -19,7 +19,8 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from gensbi_sharding.harness.config import ConfigError, as_rule, partition_axis_from_config
+from gensbi_sharding.harness.config import ConfigError
+from gensbi_sharding.harness.rule_config import as_rule, partition_axis_from_config
 
 __all__ = ["TrainState", "builder", "model_plan", "build_state", "resume_step_dir", "partition_axis_for",
            "check_resume_settings", "checkpoint_tree", "BEST", "EARLY_STOPPING"]

@@ -1,0 +1,135 @@
+"""``validate(cfg)``: what the typed schema cannot say (ranges, choices, registered names, the rule table).
+
+Raised as ``ConfigError`` naming the key, its value and the override that fixes it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+from omegaconf import MISSING, DictConfig, OmegaConf
+
+from gensbi_sharding.harness.config import (ConfigError, DataConfig, DevicesConfig, DistributedConfig, EvalConfig,
+                                            MeshConfig, ModelConfig, TrainConfig, require)
+from gensbi_sharding.harness.groups import chosen_options
+from gensbi_sharding.harness.name_hints import registered_name_problem
+from gensbi_sharding.harness.rule_config import partition_axis_from_config, rule_table
+
+__all__ = ["validate"]
+
+
+def validate(cfg: DictConfig) -> None:
+    """Check what the types cannot: ranges, choices, registered names and the rule table.
+
+    Raises
+    ------
+    ConfigError
+        Naming the first bad key, its value and the override that fixes it (a message
+        that names none gets the key's schema default, which every check accepts).
+    """
+    try:
+        _validate(cfg)
+    except ConfigError as err:
+        raise ConfigError(_with_fix(str(err))) from None
+    problem = registered_name_problem(cfg, chosen_options())  # model.name, data.name, rule.name
+    if problem:
+        raise ConfigError(problem)
+
+
+def _with_fix(message: str) -> str:
+    """``message`` + "; e.g. <key>=<schema default>" when it names a ``key=value`` but no override to type."""
+    if re.search(r"(e\.g\.|set|add|use) [a-z_]+\.[a-z0-9_.]+=", message):
+        return message
+    named = re.match(r"([a-z_]+)\.([a-z0-9_]+)=", message)
+    if not named:
+        return message
+    group, key = named.groups()
+    schema = _SECTIONS.get(group)
+    defaults = {f.name: f.default for f in dataclasses.fields(schema)} if schema else {}
+    default = defaults.get(key, MISSING)
+    if default is MISSING or default is dataclasses.MISSING:
+        return message
+    text = "null" if default is None else str(default).replace(" ", "")
+    return f"{message}; e.g. {group}.{key}={text}"
+
+
+#: Config sections whose dataclass defaults are valid values, named as the fix of a refused one.
+_SECTIONS = {"mesh": MeshConfig, "model": ModelConfig, "data": DataConfig, "train": TrainConfig, "eval": EvalConfig,
+             "devices": DevicesConfig, "distributed": DistributedConfig}
+
+
+def _validate(cfg: DictConfig) -> None:
+    require(cfg.mesh.spec in (None, "auto", "dict"),
+           f"mesh.spec={cfg.mesh.spec!r} is not one of null, auto, dict (e.g. mesh=auto)")
+    require(cfg.mesh.model_axis >= 1, f"mesh.model_axis={cfg.mesh.model_axis} must be >= 1")
+    require(cfg.mesh.spec == "dict" or (cfg.mesh.model_axis == 1 and cfg.mesh.devices is None),
+           f"mesh.model_axis / mesh.devices need the dict form: use mesh=dict "
+           f"mesh.model_axis={cfg.mesh.model_axis} instead of mesh={cfg.mesh.spec or 'none'}")
+    require(cfg.model.init in ("sharded", "eager"),
+           f"model.init={cfg.model.init!r} is not one of sharded, eager")
+    for key in ("num_simulations", "batch_size", "num_observation"):
+        require(cfg.data[key] >= 1, f"data.{key}={cfg.data[key]} must be >= 1")
+    require(0.0 < cfg.data.val_fraction < 1.0,
+           f"data.val_fraction={cfg.data.val_fraction} must lie strictly between 0 and 1")
+    require(cfg.train.steps >= 1, f"train.steps={cfg.train.steps} must be >= 1")
+    require(cfg.train.log_every >= 1, f"train.log_every={cfg.train.log_every} must be >= 1")
+    require(cfg.train.learning_rate > 0, f"train.learning_rate={cfg.train.learning_rate} must be > 0")
+    require(cfg.train.checkpoint_every >= 0,
+           f"train.checkpoint_every={cfg.train.checkpoint_every} must be >= 0 (0: only at the end)")
+    require(cfg.train.keep >= 1, f"train.keep={cfg.train.keep} must be >= 1")
+    require(cfg.eval.num_samples >= 2 * cfg.eval.c2st_folds and cfg.eval.c2st_folds >= 2,
+           f"eval.num_samples={cfg.eval.num_samples} must be >= 2 * eval.c2st_folds and "
+           f"eval.c2st_folds={cfg.eval.c2st_folds} >= 2; set "
+           + ("eval.c2st_folds=5" if cfg.eval.c2st_folds < 2 else f"eval.num_samples={2 * cfg.eval.c2st_folds}"))
+    require(cfg.eval.ode_steps >= 1, f"eval.ode_steps={cfg.eval.ode_steps} must be >= 1")
+    require(all(1 <= o <= 10 for o in cfg.eval.observations or ()) and cfg.eval.observations != [],
+           f"eval.observations={cfg.eval.observations} must list sbibm observations 1..10, e.g. "
+           "eval.observations=[1,2,3], or be null for data.num_observation")
+    unique = list(dict.fromkeys(cfg.eval.observations or ()))
+    require(len(unique) == len(cfg.eval.observations or ()),
+           f"eval.observations={list(cfg.eval.observations or ())} lists an observation twice (it would be scored and "
+           f"averaged twice); set eval.observations=[{','.join(map(str, unique))}]")
+    require(cfg.eval.c2st_jobs >= 1 or cfg.eval.c2st_jobs == -1,
+           f"eval.c2st_jobs={cfg.eval.c2st_jobs} must be >= 1, or -1 for one per core")
+    require(cfg.train.schedule in ("cosine", "constant"),
+           f"train.schedule={cfg.train.schedule!r} is not one of cosine, constant")
+    require(0 <= cfg.train.warmup_steps < cfg.train.steps,
+           f"train.warmup_steps={cfg.train.warmup_steps} must lie in 0..train.steps-1 ({cfg.train.steps - 1})")
+    require(0.0 <= cfg.train.ema_decay < 1.0,
+           f"train.ema_decay={cfg.train.ema_decay} must lie in [0, 1) (0: no EMA), e.g. train.ema_decay=0.999")
+    for key in ("val_every", "patience"):
+        require(cfg.train[key] >= 0, f"train.{key}={cfg.train[key]} must be >= 0 (0: off)")
+    every = max(1, min(250, cfg.train.steps // 4))
+    # (val_every >= steps is let through: a short run of a preset with patience, e.g. experiment=sbibm train.steps=100)
+    require(cfg.train.patience == 0 or cfg.train.val_every > 0,
+           f"train.patience={cfg.train.patience} needs validations during training, but train.val_every=0 "
+           f"validates only after the last step; set train.val_every={every}, or train.patience=0 for no early "
+           "stopping")
+    require(cfg.train.val_draws >= 1, f"train.val_draws={cfg.train.val_draws} must be >= 1")
+    resume = cfg.train.resume
+    # An unset shell variable (train.resume=$CKPT) must not start a fresh run without a word.
+    require(resume is None or str(resume).strip() != "",
+           f"train.resume={resume!r} is empty: pass train.resume=auto (this run's folder), a run or checkpoint "
+           "folder, or leave it out to start fresh")
+    require(resume is None or str(resume) == "auto" or str(resume).strip().lower() != "auto",
+           f"train.resume={resume!r} is read as a folder name; to continue from this run's own folder, "
+           "pass train.resume=auto (lower case)")
+    require(cfg.data.theta_transform in ("support", "none"),
+           f"data.theta_transform={cfg.data.theta_transform!r} is not one of support, none")
+    require(cfg.data.x_transform in ("none", "log"),
+           f"data.x_transform={cfg.data.x_transform!r} is not one of none, log")
+    require(cfg.train.weight_decay >= 0, f"train.weight_decay={cfg.train.weight_decay} must be >= 0")
+    require(cfg.data.shards is None or cfg.data.shards >= 1,
+           f"data.shards={cfg.data.shards} must be >= 1, or null for one per process")
+    require(cfg.devices.cpu_count is None or cfg.devices.cpu_count >= 1,
+           f"devices.cpu_count={cfg.devices.cpu_count} must be >= 1")
+    for key in ("local_processes", "timeout_s", "heartbeat_s", "run_timeout_s"):
+        require(cfg.distributed[key] >= 1, f"distributed.{key}={cfg.distributed[key]} must be >= 1")
+    require(cfg.distributed.mode in ("none", "auto", "explicit"),
+           f"distributed.mode={cfg.distributed.mode!r} is not one of none, auto, explicit")
+    name, table = rule_table(cfg.rule)
+    try:  # keys and strategy only: the mesh axes are checked once the mesh exists
+        partition_axis_from_config(OmegaConf.to_container(cfg.activation), table, None)
+    except ValueError as err:
+        raise ConfigError(f"activation: {err}") from None

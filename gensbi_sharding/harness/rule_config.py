@@ -1,0 +1,134 @@
+"""The rule, mesh and activation sections of a config as the library's objects.
+
+``rule_table`` / ``as_rule`` (the library's ``Rule``), ``check_table_against_mesh``,
+``mesh_spec`` (for ``resolve_mesh``) and ``partition_axis_from_config`` (``PartitionAxis``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from omegaconf import DictConfig, ListConfig, OmegaConf
+
+from gensbi_sharding import LOGICAL_AXES, RULES, PartitionAxis, Rule
+from gensbi_sharding.harness.config import require
+from gensbi_sharding.harness.hints import mesh_axis_fix
+
+__all__ = ["rule_table", "as_rule", "check_table_against_mesh", "mesh_spec", "partition_axis_from_config"]
+
+
+def mesh_spec(mesh: DictConfig) -> Any:
+    """The contract's mesh spec for ``resolve_mesh``: None, "auto" or a mapping."""
+    if mesh.spec is None:
+        return None
+    if mesh.spec == "auto":
+        return "auto"
+    return {"model_axis": mesh.model_axis, "devices": mesh.devices}
+
+
+def rule_table(rule: Any) -> tuple[str, dict[str, Any]]:
+    """``(name, table)`` of a rule config: a mapping of logical axes plus an optional ``name``.
+
+    Table values are a mesh axis name, a list of mesh axis names, or null. Whether
+    the mesh has those axes is checked later, against the resolved mesh
+    (``check_table_against_mesh``).
+
+    Raises
+    ------
+    ConfigError
+        For a key outside ``LOGICAL_AXES`` or a value of another type.
+    """
+    if isinstance(rule, str):  # rule given as a bare name, e.g. from Python
+        require(rule in RULES, f"unknown rule {rule!r}; choose one of {', '.join(RULES)} "
+                              "or write a table in conf/rule/")
+        return rule, dict(RULES[rule])
+    require(isinstance(rule, (DictConfig, dict)),
+           f"rule must be a mapping of logical axes to mesh axes, got {rule!r}")
+    raw = OmegaConf.to_container(rule, resolve=True) if isinstance(rule, DictConfig) else dict(rule)
+    name = raw.pop("name", None) or "custom"
+    table: dict[str, Any] = {}
+    for key, value in raw.items():
+        require(key in LOGICAL_AXES, f"rule.{key} is not a logical axis; valid keys: "
+                                    f"{', '.join(LOGICAL_AXES)} (and name)")
+        if isinstance(value, (list, tuple, ListConfig)):
+            require(len(value) > 0 and all(isinstance(v, str) for v in value),
+                   f"rule.{key}={value!r}: a list must hold mesh axis names")
+            require(len(set(value)) == len(value), f"rule.{key}={list(value)!r} names a mesh axis twice; "
+                                                  "list each mesh axis once")
+            value = tuple(value)
+        else:
+            require(value is None or isinstance(value, str),
+                   f"rule.{key}={value!r} must be a mesh axis name, a list of them, or null")
+        table[key] = value
+    for key in LOGICAL_AXES:
+        table.setdefault(key, None)
+    if name in RULES and table != dict(RULES[name]):  # e.g. rule=fsdp rule.mlp=model
+        name = f"{name}+overrides"
+    return name, table
+
+
+def as_rule(name: str, table: dict[str, Any]) -> Rule:
+    """The library's ``Rule`` for ``rule_table``'s ``(name, table)``.
+
+    A table equal to the contract's rule of that name is that rule (placed with the
+    contract's semantics, e.g. "replicated" ignores annotations); any other is a table.
+    """
+    return Rule(name, dict(table), builtin=name in RULES and table == dict(RULES[name]))
+
+
+def check_table_against_mesh(name: str, table: dict[str, Any], mesh_axes: tuple[str, ...]) -> None:
+    """Every mesh axis a rule table names must exist on the resolved mesh.
+
+    Raises
+    ------
+    ConfigError
+        Naming the entry, the mesh's axes and the valid values.
+    """
+    for key, value in table.items():
+        for axis in (value,) if isinstance(value, str) else (value or ()):
+            require(axis in mesh_axes,
+                   f"rule.{key}={axis!r} (rule {name!r}) names a mesh axis the mesh lacks; valid "
+                   f"values: {', '.join(mesh_axes) or '(none: no mesh)'} or null; "
+                   f"set rule.{key}={mesh_axis_fix(value, mesh_axes)}")
+
+
+#: ``activation.strategy`` values: from the weight rule, ``PartitionAxis()`` defaults, or none.
+ACTIVATION_STRATEGIES = ("rule", "fixed", "none")
+AUTO = "auto"  # an activation field left to the strategy
+
+
+def partition_axis_from_config(cfg: Mapping[str, Any], rule: Any, mesh: Any) -> PartitionAxis | None:
+    """The strategy an ``activation`` config selects: ``strategy`` plus per-field overrides.
+
+    ``strategy`` is "rule" (``PartitionAxis.for_rule(rule, mesh)``), "fixed"
+    (``PartitionAxis()``) or "none" (no constraints: returns None). Every other key is
+    a ``PartitionAxis`` field; a value other than "auto" (None, a mesh axis or a list
+    of them) replaces what the strategy chose. Without a mesh, returns None.
+
+    Raises
+    ------
+    ValueError
+        For an unknown strategy or key, or a value that does not resolve on ``mesh``.
+    """
+    strategy = cfg.get("strategy", "rule")
+    if strategy not in ACTIVATION_STRATEGIES:
+        raise ValueError(f"activation strategy {strategy!r} is not one of "
+                         f"{', '.join(ACTIVATION_STRATEGIES)}; e.g. activation.strategy=rule")
+    fields = {k: v for k, v in cfg.items() if k != "strategy"}
+    unknown = [k for k in fields if k not in PartitionAxis._fields]
+    if unknown:
+        raise ValueError(f"activation key {unknown[0]!r} is not a PartitionAxis field; valid keys: "
+                         f"strategy, {', '.join(PartitionAxis._fields)}")
+    if strategy == "none" or mesh is None:
+        return None
+    base = PartitionAxis.for_rule(rule, mesh) if strategy == "rule" else PartitionAxis()
+    changes = {k: v for k, v in fields.items() if not (isinstance(v, str) and v == AUTO)}
+    for key, value in changes.items():  # named as the override to type, with a value that works
+        lacking = [a for a in ((value,) if isinstance(value, str) else value or ()) if a not in mesh.axis_names]
+        if lacking:
+            fix = mesh_axis_fix(value, mesh.axis_names)
+            raise ValueError(f"{key}={value!r} names mesh axis {lacking[0]!r}, which the mesh lacks (axes: "
+                             f"{', '.join(mesh.axis_names)}); set activation.{key}={fix}"
+                             + ("" if fix == "null" else " (or null: unsplit)"))
+    return base._replace(**changes).resolve(mesh)
