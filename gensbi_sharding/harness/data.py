@@ -1,22 +1,14 @@
-"""SBI benchmark data sets: simulate (theta, x) pairs, map them to the model's space, batch them.
+"""SBI benchmark data sets: simulate a task's budget of (theta, x) pairs, drop the unusable, split, batch.
 
 Every data set comes from ``sbibm_jax`` (see ``harness.tasks``), which ships the
 observations and the reference posterior samples inside the package, so nothing here
 needs a network. JAX and ``sbibm_jax`` are only touched inside functions: importing
 this module must not start JAX's backend (the device count may not be set yet).
-
-The model works in an unconstrained, z-scored space: ``theta`` goes through the
-inverse of the bijection onto the prior's support (``data.theta_transform=support``),
-``x`` optionally through ``log`` (``data.x_transform=log``, for positive data spanning
-decades), then both are z-scored with training statistics. Samples come back through
-the forward bijection, so none can leave a bounded prior.
+The maps into the model's z-scored space are ``harness.simulation_data``'s.
 """
-
 from __future__ import annotations
 
-import dataclasses
 import logging
-import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -24,100 +16,16 @@ import numpy as np
 
 from gensbi_sharding.harness.hints import batch_size_problem
 from gensbi_sharding.harness.registry import register_data
+from gensbi_sharding.harness.simulation_data import SimulationData, global_stats
 from gensbi_sharding.harness.tasks import (TASKS, check_observation, check_transforms, get_task,
                                            prior_bijection, reference_samples, simulate, task_dims,
-                                           to_constrained, to_unconstrained, transform_x, usable_observation)
+                                           to_unconstrained, transform_x, usable_observation)
 from gensbi_sharding import batch_size_divisor, check_batch_divisible, shard_batch
 from gensbi_sharding.nodes import is_int
 
-__all__ = ["SimulationData", "load_task", "iterate_batches", "TASKS", "task_dims", "split_sizes",
-           "shard_train_rows"]
+__all__ = ["load_task", "iterate_batches", "TASKS", "task_dims", "split_sizes", "shard_train_rows"]
 
 log = logging.getLogger("gensbi_sharding")
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class SimulationData:
-    """Simulated pairs of one task, raw (not z-scored), with z-score statistics.
-
-    Arrays are numpy float32; ``n_train + n_val`` is this process's budget.
-
-    Attributes
-    ----------
-    name : str
-        sbibm task name.
-    theta_train, x_train : ndarray, (n_train, dim_theta), (n_train, dim_x)
-    theta_val, x_val : ndarray, (n_val, dim_theta), (n_val, dim_x)
-        Held-out pairs, disjoint from the training pairs.
-    observation : ndarray, (dim_x,)
-        The observed data the posterior is conditioned on.
-    reference_samples : ndarray, (N, dim_theta)
-        Reference posterior samples for ``observation`` (N = 10000 in sbibm).
-    theta_mean, theta_std, x_mean, x_std : ndarray, (dim_theta,) or (dim_x,)
-        Statistics of the training split only, over all processes, in the
-        transformed space (after ``theta_bijection.inv`` / ``x_transform``). A zero
-        std is stored as 1, so a constant feature passes through instead of dividing by 0.
-    theta_bijection : numpyro Transform or None
-        Map from R^dim_theta onto the prior's support; None: identity.
-    x_transform : str
-        "none" or "log".
-    dropped_non_finite : int
-        Simulations dropped because theta or x held NaN or inf (or the transforms sent
-        them to infinity), over all processes; they count against the budget, as in sbibm.
-    val_pairs : int
-        Held-out pairs, over all processes.
-    """
-
-    name: str
-    theta_train: np.ndarray
-    x_train: np.ndarray
-    theta_val: np.ndarray
-    x_val: np.ndarray
-    observation: np.ndarray
-    reference_samples: np.ndarray
-    theta_mean: np.ndarray
-    theta_std: np.ndarray
-    x_mean: np.ndarray
-    x_std: np.ndarray
-    theta_bijection: Any = None
-    x_transform: str = "none"
-    dropped_non_finite: int = 0
-    val_pairs: int = 0
-
-    @property
-    def dim_theta(self) -> int:
-        """Number of parameters."""
-        return self.theta_train.shape[1]
-
-    @property
-    def dim_x(self) -> int:
-        """Number of data features."""
-        return self.x_train.shape[1]
-
-    # The four maps take numpy or jax arrays of shape (..., dim) and keep their type.
-    def normalize_theta(self, theta: Any) -> Any:
-        """``(theta_bijection.inv(theta) - theta_mean) / theta_std``."""
-        return (to_unconstrained(self.theta_bijection, theta) - self.theta_mean) / self.theta_std
-
-    def denormalize_theta(self, z: Any) -> Any:
-        """Inverse of ``normalize_theta``: sampler output back to parameter units, inside the support."""
-        return to_constrained(self.theta_bijection, z * self.theta_std + self.theta_mean)
-
-    def normalize_x(self, x: Any) -> Any:
-        """``(x_transform(x) - x_mean) / x_std``."""
-        return (transform_x(self.x_transform, x) - self.x_mean) / self.x_std
-
-    def denormalize_x(self, z: Any) -> Any:
-        """Inverse of ``normalize_x``."""
-        return transform_x(self.x_transform, z * self.x_std + self.x_mean, inverse=True)
-
-    def normalized(self, split: str = "train") -> tuple[np.ndarray, np.ndarray]:
-        """``(theta, x)`` of ``split`` ("train" or "val"), z-scored, float32."""
-        if split not in ("train", "val"):
-            raise ValueError(f"split must be 'train' or 'val', got {split!r}")
-        theta, x = (self.theta_train, self.x_train) if split == "train" else (self.theta_val, self.x_val)
-        return (np.asarray(self.normalize_theta(theta), dtype=np.float32),
-                np.asarray(self.normalize_x(x), dtype=np.float32))
 
 
 def load_task(name: str, *, num_simulations: int = 10_000, val_fraction: float = 0.1,
@@ -208,7 +116,7 @@ def load_task(name: str, *, num_simulations: int = 10_000, val_fraction: float =
     # Prior draws are i.i.d., so a contiguous split is as random as a shuffled one.
     theta_train, theta_val = theta[:n_train], theta[n_train:]
     x_train, x_val = x[:n_train], x[n_train:]
-    totals, (theta_mean, theta_std), (x_mean, x_std) = _global_stats(
+    totals, (theta_mean, theta_std), (x_mean, x_std) = global_stats(
         [dropped, n_val, outside], [to_unconstrained(bijection, theta_train), transform_x(x_transform, x_train)],
         process_count)
     shards = "" if process_count == 1 else f" over {process_count} shards"
@@ -246,39 +154,6 @@ def shard_train_rows(num_simulations: int, val_fraction: float, shards: int) -> 
     smallest = num_simulations // shards
     return split_sizes(smallest, val_fraction)[0] if smallest >= 2 else 0
 
-
-def _global_stats(counts: list[int], arrays: list[np.ndarray], process_count: int
-                  ) -> tuple[list[int], ...]:
-    """Totals of ``counts`` and (mean, std) of each ``(n, d)`` array, over every process's rows.
-
-    One all-gather carries everything. Means and stds are float32 (d,); a zero std is 1.
-    """
-    # Count, sum and sum of squares add up across processes; float64 keeps the
-    # sum-of-squares formula from cancelling catastrophically.
-    parts = [np.asarray(counts, dtype=np.float64)]
-    for a in arrays:
-        a64 = a.astype(np.float64)
-        parts += [[a64.shape[0]], a64.sum(0), (a64 ** 2).sum(0)]
-    moments = np.concatenate(parts)
-    if process_count > 1:
-        import jax
-
-        if jax.process_count() == process_count:
-            from jax.experimental import multihost_utils
-            moments = np.asarray(multihost_utils.process_allgather(moments)).sum(0)
-        else:
-            warnings.warn(f"process_count={process_count} but JAX runs {jax.process_count()} "
-                          "process(es): z-score statistics cover this process's share only",
-                          UserWarning, stacklevel=3)
-    totals, offset, stats = [int(round(c)) for c in moments[:len(counts)]], len(counts), []
-    for a in arrays:
-        d = a.shape[1]
-        n, total, total_sq = moments[offset], moments[offset + 1:offset + 1 + d], moments[offset + 1 + d:offset + 1 + 2 * d]
-        offset += 1 + 2 * d
-        mean = total / n
-        std = np.sqrt(np.maximum(total_sq / n - mean ** 2, 0.0))
-        stats.append((mean.astype(np.float32), np.where(std > 0, std, 1.0).astype(np.float32)))
-    return (totals, *stats)
 
 
 def iterate_batches(theta: np.ndarray, x: np.ndarray, *, batch_size: int, seed: int, mesh: Any,

@@ -20,9 +20,10 @@ from typing import Any
 import numpy as np
 
 from gensbi_sharding.harness.config import ConfigError
-from gensbi_sharding.harness.data import SimulationData, iterate_batches, shard_train_rows
+from gensbi_sharding.harness.data import iterate_batches, shard_train_rows
 from gensbi_sharding.harness.hints import batch_size_problem
 from gensbi_sharding.harness.registry import get_data
+from gensbi_sharding.harness.simulation_data import SimulationData
 from gensbi_sharding.harness.tasks import to_unconstrained, transform_x
 from gensbi_sharding import batch_size_divisor, shard_batch
 

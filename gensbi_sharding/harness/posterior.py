@@ -46,7 +46,7 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
 
     Parameters
     ----------
-    sims : harness.data.SimulationData
+    sims : harness.simulation_data.SimulationData
         Its maps take observations to the model's space and samples back.
     velocity, params
         ``velocity(params, theta_t, x, t)`` and the weights to sample with (the EMA).

@@ -1,0 +1,161 @@
+"""``SimulationData``: a task's simulated pairs and the maps to and from the model's z-scored space.
+
+The model works in an unconstrained, z-scored space: ``theta`` goes through the
+inverse of the bijection onto the prior's support (``data.theta_transform=support``),
+``x`` optionally through ``log`` (``data.x_transform=log``, for positive data spanning
+decades), then both are z-scored with training statistics of every process
+(``global_stats``, one all-gather). Samples come back through the forward bijection,
+so none can leave a bounded prior. Importing this module never starts JAX's backend.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from typing import Any
+
+import numpy as np
+
+from gensbi_sharding.harness.tasks import to_constrained, to_unconstrained, transform_x
+
+__all__ = ["SimulationData", "global_stats"]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class SimulationData:
+    """Simulated pairs of one task, raw (not z-scored), with z-score statistics.
+
+    Arrays are numpy float32; ``n_train + n_val`` is this process's budget.
+
+    Attributes
+    ----------
+    name : str
+        sbibm task name.
+    theta_train, x_train : ndarray, (n_train, dim_theta), (n_train, dim_x)
+    theta_val, x_val : ndarray, (n_val, dim_theta), (n_val, dim_x)
+        Held-out pairs, disjoint from the training pairs.
+    observation : ndarray, (dim_x,)
+        The observed data the posterior is conditioned on.
+    reference_samples : ndarray, (N, dim_theta)
+        Reference posterior samples for ``observation`` (N = 10000 in sbibm).
+    theta_mean, theta_std, x_mean, x_std : ndarray, (dim_theta,) or (dim_x,)
+        Statistics of the training split only, over all processes, in the
+        transformed space (after ``theta_bijection.inv`` / ``x_transform``). A zero
+        std is stored as 1, so a constant feature passes through instead of dividing by 0.
+    theta_bijection : numpyro Transform or None
+        Map from R^dim_theta onto the prior's support; None: identity.
+    x_transform : str
+        "none" or "log".
+    dropped_non_finite : int
+        Simulations dropped because theta or x held NaN or inf (or the transforms sent
+        them to infinity), over all processes; they count against the budget, as in sbibm.
+    val_pairs : int
+        Held-out pairs, over all processes.
+    """
+
+    name: str
+    theta_train: np.ndarray
+    x_train: np.ndarray
+    theta_val: np.ndarray
+    x_val: np.ndarray
+    observation: np.ndarray
+    reference_samples: np.ndarray
+    theta_mean: np.ndarray
+    theta_std: np.ndarray
+    x_mean: np.ndarray
+    x_std: np.ndarray
+    theta_bijection: Any = None
+    x_transform: str = "none"
+    dropped_non_finite: int = 0
+    val_pairs: int = 0
+
+    @property
+    def dim_theta(self) -> int:
+        """Number of parameters."""
+        return self.theta_train.shape[1]
+
+    @property
+    def dim_x(self) -> int:
+        """Number of data features."""
+        return self.x_train.shape[1]
+
+    # The four maps take numpy or jax arrays of shape (..., dim) and keep their type.
+    def normalize_theta(self, theta: Any) -> Any:
+        """``(theta_bijection.inv(theta) - theta_mean) / theta_std``."""
+        return (to_unconstrained(self.theta_bijection, theta) - self.theta_mean) / self.theta_std
+
+    def denormalize_theta(self, z: Any) -> Any:
+        """Inverse of ``normalize_theta``: sampler output back to parameter units, inside the support."""
+        return to_constrained(self.theta_bijection, z * self.theta_std + self.theta_mean)
+
+    def normalize_x(self, x: Any) -> Any:
+        """``(x_transform(x) - x_mean) / x_std``."""
+        return (transform_x(self.x_transform, x) - self.x_mean) / self.x_std
+
+    def denormalize_x(self, z: Any) -> Any:
+        """Inverse of ``normalize_x``."""
+        return transform_x(self.x_transform, z * self.x_std + self.x_mean, inverse=True)
+
+    def normalized(self, split: str = "train") -> tuple[np.ndarray, np.ndarray]:
+        """``(theta, x)`` of ``split`` ("train" or "val"), z-scored, float32."""
+        if split not in ("train", "val"):
+            raise ValueError(f"split must be 'train' or 'val', got {split!r}")
+        theta, x = (self.theta_train, self.x_train) if split == "train" else (self.theta_val, self.x_val)
+        return (np.asarray(self.normalize_theta(theta), dtype=np.float32),
+                np.asarray(self.normalize_x(x), dtype=np.float32))
+
+
+
+def global_stats(counts: list[int], arrays: list[np.ndarray], process_count: int
+                 ) -> tuple[list[int], ...]:
+    """Totals of ``counts`` and (mean, std) of each ``(n, d)`` array, over every process's rows.
+
+    One all-gather carries everything. Means and stds are float32 (d,); a zero std is 1.
+
+    Parameters
+    ----------
+    counts : list of int
+        This process's counts, summed over processes.
+    arrays : list of ndarray, each (n, d)
+        This process's rows; each array's statistics cover every process's rows.
+    process_count : int
+        Processes sharing the data; above 1, ``jax.process_count()`` must equal it for
+        the all-gather, else the statistics cover this process only (with a warning).
+
+    Returns
+    -------
+    tuple
+        ``(totals, (mean, std), ...)``: the summed counts (list of int), then one
+        ``(mean, std)`` pair of float32 (d,) arrays per array.
+
+    Warns
+    -----
+    UserWarning
+        When ``process_count`` differs from the number of processes JAX runs.
+    """
+    # Count, sum and sum of squares add up across processes; float64 keeps the
+    # sum-of-squares formula from cancelling catastrophically.
+    parts = [np.asarray(counts, dtype=np.float64)]
+    for a in arrays:
+        a64 = a.astype(np.float64)
+        parts += [[a64.shape[0]], a64.sum(0), (a64 ** 2).sum(0)]
+    moments = np.concatenate(parts)
+    if process_count > 1:
+        import jax
+
+        if jax.process_count() == process_count:
+            from jax.experimental import multihost_utils
+            moments = np.asarray(multihost_utils.process_allgather(moments)).sum(0)
+        else:
+            warnings.warn(f"process_count={process_count} but JAX runs {jax.process_count()} "
+                          "process(es): z-score statistics cover this process's share only",
+                          UserWarning, stacklevel=3)
+    totals, offset, stats = [int(round(c)) for c in moments[:len(counts)]], len(counts), []
+    for a in arrays:
+        d = a.shape[1]
+        n, total, total_sq = moments[offset], moments[offset + 1:offset + 1 + d], moments[offset + 1 + d:offset + 1 + 2 * d]
+        offset += 1 + 2 * d
+        mean = total / n
+        std = np.sqrt(np.maximum(total_sq / n - mean ** 2, 0.0))
+        stats.append((mean.astype(np.float32), np.where(std > 0, std, 1.0).astype(np.float32)))
+    return (totals, *stats)
