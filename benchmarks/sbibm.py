@@ -76,7 +76,7 @@ def run(root: Path, tasks: list[str], budgets: list[int], extra: list[str]) -> l
 
 def running_in(job_dir: Path) -> str | None:
     """Why ``job_dir`` is in use by a live run (its folder lock is held), or None."""
-    from gensbi_sharding.harness.outputs import FolderInUseError, FolderLock
+    from gensbi_sharding.harness.folder_lock import FolderInUseError, FolderLock
 
     if not job_dir.is_dir():
         return None

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from faults_helpers import REPO, TINY, run_tiny
-from gensbi_sharding.harness import outputs
+from gensbi_sharding.harness import folder_lock, outputs, run_folder
 from gensbi_sharding.harness import train as train_module
 from gensbi_sharding.harness.preemption import EXIT_PREEMPTED, Preempted, PreemptionWatch
 
@@ -269,10 +269,10 @@ def test_only_an_unfinished_run_may_be_continued_in_its_folder(tmp_path, status,
     outputs.write_json(tmp_path / "metrics.json", {"status": status})
     if refused:
         with pytest.raises(FileExistsError) as err:
-            outputs.ensure_fresh(tmp_path, resume_auto=resume_auto)
+            run_folder.ensure_fresh(tmp_path, resume_auto=resume_auto)
         assert refused in str(err.value)
     else:
-        assert outputs.ensure_fresh(tmp_path, resume_auto=resume_auto) == {"status": status}
+        assert run_folder.ensure_fresh(tmp_path, resume_auto=resume_auto) == {"status": status}
 
 
 def test_a_refused_sweep_folder_names_the_commands_that_continue_its_unfinished_jobs(tmp_path, capsys):
@@ -286,13 +286,13 @@ def test_a_refused_sweep_folder_names_the_commands_that_continue_its_unfinished_
     (sweep / "1" / ".hydra" / "overrides.yaml").write_text("- model.width=24\n- rule.embed=[data,model]\n")
     config = OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep)}}, "train": {"resume": "auto"}})
     with pytest.raises(SystemExit):
-        outputs.RefuseCompletedRun().on_multirun_start(config)
+        run_folder.RefuseCompletedRun().on_multirun_start(config)
     printed = capsys.readouterr().err
     assert printed.startswith(f"[ERROR] {sweep / '0' / 'metrics.json'} already exists (status ok)")
     assert printed.rstrip().endswith("continue its unfinished job one by one: python launch.py model.width=24 "
                                      f"'rule.embed=[data,model]' train.resume=auto hydra.run.dir={sweep / '1'}")
     outputs.write_json(sweep / "0" / "metrics.json", {"status": "preempted"})  # no job completed: rerun it whole
-    callback = outputs.RefuseCompletedRun()
+    callback = run_folder.RefuseCompletedRun()
     callback.on_multirun_start(config)
     callback.on_multirun_end(config)
 
@@ -411,24 +411,24 @@ def test_the_folder_callback_can_be_shipped_to_jobs_while_it_holds_the_sweep_loc
 
     from omegaconf import OmegaConf
 
-    callback = outputs.RefuseCompletedRun()
+    callback = run_folder.RefuseCompletedRun()
     config = OmegaConf.create({"hydra": {"sweep": {"dir": str(tmp_path / "sweep")}}, "train": {"resume": None}})
     callback.on_multirun_start(config)
     try:
         shipped = pickle.loads(pickle.dumps(callback))
         assert shipped._locks == [] and len(callback._locks) == 1  # the copy holds nothing; the lock stays here
-        with pytest.raises(outputs.FolderInUseError):  # still held by the launching process's callback
+        with pytest.raises(folder_lock.FolderInUseError):  # still held by the launching process's callback
             _second_process_lock(tmp_path / "sweep")
     finally:
         callback.on_multirun_end(config)
 
 
 def _second_process_lock(folder):
-    code = ("import sys; from gensbi_sharding.harness.outputs import FolderLock; "
+    code = ("import sys; from gensbi_sharding.harness.folder_lock import FolderLock; "
             f"FolderLock({str(folder)!r}).acquire()")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     if "FolderInUseError" in proc.stderr:
-        raise outputs.FolderInUseError(proc.stderr.strip().splitlines()[-1])
+        raise folder_lock.FolderInUseError(proc.stderr.strip().splitlines()[-1])
     assert proc.returncode == 0, proc.stderr
 
 
@@ -446,7 +446,7 @@ def test_a_mistyped_resume_path_can_be_corrected_in_the_same_folder(tmp_path, de
     (out / "checkpoints" / "3").mkdir(parents=True, exist_ok=True)
     outputs.write_json(out / "metrics.json", {"status": "preempted"})
     with pytest.raises(FileExistsError, match="rerun with train.resume=auto"):
-        outputs.ensure_fresh(out, resume_from=True)
+        run_folder.ensure_fresh(out, resume_from=True)
 
 
 def test_resuming_on_other_held_out_pairs_starts_early_stopping_afresh(tmp_path, caplog, devices):
@@ -482,7 +482,7 @@ def test_a_refused_sweep_also_names_the_jobs_that_never_started(tmp_path, capsys
     config = OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep)}, "overrides": {"task": [
         "experiment=quick", "rule=replicated,fsdp,tensor", "train.resume=auto"]}}, "train": {"resume": "auto"}})
     with pytest.raises(SystemExit):
-        outputs.RefuseCompletedRun().on_multirun_start(config)
+        run_folder.RefuseCompletedRun().on_multirun_start(config)
     printed = capsys.readouterr().err.rstrip()
     assert printed.endswith(
         f"continue its unfinished jobs (1 never started) one by one: python launch.py experiment=quick rule=fsdp "

@@ -24,7 +24,7 @@ from omegaconf import OmegaConf
 from faults_helpers import REPO, compose_tiny, hint, run_tiny
 import gensbi_sharding as contract
 from gensbi_sharding.checkpoint import CheckpointWriter, committed_steps, restore, abstract_state_for
-from gensbi_sharding.harness import outputs
+from gensbi_sharding.harness import folder_lock, outputs
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.devices import check_coordinator, resolve_cpu_count
 from gensbi_sharding.harness.state import build_state
@@ -82,7 +82,7 @@ def test_result_files_get_the_mode_the_umask_gives(tmp_path, umask):
         outputs.write_json(tmp_path / "metrics.json", {"status": "ok"})
         outputs.write_npz(tmp_path / "train_losses.npz", losses=np.zeros(3))
         pair_plot(np.zeros((20, 2)), np.ones((20, 2)), tmp_path / "posterior.png")
-        with outputs.FolderLock(tmp_path):
+        with folder_lock.FolderLock(tmp_path):
             pass
     finally:
         os.umask(old)
@@ -158,7 +158,7 @@ def test_processes_meet_at_the_coordinator_before_jax_joins_them():
 
 HOLD_LOCK = textwrap.dedent("""
     import sys, time
-    from gensbi_sharding.harness.outputs import FolderLock
+    from gensbi_sharding.harness.folder_lock import FolderLock
     with FolderLock(sys.argv[1]):
         print("locked", flush=True)
         time.sleep(60)
@@ -178,15 +178,15 @@ def test_a_second_run_into_a_busy_folder_stops_naming_the_other(tmp_path, device
     finally:
         holder.kill()
         holder.wait(timeout=30)
-    with outputs.FolderLock(out):  # the lock went with its holder
-        assert json.loads((out / outputs.FolderLock.OWNER).read_text())["pid"] == os.getpid()
+    with folder_lock.FolderLock(out):  # the lock went with its holder
+        assert json.loads((out / folder_lock.FolderLock.OWNER).read_text())["pid"] == os.getpid()
 
 
 # ------------------------------------------------------------------ a distributed=local child never outlives its parent
 
 PARENT = textwrap.dedent("""
     import os, subprocess, sys, time
-    from gensbi_sharding.harness.outputs import LOCAL_CHILD_ENV
+    from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
     read_end, write_end = os.pipe()
     child = subprocess.Popen([sys.executable, "-c",
         "from gensbi_sharding.harness.local_cluster import watch_parent; import time; watch_parent(); time.sleep(60)"],

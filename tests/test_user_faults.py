@@ -189,7 +189,7 @@ def test_sbibm_run_leaves_a_job_another_runner_is_writing_alone(tmp_path, capsys
 
     job = tmp_path / "two_moons_1000" / "job"
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from gensbi_sharding.harness.outputs import FolderLock; "
+        [sys.executable, "-c", "import sys, time; from gensbi_sharding.harness.folder_lock import FolderLock; "
          f"lock = FolderLock({str(job)!r}); lock.acquire(); print('held', flush=True); time.sleep(120)"],
         stdout=subprocess.PIPE, text=True)
     try:

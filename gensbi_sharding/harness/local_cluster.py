@@ -29,8 +29,8 @@ from typing import Any
 from omegaconf import DictConfig
 
 from gensbi_sharding.harness.config import ConfigError
-from gensbi_sharding.harness.outputs import LOCAL_CHILD_ENV
 from gensbi_sharding.harness.preemption import EXIT_PREEMPTED, PREEMPT_SIGNALS
+from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
 
 __all__ = ["run_local_processes", "watch_parent"]
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from gensbi_sharding.harness import console, outputs, run_report
+from gensbi_sharding.harness import console, outputs, run_folder, run_report
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.config_checks import validate
 from gensbi_sharding.harness.devices import (configure_devices, initialize_distributed, peak_bytes_in_use,
@@ -48,7 +48,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     out = output_dir(cfg)
     start = time.perf_counter()
     metrics: dict[str, Any] = {"status": "error", "config": OmegaConf.to_container(cfg, resolve=True)}
-    folder, failure = outputs.RunFolder(out, cfg), None
+    folder, failure = run_folder.RunFolder(out, cfg), None
     with PreemptionWatch() as watch:
         try:
             watch_parent()
@@ -121,7 +121,7 @@ def _is_writer() -> bool:
     return not jax.distributed.is_initialized() or jax.process_index() == 0
 
 
-def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: outputs.RunFolder,
+def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder.RunFolder,
          watch: PreemptionWatch) -> dict[str, Any]:
     for noisy in ("jax", "absl"):  # backend probing and orbax progress are noise here
         logging.getLogger(noisy).setLevel(logging.WARNING)

@@ -1,0 +1,206 @@
+"""A job's output folder: who owns it, refusing one that holds another run's results, recording the outcome.
+
+A folder that already holds a completed run is never written into again, and one run
+at a time writes into a folder (``harness.folder_lock``, held while the run lasts).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, OmegaConf
+
+from gensbi_sharding.harness.console import tagged
+from gensbi_sharding.harness.folder_lock import FolderInUseError, FolderLock
+from gensbi_sharding.harness.outputs import write_atomic, write_json
+from gensbi_sharding.harness.sweep_hints import sweep_jobs, unfinished_jobs_hint
+
+__all__ = ["ensure_fresh", "RunFolder", "folder_owner", "RESUMABLE", "RefuseCompletedRun", "LOCAL_CHILD_ENV"]
+
+#: Statuses of a run that ``train.resume=auto`` may continue in its own folder.
+RESUMABLE = ("preempted", "interrupted", "error")
+
+
+def ensure_fresh(out_dir: Path, *, resume_auto: bool = False, resume_from: bool = False) -> dict | None:
+    """Refuse to run into a folder that holds another run's results.
+
+    With ``resume_auto`` (``train.resume=auto``) a folder whose run ended with a status
+    in ``RESUMABLE`` (preempted, interrupted, error), or left checkpoints without
+    metrics (killed), may be continued: the same command, requeued. With ``resume_from``
+    (``train.resume=<another folder>``) such a folder may be used when it holds no
+    checkpoint of its own: an attempt that failed before it saved one (e.g. a mistyped
+    ``train.resume`` path) is retried with the corrected path.
+
+    Returns
+    -------
+    dict or None
+        The earlier attempt's metrics when continuing one; None for a fresh folder.
+
+    Raises
+    ------
+    FileExistsError
+        Naming the folder, its metrics.json or checkpoints, and the override to use.
+    """
+    out_dir = Path(out_dir)
+    metrics = out_dir / "metrics.json"
+    previous = json.loads(metrics.read_text()) if metrics.exists() else None
+    status = (previous or {}).get("status", "unknown")
+    checkpoints = out_dir / "checkpoints"
+    has_checkpoints = checkpoints.is_dir() and any(checkpoints.iterdir())
+    retry = resume_from and status in RESUMABLE and not has_checkpoints
+    if previous is not None and not (resume_auto and status in RESUMABLE) and not retry:
+        hint = ("rerun with train.resume=auto to continue it in this folder, or choose another hydra.run.dir"
+                if status in RESUMABLE else "choose another hydra.run.dir (or hydra.sweep.dir)")
+        raise FileExistsError(
+            f"{metrics} already exists (status {status}): this folder holds an earlier run's outputs, "
+            f"which are never overwritten; {hint}")
+    if not resume_auto and has_checkpoints:
+        raise FileExistsError(
+            f"{checkpoints} holds an interrupted run's checkpoints; continue it here with the same "
+            f"command plus train.resume=auto, or in a new folder with train.resume={out_dir} "
+            "hydra.run.dir=<new folder>")
+    return previous
+
+
+class RunFolder:
+    """What this process may do in the job's folder: claim it, and record the job's outcome.
+
+    The owner (``folder_owner``) claims the folder (``FolderLock`` plus ``ensure_fresh``)
+    before writing anything; process 0 of a ``distributed=local`` child writes the run's
+    files and its parent records the final outcome over them. A run refused a folder
+    writes nothing into it.
+    """
+
+    def __init__(self, out: Path, cfg: DictConfig):
+        self.out, self.owner = Path(out), folder_owner(cfg)
+        self.resume_auto = cfg.train.resume == "auto"
+        self.resume_from = bool(cfg.train.resume) and not self.resume_auto
+        self.claimed, self.previous, self._lock = False, None, None
+
+    def claim(self) -> None:
+        """Lock the folder and check it is fresh (or resumable); raises as those do."""
+        lock = FolderLock(self.out)
+        lock.acquire()
+        try:
+            self.previous = ensure_fresh(self.out, resume_auto=self.resume_auto, resume_from=self.resume_from)
+        except BaseException:
+            lock.release()
+            raise
+        self._lock, self.claimed = lock, True
+        if self.previous and (self.out / "error.txt").exists():  # keep the earlier attempt's traceback
+            attempt = len(self.previous.get("previous_attempts", [])) + 1
+            os.replace(self.out / "error.txt", self.out / f"error.attempt{attempt}.txt")
+
+    def release(self) -> None:
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
+    def records(self) -> bool:
+        """Whether this process writes the job's metrics.json and error.txt."""
+        import jax
+
+        if self.claimed:
+            return True
+        if jax.distributed.is_initialized():  # a local child's process 0 writes the run's files
+            return bool(os.environ.get(LOCAL_CHILD_ENV)) and jax.process_index() == 0
+        if self.owner is False and not os.environ.get(LOCAL_CHILD_ENV):
+            # A process that failed before joining (coordinator unreachable) is the only one
+            # that knows: it records, unless the folder is another's.
+            try:
+                self.claim()
+            except (FolderInUseError, FileExistsError):
+                return False
+            return True
+        return False
+
+    def record(self, metrics: dict[str, Any], traceback_text: str | None = None) -> None:
+        """Write ``metrics.json`` (and ``error.txt``), listing earlier attempts of a resumed run."""
+        if not self.records():
+            return
+        if self.previous:
+            earlier = {k: self.previous.get(k) for k in ("status", "error", "preempted_at_step", "wall_s")}
+            metrics["previous_attempts"] = [*self.previous.get("previous_attempts", []), earlier]
+        if traceback_text:
+            write_atomic(self.out / "error.txt", traceback_text)
+        write_json(self.out / "metrics.json", metrics)
+
+
+
+def folder_owner(cfg: DictConfig) -> bool | None:
+    """Whether this process owns the job's folder (locks it, records its outcome).
+
+    False for a ``distributed=local`` child (its parent owns the folder) and for a
+    process other than 0 of ``distributed.mode=explicit``; None where only JAX knows
+    the rank (``distributed=auto``: process 0 owns it, known once JAX started).
+    """
+    if os.environ.get(LOCAL_CHILD_ENV):
+        return False
+    if cfg.distributed.mode == "auto":
+        return None
+    return cfg.distributed.process_id in (None, 0)
+
+
+#: Set by ``distributed=local`` in its children: the file descriptor of a pipe the parent holds open.
+LOCAL_CHILD_ENV = "GENSBI_SHARDING_PARENT_FD"
+
+
+class RefuseCompletedRun(Callback):
+    """Hydra callback: lock the folder and refuse one that holds a completed run, before Hydra writes.
+
+    Hydra saves ``.hydra/*.yaml`` and opens the job's log before the task runs, so
+    ``ensure_fresh`` and the lock inside ``run()`` alone come too late to leave such a
+    folder intact.
+    """
+
+    def __init__(self) -> None:
+        self._locks: list[FolderLock] = []
+
+    def __getstate__(self) -> dict:
+        # A launcher that ships the callbacks to its jobs (submitit pickles them for SLURM) copies
+        # this one while the sweep's lock is held: the lock belongs to the launching process only.
+        return {**self.__dict__, "_locks": []}
+
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        if folder_owner(config):
+            self._claim(Path(config.hydra.run.dir), [Path(config.hydra.run.dir)], config)
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        sweep = Path(config.hydra.sweep.dir)
+        self._claim(sweep, [m.parent for m in sorted(sweep.glob("*/metrics.json"))], config, sweep=True)
+
+    def on_run_end(self, config: DictConfig, **kwargs: Any) -> None:
+        self._release()
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        self._release()
+
+    def _claim(self, folder: Path, runs: list[Path], config: DictConfig, sweep: bool = False) -> None:
+        try:
+            lock = FolderLock(folder)
+            lock.acquire()
+            self._locks.append(lock)
+            for run_dir in runs:
+                resume = OmegaConf.select(config, "train.resume", default=None)
+                ensure_fresh(run_dir, resume_auto=resume == "auto", resume_from=bool(resume) and resume != "auto")
+        except (FileExistsError, FolderInUseError) as err:
+            self._release()
+            hint = ""
+            if sweep and isinstance(err, FileExistsError):
+                params = OmegaConf.select(config, "hydra.sweeper.params", default=None)
+                task = OmegaConf.select(config, "hydra.overrides.task", default=None)
+                every = [] if task is None else sweep_jobs(
+                    list(task), OmegaConf.to_container(params) if params is not None else None)
+                hint = unfinished_jobs_hint(runs, RESUMABLE, every, sweep_dir=folder)
+            # Hydra turns an Exception raised by a callback into a warning; SystemExit stops the run.
+            print(tagged("ERROR", f"{err}{hint}"), file=sys.stderr, flush=True)  # as the job's own errors look
+            raise SystemExit(1) from None
+
+    def _release(self) -> None:
+        while self._locks:
+            self._locks.pop().release()
