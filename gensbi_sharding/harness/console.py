@@ -29,7 +29,8 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 __all__ = ["DETAILS", "NOISY_WARNINGS", "NOISY_MESSAGES", "NOISY_NATIVE_LINES", "ConsoleFilter", "ConsoleFormatter",
-           "warnings_to_log", "native_output_to_log", "quiet_console", "set_process", "tagged"]
+           "warnings_to_log", "native_output_to_log", "quiet_console", "set_process", "tagged",
+           "tag_process_records"]
 
 DETAILS = "gensbi_sharding.details"  # full tables: launch.log always, the console with verbose=true
 NOISY_WARNINGS = ("ConvergenceWarning",)  # warning categories kept out of the console
@@ -51,6 +52,22 @@ _process = {"index": 0, "count": 1}
 def set_process(index: int, count: int) -> None:
     """Tell the console which JAX process this is (processes other than 0 show warnings only)."""
     _process.update(index=index, count=count)
+
+
+def tag_process_records(index: int, count: int) -> None:
+    """Prefix this process's log lines with its index: every process logs, to one console.
+
+    Parameters
+    ----------
+    index, count : int
+        This JAX process's index and the number of processes.
+    """
+    class Tag(logging.Filter):
+        def filter(self, record):
+            record.msg = f"[process {index}/{count}] {record.msg}"
+            return True
+
+    logging.getLogger("gensbi_sharding").addFilter(Tag())
 
 
 class ConsoleFilter(logging.Filter):

@@ -16,7 +16,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-__all__ = ["dry_run"]
+__all__ = ["dry_run", "dry_run_metrics"]
 
 log = logging.getLogger("gensbi_sharding")
 
@@ -67,3 +67,37 @@ def _log(report: dict[str, Any]) -> None:
     lines += [f"| total | {sum(c['count'] for c in report['collectives'].values())} | "
               f"{report['collective_bytes']} |", "", f"compile {report['compile_s']:.2f} s"]
     log.info("\n%s", "\n".join(lines))
+
+
+def dry_run_metrics(cfg: DictConfig, mesh: Any, rule_name: str, table: dict) -> dict[str, Any]:
+    """The ``dry_run=true`` step of a run: compile the step for the mesh and rule; report memory and collectives.
+
+    Checks the model and data names and the batch size first, then calls ``dry_run``; trains nothing.
+
+    Returns
+    -------
+    dict
+        The run's metrics of a dry run: ``dry_run`` (the whole report), ``fallbacks``,
+        ``compile_s``, ``step_memory_bytes_per_device``, ``collective_bytes_per_step``.
+    """
+    from gensbi_sharding.harness.data import task_dims
+    from gensbi_sharding.harness.registry import get_data, get_model
+    from gensbi_sharding.harness.state import partition_axis_for
+
+    get_model(cfg.model.name), get_data(cfg.data.name)  # unknown names fail with the known ones
+    if mesh is not None:
+        import jax
+
+        from gensbi_sharding.harness.pipeline import check_batch_config
+
+        check_batch_config(cfg.data, mesh, shards=cfg.data.shards or jax.process_count(),
+                           per_process=cfg.data.shards is None)
+    dim_theta, dim_x = task_dims(cfg.data.name)
+    log.info("[dry run] compile one train step: %s on %s, rule %r", cfg.model.name,
+             dict(mesh.shape) if mesh is not None else "no mesh", rule_name)
+    report = dry_run(cfg, mesh=mesh, rule_name=rule_name, table=table, dim_theta=dim_theta, dim_x=dim_x,
+                     partition_axis=partition_axis_for(cfg, table, mesh))
+    memory = report["memory"] or {}
+    return {"dry_run": report, "fallbacks": report["fallbacks"], "compile_s": report["compile_s"],
+            "step_memory_bytes_per_device": memory.get("total_bytes"),
+            "collective_bytes_per_step": report["collective_bytes"]}

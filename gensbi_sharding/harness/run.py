@@ -23,6 +23,7 @@ from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.config_checks import validate
 from gensbi_sharding.harness.devices import (configure_devices, initialize_distributed, peak_bytes_in_use,
                                              resolve_cpu_count)
+from gensbi_sharding.harness.dry_run import dry_run_metrics
 from gensbi_sharding.harness.hints import mesh_devices_problem, model_axis_problem, overrides_named
 from gensbi_sharding.harness.local_cluster import run_local_processes, watch_parent
 from gensbi_sharding.harness.preemption import Preempted, PreemptionWatch
@@ -87,38 +88,11 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         folder.record(metrics, failure)
         folder.release()
         # A job continued alone, or a preempted job (which ends its sweep: Hydra's summary never comes).
-        if folder.owner and (metrics["status"] == "preempted" or _continued_sweep_job()):
-            _refresh_sweep_summary(out)
+        if folder.owner and (metrics["status"] == "preempted" or run_folder.continued_sweep_job()):
+            run_folder.refresh_job_sweep_summary(out)
         if metrics["status"] == "preempted":
             watch.chain(metrics.get("preempt_signal"))  # under submitit: requeue the job
     return metrics
-
-
-def _continued_sweep_job() -> bool:
-    """A single run, not a job of a running multirun (whose summary Hydra's callback writes at its end)."""
-    from hydra.core.hydra_config import HydraConfig
-    from hydra.types import RunMode
-
-    return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.RUN
-
-
-def _refresh_sweep_summary(out: Path) -> None:
-    from gensbi_sharding.harness.summary import refresh_sweep_summary
-
-    try:
-        summary = refresh_sweep_summary(out)
-    except Exception as err:  # the run's own files are written; an index must never cost them
-        log.warning("sweep summary of %s not rebuilt: %s: %s", out.parent, type(err).__name__, err)
-        return
-    if summary is not None:
-        log.info("sweep summary rebuilt with this job's result: %s", summary.csv_path)
-
-
-def _is_writer() -> bool:
-    """Process 0 writes the run's files (without jax.distributed there is only process 0)."""
-    import jax
-
-    return not jax.distributed.is_initialized() or jax.process_index() == 0
 
 
 def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder.RunFolder,
@@ -153,7 +127,7 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
     if folder.owner is None and jax.process_index() == 0:  # distributed=auto: process 0 owns the folder
         folder.claim()
     if jax.process_count() > 1:
-        _tag_log_records(jax.process_index(), jax.process_count())
+        console.tag_process_records(jax.process_index(), jax.process_count())
         console.set_process(jax.process_index(), jax.process_count())
     log.info("process %d of %d, %d devices (%d local, %s)", jax.process_index(), jax.process_count(),
              jax.device_count(), jax.local_device_count(), jax.default_backend())
@@ -174,7 +148,7 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
                    data_parallel_size=contract.batch_size_divisor(mesh))
 
     if cfg.dry_run:
-        return _dry_run(cfg, mesh, rule_name, table)
+        return dry_run_metrics(cfg, mesh, rule_name, table)
 
     log.info("[3/7] data: %s, %d simulations", cfg.data.name, cfg.data.num_simulations)
     resume_dir = resume_point(cfg, out)
@@ -234,7 +208,7 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
     mesh_text = "x".join(map(str, mesh.devices.shape)) if mesh is not None else "none"
 
     def write_losses(losses, val_points):  # the whole history (a resumed run joined to the earlier one), plotted
-        if _is_writer():
+        if run_folder.is_writer():
             run_report.write_losses(out, losses, window=cfg.train.log_every, start_step=ts.start_step,
                                     resume_dir=resume_dir, val_points=val_points,
                                     title=f"{cfg.data.name}, {cfg.model.name} | rule {rule_name} on mesh {mesh_text}")
@@ -290,7 +264,7 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
             sims=sims, velocity=lambda p, th, xx, t: nnx.merge(graphdef, p, rest)(th, xx, t),
             params=ema[0].param_state(model) if ema else params, observations=observations,
             num_samples=cfg.eval.num_samples, ode_steps=cfg.eval.ode_steps, n_folds=cfg.eval.c2st_folds,
-            seed=cfg.seed, mesh=mesh, n_jobs=cfg.eval.c2st_jobs, out=out, write=_is_writer(),
+            seed=cfg.seed, mesh=mesh, n_jobs=cfg.eval.c2st_jobs, out=out, write=run_folder.is_writer(),
             plot=cfg.eval.plot,
             title=lambda k, c, sd: plots.posterior_title(task=cfg.data.name, observation=k, rule=rule_name,
                                                          mesh_shape=metrics["mesh_shape"], c2st=c, c2st_sd=sd)))
@@ -300,42 +274,6 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
     if metrics["device_peak_bytes"] is not None:
         log.info("peak device memory %s", format_bytes(metrics["device_peak_bytes"]))
     log.info("[7/7] outputs: %s", out)
-    if _is_writer():
+    if run_folder.is_writer():
         outputs.write_atomic(out / "sharding.txt", sharding_table)
     return metrics
-
-
-def _tag_log_records(index: int, count: int) -> None:
-    """Prefix this process's log lines with its index: every process logs, to one console."""
-    class Tag(logging.Filter):
-        def filter(self, record):
-            record.msg = f"[process {index}/{count}] {record.msg}"
-            return True
-
-    log.addFilter(Tag())
-
-
-def _dry_run(cfg: DictConfig, mesh: Any, rule_name: str, table: dict) -> dict[str, Any]:
-    """Compile the step for the mesh and rule; report memory and collectives, train nothing."""
-    from gensbi_sharding.harness.data import task_dims
-    from gensbi_sharding.harness.dry_run import dry_run
-    from gensbi_sharding.harness.registry import get_data, get_model
-    from gensbi_sharding.harness.state import partition_axis_for
-
-    get_model(cfg.model.name), get_data(cfg.data.name)  # unknown names fail with the known ones
-    if mesh is not None:
-        import jax
-
-        from gensbi_sharding.harness.pipeline import check_batch_config
-
-        check_batch_config(cfg.data, mesh, shards=cfg.data.shards or jax.process_count(),
-                           per_process=cfg.data.shards is None)
-    dim_theta, dim_x = task_dims(cfg.data.name)
-    log.info("[dry run] compile one train step: %s on %s, rule %r", cfg.model.name,
-             dict(mesh.shape) if mesh is not None else "no mesh", rule_name)
-    report = dry_run(cfg, mesh=mesh, rule_name=rule_name, table=table, dim_theta=dim_theta, dim_x=dim_x,
-                     partition_axis=partition_axis_for(cfg, table, mesh))
-    memory = report["memory"] or {}
-    return {"dry_run": report, "fallbacks": report["fallbacks"], "compile_s": report["compile_s"],
-            "step_memory_bytes_per_device": memory.get("total_bytes"),
-            "collective_bytes_per_step": report["collective_bytes"]}

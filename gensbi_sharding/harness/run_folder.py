@@ -7,6 +7,7 @@ at a time writes into a folder (``harness.folder_lock``, held while the run last
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 from pathlib import Path
@@ -20,7 +21,10 @@ from gensbi_sharding.harness.folder_lock import FolderInUseError, FolderLock
 from gensbi_sharding.harness.outputs import write_atomic, write_json
 from gensbi_sharding.harness.sweep_hints import sweep_jobs, unfinished_jobs_hint
 
-__all__ = ["ensure_fresh", "RunFolder", "folder_owner", "RESUMABLE", "RefuseCompletedRun", "LOCAL_CHILD_ENV"]
+__all__ = ["ensure_fresh", "RunFolder", "folder_owner", "RESUMABLE", "RefuseCompletedRun", "LOCAL_CHILD_ENV",
+           "is_writer", "continued_sweep_job", "refresh_job_sweep_summary"]
+
+log = logging.getLogger("gensbi_sharding")
 
 #: Statuses of a run that ``train.resume=auto`` may continue in its own folder.
 RESUMABLE = ("preempted", "interrupted", "error")
@@ -204,3 +208,51 @@ class RefuseCompletedRun(Callback):
     def _release(self) -> None:
         while self._locks:
             self._locks.pop().release()
+
+
+def is_writer() -> bool:
+    """Whether this process writes the run's files: process 0 (without jax.distributed, the only one).
+
+    Returns
+    -------
+    bool
+    """
+    import jax
+
+    return not jax.distributed.is_initialized() or jax.process_index() == 0
+
+
+def continued_sweep_job() -> bool:
+    """Whether this is a single run (Hydra's run mode), not a job of a running multirun.
+
+    A running multirun's summary is written by Hydra's callback at its end.
+
+    Returns
+    -------
+    bool
+        True under Hydra's run mode (e.g. a sweep's job continued alone with ``hydra.run.dir``).
+    """
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.RUN
+
+
+def refresh_job_sweep_summary(out: Path) -> None:
+    """Rebuild the summary of the sweep folder that holds the job folder ``out``, never raising.
+
+    Parameters
+    ----------
+    out : Path
+        The job's folder; its parent is the sweep folder. A failure is logged as a warning:
+        the run's own files are written already.
+    """
+    from gensbi_sharding.harness.summary import refresh_sweep_summary
+
+    try:
+        summary = refresh_sweep_summary(out)
+    except Exception as err:  # the run's own files are written; an index must never cost them
+        log.warning("sweep summary of %s not rebuilt: %s: %s", out.parent, type(err).__name__, err)
+        return
+    if summary is not None:
+        log.info("sweep summary rebuilt with this job's result: %s", summary.csv_path)
