@@ -15,9 +15,9 @@ from flax import nnx
 import gensbi_sharding as gs
 from gensbi_sharding.harness import train
 from gensbi_sharding.harness.units import format_bytes
+from gensbi_sharding.harness.loss_history import joined_loss_history, last_window_mean
 from gensbi_sharding.harness.run_report import (
-    annotations_of, final_line, joined_loss_history, last_window_mean, placement_block, splits_nothing_hint,
-    left_whole, variable_table)
+    annotations_of, final_line, placement_block, splits_nothing_hint, left_whole, variable_table)
 from gensbi_sharding import RULES, bytes_per_device, describe
 
 

@@ -9,7 +9,6 @@ A failure at any step ends the job with a one-line error (the traceback goes to
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 import traceback
@@ -18,7 +17,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from gensbi_sharding.harness import console, outputs, run_folder, run_report
+from gensbi_sharding.harness import console, loss_history, outputs, run_folder, run_report
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.config_checks import validate
 from gensbi_sharding.harness.devices import (configure_devices, initialize_distributed, peak_bytes_in_use,
@@ -112,7 +111,6 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
     configure_devices(cpu_count, cfg.devices.platform)
 
     import jax
-    import numpy as np
     from flax import nnx
 
     import gensbi_sharding as contract
@@ -122,7 +120,6 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
     from gensbi_sharding.harness.preemption import resume_point, train_with_checkpoints
     from gensbi_sharding.harness.state import build_state, check_resume_settings
     from gensbi_sharding.harness.tasks import TASKS, check_evaluation
-    from gensbi_sharding import bytes_per_device, describe
 
     if folder.owner is None and jax.process_index() == 0:  # distributed=auto: process 0 owns the folder
         folder.claim()
@@ -176,42 +173,17 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
     with overrides_named("model", cfg.model, ConfigError):
         ts = build_state(cfg, dim_theta=sims.dim_theta, dim_x=sims.dim_x, mesh=mesh, rule_name=rule_name,
                          table=table, resume_dir=resume_dir)
-    model, optimizer = ts.model, ts.optimizer
-    nodes = {"model": model, "optimizer": optimizer}
-    if ts.ema is not None:
-        nodes["ema"] = ts.ema  # a device holds it too
-    report, annotations = describe(nodes, mesh), run_report.annotations_of(nodes)
-    placements = {v.path.removeprefix("model/"): v.placement for v in report.variables if v.path.startswith("model/")}
-    param_bytes, opt_bytes = bytes_per_device(model), bytes_per_device(nnx.state(optimizer))
-    params = nnx.state(model, nnx.Param)
-    metrics.update(
-        fallbacks=ts.fallbacks,
-        param_count=int(sum(np.prod(v.shape) for v in jax.tree.leaves(params))),
-        state_leaf_count=len(jax.tree.leaves(nnx.state(ts.nodes))),
-        param_bytes_per_device=max(param_bytes.values()) if param_bytes else 0,
-        opt_bytes_per_device=max(opt_bytes.values()) if opt_bytes else 0,
-        placements=placements, start_step=ts.start_step,
-        state_scalar_count=report.n_scalars, state_bytes_per_device=report.max_bytes_per_device,
-        largest_replicated=dict(report.largest_replicated),
-        left_whole=dict(run_report.left_whole(report, annotations, table, ts.fallbacks)),
-        mesh_summary=dataclasses.asdict(report.mesh) if report.mesh else None)
-    sharding_table = run_report.variable_table(report, annotations, ts.fallbacks)
-    log.info("%s", "\n".join(run_report.placement_block(
-        report, rule_name=rule_name, param_count=metrics["param_count"], fallbacks=ts.fallbacks,
-        param_bytes=metrics["param_bytes_per_device"], opt_bytes=metrics["opt_bytes_per_device"],
-        whole=list(metrics["left_whole"].items()),
-        hint=run_report.splits_nothing_hint(dict(mesh.shape) if mesh else None, table, rule_name,
-                                            cfg.mesh.spec or "none"), verbose=cfg.verbose)))
-    logging.getLogger(console.DETAILS).info("every variable of the model and optimizer state:\n%s", sharding_table)
+    sharding_table = run_report.report_placement(metrics, ts, mesh, table=table, rule_name=rule_name,
+                                                 mesh_spec=cfg.mesh.spec or "none", verbose=cfg.verbose)
 
-    functions, state = train.make_step_functions(model, optimizer, mesh, ema=ts.ema)
+    functions, state = train.make_step_functions(ts.model, ts.optimizer, mesh, ema=ts.ema)
     mesh_text = "x".join(map(str, mesh.devices.shape)) if mesh is not None else "none"
 
     def write_losses(losses, val_points):  # the whole history (a resumed run joined to the earlier one), plotted
         if run_folder.is_writer():
-            run_report.write_losses(out, losses, window=cfg.train.log_every, start_step=ts.start_step,
-                                    resume_dir=resume_dir, val_points=val_points,
-                                    title=f"{cfg.data.name}, {cfg.model.name} | rule {rule_name} on mesh {mesh_text}")
+            loss_history.write_losses(out, losses, window=cfg.train.log_every, start_step=ts.start_step,
+                                      resume_dir=resume_dir, val_points=val_points,
+                                      title=f"{cfg.data.name}, {cfg.model.name} | rule {rule_name} on mesh {mesh_text}")
 
     try:
         # From this line on a signal stops the run at the first step boundary, after a checkpoint.
@@ -232,7 +204,7 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
         step = ts.start_step + result.steps
         raise Preempted(watch.signum, step, out / checkpoint.CHECKPOINT_SUBDIR / str(step))
     # As the progress bar showed; None when this attempt trained nothing (resumed at train.steps to evaluate).
-    train_loss = run_report.last_window_mean(result.losses, cfg.train.log_every) if result.steps else None
+    train_loss = loss_history.last_window_mean(result.losses, cfg.train.log_every) if result.steps else None
     metrics.update(compile_s=result.compile_s, median_step_s=result.median_step_s,
                    samples_per_s=result.samples_per_s, final_val_loss=result.val_loss, steps=result.steps,
                    final_step=ts.start_step + result.steps,

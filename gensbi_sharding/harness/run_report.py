@@ -4,22 +4,26 @@ The console gets a few lines per run (``placement_block``: mesh, rule, parameter
 per device, fallbacks and the largest variables left whole, and one line when the rule splits
 nothing on this mesh, naming the override that does); ``sharding.txt`` and ``verbose=true``
 get every variable (``variable_table``); the run ends with ``final_line``. The loss history
-of a resumed run is joined to the run it continued (``joined_loss_history``).
+is ``harness.loss_history``'s.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from gensbi_sharding.harness.console import DETAILS
 from gensbi_sharding.harness.units import (c2st_spread, format_bytes, format_c2st, format_count, format_seconds,
                                           is_number)
 
 __all__ = ["annotations_of", "left_whole", "splits_nothing_hint", "placement_block", "variable_table",
-           "final_line", "last_window_mean", "LossHistory", "joined_loss_history", "write_losses"]
+           "final_line", "report_placement"]
+
+log = logging.getLogger("gensbi_sharding")
 
 
 def annotations_of(nodes: dict[str, Any]) -> dict[str, tuple[str | None, ...] | None]:
@@ -126,13 +130,6 @@ def _axes_text(axes: tuple[str | None, ...] | None) -> str:
     return "-" if axes is None else "(" + ", ".join(str(a) for a in axes) + ")"
 
 
-def last_window_mean(losses: np.ndarray, window: int) -> float:
-    """Mean train loss of the last logging window: what the progress bar showed last."""
-    losses = np.asarray(losses, dtype=np.float64)
-    size = len(losses) % window or window
-    return float(losses[-size:].mean())
-
-
 def final_line(metrics: dict[str, Any], out: Path) -> str:
     """One line that ends the run: its result, wall time, speed and output folder."""
     wall = format_seconds(metrics.get("wall_s"))
@@ -151,59 +148,60 @@ def final_line(metrics: dict[str, Any], out: Path) -> str:
     return f"done in {wall}: {', '.join(parts) or 'no training left'}; outputs in {out}"
 
 
-@dataclasses.dataclass
-class LossHistory:
-    """A run's losses from step 1, resumed parts joined: what ``train_losses.npz`` holds."""
+def report_placement(metrics: dict[str, Any], ts: Any, mesh: Any, *, table: dict[str, Any], rule_name: str,
+                     mesh_spec: str, verbose: bool) -> str:
+    """A run's report of its placed state: placement metrics, the placement block, the full table.
 
-    step: np.ndarray  # (n,) int64, global step of each train loss
-    losses: np.ndarray  # (n,) float32
-    val_step: np.ndarray  # (m,) int64
-    val_losses: np.ndarray  # (m,) float32
-    resumed_at: np.ndarray  # (k,) int64, steps a resumed part started from
+    Parameters
+    ----------
+    metrics : dict
+        The run's metrics, updated in place (fallbacks, parameter count, bytes per
+        device, placements, variables left whole, ...).
+    ts : harness.state.TrainState
+        The built model, optimizer and EMA.
+    mesh : jax.sharding.Mesh or None
+    table : dict
+        The rule table; ``rule_name`` its name.
+    mesh_spec : str
+        ``mesh.spec`` as typed ("none" for null), named in the hint of a rule that splits nothing.
+    verbose : bool
+        Whether the console also shows every variable (``verbose=true``).
 
-    def arrays(self) -> dict[str, np.ndarray]:
-        return dataclasses.asdict(self)
-
-
-def joined_loss_history(losses: np.ndarray, *, start_step: int, val_points: list[tuple[int, float]],
-                        resume_dir: Path | None) -> LossHistory:
-    """This run's losses (steps ``start_step + 1 ...``) after the earlier run's, when resuming.
-
-    The earlier run's ``train_losses.npz`` is looked up in the run folder of the checkpoint
-    resumed from (``<run>/checkpoints/<step>``: another folder, or this one under
-    ``train.resume=auto``); only its steps up to ``start_step`` are kept (it may have trained
-    past the checkpoint). Without it, the history starts at the resume.
+    Returns
+    -------
+    str
+        Every variable's placement (``variable_table``), for ``sharding.txt``; logged in
+        full to the details logger (launch.log).
     """
-    steps = start_step + 1 + np.arange(len(losses), dtype=np.int64)
-    val = [(int(s), float(v)) for s, v in val_points if is_number(v)]
-    parts = [(steps, np.asarray(losses, np.float32), np.asarray([s for s, _ in val], np.int64),
-              np.asarray([v for _, v in val], np.float32), np.asarray([start_step] if start_step else [], np.int64))]
-    earlier = next((p / "train_losses.npz" for p in (resume_dir.parent.parent, resume_dir.parent)
-                    if (p / "train_losses.npz").is_file()), None) if resume_dir is not None else None
-    if earlier is not None:
-        with np.load(earlier) as old:
-            old_losses = old["losses"]
-            old_steps = old["step"] if "step" in old else np.arange(1, len(old_losses) + 1)
-            keep = old_steps <= start_step
-            # A step this attempt validated again (its checkpoint was saved before its validation) counts once.
-            vkeep = ((old["val_step"] <= start_step) & ~np.isin(old["val_step"], parts[0][2])
-                     if "val_step" in old else None)
-            parts.insert(0, (old_steps[keep], old_losses[keep],
-                             old["val_step"][vkeep] if vkeep is not None else np.zeros(0, np.int64),
-                             old["val_losses"][vkeep] if vkeep is not None else np.zeros(0, np.float32),
-                             old["resumed_at"][old["resumed_at"] < start_step] if "resumed_at" in old
-                             else np.zeros(0, np.int64)))
-    return LossHistory(*(np.concatenate([part[i] for part in parts]) for i in range(5)))
+    import jax
+    from flax import nnx
 
+    from gensbi_sharding import bytes_per_device, describe
 
-def write_losses(out: Path, losses: np.ndarray, *, window: int, start_step: int, resume_dir: Path | None,
-                 val_points: list[tuple[int, float | None]], title: str) -> LossHistory:
-    """``train_losses.npz`` (the whole history, a resumed run joined to the earlier one) and ``losses.png``."""
-    from gensbi_sharding.harness import outputs, plots
-
-    history = joined_loss_history(losses, start_step=start_step, val_points=val_points, resume_dir=resume_dir)
-    outputs.write_npz(out / "train_losses.npz", **history.arrays())
-    plots.plot_losses(out / "losses.png", steps=history.step, losses=history.losses, window=window,
-                      val_steps=history.val_step, val_losses=history.val_losses, resumed_at=history.resumed_at,
-                      title=title)
-    return history
+    nodes = {"model": ts.model, "optimizer": ts.optimizer}
+    if ts.ema is not None:
+        nodes["ema"] = ts.ema  # a device holds it too
+    report, annotations = describe(nodes, mesh), annotations_of(nodes)
+    placements = {v.path.removeprefix("model/"): v.placement for v in report.variables if v.path.startswith("model/")}
+    param_bytes, opt_bytes = bytes_per_device(ts.model), bytes_per_device(nnx.state(ts.optimizer))
+    params = nnx.state(ts.model, nnx.Param)
+    metrics.update(
+        fallbacks=ts.fallbacks,
+        param_count=int(sum(np.prod(v.shape) for v in jax.tree.leaves(params))),
+        state_leaf_count=len(jax.tree.leaves(nnx.state(ts.nodes))),
+        param_bytes_per_device=max(param_bytes.values()) if param_bytes else 0,
+        opt_bytes_per_device=max(opt_bytes.values()) if opt_bytes else 0,
+        placements=placements, start_step=ts.start_step,
+        state_scalar_count=report.n_scalars, state_bytes_per_device=report.max_bytes_per_device,
+        largest_replicated=dict(report.largest_replicated),
+        left_whole=dict(left_whole(report, annotations, table, ts.fallbacks)),
+        mesh_summary=dataclasses.asdict(report.mesh) if report.mesh else None)
+    sharding_table = variable_table(report, annotations, ts.fallbacks)
+    log.info("%s", "\n".join(placement_block(
+        report, rule_name=rule_name, param_count=metrics["param_count"], fallbacks=ts.fallbacks,
+        param_bytes=metrics["param_bytes_per_device"], opt_bytes=metrics["opt_bytes_per_device"],
+        whole=list(metrics["left_whole"].items()),
+        hint=splits_nothing_hint(dict(mesh.shape) if mesh else None, table, rule_name, mesh_spec),
+        verbose=verbose)))
+    logging.getLogger(DETAILS).info("every variable of the model and optimizer state:\n%s", sharding_table)
+    return sharding_table

@@ -1,0 +1,80 @@
+"""A run's loss history: the last logging window's mean, and a resumed run's losses joined to the earlier run's.
+
+``write_losses`` writes the whole history to ``train_losses.npz`` and plots it to ``losses.png``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+
+from gensbi_sharding.harness.units import is_number
+
+__all__ = ["last_window_mean", "LossHistory", "joined_loss_history", "write_losses"]
+
+
+def last_window_mean(losses: np.ndarray, window: int) -> float:
+    """Mean train loss of the last logging window: what the progress bar showed last."""
+    losses = np.asarray(losses, dtype=np.float64)
+    size = len(losses) % window or window
+    return float(losses[-size:].mean())
+
+
+@dataclasses.dataclass
+class LossHistory:
+    """A run's losses from step 1, resumed parts joined: what ``train_losses.npz`` holds."""
+
+    step: np.ndarray  # (n,) int64, global step of each train loss
+    losses: np.ndarray  # (n,) float32
+    val_step: np.ndarray  # (m,) int64
+    val_losses: np.ndarray  # (m,) float32
+    resumed_at: np.ndarray  # (k,) int64, steps a resumed part started from
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return dataclasses.asdict(self)
+
+
+def joined_loss_history(losses: np.ndarray, *, start_step: int, val_points: list[tuple[int, float]],
+                        resume_dir: Path | None) -> LossHistory:
+    """This run's losses (steps ``start_step + 1 ...``) after the earlier run's, when resuming.
+
+    The earlier run's ``train_losses.npz`` is looked up in the run folder of the checkpoint
+    resumed from (``<run>/checkpoints/<step>``: another folder, or this one under
+    ``train.resume=auto``); only its steps up to ``start_step`` are kept (it may have trained
+    past the checkpoint). Without it, the history starts at the resume.
+    """
+    steps = start_step + 1 + np.arange(len(losses), dtype=np.int64)
+    val = [(int(s), float(v)) for s, v in val_points if is_number(v)]
+    parts = [(steps, np.asarray(losses, np.float32), np.asarray([s for s, _ in val], np.int64),
+              np.asarray([v for _, v in val], np.float32), np.asarray([start_step] if start_step else [], np.int64))]
+    earlier = next((p / "train_losses.npz" for p in (resume_dir.parent.parent, resume_dir.parent)
+                    if (p / "train_losses.npz").is_file()), None) if resume_dir is not None else None
+    if earlier is not None:
+        with np.load(earlier) as old:
+            old_losses = old["losses"]
+            old_steps = old["step"] if "step" in old else np.arange(1, len(old_losses) + 1)
+            keep = old_steps <= start_step
+            # A step this attempt validated again (its checkpoint was saved before its validation) counts once.
+            vkeep = ((old["val_step"] <= start_step) & ~np.isin(old["val_step"], parts[0][2])
+                     if "val_step" in old else None)
+            parts.insert(0, (old_steps[keep], old_losses[keep],
+                             old["val_step"][vkeep] if vkeep is not None else np.zeros(0, np.int64),
+                             old["val_losses"][vkeep] if vkeep is not None else np.zeros(0, np.float32),
+                             old["resumed_at"][old["resumed_at"] < start_step] if "resumed_at" in old
+                             else np.zeros(0, np.int64)))
+    return LossHistory(*(np.concatenate([part[i] for part in parts]) for i in range(5)))
+
+
+def write_losses(out: Path, losses: np.ndarray, *, window: int, start_step: int, resume_dir: Path | None,
+                 val_points: list[tuple[int, float | None]], title: str) -> LossHistory:
+    """``train_losses.npz`` (the whole history, a resumed run joined to the earlier one) and ``losses.png``."""
+    from gensbi_sharding.harness import outputs, plots
+
+    history = joined_loss_history(losses, start_step=start_step, val_points=val_points, resume_dir=resume_dir)
+    outputs.write_npz(out / "train_losses.npz", **history.arrays())
+    plots.plot_losses(out / "losses.png", steps=history.step, losses=history.losses, window=window,
+                      val_steps=history.val_step, val_losses=history.val_losses, resumed_at=history.resumed_at,
+                      title=title)
+    return history
