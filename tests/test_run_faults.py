@@ -233,3 +233,20 @@ def test_resume_of_another_shape_names_the_model_overrides(tmp_path, devices):
                           resume_dir=step_dir)
     assert resumed.start_step == 3
     assert nnx.state(resumed.model, nnx.Param)["in_proj"]["kernel"].shape[1] == 16
+
+
+def test_a_finished_checkpoint_can_be_evaluated_again(tmp_path, devices):
+    # Resuming a checkpoint at train.steps trains nothing and scores its best weights (e.g. with
+    # other eval.* settings); one beyond train.steps names the train.steps that evaluates it.
+    first = run_tiny(tmp_path / "a", "train.val_every=4")
+    checkpoint = tmp_path / "a" / "checkpoints" / "8"
+    beyond = run_tiny(tmp_path / "c", f"train.resume={checkpoint}", "train.steps=6")
+    assert beyond["status"] == "error"
+    assert beyond["error"].endswith("is at step 8, beyond train.steps=6; set train.steps=8 to evaluate it, "
+                                    "or more to train further")
+    again = run_tiny(tmp_path / "b", f"train.resume={checkpoint}", "train.val_every=4",
+                     f"train.steps={hint(beyond['error'], 'train.steps')}")
+    assert again["status"] == "ok"
+    assert (again["steps"], again["resumed_from_step"], again["final_step"]) == (0, 8, 8)
+    assert again["best_step"] == first["best_step"]
+    assert again["final_val_loss"] == pytest.approx(first["final_val_loss"], rel=1e-6)

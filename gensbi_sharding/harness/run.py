@@ -155,9 +155,12 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
                    resumed_from=str(resume_dir) if resume_dir else None)
     if resume_dir is not None:
         check_resume_settings(resume_dir, cfg)
-    if start_step > cfg.train.steps or (start_step == cfg.train.steps and cfg.train.resume != "auto"):
-        raise ConfigError(f"train.resume={cfg.train.resume} is at step {start_step}, not below "
-                          f"train.steps={cfg.train.steps}; raise train.steps to train further")
+    if start_step > cfg.train.steps:
+        raise ConfigError(f"train.resume={cfg.train.resume} is at step {start_step}, beyond "
+                          f"train.steps={cfg.train.steps}; set train.steps={start_step} to evaluate it, or more "
+                          "to train further")
+    if resume_dir is not None and start_step == cfg.train.steps:  # e.g. to score it again with other eval.*
+        log.info("train.resume: step %d is train.steps: nothing to train, evaluating its weights", start_step)
     registry.get_model(cfg.model.name)  # an unknown model fails here, before any simulation
     registry.get_data(cfg.data.name)
     if cfg.eval.enabled and cfg.data.name in TASKS:  # what evaluation will need, checked before training
