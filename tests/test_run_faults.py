@@ -5,6 +5,7 @@ without JAX) and checks the right value, message texts included.
 """
 
 import json
+import logging
 import os
 import signal
 import socket
@@ -213,7 +214,7 @@ def test_a_local_child_dies_with_its_parent():
 
 # ------------------------------------------------------------------ case 5: a resumed model of another shape
 
-def test_resume_of_another_shape_names_the_model_overrides(tmp_path, devices):
+def test_resume_of_another_shape_names_the_model_overrides(tmp_path, devices, caplog):
     mesh = contract.make_mesh(model_axis=1)
     table = dict(contract.RULES["replicated"])
     saved = compose_tiny("model.width=16", "model.init=eager")
@@ -229,9 +230,13 @@ def test_resume_of_another_shape_names_the_model_overrides(tmp_path, devices):
                                      "add model.width=16. checkpoint")
     fixed = compose_tiny(f"train.resume={tmp_path}", "model.init=eager",
                          f"model.width={hint(str(err.value), 'model.width')}")
-    resumed = build_state(fixed, dim_theta=2, dim_x=2, mesh=mesh, rule_name="replicated", table=table,
-                          resume_dir=step_dir)
+    with caplog.at_level(logging.WARNING, logger="gensbi_sharding"):
+        resumed = build_state(fixed, dim_theta=2, dim_x=2, mesh=mesh, rule_name="replicated", table=table,
+                              resume_dir=step_dir)
     assert resumed.start_step == 3
+    # Saved without info: no early-stopping state to continue, and the run says so.
+    assert resumed.early_stopping is None
+    assert f"early stopping starts afresh: the checkpoint {step_dir} holds no early-stopping state" in caplog.text
     assert nnx.state(resumed.model, nnx.Param)["in_proj"]["kernel"].shape[1] == 16
 
 

@@ -237,7 +237,10 @@ def _restore(state: TrainState, step_dir: Path, mesh: Any, rule: Any, cfg: DictC
     if scalars is not None:  # the best weights: the same target (shardings) as the weights they copy
         target = checkpoint_tree(train_state, train_state[state.sampled])
     restored = checkpoint.restore(step_dir, target, key_sharding=state.key.sharding)
-    if scalars is not None:
+    if scalars is None:  # e.g. written by CheckpointWriter.save without info, or by an earlier version
+        log.warning("early stopping starts afresh: the checkpoint %s holds no early-stopping state (best "
+                    "weights, validation losses), so its weights count as the best so far", step_dir)
+    else:
         best = restored.state[BEST]
         restored.state = nnx.State({index: restored.state[str(index)] for index in train_state})
         now = OmegaConf.to_container(cfg, resolve=True)
