@@ -4,6 +4,7 @@ The in-process tests send the signal at a chosen step (deterministic); the slow 
 send real signals to ``launch.py`` processes, bounded by timeouts.
 """
 
+import csv
 import json
 import os
 import re
@@ -18,6 +19,7 @@ import numpy as np
 import pytest
 
 from faults_helpers import REPO, TINY, run_tiny
+from gensbi_sharding.checkpoint import committed_steps
 from gensbi_sharding.harness import folder_lock, outputs, run_folder
 from gensbi_sharding.harness import train as train_module
 from gensbi_sharding.harness.preemption import EXIT_PREEMPTED, Preempted, PreemptionWatch
@@ -121,7 +123,8 @@ def test_a_signal_during_evaluation_stops_at_once_and_auto_resume_evaluates(tmp_
         stopped = run_tiny(out, *command)
     assert stopped["status"] == "preempted" and stopped["preempted_at_step"] == 8 and stopped["c2st"] is None
     assert stopped["error"].startswith("preempted by SIGTERM after training (step 8), before the evaluation "
-                                       f"finished; checkpoint {out / 'checkpoints' / '8'}; rerun the same command")
+                                       f"finished; checkpoint {out / 'checkpoints' / '8'}; continue with: the same command plus "
+                                       f"train.resume=auto hydra.run.dir={out}")
     resumed = run_tiny(out, *command)  # trains nothing, evaluates the saved state
     assert resumed["status"] == "ok" and (resumed["steps"], resumed["final_step"]) == (0, 8)
     assert 0.0 <= resumed["c2st"] <= 1.0 and len(_losses(out)) == 8
@@ -216,11 +219,75 @@ def test_ctrl_c_names_the_folder_to_continue_in(tmp_path, monkeypatch, caplog, r
             run_tiny(out, "train.checkpoint_every=4")
     assert json.loads((out / "metrics.json").read_text())["status"] == "interrupted"
     hints = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
-    assert hints == [f"interrupted; continue with the same command plus train.resume=auto hydra.run.dir={out}"]
+    assert hints == [f"interrupted (Ctrl-C); continue with: the same command plus train.resume=auto "
+                     f"hydra.run.dir={out}"]
     assert len(_losses(out)) == 5  # the curve of the steps run is kept (was: no train_losses.npz at all)
     resumed = run_tiny(out, "train.checkpoint_every=4", "train.resume=auto")  # the hint, followed
     assert resumed["status"] == "ok" and resumed["resumed_from_step"] == 4 and resumed["final_step"] == 8
     np.testing.assert_allclose(_losses(out), reference, rtol=1e-6, atol=0)  # the whole curve, as uninterrupted
+
+
+def test_ctrl_c_checkpoints_at_the_next_step_and_auto_resume_continues_exactly(tmp_path, monkeypatch, reference):
+    # Was: Ctrl-C raised KeyboardInterrupt wherever the run was and saved nothing (train.checkpoint_every=0):
+    # train.resume=auto then started from step 0. Now it stops as a preemption does, as "interrupted".
+    out = tmp_path / "run"
+    with monkeypatch.context() as patch:
+        _signal_at(patch, 3, signal.SIGINT)
+        with pytest.raises(KeyboardInterrupt):  # the sweep and launch.py stop (exit 130), as before
+            run_tiny(out, "train.resume=auto")
+    stopped = json.loads((out / "metrics.json").read_text())
+    assert stopped["status"] == "interrupted" and stopped["preempted_at_step"] == 3
+    assert stopped["error"] == (f"interrupted by Ctrl-C (SIGINT) at step 3; checkpoint {out / 'checkpoints' / '3'}; "
+                                f"continue with: the same command plus train.resume=auto hydra.run.dir={out}")
+    resumed = run_tiny(out, "train.resume=auto")
+    assert resumed["status"] == "ok" and resumed["resumed_from_step"] == 3 and resumed["final_step"] == 8
+    np.testing.assert_allclose(_losses(out), reference, rtol=1e-6, atol=0)
+
+
+def test_a_second_ctrl_c_stops_at_once(tmp_path, monkeypatch, devices):
+    real = train_module.train
+
+    def train(*args, on_step, **kwargs):
+        def hook(at, state):
+            if at == 3:
+                os.kill(os.getpid(), signal.SIGINT)
+                os.kill(os.getpid(), signal.SIGINT)  # raises KeyboardInterrupt here, before any save
+            return on_step(at, state)
+        return real(*args, on_step=hook, **kwargs)
+
+    out = tmp_path / "run"
+    monkeypatch.setattr(train_module, "train", train)
+    with pytest.raises(KeyboardInterrupt):
+        run_tiny(out)
+    assert json.loads((out / "metrics.json").read_text())["status"] == "interrupted"
+    assert committed_steps(out / "checkpoints") == []
+    assert len(_losses(out)) == 3  # the curve of the steps run
+
+
+@pytest.mark.slow  # end-to-end run with evaluation
+def test_ctrl_c_during_c2st_never_records_a_score(tmp_path, monkeypatch, devices):
+    # Was: scikit-learn's classifier caught the KeyboardInterrupt and returned a half-fitted model; the run
+    # went on and reported status ok with that C2ST.
+    from gensbi_sharding.harness import evaluate
+
+    real, calls = evaluate.c2st_scores, []
+
+    def interrupted_scores(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:  # while observation 2 is scored
+            os.kill(os.getpid(), signal.SIGINT)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(evaluate, "c2st_scores", interrupted_scores)
+    out = tmp_path / "run"
+    with pytest.raises(KeyboardInterrupt):
+        run_tiny(out, "eval.enabled=true", "eval.observations=[1,2,3]")
+    stopped = json.loads((out / "metrics.json").read_text())
+    assert stopped["status"] == "interrupted" and stopped["c2st"] is None
+    assert stopped["error"].startswith("interrupted by Ctrl-C (SIGINT) after training (step 8), before the "
+                                       "evaluation finished")
+    with open(out / "c2st.csv") as f:  # observation 1 only: 2's score was computed under the signal
+        assert [row["observation"] for row in csv.DictReader(f)] == ["1"]
 
 
 def test_signal_before_training_stops_at_once(tmp_path, monkeypatch, devices):
@@ -252,8 +319,10 @@ def test_the_signal_is_handed_on_to_the_handler_installed_before_the_run():
                 assert watch.should_stop(2) and seen == []  # inside the loop: only recorded
             watch.chain()
         assert seen == [signal.SIGUSR2]
-        with pytest.raises(Preempted, match="preempted by SIGUSR2 before training"), PreemptionWatch():
-            os.kill(os.getpid(), signal.SIGUSR2)  # outside the loop: stop at once
+        with pytest.raises(Preempted, match="preempted by SIGUSR2 before training"), PreemptionWatch() as watch:
+            os.kill(os.getpid(), signal.SIGUSR2)  # outside the loop: only recorded (was: raised into any code)
+            assert watch.signum == signal.SIGUSR2
+            watch.check()  # the next step of the run stops
     finally:
         signal.signal(signal.SIGUSR2, before)
 
@@ -290,7 +359,7 @@ def test_a_refused_sweep_folder_names_the_commands_that_continue_its_unfinished_
     printed = capsys.readouterr().err
     assert printed.startswith(f"[ERROR] {sweep / '0' / 'metrics.json'} already exists (status ok)")
     assert printed.rstrip().endswith("continue its unfinished job one by one: python launch.py model.width=24 "
-                                     f"'rule.embed=[data,model]' train.resume=auto hydra.run.dir={sweep / '1'}")
+                                     f"'rule.embed=[data,model]' train.resume=auto hydra.mode=RUN hydra.run.dir={sweep / '1'}")
     outputs.write_json(sweep / "0" / "metrics.json", {"status": "preempted"})  # no job completed: rerun it whole
     callback = run_folder.RefuseCompletedRun()
     callback.on_multirun_start(config)
@@ -486,8 +555,8 @@ def test_a_refused_sweep_also_names_the_jobs_that_never_started(tmp_path, capsys
     printed = capsys.readouterr().err.rstrip()
     assert printed.endswith(
         f"continue its unfinished jobs (1 never started) one by one: python launch.py experiment=quick rule=fsdp "
-        f"train.resume=auto hydra.run.dir={sweep / '1'} ; python launch.py experiment=quick rule=tensor "
-        f"train.resume=auto hydra.run.dir={sweep / '2'}")
+        f"train.resume=auto hydra.mode=RUN hydra.run.dir={sweep / '1'} ; python launch.py experiment=quick "
+        f"rule=tensor train.resume=auto hydra.mode=RUN hydra.run.dir={sweep / '2'}")
 
 
 def test_sweep_jobs_expand_as_hydra_does():
@@ -518,3 +587,34 @@ def test_a_preempted_sweep_leaves_its_summary_so_far(tmp_path):
     assert proc.returncode == EXIT_PREEMPTED, output[-3000:]
     rows = (sweep / "sweep_summary.csv").read_text().splitlines()
     assert len(rows) == 2 and rows[1].startswith("0,16,") and ",preempted," in rows[1], rows
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+def test_a_preempted_sweep_job_names_the_command_that_continues_it(tmp_path, devices):
+    # Was "rerun the same command with train.resume=auto (and the same hydra.run.dir)": under -m that
+    # command starts a new sweep from scratch, and hydra.run.dir means nothing there.
+    import shlex
+
+    sweep = tmp_path / "multirun"
+    first = subprocess.Popen([sys.executable, str(REPO / "launch.py"), "-m", *TINY, "seed=0,1", "train.steps=100",
+                              "train.log_every=50", f"hydra.sweep.dir={sweep}"], cwd=tmp_path, text=True,
+                             env={**os.environ, "JAX_PLATFORMS": "cpu"}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        _wait_for(sweep / "0" / "launch.log", "[5/7] train", first)
+        first.send_signal(signal.SIGTERM)
+        log = first.communicate(timeout=120)[0]
+    finally:
+        first.kill()
+    assert first.returncode == EXIT_PREEMPTED, log[-3000:]
+    stopped = json.loads((sweep / "0" / "metrics.json").read_text())
+    command = stopped["error"].split("; continue with: ")[1]
+    assert command.startswith("python launch.py experiment=quick ")
+    assert command.endswith(f" train.resume=auto hydra.mode=RUN hydra.run.dir={sweep / '0'}")
+    assert {"seed=0", "train.steps=100"} <= set(command.split())  # the job's own overrides, not the sweep's
+    again = subprocess.run([sys.executable, str(REPO / "launch.py"), *shlex.split(command)[2:]], cwd=tmp_path,
+                           env={**os.environ, "JAX_PLATFORMS": "cpu"}, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    done = json.loads((sweep / "0" / "metrics.json").read_text())
+    assert done["status"] == "ok" and done["final_step"] == 100
+    assert done["resumed_from_step"] == stopped["preempted_at_step"] >= 1

@@ -31,6 +31,7 @@ from omegaconf import DictConfig
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.preemption import EXIT_PREEMPTED, PREEMPT_SIGNALS
 from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
+from gensbi_sharding.harness.sweep_hints import CONTINUE_ENV, continue_command
 
 __all__ = ["run_local_processes", "watch_parent"]
 
@@ -42,6 +43,8 @@ _CHILD_KEYS = ("distributed.mode", "distributed.coordinator_address", "distribut
                "hydra.run.dir", "hydra.job.name", "hydra.output_subdir", "hydra.mode")
 _DEATH_GRACE_S = 5  # beyond distributed.heartbeat_s, for the survivors to notice a dead peer
 _PREEMPT_GRACE_S = 120  # for the children to reach a step boundary and checkpoint after a signal
+_EXIT_INTERRUPTED = 130  # launch.py's exit status after Ctrl-C, as a shell reports 128 + SIGINT
+_STOPPED = (EXIT_PREEMPTED, _EXIT_INTERRUPTED)  # a child that checkpointed and stopped for a signal
 
 
 def run_local_processes(cfg: DictConfig, out: Path) -> dict[str, Any]:
@@ -77,7 +80,7 @@ def run_local_processes(cfg: DictConfig, out: Path) -> dict[str, Any]:
     lifeline, keep_open = os.pipe()  # the children read; only this process holds the write end
     env = {k: v for k, v in os.environ.items() if k != "JAX_NUM_CPU_DEVICES"}
     env.update(PYTHONUNBUFFERED="1", XLA_FLAGS=_without_device_count(env.get("XLA_FLAGS", "")),
-               **{LOCAL_CHILD_ENV: str(lifeline)})
+               **{LOCAL_CHILD_ENV: str(lifeline), CONTINUE_ENV: continue_command(out)})
     children = []
     try:
         for rank in range(n):
@@ -93,12 +96,16 @@ def run_local_processes(cfg: DictConfig, out: Path) -> dict[str, Any]:
     signalled: list[int] = []
 
     def forward(signum, frame):  # preemption: every child checkpoints at its next step boundary
+        if signum == signal.SIGINT and signal.SIGINT in signalled:
+            raise KeyboardInterrupt  # Ctrl-C again: stop at once (the finally below ends the children)
         signalled.append(signum)
         for child in children:
             if child.poll() is None:
-                child.send_signal(signum)
+                # A terminal's Ctrl-C reached the children already (one process group); SIGTERM, not a
+                # second SIGINT, so that none of them takes it for a second Ctrl-C.
+                child.send_signal(signal.SIGTERM if signum == signal.SIGINT else signum)
 
-    previous = {s: signal.signal(s, forward) for s in PREEMPT_SIGNALS}
+    previous = {s: signal.signal(s, forward) for s in (*PREEMPT_SIGNALS, signal.SIGINT)}
     try:
         codes, first_dead, lag = _wait(children, cfg.distributed.run_timeout_s,
                                        cfg.distributed.heartbeat_s + _DEATH_GRACE_S, signalled)
@@ -115,8 +122,9 @@ def run_local_processes(cfg: DictConfig, out: Path) -> dict[str, Any]:
     metrics["process_exit_codes"] = codes
     if all(code == 0 for code in codes):
         metrics.setdefault("status", "error")
-    elif all(code in (0, EXIT_PREEMPTED) for code in codes):
-        metrics["status"] = "preempted"
+    elif all(code in (0, *_STOPPED) for code in codes):
+        interrupted = signal.SIGINT in signalled or _EXIT_INTERRUPTED in codes
+        metrics["status"] = "interrupted" if interrupted else "preempted"
         metrics["preempt_signal"] = signalled[0] if signalled else None
     else:
         reported = metrics.get("error")  # process 0's own error, when it recorded one
@@ -149,7 +157,7 @@ def _wait(children: list[subprocess.Popen], timeout_s: float, grace_s: float,
     deadline, first_dead, died_at, preempt_bound = time.monotonic() + timeout_s, None, None, False
     while time.monotonic() < deadline:
         codes = [child.poll() for child in children]
-        failed = [rank for rank, code in enumerate(codes) if code not in (None, 0, EXIT_PREEMPTED)]
+        failed = [rank for rank, code in enumerate(codes) if code not in (None, 0, *_STOPPED)]
         if failed and first_dead is None:
             # Several seen at once: the one killed by a signal died; the others noticed it.
             first_dead = min(failed, key=lambda rank: (codes[rank] >= 0, rank))

@@ -40,8 +40,8 @@ def samples_name(num_observation: int, first: bool) -> str:
 def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observations: list[int],
                           num_samples: int, ode_steps: int, n_folds: int, seed: int, mesh: Any,
                           n_jobs: int | None = None,
-                          out: Path, write: bool, plot: bool, title: Callable[[int, float, float], str]
-                          ) -> dict[str, Any]:
+                          out: Path, write: bool, plot: bool, title: Callable[[int, float, float], str],
+                          stop_check: Callable[[], None] | None = None) -> dict[str, Any]:
     """Sample and score each observation; returns the metrics to merge into ``metrics.json``.
 
     Parameters
@@ -61,6 +61,11 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
         The job's folder; ``write``: whether this process writes files.
     title : callable
         ``title(num_observation, c2st, c2st_sd_folds)`` of the pair plot.
+    stop_check : callable, optional
+        Called before each observation and once its C2ST is computed, before the score is
+        recorded: it raises to stop (``PreemptionWatch.check``), so a score a signal may have
+        cut short (scikit-learn's classifier catches ``KeyboardInterrupt`` and returns a
+        half-fitted model) is never written.
 
     Returns
     -------
@@ -75,7 +80,9 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
     task = tasks.get_task(sims.name)
     support = task.get_prior_dist().support
     rows, outside = [], 0
+    stop_check = stop_check or (lambda: None)
     for index, k in enumerate(observations):
+        stop_check()
         x_o = tasks.observation(task, k)
         reference = tasks.reference_samples(task, k)
         z = evaluate.sample_posterior(velocity, sims.normalize_x(x_o), num_samples=num_samples,
@@ -85,6 +92,7 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
         outside += int((~np.asarray(support(samples))).sum())  # a numpyro constraint: True inside
         n = min(len(samples), len(reference))
         scores = evaluate.c2st_scores(samples[:n], reference[:n], seed=seed, n_folds=n_folds, n_jobs=n_jobs)
+        stop_check()
         row = {"observation": k, "c2st": float(scores.mean()), "c2st_sd_folds": float(scores.std(ddof=1)),
                "c2st_scores": scores.tolist(), "n": n}
         rows.append(row)

@@ -4,10 +4,16 @@ SLURM ends a job at its time limit or on preemption with SIGTERM (or a signal ch
 with ``--signal``, e.g. SIGUSR1, some seconds before), then SIGKILL. While a run is
 inside ``PreemptionWatch``, SIGTERM, SIGUSR1 and SIGUSR2 (submitit's choice) ask it to
 stop: in the training loop at the next step boundary or between the batches of a
-validation, after a checkpoint; anywhere else at once (there is nothing new to save:
-before training nothing was trained, after it the final checkpoint is written). The run then records ``status:
-preempted`` with the step, and the process exits with ``EXIT_PREEMPTED``; the same
-command with ``train.resume=auto`` continues from the checkpoint.
+validation, after a checkpoint; anywhere else at the next step of the run (``check``:
+between the setup steps, between the observations of the evaluation; there is nothing
+new to save: before training nothing was trained, after it the final checkpoint is
+written). The run then records ``status: preempted`` with the step, and the process
+exits with ``EXIT_PREEMPTED``; ``train.resume=auto`` continues from the checkpoint.
+Ctrl-C (SIGINT) stops the same way, as ``status: interrupted``; a second Ctrl-C stops at once.
+
+The handler only records the signal; it never raises into whatever code runs (an
+exception raised there can land in a C++ callback of JAX's, where it is lost or
+crashes the process). Only a second Ctrl-C raises ``KeyboardInterrupt``, as Python would.
 
 Across processes every process must stop at the same step, or their collective
 checkpoint cannot complete: there JAX's preemption service (started by
@@ -53,25 +59,28 @@ class Preempted(Exception):
     def __init__(self, signum: int | None, step: int | None = None, checkpoint: Any = None,
                  after_training: bool = False):
         self.signum, self.step = signum, step
-        name = signal.Signals(signum).name if signum else "a preemption notice"
+        self.interrupted = signum == signal.SIGINT  # Ctrl-C: the run ends as "interrupted"
+        name = ("Ctrl-C (SIGINT)" if self.interrupted else signal.Signals(signum).name if signum
+                else "a preemption notice")
         where = (f"after training (step {step}), before the evaluation finished" if after_training
                  else f"at step {step}" if step is not None else "before training")
         saved = f"; checkpoint {checkpoint}" if checkpoint else ""
-        super().__init__(f"preempted by {name} {where}{saved}; rerun the same command with "
-                         "train.resume=auto (and the same hydra.run.dir) to continue")
+        super().__init__(f"{'interrupted' if self.interrupted else 'preempted'} by {name} {where}{saved}")
 
 
 class PreemptionWatch:
-    """Catch preemption signals while a run lasts (a context manager; main thread only).
+    """Catch preemption signals and Ctrl-C while a run lasts (a context manager; main thread only).
 
-    Outside ``at_step_boundaries()`` a signal raises ``Preempted`` at once; inside, it is
-    only recorded and ``should_stop(step)`` tells the loop when to stop. On exit the
-    handlers that were there before come back; ``chain`` passes the signal on to them
-    (under submitit that requeues the job).
+    A signal is only recorded: inside ``at_step_boundaries()`` ``should_stop(step)`` tells
+    the loop when to stop; outside, ``check()`` raises ``Preempted`` at the run's next step.
+    A second Ctrl-C raises ``KeyboardInterrupt`` at once. On exit the handlers that were
+    there before come back; ``chain`` passes the signal on to them (under submitit that
+    requeues the job).
     """
 
     def __init__(self) -> None:
         self.signum: int | None = None
+        self._interrupts = 0  # Ctrl-C presses: the second stops at once
         self._deferred = False
         self._previous: dict[int, Any] = {}
         self._checks = 0  # stop checks so far: the sequence every process runs alike
@@ -79,7 +88,7 @@ class PreemptionWatch:
 
     def __enter__(self) -> PreemptionWatch:
         if threading.current_thread() is threading.main_thread():
-            for signum in PREEMPT_SIGNALS:
+            for signum in (*PREEMPT_SIGNALS, signal.SIGINT):
                 self._previous[signum] = signal.signal(signum, self._handle)
         return self
 
@@ -119,6 +128,17 @@ class PreemptionWatch:
             return multihost_utils.reached_preemption_sync_point(self._checks)
         return self.signum is not None
 
+    def check(self) -> None:
+        """A safe point outside the training loop: stop here if a signal came.
+
+        Raises
+        ------
+        Preempted
+            If a signal was received (naming the final checkpoint once training is done).
+        """
+        if self.signum is not None and not self._deferred:
+            raise Preempted(self.signum, *self._trained, after_training=True) if self._trained else Preempted(self.signum)
+
     def training_done(self, step: int, checkpoint: Any) -> None:
         """Training is over and saved at ``step``: a signal from now on stops the run at once, naming it."""
         self._trained = (step, checkpoint)
@@ -133,15 +153,19 @@ class PreemptionWatch:
     def _handle(self, signum: int, frame: Any) -> None:
         import jax
 
+        if signum == signal.SIGINT:
+            self._interrupts += 1
+            if self._interrupts > 1:  # Ctrl-C again: stop at once, as Python's own handler would
+                raise KeyboardInterrupt
         first = self.signum is None
         self.signum = self.signum or signum
         if first:
-            log.warning("received %s: stopping%s", signal.Signals(signum).name,
-                        " at the next step boundary, after a checkpoint" if self._deferred else "")
+            where = ("at the next step boundary, after a checkpoint" if self._deferred
+                     else "at the next step of the run")
+            log.warning("received %s: stopping %s%s", "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name,
+                        where, " (Ctrl-C again stops at once)" if signum == signal.SIGINT else "")
         if signum != signal.SIGTERM and jax.distributed.is_initialized():
             signal.raise_signal(signal.SIGTERM)  # JAX's preemption service tells every process
-        if not self._deferred:  # setup or evaluation: nothing new to save, stop now (SIGKILL follows)
-            raise Preempted(signum, *self._trained, after_training=True) if self._trained else Preempted(signum)
 
 
 def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any, cfg: Any, mesh: Any,

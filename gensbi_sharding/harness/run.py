@@ -10,6 +10,7 @@ A failure at any step ends the job with a one-line error (the traceback goes to
 from __future__ import annotations
 
 import logging
+import signal
 import time
 import traceback
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from gensbi_sharding.harness import console, loss_history, outputs, run_folder, run_report
+from gensbi_sharding.harness import console, loss_history, outputs, run_folder, run_report, sweep_hints
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.config_checks import validate
 from gensbi_sharding.harness.devices import (configure_devices, initialize_distributed, peak_bytes_in_use,
@@ -61,25 +62,29 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                 metrics.update(_run(cfg, out, metrics, folder, watch))
                 metrics["status"] = "ok"
         except Preempted as stop:
-            metrics.update(status="preempted", preempted_at_step=stop.step, error=str(stop))
+            # Naming the folder: the same command alone would start in a new timestamped folder, from scratch.
+            error = f"{stop}; continue with: {sweep_hints.continue_command(out)}"
+            metrics.update(status="interrupted" if stop.interrupted else "preempted", preempted_at_step=stop.step,
+                           error=error)
             if stop.step is not None:  # the step the checkpoint holds, as a finished run's final_step
                 metrics["final_step"] = stop.step
-            log.warning("%s", stop)
-        except KeyboardInterrupt:
-            metrics.update(status="interrupted", error="interrupted (Ctrl-C)",
-                           wall_s=time.perf_counter() - start)
+            if stop.interrupted:  # Ctrl-C ends the sweep too, as Python's KeyboardInterrupt would
+                _record_interrupt(metrics, error, start, folder)
+                raise KeyboardInterrupt from None
+            log.warning("%s", error)
+        except KeyboardInterrupt:  # a second Ctrl-C: at once, wherever the run was
             checkpoints = out / "checkpoints"
-            # Naming the folder: the same command alone would start in a new timestamped folder, from scratch.
-            hint = (f"; continue with the same command plus train.resume=auto hydra.run.dir={out}"
+            hint = (f"; continue with: {sweep_hints.continue_command(out)}"
                     if checkpoints.is_dir() and any(checkpoints.iterdir()) else "")
-            log.error("interrupted%s", hint)
-            folder.record(metrics)
-            folder.release()
+            _record_interrupt(metrics, f"interrupted (Ctrl-C){hint}", start, folder)
             raise
         except Exception as err:  # every failure ends this job cleanly; the sweep goes on
             if cfg.get("debug"):
                 folder.release()
                 raise
+            if watch.signum == signal.SIGINT:  # e.g. C2ST's worker processes, stopped by the same Ctrl-C
+                _record_interrupt(metrics, f"interrupted (Ctrl-C): {type(err).__name__}: {err}", start, folder)
+                raise KeyboardInterrupt from err
             metrics["error"] = f"{type(err).__name__}: {err}"
             log.error("%s", metrics["error"])  # the console adds the one "[ERROR]" tag
             failure = traceback.format_exc()
@@ -91,7 +96,17 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             run_folder.refresh_job_sweep_summary(out)
         if metrics["status"] == "preempted":
             watch.chain(metrics.get("preempt_signal"))  # under submitit: requeue the job
+    if metrics["status"] == "interrupted":  # distributed=local's processes stopped for Ctrl-C: so does the sweep
+        raise KeyboardInterrupt
     return metrics
+
+
+def _record_interrupt(metrics: dict[str, Any], error: str, start: float, folder: run_folder.RunFolder) -> None:
+    """Record a run stopped by Ctrl-C (``status: interrupted``), say how to continue it, free its folder."""
+    metrics.update(status="interrupted", error=error, wall_s=time.perf_counter() - start)
+    log.error("%s", error)
+    folder.record(metrics)
+    folder.release()
 
 
 def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder.RunFolder,
@@ -129,6 +144,7 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
     log.info("process %d of %d, %d devices (%d local, %s)", jax.process_index(), jax.process_count(),
              jax.device_count(), jax.local_device_count(), jax.default_backend())
 
+    watch.check()  # a signal during setup stops the run here, between its steps (nothing to save yet)
     log.info("[2/7] mesh: %s", OmegaConf.to_container(cfg.mesh))
     problem = mesh_devices_problem(cfg.mesh.devices, [d.id for d in jax.devices()], cfg.mesh.model_axis)
     if cfg.mesh.spec == "dict" and problem:
@@ -145,8 +161,10 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
                    data_parallel_size=contract.batch_size_divisor(mesh))
 
     if cfg.dry_run:
+        watch.check()
         return dry_run_metrics(cfg, mesh, rule_name, table)
 
+    watch.check()
     log.info("[3/7] data: %s, %d simulations", cfg.data.name, cfg.data.num_simulations)
     resume_dir = resume_point(cfg, out)
     start_step = int(resume_dir.name) if resume_dir else 0
@@ -170,6 +188,7 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
     sims = pipe.sims
     metrics.update(val_pairs=pipe.val_pairs, non_finite_simulations=pipe.dropped_non_finite)
 
+    watch.check()
     log.info("[4/7] model + optimizer: %s, rule %r, init=%s, AdamW(lr=%g, %s), EMA decay %g", cfg.model.name,
              rule_name, cfg.model.init if mesh is not None else "eager (no mesh)", cfg.train.learning_rate,
              cfg.train.schedule, cfg.train.ema_decay)
@@ -179,6 +198,7 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
     sharding_table = run_report.report_placement(metrics, ts, mesh, table=table, rule_name=rule_name,
                                                  mesh_spec=cfg.mesh.spec or "none", verbose=cfg.verbose)
 
+    watch.check()
     functions, state = train.make_step_functions(ts.model, ts.optimizer, mesh, ema=ts.ema)
     mesh_text = "x".join(map(str, mesh.devices.shape)) if mesh is not None else "none"
 
@@ -240,7 +260,7 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
             params=ema[0].param_state(model) if ema else params, observations=observations,
             num_samples=cfg.eval.num_samples, ode_steps=cfg.eval.ode_steps, n_folds=cfg.eval.c2st_folds,
             seed=cfg.seed, mesh=mesh, n_jobs=cfg.eval.c2st_jobs, out=out, write=run_folder.is_writer(),
-            plot=cfg.eval.plot,
+            plot=cfg.eval.plot, stop_check=watch.check,
             title=lambda k, c, sd: plots.posterior_title(task=cfg.data.name, observation=k, rule=rule_name,
                                                          mesh_shape=metrics["mesh_shape"], c2st=c, c2st_sd=sd)))
         log.info("C2ST %.3f (0.5 = indistinguishable from the reference posterior)", metrics["c2st"])

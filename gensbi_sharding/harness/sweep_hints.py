@@ -1,4 +1,4 @@
-"""How to continue a sweep whose folder is refused: every job of a multirun, and the commands for the unfinished ones.
+"""How to continue a job in its own folder: the command for this job, and for a refused sweep's unfinished ones.
 
 A sweep folder holding completed jobs is never rerun as a whole; these name each unfinished job's own command.
 """
@@ -6,11 +6,66 @@ A sweep folder holding completed jobs is never rerun as a whole; these name each
 from __future__ import annotations
 
 import json
+import os
 import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["sweep_jobs", "unfinished_jobs_hint"]
+__all__ = ["sweep_jobs", "unfinished_jobs_hint", "job_command", "continue_command", "CONTINUE_ENV"]
+
+#: Set by ``distributed=local``'s parent for its processes: the command that continues the whole job
+#: (theirs carry the parent's overrides plus their own).
+CONTINUE_ENV = "GENSBI_SHARDING_CONTINUE_COMMAND"
+
+
+def job_command(overrides: Sequence[str], run_dir: Any, *, multirun: bool) -> str:
+    """The shell command that continues one job in its folder ``run_dir`` with ``train.resume=auto``.
+
+    Parameters
+    ----------
+    overrides : sequence of str
+        The job's own overrides (Hydra's ``overrides.task``); ``train.resume`` and ``hydra.*`` ones are dropped.
+    run_dir : path-like
+        The job's folder.
+    multirun : bool
+        Whether the job ran in a multirun: then ``hydra.mode=RUN`` is added, since a preset may set
+        ``hydra.mode: MULTIRUN`` (``experiment=sbibm``), under which ``hydra.run.dir`` would be ignored.
+
+    Returns
+    -------
+    str
+        ``python launch.py <overrides> train.resume=auto [hydra.mode=RUN] hydra.run.dir=<run_dir>``, shell-quoted.
+    """
+    kept = [o for o in overrides if not o.startswith(("train.resume=", "hydra."))]
+    return " ".join(["python launch.py", *map(shlex.quote, kept), "train.resume=auto",
+                     *(["hydra.mode=RUN"] if multirun else []), shlex.quote(f"hydra.run.dir={run_dir}")])
+
+
+def continue_command(run_dir: Any) -> str:
+    """The command that continues this Hydra job in ``run_dir`` (``job_command`` of its own overrides).
+
+    Not the command the user typed: in a sweep that would start a new sweep, from scratch.
+    Outside a Hydra job (``run(cfg)`` called directly): "the same command plus ...".
+
+    Parameters
+    ----------
+    run_dir : path-like
+        The job's folder.
+
+    Returns
+    -------
+    str
+        The command, or the sentence for a job run outside Hydra.
+    """
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    if os.environ.get(CONTINUE_ENV):
+        return os.environ[CONTINUE_ENV]
+    if not HydraConfig.initialized():
+        return f"the same command plus train.resume=auto hydra.run.dir={run_dir}"
+    hydra = HydraConfig.get()
+    return job_command(list(hydra.overrides.task), run_dir, multirun=hydra.mode == RunMode.MULTIRUN)
 
 
 def sweep_jobs(task_overrides: Sequence[str], sweeper_params: Mapping[str, Any] | None = None) -> list[list[str]]:
@@ -56,15 +111,10 @@ def unfinished_jobs_hint(jobs: Sequence[Any], resumable: Sequence[str], all_jobs
     commands = []
     for job in unfinished:
         saved = job / ".hydra" / "overrides.yaml"
-        overrides = [o for o in (_yaml_list(saved) if saved.exists() else ["<its overrides>"])
-                     if not o.startswith(("train.resume=", "hydra."))]
-        commands.append(" ".join(["python launch.py", *map(shlex.quote, overrides), "train.resume=auto",
-                                  shlex.quote(f"hydra.run.dir={job}")]))
+        commands.append(job_command(_yaml_list(saved) if saved.exists() else ["<its overrides>"], job, multirun=True))
     numbers = [int(Path(j).name) for j in status if Path(j).name.isdigit()]
     for offset, job in enumerate(never, start=max(numbers, default=-1) + 1):
-        overrides = [o for o in job if not o.startswith(("train.resume=", "hydra."))]
-        commands.append(" ".join(["python launch.py", *map(shlex.quote, overrides), "train.resume=auto",
-                                  shlex.quote(f"hydra.run.dir={Path(sweep_dir) / str(offset)}")]))
+        commands.append(job_command(job, Path(sweep_dir) / str(offset), multirun=True))
     started = f" ({len(never)} never started)" if never else ""
     return ("; a sweep folder holding completed jobs is never rerun as a whole: continue its unfinished "
             f"job{'s' if len(commands) > 1 else ''}{started} one by one: " + " ; ".join(commands))
