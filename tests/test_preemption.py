@@ -60,8 +60,8 @@ def test_signal_checkpoints_at_the_next_step_and_auto_resume_continues_exactly(
         _signal_at(patch, 3, signal.SIGUSR1)
         stopped = run_tiny(out, "train.resume=auto")
     assert stopped["status"] == "preempted" and stopped["preempted_at_step"] == 3
-    assert stopped["error"] == (f"preempted by SIGUSR1 at step 3; checkpoint {out / 'checkpoints' / '3'}; rerun the "
-                                "same command with train.resume=auto (and the same hydra.run.dir) to continue")
+    assert stopped["error"] == (f"preempted by SIGUSR1 at step 3; checkpoint {out / 'checkpoints' / '3'}; continue "
+                                f"with: the same command plus train.resume=auto hydra.run.dir={out}")
     assert json.loads((out / "metrics.json").read_text())["status"] == "preempted"
     assert (out / "checkpoints" / "3").is_dir() and len(_losses(out)) == 3 and stopped["final_step"] == 3
     assert signal.getsignal(signal.SIGUSR1) is signal.SIG_DFL  # the run's handlers are gone
