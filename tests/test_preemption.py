@@ -571,8 +571,11 @@ def test_sweep_jobs_expand_as_hydra_does():
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)
-def test_a_preempted_sweep_leaves_its_summary_so_far(tmp_path):
-    # Was: SIGTERM ends the multirun inside a job, Hydra's end-of-sweep callback never runs: no summary.
+@pytest.mark.parametrize("signum, code, status", [(signal.SIGTERM, EXIT_PREEMPTED, "preempted"),
+                                                  (signal.SIGINT, 130, "interrupted")])
+def test_a_stopped_sweep_leaves_its_summary_so_far_and_the_jobs_not_run(tmp_path, signum, code, status):
+    # Was: SIGTERM ends the multirun inside a job, Hydra's end-of-sweep callback never runs: no summary;
+    # then a summary without the jobs that never started; Ctrl-C: none at all.
     sweep = tmp_path / "sweep"
     proc = subprocess.Popen([sys.executable, str(REPO / "launch.py"), "-m", *TINY, "model.width=16,24",
                              "train.steps=100000", f"hydra.sweep.dir={sweep}"],
@@ -580,13 +583,14 @@ def test_a_preempted_sweep_leaves_its_summary_so_far(tmp_path):
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
         _wait_for(sweep / "0" / "launch.log", "[5/7] train", proc)
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(signum)
         output = proc.communicate(timeout=120)[0]
     finally:
         proc.kill()
-    assert proc.returncode == EXIT_PREEMPTED, output[-3000:]
+    assert proc.returncode == code, output[-3000:]
     rows = (sweep / "sweep_summary.csv").read_text().splitlines()
-    assert len(rows) == 2 and rows[1].startswith("0,16,") and ",preempted," in rows[1], rows
+    assert len(rows) == 3 and rows[1].startswith("0,16,") and f",{status}," in rows[1], rows
+    assert rows[2].startswith("1,24,") and ",not run," in rows[2], rows
 
 
 @pytest.mark.slow

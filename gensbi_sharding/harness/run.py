@@ -70,6 +70,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                 metrics["final_step"] = stop.step
             if stop.interrupted:  # Ctrl-C ends the sweep too, as Python's KeyboardInterrupt would
                 _record_interrupt(metrics, error, start, folder)
+                if folder.owner:  # Hydra's end-of-sweep summary never comes: the jobs so far, and those not run
+                    run_folder.refresh_job_sweep_summary(out)
                 raise KeyboardInterrupt from None
             log.warning("%s", error)
         except KeyboardInterrupt:  # a second Ctrl-C: at once, wherever the run was

@@ -29,6 +29,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness.outputs import write_atomic
+from gensbi_sharding.harness.sweep_hints import job_configuration, sweep_jobs
 from gensbi_sharding.harness.units import (c2st_spread, format_bytes, format_c2st, format_count, format_seconds,
                                           is_number)
 
@@ -191,14 +192,36 @@ class Summary:
     png_path: Path | None
 
 
-def write_summary(sweep_dir: Path, declared: Sequence[str] = ()) -> Summary | None:
-    """Write ``sweep_summary.csv/.md/.png`` for the jobs under ``sweep_dir``; None if there are none."""
+def not_run_rows(rows: Sequence[dict[str, Any]], all_jobs: Sequence[Sequence[str]]) -> list[dict[str, Any]]:
+    """Rows (``status: not run``) for the jobs of ``all_jobs`` (``sweep_hints.sweep_jobs``) without a folder.
+
+    A sweep stopped early (preempted, Ctrl-C) never started its later jobs; its table says so
+    instead of silently holding fewer jobs. They are numbered after the last job folder, as
+    Hydra would have numbered them.
+    """
+    ran = [job_configuration([f"{k}={v}" for k, v in row["overrides"].items()]) for row in rows]
+    numbers = [int(row["job"]) for row in rows if str(row["job"]).isdigit()]
+    missing = [job for job in all_jobs if job_configuration(job) not in ran]
+    return [{"job": str(number), "metrics": {"status": "not run"}, "dry_run": False,
+             "overrides": {k: v for k, v in (o.split("=", 1) for o in map(str, job) if "=" in o)
+                           if _override_key(k) not in _NOT_CONFIGURATION and not k.startswith("hydra.")}}
+            for number, job in enumerate(missing, start=max(numbers, default=-1) + 1)]
+
+
+def write_summary(sweep_dir: Path, declared: Sequence[str] = (),
+                  all_jobs: Sequence[Sequence[str]] = ()) -> Summary | None:
+    """Write ``sweep_summary.csv/.md/.png`` for the jobs under ``sweep_dir``; None if there are none.
+
+    ``all_jobs`` (``sweep_hints.sweep_jobs``): every job the sweep declared; those that never
+    started get a ``not run`` row.
+    """
     sweep_dir = Path(sweep_dir)
     rows = summary_rows(sweep_dir)
     if not rows:
         return None
+    rows += not_run_rows(rows, all_jobs)
     keys = swept_keys(rows, declared)
-    dry = all(row["dry_run"] for row in rows)
+    dry = all(row["dry_run"] for row in rows if row["metrics"].get("status") != "not run")
     columns = DRY_RUN_COLUMNS if dry else TRAIN_COLUMNS
     buffer = io.StringIO()
     writer = csv.writer(buffer)
@@ -250,8 +273,9 @@ def refresh_sweep_summary(job_dir: Path) -> Summary | None:
     saved = OmegaConf.load(record)
     params = OmegaConf.select(saved, "hydra.sweeper.params", default=None)
     task = OmegaConf.select(saved, "hydra.overrides.task", default=None)
-    declared = declared_sweeps(list(task or []), OmegaConf.to_container(params) if params is not None else None)
-    return write_summary(sweep_dir, declared)
+    params = OmegaConf.to_container(params) if params is not None else None
+    declared = declared_sweeps(list(task or []), params)
+    return write_summary(sweep_dir, declared, all_jobs=sweep_jobs(list(task or []), params))
 
 
 class SweepSummary(Callback):

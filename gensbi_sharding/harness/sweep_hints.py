@@ -11,7 +11,8 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["sweep_jobs", "unfinished_jobs_hint", "job_command", "continue_command", "CONTINUE_ENV"]
+__all__ = ["sweep_jobs", "unfinished_jobs_hint", "job_command", "continue_command", "CONTINUE_ENV",
+           "job_configuration"]
 
 #: Set by ``distributed=local``'s parent for its processes: the command that continues the whole job
 #: (theirs carry the parent's overrides plus their own).
@@ -103,8 +104,9 @@ def unfinished_jobs_hint(jobs: Sequence[Any], resumable: Sequence[str], all_jobs
 
     status = {Path(j): json.loads((Path(j) / "metrics.json").read_text()).get("status") for j in jobs}
     recorded = all((j / ".hydra" / "overrides.yaml").exists() for j in status)  # else which ran is unknown
-    ran = [_configuration(_yaml_list(j / ".hydra" / "overrides.yaml")) for j in status] if recorded else []
-    never = [job for job in all_jobs if _configuration(job) not in ran] if recorded and sweep_dir is not None else []
+    ran = [job_configuration(_yaml_list(j / ".hydra" / "overrides.yaml")) for j in status] if recorded else []
+    never = ([job for job in all_jobs if job_configuration(job) not in ran]
+             if recorded and sweep_dir is not None else [])
     unfinished = [j for j, s in status.items() if s in resumable]
     if not (unfinished or never) or all(s in resumable for s in status.values()):
         return ""
@@ -120,8 +122,19 @@ def unfinished_jobs_hint(jobs: Sequence[Any], resumable: Sequence[str], all_jobs
             f"job{'s' if len(commands) > 1 else ''}{started} one by one: " + " ; ".join(commands))
 
 
-def _configuration(overrides: Sequence[str]) -> dict[str, str]:
-    """``{key: value}`` of a job's overrides, without those that say how it ran (resume, hydra)."""
+def job_configuration(overrides: Sequence[str]) -> dict[str, str]:
+    """``{key: value}`` of a job's overrides, without those that say how it ran (resume, hydra).
+
+    Parameters
+    ----------
+    overrides : sequence of str
+        Hydra overrides, e.g. a job's ``.hydra/overrides.yaml`` or one entry of ``sweep_jobs``.
+
+    Returns
+    -------
+    dict of str to str
+        Values as Hydra normalises them, so two spellings of one job compare equal.
+    """
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     parsed = OverridesParser.create().parse_overrides(list(overrides))
