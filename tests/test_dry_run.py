@@ -65,3 +65,54 @@ def test_dry_run_sweep_ranks_configurations(tmp_path):
     summary = (tmp_path / "sweep_summary.csv").read_text().splitlines()
     assert len(summary) == 3 and summary[0].startswith("job,rule,mesh_shape,step_memory_bytes_per_device")
     assert (tmp_path / "sweep_summary.png").is_file()
+
+
+def _preempted_folder(folder: Path) -> dict[Path, bytes]:
+    """A folder as a preempted run leaves it (metrics.json + a checkpoint); returns its files' bytes."""
+    from gensbi_sharding.harness import outputs
+
+    outputs.write_json(folder / "metrics.json", {"status": "preempted", "preempted_at_step": 100})
+    (folder / "checkpoints" / "100").mkdir(parents=True)
+    (folder / "checkpoints" / "100" / "state").write_bytes(b"weights")
+    return _files(folder)
+
+
+def _files(folder: Path) -> dict[Path, bytes]:
+    return {p: p.read_bytes() for p in folder.rglob("*") if p.is_file() and p.name != ".run.lock"}
+
+
+DRY_RESUME = ("dry_run=true with train.resume=auto: a dry run trains nothing, continues no run and never writes "
+              "into a run's folder; drop train.resume (a dry run in another hydra.run.dir), or drop dry_run=true "
+              "to continue the run")
+
+
+def test_dry_run_with_resume_is_refused_and_leaves_a_resumable_run_intact(tmp_path, devices, capsys):
+    # Was: exit 0, metrics.json rewritten with status ok, train.resume ignored; the requeue then refused forever.
+    from faults_helpers import compose_tiny, run_tiny
+    from omegaconf import OmegaConf, open_dict
+
+    from gensbi_sharding.harness.config import ConfigError
+    from gensbi_sharding.harness.config_checks import validate
+    from gensbi_sharding.harness.run_folder import RefuseCompletedRun, ensure_fresh
+
+    folder = tmp_path / "run"
+    before = _preempted_folder(folder)
+    metrics = run_tiny(folder, "dry_run=true", "train.resume=auto")
+    assert metrics["status"] == "error" and metrics["error"] == f"ConfigError: {DRY_RESUME}"
+    with pytest.raises(ConfigError, match="^dry_run=true with train.resume=/elsewhere: "):
+        validate(compose_tiny("dry_run=true", "train.resume=/elsewhere"))
+    # Hydra's folder check, before Hydra writes .hydra/ into the folder, says the same.
+    cfg = compose_tiny("dry_run=true", "train.resume=auto")
+    with open_dict(cfg):
+        cfg.hydra = OmegaConf.create({"run": {"dir": str(folder)}})
+    with pytest.raises(SystemExit):
+        RefuseCompletedRun().on_run_start(cfg)
+    assert capsys.readouterr().err.strip() == f"[ERROR] {DRY_RESUME}"
+    # Without train.resume a dry run is still refused the folder: it would write over the run.
+    metrics = run_tiny(folder, "dry_run=true")
+    assert metrics["status"] == "error" and "a dry run writes only into a fresh folder" in metrics["error"]
+    assert _files(folder) == before  # nothing lost
+    (folder / "metrics.json").unlink()  # a killed run: checkpoints only
+    with pytest.raises(FileExistsError, match="holds a run's checkpoints; a dry run writes only into a fresh"):
+        ensure_fresh(folder, dry_run=True)
+    assert ensure_fresh(folder, resume_auto=True) is None  # the real requeue still continues it

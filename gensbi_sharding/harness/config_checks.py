@@ -16,7 +16,7 @@ from gensbi_sharding.harness.groups import chosen_options
 from gensbi_sharding.harness.name_hints import registered_name_problem
 from gensbi_sharding.harness.rule_config import partition_axis_from_config, rule_table
 
-__all__ = ["validate"]
+__all__ = ["validate", "dry_run_resume_problem"]
 
 
 def validate(cfg: DictConfig) -> None:
@@ -35,6 +35,20 @@ def validate(cfg: DictConfig) -> None:
     problem = registered_name_problem(cfg, chosen_options())  # model.name, data.name, rule.name
     if problem:
         raise ConfigError(problem)
+
+
+def dry_run_resume_problem(cfg: DictConfig) -> str | None:
+    """The one-line refusal of ``dry_run=true`` together with a ``train.resume``; None when not both.
+
+    A dry run compiles one step and trains nothing, so it continues no run; it would
+    otherwise ignore ``train.resume`` and write its record over the resumable one.
+    """
+    resume = OmegaConf.select(cfg, "train.resume", default=None)
+    if not OmegaConf.select(cfg, "dry_run", default=False) or resume is None:
+        return None
+    return (f"dry_run=true with train.resume={resume}: a dry run trains nothing, continues no run and never "
+            "writes into a run's folder; drop train.resume (a dry run in another hydra.run.dir), "
+            "or drop dry_run=true to continue the run")
 
 
 def _with_fix(message: str) -> str:
@@ -60,6 +74,8 @@ _SECTIONS = {"mesh": MeshConfig, "model": ModelConfig, "data": DataConfig, "trai
 
 
 def _validate(cfg: DictConfig) -> None:
+    problem = dry_run_resume_problem(cfg)
+    require(problem is None, problem or "")
     require(cfg.mesh.spec in (None, "auto", "dict"),
            f"mesh.spec={cfg.mesh.spec!r} is not one of null, auto, dict (e.g. mesh=auto)")
     require(cfg.mesh.model_axis >= 1, f"mesh.model_axis={cfg.mesh.model_axis} must be >= 1")

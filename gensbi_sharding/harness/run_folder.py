@@ -16,6 +16,8 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
+from gensbi_sharding.harness.config import ConfigError
+from gensbi_sharding.harness.config_checks import dry_run_resume_problem
 from gensbi_sharding.harness.console import tagged
 from gensbi_sharding.harness.folder_lock import FolderInUseError, FolderLock
 from gensbi_sharding.harness.outputs import write_atomic, write_json
@@ -30,7 +32,8 @@ log = logging.getLogger("gensbi_sharding")
 RESUMABLE = ("preempted", "interrupted", "error")
 
 
-def ensure_fresh(out_dir: Path, *, resume_auto: bool = False, resume_from: bool = False) -> dict | None:
+def ensure_fresh(out_dir: Path, *, resume_auto: bool = False, resume_from: bool = False,
+                 dry_run: bool = False) -> dict | None:
     """Refuse to run into a folder that holds another run's results.
 
     With ``resume_auto`` (``train.resume=auto``) a folder whose run ended with a status
@@ -38,7 +41,8 @@ def ensure_fresh(out_dir: Path, *, resume_auto: bool = False, resume_from: bool 
     metrics (killed), may be continued: the same command, requeued. With ``resume_from``
     (``train.resume=<another folder>``) such a folder may be used when it holds no
     checkpoint of its own: an attempt that failed before it saved one (e.g. a mistyped
-    ``train.resume`` path) is retried with the corrected path.
+    ``train.resume`` path) is retried with the corrected path. A ``dry_run`` continues
+    nothing: it is refused any folder that holds a run's metrics or checkpoints.
 
     Returns
     -------
@@ -51,6 +55,8 @@ def ensure_fresh(out_dir: Path, *, resume_auto: bool = False, resume_from: bool 
         Naming the folder, its metrics.json or checkpoints, and the override to use.
     """
     out_dir = Path(out_dir)
+    if dry_run:
+        resume_auto = resume_from = False
     metrics = out_dir / "metrics.json"
     previous = json.loads(metrics.read_text()) if metrics.exists() else None
     status = (previous or {}).get("status", "unknown")
@@ -59,10 +65,14 @@ def ensure_fresh(out_dir: Path, *, resume_auto: bool = False, resume_from: bool 
     retry = resume_from and status in RESUMABLE and not has_checkpoints
     if previous is not None and not (resume_auto and status in RESUMABLE) and not retry:
         hint = ("rerun with train.resume=auto to continue it in this folder, or choose another hydra.run.dir"
-                if status in RESUMABLE else "choose another hydra.run.dir (or hydra.sweep.dir)")
+                if status in RESUMABLE and not dry_run else "choose another hydra.run.dir (or hydra.sweep.dir)"
+                + (" for the dry run (a dry run writes only into a fresh folder)" if dry_run else ""))
         raise FileExistsError(
             f"{metrics} already exists (status {status}): this folder holds an earlier run's outputs, "
             f"which are never overwritten; {hint}")
+    if dry_run and has_checkpoints:
+        raise FileExistsError(f"{checkpoints} holds a run's checkpoints; a dry run writes only into a fresh "
+                              "folder: choose another hydra.run.dir for the dry run")
     if not resume_auto and has_checkpoints:
         raise FileExistsError(
             f"{checkpoints} holds an interrupted run's checkpoints; continue it here with the same "
@@ -84,14 +94,18 @@ class RunFolder:
         self.out, self.owner = Path(out), folder_owner(cfg)
         self.resume_auto = cfg.train.resume == "auto"
         self.resume_from = bool(cfg.train.resume) and not self.resume_auto
+        self.dry_run, self.dry_run_problem = bool(cfg.get("dry_run")), dry_run_resume_problem(cfg)
         self.claimed, self.previous, self._lock = False, None, None
 
     def claim(self) -> None:
-        """Lock the folder and check it is fresh (or resumable); raises as those do."""
+        """Lock the folder and check it is fresh (or resumable); raises as those do (``ConfigError`` first)."""
+        if self.dry_run_problem:  # before the folder is touched: it may hold the run to resume
+            raise ConfigError(self.dry_run_problem)
         lock = FolderLock(self.out)
         lock.acquire()
         try:
-            self.previous = ensure_fresh(self.out, resume_auto=self.resume_auto, resume_from=self.resume_from)
+            self.previous = ensure_fresh(self.out, resume_auto=self.resume_auto, resume_from=self.resume_from,
+                                         dry_run=self.dry_run)
         except BaseException:
             lock.release()
             raise
@@ -186,13 +200,18 @@ class RefuseCompletedRun(Callback):
 
     def _claim(self, folder: Path, runs: list[Path], config: DictConfig, sweep: bool = False) -> None:
         try:
+            problem = dry_run_resume_problem(config)
+            if problem:
+                raise ConfigError(problem)
             lock = FolderLock(folder)
             lock.acquire()
             self._locks.append(lock)
+            dry_run = bool(OmegaConf.select(config, "dry_run", default=False))
             for run_dir in runs:
                 resume = OmegaConf.select(config, "train.resume", default=None)
-                ensure_fresh(run_dir, resume_auto=resume == "auto", resume_from=bool(resume) and resume != "auto")
-        except (FileExistsError, FolderInUseError) as err:
+                ensure_fresh(run_dir, resume_auto=resume == "auto", resume_from=bool(resume) and resume != "auto",
+                             dry_run=dry_run)
+        except (FileExistsError, FolderInUseError, ConfigError) as err:
             self._release()
             hint = ""
             if sweep and isinstance(err, FileExistsError):
