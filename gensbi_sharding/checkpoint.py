@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import orbax.checkpoint as ocp
 from flax import nnx
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
@@ -138,11 +139,14 @@ def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.
             target["rng"] = jax.ShapeDtypeStruct(saved["rng"].shape, saved["rng"].dtype,
                                                  sharding=key_sharding or _replicated_like(target))
         target = {name: _storage_target(name, leaf) for name, leaf in target.items()}
+        # Zero-size arrays are never saved (Orbax refuses them): built here at their target shardings.
+        empty = {name: target.pop(name) for name in [n for n, t in target.items() if t.size == 0 and n not in saved]}
         _check_against(saved, target, step_dir)
         loaded = checkpointer.restore(step_dir, args=ocp.args.Composite(
             arrays=ocp.args.StandardRestore(nest_by_path(target)), meta=ocp.args.JsonRestore(),
             config=ocp.args.JsonRestore()))
     values, meta = flat_by_path(loaded["arrays"]), loaded["meta"]
+    values.update({name: jax.device_put(jnp.zeros(t.shape, t.dtype), t.sharding) for name, t in empty.items()})
     for name, impl in meta.get("key_impls", {}).items():
         values[name] = jax.random.wrap_key_data(values[name], impl=impl)
     pairs, treedef = jax.tree_util.tree_flatten_with_path(abstract_state, is_leaf=is_variable)

@@ -126,7 +126,8 @@ class CheckpointWriter:
         step : int
             The training step of ``state``, >= 0; the step folder's name.
         state : nnx.State or mapping of arrays
-            The train state (``nnx.state((model, optimizer))``), any mesh; leaves saved by their "a/b/c" name.
+            The train state (``nnx.state((model, optimizer))``), any mesh; leaves saved by their "a/b/c" name
+        (zero-size arrays, which Orbax cannot save, are left out: ``restore`` rebuilds them).
         key : jax.Array
             A typed PRNG key (``jax.random.key(0)``), any shape.
         info : mapping or None, default None
@@ -166,7 +167,9 @@ class CheckpointWriter:
                 f"the train state at step {step} is not finite ({len(bad)} array(s) hold NaN or inf, "
                 f"e.g. {', '.join(bad[:3])}); it was not saved and displaces no checkpoint. "
                 + (f"Last finite checkpoint: {latest}" if latest else "No earlier checkpoint was saved"))
-        flat = {f"state/{name}": leaf for name, leaf in flat_by_path(state).items()}
+        # Orbax refuses zero-size arrays; they hold no value, so ``restore`` rebuilds them from its target.
+        flat = {f"state/{name}": leaf for name, leaf in flat_by_path(state).items()
+                if is_prng_key(leaf) or getattr(leaf, "size", 1) != 0}
         flat["rng"] = key
         impls = {name: str(jax.random.key_impl(leaf)) for name, leaf in flat.items() if is_prng_key(leaf)}
         flat.update({name: jax.random.key_data(flat[name]) for name in impls})

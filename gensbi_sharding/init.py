@@ -253,9 +253,9 @@ def _groups(variables: dict[str, nnx.Variable], n_devices: int) -> list[list[str
     sizes = {path: int(np.prod(var.get_value().shape)) * var.get_value().dtype.itemsize
              for path, var in variables.items()}
     limit = max(GROUP_BYTES, sum(sizes.values()) // n_devices)
-    groups, size = [], limit
+    groups, size = [], 0
     for path in sorted(sizes, key=lambda p: sizes[p]):  # stable: graph order among equal sizes
-        if size + sizes[path] > limit:
+        if not groups or size + sizes[path] > limit:  # the first group opens on any size, 0 bytes too
             groups.append([])
             size = 0
         groups[-1].append(path)

@@ -295,3 +295,33 @@ def test_harness_resumes_a_mesh_run_with_mesh_none(tmp_path, devices):
         name = "/".join(map(str, path))
         np.testing.assert_array_equal(np.asarray(var.get_value()), want[name], err_msg=name)
         assert len(var.get_value().sharding.device_set) == 1, name
+
+
+class WithEmpty(nnx.Module):
+    """A zero-size Param beside an ordinary kernel."""
+
+    def __init__(self, rngs):
+        self.empty = nnx.Param(jax.numpy.zeros((0, 3)))
+        self.kernel = nnx.Param(jax.random.normal(rngs.params(), (8, 4)), **contract.axes("embed", "mlp"))
+
+
+def test_zero_size_variables_are_saved_and_restored_on_another_mesh(tmp_path, devices):
+    # Was: "ValueError: Cannot save arrays with zero size" (Orbax) at the final save, losing the trained run.
+    model = contract.init_sharded(lambda: WithEmpty(nnx.Rngs(0)), contract.make_mesh(model_axis=2), "fsdp")
+    optimizer = nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)  # its moments of `empty` are zero-size too
+    with CheckpointWriter(tmp_path / "checkpoints", config=CONFIG) as writer:
+        assert writer.save(3, nnx.state((model, optimizer)), jax.random.key(0))
+    mesh = contract.make_mesh(model_axis=4)
+
+    def fresh():
+        other = WithEmpty(nnx.Rngs(1))
+        return other, nnx.Optimizer(other, optax.adam(1e-3), wrt=nnx.Param)
+
+    restored = restore(tmp_path / "checkpoints", abstract_state_for(fresh, mesh, "tensor"))
+    model_state, optimizer_state = restored.state[0], restored.state[1]
+    moments = [v.shape for v in jax.tree.leaves(optimizer_state) if getattr(v, "size", 1) == 0]
+    assert moments == [(0, 3), (0, 3)]  # adam's mu and nu of `empty`
+    empty, kernel = model_state["empty"].get_value(), model_state["kernel"].get_value()
+    assert empty.shape == (0, 3) and empty.dtype == np.float32 and empty.sharding.mesh.shape == mesh.shape
+    np.testing.assert_array_equal(kernel, model.kernel.get_value())
+    assert restored.step == 3

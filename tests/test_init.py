@@ -388,3 +388,23 @@ def test_optimizer_moments_placed_like_params(rule, model_axis):
 def test_optimizer_without_mesh_is_plain():
     optimizer = init_optimizer_sharded(factory_for("mlp")(), optax.sgd(0.1))
     assert isinstance(optimizer, nnx.Optimizer) and int(optimizer.step[...]) == 0
+
+
+class WithEmpty(nnx.Module):
+    """A zero-size Param (0 bytes: the smallest variable, grouped first) beside an ordinary kernel."""
+
+    def __init__(self, rngs):
+        self.empty = nnx.Param(jnp.zeros((0,)))
+        self.kernel = nnx.Param(jax.random.normal(rngs.params(), (8, 4)), **axes("embed", "mlp"))
+
+
+@pytest.mark.parametrize("rule", ["replicated", "fsdp"])
+def test_zero_size_variables_are_initialised_like_the_rest(rule):
+    # Was: IndexError in the grouping (a group appended to before any existed) for any model with one.
+    mesh = make_mesh(model_axis=2)
+    placed = init_sharded(lambda: WithEmpty(nnx.Rngs(0)), mesh, rule)
+    eager = WithEmpty(nnx.Rngs(0))
+    shard_model(eager, mesh, rule)
+    assert placed.empty.get_value().shape == (0,) and placed.empty.get_value().dtype == jnp.float32
+    np.testing.assert_array_equal(placed.kernel.get_value(), eager.kernel.get_value())
+    assert placed.kernel.get_value().sharding == eager.kernel.get_value().sharding

@@ -13,6 +13,7 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 from gensbi_sharding.harness.config import (ConfigError, DataConfig, DevicesConfig, DistributedConfig, EvalConfig,
                                             MeshConfig, ModelConfig, TrainConfig, require)
 from gensbi_sharding.harness.groups import chosen_options
+from gensbi_sharding.harness.model_checks import check_model
 from gensbi_sharding.harness.name_hints import registered_name_problem
 from gensbi_sharding.harness.rule_config import partition_axis_from_config, rule_table
 
@@ -30,6 +31,7 @@ def validate(cfg: DictConfig) -> None:
     """
     try:
         _validate(cfg)
+        check_model(cfg.model)  # GenSBI's model sections, which GenSBI checks only once simulations are done
     except ConfigError as err:
         raise ConfigError(_with_fix(str(err))) from None
     problem = registered_name_problem(cfg, chosen_options())  # model.name, data.name, rule.name

@@ -23,22 +23,20 @@ from flax import nnx
 
 from gensbi_sharding import PartitionAxis, constrain
 from gensbi_sharding.harness.models.common import check_partition_axis, positive_int, prepare_inputs
+from gensbi_sharding.harness.model_checks import DTYPES, ID_STRATEGIES_1D
 from gensbi_sharding.harness.registry import GENSBI, import_required, register_model
 
 __all__ = ["Flux1Velocity", "make_flux1", "compute_dtype", "ID_STRATEGIES_1D"]
 
-# The id builders that fit one vector of parameters and one of observations (GenSBI's 1-D
-# strategies); pos2d / rope2d need image-shaped data.
-ID_STRATEGIES_1D = ("absolute", "pos1d", "rope1d")
-_DTYPES = ("float32", "bfloat16", "float16")
+# pos2d / rope2d need image-shaped data: the harness passes vectors (ID_STRATEGIES_1D).
 # Activation names at the wrapper's boundary; GenSBI's blocks carry no constraints of their own.
 _TOKENS = ("batch", None, None)
 
 
 def compute_dtype(key: str, value) -> jnp.dtype:
     """``value`` ("float32", "bfloat16", "float16") as a dtype; ``ValueError`` naming ``model.<key>``."""
-    if value not in _DTYPES:
-        raise ValueError(f"model.{key}={value!r} is not one of {', '.join(_DTYPES)}; "
+    if value not in DTYPES:
+        raise ValueError(f"model.{key}={value!r} is not one of {', '.join(DTYPES)}; "
                          f"pass e.g. model.{key}=float32")
     return jnp.dtype(value)
 

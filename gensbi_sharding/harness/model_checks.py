@@ -1,0 +1,105 @@
+"""``check_model(cfg.model)``: the GenSBI model sections (``model=flux1``, ``model=simformer``), before any simulation.
+
+GenSBI checks its ``Flux1Params`` / ``SimformerParams`` only when the network is built, after
+the simulations, and some values fail deeper still (``mlp_ratio=0``: an IndexError,
+``axes_dim=[0,0]``: a ZeroDivisionError). Each refusal here is one ``ConfigError`` line
+naming the override, the allowed choices or range, and a value that works (GenSBI's
+default, ``gensbi.recipes.flux1.get_default_flux1_params`` / ``...simformer...``).
+Pure Python: no JAX, no GenSBI import.
+"""
+
+from __future__ import annotations
+
+from omegaconf import DictConfig
+
+from gensbi_sharding.harness.config import ConfigError
+
+__all__ = ["check_model", "ID_STRATEGIES_1D", "DTYPES", "MERGE_MODES"]
+
+#: The id builders that fit one vector of parameters and one of observations (GenSBI's 1-D strategies).
+ID_STRATEGIES_1D = ("absolute", "pos1d", "rope1d")
+DTYPES = ("float32", "bfloat16", "float16")
+MERGE_MODES = ("sum", "concat")  # Flux1Params.id_merge_mode
+
+
+def check_model(model: DictConfig) -> None:
+    """Refuse a ``model=flux1`` / ``model=simformer`` section GenSBI cannot build; other models pass.
+
+    Raises
+    ------
+    ConfigError
+        One line: ``model.<field>=<value>``, what it must be, and ``model.<field>=<a value that works>``.
+    """
+    checks = {"flux1": _flux1, "simformer": _simformer}.get(model.get("name"))
+    if checks is not None:
+        checks(model)
+
+
+def _require(ok: bool, message: str) -> None:
+    if not ok:
+        raise ConfigError(message)
+
+
+def _at_least(model: DictConfig, key: str, low: int, default) -> None:
+    value = model[key]
+    _require(isinstance(value, int) and value >= low,
+             f"model.{key}={value} must be an integer >= {low}; e.g. model.{key}={default} (GenSBI's default)")
+
+
+def _dtypes(model: DictConfig) -> None:
+    for key in ("param_dtype", "dtype"):
+        _require(model[key] in DTYPES, f"model.{key}={model[key]!r} is not one of {', '.join(DTYPES)}; "
+                                       f"e.g. model.{key}=float32")
+
+
+def _flux1(model: DictConfig) -> None:
+    mode = model.id_merge_mode
+    _require(mode in MERGE_MODES, f"model.id_merge_mode={mode!r} is not one of {', '.join(MERGE_MODES)}; "
+                                  "e.g. model.id_merge_mode=sum (GenSBI's default)")
+    strategies = list(model.id_embedding_strategy)
+    _require(len(strategies) == 2 and all(s in ID_STRATEGIES_1D for s in strategies),
+             f"model.id_embedding_strategy={strategies}: give two of {', '.join(ID_STRATEGIES_1D)} "
+             "(parameters, observations), e.g. model.id_embedding_strategy=[absolute,absolute] (GenSBI's default)")
+    for key, low, default in (("num_heads", 1, 6), ("depth", 1, 8), ("depth_single_blocks", 0, 16)):
+        _at_least(model, key, low, default)
+    rope = any(s.startswith("rope") for s in strategies)
+    if mode == "sum":
+        axes = list(model.axes_dim) if model.axes_dim is not None else None
+        _require(axes is not None and len(axes) >= 1 and all(a >= 0 for a in axes) and sum(axes) >= 1,
+                 f"model.axes_dim={axes} must list sizes >= 0 with a sum >= 1 (hidden size = sum * num_heads) "
+                 "for model.id_merge_mode=sum; e.g. model.axes_dim=[6,0] (GenSBI's default)")
+        _require(not rope or all(a % 2 == 0 for a in axes),
+                 f"model.axes_dim={axes} must hold even sizes for the rope1d id strategy (rotary pairs); "
+                 f"e.g. model.axes_dim=[{','.join(str(a + a % 2) for a in axes)}]")
+        hidden = sum(axes) * model.num_heads
+    else:
+        bad = [k for k in ("val_emb_dim", "id_emb_dim") if not (isinstance(model[k], int) and model[k] >= 1)]
+        _require(not bad, f"{' and '.join(f'model.{k}={model[k]}' for k in bad)}: model.id_merge_mode=concat needs "
+                          "val_emb_dim and id_emb_dim, integers >= 1 (features per head); e.g. "
+                          f"{' '.join(f'model.{k}=4' for k in bad)} (GenSBI suggests 1:1), or model.id_merge_mode=sum")
+        _require(not rope, f"model.id_embedding_strategy={strategies}: rope1d does not combine with "
+                           "model.id_merge_mode=concat; e.g. model.id_embedding_strategy=[absolute,absolute]")
+        hidden = (model.val_emb_dim + model.id_emb_dim) * model.num_heads
+    _require(model.mlp_ratio > 0 and int(hidden * model.mlp_ratio) >= 1,
+             f"model.mlp_ratio={model.mlp_ratio} must be > 0 with an MLP width int(hidden size {hidden} * "
+             "mlp_ratio) >= 1; e.g. model.mlp_ratio=4.0 (GenSBI's default)")
+    _require(model.theta is None or model.theta >= 1,
+             f"model.theta={model.theta} (the rope base) must be >= 1; e.g. model.theta=null "
+             "(10 * (dim_theta + dim_x), GenSBI's default)")
+    _dtypes(model)
+
+
+def _simformer(model: DictConfig) -> None:
+    defaults = dict(val_emb_dim=40, id_emb_dim=40, cond_emb_dim=10, num_heads=4, depth=8, num_hidden_layers=1,
+                    fourier_features=128, mlp_ratio=3)
+    for key, default in defaults.items():
+        _at_least(model, key, 1, default)
+    if model.qkv_features is not None:
+        _at_least(model, "qkv_features", 1, 40)
+    qkv = model.qkv_features or model.val_emb_dim + model.id_emb_dim + model.cond_emb_dim
+    divisors = [d for d in range(1, qkv + 1) if qkv % d == 0]
+    _require(qkv % model.num_heads == 0,
+             f"model.num_heads={model.num_heads} must divide the attention size {qkv} (model.qkv_features, or "
+             f"the token size when null); pick one of {divisors[:8]}, e.g. "
+             f"model.num_heads={max(d for d in divisors if d <= model.num_heads)}")
+    _dtypes(model)

@@ -1,0 +1,64 @@
+"""GenSBI model sections (model=flux1, model=simformer) refused before any simulation, one line naming the fix."""
+
+import re
+
+import pytest
+
+from faults_helpers import compose_tiny, run_tiny
+from gensbi_sharding.harness.config import ConfigError
+from gensbi_sharding.harness.config_checks import validate
+
+# (overrides, the whole refusal). Was, after the simulations: "ValueError: Unknown strategy: foo", "val_emb_dim and
+# id_emb_dim required for 'concat' strategy", IndexError (mlp_ratio=0), ZeroDivisionError (axes_dim=[0,0]).
+REFUSED = [
+    (("model=flux1", "model.id_merge_mode=foo"),
+     "model.id_merge_mode='foo' is not one of sum, concat; e.g. model.id_merge_mode=sum (GenSBI's default)"),
+    (("model=flux1", "model.id_merge_mode=concat"),
+     "model.val_emb_dim=None and model.id_emb_dim=None: model.id_merge_mode=concat needs val_emb_dim and id_emb_dim, "
+     "integers >= 1 (features per head); e.g. model.val_emb_dim=4 model.id_emb_dim=4 (GenSBI suggests 1:1), "
+     "or model.id_merge_mode=sum"),
+    (("model=flux1", "model.id_merge_mode=concat", "model.val_emb_dim=4", "model.id_emb_dim=0"),
+     "model.id_emb_dim=0: model.id_merge_mode=concat needs val_emb_dim and id_emb_dim, integers >= 1 (features per "
+     "head); e.g. model.id_emb_dim=4 (GenSBI suggests 1:1), or model.id_merge_mode=sum"),
+    (("model=flux1", "model.mlp_ratio=0"),
+     "model.mlp_ratio=0.0 must be > 0 with an MLP width int(hidden size 16 * mlp_ratio) >= 1; "
+     "e.g. model.mlp_ratio=4.0 (GenSBI's default)"),
+    (("model=flux1", "model.axes_dim=[0,0]"),
+     "model.axes_dim=[0, 0] must list sizes >= 0 with a sum >= 1 (hidden size = sum * num_heads) for "
+     "model.id_merge_mode=sum; e.g. model.axes_dim=[6,0] (GenSBI's default)"),
+    (("model=flux1", "model.axes_dim=[7,0]", "model.id_embedding_strategy=[rope1d,rope1d]"),
+     "model.axes_dim=[7, 0] must hold even sizes for the rope1d id strategy (rotary pairs); e.g. model.axes_dim=[8,0]"),
+    (("model=flux1", "model.id_embedding_strategy=[pos2d,absolute]"),
+     "model.id_embedding_strategy=['pos2d', 'absolute']: give two of absolute, pos1d, rope1d (parameters, "
+     "observations), e.g. model.id_embedding_strategy=[absolute,absolute] (GenSBI's default)"),
+    (("model=flux1", "model.num_heads=0"),
+     "model.num_heads=0 must be an integer >= 1; e.g. model.num_heads=6 (GenSBI's default)"),
+    (("model=flux1", "model.theta=0"),
+     "model.theta=0 (the rope base) must be >= 1; e.g. model.theta=null (10 * (dim_theta + dim_x), GenSBI's default)"),
+    (("model=flux1", "model.dtype=float64"),
+     "model.dtype='float64' is not one of float32, bfloat16, float16; e.g. model.dtype=float32"),
+    (("model=simformer", "model.depth=0"),
+     "model.depth=0 must be an integer >= 1; e.g. model.depth=8 (GenSBI's default)"),
+    (("model=simformer", "model.num_heads=7"),
+     "model.num_heads=7 must divide the attention size 16 (model.qkv_features, or the token size when null); "
+     "pick one of [1, 2, 4, 8, 16], e.g. model.num_heads=4"),
+]
+
+
+@pytest.mark.parametrize("overrides, message", REFUSED, ids=lambda o: " ".join(o) if isinstance(o, tuple) else "")
+def test_gensbi_model_values_are_refused_naming_a_value_that_works(overrides, message):
+    with pytest.raises(ConfigError) as err:
+        validate(compose_tiny(*overrides))
+    assert str(err.value) == message
+    hinted = re.search(r"e\.g\. ((?:model\.[a-z_]+=(?:\[[^\]]*\]|[^\s;,)]+) ?)+)", message)
+    validate(compose_tiny(*overrides, *hinted.group(1).split()))  # following the hint, the section passes
+
+
+def test_a_refused_model_section_stops_the_run_before_any_simulation(tmp_path, monkeypatch, devices):
+    from gensbi_sharding.harness import data
+
+    simulated = []
+    monkeypatch.setattr(data, "simulate", lambda *a, **k: simulated.append(a) or pytest.fail("simulated"))
+    metrics = run_tiny(tmp_path / "run", "model=flux1", "model.axes_dim=[0,0]")
+    assert metrics["status"] == "error" and metrics["error"].startswith("ConfigError: model.axes_dim=[0, 0] must")
+    assert simulated == [] and "val_pairs" not in metrics
