@@ -7,7 +7,32 @@ outputs go. Importing this file never starts JAX's backend.
 """
 
 import logging
+import os
+import re
 import sys
+
+
+def device_environment_problem(environ) -> str | None:
+    """A device-count environment variable JAX cannot read, as one line naming it and the fix; else None.
+
+    Checked before JAX is imported: JAX reads ``JAX_NUM_CPU_DEVICES`` at import (a traceback), XLA its
+    ``XLA_FLAGS`` count when the backend starts (its whole flag list). Conflicts between the counts are
+    ``harness.devices.resolve_cpu_count``'s.
+    """
+    value = environ.get("JAX_NUM_CPU_DEVICES")
+    if value is not None and not re.fullmatch(r"\s*-?\d+\s*", value):
+        return (f"JAX_NUM_CPU_DEVICES={value!r} is not a whole number of simulated CPU devices; unset "
+                "JAX_NUM_CPU_DEVICES (devices.cpu_count then gives the count), or set e.g. JAX_NUM_CPU_DEVICES=8")
+    flag = re.search(r"--xla_force_host_platform_device_count=(\S*)", environ.get("XLA_FLAGS", ""))
+    if flag and not flag.group(1).isdigit():
+        return (f"XLA_FLAGS's --xla_force_host_platform_device_count={flag.group(1)} is not a whole number of "
+                "simulated CPU devices; remove it from XLA_FLAGS (devices.cpu_count then gives the "
+                "count), or give a count, e.g. --xla_force_host_platform_device_count=8")
+    return None
+
+
+if __name__ == "__main__" and device_environment_problem(os.environ):
+    sys.exit(f"[ERROR] {device_environment_problem(os.environ)}")  # before JAX reads it
 
 try:
     import hydra

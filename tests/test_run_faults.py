@@ -255,3 +255,45 @@ def test_a_finished_checkpoint_can_be_evaluated_again(tmp_path, devices):
     assert (again["steps"], again["resumed_from_step"], again["final_step"]) == (0, 8, 8)
     assert again["best_step"] == first["best_step"]
     assert again["final_val_loss"] == pytest.approx(first["final_val_loss"], rel=1e-6)
+
+
+def test_two_environment_device_counts_are_named_and_every_hint_leads_to_a_run(tmp_path, monkeypatch, devices):
+    # Was circular: JAX_NUM_CPU_DEVICES=2 with XLA_FLAGS' 4 said "set devices.cpu_count=4"; that, "set 2"; and so on.
+    monkeypatch.setenv("JAX_NUM_CPU_DEVICES", "2")
+    monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
+    for configured in ((), ("devices.cpu_count=4",), ("devices.cpu_count=8",)):  # no devices.cpu_count settles it
+        metrics = run_tiny(tmp_path / f"run{len(configured)}{configured}", *configured)
+        assert metrics["error"] == (
+            "ConfigError: the environment sets two device counts that disagree: JAX_NUM_CPU_DEVICES=2 and "
+            "XLA_FLAGS's --xla_force_host_platform_device_count=8; unset one: unset JAX_NUM_CPU_DEVICES to use 8, "
+            "or remove the count from XLA_FLAGS to use 2")
+    monkeypatch.delenv("JAX_NUM_CPU_DEVICES")  # the hint's first fix: this process has 8 devices
+    assert run_tiny(tmp_path / "unset")["status"] == "ok"
+    # Both variables agreeing, against devices.cpu_count: the hint's count is then accepted.
+    monkeypatch.setenv("JAX_NUM_CPU_DEVICES", "8")
+    metrics = run_tiny(tmp_path / "configured", "devices.cpu_count=4")
+    assert metrics["error"] == (
+        "ConfigError: two device counts disagree: devices.cpu_count=4 and JAX_NUM_CPU_DEVICES and XLA_FLAGS give 8; "
+        "set devices.cpu_count=8 (or drop it) to use JAX_NUM_CPU_DEVICES and XLA_FLAGS's, or unset "
+        "JAX_NUM_CPU_DEVICES and remove the count from XLA_FLAGS to use 4")
+    assert run_tiny(tmp_path / "followed", f"devices.cpu_count={hint(metrics['error'], 'devices.cpu_count')}")[
+        "status"] == "ok"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("environ, message", [
+    ({"JAX_NUM_CPU_DEVICES": "abc"},
+     "JAX_NUM_CPU_DEVICES='abc' is not a whole number of simulated CPU devices; unset JAX_NUM_CPU_DEVICES "
+     "(devices.cpu_count then gives the count), or set e.g. JAX_NUM_CPU_DEVICES=8"),
+    ({"XLA_FLAGS": "--xla_force_host_platform_device_count=four"},
+     "XLA_FLAGS's --xla_force_host_platform_device_count=four is not a whole number of simulated CPU devices; "
+     "remove it from XLA_FLAGS (devices.cpu_count then gives the count), or give a count, e.g. "
+     "--xla_force_host_platform_device_count=8"),
+])
+def test_an_unreadable_environment_device_count_is_one_line_before_jax(environ, message):
+    # Was: a 29-line traceback from JAX's import (JAX_NUM_CPU_DEVICES=abc), or XLA's whole flag list.
+    env = {k: v for k, v in os.environ.items() if k not in ("JAX_NUM_CPU_DEVICES", "XLA_FLAGS")}
+    proc = subprocess.run([sys.executable, "-c", "import runpy, sys; sys.modules['jax'] = None; "
+                           f"sys.argv = ['launch.py']; runpy.run_path({str(REPO / 'launch.py')!r}, run_name='__main__')"],
+                          env={**env, **environ}, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and proc.stderr == f"[ERROR] {message}\n"

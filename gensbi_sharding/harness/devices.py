@@ -25,6 +25,7 @@ __all__ = ["DEFAULT_CPU_COUNT", "resolve_cpu_count", "configure_devices", "initi
 #: Simulated CPU devices when neither the config nor the environment names a count.
 DEFAULT_CPU_COUNT = 8
 _XLA_COUNT = re.compile(r"--xla_force_host_platform_device_count=(\d+)")
+_UNSET = {"JAX_NUM_CPU_DEVICES": "unset JAX_NUM_CPU_DEVICES", "XLA_FLAGS": "remove the count from XLA_FLAGS"}
 
 
 def resolve_cpu_count(configured: int | None, environ: dict | None = None) -> tuple[int, str]:
@@ -41,7 +42,8 @@ def resolve_cpu_count(configured: int | None, environ: dict | None = None) -> tu
     Raises
     ------
     ConfigError
-        If two of the sources that are set disagree; the message names both and the fix.
+        If two of the sources that are set disagree; the message names both and a fix that is
+        accepted (between the two environment variables: unset one; no ``devices.cpu_count`` settles it).
     """
     environ = os.environ if environ is None else environ
     sources = []
@@ -53,13 +55,20 @@ def resolve_cpu_count(configured: int | None, environ: dict | None = None) -> tu
     if flag:
         sources.append(("XLA_FLAGS", int(flag[-1])))
     sources = [(name, n) for name, n in sources if n > 0]  # JAX reads -1 as "not set"
-    for name, count in sources[1:]:
-        if count != sources[0][1]:
-            first, n = sources[0]
-            raise ConfigError(
-                f"two device counts disagree: {first}={n} and {name} gives {count}; set "
-                f"devices.cpu_count={count} (or drop it) to use {name}'s, or remove the count from "
-                f"{name} to use {n}")
+    environment = [(name, n) for name, n in sources if name != "devices.cpu_count"]
+    if len({n for _, n in environment}) > 1:  # no devices.cpu_count settles it: JAX reads both variables
+        (_, n), (_, m) = environment
+        raise ConfigError(
+            f"the environment sets two device counts that disagree: JAX_NUM_CPU_DEVICES={n} and XLA_FLAGS's "
+            f"--xla_force_host_platform_device_count={m}; unset one: {_UNSET['JAX_NUM_CPU_DEVICES']} to use {m}, "
+            f"or {_UNSET['XLA_FLAGS']} to use {n}")
+    if configured is not None and environment and environment[0][1] != int(configured):
+        count = environment[0][1]
+        names = " and ".join(name for name, _ in environment)
+        raise ConfigError(
+            f"two device counts disagree: devices.cpu_count={configured} and {names} "
+            f"{'gives' if len(environment) == 1 else 'give'} {count}; set devices.cpu_count={count} (or drop it) "
+            f"to use {names}'s, or {' and '.join(_UNSET[name] for name, _ in environment)} to use {configured}")
     if not sources:
         return DEFAULT_CPU_COUNT, "default"
     name, count = sources[0]
