@@ -297,3 +297,26 @@ def test_an_unreadable_environment_device_count_is_one_line_before_jax(environ, 
                            f"sys.argv = ['launch.py']; runpy.run_path({str(REPO / 'launch.py')!r}, run_name='__main__')"],
                           env={**env, **environ}, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1 and proc.stderr == f"[ERROR] {message}\n"
+
+
+PLATFORM_GPU = ("devices.platform=gpu is not available here: JAX has cpu; set devices.platform=cpu, or "
+                "devices.platform=null for JAX's default")
+
+
+def test_an_unavailable_platform_names_the_ones_jax_has_and_the_fix(tmp_path, devices):
+    # Was: "RuntimeError: Unable to initialize backend 'rocm' ..." naming neither devices.platform nor the fix
+    # (and, once JAX had started, devices.platform=gpu was silently ignored).
+    metrics = run_tiny(tmp_path / "gpu", "devices.platform=gpu")
+    assert metrics["error"] == f"ConfigError: {PLATFORM_GPU}"
+    followed = run_tiny(tmp_path / "cpu", f"devices.platform={hint(metrics['error'], 'devices.platform')}")
+    assert followed["status"] == "ok"
+
+
+@pytest.mark.slow
+def test_an_unavailable_platform_in_a_fresh_process_is_named_before_jax_starts():
+    code = ("from gensbi_sharding.harness.devices import configure_devices\n"
+            "try:\n    configure_devices(2, 'gpu')\nexcept Exception as err:\n    print(type(err).__name__, err)\n"
+            "import jax\nprint(jax.default_backend(), jax.device_count())")
+    env = {k: v for k, v in os.environ.items() if k not in ("JAX_PLATFORMS", "JAX_NUM_CPU_DEVICES", "XLA_FLAGS")}
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.stdout.splitlines() == [f"ConfigError {PLATFORM_GPU}", "cpu 2"], proc.stderr[-2000:]

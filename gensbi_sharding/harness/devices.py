@@ -84,13 +84,15 @@ def configure_devices(cpu_count: int, platform: str | None = None) -> None:
     Raises
     ------
     ConfigError
-        If the backend already started on the CPU with a different device count.
+        If the backend already started on the CPU with a different device count, or JAX cannot start
+        ``platform`` here (naming the platforms it has).
     """
     try:
         # JAX refuses to change this once its backend started (RuntimeError); there is no
         # public "has the backend started" query, so the refusal itself is the signal.
         jax.config.update("jax_num_cpu_devices", int(cpu_count))
     except RuntimeError:
+        _check_platform(platform, started=True)
         if jax.default_backend() != "cpu":
             return
         # Count this process's devices: across processes each simulates cpu_count of its own.
@@ -103,6 +105,34 @@ def configure_devices(cpu_count: int, platform: str | None = None) -> None:
         return
     if platform is not None:
         jax.config.update("jax_platforms", platform)
+        _check_platform(platform, started=False)
+
+
+#: The platforms probed, by ``jax.devices(name)``, for a ``devices.platform`` that is not available.
+_PLATFORMS = ("cpu", "gpu", "tpu")
+
+
+def _check_platform(platform: str | None, *, started: bool) -> None:
+    """``ConfigError`` naming ``devices.platform``, the platforms JAX has here, and the fix, unless JAX has it."""
+    if platform is None:
+        return
+    try:
+        jax.devices(platform)  # starts the backend on it (as the run would a line later)
+        return
+    except RuntimeError:
+        pass
+    if not started:  # back to JAX's default, for the probe below and a later job in this process
+        jax.config.update("jax_platforms", None)
+    available = []
+    for name in _PLATFORMS:
+        try:
+            jax.devices(name)
+            available.append(name)
+        except RuntimeError:  # jax.devices' answer for a platform it cannot start
+            pass
+    raise ConfigError(f"devices.platform={platform} is not available here: JAX has {', '.join(available) or 'none'}; "
+                      f"set devices.platform={available[0] if available else 'cpu'}, or devices.platform=null for "
+                      "JAX's default")
 
 
 def peak_bytes_in_use() -> int | None:
