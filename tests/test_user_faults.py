@@ -296,3 +296,54 @@ def test_slurm_launcher_without_slurm_stops_before_writing_anything(tmp_path):
     assert "Traceback" not in proc.stdout + proc.stderr
     assert proc.stderr.strip().startswith("[ERROR] hydra/launcher=slurm submits the jobs to SLURM")
     assert list(tmp_path.iterdir()) == []  # no sweep folder, lock or multirun.yaml left behind
+
+
+# ------------------------------------------------- issue 15, case 5: hints that contradict or stay silent
+
+@pytest.mark.parametrize("value, message", [
+    ("Auto", "train.resume='Auto' is read as a folder name; to continue from this run's own folder, pass "
+             "train.resume=auto (lower case)"),
+    ("''", "train.resume='' is empty: pass train.resume=auto (this run's folder), a run or checkpoint folder, "
+           "or leave it out to start fresh"),
+])
+def test_a_resume_hint_ends_without_a_contradicting_example(value, message):
+    # Was: "...pass train.resume=auto (lower case); e.g. train.resume=null".
+    from faults_helpers import compose_tiny
+    from gensbi_sharding.harness.config import ConfigError
+    from gensbi_sharding.harness.config_checks import validate
+
+    with pytest.raises(ConfigError) as err:
+        validate(compose_tiny(f"train.resume={value}"))
+    assert str(err.value) == message
+
+
+def test_an_observation_beyond_the_task_is_refused_naming_the_range():
+    # Was: accepted by validation, then a late error at the data step naming keys but no value.
+    from faults_helpers import compose_tiny
+    from gensbi_sharding.harness.config import ConfigError
+    from gensbi_sharding.harness.config_checks import validate
+
+    with pytest.raises(ConfigError) as err:
+        validate(compose_tiny("data.num_observation=11"))
+    assert str(err.value) == ("data.num_observation=11 is out of range: sbibm task 'two_moons' has observations "
+                              "1..10; set data.num_observation=1 (or another of 1..10)")
+    validate(compose_tiny("data.num_observation=10"))
+
+
+def test_eval_observations_winning_over_num_observation_is_said_in_one_line(tmp_path, devices, caplog):
+    # Was: eval.observations=[2] data.num_observation=3 scored only 2 without a word.
+    import logging
+
+    from faults_helpers import compose_tiny
+    from gensbi_sharding.harness.config_checks import scored_observations
+
+    assert scored_observations(compose_tiny("eval.observations=[2,3]", "data.num_observation=3")) == ([2, 3], None)
+    assert scored_observations(compose_tiny("data.num_observation=3")) == ([3], None)
+    note = ("eval.observations=[2] is scored, not data.num_observation=3: eval.observations, when set, lists every "
+            "observation scored (add 3 to it, or set eval.observations=null to score data.num_observation)")
+    assert scored_observations(compose_tiny("eval.observations=[2]", "data.num_observation=3")) == ([2], note)
+    with caplog.at_level(logging.INFO, logger="gensbi_sharding"):
+        metrics = run_tiny(tmp_path / "run", "eval.enabled=true", "eval.observations=[2]", "data.num_observation=3",
+                           "eval.num_samples=200", "eval.c2st_folds=2", "eval.ode_steps=2", "eval.plot=false")
+    assert metrics["status"] == "ok" and [row["observation"] for row in metrics["c2st_observations"]] == [2]
+    assert [r.getMessage() for r in caplog.records].count(note) == 1

@@ -16,8 +16,9 @@ from gensbi_sharding.harness.groups import chosen_options
 from gensbi_sharding.harness.model_checks import check_model
 from gensbi_sharding.harness.name_hints import registered_name_problem
 from gensbi_sharding.harness.rule_config import partition_axis_from_config, rule_table
+from gensbi_sharding.harness.tasks import NUM_OBSERVATIONS, TASKS
 
-__all__ = ["validate", "dry_run_resume_problem"]
+__all__ = ["validate", "dry_run_resume_problem", "scored_observations"]
 
 
 def validate(cfg: DictConfig) -> None:
@@ -53,9 +54,24 @@ def dry_run_resume_problem(cfg: DictConfig) -> str | None:
             "or drop dry_run=true to continue the run")
 
 
+def scored_observations(cfg: DictConfig) -> tuple[list[int], str | None]:
+    """The observations evaluation scores, and a one-line note when ``data.num_observation`` is not one of them.
+
+    ``eval.observations``, when set, lists every observation scored (it wins over
+    ``data.num_observation``); null scores ``[data.num_observation]``.
+    """
+    observations = list(cfg.eval.observations or [cfg.data.num_observation])
+    if cfg.data.num_observation in observations:
+        return observations, None
+    return observations, (f"eval.observations={observations} is scored, not data.num_observation="
+                          f"{cfg.data.num_observation}: eval.observations, when set, lists every observation scored "
+                          f"(add {cfg.data.num_observation} to it, or set eval.observations=null to score "
+                          "data.num_observation)")
+
+
 def _with_fix(message: str) -> str:
     """``message`` + "; e.g. <key>=<schema default>" when it names a ``key=value`` but no override to type."""
-    if re.search(r"(e\.g\.|set|add|use) [a-z_]+\.[a-z0-9_.]+=", message):
+    if re.search(r"(e\.g\.|set|add|use|pass|give|pick|choose) [a-z_]+\.[a-z0-9_.]+=", message):
         return message
     named = re.match(r"([a-z_]+)\.([a-z0-9_]+)=", message)
     if not named:
@@ -101,6 +117,10 @@ def _validate(cfg: DictConfig) -> None:
            f"eval.c2st_folds={cfg.eval.c2st_folds} >= 2; set "
            + ("eval.c2st_folds=5" if cfg.eval.c2st_folds < 2 else f"eval.num_samples={2 * cfg.eval.c2st_folds}"))
     require(cfg.eval.ode_steps >= 1, f"eval.ode_steps={cfg.eval.ode_steps} must be >= 1")
+    if cfg.data.name in TASKS:  # another data source's observations are its own to check
+        require(1 <= cfg.data.num_observation <= NUM_OBSERVATIONS,
+                f"data.num_observation={cfg.data.num_observation} is out of range: sbibm task {cfg.data.name!r} has "
+                f"observations 1..{NUM_OBSERVATIONS}; set data.num_observation=1 (or another of 1..{NUM_OBSERVATIONS})")
     require(all(1 <= o <= 10 for o in cfg.eval.observations or ()) and cfg.eval.observations != [],
            f"eval.observations={cfg.eval.observations} must list sbibm observations 1..10, e.g. "
            "eval.observations=[1,2,3], or be null for data.num_observation")

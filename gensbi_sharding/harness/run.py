@@ -20,7 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness import console, loss_history, outputs, run_folder, run_report, sweep_hints
 from gensbi_sharding.harness.config import ConfigError
-from gensbi_sharding.harness.config_checks import validate
+from gensbi_sharding.harness.config_checks import scored_observations, validate
 from gensbi_sharding.harness.devices import (configure_devices, initialize_distributed, peak_bytes_in_use,
                                              resolve_cpu_count)
 from gensbi_sharding.harness.dry_run import dry_run_metrics
@@ -183,8 +183,11 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
         log.info("train.resume: step %d is train.steps: nothing to train, evaluating its weights", start_step)
     registry.get_model(cfg.model.name)  # an unknown model fails here, before any simulation
     registry.get_data(cfg.data.name)
+    observations, note = scored_observations(cfg)
+    if cfg.eval.enabled and note:  # both set and disagreeing: say which one is scored
+        log.info("%s", note)
     if cfg.eval.enabled and cfg.data.name in TASKS:  # what evaluation will need, checked before training
-        check_evaluation(cfg.data.name, list(cfg.eval.observations or [cfg.data.num_observation]),
+        check_evaluation(cfg.data.name, observations,
                          x_transform=cfg.data.x_transform, num_samples=cfg.eval.num_samples)
     pipe = build_pipeline(cfg.data, seed=cfg.seed, mesh=mesh, shards=cfg.data.shards, skip=start_step)
     sims = pipe.sims
