@@ -128,11 +128,14 @@ def test_a_signal_during_evaluation_stops_at_once_and_auto_resume_evaluates(tmp_
     resumed = run_tiny(out, *command)  # trains nothing, evaluates the saved state
     assert resumed["status"] == "ok" and (resumed["steps"], resumed["final_step"]) == (0, 8)
     assert 0.0 <= resumed["c2st"] <= 1.0 and len(_losses(out)) == 8
-    # Nothing trained in this attempt: no made-up train loss or speed (was NaN and "nan samples/s").
+    # Nothing trained in this attempt: no made-up train loss or speed (was NaN and "nan samples/s"), but the
+    # figures of the attempt that trained (issue 15: were null, and compile_s 0.0).
     from gensbi_sharding.harness.run_report import final_line
 
-    assert resumed["final_train_loss"] is None
-    assert final_line(resumed, out).startswith("done in ") and "samples/s" not in final_line(resumed, out)
+    assert resumed["training_figures_from_attempt"] == 1
+    for key in ("final_train_loss", "samples_per_s", "median_step_s", "compile_s"):
+        assert resumed[key] == stopped[key] == resumed["previous_attempts"][0][key] is not None, key
+    assert final_line(resumed, out).startswith("done in ") and "nan" not in final_line(resumed, out)
 
 
 # Validation every 2 steps, patience 3, no EMA, a constant learning rate that makes the validation loss
@@ -622,3 +625,31 @@ def test_a_preempted_sweep_job_names_the_command_that_continues_it(tmp_path, dev
     done = json.loads((sweep / "0" / "metrics.json").read_text())
     assert done["status"] == "ok" and done["final_step"] == 100
     assert done["resumed_from_step"] == stopped["preempted_at_step"] >= 1
+
+
+def test_a_continued_run_keeps_the_training_figures_of_the_attempts_that_trained(tmp_path, monkeypatch, devices):
+    # Was: a run resumed only to evaluate wrote samples_per_s / median_step_s / final_train_loss null and
+    # compile_s 0.0, and previous_attempts kept only status, error and wall time.
+    out = tmp_path / "run"
+    with monkeypatch.context() as patch:
+        _signal_at(patch, 3, signal.SIGUSR1)
+        stopped = run_tiny(out, "train.resume=auto")
+    assert stopped["status"] == "preempted" and stopped["steps"] == 3 and stopped["samples_per_s"] > 0
+    done = run_tiny(out, "train.resume=auto")
+    assert done["status"] == "ok" and done["steps"] == 5 and done["resumed_from_step"] == 3
+    first = done["previous_attempts"][0]
+    assert {k: first[k] for k in ("status", "steps", "compile_s", "median_step_s", "samples_per_s",
+                                  "final_train_loss")} == {k: stopped[k] for k in (
+        "status", "steps", "compile_s", "median_step_s", "samples_per_s", "final_train_loss")}
+    # As an evaluation cut short leaves it (trained, figures written, then preempted): resumed only to evaluate.
+    record = json.loads((out / "metrics.json").read_text())
+    outputs.write_json(out / "metrics.json", {**record, "status": "preempted"})
+    again = run_tiny(out, "train.resume=auto")
+    assert again["status"] == "ok" and again["steps"] == 0 and again["training_figures_from_attempt"] == 2
+    for key in ("compile_s", "median_step_s", "samples_per_s", "final_train_loss"):
+        assert again[key] == done[key] is not None, key
+    assert [a["steps"] for a in again["previous_attempts"]] == [3, 5]
+    # Nothing trained and no attempt of its own that did: null, never compile_s 0.0.
+    elsewhere = run_tiny(tmp_path / "evaluated", f"train.resume={out}")
+    assert elsewhere["status"] == "ok" and elsewhere["steps"] == 0
+    assert [elsewhere[k] for k in ("compile_s", "median_step_s", "samples_per_s", "final_train_loss")] == [None] * 4

@@ -228,16 +228,18 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
     # This attempt's validations: the earlier ones are in the earlier attempt's losses file.
     write_losses(result.losses, result.val_history[len(ts.early_stopping.history) if ts.early_stopping else 0:]
                  if result.val_history else [(ts.start_step + len(result.losses), result.val_loss)])
-    if preempted:
-        step = ts.start_step + result.steps
-        raise Preempted(watch.signum, step, out / checkpoint.CHECKPOINT_SUBDIR / str(step))
     # As the progress bar showed; None when this attempt trained nothing (resumed at train.steps to evaluate).
     train_loss = loss_history.last_window_mean(result.losses, cfg.train.log_every) if result.steps else None
-    metrics.update(compile_s=result.compile_s, median_step_s=result.median_step_s,
-                   samples_per_s=result.samples_per_s, final_val_loss=result.val_loss, steps=result.steps,
-                   final_step=ts.start_step + result.steps,
+    trained = bool(result.steps)  # else nothing compiled or ran: null figures, never 0.0
+    metrics.update(compile_s=result.compile_s if trained else None,
+                   median_step_s=result.median_step_s if trained else None,
+                   samples_per_s=result.samples_per_s if trained else None, final_val_loss=result.val_loss,
+                   steps=result.steps, final_step=ts.start_step + result.steps,
                    final_train_loss=train_loss, best_step=result.best_step,
                    stopped_early=result.stopped_early, val_history=result.val_history)
+    if preempted:  # after the figures: a preempted attempt's record keeps what its steps measured
+        step = ts.start_step + result.steps
+        raise Preempted(watch.signum, step, out / checkpoint.CHECKPOINT_SUBDIR / str(step))
     if result.best_step is not None:
         log.info("validation: best %.4f at step %d%s", result.val_loss, result.best_step,
                  f", stopped early at step {ts.start_step + result.steps}" if result.stopped_early else "")

@@ -28,6 +28,9 @@ __all__ = ["ensure_fresh", "RunFolder", "folder_owner", "RESUMABLE", "RefuseComp
 
 log = logging.getLogger("gensbi_sharding")
 
+#: What an attempt's training steps measured: kept per attempt in ``previous_attempts`` of a continued run.
+TRAINING_FIGURES = ("compile_s", "median_step_s", "samples_per_s", "final_train_loss")
+
 #: Statuses of a run that ``train.resume=auto`` may continue in its own folder.
 RESUMABLE = ("preempted", "interrupted", "error")
 
@@ -138,12 +141,22 @@ class RunFolder:
         return False
 
     def record(self, metrics: dict[str, Any], traceback_text: str | None = None) -> None:
-        """Write ``metrics.json`` (and ``error.txt``), listing earlier attempts of a resumed run."""
+        """Write ``metrics.json`` (and ``error.txt``), listing earlier attempts of a resumed run.
+
+        Each earlier attempt keeps its status, error, wall time and training figures; an attempt that
+        trained nothing (``steps`` 0: resumed to evaluate) takes its top-level training figures from the
+        last attempt that trained (``training_figures_from_attempt``, 1-based), as the sweep summary shows.
+        """
         if not self.records():
             return
         if self.previous:
-            earlier = {k: self.previous.get(k) for k in ("status", "error", "preempted_at_step", "wall_s")}
-            metrics["previous_attempts"] = [*self.previous.get("previous_attempts", []), earlier]
+            earlier = {k: self.previous.get(k) for k in ("status", "error", "preempted_at_step", "wall_s",
+                                                         "resumed_from_step", "steps", *TRAINING_FIGURES)}
+            attempts = metrics["previous_attempts"] = [*self.previous.get("previous_attempts", []), earlier]
+            trained = [n for n, a in enumerate(attempts, 1) if a.get("steps") or a.get("samples_per_s") is not None]
+            if metrics.get("steps") == 0 and trained:  # resumed only to evaluate: the figures of the last that trained
+                metrics.update({k: attempts[trained[-1] - 1].get(k) for k in TRAINING_FIGURES},
+                               training_figures_from_attempt=trained[-1])
         if traceback_text:
             write_atomic(self.out / "error.txt", traceback_text)
         write_json(self.out / "metrics.json", metrics)
