@@ -40,7 +40,7 @@ try:
 
     from gensbi_sharding.harness.config import register_configs
     from gensbi_sharding.harness.console import quiet_console
-    from gensbi_sharding.harness.preemption import EXIT_PREEMPTED
+    from gensbi_sharding.harness.preemption import EXIT_INTERRUPTED, EXIT_PREEMPTED
     from gensbi_sharding.harness.run import output_dir, run
     from gensbi_sharding.harness.run_report import final_line
 except ModuleNotFoundError as missing:  # e.g. the system Python instead of the project's .venv
@@ -72,5 +72,5 @@ if __name__ == "__main__":
         main()
     except KeyboardInterrupt:
         print("interrupted: the job's metrics.json records it (status interrupted)", file=sys.stderr)
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
     sys.exit(1 if failed_jobs else 0)

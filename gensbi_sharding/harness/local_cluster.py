@@ -29,7 +29,7 @@ from typing import Any
 from omegaconf import DictConfig
 
 from gensbi_sharding.harness.config import ConfigError
-from gensbi_sharding.harness.preemption import EXIT_PREEMPTED, PREEMPT_SIGNALS
+from gensbi_sharding.harness.preemption import EXIT_INTERRUPTED, EXIT_PREEMPTED, PREEMPT_SIGNALS
 from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
 from gensbi_sharding.harness.sweep_hints import CONTINUE_ENV, continue_command
 
@@ -43,8 +43,7 @@ _CHILD_KEYS = ("distributed.mode", "distributed.coordinator_address", "distribut
                "hydra.run.dir", "hydra.job.name", "hydra.output_subdir", "hydra.mode")
 _DEATH_GRACE_S = 5  # beyond distributed.heartbeat_s, for the survivors to notice a dead peer
 _PREEMPT_GRACE_S = 120  # for the children to reach a step boundary and checkpoint after a signal
-_EXIT_INTERRUPTED = 130  # launch.py's exit status after Ctrl-C, as a shell reports 128 + SIGINT
-_STOPPED = (EXIT_PREEMPTED, _EXIT_INTERRUPTED)  # a child that checkpointed and stopped for a signal
+_STOPPED = (EXIT_PREEMPTED, EXIT_INTERRUPTED)  # a child that checkpointed and stopped for a signal
 
 
 def run_local_processes(cfg: DictConfig, out: Path) -> dict[str, Any]:
@@ -123,7 +122,7 @@ def run_local_processes(cfg: DictConfig, out: Path) -> dict[str, Any]:
     if all(code == 0 for code in codes):
         metrics.setdefault("status", "error")
     elif all(code in (0, *_STOPPED) for code in codes):
-        interrupted = signal.SIGINT in signalled or _EXIT_INTERRUPTED in codes
+        interrupted = signal.SIGINT in signalled or EXIT_INTERRUPTED in codes
         metrics["status"] = "interrupted" if interrupted else "preempted"
         metrics["preempt_signal"] = signalled[0] if signalled else None
     else:

@@ -34,14 +34,16 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["EXIT_PREEMPTED", "PREEMPT_SIGNALS", "Preempted", "PreemptionWatch", "train_with_checkpoints",
-           "resume_point"]
+__all__ = ["EXIT_PREEMPTED", "EXIT_INTERRUPTED", "PREEMPT_SIGNALS", "Preempted", "PreemptionWatch",
+           "train_with_checkpoints", "resume_point"]
 
 log = logging.getLogger("gensbi_sharding")
 
 #: Exit status of a preempted run: sysexits' EX_TEMPFAIL ("temporary failure, try again"),
 #: so a scheduler or wrapper script can tell "requeue me" from a failure (1).
 EXIT_PREEMPTED = 75
+#: Exit status of a run stopped by Ctrl-C: 128 + SIGINT, as a shell reports a process Ctrl-C ended.
+EXIT_INTERRUPTED = 130
 PREEMPT_SIGNALS = (signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2)
 
 
