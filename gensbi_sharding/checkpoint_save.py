@@ -127,7 +127,7 @@ class CheckpointWriter:
             The training step of ``state``, >= 0; the step folder's name.
         state : nnx.State or mapping of arrays
             The train state (``nnx.state((model, optimizer))``), any mesh; leaves saved by their "a/b/c" name
-        (zero-size arrays, which Orbax cannot save, are left out: ``restore`` rebuilds them).
+            (zero-size arrays, which Orbax cannot save, are left out: ``restore`` rebuilds them).
         key : jax.Array
             A typed PRNG key (``jax.random.key(0)``), any shape.
         info : mapping or None, default None
