@@ -158,3 +158,71 @@ def test_samples_never_leave_a_bounded_prior(task):
         ok = np.asarray(support(theta))
         assert ok.shape == (500,) and np.all(np.isfinite(theta))
         assert ok.all() if expect_inside else not ok.any()
+
+
+def test_rejection_keeps_the_first_rows_of_the_stream_that_lie_inside():
+    from gensbi_sharding.harness.posterior import draw_inside_support
+
+    stream = np.random.default_rng(3).uniform(-2.0, 2.0, (100_000, 2)).astype(np.float32)
+    calls = []
+
+    def draw(m):
+        calls.append(m)
+        return stream[:m]
+
+    def inside(s):
+        return np.all(np.abs(s) <= 1.0, axis=1)  # a quarter of the square
+
+    samples, acceptance = draw_inside_support(draw, inside, 1000)
+    expected = stream[inside(stream)][:1000]
+    np.testing.assert_array_equal(samples, expected)
+    assert inside(samples).all() and 0.2 < acceptance < 0.3
+    assert calls[0] == 1000 and len(calls) <= 3  # one more draw, sized by the acceptance, usually suffices
+
+
+def test_rejection_stops_with_an_error_when_almost_nothing_lies_inside():
+    from gensbi_sharding.harness.posterior import MIN_ACCEPTANCE, draw_inside_support
+
+    drawn = []
+
+    def draw(m):
+        drawn.append(m)
+        s = np.full((m, 1), 5.0, np.float32)
+        s[::1000] = 0.0  # 0.1 % inside
+        return s
+
+    with pytest.raises(RuntimeError, match=r"0\.10% of .* data\.theta_transform=support"):
+        draw_inside_support(draw, lambda s: np.abs(s[:, 0]) <= 1.0, 100)
+    assert max(drawn) == int(100 / MIN_ACCEPTANCE)  # bounded: never more than 1 / MIN_ACCEPTANCE times
+
+
+def test_a_larger_draw_starts_with_the_same_samples():
+    """Rejection relies on it: the kept rows do not depend on how many rounds were drawn."""
+    def field(theta, x, t):
+        return jnp.tanh(theta) * 0.3 + x[:, :1]
+
+    few, more = (sample_posterior(field, np.ones(2, np.float32), num_samples=n, num_steps=4, seed=7,
+                                  mesh=None, dim_theta=3) for n in (50, 130))
+    np.testing.assert_allclose(more[:50], few, rtol=1e-6, atol=1e-6)
+
+
+def test_theta_as_simulated_is_sampled_inside_the_prior_and_reports_its_acceptance(tmp_path):
+    """data.theta_transform=none: draws outside slcp's box are rejected before any file or C2ST."""
+    from gensbi_sharding.harness.data import load_task
+    from gensbi_sharding.harness.posterior import evaluate_observations
+    from gensbi_sharding.harness.tasks import get_task
+
+    sims = load_task("slcp", num_simulations=64, seed=0, theta_transform="none")
+
+    def spread(theta, x, t):  # widens the noise: many draws leave [-3, 3]^5
+        return theta
+
+    m = evaluate_observations(sims=sims, velocity=spread, params=None, observations=[1], num_samples=200,
+                              ode_steps=2, n_folds=2, seed=0, mesh=None, out=tmp_path, write=True,
+                              plot=False, title=lambda *a: "")
+    saved = np.load(tmp_path / "posterior_samples.npz")["samples"]
+    support = get_task("slcp").get_prior_dist().support
+    assert saved.shape == (200, 5) and np.asarray(support(saved)).all()
+    assert m["samples_outside_support"] == 0
+    assert 0.01 < m["support_acceptance"] < 0.9
+    assert m["c2st_observations"][0]["acceptance"] == m["support_acceptance"]

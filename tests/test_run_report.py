@@ -136,6 +136,10 @@ def test_final_line(tmp_path):
     assert final_line(ok, tmp_path) == f"done in 52.3 s: C2ST 0.612 ± 0.011, 18,345 samples/s; outputs in {tmp_path}"
     several = {**ok, "c2st_sd_observations": 0.002, "c2st_observations": [{}, {}, {}]}  # its spread: over them
     assert final_line(several, tmp_path).startswith("done in 52.3 s: C2ST 0.612 ± 0.002 over 3 observations, ")
+    rejected = {**ok, "support_acceptance": 0.934}  # data.theta_transform=none
+    assert final_line(rejected, tmp_path).startswith(
+        "done in 52.3 s: C2ST 0.612 ± 0.011 (93% of draws inside the prior kept, the rest rejected), ")
+    assert final_line({**ok, "support_acceptance": 1.0}, tmp_path) == final_line(ok, tmp_path)
     dry = {"status": "ok", "wall_s": 3.1, "dry_run": {"memory": {}}, "step_memory_bytes_per_device": 1_900_000,
            "collective_bytes_per_step": 620_000}
     assert final_line(dry, tmp_path).startswith("dry run done in 3.1 s: 1.9 MB per device, 620.0 KB of collectives")

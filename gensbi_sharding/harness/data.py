@@ -51,7 +51,8 @@ def load_task(name: str, *, num_simulations: int = 10_000, val_fraction: float =
         only its share of the budget; the statistics are combined over processes.
     theta_transform : {"support", "none"}
         "support": the model sees ``theta`` through the inverse of the bijection onto
-        the prior's support (``harness.tasks.prior_bijection``).
+        the prior's support (``harness.tasks.prior_bijection``); "none": as simulated
+        (the sampler then rejects draws outside the support, ``harness.posterior``).
     x_transform : {"none", "log"}
         "log" for positive data spanning decades (lotka_volterra).
 

@@ -4,6 +4,11 @@ One amortised posterior q(theta | x) serves every observation: for each requeste
 sbibm observation (1..10) the sampler draws ``eval.num_samples`` parameters given
 x_o, maps them back through the prior's bijection (inside its support), and C2ST
 scores them against the task's reference samples as sbibm does (``evaluate.c2st_scores``).
+A posterior trained on theta as simulated (``data.theta_transform=none``) can put mass
+outside a bounded prior, where the true posterior has none: those draws are rejected
+(the first ``eval.num_samples`` draws of the noise stream that land inside are kept, as
+sbi's ``DirectPosterior`` keeps the draws inside the prior) and the acceptance rate is
+reported; no sample outside the support reaches a file or C2ST.
 
 Files, each written whole (temporary name, then rename), as soon as its observation
 is scored, so an interrupted job keeps what it had scored:
@@ -27,9 +32,58 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["evaluate_observations", "samples_name"]
+__all__ = ["evaluate_observations", "samples_name", "draw_inside_support", "MIN_ACCEPTANCE",
+           "LOW_ACCEPTANCE"]
 
 log = logging.getLogger("gensbi_sharding")
+
+#: Below this fraction of draws inside the prior's support, sampling stops with an error
+#: (at most ``1 / MIN_ACCEPTANCE`` times the requested samples are drawn).
+MIN_ACCEPTANCE = 0.01
+#: Below this fraction the run warns: the posterior puts much of its mass outside the prior.
+LOW_ACCEPTANCE = 0.5
+
+
+def draw_inside_support(draw: Callable[[int], np.ndarray], inside: Callable[[np.ndarray], Any],
+                        num_samples: int) -> tuple[np.ndarray, float]:
+    """The first ``num_samples`` rows of a sample stream that lie inside the support.
+
+    Parameters
+    ----------
+    draw : callable
+        ``draw(m)`` -> (m, dim_theta) float32 samples, the first rows the same for every
+        ``m`` (``evaluate.sample_posterior`` with a fixed seed is such a stream).
+    inside : callable
+        ``inside(samples)`` -> (m,) bool: True inside the support (a numpyro constraint).
+    num_samples : int
+        Rows wanted, >= 1.
+
+    Returns
+    -------
+    samples : ndarray, shape (num_samples, dim_theta), float32
+    acceptance : float
+        Fraction of the rows drawn (in the last, largest draw) that lie inside, in (0, 1].
+
+    Raises
+    ------
+    RuntimeError
+        If fewer than ``MIN_ACCEPTANCE`` of the draws lie inside: drawing on would take more
+        than ``1 / MIN_ACCEPTANCE`` times the samples; the message names the fix.
+    """
+    m, cap = num_samples, int(np.ceil(num_samples / MIN_ACCEPTANCE))
+    while True:
+        samples = draw(m)
+        kept = np.asarray(inside(samples), dtype=bool)
+        acceptance = float(kept.mean())
+        if kept.sum() >= num_samples:
+            return samples[kept][:num_samples], acceptance
+        if m >= cap:
+            raise RuntimeError(f"only {acceptance:.2%} of {m} posterior draws lie inside the prior's support "
+                               f"(fewer than {MIN_ACCEPTANCE:.0%}): the posterior trained on theta as simulated "
+                               "puts its mass outside the prior; train longer, or set data.theta_transform=support "
+                               "(train through the prior's bijection: every draw inside)")
+        # 10 % over the rows the acceptance so far predicts, so one more draw usually suffices
+        m = min(cap, int(np.ceil(1.1 * num_samples / max(acceptance, MIN_ACCEPTANCE))) + 1)
 
 
 def samples_name(num_observation: int, first: bool) -> str:
@@ -73,7 +127,14 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
         ``c2st`` (mean over observations), ``c2st_sd_folds`` (mean of the per-observation
         spreads over folds), ``c2st_sd_observations`` (spread over observations, None
         for one), ``c2st_observations`` (per observation: c2st, sd and scores of the
-        folds, rows), ``samples_outside_support`` (0 when the prior bijection is on).
+        folds, rows, ``acceptance``), ``samples_outside_support`` (in the samples kept: 0)
+        and ``support_acceptance`` (the mean over observations of the fraction of draws
+        inside the prior's support; 1.0 under the prior's bijection).
+
+    Raises
+    ------
+    RuntimeError
+        From ``draw_inside_support``, when under 1 % of an observation's draws lie inside.
     """
     from gensbi_sharding.harness import evaluate, outputs, tasks
 
@@ -85,16 +146,22 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
         stop_check()
         x_o = tasks.observation(task, k)
         reference = tasks.reference_samples(task, k)
-        z = evaluate.sample_posterior(velocity, sims.normalize_x(x_o), num_samples=num_samples,
-                                      num_steps=ode_steps, seed=seed + k, mesh=mesh,
-                                      dim_theta=sims.dim_theta, params=params)
-        samples = sims.denormalize_theta(z)
-        outside += int((~np.asarray(support(samples))).sum())  # a numpyro constraint: True inside
+        def draw(m: int, x_o=x_o, k=k) -> np.ndarray:
+            return sims.denormalize_theta(evaluate.sample_posterior(
+                velocity, sims.normalize_x(x_o), num_samples=m, num_steps=ode_steps, seed=seed + k,
+                mesh=mesh, dim_theta=sims.dim_theta, params=params))
+
+        samples, acceptance = draw_inside_support(draw, support, num_samples)  # numpyro: True inside
+        outside += int((~np.asarray(support(samples))).sum())  # 0: checked, not assumed
+        if acceptance < LOW_ACCEPTANCE:
+            log.warning("observation %d: only %.1f%% of posterior draws lie inside the prior's support (the rest "
+                        "were rejected); the posterior trained on theta as simulated puts much of its mass "
+                        "outside the prior: train longer, or set data.theta_transform=support", k, 100 * acceptance)
         n = min(len(samples), len(reference))
         scores = evaluate.c2st_scores(samples[:n], reference[:n], seed=seed, n_folds=n_folds, n_jobs=n_jobs)
         stop_check()
         row = {"observation": k, "c2st": float(scores.mean()), "c2st_sd_folds": float(scores.std(ddof=1)),
-               "c2st_scores": scores.tolist(), "n": n}
+               "c2st_scores": scores.tolist(), "n": n, "acceptance": acceptance}
         rows.append(row)
         log.info("observation %d: C2ST %.3f +- %.3f over %d folds (%d vs %d samples; 0.5 = indistinguishable "
                  "from the reference posterior)", k, row["c2st"], row["c2st_sd_folds"], n_folds, n, n)
@@ -111,7 +178,8 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
     return {"c2st": float(np.mean(means)),
             "c2st_sd_folds": float(np.mean([r["c2st_sd_folds"] for r in rows])),
             "c2st_sd_observations": float(np.std(means, ddof=1)) if len(means) > 1 else None,
-            "c2st_observations": rows, "samples_outside_support": outside}
+            "c2st_observations": rows, "samples_outside_support": outside,
+            "support_acceptance": float(np.mean([r["acceptance"] for r in rows]))}
 
 
 def _csv(rows: list[dict]) -> str:

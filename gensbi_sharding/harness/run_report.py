@@ -142,6 +142,9 @@ def final_line(metrics: dict[str, Any], out: Path) -> str:
     c2st = format_c2st(metrics.get("c2st"), c2st_spread(metrics))
     if c2st and is_number(metrics.get("c2st_sd_observations")):  # the spread is over observations, not folds
         c2st += f" over {len(metrics.get('c2st_observations') or [])} observations"
+    acceptance = metrics.get("support_acceptance")
+    if c2st and is_number(acceptance) and acceptance < 1:  # data.theta_transform=none: the rest were rejected
+        c2st += f" ({acceptance:.0%} of draws inside the prior kept, the rest rejected)"
     parts = [f"C2ST {c2st}"] if c2st else []
     if is_number(metrics.get("samples_per_s")):  # none when this attempt trained nothing (it evaluated)
         parts.append(f"{format_count(metrics['samples_per_s'])} samples/s")

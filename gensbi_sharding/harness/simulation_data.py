@@ -5,7 +5,8 @@ inverse of the bijection onto the prior's support (``data.theta_transform=suppor
 ``x`` optionally through ``log`` (``data.x_transform=log``, for positive data spanning
 decades), then both are z-scored with training statistics of every process
 (``global_stats``, one all-gather). Samples come back through the forward bijection,
-so none can leave a bounded prior. Importing this module never starts JAX's backend.
+so none can leave a bounded prior (with ``data.theta_transform=none`` the sampler rejects
+those that do, ``harness.posterior``). Importing this module never starts JAX's backend.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ TASKS: tuple[str, ...] = ("two_moons", "gaussian_linear", "gaussian_linear_unifo
                           "slcp", "sir", "lotka_volterra", "bernoulli_glm")
 #: Observations per task, numbered 1..10 as in sbibm.
 NUM_OBSERVATIONS = 10
-#: ``data.theta_transform``: through the prior's support bijection, or as simulated.
+#: ``data.theta_transform``: through the prior's support bijection, or as simulated (draws outside rejected).
 THETA_TRANSFORMS = ("support", "none")
 #: ``data.x_transform``: "log" for positive data spanning decades (lotka_volterra).
 X_TRANSFORMS = ("none", "log")
