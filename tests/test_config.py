@@ -54,7 +54,8 @@ GROUP_OPTIONS = {
     },
     "data": {
         name: {"data.name": name, "data.num_simulations": 10_000, "data.val_fraction": 0.1,
-               "data.batch_size": 1024 if name == "two_moons" else 256, "data.num_observation": 1, "data.theta_transform": "support",
+               "data.batch_size": 1024 if name == "two_moons" else 256, "data.num_observation": 1,
+               "data.theta_transform": "none" if name in ("two_moons", "gaussian_mixture", "slcp") else "support",
                "data.x_transform": "log" if name == "lotka_volterra" else "none"}
         for name in ("two_moons", "gaussian_linear", "gaussian_linear_uniform", "gaussian_mixture", "slcp",
                      "sir", "lotka_volterra", "bernoulli_glm")
