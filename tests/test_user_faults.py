@@ -81,7 +81,7 @@ def no_ema_run(tmp_path_factory, devices):
     # The EMA on or off: restore failed listing 12 "missing from the checkpoint" paths and pointing at a folder.
     (("train.ema_decay=0.999",), "train.ema_decay=0"),
     # Another parameter space or data space: the restore fitted and training went on, silently wrong.
-    (("train.ema_decay=0", "data.theta_transform=none"), "data.theta_transform=support"),
+    (("train.ema_decay=0", "data.theta_transform=support"), "data.theta_transform=none"),  # two_moons': none
     # Another task: a shape error listing paths, no word of data=.
     (("train.ema_decay=0", "data=slcp", "data.batch_size=64"), "data=two_moons"),
 ])
