@@ -347,3 +347,26 @@ def test_eval_observations_winning_over_num_observation_is_said_in_one_line(tmp_
                            "eval.num_samples=200", "eval.c2st_folds=2", "eval.ode_steps=2", "eval.plot=false")
     assert metrics["status"] == "ok" and [row["observation"] for row in metrics["c2st_observations"]] == [2]
     assert [r.getMessage() for r in caplog.records].count(note) == 1
+
+
+# ------------------------------------------------- a constructor that cannot be traced (GenSBI's pos1d ids)
+
+POS1D = ("model=flux1", "model.num_heads=2", "model.axes_dim=[4,0]", "model.depth=1", "model.depth_single_blocks=1",
+         "model.id_embedding_strategy=[pos1d,pos1d]", "mesh.model_axis=2")
+
+
+def test_an_untraceable_constructor_trains_eagerly_on_a_mesh(tmp_path, devices):
+    # GenSBI's pos1d embedding sizes its table with jnp.maximum of two ints: the plan traced the
+    # constructor even with model.init=eager, so every run on a mesh ended in a JAX traceback.
+    metrics = run_tiny(tmp_path / "a", *POS1D, "model.init=eager", "rule=fsdp")
+    assert metrics["status"] == "ok", metrics.get("error")
+    assert metrics["mesh_shape"] == [4, 2] and metrics["rule"] == "fsdp" and (tmp_path / "a" / "checkpoints").exists()
+
+
+@pytest.mark.parametrize("setting, fix", [(("model.init=sharded",), "set model.init=eager"),
+                                          (("model.init=eager", "dry_run=true"), "train it with model.init=eager")])
+def test_an_untraceable_constructor_is_refused_where_it_must_be_traced(tmp_path, devices, setting, fix):
+    metrics = run_tiny(tmp_path / "a", *POS1D, *setting)
+    assert_refused_before_training(metrics, tmp_path / "a", "model=flux1 cannot be traced",
+                                   "ConcretizationTypeError", fix)
+    assert "\n" not in metrics["error"]

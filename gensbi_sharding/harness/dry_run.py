@@ -30,13 +30,13 @@ def dry_run(cfg: DictConfig, *, mesh: Any, rule_name: str, table: dict, dim_thet
 
     from gensbi_sharding import abstract_sharded, batch_axes, compiled_report
     from gensbi_sharding.harness.rule_config import as_rule
-    from gensbi_sharding.harness.state import builder, model_plan
+    from gensbi_sharding.harness.state import DRY_RUN_TRACES, builder, model_plan, trace_model
     from gensbi_sharding.harness.ema import EMA
     from gensbi_sharding.harness.train import make_step_functions
 
     rule = as_rule(rule_name, table)
     build = builder(cfg, dim_theta=dim_theta, dim_x=dim_x, partition_axis=partition_axis)
-    plan = model_plan(build, mesh, rule, strict=False)
+    plan = model_plan(trace_model(build, cfg, needed_by=DRY_RUN_TRACES), mesh, rule, strict=False)
     fallbacks = dict(plan.fallbacks) if plan is not None else {}
     model, optimizer = abstract_sharded(build, mesh, rule, warn=False)
     ema = (abstract_sharded(lambda: EMA(build()[0], cfg.train.ema_decay), mesh, rule, warn=False)

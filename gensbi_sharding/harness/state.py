@@ -22,7 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.rule_config import as_rule, partition_axis_from_config
 
-__all__ = ["TrainState", "builder", "model_plan", "build_state", "resume_step_dir", "partition_axis_for",
+__all__ = ["TrainState", "builder", "trace_model", "SHARDED_INIT_TRACES", "DRY_RUN_TRACES", "model_plan", "build_state", "resume_step_dir", "partition_axis_for",
            "check_resume_settings", "checkpoint_tree", "BEST", "EARLY_STOPPING"]
 
 log = logging.getLogger("gensbi_sharding")
@@ -92,18 +92,42 @@ def builder(cfg: DictConfig, *, dim_theta: int, dim_x: int, partition_axis: Any)
     return build
 
 
-def model_plan(build: Callable[[], tuple], mesh: Any, rule: Any, *, strict: bool) -> Any:
-    """The plan of the model alone (abstract: nothing is allocated); None without a mesh.
+def trace_model(build: Callable[[], tuple], cfg: DictConfig, *, needed_by: str) -> Any:
+    """``nnx.eval_shape`` of the model (nothing allocated), for what ``needed_by`` names.
+
+    Raises ``ConfigError`` naming what to do instead when the constructor cannot be traced:
+    it computes a value and reads it back (GenSBI's ``pos1d`` id embedding sizes its table
+    with ``jnp.maximum`` of two ints; ``int(w.max())`` anywhere does the same).
+    """
+    import jax
+    from flax import nnx
+
+    reads_back = (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError,
+                  jax.errors.TracerBoolConversionError, jax.errors.TracerIntegerConversionError)
+    try:
+        return nnx.eval_shape(lambda: build()[0])
+    except reads_back as err:
+        raise ConfigError(f"model={cfg.model.name} cannot be traced (its constructor computes a value and reads it "
+                          f"back: {type(err).__name__}: {str(err).splitlines()[0]}); {needed_by}") from None
+
+
+#: ``trace_model``'s ``needed_by`` for sharded initialisation and for the dry run.
+SHARDED_INIT_TRACES = ("model.init=sharded traces it to build it piece by piece: set model.init=eager "
+                       "(built whole on one device, then placed)")
+DRY_RUN_TRACES = ("dry_run=true traces it so as to allocate nothing, so this model has no dry run: "
+                  "train it with model.init=eager instead")
+
+
+def model_plan(model: Any, mesh: Any, rule: Any, *, strict: bool) -> Any:
+    """The plan of ``model`` (concrete or from ``trace_model``); None without a mesh.
 
     Its fallbacks are logged once. Raises ``ConfigError`` with ``strict`` when any.
     """
     if mesh is None:
         return None
-    from flax import nnx
-
     import gensbi_sharding as gs
 
-    plan = gs.plan_shardings(nnx.eval_shape(lambda: build()[0]), mesh, rule)
+    plan = gs.plan_shardings(model, mesh, rule)
     if strict and plan.fallbacks:
         listed = "; ".join(f"{p} ({r})" for p, r in plan.fallbacks.items())
         raise ConfigError(f"strict=true and rule {rule.name!r} cannot split {len(plan.fallbacks)} "
@@ -123,13 +147,15 @@ def build_state(cfg: DictConfig, *, dim_theta: int, dim_x: int, mesh: Any, rule_
 
     rule = as_rule(rule_name, table)
     build = builder(cfg, dim_theta=dim_theta, dim_x=dim_x, partition_axis=partition_axis_for(cfg, table, mesh))
-    plan = model_plan(build, mesh, rule, strict=cfg.strict)
     if mesh is None:
         model, optimizer = build()
+        plan = None
     elif cfg.model.init == "sharded":  # each variable computed, then placed: the whole model never on one device
+        plan = model_plan(trace_model(build, cfg, needed_by=SHARDED_INIT_TRACES), mesh, rule, strict=cfg.strict)
         model, optimizer = gs.init_sharded(build, mesh, rule, warn=False)
-    else:
+    else:  # planned from the built model: a constructor that cannot be traced works here
         model, optimizer = build()
+        plan = model_plan(model, mesh, rule, strict=cfg.strict)
         gs.place((model, optimizer), gs.plan_shardings((model, optimizer), mesh, rule))
     replicated = None if mesh is None else jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
     # Made by a jitted function, not device_put: typed keys cannot be put onto other processes' devices.
