@@ -247,6 +247,9 @@ def test_wrong_type_is_rejected_with_its_name(compose_config, override, key, kin
     (("devices.cpu_count=0",), "devices.cpu_count=0 must be >= 1"),
     (("distributed.mode=mpi",), "distributed.mode='mpi' is not one of none, auto, explicit"),
     (("+rule.bogus=data",), "rule.bogus is not a logical axis; valid keys: " + ", ".join(LOGICAL_AXES)),
+    # Hydra suggests "+model.dpeth=2" for the typo; the factory then got dpeth as a keyword, after simulating.
+    (("model=flux1", "+model.dpeth=2"), "model.dpeth is not a setting of model=flux1 (did you mean model.depth?)"),
+    (("+model.widht=64",), "drop +model.widht=64 and set model.width=64"),
     (("rule.embed=5",), "rule.embed=5 must be a mesh axis name, a list of them, or null"),
     (("rule.mlp=[]",), "rule.mlp=[]: a list must hold mesh axis names"),
     (("train.resume=''",), "train.resume='' is empty: pass train.resume=auto"),

@@ -94,6 +94,7 @@ _SECTIONS = {"mesh": MeshConfig, "model": ModelConfig, "data": DataConfig, "trai
 def _validate(cfg: DictConfig) -> None:
     problem = dry_run_resume_problem(cfg)
     require(problem is None, problem or "")
+    _known_model_fields(cfg.model)
     require(cfg.mesh.spec in (None, "auto", "dict"),
            f"mesh.spec={cfg.mesh.spec!r} is not one of null, auto, dict (e.g. mesh=auto)")
     require(cfg.mesh.model_axis >= 1, f"mesh.model_axis={cfg.mesh.model_axis} must be >= 1")
@@ -171,3 +172,25 @@ def _validate(cfg: DictConfig) -> None:
         partition_axis_from_config(OmegaConf.to_container(cfg.activation), table, None)
     except ValueError as err:
         raise ConfigError(f"activation: {err}") from None
+
+
+def _known_model_fields(model: DictConfig) -> None:
+    """A key added to the model section (``+model.dpeth=2``, as Hydra suggests for a typo) that the
+    model's schema does not have: refused before any simulation (the factory would get it as a keyword)."""
+    import dataclasses
+
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness.hints import closest_name
+
+    schema = OmegaConf.get_type(model)
+    if not dataclasses.is_dataclass(schema):
+        return
+    fields = [f.name for f in dataclasses.fields(schema)]
+    for key in model.keys():
+        if key not in fields:
+            near = closest_name(str(key), fields)
+            require(False, f"model.{key} is not a setting of model={model.get('name')}"
+                           + (f" (did you mean model.{near}?)" if near else "")
+                           + f"; its settings: {', '.join(f for f in fields if f != 'name')}; drop +model.{key}="
+                           + str(model[key]) + (f" and set model.{near}={model[key]}" if near else ""))
