@@ -11,6 +11,13 @@ early changes instead of remembering the random initialisation for ~1/(1 - decay
 Each average is an ``EMAParam`` variable carrying the parameter's own metadata
 (its logical axis names), so ``plan_shardings`` / ``shard_model`` and checkpoint
 restore place it exactly as the parameter, under every rule and mesh.
+
+A parameter narrower than float32 (``model.param_dtype=bfloat16`` / ``float16``) is
+averaged in a float32 copy: in bfloat16 (8 significant bits) a step of
+``(1 - decay) * (p - avg)`` with ``decay=0.999`` is below half a unit in the last place
+of ``avg`` and rounds away, so the average would freeze. The average is cast back
+to the parameter's dtype only where the model is run with it (``param_state``); every
+update returns each average in its own dtype, so the jitted step's state keeps its types.
 """
 
 from __future__ import annotations
@@ -18,14 +25,23 @@ from __future__ import annotations
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import optax
 from flax import nnx
 
-__all__ = ["EMAParam", "EMA", "warmed_up_decay"]
+__all__ = ["EMAParam", "EMA", "warmed_up_decay", "average_dtype"]
 
 
 class EMAParam(nnx.Variable):
-    """The moving average of one ``nnx.Param``; same shape, dtype and metadata."""
+    """The moving average of one ``nnx.Param``: its shape and metadata, in ``average_dtype`` of its dtype."""
+
+
+def average_dtype(dtype: Any) -> jnp.dtype:
+    """The dtype an average of a ``dtype`` parameter is kept in: float32 for narrower floats, else ``dtype``."""
+    dtype = jnp.dtype(dtype)
+    if jnp.issubdtype(dtype, jnp.floating) and jnp.finfo(dtype).bits < 32:
+        return jnp.dtype(jnp.float32)
+    return dtype
 
 
 def warmed_up_decay(decay: float, updates: jax.Array) -> jax.Array:
@@ -41,7 +57,7 @@ class EMA(nnx.Pytree):
     ----------
     model : nnx.Module
         The model whose parameters are averaged; the averages start as copies of
-        them (new buffers, same placement).
+        them (new buffers, same placement; float32 for parameters narrower than that).
     decay : float
         In (0, 1): the weight of the old average per update once warmed up.
 
@@ -57,23 +73,37 @@ class EMA(nnx.Pytree):
                              "train.ema_decay=0.999 (or 0 to switch the average off)")
         self.decay = float(decay)
         params = nnx.state(model, nnx.Param)
-        # A copy, not the same buffer: the train step donates both, and a buffer donated twice is an error.
         self.params = nnx.data(jax.tree.map(
-            lambda v: EMAParam(v.get_value().copy(), **v.get_metadata()), params,
+            lambda v: EMAParam(_as_average(v.get_value()), **v.get_metadata()), params,
             is_leaf=lambda x: isinstance(x, nnx.Variable)))
 
     def update(self, model: nnx.Module, updates: jax.Array) -> None:
         """Move every average towards ``model``'s parameters; ``updates`` counts previous updates."""
         step_size = 1.0 - warmed_up_decay(self.decay, updates)
         new = nnx.state(model, nnx.Param)
-        averaged = optax.incremental_update(_values(new), _values(self.params), step_size)
+        old = _values(self.params)
+        averaged = optax.incremental_update(_values(new), old, step_size)
+        # The float32 step size promotes the sum; each average goes back to its own dtype so the
+        # step's output state has its input's types (a jitted step refuses any other on its next call).
+        averaged = jax.tree.map(lambda value, previous: value.astype(previous.dtype), averaged, old)
         jax.tree.map(lambda var, value: var.set_value(value), self.params, averaged,
                      is_leaf=lambda x: isinstance(x, nnx.Variable))
 
     def param_state(self, model: nnx.Module) -> nnx.State:
-        """``nnx.state(model, nnx.Param)`` with the averages as values: merge it to sample with them."""
-        return jax.tree.map(lambda var, avg: var.replace(avg.get_value()), nnx.state(model, nnx.Param),
+        """``nnx.state(model, nnx.Param)`` with the averages as values, each in its parameter's dtype.
+
+        Merge it into the model to validate or sample with the averaged weights.
+        """
+        return jax.tree.map(lambda var, avg: var.replace(avg.get_value().astype(var.get_value().dtype)),
+                            nnx.state(model, nnx.Param),
                             self.params, is_leaf=lambda x: isinstance(x, nnx.Variable))
+
+
+def _as_average(value: jax.Array) -> jax.Array:
+    # A copy, not the same buffer: the train step donates both, and a buffer donated twice is an error.
+    # (astype to the same dtype returns the same array, hence the explicit copy.)
+    dtype = average_dtype(value.dtype)
+    return value.copy() if dtype == value.dtype else value.astype(dtype)
 
 
 def _values(state: Any) -> Any:
