@@ -23,7 +23,14 @@ log = logging.getLogger("gensbi_sharding")
 
 def dry_run(cfg: DictConfig, *, mesh: Any, rule_name: str, table: dict, dim_theta: int,
             dim_x: int, partition_axis: Any) -> dict[str, Any]:
-    """Compile one train step for ``mesh`` and the rule; returns memory and collectives."""
+    """Compile one train step for ``mesh`` and the rule; returns memory and collectives.
+
+    Raises
+    ------
+    StateDriftError
+        When the step returns some state variable with another dtype or shape than it is
+        given: training would fail at its second step.
+    """
     import jax
     import jax.numpy as jnp
     from jax.sharding import NamedSharding, PartitionSpec as P
@@ -32,6 +39,7 @@ def dry_run(cfg: DictConfig, *, mesh: Any, rule_name: str, table: dict, dim_thet
     from gensbi_sharding.harness.rule_config import as_rule
     from gensbi_sharding.harness.state import DRY_RUN_TRACES, builder, model_plan, trace_model
     from gensbi_sharding.harness.ema import EMA
+    from gensbi_sharding.harness.step_check import check_step_keeps_state
     from gensbi_sharding.harness.train import make_step_functions
 
     rule = as_rule(rule_name, table)
@@ -50,7 +58,11 @@ def dry_run(cfg: DictConfig, *, mesh: Any, rule_name: str, table: dict, dim_thet
     if mesh is not None:
         key = jax.ShapeDtypeStruct(key.shape, key.dtype, sharding=NamedSharding(mesh, P()))
     start = time.perf_counter()
-    compiled = functions.train_step.lower(state, batch, key).compile()
+    lowered = functions.train_step.lower(state, batch, key)
+    # A step whose output state has other types than its input compiles, yet fails at its second
+    # call: the dry run must refuse it as training would.
+    check_step_keeps_state(state, lowered.out_info[0])
+    compiled = lowered.compile()
     report = compiled_report(compiled)
     report.update(compile_s=time.perf_counter() - start, fallbacks=fallbacks)
     _log(report)

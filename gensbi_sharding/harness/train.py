@@ -34,6 +34,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from tqdm.auto import tqdm
 
 from gensbi_sharding import mesh_context
+from gensbi_sharding.harness.step_check import check_step_keeps_state
 from gensbi_sharding.harness.validation import EarlyStopping, record_validation, validates_at, validation_loss
 
 __all__ = ["flow_matching_loss", "make_optimizer", "StepFunctions", "make_step_functions", "train",
@@ -206,6 +207,9 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
 
     Raises
     ------
+    StateDriftError
+        Before the first step, when the step returns some state variable with another
+        dtype or shape than it is given (it could not be called again), naming them.
     FloatingPointError
         When a window's mean train loss or a validation loss is not finite (a
         diverging run stops there), naming the steps.
@@ -225,7 +229,9 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
     with mesh_context(mesh):
         first = next(batches)
         start = time.perf_counter()
-        compiled = functions.train_step.lower(state, first, key).compile()
+        lowered = functions.train_step.lower(state, first, key)
+        check_step_keeps_state(state, lowered.out_info[0])  # else the second step fails on XLA's types
+        compiled = lowered.compile()
         compile_s = time.perf_counter() - start
         losses, windows = [], []
         bar = tqdm(total=steps, initial=0, disable=not progress, desc="train", unit="step",
