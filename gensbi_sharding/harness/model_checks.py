@@ -14,7 +14,7 @@ from omegaconf import DictConfig
 
 from gensbi_sharding.harness.config import ConfigError
 
-__all__ = ["check_model", "ID_STRATEGIES_1D", "DTYPES", "MERGE_MODES"]
+__all__ = ["check_model", "platform_problem", "ignored_settings", "ID_STRATEGIES_1D", "DTYPES", "MERGE_MODES"]
 
 #: The id builders that fit one vector of parameters and one of observations (GenSBI's 1-D strategies).
 ID_STRATEGIES_1D = ("absolute", "pos1d", "rope1d")
@@ -33,6 +33,42 @@ def check_model(model: DictConfig) -> None:
     checks = {"flux1": _flux1, "simformer": _simformer}.get(model.get("name"))
     if checks is not None:
         checks(model)
+
+
+def platform_problem(model: DictConfig, platform: str) -> str | None:
+    """The one-line refusal of a model section that compiles on no device of ``platform``; None when it runs.
+
+    ``model=flux1 model.dtype=float16`` on ``cpu``: Flux1's matmuls ask for float16
+    inputs with float32 accumulation, which XLA's CPU backend lacks ("The precision
+    'F16_F16_F32' is not supported by dot_general on CPU", at compile time, after the
+    simulations). Simformer in float16 and Flux1 with float16 parameters only run on CPU.
+    """
+    if model.get("name") == "flux1" and model.get("dtype") == "float16" and platform == "cpu":
+        return ("model.dtype=float16 does not compile for model=flux1 on cpu: XLA's CPU backend has no float16 "
+                "matmul with float32 accumulation (F16_F16_F32, GPU only); set model.dtype=bfloat16 or "
+                "model.dtype=float32, or run on a GPU")
+    return None
+
+
+def ignored_settings(model: DictConfig) -> str | None:
+    """The one-line warning naming ``model=flux1`` settings that have no effect, and what would make them apply.
+
+    GenSBI's ``Flux1Params`` reads ``val_emb_dim`` / ``id_emb_dim`` only under
+    ``id_merge_mode=concat``, and ``theta`` (the rope base) only with a rope1d id strategy.
+    Their presets are null (unused), so a value there was set by the user. None when
+    nothing set is ignored, and for other models.
+    """
+    if model.get("name") != "flux1":
+        return None
+    unused = []
+    set_emb = [k for k in ("val_emb_dim", "id_emb_dim") if model.get(k) is not None]
+    if set_emb and model.id_merge_mode != "concat":
+        unused.append(f"{' and '.join(f'model.{k}={model[k]}' for k in set_emb)} (only model.id_merge_mode=concat "
+                      f"uses them; model.id_merge_mode={model.id_merge_mode} sizes the tokens by model.axes_dim)")
+    if model.get("theta") is not None and not any(str(s).startswith("rope") for s in model.id_embedding_strategy):
+        unused.append(f"model.theta={model.theta} (the rope base: only a rope1d id strategy uses it, e.g. "
+                      "model.id_embedding_strategy=[rope1d,rope1d] with model.id_merge_mode=sum)")
+    return "no effect: " + "; ".join(unused) if unused else None
 
 
 def _require(ok: bool, message: str) -> None:

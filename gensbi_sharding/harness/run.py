@@ -26,6 +26,7 @@ from gensbi_sharding.harness.devices import (configure_devices, initialize_distr
 from gensbi_sharding.harness.dry_run import dry_run_metrics
 from gensbi_sharding.harness.hints import mesh_devices_problem, model_axis_problem, overrides_named
 from gensbi_sharding.harness.local_cluster import run_local_processes, watch_parent
+from gensbi_sharding.harness.model_checks import ignored_settings, platform_problem
 from gensbi_sharding.harness.preemption import Preempted, PreemptionWatch
 from gensbi_sharding.harness.rule_config import check_table_against_mesh, mesh_spec, rule_table
 from gensbi_sharding.harness.units import format_bytes
@@ -116,6 +117,8 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
     for noisy in ("jax", "absl"):  # backend probing and orbax progress are noise here
         logging.getLogger(noisy).setLevel(logging.WARNING)
     validate(cfg)
+    if (unused := ignored_settings(cfg.model)) is not None:  # accepted, yet the model is the same without them
+        log.warning("%s", unused)
     rule_name, table = rule_table(cfg.rule)
     metrics.update(rule=rule_name, model=cfg.model.name, data=cfg.data.name)
 
@@ -146,6 +149,8 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
     log.info("process %d of %d, %d devices (%d local, %s)", jax.process_index(), jax.process_count(),
              jax.device_count(), jax.local_device_count(), jax.default_backend())
 
+    if (problem := platform_problem(cfg.model, jax.default_backend())) is not None:  # else: at compile time
+        raise ConfigError(problem)
     watch.check()  # a signal during setup stops the run here, between its steps (nothing to save yet)
     log.info("[2/7] mesh: %s", OmegaConf.to_container(cfg.mesh))
     problem = mesh_devices_problem(cfg.mesh.devices, [d.id for d in jax.devices()], cfg.mesh.model_axis)
