@@ -1,0 +1,157 @@
+"""Low-precision GenSBI models: the EMA keeps the step's state types (and the dry run checks that),
+float16 compute refused where XLA cannot compile it, and Flux1 settings that have no effect named.
+
+Were: model.param_dtype=bfloat16 crashed at the second train step (the EMA came back float32) while
+dry_run=true approved it; model=flux1 model.dtype=float16 failed at compile on CPU after the simulations;
+model.val_emb_dim / model.id_emb_dim under id_merge_mode=sum built the same model, silently.
+"""
+
+import logging
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import nnx
+
+from faults_helpers import compose_tiny, run_tiny
+from gensbi_sharding.harness import train as T
+from gensbi_sharding.harness.dry_run import dry_run
+from gensbi_sharding.harness.ema import EMA
+from gensbi_sharding.harness.model_checks import ignored_settings, platform_problem
+from gensbi_sharding.harness.registry import get_model
+from gensbi_sharding.harness.rule_config import rule_table
+from gensbi_sharding.harness.step_check import StateDriftError
+
+TINY = {
+    "flux1": dict(num_heads=2, axes_dim=[4, 0], depth=1, depth_single_blocks=1, mlp_ratio=2),
+    "simformer": dict(val_emb_dim=8, id_emb_dim=4, cond_emb_dim=4, num_heads=4, qkv_features=8,
+                      depth=1, fourier_features=8, mlp_ratio=2),
+}
+
+
+def batches(rows=32, batch=8, seed=0):
+    rng = np.random.default_rng(seed)
+    while True:
+        theta = rng.standard_normal((batch, 2)).astype(np.float32)
+        yield {"theta": theta, "x": np.concatenate([theta, rng.standard_normal((batch, 1))], 1).astype(np.float32)}
+
+
+def types(tree):
+    return [(a.dtype, a.shape) for a in jax.tree.leaves(tree)]
+
+
+@pytest.mark.parametrize("name, param_dtype", [("flux1", "bfloat16"), ("simformer", "bfloat16")])
+def test_low_precision_parameters_train_with_an_ema(name, param_dtype):
+    model = get_model(name)(dim_theta=2, dim_x=3, rngs=nnx.Rngs(0), param_dtype=param_dtype, **TINY[name])
+    optimizer = nnx.Optimizer(model, T.make_optimizer(learning_rate=1e-2, weight_decay=0.0, steps=4), wrt=nnx.Param)
+    ema = EMA(model, 0.999)
+    start = [np.asarray(a, np.float32) for a in jax.tree.leaves(ema.params)]
+    functions, state = T.make_step_functions(model, optimizer, None, ema=ema)
+    before = types(state)
+    result = T.train(functions, state, batches(), steps=4, key=jax.random.key(0), mesh=None, batch_size=8,
+                     progress=False)
+    assert types(result.state) == before and result.steps == 4 and np.isfinite(result.losses).all()
+    params = jax.tree.leaves(nnx.state(model, nnx.Param))
+    averages = jax.tree.leaves(functions.weights(result.state))
+    assert {a.dtype for a in params if a.ndim} == {jnp.dtype(param_dtype)}
+    assert {a.dtype for a in averages} == {jnp.dtype(jnp.float32)}  # a float32 copy: bfloat16 would freeze
+    assert any(not np.array_equal(a, np.asarray(b)) for a, b in zip(start, averages))  # it moved
+    # Sampling merges the average back in the parameters' own dtype.
+    merged = jax.tree.leaves(EMA.param_state(nnx.merge(functions.graphdef, result.state)[2],
+                                             nnx.merge(functions.graphdef, result.state)[0]))
+    assert [a.dtype for a in merged] == [a.dtype for a in params]
+
+
+def test_a_bfloat16_average_follows_steps_below_its_own_precision():
+    model = get_model("flux1")(dim_theta=2, dim_x=3, rngs=nnx.Rngs(0), param_dtype="bfloat16", **TINY["flux1"])
+    ema = EMA(model, 0.999)
+    start = [np.asarray(a) for a in jax.tree.leaves(ema.params)]
+    nnx.update(model, jax.tree.map(lambda a: a + 1.0, nnx.state(model, nnx.Param)))
+    ema.update(model, jnp.uint32(10 ** 6))  # decay 0.999: a thousandth of the way, 1e-3 < bfloat16's 2^-8
+    params = [np.asarray(a, np.float32) for a in jax.tree.leaves(nnx.state(model, nnx.Param))]
+    for old, new, param in zip(start, jax.tree.leaves(ema.params), params):
+        np.testing.assert_allclose(np.asarray(new) - old, 1e-3 * (param - old), rtol=1e-3, atol=1e-7)
+        assert np.abs(np.asarray(new) - old).min() > 5e-4  # in bfloat16 it would not have moved at all
+
+
+def test_the_launcher_trains_flux1_with_bfloat16_parameters(tmp_path):
+    metrics = run_tiny(tmp_path / "run", "model=flux1", "model.param_dtype=bfloat16")
+    assert metrics["status"] == "ok", metrics.get("error")
+    assert metrics["steps"] == 8
+
+
+def drifting_update(self, model, updates):
+    """The EMA update as it was before the fix, made to drift on a float32 model: averages come back bfloat16."""
+    new = nnx.state(model, nnx.Param)
+    jax.tree.map(lambda var, p: var.set_value(p.get_value().astype(jnp.bfloat16)), self.params, new,
+                 is_leaf=lambda x: isinstance(x, nnx.Variable))
+
+
+def test_the_dry_run_refuses_a_step_that_changes_a_dtype(monkeypatch, devices):
+    cfg = compose_tiny("model.width=16", "model.depth=1")
+    name, table = rule_table(cfg.rule)
+    from gensbi_sharding import make_mesh
+
+    report = dry_run(cfg, mesh=make_mesh(model_axis=1), rule_name=name, table=table, dim_theta=2, dim_x=2,
+                     partition_axis=None)
+    assert report["memory"]["argument_bytes"] > 0  # the honest step passes
+    monkeypatch.setattr(EMA, "update", drifting_update)
+    with pytest.raises(StateDriftError) as err:
+        dry_run(cfg, mesh=make_mesh(model_axis=1), rule_name=name, table=table, dim_theta=2, dim_x=2,
+                partition_axis=None)
+    message = str(err.value)
+    assert "ema/params/blocks/0/up/kernel float32[16,32] -> bfloat16[16,32]" in message, message
+    assert "train.ema_decay=0" in message and "model/" not in message
+
+
+def test_training_refuses_a_dtype_changing_step_before_its_first_step(monkeypatch):
+    monkeypatch.setattr(EMA, "update", drifting_update)
+    from gensbi_sharding.harness.models.mlp import make_mlp
+
+    model = make_mlp(dim_theta=2, dim_x=3, rngs=nnx.Rngs(0), width=16, depth=1, time_embed_dim=8)
+    optimizer = nnx.Optimizer(model, T.make_optimizer(learning_rate=1e-2, weight_decay=0.0, steps=4), wrt=nnx.Param)
+    functions, state = T.make_step_functions(model, optimizer, None, ema=EMA(model, 0.9))
+    stepped = []
+    with pytest.raises(StateDriftError, match=r"ema/params/blocks/0/up/kernel float32\[16,32\] -> bfloat16"):
+        T.train(functions, state, batches(), steps=4, key=jax.random.key(0), mesh=None, batch_size=8,
+                progress=False, on_step=lambda step, st: stepped.append(step))
+    assert stepped == []
+
+
+def test_flux1_float16_compute_is_refused_on_cpu_before_any_simulation(tmp_path, monkeypatch):
+    from gensbi_sharding.harness import data
+
+    message = platform_problem(compose_tiny("model=flux1", "model.dtype=float16").model, "cpu")
+    assert message.startswith("model.dtype=float16 does not compile for model=flux1 on cpu")
+    assert "model.dtype=bfloat16" in message and "model.dtype=float32" in message
+    assert platform_problem(compose_tiny("model=flux1", "model.dtype=float16").model, "gpu") is None
+    # What does compile on CPU passes: simformer in float16, flux1 with float16 parameters.
+    assert platform_problem(compose_tiny("model=simformer", "model.dtype=float16").model, "cpu") is None
+    assert platform_problem(compose_tiny("model=flux1", "model.param_dtype=float16").model, "cpu") is None
+    monkeypatch.setattr(data, "simulate", lambda *a, **k: pytest.fail("simulated"))
+    metrics = run_tiny(tmp_path / "run", "model=flux1", "model.dtype=float16")
+    assert metrics["status"] == "error" and metrics["error"] == f"ConfigError: {message}"
+
+
+def test_simformer_float16_compute_still_trains_on_cpu(tmp_path):
+    metrics = run_tiny(tmp_path / "run", "model=simformer", "model.dtype=float16")
+    assert metrics["status"] == "ok", metrics.get("error")
+
+
+def test_flux1_settings_without_effect_are_named(tmp_path, caplog):
+    model = compose_tiny("model=flux1", "model.val_emb_dim=4", "model.id_emb_dim=4").model
+    assert ignored_settings(model) == (
+        "no effect: model.val_emb_dim=4 and model.id_emb_dim=4 (only model.id_merge_mode=concat uses them; "
+        "model.id_merge_mode=sum sizes the tokens by model.axes_dim)")
+    theta = ignored_settings(compose_tiny("model=flux1", "model.theta=100").model)
+    assert theta.startswith("no effect: model.theta=100 (the rope base") and "[rope1d,rope1d]" in theta
+    # Used settings, and the presets, warn about nothing.
+    for overrides in [(), ("model.id_merge_mode=concat", "model.val_emb_dim=4", "model.id_emb_dim=4"),
+                      ("model.theta=100", "model.id_embedding_strategy=[rope1d,rope1d]")]:
+        assert ignored_settings(compose_tiny("model=flux1", *overrides).model) is None, overrides
+    assert ignored_settings(compose_tiny("model=simformer").model) is None
+    with caplog.at_level(logging.WARNING, logger="gensbi_sharding"):
+        run_tiny(tmp_path / "run", "model=flux1", "model.val_emb_dim=4", "model.id_emb_dim=4", "dry_run=true")
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING
+            and "no effect" in r.getMessage()] == [ignored_settings(model)]
