@@ -37,6 +37,15 @@ REFUSED = [
      "model.theta=0 (the rope base) must be >= 1; e.g. model.theta=null (10 * (dim_theta + dim_x), GenSBI's default)"),
     (("model=flux1", "model.dtype=float64"),
      "model.dtype='float64' is not one of float32, bfloat16, float16; e.g. model.dtype=float32"),
+    # Was: NaN at steps 1..10 at any learning rate, and "lower train.learning_rate" as the advice.
+    (("model=simformer", "model.param_dtype=float16"),
+     "model.param_dtype=float16 trains to NaN from the first steps at any learning rate (AdamW keeps its "
+     "moments in the parameters' dtype, where its eps=1e-8 and small squared gradients round to 0; "
+     "model.dtype=float16, the compute dtype, is allowed); e.g. model.param_dtype=bfloat16 (float32's range)"),
+    (("model=flux1", "model.param_dtype=float16"),
+     "model.param_dtype=float16 trains to NaN from the first steps at any learning rate (AdamW keeps its "
+     "moments in the parameters' dtype, where its eps=1e-8 and small squared gradients round to 0; "
+     "model.dtype=float16, the compute dtype, is allowed); e.g. model.param_dtype=bfloat16 (float32's range)"),
     (("model=simformer", "model.depth=0"),
      "model.depth=0 must be an integer >= 1; e.g. model.depth=8 (GenSBI's default)"),
     (("model=simformer", "model.num_heads=7"),
