@@ -145,3 +145,56 @@ def test_a_diverging_run_stops():
     with pytest.raises(FloatingPointError, match=r"training diverged: .* steps 1\.\.5; lower train.learning_rate"):
         T.train(functions, state, batches(), steps=400, key=jax.random.key(0), mesh=None, batch_size=16,
                 progress=False, log_every=5)
+
+
+def test_a_pause_waits_for_the_queued_steps_and_leaves_out_only_itself():
+    # Was: a validation was timed from where the loop had dispatched to, so the queued (asynchronous)
+    # steps it waited for were subtracted too, and such a window looked twice as fast.
+    from gensbi_sharding.harness.step_timer import StepTimer
+
+    now = [0.0]
+    timer = StepTimer(clock=lambda: now[0], sync=lambda pending: now.__setitem__(0, now[0] + 5.0))
+    timer.start_window()
+    now[0] += 2.0  # steps dispatched
+    with timer.paused(pending=object()):  # the queued steps finish first: 5 s of step time
+        now[0] += 1000.0  # the save / validation
+        with timer.paused():  # nested: counted once
+            now[0] += 10.0
+    now[0] += 3.0  # more steps
+    assert timer.window_s() == 10.0 and timer.paused_s == 1010.0
+    timer.start_window()
+    now[0] += 4.0
+    assert timer.window_s() == 4.0 and timer.paused_s == 1010.0
+
+
+def test_checkpoint_saves_and_validations_are_not_step_time(tmp_path, monkeypatch, devices):
+    # Was: on_step's checkpoint save was timed as step time (60 steps: 5.66 ms a step without
+    # checkpoints, 56 ms with one every 20). A save or a validation here takes 1 s; a step, milliseconds.
+    import time
+
+    from faults_helpers import run_tiny
+    from gensbi_sharding.harness import validation
+
+    real_save, real_validation = checkpoint.CheckpointWriter.save, T.validation_loss
+    timed = []
+
+    def slow_save(self, *args, **kwargs):
+        time.sleep(1.0)
+        timed.append("save")
+        return real_save(self, *args, **kwargs)
+
+    def slow_validation(*args, **kwargs):
+        time.sleep(1.0)
+        timed.append("validation")
+        return real_validation(*args, **kwargs)
+
+    monkeypatch.setattr(checkpoint.CheckpointWriter, "save", slow_save)
+    monkeypatch.setattr(T, "validation_loss", slow_validation)
+    assert validation.validation_loss is real_validation  # the harness's own validation is the one slowed
+    metrics = run_tiny(tmp_path / "run", "train.checkpoint_every=2", "train.val_every=2")
+    assert metrics["status"] == "ok" and metrics["steps"] == 8
+    assert timed.count("save") >= 4 and timed.count("validation") >= 4  # in every window of 4 steps
+    # Included, they would add at least 0.5 s a step (2 s per window of 4 steps).
+    assert metrics["median_step_s"] < 0.25, metrics["median_step_s"]
+    assert metrics["samples_per_s"] == pytest.approx(metrics["config"]["data"]["batch_size"]
+                                                     / metrics["median_step_s"], rel=1e-6)

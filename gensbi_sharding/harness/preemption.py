@@ -201,6 +201,7 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
     from gensbi_sharding import checkpoint
     from gensbi_sharding.harness import train, validation
     from gensbi_sharding.harness.state import EARLY_STOPPING, checkpoint_tree
+    from gensbi_sharding.harness.step_timer import StepTimer
     from gensbi_sharding import mesh_context
 
     resumed = ts.early_stopping  # left as restored (run.py counts its validations): a copy is continued
@@ -229,9 +230,12 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
     writer = checkpoint.CheckpointWriter(out / checkpoint.CHECKPOINT_SUBDIR, every=cfg.train.checkpoint_every,
                                          keep=cfg.train.keep, config=config)
 
+    timer = StepTimer()  # a save is not step time
+
     def save(step: int, current: Any) -> None:  # the early-stopping state too: state.checkpoint_tree
         best = stopper.best_weights if stopper.best_weights is not None else functions.weights(current)
-        writer.save(step, checkpoint_tree(current, best), ts.key, info={EARLY_STOPPING: stopper.scalars()})
+        with timer.paused(current):
+            writer.save(step, checkpoint_tree(current, best), ts.key, info={EARLY_STOPPING: stopper.scalars()})
 
     stopped = []  # where a preemption stopped the loop: a step boundary or inside a validation
 
@@ -257,7 +261,7 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
                                  val_batches=val_batches, progress=progress, start_step=ts.start_step,
                                  on_step=on_step, val_every=cfg.train.val_every, patience=cfg.train.patience,
                                  val_draws=cfg.train.val_draws, stop_requested=stop_requested,
-                                 early_stopping=stopper)
+                                 early_stopping=stopper, timer=timer)
             save(ts.start_step + result.steps, result.state)
     except FloatingPointError as err:
         latest = writer.latest()

@@ -35,6 +35,7 @@ from tqdm.auto import tqdm
 
 from gensbi_sharding import mesh_context
 from gensbi_sharding.harness.step_check import check_step_keeps_state
+from gensbi_sharding.harness.step_timer import StepTimer
 from gensbi_sharding.harness.validation import EarlyStopping, record_validation, validates_at, validation_loss
 
 __all__ = ["flow_matching_loss", "make_optimizer", "StepFunctions", "make_step_functions", "train",
@@ -184,7 +185,7 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
           start_step: int = 0, on_step: Callable[[int, Any], bool | None] | None = None,
           val_every: int = 0, patience: int = 0, val_draws: int = 1,
           stop_requested: Callable[[], bool] | None = None,
-          early_stopping: EarlyStopping | None = None) -> TrainResult:
+          early_stopping: EarlyStopping | None = None, timer: StepTimer | None = None) -> TrainResult:
     """Run up to ``steps`` train steps under ``mesh_context(mesh)``, validating as it goes.
 
     Every ``val_every`` steps (and after the last) the sampled weights (the EMA when
@@ -202,8 +203,11 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
     its best so far and its history; updated in place); None: a fresh one with
     ``patience``. Step time is measured
     over windows of ``log_every`` steps (one device sync per window, not per step),
-    validation excluded; ``median_step_s`` is the median over windows. The first
-    step's compile is timed separately (``compile_s``).
+    training steps only: validations, and whatever ``on_step`` runs inside
+    ``timer.paused(state)`` (checkpoint saves), are left out, after the queued steps are
+    waited for (``harness.step_timer``); ``median_step_s`` is the median over windows.
+    ``timer``: the one ``on_step`` pauses (None: a new one). The first step's compile is
+    timed separately (``compile_s``).
 
     Raises
     ------
@@ -236,7 +240,9 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
         losses, windows = [], []
         bar = tqdm(total=steps, initial=0, disable=not progress, desc="train", unit="step",
                    dynamic_ncols=True, leave=False)
-        batch, window_start, window_steps, stop, halted = first, time.perf_counter(), 0, False, False
+        timer = timer if timer is not None else StepTimer()
+        batch, window_steps, stop, halted = first, 0, False, False
+        timer.start_window()
         first_validation = len(history)
         try:
             for i in range(steps):
@@ -249,21 +255,21 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
                     halted = bool(on_step(step, state))
                 window_steps += 1
                 if val_batches and not halted and validates_at(step, val_every=val_every, last_step=start_step + steps):
-                    paused = time.perf_counter()
-                    stop, halted = validate(state, step)
-                    window_start += time.perf_counter() - paused  # validation is not step time
+                    with timer.paused(state):  # validation is not step time; the queued steps are
+                        stop, halted = validate(state, step)
                 if window_steps == log_every or last or stop or halted:
                     window_loss = float(jnp.mean(jnp.stack(losses[-window_steps:])))
                     if not np.isfinite(window_loss):
                         raise FloatingPointError(
                             f"training diverged: mean loss {window_loss} over steps {step + 1 - window_steps}"
                             f"..{step}; lower train.learning_rate or check the data")
-                    elapsed = time.perf_counter() - window_start
+                    elapsed = timer.window_s()  # the loss read above waited for the window's steps
                     windows.append(elapsed / window_steps)
                     bar.update(window_steps)
                     bar.set_postfix(step=step, loss=f"{window_loss:.4f}", best_val=f"{stopper.best_loss:.4f}",
                                     samples_s=f"{batch_size * window_steps / elapsed:.0f}")
-                    window_start, window_steps = time.perf_counter(), 0
+                    window_steps = 0
+                    timer.start_window()
                 if stop or halted:
                     break
         except KeyboardInterrupt as interrupt:
