@@ -330,6 +330,32 @@ def test_the_signal_is_handed_on_to_the_handler_installed_before_the_run():
         signal.signal(signal.SIGUSR2, before)
 
 
+@pytest.mark.parametrize("recorded, words", [
+    ("", "preempted by a preemption notice at step 111"),  # the parent received nothing: JAX's service did
+    (str(int(signal.SIGINT)), "interrupted by Ctrl-C (SIGINT) at step 111"),  # the parent's Ctrl-C
+    (str(int(signal.SIGTERM)), "preempted by SIGTERM at step 111"),  # SLURM's SIGTERM to the parent
+    (str(int(signal.SIGUSR1)), "preempted by SIGUSR1 at step 111"),
+])
+def test_a_local_process_words_its_stop_by_the_signal_its_parent_received(tmp_path, monkeypatch, recorded, words):
+    # Was: Ctrl-C of a distributed=local parent reached its processes as SIGTERM, which JAX's preemption
+    # service takes: they wrote "preempted by a preemption notice at step 111" under status interrupted.
+    from gensbi_sharding.harness.parent_signal import PARENT_SIGNAL_ENV, record_parent_signal, stop_signal
+
+    received = tmp_path / "signal"
+    received.write_text("")  # as the parent creates it
+    if recorded:
+        record_parent_signal(received, int(recorded))
+        record_parent_signal(received, signal.SIGTERM)  # a later signal: the first one stays
+    monkeypatch.setenv(PARENT_SIGNAL_ENV, str(received))
+    stop = Preempted(None, 111, tmp_path / "checkpoints" / "111")
+    assert str(stop) == f"{words}; checkpoint {tmp_path / 'checkpoints' / '111'}"
+    assert stop.interrupted == (recorded == str(int(signal.SIGINT)))
+    # A terminal's Ctrl-C reaches the processes themselves too; outside distributed=local nothing changes.
+    assert stop_signal(signal.SIGINT, {PARENT_SIGNAL_ENV: str(received)}) == signal.SIGINT
+    assert stop_signal(signal.SIGUSR2, {}) == signal.SIGUSR2 and stop_signal(None, {}) is None
+    assert stop_signal(None, {PARENT_SIGNAL_ENV: str(tmp_path / "gone")}) is None  # the parent removed it
+
+
 @pytest.mark.parametrize("status, resume_auto, refused", [
     ("preempted", True, None), ("interrupted", True, None), ("error", True, None),
     ("ok", True, "(status ok): this folder holds an earlier run's outputs, which are never overwritten; "
@@ -419,6 +445,28 @@ def test_sigterm_then_the_same_command_requeued(tmp_path, devices):
     files = [p for p in out.rglob("*") if p.is_file()]  # Orbax's checkpoint files too
     assert {str(p.relative_to(out)): oct(p.stat().st_mode & 0o777) for p in files} == \
         {str(p.relative_to(out)): "0o664" for p in files}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+def test_ctrl_c_of_a_local_parent_is_an_interruption_in_its_processes_too(tmp_path):
+    # Was: status interrupted, but error "preempted by a preemption notice at step N" (the processes
+    # get SIGTERM from the parent). Only the parent gets the SIGINT here, as from `kill -INT`.
+    out = tmp_path / "run"
+    parent = _launch("rule=fsdp", "mesh.model_axis=2", "train.steps=100000", "distributed=local",
+                     f"hydra.run.dir={out}", cwd=tmp_path)
+    try:
+        _wait_for(out / "process_1.log", "[5/7] train", parent)
+        parent.send_signal(signal.SIGINT)
+        log = parent.communicate(timeout=180)[0]
+    finally:
+        parent.kill()
+    assert parent.returncode == 130, log[-3000:]
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["status"] == "interrupted" and metrics["process_exit_codes"] == [130, 130], metrics
+    assert re.match(r"interrupted by Ctrl-C \(SIGINT\) (at step \d+|before training)", metrics["error"]), \
+        metrics["error"]
+    assert "preempt" not in metrics["error"]
 
 
 @pytest.mark.slow

@@ -21,6 +21,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -29,6 +30,7 @@ from typing import Any
 from omegaconf import DictConfig
 
 from gensbi_sharding.harness.config import ConfigError
+from gensbi_sharding.harness.parent_signal import PARENT_SIGNAL_ENV, record_parent_signal
 from gensbi_sharding.harness.preemption import EXIT_INTERRUPTED, EXIT_PREEMPTED, PREEMPT_SIGNALS
 from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
 from gensbi_sharding.harness.sweep_hints import CONTINUE_ENV, continue_command
@@ -77,9 +79,11 @@ def run_local_processes(cfg: DictConfig, out: Path) -> dict[str, Any]:
     port = _free_port()
     script = Path(sys.argv[0]).absolute()
     lifeline, keep_open = os.pipe()  # the children read; only this process holds the write end
+    handle, received = tempfile.mkstemp(prefix="gensbi_sharding_signal_")  # the signal the children word
+    os.close(handle)
     env = {k: v for k, v in os.environ.items() if k != "JAX_NUM_CPU_DEVICES"}
     env.update(PYTHONUNBUFFERED="1", XLA_FLAGS=_without_device_count(env.get("XLA_FLAGS", "")),
-               **{LOCAL_CHILD_ENV: str(lifeline), CONTINUE_ENV: continue_command(out)})
+               **{LOCAL_CHILD_ENV: str(lifeline), CONTINUE_ENV: continue_command(out), PARENT_SIGNAL_ENV: received})
     children = []
     try:
         for rank in range(n):
@@ -98,6 +102,7 @@ def run_local_processes(cfg: DictConfig, out: Path) -> dict[str, Any]:
         if signum == signal.SIGINT and signal.SIGINT in signalled:
             raise KeyboardInterrupt  # Ctrl-C again: stop at once (the finally below ends the children)
         signalled.append(signum)
+        record_parent_signal(received, signum)  # before the children hear of it: they say Ctrl-C, not preemption
         for child in children:
             if child.poll() is None:
                 # A terminal's Ctrl-C reached the children already (one process group); SIGTERM, not a
@@ -116,6 +121,7 @@ def run_local_processes(cfg: DictConfig, out: Path) -> dict[str, Any]:
                 child.kill()
                 child.wait()
         os.close(keep_open)
+        os.unlink(received)
     metrics_path = out / "metrics.json"
     metrics = json.loads(metrics_path.read_text()) if metrics_path.exists() else {}
     metrics["process_exit_codes"] = codes

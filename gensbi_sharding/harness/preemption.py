@@ -10,6 +10,8 @@ new to save: before training nothing was trained, after it the final checkpoint 
 written). The run then records ``status: preempted`` with the step, and the process
 exits with ``EXIT_PREEMPTED``; ``train.resume=auto`` continues from the checkpoint.
 Ctrl-C (SIGINT) stops the same way, as ``status: interrupted``; a second Ctrl-C stops at once.
+``distributed=local``'s processes get any signal as SIGTERM from their parent; they word the
+stop by the signal the parent received (``harness.parent_signal``): its Ctrl-C is "interrupted".
 
 The handler only records the signal; it never raises into whatever code runs (an
 exception raised there can land in a C++ callback of JAX's, where it is lost or
@@ -34,8 +36,10 @@ from typing import Any
 
 import numpy as np
 
+from gensbi_sharding.harness.parent_signal import stop_signal
+
 __all__ = ["EXIT_PREEMPTED", "EXIT_INTERRUPTED", "PREEMPT_SIGNALS", "Preempted", "PreemptionWatch",
-           "train_with_checkpoints", "resume_point"]
+           "train_with_checkpoints"]
 
 log = logging.getLogger("gensbi_sharding")
 
@@ -60,6 +64,7 @@ class Preempted(Exception):
 
     def __init__(self, signum: int | None, step: int | None = None, checkpoint: Any = None,
                  after_training: bool = False):
+        signum = stop_signal(signum)  # a distributed=local parent's Ctrl-C is one too: "interrupted"
         self.signum, self.step = signum, step
         self.interrupted = signum == signal.SIGINT  # Ctrl-C: the run ends as "interrupted"
         name = ("Ctrl-C (SIGINT)" if self.interrupted else signal.Signals(signum).name if signum
@@ -198,11 +203,12 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
     FloatingPointError
         If training diverged; the message names the last finite checkpoint to resume from.
     """
-    from gensbi_sharding import checkpoint
+    import jax
+
+    from gensbi_sharding import checkpoint, mesh_context
     from gensbi_sharding.harness import train, validation
     from gensbi_sharding.harness.state import EARLY_STOPPING, checkpoint_tree
     from gensbi_sharding.harness.step_timer import StepTimer
-    from gensbi_sharding import mesh_context
 
     resumed = ts.early_stopping  # left as restored (run.py counts its validations): a copy is continued
     stopper = (validation.EarlyStopping(patience=cfg.train.patience) if resumed is None else
@@ -277,24 +283,5 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
     # A signal at the last step, in its validation or during the last save stops the run too: evaluation
     # can take minutes, and SLURM's SIGKILL follows its SIGTERM within seconds.
     # (One process only: across processes the sync point decides, or they would part ways here.)
-    import jax
-
     return result, bool(stopped) or (watch.signum is not None and jax.process_count() == 1)
 
-
-def resume_point(cfg: Any, out: Any) -> Any:
-    """The checkpoint step folder a run resumes from, or None to start fresh.
-
-    ``train.resume=auto``: the newest complete checkpoint in the run's own folder
-    (requeued with the same command and ``hydra.run.dir``), None if there is none yet.
-    Any other value: the folder ``train.resume`` points at (``state.resume_step_dir``).
-    """
-    from gensbi_sharding.checkpoint import CHECKPOINT_SUBDIR, committed_steps
-    from gensbi_sharding.harness.state import resume_step_dir
-
-    if cfg.train.resume != "auto":
-        return resume_step_dir(cfg)
-    steps = committed_steps(out / CHECKPOINT_SUBDIR)
-    log.info("train.resume=auto: %s", f"resuming from step {steps[-1]}" if steps else
-             f"no checkpoint in {out} yet, starting fresh (to continue another run: hydra.run.dir=<its folder>)")
-    return out / CHECKPOINT_SUBDIR / str(steps[-1]) if steps else None

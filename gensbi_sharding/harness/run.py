@@ -27,6 +27,7 @@ from gensbi_sharding.harness.dry_run import dry_run_metrics
 from gensbi_sharding.harness.hints import mesh_devices_problem, model_axis_problem, overrides_named
 from gensbi_sharding.harness.local_cluster import run_local_processes, watch_parent
 from gensbi_sharding.harness.model_checks import ignored_settings, platform_problem
+from gensbi_sharding.harness.parent_signal import stop_signal
 from gensbi_sharding.harness.preemption import Preempted, PreemptionWatch
 from gensbi_sharding.harness.rule_config import check_table_against_mesh, mesh_spec, rule_table
 from gensbi_sharding.harness.units import format_bytes
@@ -85,7 +86,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             if cfg.get("debug"):
                 folder.release()
                 raise
-            if watch.signum == signal.SIGINT:  # e.g. C2ST's worker processes, stopped by the same Ctrl-C
+            if stop_signal(watch.signum) == signal.SIGINT:  # e.g. C2ST's worker processes, stopped by the same Ctrl-C
                 _record_interrupt(metrics, f"interrupted (Ctrl-C): {type(err).__name__}: {err}", start, folder)
                 raise KeyboardInterrupt from err
             metrics["error"] = f"{type(err).__name__}: {err}"
@@ -137,8 +138,8 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
     from gensbi_sharding.harness import plots, registry, train
     from gensbi_sharding import checkpoint
     from gensbi_sharding.harness.pipeline import build_pipeline
-    from gensbi_sharding.harness.preemption import resume_point, train_with_checkpoints
-    from gensbi_sharding.harness.state import build_state, check_resume_settings
+    from gensbi_sharding.harness.preemption import train_with_checkpoints
+    from gensbi_sharding.harness.state import build_state, check_resume_settings, resume_point
     from gensbi_sharding.harness.tasks import TASKS, check_evaluation
 
     if folder.owner is None and jax.process_index() == 0:  # distributed=auto: process 0 owns the folder

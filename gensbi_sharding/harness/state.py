@@ -22,8 +22,9 @@ from omegaconf import DictConfig, OmegaConf
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.rule_config import as_rule, partition_axis_from_config
 
-__all__ = ["TrainState", "builder", "trace_model", "SHARDED_INIT_TRACES", "DRY_RUN_TRACES", "model_plan", "build_state", "resume_step_dir", "partition_axis_for",
-           "check_resume_settings", "checkpoint_tree", "BEST", "EARLY_STOPPING"]
+__all__ = ["TrainState", "builder", "trace_model", "SHARDED_INIT_TRACES", "DRY_RUN_TRACES", "model_plan",
+           "build_state", "resume_step_dir", "resume_point", "partition_axis_for", "check_resume_settings",
+           "checkpoint_tree", "BEST", "EARLY_STOPPING"]
 
 log = logging.getLogger("gensbi_sharding")
 
@@ -66,6 +67,24 @@ def resume_step_dir(cfg: DictConfig) -> Path | None:
     from gensbi_sharding.checkpoint import find_checkpoint
 
     return find_checkpoint(cfg.train.resume, base_dir=_launch_dir())
+
+
+def resume_point(cfg: Any, out: Any) -> Any:
+    """The checkpoint step folder a run resumes from, or None to start fresh.
+
+    ``train.resume=auto``: the newest complete checkpoint in the run's own folder
+    (requeued with the same command and ``hydra.run.dir``), None if there is none yet.
+    Any other value: the folder ``train.resume`` points at (``resume_step_dir``).
+    """
+    from gensbi_sharding.checkpoint import CHECKPOINT_SUBDIR, committed_steps
+
+    if cfg.train.resume != "auto":
+        return resume_step_dir(cfg)
+    steps = committed_steps(out / CHECKPOINT_SUBDIR)
+    log.info("train.resume=auto: %s", f"resuming from step {steps[-1]}" if steps else
+             f"no checkpoint in {out} yet, starting fresh (to continue an unfinished run: hydra.run.dir=<its "
+             "folder>; to train a finished one further: train.resume=<its folder> and a new hydra.run.dir)")
+    return out / CHECKPOINT_SUBDIR / str(steps[-1]) if steps else None
 
 
 def builder(cfg: DictConfig, *, dim_theta: int, dim_x: int, partition_axis: Any) -> Callable[[], tuple]:
