@@ -8,6 +8,7 @@ import csv
 import json
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -396,6 +397,62 @@ def test_a_refused_sweep_folder_names_the_commands_that_continue_its_unfinished_
 
 
 # ------------------------------------------------------------------ real signals to launch.py
+
+def test_a_completed_run_names_the_command_that_trains_it_further(tmp_path, devices):
+    # Was: "choose another hydra.run.dir", and a new folder with train.resume=auto starts from step 0,
+    # whose hint named the folder just refused. train.resume=<the run> into a new folder continues it.
+    out = tmp_path / "run"
+    assert run_tiny(out)["status"] == "ok"
+    refused = run_tiny(out, "train.resume=auto", "train.steps=16")
+    assert refused["status"] == "error"
+    found = re.search(r"never overwritten; choose another hydra.run.dir \(or hydra.sweep.dir\); to train it further "
+                      r"from its final checkpoint \(step 8\) into a new folder: the same command with (.*)$",
+                      refused["error"])
+    assert found, refused["error"]
+    assert found.group(1) == f"train.steps=16 train.resume={out} hydra.run.dir={out}-steps16"
+    further = run_tiny(Path(f"{out}-steps16"), "train.steps=16", f"train.resume={out}")  # the hint, followed
+    assert further["status"] == "ok" and further["resumed_from_step"] == 8 and further["final_step"] == 16
+    joined = _losses(Path(f"{out}-steps16"))  # the finished run's curve, then the 8 new steps
+    assert further["steps"] == 8 and len(joined) == 16
+    np.testing.assert_array_equal(joined[:8], _losses(out))
+
+
+def test_the_train_further_command_keeps_the_overrides_and_a_fresh_folder(tmp_path):
+    from gensbi_sharding.harness.sweep_hints import train_further_hint
+
+    run = tmp_path / "r1"
+    (tmp_path / "r1-steps40").mkdir()  # taken: the next free name
+    assert train_further_hint(run, 20, 40, ["experiment=quick", "train.steps=40", "train.resume=auto",
+                                            f"hydra.run.dir={run}", "model.width=a b"], multirun=True) == (
+        f"; to train it further from its final checkpoint (step 20) into a new folder: python launch.py "
+        f"experiment=quick 'model.width=a b' train.steps=40 train.resume={run} hydra.mode=RUN "
+        f"hydra.run.dir={tmp_path / 'r1-steps40-2'}")
+    # train.steps not above the checkpoint's: the user picks it (the command would train nothing).
+    assert train_further_hint(run, 20, 20, None).endswith(
+        f"the same command with train.steps=<more than 20> train.resume={run} hydra.run.dir={tmp_path / 'r1-stepsmore'}")
+    assert train_further_hint(run, None, 40, None) == ""  # no checkpoint: nothing to continue from
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+def test_the_printed_command_trains_a_completed_run_further(tmp_path, devices):
+    out = tmp_path / "r1"
+    first = _launch("train.checkpoint_every=0", f"hydra.run.dir={out}", cwd=tmp_path)
+    assert first.wait(timeout=300) == 0, first.communicate()[0][-3000:]
+    refused = _launch("train.checkpoint_every=0", "train.resume=auto", "train.steps=16", f"hydra.run.dir={out}",
+                      cwd=tmp_path)
+    text = refused.communicate(timeout=300)[0]
+    assert refused.returncode == 1
+    command = re.search(r"into a new folder: python launch.py (.*)$", text, re.M)
+    assert command, text[-3000:]
+    args = shlex.split(command.group(1))
+    assert args[-3:] == ["train.steps=16", f"train.resume={out}", f"hydra.run.dir={out}-steps16"]
+    further = subprocess.run([sys.executable, str(REPO / "launch.py"), *args], cwd=tmp_path, text=True,
+                             env={**os.environ, "JAX_PLATFORMS": "cpu"}, capture_output=True, timeout=300)
+    assert further.returncode == 0, (further.stdout + further.stderr)[-3000:]
+    metrics = json.loads((tmp_path / "r1-steps16" / "metrics.json").read_text())
+    assert metrics["status"] == "ok" and metrics["resumed_from_step"] == 8 and metrics["final_step"] == 16
+
 
 def _launch(*args, env=None, **popen):
     env = {**os.environ, "JAX_PLATFORMS": "cpu", **(env or {})}

@@ -21,7 +21,7 @@ from gensbi_sharding.harness.config_checks import dry_run_resume_problem
 from gensbi_sharding.harness.console import tagged
 from gensbi_sharding.harness.folder_lock import FolderInUseError, FolderLock
 from gensbi_sharding.harness.outputs import write_atomic, write_json
-from gensbi_sharding.harness.sweep_hints import sweep_jobs, unfinished_jobs_hint
+from gensbi_sharding.harness.sweep_hints import hydra_job_overrides, sweep_jobs, train_further_hint, unfinished_jobs_hint
 
 __all__ = ["ensure_fresh", "RunFolder", "folder_owner", "RESUMABLE", "RefuseCompletedRun", "LOCAL_CHILD_ENV",
            "is_writer", "continued_sweep_job", "refresh_job_sweep_summary"]
@@ -36,7 +36,8 @@ RESUMABLE = ("preempted", "interrupted", "error")
 
 
 def ensure_fresh(out_dir: Path, *, resume_auto: bool = False, resume_from: bool = False,
-                 dry_run: bool = False) -> dict | None:
+                 dry_run: bool = False, steps: int | None = None, overrides: list[str] | None = None,
+                 multirun: bool = False) -> dict | None:
     """Refuse to run into a folder that holds another run's results.
 
     With ``resume_auto`` (``train.resume=auto``) a folder whose run ended with a status
@@ -45,7 +46,9 @@ def ensure_fresh(out_dir: Path, *, resume_auto: bool = False, resume_from: bool 
     (``train.resume=<another folder>``) such a folder may be used when it holds no
     checkpoint of its own: an attempt that failed before it saved one (e.g. a mistyped
     ``train.resume`` path) is retried with the corrected path. A ``dry_run`` continues
-    nothing: it is refused any folder that holds a run's metrics or checkpoints.
+    nothing: it is refused any folder that holds a run's metrics or checkpoints. A completed run's
+    refusal names the command that trains it further into a new folder (``train_further_hint``,
+    with ``steps``, the ``train.steps`` asked for, and the command's ``overrides``).
 
     Returns
     -------
@@ -69,7 +72,9 @@ def ensure_fresh(out_dir: Path, *, resume_auto: bool = False, resume_from: bool 
     if previous is not None and not (resume_auto and status in RESUMABLE) and not retry:
         hint = ("rerun with train.resume=auto to continue it in this folder, or choose another hydra.run.dir"
                 if status in RESUMABLE and not dry_run else "choose another hydra.run.dir (or hydra.sweep.dir)"
-                + (" for the dry run (a dry run writes only into a fresh folder)" if dry_run else ""))
+                + (" for the dry run (a dry run writes only into a fresh folder)" if dry_run else
+                   train_further_hint(out_dir, previous.get("final_step") if has_checkpoints else None, steps,
+                                      overrides, multirun=multirun)))
         raise FileExistsError(
             f"{metrics} already exists (status {status}): this folder holds an earlier run's outputs, "
             f"which are never overwritten; {hint}")
@@ -98,7 +103,7 @@ class RunFolder:
         self.resume_auto = cfg.train.resume == "auto"
         self.resume_from = bool(cfg.train.resume) and not self.resume_auto
         self.dry_run, self.dry_run_problem = bool(cfg.get("dry_run")), dry_run_resume_problem(cfg)
-        self.claimed, self.previous, self._lock = False, None, None
+        self.claimed, self.previous, self._lock, self.steps = False, None, None, cfg.train.steps
 
     def claim(self) -> None:
         """Lock the folder and check it is fresh (or resumable); raises as those do (``ConfigError`` first)."""
@@ -107,8 +112,9 @@ class RunFolder:
         lock = FolderLock(self.out)
         lock.acquire()
         try:
+            overrides, multirun = hydra_job_overrides()
             self.previous = ensure_fresh(self.out, resume_auto=self.resume_auto, resume_from=self.resume_from,
-                                         dry_run=self.dry_run)
+                                         dry_run=self.dry_run, steps=self.steps, overrides=overrides, multirun=multirun)
         except BaseException:
             lock.release()
             raise
@@ -222,8 +228,10 @@ class RefuseCompletedRun(Callback):
             dry_run = bool(OmegaConf.select(config, "dry_run", default=False))
             for run_dir in runs:
                 resume = OmegaConf.select(config, "train.resume", default=None)
+                task = OmegaConf.select(config, "hydra.overrides.task", default=None)
                 ensure_fresh(run_dir, resume_auto=resume == "auto", resume_from=bool(resume) and resume != "auto",
-                             dry_run=dry_run)
+                             dry_run=dry_run, steps=OmegaConf.select(config, "train.steps", default=None),
+                             overrides=None if task is None else list(task), multirun=sweep)
         except (FileExistsError, FolderInUseError, ConfigError) as err:
             self._release()
             hint = ""

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 __all__ = ["sweep_jobs", "unfinished_jobs_hint", "job_command", "continue_command", "CONTINUE_ENV",
-           "job_configuration"]
+           "job_configuration", "train_further_hint", "hydra_job_overrides"]
 
 #: Set by ``distributed=local``'s parent for its processes: the command that continues the whole job
 #: (theirs carry the parent's overrides plus their own).
@@ -67,6 +67,62 @@ def continue_command(run_dir: Any) -> str:
         return f"the same command plus train.resume=auto hydra.run.dir={run_dir}"
     hydra = HydraConfig.get()
     return job_command(list(hydra.overrides.task), run_dir, multirun=hydra.mode == RunMode.MULTIRUN)
+
+
+def hydra_job_overrides() -> tuple[list[str] | None, bool]:
+    """The running Hydra job's overrides (``overrides.task``) and whether it is a multirun's; (None, False) outside one."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    if not HydraConfig.initialized():
+        return None, False
+    hydra = HydraConfig.get()
+    return list(hydra.overrides.task), hydra.mode == RunMode.MULTIRUN
+
+
+def train_further_hint(run_dir: Any, saved_step: int | None, steps: int | None, overrides: Sequence[str] | None,
+                       *, multirun: bool = False) -> str:
+    """How to train a completed run further: from its final checkpoint, into a new folder.
+
+    A completed run's folder is never written into again (not by ``train.resume=auto``
+    either), and a new folder with ``train.resume=auto`` starts from step 0;
+    ``train.resume=<its folder>`` with a new ``hydra.run.dir`` continues from its newest checkpoint.
+
+    Parameters
+    ----------
+    run_dir : path-like
+        The completed run's folder.
+    saved_step : int or None
+        The step of its final checkpoint (its metrics' ``final_step``); None: it holds none.
+    steps : int or None
+        The ``train.steps`` asked for; one not above the checkpoint's step is left for the user to choose.
+    overrides : sequence of str or None
+        The command's overrides (Hydra's ``overrides.task``); None: "the same command with ...".
+    multirun : bool
+        Whether the run was a sweep's job: ``hydra.mode=RUN`` is added, as in ``job_command``.
+
+    Returns
+    -------
+    str
+        "; to train it further from its final checkpoint (step N) into a new folder: <command>",
+        or "" when ``saved_step`` is None.
+    """
+    from pathlib import Path
+
+    if saved_step is None:
+        return ""
+    run_dir = Path(run_dir).absolute()
+    more = steps is not None and steps > saved_step
+    new_dir, copy = run_dir.with_name(f"{run_dir.name}-steps{steps if more else 'more'}"), 1
+    while new_dir.exists():  # a folder not used yet, or the command would be refused in turn
+        copy += 1
+        new_dir = run_dir.with_name(f"{run_dir.name}-steps{steps if more else 'more'}-{copy}")
+    tail = [f"train.steps={steps}" if more else f"train.steps=<more than {saved_step}>",
+            shlex.quote(f"train.resume={run_dir}"), *(["hydra.mode=RUN"] if multirun else []),
+            shlex.quote(f"hydra.run.dir={new_dir}")]
+    kept = [shlex.quote(o) for o in overrides or () if not o.startswith(("train.resume=", "train.steps=", "hydra."))]
+    command = ("the same command with " if overrides is None else "python launch.py ") + " ".join([*kept, *tail])
+    return f"; to train it further from its final checkpoint (step {saved_step}) into a new folder: {command}"
 
 
 def sweep_jobs(task_overrides: Sequence[str], sweeper_params: Mapping[str, Any] | None = None) -> list[list[str]]:
