@@ -646,6 +646,26 @@ def test_resuming_on_other_held_out_pairs_starts_early_stopping_afresh(tmp_path,
     assert [step for step, _ in same["val_history"]] == [4, 8, 12]  # same pairs: the history continues
 
 
+def test_resuming_compares_the_effective_data_shards_not_the_written_value(tmp_path, caplog, devices):
+    # Was: data.shards=null (one shard per process: 1 here) against data.shards=1 counted as other held-out
+    # pairs, and the checkpoint's early stopping was thrown away; across process counts null == null hid a
+    # real change of pairs (tests/test_held_out.py covers the saved configs of 2 processes).
+    import logging
+
+    source = tmp_path / "source"
+    assert run_tiny(source, "train.val_every=4")["status"] == "ok"
+    with caplog.at_level(logging.WARNING, logger="gensbi_sharding"):
+        same = run_tiny(tmp_path / "same", f"train.resume={source}", "train.steps=12", "train.val_every=4",
+                        "data.shards=1")
+        assert [step for step, _ in same["val_history"]] == [4, 8, 12]  # the same pairs: the history continues
+        assert "early stopping starts afresh" not in caplog.text
+        other = run_tiny(tmp_path / "other", f"train.resume={source}", "train.steps=12", "train.val_every=4",
+                         "data.shards=2")
+    assert [step for step, _ in other["val_history"]] == [8, 12]
+    assert "data shards 1 -> 2 (data.shards=2 in 1 process(es); add data.shards=1 for the checkpoint's pairs)" \
+        in caplog.text
+
+
 def test_a_refused_sweep_also_names_the_jobs_that_never_started(tmp_path, capsys):
     # Was: SIGTERM during job 1 of rule=replicated,fsdp,tensor: job 2 had no folder, the hint named
     # job 1 only, and the rebuilt summary showed two jobs, both ok: the tensor job was silently gone.

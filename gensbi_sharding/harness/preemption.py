@@ -207,6 +207,7 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
 
     from gensbi_sharding import checkpoint, mesh_context
     from gensbi_sharding.harness import train, validation
+    from gensbi_sharding.harness.held_out import DATA_SHARDS
     from gensbi_sharding.harness.state import EARLY_STOPPING, checkpoint_tree
     from gensbi_sharding.harness.step_timer import StepTimer
 
@@ -237,11 +238,13 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
                                          keep=cfg.train.keep, config=config)
 
     timer = StepTimer()  # a save is not step time
+    shards = cfg.data.shards or jax.process_count()  # effective: a resumed run compares it (held_out.py)
 
     def save(step: int, current: Any) -> None:  # the early-stopping state too: state.checkpoint_tree
         best = stopper.best_weights if stopper.best_weights is not None else functions.weights(current)
         with timer.paused(current):
-            writer.save(step, checkpoint_tree(current, best), ts.key, info={EARLY_STOPPING: stopper.scalars()})
+            writer.save(step, checkpoint_tree(current, best), ts.key,
+                        info={EARLY_STOPPING: stopper.scalars(), DATA_SHARDS: shards})
 
     stopped = []  # where a preemption stopped the loop: a step boundary or inside a validation
 

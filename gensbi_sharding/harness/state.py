@@ -265,19 +265,17 @@ def checkpoint_tree(state: Any, best: Any) -> dict:
     return {**{str(index): node for index, node in state.items()}, BEST: best}
 
 
-#: Settings that decide the held-out pairs and the validation draws: a checkpoint's best validation
-#: loss compares with this run's only under the same ones.
-_VALIDATION_SETTINGS = ("seed", "data.num_simulations", "data.val_fraction", "data.shards", "train.val_draws")
-
-
 def _restore(state: TrainState, step_dir: Path, mesh: Any, rule: Any, cfg: DictConfig) -> None:
+    import jax
     from flax import nnx
 
     from gensbi_sharding import checkpoint
+    from gensbi_sharding.harness.held_out import held_out_changes
     from gensbi_sharding.harness.validation import EarlyStopping
 
     train_state = checkpoint.abstract_state_for(state.nodes, mesh, rule)
-    scalars = checkpoint.saved_info(step_dir).get(EARLY_STOPPING)
+    info = checkpoint.saved_info(step_dir)
+    scalars = info.get(EARLY_STOPPING)
     target = train_state
     if scalars is not None:  # the best weights: the same target (shardings) as the weights they copy
         target = checkpoint_tree(train_state, train_state[state.sampled])
@@ -288,9 +286,9 @@ def _restore(state: TrainState, step_dir: Path, mesh: Any, rule: Any, cfg: DictC
     else:
         best = restored.state[BEST]
         restored.state = nnx.State({index: restored.state[str(index)] for index in train_state})
-        now = OmegaConf.to_container(cfg, resolve=True)
-        changed = [f"{key}={_get(restored.config, key)} -> {_get(now, key)}" for key in _VALIDATION_SETTINGS
-                   if _get(restored.config, key) != _get(now, key)]
+        # The held-out pairs follow the effective shard count (data.shards=null: one per process), not the raw value.
+        changed = held_out_changes(restored.config, info, OmegaConf.to_container(cfg, resolve=True),
+                                   jax.process_count())
         if changed:  # a best loss on other held-out pairs would never be beaten, or be beaten by chance
             log.warning("early stopping starts afresh: the checkpoint's validation losses were measured on other "
                         "held-out pairs or draws (%s)", ", ".join(changed))
