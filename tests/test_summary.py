@@ -156,3 +156,35 @@ def test_a_job_continued_alone_is_put_back_into_its_sweeps_summary(sweep):
     assert [row["status"] for row in rows] == ["ok"] * 4
     assert rows[3]["c2st"] == "0.7000" and "error" not in (sweep / "sweep_summary.md").read_text()
     assert refresh_sweep_summary(sweep.parent / "not_a_sweep" / "0") is None  # no multirun.yaml: nothing
+
+
+def test_a_job_continued_with_another_override_is_still_its_sweeps_job(sweep):
+    # Was: job 1 continued alone with activation={strategy:model} no longer matched its declared configuration,
+    # which got a phantom "| 4 | data | {strategy:none} | ... | not run |" row: a 4-job sweep listed 5.
+    from gensbi_sharding.harness.summary import refresh_sweep_summary
+
+    OmegaConf.save(OmegaConf.create({"hydra": {"overrides": {"task": [
+        "experiment=quick", "rule.embed=data,model", "activation={strategy:rule},{strategy:none}"]}}}),
+        sweep / "multirun.yaml")
+    shutil.rmtree(sweep / "1")
+    make_job(sweep, 1, ["experiment=quick", "rule.embed=data", "activation={strategy:model}", "train.resume=auto"],
+             **ok_metrics(3016, 0.02, 0.65))
+    shutil.rmtree(sweep / "2")  # and a job that never started, between two that ran: its own number, in place
+    summary = refresh_sweep_summary(sweep / "1")
+    rows = list(csv.DictReader((sweep / "sweep_summary.csv").open()))
+    assert [(row["job"], row["status"]) for row in rows] == [("0", "ok"), ("1", "ok"), ("2", "not run"),
+                                                             ("3", "error")]
+    assert rows[1]["activation"] == "{strategy:model}" and rows[2]["rule.embed"] == "model"
+    assert len(summary.rows) == 4
+
+
+def test_sweep_jobs_follow_hydras_order_with_a_presets_params():
+    # Hydra puts the preset's hydra.sweeper.params first and a command-line value in its place: job numbers.
+    from gensbi_sharding.harness.sweep_hints import never_started, sweep_jobs
+
+    jobs = sweep_jobs(["seed=0,1", "rule=fsdp"], {"rule": "tensor,fsdp", "data": "a,b"})
+    assert jobs == [["rule=fsdp", "data=a", "seed=0"], ["rule=fsdp", "data=a", "seed=1"],
+                    ["rule=fsdp", "data=b", "seed=0"], ["rule=fsdp", "data=b", "seed=1"]]
+    ran = {"0": {"rule": "fsdp", "data": "a", "seed": "0"}, "1": {"rule": "fsdp", "data": "a", "seed": "7"},
+           "custom": {"rule": "fsdp", "data": "b", "seed": "1"}}
+    assert never_started(jobs, ran) == [(2, ["rule=fsdp", "data=b", "seed=0"])]

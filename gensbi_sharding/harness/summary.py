@@ -29,7 +29,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness.outputs import write_atomic
-from gensbi_sharding.harness.sweep_hints import job_configuration, sweep_jobs
+from gensbi_sharding.harness.sweep_hints import job_configuration, never_started, sweep_jobs
 from gensbi_sharding.harness.units import (c2st_spread, format_bytes, format_c2st, format_count, format_seconds,
                                           is_number)
 
@@ -196,16 +196,14 @@ def not_run_rows(rows: Sequence[dict[str, Any]], all_jobs: Sequence[Sequence[str
     """Rows (``status: not run``) for the jobs of ``all_jobs`` (``sweep_hints.sweep_jobs``) without a folder.
 
     A sweep stopped early (preempted, Ctrl-C) never started its later jobs; its table says so
-    instead of silently holding fewer jobs. They are numbered after the last job folder, as
-    Hydra would have numbered them.
+    instead of silently holding fewer jobs. Each has the number Hydra gives it; a job folder
+    continued alone with another override still stands for its job (``sweep_hints.never_started``).
     """
-    ran = [job_configuration([f"{k}={v}" for k, v in row["overrides"].items()]) for row in rows]
-    numbers = [int(row["job"]) for row in rows if str(row["job"]).isdigit()]
-    missing = [job for job in all_jobs if job_configuration(job) not in ran]
+    ran = {str(row["job"]): job_configuration([f"{k}={v}" for k, v in row["overrides"].items()]) for row in rows}
     return [{"job": str(number), "metrics": {"status": "not run"}, "dry_run": False,
              "overrides": {k: v for k, v in (o.split("=", 1) for o in map(str, job) if "=" in o)
                            if _override_key(k) not in _NOT_CONFIGURATION and not k.startswith("hydra.")}}
-            for number, job in enumerate(missing, start=max(numbers, default=-1) + 1)]
+            for number, job in never_started(all_jobs, ran)]
 
 
 def write_summary(sweep_dir: Path, declared: Sequence[str] = (),
@@ -219,7 +217,8 @@ def write_summary(sweep_dir: Path, declared: Sequence[str] = (),
     rows = summary_rows(sweep_dir)
     if not rows:
         return None
-    rows += not_run_rows(rows, all_jobs)
+    rows = sorted(rows + not_run_rows(rows, all_jobs),  # by job number: a job not run may sit between others
+                  key=lambda row: (not row["job"].isdigit(), int(row["job"]) if row["job"].isdigit() else 0))
     keys = swept_keys(rows, declared)
     dry = all(row["dry_run"] for row in rows if row["metrics"].get("status") != "not run")
     columns = DRY_RUN_COLUMNS if dry else TRAIN_COLUMNS

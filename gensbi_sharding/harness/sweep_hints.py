@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 __all__ = ["sweep_jobs", "unfinished_jobs_hint", "job_command", "continue_command", "CONTINUE_ENV",
-           "job_configuration", "train_further_hint", "hydra_job_overrides"]
+           "job_configuration", "train_further_hint", "hydra_job_overrides", "never_started"]
 
 #: Set by ``distributed=local``'s parent for its processes: the command that continues the whole job
 #: (theirs carry the parent's overrides plus their own).
@@ -126,23 +126,47 @@ def train_further_hint(run_dir: Any, saved_step: int | None, steps: int | None, 
 
 
 def sweep_jobs(task_overrides: Sequence[str], sweeper_params: Mapping[str, Any] | None = None) -> list[list[str]]:
-    """Every job of a multirun, as its overrides: the cartesian product of the swept values.
+    """Every job of a multirun, as its overrides, in Hydra's order: job ``i`` runs in folder ``i``.
 
     ``task_overrides`` are the command's overrides (``rule=fsdp,tensor`` sweeps), ``sweeper_params``
-    the preset's ``hydra.sweeper.params`` (an override on the command line wins), as Hydra's basic
-    sweeper combines them.
+    the preset's ``hydra.sweeper.params``. As Hydra's basic sweeper: the preset's keys come first,
+    the command's after them, and a command-line override of a preset's key takes its value in the
+    preset's place (the order decides the job numbers).
     """
     import itertools
 
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    parser = OverridesParser.create()
-    parsed = parser.parse_overrides(list(task_overrides))
-    keys = {o.key_or_group for o in parsed}
-    parsed += parser.parse_overrides([f"{k}={v}" for k, v in (sweeper_params or {}).items() if k not in keys])
-    choices = [[f"{o.get_key_element()}={v}" for v in o.sweep_string_iterator()] if o.is_sweep_override()
-               else [f"{o.get_key_element()}={o.get_value_element_as_str()}"] for o in parsed]
-    return [list(job) for job in itertools.product(*choices)]
+    params = [f"{k}={v}" for k, v in (sweeper_params or {}).items()]
+    choices: dict[str, list[str]] = {}
+    for o in OverridesParser.create().parse_overrides(params + list(task_overrides)):
+        key = o.get_key_element()
+        choices[key] = ([f"{key}={v}" for v in o.sweep_string_iterator()] if o.is_sweep_override()
+                        else [f"{key}={o.get_value_element_as_str()}"])
+    return [list(job) for job in itertools.product(*choices.values())]
+
+
+def never_started(all_jobs: Sequence[Sequence[str]], ran: Mapping[str, dict[str, str]]) -> list[tuple[int, list[str]]]:
+    """The jobs of ``all_jobs`` (``sweep_jobs``) that have no folder, with their job numbers.
+
+    Parameters
+    ----------
+    all_jobs : sequence of sequence of str
+        Every job the sweep declared, in Hydra's order.
+    ran : mapping of str to dict
+        ``{folder name: job_configuration of its recorded overrides}`` of the job folders there are.
+
+    Returns
+    -------
+    list of (int, list of str)
+        Job ``i`` of ``all_jobs`` runs in folder ``str(i)``: that folder stands for it even when its
+        overrides changed since (a job continued alone with another value), so a sweep never lists
+        more jobs than it has; a folder of another name (``hydra.sweep.subdir``) stands for the job
+        whose configuration it recorded.
+    """
+    configurations = list(ran.values())
+    return [(number, list(job)) for number, job in enumerate(all_jobs)
+            if str(number) not in ran and job_configuration(job) not in configurations]
 
 
 def unfinished_jobs_hint(jobs: Sequence[Any], resumable: Sequence[str], all_jobs: Sequence[Sequence[str]] = (),
@@ -160,9 +184,8 @@ def unfinished_jobs_hint(jobs: Sequence[Any], resumable: Sequence[str], all_jobs
 
     status = {Path(j): json.loads((Path(j) / "metrics.json").read_text()).get("status") for j in jobs}
     recorded = all((j / ".hydra" / "overrides.yaml").exists() for j in status)  # else which ran is unknown
-    ran = [job_configuration(_yaml_list(j / ".hydra" / "overrides.yaml")) for j in status] if recorded else []
-    never = ([job for job in all_jobs if job_configuration(job) not in ran]
-             if recorded and sweep_dir is not None else [])
+    ran = {j.name: job_configuration(_yaml_list(j / ".hydra" / "overrides.yaml")) for j in status} if recorded else {}
+    never = never_started(all_jobs, ran) if recorded and sweep_dir is not None else []
     unfinished = [j for j, s in status.items() if s in resumable]
     if not (unfinished or never) or all(s in resumable for s in status.values()):
         return ""
@@ -170,9 +193,8 @@ def unfinished_jobs_hint(jobs: Sequence[Any], resumable: Sequence[str], all_jobs
     for job in unfinished:
         saved = job / ".hydra" / "overrides.yaml"
         commands.append(job_command(_yaml_list(saved) if saved.exists() else ["<its overrides>"], job, multirun=True))
-    numbers = [int(Path(j).name) for j in status if Path(j).name.isdigit()]
-    for offset, job in enumerate(never, start=max(numbers, default=-1) + 1):
-        commands.append(job_command(job, Path(sweep_dir) / str(offset), multirun=True))
+    for number, job in never:  # in the folder Hydra would have given it
+        commands.append(job_command(job, Path(sweep_dir) / str(number), multirun=True))
     started = f" ({len(never)} never started)" if never else ""
     return ("; a sweep folder holding completed jobs is never rerun as a whole: continue its unfinished "
             f"job{'s' if len(commands) > 1 else ''}{started} one by one: " + " ; ".join(commands))
