@@ -245,7 +245,7 @@ def partition_spec_for(names: Sequence[str | None] | None, shape: Sequence[int],
             owner[axis] = name
         size = math.prod(mesh.shape[axis] for axis in mesh_axes)
         if dim % size:
-            return P(), (f"dim {dim} of logical axis {name!r} is not divisible by mesh axis "
+            return P(), (f"size {dim} of logical axis {name!r} is not divisible by mesh axis "
                          f"{target!r} of size {size}")
         entries.append(target if isinstance(target, str) else mesh_axes)
     return P(*entries), None

@@ -86,19 +86,36 @@ class Plan:
         """
         return NamedSharding(self.mesh, self.specs[path])
 
-    def fallback_message(self) -> str | None:
-        """The text of the one ``ShardingFallbackWarning``.
+    def fallback_message(self, max_reasons: int | None = 6, max_paths: int | None = 3,
+                         every: str = "Plan.fallbacks") -> str | None:
+        """The text of the one ``ShardingFallbackWarning``: bounded, each reason once with its paths.
+
+        Parameters
+        ----------
+        max_reasons, max_paths : int or None, default 6 and 3
+            Reasons shown, and paths per reason (``None``: all; one annotation fails alike in every block).
+        every : str, default "Plan.fallbacks"
+            Where every path and reason is, named when some are left out.
 
         Returns
         -------
         str or None
-            The count, rule, mesh shape and each ``path (reason)``; None when nothing fell back.
+            The count, rule, mesh and ``path, path and N more (reason)`` per reason; None without fallbacks.
         """
         if not self.fallbacks:
             return None
+        groups: dict[str, list[str]] = {}
+        for path, reason in self.fallbacks.items():
+            groups.setdefault(reason, []).append(path)
+        reasons, paths_each = (len(self.fallbacks) if n is None else n for n in (max_reasons, max_paths))  # None: all
+        ordered = sorted(groups.items(), key=lambda group: -len(group[1]))  # the most common reason first
+        shown, hidden = ordered[:reasons], [paths for _, paths in ordered[reasons:]]
+        parts = [", ".join(paths[:paths_each]) + (f" and {len(paths) - paths_each} more" if len(paths) > paths_each
+                 else "") + f" ({reason})" for reason, paths in shown]
+        parts += [f"{sum(map(len, hidden))} more for {len(hidden)} other reason(s)"] if hidden else []
+        cut = bool(hidden) or any(len(paths) > paths_each for _, paths in shown)
         return (f"{len(self.fallbacks)} variable(s) replicated instead of split under {self.rule.label} "
-                f"on mesh {dict(self.mesh.shape)}: "
-                + "; ".join(f"{path} ({reason})" for path, reason in self.fallbacks.items()))
+                f"on mesh {dict(self.mesh.shape)}: " + "; ".join(parts) + (f" (every one: {every})" if cut else ""))
 
     def warn(self, stacklevel: int = 2) -> None:
         """Emit the contract's warnings, each at most once.

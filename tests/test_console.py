@@ -126,3 +126,36 @@ def test_xla_log_lines_leave_the_console_for_the_log_with_one_notice(capfd, capl
     assert len(notices) == 1 and notices[0].levelno == logging.WARNING
     assert notices[0].getMessage().startswith(
         "XLA warned (all its lines are in launch.log): [SPMD] Involuntary full rematerialization. The compiler")
+
+
+def test_a_model_with_hundreds_of_fallbacks_gets_one_short_console_line_and_every_path_in_the_log(caplog, devices):
+    # Was: one "[WARNING] 187 variable(s) replicated ..." console line of ~24 KB (model=flux1 model.depth=8 ...),
+    # every path with its reason repeated; the README promises a short console account.
+    import jax.numpy as jnp
+    from flax import nnx
+
+    import gensbi_sharding as gs
+    from gensbi_sharding.harness.config import ConfigError
+    from gensbi_sharding.harness.state import model_plan
+
+    def build():
+        model = nnx.Module()
+        model.blocks = nnx.List([nnx.Param(jnp.ones((2, 8)), **gs.axes("embed", "mlp")) for _ in range(187)])
+        return model, None
+
+    mesh, rule = gs.make_mesh(model_axis=1), gs.resolve_rule("fsdp")
+    with caplog.at_level(logging.WARNING):
+        plan = model_plan(build, mesh, rule, strict=False)
+    assert len(plan.fallbacks) == 187
+    shown = [r for r in caplog.records if console.ConsoleFilter(verbose=False).filter(r)]
+    assert len(shown) == 1 and len(shown[0].getMessage()) < 400, [r.getMessage() for r in shown]
+    assert shown[0].getMessage() == (
+        "187 variable(s) replicated instead of split under rule 'fsdp' on mesh {'data': 8, 'model': 1}: blocks/0, "
+        "blocks/1, blocks/2 and 184 more (size 2 of logical axis 'embed' is not divisible by mesh axis 'data' of "
+        "size 8) (every one: metrics.json 'fallbacks' and launch.log)")
+    full = [r.getMessage() for r in caplog.records if r.name == console.DETAILS]  # launch.log only
+    assert len(full) == 1 and all(f"  blocks/{i}: size 2 of logical axis 'embed'" in full[0] for i in range(187))
+    with pytest.raises(ConfigError) as err:
+        model_plan(build, mesh, rule, strict=True)
+    assert len(str(err.value)) < 500 and "blocks/0, blocks/1, blocks/2 and 184 more" in str(err.value)
+    assert str(err.value).startswith("strict=true and rule 'fsdp' cannot split 187 variable(s)")

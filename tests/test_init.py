@@ -288,7 +288,7 @@ def test_fallback_warning_parity_with_shard_model():
            [(type(w.message), str(w.message)) for w in expected]
     fallbacks = [w for w in caught if issubclass(w.category, ShardingFallbackWarning)]
     assert len(fallbacks) == 1
-    assert "odd (dim 12 of logical axis 'embed' is not divisible" in str(fallbacks[0].message)
+    assert "odd (size 12 of logical axis 'embed' is not divisible" in str(fallbacks[0].message)
     assert "bare (no annotation)" in str(fallbacks[0].message)
     assert all(w.filename == __file__ for w in caught)  # reported at the caller, as shard_model does
     assert flat(built)["good"].sharding.spec == P("data", None)

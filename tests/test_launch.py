@@ -350,8 +350,11 @@ def test_strict_turns_an_unsplittable_variable_into_an_error(strict_sweep):
     strict, lenient = read_metrics(sweep_dir / "0"), read_metrics(sweep_dir / "1")
     assert strict["config"]["strict"] is True and strict["status"] == "error"
     assert "strict=true and rule 'fsdp' cannot split 10 variable(s)" in strict["error"]
-    assert "in_proj/kernel (dim 36 of logical axis 'embed' is not divisible by mesh axis 'data' " \
-           "of size 8)" in strict["error"]
+    # Grouped by reason (a few paths each), the reason saying the size that does not divide; every path in launch.log.
+    assert "in_proj/kernel" in strict["error"]
+    assert "(size 36 of logical axis 'embed' is not divisible by mesh axis 'data' of size 8)" in strict["error"]
+    assert all(f"  {path}: " in (sweep_dir / "0" / "launch.log").read_text()
+               for path in ("in_proj/kernel", "blocks/0/norm/scale", "out_proj/kernel"))
     assert not (sweep_dir / "0" / "train_losses.npz").exists()
     assert not (sweep_dir / "0" / "checkpoints").exists()
     # strict=false: the same fallbacks are a warning and a list in metrics.json; the run completes.

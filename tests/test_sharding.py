@@ -277,13 +277,34 @@ def test_one_fallback_warning_lists_every_problem(devices):
     assert len(record) == 2
     text = fallback[0]
     for part in ("unknown (unknown logical axis 'sequence'", "rank (annotation rank 1 != array rank 2)",
-                 "odd (dim 6 of logical axis 'embed' is not divisible by mesh axis 'data' of size 4)",
+                 "odd (size 6 of logical axis 'embed' is not divisible by mesh axis 'data' of size 4)",
                  "square (logical axes 'embed' and 'embed' both map to mesh axis 'data')",
-                 "plain (no annotation)", "down/bias (no annotation)"):
+                 "down/bias, plain (no annotation)"):  # one reason, its paths together
         assert part in text, (part, text)
     assert "buffer" not in text and "up/kernel" not in text
     for path in ("unknown", "rank", "odd", "square", "plain"):
         assert placed(model, path).is_fully_replicated
+
+
+def test_the_fallback_warning_is_bounded_and_groups_one_reason_over_many_variables(devices):
+    # Was: one "path (reason)" per variable, the reason repeated each time: 187 of them made a ~24 KB
+    # warning; and "dim 6 of logical axis 'embed'" read like a dimension index, not a size.
+    model = nnx.Module()
+    model.blocks = nnx.List([nnx.Param(jnp.ones((6, 8)), **axes("embed", "mlp")) for _ in range(40)])
+    for name in "abcdefgh":
+        setattr(model, name, nnx.Param(jnp.ones((8, 8)), **axes(name, "embed")))  # 8 unknown logical axes
+    plan = gs.plan_shardings(model, make_mesh(model_axis=2), "fsdp")
+    assert len(plan.fallbacks) == 48  # the data, whole
+    message = plan.fallback_message()
+    known = "(known: embed, mlp, heads, vocab, in, out)"
+    assert message == (
+        "48 variable(s) replicated instead of split under rule 'fsdp' on mesh {'data': 4, 'model': 2}: blocks/0, "
+        "blocks/1, blocks/2 and 37 more (size 6 of logical axis 'embed' is not divisible by mesh axis 'data' of "
+        "size 4); " + "; ".join(f"{a} (unknown logical axis '{a}' {known})" for a in "abcde")
+        + "; 3 more for 3 other reason(s) (every one: Plan.fallbacks)")
+    assert of_type(caught(plan.warn), ShardingFallbackWarning) == [message]
+    every = plan.fallback_message(max_reasons=None, max_paths=None, every="x")
+    assert all(path in every for path in plan.fallbacks) and "every one" not in every
 
 
 def test_two_logical_axes_on_the_model_axis_fall_back_under_tensor():

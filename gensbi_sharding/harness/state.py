@@ -20,6 +20,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness.config import ConfigError
+from gensbi_sharding.harness.console import DETAILS
 from gensbi_sharding.harness.rule_config import as_rule, partition_axis_from_config
 
 __all__ = ["TrainState", "builder", "trace_model", "SHARDED_INIT_TRACES", "DRY_RUN_TRACES", "model_plan",
@@ -147,12 +148,17 @@ def model_plan(model: Any, mesh: Any, rule: Any, *, strict: bool) -> Any:
     import gensbi_sharding as gs
 
     plan = gs.plan_shardings(model, mesh, rule)
-    if strict and plan.fallbacks:
-        listed = "; ".join(f"{p} ({r})" for p, r in plan.fallbacks.items())
-        raise ConfigError(f"strict=true and rule {rule.name!r} cannot split {len(plan.fallbacks)} "
-                          f"variable(s): {listed}. Fix the annotation or dimension, or set strict=false")
-    if plan.fallbacks:
-        log.warning("%s", plan.fallback_message())
+    if not plan.fallbacks:
+        return plan
+    # A model may fail one annotation in every block (hundreds of paths): the console line and the error
+    # are bounded (grouped by reason), launch.log gets every path.
+    logging.getLogger(DETAILS).warning("every variable rule %r cannot split (%d):\n%s", rule.name,
+                                       len(plan.fallbacks), "\n".join(f"  {p}: {r}" for p, r in plan.fallbacks.items()))
+    if strict:
+        raise ConfigError(f"strict=true and rule {rule.name!r} cannot split {len(plan.fallbacks)} variable(s); "
+                          f"without strict, {plan.fallback_message(every='launch.log')}. Fix the annotation or "
+                          "dimension, or set strict=false")
+    log.warning("%s", plan.fallback_message(every="metrics.json 'fallbacks' and launch.log"))
     return plan
 
 
