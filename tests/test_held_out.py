@@ -33,7 +33,7 @@ def test_effective_shards_of_both_saved_config_shapes():
 def test_two_processes_resumed_in_one_with_default_shards_is_a_change():
     # Was: data.shards null == null, no change, though the pairs went from 2 shards to 1.
     changes = held_out_changes(config(distributed=TWO_PROCESSES), {}, config(distributed=ONE_PROCESS), 1)
-    assert changes == ["data shards 2 -> 1 (data.shards=None in 1 process(es); add data.shards=2 for the "
+    assert changes == ["data shards 2 -> 1 (data.shards=null in 1 process(es); add data.shards=2 for the "
                        "checkpoint's pairs)"]
     # The same with the checkpoint's own record, as checkpoints are written now.
     assert held_out_changes(config(distributed=TWO_PROCESSES), {DATA_SHARDS: 2},

@@ -84,6 +84,7 @@ def held_out_changes(saved_config: dict, saved_info: dict, now: dict, process_co
         changed.append(f"data shards unknown -> {after} (the checkpoint records neither data.shards nor its "
                        "process count)")
     elif before != after:
-        changed.append(f"data shards {before} -> {after} (data.shards={_get(now, 'data.shards')} in "
+        written = "null" if _get(now, "data.shards") is None else _get(now, "data.shards")
+        changed.append(f"data shards {before} -> {after} (data.shards={written} in "
                        f"{process_count} process(es); add data.shards={before} for the checkpoint's pairs)")
     return changed
