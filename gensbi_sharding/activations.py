@@ -189,7 +189,7 @@ def activation_spec(names: Sequence[str | None], shape: Sequence[int], partition
         if axes and used.intersection(axes):
             unsplit[name], target = f"mesh axes {axes} already split an earlier dimension", None
         elif dim % size:
-            unsplit[name], target = f"dim {dim} is not divisible by mesh axes {axes} of size {size}", None
+            unsplit[name], target = f"size {dim} is not divisible by mesh axes {axes} of size {size}", None
         used.update(_as_axes(target, name))
         entries.append(target)
     return P(*entries), unsplit

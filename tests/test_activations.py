@@ -131,7 +131,7 @@ def test_constrain_leaves_non_dividing_dimension_unsplit(mesh):
     f = jax.jit(lambda x: constrain(x, HEADS, PartitionAxis()))
     x = jnp.ones((16, 5, 3, 3))  # 3 heads on a model axis of 2
     with mesh_context(mesh), pytest.warns(ShardingFallbackWarning,
-                                          match=r"heads \(dim 3 is not divisible by mesh axes \('model',\)"):
+                                          match=r"heads \(size 3 is not divisible by mesh axes \('model',\)"):
         y = f(x)
     assert y.sharding.is_equivalent_to(NamedSharding(mesh, P("data")), 4)
 
