@@ -138,14 +138,12 @@ def test_a_model_with_hundreds_of_fallbacks_gets_one_short_console_line_and_ever
     from gensbi_sharding.harness.config import ConfigError
     from gensbi_sharding.harness.state import model_plan
 
-    def build():
-        model = nnx.Module()
-        model.blocks = nnx.List([nnx.Param(jnp.ones((2, 8)), **gs.axes("embed", "mlp")) for _ in range(187)])
-        return model, None
+    model = nnx.Module()
+    model.blocks = nnx.List([nnx.Param(jnp.ones((2, 8)), **gs.axes("embed", "mlp")) for _ in range(187)])
 
     mesh, rule = gs.make_mesh(model_axis=1), gs.resolve_rule("fsdp")
     with caplog.at_level(logging.WARNING):
-        plan = model_plan(build, mesh, rule, strict=False)
+        plan = model_plan(model, mesh, rule, strict=False)
     assert len(plan.fallbacks) == 187
     shown = [r for r in caplog.records if console.ConsoleFilter(verbose=False).filter(r)]
     assert len(shown) == 1 and len(shown[0].getMessage()) < 400, [r.getMessage() for r in shown]
@@ -156,6 +154,6 @@ def test_a_model_with_hundreds_of_fallbacks_gets_one_short_console_line_and_ever
     full = [r.getMessage() for r in caplog.records if r.name == console.DETAILS]  # launch.log only
     assert len(full) == 1 and all(f"  blocks/{i}: size 2 of logical axis 'embed'" in full[0] for i in range(187))
     with pytest.raises(ConfigError) as err:
-        model_plan(build, mesh, rule, strict=True)
+        model_plan(model, mesh, rule, strict=True)
     assert len(str(err.value)) < 500 and "blocks/0, blocks/1, blocks/2 and 184 more" in str(err.value)
     assert str(err.value).startswith("strict=true and rule 'fsdp' cannot split 187 variable(s)")
