@@ -136,7 +136,7 @@ def test_a_model_with_hundreds_of_fallbacks_gets_one_short_console_line_and_ever
 
     import gensbi_sharding as gs
     from gensbi_sharding.harness.config import ConfigError
-    from gensbi_sharding.harness.state import model_plan
+    from gensbi_sharding.harness.model_plan import model_plan
 
     model = nnx.Module()
     model.blocks = nnx.List([nnx.Param(jnp.ones((2, 8)), **gs.axes("embed", "mlp")) for _ in range(187)])

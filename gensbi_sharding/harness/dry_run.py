@@ -37,7 +37,8 @@ def dry_run(cfg: DictConfig, *, mesh: Any, rule_name: str, table: dict, dim_thet
 
     from gensbi_sharding import abstract_sharded, batch_axes, compiled_report
     from gensbi_sharding.harness.rule_config import as_rule
-    from gensbi_sharding.harness.state import DRY_RUN_TRACES, builder, model_plan, trace_model
+    from gensbi_sharding.harness.model_plan import DRY_RUN_TRACES, model_plan, trace_model
+    from gensbi_sharding.harness.state import builder
     from gensbi_sharding.harness.ema import EMA
     from gensbi_sharding.harness.step_check import check_step_keeps_state
     from gensbi_sharding.harness.train import make_step_functions

@@ -2,7 +2,7 @@
 
 ``builder`` is the one function that builds the model and its optimizer; sharded
 initialisation, eager construction and the dry run all call it. Placement reads one
-plan of the library (``gensbi_sharding.plan_shardings``): its fallbacks go into the log
+plan of the library (``harness.model_plan``): its fallbacks go into the log
 and ``metrics.json``, and ``strict=true`` turns them into an error. A resumed run
 restores onto the *current* mesh and rule (or onto one device with ``mesh=none``): the
 restore target is planned from the live state, never read from the checkpoint. A run's
@@ -20,10 +20,10 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness.config import ConfigError
-from gensbi_sharding.harness.console import DETAILS
+from gensbi_sharding.harness.model_plan import SHARDED_INIT_TRACES, model_plan, trace_model
 from gensbi_sharding.harness.rule_config import as_rule, partition_axis_from_config
 
-__all__ = ["TrainState", "builder", "trace_model", "SHARDED_INIT_TRACES", "DRY_RUN_TRACES", "model_plan",
+__all__ = ["TrainState", "builder",
            "build_state", "resume_step_dir", "resume_point", "partition_axis_for", "check_resume_settings",
            "checkpoint_tree", "BEST", "EARLY_STOPPING"]
 
@@ -110,56 +110,6 @@ def builder(cfg: DictConfig, *, dim_theta: int, dim_x: int, partition_axis: Any)
         return model, nnx.Optimizer(model, tx, wrt=nnx.Param)
 
     return build
-
-
-def trace_model(build: Callable[[], tuple], cfg: DictConfig, *, needed_by: str) -> Any:
-    """``nnx.eval_shape`` of the model (nothing allocated), for what ``needed_by`` names.
-
-    Raises ``ConfigError`` naming what to do instead when the constructor cannot be traced:
-    it computes a value and reads it back (GenSBI's ``pos1d`` id embedding sizes its table
-    with ``jnp.maximum`` of two ints; ``int(w.max())`` anywhere does the same).
-    """
-    import jax
-    from flax import nnx
-
-    reads_back = (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError,
-                  jax.errors.TracerBoolConversionError, jax.errors.TracerIntegerConversionError)
-    try:
-        return nnx.eval_shape(lambda: build()[0])
-    except reads_back as err:
-        raise ConfigError(f"model={cfg.model.name} cannot be traced (its constructor computes a value and reads it "
-                          f"back: {type(err).__name__}: {str(err).splitlines()[0]}); {needed_by}") from None
-
-
-#: ``trace_model``'s ``needed_by`` for sharded initialisation and for the dry run.
-SHARDED_INIT_TRACES = ("model.init=sharded traces it to build it piece by piece: set model.init=eager "
-                       "(built whole on one device, then placed)")
-DRY_RUN_TRACES = ("dry_run=true traces it so as to allocate nothing, so this model has no dry run: "
-                  "train it with model.init=eager instead")
-
-
-def model_plan(model: Any, mesh: Any, rule: Any, *, strict: bool) -> Any:
-    """The plan of ``model`` (concrete or from ``trace_model``); None without a mesh.
-
-    Its fallbacks are logged once. Raises ``ConfigError`` with ``strict`` when any.
-    """
-    if mesh is None:
-        return None
-    import gensbi_sharding as gs
-
-    plan = gs.plan_shardings(model, mesh, rule)
-    if not plan.fallbacks:
-        return plan
-    # A model may fail one annotation in every block (hundreds of paths): the console line and the error
-    # are bounded (grouped by reason), launch.log gets every path.
-    logging.getLogger(DETAILS).warning("every variable rule %r cannot split (%d):\n%s", rule.name,
-                                       len(plan.fallbacks), "\n".join(f"  {p}: {r}" for p, r in plan.fallbacks.items()))
-    if strict:
-        raise ConfigError(f"strict=true and rule {rule.name!r} cannot split {len(plan.fallbacks)} variable(s); "
-                          f"without strict, {plan.fallback_message(every='launch.log')}. Fix the annotation or "
-                          "dimension, or set strict=false")
-    log.warning("%s", plan.fallback_message(every="metrics.json 'fallbacks' and launch.log"))
-    return plan
 
 
 def build_state(cfg: DictConfig, *, dim_theta: int, dim_x: int, mesh: Any, rule_name: str,

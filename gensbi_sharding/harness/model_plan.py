@@ -1,0 +1,72 @@
+"""The model's plan in a run: traced (or built) once, planned by the library, its fallbacks logged.
+
+``trace_model`` traces the constructor for what must not allocate (sharded
+initialisation, the dry run) and turns a constructor that cannot be traced into one
+line naming what to do; ``model_plan`` plans the model and bounds what the console
+shows of its fallbacks (``launch.log`` gets every path; ``strict=true`` refuses them).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from omegaconf import DictConfig
+
+from gensbi_sharding.harness.config import ConfigError
+from gensbi_sharding.harness.console import DETAILS
+
+__all__ = ["trace_model", "model_plan", "SHARDED_INIT_TRACES", "DRY_RUN_TRACES"]
+
+log = logging.getLogger("gensbi_sharding")
+
+
+def trace_model(build: Callable[[], tuple], cfg: DictConfig, *, needed_by: str) -> Any:
+    """``nnx.eval_shape`` of the model (nothing allocated), for what ``needed_by`` names.
+
+    Raises ``ConfigError`` naming what to do instead when the constructor cannot be traced:
+    it computes a value and reads it back (GenSBI's ``pos1d`` id embedding sizes its table
+    with ``jnp.maximum`` of two ints; ``int(w.max())`` anywhere does the same).
+    """
+    import jax
+    from flax import nnx
+
+    reads_back = (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError,
+                  jax.errors.TracerBoolConversionError, jax.errors.TracerIntegerConversionError)
+    try:
+        return nnx.eval_shape(lambda: build()[0])
+    except reads_back as err:
+        raise ConfigError(f"model={cfg.model.name} cannot be traced (its constructor computes a value and reads it "
+                          f"back: {type(err).__name__}: {str(err).splitlines()[0]}); {needed_by}") from None
+
+
+#: ``trace_model``'s ``needed_by`` for sharded initialisation and for the dry run.
+SHARDED_INIT_TRACES = ("model.init=sharded traces it to build it piece by piece: set model.init=eager "
+                       "(built whole on one device, then placed)")
+DRY_RUN_TRACES = ("dry_run=true traces it so as to allocate nothing, so this model has no dry run: "
+                  "train it with model.init=eager instead")
+
+
+def model_plan(model: Any, mesh: Any, rule: Any, *, strict: bool) -> Any:
+    """The plan of ``model`` (concrete or from ``trace_model``); None without a mesh.
+
+    Its fallbacks are logged once. Raises ``ConfigError`` with ``strict`` when any.
+    """
+    if mesh is None:
+        return None
+    import gensbi_sharding as gs
+
+    plan = gs.plan_shardings(model, mesh, rule)
+    if not plan.fallbacks:
+        return plan
+    # A model may fail one annotation in every block (hundreds of paths): the console line and the error
+    # are bounded (grouped by reason), launch.log gets every path.
+    logging.getLogger(DETAILS).warning("every variable rule %r cannot split (%d):\n%s", rule.name,
+                                       len(plan.fallbacks), "\n".join(f"  {p}: {r}" for p, r in plan.fallbacks.items()))
+    if strict:
+        raise ConfigError(f"strict=true and rule {rule.name!r} cannot split {len(plan.fallbacks)} variable(s); "
+                          f"without strict, {plan.fallback_message(every='launch.log')}. Fix the annotation or "
+                          "dimension, or set strict=false")
+    log.warning("%s", plan.fallback_message(every="metrics.json 'fallbacks' and launch.log"))
+    return plan
