@@ -75,6 +75,7 @@ def test_a_bfloat16_average_follows_steps_below_its_own_precision():
         assert np.abs(np.asarray(new) - old).min() > 5e-4  # in bfloat16 it would not have moved at all
 
 
+@pytest.mark.slow  # an end-to-end run
 def test_the_launcher_trains_flux1_with_bfloat16_parameters(tmp_path):
     metrics = run_tiny(tmp_path / "run", "model=flux1", "model.param_dtype=bfloat16")
     assert metrics["status"] == "ok", metrics.get("error")
@@ -134,6 +135,7 @@ def test_flux1_float16_compute_is_refused_on_cpu_before_any_simulation(tmp_path,
     assert metrics["status"] == "error" and metrics["error"] == f"ConfigError: {message}"
 
 
+@pytest.mark.slow  # an end-to-end run
 def test_simformer_float16_compute_still_trains_on_cpu(tmp_path):
     metrics = run_tiny(tmp_path / "run", "model=simformer", "model.dtype=float16")
     assert metrics["status"] == "ok", metrics.get("error")

@@ -167,6 +167,7 @@ def test_a_pause_waits_for_the_queued_steps_and_leaves_out_only_itself():
     assert timer.window_s() == 4.0 and timer.paused_s == 1010.0
 
 
+@pytest.mark.slow  # an end-to-end run
 def test_checkpoint_saves_and_validations_are_not_step_time(tmp_path, monkeypatch, devices):
     # Was: on_step's checkpoint save was timed as step time (60 steps: 5.66 ms a step without
     # checkpoints, 56 ms with one every 20). A save or a validation here takes 1 s; a step, milliseconds.

@@ -355,6 +355,7 @@ POS1D = ("model=flux1", "model.num_heads=2", "model.axes_dim=[4,0]", "model.dept
          "model.id_embedding_strategy=[pos1d,pos1d]", "mesh.model_axis=2")
 
 
+@pytest.mark.slow  # an end-to-end run
 def test_an_untraceable_constructor_trains_eagerly_on_a_mesh(tmp_path, devices):
     # GenSBI's pos1d embedding sizes its table with jnp.maximum of two ints: the plan traced the
     # constructor even with model.init=eager, so every run on a mesh ended in a JAX traceback.
