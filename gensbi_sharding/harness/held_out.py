@@ -14,16 +14,17 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["DATA_SHARDS", "effective_shards", "held_out_changes"]
+__all__ = ["DATA_SHARDS", "config_value", "effective_shards", "held_out_changes"]
 
 #: Key of the effective data-shard count in a checkpoint's ``info``.
 DATA_SHARDS = "data_shards"
 
-# Settings read as written: (key in the config, what the message calls it).
+# Settings compared as written (dotted keys of the config).
 _AS_WRITTEN = ("seed", "data.num_simulations", "data.val_fraction", "train.val_draws")
 
 
-def _get(tree: Any, dotted: str) -> Any:
+def config_value(tree: Any, dotted: str) -> Any:
+    """``tree["a"]["b"]`` for ``"a.b"`` in a saved config (plain dicts); None where a part is missing."""
     for part in dotted.split("."):
         tree = tree.get(part) if isinstance(tree, dict) else None
     return tree
@@ -47,9 +48,9 @@ def effective_shards(config: dict, info: dict | None = None) -> int | None:
     """
     if (info or {}).get(DATA_SHARDS) is not None:
         return int(info[DATA_SHARDS])
-    if _get(config, "data.shards") is not None:
-        return int(_get(config, "data.shards"))
-    distributed = _get(config, "distributed")
+    if config_value(config, "data.shards") is not None:
+        return int(config_value(config, "data.shards"))
+    distributed = config_value(config, "distributed")
     if not isinstance(distributed, dict):
         return None
     if distributed.get("mode", "none") == "none":
@@ -76,15 +77,15 @@ def held_out_changes(saved_config: dict, saved_info: dict, now: dict, process_co
     list of str
         One entry a setting, e.g. ``"seed=0 -> 1"`` or ``"data shards 2 -> 1 (add data.shards=2 ...)"``.
     """
-    changed = [f"{key}={_get(saved_config, key)} -> {_get(now, key)}" for key in _AS_WRITTEN
-               if _get(saved_config, key) != _get(now, key)]
+    changed = [f"{key}={config_value(saved_config, key)} -> {config_value(now, key)}" for key in _AS_WRITTEN
+               if config_value(saved_config, key) != config_value(now, key)]
     before = effective_shards(saved_config, saved_info)
-    after = _get(now, "data.shards") or process_count
+    after = config_value(now, "data.shards") or process_count
     if before is None:
         changed.append(f"data shards unknown -> {after} (the checkpoint records neither data.shards nor its "
                        "process count)")
     elif before != after:
-        written = "null" if _get(now, "data.shards") is None else _get(now, "data.shards")
+        written = "null" if config_value(now, "data.shards") is None else config_value(now, "data.shards")
         changed.append(f"data shards {before} -> {after} (data.shards={written} in "
                        f"{process_count} process(es); add data.shards={before} for the checkpoint's pairs)")
     return changed

@@ -41,7 +41,7 @@ def platform_problem(model: DictConfig, platform: str) -> str | None:
     ``model=flux1 model.dtype=float16`` on ``cpu``: Flux1's matmuls ask for float16
     inputs with float32 accumulation, which XLA's CPU backend lacks ("The precision
     'F16_F16_F32' is not supported by dot_general on CPU", at compile time, after the
-    simulations). Simformer in float16 and Flux1 with float16 parameters only run on CPU.
+    simulations). Simformer computes in float16 on CPU. (float16 parameters are refused on every platform: ``_dtypes``.)
     """
     if model.get("name") == "flux1" and model.get("dtype") == "float16" and platform == "cpu":
         return ("model.dtype=float16 does not compile for model=flux1 on cpu: XLA's CPU backend has no float16 "

@@ -20,6 +20,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness.config import ConfigError
+from gensbi_sharding.harness.held_out import config_value, held_out_changes
 from gensbi_sharding.harness.model_plan import SHARDED_INIT_TRACES, model_plan, trace_model
 from gensbi_sharding.harness.rule_config import as_rule, partition_axis_from_config
 
@@ -165,7 +166,7 @@ def check_resume_settings(step_dir: Path, cfg: DictConfig) -> None:
     saved, now = saved_config(step_dir), OmegaConf.to_container(cfg, resolve=True)
     fix, this, what = [], [], []
     for key, override, decides in _FIXED_BY_CHECKPOINT:
-        old, new = _get(saved, key), _get(now, key)
+        old, new = config_value(saved, key), config_value(now, key)
         if old is None or old == new or (key == "train.ema_decay" and (old > 0) == (new > 0)):
             continue  # an older checkpoint without the key, or another EMA decay: both fine
         fix.append(f"{override}={old}")
@@ -175,12 +176,6 @@ def check_resume_settings(step_dir: Path, cfg: DictConfig) -> None:
         raise ConfigError(f"checkpoint {step_dir} was saved with {' '.join(fix)} (this run: {' '.join(this)}), "
                           f"which decides {', '.join(what)}: its arrays mean nothing otherwise; add "
                           f"{' '.join(fix)}, or start a new run without train.resume")
-
-
-def _get(tree: dict, dotted: str) -> Any:
-    for part in dotted.split("."):
-        tree = tree.get(part) if isinstance(tree, dict) else None
-    return tree
 
 
 def _model_overrides(step_dir: Path, model_cfg: DictConfig) -> str:
@@ -226,7 +221,6 @@ def _restore(state: TrainState, step_dir: Path, mesh: Any, rule: Any, cfg: DictC
     from flax import nnx
 
     from gensbi_sharding import checkpoint
-    from gensbi_sharding.harness.held_out import held_out_changes
     from gensbi_sharding.harness.validation import EarlyStopping
 
     train_state = checkpoint.abstract_state_for(state.nodes, mesh, rule)
