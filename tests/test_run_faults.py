@@ -7,6 +7,7 @@ without JAX) and checks the right value, message texts included.
 import json
 import logging
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -28,6 +29,7 @@ from gensbi_sharding.checkpoint import CheckpointWriter, committed_steps, restor
 from gensbi_sharding.harness import folder_lock, outputs
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.devices import check_coordinator, resolve_cpu_count
+from gensbi_sharding.harness.override_checks import ListField, list_fields, list_override_problem
 from gensbi_sharding.harness.state import build_state
 from gensbi_sharding.harness.train import make_step_functions
 
@@ -297,6 +299,69 @@ def test_an_unreadable_environment_device_count_is_one_line_before_jax(environ, 
                            f"sys.argv = ['launch.py']; runpy.run_path({str(REPO / 'launch.py')!r}, run_name='__main__')"],
                           env={**env, **environ}, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1 and proc.stderr == f"[ERROR] {message}\n"
+
+
+LIST_REFUSALS = [
+    (("eval.observations=3", "dry_run=true"), "eval.observations=3: a list is expected; write eval.observations=[3]"),
+    (("model=flux1", "model.id_embedding_strategy=bogus"),
+     "model.id_embedding_strategy=bogus: a list is expected: give two of absolute, pos1d, rope1d (parameters, "
+     "observations), e.g. model.id_embedding_strategy=[absolute,absolute]"),
+    (("model=flux1", "model.axes_dim=8"), "model.axes_dim=8: a list is expected; write model.axes_dim=[8]"),
+]
+
+
+def test_list_typed_keys_come_from_every_schema():
+    # From the dataclasses of harness/config.py, every model schema included (the model is chosen at compose time).
+    assert list_fields() == {"mesh.devices": ListField(int, "1", frozenset()),
+                             "eval.observations": ListField(int, "1", frozenset()),
+                             "model.axes_dim": ListField(int, "8,0", frozenset({"flux1"})),
+                             "model.id_embedding_strategy": ListField(str, "absolute,absolute", frozenset({"flux1"}))}
+
+
+@pytest.mark.parametrize("args, message", [
+    *LIST_REFUSALS,
+    (("-m", "mesh.devices=0", "hydra.run.dir=x"), "mesh.devices=0: a list is expected; write mesh.devices=[0]"),
+    (("model.id_embedding_strategy=rope1d",), "model.id_embedding_strategy=rope1d: a list is expected: give two "
+     "of absolute, pos1d, rope1d (parameters, observations), e.g. model.id_embedding_strategy=[rope1d,rope1d]"),
+    # Not an element either: [true] would be refused in turn, so a value of the element type is shown.
+    (("eval.observations=true",), "eval.observations=true: a list of int values is expected and 'true' is not one; "
+     "write e.g. eval.observations=[1]"),
+    (("model=flux1", "model.axes_dim=x"), "model.axes_dim=x: a list of int values is expected and 'x' is not one; "
+     "write e.g. model.axes_dim=[8,0]"),
+])
+def test_a_scalar_for_a_list_is_refused_naming_the_list_to_write(args, message):
+    # Was: Hydra's "Error merging override eval.observations=3 / Invalid value assigned: int is not a
+    # ListConfig, list or tuple", naming no fix.
+    assert list_override_problem(args) == message
+    fix = re.search(r"(?:write|e\.g\.) (\S+=\[.*\])$", message).group(1)
+    fixed = [fix if a.split("=")[0] == fix.split("=")[0] else a for a in args if not a.startswith(("-", "hydra."))]
+    assert list_override_problem(fixed) is None
+    section, key = fix.split("=")[0].split(".")
+    composed = compose_tiny(*([] if section != "model" else ["model=flux1"]), *fixed)[section][key]
+    assert list(composed) == {"eval.observations=[3]": [3], "mesh.devices=[0]": [0], "eval.observations=[1]": [1],
+                              "model.axes_dim=[8]": [8], "model.axes_dim=[8,0]": [8, 0],
+                              "model.id_embedding_strategy=[absolute,absolute]": ["absolute", "absolute"],
+                              "model.id_embedding_strategy=[rope1d,rope1d]": ["rope1d", "rope1d"]}[fix]
+
+
+@pytest.mark.parametrize("args", [
+    ("eval.observations=[3]",), ("eval.observations=null",), ("eval.observations=[]",),
+    ("-m", "eval.observations=[1],[2]"), ("-m", "eval.observations=choice([1],[2])"),
+    ("-m", "eval.observations=range(1,3)"), ("+eval.observations=3",), ("++eval.observations=3",),
+    ("~eval.observations",), ("eval.observations=${data.num_observation}",), ("eval.num_samples=3",),
+    ("hydra.run.dir=3",), ("--help",), ("--cfg", "job"), ("model=mlp", "model.axes_dim=8"),
+    ("model=flux1", "model.axes_dim=[6,0]", "model.id_embedding_strategy=[absolute,rope1d]"),
+])
+def test_valid_forms_for_a_list_key_pass(args):
+    assert list_override_problem(args) is None
+
+
+@pytest.mark.parametrize("args, message", LIST_REFUSALS)
+def test_a_scalar_for_a_list_stops_launch_in_one_line_writing_nothing(tmp_path, args, message):
+    proc = subprocess.run([sys.executable, str(REPO / "launch.py"), *args], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 1 and proc.stderr == f"[ERROR] {message}\n"
+    assert list(tmp_path.iterdir()) == []  # no outputs/ folder
 
 
 PLATFORM_GPU = ("devices.platform=gpu is not available here: JAX has cpu; set devices.platform=cpu, or "

@@ -1,0 +1,137 @@
+"""``list_override_problem(args)``: a scalar typed on the command line where the schema wants a list.
+
+Hydra rejects ``eval.observations=3`` only while merging it ("Invalid value assigned:
+int is not a ListConfig, list or tuple"), naming no fix. The list-typed keys are read
+from the structured-config dataclasses of ``harness/config.py`` (every model schema:
+the model is chosen at compose time), so a new ``List[...]`` field is covered as it
+is added. Pure Python: no JAX.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from collections.abc import Sequence
+
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.override_parser.types import OverrideType, ValueType
+from omegaconf import ListConfig, ValidationError
+
+from gensbi_sharding.harness.config import Config, ModelConfig
+from gensbi_sharding.harness.model_checks import ID_STRATEGIES_1D
+
+__all__ = ["ListField", "list_fields", "list_override_problem"]
+
+
+class ListField(typing.NamedTuple):
+    """A list-typed key: its element type, a value of it to show, and the model names whose schema has it."""
+
+    element: type
+    example: str
+    models: frozenset
+
+
+def _list_element(hint) -> type | None:
+    """The element type of ``List[T]`` or ``Optional[List[T]]`` (``Any`` as ``object``); None for other types."""
+    options = typing.get_args(hint) if typing.get_origin(hint) is typing.Union else (hint,)
+    for option in options:
+        if typing.get_origin(option) is list:
+            element = (typing.get_args(option) or (object,))[0]
+            return element if isinstance(element, type) else object
+    return None
+
+
+def _schemas(cls: type) -> list[type]:
+    """``cls`` and, for the model group, every model schema (``ModelConfig``'s subclasses, recursively)."""
+    found, todo = [], [cls]
+    while todo:
+        found.append(todo.pop())
+        todo.extend(found[-1].__subclasses__() if issubclass(cls, ModelConfig) else ())
+    return found
+
+
+def list_fields(root: type = Config, prefix: str = "") -> dict[str, ListField]:
+    """The dotted keys whose schema type is a list (``List[T]``, ``Optional[List[T]]``).
+
+    Parameters
+    ----------
+    root : type
+        A structured-config dataclass; its dataclass-typed fields are walked as groups.
+    prefix : str
+        The dotted path of ``root`` (empty for the whole config).
+
+    Returns
+    -------
+    dict of str to ListField
+        ``{"eval.observations": ListField(int, "1", frozenset()), "model.axes_dim": ListField(int, "8,0",
+        frozenset({"flux1"})), ...}``: the example is the schema's default (else 1 or x); the model
+        names are empty outside the model group.
+    """
+    found: dict[str, ListField] = {}
+    for schema in _schemas(root):
+        hints = typing.get_type_hints(schema)  # config.py's annotations are strings (postponed evaluation)
+        model = next((f.default for f in dataclasses.fields(schema) if f.name == "name"), None)
+        names = frozenset({model}) if issubclass(schema, ModelConfig) and isinstance(model, str) else frozenset()
+        for f in dataclasses.fields(schema):
+            key, element = f"{prefix}{f.name}", _list_element(hints[f.name])
+            if dataclasses.is_dataclass(hints[f.name]):
+                for sub, field in list_fields(hints[f.name], key + ".").items():
+                    found[sub] = field._replace(models=field.models | found[sub].models) if sub in found else field
+            elif element is not None:
+                default = f.default_factory() if f.default_factory is not dataclasses.MISSING else None
+                example = ",".join(map(str, default)) if default else {int: "1", float: "1.0"}.get(element, "x")
+                found[key] = ListField(element, example, names | (found[key].models if key in found else frozenset()))
+    return found
+
+
+def list_override_problem(args: Sequence[str]) -> str | None:
+    """The one-line refusal of the first ``key=scalar`` override of a list-typed key; None when there is none.
+
+    Only a plain assignment of one scalar is refused (``eval.observations=3``, ``...=bogus``).
+    Lists, ``null``, interpolations, sweeps (``[1],[2]``, ``choice(...)``, ``range(...)``),
+    ``+``/``++``/``~`` overrides, ``hydra.*`` keys, flags and anything Hydra's grammar
+    rejects are left to Hydra and the config checks. A model key is left alone when
+    ``model=<name>`` picks a model whose schema lacks it (Hydra names the missing key).
+
+    Parameters
+    ----------
+    args : sequence of str
+        The command line after the program name (``sys.argv[1:]``).
+
+    Returns
+    -------
+    str or None
+        ``"eval.observations=3: a list is expected; write eval.observations=[3]"``.
+    """
+    fields, parser = list_fields(), OverridesParser.create()
+    overrides = []
+    for arg in args:
+        if "=" not in arg or arg.startswith("-"):  # flags (-m, --cfg job, --help) and their values
+            continue
+        try:
+            overrides.append((parser.parse_override(arg), arg.split("=", 1)[1]))
+        except Exception:  # not Hydra's grammar: Hydra names it
+            continue
+    chosen = {o.value() for o, _ in overrides if o.key_or_group == "model" and o.type == OverrideType.CHANGE
+              and o.value_type == ValueType.ELEMENT and isinstance(o.value(), str)}
+    for override, raw in overrides:
+        key, value = override.key_or_group, override.value()
+        if (key not in fields or override.type != OverrideType.CHANGE or override.value_type != ValueType.ELEMENT
+                or override.package is not None or value is None or isinstance(value, (list, dict))
+                or (isinstance(value, str) and ("${" in value or value.lstrip().startswith("[")))):
+            continue
+        field = fields[key]
+        if field.models and chosen and not chosen & field.models:  # e.g. model=mlp model.axes_dim=8
+            continue
+        if key == "model.id_embedding_strategy":
+            strategy = value if value in ID_STRATEGIES_1D else "absolute"
+            return (f"{key}={raw}: a list is expected: give two of {', '.join(ID_STRATEGIES_1D)} "
+                    f"(parameters, observations), e.g. {key}=[{strategy},{strategy}]")
+        try:  # OmegaConf's own conversion: "3" is an int, true and 1.5 are not (any value is an object)
+            ListConfig([value], element_type=typing.Any if field.element is object else field.element)
+        except ValidationError:  # [true] would be refused in turn: show a value of the element type
+            name = field.element.__name__
+            return (f"{key}={raw}: a list of {name} values is expected and {raw!r} is not one; "
+                    f"write e.g. {key}=[{field.example}]")
+        return f"{key}={raw}: a list is expected; write {key}=[{raw}]"
+    return None
