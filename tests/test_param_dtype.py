@@ -157,3 +157,19 @@ def test_flux1_settings_without_effect_are_named(tmp_path, caplog):
         run_tiny(tmp_path / "run", "model=flux1", "model.val_emb_dim=4", "model.id_emb_dim=4", "dry_run=true")
     assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING
             and "no effect" in r.getMessage()] == [ignored_settings(model)]
+
+
+def test_flux1_axes_dim_under_concat_is_named_with_the_setting_that_applies_it():
+    # Was: silently ignored. Flux1Params sizes concat's tokens by val_emb_dim and id_emb_dim, and reads
+    # axes_dim only under sum (concat refuses rope1d, its other reader).
+    concat = ("model.id_merge_mode=concat", "model.val_emb_dim=4", "model.id_emb_dim=4")
+    assert ignored_settings(compose_tiny("model=flux1", *concat, "model.axes_dim=[4,4]").model) == (
+        "no effect: model.axes_dim=[4, 4] (only model.id_merge_mode=sum uses it, as hidden size = "
+        "sum(axes_dim) * num_heads; model.id_merge_mode=concat sizes the tokens by model.val_emb_dim and "
+        "model.id_emb_dim)")
+    # One warning for everything ignored; the preset's axes_dim, null, and axes_dim under sum warn about nothing.
+    both = ignored_settings(compose_tiny("model=flux1", *concat, "model.axes_dim=[2,2]", "model.theta=50").model)
+    assert both.startswith("no effect: model.theta=50 (the rope base") and both.count("no effect") == 1
+    assert "; model.axes_dim=[2, 2] (only model.id_merge_mode=sum uses it" in both
+    for overrides in [concat, (*concat, "model.axes_dim=null"), ("model.axes_dim=[4,4]",)]:
+        assert ignored_settings(compose_tiny("model=flux1", *overrides).model) is None, overrides

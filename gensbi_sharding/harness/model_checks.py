@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from omegaconf import DictConfig
 
-from gensbi_sharding.harness.config import ConfigError
+from gensbi_sharding.harness.config import ConfigError, Flux1Config
 
 __all__ = ["check_model", "platform_problem", "ignored_settings", "ID_STRATEGIES_1D", "DTYPES", "MERGE_MODES"]
 
@@ -54,9 +54,11 @@ def ignored_settings(model: DictConfig) -> str | None:
     """The one-line warning naming ``model=flux1`` settings that have no effect, and what would make them apply.
 
     GenSBI's ``Flux1Params`` reads ``val_emb_dim`` / ``id_emb_dim`` only under
-    ``id_merge_mode=concat``, and ``theta`` (the rope base) only with a rope1d id strategy.
-    Their presets are null (unused), so a value there was set by the user. None when
-    nothing set is ignored, and for other models.
+    ``id_merge_mode=concat``, ``theta`` (the rope base) only with a rope1d id strategy,
+    and ``axes_dim`` only under ``id_merge_mode=sum`` (concat sizes the tokens by the two
+    emb dims and refuses rope1d, the other reader of ``axes_dim``). Their presets are null
+    (unused), or for ``axes_dim`` the schema's default, so another value was set by the
+    user. None when nothing set is ignored, and for other models.
     """
     if model.get("name") != "flux1":
         return None
@@ -68,6 +70,11 @@ def ignored_settings(model: DictConfig) -> str | None:
     if model.get("theta") is not None and not any(str(s).startswith("rope") for s in model.id_embedding_strategy):
         unused.append(f"model.theta={model.theta} (the rope base: only a rope1d id strategy uses it, e.g. "
                       "model.id_embedding_strategy=[rope1d,rope1d] with model.id_merge_mode=sum)")
+    axes = list(model.axes_dim) if model.get("axes_dim") is not None else None
+    if model.id_merge_mode == "concat" and axes is not None and axes != Flux1Config().axes_dim:
+        unused.append(f"model.axes_dim={axes} (only model.id_merge_mode=sum uses it, as hidden size = "
+                      "sum(axes_dim) * num_heads; model.id_merge_mode=concat sizes the tokens by model.val_emb_dim "
+                      "and model.id_emb_dim)")
     return "no effect: " + "; ".join(unused) if unused else None
 
 
