@@ -321,8 +321,13 @@ def test_list_typed_keys_come_from_every_schema():
 @pytest.mark.parametrize("args, message", [
     *LIST_REFUSALS,
     (("-m", "mesh.devices=0", "hydra.run.dir=x"), "mesh.devices=0: a list is expected; write mesh.devices=[0]"),
-    (("model.id_embedding_strategy=rope1d",), "model.id_embedding_strategy=rope1d: a list is expected: give two "
+    # No model= given: the default model (mlp) lacks the key, so the model it belongs to is named too
+    # (was: only the list to write, which Hydra then refused as "Key 'id_embedding_strategy' not in 'MLPConfig'").
+    (("model.id_embedding_strategy=rope1d",), "model.id_embedding_strategy=rope1d: a key of model=flux1 (add "
+     "model=flux1 unless your experiment picks it); a list is expected: give two "
      "of absolute, pos1d, rope1d (parameters, observations), e.g. model.id_embedding_strategy=[rope1d,rope1d]"),
+    (("model.axes_dim=8",), "model.axes_dim=8: a key of model=flux1 (add model=flux1 unless your experiment picks "
+     "it); a list is expected; write model.axes_dim=[8]"),
     # Not an element either: [true] would be refused in turn, so a value of the element type is shown.
     (("eval.observations=true",), "eval.observations=true: a list of int values is expected and 'true' is not one; "
      "write e.g. eval.observations=[1]"),
@@ -347,13 +352,45 @@ def test_a_scalar_for_a_list_is_refused_naming_the_list_to_write(args, message):
 @pytest.mark.parametrize("args", [
     ("eval.observations=[3]",), ("eval.observations=null",), ("eval.observations=[]",),
     ("-m", "eval.observations=[1],[2]"), ("-m", "eval.observations=choice([1],[2])"),
-    ("-m", "eval.observations=range(1,3)"), ("+eval.observations=3",), ("++eval.observations=3",),
+    ("+eval.observations=[3]",), ("++eval.observations=[3]",), ("-m", "eval.observations=[1],[2,3]"),
     ("~eval.observations",), ("eval.observations=${data.num_observation}",), ("eval.num_samples=3",),
     ("hydra.run.dir=3",), ("--help",), ("--cfg", "job"), ("model=mlp", "model.axes_dim=8"),
     ("model=flux1", "model.axes_dim=[6,0]", "model.id_embedding_strategy=[absolute,rope1d]"),
 ])
 def test_valid_forms_for_a_list_key_pass(args):
     assert list_override_problem(args) is None
+
+
+@pytest.mark.parametrize("args, message", [
+    # Was: left to Hydra, whose merge error ("Invalid value assigned: int is not a ListConfig") names no fix.
+    (("+eval.observations=3",), "+eval.observations=3: a list is expected; write +eval.observations=[3]"),
+    (("++eval.observations=3",), "++eval.observations=3: a list is expected; write ++eval.observations=[3]"),
+    # A sweep whose values are scalars gives every job a scalar (Hydra's merge error again).
+    (("-m", "eval.observations=3,4"), "eval.observations=3,4: a sweep of eval.observations gives each job one "
+     "value, and a list is expected; write eval.observations=[3],[4] (one job per value) or "
+     "eval.observations=[3,4] (one job, one list)"),
+    (("-m", "eval.observations=range(1,3)"), "eval.observations=range(1,3): a sweep of eval.observations gives "
+     "each job one value, and a list is expected; write eval.observations=[1],[2] (one job per value) or "
+     "eval.observations=[1,2] (one job, one list)"),
+    (("-m", "eval.observations=choice([3],4)"), "eval.observations=choice([3],4): a sweep of eval.observations "
+     "gives each job one value, and a list is expected; write eval.observations=[3],[4] (one job per value) or "
+     "eval.observations=[3,4] (one job, one list)"),
+])
+def test_a_prefixed_or_swept_scalar_for_a_list_is_refused(args, message):
+    assert list_override_problem(args) == message
+    for fix in re.findall(r"(\S+=\S+) \(one job", message) or [message.rsplit("write ", 1)[1]]:
+        assert list_override_problem([*args[:-1], fix]) is None
+
+
+def test_an_interpolation_resolving_to_a_scalar_for_a_list_is_a_config_error():
+    # Was: "TypeError: 'int' object is not iterable" from the range check, naming no key.
+    from gensbi_sharding.harness.config_checks import validate
+
+    with pytest.raises(ConfigError) as err:
+        validate(compose_tiny("eval.observations=${data.num_observation}"))
+    assert str(err.value) == ("eval.observations=${data.num_observation} resolves to 1, not a list; "
+                              "set eval.observations=[${data.num_observation}]")
+    validate(compose_tiny("eval.observations=[${data.num_observation}]"))  # the fix passes
 
 
 @pytest.mark.parametrize("args, message", LIST_REFUSALS)

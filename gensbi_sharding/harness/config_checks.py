@@ -15,6 +15,7 @@ from gensbi_sharding.harness.config import (ConfigError, DataConfig, DevicesConf
 from gensbi_sharding.harness.groups import chosen_options
 from gensbi_sharding.harness.model_checks import check_model
 from gensbi_sharding.harness.name_hints import registered_name_problem
+from gensbi_sharding.harness.override_checks import list_fields
 from gensbi_sharding.harness.rule_config import partition_axis_from_config, rule_table
 from gensbi_sharding.harness.tasks import NUM_OBSERVATIONS, TASKS
 
@@ -91,9 +92,26 @@ _SECTIONS = {"mesh": MeshConfig, "model": ModelConfig, "data": DataConfig, "trai
              "devices": DevicesConfig, "distributed": DistributedConfig}
 
 
+def _lists_are_lists(cfg: DictConfig) -> None:
+    """A list-typed key must hold a list (or null) once resolved: OmegaConf does not check what an
+    interpolation (``eval.observations=${data.num_observation}``) resolves to, and a scalar there
+    ended the run in a TypeError naming no key."""
+    for key in list_fields():
+        parent, leaf = key.rsplit(".", 1)
+        section = OmegaConf.select(cfg, parent)
+        if not isinstance(section, DictConfig) or leaf not in section:  # another model's key
+            continue
+        value = OmegaConf.select(cfg, key)
+        if value is None or OmegaConf.is_list(value):
+            continue
+        typed = OmegaConf.to_container(section, resolve=False)[leaf]
+        raise ConfigError(f"{key}={typed} resolves to {value!r}, not a list; set {key}=[{typed}]")
+
+
 def _validate(cfg: DictConfig) -> None:
     problem = dry_run_resume_problem(cfg)
     require(problem is None, problem or "")
+    _lists_are_lists(cfg)
     _known_model_fields(cfg.model)
     require(cfg.mesh.spec in (None, "auto", "dict"),
            f"mesh.spec={cfg.mesh.spec!r} is not one of null, auto, dict (e.g. mesh=auto)")

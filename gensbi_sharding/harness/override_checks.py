@@ -84,14 +84,29 @@ def list_fields(root: type = Config, prefix: str = "") -> dict[str, ListField]:
     return found
 
 
-def list_override_problem(args: Sequence[str]) -> str | None:
-    """The one-line refusal of the first ``key=scalar`` override of a list-typed key; None when there is none.
+def _scalar(value) -> bool:
+    """A value Hydra would assign to a list key as is: not a list, dict, null or interpolation."""
+    return not (value is None or isinstance(value, (list, dict))
+                or (isinstance(value, str) and ("${" in value or value.lstrip().startswith("["))))
 
-    Only a plain assignment of one scalar is refused (``eval.observations=3``, ``...=bogus``).
-    Lists, ``null``, interpolations, sweeps (``[1],[2]``, ``choice(...)``, ``range(...)``),
-    ``+``/``++``/``~`` overrides, ``hydra.*`` keys, flags and anything Hydra's grammar
-    rejects are left to Hydra and the config checks. A model key is left alone when
-    ``model=<name>`` picks a model whose schema lacks it (Hydra names the missing key).
+
+def _as_list(value) -> str:
+    """A swept value written as the list a job should get: ``3`` -> ``[3]``, ``[1,2]`` -> ``[1,2]``."""
+    inner = value if isinstance(value, list) else [value]
+    return "[" + ",".join(map(str, inner)) + "]"
+
+
+def list_override_problem(args: Sequence[str]) -> str | None:
+    """The one-line refusal of the first override giving a list-typed key a scalar; None when there is none.
+
+    Refused: a plain, ``+`` or ``++`` assignment of one scalar (``eval.observations=3``,
+    ``++eval.observations=3``, ``...=bogus``; the fix keeps the prefix typed) and a sweep
+    any of whose values is a scalar (``-m eval.observations=3,4``, ``choice(3,4)``,
+    ``range(1,3)``: every job would get a scalar). Lists, ``null``, interpolations, sweeps
+    of lists (``[1],[2]``), ``~`` overrides, ``hydra.*`` keys, flags and anything Hydra's
+    grammar rejects are left to Hydra and the config checks. A model key is left alone when
+    ``model=<name>`` picks a model whose schema lacks it (Hydra names the missing key); with
+    no ``model=`` given, the message names the model whose key it is.
 
     Parameters
     ----------
@@ -109,29 +124,43 @@ def list_override_problem(args: Sequence[str]) -> str | None:
         if "=" not in arg or arg.startswith("-"):  # flags (-m, --cfg job, --help) and their values
             continue
         try:
-            overrides.append((parser.parse_override(arg), arg.split("=", 1)[1]))
+            overrides.append((parser.parse_override(arg), *arg.split("=", 1)))
         except Exception:  # not Hydra's grammar: Hydra names it
             continue
-    chosen = {o.value() for o, _ in overrides if o.key_or_group == "model" and o.type == OverrideType.CHANGE
+    chosen = {o.value() for o, _, _ in overrides if o.key_or_group == "model" and o.type == OverrideType.CHANGE
               and o.value_type == ValueType.ELEMENT and isinstance(o.value(), str)}
-    for override, raw in overrides:
-        key, value = override.key_or_group, override.value()
-        if (key not in fields or override.type != OverrideType.CHANGE or override.value_type != ValueType.ELEMENT
-                or override.package is not None or value is None or isinstance(value, (list, dict))
-                or (isinstance(value, str) and ("${" in value or value.lstrip().startswith("[")))):
+    sweeps = (ValueType.SIMPLE_CHOICE_SWEEP, ValueType.CHOICE_SWEEP, ValueType.RANGE_SWEEP)
+    for override, typed, raw in overrides:  # typed: the key as written, with its + or ++
+        key = override.key_or_group
+        if (key not in fields or override.type == OverrideType.DEL or override.package is not None
+                or override.value_type not in (ValueType.ELEMENT, *sweeps)):
             continue
         field = fields[key]
         if field.models and chosen and not chosen & field.models:  # e.g. model=mlp model.axes_dim=8
             continue
+        # with no model= given the default model may lack the key: name the model it belongs to
+        owner = (f" a key of model={'/'.join(sorted(field.models))} (add model={sorted(field.models)[0]} "
+                 "unless your experiment picks it);" if field.models and not chosen else "")
+        if override.value_type in sweeps:
+            values = list(override.sweep_iterator())
+            if any(map(_scalar, values)):  # every job would be given that scalar
+                each = ",".join(_as_list(v) for v in values)
+                flat = _as_list([x for v in values for x in (v if isinstance(v, list) else [v])])
+                return (f"{typed}={raw}:{owner} a sweep of {key} gives each job one value, and a list is expected; write "
+                        f"{typed}={each} (one job per value) or {typed}={flat} (one job, one list)")
+            continue
+        value = override.value()
+        if not _scalar(value):
+            continue
         if key == "model.id_embedding_strategy":
             strategy = value if value in ID_STRATEGIES_1D else "absolute"
-            return (f"{key}={raw}: a list is expected: give two of {', '.join(ID_STRATEGIES_1D)} "
-                    f"(parameters, observations), e.g. {key}=[{strategy},{strategy}]")
+            return (f"{typed}={raw}:{owner} a list is expected: give two of {', '.join(ID_STRATEGIES_1D)} "
+                    f"(parameters, observations), e.g. {typed}=[{strategy},{strategy}]")
         try:  # OmegaConf's own conversion: "3" is an int, true and 1.5 are not (any value is an object)
             ListConfig([value], element_type=typing.Any if field.element is object else field.element)
         except ValidationError:  # [true] would be refused in turn: show a value of the element type
             name = field.element.__name__
-            return (f"{key}={raw}: a list of {name} values is expected and {raw!r} is not one; "
-                    f"write e.g. {key}=[{field.example}]")
-        return f"{key}={raw}: a list is expected; write {key}=[{raw}]"
+            return (f"{typed}={raw}:{owner} a list of {name} values is expected and {raw!r} is not one; "
+                    f"write e.g. {typed}=[{field.example}]")
+        return f"{typed}={raw}:{owner} a list is expected; write {typed}=[{raw}]"
     return None
