@@ -88,19 +88,42 @@ def running_in(job_dir: Path) -> str | None:
 
 
 def collect(folders: list[Path]) -> dict[tuple[str, int], list[dict]]:
-    """``{(task, budget): [per-observation rows]}`` from every ``c2st.csv`` under ``folders``."""
+    """``{(task, budget): [per-observation rows]}`` from every ``c2st.csv`` under ``folders``.
+
+    Only jobs whose ``metrics.json`` says ``status: ok`` count: a job that failed, or was
+    preempted or interrupted during evaluation, has scored some observations only (the ones
+    before it stopped), which would read as a finished row; each is named on stderr. The same
+    (task, budget, observation) from two jobs is refused, naming both: averaged together it
+    would count one observation twice.
+    """
     from omegaconf import OmegaConf
 
     cells: dict[tuple[str, int], list[dict]] = {}
+    seen: dict[tuple[str, int, int], Path] = {}
     for folder in folders:
         for scores in sorted(folder.rglob("c2st.csv")):
-            config = scores.parent / ".hydra" / "config.yaml"
+            job = scores.parent
+            config = job / ".hydra" / "config.yaml"
             if ".failed-" in str(scores) or not config.is_file():
                 continue
+            metrics = job / "metrics.json"
+            status = json.loads(metrics.read_text()).get("status") if metrics.is_file() else "unknown (no metrics.json)"
+            if status != "ok":
+                print(f"left out {job}: status {status}, so its C2ST covers only the observations scored before it "
+                      "stopped; continue it with its overrides plus train.resume=auto hydra.run.dir=<that folder>, or rerun it",
+                      file=sys.stderr)
+                continue
             cfg = OmegaConf.load(config)
+            cell = (cfg.data.name, int(cfg.data.num_simulations))
             with open(scores, newline="") as f:
                 rows = list(csv.DictReader(f))
-            cells.setdefault((cfg.data.name, int(cfg.data.num_simulations)), []).extend(rows)
+            for r in rows:
+                other = seen.setdefault((*cell, int(r["observation"])), job)
+                if other != job:
+                    raise SystemExit(f"{cell[0]} at {cell[1]:,} simulations, observation {r['observation']}, is scored "
+                                     f"by two jobs, {other} and {job}: one table row averages one run; pass the "
+                                     "folders of one run per (task, budget)")
+            cells.setdefault(cell, []).extend(rows)
     return cells
 
 
@@ -113,7 +136,8 @@ def table(folders: list[Path], out: Path) -> str:
     """Write ``sbibm_results.csv`` (per observation), ``sbibm_table.md/.csv`` and ``sbibm.png`` into ``out``."""
     cells, paper = collect(folders), published()
     if not cells:
-        raise SystemExit(f"no c2st.csv under {', '.join(map(str, folders))}: run the benchmark first")
+        raise SystemExit(f"no c2st.csv of a finished job (status ok) under {', '.join(map(str, folders))}: "
+                         "run the benchmark first")
     out.mkdir(parents=True, exist_ok=True)
     f = io.StringIO()  # each file written whole (temporary name, then rename): never half a table
     writer = csv.writer(f)
@@ -133,8 +157,10 @@ def table(folders: list[Path], out: Path) -> str:
         summary.append([task, budget, f"{values.mean():.4f}", f"{sd:.4f}", len(values), ref["npe_mean"],
                         ref["best_algorithm"], ref["best_mean"]])
         mark = "" if len(values) == 10 else f" ({len(values)} obs.)"
+        npe, best = (f"{float(ref[k]):.3f}" for k in ("npe_mean", "best_mean"))
+        best = f"{best} ({ref['best_algorithm']})" if ref is not missing else "not published"
         lines.append(f"| {task} | {budget:,} | {values.mean():.3f} +- {sd:.3f}{mark} | "
-                     f"{float(ref['npe_mean']):.3f} | {float(ref['best_mean']):.3f} ({ref['best_algorithm']}) |")
+                     f"{'not published' if ref is missing else npe} | {best} |")
     text = "\n".join(lines) + "\n"
     write_atomic(out / "sbibm_table.md", text)
     f = io.StringIO()

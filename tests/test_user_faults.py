@@ -5,6 +5,7 @@ a setting whose consequence is known before training is refused before training,
 message naming the value and the override that fixes it; nothing is written but the record.
 """
 
+import json
 import logging
 import os
 import subprocess
@@ -127,6 +128,46 @@ def test_sbibm_script_names_a_folder_that_is_not_one(tmp_path, argv, needle):
     assert needle.format(tmp=tmp_path) in str(stop.value), str(stop.value)
     assert (tmp_path / "job" / "metrics.json").read_text() == "{}"  # nothing overwritten
     assert not (tmp_path / "job.failed").exists()
+
+
+def fake_sbibm_job(folder, task, budget, observations, status="ok"):
+    """A job folder as launch.py leaves it: its config, metrics.json's status and c2st.csv."""
+    (folder / ".hydra").mkdir(parents=True)
+    (folder / ".hydra" / "config.yaml").write_text(f"data:\n  name: {task}\n  num_simulations: {budget}\n")
+    (folder / "metrics.json").write_text(json.dumps({"status": status}))
+    (folder / "c2st.csv").write_text("observation,c2st,c2st_sd_folds,c2st_scores,n\n" + "".join(
+        f"{k},{c:.6f},0.010000,{c:.6f} {c:.6f},200\n" for k, c in observations))
+
+
+def test_sbibm_table_leaves_out_unfinished_jobs_naming_them(tmp_path, capsys):
+    # Was: a job that failed (or was preempted) after scoring observation 1 of 2 made a row of its
+    # one observation, read as the task's result; now it is left out and named.
+    fake_sbibm_job(tmp_path / "two_moons_10000" / "job", "two_moons", 10000, [(1, 0.6), (2, 0.7)])
+    fake_sbibm_job(tmp_path / "slcp_10000" / "job", "slcp", 10000, [(1, 0.55)], status="error")
+    sbibm_main()(["table", str(tmp_path), "--out", str(tmp_path / "out")])
+    out, err = capsys.readouterr()
+    rows = [line for line in out.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    assert rows == ["| two_moons | 10,000 | 0.650 +- 0.071 (2 obs.) | 0.606 | 0.554 (SNPE) |"]
+    assert f"left out {tmp_path / 'slcp_10000' / 'job'}: status error" in err
+
+
+def test_sbibm_table_refuses_one_observation_scored_by_two_jobs(tmp_path):
+    # Was: both jobs' rows were averaged: "(4 obs.)" for two observations, the spread over duplicates.
+    fake_sbibm_job(tmp_path / "a" / "job", "two_moons", 500, [(1, 0.6), (2, 0.7)])
+    fake_sbibm_job(tmp_path / "b" / "job", "two_moons", 500, [(1, 0.8)])
+    with pytest.raises(SystemExit) as stop:
+        sbibm_main()(["table", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "out")])
+    assert str(stop.value) == (f"two_moons at 500 simulations, observation 1, is scored by two jobs, "
+                               f"{tmp_path / 'a' / 'job'} and {tmp_path / 'b' / 'job'}: one table row averages one "
+                               "run; pass the folders of one run per (task, budget)")
+    assert not (tmp_path / "out").exists()
+
+
+def test_sbibm_table_says_not_published_for_a_budget_sbibm_lacks(tmp_path, capsys):
+    # Was: "| nan | nan (not published) |".
+    fake_sbibm_job(tmp_path / "job", "two_moons", 500, [(1, 0.6)])
+    sbibm_main()(["table", str(tmp_path), "--out", str(tmp_path / "out")])
+    assert "| two_moons | 500 | 0.600 +- nan (1 obs.) | not published | not published |" in capsys.readouterr().out
 
 
 # ------------------------------------------------- every refused value names an override that is then accepted
