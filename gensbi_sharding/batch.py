@@ -25,34 +25,22 @@ def batch_axes(mesh: Mesh) -> tuple[str, ...]:
     Parameters
     ----------
     mesh : jax.sharding.Mesh
-        Any mesh; axes besides ``"data"`` and ``"model"`` (e.g. ``"pipe"``) are batch axes too.
-
-    Returns
-    -------
-    tuple of str
-        E.g. ``("data",)`` on ``make_mesh(model_axis=2)``; ``()`` on a mesh with a ``"model"`` axis only.
 
     Raises
     ------
     TypeError
-        If ``mesh`` is not a ``jax.sharding.Mesh`` (None included).
+        If ``mesh`` is not a ``jax.sharding.Mesh``.
     """
     check_mesh(mesh)
     return tuple(name for name in mesh.axis_names if name != MODEL_AXIS)
 
 
 def batch_size_divisor(mesh: Mesh | None) -> int:
-    """Data-parallel size: the product of the batch axes' sizes, what every batch size must be a multiple of.
+    """Data-parallel size: the product of the batch axes' sizes (1 without a mesh), what batch sizes must divide by.
 
     Parameters
     ----------
     mesh : jax.sharding.Mesh or None
-        None: no mesh.
-
-    Returns
-    -------
-    int
-        Devices a batch is split over (e.g. 4 on a ``{"data": 4, "model": 2}`` mesh); 1 without a mesh or batch axes.
 
     Raises
     ------
@@ -69,19 +57,16 @@ def nearest_batch_sizes(requested: int, multiple: int, at_most: int | None = Non
 
     Parameters
     ----------
-    requested : int
-        The batch size asked for (rows).
-    multiple : int
-        What a valid size is a multiple of (the data-parallel size, times the data shards in the harness).
+    requested, multiple : int
+        The batch size asked for (rows); what a valid size is a multiple of (the data-parallel size).
     at_most : int, optional
-        The largest usable size (for example the training pairs); no bound if None.
+        The largest usable size (e.g. the training pairs); None: no bound.
 
     Returns
     -------
     tuple of int
-        The multiples of ``multiple`` just below and just above ``requested``, each clamped into
-        ``[multiple, at_most]``, duplicates removed, nearest first (ties: the smaller first);
-        ``(requested,)`` if it is valid, ``()`` if no multiple fits (``at_most < multiple``).
+        The multiples of ``multiple`` just below and above ``requested``, clamped into ``[multiple, at_most]``,
+        deduplicated, nearest first (ties: smaller first); ``(requested,)`` if valid, ``()`` if ``at_most < multiple``.
 
     Raises
     ------
@@ -106,25 +91,22 @@ def nearest_batch_sizes(requested: int, multiple: int, at_most: int | None = Non
 
 
 def check_batch_divisible(batch: Any, mesh: Mesh | None, what: str) -> None:
-    """Check that the array leaves (``ndim > 0``) of ``batch`` split evenly over the data-parallel devices.
+    """Check that the array leaves of ``batch`` split evenly over the data-parallel devices (no mesh: no check).
 
     Parameters
     ----------
     batch : pytree
-        ``jax.Array`` / ``numpy.ndarray`` leaves with ``ndim > 0`` are checked (leading axis: rows); 0-d arrays,
-        scalars and other leaves are ignored.
+        Its ``jax.Array`` / ``numpy.ndarray`` leaves with ``ndim > 0`` are checked (leading axis: rows); others ignored.
     mesh : jax.sharding.Mesh or None
-        None: nothing to check.
     what : str
-        The batch's name in the message, e.g. ``"train"`` or ``"validation"``.
+        The batch's name in the message, e.g. ``"train"``.
 
     Raises
     ------
     ValueError
-        If the checked leaves differ in leading size, or that size is not a multiple of ``batch_size_divisor(mesh)``;
-        the message names ``what``, the size, the divisor, the batch axes and ``nearest_batch_sizes``.
+        If the leaves differ in leading size, or it is not a multiple of ``batch_size_divisor(mesh)``.
     TypeError
-        If ``mesh`` is neither None nor a ``jax.sharding.Mesh`` (checked only when ``batch`` has such leaves).
+        If ``mesh`` is neither None nor a ``jax.sharding.Mesh``.
     """
     if mesh is None:
         return
@@ -142,20 +124,13 @@ def check_batch_divisible(batch: Any, mesh: Mesh | None, what: str) -> None:
 
 
 def pad_for_mesh(n: int, mesh: Mesh | None) -> tuple[int, int]:
-    """Round a row count up to a multiple of the data-parallel size.
+    """Round ``n`` rows up to a multiple of the data-parallel size: ``(padded, n)``, e.g. ``(12, 10)`` for 4.
 
     Parameters
     ----------
     n : int
-        Rows, ``>= 0`` (a Python or NumPy integer; not ``bool``).
+        Rows, ``>= 0`` (not ``bool``).
     mesh : jax.sharding.Mesh or None
-        None: no padding.
-
-    Returns
-    -------
-    tuple of (int, int)
-        ``(padded, n)``: the smallest multiple of ``batch_size_divisor(mesh)`` that is ``>= n``, and ``n`` (the rows
-        to keep once the padded batch is processed); e.g. ``(12, 10)`` for a data-parallel size of 4.
 
     Raises
     ------
@@ -173,29 +148,26 @@ def pad_for_mesh(n: int, mesh: Mesh | None) -> tuple[int, int]:
 def shard_batch(batch: Any, mesh: Mesh | None) -> Any:
     """Split the leading (batch) axis of every array leaf over the batch axes of ``mesh``: data parallelism.
 
-    The batch is *global*: every process passes all of it, the same values. For each process's own rows use
-    ``host_to_global_array``.
+    The batch is *global*: every process passes all of it (its own rows only: ``host_to_global_array``).
 
     Parameters
     ----------
     batch : pytree
-        ``jax.Array`` / ``numpy.ndarray`` leaves of shape ``(B, ...)`` are split along ``B`` (rows); 0-d arrays are
-        replicated; other leaves (Python or NumPy scalars, None) are kept as they are.
+        ``jax.Array`` / ``numpy.ndarray`` leaves of shape ``(B, ...)`` are split along ``B``; 0-d arrays are
+        replicated; other leaves (scalars, None) are kept.
     mesh : jax.sharding.Mesh or None
         None: ``batch`` itself is returned.
 
     Returns
     -------
     pytree
-        ``batch``'s structure, array leaves as ``jax.Array`` at ``NamedSharding(mesh, P(batch_axes(mesh)))``
-        (``P()`` for 0-d leaves); shapes kept, dtypes as ``jax.device_put`` makes them (float64 -> float32 unless
-        ``jax_enable_x64``).
+        Array leaves as ``jax.Array`` at ``NamedSharding(mesh, P(batch_axes(mesh)))`` (``P()`` if 0-d); dtypes as
+        ``jax.device_put`` makes them (float64 -> float32 unless ``jax_enable_x64``).
 
     Raises
     ------
     ValueError
-        If a leaf's leading size is not a multiple of ``batch_size_divisor(mesh)`` (pad it with ``pad_for_mesh`` or
-        pick one of ``nearest_batch_sizes``); nothing is placed then.
+        If a leading size is not a multiple of ``batch_size_divisor(mesh)`` (see ``pad_for_mesh``); nothing is placed.
     TypeError
         If ``mesh`` is neither None nor a ``jax.sharding.Mesh``.
     """
@@ -208,14 +180,9 @@ def shard_sample_init(x_init: Any, mesh: Mesh | None) -> Any:
     Parameters
     ----------
     x_init : jax.Array or numpy.ndarray or pytree of them
-        Shape ``(N, ...)`` for ``N`` samples, e.g. the ``(N, dim_theta)`` noise an ODE sampler starts from.
+        Shape ``(N, ...)``, e.g. the ``(N, dim_theta)`` noise an ODE sampler starts from.
     mesh : jax.sharding.Mesh or None
         None: ``x_init`` itself is returned.
-
-    Returns
-    -------
-    jax.Array or pytree
-        As ``shard_batch`` returns it.
 
     Raises
     ------
@@ -228,20 +195,14 @@ def shard_sample_init(x_init: Any, mesh: Mesh | None) -> Any:
 
 
 def replicate(tree: Any, mesh: Mesh | None) -> Any:
-    """Place every array leaf of ``tree`` whole on every device of ``mesh`` (``PartitionSpec()``).
+    """Place every array leaf of ``tree`` whole on every device of ``mesh`` (``NamedSharding(mesh, P())``).
 
     Parameters
     ----------
     tree : pytree
-        ``jax.Array`` (also when committed to other devices) and ``numpy.ndarray`` leaves are moved; other leaves
-        (Python scalars, None) are kept as they are.
+        ``jax.Array`` (committed elsewhere too) and ``numpy.ndarray`` leaves are moved; other leaves are kept.
     mesh : jax.sharding.Mesh or None
         None: ``tree`` itself is returned.
-
-    Returns
-    -------
-    pytree
-        ``tree``'s structure, array leaves as ``jax.Array`` at ``NamedSharding(mesh, P())``.
 
     Raises
     ------

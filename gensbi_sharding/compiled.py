@@ -22,23 +22,10 @@ _BITS = re.compile(r"^(?:bf|f|s|u|c)(\d+)")
 
 
 def hlo_shape_bytes(shape: str) -> int:
-    """Count the bytes of an HLO result shape: one array (``f32[8,16]{1,0}``) or a tuple of them.
+    """Bytes of an HLO result shape (one device's buffer): one array (``f32[8,16]{1,0}``) or a tuple of them.
 
-    Parameters
-    ----------
-    shape : str
-        The shape as HLO text prints it; layouts (``{1,0}``) are ignored.
-
-    Returns
-    -------
-    int
-        Bytes (one device's buffer): elements times the bits of the element type over 8, rounded up per
-        array (``s4[3]``: 2 bytes); ``pred`` counts 8 bits, ``token`` 0; ``"(bf16[4], pred[3], s4[3])"`` -> 13.
-
-    Raises
-    ------
-    ValueError
-        If an element type is neither ``pred``, ``token`` nor a ``bf``/``f``/``s``/``u``/``c`` type with a bit width.
+    Sub-byte types round up per array, ``pred`` counts 8 bits, ``token`` 0: ``"(bf16[4], pred[3], s4[3])"`` -> 13.
+    ``ValueError`` for an element type neither ``pred``, ``token`` nor ``bf``/``f``/``s``/``u``/``c`` with a width.
     """
     total = 0
     for match in _ARRAY.finditer(shape):
@@ -53,26 +40,10 @@ def hlo_shape_bytes(shape: str) -> int:
 
 
 def collectives_in_hlo(text: str) -> dict[str, dict[str, int]]:
-    """Count each collective of an HLO module and the bytes of its results.
+    """Count each collective op of HLO module text (``compiled.as_text()``) and the bytes of its results.
 
-    An op in a loop body is counted once (static count, not per iteration); an async pair counts once, by
-    its ``-done`` half.
-
-    Parameters
-    ----------
-    text : str
-        HLO module text, e.g. ``compiled.as_text()``.
-
-    Returns
-    -------
-    dict of str to dict of str to int
-        ``{op: {"count": n, "bytes": b}}`` for every op of ``COLLECTIVES`` (zeros when absent); ``bytes`` is the
-        per-device size of the op's result shapes (``hlo_shape_bytes``).
-
-    Raises
-    ------
-    ValueError
-        If a collective's result shape holds an unknown element type (``hlo_shape_bytes``).
+    ``{op: {"count": n, "bytes": b}}`` for every op of ``COLLECTIVES`` (zeros when absent), bytes per device.
+    Static counts: an op in a loop body counts once, an async pair once (by its ``-done`` half).
     """
     out = {op: {"count": 0, "bytes": 0} for op in COLLECTIVES}
     for match in filter(None, map(_OP.search, text.splitlines())):
@@ -93,16 +64,14 @@ def compiled_report(compiled: Any) -> dict[str, Any]:
     Returns
     -------
     dict
-        ``"memory"``: dict of str to int, bytes per device from ``memory_analysis()`` (``argument_bytes``,
-        ``output_bytes``, ``temp_bytes``, ``alias_bytes``, ``generated_code_bytes`` and ``total_bytes`` =
-        argument + output + temp - alias), or None if the backend gives no analysis; ``"collectives"``: as
-        ``collectives_in_hlo``; ``"collective_bytes"``: int, their bytes summed over ops.
+        ``"memory"``: bytes per device from ``memory_analysis()`` (``argument_bytes``, ``output_bytes``,
+        ``temp_bytes``, ``alias_bytes``, ``generated_code_bytes``, ``total_bytes`` = argument + output + temp - alias),
+        None if the backend gives none; ``"collectives"``: ``collectives_in_hlo``; ``"collective_bytes"``: their sum.
 
     Raises
     ------
     ValueError
-        If ``compiled`` has no callable ``as_text`` (not a compiled program), or its HLO holds an unknown
-        element type.
+        If ``compiled`` has no callable ``as_text`` (not a compiled program), or its HLO has an unknown element type.
     """
     if not callable(getattr(compiled, "as_text", None)):
         raise ValueError(f"expected a compiled program, got {type(compiled).__name__}; "

@@ -1,8 +1,7 @@
 """Multi-host input: each process's own rows of a batch become global ``jax.Array``s on the mesh.
 
-Everything is checked before any array is built: bad input is a ``ValueError`` on the process that has it, not
-other processes left waiting in a collective. The names and the idea are AXLearn's (apple/axlearn,
-``axlearn/common/utils.py``: ``DataPartitionType``, ``input_partition_spec``, ``host_to_global_array``).
+All input is checked before any array is built: bad input is a ``ValueError`` on the process that has it, not
+other processes left waiting in a collective. Names and idea: AXLearn (apple/axlearn, ``axlearn/common/utils.py``).
 """
 
 from __future__ import annotations
@@ -23,12 +22,7 @@ __all__ = ["DataPartitionType", "input_partition_spec", "host_to_global_array"]
 class DataPartitionType(str, enum.Enum):
     """How ``host_to_global_array`` splits the leading axis of each process's input.
 
-    A ``str`` enum: each member equals its value, so a config string (``"full"``, ...) works where a member does.
-
-    Parameters
-    ----------
-    value : str
-        ``DataPartitionType(value)`` looks a member up by value; ``ValueError`` for any other string.
+    A ``str`` enum: a config string (``"full"``, ...) works where a member does.
 
     Attributes
     ----------
@@ -46,19 +40,13 @@ class DataPartitionType(str, enum.Enum):
 
 
 def input_partition_spec(mesh: Mesh) -> P:
-    """The PartitionSpec splitting a leading axis over all mesh axes (``DataPartitionType.FULL``).
+    """``P(tuple(mesh.axis_names))``: a leading axis split over all mesh axes (``DataPartitionType.FULL``).
 
     AXLearn's takes no argument and reads the active mesh; this one is given the mesh.
 
     Parameters
     ----------
     mesh : jax.sharding.Mesh or jax.sharding.AbstractMesh
-        Only its axis names are read.
-
-    Returns
-    -------
-    jax.sharding.PartitionSpec
-        ``P(tuple(mesh.axis_names))``, e.g. ``P(("data", "model"))``: dimension 0 over the product of all axes.
     """
     return P(tuple(mesh.axis_names))
 
@@ -67,35 +55,32 @@ def host_to_global_array(host_arrays: Any, *, partition: Any = DataPartitionType
                          mesh: Mesh | None = None) -> Any:
     """Turn this process's rows of a batch into global ``jax.Array``s on ``mesh``: multi-host input.
 
-    Call it on every process, outside ``jax.jit``, each with its own rows (one process: the whole batch); the arrays
-    are built by ``jax.make_array_from_process_local_data``.
+    Call it on every process, outside ``jax.jit``, each with its own rows (one process: the whole batch); the
+    arrays are built by ``jax.make_array_from_process_local_data``.
 
     Parameters
     ----------
     host_arrays : pytree
         ``numpy.ndarray`` or process-local ``jax.Array`` leaves of shape ``(b, ...)``, ``b`` this process's rows;
-        other leaves (Python scalars, None) are kept as they are.
+        other leaves (Python scalars, None) are kept.
     partition : DataPartitionType or str or pytree of jax.sharding.PartitionSpec, default DataPartitionType.FULL
-        A member or its value (``"full"``, ``"data"``, ``"replicated"``; 0-d leaves are then replicated), or
-        PartitionSpecs forming a prefix of ``host_arrays`` (one per leaf or per subtree), entries per dimension.
+        A member or its value (0-d leaves are then replicated), or PartitionSpecs forming a prefix of ``host_arrays``.
     mesh : jax.sharding.Mesh, optional
-        Default: the active concrete mesh (``mesh_context(mesh)``, i.e. ``jax.set_mesh``).
+        Default: the active concrete mesh (``mesh_context(mesh)``).
 
     Returns
     -------
     pytree
-        ``host_arrays``' structure, array leaves as global ``jax.Array``s at ``NamedSharding(mesh, spec)``: along a
-        split dimension the processes' rows are joined (e.g. ``(2 * b, ...)`` for ``FULL`` over 2 processes).
+        Array leaves as global ``jax.Array``s at ``NamedSharding(mesh, spec)``; along a split dimension the
+        processes' rows are joined (``(2 * b, ...)`` for ``FULL`` over 2 processes).
 
     Raises
     ------
     ValueError
-        Before any array is built, on the process concerned, if: ``mesh`` is not a ``jax.sharding.Mesh``, or none
-        is given and no concrete mesh is active (none, an abstract one only, or inside ``jax.jit``); ``partition``
-        is an unknown string, has leaves that are not PartitionSpecs, or is no prefix of ``host_arrays``; a leaf is
-        already a global array spanning processes; a spec has more entries than its leaf's rank or names a mesh
-        axis ``mesh`` lacks; this process holds no device of ``mesh``; or a split dimension's local size is not a
-        multiple of the shards this process holds along it.
+        Before any array is built, if: ``mesh`` is not a Mesh, or none is given and no concrete mesh is active (also
+        inside ``jax.jit``); ``partition`` is an unknown string, not PartitionSpecs or no prefix of ``host_arrays``; a
+        leaf is already a global array; a spec is longer than its leaf's rank or names an axis ``mesh`` lacks; this
+        process holds no device of ``mesh``; or a split dimension's local size is not a multiple of its local shards.
     """
     mesh = _concrete_mesh(mesh)
     flat, treedef = jax.tree_util.tree_flatten_with_path(host_arrays)

@@ -23,17 +23,13 @@ __all__ = ["bytes_per_device", "partition_specs", "MeshSummary", "VariablePlacem
 
 
 def bytes_per_device(tree: Any) -> dict[int, int]:
-    """Sum the bytes each device holds of the ``jax.Array`` leaves of a pytree or NNX node.
+    """``{device id: bytes}`` (sorted) that this process's devices hold of a pytree's or NNX node's arrays.
+
+    Replicated arrays count whole on each device; leaves other than ``jax.Array`` (NumPy: the host) count nowhere.
 
     Parameters
     ----------
     tree : pytree or any NNX graph node (nnx.Module, nnx.Optimizer, ...)
-        Leaves other than ``jax.Array`` (NumPy: on the host) count nowhere.
-
-    Returns
-    -------
-    dict of int to int
-        ``{device id: bytes}``, sorted, over this process's devices holding a shard (replicated: whole on each).
     """
     totals: Counter[int] = Counter()
     for leaf in jax.tree.leaves(nnx.state(tree) if nnx.graph.is_graph_node(tree) else tree):
@@ -43,17 +39,13 @@ def bytes_per_device(tree: Any) -> dict[int, int]:
 
 
 def partition_specs(node: Any) -> dict[str, str]:
-    """List the ``PartitionSpec`` of every array state leaf of an NNX node, as text.
+    """``{"a/b/c": "PartitionSpec('data', None)"}``: the spec of every array state leaf of an NNX node, as text.
+
+    ``"host"`` for NumPy and for an array whose sharding has no spec (``SingleDeviceSharding``: one device).
 
     Parameters
     ----------
     node : nnx.Module or nnx.Optimizer or any NNX graph node
-
-    Returns
-    -------
-    dict of str to str
-        ``{"a/b/c": "PartitionSpec('data', None)"}`` for each ``jax.Array`` or NumPy leaf; ``"host"`` for NumPy
-        and for an array whose sharding has no spec (a ``SingleDeviceSharding``: one device, not the host).
     """
     return {path_name(path): str(getattr(getattr(var.get_value(), "sharding", None), "spec", "host"))
             for path, var in nnx.to_flat_state(nnx.state(node)) if is_array(var.get_value())}
@@ -63,14 +55,7 @@ def partition_specs(node: Any) -> dict[str, str]:
 class MeshSummary:
     """A mesh in numbers (``summarize_mesh``); ``str()`` is one line.
 
-    Attributes
-    ----------
-    axis_names : tuple of str
-        In mesh order; ``axis_sizes`` (dict of str to int): devices along each.
-    n_devices, devices_per_process, n_processes : int
-        Mesh devices in all and on this process (``jax.process_index()``); processes holding one.
-    data_parallel_size : int
-        Product of the batch axes' sizes (``batch_size_divisor``): a global batch size must divide by it.
+    ``devices_per_process``: mesh devices on this process; ``data_parallel_size``: ``batch_size_divisor(mesh)``.
     """
 
     axis_names: tuple[str, ...]
@@ -88,19 +73,11 @@ class MeshSummary:
 
 @dataclasses.dataclass(frozen=True)
 class VariablePlacement:
-    """One array variable: its shape, dtype, placement and bytes (all, and on its fullest device).
+    """One array variable of ``describe``: path ``"a/b/c"``, shape, dtype name, placement and bytes.
 
-    Attributes
-    ----------
-    path, shape, dtype : str, tuple of int, str
-        State path ``"a/b/c"``; the array's shape and dtype name (``"float32"``).
-    placement : str
-        ``"P('data', None)"`` (a ``NamedSharding``), ``"single device"``, another sharding's class name, ``"host"``
-        (NumPy) or ``"unplaced"`` (a ``jax.ShapeDtypeStruct`` without sharding).
-    nbytes, max_device_bytes : int
-        Bytes of the whole array; of its share on this process's fullest device (0 on the host or unplaced).
-    replicated : bool
-        Held whole by every device it lives on (one device counts); False on the host or unplaced.
+    ``placement``: ``"P('data', None)"``, ``"single device"``, another sharding's class name, ``"host"`` (NumPy) or
+    ``"unplaced"``; ``max_device_bytes``: its share on the fullest local device (0 on the host or unplaced);
+    ``replicated``: held whole by every device it lives on.
     """
 
     path: str
@@ -114,21 +91,11 @@ class VariablePlacement:
 
 @dataclasses.dataclass(frozen=True)
 class PlacementReport:
-    """What ``describe`` found (a ``Linear(4, 3)``: 2 leaves, 15 scalars); ``str(report)`` is ``table()``.
+    """What ``describe`` found about a node's array variables; ``str(report)`` is ``table()``.
 
-    Attributes
-    ----------
-    n_leaves, n_scalars, total_bytes : int
-        Array variables (``jax.Array``, NumPy or ``jax.ShapeDtypeStruct``); their elements; their bytes, whole.
-    bytes_per_device : dict of int to int
-        ``{device id: bytes}`` held, sorted by id; with a mesh, each of its devices is listed (0 if holding nothing).
-    variables : tuple of VariablePlacement
-        One per array variable, in state order (``placements``: path -> placement).
-    largest_replicated : tuple of (str, int)
-        ``(path, bytes)`` of the largest non-scalar variables whole on every device while another is split, at
-        most ``top``, largest first; empty if nothing is split (after MaxText's ``assert_params_sufficiently_sharded``).
-    mesh : MeshSummary or None
-        None when described without a mesh.
+    ``bytes_per_device`` lists every mesh device (0 if empty). ``largest_replicated``: ``(path, bytes)`` of the
+    largest non-scalar variables whole on every device while another is split, at most ``top``, largest first
+    (after MaxText's ``assert_params_sufficiently_sharded``).
     """
 
     n_leaves: int
@@ -150,13 +117,7 @@ class PlacementReport:
         return {v.path: v.placement for v in self.variables}
 
     def table(self) -> str:
-        """Render the report as lines: mesh, totals, one row per variable, largest replicated.
-
-        Returns
-        -------
-        str
-            Bytes in B/KB/MB/GB (powers of 1000).
-        """
+        """Render the report: mesh, totals, one row per variable, largest replicated (bytes in powers of 1000)."""
         width = max([len(v.path) for v in self.variables] + [8])
         lines = [str(self.mesh) if self.mesh else "no mesh",
                  f"state: {self.n_leaves} leaves, {self.n_scalars:,} scalars, {_fmt(self.total_bytes)}; per device "
@@ -173,16 +134,7 @@ class PlacementReport:
 
 
 def summarize_mesh(mesh: Mesh) -> MeshSummary:
-    """Summarize a mesh: axes, devices in all and per process, data-parallel size.
-
-    Parameters
-    ----------
-    mesh : jax.sharding.Mesh
-
-    Returns
-    -------
-    MeshSummary
-    """
+    """Summarize a mesh as a ``MeshSummary``: axes, devices in all and per process, data-parallel size."""
     processes = [d.process_index for d in mesh.devices.flat]
     return MeshSummary(axis_names=tuple(mesh.axis_names), axis_sizes=dict(mesh.shape), n_devices=len(processes),
                        devices_per_process=processes.count(jax.process_index()),
@@ -190,7 +142,7 @@ def summarize_mesh(mesh: Mesh) -> MeshSummary:
 
 
 def describe(node: Any, mesh: Mesh | None, *, top: int = 5) -> PlacementReport:
-    """Count, size and locate every array variable of an NNX graph node (or tuple of nodes).
+    """Count, size and locate every array variable of an NNX graph node (or tuple of nodes): a ``PlacementReport``.
 
     Parameters
     ----------
@@ -200,10 +152,6 @@ def describe(node: Any, mesh: Mesh | None, *, top: int = 5) -> PlacementReport:
         Lists every mesh device in ``bytes_per_device`` and fills ``mesh``; None: only devices holding bytes.
     top : int, default 5
         At most this many ``largest_replicated``.
-
-    Returns
-    -------
-    PlacementReport
 
     Raises
     ------
@@ -248,7 +196,7 @@ def mesh_init_simulate(seed: Any, x: Any, features: Any, mesh_axes: Any) -> jax.
     seed, features, mesh_axes : int or anything ``int()`` accepts
         Seed of the layer's ``nnx.Rngs``; its output size (>= 1); a number echoed back (builds nothing).
     x : array_like, shape ``(..., d_in)``
-        Only its shape is read: the last size is the layer's input size.
+        Only its shape is read.
 
     Returns
     -------
