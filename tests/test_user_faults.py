@@ -98,6 +98,24 @@ def test_resume_under_other_settings_names_the_override_that_fits(no_ema_run, tm
     assert again["status"] == "ok" and again["start_step"] == 8, again.get("error")
 
 
+def test_a_resume_on_other_simulations_keeps_the_checkpoints_z_scores(no_ema_run, tmp_path):
+    # A resume with another data.num_simulations (or seed) recomputed the z-score statistics from the
+    # new simulations, so the saved weights met shifted inputs and outputs without a word: the same
+    # weights, evaluated at their own step, scored C2ST 0.883 with the original budget and 0.900 with 1000.
+    from gensbi_sharding.checkpoint import saved_info
+    from gensbi_sharding.harness.simulation_data import NORMALIZATION
+
+    saved = saved_info(no_ema_run / "checkpoints" / "8")[NORMALIZATION]
+    assert len(saved["theta_mean"]) == 2 and len(saved["x_std"]) == 2 and min(saved["theta_std"]) > 0
+    scored = ("train.steps=8", "train.ema_decay=0", "eval.enabled=true", "eval.num_samples=300", "eval.c2st_folds=2")
+    same = run_tiny(tmp_path / "same", f"train.resume={no_ema_run}", *scored)
+    other = run_tiny(tmp_path / "other", f"train.resume={no_ema_run}", *scored, "data.num_simulations=1536")
+    assert same["status"] == other["status"] == "ok", (same.get("error"), other.get("error"))
+    samples = [np.load(t / "posterior_samples.npz")["samples"] for t in (tmp_path / "same", tmp_path / "other")]
+    np.testing.assert_array_equal(samples[0], samples[1])  # the same weights in the same coordinates
+    assert same["c2st"] == other["c2st"]
+
+
 # ------------------------------------------------- benchmarks/sbibm.py with folders that are not what it needs
 
 def sbibm_main():

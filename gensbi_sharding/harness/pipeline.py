@@ -45,11 +45,14 @@ class Pipeline:
 
 
 def build_pipeline(data_cfg: Any, *, seed: int, mesh: Any, shards: int | None = None,
-                   skip: int = 0) -> Pipeline:
+                   skip: int = 0, statistics: dict | None = None) -> Pipeline:
     """Simulate, normalise and batch the data set named by ``data_cfg.name``.
 
     ``skip`` global batches are drawn and dropped (unplaced) first, so a resumed run
-    continues the very batch stream it was interrupted in.
+    continues the very batch stream it was interrupted in. ``statistics``
+    (``SimulationData.statistics()`` saved with a checkpoint) replace the ones of the
+    data simulated here: a resumed model keeps the input and output scales it was
+    trained with, also when it trains further on another simulation budget.
 
     Raises
     ------
@@ -79,6 +82,11 @@ def build_pipeline(data_cfg: Any, *, seed: int, mesh: Any, shards: int | None = 
                          process_index=s, process_count=shards) for s in own]
     if processes == 1 and shards > 1:  # emulated shards: statistics over all of them
         parts = _with_stats_of(parts)
+    if statistics is not None:
+        try:
+            parts = [part.with_statistics(statistics) for part in parts]
+        except ValueError as err:
+            raise ConfigError(f"train.resume: {err}; start a new run without train.resume") from None
     dropped, val_pairs = parts[0].dropped_non_finite, parts[0].val_pairs
     # Non-finite simulations may have shrunk a shard: check the batch against the pairs left.
     # Both sizes are agreed over processes, so every process decides alike.

@@ -177,7 +177,7 @@ class PreemptionWatch:
 
 def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any, cfg: Any, mesh: Any,
                            out: Any, config: dict, watch: PreemptionWatch, val_batches: list,
-                           progress: bool) -> tuple[Any, bool]:
+                           progress: bool, statistics: dict | None = None) -> tuple[Any, bool]:
     """The training phase of a run: ``train.train`` with its checkpoint cadence and preemption.
 
     Saves every ``train.checkpoint_every`` steps and at the end (a non-finite state is
@@ -190,7 +190,8 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
     checkpoint already holds ``train.steps``, or whose early stopping had ended training,
     trains nothing and goes on to evaluation (with the best weights put back).
     Afterwards the watch knows training is over (``training_done``): a signal during
-    evaluation stops the run at once, naming the final checkpoint.
+    evaluation stops the run at once, naming the final checkpoint. ``statistics``, the
+    data's z-score statistics, are saved in each checkpoint's info (``NORMALIZATION``).
 
     Returns
     -------
@@ -208,6 +209,7 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
     from gensbi_sharding import checkpoint, mesh_context
     from gensbi_sharding.harness import train, validation
     from gensbi_sharding.harness.held_out import DATA_SHARDS
+    from gensbi_sharding.harness.simulation_data import NORMALIZATION
     from gensbi_sharding.harness.state import EARLY_STOPPING, checkpoint_tree
     from gensbi_sharding.harness.step_timer import StepTimer
 
@@ -244,7 +246,7 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
         best = stopper.best_weights if stopper.best_weights is not None else functions.weights(current)
         with timer.paused(current):
             writer.save(step, checkpoint_tree(current, best), ts.key,
-                        info={EARLY_STOPPING: stopper.scalars(), DATA_SHARDS: shards})
+                        info={EARLY_STOPPING: stopper.scalars(), DATA_SHARDS: shards, NORMALIZATION: statistics})
 
     stopped = []  # where a preemption stopped the loop: a step boundary or inside a validation
 

@@ -139,7 +139,7 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
     from gensbi_sharding import checkpoint
     from gensbi_sharding.harness.pipeline import build_pipeline
     from gensbi_sharding.harness.preemption import train_with_checkpoints
-    from gensbi_sharding.harness.state import build_state, check_resume_settings, resume_point
+    from gensbi_sharding.harness.state import build_state, check_resume_settings, resume_point, saved_statistics
     from gensbi_sharding.harness.tasks import TASKS, check_evaluation
 
     if folder.owner is None and jax.process_index() == 0:  # distributed=auto: process 0 owns the folder
@@ -195,7 +195,8 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
     if cfg.eval.enabled and cfg.data.name in TASKS:  # what evaluation will need, checked before training
         check_evaluation(cfg.data.name, observations,
                          x_transform=cfg.data.x_transform, num_samples=cfg.eval.num_samples)
-    pipe = build_pipeline(cfg.data, seed=cfg.seed, mesh=mesh, shards=cfg.data.shards, skip=start_step)
+    pipe = build_pipeline(cfg.data, seed=cfg.seed, mesh=mesh, shards=cfg.data.shards, skip=start_step,
+                          statistics=saved_statistics(resume_dir))
     sims = pipe.sims
     metrics.update(val_pairs=pipe.val_pairs, non_finite_simulations=pipe.dropped_non_finite)
 
@@ -226,7 +227,8 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
                      cfg.data.batch_size, f", resumed from step {ts.start_step} ({resume_dir})" if resume_dir else "")
             result, preempted = train_with_checkpoints(
                 functions, state, pipe.train_batches, ts=ts, cfg=cfg, mesh=mesh, out=out, config=metrics["config"],
-                watch=watch, val_batches=pipe.val_batches, progress=jax.process_index() == 0)
+                watch=watch, val_batches=pipe.val_batches, progress=jax.process_index() == 0,
+                statistics=sims.statistics())
     except KeyboardInterrupt as interrupt:  # Ctrl-C: the curve so far, for the run that continues this one
         if getattr(interrupt, "losses", None) is not None:
             write_losses(interrupt.losses, interrupt.val_history)

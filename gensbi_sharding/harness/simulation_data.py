@@ -19,7 +19,13 @@ import numpy as np
 
 from gensbi_sharding.harness.tasks import to_constrained, to_unconstrained, transform_x
 
-__all__ = ["SimulationData", "global_stats"]
+__all__ = ["SimulationData", "global_stats", "NORMALIZATION", "STAT_FIELDS"]
+
+#: Key of the z-score statistics in a checkpoint's ``info``: they fix what the saved weights' inputs and
+#: outputs mean, so a resumed run normalises with them, whatever data it simulates.
+NORMALIZATION = "normalization"
+#: The statistics' fields of ``SimulationData``.
+STAT_FIELDS = ("theta_mean", "theta_std", "x_mean", "x_std")
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -96,6 +102,25 @@ class SimulationData:
     def denormalize_x(self, z: Any) -> Any:
         """Inverse of ``normalize_x``."""
         return transform_x(self.x_transform, z * self.x_std + self.x_mean, inverse=True)
+
+    def statistics(self) -> dict[str, list[float]]:
+        """The z-score statistics as JSON-ready lists (float32 values round-trip exactly)."""
+        return {name: [float(v) for v in getattr(self, name)] for name in STAT_FIELDS}
+
+    def with_statistics(self, saved: dict) -> SimulationData:
+        """A copy normalising with ``saved`` (``statistics()`` of the data a checkpoint was trained on).
+
+        Raises
+        ------
+        ValueError
+            If ``saved`` lacks a field or a field's length is not this data's dimension.
+        """
+        sizes = {"theta_mean": self.dim_theta, "theta_std": self.dim_theta, "x_mean": self.dim_x, "x_std": self.dim_x}
+        for name, size in sizes.items():
+            if len(saved.get(name) or ()) != size:
+                raise ValueError(f"saved z-score statistics {name}={saved.get(name)!r} do not have the "
+                                 f"{size} entries of this task's {'theta' if name[0] == 't' else 'x'}")
+        return dataclasses.replace(self, **{name: np.asarray(saved[name], np.float32) for name in STAT_FIELDS})
 
     def normalized(self, split: str = "train") -> tuple[np.ndarray, np.ndarray]:
         """``(theta, x)`` of ``split`` ("train" or "val"), z-scored, float32."""

@@ -26,6 +26,7 @@ from gensbi_sharding.harness.rule_config import as_rule, partition_axis_from_con
 
 __all__ = ["TrainState", "builder",
            "build_state", "resume_step_dir", "resume_point", "partition_axis_for", "check_resume_settings",
+           "saved_statistics",
            "checkpoint_tree", "BEST", "EARLY_STOPPING"]
 
 log = logging.getLogger("gensbi_sharding")
@@ -176,6 +177,22 @@ def check_resume_settings(step_dir: Path, cfg: DictConfig) -> None:
         raise ConfigError(f"checkpoint {step_dir} was saved with {' '.join(fix)} (this run: {' '.join(this)}), "
                           f"which decides {', '.join(what)}: its arrays mean nothing otherwise; add "
                           f"{' '.join(fix)}, or start a new run without train.resume")
+
+
+def saved_statistics(step_dir: Path | None) -> dict | None:
+    """The z-score statistics saved with the checkpoint in ``step_dir`` (None: a fresh run, or a checkpoint
+    saved before they were, whose run then recomputes them from its own simulations, with a warning)."""
+    if step_dir is None:
+        return None
+    from gensbi_sharding.checkpoint import saved_info
+    from gensbi_sharding.harness.simulation_data import NORMALIZATION
+
+    statistics = saved_info(step_dir).get(NORMALIZATION)
+    if statistics is None:
+        log.warning("checkpoint %s holds no z-score statistics (saved by an earlier version): they are recomputed "
+                    "from this run's simulations, the same only if seed and data.* are as when it was saved",
+                    step_dir)
+    return statistics
 
 
 def _model_overrides(step_dir: Path, model_cfg: DictConfig) -> str:
