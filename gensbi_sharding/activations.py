@@ -28,26 +28,22 @@ ACTIVATION_NAMES: dict[str, str] = {
 class PartitionAxis(NamedTuple):
     """Mesh axes for each kind of activation dimension (a model's activation strategy); defaults fit ``make_mesh``.
 
-    Field names are EasyDeL's (erfanzar/EasyDeL, ``easydel/etils/partition_module.py``). ``constrain``
-    reads those in ``ACTIVATION_NAMES``; ``bias_*`` and ``generation_*`` are only validated. Nothing is
-    checked at construction: ``resolve(mesh)`` (called by ``activation_spec``) checks every field.
+    Field names are EasyDeL's (erfanzar/EasyDeL, ``easydel/etils/partition_module.py``). Nothing is checked at
+    construction: ``resolve(mesh)`` checks every field.
 
     Parameters
     ----------
     batch_axis : MeshAxes, default "data"
         Mesh axis name, tuple (or list) of them, or None, for ``"batch"`` dimensions; likewise every field.
     sequence_axis, query_sequence_axis, key_sequence_axis : MeshAxes, default None
-        ``"sequence"``, ``"query_sequence"``, ``"key_sequence"`` dimensions.
     head_axis : MeshAxes, default "model"
-        ``"heads"`` dimensions (attention heads).
+        ``"heads"`` dimensions.
     hidden_state_axis, attention_dim_axis : MeshAxes, default None
         ``"hidden"`` (the model width) and ``"head_dim"`` (each head's width) dimensions.
     bias_head_sequence_axis, bias_key_sequence_axis : MeshAxes, default None
-        Validated only.
+        Validated only, as every ``generation_*`` field.
     generation_head_axis : MeshAxes, default "model"
-        Validated only; ``for_rule`` sets it to ``head_axis``.
     generation_query_sequence_axis, generation_key_sequence_axis, generation_attention_dim_axis : MeshAxes
-        Validated only; default None.
     """
 
     batch_axis: MeshAxes = "data"
@@ -70,29 +66,20 @@ class PartitionAxis(NamedTuple):
 
         Batch over the batch axes of size > 1; heads (and ``generation_head_axis``) where the rule puts
         ``"heads"``, the hidden state where it puts ``"embed"``, each less the batch's axes and axes of size 1;
-        every other field None. Splitting attention heads where their weights are split is Megatron-LM's tensor
-        parallelism (Shoeybi et al. 2019, arXiv:1909.08053).
+        every other field None. Heads split as their weights are: Megatron-LM (Shoeybi et al. 2019,
+        arXiv:1909.08053).
 
         Parameters
         ----------
         rule : str or RuleTable or Rule
-            A name in ``RULES`` ("replicated", "fsdp", "tensor"), a rule table (logical axis -> mesh axes) or a
-            ``Rule`` (``resolve_rule``).
+            As ``resolve_rule`` takes it.
         mesh : jax.sharding.Mesh
-            The mesh the model runs on.
-
-        Returns
-        -------
-        PartitionAxis
-            E.g. ``batch_axis="data", head_axis="model"`` under "tensor" on ``{"data": 4, "model": 2}``; a field is
-            None where nothing would split (e.g. ``batch_axis`` on a data axis of size 1).
 
         Raises
         ------
         ValueError
-            For an unknown rule name or a bad rule table (``resolve_rule``), or a table mapping ``"heads"`` or
-            ``"embed"`` to a mesh axis ``mesh`` lacks, or to a value not None, an axis name or a non-empty sequence
-            of them.
+            If ``resolve_rule`` rejects ``rule``, or it maps ``"heads"`` or ``"embed"`` to a mesh axis ``mesh``
+            lacks or to a value not None, an axis name or a non-empty sequence of them.
         """
         table = resolve_rule(rule).table
         sizes = dict(mesh.shape)
@@ -116,12 +103,6 @@ class PartitionAxis(NamedTuple):
         Parameters
         ----------
         mesh : jax.sharding.Mesh or jax.sharding.AbstractMesh
-            Only its axis names are read.
-
-        Returns
-        -------
-        PartitionAxis
-            The same fields, each None, a mesh axis name or a tuple of them.
 
         Raises
         ------
@@ -144,35 +125,11 @@ class PartitionAxis(NamedTuple):
 
 def activation_spec(names: Sequence[str | None], shape: Sequence[int], partition_axis: PartitionAxis,
                     mesh: Mesh) -> tuple[P, dict[str, str]]:
-    """The PartitionSpec ``constrain`` gives an activation, and the dimensions it leaves unsplit, as data.
+    """The PartitionSpec ``constrain`` gives an activation, and ``{name: why}`` for dimensions left unsplit.
 
-    Each named dimension goes to the mesh axes of its ``partition_axis`` field (``ACTIVATION_NAMES``), unless an
-    earlier dimension already uses one of them or their size does not divide it: then it stays unsplit. Logical
-    names for activations as in Flax's ``flax.linen.with_logical_constraint``, the table being a ``PartitionAxis``.
-
-    Parameters
-    ----------
-    names : sequence of str or None
-        One per dimension: an ``ACTIVATION_NAMES`` key or None (unsplit), e.g. ``("batch", "sequence", "hidden")``.
-    shape : sequence of int
-        The activation's shape.
-    partition_axis : PartitionAxis
-        The strategy; checked by ``partition_axis.resolve(mesh)``.
-    mesh : jax.sharding.Mesh or jax.sharding.AbstractMesh
-        Its axis names and sizes are read.
-
-    Returns
-    -------
-    spec : jax.sharding.PartitionSpec
-        One entry per dimension: a mesh axis name, a tuple of them, or None.
-    unsplit : dict of str to str
-        Activation name -> why its dimension was left unsplit; empty when every dimension is placed as asked.
-
-    Raises
-    ------
-    ValueError
-        If ``names`` has not one entry per dimension of ``shape`` or holds a name outside ``ACTIVATION_NAMES``, or
-        ``partition_axis.resolve(mesh)`` fails.
+    A dimension stays unsplit if an earlier one uses its mesh axes or their size does not divide it (Flax's
+    ``with_logical_constraint``, the table a ``PartitionAxis``). ``ValueError`` for ``names`` not one
+    ``ACTIVATION_NAMES`` key (or None) per dimension, or a ``partition_axis`` that does not fit ``mesh``.
     """
     if len(names) != len(shape):
         raise ValueError(f"activation names {tuple(names)} have {len(names)} entries for an array "
@@ -197,28 +154,20 @@ def activation_spec(names: Sequence[str | None], shape: Sequence[int], partition
 
 def constrain(x: jax.Array, names: Sequence[str | None], partition_axis: PartitionAxis | None,
               mesh: Mesh | None = None) -> jax.Array:
-    """Pin the layout of activation ``x``: ``jax.lax.with_sharding_constraint`` at ``activation_spec``'s spec.
+    """Pin the layout of activation ``x`` with ``jax.lax.with_sharding_constraint``; same shape, dtype, values.
 
-    A sharding constraint as in GSPMD (Xu et al. 2021, arXiv:2105.04663): inside ``jax.jit`` the compiler keeps
-    ``x`` at that layout and plans the communication around it. A no-op (``x`` itself) without ``partition_axis``
-    or without a mesh, given or active, so a model runs unchanged on one device.
+    A sharding constraint as in GSPMD (Xu et al. 2021, arXiv:2105.04663). A no-op (``x`` itself) without
+    ``partition_axis`` or without a mesh, given or active, so a model runs unchanged on one device.
 
     Parameters
     ----------
     x : jax.Array
-        The activation, usually a traced value inside ``jax.jit``.
     names : sequence of str or None
         One ``ACTIVATION_NAMES`` key (or None) per dimension of ``x``, e.g. ``("batch", "sequence", "hidden")``.
     partition_axis : PartitionAxis or None
         The model's strategy (e.g. ``PartitionAxis.for_rule(rule, mesh)``); None: no constraint.
     mesh : jax.sharding.Mesh, optional
-        Default: the active mesh (``jax.sharding.get_abstract_mesh()``, set by ``mesh_context`` / ``jax.set_mesh``).
-
-    Returns
-    -------
-    jax.Array
-        ``x`` constrained to ``NamedSharding(mesh, spec)`` (``mesh`` given) or ``spec`` (the active mesh); same
-        shape, dtype and values.
+        Default: the active mesh (``mesh_context`` / ``jax.set_mesh``).
 
     Warns
     -----
@@ -228,8 +177,7 @@ def constrain(x: jax.Array, names: Sequence[str | None], partition_axis: Partiti
     Raises
     ------
     ValueError
-        As ``activation_spec``: ``names`` not one known name (or None) per dimension, or a ``partition_axis`` that
-        does not fit the mesh.
+        If ``names`` is not one known name (or None) per dimension, or ``partition_axis`` does not fit the mesh.
     """
     if partition_axis is None:
         return x

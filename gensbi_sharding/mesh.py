@@ -19,32 +19,25 @@ _MESH_SPEC_KEYS = ("devices", "model_axis")
 
 
 def make_mesh(devices: Sequence[Any] | None = None, model_axis: int = 1) -> Mesh:
-    """Build the ``("data", "model")`` mesh from one knob, ``model_axis``; the data-parallel size follows.
+    """Build the ``("data", "model")`` mesh, sizes ``(len(devices) // model_axis, model_axis)``, both Auto.
 
-    The mesh is filled row by row: each row, one tensor-parallel (``"model"``) group, is ``model_axis``
-    consecutive devices of ``devices``; both axes are ``AxisType.Auto``. One knob, with errors that quote the
-    numbers, as in Levanter's ``TrainerConfig``.
+    Each row (one tensor-parallel group) is ``model_axis`` consecutive devices; one knob, as Levanter's
+    ``TrainerConfig``.
 
     Parameters
     ----------
     devices : sequence of jax.Device, or None
-        The devices in mesh order (a list, tuple or NumPy array); None: ``jax.devices()``, every process's.
+        The devices in mesh order (list, tuple or NumPy array); None: ``jax.devices()``, every process's.
     model_axis : int, default 1
-        Size of the ``"model"`` axis (devices per tensor-parallel group); must divide ``len(devices)``.
-
-    Returns
-    -------
-    jax.sharding.Mesh
-        Axes ``("data", "model")`` of sizes ``(len(devices) // model_axis, model_axis)``.
+        Devices per tensor-parallel group; must divide ``len(devices)``.
 
     Raises
     ------
     TypeError
-        If ``devices`` is neither None, a sequence nor a NumPy array (e.g. a count), or is a string.
+        If ``devices`` is neither None, a sequence nor a NumPy array, or is a string.
     ValueError
-        If ``model_axis`` is not an integer >= 1 or does not divide the device count (the message lists the
-        divisors), ``devices`` is empty, holds a non-``jax.Device`` or a device twice, or a ``"model"`` group
-        would span processes (``check_model_groups_local``).
+        If ``model_axis`` is not an integer >= 1 dividing the device count, ``devices`` is empty, holds a
+        non-``jax.Device`` or a device twice, or a ``"model"`` group would span processes.
     """
     if devices is not None and (isinstance(devices, (str, bytes)) or not isinstance(devices, Sequence)
                                 and not isinstance(devices, np.ndarray)):
@@ -79,13 +72,8 @@ def resolve_mesh(spec: Any) -> Mesh | None:
     Parameters
     ----------
     spec : None or jax.sharding.Mesh or str or Mapping
-        None -> None; a ``Mesh`` -> itself; ``"auto"`` -> ``make_mesh()`` (all devices, ``model_axis=1``); a mapping
-        (``dict``, OmegaConf ``DictConfig``) with keys among ``devices`` (device ids or ``jax.Device`` objects;
-        None: all) and ``model_axis`` -> ``make_mesh(**spec)``.
-
-    Returns
-    -------
-    jax.sharding.Mesh or None
+        None -> None; a ``Mesh`` -> itself; ``"auto"`` -> ``make_mesh()``; a mapping (``dict``, ``DictConfig``)
+        with keys among ``devices`` (device ids or ``jax.Device`` objects) and ``model_axis`` -> ``make_mesh``.
 
     Raises
     ------
@@ -111,24 +99,16 @@ def resolve_mesh(spec: Any) -> Mesh | None:
 
 @contextlib.contextmanager
 def mesh_context(mesh: Mesh | None) -> Iterator[Mesh | None]:
-    """Make ``mesh`` the active mesh (``jax.set_mesh``) inside a ``with`` block; None: a no-op.
-
-    Nothing happens until the block is entered; on leaving it, the mesh active before is restored.
+    """Make ``mesh`` the active mesh (``jax.set_mesh``) inside a ``with`` block, yielding it; None: a no-op.
 
     Parameters
     ----------
     mesh : jax.sharding.Mesh or None
 
-    Yields
-    ------
-    jax.sharding.Mesh or None
-        ``mesh`` itself.
-
     Raises
     ------
     TypeError
-        On entering, if ``mesh`` is neither None nor a ``jax.sharding.Mesh`` (a spec such as ``"auto"`` goes through
-        ``resolve_mesh`` first).
+        On entering, if ``mesh`` is neither None nor a ``jax.sharding.Mesh`` (a spec goes to ``resolve_mesh``).
     """
     if mesh is None:
         yield None
@@ -151,8 +131,7 @@ def check_model_groups_local(mesh: Mesh) -> None:
     Raises
     ------
     ValueError
-        If a group's devices belong to more than one process; the message names the devices, their processes
-        and the fix (a ``model_axis`` dividing this process's device count, devices ordered by process).
+        If a group's devices belong to more than one process.
     """
     if MODEL_AXIS not in mesh.axis_names:
         return

@@ -32,18 +32,13 @@ RuleTable = Mapping[str, MeshAxes]
 def axes(*names: str | None) -> dict:
     """``nnx.Variable`` keyword arguments (or a layer's ``*_metadata``) naming one logical axis per dimension.
 
-    E.g. ``nnx.Param(value, **axes("embed", "mlp"))`` or ``nnx.Linear(..., kernel_metadata=axes("embed", "mlp"))``.
-    ``eager_sharding=False``: building the variable never places it, even under an active mesh.
+    E.g. ``nnx.Param(value, **axes("embed", "mlp"))``. ``eager_sharding=False``: building the variable never
+    places it, even under an active mesh.
 
     Parameters
     ----------
     *names : str or None
-        One per dimension of the variable: a logical axis (``LOGICAL_AXES``) or None (never split).
-
-    Returns
-    -------
-    dict
-        ``{"out_sharding": names, "eager_sharding": False}``, ``names`` a tuple.
+        One per dimension: a logical axis (``LOGICAL_AXES``) or None (never split).
     """
     return {"out_sharding": names, "eager_sharding": False}
 
@@ -54,31 +49,21 @@ def partitioned(init, names: tuple[str | None, ...]):
     Parameters
     ----------
     init : callable
-        An initialiser ``init(key, shape, dtype) -> jax.Array``, e.g. ``nnx.initializers.lecun_normal()``.
+        ``init(key, shape, dtype) -> jax.Array``.
     names : tuple of str or None
-        One logical axis (or None) per dimension of the array ``init`` returns.
-
-    Returns
-    -------
-    callable
-        ``init``, its output annotated with ``names`` and ``eager_sharding=False``.
+        One logical axis (or None) per dimension.
     """
     return nnx.with_partitioning(init, names, eager_sharding=False)
 
 
 def logical_axes_of(var: nnx.Variable) -> tuple[str | None, ...] | None:
-    """The logical axis names on ``var``: the one reader of Flax's metadata key, which was renamed twice.
+    """The logical axis names on ``var`` (one per dimension), or None when it carries no annotation.
 
-    Reads ``out_sharding`` (Flax's name now), then ``sharding_names`` and ``sharding`` (its earlier names).
+    The one reader of Flax's metadata key, renamed twice: ``out_sharding``, then ``sharding_names``, ``sharding``.
 
     Parameters
     ----------
     var : nnx.Variable
-
-    Returns
-    -------
-    tuple of str or None, or None
-        One entry per dimension; None when ``var`` carries no annotation.
     """
     metadata = var.get_metadata()
     for key in ("out_sharding", "sharding_names", "sharding"):
@@ -107,11 +92,10 @@ class Rule:
     Parameters
     ----------
     name : str
-        A key of ``RULES`` for a built-in rule; ``"custom"`` for a user's table.
+        A key of ``RULES``, or ``"custom"`` for a user's table.
     table : RuleTable
-        Logical axis -> ``MeshAxes``; a logical axis it lacks is not split.
     builtin : bool, default False
-        True for the contract's rules ("replicated" then ignores annotations); a user's table honours them all.
+        True for the contract's rules ("replicated" then ignores annotations).
     """
 
     name: str
@@ -120,23 +104,12 @@ class Rule:
 
     @property
     def reads_annotations(self) -> bool:
-        """Whether a plan reads the variables' logical axes: False only for the built-in "replicated".
-
-        Returns
-        -------
-        bool
-        """
+        """Whether a plan reads the variables' logical axes: False only for the built-in "replicated"."""
         return not (self.builtin and self.name == "replicated")
 
     @property
     def label(self) -> str:
-        """The rule as messages name it.
-
-        Returns
-        -------
-        str
-            ``"rule 'fsdp'"`` for a built-in rule, ``"custom rule table"`` otherwise.
-        """
+        """The rule as messages name it: ``"rule 'fsdp'"`` for a built-in rule, else ``"custom rule table"``."""
         return f"rule {self.name!r}" if self.builtin else "custom rule table"
 
 
@@ -146,19 +119,14 @@ def resolve_rule(rule: str | RuleTable | Rule) -> Rule:
     Parameters
     ----------
     rule : str or RuleTable or Rule
-        A key of ``RULES``; a table (logical axis -> mesh axis name, list or tuple of them, or None), checked by
-        ``check_table`` and copied; or a ``Rule``, returned as is. Mesh axes are checked later, against a mesh,
-        by ``partition_spec_for``.
-
-    Returns
-    -------
-    Rule
-        ``builtin=True`` and the ``RULES`` table for a name; ``name="custom"``, ``builtin=False`` for a table.
+        A key of ``RULES``; a table (logical axis -> mesh axis name, list or tuple of them, or None), copied; or
+        a ``Rule``, returned as is. Mesh axes are checked later, against a mesh, by ``partition_spec_for``.
 
     Raises
     ------
     ValueError
-        If ``rule`` is an unknown name or None, a table ``check_table`` rejects, or of any other type.
+        If ``rule`` is an unknown name or None, a table with a key not in ``LOGICAL_AXES`` or a bad value, or of
+        any other type.
     """
     if isinstance(rule, Rule):
         return rule
@@ -176,15 +144,7 @@ def resolve_rule(rule: str | RuleTable | Rule) -> Rule:
 def check_table(table: Mapping) -> None:
     """Check a user's rule table: a mistyped key would otherwise silently split nothing.
 
-    Parameters
-    ----------
-    table : Mapping
-        Logical axis -> mesh axis name, a list or tuple of them, or None.
-
-    Raises
-    ------
-    ValueError
-        Naming the entry, if a key is not in ``LOGICAL_AXES`` or a value is none of the above.
+    ``ValueError`` naming the entry for a key not in ``LOGICAL_AXES`` or a value not a mesh axis name, list or None.
     """
     for key, value in table.items():
         if key not in LOGICAL_AXES:
@@ -200,28 +160,23 @@ def partition_spec_for(names: Sequence[str | None] | None, shape: Sequence[int],
     """The PartitionSpec of one variable under ``table`` on ``mesh``, or why it must be replicated instead.
 
     Flax's ``logical_to_mesh_axes`` plus checks, pure: an annotation that cannot be honoured is returned as a
-    reason (which the plan lists as a fallback), never raised, and never left for ``jax.device_put`` to reject.
+    reason (a plan fallback), never raised nor left for ``jax.device_put`` to reject.
 
     Parameters
     ----------
     names : sequence of str or None, or None
         The variable's logical axis per dimension (``logical_axes_of``); None: not annotated.
     shape : sequence of int
-        The variable's shape, elements per dimension.
     table : RuleTable
-        Logical axis -> ``MeshAxes``; a logical axis it lacks is not split.
     mesh : jax.sharding.Mesh
-        Supplies the mesh axis names and sizes.
 
     Returns
     -------
     spec : jax.sharding.PartitionSpec
-        One entry per dimension (a mesh axis, a tuple of them, or None); ``P()`` when ``names`` is None or a
-        reason is given.
+        ``P()`` when ``names`` is None or a reason is given.
     reason : str or None
-        None if the annotation can be honoured; else why not: a logical axis neither in ``table`` nor in
-        ``LOGICAL_AXES``, a rank other than ``len(shape)``, a mesh axis absent from ``mesh`` or used by two
-        dimensions, or a dimension not divisible by the product of its mesh axes' sizes.
+        None if the annotation can be honoured; else an unknown logical axis, a rank other than ``len(shape)``,
+        a mesh axis absent from ``mesh`` or used twice, or a dimension its mesh axes' sizes do not divide.
     """
     if names is None:
         return P(), None

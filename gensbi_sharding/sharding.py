@@ -1,8 +1,7 @@
 """The sharding contract shared with GenSBI and heal_swin_nnx, and the plan at its centre.
 
-Models annotate variables with *logical* axis names and need no mesh to be built; ``shard_model`` (the contract)
-is ``plan_shardings``, ``Plan.warn``, ``place``. The annotations (``axes``, ``partitioned``, ``logical_axes_of``)
-live in ``rules`` and are re-exported here, where the published contract's ``sharding`` module has them.
+``shard_model`` is ``plan_shardings``, ``Plan.warn``, ``place``. The annotations (``axes``, ``partitioned``,
+``logical_axes_of``) live in ``rules``, re-exported here where the published contract's ``sharding`` has them.
 """
 
 from __future__ import annotations
@@ -25,37 +24,23 @@ __all__ = ["Plan", "ShardingFallbackWarning", "ExperimentalRuleWarning", "axes",
 
 
 class ShardingFallbackWarning(UserWarning):
-    """Variables (``Plan.warn``: one per placement) or activation dimensions (``constrain``) left unsplit.
-
-    Parameters
-    ----------
-    message : str
-        Each variable (or dimension) replicated instead of split as annotated, and why.
-    """
+    """Variables (``Plan.warn``: one per placement) or activation dimensions (``constrain``) left unsplit, and why."""
 
 
 class ExperimentalRuleWarning(UserWarning):
-    """A built-in splitting rule ("fsdp", "tensor") is in force; the contract calls every such rule experimental.
-
-    Parameters
-    ----------
-    message : str
-        The contract's wording (``Plan.warn``): placements are checked, convergence is not guaranteed.
-    """
+    """A built-in splitting rule ("fsdp", "tensor") is in force; the contract calls it experimental."""
 
 
 @dataclasses.dataclass(frozen=True)
 class Plan:
     """Where every array variable of an NNX graph goes: the one plan placement, init, restore and reports read.
 
-    Made by ``plan_shardings`` (one entry point, as big_vision's ``infer_sharding``); fallbacks are data, turned
-    into the one warning by ``warn``.
+    Made by ``plan_shardings`` (as big_vision's ``infer_sharding``); fallbacks are data until ``warn``.
 
     Parameters
     ----------
     mesh : jax.sharding.Mesh
     rule : Rule
-        The resolved rule (``resolve_rule``).
     specs : dict of str to jax.sharding.PartitionSpec
         ``"a/b/c"`` graph path -> spec, for every variable whose value is an array or ``jax.ShapeDtypeStruct``.
     fallbacks : dict of str to str
@@ -73,11 +58,7 @@ class Plan:
         Parameters
         ----------
         path : str
-            A key of ``specs`` (``"a/b/c"``).
-
-        Returns
-        -------
-        jax.sharding.NamedSharding
+            A key of ``specs``.
 
         Raises
         ------
@@ -88,7 +69,7 @@ class Plan:
 
     def fallback_message(self, max_reasons: int | None = 6, max_paths: int | None = 3,
                          every: str = "Plan.fallbacks") -> str | None:
-        """The text of the one ``ShardingFallbackWarning``: bounded, each reason once with its paths.
+        """The text of the one ``ShardingFallbackWarning``, each reason once with its paths; None without fallbacks.
 
         Parameters
         ----------
@@ -96,11 +77,6 @@ class Plan:
             Reasons shown, and paths per reason (``None``: all; one annotation fails alike in every block).
         every : str, default "Plan.fallbacks"
             Where every path and reason is, named when some are left out.
-
-        Returns
-        -------
-        str or None
-            The count, rule, mesh and ``path, path and N more (reason)`` per reason; None without fallbacks.
         """
         if not self.fallbacks:
             return None
@@ -120,13 +96,13 @@ class Plan:
     def warn(self, stacklevel: int = 2) -> None:
         """Emit the contract's warnings, each at most once.
 
-        ``ExperimentalRuleWarning`` for a built-in splitting rule, a ``UserWarning`` if a mesh axis is
-        ``AxisType.Explicit`` (placements follow Auto semantics), the one ``ShardingFallbackWarning``.
+        ``ExperimentalRuleWarning`` for a built-in splitting rule, ``UserWarning`` for an ``AxisType.Explicit``
+        mesh axis (placements follow Auto semantics), the one ``ShardingFallbackWarning``.
 
         Parameters
         ----------
         stacklevel : int, default 2
-            As for ``warnings.warn``, counted from the caller of ``warn``: 2 points at that caller's caller.
+            As for ``warnings.warn``, counted from the caller of ``warn``.
         """
         if self.rule.builtin and self.rule.reads_annotations:
             warnings.warn(f"sharding rule {self.rule.name!r} is experimental: placements are checked, but the "
@@ -138,17 +114,12 @@ class Plan:
             warnings.warn(self.fallback_message(), ShardingFallbackWarning, stacklevel=stacklevel + 1)
 
     def abstract_state(self, node: Any) -> nnx.State:
-        """``nnx.state(node)``, each planned variable a ``jax.ShapeDtypeStruct`` at its sharding (no memory).
+        """``nnx.state(node)``, each planned variable a ``jax.ShapeDtypeStruct`` at its sharding; others unchanged.
 
         Parameters
         ----------
         node : NNX graph node
             The node planned (or one with the same paths), concrete or abstract.
-
-        Returns
-        -------
-        nnx.State
-            Unplanned values unchanged: e.g. Orbax's restore target, or ``abstract_sharded``'s result.
         """
         return abstract_state(node, lambda path, value: self.sharding(path) if path in self.specs else None)
 
@@ -156,22 +127,16 @@ class Plan:
 def plan_shardings(node: Any, mesh: Mesh, rule: str | RuleTable | Rule = "replicated") -> Plan:
     """Plan every array variable of ``node`` on ``mesh`` under ``rule``; moves nothing.
 
-    A variable ``partition_spec_for`` cannot place, or a bare ``nnx.Param``, gets ``P()`` (replicated) and a
-    ``fallbacks`` entry; other unannotated variables (RNG state, step counts) get ``P()`` silently, as does every
-    variable under "replicated".
+    A variable ``partition_spec_for`` cannot place, or a bare ``nnx.Param``, gets ``P()`` and a ``fallbacks``
+    entry; other unannotated variables (RNG state, step counts) get ``P()`` silently, as all do under "replicated".
 
     Parameters
     ----------
     node : NNX graph node
-        A Module, ``nnx.Optimizer``, ``nnx.State``, or a non-empty tuple, list or dict of them; concrete or
-        abstract (``nnx.eval_shape``).
+        A Module, ``nnx.Optimizer``, ``nnx.State``, or a non-empty tuple, list or dict of them; may be abstract.
     mesh : jax.sharding.Mesh
     rule : str or RuleTable or Rule, default "replicated"
         As ``resolve_rule`` takes it.
-
-    Returns
-    -------
-    Plan
 
     Raises
     ------
@@ -204,12 +169,12 @@ def plan_shardings(node: Any, mesh: Mesh, rule: str | RuleTable | Rule = "replic
 def place(node: Any, plan: Plan) -> None:
     """Move every planned variable of ``node`` to its sharding, in place; warns nothing.
 
-    Variables already placed as planned keep their very buffers; values never change.
+    Variables already placed as planned keep their very buffers.
 
     Parameters
     ----------
     node : NNX graph node
-        Concrete, with the paths ``plan`` was made from (unplanned variables are left alone).
+        Concrete; unplanned variables are left alone.
     plan : Plan
     """
     for path, var in nnx.graph.iter_graph(node):
@@ -225,13 +190,12 @@ def place(node: Any, plan: Plan) -> None:
 def shard_model(node: Any, mesh: Mesh | None, rule: str = "replicated") -> None:
     """Place every variable of an NNX graph node by a named rule, in place: the contract's entry point.
 
-    ``plan_shardings``, ``Plan.warn`` (its warnings point at the caller of ``shard_model``), ``place``; idempotent.
-    Without a mesh, nothing moves and nothing warns.
+    ``plan_shardings``, ``Plan.warn``, ``place``; idempotent. Without a mesh, nothing moves and nothing warns.
 
     Parameters
     ----------
     node : nnx.Module or nnx.Optimizer or any NNX graph node
-        E.g. a model, its optimizer, an EMA of it (not an ``nnx.State`` nor a container of nodes).
+        Not an ``nnx.State`` nor a container of nodes.
     mesh : jax.sharding.Mesh or None
     rule : str, default "replicated"
         A key of ``RULES``; a rule table goes to ``shard_model_by_table``.
@@ -252,15 +216,13 @@ def shard_model(node: Any, mesh: Mesh | None, rule: str = "replicated") -> None:
 def shard_model_by_table(node: Any, mesh: Mesh | None, table: RuleTable) -> None:
     """``shard_model`` under a user's rule table: annotations honoured, logical axes it lacks not split.
 
-    Warns as ``Plan.warn``, never ``ExperimentalRuleWarning`` (built-in rules only); without a mesh, ``table``
-    is not checked.
+    Never warns ``ExperimentalRuleWarning``; without a mesh, ``table`` is not checked.
 
     Parameters
     ----------
     node : nnx.Module or nnx.Optimizer or any NNX graph node
     mesh : jax.sharding.Mesh or None
     table : RuleTable
-        Logical axis -> mesh axis name, list or tuple of them, or None (``check_table``).
 
     Raises
     ------
@@ -284,16 +246,11 @@ def _plan_warn_place(node: Any, mesh: Mesh | None, rule: str | RuleTable) -> Non
 
 
 def sharding_of(node: Any) -> dict[str, jax.sharding.Sharding | None]:
-    """Where every state leaf of ``node`` lives now.
+    """Where every state leaf of ``node`` lives now: ``"a/b/c"`` path -> ``.sharding`` (None if it has none).
 
     Parameters
     ----------
     node : NNX graph node
-
-    Returns
-    -------
-    dict of str to jax.sharding.Sharding or None
-        ``"a/b/c"`` path -> the leaf's ``.sharding``; None for a value without one (a NumPy array, a Python scalar).
     """
     return {path_name(path): getattr(var.get_value(), "sharding", None)
             for path, var in nnx.to_flat_state(nnx.state(node))}
