@@ -1,8 +1,7 @@
 """Checkpoints that move between meshes: save under one (mesh, rule), restore under another.
 
-The public entry, imported on its own (Orbax): restoring is here, saving in ``checkpoint_save``
-(``CheckpointWriter``), the on-disk layout and complete steps in ``checkpoint_steps``. Orbax items per step:
-arrays (train state, RNG key), meta (step, key types, the caller's ``info``), config (JSON).
+Imported on its own (Orbax). Restoring is here; saving in ``checkpoint_save`` (``CheckpointWriter``), the
+on-disk layout and complete steps in ``checkpoint_steps``.
 """
 
 from __future__ import annotations
@@ -35,29 +34,21 @@ _MAX_LISTED = 6  # mismatching variables quoted in full in an error
 def abstract_state_for(node: Any, mesh: Mesh | None, rule: str | RuleTable | Rule = "replicated") -> nnx.State:
     """Build the restore target: ``nnx.state(node)`` as ``jax.ShapeDtypeStruct`` leaves at their planned shardings.
 
-    Only shapes and dtypes of ``node`` are read; a factory is traced with ``nnx.eval_shape`` (nothing allocated).
-
     Parameters
     ----------
     node : nnx.Module or nnx.Optimizer or nnx.State, a tuple, list or dict of them, or a zero-argument factory
-        The model (and optimizer) as built for this run: the state to restore into.
+        The model (and optimizer) as built for this run; only shapes and dtypes are read (a factory is traced).
     mesh : jax.sharding.Mesh or None
-        Mesh of this run; None: every array on this process's first device (``rule`` is then not read).
+        None: every array on this process's first device (``rule`` is then not read).
     rule : str or RuleTable or Rule, default "replicated"
-        The sharding rule to restore under (``plan_shardings``), whatever the checkpoint was saved under.
-
-    Returns
-    -------
-    nnx.State
-        The state of ``node`` with each array a ``jax.ShapeDtypeStruct`` carrying its target sharding.
+        The rule to restore under (``plan_shardings``), whatever the checkpoint was saved under.
 
     Raises
     ------
     TypeError
-        If ``node`` is neither an NNX graph node (or collection of them) nor callable, or ``mesh`` is neither a
-        Mesh nor None.
+        If ``node`` is neither an NNX graph node (or collection) nor callable, or ``mesh`` is neither a Mesh nor None.
     ValueError
-        If ``rule`` is not a known name, a valid rule table or a ``Rule`` (``resolve_rule``).
+        If ``rule`` is unknown (``resolve_rule``).
     """
     check_node(node, "abstract_state_for", factory=True)
     abstract = node if is_node(node) else nnx.eval_shape(node)
@@ -76,15 +67,12 @@ class Restored:
     state : nnx.State or mapping
         The train state, with the structure and shardings of the restore target.
     key : jax.Array or None
-        The RNG key saved with it (typed, at ``key_sharding``); None if the checkpoint holds none.
+        The typed RNG key saved with it (at ``key_sharding``); None if the checkpoint holds none.
     step : int
-        The training step it was saved at.
-    config : dict
-        The config saved with it.
+    config, info : dict
+        As given to ``CheckpointWriter`` and ``CheckpointWriter.save`` (``{}`` if none was).
     path : pathlib.Path
         The step folder read.
-    info : dict
-        The ``info`` given to ``CheckpointWriter.save`` (``{}`` if none was).
     """
 
     state: Any
@@ -97,36 +85,28 @@ class Restored:
 
 def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.PathLike | None = None,
             key_sharding: jax.sharding.Sharding | None = None) -> Restored:
-    """Restore the checkpoint ``path`` designates onto the shardings of ``abstract_state``.
+    """Restore the checkpoint ``path`` designates onto the shardings of ``abstract_state``, as a ``Restored``.
 
     Orbax reads each array straight into its target sharding, so a checkpoint saved under one mesh and rule
-    restores under any other. Every check below runs before any array is read.
+    restores under any other. Every check runs before any array is read.
 
     Parameters
     ----------
-    path : str or os.PathLike
-        A run dir, checkpoints dir (latest complete step) or step dir (``find_checkpoint``).
+    path, base_dir : str or os.PathLike (base_dir also None, the default)
+        As ``find_checkpoint``.
     abstract_state : nnx.State or non-empty mapping
-        The restore target: ``abstract_state_for(model, mesh, rule)``; every leaf needs a sharding.
-    base_dir : str or os.PathLike or None, default None
-        What a relative ``path`` is resolved against; None: the current working directory.
+        The restore target, ``abstract_state_for(model, mesh, rule)``; every leaf needs a sharding.
     key_sharding : jax.sharding.Sharding or None, default None
         Where the RNG key goes; None: replicated on the target's mesh (or this process's first device).
-
-    Returns
-    -------
-    Restored
 
     Raises
     ------
     FileNotFoundError
         If ``path`` holds no complete checkpoint.
     TypeError
-        If ``path`` or ``base_dir`` is neither a str nor ``os.PathLike``, or ``abstract_state`` is neither an
-        NNX graph node, ``nnx.State`` (or a collection of them) nor a non-empty mapping.
+        If ``path`` or ``base_dir`` is not a str or PathLike, or ``abstract_state`` no NNX node, state or mapping.
     ValueError
-        If a target leaf is not a ``jax.ShapeDtypeStruct`` or ``jax.Array`` with a sharding, or variables are missing, extra, or differ in shape or dtype (named,
-        with both shapes, pointing to the hyperparameters saved in the step's ``config``).
+        If a target leaf has no sharding, or variables are missing, extra or of another shape or dtype (named).
     """
     step_dir = find_checkpoint(path, base_dir)
     if not is_node(abstract_state) and not (isinstance(abstract_state, Mapping) and abstract_state):
@@ -157,19 +137,12 @@ def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.
 
 
 def saved_config(path: str | os.PathLike, base_dir: str | os.PathLike | None = None) -> dict:
-    """Read the config saved with the checkpoint ``path`` designates; no array is read.
+    """Read the config saved with the checkpoint ``path`` designates (``{}`` if none was); no array is read.
 
     Parameters
     ----------
-    path : str or os.PathLike
-        A run dir, checkpoints dir (latest complete step) or step dir (``find_checkpoint``).
-    base_dir : str or os.PathLike or None, default None
-        What a relative ``path`` is resolved against; None: the current working directory.
-
-    Returns
-    -------
-    dict
-        The ``config`` given to ``CheckpointWriter`` (``{}`` if none was).
+    path, base_dir : str or os.PathLike (base_dir also None, the default)
+        As ``find_checkpoint``.
 
     Raises
     ------
@@ -182,21 +155,14 @@ def saved_config(path: str | os.PathLike, base_dir: str | os.PathLike | None = N
 
 
 def saved_info(path: str | os.PathLike, base_dir: str | os.PathLike | None = None) -> dict:
-    """Read the ``info`` saved with the checkpoint ``path`` designates; no array is read.
+    """Read the ``info`` saved with the checkpoint ``path`` designates (``{}`` if none was); no array is read.
 
     Lets a caller choose its restore target by what was saved with the arrays.
 
     Parameters
     ----------
-    path : str or os.PathLike
-        A run dir, checkpoints dir (latest complete step) or step dir (``find_checkpoint``).
-    base_dir : str or os.PathLike or None, default None
-        What a relative ``path`` is resolved against; None: the current working directory.
-
-    Returns
-    -------
-    dict
-        The ``info`` given to ``CheckpointWriter.save`` (``{}`` if none was).
+    path, base_dir : str or os.PathLike (base_dir also None, the default)
+        As ``find_checkpoint``.
 
     Raises
     ------
