@@ -1,8 +1,7 @@
 """Save the train state as an Orbax checkpoint: every N steps, the last K kept, never a non-finite one.
 
-Items per step (``ITEMS``): arrays (train state by "a/b/c" name, RNG key data), meta (format, step, key types,
-the caller's ``info``), config.
-Imported through ``gensbi_sharding.checkpoint``; restoring is there.
+Items per step (``checkpoint_steps.ITEMS``): arrays (train state by "a/b/c" name, RNG key data), meta (format,
+step, key types, the caller's ``info``), config. Imported through ``gensbi_sharding.checkpoint``.
 """
 
 from __future__ import annotations
@@ -28,32 +27,30 @@ _FORMAT = 1
 
 
 class CheckpointWriter:
-    """Save the train state every ``every`` steps (0: only when ``save`` is called), keeping the last ``keep``.
+    """Save the train state every ``every`` steps, keeping the last ``keep``; the caller saves the final step.
 
-    The caller saves the final step itself (``save``). With ``async_save``, ``save`` returns once arrays are off
-    the devices (the state may then be donated); ``close`` waits for the files. Built on Orbax's
-    ``CheckpointManager``, which also removes the temporary folders of saves cut short.
+    Built on Orbax's ``CheckpointManager``, which also removes the temporary folders of saves cut short.
 
     Parameters
     ----------
     directory : str or os.PathLike
-        The checkpoints folder (``<run>/checkpoints``); made absolute, created by Orbax if missing.
+        The checkpoints folder (``<run>/checkpoints``); made absolute, created if missing.
     every : int, default 0
-        Steps between saves by ``maybe_save``, >= 0; 0: ``maybe_save`` never saves.
+        Steps between saves by ``maybe_save``, >= 0; 0: only ``save`` saves.
     keep : int, default 2
-        Newest checkpoints kept, >= 1 (Orbax's ``max_to_keep``).
+        Newest checkpoints kept, >= 1.
     config : mapping or None, default None
         The resolved config, JSON-serialisable, stored with every checkpoint (``saved_config`` reads it).
     async_save : bool, default True
-        Write files in the background (Orbax's async checkpointing).
+        Write in the background: ``save`` returns once arrays are off the devices (the state may then be
+        donated); ``close`` waits for the files.
 
     Raises
     ------
     ValueError
         If ``every`` < 0 or ``keep`` < 1 (or either is not an integer), or ``config`` is not JSON-serialisable.
     TypeError
-        If ``async_save`` is not a bool, ``config`` is neither a mapping nor None, or ``directory`` is neither a str
-        nor ``os.PathLike``.
+        If ``async_save`` is not a bool, ``config`` not a mapping or None, or ``directory`` not a str or PathLike.
     """
 
     def __init__(self, directory: str | os.PathLike, *, every: int = 0, keep: int = 2,
@@ -81,32 +78,21 @@ class CheckpointWriter:
         self.last_saved: int | None = None
 
     def due(self, step: int) -> bool:
-        """Whether ``maybe_save`` saves at ``step``.
+        """Whether ``maybe_save`` saves at ``step``: ``every > 0`` and ``step`` is a multiple of ``every``.
 
         Parameters
         ----------
         step : int
-            The training step.
-
-        Returns
-        -------
-        bool
-            ``every > 0`` and ``step`` is a multiple of ``every``.
         """
         return self.every > 0 and step % self.every == 0
 
     def maybe_save(self, step: int, state: Any, key: jax.Array, *, info: Mapping[str, Any] | None = None) -> bool:
-        """Call ``save`` if ``due(step)``.
+        """Call ``save`` if ``due(step)``; return whether it saved.
 
         Parameters
         ----------
         step, state, key, info
             As ``save``.
-
-        Returns
-        -------
-        bool
-            Whether it saved.
 
         Raises
         ------
@@ -118,22 +104,21 @@ class CheckpointWriter:
     def save(self, step: int, state: Any, key: jax.Array, *, info: Mapping[str, Any] | None = None) -> bool:
         """Save ``state`` and the RNG ``key`` as checkpoint ``step``, unless ``step`` was the last one saved.
 
-        Typed PRNG keys (the RNG key, and any in ``state``) are stored as their key data and their
-        implementation's name, so ``restore`` rewraps them.
+        Typed PRNG keys (``key`` and any in ``state``) are stored as key data and implementation name; ``restore``
+        rewraps them.
 
         Parameters
         ----------
         step : int
             The training step of ``state``, >= 0; the step folder's name.
         state : nnx.State or mapping of arrays
-            The train state (``nnx.state((model, optimizer))``), any mesh; leaves saved by their "a/b/c" name
-            (zero-size arrays, which Orbax cannot save, are left out: ``restore`` rebuilds them).
+            The train state (``nnx.state((model, optimizer))``), any mesh; zero-size arrays (Orbax cannot save
+            them) are left out and rebuilt by ``restore``.
         key : jax.Array
             A typed PRNG key (``jax.random.key(0)``), any shape.
         info : mapping or None, default None
-            JSON-serialisable scalars saved beside the arrays (str keys; str, int, float, bool, None, lists,
-            dicts; no NaN or inf), e.g. a training loop's own state; returned as ``Restored.info`` and by
-            ``saved_info``. None saves ``{}``.
+            JSON data with str keys and no NaN or inf, e.g. a training loop's own state, saved beside the arrays;
+            returned as ``Restored.info`` and by ``saved_info``. None saves ``{}``.
 
         Returns
         -------
@@ -145,11 +130,9 @@ class CheckpointWriter:
         ValueError
             If ``step`` is not an integer >= 0, or ``info`` is not JSON-serialisable (nothing is written).
         TypeError
-            If ``state`` is neither an NNX graph node, ``nnx.State`` (or a collection of them) nor a non-empty
-            mapping, ``key`` is not a typed PRNG key, or ``info`` is neither a mapping nor None.
+            If ``state`` is no NNX node, state or non-empty mapping, ``key`` no typed PRNG key, or ``info`` no mapping.
         FloatingPointError
-            If a floating-point array of ``state`` holds NaN or inf: nothing is written, so no finite checkpoint
-            is displaced; the message names the latest finite checkpoint (waiting for pending writes).
+            If a floating-point array holds NaN or inf: nothing written; names the latest finite checkpoint.
         """
         if not is_int(step) or step < 0:
             raise ValueError(f"step={step!r} must be an integer >= 0 (the training step of the state)")
@@ -181,34 +164,17 @@ class CheckpointWriter:
         return True
 
     def steps(self) -> list[int]:
-        """List the steps whose checkpoints are complete on disk, after waiting for pending writes.
-
-        Returns
-        -------
-        list of int
-            Ascending (``committed_steps``).
-        """
+        """List the complete steps on disk, ascending, after waiting for pending writes (``committed_steps``)."""
         self._manager.wait_until_finished()
         return committed_steps(self.directory)
 
     def latest(self) -> Path | None:
-        """Find the newest complete step folder, after waiting for pending writes.
-
-        Returns
-        -------
-        pathlib.Path or None
-            ``directory / str(step)``; None if no checkpoint is complete.
-        """
+        """Find the newest complete step folder after pending writes: ``directory / str(step)``, or None."""
         steps = self.steps()
         return self.directory / str(steps[-1]) if steps else None
 
     def close(self) -> None:
-        """Wait for pending writes and release the Orbax manager (also on leaving a ``with`` block).
-
-        Returns
-        -------
-        None
-        """
+        """Wait for pending writes and release the Orbax manager (also on leaving a ``with`` block)."""
         self._manager.wait_until_finished()
         self._manager.close()
 
