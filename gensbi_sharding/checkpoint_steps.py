@@ -1,8 +1,7 @@
 """A checkpoint on disk: its Orbax items and names, which step folders are complete, which one a path designates.
 
-Complete: listed by ``CheckpointManager.all_steps()``, every item of ``ITEMS`` and a commit in its metadata (none if
-cut short).
-Saving (``checkpoint_save``) and restoring (``checkpoint``) share the layout defined here.
+Complete: listed by ``CheckpointManager.all_steps()``, holding every item of ``ITEMS``, with a commit in its
+metadata (none if cut short). Saving (``checkpoint_save``) and restoring (``checkpoint``) share this layout.
 """
 
 from __future__ import annotations
@@ -27,26 +26,7 @@ ITEMS = ("arrays", "meta", "config")
 
 
 def as_path(value: Any, name: str, example: str = "checkpoints") -> Path:
-    """Convert a str or ``os.PathLike`` argument to a ``Path``.
-
-    Parameters
-    ----------
-    value : str or os.PathLike
-    name : str
-        The argument's name, quoted in the error.
-    example : str, default "checkpoints"
-        A value quoted in the error as the fix.
-
-    Returns
-    -------
-    pathlib.Path
-        ``Path(value)``, not resolved.
-
-    Raises
-    ------
-    TypeError
-        If ``value`` is neither a str nor ``os.PathLike``; the message names ``name`` and the fix.
-    """
+    """``Path(value)``, not resolved; a ``TypeError`` naming ``name`` and the fix ``example`` if not a path."""
     if not isinstance(value, (str, os.PathLike)):
         raise TypeError(f"{name}={value!r:.60}: pass a str or os.PathLike, e.g. {name}={example!r}")
     return Path(value)
@@ -58,7 +38,7 @@ def committed_steps(directory: str | os.PathLike) -> list[int]:
     Parameters
     ----------
     directory : str or os.PathLike
-        A checkpoints folder (``<run>/checkpoints``), holding Orbax step folders ``<step>/``.
+        A checkpoints folder (``<run>/checkpoints``).
 
     Returns
     -------
@@ -74,28 +54,21 @@ def committed_steps(directory: str | os.PathLike) -> list[int]:
 
 
 def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None = None) -> Path:
-    """Find the step folder ``path`` designates.
+    """Find the absolute step folder (``.../<step>``) that ``path`` designates.
 
     Parameters
     ----------
     path : str or os.PathLike
-        A run dir (its ``checkpoints/``' latest complete step), a checkpoints dir (its latest complete step), or
-        one step dir; ``~`` is expanded.
+        A run dir or its ``checkpoints/`` dir (then the latest complete step), or one step dir; ``~`` is expanded.
     base_dir : str or os.PathLike or None, default None
         What a relative ``path`` is resolved against; None: the current working directory.
-
-    Returns
-    -------
-    pathlib.Path
-        The absolute step folder, ``.../<step>``.
 
     Raises
     ------
     TypeError
         If ``path`` or ``base_dir`` is neither a str nor ``os.PathLike``.
     FileNotFoundError
-        If ``path`` does not exist, is a step dir whose save was cut short (no Orbax commit), or holds no
-        complete checkpoint.
+        If ``path`` does not exist, is a step dir whose save was cut short, or holds no complete checkpoint.
     """
     given = as_path(path, "path", "outputs/run").expanduser()
     base = as_path(os.getcwd() if base_dir is None else base_dir, "base_dir", ".")
@@ -120,72 +93,28 @@ def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None 
 
 
 def item_handlers() -> dict[str, Any]:
-    """Build one Orbax handler per item of ``ITEMS``.
-
-    Returns
-    -------
-    dict of str to orbax.checkpoint.CheckpointHandler
-        ``arrays``: ``StandardCheckpointHandler``; ``meta``, ``config``: ``JsonCheckpointHandler``.
-    """
+    """One Orbax handler per item of ``ITEMS``: standard for ``arrays``, JSON for ``meta`` and ``config``."""
     return dict(zip(ITEMS, (ocp.StandardCheckpointHandler(), ocp.JsonCheckpointHandler(), ocp.JsonCheckpointHandler())))
 
 
 def is_variable(x: Any) -> bool:
-    """Whether ``x`` is an ``nnx.Variable`` (a leaf when flattening a state by path).
-
-    Parameters
-    ----------
-    x : Any
-
-    Returns
-    -------
-    bool
-    """
+    """Whether ``x`` is an ``nnx.Variable`` (a leaf when flattening a state by path)."""
     return isinstance(x, nnx.Variable)
 
 
 def path_key(path: tuple) -> str:
-    """Name a pytree key path as ``"a/b/c"``, the name a leaf is saved under.
-
-    Parameters
-    ----------
-    path : tuple of jax.tree_util key entries
-
-    Returns
-    -------
-    str
-    """
+    """Name a pytree key path ``"a/b/c"``, the name a leaf is saved under."""
     return jax.tree_util.keystr(path, simple=True, separator="/")
 
 
 def flat_by_path(tree: Any) -> dict[str, Any]:
-    """Flatten a pytree to ``{"a/b/c": leaf}``; an ``nnx.Variable`` is a leaf, its value taken.
-
-    Parameters
-    ----------
-    tree : pytree (``nnx.State``, nested dicts, Orbax metadata trees)
-
-    Returns
-    -------
-    dict of str to Any
-        In ``jax.tree_util`` leaf order.
-    """
+    """Flatten a pytree to ``{"a/b/c": leaf}`` in leaf order; an ``nnx.Variable`` is a leaf, its value taken."""
     pairs = jax.tree_util.tree_leaves_with_path(tree, is_leaf=is_variable)
     return {path_key(path): leaf.get_value() if is_variable(leaf) else leaf for path, leaf in pairs}
 
 
 def nest_by_path(flat: Mapping[str, Any]) -> dict:
-    """Nest ``{"a/b/c": leaf}`` into dicts with string keys (what Orbax stores): the inverse of ``flat_by_path``.
-
-    Parameters
-    ----------
-    flat : mapping of str to Any
-
-    Returns
-    -------
-    dict
-        ``{"a": {"b": {"c": leaf}}}``.
-    """
+    """Nest ``{"a/b/c": leaf}`` into ``{"a": {"b": {"c": leaf}}}`` (what Orbax stores), inverting ``flat_by_path``."""
     out: dict = {}
     for name, leaf in flat.items():
         *parents, last = name.split("/")
@@ -194,17 +123,7 @@ def nest_by_path(flat: Mapping[str, Any]) -> dict:
 
 
 def is_prng_key(x: Any) -> bool:
-    """Whether ``x`` (an array or ``jax.ShapeDtypeStruct``) has a typed PRNG key dtype (``jax.random.key``).
-
-    Parameters
-    ----------
-    x : Any
-
-    Returns
-    -------
-    bool
-        False for raw ``uint32`` keys (``jax.random.PRNGKey``) and anything without a dtype.
-    """
+    """Whether ``x`` has a typed PRNG key dtype (``jax.random.key``); False for raw ``uint32`` keys and no dtype."""
     dtype = getattr(x, "dtype", None)
     return dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
 
