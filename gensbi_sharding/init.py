@@ -33,48 +33,39 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Rule
                  *, warn: bool = True) -> Any:
     """``factory()`` placed as ``shard_model(factory(), mesh, rule)`` places it, never whole on one device.
 
-    The constructor is traced abstractly and planned (``plan_shardings``); its variables are then computed in
-    groups of up to ``max(GROUP_BYTES, model bytes / mesh.size)`` bytes (a larger variable alone), each by one
-    ``jax.jit`` program on one device of this process and moved to its shardings while the next compiles. Values
-    are bit-identical on every mesh, rule and device count, and equal eager construction up to float rounding.
-    Why not straight into shards: the README's "Memory" section.
+    Traced, planned (``plan_shardings``), then computed group by group as the module docstring says; values are
+    bit-identical on every mesh, rule and device count, and equal eager construction up to float rounding. Source:
+    Flax's guide "Scale up on multiple devices" (``docs_nnx/guides/flax_gspmd``), jitting with output shardings.
 
     Parameters
     ----------
     factory : callable
-        ``factory() -> node``: an NNX graph node (a Module, or a tuple, list or dict of them). Traced once per
-        group, so it must be deterministic and build its own ``nnx.Rngs(seed)``; a built Module is refused.
+        ``factory() -> node``, an NNX graph node. Traced once per group, so it must be deterministic and build its
+        own ``nnx.Rngs(seed)``; a built Module is refused.
     mesh : jax.sharding.Mesh or None
         Holding at least one device of this process. None: ``factory()``, built eagerly, placed nowhere.
     rule : str or RuleTable or Rule, default "replicated"
-        A name in ``RULES``, a rule table (logical axis -> mesh axes) or a ``Rule`` (``resolve_rule``).
+        As ``resolve_rule``.
     warn : bool, default True
         Emit the plan's warnings (``Plan.warn``) at the caller, as ``shard_model`` does.
 
     Returns
     -------
     nnx.Module or other NNX graph node
-        What ``factory()`` returns, each array variable a ``jax.Array`` at its planned ``NamedSharding``
-        (``plan.sharding(path)``); Python and NumPy scalar variables keep their values.
+        Each array variable a ``jax.Array`` at its planned ``NamedSharding``; scalar variables keep their values.
 
     Warns
     -----
     ExperimentalRuleWarning, UserWarning, ShardingFallbackWarning
-        With a mesh and ``warn``, as ``Plan.warn``. The constructor's own warnings are shown once, not per group.
+        With a mesh and ``warn``, as ``Plan.warn``; the constructor's own warnings are shown once.
 
     Raises
     ------
     ValueError
-        If ``factory`` is not callable or is an NNX object (e.g. a built Module), ``rule`` is unknown (also with
-        ``mesh=None``), the constructor reads back a value it computed (e.g. ``float(w.max())``: then build it
-        eagerly and place it with ``shard_model``), or ``mesh`` holds no device of this process.
+        If ``factory`` is not callable or an NNX object, ``rule`` is unknown (also with ``mesh=None``), the constructor
+        reads back a value it computed (build eagerly, then ``shard_model``), or ``mesh`` holds no local device.
     TypeError
         If ``factory()`` returns no NNX graph node, or ``mesh`` is neither None nor a ``jax.sharding.Mesh``.
-
-    Notes
-    -----
-    Sharded creation by jitting the constructor with output shardings is Flax's recipe (the guide "Scale up on
-    multiple devices", ``docs_nnx/guides/flax_gspmd``); here each group is computed on one device, then moved.
     """
     rule = _check(factory, rule)
     if mesh is None:
@@ -102,26 +93,14 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Rule
 
 def abstract_sharded(factory: Callable[[], Any], mesh: Mesh | None,
                      rule: str | RuleTable | Rule = "replicated", *, warn: bool = True) -> Any:
-    """``init_sharded``'s result, abstract: each array variable a ``jax.ShapeDtypeStruct`` at its sharding.
-
-    Allocates nothing (the constructor is only traced); for dry runs.
+    """``init_sharded``'s result, abstract (only traced, for dry runs): arrays as ``jax.ShapeDtypeStruct``.
 
     Parameters
     ----------
-    factory : callable
-        As ``init_sharded``'s.
+    factory, rule, warn
+        As ``init_sharded``.
     mesh : jax.sharding.Mesh or None
-        None: ``nnx.eval_shape(factory)`` (shapes and dtypes, no shardings).
-    rule : str or RuleTable or Rule, default "replicated"
-        As ``init_sharded``'s.
-    warn : bool, default True
-        Emit the plan's warnings (``Plan.warn``) at the caller.
-
-    Returns
-    -------
-    nnx.Module or other NNX graph node
-        What ``factory()`` returns, array variables as ``jax.ShapeDtypeStruct`` (shape, dtype, sharding); with a mesh,
-        Python and NumPy scalar variables keep their values.
+        None: ``nnx.eval_shape(factory)`` (no shardings; scalar variables abstract too).
 
     Warns
     -----
@@ -131,10 +110,9 @@ def abstract_sharded(factory: Callable[[], Any], mesh: Mesh | None,
     Raises
     ------
     ValueError
-        As ``init_sharded``: ``factory`` not a callable, an unknown ``rule``, or (with a mesh) a constructor that
-        reads back a value it computed.
+        As ``init_sharded``: a bad ``factory`` or ``rule``, or (with a mesh) a constructor reading back a value.
     TypeError
-        With a mesh, as ``init_sharded``: ``factory()`` returns no NNX graph node, or ``mesh`` is not a Mesh.
+        With a mesh, as ``init_sharded``.
     """
     rule = _check(factory, rule)
     if mesh is None:
@@ -148,32 +126,28 @@ def init_optimizer_sharded(model: Any, tx: Any, rule: str | RuleTable | Rule = "
     """``nnx.Optimizer(model, tx, wrt=wrt)``, its state created by one jitted program at its plan.
 
     The optimizer state (e.g. Adam's moments) is planned under ``rule`` like the parameters it mirrors, so under
-    ``fsdp`` it is split as ZeRO splits it (Rajbhandari et al. 2020, arXiv:1910.02054); no plan warnings are
-    emitted (the model's placement gave them).
+    ``fsdp`` it is split as ZeRO splits it (Rajbhandari et al. 2020, arXiv:1910.02054). No plan warnings.
 
     Parameters
     ----------
     model : nnx.Module
-        Placed under ``rule`` on one mesh (``init_sharded`` / ``shard_model``), abstract (``abstract_sharded``), or
-        not placed on any mesh.
+        Placed under ``rule`` on one mesh (``init_sharded`` / ``shard_model``), abstract (``abstract_sharded``),
+        or on no mesh (then a plain ``nnx.Optimizer`` is returned, abstract if the model is).
     tx : optax.GradientTransformation
-        The optimiser, e.g. ``optax.adam(1e-3)``.
     rule : str or RuleTable or Rule, default "replicated"
-        The rule ``model`` was placed under (``resolve_rule``).
+        The rule ``model`` was placed under.
     wrt : nnx filter, default nnx.Param
-        The variables optimised, as ``nnx.Optimizer``'s ``wrt``.
+        As ``nnx.Optimizer``'s.
 
     Returns
     -------
     nnx.Optimizer
-        State arrays at their planned ``NamedSharding``s; abstract model: ``jax.ShapeDtypeStruct``s at them; model on
-        no mesh: a plain ``nnx.Optimizer`` (abstract if the model is).
+        State arrays at their planned ``NamedSharding`` (``jax.ShapeDtypeStruct`` if ``model`` is abstract).
 
     Raises
     ------
     ValueError
-        If ``rule`` is unknown, or some of the model's arrays are on a mesh but not all on that one mesh (others
-        on a second mesh, on single devices, or NumPy arrays).
+        If ``rule`` is unknown, or the model's arrays are on a mesh but not all on that one mesh.
     """
     rule = resolve_rule(rule)
     values = [var.get_value() for _, var in nnx.to_flat_state(nnx.state(model))]
