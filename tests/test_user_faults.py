@@ -98,6 +98,7 @@ def test_resume_under_other_settings_names_the_override_that_fits(no_ema_run, tm
     assert again["status"] == "ok" and again["start_step"] == 8, again.get("error")
 
 
+@pytest.mark.slow
 def test_a_resume_on_other_simulations_keeps_the_checkpoints_z_scores(no_ema_run, tmp_path):
     # A resume with another data.num_simulations (or seed) recomputed the z-score statistics from the
     # new simulations, so the saved weights met shifted inputs and outputs without a word: the same
