@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -102,7 +102,7 @@ def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.
     Raises
     ------
     FileNotFoundError
-        If ``path`` holds no complete checkpoint.
+        If ``path`` holds no complete checkpoint, or the step folder is damaged (named, with the reason).
     TypeError
         If ``path`` or ``base_dir`` is not a str or PathLike, or ``abstract_state`` no NNX node, state or mapping.
     ValueError
@@ -113,7 +113,8 @@ def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.
         raise TypeError(f"abstract_state={abstract_state!r:.60} must be the restore target: build it with "
                         "checkpoint.abstract_state_for(model, mesh, rule)")
     with ocp.Checkpointer(ocp.CompositeCheckpointHandler(**item_handlers())) as checkpointer:
-        saved = flat_by_path(checkpointer.metadata(step_dir).item_metadata["arrays"].tree)
+        metadata = _read(step_dir, "'arrays'", lambda: checkpointer.metadata(step_dir).item_metadata["arrays"].tree)
+        saved = flat_by_path(metadata)
         target = {f"state/{name}": leaf for name, leaf in flat_by_path(abstract_state).items()}
         if "rng" in saved:
             target["rng"] = jax.ShapeDtypeStruct(saved["rng"].shape, saved["rng"].dtype,
@@ -122,9 +123,9 @@ def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.
         # Zero-size arrays are never saved (Orbax refuses them): built here at their target shardings.
         empty = {name: target.pop(name) for name in [n for n, t in target.items() if t.size == 0 and n not in saved]}
         _check_against(saved, target, step_dir)
-        loaded = checkpointer.restore(step_dir, args=ocp.args.Composite(
-            arrays=ocp.args.StandardRestore(nest_by_path(target)), meta=ocp.args.JsonRestore(),
-            config=ocp.args.JsonRestore()))
+        args = ocp.args.Composite(arrays=ocp.args.StandardRestore(nest_by_path(target)),
+                                  meta=ocp.args.JsonRestore(), config=ocp.args.JsonRestore())
+        loaded = _read(step_dir, "'arrays', 'meta' or 'config'", lambda: checkpointer.restore(step_dir, args=args))
     values, meta = flat_by_path(loaded["arrays"]), loaded["meta"]
     values.update({name: jax.device_put(jnp.zeros(t.shape, t.dtype), t.sharding) for name, t in empty.items()})
     for name, impl in meta.get("key_impls", {}).items():
@@ -175,12 +176,18 @@ def saved_info(path: str | os.PathLike, base_dir: str | os.PathLike | None = Non
 
 
 def _json_item(step_dir: Path, item: str) -> dict:
-    """The JSON item ``item`` of a complete step folder; a damaged one is named, not Orbax's KeyError."""
+    """The JSON item ``item`` of a complete step folder."""
+    with ocp.Checkpointer(ocp.CompositeCheckpointHandler(**item_handlers())) as checkpointer:
+        return _read(step_dir, repr(item), lambda: checkpointer.restore(
+            step_dir, args=ocp.args.Composite(**{item: ocp.args.JsonRestore()}))[item])
+
+
+def _read(step_dir: Path, items: str, read: Callable[[], Any]) -> Any:
+    """``read()``; a damaged step folder (an item missing, bad JSON or array data) is named, not Orbax's error."""
     try:
-        with ocp.Checkpointer(ocp.CompositeCheckpointHandler(**item_handlers())) as checkpointer:
-            return checkpointer.restore(step_dir, args=ocp.args.Composite(**{item: ocp.args.JsonRestore()}))[item]
-    except (KeyError, ValueError) as err:  # a missing item folder, or unreadable JSON (JSONDecodeError)
-        raise FileNotFoundError(f"checkpoint {step_dir} is damaged: its {item!r} item cannot be read "
+        return read()
+    except (KeyError, ValueError, AttributeError, OSError) as err:
+        raise FileNotFoundError(f"checkpoint {step_dir} is damaged: its {items} item cannot be read "
                                 f"({type(err).__name__}: {str(err)[:120]}); resume from another step folder") from None
 
 

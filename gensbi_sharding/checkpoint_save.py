@@ -17,8 +17,8 @@ import jax.numpy as jnp
 import numpy as np
 import orbax.checkpoint as ocp
 
-from gensbi_sharding.checkpoint_steps import (as_path, committed_steps, flat_by_path, is_prng_key, item_handlers,
-                                              nest_by_path)
+from gensbi_sharding.checkpoint_steps import (ITEMS, as_path, committed_steps, flat_by_path, is_prng_key,
+                                              item_handlers, nest_by_path)
 from gensbi_sharding.nodes import is_int, is_node
 
 __all__ = ["CheckpointWriter"]
@@ -48,7 +48,11 @@ class CheckpointWriter:
     Raises
     ------
     ValueError
-        If ``every`` < 0 or ``keep`` < 1 (or either is not an integer), or ``config`` is not JSON-serialisable.
+        If ``every`` < 0 or ``keep`` < 1 (or either is not an integer), or ``config`` is not JSON data (as ``info``).
+    NotADirectoryError
+        If ``directory`` is a file.
+    FileExistsError
+        If ``directory`` holds step-named folders (``7/``) that are no checkpoints: ``keep`` would delete them.
     TypeError
         If ``async_save`` is not a bool, ``config`` not a mapping or None, or ``directory`` not a str or PathLike.
     """
@@ -65,13 +69,10 @@ class CheckpointWriter:
             raise TypeError(f"config={config!r:.60} must be a mapping (the resolved config), e.g. "
                             "OmegaConf.to_container(cfg, resolve=True), or None")
         self.directory = as_path(directory, "directory").absolute()
-        self.config = dict(config or {})
-        try:
-            json.dumps(self.config)
-        except TypeError as err:
-            raise ValueError(f"config must be JSON-serialisable ({err}); pass plain containers, "
-                             "e.g. OmegaConf.to_container(cfg, resolve=True)") from None
-        self.every, self.keep = every, keep
+        self.config = _checked_json(config, "config", "e.g. OmegaConf.to_container(cfg, resolve=True)",
+                                    label="config")
+        _check_directory(self.directory)
+        self.every, self.keep, self._closed = every, keep, False
         options = ocp.CheckpointManagerOptions(max_to_keep=keep, cleanup_tmp_directories=True,
                                                enable_async_checkpointing=async_save)
         self._manager = ocp.CheckpointManager(self.directory, options=options, item_handlers=item_handlers())
@@ -128,21 +129,28 @@ class CheckpointWriter:
         Raises
         ------
         ValueError
-            If ``step`` is not an integer >= 0, or ``info`` is not JSON-serialisable (nothing is written).
+            If ``step`` is not an integer >= 0 or already on disk, or ``info`` is not JSON data (nothing is written).
+        RuntimeError
+            If the writer is closed.
         TypeError
             If ``state`` is no NNX node, state or non-empty mapping, ``key`` no typed PRNG key, or ``info`` no mapping.
         FloatingPointError
             If a floating-point array holds NaN or inf: nothing written; names the latest finite checkpoint.
         """
+        if self._closed:
+            raise RuntimeError(f"this CheckpointWriter of {self.directory} is closed; open a new one to save")
         if not is_int(step) or step < 0:
             raise ValueError(f"step={step!r} must be an integer >= 0 (the training step of the state)")
         if step == self.last_saved:
             return False
+        if step in self._manager.all_steps():  # Orbax's StepAlreadyExistsError would come after the checks
+            raise ValueError(f"step {step} is already saved in {self.directory} (steps {self._manager.all_steps()}); "
+                             "save under a step not on disk, or write to another directory")
         if not is_node(state) and not (isinstance(state, Mapping) and state):
             raise TypeError(f"state={state!r:.60} must be an nnx.State (nnx.state(model)) or a mapping of arrays")
         if not (isinstance(key, jax.Array) and is_prng_key(key)):
             raise TypeError(f"key={key!r:.60} must be a typed JAX PRNG key, e.g. jax.random.key(0)")
-        info = _checked_info(info)
+        info = _checked_json(info, "info", "e.g. {'best_step': 3}")
         bad = _non_finite(state)
         if bad:
             latest = self.latest()
@@ -174,9 +182,11 @@ class CheckpointWriter:
         return self.directory / str(steps[-1]) if steps else None
 
     def close(self) -> None:
-        """Wait for pending writes and release the Orbax manager (also on leaving a ``with`` block)."""
-        self._manager.wait_until_finished()
-        self._manager.close()
+        """Wait for pending writes and release the Orbax manager (also on leaving a ``with`` block); idempotent."""
+        if not self._closed:
+            self._manager.wait_until_finished()
+            self._manager.close()
+        self._closed = True
 
     def __enter__(self) -> CheckpointWriter:
         return self
@@ -197,19 +207,33 @@ def _check_str_keys(value: Any, where: str) -> None:
             _check_str_keys(item, f"{where}[{index}]")
 
 
-def _checked_info(info: Any) -> dict:
-    """``info`` as plain JSON data (what ``restore`` gives back), or the error naming it and the fix."""
-    if info is None:
+def _checked_json(value: Any, name: str, example: str, label: str | None = None) -> dict:
+    """``value`` (``config`` or ``info``) as plain JSON data, what a restore gives back, or the error naming it."""
+    if value is None:
         return {}
-    if not isinstance(info, Mapping):
-        raise TypeError(f"info={info!r:.60} must be a mapping (e.g. {{'best_step': 3}}) or None")
-    _check_str_keys(info, "info")  # JSON would turn 1 into "1" (and two keys into one) without a word
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{name}={value!r:.60} must be a mapping ({example}) or None")
+    _check_str_keys(value, name)  # JSON would turn 1 into "1" (and two keys into one) without a word
     try:
-        return json.loads(json.dumps(dict(info), allow_nan=False))
+        return json.loads(json.dumps(dict(value), allow_nan=False))
     except (TypeError, ValueError) as err:
-        raise ValueError(f"info={info!r:.80} must be JSON-serialisable ({err}); pass plain str, int, float, bool, "
+        raise ValueError(f"{label or f'{name}={value!r:.80}'} must be JSON-serialisable ({err}); pass plain str, int, float, bool, "
                          "None, lists and dicts with str keys, e.g. float(x) or x.tolist() for an array, and "
                          "None for NaN or inf") from None
+
+
+def _check_directory(directory: Path) -> None:
+    """Refuse a file, or a folder holding step-named folders no checkpoint: ``keep`` would delete them."""
+    if directory.exists() and not directory.is_dir():
+        raise NotADirectoryError(f"checkpoint directory {directory} is a file; pass a folder path, "
+                                 "e.g. <run>/checkpoints")
+    marks = {"_CHECKPOINT_METADATA", *ITEMS}  # any of these: a checkpoint, perhaps cut short
+    foreign = sorted(p.name for p in directory.iterdir() if p.is_dir() and p.name.isdigit()
+                     and not marks & {c.name for c in p.iterdir()}) if directory.is_dir() else []
+    if foreign:
+        raise FileExistsError(f"checkpoint directory {directory} holds folders named like steps that are no "
+                              f"checkpoints ({', '.join(foreign[:6])}); old steps there are deleted as new ones "
+                              "are saved: pass an empty folder or one holding only checkpoints")
 
 
 @jax.jit

@@ -325,3 +325,54 @@ def test_zero_size_variables_are_saved_and_restored_on_another_mesh(tmp_path, de
     assert empty.shape == (0, 3) and empty.dtype == np.float32 and empty.sharding.mesh.shape == mesh.shape
     np.testing.assert_array_equal(kernel, model.kernel.get_value())
     assert restored.step == 3
+
+
+def test_writer_refuses_a_file_and_folders_it_would_delete(tmp_path, devices):
+    # Was: a file was accepted (Orbax's NotADirectoryError in a background thread), and a user's
+    # folder named like a step (7/) was deleted by the keep policy as new steps were saved.
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(NotADirectoryError, match=r"checkpoint directory .*file is a file"):
+        CheckpointWriter(tmp_path / "file")
+    mine = tmp_path / "mixed" / "7" / "mine.txt"
+    mine.parent.mkdir(parents=True)
+    mine.write_text("keep me")
+    with pytest.raises(FileExistsError, match=r"folders named like steps that are no checkpoints \(7\)"):
+        CheckpointWriter(tmp_path / "mixed", keep=1)
+    assert mine.read_text() == "keep me"
+
+
+def test_writer_config_is_checked_as_info_and_a_closed_writer_refuses(tmp_path, devices):
+    # Was: NaN and int keys in config were saved (read back as NaN JSON and "1"); a step already on disk
+    # raised Orbax's StepAlreadyExistsError; a save after close returned True and wrote nothing.
+    for config, match in (({"lr": float("nan")}, "config must be JSON-serialisable"),
+                          ({1: "a"}, r"config has the key 1 \(int\)")):
+        with pytest.raises(ValueError, match=match):
+            CheckpointWriter(tmp_path / "c", config=config)
+    state, key = nnx.state(build()[0]), jax.random.key(0)
+    writer = CheckpointWriter(tmp_path / "checkpoints", async_save=False)
+    writer.save(1, state, key)
+    writer.save(2, state, key)
+    with pytest.raises(ValueError, match=r"step 1 is already saved in .*checkpoints \(steps \[1, 2\]\)"):
+        writer.save(1, state, key)
+    writer.close()
+    writer.close()  # idempotent
+    with pytest.raises(RuntimeError, match="CheckpointWriter of .* is closed"):
+        writer.save(3, state, key)
+    assert committed_steps(tmp_path / "checkpoints") == [1, 2]
+
+
+@pytest.mark.parametrize("damage", ["meta_missing", "meta_not_json", "arrays_data_missing"])
+def test_restore_names_a_damaged_step_folder(tmp_path, devices, damage):
+    # Was: Orbax's KeyError, json's JSONDecodeError or tensorstore's NOT_FOUND from deep inside.
+    model = build()[0]
+    with CheckpointWriter(tmp_path / "checkpoints") as writer:
+        writer.save(3, nnx.state(model), jax.random.key(0))
+    step = tmp_path / "checkpoints" / "3"
+    if damage == "meta_missing":
+        shutil.rmtree(step / "meta")
+    elif damage == "meta_not_json":
+        (step / "meta" / "metadata").write_text("{not json")
+    else:
+        shutil.rmtree(step / "arrays" / "d")
+    with pytest.raises(FileNotFoundError, match=r"checkpoint .*3 is damaged: its .* item cannot be read"):
+        restore(tmp_path / "checkpoints", abstract_state_for(model, None))
