@@ -14,6 +14,7 @@ import jax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from gensbi_sharding.batch import batch_axes
+from gensbi_sharding.nodes import check_mesh
 from gensbi_sharding.rules import MeshAxes, Rule, resolve_rule
 from gensbi_sharding.sharding import ShardingFallbackWarning
 
@@ -80,7 +81,10 @@ class PartitionAxis(NamedTuple):
         ValueError
             If ``resolve_rule`` rejects ``rule``, or it maps ``"heads"`` or ``"embed"`` to a mesh axis ``mesh``
             lacks or to a value not None, an axis name or a non-empty sequence of them.
+        TypeError
+            If ``mesh`` is not a ``jax.sharding.Mesh``.
         """
+        check_mesh(mesh)
         table = resolve_rule(rule).table
         sizes = dict(mesh.shape)
         batch = tuple(a for a in batch_axes(mesh) if sizes[a] > 1)
@@ -109,7 +113,10 @@ class PartitionAxis(NamedTuple):
         ValueError
             Naming the first field that is not None, a mesh axis name or a non-empty sequence of them, or that names
             a mesh axis twice or one ``mesh`` lacks.
+        TypeError
+            If ``mesh`` is neither a ``jax.sharding.Mesh`` nor an ``AbstractMesh``.
         """
+        check_mesh(mesh, abstract=True)
         resolved = {}
         for name, value in self._asdict().items():
             axes = _as_axes(value, name)
@@ -131,6 +138,8 @@ def activation_spec(names: Sequence[str | None], shape: Sequence[int], partition
     ``with_logical_constraint``, the table a ``PartitionAxis``). ``ValueError`` for ``names`` not one
     ``ACTIVATION_NAMES`` key (or None) per dimension, or a ``partition_axis`` that does not fit ``mesh``.
     """
+    if isinstance(names, str):
+        raise ValueError(f"activation names {names!r} must be a sequence, one per dimension: e.g. ({names!r},)")
     if len(names) != len(shape):
         raise ValueError(f"activation names {tuple(names)} have {len(names)} entries for an array "
                          f"of shape {tuple(shape)}; give one name (or None) per dimension")
@@ -178,9 +187,16 @@ def constrain(x: jax.Array, names: Sequence[str | None], partition_axis: Partiti
     ------
     ValueError
         If ``names`` is not one known name (or None) per dimension, or ``partition_axis`` does not fit the mesh.
+    TypeError
+        If ``partition_axis`` is neither None nor a ``PartitionAxis``, or ``mesh`` neither None nor a Mesh.
     """
     if partition_axis is None:
         return x
+    if not isinstance(partition_axis, PartitionAxis):
+        raise TypeError(f"partition_axis={partition_axis!r:.60} must be a PartitionAxis or None; build it with "
+                        "PartitionAxis.for_rule(rule, mesh)")
+    if mesh is not None:
+        check_mesh(mesh)
     active = jax.sharding.get_abstract_mesh() if mesh is None else mesh
     if active.empty:
         return x

@@ -14,7 +14,7 @@ import jax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from gensbi_sharding.batch import batch_axes
-from gensbi_sharding.nodes import is_array
+from gensbi_sharding.nodes import check_mesh, is_array
 
 __all__ = ["DataPartitionType", "input_partition_spec", "host_to_global_array"]
 
@@ -47,7 +47,13 @@ def input_partition_spec(mesh: Mesh) -> P:
     Parameters
     ----------
     mesh : jax.sharding.Mesh or jax.sharding.AbstractMesh
+
+    Raises
+    ------
+    TypeError
+        If ``mesh`` is neither.
     """
+    check_mesh(mesh, abstract=True)
     return P(tuple(mesh.axis_names))
 
 

@@ -69,7 +69,9 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Rule
     """
     rule = _check(factory, rule)
     if mesh is None:
-        return factory()
+        node = factory()
+        check_node(node, "init_sharded (what the factory returned)")
+        return node
     graphdef, state, plan = _trace_and_plan(factory, mesh, rule, warn)
     variables = dict((path_name(p), v) for p, v in nnx.to_flat_state(state) if path_name(p) in plan.specs)
     device = next((d for d in mesh.devices.flat if d.process_index == jax.process_index()), None)
@@ -116,7 +118,9 @@ def abstract_sharded(factory: Callable[[], Any], mesh: Mesh | None,
     """
     rule = _check(factory, rule)
     if mesh is None:
-        return nnx.eval_shape(factory)
+        node = nnx.eval_shape(factory)
+        check_node(node, "abstract_sharded (what the factory returned)")
+        return node
     graphdef, state, plan = _trace_and_plan(factory, mesh, rule, warn)
     return nnx.merge(graphdef, plan.abstract_state(nnx.merge(graphdef, state)))
 
@@ -148,8 +152,13 @@ def init_optimizer_sharded(model: Any, tx: Any, rule: str | RuleTable | Rule = "
     ------
     ValueError
         If ``rule`` is unknown, or the model's arrays are on a mesh but not all on that one mesh.
+    TypeError
+        If ``model`` is not an NNX graph node, or ``tx`` no optax ``GradientTransformation``.
     """
     rule = resolve_rule(rule)
+    check_node(model, "init_optimizer_sharded")
+    if not (callable(getattr(tx, "init", None)) and callable(getattr(tx, "update", None))):
+        raise TypeError(f"tx={tx!r:.60} must be an optax GradientTransformation, e.g. optax.adam(1e-3)")
     values = [var.get_value() for _, var in nnx.to_flat_state(nnx.state(model))]
     shardings = [getattr(v, "sharding", None) for v in values if is_array(v) or isinstance(v, jax.ShapeDtypeStruct)]
     meshes = {s.mesh for s in shardings if isinstance(s, NamedSharding)}
@@ -184,8 +193,9 @@ def _check(factory: Any, rule: Any) -> Rule:
     if not callable(factory) or isinstance(factory, nnx.Pytree):
         raise ValueError(f"factory must be a zero-argument callable building the module, got a {type(factory).__name__}"
                          "; pass e.g. lambda: make_mlp(dim_theta=2, dim_x=2, rngs=nnx.Rngs(0))")
-    try:
-        inspect.signature(factory).bind()
+    try:  # a class: its __init__ (a Module's own signature is (*args, **kwargs), its metaclass's)
+        (inspect.signature(factory.__init__).bind(None) if isinstance(factory, type)
+         else inspect.signature(factory).bind())
     except TypeError as err:
         raise ValueError(f"factory {getattr(factory, '__name__', factory)!r} must be callable with no arguments "
                          f"({err}); bind them: lambda: factory(...)") from None

@@ -132,7 +132,10 @@ def check_model_groups_local(mesh: Mesh) -> None:
     ------
     ValueError
         If a group's devices belong to more than one process.
+    TypeError
+        If ``mesh`` is not a ``jax.sharding.Mesh``.
     """
+    check_mesh(mesh)
     if MODEL_AXIS not in mesh.axis_names:
         return
     devices = np.moveaxis(mesh.devices, mesh.axis_names.index(MODEL_AXIS), -1)

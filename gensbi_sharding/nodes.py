@@ -11,7 +11,7 @@ from typing import Any
 import jax
 import numpy as np
 from flax import nnx
-from jax.sharding import Mesh
+from jax.sharding import AbstractMesh, Mesh
 
 __all__ = ["is_int", "is_array", "path_name", "check_mesh", "is_node", "check_node", "abstract_state"]
 
@@ -31,9 +31,9 @@ def path_name(path: Sequence[Any]) -> str:
     return "/".join(str(part) for part in path)
 
 
-def check_mesh(mesh: Any) -> None:
-    """``TypeError`` unless ``mesh`` is a ``jax.sharding.Mesh``; the message points to ``make_mesh``."""
-    if not isinstance(mesh, Mesh):
+def check_mesh(mesh: Any, *, abstract: bool = False) -> None:
+    """``TypeError`` unless ``mesh`` is a ``jax.sharding.Mesh`` (or, with ``abstract``, an ``AbstractMesh``)."""
+    if not isinstance(mesh, (Mesh, AbstractMesh) if abstract else Mesh):
         raise TypeError(f"mesh must be a jax.sharding.Mesh or None, got {mesh!r}; build one with "
                         "make_mesh(...) or resolve_mesh(spec)")
 

@@ -46,7 +46,14 @@ def partition_specs(node: Any) -> dict[str, str]:
     Parameters
     ----------
     node : nnx.Module or nnx.Optimizer or any NNX graph node
+        Or ``nnx.State``, or a tuple, list or dict of them.
+
+    Raises
+    ------
+    TypeError
+        If ``node`` is none of these.
     """
+    check_node(node, "partition_specs")
     return {path_name(path): str(getattr(getattr(var.get_value(), "sharding", None), "spec", "host"))
             for path, var in nnx.to_flat_state(nnx.state(node)) if is_array(var.get_value())}
 

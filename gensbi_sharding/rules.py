@@ -15,6 +15,8 @@ from typing import Union
 from flax import nnx
 from jax.sharding import Mesh, PartitionSpec as P
 
+from gensbi_sharding.nodes import check_mesh
+
 __all__ = ["LOGICAL_AXES", "MODEL_AXIS", "MeshAxes", "RuleTable", "RULES", "Rule", "resolve_rule",
            "partition_spec_for", "axes", "partitioned", "logical_axes_of"]
 
@@ -177,7 +179,13 @@ def partition_spec_for(names: Sequence[str | None] | None, shape: Sequence[int],
     reason : str or None
         None if the annotation can be honoured; else an unknown logical axis, a rank other than ``len(shape)``,
         a mesh axis absent from ``mesh`` or used twice, or a dimension its mesh axes' sizes do not divide.
+
+    Raises
+    ------
+    TypeError
+        If ``mesh`` is not a ``jax.sharding.Mesh``.
     """
+    check_mesh(mesh)
     if names is None:
         return P(), None
     if len(names) != len(shape):

@@ -251,6 +251,13 @@ def sharding_of(node: Any) -> dict[str, jax.sharding.Sharding | None]:
     Parameters
     ----------
     node : NNX graph node
+        Or ``nnx.State``, or a tuple, list or dict of them.
+
+    Raises
+    ------
+    TypeError
+        If ``node`` is none of these (a pytree of arrays: ``jax.tree.map(lambda a: a.sharding, tree)``).
     """
+    check_node(node, "sharding_of")
     return {path_name(path): getattr(var.get_value(), "sharding", None)
             for path, var in nnx.to_flat_state(nnx.state(node))}

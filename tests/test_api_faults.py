@@ -53,6 +53,31 @@ def model():
     (lambda m, mesh: gs.resolve_rule({("embed",): "data"}), ValueError, ["('embed',)"]),
     # A table given to shard_model, which takes names: the message names the function that takes tables.
     (lambda m, mesh: gs.shard_model(m, mesh, {"embed": "data"}), ValueError, ["shard_model_by_table"]),
+    # A mesh spec where a Mesh goes, in the functions that did not check it: AttributeError 'str' object has no ...
+    (lambda m, mesh: gs.check_model_groups_local("auto"), TypeError, ["got 'auto'", "make_mesh"]),
+    (lambda m, mesh: gs.input_partition_spec("auto"), TypeError, ["got 'auto'", "make_mesh"]),
+    (lambda m, mesh: gs.PartitionAxis.for_rule("tensor", "auto"), TypeError, ["got 'auto'", "make_mesh"]),
+    (lambda m, mesh: gs.partition_spec_for(("mlp",), (8,), {"mlp": "model"}, "auto"), TypeError, ["got 'auto'"]),
+    (lambda m, mesh: gs.constrain(np.ones((8, 4)), ("batch", None), gs.PartitionAxis(), "auto"), TypeError,
+     ["got 'auto'"]),
+    # A rule name where a PartitionAxis goes (AttributeError 'str' object has no attribute 'resolve'), and one
+    # name where a sequence goes (read as ('b', 'a', 't', 'c', 'h')).
+    (lambda m, mesh: gs.constrain(np.ones((8, 4)), ("batch", None), "tensor", mesh), TypeError,
+     ["partition_axis='tensor'", "PartitionAxis.for_rule(rule, mesh)"]),
+    (lambda m, mesh: gs.constrain(np.ones(8), "batch", gs.PartitionAxis(), mesh), ValueError, ["('batch',)"]),
+    # A pytree or a class where a node goes: AttributeError 'ArrayImpl' ... 'get_value', IndexError in flax.
+    (lambda m, mesh: gs.sharding_of({"w": np.ones(3)}), TypeError, ["sharding_of", "got dict"]),
+    (lambda m, mesh: gs.partition_specs(Block), TypeError, ["partition_specs", "got ModuleMeta"]),
+    (lambda m, mesh: gs.init_optimizer_sharded(Block, None), TypeError, ["init_optimizer_sharded", "got ModuleMeta"]),
+    # No optimizer (AttributeError 'NoneType' object has no attribute 'init', inside nnx.Optimizer).
+    (lambda m, mesh: gs.init_optimizer_sharded(m, "adam"), TypeError, ["tx='adam'", "optax.adam(1e-3)"]),
+    # A class needing arguments as the factory: Flax's "missing 1 required positional argument" on tracing.
+    (lambda m, mesh: gs.init_sharded(Block, mesh), ValueError, ["factory 'Block'", "'rngs'", "lambda:"]),
+    # Without a mesh the factory's result went unchecked: None was returned as the model.
+    (lambda m, mesh: gs.init_sharded(lambda: None, None), TypeError, ["what the factory returned", "got NoneType"]),
+    (lambda m, mesh: gs.abstract_sharded(lambda: 3, None), TypeError, ["what the factory returned", "got ShapeDtype"]),
+    # A Lowered (not compiled) program: AttributeError 'Lowered' object has no attribute 'memory_analysis'.
+    (lambda m, mesh: gs.compiled_report(jax.jit(lambda x: x).lower(np.ones(2))), ValueError, [".compile()"]),
 ])
 def test_wrong_arguments_get_a_clear_error(model, mesh, call, error, needles):
     with pytest.raises(error) as err:
