@@ -217,7 +217,8 @@ def _checked_json(value: Any, name: str, example: str, label: str | None = None)
     try:
         return json.loads(json.dumps(dict(value), allow_nan=False))
     except (TypeError, ValueError) as err:
-        raise ValueError(f"{label or f'{name}={value!r:.80}'} must be JSON-serialisable ({err}); pass plain str, int, float, bool, "
+        raise ValueError(f"{label or f'{name}={value!r:.80}'} must be JSON-serialisable ({err}); pass plain str, "
+                         "int, float, bool, "
                          "None, lists and dicts with str keys, e.g. float(x) or x.tolist() for an array, and "
                          "None for NaN or inf") from None
 

@@ -74,7 +74,8 @@ def compiled_report(compiled: Any) -> dict[str, Any]:
         If ``compiled`` has no callable ``as_text`` or ``memory_analysis`` (not a compiled program), or its HLO has an unknown element type.
     """
     if not all(callable(getattr(compiled, name, None)) for name in ("as_text", "memory_analysis")):
-        raise ValueError(f"expected a compiled program, got {type(compiled).__name__} (a Lowered: call .compile()); "
+        raise ValueError(f"expected a compiled program, got {type(compiled).__name__} "
+                         "(a Lowered: call .compile()); "
                          "pass jax.jit(f).lower(*args).compile()")
     collectives = collectives_in_hlo(compiled.as_text())
     try:
