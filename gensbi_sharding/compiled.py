@@ -71,7 +71,8 @@ def compiled_report(compiled: Any) -> dict[str, Any]:
     Raises
     ------
     ValueError
-        If ``compiled`` has no callable ``as_text`` or ``memory_analysis`` (not a compiled program), or its HLO has an unknown element type.
+        If ``compiled`` has no callable ``as_text`` or ``memory_analysis`` (not a compiled program), or its HLO
+        has an unknown element type.
     """
     if not all(callable(getattr(compiled, name, None)) for name in ("as_text", "memory_analysis")):
         raise ValueError(f"expected a compiled program, got {type(compiled).__name__} "
