@@ -228,9 +228,9 @@ def _check_directory(directory: Path) -> None:
     if directory.exists() and not directory.is_dir():
         raise NotADirectoryError(f"checkpoint directory {directory} is a file; pass a folder path, "
                                  "e.g. <run>/checkpoints")
-    marks = {"_CHECKPOINT_METADATA", *ITEMS}  # any of these: a checkpoint, perhaps cut short
+    # Our own item folders mark a checkpoint (Orbax commits a step by renaming a finished temporary folder).
     foreign = sorted(p.name for p in directory.iterdir() if p.is_dir() and p.name.isdigit()
-                     and not marks & {c.name for c in p.iterdir()}) if directory.is_dir() else []
+                     and not set(ITEMS) & {c.name for c in p.iterdir()}) if directory.is_dir() else []
     if foreign:
         raise FileExistsError(f"checkpoint directory {directory} holds folders named like steps that are no "
                               f"checkpoints ({', '.join(foreign[:6])}); old steps there are deleted as new ones "
