@@ -110,17 +110,37 @@ def check_batch_divisible(batch: Any, mesh: Mesh | None, what: str) -> None:
     """
     if mesh is None:
         return
-    sizes = [leaf.shape[0] for leaf in jax.tree.leaves(batch) if is_array(leaf) and leaf.ndim > 0]
-    if not sizes:
+    size, divisor = check_same_rows(batch, f"{what} batch"), batch_size_divisor(mesh)
+    if size is None:
         return
-    if len(set(sizes)) > 1:
-        raise ValueError(f"{what} batch leaves have differing leading sizes {sizes}; "
-                         "every leaf of a batch needs the same number of rows")
-    size, divisor = sizes[0], batch_size_divisor(mesh)
     if size % divisor:
         nearest = " or ".join(map(str, sorted(nearest_batch_sizes(size, divisor))))
         raise ValueError(f"{what} batch size {size} is not divisible by the data-parallel size {divisor} "
                          f"(mesh axes {batch_axes(mesh)}); nearest valid batch sizes: {nearest}")
+
+
+def check_same_rows(batch: Any, what: str) -> int | None:
+    """The leading size shared by the array leaves of ``batch`` with ``ndim > 0`` (None if there are none).
+
+    Parameters
+    ----------
+    batch : pytree
+    what : str
+        The batch's name in the message, e.g. ``"train batch"``.
+
+    Raises
+    ------
+    ValueError
+        If those leaves differ in leading size: their rows would not line up on the devices.
+    """
+    rows = {jax.tree_util.keystr(path) or "<root>": leaf.shape[0] for path, leaf in
+            jax.tree_util.tree_flatten_with_path(batch)[0] if is_array(leaf) and leaf.ndim > 0}
+    sizes = list(rows.values())
+    if len(set(sizes)) > 1:
+        named = ", ".join(f"{path} {size}" for path, size in rows.items())
+        raise ValueError(f"{what} leaves have differing leading sizes {sizes} ({named}); "
+                         "every leaf of a batch needs the same number of rows")
+    return sizes[0] if sizes else None
 
 
 def pad_for_mesh(n: int, mesh: Mesh | None) -> tuple[int, int]:
@@ -167,7 +187,8 @@ def shard_batch(batch: Any, mesh: Mesh | None) -> Any:
     Raises
     ------
     ValueError
-        If a leading size is not a multiple of ``batch_size_divisor(mesh)`` (see ``pad_for_mesh``); nothing is placed.
+        If the leaves' leading sizes differ (``check_same_rows``) or are not a multiple of
+        ``batch_size_divisor(mesh)`` (see ``pad_for_mesh``); nothing is placed.
     TypeError
         If ``mesh`` is neither None nor a ``jax.sharding.Mesh``.
     """
@@ -187,7 +208,8 @@ def shard_sample_init(x_init: Any, mesh: Mesh | None) -> Any:
     Raises
     ------
     ValueError
-        If ``N`` is not a multiple of ``batch_size_divisor(mesh)`` (``pad_for_mesh(N, mesh)`` gives a valid count).
+        If the leaves' ``N`` differ, or ``N`` is not a multiple of ``batch_size_divisor(mesh)`` (``pad_for_mesh(N,
+        mesh)`` gives a valid count).
     TypeError
         If ``mesh`` is neither None nor a ``jax.sharding.Mesh``.
     """
@@ -213,6 +235,10 @@ def replicate(tree: Any, mesh: Mesh | None) -> Any:
 
 
 def _split_leading(tree: Any, mesh: Mesh | None, what: str) -> Any:
+    if mesh is not None:  # the mesh's TypeError first, then the rows, before anything is placed
+        check_mesh(mesh)
+        check_same_rows(tree, what)
+
     def spec(leaf):
         divisor = batch_size_divisor(mesh)
         if leaf.ndim and leaf.shape[0] % divisor:

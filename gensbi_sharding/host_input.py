@@ -13,7 +13,7 @@ from typing import Any
 import jax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from gensbi_sharding.batch import batch_axes
+from gensbi_sharding.batch import batch_axes, check_same_rows
 from gensbi_sharding.nodes import check_mesh, is_array
 
 __all__ = ["DataPartitionType", "input_partition_spec", "host_to_global_array"]
@@ -90,8 +90,11 @@ def host_to_global_array(host_arrays: Any, *, partition: Any = DataPartitionType
     """
     mesh = _concrete_mesh(mesh)
     flat, treedef = jax.tree_util.tree_flatten_with_path(host_arrays)
-    leaves, targets = [leaf for _, leaf in flat], {}
-    for i, ((keypath, leaf), spec) in enumerate(zip(flat, _specs(partition, host_arrays, mesh))):
+    leaves, targets, specs = [leaf for _, leaf in flat], {}, _specs(partition, host_arrays, mesh)
+    # The leaves split along their leading axis are one batch: their rows must line up (as shard_batch's).
+    check_same_rows(jax.tree.unflatten(treedef, [leaf if is_array(leaf) and len(spec) and spec[0] is not None
+                                                 else None for leaf, spec in zip(leaves, specs)]), "host_arrays")
+    for i, ((keypath, leaf), spec) in enumerate(zip(flat, specs)):
         path = jax.tree_util.keystr(keypath)
         if not is_array(leaf):
             continue
@@ -153,6 +156,16 @@ def _check_local_shape(path: str, shape: tuple[int, ...], spec: P, mesh: Mesh) -
     if len(spec) > len(shape):
         raise ValueError(f"PartitionSpec {spec} for leaf {name} has {len(spec)} entries, but the "
                          f"leaf has rank {len(shape)} (shape {shape}); use at most {len(shape)}")
+    seen, kept, twice = set(), [], []  # kept: each mesh axis at its first use only, the spec suggested
+    for entry in spec:
+        names = () if entry is None else (entry,) if isinstance(entry, str) else tuple(entry)
+        fresh = tuple(dict.fromkeys(a for a in names if a not in seen))
+        twice += [a for a in names if a in seen or names.count(a) > 1]
+        seen.update(names)
+        kept.append(fresh[0] if len(fresh) == 1 else fresh or None)
+    if twice:
+        raise ValueError(f"PartitionSpec {spec} for leaf {name} names mesh axis {twice[0]!r} twice; a mesh axis "
+                         f"splits one dimension at most: use e.g. {P(*kept)}")
     for dim, entry in enumerate(spec):
         if entry is None:
             continue

@@ -10,6 +10,7 @@ import jax
 import numpy as np
 import pytest
 from flax import nnx
+from jax.sharding import PartitionSpec as P
 
 import gensbi_sharding as gs
 from gensbi_sharding import checkpoint
@@ -131,3 +132,37 @@ def test_restore_without_a_target_names_abstract_state_for(tmp_path, model):
         writer.save(1, nnx.state(model), jax.random.key(0))
     with pytest.raises(TypeError, match=r"abstract_state=None .*abstract_state_for\(model, mesh, rule\)"):
         checkpoint.restore(tmp_path / "ck", None)
+
+
+@pytest.mark.parametrize("spec, twice, fixed", [
+    (P("data", "data"), "data", "P('data', None)"),
+    (P(("data", "model"), "data"), "data", "P(('data', 'model'), None)"),
+    (P(("model", "model")), "model", "P('model',)"),
+])
+def test_host_to_global_array_names_a_mesh_axis_used_twice(mesh, spec, twice, fixed):
+    # Was JAX's DuplicateSpecError from inside NamedSharding, raised while the arrays were built.
+    with pytest.raises(ValueError) as err:
+        gs.host_to_global_array(np.ones((8, 8)), partition=spec, mesh=mesh)
+    assert f"PartitionSpec {spec} for leaf <root> names mesh axis {twice!r} twice" in str(err.value)
+    assert f"use e.g. {fixed}" in str(err.value)
+
+
+@pytest.mark.parametrize("call", [
+    lambda batch, mesh: gs.shard_batch(batch, mesh),
+    lambda batch, mesh: gs.shard_sample_init(batch, mesh),
+    lambda batch, mesh: gs.host_to_global_array(batch, mesh=mesh),
+    lambda batch, mesh: gs.host_to_global_array(batch, partition="data", mesh=mesh),
+    lambda batch, mesh: gs.check_batch_divisible(batch, mesh, "train"),
+])
+def test_batch_leaves_with_differing_rows_are_refused_alike(mesh, call):
+    # shard_batch placed both (rows of x and y no longer lined up); host_to_global_array did too.
+    with pytest.raises(ValueError, match=r"leaves have differing leading sizes \[8, 16\] \(\['x'\] 8, \['y'\] 16\)"):
+        call({"x": np.ones((8, 3)), "y": np.ones((16,)), "s": np.ones(())}, mesh)
+
+
+def test_leaves_not_split_along_rows_may_differ(mesh):
+    got = gs.host_to_global_array({"x": np.ones((8, 3)), "table": np.ones((3,))},
+                                  partition={"x": P("data"), "table": P()}, mesh=mesh)
+    assert got["x"].shape == (8, 3) and got["table"].shape == (3,) and got["table"].sharding.spec == P()
+    assert gs.host_to_global_array({"x": np.ones((8, 3)), "y": np.ones((5,))}, partition="replicated",
+                                   mesh=mesh)["y"].shape == (5,)
