@@ -127,8 +127,8 @@ def resolve_rule(rule: str | RuleTable | Rule) -> Rule:
     Raises
     ------
     ValueError
-        If ``rule`` is an unknown name or None, a table with a key not in ``LOGICAL_AXES`` or a bad value, or of
-        any other type.
+        If ``rule`` is an unknown name or None, a table with a key not in ``LOGICAL_AXES`` or a bad value (one
+        naming a mesh axis twice too), or of any other type.
     """
     if isinstance(rule, Rule):
         return rule
@@ -146,7 +146,8 @@ def resolve_rule(rule: str | RuleTable | Rule) -> Rule:
 def check_table(table: Mapping) -> None:
     """Check a user's rule table: a mistyped key would otherwise silently split nothing.
 
-    ``ValueError`` naming the entry for a key not in ``LOGICAL_AXES`` or a value not a mesh axis name, list or None.
+    ``ValueError`` naming the entry for a key not in ``LOGICAL_AXES``, a value not a mesh axis name, list or None,
+    or a value naming one mesh axis twice.
     """
     for key, value in table.items():
         if key not in LOGICAL_AXES:
@@ -155,6 +156,11 @@ def check_table(table: Mapping) -> None:
         if value is not None and not all(isinstance(v, str) for v in names):
             raise ValueError(f"rule table entry {{{key!r}: {value!r}}}: a value must be a mesh axis name "
                              f"(e.g. 'data' or 'model'), a list of them, or None")
+        twice = next((v for v in names if names.count(v) > 1), None) if value is not None else None
+        once = tuple(dict.fromkeys(names))
+        if twice is not None:  # one dimension cannot be split over a mesh axis twice, on any mesh
+            raise ValueError(f"rule table entry {{{key!r}: {value!r}}} names mesh axis {twice!r} twice; list "
+                             f"each once: {{{key!r}: {once[0] if len(once) == 1 else once!r}}}")
 
 
 def partition_spec_for(names: Sequence[str | None] | None, shape: Sequence[int],

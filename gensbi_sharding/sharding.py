@@ -216,7 +216,7 @@ def shard_model(node: Any, mesh: Mesh | None, rule: str = "replicated") -> None:
 def shard_model_by_table(node: Any, mesh: Mesh | None, table: RuleTable) -> None:
     """``shard_model`` under a user's rule table: annotations honoured, logical axes it lacks not split.
 
-    Never warns ``ExperimentalRuleWarning``; without a mesh, ``table`` is not checked.
+    Never warns ``ExperimentalRuleWarning``; ``table`` is checked even without a mesh (its mesh axes: with one).
 
     Parameters
     ----------
@@ -227,7 +227,7 @@ def shard_model_by_table(node: Any, mesh: Mesh | None, table: RuleTable) -> None
     Raises
     ------
     ValueError
-        If ``mesh`` is given and ``resolve_rule`` rejects ``table``.
+        If ``resolve_rule`` rejects ``table``, even when ``mesh`` is None.
     TypeError
         If ``node`` is not an NNX graph node, or ``mesh`` is neither None nor a ``jax.sharding.Mesh``.
     """
@@ -239,6 +239,7 @@ def _plan_warn_place(node: Any, mesh: Mesh | None, rule: str | RuleTable) -> Non
     if not nnx.graph.is_graph_node(node):
         raise TypeError(f"shard_model places NNX graph nodes (a Module, nnx.Optimizer, ...), got "
                         f"{type(node).__name__}; for a pytree of arrays use shard_batch or replicate")
+    rule = resolve_rule(rule)  # checked with or without a mesh: a bad table fails before the run gets one
     if mesh is not None:
         plan = plan_shardings(node, mesh, rule)
         plan.warn(stacklevel=3)  # at the caller of shard_model(_by_table)

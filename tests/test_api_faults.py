@@ -166,3 +166,25 @@ def test_leaves_not_split_along_rows_may_differ(mesh):
     assert got["x"].shape == (8, 3) and got["table"].shape == (3,) and got["table"].sharding.spec == P()
     assert gs.host_to_global_array({"x": np.ones((8, 3)), "y": np.ones((5,))}, partition="replicated",
                                    mesh=mesh)["y"].shape == (5,)
+
+
+@pytest.mark.parametrize("table, needle", [
+    ({"MLP": "x"}, "rule table key 'MLP' is not a logical axis"),
+    ({"embed": 3}, "'embed': 3"),
+    ({"mlp": ("model", "model")}, "{'mlp': ('model', 'model')} names mesh axis 'model' twice; list each once: "
+                                  "{'mlp': 'model'}"),
+])
+@pytest.mark.parametrize("with_mesh", [False, True])
+def test_shard_model_by_table_checks_the_table_with_or_without_a_mesh(model, mesh, table, needle, with_mesh):
+    # Without a mesh the table was not checked at all (shard_model and init_sharded check theirs); a mesh axis
+    # twice was planned as a fallback, replicating the variable, on every mesh.
+    with pytest.raises(ValueError) as err:
+        gs.shard_model_by_table(model, mesh if with_mesh else None, table)
+    assert needle in str(err.value), str(err.value)
+
+
+def test_a_mesh_axis_twice_in_a_table_entry_is_refused_everywhere():
+    with pytest.raises(ValueError, match=r"names mesh axis 'data' twice; list each once: \{'embed': \('data', "):
+        gs.resolve_rule({"embed": ["data", "model", "data"]})
+    with pytest.raises(ValueError, match="names mesh axis 'model' twice"):
+        gs.init_sharded(lambda: Block(nnx.Rngs(0)), None, {"mlp": ["model", "model"]})
