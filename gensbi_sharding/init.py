@@ -16,7 +16,7 @@ import numpy as np
 from flax import nnx
 from jax.sharding import Mesh, NamedSharding, SingleDeviceSharding
 
-from gensbi_sharding.rules import Rule, RuleTable, resolve_rule
+from gensbi_sharding.rules import RULES, Rule, RuleTable, resolve_rule
 from gensbi_sharding.nodes import check_node, is_array, path_name
 from gensbi_sharding.sharding import Plan, plan_shardings
 
@@ -151,7 +151,8 @@ def init_optimizer_sharded(model: Any, tx: Any, rule: str | RuleTable | Rule = "
     Raises
     ------
     ValueError
-        If ``rule`` is unknown, or the model's arrays are on a mesh but not all on that one mesh.
+        If ``rule`` is unknown, the model's arrays are on a mesh but not all on that one mesh, or ``rule`` would
+        place a parameter elsewhere than it is (the state would be laid out unlike its parameters).
     TypeError
         If ``model`` is not an NNX graph node, or ``tx`` no optax ``GradientTransformation``.
     """
@@ -159,18 +160,13 @@ def init_optimizer_sharded(model: Any, tx: Any, rule: str | RuleTable | Rule = "
     check_node(model, "init_optimizer_sharded")
     if not (callable(getattr(tx, "init", None)) and callable(getattr(tx, "update", None))):
         raise TypeError(f"tx={tx!r:.60} must be an optax GradientTransformation, e.g. optax.adam(1e-3)")
-    values = [var.get_value() for _, var in nnx.to_flat_state(nnx.state(model))]
-    shardings = [getattr(v, "sharding", None) for v in values if is_array(v) or isinstance(v, jax.ShapeDtypeStruct)]
-    meshes = {s.mesh for s in shardings if isinstance(s, NamedSharding)}
-    abstract = any(isinstance(v, jax.ShapeDtypeStruct) for v in values)
+    mesh, abstract = _model_mesh(model)
     build = lambda: nnx.Optimizer(model, tx, wrt=wrt)  # noqa: E731
-    if not meshes:
+    if mesh is None:
         return nnx.eval_shape(build) if abstract else build()
-    if len(meshes) > 1 or any(not isinstance(s, NamedSharding) for s in shardings):
-        raise ValueError(f"the model's arrays are on {len(meshes)} meshes and/or single devices; "
-                         "place the whole model first (init_sharded or shard_model)")
+    _check_placed_under(model, mesh, rule)
     optimizer = nnx.eval_shape(build)
-    plan = plan_shardings(optimizer, meshes.pop(), rule)
+    plan = plan_shardings(optimizer, mesh, rule)
     graphdef, state = nnx.split(optimizer)
     if abstract:
         return nnx.merge(graphdef, plan.abstract_state(optimizer))
@@ -187,6 +183,42 @@ def init_optimizer_sharded(model: Any, tx: Any, rule: str | RuleTable | Rule = "
     for path, value in zip(paths, created):
         variables[path].set_value(value)
     return nnx.merge(graphdef, state)
+
+
+def _model_mesh(model: Any) -> tuple[Mesh | None, bool]:
+    """The one mesh ``model``'s arrays are on (None: none is) and whether it is abstract; else name each placement."""
+    where, abstract = {}, False
+    for path, var in nnx.to_flat_state(nnx.state(model)):
+        value = var.get_value()
+        if is_array(value) or isinstance(value, jax.ShapeDtypeStruct):
+            sharding, abstract = getattr(value, "sharding", None), abstract or isinstance(value, jax.ShapeDtypeStruct)
+            where.setdefault(sharding.mesh if isinstance(sharding, NamedSharding) else sharding, path_name(path))
+    meshes = [m for m in where if isinstance(m, Mesh)]
+    if len(where) > 1 and meshes:
+        def label(m):
+            return (f"mesh {dict(m.shape)} (devices {m.device_ids.flatten().tolist()})" if isinstance(m, Mesh) else
+                    "no device" if m is None else f"{type(m).__name__} on {', '.join(map(str, m.device_set))}")
+        raise ValueError(f"the model's arrays are on {len(meshes)} mesh(es) and {len(where) - len(meshes)} other "
+                         "placement(s): " + ", ".join(f"{path} on {label(m)}" for m, path in where.items()) +
+                         "; place the whole model first (init_sharded or shard_model)")
+    return (meshes[0] if meshes else None), abstract
+
+
+def _check_placed_under(model: Any, mesh: Mesh, rule: Rule) -> None:
+    """Refuse ``rule`` when its plan puts a variable of ``model`` elsewhere than it is, naming a rule that fits."""
+    values = {path_name(p): v.get_value() for p, v in nnx.graph.iter_graph(model) if isinstance(v, nnx.Variable)}
+
+    def first_difference(plan: Plan) -> str | None:
+        return next((path for path in plan.specs if not values[path].sharding.is_equivalent_to(
+            plan.sharding(path), len(values[path].shape))), None)
+
+    path = first_difference(plan := plan_shardings(model, mesh, rule))
+    if path is not None:
+        fits = next((name for name in RULES if first_difference(plan_shardings(model, mesh, name)) is None), None)
+        hint = (f"the model is placed as rule {fits!r} places it: pass rule={fits!r}" if fits else "pass the rule "
+                "table the model was placed under") + ", or place it under this rule first (shard_model)"
+        raise ValueError(f"init_optimizer_sharded: {rule.label} places {path} at {plan.specs[path]}, but the model "
+                         f"holds it at {values[path].sharding.spec}; {hint}")
 
 
 def _check(factory: Any, rule: Any) -> Rule:

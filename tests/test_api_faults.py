@@ -6,8 +6,11 @@ table); each used to end in an obscure traceback from inside JAX, NNX or Python,
 silently doing nothing.
 """
 
+import warnings
+
 import jax
 import numpy as np
+import optax
 import pytest
 from flax import nnx
 from jax.sharding import PartitionSpec as P
@@ -188,3 +191,55 @@ def test_a_mesh_axis_twice_in_a_table_entry_is_refused_everywhere():
         gs.resolve_rule({"embed": ["data", "model", "data"]})
     with pytest.raises(ValueError, match="names mesh axis 'model' twice"):
         gs.init_sharded(lambda: Block(nnx.Rngs(0)), None, {"mlp": ["model", "model"]})
+
+
+def placed(rule, mesh):
+    """A Block placed under ``rule`` (a name or a table); the plan's warnings are not what these tests check."""
+    model = Block(nnx.Rngs(0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        (gs.shard_model if isinstance(rule, str) else gs.shard_model_by_table)(model, mesh, rule)
+    return model
+
+
+@pytest.mark.parametrize("placed_under, given, needles", [
+    ("tensor", "fsdp", ["rule 'fsdp' places up/kernel at P('data', None), but the model holds it at "
+                        "P(None, 'model')", "pass rule='tensor'"]),
+    ("tensor", "replicated", ["rule 'replicated' places up/kernel at P(), but the model holds it at "
+                              "P(None, 'model')", "pass rule='tensor'"]),
+    ({"embed": "model", "mlp": "data"}, "tensor", ["rule 'tensor' places up/kernel at P(None, 'model'), but the "
+                                                   "model holds it at P('model', 'data')", "pass the rule table"]),
+])
+def test_init_optimizer_sharded_refuses_a_rule_other_than_the_models(mesh, placed_under, given, needles):
+    # Was silent: the optimizer state laid out under `given` while its parameters sat under `placed_under`.
+    model = placed(placed_under, mesh)
+    with pytest.raises(ValueError) as err:
+        gs.init_optimizer_sharded(model, optax.adam(1e-3), given)
+    for needle in needles:
+        assert needle in str(err.value), str(err.value)
+
+
+def test_init_optimizer_sharded_refuses_an_abstract_model_planned_otherwise(mesh):
+    abstract = gs.abstract_sharded(lambda: Block(nnx.Rngs(0)), mesh, "tensor", warn=False)
+    with pytest.raises(ValueError, match=r"rule 'fsdp' places up/kernel .* pass rule='tensor'"):
+        gs.init_optimizer_sharded(abstract, optax.adam(1e-3), "fsdp")
+
+
+def test_init_optimizer_sharded_under_the_models_rule_still_works(mesh):
+    model = placed("tensor", mesh)
+    optimizer = gs.init_optimizer_sharded(model, optax.adam(1e-3), "tensor")
+    assert optimizer.opt_state[0].mu["up"]["kernel"][...].sharding.spec == P(None, "model")
+
+
+@pytest.mark.parametrize("move, needle", [
+    (lambda v: jax.device_put(v, jax.devices()[0]), "up/bias on SingleDeviceSharding on "),
+    (lambda v: np.asarray(v), "up/bias on no device"),
+])
+def test_a_model_partly_off_the_mesh_names_a_variable_of_each_placement(mesh, move, needle):
+    model = placed("tensor", mesh)
+    model.up.bias.set_value(move(model.up.bias.get_value()))
+    with pytest.raises(ValueError) as err:
+        gs.init_optimizer_sharded(model, optax.adam(1e-3), "tensor")
+    message = str(err.value)
+    assert "on 1 mesh(es) and 1 other placement(s)" in message and needle in message, message
+    assert "up/kernel on mesh {'data': 4, 'model': 2}" in message, message
