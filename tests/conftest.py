@@ -3,9 +3,9 @@
 The device count must be fixed before JAX's backend starts, so it is set here,
 once, at collection time. Tests that need another count run in a subprocess.
 
-The session also gets its own JAX compilation cache (deleted at exit): many tests build
-the same tiny models and steps, and ``init_sharded`` jits a fresh closure per call, so
-a program with the same HLO is loaded instead of compiled again.
+The session also gets its own JAX compilation cache (deleted at exit), shared with the runs it
+launches as subprocesses: many tests build the same tiny models and steps, and ``init_sharded``
+jits a fresh closure per call, so a program with the same HLO is loaded instead of compiled again.
 """
 
 import atexit
@@ -22,7 +22,13 @@ jax.config.update("jax_num_cpu_devices", 8)
 _COMPILATION_CACHE = tempfile.mkdtemp(prefix="gensbi_sharding_tests_jax_cache_")
 atexit.register(shutil.rmtree, _COMPILATION_CACHE, ignore_errors=True)
 jax.config.update("jax_compilation_cache_dir", _COMPILATION_CACHE)
+# Not every program: writing the many eager ops of a few ms each costs more than compiling them.
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.1)
+# The runs tests launch as subprocesses share it (JAX reads its flags from the environment). A size
+# bound turns on JAX's file lock, so processes running at once never read an entry half written.
+jax.config.update("jax_compilation_cache_max_size", 4 * 2**30)
+os.environ.update(JAX_COMPILATION_CACHE_DIR=_COMPILATION_CACHE, JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0.1",
+                  JAX_COMPILATION_CACHE_MAX_SIZE=str(4 * 2**30))
 
 import pytest  # noqa: E402
 
