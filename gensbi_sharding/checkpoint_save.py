@@ -75,7 +75,7 @@ class CheckpointWriter:
         self.every, self.keep, self._closed = every, keep, False
         options = ocp.CheckpointManagerOptions(max_to_keep=keep, cleanup_tmp_directories=True,
                                                enable_async_checkpointing=async_save)
-        self._manager = ocp.CheckpointManager(self.directory, options=options, item_handlers=item_handlers())
+        self._manager = ocp.CheckpointManager(self.directory, options=options, item_handlers=item_handlers(saving=True))
         self.last_saved: int | None = None
 
     def due(self, step: int) -> bool:
@@ -166,7 +166,7 @@ class CheckpointWriter:
         flat.update({name: jax.random.key_data(flat[name]) for name in impls})
         meta = {"format": _FORMAT, "step": int(step), "key_impls": impls, "info": info}
         self._manager.save(int(step), force=True, args=ocp.args.Composite(
-            arrays=ocp.args.StandardSave(nest_by_path(flat)), meta=ocp.args.JsonSave(meta),
+            arrays=ocp.args.PyTreeSave(nest_by_path(flat)), meta=ocp.args.JsonSave(meta),
             config=ocp.args.JsonSave(self.config)))
         self.last_saved = step
         return True

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import jax
+import numpy as np
 import orbax.checkpoint as ocp
 from flax import nnx
 
@@ -92,9 +93,20 @@ def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None 
     return folder / str(steps[-1])
 
 
-def item_handlers() -> dict[str, Any]:
-    """One Orbax handler per item of ``ITEMS``: standard for ``arrays``, JSON for ``meta`` and ``config``."""
-    return dict(zip(ITEMS, (ocp.StandardCheckpointHandler(), ocp.JsonCheckpointHandler(), ocp.JsonCheckpointHandler())))
+def item_handlers(saving: bool = False) -> dict[str, Any]:
+    """One Orbax handler per item of ``ITEMS``: a pytree of arrays for ``arrays``, JSON for ``meta`` and ``config``."""
+    arrays = ocp.PyTreeCheckpointHandler(type_handler_registry=_leaf_handlers()) if saving \
+        else ocp.StandardCheckpointHandler()
+    return dict(zip(ITEMS, (arrays, ocp.JsonCheckpointHandler(), ocp.JsonCheckpointHandler())))
+
+
+def _leaf_handlers() -> Any:
+    """Orbax's leaf handlers, without replica-parallel saving on CPU: there each replica of a replicated array
+    writes a slice from the same host memory, compiling a slice program per device and shape for nothing."""
+    th, parallel = ocp.type_handlers, None if jax.default_backend() != "cpu" else False  # None: Orbax's default
+    return th.create_type_handler_registry(
+        (int, th.ScalarHandler()), (float, th.ScalarHandler()), (np.number, th.ScalarHandler()),
+        (np.ndarray, th.NumpyHandler()), (jax.Array, th.ArrayHandler(use_replica_parallel=parallel)))
 
 
 def is_variable(x: Any) -> bool:
