@@ -250,6 +250,15 @@ def test_wrong_type_is_rejected_with_its_name(compose_config, override, key, kin
     # Hydra suggests "+model.dpeth=2" for the typo; the factory then got dpeth as a keyword, after simulating.
     (("model=flux1", "+model.dpeth=2"), "model.dpeth is not a setting of model=flux1 (did you mean model.depth?)"),
     (("+model.widht=64",), "drop +model.widht=64 and set model.width=64"),
+    # Every typed section, not only the model's: these ran on with the default, the key ignored.
+    (("+mesh.modle_axis=2",), "mesh.modle_axis is not a setting of mesh (did you mean mesh.model_axis?); its "
+                              "settings: spec, model_axis, devices; drop +mesh.modle_axis=2 and set mesh.model_axis=2"),
+    (("+train.stepz=5",), "drop +train.stepz=5 and set train.steps=5"),
+    (("+eval.num_sample=64",), "drop +eval.num_sample=64 and set eval.num_samples=64"),
+    (("+data.batch=32",), "drop +data.batch=32 and set data.batch_size=32"),
+    (("+activation.hed_axis=model",), "drop +activation.hed_axis=model and set activation.head_axis=model"),
+    (("+distributed.xyz=1",), "distributed.xyz is not a setting of distributed; its settings: mode,"),
+    (("+seeed=1",), "seeed is not a setting (did you mean seed?); drop +seeed=1 and set seed=1"),
     (("rule.embed=5",), "rule.embed=5 must be a mesh axis name, a list of them, or null"),
     (("rule.mlp=[]",), "rule.mlp=[]: a list must hold mesh axis names"),
     (("train.resume=''",), "train.resume='' is empty: pass train.resume=auto"),

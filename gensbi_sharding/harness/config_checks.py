@@ -10,7 +10,7 @@ import re
 
 from omegaconf import MISSING, DictConfig, OmegaConf
 
-from gensbi_sharding.harness.config import (ConfigError, DataConfig, DevicesConfig, DistributedConfig, EvalConfig,
+from gensbi_sharding.harness.config import (Config, ConfigError, DataConfig, DevicesConfig, DistributedConfig, EvalConfig,
                                             MeshConfig, ModelConfig, TrainConfig, require)
 from gensbi_sharding.harness.groups import chosen_options
 from gensbi_sharding.harness.model_checks import check_model
@@ -112,7 +112,7 @@ def _validate(cfg: DictConfig) -> None:
     problem = dry_run_resume_problem(cfg)
     require(problem is None, problem or "")
     _lists_are_lists(cfg)
-    _known_model_fields(cfg.model)
+    _known_fields(cfg)
     require(cfg.mesh.spec in (None, "auto", "dict"),
            f"mesh.spec={cfg.mesh.spec!r} is not one of null, auto, dict (e.g. mesh=auto)")
     require(cfg.mesh.model_axis >= 1, f"mesh.model_axis={cfg.mesh.model_axis} must be >= 1")
@@ -192,23 +192,29 @@ def _validate(cfg: DictConfig) -> None:
         raise ConfigError(f"activation: {err}") from None
 
 
-def _known_model_fields(model: DictConfig) -> None:
-    """A key added to the model section (``+model.dpeth=2``, as Hydra suggests for a typo) that the
-    model's schema does not have: refused before any simulation (the factory would get it as a keyword)."""
-    import dataclasses
-
-    from omegaconf import OmegaConf
-
+def _known_fields(cfg: DictConfig) -> None:
+    """A key added to a typed section (``+mesh.modle_axis=2``, ``+model.dpeth=2``, as Hydra suggests for a
+    typo) that its schema does not have: refused before any simulation. Hydra's ``+`` opens the section,
+    so the run went on with the default and a model's factory got the key as a keyword."""
     from gensbi_sharding.harness.hints import closest_name
 
-    schema = OmegaConf.get_type(model)
-    if not dataclasses.is_dataclass(schema):
-        return
-    fields = [f.name for f in dataclasses.fields(schema)]
-    for key in model.keys():
-        if key not in fields:
+    top = [f.name for f in dataclasses.fields(Config)]
+    for key in (k for k in cfg.keys() if k not in top and k != "output_dir"):  # output_dir: run(cfg)'s folder
+        near, value = closest_name(str(key), top), OmegaConf.to_container(cfg, resolve=False)[key]
+        require(False, f"{key} is not a setting" + (f" (did you mean {near}?)" if near else "")
+                       + f"; drop +{key}={value}" + (f" and set {near}={value}" if near else "")
+                       + "; python launch.py --help lists them")
+    for group in top:
+        section = cfg.get(group)
+        schema = OmegaConf.get_type(section) if isinstance(section, DictConfig) else None
+        if not dataclasses.is_dataclass(schema):  # the rule table: any logical axis name
+            continue
+        fields = [f.name for f in dataclasses.fields(schema)]
+        of = f"model={section.get('name')}" if group == "model" else group
+        for key in (k for k in section.keys() if k not in fields):
             near = closest_name(str(key), fields)
-            require(False, f"model.{key} is not a setting of model={model.get('name')}"
-                           + (f" (did you mean model.{near}?)" if near else "")
-                           + f"; its settings: {', '.join(f for f in fields if f != 'name')}; drop +model.{key}="
-                           + str(model[key]) + (f" and set model.{near}={model[key]}" if near else ""))
+            value = OmegaConf.to_container(section, resolve=False)[key]
+            require(False, f"{group}.{key} is not a setting of {of}"
+                           + (f" (did you mean {group}.{near}?)" if near else "")
+                           + f"; its settings: {', '.join(f for f in fields if f != 'name')}; drop +{group}.{key}="
+                           + str(value) + (f" and set {group}.{near}={value}" if near else ""))
