@@ -253,8 +253,9 @@ def _trace_and_plan(factory: Callable[[], Any], mesh: Mesh, rule: Rule, warn: bo
         state = jax.eval_shape(build)
     except _READS_TRACED_VALUE as error:
         raise ValueError(f"init_sharded traces the constructor, which reads a value it computed ({type(error).__name__}"
-                         f": {str(error).splitlines()[0]}); build it eagerly and place it instead: "
-                         "shard_model(factory(), mesh, rule) (in the harness: model.init=eager)") from error
+                         f": {str(error).splitlines()[0]}); compute that value in the factory under "
+                         "jax.ensure_compile_time_eval() if it depends on no random draw, or build it eagerly and "
+                         "place it: shard_model(factory(), mesh, rule) (in the harness: model.init=eager)") from error
     for path, var in nnx.to_flat_state(state):
         if path_name(path) in found["scalars"]:
             var.set_value(found["scalars"][path_name(path)])

@@ -41,11 +41,11 @@ REFUSED = [
     (("model=simformer", "model.param_dtype=float16"),
      "model.param_dtype=float16 trains to NaN from the first steps at any learning rate (AdamW keeps its "
      "moments in the parameters' dtype, where its eps=1e-8 and small squared gradients round to 0; "
-     "model.dtype=float16, the compute dtype, is allowed); e.g. model.param_dtype=bfloat16 (float32's range)"),
+     "model.dtype=float16, the compute dtype, is allowed where it compiles); e.g. model.param_dtype=bfloat16 (float32's range)"),
     (("model=flux1", "model.param_dtype=float16"),
      "model.param_dtype=float16 trains to NaN from the first steps at any learning rate (AdamW keeps its "
      "moments in the parameters' dtype, where its eps=1e-8 and small squared gradients round to 0; "
-     "model.dtype=float16, the compute dtype, is allowed); e.g. model.param_dtype=bfloat16 (float32's range)"),
+     "model.dtype=float16, the compute dtype, is allowed where it compiles); e.g. model.param_dtype=bfloat16 (float32's range)"),
     (("model=simformer", "model.depth=0"),
      "model.depth=0 must be an integer >= 1; e.g. model.depth=8 (GenSBI's default)"),
     (("model=simformer", "model.num_heads=7"),

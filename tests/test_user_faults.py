@@ -425,7 +425,8 @@ def test_an_untraceable_constructor_trains_eagerly_on_a_mesh(tmp_path, devices):
 
 
 @pytest.mark.parametrize("setting, fix", [(("model.init=sharded",), "set model.init=eager"),
-                                          (("model.init=eager", "dry_run=true"), "train it with model.init=eager")])
+                                          (("model.init=eager", "dry_run=true"),
+                                           "drop dry_run=true and train it with model.init=eager")])
 def test_an_untraceable_constructor_is_refused_where_it_must_be_traced(tmp_path, devices, setting, fix):
     metrics = run_tiny(tmp_path / "a", *POS1D, *setting)
     assert_refused_before_training(metrics, tmp_path / "a", "model=flux1 cannot be traced",

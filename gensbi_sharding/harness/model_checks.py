@@ -98,7 +98,7 @@ def _dtypes(model: DictConfig) -> None:
     _require(model["param_dtype"] != "float16",
              "model.param_dtype=float16 trains to NaN from the first steps at any learning rate (AdamW keeps its "
              "moments in the parameters' dtype, where its eps=1e-8 and small squared gradients round to 0; "
-             "model.dtype=float16, the compute dtype, is allowed); e.g. model.param_dtype=bfloat16 (float32's range)")
+             "model.dtype=float16, the compute dtype, is allowed where it compiles); e.g. model.param_dtype=bfloat16 (float32's range)")
 
 
 def _flux1(model: DictConfig) -> None:

@@ -45,7 +45,7 @@ def trace_model(build: Callable[[], tuple], cfg: DictConfig, *, needed_by: str) 
 SHARDED_INIT_TRACES = ("model.init=sharded traces it to build it piece by piece: set model.init=eager "
                        "(built whole on one device, then placed)")
 DRY_RUN_TRACES = ("dry_run=true traces it so as to allocate nothing, so this model has no dry run: "
-                  "train it with model.init=eager instead")
+                  "drop dry_run=true and train it with model.init=eager")
 
 
 def model_plan(model: Any, mesh: Any, rule: Any, *, strict: bool) -> Any:
