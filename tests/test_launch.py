@@ -235,6 +235,16 @@ def test_no_mesh_run(no_mesh_run):
     assert m["samples_outside_support"] == 0 and m["best_step"] == 4 and m["stopped_early"] is False
 
 
+def test_help_names_every_file_a_run_writes(no_mesh_run):
+    # --help's Outputs left out c2st.csv and posterior_samples.npz (a new user's report).
+    _, run_dir = no_mesh_run
+    template = OmegaConf.to_container(OmegaConf.load(REPO / "conf" / "config.yaml"))["hydra"]["help"]["template"]
+    block = template[template.index("one run:"):template.index("a sweep:")]
+    named = set(re.findall(r"[\w]+\.(?:json|txt|log|csv|npz|png)|checkpoints/", block))
+    written = {p.name + ("/" if p.is_dir() else "") for p in run_dir.iterdir() if not p.name.startswith(".")}
+    assert named == written - {"error.txt"}, (named, written)
+
+
 @pytest.mark.slow  # reads the launch.py run of no_mesh_run
 def test_c2st_is_recomputed_from_the_npz(no_mesh_run):
     """posterior_samples.npz holds exactly the rows C2ST scored, the seed and the folds."""
