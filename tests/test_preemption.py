@@ -398,6 +398,71 @@ def test_a_refused_sweep_folder_names_the_commands_that_continue_its_unfinished_
     callback.on_multirun_end(config)
 
 
+def test_a_refused_sweep_names_the_completed_jobs_own_overrides_to_train_it_further(tmp_path, capsys):
+    # Was: the command carried the sweep's own comma lists (rule=replicated,tensor), which Hydra refuses
+    # under hydra.mode=RUN, and not the values job 0 ran with.
+    from omegaconf import OmegaConf
+
+    sweep = tmp_path / "multirun"
+    outputs.write_json(sweep / "0" / "metrics.json", {"status": "ok", "final_step": 8})
+    (sweep / "0" / "checkpoints" / "8").mkdir(parents=True)
+    (sweep / "0" / ".hydra").mkdir()
+    (sweep / "0" / ".hydra" / "overrides.yaml").write_text("- train.steps=8\n- rule=replicated\n- mesh.model_axis=1\n")
+    config = OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep)}, "overrides": {"task": [
+        "train.steps=8", "rule=replicated,tensor", "mesh.model_axis=1,2"]}}, "train": {"resume": None, "steps": 8}})
+    with pytest.raises(SystemExit):
+        run_folder.RefuseCompletedRun().on_multirun_start(config)
+    printed = capsys.readouterr().err
+    assert ("into a new folder: python launch.py rule=replicated mesh.model_axis=1 train.steps=<more than 8> "
+            f"train.resume={sweep / '0'} hydra.mode=RUN hydra.run.dir={sweep / '0-stepsmore'}") in printed
+    assert "rule=replicated,tensor" not in printed
+
+
+@pytest.mark.parametrize("multirun", [False, True])
+def test_an_output_folder_that_is_a_file_is_named_with_the_override_to_change(tmp_path, capsys, multirun):
+    # Was: "[Errno 17] File exists: '<path>'", or a NotADirectoryError traceback for a folder under a file.
+    from omegaconf import OmegaConf
+
+    key = "hydra.sweep.dir" if multirun else "hydra.run.dir"
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    for folder in (afile, afile / "sub"):
+        config = OmegaConf.create({"hydra": {"sweep": {"dir": str(folder)}, "run": {"dir": str(folder)}},
+                                   "distributed": {"mode": "none", "process_id": None}})
+        callback = run_folder.RefuseCompletedRun()
+        with pytest.raises(SystemExit):
+            (callback.on_multirun_start if multirun else callback.on_run_start)(config)
+        printed = capsys.readouterr().err
+        assert printed.strip() == (f"[ERROR] {key}={folder}: {afile} is a file, not a folder; "
+                                   f"choose another {key}")
+    assert afile.read_text() == ""
+
+
+def test_a_run_and_a_sweep_never_share_a_folder(tmp_path, capsys):
+    # Was: a sweep into a run's folder (or a run into a sweep's) was accepted, mixing job folders,
+    # multirun.yaml and the sweep summary with the run's own files.
+    from omegaconf import OmegaConf
+
+    run_dir, sweep = tmp_path / "run", tmp_path / "sweep"
+    outputs.write_json(run_dir / "metrics.json", {"status": "ok"})
+    sweep.mkdir()
+    (sweep / "multirun.yaml").write_text("{}\n")
+    config = OmegaConf.create({"hydra": {"sweep": {"dir": str(run_dir)}}})
+    with pytest.raises(SystemExit):
+        run_folder.RefuseCompletedRun().on_multirun_start(config)
+    assert capsys.readouterr().err.strip() == (
+        f"[ERROR] hydra.sweep.dir={run_dir} holds a single run's outputs ({run_dir / 'metrics.json'}, status ok): "
+        "a sweep never writes into a run's folder; choose another hydra.sweep.dir")
+    config = OmegaConf.create({"hydra": {"run": {"dir": str(sweep)}}, "distributed": {"mode": "none", "process_id": None}})
+    with pytest.raises(SystemExit):
+        run_folder.RefuseCompletedRun().on_run_start(config)
+    assert capsys.readouterr().err.strip() == (
+        f"[ERROR] hydra.run.dir={sweep} is a sweep's folder ({sweep / 'multirun.yaml'}): a run never writes "
+        "into a sweep's folder; choose another hydra.run.dir (a sweep's job: hydra.run.dir=<sweep>/<job>)")
+    assert sorted(p.name for p in sweep.iterdir()) == ["multirun.yaml"]
+    assert sorted(p.name for p in run_dir.iterdir()) == ["metrics.json"]
+
+
 # ------------------------------------------------------------------ real signals to launch.py
 
 def test_a_completed_run_names_the_command_that_trains_it_further(tmp_path, devices):

@@ -23,7 +23,7 @@ from gensbi_sharding.harness.folder_lock import FolderInUseError, FolderLock
 from gensbi_sharding.harness.outputs import write_atomic, write_json
 from gensbi_sharding.harness.sweep_hints import hydra_job_overrides, sweep_jobs, train_further_hint, unfinished_jobs_hint
 
-__all__ = ["ensure_fresh", "RunFolder", "folder_owner", "RESUMABLE", "RefuseCompletedRun", "LOCAL_CHILD_ENV",
+__all__ = ["ensure_fresh", "folder_problem", "RunFolder", "folder_owner", "RESUMABLE", "RefuseCompletedRun", "LOCAL_CHILD_ENV",
            "is_writer", "continued_sweep_job", "refresh_job_sweep_summary"]
 
 log = logging.getLogger("gensbi_sharding")
@@ -89,6 +89,28 @@ def ensure_fresh(out_dir: Path, *, resume_auto: bool = False, resume_from: bool 
     return previous
 
 
+def folder_problem(folder: Path, *, sweep: bool) -> str | None:
+    """Why ``folder`` cannot be this job's output folder, naming the override to change; None if it can.
+
+    A path that is (or lies under) a file cannot be made a folder; and a run and a sweep never share
+    one, or a sweep's job folders, ``multirun.yaml`` and summary would mix with the run's own files.
+    """
+    key = "hydra.sweep.dir" if sweep else "hydra.run.dir"
+    folder = Path(folder).absolute()
+    blocker = next((p for p in (folder, *folder.parents) if p.exists()), None)
+    if blocker is not None and not blocker.is_dir():
+        return f"{key}={folder}: {blocker} is a file, not a folder; choose another {key}"
+    metrics, sweep_file = folder / "metrics.json", folder / "multirun.yaml"
+    if sweep and metrics.is_file():
+        status = json.loads(metrics.read_text()).get("status", "unknown")
+        return (f"{key}={folder} holds a single run's outputs ({metrics}, status {status}): a sweep never "
+                f"writes into a run's folder; choose another {key}")
+    if not sweep and sweep_file.is_file():
+        return (f"{key}={folder} is a sweep's folder ({sweep_file}): a run never writes into a sweep's folder; "
+                f"choose another {key} (a sweep's job: hydra.run.dir=<sweep>/<job>)")
+    return None
+
+
 class RunFolder:
     """What this process may do in the job's folder: claim it, and record the job's outcome.
 
@@ -109,6 +131,9 @@ class RunFolder:
         """Lock the folder and check it is fresh (or resumable); raises as those do (``ConfigError`` first)."""
         if self.dry_run_problem:  # before the folder is touched: it may hold the run to resume
             raise ConfigError(self.dry_run_problem)
+        problem = folder_problem(self.out, sweep=False)
+        if problem:
+            raise ConfigError(problem)
         lock = FolderLock(self.out)
         lock.acquire()
         try:
@@ -220,6 +245,7 @@ class RefuseCompletedRun(Callback):
     def _claim(self, folder: Path, runs: list[Path], config: DictConfig, sweep: bool = False) -> None:
         try:
             problem = dry_run_resume_problem(config)
+            problem = problem or folder_problem(folder, sweep=sweep)
             if problem:
                 raise ConfigError(problem)
             lock = FolderLock(folder)
@@ -229,6 +255,9 @@ class RefuseCompletedRun(Callback):
             for run_dir in runs:
                 resume = OmegaConf.select(config, "train.resume", default=None)
                 task = OmegaConf.select(config, "hydra.overrides.task", default=None)
+                recorded = run_dir / ".hydra" / "overrides.yaml"
+                if sweep and recorded.is_file():  # the job's own values, not the sweep's comma lists
+                    task = OmegaConf.load(recorded)
                 ensure_fresh(run_dir, resume_auto=resume == "auto", resume_from=bool(resume) and resume != "auto",
                              dry_run=dry_run, steps=OmegaConf.select(config, "train.steps", default=None),
                              overrides=None if task is None else list(task), multirun=sweep)
