@@ -78,7 +78,9 @@ def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None 
         raise FileNotFoundError(f"checkpoint path {str(path)!r} does not exist (resolved to {resolved}); "
                                 f"pass a run dir, its {CHECKPOINT_SUBDIR}/ dir or one step dir")
     is_run = (resolved / CHECKPOINT_SUBDIR).is_dir()  # a multirun job dir is named by a number too
-    if resolved.name.isdigit() and not is_run:
+    # Only a folder holding an item of ours is a step folder: a sweep's job folder is named by a number
+    # too, and one that saved no checkpoint (a failed job) holds Hydra's .hydra/ instead.
+    if resolved.name.isdigit() and not is_run and any((resolved / item).exists() for item in ITEMS):
         complete = _step_folders(resolved.parent).get(int(resolved.name))
         if complete:
             return resolved
@@ -141,7 +143,7 @@ def is_prng_key(x: Any) -> bool:
 
 
 def _step_folders(directory: str | os.PathLike) -> dict[int, bool]:
-    """``{step: complete}`` of Orbax's step folders holding any item (a multirun job's folder holds none)."""
+    """``{step: complete}`` of Orbax's step folders holding any of ``ITEMS`` (a multirun job's folder holds none)."""
     directory = as_path(directory, "directory")
     if not directory.is_dir():
         return {}
@@ -151,4 +153,4 @@ def _step_folders(directory: str | os.PathLike) -> dict[int, bool]:
     finally:
         manager.close()
     return {step: m.commit_timestamp_nsecs is not None and set(ITEMS) <= set(m.item_handlers)
-            for step, m in metadata.items() if m.item_handlers}
+            for step, m in metadata.items() if set(ITEMS) & set(m.item_handlers or ())}

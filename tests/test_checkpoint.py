@@ -212,6 +212,22 @@ def test_multirun_job_dir_named_by_a_number(saved_run, tmp_path):
         find_checkpoint(tmp_path / "sweep" / "1")
 
 
+def test_a_job_dir_without_checkpoints_is_not_taken_for_a_step_folder(saved_run, tmp_path, caplog):
+    # Was: a failed sweep job's folder (named 1, holding Hydra's .hydra/) counted as a step folder of its
+    # sweep: "not a complete checkpoint (Orbax recorded no commit: the save was cut short); pass its parent".
+    sweep = tmp_path / "sweep"
+    shutil.copytree(saved_run[0] / "checkpoints", sweep / "0" / "checkpoints")
+    (sweep / "0" / ".hydra").mkdir()
+    (sweep / "1" / ".hydra").mkdir(parents=True)
+    (sweep / "1" / "metrics.json").write_text('{"status": "error"}')
+    with pytest.raises(FileNotFoundError) as err:
+        find_checkpoint(sweep / "1")
+    assert str(err.value).startswith(f"no checkpoint in {sweep / '1'}: looked for complete Orbax step folders")
+    assert "cut short" not in str(err.value)
+    assert "Metadata file does not exist" not in caplog.text  # the sweep folder was not scanned as one
+    assert committed_steps(sweep) == []  # job folders are no step folders, complete or not
+
+
 @pytest.mark.parametrize("kwargs, match", [
     ({"every": -1}, "every must be an integer >= 0, got -1"),
     ({"keep": 0}, "keep must be an integer >= 1"),

@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -240,6 +241,34 @@ def test_resume_of_another_shape_names_the_model_overrides(tmp_path, devices, ca
     assert resumed.early_stopping is None
     assert f"early stopping starts afresh: the checkpoint {step_dir} holds no early-stopping state" in caplog.text
     assert nnx.state(resumed.model, nnx.Param)["in_proj"]["kernel"].shape[1] == 16
+
+
+def test_resume_from_a_folder_that_saved_no_checkpoint_says_why_and_where_to_look(tmp_path, devices):
+    # Was: a dry run's folder, a failed job's or a whole sweep's got "no checkpoint in <folder>" (a failed
+    # sweep job: "the save was cut short; pass its parent"), and Orbax's warnings about every job folder.
+    from gensbi_sharding.harness.state import resume_step_dir
+
+    def refusal(path):
+        with pytest.raises((FileNotFoundError, ConfigError)) as err:
+            resume_step_dir(OmegaConf.create({"train": {"resume": str(path)}}))
+        return str(err.value)
+
+    sweep = tmp_path / "sweep"
+    assert run_tiny(sweep / "0")["status"] == "ok"
+    (sweep / "multirun.yaml").write_text("{}\n")
+    (sweep / "1" / ".hydra").mkdir(parents=True)
+    outputs.write_json(sweep / "1" / "metrics.json", {"status": "error", "error": "ConfigError: ..."})
+    outputs.write_json(tmp_path / "dry" / "metrics.json", {"status": "ok", "dry_run": {"memory": {}}})
+    assert refusal(sweep) == (f"train.resume={sweep} is a sweep's folder: resume one of its jobs, "
+                              f"e.g. train.resume={sweep / '0'} (jobs with a checkpoint: 0)")
+    assert refusal(sweep / "1").endswith(f"; {sweep / '1'} holds a run that saved no complete checkpoint (status error): "
+                                         "resume the run it failed to continue, or start a new one without train.resume")
+    assert refusal(tmp_path / "dry").endswith(f"; {tmp_path / 'dry'} holds a dry run (dry_run=true saves no "
+                                              "checkpoint): start a new run without train.resume")
+    assert resume_step_dir(OmegaConf.create({"train": {"resume": str(sweep / "0")}})) == sweep / "0" / "checkpoints" / "8"
+    shutil.rmtree(sweep / "0" / "checkpoints")
+    assert refusal(sweep) == (f"train.resume={sweep} is a sweep's folder: none of its jobs saved a checkpoint "
+                              "(a dry run saves none): start a new run without train.resume")
 
 
 def test_a_finished_checkpoint_can_be_evaluated_again(tmp_path, devices):

@@ -67,9 +67,29 @@ def resume_step_dir(cfg: DictConfig) -> Path | None:
     """The checkpoint step folder ``train.resume`` points at (relative to the launch folder)."""
     if not cfg.train.resume:
         return None
-    from gensbi_sharding.checkpoint import find_checkpoint
+    import json
 
-    return find_checkpoint(cfg.train.resume, base_dir=_launch_dir())
+    from gensbi_sharding.checkpoint import CHECKPOINT_SUBDIR, committed_steps, find_checkpoint
+
+    folder = Path(_launch_dir() or ".").absolute() / Path(cfg.train.resume).expanduser()
+    if (folder / "multirun.yaml").is_file():  # a sweep's folder: its checkpoints are its jobs'
+        jobs = sorted((j for j in folder.iterdir() if committed_steps(j / CHECKPOINT_SUBDIR)), key=lambda j: j.name)
+        raise ConfigError(f"train.resume={folder} is a sweep's folder: " + (
+            f"resume one of its jobs, e.g. train.resume={jobs[0]} (jobs with a checkpoint: "
+            f"{', '.join(j.name for j in jobs)})" if jobs else
+            "none of its jobs saved a checkpoint (a dry run saves none): start a new run without train.resume"))
+    try:
+        return find_checkpoint(cfg.train.resume, base_dir=_launch_dir())
+    except FileNotFoundError as err:
+        metrics = folder / "metrics.json"  # a run's folder that saved no checkpoint: say why
+        if not metrics.is_file():
+            raise
+        previous = json.loads(metrics.read_text())
+        why = ("holds a dry run (dry_run=true saves no checkpoint): start a new run without train.resume"
+               if "dry_run" in previous else "holds a run that saved no complete checkpoint (status "
+               f"{previous.get('status')}): resume the run it failed to continue, or start a new one without "
+               "train.resume")
+        raise FileNotFoundError(f"{err}; {folder} {why}") from None
 
 
 def resume_point(cfg: Any, out: Any) -> Any:
