@@ -288,6 +288,26 @@ def test_a_finished_checkpoint_can_be_evaluated_again(tmp_path, devices):
     assert again["final_val_loss"] == pytest.approx(first["final_val_loss"], rel=1e-6)
 
 
+@pytest.mark.parametrize("environ, fix", [
+    ({}, "devices.cpu_count=9"),
+    ({"XLA_FLAGS": "--xla_force_host_platform_device_count=8"}, "XLA_FLAGS=--xla_force_host_platform_device_count=9"),
+    ({"JAX_NUM_CPU_DEVICES": "8"}, "JAX_NUM_CPU_DEVICES=9"),
+])
+def test_local_processes_that_do_not_split_the_devices_name_a_fix_that_runs(monkeypatch, environ, fix):
+    # Was "set ... or devices.cpu_count=9" with the count from XLA_FLAGS: that override then stops the run
+    # as a second count that disagrees with XLA_FLAGS'.
+    from gensbi_sharding.harness.local_cluster import run_local_processes
+
+    for name in ("XLA_FLAGS", "JAX_NUM_CPU_DEVICES"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    cfg = OmegaConf.create({"distributed": {"local_processes": 3}, "devices": {"cpu_count": None}})
+    with pytest.raises(ConfigError) as err:
+        run_local_processes(cfg, None)
+    assert str(err.value).endswith(f"set distributed.local_processes=2 or {fix}")
+
+
 def test_two_environment_device_counts_are_named_and_every_hint_leads_to_a_run(tmp_path, monkeypatch, devices):
     # Was circular: JAX_NUM_CPU_DEVICES=2 with XLA_FLAGS' 4 said "set devices.cpu_count=4"; that, "set 2"; and so on.
     monkeypatch.setenv("JAX_NUM_CPU_DEVICES", "2")

@@ -70,9 +70,12 @@ def run_local_processes(cfg: DictConfig, out: Path) -> dict[str, Any]:
     if cpu % n:
         fits = [d for d in range(2, cpu + 1) if cpu % d == 0] or [1]
         nearest = min(fits, key=lambda d: (abs(d - n), d))
+        # The count goes where it came from: devices.cpu_count=N beside the environment's count is refused.
+        setting = {"default": "devices.cpu_count=",
+                   "XLA_FLAGS": "XLA_FLAGS=--xla_force_host_platform_device_count="}.get(source, f"{source}=")
         raise ConfigError(f"devices.cpu_count={cpu} does not split over distributed.local_processes={n} "
                           f"(the count from {source}); set distributed.local_processes={nearest} or "
-                          f"devices.cpu_count={n * max(round(cpu / n), 1)}")
+                          f"{setting}{n * max(round(cpu / n), 1)}")
     if not HydraConfig.initialized():
         raise ConfigError("distributed.local_processes > 1 needs a Hydra job: run it through launch.py")
     overrides = [o for o in HydraConfig.get().overrides.task if _key(o) not in _CHILD_KEYS]
