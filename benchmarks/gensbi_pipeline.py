@@ -38,7 +38,11 @@ import time
 import warnings
 from pathlib import Path
 
+from cli_args import positive_int
+from hydra.errors import HydraException
+
 REPO = Path(__file__).resolve().parents[1]
+WARMUP_STEPS = 20  # GenSBI steps left out of its step time: compilation
 
 
 def harness_config(args, out_dir: str):
@@ -120,7 +124,7 @@ def run_gensbi(cfg, args, out_dir: str):
     start = time.perf_counter()
     pipeline.train(nnx.Rngs(cfg.seed), nsteps=args.steps, save_model=False)
     wall = time.perf_counter() - start
-    intervals = np.diff(np.asarray(train.times))[20:]
+    intervals = np.diff(np.asarray(train.times))[WARMUP_STEPS:]
     x_o = np.asarray(sims.normalize_x(sims.observation), np.float32).reshape(1, sims.dim_x, 1)
     scores = {}
     for use_ema in (True, False):  # its EMA (GenSBI's default for sampling) and its last weights
@@ -148,21 +152,27 @@ def profile_gensbi(pipeline, steps: int) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=2000)
-    parser.add_argument("--batch-size", type=int, default=256)
-    parser.add_argument("--num-samples", type=int, default=10_000, help="posterior samples for C2ST")
-    parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--steps", type=positive_int, default=2000)
+    parser.add_argument("--batch-size", type=positive_int, default=256)
+    parser.add_argument("--num-samples", type=positive_int, default=10_000, help="posterior samples for C2ST")
+    parser.add_argument("--folds", type=positive_int, default=5)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--profile", action="store_true")
-    parser.add_argument("--profile-steps", type=int, default=200)
+    parser.add_argument("--profile-steps", type=positive_int, default=200)
     parser.add_argument("overrides", nargs="*", help="more harness overrides, e.g. model.depth=4")
     args = parser.parse_args()
+    if args.steps <= WARMUP_STEPS:  # GenSBI's step time is taken after them: none would be left
+        parser.error(f"argument --steps: {args.steps} leaves no step to time after the first {WARMUP_STEPS} "
+                     f"(compilation); e.g. --steps {WARMUP_STEPS * 10}")
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     warnings.filterwarnings("ignore", category=UserWarning)
     from gensbi_sharding.harness.run import run
 
     with tempfile.TemporaryDirectory() as out_dir:
-        cfg = harness_config(args, os.path.join(out_dir, "harness"))
+        try:
+            cfg = harness_config(args, os.path.join(out_dir, "harness"))
+        except HydraException as err:  # a mistyped override: Hydra's own message, on one line
+            parser.error(f"harness overrides {' '.join(args.overrides)}: {' '.join(str(err).split())}")
         harness = run(cfg)
         if harness["status"] != "ok":
             raise SystemExit(f"harness run failed: {harness.get('error')}")

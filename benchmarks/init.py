@@ -32,6 +32,8 @@ import tempfile
 import threading
 import time
 
+from cli_args import model_axis, positive_int
+
 N_DEVICES = 8
 
 
@@ -123,12 +125,12 @@ def largest_difference(path: str, reference: str) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--width", type=int, default=2048)
-    parser.add_argument("--depth", type=int, default=8)
-    parser.add_argument("--mlp-ratio", type=int, default=4)
-    parser.add_argument("--rule", default="fsdp")
-    parser.add_argument("--model-axis", type=int, default=1)
-    parser.add_argument("--repeats", type=int, default=3, help="fresh processes per way; medians shown")
+    parser.add_argument("--width", type=positive_int, default=2048)
+    parser.add_argument("--depth", type=positive_int, default=8)
+    parser.add_argument("--mlp-ratio", type=positive_int, default=4)
+    parser.add_argument("--rule", default="fsdp", choices=("replicated", "fsdp", "tensor"))
+    parser.add_argument("--model-axis", type=model_axis(N_DEVICES), default=1)
+    parser.add_argument("--repeats", type=positive_int, default=3, help="fresh processes per way; medians shown")
     parser.add_argument("--naive", action="store_true", help="also time one jit of the whole constructor")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--save", help=argparse.SUPPRESS)

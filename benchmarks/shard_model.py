@@ -31,6 +31,7 @@ import jax.numpy as jnp  # noqa: E402
 from flax import nnx  # noqa: E402
 
 import gensbi_sharding as gs  # noqa: E402
+from cli_args import positive_int  # noqa: E402
 
 try:
     from gensbi.sharding import shard_model as reference_shard_model  # noqa: E402
@@ -73,9 +74,9 @@ def measured(place, model: Stack, mesh, rule: str) -> tuple[float, float]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--layers", type=int, default=16)
-    parser.add_argument("--width", type=int, default=2048)
-    parser.add_argument("--trials", type=int, default=6)
+    parser.add_argument("--layers", type=positive_int, default=16)
+    parser.add_argument("--width", type=positive_int, default=2048)
+    parser.add_argument("--trials", type=positive_int, default=6)
     args = parser.parse_args()
     warnings.simplefilter("ignore")  # the experimental-rule warnings, once per call
 

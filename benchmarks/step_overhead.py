@@ -26,7 +26,8 @@ import numpy as np  # noqa: E402
 import optax  # noqa: E402
 from flax import nnx  # noqa: E402
 
-from gensbi_sharding import make_mesh, mesh_context, replicate, shard_batch, shard_model  # noqa: E402
+from cli_args import model_axis, positive_int  # noqa: E402
+from gensbi_sharding import RULES, make_mesh, mesh_context, replicate, shard_batch, shard_model  # noqa: E402
 from gensbi_sharding.harness.registry import get_model  # noqa: E402
 from gensbi_sharding.harness.train import flow_matching_loss, make_step_functions  # noqa: E402
 
@@ -41,14 +42,19 @@ def build(rule: str, mesh, width: int, depth: int):
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rule", default="tensor")
-    parser.add_argument("--model-axis", type=int, default=2)
-    parser.add_argument("--width", type=int, default=128)
-    parser.add_argument("--depth", type=int, default=3)
-    parser.add_argument("--batch", type=int, default=256)
-    parser.add_argument("--blocks", type=int, default=9)
-    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--rule", default="tensor", choices=tuple(RULES))
+    parser.add_argument("--model-axis", type=model_axis(len(jax.devices())), default=2)
+    parser.add_argument("--width", type=positive_int, default=128)
+    parser.add_argument("--depth", type=positive_int, default=3)
+    parser.add_argument("--batch", type=positive_int, default=256)
+    parser.add_argument("--blocks", type=positive_int, default=9)
+    parser.add_argument("--steps", type=positive_int, default=30)
     args = parser.parse_args()
+    data = len(jax.devices()) // args.model_axis  # the batch's rows are split over the data axis
+    if args.batch % data:
+        parser.error(f"argument --batch: {args.batch} does not split over the data-parallel size {data} "
+                     f"({len(jax.devices())} devices / --model-axis {args.model_axis}); e.g. --batch "
+                     f"{max(data, round(args.batch / data) * data)}")
     warnings.simplefilter("ignore")
     mesh = make_mesh(model_axis=args.model_axis)
     rng = np.random.default_rng(0)

@@ -117,6 +117,37 @@ def test_a_resume_on_other_simulations_keeps_the_checkpoints_z_scores(no_ema_run
     assert same["c2st"] == other["c2st"]
 
 
+# ------------------------------------------------- the other benchmark scripts with bad arguments
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script, args, message", [
+    # Was a traceback from deep inside (shard_model's ValueError, make_mesh's, shard_batch's, a median of
+    # nothing, an UnboundLocalError, a missing .npz, Hydra's ConfigCompositionException), after the model
+    # was built or a child process ran.
+    ("step_overhead.py", ["--rule", "bogus"], "argument --rule: invalid choice: 'bogus' (choose from"),
+    ("step_overhead.py", ["--model-axis", "3"],
+     "argument --model-axis: 3 does not divide the 8 devices; choose one of [1, 2, 4, 8]"),
+    ("step_overhead.py", ["--batch", "7"], "argument --batch: 7 does not split over the data-parallel size 4 "
+                                           "(8 devices / --model-axis 2); e.g. --batch 8"),
+    ("step_overhead.py", ["--blocks", "0"], "argument --blocks: 0 must be >= 1"),
+    ("step_overhead.py", ["--steps", "0"], "argument --steps: 0 must be >= 1"),
+    ("shard_model.py", ["--trials", "0"], "argument --trials: 0 must be >= 1"),
+    ("init.py", ["--repeats", "0"], "argument --repeats: 0 must be >= 1"),
+    ("init.py", ["--rule", "bogus"], "argument --rule: invalid choice: 'bogus' (choose from"),
+    ("init.py", ["--model-axis", "3"], "argument --model-axis: 3 does not divide the 8 devices"),
+    ("gensbi_pipeline.py", ["--steps", "10"], "argument --steps: 10 leaves no step to time after the first 20 "
+                                              "(compilation); e.g. --steps 200"),
+    ("gensbi_pipeline.py", ["--steps", "30", "mesh.bogus=1"],
+     "harness overrides mesh.bogus=1: Could not override 'mesh.bogus'. To append to your config use +mesh.bogus=1"),
+])
+def test_a_benchmark_with_a_bad_argument_stops_at_once_naming_it(tmp_path, script, args, message):
+    proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / script), *args], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120, env={**os.environ, "JAX_PLATFORMS": "cpu"})
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stdout == ""  # nothing measured, nothing printed as a result
+    assert message in proc.stderr.strip().splitlines()[-1], proc.stderr
+
+
 # ------------------------------------------------- benchmarks/sbibm.py with folders that are not what it needs
 
 def sbibm_main():

@@ -1,0 +1,31 @@
+"""Argument types the benchmark scripts share: a bad value stops a script while its arguments are
+parsed, in argparse's error line naming the argument and a value that works, before any work starts."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+
+def positive_int(text: str) -> int:
+    """An integer >= 1 (a count of layers, steps, trials, repeats ...)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer; e.g. 2") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be >= 1")
+    return value
+
+
+def model_axis(devices: int) -> Callable[[str], int]:
+    """The type of ``--model-axis``: a divisor of ``devices``, or the mesh cannot be built."""
+    def parse(text: str) -> int:
+        value = positive_int(text)
+        if devices % value:
+            divisors = [d for d in range(1, devices + 1) if devices % d == 0]
+            raise argparse.ArgumentTypeError(f"{value} does not divide the {devices} devices; choose one of {divisors}")
+        return value
+
+    parse.__name__ = "model_axis"
+    return parse
