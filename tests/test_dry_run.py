@@ -116,3 +116,19 @@ def test_dry_run_with_resume_is_refused_and_leaves_a_resumable_run_intact(tmp_pa
     with pytest.raises(FileExistsError, match="holds a run's checkpoints; a dry run writes only into a fresh"):
         ensure_fresh(folder, dry_run=True)
     assert ensure_fresh(folder, resume_auto=True) is None  # the real requeue still continues it
+
+
+@pytest.mark.parametrize("overrides", [("rule=fsdp", "mesh.model_axis=2"), ("rule=tensor", "mesh.model_axis=4"),
+                                       ("mesh=none",)])
+def test_a_dry_run_reports_the_state_per_device_a_real_run_reports(tmp_path, devices, overrides):
+    # Was: a dry run's metrics.json held only the compiled step's memory; parameter count and bytes per
+    # device of parameters and optimizer state, what a run's placement block and the sweep table show,
+    # were missing (benchmarks/gensbi_scale.py recomputed them itself).
+    from faults_helpers import run_tiny
+
+    real = run_tiny(tmp_path / "real", *overrides)
+    dry = run_tiny(tmp_path / "dry", "dry_run=true", *overrides)
+    assert real["status"] == dry["status"] == "ok"
+    keys = ("param_count", "param_bytes_per_device", "opt_bytes_per_device", "state_bytes_per_device")
+    assert {k: dry[k] for k in keys} == {k: real[k] for k in keys}
+    assert dry["param_bytes_per_device"] > 0 and dry["opt_bytes_per_device"] > dry["param_bytes_per_device"]

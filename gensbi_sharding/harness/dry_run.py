@@ -35,7 +35,9 @@ def dry_run(cfg: DictConfig, *, mesh: Any, rule_name: str, table: dict, dim_thet
     import jax.numpy as jnp
     from jax.sharding import NamedSharding, PartitionSpec as P
 
-    from gensbi_sharding import abstract_sharded, batch_axes, compiled_report
+    from flax import nnx
+
+    from gensbi_sharding import abstract_sharded, batch_axes, compiled_report, describe
     from gensbi_sharding.harness.rule_config import as_rule
     from gensbi_sharding.harness.model_plan import DRY_RUN_TRACES, model_plan, trace_model
     from gensbi_sharding.harness.state import builder
@@ -66,13 +68,31 @@ def dry_run(cfg: DictConfig, *, mesh: Any, rule_name: str, table: dict, dim_thet
     compiled = lowered.compile()
     report = compiled_report(compiled)
     report.update(compile_s=time.perf_counter() - start, fallbacks=fallbacks)
+    # The state per device as a training run reports it (run_report.record_placement), from the abstract
+    # shapes at their shardings: the step's memory above adds the batch and XLA's temporaries.
+    # Without a mesh the abstract values have no sharding: the one device holds them whole.
+    def per_device(node):
+        placed = describe(node, mesh)
+        return placed.max_bytes_per_device if mesh is not None else placed.total_bytes
+
+    nodes = {"model": model, "optimizer": optimizer, **({"ema": ema} if ema is not None else {})}
+    report["state"] = dict(param_count=sum(v.size for v in jax.tree.leaves(nnx.state(model, nnx.Param))),
+                           param_bytes_per_device=per_device(model),
+                           opt_bytes_per_device=per_device(nnx.state(optimizer)),
+                           state_bytes_per_device=per_device(nodes))
     _log(report)
     return report
 
 
 def _log(report: dict[str, Any]) -> None:
     memory = report["memory"] or {}
-    lines = ["dry run: one train step, per device",
+    from gensbi_sharding.harness.units import format_bytes
+
+    state = report["state"]
+    lines = [f"{state['param_count']:,} parameters; per device: parameters "
+             f"{format_bytes(state['param_bytes_per_device'])}, optimizer state "
+             f"{format_bytes(state['opt_bytes_per_device'])} (the whole state, the EMA included: "
+             f"{format_bytes(state['state_bytes_per_device'])})", "", "dry run: one train step, per device",
              "| memory | bytes |", "|---|---|"]
     lines += [f"| {name.removesuffix('_bytes')} | {value} |" for name, value in memory.items()]
     lines += ["", "| collective | count | bytes |", "|---|---|---|"]
@@ -111,6 +131,6 @@ def dry_run_metrics(cfg: DictConfig, mesh: Any, rule_name: str, table: dict) -> 
     report = dry_run(cfg, mesh=mesh, rule_name=rule_name, table=table, dim_theta=dim_theta, dim_x=dim_x,
                      partition_axis=partition_axis_for(cfg, table, mesh))
     memory = report["memory"] or {}
-    return {"dry_run": report, "fallbacks": report["fallbacks"], "compile_s": report["compile_s"],
+    return {"dry_run": report, "fallbacks": report["fallbacks"], "compile_s": report["compile_s"], **report["state"],
             "step_memory_bytes_per_device": memory.get("total_bytes"),
             "collective_bytes_per_step": report["collective_bytes"]}
