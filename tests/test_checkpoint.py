@@ -262,8 +262,10 @@ def test_info_is_saved_with_the_arrays_and_checked(tmp_path, devices):
     assert restore(tmp_path / "checkpoints" / "4", target).info == info == saved_info(tmp_path / "checkpoints" / "4")
     assert restore(tmp_path / "checkpoints", target).info == {} == saved_info(tmp_path / "checkpoints")
     shutil.rmtree(tmp_path / "checkpoints" / "6" / "meta")  # a damaged step folder is named, not Orbax's KeyError
-    with pytest.raises(FileNotFoundError, match=r"checkpoint .*6 is damaged: its 'meta' item cannot be read"):
+    with pytest.raises(FileNotFoundError, match=r"checkpoint .*6 is damaged: its 'meta' item cannot be read") as err:
         saved_info(tmp_path / "checkpoints" / "6")
+    # Was "resume from another step folder": which one is complete was left to find.
+    assert str(err.value).endswith(f"; resume from another step folder: {tmp_path / 'checkpoints' / '4'}")
 
 
 def test_writer_directory_is_absolute(tmp_path, monkeypatch):
@@ -390,8 +392,9 @@ def test_restore_names_a_damaged_step_folder(tmp_path, devices, damage):
         (step / "meta" / "metadata").write_text("{not json")
     else:
         shutil.rmtree(step / "arrays" / "d")
-    with pytest.raises(FileNotFoundError, match=r"checkpoint .*3 is damaged: its .* item cannot be read"):
+    with pytest.raises(FileNotFoundError, match=r"checkpoint .*3 is damaged: its .* item cannot be read") as err:
         restore(tmp_path / "checkpoints", abstract_state_for(model, None))
+    assert str(err.value).endswith("; no other step folder is complete: start without it")
 
 
 def test_saving_a_replicated_state_on_a_cpu_mesh_compiles_nothing_per_device(tmp_path, devices):

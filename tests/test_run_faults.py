@@ -267,6 +267,9 @@ def test_resume_from_a_folder_that_saved_no_checkpoint_says_why_and_where_to_loo
                                               "checkpoint): start a new run without train.resume")
     assert resume_step_dir(OmegaConf.create({"train": {"resume": str(sweep / "0")}})) == sweep / "0" / "checkpoints" / "8"
     shutil.rmtree(sweep / "0" / "checkpoints")
+    assert refusal(sweep / "0").endswith(f"; {sweep / '0'} holds a completed run whose checkpoints are gone (no "
+                                         f"complete step folder in {sweep / '0' / 'checkpoints'}): start a new run "
+                                         "without train.resume")
     assert refusal(sweep) == (f"train.resume={sweep} is a sweep's folder: none of its jobs saved a checkpoint "
                               "(a dry run saves none): start a new run without train.resume")
 

@@ -85,10 +85,12 @@ def resume_step_dir(cfg: DictConfig) -> Path | None:
         if not metrics.is_file():
             raise
         previous = json.loads(metrics.read_text())
+        status = previous.get("status")
         why = ("holds a dry run (dry_run=true saves no checkpoint): start a new run without train.resume"
-               if "dry_run" in previous else "holds a run that saved no complete checkpoint (status "
-               f"{previous.get('status')}): resume the run it failed to continue, or start a new one without "
-               "train.resume")
+               if "dry_run" in previous else f"holds a completed run whose checkpoints are gone (no complete "
+               f"step folder in {folder / CHECKPOINT_SUBDIR}): start a new run without train.resume"
+               if status == "ok" else f"holds a run that saved no complete checkpoint (status {status}): "
+               "resume the run it failed to continue, or start a new one without train.resume")
         raise FileNotFoundError(f"{err}; {folder} {why}") from None
 
 
