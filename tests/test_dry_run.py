@@ -132,3 +132,14 @@ def test_a_dry_run_reports_the_state_per_device_a_real_run_reports(tmp_path, dev
     keys = ("param_count", "param_bytes_per_device", "opt_bytes_per_device", "state_bytes_per_device")
     assert {k: dry[k] for k in keys} == {k: real[k] for k in keys}
     assert dry["param_bytes_per_device"] > 0 and dry["opt_bytes_per_device"] > dry["param_bytes_per_device"]
+
+
+def test_a_dry_run_refuses_what_strict_refuses_in_training(tmp_path, devices):
+    # Was: dry_run=true strict=true planned with strict off and reported "ok" for a rule the run then refused.
+    from faults_helpers import run_tiny
+
+    overrides = ("strict=true", "rule=fsdp", "model.width=36")
+    dry = run_tiny(tmp_path / "dry", "dry_run=true", *overrides)
+    assert dry["status"] == "error"
+    assert dry["error"].startswith("ConfigError: strict=true and rule 'fsdp' cannot split 10 variable(s)")
+    assert run_tiny(tmp_path / "lenient", "dry_run=true", *overrides[1:])["status"] == "ok"

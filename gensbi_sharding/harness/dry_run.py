@@ -47,7 +47,7 @@ def dry_run(cfg: DictConfig, *, mesh: Any, rule_name: str, table: dict, dim_thet
 
     rule = as_rule(rule_name, table)
     build = builder(cfg, dim_theta=dim_theta, dim_x=dim_x, partition_axis=partition_axis)
-    plan = model_plan(trace_model(build, cfg, needed_by=DRY_RUN_TRACES), mesh, rule, strict=False)
+    plan = model_plan(trace_model(build, cfg, needed_by=DRY_RUN_TRACES), mesh, rule, strict=bool(cfg.strict))
     fallbacks = dict(plan.fallbacks) if plan is not None else {}
     model, optimizer = abstract_sharded(build, mesh, rule, warn=False)
     ema = (abstract_sharded(lambda: EMA(build()[0], cfg.train.ema_decay), mesh, rule, warn=False)
