@@ -246,6 +246,13 @@ def test_wrong_type_is_rejected_with_its_name(compose_config, override, key, kin
     (("data.x_transform=sqrt",), "data.x_transform='sqrt' is not one of none, log"),
     (("devices.cpu_count=0",), "devices.cpu_count=0 must be >= 1"),
     (("distributed.mode=mpi",), "distributed.mode='mpi' is not one of none, auto, explicit"),
+    # Was: trained one unsynchronised copy per process, then failed saving the first checkpoint.
+    (("distributed=local", "mesh=none"), "mesh=none in a job of 2 processes: each process would train its own "
+                                         "copy of the model, unsynchronised; set mesh=auto"),
+    # Was "distributed.mode=explicit needs distributed.coordinator_address", a key the user never set.
+    (("distributed=local", "distributed.local_processes=1"),
+     "distributed=local with distributed.local_processes=1 starts no processes; set distributed.local_processes=2 "
+     "(or more), or distributed=none for one process"),
     (("+rule.bogus=data",), "rule.bogus is not a logical axis; valid keys: " + ", ".join(LOGICAL_AXES)),
     # Hydra suggests "+model.dpeth=2" for the typo; the factory then got dpeth as a keyword, after simulating.
     (("model=flux1", "+model.dpeth=2"), "model.dpeth is not a setting of model=flux1 (did you mean model.depth?)"),

@@ -63,3 +63,21 @@ def test_a_failing_process_ends_the_job_with_an_error(tmp_path):
     assert "data.batch_size=66 cannot be used: the global batch size 66 must be a multiple of 4 (it is split " \
            "over 2 data shards (one per process) and over the data-parallel size 4)" in metrics["error"]
     assert "set data.batch_size=64" in metrics["error"]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(200)
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_no_mesh_in_a_job_of_several_processes_is_refused_before_training(tmp_path, dry_run):
+    # Was: each process trained its own copy unsynchronised, then the job failed at the checkpoint with
+    # Orbax's "Cannot serialize host local jax.Array ... in multi-host setting": the training lost.
+    out = tmp_path / "none"
+    proc = launch("distributed=local", "distributed.local_processes=2", "mesh=none", "mesh.model_axis=1", f"dry_run={dry_run}",
+                  f"hydra.run.dir={out}", cwd=tmp_path)
+    assert proc.returncode != 0
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["status"] == "error" and not (out / "checkpoints").exists()
+    assert metrics["error"].startswith(
+        "ConfigError: mesh=none in a job of 2 processes: each process would train its own copy of the model, "
+        "unsynchronised; set mesh=auto (or mesh=dict) to train one model on every process's devices, or "
+        "distributed=none for one process")

@@ -19,7 +19,7 @@ from gensbi_sharding.harness.override_checks import list_fields
 from gensbi_sharding.harness.rule_config import partition_axis_from_config, rule_table
 from gensbi_sharding.harness.tasks import NUM_OBSERVATIONS, TASKS
 
-__all__ = ["validate", "dry_run_resume_problem", "scored_observations"]
+__all__ = ["validate", "dry_run_resume_problem", "no_mesh_problem", "scored_observations"]
 
 
 def validate(cfg: DictConfig) -> None:
@@ -39,6 +39,17 @@ def validate(cfg: DictConfig) -> None:
     problem = registered_name_problem(cfg, chosen_options())  # model.name, data.name, rule.name
     if problem:
         raise ConfigError(problem)
+
+
+def no_mesh_problem(processes: int) -> str:
+    """The refusal of ``mesh=none`` in a job of ``processes`` > 1 processes.
+
+    Without a mesh nothing syncs the processes' copies of the model, and no checkpoint can hold
+    arrays local to each process (Orbax refuses them only when the first one is saved).
+    """
+    return (f"mesh=none in a job of {processes} processes: each process would train its own copy of the model, "
+            "unsynchronised; set mesh=auto (or mesh=dict) to train one model on every process's devices, or "
+            "distributed=none for one process")
 
 
 def dry_run_resume_problem(cfg: DictConfig) -> str | None:
@@ -185,6 +196,14 @@ def _validate(cfg: DictConfig) -> None:
         require(cfg.distributed[key] >= 1, f"distributed.{key}={cfg.distributed[key]} must be >= 1")
     require(cfg.distributed.mode in ("none", "auto", "explicit"),
            f"distributed.mode={cfg.distributed.mode!r} is not one of none, auto, explicit")
+    require(cfg.mesh.spec is not None or cfg.distributed.local_processes == 1,
+            no_mesh_problem(cfg.distributed.local_processes))  # before distributed=local starts its processes
+    # distributed=local is mode explicit without coordinates: its parent hands them to the processes it starts.
+    require(not (cfg.distributed.mode == "explicit" and cfg.distributed.local_processes == 1
+                 and cfg.distributed.coordinator_address is None and cfg.distributed.process_id is None),
+            "distributed=local with distributed.local_processes=1 starts no processes; set "
+            "distributed.local_processes=2 (or more), or distributed=none for one process (distributed.mode="
+            "explicit: give distributed.coordinator_address, num_processes and process_id)")
     name, table = rule_table(cfg.rule)
     try:  # keys and strategy only: the mesh axes are checked once the mesh exists
         partition_axis_from_config(OmegaConf.to_container(cfg.activation), table, None)

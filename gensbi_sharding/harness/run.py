@@ -20,7 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness import console, loss_history, outputs, run_folder, run_report, sweep_hints
 from gensbi_sharding.harness.config import ConfigError
-from gensbi_sharding.harness.config_checks import scored_observations, validate
+from gensbi_sharding.harness.config_checks import no_mesh_problem, scored_observations, validate
 from gensbi_sharding.harness.devices import (configure_devices, initialize_distributed, peak_bytes_in_use,
                                              resolve_cpu_count)
 from gensbi_sharding.harness.dry_run import dry_run_metrics
@@ -162,6 +162,8 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
         raise ConfigError(problem)
     with overrides_named("mesh", cfg.mesh, ConfigError):
         mesh = contract.resolve_mesh(mesh_spec(cfg.mesh))
+    if mesh is None and jax.process_count() > 1:  # distributed=auto / explicit: known once JAX joined them
+        raise ConfigError(no_mesh_problem(jax.process_count()))
     if mesh is not None:
         check_table_against_mesh(rule_name, table, tuple(mesh.axis_names))
     metrics.update(mesh_shape=list(mesh.devices.shape) if mesh else None,
