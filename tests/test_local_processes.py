@@ -81,3 +81,17 @@ def test_no_mesh_in_a_job_of_several_processes_is_refused_before_training(tmp_pa
         "ConfigError: mesh=none in a job of 2 processes: each process would train its own copy of the model, "
         "unsynchronised; set mesh=auto (or mesh=dict) to train one model on every process's devices, or "
         "distributed=none for one process")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(200)
+def test_a_model_axis_wider_than_one_process_names_the_override_that_fits(tmp_path):
+    # Was the library's ValueError, naming model_axis but not mesh.model_axis, after every process built its mesh.
+    out = tmp_path / "wide"
+    proc = launch("distributed=local", "distributed.local_processes=2", "mesh.model_axis=8", f"hydra.run.dir={out}",
+                  cwd=tmp_path)
+    assert proc.returncode != 0
+    error = json.loads((out / "metrics.json").read_text())["error"]
+    assert ("ConfigError: mesh.model_axis=8: 4 devices are not divisible by model_axis=8; set mesh.model_axis=4 "
+            "(divisors of 4: [1, 2, 4]); a model group stays inside one process, and each of the 2 processes has "
+            "4 devices") in error
