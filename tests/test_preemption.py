@@ -463,6 +463,33 @@ def test_a_run_and_a_sweep_never_share_a_folder(tmp_path, capsys):
     assert sorted(p.name for p in run_dir.iterdir()) == ["metrics.json"]
 
 
+@pytest.mark.parametrize("text", ["", "{trunc", "[1, 2]"])
+def test_a_damaged_metrics_json_is_named_and_its_folder_kept(tmp_path, capsys, text):
+    # Was "[ERROR] JSONDecodeError: Expecting property name ..." (and Hydra's warning about its callback),
+    # naming neither the file nor what to do; a sweep refused over it raised again inside its own refusal.
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness.summary import summary_rows
+
+    run_dir, sweep = tmp_path / "run", tmp_path / "sweep"
+    for folder in (run_dir, sweep / "0"):
+        folder.mkdir(parents=True)
+        (folder / "metrics.json").write_text(text)
+    outputs.write_json(sweep / "1" / "metrics.json", {"status": "ok"})
+    with pytest.raises(FileExistsError) as err:
+        run_folder.ensure_fresh(run_dir, resume_auto=True)
+    assert str(err.value).startswith(f"{run_dir / 'metrics.json'} cannot be read (")
+    assert str(err.value).endswith("this folder holds an earlier run's damaged record, which is never overwritten; "
+                                   "choose another hydra.run.dir (or hydra.sweep.dir), or move "
+                                   f"{run_dir / 'metrics.json'} aside")
+    config = OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep)}}, "train": {"resume": "auto"}})
+    with pytest.raises(SystemExit):
+        run_folder.RefuseCompletedRun().on_multirun_start(config)
+    assert capsys.readouterr().err.startswith(f"[ERROR] {sweep / '0' / 'metrics.json'} cannot be read (")
+    assert [(row["job"], row["metrics"]["status"]) for row in summary_rows(sweep)] == [("0", "damaged"), ("1", "ok")]
+    assert (run_dir / "metrics.json").read_text() == text
+
+
 # ------------------------------------------------------------------ real signals to launch.py
 
 def test_a_completed_run_names_the_command_that_trains_it_further(tmp_path, devices):

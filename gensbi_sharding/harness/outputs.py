@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["write_atomic", "write_json", "write_npz"]
+__all__ = ["write_atomic", "write_json", "write_npz", "read_metrics"]
 
 
 def write_atomic(path: Path, data: bytes | str) -> Path:
@@ -38,6 +38,27 @@ def write_atomic(path: Path, data: bytes | str) -> Path:
         tmp.unlink(missing_ok=True)
         raise
     return path
+
+
+def read_metrics(path: Path) -> dict:
+    """A run's ``metrics.json``; one that is not a JSON object (emptied, truncated, edited) is named.
+
+    Raises
+    ------
+    FileExistsError
+        Naming the file and what to do: its folder holds a run's record, which is never overwritten.
+    """
+    try:
+        metrics = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as err:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        metrics = err
+    if not isinstance(metrics, dict):
+        problem = (f"{type(metrics).__name__}: {metrics}" if isinstance(metrics, Exception)
+                   else f"a JSON {type(metrics).__name__}, not an object")
+        raise FileExistsError(f"{path} cannot be read ({problem}): this folder holds an earlier run's damaged "
+                              "record, which is never overwritten; choose another hydra.run.dir (or hydra.sweep.dir), "
+                              f"or move {path} aside")
+    return metrics
 
 
 def write_json(path: Path, obj: Any) -> Path:

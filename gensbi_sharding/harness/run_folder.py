@@ -6,7 +6,6 @@ at a time writes into a folder (``harness.folder_lock``, held while the run last
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import sys
@@ -20,7 +19,7 @@ from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.config_checks import dry_run_resume_problem
 from gensbi_sharding.harness.console import tagged
 from gensbi_sharding.harness.folder_lock import FolderInUseError, FolderLock
-from gensbi_sharding.harness.outputs import write_atomic, write_json
+from gensbi_sharding.harness.outputs import read_metrics, write_atomic, write_json
 from gensbi_sharding.harness.sweep_hints import hydra_job_overrides, sweep_jobs, train_further_hint, unfinished_jobs_hint
 
 __all__ = ["ensure_fresh", "folder_problem", "RunFolder", "folder_owner", "RESUMABLE", "RefuseCompletedRun", "LOCAL_CHILD_ENV",
@@ -64,7 +63,7 @@ def ensure_fresh(out_dir: Path, *, resume_auto: bool = False, resume_from: bool 
     if dry_run:
         resume_auto = resume_from = False
     metrics = out_dir / "metrics.json"
-    previous = json.loads(metrics.read_text()) if metrics.exists() else None
+    previous = read_metrics(metrics) if metrics.exists() else None
     status = (previous or {}).get("status", "unknown")
     checkpoints = out_dir / "checkpoints"
     has_checkpoints = checkpoints.is_dir() and any(checkpoints.iterdir())
@@ -102,7 +101,7 @@ def folder_problem(folder: Path, *, sweep: bool) -> str | None:
         return f"{key}={folder}: {blocker} is a file, not a folder; choose another {key}"
     metrics, sweep_file = folder / "metrics.json", folder / "multirun.yaml"
     if sweep and metrics.is_file():
-        status = json.loads(metrics.read_text()).get("status", "unknown")
+        status = read_metrics(metrics).get("status", "unknown")
         return (f"{key}={folder} holds a single run's outputs ({metrics}, status {status}): a sweep never "
                 f"writes into a run's folder; choose another {key}")
     if not sweep and sweep_file.is_file():

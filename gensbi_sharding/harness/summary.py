@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -28,7 +27,7 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from gensbi_sharding.harness.outputs import write_atomic
+from gensbi_sharding.harness.outputs import read_metrics, write_atomic
 from gensbi_sharding.harness.sweep_hints import job_configuration, never_started, sweep_jobs
 from gensbi_sharding.harness.units import (c2st_spread, format_bytes, format_c2st, format_count, format_seconds,
                                           is_number)
@@ -129,7 +128,10 @@ def summary_rows(sweep_dir: Path) -> list[dict[str, Any]]:
 
     rows = []
     for path in sorted(Path(sweep_dir).glob("*/metrics.json"), key=order):
-        metrics = json.loads(path.read_text())
+        try:
+            metrics = read_metrics(path)
+        except FileExistsError as err:  # one damaged record must not cost the other jobs' rows
+            metrics = {"status": "damaged", "error": str(err)}
         rows.append({"job": path.parent.name, "overrides": _job_overrides(path.parent), "metrics": metrics,
                      "dry_run": bool(metrics.get("config", {}).get("dry_run"))})
     return rows

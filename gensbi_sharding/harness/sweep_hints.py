@@ -5,7 +5,6 @@ A sweep folder holding completed jobs is never rerun as a whole; these name each
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 from collections.abc import Mapping, Sequence
@@ -182,7 +181,7 @@ def unfinished_jobs_hint(jobs: Sequence[Any], resumable: Sequence[str], all_jobs
     """
     from pathlib import Path
 
-    status = {Path(j): json.loads((Path(j) / "metrics.json").read_text()).get("status") for j in jobs}
+    status = {Path(j): _status(Path(j) / "metrics.json") for j in jobs}
     recorded = all((j / ".hydra" / "overrides.yaml").exists() for j in status)  # else which ran is unknown
     ran = {j.name: job_configuration(_yaml_list(j / ".hydra" / "overrides.yaml")) for j in status} if recorded else {}
     never = never_started(all_jobs, ran) if recorded and sweep_dir is not None else []
@@ -218,6 +217,16 @@ def job_configuration(overrides: Sequence[str]) -> dict[str, str]:
     parsed = OverridesParser.create().parse_overrides(list(overrides))
     return {o.key_or_group.lstrip("+~"): o.get_value_element_as_str() for o in parsed
             if not o.key_or_group.startswith(("train.resume", "hydra."))}
+
+
+def _status(metrics: Any) -> str | None:
+    """A job's status; "damaged" when its metrics.json cannot be read (``read_metrics`` names it)."""
+    from gensbi_sharding.harness.outputs import read_metrics
+
+    try:
+        return read_metrics(metrics).get("status")
+    except FileExistsError:
+        return "damaged"
 
 
 def _yaml_list(path: Any) -> list[str]:
