@@ -8,6 +8,11 @@
 # Usage (repository root, dependencies importable): OUT=<folder> bash benchmarks/gpu_check.sh
 set -u
 OUT=${OUT:?set OUT to an empty folder for the results}
+# A folder holding an earlier check: its runs would be refused and the old results printed as new.
+if [ -e "$OUT" ] && { [ ! -d "$OUT" ] || [ -n "$(ls -A "$OUT")" ]; }; then
+  echo "OUT=$OUT is not an empty folder (an earlier check's results are never overwritten): set OUT to a new folder" >&2
+  exit 2
+fi
 export PYTHONUNBUFFERED=1 PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$PWD"
 # Don't let JAX take 75 % of the GPU up front, so the peak it reports is what the run used.
 export XLA_PYTHON_CLIENT_PREALLOCATE=false

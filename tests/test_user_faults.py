@@ -148,6 +148,22 @@ def test_a_benchmark_with_a_bad_argument_stops_at_once_naming_it(tmp_path, scrip
     assert message in proc.stderr.strip().splitlines()[-1], proc.stderr
 
 
+@pytest.mark.parametrize("existing", ["file", "results"])
+def test_gpu_check_refuses_an_out_folder_holding_an_earlier_result(tmp_path, existing):
+    # Was: its runs were refused the used folder, and the readers printed the earlier check's numbers as new.
+    out = tmp_path / "out"
+    if existing == "file":
+        out.write_text("")
+    else:
+        (out / "dry_run" / "0").mkdir(parents=True)
+        (out / "dry_run" / "0" / "metrics.json").write_text('{"status": "ok"}')
+    proc = subprocess.run(["bash", str(REPO / "benchmarks" / "gpu_check.sh")], cwd=REPO, capture_output=True,
+                          text=True, timeout=60, env={**os.environ, "OUT": str(out)})
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == (f"OUT={out} is not an empty folder (an earlier check's results are never overwritten): "
+                           "set OUT to a new folder\n")
+
+
 # ------------------------------------------------- benchmarks/sbibm.py with folders that are not what it needs
 
 def sbibm_main():
