@@ -69,7 +69,8 @@ def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None 
     TypeError
         If ``path`` or ``base_dir`` is neither a str nor ``os.PathLike``.
     FileNotFoundError
-        If ``path`` does not exist, is a step dir whose save was cut short, or holds no complete checkpoint.
+        If ``path`` does not exist, is a file or one item of a step dir (the message names the folder to
+        pass), is a step dir whose save was cut short, or holds no complete checkpoint.
     """
     given = as_path(path, "path", "outputs/run").expanduser()
     base = as_path(os.getcwd() if base_dir is None else base_dir, "base_dir", ".")
@@ -77,6 +78,12 @@ def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None 
     if not resolved.exists():
         raise FileNotFoundError(f"checkpoint path {str(path)!r} does not exist (resolved to {resolved}); "
                                 f"pass a run dir, its {CHECKPOINT_SUBDIR}/ dir or one step dir")
+    if not resolved.is_dir():
+        raise FileNotFoundError(f"{resolved} is a file, not a folder: pass a run dir (e.g. {resolved.parent}), "
+                                f"its {CHECKPOINT_SUBDIR}/ dir or one step dir")
+    if resolved.name in ITEMS and resolved.parent.name.isdigit():  # one item of a step folder
+        raise FileNotFoundError(f"{resolved} is the {resolved.name!r} item of the step folder {resolved.parent}: "
+                                f"pass {resolved.parent}")
     is_run = (resolved / CHECKPOINT_SUBDIR).is_dir()  # a multirun job dir is named by a number too
     # Only a folder holding an item of ours is a step folder: a sweep's job folder is named by a number
     # too, and one that saved no checkpoint (a failed job) holds Hydra's .hydra/ instead.

@@ -212,6 +212,21 @@ def test_multirun_job_dir_named_by_a_number(saved_run, tmp_path):
         find_checkpoint(tmp_path / "sweep" / "1")
 
 
+def test_a_file_or_an_item_inside_a_run_names_the_folder_to_pass(saved_run):
+    # Was "no checkpoint in <run>/metrics.json: looked for complete Orbax step folders <step>/ in <it>".
+    run_dir = saved_run[0]
+    step = run_dir / "checkpoints" / "1"
+    for inside, fix in ((step / "arrays", step), (step / "meta", step)):
+        with pytest.raises(FileNotFoundError) as err:
+            find_checkpoint(inside)
+        assert str(err.value) == f"{inside} is the {inside.name!r} item of the step folder {step}: pass {fix}"
+    (run_dir / "notes.txt").write_text("")
+    with pytest.raises(FileNotFoundError) as err:
+        find_checkpoint(run_dir / "notes.txt")
+    assert str(err.value) == (f"{run_dir / 'notes.txt'} is a file, not a folder: pass a run dir "
+                              f"(e.g. {run_dir}), its checkpoints/ dir or one step dir")
+
+
 def test_a_job_dir_without_checkpoints_is_not_taken_for_a_step_folder(saved_run, tmp_path, caplog):
     # Was: a failed sweep job's folder (named 1, holding Hydra's .hydra/) counted as a step folder of its
     # sweep: "not a complete checkpoint (Orbax recorded no commit: the save was cut short); pass its parent".
