@@ -95,3 +95,19 @@ def test_a_model_axis_wider_than_one_process_names_the_override_that_fits(tmp_pa
     assert ("ConfigError: mesh.model_axis=8: 4 devices are not divisible by model_axis=8; set mesh.model_axis=4 "
             "(divisors of 4: [1, 2, 4]); a model group stays inside one process, and each of the 2 processes has "
             "4 devices") in error
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_the_run_bound_stops_the_processes_at_a_step_with_a_checkpoint(tmp_path):
+    # Was: at distributed.run_timeout_s the processes were killed (SIGKILL): every step since the last
+    # checkpoint lost, and the console said only "did not finish within the bound".
+    out = tmp_path / "bound"
+    proc = launch("distributed=local", "distributed.local_processes=2", "distributed.run_timeout_s=25",
+                  "train.steps=100000", "train.log_every=50", f"hydra.run.dir={out}", cwd=tmp_path)
+    assert proc.returncode == 75, (proc.stdout + proc.stderr)[-3000:]  # EX_TEMPFAIL: continue it
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["status"] == "preempted" and metrics["preempt_signal"] is None
+    assert metrics["error"].startswith("stopped at distributed.run_timeout_s=25 s: ")
+    assert metrics["error"].endswith("; raise distributed.run_timeout_s for the rest")
+    assert metrics["preempted_at_step"] > 0 and (out / "checkpoints" / str(metrics["preempted_at_step"])).is_dir()

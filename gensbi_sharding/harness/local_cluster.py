@@ -112,10 +112,18 @@ def run_local_processes(cfg: DictConfig, out: Path) -> dict[str, Any]:
                 # second SIGINT, so that none of them takes it for a second Ctrl-C.
                 child.send_signal(signal.SIGTERM if signum == signal.SIGINT else signum)
 
+    timed_out: list[bool] = []
+
+    def time_up():  # the run bound as a cluster's time limit: a checkpoint at the next step, not SIGKILL's loss
+        timed_out.append(True)
+        log.warning("distributed.run_timeout_s=%s s reached: stopping the processes at their next step",
+                    cfg.distributed.run_timeout_s)
+        forward(signal.SIGTERM, None)
+
     previous = {s: signal.signal(s, forward) for s in (*PREEMPT_SIGNALS, signal.SIGINT)}
     try:
         codes, first_dead, lag = _wait(children, cfg.distributed.run_timeout_s,
-                                       cfg.distributed.heartbeat_s + _DEATH_GRACE_S, signalled)
+                                       cfg.distributed.heartbeat_s + _DEATH_GRACE_S, signalled, time_up)
     finally:  # Ctrl-C here: no child outlives the parent
         for s, handler in previous.items():
             signal.signal(s, handler)
@@ -133,7 +141,10 @@ def run_local_processes(cfg: DictConfig, out: Path) -> dict[str, Any]:
     elif all(code in (0, *_STOPPED) for code in codes):
         interrupted = signal.SIGINT in signalled or EXIT_INTERRUPTED in codes
         metrics["status"] = "interrupted" if interrupted else "preempted"
-        metrics["preempt_signal"] = signalled[0] if signalled else None
+        metrics["preempt_signal"] = signalled[0] if signalled and not timed_out else None  # none to hand on
+        if timed_out:
+            metrics["error"] = (f"stopped at distributed.run_timeout_s={cfg.distributed.run_timeout_s} s: "
+                                f"{metrics.get('error')}; raise distributed.run_timeout_s for the rest")
     else:
         reported = metrics.get("error")  # process 0's own error, when it recorded one
         metrics.update(status="error", error=_failure(codes, first_dead, lag, cfg)
@@ -159,11 +170,18 @@ def watch_parent() -> None:
     threading.Thread(target=wait_for_eof, name="parent-watch", daemon=True).start()
 
 
-def _wait(children: list[subprocess.Popen], timeout_s: float, grace_s: float,
-          signalled: list[int]) -> tuple[list[int], int | None, float | None]:
-    """Exit codes, the rank that failed first (None if none) and how long the rest took after it."""
+def _wait(children: list[subprocess.Popen], timeout_s: float, grace_s: float, signalled: list[int],
+          time_up: Any = None) -> tuple[list[int], int | None, float | None]:
+    """Exit codes, the rank that failed first (None if none) and how long the rest took after it.
+
+    At ``timeout_s``, with no child dead and no signal received, ``time_up()`` (once) asks the children
+    to stop as a preemption does; they get the preemption's grace to checkpoint, then are killed.
+    """
     deadline, first_dead, died_at, preempt_bound = time.monotonic() + timeout_s, None, None, False
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline or (time_up is not None and first_dead is None and not signalled):
+        if time.monotonic() >= deadline:
+            time_up()
+            time_up, deadline, preempt_bound = None, time.monotonic() + _PREEMPT_GRACE_S, True
         codes = [child.poll() for child in children]
         failed = [rank for rank, code in enumerate(codes) if code not in (None, 0, *_STOPPED)]
         if failed and first_dead is None:
