@@ -40,6 +40,13 @@ def test_two_processes_resumed_in_one_with_default_shards_is_a_change():
                             config(distributed=ONE_PROCESS), 1)[0].startswith("data shards 2 -> 1")
 
 
+def test_a_one_process_checkpoint_in_two_processes_names_no_shard_count_they_refuse():
+    # Was "add data.shards=1 for the checkpoint's pairs", which two processes refuse (a multiple of 2 needed).
+    changes = held_out_changes(config(distributed=ONE_PROCESS), {DATA_SHARDS: 1}, config(distributed=TWO_PROCESSES), 2)
+    assert changes == ["data shards 1 -> 2 (data.shards=null in 2 process(es); the checkpoint's 1 shard(s) do not "
+                       "split over 2 processes: its pairs need a process count that divides 1, with data.shards=1)"]
+
+
 def test_the_same_pairs_under_other_raw_values_are_no_change():
     # Was: "data.shards=None -> 2" and early stopping thrown away, though the pairs were identical.
     assert held_out_changes(config(distributed=TWO_PROCESSES), {}, config(shards=2, distributed=ONE_PROCESS), 1) == []

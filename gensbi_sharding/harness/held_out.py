@@ -86,6 +86,9 @@ def held_out_changes(saved_config: dict, saved_info: dict, now: dict, process_co
                        "process count)")
     elif before != after:
         written = "null" if config_value(now, "data.shards") is None else config_value(now, "data.shards")
-        changed.append(f"data shards {before} -> {after} (data.shards={written} in "
-                       f"{process_count} process(es); add data.shards={before} for the checkpoint's pairs)")
+        # data.shards must be a multiple of the processes: name it only where these processes take it.
+        fix = (f"add data.shards={before} for the checkpoint's pairs" if before % process_count == 0 else
+               f"the checkpoint's {before} shard(s) do not split over {process_count} processes: its pairs need a "
+               f"process count that divides {before}, with data.shards={before}")
+        changed.append(f"data shards {before} -> {after} (data.shards={written} in {process_count} process(es); {fix})")
     return changed
