@@ -189,7 +189,9 @@ def _read(step_dir: Path, items: str, read: Callable[[], Any]) -> Any:
     except (KeyError, ValueError, AttributeError, OSError) as err:
         # Name the newest other complete step: "the newest" would pick this damaged one again.
         others = [s for s in committed_steps(step_dir.parent) if str(s) != step_dir.name]
-        fix = (f"resume from another step folder: {step_dir.parent / str(others[-1])}" if others
+        # A run continued in its own folder picks the newest step again: moved aside, it no longer is.
+        fix = (f"resume from another step folder: {step_dir.parent / str(others[-1])} (or move {step_dir} aside, "
+               f"e.g. to {step_dir}.damaged, and the newest is {others[-1]})" if others
                else "no other step folder is complete: start without it")
         raise FileNotFoundError(f"checkpoint {step_dir} is damaged: its {items} item cannot be read "
                                 f"({type(err).__name__}: {str(err)[:120]}); {fix}") from None

@@ -280,7 +280,11 @@ def test_info_is_saved_with_the_arrays_and_checked(tmp_path, devices):
     with pytest.raises(FileNotFoundError, match=r"checkpoint .*6 is damaged: its 'meta' item cannot be read") as err:
         saved_info(tmp_path / "checkpoints" / "6")
     # Was "resume from another step folder": which one is complete was left to find.
-    assert str(err.value).endswith(f"; resume from another step folder: {tmp_path / 'checkpoints' / '4'}")
+    step = tmp_path / "checkpoints" / "6"
+    assert str(err.value).endswith(f"; resume from another step folder: {tmp_path / 'checkpoints' / '4'} (or move "
+                                   f"{step} aside, e.g. to {step}.damaged, and the newest is 4)")
+    step.rename(f"{step}.damaged")  # what the message says: the folder form now finds step 4
+    assert find_checkpoint(tmp_path / "checkpoints") == tmp_path / "checkpoints" / "4"
 
 
 def test_writer_directory_is_absolute(tmp_path, monkeypatch):
