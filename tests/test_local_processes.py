@@ -72,8 +72,8 @@ def test_no_mesh_in_a_job_of_several_processes_is_refused_before_training(tmp_pa
     # Was: each process trained its own copy unsynchronised, then the job failed at the checkpoint with
     # Orbax's "Cannot serialize host local jax.Array ... in multi-host setting": the training lost.
     out = tmp_path / "none"
-    proc = launch("distributed=local", "distributed.local_processes=2", "mesh=none", "mesh.model_axis=1", f"dry_run={dry_run}",
-                  f"hydra.run.dir={out}", cwd=tmp_path)
+    proc = launch("distributed=local", "distributed.local_processes=2", "mesh=none", "mesh.model_axis=1",
+                  f"dry_run={dry_run}", f"hydra.run.dir={out}", cwd=tmp_path)
     assert proc.returncode != 0
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["status"] == "error" and not (out / "checkpoints").exists()

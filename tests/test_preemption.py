@@ -453,7 +453,8 @@ def test_a_run_and_a_sweep_never_share_a_folder(tmp_path, capsys):
     assert capsys.readouterr().err.strip() == (
         f"[ERROR] hydra.sweep.dir={run_dir} holds a single run's outputs ({run_dir / 'metrics.json'}, status ok): "
         "a sweep never writes into a run's folder; choose another hydra.sweep.dir")
-    config = OmegaConf.create({"hydra": {"run": {"dir": str(sweep)}}, "distributed": {"mode": "none", "process_id": None}})
+    config = OmegaConf.create({"hydra": {"run": {"dir": str(sweep)}},
+                               "distributed": {"mode": "none", "process_id": None}})
     with pytest.raises(SystemExit):
         run_folder.RefuseCompletedRun().on_run_start(config)
     assert capsys.readouterr().err.strip() == (

@@ -22,8 +22,8 @@ from gensbi_sharding.harness.folder_lock import FolderInUseError, FolderLock
 from gensbi_sharding.harness.outputs import read_metrics, write_atomic, write_json
 from gensbi_sharding.harness.sweep_hints import hydra_job_overrides, sweep_jobs, train_further_hint, unfinished_jobs_hint
 
-__all__ = ["ensure_fresh", "folder_problem", "RunFolder", "folder_owner", "RESUMABLE", "RefuseCompletedRun", "LOCAL_CHILD_ENV",
-           "is_writer", "continued_sweep_job", "refresh_job_sweep_summary"]
+__all__ = ["ensure_fresh", "folder_problem", "RunFolder", "folder_owner", "RESUMABLE", "RefuseCompletedRun",
+           "LOCAL_CHILD_ENV", "is_writer", "continued_sweep_job", "refresh_job_sweep_summary"]
 
 log = logging.getLogger("gensbi_sharding")
 
