@@ -491,6 +491,28 @@ def test_a_damaged_metrics_json_is_named_and_its_folder_kept(tmp_path, capsys, t
     assert (run_dir / "metrics.json").read_text() == text
 
 
+def test_a_sweep_subdir_that_gives_every_job_one_folder_is_refused_at_once(tmp_path, capsys):
+    # Was: job 1 was refused job 0's folder only after Hydra had written its .hydra/ record there, so the
+    # summary showed job 0's results under job 1's overrides (rule=tensor for an fsdp run).
+    from omegaconf import OmegaConf
+
+    sweep = tmp_path / "sweep"
+    config = OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep), "subdir": "job"},
+                                         "overrides": {"task": ["rule=fsdp,tensor"]}}})
+    with pytest.raises(SystemExit):
+        run_folder.RefuseCompletedRun().on_multirun_start(config)
+    assert capsys.readouterr().err.strip() == (
+        f"[ERROR] hydra.sweep.subdir=job gives all 2 jobs of this sweep one folder ({sweep / 'job'}); leave "
+        "hydra.sweep.subdir out (a folder per job number) or make it differ per job, e.g. "
+        "hydra.sweep.subdir='${hydra.job.num}_job'")
+    for subdir, task in (("job", ["rule=fsdp"]), ("${hydra.job.num}_job", ["rule=fsdp,tensor"])):  # one job; per job
+        config = OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep), "subdir": subdir},
+                                             "overrides": {"task": task}}})
+        callback = run_folder.RefuseCompletedRun()
+        callback.on_multirun_start(config)
+        callback.on_multirun_end(config)
+
+
 # ------------------------------------------------------------------ real signals to launch.py
 
 def test_a_completed_run_names_the_command_that_trains_it_further(tmp_path, devices):

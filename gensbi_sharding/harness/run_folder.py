@@ -20,7 +20,8 @@ from gensbi_sharding.harness.config_checks import dry_run_resume_problem
 from gensbi_sharding.harness.console import tagged
 from gensbi_sharding.harness.folder_lock import FolderInUseError, FolderLock
 from gensbi_sharding.harness.outputs import read_metrics, write_atomic, write_json
-from gensbi_sharding.harness.sweep_hints import hydra_job_overrides, sweep_jobs, train_further_hint, unfinished_jobs_hint
+from gensbi_sharding.harness.sweep_hints import (hydra_job_overrides, shared_folder_problem, sweep_jobs,
+                                                 train_further_hint, unfinished_jobs_hint)
 
 __all__ = ["ensure_fresh", "folder_problem", "RunFolder", "folder_owner", "RESUMABLE", "RefuseCompletedRun",
            "LOCAL_CHILD_ENV", "is_writer", "continued_sweep_job", "refresh_job_sweep_summary"]
@@ -245,6 +246,9 @@ class RefuseCompletedRun(Callback):
         try:
             problem = dry_run_resume_problem(config)
             problem = problem or folder_problem(folder, sweep=sweep)
+            if sweep and not problem:  # Hydra writes a job's .hydra/ record before any check of ours could run
+                raw = OmegaConf.to_container(config.hydra.sweep, resolve=False) if "sweep" in config.hydra else {}
+                problem = shared_folder_problem(raw.get("subdir"), len(_every_job(config)), folder)
             if problem:
                 raise ConfigError(problem)
             lock = FolderLock(folder)
@@ -264,11 +268,7 @@ class RefuseCompletedRun(Callback):
             self._release()
             hint = ""
             if sweep and isinstance(err, FileExistsError):
-                params = OmegaConf.select(config, "hydra.sweeper.params", default=None)
-                task = OmegaConf.select(config, "hydra.overrides.task", default=None)
-                every = [] if task is None else sweep_jobs(
-                    list(task), OmegaConf.to_container(params) if params is not None else None)
-                hint = unfinished_jobs_hint(runs, RESUMABLE, every, sweep_dir=folder)
+                hint = unfinished_jobs_hint(runs, RESUMABLE, _every_job(config), sweep_dir=folder)
             # Hydra turns an Exception raised by a callback into a warning; SystemExit stops the run.
             print(tagged("ERROR", f"{err}{hint}"), file=sys.stderr, flush=True)  # as the job's own errors look
             raise SystemExit(1) from None
@@ -276,6 +276,13 @@ class RefuseCompletedRun(Callback):
     def _release(self) -> None:
         while self._locks:
             self._locks.pop().release()
+
+
+def _every_job(config: DictConfig) -> list[list[str]]:
+    """Every job of the multirun ``config`` starts, as its overrides (``sweep_jobs``); [] if unknown."""
+    params = OmegaConf.select(config, "hydra.sweeper.params", default=None)
+    task = OmegaConf.select(config, "hydra.overrides.task", default=None)
+    return [] if task is None else sweep_jobs(list(task), OmegaConf.to_container(params) if params is not None else None)
 
 
 def is_writer() -> bool:

@@ -10,7 +10,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["sweep_jobs", "unfinished_jobs_hint", "job_command", "continue_command", "CONTINUE_ENV",
+__all__ = ["sweep_jobs", "unfinished_jobs_hint", "shared_folder_problem", "job_command", "continue_command", "CONTINUE_ENV",
            "job_configuration", "train_further_hint", "hydra_job_overrides", "never_started"]
 
 #: Set by ``distributed=local``'s parent for its processes: the command that continues the whole job
@@ -197,6 +197,22 @@ def unfinished_jobs_hint(jobs: Sequence[Any], resumable: Sequence[str], all_jobs
     started = f" ({len(never)} never started)" if never else ""
     return ("; a sweep folder holding completed jobs is never rerun as a whole: continue its unfinished "
             f"job{'s' if len(commands) > 1 else ''}{started} one by one: " + " ; ".join(commands))
+
+
+def shared_folder_problem(subdir: Any, jobs: int, sweep_dir: Any) -> str | None:
+    """The refusal of a ``hydra.sweep.subdir`` that names one folder for every job of a sweep; None if it may differ.
+
+    Each job after the first would be refused the folder of the one before, and Hydra, which writes a job's
+    ``.hydra/`` record before the job runs, would relabel the first job's results with its overrides.
+    A subdir with an interpolation (the default ``${hydra.job.num}``) is taken to differ per job.
+    """
+    from pathlib import Path
+
+    if jobs < 2 or not isinstance(subdir, str) or "${" in subdir:
+        return None
+    return (f"hydra.sweep.subdir={subdir} gives all {jobs} jobs of this sweep one folder ({Path(sweep_dir) / subdir}); "
+            "leave hydra.sweep.subdir out (a folder per job number) or make it differ per job, e.g. "
+            f"hydra.sweep.subdir='${{hydra.job.num}}_{subdir}'")
 
 
 def job_configuration(overrides: Sequence[str]) -> dict[str, str]:
