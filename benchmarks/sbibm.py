@@ -50,7 +50,7 @@ def run(root: Path, tasks: list[str], budgets: list[int], extra: list[str]) -> l
         for budget in budgets:
             job_root = root / f"{task}_{budget}"
             metrics = job_root / "job" / "metrics.json"
-            if metrics.is_file() and json.loads(metrics.read_text()).get("status") == "ok":
+            if job_status(metrics) == "ok":
                 print(f"{task} {budget}: done, skipped", flush=True)
                 continue
             if job_root.exists():  # an interrupted or failed job: keep it aside, start clean
@@ -69,9 +69,19 @@ def run(root: Path, tasks: list[str], budgets: list[int], extra: list[str]) -> l
             (job_root / "launch.log").parent.mkdir(parents=True, exist_ok=True)
             (job_root / "launch.log").write_text(proc.stdout + proc.stderr)
             print(f"{task} {budget}: exit {proc.returncode} after {time.perf_counter() - start:.0f} s", flush=True)
-            if not (metrics.is_file() and json.loads(metrics.read_text()).get("status") == "ok"):
+            if job_status(metrics) != "ok":
                 failed.append(f"{task} {budget}")
     return failed
+
+
+def job_status(metrics: Path) -> str:
+    """A job's status from its metrics.json; a missing or damaged one is said so (that job is left out or rerun)."""
+    if not metrics.is_file():
+        return "unknown (no metrics.json)"
+    try:
+        return json.loads(metrics.read_text()).get("status")
+    except (OSError, ValueError, AttributeError):  # one damaged record costs its job, never the whole table or run
+        return f"damaged ({metrics} cannot be read)"
 
 
 def running_in(job_dir: Path) -> str | None:
@@ -107,7 +117,7 @@ def collect(folders: list[Path]) -> dict[tuple[str, int], list[dict]]:
             if ".failed-" in str(scores) or not config.is_file():
                 continue
             metrics = job / "metrics.json"
-            status = json.loads(metrics.read_text()).get("status") if metrics.is_file() else "unknown (no metrics.json)"
+            status = job_status(metrics)
             if status != "ok":
                 print(f"left out {job}: status {status}, so its C2ST covers only the observations scored before it "
                       "stopped; continue it with its overrides plus train.resume=auto hydra.run.dir=<that folder>, or rerun it",

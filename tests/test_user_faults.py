@@ -217,6 +217,18 @@ def test_sbibm_table_leaves_out_unfinished_jobs_naming_them(tmp_path, capsys):
     assert f"left out {tmp_path / 'slcp_10000' / 'job'}: status error" in err
 
 
+def test_sbibm_table_leaves_out_a_job_whose_metrics_json_is_damaged_naming_it(tmp_path, capsys):
+    # Was a JSONDecodeError traceback: no table at all, and no word of which file.
+    fake_sbibm_job(tmp_path / "two_moons_10000" / "job", "two_moons", 10000, [(1, 0.6), (2, 0.7)])
+    fake_sbibm_job(tmp_path / "slcp_10000" / "job", "slcp", 10000, [(1, 0.55)])
+    (tmp_path / "slcp_10000" / "job" / "metrics.json").write_text("{trunc")
+    sbibm_main()(["table", str(tmp_path), "--out", str(tmp_path / "out")])
+    out, err = capsys.readouterr()
+    assert "| two_moons | 10,000 |" in out and "| slcp |" not in out
+    job = tmp_path / "slcp_10000" / "job"
+    assert f"left out {job}: status damaged ({job / 'metrics.json'} cannot be read)" in err
+
+
 def test_sbibm_table_refuses_one_observation_scored_by_two_jobs(tmp_path):
     # Was: both jobs' rows were averaged: "(4 obs.)" for two observations, the spread over duplicates.
     fake_sbibm_job(tmp_path / "a" / "job", "two_moons", 500, [(1, 0.6), (2, 0.7)])
