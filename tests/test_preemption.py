@@ -513,6 +513,20 @@ def test_a_sweep_subdir_that_gives_every_job_one_folder_is_refused_at_once(tmp_p
         callback.on_multirun_end(config)
 
 
+def test_a_process_that_failed_before_joining_records_nothing_in_a_folder_it_may_not_use(tmp_path, monkeypatch):
+    # A process other than 0 that failed before JAX joined the processes claims the folder to record its
+    # error; a folder it may not use (here a file) raised a ConfigError out of its error path.
+    from omegaconf import OmegaConf
+
+    monkeypatch.delenv(run_folder.LOCAL_CHILD_ENV, raising=False)
+    (tmp_path / "afile").write_text("")
+    cfg = OmegaConf.create({"train": {"resume": None, "steps": 8}, "dry_run": False,
+                            "distributed": {"mode": "explicit", "process_id": 1}})
+    folder = run_folder.RunFolder(tmp_path / "afile", cfg)
+    assert folder.owner is False and folder.records() is False
+    assert (tmp_path / "afile").read_text() == ""
+
+
 # ------------------------------------------------------------------ real signals to launch.py
 
 def test_a_completed_run_names_the_command_that_trains_it_further(tmp_path, devices):

@@ -166,7 +166,7 @@ class RunFolder:
             # that knows: it records, unless the folder is another's.
             try:
                 self.claim()
-            except (FolderInUseError, FileExistsError):
+            except (FolderInUseError, FileExistsError, ConfigError):  # a folder it may not write into
                 return False
             return True
         return False
