@@ -527,6 +527,33 @@ def test_a_process_that_failed_before_joining_records_nothing_in_a_folder_it_may
     assert (tmp_path / "afile").read_text() == ""
 
 
+def test_a_sweep_rerun_with_its_values_reordered_never_continues_another_jobs_checkpoint(tmp_path, capsys):
+    # Was: job 0 (now lr 3e-3) continued folder 0, the lr 1e-3 job's checkpoint, without a word.
+    from omegaconf import OmegaConf
+
+    sweep = tmp_path / "sweep"
+    for number, lr in enumerate(("0.001", "0.003")):
+        outputs.write_json(sweep / str(number) / "metrics.json", {"status": "preempted"})
+        (sweep / str(number) / ".hydra").mkdir()
+        (sweep / str(number) / ".hydra" / "overrides.yaml").write_text(
+            f"- train.learning_rate={lr}\n- train.steps={40 if number else 20}\n")
+
+    def claim(task):
+        config = OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep), "subdir": "${hydra.job.num}"},
+                                             "overrides": {"task": task}}, "train": {"resume": "auto"}})
+        callback = run_folder.RefuseCompletedRun()
+        callback.on_multirun_start(config)
+        callback.on_multirun_end(config)
+
+    with pytest.raises(SystemExit):
+        claim(["train.learning_rate=0.003,0.001", "train.steps=20"])
+    assert capsys.readouterr().err.strip() == (
+        f"[ERROR] hydra.sweep.dir={sweep}: job 0 of this sweep (train.learning_rate=0.003) would continue folder "
+        f"{sweep / '0'}, which ran train.learning_rate=0.001: train.resume=auto continues each job in the folder of "
+        "its number; rerun the sweep with its values in the order it first ran, or choose another hydra.sweep.dir")
+    claim(["train.learning_rate=0.001,0.003", "train.steps=20"])  # as it first ran (job 1 continued alone to 40)
+
+
 # ------------------------------------------------------------------ real signals to launch.py
 
 def test_a_completed_run_names_the_command_that_trains_it_further(tmp_path, devices):

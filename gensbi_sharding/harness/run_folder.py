@@ -20,8 +20,8 @@ from gensbi_sharding.harness.config_checks import dry_run_resume_problem
 from gensbi_sharding.harness.console import tagged
 from gensbi_sharding.harness.folder_lock import FolderInUseError, FolderLock
 from gensbi_sharding.harness.outputs import read_metrics, write_atomic, write_json
-from gensbi_sharding.harness.sweep_hints import (hydra_job_overrides, shared_folder_problem, sweep_jobs,
-                                                 train_further_hint, unfinished_jobs_hint)
+from gensbi_sharding.harness.sweep_hints import (hydra_job_overrides, moved_jobs_problem, shared_folder_problem,
+                                                 sweep_jobs, train_further_hint, unfinished_jobs_hint)
 
 __all__ = ["ensure_fresh", "folder_problem", "RunFolder", "folder_owner", "RESUMABLE", "RefuseCompletedRun",
            "LOCAL_CHILD_ENV", "is_writer", "continued_sweep_job", "refresh_job_sweep_summary"]
@@ -249,6 +249,8 @@ class RefuseCompletedRun(Callback):
             if sweep and not problem:  # Hydra writes a job's .hydra/ record before any check of ours could run
                 raw = OmegaConf.to_container(config.hydra.sweep, resolve=False) if "sweep" in config.hydra else {}
                 problem = shared_folder_problem(raw.get("subdir"), len(_every_job(config)), folder)
+                if OmegaConf.select(config, "train.resume", default=None) == "auto":
+                    problem = problem or moved_jobs_problem(folder, _every_job(config))
             if problem:
                 raise ConfigError(problem)
             lock = FolderLock(folder)

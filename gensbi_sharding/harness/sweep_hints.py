@@ -10,7 +10,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["sweep_jobs", "unfinished_jobs_hint", "shared_folder_problem", "job_command", "continue_command", "CONTINUE_ENV",
+__all__ = ["sweep_jobs", "unfinished_jobs_hint", "shared_folder_problem", "moved_jobs_problem", "job_command", "continue_command", "CONTINUE_ENV",
            "job_configuration", "train_further_hint", "hydra_job_overrides", "never_started"]
 
 #: Set by ``distributed=local``'s parent for its processes: the command that continues the whole job
@@ -213,6 +213,32 @@ def shared_folder_problem(subdir: Any, jobs: int, sweep_dir: Any) -> str | None:
     return (f"hydra.sweep.subdir={subdir} gives all {jobs} jobs of this sweep one folder ({Path(sweep_dir) / subdir}); "
             "leave hydra.sweep.subdir out (a folder per job number) or make it differ per job, e.g. "
             f"hydra.sweep.subdir='${{hydra.job.num}}_{subdir}'")
+
+
+def moved_jobs_problem(sweep_dir: Any, all_jobs: Sequence[Sequence[str]]) -> str | None:
+    """The refusal of ``-m ... train.resume=auto`` whose job numbers now stand for other swept values; None if none.
+
+    Job ``i`` continues folder ``i``: a sweep rerun with its values reordered or changed would continue each
+    job from another job's checkpoint (another learning rate, rule ...) without a word. Only the keys
+    the sweep varies are compared; a job continued alone with, say, more ``train.steps`` still matches.
+    """
+    from pathlib import Path
+
+    wanted = [job_configuration(job) for job in all_jobs]
+    swept = [k for k in (wanted[0] if wanted else {}) if len({w.get(k) for w in wanted}) > 1]
+    for number, want in enumerate(wanted):
+        recorded = Path(sweep_dir) / str(number) / ".hydra" / "overrides.yaml"
+        if not swept or not recorded.is_file():
+            continue
+        ran = job_configuration(_yaml_list(recorded))
+        differ = [k for k in swept if ran.get(k) != want.get(k)]
+        if differ:
+            return (f"hydra.sweep.dir={sweep_dir}: job {number} of this sweep "
+                    f"({' '.join(f'{k}={want.get(k)}' for k in differ)}) would continue folder {recorded.parent.parent}, "
+                    f"which ran {' '.join(f'{k}={ran.get(k)}' for k in differ)}: train.resume=auto continues each job "
+                    "in the folder of its number; rerun the sweep with its values in the order it first ran, or "
+                    "choose another hydra.sweep.dir")
+    return None
 
 
 def job_configuration(overrides: Sequence[str]) -> dict[str, str]:
