@@ -1,4 +1,5 @@
-"""One run at a time in an output folder: ``FolderLock`` (a lock file and an owner note) and its error."""
+"""One run at a time in an output folder: ``FolderLock`` (a lock file and an owner note) and its error;
+``folder_problem``: whether a path can be a run's (or a sweep's) folder at all."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ import sys
 import time
 from pathlib import Path
 
-from gensbi_sharding.harness.outputs import write_json
+from gensbi_sharding.harness.outputs import read_metrics, write_json
 
-__all__ = ["FolderLock", "FolderInUseError"]
+__all__ = ["FolderLock", "FolderInUseError", "folder_problem"]
 
 
 class FolderInUseError(RuntimeError):
@@ -71,3 +72,25 @@ class FolderLock:
             return f"pid {owner['pid']} on {owner['host']}, started {owner['started']}: {owner['command']}"
         except (OSError, ValueError, KeyError):
             return "its owner note is not written yet"
+
+
+def folder_problem(folder: Path, *, sweep: bool) -> str | None:
+    """Why ``folder`` cannot be this job's output folder, naming the override to change; None if it can.
+
+    A path that is (or lies under) a file cannot be made a folder; and a run and a sweep never share
+    one, or a sweep's job folders, ``multirun.yaml`` and summary would mix with the run's own files.
+    """
+    key = "hydra.sweep.dir" if sweep else "hydra.run.dir"
+    folder = Path(folder).absolute()
+    blocker = next((p for p in (folder, *folder.parents) if p.exists()), None)
+    if blocker is not None and not blocker.is_dir():
+        return f"{key}={folder}: {blocker} is a file, not a folder; choose another {key}"
+    metrics, sweep_file = folder / "metrics.json", folder / "multirun.yaml"
+    if sweep and metrics.is_file():
+        status = read_metrics(metrics).get("status", "unknown")
+        return (f"{key}={folder} holds a single run's outputs ({metrics}, status {status}): a sweep never "
+                f"writes into a run's folder; choose another {key}")
+    if not sweep and sweep_file.is_file():
+        return (f"{key}={folder} is a sweep's folder ({sweep_file}): a run never writes into a sweep's folder; "
+                f"choose another {key} (a sweep's job: hydra.run.dir=<sweep>/<job>)")
+    return None

@@ -18,12 +18,12 @@ from omegaconf import DictConfig, OmegaConf
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.config_checks import dry_run_resume_problem
 from gensbi_sharding.harness.console import tagged
-from gensbi_sharding.harness.folder_lock import FolderInUseError, FolderLock
+from gensbi_sharding.harness.folder_lock import FolderInUseError, FolderLock, folder_problem
 from gensbi_sharding.harness.outputs import read_metrics, write_atomic, write_json
-from gensbi_sharding.harness.sweep_hints import (hydra_job_overrides, moved_jobs_problem, shared_folder_problem,
-                                                 sweep_jobs, train_further_hint, unfinished_jobs_hint)
+from gensbi_sharding.harness.sweep_hints import (every_job, hydra_job_overrides, moved_jobs_problem,
+                                                 shared_folder_problem, train_further_hint, unfinished_jobs_hint)
 
-__all__ = ["ensure_fresh", "folder_problem", "RunFolder", "folder_owner", "RESUMABLE", "RefuseCompletedRun",
+__all__ = ["ensure_fresh", "RunFolder", "folder_owner", "RESUMABLE", "RefuseCompletedRun",
            "LOCAL_CHILD_ENV", "is_writer", "continued_sweep_job", "refresh_job_sweep_summary"]
 
 log = logging.getLogger("gensbi_sharding")
@@ -87,28 +87,6 @@ def ensure_fresh(out_dir: Path, *, resume_auto: bool = False, resume_from: bool 
             f"command plus train.resume=auto, or in a new folder with train.resume={out_dir} "
             "hydra.run.dir=<new folder>")
     return previous
-
-
-def folder_problem(folder: Path, *, sweep: bool) -> str | None:
-    """Why ``folder`` cannot be this job's output folder, naming the override to change; None if it can.
-
-    A path that is (or lies under) a file cannot be made a folder; and a run and a sweep never share
-    one, or a sweep's job folders, ``multirun.yaml`` and summary would mix with the run's own files.
-    """
-    key = "hydra.sweep.dir" if sweep else "hydra.run.dir"
-    folder = Path(folder).absolute()
-    blocker = next((p for p in (folder, *folder.parents) if p.exists()), None)
-    if blocker is not None and not blocker.is_dir():
-        return f"{key}={folder}: {blocker} is a file, not a folder; choose another {key}"
-    metrics, sweep_file = folder / "metrics.json", folder / "multirun.yaml"
-    if sweep and metrics.is_file():
-        status = read_metrics(metrics).get("status", "unknown")
-        return (f"{key}={folder} holds a single run's outputs ({metrics}, status {status}): a sweep never "
-                f"writes into a run's folder; choose another {key}")
-    if not sweep and sweep_file.is_file():
-        return (f"{key}={folder} is a sweep's folder ({sweep_file}): a run never writes into a sweep's folder; "
-                f"choose another {key} (a sweep's job: hydra.run.dir=<sweep>/<job>)")
-    return None
 
 
 class RunFolder:
@@ -248,9 +226,9 @@ class RefuseCompletedRun(Callback):
             problem = problem or folder_problem(folder, sweep=sweep)
             if sweep and not problem:  # Hydra writes a job's .hydra/ record before any check of ours could run
                 raw = OmegaConf.to_container(config.hydra.sweep, resolve=False) if "sweep" in config.hydra else {}
-                problem = shared_folder_problem(raw.get("subdir"), len(_every_job(config)), folder)
+                problem = shared_folder_problem(raw.get("subdir"), len(every_job(config)), folder)
                 if OmegaConf.select(config, "train.resume", default=None) == "auto":
-                    problem = problem or moved_jobs_problem(folder, _every_job(config))
+                    problem = problem or moved_jobs_problem(folder, every_job(config))
             if problem:
                 raise ConfigError(problem)
             lock = FolderLock(folder)
@@ -270,7 +248,7 @@ class RefuseCompletedRun(Callback):
             self._release()
             hint = ""
             if sweep and isinstance(err, FileExistsError):
-                hint = unfinished_jobs_hint(runs, RESUMABLE, _every_job(config), sweep_dir=folder)
+                hint = unfinished_jobs_hint(runs, RESUMABLE, every_job(config), sweep_dir=folder)
             # Hydra turns an Exception raised by a callback into a warning; SystemExit stops the run.
             print(tagged("ERROR", f"{err}{hint}"), file=sys.stderr, flush=True)  # as the job's own errors look
             raise SystemExit(1) from None
@@ -278,13 +256,6 @@ class RefuseCompletedRun(Callback):
     def _release(self) -> None:
         while self._locks:
             self._locks.pop().release()
-
-
-def _every_job(config: DictConfig) -> list[list[str]]:
-    """Every job of the multirun ``config`` starts, as its overrides (``sweep_jobs``); [] if unknown."""
-    params = OmegaConf.select(config, "hydra.sweeper.params", default=None)
-    task = OmegaConf.select(config, "hydra.overrides.task", default=None)
-    return [] if task is None else sweep_jobs(list(task), OmegaConf.to_container(params) if params is not None else None)
 
 
 def is_writer() -> bool:

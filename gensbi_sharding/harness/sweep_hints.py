@@ -10,7 +10,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["sweep_jobs", "unfinished_jobs_hint", "shared_folder_problem", "moved_jobs_problem", "job_command", "continue_command", "CONTINUE_ENV",
+__all__ = ["sweep_jobs", "every_job", "unfinished_jobs_hint", "shared_folder_problem", "moved_jobs_problem", "job_command", "continue_command", "CONTINUE_ENV",
            "job_configuration", "train_further_hint", "hydra_job_overrides", "never_started"]
 
 #: Set by ``distributed=local``'s parent for its processes: the command that continues the whole job
@@ -143,6 +143,15 @@ def sweep_jobs(task_overrides: Sequence[str], sweeper_params: Mapping[str, Any] 
         choices[key] = ([f"{key}={v}" for v in o.sweep_string_iterator()] if o.is_sweep_override()
                         else [f"{key}={o.get_value_element_as_str()}"])
     return [list(job) for job in itertools.product(*choices.values())]
+
+
+def every_job(config: Any) -> list[list[str]]:
+    """Every job of the multirun ``config`` starts, as its overrides (``sweep_jobs``); [] if unknown."""
+    from omegaconf import OmegaConf
+
+    params = OmegaConf.select(config, "hydra.sweeper.params", default=None)
+    task = OmegaConf.select(config, "hydra.overrides.task", default=None)
+    return [] if task is None else sweep_jobs(list(task), None if params is None else OmegaConf.to_container(params))
 
 
 def never_started(all_jobs: Sequence[Sequence[str]], ran: Mapping[str, dict[str, str]]) -> list[tuple[int, list[str]]]:
