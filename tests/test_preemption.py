@@ -552,6 +552,9 @@ def test_a_sweep_rerun_with_its_values_reordered_never_continues_another_jobs_ch
         f"{sweep / '0'}, which ran train.learning_rate=0.001: train.resume=auto continues each job in the folder of "
         "its number; rerun the sweep with its values in the order it first ran, or choose another hydra.sweep.dir")
     claim(["train.learning_rate=0.001,0.003", "train.steps=20"])  # as it first ran (job 1 continued alone to 40)
+    with pytest.raises(SystemExit):  # a key the first sweep left at its default
+        claim(["train.learning_rate=0.001,0.003", "train.steps=20", "seed=1,2"])
+    assert f"would continue folder {sweep / '0'}, which ran seed unset: " in capsys.readouterr().err
 
 
 # ------------------------------------------------------------------ real signals to launch.py

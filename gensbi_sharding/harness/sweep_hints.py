@@ -244,9 +244,9 @@ def moved_jobs_problem(sweep_dir: Any, all_jobs: Sequence[Sequence[str]]) -> str
         if differ:
             return (f"hydra.sweep.dir={sweep_dir}: job {number} of this sweep "
                     f"({' '.join(f'{k}={want.get(k)}' for k in differ)}) would continue folder {recorded.parent.parent}, "
-                    f"which ran {' '.join(f'{k}={ran.get(k)}' for k in differ)}: train.resume=auto continues each job "
-                    "in the folder of its number; rerun the sweep with its values in the order it first ran, or "
-                    "choose another hydra.sweep.dir")
+                    f"which ran {' '.join(f'{k}={ran[k]}' if k in ran else f'{k} unset' for k in differ)}: "
+                    "train.resume=auto continues each job in the folder of its number; rerun the sweep with its "
+                    "values in the order it first ran, or choose another hydra.sweep.dir")
     return None
 
 
