@@ -718,6 +718,11 @@ def test_a_dead_local_process_ends_the_job_naming_it(tmp_path):
                      r"distributed.heartbeat_s=3 \+ 5 s\): process 0 ", metrics["error"])
     assert found, metrics["error"]
     assert float(found.group(1)) <= 3 + 5 + 1  # the survivor noticed, or was stopped, within the bound
+    # Said on the console, and error.txt written, as for any failed run (was only in metrics.json, after
+    # XLA's stack trace of the survivor): process 0's traceback if it lived to write one, else the message.
+    assert f"[ERROR] {metrics['error']}" in log
+    error_txt = (out / "error.txt").read_text()
+    assert metrics["error"] in error_txt or error_txt.startswith("Traceback (most recent call last)"), error_txt
 
 
 @pytest.mark.slow

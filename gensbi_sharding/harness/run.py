@@ -60,6 +60,10 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             if cfg.distributed.local_processes > 1 and cfg.distributed.process_id is None:
                 validate(cfg)
                 metrics = run_local_processes(cfg, out)
+                if metrics["status"] == "error":  # e.g. a process killed: none of them could say so
+                    log.error("%s", metrics["error"])
+                    if not (out / "error.txt").exists():  # process 0's traceback, when it wrote one, says more
+                        failure = f"{metrics['error']}\n(each process's own output: process_<rank>.log)\n"
             else:
                 metrics.update(_run(cfg, out, metrics, folder, watch))
                 metrics["status"] = "ok"
