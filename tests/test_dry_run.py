@@ -118,6 +118,7 @@ def test_dry_run_with_resume_is_refused_and_leaves_a_resumable_run_intact(tmp_pa
     assert ensure_fresh(folder, resume_auto=True) is None  # the real requeue still continues it
 
 
+@pytest.mark.slow  # a real run beside each dry run
 @pytest.mark.parametrize("overrides", [("rule=fsdp", "mesh.model_axis=2"), ("rule=tensor", "mesh.model_axis=4"),
                                        ("mesh=none",)])
 def test_a_dry_run_reports_the_state_per_device_a_real_run_reports(tmp_path, devices, overrides):

@@ -235,6 +235,7 @@ def test_no_mesh_run(no_mesh_run):
     assert m["samples_outside_support"] == 0 and m["best_step"] == 4 and m["stopped_early"] is False
 
 
+@pytest.mark.slow  # reads the launch.py run of no_mesh_run
 def test_help_names_every_file_a_run_writes(no_mesh_run):
     # --help's Outputs left out c2st.csv and posterior_samples.npz (a new user's report).
     _, run_dir = no_mesh_run
