@@ -832,6 +832,30 @@ def test_resuming_compares_the_effective_data_shards_not_the_written_value(tmp_p
         in caplog.text
 
 
+def test_a_refused_sweep_with_many_unfinished_jobs_writes_their_commands_to_a_script(tmp_path, capsys):
+    # A new user's report: after Ctrl-C of a 24-job sweep, the refusal was one ~5,000-character line of
+    # 21 commands joined by " ; ". Over three, they go to a script in the sweep's folder, one per line.
+    from omegaconf import OmegaConf
+
+    sweep = tmp_path / "multirun"
+    outputs.write_json(sweep / "0" / "metrics.json", {"status": "ok"})
+    for job in range(1, 6):
+        outputs.write_json(sweep / str(job) / "metrics.json", {"status": "interrupted"})
+        (sweep / str(job) / ".hydra").mkdir()
+        (sweep / str(job) / ".hydra" / "overrides.yaml").write_text(f"- model.width={8 * job}\n")
+    config = OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep)}}, "train": {"resume": "auto"}})
+    with pytest.raises(SystemExit):
+        run_folder.RefuseCompletedRun().on_multirun_start(config)
+    printed = capsys.readouterr().err.rstrip()
+    script = sweep / "continue_unfinished.sh"
+    commands = [f"python launch.py model.width={8 * job} train.resume=auto hydra.mode=RUN "
+                f"hydra.run.dir={sweep / str(job)}" for job in range(1, 6)]
+    assert printed.endswith(f"continue its unfinished jobs one by one: bash {script} (5 commands, one per line; "
+                            f"the first: {commands[0]})"), printed
+    assert [line for line in script.read_text().splitlines() if not line.startswith("#")] == commands
+    assert len(printed.splitlines()) == 1 and len(printed) < 800
+
+
 def test_a_refused_sweep_also_names_the_jobs_that_never_started(tmp_path, capsys):
     # Was: SIGTERM during job 1 of rule=replicated,fsdp,tensor: job 2 had no folder, the hint named
     # job 1 only, and the rebuilt summary showed two jobs, both ok: the tensor job was silently gone.

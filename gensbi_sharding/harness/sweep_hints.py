@@ -18,6 +18,12 @@ __all__ = ["sweep_jobs", "every_job", "unfinished_jobs_hint", "shared_folder_pro
 CONTINUE_ENV = "GENSBI_SHARDING_CONTINUE_COMMAND"
 
 
+#: Up to this many commands are printed in the refusal's line; more are written to ``CONTINUE_SCRIPT``.
+INLINE_COMMANDS = 3
+#: The script, in the sweep's folder, holding the commands that continue its unfinished jobs.
+CONTINUE_SCRIPT = "continue_unfinished.sh"
+
+
 def job_command(overrides: Sequence[str], run_dir: Any, *, multirun: bool) -> str:
     """The shell command that continues one job in its folder ``run_dir`` with ``train.resume=auto``.
 
@@ -204,8 +210,16 @@ def unfinished_jobs_hint(jobs: Sequence[Any], resumable: Sequence[str], all_jobs
     for number, job in never:  # in the folder Hydra would have given it
         commands.append(job_command(job, Path(sweep_dir) / str(number), multirun=True))
     started = f" ({len(never)} never started)" if never else ""
+    listed = " ; ".join(commands)
+    if len(commands) > INLINE_COMMANDS and sweep_dir is not None:  # one line of 20 commands helps no one
+        from gensbi_sharding.harness.outputs import write_atomic
+
+        script = write_atomic(Path(sweep_dir) / CONTINUE_SCRIPT, "#!/usr/bin/env bash\n# The sweep's unfinished "
+                              "jobs, one command each, each continuing in its own folder (written when the sweep "
+                              "folder was refused).\n" + "\n".join(commands) + "\n")
+        listed = f"bash {shlex.quote(str(script))} ({len(commands)} commands, one per line; the first: {commands[0]})"
     return ("; a sweep folder holding completed jobs is never rerun as a whole: continue its unfinished "
-            f"job{'s' if len(commands) > 1 else ''}{started} one by one: " + " ; ".join(commands))
+            f"job{'s' if len(commands) > 1 else ''}{started} one by one: " + listed)
 
 
 def shared_folder_problem(subdir: Any, jobs: int, sweep_dir: Any) -> str | None:
