@@ -44,9 +44,13 @@ def table(args) -> None:
                f"rule={','.join(RULES)}", f"mesh.model_axis={','.join(map(str, MODEL_AXES))}",
                f"hydra.sweep.dir={out}"]
         print("$", " ".join(cmd[1:]), flush=True)
-        subprocess.run(cmd, cwd=out, check=True, env={**os.environ, "JAX_PLATFORMS": "cpu"},
-                       stdout=subprocess.DEVNULL)
+        proc = subprocess.run(cmd, cwd=out, env={**os.environ, "JAX_PLATFORMS": "cpu"},
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         jobs = [json.loads(p.read_text()) for p in sorted(Path(out).glob("*/metrics.json"))]
+    if not jobs:  # the sweep stopped before any job (a failed job is named below, from its metrics.json)
+        errors = [line for line in proc.stderr.splitlines() if "[ERROR]" in line or "Error" in line]
+        raise SystemExit(f"the dry-run sweep ended with exit {proc.returncode} before any job: "
+                         f"{(errors or proc.stderr.splitlines() or ['no output'])[-1]}")
     rows = []
     for job in jobs:
         if job["status"] != "ok":

@@ -167,7 +167,8 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
     problem = model_axis_problem(cfg.mesh.model_axis, jax.local_device_count())  # make_mesh's rule, named here
     if cfg.mesh.spec == "dict" and not cfg.mesh.devices and jax.process_count() > 1 and problem:
         raise ConfigError(f"{problem}; a model group stays inside one process, and each of the "
-                          f"{jax.process_count()} processes has {jax.local_device_count()} devices")
+                          f"{jax.process_count()} processes has {jax.local_device_count()} "
+                          f"device{'s' if jax.local_device_count() != 1 else ''}")
     with overrides_named("mesh", cfg.mesh, ConfigError):
         mesh = contract.resolve_mesh(mesh_spec(cfg.mesh))
     if mesh is None and jax.process_count() > 1:  # distributed=auto / explicit: known once JAX joined them
