@@ -10,8 +10,8 @@ import re
 
 from omegaconf import MISSING, DictConfig, OmegaConf
 
-from gensbi_sharding.harness.config import (Config, ConfigError, DataConfig, DevicesConfig, DistributedConfig, EvalConfig,
-                                            MeshConfig, ModelConfig, TrainConfig, require)
+from gensbi_sharding.harness.config import (Config, ConfigError, DataConfig, DevicesConfig, DistributedConfig,
+                                            EvalConfig, MeshConfig, ModelConfig, TrainConfig, require)
 from gensbi_sharding.harness.groups import chosen_options
 from gensbi_sharding.harness.model_checks import check_model
 from gensbi_sharding.harness.name_hints import registered_name_problem

@@ -35,9 +35,8 @@ def dry_run(cfg: DictConfig, *, mesh: Any, rule_name: str, table: dict, dim_thet
     import jax.numpy as jnp
     from jax.sharding import NamedSharding, PartitionSpec as P
 
-    from flax import nnx
-
-    from gensbi_sharding import abstract_sharded, batch_axes, compiled_report, describe
+    from gensbi_sharding import abstract_sharded, batch_axes, compiled_report
+    from gensbi_sharding.harness.run_report import state_figures
     from gensbi_sharding.harness.rule_config import as_rule
     from gensbi_sharding.harness.model_plan import DRY_RUN_TRACES, model_plan, trace_model
     from gensbi_sharding.harness.state import builder
@@ -68,18 +67,10 @@ def dry_run(cfg: DictConfig, *, mesh: Any, rule_name: str, table: dict, dim_thet
     compiled = lowered.compile()
     report = compiled_report(compiled)
     report.update(compile_s=time.perf_counter() - start, fallbacks=fallbacks)
-    # The state per device as a training run reports it (run_report.record_placement), from the abstract
-    # shapes at their shardings: the step's memory above adds the batch and XLA's temporaries.
-    # Without a mesh the abstract values have no sharding: the one device holds them whole.
-    def per_device(node):
-        placed = describe(node, mesh)
-        return placed.max_bytes_per_device if mesh is not None else placed.total_bytes
-
+    # The state per device as a training run reports it, from the abstract shapes at their shardings:
+    # the step's memory above adds the batch and XLA's temporaries.
     nodes = {"model": model, "optimizer": optimizer, **({"ema": ema} if ema is not None else {})}
-    report["state"] = dict(param_count=sum(v.size for v in jax.tree.leaves(nnx.state(model, nnx.Param))),
-                           param_bytes_per_device=per_device(model),
-                           opt_bytes_per_device=per_device(nnx.state(optimizer)),
-                           state_bytes_per_device=per_device(nodes))
+    report["state"] = state_figures(nodes, mesh)
     _log(report)
     return report
 

@@ -21,7 +21,7 @@ from gensbi_sharding.harness.units import (c2st_spread, format_bytes, format_c2s
                                           is_number)
 
 __all__ = ["annotations_of", "left_whole", "splits_nothing_hint", "placement_block", "variable_table",
-           "final_line", "report_placement"]
+           "final_line", "state_figures", "report_placement"]
 
 log = logging.getLogger("gensbi_sharding")
 
@@ -151,6 +151,28 @@ def final_line(metrics: dict[str, Any], out: Path) -> str:
     return f"done in {wall}: {', '.join(parts) or 'no training left'}; outputs in {out}"
 
 
+def state_figures(nodes: dict[str, Any], mesh: Any, report: Any = None) -> dict[str, int]:
+    """The parameter count and the bytes per device of parameters, optimizer state and the whole state.
+
+    ``nodes``: ``{"model", "optimizer"[, "ema"]}``, concrete or abstract (the dry run's shapes at their
+    shardings), so a dry run reports what the training run will; ``report``: ``describe(nodes, mesh)``
+    if already made. Without a mesh the one device holds everything (abstract values carry no sharding).
+    """
+    import jax
+    from flax import nnx
+
+    from gensbi_sharding import describe
+
+    def per_device(placed: Any) -> int:
+        return placed.total_bytes if mesh is None else placed.max_bytes_per_device
+
+    params = nnx.state(nodes["model"], nnx.Param)
+    return dict(param_count=int(sum(np.prod(v.shape) for v in jax.tree.leaves(params))),
+                param_bytes_per_device=per_device(describe(nodes["model"], mesh)),
+                opt_bytes_per_device=per_device(describe(nnx.state(nodes["optimizer"]), mesh)),
+                state_bytes_per_device=per_device(report or describe(nodes, mesh)))
+
+
 def report_placement(metrics: dict[str, Any], ts: Any, mesh: Any, *, table: dict[str, Any], rule_name: str,
                      mesh_spec: str, verbose: bool) -> str:
     """A run's report of its placed state: placement metrics, the placement block, the full table.
@@ -179,23 +201,17 @@ def report_placement(metrics: dict[str, Any], ts: Any, mesh: Any, *, table: dict
     import jax
     from flax import nnx
 
-    from gensbi_sharding import bytes_per_device, describe
+    from gensbi_sharding import describe
 
     nodes = {"model": ts.model, "optimizer": ts.optimizer}
     if ts.ema is not None:
         nodes["ema"] = ts.ema  # a device holds it too
     report, annotations = describe(nodes, mesh), annotations_of(nodes)
     placements = {v.path.removeprefix("model/"): v.placement for v in report.variables if v.path.startswith("model/")}
-    param_bytes, opt_bytes = bytes_per_device(ts.model), bytes_per_device(nnx.state(ts.optimizer))
-    params = nnx.state(ts.model, nnx.Param)
     metrics.update(
-        fallbacks=ts.fallbacks,
-        param_count=int(sum(np.prod(v.shape) for v in jax.tree.leaves(params))),
+        fallbacks=ts.fallbacks, **state_figures(nodes, mesh, report),
         state_leaf_count=len(jax.tree.leaves(nnx.state(ts.nodes))),
-        param_bytes_per_device=max(param_bytes.values()) if param_bytes else 0,
-        opt_bytes_per_device=max(opt_bytes.values()) if opt_bytes else 0,
-        placements=placements, start_step=ts.start_step,
-        state_scalar_count=report.n_scalars, state_bytes_per_device=report.max_bytes_per_device,
+        placements=placements, start_step=ts.start_step, state_scalar_count=report.n_scalars,
         largest_replicated=dict(report.largest_replicated),
         left_whole=dict(left_whole(report, annotations, table, ts.fallbacks)),
         mesh_summary=dataclasses.asdict(report.mesh) if report.mesh else None)

@@ -67,9 +67,8 @@ def resume_step_dir(cfg: DictConfig) -> Path | None:
     """The checkpoint step folder ``train.resume`` points at (relative to the launch folder)."""
     if not cfg.train.resume:
         return None
-    import json
-
     from gensbi_sharding.checkpoint import CHECKPOINT_SUBDIR, committed_steps, find_checkpoint
+    from gensbi_sharding.harness.outputs import read_metrics
 
     folder = Path(_launch_dir() or ".").absolute() / Path(cfg.train.resume).expanduser()
     if (folder / "multirun.yaml").is_file():  # a sweep's folder: its checkpoints are its jobs'
@@ -84,7 +83,7 @@ def resume_step_dir(cfg: DictConfig) -> Path | None:
         metrics = folder / "metrics.json"  # a run's folder that saved no checkpoint: say why
         if not metrics.is_file():
             raise
-        previous = json.loads(metrics.read_text())
+        previous = read_metrics(metrics)
         status = previous.get("status")
         why = ("holds a dry run (dry_run=true saves no checkpoint): start a new run without train.resume"
                if "dry_run" in previous else f"holds a completed run whose checkpoints are gone (no complete "

@@ -10,7 +10,8 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["sweep_jobs", "every_job", "unfinished_jobs_hint", "shared_folder_problem", "moved_jobs_problem", "job_command", "continue_command", "CONTINUE_ENV",
+__all__ = ["sweep_jobs", "every_job", "unfinished_jobs_hint", "shared_folder_problem", "moved_jobs_problem",
+           "job_command", "continue_command", "CONTINUE_ENV", "INLINE_COMMANDS", "CONTINUE_SCRIPT",
            "job_configuration", "train_further_hint", "hydra_job_overrides", "never_started"]
 
 #: Set by ``distributed=local``'s parent for its processes: the command that continues the whole job
