@@ -27,7 +27,8 @@ import optax  # noqa: E402
 from flax import nnx  # noqa: E402
 
 from cli_args import model_axis, positive_int  # noqa: E402
-from gensbi_sharding import RULES, make_mesh, mesh_context, replicate, shard_batch, shard_model  # noqa: E402
+from gensbi_sharding import (RULES, make_mesh, mesh_context, nearest_batch_sizes, replicate, shard_batch,  # noqa: E402
+                             shard_model)
 from gensbi_sharding.harness.registry import get_model  # noqa: E402
 from gensbi_sharding.harness.train import flow_matching_loss, make_step_functions  # noqa: E402
 
@@ -54,7 +55,7 @@ def main() -> int:
     if args.batch % data:
         parser.error(f"argument --batch: {args.batch} does not split over the data-parallel size {data} "
                      f"({len(jax.devices())} devices / --model-axis {args.model_axis}); e.g. --batch "
-                     f"{max(data, round(args.batch / data) * data)}")
+                     f"{nearest_batch_sizes(args.batch, data)[0]}")  # the one rule every batch message uses
     warnings.simplefilter("ignore")
     mesh = make_mesh(model_axis=args.model_axis)
     rng = np.random.default_rng(0)
