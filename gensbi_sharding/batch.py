@@ -159,8 +159,9 @@ def pad_for_mesh(n: int, mesh: Mesh | None) -> tuple[int, int]:
     TypeError
         If ``mesh`` is neither None nor a ``jax.sharding.Mesh``.
     """
-    if not is_int(n) or n < 0:
-        raise ValueError(f"pad_for_mesh needs a row count n >= 0 (an integer), got {n!r}")
+    if not is_int(n) or n < 0:  # an array passed for its row count is named by shape, not printed whole
+        got = f"an array of shape {n.shape}; pass n.shape[0]" if hasattr(n, "shape") else repr(n)
+        raise ValueError(f"pad_for_mesh needs a row count n >= 0 (an integer), got {got}")
     divisor = batch_size_divisor(mesh)
     return -(-n // divisor) * divisor, n
 
@@ -242,8 +243,9 @@ def _split_leading(tree: Any, mesh: Mesh | None, what: str) -> Any:
     def spec(leaf):
         divisor = batch_size_divisor(mesh)
         if leaf.ndim and leaf.shape[0] % divisor:
+            nearest = " or ".join(map(str, sorted(nearest_batch_sizes(leaf.shape[0], divisor))))
             raise ValueError(f"{what} leaf of shape {leaf.shape} has leading size {leaf.shape[0]}, not divisible "
-                             f"by the data-parallel size {divisor}; pad it (pad_for_mesh) or pick a multiple")
+                             f"by the data-parallel size {divisor}; pad it (pad_for_mesh) or use {nearest} rows")
         return P(batch_axes(mesh) or None) if leaf.ndim else P()
 
     return _put_leaves(tree, mesh, spec)

@@ -195,6 +195,8 @@ def test_pad_for_mesh():
     assert gs.pad_for_mesh(10, mesh) == (12, 10)
     assert gs.pad_for_mesh(8, mesh) == (8, 8)
     assert gs.pad_for_mesh(10, None) == (10, 10)
+    with pytest.raises(ValueError, match=r"got an array of shape \(30, 4\); pass n.shape\[0\]$"):
+        gs.pad_for_mesh(np.ones((30, 4)), mesh)  # named by shape, not printed whole
 
 
 @pytest.mark.parametrize("fn", [gs.shard_batch, gs.shard_sample_init])
@@ -219,6 +221,8 @@ def test_shard_sample_init_on_a_bare_array_and_bad_size():
     assert same_placement(out.sharding, mesh, P("data"), 2)
     with pytest.raises(ValueError, match=r"leading size 10, not divisible by the data-parallel size 8"):
         gs.shard_sample_init(np.zeros((10, 3)), mesh)
+    with pytest.raises(ValueError, match=r"pad it \(pad_for_mesh\) or use 28 or 32 rows$"):
+        gs.shard_batch({"x": np.ones((30, 4))}, make_mesh(model_axis=2))  # the sizes every batch message names
 
 
 def test_replicate_moves_committed_arrays_and_keeps_the_rest():
