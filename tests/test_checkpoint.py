@@ -5,6 +5,7 @@ a subprocess that has 4; everything else runs in-process on 8 devices.
 """
 
 import json
+import logging
 import os
 import re
 import shutil
@@ -166,6 +167,16 @@ def test_relative_path_resolves_against_base_dir(saved_run, monkeypatch):
         find_checkpoint("job")
     restored = restore("job", fsdp_target(contract.make_mesh(model_axis=1)), base_dir=launch_dir)
     assert restored.path == step_dir and restored.step == 1
+
+
+def test_restore_is_quiet(saved_run, caplog):
+    """A good restore logs nothing: Orbax's notes on listing steps without item handlers (8 lines) are dropped,
+    and only those: the absl logger keeps no filter afterwards."""
+    run_dir, _ = saved_run
+    with caplog.at_level("INFO", logger="absl"):
+        assert restore(run_dir, fsdp_target(contract.make_mesh(model_axis=1))).step == 1
+    assert [r.getMessage() for r in caplog.records if r.name == "absl" and r.levelname == "WARNING"] == []
+    assert logging.getLogger("absl").filters == []
 
 
 def test_no_checkpoint_names_the_path(tmp_path):
