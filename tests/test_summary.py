@@ -188,3 +188,21 @@ def test_sweep_jobs_follow_hydras_order_with_a_presets_params():
     ran = {"0": {"rule": "fsdp", "data": "a", "seed": "0"}, "1": {"rule": "fsdp", "data": "a", "seed": "7"},
            "custom": {"rule": "fsdp", "data": "b", "seed": "1"}}
     assert never_started(jobs, ran) == [(2, ["rule=fsdp", "data=b", "seed=0"])]
+
+
+def test_a_long_error_is_never_cut_inside_its_continue_command(tmp_path):
+    """sweep_summary.md cuts errors; a cut command ('... continue with: python launch.py ') would run another
+    job, so the cell names where the whole command is; the CSV keeps every character."""
+    command = "python launch.py experiment=quick rule=fsdp train.resume=auto hydra.mode=RUN hydra.run.dir=" + "x" * 80
+    stopped = "interrupted by Ctrl-C at step 40 (checkpoint saved); continue with: " + command
+    long_reason = "ValueError: " + "y" * 200
+    for job, error in enumerate([stopped, long_reason]):
+        make_job(tmp_path, job, ["experiment=quick", f"rule={['fsdp', 'tensor'][job]}"], status="error",
+                 error=error, mesh_shape=[8, 1])
+    write_summary(tmp_path, ["rule"])
+    md = (tmp_path / "sweep_summary.md").read_text()
+    assert ("interrupted by Ctrl-C at step 40 (checkpoint saved); continue with: the command in its metrics.json"
+            in md) and "python launch.py" not in md
+    assert "ValueError: " + "y" * 105 + "..." in md and "y" * 106 not in md
+    with open(tmp_path / "sweep_summary.csv") as f:
+        assert [row["error"] for row in csv.DictReader(f)] == [stopped, long_reason]

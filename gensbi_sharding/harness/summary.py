@@ -69,7 +69,21 @@ def mesh_cell(m: dict[str, Any]) -> str:
 
 _MESH = Column("mesh_shape", "mesh", mesh_cell, mesh_cell)
 _STATUS = Column("status", "status", _plain("status"), _plain("status"))
-_ERROR = Column("error", "error", lambda m: (m.get("error") or "")[:120], lambda m: m.get("error") or "")
+ERROR_CELL = 120  # characters of an error the markdown table shows; the CSV and metrics.json hold all of it
+
+
+def error_cell(m: dict[str, Any]) -> str:
+    """The error, cut to ``ERROR_CELL`` characters, never inside its continue command (a cut command
+    would run something else): then the command is left to the job's ``metrics.json``."""
+    error = m.get("error") or ""
+    if len(error) <= ERROR_CELL:
+        return error
+    reason, marker, _ = error.partition("; continue with: ")
+    tail = "; continue with: the command in its metrics.json" if marker else ""
+    return (reason if len(reason) <= ERROR_CELL else reason[:ERROR_CELL - 3] + "...") + tail
+
+
+_ERROR = Column("error", "error", error_cell, lambda m: m.get("error") or "")
 
 TRAIN_COLUMNS: tuple[Column, ...] = (
     _MESH,
