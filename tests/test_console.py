@@ -157,3 +157,6 @@ def test_a_model_with_hundreds_of_fallbacks_gets_one_short_console_line_and_ever
         model_plan(model, mesh, rule, strict=True)
     assert len(str(err.value)) < 500 and "blocks/0, blocks/1, blocks/2 and 184 more" in str(err.value)
     assert str(err.value).startswith("strict=true and rule 'fsdp' cannot split 187 variable(s)")
+    # The override that honours every annotation on the same devices (data 2 divides size 2; data 4 does not).
+    assert str(err.value).endswith(". Set mesh.model_axis=4 (every annotation honoured), or fix the annotation or "
+                                   "dimension, or set strict=false")

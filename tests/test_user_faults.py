@@ -490,4 +490,7 @@ def test_an_untraceable_constructor_is_refused_where_it_must_be_traced(tmp_path,
     metrics = run_tiny(tmp_path / "a", *POS1D, *setting)
     assert_refused_before_training(metrics, tmp_path / "a", "model=flux1 cannot be traced",
                                    "ConcretizationTypeError", fix)
+    # The setting that causes it, and the strategies that can be traced.
+    assert ("cannot be traced (GenSBI's pos1d id embedding: model.id_embedding_strategy=[pos1d,pos1d]; absolute "
+            "or rope1d can be traced)") in metrics["error"]
     assert "\n" not in metrics["error"]

@@ -12,7 +12,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.console import DETAILS
@@ -37,8 +37,11 @@ def trace_model(build: Callable[[], tuple], cfg: DictConfig, *, needed_by: str) 
     try:
         return nnx.eval_shape(lambda: build()[0])
     except reads_back as err:
-        raise ConfigError(f"model={cfg.model.name} cannot be traced (its constructor computes a value and reads it "
-                          f"back: {type(err).__name__}: {str(err).splitlines()[0]}); {needed_by}") from None
+        strategy = OmegaConf.select(cfg, "model.id_embedding_strategy", default=None)
+        cause = (f" (GenSBI's pos1d id embedding: model.id_embedding_strategy=[{','.join(strategy)}]"
+                 "; absolute or rope1d can be traced)" if strategy is not None and "pos1d" in list(strategy) else "")
+        raise ConfigError(f"model={cfg.model.name} cannot be traced{cause}: its constructor computes a value and "
+                          f"reads it back ({type(err).__name__}: {str(err).splitlines()[0]}); {needed_by}") from None
 
 
 #: ``trace_model``'s ``needed_by`` for sharded initialisation and for the dry run.
@@ -65,8 +68,25 @@ def model_plan(model: Any, mesh: Any, rule: Any, *, strict: bool) -> Any:
     logging.getLogger(DETAILS).warning("every variable rule %r cannot split (%d):\n%s", rule.name,
                                        len(plan.fallbacks), "\n".join(f"  {p}: {r}" for p, r in plan.fallbacks.items()))
     if strict:
+        widths = _model_axes_without_fallbacks(model, mesh, rule)
+        fix = f"Set mesh.model_axis={' or '.join(map(str, widths))} (every annotation honoured), or f" if widths else "F"
         raise ConfigError(f"strict=true and rule {rule.name!r} cannot split {len(plan.fallbacks)} variable(s); "
-                          f"without strict, {plan.fallback_message(every='launch.log')}. Fix the annotation or "
-                          "dimension, or set strict=false")
+                          f"without strict, {plan.fallback_message(every='launch.log')}. {fix}ix the annotation "
+                          "or dimension, or set strict=false")
     log.warning("%s", plan.fallback_message(every="metrics.json 'fallbacks' and launch.log"))
     return plan
+
+
+def _model_axes_without_fallbacks(model: Any, mesh: Any, rule: Any) -> list[int]:
+    """The other sizes of the "model" axis of a ("data", "model") mesh, over the same devices, with both axes
+    over 1 (on an axis of size 1 every annotation holds and nothing is split), under which ``rule`` honours
+    every annotation of ``model``, largest first (planning only: nothing moves)."""
+    import gensbi_sharding as gs
+    from jax.sharding import Mesh
+
+    if tuple(mesh.axis_names) != ("data", gs.MODEL_AXIS):
+        return []
+    devices, now = mesh.devices.reshape(-1), mesh.shape[gs.MODEL_AXIS]
+    sizes = [m for m in range(devices.size - 1, 1, -1) if devices.size % m == 0 and m != now]
+    return [m for m in sizes if not gs.plan_shardings(model, Mesh(devices.reshape(-1, m), mesh.axis_names),
+                                                                rule).fallbacks]
