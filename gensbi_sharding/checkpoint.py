@@ -14,6 +14,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import orbax.checkpoint as ocp
 from flax import nnx
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
@@ -22,7 +23,8 @@ from gensbi_sharding.checkpoint_save import CheckpointWriter
 from gensbi_sharding.checkpoint_steps import (CHECKPOINT_SUBDIR, committed_steps, find_checkpoint, flat_by_path,
                                               is_prng_key, is_variable, item_handlers, nest_by_path, path_key)
 from gensbi_sharding.rules import Rule, RuleTable
-from gensbi_sharding.nodes import abstract_state, check_node, is_node
+from gensbi_sharding.init import trace_factory
+from gensbi_sharding.nodes import abstract_state, check_node, is_array, is_node, is_scalar
 from gensbi_sharding.sharding import plan_shardings
 
 __all__ = ["CHECKPOINT_SUBDIR", "CheckpointWriter", "Restored", "abstract_state_for",
@@ -38,6 +40,7 @@ def abstract_state_for(node: Any, mesh: Mesh | None, rule: str | RuleTable | Rul
     ----------
     node : nnx.Module or nnx.Optimizer or nnx.State, a tuple, list or dict of them, or a zero-argument factory
         The model (and optimizer) as built for this run; only shapes and dtypes are read (a factory is traced).
+        Python and NumPy scalar variables stay values, restored as saved.
     mesh : jax.sharding.Mesh or None
         None: every array on this process's first device (``rule`` is then not read).
     rule : str or RuleTable or Rule, default "replicated"
@@ -51,11 +54,12 @@ def abstract_state_for(node: Any, mesh: Mesh | None, rule: str | RuleTable | Rul
         If ``rule`` is unknown (``resolve_rule``).
     """
     check_node(node, "abstract_state_for", factory=True)
-    abstract = node if is_node(node) else nnx.eval_shape(node)
+    abstract = node if is_node(node) else nnx.merge(*trace_factory(node, "abstract_state_for"))
     if mesh is not None:
         return plan_shardings(abstract, mesh, rule).abstract_state(abstract)
     device = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
-    return abstract_state(abstract, lambda path, value: device if hasattr(value, "shape") else None)
+    placed = lambda value: is_array(value) or isinstance(value, jax.ShapeDtypeStruct)  # noqa: E731 (not scalars)
+    return abstract_state(abstract, lambda path, value: device if placed(value) else None)
 
 
 @dataclasses.dataclass
@@ -119,6 +123,7 @@ def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.
         if "rng" in saved:
             target["rng"] = jax.ShapeDtypeStruct(saved["rng"].shape, saved["rng"].dtype,
                                                  sharding=key_sharding or _replicated_like(target))
+        scalars = {name: leaf for name, leaf in target.items() if is_scalar(leaf)}
         target = {name: _storage_target(name, leaf) for name, leaf in target.items()}
         # Zero-size arrays are never saved (Orbax refuses them): built here at their target shardings.
         empty = {name: target.pop(name) for name in [n for n, t in target.items() if t.size == 0 and n not in saved]}
@@ -128,6 +133,8 @@ def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.
         loaded = _read(step_dir, "'arrays', 'meta' or 'config'", lambda: checkpointer.restore(step_dir, args=args))
     values, meta = flat_by_path(loaded["arrays"]), loaded["meta"]
     values.update({name: jax.device_put(jnp.zeros(t.shape, t.dtype), t.sharding) for name, t in empty.items()})
+    # A scalar comes back as the type its target holds (Orbax reads it as a 0-d NumPy array).
+    values.update({name: type(leaf)(values[name].item()) for name, leaf in scalars.items()})
     for name, impl in meta.get("key_impls", {}).items():
         values[name] = jax.random.wrap_key_data(values[name], impl=impl)
     pairs, treedef = jax.tree_util.tree_flatten_with_path(abstract_state, is_leaf=is_variable)
@@ -198,7 +205,9 @@ def _read(step_dir: Path, items: str, read: Callable[[], Any]) -> Any:
 
 
 def _storage_target(name: str, leaf: Any) -> jax.ShapeDtypeStruct:
-    """What Orbax restores ``leaf`` from: itself, or its key data for a typed PRNG key."""
+    """What Orbax restores ``leaf`` from: itself, its key data for a typed PRNG key, a 0-d array for a scalar."""
+    if is_scalar(leaf):
+        return np.asarray(leaf)
     if not isinstance(leaf, (jax.ShapeDtypeStruct, jax.Array)) or leaf.sharding is None:
         raise ValueError(f"restore target {name} is {type(leaf).__name__} without a sharding; build "
                          "the target with abstract_state_for(node, mesh, table)")

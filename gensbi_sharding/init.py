@@ -17,7 +17,7 @@ from flax import nnx
 from jax.sharding import Mesh, NamedSharding, SingleDeviceSharding
 
 from gensbi_sharding.rules import RULES, Rule, RuleTable, resolve_rule
-from gensbi_sharding.nodes import check_node, is_array, path_name
+from gensbi_sharding.nodes import check_node, is_array, is_scalar, path_name
 from gensbi_sharding.sharding import Plan, plan_shardings
 
 __all__ = ["GROUP_BYTES", "init_sharded", "abstract_sharded", "init_optimizer_sharded"]
@@ -102,7 +102,8 @@ def abstract_sharded(factory: Callable[[], Any], mesh: Mesh | None,
     factory, rule, warn
         As ``init_sharded``.
     mesh : jax.sharding.Mesh or None
-        None: ``nnx.eval_shape(factory)`` (no shardings; scalar variables abstract too).
+        None: no shardings (as ``nnx.eval_shape(factory)``, but scalar variables keep their values, as in
+        ``init_sharded``'s result).
 
     Warns
     -----
@@ -112,15 +113,13 @@ def abstract_sharded(factory: Callable[[], Any], mesh: Mesh | None,
     Raises
     ------
     ValueError
-        As ``init_sharded``: a bad ``factory`` or ``rule``, or (with a mesh) a constructor reading back a value.
+        As ``init_sharded``: a bad ``factory`` or ``rule``, or a constructor reading back a value.
     TypeError
-        With a mesh, as ``init_sharded``.
+        As ``init_sharded``.
     """
     rule = _check(factory, rule)
     if mesh is None:
-        node = nnx.eval_shape(factory)
-        check_node(node, "abstract_sharded (what the factory returned)")
-        return node
+        return nnx.merge(*trace_factory(factory, "abstract_sharded"))
     graphdef, state, plan = _trace_and_plan(factory, mesh, rule, warn)
     return nnx.merge(graphdef, plan.abstract_state(nnx.merge(graphdef, state)))
 
@@ -236,39 +235,43 @@ def _check(factory: Any, rule: Any) -> Rule:
     return resolve_rule(rule)
 
 
-def _trace_and_plan(factory: Callable[[], Any], mesh: Mesh, rule: Rule, warn: bool) -> tuple[Any, nnx.State, Plan]:
-    """Trace ``factory`` (Python/NumPy scalars keep their values), plan it, warn at the caller's caller."""
+def trace_factory(factory: Callable[[], Any], caller: str = "init_sharded") -> tuple[Any, nnx.State]:
+    """Trace ``factory()`` into its graphdef and abstract state, keeping Python/NumPy scalars' values (which
+    ``nnx.eval_shape`` makes abstract arrays); ``ValueError`` naming ``caller`` if the constructor reads a value."""
     found = {}
 
     def build():
         node = factory()
-        check_node(node, "init_sharded (what the factory returned)")
+        check_node(node, f"{caller} (what the factory returned)")
         graphdef, state = nnx.split(node)
-        found["graphdef"] = graphdef  # static: the same object on every trace
-        found["scalars"] = {path_name(p): v.get_value() for p, v in nnx.to_flat_state(state)
-                            if isinstance(v.get_value(), (bool, int, float, complex, np.generic))}
+        found.update(graphdef=graphdef, scalars={  # graphdef is static: the same object on every trace
+            path_name(p): v.get_value() for p, v in nnx.to_flat_state(state) if is_scalar(v.get_value())})
         return state
 
     try:
         state = jax.eval_shape(build)
     except _READS_TRACED_VALUE as error:
-        raise ValueError(f"init_sharded traces the constructor, which reads a value it computed ({type(error).__name__}"
+        raise ValueError(f"{caller} traces the constructor, which reads a value it computed ({type(error).__name__}"
                          f": {str(error).splitlines()[0]}); compute that value in the factory under "
                          "jax.ensure_compile_time_eval() if it depends on no random draw, or build it eagerly and "
                          "place it: shard_model(factory(), mesh, rule) (in the harness: model.init=eager)") from error
     for path, var in nnx.to_flat_state(state):
-        if path_name(path) in found["scalars"]:
-            var.set_value(found["scalars"][path_name(path)])
-    plan = plan_shardings(nnx.merge(found["graphdef"], state), mesh, rule)
+        var.set_value(found["scalars"].get(path_name(path), var.get_value()))
+    return found["graphdef"], state
+
+
+def _trace_and_plan(factory: Callable[[], Any], mesh: Mesh, rule: Rule, warn: bool) -> tuple[Any, nnx.State, Plan]:
+    """``trace_factory``, then plan it and warn at the caller's caller."""
+    graphdef, state = trace_factory(factory)
+    plan = plan_shardings(nnx.merge(graphdef, state), mesh, rule)
     if warn:
         plan.warn(stacklevel=3)
-    return found["graphdef"], state, plan
+    return graphdef, state, plan
 
 
 def _groups(variables: dict[str, nnx.Variable], n_devices: int) -> list[list[str]]:
     """Paths in groups of at most ``max(GROUP_BYTES, total / n_devices)`` (a larger variable alone)."""
-    sizes = {path: int(np.prod(var.get_value().shape)) * var.get_value().dtype.itemsize
-             for path, var in variables.items()}
+    sizes = {p: int(np.prod(v.get_value().shape)) * v.get_value().dtype.itemsize for p, v in variables.items()}
     limit = max(GROUP_BYTES, sum(sizes.values()) // n_devices)
     groups, size = [], 0
     for path in sorted(sizes, key=lambda p: sizes[p]):  # stable: graph order among equal sizes

@@ -13,7 +13,7 @@ import numpy as np
 from flax import nnx
 from jax.sharding import AbstractMesh, Mesh
 
-__all__ = ["is_int", "is_array", "path_name", "check_mesh", "is_node", "check_node", "abstract_state"]
+__all__ = ["is_int", "is_array", "is_scalar", "path_name", "check_mesh", "is_node", "check_node", "abstract_state"]
 
 
 def is_int(x: Any) -> bool:
@@ -24,6 +24,11 @@ def is_int(x: Any) -> bool:
 def is_array(x: Any) -> bool:
     """True for ``jax.Array`` and ``numpy.ndarray`` only (not for scalars)."""
     return isinstance(x, (jax.Array, np.ndarray))
+
+
+def is_scalar(x: Any) -> bool:
+    """True for Python and NumPy scalars (``bool``, ``int``, ``float``, ``complex``, ``np.generic``): kept as values."""
+    return isinstance(x, (bool, int, float, complex, np.generic))
 
 
 def path_name(path: Sequence[Any]) -> str:

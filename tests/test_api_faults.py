@@ -79,7 +79,9 @@ def model():
     (lambda m, mesh: gs.init_sharded(Block, mesh), ValueError, ["factory 'Block'", "'rngs'", "lambda:"]),
     # Without a mesh the factory's result went unchecked: None was returned as the model.
     (lambda m, mesh: gs.init_sharded(lambda: None, None), TypeError, ["what the factory returned", "got NoneType"]),
-    (lambda m, mesh: gs.abstract_sharded(lambda: 3, None), TypeError, ["what the factory returned", "got ShapeDtype"]),
+    # (It named the abstracted value, "got ShapeDtypeStruct", until mesh=None traced as with a mesh.)
+    (lambda m, mesh: gs.abstract_sharded(lambda: 3, None), TypeError,
+     ["abstract_sharded (what the factory returned)", "got int 3"]),
     # A Lowered (not compiled) program: AttributeError 'Lowered' object has no attribute 'memory_analysis'.
     (lambda m, mesh: gs.compiled_report(jax.jit(lambda x: x).lower(np.ones(2))), ValueError, [".compile()"]),
 ])
