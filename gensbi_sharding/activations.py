@@ -138,8 +138,9 @@ def activation_spec(names: Sequence[str | None], shape: Sequence[int], partition
     ``with_logical_constraint``, the table a ``PartitionAxis``). ``ValueError`` for ``names`` not one
     ``ACTIVATION_NAMES`` key (or None) per dimension, or a ``partition_axis`` that does not fit ``mesh``.
     """
-    if isinstance(names, str):
-        raise ValueError(f"activation names {names!r} must be a sequence, one per dimension: e.g. ({names!r},)")
+    if isinstance(names, str) or not isinstance(names, Sequence):  # None, a number: len() would raise TypeError
+        example = (names,) if isinstance(names, str) else ("batch",) + (None,) * (len(shape) - 1)
+        raise ValueError(f"activation names {names!r} must be a sequence, one per dimension: e.g. {example!r}")
     if len(names) != len(shape):
         raise ValueError(f"activation names {tuple(names)} have {len(names)} entries for an array "
                          f"of shape {tuple(shape)}; give one name (or None) per dimension")

@@ -75,9 +75,9 @@ def compiled_report(compiled: Any) -> dict[str, Any]:
         has an unknown element type.
     """
     if not all(callable(getattr(compiled, name, None)) for name in ("as_text", "memory_analysis")):
-        raise ValueError(f"expected a compiled program, got {type(compiled).__name__} "
-                         "(a Lowered: call .compile()); "
-                         "pass jax.jit(f).lower(*args).compile()")
+        lowered = callable(getattr(compiled, "compile", None))
+        fix = "call its .compile()" if lowered else "pass jax.jit(f).lower(*args).compile()"
+        raise ValueError(f"expected a compiled program, got {type(compiled).__name__}; {fix}")
     collectives = collectives_in_hlo(compiled.as_text())
     try:
         stats = compiled.memory_analysis()

@@ -25,7 +25,8 @@ __all__ = ["bytes_per_device", "partition_specs", "MeshSummary", "VariablePlacem
 def bytes_per_device(tree: Any) -> dict[int, int]:
     """``{device id: bytes}`` (sorted) that this process's devices hold of a pytree's or NNX node's arrays.
 
-    Replicated arrays count whole on each device; leaves other than ``jax.Array`` (NumPy: the host) count nowhere.
+    Replicated arrays count whole on each device; abstract ones (``jax.ShapeDtypeStruct``) by their sharding; other
+    leaves (NumPy: the host; abstract without a sharding) count nowhere.
 
     Parameters
     ----------
@@ -33,7 +34,7 @@ def bytes_per_device(tree: Any) -> dict[int, int]:
     """
     totals: Counter[int] = Counter()
     for leaf in jax.tree.leaves(nnx.state(tree) if nnx.graph.is_graph_node(tree) else tree):
-        if isinstance(leaf, jax.Array):
+        if isinstance(leaf, (jax.Array, jax.ShapeDtypeStruct)):  # an abstract one: a dry run's
             totals.update(_device_bytes(leaf))
     return dict(sorted(totals.items()))
 
@@ -41,7 +42,8 @@ def bytes_per_device(tree: Any) -> dict[int, int]:
 def partition_specs(node: Any) -> dict[str, str]:
     """``{"a/b/c": "PartitionSpec('data', None)"}``: the spec of every array state leaf of an NNX node, as text.
 
-    ``"host"`` for NumPy and for an array whose sharding has no spec (``SingleDeviceSharding``: one device).
+    ``"host"`` for NumPy and for an array whose sharding has no spec (``SingleDeviceSharding``: one device);
+    abstract leaves (``jax.ShapeDtypeStruct``, e.g. of ``abstract_sharded``) too, ``"unplaced"`` without a sharding.
 
     Parameters
     ----------
@@ -54,8 +56,9 @@ def partition_specs(node: Any) -> dict[str, str]:
         If ``node`` is none of these.
     """
     check_node(node, "partition_specs")
-    return {path_name(path): str(getattr(getattr(var.get_value(), "sharding", None), "spec", "host"))
-            for path, var in nnx.to_flat_state(nnx.state(node)) if is_array(var.get_value())}
+    values = {path_name(path): var.get_value() for path, var in nnx.to_flat_state(nnx.state(node))}
+    return {path: str(getattr(getattr(value, "sharding", None), "spec", "host" if is_array(value) else "unplaced"))
+            for path, value in values.items() if is_array(value) or isinstance(value, jax.ShapeDtypeStruct)}
 
 
 @dataclasses.dataclass(frozen=True)

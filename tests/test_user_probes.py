@@ -1,9 +1,11 @@
 """Faults found by using the library as its users do (8 simulated CPU devices), each pinned here.
 
 A model holding Python or NumPy scalar variables (a counter, a flag), which ``init_sharded`` keeps as values, saved
-by ``CheckpointWriter`` and restored onto another mesh and rule through every target ``abstract_state_for`` builds.
+by ``CheckpointWriter`` and restored onto another mesh and rule through every target ``abstract_state_for`` builds;
+``partition_specs`` and ``bytes_per_device`` of an abstract model; ``constrain`` and ``compiled_report`` given the wrong thing.
 """
 
+import re
 import warnings
 
 import jax
@@ -78,3 +80,41 @@ def test_abstract_state_for_names_itself_when_the_factory_returns_no_node():
     with pytest.raises(TypeError, match=r"abstract_state_for \(what the factory returned\).*got int 3"):
         checkpoint.abstract_state_for(lambda: 3, None)
 
+
+def test_partition_specs_reads_an_abstract_model(devices):
+    # Was {}: only concrete arrays were read, so a dry run's abstract_sharded model reported no placement at all.
+    mesh = gs.make_mesh(model_axis=2)
+    abstract = gs.abstract_sharded(build, mesh, "tensor", warn=False)
+    assert gs.partition_specs(abstract) == {"up/bias": "P()", "up/kernel": "P(None, 'model')"}
+    # nnx.eval_shape: no shardings, the scalars abstract too.
+    assert set(gs.partition_specs(nnx.eval_shape(build)).values()) == {"unplaced"}
+    placed = gs.init_sharded(build, mesh, "tensor", warn=False)
+    assert gs.partition_specs(placed) == gs.partition_specs(abstract)
+
+
+@pytest.mark.parametrize("names, example", [(None, "('batch', None)"), (3, "('batch', None)"), ("batch", "('batch',)")])
+def test_constrain_names_not_a_sequence_is_a_clear_error(devices, names, example):
+    # None (or a number) was a bare TypeError from len(): "object of type 'NoneType' has no len()".
+    mesh = gs.make_mesh(model_axis=2)
+    with pytest.raises(ValueError, match=rf"activation names {names!r} must be a sequence.*e\.g\. {re.escape(example)}"):
+        gs.constrain(jnp.ones((8, 4)), names, gs.PartitionAxis(), mesh)
+
+
+@pytest.mark.parametrize("given, fix", [
+    (lambda: jax.jit(lambda x: x).lower(np.ones(2)), "got Lowered; call its .compile()"),
+    (lambda: jax.jit(lambda x: x), "got PjitFunction; pass jax.jit(f).lower(*args).compile()"),
+    (lambda: (lambda x: x), "got function; pass jax.jit(f).lower(*args).compile()")])
+def test_compiled_report_names_the_fix_that_fits_what_it_got(given, fix):
+    # Every refusal said "(a Lowered: call .compile())", a plain function and a jitted one too.
+    with pytest.raises(ValueError, match=re.escape(f"expected a compiled program, {fix}")):
+        gs.compiled_report(given())
+
+
+def test_bytes_per_device_reads_an_abstract_model(devices):
+    # Was {}: the module promises bytes "of a state (abstract too: nothing allocated)", but only jax.Array counted.
+    mesh = gs.make_mesh(model_axis=2)
+    abstract = gs.abstract_sharded(build, mesh, "tensor", warn=False)
+    placed = gs.init_sharded(build, mesh, "tensor", warn=False)
+    # up/kernel (8, 16) float32 split in 2 over "model": 256 B; up/bias (16,) replicated: 64 B.
+    assert gs.bytes_per_device(abstract) == gs.bytes_per_device(placed) == {d: 320 for d in range(8)}
+    assert gs.bytes_per_device(nnx.eval_shape(build)) == {}
