@@ -108,11 +108,15 @@ def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.
     FileNotFoundError
         If ``path`` holds no complete checkpoint, or the step folder is damaged (named, with the reason).
     TypeError
-        If ``path`` or ``base_dir`` is not a str or PathLike, or ``abstract_state`` no NNX node, state or mapping.
+        If ``path`` or ``base_dir`` is not a str or PathLike, ``abstract_state`` no NNX node, state or mapping, or
+        ``key_sharding`` neither None nor a ``jax.sharding.Sharding``.
     ValueError
         If a target leaf has no sharding, or variables are missing, extra or of another shape or dtype (named).
     """
     step_dir = find_checkpoint(path, base_dir)
+    if key_sharding is not None and not isinstance(key_sharding, jax.sharding.Sharding):
+        raise TypeError(f"key_sharding={key_sharding!r:.80} must be a jax.sharding.Sharding or None, e.g. "
+                        "NamedSharding(mesh, PartitionSpec()) (a replicated key)")
     if not is_node(abstract_state) and not (isinstance(abstract_state, Mapping) and abstract_state):
         raise TypeError(f"abstract_state={abstract_state!r:.60} must be the restore target: build it with "
                         "checkpoint.abstract_state_for(model, mesh, rule)")

@@ -19,7 +19,7 @@ import orbax.checkpoint as ocp
 
 from gensbi_sharding.checkpoint_steps import (ITEMS, as_path, committed_steps, flat_by_path, is_prng_key,
                                               item_handlers, nest_by_path)
-from gensbi_sharding.nodes import is_int, is_node
+from gensbi_sharding.nodes import is_int, is_node, is_scalar
 
 __all__ = ["CheckpointWriter"]
 
@@ -129,7 +129,8 @@ class CheckpointWriter:
         Raises
         ------
         ValueError
-            If ``step`` is not an integer >= 0 or already on disk, or ``info`` is not JSON data (nothing is written).
+            If ``step`` is not an integer >= 0 or not after every step on disk, or ``info`` is not JSON data (nothing
+            is written).
         RuntimeError
             If the writer is closed.
         TypeError
@@ -143,9 +144,12 @@ class CheckpointWriter:
             raise ValueError(f"step={step!r} must be an integer >= 0 (the training step of the state)")
         if step == self.last_saved:
             return False
-        if step in self._manager.all_steps():  # Orbax's StepAlreadyExistsError would come after the checks
-            raise ValueError(f"step {step} is already saved in {self.directory} (steps {self._manager.all_steps()}); "
-                             "save under a step not on disk, or write to another directory")
+        steps = self._manager.all_steps()
+        if steps and step <= max(steps):  # Orbax's StepAlreadyExistsError would come after the checks
+            # An older step would be saved, then ``keep`` would delete newer ones and ``latest`` never pick it.
+            what = "is already saved" if step in steps else f"is older than step {max(steps)}, the newest"
+            raise ValueError(f"step {step} {what} in {self.directory} (steps {steps}); save under a step after "
+                             f"{max(steps)}, or write to another directory")
         if not is_node(state) and not (isinstance(state, Mapping) and state):
             raise TypeError(f"state={state!r:.60} must be an nnx.State (nnx.state(model)) or a mapping of arrays")
         if not (isinstance(key, jax.Array) and is_prng_key(key)):
@@ -244,10 +248,12 @@ def _finite_flags(leaves: list[jax.Array]) -> jax.Array:
 
 
 def _non_finite(state: Any) -> list[str]:
-    """Names ("a/b/c") of the floating-point arrays of ``state`` holding NaN or inf."""
-    flat = {name: leaf for name, leaf in flat_by_path(state).items()
-            if isinstance(leaf, jax.Array) and jnp.issubdtype(leaf.dtype, jnp.inexact)}
-    if not flat:
-        return []
-    flags = np.asarray(_finite_flags(list(flat.values())))
-    return [name for name, ok in zip(flat, flags) if not ok]
+    """Names ("a/b/c") of the floating-point leaves of ``state`` holding NaN or inf: on devices, the host, scalars."""
+    flat = flat_by_path(state)
+    device = {name: leaf for name, leaf in flat.items()
+              if isinstance(leaf, jax.Array) and jnp.issubdtype(leaf.dtype, jnp.inexact)}
+    flags = np.asarray(_finite_flags(list(device.values()))) if device else []
+    bad = {name for name, ok in zip(device, flags) if not ok} | {  # NumPy and scalars: checked on the host
+        name for name, leaf in flat.items() if (isinstance(leaf, np.ndarray) or is_scalar(leaf))
+        and jnp.issubdtype(np.asarray(leaf).dtype, jnp.inexact) and not np.isfinite(leaf).all()}
+    return [name for name in flat if name in bad]

@@ -116,6 +116,7 @@ def _leaf_handlers() -> Any:
     th, parallel = ocp.type_handlers, None if jax.default_backend() != "cpu" else False  # None: Orbax's default
     return th.create_type_handler_registry(
         (int, th.ScalarHandler()), (float, th.ScalarHandler()), (np.number, th.ScalarHandler()),
+        (np.bool_, th.ScalarHandler()),  # not an np.number: Orbax's "TypeHandler lookup failed" traceback
         (np.ndarray, th.NumpyHandler()), (jax.Array, th.ArrayHandler(use_replica_parallel=parallel)))
 
 

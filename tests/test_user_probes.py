@@ -2,7 +2,9 @@
 
 A model holding Python or NumPy scalar variables (a counter, a flag), which ``init_sharded`` keeps as values, saved
 by ``CheckpointWriter`` and restored onto another mesh and rule through every target ``abstract_state_for`` builds;
-``partition_specs`` and ``bytes_per_device`` of an abstract model; ``constrain`` and ``compiled_report`` given the wrong thing.
+``partition_specs`` and ``bytes_per_device`` of an abstract model; ``constrain`` and ``compiled_report`` given the
+wrong thing; ``CheckpointWriter`` given an older step, NaN on the host or a NumPy bool; ``restore`` a mesh as
+``key_sharding``.
 """
 
 import re
@@ -13,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from flax import nnx
+from jax.sharding import NamedSharding, PartitionSpec as P
 
 import gensbi_sharding as gs
 from gensbi_sharding import checkpoint
@@ -96,7 +99,8 @@ def test_partition_specs_reads_an_abstract_model(devices):
 def test_constrain_names_not_a_sequence_is_a_clear_error(devices, names, example):
     # None (or a number) was a bare TypeError from len(): "object of type 'NoneType' has no len()".
     mesh = gs.make_mesh(model_axis=2)
-    with pytest.raises(ValueError, match=rf"activation names {names!r} must be a sequence.*e\.g\. {re.escape(example)}"):
+    needle = rf"activation names {names!r} must be a sequence.*e\.g\. {re.escape(example)}"
+    with pytest.raises(ValueError, match=needle):
         gs.constrain(jnp.ones((8, 4)), names, gs.PartitionAxis(), mesh)
 
 
@@ -118,3 +122,53 @@ def test_bytes_per_device_reads_an_abstract_model(devices):
     # up/kernel (8, 16) float32 split in 2 over "model": 256 B; up/bias (16,) replicated: 64 B.
     assert gs.bytes_per_device(abstract) == gs.bytes_per_device(placed) == {d: 320 for d in range(8)}
     assert gs.bytes_per_device(nnx.eval_shape(build)) == {}
+
+
+def replicated_target(mesh, **shapes):
+    return {name: jax.ShapeDtypeStruct(shape, jnp.float32, sharding=NamedSharding(mesh, P()))
+            for name, shape in shapes.items()}
+
+
+def test_a_step_older_than_the_newest_on_disk_is_refused(tmp_path):
+    # Was saved: with steps [5, 6] and keep=2, saving 3 deleted 5 (newer) and latest() still named 6.
+    with checkpoint.CheckpointWriter(tmp_path, keep=2) as writer:
+        for step in (5, 6):
+            writer.save(step, {"a": jnp.full(2, float(step))}, jax.random.key(0))
+        with pytest.raises(ValueError, match=r"step 3 is older than step 6, the newest in .* \(steps \[5, 6\]\); "
+                                             r"save under a step after 6"):
+            writer.save(3, {"a": jnp.zeros(2)}, jax.random.key(0))
+        with pytest.raises(ValueError, match=r"step 5 is already saved in"):
+            writer.save(5, {"a": jnp.zeros(2)}, jax.random.key(0))
+        assert writer.save(7, {"a": jnp.ones(2)}, jax.random.key(0))
+    assert checkpoint.committed_steps(tmp_path) == [6, 7]
+
+
+@pytest.mark.parametrize("leaf", [np.array([1.0, np.nan]), float("inf"), np.float32(np.nan)])
+def test_non_finite_host_leaves_are_not_saved(tmp_path, leaf):
+    # Was saved: only jax.Array leaves were checked, so NumPy and scalar NaN/inf went to disk.
+    with checkpoint.CheckpointWriter(tmp_path) as writer:
+        with pytest.raises(FloatingPointError, match=r"step 1 is not finite \(1 array\(s\) hold NaN or inf, e\.g\. b\)"
+                           ):
+            writer.save(1, {"a": jnp.ones(2), "b": leaf, "n": 3}, jax.random.key(0))
+        assert writer.steps() == []
+
+
+def test_a_numpy_bool_leaf_saves_and_restores(tmp_path, devices):
+    # Was Orbax's "TypeHandler lookup failed for: type=<class 'numpy.bool'>" traceback: np.bool_ is no np.number.
+    mesh = gs.make_mesh(model_axis=2)
+    with checkpoint.CheckpointWriter(tmp_path) as writer:
+        writer.save(1, {"a": jnp.ones(2), "done": np.bool_(True)}, jax.random.key(0))
+    restored = checkpoint.restore(tmp_path, {**replicated_target(mesh, a=(2,)), "done": np.bool_(False)})
+    assert type(restored.state["done"]) is np.bool_ and restored.state["done"]
+
+
+def test_restore_refuses_a_key_sharding_that_is_no_sharding(tmp_path, devices):
+    # Was JAX's "sharding should be an instance of `jax.sharding.Sharding`..." from deep inside Orbax.
+    mesh = gs.make_mesh(model_axis=2)
+    with checkpoint.CheckpointWriter(tmp_path) as writer:
+        writer.save(1, {"a": jnp.ones(2)}, jax.random.key(0))
+    with pytest.raises(TypeError, match=r"key_sharding=Mesh\(.* must be a jax\.sharding\.Sharding or None, e\.g\. "
+                                        r"NamedSharding\(mesh, PartitionSpec\(\)\)"):
+        checkpoint.restore(tmp_path, replicated_target(mesh, a=(2,)), key_sharding=mesh)
+    key = checkpoint.restore(tmp_path, replicated_target(mesh, a=(2,)), key_sharding=NamedSharding(mesh, P())).key
+    assert key.sharding == NamedSharding(mesh, P()) and jax.random.key_data(key).tolist() == [0, 0]
