@@ -62,6 +62,7 @@ def logical_axes_of(var: nnx.Variable) -> tuple[str | None, ...] | None:
     """The logical axis names on ``var`` (one per dimension), or None when it carries no annotation.
 
     The one reader of Flax's metadata key, renamed twice: ``out_sharding``, then ``sharding_names``, ``sharding``.
+    A bare string (``out_sharding="embed"``) names one dimension, ``("embed",)``, not one per character.
 
     Parameters
     ----------
@@ -71,7 +72,7 @@ def logical_axes_of(var: nnx.Variable) -> tuple[str | None, ...] | None:
     for key in ("out_sharding", "sharding_names", "sharding"):
         names = metadata.get(key)
         if names is not None:
-            return tuple(names)
+            return (names,) if isinstance(names, str) else tuple(names)
     return None
 
 

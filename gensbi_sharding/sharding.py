@@ -169,12 +169,13 @@ def plan_shardings(node: Any, mesh: Mesh, rule: str | RuleTable | Rule = "replic
 def place(node: Any, plan: Plan) -> None:
     """Move every planned variable of ``node`` to its sharding, in place; warns nothing.
 
-    Variables already placed as planned keep their very buffers.
+    Variables already placed as planned keep their very buffers; abstract ones (``jax.ShapeDtypeStruct``, e.g. of
+    ``abstract_sharded``) take the planned sharding, as ``Plan.abstract_state`` gives it.
 
     Parameters
     ----------
     node : NNX graph node
-        Concrete; unplanned variables are left alone.
+        Unplanned variables are left alone.
     plan : Plan
     """
     for path, var in nnx.graph.iter_graph(node):
@@ -184,7 +185,9 @@ def place(node: Any, plan: Plan) -> None:
         value, target = var.get_value(), plan.sharding(key)
         if isinstance(value, jax.Array) and value.sharding.is_equivalent_to(target, value.ndim):
             continue
-        var.set_value(jax.device_put(value, target))
+        # An abstract value has nothing to move (jax.device_put would refuse it): it takes the sharding.
+        var.set_value(value.update(sharding=target) if isinstance(value, jax.ShapeDtypeStruct)
+                      else jax.device_put(value, target))
 
 
 def shard_model(node: Any, mesh: Mesh | None, rule: str = "replicated") -> None:

@@ -4,7 +4,7 @@ A model holding Python or NumPy scalar variables (a counter, a flag), which ``in
 by ``CheckpointWriter`` and restored onto another mesh and rule through every target ``abstract_state_for`` builds;
 ``partition_specs`` and ``bytes_per_device`` of an abstract model; ``constrain`` and ``compiled_report`` given the
 wrong thing; ``CheckpointWriter`` given an older step, NaN on the host or a NumPy bool; ``restore`` a mesh as
-``key_sharding``.
+``key_sharding``; a bare string annotation; ``shard_model`` of an abstract model.
 """
 
 import re
@@ -172,3 +172,35 @@ def test_restore_refuses_a_key_sharding_that_is_no_sharding(tmp_path, devices):
         checkpoint.restore(tmp_path, replicated_target(mesh, a=(2,)), key_sharding=mesh)
     key = checkpoint.restore(tmp_path, replicated_target(mesh, a=(2,)), key_sharding=NamedSharding(mesh, P())).key
     assert key.sharding == NamedSharding(mesh, P()) and jax.random.key_data(key).tolist() == [0, 0]
+
+
+class StringAnnotated(nnx.Module):
+    def __init__(self):
+        self.p = nnx.Param(jnp.ones((8,)), out_sharding="embed", eager_sharding=False)
+        self.q = nnx.Param(jnp.ones((8, 4)), out_sharding="embed", eager_sharding=False)
+
+
+def test_a_bare_string_annotation_names_one_dimension(devices):
+    # Was read one name per character: ('e', 'm', 'b', 'e', 'd'), "annotation rank 5 != array rank 1".
+    mesh = gs.make_mesh(model_axis=2)
+    model = StringAnnotated()
+    assert gs.logical_axes_of(model.p) == ("embed",)
+    plan = gs.plan_shardings(model, mesh, "fsdp")
+    assert plan.specs == {"p": P("data"), "q": P()}
+    assert plan.fallbacks == {"q": "annotation rank 1 != array rank 2"}
+
+
+def test_shard_model_places_an_abstract_model_as_abstract_sharded_does(devices):
+    # Was JAX's "Argument of type <class 'jax.ShapeDtypeStruct'> is not a valid JAX type" from jax.device_put.
+    mesh = gs.make_mesh(model_axis=2)
+    abstract = gs.abstract_sharded(build, None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the experimental-rule notice
+        gs.shard_model(abstract, mesh, "tensor")
+    planned = gs.abstract_sharded(build, mesh, "tensor", warn=False)
+    assert gs.partition_specs(abstract) == gs.partition_specs(planned) == {"up/bias": "P()",
+                                                                           "up/kernel": "P(None, 'model')"}
+    assert gs.bytes_per_device(abstract) == gs.bytes_per_device(planned)
+    assert isinstance(abstract.up.kernel.get_value(), jax.ShapeDtypeStruct) and abstract.count.get_value() == 5
+    gs.place(abstract, gs.plan_shardings(abstract, mesh, "fsdp"))  # then under another rule
+    assert gs.partition_specs(abstract)["up/kernel"] == "P('data', None)"
