@@ -98,6 +98,8 @@ def host_to_global_array(host_arrays: Any, *, partition: Any = DataPartitionType
         path = jax.tree_util.keystr(keypath)
         if not is_array(leaf):
             continue
+        if isinstance(leaf, jax.core.Tracer):  # mesh= given inside jax.jit: is_fully_addressable would raise
+            raise ValueError(_OUTSIDE_JIT)
         if isinstance(leaf, jax.Array) and not leaf.is_fully_addressable:
             raise ValueError(f"leaf {path or '<root>'} is already a global array spanning processes; "
                              "pass this process's rows as a numpy or local jax array")
@@ -108,6 +110,9 @@ def host_to_global_array(host_arrays: Any, *, partition: Any = DataPartitionType
     return jax.tree.unflatten(treedef, leaves)
 
 
+_OUTSIDE_JIT = "host_to_global_array runs outside jax.jit; call it on host data before the step function"
+
+
 def _concrete_mesh(mesh: Mesh | None) -> Mesh:
     if mesh is not None:
         if not isinstance(mesh, Mesh):
@@ -116,8 +121,7 @@ def _concrete_mesh(mesh: Mesh | None) -> Mesh:
     try:
         active = jax.sharding.get_mesh()
     except ValueError as err:  # inside jit: only the abstract mesh exists
-        raise ValueError("host_to_global_array runs outside jax.jit; call it on host data "
-                         "before the step function") from err
+        raise ValueError(_OUTSIDE_JIT) from err
     if active.empty:
         what = ("only an abstract mesh is active (jax.sharding.use_abstract_mesh), which has "
                 "no devices" if not jax.sharding.get_abstract_mesh().empty else "no mesh is active")

@@ -4,7 +4,7 @@ A model holding Python or NumPy scalar variables (a counter, a flag), which ``in
 by ``CheckpointWriter`` and restored onto another mesh and rule through every target ``abstract_state_for`` builds;
 ``partition_specs`` and ``bytes_per_device`` of an abstract model; ``constrain`` and ``compiled_report`` given the
 wrong thing; ``CheckpointWriter`` given an older step, NaN on the host or a NumPy bool; ``restore`` a mesh as
-``key_sharding``; a bare string annotation; ``shard_model`` of an abstract model.
+``key_sharding``; a bare string annotation; ``shard_model`` of an abstract model; ``host_to_global_array`` in jit.
 """
 
 import re
@@ -204,3 +204,12 @@ def test_shard_model_places_an_abstract_model_as_abstract_sharded_does(devices):
     assert isinstance(abstract.up.kernel.get_value(), jax.ShapeDtypeStruct) and abstract.count.get_value() == 5
     gs.place(abstract, gs.plan_shardings(abstract, mesh, "fsdp"))  # then under another rule
     assert gs.partition_specs(abstract)["up/kernel"] == "P('data', None)"
+
+
+def test_host_to_global_array_inside_jit_with_a_mesh_says_to_call_it_outside(devices):
+    # Without mesh= it said so; with mesh= given it was JAX's ConcretizationTypeError (is_fully_addressable).
+    mesh = gs.make_mesh(model_axis=2)
+    for given in ({"mesh": mesh}, {}):
+        with gs.mesh_context(mesh), pytest.raises(ValueError, match="host_to_global_array runs outside jax.jit; "
+                                                                    "call it on host data before the step function"):
+            jax.jit(lambda a: gs.host_to_global_array(a, **given))(np.ones((16, 2), np.float32))
