@@ -24,7 +24,7 @@ from gensbi_sharding.checkpoint_steps import (CHECKPOINT_SUBDIR, committed_steps
                                               is_prng_key, is_variable, item_handlers, nest_by_path, path_key)
 from gensbi_sharding.rules import Rule, RuleTable
 from gensbi_sharding.init import trace_factory
-from gensbi_sharding.nodes import abstract_state, check_node, is_array, is_node, is_scalar
+from gensbi_sharding.nodes import abstract_state, check_node, is_array, is_node, is_scalar, node_state
 from gensbi_sharding.sharding import plan_shardings
 
 __all__ = ["CHECKPOINT_SUBDIR", "CheckpointWriter", "Restored", "abstract_state_for",
@@ -99,7 +99,8 @@ def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.
     path, base_dir : str or os.PathLike (base_dir also None, the default)
         As ``find_checkpoint``.
     abstract_state : nnx.State or non-empty mapping
-        The restore target, ``abstract_state_for(model, mesh, rule)``; every leaf needs a sharding.
+        The restore target, ``abstract_state_for(model, mesh, rule)``; every leaf needs a sharding. A graph node
+        (a placed Module) is read, and restored, as its ``nnx.state``.
     key_sharding : jax.sharding.Sharding or None, default None
         Where the RNG key goes; None: replicated on the target's mesh (or this process's first device).
 
@@ -120,6 +121,7 @@ def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.
     if not is_node(abstract_state) and not (isinstance(abstract_state, Mapping) and abstract_state):
         raise TypeError(f"abstract_state={abstract_state!r:.60} must be the restore target: build it with "
                         "checkpoint.abstract_state_for(model, mesh, rule)")
+    abstract_state = node_state(abstract_state)  # a Module: its nnx.state, tied weights once (as saved)
     with ocp.Checkpointer(ocp.CompositeCheckpointHandler(**item_handlers())) as checkpointer:
         metadata = _read(step_dir, "'arrays'", lambda: checkpointer.metadata(step_dir).item_metadata["arrays"].tree)
         saved = flat_by_path(metadata)

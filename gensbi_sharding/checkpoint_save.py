@@ -19,7 +19,7 @@ import orbax.checkpoint as ocp
 
 from gensbi_sharding.checkpoint_steps import (ITEMS, as_path, committed_steps, flat_by_path, is_prng_key,
                                               item_handlers, nest_by_path)
-from gensbi_sharding.nodes import is_int, is_node, is_scalar
+from gensbi_sharding.nodes import is_int, is_node, is_scalar, node_state
 
 __all__ = ["CheckpointWriter"]
 
@@ -113,8 +113,8 @@ class CheckpointWriter:
         step : int
             The training step of ``state``, >= 0; the step folder's name.
         state : nnx.State or mapping of arrays
-            The train state (``nnx.state((model, optimizer))``), any mesh; zero-size arrays (Orbax cannot save
-            them) are left out and rebuilt by ``restore``.
+            The train state (``nnx.state((model, optimizer))``; graph nodes are read as their ``nnx.state``), any
+            mesh; zero-size arrays (Orbax cannot save them) are left out and rebuilt by ``restore``.
         key : jax.Array
             A typed PRNG key (``jax.random.key(0)``), any shape.
         info : mapping or None, default None
@@ -155,6 +155,7 @@ class CheckpointWriter:
         if not (isinstance(key, jax.Array) and is_prng_key(key)):
             raise TypeError(f"key={key!r:.60} must be a typed JAX PRNG key, e.g. jax.random.key(0)")
         info = _checked_json(info, "info", "e.g. {'best_step': 3}")
+        state = node_state(state)  # a Module as a pytree would save tied weights twice, under two names
         bad = _non_finite(state)
         if bad:
             latest = self.latest()

@@ -13,7 +13,8 @@ import numpy as np
 from flax import nnx
 from jax.sharding import AbstractMesh, Mesh
 
-__all__ = ["is_int", "is_array", "is_scalar", "path_name", "check_mesh", "is_node", "check_node", "abstract_state"]
+__all__ = ["is_int", "is_array", "is_scalar", "path_name", "check_mesh", "is_node", "check_node", "node_state",
+           "abstract_state"]
 
 
 def is_int(x: Any) -> bool:
@@ -58,6 +59,17 @@ def check_node(node: Any, caller: str, *, factory: bool = False) -> None:
     also = ", or a zero-argument factory building one" if factory else ""
     raise TypeError(f"{caller} takes an NNX graph node (a Module, nnx.Optimizer, nnx.State, or a tuple or "
                     f"dict of them{also}), got {type(node).__name__} {node!r:.60}")
+
+
+def node_state(tree: Any) -> Any:
+    """``nnx.state(tree)`` if ``tree`` is or holds a Module, ``nnx.Optimizer`` or other NNX graph node, else ``tree``.
+
+    Read as a pytree, a Module lists a variable two attributes share (tied weights) twice, under two paths. Variables
+    (graph nodes too) are no reason: a pytree of states keeps its layout, a variable it holds twice included.
+    """
+    def module_like(x: Any) -> bool:
+        return nnx.graph.is_graph_node(x) and not isinstance(x, nnx.Variable)
+    return nnx.state(tree) if any(map(module_like, jax.tree.leaves(tree, is_leaf=module_like))) else tree
 
 
 def abstract_state(node: Any, sharding_for: Callable[[str, Any], jax.sharding.Sharding | None]) -> nnx.State:

@@ -16,7 +16,7 @@ from flax import nnx
 from jax.sharding import Mesh, NamedSharding
 
 from gensbi_sharding.batch import batch_size_divisor
-from gensbi_sharding.nodes import check_mesh, check_node, is_array, is_int, path_name
+from gensbi_sharding.nodes import check_mesh, check_node, is_array, is_int, node_state, path_name
 
 __all__ = ["bytes_per_device", "partition_specs", "MeshSummary", "VariablePlacement", "PlacementReport",
            "describe", "summarize_mesh", "mesh_init_simulate"]
@@ -30,10 +30,10 @@ def bytes_per_device(tree: Any) -> dict[int, int]:
 
     Parameters
     ----------
-    tree : pytree or any NNX graph node (nnx.Module, nnx.Optimizer, ...)
+    tree : pytree or any NNX graph node (nnx.Module, nnx.Optimizer, ...), or a tuple, list or dict of them
     """
     totals: Counter[int] = Counter()
-    for leaf in jax.tree.leaves(nnx.state(tree) if nnx.graph.is_graph_node(tree) else tree):
+    for leaf in jax.tree.leaves(node_state(tree)):  # a variable shared by two modules counts once
         if isinstance(leaf, (jax.Array, jax.ShapeDtypeStruct)):  # an abstract one: a dry run's
             totals.update(_device_bytes(leaf))
     return dict(sorted(totals.items()))

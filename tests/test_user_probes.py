@@ -4,7 +4,8 @@ A model holding Python or NumPy scalar variables (a counter, a flag), which ``in
 by ``CheckpointWriter`` and restored onto another mesh and rule through every target ``abstract_state_for`` builds;
 ``partition_specs`` and ``bytes_per_device`` of an abstract model; ``constrain`` and ``compiled_report`` given the
 wrong thing; ``CheckpointWriter`` given an older step, NaN on the host or a NumPy bool; ``restore`` a mesh as
-``key_sharding``; a bare string annotation; ``shard_model`` of an abstract model; ``host_to_global_array`` in jit.
+``key_sharding``; a bare string annotation; ``shard_model`` of an abstract model; ``host_to_global_array`` in
+jit; tied weights in a tuple of nodes (bytes, checkpoints).
 """
 
 import re
@@ -13,6 +14,7 @@ import warnings
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 from flax import nnx
 from jax.sharding import NamedSharding, PartitionSpec as P
@@ -213,3 +215,56 @@ def test_host_to_global_array_inside_jit_with_a_mesh_says_to_call_it_outside(dev
         with gs.mesh_context(mesh), pytest.raises(ValueError, match="host_to_global_array runs outside jax.jit; "
                                                                     "call it on host data before the step function"):
             jax.jit(lambda a: gs.host_to_global_array(a, **given))(np.ones((16, 2), np.float32))
+
+
+class Tied(nnx.Module):
+    def __init__(self, rngs):
+        self.encode = nnx.Linear(8, 16, rngs=rngs, kernel_metadata=gs.axes("embed", "mlp"))
+        self.decode = self.encode  # one variable, two attributes (tied weights)
+
+
+def test_tied_weights_count_once_in_a_tuple_of_nodes(devices):
+    # Was 2x for the model: a tuple, list or dict of nodes was read as a pytree, listing the shared variable twice.
+    mesh = gs.make_mesh(model_axis=2)
+    model = gs.init_sharded(lambda: Tied(nnx.Rngs(0)), mesh, "fsdp", warn=False)
+    optimizer = gs.init_optimizer_sharded(model, optax.adam(1e-3), "fsdp")
+    alone = gs.bytes_per_device(model)[0]
+    assert alone == 128 // 4 * 4 + 64  # kernel (8, 16) f32 split over data=4, bias (16,) whole
+    assert gs.bytes_per_device({"model": model})[0] == alone
+    assert gs.bytes_per_device((model, optimizer))[0] == alone + gs.bytes_per_device(optimizer)[0]
+
+
+@pytest.mark.parametrize("given", ["model", "tuple"])
+def test_a_model_with_tied_weights_saved_as_a_node_restores(tmp_path, devices, given):
+    # Was saved as a pytree: "encode/kernel" and "decode/kernel" both, so restoring the very model it was
+    # saved from failed with "state/decode/kernel: in the checkpoint, not in the model ... hyperparameters".
+    mesh = gs.make_mesh(model_axis=2)
+    model = gs.init_sharded(lambda: Tied(nnx.Rngs(0)), mesh, "fsdp", warn=False)
+    optimizer = gs.init_optimizer_sharded(model, optax.adam(1e-3), "fsdp")
+    nodes = model if given == "model" else (model, optimizer)
+    with checkpoint.CheckpointWriter(tmp_path) as writer:
+        writer.save(1, nodes, jax.random.key(0))
+    # The tensor plan's target, and the nodes themselves (a target node is read as its nnx.state, where it lies).
+    for target, spec in ((checkpoint.abstract_state_for(nodes, mesh, "tensor"), P(None, "model")),
+                         (nodes, P("data", None))):
+        state = checkpoint.restore(tmp_path, target).state
+        (name, layer), = (state if given == "model" else state[0]).items()  # once, as nnx.state names it
+        kernel = layer["kernel"].get_value()
+        assert name in ("encode", "decode") and kernel.sharding.spec == spec
+        np.testing.assert_array_equal(np.asarray(kernel), np.asarray(model.encode.kernel.get_value()))
+
+
+def test_a_dict_of_states_sharing_variables_keeps_its_layout(tmp_path, devices):
+    # The harness saves its best weights beside the weights they copy (one State's variables, twice): only graph
+    # nodes holding a shared variable are read as nnx.state, never a pytree of states.
+    mesh = gs.make_mesh(model_axis=2)
+    state = nnx.state(gs.init_sharded(lambda: Tied(nnx.Rngs(0)), mesh, "fsdp", warn=False))
+    with checkpoint.CheckpointWriter(tmp_path) as writer:
+        writer.save(1, {"0": state, "best": state}, jax.random.key(0))
+    target = checkpoint.abstract_state_for(lambda: Tied(nnx.Rngs(1)), mesh, "tensor")
+    restored = checkpoint.restore(tmp_path, {"0": target, "best": target}).state
+    assert sorted(restored) == ["0", "best"]
+    (layer,) = state  # "decode" or "encode": nnx.state names the tied layer once
+    for name in ("0", "best"):
+        np.testing.assert_array_equal(np.asarray(restored[name][layer]["kernel"].get_value()),
+                                      np.asarray(state[layer]["kernel"].get_value()))
