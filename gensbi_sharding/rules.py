@@ -99,11 +99,23 @@ class Rule:
     table : RuleTable
     builtin : bool, default False
         True for the contract's rules ("replicated" then ignores annotations).
+
+    Raises
+    ------
+    ValueError
+        If ``table`` is not a mapping, or ``check_table`` rejects it (a key not in ``LOGICAL_AXES``, a bad value).
     """
 
     name: str
     table: RuleTable
     builtin: bool = False
+
+    def __post_init__(self) -> None:
+        # Checked however a Rule is made: built directly, a mistyped key would silently split nothing.
+        if not isinstance(self.table, Mapping):
+            raise ValueError(f"Rule table={self.table!r:.60} must be a mapping of logical axis -> mesh axes, "
+                             "e.g. {'embed': 'data'}")
+        check_table(self.table)
 
     @property
     def reads_annotations(self) -> bool:
@@ -134,8 +146,7 @@ def resolve_rule(rule: str | RuleTable | Rule) -> Rule:
     if isinstance(rule, Rule):
         return rule
     if isinstance(rule, Mapping):
-        check_table(rule)
-        return Rule("custom", dict(rule))
+        return Rule("custom", dict(rule))  # checked by Rule
     if rule is None or isinstance(rule, str):
         if rule in RULES:
             return Rule(rule, dict(RULES[rule]), builtin=True)

@@ -5,7 +5,7 @@ by ``CheckpointWriter`` and restored onto another mesh and rule through every ta
 ``partition_specs`` and ``bytes_per_device`` of an abstract model; ``constrain`` and ``compiled_report`` given the
 wrong thing; ``CheckpointWriter`` given an older step, NaN on the host or a NumPy bool; ``restore`` a mesh as
 ``key_sharding``; a bare string annotation; ``shard_model`` of an abstract model; ``host_to_global_array`` in
-jit; tied weights in a tuple of nodes (bytes, checkpoints).
+jit; tied weights in a tuple of nodes (bytes, checkpoints); a ``Rule`` built directly.
 """
 
 import re
@@ -268,3 +268,15 @@ def test_a_dict_of_states_sharing_variables_keeps_its_layout(tmp_path, devices):
     for name in ("0", "best"):
         np.testing.assert_array_equal(np.asarray(restored[name][layer]["kernel"].get_value()),
                                       np.asarray(state[layer]["kernel"].get_value()))
+
+
+@pytest.mark.parametrize("table, error", [
+    ({"embd": "data"}, r"rule table key 'embd' is not a logical axis; valid keys: embed, mlp"),
+    ({"embed": 3}, r"rule table entry \{'embed': 3\}: a value must be a mesh axis name"),
+    ([("embed", "data")], r"Rule table=\[\('embed', 'data'\)\] must be a mapping of logical axis -> mesh axes")])
+def test_a_rule_built_directly_is_checked_as_a_table_is(table, error):
+    # Was unchecked: a typo split nothing without a word ({'embd': ...}), other values gave TypeError or
+    # AttributeError from inside plan_shardings.
+    with pytest.raises(ValueError, match=error):
+        gs.Rule("mine", table)
+    assert gs.resolve_rule(gs.Rule("mine", {"embed": ["data"]})).table == {"embed": ["data"]}
