@@ -251,10 +251,11 @@ def trace_factory(factory: Callable[[], Any], caller: str = "init_sharded") -> t
     try:
         state = jax.eval_shape(build)
     except _READS_TRACED_VALUE as error:
+        eager = ("pass the built model: abstract_state_for(factory(), mesh, rule)" if caller == "abstract_state_for"
+                 else "place it: shard_model(factory(), mesh, rule) (in the harness: model.init=eager)")
         raise ValueError(f"{caller} traces the constructor, which reads a value it computed ({type(error).__name__}"
-                         f": {str(error).splitlines()[0]}); compute that value in the factory under "
-                         "jax.ensure_compile_time_eval() if it depends on no random draw, or build it eagerly and "
-                         "place it: shard_model(factory(), mesh, rule) (in the harness: model.init=eager)") from error
+                         f": {str(error).splitlines()[0]}); compute that value under jax.ensure_compile_time_eval() "
+                         f"if it depends on no random draw, or build it eagerly and {eager}") from error
     for path, var in nnx.to_flat_state(state):
         var.set_value(found["scalars"].get(path_name(path), var.get_value()))
     return found["graphdef"], state

@@ -280,3 +280,23 @@ def test_a_rule_built_directly_is_checked_as_a_table_is(table, error):
     with pytest.raises(ValueError, match=error):
         gs.Rule("mine", table)
     assert gs.resolve_rule(gs.Rule("mine", {"embed": ["data"]})).table == {"embed": ["data"]}
+
+
+class ReadsBack(nnx.Module):
+    def __init__(self, rngs):
+        w = jax.random.normal(rngs.params(), (8, 4))
+        self.w = nnx.Param(w / float(jnp.abs(w).max()), **gs.axes("embed", None))
+
+
+def test_abstract_state_for_a_factory_reading_back_a_value_names_its_own_fix(devices):
+    # Traced as init_sharded traces (to keep scalars): the refusal names abstract_state_for and the built model
+    # (it was nnx.eval_shape's bare ConcretizationTypeError); init_sharded's still names shard_model.
+    mesh = gs.make_mesh(model_axis=2)
+    with pytest.raises(ValueError, match=r"^abstract_state_for traces the constructor, which reads a value it "
+                                         r"computed .*build it eagerly and pass the built model: "
+                                         r"abstract_state_for\(factory\(\), mesh, rule\)$"):
+        checkpoint.abstract_state_for(lambda: ReadsBack(nnx.Rngs(0)), mesh, "fsdp")
+    with pytest.raises(ValueError, match=r"^init_sharded traces .*place it: shard_model\(factory\(\), mesh, rule\)"):
+        gs.init_sharded(lambda: ReadsBack(nnx.Rngs(0)), mesh, "fsdp")
+    target = checkpoint.abstract_state_for(ReadsBack(nnx.Rngs(0)), mesh, "fsdp")  # the fix it names
+    assert target["w"].get_value().sharding.spec == P("data", None)
