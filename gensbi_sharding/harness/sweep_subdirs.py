@@ -1,0 +1,108 @@
+"""The folder each job of a sweep will get (``hydra.sweep.subdir``), checked before any job runs.
+
+Hydra resolves ``hydra.sweep.subdir`` per job, inside the launcher, and writes the job's ``.hydra/``
+record there before the job (or any callback of ours) runs. A subdir that resolves to one folder for
+two jobs (``${rule.name}`` while sweeping ``mesh.model_axis``) would let the second job relabel the
+first one's results; so each job's subdir is resolved here, as the launcher will, before the sweep starts.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["job_subdirs", "colliding_subdirs_problem"]
+
+#: Subdirs that name the job's number (or its launcher id): one folder per job whatever the swept values.
+_PER_JOB = ("hydra.job.num", "hydra.job.id")
+
+
+def job_subdirs(config: Any, jobs: Sequence[Sequence[str]]) -> list[str] | None:
+    """Each job's ``hydra.sweep.subdir`` as Hydra's launcher resolves it; None outside a running Hydra app.
+
+    Parameters
+    ----------
+    config : DictConfig
+        The multirun's master config (what ``on_multirun_start`` gets).
+    jobs : sequence of sequence of str
+        Every job's overrides in Hydra's order (``sweep_hints.every_job``): job ``i`` has number ``i``.
+
+    Returns
+    -------
+    list of str or None
+        The subdir of job ``i`` at index ``i``.
+
+    Raises
+    ------
+    Exception
+        Whatever Hydra raises composing a job's config or resolving its subdir (the job would fail there too).
+    """
+    from hydra.core.global_hydra import GlobalHydra
+    from omegaconf import OmegaConf, open_dict
+
+    if not GlobalHydra.instance().is_initialized():
+        return None
+    loader = GlobalHydra.instance().config_loader()
+    subdirs = []
+    for number, job in enumerate(jobs):
+        job_config = loader.load_sweep_config(config, list(job))  # as the launcher composes the job
+        with open_dict(job_config):  # as the basic launcher numbers it
+            job_config.hydra.job.id = number
+            job_config.hydra.job.num = number
+        subdirs.append(str(OmegaConf.select(job_config, "hydra.sweep.subdir")))
+    return subdirs
+
+
+def colliding_subdirs_problem(config: Any, subdir: Any, jobs: Sequence[Sequence[str]], sweep_dir: Any) -> str | None:
+    """The refusal of a ``hydra.sweep.subdir`` that gives two jobs of the sweep one folder; None if each has its own.
+
+    Parameters
+    ----------
+    config : DictConfig
+        The multirun's master config.
+    subdir : Any
+        ``hydra.sweep.subdir`` unresolved, as written (a literal one is ``sweep_hints.shared_folder_problem``'s).
+    jobs : sequence of sequence of str
+        Every job's overrides in Hydra's order.
+    sweep_dir : path-like
+        The sweep's folder.
+
+    Returns
+    -------
+    str or None
+        One line naming the subdir, two jobs that share a folder with their overrides, the folder, and the
+        override that fixes it; or naming a subdir that does not resolve for a job, and Hydra's reason.
+    """
+    if len(jobs) < 2 or not isinstance(subdir, str) or "${" not in subdir or any(k in subdir for k in _PER_JOB):
+        return None
+    fix = f"hydra.sweep.subdir='${{hydra.job.num}}_{subdir}'"
+    try:
+        subdirs = job_subdirs(config, jobs)
+    except Exception as err:  # e.g. an interpolation of a key no job has: every job would fail on it
+        reason = str(err).splitlines()[0] if str(err) else type(err).__name__
+        return (f"hydra.sweep.subdir={subdir} does not resolve for the jobs of this sweep ({reason}); "
+                "name keys of the config, e.g. hydra.sweep.subdir='${hydra.job.num}_${rule.name}', or leave "
+                "hydra.sweep.subdir out (a folder per job number)")
+    if subdirs is None:
+        return None
+    sweep = os.path.normpath(os.path.abspath(sweep_dir))
+    first: dict[str, int] = {}
+    for number, name in enumerate(subdirs):
+        folder = os.path.normpath(os.path.join(sweep, name))  # one spelling: "a/./b", "a/b/" and "a/b" are one
+        if folder == sweep:
+            return (f"hydra.sweep.subdir={subdir} is empty for job {number} ({_own(jobs, number, 0)}): the job "
+                    f"would write into the sweep's own folder {sweep}; make it differ per job, e.g. {fix}")
+        if folder in first:
+            other = first[folder]
+            return (f"hydra.sweep.subdir={subdir} gives job {other} ({_own(jobs, other, number)}) and job {number} "
+                    f"({_own(jobs, number, other)}) one folder ({folder}); make it differ per job, e.g. {fix}, "
+                    "or leave hydra.sweep.subdir out (a folder per job number)")
+        first[folder] = number
+    return None
+
+
+def _own(jobs: Sequence[Sequence[str]], number: int, other: int) -> str:
+    """Job ``number``'s overrides that job ``other`` does not share: what tells the two apart."""
+    own = [o for o in jobs[number] if o not in jobs[other]] or list(jobs[number])
+    return " ".join(own)

@@ -1,0 +1,102 @@
+"""``hydra.sweep.subdir`` with an interpolation: each job's folder resolved as the launcher will, before any job runs.
+
+Was: ``-m hydra.sweep.subdir='${rule.name}' mesh.model_axis=1,2`` ran job 0 into ``replicated/``, then Hydra
+wrote job 1's ``.hydra/`` record over it before job 1 was refused the folder, so the sweep summary showed
+job 0's 8x1 results under ``mesh.model_axis=2``.
+"""
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf, open_dict
+
+from gensbi_sharding.harness import run_folder
+from gensbi_sharding.harness.config import register_configs
+from gensbi_sharding.harness.sweep_hints import every_job
+from gensbi_sharding.harness.sweep_subdirs import colliding_subdirs_problem, job_subdirs
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def claim_sweep(sweep: Path, subdir: str, task: list[str]) -> None:
+    """``RefuseCompletedRun.on_multirun_start`` on the master config of ``-m <task>`` with ``subdir``.
+
+    As Hydra calls it: inside a running app (the config loader is Hydra's), before the sweeper starts.
+    """
+    register_configs()
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        fixed = [o for o in task if "," not in o]  # compose is run mode: the swept values come as Hydra's task list
+        config = compose("config", overrides=[*fixed, f"hydra.sweep.dir={sweep}", f"hydra.sweep.subdir={subdir}"],
+                         return_hydra_config=True)
+        with open_dict(config):
+            config.hydra.overrides.task = task
+        callback = run_folder.RefuseCompletedRun()
+        callback.on_multirun_start(config)
+        callback.on_multirun_end(config)
+
+
+def test_a_subdir_that_resolves_to_one_folder_for_two_jobs_is_refused_before_any_job(tmp_path, capsys):
+    sweep = tmp_path / "sweep"
+    with pytest.raises(SystemExit):
+        claim_sweep(sweep, "${rule.name}", ["mesh.model_axis=1,2", "experiment=quick"])
+    assert capsys.readouterr().err.strip() == (
+        "[ERROR] hydra.sweep.subdir=${rule.name} gives job 0 (mesh.model_axis=1) and job 1 (mesh.model_axis=2) one "
+        f"folder ({sweep / 'replicated'}); make it differ per job, e.g. "
+        "hydra.sweep.subdir='${hydra.job.num}_${rule.name}', or leave hydra.sweep.subdir out (a folder per job number)")
+    assert not sweep.exists()
+    with pytest.raises(SystemExit):  # the group choice decides rule.name: rules x model axes collide in pairs
+        claim_sweep(sweep, "${rule.name}_x", ["rule=fsdp,tensor", "mesh.model_axis=1,2"])
+    assert "gives job 0 (mesh.model_axis=1) and job 1 (mesh.model_axis=2) one folder" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # a subdir that resolves to nothing: the sweep's own folder
+        claim_sweep(sweep, "${oc.env:GENSBI_NO_SUCH_VARIABLE,''}", ["rule=fsdp,tensor"])
+    assert capsys.readouterr().err.strip() == (
+        "[ERROR] hydra.sweep.subdir=${oc.env:GENSBI_NO_SUCH_VARIABLE,''} is empty for job 0 (rule=fsdp): the job "
+        f"would write into the sweep's own folder {sweep}; make it differ per job, e.g. "
+        "hydra.sweep.subdir='${hydra.job.num}_${oc.env:GENSBI_NO_SUCH_VARIABLE,''}'")
+    with pytest.raises(SystemExit):  # a key no job has: every job would fail in Hydra's launcher
+        claim_sweep(sweep, "${nope}", ["rule=fsdp,tensor"])
+    assert capsys.readouterr().err.strip() == (
+        "[ERROR] hydra.sweep.subdir=${nope} does not resolve for the jobs of this sweep (Interpolation key 'nope' "
+        "not found); name keys of the config, e.g. hydra.sweep.subdir='${hydra.job.num}_${rule.name}', or leave "
+        "hydra.sweep.subdir out (a folder per job number)")
+    assert not sweep.exists()
+
+
+def test_subdirs_that_differ_per_job_are_accepted_as_the_launcher_resolves_them(tmp_path):
+    sweep = tmp_path / "sweep"
+    claim_sweep(sweep, "${rule.name}_${mesh.model_axis}", ["rule=fsdp,tensor", "mesh.model_axis=1,2"])
+    claim_sweep(sweep, "${hydra.job.override_dirname}", ["rule=fsdp,tensor", "seed=1"])
+    register_configs()
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        config = compose("config", overrides=["hydra.sweep.subdir=${rule.name}_${mesh.model_axis}"],
+                         return_hydra_config=True)
+        with open_dict(config):
+            config.hydra.overrides.task = ["rule=fsdp,tensor", "mesh.model_axis=1,2"]
+        started = time.perf_counter()
+        assert job_subdirs(config, every_job(config)) == ["fsdp_1", "fsdp_2", "tensor_1", "tensor_2"]
+        assert time.perf_counter() - started < 5  # four compositions, well under a second each
+
+
+def test_per_job_subdirs_and_literal_ones_need_no_composition(tmp_path):
+    config = OmegaConf.create({})  # nothing composed: these are decided by the text alone
+    jobs = [["rule=fsdp"], ["rule=tensor"]]
+    assert colliding_subdirs_problem(config, "${hydra.job.num}_${rule.name}", jobs, tmp_path) is None
+    assert colliding_subdirs_problem(config, "${rule.name}", jobs[:1], tmp_path) is None  # one job
+    assert colliding_subdirs_problem(config, "job", jobs, tmp_path) is None  # sweep_hints.shared_folder_problem's
+
+
+@pytest.mark.slow
+def test_launch_refuses_a_colliding_subdir_before_any_job_runs(tmp_path):
+    sweep = tmp_path / "sweep"
+    proc = subprocess.run([sys.executable, "launch.py", "-m", "hydra.sweep.subdir=${rule.name}", "mesh.model_axis=1,2",
+                           "experiment=quick", f"hydra.sweep.dir={sweep}"], cwd=REPO, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines()[-1].startswith(
+        "[ERROR] hydra.sweep.subdir=${rule.name} gives job 0 (mesh.model_axis=1) and job 1 (mesh.model_axis=2) one "
+        f"folder ({sweep / 'replicated'}); ")
+    assert not sweep.exists()
