@@ -447,6 +447,38 @@ def test_an_interpolation_resolving_to_a_scalar_for_a_list_is_a_config_error():
     validate(compose_tiny("eval.observations=[${data.num_observation}]"))  # the fix passes
 
 
+@pytest.mark.parametrize("args, message, fix", [
+    # Was: Hydra's "Error merging override eval.observations="[3]" / Invalid value assigned: str is not a
+    # ListConfig, list or tuple", naming no fix (the inner quotes, kept from the shell, make the list a string).
+    (('eval.observations="[3]"',), 'eval.observations="[3]": the quotes make [3] a string, and a list is '
+     "expected; write eval.observations=[3] (quote the whole override for the shell: 'eval.observations=[3]')",
+     ["eval.observations=[3]"]),
+    (("model=flux1", "model.axes_dim='[8,0]'"), "model.axes_dim='[8,0]': the quotes make [8,0] a string, and a list "
+     "is expected; write model.axes_dim=[8,0] (quote the whole override for the shell: 'model.axes_dim=[8,0]')",
+     ["model=flux1", "model.axes_dim=[8,0]"]),
+    (("-m", 'eval.observations="[1]","[2,3]"'), 'eval.observations="[1]","[2,3]": the quotes make [1] a string, '
+     "and a list is expected; write eval.observations=[1],[2,3] (quote the whole override for the shell: "
+     "'eval.observations=[1],[2,3]')", ["-m", "eval.observations=[1],[2,3]"]),
+    # A quoted scalar: the list is [3], not ["3"]; swept quoted values were shown as QuotedString(text=...).
+    (('eval.observations="3"',), 'eval.observations="3": a list is expected; write eval.observations=[3]',
+     ["eval.observations=[3]"]),
+    (("-m", 'eval.observations="3",4'), 'eval.observations="3",4: a sweep of eval.observations gives each job one '
+     "value, and a list is expected; write eval.observations=[3],[4] (one job per value) or eval.observations=[3,4] "
+     "(one job, one list)", ["-m", "eval.observations=[3],[4]"]),
+    # Quoted, and no list of ints either: not shown as the fix (Hydra would refuse [a] in turn).
+    (('eval.observations="[a]"',), "eval.observations=\"[a]\": a list of int values is expected and '\"[a]\"' is "
+     "not one; write e.g. eval.observations=[1]", ["eval.observations=[1]"]),
+])
+def test_a_quoted_list_for_a_list_key_is_refused_naming_the_unquoted_list(args, message, fix):
+    assert list_override_problem(args) == message
+    assert list_override_problem(fix) is None
+    if "-m" not in fix:
+        key = fix[-1].split("=")[0]
+        section, name = key.split(".")
+        composed = list(compose_tiny(*fix)[section][name])
+        assert composed == {"[3]": [3], "[8,0]": [8, 0], "[1]": [1]}[fix[-1].split("=")[1]]
+
+
 @pytest.mark.parametrize("args, message", LIST_REFUSALS)
 def test_a_scalar_for_a_list_stops_launch_in_one_line_writing_nothing(tmp_path, args, message):
     proc = subprocess.run([sys.executable, str(REPO / "launch.py"), *args], cwd=tmp_path, capture_output=True,

@@ -14,7 +14,7 @@ import typing
 from collections.abc import Sequence
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
-from hydra.core.override_parser.types import OverrideType, ValueType
+from hydra.core.override_parser.types import OverrideType, QuotedString, ValueType
 from omegaconf import ListConfig, ValidationError
 
 from gensbi_sharding.harness.config import Config, ModelConfig
@@ -85,9 +85,31 @@ def list_fields(root: type = Config, prefix: str = "") -> dict[str, ListField]:
 
 
 def _scalar(value) -> bool:
-    """A value Hydra would assign to a list key as is: not a list, dict, null or interpolation."""
-    return not (value is None or isinstance(value, (list, dict))
-                or (isinstance(value, str) and ("${" in value or value.lstrip().startswith("["))))
+    """A value Hydra would assign to a list key as is: not a list, dict, null or interpolation.
+
+    A quoted ``"[a]"`` is one string (a scalar); one spelling a list of the right type is ``_quoted_list``'s.
+    """
+    return not (value is None or isinstance(value, (list, dict)) or (isinstance(value, str) and "${" in value))
+
+
+def _quoted_list(value, parser, element: type) -> str | None:
+    """The list a quoted value spells (``"[3]"`` -> ``[3]``): quotes make it one string, which no list key takes.
+
+    None when the text is no list of ``element`` values (``"[a]"`` for ints): showing it as the fix would be refused.
+    """
+    if not isinstance(value, str) or "${" in value or not value.strip().startswith("["):
+        return None
+    try:
+        parsed = parser.parse_override(f"key={value.strip()}").value()
+        ListConfig(parsed, element_type=typing.Any if element is object else element)
+    except Exception:  # not a list Hydra could read, or not of the element type
+        return None
+    return value.strip()
+
+
+def _text(value):
+    """A swept value as typed: a quoted one (Hydra's ``QuotedString``) as its text, others as they are."""
+    return value.text if isinstance(value, QuotedString) else value
 
 
 def _as_list(value) -> str:
@@ -102,7 +124,8 @@ def list_override_problem(args: Sequence[str]) -> str | None:
     Refused: a plain, ``+`` or ``++`` assignment of one scalar (``eval.observations=3``,
     ``++eval.observations=3``, ``...=bogus``; the fix keeps the prefix typed) and a sweep
     any of whose values is a scalar (``-m eval.observations=3,4``, ``choice(3,4)``,
-    ``range(1,3)``: every job would get a scalar). Lists, ``null``, interpolations, sweeps
+    ``range(1,3)``: every job would get a scalar), and a quoted list (``'eval.observations="[3]"'``:
+    the quotes make it one string; the fix is the list unquoted). Lists, ``null``, interpolations, sweeps
     of lists (``[1],[2]``), ``~`` overrides, ``hydra.*`` keys, flags and anything Hydra's
     grammar rejects are left to Hydra and the config checks. A model key is left alone when
     ``model=<name>`` picks a model whose schema lacks it (Hydra names the missing key); with
@@ -142,16 +165,26 @@ def list_override_problem(args: Sequence[str]) -> str | None:
         owner = (f" a key of model={'/'.join(sorted(field.models))} (add model={sorted(field.models)[0]} "
                  "unless your experiment picks it);" if field.models and not chosen else "")
         if override.value_type in sweeps:
-            values = list(override.sweep_iterator())
+            values = [_text(v) for v in override.sweep_iterator()]
+            quoted = [_quoted_list(v, parser, field.element) for v in values]
+            if any(quoted):  # -m 'eval.observations="[1]","[2]"': every job would get a string
+                each = ",".join(q or _as_list(v) for q, v in zip(quoted, values))
+                return (f"{typed}={raw}:{owner} the quotes make {next(filter(None, quoted))} a string, and a list "
+                        f"is expected; write {typed}={each} (quote the whole override for the shell: "
+                        f"'{typed}={each}')")
             if any(map(_scalar, values)):  # every job would be given that scalar
                 each = ",".join(_as_list(v) for v in values)
                 flat = _as_list([x for v in values for x in (v if isinstance(v, list) else [v])])
-                return (f"{typed}={raw}:{owner} a sweep of {key} gives each job one value, and a list is expected; write "
-                        f"{typed}={each} (one job per value) or {typed}={flat} (one job, one list)")
+                return (f"{typed}={raw}:{owner} a sweep of {key} gives each job one value, and a list is "
+                        f"expected; write {typed}={each} (one job per value) or {typed}={flat} (one job, one list)")
             continue
         value = override.value()
+        if (listed := _quoted_list(value, parser, field.element)) is not None:  # 'eval.observations="[3]"'
+            return (f"{typed}={raw}:{owner} the quotes make {listed} a string, and a list is expected; write "
+                    f"{typed}={listed} (quote the whole override for the shell: '{typed}={listed}')")
         if not _scalar(value):
             continue
+        shown = value if isinstance(value, str) and raw.strip()[:1] in "'\"" else raw  # "3": [3], not ["3"]
         if key == "model.id_embedding_strategy":
             strategy = value if value in ID_STRATEGIES_1D else "absolute"
             return (f"{typed}={raw}:{owner} a list is expected: give two of {', '.join(ID_STRATEGIES_1D)} "
@@ -162,5 +195,5 @@ def list_override_problem(args: Sequence[str]) -> str | None:
             name = field.element.__name__
             return (f"{typed}={raw}:{owner} a list of {name} values is expected and {raw!r} is not one; "
                     f"write e.g. {typed}=[{field.example}]")
-        return f"{typed}={raw}:{owner} a list is expected; write {typed}=[{raw}]"
+        return f"{typed}={raw}:{owner} a list is expected; write {typed}=[{shown}]"
     return None
