@@ -44,6 +44,41 @@ def test_filter_keeps_details_for_verbose_and_noise_for_the_file(as_process):
     assert not quiet.filter(step) and quiet.filter(record("gensbi_sharding", logging.WARNING, "careful"))
 
 
+def test_several_processes_tag_every_line_of_every_record_once(as_process, capsys):
+    # Was: only the first line of a multi-line record was tagged (the placement block's "per device: ..."
+    # came untagged), and a second tag_process_records call tagged each line twice.
+    handler = logging.StreamHandler(__import__("sys").stdout)
+    handler.setFormatter(console.ConsoleFormatter("%(message)s"))
+    root, logger = logging.getLogger(), logging.getLogger("gensbi_sharding")
+    root.addHandler(handler)
+    level, logger.level = logger.level, logging.INFO
+    try:
+        as_process(1, 2)
+        console.tag_process_records(1, 2)  # again (distributed=auto, once joined): still one tag
+        logger.warning("mesh %s\nper device: %s", "4x2", "22.3 KB")
+        logging.getLogger("py.warnings").warning("x.py:1: UserWarning: careful")  # another library's line
+        as_process(0, 1)  # one process again: no tag
+        logger.warning("plain")
+    finally:
+        root.removeHandler(handler)
+        logger.level = level
+    assert capsys.readouterr().out.splitlines() == [
+        "[WARNING] [process 1/2] mesh 4x2", "[process 1/2] per device: 22.3 KB",
+        "[WARNING] [process 1/2] x.py:1: UserWarning: careful", "[WARNING] plain"]
+
+
+def test_a_gloo_line_torn_by_another_thread_stays_off_the_console(capfd, caplog):
+    # Was: two Gloo threads wrote "[Gloo] Rank [Gloo] Rank 7 is connected ...\n5 is connected to 7 peer ranks.
+    # ...\n"; the second line lacks the prefix and reached the console.
+    torn = (b"[Gloo] Rank [Gloo] Rank 7 is connected to 7 peer ranks. Expected number of connected peer ranks is : 7\n"
+            b"5 is connected to 7 peer ranks. Expected number of connected peer ranks is : 7\nkept 5 is connected\n")
+    with caplog.at_level(logging.INFO, logger=console.NATIVE), console.native_output_to_log():
+        os.write(1, torn)
+    assert capfd.readouterr().out == "kept 5 is connected\n"
+    assert [r.getMessage()[:18] for r in caplog.records if r.name == console.NATIVE] == [
+        "[Gloo] Rank [Gloo]", "5 is connected to "]
+
+
 def test_formatter_tags_only_warnings_and_errors():
     formatter = console.ConsoleFormatter("%(message)s")
     assert formatter.format(record("gensbi_sharding", logging.INFO, "[1/7] devices")) == "[1/7] devices"

@@ -41,6 +41,14 @@ def test_two_local_processes_train_like_one_process_on_the_same_global_batches(t
     logs = {i: (tmp_path / "two" / f"process_{i}.log").read_text() for i in (0, 1)}
     assert "[process 0/2]" in logs[0] and "[process 1/2]" in logs[1]  # every process logs its index
     assert "[process 1/2]" not in console  # the console shows process 0 (others: their warnings only)
+    # Was: "[1/7] devices" twice (each process, before they joined) and the placement block's lines
+    # after its first untagged. Every line of the processes is tagged; the parent's own lines are not.
+    lines = [line for line in two.stdout.splitlines() if line.strip()]
+    assert [line for line in lines if "[1/7]" in line] == [
+        "[process 0/2] [1/7] devices: cpu_count=4 (from devices.cpu_count), distributed=explicit"]
+    assert [line for line in lines if not line.startswith("[process 0/2] ")] == [lines[0], lines[-1]]
+    assert lines[0].startswith("started 2 local processes") and lines[-1].startswith("done in ")
+    assert "[process 0/2] fallbacks: " in two.stdout and "[process 1/2] fallbacks: " in logs[1]
     assert "[Gloo]" not in console and "[Gloo] Rank" in logs[0] + logs[1]  # Gloo's lines: the log files only
     assert not (tmp_path / "two" / "posterior.png").exists()
 

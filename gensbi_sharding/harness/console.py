@@ -39,6 +39,9 @@ NOISY_WARNINGS = ("ConvergenceWarning",)  # warning categories kept out of the c
 NOISY_MESSAGES = ("CheckpointManagerOptions.read_only=True", "Given directory is read only",
                   "was found in the checkpoint, but could not be restored")
 NOISY_NATIVE_LINES = (b"[Gloo]",)  # starts of lines C++ libraries print that belong in launch.log only
+# Gloo's threads write their lines in pieces, so two can interleave: "[Gloo] Rank [Gloo] Rank 7 is connected
+# ...\n" then "5 is connected to 7 peer ranks. ...\n", a line without its start that reached the console.
+NOISY_NATIVE_FRAGMENT = re.compile(rb"\d+ is connected to \d+ peer ranks\. Expected number of connected peer ranks")
 # A C++ (absl/TSL) log line of XLA at INFO or WARNING level, as jaxlib writes it to stderr:
 # "W1130 21:32:49.078772    8033 spmd_partitioner.cc:666] [SPMD] Involuntary full rematerialization. ..."
 # Errors (E/F) stay on the console. No public switch sends these to a file (TF_CPP_MIN_LOG_LEVEL only
@@ -49,25 +52,48 @@ NATIVE = "gensbi_sharding.native"  # those lines, logged: launch.log only, even 
 _process = {"index": 0, "count": 1}
 
 
+class _ProcessTag(logging.Filter):
+    """Prefixes every line of a record with ``[process i/n]`` while ``set_process`` says there are several."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if _process["count"] > 1 and not getattr(record, "process_tagged", False):
+            tag = f"[process {_process['index']}/{_process['count']}] "
+            # The formatted text, each line: a multi-line message (the placement block) keeps its tag on
+            # every line, and a message given as an argument ("%s") is tagged too.
+            record.msg = tag + record.getMessage().replace("\n", "\n" + tag)
+            record.args, record.process_tagged = None, True
+        return True
+
+
 def set_process(index: int, count: int) -> None:
-    """Tell the console which JAX process this is (processes other than 0 show warnings only)."""
-    _process.update(index=index, count=count)
+    """Tell the console which JAX process this is: with several, every line is tagged with its index.
 
-
-def tag_process_records(index: int, count: int) -> None:
-    """Prefix this process's log lines with its index: every process logs, to one console.
+    Processes other than 0 show warnings and errors only (they all run the same steps). Called again
+    with other values it replaces them (``set_process(0, 1)``: one process, no tags); each handler of
+    the root logger gets the tag once, whatever the calls.
 
     Parameters
     ----------
     index, count : int
         This JAX process's index and the number of processes.
     """
-    class Tag(logging.Filter):
-        def filter(self, record):
-            record.msg = f"[process {index}/{count}] {record.msg}"
-            return True
+    _process.update(index=index, count=count)
+    # On the handlers (Hydra's console and log file), not a logger: a warning of another library
+    # (py.warnings, absl) that reaches the console is tagged too.
+    for handler in logging.getLogger().handlers:
+        if not any(isinstance(f, _ProcessTag) for f in handler.filters):
+            handler.addFilter(_ProcessTag())
 
-    logging.getLogger("gensbi_sharding").addFilter(Tag())
+
+def tag_process_records(index: int, count: int) -> None:
+    """Prefix this process's log lines with its index: every process logs, to one console (``set_process``).
+
+    Parameters
+    ----------
+    index, count : int
+        This JAX process's index and the number of processes.
+    """
+    set_process(index, count)
 
 
 class ConsoleFilter(logging.Filter):
@@ -166,7 +192,8 @@ def _lines_of(fd: int, prefixes: tuple[bytes, ...], sink: logging.Logger, warned
         kept = []
         for line in data.splitlines(keepends=True):
             bare = line.lstrip(b"\r")
-            if bare.startswith(prefixes) or NATIVE_LOG_LINE.match(bare):
+            if (bare.startswith(prefixes) or NATIVE_LOG_LINE.match(bare)
+                    or (prefixes == NOISY_NATIVE_LINES and NOISY_NATIVE_FRAGMENT.match(bare))):
                 text = line.decode(errors="replace").strip()
                 sink.info("%s", text)
                 if bare.startswith(b"W") and not warned and NATIVE_LOG_LINE.match(bare):

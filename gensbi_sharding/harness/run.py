@@ -121,6 +121,11 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
          watch: PreemptionWatch) -> dict[str, Any]:
     for noisy in ("jax", "absl"):  # backend probing and orbax progress are noise here
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    dist = cfg.distributed
+    if dist.mode == "explicit" and dist.process_id is not None and (dist.num_processes or 0) > 1:
+        # Known before joining (distributed=local's processes): their first lines are tagged, and only
+        # process 0's info lines reach the one console they share (else each printed "[1/7]").
+        console.set_process(dist.process_id, dist.num_processes)
     validate(cfg)
     if (unused := ignored_settings(cfg.model)) is not None:  # accepted, yet the model is the same without them
         log.warning("%s", unused)
@@ -129,7 +134,6 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
 
     cpu_count, source = resolve_cpu_count(cfg.devices.cpu_count)
     log.info("[1/7] devices: cpu_count=%d (from %s), distributed=%s", cpu_count, source, cfg.distributed.mode)
-    dist = cfg.distributed
     initialize_distributed(dist.mode, coordinator_address=dist.coordinator_address,
                            num_processes=dist.num_processes, process_id=dist.process_id,
                            timeout_s=dist.timeout_s, heartbeat_s=dist.heartbeat_s)
@@ -148,8 +152,7 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
 
     if folder.owner is None and jax.process_index() == 0:  # distributed=auto: process 0 owns the folder
         folder.claim()
-    if jax.process_count() > 1:
-        console.tag_process_records(jax.process_index(), jax.process_count())
+    if jax.process_count() > 1:  # distributed=auto: known once JAX joined the processes
         console.set_process(jax.process_index(), jax.process_count())
     log.info("process %d of %d, %d devices (%d local, %s)", jax.process_index(), jax.process_count(),
              jax.device_count(), jax.local_device_count(), jax.default_backend())
