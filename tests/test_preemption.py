@@ -968,3 +968,24 @@ def test_a_continued_run_keeps_the_training_figures_of_the_attempts_that_trained
     elsewhere = run_tiny(tmp_path / "evaluated", f"train.resume={out}")
     assert elsewhere["status"] == "ok" and elsewhere["steps"] == 0
     assert [elsewhere[k] for k in ("compile_s", "median_step_s", "samples_per_s", "final_train_loss")] == [None] * 4
+
+
+def test_an_attempt_refused_before_it_restored_records_no_resume_point(tmp_path, monkeypatch, devices):
+    # Was: an attempt refused after its checkpoint was found (train.steps below the checkpoint's step, another
+    # task) recorded resumed_from_step 3 and resumed_from, in its metrics.json and then in previous_attempts,
+    # as if it had continued from there.
+    out = tmp_path / "run"
+    with monkeypatch.context() as patch:
+        _signal_at(patch, 3, signal.SIGUSR1)
+        assert run_tiny(out, "train.resume=auto")["status"] == "preempted"
+    beyond = run_tiny(out, "train.resume=auto", "train.steps=2")
+    assert beyond["status"] == "error" and "is at step 3, beyond train.steps=2" in beyond["error"]
+    assert beyond["resumed_from_step"] is None and beyond["resumed_from"] is None
+    other_task = run_tiny(out, "train.resume=auto", "data=gaussian_linear")
+    assert other_task["status"] == "error" and "data=two_moons" in other_task["error"]
+    assert other_task["resumed_from_step"] is None and other_task["resumed_from"] is None
+    done = run_tiny(out, "train.resume=auto")
+    assert done["status"] == "ok" and done["resumed_from_step"] == 3
+    assert done["resumed_from"] == str(out / "checkpoints" / "3") and done["final_step"] == 8
+    assert [(a["status"], a["resumed_from_step"], a["steps"]) for a in done["previous_attempts"]] == [
+        ("preempted", None, 3), ("error", None, None), ("error", None, None)]

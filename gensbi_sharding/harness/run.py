@@ -190,9 +190,8 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
     log.info("[3/7] data: %s, %d simulations", cfg.data.name, cfg.data.num_simulations)
     resume_dir = resume_point(cfg, out)
     start_step = int(resume_dir.name) if resume_dir else 0
-    # steps counts this attempt's steps; these say where it started (null: fresh) and final_step where it ended.
-    metrics.update(resumed_from_step=start_step if resume_dir else None,
-                   resumed_from=str(resume_dir) if resume_dir else None)
+    # Null until the checkpoint is restored: an attempt refused (or failing) before then resumed nothing.
+    metrics.update(resumed_from_step=None, resumed_from=None)
     if resume_dir is not None:
         check_resume_settings(resume_dir, cfg)
     if start_step > cfg.train.steps:
@@ -221,6 +220,8 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
     with overrides_named("model", cfg.model, ConfigError):
         ts = build_state(cfg, dim_theta=sims.dim_theta, dim_x=sims.dim_x, mesh=mesh, rule_name=rule_name,
                          table=table, resume_dir=resume_dir)
+    if resume_dir is not None:  # steps counts this attempt's steps, these where it started, final_step where it ended
+        metrics.update(resumed_from_step=start_step, resumed_from=str(resume_dir))
     sharding_table = run_report.report_placement(metrics, ts, mesh, table=table, rule_name=rule_name,
                                                  mesh_spec=cfg.mesh.spec or "none", verbose=cfg.verbose)
 
