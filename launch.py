@@ -41,6 +41,7 @@ try:
     from gensbi_sharding.harness.config import register_configs
     from gensbi_sharding.harness.console import quiet_console
     from gensbi_sharding.harness.override_checks import list_override_problem
+    from gensbi_sharding.harness.override_grammar import grammar_problem
     from gensbi_sharding.harness.preemption import EXIT_INTERRUPTED, EXIT_PREEMPTED
     from gensbi_sharding.harness.run import output_dir, run
     from gensbi_sharding.harness.run_report import final_line
@@ -50,7 +51,7 @@ except ModuleNotFoundError as missing:  # e.g. the system Python instead of the 
     sys.exit(f"launch.py: {missing.name!r} is not installed for {sys.executable}. From the repository, run "
              f"`make run ARGS=\"...\"` (it creates .venv), or use .venv/bin/python launch.py (or activate .venv).")
 
-if __name__ == "__main__" and (problem := list_override_problem(sys.argv[1:])):
+if __name__ == "__main__" and (problem := grammar_problem(sys.argv[1:]) or list_override_problem(sys.argv[1:])):
     sys.exit(f"[ERROR] {problem}")  # before Hydra's merge error, which names no fix, and before any folder
 
 register_configs()

@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from gensbi_sharding.harness.outputs import write_atomic
+from gensbi_sharding.harness.override_grammar import hydra_value
 
 REPO = Path(__file__).resolve().parents[1]
 PUBLISHED = REPO / "benchmarks" / "sbibm_published.csv"
@@ -61,7 +62,7 @@ def run(root: Path, tasks: list[str], budgets: list[int], extra: list[str]) -> l
                     continue
                 shutil.move(job_root, job_root.with_name(f"{job_root.name}.failed-{int(time.time())}"))
             command = [sys.executable, str(REPO / "launch.py"), "-m", "experiment=sbibm", f"data={task}",
-                       f"data.num_simulations={budget}", f"hydra.sweep.dir={job_root}",
+                       f"data.num_simulations={budget}", f"hydra.sweep.dir={hydra_value(job_root)}",
                        "hydra.sweep.subdir=job", *extra]
             print(f"{task} {budget}: {' '.join(command[1:])}", flush=True)
             start = time.perf_counter()

@@ -30,6 +30,7 @@ from typing import Any
 from omegaconf import DictConfig
 
 from gensbi_sharding.harness.config import ConfigError
+from gensbi_sharding.harness.override_grammar import hydra_value
 from gensbi_sharding.harness.parent_signal import PARENT_SIGNAL_ENV, record_parent_signal
 from gensbi_sharding.harness.preemption import EXIT_INTERRUPTED, EXIT_PREEMPTED, PREEMPT_SIGNALS
 from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
@@ -94,7 +95,8 @@ def run_local_processes(cfg: DictConfig, out: Path) -> dict[str, Any]:
                        "distributed.mode=explicit", f"distributed.coordinator_address=127.0.0.1:{port}",
                        f"distributed.num_processes={n}", f"distributed.process_id={rank}",
                        "distributed.local_processes=1", f"devices.cpu_count={cpu // n}",
-                       f"hydra.run.dir={out}", f"hydra.job.name=process_{rank}", "hydra.output_subdir=null"]
+                       f"hydra.run.dir={hydra_value(out)}",  # runs/a(1) quoted for Hydra, as the user had to
+                       f"hydra.job.name=process_{rank}", "hydra.output_subdir=null"]
             children.append(subprocess.Popen(command, env=env, pass_fds=(lifeline,)))
     finally:
         os.close(lifeline)

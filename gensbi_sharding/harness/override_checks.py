@@ -197,3 +197,4 @@ def list_override_problem(args: Sequence[str]) -> str | None:
                     f"write e.g. {typed}=[{field.example}]")
         return f"{typed}={raw}:{owner} a list is expected; write {typed}=[{shown}]"
     return None
+

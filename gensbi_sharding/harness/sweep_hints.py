@@ -43,9 +43,11 @@ def job_command(overrides: Sequence[str], run_dir: Any, *, multirun: bool) -> st
     str
         ``python launch.py <overrides> train.resume=auto [hydra.mode=RUN] hydra.run.dir=<run_dir>``, shell-quoted.
     """
+    from gensbi_sharding.harness.override_grammar import hydra_override
+
     kept = [o for o in overrides if not o.startswith(("train.resume=", "hydra."))]
     return " ".join(["python launch.py", *map(shlex.quote, kept), "train.resume=auto",
-                     *(["hydra.mode=RUN"] if multirun else []), shlex.quote(f"hydra.run.dir={run_dir}")])
+                     *(["hydra.mode=RUN"] if multirun else []), hydra_override("hydra.run.dir", run_dir)])
 
 
 def continue_command(run_dir: Any) -> str:
@@ -115,6 +117,8 @@ def train_further_hint(run_dir: Any, saved_step: int | None, steps: int | None, 
     """
     from pathlib import Path
 
+    from gensbi_sharding.harness.override_grammar import hydra_override
+
     if saved_step is None:
         return ""
     run_dir = Path(run_dir).absolute()
@@ -124,8 +128,8 @@ def train_further_hint(run_dir: Any, saved_step: int | None, steps: int | None, 
         copy += 1
         new_dir = run_dir.with_name(f"{run_dir.name}-steps{steps if more else 'more'}-{copy}")
     tail = [f"train.steps={steps}" if more else f"train.steps=<more than {saved_step}>",
-            shlex.quote(f"train.resume={run_dir}"), *(["hydra.mode=RUN"] if multirun else []),
-            shlex.quote(f"hydra.run.dir={new_dir}")]
+            hydra_override("train.resume", run_dir), *(["hydra.mode=RUN"] if multirun else []),
+            hydra_override("hydra.run.dir", new_dir)]
     kept = [shlex.quote(o) for o in overrides or () if not o.startswith(("train.resume=", "train.steps=", "hydra."))]
     command = ("the same command with " if overrides is None else "python launch.py ") + " ".join([*kept, *tail])
     return f"; to train it further from its final checkpoint (step {saved_step}) into a new folder: {command}"

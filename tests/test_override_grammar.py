@@ -1,0 +1,100 @@
+"""Values Hydra's override grammar cannot read: refused in one line naming the override and how to write it,
+and every command the harness prints or starts writes its folders so that Hydra reads them back.
+
+Was: ``train.resume=~/x`` or ``hydra.run.dir=runs/a(1)`` ended in Hydra's "token recognition error at: '~'" /
+"mismatched input '(' expecting <EOF>", naming neither the override nor the fix; and a run in a folder
+quoted for Hydra (``'hydra.run.dir="runs/a(1)"'``) printed continue commands, and started
+``distributed=local`` processes, with the folder unquoted: each failed in Hydra's grammar.
+"""
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hydra.core.override_parser.overrides_parser import OverridesParser
+
+from gensbi_sharding.harness.override_grammar import grammar_problem, hydra_override, hydra_value
+from gensbi_sharding.harness.sweep_hints import job_command, train_further_hint
+
+REPO = Path(__file__).resolve().parents[1]
+HOME = os.path.expanduser("~")
+ODD_FOLDERS = ["/tmp/runs/a(1)", "/tmp/my runs/a", "/tmp/x=y", "/tmp/a,b", "/tmp/[x]", "/tmp/it's", "/tmp/~x",
+               "/tmp/q\"u'o", "runs/a"]
+
+
+def parsed(override: str):
+    return OverridesParser.create().parse_override(override).value()
+
+
+@pytest.mark.parametrize("args, message, fix", [
+    (("train.resume=~/x",), "train.resume=~/x: Hydra's override grammar cannot read the value ~/x (token recognition "
+     f"error at: '~'); write it out: train.resume={HOME}/x (~ written out: neither the shell nor Hydra expands it "
+     "there)", f"train.resume={HOME}/x"),
+    (("experiment=quick", "hydra.run.dir=runs/a(1)"), "hydra.run.dir=runs/a(1): Hydra's override grammar cannot read "
+     "the value runs/a(1) (mismatched input '(' expecting <EOF>); quote it for Hydra inside the shell's quotes: "
+     "'hydra.run.dir=\"runs/a(1)\"'", 'hydra.run.dir="runs/a(1)"'),
+    (("-m", "hydra.sweep.dir=/tmp/x=y", "rule=fsdp,tensor"), "hydra.sweep.dir=/tmp/x=y: Hydra's override grammar "
+     "cannot read the value /tmp/x=y (mismatched input '=' expecting <EOF>); quote it for Hydra inside the shell's "
+     "quotes: 'hydra.sweep.dir=\"/tmp/x=y\"'", 'hydra.sweep.dir="/tmp/x=y"'),
+    # A leading ~ quoted for Hydra: Hydra would make a folder named "~" under the current one.
+    (('hydra.run.dir="~/runs/a"',), "hydra.run.dir=\"~/runs/a\": Hydra does not expand ~ and would make a folder "
+     f"named '~' under the current one; write the path out: hydra.run.dir={HOME}/runs/a",
+     f"hydra.run.dir={HOME}/runs/a"),
+    # Brackets: quoting would make a string of a list, so Hydra's reason and the list form are named.
+    (("eval.observations=[1,2",), "eval.observations=[1,2: Hydra's override grammar cannot read the value [1,2 (no "
+     "viable alternative at input '[1,2'); check its brackets and commas (a list: eval.observations=[1,2,3]; a "
+     "sweep: -m rule=fsdp,tensor)", "eval.observations=[1,2]"),
+])
+def test_a_value_hydra_cannot_read_is_refused_naming_how_to_write_it(args, message, fix):
+    assert grammar_problem(args) == message
+    assert grammar_problem([fix]) is None
+    key, value = fix.split("=", 1)
+    assert parsed(fix) == ([1, 2] if key == "eval.observations" else value.strip('"'))
+
+
+@pytest.mark.parametrize("args", [
+    ("-m", "rule=fsdp,tensor"), ("hydra/launcher=slurm",), ("hydra.sweep.subdir=${rule.name}",), ("--cfg", "job"),
+    ("+model.width=8",), ("~train.resume",), ("-m", "eval.observations=[1],[2,3]"), ("hydra.run.dir=/tmp/a b",),
+    ('hydra.run.dir="runs/a(1)"',), ('train.resume="~/x"',), ('hydra.run.dir="runs/~x"',),
+])
+def test_what_hydra_reads_passes(args):
+    assert grammar_problem(args) is None
+
+
+def test_launch_refuses_it_in_one_line_writing_nothing(tmp_path):
+    proc = subprocess.run([sys.executable, str(REPO / "launch.py"), "experiment=quick", "hydra.run.dir=runs/a(1)"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and proc.stderr == (
+        "[ERROR] hydra.run.dir=runs/a(1): Hydra's override grammar cannot read the value runs/a(1) (mismatched input "
+        "'(' expecting <EOF>); quote it for Hydra inside the shell's quotes: 'hydra.run.dir=\"runs/a(1)\"'\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("folder", ODD_FOLDERS)
+def test_printed_commands_give_hydra_the_folder_back(folder):
+    assert parsed(f"hydra.run.dir={hydra_value(folder)}") == folder
+    assert parsed(shlex.split(hydra_override("train.resume", folder))[0]) == folder
+    continued = shlex.split(job_command(["rule=fsdp", 'eval.observations=[1]'], folder, multirun=True))
+    assert continued[:2] == ["python", "launch.py"] and grammar_problem(continued[2:]) is None
+    assert {o.split("=")[0]: parsed(o) for o in continued[2:]} == {
+        "rule": "fsdp", "eval.observations": [1], "train.resume": "auto", "hydra.mode": "RUN", "hydra.run.dir": folder}
+    further = train_further_hint(folder, 20, 40, ["rule=fsdp"]).split("into a new folder: ")[1]
+    words = shlex.split(further)[2:]
+    assert grammar_problem(words) is None
+    assert parsed(words[2]) == str(Path(folder).absolute()) and words[1] == "train.steps=40"
+    assert parsed(words[3]) == str(Path(folder).absolute().with_name(Path(folder).name + "-steps40"))
+
+
+@pytest.mark.slow
+def test_local_processes_run_in_a_folder_hydra_needs_quoted(tmp_path):
+    out = tmp_path / "run (1)=x"
+    proc = subprocess.run([sys.executable, str(REPO / "launch.py"), "distributed=local", "experiment=quick",
+                           "train.steps=8", "train.log_every=4", "eval.enabled=false",
+                           f'hydra.run.dir="{out}"'], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["status"] == "ok" and metrics["final_step"] == 8 and metrics["process_exit_codes"] == [0, 0]
