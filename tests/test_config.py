@@ -278,6 +278,24 @@ def test_validate_rejects_with_the_key(compose_config, overrides, message):
         validate(cfg)
 
 
+@pytest.mark.parametrize("overrides,message", [
+    # Was: inf passed "must be > 0", trained, and ended at the first checkpoint with "config must be
+    # JSON-serialisable (Out of range float values are not JSON compliant: inf)", naming no key.
+    (("train.learning_rate=inf",), "train.learning_rate=inf is not a finite number; e.g. train.learning_rate=0.003"),
+    (("train.learning_rate=nan",), "train.learning_rate=nan is not a finite number; e.g. train.learning_rate=0.003"),
+    (("train.weight_decay=-inf",), "train.weight_decay=-inf is not a finite number; e.g. train.weight_decay=0.0001"),
+    (("data.val_fraction=nan",), "data.val_fraction=nan is not a finite number; e.g. data.val_fraction=0.1"),
+    # The chosen model's own schema names the fix (was an OverflowError from int(hidden * inf)).
+    (("model=flux1", "model.mlp_ratio=inf"), "model.mlp_ratio=inf is not a finite number; e.g. model.mlp_ratio=4.0"),
+])
+def test_a_setting_that_is_not_a_finite_number_is_refused_naming_it(compose_config, overrides, message):
+    with pytest.raises(ConfigError) as err:
+        validate(compose_config(*overrides))
+    assert str(err.value) == message
+    key, fix = message.rsplit("e.g. ", 1)[1].split("=")
+    validate(compose_config(*overrides[:-1], f"{key}={fix}"))
+
+
 def test_rule_table_forms():
     assert rule_table("fsdp") == ("fsdp", dict(RULES["fsdp"]))
     assert rule_table({"embed": ["data", "model"]}) == (

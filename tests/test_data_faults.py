@@ -231,3 +231,26 @@ def test_only_keys_named_as_arguments_are_prefixed():
     with pytest.raises(ValueError, match="^unrelated: the name"):  # no argument named: unchanged
         with overrides_named("model", section, ConfigError):
             raise ValueError("unrelated: the name")
+
+
+def test_a_library_fix_is_written_as_an_override_not_a_python_literal():
+    # Was: "mesh.devices=[]: make_mesh got an empty device list; pass mesh.devices=None ...": typed as
+    # written, None is the string "None", which Hydra refuses for a list of ints.
+    from gensbi_sharding.harness.hints import overrides_named
+
+    with pytest.raises(ConfigError) as err:
+        with overrides_named("mesh", {"spec": "dict", "model_axis": 1, "devices": []}, ConfigError):
+            raise ValueError("devices=[]: make_mesh got an empty device list; pass devices=None for all devices")
+    assert str(err.value) == ("mesh.devices=[]: mesh.devices=[]: make_mesh got an empty device list; pass "
+                              "mesh.devices=null for all devices")
+    with pytest.raises(ConfigError) as err:
+        with overrides_named("model", {"qkv_bias": None}, ConfigError):
+            raise ValueError("qkv_bias=None is not a bool; pass qkv_bias=True or qkv_bias=False")
+    assert str(err.value) == ("model.qkv_bias=null: model.qkv_bias=null is not a bool; pass model.qkv_bias=true or "
+                              "model.qkv_bias=false")
+
+
+def test_an_empty_device_list_names_the_override_that_works(tmp_path, devices):
+    metrics = run_tiny(tmp_path / "run", "mesh.devices=[]")
+    assert metrics["status"] == "error" and metrics["error"].endswith("pass mesh.devices=null for all devices")
+    assert run_tiny(tmp_path / "fixed", "mesh.devices=null")["status"] == "ok"

@@ -6,6 +6,7 @@ Raised as ``ConfigError`` naming the key, its value and the override that fixes 
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 
 from omegaconf import MISSING, DictConfig, OmegaConf
@@ -119,10 +120,32 @@ def _lists_are_lists(cfg: DictConfig) -> None:
         raise ConfigError(f"{key}={typed} resolves to {value!r}, not a list; set {key}=[{typed}]")
 
 
+def _finite_numbers(cfg: DictConfig) -> None:
+    """No setting may be inf or nan: ``train.learning_rate=inf`` passed every range check, trained, and ended at
+    the first checkpoint (the config it stores must be JSON), naming no key."""
+    def walk(node, path):
+        if isinstance(node, dict):
+            for key, value in node.items():
+                walk(value, f"{path}.{key}" if path else str(key))
+        elif isinstance(node, list):
+            for i, value in enumerate(node):
+                walk(value, f"{path}[{i}]")
+        elif isinstance(node, float) and not math.isfinite(node):
+            parent, _, key = path.rpartition(".")
+            schema = OmegaConf.get_type(OmegaConf.select(cfg, parent)) if parent else None
+            fields = dataclasses.fields(schema) if dataclasses.is_dataclass(schema) else ()
+            default = {f.name: f.default for f in fields}.get(key)  # the chosen model's own schema (flux1's mlp_ratio)
+            fix = f"; e.g. {path}={default}" if isinstance(default, (int, float)) and math.isfinite(default) else ""
+            raise ConfigError(f"{path}={node} is not a finite number{fix}")
+
+    walk({k: v for k, v in OmegaConf.to_container(cfg, resolve=True).items() if k != "hydra"}, "")
+
+
 def _validate(cfg: DictConfig) -> None:
     problem = dry_run_resume_problem(cfg)
     require(problem is None, problem or "")
     _lists_are_lists(cfg)
+    _finite_numbers(cfg)
     _known_fields(cfg)
     require(cfg.mesh.spec in (None, "auto", "dict"),
            f"mesh.spec={cfg.mesh.spec!r} is not one of null, auto, dict (e.g. mesh=auto)")

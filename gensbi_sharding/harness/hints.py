@@ -144,11 +144,22 @@ def overrides_named(group: str, section: Mapping[str, Any], error: type[Exceptio
         for key in section:
             bare = rf"(?<![\w./]){re.escape(str(key))}"
             if re.search(bare + r"(=| must\b)", str(err)):
-                named.append(f"{group}.{key}={section[key]}")
+                named.append(f"{group}.{key}={_hydra_literal(section[key])}")
             text = re.sub(bare + "(?==)", f"{group}.{key}", text)
         if not named:
             raise
+        # The library writes Python's None/True/False; typed on the command line they are strings.
+        text = re.sub(rf"({re.escape(group)}\.\w+)=(None|True|False)\b",
+                      lambda m: f"{m.group(1)}={_LITERALS[m.group(2)]}", text)
         raise error(f"{', '.join(named)}: {text}") from None
+
+
+_LITERALS = {"None": "null", "True": "true", "False": "false"}  # Python's spelling -> an override's
+
+
+def _hydra_literal(value: Any) -> str:
+    """A config value as it is typed in an override: ``null``, ``true``, ``false``, else ``str(value)``."""
+    return _LITERALS[str(value)] if value is None or isinstance(value, bool) else str(value)
 
 
 def closest_name(value: str, names: Sequence[str]) -> str | None:
