@@ -182,8 +182,10 @@ _FIXED_BY_CHECKPOINT = (("data.name", "data", "the task"), ("data.theta_transfor
 
 def check_resume_settings(step_dir: Path, cfg: DictConfig) -> None:
     """Before simulating: ``ConfigError`` naming the overrides that match the checkpoint in ``step_dir``
-    when a setting of ``_FIXED_BY_CHECKPOINT`` differs from the saved config."""
+    when a setting of ``_FIXED_BY_CHECKPOINT`` differs from the saved config; a learning-rate schedule that
+    differs is said (a warning when the saved run was unfinished)."""
     from gensbi_sharding.checkpoint import saved_config
+    from gensbi_sharding.harness.schedule import schedule_change_note
 
     saved, now = saved_config(step_dir), OmegaConf.to_container(cfg, resolve=True)
     fix, this, what = [], [], []
@@ -198,6 +200,8 @@ def check_resume_settings(step_dir: Path, cfg: DictConfig) -> None:
         raise ConfigError(f"checkpoint {step_dir} was saved with {' '.join(fix)} (this run: {' '.join(this)}), "
                           f"which decides {', '.join(what)}: its arrays mean nothing otherwise; add "
                           f"{' '.join(fix)}, or start a new run without train.resume")
+    if (note := schedule_change_note(saved, now, int(step_dir.name))) is not None:  # allowed, but said
+        log.log(logging.WARNING if note[1] else logging.INFO, "%s", note[0])
 
 
 def saved_statistics(step_dir: Path | None) -> dict | None:

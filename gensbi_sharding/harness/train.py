@@ -34,16 +34,13 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from tqdm.auto import tqdm
 
 from gensbi_sharding import mesh_context
+from gensbi_sharding.harness.schedule import SCHEDULES, learning_rate_schedule
 from gensbi_sharding.harness.step_check import check_step_keeps_state
 from gensbi_sharding.harness.step_timer import StepTimer
 from gensbi_sharding.harness.validation import EarlyStopping, record_validation, validates_at, validation_loss
 
 __all__ = ["flow_matching_loss", "make_optimizer", "StepFunctions", "make_step_functions", "train",
            "TrainResult", "SCHEDULES"]
-
-#: ``train.schedule`` choices.
-SCHEDULES = ("cosine", "constant")
-
 
 def flow_matching_loss(model: Callable, theta: jax.Array, x: jax.Array, key: jax.Array,
                        weight: jax.Array | None = None) -> jax.Array:
@@ -86,17 +83,7 @@ def make_optimizer(*, learning_rate: float, weight_decay: float, steps: int, sch
     ValueError
         For an unknown ``schedule`` or a warm-up not shorter than ``steps``.
     """
-    if schedule not in SCHEDULES:
-        raise ValueError(f"train.schedule={schedule!r} is not one of {', '.join(SCHEDULES)}")
-    if not 0 <= warmup_steps < steps:
-        raise ValueError(f"train.warmup_steps={warmup_steps} must lie in 0..train.steps-1 ({steps - 1})")
-    if schedule == "cosine":
-        lr = optax.warmup_cosine_decay_schedule(0.0, learning_rate, warmup_steps, steps, end_value=0.0)
-    elif warmup_steps:
-        lr = optax.join_schedules([optax.linear_schedule(0.0, learning_rate, warmup_steps),
-                                   optax.constant_schedule(learning_rate)], [warmup_steps])
-    else:
-        lr = learning_rate
+    lr = learning_rate_schedule(learning_rate=learning_rate, steps=steps, schedule=schedule, warmup_steps=warmup_steps)
     return optax.adamw(lr, weight_decay=weight_decay)
 
 

@@ -1,0 +1,97 @@
+"""The learning rate by step (``train.schedule``), and what a resumed run's other schedule changes.
+
+A run continued from a checkpoint takes its optimizer's step count and follows the schedule of
+*this* run's ``train.steps``, ``train.learning_rate``, ``train.schedule`` and ``train.warmup_steps``;
+with others than the run that saved it, the rate jumps at the resume step (a cosine to 3,000 steps
+continued with ``train.steps=300`` at step 250 drops from 2.8e-3 to 2.0e-4). ``schedule_change_note``
+says so, naming the values and the rate under each.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import optax
+
+__all__ = ["SCHEDULES", "learning_rate_schedule", "schedule_change_note"]
+
+#: ``train.schedule`` choices.
+SCHEDULES = ("cosine", "constant")
+
+#: The settings that decide the learning rate at each step.
+SCHEDULE_KEYS = ("steps", "learning_rate", "schedule", "warmup_steps")
+
+
+def learning_rate_schedule(*, learning_rate: float, steps: int, schedule: str = "cosine",
+                           warmup_steps: int = 0) -> Any:
+    """The learning rate by optimizer step: a linear warm-up to ``learning_rate``, then cosine decay to 0 or constant.
+
+    Parameters
+    ----------
+    learning_rate : float
+        The peak (``train.learning_rate``).
+    steps : int
+        ``train.steps``: where the cosine reaches 0.
+    schedule : str
+        ``train.schedule``: cosine or constant.
+    warmup_steps : int
+        ``train.warmup_steps``, shorter than ``steps``.
+
+    Returns
+    -------
+    optax.Schedule or float
+        What ``optax.adamw`` takes: ``schedule(step)`` is the rate at a step; a float when constant without warm-up.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``schedule`` or a warm-up not shorter than ``steps``.
+    """
+    if schedule not in SCHEDULES:
+        raise ValueError(f"train.schedule={schedule!r} is not one of {', '.join(SCHEDULES)}")
+    if not 0 <= warmup_steps < steps:
+        raise ValueError(f"train.warmup_steps={warmup_steps} must lie in 0..train.steps-1 ({steps - 1})")
+    if schedule == "cosine":
+        return optax.warmup_cosine_decay_schedule(0.0, learning_rate, warmup_steps, steps, end_value=0.0)
+    if warmup_steps:
+        return optax.join_schedules([optax.linear_schedule(0.0, learning_rate, warmup_steps),
+                                     optax.constant_schedule(learning_rate)], [warmup_steps])
+    return learning_rate
+
+
+def schedule_change_note(saved: dict, now: dict, step: int) -> tuple[str, bool] | None:
+    """How resuming at ``step`` under ``now``'s schedule differs from the run that saved it; None if not at all.
+
+    Parameters
+    ----------
+    saved, now : dict
+        The checkpoint's saved config and this run's (plain dicts with a ``train`` section).
+    step : int
+        The checkpoint's step: the optimizer's step count, where this run starts.
+
+    Returns
+    -------
+    (str, bool) or None
+        One line naming the settings that differ (the saved values and this run's), the learning rate
+        at ``step`` under each and how to continue the run as it would have gone; and whether the
+        saved run was unfinished (``step`` below its ``train.steps``: then the change is likely a
+        slip, worth a warning; a finished run trained further changes its schedule by design).
+    """
+    old, new = saved.get("train") or {}, now.get("train") or {}
+    if any(old.get(k) is None for k in SCHEDULE_KEYS):  # an older checkpoint without them: nothing to compare
+        return None
+    differ = [k for k in SCHEDULE_KEYS if old[k] != new[k]]
+    if not differ:
+        return None
+
+    def rate(train: dict) -> float:
+        lr = learning_rate_schedule(**{k: train[k] for k in SCHEDULE_KEYS[1:]}, steps=train["steps"])
+        return float(lr(step) if callable(lr) else lr)
+
+    unfinished = step < old["steps"]
+    then = " ".join(f"train.{k}={old[k]}" for k in differ)
+    this = " ".join(f"train.{k}={new[k]}" for k in differ)
+    return (f"train.resume: the checkpoint at step {step} trained with {then} (this run: {this}): from step {step} "
+            f"the learning rate follows this run's schedule, {rate(new):.3g} at step {step} where the saved run's "
+            f"gives {rate(old):.3g}" + (f"; add {then} to continue the run as it would have gone" if unfinished
+                                        else ""), unfinished)
