@@ -30,10 +30,13 @@ from pathlib import Path
 
 import numpy as np
 
-from gensbi_sharding.harness.outputs import write_atomic
-from gensbi_sharding.harness.override_grammar import hydra_value
-
 REPO = Path(__file__).resolve().parents[1]
+# The package of this checkout, as the launch.py it starts imports (its folder comes first on its path),
+# not whichever checkout the environment has installed.
+sys.path.insert(0, str(REPO))
+
+from gensbi_sharding.harness.outputs import write_atomic  # noqa: E402 (after the path above)
+from gensbi_sharding.harness.override_grammar import hydra_value  # noqa: E402
 PUBLISHED = REPO / "benchmarks" / "sbibm_published.csv"
 TASKS = ("two_moons", "gaussian_linear", "gaussian_linear_uniform", "gaussian_mixture", "slcp", "sir",
          "lotka_volterra", "bernoulli_glm")
@@ -51,7 +54,14 @@ def run(root: Path, tasks: list[str], budgets: list[int], extra: list[str]) -> l
         for budget in budgets:
             job_root = root / f"{task}_{budget}"
             metrics = job_root / "job" / "metrics.json"
+            settings = ["experiment=sbibm", f"data={task}", f"data.num_simulations={budget}", *extra]
             if job_status(metrics) == "ok":
+                other = other_settings(job_root / "job", settings)
+                if other:  # its results answer another question: neither reused nor thrown away
+                    print(f"{task} {budget}: finished with other settings ({other}): not rerun, not counted; pass "
+                          f"another --root for these settings, or move {job_root} aside to rerun it", flush=True)
+                    failed.append(f"{task} {budget} (other settings)")
+                    continue
                 print(f"{task} {budget}: done, skipped", flush=True)
                 continue
             if job_root.exists():  # an interrupted or failed job: keep it aside, start clean
@@ -61,9 +71,8 @@ def run(root: Path, tasks: list[str], budgets: list[int], extra: list[str]) -> l
                     failed.append(f"{task} {budget}")
                     continue
                 shutil.move(job_root, job_root.with_name(f"{job_root.name}.failed-{int(time.time())}"))
-            command = [sys.executable, str(REPO / "launch.py"), "-m", "experiment=sbibm", f"data={task}",
-                       f"data.num_simulations={budget}", f"hydra.sweep.dir={hydra_value(job_root)}",
-                       "hydra.sweep.subdir=job", *extra]
+            command = [sys.executable, str(REPO / "launch.py"), "-m", *settings[:3],
+                       f"hydra.sweep.dir={hydra_value(job_root)}", "hydra.sweep.subdir=job", *extra]
             print(f"{task} {budget}: {' '.join(command[1:])}", flush=True)
             start = time.perf_counter()
             proc = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
@@ -73,6 +82,26 @@ def run(root: Path, tasks: list[str], budgets: list[int], extra: list[str]) -> l
             if job_status(metrics) != "ok":
                 failed.append(f"{task} {budget}")
     return failed
+
+
+def other_settings(job: Path, settings: list[str]) -> str:
+    """How the finished ``job``'s recorded overrides differ from ``settings``; "" if they do not.
+
+    E.g. ``"train.steps=20, asked 40"``.
+
+    A job of an earlier ``run`` with other extra arguments (more steps, other observations) would
+    otherwise be skipped as done, and the table would show its results for the settings asked now.
+    """
+    from gensbi_sharding.harness.sweep_hints import job_configuration
+
+    recorded = job / ".hydra" / "overrides.yaml"
+    if not recorded.is_file():  # which settings it ran with is unknown: as before, taken as done
+        return ""
+    from omegaconf import OmegaConf
+
+    ran, asked = job_configuration([str(o) for o in OmegaConf.load(recorded)]), job_configuration(settings)
+    return ", ".join(f"{k}={ran.get(k, 'unset')}, asked {asked.get(k, 'unset')}" for k in sorted({*ran, *asked})
+                     if ran.get(k) != asked.get(k))
 
 
 def job_status(metrics: Path) -> str:
@@ -236,6 +265,12 @@ def main(argv: list[str] | None = None) -> None:
     if args.command == "run":
         _check_folder(args.root, "--root", may_be_missing=True)
         failed = run(args.root.absolute(), args.tasks, args.budgets, args.extra)
+        other = [f for f in failed if f.endswith("(other settings)")]
+        if other:  # rerunning the same command would change nothing for these
+            raise SystemExit(f"{len(other)} job(s) finished with other settings than asked: {', '.join(other)} (each "
+                             "named above with the settings that differ); pass another --root for these settings, or "
+                             "move those jobs aside" + (f"; {len(failed) - len(other)} other job(s) failed (each job's "
+                                                        "launch.log says why)" if len(failed) > len(other) else ""))
         if failed:  # the others ran; rerunning `run` retries exactly these
             raise SystemExit(f"{len(failed)} job(s) failed: {', '.join(failed)} (each job's launch.log says why); "
                              "run the same command again to retry them")

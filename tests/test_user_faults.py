@@ -205,6 +205,31 @@ def fake_sbibm_job(folder, task, budget, observations, status="ok"):
         f"{k},{c:.6f},0.010000,{c:.6f} {c:.6f},200\n" for k, c in observations))
 
 
+def test_sbibm_run_never_counts_a_finished_job_of_other_settings_as_done(tmp_path, capsys, monkeypatch):
+    # Was: "two_moons 1000: done, skipped" for a job that ran train.steps=20 when train.steps=40 was asked,
+    # and the table then showed its results as those of the settings asked (exit 0).
+    import subprocess
+
+    job = tmp_path / "two_moons_1000" / "job"
+    fake_sbibm_job(job, "two_moons", 1000, [(1, 0.6)])
+    (job / ".hydra" / "overrides.yaml").write_text(
+        "- experiment=sbibm\n- data=two_moons\n- data.num_simulations=1000\n- train.steps=20\n"
+        "- eval.observations=[1,2]\n")
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: pytest.fail(f"a job was started: {a}"))
+    argv = ["run", "--root", str(tmp_path), "--tasks", "two_moons", "--budgets", "1000", "--"]
+    with pytest.raises(SystemExit) as stop:
+        sbibm_main()([*argv, "train.steps=40", "eval.observations=[1,2]"])
+    assert capsys.readouterr().out.strip() == (
+        "two_moons 1000: finished with other settings (train.steps=20, asked 40): not rerun, not counted; pass "
+        f"another --root for these settings, or move {tmp_path / 'two_moons_1000'} aside to rerun it")
+    assert str(stop.value) == (
+        "1 job(s) finished with other settings than asked: two_moons 1000 (other settings) (each named above with the "
+        "settings that differ); pass another --root for these settings, or move those jobs aside")
+    sbibm_main()([*argv, "train.steps=20", "eval.observations=[1, 2]"])  # the settings it ran with, respelled
+    assert capsys.readouterr().out.strip() == "two_moons 1000: done, skipped"
+    assert (job / "metrics.json").read_text() == json.dumps({"status": "ok"})  # never moved nor overwritten
+
+
 def test_sbibm_table_leaves_out_unfinished_jobs_naming_them(tmp_path, capsys):
     # Was: a job that failed (or was preempted) after scoring observation 1 of 2 made a row of its
     # one observation, read as the task's result; now it is left out and named.
