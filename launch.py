@@ -44,6 +44,7 @@ try:
     from gensbi_sharding.harness.override_grammar import grammar_problem
     from gensbi_sharding.harness.preemption import EXIT_INTERRUPTED, EXIT_PREEMPTED
     from gensbi_sharding.harness.run import output_dir, run
+    from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
     from gensbi_sharding.harness.run_report import final_line
 except ModuleNotFoundError as missing:  # e.g. the system Python instead of the project's .venv
     if (missing.name or "").startswith("gensbi_sharding"):
@@ -76,6 +77,7 @@ if __name__ == "__main__":
     try:
         main()
     except KeyboardInterrupt:
-        print("interrupted: the job's metrics.json records it (status interrupted)", file=sys.stderr)
+        if not os.environ.get(LOCAL_CHILD_ENV):  # distributed=local's parent says it once for its processes
+            print("interrupted: the job's metrics.json records it (status interrupted)", file=sys.stderr)
         sys.exit(EXIT_INTERRUPTED)
     sys.exit(1 if failed_jobs else 0)

@@ -79,6 +79,19 @@ def test_a_gloo_line_torn_by_another_thread_stays_off_the_console(capfd, caplog)
         "[Gloo] Rank [Gloo]", "5 is connected to "]
 
 
+def test_a_stop_is_said_by_process_0_and_logged_by_the_others(as_process, capfd, caplog):
+    assert console.stop_level() == logging.ERROR
+    as_process(1, 2)
+    assert console.stop_level() == logging.INFO  # process_1.log only: process 0 names the same step and command
+    as_process(0, 2)
+    assert console.stop_level() == logging.ERROR
+    # XLA's note of the SIGTERM a stop sends on purpose: in the log, with no "XLA warned" console line.
+    with caplog.at_level(logging.INFO), console.native_output_to_log():
+        os.write(2, b"W1201 17:48:00.122121  8033 preemption_notifier.cc:89] SIGTERM caught at 2026-12-01T17:48\n")
+    assert capfd.readouterr().err == ""
+    assert [r.name for r in caplog.records] == [console.NATIVE]
+
+
 def test_formatter_tags_only_warnings_and_errors():
     formatter = console.ConsoleFormatter("%(message)s")
     assert formatter.format(record("gensbi_sharding", logging.INFO, "[1/7] devices")) == "[1/7] devices"

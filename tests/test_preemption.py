@@ -689,6 +689,36 @@ def test_ctrl_c_of_a_local_parent_is_an_interruption_in_its_processes_too(tmp_pa
 
 @pytest.mark.slow
 @pytest.mark.timeout(400)
+def test_a_terminals_ctrl_c_of_a_local_job_says_each_thing_once(tmp_path):
+    # A terminal's Ctrl-C reaches the parent and its processes (one process group). Was: "received Ctrl-C",
+    # the [ERROR] naming the command and "interrupted: the job's metrics.json records it" once per process
+    # (the last untagged, three times), with JAX's "Reached preemption sync point" and XLA's "SIGTERM caught".
+    out = tmp_path / "run"
+    parent = _launch("train.steps=100000", "distributed=local", f"hydra.run.dir={out}", cwd=tmp_path,
+                     start_new_session=True)
+    try:
+        _wait_for(out / "process_1.log", "[5/7] train", parent)
+        time.sleep(1)
+        os.killpg(parent.pid, signal.SIGINT)
+        log = parent.communicate(timeout=180)[0]
+    finally:
+        parent.kill()
+    assert parent.returncode == 130, log[-3000:]
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["status"] == "interrupted" and metrics["process_exit_codes"] == [130, 130], metrics
+    lines = log.replace("\r", "\n").splitlines()
+    assert [line for line in lines if "received Ctrl-C" in line] == [
+        "[WARNING] [process 0/2] received Ctrl-C: stopping at the next step boundary, after a checkpoint "
+        "(Ctrl-C again stops at once)"]
+    assert [line for line in lines if line.startswith("[ERROR]")] == [f"[ERROR] [process 0/2] {metrics['error']}"]
+    assert lines.count("interrupted: the job's metrics.json records it (status interrupted)") == 1
+    assert not [line for line in lines if "[process 1/2]" in line or "sync point" in line or "XLA warned" in line]
+    process_1 = (out / "process_1.log").read_text()  # the other process's own account is kept in its log
+    assert "[process 1/2] received Ctrl-C" in process_1 and "[process 1/2] interrupted by Ctrl-C" in process_1
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(400)
 def test_a_dead_local_process_ends_the_job_naming_it(tmp_path):
     out = tmp_path / "run"
     parent = _launch("rule=fsdp", "mesh.model_axis=2", "train.steps=100000", "distributed=local",

@@ -30,14 +30,15 @@ from typing import Any
 
 __all__ = ["DETAILS", "NOISY_WARNINGS", "NOISY_MESSAGES", "NOISY_NATIVE_LINES", "ConsoleFilter", "ConsoleFormatter",
            "warnings_to_log", "native_output_to_log", "quiet_console", "set_process", "tagged",
-           "tag_process_records"]
+           "tag_process_records", "stop_level"]
 
 DETAILS = "gensbi_sharding.details"  # full tables: launch.log always, the console with verbose=true
 NOISY_WARNINGS = ("ConvergenceWarning",)  # warning categories kept out of the console
 # Orbax's notes (logger "absl") when a checkpoint folder is read without its item handlers, as
 # finding and restoring the latest step does: expected, and no action for the user.
 NOISY_MESSAGES = ("CheckpointManagerOptions.read_only=True", "Given directory is read only",
-                  "was found in the checkpoint, but could not be restored")
+                  "was found in the checkpoint, but could not be restored",
+                  "Reached preemption sync point")  # every process of a stopped job, every saving thread
 NOISY_NATIVE_LINES = (b"[Gloo]",)  # starts of lines C++ libraries print that belong in launch.log only
 # Gloo's threads write their lines in pieces, so two can interleave: "[Gloo] Rank [Gloo] Rank 7 is connected
 # ...\n" then "5 is connected to 7 peer ranks. ...\n", a line without its start that reached the console.
@@ -47,6 +48,8 @@ NOISY_NATIVE_FRAGMENT = re.compile(rb"\d+ is connected to \d+ peer ranks\. Expec
 # Errors (E/F) stay on the console. No public switch sends these to a file (TF_CPP_MIN_LOG_LEVEL only
 # drops them), hence the descriptor-level routing below.
 NATIVE_LOG_LINE = re.compile(rb"[IW]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [^ \]]+:\d+\] ")
+#: XLA warnings that need no console notice: JAX's preemption notifier logging the SIGTERM a stop sends on purpose.
+QUIET_NATIVE_WARNINGS = (b"SIGTERM caught",)
 NATIVE = "gensbi_sharding.native"  # those lines, logged: launch.log only, even with verbose=true
 
 _process = {"index": 0, "count": 1}
@@ -83,6 +86,20 @@ def set_process(index: int, count: int) -> None:
     for handler in logging.getLogger().handlers:
         if not any(isinstance(f, _ProcessTag) for f in handler.filters):
             handler.addFilter(_ProcessTag())
+
+
+def stop_level() -> int:
+    """The level of "stopped by a signal / Ctrl-C" lines: error on process 0, info on the others.
+
+    Every process of a job stops at the same step and names the same command; process 0 says it on the
+    console, the others in their ``process_<i>.log`` (else each line came once per process).
+
+    Returns
+    -------
+    int
+        ``logging.ERROR`` or ``logging.INFO``.
+    """
+    return logging.ERROR if _process["index"] == 0 else logging.INFO
 
 
 def tag_process_records(index: int, count: int) -> None:
@@ -196,7 +213,8 @@ def _lines_of(fd: int, prefixes: tuple[bytes, ...], sink: logging.Logger, warned
                     or (prefixes == NOISY_NATIVE_LINES and NOISY_NATIVE_FRAGMENT.match(bare))):
                 text = line.decode(errors="replace").strip()
                 sink.info("%s", text)
-                if bare.startswith(b"W") and not warned and NATIVE_LOG_LINE.match(bare):
+                if (bare.startswith(b"W") and not warned and NATIVE_LOG_LINE.match(bare)
+                        and not any(quiet in bare for quiet in QUIET_NATIVE_WARNINGS)):
                     warned.append(True)  # once per run: the message without its C++ header, cut short
                     said = NATIVE_LOG_LINE.sub(b"", bare, count=1).decode(errors="replace").strip()
                     logging.getLogger("gensbi_sharding").warning(

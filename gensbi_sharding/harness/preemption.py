@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from gensbi_sharding.harness.console import stop_level
 from gensbi_sharding.harness.parent_signal import stop_signal
 
 __all__ = ["EXIT_PREEMPTED", "EXIT_INTERRUPTED", "PREEMPT_SIGNALS", "Preempted", "PreemptionWatch",
@@ -169,8 +170,9 @@ class PreemptionWatch:
         if first:
             where = ("at the next step boundary, after a checkpoint" if self._deferred
                      else "at the next step of the run")
-            log.warning("received %s: stopping %s%s", "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name,
-                        where, " (Ctrl-C again stops at once)" if signum == signal.SIGINT else "")
+            log.log(min(stop_level(), logging.WARNING), "received %s: stopping %s%s",  # once, by process 0
+                    "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name,
+                    where, " (Ctrl-C again stops at once)" if signum == signal.SIGINT else "")
         if signum != signal.SIGTERM and jax.distributed.is_initialized():
             signal.raise_signal(signal.SIGTERM)  # JAX's preemption service tells every process
 

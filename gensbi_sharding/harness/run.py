@@ -79,7 +79,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                 if folder.owner:  # Hydra's end-of-sweep summary never comes: the jobs so far, and those not run
                     run_folder.refresh_job_sweep_summary(out)
                 raise KeyboardInterrupt from None
-            log.warning("%s", error)
+            log.log(min(console.stop_level(), logging.WARNING), "%s", error)
         except KeyboardInterrupt:  # a second Ctrl-C: at once, wherever the run was
             checkpoints = out / "checkpoints"
             hint = (f"; continue with: {sweep_hints.continue_command(out)}"
@@ -112,7 +112,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
 def _record_interrupt(metrics: dict[str, Any], error: str, start: float, folder: run_folder.RunFolder) -> None:
     """Record a run stopped by Ctrl-C (``status: interrupted``), say how to continue it, free its folder."""
     metrics.update(status="interrupted", error=error, wall_s=time.perf_counter() - start)
-    log.error("%s", error)
+    log.log(console.stop_level(), "%s", error)
     folder.record(metrics)
     folder.release()
 
