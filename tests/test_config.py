@@ -296,6 +296,24 @@ def test_a_setting_that_is_not_a_finite_number_is_refused_naming_it(compose_conf
     validate(compose_config(*overrides[:-1], f"{key}={fix}"))
 
 
+@pytest.mark.parametrize("overrides,message,fix", [
+    # Was "... names a mesh axis twice; list each mesh axis once" (activation: after the mesh was built), no override.
+    (("activation.sequence_axis=[model,model]",), "activation: sequence_axis=['model', 'model'] names a mesh axis "
+     "twice; list each mesh axis once: set activation.sequence_axis=model", "activation.sequence_axis=model"),
+    (("activation.head_axis=[data,model,data]",), "activation: head_axis=['data', 'model', 'data'] names a mesh axis "
+     "twice; list each mesh axis once: set activation.head_axis=[data,model]", "activation.head_axis=[data,model]"),
+    (("rule.mlp=[model,model]",), "rule.mlp=['model', 'model'] names a mesh axis twice; list each mesh axis once: "
+     "set rule.mlp=model", "rule.mlp=model"),
+    (("rule.mlp=[]",), "rule.mlp=[]: a list must hold mesh axis names; e.g. rule.mlp=model, or rule.mlp=null "
+     "(unsplit)", "rule.mlp=null"),
+])
+def test_a_mesh_axis_list_refusal_names_the_override_that_fixes_it(compose_config, overrides, message, fix):
+    with pytest.raises(ConfigError) as err:
+        validate(compose_config(*overrides))
+    assert str(err.value) == message
+    validate(compose_config(fix))
+
+
 def test_rule_table_forms():
     assert rule_table("fsdp") == ("fsdp", dict(RULES["fsdp"]))
     assert rule_table({"embed": ["data", "model"]}) == (

@@ -53,9 +53,10 @@ def rule_table(rule: Any) -> tuple[str, dict[str, Any]]:
                                     f"{', '.join(LOGICAL_AXES)} (and name)")
         if isinstance(value, (list, tuple, ListConfig)):
             require(len(value) > 0 and all(isinstance(v, str) for v in value),
-                   f"rule.{key}={value!r}: a list must hold mesh axis names")
+                   f"rule.{key}={value!r}: a list must hold mesh axis names; e.g. rule.{key}=model, or "
+                   f"rule.{key}=null (unsplit)")
             require(len(set(value)) == len(value), f"rule.{key}={list(value)!r} names a mesh axis twice; "
-                                                  "list each mesh axis once")
+                                                  f"list each mesh axis once: set rule.{key}={_once(value)}")
             value = tuple(value)
         else:
             require(value is None or isinstance(value, str),
@@ -120,6 +121,10 @@ def partition_axis_from_config(cfg: Mapping[str, Any], rule: Any, mesh: Any) -> 
     if unknown:
         raise ValueError(f"activation key {unknown[0]!r} is not a PartitionAxis field; valid keys: "
                          f"strategy, {', '.join(PartitionAxis._fields)}")
+    for key, value in fields.items():  # known without a mesh: refused at validation, before any work
+        if isinstance(value, (list, tuple)) and len(set(value)) != len(value):
+            raise ValueError(f"{key}={list(value)!r} names a mesh axis twice; list each mesh axis once: set "
+                             f"activation.{key}={_once(value)}")
     if strategy == "none" or mesh is None:
         return None
     base = PartitionAxis.for_rule(rule, mesh) if strategy == "rule" else PartitionAxis()
@@ -132,3 +137,9 @@ def partition_axis_from_config(cfg: Mapping[str, Any], rule: Any, mesh: Any) -> 
                              f"{', '.join(mesh.axis_names)}); set activation.{key}={fix}"
                              + ("" if fix == "null" else " (or null: unsplit)"))
     return base._replace(**changes).resolve(mesh)
+
+
+def _once(axes: Any) -> str:
+    """A list of mesh axes with each named once, as an override value: ``[model,model]`` -> ``model``."""
+    kept = list(dict.fromkeys(axes))
+    return kept[0] if len(kept) == 1 else "[" + ",".join(kept) + "]"
