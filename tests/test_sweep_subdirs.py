@@ -66,6 +66,22 @@ def test_a_subdir_that_resolves_to_one_folder_for_two_jobs_is_refused_before_any
     assert not sweep.exists()
 
 
+def test_a_subdir_that_is_a_path_is_refused_before_any_job(tmp_path, capsys):
+    # Was: jobs in <sweep>/fsdp/1/ ...: the summary (and the completed-job checks) read <sweep>/<job>/ only,
+    # so the sweep ended with "multirun finished with no job metrics" and no table.
+    sweep = tmp_path / "sweep"
+    for subdir, flat in (("${rule.name}/${mesh.model_axis}", "${rule.name}_${mesh.model_axis}"),
+                         ("${hydra.job.num}/a", "${hydra.job.num}_a"), ("../x_${hydra.job.num}", "x_${hydra.job.num}")):
+        with pytest.raises(SystemExit):
+            claim_sweep(sweep, subdir, ["rule=fsdp,tensor", "mesh.model_axis=1,2"])
+        assert capsys.readouterr().err.strip() == (
+            f"[ERROR] hydra.sweep.subdir={subdir} is a path, not one folder name: the jobs' folders would not lie "
+            f"directly in the sweep's {sweep}, where its summary and checks find them; name one folder, e.g. "
+            f"hydra.sweep.subdir='{flat}'")
+        claim_sweep(sweep, flat, ["rule=fsdp,tensor", "mesh.model_axis=1,2"])  # the fix it names
+    assert not (tmp_path / "x_0").exists()
+
+
 def test_subdirs_that_differ_per_job_are_accepted_as_the_launcher_resolves_them(tmp_path):
     sweep = tmp_path / "sweep"
     claim_sweep(sweep, "${rule.name}_${mesh.model_axis}", ["rule=fsdp,tensor", "mesh.model_axis=1,2"])

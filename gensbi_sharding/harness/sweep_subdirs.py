@@ -72,8 +72,13 @@ def colliding_subdirs_problem(config: Any, subdir: Any, jobs: Sequence[Sequence[
     -------
     str or None
         One line naming the subdir, two jobs that share a folder with their overrides, the folder, and the
-        override that fixes it; or naming a subdir that does not resolve for a job, and Hydra's reason.
+        override that fixes it; or naming a subdir that does not resolve for a job (Hydra's reason), or that
+        gives a job no folder of its own directly in the sweep's (empty, nested ``a/b``, or outside it).
     """
+    if isinstance(subdir, str) and ("/" in subdir or subdir.strip() in ("..", ".")):  # whatever it resolves to
+        return (f"hydra.sweep.subdir={subdir} is a path, not one folder name: the jobs' folders would not lie "
+                f"directly in the sweep's {sweep_dir}, where its summary and checks find them; name one folder, "
+                f"e.g. hydra.sweep.subdir='{_flat(subdir)}'")
     if len(jobs) < 2 or not isinstance(subdir, str) or "${" not in subdir or any(k in subdir for k in _PER_JOB):
         return None
     fix = f"hydra.sweep.subdir='${{hydra.job.num}}_{subdir}'"
@@ -93,6 +98,10 @@ def colliding_subdirs_problem(config: Any, subdir: Any, jobs: Sequence[Sequence[
         if folder == sweep:
             return (f"hydra.sweep.subdir={subdir} is empty for job {number} ({_own(jobs, number, 0)}): the job "
                     f"would write into the sweep's own folder {sweep}; make it differ per job, e.g. {fix}")
+        if os.path.dirname(folder) != sweep:  # nested, or outside: the summary and checks read <sweep>/<job>/
+            return (f"hydra.sweep.subdir={subdir} gives job {number} ({_own(jobs, number, number)}) the folder "
+                    f"{folder}, not one directly in the sweep's {sweep}, where its summary and checks find the "
+                    f"jobs; name one folder, e.g. hydra.sweep.subdir='{_flat(subdir)}'")
         if folder in first:
             other = first[folder]
             return (f"hydra.sweep.subdir={subdir} gives job {other} ({_own(jobs, other, number)}) and job {number} "
@@ -106,3 +115,9 @@ def _own(jobs: Sequence[Sequence[str]], number: int, other: int) -> str:
     """Job ``number``'s overrides that job ``other`` does not share: what tells the two apart."""
     own = [o for o in jobs[number] if o not in jobs[other]] or list(jobs[number])
     return " ".join(own)
+
+
+def _flat(subdir: str) -> str:
+    """``subdir`` as one folder name: ``${rule.name}/${mesh.model_axis}`` -> ``${rule.name}_${mesh.model_axis}``."""
+    flat = "_".join(part for part in subdir.split("/") if part.strip() not in ("", ".", ".."))
+    return flat or "${hydra.job.num}"
