@@ -116,3 +116,27 @@ def test_launch_refuses_a_colliding_subdir_before_any_job_runs(tmp_path):
         "[ERROR] hydra.sweep.subdir=${rule.name} gives job 0 (mesh.model_axis=1) and job 1 (mesh.model_axis=2) one "
         f"folder ({sweep / 'replicated'}); ")
     assert not sweep.exists()
+
+
+def test_a_folder_override_the_mode_ignores_is_refused_naming_the_one_to_use(tmp_path, capsys):
+    # Was: -m ... hydra.run.dir=<folder> wrote the sweep into multirun/<date>/<time>/ (and a single run
+    # with hydra.sweep.dir into outputs/<date>/<time>/), the folder named left empty, without a word.
+    register_configs()
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        config = compose("config", overrides=[f"hydra.run.dir={tmp_path / 'mine'}"], return_hydra_config=True)
+        with open_dict(config):
+            config.hydra.overrides.task = ["rule=fsdp,tensor"]
+        with pytest.raises(SystemExit):
+            run_folder.RefuseCompletedRun().on_multirun_start(config)
+    assert capsys.readouterr().err.strip() == (
+        f"[ERROR] hydra.run.dir={tmp_path / 'mine'} is not used here: a multirun (-m, or a preset such as "
+        f"experiment=sbibm) writes into hydra.sweep.dir ({config.hydra.sweep.dir}); set "
+        f"hydra.sweep.dir={tmp_path / 'mine'} instead")
+    assert not (tmp_path / "mine").exists()
+    proc = subprocess.run([sys.executable, str(REPO / "launch.py"), "experiment=quick", "hydra.sweep.dir=mine"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and proc.stderr.strip().splitlines()[-1].startswith(
+        "[ERROR] hydra.sweep.dir=mine is not used here: a single run writes into hydra.run.dir (outputs/")
+    assert proc.stderr.strip().endswith("); set hydra.run.dir=mine instead, or add -m for a sweep")
+    assert list(tmp_path.iterdir()) == []  # nothing written: not outputs/ either
+    claim_sweep(tmp_path / "sweep", "${hydra.job.num}", ["rule=fsdp,tensor"])  # hydra.sweep.dir given: as meant

@@ -20,7 +20,7 @@ from gensbi_sharding.harness.config_checks import dry_run_resume_problem
 from gensbi_sharding.harness.console import tagged
 from gensbi_sharding.harness.folder_lock import FolderInUseError, FolderLock, folder_problem
 from gensbi_sharding.harness.outputs import read_metrics, write_atomic, write_json
-from gensbi_sharding.harness.sweep_subdirs import colliding_subdirs_problem
+from gensbi_sharding.harness.sweep_subdirs import colliding_subdirs_problem, unused_folder_problem
 from gensbi_sharding.harness.sweep_hints import (every_job, hydra_job_overrides, moved_jobs_problem,
                                                  shared_folder_problem, train_further_hint, unfinished_jobs_hint)
 
@@ -223,7 +223,7 @@ class RefuseCompletedRun(Callback):
 
     def _claim(self, folder: Path, runs: list[Path], config: DictConfig, sweep: bool = False) -> None:
         try:
-            problem = dry_run_resume_problem(config)
+            problem = dry_run_resume_problem(config) or unused_folder_problem(config, multirun=sweep)
             problem = problem or folder_problem(folder, sweep=sweep)
             if sweep and not problem:  # Hydra writes a job's .hydra/ record before any check of ours could run
                 raw = OmegaConf.to_container(config.hydra.sweep, resolve=False) if "sweep" in config.hydra else {}

@@ -12,7 +12,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["job_subdirs", "colliding_subdirs_problem"]
+__all__ = ["job_subdirs", "colliding_subdirs_problem", "unused_folder_problem"]
 
 #: Subdirs that name the job's number (or its launcher id): one folder per job whatever the swept values.
 _PER_JOB = ("hydra.job.num", "hydra.job.id")
@@ -121,3 +121,38 @@ def _flat(subdir: str) -> str:
     """``subdir`` as one folder name: ``${rule.name}/${mesh.model_axis}`` -> ``${rule.name}_${mesh.model_axis}``."""
     flat = "_".join(part for part in subdir.split("/") if part.strip() not in ("", ".", ".."))
     return flat or "${hydra.job.num}"
+
+
+def unused_folder_problem(config: Any, multirun: bool) -> str | None:
+    """The refusal of a folder override this mode ignores; None if there is none.
+
+    A multirun writes into ``hydra.sweep.dir`` and ignores ``hydra.run.dir``; a single run the reverse. A
+    folder typed for the other mode was ignored without a word: the outputs went to ``multirun/<date>/...``
+    (or ``outputs/<date>/...``) while the user looked in the folder they named.
+
+    Parameters
+    ----------
+    config : DictConfig
+        The run's or multirun's config (``hydra.overrides.hydra``: the hydra overrides typed).
+    multirun : bool
+        Whether this is a multirun.
+
+    Returns
+    -------
+    str or None
+        One line naming the override, where the outputs would go, and the override to use instead.
+    """
+    from omegaconf import OmegaConf
+
+    overrides = OmegaConf.select(config, "hydra.overrides.hydra", default=None)
+    # As typed: an override holding "${...}" (hydra.sweep.subdir='${rule.name}') is text here, not resolved.
+    typed = [str(o) for o in (OmegaConf.to_container(overrides, resolve=False) if overrides is not None else ())]
+    unused, used = ("hydra.run.dir", "hydra.sweep.dir") if multirun else ("hydra.sweep.dir", "hydra.run.dir")
+    named = [o.split("=", 1)[1] for o in typed if o.lstrip("+").split("=", 1)[0] == unused]
+    if not named or any(o.lstrip("+").split("=", 1)[0] == used for o in typed):  # both given: as meant
+        return None
+    mode = ("a multirun (-m, or a preset such as experiment=sbibm) writes into hydra.sweep.dir" if multirun
+            else "a single run writes into hydra.run.dir")
+    fix = (f"set hydra.sweep.dir={named[0]} instead" if multirun
+           else f"set hydra.run.dir={named[0]} instead, or add -m for a sweep")
+    return f"{unused}={named[0]} is not used here: {mode} ({OmegaConf.select(config, used)}); {fix}"
