@@ -96,7 +96,8 @@ def run_local_processes(cfg: DictConfig, out: Path) -> dict[str, Any]:
                        f"distributed.num_processes={n}", f"distributed.process_id={rank}",
                        "distributed.local_processes=1", f"devices.cpu_count={cpu // n}",
                        f"hydra.run.dir={hydra_value(out)}",  # runs/a(1) quoted for Hydra, as the user had to
-                       f"hydra.job.name=process_{rank}", "hydra.output_subdir=null"]
+                       f"hydra.job.name=process_{rank}", "hydra.output_subdir=null",
+                       "hydra.mode=RUN"]  # one run each, in out: a preset's hydra.mode=MULTIRUN (sbibm) started sweeps
             children.append(subprocess.Popen(command, env=env, pass_fds=(lifeline,)))
     finally:
         os.close(lifeline)
