@@ -208,3 +208,17 @@ def test_a_model_with_hundreds_of_fallbacks_gets_one_short_console_line_and_ever
     # The override that honours every annotation on the same devices (data 2 divides size 2; data 4 does not).
     assert str(err.value).endswith(". Set mesh.model_axis=4 (every annotation honoured), or fix the annotation or "
                                    "dimension, or set strict=false")
+
+
+def test_a_run_resets_the_process_an_earlier_run_in_this_python_set(as_process, tmp_path, caplog, devices):
+    # A process 1 of 2 that failed to join (a coordinator nobody serves) left the console set to process 1:
+    # every later run in the same Python process (a test session, a sweep's jobs) logged as "[process 1/2]"
+    # and its info lines were kept off the console.
+    from faults_helpers import run_tiny
+
+    as_process(1, 2)
+    with caplog.at_level(logging.INFO, logger="gensbi_sharding"):
+        assert run_tiny(tmp_path / "run")["status"] == "ok"
+    assert console.stop_level() == logging.ERROR
+    steps = [r.getMessage() for r in caplog.records if r.getMessage().startswith(("[1/7]", "[process"))]
+    assert steps and steps[0].startswith("[1/7] devices: ") and not any("[process" in s for s in steps)

@@ -122,10 +122,11 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
     for noisy in ("jax", "absl"):  # backend probing and orbax progress are noise here
         logging.getLogger(noisy).setLevel(logging.WARNING)
     dist = cfg.distributed
-    if dist.mode == "explicit" and dist.process_id is not None and (dist.num_processes or 0) > 1:
-        # Known before joining (distributed=local's processes): their first lines are tagged, and only
-        # process 0's info lines reach the one console they share (else each printed "[1/7]").
-        console.set_process(dist.process_id, dist.num_processes)
+    # Known before joining (distributed=local's processes): their first lines are tagged, and only process 0's
+    # info lines reach the one console they share (else each printed "[1/7]"); else one process (reset: a run
+    # before this one in the same Python process, e.g. a sweep's, may have set another).
+    several = dist.mode == "explicit" and dist.process_id is not None and (dist.num_processes or 0) > 1
+    console.set_process(dist.process_id if several else 0, dist.num_processes if several else 1)
     validate(cfg)
     if (unused := ignored_settings(cfg.model)) is not None:  # accepted, yet the model is the same without them
         log.warning("%s", unused)
