@@ -41,8 +41,9 @@ NOISY_MESSAGES = ("CheckpointManagerOptions.read_only=True", "Given directory is
                   "Reached preemption sync point")  # every process of a stopped job, every saving thread
 NOISY_NATIVE_LINES = (b"[Gloo]",)  # starts of lines C++ libraries print that belong in launch.log only
 # Gloo's threads write their lines in pieces, so two can interleave: "[Gloo] Rank [Gloo] Rank 7 is connected
-# ...\n" then "5 is connected to 7 peer ranks. ...\n", a line without its start that reached the console.
-NOISY_NATIVE_FRAGMENT = re.compile(rb"\d+ is connected to \d+ peer ranks\. Expected number of connected peer ranks")
+# ...\n" then "5 is connected to 7 peer ranks. ...\n" (or " peer ranks. Expected ... is : 1\n": torn anywhere),
+# a line without its start that reached the console. Its tail ("... peer ranks is : 1") marks it.
+NOISY_NATIVE_FRAGMENT = re.compile(rb"peer ranks|\bis : \d+\s*$")
 # A C++ (absl/TSL) log line of XLA at INFO or WARNING level, as jaxlib writes it to stderr:
 # "W1130 21:32:49.078772    8033 spmd_partitioner.cc:666] [SPMD] Involuntary full rematerialization. ..."
 # Errors (E/F) stay on the console. No public switch sends these to a file (TF_CPP_MIN_LOG_LEVEL only
@@ -210,7 +211,7 @@ def _lines_of(fd: int, prefixes: tuple[bytes, ...], sink: logging.Logger, warned
         for line in data.splitlines(keepends=True):
             bare = line.lstrip(b"\r")
             if (bare.startswith(prefixes) or NATIVE_LOG_LINE.match(bare)
-                    or (prefixes == NOISY_NATIVE_LINES and NOISY_NATIVE_FRAGMENT.match(bare))):
+                    or (prefixes == NOISY_NATIVE_LINES and NOISY_NATIVE_FRAGMENT.search(bare))):
                 text = line.decode(errors="replace").strip()
                 sink.info("%s", text)
                 if (bare.startswith(b"W") and not warned and NATIVE_LOG_LINE.match(bare)
