@@ -7,10 +7,12 @@ other processes left waiting in a collective. Names and idea: AXLearn (apple/axl
 from __future__ import annotations
 
 import enum
+import hashlib
 import math
 from typing import Any
 
 import jax
+import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from gensbi_sharding.batch import batch_axes, check_same_rows
@@ -87,27 +89,67 @@ def host_to_global_array(host_arrays: Any, *, partition: Any = DataPartitionType
         inside ``jax.jit``); ``partition`` is an unknown string, not PartitionSpecs or no prefix of ``host_arrays``; a
         leaf is already a global array; a spec is longer than its leaf's rank or names an axis ``mesh`` lacks; this
         process holds no device of ``mesh``; or a split dimension's local size is not a multiple of its local shards.
+        With several processes, on every process (one collective): if another process failed these checks, or
+        passes another tree, dtype or shape (another number of rows), naming both processes' inputs.
     """
     mesh = _concrete_mesh(mesh)
     flat, treedef = jax.tree_util.tree_flatten_with_path(host_arrays)
-    leaves, targets, specs = [leaf for _, leaf in flat], {}, _specs(partition, host_arrays, mesh)
-    # The leaves split along their leading axis are one batch: their rows must line up (as shard_batch's).
-    check_same_rows(jax.tree.unflatten(treedef, [leaf if is_array(leaf) and len(spec) and spec[0] is not None
-                                                 else None for leaf, spec in zip(leaves, specs)]), "host_arrays")
-    for i, ((keypath, leaf), spec) in enumerate(zip(flat, specs)):
-        path = jax.tree_util.keystr(keypath)
-        if not is_array(leaf):
-            continue
-        if isinstance(leaf, jax.core.Tracer):  # mesh= given inside jax.jit: is_fully_addressable would raise
-            raise ValueError(_OUTSIDE_JIT)
-        if isinstance(leaf, jax.Array) and not leaf.is_fully_addressable:
-            raise ValueError(f"leaf {path or '<root>'} is already a global array spanning processes; "
-                             "pass this process's rows as a numpy or local jax array")
-        _check_local_shape(path, leaf.shape, spec, mesh)
-        targets[i] = NamedSharding(mesh, spec)
+    leaves, targets, error = [leaf for _, leaf in flat], {}, None
+    try:  # caught, so every process reaches the one collective of _check_processes_agree and raises too
+        specs = _specs(partition, host_arrays, mesh)
+        # The leaves split along their leading axis are one batch: their rows must line up (as shard_batch's).
+        check_same_rows(jax.tree.unflatten(treedef, [leaf if is_array(leaf) and len(spec) and spec[0] is not None
+                                                     else None for leaf, spec in zip(leaves, specs)]), "host_arrays")
+        for i, ((keypath, leaf), spec) in enumerate(zip(flat, specs)):
+            path = jax.tree_util.keystr(keypath)
+            if not is_array(leaf):
+                continue
+            if isinstance(leaf, jax.core.Tracer):  # mesh= given inside jax.jit: is_fully_addressable would raise
+                raise ValueError(_OUTSIDE_JIT)
+            if isinstance(leaf, jax.Array) and not leaf.is_fully_addressable:
+                raise ValueError(f"leaf {path or '<root>'} is already a global array spanning processes; "
+                                 "pass this process's rows as a numpy or local jax array")
+            _check_local_shape(path, leaf.shape, spec, mesh)
+            targets[i] = NamedSharding(mesh, spec)
+    except ValueError as err:
+        error = err
+    if jax.process_count() > 1 and str(error) != _OUTSIDE_JIT:  # inside jit no collective can run
+        _check_processes_agree(error, treedef, [(jax.tree_util.keystr(k) or "<root>", leaf.shape, leaf.dtype,
+                                                 targets[i].spec) for i, (k, leaf) in enumerate(flat) if i in targets])
+    if error:
+        raise error
     for i, sharding in targets.items():
         leaves[i] = jax.make_array_from_process_local_data(sharding, leaves[i])
     return jax.tree.unflatten(treedef, leaves)
+
+
+def _check_processes_agree(error: ValueError | None, treedef: Any, leaves: list) -> None:
+    """Raise on every process if one failed its checks or passes another tree, dtype or local shape.
+
+    A process whose own check failed raises that error instead (after the gathers, so no peer is left waiting).
+
+    ``make_array_from_process_local_data`` takes each process's local shape for all: unequal inputs gave each
+    process another global shape (or dtype) and wrong sums, or a hang in the next collective. One small allgather
+    (length and digest of each process's description) finds it; only then are the descriptions gathered.
+    """
+    from jax.experimental import multihost_utils  # pylint: disable=import-outside-toplevel
+
+    mine = (f"failed: {error}" if error else f"passes tree {treedef}, leaves " + ", ".join(
+        f"{path} {shape} {dtype} at {spec}" for path, shape, dtype, spec in leaves)).encode()
+    head = np.concatenate([[len(mine)], np.frombuffer(hashlib.sha256(mine).digest()[:16], np.uint8)])
+    heads = np.asarray(multihost_utils.process_allgather(head.astype(np.int32)))
+    if (heads == heads[0]).all():
+        return
+    padded = np.zeros(int(heads[:, 0].max()), np.uint8)
+    padded[:len(mine)] = np.frombuffer(mine, np.uint8)
+    said = [bytes(row).rstrip(b"\0").decode() for row in np.asarray(multihost_utils.process_allgather(padded))]
+    if error:
+        return  # this process raises its own error
+    other = next(p for p, s in sorted(enumerate(said), key=lambda ps: not ps[1].startswith("failed"))
+                 if s != said[jax.process_index()])
+    raise ValueError(f"host_to_global_array: process {jax.process_index()} {said[jax.process_index()]}; but "
+                     f"process {other} {said[other]}; every process must pass the same tree, dtypes and shapes "
+                     "(the same number of rows)")
 
 
 _OUTSIDE_JIT = "host_to_global_array runs outside jax.jit; call it on host data before the step function"

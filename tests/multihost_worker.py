@@ -97,7 +97,22 @@ def dies(victim: int):
     return case
 
 
+def mismatch(kind: str):
+    """Process 1 passes other rows, dtype, tree or trailing size than process 0: every process raises."""
+    def case(p: int) -> dict:
+        from gensbi_sharding import host_to_global_array, make_mesh
+
+        x = {"x": np.ones((4, 3), np.float32)}
+        if p == 1:
+            x = {"rows": {"x": np.ones((8, 3), np.float32)}, "dtype": {"x": np.ones((4, 3), np.int32)},
+                 "tree": {**x, "y": np.ones((4,), np.float32)}, "trailing": {"x": np.ones((4, 5), np.float32)},
+                 "local": {"x": np.ones((3, 3), np.float32)}}[kind]
+        return {"error": error_of(lambda: host_to_global_array(x, mesh=make_mesh()))}
+    return case
+
+
 CASES = {"placement": case_placement, "uneven": case_uneven,
+         **{f"mismatch_{kind}": mismatch(kind) for kind in ("rows", "dtype", "tree", "trailing", "local")},
          "worker_dies": dies(1), "coordinator_dies": dies(0)}
 
 
