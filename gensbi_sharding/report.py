@@ -128,13 +128,14 @@ class PlacementReport:
 
     def table(self) -> str:
         """Render the report: mesh, totals, one row per variable, largest replicated (bytes in powers of 1000)."""
-        width = max([len(v.path) for v in self.variables] + [8])
+        rows = [(v.path, str(v.shape), v.dtype, v.placement, _fmt(v.max_device_bytes)) for v in self.variables]
+        # Each column as wide as its widest cell: a long dtype (float8_e4m3fn) or shape no longer shifts the rest.
+        w = [max([len(row[i]) for row in rows] + [least]) for i, least in enumerate((8, 16, 9, 24, 11))]
         lines = [str(self.mesh) if self.mesh else "no mesh",
                  f"state: {self.n_leaves} leaves, {self.n_scalars:,} scalars, {_fmt(self.total_bytes)}; per device "
                  f"max {_fmt(self.max_bytes_per_device)}, min {_fmt(min(self.bytes_per_device.values(), default=0))}",
-                 f"{'variable':<{width}}  {'shape':<16} {'dtype':<9} {'placement':<24} {'per device':>11}"]
-        lines += [f"{v.path:<{width}}  {str(v.shape):<16} {v.dtype:<9} {v.placement:<24} "
-                  f"{_fmt(v.max_device_bytes):>11}" for v in self.variables]
+                 *(f"{a:<{w[0]}}  {b:<{w[1]}} {c:<{w[2]}} {d:<{w[3]}} {e:>{w[4]}}" for a, b, c, d, e in
+                   [("variable", "shape", "dtype", "placement", "per device"), *rows])]
         if self.largest_replicated:
             lines.append("largest replicated under a splitting rule (by the rule's table, or a missing annotation): "
                          + ", ".join(f"{path} ({_fmt(size)})" for path, size in self.largest_replicated))
@@ -185,7 +186,7 @@ def describe(node: Any, mesh: Mesh | None, *, top: int = 5) -> PlacementReport:
         per_device.update(shards)
         variables.append(VariablePlacement(
             path=path_name(path), shape=tuple(value.shape), dtype=str(value.dtype),
-            placement=_placement(value, sharding), nbytes=math.prod(value.shape) * value.dtype.itemsize,
+            placement=_placement(value, sharding), nbytes=_nbytes(math.prod(value.shape), value.dtype),
             max_device_bytes=max(shards.values(), default=0),
             replicated=sharding is not None and sharding.is_fully_replicated))
     splitting = any(v.placement.startswith("P(") and not v.replicated for v in variables)
@@ -239,8 +240,18 @@ def _device_bytes(value: Any) -> dict[int, int]:
     sharding = getattr(value, "sharding", None)
     if sharding is None:  # NumPy (host) or unplaced abstract values
         return {}
-    return {device.id: math.prod(len(range(*s.indices(n))) for s, n in zip(index, value.shape))
-            * value.dtype.itemsize for device, index in sharding.addressable_devices_indices_map(value.shape).items()}
+    return {device.id: _nbytes(math.prod(len(range(*s.indices(n))) for s, n in zip(index, value.shape)), value.dtype)
+            for device, index in sharding.addressable_devices_indices_map(value.shape).items()}
+
+
+def _nbytes(count: int, dtype: Any) -> int:
+    """Bytes of ``count`` elements as XLA stores them: sub-byte types (int4, float4) packed, rounded up per array.
+
+    ``dtype.itemsize`` is 1 for int4: it counted twice what the device holds (and what ``compiled_report`` says).
+    """
+    if jax.dtypes.issubdtype(dtype, jax.dtypes.extended):  # PRNG keys: itemsize_bits refuses them
+        return count * dtype.itemsize
+    return -(-count * jax.dtypes.itemsize_bits(dtype) // 8)
 
 
 def _placement(value: Any, sharding: Any) -> str:
