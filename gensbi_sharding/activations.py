@@ -184,6 +184,12 @@ def constrain(x: jax.Array, names: Sequence[str | None], partition_axis: Partiti
     ShardingFallbackWarning
         One per call (per trace under ``jax.jit``) naming the dimensions left unsplit and why.
 
+    Notes
+    -----
+    ``AxisType.Explicit`` mesh axes are moved with ``jax.sharding.reshard`` (``with_sharding_constraint`` refuses
+    them), Auto axes constrained; on a mesh mixing both, inside ``jax.jit`` only (eagerly the second replaces the
+    first).
+
     Raises
     ------
     ValueError
@@ -206,8 +212,13 @@ def constrain(x: jax.Array, names: Sequence[str | None], partition_axis: Partiti
         warnings.warn(f"activation {tuple(names)} of shape {tuple(x.shape)} left unsplit on mesh "
                       f"{dict(active.shape)}: " + "; ".join(f"{n} ({r})" for n, r in unsplit.items()),
                       ShardingFallbackWarning, stacklevel=2)
-    target = NamedSharding(mesh, spec) if isinstance(mesh, Mesh) else spec
-    return jax.lax.with_sharding_constraint(x, target)
+    wrap = (lambda s: NamedSharding(mesh, s)) if isinstance(mesh, Mesh) else (lambda s: s)
+    explicit = {n for n, t in zip(active.axis_names, active.axis_types) if t == jax.sharding.AxisType.Explicit}
+    if explicit:  # with_sharding_constraint refuses Explicit axes (or asserts on them): reshard moves those
+        x = jax.sharding.reshard(x, wrap(_keep(spec, explicit)))
+    if len(explicit) < len(active.axis_names):
+        x = jax.lax.with_sharding_constraint(x, wrap(_keep(spec, set(active.axis_names) - explicit)))
+    return x
 
 
 def _as_axes(value: Any, field: str) -> tuple[str, ...]:
@@ -219,6 +230,11 @@ def _as_axes(value: Any, field: str) -> tuple[str, ...]:
         return tuple(value)
     raise ValueError(f"{field}={value!r} must be None, a mesh axis name or a non-empty sequence "
                      "of mesh axis names, e.g. 'data' or ('data', 'model')")
+
+
+def _keep(spec: P, names: set[str]) -> P:
+    """``spec`` naming only the mesh axes in ``names`` (the others' dimensions None)."""
+    return P(*(_pack(tuple(a for a in _as_axes(entry, "spec") if a in names)) for entry in spec))
 
 
 def _pack(axes: tuple[str, ...]) -> MeshAxes:

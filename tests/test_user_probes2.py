@@ -69,3 +69,68 @@ def test_table_columns_stay_aligned_with_long_dtypes_and_shapes(devices):
     # Was: "float8_e4m3fn" overflowed the 9-wide dtype column and shifted that row's placement and bytes.
     assert len({line.index("single device") for line in lines[1:]}) == 1
     assert len({len(line) for line in lines}) == 1, lines
+
+
+# ---------------------------------------------------------------------------- constrain on an Explicit mesh
+
+@pytest.mark.parametrize("where", ["mesh=", "mesh_context + jit"])
+def test_constrain_moves_explicit_mesh_axes(devices, where):
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
+
+    from gensbi_sharding import PartitionAxis, constrain, mesh_context
+
+    mesh = jax.make_mesh((4, 2), ("data", "model"), axis_types=(AxisType.Explicit,) * 2)
+    x = jax.device_put(jnp.arange(64.0).reshape(8, 2, 4), NamedSharding(mesh, P("data")))
+    pa = PartitionAxis.for_rule("tensor", mesh)
+    # Was: ValueError "can only refer to Auto axes" (mesh=) or AssertionError "acts as an assert" (under jit).
+    if where == "mesh=":
+        y = constrain(x, ("batch", None, "heads"), pa, mesh)
+    else:
+        with mesh_context(mesh):
+            y = jax.jit(lambda v: constrain(v, ("batch", None, "heads"), pa))(x)
+    assert y.sharding.spec == P("data", None, "model")
+    assert (jax.device_get(y) == jax.device_get(x)).all()
+
+
+def test_constrain_on_a_mesh_mixing_explicit_and_auto_axes_under_jit(devices):
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
+
+    from gensbi_sharding import PartitionAxis, constrain, mesh_context
+
+    mesh = jax.make_mesh((4, 2), ("data", "model"), axis_types=(AxisType.Explicit, AxisType.Auto))
+    x = jax.device_put(jnp.ones((8, 4)), NamedSharding(mesh, P()))
+    with mesh_context(mesh):
+        step = jax.jit(lambda v: constrain(v, ("batch", "heads"), PartitionAxis()))
+        assert step(x).sharding.spec == P("data", "model")
+
+
+# ---------------------------------------------------------------------------- Plan.fallback_message arguments
+
+def _plan_with_two_fallbacks():
+    from flax import nnx
+
+    from gensbi_sharding import make_mesh, partitioned, plan_shardings
+
+    layer = nnx.Linear(3, 6, rngs=nnx.Rngs(0),
+                       kernel_init=partitioned(nnx.initializers.lecun_normal(), ("embed", "mlp")))
+    return plan_shardings(nnx.state(layer), make_mesh(model_axis=2), {"embed": "model", "mlp": "model"})
+
+
+@pytest.mark.parametrize("kwargs, bad", [({"max_paths": -1}, "max_paths must be a non-negative integer or None "
+                                           r"\(all\), got -1"), ({"max_reasons": -2}, "max_reasons .* got -2"),
+                                          ({"max_paths": 1.5}, "got 1.5"), ({"max_reasons": True}, "got True")])
+def test_fallback_message_rejects_negative_or_non_integer_limits(devices, kwargs, bad):
+    # Was: max_paths=-1 printed "and 2 more (no annotation)" with no path; max_reasons=-2 hid every reason.
+    with pytest.raises(ValueError, match=bad):
+        _plan_with_two_fallbacks().fallback_message(**kwargs)
+
+
+def test_fallback_message_with_zero_paths_counts_each_reason(devices):
+    message = _plan_with_two_fallbacks().fallback_message(max_paths=0)
+    # Was ":  and 1 more (no annotation);  and 1 more (...)".
+    assert ": 1 variable(s) (no annotation); 1 variable(s) (size 3 of logical axis 'embed'" in message
+    assert " and " not in message.split(": ", 1)[1]
