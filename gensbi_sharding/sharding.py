@@ -74,10 +74,19 @@ class Plan:
         Parameters
         ----------
         max_reasons, max_paths : int or None, default 6 and 3
-            Reasons shown, and paths per reason (``None``: all; one annotation fails alike in every block).
+            Reasons shown, and paths per reason (``None``: all; one annotation fails alike in every block; 0
+            paths: each reason with its count).
         every : str, default "Plan.fallbacks"
             Where every path and reason is, named when some are left out.
+
+        Raises
+        ------
+        ValueError
+            If ``max_reasons`` or ``max_paths`` is neither None nor a non-negative integer.
         """
+        for name, n in (("max_reasons", max_reasons), ("max_paths", max_paths)):
+            if n is not None and (not is_int(n) or n < 0):  # a negative n sliced from the end: reasons went missing
+                raise ValueError(f"{name} must be a non-negative integer or None (all), got {n!r}; pass e.g. {name}=3")
         if not self.fallbacks:
             return None
         groups: dict[str, list[str]] = {}
@@ -86,8 +95,8 @@ class Plan:
         reasons, paths_each = (len(self.fallbacks) if n is None else n for n in (max_reasons, max_paths))  # None: all
         ordered = sorted(groups.items(), key=lambda group: -len(group[1]))  # the most common reason first
         shown, hidden = ordered[:reasons], [paths for _, paths in ordered[reasons:]]
-        parts = [", ".join(paths[:paths_each]) + (f" and {len(paths) - paths_each} more" if len(paths) > paths_each
-                 else "") + f" ({reason})" for reason, paths in shown]
+        parts = [(", ".join(paths[:paths_each]) + (f" and {len(paths) - paths_each} more" if len(paths) > paths_each
+                 else "") if paths_each else f"{len(paths)} variable(s)") + f" ({reason})" for reason, paths in shown]
         parts += [f"{sum(map(len, hidden))} more for {len(hidden)} other reason(s)"] if hidden else []
         cut = bool(hidden) or any(len(paths) > paths_each for _, paths in shown)
         return (f"{len(self.fallbacks)} variable(s) replicated instead of split under {self.rule.label} "
