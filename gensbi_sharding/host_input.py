@@ -89,8 +89,9 @@ def host_to_global_array(host_arrays: Any, *, partition: Any = DataPartitionType
         inside ``jax.jit``); ``partition`` is an unknown string, not PartitionSpecs or no prefix of ``host_arrays``; a
         leaf is already a global array; a spec is longer than its leaf's rank or names an axis ``mesh`` lacks; this
         process holds no device of ``mesh``; or a split dimension's local size is not a multiple of its local shards.
-        With several processes, on every process (one collective): if another process failed these checks, or
-        passes another tree, dtype or shape (another number of rows), naming both processes' inputs.
+        With several processes and a mesh over all of them, on every process (one small allgather): if another
+        process failed these checks, or passes another tree, dtype or shape (other rows), naming both inputs.
+        Values are not compared: a replicated leaf must hold the same values on every process.
     """
     mesh = _concrete_mesh(mesh)
     flat, treedef = jax.tree_util.tree_flatten_with_path(host_arrays)
@@ -113,7 +114,9 @@ def host_to_global_array(host_arrays: Any, *, partition: Any = DataPartitionType
             targets[i] = NamedSharding(mesh, spec)
     except ValueError as err:
         error = err
-    if jax.process_count() > 1 and str(error) != _OUTSIDE_JIT:  # inside jit no collective can run
+    # Inside jit no collective can run; a mesh over some processes only: the others may never call this.
+    if jax.process_count() > 1 and str(error) != _OUTSIDE_JIT and len(
+            {d.process_index for d in mesh.devices.flat}) == jax.process_count():
         _check_processes_agree(error, treedef, [(jax.tree_util.keystr(k) or "<root>", leaf.shape, leaf.dtype,
                                                  targets[i].spec) for i, (k, leaf) in enumerate(flat) if i in targets])
     if error:
