@@ -249,9 +249,11 @@ def _nbytes(count: int, dtype: Any) -> int:
 
     ``dtype.itemsize`` is 1 for int4: it counted twice what the device holds (and what ``compiled_report`` says).
     """
-    if jax.dtypes.issubdtype(dtype, jax.dtypes.extended):  # PRNG keys: itemsize_bits refuses them
-        return count * dtype.itemsize
-    return -(-count * jax.dtypes.itemsize_bits(dtype) // 8)
+    try:
+        bits = jax.dtypes.itemsize_bits(dtype)
+    except ValueError:  # PRNG keys, float0 (integer parameters' gradients): whole bytes
+        bits = dtype.itemsize * 8
+    return -(-count * bits // 8)
 
 
 def _placement(value: Any, sharding: Any) -> str:

@@ -55,6 +55,12 @@ def test_sub_byte_dtypes_count_packed_as_the_device_holds_them(devices):
     report = describe(holder, None)
     assert {v.path: v.nbytes for v in report.variables} == {"key": 32, "w": 3}  # 5 int4: 20 bits -> 3 B
     assert report.total_bytes == 35
+    # float0 (an integer parameter's gradient) and PRNG keys: whole bytes, no error.
+    holder.i = nnx.Param(jnp.ones((3,), jnp.int32))
+    grads = nnx.grad(lambda m: 0.0, argnums=nnx.DiffState(0, nnx.Param), allow_int=True)(holder)
+    got = describe(grads, None)  # was ValueError "unexpected input: dtype=dtype([('float0', 'V')])" mid-fix
+    assert {(v.path, v.dtype, v.nbytes) for v in got.variables} == {("i", "[('float0', 'V')]", 0),
+                                                                   ("w", "[('float0', 'V')]", 0)}
 
 
 def test_table_columns_stay_aligned_with_long_dtypes_and_shapes(devices):
