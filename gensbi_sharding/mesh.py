@@ -141,11 +141,13 @@ def check_model_groups_local(mesh: Mesh) -> None:
     devices = np.moveaxis(mesh.devices, mesh.axis_names.index(MODEL_AXIS), -1)
     for group in devices.reshape(-1, devices.shape[-1]):
         processes = [d.process_index for d in group]
-        if len(set(processes)) > 1:
+        n, local = len(group), len(mesh.local_devices)
+        if len(set(processes)) > 1:  # a size that divides the local devices spans processes by the axes' order
+            fix = (f"Choose a model_axis (now {n}) that divides this process's {local} devices, and order devices "
+                   "by process (jax.devices() does)" if local % n else f"The size {n} divides this process's "
+                   f"{local} devices: make \"model\" the last mesh axis {tuple(mesh.axis_names)} (make_mesh does)")
             raise ValueError(f"model group of devices {[d.id for d in group]} spans processes {processes}: "
-                             f"tensor-parallel groups must stay inside one process. Choose a model_axis (now "
-                             f"{len(group)}) that divides this process's {len(mesh.local_devices)} devices, and "
-                             "order devices by process (jax.devices() does)")
+                             f"tensor-parallel groups must stay inside one process. {fix}")
 
 
 def _devices_from_ids(devices: Any) -> list[Any]:

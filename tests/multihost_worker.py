@@ -111,7 +111,18 @@ def mismatch(kind: str):
     return case
 
 
-CASES = {"placement": case_placement, "uneven": case_uneven,
+def case_model_axis_first(p: int) -> dict:
+    """A hand-built mesh whose "model" axis comes first: each group is one device of each process."""
+    import jax
+    from jax.sharding import Mesh
+
+    from gensbi_sharding import check_model_groups_local
+
+    mesh = Mesh(np.array(jax.devices()).reshape(2, 2, 2), ("model", "data", "replica"))
+    return {"error": error_of(lambda: check_model_groups_local(mesh))}
+
+
+CASES = {"model_axis_first": case_model_axis_first, "placement": case_placement, "uneven": case_uneven,
          **{f"mismatch_{kind}": mismatch(kind) for kind in ("rows", "dtype", "tree", "trailing", "local")},
          "worker_dies": dies(1), "coordinator_dies": dies(0)}
 

@@ -140,3 +140,14 @@ def test_fallback_message_with_zero_paths_counts_each_reason(devices):
     # Was ":  and 1 more (no annotation);  and 1 more (...)".
     assert ": 1 variable(s) (no annotation); 1 variable(s) (size 3 of logical axis 'embed'" in message
     assert " and " not in message.split(": ", 1)[1]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_model_group_spanning_processes_by_axis_order_names_the_axis_fix():
+    # Was "Choose a model_axis (now 2) that divides this process's 4 devices": 2 does divide 4.
+    for run in launch("model_axis_first"):
+        error = run["result"]["error"]
+        assert "model group of devices [0, 2048] spans processes [0, 1]" in error
+        assert ("The size 2 divides this process's 4 devices: make \"model\" the last mesh axis "
+                "('model', 'data', 'replica')") in error
