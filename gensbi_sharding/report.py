@@ -104,8 +104,8 @@ class PlacementReport:
     """What ``describe`` found about a node's array variables; ``str(report)`` is ``table()``.
 
     ``bytes_per_device`` lists every mesh device (0 if empty). ``largest_replicated``: ``(path, bytes)`` of the
-    largest non-scalar variables whole on every device while another is split, at most ``top``, largest first
-    (after MaxText's ``assert_params_sufficiently_sharded``).
+    largest non-scalar, non-empty variables whole on every device while another is split, at most ``top``, largest
+    first (after MaxText's ``assert_params_sufficiently_sharded``).
     """
 
     n_leaves: int
@@ -190,7 +190,7 @@ def describe(node: Any, mesh: Mesh | None, *, top: int = 5) -> PlacementReport:
             max_device_bytes=max(shards.values(), default=0),
             replicated=sharding is not None and sharding.is_fully_replicated))
     splitting = any(v.placement.startswith("P(") and not v.replicated for v in variables)
-    replicated = sorted((v for v in variables if splitting and v.replicated and v.shape),
+    replicated = sorted((v for v in variables if splitting and v.replicated and v.shape and v.nbytes),
                         key=lambda v: (-v.nbytes, v.path))
     return PlacementReport(
         n_leaves=len(variables), n_scalars=sum(math.prod(v.shape) for v in variables), variables=tuple(variables),

@@ -151,3 +151,23 @@ def test_model_group_spanning_processes_by_axis_order_names_the_axis_fix():
         assert "model group of devices [0, 2048] spans processes [0, 1]" in error
         assert ("The size 2 divides this process's 4 devices: make \"model\" the last mesh axis "
                 "('model', 'data', 'replica')") in error
+
+
+def test_empty_arrays_are_not_listed_as_largest_replicated(devices):
+    import jax.numpy as jnp
+    from flax import nnx
+
+    from gensbi_sharding import describe, init_sharded, make_mesh, partitioned
+
+    class Model(nnx.Module):
+        def __init__(self):
+            self.lin = nnx.Linear(4, 8, rngs=nnx.Rngs(0),
+                                  kernel_init=partitioned(nnx.initializers.lecun_normal(), ("embed", "mlp")))
+            self.empty = nnx.Param(jnp.zeros((0, 5)))
+
+    mesh = make_mesh(model_axis=2)
+    with pytest.warns(Warning):
+        report = describe(init_sharded(Model, mesh, "fsdp"), mesh)
+    # Was (('lin/bias', 32), ('empty', 0)): "largest replicated ... empty (0 B)".
+    assert report.largest_replicated == (("lin/bias", 32),)
+    assert "empty (0 B)" not in report.table()
