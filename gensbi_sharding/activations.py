@@ -90,7 +90,9 @@ class PartitionAxis(NamedTuple):
         batch = tuple(a for a in batch_axes(mesh) if sizes[a] > 1)
 
         def follow(logical: str) -> MeshAxes:
-            target = _as_axes(table.get(logical), f"rule table entry {logical!r}")
+            value = table.get(logical)  # an empty list splits nothing, as in plans (resolve_rule accepts it)
+            target = _as_axes(None if isinstance(value, (list, tuple)) and not value else value,
+                              f"rule table entry {logical!r}")
             for axis in target:
                 if axis not in sizes:
                     raise ValueError(f"rule table maps {logical!r} to mesh axis {axis!r}, absent "

@@ -171,3 +171,16 @@ def test_empty_arrays_are_not_listed_as_largest_replicated(devices):
     # Was (('lin/bias', 32), ('empty', 0)): "largest replicated ... empty (0 B)".
     assert report.largest_replicated == (("lin/bias", 32),)
     assert "empty (0 B)" not in report.table()
+
+
+@pytest.mark.parametrize("empty", [(), []])
+def test_for_rule_takes_an_empty_entry_as_plans_do(devices, empty):
+    from gensbi_sharding import PartitionAxis, make_mesh, resolve_rule
+
+    mesh = make_mesh(model_axis=2)
+    table = {"heads": empty, "embed": "model"}
+    assert resolve_rule(table).table == table  # plans accept it: the dimension stays unsplit
+    # Was ValueError "rule table entry 'heads'=() must be None, a mesh axis name or a non-empty sequence".
+    pa = PartitionAxis.for_rule(table, mesh)
+    assert (pa.batch_axis, pa.head_axis, pa.hidden_state_axis, pa.generation_head_axis) == ("data", None, "model",
+                                                                                               None)
