@@ -86,7 +86,7 @@ class VariablePlacement:
     """One array variable of ``describe``: path ``"a/b/c"``, shape, dtype name, placement and bytes.
 
     ``placement``: ``"P('data', None)"``, ``"single device"``, another sharding's class name, ``"host"`` (NumPy) or
-    ``"unplaced"``; ``max_device_bytes``: its share on the fullest local device (0 on the host or unplaced);
+    ``"unplaced"``; ``max_device_bytes``: its share on the fullest device (0 on the host or unplaced);
     ``replicated``: held whole by every device it lives on.
     """
 
@@ -160,7 +160,8 @@ def describe(node: Any, mesh: Mesh | None, *, top: int = 5) -> PlacementReport:
     node : nnx.Module or nnx.Optimizer or nnx.State, or a tuple, list or dict of them
         Values: ``jax.Array``, NumPy (host) or ``jax.ShapeDtypeStruct`` (bytes from its sharding, if any).
     mesh : jax.sharding.Mesh or None
-        Lists every mesh device in ``bytes_per_device`` and fills ``mesh``; None: only devices holding bytes.
+        Lists every mesh device in ``bytes_per_device`` (every process's, from the shardings) and fills ``mesh``;
+        None: only devices holding bytes.
     top : int, default 5
         At most this many ``largest_replicated``.
 
@@ -182,7 +183,8 @@ def describe(node: Any, mesh: Mesh | None, *, top: int = 5) -> PlacementReport:
         value = var.get_value()
         if not (is_array(value) or isinstance(value, jax.ShapeDtypeStruct)):
             continue
-        shards, sharding = _device_bytes(value), getattr(value, "sharding", None)
+        # Every process's devices: only this process's left the others at 0 ("min 0 B") on several processes.
+        shards, sharding = _device_bytes(value, every=True), getattr(value, "sharding", None)
         per_device.update(shards)
         variables.append(VariablePlacement(
             path=path_name(path), shape=tuple(value.shape), dtype=str(value.dtype),
@@ -235,13 +237,17 @@ def mesh_init_simulate(seed: Any, x: Any, features: Any, mesh_axes: Any) -> jax.
     return jnp.asarray([ints["features"], ints["mesh_axes"], describe(layer, None).n_leaves], dtype=jnp.float32)
 
 
-def _device_bytes(value: Any) -> dict[int, int]:
-    """``{device id: bytes}`` of a ``jax.Array`` or ``jax.ShapeDtypeStruct`` from its sharding's index map."""
+def _device_bytes(value: Any, every: bool = False) -> dict[int, int]:
+    """``{device id: bytes}`` of a ``jax.Array`` or ``jax.ShapeDtypeStruct`` from its sharding's index map.
+
+    ``every``: every process's devices (the sharding knows their shares; no communication), else this process's.
+    """
     sharding = getattr(value, "sharding", None)
     if sharding is None:  # NumPy (host) or unplaced abstract values
         return {}
     return {device.id: _nbytes(math.prod(len(range(*s.indices(n))) for s, n in zip(index, value.shape)), value.dtype)
-            for device, index in sharding.addressable_devices_indices_map(value.shape).items()}
+            for device, index in (sharding.devices_indices_map if every else
+                                  sharding.addressable_devices_indices_map)(value.shape).items()}
 
 
 def _nbytes(count: int, dtype: Any) -> int:

@@ -122,7 +122,25 @@ def case_model_axis_first(p: int) -> dict:
     return {"error": error_of(lambda: check_model_groups_local(mesh))}
 
 
-CASES = {"model_axis_first": case_model_axis_first, "placement": case_placement, "uneven": case_uneven,
+def case_describe(p: int) -> dict:
+    """describe of an fsdp-split layer: every process's devices, from the shardings."""
+    import warnings
+
+    from flax import nnx
+
+    from gensbi_sharding import bytes_per_device, describe, init_sharded, make_mesh, partitioned
+
+    mesh = make_mesh(model_axis=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        layer = init_sharded(lambda: nnx.Linear(4, 8, rngs=nnx.Rngs(0), kernel_init=partitioned(
+            nnx.initializers.lecun_normal(), ("embed", "mlp"))), mesh, "fsdp")
+    report = describe(layer, mesh)
+    return {"per_device": report.bytes_per_device, "totals": report.table().splitlines()[1],
+            "local": bytes_per_device(layer)}
+
+
+CASES = {"describe": case_describe, "model_axis_first": case_model_axis_first, "placement": case_placement, "uneven": case_uneven,
          **{f"mismatch_{kind}": mismatch(kind) for kind in ("rows", "dtype", "tree", "trailing", "local")},
          "worker_dies": dies(1), "coordinator_dies": dies(0)}
 

@@ -184,3 +184,16 @@ def test_for_rule_takes_an_empty_entry_as_plans_do(devices, empty):
     pa = PartitionAxis.for_rule(table, mesh)
     assert (pa.batch_axis, pa.head_axis, pa.hidden_state_axis, pa.generation_head_axis) == ("data", None, "model",
                                                                                                None)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_describe_counts_every_process_devices():
+    runs = launch("describe")
+    for p, run in enumerate(runs):
+        result = run["result"]
+        # kernel (4, 8) f32 split 4 ways (32 B) + bias 32 B whole: 64 B on each of the 8 devices.
+        # Was 0 on the other process's 4 devices, and "min 0 B".
+        assert result["per_device"] == {str(d): 64 for d in (0, 1, 2, 3, 2048, 2049, 2050, 2051)}
+        assert result["totals"].endswith("per device max 64 B, min 64 B")
+        assert result["local"] == {str(d + 2048 * p): 64 for d in range(4)}  # bytes_per_device: this process's
