@@ -1,7 +1,8 @@
 """Multi-host input: each process's own rows of a batch become global ``jax.Array``s on the mesh.
 
-All input is checked before any array is built: bad input is a ``ValueError`` on the process that has it, not
-other processes left waiting in a collective. Names and idea: AXLearn (apple/axlearn, ``axlearn/common/utils.py``).
+All input is checked before any array is built, then compared across processes (one small allgather): bad or
+unequal input is a ``ValueError`` on every process, none left waiting in a collective. Names and idea: AXLearn
+(apple/axlearn, ``axlearn/common/utils.py``).
 """
 
 from __future__ import annotations
