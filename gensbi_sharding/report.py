@@ -168,7 +168,7 @@ def describe(node: Any, mesh: Mesh | None, *, top: int = 5) -> PlacementReport:
     Raises
     ------
     ValueError
-        If ``top`` is not a non-negative integer.
+        If ``top`` is not a non-negative integer, or an array placed on a mesh has a device outside ``mesh``.
     TypeError
         If ``node`` is not an NNX graph node (or a collection of them), or ``mesh`` is neither a Mesh nor None.
     """
@@ -177,8 +177,8 @@ def describe(node: Any, mesh: Mesh | None, *, top: int = 5) -> PlacementReport:
     check_node(node, "describe")
     if mesh is not None:
         check_mesh(mesh)
-    per_device = Counter({d.id: 0 for d in mesh.devices.flat} if mesh is not None else {})
-    variables = []
+    ids = {d.id for d in mesh.devices.flat} if mesh is not None else set()
+    per_device, variables, outside = Counter(dict.fromkeys(ids, 0)), [], set()
     for path, var in nnx.to_flat_state(nnx.state(node)):
         value = var.get_value()
         if not (is_array(value) or isinstance(value, jax.ShapeDtypeStruct)):
@@ -186,11 +186,16 @@ def describe(node: Any, mesh: Mesh | None, *, top: int = 5) -> PlacementReport:
         # Every process's devices: only this process's left the others at 0 ("min 0 B") on several processes.
         shards, sharding = _device_bytes(value, every=True), getattr(value, "sharding", None)
         per_device.update(shards)
+        if mesh is not None and isinstance(sharding, NamedSharding):  # placed (unplaced arrays may be anywhere)
+            outside.update(set(shards) - ids)
         variables.append(VariablePlacement(
             path=path_name(path), shape=tuple(value.shape), dtype=str(value.dtype),
             placement=_placement(value, sharding), nbytes=_nbytes(math.prod(value.shape), value.dtype),
             max_device_bytes=max(shards.values(), default=0),
             replicated=sharding is not None and sharding.is_fully_replicated))
+    if outside:  # the report would name one mesh and count the bytes of another
+        raise ValueError(f"describe: the node's arrays are on devices {sorted(outside)}, outside the mesh given "
+                         f"(devices {sorted(ids)}); pass the mesh they are on, or mesh=None")
     splitting = any(v.placement.startswith("P(") and not v.replicated for v in variables)
     replicated = sorted((v for v in variables if splitting and v.replicated and v.shape and v.nbytes),
                         key=lambda v: (-v.nbytes, v.path))

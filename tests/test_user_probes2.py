@@ -197,3 +197,18 @@ def test_describe_counts_every_process_devices():
         assert result["per_device"] == {str(d): 64 for d in (0, 1, 2, 3, 2048, 2049, 2050, 2051)}
         assert result["totals"].endswith("per device max 64 B, min 64 B")
         assert result["local"] == {str(d + 2048 * p): 64 for d in range(4)}  # bytes_per_device: this process's
+
+
+def test_describe_on_another_mesh_than_the_arrays_names_both(devices):
+    import jax
+    from flax import nnx
+
+    from gensbi_sharding import describe, init_sharded, make_mesh
+
+    on, other = make_mesh(jax.devices()[4:]), make_mesh(jax.devices()[:4])
+    layer = init_sharded(lambda: nnx.Linear(4, 8, rngs=nnx.Rngs(0)), on, "replicated")
+    # Was a report of "mesh data=4 ...: 4 devices" listing 8 devices, "min 0 B".
+    with pytest.raises(ValueError, match=r"arrays are on devices \[4, 5, 6, 7\], outside the mesh given \(devices "
+                                         r"\[0, 1, 2, 3\]\); pass the mesh they are on, or mesh=None"):
+        describe(layer, other)
+    assert describe(layer, on).bytes_per_device == {4: 160, 5: 160, 6: 160, 7: 160}
