@@ -61,7 +61,7 @@ def input_partition_spec(mesh: Mesh) -> P:
 
 
 def host_to_global_array(host_arrays: Any, *, partition: Any = DataPartitionType.FULL,
-                         mesh: Mesh | None = None) -> Any:
+                         mesh: Mesh | None = None, check_processes: bool = True) -> Any:
     """Turn this process's rows of a batch into global ``jax.Array``s on ``mesh``: multi-host input.
 
     Call it on every process, outside ``jax.jit``, each with its own rows (one process: the whole batch); the
@@ -76,6 +76,9 @@ def host_to_global_array(host_arrays: Any, *, partition: Any = DataPartitionType
         A member or its value (0-d leaves are then replicated), or PartitionSpecs forming a prefix of ``host_arrays``.
     mesh : jax.sharding.Mesh, optional
         Default: the active concrete mesh (``mesh_context(mesh)``).
+    check_processes : bool, default True
+        Compare the processes' inputs (below). A blocking collective: a training loop whose batches keep one
+        shape passes True on its first call and False after it, on every process alike.
 
     Returns
     -------
@@ -90,8 +93,9 @@ def host_to_global_array(host_arrays: Any, *, partition: Any = DataPartitionType
         inside ``jax.jit``); ``partition`` is an unknown string, not PartitionSpecs or no prefix of ``host_arrays``; a
         leaf is already a global array; a spec is longer than its leaf's rank or names an axis ``mesh`` lacks; this
         process holds no device of ``mesh``; or a split dimension's local size is not a multiple of its local shards.
-        With several processes and a mesh over all of them, on every process (one small allgather): if another
-        process failed these checks, or passes another tree, dtype or shape (other rows), naming both inputs.
+        With several processes, a mesh over all of them and ``check_processes``, on every process (one small
+        allgather): if another process failed these checks, or passes another tree, dtype or shape (other rows),
+        naming both inputs.
         Values are not compared: a replicated leaf must hold the same values on every process.
     """
     mesh = _concrete_mesh(mesh)
@@ -116,7 +120,7 @@ def host_to_global_array(host_arrays: Any, *, partition: Any = DataPartitionType
     except ValueError as err:
         error = err
     # Inside jit no collective can run; a mesh over some processes only: the others may never call this.
-    if jax.process_count() > 1 and str(error) != _OUTSIDE_JIT and len(
+    if check_processes and jax.process_count() > 1 and str(error) != _OUTSIDE_JIT and len(
             {d.process_index for d in mesh.devices.flat}) == jax.process_count():
         _check_processes_agree(error, treedef, [(jax.tree_util.keystr(k) or "<root>", leaf.shape, leaf.dtype,
                                                  targets[i].spec) for i, (k, leaf) in enumerate(flat) if i in targets])

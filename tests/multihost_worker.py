@@ -111,6 +111,14 @@ def mismatch(kind: str):
     return case
 
 
+def case_unchecked(p: int) -> dict:
+    """check_processes=False compares nothing: other rows on process 1 (checked: both raise) go through."""
+    from gensbi_sharding import host_to_global_array, make_mesh
+
+    x = np.ones((4 * (p + 1), 3), np.float32)
+    return {"shape": list(host_to_global_array({"x": x}, mesh=make_mesh(), check_processes=False)["x"].shape)}
+
+
 def case_model_axis_first(p: int) -> dict:
     """A hand-built mesh whose "model" axis comes first: each group is one device of each process."""
     import jax
@@ -140,7 +148,7 @@ def case_describe(p: int) -> dict:
             "local": bytes_per_device(layer)}
 
 
-CASES = {"describe": case_describe, "model_axis_first": case_model_axis_first, "placement": case_placement, "uneven": case_uneven,
+CASES = {"describe": case_describe, "unchecked": case_unchecked, "model_axis_first": case_model_axis_first, "placement": case_placement, "uneven": case_uneven,
          **{f"mismatch_{kind}": mismatch(kind) for kind in ("rows", "dtype", "tree", "trailing", "local")},
          "worker_dies": dies(1), "coordinator_dies": dies(0)}
 

@@ -34,6 +34,16 @@ def test_a_process_failing_its_own_check_makes_the_other_raise_too():
     assert all(run["rc"] == 0 and run["seconds"] < FAIL_BOUND_S for run in runs)
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_unchecked_calls_run_no_collective():
+    # The check is a blocking collective: a training loop checks its first batch only (the harness does).
+    # Unchecked, each process takes its own rows for every process's (the mismatch_rows case, checked, raises).
+    runs = launch("unchecked")
+    assert [run["result"]["shape"] for run in runs] == [[8, 3], [16, 3]]
+    assert all(run["rc"] == 0 and run["seconds"] < FAIL_BOUND_S for run in runs)
+
+
 # ---------------------------------------------------------------------------- describe / bytes_per_device
 
 def test_sub_byte_dtypes_count_packed_as_the_device_holds_them(devices):

@@ -139,7 +139,14 @@ def _placer(mesh: Any, processes: int):
         return lambda batch: shard_batch(batch, mesh)
     from gensbi_sharding import DataPartitionType, host_to_global_array
 
-    return lambda batch: host_to_global_array(batch, partition=DataPartitionType.DATA, mesh=mesh)
+    # Every batch has one shape by construction: the processes' agreement is checked on the first only,
+    # since the check is a blocking collective that would stall every step's dispatch.
+    calls = iter(range(1))
+
+    def place(batch):
+        return host_to_global_array(batch, partition=DataPartitionType.DATA, mesh=mesh,
+                                    check_processes=next(calls, None) is not None)
+    return place
 
 
 def _concat(batches: list[dict]) -> dict:
