@@ -231,6 +231,15 @@ def test_resume_of_another_shape_names_the_model_overrides(tmp_path, devices, ca
         build_state(now, dim_theta=2, dim_x=2, mesh=mesh, rule_name="replicated", table=table, resume_dir=step_dir)
     assert str(err.value).startswith("the checkpoint was saved with model.width=16 (this run: model.width=32): "
                                      "add model.width=16. checkpoint")
+    assert "launched with" not in str(err.value)  # no record of the run's command line here
+    # With Hydra's record of the run that saved it, its command line too: a preset (experiment=quick) sets
+    # several settings at once, and naming only those that differ sent a user off with half of them.
+    (tmp_path / ".hydra").mkdir()
+    OmegaConf.save(OmegaConf.create(["experiment=quick", "model.width=16", "train.resume=x", "hydra.run.dir=y"]),
+                   tmp_path / ".hydra" / "overrides.yaml")
+    with pytest.raises(ConfigError) as err:
+        build_state(now, dim_theta=2, dim_x=2, mesh=mesh, rule_name="replicated", table=table, resume_dir=step_dir)
+    assert str(err.value).endswith("; the run that saved it was launched with: experiment=quick model.width=16")
     fixed = compose_tiny(f"train.resume={tmp_path}", "model.init=eager",
                          f"model.width={hint(str(err.value), 'model.width')}")
     with caplog.at_level(logging.WARNING, logger="gensbi_sharding"):

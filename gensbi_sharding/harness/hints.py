@@ -17,7 +17,7 @@ from typing import Any
 from gensbi_sharding.batch import nearest_batch_sizes
 
 __all__ = ["batch_size_problem", "model_axis_problem", "mesh_devices_problem", "overrides_named", "mesh_axis_fix",
-           "closest_name"]
+           "closest_name", "launched_with"]
 
 
 def batch_size_problem(batch_size: int, *, shards: int, data_parallel: int, train_rows: int,
@@ -155,6 +155,24 @@ def overrides_named(group: str, section: Mapping[str, Any], error: type[Exceptio
 
 
 _LITERALS = {"None": "null", "True": "true", "False": "false"}  # Python's spelling -> an override's
+
+
+def launched_with(step_dir: Any) -> str:
+    """"; the run that saved it was launched with: experiment=quick train.steps=6000" for a checkpoint's step
+    folder (``<run>/checkpoints/<step>``), from Hydra's record of that run; "" without one.
+
+    A refused resume names the settings that differ, but a preset (``experiment=quick``) sets several at once:
+    its own command line is the shorter, complete fix.
+    """
+    from pathlib import Path
+
+    from omegaconf import OmegaConf
+
+    recorded = Path(step_dir).parent.parent / ".hydra" / "overrides.yaml"
+    if not recorded.is_file():
+        return ""
+    kept = [str(o) for o in OmegaConf.load(recorded) if not str(o).startswith(("train.resume=", "hydra."))]
+    return f"; the run that saved it was launched with: {' '.join(kept) or 'no overrides'}"
 
 
 def _hydra_literal(value: Any) -> str:

@@ -21,6 +21,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.held_out import config_value, held_out_changes
+from gensbi_sharding.harness.hints import launched_with
 from gensbi_sharding.harness.model_plan import SHARDED_INIT_TRACES, model_plan, trace_model
 from gensbi_sharding.harness.rule_config import as_rule, partition_axis_from_config
 
@@ -167,7 +168,7 @@ def build_state(cfg: DictConfig, *, dim_theta: int, dim_x: int, mesh: Any, rule_
         try:
             _restore(state, resume_dir, mesh, rule, cfg)
         except ValueError as err:  # the saved variables do not fit: name the overrides that fit them
-            raise ConfigError(f"{_model_overrides(resume_dir, cfg.model)}{err}") from None
+            raise ConfigError(f"{_model_overrides(resume_dir, cfg.model)}{err}{launched_with(resume_dir)}") from None
     return state
 
 
@@ -199,7 +200,7 @@ def check_resume_settings(step_dir: Path, cfg: DictConfig) -> None:
     if fix:
         raise ConfigError(f"checkpoint {step_dir} was saved with {' '.join(fix)} (this run: {' '.join(this)}), "
                           f"which decides {', '.join(what)}: its arrays mean nothing otherwise; add "
-                          f"{' '.join(fix)}, or start a new run without train.resume")
+                          f"{' '.join(fix)}, or start a new run without train.resume{launched_with(step_dir)}")
     if (note := schedule_change_note(saved, now, int(step_dir.name))) is not None:  # allowed, but said
         log.log(logging.WARNING if note[1] else logging.INFO, "%s", note[0])
 
