@@ -517,3 +517,16 @@ def test_an_unavailable_platform_in_a_fresh_process_is_named_before_jax_starts()
     env = {k: v for k, v in os.environ.items() if k not in ("JAX_PLATFORMS", "JAX_NUM_CPU_DEVICES", "XLA_FLAGS")}
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert proc.stdout.splitlines() == [f"ConfigError {PLATFORM_GPU}", "cpu 2"], proc.stderr[-2000:]
+
+
+def test_a_resume_before_the_first_validation_says_so(tmp_path, devices, caplog):
+    # The checkpoint at step 4 came before any validation (val_every=100): the console said
+    # "early stopping: best step None, 0 validation(s)", Python's None shown to the user.
+    first = run_tiny(tmp_path / "a", "train.steps=4", "train.val_every=100", "train.checkpoint_every=2")
+    assert first["status"] == "ok" and (tmp_path / "a" / "checkpoints" / "2").is_dir()
+    with caplog.at_level(logging.INFO, logger="gensbi_sharding"):
+        second = run_tiny(tmp_path / "b", "train.steps=6", "train.val_every=100",
+                          f"train.resume={tmp_path / 'a' / 'checkpoints' / '2'}")
+    assert second["status"] == "ok", second.get("error")
+    resumed = [r.getMessage() for r in caplog.records if r.getMessage().startswith("resumed from")]
+    assert len(resumed) == 1 and resumed[0].endswith("; early stopping: no validation yet"), resumed

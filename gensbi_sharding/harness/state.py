@@ -292,8 +292,9 @@ def _restore(state: TrainState, step_dir: Path, mesh: Any, rule: Any, cfg: DictC
     state.key, state.start_step = restored.key, restored.step
     log.info("resumed from %s at step %d, placed by rule %r on %s%s", restored.path, restored.step, rule.name,
              f"mesh {dict(mesh.shape)}" if mesh is not None else "one device (no mesh)",
-             "" if scalars is None else f"; early stopping: best step {scalars['best_step']}, "
-             f"{len(scalars['history'])} validation(s)")
+             "" if scalars is None else "; early stopping: " + (
+                 "no validation yet" if scalars["best_step"] is None else
+                 f"best step {scalars['best_step']}, {len(scalars['history'])} validation(s)"))
 
 
 def _launch_dir() -> str | None:
