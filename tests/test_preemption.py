@@ -615,10 +615,10 @@ def test_the_printed_command_trains_a_completed_run_further(tmp_path, devices):
     assert metrics["status"] == "ok" and metrics["resumed_from_step"] == 8 and metrics["final_step"] == 16
 
 
-def _launch(*args, env=None, **popen):
+def _launch(*args, env=None, flags=(), **popen):
     env = {**os.environ, "JAX_PLATFORMS": "cpu", **(env or {})}
     env.pop("HYDRA_FULL_ERROR", None)
-    return subprocess.Popen([sys.executable, str(REPO / "launch.py"), *TINY, *args], env=env, text=True,
+    return subprocess.Popen([sys.executable, str(REPO / "launch.py"), *flags, *TINY, *args], env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **popen)
 
 
@@ -715,6 +715,27 @@ def test_a_terminals_ctrl_c_of_a_local_job_says_each_thing_once(tmp_path):
     assert not [line for line in lines if "[process 1/2]" in line or "sync point" in line or "XLA warned" in line]
     process_1 = (out / "process_1.log").read_text()  # the other process's own account is kept in its log
     assert "[process 1/2] received Ctrl-C" in process_1 and "[process 1/2] interrupted by Ctrl-C" in process_1
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+def test_a_stopped_sweep_names_the_command_that_continues_it_whole(tmp_path):
+    # Was: only the stopped job's command, which leaves the jobs never started to be found and typed one by one.
+    sweep = tmp_path / "sw"
+    proc = _launch("rule=replicated,fsdp", "train.steps=100000", f"hydra.sweep.dir={sweep}", flags=("-m",),
+                   cwd=tmp_path)
+    try:
+        _wait_for(sweep / "0" / "launch.log", "[5/7] train", proc)
+        proc.send_signal(signal.SIGINT)
+        log = proc.communicate(timeout=180)[0]
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, log[-3000:]
+    error = json.loads((sweep / "0" / "metrics.json").read_text())["error"]
+    whole = (f"; the whole sweep, this job and those not started: python launch.py -m {' '.join(TINY)} "
+             f"rule=replicated,fsdp train.steps=100000 train.resume=auto hydra.sweep.dir={sweep}")
+    assert error.endswith(whole) and f"continue with: python launch.py" in error, error
+    assert not (sweep / "1").exists()
 
 
 @pytest.mark.slow

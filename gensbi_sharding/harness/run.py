@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import signal
+import sys
 import time
 import traceback
 from pathlib import Path
@@ -69,7 +70,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                 metrics["status"] = "ok"
         except Preempted as stop:
             # Naming the folder: the same command alone would start in a new timestamped folder, from scratch.
-            error = f"{stop}; continue with: {sweep_hints.continue_command(out)}"
+            error = (f"{stop}; continue with: {sweep_hints.continue_command(out)}"
+                     f"{sweep_hints.whole_sweep_hint(out, sys.argv)}")
             metrics.update(status="interrupted" if stop.interrupted else "preempted", preempted_at_step=stop.step,
                            error=error)
             if stop.step is not None:  # the step the checkpoint holds, as a finished run's final_step

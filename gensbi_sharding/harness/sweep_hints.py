@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 __all__ = ["sweep_jobs", "every_job", "unfinished_jobs_hint", "shared_folder_problem", "moved_jobs_problem",
-           "job_command", "continue_command", "CONTINUE_ENV", "INLINE_COMMANDS", "CONTINUE_SCRIPT",
+           "job_command", "continue_command", "whole_sweep_hint", "CONTINUE_ENV", "INLINE_COMMANDS", "CONTINUE_SCRIPT",
            "job_configuration", "train_further_hint", "hydra_job_overrides", "never_started"]
 
 #: Set by ``distributed=local``'s parent for its processes: the command that continues the whole job
@@ -75,6 +75,33 @@ def continue_command(run_dir: Any) -> str:
         return f"the same command plus train.resume=auto hydra.run.dir={run_dir}"
     hydra = HydraConfig.get()
     return job_command(list(hydra.overrides.task), run_dir, multirun=hydra.mode == RunMode.MULTIRUN)
+
+
+def whole_sweep_hint(run_dir: Any, argv: Sequence[str]) -> str:
+    """"; the whole sweep, this job and those not started: python launch.py -m ... train.resume=auto
+    hydra.sweep.dir=<sweep>" for a job of a multirun stopped by Ctrl-C or a preemption; "" otherwise.
+
+    The stop's own command continues one job. Rerun as a whole, a sweep continues every job when none had
+    completed; with one completed, the rerun is refused naming each unfinished job's command (never-started
+    ones included): either way the one command to type next.
+
+    Parameters
+    ----------
+    run_dir : path-like
+        The stopped job's folder, ``<sweep>/<job>``.
+    argv : sequence of str
+        ``sys.argv`` of the command that started the sweep; only ``launch.py``'s is rebuilt.
+    """
+    from pathlib import Path
+
+    from gensbi_sharding.harness.override_grammar import hydra_override
+
+    if not hydra_job_overrides()[1] or not argv or Path(argv[0]).name != "launch.py":
+        return ""
+    kept = [a for a in argv[1:] if not a.startswith(("train.resume=", "hydra.sweep.dir="))]
+    return "; the whole sweep, this job and those not started: " + " ".join(
+        ["python launch.py", *map(shlex.quote, kept), "train.resume=auto",
+         hydra_override("hydra.sweep.dir", Path(run_dir).absolute().parent)])
 
 
 def hydra_job_overrides() -> tuple[list[str] | None, bool]:
