@@ -133,7 +133,8 @@ def test_resumed_history_joins_the_earlier_run(tmp_path):
 
 def test_final_line(tmp_path):
     ok = {"status": "ok", "wall_s": 52.31, "c2st": 0.61234, "c2st_sd_folds": 0.0112, "samples_per_s": 18345.2}
-    assert final_line(ok, tmp_path) == f"done in 52.3 s: C2ST 0.612 ± 0.011, 18,345 samples/s; outputs in {tmp_path}"
+    assert final_line(ok, tmp_path) == (f"done in 52.3 s: C2ST 0.612 ± 0.011, 18,345 samples/s (median step); "
+                                        f"outputs in {tmp_path}")
     several = {**ok, "c2st_sd_observations": 0.002, "c2st_observations": [{}, {}, {}]}  # its spread: over them
     assert final_line(several, tmp_path).startswith("done in 52.3 s: C2ST 0.612 ± 0.002 over 3 observations, ")
     rejected = {**ok, "support_acceptance": 0.934}  # data.theta_transform=none

@@ -147,7 +147,8 @@ def final_line(metrics: dict[str, Any], out: Path) -> str:
         c2st += f" ({acceptance:.0%} of draws inside the prior kept, the rest rejected)"
     parts = [f"C2ST {c2st}"] if c2st else []
     if is_number(metrics.get("samples_per_s")):  # none when this attempt trained nothing (it evaluated)
-        parts.append(f"{format_count(metrics['samples_per_s'])} samples/s")
+        # From the median step, as metrics.json has it: checkpoints, validations and stalls left out.
+        parts.append(f"{format_count(metrics['samples_per_s'])} samples/s (median step)")
     return f"done in {wall}: {', '.join(parts) or 'no training left'}; outputs in {out}"
 
 
