@@ -148,7 +148,8 @@ def case_describe(p: int) -> dict:
             "local": bytes_per_device(layer)}
 
 
-CASES = {"describe": case_describe, "unchecked": case_unchecked, "model_axis_first": case_model_axis_first, "placement": case_placement, "uneven": case_uneven,
+CASES = {"describe": case_describe, "unchecked": case_unchecked, "model_axis_first": case_model_axis_first,
+         "placement": case_placement, "uneven": case_uneven,
          **{f"mismatch_{kind}": mismatch(kind) for kind in ("rows", "dtype", "tree", "trailing", "local")},
          "worker_dies": dies(1), "coordinator_dies": dies(0)}
 
