@@ -732,9 +732,11 @@ def test_a_stopped_sweep_names_the_command_that_continues_it_whole(tmp_path):
         proc.kill()
     assert proc.returncode == 130, log[-3000:]
     error = json.loads((sweep / "0" / "metrics.json").read_text())["error"]
-    whole = (f"; the whole sweep, this job and those not started: python launch.py -m {' '.join(TINY)} "
+    assert f" train.resume=auto hydra.mode=RUN hydra.run.dir={sweep / '0'}" in error  # the job's own, as before
+    whole = (f"to continue the whole sweep, this job and those not started: python launch.py -m {' '.join(TINY)} "
              f"rule=replicated,fsdp train.steps=100000 train.resume=auto hydra.sweep.dir={sweep}")
-    assert error.endswith(whole) and f"continue with: python launch.py" in error, error
+    lines = log.replace("\r", "\n").splitlines()
+    assert [line for line in lines if "whole sweep" in line] == [whole], log[-3000:]
     assert not (sweep / "1").exists()
 
 
@@ -980,6 +982,8 @@ def test_a_preempted_sweep_job_names_the_command_that_continues_it(tmp_path, dev
     finally:
         first.kill()
     assert first.returncode == EXIT_PREEMPTED, log[-3000:]
+    assert (f"to continue the whole sweep, this job and those not started: python launch.py -m {' '.join(TINY)} "
+            f"seed=0,1 train.steps=100 train.log_every=50 train.resume=auto hydra.sweep.dir={sweep}") in log
     stopped = json.loads((sweep / "0" / "metrics.json").read_text())
     command = stopped["error"].split("; continue with: ")[1]
     assert command.startswith("python launch.py experiment=quick ")

@@ -70,18 +70,22 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                 metrics["status"] = "ok"
         except Preempted as stop:
             # Naming the folder: the same command alone would start in a new timestamped folder, from scratch.
-            error = (f"{stop}; continue with: {sweep_hints.continue_command(out)}"
-                     f"{sweep_hints.whole_sweep_hint(out, sys.argv)}")
+            error = f"{stop}; continue with: {sweep_hints.continue_command(out)}"
+            whole = sweep_hints.whole_sweep_hint(out, sys.argv)  # its own line: the error names one job's command
             metrics.update(status="interrupted" if stop.interrupted else "preempted", preempted_at_step=stop.step,
                            error=error)
             if stop.step is not None:  # the step the checkpoint holds, as a finished run's final_step
                 metrics["final_step"] = stop.step
             if stop.interrupted:  # Ctrl-C ends the sweep too, as Python's KeyboardInterrupt would
                 _record_interrupt(metrics, error, start, folder)
+                if whole:
+                    log.info("%s", whole)
                 if folder.owner:  # Hydra's end-of-sweep summary never comes: the jobs so far, and those not run
                     run_folder.refresh_job_sweep_summary(out)
                 raise KeyboardInterrupt from None
             log.log(min(console.stop_level(), logging.WARNING), "%s", error)
+            if whole:
+                log.info("%s", whole)
         except KeyboardInterrupt:  # a second Ctrl-C: at once, wherever the run was
             checkpoints = out / "checkpoints"
             hint = (f"; continue with: {sweep_hints.continue_command(out)}"

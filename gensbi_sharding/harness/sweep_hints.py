@@ -78,7 +78,7 @@ def continue_command(run_dir: Any) -> str:
 
 
 def whole_sweep_hint(run_dir: Any, argv: Sequence[str]) -> str:
-    """"; the whole sweep, this job and those not started: python launch.py -m ... train.resume=auto
+    """"to continue the whole sweep, this job and those not started: python launch.py -m ... train.resume=auto
     hydra.sweep.dir=<sweep>" for a job of a multirun stopped by Ctrl-C or a preemption; "" otherwise.
 
     The stop's own command continues one job. Rerun as a whole, a sweep continues every job when none had
@@ -99,7 +99,7 @@ def whole_sweep_hint(run_dir: Any, argv: Sequence[str]) -> str:
     if not hydra_job_overrides()[1] or not argv or Path(argv[0]).name != "launch.py":
         return ""
     kept = [a for a in argv[1:] if not a.startswith(("train.resume=", "hydra.sweep.dir="))]
-    return "; the whole sweep, this job and those not started: " + " ".join(
+    return "to continue the whole sweep, this job and those not started: " + " ".join(
         ["python launch.py", *map(shlex.quote, kept), "train.resume=auto",
          hydra_override("hydra.sweep.dir", Path(run_dir).absolute().parent)])
 
