@@ -126,10 +126,11 @@ def test_the_run_bound_stops_the_processes_at_a_step_with_a_checkpoint(tmp_path)
 def test_local_processes_of_a_multirun_preset_run_once_each(tmp_path):
     # Was: experiment=sbibm sets hydra.mode=MULTIRUN, which the processes inherited: each started a sweep of
     # its own (into multirun/<date>/... of the working folder), never the job it was started for.
-    sweep = tmp_path / "sweep"
+    # In a folder Hydra's grammar reads only quoted: the processes of a run there failed in Hydra's grammar.
+    sweep = tmp_path / "sweep (1)=x"
     proc = launch("experiment=sbibm", "mesh=dict", "data=two_moons", "data.num_simulations=1000", "distributed=local",
-                  f"hydra.sweep.dir={sweep}", cwd=tmp_path)
+                  f'hydra.sweep.dir="{sweep}"', cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     metrics = json.loads((sweep / "0" / "metrics.json").read_text())
     assert metrics["status"] == "ok" and metrics["process_exit_codes"] == [0, 0] and metrics["final_step"] == 12
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["sweep"]  # no multirun/ of the processes' own
+    assert sorted(p.name for p in tmp_path.iterdir()) == [sweep.name]  # no multirun/ of the processes' own
