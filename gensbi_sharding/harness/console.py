@@ -34,8 +34,8 @@ __all__ = ["DETAILS", "NOISY_WARNINGS", "NOISY_MESSAGES", "NOISY_NATIVE_LINES", 
 
 DETAILS = "gensbi_sharding.details"  # full tables: launch.log always, the console with verbose=true
 NOISY_WARNINGS = ("ConvergenceWarning",)  # warning categories kept out of the console
-# Orbax's notes (logger "absl") when a checkpoint folder is read without its item handlers, as
-# finding and restoring the latest step does: expected, and no action for the user.
+# Orbax's notes (logger "absl") when a checkpoint folder is read without its item handlers: the library
+# drops them while it lists a folder's steps (checkpoint_steps); kept here for any other read-only look.
 NOISY_MESSAGES = ("CheckpointManagerOptions.read_only=True", "Given directory is read only",
                   "was found in the checkpoint, but could not be restored",
                   "Reached preemption sync point")  # every process of a stopped job, every saving thread

@@ -141,11 +141,13 @@ def _placer(mesh: Any, processes: int):
 
     # Every batch has one shape by construction: the processes' agreement is checked on the first only,
     # since the check is a blocking collective that would stall every step's dispatch.
-    calls = iter(range(1))
+    checked = []
 
     def place(batch):
-        return host_to_global_array(batch, partition=DataPartitionType.DATA, mesh=mesh,
-                                    check_processes=next(calls, None) is not None)
+        placed = host_to_global_array(batch, partition=DataPartitionType.DATA, mesh=mesh,
+                                      check_processes=not checked)
+        checked.append(True)
+        return placed
     return place
 
 
