@@ -10,9 +10,12 @@ Two commands:
     # ``python launch.py -m experiment=sbibm`` or a --root of ``run``.
     python benchmarks/sbibm.py table multirun/2026-11-30/12-00-00 --out benchmarks/results
 
-Every job writes ``c2st.csv`` (one row per observation, rewritten as each is scored),
-so ``table`` reads what an interrupted job had scored too; such (task, budget) cells
-are marked with the number of observations they hold. sbibm's numbers come from
+Every job writes ``c2st.csv`` (one row per observation, rewritten as each is scored); ``table``
+counts a job only once it ended ``ok`` with a C2ST of each observation it asked, and names every
+other job on stderr (still running, stopped, failed, damaged); a cell of fewer than 10 observations
+is marked with its count. ``run`` checks its extra arguments before any job, continues a job stopped
+by a preemption or Ctrl-C from its checkpoint and, stopped itself (Ctrl-C, SIGTERM), lets the job under
+way save a checkpoint first. sbibm's numbers come from
 ``benchmarks/sbibm_published.csv`` (its header names the source).
 """
 
@@ -21,9 +24,8 @@ from __future__ import annotations
 import argparse
 import csv
 import io
-import json
+import os
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -34,9 +36,13 @@ REPO = Path(__file__).resolve().parents[1]
 # The package of this checkout, as the launch.py it starts imports (its folder comes first on its path),
 # not whichever checkout the environment has installed.
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))  # its sibling modules, also when loaded by file (the tests)
 
 from gensbi_sharding.harness.outputs import write_atomic  # noqa: E402 (after the path above)
 from gensbi_sharding.harness.override_grammar import hydra_value  # noqa: E402
+from sbibm_checks import extra_problem, read_scores  # noqa: E402
+from sbibm_jobs import (JobsStopped, asked_observations, failure, job_status, launch, other_settings,  # noqa: E402
+                        running_in, scores_problem)
 PUBLISHED = REPO / "benchmarks" / "sbibm_published.csv"
 TASKS = ("two_moons", "gaussian_linear", "gaussian_linear_uniform", "gaussian_mixture", "slcp", "sir",
          "lotka_volterra", "bernoulli_glm")
@@ -46,25 +52,36 @@ BUDGETS = (1000, 10_000, 100_000)
 def run(root: Path, tasks: list[str], budgets: list[int], extra: list[str]) -> list[str]:
     """Run each missing (task, budget) job in its own process; a failed one is moved aside and retried.
 
+    A job stopped by a preemption or Ctrl-C (status ``preempted`` / ``interrupted``) with the settings
+    asked is continued in its folder from its last checkpoint (``train.resume=auto``), not restarted.
     Returns the "task budget" pairs whose job did not end with status ok.
     """
     root.mkdir(parents=True, exist_ok=True)
     failed = []
-    for task in tasks:
-        for budget in budgets:
+    for task in dict.fromkeys(tasks):  # a task or budget given twice is one job, run once
+        for budget in dict.fromkeys(budgets):
             job_root = root / f"{task}_{budget}"
             metrics = job_root / "job" / "metrics.json"
             settings = ["experiment=sbibm", f"data={task}", f"data.num_simulations={budget}", *extra]
-            if job_status(metrics) == "ok":
+            status, resume = job_status(metrics), []
+            if status in ("ok", "preempted", "interrupted") and not running_in(job_root / "job"):
                 other = other_settings(job_root / "job", settings)
                 if other:  # its results answer another question: neither reused nor thrown away
-                    print(f"{task} {budget}: finished with other settings ({other}): not rerun, not counted; pass "
-                          f"another --root for these settings, or move {job_root} aside to rerun it", flush=True)
+                    print(f"{task} {budget}: {'finished' if status == 'ok' else status} with other settings ({other}): "
+                          f"not rerun, not counted; pass another --root for these settings, or move {job_root} "
+                          "aside to rerun it", flush=True)
                     failed.append(f"{task} {budget} (other settings)")
                     continue
-                print(f"{task} {budget}: done, skipped", flush=True)
-                continue
-            if job_root.exists():  # an interrupted or failed job: keep it aside, start clean
+                damaged = status == "ok" and scores_problem(job_root / "job")
+                if status == "ok" and not damaged:
+                    print(f"{task} {budget}: done, skipped", flush=True)
+                    continue
+                if damaged:
+                    print(f"{task} {budget}: finished, but {damaged}: rerun", flush=True)
+                else:  # its checkpoint holds the steps trained so far
+                    print(f"{task} {budget}: {status}: continuing from its last checkpoint", flush=True)
+                    resume = ["train.resume=auto"]
+            if job_root.exists() and not resume:  # an interrupted or failed job: keep it aside, start clean
                 busy = running_in(job_root / "job")
                 if busy:  # another runner's job: moving it would split its files over two folders
                     print(f"{task} {budget}: skipped, {busy}", flush=True)
@@ -72,97 +89,74 @@ def run(root: Path, tasks: list[str], budgets: list[int], extra: list[str]) -> l
                     continue
                 shutil.move(job_root, job_root.with_name(f"{job_root.name}.failed-{int(time.time())}"))
             command = [sys.executable, str(REPO / "launch.py"), "-m", *settings[:3],
-                       f"hydra.sweep.dir={hydra_value(job_root)}", "hydra.sweep.subdir=job", *extra]
+                       f"hydra.sweep.dir={hydra_value(job_root)}", "hydra.sweep.subdir=job", *extra, *resume]
             print(f"{task} {budget}: {' '.join(command[1:])}", flush=True)
             start = time.perf_counter()
-            proc = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
-            (job_root / "launch.log").parent.mkdir(parents=True, exist_ok=True)
-            (job_root / "launch.log").write_text(proc.stdout + proc.stderr)
-            print(f"{task} {budget}: exit {proc.returncode} after {time.perf_counter() - start:.0f} s", flush=True)
-            if job_status(metrics) != "ok":
+            code, stopped = launch(command, job_root / "launch.log")
+            status = job_status(metrics)
+            print(f"{task} {budget}: exit {code} after {time.perf_counter() - start:.0f} s"
+                  + ("" if status == "ok" else f", status {status}: {failure(metrics, job_root / 'launch.log')}"),
+                  flush=True)
+            if status != "ok":
                 failed.append(f"{task} {budget}")
+            if stopped or status == "interrupted":  # Ctrl-C or a signal stops the runner, not only this job
+                raise JobsStopped(f"{task} {budget}", status, stopped or 130)
     return failed
 
 
-def other_settings(job: Path, settings: list[str]) -> str:
-    """How the finished ``job``'s recorded overrides differ from ``settings``; "" if they do not.
-
-    E.g. ``"train.steps=20, asked 40"``.
-
-    A job of an earlier ``run`` with other extra arguments (more steps, other observations) would
-    otherwise be skipped as done, and the table would show its results for the settings asked now.
-    """
-    from gensbi_sharding.harness.sweep_hints import job_configuration
-
-    recorded = job / ".hydra" / "overrides.yaml"
-    if not recorded.is_file():  # which settings it ran with is unknown: as before, taken as done
-        return ""
-    from omegaconf import OmegaConf
-
-    ran, asked = job_configuration([str(o) for o in OmegaConf.load(recorded)]), job_configuration(settings)
-    return ", ".join(f"{k}={ran.get(k, 'unset')}, asked {asked.get(k, 'unset')}" for k in sorted({*ran, *asked})
-                     if ran.get(k) != asked.get(k))
-
-
-def job_status(metrics: Path) -> str:
-    """A job's status from its metrics.json; a missing or damaged one is said so (that job is left out or rerun)."""
-    if not metrics.is_file():
-        return "unknown (no metrics.json)"
-    try:
-        return json.loads(metrics.read_text()).get("status")
-    except (OSError, ValueError, AttributeError):  # one damaged record costs its job, never the whole table or run
-        return f"damaged ({metrics} cannot be read)"
-
-
-def running_in(job_dir: Path) -> str | None:
-    """Why ``job_dir`` is in use by a live run (its folder lock is held), or None."""
-    from gensbi_sharding.harness.folder_lock import FolderInUseError, FolderLock
-
-    if not job_dir.is_dir():
-        return None
-    try:
-        with FolderLock(job_dir):
-            return None
-    except FolderInUseError as busy:
-        return str(busy)
-
-
 def collect(folders: list[Path]) -> dict[tuple[str, int], list[dict]]:
-    """``{(task, budget): [per-observation rows]}`` from every ``c2st.csv`` under ``folders``.
+    """``{(task, budget): [per-observation rows]}`` from every job folder under ``folders``.
 
-    Only jobs whose ``metrics.json`` says ``status: ok`` count: a job that failed, or was
-    preempted or interrupted during evaluation, has scored some observations only (the ones
-    before it stopped), which would read as a finished row; each is named on stderr. The same
-    (task, budget, observation) from two jobs is refused, naming both: averaged together it
-    would count one observation twice.
+    Only jobs whose ``metrics.json`` says ``status: ok`` and whose ``c2st.csv`` holds a C2ST for
+    each observation its config asked count; every other job is named on stderr with why: one still
+    running, one that failed or was preempted or interrupted (during evaluation it has scored some
+    observations only, which would read as a finished row), one that scored nothing, or one whose
+    ``c2st.csv`` is damaged. Two jobs of one (task, budget) are refused, naming both: one table row
+    averages one training run (the same observation twice would count it twice; different
+    observations would mix two runs, or two settings, in one row).
     """
     from omegaconf import OmegaConf
 
     cells: dict[tuple[str, int], list[dict]] = {}
     seen: dict[tuple[str, int, int], Path] = {}
+    owner: dict[tuple[str, int], Path] = {}
     for folder in folders:
-        for scores in sorted(folder.rglob("c2st.csv")):
-            job = scores.parent
-            config = job / ".hydra" / "config.yaml"
-            if ".failed-" in str(scores) or not config.is_file():
+        for config in sorted(folder.rglob(".hydra/config.yaml")):
+            job = config.parent.parent
+            scores = job / "c2st.csv"
+            if ".failed-" in str(job):
                 continue
-            metrics = job / "metrics.json"
-            status = job_status(metrics)
-            if status != "ok":
-                print(f"left out {job}: status {status}, so its C2ST covers only the observations scored before it "
-                      "stopped; continue it with its overrides plus train.resume=auto hydra.run.dir=<that folder>, or rerun it",
-                      file=sys.stderr)
+            busy = running_in(job)
+            status = job_status(job / "metrics.json")
+            if busy:
+                why = f"still running: {busy.split(': two runs')[0]}; run table again once it has ended"
+            elif status != "ok":
+                why = (f"status {status}, so its C2ST covers only the observations scored before it stopped, if any; "
+                       "continue it with its overrides plus train.resume=auto hydra.run.dir=<that folder>, or rerun it")
+            else:
+                why = scores_problem(job)
+            if why:
+                print(f"left out {job}: {why}", file=sys.stderr)
                 continue
-            cfg = OmegaConf.load(config)
-            cell = (cfg.data.name, int(cfg.data.num_simulations))
-            with open(scores, newline="") as f:
-                rows = list(csv.DictReader(f))
+            try:
+                cfg = OmegaConf.load(config)
+                cell = (str(cfg.data.name), int(cfg.data.num_simulations))
+            except Exception as err:  # noqa: BLE001 (YAML's, OmegaConf's or int's error): which row is unknown
+                print(f"left out {job}: its {config} does not say its task and budget "
+                      f"({type(err).__name__}: {' '.join(str(err).split())[:200]})", file=sys.stderr)
+                continue
+            rows = read_scores(scores, asked_observations(job))[0]
             for r in rows:
                 other = seen.setdefault((*cell, int(r["observation"])), job)
                 if other != job:
                     raise SystemExit(f"{cell[0]} at {cell[1]:,} simulations, observation {r['observation']}, is scored "
                                      f"by two jobs, {other} and {job}: one table row averages one run; pass the "
                                      "folders of one run per (task, budget)")
+            other = owner.setdefault(cell, job)
+            if other != job:
+                raise SystemExit(f"{cell[0]} at {cell[1]:,} simulations is scored by two jobs, {other} and {job} (other "
+                                 "observations): one table row averages one training run; pass the folders of one "
+                                 "run per (task, budget)")
             cells.setdefault(cell, []).extend(rows)
     return cells
 
@@ -176,8 +170,9 @@ def table(folders: list[Path], out: Path) -> str:
     """Write ``sbibm_results.csv`` (per observation), ``sbibm_table.md/.csv`` and ``sbibm.png`` into ``out``."""
     cells, paper = collect(folders), published()
     if not cells:
-        raise SystemExit(f"no c2st.csv of a finished job (status ok) under {', '.join(map(str, folders))}: "
-                         "run the benchmark first")
+        raise SystemExit(f"no finished job (status ok, with a C2ST of each observation it asked) under "
+                         f"{', '.join(map(str, folders))}: run the benchmark first (a job found there is named "
+                         "above with why it is left out)")
     out.mkdir(parents=True, exist_ok=True)
     f = io.StringIO()  # each file written whole (temporary name, then rename): never half a table
     writer = csv.writer(f)
@@ -264,7 +259,21 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.command == "run":
         _check_folder(args.root, "--root", may_be_missing=True)
-        failed = run(args.root.absolute(), args.tasks, args.budgets, args.extra)
+        problem = extra_problem(args.extra, args.tasks, args.budgets)
+        if problem:  # every job would fail the same way, or run other settings than its folder says
+            r.error(problem)
+        try:
+            failed = run(args.root.absolute(), args.tasks, args.budgets, args.extra)
+        except JobsStopped as stop:
+            job, status, code = stop.args
+            print(f"stopped {'by Ctrl-C' if code == 130 else 'by a signal'} during {job} (status {status}); run the "
+                  "same command again: it continues that job from its last checkpoint, then runs the jobs not started",
+                  file=sys.stderr)
+            raise SystemExit(code) from None
+        except KeyboardInterrupt:  # between jobs (none was running): nothing to wait for
+            print("stopped by Ctrl-C between jobs; run the same command again to run the jobs not finished",
+                  file=sys.stderr)
+            raise SystemExit(130) from None
         other = [f for f in failed if f.endswith("(other settings)")]
         if other:  # rerunning the same command would change nothing for these
             raise SystemExit(f"{len(other)} job(s) finished with other settings than asked: {', '.join(other)} (each "
@@ -272,8 +281,9 @@ def main(argv: list[str] | None = None) -> None:
                              "move those jobs aside" + (f"; {len(failed) - len(other)} other job(s) failed (each job's "
                                                         "launch.log says why)" if len(failed) > len(other) else ""))
         if failed:  # the others ran; rerunning `run` retries exactly these
-            raise SystemExit(f"{len(failed)} job(s) failed: {', '.join(failed)} (each job's launch.log says why); "
-                             "run the same command again to retry them")
+            raise SystemExit(f"{len(failed)} job(s) failed: {', '.join(failed)} (each named above with its error; its "
+                             "launch.log has the rest); run the same command again to retry them (a failed job is "
+                             "moved aside and rerun, a stopped one continued)")
     else:
         for folder in args.folders:
             _check_folder(folder, "a folder argument")
@@ -283,12 +293,20 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _check_folder(path: Path, what: str, may_be_missing: bool = False) -> None:
-    """``SystemExit`` naming ``path`` when it is a file, or missing where a folder must exist."""
+    """``SystemExit`` naming ``path`` when it is a file, lies under one, cannot be written (a folder to be
+    made or written, ``may_be_missing``), or is missing where a folder must exist."""
     if path.is_file():
         raise SystemExit(f"{what} {path} is a file, not a folder" if what.startswith("--")
                          else f"{path} is a file, not a folder: pass the multirun or --root folder holding the jobs")
-    if not may_be_missing and not path.is_dir():
-        raise SystemExit(f"{path} does not exist: pass the multirun or --root folder holding the jobs")
+    if not may_be_missing:
+        if not path.is_dir():
+            raise SystemExit(f"{path} does not exist: pass the multirun or --root folder holding the jobs")
+        return
+    nearest = next(p for p in (path.absolute(), *path.absolute().parents) if p.exists())  # "/" always exists
+    if not nearest.is_dir():  # mkdir would stop with NotADirectoryError's traceback
+        raise SystemExit(f"{what} {path} lies under {nearest}, a file, not a folder; pass another {what}")
+    if not os.access(nearest, os.W_OK | os.X_OK):
+        raise SystemExit(f"{what} {path}: {nearest} is not writable by this user; pass a folder you can write")
 
 
 if __name__ == "__main__":

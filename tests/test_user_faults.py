@@ -318,12 +318,12 @@ def test_sbibm_run_exits_non_zero_naming_the_failed_job(tmp_path):
 
     script = Path(__file__).resolve().parents[1] / "benchmarks" / "sbibm.py"
     proc = subprocess.run([sys.executable, str(script), "run", "--root", str(tmp_path), "--tasks", "two_moons",
-                           "--budgets", "1000", "--", "train.ema_decay=2"], capture_output=True, text=True,
-                          timeout=600)
+                           "--budgets", "1000", "--", "train.resume=/nonexistent/run"], capture_output=True,
+                          text=True, timeout=600)  # a config error (train.ema_decay=2) is now refused before any job
     assert proc.returncode == 1, proc.stdout + proc.stderr  # was 0: a script could not tell
     assert "1 job(s) failed: two_moons 1000" in proc.stderr
     metrics = (tmp_path / "two_moons_1000" / "job" / "metrics.json").read_text()
-    assert '"status": "error"' in metrics and "train.ema_decay=2.0 must lie in [0, 1)" in metrics
+    assert '"status": "error"' in metrics and "checkpoint path '/nonexistent/run' does not exist" in metrics
 
 
 def test_sbibm_run_leaves_a_job_another_runner_is_writing_alone(tmp_path, capsys):

@@ -1,0 +1,147 @@
+"""What ``benchmarks/sbibm.py`` checks before it starts a job or counts one: the extra overrides of
+``run`` (``extra_problem``) and a job's ``c2st.csv`` (``read_scores``).
+
+Each check ends in one line naming the bad value and what to pass instead, so that a mistyped or
+contradicting override stops ``run`` before its first job (instead of every job failing the same way,
+or a job under ``<root>/two_moons_1000`` training another task or budget), and a damaged score file
+costs its own job in the table, named, never the table or a row that reads as finished.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from pathlib import Path
+
+#: Keys ``run`` sets itself per job: an extra override of one would contradict the job's folder name
+#: (``<root>/<task>_<budget>/job``), whose settings ``run`` and ``table`` read from it.
+OWNED = {
+    "experiment": "replaces the sbibm preset every job runs; leave it out",
+    "data": "sets the task, which --tasks gives each job (and its folder's name); use --tasks",
+    "data.name": "sets the task, which --tasks gives each job (and its folder's name); use --tasks",
+    "data.num_simulations": "sets the simulation budget, which --budgets gives each job (and its folder's name); "
+                            "use --budgets",
+    "hydra.sweep.dir": "sets the job's folder, which --root gives (<root>/<task>_<budget>/job); use --root",
+    "hydra.sweep.subdir": "sets the job's folder, which --root gives (<root>/<task>_<budget>/job); use --root",
+    "hydra.run.dir": "sets the job's folder, which --root gives (<root>/<task>_<budget>/job); use --root",
+    "hydra.mode": "would run the job outside the sweep --root lays out; leave it out",
+    "eval.enabled": "the jobs would score no observation, so the table would have nothing of them to show; "
+                    "leave it out",
+    "dry_run": "a dry run trains and scores nothing, so the table would have nothing of it to show; leave it out "
+               "(python launch.py dry_run=true ... checks memory)",
+}
+
+
+def extra_problem(extra: list[str], tasks: list[str], budgets: list[int]) -> str | None:
+    """The one-line refusal of ``run``'s extra overrides (after ``--``), or None when every job can start.
+
+    Refused, before any job: what Hydra's grammar cannot read, a key ``run`` sets per job (``OWNED``), a
+    sweep (``seed=0,1``: every job's values would go into its one folder), and what composing and
+    validating each (task, budget)'s config refuses (``train.stepz=20``, ``train.ema_decay=2``), as
+    ``launch.py`` would refuse it in each job.
+
+    Parameters
+    ----------
+    extra : list of str
+        The overrides given to every job.
+    tasks, budgets : list
+        The (task, budget) pairs about to run: each pair's composed config is validated.
+
+    Returns
+    -------
+    str or None
+        E.g. ``"extra argument data=slcp: sets the task, which --tasks gives each job (and its folder's
+        name); use --tasks"``.
+    """
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from gensbi_sharding.harness.override_checks import list_override_problem
+    from gensbi_sharding.harness.override_grammar import grammar_problem
+
+    problem = grammar_problem(extra) or list_override_problem(extra)
+    if problem:
+        return f"extra argument {problem}"
+    parser = OverridesParser.create()
+    for arg in extra:
+        if arg.startswith("-"):  # e.g. a second "--" or a launch.py flag: argparse passed it on as an override
+            return f"extra argument {arg} is not a key=value override; pass only overrides after --, e.g. train.steps=20"
+        try:
+            override = parser.parse_override(arg)
+        except Exception as err:  # noqa: BLE001 (Hydra's grammar raises its own types): its first line is the reason
+            return f"extra argument {arg}: {(str(err).strip().splitlines() or [type(err).__name__])[0]}"
+        key = override.key_or_group.lstrip("+~")
+        if key in OWNED:
+            return f"extra argument {arg}: {OWNED[key]}"
+        if override.is_sweep_override():
+            return (f"extra argument {arg} sweeps several values, but each (task, budget) is one job in one folder; "
+                    f"run once per value, each with its own --root (e.g. --root <root>/{key}=<value> -- {key}=<value>)")
+    return _config_problem(extra, tasks, budgets)
+
+
+def _config_problem(extra: list[str], tasks: list[str], budgets: list[int]) -> str | None:
+    """What composing and validating each pair's config refuses, as ``launch.py`` would in its job."""
+    from hydra import compose, initialize_config_dir
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    from gensbi_sharding.harness.config import ConfigError, register_configs
+    from gensbi_sharding.harness.config_checks import validate
+
+    register_configs()
+    job = [o for o in extra if not o.lstrip("+~").startswith("hydra")]  # compose() takes no hydra overrides
+    conf = Path(__file__).resolve().parents[1] / "conf"
+    with initialize_config_dir(config_dir=str(conf), version_base="1.3"):
+        for task in tasks:
+            for budget in budgets:
+                try:
+                    validate(compose("config", overrides=["experiment=sbibm", f"data={task}",
+                                                          f"data.num_simulations={budget}", *job]))
+                except (HydraException, OmegaConfBaseException, ConfigError) as err:
+                    cause = f" ({err.__cause__})" if err.__cause__ and str(err.__cause__) not in str(err) else ""
+                    reason = " ".join(f"{err}{cause}".split())
+                    return f"extra arguments (after --), for {task} at {budget} simulations: {reason}"
+    return None
+
+
+def read_scores(scores: Path, observations: list[int] | None) -> tuple[list[dict], str | None]:
+    """A job's ``c2st.csv`` as ``[{"observation", "c2st", "c2st_sd_folds"}]``, or why it cannot be counted.
+
+    A finished job's file holds one row per observation it was asked to score. One that is empty, cut
+    short (a row missing its last fields, or missing observations), or holds a value that is not a
+    C2ST would read as a row of fewer observations or of wrong numbers.
+
+    Parameters
+    ----------
+    scores : Path
+        The ``c2st.csv``.
+    observations : list of int or None
+        The observations the job's config asked for; None when its config does not say (not checked).
+
+    Returns
+    -------
+    tuple
+        ``(rows, None)``, or ``([], "line 2 has c2st='abc', not a number in [0, 1]")``.
+    """
+    try:
+        text = scores.read_text()
+    except (OSError, UnicodeDecodeError) as err:
+        return [], f"cannot be read ({err})"
+    rows = []
+    for line, r in enumerate(csv.DictReader(io.StringIO(text)), start=2):
+        try:
+            observation, c2st, sd = int(r["observation"]), float(r["c2st"]), float(r["c2st_sd_folds"])
+        except (KeyError, TypeError, ValueError):  # a missing column, a field cut off, or not a number
+            return [], (f"line {line} is not a row of observation, c2st, c2st_sd_folds "
+                        f"({','.join(str(v) for v in r.values() if v is not None)!r})")
+        if not (0.0 <= c2st <= 1.0 and math.isfinite(sd)):
+            return [], f"line {line} has c2st={r['c2st']!r}, c2st_sd_folds={r['c2st_sd_folds']!r}, not C2ST scores"
+        rows.append({"observation": str(observation), "c2st": r["c2st"], "c2st_sd_folds": r["c2st_sd_folds"]})
+    found = [int(r["observation"]) for r in rows]
+    if len(set(found)) != len(found):
+        return [], f"holds observations {found}, one of them twice"
+    if not rows:
+        return [], "holds no observation (it is empty, or its header only)"
+    if observations is not None and sorted(found) != sorted(observations):
+        return [], f"holds observations {found}, not the {list(observations or [])} its job scored"
+    return rows, None

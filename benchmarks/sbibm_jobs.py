@@ -1,0 +1,136 @@
+"""One job of ``benchmarks/sbibm.py run``: its process (``launch``, which passes a stop on to it) and what
+its folder says (``job_status``, ``running_in``, ``other_settings``, ``scores_problem``, ``failure``)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from sbibm_checks import read_scores
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+class JobsStopped(Exception):
+    """A signal stopped a job: ``args`` are the job ("task budget"), its status and the runner's exit code."""
+
+
+#: Signals the runner passes on to its job (a cluster's preemption, ``timeout``, ``kill``): the job saves
+#: a checkpoint and stops, instead of running on alone, its runner gone.
+FORWARDED = (signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2)
+
+
+def launch(command: list[str], log: Path) -> tuple[int, int | None]:
+    """Run one job, its output appended to ``log`` as it goes; its exit code, and the exit code the runner
+    stops with (130 after Ctrl-C, 75 after a signal passed on to the job) or None.
+
+    On Ctrl-C the job (which gets the terminal's Ctrl-C too) stops at its next step with a checkpoint;
+    it is waited for (a second Ctrl-C kills it), not killed at once, which would lose that checkpoint
+    and its status.
+    """
+    log.parent.mkdir(parents=True, exist_ok=True)
+    stop: list[int] = []
+
+    def forward(signum, frame):
+        stop.append(signum)
+        proc.send_signal(signum)
+
+    with open(log, "a") as out:  # on disk as it runs: a stopped runner leaves the job's own words
+        proc = subprocess.Popen(command, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
+        previous = {s: signal.signal(s, forward) for s in FORWARDED}
+        try:
+            try:
+                return proc.wait(), (75 if stop else None)
+            except KeyboardInterrupt:
+                print("stopping: waiting for the job to save a checkpoint at its next step (Ctrl-C again kills it)",
+                      file=sys.stderr, flush=True)
+                try:
+                    return proc.wait(), 130
+                except KeyboardInterrupt:
+                    proc.kill()
+                    return proc.wait(), 130
+        finally:
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+
+
+def failure(metrics: Path, log: Path) -> str:
+    """A failed job's reason on one line: its metrics.json's ``error``, else the last line of its log."""
+    try:
+        error = json.loads(metrics.read_text()).get("error")
+    except (OSError, ValueError, AttributeError):
+        error = None
+    try:
+        lines = [line.strip() for line in log.read_text(errors="replace").splitlines() if line.strip()]
+    except OSError:
+        lines = []
+    return " ".join(str(error or (lines[-1] if lines else "it printed nothing")).split())
+
+
+def scores_problem(job: Path) -> str | None:
+    """Why a finished ``job``'s ``c2st.csv`` cannot be counted ("its c2st.csv ..."), or None."""
+    scores = job / "c2st.csv"
+    if not scores.is_file():
+        return f"it has no {scores.name}: it scored no observation (eval.enabled=false or dry_run=true)"
+    problem = read_scores(scores, asked_observations(job))[1]
+    return f"its {scores} {problem}" if problem else None
+
+
+def asked_observations(job: Path) -> list[int] | None:
+    """The observations ``job``'s recorded config asked to score; None when it does not say."""
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness.config_checks import scored_observations
+
+    try:
+        return [int(o) for o in scored_observations(OmegaConf.load(job / ".hydra" / "config.yaml"))[0]]
+    except Exception:  # noqa: BLE001 (a config without eval/data sections, or unreadable): not checked
+        return None
+
+
+def other_settings(job: Path, settings: list[str]) -> str:
+    """How the finished ``job``'s recorded overrides differ from ``settings``; "" if they do not.
+
+    E.g. ``"train.steps=20, asked 40"``.
+
+    A job of an earlier ``run`` with other extra arguments (more steps, other observations) would
+    otherwise be skipped as done, and the table would show its results for the settings asked now.
+    """
+    from gensbi_sharding.harness.sweep_hints import job_configuration
+
+    recorded = job / ".hydra" / "overrides.yaml"
+    if not recorded.is_file():  # which settings it ran with is unknown: as before, taken as done
+        return ""
+    from omegaconf import OmegaConf
+
+    ran, asked = job_configuration([str(o) for o in OmegaConf.load(recorded)]), job_configuration(settings)
+    return ", ".join(f"{k}={ran.get(k, 'unset')}, asked {asked.get(k, 'unset')}" for k in sorted({*ran, *asked})
+                     if ran.get(k) != asked.get(k))
+
+
+def job_status(metrics: Path) -> str:
+    """A job's status from its metrics.json; a missing or damaged one is said so (that job is left out or rerun)."""
+    if not metrics.is_file():
+        return "unknown (no metrics.json)"
+    try:
+        return json.loads(metrics.read_text()).get("status")
+    except (OSError, ValueError, AttributeError):  # one damaged record costs its job, never the whole table or run
+        return f"damaged ({metrics} cannot be read)"
+
+
+def running_in(job_dir: Path) -> str | None:
+    """Why ``job_dir`` is in use by a live run (its folder lock is held), or None."""
+    from gensbi_sharding.harness.folder_lock import FolderInUseError, FolderLock
+
+    if not job_dir.is_dir():
+        return None
+    try:
+        with FolderLock(job_dir):
+            return None
+    except FolderInUseError as busy:
+        return str(busy)
+    except OSError:  # a folder this user cannot lock (read-only results): no run of ours writes there
+        return None

@@ -1,0 +1,288 @@
+"""``benchmarks/sbibm.py`` used as users use it, with wrong and unusual inputs: extra arguments that every
+job would refuse or that contradict the job's folder, a task given twice, jobs stopped mid-way (Ctrl-C, a
+signal to the runner), a job stopped by a preemption, damaged or partial ``c2st.csv`` files, two jobs of one
+(task, budget), ``table`` while a job still runs. Jobs are faked (no training): each test takes well
+under a second except the two that start a small child process."""
+
+import importlib.util
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def sbibm():
+    spec = importlib.util.spec_from_file_location("sbibm_script", REPO / "benchmarks" / "sbibm.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def fake_job(job, task, budget, scores_text, status="ok", observations=None, overrides=()):
+    """A job folder as launch.py leaves it: config, recorded overrides, metrics.json's status, c2st.csv."""
+    (job / ".hydra").mkdir(parents=True, exist_ok=True)
+    eval_part = f"eval:\n  observations: {list(observations)}\n" if observations else ""
+    (job / ".hydra" / "config.yaml").write_text(
+        f"data:\n  name: {task}\n  num_simulations: {budget}\n  num_observation: 1\n{eval_part}")
+    (job / ".hydra" / "overrides.yaml").write_text("".join(f"- {o}\n" for o in (
+        "experiment=sbibm", f"data={task}", f"data.num_simulations={budget}", *overrides)))
+    (job / "metrics.json").write_text(json.dumps({"status": status, **({"error": "boom: it broke"}
+                                                                      if status == "error" else {})}))
+    if scores_text is not None:
+        (job / "c2st.csv").write_text(scores_text)
+
+
+HEADER = "observation,c2st,c2st_sd_folds,c2st_scores,n\n"
+
+
+def scores(*pairs):
+    return HEADER + "".join(f"{k},{c:.6f},0.010000,{c:.6f} {c:.6f},200\n" for k, c in pairs)
+
+
+class FakeJobs:
+    """``subprocess.Popen`` for launch.py: records each command and leaves the job's files with ``status``.
+
+    ``ctrl_c``: the first wait raises KeyboardInterrupt (the runner's Ctrl-C); the job then ends interrupted.
+    """
+
+    def __init__(self, status="ok", ctrl_c=False):
+        self.commands, self.status, self.ctrl_c = [], status, ctrl_c
+
+    def __call__(self, command, **kwargs):
+        jobs = self
+
+        class Proc:
+            returncode = None
+
+            def __init__(self):
+                self.args = command
+                jobs.commands.append(list(command))
+                value = dict(a.split("=", 1) for a in command if "=" in a)
+                self.job = Path(value["hydra.sweep.dir"]) / "job"
+                self.task, self.budget = value["data"], value["data.num_simulations"]
+                self.extra = [a for a in command[command.index(f"data.num_simulations={self.budget}") + 1:]
+                              if not a.startswith("hydra.")]
+                self.interrupted = False
+
+            def finish(self, status):
+                fake_job(self.job, self.task, self.budget, scores((1, 0.6)) if status == "ok" else None, status,
+                         overrides=self.extra)
+                self.returncode = {"ok": 0, "interrupted": 130}.get(status, 1)
+                return self.returncode
+
+            def wait(self, timeout=None):
+                if jobs.ctrl_c and not self.interrupted:
+                    self.interrupted = True
+                    raise KeyboardInterrupt
+                return self.finish("interrupted" if self.interrupted else jobs.status)
+
+            def communicate(self, *a, **k):  # subprocess.run's way of waiting
+                self.wait()
+                return "", ""
+
+            def poll(self):
+                return self.returncode
+
+            def kill(self):
+                pass
+
+            send_signal = kill
+
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *exc):
+                return False
+
+        return Proc()
+
+
+# ------------------------------------------------- run: extra arguments checked before any job
+
+@pytest.mark.parametrize("extra, message", [
+    # Was: every job started and failed the same way ("run the same command again to retry them").
+    (["train.stepz=20"], "extra arguments (after --), for two_moons at 1000 simulations: Could not override "
+                         "'train.stepz'. To append to your config use +train.stepz=20"),
+    (["train.ema_decay=2"], "extra arguments (after --), for two_moons at 1000 simulations: train.ema_decay=2.0 "
+                            "must lie in [0, 1) (0: no EMA), e.g. train.ema_decay=0.999"),
+    # Was: the job under two_moons_1000 trained 2,000 simulations (or slcp), read as two_moons at 1,000 by run.
+    (["data.num_simulations=2000"], "extra argument data.num_simulations=2000: sets the simulation budget, which "
+                                    "--budgets gives each job (and its folder's name); use --budgets"),
+    (["data=slcp"], "extra argument data=slcp: sets the task, which --tasks gives each job"),
+    (["hydra.sweep.dir=/tmp/elsewhere"], "extra argument hydra.sweep.dir=/tmp/elsewhere: sets the job's folder, "
+                                         "which --root gives"),
+    # Was: refused in the job with advice about hydra.sweep.subdir, which the user never set.
+    (["seed=0,1"], "extra argument seed=0,1 sweeps several values, but each (task, budget) is one job in one folder"),
+    # Was: every job ended ok without a C2ST, and the table then found nothing.
+    (["eval.enabled=false"], "extra argument eval.enabled=false: the jobs would score no observation"),
+])
+def test_run_refuses_bad_extra_arguments_before_any_job(sbibm, tmp_path, monkeypatch, capsys, extra, message):
+    jobs = FakeJobs()
+    monkeypatch.setattr(subprocess, "Popen", jobs)
+    with pytest.raises(SystemExit) as stop:
+        sbibm.main(["run", "--root", str(tmp_path / "r"), "--tasks", "two_moons", "slcp", "--budgets", "1000",
+                    "--", "mesh=none", *extra])
+    assert stop.value.code == 2
+    assert message in capsys.readouterr().err.strip().splitlines()[-1]
+    assert jobs.commands == [] and not (tmp_path / "r").exists()
+
+
+def test_run_accepts_extra_arguments_every_job_can_run(sbibm):
+    from sbibm_checks import extra_problem
+
+    assert extra_problem(["mesh=none", "train.steps=20", "eval.observations=[1]", "seed=3"], ["two_moons", "sir"],
+                         [1000]) is None
+
+
+def test_run_runs_a_task_and_budget_given_twice_once(sbibm, tmp_path, monkeypatch, capsys):
+    # Was: two_moons 1000 launched four times (each failure moved aside and retried), "4 job(s) failed".
+    jobs = FakeJobs(status="error")
+    monkeypatch.setattr(subprocess, "Popen", jobs)
+    with pytest.raises(SystemExit) as stop:
+        sbibm.main(["run", "--root", str(tmp_path), "--tasks", "two_moons", "two_moons", "--budgets", "1000", "1000",
+                    "--", "mesh=none"])
+    assert len(jobs.commands) == 1
+    assert str(stop.value).startswith("1 job(s) failed: two_moons 1000 (each named above with its error")
+    # The failed job's reason is on its line (was only "exit 1").
+    assert "two_moons 1000: exit 1 after 0 s, status error: boom: it broke" in capsys.readouterr().out
+
+
+def test_run_continues_a_preempted_job_from_its_checkpoint(sbibm, tmp_path, monkeypatch, capsys):
+    # Was: moved aside as .failed-<time> and trained again from step 0.
+    fake_job(tmp_path / "two_moons_1000" / "job", "two_moons", 1000, None, "preempted", overrides=["mesh=none"])
+    jobs = FakeJobs()
+    monkeypatch.setattr(subprocess, "Popen", jobs)
+    sbibm.main(["run", "--root", str(tmp_path), "--tasks", "two_moons", "--budgets", "1000", "--", "mesh=none"])
+    assert [c[-2:] for c in jobs.commands] == [["mesh=none", "train.resume=auto"]]
+    assert "two_moons 1000: preempted: continuing from its last checkpoint" in capsys.readouterr().out
+    assert not list(tmp_path.glob("*.failed-*"))
+
+
+def test_run_reruns_a_finished_job_whose_scores_are_damaged(sbibm, tmp_path, monkeypatch, capsys):
+    # Was "done, skipped": the table then left it out (or read its cut-off row) and run never mended it.
+    fake_job(tmp_path / "two_moons_1000" / "job", "two_moons", 1000, HEADER + "1,0.96", overrides=["mesh=none"])
+    jobs = FakeJobs()
+    monkeypatch.setattr(subprocess, "Popen", jobs)
+    sbibm.main(["run", "--root", str(tmp_path), "--tasks", "two_moons", "--budgets", "1000", "--", "mesh=none"])
+    assert len(jobs.commands) == 1 and "train.resume=auto" not in jobs.commands[0]
+    assert "two_moons 1000: finished, but its" in capsys.readouterr().out
+    assert len(list(tmp_path.glob("two_moons_1000.failed-*"))) == 1
+
+
+def test_ctrl_c_lets_the_job_stop_and_starts_no_other(sbibm, tmp_path, monkeypatch, capsys):
+    # Was: a KeyboardInterrupt traceback; subprocess.run killed the job (SIGKILL) 0.25 s after the Ctrl-C,
+    # before it saved its checkpoint or wrote its status, and its launch.log was never written.
+    jobs = FakeJobs(ctrl_c=True)
+    monkeypatch.setattr(subprocess, "Popen", jobs)
+    with pytest.raises(SystemExit) as stop:
+        try:
+            sbibm.main(["run", "--root", str(tmp_path), "--tasks", "two_moons", "slcp", "--budgets", "1000",
+                        "--", "mesh=none"])
+        except KeyboardInterrupt:  # would end pytest's session
+            pytest.fail("the runner's Ctrl-C came out as a KeyboardInterrupt traceback")
+    assert stop.value.code == 130 and len(jobs.commands) == 1
+    assert json.loads((tmp_path / "two_moons_1000" / "job" / "metrics.json").read_text())["status"] == "interrupted"
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "stopped by Ctrl-C during two_moons 1000 (status interrupted); run the same command again: it continues that "
+        "job from its last checkpoint, then runs the jobs not started")
+
+
+def test_a_signal_to_the_runner_reaches_its_job(sbibm, tmp_path):
+    # Was: SIGTERM (timeout, kill, a cluster) ended the runner alone; its job ran on, orphaned.
+    from sbibm_jobs import launch
+
+    child = ("import os, signal, sys, time\n"
+             "signal.signal(signal.SIGTERM, lambda s, f: (print('got', s, flush=True), sys.exit(75)))\n"
+             "os.kill(os.getppid(), signal.SIGTERM)\n"
+             "time.sleep(30)\n")
+    log = tmp_path / "launch.log"
+    assert launch([sys.executable, "-c", child], log) == (75, 75)
+    assert log.read_text() == f"got {int(signal.SIGTERM)}\n"
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL  # the runner's own handler is back
+
+
+@pytest.mark.parametrize("argv, message", [
+    # Were NotADirectoryError tracebacks from mkdir.
+    (["run", "--root", "{tmp}/file/root", "--tasks", "two_moons", "--budgets", "1000"],
+     "--root {tmp}/file/root lies under {tmp}/file, a file, not a folder; pass another --root"),
+    (["table", "{tmp}", "--out", "{tmp}/file/out"], "--out {tmp}/file/out lies under {tmp}/file, a file, not a folder; "
+                                                    "pass another --out"),
+])
+def test_a_folder_under_a_file_is_named(sbibm, tmp_path, argv, message):
+    (tmp_path / "file").write_text("mine")
+    with pytest.raises(SystemExit) as stop:
+        sbibm.main([a.format(tmp=tmp_path) for a in argv])
+    assert str(stop.value) == message.format(tmp=tmp_path)
+    assert (tmp_path / "file").read_text() == "mine"
+
+
+# ------------------------------------------------- table: damaged scores, two jobs of one cell, a live job
+
+@pytest.mark.parametrize("text, why", [
+    # Were a "nan +- nan (0 obs.)" row, a ValueError or KeyError traceback, a cut-off row counted as whole.
+    ("", "holds no observation (it is empty, or its header only)"),
+    (HEADER, "holds no observation (it is empty, or its header only)"),
+    (HEADER + "1,abc,0.1,x,200\n", "line 2 is not a row of observation, c2st, c2st_sd_folds ('1,abc,0.1,x,200')"),
+    ("observation,c2st\n1,0.7\n", "line 2 is not a row of observation, c2st, c2st_sd_folds ('1,0.7')"),
+    (HEADER + "1,0.96", "line 2 is not a row of observation, c2st, c2st_sd_folds ('1,0.96')"),
+    (HEADER + "1,1.7,0.01,x,200\n", "line 2 has c2st='1.7', c2st_sd_folds='0.01', not C2ST scores"),
+    (scores((1, 0.6), (1, 0.7)), "holds observations [1, 1], one of them twice"),
+    (scores((1, 0.6)), "holds observations [1], not the [1, 2] its job scored"),  # rows lost: was "(1 obs.)"
+])
+def test_table_leaves_out_a_job_whose_scores_are_damaged(sbibm, tmp_path, capsys, text, why):
+    fake_job(tmp_path / "two_moons_10000" / "job", "two_moons", 10000, scores((1, 0.6), (2, 0.7)), observations=[1, 2])
+    fake_job(tmp_path / "slcp_10000" / "job", "slcp", 10000, text, observations=[1, 2])
+    cells = sbibm.collect([tmp_path])  # what table() tabulates (the plot alone takes a second)
+    assert {cell: [(r["observation"], r["c2st"]) for r in rows] for cell, rows in cells.items()} == {
+        ("two_moons", 10000): [("1", "0.600000"), ("2", "0.700000")]}
+    err = capsys.readouterr().err
+    job = tmp_path / "slcp_10000" / "job"
+    assert f"left out {job}: its {job / 'c2st.csv'} {why}" in err.splitlines()
+
+
+def test_table_names_a_finished_job_that_scored_nothing(sbibm, tmp_path, capsys):
+    # Was silently skipped (only c2st.csv files were looked for): the task's row was just missing.
+    fake_job(tmp_path / "a" / "job", "two_moons", 1000, scores((1, 0.6)))
+    fake_job(tmp_path / "b" / "job", "slcp", 1000, None)
+    assert list(sbibm.collect([tmp_path])) == [("two_moons", 1000)]
+    assert (f"left out {tmp_path / 'b' / 'job'}: it has no c2st.csv: it scored no observation (eval.enabled=false "
+            "or dry_run=true)") in capsys.readouterr().err
+
+
+def test_table_refuses_two_jobs_of_one_task_and_budget(sbibm, tmp_path):
+    # Was: observation 1 from one run and 2 from another averaged as one row, "(2 obs.)".
+    fake_job(tmp_path / "a" / "job", "two_moons", 1000, scores((1, 0.6)))
+    fake_job(tmp_path / "b" / "job", "two_moons", 1000, scores((2, 0.9)), overrides=["train.steps=20"])
+    with pytest.raises(SystemExit) as stop:
+        sbibm.main(["table", str(tmp_path), "--out", str(tmp_path / "out")])
+    assert str(stop.value) == (
+        f"two_moons at 1,000 simulations is scored by two jobs, {tmp_path / 'a' / 'job'} and {tmp_path / 'b' / 'job'} "
+        "(other observations): one table row averages one training run; pass the folders of one run per (task, "
+        "budget)")
+    assert not (tmp_path / "out").exists()
+
+
+def test_table_names_a_job_still_running_as_running(sbibm, tmp_path, capsys):
+    # Was "status unknown (no metrics.json) ... continue it with ... train.resume=auto": advice to start a
+    # second run in the folder of the live one.
+    from filelock import FileLock
+
+    job = tmp_path / "two_moons_1000" / "job"
+    fake_job(job, "two_moons", 1000, scores((1, 0.6)))
+    (job / "metrics.json").unlink()
+    fake_job(tmp_path / "slcp_1000" / "job", "slcp", 1000, scores((1, 0.7)))
+    held = FileLock(job / ".run.lock", timeout=0, is_singleton=False)  # another open file: as another process's
+    held.acquire()
+    try:
+        assert list(sbibm.collect([tmp_path])) == [("slcp", 1000)]
+    finally:
+        held.release()
+    err = capsys.readouterr().err
+    assert f"left out {job}: still running: {job} is in use by another run (" in err
+    assert "train.resume" not in err
