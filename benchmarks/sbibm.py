@@ -47,6 +47,7 @@ PUBLISHED = REPO / "benchmarks" / "sbibm_published.csv"
 TASKS = ("two_moons", "gaussian_linear", "gaussian_linear_uniform", "gaussian_mixture", "slcp", "sir",
          "lotka_volterra", "bernoulli_glm")
 BUDGETS = (1000, 10_000, 100_000)
+OUTPUTS = ("sbibm_results.csv", "sbibm_table.md", "sbibm_table.csv", "sbibm.png")  # what table writes into --out
 
 
 def run(root: Path, tasks: list[str], budgets: list[int], extra: list[str]) -> list[str]:
@@ -120,12 +121,14 @@ def collect(folders: list[Path]) -> dict[tuple[str, int], list[dict]]:
     cells: dict[tuple[str, int], list[dict]] = {}
     seen: dict[tuple[str, int, int], Path] = {}
     owner: dict[tuple[str, int], Path] = {}
+    counted: set[Path] = set()
     for folder in folders:
         for config in sorted(folder.rglob(".hydra/config.yaml")):
             job = config.parent.parent
             scores = job / "c2st.csv"
-            if ".failed-" in str(job):
+            if ".failed-" in str(job) or job.resolve() in counted:  # a folder given twice, or inside another
                 continue
+            counted.add(job.resolve())
             busy = running_in(job)
             status = job_status(job / "metrics.json")
             if busy:
@@ -173,6 +176,9 @@ def table(folders: list[Path], out: Path) -> str:
         raise SystemExit(f"no finished job (status ok, with a C2ST of each observation it asked) under "
                          f"{', '.join(map(str, folders))}: run the benchmark first (a job found there is named "
                          "above with why it is left out)")
+    taken = [str(out / name) for name in OUTPUTS if (out / name).is_dir()]
+    if taken:  # checked before any is written: never a table beside another run's plot
+        raise SystemExit(f"{', '.join(taken)} is a folder, where table writes its file; pass another --out")
     out.mkdir(parents=True, exist_ok=True)
     f = io.StringIO()  # each file written whole (temporary name, then rename): never half a table
     writer = csv.writer(f)

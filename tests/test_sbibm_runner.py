@@ -286,3 +286,21 @@ def test_table_names_a_job_still_running_as_running(sbibm, tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"left out {job}: still running: {job} is in use by another run (" in err
     assert "train.resume" not in err
+
+
+@pytest.mark.parametrize("again", ["{tmp}/r", "{tmp}/r/two_moons_1000"])
+def test_table_counts_a_job_once_when_its_folder_is_given_twice(sbibm, tmp_path, again):
+    # Was "0.600 +- 0.000 (2 obs.)": the one observation counted once per folder that holds it.
+    fake_job(tmp_path / "r" / "two_moons_1000" / "job", "two_moons", 1000, scores((1, 0.6)))
+    cells = sbibm.collect([tmp_path / "r", Path(again.format(tmp=tmp_path))])
+    assert {cell: [r["observation"] for r in rows] for cell, rows in cells.items()} == {("two_moons", 1000): ["1"]}
+
+
+def test_table_writes_nothing_when_an_output_name_is_a_folder(sbibm, tmp_path):
+    # Was an IsADirectoryError traceback after the CSVs and table had been written beside it.
+    fake_job(tmp_path / "r" / "job", "two_moons", 1000, scores((1, 0.6)))
+    (tmp_path / "out" / "sbibm.png").mkdir(parents=True)
+    with pytest.raises(SystemExit) as stop:
+        sbibm.table([tmp_path / "r"], tmp_path / "out")
+    assert str(stop.value) == f"{tmp_path / 'out' / 'sbibm.png'} is a folder, where table writes its file; pass another --out"
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["sbibm.png"]
