@@ -64,7 +64,7 @@ def run(root: Path, tasks: list[str], budgets: list[int], extra: list[str]) -> l
             job_root = root / f"{task}_{budget}"
             metrics = job_root / "job" / "metrics.json"
             settings = ["experiment=sbibm", f"data={task}", f"data.num_simulations={budget}", *extra]
-            status, resume = job_status(metrics), []
+            status, resume, continuing = job_status(metrics), [], False
             if status in ("ok", "preempted", "interrupted") and not running_in(job_root / "job"):
                 other = other_settings(job_root / "job", settings)
                 if other:  # its results answer another question: neither reused nor thrown away
@@ -81,8 +81,9 @@ def run(root: Path, tasks: list[str], budgets: list[int], extra: list[str]) -> l
                     print(f"{task} {budget}: finished, but {damaged}: rerun", flush=True)
                 else:  # its checkpoint holds the steps trained so far
                     print(f"{task} {budget}: {status}: continuing from its last checkpoint", flush=True)
-                    resume = ["train.resume=auto"]
-            if job_root.exists() and not resume:  # an interrupted or failed job: keep it aside, start clean
+                    continuing = True
+                    resume = [] if any(a.startswith("train.resume=") for a in extra) else ["train.resume=auto"]
+            if job_root.exists() and not continuing:  # a failed or damaged job: keep it aside, start clean
                 busy = running_in(job_root / "job")
                 if busy:  # another runner's job: moving it would split its files over two folders
                     print(f"{task} {budget}: skipped, {busy}", flush=True)
