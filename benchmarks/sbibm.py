@@ -106,8 +106,9 @@ def run(root: Path, tasks: list[str], budgets: list[int], extra: list[str]) -> l
     return failed
 
 
-def collect(folders: list[Path]) -> dict[tuple[str, int], list[dict]]:
-    """``{(task, budget): [per-observation rows]}`` from every job folder under ``folders``.
+def collect(folders: list[Path], jobs: dict | None = None) -> dict[tuple[str, int], list[dict]]:
+    """``{(task, budget): [per-observation rows]}`` from every job folder under ``folders`` (and each
+    cell's job folder into ``jobs``, when given).
 
     Only jobs whose ``metrics.json`` says ``status: ok`` and whose ``c2st.csv`` holds a C2ST for
     each observation its config asked count; every other job is named on stderr with why: one still
@@ -162,7 +163,31 @@ def collect(folders: list[Path]) -> dict[tuple[str, int], list[dict]]:
                                  "observations): one table row averages one training run; pass the folders of one "
                                  "run per (task, budget)")
             cells.setdefault(cell, []).extend(rows)
+    if jobs is not None:
+        jobs.update(owner)
     return cells
+
+
+def settings_note(jobs: dict[tuple[str, int], Path]) -> str | None:
+    """One line naming each row's settings beyond the preset, task and budget, when the rows differ in
+    them (``train.steps=20`` in one, the preset's in another): a table that mixes them says so."""
+    from gensbi_sharding.harness.sweep_hints import job_configuration
+    from omegaconf import OmegaConf
+
+    own = {"experiment", "data", "data.num_simulations"}
+    rows = {}
+    for (task, budget), job in sorted(jobs.items(), key=lambda kv: (TASKS.index(kv[0][0]), kv[0][1])):
+        recorded = job / ".hydra" / "overrides.yaml"
+        try:
+            ran = job_configuration([str(o) for o in OmegaConf.load(recorded)]) if recorded.is_file() else None
+        except Exception:  # noqa: BLE001 (YAML's or Hydra's error): which settings it ran with is unknown
+            ran = None
+        rows[f"{task} {budget:,}"] = ("unknown (no readable .hydra/overrides.yaml)" if ran is None else
+                                      " ".join(f"{k}={v}" for k, v in sorted(ran.items()) if k not in own) or "none")
+    if len(set(rows.values())) < 2:
+        return None
+    return ("rows made with different settings (beyond experiment=sbibm, the task and the budget): "
+            + "; ".join(f"{row}: {settings}" for row, settings in rows.items()))
 
 
 def published() -> dict[tuple[str, int], dict]:
@@ -172,7 +197,8 @@ def published() -> dict[tuple[str, int], dict]:
 
 def table(folders: list[Path], out: Path) -> str:
     """Write ``sbibm_results.csv`` (per observation), ``sbibm_table.md/.csv`` and ``sbibm.png`` into ``out``."""
-    cells, paper = collect(folders), published()
+    jobs: dict[tuple[str, int], Path] = {}
+    cells, paper = collect(folders, jobs), published()
     if not cells:
         raise SystemExit(f"no finished job (status ok, with a C2ST of each observation it asked) under "
                          f"{', '.join(map(str, folders))}: run the benchmark first (a job found there is named "
@@ -212,6 +238,9 @@ def table(folders: list[Path], out: Path) -> str:
     writer.writerows(summary)
     write_atomic(out / "sbibm_table.csv", f.getvalue())
     plot(cells, paper, out / "sbibm.png")
+    note = settings_note(jobs)
+    if note:  # on stderr, as the left-out jobs: the table itself keeps sbibm's columns
+        print(note, file=sys.stderr)
     return text
 
 

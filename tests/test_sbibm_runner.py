@@ -304,3 +304,16 @@ def test_table_writes_nothing_when_an_output_name_is_a_folder(sbibm, tmp_path):
         sbibm.table([tmp_path / "r"], tmp_path / "out")
     assert str(stop.value) == f"{tmp_path / 'out' / 'sbibm.png'} is a folder, where table writes its file; pass another --out"
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["sbibm.png"]
+
+
+def test_table_names_rows_made_with_different_settings(sbibm, tmp_path, capsys):
+    # Was silent: a 20-step row beside a 20,000-step one read as one recipe.
+    fake_job(tmp_path / "a" / "job", "two_moons", 1000, scores((1, 0.6)), overrides=["mesh=none", "train.steps=20"])
+    fake_job(tmp_path / "b" / "job", "slcp", 1000, scores((1, 0.9)), overrides=["mesh=none"])
+    jobs = {}
+    sbibm.collect([tmp_path], jobs)
+    assert sbibm.settings_note(jobs) == (
+        "rows made with different settings (beyond experiment=sbibm, the task and the budget): two_moons 1,000: "
+        "mesh=none train.steps=20; slcp 1,000: mesh=none")
+    fake_job(tmp_path / "a" / "job", "two_moons", 1000, scores((1, 0.6)), overrides=["mesh=none"])
+    assert sbibm.settings_note(jobs) is None  # one recipe: nothing to say
