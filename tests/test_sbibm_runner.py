@@ -317,3 +317,12 @@ def test_table_names_rows_made_with_different_settings(sbibm, tmp_path, capsys):
         "mesh=none train.steps=20; slcp 1,000: mesh=none")
     fake_job(tmp_path / "a" / "job", "two_moons", 1000, scores((1, 0.6)), overrides=["mesh=none"])
     assert sbibm.settings_note(jobs) is None  # one recipe: nothing to say
+
+
+def test_table_of_a_task_sbibm_lacks_says_not_published(sbibm, tmp_path, capsys):
+    # Was a ValueError traceback ('my_task' is not in tuple): rows were sorted by sbibm's task list.
+    fake_job(tmp_path / "a" / "job", "my_task", 1000, scores((1, 0.6)))
+    fake_job(tmp_path / "b" / "job", "two_moons", 1000, scores((1, 0.7)))
+    text = sbibm.table([tmp_path], tmp_path / "out")
+    assert text.splitlines()[2:] == ["| two_moons | 1,000 | 0.700 +- nan (1 obs.) | 0.725 | 0.643 (SNPE) |",
+                                     "| my_task | 1,000 | 0.600 +- nan (1 obs.) | not published | not published |"]
