@@ -25,6 +25,7 @@ import argparse
 import csv
 import io
 import os
+import shlex
 import shutil
 import sys
 import time
@@ -92,7 +93,7 @@ def run(root: Path, tasks: list[str], budgets: list[int], extra: list[str]) -> l
                 shutil.move(job_root, job_root.with_name(f"{job_root.name}.failed-{int(time.time())}"))
             command = [sys.executable, str(REPO / "launch.py"), "-m", *settings[:3],
                        f"hydra.sweep.dir={hydra_value(job_root)}", "hydra.sweep.subdir=job", *extra, *resume]
-            print(f"{task} {budget}: {' '.join(command[1:])}", flush=True)
+            print(f"{task} {budget}: {' '.join(map(shlex.quote, command[1:]))}", flush=True)  # as a shell reads it back
             start = time.perf_counter()
             code, stopped = launch(command, job_root / "launch.log")
             status = job_status(metrics)

@@ -64,7 +64,7 @@ class FakeJobs:
                 self.args = command
                 jobs.commands.append(list(command))
                 value = dict(a.split("=", 1) for a in command if "=" in a)
-                self.job = Path(value["hydra.sweep.dir"]) / "job"
+                self.job = Path(value["hydra.sweep.dir"].strip("'\"")) / "job"  # as Hydra unquotes it
                 self.task, self.budget = value["data"], value["data.num_simulations"]
                 self.extra = [a for a in command[command.index(f"data.num_simulations={self.budget}") + 1:]
                               if not a.startswith("hydra.")]
@@ -162,6 +162,18 @@ def test_run_continues_a_preempted_job_from_its_checkpoint(sbibm, tmp_path, monk
     assert [c[-2:] for c in jobs.commands] == [["mesh=none", "train.resume=auto"]]
     assert "two_moons 1000: preempted: continuing from its last checkpoint" in capsys.readouterr().out
     assert not list(tmp_path.glob("*.failed-*"))
+
+
+def test_run_prints_each_command_as_a_shell_reads_it_back(sbibm, tmp_path, monkeypatch, capsys):
+    # Was printed unquoted: pasted into a shell, a --root with a space or ( ) became other words or an error.
+    import shlex
+
+    jobs = FakeJobs()
+    monkeypatch.setattr(subprocess, "Popen", jobs)
+    sbibm.main(["run", "--root", str(tmp_path / "a b(1)"), "--tasks", "two_moons", "--budgets", "1000", "--",
+                "mesh=none", "eval.observations=[1]"])
+    line = capsys.readouterr().out.splitlines()[0]
+    assert shlex.split(line.split(": ", 1)[1]) == jobs.commands[0][1:]
 
 
 def test_run_reruns_a_finished_job_whose_scores_are_damaged(sbibm, tmp_path, monkeypatch, capsys):
