@@ -216,6 +216,7 @@ def test_sbibm_run_never_counts_a_finished_job_of_other_settings_as_done(tmp_pat
         "- experiment=sbibm\n- data=two_moons\n- data.num_simulations=1000\n- train.steps=20\n"
         "- eval.observations=[1,2]\n")
     monkeypatch.setattr(subprocess, "run", lambda *a, **k: pytest.fail(f"a job was started: {a}"))
+    monkeypatch.setattr(subprocess, "Popen", lambda *a, **k: pytest.fail(f"a job was started: {a}"))  # run's way now
     argv = ["run", "--root", str(tmp_path), "--tasks", "two_moons", "--budgets", "1000", "--"]
     with pytest.raises(SystemExit) as stop:
         sbibm_main()([*argv, "train.steps=40", "eval.observations=[1,2]"])
