@@ -37,7 +37,7 @@ REPO = Path(__file__).resolve().parents[1]
 # The package of this checkout, as the launch.py it starts imports (its folder comes first on its path),
 # not whichever checkout the environment has installed.
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "benchmarks"))  # its sibling modules, also when loaded by file (the tests)
+sys.path.append(str(REPO / "benchmarks"))  # its sibling modules, also when loaded by file (the tests); last: shadows nothing
 
 from gensbi_sharding.harness.outputs import write_atomic  # noqa: E402 (after the path above)
 from gensbi_sharding.harness.override_grammar import hydra_value  # noqa: E402
