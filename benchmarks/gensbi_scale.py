@@ -51,10 +51,13 @@ def table(args) -> None:
         errors = [line for line in proc.stderr.splitlines() if "[ERROR]" in line or "Error" in line]
         raise SystemExit(f"the dry-run sweep ended with exit {proc.returncode} before any job: "
                          f"{(errors or proc.stderr.splitlines() or ['no output'])[-1]}")
+    failed = [job for job in jobs if job.get("status") != "ok"]
+    if failed:  # a ranking without them would read as complete; each named by the overrides that made it
+        raise SystemExit(f"{len(failed)} of {len(jobs)} dry-run jobs failed: " + "; ".join(
+            f"rule={job['config']['rule']['name']} mesh.model_axis={job['config']['mesh']['model_axis']}: "
+            f"{job.get('error')}" for job in failed))
     rows = []
     for job in jobs:
-        if job["status"] != "ok":
-            raise SystemExit(f"job {job['config']['rule']} failed: {job.get('error')}")
         report, mesh = job["dry_run"], job["mesh_shape"]
         rows.append((job["step_memory_bytes_per_device"], job["rule"], tuple(mesh),
                      state_bytes_per_device(job["config"], mesh), report["memory"]["argument_bytes"],

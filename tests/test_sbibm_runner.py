@@ -1,7 +1,7 @@
 """``benchmarks/sbibm.py`` used as users use it, with wrong and unusual inputs: extra arguments that every
 job would refuse or that contradict the job's folder, a task given twice, jobs stopped mid-way (Ctrl-C, a
 signal to the runner), a job stopped by a preemption, damaged or partial ``c2st.csv`` files, two jobs of one
-(task, budget), ``table`` while a job still runs. Jobs are faked (no training): each test takes well
+(task, budget), ``table`` while a job still runs; and ``gensbi_scale.py table`` with a failed job. Jobs are faked (no training): each test takes well
 under a second except the two that start a small child process."""
 
 import importlib.util
@@ -338,3 +338,25 @@ def test_table_of_a_task_sbibm_lacks_says_not_published(sbibm, tmp_path, capsys)
     text = sbibm.table([tmp_path], tmp_path / "out")
     assert text.splitlines()[2:] == ["| two_moons | 1,000 | 0.700 +- nan (1 obs.) | 0.725 | 0.643 (SNPE) |",
                                      "| my_task | 1,000 | 0.600 +- nan (1 obs.) | not published | not published |"]
+
+
+def test_gensbi_scale_table_names_a_failed_dry_run_job_by_its_overrides(tmp_path, monkeypatch):
+    # Was "job {'name': 'tensor', 'embed': None, ...} failed": the rule's whole config, no mesh.
+    spec = importlib.util.spec_from_file_location("gensbi_scale_script", REPO / "benchmarks" / "gensbi_scale.py")
+    scale = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(scale)
+
+    def sweep(cmd, **kwargs):  # the dry-run sweep's job folders, one failed
+        out = Path(next(a for a in cmd if a.startswith("hydra.sweep.dir=")).split("=", 1)[1])
+        for k, (rule, axis, status) in enumerate([("fsdp", 1, "ok"), ("tensor", 8, "error")]):
+            (out / str(k)).mkdir()
+            (out / str(k) / "metrics.json").write_text(json.dumps({
+                "status": status, "error": "ConfigError: 12 heads over 8", "rule": rule,
+                "config": {"rule": {"name": rule, "embed": None}, "mesh": {"model_axis": axis}}}))
+        return subprocess.CompletedProcess(cmd, 1, "", "")
+
+    monkeypatch.setattr(scale.subprocess, "run", sweep)
+    with pytest.raises(SystemExit) as stop:
+        scale.table(None)
+    assert str(stop.value) == ("1 of 2 dry-run jobs failed: rule=tensor mesh.model_axis=8: ConfigError: 12 heads "
+                               "over 8")
