@@ -1,8 +1,8 @@
 """``benchmarks/sbibm.py`` used as users use it, with wrong and unusual inputs: extra arguments that every
 job would refuse or that contradict the job's folder, a task given twice, jobs stopped mid-way (Ctrl-C, a
 signal to the runner), a job stopped by a preemption, damaged or partial ``c2st.csv`` files, two jobs of one
-(task, budget), ``table`` while a job still runs; and ``gensbi_scale.py table`` with a failed job. Jobs are faked (no training): each test takes well
-under a second except the two that start a small child process."""
+(task, budget), ``table`` while a job still runs; and ``gensbi_scale.py table`` with a failed job. Jobs are
+faked (no training): each test takes well under a second."""
 
 import importlib.util
 import json
