@@ -37,7 +37,8 @@ REPO = Path(__file__).resolve().parents[1]
 # The package of this checkout, as the launch.py it starts imports (its folder comes first on its path),
 # not whichever checkout the environment has installed.
 sys.path.insert(0, str(REPO))
-sys.path.append(str(REPO / "benchmarks"))  # its sibling modules, also when loaded by file (the tests); last: shadows nothing
+# Its sibling modules, also when loaded by file (the tests); last, so that they shadow nothing.
+sys.path.append(str(REPO / "benchmarks"))
 
 from gensbi_sharding.harness.outputs import write_atomic  # noqa: E402 (after the path above)
 from gensbi_sharding.harness.override_grammar import hydra_value  # noqa: E402
@@ -160,9 +161,9 @@ def collect(folders: list[Path], jobs: dict | None = None) -> dict[tuple[str, in
                                      "folders of one run per (task, budget)")
             other = owner.setdefault(cell, job)
             if other != job:
-                raise SystemExit(f"{cell[0]} at {cell[1]:,} simulations is scored by two jobs, {other} and {job} (other "
-                                 "observations): one table row averages one training run; pass the folders of one "
-                                 "run per (task, budget)")
+                raise SystemExit(f"{cell[0]} at {cell[1]:,} simulations is scored by two jobs, {other} and {job} "
+                                 "(other observations): one table row averages one training run; pass the folders "
+                                 "of one run per (task, budget)")
             cells.setdefault(cell, []).extend(rows)
     if jobs is not None:
         jobs.update(owner)

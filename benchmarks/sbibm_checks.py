@@ -65,7 +65,8 @@ def extra_problem(extra: list[str], tasks: list[str], budgets: list[int]) -> str
     parser = OverridesParser.create()
     for arg in extra:
         if arg.startswith("-"):  # e.g. a second "--" or a launch.py flag: argparse passed it on as an override
-            return f"extra argument {arg} is not a key=value override; pass only overrides after --, e.g. train.steps=20"
+            return (f"extra argument {arg} is not a key=value override; pass only overrides after --, "
+                    "e.g. train.steps=20")
         try:
             override = parser.parse_override(arg)
         except Exception as err:  # noqa: BLE001 (Hydra's grammar raises its own types): its first line is the reason

@@ -314,7 +314,8 @@ def test_table_writes_nothing_when_an_output_name_is_a_folder(sbibm, tmp_path):
     (tmp_path / "out" / "sbibm.png").mkdir(parents=True)
     with pytest.raises(SystemExit) as stop:
         sbibm.table([tmp_path / "r"], tmp_path / "out")
-    assert str(stop.value) == f"{tmp_path / 'out' / 'sbibm.png'} is a folder, where table writes its file; pass another --out"
+    assert str(stop.value) == (f"{tmp_path / 'out' / 'sbibm.png'} is a folder, where table writes its file; "
+                               "pass another --out")
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["sbibm.png"]
 
 
