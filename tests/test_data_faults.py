@@ -160,6 +160,18 @@ def test_batch_size_hint_fixes_every_constraint_at_once(mesh, overrides, shards,
     assert next(pipe.train_batches)["theta"].shape == (first_hint, 2)
 
 
+def test_a_shard_count_typed_by_hand_is_named_as_the_other_fix(mesh):
+    # data.shards=5000 with batch 64 on 8 devices: the batch-size hint alone (5000) hides the likelier typo.
+    cfg = compose_tiny("data.num_simulations=1000", "data.batch_size=64")
+    with pytest.raises(ConfigError) as err:
+        check_batch_config(cfg.data, mesh, shards=5000)
+    assert "or keep data.batch_size=64 and set data.shards=64" in str(err.value), str(err.value)
+    check_batch_config(cfg.data, mesh, shards=int(hint(str(err.value), "data.shards")))  # the hint holds
+    with pytest.raises(ConfigError) as err:  # one shard per process (the default) is not the user's choice
+        check_batch_config(cfg.data, mesh, shards=3, per_process=True)
+    assert "data.shards" not in str(err.value)
+
+
 def test_a_budget_too_small_for_any_batch_names_the_budget_that_fits(mesh):
     cfg = compose_tiny("data.num_simulations=8", "data.batch_size=8")
     with pytest.raises(ConfigError) as err:

@@ -70,7 +70,7 @@ def build_pipeline(data_cfg: Any, *, seed: int, mesh: Any, shards: int | None = 
     if shards % processes:
         raise ConfigError(f"data.shards={shards} must be a multiple of the {processes} processes; "
                           f"set data.shards={processes * max(round(shards / processes), 1)}")
-    check_batch_config(data_cfg, mesh, shards=shards, per_process=per_process)
+    check_batch_config(data_cfg, mesh, shards=shards, per_process=per_process, processes=processes)
     own = range(rank * shards // processes, (rank + 1) * shards // processes)
     factory = get_data(data_cfg.name)
     with warnings.catch_warnings():
@@ -115,11 +115,13 @@ def build_pipeline(data_cfg: Any, *, seed: int, mesh: Any, shards: int | None = 
                     dropped_non_finite=dropped)
 
 
-def check_batch_config(data_cfg: Any, mesh: Any, *, shards: int, per_process: bool = False) -> None:
+def check_batch_config(data_cfg: Any, mesh: Any, *, shards: int, per_process: bool = False,
+                       processes: int = 1) -> None:
     """``ConfigError`` unless ``data.batch_size`` fits the shards, the mesh and the training pairs.
 
     Uses the sizes ``data.num_simulations`` and ``data.val_fraction`` give before any
-    simulation; the message names the one ``data.batch_size`` that fixes everything.
+    simulation; the message names the one ``data.batch_size`` that fixes everything and,
+    where the user chose ``data.shards``, the nearest shard count that keeps the batch size.
     """
     vf, multiple = data_cfg.val_fraction, math.lcm(shards, batch_size_divisor(mesh))
     rows = shard_train_rows(data_cfg.num_simulations, vf, shards)
@@ -128,6 +130,14 @@ def check_batch_config(data_cfg: Any, mesh: Any, *, shards: int, per_process: bo
         need += shards
     problem = batch_size_problem(data_cfg.batch_size, shards=shards, data_parallel=batch_size_divisor(mesh),
                                  train_rows=rows, per_process=per_process, min_simulations=need)
+    if problem and not per_process:
+        # A shard count typed by hand (data.shards=5000) is as likely the mistake as the batch size.
+        fits = [s for s in range(processes, data_cfg.batch_size + 1, processes) if data_cfg.batch_size % s == 0
+                and batch_size_problem(data_cfg.batch_size, shards=s, data_parallel=batch_size_divisor(mesh),
+                                      train_rows=shard_train_rows(data_cfg.num_simulations, vf, s)) is None]
+        if fits:
+            other = min(fits, key=lambda s: (abs(s - shards), s))
+            problem += f", or keep data.batch_size={data_cfg.batch_size} and set data.shards={other}"
     if problem:
         raise ConfigError(problem)
 
