@@ -29,3 +29,25 @@ def model_axis(devices: int) -> Callable[[str], int]:
 
     parse.__name__ = "model_axis"
     return parse
+
+
+def one_of(choices: tuple, kind: Callable[[str], object] = str, *, argument: str) -> Callable[[str], object]:
+    """The type of a list argument (``--tasks``, ``--budgets``) whose values are ``choices``.
+
+    A Hydra override typed among them (``--tasks two_moons train.steps=20``) is named as one:
+    argparse alone answered "invalid choice", which does not say where overrides go.
+    """
+    def parse(text: str):
+        if "=" in text:
+            raise argparse.ArgumentTypeError(f"{text!r} is an override, not a value of {argument}: put overrides "
+                                             f"after --, e.g. {argument} ... -- {text}")
+        try:
+            value = kind(text)
+        except ValueError:
+            value = None
+        if value not in choices:
+            raise argparse.ArgumentTypeError(f"{text!r} is not one of {', '.join(map(str, choices))}")
+        return value
+
+    parse.__name__ = argument.lstrip("-")
+    return parse

@@ -189,6 +189,8 @@ def main() -> None:
     parser.add_argument("what", choices=["table", "init"])
     parser.add_argument("--eager", action="store_true", help="init: also eager construction + shard_model")
     args = parser.parse_args()
+    if args.what == "table" and args.eager:
+        parser.error("--eager applies to init only (table runs the dry run, which builds nothing)")
     if args.what == "table":
         os.environ["JAX_PLATFORMS"] = "cpu"
         import jax

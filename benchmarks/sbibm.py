@@ -42,6 +42,7 @@ sys.path.append(str(REPO / "benchmarks"))
 
 from gensbi_sharding.harness.outputs import write_atomic  # noqa: E402 (after the path above)
 from gensbi_sharding.harness.override_grammar import hydra_value  # noqa: E402
+from cli_args import one_of  # noqa: E402
 from sbibm_checks import extra_problem, read_scores  # noqa: E402
 from sbibm_jobs import (JobsStopped, asked_observations, failure, job_status, launch, other_settings,  # noqa: E402
                         running_in, scores_problem)
@@ -293,8 +294,8 @@ def main(argv: list[str] | None = None) -> None:
     sub = parser.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run the missing (task, budget) jobs, resumably")
     r.add_argument("--root", type=Path, required=True)
-    r.add_argument("--tasks", nargs="+", default=list(TASKS), choices=TASKS)
-    r.add_argument("--budgets", nargs="+", type=int, default=list(BUDGETS), choices=BUDGETS)
+    r.add_argument("--tasks", nargs="+", default=list(TASKS), type=one_of(TASKS, argument="--tasks"))
+    r.add_argument("--budgets", nargs="+", default=list(BUDGETS), type=one_of(BUDGETS, int, argument="--budgets"))
     r.add_argument("extra", nargs="*", help="overrides for every job, after --")
     t = sub.add_parser("table", help="table and plot from job folders")
     t.add_argument("folders", nargs="+", type=Path)

@@ -361,3 +361,36 @@ def test_gensbi_scale_table_names_a_failed_dry_run_job_by_its_overrides(tmp_path
         scale.table(None)
     assert str(stop.value) == ("1 of 2 dry-run jobs failed: rule=tensor mesh.model_axis=8: ConfigError: 12 heads "
                                "over 8")
+
+
+@pytest.mark.parametrize("argv, message", [
+    # argparse alone said "invalid choice: 'train.steps=20'", which does not say where overrides go
+    (["--tasks", "two_moons", "train.steps=20"], "argument --tasks: 'train.steps=20' is an override, not a value "
+                                                 "of --tasks: put overrides after --, e.g. --tasks ... -- train.steps=20"),
+    (["--budgets", "1000", "train.steps=20"], "argument --budgets: 'train.steps=20' is an override"),
+    (["--tasks", "two_mons"], "argument --tasks: 'two_mons' is not one of two_moons, gaussian_linear,"),
+    (["--budgets", "500"], "argument --budgets: '500' is not one of 1000, 10000, 100000"),
+])
+def test_sbibm_run_names_an_override_typed_before_the_double_dash(sbibm, tmp_path, capsys, argv, message):
+    with pytest.raises(SystemExit) as stop:
+        sbibm.main(["run", "--root", str(tmp_path), *argv])
+    assert stop.value.code == 2 and message in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())  # refused before any job folder
+
+
+def test_sbibm_run_keeps_typed_tasks_and_budgets(sbibm, tmp_path, monkeypatch):
+    seen = {}
+    monkeypatch.setattr(sbibm, "run", lambda root, tasks, budgets, extra: seen.update(t=tasks, b=budgets) or [])
+    sbibm.main(["run", "--root", str(tmp_path), "--tasks", "slcp", "--budgets", "10000", "--", "train.steps=5"])
+    assert seen == {"t": ["slcp"], "b": [10000]}  # budgets are ints, as the job folders' names need
+
+
+def test_gensbi_scale_table_refuses_eager_which_only_init_reads(monkeypatch, capsys):
+    spec = importlib.util.spec_from_file_location("gensbi_scale_script", REPO / "benchmarks" / "gensbi_scale.py")
+    scale = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(scale)
+    monkeypatch.setattr(scale, "table", lambda args: pytest.fail("the sweep started"))
+    monkeypatch.setattr(sys, "argv", ["gensbi_scale.py", "table", "--eager"])
+    with pytest.raises(SystemExit) as stop:
+        scale.main()
+    assert stop.value.code == 2 and "--eager applies to init only" in capsys.readouterr().err
