@@ -17,7 +17,7 @@ from flax import nnx
 from jax.sharding import Mesh, NamedSharding, SingleDeviceSharding
 
 from gensbi_sharding.rules import RULES, Rule, RuleTable, resolve_rule
-from gensbi_sharding.nodes import check_node, is_array, is_scalar, path_name
+from gensbi_sharding.nodes import check_node, eval_shape_off_mesh, is_array, is_scalar, path_name
 from gensbi_sharding.sharding import Plan, plan_shardings
 
 __all__ = ["GROUP_BYTES", "init_sharded", "abstract_sharded", "init_optimizer_sharded"]
@@ -80,7 +80,7 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Rule
                          "build it over every process's devices, e.g. make_mesh() on each process")
     pending: list = []
     for group in _groups(variables, mesh.size):
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), jax.set_mesh(None):  # jit refuses one device under an active mesh
             warnings.simplefilter("ignore")  # the constructor's own warnings were shown once
             program = jax.jit(_select(factory, group), out_shardings=SingleDeviceSharding(device)).lower().compile()
         # Traced and compiled while the previous group computed and moved; run only once that
@@ -162,9 +162,9 @@ def init_optimizer_sharded(model: Any, tx: Any, rule: str | RuleTable | Rule = "
     mesh, abstract = _model_mesh(model)
     build = lambda: nnx.Optimizer(model, tx, wrt=wrt)  # noqa: E731
     if mesh is None:
-        return nnx.eval_shape(build) if abstract else build()
+        return eval_shape_off_mesh(build) if abstract else build()
     _check_placed_under(model, mesh, rule)
-    optimizer = nnx.eval_shape(build)
+    optimizer = eval_shape_off_mesh(build)
     plan = plan_shardings(optimizer, mesh, rule)
     graphdef, state = nnx.split(optimizer)
     if abstract:

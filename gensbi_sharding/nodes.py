@@ -14,7 +14,7 @@ from flax import nnx
 from jax.sharding import AbstractMesh, Mesh
 
 __all__ = ["is_int", "is_array", "is_scalar", "path_name", "check_mesh", "is_node", "check_node", "node_state",
-           "abstract_state"]
+           "abstract_state", "eval_shape_off_mesh"]
 
 
 def is_int(x: Any) -> bool:
@@ -84,3 +84,10 @@ def abstract_state(node: Any, sharding_for: Callable[[str, Any], jax.sharding.Sh
         flat.append((path, var.replace(value if sharding is None else
                                        jax.ShapeDtypeStruct(value.shape, value.dtype, sharding=sharding))))
     return nnx.from_flat_state(flat)
+
+
+def eval_shape_off_mesh(build: Callable[[], Any]) -> Any:
+    """``nnx.eval_shape(build)`` with no mesh active: under one, Flax reads each variable's logical axes
+    (``"heads"``) as mesh axes for its abstract sharding and raises; our plans place the result instead."""
+    with jax.set_mesh(None):
+        return nnx.eval_shape(build)

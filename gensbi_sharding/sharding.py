@@ -206,8 +206,9 @@ def shard_model(node: Any, mesh: Mesh | None, rule: str = "replicated") -> None:
 
     Parameters
     ----------
-    node : nnx.Module or nnx.Optimizer or any NNX graph node
-        Not an ``nnx.State`` nor a container of nodes.
+    node : nnx.Module or nnx.Optimizer or any NNX graph node, or nnx.State, or a tuple, list or dict of them
+        What ``plan_shardings`` plans, e.g. ``(model, optimizer)`` or an EMA kept as an ``nnx.State`` of variables
+        carrying the parameters' metadata; its variables are set in place.
     mesh : jax.sharding.Mesh or None
     rule : str, default "replicated"
         A key of ``RULES``; a rule table goes to ``shard_model_by_table``.
@@ -217,7 +218,7 @@ def shard_model(node: Any, mesh: Mesh | None, rule: str = "replicated") -> None:
     ValueError
         If ``rule`` is not a key of ``RULES``, even when ``mesh`` is None.
     TypeError
-        If ``node`` is not an NNX graph node, or ``mesh`` is neither None nor a ``jax.sharding.Mesh``.
+        If ``node`` is none of the above, or ``mesh`` is neither None nor a ``jax.sharding.Mesh``.
     """
     if not isinstance(rule, str) or rule not in RULES:
         table = " (a rule table goes to shard_model_by_table(node, mesh, table))" if isinstance(rule, Mapping) else ""
@@ -232,7 +233,7 @@ def shard_model_by_table(node: Any, mesh: Mesh | None, table: RuleTable) -> None
 
     Parameters
     ----------
-    node : nnx.Module or nnx.Optimizer or any NNX graph node
+    node : nnx.Module or nnx.Optimizer or any NNX graph node, or nnx.State, or a tuple, list or dict of them
     mesh : jax.sharding.Mesh or None
     table : RuleTable
 
@@ -241,16 +242,16 @@ def shard_model_by_table(node: Any, mesh: Mesh | None, table: RuleTable) -> None
     ValueError
         If ``resolve_rule`` rejects ``table``, even when ``mesh`` is None.
     TypeError
-        If ``node`` is not an NNX graph node, or ``mesh`` is neither None nor a ``jax.sharding.Mesh``.
+        If ``node`` is none of the above, or ``mesh`` is neither None nor a ``jax.sharding.Mesh``.
     """
     _plan_warn_place(node, mesh, table)
 
 
 def _plan_warn_place(node: Any, mesh: Mesh | None, rule: str | RuleTable) -> None:
     """The body of ``shard_model(_by_table)``: check ``node``, then plan, warn, place (nothing without a mesh)."""
-    if not nnx.graph.is_graph_node(node):
-        raise TypeError(f"shard_model places NNX graph nodes (a Module, nnx.Optimizer, ...), got "
-                        f"{type(node).__name__}; for a pytree of arrays use shard_batch or replicate")
+    if not is_node(node):  # an nnx.State (e.g. an EMA's) is placed by its variables' annotations, as a Module is
+        raise TypeError(f"shard_model places NNX graph nodes (a Module, nnx.Optimizer, nnx.State, or a tuple or dict "
+                        f"of them), got {type(node).__name__}; for a pytree of arrays use shard_batch or replicate")
     rule = resolve_rule(rule)  # checked with or without a mesh: a bad table fails before the run gets one
     if mesh is not None:
         plan = plan_shardings(node, mesh, rule)
