@@ -168,7 +168,7 @@ def describe(node: Any, mesh: Mesh | None, *, top: int = 5) -> PlacementReport:
     Raises
     ------
     ValueError
-        If ``top`` is not a non-negative integer, or an array placed on a mesh has a device outside ``mesh``.
+        If ``top`` is not a non-negative integer, or an array is placed on a mesh other than ``mesh`` (axes, devices).
     TypeError
         If ``node`` is not an NNX graph node (or a collection of them), or ``mesh`` is neither a Mesh nor None.
     """
@@ -178,7 +178,7 @@ def describe(node: Any, mesh: Mesh | None, *, top: int = 5) -> PlacementReport:
     if mesh is not None:
         check_mesh(mesh)
     ids = {d.id for d in mesh.devices.flat} if mesh is not None else set()
-    per_device, variables, outside = Counter(dict.fromkeys(ids, 0)), [], set()
+    per_device, variables, outside, other = Counter(dict.fromkeys(ids, 0)), [], set(), {}
     for path, var in nnx.to_flat_state(nnx.state(node)):
         value = var.get_value()
         if not (is_array(value) or isinstance(value, jax.ShapeDtypeStruct)):
@@ -188,6 +188,8 @@ def describe(node: Any, mesh: Mesh | None, *, top: int = 5) -> PlacementReport:
         per_device.update(shards)
         if mesh is not None and isinstance(sharding, NamedSharding):  # placed (unplaced arrays may be anywhere)
             outside.update(set(shards) - ids)
+            if not _same_layout(sharding.mesh, mesh):  # P('data') would read against the wrong axis sizes
+                other.setdefault(_mesh_label(sharding.mesh), path_name(path))
         variables.append(VariablePlacement(
             path=path_name(path), shape=tuple(value.shape), dtype=str(value.dtype),
             placement=_placement(value, sharding), nbytes=_nbytes(math.prod(value.shape), value.dtype),
@@ -196,6 +198,10 @@ def describe(node: Any, mesh: Mesh | None, *, top: int = 5) -> PlacementReport:
     if outside:  # the report would name one mesh and count the bytes of another
         raise ValueError(f"describe: the node's arrays are on devices {sorted(outside)}, outside the mesh given "
                          f"(devices {sorted(ids)}); pass the mesh they are on, or mesh=None")
+    if other:  # same devices, other axes: the placements would be read against the given mesh's axis sizes
+        raise ValueError(f"describe: the node's arrays are on another mesh than the one given ({_mesh_label(mesh)}): "
+                         + ", ".join(f"{path} on {label}" for label, path in other.items())
+                         + "; pass the mesh they are on, or mesh=None")
     splitting = any(v.placement.startswith("P(") and not v.replicated for v in variables)
     replicated = sorted((v for v in variables if splitting and v.replicated and v.shape and v.nbytes),
                         key=lambda v: (-v.nbytes, v.path))
@@ -265,6 +271,18 @@ def _nbytes(count: int, dtype: Any) -> int:
     except ValueError:  # PRNG keys, float0 (integer parameters' gradients): whole bytes
         bits = dtype.itemsize * 8
     return -(-count * bits // 8)
+
+
+def _same_layout(a: Any, b: Mesh) -> bool:
+    """Whether mesh ``a`` has ``b``'s axis names, sizes and device order (axis types aside: placements read alike)."""
+    ids = getattr(a, "device_ids", None)  # an AbstractMesh (an abstract value's) has axes, no devices
+    return dict(a.shape) == dict(b.shape) and tuple(a.axis_names) == tuple(b.axis_names) and (
+        ids is None or np.array_equal(ids, b.device_ids))
+
+
+def _mesh_label(mesh: Any) -> str:
+    ids = getattr(mesh, "device_ids", None)
+    return f"mesh {dict(mesh.shape)}" + ("" if ids is None else f" (devices {np.asarray(ids).flatten().tolist()})")
 
 
 def _placement(value: Any, sharding: Any) -> str:

@@ -9,6 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+import pytest
 from flax import nnx
 from jax.sharding import PartitionSpec as P
 
@@ -80,3 +81,17 @@ def test_shard_model_places_an_ema_state_and_a_model_optimizer_pair_as_plan_shar
     assert gs.sharding_of(model)["heads"].spec == P("model", None)
     assert gs.sharding_of(optimizer)["opt_state/0/nu/heads"].spec == P("model", None)
     assert gs.sharding_of(optimizer)["opt_state/0/mu/up/kernel"].spec == P(None, "model")
+
+
+def test_describe_refuses_a_mesh_of_the_same_devices_but_other_axes_than_the_arrays():
+    # The model is split on a (4, 2) mesh; a report against (2, 4) over the same 8 devices headed "mesh data=2 x
+    # model=4" while its rows said P(None, 'model'): read against it, a quarter of up/kernel per device, not a half.
+    placed_on, other = gs.make_mesh(model_axis=2), gs.make_mesh(model_axis=4)
+    model = quiet(lambda: gs.init_sharded(lambda: UserNet(nnx.Rngs(0)), placed_on, "tensor"))
+    with pytest.raises(ValueError, match=r"arrays are on another mesh than the one given \(mesh \{'data': 2, "
+                                         r"'model': 4\} .*: bn/bias on mesh \{'data': 4, 'model': 2\}"):
+        gs.describe(model, other)
+    report = gs.describe(model, placed_on)
+    assert report.placements["up/kernel"] == "P(None, 'model')"
+    assert {v.path: v.max_device_bytes for v in report.variables}["up/kernel"] == 8 * 16 * 4 // 2
+    assert gs.describe(model, None).max_bytes_per_device == report.max_bytes_per_device
