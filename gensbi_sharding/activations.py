@@ -62,7 +62,7 @@ class PartitionAxis(NamedTuple):
     generation_attention_dim_axis: MeshAxes = None
 
     @classmethod
-    def for_rule(cls, rule: str | Mapping[str, Any] | Rule, mesh: Mesh) -> PartitionAxis:
+    def for_rule(cls, rule: str | Mapping[str, Any] | Rule, mesh: Mesh | None) -> PartitionAxis | None:
         """The activation strategy consistent with a weight rule on ``mesh``: activations split where weights are.
 
         Batch over the batch axes of size > 1; heads (and ``generation_head_axis``) where the rule puts
@@ -74,7 +74,8 @@ class PartitionAxis(NamedTuple):
         ----------
         rule : str or RuleTable or Rule
             As ``resolve_rule`` takes it.
-        mesh : jax.sharding.Mesh
+        mesh : jax.sharding.Mesh or None
+            None (one device): None is returned, which ``constrain`` takes as no constraint; ``rule`` is checked.
 
         Raises
         ------
@@ -82,10 +83,12 @@ class PartitionAxis(NamedTuple):
             If ``resolve_rule`` rejects ``rule``, or it maps ``"heads"`` or ``"embed"`` to a mesh axis ``mesh``
             lacks or to a value not None, an axis name or a non-empty sequence of them.
         TypeError
-            If ``mesh`` is not a ``jax.sharding.Mesh``.
+            If ``mesh`` is neither None nor a ``jax.sharding.Mesh``.
         """
-        check_mesh(mesh)
         table = resolve_rule(rule).table
+        if mesh is None:  # a model built for one device: constrain(x, names, None) is a no-op
+            return None
+        check_mesh(mesh)
         sizes = dict(mesh.shape)
         batch = tuple(a for a in batch_axes(mesh) if sizes[a] > 1)
 
@@ -118,7 +121,7 @@ class PartitionAxis(NamedTuple):
         TypeError
             If ``mesh`` is neither a ``jax.sharding.Mesh`` nor an ``AbstractMesh``.
         """
-        check_mesh(mesh, abstract=True)
+        check_mesh(mesh, abstract=True, optional=False)
         resolved = {}
         for name, value in self._asdict().items():
             axes = _as_axes(value, name)

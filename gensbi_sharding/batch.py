@@ -31,7 +31,7 @@ def batch_axes(mesh: Mesh) -> tuple[str, ...]:
     TypeError
         If ``mesh`` is not a ``jax.sharding.Mesh``.
     """
-    check_mesh(mesh)
+    check_mesh(mesh, optional=False)
     return tuple(name for name in mesh.axis_names if name != MODEL_AXIS)
 
 

@@ -56,7 +56,7 @@ def input_partition_spec(mesh: Mesh) -> P:
     TypeError
         If ``mesh`` is neither.
     """
-    check_mesh(mesh, abstract=True)
+    check_mesh(mesh, abstract=True, optional=False)
     return P(tuple(mesh.axis_names))
 
 

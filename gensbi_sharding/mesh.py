@@ -135,7 +135,7 @@ def check_model_groups_local(mesh: Mesh) -> None:
     TypeError
         If ``mesh`` is not a ``jax.sharding.Mesh``.
     """
-    check_mesh(mesh)
+    check_mesh(mesh, optional=False)
     if MODEL_AXIS not in mesh.axis_names:
         return
     devices = np.moveaxis(mesh.devices, mesh.axis_names.index(MODEL_AXIS), -1)

@@ -37,11 +37,16 @@ def path_name(path: Sequence[Any]) -> str:
     return "/".join(str(part) for part in path)
 
 
-def check_mesh(mesh: Any, *, abstract: bool = False) -> None:
-    """``TypeError`` unless ``mesh`` is a ``jax.sharding.Mesh`` (or, with ``abstract``, an ``AbstractMesh``)."""
+def check_mesh(mesh: Any, *, abstract: bool = False, optional: bool = True) -> None:
+    """``TypeError`` unless ``mesh`` is a ``jax.sharding.Mesh`` (or, with ``abstract``, an ``AbstractMesh``).
+
+    ``optional``: the caller takes None too (and handled it before); False for the functions that read a mesh's
+    axes, whose message must not offer None (it said "must be a Mesh or None, got None").
+    """
     if not isinstance(mesh, (Mesh, AbstractMesh) if abstract else Mesh):
-        raise TypeError(f"mesh must be a jax.sharding.Mesh or None, got {mesh!r}; build one with "
-                        "make_mesh(...) or resolve_mesh(spec)")
+        kind = "a jax.sharding.Mesh" + (" or AbstractMesh" if abstract else "") + (" or None" if optional else "")
+        got = "None: it reads the mesh's axes, so it needs one" if mesh is None and not optional else repr(mesh)
+        raise TypeError(f"mesh must be {kind}, got {got}; build one with make_mesh(...) or resolve_mesh(spec)")
 
 
 def is_node(node: Any) -> bool:

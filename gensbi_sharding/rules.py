@@ -203,7 +203,7 @@ def partition_spec_for(names: Sequence[str | None] | None, shape: Sequence[int],
     TypeError
         If ``mesh`` is not a ``jax.sharding.Mesh``.
     """
-    check_mesh(mesh)
+    check_mesh(mesh, optional=False)
     if names is None:
         return P(), None
     if len(names) != len(shape):

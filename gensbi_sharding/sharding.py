@@ -155,7 +155,7 @@ def plan_shardings(node: Any, mesh: Mesh, rule: str | RuleTable | Rule = "replic
         If ``mesh`` is not a ``jax.sharding.Mesh`` or ``node`` is none of the above.
     """
     rule = resolve_rule(rule)
-    check_mesh(mesh)
+    check_mesh(mesh, optional=False)
     check_node(node, "plan_shardings")
     specs, fallbacks = {}, {}
     for path, var in nnx.graph.iter_graph(node):
@@ -254,6 +254,7 @@ def _plan_warn_place(node: Any, mesh: Mesh | None, rule: str | RuleTable) -> Non
                         f"of them), got {type(node).__name__}; for a pytree of arrays use shard_batch or replicate")
     rule = resolve_rule(rule)  # checked with or without a mesh: a bad table fails before the run gets one
     if mesh is not None:
+        check_mesh(mesh)  # shard_model takes None: its message offers it (plan_shardings' does not)
         plan = plan_shardings(node, mesh, rule)
         plan.warn(stacklevel=3)  # at the caller of shard_model(_by_table)
         place(node, plan)

@@ -95,3 +95,23 @@ def test_describe_refuses_a_mesh_of_the_same_devices_but_other_axes_than_the_arr
     assert report.placements["up/kernel"] == "P(None, 'model')"
     assert {v.path: v.max_device_bytes for v in report.variables}["up/kernel"] == 8 * 16 * 4 // 2
     assert gs.describe(model, None).max_bytes_per_device == report.max_bytes_per_device
+
+
+def test_without_a_mesh_for_rule_returns_none_and_the_functions_needing_one_never_offer_none():
+    # A script built for "mesh=none" wrote PartitionAxis.for_rule(rule, mesh) and got "mesh must be a
+    # jax.sharding.Mesh or None, got None", as did every function that needs a mesh.
+    assert gs.PartitionAxis.for_rule("tensor", None) is None
+    assert gs.constrain(jnp.ones((4, 2)), ("batch", None), gs.PartitionAxis.for_rule("fsdp", None)).shape == (4, 2)
+    with pytest.raises(ValueError, match="unknown sharding rule 'tensr'"):
+        gs.PartitionAxis.for_rule("tensr", None)  # the rule is checked with or without a mesh
+    for needs_a_mesh in (lambda: gs.plan_shardings(UserNet(nnx.Rngs(0)), None, "fsdp"), lambda: gs.batch_axes(None),
+                         lambda: gs.partition_spec_for(("embed",), (4,), {}, None),
+                         lambda: gs.input_partition_spec(None), lambda: gs.check_model_groups_local(None),
+                         lambda: gs.PartitionAxis().resolve(None)):
+        with pytest.raises(TypeError, match=r"^mesh must be a jax\.sharding\.Mesh( or AbstractMesh)?, got None: it "
+                                            r"reads the mesh's axes, so it needs one; build one with make_mesh"):
+            needs_a_mesh()
+    with pytest.raises(TypeError, match=r"mesh must be a jax\.sharding\.Mesh or None, got 'auto'"):
+        gs.shard_model(UserNet(nnx.Rngs(0)), "auto", "fsdp")  # shard_model takes None: its message offers it
+    with pytest.raises(TypeError, match=r"mesh must be a jax\.sharding\.Mesh, got 'auto'"):
+        gs.plan_shardings(UserNet(nnx.Rngs(0)), "auto", "fsdp")
