@@ -24,7 +24,7 @@ from gensbi_sharding.checkpoint_steps import (CHECKPOINT_SUBDIR, committed_steps
                                               is_prng_key, is_variable, item_handlers, nest_by_path, path_key)
 from gensbi_sharding.rules import Rule, RuleTable
 from gensbi_sharding.init import trace_factory
-from gensbi_sharding.nodes import abstract_state, check_node, is_array, is_node, is_scalar, node_state
+from gensbi_sharding.nodes import abstract_state, check_node, is_array, is_node, is_scalar, node_state, placed_dtype
 from gensbi_sharding.sharding import plan_shardings
 
 __all__ = ["CHECKPOINT_SUBDIR", "CheckpointWriter", "Restored", "abstract_state_for",
@@ -235,7 +235,8 @@ def _check_against(saved: Mapping[str, Any], target: Mapping[str, Any], step_dir
     problems += [f"{n}: in the checkpoint, not in the model" for n in saved if n not in target]
     for name in (n for n in target if n in saved):
         s, t = saved[name], target[name]
-        if tuple(s.shape) != tuple(t.shape) or s.dtype != t.dtype:
+        # Compared as placed: an unplaced NumPy float64 saved as such restores into its float32 place, and back.
+        if tuple(s.shape) != tuple(t.shape) or placed_dtype(s.dtype) != placed_dtype(t.dtype):
             problems.append(f"{name}: saved {tuple(s.shape)} {s.dtype}, target {tuple(t.shape)} {t.dtype}")
     if problems:
         more = len(problems) - _MAX_LISTED

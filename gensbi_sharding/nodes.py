@@ -14,7 +14,7 @@ from flax import nnx
 from jax.sharding import AbstractMesh, Mesh
 
 __all__ = ["is_int", "is_array", "is_scalar", "path_name", "check_mesh", "is_node", "check_node", "node_state",
-           "abstract_state", "eval_shape_off_mesh"]
+           "abstract_state", "placed_dtype", "eval_shape_off_mesh"]
 
 
 def is_int(x: Any) -> bool:
@@ -80,15 +80,21 @@ def node_state(tree: Any) -> Any:
 def abstract_state(node: Any, sharding_for: Callable[[str, Any], jax.sharding.Sharding | None]) -> nnx.State:
     """``nnx.state(node)``, each leaf a ``jax.ShapeDtypeStruct`` where ``sharding_for(path, value)`` gives a sharding.
 
-    ``sharding_for`` returns None to keep a value as is.
+    ``sharding_for`` returns None to keep a value as is. The dtype is the one placing the value gives (``device_put``
+    of a NumPy float64 constant is float32 unless ``jax_enable_x64``), as ``shard_model`` placed and saved it.
     """
     flat = []
     for path, var in nnx.to_flat_state(nnx.state(node)):
         value = var.get_value()
         sharding = sharding_for(path_name(path), value)
-        flat.append((path, var.replace(value if sharding is None else
-                                       jax.ShapeDtypeStruct(value.shape, value.dtype, sharding=sharding))))
+        flat.append((path, var.replace(value if sharding is None else jax.ShapeDtypeStruct(
+            value.shape, placed_dtype(value.dtype), sharding=sharding))))
     return nnx.from_flat_state(flat)
+
+
+def placed_dtype(dtype: Any) -> Any:
+    """The dtype an array of ``dtype`` has on a device: 64-bit NumPy types narrowed unless ``jax_enable_x64``."""
+    return jax.dtypes.canonicalize_dtype(dtype, allow_extended_dtype=True)
 
 
 def eval_shape_off_mesh(build: Callable[[], Any]) -> Any:

@@ -115,3 +115,43 @@ def test_without_a_mesh_for_rule_returns_none_and_the_functions_needing_one_neve
         gs.shard_model(UserNet(nnx.Rngs(0)), "auto", "fsdp")  # shard_model takes None: its message offers it
     with pytest.raises(TypeError, match=r"mesh must be a jax\.sharding\.Mesh, got 'auto'"):
         gs.plan_shardings(UserNet(nnx.Rngs(0)), "auto", "fsdp")
+
+
+class Buffer(nnx.Variable):
+    """A user's non-trainable constant."""
+
+
+class WithNumpyConstants(nnx.Module):
+    """NumPy constants as models build them: float64 and int64 unless the user casts them."""
+
+    def __init__(self, rngs):
+        self.up = nnx.Linear(4, 8, rngs=rngs, kernel_init=gs.partitioned(nnx.initializers.lecun_normal(),
+                                                                           ("embed", "mlp")))
+        self.mask = Buffer(np.tril(np.ones((4, 4))))
+        self.index = Buffer(np.arange(8)[::-1].copy())
+
+
+def test_a_model_with_numpy_float64_constants_restores_onto_a_freshly_built_model(tmp_path):
+    # shard_model placed the constants as float32/int32 (no jax_enable_x64) and they were saved so; the restore
+    # target built from a fresh model (abstract_state_for(model, mesh)) kept float64/int64 and the restore was
+    # refused: "state/mask: saved (4, 4) float32, target (4, 4) float64. Build the model with the hyperparameters".
+    from gensbi_sharding import checkpoint
+
+    mesh = gs.make_mesh(model_axis=2)
+    model = WithNumpyConstants(nnx.Rngs(0))
+    quiet(lambda: gs.shard_model(model, mesh, "tensor"))
+    assert (model.mask.get_value().dtype, model.index.get_value().dtype) == (np.float32, np.int32)
+    with checkpoint.CheckpointWriter(tmp_path / "placed") as writer:
+        writer.save(1, model, jax.random.key(0))
+        unplaced = WithNumpyConstants(nnx.Rngs(1))
+        writer.save(2, unplaced, jax.random.key(0))  # saved as NumPy float64: restores into the placed dtype too
+    for step, source in ((1, model), (2, unplaced)):
+        for target_mesh, rule in ((gs.make_mesh(model_axis=4), "fsdp"), (None, "replicated")):
+            target = checkpoint.abstract_state_for(WithNumpyConstants(nnx.Rngs(2)), target_mesh, rule)
+            assert target["mask"].get_value().dtype == np.float32
+            state = checkpoint.restore(tmp_path / "placed" / str(step), target).state
+            assert (state["mask"].get_value().dtype, state["index"].get_value().dtype) == (np.float32, np.int32)
+            np.testing.assert_array_equal(np.asarray(state["mask"].get_value()), np.tril(np.ones((4, 4))))
+            np.testing.assert_array_equal(np.asarray(state["index"].get_value()), np.arange(8)[::-1])
+            np.testing.assert_array_equal(np.asarray(state["up"]["kernel"].get_value()),
+                                          np.asarray(source.up.kernel.get_value()))
