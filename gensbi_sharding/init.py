@@ -17,7 +17,7 @@ from flax import nnx
 from jax.sharding import Mesh, NamedSharding, SingleDeviceSharding
 
 from gensbi_sharding.rules import RULES, Rule, RuleTable, resolve_rule
-from gensbi_sharding.nodes import check_node, eval_shape_off_mesh, is_array, is_scalar, path_name
+from gensbi_sharding.nodes import call_traced, check_node, eval_shape_off_mesh, is_array, is_scalar, path_name
 from gensbi_sharding.sharding import Plan, plan_shardings
 
 __all__ = ["GROUP_BYTES", "init_sharded", "abstract_sharded", "init_optimizer_sharded"]
@@ -63,7 +63,8 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Rule
     ------
     ValueError
         If ``factory`` is not callable or an NNX object, ``rule`` is unknown (also with ``mesh=None``), the constructor
-        reads back a value it computed (build eagerly, then ``shard_model``), or ``mesh`` holds no local device.
+        reads back a value it computed or changes an NNX object made outside it (an ``nnx.Rngs``), or ``mesh`` holds
+        no local device.
     TypeError
         If ``factory()`` returns no NNX graph node, or ``mesh`` is neither None nor a ``jax.sharding.Mesh``.
     """
@@ -113,7 +114,7 @@ def abstract_sharded(factory: Callable[[], Any], mesh: Mesh | None,
     Raises
     ------
     ValueError
-        As ``init_sharded``: a bad ``factory`` or ``rule``, or a constructor reading back a value.
+        As ``init_sharded``: a bad ``factory`` or ``rule``, a constructor reading back a value or an outer nnx.Rngs.
     TypeError
         As ``init_sharded``.
     """
@@ -241,7 +242,7 @@ def trace_factory(factory: Callable[[], Any], caller: str = "init_sharded") -> t
     found = {}
 
     def build():
-        node = factory()
+        node = call_traced(factory, caller)
         check_node(node, f"{caller} (what the factory returned)")
         graphdef, state = nnx.split(node)
         found.update(graphdef=graphdef, scalars={  # graphdef is static: the same object on every trace
@@ -277,8 +278,7 @@ def _groups(variables: dict[str, nnx.Variable], n_devices: int) -> list[list[str
     groups, size = [], 0
     for path in sorted(sizes, key=lambda p: sizes[p]):  # stable: graph order among equal sizes
         if not groups or size + sizes[path] > limit:  # the first group opens on any size, 0 bytes too
-            groups.append([])
-            size = 0
+            groups, size = groups + [[]], 0
         groups[-1].append(path)
         size += sizes[path]
     return groups

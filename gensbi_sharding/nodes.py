@@ -8,13 +8,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import flax.errors
 import jax
 import numpy as np
 from flax import nnx
 from jax.sharding import AbstractMesh, Mesh
 
 __all__ = ["is_int", "is_array", "is_scalar", "path_name", "check_mesh", "is_node", "check_node", "node_state",
-           "abstract_state", "placed_dtype", "eval_shape_off_mesh"]
+           "abstract_state", "placed_dtype", "eval_shape_off_mesh", "call_traced"]
 
 
 def is_int(x: Any) -> bool:
@@ -102,3 +103,14 @@ def eval_shape_off_mesh(build: Callable[[], Any]) -> Any:
     (``"heads"``) as mesh axes for its abstract sharding and raises; our plans place the result instead."""
     with jax.set_mesh(None):
         return nnx.eval_shape(build)
+
+
+def call_traced(factory: Callable[[], Any], caller: str) -> Any:
+    """``factory()`` inside a trace; a ``ValueError`` naming ``caller`` and the fix if it changes an NNX object made
+    outside it (an ``nnx.Rngs`` made before the factory: Flax's ``TraceContextError``, which names neither)."""
+    try:
+        return factory()
+    except flax.errors.TraceContextError as error:
+        raise ValueError(f"{caller} traces the factory, which changed an NNX object made outside it, e.g. an "
+                         f"nnx.Rngs ({str(error).splitlines()[0][:100]}); make it inside the factory: "
+                         "lambda: Model(..., rngs=nnx.Rngs(0)), not lambda: Model(..., rngs=rngs)") from error

@@ -155,3 +155,20 @@ def test_a_model_with_numpy_float64_constants_restores_onto_a_freshly_built_mode
             np.testing.assert_array_equal(np.asarray(state["index"].get_value()), np.arange(8)[::-1])
             np.testing.assert_array_equal(np.asarray(state["up"]["kernel"].get_value()),
                                           np.asarray(source.up.kernel.get_value()))
+
+
+def test_a_factory_using_an_rngs_made_outside_it_is_refused_naming_the_fix():
+    # rngs = nnx.Rngs(0); init_sharded(lambda: Model(rngs), ...) raised Flax's TraceContextError ("Cannot mutate
+    # RngCount from a different trace level"), naming neither the factory nor what to write instead.
+    from gensbi_sharding import checkpoint
+
+    mesh, rngs = gs.make_mesh(model_axis=2), nnx.Rngs(0)
+    for caller, call in (("init_sharded", lambda: gs.init_sharded(lambda: UserNet(rngs), mesh, "fsdp")),
+                         ("abstract_sharded", lambda: gs.abstract_sharded(lambda: UserNet(rngs), None)),
+                         ("abstract_state_for", lambda: checkpoint.abstract_state_for(lambda: UserNet(rngs), mesh))):
+        with pytest.raises(ValueError, match=rf"^{caller} traces the factory, which changed an NNX object made outside "
+                                             r"it, e.g. an nnx.Rngs \(Cannot mutate RngCount .*make it inside the "
+                                             r"factory: lambda: Model\(..., rngs=nnx.Rngs\(0\)\)"):
+            quiet(call)
+    built = quiet(lambda: gs.init_sharded(lambda: UserNet(nnx.Rngs(0)), mesh, "fsdp"))  # the fix, as named
+    np.testing.assert_array_equal(np.asarray(built.up.kernel[...]), np.asarray(UserNet(nnx.Rngs(0)).up.kernel[...]))
