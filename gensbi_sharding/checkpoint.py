@@ -100,7 +100,8 @@ def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.
         As ``find_checkpoint``.
     abstract_state : nnx.State or non-empty mapping
         The restore target, ``abstract_state_for(model, mesh, rule)``; every leaf needs a sharding. A graph node
-        (a placed Module) is read, and restored, as its ``nnx.state``.
+        (a placed Module) is read, and restored, as its ``nnx.state``. Values holding no array (optax.masked's
+        ``MaskedNode``, None) are never saved: they come back as the target holds them.
     key_sharding : jax.sharding.Sharding or None, default None
         Where the RNG key goes; None: replicated on the target's mesh (or this process's first device).
 
@@ -126,6 +127,8 @@ def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.
         metadata = _read(step_dir, "'arrays'", lambda: checkpointer.metadata(step_dir).item_metadata["arrays"].tree)
         saved = flat_by_path(metadata)
         target = {f"state/{name}": leaf for name, leaf in flat_by_path(abstract_state).items()}
+        # Values holding no array (optax.masked's MaskedNode, None) are never saved: taken from the target as they are.
+        dataless = {name: target.pop(name) for name in [n for n, leaf in target.items() if not jax.tree.leaves(leaf)]}
         if "rng" in saved:
             target["rng"] = jax.ShapeDtypeStruct(saved["rng"].shape, saved["rng"].dtype,
                                                  sharding=key_sharding or _replicated_like(target))
@@ -137,7 +140,7 @@ def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.
         args = ocp.args.Composite(arrays=ocp.args.StandardRestore(nest_by_path(target)),
                                   meta=ocp.args.JsonRestore(), config=ocp.args.JsonRestore())
         loaded = _read(step_dir, "'arrays', 'meta' or 'config'", lambda: checkpointer.restore(step_dir, args=args))
-    values, meta = flat_by_path(loaded["arrays"]), loaded["meta"]
+    values, meta = {**flat_by_path(loaded["arrays"]), **dataless}, loaded["meta"]
     values.update({name: jax.device_put(jnp.zeros(t.shape, t.dtype), t.sharding) for name, t in empty.items()})
     # A scalar comes back as the type its target holds (Orbax reads it as a 0-d NumPy array).
     values.update({name: type(leaf)(values[name].item()) for name, leaf in scalars.items()})

@@ -172,3 +172,28 @@ def test_a_factory_using_an_rngs_made_outside_it_is_refused_naming_the_fix():
             quiet(call)
     built = quiet(lambda: gs.init_sharded(lambda: UserNet(nnx.Rngs(0)), mesh, "fsdp"))  # the fix, as named
     np.testing.assert_array_equal(np.asarray(built.up.kernel[...]), np.asarray(UserNet(nnx.Rngs(0)).up.kernel[...]))
+
+
+def test_an_optimizer_with_masked_state_restores_on_another_mesh(tmp_path):
+    # optax.masked keeps a MaskedNode where the mask is False (here every bias); the restore target held it and
+    # restore refused its own target: "restore target ...mu/up/bias is MaskedNode without a sharding; build the
+    # target with abstract_state_for(node, mesh, table)".
+    from gensbi_sharding import checkpoint
+
+    tx = optax.masked(optax.adam(1e-2), lambda params: jax.tree.map(lambda p: p.ndim > 1, params))
+    mesh, other = gs.make_mesh(model_axis=2), gs.make_mesh(model_axis=4)
+    model = quiet(lambda: gs.init_sharded(lambda: UserNet(nnx.Rngs(0)), mesh, "tensor"))
+    optimizer = gs.init_optimizer_sharded(model, tx, "tensor")
+    grads = jax.tree.map(jnp.ones_like, nnx.state(model, nnx.Param))
+    optimizer.update(model, grads)
+    with checkpoint.CheckpointWriter(tmp_path) as writer:
+        writer.save(1, (model, optimizer), jax.random.key(0))
+    fresh = quiet(lambda: gs.init_sharded(lambda: UserNet(nnx.Rngs(1)), other, "fsdp"))
+    fresh_opt = gs.init_optimizer_sharded(fresh, tx, "fsdp")
+    restored = checkpoint.restore(tmp_path, checkpoint.abstract_state_for((fresh, fresh_opt), other, "fsdp"))
+    nnx.update((fresh, fresh_opt), restored.state)
+    mu = fresh_opt.opt_state.inner_state[0].mu
+    assert type(mu["up"]["bias"].get_value()).__name__ == "MaskedNode"
+    np.testing.assert_allclose(np.asarray(mu["up"]["kernel"].get_value()), 0.1)  # (1 - b1) * 1 after one step
+    assert mu["up"]["kernel"].get_value().sharding.spec == P("data", None)
+    np.testing.assert_array_equal(np.asarray(fresh.up.kernel[...]), np.asarray(model.up.kernel[...]))
