@@ -236,13 +236,20 @@ def _check_against(saved: Mapping[str, Any], target: Mapping[str, Any], step_dir
     """``ValueError`` listing the variables missing, extra, or of another shape or dtype than saved."""
     problems = [f"{n}: missing from the checkpoint" for n in target if n not in saved]
     problems += [f"{n}: in the checkpoint, not in the model" for n in saved if n not in target]
+    dtypes_only = not problems
     for name in (n for n in target if n in saved):
         s, t = saved[name], target[name]
         # Compared as placed: an unplaced NumPy float64 saved as such restores into its float32 place, and back.
         if tuple(s.shape) != tuple(t.shape) or placed_dtype(s.dtype) != placed_dtype(t.dtype):
+            dtypes_only = dtypes_only and tuple(s.shape) == tuple(t.shape)
             problems.append(f"{name}: saved {tuple(s.shape)} {s.dtype}, target {tuple(t.shape)} {t.dtype}")
     if problems:
         more = len(problems) - _MAX_LISTED
         listed = "; ".join(problems[:_MAX_LISTED]) + (f"; and {more} more" if more > 0 else "")
+        # Same shapes: no hyperparameter differs; the saved state's dtypes are those training left it with.
+        fix = (f"Only dtypes differ: build the model with the dtypes it was saved with (its param_dtype: "
+               f"{step_dir / 'config'}), or, where a train step changed them (optax.inject_hyperparams makes a "
+               "bfloat16 parameter's moments float32), the target from such a state (abstract_state_for after a step)"
+               if dtypes_only else f"Build the model with the hyperparameters saved in {step_dir / 'config'}")
         raise ValueError(f"checkpoint {step_dir} does not fit the current model, {len(problems)} variable(s) "
-                         f"differ: {listed}. Build the model with the hyperparameters saved in {step_dir / 'config'}")
+                         f"differ: {listed}. {fix}")

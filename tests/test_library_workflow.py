@@ -197,3 +197,25 @@ def test_an_optimizer_with_masked_state_restores_on_another_mesh(tmp_path):
     np.testing.assert_allclose(np.asarray(mu["up"]["kernel"].get_value()), 0.1)  # (1 - b1) * 1 after one step
     assert mu["up"]["kernel"].get_value().sharding.spec == P("data", None)
     np.testing.assert_array_equal(np.asarray(fresh.up.kernel[...]), np.asarray(model.up.kernel[...]))
+
+
+def test_a_restore_whose_shapes_fit_but_dtypes_differ_names_the_dtypes_not_hyperparameters(tmp_path):
+    # A state saved in bfloat16 (param_dtype, or Adam moments a train step made float32: seen under
+    # optax.inject_hyperparams) restored onto a model of other dtypes said "Build the model with the hyperparameters
+    # saved", though every shape fits and no hyperparameter but the dtype differs.
+    from gensbi_sharding import checkpoint
+
+    mesh = gs.make_mesh(model_axis=2)
+    saved = nnx.Linear(4, 8, param_dtype=jnp.bfloat16, rngs=nnx.Rngs(0))
+    with checkpoint.CheckpointWriter(tmp_path) as writer:
+        writer.save(1, saved, jax.random.key(0))
+    with pytest.raises(ValueError, match=r"2 variable\(s\) differ: state/bias: saved \(8,\) bfloat16, target \(8,\) "
+                                         r"float32; .*Only dtypes differ: build the model with the dtypes it was "
+                                         r"saved with \(its param_dtype: .*optax.inject_hyperparams"):
+        checkpoint.restore(tmp_path, checkpoint.abstract_state_for(nnx.Linear(4, 8, rngs=nnx.Rngs(0)), mesh))
+    with pytest.raises(ValueError, match="Build the model with the hyperparameters saved in"):  # a shape differs
+        checkpoint.restore(tmp_path, checkpoint.abstract_state_for(
+            nnx.Linear(4, 16, param_dtype=jnp.bfloat16, rngs=nnx.Rngs(0)), mesh))
+    state = checkpoint.restore(tmp_path, checkpoint.abstract_state_for(
+        nnx.Linear(4, 8, param_dtype=jnp.bfloat16, rngs=nnx.Rngs(1)), mesh)).state  # the dtypes saved: restores
+    np.testing.assert_array_equal(np.asarray(state["kernel"].get_value()), np.asarray(saved.kernel[...]))
