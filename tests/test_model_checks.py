@@ -28,6 +28,14 @@ REFUSED = [
      "model.id_merge_mode=sum; e.g. model.axes_dim=[6,0] (GenSBI's default)"),
     (("model=flux1", "model.axes_dim=[7,0]", "model.id_embedding_strategy=[rope1d,rope1d]"),
      "model.axes_dim=[7, 0] must hold even sizes for the rope1d id strategy (rotary pairs); e.g. model.axes_dim=[8,0]"),
+    # Was, at the first step: "IndexError: list index out of range" inside GenSBI's rope ([8]), or
+    # "mul got incompatible shapes for broadcasting" ([4,2,2]).
+    (("model=flux1", "model.axes_dim=[8]", "model.id_embedding_strategy=[rope1d,rope1d]"),
+     "model.axes_dim=[8] must list 2 sizes for the rope1d id strategy, one per axis of the 1-D token ids "
+     "(position, then parameter or observation); e.g. model.axes_dim=[8,0] (the same hidden size, all on the position)"),
+    (("model=flux1", "model.axes_dim=[4,2,1]", "model.id_embedding_strategy=[absolute,rope1d]"),
+     "model.axes_dim=[4, 2, 1] must list 2 sizes for the rope1d id strategy, one per axis of the 1-D token ids "
+     "(position, then parameter or observation); e.g. model.axes_dim=[8,0] (the same hidden size, all on the position)"),
     (("model=flux1", "model.id_embedding_strategy=[pos2d,absolute]"),
      "model.id_embedding_strategy=['pos2d', 'absolute']: give two of absolute, pos1d, rope1d (parameters, "
      "observations), e.g. model.id_embedding_strategy=[absolute,absolute] (GenSBI's default)"),

@@ -17,7 +17,7 @@ from typing import Any
 from gensbi_sharding.batch import nearest_batch_sizes
 
 __all__ = ["batch_size_problem", "model_axis_problem", "mesh_devices_problem", "overrides_named", "mesh_axis_fix",
-           "closest_name", "launched_with"]
+           "closest_name", "launched_with", "override_literal"]
 
 
 def batch_size_problem(batch_size: int, *, shards: int, data_parallel: int, train_rows: int,
@@ -144,7 +144,7 @@ def overrides_named(group: str, section: Mapping[str, Any], error: type[Exceptio
         for key in section:
             bare = rf"(?<![\w./]){re.escape(str(key))}"
             if re.search(bare + r"(=| must\b)", str(err)):
-                named.append(f"{group}.{key}={_hydra_literal(section[key])}")
+                named.append(f"{group}.{key}={override_literal(section[key])}")
             text = re.sub(bare + "(?==)", f"{group}.{key}", text)
         if not named:
             raise
@@ -175,8 +175,23 @@ def launched_with(step_dir: Any) -> str:
     return f"; the run that saved it was launched with: {' '.join(kept) or 'no overrides'}"
 
 
-def _hydra_literal(value: Any) -> str:
-    """A config value as it is typed in an override: ``null``, ``true``, ``false``, else ``str(value)``."""
+def override_literal(value: Any) -> str:
+    """A config value as it is typed in an override: ``null``, ``true``, ``false``, a list as ``[8,0]``, else ``str``.
+
+    A list without spaces: ``model.axes_dim=[8, 0]`` pasted into a shell is two words, and Hydra refuses both.
+
+    Parameters
+    ----------
+    value : Any
+        A resolved config value (scalar or list of them).
+
+    Returns
+    -------
+    str
+        The text after ``key=``.
+    """
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(override_literal(v) for v in value) + "]"
     return _LITERALS[str(value)] if value is None or isinstance(value, bool) else str(value)
 
 

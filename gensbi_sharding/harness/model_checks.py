@@ -14,12 +14,16 @@ from omegaconf import DictConfig
 
 from gensbi_sharding.harness.config import ConfigError, Flux1Config
 
-__all__ = ["check_model", "platform_problem", "ignored_settings", "ID_STRATEGIES_1D", "DTYPES", "MERGE_MODES"]
+__all__ = ["check_model", "platform_problem", "ignored_settings", "ID_STRATEGIES_1D", "DTYPES", "MERGE_MODES",
+           "ROPE_ID_AXES"]
 
 #: The id builders that fit one vector of parameters and one of observations (GenSBI's 1-D strategies).
 ID_STRATEGIES_1D = ("absolute", "pos1d", "rope1d")
 DTYPES = ("float32", "bfloat16", "float16")
 MERGE_MODES = ("sum", "concat")  # Flux1Params.id_merge_mode
+#: Axes of GenSBI's ``init_ids_1d`` ids with a semantic id (position, then 0 for parameters / 1 for observations):
+#: the rope id strategy takes one ``axes_dim`` size per axis.
+ROPE_ID_AXES = 2
 
 
 def check_model(model: DictConfig) -> None:
@@ -117,6 +121,13 @@ def _flux1(model: DictConfig) -> None:
         _require(axes is not None and len(axes) >= 1 and all(a >= 0 for a in axes) and sum(axes) >= 1,
                  f"model.axes_dim={axes} must list sizes >= 0 with a sum >= 1 (hidden size = sum * num_heads) "
                  "for model.id_merge_mode=sum; e.g. model.axes_dim=[6,0] (GenSBI's default)")
+        # GenSBI's rope embeds id axis i with axes_dim[i] features, and the 1-D ids have two axes (position,
+        # then parameter/observation): a third size was never used (a shape error in the first step), a
+        # single one indexed past the end (an IndexError there).
+        _require(not rope or len(axes) == ROPE_ID_AXES,
+                 f"model.axes_dim={axes} must list {ROPE_ID_AXES} sizes for the rope1d id strategy, one per axis of "
+                 "the 1-D token ids (position, then parameter or observation); e.g. "
+                 f"model.axes_dim=[{sum(axes) + sum(axes) % 2},0] (the same hidden size, all on the position)")
         _require(not rope or all(a % 2 == 0 for a in axes),
                  f"model.axes_dim={axes} must hold even sizes for the rope1d id strategy (rotary pairs); "
                  f"e.g. model.axes_dim=[{','.join(str(a + a % 2) for a in axes)}]")

@@ -21,7 +21,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.held_out import config_value, held_out_changes
-from gensbi_sharding.harness.hints import launched_with
+from gensbi_sharding.harness.hints import launched_with, override_literal
 from gensbi_sharding.harness.model_plan import SHARDED_INIT_TRACES, model_plan, trace_model
 from gensbi_sharding.harness.rule_config import as_rule, partition_axis_from_config
 
@@ -183,11 +183,15 @@ _FIXED_BY_CHECKPOINT = (("data.name", "data", "the task"), ("data.theta_transfor
 
 def check_resume_settings(step_dir: Path, cfg: DictConfig) -> None:
     """Before simulating: ``ConfigError`` naming the overrides that match the checkpoint in ``step_dir``
-    when a setting of ``_FIXED_BY_CHECKPOINT`` differs from the saved config; a learning-rate schedule that
-    differs is said (a warning when the saved run was unfinished)."""
+    when a ``model.*`` field (but ``_FREE_MODEL_FIELDS``) or a setting of ``_FIXED_BY_CHECKPOINT`` differs
+    from the saved config; a learning-rate schedule that differs is said (a warning when the saved run was
+    unfinished)."""
     from gensbi_sharding.checkpoint import saved_config
     from gensbi_sharding.harness.schedule import schedule_change_note
 
+    if model := _model_overrides(step_dir, cfg.model):  # before the restore: every shape may fit
+        raise ConfigError(f"{model}The saved weights compute that model, not this one; or start a new run without "
+                          f"train.resume{launched_with(step_dir)}")
     saved, now = saved_config(step_dir), OmegaConf.to_container(cfg, resolve=True)
     fix, this, what = [], [], []
     for key, override, decides in _FIXED_BY_CHECKPOINT:
@@ -221,6 +225,11 @@ def saved_statistics(step_dir: Path | None) -> dict | None:
     return statistics
 
 
+#: Model fields a resumed run may change: how it is built and the compute dtype. Every other one decides what
+#: the saved weights compute, even where all shapes fit (Flux1's rope base, or the heads one width is cut into).
+_FREE_MODEL_FIELDS = ("init", "dtype")
+
+
 def _model_overrides(step_dir: Path, model_cfg: DictConfig) -> str:
     """"the checkpoint was saved with model.width=128 (this run: model.width=32): add ...". """
     from gensbi_sharding.checkpoint import saved_config
@@ -229,11 +238,11 @@ def _model_overrides(step_dir: Path, model_cfg: DictConfig) -> str:
     now = OmegaConf.to_container(model_cfg, resolve=True)
     if saved.get("name", now.get("name")) != now.get("name"):
         return f"the checkpoint holds model={saved['name']} (this run: model={now.get('name')}): add model={saved['name']}. "
-    differ = {k: v for k, v in saved.items() if k != "init" and now.get(k) != v}
+    differ = {k: v for k, v in saved.items() if k not in _FREE_MODEL_FIELDS and now.get(k) != v}
     if not differ:
         return ""
-    fix = " ".join(f"model.{k}={v}" for k, v in differ.items())
-    this = " ".join(f"model.{k}={now.get(k)}" for k in differ)
+    fix = " ".join(f"model.{k}={override_literal(v)}" for k, v in differ.items())
+    this = " ".join(f"model.{k}={override_literal(now.get(k))}" for k in differ)
     return f"the checkpoint was saved with {fix} (this run: {this}): add {fix}. "
 
 

@@ -23,7 +23,7 @@ from flax import nnx
 
 from gensbi_sharding import PartitionAxis, constrain
 from gensbi_sharding.harness.models.common import check_partition_axis, positive_int, prepare_inputs
-from gensbi_sharding.harness.model_checks import DTYPES, ID_STRATEGIES_1D
+from gensbi_sharding.harness.model_checks import DTYPES, ID_STRATEGIES_1D, ROPE_ID_AXES
 from gensbi_sharding.harness.registry import GENSBI, import_required, register_model
 
 __all__ = ["Flux1Velocity", "make_flux1", "compute_dtype", "ID_STRATEGIES_1D"]
@@ -56,7 +56,8 @@ class Flux1Velocity(nnx.Module):
     Raises
     ------
     ValueError
-        If ``flux`` takes more than one channel per token or a 2-D id strategy.
+        If ``flux`` takes more than one channel per token, a 2-D id strategy, or a rope id
+        strategy with other than two ``axes_dim`` sizes.
     """
 
     def __init__(self, flux, *, partition_axis: PartitionAxis | None = None):
@@ -69,6 +70,12 @@ class Flux1Velocity(nnx.Module):
             if strategy not in ID_STRATEGIES_1D + ("rope",):
                 raise ValueError(f"Flux1 {stream} id strategy {strategy!r} needs image-shaped data; "
                                  f"use one of {', '.join(ID_STRATEGIES_1D)}")
+        axes_dim = list(params.axes_dim or ())
+        if any(str(s).startswith("rope") for s in params.id_embedding_strategy) and len(axes_dim) != ROPE_ID_AXES:
+            # Otherwise an IndexError (one size) or a shape error (three) inside GenSBI's rope, at the first call.
+            raise ValueError(f"Flux1 with a rope id strategy and axes_dim={axes_dim}: the wrapper's 1-D token ids "
+                             f"have {ROPE_ID_AXES} axes (position, then parameter or observation), one axes_dim size "
+                             f"each; build Flux1Params with axes_dim=[{sum(axes_dim) + sum(axes_dim) % 2},0]")
         self.flux = flux
         self.dim_theta, self.dim_x = params.dim_obs, params.dim_cond
         self.partition_axis = check_partition_axis(partition_axis)

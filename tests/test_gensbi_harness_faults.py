@@ -1,0 +1,87 @@
+"""Faults found by using model=flux1 / model=simformer in the harness as a GenSBI user does (round 26).
+
+Each test reproduces one fault and checks the whole kind, calling the check or builder directly
+(no launch): a setting GenSBI cannot use, or one a checkpoint's weights do not mean, is refused
+before training in one line naming the value and the override that fixes it.
+"""
+
+import jax
+import jax.numpy as jnp
+import pytest
+from flax import nnx
+from omegaconf import OmegaConf
+
+from faults_helpers import compose_tiny
+from gensbi_sharding.checkpoint import CheckpointWriter
+from gensbi_sharding.harness.config import ConfigError
+from gensbi_sharding.harness.state import check_resume_settings
+
+ROPE = "model.id_embedding_strategy=[rope1d,rope1d]"
+
+
+# ------------------------------------------------- a rope id strategy with other than two axes_dim sizes
+
+def test_a_user_built_flux1_with_rope_and_one_axes_dim_size_is_refused_by_the_wrapper():
+    # Was, at the first call inside GenSBI's EmbedND: "IndexError: list index out of range" ([8]), or
+    # "mul got incompatible shapes for broadcasting" ([4,2,2]): the 1-D ids have two axes, one size each.
+    from gensbi.models import Flux1, Flux1Params
+
+    from gensbi_sharding.harness.models.flux1 import Flux1Velocity
+
+    def flux(axes_dim):
+        def build():  # abstract (the wrapper reads only flux.params): no array is computed
+            with jax.ensure_compile_time_eval():
+                params = Flux1Params(in_channels=1, vec_in_dim=None, context_in_dim=1, mlp_ratio=2.0, num_heads=1,
+                                     depth=1, depth_single_blocks=0, qkv_bias=True, rngs=nnx.Rngs(0), dim_obs=2,
+                                     dim_cond=2, axes_dim=axes_dim, id_embedding_strategy=("rope1d", "absolute"),
+                                     dtype="float32")
+            return Flux1(params)
+        return nnx.eval_shape(build)
+
+    with pytest.raises(ValueError) as err:
+        Flux1Velocity(flux([8]))
+    assert str(err.value) == ("Flux1 with a rope id strategy and axes_dim=[8]: the wrapper's 1-D token ids have 2 "
+                              "axes (position, then parameter or observation), one axes_dim size each; build "
+                              "Flux1Params with axes_dim=[8,0]")
+    with pytest.raises(ValueError, match=r"axes_dim=\[4, 2, 2\]: .* build Flux1Params with axes_dim=\[8,0\]$"):
+        Flux1Velocity(flux([4, 2, 2]))
+    assert Flux1Velocity(flux([8, 0])).dim_theta == 2  # the sizes it names: accepted
+
+
+# ------------------------------------------------- a resume under model settings the weights were not trained for
+
+@pytest.fixture(scope="module")
+def rope_checkpoint(tmp_path_factory):
+    """A checkpoint folder (one tiny array) saved with the config of a rope1d Flux1 run."""
+    out = tmp_path_factory.mktemp("rope_run")
+    saved = OmegaConf.to_container(compose_tiny("model=flux1", ROPE), resolve=True)
+    with CheckpointWriter(out / "checkpoints", config=saved) as writer:
+        writer.save(8, nnx.State({"w": jnp.ones(2)}), jax.random.key(0))
+    return out / "checkpoints" / "8"
+
+
+@pytest.mark.parametrize("changed, saved_as, now", [
+    # Was: trained on from the checkpoint with another rope base, every shape the same, not a word.
+    (("model.theta=1000",), "model.theta=null", "model.theta=1000"),
+    # Another split of one hidden size (2 heads of 8 -> 4 of 4): named as an override the shell takes,
+    # where "model.axes_dim=[8, 0]" was two words.
+    (("model.num_heads=4", "model.axes_dim=[4,0]"), "model.num_heads=2 model.axes_dim=[8,0]",
+     "model.num_heads=4 model.axes_dim=[4,0]"),
+    (("model.id_embedding_strategy=[rope1d,absolute]",), "model.id_embedding_strategy=[rope1d,rope1d]",
+     "model.id_embedding_strategy=[rope1d,absolute]"),
+])
+def test_a_resume_with_other_model_settings_is_refused_before_simulating(rope_checkpoint, changed, saved_as, now):
+    cfg = compose_tiny("model=flux1", ROPE, f"train.resume={rope_checkpoint}", *changed)
+    with pytest.raises(ConfigError) as err:
+        check_resume_settings(rope_checkpoint, cfg)
+    assert str(err.value) == (f"the checkpoint was saved with {saved_as} (this run: {now}): add {saved_as}. The "
+                              "saved weights compute that model, not this one; or start a new run without "
+                              "train.resume")
+    # The overrides it names, typed as written, resume it.
+    check_resume_settings(rope_checkpoint, compose_tiny("model=flux1", ROPE, f"train.resume={rope_checkpoint}",
+                                                        *changed, *saved_as.split()))
+
+
+def test_a_resume_may_change_how_the_model_is_built_and_its_compute_dtype(rope_checkpoint):
+    cfg = compose_tiny("model=flux1", ROPE, "model.init=eager", "model.dtype=bfloat16")
+    check_resume_settings(rope_checkpoint, cfg)  # the same weights, computed in bfloat16: no refusal
