@@ -85,3 +85,34 @@ def test_a_resume_with_other_model_settings_is_refused_before_simulating(rope_ch
 def test_a_resume_may_change_how_the_model_is_built_and_its_compute_dtype(rope_checkpoint):
     cfg = compose_tiny("model=flux1", ROPE, "model.init=eager", "model.dtype=bfloat16")
     check_resume_settings(rope_checkpoint, cfg)  # the same weights, computed in bfloat16: no refusal
+
+
+# ------------------------------------------------- a model's variables that are not parameters, counted as them
+
+def test_variables_that_are_not_parameters_are_counted_apart_from_them():
+    # Was, for model=flux1 model.id_embedding_strategy=[pos1d,absolute]: "15,729 parameters" and "per device:
+    # parameters 382.9 KB": GenSBI's pos1d table (5000 x 16 float32, never trained) counted as parameters.
+    import optax
+
+    from gensbi_sharding import describe
+    from gensbi_sharding.harness.run_report import placement_block, state_figures
+
+    class WithTable(nnx.Module):
+        def __init__(self):
+            self.w = nnx.Param(jnp.ones((4, 4)))  # 64 B
+            self.pe = nnx.Variable(jnp.zeros((100, 4)))  # 1.6 KB, as GenSBI's pos1d table
+
+    model = WithTable()
+    nodes = {"model": model, "optimizer": nnx.Optimizer(model, optax.adamw(1e-3), wrt=nnx.Param)}
+    figures = state_figures(nodes, None)
+    assert figures["param_count"] == 16 and figures["param_bytes_per_device"] == 64
+    assert figures["other_model_bytes_per_device"] == 1600 and figures["state_bytes_per_device"] >= 64 + 1600 + 128
+    block = placement_block(describe(nodes, None), rule_name="replicated", param_count=16, param_bytes=64,
+                            opt_bytes=figures["opt_bytes_per_device"], fallbacks={}, whole=[], hint=None,
+                            others={"model/pe": 1600})
+    assert block[1].startswith("per device: parameters 64 B (of 64 B), optimizer state ")
+    assert block[1].endswith("; not trained: 1 other model variable(s), 1.6 KB (largest: model/pe, 1.6 KB)")
+    # A few bytes of RNG state (Simformer's) are counted, not named on the console.
+    tiny = placement_block(describe(nodes, None), rule_name="replicated", param_count=16, param_bytes=64,
+                           opt_bytes=1, fallbacks={}, whole=[], hint=None, others={"model/pe": 0})
+    assert "not trained" not in tiny[1]

@@ -82,9 +82,11 @@ def splits_nothing_hint(mesh_axis_sizes: dict[str, int] | None, table: dict[str,
 
 def placement_block(report: Any, *, rule_name: str, param_count: int, param_bytes: int, opt_bytes: int,
                     fallbacks: dict[str, str], whole: list[tuple[str, int]], hint: str | None,
-                    verbose: bool = False) -> list[str]:
-    """The console's few lines about placement (the full table: ``variable_table``)."""
-    model_bytes = sum(v.nbytes for v in report.variables if v.path.startswith("model/"))
+                    verbose: bool = False, others: dict[str, int] | None = None) -> list[str]:
+    """The console's few lines about placement (the full table: ``variable_table``); ``others``: the model's
+    variables that are not parameters (path -> bytes), counted apart from them and named from 1 % of their size."""
+    others = others or {}
+    model_bytes = sum(v.nbytes for v in report.variables if v.path.startswith("model/")) - sum(others.values())
     opt_total = sum(v.nbytes for v in report.variables if v.path.startswith("optimizer/"))
     if report.mesh is None:
         lines = [f"no mesh (mesh=none): one device, nothing placed; {format_count(param_count)} parameters"]
@@ -96,6 +98,10 @@ def placement_block(report: Any, *, rule_name: str, param_count: int, param_byte
                  f"{format_count(param_count)} parameters"]
     lines.append(f"per device: parameters {format_bytes(param_bytes)} (of {format_bytes(model_bytes)}), "
                  f"optimizer state {format_bytes(opt_bytes)} (of {format_bytes(opt_total)})")
+    if sum(others.values()) * 100 >= model_bytes:  # said when it matters (not Simformer's 12 B of RNG state)
+        largest_other = max(others, key=others.get)
+        lines[-1] += (f"; not trained: {len(others)} other model variable(s), {format_bytes(sum(others.values()))} "
+                      f"(largest: {largest_other}, {format_bytes(others[largest_other])})")
     largest = ", ".join(f"{path} ({format_bytes(size)})" for path, size in whole)
     if fallbacks:
         lines.append(f"fallbacks: {len(fallbacks)} variable(s) the rule cannot split, replicated (reasons in the "
@@ -153,7 +159,8 @@ def final_line(metrics: dict[str, Any], out: Path) -> str:
 
 
 def state_figures(nodes: dict[str, Any], mesh: Any, report: Any = None) -> dict[str, int]:
-    """The parameter count and the bytes per device of parameters, optimizer state and the whole state.
+    """The parameter count and the bytes per device of parameters, the model's other variables, optimizer
+    state and the whole state.
 
     ``nodes``: ``{"model", "optimizer"[, "ema"]}``, concrete or abstract (the dry run's shapes at their
     shardings), so a dry run reports what the training run will; ``report``: ``describe(nodes, mesh)``
@@ -167,9 +174,13 @@ def state_figures(nodes: dict[str, Any], mesh: Any, report: Any = None) -> dict[
     def per_device(placed: Any) -> int:
         return placed.total_bytes if mesh is None else placed.max_bytes_per_device
 
+    # Parameters only, as counted: a model's other variables (GenSBI's pos1d table of 5000 rows, never
+    # trained) were reported as "parameters 382.9 KB" beside 15,729 float32 parameters (62.9 KB).
     params = nnx.state(nodes["model"], nnx.Param)
+    others = nnx.state(nodes["model"], nnx.Not(nnx.Param))
     return dict(param_count=int(sum(np.prod(v.shape) for v in jax.tree.leaves(params))),
-                param_bytes_per_device=per_device(describe(nodes["model"], mesh)),
+                param_bytes_per_device=per_device(describe(params, mesh)),
+                other_model_bytes_per_device=per_device(describe(others, mesh)) if jax.tree.leaves(others) else 0,
                 opt_bytes_per_device=per_device(describe(nnx.state(nodes["optimizer"]), mesh)),
                 state_bytes_per_device=per_device(report or describe(nodes, mesh)))
 
@@ -217,8 +228,11 @@ def report_placement(metrics: dict[str, Any], ts: Any, mesh: Any, *, table: dict
         left_whole=dict(left_whole(report, annotations, table, ts.fallbacks)),
         mesh_summary=dataclasses.asdict(report.mesh) if report.mesh else None)
     sharding_table = variable_table(report, annotations, ts.fallbacks)
+    other_paths = {"model/" + "/".join(map(str, path))
+                   for path, _ in nnx.to_flat_state(nnx.state(ts.model, nnx.Not(nnx.Param)))}
     log.info("%s", "\n".join(placement_block(
         report, rule_name=rule_name, param_count=metrics["param_count"], fallbacks=ts.fallbacks,
+        others={v.path: v.nbytes for v in report.variables if v.path in other_paths},
         param_bytes=metrics["param_bytes_per_device"], opt_bytes=metrics["opt_bytes_per_device"],
         whole=list(metrics["left_whole"].items()),
         hint=splits_nothing_hint(dict(mesh.shape) if mesh else None, table, rule_name, mesh_spec),
