@@ -116,3 +116,43 @@ def test_variables_that_are_not_parameters_are_counted_apart_from_them():
     tiny = placement_block(describe(nodes, None), rule_name="replicated", param_count=16, param_bytes=64,
                            opt_bytes=1, fallbacks={}, whole=[], hint=None, others={"model/pe": 0})
     assert "not trained" not in tiny[1]
+
+
+# ------------------------------------------------- activation fields a model never reads
+
+def test_activation_fields_a_model_does_not_read_are_named(monkeypatch):
+    # Was: model=flux1 activation.head_axis=model trained the very same program as without it, not a word
+    # (GenSBI's blocks set no activation layouts; the wrapper constrains only its tokens' batch rows).
+    import importlib
+
+    from faults_helpers import compose_tiny
+    from gensbi_sharding import PartitionAxis
+    from gensbi_sharding.activations import ACTIVATION_NAMES
+    from gensbi_sharding.harness.model_checks import ACTIVATION_FIELDS_READ, ignored_settings
+    from gensbi_sharding.harness.registry import get_model
+
+    cfg = compose_tiny("model=flux1", "activation.head_axis=model", "activation.hidden_state_axis=[data,model]")
+    assert ignored_settings(cfg.model, cfg.activation) == (
+        "no effect: activation.head_axis=model activation.hidden_state_axis=[data,model] (GenSBI's flux1 blocks "
+        "set no activation layouts: the harness constrains the tokens it passes in and reads out by "
+        "activation.batch_axis only)")
+    mlp = compose_tiny("activation.head_axis=model")
+    assert ignored_settings(mlp.model, mlp.activation) == (
+        "no effect: activation.head_axis=model (model=mlp constrains by activation.batch_axis, "
+        "activation.hidden_state_axis only)")
+    for read in (("activation.batch_axis=null",), ("activation=none", "activation.head_axis=model")):
+        unread = compose_tiny("model=simformer", *read)
+        assert ignored_settings(unread.model, unread.activation) is None, read
+    # The table is what each model reads: every name it passes to constrain, spied on one call.
+    sizes = {"mlp": dict(width=8, depth=1), "transformer": dict(embed=8, heads=2, depth=1),
+             "flux1": dict(num_heads=1, axes_dim=[4, 0], depth=1, depth_single_blocks=0, mlp_ratio=1.0),
+             "simformer": dict(val_emb_dim=4, id_emb_dim=2, cond_emb_dim=2, num_heads=2, qkv_features=4, depth=1,
+                               fourier_features=4, mlp_ratio=1)}
+    for name, hparams in sizes.items():
+        names = set()
+        module = importlib.import_module(f"gensbi_sharding.harness.models.{name}")
+        monkeypatch.setattr(module, "constrain", lambda x, dims, pa, names=names: names.update(dims) or x)
+        model = nnx.eval_shape(lambda: get_model(name)(dim_theta=2, dim_x=2, rngs=nnx.Rngs(0),  # abstract: fast
+                                                       partition_axis=PartitionAxis(), **hparams))
+        nnx.eval_shape(lambda m: m(jnp.zeros((2, 2)), jnp.zeros((2, 2)), jnp.zeros((2,))), model)
+        assert {ACTIVATION_NAMES[n] for n in names - {None}} == set(ACTIVATION_FIELDS_READ[name]), name

@@ -10,12 +10,12 @@ Pure Python: no JAX, no GenSBI import.
 
 from __future__ import annotations
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, ListConfig
 
 from gensbi_sharding.harness.config import ConfigError, Flux1Config
 
 __all__ = ["check_model", "platform_problem", "ignored_settings", "ID_STRATEGIES_1D", "DTYPES", "MERGE_MODES",
-           "ROPE_ID_AXES"]
+           "ROPE_ID_AXES", "ACTIVATION_FIELDS_READ"]
 
 #: The id builders that fit one vector of parameters and one of observations (GenSBI's 1-D strategies).
 ID_STRATEGIES_1D = ("absolute", "pos1d", "rope1d")
@@ -54,7 +54,15 @@ def platform_problem(model: DictConfig, platform: str) -> str | None:
     return None
 
 
-def ignored_settings(model: DictConfig) -> str | None:
+#: The activation fields each built-in model reads (the names it passes to ``constrain``): one it does not read
+#: changes nothing. GenSBI's blocks set no layouts of their own; the wrappers constrain the tokens in and out.
+ACTIVATION_FIELDS_READ = {"flux1": ("batch_axis",), "simformer": ("batch_axis",),
+                          "mlp": ("batch_axis", "hidden_state_axis"),
+                          "transformer": ("batch_axis", "sequence_axis", "query_sequence_axis", "head_axis",
+                                          "key_sequence_axis", "hidden_state_axis", "attention_dim_axis")}
+
+
+def ignored_settings(model: DictConfig, activation: DictConfig | None = None) -> str | None:
     """The one-line warning naming ``model=flux1`` settings that have no effect, and what would make them apply.
 
     GenSBI's ``Flux1Params`` reads ``val_emb_dim`` / ``id_emb_dim`` only under
@@ -62,11 +70,19 @@ def ignored_settings(model: DictConfig) -> str | None:
     and ``axes_dim`` only under ``id_merge_mode=sum`` (concat sizes the tokens by the two
     emb dims and refuses rope1d, the other reader of ``axes_dim``). Their presets are null
     (unused), or for ``axes_dim`` the schema's default, so another value was set by the
-    user. None when nothing set is ignored, and for other models.
+    user. None when nothing set is ignored. ``activation`` (the run's section): an ``activation.*`` field set
+    that the built-in model does not read (``ACTIVATION_FIELDS_READ``) is named too, for every model.
     """
+    unused, read = [], ACTIVATION_FIELDS_READ.get(model.get("name"))
+    if read is not None and activation is not None and activation.strategy != "none":
+        fields = [f"activation.{k}={_literal(v)}" for k, v in activation.items()
+                  if k != "strategy" and k not in read and v != "auto"]
+        why = (f"GenSBI's {model.name} blocks set no activation layouts: the harness constrains the tokens it passes "
+               "in and reads out" if model.name in ("flux1", "simformer") else f"model={model.name} constrains")
+        if fields:
+            unused.append(f"{' '.join(fields)} ({why} by {', '.join('activation.' + f for f in read)} only)")
     if model.get("name") != "flux1":
-        return None
-    unused = []
+        return "no effect: " + "; ".join(unused) if unused else None
     set_emb = [k for k in ("val_emb_dim", "id_emb_dim") if model.get(k) is not None]
     if set_emb and model.id_merge_mode != "concat":
         unused.append(f"{' and '.join(f'model.{k}={model[k]}' for k in set_emb)} (only model.id_merge_mode=concat "
@@ -80,6 +96,13 @@ def ignored_settings(model: DictConfig) -> str | None:
                       "sum(axes_dim) * num_heads; model.id_merge_mode=concat sizes the tokens by model.val_emb_dim "
                       "and model.id_emb_dim)")
     return "no effect: " + "; ".join(unused) if unused else None
+
+
+def _literal(value) -> str:
+    """As typed in an override: ``null``, ``[data,model]``."""
+    if value is None:
+        return "null"
+    return "[" + ",".join(_literal(v) for v in value) + "]" if isinstance(value, ListConfig) else str(value)
 
 
 def _require(ok: bool, message: str) -> None:
