@@ -150,11 +150,17 @@ def _flux1(model: DictConfig) -> None:
         _require(not rope or len(axes) == ROPE_ID_AXES,
                  f"model.axes_dim={axes} must list {ROPE_ID_AXES} sizes for the rope1d id strategy, one per axis of "
                  "the 1-D token ids (position, then parameter or observation); e.g. "
-                 f"model.axes_dim=[{sum(axes) + sum(axes) % 2},0] (the same hidden size, all on the position)")
+                 f"model.axes_dim=[{sum(axes) + sum(axes) % 2},0] (every size on the position)")
         _require(not rope or all(a % 2 == 0 for a in axes),
                  f"model.axes_dim={axes} must hold even sizes for the rope1d id strategy (rotary pairs); "
                  f"e.g. model.axes_dim=[{','.join(str(a + a % 2) for a in axes)}]")
         hidden = sum(axes) * model.num_heads
+        # GenSBI's pos1d table is sin | cos halves of the id embedding's width: hidden size here (odd: its
+        # "Hidden size (3) must be divisible by 2" after the simulations, naming no setting).
+        _require("pos1d" not in strategies or hidden % 2 == 0,
+                 f"model.axes_dim={axes} with model.num_heads={model.num_heads}: the pos1d id strategy needs an even "
+                 f"hidden size (sum(axes_dim) * num_heads = {hidden}, sine and cosine halves); e.g. "
+                 f"model.axes_dim=[{','.join(str(a + (i == 0)) for i, a in enumerate(axes))}]")
     else:
         bad = [k for k in ("val_emb_dim", "id_emb_dim") if not (isinstance(model[k], int) and model[k] >= 1)]
         _require(not bad, f"{' and '.join(f'model.{k}={model[k]}' for k in bad)}: model.id_merge_mode=concat needs "
@@ -163,6 +169,10 @@ def _flux1(model: DictConfig) -> None:
         _require(not rope, f"model.id_embedding_strategy={strategies}: rope1d does not combine with "
                            "model.id_merge_mode=concat; e.g. model.id_embedding_strategy=[absolute,absolute]")
         hidden = (model.val_emb_dim + model.id_emb_dim) * model.num_heads
+        _require("pos1d" not in strategies or model.id_emb_dim * model.num_heads % 2 == 0,
+                 f"model.id_emb_dim={model.id_emb_dim} with model.num_heads={model.num_heads}: the pos1d id strategy "
+                 f"needs an even id width (id_emb_dim * num_heads = {model.id_emb_dim * model.num_heads}, sine and "
+                 f"cosine halves); e.g. model.id_emb_dim={model.id_emb_dim + 1}")
     _require(model.mlp_ratio > 0 and int(hidden * model.mlp_ratio) >= 1,
              f"model.mlp_ratio={model.mlp_ratio} must be > 0 with an MLP width int(hidden size {hidden} * "
              "mlp_ratio) >= 1; e.g. model.mlp_ratio=4.0 (GenSBI's default)")
