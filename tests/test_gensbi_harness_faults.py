@@ -156,3 +156,25 @@ def test_activation_fields_a_model_does_not_read_are_named(monkeypatch):
                                                        partition_axis=PartitionAxis(), **hparams))
         nnx.eval_shape(lambda m: m(jnp.zeros((2, 2)), jnp.zeros((2, 2)), jnp.zeros((2,))), model)
         assert {ACTIVATION_NAMES[n] for n in names - {None}} == set(ACTIVATION_FIELDS_READ[name]), name
+
+
+# ------------------------------------------------- a Flux1 GenSBI builds, refused
+
+def test_flux1_of_single_stream_blocks_only_is_built_and_one_without_blocks_refused():
+    # Was: model.depth=0 refused ("must be an integer >= 1"), though GenSBI's Flux1 builds and trains with
+    # depth=0 (single-stream blocks only). With no block of either kind the velocity ignores x: refused.
+    from faults_helpers import compose_tiny
+    from gensbi_sharding.harness.config_checks import validate
+    from gensbi_sharding.harness.registry import get_model
+
+    validate(compose_tiny("model=flux1", "model.depth=0"))  # the quick preset: depth_single_blocks=1
+    with pytest.raises(ConfigError) as err:
+        validate(compose_tiny("model=flux1", "model.depth=0", "model.depth_single_blocks=0"))
+    assert str(err.value) == ("model.depth=0 and model.depth_single_blocks=0: no block lets the parameter tokens "
+                              "attend to the observation tokens, so the velocity would ignore x; e.g. "
+                              "model.depth_single_blocks=1 (single-stream blocks only) or model.depth=1")
+    model = nnx.eval_shape(lambda: get_model("flux1")(dim_theta=2, dim_x=3, rngs=nnx.Rngs(0), depth=0,
+                                                      depth_single_blocks=1, num_heads=1, axes_dim=[4, 0]))
+    assert len(model.flux.double_blocks.layers) == 0 and len(model.flux.single_blocks.layers) == 1
+    out = nnx.eval_shape(lambda m: m(jnp.zeros((5, 2)), jnp.zeros((5, 3)), jnp.zeros((5,))), model)
+    assert out.shape == (5, 2)

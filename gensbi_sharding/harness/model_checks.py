@@ -136,8 +136,14 @@ def _flux1(model: DictConfig) -> None:
     _require(len(strategies) == 2 and all(s in ID_STRATEGIES_1D for s in strategies),
              f"model.id_embedding_strategy={strategies}: give two of {', '.join(ID_STRATEGIES_1D)} "
              "(parameters, observations), e.g. model.id_embedding_strategy=[absolute,absolute] (GenSBI's default)")
-    for key, low, default in (("num_heads", 1, 6), ("depth", 1, 8), ("depth_single_blocks", 0, 16)):
+    for key, low, default in (("num_heads", 1, 6), ("depth", 0, 8), ("depth_single_blocks", 0, 16)):
         _at_least(model, key, low, default)
+    # GenSBI builds either kind of block 0 times (depth=0: single-stream blocks only), but with neither the
+    # parameter tokens never attend to the observation's: a velocity that ignores x.
+    _require(model.depth + model.depth_single_blocks >= 1,
+             f"model.depth=0 and model.depth_single_blocks=0: no block lets the parameter tokens attend to the "
+             "observation tokens, so the velocity would ignore x; e.g. model.depth_single_blocks=1 (single-stream "
+             "blocks only) or model.depth=1")
     rope = any(s.startswith("rope") for s in strategies)
     if mode == "sum":
         axes = list(model.axes_dim) if model.axes_dim is not None else None

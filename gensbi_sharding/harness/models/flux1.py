@@ -144,9 +144,14 @@ def make_flux1(*, dim_theta: int, dim_x: int, rngs: nnx.Rngs, mlp_ratio: float =
                          f"{', '.join(ID_STRATEGIES_1D)} (parameters, observations), "
                          "e.g. model.id_embedding_strategy=[absolute,absolute]")
     dims = {k: positive_int(f"model.{k}", v) for k, v in dict(
-        dim_theta=dim_theta, dim_x=dim_x, num_heads=num_heads, depth=depth).items()}
-    if depth_single_blocks < 0:
-        raise ValueError(f"model.depth_single_blocks={depth_single_blocks} must be >= 0")
+        dim_theta=dim_theta, dim_x=dim_x, num_heads=num_heads).items()}
+    for key, blocks in (("depth", depth), ("depth_single_blocks", depth_single_blocks)):
+        if blocks < 0:
+            raise ValueError(f"model.{key}={blocks} must be >= 0")
+    if depth + depth_single_blocks < 1:  # GenSBI builds it, but the parameter tokens never see x
+        raise ValueError(f"model.depth=0 and model.depth_single_blocks=0: the velocity would ignore x; "
+                         "set model.depth_single_blocks=1 or model.depth=1")
+    dims["depth"] = int(depth)
     fields = dict(
         in_channels=1, vec_in_dim=None, context_in_dim=1, mlp_ratio=float(mlp_ratio),
         num_heads=dims["num_heads"], depth=dims["depth"], depth_single_blocks=depth_single_blocks,
