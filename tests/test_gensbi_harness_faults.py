@@ -178,3 +178,18 @@ def test_flux1_of_single_stream_blocks_only_is_built_and_one_without_blocks_refu
     assert len(model.flux.double_blocks.layers) == 0 and len(model.flux.single_blocks.layers) == 1
     out = nnx.eval_shape(lambda m: m(jnp.zeros((5, 2)), jnp.zeros((5, 3)), jnp.zeros((5,))), model)
     assert out.shape == (5, 2)
+
+
+def test_the_split_of_axes_dim_without_rope_is_named_as_without_effect():
+    # Was: model.axes_dim=[4,4] with the absolute id strategy trained exactly as [8,0] (final train loss
+    # 1.7532 both), not a word: only rope1d reads the sizes one by one, the rest only their sum.
+    from faults_helpers import compose_tiny
+    from gensbi_sharding.harness.model_checks import ignored_settings
+
+    split = compose_tiny("model=flux1", "model.axes_dim=[4,4]")
+    assert ignored_settings(split.model, split.activation) == (
+        "no effect: the split of model.axes_dim=[4, 4] (without a rope1d id strategy only its sum is used: the same "
+        "model as model.axes_dim=[8,0]; rope1d gives each id axis its size)")
+    for used in (("model.axes_dim=[4,4]", ROPE), ("model.axes_dim=[8,0]",), ("model.axes_dim=[8]",)):
+        cfg = compose_tiny("model=flux1", *used)
+        assert ignored_settings(cfg.model, cfg.activation) is None, used

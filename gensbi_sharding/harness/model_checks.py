@@ -95,6 +95,10 @@ def ignored_settings(model: DictConfig, activation: DictConfig | None = None) ->
         unused.append(f"model.axes_dim={axes} (only model.id_merge_mode=sum uses it, as hidden size = "
                       "sum(axes_dim) * num_heads; model.id_merge_mode=concat sizes the tokens by model.val_emb_dim "
                       "and model.id_emb_dim)")
+    rope = any(str(s).startswith("rope") for s in model.id_embedding_strategy)
+    if model.id_merge_mode == "sum" and axes and not rope and any(axes[1:]):  # measured: [4,4] trains as [8,0]
+        unused.append(f"the split of model.axes_dim={axes} (without a rope1d id strategy only its sum is used: "
+                      f"the same model as model.axes_dim=[{sum(axes)},0]; rope1d gives each id axis its size)")
     return "no effect: " + "; ".join(unused) if unused else None
 
 
