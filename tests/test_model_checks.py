@@ -37,13 +37,19 @@ REFUSED = [
      "model.axes_dim=[4, 2, 1] must list 2 sizes for the rope1d id strategy, one per axis of the 1-D token ids "
      "(position, then parameter or observation); e.g. model.axes_dim=[8,0] (every size on the position)"),
     # Was, after the simulations: "ValueError: Hidden size (3) must be divisible by 2." from GenSBI's pos1d table.
-    (("model=flux1", "model.id_embedding_strategy=[pos1d,absolute]", "model.axes_dim=[3,0]", "model.num_heads=1"),
+    (("model=flux1", "model.id_embedding_strategy=[pos1d,absolute]", "model.init=eager", "model.axes_dim=[3,0]",
+      "model.num_heads=1"),
      "model.axes_dim=[3, 0] with model.num_heads=1: the pos1d id strategy needs an even hidden size "
      "(sum(axes_dim) * num_heads = 3, sine and cosine halves); e.g. model.axes_dim=[4,0]"),
-    (("model=flux1", "model.id_embedding_strategy=[absolute,pos1d]", "model.id_merge_mode=concat",
+    (("model=flux1", "model.id_embedding_strategy=[absolute,pos1d]", "model.init=eager", "model.id_merge_mode=concat",
       "model.val_emb_dim=2", "model.id_emb_dim=3", "model.num_heads=1"),
      "model.id_emb_dim=3 with model.num_heads=1: the pos1d id strategy needs an even id width "
      "(id_emb_dim * num_heads = 3, sine and cosine halves); e.g. model.id_emb_dim=4"),
+    # Was, after the simulations (in every process of distributed=local): "model=flux1 cannot be traced ...".
+    (("model=flux1", "model.id_embedding_strategy=[absolute,pos1d]"),
+     "model.id_embedding_strategy=[absolute,pos1d] with model.init=sharded: GenSBI's pos1d id embedding sizes its "
+     "table with jnp.maximum inside the constructor, which no trace can evaluate; e.g. model.init=eager (built whole "
+     "on one device, then placed), or absolute or rope1d ids"),
     (("model=flux1", "model.id_embedding_strategy=[pos2d,absolute]"),
      "model.id_embedding_strategy=['pos2d', 'absolute']: give two of absolute, pos1d, rope1d (parameters, "
      "observations), e.g. model.id_embedding_strategy=[absolute,absolute] (GenSBI's default)"),

@@ -190,6 +190,11 @@ def _flux1(model: DictConfig) -> None:
              f"model.theta={model.theta} (the rope base) must be >= 1; e.g. model.theta=null "
              "(10 * (dim_theta + dim_x), GenSBI's default)")
     _dtypes(model)
+    # Known from the config: refused here, not once the model is traced after the simulations (in each process).
+    _require("pos1d" not in strategies or model.init == "eager",
+             f"model.id_embedding_strategy=[{','.join(strategies)}] with model.init={model.init}: GenSBI's pos1d id "
+             "embedding sizes its table with jnp.maximum inside the constructor, which no trace can evaluate; e.g. "
+             "model.init=eager (built whole on one device, then placed), or absolute or rope1d ids")
 
 
 def _simformer(model: DictConfig) -> None:
