@@ -193,3 +193,28 @@ def test_the_split_of_axes_dim_without_rope_is_named_as_without_effect():
     for used in (("model.axes_dim=[4,4]", ROPE), ("model.axes_dim=[8,0]",), ("model.axes_dim=[8]",)):
         cfg = compose_tiny("model=flux1", *used)
         assert ignored_settings(cfg.model, cfg.activation) is None, used
+
+
+def test_a_refused_resume_in_its_own_folder_does_not_quote_this_attempts_command(tmp_path, monkeypatch):
+    # Was, for train.resume=auto with model.num_heads=4 in a folder saved with 2: "saved with model.num_heads=2
+    # ... the run that saved it was launched with: ... model.num_heads=4" (Hydra had just rewritten the folder's
+    # .hydra/overrides.yaml with this attempt's overrides).
+    from hydra.conf import HydraConf
+    from hydra.core.hydra_config import HydraConfig
+
+    from gensbi_sharding.harness.hints import launched_with
+
+    run, step_dir = tmp_path / "run", tmp_path / "run" / "checkpoints" / "8"  # only the record is read
+    (run / ".hydra").mkdir(parents=True)
+    (run / ".hydra" / "overrides.yaml").write_text("- model=flux1\n- model.num_heads=4\n")
+
+    def running_in(folder):
+        cfg = OmegaConf.create({"hydra": OmegaConf.structured(HydraConf)})
+        cfg.hydra.runtime.output_dir = str(folder)
+        monkeypatch.setattr(HydraConfig.instance(), "cfg", None)
+        HydraConfig.instance().set_config(cfg)
+
+    running_in(run)  # train.resume=auto: this attempt's record, not the saving run's
+    assert launched_with(step_dir) == ""
+    running_in(run.parent / "elsewhere")  # train.resume=<another run>: its record is that run's own
+    assert launched_with(step_dir) == "; the run that saved it was launched with: model=flux1 model.num_heads=4"

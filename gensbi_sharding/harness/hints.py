@@ -162,14 +162,22 @@ def launched_with(step_dir: Any) -> str:
     folder (``<run>/checkpoints/<step>``), from Hydra's record of that run; "" without one.
 
     A refused resume names the settings that differ, but a preset (``experiment=quick``) sets several at once:
-    its own command line is the shorter, complete fix.
+    its own command line is the shorter, complete fix. "" too for a checkpoint in the running job's own folder,
+    whose record Hydra has replaced by this attempt's.
     """
     from pathlib import Path
 
+    from hydra.core.hydra_config import HydraConfig
     from omegaconf import OmegaConf
 
     recorded = Path(step_dir).parent.parent / ".hydra" / "overrides.yaml"
     if not recorded.is_file():
+        return ""
+    # A checkpoint of this run's own folder (train.resume=auto): Hydra has just rewritten the record with this
+    # attempt's overrides, which then read as the saving run's ("saved with model.num_heads=2 ... launched with
+    # ... model.num_heads=4").
+    running = Path(HydraConfig.get().runtime.output_dir) if HydraConfig.initialized() else None
+    if running is not None and running.resolve() == recorded.parent.parent.resolve():
         return ""
     kept = [str(o) for o in OmegaConf.load(recorded) if not str(o).startswith(("train.resume=", "hydra."))]
     return f"; the run that saved it was launched with: {' '.join(kept) or 'no overrides'}"
