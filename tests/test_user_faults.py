@@ -509,8 +509,16 @@ def test_an_untraceable_constructor_trains_eagerly_on_a_mesh(tmp_path, devices):
     assert metrics["mesh_shape"] == [4, 2] and metrics["rule"] == "fsdp" and (tmp_path / "a" / "checkpoints").exists()
 
 
-@pytest.mark.parametrize("setting, fix", [(("model.init=sharded",), "set model.init=eager"),
-                                          (("model.init=eager", "dry_run=true"),
+def test_an_untraceable_constructor_is_refused_before_any_simulation_when_the_config_says_so(tmp_path, devices):
+    # Was refused once traced, after the simulations (model_plan's "cannot be traced"; kept for other models and
+    # the dry run, below): pos1d with model.init=sharded is known from the config.
+    metrics = run_tiny(tmp_path / "a", *POS1D, "model.init=sharded")
+    assert_refused_before_training(metrics, tmp_path / "a", "model.id_embedding_strategy=[pos1d,pos1d] with "
+                                   "model.init=sharded: GenSBI's pos1d id embedding", "e.g. model.init=eager")
+    assert "non_finite_simulations" not in metrics and "val_pairs" not in metrics  # no simulation was made
+
+
+@pytest.mark.parametrize("setting, fix", [(("model.init=eager", "dry_run=true"),
                                            "drop dry_run=true and train it with model.init=eager")])
 def test_an_untraceable_constructor_is_refused_where_it_must_be_traced(tmp_path, devices, setting, fix):
     metrics = run_tiny(tmp_path / "a", *POS1D, *setting)
