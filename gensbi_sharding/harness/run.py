@@ -134,7 +134,8 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
     several = dist.mode == "explicit" and dist.process_id is not None and (dist.num_processes or 0) > 1
     console.set_process(dist.process_id if several else 0, dist.num_processes if several else 1)
     validate(cfg)
-    if (unused := ignored_settings(cfg.model, cfg.activation)) is not None:  # accepted, yet the model is the same without them
+    # Accepted, yet the model (or its program) is the same without them.
+    if (unused := ignored_settings(cfg.model, cfg.activation)) is not None:
         log.warning("%s", unused)
     rule_name, table = rule_table(cfg.rule)
     metrics.update(rule=rule_name, model=cfg.model.name, data=cfg.data.name)
