@@ -101,7 +101,8 @@ def test_without_gensbi_the_error_names_the_extra(monkeypatch):
     ("flux1", dict(dtype="float64"), "model.dtype='float64'"),
     ("flux1", dict(depth=0, depth_single_blocks=0), "model.depth=0 and model.depth_single_blocks=0: the velocity "
                                                     "would ignore x"),  # depth=0 alone: single-stream blocks only
-    ("flux1", dict(depth=-1), "model.depth=-1 must be >= 0"),
+    ("flux1", dict(depth=-1), "model.depth=-1 must be an integer >= 0"),
+    ("flux1", dict(depth_single_blocks=1.5), "model.depth_single_blocks=1.5 must be an integer >= 0"),
     ("flux1", dict(id_merge_mode="concat"), "val_emb_dim and id_emb_dim required"),
     ("simformer", dict(qkv_features=10), "model.qkv_features=10 must be a multiple of model.num_heads=4"),
 ])

@@ -22,6 +22,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from gensbi_sharding import PartitionAxis, constrain
+from gensbi_sharding.nodes import is_int
 from gensbi_sharding.harness.models.common import check_partition_axis, positive_int, prepare_inputs
 from gensbi_sharding.harness.model_checks import DTYPES, ID_STRATEGIES_1D, ROPE_ID_AXES
 from gensbi_sharding.harness.registry import GENSBI, import_required, register_model
@@ -146,8 +147,8 @@ def make_flux1(*, dim_theta: int, dim_x: int, rngs: nnx.Rngs, mlp_ratio: float =
     dims = {k: positive_int(f"model.{k}", v) for k, v in dict(
         dim_theta=dim_theta, dim_x=dim_x, num_heads=num_heads).items()}
     for key, blocks in (("depth", depth), ("depth_single_blocks", depth_single_blocks)):
-        if blocks < 0:
-            raise ValueError(f"model.{key}={blocks} must be >= 0")
+        if not is_int(blocks) or blocks < 0:  # NumPy integers pass; bools, floats and strings do not
+            raise ValueError(f"model.{key}={blocks!r} must be an integer >= 0; pass e.g. model.{key}=1")
     if depth + depth_single_blocks < 1:  # GenSBI builds it, but the parameter tokens never see x
         raise ValueError(f"model.depth=0 and model.depth_single_blocks=0: the velocity would ignore x; "
                          "set model.depth_single_blocks=1 or model.depth=1")
