@@ -218,3 +218,27 @@ def test_a_refused_resume_in_its_own_folder_does_not_quote_this_attempts_command
     assert launched_with(step_dir) == ""
     running_in(run.parent / "elsewhere")  # train.resume=<another run>: its record is that run's own
     assert launched_with(step_dir) == "; the run that saved it was launched with: model=flux1 model.num_heads=4"
+
+
+def test_the_logged_activation_axes_are_those_the_model_reads(caplog):
+    # Was, for model=flux1 rule=tensor: "activation partition axes: {'batch_axis': 'data', 'head_axis': 'model',
+    # 'generation_head_axis': 'model'}", though only the batch rows of its tokens are ever constrained.
+    import logging
+
+    import gensbi_sharding as gs
+    from faults_helpers import compose_tiny
+    from gensbi_sharding.harness.rule_config import rule_table
+    from gensbi_sharding.harness.state import partition_axis_for
+
+    mesh = gs.make_mesh(model_axis=2)
+    logged = {}
+    for model in ("flux1", "transformer"):
+        cfg = compose_tiny(f"model={model}", "rule=tensor", "mesh.model_axis=2")
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="gensbi_sharding"):
+            axes = partition_axis_for(cfg, rule_table(cfg.rule)[1], mesh)
+        assert axes.head_axis == "model"  # what the models are given is unchanged
+        logged[model] = [r.getMessage() for r in caplog.records if "activation partition axes" in r.getMessage()]
+    assert logged["flux1"] == ["activation partition axes (those model=flux1 reads): {'batch_axis': 'data'}"]
+    assert logged["transformer"] == ["activation partition axes (those model=transformer reads): {'batch_axis': "
+                                     "'data', 'head_axis': 'model'}"]

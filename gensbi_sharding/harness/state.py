@@ -22,6 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.held_out import config_value, held_out_changes
 from gensbi_sharding.harness.hints import launched_with, override_literal
+from gensbi_sharding.harness.model_checks import ACTIVATION_FIELDS_READ
 from gensbi_sharding.harness.model_plan import SHARDED_INIT_TRACES, model_plan, trace_model
 from gensbi_sharding.harness.rule_config import as_rule, partition_axis_from_config
 
@@ -253,7 +254,10 @@ def partition_axis_for(cfg: DictConfig, table: dict, mesh: Any):
     except ValueError as err:
         raise ConfigError(f"activation: {err}") from None
     if axes is not None:
-        log.info("activation partition axes: %s", {k: v for k, v in axes._asdict().items() if v is not None})
+        # Only the fields the model reads: Flux1's log claimed "head_axis: 'model'" under rule=tensor, never applied.
+        read = ACTIVATION_FIELDS_READ.get(cfg.model.name)
+        log.info("activation partition axes%s: %s", "" if read is None else f" (those model={cfg.model.name} reads)",
+                 {k: v for k, v in axes._asdict().items() if v is not None and (read is None or k in read)})
     return axes
 
 
