@@ -252,6 +252,69 @@ def test_resume_of_another_shape_names_the_model_overrides(tmp_path, devices, ca
     assert nnx.state(resumed.model, nnx.Param)["in_proj"]["kernel"].shape[1] == 16
 
 
+def _preempted_run(run, devices_mesh):
+    """A folder as a preempted ``experiment=quick model.width=16`` run leaves it: checkpoint 3 and Hydra's record."""
+    saved = compose_tiny("model.width=16", "model.init=eager")
+    ts = build_state(saved, dim_theta=2, dim_x=2, mesh=devices_mesh, rule_name="replicated",
+                     table=dict(contract.RULES["replicated"]), resume_dir=None)
+    _, state = make_step_functions(ts.model, ts.optimizer, devices_mesh, ema=ts.ema)
+    with CheckpointWriter(run / "checkpoints", config=OmegaConf.to_container(saved, resolve=True)) as w:
+        w.save(3, state, ts.key)
+    (run / ".hydra").mkdir()
+    (run / ".hydra" / "overrides.yaml").write_text("- experiment=quick\n- model.width=16\n")
+    outputs.write_json(run / "metrics.json", {"status": "preempted", "preempted_at_step": 3})
+
+
+@pytest.mark.slow  # a launch (refused before any simulation: about 3 s)
+def test_a_refused_resume_leaves_the_folder_s_record_of_the_run_that_saved_it(tmp_path, devices):
+    # Hydra rewrites .hydra/overrides.yaml at every launch: a train.resume=auto refused for another model.width
+    # left its own command as the folder's record, so the refusal could not name the saving run's command, and
+    # every later hint built from the record (a stopped sweep job's continue command) named the refused one.
+    run = tmp_path / "run"
+    _preempted_run(run, contract.make_mesh(model_axis=1))
+    proc = subprocess.run([sys.executable, "launch.py", "experiment=quick", "model.width=32", "train.resume=auto",
+                           f"hydra.run.dir={run}"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    error = next(line for line in (proc.stdout + proc.stderr).splitlines() if line.startswith("[ERROR]"))
+    assert "the checkpoint was saved with model.width=16 (this run: model.width=32)" in error
+    assert error.endswith("; the run that saved it was launched with: experiment=quick model.width=16")
+    assert (run / ".hydra" / "overrides.yaml").read_text() == "- experiment=quick\n- model.width=16\n"
+    assert sorted(p.name for p in (run / ".hydra").iterdir()) == ["config.yaml", "hydra.yaml", "overrides.yaml"]
+    assert json.loads((run / "metrics.json").read_text())["previous_attempts"][0]["status"] == "preempted"
+
+
+def test_the_kept_record_is_put_back_only_after_an_attempt_that_continued_nothing(tmp_path):
+    from gensbi_sharding.harness.launch_record import keep_record, saved_record, settle_record
+
+    run = tmp_path / "run"
+    (run / "checkpoints" / "3").mkdir(parents=True)
+    (run / ".hydra").mkdir()
+    record = run / ".hydra" / "overrides.yaml"
+    record.write_text("- model.width=16\n")
+    keep_record(run)
+    record.write_text("- model.width=32\n- train.resume=auto\n")  # what Hydra writes for the next attempt
+    settle_record(run, continued=True)  # it restored and trained: its record is now the truth
+    assert record.read_text() == "- model.width=32\n- train.resume=auto\n" and not saved_record(run).exists()
+    keep_record(run)
+    record.write_text("- model.width=64\n")
+    keep_record(run)  # an attempt killed before it settled, which saved nothing: the older copy is kept
+    record.write_text("- model.width=8\n")
+    settle_record(run, continued=False)
+    assert record.read_text() == "- model.width=32\n- train.resume=auto\n" and not saved_record(run).exists()
+    keep_record(run)
+    (run / "checkpoints" / "5").mkdir()  # a killed attempt that saved step 5 trained: its record replaces the copy
+    record.write_text("- model.width=32\n- train.steps=9\n")
+    keep_record(run)
+    record.write_text("- model.width=1\n")
+    settle_record(run, continued=False)
+    assert record.read_text() == "- model.width=32\n- train.steps=9\n"
+    fresh = tmp_path / "fresh"
+    (fresh / ".hydra").mkdir(parents=True)
+    (fresh / ".hydra" / "overrides.yaml").write_text("- a=1\n")
+    keep_record(fresh)  # no checkpoint: nothing to keep
+    assert not saved_record(fresh).exists()
+
+
 def test_resume_from_a_folder_that_saved_no_checkpoint_says_why_and_where_to_look(tmp_path, devices):
     # Was: a dry run's folder, a failed job's or a whole sweep's got "no checkpoint in <folder>" (a failed
     # sweep job: "the save was cut short; pass its parent"), and Orbax's warnings about every job folder.

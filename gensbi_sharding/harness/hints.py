@@ -162,13 +162,15 @@ def launched_with(step_dir: Any) -> str:
     folder (``<run>/checkpoints/<step>``), from Hydra's record of that run; "" without one.
 
     A refused resume names the settings that differ, but a preset (``experiment=quick``) sets several at once:
-    its own command line is the shorter, complete fix. "" too for a checkpoint in the running job's own folder,
-    whose record Hydra has replaced by this attempt's.
+    its own command line is the shorter, complete fix. For a checkpoint in the running job's own folder, whose
+    record Hydra has replaced by this attempt's, the copy kept before (``launch_record``); "" without one.
     """
     from pathlib import Path
 
     from hydra.core.hydra_config import HydraConfig
     from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness.launch_record import saved_record
 
     recorded = Path(step_dir).parent.parent / ".hydra" / "overrides.yaml"
     if not recorded.is_file():
@@ -178,7 +180,9 @@ def launched_with(step_dir: Any) -> str:
     # ... model.num_heads=4").
     running = Path(HydraConfig.get().runtime.output_dir) if HydraConfig.initialized() else None
     if running is not None and running.resolve() == recorded.parent.parent.resolve():
-        return ""
+        recorded = saved_record(running) / "overrides.yaml"  # kept aside before Hydra rewrote it
+        if not recorded.is_file():
+            return ""
     kept = [str(o) for o in OmegaConf.load(recorded) if not str(o).startswith(("train.resume=", "hydra."))]
     return f"; the run that saved it was launched with: {' '.join(kept) or 'no overrides'}"
 

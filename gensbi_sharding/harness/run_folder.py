@@ -19,6 +19,7 @@ from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.config_checks import dry_run_resume_problem
 from gensbi_sharding.harness.console import tagged
 from gensbi_sharding.harness.folder_lock import FolderInUseError, FolderLock, folder_problem
+from gensbi_sharding.harness.launch_record import keep_record, settle_record
 from gensbi_sharding.harness.outputs import read_metrics, write_atomic, write_json
 from gensbi_sharding.harness.sweep_subdirs import colliding_subdirs_problem, unused_folder_problem
 from gensbi_sharding.harness.sweep_hints import (every_job, hydra_job_overrides, moved_jobs_problem,
@@ -170,6 +171,7 @@ class RunFolder:
         if traceback_text:
             write_atomic(self.out / "error.txt", traceback_text)
         write_json(self.out / "metrics.json", metrics)
+        settle_record(self.out, continued=metrics.get("resumed_from_step") is not None or bool(metrics.get("steps")))
 
 
 
@@ -247,6 +249,7 @@ class RefuseCompletedRun(Callback):
                 ensure_fresh(run_dir, resume_auto=resume == "auto", resume_from=bool(resume) and resume != "auto",
                              dry_run=dry_run, steps=OmegaConf.select(config, "train.steps", default=None),
                              overrides=None if task is None else list(task), multirun=sweep)
+                keep_record(run_dir)  # the command that saved its checkpoints, before Hydra rewrites it
         except (FileExistsError, FolderInUseError, ConfigError) as err:
             self._release()
             hint = ""

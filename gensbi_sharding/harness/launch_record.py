@@ -1,0 +1,64 @@
+"""Hydra's record of the command that saved a folder's checkpoints, kept through attempts that restore nothing.
+
+Hydra rewrites ``<run>/.hydra/{config,hydra,overrides}.yaml`` at every launch, before the
+harness can check anything. An attempt refused before it restores (``train.resume=auto`` with
+another ``model.num_heads``) would leave its own command as the folder's record, and every
+later hint built from that record (the command that continues a stopped sweep job, "the run
+that saved it was launched with") would name the refused command. So before Hydra writes,
+the record is copied to ``.hydra/saved_by/``; once the attempt ends, it is put back if the
+attempt restored and trained nothing, and dropped otherwise (the new record is then the truth).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+__all__ = ["keep_record", "settle_record", "saved_record"]
+
+_FILES = ("config.yaml", "hydra.yaml", "overrides.yaml")
+
+
+def saved_record(run_dir: Path) -> Path:
+    """The folder holding the kept record of ``run_dir`` (it may not exist)."""
+    return Path(run_dir) / ".hydra" / "saved_by"
+
+
+def keep_record(run_dir: Path) -> None:
+    """Copy ``run_dir``'s Hydra record aside if the folder holds checkpoints (called before Hydra writes).
+
+    A copy left by an attempt killed before it settled is kept, unless that attempt saved a newer
+    checkpoint (it then trained, so the record Hydra wrote for it is the truth).
+    """
+    run_dir, kept = Path(run_dir), saved_record(run_dir)
+    # The step folders' names only: asking Orbax which are complete would start JAX's backend before the run
+    # sets its device count. Any step folder, complete or not, tells a later attempt's from this one's.
+    folder = run_dir / "checkpoints"
+    steps = [int(p.name) for p in folder.iterdir() if p.name.isdigit()] if folder.is_dir() else []
+    step = str(max(steps)) if steps else None
+    if step is None or not (run_dir / ".hydra" / "overrides.yaml").is_file():
+        return
+    if kept.is_dir() and (kept / "step").is_file() and (kept / "step").read_text() == step:
+        return
+    shutil.rmtree(kept, ignore_errors=True)
+    staging = kept.with_name("saved_by.partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir()
+    for name in _FILES:
+        if (run_dir / ".hydra" / name).is_file():
+            shutil.copy2(run_dir / ".hydra" / name, staging / name)
+    (staging / "step").write_text(step)
+    os.replace(staging, kept)  # whole or absent: a copy cut short would later overwrite the record
+
+
+def settle_record(run_dir: Path, *, continued: bool) -> None:
+    """Put the kept record back unless this attempt ``continued`` the run (restored or trained); drop the copy."""
+    kept = saved_record(run_dir)
+    if not kept.is_dir():
+        return
+    if not continued:
+        for name in _FILES:
+            if (kept / name).is_file():
+                os.replace(kept / name, Path(run_dir) / ".hydra" / name)
+    shutil.rmtree(kept, ignore_errors=True)
