@@ -124,8 +124,14 @@ class Rule:
 
     @property
     def label(self) -> str:
-        """The rule as messages name it: ``"rule 'fsdp'"`` for a built-in rule, else ``"custom rule table"``."""
-        return f"rule {self.name!r}" if self.builtin else "custom rule table"
+        """The rule as messages name it: ``"rule 'fsdp'"`` for a built-in rule or a named table (the
+        harness's ``rule=fsdp_tensor``); a built-in's name on an edited table says so; else
+        ``"custom rule table"``."""
+        if self.builtin or (self.name != "custom" and self.name not in RULES):
+            return f"rule {self.name!r}"  # a user who chose rule=fsdp_tensor looks for that name
+        if self.name in RULES:  # rule=fsdp rule.embed=model: not what "fsdp" means
+            return f"rule {self.name!r} with an edited table"
+        return "custom rule table"
 
 
 def resolve_rule(rule: str | RuleTable | Rule) -> Rule:

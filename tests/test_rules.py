@@ -142,3 +142,15 @@ def test_two_logical_names_on_one_mesh_axis_replicate_with_one_warning(mesh):
     assert_placed(arrays, mesh, {
         "blocks/0/up/kernel": P(), "blocks/0/down/kernel": P(), "blocks/0/up/bias": P("model"),
         "in_proj/kernel": P(None, "model")})
+
+
+def test_a_named_rule_table_is_named_in_messages():
+    """rule=fsdp_tensor (a harness preset) was called "custom rule table" in the fallback warning."""
+    from gensbi_sharding.harness.rule_config import as_rule
+
+    name, table = rule_table({"name": "fsdp_tensor", "embed": "data", "mlp": "model", "heads": "model",
+                              "vocab": "model"})
+    assert as_rule(name, table).label == "rule 'fsdp_tensor'"
+    assert as_rule("fsdp", dict(RULES["fsdp"])).label == "rule 'fsdp'"
+    assert as_rule("fsdp", {**dict(RULES["fsdp"]), "mlp": "model"}).label == "rule 'fsdp' with an edited table"
+    assert as_rule("custom", {"embed": "data"}).label == "custom rule table"
