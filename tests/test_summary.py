@@ -206,3 +206,24 @@ def test_a_long_error_is_never_cut_inside_its_continue_command(tmp_path):
     assert "ValueError: " + "y" * 105 + "..." in md and "y" * 106 not in md
     with open(tmp_path / "sweep_summary.csv") as f:
         assert [row["error"] for row in csv.DictReader(f)] == [stopped, long_reason]
+
+
+def test_the_sweep_plots_memory_panel_stacks_the_whole_state_the_ema_too(tmp_path, monkeypatch):
+    """The panel titled "memory per device" stacked parameters + optimizer state only: the EMA a device
+    also holds was left out (2.4 MB drawn for the default mlp's 3.3 MB per device, replicated)."""
+    from gensbi_sharding.harness import plots
+
+    figures = []
+    monkeypatch.setattr(plots, "_save", lambda fig, path, title: figures.append(fig) or path)
+    replicated = dict(ok_metrics(815112, 0.03, 0.85), opt_bytes_per_device=1630236, state_bytes_per_device=3260460)
+    no_ema = dict(ok_metrics(815112, 0.03, 0.85), opt_bytes_per_device=1630236, state_bytes_per_device=2445348)
+    assert plots.memory_parts(replicated) == [815112, 1630236, 815112]
+    assert plots.memory_parts(no_ema) == [815112, 1630236, None]  # train.ema_decay=0: nothing more
+    plots.plot_sweep([{"job": "0", "overrides": {}, "metrics": replicated},
+                      {"job": "1", "overrides": {}, "metrics": no_ema}], [], tmp_path / "sweep.png")
+    memory = figures[0].axes[0]
+    heights = {}
+    for bar in memory.patches:
+        heights[round(bar.get_x(), 3)] = heights.get(round(bar.get_x(), 3), 0) + bar.get_height()
+    assert sorted(round(h, 4) for h in heights.values()) == [2.4453, 3.2605]  # MB: the whole state of each job
+    assert memory.get_title() == "memory per device (MB)" and "EMA" in memory.get_ylabel()

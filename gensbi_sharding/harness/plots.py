@@ -19,7 +19,7 @@ import numpy as np
 from gensbi_sharding.harness.outputs import write_atomic
 from gensbi_sharding.harness.units import c2st_spread, format_c2st, is_number
 
-__all__ = ["window_means", "plot_losses", "plot_sweep", "posterior_title"]
+__all__ = ["window_means", "plot_losses", "memory_parts", "plot_sweep", "posterior_title"]
 
 
 def window_means(steps: np.ndarray, losses: np.ndarray, window: int,
@@ -123,6 +123,19 @@ def _scale(values: Sequence[float]) -> tuple[float, str]:
     return 1.0, "B"
 
 
+def memory_parts(metrics: dict[str, Any]) -> list[float | None]:
+    """Bytes on a job's fullest device, stacked as the sweep plot draws them: parameters, optimizer
+    state, and the rest of the state (the EMA of the weights), which a device holds too.
+
+    The three add up to ``state_bytes_per_device`` (the memory-per-device panel's height); the
+    rest is None when ``metrics`` has no whole-state figure or nothing beyond the first two.
+    """
+    parts = [metrics.get("param_bytes_per_device"), metrics.get("opt_bytes_per_device")]
+    state = metrics.get("state_bytes_per_device")
+    rest = state - sum(parts) if is_number(state) and all(map(is_number, parts)) else None
+    return [*parts, rest if is_number(rest) and rest > 0 else None]
+
+
 def plot_sweep(rows: Sequence[dict[str, Any]], keys: Sequence[str], path: Path, *, dry_run: bool = False,
                title: str = "") -> Path:
     """``sweep_summary.png``: one panel per measure, one bar per job, grouped by the swept keys.
@@ -130,7 +143,7 @@ def plot_sweep(rows: Sequence[dict[str, Any]], keys: Sequence[str], path: Path, 
     Jobs are grouped on the x axis by every swept key but the last, and coloured by the last
     one (one swept key: one bar per value). A failed job is marked "failed" where its bar
     would be. Train sweeps: memory per device (parameters, with optimizer state stacked
-    lighter), median step time, C2ST with its spread and the 0.5 line. Dry runs: memory per
+    lighter and the EMA of the weights hatched: the state a device holds), median step time, C2ST with its spread and the 0.5 line. Dry runs: memory per
     device of one step and bytes of collectives per step.
 
     Parameters
@@ -149,19 +162,23 @@ def plot_sweep(rows: Sequence[dict[str, Any]], keys: Sequence[str], path: Path, 
         panels = [("memory per device, one step", ["step_memory_bytes_per_device"], True),
                   ("collectives per step", ["collective_bytes_per_step"], True)]
     else:
-        panels = [("memory per device", ["param_bytes_per_device", "opt_bytes_per_device"], True),
+        panels = [("memory per device", ["param_bytes_per_device", "opt_bytes_per_device", "ema"], True),
                   ("median step time (ms)", ["median_step_s"], False), ("C2ST (0.5 = perfect)", ["c2st"], False)]
     panel_width = min(10.0, max(3.8, 0.45 * len(rows) + 1.5))
     fig, axes = _figure(panel_width * len(panels), 4.2 + 0.3 * len(group_keys), ncols=len(panels))
     width = 0.8 / len(hues)
+    def measured(row: dict[str, Any], metric_keys: list[str]) -> list[Any]:
+        # The memory panel stacks the whole state (the EMA too): "memory per device" left it out.
+        return memory_parts(row["metrics"]) if "ema" in metric_keys else [row["metrics"].get(k) for k in metric_keys]
+
     for ax, (panel, metric_keys, is_bytes) in zip(axes, panels):
-        scale, unit = _scale([sum(r["metrics"].get(k) or 0 for k in metric_keys) for r in rows]) if is_bytes \
+        scale, unit = _scale([sum(v for v in measured(r, metric_keys) if is_number(v)) for r in rows]) if is_bytes \
             else (1e-3, "ms") if metric_keys == ["median_step_s"] else (1.0, "")
         for row in rows:
             hue = row["overrides"].get(hue_key, "") if hue_key else ""
             x = groups.index(label(row)) + (hues.index(hue) - (len(hues) - 1) / 2) * width
             color = f"C{hues.index(hue) % 10}"
-            values = [row["metrics"].get(k) for k in metric_keys]
+            values = measured(row, metric_keys)
             if row["metrics"].get("status") != "ok" or not is_number(values[0]):
                 failed = row["metrics"].get("status") != "ok"
                 ax.text(x, ax.get_ylim()[0], "failed" if failed else "n/a", rotation=90, ha="center", va="bottom",
@@ -173,6 +190,7 @@ def plot_sweep(rows: Sequence[dict[str, Any]], keys: Sequence[str], path: Path, 
                     continue
                 std = c2st_spread(row["metrics"]) if metric_keys == ["c2st"] else None
                 ax.bar(x, value / scale, width * 0.9, bottom=bottom, color=color, alpha=1.0 if i == 0 else 0.4,
+                       hatch="//" if i == 2 else None,
                        yerr=std if is_number(std) else None, capsize=3,
                        label=hue if (i == 0 and hue_key and groups.index(label(row)) == 0) else None)
                 bottom += value / scale
@@ -180,8 +198,8 @@ def plot_sweep(rows: Sequence[dict[str, Any]], keys: Sequence[str], path: Path, 
             ax.axhline(0.5, color="gray", linestyle="--", linewidth=1)
             ax.set_ylim(0.4, 1.02)
         ax.set_title(panel + (f" ({unit})" if is_bytes else ""), fontsize="medium")
-        if metric_keys == ["param_bytes_per_device", "opt_bytes_per_device"]:
-            ax.set_ylabel("parameters (dark) + optimizer state (light)", fontsize="small")
+        if "ema" in metric_keys:
+            ax.set_ylabel("parameters (dark) + optimizer state (light) + EMA (hatched)", fontsize="small")
         ax.set_xticks(range(len(groups)), groups, fontsize="small")
         ax.grid(axis="y", alpha=0.3)
     if hue_key:
