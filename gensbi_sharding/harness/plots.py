@@ -143,8 +143,9 @@ def plot_sweep(rows: Sequence[dict[str, Any]], keys: Sequence[str], path: Path, 
     Jobs are grouped on the x axis by every swept key but the last, and coloured by the last
     one (one swept key: one bar per value). A failed job is marked "failed" where its bar
     would be. Train sweeps: memory per device (parameters, with optimizer state stacked
-    lighter and the EMA of the weights hatched: the state a device holds), median step time, C2ST with its spread and the 0.5 line. Dry runs: memory per
-    device of one step and bytes of collectives per step.
+    lighter and the EMA of the weights hatched: the state a device holds), median step time,
+    C2ST with its spread and the 0.5 line. Dry runs: memory per device of one step and bytes
+    of collectives per step.
 
     Parameters
     ----------
