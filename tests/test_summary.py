@@ -227,3 +227,18 @@ def test_the_sweep_plots_memory_panel_stacks_the_whole_state_the_ema_too(tmp_pat
         heights[round(bar.get_x(), 3)] = heights.get(round(bar.get_x(), 3), 0) + bar.get_height()
     assert sorted(round(h, 4) for h in heights.values()) == [2.4453, 3.2605]  # MB: the whole state of each job
     assert memory.get_title() == "memory per device (MB)" and "EMA" in memory.get_ylabel()
+
+
+def test_a_continued_jobs_wall_time_counts_every_attempt(tmp_path):
+    """A job preempted after 20.2 s and continued for 29.8 s read "29.8 s" in the table's wall column."""
+    earlier = [{"status": "preempted", "wall_s": 20.2, "steps": 120}]
+    make_job(tmp_path, 0, ["rule=fsdp"], **dict(ok_metrics(3016, 0.01, 0.6), wall_s=29.8, previous_attempts=earlier))
+    make_job(tmp_path, 1, ["rule=tensor"], **ok_metrics(3016, 0.01, 0.6))
+    summary = write_summary(tmp_path, declared=["rule"])
+    lines = summary.md_path.read_text().splitlines()
+    wall = [cell.strip() for cell in lines[0].split("|")[1:-1]].index("wall")
+    assert [[cell.strip() for cell in line.split("|")[1:-1]][wall] for line in lines[2:]] == [
+        "50.0 s in 2 attempts", "12.3 s"]
+    with open(summary.csv_path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [(r["wall_s"], r["wall_s_all_attempts"]) for r in rows] == [("29.80", "50.00"), ("12.35", "12.35")]
