@@ -199,3 +199,30 @@ def test_checkpoint_saves_and_validations_are_not_step_time(tmp_path, monkeypatc
     assert metrics["median_step_s"] < 0.25, metrics["median_step_s"]
     assert metrics["samples_per_s"] == pytest.approx(metrics["config"]["data"]["batch_size"]
                                                      / metrics["median_step_s"], rel=1e-6)
+
+
+def test_the_progress_bar_shows_no_best_validation_before_the_first(monkeypatch):
+    """Before the first validation the bar read best_val=inf, as a diverged loss would."""
+    postfixes = []
+
+    class Bar:
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def update(self, n):
+            pass
+
+        def close(self):
+            pass
+
+        def set_postfix(self, **fields):
+            postfixes.append(fields)
+
+    monkeypatch.setattr(T, "tqdm", Bar)
+    model, optimizer, ema = tiny_state()
+    functions, state = T.make_step_functions(model, optimizer, None, ema=ema)
+    result = T.train(functions, state, batches(), steps=6, key=jax.random.key(0), mesh=None, batch_size=16,
+                     val_batches=[next(batches(seed=1))], log_every=2, val_every=4)
+    assert [f["step"] for f in postfixes] == [2, 4, 6]
+    assert [f["best_val"] for f in postfixes] == ["not yet", f"{result.val_history[0][1]:.4f}",
+                                                  f"{result.val_loss:.4f}"]

@@ -253,7 +253,9 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
                     elapsed = timer.window_s()  # the loss read above waited for the window's steps
                     windows.append(elapsed / window_steps)
                     bar.update(window_steps)
-                    bar.set_postfix(step=step, loss=f"{window_loss:.4f}", best_val=f"{stopper.best_loss:.4f}",
+                    # Before the first validation there is no best: "inf" read as a diverged loss.
+                    best = f"{stopper.best_loss:.4f}" if stopper.best_step is not None else "not yet"
+                    bar.set_postfix(step=step, loss=f"{window_loss:.4f}", best_val=best,
                                     samples_s=f"{batch_size * window_steps / elapsed:.0f}")
                     window_steps = 0
                     timer.start_window()
