@@ -242,3 +242,15 @@ def test_a_continued_jobs_wall_time_counts_every_attempt(tmp_path):
     with open(summary.csv_path, newline="") as f:
         rows = list(csv.DictReader(f))
     assert [(r["wall_s"], r["wall_s_all_attempts"]) for r in rows] == [("29.80", "50.00"), ("12.35", "12.35")]
+
+
+def test_a_c2st_over_several_observations_says_its_spread_is_over_them(tmp_path):
+    """Its ± was the spread over observations, the next row's over folds, and the cells read alike."""
+    several = dict(ok_metrics(3016, 0.01, 0.9094, 0.0259), c2st_sd_observations=0.0243,
+                   c2st_observations=[{"observation": k} for k in (1, 2, 3)])
+    make_job(tmp_path, 0, ["eval.observations=[1,2,3]"], **several)
+    make_job(tmp_path, 1, ["eval.observations=[1]"], **ok_metrics(3016, 0.01, 0.89, 0.0246))
+    lines = write_summary(tmp_path, declared=["eval.observations"]).md_path.read_text().splitlines()
+    c2st = [cell.strip() for cell in lines[0].split("|")[1:-1]].index("C2ST")
+    assert [[cell.strip() for cell in line.split("|")[1:-1]][c2st] for line in lines[2:]] == [
+        "0.909 ± 0.024 over 3 obs.", "0.890 ± 0.025"]
