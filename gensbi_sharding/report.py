@@ -295,6 +295,6 @@ def _placement(value: Any, sharding: Any) -> str:
 
 def _fmt(n: int) -> str:
     for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
-        if n >= scale:
+        if round(n / scale, 1) >= 1:  # by the shown digit: 999,999 B is "1.0 MB", never "1000.0 KB"
             return f"{n / scale:.1f} {unit}"
     return f"{n} B"

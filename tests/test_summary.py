@@ -254,3 +254,12 @@ def test_a_c2st_over_several_observations_says_its_spread_is_over_them(tmp_path)
     c2st = [cell.strip() for cell in lines[0].split("|")[1:-1]].index("C2ST")
     assert [[cell.strip() for cell in line.split("|")[1:-1]][c2st] for line in lines[2:]] == [
         "0.909 ± 0.024 over 3 obs.", "0.890 ± 0.025"]
+
+
+def test_a_value_just_below_a_unit_reads_in_that_unit():
+    """999,999 B read "1000.0 KB" and 0.99996 s "1000.0 ms": the rounded digit decides the unit."""
+    from gensbi_sharding.report import _fmt
+
+    assert [format_bytes(n) for n in (999_999, 999_960_000, 950)] == ["1.0 MB", "1.0 GB", "950 B"]
+    assert _fmt(999_999) == "1.0 MB" and _fmt(950) == "950 B"
+    assert [format_seconds(s) for s in (0.99996, 0.00099996, 599.97)] == ["1.0 s", "1.0 ms", "10.0 min"]

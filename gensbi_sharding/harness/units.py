@@ -22,7 +22,7 @@ def format_bytes(n: Any) -> str:
     if not is_number(n):
         return ""
     for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
-        if abs(n) >= scale:
+        if round(abs(n) / scale, 1) >= 1:  # by the shown digit: 999,999 B is "1.0 MB", never "1000.0 KB"
             return f"{n / scale:.1f} {unit}"
     return f"{int(n)} B"
 
@@ -36,9 +36,9 @@ def format_seconds(s: Any) -> str:
     """``0.0134`` -> ``"13.4 ms"``, ``52.31`` -> ``"52.3 s"``, ``4000`` -> ``"66.7 min"``."""
     if not is_number(s):
         return ""
-    if abs(s) < 1:
-        return f"{s * 1e3:.1f} ms" if abs(s) >= 1e-3 else f"{s * 1e6:.1f} us"
-    return f"{s:.1f} s" if s < 600 else f"{s / 60:.1f} min"
+    if round(abs(s), 1) < 1:  # by the shown digit, as format_bytes: 0.99996 s is "1.0 s", never "1000.0 ms"
+        return f"{s * 1e3:.1f} ms" if round(abs(s) * 1e3, 1) >= 1 else f"{s * 1e6:.1f} us"
+    return f"{s:.1f} s" if round(s, 1) < 600 else f"{s / 60:.1f} min"
 
 
 def format_c2st(mean: Any, std: Any = None) -> str:
