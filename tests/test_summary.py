@@ -263,3 +263,21 @@ def test_a_value_just_below_a_unit_reads_in_that_unit():
     assert [format_bytes(n) for n in (999_999, 999_960_000, 950)] == ["1.0 MB", "1.0 GB", "950 B"]
     assert _fmt(999_999) == "1.0 MB" and _fmt(950) == "950 B"
     assert [format_seconds(s) for s in (0.99996, 0.00099996, 599.97)] == ["1.0 s", "1.0 ms", "10.0 min"]
+
+
+def test_the_sweep_plot_marks_jobs_not_run_or_preempted_as_such_not_failed(tmp_path, monkeypatch):
+    """A stopped sweep's plot drew "failed" in red for its jobs never started and its preempted one,
+    and its title counted them as failed ("4 jobs, 3 failed")."""
+    from gensbi_sharding.harness import plots
+
+    figures = []
+    monkeypatch.setattr(plots, "_save", lambda fig, path, title: figures.append(fig) or path)
+    statuses = ["ok", "error", "preempted", "not run"]
+    rows = [{"job": str(i), "overrides": {"rule": rule}, "metrics": dict(ok_metrics(3016, 0.01, 0.6), status=status)
+             if status == "ok" else {"status": status}}
+            for i, (rule, status) in enumerate(zip(("replicated", "fsdp", "tensor", "fsdp_tensor"), statuses))]
+    plots.plot_sweep(rows, ["rule"], tmp_path / "sweep.png")
+    fig = figures[0]
+    assert fig._suptitle.get_text() == "4 jobs, 1 failed, 1 preempted, 1 not run; swept: rule"
+    marks = {(t.get_text(), t.get_color()) for t in fig.axes[0].texts}
+    assert marks == {("failed", "red"), ("preempted", "gray"), ("not run", "gray")}

@@ -10,6 +10,7 @@ untouched) and are written atomically (``outputs.write_atomic``).
 from __future__ import annotations
 
 import io
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -115,6 +116,14 @@ def posterior_title(*, task: str, observation: int, rule: str, mesh_shape: Seque
     return f"{task}, observation {observation} | rule {rule} on mesh {mesh}{score}"
 
 
+def _status_word(status: Any) -> str:
+    """How a job that has no bar is marked: "" for a completed job, "failed" for one that failed
+    (``error``, a damaged record), else its status as recorded (``not run``, ``preempted``, ...)."""
+    if status == "ok":
+        return ""
+    return "failed" if status in (None, "error", "damaged") else str(status)
+
+
 def _scale(values: Sequence[float]) -> tuple[float, str]:
     top = max([v for v in values if is_number(v)], default=0)
     for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
@@ -142,9 +151,10 @@ def plot_sweep(rows: Sequence[dict[str, Any]], keys: Sequence[str], path: Path, 
 
     Jobs are grouped on the x axis by every swept key but the last, and coloured by the last
     one (one swept key: one bar per value). A failed job is marked "failed" where its bar
-    would be. Train sweeps: memory per device (parameters, with optimizer state stacked
-    lighter and the EMA of the weights hatched: the state a device holds), median step time,
-    C2ST with its spread and the 0.5 line. Dry runs: memory per device of one step and bytes
+    would be, one that never ran or was stopped by its status ("not run", "preempted"). Train
+    sweeps: memory per device (parameters, with optimizer state stacked lighter and the EMA of
+    the weights hatched: the state a device holds), median step time, C2ST with its spread and
+    the 0.5 line. Dry runs: memory per device of one step and bytes
     of collectives per step.
 
     Parameters
@@ -181,9 +191,9 @@ def plot_sweep(rows: Sequence[dict[str, Any]], keys: Sequence[str], path: Path, 
             color = f"C{hues.index(hue) % 10}"
             values = measured(row, metric_keys)
             if row["metrics"].get("status") != "ok" or not is_number(values[0]):
-                failed = row["metrics"].get("status") != "ok"
-                ax.text(x, ax.get_ylim()[0], "failed" if failed else "n/a", rotation=90, ha="center", va="bottom",
-                        fontsize="small", color="red" if failed else "gray")
+                status = _status_word(row["metrics"].get("status"))  # "not run", "preempted": not failures
+                ax.text(x, ax.get_ylim()[0], status or "n/a", rotation=90, ha="center", va="bottom",
+                        fontsize="small", color="red" if status == "failed" else "gray")
                 continue
             bottom = 0.0
             for i, value in enumerate(values):
@@ -206,8 +216,9 @@ def plot_sweep(rows: Sequence[dict[str, Any]], keys: Sequence[str], path: Path, 
     if hue_key:
         handles, labels = axes[0].get_legend_handles_labels()
         axes[0].legend(handles, labels, title=hue_key, fontsize="small")
-    failed = sum(r["metrics"].get("status") != "ok" for r in rows)
-    title = title or (f"{len(rows)} jobs" + (f", {failed} failed" if failed else "")
+    # Each status counted apart: a job never started, or preempted, is not a failed one.
+    counts = Counter(_status_word(r["metrics"].get("status")) for r in rows)
+    title = title or (f"{len(rows)} jobs" + "".join(f", {n} {word}" for word, n in counts.items() if word)
                       + (f"; swept: {', '.join(keys)}" if keys else ""))
     fig.suptitle(title)
     fig.tight_layout()
