@@ -69,7 +69,8 @@ def measured(place, model: Stack, mesh, rule: str) -> tuple[float, float]:
     start = time.perf_counter()
     place(model, mesh, rule)
     jax.block_until_ready(leaves(model))
-    return time.perf_counter() - start, (resident_kb("VmHWM") - before) / 1024
+    # /proc's "kB" are KiB: in MB (1e6 bytes), as the model's size is printed ("(269 MB)"), not MiB.
+    return time.perf_counter() - start, (resident_kb("VmHWM") - before) * 1024 / 1e6
 
 
 def main() -> int:

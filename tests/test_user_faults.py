@@ -528,3 +528,15 @@ def test_an_untraceable_constructor_is_refused_where_it_must_be_traced(tmp_path,
     assert ("cannot be traced (GenSBI's pos1d id embedding: model.id_embedding_strategy=[pos1d,pos1d]; absolute "
             "or rope1d can be traced)") in metrics["error"]
     assert "\n" not in metrics["error"]
+
+
+@pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="Linux /proc only")
+def test_shard_model_benchmark_reports_its_peak_in_mb_not_mib():
+    """Its "peak (MB)" column divided /proc's KiB by 1024 (MiB, 4.9 % less), beside a model size in MB."""
+    code = ("import sys, numpy as np; sys.path.insert(0, 'benchmarks'); import shard_model as b\n"
+            "held = []\n"
+            "place = lambda model, mesh, rule: held.append(np.ones(25_000_000))  # 200,000,000 bytes touched\n"
+            "print(b.measured(place, b.Stack(1, 8), None, 'replicated')[1])")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert 198 <= float(proc.stdout.split()[-1]) <= 206  # MB; in MiB it read 190.7
