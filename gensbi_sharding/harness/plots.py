@@ -154,8 +154,7 @@ def plot_sweep(rows: Sequence[dict[str, Any]], keys: Sequence[str], path: Path, 
     would be, one that never ran or was stopped by its status ("not run", "preempted"). Train
     sweeps: memory per device (parameters, with optimizer state stacked lighter and the EMA of
     the weights hatched: the state a device holds), median step time, C2ST with its spread and
-    the 0.5 line. Dry runs: memory per device of one step and bytes
-    of collectives per step.
+    the 0.5 line. Dry runs: memory per device of one step and bytes of collectives per step.
 
     Parameters
     ----------
@@ -178,6 +177,7 @@ def plot_sweep(rows: Sequence[dict[str, Any]], keys: Sequence[str], path: Path, 
     panel_width = min(10.0, max(3.8, 0.45 * len(rows) + 1.5))
     fig, axes = _figure(panel_width * len(panels), 4.2 + 0.3 * len(group_keys), ncols=len(panels))
     width = 0.8 / len(hues)
+
     def measured(row: dict[str, Any], metric_keys: list[str]) -> list[Any]:
         # The memory panel stacks the whole state (the EMA too): "memory per device" left it out.
         return memory_parts(row["metrics"]) if "ema" in metric_keys else [row["metrics"].get(k) for k in metric_keys]
