@@ -160,3 +160,22 @@ def test_a_step_validated_again_on_resume_counts_once(tmp_path):
                                  resume_dir=earlier / "checkpoints" / "4")
     assert second.val_step.tolist() == [2, 4, 6]
     assert second.val_losses.tolist() == pytest.approx([0.7, 0.5, 0.4])
+
+
+def test_a_sweep_jobs_device_peak_is_its_own_not_an_earlier_jobs(monkeypatch):
+    """The allocator's peak is the process's: in a multirun sharing one process, a small job after a
+    large one reported the large one's peak (e.g. fsdp after replicated: 5.0 GB, its own 1.2 GB)."""
+    from gensbi_sharding.harness import devices
+
+    peaks = iter([0, 5_000_000_000, 5_000_000_000, 5_000_000_000, 5_000_000_000, 7_000_000_000])
+
+    class Device:
+        def memory_stats(self):
+            return {"peak_bytes_in_use": next(peaks)}
+
+    monkeypatch.setattr(devices.jax, "local_devices", lambda: [Device()])
+    jobs = [devices.job_peak_metrics(devices.peak_bytes_in_use(), devices.peak_bytes_in_use()) for _ in range(3)]
+    assert jobs == [{"device_peak_bytes": 5_000_000_000},  # the first job raised the peak: its own
+                    {"device_peak_bytes": None, "device_peak_bytes_at_most": 5_000_000_000},  # only bounded
+                    {"device_peak_bytes": 7_000_000_000}]  # a new high: its own again
+    assert devices.job_peak_metrics(None, None) == {"device_peak_bytes": None}  # XLA:CPU keeps no statistics

@@ -20,7 +20,7 @@ import jax
 from gensbi_sharding.harness.config import ConfigError
 
 __all__ = ["DEFAULT_CPU_COUNT", "resolve_cpu_count", "configure_devices", "initialize_distributed",
-           "check_coordinator", "peak_bytes_in_use"]
+           "check_coordinator", "peak_bytes_in_use", "job_peak_metrics"]
 
 #: Simulated CPU devices when neither the config nor the environment names a count.
 DEFAULT_CPU_COUNT = 8
@@ -144,6 +144,20 @@ def peak_bytes_in_use() -> int | None:
     peaks = [stats["peak_bytes_in_use"] for stats in (d.memory_stats() for d in jax.local_devices())
              if stats and "peak_bytes_in_use" in stats]
     return max(peaks) if peaks else None
+
+
+def job_peak_metrics(before: int | None, after: int | None) -> dict[str, int | None]:
+    """A job's ``device_peak_bytes`` from ``peak_bytes_in_use()`` at its start and at its end.
+
+    The allocator's peak is the process's high-water mark, never reset: the jobs of a multirun
+    that share one process (Hydra's basic launcher) would each report the largest peak of the
+    jobs before them. A peak that rose during the job is the job's own; one that did not only
+    bounds it: then ``device_peak_bytes`` is None and ``device_peak_bytes_at_most`` holds the
+    bound. Both None where the backend keeps no statistics (XLA:CPU).
+    """
+    if after is not None and before is not None and after <= before:
+        return {"device_peak_bytes": None, "device_peak_bytes_at_most": after}
+    return {"device_peak_bytes": after}
 
 
 def initialize_distributed(mode: str, *, coordinator_address: str | None = None,

@@ -22,8 +22,8 @@ from omegaconf import DictConfig, OmegaConf
 from gensbi_sharding.harness import console, loss_history, outputs, run_folder, run_report, sweep_hints
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.config_checks import no_mesh_problem, scored_observations, validate
-from gensbi_sharding.harness.devices import (configure_devices, initialize_distributed, peak_bytes_in_use,
-                                             resolve_cpu_count)
+from gensbi_sharding.harness.devices import (configure_devices, initialize_distributed, job_peak_metrics,
+                                             peak_bytes_in_use, resolve_cpu_count)
 from gensbi_sharding.harness.dry_run import dry_run_metrics
 from gensbi_sharding.harness.hints import mesh_devices_problem, model_axis_problem, overrides_named
 from gensbi_sharding.harness.local_cluster import run_local_processes, watch_parent
@@ -164,6 +164,7 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
         console.set_process(jax.process_index(), jax.process_count())
     log.info("process %d of %d, %d devices (%d local, %s)", jax.process_index(), jax.process_count(),
              jax.device_count(), jax.local_device_count(), jax.default_backend())
+    peak_before = peak_bytes_in_use()  # the process's: an earlier job of a multirun may have set it
 
     if (problem := platform_problem(cfg.model, jax.default_backend())) is not None:  # else: at compile time
         raise ConfigError(problem)
@@ -303,9 +304,12 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
                                                          mesh_shape=metrics["mesh_shape"], c2st=c, c2st_sd=sd)))
         log.info("C2ST %.3f (0.5 = indistinguishable from the reference posterior)", metrics["c2st"])
 
-    metrics["device_peak_bytes"] = peak_bytes_in_use()  # GPU/TPU: the allocator's peak; None on CPU
+    metrics.update(job_peak_metrics(peak_before, peak_bytes_in_use()))  # GPU/TPU: the allocator's; None on CPU
     if metrics["device_peak_bytes"] is not None:
         log.info("peak device memory %s", format_bytes(metrics["device_peak_bytes"]))
+    elif metrics.get("device_peak_bytes_at_most") is not None:
+        log.info("peak device memory at most %s (an earlier job in this process peaked higher: not measurable)",
+                 format_bytes(metrics["device_peak_bytes_at_most"]))
     log.info("[7/7] outputs: %s", out)
     if run_folder.is_writer():
         outputs.write_atomic(out / "sharding.txt", sharding_table)
