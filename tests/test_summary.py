@@ -281,3 +281,12 @@ def test_the_sweep_plot_marks_jobs_not_run_or_preempted_as_such_not_failed(tmp_p
     assert fig._suptitle.get_text() == "4 jobs, 1 failed, 1 preempted, 1 not run; swept: rule"
     marks = {(t.get_text(), t.get_color()) for t in fig.axes[0].texts}
     assert marks == {("failed", "red"), ("preempted", "gray"), ("not run", "gray")}
+
+
+def test_the_sweep_console_line_counts_each_status_as_the_plot_does():
+    # "Sweep summary (4 jobs, 3 failed)" for a stopped sweep with one failed, one preempted and one job not run.
+    from gensbi_sharding.harness.plots import status_counts
+
+    assert status_counts(["ok", "error", "preempted", "not run"]) == ", 1 failed, 1 preempted, 1 not run"
+    assert status_counts(["ok", "ok"]) == ", 0 failed"
+    assert status_counts([None, "damaged", "interrupted"]) == ", 2 failed, 1 interrupted"

@@ -20,7 +20,8 @@ import numpy as np
 from gensbi_sharding.harness.outputs import write_atomic
 from gensbi_sharding.harness.units import c2st_spread, format_c2st, is_number
 
-__all__ = ["window_means", "plot_losses", "memory_parts", "plot_sweep", "posterior_title"]
+__all__ = ["window_means", "plot_losses", "memory_parts", "plot_sweep", "posterior_title", "status_word",
+           "status_counts"]
 
 
 def window_means(steps: np.ndarray, losses: np.ndarray, window: int,
@@ -116,12 +117,19 @@ def posterior_title(*, task: str, observation: int, rule: str, mesh_shape: Seque
     return f"{task}, observation {observation} | rule {rule} on mesh {mesh}{score}"
 
 
-def _status_word(status: Any) -> str:
+def status_word(status: Any) -> str:
     """How a job that has no bar is marked: "" for a completed job, "failed" for one that failed
     (``error``, a damaged record), else its status as recorded (``not run``, ``preempted``, ...)."""
     if status == "ok":
         return ""
     return "failed" if status in (None, "error", "damaged") else str(status)
+
+
+def status_counts(statuses: Sequence[Any]) -> str:
+    """", 1 failed, 1 preempted, 1 not run" for the jobs' recorded statuses: each counted apart (a job never
+    started, or preempted, is not a failed one); "failed" always, ", 0 failed" when none did."""
+    counts = Counter(status_word(s) for s in statuses)
+    return f", {counts.pop('failed', 0)} failed" + "".join(f", {n} {word}" for word, n in counts.items() if word)
 
 
 def _scale(values: Sequence[float]) -> tuple[float, str]:
@@ -191,7 +199,7 @@ def plot_sweep(rows: Sequence[dict[str, Any]], keys: Sequence[str], path: Path, 
             color = f"C{hues.index(hue) % 10}"
             values = measured(row, metric_keys)
             if row["metrics"].get("status") != "ok" or not is_number(values[0]):
-                status = _status_word(row["metrics"].get("status"))  # "not run", "preempted": not failures
+                status = status_word(row["metrics"].get("status"))  # "not run", "preempted": not failures
                 ax.text(x, ax.get_ylim()[0], status or "n/a", rotation=90, ha="center", va="bottom",
                         fontsize="small", color="red" if status == "failed" else "gray")
                 continue
@@ -216,8 +224,7 @@ def plot_sweep(rows: Sequence[dict[str, Any]], keys: Sequence[str], path: Path, 
     if hue_key:
         handles, labels = axes[0].get_legend_handles_labels()
         axes[0].legend(handles, labels, title=hue_key, fontsize="small")
-    # Each status counted apart: a job never started, or preempted, is not a failed one.
-    counts = Counter(_status_word(r["metrics"].get("status")) for r in rows)
+    counts = Counter(status_word(r["metrics"].get("status")) for r in rows)  # each status apart, as status_counts
     title = title or (f"{len(rows)} jobs" + "".join(f", {n} {word}" for word, n in counts.items() if word)
                       + (f"; swept: {', '.join(keys)}" if keys else ""))
     fig.suptitle(title)

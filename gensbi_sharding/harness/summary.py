@@ -28,6 +28,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness.outputs import read_metrics, write_atomic
+from gensbi_sharding.harness.plots import status_counts
 from gensbi_sharding.harness.sweep_hints import job_configuration, never_started, sweep_jobs
 from gensbi_sharding.harness.units import (c2st_spread, format_bytes, format_c2st, format_count, format_seconds,
                                           is_number)
@@ -329,7 +330,7 @@ class SweepSummary(Callback):
         if summary is None:
             log.warning("multirun finished with no job metrics under %s", sweep_dir)
             return
-        failed = sum(row["metrics"].get("status") != "ok" for row in summary.rows)
+        counts = status_counts([row["metrics"].get("status") for row in summary.rows])  # preempted is not failed
         plot = f", plot {summary.png_path.name}" if summary.png_path else ""
-        print(f"\nSweep summary ({len(summary.rows)} jobs, {failed} failed): {summary.csv_path}{plot}\n"
+        print(f"\nSweep summary ({len(summary.rows)} jobs{counts}): {summary.csv_path}{plot}\n"
               f"{summary.text}", flush=True)
