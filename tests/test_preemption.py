@@ -638,7 +638,8 @@ def test_sigterm_then_the_same_command_requeued(tmp_path, devices):
     # every file is group-writable as Hydra's own are (case 4).
     out, cwd = tmp_path / "run", tmp_path
     command = ("train.steps=100", "train.log_every=50", "train.resume=auto", f"hydra.run.dir={out}")
-    env = {"XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
+    # The session's compile flags kept (conftest): the losses are compared with a run of this process.
+    env = {"XLA_FLAGS": f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=4".strip()}
     first = _launch(*command, env=env, cwd=cwd, umask=0o002)
     try:
         _wait_for(out / "launch.log", "[5/7] train", first)
