@@ -179,3 +179,12 @@ def test_a_sweep_jobs_device_peak_is_its_own_not_an_earlier_jobs(monkeypatch):
                     {"device_peak_bytes": None, "device_peak_bytes_at_most": 5_000_000_000},  # only bounded
                     {"device_peak_bytes": 7_000_000_000}]  # a new high: its own again
     assert devices.job_peak_metrics(None, None) == {"device_peak_bytes": None}  # XLA:CPU keeps no statistics
+
+
+def test_the_final_line_of_a_run_that_only_evaluated_says_whose_speed_it_shows(tmp_path):
+    # A continued run that only evaluated takes its training figures from the last attempt that trained
+    # (training_figures_from_attempt); its final line gave that speed as if this attempt had measured it.
+    evaluated = {"status": "ok", "wall_s": 12.0, "c2st": 0.6, "c2st_sd_folds": 0.01, "samples_per_s": 18345.0,
+                 "steps": 0, "training_figures_from_attempt": 1}
+    assert final_line(evaluated, tmp_path) == (f"done in 12.0 s: C2ST 0.600 ± 0.010, 18,345 samples/s (median step "
+                                               f"of attempt 1, which trained); outputs in {tmp_path}")

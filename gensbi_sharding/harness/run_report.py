@@ -154,7 +154,9 @@ def final_line(metrics: dict[str, Any], out: Path) -> str:
     parts = [f"C2ST {c2st}"] if c2st else []
     if is_number(metrics.get("samples_per_s")):  # none when this attempt trained nothing (it evaluated)
         # From the median step, as metrics.json has it: checkpoints, validations and stalls left out.
-        parts.append(f"{format_count(metrics['samples_per_s'])} samples/s (median step)")
+        earlier = metrics.get("training_figures_from_attempt")  # this attempt only evaluated: whose speed it is
+        parts.append(f"{format_count(metrics['samples_per_s'])} samples/s (median step"
+                     + (f" of attempt {earlier}, which trained)" if earlier else ")"))
     return f"done in {wall}: {', '.join(parts) or 'no training left'}; outputs in {out}"
 
 
