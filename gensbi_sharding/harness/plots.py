@@ -125,11 +125,13 @@ def status_word(status: Any) -> str:
     return "failed" if status in (None, "error", "damaged") else str(status)
 
 
-def status_counts(statuses: Sequence[Any]) -> str:
+def status_counts(statuses: Sequence[Any], *, zero_failed: bool = True) -> str:
     """", 1 failed, 1 preempted, 1 not run" for the jobs' recorded statuses: each counted apart (a job never
-    started, or preempted, is not a failed one); "failed" always, ", 0 failed" when none did."""
+    started, or preempted, is not a failed one), failed first; ", 0 failed" when none did, unless not ``zero_failed``."""
     counts = Counter(status_word(s) for s in statuses)
-    return f", {counts.pop('failed', 0)} failed" + "".join(f", {n} {word}" for word, n in counts.items() if word)
+    failed = counts.pop("failed", 0)
+    return (f", {failed} failed" if failed or zero_failed else "") + "".join(
+        f", {n} {word}" for word, n in counts.items() if word)
 
 
 def _scale(values: Sequence[float]) -> tuple[float, str]:
@@ -224,8 +226,8 @@ def plot_sweep(rows: Sequence[dict[str, Any]], keys: Sequence[str], path: Path, 
     if hue_key:
         handles, labels = axes[0].get_legend_handles_labels()
         axes[0].legend(handles, labels, title=hue_key, fontsize="small")
-    counts = Counter(status_word(r["metrics"].get("status")) for r in rows)  # each status apart, as status_counts
-    title = title or (f"{len(rows)} jobs" + "".join(f", {n} {word}" for word, n in counts.items() if word)
+    counts = status_counts([r["metrics"].get("status") for r in rows], zero_failed=False)
+    title = title or (f"{len(rows)} jobs{counts}"
                       + (f"; swept: {', '.join(keys)}" if keys else ""))
     fig.suptitle(title)
     fig.tight_layout()
