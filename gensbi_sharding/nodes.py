@@ -15,7 +15,7 @@ from flax import nnx
 from jax.sharding import AbstractMesh, Mesh
 
 __all__ = ["is_int", "is_array", "is_scalar", "path_name", "check_mesh", "is_node", "check_node", "node_state",
-           "abstract_state", "placed_dtype", "eval_shape_off_mesh", "call_traced"]
+           "array_variables", "check_plan_fits", "abstract_state", "placed_dtype", "eval_shape_off_mesh", "call_traced"]
 
 
 def is_int(x: Any) -> bool:
@@ -76,6 +76,36 @@ def node_state(tree: Any) -> Any:
     def module_like(x: Any) -> bool:
         return nnx.graph.is_graph_node(x) and not isinstance(x, nnx.Variable)
     return nnx.state(tree) if any(map(module_like, jax.tree.leaves(tree, is_leaf=module_like))) else tree
+
+
+def array_variables(node: Any) -> list[tuple[str, Any]]:
+    """``("a/b/c", variable)`` for every ``nnx.Variable`` of ``node`` holding an array or ``jax.ShapeDtypeStruct``:
+    what a plan places (scalars, e.g. a Python step count, are kept as values), in graph order."""
+    found = []
+    for path, var in nnx.graph.iter_graph(node):
+        if isinstance(var, nnx.Variable) and (is_array(value := var.get_value())
+                                              or isinstance(value, jax.ShapeDtypeStruct)):
+            found.append((path_name(path), var))
+    return found
+
+
+def check_plan_fits(planned: dict[str, Any], node: Any, caller: str) -> list[tuple[str, Any]]:
+    """``array_variables(node)``, or a ``ValueError`` naming those a plan (path -> shape, None: not recorded) lacks
+    or planned at another shape: a plan made for another node used to skip them silently, moving nothing."""
+    variables = array_variables(node)
+    missing = [path for path, _ in variables if path not in planned]
+    reshaped = [f"{path} is {tuple(var.get_value().shape)}, planned {planned[path]}" for path, var in variables
+                if planned.get(path) is not None and tuple(var.get_value().shape) != tuple(planned[path])]
+    if not (missing or reshaped):
+        return variables
+    def listing(items):
+        return ", ".join(items[:3]) + (f" and {len(items) - 3} more" if len(items) > 3 else "")
+    mine = {path for path, _ in variables}
+    parts = [f"{len(missing)} of the node's {len(variables)} array variable(s) are not in the plan ({listing(missing)}; the "
+             f"plan's paths: {listing([path for path in planned if path not in mine]) or 'none other'})"] * bool(missing)
+    parts += [f"{len(reshaped)} of another shape ({listing(reshaped)})"] * bool(reshaped)
+    raise ValueError(f"{caller}: the plan was made for another node: " + "; ".join(parts) + "; plan this node "
+                     "instead: plan_shardings(node, plan.mesh, plan.rule)")
 
 
 def abstract_state(node: Any, sharding_for: Callable[[str, Any], jax.sharding.Sharding | None]) -> nnx.State:

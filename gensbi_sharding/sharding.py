@@ -15,7 +15,8 @@ import jax
 from flax import nnx
 from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec as P
 
-from gensbi_sharding.nodes import abstract_state, check_mesh, check_node, is_array, is_int, is_node, path_name
+from gensbi_sharding.nodes import (abstract_state, array_variables, check_mesh, check_node, check_plan_fits, is_int,
+                                   is_node, path_name)
 from gensbi_sharding.rules import (RULES, Rule, RuleTable, axes, logical_axes_of, partition_spec_for, partitioned,
                                    resolve_rule)
 
@@ -45,12 +46,15 @@ class Plan:
         ``"a/b/c"`` graph path -> spec, for every variable whose value is an array or ``jax.ShapeDtypeStruct``.
     fallbacks : dict of str to str
         Path -> reason, for each variable replicated against its annotation (or a bare ``nnx.Param``).
+    shapes : dict of str to tuple of int, optional
+        Path -> the shape planned, so ``place`` and ``abstract_state`` refuse a node of other shapes.
     """
 
     mesh: Mesh
     rule: Rule
     specs: dict[str, P]
     fallbacks: dict[str, str]
+    shapes: dict[str, tuple[int, ...]] = dataclasses.field(default_factory=dict)
 
     def sharding(self, path: str) -> NamedSharding:
         """The ``NamedSharding`` of the variable at ``path``.
@@ -128,8 +132,14 @@ class Plan:
         Parameters
         ----------
         node : NNX graph node
-            The node planned (or one with the same paths), concrete or abstract.
+            The node planned (or one with the same paths and shapes), concrete or abstract.
+
+        Raises
+        ------
+        ValueError
+            If a variable of ``node`` is not in the plan, or is at another shape (a plan made for another node).
         """
+        check_plan_fits({path: self.shapes.get(path) for path in self.specs}, node, "Plan.abstract_state")
         return abstract_state(node, lambda path, value: self.sharding(path) if path in self.specs else None)
 
 
@@ -157,13 +167,10 @@ def plan_shardings(node: Any, mesh: Mesh, rule: str | RuleTable | Rule = "replic
     rule = resolve_rule(rule)
     check_mesh(mesh, optional=False)
     check_node(node, "plan_shardings")
-    specs, fallbacks = {}, {}
-    for path, var in nnx.graph.iter_graph(node):
-        if not isinstance(var, nnx.Variable):
-            continue
-        value, key, spec = var.get_value(), path_name(path), P()
-        if not (is_array(value) or isinstance(value, jax.ShapeDtypeStruct)):
-            continue
+    specs, fallbacks, shapes = {}, {}, {}
+    for key, var in array_variables(node):
+        value, spec = var.get_value(), P()
+        shapes[key] = tuple(value.shape)
         if rule.reads_annotations:
             names = logical_axes_of(var)
             spec, reason = partition_spec_for(names, value.shape, rule.table, mesh)
@@ -172,7 +179,7 @@ def plan_shardings(node: Any, mesh: Mesh, rule: str | RuleTable | Rule = "replic
             if reason is not None:
                 fallbacks[key] = reason
         specs[key] = spec
-    return Plan(mesh, rule, specs, fallbacks)
+    return Plan(mesh, rule, specs, fallbacks, shapes)
 
 
 def place(node: Any, plan: Plan) -> None:
@@ -184,13 +191,16 @@ def place(node: Any, plan: Plan) -> None:
     Parameters
     ----------
     node : NNX graph node
-        Unplanned variables are left alone.
+        The node ``plan`` was made for (or one with the same paths and shapes).
     plan : Plan
+
+    Raises
+    ------
+    ValueError
+        If a variable of ``node`` is not in ``plan``, or is at another shape (a plan made for another node), before
+        anything moves.
     """
-    for path, var in nnx.graph.iter_graph(node):
-        key = path_name(path)
-        if not isinstance(var, nnx.Variable) or key not in plan.specs:
-            continue
+    for key, var in check_plan_fits({path: plan.shapes.get(path) for path in plan.specs}, node, "place"):
         value, target = var.get_value(), plan.sharding(key)
         if isinstance(value, jax.Array) and value.sharding.is_equivalent_to(target, value.ndim):
             continue

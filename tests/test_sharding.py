@@ -369,6 +369,34 @@ def test_idempotent_keeps_buffers_and_re_places_on_change():
     np.testing.assert_array_equal(model.up.kernel[...], values)  # values never change
 
 
+def test_a_plan_made_for_another_node_is_refused_naming_the_paths(devices):
+    # Was silent: place skipped every variable whose path the plan lacked (a plan of (model, optimizer) used on the
+    # model: "0/up/kernel" against "up/kernel"), moving nothing; Plan.abstract_state left them concrete.
+    mesh = make_mesh(model_axis=2)
+    model = Tiny(rngs=nnx.Rngs(0))
+    optimizer = nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)
+    pair_plan = gs.plan_shardings((model, optimizer), mesh, "tensor")
+    assert pair_plan.shapes["0/up/kernel"] == (8, 16) and pair_plan.shapes["0/count"] == ()
+    for call, caller in ((lambda: gs.place(model, pair_plan), "place"),
+                         (lambda: pair_plan.abstract_state(model), "Plan.abstract_state")):
+        with pytest.raises(ValueError) as error:
+            call()
+        assert str(error.value).startswith(f"{caller}: the plan was made for another node: 6 of the node's 6 array "
+                                           "variable(s) are not in the plan (count, down/bias, down/kernel and 3 more;"
+                                           " the plan's paths: 0/count, 0/down/bias, 0/down/kernel and ")
+        assert str(error.value).endswith("plan this node instead: plan_shardings(node, plan.mesh, plan.rule)")
+    assert gs.sharding_of(model)["up/kernel"].device_set == {jax.devices()[0]}  # nothing moved
+    wider = Tiny(rngs=nnx.Rngs(0))  # the same paths, another width: the plan's splits need not fit it
+    wider.up = nnx.Linear(8, 24, kernel_init=gs.partitioned(nnx.initializers.lecun_normal(), ("embed", "mlp")),
+                          rngs=nnx.Rngs(1))
+    with pytest.raises(ValueError, match=r"2 of another shape \(up/bias is \(24,\), planned \(16,\), up/kernel is "
+                                         r"\(8, 24\), planned \(8, 16\)\)"):
+        gs.place(wider, gs.plan_shardings(Tiny(rngs=nnx.Rngs(0)), mesh, "tensor"))
+    gs.place((model, optimizer), pair_plan)  # its own plan places it
+    assert same_placement(placed(model, "up/kernel"), mesh, P(None, "model"), 2)
+    assert same_placement(placed(optimizer, "opt_state/0/mu/up/kernel"), mesh, P(None, "model"), 2)
+
+
 def test_optimizer_state_follows_its_params():
     model = Tiny(rngs=nnx.Rngs(0))
     optimizer = nnx.Optimizer(model, optax.adamw(1e-3), wrt=nnx.Param)
