@@ -130,9 +130,12 @@ def test_a_dry_run_reports_the_state_per_device_a_real_run_reports(tmp_path, dev
     real = run_tiny(tmp_path / "real", *overrides)
     dry = run_tiny(tmp_path / "dry", "dry_run=true", *overrides)
     assert real["status"] == dry["status"] == "ok"
-    keys = ("param_count", "param_bytes_per_device", "opt_bytes_per_device", "state_bytes_per_device")
+    keys = ("param_count", "param_bytes_per_device", "opt_bytes_per_device", "state_bytes_per_device",
+            "ema_bytes_per_device", "best_weights_bytes_per_device")
     assert {k: dry[k] for k in keys} == {k: real[k] for k in keys}
     assert dry["param_bytes_per_device"] > 0 and dry["opt_bytes_per_device"] > dry["param_bytes_per_device"]
+    # The copy of the best weights early stopping keeps on the device: the EMA's size (the quick preset has one).
+    assert dry["best_weights_bytes_per_device"] == dry["ema_bytes_per_device"] == dry["param_bytes_per_device"]
 
 
 def test_a_dry_run_refuses_what_strict_refuses_in_training(tmp_path, devices):

@@ -78,6 +78,45 @@ def test_block_lists_only_variables_that_look_unannotated(devices):
     assert verbose[-1] == "every variable's placement: sharding.txt"  # the table follows on the console
 
 
+def test_the_best_weights_early_stopping_keeps_on_the_device_are_counted(devices, tmp_path):
+    # Was: every training run validates and keeps a device copy of the validated weights (the EMA, else the
+    # model), placed alike, yet no figure counted it: the placement block, sharding.txt, metrics.json, the dry
+    # run and the sweep plot reported the state without it (replicated, a device held a quarter more).
+    from gensbi_sharding.harness.ema import EMA
+    from gensbi_sharding.harness.plots import memory_parts
+    from gensbi_sharding.harness.run_report import state_figures
+    from gensbi_sharding.harness.validation import EarlyStopping, record_validation
+
+    mesh, nodes, _, annotations = placed("fsdp", 2)
+    for ema in (None, EMA(nodes["model"], 0.999)):
+        with_ema = {**nodes, **({"ema": ema} if ema is not None else {})}
+        functions, state = train.make_step_functions(nodes["model"], nodes["optimizer"], mesh, ema=ema)
+        stopper = EarlyStopping()
+        record_validation(stopper, functions, state, 1, 0.5)  # what the loop holds from the first validation
+        held = max(bytes_per_device(stopper.best_weights).values())
+        figures = state_figures(with_ema, mesh)
+        copied = ema if ema is not None else nodes["model"]  # the whole model's state without an EMA
+        assert figures["best_weights_bytes_per_device"] == held == max(bytes_per_device(copied).values())
+        assert figures["ema_bytes_per_device"] == (held if ema is not None else 0)
+    assert held == figures["param_bytes_per_device"] > 0  # the EMA: one more copy of the parameters
+    report = describe(with_ema, mesh)
+    block = placement_block(report, rule_name="fsdp", param_count=1, param_bytes=1, opt_bytes=1, fallbacks={},
+                            whole=[], hint=None, ema_bytes=held, best_bytes=held)
+    assert block[1].endswith(f", EMA {format_bytes(held)}, best weights kept for early stopping {format_bytes(held)}")
+    table = variable_table(report, annotations, {}, best_bytes=held)
+    assert table.splitlines()[2] == ("plus the best weights early stopping keeps (a copy of the ema below, placed "
+                                     f"alike): {format_bytes(held)} per device")
+    # The sweep plot stacks it on the state; an older folder without the figure draws the state alone.
+    assert memory_parts(figures) == [figures["param_bytes_per_device"], figures["opt_bytes_per_device"],
+                                     figures["state_bytes_per_device"] - figures["param_bytes_per_device"]
+                                     - figures["opt_bytes_per_device"], held]
+    assert memory_parts({**figures, "best_weights_bytes_per_device": None})[3] is None
+    dry = {"status": "ok", "wall_s": 3.1, "dry_run": {"memory": {}}, "step_memory_bytes_per_device": 1_900_000,
+           "collective_bytes_per_step": 620_000, "best_weights_bytes_per_device": 300_000}
+    assert final_line(dry, tmp_path).startswith("dry run done in 3.1 s: 1.9 MB per device (+ 300.0 KB of best "
+                                                "weights kept for early stopping), 620.0 KB of collectives")
+
+
 def test_a_rule_that_splits_nothing_says_so_and_names_the_override():
     tensor, fsdp = dict(RULES["tensor"]), dict(RULES["fsdp"])
     hint = splits_nothing_hint({"data": 8, "model": 1}, tensor, "tensor", "auto")

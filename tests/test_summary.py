@@ -215,18 +215,26 @@ def test_the_sweep_plots_memory_panel_stacks_the_whole_state_the_ema_too(tmp_pat
 
     figures = []
     monkeypatch.setattr(plots, "_save", lambda fig, path, title: figures.append(fig) or path)
-    replicated = dict(ok_metrics(815112, 0.03, 0.85), opt_bytes_per_device=1630236, state_bytes_per_device=3260460)
-    no_ema = dict(ok_metrics(815112, 0.03, 0.85), opt_bytes_per_device=1630236, state_bytes_per_device=2445348)
-    assert plots.memory_parts(replicated) == [815112, 1630236, 815112]
-    assert plots.memory_parts(no_ema) == [815112, 1630236, None]  # train.ema_decay=0: nothing more
+    # And the copy of the best weights early stopping keeps beside them (the EMA's, else the model's) was left out.
+    replicated = dict(ok_metrics(815112, 0.03, 0.85), opt_bytes_per_device=1630236, state_bytes_per_device=3260460,
+                      best_weights_bytes_per_device=815112)
+    no_ema = dict(ok_metrics(815112, 0.03, 0.85), opt_bytes_per_device=1630236, state_bytes_per_device=2445348,
+                  best_weights_bytes_per_device=815112)
+    assert plots.memory_parts(replicated) == [815112, 1630236, 815112, 815112]
+    assert plots.memory_parts(no_ema) == [815112, 1630236, None, 815112]  # train.ema_decay=0: no EMA
+    older = {k: v for k, v in replicated.items() if k != "best_weights_bytes_per_device"}  # a folder before it
+    assert plots.memory_parts(older) == [815112, 1630236, 815112, None]
     plots.plot_sweep([{"job": "0", "overrides": {}, "metrics": replicated},
                       {"job": "1", "overrides": {}, "metrics": no_ema}], [], tmp_path / "sweep.png")
     memory = figures[0].axes[0]
     heights = {}
     for bar in memory.patches:
         heights[round(bar.get_x(), 3)] = heights.get(round(bar.get_x(), 3), 0) + bar.get_height()
-    assert sorted(round(h, 4) for h in heights.values()) == [2.4453, 3.2605]  # MB: the whole state of each job
+    # MB: the whole state of each job, and the best weights
+    assert sorted(round(h, 4) for h in heights.values()) == [3.2605, 4.0756]
     assert memory.get_title() == "memory per device (MB)" and "EMA" in memory.get_ylabel()
+    assert "best weights kept for early stopping (xx)" in memory.get_ylabel()
+    assert [bar.get_hatch() for bar in memory.patches] == [None, None, "//", "xx", None, None, "xx"]
 
 
 def test_a_continued_jobs_wall_time_counts_every_attempt(tmp_path):

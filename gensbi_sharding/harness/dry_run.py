@@ -83,7 +83,9 @@ def _log(report: dict[str, Any]) -> None:
     lines = [f"{state['param_count']:,} parameters; per device: parameters "
              f"{format_bytes(state['param_bytes_per_device'])}, optimizer state "
              f"{format_bytes(state['opt_bytes_per_device'])} (the whole state, the EMA included: "
-             f"{format_bytes(state['state_bytes_per_device'])})", "", "dry run: one train step, per device",
+             f"{format_bytes(state['state_bytes_per_device'])}); training also keeps the best weights for early "
+             f"stopping beside the step: {format_bytes(state['best_weights_bytes_per_device'])}", "",
+             "dry run: one train step, per device (the best weights not included)",
              "| memory | bytes |", "|---|---|"]
     lines += [f"| {name.removesuffix('_bytes')} | {value} |" for name, value in memory.items()]
     lines += ["", "| collective | count | bytes |", "|---|---|---|"]

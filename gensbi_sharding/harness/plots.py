@@ -144,15 +144,17 @@ def _scale(values: Sequence[float]) -> tuple[float, str]:
 
 def memory_parts(metrics: dict[str, Any]) -> list[float | None]:
     """Bytes on a job's fullest device, stacked as the sweep plot draws them: parameters, optimizer
-    state, and the rest of the state (the EMA of the weights), which a device holds too.
+    state, the rest of the state (the EMA of the weights), and the copy of the best weights early
+    stopping keeps, which a device holds too.
 
-    The three add up to ``state_bytes_per_device`` (the memory-per-device panel's height); the
-    rest is None when ``metrics`` has no whole-state figure or nothing beyond the first two.
+    The first three add up to ``state_bytes_per_device``, all four to the memory-per-device panel's
+    height; the rest is None when ``metrics`` has no whole-state figure or nothing beyond the first
+    two, the best weights None in a folder written before they were counted.
     """
     parts = [metrics.get("param_bytes_per_device"), metrics.get("opt_bytes_per_device")]
-    state = metrics.get("state_bytes_per_device")
+    state, best = metrics.get("state_bytes_per_device"), metrics.get("best_weights_bytes_per_device")
     rest = state - sum(parts) if is_number(state) and all(map(is_number, parts)) else None
-    return [*parts, rest if is_number(rest) and rest > 0 else None]
+    return [*parts, rest if is_number(rest) and rest > 0 else None, best if is_number(best) and best > 0 else None]
 
 
 def plot_sweep(rows: Sequence[dict[str, Any]], keys: Sequence[str], path: Path, *, dry_run: bool = False,
@@ -162,9 +164,11 @@ def plot_sweep(rows: Sequence[dict[str, Any]], keys: Sequence[str], path: Path, 
     Jobs are grouped on the x axis by every swept key but the last, and coloured by the last
     one (one swept key: one bar per value). A failed job is marked "failed" where its bar
     would be, one that never ran or was stopped by its status ("not run", "preempted"). Train
-    sweeps: memory per device (parameters, with optimizer state stacked lighter and the EMA of
-    the weights hatched: the state a device holds), median step time, C2ST with its spread and
-    the 0.5 line. Dry runs: memory per device of one step and bytes of collectives per step.
+    sweeps: memory per device (parameters, with optimizer state stacked lighter, the EMA of
+    the weights hatched and the best weights early stopping keeps cross-hatched: what a device
+    holds), median step time, C2ST with its spread and
+    the 0.5 line. Dry runs: memory per device of one step (the best weights kept beside it cross-hatched)
+    and bytes of collectives per step.
 
     Parameters
     ----------
@@ -179,7 +183,8 @@ def plot_sweep(rows: Sequence[dict[str, Any]], keys: Sequence[str], path: Path, 
     groups = list(dict.fromkeys(label(row) for row in rows))
     hues = list(dict.fromkeys(row["overrides"].get(hue_key, "") for row in rows)) if hue_key else [""]
     if dry_run:
-        panels = [("memory per device, one step", ["step_memory_bytes_per_device"], True),
+        panels = [("memory per device, one step", ["step_memory_bytes_per_device", "best_weights_bytes_per_device"],
+                   True),
                   ("collectives per step", ["collective_bytes_per_step"], True)]
     else:
         panels = [("memory per device", ["param_bytes_per_device", "opt_bytes_per_device", "ema"], True),
@@ -210,8 +215,10 @@ def plot_sweep(rows: Sequence[dict[str, Any]], keys: Sequence[str], path: Path, 
                 if not is_number(value):
                     continue
                 std = c2st_spread(row["metrics"]) if metric_keys == ["c2st"] else None
+                # The EMA "//", the best weights early stopping keeps "xx" (memory_parts' 4th; a dry run's 2nd).
+                hatch = {2: "//", 3: "xx"}.get(i) if "ema" in metric_keys else "xx" if i == 1 else None
                 ax.bar(x, value / scale, width * 0.9, bottom=bottom, color=color, alpha=1.0 if i == 0 else 0.4,
-                       hatch="//" if i == 2 else None,
+                       hatch=hatch,
                        yerr=std if is_number(std) else None, capsize=3,
                        label=hue if (i == 0 and hue_key and groups.index(label(row)) == 0) else None)
                 bottom += value / scale
@@ -220,7 +227,10 @@ def plot_sweep(rows: Sequence[dict[str, Any]], keys: Sequence[str], path: Path, 
             ax.set_ylim(0.4, 1.02)
         ax.set_title(panel + (f" ({unit})" if is_bytes else ""), fontsize="medium")
         if "ema" in metric_keys:
-            ax.set_ylabel("parameters (dark) + optimizer state (light) + EMA (hatched)", fontsize="small")
+            ax.set_ylabel("parameters (dark) + optimizer state (light) + EMA (//)\n+ best weights kept for early "
+                          "stopping (xx)", fontsize="small")
+        elif "best_weights_bytes_per_device" in metric_keys:
+            ax.set_ylabel("one step (dark) + best weights kept for early stopping (xx)", fontsize="small")
         ax.set_xticks(range(len(groups)), groups, fontsize="small")
         ax.grid(axis="y", alpha=0.3)
     if hue_key:

@@ -82,9 +82,11 @@ def splits_nothing_hint(mesh_axis_sizes: dict[str, int] | None, table: dict[str,
 
 def placement_block(report: Any, *, rule_name: str, param_count: int, param_bytes: int, opt_bytes: int,
                     fallbacks: dict[str, str], whole: list[tuple[str, int]], hint: str | None,
-                    verbose: bool = False, others: dict[str, int] | None = None) -> list[str]:
+                    verbose: bool = False, others: dict[str, int] | None = None, ema_bytes: int | None = None,
+                    best_bytes: int | None = None) -> list[str]:
     """The console's few lines about placement (the full table: ``variable_table``); ``others``: the model's
-    variables that are not parameters (path -> bytes), counted apart from them and named from 1 % of their size."""
+    variables that are not parameters (path -> bytes), counted apart from them and named from 1 % of their size;
+    ``ema_bytes``, ``best_bytes``: per device, the EMA and the copy of the best weights early stopping keeps."""
     others = others or {}
     model_bytes = sum(v.nbytes for v in report.variables if v.path.startswith("model/")) - sum(others.values())
     opt_total = sum(v.nbytes for v in report.variables if v.path.startswith("optimizer/"))
@@ -97,7 +99,9 @@ def placement_block(report: Any, *, rule_name: str, param_count: int, param_byte
         lines = [f"mesh {shape} ({m.n_devices} devices{processes}), rule {rule_name}, "
                  f"{format_count(param_count)} parameters"]
     lines.append(f"per device: parameters {format_bytes(param_bytes)} (of {format_bytes(model_bytes)}), "
-                 f"optimizer state {format_bytes(opt_bytes)} (of {format_bytes(opt_total)})")
+                 f"optimizer state {format_bytes(opt_bytes)} (of {format_bytes(opt_total)})"
+                 + (f", EMA {format_bytes(ema_bytes)}" if ema_bytes else "")
+                 + (f", best weights kept for early stopping {format_bytes(best_bytes)}" if best_bytes else ""))
     if sum(others.values()) * 100 >= model_bytes:  # said when it matters (not Simformer's 12 B of RNG state)
         largest_other = max(others, key=others.get)
         lines[-1] += (f"; not trained: {len(others)} other model variable(s), {format_bytes(sum(others.values()))} "
@@ -116,11 +120,18 @@ def placement_block(report: Any, *, rule_name: str, param_count: int, param_byte
     return lines
 
 
-def variable_table(report: Any, annotations: dict[str, Any], fallbacks: dict[str, str]) -> str:
-    """Every variable: shape, dtype, logical axes, placement and bytes on its fullest device."""
+def variable_table(report: Any, annotations: dict[str, Any], fallbacks: dict[str, str],
+                   best_bytes: int | None = None) -> str:
+    """Every variable: shape, dtype, logical axes, placement and bytes on its fullest device; ``best_bytes``: per
+    device, the copy of the best weights early stopping keeps beside them (not a variable: not in the table)."""
     head = [str(report.mesh) if report.mesh else "no mesh: one device",
             f"state: {report.n_leaves} leaves, {report.n_scalars:,} scalars, {format_bytes(report.total_bytes)}; "
-            f"per device at most {format_bytes(report.max_bytes_per_device)}", ""]
+            f"per device at most {format_bytes(report.max_bytes_per_device)}"]
+    if best_bytes:  # on the device too, placed as the weights it copies
+        copied = "ema" if any(v.path.startswith("ema/") for v in report.variables) else "model"
+        head.append(f"plus the best weights early stopping keeps (a copy of the {copied} below, placed alike): "
+                    f"{format_bytes(best_bytes)} per device")
+    head.append("")
     columns = ("variable", "shape", "dtype", "logical axes", "placement", "per device")
     rows = [(v.path, str(v.shape), v.dtype, _axes_text(annotations.get(v.path)), v.placement,
              format_bytes(v.max_device_bytes)) for v in report.variables]
@@ -143,7 +154,9 @@ def final_line(metrics: dict[str, Any], out: Path) -> str:
         trace = out / "error.txt"
         return f"{metrics.get('status', 'error')} after {wall}" + (f"; traceback in {trace}" if trace.exists() else "")
     if metrics.get("dry_run"):
-        return (f"dry run done in {wall}: {format_bytes(metrics.get('step_memory_bytes_per_device'))} per device, "
+        best = metrics.get("best_weights_bytes_per_device")  # held beside the step; an older folder lacks it
+        return (f"dry run done in {wall}: {format_bytes(metrics.get('step_memory_bytes_per_device'))} per device"
+                + (f" (+ {format_bytes(best)} of best weights kept for early stopping)" if best else "") + ", "
                 f"{format_bytes(metrics.get('collective_bytes_per_step'))} of collectives per step; outputs in {out}")
     c2st = format_c2st(metrics.get("c2st"), c2st_spread(metrics))
     if c2st and is_number(metrics.get("c2st_sd_observations")):  # the spread is over observations, not folds
@@ -162,7 +175,11 @@ def final_line(metrics: dict[str, Any], out: Path) -> str:
 
 def state_figures(nodes: dict[str, Any], mesh: Any, report: Any = None) -> dict[str, int]:
     """The parameter count and the bytes per device of parameters, the model's other variables, optimizer
-    state and the whole state.
+    state, the EMA, the whole state, and the best weights early stopping keeps beside it.
+
+    ``best_weights_bytes_per_device``: every training run validates (at the end at least) and keeps a
+    copy of the weights it validates (the EMA, else the model) on the device, placed alike; it is no
+    variable of the state, so ``state_bytes_per_device`` leaves it out.
 
     ``nodes``: ``{"model", "optimizer"[, "ema"]}``, concrete or abstract (the dry run's shapes at their
     shardings), so a dry run reports what the training run will; ``report``: ``describe(nodes, mesh)``
@@ -184,7 +201,9 @@ def state_figures(nodes: dict[str, Any], mesh: Any, report: Any = None) -> dict[
                 param_bytes_per_device=per_device(describe(params, mesh)),
                 other_model_bytes_per_device=per_device(describe(others, mesh)) if jax.tree.leaves(others) else 0,
                 opt_bytes_per_device=per_device(describe(nnx.state(nodes["optimizer"]), mesh)),
-                state_bytes_per_device=per_device(report or describe(nodes, mesh)))
+                ema_bytes_per_device=per_device(describe(nodes["ema"], mesh)) if "ema" in nodes else 0,
+                state_bytes_per_device=per_device(report or describe(nodes, mesh)),
+                best_weights_bytes_per_device=per_device(describe(nodes.get("ema", nodes["model"]), mesh)))
 
 
 def report_placement(metrics: dict[str, Any], ts: Any, mesh: Any, *, table: dict[str, Any], rule_name: str,
@@ -229,13 +248,14 @@ def report_placement(metrics: dict[str, Any], ts: Any, mesh: Any, *, table: dict
         largest_replicated=dict(report.largest_replicated),
         left_whole=dict(left_whole(report, annotations, table, ts.fallbacks)),
         mesh_summary=dataclasses.asdict(report.mesh) if report.mesh else None)
-    sharding_table = variable_table(report, annotations, ts.fallbacks)
+    sharding_table = variable_table(report, annotations, ts.fallbacks, metrics["best_weights_bytes_per_device"])
     other_paths = {"model/" + "/".join(map(str, path))
                    for path, _ in nnx.to_flat_state(nnx.state(ts.model, nnx.Not(nnx.Param)))}
     log.info("%s", "\n".join(placement_block(
         report, rule_name=rule_name, param_count=metrics["param_count"], fallbacks=ts.fallbacks,
         others={v.path: v.nbytes for v in report.variables if v.path in other_paths},
         param_bytes=metrics["param_bytes_per_device"], opt_bytes=metrics["opt_bytes_per_device"],
+        ema_bytes=metrics["ema_bytes_per_device"], best_bytes=metrics["best_weights_bytes_per_device"],
         whole=list(metrics["left_whole"].items()),
         hint=splits_nothing_hint(dict(mesh.shape) if mesh else None, table, rule_name, mesh_spec),
         verbose=verbose)))
