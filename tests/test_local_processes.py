@@ -115,10 +115,10 @@ def test_the_run_bound_stops_the_processes_at_a_step_with_a_checkpoint(tmp_path)
                   "train.steps=100000", "train.log_every=50", f"hydra.run.dir={out}", cwd=tmp_path)
     assert proc.returncode == 75, (proc.stdout + proc.stderr)[-3000:]  # EX_TEMPFAIL: continue it
     metrics = json.loads((out / "metrics.json").read_text())
-    assert metrics["status"] == "preempted" and metrics["preempt_signal"] is None
+    assert metrics["status"] == "preempted" and metrics["stop_signal"] is None
     assert metrics["error"].startswith("stopped at distributed.run_timeout_s=25 s: ")
     assert metrics["error"].endswith("; raise distributed.run_timeout_s for the rest")
-    assert metrics["preempted_at_step"] > 0 and (out / "checkpoints" / str(metrics["preempted_at_step"])).is_dir()
+    assert metrics["stopped_at_step"] > 0 and (out / "checkpoints" / str(metrics["stopped_at_step"])).is_dir()
 
 
 @pytest.mark.slow

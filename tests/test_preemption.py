@@ -60,7 +60,7 @@ def test_signal_checkpoints_at_the_next_step_and_auto_resume_continues_exactly(
     with monkeypatch.context() as patch:
         _signal_at(patch, 3, signal.SIGUSR1)
         stopped = run_tiny(out, "train.resume=auto")
-    assert stopped["status"] == "preempted" and stopped["preempted_at_step"] == 3
+    assert stopped["status"] == "preempted" and stopped["stopped_at_step"] == 3
     assert stopped["error"] == (f"preempted by SIGUSR1 at step 3; checkpoint {out / 'checkpoints' / '3'}; continue "
                                 f"with: the same command plus train.resume=auto hydra.run.dir={out}")
     assert json.loads((out / "metrics.json").read_text())["status"] == "preempted"
@@ -98,7 +98,7 @@ def test_a_signal_during_validation_stops_between_its_batches_and_resumes_exactl
     with monkeypatch.context() as patch:
         patch.setattr(train_module, "make_step_functions", make_step_functions)
         stopped = run_tiny(out, *command)
-    assert stopped["status"] == "preempted" and stopped["preempted_at_step"] == 4
+    assert stopped["status"] == "preempted" and stopped["stopped_at_step"] == 4
     assert len(calls) <= 4  # at most one batch after the signal, of the 100
     assert (out / "checkpoints" / "4").is_dir() and len(_losses(out)) == 4
     resumed = run_tiny(out, *command)
@@ -122,7 +122,7 @@ def test_a_signal_during_evaluation_stops_at_once_and_auto_resume_evaluates(tmp_
     with monkeypatch.context() as patch:
         patch.setattr(posterior, "evaluate_observations", signal_then_evaluate)
         stopped = run_tiny(out, *command)
-    assert stopped["status"] == "preempted" and stopped["preempted_at_step"] == 8 and stopped["c2st"] is None
+    assert stopped["status"] == "preempted" and stopped["stopped_at_step"] == 8 and stopped["c2st"] is None
     assert stopped["error"].startswith("preempted by SIGTERM after training (step 8), before the evaluation "
                                        f"finished; checkpoint {out / 'checkpoints' / '8'}; continue with: the same command plus "
                                        f"train.resume=auto hydra.run.dir={out}")
@@ -187,7 +187,7 @@ def test_a_resumed_run_keeps_its_early_stopping_and_ends_as_the_uninterrupted_on
     with monkeypatch.context() as patch:
         _signal_at(patch, stop_at)
         stopped = run_tiny(out, *EARLY_STOPPING)
-    assert stopped["status"] == "preempted" and stopped["preempted_at_step"] == stop_at
+    assert stopped["status"] == "preempted" and stopped["stopped_at_step"] == stop_at
     resumed, weights = _run_capturing_weights(out, *EARLY_STOPPING)
     assert resumed["status"] == "ok" and resumed["resumed_from_step"] == stop_at
     for name in ("final_step", "best_step", "stopped_early"):
@@ -242,11 +242,18 @@ def test_ctrl_c_checkpoints_at_the_next_step_and_auto_resume_continues_exactly(t
         with pytest.raises(KeyboardInterrupt):  # the sweep and launch.py stop (exit 130), as before
             run_tiny(out, "train.resume=auto")
     stopped = json.loads((out / "metrics.json").read_text())
-    assert stopped["status"] == "interrupted" and stopped["preempted_at_step"] == 3
+    # Was "preempted_at_step": 3 beside status "interrupted", as if a cluster had preempted it.
+    assert stopped["status"] == "interrupted" and stopped["stopped_at_step"] == 3 and "preempted_at_step" not in stopped
     assert stopped["error"] == (f"interrupted by Ctrl-C (SIGINT) at step 3; checkpoint {out / 'checkpoints' / '3'}; "
                                 f"continue with: the same command plus train.resume=auto hydra.run.dir={out}")
+    # As the previous version wrote it: a folder it left still resumes, its attempt recorded under the new name.
+    older = {k: v for k, v in stopped.items() if k != "stopped_at_step"}
+    outputs.write_json(out / "metrics.json", {**older, "preempted_at_step": 3, "previous_attempts": [
+        {"status": "preempted", "preempted_at_step": 2, "wall_s": 1.0}]})
     resumed = run_tiny(out, "train.resume=auto")
     assert resumed["status"] == "ok" and resumed["resumed_from_step"] == 3 and resumed["final_step"] == 8
+    assert [(a["status"], a["stopped_at_step"], "preempted_at_step" in a) for a in resumed["previous_attempts"]] == [
+        ("preempted", 2, False), ("interrupted", 3, False)]
     np.testing.assert_allclose(_losses(out), reference, rtol=1e-6, atol=0)
 
 
@@ -308,7 +315,7 @@ def test_signal_before_training_stops_at_once(tmp_path, monkeypatch, devices):
 
     monkeypatch.setattr(pipeline, "build_pipeline", build_then_signal)
     stopped = run_tiny(tmp_path / "run")
-    assert stopped["status"] == "preempted" and stopped["preempted_at_step"] is None
+    assert stopped["status"] == "preempted" and stopped["stopped_at_step"] is None
     assert stopped["error"].startswith("preempted by SIGTERM before training")
     assert not (tmp_path / "run" / "checkpoints").exists()
 
@@ -649,14 +656,14 @@ def test_sigterm_then_the_same_command_requeued(tmp_path, devices):
         first.kill()
     assert first.returncode == EXIT_PREEMPTED, log[-3000:]
     stopped = json.loads((out / "metrics.json").read_text())
-    assert stopped["status"] == "preempted" and 1 <= stopped["preempted_at_step"] < 100
+    assert stopped["status"] == "preempted" and 1 <= stopped["stopped_at_step"] < 100
     assert stopped["device_count"] == 4 and "cpu_count=4 (from XLA_FLAGS)" in (out / "launch.log").read_text()
 
     again = _launch(*command, env=env, cwd=cwd, umask=0o002)
     log = again.communicate(timeout=300)[0]
     assert again.returncode == 0, log[-3000:]
     done = json.loads((out / "metrics.json").read_text())
-    assert done["status"] == "ok" and done["start_step"] == stopped["preempted_at_step"]
+    assert done["status"] == "ok" and done["start_step"] == stopped["stopped_at_step"]
     reference = tmp_path / "reference"
     # The same (4, 1) mesh, on 4 of this process's 8 devices.
     assert run_tiny(reference, "mesh.devices=[0,1,2,3]", "train.steps=100", "train.log_every=50")["status"] == "ok"
@@ -995,7 +1002,7 @@ def test_a_preempted_sweep_job_names_the_command_that_continues_it(tmp_path, dev
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     done = json.loads((sweep / "0" / "metrics.json").read_text())
     assert done["status"] == "ok" and done["final_step"] == 100
-    assert done["resumed_from_step"] == stopped["preempted_at_step"] >= 1
+    assert done["resumed_from_step"] == stopped["stopped_at_step"] >= 1
 
 
 def test_a_continued_run_keeps_the_training_figures_of_the_attempts_that_trained(tmp_path, monkeypatch, devices):

@@ -144,7 +144,7 @@ def run_local_processes(cfg: DictConfig, out: Path) -> dict[str, Any]:
     elif all(code in (0, *_STOPPED) for code in codes):
         interrupted = signal.SIGINT in signalled or EXIT_INTERRUPTED in codes
         metrics["status"] = "interrupted" if interrupted else "preempted"
-        metrics["preempt_signal"] = signalled[0] if signalled and not timed_out else None  # none to hand on
+        metrics["stop_signal"] = signalled[0] if signalled and not timed_out else None  # none to hand on
         if timed_out:
             metrics["error"] = (f"stopped at distributed.run_timeout_s={cfg.distributed.run_timeout_s} s: "
                                 f"{metrics.get('error')}; raise distributed.run_timeout_s for the rest")

@@ -72,7 +72,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             # Naming the folder: the same command alone would start in a new timestamped folder, from scratch.
             error = f"{stop}; continue with: {sweep_hints.continue_command(out)}"
             whole = sweep_hints.whole_sweep_hint(out, sys.argv)  # its own line: the error names one job's command
-            metrics.update(status="interrupted" if stop.interrupted else "preempted", preempted_at_step=stop.step,
+            # "stopped_at_step", whichever stopped it (the status says which): "preempted_at_step" named a Ctrl-C so.
+            metrics.update(status="interrupted" if stop.interrupted else "preempted", stopped_at_step=stop.step,
                            error=error)
             if stop.step is not None:  # the step the checkpoint holds, as a finished run's final_step
                 metrics["final_step"] = stop.step
@@ -109,7 +110,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         if folder.owner and (metrics["status"] == "preempted" or run_folder.continued_sweep_job()):
             run_folder.refresh_job_sweep_summary(out)
         if metrics["status"] == "preempted":
-            watch.chain(metrics.get("preempt_signal"))  # under submitit: requeue the job
+            watch.chain(metrics.get("stop_signal"))  # under submitit: requeue the job
     if metrics["status"] == "interrupted":  # distributed=local's processes stopped for Ctrl-C: so does the sweep
         raise KeyboardInterrupt
     return metrics

@@ -26,7 +26,7 @@ from gensbi_sharding.harness.sweep_hints import (every_job, hydra_job_overrides,
                                                  shared_folder_problem, train_further_hint, unfinished_jobs_hint)
 
 __all__ = ["ensure_fresh", "RunFolder", "folder_owner", "RESUMABLE", "RefuseCompletedRun",
-           "LOCAL_CHILD_ENV", "is_writer", "continued_sweep_job", "refresh_job_sweep_summary"]
+           "LOCAL_CHILD_ENV", "is_writer", "continued_sweep_job", "refresh_job_sweep_summary", "stopped_at_step"]
 
 log = logging.getLogger("gensbi_sharding")
 
@@ -35,6 +35,12 @@ TRAINING_FIGURES = ("compile_s", "median_step_s", "samples_per_s", "final_train_
 
 #: Statuses of a run that ``train.resume=auto`` may continue in its own folder.
 RESUMABLE = ("preempted", "interrupted", "error")
+
+
+def stopped_at_step(metrics: dict[str, Any]) -> int | None:
+    """The step a preempted or Ctrl-C'd attempt stopped (and saved) at: ``stopped_at_step``, or in a folder of an
+    earlier version ``preempted_at_step``, which it wrote for a Ctrl-C too (its ``status`` said "interrupted")."""
+    return metrics.get("stopped_at_step", metrics.get("preempted_at_step"))
 
 
 def ensure_fresh(out_dir: Path, *, resume_auto: bool = False, resume_from: bool = False,
@@ -161,9 +167,12 @@ class RunFolder:
         if not self.records():
             return
         if self.previous:
-            earlier = {k: self.previous.get(k) for k in ("status", "error", "preempted_at_step", "wall_s",
-                                                         "resumed_from_step", "steps", *TRAINING_FIGURES)}
-            attempts = metrics["previous_attempts"] = [*self.previous.get("previous_attempts", []), earlier]
+            earlier = {k: self.previous.get(k) for k in ("status", "error", "wall_s", "resumed_from_step", "steps",
+                                                         *TRAINING_FIGURES)}
+            earlier["stopped_at_step"] = stopped_at_step(self.previous)
+            older = [{**{k: v for k, v in a.items() if k != "preempted_at_step"}, "stopped_at_step": stopped_at_step(a)}
+                     for a in self.previous.get("previous_attempts", [])]  # an earlier version's name, renamed
+            attempts = metrics["previous_attempts"] = [*older, earlier]
             trained = [n for n, a in enumerate(attempts, 1) if a.get("steps") or a.get("samples_per_s") is not None]
             if metrics.get("steps") == 0 and trained:  # resumed only to evaluate: the figures of the last that trained
                 metrics.update({k: attempts[trained[-1] - 1].get(k) for k in TRAINING_FIGURES},
