@@ -56,7 +56,10 @@ def committed_steps(directory: str | os.PathLike) -> list[int]:
 
 
 def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None = None) -> Path:
-    """Find the absolute step folder (``.../<step>``) that ``path`` designates.
+    """Find the step folder (``.../<step>``) that ``path`` designates: absolute, symlinks and ``..`` resolved.
+
+    Resolved, so a record of it names the checkpoint restored even after a symlink (``runs/latest``) moves on,
+    and its parents are its run's (``<step>/..`` designates the checkpoints folder, not ``<step>``'s run).
 
     Parameters
     ----------
@@ -75,7 +78,7 @@ def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None 
     """
     given = as_path(path, "path", "outputs/run").expanduser()
     base = as_path(os.getcwd() if base_dir is None else base_dir, "base_dir", ".")
-    resolved = given if given.is_absolute() else base.absolute() / given
+    resolved = (given if given.is_absolute() else base.absolute() / given).resolve()
     if not resolved.exists():
         raise FileNotFoundError(f"checkpoint path {str(path)!r} does not exist (resolved to {resolved}); "
                                 f"pass a run dir, its {CHECKPOINT_SUBDIR}/ dir or one step dir")

@@ -169,6 +169,23 @@ def test_relative_path_resolves_against_base_dir(saved_run, monkeypatch):
     assert restored.path == step_dir and restored.step == 1
 
 
+def test_a_symlinked_or_dotted_path_gives_the_real_step_folder(saved_run, tmp_path):
+    # Was the path as typed, made absolute: through a symlink (runs/latest) the harness recorded resumed_from
+    # as latest/checkpoints/1, which names another run once latest moves on; "<step>/.." gave "<step>/../1",
+    # whose parent's parent (the run, where its loss history and launch record are looked for) is <step>.
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness.state import resume_point
+
+    step = (saved_run[0] / "checkpoints" / "1").resolve()
+    latest = tmp_path / "latest"
+    latest.symlink_to(saved_run[0], target_is_directory=True)
+    assert find_checkpoint(latest) == find_checkpoint(latest / "checkpoints" / "1") == step
+    assert find_checkpoint(f"{step}/..") == step and find_checkpoint(step).parent.parent == step.parent.parent
+    for resume, out in (("auto", latest), (str(latest), tmp_path / "next")):  # hydra.run.dir=latest; train.resume=
+        assert resume_point(OmegaConf.create({"train": {"resume": resume}}), out) == step
+
+
 def test_restore_is_quiet(saved_run, caplog):
     """A good restore logs nothing: Orbax's notes on listing steps without item handlers (8 lines) are dropped,
     and only those: the absl logger keeps no filter afterwards."""

@@ -100,7 +100,9 @@ def resume_point(cfg: Any, out: Any) -> Any:
 
     ``train.resume=auto``: the newest complete checkpoint in the run's own folder
     (requeued with the same command and ``hydra.run.dir``), None if there is none yet.
-    Any other value: the folder ``train.resume`` points at (``resume_step_dir``).
+    Any other value: the folder ``train.resume`` points at (``resume_step_dir``). Either way resolved
+    (symlinks, ``..``): ``resumed_from`` in ``metrics.json`` keeps naming the checkpoint restored after a
+    symlinked folder (``hydra.run.dir=runs/latest``) points elsewhere.
     """
     from gensbi_sharding.checkpoint import CHECKPOINT_SUBDIR, committed_steps
 
@@ -110,7 +112,7 @@ def resume_point(cfg: Any, out: Any) -> Any:
     log.info("train.resume=auto: %s", f"resuming from step {steps[-1]}" if steps else
              f"no checkpoint in {out} yet, starting fresh (to continue an unfinished run: hydra.run.dir=<its "
              "folder>; to train a finished one further: train.resume=<its folder> and a new hydra.run.dir)")
-    return out / CHECKPOINT_SUBDIR / str(steps[-1]) if steps else None
+    return (out / CHECKPOINT_SUBDIR / str(steps[-1])).resolve() if steps else None
 
 
 def builder(cfg: DictConfig, *, dim_theta: int, dim_x: int, partition_axis: Any) -> Callable[[], tuple]:
