@@ -95,8 +95,8 @@ def host_to_global_array(host_arrays: Any, *, partition: Any = DataPartitionType
         process holds no device of ``mesh``; or a split dimension's local size is not a multiple of its local shards.
         With several processes, a mesh over all of them and ``check_processes``, on every process (one small
         allgather): if another process failed these checks, or passes another tree, dtype or shape (other rows),
-        naming both inputs.
-        Values are not compared: a replicated leaf must hold the same values on every process.
+        or other values for a leaf it replicates (split over no mesh axis: each process's copy would be taken as
+        everyone's, silently unequal), naming both inputs. Split leaves' values are not compared.
     """
     mesh = _concrete_mesh(mesh)
     flat, treedef = jax.tree_util.tree_flatten_with_path(host_arrays)
@@ -123,7 +123,8 @@ def host_to_global_array(host_arrays: Any, *, partition: Any = DataPartitionType
     if check_processes and jax.process_count() > 1 and str(error) != _OUTSIDE_JIT and len(
             {d.process_index for d in mesh.devices.flat}) == jax.process_count():
         _check_processes_agree(error, treedef, [(jax.tree_util.keystr(k) or "<root>", leaf.shape, leaf.dtype,
-                                                 targets[i].spec) for i, (k, leaf) in enumerate(flat) if i in targets])
+                                                 targets[i].spec, _replicated_digest(leaf, targets[i].spec))
+                                                for i, (k, leaf) in enumerate(flat) if i in targets])
     if error:
         raise error
     for i, sharding in targets.items():
@@ -143,7 +144,8 @@ def _check_processes_agree(error: ValueError | None, treedef: Any, leaves: list)
     from jax.experimental import multihost_utils  # pylint: disable=import-outside-toplevel
 
     mine = (f"failed: {error}" if error else f"passes tree {treedef}, leaves " + ", ".join(
-        f"{path} {shape} {dtype} at {spec}" for path, shape, dtype, spec in leaves)).encode()
+        f"{path} {shape} {dtype} at {spec}" + (f" values {digest}" if digest else "")
+        for path, shape, dtype, spec, digest in leaves)).encode()
     head = np.concatenate([[len(mine)], np.frombuffer(hashlib.sha256(mine).digest()[:16], np.uint8)])
     heads = np.asarray(multihost_utils.process_allgather(head.astype(np.int32)))
     if (heads == heads[0]).all():
@@ -157,7 +159,18 @@ def _check_processes_agree(error: ValueError | None, treedef: Any, leaves: list)
                  if s != said[jax.process_index()])
     raise ValueError(f"host_to_global_array: process {jax.process_index()} {said[jax.process_index()]}; but "
                      f"process {other} {said[other]}; every process must pass the same tree, dtypes and shapes "
-                     "(the same number of rows)")
+                     "(the same number of rows), and the same values for a leaf it replicates")
+
+
+def _replicated_digest(leaf: Any, spec: P) -> str | None:
+    """A short digest of a leaf split over no mesh axis (every device gets one process's copy), else None.
+
+    Only such leaves: a split leaf's rows differ by design. Hashed on the host once per checked call (a training
+    loop checks its first batch), as ``jax.device_put`` asserts a replicated value equal across processes.
+    """
+    if any(entry is not None for entry in spec):
+        return None
+    return hashlib.sha256(np.ascontiguousarray(np.asarray(leaf)).tobytes()).hexdigest()[:12]
 
 
 _OUTSIDE_JIT = "host_to_global_array runs outside jax.jit; call it on host data before the step function"

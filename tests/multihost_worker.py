@@ -68,6 +68,21 @@ def case_placement(p: int) -> dict:
         {"x": np.full((3, 3), p)}, partition=DataPartitionType.DATA, mesh=mesh2))
     out["spanning_error"] = error_of(lambda: check_model_groups_local(make_mesh(model_axis=8)))
     out["local_groups_error"] = error_of(lambda: check_model_groups_local(mesh2))
+    # A replicated leaf is whole on every device, from each process's own copy: the copies are compared too.
+    rows = np.full((4, 3), p)
+    same = host_to_global_array({"x": rows, "scale": np.asarray(2.0, np.float32)}, mesh=make_mesh())["scale"]
+    out["replicated_same"] = float(np.asarray(same.addressable_data(0)))
+    out["replicated_error"] = error_of(lambda: host_to_global_array(
+        {"x": rows, "scale": np.asarray(float(p), np.float32)}, mesh=make_mesh()))
+    # The harness's own check: the processes' settings (each composed from its own command line).
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness.config_checks import processes_config_problem
+
+    out["config_same"] = processes_config_problem(OmegaConf.create(
+        {"seed": 0, "verbose": p == 1, "distributed": {"process_id": p}}))  # per-process settings may differ
+    out["config_problem"] = processes_config_problem(OmegaConf.create(
+        {"seed": 7 * p, "train": {"learning_rate": 0.001}, "distributed": {"process_id": p}}))
     # A last collective after the error: the processes are still in step.
     multihost_utils.sync_global_devices("placement done")
     return out

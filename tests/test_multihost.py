@@ -8,6 +8,7 @@ every wait there is bounded, so a hang fails the test within seconds.
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -213,6 +214,23 @@ def test_model_group_spanning_processes_is_an_error(placement):
     for result in placement:
         assert "spans processes [0, 0, 0, 0, 1, 1, 1, 1]" in result["spanning_error"]
         assert "divides this process's 4 devices" in result["spanning_error"]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_replicated_values_and_settings_are_compared_across_processes(placement):
+    # Was silent: a replicated leaf (or the seed) given other values on process 1 was taken as each process's own,
+    # every device of a process holding its copy: unequal "replicated" values, wrong results, no error.
+    for p, result in enumerate(placement):
+        assert result["replicated_same"] == 2.0
+        error = result["replicated_error"]
+        assert error is not None and error.startswith(f"host_to_global_array: process {p} passes tree ")
+        assert re.search(r"\['scale'\] \(\) float32 at P\(\) values [0-9a-f]{12}", error)
+        assert error.endswith("and the same values for a leaf it replicates")
+        assert result["config_same"] is None
+        assert result["config_problem"] == ("the 2 processes were given other settings (seed: process 0 0, process 1 "
+                                            "7); start every process with the same overrides (only "
+                                            "distributed.process_id may differ)")
 
 
 @pytest.mark.slow

@@ -6,6 +6,8 @@ Raised as ``ConfigError`` naming the key, its value and the override that fixes 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import math
 import re
 
@@ -20,7 +22,10 @@ from gensbi_sharding.harness.override_checks import list_fields
 from gensbi_sharding.harness.rule_config import partition_axis_from_config, rule_table
 from gensbi_sharding.harness.tasks import NUM_OBSERVATIONS, TASKS
 
-__all__ = ["validate", "dry_run_resume_problem", "no_mesh_problem", "scored_observations"]
+__all__ = ["validate", "dry_run_resume_problem", "no_mesh_problem", "scored_observations", "processes_config_problem"]
+
+#: Settings each process of a multi-process job may set alone: its rank, and what it prints.
+PER_PROCESS = ("distributed.process_id", "verbose", "debug")
 
 
 def validate(cfg: DictConfig) -> None:
@@ -51,6 +56,43 @@ def no_mesh_problem(processes: int) -> str:
     return (f"mesh=none in a job of {processes} processes: each process would train its own copy of the model, "
             "unsynchronised; set mesh=auto (or mesh=dict) to train one model on every process's devices, or "
             "distributed=none for one process")
+
+
+def processes_config_problem(cfg: DictConfig) -> str | None:
+    """With several JAX processes, the settings they were given differently (the same text on every process).
+
+    Each process composes its config from its own command line: one given another seed, learning rate or data
+    set trained with the others silently (its replicated values taken as everyone's). One small allgather of a
+    digest, on every process alike; the settings are gathered only when the digests differ. ``PER_PROCESS``
+    settings may differ.
+    """
+    import jax
+    import numpy as np
+    from jax.experimental import multihost_utils
+
+    if jax.process_count() < 2:
+        return None
+    flat = {key: value for key, value in _flat(OmegaConf.to_container(cfg, resolve=True)) if key not in PER_PROCESS}
+    text = json.dumps(flat, sort_keys=True, default=str).encode()
+    head = np.concatenate([[len(text)], np.frombuffer(hashlib.sha256(text).digest()[:16], np.uint8)])
+    heads = np.asarray(multihost_utils.process_allgather(head.astype(np.int32)))
+    if (heads == heads[0]).all():
+        return None
+    padded = np.zeros(int(heads[:, 0].max()), np.uint8)
+    padded[:len(text)] = np.frombuffer(text, np.uint8)
+    every = [json.loads(bytes(row).rstrip(b"\0")) for row in np.asarray(multihost_utils.process_allgather(padded))]
+    differ = sorted(key for key in set().union(*every) if len({json.dumps(c.get(key)) for c in every}) > 1)
+    shown = "; ".join(f"{key}: " + ", ".join(f"process {p} {c.get(key)!r}" for p, c in enumerate(every))
+                      for key in differ[:3]) + (f"; and {len(differ) - 3} more" if len(differ) > 3 else "")
+    return (f"the {len(every)} processes were given other settings ({shown}); start every process with the same "
+            "overrides (only distributed.process_id may differ)")
+
+
+def _flat(tree: object, prefix: str = "") -> list[tuple[str, object]]:
+    """``("a.b", value)`` for every leaf of a config container (a list is one value)."""
+    if not isinstance(tree, dict) or not tree:
+        return [(prefix, tree)]
+    return [pair for key, value in tree.items() for pair in _flat(value, f"{prefix}.{key}" if prefix else str(key))]
 
 
 def dry_run_resume_problem(cfg: DictConfig) -> str | None:

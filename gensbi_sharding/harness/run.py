@@ -21,7 +21,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness import console, loss_history, outputs, run_folder, run_report, sweep_hints
 from gensbi_sharding.harness.config import ConfigError
-from gensbi_sharding.harness.config_checks import no_mesh_problem, scored_observations, validate
+from gensbi_sharding.harness.config_checks import (no_mesh_problem, processes_config_problem, scored_observations,
+                                                   validate)
 from gensbi_sharding.harness.devices import (configure_devices, initialize_distributed, job_peak_metrics,
                                              peak_bytes_in_use, resolve_cpu_count)
 from gensbi_sharding.harness.dry_run import dry_run_metrics
@@ -165,6 +166,8 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
         console.set_process(jax.process_index(), jax.process_count())
     log.info("process %d of %d, %d devices (%d local, %s)", jax.process_index(), jax.process_count(),
              jax.device_count(), jax.local_device_count(), jax.default_backend())
+    if (problem := processes_config_problem(cfg)) is not None:  # on every process alike: none left waiting
+        raise ConfigError(problem)
     peak_before = peak_bytes_in_use()  # the process's: an earlier job of a multirun may have set it
 
     if (problem := platform_problem(cfg.model, jax.default_backend())) is not None:  # else: at compile time
