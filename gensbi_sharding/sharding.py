@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import warnings
 from collections.abc import Mapping
 from typing import Any
@@ -30,6 +31,12 @@ class ShardingFallbackWarning(UserWarning):
 
 class ExperimentalRuleWarning(UserWarning):
     """A built-in splitting rule ("fsdp", "tensor") is in force; the contract calls it experimental."""
+
+
+#: The fallback reason of optimizer state shaped unlike the parameter whose annotation it carries (Adafactor's
+#: factored moments: a row and a column vector of a matrix, (1,) placeholders): nothing to fix, so not warned.
+UNLIKE_PARAMETER = ("optimizer state shaped unlike its parameter, e.g. Adafactor's factored moments: small, "
+                    "nothing to fix")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,7 +117,8 @@ class Plan:
         """Emit the contract's warnings, each at most once.
 
         ``ExperimentalRuleWarning`` for a built-in splitting rule, ``UserWarning`` for an ``AxisType.Explicit``
-        mesh axis (placements follow Auto semantics), the one ``ShardingFallbackWarning``.
+        mesh axis (placements follow Auto semantics), the one ``ShardingFallbackWarning`` (not when every fallback
+        is optimizer state shaped unlike its parameter, ``UNLIKE_PARAMETER``: nothing to fix).
 
         Parameters
         ----------
@@ -123,7 +131,7 @@ class Plan:
         if any(t == AxisType.Explicit for t in getattr(self.mesh, "axis_types", ())):
             warnings.warn(f"mesh axes {tuple(self.mesh.axis_names)} include AxisType.Explicit; only Auto axes are "
                           "supported, placements follow the Auto semantics", UserWarning, stacklevel=stacklevel + 1)
-        if self.fallbacks:
+        if any(not reason.startswith(UNLIKE_PARAMETER) for reason in self.fallbacks.values()):
             warnings.warn(self.fallback_message(), ShardingFallbackWarning, stacklevel=stacklevel + 1)
 
     def abstract_state(self, node: Any) -> nnx.State:
@@ -176,6 +184,9 @@ def plan_shardings(node: Any, mesh: Mesh, rule: str | RuleTable | Rule = "replic
             spec, reason = partition_spec_for(names, value.shape, rule.table, mesh)
             if names is None and isinstance(var, nnx.Param):
                 reason = "no annotation"
+            elif reason and isinstance(var, nnx.optimizer.OptState) and (len(names) != len(value.shape)
+                                                                          or math.prod(value.shape) == 1):
+                reason = f"{UNLIKE_PARAMETER}; {reason}"  # the annotation was copied from a parameter
             if reason is not None:
                 fallbacks[key] = reason
         specs[key] = spec

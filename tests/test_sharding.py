@@ -397,6 +397,30 @@ def test_a_plan_made_for_another_node_is_refused_naming_the_paths(devices):
     assert same_placement(placed(optimizer, "opt_state/0/mu/up/kernel"), mesh, P(None, "model"), 2)
 
 
+def test_adafactors_factored_moments_are_planned_whole_without_a_warning(devices):
+    # Was the fallback warning "annotation rank 2 != array rank 1" for Adafactor's row and column vectors (and
+    # its (1,) placeholders): they carry their parameter's annotation but not its shape, and nothing fixes that.
+    mesh = make_mesh(model_axis=2)
+    model = Tiny(rngs=nnx.Rngs(0))
+    model.down.bias = nnx.Param(model.down.bias[...], **axes("embed"))  # every parameter annotated
+    optimizer = nnx.Optimizer(model, optax.adafactor(1e-3, min_dim_size_to_factor=8), wrt=nnx.Param)
+    plan = gs.plan_shardings((model, optimizer), mesh, "tensor")
+    unlike = gs.sharding.UNLIKE_PARAMETER
+    assert plan.fallbacks["1/opt_state/0/v_row/up/kernel"] == f"{unlike}; annotation rank 2 != array rank 1"
+    assert plan.fallbacks["1/opt_state/0/v_col/up/bias"] == (  # a (1,) placeholder for the unfactored bias
+        f"{unlike}; size 1 of logical axis 'mlp' is not divisible by mesh axis 'model' of size 2")
+    assert all(reason.startswith(unlike) for reason in plan.fallbacks.values()) and len(plan.fallbacks) == 10
+    assert plan.specs["1/opt_state/0/v/up/bias"] == P("model")  # the unfactored moment follows its parameter
+    record = caught(shard_model, (model, optimizer), mesh, "tensor")
+    assert of_type(record, ShardingFallbackWarning) == [] and len(of_type(record, ExperimentalRuleWarning)) == 1
+    assert same_placement(placed(optimizer, "opt_state/0/v_row/up/kernel"), mesh, P(), 1)
+    model.extra = nnx.Param(jnp.ones(3))  # a fallback to fix: warned, the optimizer's named as nothing to fix
+    record = caught(shard_model, model, mesh, "tensor")
+    assert of_type(record, ShardingFallbackWarning) == [
+        "1 variable(s) replicated instead of split under rule 'tensor' on mesh {'data': 4, 'model': 2}: extra "
+        "(no annotation)"]
+
+
 def test_optimizer_state_follows_its_params():
     model = Tiny(rngs=nnx.Rngs(0))
     optimizer = nnx.Optimizer(model, optax.adamw(1e-3), wrt=nnx.Param)
