@@ -89,7 +89,8 @@ def test_summary_table_reads_at_a_glance(sweep):
 def test_dry_run_sweep_is_ranked_and_plotted(tmp_path):
     for job, (memory, comm) in enumerate([(4_100_000, 820_000), (1_900_000, 1_600_000), (2_500_000, 620_000)]):
         make_job(tmp_path, job, [f"rule={('replicated', 'fsdp', 'tensor')[job]}"], status="ok", mesh_shape=[4, 2],
-                 step_memory_bytes_per_device=memory, collective_bytes_per_step=comm, compile_s=1.5, fallbacks={})
+                 step_memory_bytes_per_device=memory, collective_bytes_per_step=comm, compile_s=1.5, fallbacks={},
+                 best_weights_bytes_per_device=memory // 10)
         data = json.loads((tmp_path / str(job) / "metrics.json").read_text())
         data["config"]["dry_run"] = True
         (tmp_path / str(job) / "metrics.json").write_text(json.dumps(data))
@@ -98,6 +99,10 @@ def test_dry_run_sweep_is_ranked_and_plotted(tmp_path):
     assert [line.split("|")[2].strip() for line in by_memory.splitlines()[3:]] == ["fsdp", "tensor", "replicated"]
     assert [line.split("|")[2].strip() for line in by_comm.splitlines()[3:]] == ["tensor", "replicated", "fsdp"]
     assert "1.9 MB" in by_memory and "memory/device" in by_memory and "collectives/step" in by_memory
+    # The copy of the best weights a training run keeps beside the step, which XLA's figure leaves out: named.
+    head = [cell.strip() for cell in by_memory.splitlines()[1].split("|")]
+    fsdp = [cell.strip() for cell in by_memory.splitlines()[3].split("|")]
+    assert fsdp[head.index("+ best weights")] == "190.0 KB" and fsdp[head.index("memory/device")] == "1.9 MB"
     assert summary.png_path.read_bytes()[:8] == PNG
 
 
