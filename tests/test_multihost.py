@@ -228,8 +228,8 @@ def test_replicated_values_and_settings_are_compared_across_processes(placement)
         assert re.search(r"\['scale'\] \(\) float32 at P\(\) values [0-9a-f]{12}", error)
         assert error.endswith("and the same values for a leaf it replicates")
         assert result["config_same"] is None
-        assert result["config_problem"] == ("the 2 processes were given other settings (seed: process 0 0, process 1 "
-                                            "7); start every process with the same overrides (only "
+        assert result["config_problem"] == ("the 2 processes were given other settings (seed: 0 on process 0, 7 on "
+                                            "process 1); start every process with the same overrides (only "
                                             "distributed.process_id may differ)")
 
 

@@ -23,9 +23,7 @@ from gensbi_sharding.harness.rule_config import partition_axis_from_config, rule
 from gensbi_sharding.harness.tasks import NUM_OBSERVATIONS, TASKS
 
 __all__ = ["validate", "dry_run_resume_problem", "no_mesh_problem", "scored_observations", "processes_config_problem"]
-
-#: Settings each process of a multi-process job may set alone: its rank, and what it prints.
-PER_PROCESS = ("distributed.process_id", "verbose", "debug")
+PER_PROCESS = ("distributed.process_id", "verbose", "debug")  # what each process may set alone: its rank, its output
 
 
 def validate(cfg: DictConfig) -> None:
@@ -61,10 +59,8 @@ def no_mesh_problem(processes: int) -> str:
 def processes_config_problem(cfg: DictConfig) -> str | None:
     """With several JAX processes, the settings they were given differently (the same text on every process).
 
-    Each process composes its config from its own command line: one given another seed, learning rate or data
-    set trained with the others silently (its replicated values taken as everyone's). One small allgather of a
-    digest, on every process alike; the settings are gathered only when the digests differ. ``PER_PROCESS``
-    settings may differ.
+    Each composes its config from its own command line: one with another seed or data trained beside the others
+    silently. One small allgather of a digest; the settings are gathered only when the digests differ.
     """
     import jax
     import numpy as np
@@ -82,7 +78,7 @@ def processes_config_problem(cfg: DictConfig) -> str | None:
     padded[:len(text)] = np.frombuffer(text, np.uint8)
     every = [json.loads(bytes(row).rstrip(b"\0")) for row in np.asarray(multihost_utils.process_allgather(padded))]
     differ = sorted(key for key in set().union(*every) if len({json.dumps(c.get(key)) for c in every}) > 1)
-    shown = "; ".join(f"{key}: " + ", ".join(f"process {p} {c.get(key)!r}" for p, c in enumerate(every))
+    shown = "; ".join(f"{key}: " + ", ".join(f"{c.get(key)!r} on process {p}" for p, c in enumerate(every))
                       for key in differ[:3]) + (f"; and {len(differ) - 3} more" if len(differ) > 3 else "")
     return (f"the {len(every)} processes were given other settings ({shown}); start every process with the same "
             "overrides (only distributed.process_id may differ)")
