@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import jax
 import numpy as np
@@ -725,24 +726,50 @@ def test_a_terminals_ctrl_c_of_a_local_job_says_each_thing_once(tmp_path):
     assert "[process 1/2] received Ctrl-C" in process_1 and "[process 1/2] interrupted by Ctrl-C" in process_1
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(400)
-def test_a_stopped_sweep_names_the_command_that_continues_it_whole(tmp_path):
-    # Was: only the stopped job's command, which leaves the jobs never started to be found and typed one by one.
-    sweep = tmp_path / "sw"
-    proc = _launch("rule=replicated,fsdp", "train.steps=100000", f"hydra.sweep.dir={sweep}", flags=("-m",),
-                   cwd=tmp_path)
+def _stopped_sweep(root: Path, signum: int, *args: str) -> SimpleNamespace:
+    """``launch.py -m <TINY> <args>`` into ``root/sweep``, sent ``signum`` once job 0 trains.
+
+    Returns the sweep's folder, the exit code, the console and sweep_summary.csv's text as the stop left it
+    (read here: a test may continue job 0 afterwards, which rebuilds the summary).
+    """
+    sweep = root / "sweep"
+    proc = _launch(*args, f"hydra.sweep.dir={sweep}", flags=("-m",), cwd=root)
     try:
         _wait_for(sweep / "0" / "launch.log", "[5/7] train", proc)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signum)
         log = proc.communicate(timeout=180)[0]
     finally:
         proc.kill()
-    assert proc.returncode == 130, log[-3000:]
+    summary = sweep / "sweep_summary.csv"
+    return SimpleNamespace(sweep=sweep, returncode=proc.returncode, log=log,
+                           summary=summary.read_text() if summary.exists() else None)
+
+
+# Each stopped sweep is launched once and shared by the tests of what it leaves (a launch costs ~10 s).
+@pytest.fixture(scope="module")
+def interrupted_sweep(tmp_path_factory):
+    """Ctrl-C (SIGINT) while job 0 of a two-job sweep trains (for ever: it never ends by itself)."""
+    return _stopped_sweep(tmp_path_factory.mktemp("interrupted"), signal.SIGINT, "model.width=16,24",
+                          "train.steps=100000")
+
+
+@pytest.fixture(scope="module")
+def preempted_sweep(tmp_path_factory):
+    """SIGTERM while job 0 of a two-job sweep of 100 steps trains (a test continues job 0 to its end)."""
+    return _stopped_sweep(tmp_path_factory.mktemp("preempted"), signal.SIGTERM, "model.width=16,24",
+                          "train.steps=100", "train.log_every=50")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+def test_a_stopped_sweep_names_the_command_that_continues_it_whole(interrupted_sweep):
+    # Was: only the stopped job's command, which leaves the jobs never started to be found and typed one by one.
+    sweep, log = interrupted_sweep.sweep, interrupted_sweep.log
+    assert interrupted_sweep.returncode == 130, log[-3000:]
     error = json.loads((sweep / "0" / "metrics.json").read_text())["error"]
     assert f" train.resume=auto hydra.mode=RUN hydra.run.dir={sweep / '0'}" in error  # the job's own, as before
     whole = (f"to continue the whole sweep, this job and those not started: python launch.py -m {' '.join(TINY)} "
-             f"rule=replicated,fsdp train.steps=100000 train.resume=auto hydra.sweep.dir={sweep}")
+             f"model.width=16,24 train.steps=100000 train.resume=auto hydra.sweep.dir={sweep}")
     lines = log.replace("\r", "\n").splitlines()
     assert [line for line in lines if "whole sweep" in line] == [whole], log[-3000:]
     assert not (sweep / "1").exists()
@@ -950,53 +977,35 @@ def test_sweep_jobs_expand_as_hydra_does():
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("signum, code, status", [(signal.SIGTERM, EXIT_PREEMPTED, "preempted"),
-                                                  (signal.SIGINT, 130, "interrupted")])
-def test_a_stopped_sweep_leaves_its_summary_so_far_and_the_jobs_not_run(tmp_path, signum, code, status):
+@pytest.mark.parametrize("stopped, code, status", [("preempted_sweep", EXIT_PREEMPTED, "preempted"),
+                                                   ("interrupted_sweep", 130, "interrupted")])
+def test_a_stopped_sweep_leaves_its_summary_so_far_and_the_jobs_not_run(request, stopped, code, status):
     # Was: SIGTERM ends the multirun inside a job, Hydra's end-of-sweep callback never runs: no summary;
     # then a summary without the jobs that never started; Ctrl-C: none at all.
-    sweep = tmp_path / "sweep"
-    proc = subprocess.Popen([sys.executable, str(REPO / "launch.py"), "-m", *TINY, "model.width=16,24",
-                             "train.steps=100000", f"hydra.sweep.dir={sweep}"],
-                            env={**os.environ, "JAX_PLATFORMS": "cpu"}, cwd=tmp_path, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    try:
-        _wait_for(sweep / "0" / "launch.log", "[5/7] train", proc)
-        proc.send_signal(signum)
-        output = proc.communicate(timeout=120)[0]
-    finally:
-        proc.kill()
-    assert proc.returncode == code, output[-3000:]
-    rows = (sweep / "sweep_summary.csv").read_text().splitlines()
+    stopped = request.getfixturevalue(stopped)
+    assert stopped.returncode == code, stopped.log[-3000:]
+    assert stopped.summary is not None, stopped.log[-3000:]
+    rows = stopped.summary.splitlines()
     assert len(rows) == 3 and rows[1].startswith("0,16,") and f",{status}," in rows[1], rows
     assert rows[2].startswith("1,24,") and ",not run," in rows[2], rows
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(400)
-def test_a_preempted_sweep_job_names_the_command_that_continues_it(tmp_path, devices):
+def test_a_preempted_sweep_job_names_the_command_that_continues_it(tmp_path, preempted_sweep):
     # Was "rerun the same command with train.resume=auto (and the same hydra.run.dir)": under -m that
     # command starts a new sweep from scratch, and hydra.run.dir means nothing there.
     import shlex
 
-    sweep = tmp_path / "multirun"
-    first = subprocess.Popen([sys.executable, str(REPO / "launch.py"), "-m", *TINY, "seed=0,1", "train.steps=100",
-                              "train.log_every=50", f"hydra.sweep.dir={sweep}"], cwd=tmp_path, text=True,
-                             env={**os.environ, "JAX_PLATFORMS": "cpu"}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    try:
-        _wait_for(sweep / "0" / "launch.log", "[5/7] train", first)
-        first.send_signal(signal.SIGTERM)
-        log = first.communicate(timeout=120)[0]
-    finally:
-        first.kill()
-    assert first.returncode == EXIT_PREEMPTED, log[-3000:]
+    sweep, log = preempted_sweep.sweep, preempted_sweep.log
+    assert preempted_sweep.returncode == EXIT_PREEMPTED, log[-3000:]
     assert (f"to continue the whole sweep, this job and those not started: python launch.py -m {' '.join(TINY)} "
-            f"seed=0,1 train.steps=100 train.log_every=50 train.resume=auto hydra.sweep.dir={sweep}") in log
+            f"model.width=16,24 train.steps=100 train.log_every=50 train.resume=auto hydra.sweep.dir={sweep}") in log
     stopped = json.loads((sweep / "0" / "metrics.json").read_text())
     command = stopped["error"].split("; continue with: ")[1]
     assert command.startswith("python launch.py experiment=quick ")
     assert command.endswith(f" train.resume=auto hydra.mode=RUN hydra.run.dir={sweep / '0'}")
-    assert {"seed=0", "train.steps=100"} <= set(command.split())  # the job's own overrides, not the sweep's
+    assert {"model.width=16", "train.steps=100"} <= set(command.split())  # the job's own overrides, not the sweep's
     again = subprocess.run([sys.executable, str(REPO / "launch.py"), *shlex.split(command)[2:]], cwd=tmp_path,
                            env={**os.environ, "JAX_PLATFORMS": "cpu"}, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
