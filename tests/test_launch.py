@@ -380,25 +380,32 @@ def test_strict_turns_an_unsplittable_variable_into_an_error(strict_sweep):
 
 # ------------------------------------------------------------------ (g) never overwrite
 
-@pytest.mark.slow
-def test_second_run_into_a_completed_folder_is_refused(no_mesh_run, tmp_path):
+@pytest.fixture(scope="module")
+def second_run(no_mesh_run, tmp_path_factory):
+    """Another run (``seed=1``) into no_mesh_run's completed folder, and that folder's files before it."""
     _, run_dir = no_mesh_run
-    before = {name: (run_dir / name).read_bytes()
-              for name in ("metrics.json", "sharding.txt", "train_losses.npz", "posterior.png")}
-    proc = launch("mesh=none", "seed=1", f"hydra.run.dir={run_dir}", cwd=tmp_path)
+    before = {name: (run_dir / name).read_bytes() for name in (
+        "metrics.json", "sharding.txt", "train_losses.npz", "posterior.png", ".hydra/config.yaml")}
+    return launch("mesh=none", "seed=1", f"hydra.run.dir={run_dir}", cwd=tmp_path_factory.mktemp("second")), before
+
+
+@pytest.mark.slow
+def test_second_run_into_a_completed_folder_is_refused(no_mesh_run, second_run):
+    _, run_dir = no_mesh_run
+    proc, before = second_run
     assert proc.returncode != 0
     assert "metrics.json already exists" in proc.stdout + proc.stderr
     assert "Traceback" not in proc.stdout + proc.stderr
-    assert {name: (run_dir / name).read_bytes() for name in before} == before
+    outputs = ("metrics.json", "sharding.txt", "train_losses.npz", "posterior.png")
+    assert {name: (run_dir / name).read_bytes() for name in outputs} == {name: before[name] for name in outputs}
 
 
 @pytest.mark.slow
-def test_second_run_leaves_the_first_runs_config_untouched(no_mesh_run, tmp_path):
+def test_second_run_leaves_the_first_runs_config_untouched(no_mesh_run, second_run):
     _, run_dir = no_mesh_run
-    before = (run_dir / ".hydra" / "config.yaml").read_text()
-    proc = launch("mesh=none", "seed=2", f"hydra.run.dir={run_dir}", cwd=tmp_path)
+    proc, before = second_run
     assert proc.returncode != 0
-    assert (run_dir / ".hydra" / "config.yaml").read_text() == before
+    assert (run_dir / ".hydra" / "config.yaml").read_bytes() == before[".hydra/config.yaml"]
 
 
 # ------------------------------------------------------------------ (h, i) in this process
