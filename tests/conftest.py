@@ -3,8 +3,8 @@
 The device count must be fixed before JAX's backend starts, so it is set here,
 once, at collection time. Tests that need another count run in a subprocess.
 
-The session also gets its own JAX compilation cache (deleted at exit), shared with the runs it
-launches as subprocesses: many tests build the same tiny models and steps, and ``init_sharded``
+The session also gets its own JAX compilation cache (deleted at exit), shared by its xdist workers and
+with the runs they launch as subprocesses: many tests build the same tiny models and steps, and ``init_sharded``
 jits a fresh closure per call, so a program with the same HLO is loaded instead of compiled again.
 """
 
@@ -24,8 +24,16 @@ import jax  # noqa: E402
 
 jax.config.update("jax_platforms", "cpu")
 jax.config.update("jax_num_cpu_devices", 8)
-_COMPILATION_CACHE = tempfile.mkdtemp(prefix="gensbi_sharding_tests_jax_cache_")
-atexit.register(shutil.rmtree, _COMPILATION_CACHE, ignore_errors=True)
+# One cache for the whole test session: pytest-xdist's workers inherit the environment of the process that
+# starts them (this conftest ran there first), so both workers share it and a program one of them compiled is
+# loaded by the other and by every run either launches. Only the process that made it removes it, at its exit:
+# the xdist controller, which outlives its workers (or the single pytest process).
+_CACHE_ENV = "GENSBI_SHARDING_TESTS_JAX_CACHE"
+_COMPILATION_CACHE = os.environ.get(_CACHE_ENV)
+if not _COMPILATION_CACHE or not os.path.isdir(_COMPILATION_CACHE):
+    _COMPILATION_CACHE = tempfile.mkdtemp(prefix="gensbi_sharding_tests_jax_cache_")
+    os.environ[_CACHE_ENV] = _COMPILATION_CACHE
+    atexit.register(shutil.rmtree, _COMPILATION_CACHE, ignore_errors=True)
 jax.config.update("jax_compilation_cache_dir", _COMPILATION_CACHE)
 # Not every program: writing the many eager ops of a few ms each costs more than compiling them.
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.1)
