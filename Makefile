@@ -18,9 +18,10 @@ run: $(STAMP)
 	$(VENV)/bin/python launch.py $(ARGS)
 
 # Test files run in parallel (pytest-xdist), each file whole in one worker so its module fixtures
-# run once; TEST_WORKERS=0 runs them in this process.
+# run once, the longest files first (tests/conftest.py orders them; --no-loadscope-reorder keeps that
+# order instead of xdist's most-tests-first); TEST_WORKERS=0 runs them in this process.
 TEST_WORKERS ?= 2
-XDIST = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
+XDIST = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest $(XDIST) $(PYTEST_ARGS)
