@@ -55,27 +55,42 @@ def reference(tmp_path_factory, devices):
     return _losses(out)
 
 
-def test_signal_checkpoints_at_the_next_step_and_auto_resume_continues_exactly(
-        tmp_path, monkeypatch, reference):
-    out = tmp_path / "run"
-    with monkeypatch.context() as patch:
+@pytest.fixture(scope="module")
+def usr1_at_3(tmp_path_factory, devices):
+    """SIGUSR1 after step 3 of a ``train.resume=auto`` run, then the same command again (requeued).
+
+    Shared by two tests (each run costs seconds); what the stop left is read before the resume, and the
+    resumed run's losses before any test continues the folder further.
+    """
+    out = tmp_path_factory.mktemp("usr1") / "run"
+    with pytest.MonkeyPatch.context() as patch:
         _signal_at(patch, 3, signal.SIGUSR1)
         stopped = run_tiny(out, "train.resume=auto")
+    after_stop = SimpleNamespace(handler=signal.getsignal(signal.SIGUSR1), losses=_losses(out),
+                                 status=json.loads((out / "metrics.json").read_text())["status"],
+                                 checkpoint=(out / "checkpoints" / "3").is_dir())
+    resumed = run_tiny(out, "train.resume=auto")  # the same command, requeued
+    return SimpleNamespace(out=out, stopped=stopped, after_stop=after_stop, resumed=resumed,
+                           resumed_losses=_losses(out))
+
+
+def test_signal_checkpoints_at_the_next_step_and_auto_resume_continues_exactly(usr1_at_3, reference):
+    out, stopped, after_stop = usr1_at_3.out, usr1_at_3.stopped, usr1_at_3.after_stop
     assert stopped["status"] == "preempted" and stopped["stopped_at_step"] == 3
     assert stopped["error"] == (f"preempted by SIGUSR1 at step 3; checkpoint {out / 'checkpoints' / '3'}; continue "
                                 f"with: the same command plus train.resume=auto hydra.run.dir={out}")
-    assert json.loads((out / "metrics.json").read_text())["status"] == "preempted"
-    assert (out / "checkpoints" / "3").is_dir() and len(_losses(out)) == 3 and stopped["final_step"] == 3
-    assert signal.getsignal(signal.SIGUSR1) is signal.SIG_DFL  # the run's handlers are gone
+    assert after_stop.status == "preempted"  # metrics.json
+    assert after_stop.checkpoint and len(after_stop.losses) == 3 and stopped["final_step"] == 3
+    assert after_stop.handler is signal.SIG_DFL  # the run's handlers are gone
 
-    resumed = run_tiny(out, "train.resume=auto")  # the same command, requeued
+    resumed = usr1_at_3.resumed
     assert resumed["status"] == "ok" and resumed["start_step"] == 3 and resumed["steps"] == 5
     # metrics.json says it was resumed, and from where: steps is this attempt's, final_step the run's.
     assert (stopped["resumed_from_step"], stopped["resumed_from"]) == (None, None)
     assert (resumed["resumed_from_step"], resumed["resumed_from"], resumed["final_step"]) == (
         3, str(out / "checkpoints" / "3"), 8)
     assert resumed["previous_attempts"][0]["status"] == "preempted"
-    np.testing.assert_allclose(_losses(out), reference, rtol=1e-6, atol=0)
+    np.testing.assert_allclose(usr1_at_3.resumed_losses, reference, rtol=1e-6, atol=0)
 
 
 @pytest.mark.slow  # end-to-end runs
@@ -1014,15 +1029,12 @@ def test_a_preempted_sweep_job_names_the_command_that_continues_it(tmp_path, pre
     assert done["resumed_from_step"] == stopped["stopped_at_step"] >= 1
 
 
-def test_a_continued_run_keeps_the_training_figures_of_the_attempts_that_trained(tmp_path, monkeypatch, devices):
+def test_a_continued_run_keeps_the_training_figures_of_the_attempts_that_trained(tmp_path, usr1_at_3):
     # Was: a run resumed only to evaluate wrote samples_per_s / median_step_s / final_train_loss null and
     # compile_s 0.0, and previous_attempts kept only status, error and wall time.
-    out = tmp_path / "run"
-    with monkeypatch.context() as patch:
-        _signal_at(patch, 3, signal.SIGUSR1)
-        stopped = run_tiny(out, "train.resume=auto")
+    out, stopped = usr1_at_3.out, usr1_at_3.stopped
     assert stopped["status"] == "preempted" and stopped["steps"] == 3 and stopped["samples_per_s"] > 0
-    done = run_tiny(out, "train.resume=auto")
+    done = usr1_at_3.resumed
     assert done["status"] == "ok" and done["steps"] == 5 and done["resumed_from_step"] == 3
     first = done["previous_attempts"][0]
     assert {k: first[k] for k in ("status", "steps", "compile_s", "median_step_s", "samples_per_s",
