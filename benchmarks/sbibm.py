@@ -174,7 +174,7 @@ def collect(folders: list[Path], jobs: dict | None = None) -> dict[tuple[str, in
 def settings_note(jobs: dict[tuple[str, int], Path]) -> str | None:
     """One line naming each row's settings beyond the preset, task and budget, when the rows differ in
     them (``train.steps=20`` in one, the preset's in another): a table that mixes them says so."""
-    from gensbi_sharding.harness.sweep_hints import job_configuration
+    from gensbi_sharding.harness.sweep_plan import job_configuration
     from omegaconf import OmegaConf
 
     own = {"experiment", "data", "data.num_simulations"}

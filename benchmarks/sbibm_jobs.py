@@ -99,7 +99,7 @@ def other_settings(job: Path, settings: list[str]) -> str:
     A job of an earlier ``run`` with other extra arguments (more steps, other observations) would
     otherwise be skipped as done, and the table would show its results for the settings asked now.
     """
-    from gensbi_sharding.harness.sweep_hints import job_configuration
+    from gensbi_sharding.harness.sweep_plan import job_configuration
 
     recorded = job / ".hydra" / "overrides.yaml"
     if not recorded.is_file():  # which settings it ran with is unknown: as before, taken as done

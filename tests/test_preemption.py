@@ -981,7 +981,7 @@ def test_a_refused_sweep_also_names_the_jobs_that_never_started(tmp_path, capsys
 
 
 def test_sweep_jobs_expand_as_hydra_does():
-    from gensbi_sharding.harness.sweep_hints import sweep_jobs
+    from gensbi_sharding.harness.sweep_plan import sweep_jobs
 
     assert sweep_jobs(["experiment=quick", "rule=fsdp,tensor", "seed=range(2)"]) == [
         ["experiment=quick", "rule=fsdp", "seed=0"], ["experiment=quick", "rule=fsdp", "seed=1"],

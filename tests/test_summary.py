@@ -185,7 +185,7 @@ def test_a_job_continued_with_another_override_is_still_its_sweeps_job(sweep):
 
 def test_sweep_jobs_follow_hydras_order_with_a_presets_params():
     # Hydra puts the preset's hydra.sweeper.params first and a command-line value in its place: job numbers.
-    from gensbi_sharding.harness.sweep_hints import never_started, sweep_jobs
+    from gensbi_sharding.harness.sweep_plan import never_started, sweep_jobs
 
     jobs = sweep_jobs(["seed=0,1", "rule=fsdp"], {"rule": "tensor,fsdp", "data": "a,b"})
     assert jobs == [["rule=fsdp", "data=a", "seed=0"], ["rule=fsdp", "data=a", "seed=1"],

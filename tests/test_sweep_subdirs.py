@@ -16,7 +16,7 @@ from omegaconf import OmegaConf, open_dict
 
 from gensbi_sharding.harness import run_folder
 from gensbi_sharding.harness.config import register_configs
-from gensbi_sharding.harness.sweep_hints import every_job
+from gensbi_sharding.harness.sweep_plan import every_job
 from gensbi_sharding.harness.sweep_subdirs import colliding_subdirs_problem, job_subdirs
 
 REPO = Path(__file__).resolve().parents[1]

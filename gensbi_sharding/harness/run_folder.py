@@ -21,9 +21,10 @@ from gensbi_sharding.harness.console import tagged
 from gensbi_sharding.harness.folder_lock import FolderInUseError, FolderLock, folder_problem
 from gensbi_sharding.harness.launch_record import keep_record, settle_record
 from gensbi_sharding.harness.outputs import read_metrics, write_atomic, write_json
+from gensbi_sharding.harness.sweep_hints import (hydra_job_overrides, moved_jobs_problem, shared_folder_problem,
+                                                 train_further_hint, unfinished_jobs_hint)
+from gensbi_sharding.harness.sweep_plan import every_job
 from gensbi_sharding.harness.sweep_subdirs import colliding_subdirs_problem, unused_folder_problem
-from gensbi_sharding.harness.sweep_hints import (every_job, hydra_job_overrides, moved_jobs_problem,
-                                                 shared_folder_problem, train_further_hint, unfinished_jobs_hint)
 
 __all__ = ["ensure_fresh", "RunFolder", "folder_owner", "RESUMABLE", "RefuseCompletedRun",
            "LOCAL_CHILD_ENV", "is_writer", "continued_sweep_job", "refresh_job_sweep_summary", "stopped_at_step"]

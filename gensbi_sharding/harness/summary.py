@@ -19,7 +19,7 @@ from __future__ import annotations
 import csv
 import io
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,115 +29,14 @@ from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness.outputs import read_metrics, write_atomic
 from gensbi_sharding.harness.plots import status_counts
-from gensbi_sharding.harness.sweep_hints import job_configuration, never_started, sweep_jobs
-from gensbi_sharding.harness.units import (c2st_spread, format_bytes, format_c2st, format_count, format_seconds,
-                                          is_number)
+from gensbi_sharding.harness.sweep_plan import job_configuration, never_started, sweep_jobs
+from gensbi_sharding.harness.summary_columns import DRY_RUN_COLUMNS, ERROR_COLUMN, TRAIN_COLUMNS, Column
+from gensbi_sharding.harness.units import is_number
 
 __all__ = ["Column", "TRAIN_COLUMNS", "DRY_RUN_COLUMNS", "summary_rows", "swept_keys", "declared_sweeps",
            "markdown_table", "write_summary", "refresh_sweep_summary", "SweepSummary"]
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Column:
-    """A measured column: its CSV name (exact value) and its table title (readable value)."""
-
-    name: str
-    title: str
-    text: Callable[[dict[str, Any]], str]
-    exact: Callable[[dict[str, Any]], str]
-
-
-def _fixed(key: str, digits: int) -> Callable[[dict[str, Any]], str]:
-    return lambda m: f"{m[key]:.{digits}f}" if is_number(m.get(key)) else ""
-
-
-def _integer(key: str) -> Callable[[dict[str, Any]], str]:
-    return lambda m: str(int(m[key])) if is_number(m.get(key)) else ""
-
-
-def _plain(key: str) -> Callable[[dict[str, Any]], str]:
-    return lambda m: "" if m.get(key) is None else str(m[key])
-
-
-def mesh_cell(m: dict[str, Any]) -> str:
-    """"8x1"; "none" for a run without a mesh; "" for a job that failed before its mesh existed."""
-    if "mesh_shape" not in m:
-        return ""
-    return "x".join(map(str, m["mesh_shape"])) if m["mesh_shape"] else "none"
-
-
-def all_attempts_wall(m: dict[str, Any]) -> float | None:
-    """Seconds of a job's every attempt: a job continued after a preemption (``previous_attempts``) took its
-    earlier attempts' time too; its ``wall_s`` is the last attempt's alone. None without a number."""
-    walls = [m.get("wall_s"), *(a.get("wall_s") for a in m.get("previous_attempts") or [])]
-    return sum(w for w in walls if is_number(w)) if is_number(m.get("wall_s")) else None
-
-
-def wall_cell(m: dict[str, Any]) -> str:
-    """``"12.3 s"``; a continued job: ``"50.0 s in 2 attempts"`` (all of them, not the last one's 29.8 s)."""
-    attempts = 1 + len(m.get("previous_attempts") or [])
-    total = format_seconds(all_attempts_wall(m))
-    return f"{total} in {attempts} attempts" if total and attempts > 1 else total
-
-
-def c2st_cell(m: dict[str, Any]) -> str:
-    """``"0.612 ± 0.011"`` (the spread over folds); scored on several observations, the spread is over
-    them and the cell says so, as the run's final line does: ``"0.909 ± 0.024 over 3 obs."``."""
-    text = format_c2st(m.get("c2st"), c2st_spread(m))
-    if text and is_number(m.get("c2st_sd_observations")):
-        text += f" over {len(m.get('c2st_observations') or [])} obs."
-    return text
-
-
-_MESH = Column("mesh_shape", "mesh", mesh_cell, mesh_cell)
-_STATUS = Column("status", "status", _plain("status"), _plain("status"))
-ERROR_CELL = 120  # characters of an error the markdown table shows; the CSV and metrics.json hold all of it
-
-
-def error_cell(m: dict[str, Any]) -> str:
-    """The error, cut to ``ERROR_CELL`` characters, never inside its continue command (a cut command
-    would run something else): then the command is left to the job's ``metrics.json``."""
-    error = m.get("error") or ""
-    if len(error) <= ERROR_CELL:
-        return error
-    reason, marker, _ = error.partition("; continue with: ")
-    tail = "; continue with: the command in its metrics.json" if marker else ""
-    return (reason if len(reason) <= ERROR_CELL else reason[:ERROR_CELL - 3] + "...") + tail
-
-
-_ERROR = Column("error", "error", error_cell, lambda m: m.get("error") or "")
-
-TRAIN_COLUMNS: tuple[Column, ...] = (
-    _MESH,
-    Column("param_bytes_per_device", "params/device", lambda m: format_bytes(m.get("param_bytes_per_device")),
-           _integer("param_bytes_per_device")),
-    Column("opt_bytes_per_device", "optimizer/device", lambda m: format_bytes(m.get("opt_bytes_per_device")),
-           _integer("opt_bytes_per_device")),
-    Column("median_step_s", "step", lambda m: format_seconds(m.get("median_step_s")), _fixed("median_step_s", 6)),
-    Column("samples_per_s", "samples/s", lambda m: format_count(m.get("samples_per_s")),
-           _fixed("samples_per_s", 1)),
-    Column("c2st", "C2ST", lambda m: c2st_cell(m), _fixed("c2st", 4)),
-    Column("c2st_sd_folds", "", lambda m: "", _fixed("c2st_sd_folds", 4)),  # the table: in the C2ST cell
-    Column("c2st_sd_observations", "", lambda m: "", _fixed("c2st_sd_observations", 4)),
-    Column("wall_s", "", lambda m: "", _fixed("wall_s", 2)),  # this attempt's, as metrics.json has it
-    Column("wall_s_all_attempts", "wall", wall_cell, lambda m: _fixed("s", 2)({"s": all_attempts_wall(m)})),
-    _STATUS, _ERROR)
-
-DRY_RUN_COLUMNS: tuple[Column, ...] = (
-    _MESH,
-    Column("step_memory_bytes_per_device", "memory/device",
-           lambda m: format_bytes(m.get("step_memory_bytes_per_device")), _integer("step_memory_bytes_per_device")),
-    # Held beside the step by a training run (early stopping's copy of the best weights): not in XLA's figure.
-    Column("best_weights_bytes_per_device", "+ best weights",
-           lambda m: format_bytes(m.get("best_weights_bytes_per_device")), _integer("best_weights_bytes_per_device")),
-    Column("collective_bytes_per_step", "collectives/step",
-           lambda m: format_bytes(m.get("collective_bytes_per_step")), _integer("collective_bytes_per_step")),
-    Column("compile_s", "compile", lambda m: format_seconds(m.get("compile_s")), _fixed("compile_s", 3)),
-    Column("fallbacks", "fallbacks", lambda m: str(len(m["fallbacks"])) if "fallbacks" in m else "",
-           lambda m: str(len(m["fallbacks"])) if "fallbacks" in m else ""),
-    _STATUS, _ERROR)
 
 
 def _override_key(override: str) -> str:
@@ -209,7 +108,7 @@ def markdown_table(headers: Sequence[str], cells: Sequence[Sequence[str]]) -> st
 
 
 def _table(rows: Sequence[dict[str, Any]], keys: Sequence[str], columns: Sequence[Column]) -> str:
-    shown = [c for c in columns if c.title and (c is not _ERROR or any(r["metrics"].get("error") for r in rows))]
+    shown = [c for c in columns if c.title and (c is not ERROR_COLUMN or any(r["metrics"].get("error") for r in rows))]
     headers = ["job", *keys, *(c.title for c in shown)]
     cells = [[row["job"], *(row["overrides"].get(k, "") for k in keys), *(c.text(row["metrics"]) for c in shown)]
              for row in rows]
@@ -237,11 +136,11 @@ class Summary:
 
 
 def not_run_rows(rows: Sequence[dict[str, Any]], all_jobs: Sequence[Sequence[str]]) -> list[dict[str, Any]]:
-    """Rows (``status: not run``) for the jobs of ``all_jobs`` (``sweep_hints.sweep_jobs``) without a folder.
+    """Rows (``status: not run``) for the jobs of ``all_jobs`` (``sweep_plan.sweep_jobs``) without a folder.
 
     A sweep stopped early (preempted, Ctrl-C) never started its later jobs; its table says so
     instead of silently holding fewer jobs. Each has the number Hydra gives it; a job folder
-    continued alone with another override still stands for its job (``sweep_hints.never_started``).
+    continued alone with another override still stands for its job (``sweep_plan.never_started``).
     """
     ran = {str(row["job"]): job_configuration([f"{k}={v}" for k, v in row["overrides"].items()]) for row in rows}
     return [{"job": str(number), "metrics": {"status": "not run"}, "dry_run": False,
@@ -254,7 +153,7 @@ def write_summary(sweep_dir: Path, declared: Sequence[str] = (),
                   all_jobs: Sequence[Sequence[str]] = ()) -> Summary | None:
     """Write ``sweep_summary.csv/.md/.png`` for the jobs under ``sweep_dir``; None if there are none.
 
-    ``all_jobs`` (``sweep_hints.sweep_jobs``): every job the sweep declared; those that never
+    ``all_jobs`` (``sweep_plan.sweep_jobs``): every job the sweep declared; those that never
     started get a ``not run`` row.
     """
     sweep_dir = Path(sweep_dir)

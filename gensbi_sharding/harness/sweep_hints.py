@@ -10,9 +10,11 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["sweep_jobs", "every_job", "unfinished_jobs_hint", "shared_folder_problem", "moved_jobs_problem",
-           "job_command", "continue_command", "whole_sweep_hint", "CONTINUE_ENV", "INLINE_COMMANDS", "CONTINUE_SCRIPT",
-           "job_configuration", "train_further_hint", "hydra_job_overrides", "never_started"]
+from gensbi_sharding.harness.sweep_plan import job_configuration, never_started
+
+__all__ = ["unfinished_jobs_hint", "shared_folder_problem", "moved_jobs_problem", "job_command", "continue_command",
+           "whole_sweep_hint", "CONTINUE_ENV", "INLINE_COMMANDS", "CONTINUE_SCRIPT", "train_further_hint",
+           "hydra_job_overrides"]
 
 #: Set by ``distributed=local``'s parent for its processes: the command that continues the whole job
 #: (theirs carry the parent's overrides plus their own).
@@ -162,59 +164,6 @@ def train_further_hint(run_dir: Any, saved_step: int | None, steps: int | None, 
     return f"; to train it further from its final checkpoint (step {saved_step}) into a new folder: {command}"
 
 
-def sweep_jobs(task_overrides: Sequence[str], sweeper_params: Mapping[str, Any] | None = None) -> list[list[str]]:
-    """Every job of a multirun, as its overrides, in Hydra's order: job ``i`` runs in folder ``i``.
-
-    ``task_overrides`` are the command's overrides (``rule=fsdp,tensor`` sweeps), ``sweeper_params``
-    the preset's ``hydra.sweeper.params``. As Hydra's basic sweeper: the preset's keys come first,
-    the command's after them, and a command-line override of a preset's key takes its value in the
-    preset's place (the order decides the job numbers).
-    """
-    import itertools
-
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    params = [f"{k}={v}" for k, v in (sweeper_params or {}).items()]
-    choices: dict[str, list[str]] = {}
-    for o in OverridesParser.create().parse_overrides(params + list(task_overrides)):
-        key = o.get_key_element()
-        choices[key] = ([f"{key}={v}" for v in o.sweep_string_iterator()] if o.is_sweep_override()
-                        else [f"{key}={o.get_value_element_as_str()}"])
-    return [list(job) for job in itertools.product(*choices.values())]
-
-
-def every_job(config: Any) -> list[list[str]]:
-    """Every job of the multirun ``config`` starts, as its overrides (``sweep_jobs``); [] if unknown."""
-    from omegaconf import OmegaConf
-
-    params = OmegaConf.select(config, "hydra.sweeper.params", default=None)
-    task = OmegaConf.select(config, "hydra.overrides.task", default=None)
-    return [] if task is None else sweep_jobs(list(task), None if params is None else OmegaConf.to_container(params))
-
-
-def never_started(all_jobs: Sequence[Sequence[str]], ran: Mapping[str, dict[str, str]]) -> list[tuple[int, list[str]]]:
-    """The jobs of ``all_jobs`` (``sweep_jobs``) that have no folder, with their job numbers.
-
-    Parameters
-    ----------
-    all_jobs : sequence of sequence of str
-        Every job the sweep declared, in Hydra's order.
-    ran : mapping of str to dict
-        ``{folder name: job_configuration of its recorded overrides}`` of the job folders there are.
-
-    Returns
-    -------
-    list of (int, list of str)
-        Job ``i`` of ``all_jobs`` runs in folder ``str(i)``: that folder stands for it even when its
-        overrides changed since (a job continued alone with another value), so a sweep never lists
-        more jobs than it has; a folder of another name (``hydra.sweep.subdir``) stands for the job
-        whose configuration it recorded.
-    """
-    configurations = list(ran.values())
-    return [(number, list(job)) for number, job in enumerate(all_jobs)
-            if str(number) not in ran and job_configuration(job) not in configurations]
-
-
 def unfinished_jobs_hint(jobs: Sequence[Any], resumable: Sequence[str], all_jobs: Sequence[Sequence[str]] = (),
                          sweep_dir: Any = None) -> str:
     """How to continue a sweep's unfinished jobs when its folder, holding completed ones, is refused.
@@ -294,26 +243,6 @@ def moved_jobs_problem(sweep_dir: Any, all_jobs: Sequence[Sequence[str]]) -> str
                     "train.resume=auto continues each job in the folder of its number; rerun the sweep with its "
                     "values in the order it first ran, or choose another hydra.sweep.dir")
     return None
-
-
-def job_configuration(overrides: Sequence[str]) -> dict[str, str]:
-    """``{key: value}`` of a job's overrides, without those that say how it ran (resume, hydra).
-
-    Parameters
-    ----------
-    overrides : sequence of str
-        Hydra overrides, e.g. a job's ``.hydra/overrides.yaml`` or one entry of ``sweep_jobs``.
-
-    Returns
-    -------
-    dict of str to str
-        Values as Hydra normalises them, so two spellings of one job compare equal.
-    """
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    parsed = OverridesParser.create().parse_overrides(list(overrides))
-    return {o.key_or_group.lstrip("+~"): o.get_value_element_as_str() for o in parsed
-            if not o.key_or_group.startswith(("train.resume", "hydra."))}
 
 
 def _status(metrics: Any) -> str | None:

@@ -26,7 +26,7 @@ def job_subdirs(config: Any, jobs: Sequence[Sequence[str]]) -> list[str] | None:
     config : DictConfig
         The multirun's master config (what ``on_multirun_start`` gets).
     jobs : sequence of sequence of str
-        Every job's overrides in Hydra's order (``sweep_hints.every_job``): job ``i`` has number ``i``.
+        Every job's overrides in Hydra's order (``sweep_plan.every_job``): job ``i`` has number ``i``.
 
     Returns
     -------
