@@ -9,6 +9,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -69,9 +70,10 @@ def usr1_at_3(tmp_path_factory, devices):
     after_stop = SimpleNamespace(handler=signal.getsignal(signal.SIGUSR1), losses=_losses(out),
                                  status=json.loads((out / "metrics.json").read_text())["status"],
                                  checkpoint=(out / "checkpoints" / "3").is_dir())
+    stopped_copy = shutil.copytree(out, out.parent / "stopped_copy")  # for a test that continues it elsewhere
     resumed = run_tiny(out, "train.resume=auto")  # the same command, requeued
     return SimpleNamespace(out=out, stopped=stopped, after_stop=after_stop, resumed=resumed,
-                           resumed_losses=_losses(out))
+                           resumed_losses=_losses(out), stopped_copy=stopped_copy)
 
 
 def test_signal_checkpoints_at_the_next_step_and_auto_resume_continues_exactly(usr1_at_3, reference):
@@ -1034,9 +1036,17 @@ def test_a_continued_run_keeps_the_training_figures_of_the_attempts_that_trained
     # compile_s 0.0, and previous_attempts kept only status, error and wall time.
     out, stopped = usr1_at_3.out, usr1_at_3.stopped
     assert stopped["status"] == "preempted" and stopped["steps"] == 3 and stopped["samples_per_s"] > 0
-    done = usr1_at_3.resumed
+    # Continued under another rule and mesh, as a user moving a job to another allocation would (the stopped
+    # run's copy: the fixture's own folder was continued as it was).
+    out = usr1_at_3.stopped_copy
+    done = run_tiny(out, "train.resume=auto", "rule=tensor", "mesh.model_axis=2")
     assert done["status"] == "ok" and done["steps"] == 5 and done["resumed_from_step"] == 3
     first = done["previous_attempts"][0]
+    # Was: previous_attempts kept no word of where an attempt ran, so metrics.json read as if all 8 steps ran
+    # under tensor on (4, 2): steps 1-3 ran under replicated on (8, 1).
+    assert {k: first[k] for k in ("rule", "mesh_shape", "device_count", "process_count", "final_step")} == {
+        "rule": "replicated", "mesh_shape": [8, 1], "device_count": 8, "process_count": 1, "final_step": 3}
+    assert (done["rule"], done["mesh_shape"], done["process_count"], done["final_step"]) == ("tensor", [4, 2], 1, 8)
     assert {k: first[k] for k in ("status", "steps", "compile_s", "median_step_s", "samples_per_s",
                                   "final_train_loss")} == {k: stopped[k] for k in (
         "status", "steps", "compile_s", "median_step_s", "samples_per_s", "final_train_loss")}
@@ -1048,6 +1058,9 @@ def test_a_continued_run_keeps_the_training_figures_of_the_attempts_that_trained
     for key in ("compile_s", "median_step_s", "samples_per_s", "final_train_loss"):
         assert again[key] == done[key] is not None, key
     assert [a["steps"] for a in again["previous_attempts"]] == [3, 5]
+    # The figures it shows are attempt 2's, measured under tensor on (4, 2), and its record says so.
+    assert [(a["rule"], a["mesh_shape"]) for a in again["previous_attempts"]] == [
+        ("replicated", [8, 1]), ("tensor", [4, 2])]
     # Nothing trained and no attempt of its own that did: null, never compile_s 0.0.
     elsewhere = run_tiny(tmp_path / "evaluated", f"train.resume={out}")
     assert elsewhere["status"] == "ok" and elsewhere["steps"] == 0

@@ -193,7 +193,7 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
         check_table_against_mesh(rule_name, table, tuple(mesh.axis_names))
     metrics.update(mesh_shape=list(mesh.devices.shape) if mesh else None,
                    mesh_axes=list(mesh.axis_names) if mesh else None, device_count=jax.device_count(),
-                   data_parallel_size=contract.batch_size_divisor(mesh))
+                   process_count=jax.process_count(), data_parallel_size=contract.batch_size_divisor(mesh))
 
     if cfg.dry_run:
         watch.check()

@@ -33,6 +33,8 @@ log = logging.getLogger("gensbi_sharding")
 
 #: What an attempt's training steps measured: kept per attempt in ``previous_attempts`` of a continued run.
 TRAINING_FIGURES = ("compile_s", "median_step_s", "samples_per_s", "final_train_loss")
+#: Where an attempt ran and how far it got: a run continued under another rule or mesh says which steps ran where.
+ATTEMPT_PLACEMENT = ("rule", "mesh_shape", "device_count", "process_count", "final_step")
 
 #: Statuses of a run that ``train.resume=auto`` may continue in its own folder.
 RESUMABLE = ("preempted", "interrupted", "error")
@@ -161,7 +163,8 @@ class RunFolder:
     def record(self, metrics: dict[str, Any], traceback_text: str | None = None) -> None:
         """Write ``metrics.json`` (and ``error.txt``), listing earlier attempts of a resumed run.
 
-        Each earlier attempt keeps its status, error, wall time and training figures; an attempt that
+        Each earlier attempt keeps its status, error, wall time, training figures and where it ran (rule,
+        mesh, device and process counts, the step it reached: ``ATTEMPT_PLACEMENT``); an attempt that
         trained nothing (``steps`` 0: resumed to evaluate) takes its top-level training figures from the
         last attempt that trained (``training_figures_from_attempt``, 1-based), as the sweep summary shows.
         """
@@ -169,7 +172,7 @@ class RunFolder:
             return
         if self.previous:
             earlier = {k: self.previous.get(k) for k in ("status", "error", "wall_s", "resumed_from_step", "steps",
-                                                         *TRAINING_FIGURES)}
+                                                         *TRAINING_FIGURES, *ATTEMPT_PLACEMENT)}
             earlier["stopped_at_step"] = stopped_at_step(self.previous)
             older = [{**{k: v for k, v in a.items() if k != "preempted_at_step"}, "stopped_at_step": stopped_at_step(a)}
                      for a in self.previous.get("previous_attempts", [])]  # an earlier version's name, renamed
