@@ -593,3 +593,42 @@ def test_a_resume_before_the_first_validation_says_so(tmp_path, devices, caplog)
     assert second["status"] == "ok", second.get("error")
     resumed = [r.getMessage() for r in caplog.records if r.getMessage().startswith("resumed from")]
     assert len(resumed) == 1 and resumed[0].endswith("; early stopping: no validation yet"), resumed
+
+
+def test_local_processes_killed_from_outside_name_their_last_checkpoint_and_the_command_that_continues(
+        tmp_path, monkeypatch):
+    # Was: process 1 killed (SIGKILL, e.g. the OOM killer) after checkpoint 300: metrics.json said only
+    # "process 1 of 2 died (killed by SIGKILL) ...; process 0 died (killed by SIGABRT)", naming neither the
+    # checkpoint that holds the work nor the command that continues it (train.resume=auto in its folder).
+    from hydra.conf import HydraConf
+    from hydra.core.hydra_config import HydraConfig
+
+    from gensbi_sharding.harness import local_cluster
+
+    out = tmp_path / "run"
+    with CheckpointWriter(out / "checkpoints", every=1) as writer:  # what the processes had saved
+        writer.save(300, {"w": jnp.ones(3)}, jax.random.key(0))
+    hydra = OmegaConf.create({"hydra": OmegaConf.structured(HydraConf)})
+    hydra.hydra.runtime.output_dir = str(out)
+    hydra.hydra.overrides.task = ["distributed=local", "train.steps=2000"]
+    monkeypatch.setattr(HydraConfig.instance(), "cfg", None)
+    HydraConfig.instance().set_config(hydra)
+    real_popen = subprocess.Popen
+
+    def killed_child(command, env, pass_fds):  # rank 1 is killed; rank 0 aborts as JAX's heartbeat check does
+        rank = int(next(c for c in command if c.startswith("distributed.process_id=")).split("=")[1])
+        return real_popen([sys.executable, "-c", "import os, signal, time; time.sleep(%s); os.kill(os.getpid(), "
+                           "signal.%s)" % ((0.1, "SIGKILL") if rank else (0.6, "SIGABRT"))])
+
+    monkeypatch.setattr(local_cluster.subprocess, "Popen", killed_child)
+    cfg = OmegaConf.create({"distributed": {"local_processes": 2, "run_timeout_s": 60, "heartbeat_s": 1},
+                            "devices": {"cpu_count": 8}})
+    metrics = local_cluster.run_local_processes(cfg, out)
+    assert metrics["status"] == "error" and metrics["process_exit_codes"] == [-signal.SIGABRT, -signal.SIGKILL]
+    assert metrics["error"].startswith("process 1 of 2 died (killed by SIGKILL)")
+    assert metrics["error"].endswith(
+        f"process 0 died (killed by SIGABRT); its last checkpoint is step 300 ({out / 'checkpoints' / '300'}): "
+        f"continue with: python launch.py distributed=local train.steps=2000 train.resume=auto hydra.run.dir={out}")
+    # Nothing saved: nothing to continue from, so no such command.
+    shutil.rmtree(out / "checkpoints")
+    assert "continue with" not in local_cluster.run_local_processes(cfg, out)["error"]

@@ -151,8 +151,20 @@ def run_local_processes(cfg: DictConfig, out: Path) -> dict[str, Any]:
     else:
         reported = metrics.get("error")  # process 0's own error, when it recorded one
         metrics.update(status="error", error=_failure(codes, first_dead, lag, cfg)
-                       + (f"; process 0 reported: {reported}" if reported else ""))
+                       + (f"; process 0 reported: {reported}" if reported else _continue_hint(out)))
     return metrics
+
+
+def _continue_hint(out: Path) -> str:
+    """For processes killed from outside (no error of their own): the checkpoint they left and the command
+    that continues from it (a killed job's work is in its checkpoints; its metrics.json named none)."""
+    from gensbi_sharding.checkpoint_steps import CHECKPOINT_SUBDIR, committed_steps
+
+    steps = committed_steps(out / CHECKPOINT_SUBDIR)
+    if not steps:
+        return ""
+    return (f"; its last checkpoint is step {steps[-1]} ({out / CHECKPOINT_SUBDIR / str(steps[-1])}): continue "
+            f"with: {continue_command(out)}")
 
 
 def watch_parent() -> None:
