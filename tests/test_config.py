@@ -278,6 +278,19 @@ def test_validate_rejects_with_the_key(compose_config, overrides, message):
         validate(cfg)
 
 
+@pytest.mark.parametrize("overrides,fix", [
+    # Was "e.g. distributed.local_processes=1" (the schema's default) for distributed=local, which then refused 1.
+    (("distributed=local", "distributed.local_processes=0"), "distributed.local_processes=2"),
+    (("distributed=local", "distributed.local_processes=-1"), "distributed.local_processes=2"),
+    (("distributed.local_processes=0",), "distributed.local_processes=1"),  # distributed=none: one process
+])
+def test_a_refused_process_count_names_a_count_that_runs(compose_config, overrides, fix):
+    with pytest.raises(ConfigError) as err:
+        validate(compose_config(*overrides))
+    assert str(err.value) == f"{overrides[-1]} must be >= 1; set {fix}"
+    validate(compose_config(*overrides[:-1], fix))  # the fix is accepted
+
+
 @pytest.mark.parametrize("overrides,message", [
     # Was: inf passed "must be > 0", trained, and ended at the first checkpoint with "config must be
     # JSON-serialisable (Out of range float values are not JSON compliant: inf)", naming no key.

@@ -253,7 +253,11 @@ def _validate(cfg: DictConfig) -> None:
            f"data.shards={cfg.data.shards} must be >= 1, or null for one per process")
     require(cfg.devices.cpu_count is None or cfg.devices.cpu_count >= 1,
            f"devices.cpu_count={cfg.devices.cpu_count} must be >= 1")
-    for key in ("local_processes", "timeout_s", "heartbeat_s", "run_timeout_s"):
+    # distributed=local (explicit, no coordinates) needs 2 or more: the schema's default 1 is refused there below.
+    local = cfg.distributed.mode == "explicit" and cfg.distributed.coordinator_address is None
+    require(cfg.distributed.local_processes >= 1, f"distributed.local_processes={cfg.distributed.local_processes} "
+            f"must be >= 1; set distributed.local_processes={2 if local else 1}")
+    for key in ("timeout_s", "heartbeat_s", "run_timeout_s"):
         require(cfg.distributed[key] >= 1, f"distributed.{key}={cfg.distributed[key]} must be >= 1")
     require(cfg.distributed.mode in ("none", "auto", "explicit"),
            f"distributed.mode={cfg.distributed.mode!r} is not one of none, auto, explicit")
