@@ -147,3 +147,17 @@ def test_a_dry_run_refuses_what_strict_refuses_in_training(tmp_path, devices):
     assert dry["status"] == "error"
     assert dry["error"].startswith("ConfigError: strict=true and rule 'fsdp' cannot split 10 variable(s)")
     assert run_tiny(tmp_path / "lenient", "dry_run=true", *overrides[1:])["status"] == "ok"
+
+
+def test_a_dry_run_says_when_the_rule_splits_nothing_on_its_mesh(tmp_path, devices, caplog):
+    # Was: a training run said "rule tensor splits nothing here" under mesh=auto, its dry run did not, so a
+    # dry-run sweep's tensor on (8, 1) read as a choice of its own (its figures are replicated's).
+    import logging
+
+    from faults_helpers import run_tiny
+
+    with caplog.at_level(logging.INFO, logger="gensbi_sharding"):
+        dry = run_tiny(tmp_path / "dry", "dry_run=true", "mesh=auto", "rule=tensor")
+    assert dry["status"] == "ok" and dry["mesh_shape"] == [8, 1]
+    assert ("rule tensor splits nothing here: it splits over 'model', of size 1 on data=8 x model=1 (mesh=auto); "
+            "to split, run with mesh=dict mesh.model_axis=2") in caplog.messages

@@ -108,6 +108,7 @@ def dry_run_metrics(cfg: DictConfig, mesh: Any, rule_name: str, table: dict) -> 
     """
     from gensbi_sharding.harness.data import task_dims
     from gensbi_sharding.harness.registry import get_data, get_model
+    from gensbi_sharding.harness.run_report import splits_nothing_hint
     from gensbi_sharding.harness.state import partition_axis_for
 
     get_model(cfg.model.name), get_data(cfg.data.name)  # unknown names fail with the known ones
@@ -121,6 +122,12 @@ def dry_run_metrics(cfg: DictConfig, mesh: Any, rule_name: str, table: dict) -> 
     dim_theta, dim_x = task_dims(cfg.data.name)
     log.info("[dry run] compile one train step: %s on %s, rule %r", cfg.model.name,
              dict(mesh.shape) if mesh is not None else "no mesh", rule_name)
+    # As a training run's placement block says it: else tensor on (8, 1) reads as a choice of its own,
+    # with figures equal to replicated's.
+    hint = splits_nothing_hint(dict(mesh.shape) if mesh is not None else None, table, rule_name,
+                               cfg.mesh.spec or "none")
+    if hint:
+        log.info("%s", hint)
     report = dry_run(cfg, mesh=mesh, rule_name=rule_name, table=table, dim_theta=dim_theta, dim_x=dim_x,
                      partition_axis=partition_axis_for(cfg, table, mesh))
     memory = report["memory"] or {}
