@@ -596,7 +596,7 @@ def test_a_resume_before_the_first_validation_says_so(tmp_path, devices, caplog)
 
 
 def test_local_processes_killed_from_outside_name_their_last_checkpoint_and_the_command_that_continues(
-        tmp_path, monkeypatch):
+        tmp_path, monkeypatch, caplog):
     # Was: process 1 killed (SIGKILL, e.g. the OOM killer) after checkpoint 300: metrics.json said only
     # "process 1 of 2 died (killed by SIGKILL) ...; process 0 died (killed by SIGABRT)", naming neither the
     # checkpoint that holds the work nor the command that continues it (train.resume=auto in its folder).
@@ -608,6 +608,7 @@ def test_local_processes_killed_from_outside_name_their_last_checkpoint_and_the_
     out = tmp_path / "run"
     with CheckpointWriter(out / "checkpoints", every=1) as writer:  # what the processes had saved
         writer.save(300, {"w": jnp.ones(3)}, jax.random.key(0))
+    (out / "checkpoints" / "400.orbax-checkpoint-tmp").mkdir()  # the save the kill cut short
     hydra = OmegaConf.create({"hydra": OmegaConf.structured(HydraConf)})
     hydra.hydra.runtime.output_dir = str(out)
     hydra.hydra.overrides.task = ["distributed=local", "train.steps=2000"]
@@ -623,7 +624,10 @@ def test_local_processes_killed_from_outside_name_their_last_checkpoint_and_the_
     monkeypatch.setattr(local_cluster.subprocess, "Popen", killed_child)
     cfg = OmegaConf.create({"distributed": {"local_processes": 2, "run_timeout_s": 60, "heartbeat_s": 1},
                             "devices": {"cpu_count": 8}})
-    metrics = local_cluster.run_local_processes(cfg, out)
+    with caplog.at_level(logging.INFO):
+        metrics = local_cluster.run_local_processes(cfg, out)
+    # The parent reads the folder names, not Orbax: Orbax started JAX there and put its notes on the console.
+    assert [r.name for r in caplog.records if r.name != "gensbi_sharding"] == []
     assert metrics["status"] == "error" and metrics["process_exit_codes"] == [-signal.SIGABRT, -signal.SIGKILL]
     assert metrics["error"].startswith("process 1 of 2 died (killed by SIGKILL)")
     assert metrics["error"].endswith(

@@ -157,13 +157,17 @@ def run_local_processes(cfg: DictConfig, out: Path) -> dict[str, Any]:
 
 def _continue_hint(out: Path) -> str:
     """For processes killed from outside (no error of their own): the checkpoint they left and the command
-    that continues from it (a killed job's work is in its checkpoints; its metrics.json named none)."""
-    from gensbi_sharding.checkpoint_steps import CHECKPOINT_SUBDIR, committed_steps
+    that continues from it (a killed job's work is in its checkpoints; its metrics.json named none).
 
-    steps = committed_steps(out / CHECKPOINT_SUBDIR)
+    Read from the folder names, not through Orbax, which would start JAX in this parent (and log its notes on
+    the console): a step folder gets its plain name only once its save completed (until then it ends in
+    ``.orbax-checkpoint-tmp``).
+    """
+    folder = out / "checkpoints"
+    steps = sorted(int(p.name) for p in folder.iterdir() if p.is_dir() and p.name.isdigit()) if folder.is_dir() else []
     if not steps:
         return ""
-    return (f"; its last checkpoint is step {steps[-1]} ({out / CHECKPOINT_SUBDIR / str(steps[-1])}): continue "
+    return (f"; its last checkpoint is step {steps[-1]} ({folder / str(steps[-1])}): continue "
             f"with: {continue_command(out)}")
 
 
