@@ -628,6 +628,8 @@ def test_local_processes_killed_from_outside_name_their_last_checkpoint_and_the_
         metrics = local_cluster.run_local_processes(cfg, out)
     # The parent reads the folder names, not Orbax: Orbax started JAX there and put its notes on the console.
     assert [r.name for r in caplog.records if r.name != "gensbi_sharding"] == []
+    # Was "started 2 local processes (...)" alone: launch.log holds the parent's lines only, the run's are elsewhere.
+    assert caplog.messages[0].endswith(f"4 CPU devices each); each logs to process_<i>.log in {out}")
     assert metrics["status"] == "error" and metrics["process_exit_codes"] == [-signal.SIGABRT, -signal.SIGKILL]
     assert metrics["error"].startswith("process 1 of 2 died (killed by SIGKILL)")
     assert metrics["error"].endswith(

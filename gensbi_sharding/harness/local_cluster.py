@@ -101,7 +101,9 @@ def run_local_processes(cfg: DictConfig, out: Path) -> dict[str, Any]:
             children.append(subprocess.Popen(command, env=env, pass_fds=(lifeline,)))
     finally:
         os.close(lifeline)
-    log.info("started %d local processes (coordinator 127.0.0.1:%d, %d CPU devices each)", n, port, cpu // n)
+    # The job's launch.log holds only this parent's lines: say where the run's own account goes.
+    log.info("started %d local processes (coordinator 127.0.0.1:%d, %d CPU devices each); each logs to "
+             "process_<i>.log in %s", n, port, cpu // n, out)
     signalled: list[int] = []
 
     def forward(signum, frame):  # preemption: every child checkpoints at its next step boundary
