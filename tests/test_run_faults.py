@@ -638,3 +638,11 @@ def test_local_processes_killed_from_outside_name_their_last_checkpoint_and_the_
     # Nothing saved: nothing to continue from, so no such command.
     shutil.rmtree(out / "checkpoints")
     assert "continue with" not in local_cluster.run_local_processes(cfg, out)["error"]
+    # The job's record, as run() writes it: was only status, error and exit codes (no config: process 0
+    # wrote no metrics.json, and the parent's own record was replaced by the processes' outcome).
+    from gensbi_sharding.harness.run import run
+
+    job = run(compose_tiny("distributed=local", "distributed.heartbeat_s=1"))
+    record = json.loads((out / "metrics.json").read_text())
+    assert job["status"] == record["status"] == "error" and record["error"].startswith("process 1 of 2 died")
+    assert record["config"]["distributed"]["local_processes"] == 2 and record["config"]["train"]["steps"] == 8

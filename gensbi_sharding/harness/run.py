@@ -61,7 +61,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                 folder.claim()
             if cfg.distributed.local_processes > 1 and cfg.distributed.process_id is None:
                 validate(cfg)
-                metrics = run_local_processes(cfg, out)
+                metrics.update(run_local_processes(cfg, out))  # keeps the config when process 0 wrote none
                 if metrics["status"] == "error":  # e.g. a process killed: none of them could say so
                     log.error("%s", metrics["error"])
                     if not (out / "error.txt").exists():  # process 0's traceback, when it wrote one, says more
