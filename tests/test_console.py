@@ -42,6 +42,12 @@ def test_filter_keeps_details_for_verbose_and_noise_for_the_file(as_process):
     assert [verbose.filter(r) for r in records] == [True, True, False, True, False, False, True]
     as_process(1, 2)  # another process: its warnings only
     assert not quiet.filter(step) and quiet.filter(record("gensbi_sharding", logging.WARNING, "careful"))
+    # Not one every process logs alike (from the config or a checkpoint): process 0 shows it once for all.
+    alike = record("gensbi_sharding", logging.WARNING, "2 variable(s) replicated instead of split")
+    alike.__dict__.update(console.EVERY_PROCESS)
+    assert not quiet.filter(alike) and not verbose.filter(alike)
+    as_process(0, 2)
+    assert quiet.filter(alike)
 
 
 def test_several_processes_tag_every_line_of_every_record_once(as_process, capsys):

@@ -935,6 +935,17 @@ def test_resuming_compares_the_effective_data_shards_not_the_written_value(tmp_p
     assert [step for step, _ in other["val_history"]] == [8, 12]
     assert "data shards 1 -> 2 (data.shards=2 in 1 process(es); add data.shards=1 for the checkpoint's pairs)" \
         in caplog.text
+    # Every process of a job says it alike: process 0 on the console, the others in their process_<i>.log only
+    # (was: a 4-process continuation showed it four times).
+    from gensbi_sharding.harness import console
+
+    afresh = [r for r in caplog.records if "early stopping starts afresh" in r.getMessage()]
+    assert len(afresh) == 1 and console.ConsoleFilter().filter(afresh[0])
+    try:
+        console.set_process(1, 2)
+        assert not console.ConsoleFilter().filter(afresh[0])
+    finally:
+        console.set_process(0, 1)
 
 
 def test_a_refused_sweep_with_many_unfinished_jobs_writes_their_commands_to_a_script(tmp_path, capsys):

@@ -54,6 +54,9 @@ QUIET_NATIVE_WARNINGS = (b"SIGTERM caught",)
 NATIVE = "gensbi_sharding.native"  # those lines, logged: launch.log only, even with verbose=true
 
 _process = {"index": 0, "count": 1}
+#: ``extra=`` of a message every process of a job logs alike (read from the config or a checkpoint): process 0 says
+#: it on the console, the others in their ``process_<i>.log`` only (else a 4-process job showed it four times).
+EVERY_PROCESS = {"every_process": True}
 
 
 class _ProcessTag(logging.Filter):
@@ -129,6 +132,8 @@ class ConsoleFilter(logging.Filter):
         if record.name == "py.warnings" and any(name in record.getMessage() for name in NOISY_WARNINGS):
             return False
         if record.name == "absl" and any(text in record.getMessage() for text in NOISY_MESSAGES):
+            return False
+        if _process["index"] > 0 and getattr(record, "every_process", False):
             return False
         return not (_process["index"] > 0 and record.levelno < logging.WARNING)
 

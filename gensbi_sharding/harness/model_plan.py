@@ -15,7 +15,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness.config import ConfigError
-from gensbi_sharding.harness.console import DETAILS
+from gensbi_sharding.harness.console import DETAILS, EVERY_PROCESS
 
 __all__ = ["trace_model", "model_plan", "SHARDED_INIT_TRACES", "DRY_RUN_TRACES"]
 
@@ -73,7 +73,7 @@ def model_plan(model: Any, mesh: Any, rule: Any, *, strict: bool) -> Any:
         raise ConfigError(f"strict=true and rule {rule.name!r} cannot split {len(plan.fallbacks)} variable(s); "
                           f"without strict, {plan.fallback_message(every='launch.log')}. {fix}ix the annotation "
                           "or dimension, or set strict=false")
-    log.warning("%s", plan.fallback_message(every="metrics.json 'fallbacks' and launch.log"))
+    log.warning("%s", plan.fallback_message(every="metrics.json 'fallbacks' and launch.log"), extra=EVERY_PROCESS)
     return plan
 
 

@@ -138,7 +138,7 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
     validate(cfg)
     # Accepted, yet the model (or its program) is the same without them.
     if (unused := ignored_settings(cfg.model, cfg.activation)) is not None:
-        log.warning("%s", unused)
+        log.warning("%s", unused, extra=console.EVERY_PROCESS)
     rule_name, table = rule_table(cfg.rule)
     metrics.update(rule=rule_name, model=cfg.model.name, data=cfg.data.name)
 

@@ -20,6 +20,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness.config import ConfigError
+from gensbi_sharding.harness.console import EVERY_PROCESS
 from gensbi_sharding.harness.held_out import config_value, held_out_changes
 from gensbi_sharding.harness.hints import launched_with, override_literal
 from gensbi_sharding.harness.model_checks import ACTIVATION_FIELDS_READ
@@ -209,7 +210,7 @@ def check_resume_settings(step_dir: Path, cfg: DictConfig) -> None:
                           f"which decides {', '.join(what)}: its arrays mean nothing otherwise; add "
                           f"{' '.join(fix)}, or start a new run without train.resume{launched_with(step_dir)}")
     if (note := schedule_change_note(saved, now, int(step_dir.name))) is not None:  # allowed, but said
-        log.log(logging.WARNING if note[1] else logging.INFO, "%s", note[0])
+        log.log(logging.WARNING if note[1] else logging.INFO, "%s", note[0], extra=EVERY_PROCESS)
 
 
 def saved_statistics(step_dir: Path | None) -> dict | None:
@@ -224,7 +225,7 @@ def saved_statistics(step_dir: Path | None) -> dict | None:
     if statistics is None:
         log.warning("checkpoint %s holds no z-score statistics (saved by an earlier version): they are recomputed "
                     "from this run's simulations, the same only if seed and data.* are as when it was saved",
-                    step_dir)
+                    step_dir, extra=EVERY_PROCESS)
     return statistics
 
 
@@ -290,7 +291,8 @@ def _restore(state: TrainState, step_dir: Path, mesh: Any, rule: Any, cfg: DictC
     restored = checkpoint.restore(step_dir, target, key_sharding=state.key.sharding)
     if scalars is None:  # e.g. written by CheckpointWriter.save without info, or by an earlier version
         log.warning("early stopping starts afresh: the checkpoint %s holds no early-stopping state (best "
-                    "weights, validation losses), so its weights count as the best so far", step_dir)
+                    "weights, validation losses), so its weights count as the best so far", step_dir,
+                    extra=EVERY_PROCESS)
     else:
         best = restored.state[BEST]
         restored.state = nnx.State({index: restored.state[str(index)] for index in train_state})
@@ -299,7 +301,7 @@ def _restore(state: TrainState, step_dir: Path, mesh: Any, rule: Any, cfg: DictC
                                    jax.process_count())
         if changed:  # a best loss on other held-out pairs would never be beaten, or be beaten by chance
             log.warning("early stopping starts afresh: the checkpoint's validation losses were measured on other "
-                        "held-out pairs or draws (%s)", ", ".join(changed))
+                        "held-out pairs or draws (%s)", ", ".join(changed), extra=EVERY_PROCESS)
             scalars = None
         else:  # patience is the run's own setting (train_with_checkpoints sets it), not the checkpoint's
             state.early_stopping = EarlyStopping.resumed(patience=0, scalars=scalars, best_weights=best)
