@@ -609,6 +609,9 @@ def test_local_processes_killed_from_outside_name_their_last_checkpoint_and_the_
     with CheckpointWriter(out / "checkpoints", every=1) as writer:  # what the processes had saved
         writer.save(300, {"w": jnp.ones(3)}, jax.random.key(0))
     (out / "checkpoints" / "400.orbax-checkpoint-tmp").mkdir()  # the save the kill cut short
+    # The earlier attempt's record (train.resume=auto): not this attempt's, which wrote none.
+    outputs.write_json(out / "metrics.json", {"status": "preempted", "error": "preempted by SIGTERM at step 200",
+                                              "steps": 200})
     hydra = OmegaConf.create({"hydra": OmegaConf.structured(HydraConf)})
     hydra.hydra.runtime.output_dir = str(out)
     hydra.hydra.overrides.task = ["distributed=local", "train.steps=2000"]
@@ -632,6 +635,8 @@ def test_local_processes_killed_from_outside_name_their_last_checkpoint_and_the_
     assert caplog.messages[0].endswith(f"4 CPU devices each); each logs to process_<i>.log in {out}")
     assert metrics["status"] == "error" and metrics["process_exit_codes"] == [-signal.SIGABRT, -signal.SIGKILL]
     assert metrics["error"].startswith("process 1 of 2 died (killed by SIGKILL)")
+    # Was "...; process 0 reported: preempted by SIGTERM at step 200" and steps 200: the earlier attempt's.
+    assert "reported" not in metrics["error"] and "steps" not in metrics
     assert metrics["error"].endswith(
         f"process 0 died (killed by SIGABRT); its last checkpoint is step 300 ({out / 'checkpoints' / '300'}): "
         f"continue with: python launch.py distributed=local train.steps=2000 train.resume=auto hydra.run.dir={out}")
@@ -642,7 +647,39 @@ def test_local_processes_killed_from_outside_name_their_last_checkpoint_and_the_
     # wrote no metrics.json, and the parent's own record was replaced by the processes' outcome).
     from gensbi_sharding.harness.run import run
 
+    (out / "metrics.json").unlink()
     job = run(compose_tiny("distributed=local", "distributed.heartbeat_s=1"))
     record = json.loads((out / "metrics.json").read_text())
     assert job["status"] == record["status"] == "error" and record["error"].startswith("process 1 of 2 died")
     assert record["config"]["distributed"]["local_processes"] == 2 and record["config"]["train"]["steps"] == 8
+
+
+@pytest.mark.parametrize("signum, status", [(signal.SIGTERM, "preempted"), (signal.SIGINT, "interrupted")])
+def test_a_stop_while_the_local_processes_start_up_is_a_stop_not_a_death(tmp_path, monkeypatch, signum, status):
+    # Was, for Ctrl-C (or SLURM's SIGTERM) a few seconds after `launch.py distributed=local`: "process 0 of 2
+    # died (killed by SIGTERM) ...: process 1 died (killed by SIGTERM)", status error, exit code 1: the
+    # forwarded signal had reached processes still importing, before their handlers were installed.
+    from hydra.conf import HydraConf
+    from hydra.core.hydra_config import HydraConfig
+
+    from gensbi_sharding.harness import local_cluster
+
+    out = tmp_path / "run"
+    out.mkdir()
+    hydra = OmegaConf.create({"hydra": OmegaConf.structured(HydraConf)})
+    hydra.hydra.runtime.output_dir = str(out)
+    hydra.hydra.overrides.task = ["distributed=local"]
+    monkeypatch.setattr(HydraConfig.instance(), "cfg", None)
+    HydraConfig.instance().set_config(hydra)
+    real_popen = subprocess.Popen
+    monkeypatch.setattr(local_cluster.subprocess, "Popen", lambda command, env, pass_fds: real_popen(
+        [sys.executable, "-c", "import time; time.sleep(30)"]))  # still starting up: the default handlers
+    threading.Timer(1.0, os.kill, (os.getpid(), signum)).start()
+    cfg = OmegaConf.create({"distributed": {"local_processes": 2, "run_timeout_s": 60, "heartbeat_s": 1},
+                            "devices": {"cpu_count": 8}})
+    metrics = local_cluster.run_local_processes(cfg, out)
+    assert metrics["status"] == status and metrics["process_exit_codes"] == [-signal.SIGTERM] * 2
+    assert metrics["preempt_signal"] == (signum if status == "preempted" else None)  # submitit requeues on it
+    stop = "interrupted by Ctrl-C (SIGINT)" if status == "interrupted" else "preempted by SIGTERM"
+    assert metrics["error"] == (f"{stop} while the processes were starting up, before a step (exit codes [-15, -15]); "
+                                f"continue with: python launch.py distributed=local train.resume=auto hydra.run.dir={out}")

@@ -47,6 +47,7 @@ _CHILD_KEYS = ("distributed.mode", "distributed.coordinator_address", "distribut
 _DEATH_GRACE_S = 5  # beyond distributed.heartbeat_s, for the survivors to notice a dead peer
 _PREEMPT_GRACE_S = 120  # for the children to reach a step boundary and checkpoint after a signal
 _STOPPED = (EXIT_PREEMPTED, EXIT_INTERRUPTED)  # a child that checkpointed and stopped for a signal
+_FORWARDED = (*PREEMPT_SIGNALS, signal.SIGINT)  # what ends a child still starting up (no handler yet) for a stop
 
 
 def run_local_processes(cfg: DictConfig, out: Path) -> dict[str, Any]:
@@ -89,6 +90,7 @@ def run_local_processes(cfg: DictConfig, out: Path) -> dict[str, Any]:
     env.update(PYTHONUNBUFFERED="1", XLA_FLAGS=_without_device_count(env.get("XLA_FLAGS", "")),
                **{LOCAL_CHILD_ENV: str(lifeline), CONTINUE_ENV: continue_command(out), PARENT_SIGNAL_ENV: received})
     children = []
+    earlier = _stamp(out / "metrics.json")  # a continued run's folder holds the earlier attempt's record
     try:
         for rank in range(n):
             command = [sys.executable, str(script), *overrides,
@@ -139,7 +141,10 @@ def run_local_processes(cfg: DictConfig, out: Path) -> dict[str, Any]:
         os.close(keep_open)
         os.unlink(received)
     metrics_path = out / "metrics.json"
-    metrics = json.loads(metrics_path.read_text()) if metrics_path.exists() else {}
+    # Only what process 0 wrote in this attempt: else an attempt whose processes died before writing took the
+    # earlier attempt's steps, figures and error ("process 0 reported: preempted ... at step 231") as its own.
+    written = metrics_path.exists() and _stamp(metrics_path) != earlier
+    metrics = json.loads(metrics_path.read_text()) if written else {}
     metrics["process_exit_codes"] = codes
     if all(code == 0 for code in codes):
         metrics.setdefault("status", "error")
@@ -150,11 +155,28 @@ def run_local_processes(cfg: DictConfig, out: Path) -> dict[str, Any]:
         if timed_out:
             metrics["error"] = (f"stopped at distributed.run_timeout_s={cfg.distributed.run_timeout_s} s: "
                                 f"{metrics.get('error')}; raise distributed.run_timeout_s for the rest")
+    elif signalled and not written and all(code in (0, *_STOPPED, *(-s for s in _FORWARDED)) for code in codes):
+        # The signal reached processes still starting up, before their handlers: stopped by it, not dead.
+        interrupted = signal.SIGINT in signalled
+        stop = "interrupted by Ctrl-C (SIGINT)" if interrupted else f"preempted by {signal.Signals(signalled[0]).name}"
+        metrics.update(status="interrupted" if interrupted else "preempted", preempt_signal=None if interrupted
+                       else signalled[0], error=f"{stop} while the processes were starting up, before a step "
+                       f"(exit codes {codes})" + (_continue_hint(out) or f"; continue with: {continue_command(out)}"))
+        log.error("%s", metrics["error"])
     else:
         reported = metrics.get("error")  # process 0's own error, when it recorded one
         metrics.update(status="error", error=_failure(codes, first_dead, lag, cfg)
                        + (f"; process 0 reported: {reported}" if reported else _continue_hint(out)))
     return metrics
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    """``path``'s modification time and size (None if absent): whether a process rewrote it since."""
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        return None
+    return stat.st_mtime_ns, stat.st_size
 
 
 def _continue_hint(out: Path) -> str:
