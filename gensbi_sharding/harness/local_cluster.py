@@ -170,13 +170,14 @@ def run_local_processes(cfg: DictConfig, out: Path) -> dict[str, Any]:
     return metrics
 
 
-def _stamp(path: Path) -> tuple[int, int] | None:
-    """``path``'s modification time and size (None if absent): whether a process rewrote it since."""
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    """``path``'s inode, modification time and size (None if absent): whether a process rewrote it since
+    (``outputs.write_json`` replaces the file: a new inode)."""
     try:
         stat = path.stat()
     except FileNotFoundError:
         return None
-    return stat.st_mtime_ns, stat.st_size
+    return stat.st_ino, stat.st_mtime_ns, stat.st_size
 
 
 def _continue_hint(out: Path) -> str:
