@@ -1058,6 +1058,10 @@ def test_a_continued_run_keeps_the_training_figures_of_the_attempts_that_trained
     assert {k: first[k] for k in ("rule", "mesh_shape", "device_count", "process_count", "final_step")} == {
         "rule": "replicated", "mesh_shape": [8, 1], "device_count": 8, "process_count": 1, "final_step": 3}
     assert (done["rule"], done["mesh_shape"], done["process_count"], done["final_step"]) == ("tensor", [4, 2], 1, 8)
+    from PIL import Image  # the plot of the whole curve: was titled "rule tensor on mesh 4x2", steps 1-3 included
+
+    with Image.open(out / "losses.png") as image:
+        assert image.text["Title"] == "two_moons, mlp | rule tensor on mesh 4x2 from step 3"
     assert {k: first[k] for k in ("status", "steps", "compile_s", "median_step_s", "samples_per_s",
                                   "final_train_loss")} == {k: stopped[k] for k in (
         "status", "steps", "compile_s", "median_step_s", "samples_per_s", "final_train_loss")}
