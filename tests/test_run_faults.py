@@ -683,3 +683,45 @@ def test_a_stop_while_the_local_processes_start_up_is_a_stop_not_a_death(tmp_pat
     stop = "interrupted by Ctrl-C (SIGINT)" if status == "interrupted" else "preempted by SIGTERM"
     assert metrics["error"] == (f"{stop} while the processes were starting up, before a step (exit codes [-15, -15]); "
                                 f"continue with: python launch.py distributed=local train.resume=auto hydra.run.dir={out}")
+
+
+def test_ctrl_c_of_a_local_processes_sweep_writes_its_summary_and_the_whole_sweep_command(
+        tmp_path, monkeypatch, caplog):
+    # Was: Ctrl-C in job 0 of `-m distributed=local rule=fsdp,tensor` ended the sweep with no sweep_summary.*
+    # (a one-process sweep writes it, with a "not run" row) and without the command that continues it whole.
+    from hydra.conf import HydraConf
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    from gensbi_sharding.harness import local_cluster
+    from gensbi_sharding.harness.run import run
+
+    sweep = tmp_path / "sweep"
+    (sweep / "0" / ".hydra").mkdir(parents=True)
+    OmegaConf.save(OmegaConf.create(["distributed=local", "rule=fsdp"]), sweep / "0" / ".hydra" / "overrides.yaml")
+    hydra = OmegaConf.create({"hydra": OmegaConf.structured(HydraConf)})
+    hydra.hydra.runtime.output_dir, hydra.hydra.mode = str(sweep / "0"), RunMode.MULTIRUN
+    hydra.hydra.overrides.task = ["distributed=local", "rule=fsdp"]
+    OmegaConf.save({"hydra": {"overrides": {"task": ["distributed=local", "rule=fsdp,tensor"]}}},
+                   sweep / "multirun.yaml")
+    monkeypatch.setattr(HydraConfig.instance(), "cfg", None)
+    HydraConfig.instance().set_config(hydra)
+    monkeypatch.setattr(sys, "argv", ["launch.py", "-m", "distributed=local", "rule=fsdp,tensor",
+                                      f"hydra.sweep.dir={sweep}"])
+    real_popen = subprocess.Popen
+
+    def child(command, env, pass_fds):  # a process that stops as for Ctrl-C (exit 130), once both are started
+        if "distributed.process_id=1" in command:
+            threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+        return real_popen([sys.executable, "-c", "import signal, sys, time; "
+                           "signal.signal(signal.SIGTERM, lambda *a: sys.exit(130)); time.sleep(30)"])
+
+    monkeypatch.setattr(local_cluster.subprocess, "Popen", child)
+    with caplog.at_level(logging.INFO, logger="gensbi_sharding"), pytest.raises(KeyboardInterrupt):
+        run(compose_tiny("distributed=local", "rule=fsdp"))
+    assert json.loads((sweep / "0" / "metrics.json").read_text())["status"] == "interrupted"
+    rows = (sweep / "sweep_summary.csv").read_text().splitlines()
+    assert [row.split(",")[:2] + [row.split(",")[-2]] for row in rows[1:]] == [
+        ["0", "fsdp", "interrupted"], ["1", "tensor", "not run"]]
+    assert (f"to continue the whole sweep, this job and those not started: python launch.py -m distributed=local "
+            f"rule=fsdp,tensor train.resume=auto hydra.sweep.dir={sweep}") in caplog.messages

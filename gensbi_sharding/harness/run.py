@@ -66,6 +66,9 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                     log.error("%s", metrics["error"])
                     if not (out / "error.txt").exists():  # process 0's traceback, when it wrote one, says more
                         failure = f"{metrics['error']}\n(each process's own output: process_<rank>.log)\n"
+                elif metrics["status"] in ("preempted", "interrupted") and (
+                        whole := sweep_hints.whole_sweep_hint(out, sys.argv)):  # as a stopped job of one process
+                    log.info("%s", whole)
             else:
                 metrics.update(_run(cfg, out, metrics, folder, watch))
                 metrics["status"] = "ok"
@@ -107,8 +110,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         metrics["wall_s"] = time.perf_counter() - start
         folder.record(metrics, failure)
         folder.release()
-        # A job continued alone, or a preempted job (which ends its sweep: Hydra's summary never comes).
-        if folder.owner and (metrics["status"] == "preempted" or run_folder.continued_sweep_job()):
+        # A job continued alone, or a stopped job (it ends its sweep: Hydra's summary never comes).
+        if folder.owner and (metrics["status"] in ("preempted", "interrupted") or run_folder.continued_sweep_job()):
             run_folder.refresh_job_sweep_summary(out)
         if metrics["status"] == "preempted":
             watch.chain(metrics.get("stop_signal"))  # under submitit: requeue the job
