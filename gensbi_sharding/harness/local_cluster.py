@@ -34,9 +34,9 @@ from gensbi_sharding.harness.override_grammar import hydra_value
 from gensbi_sharding.harness.parent_signal import PARENT_SIGNAL_ENV, record_parent_signal
 from gensbi_sharding.harness.preemption import EXIT_INTERRUPTED, EXIT_PREEMPTED, PREEMPT_SIGNALS
 from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
-from gensbi_sharding.harness.sweep_hints import CONTINUE_ENV, continue_command
+from gensbi_sharding.harness.sweep_hints import CONTINUE_ENV, continue_command, whole_sweep_hint
 
-__all__ = ["run_local_processes", "watch_parent"]
+__all__ = ["run_local_processes", "run_local_job", "watch_parent"]
 
 log = logging.getLogger("gensbi_sharding")
 
@@ -194,6 +194,28 @@ def _continue_hint(out: Path) -> str:
         return ""
     return (f"; its last checkpoint is step {steps[-1]} ({folder / str(steps[-1])}): continue "
             f"with: {continue_command(out)}")
+
+
+def run_local_job(cfg: DictConfig, out: Path, metrics: dict[str, Any]) -> str | None:
+    """The job as ``run_local_processes`` runs it, recorded into ``metrics`` and said as a one-process job says it.
+
+    ``metrics`` (the parent's record: its resolved config) is updated with the processes' outcome, so it keeps
+    the config when process 0 wrote none. A failure is logged; a stop in a sweep names the command that
+    continues the whole sweep.
+
+    Returns
+    -------
+    str or None
+        The text for ``error.txt`` when no process wrote one (e.g. a process killed: none could say so).
+    """
+    metrics.update(run_local_processes(cfg, out))
+    if metrics["status"] == "error":
+        log.error("%s", metrics["error"])
+        if not (out / "error.txt").exists():  # process 0's traceback, when it wrote one, says more
+            return f"{metrics['error']}\n(each process's own output: process_<rank>.log)\n"
+    elif metrics["status"] in ("preempted", "interrupted") and (whole := whole_sweep_hint(out, sys.argv)):
+        log.info("%s", whole)
+    return None
 
 
 def watch_parent() -> None:

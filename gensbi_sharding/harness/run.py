@@ -27,7 +27,7 @@ from gensbi_sharding.harness.devices import (configure_devices, initialize_distr
                                              peak_bytes_in_use, resolve_cpu_count)
 from gensbi_sharding.harness.dry_run import dry_run_metrics
 from gensbi_sharding.harness.hints import mesh_devices_problem, model_axis_problem, overrides_named
-from gensbi_sharding.harness.local_cluster import run_local_processes, watch_parent
+from gensbi_sharding.harness.local_cluster import run_local_job, watch_parent
 from gensbi_sharding.harness.model_checks import ignored_settings, platform_problem
 from gensbi_sharding.harness.parent_signal import stop_signal
 from gensbi_sharding.harness.preemption import Preempted, PreemptionWatch
@@ -61,14 +61,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                 folder.claim()
             if cfg.distributed.local_processes > 1 and cfg.distributed.process_id is None:
                 validate(cfg)
-                metrics.update(run_local_processes(cfg, out))  # keeps the config when process 0 wrote none
-                if metrics["status"] == "error":  # e.g. a process killed: none of them could say so
-                    log.error("%s", metrics["error"])
-                    if not (out / "error.txt").exists():  # process 0's traceback, when it wrote one, says more
-                        failure = f"{metrics['error']}\n(each process's own output: process_<rank>.log)\n"
-                elif metrics["status"] in ("preempted", "interrupted") and (
-                        whole := sweep_hints.whole_sweep_hint(out, sys.argv)):  # as a stopped job of one process
-                    log.info("%s", whole)
+                failure = run_local_job(cfg, out, metrics)
             else:
                 metrics.update(_run(cfg, out, metrics, folder, watch))
                 metrics["status"] = "ok"
