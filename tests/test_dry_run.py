@@ -161,3 +161,19 @@ def test_a_dry_run_says_when_the_rule_splits_nothing_on_its_mesh(tmp_path, devic
     assert dry["status"] == "ok" and dry["mesh_shape"] == [8, 1]
     assert ("rule tensor splits nothing here: it splits over 'model', of size 1 on data=8 x model=1 (mesh=auto); "
             "to split, run with mesh=dict mesh.model_axis=2") in caplog.messages
+
+
+def test_a_dry_run_for_a_wider_model_axis_than_the_devices_names_the_device_count_that_plans_it(tmp_path, devices):
+    # Was only "set mesh.model_axis=8": a dry run is how one plans for a larger machine, and devices.cpu_count
+    # simulates one (a GPU-sized plan on this 8-device default was a dead end, the override unnamed).
+    from faults_helpers import run_tiny
+
+    dry = run_tiny(tmp_path / "dry", "dry_run=true", "mesh.model_axis=16")
+    assert dry["status"] == "error" and dry["error"] == (
+        "ConfigError: mesh.model_axis=16: 8 devices are not divisible by model_axis=16; set mesh.model_axis=8 "
+        "(divisors of 8: [1, 2, 4, 8]); or, to plan for a machine with 16 devices, set devices.cpu_count=16 (the "
+        "dry run compiles for that many simulated CPU devices)")
+    # A training run keeps the one fix (it would train on 16 simulated devices); so does a narrower axis.
+    assert run_tiny(tmp_path / "real", "mesh.model_axis=16")["error"].endswith("(divisors of 8: [1, 2, 4, 8])")
+    assert run_tiny(tmp_path / "three", "dry_run=true", "mesh.model_axis=3")["error"].endswith(
+        "(divisors of 8: [1, 2, 4, 8])")

@@ -78,14 +78,20 @@ def batch_size_problem(batch_size: int, *, shards: int, data_parallel: int, trai
             f"{' and '.join(reasons)}; {advice}")
 
 
-def model_axis_problem(model_axis: int, devices: int) -> str | None:
-    """None if ``devices`` split into ``model_axis`` groups; else the message naming the nearest divisor."""
+def model_axis_problem(model_axis: int, devices: int, simulated: bool = False) -> str | None:
+    """None if ``devices`` split into ``model_axis`` groups; else the message naming the nearest divisor.
+
+    ``simulated``: a dry run on simulated CPU devices whose count ``devices.cpu_count`` sets; a model axis
+    wider than them is then likely a plan for a larger machine, and the message names that count too.
+    """
     if devices % model_axis == 0:
         return None
     fits = [d for d in range(1, devices + 1) if devices % d == 0]
     nearest = min(fits, key=lambda d: (abs(d - model_axis), d))
+    more = (f"; or, to plan for a machine with {model_axis} devices, set devices.cpu_count={model_axis} (the dry "
+            "run compiles for that many simulated CPU devices)" if simulated and model_axis > devices else "")
     return (f"mesh.model_axis={model_axis}: {devices} devices are not divisible by model_axis={model_axis}; "
-            f"set mesh.model_axis={nearest} (divisors of {devices}: {fits})")
+            f"set mesh.model_axis={nearest} (divisors of {devices}: {fits}){more}")
 
 
 def mesh_devices_problem(devices: Sequence[int] | None, available: Sequence[int], model_axis: int = 1) -> str | None:
