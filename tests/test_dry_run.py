@@ -177,3 +177,17 @@ def test_a_dry_run_for_a_wider_model_axis_than_the_devices_names_the_device_coun
     assert run_tiny(tmp_path / "real", "mesh.model_axis=16")["error"].endswith("(divisors of 8: [1, 2, 4, 8])")
     assert run_tiny(tmp_path / "three", "dry_run=true", "mesh.model_axis=3")["error"].endswith(
         "(divisors of 8: [1, 2, 4, 8])")
+
+
+def test_listed_devices_that_do_not_split_into_the_model_axis_name_the_list_that_keeps_it(tmp_path, devices):
+    # Was only "set mesh.model_axis=3": the axis chosen on purpose (tensor over 4) given up for one that splits
+    # nothing of width 32; dropping two of the listed devices keeps it.
+    from faults_helpers import run_tiny
+
+    refused = run_tiny(tmp_path / "six", "dry_run=true", "rule=tensor", "mesh.devices=[0,1,2,3,4,5]",
+                       "mesh.model_axis=4")
+    assert refused["error"] == (
+        "ConfigError: mesh.model_axis=4: 6 devices are not divisible by model_axis=4; set mesh.model_axis=3 "
+        "(divisors of 6: [1, 2, 3, 6]); or keep it with mesh.devices=[0,1,2,3]")
+    kept = run_tiny(tmp_path / "four", "dry_run=true", "rule=tensor", "mesh.devices=[0,1,2,3]", "mesh.model_axis=4")
+    assert kept["status"] == "ok" and kept["mesh_shape"] == [1, 4]

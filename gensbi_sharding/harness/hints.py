@@ -78,11 +78,13 @@ def batch_size_problem(batch_size: int, *, shards: int, data_parallel: int, trai
             f"{' and '.join(reasons)}; {advice}")
 
 
-def model_axis_problem(model_axis: int, devices: int, simulated: bool = False) -> str | None:
+def model_axis_problem(model_axis: int, devices: int, simulated: bool = False,
+                       listed: Sequence[int] | None = None) -> str | None:
     """None if ``devices`` split into ``model_axis`` groups; else the message naming the nearest divisor.
 
     ``simulated``: a dry run on simulated CPU devices whose count ``devices.cpu_count`` sets; a model axis
     wider than them is then likely a plan for a larger machine, and the message names that count too.
+    ``listed``: the ``mesh.devices`` given; the message also names the longest start of it that keeps the axis.
     """
     if devices % model_axis == 0:
         return None
@@ -90,6 +92,9 @@ def model_axis_problem(model_axis: int, devices: int, simulated: bool = False) -
     nearest = min(fits, key=lambda d: (abs(d - model_axis), d))
     more = (f"; or, to plan for a machine with {model_axis} devices, set devices.cpu_count={model_axis} (the dry "
             "run compiles for that many simulated CPU devices)" if simulated and model_axis > devices else "")
+    kept = list(listed or [])[:len(listed or []) // model_axis * model_axis]
+    if kept:  # the axis asked for, on fewer of the listed devices
+        more += f"; or keep it with mesh.devices=[{','.join(map(str, kept))}]"
     return (f"mesh.model_axis={model_axis}: {devices} devices are not divisible by model_axis={model_axis}; "
             f"set mesh.model_axis={nearest} (divisors of {devices}: {fits}){more}")
 
