@@ -681,8 +681,9 @@ def test_a_stop_while_the_local_processes_start_up_is_a_stop_not_a_death(tmp_pat
     assert metrics["status"] == status and metrics["process_exit_codes"] == [-signal.SIGTERM] * 2
     assert metrics["preempt_signal"] == (signum if status == "preempted" else None)  # submitit requeues on it
     stop = "interrupted by Ctrl-C (SIGINT)" if status == "interrupted" else "preempted by SIGTERM"
-    assert metrics["error"] == (f"{stop} while the processes were starting up, before a step (exit codes [-15, -15]); "
-                                f"continue with: python launch.py distributed=local train.resume=auto hydra.run.dir={out}")
+    assert metrics["error"] == (
+        f"{stop} while the processes were starting up, before a step (exit codes [-15, -15]); "
+        f"continue with: python launch.py distributed=local train.resume=auto hydra.run.dir={out}")
 
 
 def test_ctrl_c_of_a_local_processes_sweep_writes_its_summary_and_the_whole_sweep_command(
@@ -725,3 +726,36 @@ def test_ctrl_c_of_a_local_processes_sweep_writes_its_summary_and_the_whole_swee
         ["0", "fsdp", "interrupted"], ["1", "tensor", "not run"]]
     assert (f"to continue the whole sweep, this job and those not started: python launch.py -m distributed=local "
             f"rule=fsdp,tensor train.resume=auto hydra.sweep.dir={sweep}") in caplog.messages
+
+
+def test_the_run_bound_says_on_the_console_to_raise_it_when_continuing(tmp_path, monkeypatch, caplog):
+    # Was: only metrics.json said "raise distributed.run_timeout_s for the rest"; the console showed the
+    # processes' "continue with: ... distributed.run_timeout_s=30 ...", which stops every attempt at 30 s again.
+    from hydra.conf import HydraConf
+    from hydra.core.hydra_config import HydraConfig
+
+    from gensbi_sharding.harness import local_cluster
+
+    out = tmp_path / "run"
+    out.mkdir()
+    hydra = OmegaConf.create({"hydra": OmegaConf.structured(HydraConf)})
+    hydra.hydra.runtime.output_dir = str(out)
+    hydra.hydra.overrides.task = ["distributed=local", "distributed.run_timeout_s=1"]
+    monkeypatch.setattr(HydraConfig.instance(), "cfg", None)
+    HydraConfig.instance().set_config(hydra)
+    real_popen = subprocess.Popen
+    record = {"status": "preempted", "error": "preempted by SIGTERM at step 11"}
+    stopped = (f"import json, signal, sys, time; signal.signal(signal.SIGTERM, lambda *a: (json.dump("
+               f"{record!r}, open({str(out / 'metrics.json')!r}, 'w')), sys.exit(75))); "
+               "time.sleep(30)")  # as process 0 stops: its record, exit 75
+    monkeypatch.setattr(local_cluster.subprocess, "Popen", lambda command, env, pass_fds: real_popen(
+        [sys.executable, "-c", stopped]))
+    cfg = OmegaConf.create({"distributed": {"local_processes": 2, "run_timeout_s": 1, "heartbeat_s": 1},
+                            "devices": {"cpu_count": 8}})
+    with caplog.at_level(logging.INFO):
+        metrics = local_cluster.run_local_processes(cfg, out)
+    assert metrics["status"] == "preempted" and metrics["process_exit_codes"] == [75, 75]
+    assert metrics["error"] == ("stopped at distributed.run_timeout_s=1 s: preempted by SIGTERM at step 11; raise "
+                                "distributed.run_timeout_s for the rest")
+    assert caplog.messages[-1] == ("when you continue, raise distributed.run_timeout_s (e.g. "
+                                   "distributed.run_timeout_s=2): with 1 s every attempt stops there again")

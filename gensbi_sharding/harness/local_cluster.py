@@ -153,8 +153,12 @@ def run_local_processes(cfg: DictConfig, out: Path) -> dict[str, Any]:
         metrics["status"] = "interrupted" if interrupted else "preempted"
         metrics["stop_signal"] = signalled[0] if signalled and not timed_out else None  # none to hand on
         if timed_out:
-            metrics["error"] = (f"stopped at distributed.run_timeout_s={cfg.distributed.run_timeout_s} s: "
-                                f"{metrics.get('error')}; raise distributed.run_timeout_s for the rest")
+            bound = cfg.distributed.run_timeout_s
+            metrics["error"] = (f"stopped at distributed.run_timeout_s={bound} s: {metrics.get('error')}; raise "
+                                "distributed.run_timeout_s for the rest")
+            # On the console too: the processes' "continue with" repeats the bound that stopped them.
+            log.warning("when you continue, raise distributed.run_timeout_s (e.g. distributed.run_timeout_s=%d): "
+                        "with %s s every attempt stops there again", 2 * bound, bound)
     elif signalled and not written and all(code in (0, *_STOPPED, *(-s for s in _FORWARDED)) for code in codes):
         # The signal reached processes still starting up, before their handlers: stopped by it, not dead.
         interrupted = signal.SIGINT in signalled
