@@ -679,7 +679,7 @@ def test_a_stop_while_the_local_processes_start_up_is_a_stop_not_a_death(tmp_pat
                             "devices": {"cpu_count": 8}})
     metrics = local_cluster.run_local_processes(cfg, out)
     assert metrics["status"] == status and metrics["process_exit_codes"] == [-signal.SIGTERM] * 2
-    assert metrics["preempt_signal"] == (signum if status == "preempted" else None)  # submitit requeues on it
+    assert metrics["stop_signal"] == signum  # a preempted job's is handed on: submitit requeues on it
     stop = "interrupted by Ctrl-C (SIGINT)" if status == "interrupted" else "preempted by SIGTERM"
     assert metrics["error"] == (
         f"{stop} while the processes were starting up, before a step (exit codes [-15, -15]); "

@@ -163,9 +163,9 @@ def run_local_processes(cfg: DictConfig, out: Path) -> dict[str, Any]:
         # The signal reached processes still starting up, before their handlers: stopped by it, not dead.
         interrupted = signal.SIGINT in signalled
         stop = "interrupted by Ctrl-C (SIGINT)" if interrupted else f"preempted by {signal.Signals(signalled[0]).name}"
-        metrics.update(status="interrupted" if interrupted else "preempted", preempt_signal=None if interrupted
-                       else signalled[0], error=f"{stop} while the processes were starting up, before a step "
-                       f"(exit codes {codes})" + (_continue_hint(out) or f"; continue with: {continue_command(out)}"))
+        hint = _continue_hint(out) or f"; continue with: {continue_command(out)}"
+        metrics.update(status="interrupted" if interrupted else "preempted", stop_signal=signalled[0],
+                       error=f"{stop} while the processes were starting up, before a step (exit codes {codes}){hint}")
         log.error("%s", metrics["error"])
     else:
         reported = metrics.get("error")  # process 0's own error, when it recorded one
