@@ -43,7 +43,8 @@ try:
     from gensbi_sharding.harness.override_checks import list_override_problem
     from gensbi_sharding.harness.override_grammar import grammar_problem
     from gensbi_sharding.harness.preemption import EXIT_INTERRUPTED, EXIT_PREEMPTED
-    from gensbi_sharding.harness.run import output_dir, run
+    from gensbi_sharding.harness.run import run
+    from gensbi_sharding.harness.run_folder import output_dir
     from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
     from gensbi_sharding.harness.run_report import final_line
 except ModuleNotFoundError as missing:  # e.g. the system Python instead of the project's .venv

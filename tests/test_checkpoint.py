@@ -175,7 +175,7 @@ def test_a_symlinked_or_dotted_path_gives_the_real_step_folder(saved_run, tmp_pa
     # whose parent's parent (the run, where its loss history and launch record are looked for) is <step>.
     from omegaconf import OmegaConf
 
-    from gensbi_sharding.harness.state import resume_point
+    from gensbi_sharding.harness.resume import resume_point
 
     step = (saved_run[0] / "checkpoints" / "1").resolve()
     latest = tmp_path / "latest"

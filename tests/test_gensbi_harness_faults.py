@@ -14,7 +14,7 @@ from omegaconf import OmegaConf
 from faults_helpers import compose_tiny
 from gensbi_sharding.checkpoint import CheckpointWriter
 from gensbi_sharding.harness.config import ConfigError
-from gensbi_sharding.harness.state import check_resume_settings
+from gensbi_sharding.harness.resume import check_resume_settings
 
 ROPE = "model.id_embedding_strategy=[rope1d,rope1d]"
 

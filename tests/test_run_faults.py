@@ -318,7 +318,7 @@ def test_the_kept_record_is_put_back_only_after_an_attempt_that_continued_nothin
 def test_resume_from_a_folder_that_saved_no_checkpoint_says_why_and_where_to_look(tmp_path, devices):
     # Was: a dry run's folder, a failed job's or a whole sweep's got "no checkpoint in <folder>" (a failed
     # sweep job: "the save was cut short; pass its parent"), and Orbax's warnings about every job folder.
-    from gensbi_sharding.harness.state import resume_step_dir
+    from gensbi_sharding.harness.resume import resume_step_dir
 
     def refusal(path):
         with pytest.raises((FileNotFoundError, ConfigError)) as err:

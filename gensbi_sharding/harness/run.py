@@ -19,38 +19,29 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from gensbi_sharding.harness import console, loss_history, outputs, run_folder, run_report, sweep_hints
+from gensbi_sharding.harness import console, loss_history, outputs, run_folder, run_report, summary, sweep_hints
 from gensbi_sharding.harness.config import ConfigError
-from gensbi_sharding.harness.config_checks import (no_mesh_problem, processes_config_problem, scored_observations,
-                                                   validate)
+from gensbi_sharding.harness.config_checks import processes_config_problem, scored_observations, validate
 from gensbi_sharding.harness.devices import (configure_devices, initialize_distributed, job_peak_metrics,
                                              peak_bytes_in_use, resolve_cpu_count)
 from gensbi_sharding.harness.dry_run import dry_run_metrics
-from gensbi_sharding.harness.hints import mesh_devices_problem, model_axis_problem, overrides_named
+from gensbi_sharding.harness.hints import overrides_named
 from gensbi_sharding.harness.local_cluster import run_local_job, watch_parent
 from gensbi_sharding.harness.model_checks import ignored_settings, platform_problem
 from gensbi_sharding.harness.parent_signal import stop_signal
 from gensbi_sharding.harness.preemption import Preempted, PreemptionWatch
-from gensbi_sharding.harness.rule_config import check_table_against_mesh, mesh_spec, rule_table
+from gensbi_sharding.harness.rule_config import rule_table
+from gensbi_sharding.harness.run_mesh import run_mesh
 from gensbi_sharding.harness.units import format_bytes
 
-__all__ = ["run", "output_dir"]
+__all__ = ["run"]
 
 log = logging.getLogger("gensbi_sharding")
 
 
-def output_dir(cfg: DictConfig) -> Path:
-    """The job's output folder: Hydra's, made absolute whatever ``hydra.job.chdir`` says."""
-    from hydra.core.hydra_config import HydraConfig
-
-    if HydraConfig.initialized():
-        return Path(HydraConfig.get().runtime.output_dir).absolute()
-    return Path(cfg.get("output_dir") or "outputs/run").absolute()
-
-
 def run(cfg: DictConfig) -> dict[str, Any]:
     """Run one job described by ``cfg``; returns its metrics (``status`` "ok", "error" or "preempted")."""
-    out = output_dir(cfg)
+    out = run_folder.output_dir(cfg)
     start = time.perf_counter()
     metrics: dict[str, Any] = {"status": "error", "config": OmegaConf.to_container(cfg, resolve=True)}
     folder, failure = run_folder.RunFolder(out, cfg), None
@@ -79,7 +70,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                 if whole:
                     log.info("%s", whole)
                 if folder.owner:  # Hydra's end-of-sweep summary never comes: the jobs so far, and those not run
-                    run_folder.refresh_job_sweep_summary(out)
+                    summary.refresh_job_sweep_summary(out)
                 raise KeyboardInterrupt from None
             log.log(min(console.stop_level(), logging.WARNING), "%s", error)
             if whole:
@@ -104,8 +95,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         folder.record(metrics, failure)
         folder.release()
         # A job continued alone, or a stopped job (it ends its sweep: Hydra's summary never comes).
-        if folder.owner and (metrics["status"] in ("preempted", "interrupted") or run_folder.continued_sweep_job()):
-            run_folder.refresh_job_sweep_summary(out)
+        if folder.owner and (metrics["status"] in ("preempted", "interrupted") or summary.continued_sweep_job()):
+            summary.refresh_job_sweep_summary(out)
         if metrics["status"] == "preempted":
             watch.chain(metrics.get("stop_signal"))  # under submitit: requeue the job
     if metrics["status"] == "interrupted":  # distributed=local's processes stopped for Ctrl-C: so does the sweep
@@ -153,7 +144,8 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
     from gensbi_sharding import checkpoint
     from gensbi_sharding.harness.pipeline import build_pipeline
     from gensbi_sharding.harness.preemption import train_with_checkpoints
-    from gensbi_sharding.harness.state import build_state, check_resume_settings, resume_point, saved_statistics
+    from gensbi_sharding.harness.resume import check_resume_settings, resume_point, saved_statistics
+    from gensbi_sharding.harness.state import build_state
     from gensbi_sharding.harness.tasks import TASKS, check_evaluation
 
     if folder.owner is None and jax.process_index() == 0:  # distributed=auto: process 0 owns the folder
@@ -170,26 +162,7 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
         raise ConfigError(problem)
     watch.check()  # a signal during setup stops the run here, between its steps (nothing to save yet)
     log.info("[2/7] mesh: %s", OmegaConf.to_container(cfg.mesh))
-    problem = mesh_devices_problem(cfg.mesh.devices, [d.id for d in jax.devices()], cfg.mesh.model_axis)
-    if cfg.mesh.spec == "dict" and problem:
-        raise ConfigError(problem)
-    simulated = (bool(cfg.dry_run) and jax.default_backend() == "cpu" and jax.process_count() == 1
-                 and not cfg.mesh.devices and source in ("default", "devices.cpu_count"))
-    problem = model_axis_problem(cfg.mesh.model_axis, len(cfg.mesh.devices or jax.devices()), simulated,
-                                 cfg.mesh.devices)
-    if cfg.mesh.spec == "dict" and problem:
-        raise ConfigError(problem)
-    problem = model_axis_problem(cfg.mesh.model_axis, jax.local_device_count())  # make_mesh's rule, named here
-    if cfg.mesh.spec == "dict" and not cfg.mesh.devices and jax.process_count() > 1 and problem:
-        raise ConfigError(f"{problem}; a model group stays inside one process, and each of the "
-                          f"{jax.process_count()} processes has {jax.local_device_count()} "
-                          f"device{'s' if jax.local_device_count() != 1 else ''}")
-    with overrides_named("mesh", cfg.mesh, ConfigError):
-        mesh = contract.resolve_mesh(mesh_spec(cfg.mesh))
-    if mesh is None and jax.process_count() > 1:  # distributed=auto / explicit: known once JAX joined them
-        raise ConfigError(no_mesh_problem(jax.process_count()))
-    if mesh is not None:
-        check_table_against_mesh(rule_name, table, tuple(mesh.axis_names))
+    mesh = run_mesh(cfg, source, rule_name, table)
     metrics.update(mesh_shape=list(mesh.devices.shape) if mesh else None,
                    mesh_axes=list(mesh.axis_names) if mesh else None, device_count=jax.device_count(),
                    process_count=jax.process_count(), data_parallel_size=contract.batch_size_divisor(mesh))

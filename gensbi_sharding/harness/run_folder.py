@@ -26,8 +26,8 @@ from gensbi_sharding.harness.sweep_hints import (hydra_job_overrides, moved_jobs
 from gensbi_sharding.harness.sweep_plan import every_job
 from gensbi_sharding.harness.sweep_subdirs import colliding_subdirs_problem, unused_folder_problem
 
-__all__ = ["ensure_fresh", "RunFolder", "folder_owner", "RESUMABLE", "RefuseCompletedRun",
-           "LOCAL_CHILD_ENV", "is_writer", "continued_sweep_job", "refresh_job_sweep_summary", "stopped_at_step"]
+__all__ = ["output_dir", "ensure_fresh", "RunFolder", "folder_owner", "RESUMABLE", "RefuseCompletedRun",
+           "LOCAL_CHILD_ENV", "is_writer", "stopped_at_step"]
 
 log = logging.getLogger("gensbi_sharding")
 
@@ -38,6 +38,15 @@ ATTEMPT_PLACEMENT = ("rule", "mesh_shape", "device_count", "process_count", "fin
 
 #: Statuses of a run that ``train.resume=auto`` may continue in its own folder.
 RESUMABLE = ("preempted", "interrupted", "error")
+
+
+def output_dir(cfg: DictConfig) -> Path:
+    """The job's output folder: Hydra's, made absolute whatever ``hydra.job.chdir`` says."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if HydraConfig.initialized():
+        return Path(HydraConfig.get().runtime.output_dir).absolute()
+    return Path(cfg.get("output_dir") or "outputs/run").absolute()
 
 
 def stopped_at_step(metrics: dict[str, Any]) -> int | None:
@@ -287,39 +296,3 @@ def is_writer() -> bool:
     import jax
 
     return not jax.distributed.is_initialized() or jax.process_index() == 0
-
-
-def continued_sweep_job() -> bool:
-    """Whether this is a single run (Hydra's run mode), not a job of a running multirun.
-
-    A running multirun's summary is written by Hydra's callback at its end.
-
-    Returns
-    -------
-    bool
-        True under Hydra's run mode (e.g. a sweep's job continued alone with ``hydra.run.dir``).
-    """
-    from hydra.core.hydra_config import HydraConfig
-    from hydra.types import RunMode
-
-    return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.RUN
-
-
-def refresh_job_sweep_summary(out: Path) -> None:
-    """Rebuild the summary of the sweep folder that holds the job folder ``out``, never raising.
-
-    Parameters
-    ----------
-    out : Path
-        The job's folder; its parent is the sweep folder. A failure is logged as a warning:
-        the run's own files are written already.
-    """
-    from gensbi_sharding.harness.summary import refresh_sweep_summary
-
-    try:
-        summary = refresh_sweep_summary(out)
-    except Exception as err:  # the run's own files are written; an index must never cost them
-        log.warning("sweep summary of %s not rebuilt: %s: %s", out.parent, type(err).__name__, err)
-        return
-    if summary is not None:
-        log.info("sweep summary rebuilt with this job's result: %s", summary.csv_path)

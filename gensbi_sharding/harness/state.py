@@ -5,8 +5,9 @@ initialisation, eager construction and the dry run all call it. Placement reads 
 plan of the library (``harness.model_plan``): its fallbacks go into the log
 and ``metrics.json``, and ``strict=true`` turns them into an error. A resumed run
 restores onto the *current* mesh and rule (or onto one device with ``mesh=none``): the
-restore target is planned from the live state, never read from the checkpoint. A run's
-checkpoint (``checkpoint_tree``) holds its early-stopping state too, best weights included.
+restore target is planned from the live state, never read from the checkpoint (where from, and whether
+it may: ``harness.resume``). A run's checkpoint (``checkpoint_tree``) holds its early-stopping state too,
+best weights included.
 """
 
 from __future__ import annotations
@@ -21,16 +22,14 @@ from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.console import EVERY_PROCESS
-from gensbi_sharding.harness.held_out import config_value, held_out_changes
-from gensbi_sharding.harness.hints import launched_with, override_literal
+from gensbi_sharding.harness.held_out import held_out_changes
+from gensbi_sharding.harness.hints import launched_with
 from gensbi_sharding.harness.model_checks import ACTIVATION_FIELDS_READ
 from gensbi_sharding.harness.model_plan import SHARDED_INIT_TRACES, model_plan, trace_model
+from gensbi_sharding.harness.resume import model_overrides
 from gensbi_sharding.harness.rule_config import as_rule, partition_axis_from_config
 
-__all__ = ["TrainState", "builder",
-           "build_state", "resume_step_dir", "resume_point", "partition_axis_for", "check_resume_settings",
-           "saved_statistics",
-           "checkpoint_tree", "BEST", "EARLY_STOPPING"]
+__all__ = ["TrainState", "builder", "build_state", "partition_axis_for", "checkpoint_tree", "BEST", "EARLY_STOPPING"]
 
 log = logging.getLogger("gensbi_sharding")
 
@@ -64,56 +63,6 @@ class TrainState:
     def fallbacks(self) -> dict[str, str]:
         """Variables the rule could not split: path -> reason."""
         return dict(self.plan.fallbacks) if self.plan is not None else {}
-
-
-def resume_step_dir(cfg: DictConfig) -> Path | None:
-    """The checkpoint step folder ``train.resume`` points at (relative to the launch folder)."""
-    if not cfg.train.resume:
-        return None
-    from gensbi_sharding.checkpoint import CHECKPOINT_SUBDIR, committed_steps, find_checkpoint
-    from gensbi_sharding.harness.outputs import read_metrics
-
-    folder = Path(_launch_dir() or ".").absolute() / Path(cfg.train.resume).expanduser()
-    if (folder / "multirun.yaml").is_file():  # a sweep's folder: its checkpoints are its jobs'
-        jobs = sorted((j for j in folder.iterdir() if committed_steps(j / CHECKPOINT_SUBDIR)), key=lambda j: j.name)
-        raise ConfigError(f"train.resume={folder} is a sweep's folder: " + (
-            f"resume one of its jobs, e.g. train.resume={jobs[0]} (jobs with a checkpoint: "
-            f"{', '.join(j.name for j in jobs)})" if jobs else
-            "none of its jobs saved a checkpoint (a dry run saves none): start a new run without train.resume"))
-    try:
-        return find_checkpoint(cfg.train.resume, base_dir=_launch_dir())
-    except FileNotFoundError as err:
-        metrics = folder / "metrics.json"  # a run's folder that saved no checkpoint: say why
-        if not metrics.is_file():
-            raise
-        previous = read_metrics(metrics)
-        status = previous.get("status")
-        why = ("holds a dry run (dry_run=true saves no checkpoint): start a new run without train.resume"
-               if "dry_run" in previous else f"holds a completed run whose checkpoints are gone (no complete "
-               f"step folder in {folder / CHECKPOINT_SUBDIR}): start a new run without train.resume"
-               if status == "ok" else f"holds a run that saved no complete checkpoint (status {status}): "
-               "resume the run it failed to continue, or start a new one without train.resume")
-        raise FileNotFoundError(f"{err}; {folder} {why}") from None
-
-
-def resume_point(cfg: Any, out: Any) -> Any:
-    """The checkpoint step folder a run resumes from, or None to start fresh.
-
-    ``train.resume=auto``: the newest complete checkpoint in the run's own folder
-    (requeued with the same command and ``hydra.run.dir``), None if there is none yet.
-    Any other value: the folder ``train.resume`` points at (``resume_step_dir``). Either way resolved
-    (symlinks, ``..``): ``resumed_from`` in ``metrics.json`` keeps naming the checkpoint restored after a
-    symlinked folder (``hydra.run.dir=runs/latest``) points elsewhere.
-    """
-    from gensbi_sharding.checkpoint import CHECKPOINT_SUBDIR, committed_steps
-
-    if cfg.train.resume != "auto":
-        return resume_step_dir(cfg)
-    steps = committed_steps(out / CHECKPOINT_SUBDIR)
-    log.info("train.resume=auto: %s", f"resuming from step {steps[-1]}" if steps else
-             f"no checkpoint in {out} yet, starting fresh (to continue an unfinished run: hydra.run.dir=<its "
-             "folder>; to train a finished one further: train.resume=<its folder> and a new hydra.run.dir)")
-    return (out / CHECKPOINT_SUBDIR / str(steps[-1])).resolve() if steps else None
 
 
 def builder(cfg: DictConfig, *, dim_theta: int, dim_x: int, partition_axis: Any) -> Callable[[], tuple]:
@@ -172,82 +121,8 @@ def build_state(cfg: DictConfig, *, dim_theta: int, dim_x: int, mesh: Any, rule_
         try:
             _restore(state, resume_dir, mesh, rule, cfg)
         except ValueError as err:  # the saved variables do not fit: name the overrides that fit them
-            raise ConfigError(f"{_model_overrides(resume_dir, cfg.model)}{err}{launched_with(resume_dir)}") from None
+            raise ConfigError(f"{model_overrides(resume_dir, cfg.model)}{err}{launched_with(resume_dir)}") from None
     return state
-
-
-#: Settings a checkpoint's arrays hold only under: what the model's inputs and outputs mean (the
-#: task and its transforms), and whether an EMA is saved beside the weights. A change of any of
-#: them may still fit every shape, so it is checked before the restore, not left to it.
-#: (key in the saved config, the override that sets it, what it decides)
-_FIXED_BY_CHECKPOINT = (("data.name", "data", "the task"), ("data.theta_transform", "data.theta_transform",
-                        "the parameter space"), ("data.x_transform", "data.x_transform", "the data space"),
-                        ("train.ema_decay", "train.ema_decay", "whether an EMA is saved"))
-
-
-def check_resume_settings(step_dir: Path, cfg: DictConfig) -> None:
-    """Before simulating: ``ConfigError`` naming the overrides that match the checkpoint in ``step_dir``
-    when a ``model.*`` field (but ``_FREE_MODEL_FIELDS``) or a setting of ``_FIXED_BY_CHECKPOINT`` differs
-    from the saved config; a learning-rate schedule that differs is said (a warning when the saved run was
-    unfinished)."""
-    from gensbi_sharding.checkpoint import saved_config
-    from gensbi_sharding.harness.schedule import schedule_change_note
-
-    if model := _model_overrides(step_dir, cfg.model):  # before the restore: every shape may fit
-        raise ConfigError(f"{model}The saved weights compute that model, not this one; or start a new run without "
-                          f"train.resume{launched_with(step_dir)}")
-    saved, now = saved_config(step_dir), OmegaConf.to_container(cfg, resolve=True)
-    fix, this, what = [], [], []
-    for key, override, decides in _FIXED_BY_CHECKPOINT:
-        old, new = config_value(saved, key), config_value(now, key)
-        if old is None or old == new or (key == "train.ema_decay" and (old > 0) == (new > 0)):
-            continue  # an older checkpoint without the key, or another EMA decay: both fine
-        fix.append(f"{override}={old}")
-        this.append(f"{override}={new}")
-        what.append(decides)
-    if fix:
-        raise ConfigError(f"checkpoint {step_dir} was saved with {' '.join(fix)} (this run: {' '.join(this)}), "
-                          f"which decides {', '.join(what)}: its arrays mean nothing otherwise; add "
-                          f"{' '.join(fix)}, or start a new run without train.resume{launched_with(step_dir)}")
-    if (note := schedule_change_note(saved, now, int(step_dir.name))) is not None:  # allowed, but said
-        log.log(logging.WARNING if note[1] else logging.INFO, "%s", note[0], extra=EVERY_PROCESS)
-
-
-def saved_statistics(step_dir: Path | None) -> dict | None:
-    """The z-score statistics saved with the checkpoint in ``step_dir`` (None: a fresh run, or a checkpoint
-    saved before they were, whose run then recomputes them from its own simulations, with a warning)."""
-    if step_dir is None:
-        return None
-    from gensbi_sharding.checkpoint import saved_info
-    from gensbi_sharding.harness.simulation_data import NORMALIZATION
-
-    statistics = saved_info(step_dir).get(NORMALIZATION)
-    if statistics is None:
-        log.warning("checkpoint %s holds no z-score statistics (saved by an earlier version): they are recomputed "
-                    "from this run's simulations, the same only if seed and data.* are as when it was saved",
-                    step_dir, extra=EVERY_PROCESS)
-    return statistics
-
-
-#: Model fields a resumed run may change: how it is built and the compute dtype. Every other one decides what
-#: the saved weights compute, even where all shapes fit (Flux1's rope base, or the heads one width is cut into).
-_FREE_MODEL_FIELDS = ("init", "dtype")
-
-
-def _model_overrides(step_dir: Path, model_cfg: DictConfig) -> str:
-    """"the checkpoint was saved with model.width=128 (this run: model.width=32): add ...". """
-    from gensbi_sharding.checkpoint import saved_config
-
-    saved = saved_config(step_dir).get("model") or {}
-    now = OmegaConf.to_container(model_cfg, resolve=True)
-    if saved.get("name", now.get("name")) != now.get("name"):
-        return f"the checkpoint holds model={saved['name']} (this run: model={now.get('name')}): add model={saved['name']}. "
-    differ = {k: v for k, v in saved.items() if k not in _FREE_MODEL_FIELDS and now.get(k) != v}
-    if not differ:
-        return ""
-    fix = " ".join(f"model.{k}={override_literal(v)}" for k, v in differ.items())
-    this = " ".join(f"model.{k}={override_literal(now.get(k))}" for k in differ)
-    return f"the checkpoint was saved with {fix} (this run: {this}): add {fix}. "
 
 
 def partition_axis_for(cfg: DictConfig, table: dict, mesh: Any):
@@ -312,10 +187,3 @@ def _restore(state: TrainState, step_dir: Path, mesh: Any, rule: Any, cfg: DictC
              "" if scalars is None else "; early stopping: " + (
                  "no validation yet" if scalars["best_step"] is None else
                  f"best step {scalars['best_step']}, {len(scalars['history'])} validation(s)"))
-
-
-def _launch_dir() -> str | None:
-    from hydra.core.hydra_config import HydraConfig
-    from hydra.utils import get_original_cwd
-
-    return get_original_cwd() if HydraConfig.initialized() else None

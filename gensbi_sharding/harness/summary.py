@@ -29,12 +29,13 @@ from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness.outputs import read_metrics, write_atomic
 from gensbi_sharding.harness.plots import status_counts
-from gensbi_sharding.harness.sweep_plan import job_configuration, never_started, sweep_jobs
 from gensbi_sharding.harness.summary_columns import DRY_RUN_COLUMNS, ERROR_COLUMN, TRAIN_COLUMNS, Column
+from gensbi_sharding.harness.sweep_plan import job_configuration, never_started, sweep_jobs
 from gensbi_sharding.harness.units import is_number
 
 __all__ = ["Column", "TRAIN_COLUMNS", "DRY_RUN_COLUMNS", "summary_rows", "swept_keys", "declared_sweeps",
-           "markdown_table", "write_summary", "refresh_sweep_summary", "SweepSummary"]
+           "markdown_table", "write_summary", "refresh_sweep_summary", "SweepSummary", "continued_sweep_job",
+           "refresh_job_sweep_summary"]
 
 log = logging.getLogger(__name__)
 
@@ -236,3 +237,37 @@ class SweepSummary(Callback):
         plot = f", plot {summary.png_path.name}" if summary.png_path else ""
         print(f"\nSweep summary ({len(summary.rows)} jobs{counts}): {summary.csv_path}{plot}\n"
               f"{summary.text}", flush=True)
+
+
+def continued_sweep_job() -> bool:
+    """Whether this is a single run (Hydra's run mode), not a job of a running multirun.
+
+    A running multirun's summary is written by Hydra's callback at its end.
+
+    Returns
+    -------
+    bool
+        True under Hydra's run mode (e.g. a sweep's job continued alone with ``hydra.run.dir``).
+    """
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.RUN
+
+
+def refresh_job_sweep_summary(out: Path) -> None:
+    """Rebuild the summary of the sweep folder that holds the job folder ``out``, never raising.
+
+    Parameters
+    ----------
+    out : Path
+        The job's folder; its parent is the sweep folder. A failure is logged as a warning:
+        the run's own files are written already.
+    """
+    try:
+        summary = refresh_sweep_summary(out)
+    except Exception as err:  # the run's own files are written; an index must never cost them
+        log.warning("sweep summary of %s not rebuilt: %s: %s", out.parent, type(err).__name__, err)
+        return
+    if summary is not None:
+        log.info("sweep summary rebuilt with this job's result: %s", summary.csv_path)

@@ -1,0 +1,154 @@
+"""Where a run resumes from, and whether it may: the checkpoint ``train.resume`` names, checked before any work.
+
+``resume_point`` finds the step folder (``train.resume=auto``: the run's own newest one);
+``check_resume_settings`` refuses, before simulating, settings under which the saved arrays mean something
+else, naming the overrides that match the checkpoint. The restore itself is ``harness.state``'s.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from gensbi_sharding.harness.config import ConfigError
+from gensbi_sharding.harness.console import EVERY_PROCESS
+from gensbi_sharding.harness.held_out import config_value
+from gensbi_sharding.harness.hints import launched_with, override_literal
+
+__all__ = ["resume_step_dir", "resume_point", "check_resume_settings", "saved_statistics", "model_overrides"]
+
+log = logging.getLogger("gensbi_sharding")
+
+
+def resume_step_dir(cfg: DictConfig) -> Path | None:
+    """The checkpoint step folder ``train.resume`` points at (relative to the launch folder)."""
+    if not cfg.train.resume:
+        return None
+    from gensbi_sharding.checkpoint import CHECKPOINT_SUBDIR, committed_steps, find_checkpoint
+    from gensbi_sharding.harness.outputs import read_metrics
+
+    folder = Path(_launch_dir() or ".").absolute() / Path(cfg.train.resume).expanduser()
+    if (folder / "multirun.yaml").is_file():  # a sweep's folder: its checkpoints are its jobs'
+        jobs = sorted((j for j in folder.iterdir() if committed_steps(j / CHECKPOINT_SUBDIR)), key=lambda j: j.name)
+        raise ConfigError(f"train.resume={folder} is a sweep's folder: " + (
+            f"resume one of its jobs, e.g. train.resume={jobs[0]} (jobs with a checkpoint: "
+            f"{', '.join(j.name for j in jobs)})" if jobs else
+            "none of its jobs saved a checkpoint (a dry run saves none): start a new run without train.resume"))
+    try:
+        return find_checkpoint(cfg.train.resume, base_dir=_launch_dir())
+    except FileNotFoundError as err:
+        metrics = folder / "metrics.json"  # a run's folder that saved no checkpoint: say why
+        if not metrics.is_file():
+            raise
+        previous = read_metrics(metrics)
+        status = previous.get("status")
+        why = ("holds a dry run (dry_run=true saves no checkpoint): start a new run without train.resume"
+               if "dry_run" in previous else f"holds a completed run whose checkpoints are gone (no complete "
+               f"step folder in {folder / CHECKPOINT_SUBDIR}): start a new run without train.resume"
+               if status == "ok" else f"holds a run that saved no complete checkpoint (status {status}): "
+               "resume the run it failed to continue, or start a new one without train.resume")
+        raise FileNotFoundError(f"{err}; {folder} {why}") from None
+
+
+def resume_point(cfg: Any, out: Any) -> Any:
+    """The checkpoint step folder a run resumes from, or None to start fresh.
+
+    ``train.resume=auto``: the newest complete checkpoint in the run's own folder
+    (requeued with the same command and ``hydra.run.dir``), None if there is none yet.
+    Any other value: the folder ``train.resume`` points at (``resume_step_dir``). Either way resolved
+    (symlinks, ``..``): ``resumed_from`` in ``metrics.json`` keeps naming the checkpoint restored after a
+    symlinked folder (``hydra.run.dir=runs/latest``) points elsewhere.
+    """
+    from gensbi_sharding.checkpoint import CHECKPOINT_SUBDIR, committed_steps
+
+    if cfg.train.resume != "auto":
+        return resume_step_dir(cfg)
+    steps = committed_steps(out / CHECKPOINT_SUBDIR)
+    log.info("train.resume=auto: %s", f"resuming from step {steps[-1]}" if steps else
+             f"no checkpoint in {out} yet, starting fresh (to continue an unfinished run: hydra.run.dir=<its "
+             "folder>; to train a finished one further: train.resume=<its folder> and a new hydra.run.dir)")
+    return (out / CHECKPOINT_SUBDIR / str(steps[-1])).resolve() if steps else None
+
+
+#: Settings a checkpoint's arrays hold only under: what the model's inputs and outputs mean (the
+#: task and its transforms), and whether an EMA is saved beside the weights. A change of any of
+#: them may still fit every shape, so it is checked before the restore, not left to it.
+#: (key in the saved config, the override that sets it, what it decides)
+_FIXED_BY_CHECKPOINT = (("data.name", "data", "the task"), ("data.theta_transform", "data.theta_transform",
+                        "the parameter space"), ("data.x_transform", "data.x_transform", "the data space"),
+                        ("train.ema_decay", "train.ema_decay", "whether an EMA is saved"))
+
+
+def check_resume_settings(step_dir: Path, cfg: DictConfig) -> None:
+    """Before simulating: ``ConfigError`` naming the overrides that match the checkpoint in ``step_dir``
+    when a ``model.*`` field (but ``_FREE_MODEL_FIELDS``) or a setting of ``_FIXED_BY_CHECKPOINT`` differs
+    from the saved config; a learning-rate schedule that differs is said (a warning when the saved run was
+    unfinished)."""
+    from gensbi_sharding.checkpoint import saved_config
+    from gensbi_sharding.harness.schedule import schedule_change_note
+
+    if model := model_overrides(step_dir, cfg.model):  # before the restore: every shape may fit
+        raise ConfigError(f"{model}The saved weights compute that model, not this one; or start a new run without "
+                          f"train.resume{launched_with(step_dir)}")
+    saved, now = saved_config(step_dir), OmegaConf.to_container(cfg, resolve=True)
+    fix, this, what = [], [], []
+    for key, override, decides in _FIXED_BY_CHECKPOINT:
+        old, new = config_value(saved, key), config_value(now, key)
+        if old is None or old == new or (key == "train.ema_decay" and (old > 0) == (new > 0)):
+            continue  # an older checkpoint without the key, or another EMA decay: both fine
+        fix.append(f"{override}={old}")
+        this.append(f"{override}={new}")
+        what.append(decides)
+    if fix:
+        raise ConfigError(f"checkpoint {step_dir} was saved with {' '.join(fix)} (this run: {' '.join(this)}), "
+                          f"which decides {', '.join(what)}: its arrays mean nothing otherwise; add "
+                          f"{' '.join(fix)}, or start a new run without train.resume{launched_with(step_dir)}")
+    if (note := schedule_change_note(saved, now, int(step_dir.name))) is not None:  # allowed, but said
+        log.log(logging.WARNING if note[1] else logging.INFO, "%s", note[0], extra=EVERY_PROCESS)
+
+
+def saved_statistics(step_dir: Path | None) -> dict | None:
+    """The z-score statistics saved with the checkpoint in ``step_dir`` (None: a fresh run, or a checkpoint
+    saved before they were, whose run then recomputes them from its own simulations, with a warning)."""
+    if step_dir is None:
+        return None
+    from gensbi_sharding.checkpoint import saved_info
+    from gensbi_sharding.harness.simulation_data import NORMALIZATION
+
+    statistics = saved_info(step_dir).get(NORMALIZATION)
+    if statistics is None:
+        log.warning("checkpoint %s holds no z-score statistics (saved by an earlier version): they are recomputed "
+                    "from this run's simulations, the same only if seed and data.* are as when it was saved",
+                    step_dir, extra=EVERY_PROCESS)
+    return statistics
+
+
+#: Model fields a resumed run may change: how it is built and the compute dtype. Every other one decides what
+#: the saved weights compute, even where all shapes fit (Flux1's rope base, or the heads one width is cut into).
+_FREE_MODEL_FIELDS = ("init", "dtype")
+
+
+def model_overrides(step_dir: Path, model_cfg: DictConfig) -> str:
+    """"the checkpoint was saved with model.width=128 (this run: model.width=32): add ...". """
+    from gensbi_sharding.checkpoint import saved_config
+
+    saved = saved_config(step_dir).get("model") or {}
+    now = OmegaConf.to_container(model_cfg, resolve=True)
+    if saved.get("name", now.get("name")) != now.get("name"):
+        return f"the checkpoint holds model={saved['name']} (this run: model={now.get('name')}): add model={saved['name']}. "
+    differ = {k: v for k, v in saved.items() if k not in _FREE_MODEL_FIELDS and now.get(k) != v}
+    if not differ:
+        return ""
+    fix = " ".join(f"model.{k}={override_literal(v)}" for k, v in differ.items())
+    this = " ".join(f"model.{k}={override_literal(now.get(k))}" for k in differ)
+    return f"the checkpoint was saved with {fix} (this run: {this}): add {fix}. "
+
+
+def _launch_dir() -> str | None:
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.utils import get_original_cwd
+
+    return get_original_cwd() if HydraConfig.initialized() else None
