@@ -141,18 +141,11 @@ def _check_processes_agree(error: ValueError | None, treedef: Any, leaves: list)
     process another global shape (or dtype) and wrong sums, or a hang in the next collective. One small allgather
     (length and digest of each process's description) finds it; only then are the descriptions gathered.
     """
-    from jax.experimental import multihost_utils  # pylint: disable=import-outside-toplevel
-
-    mine = (f"failed: {error}" if error else f"passes tree {treedef}, leaves " + ", ".join(
+    said = texts_if_processes_differ(f"failed: {error}" if error else f"passes tree {treedef}, leaves " + ", ".join(
         f"{path} {shape} {dtype} at {spec}" + (f" values {digest}" if digest else "")
-        for path, shape, dtype, spec, digest in leaves)).encode()
-    head = np.concatenate([[len(mine)], np.frombuffer(hashlib.sha256(mine).digest()[:16], np.uint8)])
-    heads = np.asarray(multihost_utils.process_allgather(head.astype(np.int32)))
-    if (heads == heads[0]).all():
+        for path, shape, dtype, spec, digest in leaves))
+    if said is None:
         return
-    padded = np.zeros(int(heads[:, 0].max()), np.uint8)
-    padded[:len(mine)] = np.frombuffer(mine, np.uint8)
-    said = [bytes(row).rstrip(b"\0").decode() for row in np.asarray(multihost_utils.process_allgather(padded))]
     if error:
         return  # this process raises its own error
     other = next(p for p, s in sorted(enumerate(said), key=lambda ps: not ps[1].startswith("failed"))
@@ -160,6 +153,24 @@ def _check_processes_agree(error: ValueError | None, treedef: Any, leaves: list)
     raise ValueError(f"host_to_global_array: process {jax.process_index()} {said[jax.process_index()]}; but "
                      f"process {other} {said[other]}; every process must pass the same tree, dtypes and shapes "
                      "(the same number of rows), and the same values for a leaf it replicates")
+
+
+def texts_if_processes_differ(mine: str) -> list[str] | None:
+    """Every process's ``mine`` (index: process) when they differ; None when all processes hold the same text.
+
+    Collective: every process must call it. One small allgather of each text's length and digest; only when they
+    differ are the texts themselves gathered, so agreeing processes pay a few bytes.
+    """
+    from jax.experimental import multihost_utils  # pylint: disable=import-outside-toplevel
+
+    text = mine.encode()
+    head = np.concatenate([[len(text)], np.frombuffer(hashlib.sha256(text).digest()[:16], np.uint8)])
+    heads = np.asarray(multihost_utils.process_allgather(head.astype(np.int32)))
+    if (heads == heads[0]).all():
+        return None
+    padded = np.zeros(int(heads[:, 0].max()), np.uint8)
+    padded[:len(text)] = np.frombuffer(text, np.uint8)
+    return [bytes(row).rstrip(b"\0").decode() for row in np.asarray(multihost_utils.process_allgather(padded))]
 
 
 def _replicated_digest(leaf: Any, spec: P) -> str | None:

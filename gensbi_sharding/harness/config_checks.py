@@ -6,7 +6,6 @@ Raised as ``ConfigError`` naming the key, its value and the override that fixes 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import math
 import re
@@ -63,20 +62,15 @@ def processes_config_problem(cfg: DictConfig) -> str | None:
     silently. One small allgather of a digest; the settings are gathered only when the digests differ.
     """
     import jax
-    import numpy as np
-    from jax.experimental import multihost_utils
+
+    from gensbi_sharding.host_input import texts_if_processes_differ
 
     if jax.process_count() < 2:
         return None
     flat = {key: value for key, value in _flat(OmegaConf.to_container(cfg, resolve=True)) if key not in PER_PROCESS}
-    text = json.dumps(flat, sort_keys=True, default=str).encode()
-    head = np.concatenate([[len(text)], np.frombuffer(hashlib.sha256(text).digest()[:16], np.uint8)])
-    heads = np.asarray(multihost_utils.process_allgather(head.astype(np.int32)))
-    if (heads == heads[0]).all():
+    if (texts := texts_if_processes_differ(json.dumps(flat, sort_keys=True, default=str))) is None:
         return None
-    padded = np.zeros(int(heads[:, 0].max()), np.uint8)
-    padded[:len(text)] = np.frombuffer(text, np.uint8)
-    every = [json.loads(bytes(row).rstrip(b"\0")) for row in np.asarray(multihost_utils.process_allgather(padded))]
+    every = [json.loads(text) for text in texts]
     differ = sorted(key for key in set().union(*every) if len({json.dumps(c.get(key)) for c in every}) > 1)
     shown = "; ".join(f"{key}: " + ", ".join(f"{c.get(key)!r} on process {p}" for p, c in enumerate(every))
                       for key in differ[:3]) + (f"; and {len(differ) - 3} more" if len(differ) > 3 else "")
