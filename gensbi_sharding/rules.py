@@ -103,7 +103,8 @@ class Rule:
     Raises
     ------
     ValueError
-        If ``table`` is not a mapping, or ``check_table`` rejects it (a key not in ``LOGICAL_AXES``, a bad value).
+        If ``table`` is not a mapping, or ``check_table`` rejects it (a key not in ``LOGICAL_AXES`` mapped to a
+        mesh axis, a bad value).
     """
 
     name: str
@@ -146,8 +147,8 @@ def resolve_rule(rule: str | RuleTable | Rule) -> Rule:
     Raises
     ------
     ValueError
-        If ``rule`` is an unknown name or None, a table with a key not in ``LOGICAL_AXES`` or a bad value (one
-        naming a mesh axis twice too), or of any other type.
+        If ``rule`` is an unknown name or None, a table with a key not in ``LOGICAL_AXES`` (but for a name mapped to
+        None, e.g. a stacked-layer axis) or a bad value (one naming a mesh axis twice too), or of any other type.
     """
     if isinstance(rule, Rule):
         return rule
@@ -164,12 +165,15 @@ def resolve_rule(rule: str | RuleTable | Rule) -> Rule:
 def check_table(table: Mapping) -> None:
     """Check a user's rule table: a mistyped key would otherwise silently split nothing.
 
-    ``ValueError`` naming the entry for a key not in ``LOGICAL_AXES``, a value not a mesh axis name, list or None,
-    or a value naming one mesh axis twice.
+    ``ValueError`` naming the entry for a key not in ``LOGICAL_AXES`` unless a str mapped to None (declared unsplit),
+    a value not a mesh axis name, list or None, or a value naming one mesh axis twice.
     """
     for key, value in table.items():
-        if key not in LOGICAL_AXES:
-            raise ValueError(f"rule table key {key!r} is not a logical axis; valid keys: {', '.join(LOGICAL_AXES)}")
+        # Another name a model gives a dimension (Flax's stacked-layer axis, transform_metadata={nnx.PARTITION_NAME:
+        # "layers"}) may be declared unsplit; only a split needs the vocabulary, where a typo would split nothing.
+        if key not in LOGICAL_AXES and (value is not None or not isinstance(key, str)):
+            raise ValueError(f"rule table key {key!r} is not a logical axis; valid keys: {', '.join(LOGICAL_AXES)} "
+                             f"(another name, e.g. a stacked-layer axis, can only be left unsplit: {{{key!r}: None}})")
         names = value if isinstance(value, (list, tuple)) else [value]
         if value is not None and not all(isinstance(v, str) for v in names):
             raise ValueError(f"rule table entry {{{key!r}: {value!r}}}: a value must be a mesh axis name "
@@ -218,7 +222,8 @@ def partition_spec_for(names: Sequence[str | None] | None, shape: Sequence[int],
     for name, dim in zip(names, shape):
         target = None if name is None else table.get(name)
         if name is not None and name not in table and name not in LOGICAL_AXES:
-            return P(), f"unknown logical axis {name!r} (known: {', '.join(LOGICAL_AXES)})"
+            return P(), (f"unknown logical axis {name!r} (known: {', '.join(LOGICAL_AXES)}); to split the other "
+                         f"dimensions, leave it unsplit: a rule table with {{{name!r}: None}}")
         if target is None:
             entries.append(None)
             continue

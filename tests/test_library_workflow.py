@@ -219,3 +219,33 @@ def test_a_restore_whose_shapes_fit_but_dtypes_differ_names_the_dtypes_not_hyper
     state = checkpoint.restore(tmp_path, checkpoint.abstract_state_for(
         nnx.Linear(4, 8, param_dtype=jnp.bfloat16, rngs=nnx.Rngs(1)), mesh)).state  # the dtypes saved: restores
     np.testing.assert_array_equal(np.asarray(state["kernel"].get_value()), np.asarray(saved.kernel[...]))
+
+
+class StackedLayers(nnx.Module):
+    """Three layers stacked by nnx.vmap as Flax documents it: the stacked axis annotated "layers"."""
+
+    def __init__(self, rngs):
+        @nnx.split_rngs(splits=3)
+        @nnx.vmap(in_axes=(0,), out_axes=0, transform_metadata={nnx.PARTITION_NAME: "layers"})
+        def make(rngs):
+            init = gs.partitioned(nnx.initializers.lecun_normal(), ("embed", "mlp"))
+            return nnx.Linear(4, 8, use_bias=False, rngs=rngs, kernel_init=init)
+        self.layers = make(rngs)
+
+
+def test_a_stacked_layer_axis_can_be_left_unsplit_by_a_rule_table_and_the_fallback_says_so():
+    # Was: every stacked variable fell back to replicated ("unknown logical axis 'layers'", no fix named), and the
+    # only fix, a table declaring 'layers' unsplit, was refused ("rule table key 'layers' is not a logical axis").
+    mesh = gs.make_mesh(model_axis=2)
+    plan = gs.plan_shardings(StackedLayers(nnx.Rngs(0)), mesh, "tensor")
+    assert plan.specs["layers/kernel"] == P() and plan.fallbacks["layers/kernel"].endswith(
+        "to split the other dimensions, leave it unsplit: a rule table with {'layers': None}")
+    model = StackedLayers(nnx.Rngs(0))
+    gs.shard_model_by_table(model, mesh, {**dict(gs.RULES["tensor"]), "layers": None})
+    assert model.layers.kernel[...].shape == (3, 4, 8)
+    assert model.layers.kernel[...].sharding.spec == P(None, None, "model")  # (layers, embed, mlp): mlp split
+    np.testing.assert_array_equal(np.asarray(model.layers.kernel[...]),
+                                  np.asarray(StackedLayers(nnx.Rngs(0)).layers.kernel[...]))
+    with pytest.raises(ValueError, match=r"rule table key 'layers' is not a logical axis; .* can only be left "
+                                         r"unsplit: \{'layers': None\}"):
+        gs.shard_model_by_table(model, mesh, {"layers": "data"})  # splitting needs the vocabulary (typos)

@@ -304,7 +304,8 @@ def test_the_fallback_warning_is_bounded_and_groups_one_reason_over_many_variabl
     assert message == (
         "48 variable(s) replicated instead of split under rule 'fsdp' on mesh {'data': 4, 'model': 2}: blocks/0, "
         "blocks/1, blocks/2 and 37 more (size 6 of logical axis 'embed' is not divisible by mesh axis 'data' of "
-        "size 4); " + "; ".join(f"{a} (unknown logical axis '{a}' {known})" for a in "abcde")
+        "size 4); " + "; ".join(f"{a} (unknown logical axis '{a}' {known}; to split the other dimensions, leave it "
+                                f"unsplit: a rule table with {{'{a}': None}})" for a in "abcde")
         + "; 3 more for 3 other reason(s) (every one: Plan.fallbacks)")
     assert of_type(caught(plan.warn), ShardingFallbackWarning) == [message]
     every = plan.fallback_message(max_reasons=None, max_paths=None, every="x")
