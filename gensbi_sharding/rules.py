@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping, Sequence
-from typing import Union
+from typing import Any, Union
 
 from flax import nnx
 from jax.sharding import Mesh, PartitionSpec as P
@@ -140,26 +140,43 @@ def resolve_rule(rule: str | RuleTable | Rule) -> Rule:
 
     Parameters
     ----------
-    rule : str or RuleTable or Rule
-        A key of ``RULES``; a table (logical axis -> mesh axis name, list or tuple of them, or None), copied; or
-        a ``Rule``, returned as is. Mesh axes are checked later, against a mesh, by ``partition_spec_for``.
+    rule : str or RuleTable or Rule, or sequence of (str, MeshAxes) pairs
+        A key of ``RULES``; a table (logical axis -> mesh axis name, list or tuple of them, or None), copied; the
+        same as ``(logical axis, mesh axes)`` pairs, the form ``RULES`` holds (and Flax's ``logical_axis_rules``),
+        each logical axis once; or a ``Rule``, returned as is. Mesh axes are checked later, against a mesh, by
+        ``partition_spec_for``.
 
     Raises
     ------
     ValueError
         If ``rule`` is an unknown name or None, a table with a key not in ``LOGICAL_AXES`` (but for a name mapped to
-        None, e.g. a stacked-layer axis) or a bad value (one naming a mesh axis twice too), or of any other type.
+        None, e.g. a stacked-layer axis) or a bad value (one naming a mesh axis twice too), pairs naming a logical
+        axis twice, or of any other type.
     """
     if isinstance(rule, Rule):
         return rule
     if isinstance(rule, Mapping):
         return Rule("custom", dict(rule))  # checked by Rule
+    if _is_pairs(rule):  # RULES["tensor"] itself: the contract's form was refused as "not a mapping"
+        names = [name for name, _ in rule]
+        twice = next((name for name in names if names.count(name) > 1), None)
+        if twice is not None:  # Flax's rules take the first pair whose mesh axes are free; a table has one each
+            raise ValueError(f"rule pairs name logical axis {twice!r} {names.count(twice)} times; give each logical "
+                             f"axis once, e.g. keep the first: {dict(p for i, p in enumerate(rule) if p[0] not in names[:i])!r}")
+        return Rule("custom", dict(rule))
     if rule is None or isinstance(rule, str):
         if rule in RULES:
             return Rule(rule, dict(RULES[rule]), builtin=True)
         raise ValueError(f"unknown sharding rule {rule!r}; choose one of {tuple(RULES)} or pass a rule "
                          "table (logical axis -> mesh axis or None)")
-    raise ValueError(f"rule must be a name in {tuple(RULES)} or a rule table mapping, got {rule!r}")
+    raise ValueError(f"rule must be a name in {tuple(RULES)}, a rule table mapping or (logical axis, mesh axes) "
+                     f"pairs, got {rule!r:.120}; e.g. {{'embed': 'data'}} or RULES['fsdp']")
+
+
+def _is_pairs(rule: Any) -> bool:
+    """Whether ``rule`` is a non-empty list or tuple of ``(str, value)`` pairs (lists or tuples of two)."""
+    return isinstance(rule, (list, tuple)) and bool(rule) and all(
+        isinstance(pair, (list, tuple)) and len(pair) == 2 and isinstance(pair[0], str) for pair in rule)
 
 
 def check_table(table: Mapping) -> None:

@@ -242,7 +242,9 @@ def shard_model(node: Any, mesh: Mesh | None, rule: str = "replicated") -> None:
         If ``node`` is none of the above, or ``mesh`` is neither None nor a ``jax.sharding.Mesh``.
     """
     if not isinstance(rule, str) or rule not in RULES:
-        table = " (a rule table goes to shard_model_by_table(node, mesh, table))" if isinstance(rule, Mapping) else ""
+        # A table, RULES' (axis, mesh axes) pairs or a Rule: all placeable, by the other entry point.
+        table = (" (a rule table, (logical axis, mesh axes) pairs or a Rule go to shard_model_by_table(node, mesh, "
+                 "rule))") if isinstance(rule, (Mapping, list, tuple, Rule)) else ""
         raise ValueError(f"unknown sharding rule {rule!r}; choose one of {tuple(RULES)}{table}")
     _plan_warn_place(node, mesh, rule)
 
@@ -256,7 +258,8 @@ def shard_model_by_table(node: Any, mesh: Mesh | None, table: RuleTable) -> None
     ----------
     node : nnx.Module or nnx.Optimizer or any NNX graph node, or nnx.State, or a tuple, list or dict of them
     mesh : jax.sharding.Mesh or None
-    table : RuleTable
+    table : RuleTable, or (logical axis, mesh axes) pairs, or Rule
+        As ``resolve_rule`` takes it, e.g. ``{**dict(RULES["tensor"]), "embed": "data"}`` or ``RULES["tensor"]``.
 
     Raises
     ------

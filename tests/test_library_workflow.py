@@ -249,3 +249,26 @@ def test_a_stacked_layer_axis_can_be_left_unsplit_by_a_rule_table_and_the_fallba
     with pytest.raises(ValueError, match=r"rule table key 'layers' is not a logical axis; .* can only be left "
                                          r"unsplit: \{'layers': None\}"):
         gs.shard_model_by_table(model, mesh, {"layers": "data"})  # splitting needs the vocabulary (typos)
+
+
+def test_a_rule_in_the_contracts_own_form_of_pairs_is_a_table_everywhere_and_shard_model_names_where_it_goes():
+    # Was refused by every function taking a rule ("rule must be a name ... or a rule table mapping"), though
+    # RULES holds each rule as (logical axis, mesh axes) pairs (Flax's logical_axis_rules too), and shard_model
+    # given such pairs or a Rule said only "unknown sharding rule", naming no way to place by them.
+    mesh = gs.make_mesh(model_axis=2)
+    model = StackedLayers(nnx.Rngs(0))
+    gs.shard_model_by_table(model, mesh, [*gs.RULES["tensor"], ("layers", None)])
+    assert model.layers.kernel[...].sharding.spec == P(None, None, "model")
+    assert gs.plan_shardings(model, mesh, gs.RULES["fsdp"]).specs["layers/kernel"] == P()  # 'layers' unknown there
+    assert gs.resolve_rule([["embed", ["data"]]]).table == {"embed": ["data"]}
+    assert gs.PartitionAxis.for_rule(gs.RULES["tensor"], mesh).head_axis == "model"
+    with pytest.raises(ValueError, match=r"rule pairs name logical axis 'embed' 2 times; give each logical axis "
+                                         r"once, e.g. keep the first: \{'embed': 'data', 'mlp': None\}"):
+        gs.resolve_rule([("embed", "data"), ("mlp", None), ("embed", "model")])
+    with pytest.raises(ValueError, match=r"unknown sharding rule .*; choose one of \('replicated', 'fsdp', "
+                                         r"'tensor'\) \(a rule table, \(logical axis, mesh axes\) pairs or a Rule go "
+                                         r"to shard_model_by_table\(node, mesh, rule\)\)"):
+        gs.shard_model(model, mesh, gs.resolve_rule("fsdp"))
+    with pytest.raises(ValueError, match=r"rule must be a name in .*, a rule table mapping or \(logical axis, mesh "
+                                         r"axes\) pairs, got 3; e.g. \{'embed': 'data'\} or RULES\['fsdp'\]"):
+        gs.plan_shardings(model, mesh, 3)
