@@ -247,8 +247,9 @@ def partition_spec_for(names: Sequence[str | None] | None, shape: Sequence[int],
         mesh_axes = (target,) if isinstance(target, str) else tuple(target)
         for axis in mesh_axes:
             if axis not in mesh.shape:
-                return P(), (f"logical axis {name!r} maps to mesh axis {axis!r}, absent from the "
-                             f"mesh {tuple(mesh.axis_names)}")
+                return P(), (f"logical axis {name!r} maps to mesh axis {axis!r}, absent from the mesh "
+                             f"{tuple(mesh.axis_names)}; build the mesh with make_mesh (axes 'data', 'model') or map "
+                             f"{name!r} to one of its axes in a rule table")
             if axis in owner:
                 return P(), f"logical axes {owner[axis]!r} and {name!r} both map to mesh axis {axis!r}"
             owner[axis] = name

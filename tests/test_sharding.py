@@ -326,7 +326,9 @@ def test_mapped_axis_absent_from_the_mesh_falls_back(devices):
     model_only = Mesh(np.array(devices), ("model",))
     record = caught(shard_model, model, model_only, "fsdp")
     (text,) = of_type(record, ShardingFallbackWarning)
-    assert "up/kernel (logical axis 'embed' maps to mesh axis 'data', absent from the mesh ('model',))" in text
+    # The fix named too: a mesh of other axis names left the whole model replicated with no way out named.
+    assert ("up/kernel (logical axis 'embed' maps to mesh axis 'data', absent from the mesh ('model',); build the "
+            "mesh with make_mesh (axes 'data', 'model') or map 'embed' to one of its axes in a rule table)") in text
     record = caught(shard_model, model, model_only, "tensor")  # "model" exists: splits over 8
     assert same_placement(placed(model, "up/kernel"), model_only, P(None, "model"), 2)
 
