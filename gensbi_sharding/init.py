@@ -73,7 +73,7 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Rule
         node = factory()
         check_node(node, "init_sharded (what the factory returned)")
         return node
-    graphdef, state, plan = _trace_and_plan(factory, mesh, rule, warn)
+    graphdef, state, plan = _trace_and_plan(factory, mesh, rule, warn, "init_sharded")
     variables = dict((path_name(p), v) for p, v in nnx.to_flat_state(state) if path_name(p) in plan.specs)
     device = next((d for d in mesh.devices.flat if d.process_index == jax.process_index()), None)
     if device is None:
@@ -121,7 +121,7 @@ def abstract_sharded(factory: Callable[[], Any], mesh: Mesh | None,
     rule = _check(factory, rule)
     if mesh is None:
         return nnx.merge(*trace_factory(factory, "abstract_sharded"))
-    graphdef, state, plan = _trace_and_plan(factory, mesh, rule, warn)
+    graphdef, state, plan = _trace_and_plan(factory, mesh, rule, warn, "abstract_sharded")
     return nnx.merge(graphdef, plan.abstract_state(nnx.merge(graphdef, state)))
 
 
@@ -262,9 +262,9 @@ def trace_factory(factory: Callable[[], Any], caller: str = "init_sharded") -> t
     return found["graphdef"], state
 
 
-def _trace_and_plan(factory: Callable[[], Any], mesh: Mesh, rule: Rule, warn: bool) -> tuple[Any, nnx.State, Plan]:
-    """``trace_factory``, then plan it and warn at the caller's caller."""
-    graphdef, state = trace_factory(factory)
+def _trace_and_plan(factory: Callable[[], Any], mesh: Mesh, rule: Rule, warn: bool, caller: str) -> tuple:
+    """``trace_factory`` (its errors naming ``caller``), then plan it and warn at the caller's caller."""
+    graphdef, state = trace_factory(factory, caller)
     plan = plan_shardings(nnx.merge(graphdef, state), mesh, rule)
     if warn:
         plan.warn(stacklevel=3)

@@ -165,6 +165,8 @@ def test_a_factory_using_an_rngs_made_outside_it_is_refused_naming_the_fix():
     mesh, rngs = gs.make_mesh(model_axis=2), nnx.Rngs(0)
     for caller, call in (("init_sharded", lambda: gs.init_sharded(lambda: UserNet(rngs), mesh, "fsdp")),
                          ("abstract_sharded", lambda: gs.abstract_sharded(lambda: UserNet(rngs), None)),
+                         # with a mesh it named init_sharded, which the user never called
+                         ("abstract_sharded", lambda: gs.abstract_sharded(lambda: UserNet(rngs), mesh, "fsdp")),
                          ("abstract_state_for", lambda: checkpoint.abstract_state_for(lambda: UserNet(rngs), mesh))):
         with pytest.raises(ValueError, match=rf"^{caller} traces the factory, which changed an NNX object made outside "
                                              r"it, e.g. an nnx.Rngs \(Cannot mutate RngCount .*make it inside the "

@@ -298,5 +298,7 @@ def test_abstract_state_for_a_factory_reading_back_a_value_names_its_own_fix(dev
         checkpoint.abstract_state_for(lambda: ReadsBack(nnx.Rngs(0)), mesh, "fsdp")
     with pytest.raises(ValueError, match=r"^init_sharded traces .*place it: shard_model\(factory\(\), mesh, rule\)"):
         gs.init_sharded(lambda: ReadsBack(nnx.Rngs(0)), mesh, "fsdp")
+    with pytest.raises(ValueError, match=r"^abstract_sharded traces the constructor"):  # it said init_sharded
+        gs.abstract_sharded(lambda: ReadsBack(nnx.Rngs(0)), mesh, "fsdp")
     target = checkpoint.abstract_state_for(ReadsBack(nnx.Rngs(0)), mesh, "fsdp")  # the fix it names
     assert target["w"].get_value().sharding.spec == P("data", None)
