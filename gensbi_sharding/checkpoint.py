@@ -24,7 +24,8 @@ from gensbi_sharding.checkpoint_steps import (CHECKPOINT_SUBDIR, committed_steps
                                               is_prng_key, is_variable, item_handlers, nest_by_path, path_key)
 from gensbi_sharding.rules import Rule, RuleTable
 from gensbi_sharding.init import trace_factory
-from gensbi_sharding.nodes import abstract_state, check_node, is_array, is_node, is_scalar, node_state, placed_dtype
+from gensbi_sharding.nodes import (abstract_state, array_leaves, check_node, is_node, is_scalar, node_state,
+                                   placed_dtype, value_leaves)
 from gensbi_sharding.sharding import plan_shardings
 
 __all__ = ["CHECKPOINT_SUBDIR", "CheckpointWriter", "Restored", "abstract_state_for",
@@ -58,7 +59,7 @@ def abstract_state_for(node: Any, mesh: Mesh | None, rule: str | RuleTable | Rul
     if mesh is not None:
         return plan_shardings(abstract, mesh, rule).abstract_state(abstract)
     device = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
-    placed = lambda value: is_array(value) or isinstance(value, jax.ShapeDtypeStruct)  # noqa: E731 (not scalars)
+    placed = lambda value: bool(array_leaves(value))  # noqa: E731 (not scalars; a pytree of arrays too)
     return abstract_state(abstract, lambda path, value: device if placed(value) else None)
 
 
@@ -147,10 +148,21 @@ def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.
     for name, impl in meta.get("key_impls", {}).items():
         values[name] = jax.random.wrap_key_data(values[name], impl=impl)
     pairs, treedef = jax.tree_util.tree_flatten_with_path(abstract_state, is_leaf=is_variable)
-    leaves = [values[f"state/{path_key(keypath)}"] for keypath, _ in pairs]
-    leaves = [old.replace(new) if is_variable(old) else new for (_, old), new in zip(pairs, leaves)]
+    leaves = [_rebuilt(keypath, old, values) for keypath, old in pairs]
     return Restored(state=jax.tree.unflatten(treedef, leaves), key=values.get("rng"),
                     step=int(meta["step"]), config=loaded["config"], path=step_dir, info=meta.get("info", {}))
+
+
+def _rebuilt(keypath: tuple, old: Any, values: Mapping[str, Any]) -> Any:
+    """The restored leaf at ``keypath`` of the target: a value, or a variable; one holding a pytree of arrays
+    (``nnx.BatchStat({"mean": ...})``, saved leaf by leaf as ``flat_by_path`` names them) rebuilt from its leaves."""
+    if not is_variable(old):
+        return values[f"state/{path_key(keypath)}"]
+    leaves = value_leaves(keypath, old.get_value())
+    if len(leaves) == 1 and len(leaves[0][0]) == len(keypath):  # one value, not a pytree of arrays
+        return old.replace(values[f"state/{path_key(keypath)}"])
+    tree = jax.tree.structure(old.get_value())
+    return old.replace(jax.tree.unflatten(tree, [values[f"state/{path_key(sub)}"] for sub, _ in leaves]))
 
 
 def saved_config(path: str | os.PathLike, base_dir: str | os.PathLike | None = None) -> dict:

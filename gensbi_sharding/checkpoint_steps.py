@@ -18,6 +18,8 @@ import numpy as np
 import orbax.checkpoint as ocp
 from flax import nnx
 
+from gensbi_sharding.nodes import value_leaves
+
 __all__ = ["CHECKPOINT_SUBDIR", "ITEMS", "as_path", "committed_steps", "find_checkpoint", "item_handlers",
            "is_variable", "path_key", "flat_by_path", "nest_by_path", "is_prng_key"]
 
@@ -134,9 +136,11 @@ def path_key(path: tuple) -> str:
 
 
 def flat_by_path(tree: Any) -> dict[str, Any]:
-    """Flatten a pytree to ``{"a/b/c": leaf}`` in leaf order; an ``nnx.Variable`` is a leaf, its value taken."""
+    """Flatten a pytree to ``{"a/b/c": leaf}`` in leaf order; an ``nnx.Variable`` is a leaf, its value taken (a
+    pytree of arrays it holds, ``nnx.BatchStat({"mean": ...})``, by its leaves: ``"stats/mean"``)."""
     pairs = jax.tree_util.tree_leaves_with_path(tree, is_leaf=is_variable)
-    return {path_key(path): leaf.get_value() if is_variable(leaf) else leaf for path, leaf in pairs}
+    return {path_key(sub): value for path, leaf in pairs for sub, value in (
+        value_leaves(path, leaf.get_value()) if is_variable(leaf) else [(path, leaf)])}
 
 
 def nest_by_path(flat: Mapping[str, Any]) -> dict:

@@ -17,7 +17,8 @@ from flax import nnx
 from jax.sharding import Mesh, NamedSharding, SingleDeviceSharding
 
 from gensbi_sharding.rules import RULES, Rule, RuleTable, resolve_rule
-from gensbi_sharding.nodes import call_traced, check_node, eval_shape_off_mesh, is_array, is_scalar, path_name
+from gensbi_sharding.nodes import (array_leaves, call_traced, check_node, eval_shape_off_mesh, is_array, is_scalar,
+                                   leaf_paths, path_name, placed_as)
 from gensbi_sharding.sharding import Plan, plan_shardings
 
 __all__ = ["GROUP_BYTES", "init_sharded", "abstract_sharded", "init_optimizer_sharded"]
@@ -188,8 +189,7 @@ def init_optimizer_sharded(model: Any, tx: Any, rule: str | RuleTable | Rule = "
 def _model_mesh(model: Any) -> tuple[Mesh | None, bool]:
     """The one mesh ``model``'s arrays are on (None: none is) and whether it is abstract; else name each placement."""
     where, abstract = {}, False
-    for path, var in nnx.to_flat_state(nnx.state(model)):
-        value = var.get_value()
+    for path, value in leaf_paths(model):  # each array of a pytree value too
         if is_array(value) or isinstance(value, jax.ShapeDtypeStruct):
             sharding, abstract = getattr(value, "sharding", None), abstract or isinstance(value, jax.ShapeDtypeStruct)
             where.setdefault(sharding.mesh if isinstance(sharding, NamedSharding) else sharding, path_name(path))
@@ -209,8 +209,7 @@ def _check_placed_under(model: Any, mesh: Mesh, rule: Rule) -> None:
     values = {path_name(p): v.get_value() for p, v in nnx.graph.iter_graph(model) if isinstance(v, nnx.Variable)}
 
     def first_difference(plan: Plan) -> str | None:
-        return next((path for path in plan.specs if not values[path].sharding.is_equivalent_to(
-            plan.sharding(path), len(values[path].shape))), None)
+        return next((path for path in plan.specs if not placed_as(values[path], plan.sharding(path))), None)
 
     path = first_difference(plan := plan_shardings(model, mesh, rule))
     if path is not None:
@@ -218,7 +217,7 @@ def _check_placed_under(model: Any, mesh: Mesh, rule: Rule) -> None:
         hint = (f"the model is placed as rule {fits!r} places it: pass rule={fits!r}" if fits else "pass the rule "
                 "table the model was placed under") + ", or place it under this rule first (shard_model)"
         raise ValueError(f"init_optimizer_sharded: {rule.label} places {path} at {plan.specs[path]}, but the model "
-                         f"holds it at {values[path].sharding.spec}; {hint}")
+                         f"holds it at {getattr(array_leaves(values[path])[0].sharding, 'spec', None)}; {hint}")
 
 
 def _check(factory: Any, rule: Any) -> Rule:
@@ -273,7 +272,8 @@ def _trace_and_plan(factory: Callable[[], Any], mesh: Mesh, rule: Rule, warn: bo
 
 def _groups(variables: dict[str, nnx.Variable], n_devices: int) -> list[list[str]]:
     """Paths in groups of at most ``max(GROUP_BYTES, total / n_devices)`` (a larger variable alone)."""
-    sizes = {p: int(np.prod(v.get_value().shape)) * v.get_value().dtype.itemsize for p, v in variables.items()}
+    sizes = {p: sum(int(np.prod(a.shape)) * a.dtype.itemsize for a in array_leaves(v.get_value()))
+             for p, v in variables.items()}  # a pytree value (a dict of arrays): all of its arrays
     limit = max(GROUP_BYTES, sum(sizes.values()) // n_devices)
     groups, size = [], 0
     for path in sorted(sizes, key=lambda p: sizes[p]):  # stable: graph order among equal sizes
@@ -288,13 +288,13 @@ def _select(factory: Callable[[], Any], paths: list[str]) -> Callable[[], list]:
     """A traceable function returning ``factory()``'s leaves at ``paths``."""
     def build():
         values = {path_name(p): v.get_value() for p, v in nnx.to_flat_state(nnx.state(factory()))}
-        return [jnp.asarray(values[p]) for p in paths]
+        return [jax.tree.map(jnp.asarray, values[p]) for p in paths]
     return build
 
 
 def _place_whole(whole: jax.Array, target: NamedSharding) -> jax.Array:
-    """Move a variable computed on one device to ``target``."""
+    """Move a variable computed on one device (each array of a pytree value) to ``target``."""
     if jax.process_count() == 1:
         return jax.device_put(whole, target)
     # Every process computed the same value; each places the shards its devices hold.
-    return jax.make_array_from_callback(whole.shape, target, lambda index: whole[index])
+    return jax.tree.map(lambda w: jax.make_array_from_callback(w.shape, target, lambda index: w[index]), whole)

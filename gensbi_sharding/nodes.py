@@ -15,7 +15,8 @@ from flax import nnx
 from jax.sharding import AbstractMesh, Mesh
 
 __all__ = ["is_int", "is_array", "is_scalar", "path_name", "check_mesh", "is_node", "check_node", "node_state",
-           "array_variables", "check_plan_fits", "abstract_state", "placed_dtype", "eval_shape_off_mesh", "call_traced"]
+           "array_variables", "check_plan_fits", "abstract_state", "placed_dtype", "eval_shape_off_mesh", "call_traced",
+           "array_leaves", "placed_as", "value_leaves", "leaf_paths", "shape_of"]
 
 
 def is_int(x: Any) -> bool:
@@ -31,6 +32,35 @@ def is_array(x: Any) -> bool:
 def is_scalar(x: Any) -> bool:
     """True for Python and NumPy scalars (``bool``, ``int``, ``float``, ``complex``, ``np.generic``): kept as values."""
     return isinstance(x, (bool, int, float, complex, np.generic))
+
+
+def array_leaves(value: Any) -> list:
+    """The arrays (``jax.Array``, NumPy, ``jax.ShapeDtypeStruct``) of a variable's value: itself, or the leaves of a
+    pytree it holds (Flax allows ``nnx.BatchStat({"mean": ...})``; ``sow`` keeps a tuple), placed as one variable."""
+    return [leaf for leaf in jax.tree.leaves(value) if is_array(leaf) or isinstance(leaf, jax.ShapeDtypeStruct)]
+
+
+def placed_as(value: Any, sharding: jax.sharding.Sharding) -> bool:
+    """Whether every array of ``value`` (``array_leaves``) has a sharding equivalent to ``sharding``."""
+    leaves = array_leaves(value)
+    return bool(leaves) and all(getattr(leaf, "sharding", None) is not None
+                                and leaf.sharding.is_equivalent_to(sharding, len(leaf.shape)) for leaf in leaves)
+
+
+def value_leaves(path: tuple, value: Any) -> list[tuple[tuple, Any]]:
+    """``(path, leaf)`` of a variable's value: ``[(path, value)]``, or one per leaf of a pytree holding arrays, its
+    key entries (``jax.tree_util`` keys) appended, e.g. ``DictKey("mean")``."""
+    if is_array(value) or isinstance(value, jax.ShapeDtypeStruct) or not array_leaves(value):
+        return [(path, value)]
+    return [(tuple(path) + tuple(sub), leaf) for sub, leaf in jax.tree_util.tree_leaves_with_path(value)]
+
+
+def leaf_paths(node: Any) -> list[tuple[tuple, Any]]:
+    """``value_leaves`` of every variable of ``nnx.state(node)``, keys as text: ``("stats", "mean")``, as
+    ``path_name`` and checkpoints name them."""
+    name = lambda k: k if isinstance(k, (str, int)) else jax.tree_util.keystr((k,), simple=True)  # noqa: E731
+    return [(tuple(map(name, sub)), leaf) for path, var in nnx.to_flat_state(nnx.state(node))
+            for sub, leaf in value_leaves(path, var.get_value())]
 
 
 def path_name(path: Sequence[Any]) -> str:
@@ -79,14 +109,15 @@ def node_state(tree: Any) -> Any:
 
 
 def array_variables(node: Any) -> list[tuple[str, Any]]:
-    """``("a/b/c", variable)`` for every ``nnx.Variable`` of ``node`` holding an array or ``jax.ShapeDtypeStruct``:
-    what a plan places (scalars, e.g. a Python step count, are kept as values), in graph order."""
-    found = []
-    for path, var in nnx.graph.iter_graph(node):
-        if isinstance(var, nnx.Variable) and (is_array(value := var.get_value())
-                                              or isinstance(value, jax.ShapeDtypeStruct)):
-            found.append((path_name(path), var))
-    return found
+    """``("a/b/c", variable)`` for every ``nnx.Variable`` of ``node`` that is or holds arrays (``array_leaves``): what a
+    plan places (scalars, e.g. a Python step count, are kept as values), in graph order."""
+    return [(path_name(path), var) for path, var in nnx.graph.iter_graph(node)
+            if isinstance(var, nnx.Variable) and array_leaves(var.get_value())]
+
+
+def shape_of(value: Any) -> tuple:
+    """A variable value's shape; of a pytree of arrays (``nnx.BatchStat({"mean": ...})``), its arrays' shapes."""
+    return tuple(value.shape) if hasattr(value, "shape") else tuple(tuple(a.shape) for a in array_leaves(value))
 
 
 def check_plan_fits(planned: dict[str, Any], node: Any, caller: str) -> list[tuple[str, Any]]:
@@ -94,8 +125,8 @@ def check_plan_fits(planned: dict[str, Any], node: Any, caller: str) -> list[tup
     or planned at another shape: a plan made for another node used to skip them silently, moving nothing."""
     variables = array_variables(node)
     missing = [path for path, _ in variables if path not in planned]
-    reshaped = [f"{path} is {tuple(var.get_value().shape)}, planned {planned[path]}" for path, var in variables
-                if planned.get(path) is not None and tuple(var.get_value().shape) != tuple(planned[path])]
+    reshaped = [f"{path} is {shape_of(var.get_value())}, planned {planned[path]}" for path, var in variables
+                if planned.get(path) is not None and shape_of(var.get_value()) != tuple(planned[path])]
     if not (missing or reshaped):
         return variables
     def listing(items):
@@ -118,8 +149,9 @@ def abstract_state(node: Any, sharding_for: Callable[[str, Any], jax.sharding.Sh
     for path, var in nnx.to_flat_state(nnx.state(node)):
         value = var.get_value()
         sharding = sharding_for(path_name(path), value)
-        flat.append((path, var.replace(value if sharding is None else jax.ShapeDtypeStruct(
-            value.shape, placed_dtype(value.dtype), sharding=sharding))))
+        flat.append((path, var.replace(value if sharding is None else jax.tree.map(  # each array of a pytree value
+            lambda v: jax.ShapeDtypeStruct(v.shape, placed_dtype(v.dtype), sharding=sharding)
+            if is_array(v) or isinstance(v, jax.ShapeDtypeStruct) else v, value))))
     return nnx.from_flat_state(flat)
 
 

@@ -16,7 +16,7 @@ from flax import nnx
 from jax.sharding import Mesh, NamedSharding
 
 from gensbi_sharding.batch import batch_size_divisor
-from gensbi_sharding.nodes import check_mesh, check_node, is_array, is_int, node_state, path_name
+from gensbi_sharding.nodes import check_mesh, check_node, is_array, is_int, leaf_paths, node_state, path_name
 
 __all__ = ["bytes_per_device", "partition_specs", "MeshSummary", "VariablePlacement", "PlacementReport",
            "describe", "summarize_mesh", "mesh_init_simulate"]
@@ -56,7 +56,7 @@ def partition_specs(node: Any) -> dict[str, str]:
         If ``node`` is none of these.
     """
     check_node(node, "partition_specs")
-    values = {path_name(path): var.get_value() for path, var in nnx.to_flat_state(nnx.state(node))}
+    values = {path_name(path): leaf for path, leaf in leaf_paths(node)}  # a pytree value: each of its arrays
     return {path: str(getattr(getattr(value, "sharding", None), "spec", "host" if is_array(value) else "unplaced"))
             for path, value in values.items() if is_array(value) or isinstance(value, jax.ShapeDtypeStruct)}
 
@@ -158,7 +158,8 @@ def describe(node: Any, mesh: Mesh | None, *, top: int = 5) -> PlacementReport:
     Parameters
     ----------
     node : nnx.Module or nnx.Optimizer or nnx.State, or a tuple, list or dict of them
-        Values: ``jax.Array``, NumPy (host) or ``jax.ShapeDtypeStruct`` (bytes from its sharding, if any).
+        Values: ``jax.Array``, NumPy (host) or ``jax.ShapeDtypeStruct`` (bytes from its sharding, if any), or a
+        pytree of them (one row each, ``"stats/mean"``).
     mesh : jax.sharding.Mesh or None
         Lists every mesh device in ``bytes_per_device`` (every process's, from the shardings) and fills ``mesh``;
         None: only devices holding bytes.
@@ -179,8 +180,7 @@ def describe(node: Any, mesh: Mesh | None, *, top: int = 5) -> PlacementReport:
         check_mesh(mesh)
     ids = {d.id for d in mesh.devices.flat} if mesh is not None else set()
     per_device, variables, outside, other = Counter(dict.fromkeys(ids, 0)), [], set(), {}
-    for path, var in nnx.to_flat_state(nnx.state(node)):
-        value = var.get_value()
+    for path, value in leaf_paths(node):  # a variable holding a pytree of arrays: one row per array
         if not (is_array(value) or isinstance(value, jax.ShapeDtypeStruct)):
             continue
         # Every process's devices: only this process's left the others at 0 ("min 0 B") on several processes.

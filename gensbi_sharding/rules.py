@@ -161,8 +161,9 @@ def resolve_rule(rule: str | RuleTable | Rule) -> Rule:
         names = [name for name, _ in rule]
         twice = next((name for name in names if names.count(name) > 1), None)
         if twice is not None:  # Flax's rules take the first pair whose mesh axes are free; a table has one each
+            first = dict(pair for i, pair in enumerate(rule) if pair[0] not in names[:i])
             raise ValueError(f"rule pairs name logical axis {twice!r} {names.count(twice)} times; give each logical "
-                             f"axis once, e.g. keep the first: {dict(p for i, p in enumerate(rule) if p[0] not in names[:i])!r}")
+                             f"axis once, e.g. keep the first: {first!r}")
         return Rule("custom", dict(rule))
     if rule is None or isinstance(rule, str):
         if rule in RULES:

@@ -16,8 +16,9 @@ import jax
 from flax import nnx
 from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec as P
 
-from gensbi_sharding.nodes import (abstract_state, array_variables, check_mesh, check_node, check_plan_fits, is_int,
-                                   is_node, path_name)
+from gensbi_sharding.nodes import (abstract_state, array_leaves, array_variables, check_mesh, check_node,
+                                   check_plan_fits, is_array, is_int, is_node, leaf_paths, path_name, placed_as,
+                                   shape_of)
 from gensbi_sharding.rules import (RULES, Rule, RuleTable, axes, logical_axes_of, partition_spec_for, partitioned,
                                    resolve_rule)
 
@@ -50,7 +51,8 @@ class Plan:
     mesh : jax.sharding.Mesh
     rule : Rule
     specs : dict of str to jax.sharding.PartitionSpec
-        ``"a/b/c"`` graph path -> spec, for every variable whose value is an array or ``jax.ShapeDtypeStruct``.
+        ``"a/b/c"`` graph path -> spec, for every variable whose value is or holds arrays (``jax.ShapeDtypeStruct``
+        too; a pytree of them, e.g. ``nnx.BatchStat({"mean": ...})``, gets ``P()`` for each).
     fallbacks : dict of str to str
         Path -> reason, for each variable replicated against its annotation (or a bare ``nnx.Param``).
     shapes : dict of str to tuple of int, optional
@@ -178,14 +180,16 @@ def plan_shardings(node: Any, mesh: Mesh, rule: str | RuleTable | Rule = "replic
     specs, fallbacks, shapes = {}, {}, {}
     for key, var in array_variables(node):
         value, spec = var.get_value(), P()
-        shapes[key] = tuple(value.shape)
+        shapes[key] = shape_of(value)
         if rule.reads_annotations:
-            names = logical_axes_of(var)
-            spec, reason = partition_spec_for(names, value.shape, rule.table, mesh)
+            names, one = logical_axes_of(var), is_array(value) or isinstance(value, jax.ShapeDtypeStruct)
+            spec, reason = partition_spec_for(names if one else None, value.shape if one else (), rule.table, mesh)
             if names is None and isinstance(var, nnx.Param):
                 reason = "no annotation"
-            elif reason and isinstance(var, nnx.optimizer.OptState) and (len(names) != len(value.shape)
-                                                                          or math.prod(value.shape) == 1):
+            elif not one and (names is not None or isinstance(var, nnx.Param)):  # its annotation is for one array
+                reason = f"holds a {type(value).__name__} of arrays, not one array"
+            elif reason and isinstance(var, nnx.optimizer.OptState) and names is not None and (
+                    len(names) != len(value.shape) or math.prod(value.shape) == 1):
                 reason = f"{UNLIKE_PARAMETER}; {reason}"  # the annotation was copied from a parameter
             if reason is not None:
                 fallbacks[key] = reason
@@ -213,11 +217,12 @@ def place(node: Any, plan: Plan) -> None:
     """
     for key, var in check_plan_fits({path: plan.shapes.get(path) for path in plan.specs}, node, "place"):
         value, target = var.get_value(), plan.sharding(key)
-        if isinstance(value, jax.Array) and value.sharding.is_equivalent_to(target, value.ndim):
+        if placed_as(value, target) and all(isinstance(v, jax.Array) for v in array_leaves(value)):
             continue
-        # An abstract value has nothing to move (jax.device_put would refuse it): it takes the sharding.
-        var.set_value(value.update(sharding=target) if isinstance(value, jax.ShapeDtypeStruct)
-                      else jax.device_put(value, target))
+        # An abstract value has nothing to move (jax.device_put would refuse it): it takes the sharding. A pytree
+        # value (nnx.BatchStat({"mean": ...}), sow's tuple) is placed array by array.
+        var.set_value(jax.tree.map(lambda v: v.update(sharding=target) if isinstance(v, jax.ShapeDtypeStruct)
+                                   else jax.device_put(v, target) if is_array(v) else v, value))
 
 
 def shard_model(node: Any, mesh: Mesh | None, rule: str = "replicated") -> None:
@@ -285,7 +290,8 @@ def _plan_warn_place(node: Any, mesh: Mesh | None, rule: str | RuleTable) -> Non
 
 
 def sharding_of(node: Any) -> dict[str, jax.sharding.Sharding | None]:
-    """Where every state leaf of ``node`` lives now: ``"a/b/c"`` path -> ``.sharding`` (None if it has none).
+    """Where every state leaf of ``node`` lives now: ``"a/b/c"`` path -> ``.sharding`` (None if it has none); a
+    variable holding a pytree of arrays by each of its arrays, ``"stats/mean"``.
 
     Parameters
     ----------
@@ -298,5 +304,4 @@ def sharding_of(node: Any) -> dict[str, jax.sharding.Sharding | None]:
         If ``node`` is none of these (a pytree of arrays: ``jax.tree.map(lambda a: a.sharding, tree)``).
     """
     check_node(node, "sharding_of")
-    return {path_name(path): getattr(var.get_value(), "sharding", None)
-            for path, var in nnx.to_flat_state(nnx.state(node))}
+    return {path_name(path): getattr(leaf, "sharding", None) for path, leaf in leaf_paths(node)}
