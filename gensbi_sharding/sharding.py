@@ -119,7 +119,7 @@ class Plan:
         """Emit the contract's warnings, each at most once.
 
         ``ExperimentalRuleWarning`` for a built-in splitting rule, ``UserWarning`` for an ``AxisType.Explicit``
-        mesh axis (placements follow Auto semantics), the one ``ShardingFallbackWarning`` (not when every fallback
+        mesh axis (naming the fix: an Auto mesh), the one ``ShardingFallbackWarning`` (not when every fallback
         is optimizer state shaped unlike its parameter, ``UNLIKE_PARAMETER``: nothing to fix).
 
         Parameters
@@ -130,9 +130,14 @@ class Plan:
         if self.rule.builtin and self.rule.reads_annotations:
             warnings.warn(f"sharding rule {self.rule.name!r} is experimental: placements are checked, but the "
                           "contract gives no convergence guarantee", ExperimentalRuleWarning, stacklevel=stacklevel + 1)
-        if any(t == AxisType.Explicit for t in getattr(self.mesh, "axis_types", ())):
-            warnings.warn(f"mesh axes {tuple(self.mesh.axis_names)} include AxisType.Explicit; only Auto axes are "
-                          "supported, placements follow the Auto semantics", UserWarning, stacklevel=stacklevel + 1)
+        names, types = tuple(self.mesh.axis_names), getattr(self.mesh, "axis_types", ())
+        explicit = [name for name, t in zip(names, types) if t == AxisType.Explicit]
+        if explicit:  # jax.make_mesh's default: the arrays are placed, but GenSBI's Simformer then failed in a multiply
+            warnings.warn(f"mesh axes {names} include AxisType.Explicit ({', '.join(explicit)}); only Auto axes are "
+                          "supported: the arrays are placed, but a model computing with them may raise "
+                          "ShardingTypeError (the axis is in each array's type); build the mesh with make_mesh(...) "
+                          f"or jax.make_mesh(..., axis_types=(AxisType.Auto,) * {len(names)})",
+                          UserWarning, stacklevel=stacklevel + 1)
         if any(not reason.startswith(UNLIKE_PARAMETER) for reason in self.fallbacks.values()):
             warnings.warn(self.fallback_message(), ShardingFallbackWarning, stacklevel=stacklevel + 1)
 

@@ -313,3 +313,37 @@ def test_variables_holding_a_pytree_of_arrays_are_placed_built_reported_and_rest
     state = checkpoint.restore(tmp_path, checkpoint.abstract_state_for(TreeValued, other, "tensor")).state
     np.testing.assert_array_equal(np.asarray(state["stats"].get_value()["mean"]), np.arange(8.0))
     assert state["pair"].get_value()[0].sharding.mesh.shape == other.shape
+
+
+def test_a_mesh_of_explicit_axes_warns_naming_the_auto_mesh_that_fixes_it():
+    # jax.make_mesh gives Explicit axes by default: shard_model placed the model and warned "placements follow the
+    # Auto semantics", then the model's first call raised ShardingTypeError (GenSBI's Simformer, in a multiply),
+    # the warning having named no fix.
+    from jax.sharding import AxisType
+
+    class Scaled(nnx.Module):
+        def __init__(self):
+            self.w = nnx.Param(jnp.arange(4.0), **gs.axes("embed"))
+
+        def __call__(self, x):  # (B, 4) rows split over "data", times w split over "data" too
+            return x * self.w[...]
+
+    x = jnp.ones((8, 4))
+    for mesh, fails in ((jax.make_mesh((4, 2), ("data", "model")), True),
+                        (jax.make_mesh((4, 2), ("data", "model"), axis_types=(AxisType.Auto,) * 2), False)):
+        model = Scaled()
+        with warnings.catch_warnings(record=True) as record:
+            warnings.simplefilter("always")
+            gs.shard_model(model, mesh, "fsdp")
+        said = [str(w.message) for w in record if w.category is UserWarning]
+        assert said == ([
+            "mesh axes ('data', 'model') include AxisType.Explicit (data, model); only Auto axes are supported: the "
+            "arrays are placed, but a model computing with them may raise ShardingTypeError (the axis is in each "
+            "array's type); build the mesh with make_mesh(...) or jax.make_mesh(..., axis_types=(AxisType.Auto,) * 2)"]
+            if fails else [])
+        if fails:
+            with pytest.raises(Exception, match="ShardingTypeError|illegally sharded"):
+                nnx.jit(lambda m, x: m(x))(model, gs.shard_batch(x, mesh))
+        else:  # the fix it names
+            np.testing.assert_array_equal(np.asarray(nnx.jit(lambda m, x: m(x))(model, gs.shard_batch(x, mesh))),
+                                          np.tile(np.arange(4.0), (8, 1)))
