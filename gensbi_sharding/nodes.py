@@ -41,7 +41,7 @@ def array_leaves(value: Any) -> list:
 
 
 def placed_as(value: Any, sharding: jax.sharding.Sharding) -> bool:
-    """Whether every array of ``value`` (``array_leaves``) has a sharding equivalent to ``sharding``."""
+    """Whether every array of ``value`` (``array_leaves``, abstract ones too) has a sharding equivalent to ``sharding``."""
     leaves = array_leaves(value)
     return bool(leaves) and all(getattr(leaf, "sharding", None) is not None
                                 and leaf.sharding.is_equivalent_to(sharding, len(leaf.shape)) for leaf in leaves)

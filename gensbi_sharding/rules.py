@@ -18,7 +18,8 @@ from jax.sharding import Mesh, PartitionSpec as P
 from gensbi_sharding.nodes import check_mesh
 
 __all__ = ["LOGICAL_AXES", "MODEL_AXIS", "MeshAxes", "RuleTable", "RULES", "Rule", "resolve_rule",
-           "partition_spec_for", "axes", "partitioned", "logical_axes_of"]
+           "partition_spec_for", "axes", "partitioned", "logical_axes_of", "ShardingFallbackWarning",
+           "ExperimentalRuleWarning"]
 
 #: The logical axis names a model may give a variable's dimensions: the contract's vocabulary.
 LOGICAL_AXES: tuple[str, ...] = ("embed", "mlp", "heads", "vocab", "in", "out")
@@ -29,6 +30,14 @@ MODEL_AXIS = "model"
 MeshAxes = Union[str, tuple[str, ...], None]
 #: A rule table as users write it: logical axis -> ``MeshAxes``; logical axes left out are not split.
 RuleTable = Mapping[str, MeshAxes]
+
+
+class ShardingFallbackWarning(UserWarning):
+    """Variables (``Plan.warn``: one per placement) or activation dimensions (``constrain``) left unsplit, and why."""
+
+
+class ExperimentalRuleWarning(UserWarning):
+    """A built-in splitting rule ("fsdp", "tensor") is in force; the contract calls it experimental."""
 
 
 def axes(*names: str | None) -> dict:

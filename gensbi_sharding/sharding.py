@@ -16,22 +16,13 @@ import jax
 from flax import nnx
 from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec as P
 
-from gensbi_sharding.nodes import (abstract_state, array_leaves, array_variables, check_mesh, check_node,
-                                   check_plan_fits, is_array, is_int, is_node, leaf_paths, path_name, placed_as,
-                                   shape_of)
-from gensbi_sharding.rules import (RULES, Rule, RuleTable, axes, logical_axes_of, partition_spec_for, partitioned,
-                                   resolve_rule)
+from gensbi_sharding.nodes import (abstract_state, array_variables, check_mesh, check_node, check_plan_fits, is_array,
+                                   array_leaves, is_int, is_node, leaf_paths, path_name, placed_as, shape_of)
+from gensbi_sharding.rules import (RULES, ExperimentalRuleWarning, Rule, RuleTable, ShardingFallbackWarning, axes,
+                                   logical_axes_of, partition_spec_for, partitioned, resolve_rule)
 
 __all__ = ["Plan", "ShardingFallbackWarning", "ExperimentalRuleWarning", "axes", "partitioned",
            "logical_axes_of", "plan_shardings", "place", "shard_model", "shard_model_by_table", "sharding_of"]
-
-
-class ShardingFallbackWarning(UserWarning):
-    """Variables (``Plan.warn``: one per placement) or activation dimensions (``constrain``) left unsplit, and why."""
-
-
-class ExperimentalRuleWarning(UserWarning):
-    """A built-in splitting rule ("fsdp", "tensor") is in force; the contract calls it experimental."""
 
 
 #: The fallback reason of optimizer state shaped unlike the parameter whose annotation it carries (Adafactor's
@@ -66,17 +57,15 @@ class Plan:
     shapes: dict[str, tuple[int, ...]] = dataclasses.field(default_factory=dict)
 
     def sharding(self, path: str) -> NamedSharding:
-        """The ``NamedSharding`` of the variable at ``path``.
+        """The ``NamedSharding`` of the variable at ``path`` (a key of ``specs``; else ``KeyError``).
 
         Parameters
         ----------
         path : str
-            A key of ``specs``.
 
         Raises
         ------
         KeyError
-            If ``path`` was not planned.
         """
         return NamedSharding(self.mesh, self.specs[path])
 
@@ -217,8 +206,7 @@ def place(node: Any, plan: Plan) -> None:
     Raises
     ------
     ValueError
-        If a variable of ``node`` is not in ``plan``, or is at another shape (a plan made for another node), before
-        anything moves.
+        If ``plan`` was made for another node (a variable it lacks, or at another shape): nothing moves.
     """
     for key, var in check_plan_fits({path: plan.shapes.get(path) for path in plan.specs}, node, "place"):
         value, target = var.get_value(), plan.sharding(key)
