@@ -595,13 +595,24 @@ def test_a_resume_before_the_first_validation_says_so(tmp_path, devices, caplog)
     assert len(resumed) == 1 and resumed[0].endswith("; early stopping: no validation yet"), resumed
 
 
+def _as_hydra_job(monkeypatch, out, task, mode=None):
+    """Make Hydra's config say this process is the job in ``out``, launched with overrides ``task``."""
+    from hydra.conf import HydraConf
+    from hydra.core.hydra_config import HydraConfig
+
+    hydra = OmegaConf.create({"hydra": OmegaConf.structured(HydraConf)})
+    hydra.hydra.runtime.output_dir, hydra.hydra.overrides.task = str(out), task
+    if mode is not None:
+        hydra.hydra.mode = mode
+    monkeypatch.setattr(HydraConfig.instance(), "cfg", None)
+    HydraConfig.instance().set_config(hydra)
+
+
 def test_local_processes_killed_from_outside_name_their_last_checkpoint_and_the_command_that_continues(
         tmp_path, monkeypatch, caplog):
     # Was: process 1 killed (SIGKILL, e.g. the OOM killer) after checkpoint 300: metrics.json said only
     # "process 1 of 2 died (killed by SIGKILL) ...; process 0 died (killed by SIGABRT)", naming neither the
     # checkpoint that holds the work nor the command that continues it (train.resume=auto in its folder).
-    from hydra.conf import HydraConf
-    from hydra.core.hydra_config import HydraConfig
 
     from gensbi_sharding.harness import local_cluster
 
@@ -612,11 +623,7 @@ def test_local_processes_killed_from_outside_name_their_last_checkpoint_and_the_
     # The earlier attempt's record (train.resume=auto): not this attempt's, which wrote none.
     outputs.write_json(out / "metrics.json", {"status": "preempted", "error": "preempted by SIGTERM at step 200",
                                               "steps": 200})
-    hydra = OmegaConf.create({"hydra": OmegaConf.structured(HydraConf)})
-    hydra.hydra.runtime.output_dir = str(out)
-    hydra.hydra.overrides.task = ["distributed=local", "train.steps=2000"]
-    monkeypatch.setattr(HydraConfig.instance(), "cfg", None)
-    HydraConfig.instance().set_config(hydra)
+    _as_hydra_job(monkeypatch, out, ["distributed=local", "train.steps=2000"])
     real_popen = subprocess.Popen
 
     def killed_child(command, env, pass_fds):  # rank 1 is killed; rank 0 aborts as JAX's heartbeat check does
@@ -659,18 +666,12 @@ def test_a_stop_while_the_local_processes_start_up_is_a_stop_not_a_death(tmp_pat
     # Was, for Ctrl-C (or SLURM's SIGTERM) a few seconds after `launch.py distributed=local`: "process 0 of 2
     # died (killed by SIGTERM) ...: process 1 died (killed by SIGTERM)", status error, exit code 1: the
     # forwarded signal had reached processes still importing, before their handlers were installed.
-    from hydra.conf import HydraConf
-    from hydra.core.hydra_config import HydraConfig
 
     from gensbi_sharding.harness import local_cluster
 
     out = tmp_path / "run"
     out.mkdir()
-    hydra = OmegaConf.create({"hydra": OmegaConf.structured(HydraConf)})
-    hydra.hydra.runtime.output_dir = str(out)
-    hydra.hydra.overrides.task = ["distributed=local"]
-    monkeypatch.setattr(HydraConfig.instance(), "cfg", None)
-    HydraConfig.instance().set_config(hydra)
+    _as_hydra_job(monkeypatch, out, ["distributed=local"])
     real_popen = subprocess.Popen
     monkeypatch.setattr(local_cluster.subprocess, "Popen", lambda command, env, pass_fds: real_popen(
         [sys.executable, "-c", "import time; time.sleep(30)"]))  # still starting up: the default handlers
@@ -690,8 +691,6 @@ def test_ctrl_c_of_a_local_processes_sweep_writes_its_summary_and_the_whole_swee
         tmp_path, monkeypatch, caplog):
     # Was: Ctrl-C in job 0 of `-m distributed=local rule=fsdp,tensor` ended the sweep with no sweep_summary.*
     # (a one-process sweep writes it, with a "not run" row) and without the command that continues it whole.
-    from hydra.conf import HydraConf
-    from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
     from gensbi_sharding.harness import local_cluster
@@ -700,13 +699,9 @@ def test_ctrl_c_of_a_local_processes_sweep_writes_its_summary_and_the_whole_swee
     sweep = tmp_path / "sweep"
     (sweep / "0" / ".hydra").mkdir(parents=True)
     OmegaConf.save(OmegaConf.create(["distributed=local", "rule=fsdp"]), sweep / "0" / ".hydra" / "overrides.yaml")
-    hydra = OmegaConf.create({"hydra": OmegaConf.structured(HydraConf)})
-    hydra.hydra.runtime.output_dir, hydra.hydra.mode = str(sweep / "0"), RunMode.MULTIRUN
-    hydra.hydra.overrides.task = ["distributed=local", "rule=fsdp"]
     OmegaConf.save({"hydra": {"overrides": {"task": ["distributed=local", "rule=fsdp,tensor"]}}},
                    sweep / "multirun.yaml")
-    monkeypatch.setattr(HydraConfig.instance(), "cfg", None)
-    HydraConfig.instance().set_config(hydra)
+    _as_hydra_job(monkeypatch, sweep / "0", ["distributed=local", "rule=fsdp"], mode=RunMode.MULTIRUN)
     monkeypatch.setattr(sys, "argv", ["launch.py", "-m", "distributed=local", "rule=fsdp,tensor",
                                       f"hydra.sweep.dir={sweep}"])
     real_popen = subprocess.Popen
@@ -731,18 +726,12 @@ def test_ctrl_c_of_a_local_processes_sweep_writes_its_summary_and_the_whole_swee
 def test_the_run_bound_says_on_the_console_to_raise_it_when_continuing(tmp_path, monkeypatch, caplog):
     # Was: only metrics.json said "raise distributed.run_timeout_s for the rest"; the console showed the
     # processes' "continue with: ... distributed.run_timeout_s=30 ...", which stops every attempt at 30 s again.
-    from hydra.conf import HydraConf
-    from hydra.core.hydra_config import HydraConfig
 
     from gensbi_sharding.harness import local_cluster
 
     out = tmp_path / "run"
     out.mkdir()
-    hydra = OmegaConf.create({"hydra": OmegaConf.structured(HydraConf)})
-    hydra.hydra.runtime.output_dir = str(out)
-    hydra.hydra.overrides.task = ["distributed=local", "distributed.run_timeout_s=1"]
-    monkeypatch.setattr(HydraConfig.instance(), "cfg", None)
-    HydraConfig.instance().set_config(hydra)
+    _as_hydra_job(monkeypatch, out, ["distributed=local", "distributed.run_timeout_s=1"])
     real_popen = subprocess.Popen
     record = {"status": "preempted", "error": "preempted by SIGTERM at step 11"}
     stopped = (f"import json, signal, sys, time; signal.signal(signal.SIGTERM, lambda *a: (json.dump("
