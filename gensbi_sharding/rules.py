@@ -164,9 +164,10 @@ def resolve_rule(rule: str | RuleTable | Rule) -> Rule:
     """
     if isinstance(rule, Rule):
         return rule
-    if isinstance(rule, Mapping):
-        return Rule("custom", dict(rule))  # checked by Rule
+    if isinstance(rule, Mapping):  # a Hydra DictConfig too: its lists (ListConfig) become lists
+        return Rule("custom", {key: _plain(value) for key, value in rule.items()})  # checked by Rule
     if _is_pairs(rule):  # RULES["tensor"] itself: the contract's form was refused as "not a mapping"
+        rule = [(name, _plain(value)) for name, value in rule]  # OmegaConf's ListConfig pairs too
         names = [name for name, _ in rule]
         twice = next((name for name in names if names.count(name) > 1), None)
         if twice is not None:  # Flax's rules take the first pair whose mesh axes are free; a table has one each
@@ -183,10 +184,20 @@ def resolve_rule(rule: str | RuleTable | Rule) -> Rule:
                      f"pairs, got {rule!r:.120}; e.g. {{'embed': 'data'}} or RULES['fsdp']")
 
 
+def _is_sequence(value: Any) -> bool:
+    """A list, tuple or other sequence but a string: OmegaConf's ``ListConfig`` (a Hydra config's lists) too."""
+    return isinstance(value, Sequence) and not isinstance(value, (str, bytes))
+
+
+def _plain(value: Any) -> Any:
+    """A rule table's value with a non-list sequence (``ListConfig``) as a list: read as lists are, and printable."""
+    return list(value) if _is_sequence(value) and not isinstance(value, (list, tuple)) else value
+
+
 def _is_pairs(rule: Any) -> bool:
-    """Whether ``rule`` is a non-empty list or tuple of ``(str, value)`` pairs (lists or tuples of two)."""
-    return isinstance(rule, (list, tuple)) and bool(rule) and all(
-        isinstance(pair, (list, tuple)) and len(pair) == 2 and isinstance(pair[0], str) for pair in rule)
+    """Whether ``rule`` is a non-empty sequence (``ListConfig`` too) of ``(str, value)`` pairs, each a sequence of two."""
+    return _is_sequence(rule) and bool(rule) and all(
+        _is_sequence(pair) and len(pair) == 2 and isinstance(pair[0], str) for pair in rule)
 
 
 def check_table(table: Mapping) -> None:
@@ -198,10 +209,14 @@ def check_table(table: Mapping) -> None:
     for key, value in table.items():
         # Another name a model gives a dimension (Flax's stacked-layer axis, transform_metadata={nnx.PARTITION_NAME:
         # "layers"}) may be declared unsplit; only a split needs the vocabulary, where a typo would split nothing.
-        if key not in LOGICAL_AXES and (value is not None or not isinstance(key, str)):
+        # Unsplit is None or no mesh axes at all ((), []), for these names as for the vocabulary's.
+        unsplit = value is None or (_is_sequence(value) and not len(value))
+        if key not in LOGICAL_AXES and (not unsplit or not isinstance(key, str)):
+            other = (f"another name, e.g. a stacked-layer axis, can only be left unsplit: {{{key!r}: None}}"
+                     if isinstance(key, str) else f"a key is a logical axis name, a str: got {type(key).__name__}")
             raise ValueError(f"rule table key {key!r} is not a logical axis; valid keys: {', '.join(LOGICAL_AXES)} "
-                             f"(another name, e.g. a stacked-layer axis, can only be left unsplit: {{{key!r}: None}})")
-        names = value if isinstance(value, (list, tuple)) else [value]
+                             f"({other})")
+        names = list(value) if _is_sequence(value) else [value]
         if value is not None and not all(isinstance(v, str) for v in names):
             raise ValueError(f"rule table entry {{{key!r}: {value!r}}}: a value must be a mesh axis name "
                              f"(e.g. 'data' or 'model'), a list of them, or None")

@@ -276,6 +276,28 @@ def test_a_rule_in_the_contracts_own_form_of_pairs_is_a_table_everywhere_and_sha
         gs.plan_shardings(model, mesh, 3)
 
 
+def test_a_hydra_configs_lists_and_an_empty_unsplit_value_are_read_as_python_lists_and_none():
+    # Was: OmegaConf's ListConfig (a Hydra config's lists) was refused in pairs ("rule must be a name ... got
+    # [['mlp', 'model']]") and as a table's value ("a value must be a mesh axis name ..., a list of them, or None":
+    # it was one); a stacked-layer axis mapped to () was refused though a vocabulary axis mapped to () is unsplit;
+    # a non-str key was told to write {None: None}, refused too.
+    from omegaconf import OmegaConf
+
+    mesh = gs.make_mesh(model_axis=2)
+    assert gs.resolve_rule(OmegaConf.create([["mlp", "model"], ["embed", ["data"]]])).table == {
+        "mlp": "model", "embed": ["data"]}
+    table = OmegaConf.create({"mlp": ["model"], "layers": []})
+    assert gs.resolve_rule(table).table == {"mlp": ["model"], "layers": []}
+    model = StackedLayers(nnx.Rngs(0))
+    gs.shard_model_by_table(model, mesh, table)
+    assert model.layers.kernel[...].sharding.spec == P(None, None, "model")
+    assert gs.plan_shardings(model, mesh, {"mlp": "model", "layers": ()}).specs["layers/kernel"] == P(None, None,
+                                                                                                      "model")
+    with pytest.raises(ValueError, match=r"rule table key None is not a logical axis; valid keys: embed, mlp, heads, "
+                                         r"vocab, in, out \(a key is a logical axis name, a str: got NoneType\)$"):
+        gs.resolve_rule({None: None})
+
+
 class TreeValued(nnx.Module):
     """Variables holding pytrees of arrays, as Flax allows: a dict of statistics, a tuple (sow's form), annotated."""
 
