@@ -120,9 +120,15 @@ def shape_of(value: Any) -> tuple:
     return tuple(value.shape) if hasattr(value, "shape") else tuple(tuple(a.shape) for a in array_leaves(value))
 
 
-def check_plan_fits(planned: dict[str, Any], node: Any, caller: str) -> list[tuple[str, Any]]:
-    """``array_variables(node)``, or a ``ValueError`` naming those a plan (path -> shape, None: not recorded) lacks
-    or planned at another shape: a plan made for another node used to skip them silently, moving nothing."""
+def check_plan_fits(plan: Any, node: Any, caller: str) -> list[tuple[str, Any]]:
+    """``array_variables(node)``, or a ``ValueError`` naming those ``plan`` (a ``Plan``: its ``specs``, and ``shapes``
+    where recorded) lacks or planned at another shape: a plan made for another node used to skip them silently,
+    moving nothing. ``TypeError`` for a ``plan`` or ``node`` of another type (a pytree of arrays was left unplaced)."""
+    if not (hasattr(plan, "specs") and hasattr(plan, "shapes")):
+        raise TypeError(f"{caller} takes a Plan (plan_shardings(node, mesh, rule)), got {type(plan).__name__} "
+                        f"{plan!r:.60}; to place by a rule at once: shard_model(node, mesh, rule)")
+    check_node(node, caller)
+    planned = {path: plan.shapes.get(path) for path in plan.specs}  # None: a plan built by hand, no shapes
     variables = array_variables(node)
     missing = [path for path, _ in variables if path not in planned]
     reshaped = [f"{path} is {shape_of(var.get_value())}, planned {planned[path]}" for path, var in variables

@@ -24,7 +24,6 @@ from gensbi_sharding.rules import (RULES, ExperimentalRuleWarning, Rule, RuleTab
 __all__ = ["Plan", "ShardingFallbackWarning", "ExperimentalRuleWarning", "axes", "partitioned",
            "logical_axes_of", "plan_shardings", "place", "shard_model", "shard_model_by_table", "sharding_of"]
 
-
 #: The fallback reason of optimizer state shaped unlike the parameter whose annotation it carries (Adafactor's
 #: factored moments: a row and a column vector of a matrix, (1,) placeholders): nothing to fix, so not warned.
 UNLIKE_PARAMETER = ("optimizer state shaped unlike its parameter, e.g. Adafactor's factored moments: small, "
@@ -140,10 +139,10 @@ class Plan:
 
         Raises
         ------
-        ValueError
-            If a variable of ``node`` is not in the plan, or is at another shape (a plan made for another node).
+        ValueError, TypeError
+            A variable of ``node`` not in the plan or at another shape (a plan made for another node); a non-node.
         """
-        check_plan_fits({path: self.shapes.get(path) for path in self.specs}, node, "Plan.abstract_state")
+        check_plan_fits(self, node, "Plan.abstract_state")
         return abstract_state(node, lambda path, value: self.sharding(path) if path in self.specs else None)
 
 
@@ -205,10 +204,11 @@ def place(node: Any, plan: Plan) -> None:
 
     Raises
     ------
-    ValueError
-        If ``plan`` was made for another node (a variable it lacks, or at another shape): nothing moves.
+    ValueError, TypeError
+        If ``plan`` was made for another node (a variable it lacks, or at another shape): nothing moves; if ``plan``
+        is not a ``Plan``, or ``node`` not an NNX graph node (arrays: ``shard_batch``).
     """
-    for key, var in check_plan_fits({path: plan.shapes.get(path) for path in plan.specs}, node, "place"):
+    for key, var in check_plan_fits(plan, node, "place"):
         value, target = var.get_value(), plan.sharding(key)
         if placed_as(value, target) and all(isinstance(v, jax.Array) for v in array_leaves(value)):
             continue

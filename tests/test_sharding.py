@@ -400,6 +400,27 @@ def test_a_plan_made_for_another_node_is_refused_naming_the_paths(devices):
     assert same_placement(placed(optimizer, "opt_state/0/mu/up/kernel"), mesh, P(None, "model"), 2)
 
 
+def test_place_refuses_a_pytree_of_arrays_and_what_is_not_a_plan_naming_what_to_call(devices):
+    # Was: place(tree_of_arrays, plan) returned having moved nothing (no variable, so none outside the plan), and
+    # place(model, "tensor") or place(model, None) raised AttributeError: 'str' object has no attribute 'specs'.
+    mesh = make_mesh(model_axis=2)
+    model = Tiny(rngs=nnx.Rngs(0))
+    plan = gs.plan_shardings(model, mesh, "tensor")
+    with pytest.raises(TypeError, match=r"^place takes an NNX graph node \(a Module, nnx.Optimizer, nnx.State, or a "
+                                        r"tuple or dict of them\), got dict \{'up': "):
+        gs.place({"up": jnp.ones((8, 16))}, plan)
+    with pytest.raises(TypeError, match=r"^Plan.abstract_state takes an NNX graph node .* got list \[1, 2\]"):
+        plan.abstract_state([1, 2])
+    for bad, shown in (("tensor", "str 'tensor'"), (None, "NoneType None")):
+        with pytest.raises(TypeError) as error:
+            gs.place(model, bad)
+        assert str(error.value) == (f"place takes a Plan (plan_shardings(node, mesh, rule)), got {shown}; to place "
+                                    "by a rule at once: shard_model(node, mesh, rule)")
+    assert gs.sharding_of(model)["up/kernel"].device_set == {jax.devices()[0]}  # nothing moved
+    gs.place(model, gs.Plan(mesh, plan.rule, dict(plan.specs), {}))  # built by hand, no shapes: placed by its specs
+    assert same_placement(placed(model, "up/kernel"), mesh, P(None, "model"), 2)
+
+
 def test_adafactors_factored_moments_are_planned_whole_without_a_warning(devices):
     # Was the fallback warning "annotation rank 2 != array rank 1" for Adafactor's row and column vectors (and
     # its (1,) placeholders): they carry their parameter's annotation but not its shape, and nothing fixes that.
