@@ -17,8 +17,8 @@ from flax import nnx
 from jax.sharding import Mesh, NamedSharding, SingleDeviceSharding
 
 from gensbi_sharding.rules import RULES, Rule, RuleTable, resolve_rule
-from gensbi_sharding.nodes import (array_leaves, call_traced, check_node, eval_shape_off_mesh, is_array, is_scalar,
-                                   leaf_paths, path_name, placed_as)
+from gensbi_sharding.nodes import (array_leaves, call_traced, check_node, eval_shape_off_mesh, is_array, keep_scalars,
+                                   leaf_paths, path_name, placed_as, scalars_of)
 from gensbi_sharding.sharding import Plan, plan_shardings
 
 __all__ = ["GROUP_BYTES", "init_sharded", "abstract_sharded", "init_optimizer_sharded"]
@@ -89,8 +89,8 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Rule
         # group is placed (its whole copies then freed), so one group exists whole at a time.
         jax.block_until_ready(pending)
         pending = [_place_whole(whole, plan.sharding(path)) for path, whole in zip(group, program())]
-        for path, value in zip(group, pending):
-            variables[path].set_value(value)
+        for path, value in zip(group, pending):  # scalars in a pytree value stay scalars, as factory() holds them
+            variables[path].set_value(keep_scalars(variables[path].get_value(), value))
     jax.block_until_ready(pending)
     return nnx.merge(graphdef, state)
 
@@ -244,8 +244,8 @@ def trace_factory(factory: Callable[[], Any], caller: str = "init_sharded") -> t
         node = call_traced(factory, caller)
         check_node(node, f"{caller} (what the factory returned)")
         graphdef, state = nnx.split(node)
-        found.update(graphdef=graphdef, scalars={  # graphdef is static: the same object on every trace
-            path_name(p): v.get_value() for p, v in nnx.to_flat_state(state) if is_scalar(v.get_value())})
+        found.update(graphdef=graphdef, scalars={  # graphdef is static; a pytree value's scalars too ({"n": 3})
+            path_name(p): scalars_of(v.get_value()) for p, v in nnx.to_flat_state(state)})
         return state
 
     try:
@@ -257,7 +257,7 @@ def trace_factory(factory: Callable[[], Any], caller: str = "init_sharded") -> t
                          f": {str(error).splitlines()[0]}); compute that value under jax.ensure_compile_time_eval() "
                          f"if it depends on no random draw, or build it eagerly and {eager}") from error
     for path, var in nnx.to_flat_state(state):
-        var.set_value(found["scalars"].get(path_name(path), var.get_value()))
+        var.set_value(keep_scalars(found["scalars"].get(path_name(path)), var.get_value()))
     return found["graphdef"], state
 
 

@@ -16,7 +16,7 @@ from jax.sharding import AbstractMesh, Mesh
 
 __all__ = ["is_int", "is_array", "is_scalar", "path_name", "check_mesh", "is_node", "check_node", "node_state",
            "array_variables", "check_plan_fits", "abstract_state", "placed_dtype", "eval_shape_off_mesh", "call_traced",
-           "array_leaves", "placed_as", "value_leaves", "leaf_paths", "shape_of"]
+           "array_leaves", "placed_as", "value_leaves", "leaf_paths", "shape_of", "scalars_of", "keep_scalars"]
 
 
 def is_int(x: Any) -> bool:
@@ -45,6 +45,21 @@ def placed_as(value: Any, sharding: jax.sharding.Sharding) -> bool:
     leaves = array_leaves(value)
     return bool(leaves) and all(getattr(leaf, "sharding", None) is not None
                                 and leaf.sharding.is_equivalent_to(sharding, len(leaf.shape)) for leaf in leaves)
+
+
+def scalars_of(value: Any) -> Any:
+    """``value`` with each leaf but a scalar (``is_scalar``) replaced by an opaque marker: what ``keep_scalars`` puts
+    back once a trace made those scalars arrays (a tracer is no scalar, so none is kept)."""
+    return jax.tree.map(lambda leaf: leaf if is_scalar(leaf) else _NOT_SCALAR, value)
+
+
+_NOT_SCALAR = object()  # a leaf to jax.tree (no pytree node), so scalars_of keeps the tree's structure
+
+
+def keep_scalars(kept: Any, value: Any) -> Any:
+    """``value`` with the scalars of ``kept`` (the same tree before a trace or jit made them arrays, e.g.
+    ``scalars_of``) put back at any depth of a pytree value, e.g. ``{"n": 3}`` kept an int, not an int32 array."""
+    return value if kept is None else jax.tree.map(lambda k, v: k if is_scalar(k) else v, kept, value)
 
 
 def value_leaves(path: tuple, value: Any) -> list[tuple[tuple, Any]]:

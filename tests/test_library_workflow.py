@@ -337,6 +337,32 @@ def test_variables_holding_a_pytree_of_arrays_are_placed_built_reported_and_rest
     assert state["pair"].get_value()[0].sharding.mesh.shape == other.shape
 
 
+class ScalarsInATree(nnx.Module):
+    """A variable holding arrays beside Python scalars (a count, a rate) and a None, as Flax allows."""
+
+    def __init__(self):
+        self.stats = nnx.BatchStat({"mean": jnp.arange(4.0), "n": 3, "rate": 0.5, "var": None})
+
+
+def test_scalars_in_a_pytree_variable_stay_python_scalars_when_built_sharded_or_restored(tmp_path):
+    # Was: init_sharded returned {"n": Array(3, int32), "rate": Array(0.5)} where factory() holds 3 and 0.5 (its
+    # trace made them arrays, kept only for a variable that is one scalar), and abstract_state_for(factory)
+    # restored them as arrays too: the model built sharded was not the model built eagerly.
+    from gensbi_sharding import checkpoint
+
+    mesh = gs.make_mesh(model_axis=2)
+    built = gs.init_sharded(ScalarsInATree, mesh, "tensor", warn=False).stats.get_value()
+    assert (built["n"], built["rate"], built["var"]) == (3, 0.5, None) and type(built["n"]) is int
+    assert built["mean"].sharding.spec == P() and built["mean"].sharding.mesh.shape == mesh.shape
+    assert gs.abstract_sharded(ScalarsInATree, None).stats.get_value()["n"] == 3
+    with checkpoint.CheckpointWriter(tmp_path) as writer:
+        writer.save(1, ScalarsInATree(), jax.random.key(0))
+    restored = checkpoint.restore(tmp_path, checkpoint.abstract_state_for(ScalarsInATree, mesh)).state
+    assert {k: v for k, v in restored["stats"].get_value().items() if k != "mean"} == {"n": 3, "rate": 0.5,
+                                                                                          "var": None}
+    assert type(restored["stats"].get_value()["rate"]) is float
+
+
 def test_a_mesh_of_explicit_axes_warns_naming_the_auto_mesh_that_fixes_it():
     # jax.make_mesh gives Explicit axes by default: shard_model placed the model and warned "placements follow the
     # Auto semantics", then the model's first call raised ShardingTypeError (GenSBI's Simformer, in a multiply),
