@@ -437,3 +437,28 @@ import jax
 print(json.dumps({"n": len(jax.devices()), "platform": jax.default_backend()}))
 """)
     assert result == {"n": 3, "platform": "cpu"}
+
+
+def test_the_processes_settings_check_ignores_how_each_process_joined(monkeypatch):
+    # Was: process 0 started with distributed.coordinator_address=localhost:1234 (its own host), the others with
+    # host0:1234, joined the one coordinator and were then refused as "given other settings"; a per-process join
+    # bound (distributed.timeout_s, heartbeat_s) too. Two processes simulated: process 1's text is captured first.
+    import jax
+
+    from gensbi_sharding import host_input
+    from gensbi_sharding.harness.config_checks import processes_config_problem
+
+    def settings(p, address, **more):
+        return OmegaConf.create({"seed": 0, "distributed": {"mode": "explicit", "process_id": p, "timeout_s": 120 + p,
+                                 "heartbeat_s": 10, "coordinator_address": address}, **more})
+
+    monkeypatch.setattr(jax, "process_count", lambda: 2)
+    texts = []
+    monkeypatch.setattr(host_input, "texts_if_processes_differ", lambda mine: texts.append(mine))
+    processes_config_problem(settings(1, "host0:1234", verbose=True))
+    monkeypatch.setattr(host_input, "texts_if_processes_differ",
+                        lambda mine: None if mine == texts[0] else [mine, texts[0]])
+    assert processes_config_problem(settings(0, "localhost:1234")) is None
+    assert processes_config_problem(settings(0, "localhost:1234", data={"batch_size": 64})) == (
+        "the 2 processes were given other settings (data.batch_size: 64 on process 0, None on process 1); start "
+        "every process with the same overrides (only distributed.process_id may differ)")

@@ -22,7 +22,9 @@ from gensbi_sharding.harness.rule_config import partition_axis_from_config, rule
 from gensbi_sharding.harness.tasks import NUM_OBSERVATIONS, TASKS
 
 __all__ = ["validate", "dry_run_resume_problem", "no_mesh_problem", "scored_observations", "processes_config_problem"]
-PER_PROCESS = ("distributed.process_id", "verbose", "debug")  # what each process may set alone: its rank, its output
+# What each process may set alone: its rank, its output, how it joins (the coordinator as its host sees it: joined)
+PER_PROCESS = ("distributed.process_id", "verbose", "debug", "distributed.coordinator_address",
+               "distributed.timeout_s", "distributed.heartbeat_s")
 
 
 def validate(cfg: DictConfig) -> None:
