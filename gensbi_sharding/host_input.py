@@ -95,8 +95,8 @@ def host_to_global_array(host_arrays: Any, *, partition: Any = DataPartitionType
         process holds no device of ``mesh``; or a split dimension's local size is not a multiple of its local shards.
         With several processes, a mesh over all of them and ``check_processes``, on every process (one small
         allgather): if another process failed these checks, or passes another tree, dtype or shape (other rows),
-        or other values for a leaf it replicates (split over no mesh axis: each process's copy would be taken as
-        everyone's, silently unequal), naming both inputs. Split leaves' values are not compared.
+        or other values for a leaf it replicates (split over no mesh axis spanning processes: each process's copy
+        would be taken as everyone's, silently unequal), naming both inputs. Rows split across processes are not.
     """
     mesh = _concrete_mesh(mesh)
     flat, treedef = jax.tree_util.tree_flatten_with_path(host_arrays)
@@ -123,7 +123,7 @@ def host_to_global_array(host_arrays: Any, *, partition: Any = DataPartitionType
     if check_processes and jax.process_count() > 1 and str(error) != _OUTSIDE_JIT and len(
             {d.process_index for d in mesh.devices.flat}) == jax.process_count():
         _check_processes_agree(error, treedef, [(jax.tree_util.keystr(k) or "<root>", leaf.shape, leaf.dtype,
-                                                 targets[i].spec, _replicated_digest(leaf, targets[i].spec))
+                                                 targets[i].spec, _replicated_digest(leaf, targets[i].spec, mesh))
                                                 for i, (k, leaf) in enumerate(flat) if i in targets])
     if error:
         raise error
@@ -173,13 +173,19 @@ def texts_if_processes_differ(mine: str) -> list[str] | None:
     return [bytes(row).rstrip(b"\0").decode() for row in np.asarray(multihost_utils.process_allgather(padded))]
 
 
-def _replicated_digest(leaf: Any, spec: P) -> str | None:
-    """A short digest of a leaf split over no mesh axis (every device gets one process's copy), else None.
+def _replicated_digest(leaf: Any, spec: P, mesh: Mesh) -> str | None:
+    """A short digest of a leaf every process holds alike (split over no mesh axis, or only over axes within each
+    process, e.g. ``P(None, "model")`` with the "model" groups local: each process's copy is taken whole), else None.
 
-    Only such leaves: a split leaf's rows differ by design. Hashed on the host once per checked call (a training
-    loop checks its first batch), as ``jax.device_put`` asserts a replicated value equal across processes.
+    Only such leaves: rows split across processes differ by design. Hashed on the host once per checked call (a
+    training loop checks its first batch), as ``jax.device_put`` asserts a replicated value equal across processes.
     """
-    if any(entry is not None for entry in spec):
+    split = [mesh.axis_names.index(a) for entry in spec if entry is not None
+             for a in ((entry,) if isinstance(entry, str) else entry)]
+    held: dict[int, set] = {}  # process -> the positions along the split axes its devices hold
+    for index in np.ndindex(mesh.devices.shape):
+        held.setdefault(mesh.devices[index].process_index, set()).add(tuple(index[i] for i in split))
+    if len({frozenset(positions) for positions in held.values()}) > 1:  # other slices: other rows by design
         return None
     return hashlib.sha256(np.ascontiguousarray(np.asarray(leaf)).tobytes()).hexdigest()[:12]
 

@@ -51,6 +51,7 @@ def case_placement(p: int) -> dict:
     from gensbi_sharding import (DataPartitionType, check_model_groups_local,
                                            host_to_global_array)
     from gensbi_sharding import make_mesh, mesh_context
+    from jax.sharding import PartitionSpec as P
 
     out = {}
     with mesh_context(make_mesh()):
@@ -74,6 +75,10 @@ def case_placement(p: int) -> dict:
     out["replicated_same"] = float(np.asarray(same.addressable_data(0)))
     out["replicated_error"] = error_of(lambda: host_to_global_array(
         {"x": rows, "scale": np.asarray(float(p), np.float32)}, mesh=make_mesh()))
+    # Split only over "model", whose groups are each inside one process: each process's copy is taken whole too.
+    out["group_replicated_error"] = error_of(lambda: host_to_global_array(
+        {"x": rows, "table": np.full((2, 4), float(p), np.float32)}, mesh=mesh2,
+        partition={"x": P(("data", "model")), "table": P(None, "model")}))
     # The harness's own check: the processes' settings (each composed from its own command line).
     from omegaconf import OmegaConf
 

@@ -227,6 +227,12 @@ def test_replicated_values_and_settings_are_compared_across_processes(placement)
         assert error is not None and error.startswith(f"host_to_global_array: process {p} passes tree ")
         assert re.search(r"\['scale'\] \(\) float32 at P\(\) values [0-9a-f]{12}", error)
         assert error.endswith("and the same values for a leaf it replicates")
+        # Was None: a leaf split only over axes inside each process ("model" here) was not compared, though each
+        # process's copy is taken as the whole leaf: process 1's table of ones became half of the global array.
+        error = result["group_replicated_error"]
+        assert error is not None and error.startswith(f"host_to_global_array: process {p} passes tree ")
+        assert re.search(r"\['table'\] \(2, 4\) float32 at P\(None, 'model'\) values [0-9a-f]{12}", error)
+        assert "['x'] (4, 3) int64 at P(('data', 'model'),); but" in error  # rows split across processes: no digest
         assert result["config_same"] is None
         assert result["config_problem"] == ("the 2 processes were given other settings (seed: 0 on process 0, 7 on "
                                             "process 1); start every process with the same overrides (only "
