@@ -70,7 +70,8 @@ class Plan:
 
     def fallback_message(self, max_reasons: int | None = 6, max_paths: int | None = 3,
                          every: str = "Plan.fallbacks") -> str | None:
-        """The text of the one ``ShardingFallbackWarning``, each reason once with its paths; None without fallbacks.
+        """The one ``ShardingFallbackWarning``'s text, each reason once, those to fix first (Adafactor's many factored
+        moments, ``UNLIKE_PARAMETER``, hid them), then the most common; None without fallbacks.
 
         Parameters
         ----------
@@ -94,7 +95,7 @@ class Plan:
         for path, reason in self.fallbacks.items():
             groups.setdefault(reason, []).append(path)
         reasons, paths_each = (len(self.fallbacks) if n is None else n for n in (max_reasons, max_paths))  # None: all
-        ordered = sorted(groups.items(), key=lambda group: -len(group[1]))  # the most common reason first
+        ordered = sorted(groups.items(), key=lambda group: (group[0].startswith(UNLIKE_PARAMETER), -len(group[1])))
         shown, hidden = ordered[:reasons], [paths for _, paths in ordered[reasons:]]
         parts = [(", ".join(paths[:paths_each]) + (f" and {len(paths) - paths_each} more" if len(paths) > paths_each
                  else "") if paths_each else f"{len(paths)} variable(s)") + f" ({reason})" for reason, paths in shown]
@@ -205,8 +206,7 @@ def place(node: Any, plan: Plan) -> None:
     Raises
     ------
     ValueError, TypeError
-        If ``plan`` was made for another node (a variable it lacks, or at another shape): nothing moves; if ``plan``
-        is not a ``Plan``, or ``node`` not an NNX graph node (arrays: ``shard_batch``).
+        ``plan`` made for another node (a variable it lacks, or at another shape: nothing moves); no Plan; a non-node.
     """
     for key, var in check_plan_fits(plan, node, "place"):
         value, target = var.get_value(), plan.sharding(key)

@@ -445,6 +445,22 @@ def test_adafactors_factored_moments_are_planned_whole_without_a_warning(devices
         "(no annotation)"]
 
 
+def test_the_fallback_to_fix_comes_before_adafactors_moments_in_the_warning(devices):
+    # Was: reasons ordered by count alone, so a model's one unannotated parameter came after the 12 factored
+    # moments (nothing to fix), and with max_reasons=1 (or 6 kinds of moments) it was cut: "1 more for 1 other
+    # reason(s)", the one fallback to fix named nowhere in the warning.
+    mesh = make_mesh(model_axis=2)
+    model = Tiny(rngs=nnx.Rngs(0))
+    model.extra = nnx.Param(jnp.ones(3))
+    optimizer = nnx.Optimizer(model, optax.adafactor(1e-3, min_dim_size_to_factor=8), wrt=nnx.Param)
+    plan = gs.plan_shardings((model, optimizer), mesh, "tensor")
+    assert plan.fallback_message(max_reasons=1, max_paths=1) == (
+        f"{len(plan.fallbacks)} variable(s) replicated instead of split under rule 'tensor' on mesh "
+        "{'data': 4, 'model': 2}: 0/down/bias and 1 more (no annotation); "
+        f"{len(plan.fallbacks) - 2} more for 3 other reason(s) (every one: Plan.fallbacks)")
+    assert plan.fallback_message().split("}: ", 1)[1].startswith("0/down/bias, 0/extra (no annotation); 1/opt_state")
+
+
 def test_optimizer_state_follows_its_params():
     model = Tiny(rngs=nnx.Rngs(0))
     optimizer = nnx.Optimizer(model, optax.adamw(1e-3), wrt=nnx.Param)
