@@ -139,8 +139,19 @@ def flat_by_path(tree: Any) -> dict[str, Any]:
     """Flatten a pytree to ``{"a/b/c": leaf}`` in leaf order; an ``nnx.Variable`` is a leaf, its value taken (a
     pytree of arrays it holds, ``nnx.BatchStat({"mean": ...})``, by its leaves: ``"stats/mean"``)."""
     pairs = jax.tree_util.tree_leaves_with_path(tree, is_leaf=is_variable)
-    return {path_key(sub): value for path, leaf in pairs for sub, value in (
-        value_leaves(path, leaf.get_value()) if is_variable(leaf) else [(path, leaf)])}
+    named = [(path_key(sub), value) for path, leaf in pairs for sub, value in (
+        value_leaves(path, leaf.get_value()) if is_variable(leaf) else [(path, leaf)])]
+    flat = dict(named)
+    # A key holding "/" ({"x/y": ...}) beside a nested one ({"x": {"y": ...}}, or {"x": ...}) names two leaves
+    # alike: one was saved under both names and restored into both, silently.
+    clash = next((name for name, _ in named if any(name.rsplit("/", i)[0] in flat for i in
+                                                    range(1, name.count("/") + 1))), None)
+    if len(flat) < len(named) or clash:
+        twice = clash or next(name for name in flat if [n for n, _ in named].count(name) > 1)
+        raise ValueError(f"two leaves of the state are named {twice!r} or one inside the other: a dict key holding "
+                         "'/' beside a nested key (checkpoints name each leaf by its path joined with '/'); "
+                         "rename that key, e.g. 'x/y' -> 'x_y'")
+    return flat
 
 
 def nest_by_path(flat: Mapping[str, Any]) -> dict:

@@ -363,6 +363,25 @@ def test_scalars_in_a_pytree_variable_stay_python_scalars_when_built_sharded_or_
     assert type(restored["stats"].get_value()["rate"]) is float
 
 
+def test_a_checkpoint_refuses_two_leaves_of_one_name_it_restored_one_into_both(tmp_path):
+    # Was silent: {"x/y": ones, "x": {"y": zeros}} was saved as one leaf "stats/x/y" and restored as ones in both
+    # places; {"x": a, "x/y": b} nests one leaf inside another.
+    from gensbi_sharding import checkpoint
+
+    for value in ({"x/y": jnp.ones(3), "x": {"y": jnp.zeros(3)}}, {"x": jnp.ones(3), "x/y": jnp.zeros(3)}):
+        state = nnx.State({"stats": nnx.BatchStat(value)})
+        with checkpoint.CheckpointWriter(tmp_path) as writer, pytest.raises(ValueError) as error:
+            writer.save(1, state, jax.random.key(0))
+        assert str(error.value) == (
+            "two leaves of the state are named 'stats/x/y' or one inside the other: a dict key holding '/' beside a "
+            "nested key (checkpoints name each leaf by its path joined with '/'); rename that key, e.g. 'x/y' -> 'x_y'")
+        assert not list(tmp_path.iterdir()) or checkpoint.committed_steps(tmp_path) == []
+    with checkpoint.CheckpointWriter(tmp_path) as writer:  # a key holding '/' alone is one name: saved, restored
+        writer.save(1, nnx.State({"stats": nnx.BatchStat({"x/y": jnp.arange(3.0)})}), jax.random.key(0))
+    restored = checkpoint.restore(tmp_path, nnx.State({"stats": nnx.BatchStat({"x/y": jnp.zeros(3)})})).state
+    np.testing.assert_array_equal(np.asarray(restored["stats"].get_value()["x/y"]), np.arange(3.0))
+
+
 def test_a_mesh_of_explicit_axes_warns_naming_the_auto_mesh_that_fixes_it():
     # jax.make_mesh gives Explicit axes by default: shard_model placed the model and warned "placements follow the
     # Auto semantics", then the model's first call raised ShardingTypeError (GenSBI's Simformer, in a multiply),
