@@ -106,6 +106,7 @@ class Rule:
     name : str
         A key of ``RULES``, or ``"custom"`` for a user's table.
     table : RuleTable
+        Copied into a dict, a sequence value (a Hydra ``ListConfig`` too) as a list.
     builtin : bool, default False
         True for the contract's rules ("replicated" then ignores annotations).
 
@@ -125,6 +126,8 @@ class Rule:
         if not isinstance(self.table, Mapping):
             raise ValueError(f"Rule table={self.table!r:.60} must be a mapping of logical axis -> mesh axes, "
                              "e.g. {'embed': 'data'}")
+        # A Hydra DictConfig's lists (ListConfig) as lists: every reader of the table (plans, PartitionAxis) takes them.
+        object.__setattr__(self, "table", {key: _plain(value) for key, value in self.table.items()})
         check_table(self.table)
 
     @property
@@ -164,8 +167,8 @@ def resolve_rule(rule: str | RuleTable | Rule) -> Rule:
     """
     if isinstance(rule, Rule):
         return rule
-    if isinstance(rule, Mapping):  # a Hydra DictConfig too: its lists (ListConfig) become lists
-        return Rule("custom", {key: _plain(value) for key, value in rule.items()})  # checked by Rule
+    if isinstance(rule, Mapping):  # a Hydra DictConfig too
+        return Rule("custom", rule)  # copied and checked by Rule
     if _is_pairs(rule):  # RULES["tensor"] itself: the contract's form was refused as "not a mapping"
         rule = [(name, _plain(value)) for name, value in rule]  # OmegaConf's ListConfig pairs too
         names = [name for name, _ in rule]
@@ -195,7 +198,7 @@ def _plain(value: Any) -> Any:
 
 
 def _is_pairs(rule: Any) -> bool:
-    """Whether ``rule`` is a non-empty sequence (``ListConfig`` too) of ``(str, value)`` pairs, each a sequence of two."""
+    """Whether ``rule`` is a non-empty sequence (``ListConfig`` too) of ``(str, value)`` pairs, each a sequence."""
     return _is_sequence(rule) and bool(rule) and all(
         _is_sequence(pair) and len(pair) == 2 and isinstance(pair[0], str) for pair in rule)
 

@@ -293,6 +293,9 @@ def test_a_hydra_configs_lists_and_an_empty_unsplit_value_are_read_as_python_lis
     assert model.layers.kernel[...].sharding.spec == P(None, None, "model")
     assert gs.plan_shardings(model, mesh, {"mlp": "model", "layers": ()}).specs["layers/kernel"] == P(None, None,
                                                                                                       "model")
+    built = gs.Rule("mine", OmegaConf.create({"heads": [], "mlp": ["model"]}))  # a Rule made of a DictConfig
+    assert built.table == {"heads": [], "mlp": ["model"]} and type(built.table["heads"]) is list
+    assert gs.PartitionAxis.for_rule(built, mesh).head_axis is None  # was: "'heads'=[] must be None, ..."
     with pytest.raises(ValueError, match=r"rule table key None is not a logical axis; valid keys: embed, mlp, heads, "
                                          r"vocab, in, out \(a key is a logical axis name, a str: got NoneType\)$"):
         gs.resolve_rule({None: None})
