@@ -156,8 +156,13 @@ def check_plan_fits(plan: Any, node: Any, caller: str) -> list[tuple[str, Any]]:
     parts = [f"{len(missing)} of the node's {len(variables)} array variable(s) are not in the plan ({listing(missing)}; the "
              f"plan's paths: {listing([path for path in planned if path not in mine]) or 'none other'})"] * bool(missing)
     parts += [f"{len(reshaped)} of another shape ({listing(reshaped)})"] * bool(reshaped)
-    raise ValueError(f"{caller}: the plan was made for another node: " + "; ".join(parts) + "; plan this node "
-                     "instead: plan_shardings(node, plan.mesh, plan.rule)")
+    # A plan of (model, optimizer) used on the model holds every path under "0/": say so, and what places it.
+    outer = [path[:-len(missing[0]) - 1] for path in planned if missing and path.endswith("/" + missing[0])]
+    within = next((o for o in outer if all(f"{o}/{path}" in planned for path in missing)), None)
+    held = "" if within is None else (f"; the plan holds each under '{within}/': it was made for a tuple, list or "
+                                      "dict holding this node (e.g. (model, optimizer)); place that, or")
+    raise ValueError(f"{caller}: the plan was made for another node: " + "; ".join(parts) + (held or ";") +
+                     " plan this node instead: plan_shardings(node, plan.mesh, plan.rule)")
 
 
 def abstract_state(node: Any, sharding_for: Callable[[str, Any], jax.sharding.Sharding | None]) -> nnx.State:

@@ -419,6 +419,16 @@ def test_place_refuses_a_pytree_of_arrays_and_what_is_not_a_plan_naming_what_to_
     assert gs.sharding_of(model)["up/kernel"].device_set == {jax.devices()[0]}  # nothing moved
     gs.place(model, gs.Plan(mesh, plan.rule, dict(plan.specs), {}))  # built by hand, no shapes: placed by its specs
     assert same_placement(placed(model, "up/kernel"), mesh, P(None, "model"), 2)
+    # A plan of (model, optimizer) used on the model says where the model is in it (it named only the paths).
+    pair_plan = gs.plan_shardings((model, nnx.Optimizer(model, optax.sgd(0.1), wrt=nnx.Param)), mesh, "tensor")
+    with pytest.raises(ValueError) as error:
+        gs.place(model, pair_plan)
+    assert str(error.value).endswith(
+        "; the plan holds each under '0/': it was made for a tuple, list or dict holding this node (e.g. (model, "
+        "optimizer)); place that, or plan this node instead: plan_shardings(node, plan.mesh, plan.rule)")
+    model.extra = nnx.Param(jnp.ones(3))  # a variable added since: no such hint
+    with pytest.raises(ValueError, match=r"\(extra; the plan's paths: none other\); plan this node instead"):
+        gs.place(model, plan)
 
 
 def test_adafactors_factored_moments_are_planned_whole_without_a_warning(devices):
