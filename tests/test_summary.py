@@ -303,3 +303,33 @@ def test_the_sweep_console_line_counts_each_status_as_the_plot_does():
     assert status_counts(["ok", "error", "preempted", "not run"]) == ", 1 failed, 1 preempted, 1 not run"
     assert status_counts(["ok", "ok"]) == ", 0 failed"
     assert status_counts([None, "damaged", "interrupted"]) == ", 2 failed, 1 interrupted"
+
+
+@pytest.mark.parametrize("first", ["ok", "interrupted"])
+def test_the_sweep_plots_status_marks_lie_inside_their_panels(tmp_path, monkeypatch, first):
+    """A Ctrl-C'd sweep's plot (one job interrupted, two not run) drew its marks outside the panels: at the
+    data's y=0, below the C2ST panel's 0.4-1.02, and left of a panel that had no bar (its x limits were
+    matplotlib's default 0-1, the first job's mark at -0.27)."""
+    from gensbi_sharding.harness import plots
+
+    figures = []
+    monkeypatch.setattr(plots, "_save", lambda fig, path, title: figures.append(fig) or path)
+    rows = [{"job": "0", "overrides": {"rule": "replicated"}, "metrics": dict(ok_metrics(22280, 0.0027, 0.6),
+                                                                              status=first)},
+            {"job": "1", "overrides": {"rule": "fsdp"}, "metrics": {"status": "not run"}},
+            {"job": "2", "overrides": {"rule": "tensor"}, "metrics": {"status": "error"}}]
+    plots.plot_sweep(rows, ["rule"], tmp_path / "sweep.png")
+    fig = figures[0]
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    marks = 0
+    for ax in fig.axes:
+        box = ax.get_window_extent(renderer)
+        for text in ax.texts:
+            mark = text.get_window_extent(renderer)
+            assert (box.x0 <= mark.x0 and mark.x1 <= box.x1 and box.y0 <= mark.y0 and mark.y1 <= box.y1), (
+                ax.get_title(), text.get_text(), mark, box)
+            marks += 1
+    assert marks == 3 * (2 if first == "ok" else 3)  # every panel marks each job without a bar
+    legend = fig.axes[0].get_legend()  # no bar, no legend: it was an empty box titled "rule"
+    assert [t.get_text() for t in legend.get_texts()] == ["replicated"] if first == "ok" else legend is None

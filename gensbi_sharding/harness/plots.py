@@ -207,8 +207,10 @@ def plot_sweep(rows: Sequence[dict[str, Any]], keys: Sequence[str], path: Path, 
             values = measured(row, metric_keys)
             if row["metrics"].get("status") != "ok" or not is_number(values[0]):
                 status = status_word(row["metrics"].get("status"))  # "not run", "preempted": not failures
-                ax.text(x, ax.get_ylim()[0], status or "n/a", rotation=90, ha="center", va="bottom",
-                        fontsize="small", color="red" if status == "failed" else "gray")
+                # At the panel's foot in axes coordinates: at the data's y=0 it fell below the C2ST panel's
+                # 0.4-1.02 and, in a panel with no bar, outside its default limits.
+                ax.text(x, 0.02, status or "n/a", rotation=90, ha="center", va="bottom", fontsize="small",
+                        transform=ax.get_xaxis_transform(), color="red" if status == "failed" else "gray")
                 continue
             bottom = 0.0
             for i, value in enumerate(values):
@@ -232,9 +234,10 @@ def plot_sweep(rows: Sequence[dict[str, Any]], keys: Sequence[str], path: Path, 
         elif "best_weights_bytes_per_device" in metric_keys:
             ax.set_ylabel("one step (dark) + best weights kept for early stopping (xx)", fontsize="small")
         ax.set_xticks(range(len(groups)), groups, fontsize="small")
+        ax.set_xlim(-0.5, len(groups) - 0.5)  # every job's place, also where no job drew a bar (text sets no limits)
         ax.grid(axis="y", alpha=0.3)
-    if hue_key:
-        handles, labels = axes[0].get_legend_handles_labels()
+    handles, labels = axes[0].get_legend_handles_labels()
+    if hue_key and handles:  # no job drew a bar (a sweep stopped in its first job): no empty legend box
         axes[0].legend(handles, labels, title=hue_key, fontsize="small")
     counts = status_counts([r["metrics"].get("status") for r in rows], zero_failed=False)
     title = title or (f"{len(rows)} jobs{counts}"
