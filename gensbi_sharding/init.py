@@ -17,8 +17,8 @@ from flax import nnx
 from jax.sharding import Mesh, NamedSharding, SingleDeviceSharding
 
 from gensbi_sharding.rules import RULES, Rule, RuleTable, resolve_rule
-from gensbi_sharding.nodes import (array_leaves, call_traced, check_node, eval_shape_off_mesh, is_array, keep_scalars,
-                                   leaf_paths, path_name, placed_as, scalars_of)
+from gensbi_sharding.nodes import (array_leaves, call_traced, check_node, eval_shape_off_mesh, is_array_like,
+                                   keep_scalars, leaf_paths, path_name, placed_as, scalars_of)
 from gensbi_sharding.sharding import Plan, plan_shardings
 
 __all__ = ["GROUP_BYTES", "init_sharded", "abstract_sharded", "init_optimizer_sharded"]
@@ -190,7 +190,7 @@ def _model_mesh(model: Any) -> tuple[Mesh | None, bool]:
     """The one mesh ``model``'s arrays are on (None: none is) and whether it is abstract; else name each placement."""
     where, abstract = {}, False
     for path, value in leaf_paths(model):  # each array of a pytree value too
-        if is_array(value) or isinstance(value, jax.ShapeDtypeStruct):
+        if is_array_like(value):
             sharding, abstract = getattr(value, "sharding", None), abstract or isinstance(value, jax.ShapeDtypeStruct)
             where.setdefault(sharding.mesh if isinstance(sharding, NamedSharding) else sharding, path_name(path))
     meshes = [m for m in where if isinstance(m, Mesh)]

@@ -16,7 +16,7 @@ from jax.sharding import AbstractMesh, Mesh
 
 __all__ = ["is_int", "is_array", "is_scalar", "path_name", "check_mesh", "is_node", "check_node", "node_state",
            "array_variables", "check_plan_fits", "abstract_state", "placed_dtype", "eval_shape_off_mesh", "call_traced",
-           "array_leaves", "placed_as", "value_leaves", "leaf_paths", "shape_of", "scalars_of", "keep_scalars"]
+           "is_array_like", "array_leaves", "placed_as", "value_leaves", "leaf_paths", "shape_of", "scalars_of", "keep_scalars"]
 
 
 def is_int(x: Any) -> bool:
@@ -34,10 +34,15 @@ def is_scalar(x: Any) -> bool:
     return isinstance(x, (bool, int, float, complex, np.generic))
 
 
+def is_array_like(x: Any) -> bool:
+    """An array (``is_array``) or an abstract one (``jax.ShapeDtypeStruct``): what a plan places."""
+    return is_array(x) or isinstance(x, jax.ShapeDtypeStruct)
+
+
 def array_leaves(value: Any) -> list:
     """The arrays (``jax.Array``, NumPy, ``jax.ShapeDtypeStruct``) of a variable's value: itself, or the leaves of a
     pytree it holds (Flax allows ``nnx.BatchStat({"mean": ...})``; ``sow`` keeps a tuple), placed as one variable."""
-    return [leaf for leaf in jax.tree.leaves(value) if is_array(leaf) or isinstance(leaf, jax.ShapeDtypeStruct)]
+    return [leaf for leaf in jax.tree.leaves(value) if is_array_like(leaf)]
 
 
 def placed_as(value: Any, sharding: jax.sharding.Sharding) -> bool:
@@ -65,7 +70,7 @@ def keep_scalars(kept: Any, value: Any) -> Any:
 def value_leaves(path: tuple, value: Any) -> list[tuple[tuple, Any]]:
     """``(path, leaf)`` of a variable's value: ``[(path, value)]``, or one per leaf of a pytree holding arrays, its
     key entries (``jax.tree_util`` keys) appended, e.g. ``DictKey("mean")``."""
-    if is_array(value) or isinstance(value, jax.ShapeDtypeStruct) or not array_leaves(value):
+    if is_array_like(value) or not array_leaves(value):
         return [(path, value)]
     return [(tuple(path) + tuple(sub), leaf) for sub, leaf in jax.tree_util.tree_leaves_with_path(value)]
 
@@ -177,7 +182,7 @@ def abstract_state(node: Any, sharding_for: Callable[[str, Any], jax.sharding.Sh
         sharding = sharding_for(path_name(path), value)
         flat.append((path, var.replace(value if sharding is None else jax.tree.map(  # each array of a pytree value
             lambda v: jax.ShapeDtypeStruct(v.shape, placed_dtype(v.dtype), sharding=sharding)
-            if is_array(v) or isinstance(v, jax.ShapeDtypeStruct) else v, value))))
+            if is_array_like(v) else v, value))))
     return nnx.from_flat_state(flat)
 
 

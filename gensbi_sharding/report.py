@@ -16,7 +16,7 @@ from flax import nnx
 from jax.sharding import Mesh, NamedSharding
 
 from gensbi_sharding.batch import batch_size_divisor
-from gensbi_sharding.nodes import check_mesh, check_node, is_array, is_int, leaf_paths, node_state, path_name
+from gensbi_sharding.nodes import check_mesh, check_node, is_array, is_array_like, is_int, leaf_paths, node_state, path_name
 
 __all__ = ["bytes_per_device", "partition_specs", "MeshSummary", "VariablePlacement", "PlacementReport",
            "describe", "summarize_mesh", "mesh_init_simulate"]
@@ -58,7 +58,7 @@ def partition_specs(node: Any) -> dict[str, str]:
     check_node(node, "partition_specs")
     values = {path_name(path): leaf for path, leaf in leaf_paths(node)}  # a pytree value: each of its arrays
     return {path: str(getattr(getattr(value, "sharding", None), "spec", "host" if is_array(value) else "unplaced"))
-            for path, value in values.items() if is_array(value) or isinstance(value, jax.ShapeDtypeStruct)}
+            for path, value in values.items() if is_array_like(value)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -181,7 +181,7 @@ def describe(node: Any, mesh: Mesh | None, *, top: int = 5) -> PlacementReport:
     ids = {d.id for d in mesh.devices.flat} if mesh is not None else set()
     per_device, variables, outside, other = Counter(dict.fromkeys(ids, 0)), [], set(), {}
     for path, value in leaf_paths(node):  # a variable holding a pytree of arrays: one row per array
-        if not (is_array(value) or isinstance(value, jax.ShapeDtypeStruct)):
+        if not is_array_like(value):
             continue
         # Every process's devices: only this process's left the others at 0 ("min 0 B") on several processes.
         shards, sharding = _device_bytes(value, every=True), getattr(value, "sharding", None)

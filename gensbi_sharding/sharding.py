@@ -16,8 +16,8 @@ import jax
 from flax import nnx
 from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec as P
 
-from gensbi_sharding.nodes import (abstract_state, array_variables, check_mesh, check_node, check_plan_fits, is_array,
-                                   array_leaves, is_int, is_node, leaf_paths, path_name, placed_as, shape_of)
+from gensbi_sharding.nodes import (abstract_state, array_leaves, array_variables, check_mesh, check_node, check_plan_fits,
+                                   is_array, is_array_like, is_int, is_node, leaf_paths, path_name, placed_as, shape_of)
 from gensbi_sharding.rules import (RULES, ExperimentalRuleWarning, Rule, RuleTable, ShardingFallbackWarning, axes,
                                    logical_axes_of, partition_spec_for, partitioned, resolve_rule)
 
@@ -176,7 +176,7 @@ def plan_shardings(node: Any, mesh: Mesh, rule: str | RuleTable | Rule = "replic
         value, spec = var.get_value(), P()
         shapes[key] = shape_of(value)
         if rule.reads_annotations:
-            names, one = logical_axes_of(var), is_array(value) or isinstance(value, jax.ShapeDtypeStruct)
+            names, one = logical_axes_of(var), is_array_like(value)
             spec, reason = partition_spec_for(names if one else None, value.shape if one else (), rule.table, mesh)
             if names is None and isinstance(var, nnx.Param):
                 reason = "no annotation"
