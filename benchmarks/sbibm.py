@@ -232,10 +232,12 @@ def table(folders: list[Path], out: Path) -> str:
         sd = values.std(ddof=1) if len(values) > 1 else float("nan")
         summary.append([task, budget, f"{values.mean():.4f}", f"{sd:.4f}", len(values), ref["npe_mean"],
                         ref["best_algorithm"], ref["best_mean"]])
-        mark = "" if len(values) == 10 else f" ({len(values)} obs.)"
+        # One observation has no spread: "+- nan" read as a failed computation (the CSV keeps its exact nan).
+        mark = "" if len(values) == 10 else f" ({len(values)} obs.{', no spread' if len(values) == 1 else ''})"
         npe, best = (f"{float(ref[k]):.3f}" for k in ("npe_mean", "best_mean"))
         best = f"{best} ({ref['best_algorithm']})" if ref is not missing else "not published"
-        lines.append(f"| {task} | {budget:,} | {values.mean():.3f} +- {sd:.3f}{mark} | "
+        spread = f" +- {sd:.3f}" if len(values) > 1 else ""
+        lines.append(f"| {task} | {budget:,} | {values.mean():.3f}{spread}{mark} | "
                      f"{'not published' if ref is missing else npe} | {best} |")
     text = "\n".join(lines) + "\n"
     write_atomic(out / "sbibm_table.md", text)

@@ -337,8 +337,9 @@ def test_table_of_a_task_sbibm_lacks_says_not_published(sbibm, tmp_path, capsys)
     fake_job(tmp_path / "a" / "job", "my_task", 1000, scores((1, 0.6)))
     fake_job(tmp_path / "b" / "job", "two_moons", 1000, scores((1, 0.7)))
     text = sbibm.table([tmp_path], tmp_path / "out")
-    assert text.splitlines()[2:] == ["| two_moons | 1,000 | 0.700 +- nan (1 obs.) | 0.725 | 0.643 (SNPE) |",
-                                     "| my_task | 1,000 | 0.600 +- nan (1 obs.) | not published | not published |"]
+    # One observation: no spread, said so (was "0.700 +- nan (1 obs.)").
+    assert text.splitlines()[2:] == ["| two_moons | 1,000 | 0.700 (1 obs., no spread) | 0.725 | 0.643 (SNPE) |",
+                                     "| my_task | 1,000 | 0.600 (1 obs., no spread) | not published | not published |"]
 
 
 def test_gensbi_scale_table_names_a_failed_dry_run_job_by_its_overrides(tmp_path, monkeypatch):

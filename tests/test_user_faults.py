@@ -271,7 +271,7 @@ def test_sbibm_table_says_not_published_for_a_budget_sbibm_lacks(tmp_path, capsy
     # Was: "| nan | nan (not published) |".
     fake_sbibm_job(tmp_path / "job", "two_moons", 500, [(1, 0.6)])
     sbibm_main()(["table", str(tmp_path), "--out", str(tmp_path / "out")])
-    assert "| two_moons | 500 | 0.600 +- nan (1 obs.) | not published | not published |" in capsys.readouterr().out
+    assert "| two_moons | 500 | 0.600 (1 obs., no spread) | not published | not published |" in capsys.readouterr().out
 
 
 # ------------------------------------------------- every refused value names an override that is then accepted
