@@ -15,7 +15,7 @@ import os
 import shutil
 from pathlib import Path
 
-__all__ = ["keep_record", "settle_record", "saved_record"]
+__all__ = ["keep_record", "settle_record", "saved_record", "step_folder_names"]
 
 _FILES = ("config.yaml", "hydra.yaml", "overrides.yaml")
 
@@ -25,6 +25,16 @@ def saved_record(run_dir: Path) -> Path:
     return Path(run_dir) / ".hydra" / "saved_by"
 
 
+def step_folder_names(run_dir: Path) -> list[int]:
+    """The steps of ``<run_dir>/checkpoints``'s plainly named step folders, sorted, read from their names only.
+
+    Not through Orbax: asking it which are complete would start JAX's backend (before a run sets its device
+    count, or in ``distributed=local``'s parent). Orbax gives a folder its plain name once its save completed.
+    """
+    folder = Path(run_dir) / "checkpoints"
+    return sorted(int(p.name) for p in folder.iterdir() if p.is_dir() and p.name.isdigit()) if folder.is_dir() else []
+
+
 def keep_record(run_dir: Path) -> None:
     """Copy ``run_dir``'s Hydra record aside if the folder holds checkpoints (called before Hydra writes).
 
@@ -32,11 +42,8 @@ def keep_record(run_dir: Path) -> None:
     checkpoint (it then trained, so the record Hydra wrote for it is the truth).
     """
     run_dir, kept = Path(run_dir), saved_record(run_dir)
-    # The step folders' names only: asking Orbax which are complete would start JAX's backend before the run
-    # sets its device count. Any step folder, complete or not, tells a later attempt's from this one's.
-    folder = run_dir / "checkpoints"
-    steps = [int(p.name) for p in folder.iterdir() if p.name.isdigit()] if folder.is_dir() else []
-    step = str(max(steps)) if steps else None
+    steps = step_folder_names(run_dir)  # any step folder tells a later attempt's from this one's
+    step = str(steps[-1]) if steps else None
     if step is None or not (run_dir / ".hydra" / "overrides.yaml").is_file():
         return
     if kept.is_dir() and (kept / "step").is_file() and (kept / "step").read_text() == step:

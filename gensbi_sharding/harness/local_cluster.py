@@ -30,6 +30,7 @@ from typing import Any
 from omegaconf import DictConfig
 
 from gensbi_sharding.harness.config import ConfigError
+from gensbi_sharding.harness.launch_record import step_folder_names
 from gensbi_sharding.harness.override_grammar import hydra_value
 from gensbi_sharding.harness.parent_signal import PARENT_SIGNAL_ENV, record_parent_signal
 from gensbi_sharding.harness.preemption import EXIT_INTERRUPTED, EXIT_PREEMPTED, PREEMPT_SIGNALS
@@ -188,15 +189,11 @@ def _continue_hint(out: Path) -> str:
     """For processes killed from outside (no error of their own): the checkpoint they left and the command
     that continues from it (a killed job's work is in its checkpoints; its metrics.json named none).
 
-    Read from the folder names, not through Orbax, which would start JAX in this parent (and log its notes on
-    the console): a step folder gets its plain name only once its save completed (until then it ends in
-    ``.orbax-checkpoint-tmp``).
+    Read from the folder names (``step_folder_names``), not through Orbax, which would start JAX in this parent.
     """
-    folder = out / "checkpoints"
-    steps = sorted(int(p.name) for p in folder.iterdir() if p.is_dir() and p.name.isdigit()) if folder.is_dir() else []
-    if not steps:
+    if not (steps := step_folder_names(out)):
         return ""
-    return (f"; its last checkpoint is step {steps[-1]} ({folder / str(steps[-1])}): continue "
+    return (f"; its last checkpoint is step {steps[-1]} ({out / 'checkpoints' / str(steps[-1])}): continue "
             f"with: {continue_command(out)}")
 
 
