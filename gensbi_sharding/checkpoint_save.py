@@ -6,6 +6,7 @@ step, key types, the caller's ``info``), config. Imported through ``gensbi_shard
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 from collections.abc import Mapping
@@ -24,6 +25,7 @@ from gensbi_sharding.nodes import is_int, is_node, is_scalar, node_state
 __all__ = ["CheckpointWriter"]
 
 _FORMAT = 1
+_LOCK = ".writer.lock"  # in the checkpoints folder while a CheckpointWriter has it open
 
 
 class CheckpointWriter:
@@ -51,6 +53,8 @@ class CheckpointWriter:
         If ``every`` < 0 or ``keep`` < 1 (or either is not an integer), or ``config`` is not JSON data (as ``info``).
     NotADirectoryError
         If ``directory`` is a file.
+    RuntimeError
+        If another ``CheckpointWriter``, in this process or another, has ``directory`` open (``close`` it first).
     FileExistsError
         If ``directory`` holds step-named folders (``7/``) that are no checkpoints: ``keep`` would delete them.
     TypeError
@@ -65,13 +69,11 @@ class CheckpointWriter:
             raise ValueError(f"keep must be an integer >= 1, got {keep!r}; pass e.g. keep=2")
         if not isinstance(async_save, bool):
             raise TypeError(f"async_save={async_save!r:.60} must be True or False")
-        if config is not None and not isinstance(config, Mapping):
-            raise TypeError(f"config={config!r:.60} must be a mapping (the resolved config), e.g. "
-                            "OmegaConf.to_container(cfg, resolve=True), or None")
         self.directory = as_path(directory, "directory").absolute()
-        self.config = _checked_json(config, "config", "e.g. OmegaConf.to_container(cfg, resolve=True)",
-                                    label="config")
+        self.config = _checked_json(config, "config", "the resolved config, e.g. OmegaConf.to_container(cfg, "
+                                    "resolve=True)", label="config")
         _check_directory(self.directory)
+        self._lock = _lock_directory(self.directory)  # before Orbax's manager: it deletes others' unfinished saves
         self.every, self.keep, self._closed = every, keep, False
         options = ocp.CheckpointManagerOptions(max_to_keep=keep, cleanup_tmp_directories=True,
                                                enable_async_checkpointing=async_save)
@@ -190,8 +192,11 @@ class CheckpointWriter:
     def close(self) -> None:
         """Wait for pending writes and release the Orbax manager (also on leaving a ``with`` block); idempotent."""
         if not self._closed:
-            self._manager.wait_until_finished()
-            self._manager.close()
+            try:
+                self._manager.wait_until_finished()
+                self._manager.close()
+            finally:
+                _unlock(self._lock)
         self._closed = True
 
     def __enter__(self) -> CheckpointWriter:
@@ -202,15 +207,11 @@ class CheckpointWriter:
 
 
 def _check_str_keys(value: Any, where: str) -> None:
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise ValueError(f"{where} has the key {key!r} ({type(key).__name__}); JSON keys are str: "
-                                 f"use {str(key)!r}")
-            _check_str_keys(item, f"{where}[{key!r}]")
-    elif isinstance(value, (list, tuple)):
-        for index, item in enumerate(value):
-            _check_str_keys(item, f"{where}[{index}]")
+    items = value.items() if isinstance(value, Mapping) else enumerate(value) if isinstance(value, (list, tuple)) else ()
+    for key, item in items:
+        if isinstance(value, Mapping) and not isinstance(key, str):
+            raise ValueError(f"{where} has the key {key!r} ({type(key).__name__}); JSON keys are str: use {str(key)!r}")
+        _check_str_keys(item, f"{where}[{key!r}]")
 
 
 def _checked_json(value: Any, name: str, example: str, label: str | None = None) -> dict:
@@ -224,9 +225,8 @@ def _checked_json(value: Any, name: str, example: str, label: str | None = None)
         return json.loads(json.dumps(dict(value), allow_nan=False))
     except (TypeError, ValueError) as err:
         raise ValueError(f"{label or f'{name}={value!r:.80}'} must be JSON-serialisable ({err}); pass plain str, "
-                         "int, float, bool, "
-                         "None, lists and dicts with str keys, e.g. float(x) or x.tolist() for an array, and "
-                         "None for NaN or inf") from None
+                         "int, float, bool, None, lists and dicts with str keys, e.g. float(x) or x.tolist() for an "
+                         "array, and None for NaN or inf") from None
 
 
 def _check_directory(directory: Path) -> None:
@@ -241,6 +241,45 @@ def _check_directory(directory: Path) -> None:
         raise FileExistsError(f"checkpoint directory {directory} holds folders named like steps that are no "
                               f"checkpoints ({', '.join(foreign[:6])}); old steps there are deleted as new ones "
                               "are saved: pass an empty folder or one holding only checkpoints")
+
+
+def _lock_directory(directory: Path) -> Any:
+    """``flock`` ``directory`` until ``close`` (None without file locks): two writers of one folder deleted each other's
+    saves under way (Orbax's temporary folders), losing steps. Process 0 only: a job's processes write one checkpoint."""
+    if jax.process_index() != 0:
+        return None
+    directory.mkdir(parents=True, exist_ok=True)
+    while True:
+        handle = open(directory / _LOCK, "a+")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            handle.close()
+            raise RuntimeError(f"checkpoint directory {directory} is in use by another CheckpointWriter ({holder}; "
+                               f"this is pid {os.getpid()}): two writers of one folder delete each other's saves under "
+                               "way; close that one first (writer.close(), or a with block), or pass another "
+                               "directory") from None
+        except OSError:  # a file system without locks (some network mounts): unguarded, as before
+            return handle.close()
+        try:  # ours if its file is still the one there (a closing writer removes it); else lock the new one
+            if os.path.samestat(os.fstat(handle.fileno()), os.stat(handle.name)):
+                break
+        except FileNotFoundError:
+            pass
+        handle.close()
+    handle.truncate(0)
+    handle.write(f"pid {os.getpid()}")
+    handle.flush()
+    return handle
+
+
+def _unlock(handle: Any) -> None:
+    """Release ``_lock_directory``'s lock, its file removed first (a writer waiting on it then opens a new one)."""
+    if handle is not None:
+        Path(handle.name).unlink(missing_ok=True)
+        handle.close()
 
 
 @jax.jit

@@ -1,0 +1,66 @@
+"""Misuse of the public API by a user writing their own training script (8 simulated CPU devices), each fault pinned.
+
+Two ``CheckpointWriter``s on one folder; ``shard_model`` onto a mesh whose placement an array already has in effect
+(a 1-device mesh, another mesh of the same layout); ``shard_batch`` of abstract batches (dry runs); ``restore`` into
+a target of another structure (a model where ``(model, optimizer)`` was saved); ``init_sharded`` of a constructor
+drawing from an unseeded global RNG.
+"""
+
+import subprocess
+import sys
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import nnx
+
+import gensbi_sharding as gs
+from gensbi_sharding import checkpoint
+
+
+class Block(nnx.Module):
+    def __init__(self, rngs, hidden=16):
+        self.up = nnx.Linear(8, hidden, rngs=rngs, kernel_metadata=gs.axes("embed", "mlp"),
+                             bias_metadata=gs.axes("mlp"))
+
+
+# ---------------------------------------------------------------------------------------- one folder, two writers
+
+_HOLD = """import fcntl, sys
+handle = open(sys.argv[1], "a+"); fcntl.flock(handle, fcntl.LOCK_EX); handle.write("pid 4242"); handle.flush()
+print("held", flush=True); sys.stdin.read()"""
+
+
+def test_a_second_writer_of_one_folder_is_refused_and_the_first_keeps_its_steps(tmp_path, devices):
+    # Was: the second writer's Orbax manager deleted the first's save under way (its temporary folder) and the next
+    # saves of both failed with Orbax tracebacks (NOT_FOUND, "Directory not empty"): steps 1 and 2 were lost.
+    model, key = Block(nnx.Rngs(0)), jax.random.key(0)
+    first = checkpoint.CheckpointWriter(tmp_path / "ck", keep=5)
+    first.save(1, nnx.state(model), key)  # asynchronous: still being written
+    with pytest.raises(RuntimeError) as error:
+        checkpoint.CheckpointWriter(tmp_path / "ck")
+    assert f"checkpoint directory {tmp_path / 'ck'} is in use by another CheckpointWriter (pid " in str(error.value)
+    assert "close that one first (writer.close(), or a with block), or pass another directory" in str(error.value)
+    first.save(2, nnx.state(model), key)
+    first.close()
+    assert checkpoint.committed_steps(tmp_path / "ck") == [1, 2]
+    assert sorted(p.name for p in (tmp_path / "ck").iterdir()) == ["1", "2"]  # the lock file went with the writer
+    with checkpoint.CheckpointWriter(tmp_path / "ck", keep=5) as again:  # closed: the folder is free
+        again.save(3, nnx.state(model), key)
+    assert checkpoint.committed_steps(tmp_path / "ck") == [1, 2, 3]
+
+
+def test_a_writer_of_another_process_holding_the_folder_is_named(tmp_path, devices):
+    (tmp_path / "ck").mkdir()
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD, str(tmp_path / "ck" / ".writer.lock")],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(RuntimeError, match=r"in use by another CheckpointWriter \(pid 4242; this is pid "):
+            checkpoint.CheckpointWriter(tmp_path / "ck")
+    finally:
+        holder.communicate("", timeout=30)
+    with checkpoint.CheckpointWriter(tmp_path / "ck") as writer:  # its lock ended with it
+        assert writer.save(1, nnx.state(Block(nnx.Rngs(0))), jax.random.key(0))
