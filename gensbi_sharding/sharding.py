@@ -17,7 +17,7 @@ from flax import nnx
 from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec as P
 
 from gensbi_sharding.nodes import (abstract_state, array_leaves, array_variables, check_mesh, check_node, check_plan_fits,
-                                   is_array, is_array_like, is_int, is_node, leaf_paths, path_name, placed_as, shape_of)
+                                   is_array, is_array_like, is_int, is_node, leaf_paths, path_name, shape_of)
 from gensbi_sharding.rules import (RULES, ExperimentalRuleWarning, Rule, RuleTable, ShardingFallbackWarning, axes,
                                    logical_axes_of, partition_spec_for, partitioned, resolve_rule)
 
@@ -194,8 +194,8 @@ def plan_shardings(node: Any, mesh: Mesh, rule: str | RuleTable | Rule = "replic
 def place(node: Any, plan: Plan) -> None:
     """Move every planned variable of ``node`` to its sharding, in place; warns nothing.
 
-    Variables already placed as planned keep their very buffers; abstract ones (``jax.ShapeDtypeStruct``, e.g. of
-    ``abstract_sharded``) take the planned sharding, as ``Plan.abstract_state`` gives it.
+    Variables placed as planned keep their arrays (equivalently elsewhere: their buffers, now on the plan's mesh);
+    abstract ones (``jax.ShapeDtypeStruct``, e.g. of ``abstract_sharded``) take the planned sharding.
 
     Parameters
     ----------
@@ -210,10 +210,10 @@ def place(node: Any, plan: Plan) -> None:
     """
     for key, var in check_plan_fits(plan, node, "place"):
         value, target = var.get_value(), plan.sharding(key)
-        if placed_as(value, target) and all(isinstance(v, jax.Array) for v in array_leaves(value)):
+        # Only exactly as planned is kept: an equivalent placement (a 1-device mesh's SingleDeviceSharding, another
+        # mesh of one layout) stayed off the plan's mesh. An abstract value takes the sharding (device_put refuses it).
+        if all(isinstance(v, jax.Array) and v.sharding == target for v in array_leaves(value)):
             continue
-        # An abstract value has nothing to move (jax.device_put would refuse it): it takes the sharding. A pytree
-        # value (nnx.BatchStat({"mean": ...}), sow's tuple) is placed array by array.
         var.set_value(jax.tree.map(lambda v: v.update(sharding=target) if isinstance(v, jax.ShapeDtypeStruct)
                                    else jax.device_put(v, target) if is_array(v) else v, value))
 

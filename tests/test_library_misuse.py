@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from flax import nnx
+from jax.sharding import NamedSharding, PartitionSpec as P
 
 import gensbi_sharding as gs
 from gensbi_sharding import checkpoint
@@ -64,3 +65,41 @@ def test_a_writer_of_another_process_holding_the_folder_is_named(tmp_path, devic
         holder.communicate("", timeout=30)
     with checkpoint.CheckpointWriter(tmp_path / "ck") as writer:  # its lock ended with it
         assert writer.save(1, nnx.state(Block(nnx.Rngs(0))), jax.random.key(0))
+
+
+# ------------------------------------------------------------------- equivalent placements left off the plan's mesh
+
+def _pointers(array):
+    return [shard.data.unsafe_buffer_pointer() for shard in array.addressable_shards]
+
+
+@pytest.mark.parametrize("case", ["one device", "same layout, explicit axes"])
+def test_shard_model_puts_every_array_on_the_plans_mesh_even_where_its_layout_already_matches(devices, case):
+    # Was: place skipped an array whose placement was equivalent to the plan's, so on a 1-device mesh every variable
+    # stayed on its SingleDeviceSharding (sharding_of(model)["up/kernel"].spec raised AttributeError, describe read
+    # "single device", partition_specs "host"), and a model moved to an Explicit mesh of the same layout kept the
+    # Auto one (describe(model, that mesh) then raised "on another mesh").
+    model = Block(nnx.Rngs(0))
+    values = np.asarray(model.up.kernel[...])
+    if case == "one device":
+        mesh = gs.make_mesh(jax.devices()[:1])
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            gs.shard_model(model, gs.make_mesh(model_axis=2), "tensor")
+        mesh = jax.make_mesh((4, 2), ("data", "model"), axis_types=(jax.sharding.AxisType.Explicit,) * 2)
+    before = _pointers(model.up.kernel[...])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        gs.shard_model(model, mesh, "tensor")
+    placed = gs.sharding_of(model)
+    assert {path: (s.mesh, s.spec) for path, s in placed.items()} == {
+        "up/kernel": (mesh, P(None, "model")), "up/bias": (mesh, P("model"))}
+    assert _pointers(model.up.kernel[...]) == before  # the same buffers: nothing copied
+    np.testing.assert_array_equal(model.up.kernel[...], values)
+    assert gs.describe(model, mesh).placements == {"up/kernel": "P(None, 'model')", "up/bias": "P('model')"}
+    assert gs.partition_specs(model)["up/kernel"] == "P(None, 'model')"
+    first = model.up.kernel[...]
+    gs.shard_model(model, mesh, "tensor")  # again: exactly as planned, the very arrays kept
+    assert model.up.kernel[...] is first
+
