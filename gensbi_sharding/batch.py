@@ -13,7 +13,7 @@ import jax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from gensbi_sharding.rules import MODEL_AXIS
-from gensbi_sharding.nodes import check_mesh, is_array, is_int
+from gensbi_sharding.nodes import check_mesh, is_array, is_array_like, is_int
 
 __all__ = ["batch_axes", "batch_size_divisor", "nearest_batch_sizes", "check_batch_divisible", "pad_for_mesh",
            "shard_batch", "shard_sample_init", "replicate"]
@@ -134,7 +134,7 @@ def check_same_rows(batch: Any, what: str) -> int | None:
         If those leaves differ in leading size: their rows would not line up on the devices.
     """
     rows = {jax.tree_util.keystr(path) or "<root>": leaf.shape[0] for path, leaf in
-            jax.tree_util.tree_flatten_with_path(batch)[0] if is_array(leaf) and leaf.ndim > 0}
+            jax.tree_util.tree_flatten_with_path(batch)[0] if is_array_like(leaf) and leaf.ndim > 0}
     sizes = list(rows.values())
     if len(set(sizes)) > 1:
         named = ", ".join(f"{path} {size}" for path, size in rows.items())
@@ -175,15 +175,16 @@ def shard_batch(batch: Any, mesh: Mesh | None) -> Any:
     ----------
     batch : pytree
         ``jax.Array`` / ``numpy.ndarray`` leaves of shape ``(B, ...)`` are split along ``B``; 0-d arrays are
-        replicated; other leaves (scalars, None) are kept.
+        replicated; ``jax.ShapeDtypeStruct`` leaves (a dry run's batch) likewise; other leaves (scalars, None) kept.
     mesh : jax.sharding.Mesh or None
         None: ``batch`` itself is returned.
 
     Returns
     -------
     pytree
-        Array leaves as ``jax.Array`` at ``NamedSharding(mesh, P(batch_axes(mesh)))`` (``P()`` if 0-d); dtypes as
-        ``jax.device_put`` makes them (float64 -> float32 unless ``jax_enable_x64``).
+        Array leaves as ``jax.Array`` at ``NamedSharding(mesh, P(batch_axes(mesh)))`` (``P()`` if 0-d), abstract ones
+        as ``jax.ShapeDtypeStruct`` at it; dtypes as ``jax.device_put`` makes them (float64 -> float32 unless
+        ``jax_enable_x64``).
 
     Raises
     ------
@@ -223,7 +224,8 @@ def replicate(tree: Any, mesh: Mesh | None) -> Any:
     Parameters
     ----------
     tree : pytree
-        ``jax.Array`` (committed elsewhere too) and ``numpy.ndarray`` leaves are moved; other leaves are kept.
+        ``jax.Array`` (committed elsewhere too) and ``numpy.ndarray`` leaves are moved, ``jax.ShapeDtypeStruct`` ones
+        take the sharding; other leaves are kept.
     mesh : jax.sharding.Mesh or None
         None: ``tree`` itself is returned.
 
@@ -261,4 +263,7 @@ def _put_leaves(tree: Any, mesh: Mesh | None, spec: Callable[[Any], P]) -> Any:
     placed = jax.device_put([leaves[i] for i in index], [NamedSharding(mesh, spec(leaves[i])) for i in index])
     for i, new in zip(index, placed):
         leaves[i] = new
+    # An abstract leaf (a dry run's batch, for jax.jit(step).lower) was returned unplaced: lowered as replicated.
+    leaves = [leaf.update(sharding=NamedSharding(mesh, spec(leaf))) if isinstance(leaf, jax.ShapeDtypeStruct) else leaf
+              for leaf in leaves]
     return jax.tree.unflatten(treedef, leaves)

@@ -103,3 +103,24 @@ def test_shard_model_puts_every_array_on_the_plans_mesh_even_where_its_layout_al
     gs.shard_model(model, mesh, "tensor")  # again: exactly as planned, the very arrays kept
     assert model.up.kernel[...] is first
 
+
+# ------------------------------------------------------------------------------------- abstract batches (dry runs)
+
+def test_shard_batch_places_an_abstract_batch_as_it_places_the_concrete_one(devices):
+    # Was: jax.ShapeDtypeStruct leaves came back unplaced, so jax.jit(step).lower(state, batch) of a dry run compiled
+    # for a batch whole on one device: compiled_report gave the wrong per-device memory, and no size was checked.
+    mesh = gs.make_mesh(model_axis=2)
+    abstract = gs.shard_batch({"x": jax.ShapeDtypeStruct((32, 64), jnp.float32),
+                               "t": jax.ShapeDtypeStruct((), jnp.float32), "n": 3}, mesh)
+    concrete = gs.shard_batch({"x": jnp.ones((32, 64)), "t": jnp.float32(0), "n": 3}, mesh)
+    assert abstract["x"].sharding == concrete["x"].sharding == NamedSharding(mesh, P("data"))
+    assert abstract["t"].sharding == concrete["t"].sharding == NamedSharding(mesh, P()) and abstract["n"] == 3
+    step = jax.jit(lambda batch: batch["x"].sum() * batch["t"])
+    memory = [gs.compiled_report(step.lower(batch).compile())["memory"] for batch in (abstract, concrete)]
+    assert memory[0] == memory[1] and memory[0]["argument_bytes"] < 32 * 64 * 4  # each device's rows only
+    assert gs.replicate(jax.ShapeDtypeStruct((3,), jnp.float32), mesh).sharding == NamedSharding(mesh, P())
+    with pytest.raises(ValueError, match=r"shape \(30, 3\) has leading size 30, not divisible by the data-parallel "
+                                         r"size 4; pad it \(pad_for_mesh\) or use 28 or 32 rows"):
+        gs.shard_batch(jax.ShapeDtypeStruct((30, 3), jnp.float32), mesh)
+    with pytest.raises(ValueError, match=r"differing leading sizes \[8, 12\]"):
+        gs.shard_batch((jax.ShapeDtypeStruct((8, 3), jnp.float32), jnp.ones((12,))), mesh)
