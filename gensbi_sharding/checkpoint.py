@@ -262,6 +262,24 @@ def _check_against(saved: Mapping[str, Any], target: Mapping[str, Any], step_dir
         fix = (f"Only dtypes differ: build the model with the dtypes it was saved with (its param_dtype: "
                f"{step_dir / 'config'}), or, where a train step changed them (optax.inject_hyperparams makes a "
                "bfloat16 parameter's moments float32), the target from such a state (abstract_state_for after a step)"
-               if dtypes_only else f"Build the model with the hyperparameters saved in {step_dir / 'config'}")
+               if dtypes_only else _nesting(saved, target) or
+               f"Build the model with the hyperparameters saved in {step_dir / 'config'}")
         raise ValueError(f"checkpoint {step_dir} does not fit the current model, {len(problems)} variable(s) "
                          f"differ: {listed}. {fix}")
+
+
+def _nesting(saved: Mapping[str, Any], target: Mapping[str, Any]) -> str | None:
+    """The fix when one side holds the other's every variable under one prefix: a tuple or dict of nodes (``(model,
+    optimizer)``, its state under ``0/`` and ``1/``) saved and one node restored, or the reverse; else None."""
+    for inner, outer, saved_one in ((target, saved, False), (saved, target, True)):
+        names = [name[6:] for name in inner if name.startswith("state/")]
+        heads = {o[6:-len(names[0]) - 1] for o in outer
+                 if names and o.startswith("state/") and o.endswith("/" + names[0])}
+        head = next((h for h in sorted(heads) if all(f"state/{h}/{n}" in outer for n in names)), None)
+        if head is not None:
+            return (f"The target holds every variable of the checkpoint under '{head}/': the checkpoint was saved from "
+                    "that one node; build the target from it alone, e.g. abstract_state_for(model, mesh, rule)"
+                    if saved_one else f"The checkpoint holds every variable of the target under '{head}/': it was "
+                    "saved from a tuple or dict holding this node, e.g. nnx.state((model, optimizer)); build the target "
+                    "from the same: abstract_state_for((model, optimizer), mesh, rule)")
+    return None

@@ -13,6 +13,7 @@ import warnings
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 from flax import nnx
 from jax.sharding import NamedSharding, PartitionSpec as P
@@ -124,3 +125,31 @@ def test_shard_batch_places_an_abstract_batch_as_it_places_the_concrete_one(devi
         gs.shard_batch(jax.ShapeDtypeStruct((30, 3), jnp.float32), mesh)
     with pytest.raises(ValueError, match=r"differing leading sizes \[8, 12\]"):
         gs.shard_batch((jax.ShapeDtypeStruct((8, 3), jnp.float32), jnp.ones((12,))), mesh)
+
+
+# ---------------------------------------------------------------------- restore into a target of another structure
+
+def test_restore_into_one_node_of_a_saved_tuple_or_the_reverse_names_the_target_that_fits(tmp_path, devices):
+    # Was: "14 variable(s) differ: state/up/kernel: missing from the checkpoint; ... Build the model with the
+    # hyperparameters saved in .../config", though every shape fit: the pair (model, optimizer) was saved.
+    mesh = gs.make_mesh(model_axis=2)
+    model = Block(nnx.Rngs(0))
+    optimizer = nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)
+    with checkpoint.CheckpointWriter(tmp_path, keep=5) as writer:
+        writer.save(1, nnx.state((model, optimizer)), jax.random.key(0))
+        writer.save(2, nnx.state(model), jax.random.key(0))
+    for step, target, needle in (
+            (1, model, "The checkpoint holds every variable of the target under '0/': it was saved from a tuple or "
+                       "dict holding this node, e.g. nnx.state((model, optimizer)); build the target from the same: "
+                       "abstract_state_for((model, optimizer), mesh, rule)"),
+            (2, (model, optimizer), "The target holds every variable of the checkpoint under '0/': the checkpoint "
+                                    "was saved from that one node; build the target from it alone, e.g. "
+                                    "abstract_state_for(model, mesh, rule)")):
+        with pytest.raises(ValueError) as error:
+            checkpoint.restore(tmp_path / str(step), checkpoint.abstract_state_for(target, mesh, "fsdp"))
+        assert str(error.value).endswith(needle), str(error.value)
+        assert "hyperparameters" not in str(error.value)
+    restored = checkpoint.restore(tmp_path / "1", checkpoint.abstract_state_for((model, optimizer), mesh, "fsdp"))
+    np.testing.assert_array_equal(restored.state[0]["up"]["kernel"][...], model.up.kernel[...])
+    with pytest.raises(ValueError, match=r"Build the model with the hyperparameters saved in"):  # shapes do differ
+        checkpoint.restore(tmp_path / "2", checkpoint.abstract_state_for(Block(nnx.Rngs(0), hidden=32), mesh))
