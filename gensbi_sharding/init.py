@@ -17,8 +17,8 @@ from flax import nnx
 from jax.sharding import Mesh, NamedSharding, SingleDeviceSharding
 
 from gensbi_sharding.rules import RULES, Rule, RuleTable, resolve_rule
-from gensbi_sharding.nodes import (array_leaves, call_traced, check_node, eval_shape_off_mesh, is_array_like,
-                                   keep_scalars, leaf_paths, path_name, placed_as, scalars_of)
+from gensbi_sharding.nodes import (array_leaves, check_node, eval_shape_off_mesh, is_array_like, keep_scalars,
+                                   leaf_paths, path_name, placed_as, trace_digest, trace_factory)
 from gensbi_sharding.sharding import Plan, plan_shardings
 
 __all__ = ["GROUP_BYTES", "init_sharded", "abstract_sharded", "init_optimizer_sharded"]
@@ -26,8 +26,6 @@ __all__ = ["GROUP_BYTES", "init_sharded", "abstract_sharded", "init_optimizer_sh
 #: Bytes: groups hold up to ``max(GROUP_BYTES, model bytes / mesh size)``; each costs one trace and one compilation.
 GROUP_BYTES = 64 * 2**20
 
-_READS_TRACED_VALUE = (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError,
-                       jax.errors.TracerBoolConversionError, jax.errors.TracerIntegerConversionError)
 
 
 def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | RuleTable | Rule = "replicated",
@@ -64,8 +62,8 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Rule
     ------
     ValueError
         If ``factory`` is not callable or an NNX object, ``rule`` is unknown (also with ``mesh=None``), the constructor
-        reads back a value it computed or changes an NNX object made outside it (an ``nnx.Rngs``), or ``mesh`` holds
-        no local device.
+        reads back a value it computed, changes an NNX object made outside it (an ``nnx.Rngs``) or builds other values
+        in each group's trace (an unseeded global RNG), or ``mesh`` holds no local device.
     TypeError
         If ``factory()`` returns no NNX graph node, or ``mesh`` is neither None nor a ``jax.sharding.Mesh``.
     """
@@ -80,11 +78,20 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Rule
     if device is None:
         raise ValueError(f"the mesh {dict(mesh.shape)} holds no device of this process ({jax.process_index()}); "
                          "build it over every process's devices, e.g. make_mesh() on each process")
-    pending: list = []
+    pending, first = [], None
     for group in _groups(variables, mesh.size):
         with warnings.catch_warnings(), jax.set_mesh(None):  # jit refuses one device under an active mesh
             warnings.simplefilter("ignore")  # the constructor's own warnings were shown once
-            program = jax.jit(_select(factory, group), out_shardings=SingleDeviceSharding(device)).lower().compile()
+            traced = jax.jit(_select(factory, group), out_shardings=SingleDeviceSharding(device)).trace()
+            program = traced.lower().compile()
+        digest = trace_digest(traced.jaxpr)
+        if first not in (None, digest):  # each group's values come from its own trace: one construction's, or mixed
+            raise ValueError(f"init_sharded traces the factory {getattr(factory, '__name__', factory)!r} once per "
+                             "group of variables, and two traces built different values (a draw from NumPy's or "
+                             "Python's global random state, the clock): each group would hold another draw. Seed it "
+                             "inside the factory (np.random.default_rng(0)) or draw from nnx.Rngs, or build it eagerly "
+                             "and place it: shard_model(factory(), mesh, rule)")
+        first = digest
         # Traced and compiled while the previous group computed and moved; run only once that
         # group is placed (its whole copies then freed), so one group exists whole at a time.
         jax.block_until_ready(pending)
@@ -233,32 +240,6 @@ def _check(factory: Any, rule: Any) -> Rule:
     except ValueError:  # no signature to inspect (some builtins): calling it will tell
         pass
     return resolve_rule(rule)
-
-
-def trace_factory(factory: Callable[[], Any], caller: str = "init_sharded") -> tuple[Any, nnx.State]:
-    """Trace ``factory()`` into its graphdef and abstract state, keeping Python/NumPy scalars' values (which
-    ``nnx.eval_shape`` makes abstract arrays); ``ValueError`` naming ``caller`` if the constructor reads a value."""
-    found = {}
-
-    def build():
-        node = call_traced(factory, caller)
-        check_node(node, f"{caller} (what the factory returned)")
-        graphdef, state = nnx.split(node)
-        found.update(graphdef=graphdef, scalars={  # graphdef is static; a pytree value's scalars too ({"n": 3})
-            path_name(p): scalars_of(v.get_value()) for p, v in nnx.to_flat_state(state)})
-        return state
-
-    try:
-        state = jax.eval_shape(build)
-    except _READS_TRACED_VALUE as error:
-        eager = ("pass the built model: abstract_state_for(factory(), mesh, rule)" if caller == "abstract_state_for"
-                 else "place it: shard_model(factory(), mesh, rule) (in the harness: model.init=eager)")
-        raise ValueError(f"{caller} traces the constructor, which reads a value it computed ({type(error).__name__}"
-                         f": {str(error).splitlines()[0]}); compute that value under jax.ensure_compile_time_eval() "
-                         f"if it depends on no random draw, or build it eagerly and {eager}") from error
-    for path, var in nnx.to_flat_state(state):
-        var.set_value(keep_scalars(found["scalars"].get(path_name(path)), var.get_value()))
-    return found["graphdef"], state
 
 
 def _trace_and_plan(factory: Callable[[], Any], mesh: Mesh, rule: Rule, warn: bool, caller: str) -> tuple:

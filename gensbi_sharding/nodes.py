@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import hashlib
+
 import flax.errors
 import jax
 import numpy as np
@@ -16,7 +18,8 @@ from jax.sharding import AbstractMesh, Mesh
 
 __all__ = ["is_int", "is_array", "is_scalar", "path_name", "check_mesh", "is_node", "check_node", "node_state",
            "array_variables", "check_plan_fits", "abstract_state", "placed_dtype", "eval_shape_off_mesh", "call_traced",
-           "is_array_like", "array_leaves", "placed_as", "value_leaves", "leaf_paths", "shape_of", "scalars_of", "keep_scalars"]
+           "is_array_like", "array_leaves", "placed_as", "value_leaves", "leaf_paths", "shape_of", "scalars_of", "keep_scalars", "trace_factory",
+           "trace_digest"]
 
 
 def is_int(x: Any) -> bool:
@@ -207,3 +210,42 @@ def call_traced(factory: Callable[[], Any], caller: str) -> Any:
         raise ValueError(f"{caller} traces the factory, which changed an NNX object made outside it, e.g. an "
                          f"nnx.Rngs ({str(error).splitlines()[0][:100]}); make it inside the factory: "
                          "lambda: Model(..., rngs=nnx.Rngs(0)), not lambda: Model(..., rngs=rngs)") from error
+
+
+_READS_TRACED_VALUE = (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError,
+                       jax.errors.TracerBoolConversionError, jax.errors.TracerIntegerConversionError)
+
+
+def trace_factory(factory: Callable[[], Any], caller: str = "init_sharded") -> tuple[Any, nnx.State]:
+    """Trace ``factory()`` into its graphdef and abstract state, keeping Python/NumPy scalars' values (which
+    ``nnx.eval_shape`` makes abstract arrays); ``ValueError`` naming ``caller`` if the constructor reads a value."""
+    found = {}
+
+    def build():
+        node = call_traced(factory, caller)
+        check_node(node, f"{caller} (what the factory returned)")
+        graphdef, state = nnx.split(node)
+        found.update(graphdef=graphdef, scalars={  # graphdef is static; a pytree value's scalars too ({"n": 3})
+            path_name(p): scalars_of(v.get_value()) for p, v in nnx.to_flat_state(state)})
+        return state
+
+    try:
+        state = jax.eval_shape(build)
+    except _READS_TRACED_VALUE as error:
+        eager = ("pass the built model: abstract_state_for(factory(), mesh, rule)" if caller == "abstract_state_for"
+                 else "place it: shard_model(factory(), mesh, rule) (in the harness: model.init=eager)")
+        raise ValueError(f"{caller} traces the constructor, which reads a value it computed ({type(error).__name__}"
+                         f": {str(error).splitlines()[0]}); compute that value under jax.ensure_compile_time_eval() "
+                         f"if it depends on no random draw, or build it eagerly and {eager}") from error
+    for path, var in nnx.to_flat_state(state):
+        var.set_value(keep_scalars(found["scalars"].get(path_name(path)), var.get_value()))
+    return found["graphdef"], state
+
+
+def trace_digest(jaxpr: Any) -> tuple:
+    """A trace's operations (as text) and a digest of its constants: equal for two traces building the same values,
+    whatever outputs each selects (one group of ``init_sharded`` each)."""
+    def bits(c: Any) -> Any:
+        return jax.random.key_data(c) if jax.dtypes.issubdtype(c.dtype, jax.dtypes.prng_key) else c
+    return ([str(eqn) for eqn in jaxpr.jaxpr.eqns],
+            [(c.shape, str(c.dtype), hashlib.sha1(np.ascontiguousarray(bits(c))).hexdigest()) for c in jaxpr.consts])

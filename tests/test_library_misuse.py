@@ -19,6 +19,7 @@ from flax import nnx
 from jax.sharding import NamedSharding, PartitionSpec as P
 
 import gensbi_sharding as gs
+import gensbi_sharding.init
 from gensbi_sharding import checkpoint
 
 
@@ -153,3 +154,39 @@ def test_restore_into_one_node_of_a_saved_tuple_or_the_reverse_names_the_target_
     np.testing.assert_array_equal(restored.state[0]["up"]["kernel"][...], model.up.kernel[...])
     with pytest.raises(ValueError, match=r"Build the model with the hyperparameters saved in"):  # shapes do differ
         checkpoint.restore(tmp_path / "2", checkpoint.abstract_state_for(Block(nnx.Rngs(0), hidden=32), mesh))
+
+
+# ------------------------------------------------------------------- init_sharded of a constructor of other draws
+
+class DrawsFrom(nnx.Module):
+    """A kernel and a bias from ``draw(shape)``: NumPy's global random state, or a generator seeded inside."""
+
+    def __init__(self, draw):
+        self.kernel = nnx.Param(jnp.asarray(draw((64, 64)), jnp.float32), **gs.axes("embed", "mlp"))
+        self.bias = nnx.Param(jnp.asarray(draw((64,)), jnp.float32), **gs.axes("mlp"))
+
+
+def test_init_sharded_refuses_a_constructor_whose_groups_would_hold_other_draws(devices, monkeypatch):
+    # Was silent: each group of variables is computed by its own trace of the constructor, so with np.random's global
+    # state the kernel and the bias came from two other draws than any eager construction makes (a permutation and
+    # its inverse kept in two variables would no longer match).
+    monkeypatch.setattr(gensbi_sharding.init, "GROUP_BYTES", 1)  # every variable its own group, as a model of GBs has
+    mesh = gs.make_mesh(model_axis=2)
+
+    def unseeded():
+        return DrawsFrom(lambda shape: np.random.standard_normal(shape))
+
+    with pytest.raises(ValueError) as error:
+        gs.init_sharded(unseeded, mesh, "fsdp", warn=False)
+    assert str(error.value).startswith("init_sharded traces the factory 'unseeded' once per group of variables, and "
+                                       "two traces built different values"), str(error.value)
+    assert "np.random.default_rng(0)" in str(error.value) and "shard_model(factory(), mesh, rule)" in str(error.value)
+
+    def seeded():
+        rng = np.random.default_rng(0)
+        return DrawsFrom(lambda shape: rng.standard_normal(shape))
+
+    built, eager = gs.init_sharded(seeded, mesh, "fsdp", warn=False), seeded()
+    for name in ("kernel", "bias"):
+        np.testing.assert_array_equal(getattr(built, name)[...], getattr(eager, name)[...])
+    assert built.kernel[...].sharding.spec == P("data", None)
