@@ -36,13 +36,20 @@ def make_mesh(devices: Sequence[Any] | None = None, model_axis: int = 1) -> Mesh
     TypeError
         If ``devices`` is neither None, a sequence nor a NumPy array, or is a string.
     ValueError
-        If ``model_axis`` is not an integer >= 1 dividing the device count, ``devices`` is empty, holds a
+        If ``devices`` is a NumPy array of other than one dimension (its fixes named), ``model_axis`` is not an
+        integer >= 1 dividing the device count, ``devices`` is empty, holds a
         non-``jax.Device`` or a device twice, or a ``"model"`` group would span processes.
     """
     if devices is not None and (isinstance(devices, (str, bytes)) or not isinstance(devices, Sequence)
                                 and not isinstance(devices, np.ndarray)):
         raise TypeError(f"devices={devices!r} must be a list of jax.Device objects (e.g. jax.devices()[:4]), "
                         "or None for all devices")
+    if isinstance(devices, np.ndarray) and devices.ndim != 1:  # was "must be jax.Device objects, got array([...])"
+        two = devices.ndim == 2  # e.g. mesh_utils.create_device_mesh((4, 2)): data x model
+        raise ValueError(f"devices is an array of shape {devices.shape}; make_mesh takes them flat, in mesh order, and "
+                         "lays them out (len // model_axis, model_axis): pass list(devices.flat)" +
+                         (f" with model_axis={devices.shape[1]}" if two else "") + ", or keep this layout: "
+                         f"jax.sharding.Mesh(devices, {('data', MODEL_AXIS) if two else 'axis_names'})")
     devices = list(jax.devices() if devices is None else devices)
     divisors = [d for d in range(1, len(devices) + 1) if len(devices) % d == 0]
     if not is_int(model_axis) or model_axis < 1:

@@ -190,3 +190,17 @@ def test_init_sharded_refuses_a_constructor_whose_groups_would_hold_other_draws(
     for name in ("kernel", "bias"):
         np.testing.assert_array_equal(getattr(built, name)[...], getattr(eager, name)[...])
     assert built.kernel[...].sharding.spec == P("data", None)
+
+
+def test_make_mesh_of_a_device_array_of_two_dimensions_names_both_fixes(devices):
+    # Was "devices must be jax.Device objects (or ids, through resolve_mesh), got array([CpuDevice(id=0), ...])".
+    grid = np.array(jax.devices()).reshape(4, 2)
+    with pytest.raises(ValueError) as error:
+        gs.make_mesh(grid, model_axis=2)
+    assert str(error.value) == (
+        "devices is an array of shape (4, 2); make_mesh takes them flat, in mesh order, and lays them out "
+        "(len // model_axis, model_axis): pass list(devices.flat) with model_axis=2, or keep this layout: "
+        "jax.sharding.Mesh(devices, ('data', 'model'))")
+    mesh = gs.make_mesh(list(grid.flat), model_axis=2)  # the first fix: the very layout asked for
+    assert mesh.devices.tolist() == grid.tolist() and mesh == jax.sharding.Mesh(grid, ("data", "model"))
+    assert gs.make_mesh(np.array(jax.devices()[:4])).shape == {"data": 4, "model": 1}  # a flat array as before
