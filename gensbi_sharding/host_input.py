@@ -91,8 +91,9 @@ def host_to_global_array(host_arrays: Any, *, partition: Any = DataPartitionType
     ValueError
         Before any array is built, if: ``mesh`` is not a Mesh, or none is given and no concrete mesh is active (also
         inside ``jax.jit``); ``partition`` is an unknown string, not PartitionSpecs or no prefix of ``host_arrays``; a
-        leaf is already a global array; a spec is longer than its leaf's rank or names an axis ``mesh`` lacks; this
-        process holds no device of ``mesh``; or a split dimension's local size is not a multiple of its local shards.
+        leaf is already a global array or abstract (``jax.ShapeDtypeStruct``: ``shard_batch`` places those); a spec
+        is longer than its leaf's rank or names an axis ``mesh`` lacks; this process holds no device of ``mesh``; or a
+        split dimension's local size is not a multiple of its local shards.
         With several processes, a mesh over all of them and ``check_processes``, on every process (one small
         allgather): if another process failed these checks, or passes another tree, dtype or shape (other rows),
         or other values for a leaf it replicates (split over no mesh axis spanning processes: each process's copy
@@ -108,6 +109,10 @@ def host_to_global_array(host_arrays: Any, *, partition: Any = DataPartitionType
                                                      else None for leaf, spec in zip(leaves, specs)]), "host_arrays")
         for i, ((keypath, leaf), spec) in enumerate(zip(flat, specs)):
             path = jax.tree_util.keystr(keypath)
+            if isinstance(leaf, jax.ShapeDtypeStruct):  # was returned as it came: unplaced, one process's shape
+                raise ValueError(f"leaf {path or '<root>'} is abstract ({leaf}); host_to_global_array builds arrays "
+                                 "from each process's rows: for a dry run's batch, shard_batch(the global batch as "
+                                 "jax.ShapeDtypeStruct, mesh)")
             if not is_array(leaf):
                 continue
             if isinstance(leaf, jax.core.Tracer):  # mesh= given inside jax.jit: is_fully_addressable would raise

@@ -126,6 +126,11 @@ def test_shard_batch_places_an_abstract_batch_as_it_places_the_concrete_one(devi
         gs.shard_batch(jax.ShapeDtypeStruct((30, 3), jnp.float32), mesh)
     with pytest.raises(ValueError, match=r"differing leading sizes \[8, 12\]"):
         gs.shard_batch((jax.ShapeDtypeStruct((8, 3), jnp.float32), jnp.ones((12,))), mesh)
+    with pytest.raises(ValueError) as error:  # each process's rows: no abstract global array to build (was returned)
+        gs.host_to_global_array({"x": jax.ShapeDtypeStruct((8, 3), jnp.float32)}, mesh=mesh)
+    assert str(error.value) == ("leaf ['x'] is abstract (ShapeDtypeStruct(shape=(8, 3), dtype=float32)); "
+                                "host_to_global_array builds arrays from each process's rows: for a dry run's batch, "
+                                "shard_batch(the global batch as jax.ShapeDtypeStruct, mesh)")
 
 
 # ---------------------------------------------------------------------- restore into a target of another structure
