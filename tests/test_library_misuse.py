@@ -1,11 +1,11 @@
 """Misuse of the public API by a user writing their own training script (8 simulated CPU devices), each fault pinned.
 
-Two ``CheckpointWriter``s on one folder; ``shard_model`` onto a mesh whose placement an array already has in effect
-(a 1-device mesh, another mesh of the same layout); ``shard_batch`` of abstract batches (dry runs); ``restore`` into
-a target of another structure (a model where ``(model, optimizer)`` was saved); ``init_sharded`` of a constructor
-drawing from an unseeded global RNG.
+Two ``CheckpointWriter``s on one folder (this process or another); ``shard_model`` onto a mesh whose placement an
+array already has in effect (a 1-device mesh, an Explicit mesh of the same layout); ``shard_batch`` and
+``host_to_global_array`` of abstract batches (dry runs); ``restore`` into a target of another structure (a model
+where ``(model, optimizer)`` was saved, or the reverse); ``init_sharded`` of a constructor drawing from an unseeded
+global RNG; ``make_mesh`` of a 2-D device array.
 """
-
 import subprocess
 import sys
 import warnings
