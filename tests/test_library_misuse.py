@@ -6,6 +6,7 @@ array already has in effect (a 1-device mesh, an Explicit mesh of the same layou
 where ``(model, optimizer)`` was saved, or the reverse); ``init_sharded`` of a constructor drawing from an unseeded
 global RNG; ``make_mesh`` of a 2-D device array.
 """
+
 import subprocess
 import sys
 import warnings
