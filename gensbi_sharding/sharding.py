@@ -26,8 +26,7 @@ __all__ = ["Plan", "ShardingFallbackWarning", "ExperimentalRuleWarning", "axes",
 
 #: The fallback reason of optimizer state shaped unlike the parameter whose annotation it carries (Adafactor's
 #: factored moments: a row and a column vector of a matrix, (1,) placeholders): nothing to fix, so not warned.
-UNLIKE_PARAMETER = ("optimizer state shaped unlike its parameter, e.g. Adafactor's factored moments: small, "
-                    "nothing to fix")
+UNLIKE_PARAMETER = "optimizer state shaped unlike its parameter, e.g. Adafactor's factored moments: small, nothing to fix"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -194,7 +193,7 @@ def plan_shardings(node: Any, mesh: Mesh, rule: str | RuleTable | Rule = "replic
 def place(node: Any, plan: Plan) -> None:
     """Move every planned variable of ``node`` to its sharding, in place; warns nothing.
 
-    Variables placed as planned keep their arrays (equivalently elsewhere: their buffers, now on the plan's mesh);
+    Variables placed as planned keep their arrays (equivalently on another mesh: their buffers, put on the plan's);
     abstract ones (``jax.ShapeDtypeStruct``, e.g. of ``abstract_sharded``) take the planned sharding.
 
     Parameters
@@ -210,9 +209,10 @@ def place(node: Any, plan: Plan) -> None:
     """
     for key, var in check_plan_fits(plan, node, "place"):
         value, target = var.get_value(), plan.sharding(key)
-        # Only exactly as planned is kept: an equivalent placement (a 1-device mesh's SingleDeviceSharding, another
-        # mesh of one layout) stayed off the plan's mesh. An abstract value takes the sharding (device_put refuses it).
-        if all(isinstance(v, jax.Array) and v.sharding == target for v in array_leaves(value)):
+        # Kept only on the plan's mesh: one equivalent elsewhere (a 1-device mesh's SingleDeviceSharding, an Explicit
+        # twin) stayed off it. An abstract value takes the sharding (device_put refuses it).
+        if all(isinstance(v, jax.Array) and getattr(v.sharding, "mesh", None) == target.mesh
+               and v.sharding.is_equivalent_to(target, v.ndim) for v in array_leaves(value)):
             continue
         var.set_value(jax.tree.map(lambda v: v.update(sharding=target) if isinstance(v, jax.ShapeDtypeStruct)
                                    else jax.device_put(v, target) if is_array(v) else v, value))
