@@ -9,6 +9,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import weakref
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from gensbi_sharding.nodes import is_int, is_node, is_scalar, node_state
 __all__ = ["CheckpointWriter"]
 
 _FORMAT = 1
-_LOCK = ".writer.lock"  # in the checkpoints folder while a CheckpointWriter has it open
+_HELD: set[tuple[int, int]] = set()  # (device, inode) of the folders this process's writers hold: who holds one
 
 
 class CheckpointWriter:
@@ -73,7 +74,8 @@ class CheckpointWriter:
         self.config = _checked_json(config, "config", "the resolved config, e.g. OmegaConf.to_container(cfg, "
                                     "resolve=True)", label="config")
         _check_directory(self.directory)
-        self._lock = _lock_directory(self.directory)  # before Orbax's manager: it deletes others' unfinished saves
+        lock = _lock_directory(self.directory)  # before Orbax's manager: it deletes others' unfinished saves
+        self._unlock = weakref.finalize(self, _unlock, lock, None if lock is None else _identity(self.directory))
         self.every, self.keep, self._closed = every, keep, False
         options = ocp.CheckpointManagerOptions(max_to_keep=keep, cleanup_tmp_directories=True,
                                                enable_async_checkpointing=async_save)
@@ -196,7 +198,7 @@ class CheckpointWriter:
                 self._manager.wait_until_finished()
                 self._manager.close()
             finally:
-                _unlock(self._lock)
+                self._unlock()
         self._closed = True
 
     def __enter__(self) -> CheckpointWriter:
@@ -243,43 +245,41 @@ def _check_directory(directory: Path) -> None:
                               "are saved: pass an empty folder or one holding only checkpoints")
 
 
-def _lock_directory(directory: Path) -> Any:
-    """``flock`` ``directory`` until ``close`` (None without file locks): two writers of one folder deleted each other's
-    saves under way (Orbax's temporary folders), losing steps. Process 0 only: a job's processes write one checkpoint."""
+def _lock_directory(directory: Path) -> int | None:
+    """``flock`` the folder itself (no file left behind, even by a killed run) until ``close``; None without locks.
+
+    Two writers of one folder deleted each other's saves under way (Orbax's temporary folders), losing steps. Process
+    0 only: every process of a job writes its part of one checkpoint there.
+    """
     if jax.process_index() != 0:
         return None
     directory.mkdir(parents=True, exist_ok=True)
-    while True:
-        handle = open(directory / _LOCK, "a+")
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.seek(0)
-            holder = handle.read().strip() or "another process"
-            handle.close()
-            raise RuntimeError(f"checkpoint directory {directory} is in use by another CheckpointWriter ({holder}; "
-                               f"this is pid {os.getpid()}): two writers of one folder delete each other's saves under "
-                               "way; close that one first (writer.close(), or a with block), or pass another "
-                               "directory") from None
-        except OSError:  # a file system without locks (some network mounts): unguarded, as before
-            return handle.close()
-        try:  # ours if its file is still the one there (a closing writer removes it); else lock the new one
-            if os.path.samestat(os.fstat(handle.fileno()), os.stat(handle.name)):
-                break
-        except FileNotFoundError:
-            pass
-        handle.close()
-    handle.truncate(0)
-    handle.write(f"pid {os.getpid()}")
-    handle.flush()
-    return handle
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        whose = "open in this process" if _identity(directory) in _HELD else "in another process"
+        raise RuntimeError(f"checkpoint directory {directory} is in use by another CheckpointWriter ({whose}): two "
+                           "writers of one folder delete each other's saves under way; close that one first "
+                           "(writer.close(), or a with block), or pass another directory") from None
+    except OSError:  # a file system without locks (some network mounts): unguarded, as before
+        os.close(fd)
+        return None
+    _HELD.add(_identity(directory))
+    return fd
 
 
-def _unlock(handle: Any) -> None:
-    """Release ``_lock_directory``'s lock, its file removed first (a writer waiting on it then opens a new one)."""
-    if handle is not None:
-        Path(handle.name).unlink(missing_ok=True)
-        handle.close()
+def _identity(directory: Path) -> tuple[int, int]:
+    stat = os.stat(directory)
+    return stat.st_dev, stat.st_ino
+
+
+def _unlock(fd: int | None, identity: tuple[int, int] | None) -> None:
+    """Release ``_lock_directory``'s lock (at ``close``, or when an unclosed writer is collected)."""
+    if fd is not None:
+        _HELD.discard(identity)
+        os.close(fd)
 
 
 @jax.jit
