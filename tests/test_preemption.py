@@ -221,6 +221,32 @@ def test_a_resumed_run_keeps_its_early_stopping_and_ends_as_the_uninterrupted_on
         assert saved["val_step"].tolist() == list(range(2, 17, 2))
 
 
+@pytest.mark.slow  # end-to-end runs
+@pytest.mark.parametrize("overrides, best, final", [
+    (("train.val_every=2", "train.checkpoint_every=4"), 8, 8),  # the last step is due: saved before its validation
+    ((*EARLY_STOPPING, "train.checkpoint_every=8"), 10, 16),  # early stopping ends at a due step
+    (EARLY_STOPPING, 10, 16)])  # the final save alone, after the loop
+def test_the_final_checkpoint_tells_the_best_step_metrics_json_does(tmp_path, caplog, devices, overrides, best, final):
+    # Was: a due last step was checkpointed before its validation: resumed from it, the run logged "best step 6,
+    # 3 validation(s)" while metrics.json (both runs') said best_step 8.
+    import logging
+
+    from gensbi_sharding.checkpoint import saved_info
+    from gensbi_sharding.harness.state import EARLY_STOPPING as SAVED
+
+    first = run_tiny(tmp_path / "a", *overrides)
+    history = [list(point) for point in first["val_history"]]
+    assert (first["best_step"], first["final_step"]) == (best, final)
+    saved = saved_info(tmp_path / "a" / "checkpoints" / str(final))[SAVED]
+    assert saved["best_step"] == best and saved["history"] == history
+    with caplog.at_level(logging.INFO, logger="gensbi_sharding"):
+        again = run_tiny(tmp_path / "b", *overrides, f"train.resume={tmp_path / 'a'}")
+    lines = [r.getMessage() for r in caplog.records if "best step" in r.getMessage()]
+    assert lines and all(f"best step {best}, {len(first['val_history'])} validation(s)" in line for line in lines)
+    assert (again["steps"], again["best_step"]) == (0, best) and [list(p) for p in again["val_history"]] == history
+    np.testing.assert_allclose(again["final_val_loss"], first["final_val_loss"], rtol=1e-6, atol=0)
+
+
 def test_ctrl_c_names_the_folder_to_continue_in(tmp_path, monkeypatch, caplog, reference):
     # Was "continue with the same command plus train.resume=auto": without hydra.run.dir that command
     # starts in a new timestamped folder, from scratch.

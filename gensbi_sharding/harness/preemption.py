@@ -184,8 +184,9 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
 
     Saves every ``train.checkpoint_every`` steps and at the end (a non-finite state is
     never saved: ``CheckpointWriter.save``), each checkpoint with the early-stopping state
-    (``state.checkpoint_tree``; a step's checkpoint is written before its validation, which a run
-    resumed there runs first), so a resumed run ends as an uninterrupted one: same
+    (``state.checkpoint_tree``; written after the step's validation, the final one before the best
+    weights are put back; only a stop before or inside that validation saves without it, and a run
+    resumed there runs it first), so a resumed run ends as an uninterrupted one: same
     stop step, best step, weights and validation history. It stops at the first step boundary after
     a preemption signal, or between the batches of a validation under way (then the step
     it followed), saving there. A run resumed by ``train.resume=auto`` whose
@@ -219,12 +220,9 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
     stopper = (validation.EarlyStopping(patience=cfg.train.patience) if resumed is None else
                dataclasses.replace(resumed, patience=cfg.train.patience, history=list(resumed.history)))
     start = ts.start_step
-    if (val_batches and start and not stopper.validated(start)
-            and validation.validates_at(start, val_every=cfg.train.val_every, last_step=cfg.train.steps)):
-        # The checkpoint of this step was saved before its validation (or the validation was cut short).
-        with mesh_context(mesh):
-            loss = validation.validation_loss(functions, state, val_batches, ts.key, draws=cfg.train.val_draws)
-        validation.record_validation(stopper, functions, state, start, loss)
+    # The checkpoint of this step may have been saved before its validation (a stop before or inside it).
+    validation.validate_pending(stopper, functions, state, val_batches, ts.key, start, val_every=cfg.train.val_every,
+                                last_step=cfg.train.steps, draws=cfg.train.val_draws, mesh=mesh)
     if start >= cfg.train.steps or stopper.exhausted:  # an earlier attempt finished training
         watch.training_done(start, out / checkpoint.CHECKPOINT_SUBDIR / str(start))
         if stopper.history:
@@ -253,13 +251,21 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
     stopped = []  # where a preemption stopped the loop: a step boundary or inside a validation
 
     def on_step(step: int, current: Any) -> bool:
-        if writer.due(step):
+        validates = val_batches and validation.validates_at(step, val_every=cfg.train.val_every,
+                                                            last_step=cfg.train.steps)
+        if writer.due(step) and not validates:  # else on_validated saves it, with its validation
             save(step, current)
         if watch.should_stop(step):
             save(step, current)
             stopped.append(step)
             return True
         return False
+
+    def on_validated(step: int, current: Any) -> None:
+        # The last step too, before the best weights are put back, with its validation (was: a due last step
+        # was saved before it, so the resumed run logged an earlier best step than metrics.json).
+        if writer.due(step) or step == cfg.train.steps or stopper.exhausted:
+            save(step, current)
 
     def stop_requested() -> bool:  # between validation batches; the loop then saves that step below
         if watch.stop_requested():
@@ -274,7 +280,7 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
                                  val_batches=val_batches, progress=progress, start_step=ts.start_step,
                                  on_step=on_step, val_every=cfg.train.val_every, patience=cfg.train.patience,
                                  val_draws=cfg.train.val_draws, stop_requested=stop_requested,
-                                 early_stopping=stopper, timer=timer)
+                                 early_stopping=stopper, timer=timer, on_validated=on_validated)
             save(ts.start_step + result.steps, result.state)
     except FloatingPointError as err:
         latest = writer.latest()

@@ -172,7 +172,8 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
           start_step: int = 0, on_step: Callable[[int, Any], bool | None] | None = None,
           val_every: int = 0, patience: int = 0, val_draws: int = 1,
           stop_requested: Callable[[], bool] | None = None,
-          early_stopping: EarlyStopping | None = None, timer: StepTimer | None = None) -> TrainResult:
+          early_stopping: EarlyStopping | None = None, timer: StepTimer | None = None,
+          on_validated: Callable[[int, Any], None] | None = None) -> TrainResult:
     """Run up to ``steps`` train steps under ``mesh_context(mesh)``, validating as it goes.
 
     Every ``val_every`` steps (and after the last) the sampled weights (the EMA when
@@ -186,7 +187,9 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
     asked between validation batches: True abandons that validation and ends the loop at
     the step it followed, so a preemption never waits for a long validation. Either way
     the returned state is that step's (the best weights are put back only when the loop
-    was not stopped so). ``early_stopping``: the state to continue (a resumed run's, with
+    was not stopped so). ``on_validated(step, state)`` runs after each completed validation,
+    before the best weights are put back (a checkpoint saved there holds the validation in
+    its early-stopping state). ``early_stopping``: the state to continue (a resumed run's, with
     its best so far and its history; updated in place); None: a fresh one with
     ``patience``. Step time is measured
     over windows of ``log_every`` steps (one device sync per window, not per step),
@@ -244,6 +247,8 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
                 if val_batches and not halted and validates_at(step, val_every=val_every, last_step=start_step + steps):
                     with timer.paused(state):  # validation is not step time; the queued steps are
                         stop, halted = validate(state, step)
+                    if on_validated is not None and not halted:
+                        on_validated(step, state)
                 if window_steps == log_every or last or stop or halted:
                     window_loss = float(jnp.mean(jnp.stack(losses[-window_steps:])))
                     if not np.isfinite(window_loss):

@@ -10,6 +10,7 @@ one does.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -20,7 +21,9 @@ import numpy as np
 if TYPE_CHECKING:  # train imports this module
     from gensbi_sharding.harness.train import StepFunctions
 
-__all__ = ["EarlyStopping", "record_validation", "validates_at", "validation_loss"]
+__all__ = ["EarlyStopping", "record_validation", "validate_pending", "validates_at", "validation_loss"]
+
+log = logging.getLogger("gensbi_sharding")
 
 _VAL_STREAM = 0x7FFFFFFF  # folded into the base key: a stream the train steps never reach
 
@@ -93,6 +96,25 @@ def record_validation(stopper: EarlyStopping, functions: StepFunctions, state: A
                                  "lower train.learning_rate or check the data")
     copy = lambda: jax.tree.map(lambda a: a.copy(), functions.weights(state))  # noqa: E731 (donated next step)
     return stopper.observe(step, loss, copy)
+
+
+def validate_pending(stopper: EarlyStopping, functions: StepFunctions, state: Any, val_batches: list[dict],
+                     key: jax.Array, step: int, *, val_every: int, last_step: int, draws: int, mesh: Any) -> None:
+    """Run a resumed run's validation of its first ``step`` if due and not in ``stopper`` yet, and log the result.
+
+    A checkpoint is saved after its step's validation unless a stop came before or inside it; the
+    resume line named the checkpoint's best step, so the one this validation leaves is logged too.
+    """
+    from gensbi_sharding import mesh_context
+
+    if not (val_batches and step and not stopper.validated(step)
+            and validates_at(step, val_every=val_every, last_step=last_step)):
+        return
+    with mesh_context(mesh):
+        loss = validation_loss(functions, state, val_batches, key, draws=draws)
+    record_validation(stopper, functions, state, step, loss)
+    log.info("validation of step %d (its checkpoint was saved before it): %.4f; early stopping: best step %d, "
+             "%d validation(s)", step, loss, stopper.best_step, len(stopper.history))
 
 
 def validates_at(step: int, *, val_every: int, last_step: int) -> bool:
