@@ -183,6 +183,44 @@ def test_a_budget_too_small_for_any_batch_names_the_budget_that_fits(mesh):
     assert next(build_pipeline(cfg.data, seed=0, mesh=mesh).train_batches)["theta"].shape == (8, 2)
 
 
+@pytest.mark.parametrize("spec, listed, batch, want", [
+    ("dict", None, 64, "mesh.model_axis=3 (data-parallel size 2) or devices.cpu_count=4 (data-parallel size 4)"),
+    ("auto", None, 64, "mesh=dict mesh.model_axis=3 (data-parallel size 2) or devices.cpu_count=4 (data-parallel "
+                       "size 4)"),
+    ("dict", [0, 1, 2, 3, 4, 5], 100, "mesh.model_axis=3 (data-parallel size 2)"),  # a list: cpu_count changes nothing
+    ("dict", None, 100, "mesh.model_axis=3 (data-parallel size 2) or devices.cpu_count=5 (data-parallel size 5)")])
+def test_a_batch_the_devices_do_not_split_names_the_meshes_that_keep_it(devices, spec, listed, batch, want):
+    # Was: 6 devices (e.g. a run resumed on fewer) and data.batch_size=64 named only data.batch_size=66, though
+    # the batch size, which the resumed run trained with, fits mesh.model_axis=3 or devices.cpu_count=4 as it is.
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness.hints import batch_size_problem
+
+    six = make_mesh(jax.devices()[:6])
+    cfg = compose_tiny(f"data.batch_size={batch}")
+    mesh_cfg = OmegaConf.create({"spec": spec, "model_axis": 1, "devices": listed})
+    with pytest.raises(ConfigError) as err:
+        check_batch_config(cfg.data, six, shards=1, mesh_cfg=mesh_cfg)
+    nearest = nearest_batch_sizes(batch, 6)[0]  # the one rule: the batch-size hint stays first
+    assert str(err.value) == (f"data.batch_size={batch} cannot be used: the global batch size {batch} must be a "
+                              f"multiple of 6 (it is split over the data-parallel size 6); set data.batch_size="
+                              f"{nearest}; or keep data.batch_size={batch} on another mesh: {want}")
+    if spec == "dict" and listed is None:  # the data stream's own check says the same
+        with pytest.raises(ValueError) as raw:
+            D.iterate_batches(np.zeros((700, 2)), np.zeros((700, 2)), batch_size=batch, seed=0, mesh=six)
+        assert str(raw.value) == str(err.value)
+    for size in map(int, re.findall(r"data-parallel size (\d+)", want)):  # each named mesh takes the batch
+        assert batch_size_problem(batch, shards=1, data_parallel=size, train_rows=700) is None
+    check_batch_config(cfg.data, make_mesh(jax.devices()[:6], model_axis=3), shards=1, mesh_cfg=mesh_cfg)
+    check_batch_config(cfg.data, make_mesh(jax.devices()[:4]), shards=1, mesh_cfg=mesh_cfg)
+
+
+def test_a_run_names_the_meshes_that_keep_its_batch(tmp_path, devices):
+    metrics = run_tiny(tmp_path / "run", "data.batch_size=64", "mesh.devices=[0,1,2,3,4,5]")  # refused before data
+    assert metrics["status"] == "error" and metrics["error"].endswith(
+        "set data.batch_size=66; or keep data.batch_size=64 on another mesh: mesh.model_axis=3 (data-parallel size 2)")
+
+
 def test_nearest_batch_sizes_table():
     assert nearest_batch_sizes(64, 24, 900) == (72, 48)
     assert nearest_batch_sizes(60, 24, 900) == (48, 72)  # tie: the smaller first

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from gensbi_sharding.harness.hints import batch_size_problem
+from gensbi_sharding.harness.hints import batch_size_problem, mesh_alternatives
 from gensbi_sharding.harness.registry import register_data
 from gensbi_sharding.harness.simulation_data import SimulationData, global_stats
 from gensbi_sharding.harness.tasks import (TASKS, check_observation, check_transforms, get_task,
@@ -192,7 +192,7 @@ def iterate_batches(theta: np.ndarray, x: np.ndarray, *, batch_size: int, seed: 
     ValueError
         If theta/x are not 2-D with equal row counts, batch_size is not a positive
         integer, exceeds n, or is not divisible by the data-parallel size (the
-        message then names ``data.batch_size=<nearest valid>``).
+        message then names ``data.batch_size=<nearest valid>`` and the meshes that keep it).
     """
     theta = np.asarray(theta, dtype=np.float32)
     x = np.asarray(x, dtype=np.float32)
@@ -204,7 +204,7 @@ def iterate_batches(theta: np.ndarray, x: np.ndarray, *, batch_size: int, seed: 
     n = theta.shape[0]
     problem = batch_size_problem(batch_size, shards=1, data_parallel=batch_size_divisor(mesh), train_rows=n)
     if problem:
-        raise ValueError(problem)
+        raise ValueError(problem + mesh_alternatives(batch_size, shards=1, train_rows=n, mesh=mesh))
     check_batch_divisible({"theta": theta[:batch_size], "x": x[:batch_size]}, mesh, "train")
     return _batches(theta, x, batch_size, seed, mesh, epoch_shuffle, place)
 

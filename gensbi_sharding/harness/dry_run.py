@@ -118,7 +118,7 @@ def dry_run_metrics(cfg: DictConfig, mesh: Any, rule_name: str, table: dict) -> 
         from gensbi_sharding.harness.pipeline import check_batch_config
 
         check_batch_config(cfg.data, mesh, shards=cfg.data.shards or jax.process_count(),
-                           per_process=cfg.data.shards is None, processes=jax.process_count())
+                           per_process=cfg.data.shards is None, processes=jax.process_count(), mesh_cfg=cfg.mesh)
     dim_theta, dim_x = task_dims(cfg.data.name)
     log.info("[dry run] compile one train step: %s on %s, rule %r", cfg.model.name,
              dict(mesh.shape) if mesh is not None else "no mesh", rule_name)

@@ -16,7 +16,7 @@ from typing import Any
 
 from gensbi_sharding.batch import nearest_batch_sizes
 
-__all__ = ["batch_size_problem", "model_axis_problem", "mesh_devices_problem", "overrides_named", "mesh_axis_fix",
+__all__ = ["batch_size_problem", "mesh_alternatives", "model_axis_problem", "mesh_devices_problem", "overrides_named", "mesh_axis_fix",
            "closest_name", "launched_with", "override_literal"]
 
 
@@ -76,6 +76,40 @@ def batch_size_problem(batch_size: int, *, shards: int, data_parallel: int, trai
         advice = f"set data.batch_size={fix}"
     return (f"data.batch_size={batch_size} cannot be used: the global batch size {batch_size} must be "
             f"{' and '.join(reasons)}; {advice}")
+
+
+def mesh_alternatives(batch_size: int, *, shards: int, train_rows: int, mesh: Any, mesh_cfg: Any = None) -> str:
+    """The other meshes on which ``batch_size`` is valid as it is, as overrides ('' if none), to add to its message.
+
+    ``batch_size_problem`` decides each (the one rule): the nearest ``mesh.model_axis`` that divides each
+    process's devices, and on simulated CPU devices without a ``mesh.devices`` list the nearest
+    ``devices.cpu_count`` (all processes' devices, as ``distributed=local`` takes it; a model group
+    stays in one process). ``mesh_cfg``: the run's ``mesh`` config (``mesh=auto`` needs ``mesh=dict``).
+    """
+    import jax
+
+    if mesh is None or "model" not in mesh.shape:
+        return ""
+    devices, axis, processes = mesh.devices.size, mesh.shape["model"], jax.process_count()
+    local = devices // processes
+
+    def fits(data_parallel: int) -> bool:
+        return batch_size_problem(batch_size, shards=shards, data_parallel=data_parallel, train_rows=train_rows) is None
+
+    options = []
+    axes = [m for m in range(1, local + 1) if local % m == 0 and m != axis and fits(devices // m)]
+    if axes:
+        m = min(axes, key=lambda m: (abs(m - axis), m))
+        auto = mesh_cfg is not None and mesh_cfg.spec == "auto"
+        options.append(f"{'mesh=dict ' * auto}mesh.model_axis={m} (data-parallel size {devices // m})")
+    listed = mesh_cfg is not None and mesh_cfg.spec == "dict" and mesh_cfg.devices
+    if mesh.devices.flat[0].platform == "cpu" and not listed:
+        step = processes * axis
+        counts = [c for c in range(step, 2 * devices + 1, step) if c != devices and fits(c // axis)]
+        if counts:
+            c = min(counts, key=lambda c: (abs(c - devices), c))
+            options.append(f"devices.cpu_count={c} (data-parallel size {c // axis})")
+    return f"; or keep data.batch_size={batch_size} on another mesh: {' or '.join(options)}" if options else ""
 
 
 def model_axis_problem(model_axis: int, devices: int, simulated: bool = False,

@@ -21,7 +21,7 @@ import numpy as np
 
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.data import iterate_batches, shard_train_rows
-from gensbi_sharding.harness.hints import batch_size_problem
+from gensbi_sharding.harness.hints import batch_size_problem, mesh_alternatives
 from gensbi_sharding.harness.registry import get_data
 from gensbi_sharding.harness.simulation_data import SimulationData
 from gensbi_sharding.harness.tasks import to_unconstrained, transform_x
@@ -45,7 +45,7 @@ class Pipeline:
 
 
 def build_pipeline(data_cfg: Any, *, seed: int, mesh: Any, shards: int | None = None,
-                   skip: int = 0, statistics: dict | None = None) -> Pipeline:
+                   skip: int = 0, statistics: dict | None = None, mesh_cfg: Any = None) -> Pipeline:
     """Simulate, normalise and batch the data set named by ``data_cfg.name``.
 
     ``skip`` global batches are drawn and dropped (unplaced) first, so a resumed run
@@ -60,7 +60,8 @@ def build_pipeline(data_cfg: Any, *, seed: int, mesh: Any, shards: int | None = 
         If the batch size does not split over the shards and the data-parallel devices,
         or exceeds the training pairs (checked before simulating, and again after
         non-finite simulations are dropped); the message names the value and the one
-        ``data.batch_size`` (or ``data.num_simulations``) that fixes every constraint.
+        ``data.batch_size`` (or ``data.num_simulations``) that fixes every constraint, and the
+        meshes that keep the batch size (``hints.mesh_alternatives``; ``mesh_cfg``: the run's ``mesh``).
     """
     import jax
 
@@ -70,7 +71,7 @@ def build_pipeline(data_cfg: Any, *, seed: int, mesh: Any, shards: int | None = 
     if shards % processes:
         raise ConfigError(f"data.shards={shards} must be a multiple of the {processes} processes; "
                           f"set data.shards={processes * max(round(shards / processes), 1)}")
-    check_batch_config(data_cfg, mesh, shards=shards, per_process=per_process, processes=processes)
+    check_batch_config(data_cfg, mesh, shards=shards, per_process=per_process, processes=processes, mesh_cfg=mesh_cfg)
     own = range(rank * shards // processes, (rank + 1) * shards // processes)
     factory = get_data(data_cfg.name)
     with warnings.catch_warnings():
@@ -95,7 +96,8 @@ def build_pipeline(data_cfg: Any, *, seed: int, mesh: Any, shards: int | None = 
     problem = batch_size_problem(data_cfg.batch_size, shards=shards, data_parallel=batch_size_divisor(mesh),
                                  dropped=dropped, train_rows=train_rows, per_process=per_process)
     if problem:
-        raise ConfigError(problem)
+        raise ConfigError(problem + mesh_alternatives(data_cfg.batch_size, shards=shards, train_rows=train_rows,
+                                                      mesh=mesh, mesh_cfg=mesh_cfg))
     local = data_cfg.batch_size // shards
     streams = [iterate_batches(*part.normalized("train"), batch_size=local, seed=seed * 7919 + s,
                                mesh=None, place=False) for s, part in zip(own, parts)]
@@ -116,12 +118,13 @@ def build_pipeline(data_cfg: Any, *, seed: int, mesh: Any, shards: int | None = 
 
 
 def check_batch_config(data_cfg: Any, mesh: Any, *, shards: int, per_process: bool = False,
-                       processes: int = 1) -> None:
+                       processes: int = 1, mesh_cfg: Any = None) -> None:
     """``ConfigError`` unless ``data.batch_size`` fits the shards, the mesh and the training pairs.
 
     Uses the sizes ``data.num_simulations`` and ``data.val_fraction`` give before any
     simulation; the message names the one ``data.batch_size`` that fixes everything and,
-    where the user chose ``data.shards``, the nearest shard count that keeps the batch size.
+    where the user chose ``data.shards``, the nearest shard count that keeps the batch size, and the
+    meshes that keep it (``hints.mesh_alternatives``; ``mesh_cfg``: the run's ``mesh`` config).
     """
     vf, multiple = data_cfg.val_fraction, math.lcm(shards, batch_size_divisor(mesh))
     rows = shard_train_rows(data_cfg.num_simulations, vf, shards)
@@ -139,7 +142,8 @@ def check_batch_config(data_cfg: Any, mesh: Any, *, shards: int, per_process: bo
             other = min(fits, key=lambda s: (abs(s - shards), s))
             problem += f", or keep data.batch_size={data_cfg.batch_size} and set data.shards={other}"
     if problem:
-        raise ConfigError(problem)
+        raise ConfigError(problem + mesh_alternatives(data_cfg.batch_size, shards=shards, train_rows=rows, mesh=mesh,
+                                                      mesh_cfg=mesh_cfg))
 
 
 def _placer(mesh: Any, processes: int):

@@ -194,7 +194,7 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
         check_evaluation(cfg.data.name, observations,
                          x_transform=cfg.data.x_transform, num_samples=cfg.eval.num_samples)
     pipe = build_pipeline(cfg.data, seed=cfg.seed, mesh=mesh, shards=cfg.data.shards, skip=start_step,
-                          statistics=saved_statistics(resume_dir))
+                          statistics=saved_statistics(resume_dir), mesh_cfg=cfg.mesh)
     sims = pipe.sims
     metrics.update(val_pairs=pipe.val_pairs, non_finite_simulations=pipe.dropped_non_finite)
 
