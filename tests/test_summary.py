@@ -332,4 +332,38 @@ def test_the_sweep_plots_status_marks_lie_inside_their_panels(tmp_path, monkeypa
             marks += 1
     assert marks == 3 * (2 if first == "ok" else 3)  # every panel marks each job without a bar
     legend = fig.axes[0].get_legend()  # no bar, no legend: it was an empty box titled "rule"
-    assert [t.get_text() for t in legend.get_texts()] == ["replicated"] if first == "ok" else legend is None
+    # The interrupted job's figures so far are drawn now, marked partial (they were not drawn at all).
+    assert [t.get_text() for t in legend.get_texts()] == ["replicated"] + (
+        [] if first == "ok" else ["partial: a stopped job, so far"])
+    no_bars = [{"job": "0", "overrides": {"rule": "replicated"}, "metrics": {"status": "interrupted"}}, *rows[1:]]
+    plots.plot_sweep(no_bars, ["rule"], tmp_path / "sweep.png")  # stopped before it measured anything
+    assert figures[-1].axes[0].get_legend() is None
+
+
+def test_the_sweep_plot_draws_what_a_stopped_job_reached_marked_partial(tmp_path, monkeypatch):
+    """An interrupted or preempted job was a gray label only, though its metrics.json holds the memory and step
+    time it measured and the step and validation loss it reached."""
+    from gensbi_sharding.harness import plots
+
+    figures = []
+    monkeypatch.setattr(plots, "_save", lambda fig, path, title: figures.append(fig) or path)
+    stopped = dict(ok_metrics(22280, 0.004, None), status="interrupted", stopped_at_step=5, final_step=5,
+                   final_val_loss=1.99230, config={"train": {"steps": 8}})
+    preempted = dict(ok_metrics(22280, 0.005, None), status="preempted", stopped_at_step=300, final_step=300)
+    rows = [{"job": "0", "overrides": {"rule": "replicated"}, "metrics": ok_metrics(22280, 0.002, 0.6)},
+            {"job": "1", "overrides": {"rule": "fsdp"}, "metrics": stopped},
+            {"job": "2", "overrides": {"rule": "tensor"}, "metrics": preempted}]
+    plots.plot_sweep(rows, ["rule"], tmp_path / "sweep.png")
+    fig = figures[0]
+    memory, step_time, c2st = fig.axes
+    # Each job's step time as a bar (ms); the stopped ones faded and dashed, the finished one solid.
+    bars = sorted((round(b.get_height(), 6), b.get_alpha(), b.get_linestyle()) for b in step_time.patches)
+    assert bars == [(2.0, 1.0, "-"), (4.0, 0.4, "--"), (5.0, 0.4, "--")]
+    assert len(memory.patches) == 3 * 2 and {round(b.get_alpha(), 6) for b in memory.patches[2:]} == {0.4, 0.16}
+    assert sorted(t.get_text() for t in step_time.texts) == [
+        "interrupted at step 5 of 8 (partial)", "preempted at step 300 (partial)"]
+    assert sorted(t.get_text() for t in c2st.texts) == [  # no C2ST: the last figure it has
+        "interrupted at step 5 of 8; val loss 1.992", "preempted at step 300"]
+    assert [t.get_text() for t in memory.get_legend().get_texts()] == [
+        "replicated", "fsdp", "tensor", "partial: a stopped job, so far"]
+    assert fig._suptitle.get_text() == "3 jobs, 1 interrupted, 1 preempted; swept: rule"  # never counted as done

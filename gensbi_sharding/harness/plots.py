@@ -21,7 +21,10 @@ from gensbi_sharding.harness.outputs import write_atomic
 from gensbi_sharding.harness.units import c2st_spread, format_c2st, is_number
 
 __all__ = ["window_means", "plot_losses", "memory_parts", "plot_sweep", "posterior_title", "status_word",
-           "status_counts"]
+           "status_counts", "PARTIAL", "partial_note"]
+
+#: Statuses of a job stopped with a checkpoint: what it measured before it stopped is drawn, marked partial.
+PARTIAL = ("interrupted", "preempted")
 
 
 def window_means(steps: np.ndarray, losses: np.ndarray, window: int,
@@ -134,6 +137,19 @@ def status_counts(statuses: Sequence[Any], *, zero_failed: bool = True) -> str:
         f", {n} {word}" for word, n in counts.items() if word)
 
 
+def partial_note(metrics: dict[str, Any], *, measured: bool = True) -> str:
+    """How a stopped job is marked: "interrupted at step 5 of 8 (partial)" beside the figures it measured, or
+    where it has none "interrupted at step 5 of 8; val loss 1.992" (its last figure); the status alone with no step."""
+    status = str(metrics.get("status"))
+    step = metrics.get("stopped_at_step", metrics.get("preempted_at_step", metrics.get("final_step")))
+    if not is_number(step):
+        return status
+    total = ((metrics.get("config") or {}).get("train") or {}).get("steps")
+    text = f"{status} at step {step}" + (f" of {total}" if is_number(total) else "")
+    val = metrics.get("final_val_loss")
+    return f"{text} (partial)" if measured else text + (f"; val loss {val:.3f}" if is_number(val) else "")
+
+
 def _scale(values: Sequence[float]) -> tuple[float, str]:
     top = max([v for v in values if is_number(v)], default=0)
     for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
@@ -163,7 +179,8 @@ def plot_sweep(rows: Sequence[dict[str, Any]], keys: Sequence[str], path: Path, 
 
     Jobs are grouped on the x axis by every swept key but the last, and coloured by the last
     one (one swept key: one bar per value). A failed job is marked "failed" where its bar
-    would be, one that never ran or was stopped by its status ("not run", "preempted"). Train
+    would be, one that never ran by its status ("not run"); one stopped with a checkpoint (``PARTIAL``)
+    gets the bars it measured, faded and dashed, marked with the step it reached (``partial_note``). Train
     sweeps: memory per device (parameters, with optimizer state stacked lighter, the EMA of
     the weights hatched and the best weights early stopping keeps cross-hatched: what a device
     holds), median step time, C2ST with its spread and
@@ -197,6 +214,7 @@ def plot_sweep(rows: Sequence[dict[str, Any]], keys: Sequence[str], path: Path, 
         # The memory panel stacks the whole state (the EMA too): "memory per device" left it out.
         return memory_parts(row["metrics"]) if "ema" in metric_keys else [row["metrics"].get(k) for k in metric_keys]
 
+    partial_drawn = []  # jobs stopped with a checkpoint whose figures so far are drawn
     for ax, (panel, metric_keys, is_bytes) in zip(axes, panels):
         scale, unit = _scale([sum(v for v in measured(r, metric_keys) if is_number(v)) for r in rows]) if is_bytes \
             else (1e-3, "ms") if metric_keys == ["median_step_s"] else (1.0, "")
@@ -204,14 +222,20 @@ def plot_sweep(rows: Sequence[dict[str, Any]], keys: Sequence[str], path: Path, 
             hue = row["overrides"].get(hue_key, "") if hue_key else ""
             x = groups.index(label(row)) + (hues.index(hue) - (len(hues) - 1) / 2) * width
             color = f"C{hues.index(hue) % 10}"
-            values = measured(row, metric_keys)
-            if row["metrics"].get("status") != "ok" or not is_number(values[0]):
-                status = status_word(row["metrics"].get("status"))  # "not run", "preempted": not failures
+            values, status = measured(row, metric_keys), row["metrics"].get("status")
+            partial = status in PARTIAL  # its figures so far are drawn faded and dashed, and say so
+            if (status != "ok" and not partial) or not is_number(values[0]):
+                status = (partial_note(row["metrics"], measured=False) if partial
+                          else status_word(status))  # "not run", "preempted": not failures
                 # At the panel's foot in axes coordinates: at the data's y=0 it fell below the C2ST panel's
                 # 0.4-1.02 and, in a panel with no bar, outside its default limits.
                 ax.text(x, 0.02, status or "n/a", rotation=90, ha="center", va="bottom", fontsize="small",
                         transform=ax.get_xaxis_transform(), color="red" if status == "failed" else "gray")
                 continue
+            if partial:  # was a bare "interrupted": what it reached, and that it did not finish
+                partial_drawn.append(row["job"])
+                ax.text(x, 0.02, partial_note(row["metrics"]), rotation=90, ha="center", va="bottom",
+                        fontsize="small", transform=ax.get_xaxis_transform(), color="black")
             bottom = 0.0
             for i, value in enumerate(values):
                 if not is_number(value):
@@ -219,8 +243,9 @@ def plot_sweep(rows: Sequence[dict[str, Any]], keys: Sequence[str], path: Path, 
                 std = c2st_spread(row["metrics"]) if metric_keys == ["c2st"] else None
                 # The EMA "//", the best weights early stopping keeps "xx" (memory_parts' 4th; a dry run's 2nd).
                 hatch = {2: "//", 3: "xx"}.get(i) if "ema" in metric_keys else "xx" if i == 1 else None
-                ax.bar(x, value / scale, width * 0.9, bottom=bottom, color=color, alpha=1.0 if i == 0 else 0.4,
-                       hatch=hatch,
+                ax.bar(x, value / scale, width * 0.9, bottom=bottom, color=color,
+                       alpha=(1.0 if i == 0 else 0.4) * (0.4 if partial else 1.0), hatch=hatch,
+                       edgecolor=color if partial else None, linestyle="--" if partial else "-",
                        yerr=std if is_number(std) else None, capsize=3,
                        label=hue if (i == 0 and hue_key and groups.index(label(row)) == 0) else None)
                 bottom += value / scale
@@ -237,7 +262,12 @@ def plot_sweep(rows: Sequence[dict[str, Any]], keys: Sequence[str], path: Path, 
         ax.set_xlim(-0.5, len(groups) - 0.5)  # every job's place, also where no job drew a bar (text sets no limits)
         ax.grid(axis="y", alpha=0.3)
     handles, labels = axes[0].get_legend_handles_labels()
-    if hue_key and handles:  # no job drew a bar (a sweep stopped in its first job): no empty legend box
+    if partial_drawn:
+        from matplotlib.patches import Patch
+
+        handles.append(Patch(facecolor="lightgray", edgecolor="gray", linestyle="--"))
+        labels.append("partial: a stopped job, so far")
+    if handles:  # no job drew a bar (a sweep stopped in its first job): no empty legend box
         axes[0].legend(handles, labels, title=hue_key, fontsize="small")
     counts = status_counts([r["metrics"].get("status") for r in rows], zero_failed=False)
     title = title or (f"{len(rows)} jobs{counts}"
