@@ -21,7 +21,7 @@ import orbax.checkpoint as ocp
 
 from gensbi_sharding.checkpoint_steps import (ITEMS, as_path, committed_steps, flat_by_path, is_prng_key,
                                               item_handlers, nest_by_path)
-from gensbi_sharding.nodes import is_int, is_node, is_scalar, node_state
+from gensbi_sharding.nodes import check_value_leaves, is_int, is_node, is_scalar, node_state
 
 __all__ = ["CheckpointWriter"]
 
@@ -138,7 +138,8 @@ class CheckpointWriter:
         RuntimeError
             If the writer is closed.
         TypeError
-            If ``state`` is no NNX node, state or non-empty mapping, ``key`` no typed PRNG key, or ``info`` no mapping.
+            If ``state`` is no NNX node, state or non-empty mapping (or holds a leaf neither an array nor a number, e.g.
+            a ``str``: named), ``key`` no typed PRNG key, or ``info`` no mapping.
         FloatingPointError
             If a floating-point array holds NaN or inf: nothing written; names the latest finite checkpoint.
         """
@@ -160,6 +161,7 @@ class CheckpointWriter:
             raise TypeError(f"key={key!r:.60} must be a typed JAX PRNG key, e.g. jax.random.key(0)")
         info = _checked_json(info, "info", "e.g. {'best_step': 3}")
         state = node_state(state)  # a Module as a pytree would save tied weights twice, under two names
+        check_value_leaves(flat_by_path(state).items(), "CheckpointWriter.save")  # a str: Orbax named no fix
         bad = _non_finite(state)
         if bad:
             latest = self.latest()

@@ -65,12 +65,12 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Rule
         reads back a value it computed, changes an NNX object made outside it (an ``nnx.Rngs``) or builds other values
         in each group's trace (an unseeded global RNG), or ``mesh`` holds no local device.
     TypeError
-        If ``factory()`` returns no NNX graph node, or ``mesh`` is neither None nor a ``jax.sharding.Mesh``.
+        If ``factory()`` returns no NNX graph node, or ``mesh`` is neither None nor a ``jax.sharding.Mesh``, or (with a
+        mesh) a variable's value holds a leaf neither an array nor a number, e.g. a ``str``, naming it.
     """
     rule = _check(factory, rule)
     if mesh is None:
-        node = factory()
-        check_node(node, "init_sharded (what the factory returned)")
+        check_node(node := factory(), "init_sharded (what the factory returned)")
         return node
     graphdef, state, plan = _trace_and_plan(factory, mesh, rule, warn, "init_sharded")
     variables = dict((path_name(p), v) for p, v in nnx.to_flat_state(state) if path_name(p) in plan.specs)

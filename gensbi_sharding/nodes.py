@@ -5,7 +5,7 @@ They import nothing from the package, so every module may import them without a 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import hashlib
@@ -19,7 +19,7 @@ from jax.sharding import AbstractMesh, Mesh
 __all__ = ["is_int", "is_array", "is_scalar", "path_name", "check_mesh", "is_node", "check_node", "node_state",
            "array_variables", "check_plan_fits", "abstract_state", "placed_dtype", "eval_shape_off_mesh", "call_traced",
            "is_array_like", "array_leaves", "placed_as", "value_leaves", "leaf_paths", "shape_of", "scalars_of", "keep_scalars", "trace_factory",
-           "trace_digest"]
+           "trace_digest", "check_value_leaves"]
 
 
 def is_int(x: Any) -> bool:
@@ -68,6 +68,22 @@ def keep_scalars(kept: Any, value: Any) -> Any:
     """``value`` with the scalars of ``kept`` (the same tree before a trace or jit made them arrays, e.g.
     ``scalars_of``) put back at any depth of a pytree value, e.g. ``{"n": 3}`` kept an int, not an int32 array."""
     return value if kept is None else jax.tree.map(lambda k, v: k if is_scalar(k) else v, kept, value)
+
+
+def check_value_leaves(values: Iterable[tuple[str, Any]], caller: str) -> list[tuple[str, Any]]:
+    """``values`` (``("a/b", value)`` pairs) as a list; a ``TypeError`` naming ``caller``, the variable and its leaf
+    (``stats/tag``) if a value holds a leaf, at any depth, neither an array nor a scalar (``is_scalar``), e.g. a
+    ``str``: JAX's trace and Orbax refused it naming neither the variable nor what is accepted."""
+    values = list(values)
+    for name, value in values:
+        for keys, leaf in jax.tree_util.tree_leaves_with_path(value):
+            if not (is_array_like(leaf) or is_scalar(leaf)):
+                where = "/".join([name, *(jax.tree_util.keystr((k,), simple=True) for k in keys)])
+                raise TypeError(f"{caller}: {where} holds {type(leaf).__name__} {leaf!r:.40}; a "
+                                "variable's value, or each leaf of a pytree value, must be an array (JAX or NumPy) or "
+                                "a Python/NumPy number or bool: keep other data as a plain attribute of the Module "
+                                "(static, in its graph, not its state)")
+    return values
 
 
 def value_leaves(path: tuple, value: Any) -> list[tuple[tuple, Any]]:
@@ -225,8 +241,8 @@ def trace_factory(factory: Callable[[], Any], caller: str = "init_sharded") -> t
         node = call_traced(factory, caller)
         check_node(node, f"{caller} (what the factory returned)")
         graphdef, state = nnx.split(node)
-        found.update(graphdef=graphdef, scalars={  # graphdef is static; a pytree value's scalars too ({"n": 3})
-            path_name(p): scalars_of(v.get_value()) for p, v in nnx.to_flat_state(state)})
+        values = check_value_leaves([(path_name(p), v.get_value()) for p, v in nnx.to_flat_state(state)], caller)
+        found.update(graphdef=graphdef, scalars={p: scalars_of(v) for p, v in values})  # a pytree value's ({"n": 3})
         return state
 
     try:

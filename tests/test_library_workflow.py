@@ -366,6 +366,40 @@ def test_scalars_in_a_pytree_variable_stay_python_scalars_when_built_sharded_or_
     assert type(restored["stats"].get_value()["rate"]) is float
 
 
+@pytest.mark.parametrize("leaf, text", [("abc", "str 'abc'"), (b"ab", "bytes b'ab'"),
+                                        (print, "builtin_function_or_method <built-in function print>")])
+@pytest.mark.parametrize("value, where", [("mixed", "stats/tag"), ("alone", "stats")])
+def test_a_leaf_neither_array_nor_number_in_a_variable_is_named_with_what_is_accepted(tmp_path, leaf, text, value,
+                                                                                      where):
+    # Was JAX's "function build at init.py:243 traced for jit returned a value of type <class 'str'> at output
+    # component ['stats'].value['tag']" in init_sharded, and Orbax's "TypeHandler lookup failed for: type=<class
+    # 'str'>" in the save, naming neither the variable's path nor what a value may hold.
+    from gensbi_sharding import checkpoint
+
+    class Tagged(nnx.Module):
+        def __init__(self):
+            self.lin = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+            self.stats = nnx.Variable({"w": jnp.ones(3), "tag": leaf, "n": 3} if value == "mixed" else leaf)
+
+    accepted = ("; a variable's value, or each leaf of a pytree value, must be an array (JAX or NumPy) or a "
+                "Python/NumPy number or bool: keep other data as a plain attribute of the Module (static, in its "
+                "graph, not its state)")
+    mesh = gs.make_mesh(model_axis=2)
+    for caller, call in (("init_sharded", lambda: gs.init_sharded(Tagged, mesh, warn=False)),
+                         ("abstract_sharded", lambda: gs.abstract_sharded(Tagged, mesh, warn=False)),
+                         ("abstract_state_for", lambda: checkpoint.abstract_state_for(Tagged, mesh))):
+        with pytest.raises(TypeError) as error:
+            call()
+        assert str(error.value) == f"{caller}: {where} holds {text}{accepted}"
+    model = Tagged()
+    gs.shard_model(model, mesh, "replicated")  # placed as before: the arrays, the other leaves kept as they are
+    assert model.lin.kernel.get_value().sharding.mesh.shape == mesh.shape
+    with checkpoint.CheckpointWriter(tmp_path) as writer, pytest.raises(TypeError) as error:
+        writer.save(1, model, jax.random.key(0))
+    assert str(error.value) == f"CheckpointWriter.save: {where} holds {text}{accepted}"
+    assert checkpoint.committed_steps(tmp_path) == []  # nothing written
+
+
 def test_a_checkpoint_refuses_two_leaves_of_one_name_it_restored_one_into_both(tmp_path):
     # Was silent: {"x/y": ones, "x": {"y": zeros}} was saved as one leaf "stats/x/y" and restored as ones in both
     # places; {"x": a, "x/y": b} nests one leaf inside another.
