@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,30 @@ def launch(*args, cwd):
     env.pop("HYDRA_FULL_ERROR", None)
     return subprocess.run([sys.executable, str(REPO / "launch.py"), *TINY, *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=240)
+
+
+def test_a_childs_stderr_reaches_the_console_until_a_peer_dies_then_its_log(tmp_path, capfd):
+    # Was: XLA's teardown of the survivors ("F1202 ... client.h:86] Terminating process because the JAX distributed
+    # service detected fatal errors", E lines, source traces) on the console around the parent's error line.
+    from gensbi_sharding.harness.local_children import ChildOutput
+
+    (tmp_path / "process_0.log").write_text("[...][gensbi_sharding][INFO] - [5/7] train\n")
+    read_end, write_end = os.pipe()
+    output = ChildOutput(tmp_path)
+    output.follow(0, os.fdopen(read_end, "rb"))
+    os.write(write_end, b"train:  50%|#####     | 10/20\r")  # a progress bar, as it comes
+    seen, deadline = "", time.monotonic() + 5
+    while "10/20" not in seen and time.monotonic() < deadline:  # the pump's thread passes it on
+        time.sleep(0.01)
+        seen += capfd.readouterr().err
+    output.quiet([0])
+    fatal = b"F1202 01:06:15.164651   13719 client.h:86] Terminating process because ...\n"
+    os.write(write_end, fatal)
+    os.close(write_end)
+    output.join()
+    seen += capfd.readouterr().err
+    assert seen == "train:  50%|#####     | 10/20\r"
+    assert (tmp_path / "process_0.log").read_bytes() == b"[...][gensbi_sharding][INFO] - [5/7] train\n" + fatal
 
 
 @pytest.mark.slow

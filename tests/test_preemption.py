@@ -852,6 +852,14 @@ def test_a_dead_local_process_ends_the_job_naming_it(tmp_path):
     # Said on the console, and error.txt written, as for any failed run (was only in metrics.json, after
     # XLA's stack trace of the survivor): process 0's traceback if it lived to write one, else the message.
     assert f"[ERROR] {metrics['error']}" in log
+    # One line names the dead process and its log; XLA's teardown of the survivor (C++ E/F lines, "Terminating
+    # process because the JAX distributed service detected fatal errors", source traces) is in its log, not here.
+    assert metrics["first_failed_process"] == 1 and (
+        f"[ERROR] {metrics['error']}; its log: {out / 'process_1.log'} (what the others printed as they were stopped "
+        "is at the end of their process_<i>.log)") in log
+    assert not re.search(r"^[EF]\d{4} |Terminating process|Source Location Trace|Check fail", log, re.M), log[-3000:]
+    if metrics["process_exit_codes"][0] == -signal.SIGABRT:  # the survivor noticed before the parent stopped it
+        assert "Terminating process because the JAX distributed" in (out / "process_0.log").read_text()
     error_txt = (out / "error.txt").read_text()
     assert metrics["error"] in error_txt or error_txt.startswith("Traceback (most recent call last)"), error_txt
 

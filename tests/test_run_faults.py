@@ -626,10 +626,10 @@ def test_local_processes_killed_from_outside_name_their_last_checkpoint_and_the_
     _as_hydra_job(monkeypatch, out, ["distributed=local", "train.steps=2000"])
     real_popen = subprocess.Popen
 
-    def killed_child(command, env, pass_fds):  # rank 1 is killed; rank 0 aborts as JAX's heartbeat check does
+    def killed_child(command, env, pass_fds, stderr):  # rank 1 is killed; rank 0 aborts as JAX's heartbeat check does
         rank = int(next(c for c in command if c.startswith("distributed.process_id=")).split("=")[1])
         return real_popen([sys.executable, "-c", "import os, signal, time; time.sleep(%s); os.kill(os.getpid(), "
-                           "signal.%s)" % ((0.1, "SIGKILL") if rank else (0.6, "SIGABRT"))])
+                           "signal.%s)" % ((0.1, "SIGKILL") if rank else (0.6, "SIGABRT"))], stderr=stderr)
 
     monkeypatch.setattr(local_cluster.subprocess, "Popen", killed_child)
     cfg = OmegaConf.create({"distributed": {"local_processes": 2, "run_timeout_s": 60, "heartbeat_s": 1},
@@ -673,8 +673,9 @@ def test_a_stop_while_the_local_processes_start_up_is_a_stop_not_a_death(tmp_pat
     out.mkdir()
     _as_hydra_job(monkeypatch, out, ["distributed=local"])
     real_popen = subprocess.Popen
-    monkeypatch.setattr(local_cluster.subprocess, "Popen", lambda command, env, pass_fds: real_popen(
-        [sys.executable, "-c", "import time; time.sleep(30)"]))  # still starting up: the default handlers
+    monkeypatch.setattr(local_cluster.subprocess, "Popen", lambda command, env, pass_fds, stderr: real_popen(
+        [sys.executable, "-c", "import time; time.sleep(30)"],  # still starting up: the default handlers
+        stderr=stderr))
     threading.Timer(1.0, os.kill, (os.getpid(), signum)).start()
     cfg = OmegaConf.create({"distributed": {"local_processes": 2, "run_timeout_s": 60, "heartbeat_s": 1},
                             "devices": {"cpu_count": 8}})
@@ -706,11 +707,11 @@ def test_ctrl_c_of_a_local_processes_sweep_writes_its_summary_and_the_whole_swee
                                       f"hydra.sweep.dir={sweep}"])
     real_popen = subprocess.Popen
 
-    def child(command, env, pass_fds):  # a process that stops as for Ctrl-C (exit 130), once both are started
+    def child(command, env, pass_fds, stderr):  # a process that stops as for Ctrl-C (exit 130), once both started
         if "distributed.process_id=1" in command:
             threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
         return real_popen([sys.executable, "-c", "import signal, sys, time; "
-                           "signal.signal(signal.SIGTERM, lambda *a: sys.exit(130)); time.sleep(30)"])
+                           "signal.signal(signal.SIGTERM, lambda *a: sys.exit(130)); time.sleep(30)"], stderr=stderr)
 
     monkeypatch.setattr(local_cluster.subprocess, "Popen", child)
     with caplog.at_level(logging.INFO, logger="gensbi_sharding"), pytest.raises(KeyboardInterrupt):
@@ -737,8 +738,8 @@ def test_the_run_bound_says_on_the_console_to_raise_it_when_continuing(tmp_path,
     stopped = (f"import json, signal, sys, time; signal.signal(signal.SIGTERM, lambda *a: (json.dump("
                f"{record!r}, open({str(out / 'metrics.json')!r}, 'w')), sys.exit(75))); "
                "time.sleep(30)")  # as process 0 stops: its record, exit 75
-    monkeypatch.setattr(local_cluster.subprocess, "Popen", lambda command, env, pass_fds: real_popen(
-        [sys.executable, "-c", stopped]))
+    monkeypatch.setattr(local_cluster.subprocess, "Popen", lambda command, env, pass_fds, stderr: real_popen(
+        [sys.executable, "-c", stopped], stderr=stderr))
     cfg = OmegaConf.create({"distributed": {"local_processes": 2, "run_timeout_s": 1, "heartbeat_s": 1},
                             "devices": {"cpu_count": 8}})
     with caplog.at_level(logging.INFO):

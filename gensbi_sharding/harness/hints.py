@@ -16,8 +16,8 @@ from typing import Any
 
 from gensbi_sharding.batch import nearest_batch_sizes
 
-__all__ = ["batch_size_problem", "mesh_alternatives", "model_axis_problem", "mesh_devices_problem", "overrides_named", "mesh_axis_fix",
-           "closest_name", "launched_with", "override_literal"]
+__all__ = ["batch_size_problem", "mesh_alternatives", "model_axis_problem", "mesh_devices_problem", "overrides_named",
+           "mesh_axis_fix", "closest_name", "launched_with", "override_literal"]
 
 
 def batch_size_problem(batch_size: int, *, shards: int, data_parallel: int, train_rows: int,

@@ -22,7 +22,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ from omegaconf import DictConfig
 
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.launch_record import step_folder_names
+from gensbi_sharding.harness.local_children import ChildOutput, watch_parent
 from gensbi_sharding.harness.override_grammar import hydra_value
 from gensbi_sharding.harness.parent_signal import PARENT_SIGNAL_ENV, record_parent_signal
 from gensbi_sharding.harness.preemption import EXIT_INTERRUPTED, EXIT_PREEMPTED, PREEMPT_SIGNALS
@@ -55,8 +55,10 @@ def run_local_processes(cfg: DictConfig, out: Path) -> dict[str, Any]:
     """Run the job of ``cfg`` as ``cfg.distributed.local_processes`` local JAX processes.
 
     Returns the metrics process 0 wrote, with ``status`` "error" naming each process
-    that failed (its exit code or signal) if any did, or "preempted" if the children
-    stopped for a preemption signal.
+    that failed (its exit code or signal) if any did (``first_failed_process``: the rank that
+    failed first, None when the run bound stopped them), or "preempted" if the children
+    stopped for a preemption signal. Each child's stderr reaches the console until a peer of it
+    dies, then its ``process_<i>.log`` (``local_children.ChildOutput``).
 
     Raises
     ------
@@ -90,7 +92,7 @@ def run_local_processes(cfg: DictConfig, out: Path) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if k != "JAX_NUM_CPU_DEVICES"}
     env.update(PYTHONUNBUFFERED="1", XLA_FLAGS=_without_device_count(env.get("XLA_FLAGS", "")),
                **{LOCAL_CHILD_ENV: str(lifeline), CONTINUE_ENV: continue_command(out), PARENT_SIGNAL_ENV: received})
-    children = []
+    children, output = [], ChildOutput(out)
     earlier = _stamp(out / "metrics.json")  # a continued run's folder holds the earlier attempt's record
     try:
         for rank in range(n):
@@ -101,7 +103,8 @@ def run_local_processes(cfg: DictConfig, out: Path) -> dict[str, Any]:
                        f"hydra.run.dir={hydra_value(out)}",  # runs/a(1) quoted for Hydra, as the user had to
                        f"hydra.job.name=process_{rank}", "hydra.output_subdir=null",
                        "hydra.mode=RUN"]  # one run each, in out: a preset's hydra.mode=MULTIRUN (sbibm) started sweeps
-            children.append(subprocess.Popen(command, env=env, pass_fds=(lifeline,)))
+            children.append(subprocess.Popen(command, env=env, pass_fds=(lifeline,), stderr=subprocess.PIPE))
+            output.follow(rank, children[-1].stderr)  # to the console; after a peer dies, to its log (local_children)
     finally:
         os.close(lifeline)
     # The job's launch.log holds only this parent's lines: say where the run's own account goes.
@@ -131,7 +134,7 @@ def run_local_processes(cfg: DictConfig, out: Path) -> dict[str, Any]:
     previous = {s: signal.signal(s, forward) for s in (*PREEMPT_SIGNALS, signal.SIGINT)}
     try:
         codes, first_dead, lag = _wait(children, cfg.distributed.run_timeout_s,
-                                       cfg.distributed.heartbeat_s + _DEATH_GRACE_S, signalled, time_up)
+                                       cfg.distributed.heartbeat_s + _DEATH_GRACE_S, signalled, time_up, output.quiet)
     finally:  # Ctrl-C here: no child outlives the parent
         for s, handler in previous.items():
             signal.signal(s, handler)
@@ -141,6 +144,7 @@ def run_local_processes(cfg: DictConfig, out: Path) -> dict[str, Any]:
                 child.wait()
         os.close(keep_open)
         os.unlink(received)
+        output.join()
     metrics_path = out / "metrics.json"
     # Only what process 0 wrote in this attempt: else an attempt whose processes died before writing took the
     # earlier attempt's steps, figures and error ("process 0 reported: preempted ... at step 231") as its own.
@@ -170,7 +174,7 @@ def run_local_processes(cfg: DictConfig, out: Path) -> dict[str, Any]:
         log.error("%s", metrics["error"])
     else:
         reported = metrics.get("error")  # process 0's own error, when it recorded one
-        metrics.update(status="error", error=_failure(codes, first_dead, lag, cfg)
+        metrics.update(status="error", first_failed_process=first_dead, error=_failure(codes, first_dead, lag, cfg)
                        + (f"; process 0 reported: {reported}" if reported else _continue_hint(out)))
     return metrics
 
@@ -211,7 +215,9 @@ def run_local_job(cfg: DictConfig, out: Path, metrics: dict[str, Any]) -> str | 
     """
     metrics.update(run_local_processes(cfg, out))
     if metrics["status"] == "error":
-        log.error("%s", metrics["error"])
+        rank = metrics.get("first_failed_process")  # its log; XLA's teardown of the others went to theirs
+        log.error("%s%s", metrics["error"], "" if rank is None else f"; its log: {out / f'process_{rank}.log'} (what "
+                  "the others printed as they were stopped is at the end of their process_<i>.log)")
         if not (out / "error.txt").exists():  # process 0's traceback, when it wrote one, says more
             return f"{metrics['error']}\n(each process's own output: process_<rank>.log)\n"
     elif metrics["status"] in ("preempted", "interrupted") and (whole := whole_sweep_hint(out, sys.argv)):
@@ -219,27 +225,11 @@ def run_local_job(cfg: DictConfig, out: Path, metrics: dict[str, Any]) -> str | 
     return None
 
 
-def watch_parent() -> None:
-    """In a ``distributed=local`` child: end this process when the parent dies.
-
-    A daemon thread blocks reading the pipe the parent holds open; end of file means
-    the parent is gone (even killed with SIGKILL), and the child kills itself.
-    """
-    fd = os.environ.get(LOCAL_CHILD_ENV)
-    if not fd:
-        return
-
-    def wait_for_eof():
-        while os.read(int(fd), 1):
-            pass
-        os.kill(os.getpid(), signal.SIGKILL)
-
-    threading.Thread(target=wait_for_eof, name="parent-watch", daemon=True).start()
-
-
 def _wait(children: list[subprocess.Popen], timeout_s: float, grace_s: float, signalled: list[int],
-          time_up: Any = None) -> tuple[list[int], int | None, float | None]:
+          time_up: Any = None, on_death: Any = None) -> tuple[list[int], int | None, float | None]:
     """Exit codes, the rank that failed first (None if none) and how long the rest took after it.
+
+    ``on_death(ranks)``, when one fails: the ranks still running (XLA's teardown of them is noise).
 
     At ``timeout_s``, with no child dead and no signal received, ``time_up()`` (once) asks the children
     to stop as a preemption does; they get the preemption's grace to checkpoint, then are killed.
@@ -256,6 +246,8 @@ def _wait(children: list[subprocess.Popen], timeout_s: float, grace_s: float, si
             first_dead = min(failed, key=lambda rank: (codes[rank] >= 0, rank))
             died_at = time.monotonic()
             deadline = min(deadline, died_at + grace_s)
+            if on_death is not None:
+                on_death([rank for rank, code in enumerate(codes) if code is None])
         if signalled and not preempt_bound:
             deadline, preempt_bound = min(deadline, time.monotonic() + _PREEMPT_GRACE_S), True
         if all(code is not None for code in codes):

@@ -1,0 +1,72 @@
+"""``distributed=local``'s children: each one's tie to its parent, and the parent's handling of each one's stderr.
+
+When one process of a job dies, the others learn it from JAX's coordination service (or a collective that
+fails), and XLA ends them itself: C++ ``E``/``F`` log lines ("Terminating process because the JAX distributed
+service detected fatal errors", "Check failed"), absl's stack dumps, then SIGABRT. No public switch silences them
+(``TF_CPP_MIN_LOG_LEVEL`` keeps FATAL and the dumps), and the parent cannot stop the survivors sooner without
+losing what they would say of their own. So each child's stderr passes through the parent (``ChildOutput``):
+to the console as it comes (progress bars included) until a peer of that child dies, then to the end of the
+child's ``process_<i>.log``, where the parent's one error line points.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+from pathlib import Path
+from typing import IO
+
+from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
+
+__all__ = ["ChildOutput", "watch_parent"]
+
+
+class ChildOutput:
+    """Pass each child's stderr on to this process's stderr; once ``quiet(ranks)``, to their ``process_<i>.log``."""
+
+    def __init__(self, out: Path) -> None:
+        self.out, self._quiet, self._threads = Path(out), set(), []
+
+    def follow(self, rank: int, stderr: IO[bytes]) -> None:
+        """Start passing on ``stderr`` (a child's, ``subprocess.PIPE``), the child of ``rank``."""
+        thread = threading.Thread(target=self._pump, args=(rank, stderr), name=f"process-{rank}-stderr", daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def quiet(self, ranks: list[int]) -> None:
+        """From now on the output of ``ranks`` (the survivors of a dead peer) goes to their log files only."""
+        self._quiet.update(ranks)
+
+    def join(self, timeout_s: float = 5.0) -> None:
+        """Wait (bounded) until every child's stderr is drained: the parent's last line then comes last."""
+        for thread in self._threads:
+            thread.join(timeout=timeout_s)
+
+    def _pump(self, rank: int, stderr: IO[bytes]) -> None:
+        with stderr, contextlib.suppress(OSError):
+            while chunk := os.read(stderr.fileno(), 65536):
+                if rank in self._quiet:
+                    with open(self.out / f"process_{rank}.log", "ab") as log_file:
+                        log_file.write(chunk)
+                else:
+                    os.write(2, chunk)  # fd 2: past sys.stderr, as the child wrote it (a test's capture too)
+
+
+def watch_parent() -> None:
+    """In a ``distributed=local`` child: end this process when the parent dies.
+
+    A daemon thread blocks reading the pipe the parent holds open; end of file means
+    the parent is gone (even killed with SIGKILL), and the child kills itself.
+    """
+    fd = os.environ.get(LOCAL_CHILD_ENV)
+    if not fd:
+        return
+
+    def wait_for_eof():
+        while os.read(int(fd), 1):
+            pass
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    threading.Thread(target=wait_for_eof, name="parent-watch", daemon=True).start()
