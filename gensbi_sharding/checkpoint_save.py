@@ -75,7 +75,7 @@ class CheckpointWriter:
                                     "resolve=True)", label="config")
         _check_directory(self.directory)
         lock = _lock_directory(self.directory)  # before Orbax's manager: it deletes others' unfinished saves
-        self._unlock = weakref.finalize(self, _unlock, lock, None if lock is None else _identity(self.directory))
+        self._unlock = weakref.finalize(self, _unlock, lock)
         self.every, self.keep, self._closed = every, keep, False
         options = ocp.CheckpointManagerOptions(max_to_keep=keep, cleanup_tmp_directories=True,
                                                enable_async_checkpointing=async_save)
@@ -247,8 +247,9 @@ def _check_directory(directory: Path) -> None:
                               "are saved: pass an empty folder or one holding only checkpoints")
 
 
-def _lock_directory(directory: Path) -> int | None:
-    """``flock`` the folder itself (no file left behind, even by a killed run) until ``close``; None without locks.
+def _lock_directory(directory: Path) -> tuple[int, tuple[int, int]] | None:
+    """``flock`` the folder itself (no file left behind, even by a killed run) until ``close``: (fd, (device, inode)),
+    None without locks.
 
     Two writers of one folder deleted each other's saves under way (Orbax's temporary folders), losing steps. Process
     0 only: every process of a job writes its part of one checkpoint there.
@@ -257,31 +258,27 @@ def _lock_directory(directory: Path) -> int | None:
         return None
     directory.mkdir(parents=True, exist_ok=True)
     fd = os.open(directory, os.O_RDONLY)
+    identity = (os.fstat(fd).st_dev, os.fstat(fd).st_ino)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         os.close(fd)
-        whose = "open in this process" if _identity(directory) in _HELD else "in another process"
+        whose = "open in this process" if identity in _HELD else "in another process"
         raise RuntimeError(f"checkpoint directory {directory} is in use by another CheckpointWriter ({whose}): two "
                            "writers of one folder delete each other's saves under way; close that one first "
                            "(writer.close(), or a with block), or pass another directory") from None
     except OSError:  # a file system without locks (some network mounts): unguarded, as before
         os.close(fd)
         return None
-    _HELD.add(_identity(directory))
-    return fd
+    _HELD.add(identity)
+    return fd, identity
 
 
-def _identity(directory: Path) -> tuple[int, int]:
-    stat = os.stat(directory)
-    return stat.st_dev, stat.st_ino
-
-
-def _unlock(fd: int | None, identity: tuple[int, int] | None) -> None:
+def _unlock(lock: tuple[int, tuple[int, int]] | None) -> None:
     """Release ``_lock_directory``'s lock (at ``close``, or when an unclosed writer is collected)."""
-    if fd is not None:
-        _HELD.discard(identity)
-        os.close(fd)
+    if lock is not None:
+        _HELD.discard(lock[1])
+        os.close(lock[0])
 
 
 @jax.jit
