@@ -34,14 +34,19 @@ import itertools
 import os
 import pstats
 import tempfile
+import sys
 import time
 import warnings
 from pathlib import Path
 
-from cli_args import positive_int
-from hydra.errors import HydraException
-
 REPO = Path(__file__).resolve().parents[1]
+# This checkout's package, not whichever copy the environment has installed (another clone, a
+# non-editable install): the numbers must be of the code beside this script.
+sys.path.insert(0, str(REPO))
+
+from cli_args import positive_int  # noqa: E402 (after the path above)
+from hydra.errors import HydraException  # noqa: E402
+
 WARMUP_STEPS = 20  # GenSBI steps left out of its step time: compilation
 
 

@@ -29,6 +29,9 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+# This checkout's package, not whichever copy the environment has installed (another clone, a
+# non-editable install): the numbers must be of the code beside this script.
+sys.path.insert(0, str(REPO))
 GPU_SIZED = {"depth": 8, "depth_single_blocks": 16, "num_heads": 12, "axes_dim": [64, 0]}
 RULES = ("replicated", "fsdp", "tensor")
 MODEL_AXES = (1, 2, 4, 8)

@@ -31,8 +31,13 @@ import sys
 import tempfile
 import threading
 import time
+from pathlib import Path
 
-from cli_args import model_axis, positive_int
+# This checkout's package, not whichever copy the environment has installed (another clone, a
+# non-editable install): the numbers must be of the code beside this script.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from cli_args import model_axis, positive_int  # noqa: E402 (after the path above)
 
 N_DEVICES = 8
 

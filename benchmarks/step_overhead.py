@@ -16,7 +16,11 @@ import statistics
 import sys
 import time
 import warnings
+from pathlib import Path
 
+# This checkout's package, not whichever copy the environment has installed (another clone, a
+# non-editable install): the numbers must be of the code beside this script.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 import jax  # noqa: E402
 
