@@ -86,7 +86,9 @@ def run(root: Path, tasks: list[str], budgets: list[int], extra: list[str]) -> l
                     print(f"{task} {budget}: {status}: continuing from its last checkpoint", flush=True)
                     continuing = True
                     resume = [] if any(a.startswith("train.resume=") for a in extra) else ["train.resume=auto"]
-            if job_root.exists() and not continuing:  # a failed or damaged job: keep it aside, start clean
+            # A failed or damaged job: keep it aside, start clean. One stopped before it made its folder (Ctrl-C
+            # while it started) left only launch.log, which the next start appends to: nothing failed to keep.
+            if (job_root / "job").exists() and not continuing:
                 busy = running_in(job_root / "job")
                 if busy:  # another runner's job: moving it would split its files over two folders
                     print(f"{task} {budget}: skipped, {busy}", flush=True)
@@ -312,9 +314,11 @@ def main(argv: list[str] | None = None) -> None:
             failed = run(args.root.absolute(), args.tasks, args.budgets, args.extra)
         except JobsStopped as stop:
             job, status, code = stop.args
+            # Only a job that recorded its stop saved a checkpoint; one stopped while it started saved nothing.
+            then = ("continues that job from its last checkpoint" if status in ("interrupted", "preempted") else
+                    "starts that job again (it had saved no checkpoint)")
             print(f"stopped {'by Ctrl-C' if code == 130 else 'by a signal'} during {job} (status {status}); run the "
-                  "same command again: it continues that job from its last checkpoint, then runs the jobs not started",
-                  file=sys.stderr)
+                  f"same command again: it {then}, then runs the jobs not started", file=sys.stderr)
             raise SystemExit(code) from None
         except KeyboardInterrupt:  # between jobs (none was running): nothing to wait for
             print("stopped by Ctrl-C between jobs; run the same command again to run the jobs not finished",

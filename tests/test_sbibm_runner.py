@@ -205,6 +205,38 @@ def test_ctrl_c_lets_the_job_stop_and_starts_no_other(sbibm, tmp_path, monkeypat
         "job from its last checkpoint, then runs the jobs not started")
 
 
+def test_ctrl_c_while_a_job_starts_promises_no_checkpoint_and_keeps_nothing_aside(sbibm, tmp_path, monkeypatch,
+                                                                                   capsys):
+    # Was: "it continues that job from its last checkpoint" of a job stopped while Python imported JAX (no
+    # folder, no checkpoint); the next run then moved its launch.log aside as <task>_<budget>.failed-<time>.
+    starts, stopped = [], []
+
+    class Starting:  # launch.py stopped by the Ctrl-C before it made its job folder: exit -2, no metrics.json
+        returncode = -2
+
+        def __init__(self, command, **kwargs):
+            starts.append(command)
+
+        def wait(self, timeout=None):
+            if len(starts) == 1 and not stopped:
+                stopped.append(True)
+                raise KeyboardInterrupt
+            return self.returncode
+
+    monkeypatch.setattr(subprocess, "Popen", Starting)
+    argv = ["run", "--root", str(tmp_path), "--tasks", "two_moons", "--budgets", "1000", "--", "mesh=none"]
+    with pytest.raises(SystemExit) as stop:
+        sbibm.main(argv)
+    assert stop.value.code == 130
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "stopped by Ctrl-C during two_moons 1000 (status unknown (no metrics.json)); run the same command again: it "
+        "starts that job again (it had saved no checkpoint), then runs the jobs not started")
+    monkeypatch.setattr(subprocess, "Popen", FakeJobs())
+    sbibm.main(argv)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["two_moons_1000"]  # no .failed-<time> beside it
+    assert json.loads((tmp_path / "two_moons_1000" / "job" / "metrics.json").read_text())["status"] == "ok"
+
+
 def test_a_signal_to_the_runner_reaches_its_job(sbibm, tmp_path):
     # Was: SIGTERM (timeout, kill, a cluster) ended the runner alone; its job ran on, orphaned.
     from sbibm_jobs import launch
