@@ -12,7 +12,8 @@ Two commands:
 
 Every job writes ``c2st.csv`` (one row per observation, rewritten as each is scored); ``table``
 counts a job only once it ended ``ok`` with a C2ST of each observation it asked, and names every
-other job on stderr (still running, stopped, failed, damaged); a cell of fewer than 10 observations
+other job on stderr (still running, stopped, failed, damaged); a (task, budget) with no job counted,
+or asked of ``run`` and never started, keeps its row saying so; a cell of fewer than 10 observations
 is marked with its count. ``run`` checks its extra arguments before any job, continues a job stopped
 by a preemption or Ctrl-C from its checkpoint and, stopped itself (Ctrl-C, SIGTERM), lets the job under
 way save a checkpoint first. sbibm's numbers come from
@@ -44,8 +45,8 @@ from gensbi_sharding.harness.outputs import write_atomic  # noqa: E402 (after th
 from gensbi_sharding.harness.override_grammar import hydra_value  # noqa: E402
 from cli_args import one_of  # noqa: E402
 from sbibm_checks import extra_problem, read_scores  # noqa: E402
-from sbibm_jobs import (JobsStopped, asked_observations, failure, job_status, launch, other_settings,  # noqa: E402
-                        running_in, scores_problem)
+from sbibm_jobs import (ASKED, JobsStopped, asked_observations, failure, job_status, launch,  # noqa: E402
+                        other_settings, read_asked, record_asked, running_in, scores_problem)
 PUBLISHED = REPO / "benchmarks" / "sbibm_published.csv"
 TASKS = ("two_moons", "gaussian_linear", "gaussian_linear_uniform", "gaussian_mixture", "slcp", "sir",
          "lotka_volterra", "bernoulli_glm")
@@ -61,6 +62,7 @@ def run(root: Path, tasks: list[str], budgets: list[int], extra: list[str]) -> l
     Returns the "task budget" pairs whose job did not end with status ok.
     """
     root.mkdir(parents=True, exist_ok=True)
+    record_asked(root, tasks, budgets)
     failed = []
     for task in dict.fromkeys(tasks):  # a task or budget given twice is one job, run once
         for budget in dict.fromkeys(budgets):
@@ -111,9 +113,11 @@ def run(root: Path, tasks: list[str], budgets: list[int], extra: list[str]) -> l
     return failed
 
 
-def collect(folders: list[Path], jobs: dict | None = None) -> dict[tuple[str, int], list[dict]]:
+def collect(folders: list[Path], jobs: dict | None = None,
+            left_out: dict | None = None) -> dict[tuple[str, int], list[dict]]:
     """``{(task, budget): [per-observation rows]}`` from every job folder under ``folders`` (and each
-    cell's job folder into ``jobs``, when given).
+    cell's job folder into ``jobs``, and ``{(task, budget): why in a few words}`` of each job left out
+    into ``left_out``, when given).
 
     Only jobs whose ``metrics.json`` says ``status: ok`` and whose ``c2st.csv`` holds a C2ST for
     each observation its config asked count; every other job is named on stderr with why: one still
@@ -139,21 +143,26 @@ def collect(folders: list[Path], jobs: dict | None = None) -> dict[tuple[str, in
             busy = running_in(job)
             status = job_status(job / "metrics.json")
             if busy:
-                why = f"still running: {busy.split(': two runs')[0]}; run table again once it has ended"
+                why, short = f"still running: {busy.split(': two runs')[0]}; run table again once it has ended", \
+                    "still running"
             elif status != "ok":
                 why = (f"status {status}, so its C2ST covers only the observations scored before it stopped, if any; "
                        "continue it with its overrides plus train.resume=auto hydra.run.dir=<that folder>, or rerun it")
+                short = f"status {status.split(' (')[0]}"
             else:
                 why = scores_problem(job)
-            if why:
-                print(f"left out {job}: {why}", file=sys.stderr)
-                continue
+                short = "damaged c2st.csv" if scores.is_file() else "no C2ST"
             try:
                 cfg = OmegaConf.load(config)
                 cell = (str(cfg.data.name), int(cfg.data.num_simulations))
             except Exception as err:  # noqa: BLE001 (YAML's, OmegaConf's or int's error): which row is unknown
-                print(f"left out {job}: its {config} does not say its task and budget "
+                print(f"left out {job}: {why + '; ' if why else ''}its {config} does not say its task and budget "
                       f"({type(err).__name__}: {' '.join(str(err).split())[:200]})", file=sys.stderr)
+                continue
+            if why:
+                print(f"left out {job}: {why}", file=sys.stderr)
+                if left_out is not None:  # its row says so, not only stderr: a missing row reads as never run
+                    left_out.setdefault(cell, short)
                 continue
             rows = read_scores(scores, asked_observations(job))[0]
             for r in rows:
@@ -208,7 +217,19 @@ def published() -> dict[tuple[str, int], dict]:
 def table(folders: list[Path], out: Path) -> str:
     """Write ``sbibm_results.csv`` (per observation), ``sbibm_table.md/.csv`` and ``sbibm.png`` into ``out``."""
     jobs: dict[tuple[str, int], Path] = {}
-    cells, paper = collect(folders, jobs), published()
+    left_out: dict[tuple[str, int], str] = {}
+    cells, paper = collect(folders, jobs, left_out), published()
+    # A (task, budget) whose only job is left out keeps its row, saying why: a row just missing from the
+    # published table would read as never run (each such job is also named on stderr, with what to do).
+    left_out = {cell: why for cell, why in left_out.items() if cell not in cells}
+    for folder in folders:  # and so does one that `run` was asked for there but never started
+        for record in sorted(folder.rglob(ASKED)):
+            for cell in read_asked(record):
+                if cell not in cells and cell not in left_out:
+                    left_out[cell] = "not run"
+                    print(f"not run: {cell[0]} at {cell[1]:,} simulations, asked of sbibm.py run under "
+                          f"{record.parent}, has no job folder there; run that command again to run it",
+                          file=sys.stderr)
     if not cells:
         raise SystemExit(f"no finished job (status ok, with a C2ST of each observation it asked) under "
                          f"{', '.join(map(str, folders))}: run the benchmark first (a job found there is named "
@@ -228,36 +249,42 @@ def table(folders: list[Path], out: Path) -> str:
              "|---|---|---|---|---|"]
     summary = []
     missing = {"npe_mean": "nan", "best_mean": "nan", "best_algorithm": "not published"}
-    for task, budget in sorted(cells, key=row_order):
-        values = np.array([float(r["c2st"]) for r in cells[(task, budget)]])
+    for task, budget in sorted([*cells, *left_out], key=row_order):
         ref = paper.get((task, budget), missing)
+        npe, best = (f"{float(ref[k]):.3f}" for k in ("npe_mean", "best_mean"))
+        published_columns = ("| not published | not published |" if ref is missing
+                             else f"| {npe} | {best} ({ref['best_algorithm']}) |")
+        if (task, budget) in left_out:  # c2st_mean nan over 0 observations, and why in the last column
+            summary.append([task, budget, "nan", "nan", 0, ref["npe_mean"], ref["best_algorithm"], ref["best_mean"],
+                            left_out[(task, budget)]])
+            lines.append(f"| {task} | {budget:,} | not counted ({left_out[(task, budget)]}) {published_columns}")
+            continue
+        values = np.array([float(r["c2st"]) for r in cells[(task, budget)]])
         sd = values.std(ddof=1) if len(values) > 1 else float("nan")
         summary.append([task, budget, f"{values.mean():.4f}", f"{sd:.4f}", len(values), ref["npe_mean"],
-                        ref["best_algorithm"], ref["best_mean"]])
+                        ref["best_algorithm"], ref["best_mean"], ""])
         # One observation has no spread: "+- nan" read as a failed computation (the CSV keeps its exact nan).
         mark = "" if len(values) == 10 else f" ({len(values)} obs.{', no spread' if len(values) == 1 else ''})"
-        npe, best = (f"{float(ref[k]):.3f}" for k in ("npe_mean", "best_mean"))
-        best = f"{best} ({ref['best_algorithm']})" if ref is not missing else "not published"
         spread = f" +- {sd:.3f}" if len(values) > 1 else ""
-        lines.append(f"| {task} | {budget:,} | {values.mean():.3f}{spread}{mark} | "
-                     f"{'not published' if ref is missing else npe} | {best} |")
+        lines.append(f"| {task} | {budget:,} | {values.mean():.3f}{spread}{mark} {published_columns}")
     text = "\n".join(lines) + "\n"
     write_atomic(out / "sbibm_table.md", text)
     f = io.StringIO()
     writer = csv.writer(f)
     writer.writerow(["task", "num_simulations", "c2st_mean", "c2st_sd", "observations", "sbibm_npe_mean",
-                     "sbibm_best_algorithm", "sbibm_best_mean"])
+                     "sbibm_best_algorithm", "sbibm_best_mean", "not_counted"])
     writer.writerows(summary)
     write_atomic(out / "sbibm_table.csv", f.getvalue())
-    plot(cells, paper, out / "sbibm.png")
+    plot(cells, paper, out / "sbibm.png", left_out)
     note = settings_note(jobs)
     if note:  # on stderr, as the left-out jobs: the table itself keeps sbibm's columns
         print(note, file=sys.stderr)
     return text
 
 
-def plot(cells: dict, paper: dict, path: Path) -> None:
-    """One panel per task, C2ST against the simulation budget, as in sbibm's figure."""
+def plot(cells: dict, paper: dict, path: Path, left_out: dict | None = None) -> None:
+    """One panel per task, C2ST against the simulation budget, as in sbibm's figure; a budget whose job
+    is ``left_out`` (``{(task, budget): why}``) is named in its panel, not just missing from it."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -275,6 +302,13 @@ def plot(cells: dict, paper: dict, path: Path) -> None:
             ax.errorbar([b for b, _ in ours], [v.mean() for _, v in ours],
                         yerr=[v.std(ddof=1) if len(v) > 1 else 0.0 for _, v in ours], color="k", marker="o",
                         capsize=3, linewidth=2, label="this harness (flow matching)")
+            for b, v in ours:  # the title's "10 observations" is not this point's: say how many it averages
+                if len(v) != 10:
+                    ax.annotate(f"{len(v)} obs.", (b, v.mean()), xytext=(6, 4), textcoords="offset points",
+                                fontsize="x-small")
+        gaps = [f"{b:,}: not counted ({why})" for (t, b), why in sorted((left_out or {}).items()) if t == task]
+        if gaps:
+            ax.text(0.03, 0.03, "\n".join(gaps), transform=ax.transAxes, fontsize="x-small", color="C3")
         ax.set_xscale("log")
         ax.set_xticks(BUDGETS, ["10³", "10⁴", "10⁵"])
         ax.set_ylim(0.48, 1.02)
@@ -285,7 +319,7 @@ def plot(cells: dict, paper: dict, path: Path) -> None:
     for ax in axes[::4]:
         ax.set_ylabel("C2ST")
     axes[0].legend(loc="upper right", fontsize="small")
-    fig.suptitle("C2ST against the simulation budget: mean +- sd over the 10 observations "
+    fig.suptitle("C2ST against the simulation budget: mean +- sd over the 10 observations, unless marked "
                  "(0.5 = indistinguishable from the reference posterior)", fontsize="medium")
     fig.tight_layout()
     buffer = io.BytesIO()

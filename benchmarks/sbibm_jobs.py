@@ -134,3 +134,29 @@ def running_in(job_dir: Path) -> str | None:
         return str(busy)
     except OSError:  # a folder this user cannot lock (read-only results): no run of ours writes there
         return None
+
+
+#: What ``run`` was asked under a --root, kept there: ``table`` gives each (task, budget) asked but never
+#: started (Ctrl-C or a signal before its turn) a row saying so, rather than none.
+ASKED = "sbibm_asked.json"
+
+
+def record_asked(root: Path, tasks: list[str], budgets: list[int]) -> None:
+    """Add the (task, budget) pairs of this ``run`` to ``root``'s record (written whole, then renamed)."""
+    from gensbi_sharding.harness.outputs import write_atomic
+
+    cells = {(t, int(b)) for t, b in read_asked(root / ASKED)} | {(t, int(b)) for t in tasks for b in budgets}
+    write_atomic(root / ASKED, json.dumps({"cells": sorted(map(list, cells))}, indent=1) + "\n")
+
+
+def read_asked(record: Path) -> list[tuple[str, int]]:
+    """The (task, budget) pairs in one record of ``record_asked``; none when it is missing or damaged (then
+    said on stderr: the table loses only its "not run" rows)."""
+    if not record.is_file():
+        return []
+    try:
+        return [(str(t), int(b)) for t, b in json.loads(record.read_text())["cells"]]
+    except (OSError, ValueError, TypeError, KeyError) as err:
+        print(f"{record} cannot be read ({type(err).__name__}: {err}): the (task, budget) pairs asked but never "
+              "started there get no row; the next run under that --root writes it again", file=sys.stderr)
+        return []

@@ -233,7 +233,7 @@ def test_ctrl_c_while_a_job_starts_promises_no_checkpoint_and_keeps_nothing_asid
         "starts that job again (it had saved no checkpoint), then runs the jobs not started")
     monkeypatch.setattr(subprocess, "Popen", FakeJobs())
     sbibm.main(argv)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["two_moons_1000"]  # no .failed-<time> beside it
+    assert not list(tmp_path.glob("*.failed-*")) and (tmp_path / "two_moons_1000" / "launch.log").exists()
     assert json.loads((tmp_path / "two_moons_1000" / "job" / "metrics.json").read_text())["status"] == "ok"
 
 
@@ -372,6 +372,62 @@ def test_table_of_a_task_sbibm_lacks_says_not_published(sbibm, tmp_path, capsys)
     # One observation: no spread, said so (was "0.700 +- nan (1 obs.)").
     assert text.splitlines()[2:] == ["| two_moons | 1,000 | 0.700 (1 obs., no spread) | 0.725 | 0.643 (SNPE) |",
                                      "| my_task | 1,000 | 0.600 (1 obs., no spread) | not published | not published |"]
+
+
+def test_table_keeps_a_row_saying_why_for_each_cell_it_cannot_count(sbibm, tmp_path, capsys, monkeypatch):
+    # Was: each such (task, budget) was only named on stderr; sbibm_table.md/.csv and the plot just lacked its
+    # row, which read as never asked. A (task, budget) asked of `run` but never started had no trace at all.
+    # And the plot's title said every point was over 10 observations.
+    import csv
+
+    from matplotlib.figure import Figure
+    from sbibm_jobs import record_asked
+
+    drawn, savefig = [], Figure.savefig  # each panel's title and texts, as the PNG is saved
+    monkeypatch.setattr(Figure, "savefig", lambda fig, *a, **k: drawn.extend(
+        (ax.get_title(), t.get_text()) for ax in fig.axes for t in ax.texts) or savefig(fig, *a, **k))
+
+    root = tmp_path / "r"
+    fake_job(root / "two_moons_1000" / "job", "two_moons", 1000, scores((1, 0.6), (2, 0.7)), observations=[1, 2])
+    fake_job(root / "slcp_1000" / "job", "slcp", 1000, None, "preempted")
+    fake_job(root / "sir_10000" / "job", "sir", 10000, scores((1, 0.6)), "error", observations=[1])
+    fake_job(root / "gaussian_linear_10000" / "job", "gaussian_linear", 10000, HEADER + "1,0.96")
+    fake_job(tmp_path / "other" / "job", "two_moons", 1000, None, "interrupted")  # its cell is counted elsewhere
+    record_asked(root, ["two_moons", "slcp", "lotka_volterra"], [1000])
+    text = sbibm.table([root, tmp_path / "other"], tmp_path / "out")
+    assert text.splitlines()[2:] == [
+        "| two_moons | 1,000 | 0.650 +- 0.071 (2 obs.) | 0.725 | 0.643 (SNPE) |",
+        "| gaussian_linear | 10,000 | not counted (damaged c2st.csv) | 0.552 | 0.536 (SNRE) |",
+        "| slcp | 1,000 | not counted (status preempted) | 0.975 | 0.921 (SNLE) |",
+        "| sir | 10,000 | not counted (status error) | 0.680 | 0.561 (SNPE) |",
+        "| lotka_volterra | 1,000 | not counted (not run) | 0.999 | 0.909 (SNLE) |"]
+    with open(tmp_path / "out" / "sbibm_table.csv", newline="") as f:
+        rows = {(r["task"], r["num_simulations"]): (r["c2st_mean"], r["observations"], r["not_counted"])
+                for r in csv.DictReader(f)}
+    assert rows == {("two_moons", "1000"): ("0.6500", "2", ""),
+                    ("gaussian_linear", "10000"): ("nan", "0", "damaged c2st.csv"),
+                    ("slcp", "1000"): ("nan", "0", "status preempted"), ("sir", "10000"): ("nan", "0", "status error"),
+                    ("lotka_volterra", "1000"): ("nan", "0", "not run")}
+    assert sorted(drawn) == [("gaussian_linear", "10,000: not counted (damaged c2st.csv)"),
+                             ("lotka_volterra", "1,000: not counted (not run)"),
+                             ("sir", "10,000: not counted (status error)"),
+                             ("slcp", "1,000: not counted (status preempted)"), ("two_moons", "2 obs.")]
+    err = capsys.readouterr().err
+    assert (f"not run: lotka_volterra at 1,000 simulations, asked of sbibm.py run under {root}, has no job folder "
+            "there; run that command again to run it") in err
+    assert f"left out {tmp_path / 'other' / 'job'}: status interrupted" in err  # named, though its cell has a row
+
+
+def test_run_records_what_it_was_asked_before_any_job(sbibm, tmp_path, monkeypatch):
+    jobs = FakeJobs(ctrl_c=True)  # stopped during its first job: slcp never starts
+    monkeypatch.setattr(subprocess, "Popen", jobs)
+    (tmp_path / "sbibm_asked.json").write_text('{"cells": [["sir", 10000]]}')  # an earlier run's, kept
+    with pytest.raises(SystemExit):
+        sbibm.main(["run", "--root", str(tmp_path), "--tasks", "two_moons", "slcp", "--budgets", "1000", "--",
+                    "mesh=none"])
+    assert len(jobs.commands) == 1
+    assert json.loads((tmp_path / "sbibm_asked.json").read_text()) == {
+        "cells": [["sir", 10000], ["slcp", 1000], ["two_moons", 1000]]}
 
 
 def test_gensbi_scale_table_names_a_failed_dry_run_job_by_its_overrides(tmp_path, monkeypatch):
