@@ -4,6 +4,7 @@ parsed, in argparse's error line naming the argument and a value that works, bef
 from __future__ import annotations
 
 import argparse
+import subprocess
 from collections.abc import Callable
 
 
@@ -51,3 +52,18 @@ def one_of(choices: tuple, kind: Callable[[str], object] = str, *, argument: str
 
     parse.__name__ = argument.lstrip("-")
     return parse
+
+
+def run_bounded(command: list[str], *, timeout_s: float, what: str, **kwargs) -> subprocess.CompletedProcess:
+    """``subprocess.run(command, **kwargs)``, waited for at most ``timeout_s`` seconds.
+
+    A child past its time (a hang, or a machine far slower than the README's) is killed and named in one
+    line with ``--timeout`` and a larger value; Ctrl-C ends it too, in one line instead of a traceback.
+    """
+    try:
+        return subprocess.run(command, timeout=timeout_s, **kwargs)  # past it: killed, then waited for
+    except subprocess.TimeoutExpired:
+        raise SystemExit(f"{what} ran past --timeout {timeout_s:g} s and was stopped; on a slower or busier machine "
+                         f"pass a larger one, e.g. --timeout {timeout_s * 4:g}") from None
+    except KeyboardInterrupt:
+        raise SystemExit(f"{what}: stopped by Ctrl-C; nothing of it was kept") from None

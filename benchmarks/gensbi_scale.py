@@ -32,6 +32,10 @@ REPO = Path(__file__).resolve().parents[1]
 # This checkout's package, not whichever copy the environment has installed (another clone, a
 # non-editable install): the numbers must be of the code beside this script.
 sys.path.insert(0, str(REPO))
+sys.path.append(str(REPO / "benchmarks"))  # its sibling cli_args, also when loaded by file (the tests)
+
+from cli_args import positive_int, run_bounded  # noqa: E402 (after the path above)
+
 GPU_SIZED = {"depth": 8, "depth_single_blocks": 16, "num_heads": 12, "axes_dim": [64, 0]}
 RULES = ("replicated", "fsdp", "tensor")
 MODEL_AXES = (1, 2, 4, 8)
@@ -47,8 +51,9 @@ def table(args) -> None:
                f"rule={','.join(RULES)}", f"mesh.model_axis={','.join(map(str, MODEL_AXES))}",
                f"hydra.sweep.dir={out}"]
         print("$", " ".join(cmd[1:]), flush=True)
-        proc = subprocess.run(cmd, cwd=out, env={**os.environ, "JAX_PLATFORMS": "cpu"},
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        proc = run_bounded(cmd, timeout_s=args.timeout, what="the dry-run sweep", cwd=out,
+                           env={**os.environ, "JAX_PLATFORMS": "cpu"}, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, text=True)
         jobs = [json.loads(p.read_text()) for p in sorted(Path(out).glob("*/metrics.json"))]
     if not jobs:  # the sweep stopped before any job (a failed job is named below, from its metrics.json)
         errors = [line for line in proc.stderr.splitlines() if "[ERROR]" in line or "Error" in line]
@@ -176,8 +181,8 @@ def init(args) -> None:
           "fullest device peak (GB) | wall (s) | CPU (s) |")
     print("|---|---|---|---|---|---|---|---|")
     for way in ways:
-        proc = subprocess.run([sys.executable, "-c", CHILD.format(repo=str(REPO), way=way)], cwd=REPO,
-                              capture_output=True, text=True, timeout=3600, check=False)
+        proc = run_bounded([sys.executable, "-c", CHILD.format(repo=str(REPO), way=way)], timeout_s=args.timeout,
+                           what=f"init, way {way}", cwd=REPO, capture_output=True, text=True, check=False)
         if proc.returncode:
             raise SystemExit(proc.stderr[-3000:])
         r = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -191,6 +196,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("what", choices=["table", "init"])
     parser.add_argument("--eager", action="store_true", help="init: also eager construction + shard_model")
+    parser.add_argument("--timeout", type=positive_int, default=3600,
+                        help="seconds the dry-run sweep (table), or each way (init), may run (default 3600)")
     args = parser.parse_args()
     if args.what == "table" and args.eager:
         parser.error("--eager applies to init only (table runs the dry run, which builds nothing)")

@@ -1,7 +1,6 @@
 """The benchmark scripts besides ``sbibm.py`` (``init.py``, ``shard_model.py``, ``step_overhead.py``,
 ``gensbi_pipeline.py``, ``gensbi_scale.py``) used as someone reproducing the README's tables uses them."""
 
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -9,6 +8,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.append(str(REPO / "benchmarks"))  # the scripts' shared cli_args
 SCRIPTS = sorted(p.name for p in (REPO / "benchmarks").glob("*.py") if 'if __name__ == "__main__":' in p.read_text())
 
 # Runs each script as ``python benchmarks/<script> --help`` does (its folder first on sys.path), then asks
@@ -44,3 +44,48 @@ def test_every_script_measures_this_checkout_not_an_installed_copy(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     found = dict(line.split(" ", 1) for line in proc.stdout.splitlines() if line.split(" ", 1)[0] in SCRIPTS)
     assert SCRIPTS and found == {s: str(REPO / "gensbi_sharding" / "__init__.py") for s in SCRIPTS}
+
+
+def load(name):
+    """A benchmark script as a module (its main() not run)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"{name}_script", REPO / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_child_past_its_time_is_stopped_and_named_with_the_flag(tmp_path):
+    # Was: gensbi_scale.py table and init.py waited for their children without a bound (a hung compile or
+    # process kept the script forever); gensbi_scale.py init's 3600 s ended in a TimeoutExpired traceback.
+    import time
+
+    from cli_args import run_bounded
+
+    start = time.perf_counter()
+    with pytest.raises(SystemExit) as stop:
+        run_bounded([sys.executable, "-c", "import time; time.sleep(60)"], timeout_s=0.5, what="the dry-run sweep")
+    assert time.perf_counter() - start < 20
+    assert str(stop.value) == ("the dry-run sweep ran past --timeout 0.5 s and was stopped; on a slower or busier "
+                               "machine pass a larger one, e.g. --timeout 2")
+    assert run_bounded([sys.executable, "-c", "print(6 * 7)"], timeout_s=60, what="x", capture_output=True,
+                       text=True).stdout == "42\n"
+
+
+@pytest.mark.parametrize("script, argv, waited", [("gensbi_scale", ["table", "--timeout", "7"], 7),
+                                                  ("gensbi_scale", ["init"], 3600),
+                                                  ("init", ["--timeout", "9", "--repeats", "1"], 9)])
+def test_every_child_wait_of_a_script_is_bounded(monkeypatch, script, argv, waited):
+    module = load(script)
+    seen = []
+
+    def child(command, **kwargs):  # each child process a script starts: its bound, then a stop
+        seen.append(kwargs.get("timeout"))
+        raise subprocess.TimeoutExpired(command, kwargs.get("timeout"))
+
+    monkeypatch.setattr(subprocess, "run", child)
+    monkeypatch.setattr(sys, "argv", [f"{script}.py", *argv])
+    with pytest.raises(SystemExit) as stop:
+        module.main()
+    assert seen == [waited] and f"ran past --timeout {waited} s" in str(stop.value)

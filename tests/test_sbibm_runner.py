@@ -4,6 +4,7 @@ signal to the runner), a job stopped by a preemption, damaged or partial ``c2st.
 (task, budget), ``table`` while a job still runs; and ``gensbi_scale.py table`` with a failed job. Jobs are
 faked (no training): each test takes well under a second."""
 
+import argparse
 import importlib.util
 import json
 import signal
@@ -447,7 +448,7 @@ def test_gensbi_scale_table_names_a_failed_dry_run_job_by_its_overrides(tmp_path
 
     monkeypatch.setattr(scale.subprocess, "run", sweep)
     with pytest.raises(SystemExit) as stop:
-        scale.table(None)
+        scale.table(argparse.Namespace(timeout=60))
     assert str(stop.value) == ("1 of 2 dry-run jobs failed: rule=tensor mesh.model_axis=8: ConfigError: 12 heads "
                                "over 8")
 
