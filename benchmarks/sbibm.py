@@ -44,7 +44,7 @@ sys.path.append(str(REPO / "benchmarks"))
 from gensbi_sharding.harness.outputs import write_atomic  # noqa: E402 (after the path above)
 from gensbi_sharding.harness.override_grammar import hydra_value  # noqa: E402
 from cli_args import one_of  # noqa: E402
-from sbibm_checks import extra_problem, read_scores  # noqa: E402
+from sbibm_checks import extra_problem, read_published, read_scores  # noqa: E402
 from sbibm_jobs import (ASKED, JobsStopped, asked_observations, failure, job_status, launch,  # noqa: E402
                         other_settings, read_asked, record_asked, running_in, scores_problem)
 PUBLISHED = REPO / "benchmarks" / "sbibm_published.csv"
@@ -209,16 +209,16 @@ def row_order(cell: tuple[str, int]) -> tuple[int, str, int]:
     return (TASKS.index(cell[0]) if cell[0] in TASKS else len(TASKS), cell[0], cell[1])
 
 
-def published() -> dict[tuple[str, int], dict]:
-    lines = [line for line in PUBLISHED.read_text().splitlines() if not line.startswith("#")]
-    return {(r["task"], int(r["num_simulations"])): r for r in csv.DictReader(lines)}
+def published() -> tuple[dict[tuple[str, int], dict], str]:
+    """sbibm's published C2ST by (task, budget), every row checked (``read_published``), and its source."""
+    return read_published(PUBLISHED, TASKS, BUDGETS)
 
 
 def table(folders: list[Path], out: Path) -> str:
     """Write ``sbibm_results.csv`` (per observation), ``sbibm_table.md/.csv`` and ``sbibm.png`` into ``out``."""
     jobs: dict[tuple[str, int], Path] = {}
     left_out: dict[tuple[str, int], str] = {}
-    cells, paper = collect(folders, jobs, left_out), published()
+    cells, (paper, source) = collect(folders, jobs, left_out), published()
     # A (task, budget) whose only job is left out keeps its row, saying why: a row just missing from the
     # published table would read as never run (each such job is also named on stderr, with what to do).
     left_out = {cell: why for cell, why in left_out.items() if cell not in cells}
@@ -267,6 +267,8 @@ def table(folders: list[Path], out: Path) -> str:
         mark = "" if len(values) == 10 else f" ({len(values)} obs.{', no spread' if len(values) == 1 else ''})"
         spread = f" +- {sd:.3f}" if len(values) > 1 else ""
         lines.append(f"| {task} | {budget:,} | {values.mean():.3f}{spread}{mark} {published_columns}")
+    # The table names where sbibm's columns come from: it is read (and copied) apart from this repository.
+    lines += ["", f"sbibm NPE and best: Lueckmann et al. 2021, {source} ({PUBLISHED.relative_to(REPO)})."]
     text = "\n".join(lines) + "\n"
     write_atomic(out / "sbibm_table.md", text)
     f = io.StringIO()
