@@ -237,14 +237,17 @@ def table(folders: list[Path], out: Path) -> str:
     taken = [str(out / name) for name in OUTPUTS if (out / name).is_dir()]
     if taken:  # checked before any is written: never a table beside another run's plot
         raise SystemExit(f"{', '.join(taken)} is a folder, where table writes its file; pass another --out")
-    out.mkdir(parents=True, exist_ok=True)
-    f = io.StringIO()  # each file written whole (temporary name, then rename): never half a table
+    # Every file is made in memory first and written only once all four are made, each whole (a temporary
+    # name, then a rename): a failure making one (the plot) leaves the previous four as they were, never a
+    # new table beside the last run's plot.
+    files: dict[str, bytes | str] = {}
+    f = io.StringIO()
     writer = csv.writer(f)
     writer.writerow(["task", "num_simulations", "observation", "c2st", "c2st_sd_folds"])
     for (task, budget), rows in sorted(cells.items(), key=lambda kv: row_order(kv[0])):
         for r in sorted(rows, key=lambda r: int(r["observation"])):
             writer.writerow([task, budget, r["observation"], r["c2st"], r["c2st_sd_folds"]])
-    write_atomic(out / "sbibm_results.csv", f.getvalue())
+    files["sbibm_results.csv"] = f.getvalue()
     lines = ["| task | simulations | this harness: C2ST mean +- sd (observations) | sbibm NPE | sbibm best |",
              "|---|---|---|---|---|"]
     summary = []
@@ -270,22 +273,25 @@ def table(folders: list[Path], out: Path) -> str:
     # The table names where sbibm's columns come from: it is read (and copied) apart from this repository.
     lines += ["", f"sbibm NPE and best: Lueckmann et al. 2021, {source} ({PUBLISHED.relative_to(REPO)})."]
     text = "\n".join(lines) + "\n"
-    write_atomic(out / "sbibm_table.md", text)
+    files["sbibm_table.md"] = text
     f = io.StringIO()
     writer = csv.writer(f)
     writer.writerow(["task", "num_simulations", "c2st_mean", "c2st_sd", "observations", "sbibm_npe_mean",
                      "sbibm_best_algorithm", "sbibm_best_mean", "not_counted"])
     writer.writerows(summary)
-    write_atomic(out / "sbibm_table.csv", f.getvalue())
-    plot(cells, paper, out / "sbibm.png", left_out)
+    files["sbibm_table.csv"] = f.getvalue()
+    files["sbibm.png"] = plot(cells, paper, left_out)
+    out.mkdir(parents=True, exist_ok=True)
+    for name in OUTPUTS:
+        write_atomic(out / name, files[name])
     note = settings_note(jobs)
     if note:  # on stderr, as the left-out jobs: the table itself keeps sbibm's columns
         print(note, file=sys.stderr)
     return text
 
 
-def plot(cells: dict, paper: dict, path: Path, left_out: dict | None = None) -> None:
-    """One panel per task, C2ST against the simulation budget, as in sbibm's figure; a budget whose job
+def plot(cells: dict, paper: dict, left_out: dict | None = None) -> bytes:
+    """The PNG of one panel per task, C2ST against the simulation budget, as in sbibm's figure; a budget whose job
     is ``left_out`` (``{(task, budget): why}``) is named in its panel, not just missing from it."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -326,7 +332,7 @@ def plot(cells: dict, paper: dict, path: Path, left_out: dict | None = None) -> 
     fig.tight_layout()
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=90)
-    write_atomic(path, buffer.getvalue())
+    return buffer.getvalue()
 
 
 def main(argv: list[str] | None = None) -> None:

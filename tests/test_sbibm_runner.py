@@ -352,6 +352,26 @@ def test_table_writes_nothing_when_an_output_name_is_a_folder(sbibm, tmp_path):
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["sbibm.png"]
 
 
+def test_table_that_fails_part_way_leaves_the_last_table_whole(sbibm, tmp_path, monkeypatch):
+    # Was: sbibm_results.csv, sbibm_table.md and .csv rewritten, then the plot failed: a new table beside the
+    # last run's plot.
+    from matplotlib.figure import Figure
+
+    fake_job(tmp_path / "r" / "job", "two_moons", 1000, scores((1, 0.6)))
+    out = tmp_path / "out"
+    out.mkdir()
+    for name in sbibm.OUTPUTS:
+        (out / name).write_text(f"the last table's {name}")
+
+    def fails(*args, **kwargs):
+        raise MemoryError("no memory left for the figure")
+
+    monkeypatch.setattr(Figure, "savefig", fails)
+    with pytest.raises(MemoryError):
+        sbibm.table([tmp_path / "r"], out)
+    assert {p.name: p.read_text() for p in out.iterdir()} == {n: f"the last table's {n}" for n in sbibm.OUTPUTS}
+
+
 def test_table_names_rows_made_with_different_settings(sbibm, tmp_path, capsys):
     # Was silent: a 20-step row beside a 20,000-step one read as one recipe.
     fake_job(tmp_path / "a" / "job", "two_moons", 1000, scores((1, 0.6)), overrides=["mesh=none", "train.steps=20"])
