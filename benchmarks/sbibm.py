@@ -46,7 +46,8 @@ from gensbi_sharding.harness.override_grammar import hydra_value  # noqa: E402
 from cli_args import one_of  # noqa: E402
 from sbibm_checks import extra_problem, read_published, read_scores  # noqa: E402
 from sbibm_jobs import (ASKED, JobsStopped, asked_observations, failure, job_status, launch,  # noqa: E402
-                        other_settings, read_asked, record_asked, running_in, scores_problem)
+                        other_settings, read_asked, record_asked, running_in, scores_problem,
+                        sweep_never_started)
 PUBLISHED = REPO / "benchmarks" / "sbibm_published.csv"
 TASKS = ("two_moons", "gaussian_linear", "gaussian_linear_uniform", "gaussian_mixture", "slcp", "sir",
          "lotka_volterra", "bernoulli_glm")
@@ -222,14 +223,16 @@ def table(folders: list[Path], out: Path) -> str:
     # A (task, budget) whose only job is left out keeps its row, saying why: a row just missing from the
     # published table would read as never run (each such job is also named on stderr, with what to do).
     left_out = {cell: why for cell, why in left_out.items() if cell not in cells}
-    for folder in folders:  # and so does one that `run` was asked for there but never started
-        for record in sorted(folder.rglob(ASKED)):
-            for cell in read_asked(record):
-                if cell not in cells and cell not in left_out:
-                    left_out[cell] = "not run"
-                    print(f"not run: {cell[0]} at {cell[1]:,} simulations, asked of sbibm.py run under "
-                          f"{record.parent}, has no job folder there; run that command again to run it",
-                          file=sys.stderr)
+    for folder in folders:  # and so does one that `run` or a multirun was asked for there but never started
+        asked = [(*cell, f"asked of sbibm.py run under {record.parent}", "run that command again to run it")
+                 for record in sorted(folder.rglob(ASKED)) for cell in read_asked(record)]
+        asked += [(task, budget, f"a job of the multirun {sweep}", "its command with train.resume=auto runs it")
+                  for task, budget, sweep in sweep_never_started(folder)]
+        for task, budget, where, then in asked:
+            if (task, budget) not in cells and (task, budget) not in left_out:
+                left_out[(task, budget)] = "not run"
+                print(f"not run: {task} at {budget:,} simulations, {where}, has no job folder there; {then}",
+                      file=sys.stderr)
     if not cells:
         raise SystemExit(f"no finished job (status ok, with a C2ST of each observation it asked) under "
                          f"{', '.join(map(str, folders))}: run the benchmark first (a job found there is named "

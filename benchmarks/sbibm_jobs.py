@@ -160,3 +160,26 @@ def read_asked(record: Path) -> list[tuple[str, int]]:
         print(f"{record} cannot be read ({type(err).__name__}: {err}): the (task, budget) pairs asked but never "
               "started there get no row; the next run under that --root writes it again", file=sys.stderr)
         return []
+
+
+def sweep_never_started(folder: Path) -> list[tuple[str, int, Path]]:
+    """``(task, budget, multirun folder)`` of each job a ``launch.py -m`` multirun under ``folder`` declared
+    (its ``multirun.yaml``) but never started (no job folder: the sweep was stopped before its turn)."""
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness.sweep_plan import every_job, job_configuration
+
+    found = []
+    for record in sorted(folder.rglob("multirun.yaml")):
+        try:
+            cfg = OmegaConf.load(record)
+            if OmegaConf.to_container(cfg.hydra.sweep)["subdir"] != "${hydra.job.num}":
+                continue  # job folders named otherwise (run's "job"): which are missing is not known here
+            for number, job in enumerate(every_job(cfg)):
+                ran = job_configuration(job)
+                if not (record.parent / str(number)).exists() and {"data", "data.num_simulations"} <= ran.keys():
+                    found.append((ran["data"], int(ran["data.num_simulations"]), record.parent))
+        except Exception as err:  # noqa: BLE001 (YAML's, OmegaConf's, Hydra's or int's error): that sweep unread
+            print(f"{record} cannot be read ({type(err).__name__}: {' '.join(str(err).split())[:200]}): the jobs it "
+                  "never started get no row", file=sys.stderr)
+    return found

@@ -440,6 +440,21 @@ def test_table_keeps_a_row_saying_why_for_each_cell_it_cannot_count(sbibm, tmp_p
     assert f"left out {tmp_path / 'other' / 'job'}: status interrupted" in err  # named, though its cell has a row
 
 
+def test_table_of_a_stopped_multirun_keeps_a_row_for_each_job_it_never_started(sbibm, tmp_path, capsys):
+    # Was: `launch.py -m experiment=sbibm` stopped during its first job: the table held no trace of the rest.
+    sweep = tmp_path / "multirun"
+    fake_job(sweep / "0", "two_moons", 1000, scores((1, 0.6)))
+    (sweep / "multirun.yaml").write_text(
+        "hydra:\n  sweep:\n    dir: multirun\n    subdir: ${hydra.job.num}\n  sweeper:\n    params:\n"
+        "      data: two_moons,slcp\n      data.num_simulations: 1000,10000\n"
+        "  overrides:\n    task:\n    - experiment=sbibm\n    - data.num_simulations=1000\n    - mesh=none\n")
+    text = sbibm.table([sweep], tmp_path / "out")
+    assert text.splitlines()[2:-2] == ["| two_moons | 1,000 | 0.600 (1 obs., no spread) | 0.725 | 0.643 (SNPE) |",
+                                       "| slcp | 1,000 | not counted (not run) | 0.975 | 0.921 (SNLE) |"]
+    assert (f"not run: slcp at 1,000 simulations, a job of the multirun {sweep}, has no job folder there; its "
+            "command with train.resume=auto runs it") in capsys.readouterr().err
+
+
 def test_run_records_what_it_was_asked_before_any_job(sbibm, tmp_path, monkeypatch):
     jobs = FakeJobs(ctrl_c=True)  # stopped during its first job: slcp never starts
     monkeypatch.setattr(subprocess, "Popen", jobs)
