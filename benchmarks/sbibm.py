@@ -184,8 +184,9 @@ def collect(folders: list[Path], jobs: dict | None = None,
 
 
 def settings_note(jobs: dict[tuple[str, int], Path]) -> str | None:
-    """One line naming each row's settings beyond the preset, task and budget, when the rows differ in
-    them (``train.steps=20`` in one, the preset's in another): a table that mixes them says so."""
+    """One line naming the rows' settings beyond the preset, task and budget, each row's when they differ
+    (``train.steps=20`` in one, the preset's in another): a table that mixes them says so, and one made
+    with other settings than the preset's says which; None when every row is the preset's alone."""
     from gensbi_sharding.harness.sweep_plan import job_configuration
     from omegaconf import OmegaConf
 
@@ -199,8 +200,10 @@ def settings_note(jobs: dict[tuple[str, int], Path]) -> str | None:
             ran = None
         rows[f"{task} {budget:,}"] = ("unknown (no readable .hydra/overrides.yaml)" if ran is None else
                                       " ".join(f"{k}={v}" for k, v in sorted(ran.items()) if k not in own) or "none")
-    if len(set(rows.values())) < 2:
+    if set(rows.values()) <= {"none"}:
         return None
+    if len(set(rows.values())) == 1:
+        return f"every row made with settings beyond experiment=sbibm, the task and the budget: {rows.popitem()[1]}"
     return ("rows made with different settings (beyond experiment=sbibm, the task and the budget): "
             + "; ".join(f"{row}: {settings}" for row, settings in rows.items()))
 
@@ -273,8 +276,11 @@ def table(folders: list[Path], out: Path) -> str:
         mark = "" if len(values) == 10 else f" ({len(values)} obs.{', no spread' if len(values) == 1 else ''})"
         spread = f" +- {sd:.3f}" if len(values) > 1 else ""
         lines.append(f"| {task} | {budget:,} | {values.mean():.3f}{spread}{mark} {published_columns}")
-    # The table names where sbibm's columns come from: it is read (and copied) apart from this repository.
-    lines += ["", f"sbibm NPE and best: Lueckmann et al. 2021, {source} ({PUBLISHED.relative_to(REPO)})."]
+    # Under the table, as it is read (and copied) apart from the job folders: the settings its rows were
+    # made with when not the preset's alone (a 20-step row reads as the preset's otherwise), and where
+    # sbibm's columns come from.
+    note = settings_note(jobs)
+    lines += ["", *([note, ""] if note else []), f"sbibm NPE and best: Lueckmann et al. 2021, {source} ({PUBLISHED.relative_to(REPO)})."]
     text = "\n".join(lines) + "\n"
     files["sbibm_table.md"] = text
     f = io.StringIO()
@@ -287,9 +293,6 @@ def table(folders: list[Path], out: Path) -> str:
     out.mkdir(parents=True, exist_ok=True)
     for name in OUTPUTS:
         write_atomic(out / name, files[name])
-    note = settings_note(jobs)
-    if note:  # on stderr, as the left-out jobs: the table itself keeps sbibm's columns
-        print(note, file=sys.stderr)
     return text
 
 

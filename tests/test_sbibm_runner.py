@@ -381,8 +381,17 @@ def test_table_names_rows_made_with_different_settings(sbibm, tmp_path, capsys):
     assert sbibm.settings_note(jobs) == (
         "rows made with different settings (beyond experiment=sbibm, the task and the budget): two_moons 1,000: "
         "mesh=none train.steps=20; slcp 1,000: mesh=none")
+    # Written under the table itself (was stderr only: sbibm_table.md, read on its own, did not say).
+    text = sbibm.table([tmp_path], tmp_path / "out")
+    assert text.splitlines()[-3:-1] == [sbibm.settings_note(jobs), ""]
+    assert (tmp_path / "out" / "sbibm_table.md").read_text() == text
     fake_job(tmp_path / "a" / "job", "two_moons", 1000, scores((1, 0.6)), overrides=["mesh=none"])
-    assert sbibm.settings_note(jobs) is None  # one recipe: nothing to say
+    # One recipe, not the preset's alone: said once (was nothing, so a 20-step table read as the preset's).
+    assert sbibm.settings_note(jobs) == ("every row made with settings beyond experiment=sbibm, the task and the "
+                                         "budget: mesh=none")
+    for job in ("a", "b"):
+        (tmp_path / job / "job" / ".hydra" / "overrides.yaml").write_text("- experiment=sbibm\n")
+    assert sbibm.settings_note(jobs) is None  # the preset alone: nothing to say
 
 
 def test_table_of_a_task_sbibm_lacks_says_not_published(sbibm, tmp_path, capsys):
