@@ -106,7 +106,12 @@ def other_settings(job: Path, settings: list[str]) -> str:
         return ""
     from omegaconf import OmegaConf
 
-    ran, asked = job_configuration([str(o) for o in OmegaConf.load(recorded)]), job_configuration(settings)
+    try:
+        ran = job_configuration([str(o) for o in OmegaConf.load(recorded)])
+    except Exception as err:  # noqa: BLE001 (YAML's or Hydra's error): which settings it ran with is unknown
+        # Neither reused nor rerun on a guess: named, as a job of other settings is (was a traceback).
+        return f"its {recorded} cannot be read: {type(err).__name__}: {' '.join(str(err).split())[:160]}"
+    asked = job_configuration(settings)
     return ", ".join(f"{k}={ran.get(k, 'unset')}, asked {asked.get(k, 'unset')}" for k in sorted({*ran, *asked})
                      if ran.get(k) != asked.get(k))
 

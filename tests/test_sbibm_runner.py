@@ -165,6 +165,26 @@ def test_run_continues_a_preempted_job_from_its_checkpoint(sbibm, tmp_path, monk
     assert not list(tmp_path.glob("*.failed-*"))
 
 
+@pytest.mark.parametrize("recorded", ["- experiment=sbibm\n- [broken\n", "- experiment=sbibm\n- train.steps=(\n"])
+def test_run_names_a_finished_job_whose_recorded_overrides_are_damaged(sbibm, tmp_path, monkeypatch, capsys,
+                                                                       recorded):
+    # Was a yaml ParserError or Hydra OverrideParseException traceback, and no job of the run ran.
+    job = tmp_path / "two_moons_1000" / "job"
+    fake_job(job, "two_moons", 1000, scores((1, 0.6)))
+    (job / ".hydra" / "overrides.yaml").write_text(recorded)
+    jobs = FakeJobs()
+    monkeypatch.setattr(subprocess, "Popen", jobs)
+    with pytest.raises(SystemExit) as stop:
+        sbibm.main(["run", "--root", str(tmp_path), "--tasks", "two_moons", "slcp", "--budgets", "1000", "--",
+                    "mesh=none"])
+    assert [c[c.index("-m") + 2] for c in jobs.commands] == ["data=slcp"]  # the others still run
+    out = capsys.readouterr().out
+    assert (f"two_moons 1000: finished with other settings (its {job / '.hydra' / 'overrides.yaml'} cannot be "
+            "read: ") in out and f"or move {tmp_path / 'two_moons_1000'} aside to rerun it" in out
+    assert str(stop.value).startswith("1 job(s) finished with other settings than asked: two_moons 1000")
+    assert (job / "metrics.json").is_file()  # neither moved nor rerun
+
+
 def test_run_prints_each_command_as_a_shell_reads_it_back(sbibm, tmp_path, monkeypatch, capsys):
     # Was printed unquoted: pasted into a shell, a --root with a space or ( ) became other words or an error.
     import shlex
