@@ -121,9 +121,11 @@ def job_status(metrics: Path) -> str:
     if not metrics.is_file():
         return "unknown (no metrics.json)"
     try:
-        return json.loads(metrics.read_text()).get("status")
+        status = json.loads(metrics.read_text()).get("status")
     except (OSError, ValueError, AttributeError):  # one damaged record costs its job, never the whole table or run
         return f"damaged ({metrics} cannot be read)"
+    # A record without a status word (``{}``, ``{"status": 5}``) is as damaged: the callers compare and print it.
+    return status if isinstance(status, str) else f"damaged ({metrics} holds no status)"
 
 
 def running_in(job_dir: Path) -> str | None:

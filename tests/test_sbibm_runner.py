@@ -311,6 +311,20 @@ def test_table_leaves_out_a_job_whose_scores_are_damaged(sbibm, tmp_path, capsys
     assert f"left out {job}: its {job / 'c2st.csv'} {why}" in err.splitlines()
 
 
+@pytest.mark.parametrize("record, why", [("{}", "holds no status"), ('{"status": 5}', "holds no status"),
+                                         ("[1]", "cannot be read"), ("", "cannot be read")])
+def test_a_metrics_json_without_a_status_costs_its_job_only(sbibm, tmp_path, monkeypatch, capsys, record, why):
+    # Was: status None (or 5) went on as a status: an AttributeError traceback in table, and in run a job
+    # "unknown" moved aside as failed without its reason.
+    fake_job(tmp_path / "two_moons_1000" / "job", "two_moons", 1000, scores((1, 0.6)))
+    fake_job(tmp_path / "slcp_1000" / "job", "slcp", 1000, scores((1, 0.7)))
+    metrics = tmp_path / "slcp_1000" / "job" / "metrics.json"
+    metrics.write_text(record)
+    text = sbibm.table([tmp_path], tmp_path / "out")
+    assert "| slcp | 1,000 | not counted (status damaged) | 0.975 | 0.921 (SNLE) |" in text.splitlines()
+    assert f"left out {metrics.parent}: status damaged ({metrics} {why})" in capsys.readouterr().err
+
+
 def test_table_names_a_finished_job_that_scored_nothing(sbibm, tmp_path, capsys):
     # Was silently skipped (only c2st.csv files were looked for): the task's row was just missing.
     fake_job(tmp_path / "a" / "job", "two_moons", 1000, scores((1, 0.6)))
