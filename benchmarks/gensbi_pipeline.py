@@ -48,6 +48,18 @@ from cli_args import positive_int  # noqa: E402 (after the path above)
 from hydra.errors import HydraException  # noqa: E402
 
 WARMUP_STEPS = 20  # GenSBI steps left out of its step time: compilation
+#: Keys this script sets for both sides: an override of one would change the harness's side alone (GenSBI's
+#: takes the flag), or break the like-for-like comparison the table's caption states.
+FIXED = {
+    "train.steps": "--steps", "data.batch_size": "--batch-size", "seed": "--seed",
+    "eval.num_samples": "--num-samples", "eval.c2st_folds": "--folds",
+    "model": "nothing: the comparison is of GenSBI's Flux1 on both sides; its model.* fields may be set",
+    "mesh": "nothing: both sides train on one device, as GenSBI's pipeline does",
+    "devices.cpu_count": "nothing: both sides train on one device, as GenSBI's pipeline does",
+    "data": "nothing: the comparison is on two_moons at 10,000 simulations",
+    "data.name": "nothing: the comparison is on two_moons at 10,000 simulations",
+    "data.num_simulations": "nothing: the comparison is on two_moons at 10,000 simulations",
+}
 
 
 def harness_config(args, out_dir: str):
@@ -169,6 +181,12 @@ def main() -> None:
     if args.steps <= WARMUP_STEPS:  # GenSBI's step time is taken after them: none would be left
         parser.error(f"argument --steps: {args.steps} leaves no step to time after the first {WARMUP_STEPS} "
                      f"(compilation); e.g. --steps {WARMUP_STEPS * 10}")
+    for override in args.overrides:
+        key = override.split("=", 1)[0].lstrip("+~")
+        if key in FIXED:
+            use = FIXED[key]
+            instead = f"use {use}" if use.startswith("--") else f"leave it out ({use.removeprefix('nothing: ')})"
+            parser.error(f"harness override {override}: this script sets {key} for both sides; {instead}")
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     warnings.filterwarnings("ignore", category=UserWarning)
     from gensbi_sharding.harness.run import run

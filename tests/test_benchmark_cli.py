@@ -89,3 +89,23 @@ def test_every_child_wait_of_a_script_is_bounded(monkeypatch, script, argv, wait
     with pytest.raises(SystemExit) as stop:
         module.main()
     assert seen == [waited] and f"ran past --timeout {waited} s" in str(stop.value)
+
+
+@pytest.mark.parametrize("override, message", [
+    # Were taken by the harness's side alone: its 5 steps (or batch 64, seed 3, 500 samples) against GenSBI's
+    # 2000 steps, printed as one comparison "2000 steps"; mesh=auto trained the harness on 8 devices beside
+    # GenSBI's one; model=mlp ended in an AttributeError traceback after the harness run.
+    ("train.steps=5", "harness override train.steps=5: this script sets train.steps for both sides; use --steps"),
+    ("data.batch_size=64", "sets data.batch_size for both sides; use --batch-size"),
+    ("seed=3", "use --seed"), ("eval.num_samples=500", "use --num-samples"), ("++eval.c2st_folds=3", "use --folds"),
+    ("mesh=auto", "sets mesh for both sides; leave it out (both sides train on one device, as GenSBI's pipeline does)"),
+    ("model=mlp", "leave it out (the comparison is of GenSBI's Flux1 on both sides; its model.* fields may be set)"),
+    ("data=slcp", "leave it out (the comparison is on two_moons at 10,000 simulations)"),
+])
+def test_gensbi_pipeline_refuses_an_override_of_what_both_sides_share(monkeypatch, capsys, override, message):
+    module = load("gensbi_pipeline")
+    monkeypatch.setattr(module, "harness_config", lambda *a: pytest.fail("the comparison started"))
+    monkeypatch.setattr(sys, "argv", ["gensbi_pipeline.py", "--steps", "100", override])
+    with pytest.raises(SystemExit) as stop:
+        module.main()
+    assert stop.value.code == 2 and message in capsys.readouterr().err
