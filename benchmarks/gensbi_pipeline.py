@@ -59,6 +59,9 @@ FIXED = {
     "data": "nothing: the comparison is on two_moons at 10,000 simulations",
     "data.name": "nothing: the comparison is on two_moons at 10,000 simulations",
     "data.num_simulations": "nothing: the comparison is on two_moons at 10,000 simulations",
+    "eval.observations": "nothing: both sides score one observation; data.num_observation picks it",
+    "eval.enabled": "nothing: both sides are scored by C2ST",
+    "dry_run": "nothing: both sides train",
 }
 
 

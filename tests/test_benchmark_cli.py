@@ -101,6 +101,8 @@ def test_every_child_wait_of_a_script_is_bounded(monkeypatch, script, argv, wait
     ("mesh=auto", "sets mesh for both sides; leave it out (both sides train on one device, as GenSBI's pipeline does)"),
     ("model=mlp", "leave it out (the comparison is of GenSBI's Flux1 on both sides; its model.* fields may be set)"),
     ("data=slcp", "leave it out (the comparison is on two_moons at 10,000 simulations)"),
+    ("eval.observations=[1,2]", "leave it out (both sides score one observation; data.num_observation picks it)"),
+    ("eval.enabled=false", "leave it out (both sides are scored by C2ST)"),
 ])
 def test_gensbi_pipeline_refuses_an_override_of_what_both_sides_share(monkeypatch, capsys, override, message):
     module = load("gensbi_pipeline")
