@@ -17,8 +17,9 @@ export PYTHONUNBUFFERED=1 PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$PWD"
 # Don't let JAX take 75 % of the GPU up front, so the peak it reports is what the run used.
 export XLA_PYTHON_CLIENT_PREALLOCATE=false
 
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv || true
-python3 -c 'import jax, flax, optax; print("jax", jax.__version__, "flax", flax.__version__, "optax", optax.__version__, jax.devices())'
+# Every command is bounded (timeout): a wedged driver or a hung compile must not hold the machine.
+timeout 30 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv || true
+timeout 120 python3 -c 'import jax, flax, optax; print("jax", jax.__version__, "flax", flax.__version__, "optax", optax.__version__, jax.devices())'
 
 # Which mocked layout gives one process 8 devices: 1 slice x 1 host x 8 devices, else 8 hosts x 1.
 TOPOLOGY=""
@@ -41,7 +42,7 @@ if [ -n "$TOPOLOGY" ]; then
   JAX_MOCK_GPU_TOPOLOGY=$TOPOLOGY timeout 200 python3 launch.py -m dry_run=true \
     rule=replicated,fsdp,tensor mesh.model_axis=1,2,4 hydra.sweep.dir="$OUT/dry_run" hydra.sweep.subdir='${hydra.job.num}'
   echo "dry-run sweep exit $?"
-  python3 - "$OUT/dry_run" <<'EOF'
+  timeout 60 python3 - "$OUT/dry_run" <<'EOF'
 import json, pathlib, sys
 for path in sorted(pathlib.Path(sys.argv[1]).glob("*/metrics.json")):
     m = json.loads(path.read_text())
@@ -54,8 +55,10 @@ fi
 
 timeout 150 python3 launch.py rule=fsdp mesh=auto train.steps=500 eval.num_samples=2000 eval.c2st_folds=3 hydra.run.dir="$OUT/fsdp_run"
 echo "fsdp run exit $?"
-python3 - "$OUT/fsdp_run/metrics.json" <<'EOF'
-import json, sys
+timeout 60 python3 - "$OUT/fsdp_run/metrics.json" <<'EOF'
+import json, os, sys
+if not os.path.isfile(sys.argv[1]):
+    raise SystemExit(f"no {sys.argv[1]}: the run ended before writing it (its error is above)")
 m = json.load(open(sys.argv[1]))
 print({k: m.get(k) for k in ("status", "mesh_shape", "device_peak_bytes", "param_bytes_per_device",
                               "median_step_s", "samples_per_s", "c2st", "wall_s")})

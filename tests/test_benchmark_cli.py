@@ -111,3 +111,15 @@ def test_gensbi_pipeline_refuses_an_override_of_what_both_sides_share(monkeypatc
     with pytest.raises(SystemExit) as stop:
         module.main()
     assert stop.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_gpu_check_bounds_every_command_it_waits_for():
+    # Was: nvidia-smi, the JAX version check and the two readers of results ran unbounded (a wedged driver
+    # hangs `import jax` on a GPU machine), and a run that wrote no metrics.json ended in a traceback.
+    import re
+
+    script = (REPO / "benchmarks" / "gpu_check.sh").read_text()
+    commands = [line for line in script.splitlines()
+                if re.match(r"\s*(if\s+)?(\w+=\S+\s+)*(timeout\s+\d+\s+)?(python3|nvidia-smi)\b", line)]
+    assert len(commands) == 7 and all(re.search(r"\btimeout \d+ (python3|nvidia-smi)\b", c) for c in commands), commands
+    assert "the run ended before writing it" in script
