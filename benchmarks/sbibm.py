@@ -58,8 +58,9 @@ OUTPUTS = ("sbibm_results.csv", "sbibm_table.md", "sbibm_table.csv", "sbibm.png"
 def run(root: Path, tasks: list[str], budgets: list[int], extra: list[str]) -> list[str]:
     """Run each missing (task, budget) job in its own process; a failed one is moved aside and retried.
 
-    A job stopped by a preemption or Ctrl-C (status ``preempted`` / ``interrupted``) with the settings
-    asked is continued in its folder from its last checkpoint (``train.resume=auto``), not restarted.
+    A job stopped by a preemption or Ctrl-C (status ``preempted`` / ``interrupted``), or killed after it
+    saved a checkpoint (no metrics.json), with the settings asked is continued in its folder from its last
+    checkpoint (``train.resume=auto``), not restarted.
     Returns the "task budget" pairs whose job did not end with status ok.
     """
     root.mkdir(parents=True, exist_ok=True)
@@ -71,7 +72,13 @@ def run(root: Path, tasks: list[str], budgets: list[int], extra: list[str]) -> l
             metrics = job_root / "job" / "metrics.json"
             settings = ["experiment=sbibm", f"data={task}", f"data.num_simulations={budget}", *extra]
             status, resume, continuing = job_status(metrics), [], False
-            if status in ("ok", "preempted", "interrupted") and not running_in(job_root / "job"):
+            checkpoints = job_root / "job" / "checkpoints"
+            if status.startswith("unknown") and checkpoints.is_dir() and any(checkpoints.iterdir()):
+                # Killed (SIGKILL, the OOM killer) after it saved a checkpoint (train.checkpoint_every): its steps
+                # are continued, as launch.py's train.resume=auto does, not moved aside and trained again.
+                status = "killed (no metrics.json; checkpoints kept)"
+            if (status in ("ok", "preempted", "interrupted") or status.startswith("killed")) \
+                    and not running_in(job_root / "job"):
                 other = other_settings(job_root / "job", settings)
                 if other:  # its results answer another question: neither reused nor thrown away
                     print(f"{task} {budget}: {'finished' if status == 'ok' else status} with other settings ({other}): "

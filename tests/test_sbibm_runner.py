@@ -185,6 +185,24 @@ def test_run_names_a_finished_job_whose_recorded_overrides_are_damaged(sbibm, tm
     assert (job / "metrics.json").is_file()  # neither moved nor rerun
 
 
+def test_run_continues_a_killed_job_that_saved_a_checkpoint(sbibm, tmp_path, monkeypatch, capsys):
+    # Was: no metrics.json read as a failure: moved aside as .failed-<time> and trained again from step 0,
+    # though its checkpoints (train.checkpoint_every) held the steps done. One with none is still rerun.
+    for task, saved in (("two_moons", True), ("slcp", False)):
+        job = tmp_path / f"{task}_1000" / "job"
+        fake_job(job, task, 1000, None, overrides=["mesh=none", "train.checkpoint_every=100"])
+        (job / "metrics.json").unlink()
+        (job / "checkpoints" / "300").mkdir(parents=True) if saved else None
+    jobs = FakeJobs()
+    monkeypatch.setattr(subprocess, "Popen", jobs)
+    sbibm.main(["run", "--root", str(tmp_path), "--tasks", "two_moons", "slcp", "--budgets", "1000", "--",
+                "mesh=none", "train.checkpoint_every=100"])
+    assert [c[-1] for c in jobs.commands] == ["train.resume=auto", "train.checkpoint_every=100"]
+    assert ("two_moons 1000: killed (no metrics.json; checkpoints kept): continuing from its last checkpoint"
+            in capsys.readouterr().out)
+    assert [p.name.split("-")[0] for p in tmp_path.glob("*.failed-*")] == ["slcp_1000.failed"]
+
+
 def test_run_prints_each_command_as_a_shell_reads_it_back(sbibm, tmp_path, monkeypatch, capsys):
     # Was printed unquoted: pasted into a shell, a --root with a space or ( ) became other words or an error.
     import shlex
