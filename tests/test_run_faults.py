@@ -749,3 +749,15 @@ def test_the_run_bound_says_on_the_console_to_raise_it_when_continuing(tmp_path,
                                 "distributed.run_timeout_s for the rest")
     assert caplog.messages[-1] == ("when you continue, raise distributed.run_timeout_s (e.g. "
                                    "distributed.run_timeout_s=2): with 1 s every attempt stops there again")
+
+
+def test_a_file_is_on_disk_before_its_name_is(tmp_path, monkeypatch):
+    # Was: renamed without fsync: after a machine crash the new name could hold a zero-length or cut-off file
+    # (a half-written metrics.json, c2st.csv or table), though no process ever saw one.
+    events = []
+    fsync, replace = os.fsync, os.replace
+    monkeypatch.setattr(os, "fsync", lambda fd: events.append(("fsync", os.fstat(fd).st_size)) or fsync(fd))
+    monkeypatch.setattr(os, "replace", lambda a, b: events.append(("replace", os.path.basename(b))) or replace(a, b))
+    outputs.write_atomic(tmp_path / "sbibm_table.md", "| task |\n")
+    assert events == [("fsync", 9), ("replace", "sbibm_table.md")]
+    assert (tmp_path / "sbibm_table.md").read_text() == "| task |\n" and len(list(tmp_path.iterdir())) == 1

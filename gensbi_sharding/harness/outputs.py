@@ -21,7 +21,7 @@ __all__ = ["write_atomic", "write_json", "write_npz", "read_metrics"]
 
 
 def write_atomic(path: Path, data: bytes | str) -> Path:
-    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename.
+    """Write ``data`` to ``path`` through a temporary file in the same folder, flushed to disk, and a rename.
 
     The file gets the mode the umask gives an ordinary file (``0o666 & ~umask``).
     """
@@ -33,6 +33,10 @@ def write_atomic(path: Path, data: bytes | str) -> Path:
     try:
         with os.fdopen(handle, "wb") as f:
             f.write(data.encode() if isinstance(data, str) else data)
+            # On disk before the rename: after a machine crash the name holds the old file or the new one,
+            # never a new name over data the kernel had not yet written (a zero-length or cut-off file).
+            f.flush()
+            os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
