@@ -43,7 +43,7 @@ sys.path.append(str(REPO / "benchmarks"))
 
 from gensbi_sharding.harness.outputs import write_atomic  # noqa: E402 (after the path above)
 from gensbi_sharding.harness.override_grammar import hydra_value  # noqa: E402
-from cli_args import one_of  # noqa: E402
+from cli_args import one_of, positive_int  # noqa: E402
 from sbibm_checks import extra_problem, read_published, read_scores  # noqa: E402
 from sbibm_jobs import (ASKED, JobsStopped, asked_observations, failure, job_status, launch,  # noqa: E402
                         other_settings, read_asked, record_asked, running_in, scores_problem,
@@ -55,7 +55,7 @@ BUDGETS = (1000, 10_000, 100_000)
 OUTPUTS = ("sbibm_results.csv", "sbibm_table.md", "sbibm_table.csv", "sbibm.png")  # what table writes into --out
 
 
-def run(root: Path, tasks: list[str], budgets: list[int], extra: list[str]) -> list[str]:
+def run(root: Path, tasks: list[str], budgets: list[int], extra: list[str], grace_s: float = 300.0) -> list[str]:
     """Run each missing (task, budget) job in its own process; a failed one is moved aside and retried.
 
     A job stopped by a preemption or Ctrl-C (status ``preempted`` / ``interrupted``), or killed after it
@@ -109,7 +109,7 @@ def run(root: Path, tasks: list[str], budgets: list[int], extra: list[str]) -> l
                        f"hydra.sweep.dir={hydra_value(job_root)}", "hydra.sweep.subdir=job", *extra, *resume]
             print(f"{task} {budget}: {' '.join(map(shlex.quote, command[1:]))}", flush=True)  # as a shell reads it back
             start = time.perf_counter()
-            code, stopped = launch(command, job_root / "launch.log")
+            code, stopped = launch(command, job_root / "launch.log", grace_s)
             status = job_status(metrics)
             print(f"{task} {budget}: exit {code} after {time.perf_counter() - start:.0f} s"
                   + ("" if status == "ok" else f", status {status}: {failure(metrics, job_root / 'launch.log')}"),
@@ -287,7 +287,8 @@ def table(folders: list[Path], out: Path) -> str:
     # made with when not the preset's alone (a 20-step row reads as the preset's otherwise), and where
     # sbibm's columns come from.
     note = settings_note(jobs)
-    lines += ["", *([note, ""] if note else []), f"sbibm NPE and best: Lueckmann et al. 2021, {source} ({PUBLISHED.relative_to(REPO)})."]
+    lines += ["", *([note, ""] if note else []),
+              f"sbibm NPE and best: Lueckmann et al. 2021, {source} ({PUBLISHED.relative_to(REPO)})."]
     text = "\n".join(lines) + "\n"
     files["sbibm_table.md"] = text
     f = io.StringIO()
@@ -355,6 +356,8 @@ def main(argv: list[str] | None = None) -> None:
     r.add_argument("--root", type=Path, required=True)
     r.add_argument("--tasks", nargs="+", default=list(TASKS), type=one_of(TASKS, argument="--tasks"))
     r.add_argument("--budgets", nargs="+", default=list(BUDGETS), type=one_of(BUDGETS, int, argument="--budgets"))
+    r.add_argument("--stop-grace", type=positive_int, default=300, metavar="SECONDS",
+                   help="after Ctrl-C or a signal, how long the job under way may take to stop before it is killed")
     r.add_argument("extra", nargs="*", help="overrides for every job, after --")
     t = sub.add_parser("table", help="table and plot from job folders")
     t.add_argument("folders", nargs="+", type=Path)
@@ -366,7 +369,7 @@ def main(argv: list[str] | None = None) -> None:
         if problem:  # every job would fail the same way, or run other settings than its folder says
             r.error(problem)
         try:
-            failed = run(args.root.absolute(), args.tasks, args.budgets, args.extra)
+            failed = run(args.root.absolute(), args.tasks, args.budgets, args.extra, grace_s=args.stop_grace)
         except JobsStopped as stop:
             job, status, code = stop.args
             # Only a job that recorded its stop saved a checkpoint; one stopped while it started saved nothing.

@@ -23,13 +23,15 @@ class JobsStopped(Exception):
 FORWARDED = (signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2)
 
 
-def launch(command: list[str], log: Path) -> tuple[int, int | None]:
+def launch(command: list[str], log: Path, grace_s: float = 300.0) -> tuple[int, int | None]:
     """Run one job, its output appended to ``log`` as it goes; its exit code, and the exit code the runner
     stops with (130 after Ctrl-C, 75 after a signal passed on to the job) or None.
 
     On Ctrl-C the job (which gets the terminal's Ctrl-C too) stops at its next step with a checkpoint;
     it is waited for (a second Ctrl-C kills it), not killed at once, which would lose that checkpoint
-    and its status.
+    and its status. After a stop the wait is bounded: a job still running ``grace_s`` seconds later (a
+    compile or a C2ST fit that does not look at the stop) is killed, said on stderr, so that ``timeout``
+    or a scheduler's stop ends the run; its last checkpoint stays, from which the same command continues.
     """
     log.parent.mkdir(parents=True, exist_ok=True)
     stop: list[int] = []
@@ -38,17 +40,30 @@ def launch(command: list[str], log: Path) -> tuple[int, int | None]:
         stop.append(signum)
         proc.send_signal(signum)
 
+    def wait_after_stop() -> int:
+        try:
+            return proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            print(f"the job did not stop within {grace_s:g} s of the stop: killed; the same command continues it "
+                  "from its last checkpoint", file=sys.stderr, flush=True)
+            proc.kill()
+            return proc.wait()
+
     with open(log, "a") as out:  # on disk as it runs: a stopped runner leaves the job's own words
         proc = subprocess.Popen(command, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
         previous = {s: signal.signal(s, forward) for s in FORWARDED}
         try:
             try:
-                return proc.wait(), (75 if stop else None)
+                while True:  # in slices: a signal's stop starts the bounded wait, not an endless one
+                    try:
+                        return (wait_after_stop() if stop else proc.wait(timeout=1.0)), (75 if stop else None)
+                    except subprocess.TimeoutExpired:
+                        continue
             except KeyboardInterrupt:
                 print("stopping: waiting for the job to save a checkpoint at its next step (Ctrl-C again kills it)",
                       file=sys.stderr, flush=True)
                 try:
-                    return proc.wait(), 130
+                    return wait_after_stop(), 130
                 except KeyboardInterrupt:
                     proc.kill()
                     return proc.wait(), 130

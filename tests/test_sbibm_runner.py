@@ -290,6 +290,24 @@ def test_a_signal_to_the_runner_reaches_its_job(sbibm, tmp_path):
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL  # the runner's own handler is back
 
 
+def test_a_job_that_does_not_stop_after_the_signal_is_killed_after_the_grace(sbibm, tmp_path, capsys):
+    # Was: waited for without a bound: `timeout 300 sbibm.py run ...` ran on for 5 more minutes (a job compiling
+    # when its SIGTERM came, which looked at it only at its next step).
+    import time
+
+    from sbibm_jobs import launch
+
+    child = ("import os, signal, time\n"
+             "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+             "os.kill(os.getppid(), signal.SIGTERM)\n"
+             "time.sleep(60)\n")
+    start = time.perf_counter()
+    assert launch([sys.executable, "-c", child], tmp_path / "launch.log", grace_s=1) == (-signal.SIGKILL, 75)
+    assert time.perf_counter() - start < 30
+    assert capsys.readouterr().err == ("the job did not stop within 1 s of the stop: killed; the same command "
+                                       "continues it from its last checkpoint\n")
+
+
 @pytest.mark.parametrize("argv, message", [
     # Were NotADirectoryError tracebacks from mkdir.
     (["run", "--root", "{tmp}/file/root", "--tasks", "two_moons", "--budgets", "1000"],
@@ -605,7 +623,7 @@ def test_sbibm_run_names_an_override_typed_before_the_double_dash(sbibm, tmp_pat
 
 def test_sbibm_run_keeps_typed_tasks_and_budgets(sbibm, tmp_path, monkeypatch):
     seen = {}
-    monkeypatch.setattr(sbibm, "run", lambda root, tasks, budgets, extra: seen.update(t=tasks, b=budgets) or [])
+    monkeypatch.setattr(sbibm, "run", lambda root, tasks, budgets, extra, **k: seen.update(t=tasks, b=budgets) or [])
     sbibm.main(["run", "--root", str(tmp_path), "--tasks", "slcp", "--budgets", "10000", "--", "train.steps=5"])
     assert seen == {"t": ["slcp"], "b": [10000]}  # budgets are ints, as the job folders' names need
 
