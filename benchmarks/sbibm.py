@@ -362,6 +362,10 @@ def main(argv: list[str] | None = None) -> None:
     t = sub.add_parser("table", help="table and plot from job folders")
     t.add_argument("folders", nargs="+", type=Path)
     t.add_argument("--out", type=Path, default=None, help="default: the first folder")
+    given = sys.argv[1:] if argv is None else argv
+    if given[:1] == ["plot"]:  # argparse's "invalid choice" did not say where the plot comes from
+        parser.error("there is no plot command: table writes the plot (sbibm.png) beside the table, e.g. "
+                     f"sbibm.py table {' '.join(given[1:]) or '<folders>'}")
     args = parser.parse_args(argv)
     if args.command == "run":
         _check_folder(args.root, "--root", may_be_missing=True)

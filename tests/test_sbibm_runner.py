@@ -621,6 +621,15 @@ def test_sbibm_run_names_an_override_typed_before_the_double_dash(sbibm, tmp_pat
     assert not any(tmp_path.iterdir())  # refused before any job folder
 
 
+def test_sbibm_plot_names_the_command_that_writes_the_plot(sbibm, capsys):
+    # Was: "invalid choice: 'plot' (choose from 'run', 'table')", which did not say that table writes sbibm.png.
+    with pytest.raises(SystemExit) as stop:
+        sbibm.main(["plot", "results/r1"])
+    assert stop.value.code == 2 and capsys.readouterr().err.strip().splitlines()[-1].split(": ", 1)[1] == (
+        "error: there is no plot command: table writes the plot (sbibm.png) beside the table, e.g. "
+        "sbibm.py table results/r1")
+
+
 def test_sbibm_run_keeps_typed_tasks_and_budgets(sbibm, tmp_path, monkeypatch):
     seen = {}
     monkeypatch.setattr(sbibm, "run", lambda root, tasks, budgets, extra, **k: seen.update(t=tasks, b=budgets) or [])
