@@ -145,7 +145,9 @@ def collect(folders: list[Path], jobs: dict | None = None,
         for config in sorted(folder.rglob(".hydra/config.yaml")):
             job = config.parent.parent
             scores = job / "c2st.csv"
-            if ".failed-" in str(job) or job.resolve() in counted:  # a folder given twice, or inside another
+            # A job run moved aside (<task>_<budget>.failed-<time>) inside the folder given is superseded; one
+            # given itself is looked at (every job in it was skipped, and the table said only "no finished job").
+            if ".failed-" in str(job.relative_to(folder)) or job.resolve() in counted:  # or given twice
                 continue
             counted.add(job.resolve())
             busy = running_in(job)

@@ -411,6 +411,14 @@ def test_table_counts_a_job_once_when_its_folder_is_given_twice(sbibm, tmp_path,
     assert {cell: [r["observation"] for r in rows] for cell, rows in cells.items()} == {("two_moons", 1000): ["1"]}
 
 
+def test_table_of_a_folder_moved_aside_reads_it_and_skips_those_inside_a_root(sbibm, tmp_path):
+    aside = tmp_path / "r" / "two_moons_1000.failed-1700000000"
+    fake_job(aside / "job", "two_moons", 1000, scores((1, 0.6)))
+    fake_job(tmp_path / "r" / "two_moons_1000" / "job", "two_moons", 1000, scores((1, 0.7)))
+    assert sbibm.collect([tmp_path / "r"])[("two_moons", 1000)][0]["c2st"] == "0.700000"  # the rerun, not both
+    assert sbibm.collect([aside])[("two_moons", 1000)][0]["c2st"] == "0.600000"  # was: "no finished job"
+
+
 def test_table_writes_nothing_when_an_output_name_is_a_folder(sbibm, tmp_path):
     # Was an IsADirectoryError traceback after the CSVs and table had been written beside it.
     fake_job(tmp_path / "r" / "job", "two_moons", 1000, scores((1, 0.6)))
