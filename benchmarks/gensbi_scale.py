@@ -55,15 +55,22 @@ def table(args) -> None:
                            env={**os.environ, "JAX_PLATFORMS": "cpu"}, stdout=subprocess.DEVNULL,
                            stderr=subprocess.PIPE, text=True)
         jobs = [json.loads(p.read_text()) for p in sorted(Path(out).glob("*/metrics.json"))]
+    errors = [line for line in proc.stderr.splitlines() if "[ERROR]" in line or "Error" in line]
+    last_error = (errors or proc.stderr.splitlines() or ["no output"])[-1]
     if not jobs:  # the sweep stopped before any job (a failed job is named below, from its metrics.json)
-        errors = [line for line in proc.stderr.splitlines() if "[ERROR]" in line or "Error" in line]
-        raise SystemExit(f"the dry-run sweep ended with exit {proc.returncode} before any job: "
-                         f"{(errors or proc.stderr.splitlines() or ['no output'])[-1]}")
+        raise SystemExit(f"the dry-run sweep ended with exit {proc.returncode} before any job: {last_error}")
     failed = [job for job in jobs if job.get("status") != "ok"]
     if failed:  # a ranking without them would read as complete; each named by the overrides that made it
         raise SystemExit(f"{len(failed)} of {len(jobs)} dry-run jobs failed: " + "; ".join(
             f"rule={job['config']['rule']['name']} mesh.model_axis={job['config']['mesh']['model_axis']}: "
             f"{job.get('error')}" for job in failed))
+    ran = {(job["config"]["rule"]["name"], int(job["config"]["mesh"]["model_axis"])) for job in jobs}
+    missing = [f"rule={rule} mesh.model_axis={axis}" for rule in RULES for axis in MODEL_AXES
+               if (rule, axis) not in ran]
+    if missing:  # the sweep died part way (killed, out of memory): a ranking of the jobs it ran would read as whole
+        raise SystemExit(f"the dry-run sweep ended with exit {proc.returncode} after {len(jobs)} of "
+                         f"{len(RULES) * len(MODEL_AXES)} jobs, so no ranking; never run: {', '.join(missing)} "
+                         f"({last_error})")
     rows = []
     for job in jobs:
         report, mesh = job["dry_run"], job["mesh_shape"]

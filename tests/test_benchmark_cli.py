@@ -1,6 +1,7 @@
 """The benchmark scripts besides ``sbibm.py`` (``init.py``, ``shard_model.py``, ``step_overhead.py``,
 ``gensbi_pipeline.py``, ``gensbi_scale.py``) used as someone reproducing the README's tables uses them."""
 
+import argparse
 import subprocess
 import sys
 from pathlib import Path
@@ -123,3 +124,29 @@ def test_gpu_check_bounds_every_command_it_waits_for():
                 if re.match(r"\s*(if\s+)?(\w+=\S+\s+)*(timeout\s+\d+\s+)?(python3|nvidia-smi)\b", line)]
     assert len(commands) == 7 and all(re.search(r"\btimeout \d+ (python3|nvidia-smi)\b", c) for c in commands), commands
     assert "the run ended before writing it" in script
+
+
+def test_gensbi_scale_table_ranks_no_sweep_that_died_part_way(monkeypatch):
+    # Was: the sweep killed after 2 of its 12 jobs (out of memory, SIGKILL) printed a ranking of those 2, all
+    # ok, as if it were the whole table.
+    import json
+
+    scale = load("gensbi_scale")
+
+    def sweep(cmd, **kwargs):
+        out = Path(next(a for a in cmd if a.startswith("hydra.sweep.dir=")).split("=", 1)[1])
+        for k, rule in enumerate(("replicated", "fsdp")):
+            (out / str(k)).mkdir()
+            (out / str(k) / "metrics.json").write_text(json.dumps({
+                "status": "ok", "rule": rule, "config": {"rule": {"name": rule}, "mesh": {"model_axis": 1}}}))
+        return subprocess.CompletedProcess(cmd, -9, "", "")
+
+    monkeypatch.setattr(subprocess, "run", sweep)
+    monkeypatch.setattr(scale, "count_params", lambda: pytest.fail("a ranking was made"))
+    with pytest.raises(SystemExit) as stop:
+        scale.table(argparse.Namespace(timeout=60))
+    assert str(stop.value) == (
+        "the dry-run sweep ended with exit -9 after 2 of 12 jobs, so no ranking; never run: rule=replicated "
+        "mesh.model_axis=2, rule=replicated mesh.model_axis=4, rule=replicated mesh.model_axis=8, rule=fsdp "
+        "mesh.model_axis=2, rule=fsdp mesh.model_axis=4, rule=fsdp mesh.model_axis=8, rule=tensor mesh.model_axis=1, "
+        "rule=tensor mesh.model_axis=2, rule=tensor mesh.model_axis=4, rule=tensor mesh.model_axis=8 (no output)")
