@@ -263,6 +263,7 @@ def test_ctrl_c_while_a_job_starts_promises_no_checkpoint_and_keeps_nothing_asid
             return self.returncode
 
     monkeypatch.setattr(subprocess, "Popen", Starting)
+    monkeypatch.setattr(sbibm, "extra_problem", lambda *a: None)  # checked elsewhere; a second each time
     argv = ["run", "--root", str(tmp_path), "--tasks", "two_moons", "--budgets", "1000", "--", "mesh=none"]
     with pytest.raises(SystemExit) as stop:
         sbibm.main(argv)
@@ -356,6 +357,7 @@ def test_a_metrics_json_without_a_status_costs_its_job_only(sbibm, tmp_path, mon
     fake_job(tmp_path / "slcp_1000" / "job", "slcp", 1000, scores((1, 0.7)))
     metrics = tmp_path / "slcp_1000" / "job" / "metrics.json"
     metrics.write_text(record)
+    monkeypatch.setattr(sbibm, "plot", lambda *a: b"")  # the table's text is under test, not its plot
     text = sbibm.table([tmp_path], tmp_path / "out")
     assert "| slcp | 1,000 | not counted (status damaged) | 0.975 | 0.921 (SNLE) |" in text.splitlines()
     assert f"left out {metrics.parent}: status damaged ({metrics} {why})" in capsys.readouterr().err
@@ -450,7 +452,7 @@ def test_table_that_fails_part_way_leaves_the_last_table_whole(sbibm, tmp_path, 
     assert {p.name: p.read_text() for p in out.iterdir()} == {n: f"the last table's {n}" for n in sbibm.OUTPUTS}
 
 
-def test_table_names_rows_made_with_different_settings(sbibm, tmp_path, capsys):
+def test_table_names_rows_made_with_different_settings(sbibm, tmp_path, capsys, monkeypatch):
     # Was silent: a 20-step row beside a 20,000-step one read as one recipe.
     fake_job(tmp_path / "a" / "job", "two_moons", 1000, scores((1, 0.6)), overrides=["mesh=none", "train.steps=20"])
     fake_job(tmp_path / "b" / "job", "slcp", 1000, scores((1, 0.9)), overrides=["mesh=none"])
@@ -460,6 +462,7 @@ def test_table_names_rows_made_with_different_settings(sbibm, tmp_path, capsys):
         "rows made with different settings (beyond experiment=sbibm, the task and the budget): two_moons 1,000: "
         "mesh=none train.steps=20; slcp 1,000: mesh=none")
     # Written under the table itself (was stderr only: sbibm_table.md, read on its own, did not say).
+    monkeypatch.setattr(sbibm, "plot", lambda *a: b"")  # the table's text is under test, not its plot
     text = sbibm.table([tmp_path], tmp_path / "out")
     assert text.splitlines()[-3:-1] == [sbibm.settings_note(jobs), ""]
     assert (tmp_path / "out" / "sbibm_table.md").read_text() == text
@@ -527,7 +530,8 @@ def test_table_keeps_a_row_saying_why_for_each_cell_it_cannot_count(sbibm, tmp_p
     assert f"left out {tmp_path / 'other' / 'job'}: status interrupted" in err  # named, though its cell has a row
 
 
-def test_table_of_a_stopped_multirun_keeps_a_row_for_each_job_it_never_started(sbibm, tmp_path, capsys):
+def test_table_of_a_stopped_multirun_keeps_a_row_for_each_job_it_never_started(sbibm, tmp_path, capsys,
+                                                                             monkeypatch):
     # Was: `launch.py -m experiment=sbibm` stopped during its first job: the table held no trace of the rest.
     sweep = tmp_path / "multirun"
     fake_job(sweep / "0", "two_moons", 1000, scores((1, 0.6)))
@@ -535,6 +539,7 @@ def test_table_of_a_stopped_multirun_keeps_a_row_for_each_job_it_never_started(s
         "hydra:\n  sweep:\n    dir: multirun\n    subdir: ${hydra.job.num}\n  sweeper:\n    params:\n"
         "      data: two_moons,slcp\n      data.num_simulations: 1000,10000\n"
         "  overrides:\n    task:\n    - experiment=sbibm\n    - data.num_simulations=1000\n    - mesh=none\n")
+    monkeypatch.setattr(sbibm, "plot", lambda *a: b"")  # the table's text is under test, not its plot
     text = sbibm.table([sweep], tmp_path / "out")
     assert text.splitlines()[2:-2] == ["| two_moons | 1,000 | 0.600 (1 obs., no spread) | 0.725 | 0.643 (SNPE) |",
                                        "| slcp | 1,000 | not counted (not run) | 0.975 | 0.921 (SNLE) |"]
@@ -557,9 +562,10 @@ def test_run_records_what_it_was_asked_before_any_job(sbibm, tmp_path, monkeypat
 PUBLISHED = REPO / "benchmarks" / "sbibm_published.csv"
 
 
-def test_table_names_the_source_of_sbibm_numbers_and_reads_them_as_published(sbibm, tmp_path):
+def test_table_names_the_source_of_sbibm_numbers_and_reads_them_as_published(sbibm, tmp_path, monkeypatch):
     # Was: sbibm_table.md gave sbibm's columns with no word of where they come from.
     fake_job(tmp_path / "a" / "job", "gaussian_mixture", 100000, scores((1, 0.6)))
+    monkeypatch.setattr(sbibm, "plot", lambda *a: b"")  # the table's text is under test, not its plot
     text = sbibm.table([tmp_path], tmp_path / "out")
     assert text.splitlines()[2:] == [
         "| gaussian_mixture | 100,000 | 0.600 (1 obs., no spread) | 0.555 | 0.533 (SNPE) |", "",
