@@ -242,3 +242,41 @@ def test_the_logged_activation_axes_are_those_the_model_reads(caplog):
     assert logged["flux1"] == ["activation partition axes (those model=flux1 reads): {'batch_axis': 'data'}"]
     assert logged["transformer"] == ["activation partition axes (those model=transformer reads): {'batch_axis': "
                                      "'data', 'head_axis': 'model'}"]
+
+
+# ------------------------------------------------- a model section of one model's fields naming another model
+
+@pytest.mark.parametrize("overrides, message", [
+    # Was: "ConfigAttributeError: Key 'id_merge_mode' not in 'SimformerConfig'" (Flux1's checks ran on Simformer's
+    # fields before the name was checked), and for the reverse "model.val_emb_dim=None must be an integer >= 1".
+    (("model=simformer", "model.name=flux1"), "model.name=flux1 does not fit the settings model=simformer loaded "
+     "(the fields of simformer); set model.name=simformer, or drop model.name=flux1 and choose the model with "
+     "model=flux1, which loads its own"),
+    (("model=flux1", "model.name=simformer"), "model.name=simformer does not fit the settings model=flux1 loaded "
+     "(the fields of flux1); set model.name=flux1, or drop model.name=simformer and choose the model with "
+     "model=simformer, which loads its own"),
+    (("model=mlp", "model.name=flux1"), "model.name=flux1 does not fit the settings model=mlp loaded"),
+])
+def test_a_model_name_that_does_not_fit_the_loaded_fields_is_named_before_the_models_checks(overrides, message):
+    from gensbi_sharding.harness.config_checks import validate
+
+    with pytest.raises(ConfigError) as err:
+        validate(compose_tiny(*overrides))
+    assert str(err.value).startswith(message)
+    validate(compose_tiny(*overrides, f"model.name={overrides[0].split('=')[1]}"))  # the fix it names
+
+
+def test_a_preset_of_ones_own_naming_another_models_schema_names_its_file(tmp_path):
+    # Was, for my_conf/model/mix.yaml (defaults: /simformer_schema, name: flux1, as the README's preset but
+    # mixed): "ConfigAttributeError: Key 'id_merge_mode' not in 'SimformerConfig'", naming neither file nor fix.
+    from gensbi_sharding.harness.name_hints import registered_name_problem
+
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "mix.yaml").write_text("defaults:\n  - /simformer_schema\n  - _self_\nname: flux1\n")
+    cfg = compose_tiny(f"hydra.searchpath=[file://{tmp_path}]", "model=mix")
+    choices = {"model": "mix", "data": "two_moons", "rule": "replicated"}
+    assert registered_name_problem(cfg, choices) == (
+        "model=mix holds the fields of simformer (its defaults name /simformer_schema) but names model flux1; set "
+        "name: simformer in that file (or model.name=simformer), or list /flux1_schema in its defaults to build flux1")
+    fixed = compose_tiny(f"hydra.searchpath=[file://{tmp_path}]", "model=mix", "model.name=simformer")
+    assert registered_name_problem(fixed, choices) is None

@@ -38,12 +38,12 @@ def validate(cfg: DictConfig) -> None:
     """
     try:
         _validate(cfg)
-        check_model(cfg.model)  # GenSBI's model sections, which GenSBI checks only once simulations are done
+        problem = registered_name_problem(cfg, chosen_options())  # model.name, data.name, rule.name
+        if problem is None:  # GenSBI checks these sections only after simulating; they need model.name's fields
+            check_model(cfg.model)
     except ConfigError as err:
         raise ConfigError(_with_fix(str(err))) from None
-    problem = registered_name_problem(cfg, chosen_options())  # model.name, data.name, rule.name
-    if problem:
-        raise ConfigError(problem)
+    require(problem is None, problem)
 
 
 def no_mesh_problem(processes: int) -> str:

@@ -60,6 +60,12 @@ def registered_name_problem(cfg: Any, choices: Mapping[str, str] | None = None) 
         return unknown_name_problem("model.name", cfg.model.name, kind="model", registered=models, fix=fix,
                                     group="model", register=f"register it with @register_model({cfg.model.name!r}) "
                                     f"and add conf/model/{cfg.model.name}.yaml")
+    chosen = choices.get("model")
+    if loaded is not None and loaded != cfg.model.name and chosen not in (None, loaded, cfg.model.name):
+        # A preset of the user's own (README: A preset of your own) naming one model and the schema of another.
+        return (f"model={chosen} holds the fields of {loaded} (its defaults name /{loaded}_schema) but names "
+                f"model {cfg.model.name}; set name: {loaded} in that file (or model.name={loaded}), or list "
+                f"/{cfg.model.name}_schema in its defaults to build {cfg.model.name}")
     if loaded is not None and loaded != cfg.model.name:
         return (f"model.name={cfg.model.name} does not fit the settings model={loaded} loaded (the fields of {loaded}); "
                 f"set model.name={loaded}, or drop model.name={cfg.model.name} and choose the model with "
