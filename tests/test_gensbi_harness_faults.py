@@ -280,3 +280,37 @@ def test_a_preset_of_ones_own_naming_another_models_schema_names_its_file(tmp_pa
         "name: simformer in that file (or model.name=simformer), or list /flux1_schema in its defaults to build flux1")
     fixed = compose_tiny(f"hydra.searchpath=[file://{tmp_path}]", "model=mix", "model.name=simformer")
     assert registered_name_problem(fixed, choices) is None
+
+
+# ------------------------------------------------- where a distributed=local process's log lines are
+
+def test_a_local_process_names_its_own_log_file_where_the_lines_are(monkeypatch, caplog, devices):
+    # Was, in model=flux1 distributed=local rule=fsdp mesh.model_axis=2: "[process 1/2] XLA warned (all its lines
+    # are in launch.log)", and the fallback warning's "(every one: metrics.json 'fallbacks' and launch.log)", while
+    # each process writes its lines to process_<i>.log and the job's launch.log holds none of them.
+    import logging
+    import os
+
+    from hydra.core.hydra_config import HydraConfig
+
+    import gensbi_sharding as gs
+    from gensbi_sharding.harness import console
+    from gensbi_sharding.harness.model_plan import model_plan
+
+    remat = b"W1130 21:32:49.078772    8033 spmd_partitioner.cc:666] [SPMD] Involuntary full rematerialization.\n"
+    model = nnx.Module()  # more fallbacks than the warning lists: it says where every one is
+    model.blocks = nnx.List([nnx.Param(jnp.ones((2, 8)), **gs.axes("embed", "mlp")) for _ in range(5)])
+    mesh, rule = gs.make_mesh(model_axis=1), gs.resolve_rule("fsdp")
+    for job, log_file in ((None, "launch.log"), ("launch", "launch.log"), ("process_1", "process_1.log")):
+        monkeypatch.setattr(HydraConfig.instance(), "cfg", job and OmegaConf.create({"hydra": {"job": {"name": job}}}))
+        assert console.job_log_name() == log_file
+        caplog.clear()
+        with caplog.at_level(logging.INFO), console.native_output_to_log():
+            os.write(2, remat)
+        notices = [r.getMessage() for r in caplog.records if r.name == "gensbi_sharding"]
+        assert notices == [f"XLA warned (all its lines are in {log_file}): [SPMD] Involuntary full rematerialization."]
+        caplog.clear()
+        with caplog.at_level(logging.WARNING):
+            model_plan(model, mesh, rule, strict=False)
+        warned = [r.getMessage() for r in caplog.records if r.name == "gensbi_sharding"]
+        assert len(warned) == 1 and warned[0].endswith(f"(every one: metrics.json 'fallbacks' and {log_file})")

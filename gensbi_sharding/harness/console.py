@@ -30,7 +30,7 @@ from typing import Any
 
 __all__ = ["DETAILS", "NOISY_WARNINGS", "NOISY_MESSAGES", "NOISY_NATIVE_LINES", "ConsoleFilter", "ConsoleFormatter",
            "warnings_to_log", "native_output_to_log", "quiet_console", "set_process", "tagged",
-           "tag_process_records", "stop_level"]
+           "tag_process_records", "stop_level", "job_log_name"]
 
 DETAILS = "gensbi_sharding.details"  # full tables: launch.log always, the console with verbose=true
 NOISY_WARNINGS = ("ConvergenceWarning",)  # warning categories kept out of the console
@@ -70,6 +70,14 @@ class _ProcessTag(logging.Filter):
             record.msg = tag + record.getMessage().replace("\n", "\n" + tag)
             record.args, record.process_tagged = None, True
         return True
+
+
+def job_log_name() -> str:
+    """The name of the file this job logs to in its folder: ``launch.log``, a ``distributed=local`` process's own
+    ``process_<i>.log`` (Hydra's job name, which the parent sets), "launch.log" outside Hydra."""
+    from hydra.core.hydra_config import HydraConfig
+
+    return f"{HydraConfig.get().job.name}.log" if HydraConfig.initialized() else "launch.log"
 
 
 def set_process(index: int, count: int) -> None:
@@ -224,7 +232,7 @@ def _lines_of(fd: int, prefixes: tuple[bytes, ...], sink: logging.Logger, warned
                     warned.append(True)  # once per run: the message without its C++ header, cut short
                     said = NATIVE_LOG_LINE.sub(b"", bare, count=1).decode(errors="replace").strip()
                     logging.getLogger("gensbi_sharding").warning(
-                        "XLA warned (all its lines are in launch.log): %s", said if len(said) <= 100
+                        "XLA warned (all its lines are in %s): %s", job_log_name(), said if len(said) <= 100
                         else said[:100] + "...")
             else:
                 kept.append(line)

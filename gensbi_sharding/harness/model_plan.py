@@ -3,7 +3,8 @@
 ``trace_model`` traces the constructor for what must not allocate (sharded
 initialisation, the dry run) and turns a constructor that cannot be traced into one
 line naming what to do; ``model_plan`` plans the model and bounds what the console
-shows of its fallbacks (``launch.log`` gets every path; ``strict=true`` refuses them).
+shows of its fallbacks (``launch.log``, a process's ``process_<i>.log``, gets every path; ``strict=true``
+refuses them).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness.config import ConfigError
-from gensbi_sharding.harness.console import DETAILS, EVERY_PROCESS
+from gensbi_sharding.harness.console import DETAILS, EVERY_PROCESS, job_log_name
 
 __all__ = ["trace_model", "model_plan", "SHARDED_INIT_TRACES", "DRY_RUN_TRACES"]
 
@@ -71,9 +72,9 @@ def model_plan(model: Any, mesh: Any, rule: Any, *, strict: bool) -> Any:
         widths = _model_axes_without_fallbacks(model, mesh, rule)
         fix = f"Set mesh.model_axis={' or '.join(map(str, widths))} (every annotation honoured), or f" if widths else "F"
         raise ConfigError(f"strict=true and rule {rule.name!r} cannot split {len(plan.fallbacks)} variable(s); "
-                          f"without strict, {plan.fallback_message(every='launch.log')}. {fix}ix the annotation "
+                          f"without strict, {plan.fallback_message(every=job_log_name())}. {fix}ix the annotation "
                           "or dimension, or set strict=false")
-    log.warning("%s", plan.fallback_message(every="metrics.json 'fallbacks' and launch.log"), extra=EVERY_PROCESS)
+    log.warning("%s", plan.fallback_message(every=f"metrics.json 'fallbacks' and {job_log_name()}"), extra=EVERY_PROCESS)
     return plan
 
 
