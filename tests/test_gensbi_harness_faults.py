@@ -314,3 +314,82 @@ def test_a_local_process_names_its_own_log_file_where_the_lines_are(monkeypatch,
             model_plan(model, mesh, rule, strict=False)
         warned = [r.getMessage() for r in caplog.records if r.name == "gensbi_sharding"]
         assert len(warned) == 1 and warned[0].endswith(f"(every one: metrics.json 'fallbacks' and {log_file})")
+
+
+# ------------------------------------------------- a model.* override the composed or swept models lack
+
+def _multirun_master(*overrides):
+    """Compose a multirun's first config as Hydra's sweeper does (the swept groups left at their defaults)."""
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.types import RunMode
+
+    from faults_helpers import REPO
+    from gensbi_sharding.harness.config import register_configs
+
+    register_configs()
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        return GlobalHydra.instance().config_loader().load_configuration("config", list(overrides), RunMode.MULTIRUN)
+
+
+MODEL_KEYS = [  # (command line, the refusal, the fix it names, typed as written)
+    # Was Hydra's "Key 'num_heads' not in 'MLPConfig'. To append to your config use +model.num_heads=2" (which
+    # fails too): a sweep's first config is composed with the default model, though flux1 and simformer have it.
+    (("-m", "model=flux1,simformer", "model.num_heads=2"),
+     "model.num_heads=2: Hydra composes a sweep's first config with the default model (model=mlp), which has no "
+     "field num_heads, before each job loads model=flux1,simformer; sweep it as one value, which only the jobs "
+     "get: 'model.num_heads=choice(2)'", ("-m", "model=flux1,simformer", "model.num_heads=choice(2)")),
+    # Was: the flux1 job ran, then the sweep stopped at the simformer job's composition.
+    (("-m", "model=flux1,simformer", "model.depth_single_blocks=1"),
+     "model.depth_single_blocks=1: model=simformer of this sweep has no field depth_single_blocks (a field of "
+     "model=flux1), so its jobs would stop at composition after the others ran; sweep model=flux1 with it and "
+     "model=simformer in a sweep of its own", ("-m", "model=flux1", "model.depth_single_blocks=1")),
+    (("model.num_heads=2",), "model.num_heads=2: model=mlp (the default) has no field num_heads; model=flux1, "
+     "model=simformer have it: add model=flux1, whose section it then sets", ("model=flux1", "model.num_heads=2")),
+    (("model=simformer", "model.axes_dim=[8,0]"), "model.axes_dim=[8,0]: model=simformer has no field axes_dim; "
+     "model=flux1 has it: set model=flux1 for it, or drop model.axes_dim=[8,0]", ("model=simformer",)),
+    (("experiment=slcp_transformer", "model.width=2"), "model.width=2: model=transformer has no field width; "
+     "model=mlp has it: set model=mlp for it, or drop model.width=2", ("experiment=slcp_transformer",)),
+]
+
+
+@pytest.mark.parametrize("args, message, fixed", MODEL_KEYS, ids=lambda a: " ".join(a) if isinstance(a, tuple) else "")
+def test_a_model_key_the_models_lack_is_refused_naming_the_override_that_runs(args, message, fixed):
+    from hydra.errors import ConfigCompositionException
+
+    from gensbi_sharding.harness.model_key_checks import model_key_problem
+
+    assert model_key_problem(args) == message
+    assert model_key_problem(fixed) is None
+    overrides = [a for a in args if a != "-m"]
+    if "-m" in args and "choice(" in message:  # what Hydra itself does with the command and with the fix
+        with pytest.raises(ConfigCompositionException, match="Could not override 'model.num_heads'"):
+            _multirun_master(*overrides)
+        assert _multirun_master(*[a for a in fixed if a != "-m"]).model.name == "mlp"  # the jobs get flux1, ...
+
+
+@pytest.mark.parametrize("args", [
+    ("-m", "model=flux1,simformer", "model.depth=1"),  # every model has it: Hydra runs it
+    ("model=flux1", "model.nheads=2"),  # no model has it: a typo, which Hydra names
+    ("model=my_flux1", "model.num_heads=2"),  # a preset of one's own: not known here
+    ("-m", "experiment=quick,slcp_transformer", "model.num_heads=2"),  # each job's experiment may pick the model
+    ("model.width=64",),
+])
+def test_model_keys_the_models_have_or_that_are_not_known_here_pass(args):
+    from gensbi_sharding.harness.model_key_checks import model_key_problem
+
+    assert model_key_problem(args) is None
+
+
+@pytest.mark.slow
+def test_launch_refuses_a_model_sweep_hydra_cannot_compose_before_any_folder(tmp_path):
+    import subprocess
+    import sys
+
+    from faults_helpers import REPO
+
+    proc = subprocess.run([sys.executable, str(REPO / "launch.py"), "-m", "model=flux1,simformer", "model.num_heads=2",
+                           f"hydra.sweep.dir={tmp_path / 'sweep'}"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 1 and proc.stderr == f"[ERROR] {MODEL_KEYS[0][1]}\n", proc.stderr
+    assert not (tmp_path / "sweep").exists()
