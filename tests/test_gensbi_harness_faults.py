@@ -188,7 +188,7 @@ def test_the_split_of_axes_dim_without_rope_is_named_as_without_effect():
 
     split = compose_tiny("model=flux1", "model.axes_dim=[4,4]")
     assert ignored_settings(split.model, split.activation) == (
-        "no effect: the split of model.axes_dim=[4, 4] (without a rope1d id strategy only its sum is used: the same "
+        "no effect: the split of model.axes_dim=[4,4] (without a rope1d id strategy only its sum is used: the same "
         "model as model.axes_dim=[8,0]; rope1d gives each id axis its size)")
     for used in (("model.axes_dim=[4,4]", ROPE), ("model.axes_dim=[8,0]",), ("model.axes_dim=[8]",)):
         cfg = compose_tiny("model=flux1", *used)

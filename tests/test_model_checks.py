@@ -10,11 +10,12 @@ from gensbi_sharding.harness.config_checks import validate
 
 # (overrides, the whole refusal). Was, after the simulations: "ValueError: Unknown strategy: foo", "val_emb_dim and
 # id_emb_dim required for 'concat' strategy", IndexError (mlp_ratio=0), ZeroDivisionError (axes_dim=[0,0]).
+# Values are named as typed (model.axes_dim=[0,0], =null); they were Python reprs ([0, 0], None, ['pos2d', ...]).
 REFUSED = [
     (("model=flux1", "model.id_merge_mode=foo"),
      "model.id_merge_mode='foo' is not one of sum, concat; e.g. model.id_merge_mode=sum (GenSBI's default)"),
     (("model=flux1", "model.id_merge_mode=concat"),
-     "model.val_emb_dim=None and model.id_emb_dim=None: model.id_merge_mode=concat needs val_emb_dim and id_emb_dim, "
+     "model.val_emb_dim=null and model.id_emb_dim=null: model.id_merge_mode=concat needs val_emb_dim and id_emb_dim, "
      "integers >= 1 (features per head); e.g. model.val_emb_dim=4 model.id_emb_dim=4 (GenSBI suggests 1:1), "
      "or model.id_merge_mode=sum"),
     (("model=flux1", "model.id_merge_mode=concat", "model.val_emb_dim=4", "model.id_emb_dim=0"),
@@ -24,22 +25,22 @@ REFUSED = [
      "model.mlp_ratio=0.0 must be > 0 with an MLP width int(hidden size 16 * mlp_ratio) >= 1; "
      "e.g. model.mlp_ratio=4.0 (GenSBI's default)"),
     (("model=flux1", "model.axes_dim=[0,0]"),
-     "model.axes_dim=[0, 0] must list sizes >= 0 with a sum >= 1 (hidden size = sum * num_heads) for "
+     "model.axes_dim=[0,0] must list sizes >= 0 with a sum >= 1 (hidden size = sum * num_heads) for "
      "model.id_merge_mode=sum; e.g. model.axes_dim=[6,0] (GenSBI's default)"),
     (("model=flux1", "model.axes_dim=[7,0]", "model.id_embedding_strategy=[rope1d,rope1d]"),
-     "model.axes_dim=[7, 0] must hold even sizes for the rope1d id strategy (rotary pairs); e.g. model.axes_dim=[8,0]"),
+     "model.axes_dim=[7,0] must hold even sizes for the rope1d id strategy (rotary pairs); e.g. model.axes_dim=[8,0]"),
     # Was, at the first step: "IndexError: list index out of range" inside GenSBI's rope ([8]), or
     # "mul got incompatible shapes for broadcasting" ([4,2,2]).
     (("model=flux1", "model.axes_dim=[8]", "model.id_embedding_strategy=[rope1d,rope1d]"),
      "model.axes_dim=[8] must list 2 sizes for the rope1d id strategy, one per axis of the 1-D token ids "
      "(position, then parameter or observation); e.g. model.axes_dim=[8,0] (every size on the position)"),
     (("model=flux1", "model.axes_dim=[4,2,1]", "model.id_embedding_strategy=[absolute,rope1d]"),
-     "model.axes_dim=[4, 2, 1] must list 2 sizes for the rope1d id strategy, one per axis of the 1-D token ids "
+     "model.axes_dim=[4,2,1] must list 2 sizes for the rope1d id strategy, one per axis of the 1-D token ids "
      "(position, then parameter or observation); e.g. model.axes_dim=[8,0] (every size on the position)"),
     # Was, after the simulations: "ValueError: Hidden size (3) must be divisible by 2." from GenSBI's pos1d table.
     (("model=flux1", "model.id_embedding_strategy=[pos1d,absolute]", "model.init=eager", "model.axes_dim=[3,0]",
       "model.num_heads=1"),
-     "model.axes_dim=[3, 0] with model.num_heads=1: the pos1d id strategy needs an even hidden size "
+     "model.axes_dim=[3,0] with model.num_heads=1: the pos1d id strategy needs an even hidden size "
      "(sum(axes_dim) * num_heads = 3, sine and cosine halves); e.g. model.axes_dim=[4,0]"),
     (("model=flux1", "model.id_embedding_strategy=[absolute,pos1d]", "model.init=eager", "model.id_merge_mode=concat",
       "model.val_emb_dim=2", "model.id_emb_dim=3", "model.num_heads=1"),
@@ -51,7 +52,7 @@ REFUSED = [
      "table with jnp.maximum inside the constructor, which no trace can evaluate; e.g. model.init=eager (built whole "
      "on one device, then placed), or absolute or rope1d ids"),
     (("model=flux1", "model.id_embedding_strategy=[pos2d,absolute]"),
-     "model.id_embedding_strategy=['pos2d', 'absolute']: give two of absolute, pos1d, rope1d (parameters, "
+     "model.id_embedding_strategy=[pos2d,absolute]: give two of absolute, pos1d, rope1d (parameters, "
      "observations), e.g. model.id_embedding_strategy=[absolute,absolute] (GenSBI's default)"),
     (("model=flux1", "model.num_heads=0"),
      "model.num_heads=0 must be an integer >= 1; e.g. model.num_heads=6 (GenSBI's default)"),
@@ -91,5 +92,5 @@ def test_a_refused_model_section_stops_the_run_before_any_simulation(tmp_path, m
     simulated = []
     monkeypatch.setattr(data, "simulate", lambda *a, **k: simulated.append(a) or pytest.fail("simulated"))
     metrics = run_tiny(tmp_path / "run", "model=flux1", "model.axes_dim=[0,0]")
-    assert metrics["status"] == "error" and metrics["error"].startswith("ConfigError: model.axes_dim=[0, 0] must")
+    assert metrics["status"] == "error" and metrics["error"].startswith("ConfigError: model.axes_dim=[0,0] must")
     assert simulated == [] and "val_pairs" not in metrics

@@ -92,21 +92,21 @@ def ignored_settings(model: DictConfig, activation: DictConfig | None = None) ->
                       "model.id_embedding_strategy=[rope1d,rope1d] with model.id_merge_mode=sum)")
     axes = list(model.axes_dim) if model.get("axes_dim") is not None else None
     if model.id_merge_mode == "concat" and axes is not None and axes != Flux1Config().axes_dim:
-        unused.append(f"model.axes_dim={axes} (only model.id_merge_mode=sum uses it, as hidden size = "
+        unused.append(f"model.axes_dim={_literal(axes)} (only model.id_merge_mode=sum uses it, as hidden size = "
                       "sum(axes_dim) * num_heads; model.id_merge_mode=concat sizes the tokens by model.val_emb_dim "
                       "and model.id_emb_dim)")
     rope = any(str(s).startswith("rope") for s in model.id_embedding_strategy)
     if model.id_merge_mode == "sum" and axes and not rope and any(axes[1:]):  # measured: [4,4] trains as [8,0]
-        unused.append(f"the split of model.axes_dim={axes} (without a rope1d id strategy only its sum is used: "
+        unused.append(f"the split of model.axes_dim={_literal(axes)} (without a rope1d id strategy only its sum is used: "
                       f"the same model as model.axes_dim=[{sum(axes)},0]; rope1d gives each id axis its size)")
     return "no effect: " + "; ".join(unused) if unused else None
 
 
 def _literal(value) -> str:
-    """As typed in an override: ``null``, ``[data,model]``."""
+    """As typed in an override: ``null``, ``[data,model]``, ``[8,0]`` (a list's repr, ``[8, 0]``, is two words)."""
     if value is None:
         return "null"
-    return "[" + ",".join(_literal(v) for v in value) + "]" if isinstance(value, ListConfig) else str(value)
+    return "[" + ",".join(_literal(v) for v in value) + "]" if isinstance(value, (ListConfig, list)) else str(value)
 
 
 def _require(ok: bool, message: str) -> None:
@@ -138,7 +138,7 @@ def _flux1(model: DictConfig) -> None:
                                   "e.g. model.id_merge_mode=sum (GenSBI's default)")
     strategies = list(model.id_embedding_strategy)
     _require(len(strategies) == 2 and all(s in ID_STRATEGIES_1D for s in strategies),
-             f"model.id_embedding_strategy={strategies}: give two of {', '.join(ID_STRATEGIES_1D)} "
+             f"model.id_embedding_strategy={_literal(strategies)}: give two of {', '.join(ID_STRATEGIES_1D)} "
              "(parameters, observations), e.g. model.id_embedding_strategy=[absolute,absolute] (GenSBI's default)")
     for key, low, default in (("num_heads", 1, 6), ("depth", 0, 8), ("depth_single_blocks", 0, 16)):
         _at_least(model, key, low, default)
@@ -152,31 +152,31 @@ def _flux1(model: DictConfig) -> None:
     if mode == "sum":
         axes = list(model.axes_dim) if model.axes_dim is not None else None
         _require(axes is not None and len(axes) >= 1 and all(a >= 0 for a in axes) and sum(axes) >= 1,
-                 f"model.axes_dim={axes} must list sizes >= 0 with a sum >= 1 (hidden size = sum * num_heads) "
+                 f"model.axes_dim={_literal(axes)} must list sizes >= 0 with a sum >= 1 (hidden size = sum * num_heads) "
                  "for model.id_merge_mode=sum; e.g. model.axes_dim=[6,0] (GenSBI's default)")
         # GenSBI's rope embeds id axis i with axes_dim[i] features, and the 1-D ids have two axes (position,
         # then parameter/observation): a third size was never used (a shape error in the first step), a
         # single one indexed past the end (an IndexError there).
         _require(not rope or len(axes) == ROPE_ID_AXES,
-                 f"model.axes_dim={axes} must list {ROPE_ID_AXES} sizes for the rope1d id strategy, one per axis of "
+                 f"model.axes_dim={_literal(axes)} must list {ROPE_ID_AXES} sizes for the rope1d id strategy, one per axis of "
                  "the 1-D token ids (position, then parameter or observation); e.g. "
                  f"model.axes_dim=[{sum(axes) + sum(axes) % 2},0] (every size on the position)")
         _require(not rope or all(a % 2 == 0 for a in axes),
-                 f"model.axes_dim={axes} must hold even sizes for the rope1d id strategy (rotary pairs); "
+                 f"model.axes_dim={_literal(axes)} must hold even sizes for the rope1d id strategy (rotary pairs); "
                  f"e.g. model.axes_dim=[{','.join(str(a + a % 2) for a in axes)}]")
         hidden = sum(axes) * model.num_heads
         # GenSBI's pos1d table is sin | cos halves of the id embedding's width: hidden size here (odd: its
         # "Hidden size (3) must be divisible by 2" after the simulations, naming no setting).
         _require("pos1d" not in strategies or hidden % 2 == 0,
-                 f"model.axes_dim={axes} with model.num_heads={model.num_heads}: the pos1d id strategy needs an even "
+                 f"model.axes_dim={_literal(axes)} with model.num_heads={model.num_heads}: the pos1d id strategy needs an even "
                  f"hidden size (sum(axes_dim) * num_heads = {hidden}, sine and cosine halves); e.g. "
                  f"model.axes_dim=[{','.join(str(a + (i == 0)) for i, a in enumerate(axes))}]")
     else:
         bad = [k for k in ("val_emb_dim", "id_emb_dim") if not (isinstance(model[k], int) and model[k] >= 1)]
-        _require(not bad, f"{' and '.join(f'model.{k}={model[k]}' for k in bad)}: model.id_merge_mode=concat needs "
+        _require(not bad, f"{' and '.join(f'model.{k}={_literal(model[k])}' for k in bad)}: model.id_merge_mode=concat needs "
                           "val_emb_dim and id_emb_dim, integers >= 1 (features per head); e.g. "
                           f"{' '.join(f'model.{k}=4' for k in bad)} (GenSBI suggests 1:1), or model.id_merge_mode=sum")
-        _require(not rope, f"model.id_embedding_strategy={strategies}: rope1d does not combine with "
+        _require(not rope, f"model.id_embedding_strategy={_literal(strategies)}: rope1d does not combine with "
                            "model.id_merge_mode=concat; e.g. model.id_embedding_strategy=[absolute,absolute]")
         hidden = (model.val_emb_dim + model.id_emb_dim) * model.num_heads
         _require("pos1d" not in strategies or model.id_emb_dim * model.num_heads % 2 == 0,
