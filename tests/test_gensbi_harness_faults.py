@@ -393,3 +393,70 @@ def test_launch_refuses_a_model_sweep_hydra_cannot_compose_before_any_folder(tmp
                           timeout=120)
     assert proc.returncode == 1 and proc.stderr == f"[ERROR] {MODEL_KEYS[0][1]}\n", proc.stderr
     assert not (tmp_path / "sweep").exists()
+
+
+# ------------------------------------------------- the commands a run prints keep the search path of a preset of one's own
+
+SEARCH = "hydra.searchpath=[file:///home/you/my_conf]"
+
+
+def test_a_printed_command_keeps_the_search_path_that_finds_a_preset_of_ones_own(monkeypatch, tmp_path):
+    # Was, for a run of python launch.py "hydra.searchpath=[file://$PWD/my_conf]" model=my_flux1 (README: A preset
+    # of your own): "continue with: python launch.py model=my_flux1 ... train.resume=auto ...", "to train it further
+    # ...: python launch.py model=my_flux1 ...", "launched with: model=my_flux1 ...": Hydra keeps the search path
+    # apart from the job's overrides, and without it each named command failed with "Could not find 'model/my_flux1'".
+    from hydra.core.hydra_config import HydraConfig
+
+    from gensbi_sharding.harness import sweep_hints
+    from gensbi_sharding.harness.hints import launched_with
+
+    job = {"overrides": {"hydra": [SEARCH, "hydra.sweep.subdir=${hydra.job.num}"], "task": ["model=my_flux1", "rule=tensor"]},
+           "mode": "RUN"}
+    monkeypatch.setattr(HydraConfig.instance(), "cfg", OmegaConf.create({"hydra": job}))
+    quoted = f"'{SEARCH}'"
+    assert sweep_hints.continue_command("/runs/a") == (
+        f"python launch.py {quoted} model=my_flux1 rule=tensor train.resume=auto hydra.run.dir=/runs/a")
+    assert sweep_hints.train_further_hint("/runs/a", 20, 20, ["model=my_flux1"]).endswith(
+        f"python launch.py {quoted} model=my_flux1 train.steps=<more than 20> train.resume=/runs/a "
+        "hydra.run.dir=/runs/a-stepsmore")
+    monkeypatch.setattr(HydraConfig.instance(), "cfg", None)  # the sweep callback's refusal: no job yet
+    assert sweep_hints.job_command(["rule=fsdp"], "/runs/a", multirun=False) == (
+        "python launch.py rule=fsdp train.resume=auto hydra.run.dir=/runs/a")  # none to keep
+    sweep = tmp_path / "sweep"
+    for number, status in enumerate(("ok", "preempted")):
+        (sweep / str(number) / ".hydra").mkdir(parents=True)
+        (sweep / str(number) / ".hydra" / "overrides.yaml").write_text(f"- model=my_flux1\n- seed={number}\n")
+        (sweep / str(number) / "metrics.json").write_text(f'{{"status": "{status}"}}')
+    hint = sweep_hints.unfinished_jobs_hint([sweep / "0", sweep / "1"], ("preempted",), sweep_dir=sweep,
+                                            search_path=[SEARCH])
+    assert f"python launch.py {quoted} model=my_flux1 seed=1 train.resume=auto hydra.mode=RUN" in hint
+    # A checkpoint's run, read from its folder: Hydra's hydra.yaml holds the search path.
+    run = tmp_path / "run"
+    (run / ".hydra").mkdir(parents=True)
+    (run / ".hydra" / "overrides.yaml").write_text("- model=my_flux1\n- rule=tensor\n")
+    (run / ".hydra" / "hydra.yaml").write_text(  # an override holding an interpolation is read, not resolved
+        f"hydra:\n  overrides:\n    hydra:\n    - {SEARCH}\n    - hydra.sweep.subdir=${{hydra.job.num}}\n")
+    assert launched_with(run / "checkpoints" / "20") == (
+        f"; the run that saved it was launched with: {quoted} model=my_flux1 rule=tensor")
+    (run / ".hydra" / "hydra.yaml").unlink()  # an older record: the overrides it has
+    assert launched_with(run / "checkpoints" / "20") == "; the run that saved it was launched with: model=my_flux1 rule=tensor"
+
+
+@pytest.mark.slow
+def test_launch_into_a_completed_run_of_a_preset_of_ones_own_names_its_search_path(tmp_path):
+    import subprocess
+    import sys
+
+    from faults_helpers import REPO
+
+    (tmp_path / "my_conf" / "model").mkdir(parents=True)
+    (tmp_path / "my_conf" / "model" / "my_flux1.yaml").write_text("defaults:\n  - /flux1_schema\n  - _self_\n"
+                                                                  "name: flux1\nnum_heads: 2\n")
+    done = tmp_path / "done"
+    (done / "checkpoints" / "20").mkdir(parents=True)
+    (done / "metrics.json").write_text('{"status": "ok", "final_step": 20}')
+    search = f"hydra.searchpath=[file://{tmp_path / 'my_conf'}]"
+    proc = subprocess.run([sys.executable, str(REPO / "launch.py"), search, "model=my_flux1", "train.steps=20",
+                           f"hydra.run.dir={done}"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and f"into a new folder: python launch.py '{search}' model=my_flux1 " in proc.stderr, \
+        proc.stderr

@@ -210,6 +210,7 @@ def launched_with(step_dir: Any) -> str:
     its own command line is the shorter, complete fix. For a checkpoint in the running job's own folder, whose
     record Hydra has replaced by this attempt's, the copy kept before (``launch_record``); "" without one.
     """
+    import shlex
     from pathlib import Path
 
     from hydra.core.hydra_config import HydraConfig
@@ -228,7 +229,12 @@ def launched_with(step_dir: Any) -> str:
         recorded = saved_record(running) / "overrides.yaml"  # kept aside before Hydra rewrote it
         if not recorded.is_file():
             return ""
-    kept = [str(o) for o in OmegaConf.load(recorded) if not str(o).startswith(("train.resume=", "hydra."))]
+    # Hydra records a search path (a preset of one's own: model=my_flux1) apart, in hydra.yaml: without it the
+    # named command could not find that preset.
+    hydra_yaml = recorded.parent / "hydra.yaml"
+    searched = [shlex.quote(o) for o in OmegaConf.to_container(OmegaConf.load(hydra_yaml).hydra.overrides.hydra)
+                if o.startswith("hydra.searchpath=")] if hydra_yaml.is_file() else []  # unresolved: ${hydra.job.num}
+    kept = searched + [str(o) for o in OmegaConf.load(recorded) if not str(o).startswith(("train.resume=", "hydra."))]
     return f"; the run that saved it was launched with: {' '.join(kept) or 'no overrides'}"
 
 

@@ -21,8 +21,8 @@ from gensbi_sharding.harness.console import tagged
 from gensbi_sharding.harness.folder_lock import FolderInUseError, FolderLock, folder_problem
 from gensbi_sharding.harness.launch_record import keep_record, settle_record
 from gensbi_sharding.harness.outputs import read_metrics, write_atomic, write_json
-from gensbi_sharding.harness.sweep_hints import (hydra_job_overrides, moved_jobs_problem, shared_folder_problem,
-                                                 train_further_hint, unfinished_jobs_hint)
+from gensbi_sharding.harness.sweep_hints import (hydra_job_overrides, moved_jobs_problem, search_path_of,
+                                                 shared_folder_problem, train_further_hint, unfinished_jobs_hint)
 from gensbi_sharding.harness.sweep_plan import every_job
 from gensbi_sharding.harness.sweep_subdirs import colliding_subdirs_problem, unused_folder_problem
 
@@ -262,6 +262,7 @@ class RefuseCompletedRun(Callback):
             lock.acquire()
             self._locks.append(lock)
             dry_run = bool(OmegaConf.select(config, "dry_run", default=False))
+            searched = search_path_of(OmegaConf.select(config, "hydra.overrides.hydra", default=None))
             for run_dir in runs:
                 resume = OmegaConf.select(config, "train.resume", default=None)
                 task = OmegaConf.select(config, "hydra.overrides.task", default=None)
@@ -270,13 +271,13 @@ class RefuseCompletedRun(Callback):
                     task = OmegaConf.load(recorded)
                 ensure_fresh(run_dir, resume_auto=resume == "auto", resume_from=bool(resume) and resume != "auto",
                              dry_run=dry_run, steps=OmegaConf.select(config, "train.steps", default=None),
-                             overrides=None if task is None else list(task), multirun=sweep)
+                             overrides=None if task is None else [*searched, *task], multirun=sweep)
                 keep_record(run_dir)  # the command that saved its checkpoints, before Hydra rewrites it
         except (FileExistsError, FolderInUseError, ConfigError) as err:
             self._release()
             hint = ""
             if sweep and isinstance(err, FileExistsError):
-                hint = unfinished_jobs_hint(runs, RESUMABLE, every_job(config), sweep_dir=folder)
+                hint = unfinished_jobs_hint(runs, RESUMABLE, every_job(config), sweep_dir=folder, search_path=searched)
             # Hydra turns an Exception raised by a callback into a warning; SystemExit stops the run.
             print(tagged("ERROR", f"{err}{hint}"), file=sys.stderr, flush=True)  # as the job's own errors look
             raise SystemExit(1) from None

@@ -14,7 +14,7 @@ from gensbi_sharding.harness.sweep_plan import job_configuration, never_started
 
 __all__ = ["unfinished_jobs_hint", "shared_folder_problem", "moved_jobs_problem", "job_command", "continue_command",
            "whole_sweep_hint", "CONTINUE_ENV", "INLINE_COMMANDS", "CONTINUE_SCRIPT", "train_further_hint",
-           "hydra_job_overrides"]
+           "hydra_job_overrides", "with_search_path", "search_path_of", "SEARCH_PATH"]
 
 #: Set by ``distributed=local``'s parent for its processes: the command that continues the whole job
 #: (theirs carry the parent's overrides plus their own).
@@ -25,6 +25,28 @@ CONTINUE_ENV = "GENSBI_SHARDING_CONTINUE_COMMAND"
 INLINE_COMMANDS = 3
 #: The script, in the sweep's folder, holding the commands that continue its unfinished jobs.
 CONTINUE_SCRIPT = "continue_unfinished.sh"
+
+
+#: The one ``hydra.*`` override a continuing command needs: where a preset of one's own (``model=my_flux1``) is found.
+SEARCH_PATH = "hydra.searchpath="
+
+
+def with_search_path(overrides: Sequence[str]) -> list[str]:
+    """``overrides`` led by the running job's ``hydra.searchpath=...`` (Hydra keeps it apart from the job's own)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if not HydraConfig.initialized() or any(o.startswith(SEARCH_PATH) for o in overrides):
+        return list(overrides)
+    return search_path_of(HydraConfig.get().overrides.hydra) + list(overrides)
+
+
+def search_path_of(hydra_overrides: Any) -> list[str]:
+    """The ``hydra.searchpath=`` entries of Hydra's ``overrides.hydra`` node (None: none), read unresolved: an
+    override may hold an interpolation (``hydra.sweep.subdir=${hydra.job.num}``)."""
+    from omegaconf import OmegaConf
+
+    listed = [] if hydra_overrides is None else OmegaConf.to_container(hydra_overrides)
+    return [o for o in listed if o.startswith(SEARCH_PATH)]
 
 
 def job_command(overrides: Sequence[str], run_dir: Any, *, multirun: bool) -> str:
@@ -47,7 +69,8 @@ def job_command(overrides: Sequence[str], run_dir: Any, *, multirun: bool) -> st
     """
     from gensbi_sharding.harness.override_grammar import hydra_override
 
-    kept = [o for o in overrides if not o.startswith(("train.resume=", "hydra."))]
+    kept = [o for o in with_search_path(overrides) if not o.startswith(("train.resume=", "hydra."))
+            or o.startswith(SEARCH_PATH)]
     return " ".join(["python launch.py", *map(shlex.quote, kept), "train.resume=auto",
                      *(["hydra.mode=RUN"] if multirun else []), hydra_override("hydra.run.dir", run_dir)])
 
@@ -159,13 +182,14 @@ def train_further_hint(run_dir: Any, saved_step: int | None, steps: int | None, 
     tail = [f"train.steps={steps}" if more else f"train.steps=<more than {saved_step}>",
             hydra_override("train.resume", run_dir), *(["hydra.mode=RUN"] if multirun else []),
             hydra_override("hydra.run.dir", new_dir)]
-    kept = [shlex.quote(o) for o in overrides or () if not o.startswith(("train.resume=", "train.steps=", "hydra."))]
+    kept = [shlex.quote(o) for o in with_search_path(overrides or ()) if o.startswith(SEARCH_PATH)
+            or not o.startswith(("train.resume=", "train.steps=", "hydra."))]
     command = ("the same command with " if overrides is None else "python launch.py ") + " ".join([*kept, *tail])
     return f"; to train it further from its final checkpoint (step {saved_step}) into a new folder: {command}"
 
 
 def unfinished_jobs_hint(jobs: Sequence[Any], resumable: Sequence[str], all_jobs: Sequence[Sequence[str]] = (),
-                         sweep_dir: Any = None) -> str:
+                         sweep_dir: Any = None, search_path: Sequence[str] = ()) -> str:
     """How to continue a sweep's unfinished jobs when its folder, holding completed ones, is refused.
 
     A sweep folder with a completed job is never rerun as a whole (its files are never
@@ -173,7 +197,7 @@ def unfinished_jobs_hint(jobs: Sequence[Any], resumable: Sequence[str], all_jobs
     (status in ``resumable``) continues in its own folder, with the overrides it ran with
     (``<job>/.hydra/overrides.yaml``), and each job of ``all_jobs`` (``sweep_jobs``) that never
     started (no folder with its overrides) runs in a new folder of ``sweep_dir``. "" when no
-    job is unfinished or none completed.
+    job is unfinished or none completed. ``search_path``: the sweep's ``hydra.searchpath=`` override, led in each.
     """
     from pathlib import Path
 
@@ -187,9 +211,10 @@ def unfinished_jobs_hint(jobs: Sequence[Any], resumable: Sequence[str], all_jobs
     commands = []
     for job in unfinished:
         saved = job / ".hydra" / "overrides.yaml"
-        commands.append(job_command(_yaml_list(saved) if saved.exists() else ["<its overrides>"], job, multirun=True))
+        commands.append(job_command([*search_path, *(_yaml_list(saved) if saved.exists() else ["<its overrides>"])],
+                                    job, multirun=True))
     for number, job in never:  # in the folder Hydra would have given it
-        commands.append(job_command(job, Path(sweep_dir) / str(number), multirun=True))
+        commands.append(job_command([*search_path, *job], Path(sweep_dir) / str(number), multirun=True))
     started = f" ({len(never)} never started)" if never else ""
     listed = " ; ".join(commands)
     if len(commands) > INLINE_COMMANDS and sweep_dir is not None:  # one line of 20 commands helps no one
