@@ -460,3 +460,33 @@ def test_launch_into_a_completed_run_of_a_preset_of_ones_own_names_its_search_pa
                            f"hydra.run.dir={done}"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1 and f"into a new folder: python launch.py '{search}' model=my_flux1 " in proc.stderr, \
         proc.stderr
+
+
+def test_local_processes_get_the_search_path_of_a_preset_of_ones_own(monkeypatch, tmp_path):
+    # Was: python launch.py "hydra.searchpath=[file://$PWD/my_conf]" model=my_flux1 distributed=local stopped at once,
+    # each process with Hydra's "Could not find 'model/my_flux1'": they were started with the task's overrides only.
+    import subprocess
+    import sys
+
+    from hydra.conf import HydraConf
+    from hydra.core.hydra_config import HydraConfig
+
+    from gensbi_sharding.harness import local_cluster
+
+    hydra = OmegaConf.create({"hydra": OmegaConf.structured(HydraConf)})
+    hydra.hydra.runtime.output_dir, hydra.hydra.overrides.task = str(tmp_path), ["model=my_flux1", "distributed=local"]
+    hydra.hydra.overrides.hydra = [SEARCH, "hydra.sweep.subdir=${hydra.job.num}"]
+    monkeypatch.setattr(HydraConfig.instance(), "cfg", None)
+    HydraConfig.instance().set_config(hydra)
+    started, real_popen = [], subprocess.Popen
+
+    def record(command, env, pass_fds):  # a process that ends at once: only its command is checked
+        started.append(command)
+        return real_popen([sys.executable, "-c", "pass"])
+
+    monkeypatch.setattr(local_cluster.subprocess, "Popen", record)
+    cfg = OmegaConf.create({"distributed": {"local_processes": 2, "run_timeout_s": 60, "heartbeat_s": 1},
+                            "devices": {"cpu_count": 8}})
+    local_cluster.run_local_processes(cfg, tmp_path)
+    assert len(started) == 2 and all(command[2:5] == [SEARCH, "model=my_flux1", "distributed=local"]
+                                     for command in started), started

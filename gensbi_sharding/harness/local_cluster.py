@@ -35,7 +35,7 @@ from gensbi_sharding.harness.override_grammar import hydra_value
 from gensbi_sharding.harness.parent_signal import PARENT_SIGNAL_ENV, record_parent_signal
 from gensbi_sharding.harness.preemption import EXIT_INTERRUPTED, EXIT_PREEMPTED, PREEMPT_SIGNALS
 from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
-from gensbi_sharding.harness.sweep_hints import CONTINUE_ENV, continue_command, whole_sweep_hint
+from gensbi_sharding.harness.sweep_hints import CONTINUE_ENV, continue_command, whole_sweep_hint, with_search_path
 
 __all__ = ["run_local_processes", "run_local_job", "watch_parent"]
 
@@ -83,7 +83,8 @@ def run_local_processes(cfg: DictConfig, out: Path) -> dict[str, Any]:
                           f"{setting}{n * max(round(cpu / n), 1)}")
     if not HydraConfig.initialized():
         raise ConfigError("distributed.local_processes > 1 needs a Hydra job: run it through launch.py")
-    overrides = [o for o in HydraConfig.get().overrides.task if _key(o) not in _CHILD_KEYS]
+    # The search path too (Hydra keeps it apart from the task's): else no process finds a preset of one's own.
+    overrides = with_search_path([o for o in HydraConfig.get().overrides.task if _key(o) not in _CHILD_KEYS])
     port = _free_port()
     script = Path(sys.argv[0]).absolute()
     lifeline, keep_open = os.pipe()  # the children read; only this process holds the write end
