@@ -82,9 +82,10 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Rule
     for group in _groups(variables, mesh.size):
         with warnings.catch_warnings(), jax.set_mesh(None):  # jit refuses one device under an active mesh
             warnings.simplefilter("ignore")  # the constructor's own warnings were shown once
-            traced = jax.jit(_select(factory, group), out_shardings=SingleDeviceSharding(device)).trace()
+            constants: dict = {}  # the leaves each variable's value holds built from no traced array
+            traced = jax.jit(_select(factory, group, constants), out_shardings=SingleDeviceSharding(device)).trace()
             program = traced.lower().compile()
-        digest = trace_digest(traced.jaxpr)
+        digest = trace_digest(traced.jaxpr, constants)
         if first not in (None, digest):  # each group's values come from its own trace: one construction's, or mixed
             raise ValueError(f"init_sharded traces the factory {getattr(factory, '__name__', factory)!r} once per "
                              "group of variables, and two traces built different values (a draw from NumPy's or "
@@ -95,7 +96,8 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Rule
         # Traced and compiled while the previous group computed and moved; run only once that
         # group is placed (its whole copies then freed), so one group exists whole at a time.
         jax.block_until_ready(pending)
-        pending = [_place_whole(whole, plan.sharding(path)) for path, whole in zip(group, program())]
+        pending = [_place_whole(_with_constants(whole, constants[path]), plan.sharding(path))
+                   for path, whole in zip(group, program())]
         for path, value in zip(group, pending):  # scalars in a pytree value stay scalars, as factory() holds them
             variables[path].set_value(keep_scalars(variables[path].get_value(), value))
     jax.block_until_ready(pending)
@@ -265,12 +267,21 @@ def _groups(variables: dict[str, nnx.Variable], n_devices: int) -> list[list[str
     return groups
 
 
-def _select(factory: Callable[[], Any], paths: list[str]) -> Callable[[], list]:
-    """A traceable function returning ``factory()``'s leaves at ``paths``."""
+def _select(factory: Callable[[], Any], paths: list[str], constants: dict) -> Callable[[], list]:
+    """A traceable function returning ``factory()``'s values at ``paths``, ``None`` for each leaf built from no traced
+    array (a NumPy buffer); those leaves of every variable, selected or not, go in ``constants`` by name."""
     def build():
         values = {path_name(p): v.get_value() for p, v in nnx.to_flat_state(nnx.state(factory()))}
-        return [jax.tree.map(jnp.asarray, values[p]) for p in paths]
+        # Returned, such a leaf would be a constant of its own group's trace alone: the groups' digests would differ.
+        constants.update((p, jax.tree.map(lambda v: None if isinstance(v, jax.core.Tracer) else v, value))
+                         for p, value in values.items())
+        return [jax.tree.map(lambda v: v if isinstance(v, jax.core.Tracer) else None, values[p]) for p in paths]
     return build
+
+
+def _with_constants(out: Any, constant: Any) -> Any:
+    """A value of ``_select``'s program, its ``None`` leaves taken from ``constant`` (as arrays)."""
+    return jax.tree.map(lambda c, o: o if c is None else jnp.asarray(c), constant, out, is_leaf=lambda c: c is None)
 
 
 def _place_whole(whole: jax.Array, target: NamedSharding) -> jax.Array:

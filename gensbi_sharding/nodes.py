@@ -258,10 +258,13 @@ def trace_factory(factory: Callable[[], Any], caller: str = "init_sharded") -> t
     return found["graphdef"], state
 
 
-def trace_digest(jaxpr: Any) -> tuple:
-    """A trace's operations (as text) and a digest of its constants: equal for two traces building the same values,
-    whatever outputs each selects (one group of ``init_sharded`` each)."""
-    def bits(c: Any) -> Any:
-        return jax.random.key_data(c) if jax.dtypes.issubdtype(c.dtype, jax.dtypes.prng_key) else c
-    return ([str(eqn) for eqn in jaxpr.jaxpr.eqns],
-            [(c.shape, str(c.dtype), hashlib.sha1(np.ascontiguousarray(bits(c))).hexdigest()) for c in jaxpr.consts])
+def trace_digest(jaxpr: Any, constants: dict[str, Any]) -> tuple:
+    """A trace's operations (as text) and a digest of its constants and of the variable values it built from no traced
+    array (``constants``: name to value, ``None`` for traced leaves; each trace holds them all, whatever it selects):
+    equal for two traces building the same values, whatever outputs each selects (one group of ``init_sharded``)."""
+    def digest(c: Any) -> tuple:
+        c = np.asarray(jax.random.key_data(c) if isinstance(c, jax.Array) and jax.dtypes.issubdtype(
+            c.dtype, jax.dtypes.prng_key) else c)  # a Python number too (nnx.Variable(3))
+        return c.shape, str(c.dtype), hashlib.sha1(np.ascontiguousarray(c)).hexdigest()
+    return ([str(eqn) for eqn in jaxpr.jaxpr.eqns], [digest(c) for c in jaxpr.consts],
+            sorted((name, [digest(c) for c in jax.tree.leaves(value)]) for name, value in constants.items()))

@@ -203,6 +203,33 @@ def test_init_sharded_refuses_a_constructor_whose_groups_would_hold_other_draws(
     assert built.kernel[...].sharding.spec == P("data", None)
 
 
+class Buffers(nnx.Module):
+    def __init__(self, rngs):
+        self.lin = nnx.Linear(4, 8, rngs=rngs)
+        self.table = nnx.Variable(np.arange(16, dtype=np.float32))  # a fixed NumPy buffer, in one group's trace only
+        self.count = nnx.BatchStat(3)
+
+
+def test_init_sharded_takes_a_constructor_holding_fixed_numpy_values(devices, monkeypatch):
+    # Was refused as "two traces built different values": a NumPy-valued variable is a constant only its own group's
+    # trace returns, so that trace's digest held one constant more than the others'.
+    monkeypatch.setattr(gensbi_sharding.init, "GROUP_BYTES", 1)
+    mesh = gs.make_mesh(model_axis=2)
+    built = gs.init_sharded(lambda: Buffers(nnx.Rngs(0)), mesh, "fsdp", warn=False)
+    eager = Buffers(nnx.Rngs(0))
+    np.testing.assert_array_equal(built.table[...], np.arange(16, dtype=np.float32))
+    np.testing.assert_array_equal(built.lin.kernel[...], eager.lin.kernel[...])
+    assert built.count.get_value() == 3  # a Python scalar stays one, as factory() holds it
+
+    def unseeded_buffer():  # a global draw kept as NumPy: still told apart, the buffer being in every trace's digest
+        model = Buffers(nnx.Rngs(0))
+        model.table = nnx.Variable(np.random.standard_normal(16).astype(np.float32))
+        return model
+
+    with pytest.raises(ValueError, match="two traces built different values"):
+        gs.init_sharded(unseeded_buffer, mesh, "fsdp", warn=False)
+
+
 def test_make_mesh_of_a_device_array_of_two_dimensions_names_both_fixes(devices):
     # Was "devices must be jax.Device objects (or ids, through resolve_mesh), got array([CpuDevice(id=0), ...])".
     grid = np.array(jax.devices()).reshape(4, 2)
