@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -44,6 +45,40 @@ def test_a_childs_stderr_reaches_the_console_until_a_peer_dies_then_its_log(tmp_
     seen += capfd.readouterr().err
     assert seen == "train:  50%|#####     | 10/20\r"
     assert (tmp_path / "process_0.log").read_bytes() == b"[...][gensbi_sharding][INFO] - [5/7] train\n" + fatal
+
+
+@pytest.mark.parametrize("console", ["read", "closed"])
+def test_a_child_printing_much_never_blocks_and_loses_nothing(tmp_path, console):
+    # Was: with the parent's stderr a closed pipe (launch.py ... 2>&1 | head), the first failed write ended the pump,
+    # which closed the child's stderr: the child's next warning died of BrokenPipeError (a training process killed by
+    # a log line), and all it said was lost.
+    from gensbi_sharding.harness.local_children import ChildOutput
+
+    text = b"".join(b"W1202 warning line %06d of a chatty child\n" % i for i in range(20000))  # 880 kB
+    read_end, write_end = os.pipe()
+    received = []
+    if console == "closed":
+        os.close(read_end)
+    else:
+        def drain():
+            while data := os.read(read_end, 1 << 16):
+                received.append(data)
+        reader = threading.Thread(target=drain, daemon=True)
+        reader.start()
+    output = ChildOutput(tmp_path, console=write_end)
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stderr.buffer.write(sys.stdin.buffer.read())"],
+                             stdin=subprocess.PIPE, stderr=subprocess.PIPE)
+    output.follow(0, child.stderr)
+    child.stdin.write(text)
+    child.stdin.close()
+    assert child.wait(timeout=20) == 0
+    output.join()
+    os.close(write_end)
+    if console == "closed":  # all of it in the child's log instead
+        assert (tmp_path / "process_0.log").read_bytes() == text
+    else:
+        reader.join(timeout=5)
+        assert b"".join(received) == text and not (tmp_path / "process_0.log").exists()
 
 
 @pytest.mark.slow

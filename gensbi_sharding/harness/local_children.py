@@ -26,8 +26,9 @@ __all__ = ["ChildOutput", "watch_parent"]
 class ChildOutput:
     """Pass each child's stderr on to this process's stderr; once ``quiet(ranks)``, to their ``process_<i>.log``."""
 
-    def __init__(self, out: Path) -> None:
-        self.out, self._quiet, self._threads = Path(out), set(), []
+    def __init__(self, out: Path, console: int = 2) -> None:
+        # console: fd 2, past sys.stderr, as the child wrote it (a test's capture too)
+        self.out, self.console, self._quiet, self._threads = Path(out), console, set(), []
 
     def follow(self, rank: int, stderr: IO[bytes]) -> None:
         """Start passing on ``stderr`` (a child's, ``subprocess.PIPE``), the child of ``rank``."""
@@ -45,13 +46,24 @@ class ChildOutput:
             thread.join(timeout=timeout_s)
 
     def _pump(self, rank: int, stderr: IO[bytes]) -> None:
+        # Read until the child closes its end, whatever becomes of each chunk: a pump that stopped reading would leave
+        # the child blocked on a full pipe (64 KiB of warnings), hanging the whole job.
         with stderr, contextlib.suppress(OSError):
             while chunk := os.read(stderr.fileno(), 65536):
-                if rank in self._quiet:
-                    with open(self.out / f"process_{rank}.log", "ab") as log_file:
-                        log_file.write(chunk)
-                else:
-                    os.write(2, chunk)  # fd 2: past sys.stderr, as the child wrote it (a test's capture too)
+                self._pass_on(rank, chunk)
+
+    def _pass_on(self, rank: int, chunk: bytes) -> None:
+        """``chunk`` to the console (whole: a pipe may take part of it), or to the log once quiet or if the console
+        fails (a closed pipe, as under ``| head``); dropped only if both fail."""
+        if rank not in self._quiet:
+            try:
+                while chunk:
+                    chunk = chunk[os.write(self.console, chunk):]
+                return
+            except OSError:
+                pass
+        with contextlib.suppress(OSError), open(self.out / f"process_{rank}.log", "ab") as log_file:
+            log_file.write(chunk)
 
 
 def watch_parent() -> None:
