@@ -6,7 +6,6 @@ step, key types, the caller's ``info``), config. Imported through ``gensbi_shard
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import weakref
@@ -21,12 +20,12 @@ import orbax.checkpoint as ocp
 
 from gensbi_sharding.checkpoint_steps import (ITEMS, as_path, committed_steps, flat_by_path, is_prng_key,
                                               item_handlers, nest_by_path)
+from gensbi_sharding.checkpoint_lock import finish_and_unlock, lock_directory, unlock
 from gensbi_sharding.nodes import check_value_leaves, is_int, is_node, is_scalar, node_state
 
 __all__ = ["CheckpointWriter"]
 
 _FORMAT = 1
-_HELD: set[tuple[int, int]] = set()  # (device, inode) of the folders this process's writers hold: who holds one
 
 
 class CheckpointWriter:
@@ -74,12 +73,19 @@ class CheckpointWriter:
         self.config = _checked_json(config, "config", "the resolved config, e.g. OmegaConf.to_container(cfg, "
                                     "resolve=True)", label="config")
         _check_directory(self.directory)
-        lock = _lock_directory(self.directory)  # before Orbax's manager: it deletes others' unfinished saves
-        self._unlock = weakref.finalize(self, _unlock, lock)
+        lock = lock_directory(self.directory)  # before Orbax's manager: it deletes others' unfinished saves
         self.every, self.keep, self._closed = every, keep, False
         options = ocp.CheckpointManagerOptions(max_to_keep=keep, cleanup_tmp_directories=True,
                                                enable_async_checkpointing=async_save)
-        self._manager = ocp.CheckpointManager(self.directory, options=options, item_handlers=item_handlers(saving=True))
+        try:
+            self._manager = ocp.CheckpointManager(self.directory, options=options,
+                                                  item_handlers=item_handlers(saving=True))
+        except BaseException:
+            unlock(lock)
+            raise
+        # Collected unclosed (or at exit): its save under way finishes before the folder is let go, else the next
+        # writer's manager deleted it as an unfinished save, and that step was lost.
+        self._unlock = weakref.finalize(self, finish_and_unlock, self._manager, lock)
         self.last_saved: int | None = None
 
     def due(self, step: int) -> bool:
@@ -196,11 +202,7 @@ class CheckpointWriter:
     def close(self) -> None:
         """Wait for pending writes and release the Orbax manager (also on leaving a ``with`` block); idempotent."""
         if not self._closed:
-            try:
-                self._manager.wait_until_finished()
-                self._manager.close()
-            finally:
-                self._unlock()
+            self._unlock()  # waits for pending writes, releases the manager, then the folder
         self._closed = True
 
     def __enter__(self) -> CheckpointWriter:
@@ -245,40 +247,6 @@ def _check_directory(directory: Path) -> None:
         raise FileExistsError(f"checkpoint directory {directory} holds folders named like steps that are no "
                               f"checkpoints ({', '.join(foreign[:6])}); old steps there are deleted as new ones "
                               "are saved: pass an empty folder or one holding only checkpoints")
-
-
-def _lock_directory(directory: Path) -> tuple[int, tuple[int, int]] | None:
-    """``flock`` the folder itself (no file left behind, even by a killed run) until ``close``: (fd, (device, inode)),
-    None without locks.
-
-    Two writers of one folder deleted each other's saves under way (Orbax's temporary folders), losing steps. Process
-    0 only: every process of a job writes its part of one checkpoint there.
-    """
-    if jax.process_index() != 0:
-        return None
-    directory.mkdir(parents=True, exist_ok=True)
-    fd = os.open(directory, os.O_RDONLY)
-    identity = (os.fstat(fd).st_dev, os.fstat(fd).st_ino)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        whose = "open in this process" if identity in _HELD else "in another process"
-        raise RuntimeError(f"checkpoint directory {directory} is in use by another CheckpointWriter ({whose}): two "
-                           "writers of one folder delete each other's saves under way; close that one first "
-                           "(writer.close(), or a with block), or pass another directory") from None
-    except OSError:  # a file system without locks (some network mounts): unguarded, as before
-        os.close(fd)
-        return None
-    _HELD.add(identity)
-    return fd, identity
-
-
-def _unlock(lock: tuple[int, tuple[int, int]] | None) -> None:
-    """Release ``_lock_directory``'s lock (at ``close``, or when an unclosed writer is collected)."""
-    if lock is not None:
-        _HELD.discard(lock[1])
-        os.close(lock[0])
 
 
 @jax.jit

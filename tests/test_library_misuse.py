@@ -8,6 +8,7 @@ global RNG; ``make_mesh`` of a 2-D device array.
 """
 
 import gc
+import os
 import subprocess
 import sys
 import warnings
@@ -73,6 +74,40 @@ def test_a_writer_of_another_process_holding_the_folder_is_named(tmp_path, devic
         holder.communicate("", timeout=30)
     with checkpoint.CheckpointWriter(tmp_path / "ck") as writer:  # its lock ended with it
         assert writer.save(1, nnx.state(Block(nnx.Rngs(0))), jax.random.key(0))
+
+
+@pytest.mark.filterwarnings("ignore:os.fork:RuntimeWarning", "ignore:.*fork:DeprecationWarning")  # no JAX in the child
+def test_a_writer_let_go_keeps_its_save_under_way_and_a_forked_child_holds_no_folder(tmp_path, devices):
+    # Was: a writer collected unclosed let go of the folder with its asynchronous save still being written; the next
+    # writer's Orbax manager deleted that save as unfinished (absl NOT_FOUND tracebacks) and step 1 was lost.
+    model, key = Block(nnx.Rngs(0)), jax.random.key(0)
+    dropped = checkpoint.CheckpointWriter(tmp_path / "ck", keep=5)
+    dropped.save(1, nnx.state(model), key)
+    del dropped
+    gc.collect()
+    with checkpoint.CheckpointWriter(tmp_path / "ck", keep=5) as writer:
+        assert writer.steps() == [1]
+    # Was: a process forked while a writer was open (a fork-started data loader) shared its lock, so after close the
+    # folder stayed "in use by another CheckpointWriter (in another process)" for as long as that child lived.
+    writer = checkpoint.CheckpointWriter(tmp_path / "forked")
+    read_end, write_end = os.pipe()
+    ready_read, ready_write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: says it runs (its fork hooks ran), waits until the parent is done, leaves at once
+        os.close(write_end)
+        os.write(ready_write, b"r")
+        os.read(read_end, 1)
+        os._exit(0)
+    os.close(read_end)
+    os.close(ready_write)
+    try:
+        assert os.read(ready_read, 1) == b"r"
+        writer.close()
+        checkpoint.CheckpointWriter(tmp_path / "forked").close()
+    finally:
+        os.close(write_end)
+        os.close(ready_read)
+        os.waitpid(pid, 0)
 
 
 # ------------------------------------------------------------------- equivalent placements left off the plan's mesh
