@@ -53,6 +53,8 @@ class CheckpointWriter:
         If ``every`` < 0 or ``keep`` < 1 (or either is not an integer), or ``config`` is not JSON data (as ``info``).
     NotADirectoryError
         If ``directory`` is a file.
+    FileNotFoundError
+        If ``directory`` is a symbolic link to nothing.
     RuntimeError
         If another ``CheckpointWriter``, in this process or another, has ``directory`` open (``close`` it first).
     FileExistsError
@@ -237,6 +239,9 @@ def _checked_json(value: Any, name: str, example: str, label: str | None = None)
 
 def _check_directory(directory: Path) -> None:
     """Refuse a file, or a folder holding step-named folders no checkpoint: ``keep`` would delete them."""
+    if directory.is_symlink() and not directory.exists():  # mkdir said only "[Errno 17] File exists"
+        raise FileNotFoundError(f"checkpoint directory {directory} is a symbolic link to {os.readlink(directory)}, "
+                                "which does not exist; create that folder first, or pass another directory")
     if directory.exists() and not directory.is_dir():
         raise NotADirectoryError(f"checkpoint directory {directory} is a file; pass a folder path, "
                                  "e.g. <run>/checkpoints")

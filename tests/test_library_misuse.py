@@ -77,7 +77,7 @@ def test_a_writer_of_another_process_holding_the_folder_is_named(tmp_path, devic
 
 
 @pytest.mark.filterwarnings("ignore:os.fork:RuntimeWarning", "ignore:.*fork:DeprecationWarning")  # no JAX in the child
-def test_a_writer_let_go_keeps_its_save_under_way_and_a_forked_child_holds_no_folder(tmp_path, devices):
+def test_the_folder_lock_of_a_writer_let_go_a_forked_child_and_symbolic_links(tmp_path, devices):
     # Was: a writer collected unclosed let go of the folder with its asynchronous save still being written; the next
     # writer's Orbax manager deleted that save as unfinished (absl NOT_FOUND tracebacks) and step 1 was lost.
     model, key = Block(nnx.Rngs(0)), jax.random.key(0)
@@ -87,6 +87,13 @@ def test_a_writer_let_go_keeps_its_save_under_way_and_a_forked_child_holds_no_fo
     gc.collect()
     with checkpoint.CheckpointWriter(tmp_path / "ck", keep=5) as writer:
         assert writer.steps() == [1]
+    # Was "[Errno 17] File exists: '.../dangling'" from mkdir, naming neither the link's target nor a fix.
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    with pytest.raises(FileNotFoundError, match=r"dangling is a symbolic link to .*nowhere, which does not exist"):
+        checkpoint.CheckpointWriter(tmp_path / "dangling")
+    (tmp_path / "link").symlink_to(tmp_path / "ck")  # a live link to an open folder is the same folder: refused
+    with checkpoint.CheckpointWriter(tmp_path / "ck"), pytest.raises(RuntimeError, match="open in this process"):
+        checkpoint.CheckpointWriter(tmp_path / "link")
     # Was: a process forked while a writer was open (a fork-started data loader) shared its lock, so after close the
     # folder stayed "in use by another CheckpointWriter (in another process)" for as long as that child lived.
     writer = checkpoint.CheckpointWriter(tmp_path / "forked")
