@@ -480,9 +480,9 @@ def test_local_processes_get_the_search_path_of_a_preset_of_ones_own(monkeypatch
     HydraConfig.instance().set_config(hydra)
     started, real_popen = [], subprocess.Popen
 
-    def record(command, env, pass_fds):  # a process that ends at once: only its command is checked
+    def record(command, env, pass_fds, stderr=None):  # a process that ends at once: only its command is checked
         started.append(command)
-        return real_popen([sys.executable, "-c", "pass"])
+        return real_popen([sys.executable, "-c", "pass"], stderr=stderr)
 
     monkeypatch.setattr(local_cluster.subprocess, "Popen", record)
     cfg = OmegaConf.create({"distributed": {"local_processes": 2, "run_timeout_s": 60, "heartbeat_s": 1},
