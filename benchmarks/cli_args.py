@@ -8,6 +8,16 @@ import subprocess
 from collections.abc import Callable
 
 
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """``--help`` keeps the script's docstring as written (what it measures, how to run it) and
+    shows each option's default: a bare ``--layers LAYERS`` left a newcomer reading the source."""
+
+
+def new_parser(doc: str) -> argparse.ArgumentParser:
+    """The parser of a benchmark script: ``doc`` (its module docstring) as the description."""
+    return argparse.ArgumentParser(description=doc, formatter_class=HelpFormatter)
+
+
 def positive_int(text: str) -> int:
     """An integer >= 1 (a count of layers, steps, trials, repeats ...)."""
     try:

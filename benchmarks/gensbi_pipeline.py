@@ -27,7 +27,6 @@ Run: ``nice -n 10 .venv/bin/python benchmarks/gensbi_pipeline.py [--steps 2000] 
 
 from __future__ import annotations
 
-import argparse
 import cProfile
 import io
 import itertools
@@ -44,7 +43,7 @@ REPO = Path(__file__).resolve().parents[1]
 # non-editable install): the numbers must be of the code beside this script.
 sys.path.insert(0, str(REPO))
 
-from cli_args import positive_int  # noqa: E402 (after the path above)
+from cli_args import new_parser, positive_int  # noqa: E402 (after the path above)
 from hydra.errors import HydraException  # noqa: E402
 
 WARMUP_STEPS = 20  # GenSBI steps left out of its step time: compilation
@@ -171,15 +170,15 @@ def profile_gensbi(pipeline, steps: int) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=positive_int, default=2000)
-    parser.add_argument("--batch-size", type=positive_int, default=256)
+    parser = new_parser(__doc__)
+    parser.add_argument("--steps", type=positive_int, default=2000, help="training steps of each pipeline")
+    parser.add_argument("--batch-size", type=positive_int, default=256, help="batch size of both")
     parser.add_argument("--num-samples", type=positive_int, default=10_000, help="posterior samples for C2ST")
-    parser.add_argument("--folds", type=positive_int, default=5)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--profile", action="store_true")
-    parser.add_argument("--profile-steps", type=positive_int, default=200)
-    parser.add_argument("overrides", nargs="*", help="more harness overrides, e.g. model.depth=4")
+    parser.add_argument("--folds", type=positive_int, default=5, help="C2ST cross-validation folds")
+    parser.add_argument("--seed", type=int, default=0, help="harness seed (data, initialisation, batches)")
+    parser.add_argument("--profile", action="store_true", help="cProfile GenSBI's steps, print where host time goes")
+    parser.add_argument("--profile-steps", type=positive_int, default=200, help="GenSBI steps profiled")
+    parser.add_argument("overrides", nargs="*", default=[], help="more harness overrides, e.g. model.depth=4")
     args = parser.parse_args()
     if args.steps <= WARMUP_STEPS:  # GenSBI's step time is taken after them: none would be left
         parser.error(f"argument --steps: {args.steps} leaves no step to time after the first {WARMUP_STEPS} "

@@ -20,7 +20,6 @@ Run: ``nice -n 10 .venv/bin/python benchmarks/gensbi_scale.py table|init [--eage
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -34,7 +33,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.append(str(REPO / "benchmarks"))  # its sibling cli_args, also when loaded by file (the tests)
 
-from cli_args import positive_int, run_bounded  # noqa: E402 (after the path above)
+from cli_args import new_parser, positive_int, run_bounded  # noqa: E402 (after the path above)
 
 GPU_SIZED = {"depth": 8, "depth_single_blocks": 16, "num_heads": 12, "axes_dim": [64, 0]}
 RULES = ("replicated", "fsdp", "tensor")
@@ -200,8 +199,8 @@ def init(args) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=["table", "init"])
+    parser = new_parser(__doc__)
+    parser.add_argument("what", choices=["table", "init"], help="table: the dry-run multirun; init: sharded init memory")
     parser.add_argument("--eager", action="store_true", help="init: also eager construction + shard_model")
     parser.add_argument("--timeout", type=positive_int, default=3600,
                         help="seconds the dry-run sweep (table), or each way (init), may run (default 3600)")

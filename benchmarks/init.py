@@ -36,7 +36,7 @@ from pathlib import Path
 # non-editable install): the numbers must be of the code beside this script.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from cli_args import model_axis, positive_int, run_bounded  # noqa: E402 (after the path above)
+from cli_args import model_axis, new_parser, positive_int, run_bounded  # noqa: E402 (after the path above)
 
 N_DEVICES = 8
 
@@ -129,12 +129,12 @@ def largest_difference(path: str, reference: str) -> float:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--width", type=positive_int, default=2048)
-    parser.add_argument("--depth", type=positive_int, default=8)
-    parser.add_argument("--mlp-ratio", type=positive_int, default=4)
-    parser.add_argument("--rule", default="fsdp", choices=("replicated", "fsdp", "tensor"))
-    parser.add_argument("--model-axis", type=model_axis(N_DEVICES), default=1)
+    parser = new_parser(__doc__)
+    parser.add_argument("--width", type=positive_int, default=2048, help="mlp width")
+    parser.add_argument("--depth", type=positive_int, default=8, help="mlp depth")
+    parser.add_argument("--mlp-ratio", type=positive_int, default=4, help="hidden width / width")
+    parser.add_argument("--rule", default="fsdp", choices=("replicated", "fsdp", "tensor"), help="sharding rule")
+    parser.add_argument("--model-axis", type=model_axis(N_DEVICES), default=1, help="size of the mesh's model axis")
     parser.add_argument("--repeats", type=positive_int, default=3, help="fresh processes per way; medians shown")
     parser.add_argument("--naive", action="store_true", help="also time one jit of the whole constructor")
     parser.add_argument("--timeout", type=positive_int, default=1800,

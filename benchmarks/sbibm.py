@@ -22,7 +22,6 @@ way save a checkpoint first. sbibm's numbers come from
 
 from __future__ import annotations
 
-import argparse
 import csv
 import io
 import os
@@ -30,6 +29,7 @@ import shlex
 import shutil
 import sys
 import time
+from argparse import SUPPRESS
 from pathlib import Path
 
 import numpy as np
@@ -43,7 +43,7 @@ sys.path.append(str(REPO / "benchmarks"))
 
 from gensbi_sharding.harness.outputs import write_atomic  # noqa: E402 (after the path above)
 from gensbi_sharding.harness.override_grammar import hydra_value  # noqa: E402
-from cli_args import one_of, positive_int  # noqa: E402
+from cli_args import HelpFormatter, new_parser, one_of, positive_int  # noqa: E402
 from sbibm_checks import extra_problem, read_published, read_scores  # noqa: E402
 from sbibm_jobs import (ASKED, JobsStopped, asked_observations, failure, job_status, launch,  # noqa: E402
                         other_settings, read_asked, record_asked, running_in, scores_problem,
@@ -352,18 +352,18 @@ def plot(cells: dict, paper: dict, left_out: dict | None = None) -> bytes:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = new_parser(__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    r = sub.add_parser("run", help="run the missing (task, budget) jobs, resumably")
-    r.add_argument("--root", type=Path, required=True)
-    r.add_argument("--tasks", nargs="+", default=list(TASKS), type=one_of(TASKS, argument="--tasks"))
-    r.add_argument("--budgets", nargs="+", default=list(BUDGETS), type=one_of(BUDGETS, int, argument="--budgets"))
+    r = sub.add_parser("run", help="run the missing (task, budget) jobs, resumably", formatter_class=HelpFormatter)
+    r.add_argument("--root", type=Path, required=True, default=SUPPRESS, help="folder of the jobs, <root>/<task>_<budget>")
+    r.add_argument("--tasks", nargs="+", default=list(TASKS), type=one_of(TASKS, argument="--tasks"), help="sbibm tasks")
+    r.add_argument("--budgets", nargs="+", default=list(BUDGETS), type=one_of(BUDGETS, int, argument="--budgets"), help="simulation budgets")
     r.add_argument("--stop-grace", type=positive_int, default=300, metavar="SECONDS",
                    help="after Ctrl-C or a signal, how long the job under way may take to stop before it is killed")
-    r.add_argument("extra", nargs="*", help="overrides for every job, after --")
-    t = sub.add_parser("table", help="table and plot from job folders")
-    t.add_argument("folders", nargs="+", type=Path)
-    t.add_argument("--out", type=Path, default=None, help="default: the first folder")
+    r.add_argument("extra", nargs="*", default=[], help="overrides for every job, after --")
+    t = sub.add_parser("table", help="table and plot from job folders", formatter_class=HelpFormatter)
+    t.add_argument("folders", nargs="+", type=Path, help="--root folders of run")
+    t.add_argument("--out", type=Path, default=None, help="where the table and plot go (None: the first folder)")
     given = sys.argv[1:] if argv is None else argv
     if given[:1] == ["plot"]:  # argparse's "invalid choice" did not say where the plot comes from
         parser.error("there is no plot command: table writes the plot (sbibm.png) beside the table, e.g. "

@@ -14,7 +14,6 @@ Run: ``.venv/bin/python benchmarks/shard_model.py [--trials 6] [--layers 16 --wi
 
 from __future__ import annotations
 
-import argparse
 import gc
 import os
 import statistics
@@ -35,7 +34,7 @@ import jax.numpy as jnp  # noqa: E402
 from flax import nnx  # noqa: E402
 
 import gensbi_sharding as gs  # noqa: E402
-from cli_args import positive_int  # noqa: E402
+from cli_args import new_parser, positive_int  # noqa: E402
 
 try:
     from gensbi.sharding import shard_model as reference_shard_model  # noqa: E402
@@ -78,10 +77,10 @@ def measured(place, model: Stack, mesh, rule: str) -> tuple[float, float]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--layers", type=positive_int, default=16)
-    parser.add_argument("--width", type=positive_int, default=2048)
-    parser.add_argument("--trials", type=positive_int, default=6)
+    parser = new_parser(__doc__)
+    parser.add_argument("--layers", type=positive_int, default=16, help="Linear layers of width x width")
+    parser.add_argument("--width", type=positive_int, default=2048, help="features of each layer")
+    parser.add_argument("--trials", type=positive_int, default=6, help="timed calls per rule and way; medians shown")
     args = parser.parse_args()
     warnings.simplefilter("ignore")  # the experimental-rule warnings, once per call
 

@@ -10,7 +10,6 @@ Run: ``.venv/bin/python benchmarks/step_overhead.py [--rule tensor --model-axis 
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import sys
@@ -30,7 +29,7 @@ import numpy as np  # noqa: E402
 import optax  # noqa: E402
 from flax import nnx  # noqa: E402
 
-from cli_args import model_axis, positive_int  # noqa: E402
+from cli_args import model_axis, new_parser, positive_int  # noqa: E402
 from gensbi_sharding import (RULES, make_mesh, mesh_context, nearest_batch_sizes, replicate, shard_batch,  # noqa: E402
                              shard_model)
 from gensbi_sharding.harness.registry import get_model  # noqa: E402
@@ -46,14 +45,14 @@ def build(rule: str, mesh, width: int, depth: int):
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rule", default="tensor", choices=tuple(RULES))
-    parser.add_argument("--model-axis", type=model_axis(len(jax.devices())), default=2)
-    parser.add_argument("--width", type=positive_int, default=128)
-    parser.add_argument("--depth", type=positive_int, default=3)
-    parser.add_argument("--batch", type=positive_int, default=256)
-    parser.add_argument("--blocks", type=positive_int, default=9)
-    parser.add_argument("--steps", type=positive_int, default=30)
+    parser = new_parser(__doc__)
+    parser.add_argument("--rule", default="tensor", choices=tuple(RULES), help="sharding rule of the model")
+    parser.add_argument("--model-axis", type=model_axis(len(jax.devices())), default=2, help="size of the mesh's model axis (of 8 devices)")
+    parser.add_argument("--width", type=positive_int, default=128, help="mlp width")
+    parser.add_argument("--depth", type=positive_int, default=3, help="mlp depth")
+    parser.add_argument("--batch", type=positive_int, default=256, help="global batch size")
+    parser.add_argument("--blocks", type=positive_int, default=9, help="timed blocks per step kind; median shown")
+    parser.add_argument("--steps", type=positive_int, default=30, help="steps per block")
     args = parser.parse_args()
     data = len(jax.devices()) // args.model_axis  # the batch's rows are split over the data axis
     if args.batch % data:

@@ -148,6 +148,35 @@ def test_a_benchmark_with_a_bad_argument_stops_at_once_naming_it(tmp_path, scrip
     assert message in proc.stderr.strip().splitlines()[-1], proc.stderr
 
 
+def test_every_benchmark_option_says_what_it_is_and_its_default():
+    # Was: `--help` of shard_model.py showed a bare `--layers LAYERS` (no meaning, no default) under the
+    # docstring's first line only; a newcomer had to read the source for what the README's tables ran.
+    import ast
+    import importlib.util
+    problems = []
+    for path in sorted((REPO / "benchmarks").glob("*.py")):
+        for call in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
+                continue
+            keywords = {k.arg for k in call.keywords}
+            where = f"{path.name}:{call.lineno}"
+            if call.func.attr == "ArgumentParser" and path.name != "cli_args.py":
+                problems.append(f"{where}: argparse.ArgumentParser (use cli_args.new_parser)")
+            if call.func.attr == "add_parser" and "formatter_class" not in keywords:
+                problems.append(f"{where}: add_parser without formatter_class=HelpFormatter")
+            if call.func.attr == "add_argument" and "help" not in keywords:
+                problems.append(f"{where}: add_argument without help")
+    assert problems == []
+    spec = importlib.util.spec_from_file_location("cli_args_for_test", REPO / "benchmarks" / "cli_args.py")
+    cli_args = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cli_args)
+    parser = cli_args.new_parser("What it measures.\n\nRun: ``python x.py [--layers 16]``\n    kept as written")
+    parser.add_argument("--layers", type=int, default=16, help="Linear layers")
+    text = parser.format_help()
+    assert "Linear layers (default: 16)" in text
+    assert "Run: ``python x.py [--layers 16]``\n    kept as written" in text  # the whole docstring, unwrapped
+
+
 @pytest.mark.parametrize("existing", ["file", "results"])
 def test_gpu_check_refuses_an_out_folder_holding_an_earlier_result(tmp_path, existing):
     # Was: its runs were refused the used folder, and the readers printed the earlier check's numbers as new.
