@@ -32,8 +32,8 @@ import io
 import itertools
 import os
 import pstats
-import tempfile
 import sys
+import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -191,8 +191,11 @@ def main() -> None:
             parser.error(f"harness override {override}: this script sets {key} for both sides; {instead}")
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     warnings.filterwarnings("ignore", category=UserWarning)
+    from gensbi_sharding.harness.key_hints import unknown_key_problem
     from gensbi_sharding.harness.run import run
 
+    if problem := unknown_key_problem(["model=flux1", *args.overrides]):  # Hydra's advice, to append it, fails too
+        parser.error(f"harness overrides {' '.join(args.overrides)}: {problem}")
     with tempfile.TemporaryDirectory() as out_dir:
         try:
             cfg = harness_config(args, os.path.join(out_dir, "harness"))

@@ -56,10 +56,11 @@ def extra_problem(extra: list[str], tasks: list[str], budgets: list[int]) -> str
     """
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
+    from gensbi_sharding.harness.key_hints import unknown_key_problem
     from gensbi_sharding.harness.override_checks import list_override_problem
     from gensbi_sharding.harness.override_grammar import grammar_problem
 
-    problem = grammar_problem(extra) or list_override_problem(extra)
+    problem = grammar_problem(extra) or list_override_problem(extra) or unknown_key_problem(extra)
     if problem:
         return f"extra argument {problem}"
     parser = OverridesParser.create()

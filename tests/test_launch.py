@@ -325,7 +325,7 @@ BAD_INPUTS = {
     "data.batch_size=20": (["batch size 20", "data-parallel size 8", "data.batch_size="], True),
     "model.name=nope": (["unknown model 'nope'", "flux1, mlp, simformer, transformer"], True),
     "data.name=nope": (["unknown data 'nope'", "lotka_volterra, sir, slcp, two_moons"], True),
-    "mesh.modle_axis=2": (["mesh.modle_axis"], False),
+    "mesh.modle_axis=2": (["mesh.modle_axis", "set mesh.model_axis=2"], False),
     "train.steps=ten": (["train.steps", "could not be converted to Integer"], False),
 }
 

@@ -108,8 +108,9 @@ class FakeJobs:
 
 @pytest.mark.parametrize("extra, message", [
     # Was: every job started and failed the same way ("run the same command again to retry them").
-    (["train.stepz=20"], "extra arguments (after --), for two_moons at 1000 simulations: Could not override "
-                         "'train.stepz'. To append to your config use +train.stepz=20"),
+    # Then: Hydra's "Could not override 'train.stepz'. To append to your config use +train.stepz=20" (refused too).
+    (["train.stepz=20"], "extra argument train.stepz is not a setting of train (did you mean train.steps?); its "
+                         "settings: steps, "),
     (["train.ema_decay=2"], "extra arguments (after --), for two_moons at 1000 simulations: train.ema_decay=2.0 "
                             "must lie in [0, 1) (0: no EMA), e.g. train.ema_decay=0.999"),
     # Was: the job under two_moons_1000 trained 2,000 simulations (or slcp), read as two_moons at 1,000 by run.

@@ -1,0 +1,61 @@
+"""A mistyped key on the command line (``mesh.modle_axis=2``): refused before Hydra composes, naming the key
+meant and the group's settings.
+
+Was: Hydra's "Could not override 'mesh.modle_axis'. To append to your config use +mesh.modle_axis=2 ...
+Key 'modle_axis' not in 'MeshConfig'": it listed no setting, and its advice (append) is refused in turn.
+"""
+
+import dataclasses
+
+import pytest
+
+from gensbi_sharding.harness.config import Config, DataConfig, TrainConfig
+from gensbi_sharding.harness.key_hints import unknown_key_problem
+
+
+@pytest.mark.parametrize("args,message", [
+    (["mesh.modle_axis=2"], "mesh.modle_axis is not a setting of mesh (did you mean mesh.model_axis?); its settings: "
+                            "spec, model_axis, devices; set mesh.model_axis=2"),
+    (["-m", "train.stpes=10,20"], "train.stpes is not a setting of train (did you mean train.steps?); its settings: "
+                                  + ", ".join(f.name for f in dataclasses.fields(TrainConfig))
+                                  + "; set train.steps=10,20"),
+    (["data.nam=slcp"], "data.nam is not a setting of data (did you mean data.name?); its settings: "
+                        + ", ".join(f.name for f in dataclasses.fields(DataConfig)) + "; set data.name=slcp"),
+    (["model=flux1", "model.num_head=2"], "model.num_head is not a setting of model=flux1 (did you mean "
+                                          "model.num_heads?); its settings: init, mlp_ratio, num_heads, depth, "
+                                          "depth_single_blocks, qkv_bias, axes_dim, val_emb_dim, id_emb_dim, "
+                                          "id_merge_mode, theta, id_embedding_strategy, param_dtype, dtype; "
+                                          "set model.num_heads=2"),
+    # Another model's setting: that model is named, not a near miss of this one's (width is not depth).
+    (["model=transformer", "model.width=64"], "model.width is a setting of model=mlp, not of model=transformer; "
+                                              "its settings: init, embed, depth, heads, mlp_ratio, time_embed_dim"),
+    (["activation.hed_axis=model"], "activation.hed_axis is not a setting of activation (did you mean "
+                                    "activation.head_axis?)"),
+    (["distributed.xyz=1"], "distributed.xyz is not a setting of distributed; its settings: mode, "),
+])
+def test_a_mistyped_key_names_the_setting_meant(args, message):
+    problem = unknown_key_problem(args)
+    assert problem is not None and problem.startswith(message), problem
+    key = next(a for a in args if "." in a).split("=")[0]
+    if "set " in message:  # the fix it names is itself accepted
+        fix = message.rsplit("; set ", 1)[1]
+        assert unknown_key_problem([*(a for a in args if not a.startswith(key)), fix]) is None
+
+
+def every_setting() -> list[str]:
+    groups = [f for f in dataclasses.fields(Config) if f.default_factory is not dataclasses.MISSING]
+    assert {g.name for g in groups} == {"mesh", "data", "train", "eval", "activation", "devices", "distributed"}
+    return [f"{g.name}.{f.name}=1" for g in groups for f in dataclasses.fields(g.default_factory)]
+
+
+@pytest.mark.parametrize("args", [
+    every_setting(),  # every schema field of every typed group
+    ["model=transformer", "model.depth=4", "model.embed=32"],
+    ["model.width=64", "model.axes_dim=[8,0]"],  # no model=: any model's setting (an experiment may choose it)
+    ["-m", "model=mlp,flux1", "model.axes_dim=[8]"],  # a sweep over models: any of theirs
+    ["rule=fsdp", "rule.mlp=model", "rule.anything=data"],  # the rule table: config_checks names bad axes
+    ["+mesh.modle_axis=2", "++train.stepz=1", "~eval.plot"],  # asked to add/delete: config_checks refuses
+    ["hydra.run.dir=runs/a", "hydra/launcher=slurm", "mesh=auto", "seed=1", "--cfg", "job", "experiment=quick"],
+])
+def test_valid_keys_and_what_others_check_pass(args):
+    assert unknown_key_problem(args) is None
