@@ -40,7 +40,7 @@ try:
 
     from gensbi_sharding.harness.config import register_configs
     from gensbi_sharding.harness.console import quiet_console
-    from gensbi_sharding.harness.key_hints import unknown_key_problem
+    from gensbi_sharding.harness.key_hints import mode_flags_problem, unknown_key_problem
     from gensbi_sharding.harness.model_key_checks import model_key_problem
     from gensbi_sharding.harness.override_checks import list_override_problem
     from gensbi_sharding.harness.override_grammar import grammar_problem
@@ -56,7 +56,8 @@ except ModuleNotFoundError as missing:  # e.g. the system Python instead of the 
              f"`make run ARGS=\"...\"` (it creates .venv), or use .venv/bin/python launch.py (or activate .venv).")
 
 if __name__ == "__main__" and (problem := grammar_problem(sys.argv[1:]) or list_override_problem(sys.argv[1:])
-                               or model_key_problem(sys.argv[1:]) or unknown_key_problem(sys.argv[1:])):
+                               or model_key_problem(sys.argv[1:]) or unknown_key_problem(sys.argv[1:])
+                               or mode_flags_problem(sys.argv[1:])):
     sys.exit(f"[ERROR] {problem}")  # before Hydra's merge error, which names no fix, and before any folder
 
 register_configs()

@@ -10,7 +10,7 @@ import dataclasses
 import pytest
 
 from gensbi_sharding.harness.config import Config, DataConfig, TrainConfig
-from gensbi_sharding.harness.key_hints import unknown_key_problem
+from gensbi_sharding.harness.key_hints import mode_flags_problem, unknown_key_problem
 
 
 @pytest.mark.parametrize("args,message", [
@@ -59,3 +59,21 @@ def every_setting() -> list[str]:
 ])
 def test_valid_keys_and_what_others_check_pass(args):
     assert unknown_key_problem(args) is None
+
+
+@pytest.mark.parametrize("args,message", [
+    # Was Hydra's ValueError traceback ("Only one of --run, --multirun, --cfg, ... can be specified").
+    (["-m", "sweep=rules_x_model_axis", "--cfg", "job"],
+     "-m and --cfg cannot be combined (Hydra runs one mode); to see a job's composed config, leave out -m and give "
+     "each swept key one value: python launch.py <overrides> --cfg job"),
+    (["--multirun", "rule=fsdp,tensor", "--info"], "-m and --info cannot be combined (Hydra runs one mode); keep one "
+                                                   "of -m, --info"),
+    (["-r", "-c", "job"], "--run and --cfg cannot be combined"),
+    (["-m", "rule=fsdp", "--cfg", "job"], None),
+])
+def test_two_hydra_modes_are_refused_in_one_line(args, message):
+    if message is None:
+        args = args[1:]  # one mode alone is Hydra's
+    problem = mode_flags_problem(args)
+    assert (problem is None) if message is None else problem.startswith(message), problem
+    assert mode_flags_problem(["-m", "rule=fsdp,tensor"]) is None and mode_flags_problem(["--cfg", "job"]) is None

@@ -4,7 +4,8 @@ Hydra refuses it only while merging: "Could not override 'mesh.modle_axis'. To a
 use +mesh.modle_axis=2 ... Key 'modle_axis' not in 'MeshConfig'", whose advice (append it) is refused
 in turn (``config_checks``' ``+`` check, worded as here), and which lists no key. The keys are read from the structured-config
 dataclasses of ``harness/config.py`` (for ``model.*`` every model schema's, or the chosen model's), so a
-new field is covered as it is added. Pure Python: no JAX.
+new field is covered as it is added. ``mode_flags_problem(args)``: two of Hydra's modes at once (``-m ...
+--cfg job``), which Hydra refused with a ``ValueError`` traceback. Pure Python: no JAX.
 """
 
 from __future__ import annotations
@@ -16,7 +17,33 @@ from collections.abc import Sequence
 from gensbi_sharding.harness.config import Config, ModelConfig
 from gensbi_sharding.harness.hints import closest_name
 
-__all__ = ["unknown_key_problem"]
+__all__ = ["mode_flags_problem", "unknown_key_problem"]
+
+#: Hydra's mode flags (its ``--help``): at most one may be given.
+_MODES = {"-r": "--run", "--run": "--run", "-m": "-m", "--multirun": "-m", "-c": "--cfg", "--cfg": "--cfg",
+          "-i": "--info", "--info": "--info", "-sc": "--shell-completion", "--shell-completion": "--shell-completion"}
+
+
+def mode_flags_problem(args: Sequence[str]) -> str | None:
+    """The one-line refusal of two of Hydra's modes on one command line (``-m`` with ``--cfg job``); else None.
+
+    Parameters
+    ----------
+    args : sequence of str
+        The command line after the program name (``sys.argv[1:]``).
+
+    Returns
+    -------
+    str or None
+        E.g. ``"-m and --cfg cannot be combined (Hydra runs one mode); to see a job's composed config, leave
+        out -m and give each swept key one value: python launch.py <overrides> --cfg job"``.
+    """
+    given = list(dict.fromkeys(_MODES[a.split("=", 1)[0]] for a in args if a.split("=", 1)[0] in _MODES))
+    if len(given) < 2:
+        return None
+    fix = ("to see a job's composed config, leave out -m and give each swept key one value: python launch.py "
+           "<overrides> --cfg job") if "-m" in given and "--cfg" in given else f"keep one of {', '.join(given)}"
+    return f"{' and '.join(given)} cannot be combined (Hydra runs one mode); {fix}"
 
 
 def _model_schemas(chosen: str | None) -> list[type]:
