@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
-from omegaconf import OmegaConf
+from omegaconf import OmegaConf, open_dict
 
 from gensbi_sharding.harness.config import (
     ConfigError, Flux1Config, MLPConfig, SimformerConfig, TransformerConfig, register_configs)
@@ -307,6 +307,70 @@ def test_a_setting_that_is_not_a_finite_number_is_refused_naming_it(compose_conf
     assert str(err.value) == message
     key, fix = message.rsplit("e.g. ", 1)[1].split("=")
     validate(compose_config(*overrides[:-1], f"{key}={fix}"))
+
+
+@pytest.mark.parametrize("overrides,message", [
+    # Was: accepted; the simulator raised OverflowError ("argument path is y ... value 3000000000"), naming no key.
+    (("data.num_simulations=3000000000",), "data.num_simulations=3000000000 is beyond the largest whole number a "
+     "run can use (2,147,483,647: JAX holds counts and seeds as 32-bit integers); e.g. data.num_simulations=10000"),
+    # Was: trained, then the sampler raised the same OverflowError.
+    (("eval.ode_steps=3000000000",), "eval.ode_steps=3000000000 is beyond the largest whole number a run can use "
+     "(2,147,483,647: JAX holds counts and seeds as 32-bit integers); e.g. eval.ode_steps=32"),
+    # Was: trained, then C2ST raised "Seed must be between 0 and 2**32 - 1".
+    (("seed=99999999999",), "seed=99999999999 is beyond the largest whole number a run can use (2,147,483,647: "
+     "JAX holds counts and seeds as 32-bit integers); e.g. seed=0"),
+    (("train.steps=99999999999999",), "train.steps=99999999999999 is beyond the largest whole number a run can use "
+     "(2,147,483,647: JAX holds counts and seeds as 32-bit integers); e.g. train.steps=4000"),
+    (("model=transformer", "model.embed=-3000000000"), "model.embed=-3000000000 is beyond the largest whole number "
+     "a run can use (2,147,483,647: JAX holds counts and seeds as 32-bit integers); e.g. model.embed=64"),
+    # Was: accepted (a dry run compiled it); a run simulated, then the batch shuffler refused it.
+    (("seed=-1",), "seed=-1 must be >= 0; e.g. seed=0"),
+])
+# (2**31 - 1 itself passes: test_the_largest_whole_number_is_accepted)
+def test_a_whole_number_a_run_cannot_use_is_refused_naming_it(compose_config, overrides, message):
+    with pytest.raises(ConfigError) as err:
+        validate(compose_config(*overrides))
+    assert str(err.value) == message
+    validate(compose_config(*overrides[:-1], message.rsplit("e.g. ", 1)[1]))  # the fix is accepted
+
+
+def test_the_largest_whole_number_is_accepted(compose_config):
+    validate(compose_config(f"seed={2**31 - 1}", f"data.num_simulations={2**31 - 1}"))
+
+
+@pytest.mark.parametrize("override,fragment", [
+    # Was a Python traceback from the folder callback and run() (InterpolationKeyError, a UserWarning before it).
+    ("train.steps=${data.nope}", "(Interpolation key 'data.nope' not found); give a value, e.g. train.steps=4000"),
+    ("train.steps=${data.val_fraction}", "could not be converted to Integer); give a value, e.g. train.steps=4000"),
+    ("train.resume=${oc.env:GENSBI_TEST_UNSET_VARIABLE}", "Environment variable 'GENSBI_TEST_UNSET_VARIABLE' not "
+                                                          "found\"); give a value, e.g. train.resume=null"),
+    ("train.schedule=${nope}", "(Interpolation key 'nope' not found); give a value, e.g. train.schedule=cosine"),
+    ("rule.embed=${mesh.nope}", "(Interpolation key 'mesh.nope' not found); give a value, or point"),
+    ("eval.observations=[1,${nope}]", "eval.observations[1]=${nope} cannot be resolved"),
+])
+def test_an_interpolation_that_points_nowhere_is_named_with_its_fix(compose_config, override, fragment):
+    from gensbi_sharding.harness.config_values import interpolation_problem
+
+    cfg = compose_config(override)
+    problem = interpolation_problem(cfg)
+    key, value = override.split("=", 1)
+    assert problem.startswith(f"{key.split('[')[0]}") and value.split(",")[-1].rstrip("]") in problem
+    assert fragment.replace('\\"', '"') in problem and "existing key of the right type" in problem
+    with pytest.raises(ConfigError, match=re.escape("cannot be resolved")):
+        validate(cfg)
+    assert interpolation_problem(compose_config("train.steps=${data.batch_size}")) is None  # one that resolves
+
+
+def test_a_multirun_with_an_unresolvable_override_lists_its_jobs_unresolved(compose_config):
+    # Was: the folder callback resolved hydra.overrides.task, raised InterpolationKeyError (a warning), and so
+    # skipped the folder lock and its checks; the summary callback failed the same way.
+    from gensbi_sharding.harness.sweep_plan import command_overrides, every_job
+
+    cfg = compose_config("train.steps=4", hydra=True)
+    with open_dict(cfg):
+        cfg.hydra.overrides.task = ["train.steps=2,${data.nope}"]
+    assert command_overrides(cfg)[0] == ["train.steps=2,${data.nope}"]
+    assert every_job(cfg) == [["train.steps=2"], ["train.steps=$\\{data.nope\\}"]]  # escaped, as Hydra's job has it
 
 
 @pytest.mark.parametrize("overrides,message,fix", [

@@ -15,9 +15,9 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 from gensbi_sharding.harness.config import (Config, ConfigError, DataConfig, DevicesConfig, DistributedConfig,
                                             EvalConfig, MeshConfig, ModelConfig, TrainConfig, require)
 from gensbi_sharding.harness.groups import chosen_options
+from gensbi_sharding.harness.config_values import check_lists, check_numbers, interpolation_problem
 from gensbi_sharding.harness.model_checks import check_model
 from gensbi_sharding.harness.name_hints import registered_name_problem
-from gensbi_sharding.harness.override_checks import list_fields
 from gensbi_sharding.harness.rule_config import partition_axis_from_config, rule_table
 from gensbi_sharding.harness.tasks import NUM_OBSERVATIONS, TASKS
 
@@ -138,48 +138,13 @@ _SECTIONS = {"mesh": MeshConfig, "model": ModelConfig, "data": DataConfig, "trai
              "devices": DevicesConfig, "distributed": DistributedConfig}
 
 
-def _lists_are_lists(cfg: DictConfig) -> None:
-    """A list-typed key must hold a list (or null) once resolved: OmegaConf does not check what an
-    interpolation (``eval.observations=${data.num_observation}``) resolves to, and a scalar there
-    ended the run in a TypeError naming no key."""
-    for key in list_fields():
-        parent, leaf = key.rsplit(".", 1)
-        section = OmegaConf.select(cfg, parent)
-        if not isinstance(section, DictConfig) or leaf not in section:  # another model's key
-            continue
-        value = OmegaConf.select(cfg, key)
-        if value is None or OmegaConf.is_list(value):
-            continue
-        typed = OmegaConf.to_container(section, resolve=False)[leaf]
-        raise ConfigError(f"{key}={typed} resolves to {value!r}, not a list; set {key}=[{typed}]")
-
-
-def _finite_numbers(cfg: DictConfig) -> None:
-    """No setting may be inf or nan: ``train.learning_rate=inf`` passed every range check, trained, and ended at
-    the first checkpoint (the config it stores must be JSON), naming no key."""
-    def walk(node, path):
-        if isinstance(node, dict):
-            for key, value in node.items():
-                walk(value, f"{path}.{key}" if path else str(key))
-        elif isinstance(node, list):
-            for i, value in enumerate(node):
-                walk(value, f"{path}[{i}]")
-        elif isinstance(node, float) and not math.isfinite(node):
-            parent, _, key = path.rpartition(".")
-            schema = OmegaConf.get_type(OmegaConf.select(cfg, parent)) if parent else None
-            fields = dataclasses.fields(schema) if dataclasses.is_dataclass(schema) else ()
-            default = {f.name: f.default for f in fields}.get(key)  # the chosen model's own schema (flux1's mlp_ratio)
-            fix = f"; e.g. {path}={default}" if isinstance(default, (int, float)) and math.isfinite(default) else ""
-            raise ConfigError(f"{path}={node} is not a finite number{fix}")
-
-    walk({k: v for k, v in OmegaConf.to_container(cfg, resolve=True).items() if k != "hydra"}, "")
-
-
 def _validate(cfg: DictConfig) -> None:
+    problem = interpolation_problem(cfg)  # first: every check below reads resolved values
+    require(problem is None, problem or "")
     problem = dry_run_resume_problem(cfg)
     require(problem is None, problem or "")
-    _lists_are_lists(cfg)
-    _finite_numbers(cfg)
+    check_lists(cfg)
+    check_numbers(cfg)
     _known_fields(cfg)
     require(cfg.mesh.spec in (None, "auto", "dict"),
            f"mesh.spec={cfg.mesh.spec!r} is not one of null, auto, dict (e.g. mesh=auto)")
@@ -194,6 +159,8 @@ def _validate(cfg: DictConfig) -> None:
     require(0.0 < cfg.data.val_fraction < 1.0,
            f"data.val_fraction={cfg.data.val_fraction} must lie strictly between 0 and 1")
     require(cfg.train.steps >= 1, f"train.steps={cfg.train.steps} must be >= 1")
+    # Was: a negative seed passed, simulated, then failed in the batch shuffler ("seed=-1 must be >= 0").
+    require(cfg.seed >= 0, f"seed={cfg.seed} must be >= 0; e.g. seed=0")
     require(cfg.train.log_every >= 1, f"train.log_every={cfg.train.log_every} must be >= 1")
     require(cfg.train.learning_rate > 0, f"train.learning_rate={cfg.train.learning_rate} must be > 0")
     require(cfg.train.checkpoint_every >= 0,

@@ -1,9 +1,8 @@
 """``run(cfg)``: one job, as a flat, logged list of steps.
 
-devices -> mesh -> rule -> data -> model (placed) -> optimizer (placed like the
-model) -> train -> sample + C2ST -> outputs. Nothing reaches back up the chain.
-A failure at any step ends the job with a one-line error (the traceback goes to
-``error.txt`` in the job's folder, or to the console with ``debug=true``) and a
+devices -> mesh -> rule -> data -> model (placed) -> optimizer (placed like the model) -> train -> sample +
+C2ST -> outputs. Nothing reaches back up the chain. A failure at any step ends the job with a one-line error
+(the traceback goes to ``error.txt`` in the job's folder, or to the console with ``debug=true``) and a
 ``metrics.json`` whose status is ``error``: in a multirun the next job still runs.
 """
 
@@ -22,6 +21,7 @@ from omegaconf import DictConfig, OmegaConf
 from gensbi_sharding.harness import console, loss_history, outputs, run_folder, run_report, summary, sweep_hints
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.config_checks import processes_config_problem, scored_observations, validate
+from gensbi_sharding.harness.config_values import interpolation_problem
 from gensbi_sharding.harness.devices import (configure_devices, initialize_distributed, job_peak_metrics,
                                              peak_bytes_in_use, resolve_cpu_count)
 from gensbi_sharding.harness.dry_run import dry_run_metrics
@@ -42,6 +42,13 @@ log = logging.getLogger("gensbi_sharding")
 def run(cfg: DictConfig) -> dict[str, Any]:
     """Run one job described by ``cfg``; returns its metrics (``status`` "ok", "error" or "preempted")."""
     out = run_folder.output_dir(cfg)
+    if (problem := interpolation_problem(cfg)) is not None:  # nothing below can read such a config (a single run's
+        metrics = {"status": "error", "error": f"ConfigError: {problem}", "wall_s": 0.0,  # callback refused it: this
+                   "config": OmegaConf.to_container(cfg, resolve=False)}  # is a sweep's job, recorded for its summary)
+        log.error("%s", metrics["error"])
+        if out.is_dir() and not (out / "metrics.json").exists() and run_folder.folder_owner(cfg):
+            outputs.write_json(out / "metrics.json", metrics)
+        return metrics
     start = time.perf_counter()
     metrics: dict[str, Any] = {"status": "error", "config": OmegaConf.to_container(cfg, resolve=True)}
     folder, failure = run_folder.RunFolder(out, cfg), None
@@ -117,9 +124,8 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
     for noisy in ("jax", "absl"):  # backend probing and orbax progress are noise here
         logging.getLogger(noisy).setLevel(logging.WARNING)
     dist = cfg.distributed
-    # Known before joining (distributed=local's processes): their first lines are tagged, and only process 0's
-    # info lines reach the one console they share (else each printed "[1/7]"); else one process (reset: a run
-    # before this one in the same Python process, e.g. a sweep's, may have set another).
+    # Known before joining (distributed=local's processes): their first lines are tagged, only process 0's info lines
+    # reach their one console (else each printed "[1/7]"); else one process (reset: an earlier run may have set it).
     several = dist.mode == "explicit" and dist.process_id is not None and (dist.num_processes or 0) > 1
     console.set_process(dist.process_id if several else 0, dist.num_processes if several else 1)
     validate(cfg)

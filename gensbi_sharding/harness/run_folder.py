@@ -1,7 +1,6 @@
 """A job's output folder: who owns it, refusing one that holds another run's results, recording the outcome.
 
-A folder that already holds a completed run is never written into again, and one run
-at a time writes into a folder (``harness.folder_lock``, held while the run lasts).
+A folder holding a completed run is never written into again; one run at a time writes into a folder (``folder_lock``).
 """
 
 from __future__ import annotations
@@ -17,13 +16,14 @@ from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.config_checks import dry_run_resume_problem
+from gensbi_sharding.harness.config_values import interpolation_problem
 from gensbi_sharding.harness.console import tagged
 from gensbi_sharding.harness.folder_lock import FolderInUseError, FolderLock, folder_problem
 from gensbi_sharding.harness.launch_record import keep_record, settle_record
 from gensbi_sharding.harness.outputs import read_metrics, write_atomic, write_json
 from gensbi_sharding.harness.sweep_hints import (hydra_job_overrides, moved_jobs_problem, search_path_of,
                                                  shared_folder_problem, train_further_hint, unfinished_jobs_hint)
-from gensbi_sharding.harness.sweep_plan import every_job
+from gensbi_sharding.harness.sweep_plan import command_overrides, every_job
 from gensbi_sharding.harness.sweep_subdirs import colliding_subdirs_problem, unused_folder_problem
 
 __all__ = ["output_dir", "ensure_fresh", "RunFolder", "folder_owner", "RESUMABLE", "RefuseCompletedRun",
@@ -247,7 +247,8 @@ class RefuseCompletedRun(Callback):
 
     def _claim(self, folder: Path, runs: list[Path], config: DictConfig, sweep: bool = False) -> None:
         try:
-            problem = dry_run_resume_problem(config) or unused_folder_problem(config, multirun=sweep)
+            problem = (interpolation_problem(config) or dry_run_resume_problem(config)
+                       or unused_folder_problem(config, multirun=sweep))
             problem = problem or folder_problem(folder, sweep=sweep)
             if sweep and not problem:  # Hydra writes a job's .hydra/ record before any check of ours could run
                 raw = OmegaConf.to_container(config.hydra.sweep, resolve=False) if "sweep" in config.hydra else {}
@@ -265,7 +266,7 @@ class RefuseCompletedRun(Callback):
             searched = search_path_of(OmegaConf.select(config, "hydra.overrides.hydra", default=None))
             for run_dir in runs:
                 resume = OmegaConf.select(config, "train.resume", default=None)
-                task = OmegaConf.select(config, "hydra.overrides.task", default=None)
+                task = command_overrides(config)[0]
                 recorded = run_dir / ".hydra" / "overrides.yaml"
                 if sweep and recorded.is_file():  # the job's own values, not the sweep's comma lists
                     task = OmegaConf.load(recorded)

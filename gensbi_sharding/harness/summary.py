@@ -30,7 +30,7 @@ from omegaconf import DictConfig, OmegaConf
 from gensbi_sharding.harness.outputs import read_metrics, write_atomic
 from gensbi_sharding.harness.plots import status_counts
 from gensbi_sharding.harness.summary_columns import DRY_RUN_COLUMNS, ERROR_COLUMN, TRAIN_COLUMNS, Column
-from gensbi_sharding.harness.sweep_plan import job_configuration, never_started, sweep_jobs
+from gensbi_sharding.harness.sweep_plan import command_overrides, job_configuration, never_started, sweep_jobs
 from gensbi_sharding.harness.units import is_number
 
 __all__ = ["Column", "TRAIN_COLUMNS", "DRY_RUN_COLUMNS", "summary_rows", "swept_keys", "declared_sweeps",
@@ -214,9 +214,7 @@ def refresh_sweep_summary(job_dir: Path) -> Summary | None:
     if not record.is_file():
         return None
     saved = OmegaConf.load(record)
-    params = OmegaConf.select(saved, "hydra.sweeper.params", default=None)
-    task = OmegaConf.select(saved, "hydra.overrides.task", default=None)
-    params = OmegaConf.to_container(params) if params is not None else None
+    task, params = command_overrides(saved)
     declared = declared_sweeps(list(task or []), params)
     return write_summary(sweep_dir, declared, all_jobs=sweep_jobs(list(task or []), params))
 
@@ -226,9 +224,7 @@ class SweepSummary(Callback):
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         sweep_dir = Path(config.hydra.sweep.dir).absolute()
-        params = OmegaConf.select(config, "hydra.sweeper.params", default=None)
-        declared = declared_sweeps(list(config.hydra.overrides.task),
-                                   OmegaConf.to_container(params) if params is not None else None)
+        declared = declared_sweeps(*command_overrides(config))
         summary = write_summary(sweep_dir, declared)
         if summary is None:
             log.warning("multirun finished with no job metrics under %s", sweep_dir)

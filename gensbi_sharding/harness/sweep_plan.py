@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["sweep_jobs", "every_job", "never_started", "job_configuration"]
+__all__ = ["sweep_jobs", "command_overrides", "every_job", "never_started", "job_configuration"]
 
 
 def sweep_jobs(task_overrides: Sequence[str], sweeper_params: Mapping[str, Any] | None = None) -> list[list[str]]:
@@ -33,13 +33,25 @@ def sweep_jobs(task_overrides: Sequence[str], sweeper_params: Mapping[str, Any] 
     return [list(job) for job in itertools.product(*choices.values())]
 
 
-def every_job(config: Any) -> list[list[str]]:
-    """Every job of the multirun ``config`` starts, as its overrides (``sweep_jobs``); [] if unknown."""
+def command_overrides(config: Any) -> tuple[list[str] | None, dict[str, Any] | None]:
+    """The command's overrides (``hydra.overrides.task``) and the preset's ``hydra.sweeper.params``, as typed.
+
+    Unresolved: a multirun's own config keeps an override's ``${...}`` as text (a job's is escaped), and
+    reading it resolved raised ``InterpolationKeyError`` in the folder and summary callbacks for
+    ``-m 'train.steps=2,${data.nope}'`` (the folder lock and the summary were skipped). None where unset.
+    """
     from omegaconf import OmegaConf
 
-    params = OmegaConf.select(config, "hydra.sweeper.params", default=None)
     task = OmegaConf.select(config, "hydra.overrides.task", default=None)
-    return [] if task is None else sweep_jobs(list(task), None if params is None else OmegaConf.to_container(params))
+    params = OmegaConf.select(config, "hydra.sweeper.params", default=None)
+    unresolved = [None if node is None else OmegaConf.to_container(node, resolve=False) for node in (task, params)]
+    return unresolved[0], unresolved[1]
+
+
+def every_job(config: Any) -> list[list[str]]:
+    """Every job of the multirun ``config`` starts, as its overrides (``sweep_jobs``); [] if unknown."""
+    task, params = command_overrides(config)
+    return [] if task is None else sweep_jobs(task, params)
 
 
 def never_started(all_jobs: Sequence[Sequence[str]], ran: Mapping[str, dict[str, str]]) -> list[tuple[int, list[str]]]:

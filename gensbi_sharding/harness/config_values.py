@@ -1,0 +1,127 @@
+"""Checks of every value of a composed config: it resolves, is finite, fits int32, and a list key holds a list.
+
+Each names the key, its value and the override that fixes it, as ``ConfigError`` (``check_*``) or as one
+line (``interpolation_problem``, which the folder callback and ``run`` print before anything is written).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import GrammarParseError, InterpolationResolutionError
+
+from gensbi_sharding.harness.config import Config, ConfigError
+from gensbi_sharding.harness.override_checks import list_fields
+
+__all__ = ["INT32_MAX", "check_lists", "check_numbers", "interpolation_problem"]
+
+
+def interpolation_problem(cfg: DictConfig) -> str | None:
+    """The one-line refusal of the first setting whose ``${...}`` cannot be resolved; None when all resolve.
+
+    ``train.steps=${data.nope}`` (a key that does not exist), ``${oc.env:UNSET}`` or ``${data.val_fraction}``
+    for an int ended in a traceback from the first code that read the config (the folder callback, then
+    ``run``), naming the interpolation but not what to type.
+
+    Parameters
+    ----------
+    cfg : DictConfig
+        The composed config (its ``hydra`` section is left alone: Hydra resolves its own).
+
+    Returns
+    -------
+    str or None
+        ``"train.steps=${data.nope} cannot be resolved (Interpolation key 'data.nope' not found); give a value,
+        e.g. train.steps=4000, or point the ${...} at an existing key of the right type (...)"``.
+    """
+    for key in (k for k in cfg.keys() if k != "hydra"):
+        try:
+            OmegaConf.to_container(cfg[key], resolve=True) if OmegaConf.is_config(cfg[key]) else cfg[key]
+        except (InterpolationResolutionError, GrammarParseError) as err:
+            path = str(getattr(err, "full_key", None) or key)
+            raw = OmegaConf.to_container(cfg, resolve=False)
+            for part in path.replace("[", ".").replace("]", "").split("."):  # the value as typed: ${...}
+                raw = raw[int(part)] if isinstance(raw, list) else raw[part]
+            reason = str(err).strip().splitlines()[0]
+            found, default = _schema_default(cfg, path)
+            example = f", e.g. {path}={'null' if default is None else default}" if found else ""
+            return (f"{path}={raw} cannot be resolved ({reason}); give a value{example}, or point the ${{...}} at "
+                    "an existing key of the right type (python launch.py --cfg job lists the keys)")
+    return None
+
+
+def check_lists(cfg: DictConfig) -> None:
+    """``ConfigError`` unless every list-typed key holds a list (or null) once resolved.
+
+    A list-typed key must hold a list (or null) once resolved: OmegaConf does not check what an
+    interpolation (``eval.observations=${data.num_observation}``) resolves to, and a scalar there
+    ended the run in a TypeError naming no key."""
+    for key in list_fields():
+        parent, leaf = key.rsplit(".", 1)
+        section = OmegaConf.select(cfg, parent)
+        if not isinstance(section, DictConfig) or leaf not in section:  # another model's key
+            continue
+        value = OmegaConf.select(cfg, key)
+        if value is None or OmegaConf.is_list(value):
+            continue
+        typed = OmegaConf.to_container(section, resolve=False)[leaf]
+        raise ConfigError(f"{key}={typed} resolves to {value!r}, not a list; set {key}=[{typed}]")
+
+
+#: The largest whole number a setting may hold: JAX (x64 off) holds a Python int as int32, so a larger count
+#: (data.num_simulations, eval.ode_steps) raised OverflowError inside the simulator or the sampler, naming no key.
+INT32_MAX = 2**31 - 1
+
+
+def _leaves(cfg: DictConfig):
+    """``(dotted path, value)`` for every resolved leaf outside ``hydra`` (a list's items as ``key[i]``)."""
+    def walk(node, path):
+        if isinstance(node, dict):
+            for key, value in node.items():
+                yield from walk(value, f"{path}.{key}" if path else str(key))
+        elif isinstance(node, list):
+            for i, value in enumerate(node):
+                yield from walk(value, f"{path}[{i}]")
+        else:
+            yield path, node
+
+    yield from walk({k: v for k, v in OmegaConf.to_container(cfg, resolve=True).items() if k != "hydra"}, "")
+
+
+def _schema_default(cfg: DictConfig, path: str) -> tuple[bool, object]:
+    """``(True, default)`` of ``path`` in its section's schema (the chosen model's own: flux1's mlp_ratio), or
+    ``(False, None)`` where the schema has none (the rule table, a list item, a required field)."""
+    parent, _, key = path.rpartition(".")
+    try:
+        schema = OmegaConf.get_type(OmegaConf.select(cfg, parent, throw_on_resolution_failure=False)) if parent \
+            else Config
+    except ValueError:  # not a config node
+        return False, None
+    fields = {f.name: f for f in dataclasses.fields(schema)} if dataclasses.is_dataclass(schema) else {}
+    default = fields[key].default if key in fields else dataclasses.MISSING
+    return default is not dataclasses.MISSING and default != "???", default
+
+
+def _schema_fix(cfg: DictConfig, path: str, ok) -> str:
+    """"; e.g. <path>=<schema default>" when that default is a number ``ok`` accepts; else ""."""
+    found, default = _schema_default(cfg, path)
+    number = found and isinstance(default, (int, float)) and not isinstance(default, bool)
+    return f"; e.g. {path}={default}" if number and ok(default) else ""
+
+
+def check_numbers(cfg: DictConfig) -> None:
+    """``ConfigError`` naming the first setting that is inf or nan, or a whole number beyond int32.
+
+    ``train.learning_rate=inf`` passed every range check, trained, and ended at
+    the first checkpoint (the config it stores must be JSON), naming no key. No whole number may pass int32:
+    ``data.num_simulations=3000000000`` ended in the simulator, ``eval.ode_steps=3000000000`` after training."""
+    for path, value in _leaves(cfg):
+        if isinstance(value, float) and not math.isfinite(value):
+            fix = _schema_fix(cfg, path, math.isfinite)
+            raise ConfigError(f"{path}={value} is not a finite number{fix}")
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > INT32_MAX:
+            fix = _schema_fix(cfg, path, lambda d: not isinstance(d, bool) and abs(d) <= INT32_MAX)
+            raise ConfigError(f"{path}={value} is beyond the largest whole number a run can use ({INT32_MAX:,}: "
+                              f"JAX holds counts and seeds as 32-bit integers){fix or f'; e.g. {path}=1'}")
