@@ -44,6 +44,7 @@ try:
     from gensbi_sharding.harness.model_key_checks import model_key_problem
     from gensbi_sharding.harness.override_checks import list_override_problem
     from gensbi_sharding.harness.override_grammar import grammar_problem
+    from gensbi_sharding.harness.override_types import override_problem
     from gensbi_sharding.harness.preemption import EXIT_INTERRUPTED, EXIT_PREEMPTED
     from gensbi_sharding.harness.run import run
     from gensbi_sharding.harness.run_folder import output_dir
@@ -57,7 +58,7 @@ except ModuleNotFoundError as missing:  # e.g. the system Python instead of the 
 
 if __name__ == "__main__" and (problem := grammar_problem(sys.argv[1:]) or list_override_problem(sys.argv[1:])
                                or model_key_problem(sys.argv[1:]) or unknown_key_problem(sys.argv[1:])
-                               or mode_flags_problem(sys.argv[1:])):
+                               or mode_flags_problem(sys.argv[1:]) or override_problem(sys.argv[1:])):
     sys.exit(f"[ERROR] {problem}")  # before Hydra's merge error, which names no fix, and before any folder
 
 register_configs()

@@ -192,9 +192,11 @@ def main() -> None:
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     warnings.filterwarnings("ignore", category=UserWarning)
     from gensbi_sharding.harness.key_hints import unknown_key_problem
+    from gensbi_sharding.harness.override_types import override_problem
     from gensbi_sharding.harness.run import run
 
-    if problem := unknown_key_problem(["model=flux1", *args.overrides]):  # Hydra's advice, to append it, fails too
+    if problem := (unknown_key_problem(["model=flux1", *args.overrides])  # Hydra's advice, to append it, fails too
+                   or override_problem(args.overrides)):
         parser.error(f"harness overrides {' '.join(args.overrides)}: {problem}")
     with tempfile.TemporaryDirectory() as out_dir:
         try:

@@ -59,8 +59,10 @@ def extra_problem(extra: list[str], tasks: list[str], budgets: list[int]) -> str
     from gensbi_sharding.harness.key_hints import unknown_key_problem
     from gensbi_sharding.harness.override_checks import list_override_problem
     from gensbi_sharding.harness.override_grammar import grammar_problem
+    from gensbi_sharding.harness.override_types import override_problem
 
-    problem = grammar_problem(extra) or list_override_problem(extra) or unknown_key_problem(extra)
+    problem = (grammar_problem(extra) or list_override_problem(extra) or unknown_key_problem(extra)
+               or override_problem(extra))
     if problem:
         return f"extra argument {problem}"
     parser = OverridesParser.create()

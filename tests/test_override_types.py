@@ -1,0 +1,101 @@
+"""``override_problem``: overrides Hydra refuses naming no fix (or a wrong one), named with the override to type.
+
+Before, each of these reached Hydra: a value of the wrong type ("Value '1.5' of type 'float' could not be
+converted to Integer", no fix), a misspelled key ("To append to your config use +train.step=5", which the
+config check then refuses), a ``~`` deletion ("does not support deletion"; ``~model`` an interpolation
+error), an unknown option (the options, not the nearest). A sweep with one such value stopped before any job
+and left a sweep folder holding only multirun.yaml.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+
+from gensbi_sharding.harness.config import register_configs
+from gensbi_sharding.harness.config_checks import validate
+from gensbi_sharding.harness.override_types import override_problem
+
+CONF = Path(__file__).resolve().parents[1] / "conf"
+INT = "could not be converted to Integer"
+
+CASES = [
+    # wrong type for a scalar setting: null, empty, a list, a fraction, a word; the fix is one that composes
+    ("train.steps=1.5", f"train.steps=1.5: train.steps takes a whole number (Value '1.5' of type 'float' {INT}); "
+                        "e.g. train.steps=2"),
+    ("train.steps=null", "train.steps=null: train.steps cannot be null (field 'steps' is not Optional); "
+                         "e.g. train.steps=4000"),
+    ("train.steps=", f"train.steps=: train.steps cannot be empty (Value '' of type 'str' {INT}); e.g. train.steps=4000"),
+    ("train.steps=[1,2]", f"train.steps=[1,2]: train.steps takes one value, not a list (Value '[1, 2]' of type 'list' "
+                          f"{INT}); for one job per value, sweep them: -m train.steps=1,2; e.g. train.steps=4000"),
+    ("train.learning_rate=fast", "train.learning_rate=fast: train.learning_rate: Value 'fast' of type 'str' could "
+                                 "not be converted to Float; e.g. train.learning_rate=0.003"),
+    ("strict=maybe", "strict=maybe: strict: Value 'maybe' is not a valid bool (type str); e.g. strict=false"),
+    ("seed=1.5", f"seed=1.5: seed takes a whole number (Value '1.5' of type 'float' {INT}); e.g. seed=2"),
+    ("model.width=64.5", f"model.width=64.5: model.width (model=mlp) takes a whole number (Value '64.5' of type "
+                         f"'float' {INT}); e.g. model.width=64"),
+    ("model=flux1 model.dtype=null", "model.dtype=null: model.dtype (model=flux1) cannot be null (field 'dtype' is "
+                                     "not Optional); e.g. model.dtype=float32"),
+    # in a sweep: the one bad value, and the sweep with it replaced
+    ("train.steps=2,1.5,3", f"train.steps=2,1.5,3: the swept value 1.5: train.steps takes a whole number (Value "
+                            f"'1.5' of type 'float' {INT}); e.g. train.steps=2,2,3"),
+    # a misspelled key without +: the nearest setting (Hydra said to add it with +, which is refused)
+    ("train.step=5", "train.step=5: train.step is not a setting of train (did you mean train.steps?); its settings: "
+                     "checkpoint_every, ema_decay, keep, learning_rate, log_every, patience, resume, schedule, steps, "
+                     "val_draws, val_every, warmup_steps, weight_decay; write train.steps=5"),
+    ("seeed=1", "seeed=1: seeed is not a setting (did you mean seed?); its settings: debug, dry_run, seed, strict, "
+                "verbose; write seed=1"),
+    # ~ deletions of what every run needs
+    ("~train.steps", "~train.steps: a setting cannot be removed (every run reads it); set it instead, "
+                     "e.g. train.steps=4000"),
+    ("~seed", "~seed: a setting cannot be removed (every run reads it); set it instead, e.g. seed=0"),
+    ("~model", "~model: the model group cannot be removed, every run needs one; pick an option instead: "
+               "model=flux1, model=mlp, model=simformer, model=transformer"),
+    ("~mesh", "~mesh: the mesh group cannot be removed, every run needs one (mesh=none: no mesh); pick an option "
+              "instead: mesh=auto, mesh=dict, mesh=none"),
+    ("~rule.embed", "~rule.embed: a rule's axis cannot be removed; set rule.embed=null to leave it unsplit"),
+    # an option no group has, alone or in a sweep: the nearest one
+    ("model=mlpp", "model=mlpp: Could not find 'model/mlpp' (model options: flux1, mlp, simformer, transformer); "
+                   "did you mean model=mlp?"),
+    ("rule=fdsp", "rule=fdsp: Could not find 'rule/fdsp' (rule options: fsdp, fsdp_tensor, replicated, tensor); "
+                  "did you mean rule=fsdp?"),
+    ("rule=replicated,fdsp", "rule=replicated,fdsp: Could not find 'rule/fdsp' (rule options: fsdp, fsdp_tensor, "
+                             "replicated, tensor); did you mean rule=fsdp?"),
+]
+
+
+@pytest.fixture(scope="module")
+def compose_config():
+    register_configs()
+
+    def _compose(*overrides: str):
+        with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+            return compose("config", overrides=list(overrides))
+
+    return _compose
+
+
+@pytest.mark.parametrize("command,message", CASES, ids=[c for c, _ in CASES])
+def test_an_override_hydra_would_refuse_is_named_with_the_fix(compose_config, command, message):
+    args = command.split()
+    assert override_problem(args) == message
+    fix = message.rsplit("e.g. ", 1)[-1] if "e.g. " in message else message.rsplit("write ", 1)[-1] \
+        if "write " in message else None
+    if fix and "," not in fix.split("=", 1)[1]:  # the fix, typed instead, composes and passes the config check
+        fixed = [*args[:-1], fix]
+        assert override_problem(fixed) is None
+        validate(compose_config(*fixed))
+
+
+@pytest.mark.parametrize("command", [
+    "train.steps=5", "seed=3", "strict=true", "mesh.spec=null", "data.shards=null", "train.resume=null",
+    "model=flux1 model.mlp_ratio=2.5",  # flux1's mlp_ratio is a float (mlp's an int)
+    "experiment=slcp_transformer model.mlp_ratio=4",  # the experiment picks the model: Hydra's to check
+    "model=transformer model.width=64",  # another model's key: Hydra names it
+    "train.steps=${data.batch_size}", "+train.foo=1", "++train.steps=5", "~experiment", "hydra.run.dir=/tmp/x",
+    "eval.observations=[1,2]", "rule.embed=data", "mesh.model_axis=1,2,4", "-m", "--cfg", "job",
+])
+def test_overrides_hydra_takes_are_left_to_it(command):
+    assert override_problem(command.split()) is None
