@@ -334,6 +334,26 @@ def test_a_whole_number_a_run_cannot_use_is_refused_naming_it(compose_config, ov
     validate(compose_config(*overrides[:-1], message.rsplit("e.g. ", 1)[1]))  # the fix is accepted
 
 
+@pytest.mark.parametrize("overrides,message", [
+    # Was: refused by the factory once the simulations were done, as "depth must be a positive integer, got 0;
+    # pass e.g. depth=8" (a dry run: no model. prefix), "pass 4", or no value at all for embed % heads.
+    (("model.depth=0",), "model.depth=0 must be >= 1; e.g. model.depth=3"),
+    (("model.width=-5",), "model.width=-5 must be >= 1; e.g. model.width=128"),
+    (("model.time_embed_dim=3",), "model.time_embed_dim=3 must be even (as many sines as cosines); e.g. "
+                                  "model.time_embed_dim=4"),
+    (("model=transformer", "model.mlp_ratio=0"), "model.mlp_ratio=0 must be >= 1; e.g. model.mlp_ratio=4"),
+    (("model=transformer", "model.embed=60", "model.heads=7"), "model.embed=60 must be a multiple of model.heads=7 "
+     "(each head takes embed / heads features); set model.heads=6, or model.embed=63"),
+])
+def test_an_mlp_or_transformer_size_that_cannot_be_built_is_refused_before_simulating(compose_config, overrides,
+                                                                                      message):
+    with pytest.raises(ConfigError) as err:
+        validate(compose_config(*overrides))
+    assert str(err.value) == message
+    for fix in re.findall(r"(model\.\w+=\d+)(?:,|$)", message):  # each fix named is accepted
+        validate(compose_config(*overrides, fix))
+
+
 def test_the_largest_whole_number_is_accepted(compose_config):
     validate(compose_config(f"seed={2**31 - 1}", f"data.num_simulations={2**31 - 1}"))
 

@@ -1,4 +1,5 @@
-"""``check_model(cfg.model)``: the GenSBI model sections (``model=flux1``, ``model=simformer``), before any simulation.
+"""``check_model(cfg.model)``: the model section (GenSBI's ``model=flux1``, ``model=simformer``, and the harness's
+``mlp`` and ``transformer``), before any simulation.
 
 GenSBI checks its ``Flux1Params`` / ``SimformerParams`` only when the network is built, after
 the simulations, and some values fail deeper still (``mlp_ratio=0``: an IndexError,
@@ -27,16 +28,37 @@ ROPE_ID_AXES = 2
 
 
 def check_model(model: DictConfig) -> None:
-    """Refuse a ``model=flux1`` / ``model=simformer`` section GenSBI cannot build; other models pass.
+    """Refuse a model section that cannot be built (GenSBI's ``flux1`` / ``simformer``, ``mlp``, ``transformer``).
 
     Raises
     ------
     ConfigError
         One line: ``model.<field>=<value>``, what it must be, and ``model.<field>=<a value that works>``.
     """
-    checks = {"flux1": _flux1, "simformer": _simformer}.get(model.get("name"))
+    checks = {"flux1": _flux1, "simformer": _simformer, "mlp": _own, "transformer": _own}.get(model.get("name"))
     if checks is not None:
         checks(model)
+
+
+def _own(model: DictConfig) -> None:
+    """The harness's mlp and transformer: their factories refused these only once the simulations were done,
+    naming ``depth=8`` (no ``model.``), "pass 4" or no value at all (``embed % heads``)."""
+    from gensbi_sharding.harness.config import MLPConfig, TransformerConfig
+
+    schema = MLPConfig() if model.name == "mlp" else TransformerConfig()
+    for key in ("width", "embed", "depth", "heads", "mlp_ratio", "time_embed_dim"):
+        if key in model:
+            _require(model[key] >= 1, f"model.{key}={model[key]} must be >= 1; e.g. "
+                                      f"model.{key}={getattr(schema, key)}")
+    dim = model.time_embed_dim
+    _require(dim % 2 == 0, f"model.time_embed_dim={dim} must be even (as many sines as cosines); "
+                           f"e.g. model.time_embed_dim={dim + 1}")
+    if model.name == "transformer" and model.embed % model.heads:
+        divisors = [d for d in range(1, model.embed + 1) if model.embed % d == 0]
+        near = min(divisors, key=lambda d: (abs(d - model.heads), d))
+        _require(False, f"model.embed={model.embed} must be a multiple of model.heads={model.heads} (each head takes "
+                        f"embed / heads features); set model.heads={near}, or "
+                        f"model.embed={-(-model.embed // model.heads) * model.heads}")
 
 
 def platform_problem(model: DictConfig, platform: str) -> str | None:
