@@ -62,7 +62,7 @@ def extra_problem(extra: list[str], tasks: list[str], budgets: list[int]) -> str
     from gensbi_sharding.harness.override_types import override_problem
 
     problem = (grammar_problem(extra) or list_override_problem(extra) or unknown_key_problem(extra)
-               or override_problem(extra))
+               or override_problem(extra, sweeps_need_m=False))
     if problem:
         return f"extra argument {problem}"
     parser = OverridesParser.create()

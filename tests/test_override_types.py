@@ -39,7 +39,7 @@ CASES = [
     ("model=flux1 model.dtype=null", "model.dtype=null: model.dtype (model=flux1) cannot be null (field 'dtype' is "
                                      "not Optional); e.g. model.dtype=float32"),
     # in a sweep: the one bad value, and the sweep with it replaced
-    ("train.steps=2,1.5,3", f"train.steps=2,1.5,3: the swept value 1.5: train.steps takes a whole number (Value "
+    ("-m train.steps=2,1.5,3", f"train.steps=2,1.5,3: the swept value 1.5: train.steps takes a whole number (Value "
                             f"'1.5' of type 'float' {INT}); e.g. train.steps=2,2,3"),
     # a misspelled key without +: the nearest setting (Hydra said to add it with +, which is refused)
     ("train.step=5", "train.step=5: train.step is not a setting of train (did you mean train.steps?); its settings: "
@@ -61,9 +61,28 @@ CASES = [
                    "did you mean model=mlp?"),
     ("rule=fdsp", "rule=fdsp: Could not find 'rule/fdsp' (rule options: fsdp, fsdp_tensor, replicated, tensor); "
                   "did you mean rule=fsdp?"),
-    ("rule=replicated,fdsp", "rule=replicated,fdsp: Could not find 'rule/fdsp' (rule options: fsdp, fsdp_tensor, "
+    ("-m rule=replicated,fdsp", "rule=replicated,fdsp: Could not find 'rule/fdsp' (rule options: fsdp, fsdp_tensor, "
                              "replicated, tensor); did you mean rule=fsdp?"),
 ]
+
+
+SWEEPS_WITHOUT_M = [
+    # Hydra: "Ambiguous value ... 1. use key=[value1,value2] 2. quote the value", which a scalar setting refuses
+    ("train.steps=1,2", "train.steps=1,2: several values are a sweep, one job per value, which needs -m: python "
+                        "launch.py -m ... train.steps=1,2"),
+    ("model=mlp,transformer", "model=mlp,transformer: several values are a sweep, one job per value, which needs "
+                              "-m: python launch.py -m ... model=mlp,transformer"),
+    ("rule.embed=data,model", "rule.embed=data,model: several values are a sweep, one job per value, which needs -m: "
+                              "python launch.py -m ... rule.embed=data,model, or one list for this run: "
+                              "rule.embed=[data,model]"),
+]
+
+
+@pytest.mark.parametrize("command,message", SWEEPS_WITHOUT_M, ids=[c for c, _ in SWEEPS_WITHOUT_M])
+def test_a_sweep_without_m_names_m(command, message):
+    assert override_problem(command.split()) == message
+    for multirun in ("-m", "--multirun", "hydra.mode=MULTIRUN", "sweep=rules_x_model_axis"):
+        assert override_problem([multirun, *command.split()]) is None
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +114,7 @@ def test_an_override_hydra_would_refuse_is_named_with_the_fix(compose_config, co
     "experiment=slcp_transformer model.mlp_ratio=4",  # the experiment picks the model: Hydra's to check
     "model=transformer model.width=64",  # another model's key: Hydra names it
     "train.steps=${data.batch_size}", "+train.foo=1", "++train.steps=5", "~experiment", "hydra.run.dir=/tmp/x",
-    "eval.observations=[1,2]", "rule.embed=data", "mesh.model_axis=1,2,4", "-m", "--cfg", "job",
+    "eval.observations=[1,2]", "rule.embed=data", "-m mesh.model_axis=1,2,4", "-m", "--cfg", "job",
 ])
 def test_overrides_hydra_takes_are_left_to_it(command):
     assert override_problem(command.split()) is None

@@ -79,7 +79,7 @@ def _text(value):
     return value.text if isinstance(value, QuotedString) else value
 
 
-def override_problem(args: Sequence[str]) -> str | None:
+def override_problem(args: Sequence[str], *, sweeps_need_m: bool = True) -> str | None:
     """The one-line refusal of the first override Hydra would refuse naming no fix (or a wrong one); else None.
 
     Refused, each naming the override and the one to type: a value a scalar setting cannot take (``1.5``,
@@ -94,6 +94,10 @@ def override_problem(args: Sequence[str]) -> str | None:
     ----------
     args : sequence of str
         The command line after the program name (``sys.argv[1:]``).
+    sweeps_need_m : bool, optional
+        True (launch.py): a sweep (``train.steps=1,2``) without ``-m`` is refused naming ``-m`` (Hydra's
+        "Ambiguous value" offered a list or a quoted string, which a scalar setting refuses); False for a
+        caller that refuses sweeps its own way (the sbibm runner's extra overrides).
 
     Returns
     -------
@@ -112,8 +116,16 @@ def override_problem(args: Sequence[str]) -> str | None:
         except Exception:  # not Hydra's grammar: grammar_problem or Hydra names it
             continue
     chosen = _chosen_models(overrides)
+    # -m, or a preset that turns multirun on itself (sweep=..., experiment=sbibm: Hydra's to read)
+    multirun = any(a in ("-m", "--multirun") or a.startswith(("hydra.mode=", "sweep=", "experiment=")) for a in args)
     for override, arg in overrides:
         key = override.key_or_group
+        if override.value_type in _SWEEPS and sweeps_need_m and not multirun and not key.startswith("hydra"):
+            # Hydra's "Ambiguous value" offered a list and a quoted string too, which a scalar setting refuses.
+            listed = (f", or one list for this run: {key}=[{','.join(override.sweep_string_iterator())}]"
+                      if key in lists or section_of(key) in ("rule", "activation") else "")
+            return (f"{arg}: several values are a sweep, one job per value, which needs -m: python launch.py -m "
+                    f"... {arg}{listed}")
         if key.startswith("hydra") or override.package is not None or key in lists:
             continue
         section, _, name = key.partition(".")
@@ -170,6 +182,10 @@ def override_problem(args: Sequence[str]) -> str | None:
                         shown = ""
                     return f"{arg}: {shown}{why.replace(key, key + of, 1)}; e.g. {key}={fix}"
     return None
+
+
+def section_of(key: str) -> str:
+    return key.split(".", 1)[0]
 
 
 def _chosen_models(overrides) -> set | None:
