@@ -136,6 +136,24 @@ def test_validation_loss_ignores_padding_rows(mesh):
     assert got == pytest.approx((5 * a + 8 * c) / 13, rel=1e-6)
 
 
+def test_a_validation_of_very_many_draws_stops_at_its_first_batch_when_asked(mesh):
+    # Was: the key of every draw was made before the first batch (train.val_draws=100000000: gigabytes and
+    # minutes), where no stop request is asked, so SIGTERM waited for it.
+    import time
+
+    import optax
+    from flax import nnx
+
+    model = get_model("mlp")(dim_theta=2, dim_x=2, rngs=nnx.Rngs(0), width=8, depth=1)
+    functions, state = make_step_functions(model, nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param), None)
+    batch = {"theta": np.ones((8, 2), np.float32), "x": np.ones((8, 2), np.float32), "weight": np.ones(8, np.float32)}
+    asked = []
+    start = time.perf_counter()
+    got = validation_loss(functions, state, [batch], jax.random.key(0), draws=10**9,
+                          stop_requested=lambda: asked.append(1) or True)
+    assert got is None and asked == [1] and time.perf_counter() - start < 10.0
+
+
 # ------------------------------------------------------------------ case 5: one function decides a batch size
 
 @pytest.mark.parametrize("overrides, shards, first_hint", [

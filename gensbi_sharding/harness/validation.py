@@ -133,7 +133,9 @@ def validation_loss(functions: StepFunctions, state: Any, val_batches: list[dict
     once (at most one batch still in flight), so a long validation can be cut short.
     """
     stream = jax.random.fold_in(key, _VAL_STREAM)
-    keys = [stream] + [jax.random.fold_in(stream, d) for d in range(1, draws)]
+    # One key per draw as it is used: a list of them all (train.val_draws=100000000) took minutes and gigabytes
+    # before the first batch, where no stop request is asked.
+    keys = (stream if d == 0 else jax.random.fold_in(stream, d) for d in range(draws))
     total = count = 0.0
     pending = None
     for k in keys:
