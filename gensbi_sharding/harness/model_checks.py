@@ -45,15 +45,16 @@ def _own(model: DictConfig) -> None:
     naming ``depth=8`` (no ``model.``), "pass 4" or no value at all (``embed % heads``)."""
     from gensbi_sharding.harness.config import MLPConfig, TransformerConfig
 
-    schema = MLPConfig() if model.name == "mlp" else TransformerConfig()
+    # By the section's keys, not its name: model.name=transformer on the mlp's section is registered_name_problem's.
+    schema = TransformerConfig() if "embed" in model else MLPConfig()
     for key in ("width", "embed", "depth", "heads", "mlp_ratio", "time_embed_dim"):
         if key in model:
             _require(model[key] >= 1, f"model.{key}={model[key]} must be >= 1; e.g. "
                                       f"model.{key}={getattr(schema, key)}")
-    dim = model.time_embed_dim
+    dim = model.get("time_embed_dim", 2)
     _require(dim % 2 == 0, f"model.time_embed_dim={dim} must be even (as many sines as cosines); "
                            f"e.g. model.time_embed_dim={dim + 1}")
-    if model.name == "transformer" and model.embed % model.heads:
+    if "embed" in model and "heads" in model and model.embed % model.heads:
         divisors = [d for d in range(1, model.embed + 1) if model.embed % d == 0]
         near = min(divisors, key=lambda d: (abs(d - model.heads), d))
         _require(False, f"model.embed={model.embed} must be a multiple of model.heads={model.heads} (each head takes "
