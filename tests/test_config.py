@@ -546,3 +546,16 @@ def test_the_processes_settings_check_ignores_how_each_process_joined(monkeypatc
     assert processes_config_problem(settings(0, "localhost:1234", data={"batch_size": 64})) == (
         "the 2 processes were given other settings (data.batch_size: 64 on process 0, None on process 1); start "
         "every process with the same overrides (only distributed.process_id may differ)")
+
+
+@pytest.mark.parametrize("where", ["nowhere", "a_file"])
+def test_a_resume_path_that_holds_no_run_names_train_resume(compose_config, tmp_path, where):
+    # Was "FileNotFoundError: checkpoint path '...' does not exist ...; pass a run dir ...", naming no override.
+    from gensbi_sharding.harness.resume import resume_step_dir
+
+    (tmp_path / "a_file").write_text("")
+    given = tmp_path / where
+    with pytest.raises(ConfigError) as err:
+        resume_step_dir(compose_config(f"train.resume={given}"))
+    assert str(err.value).startswith(f"train.resume={given}: ")
+    assert str(err.value).endswith(", as train.resume=<folder>; or leave train.resume out to start fresh")

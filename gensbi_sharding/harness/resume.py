@@ -41,8 +41,9 @@ def resume_step_dir(cfg: DictConfig) -> Path | None:
         return find_checkpoint(cfg.train.resume, base_dir=_launch_dir())
     except FileNotFoundError as err:
         metrics = folder / "metrics.json"  # a run's folder that saved no checkpoint: say why
-        if not metrics.is_file():
-            raise
+        if not metrics.is_file():  # the override named (was "FileNotFoundError: checkpoint path ...", no key)
+            raise ConfigError(f"train.resume={cfg.train.resume}: {err}, as train.resume=<folder>; or leave "
+                              "train.resume out to start fresh") from None
         previous = read_metrics(metrics)
         status = previous.get("status")
         why = ("holds a dry run (dry_run=true saves no checkpoint): start a new run without train.resume"
