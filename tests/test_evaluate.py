@@ -226,3 +226,20 @@ def test_theta_as_simulated_is_sampled_inside_the_prior_and_reports_its_acceptan
     assert m["samples_outside_support"] == 0
     assert 0.01 < m["support_acceptance"] < 0.9
     assert m["c2st_observations"][0]["acceptance"] == m["support_acceptance"]
+
+
+@pytest.mark.parametrize("n_jobs,passed", [(100000, 2), (2, 2), (1, 1), (-1, -1), (None, None)])
+def test_c2st_asks_for_no_more_workers_than_folds(monkeypatch, n_jobs, passed):
+    # Was: eval.c2st_jobs=100000 passed on as is to joblib (a worker pool of that size for 2 folds).
+    import sklearn.model_selection
+
+    asked = []
+
+    def fake_scores(clf, data, labels, *, cv, scoring, n_jobs):
+        asked.append(n_jobs)
+        return np.full(cv.get_n_splits(), 0.5)
+
+    monkeypatch.setattr(sklearn.model_selection, "cross_val_score", fake_scores)
+    rng = np.random.default_rng(0)
+    scores = c2st_scores(rng.normal(size=(20, 2)), rng.normal(size=(20, 2)), n_folds=2, n_jobs=n_jobs)
+    assert asked == [passed] and scores.tolist() == [0.5, 0.5]

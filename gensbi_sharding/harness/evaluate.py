@@ -196,6 +196,8 @@ def c2st_scores(samples: Any, reference: Any, *, seed: int = 0, n_folds: int = 5
     clf = MLPClassifier(hidden_layer_sizes=(10 * dim, 10 * dim), activation="relu", solver="adam",
                         max_iter=10_000, random_state=seed)
     folds = KFold(n_splits=n_folds, shuffle=True, random_state=seed)
+    if n_jobs is not None and n_jobs > n_folds:  # a worker per fold at most: more have nothing to fit
+        n_jobs = n_folds  # (eval.c2st_jobs=100000 was handed to joblib as is)
     with threadpool_limits(limits=1, user_api="blas"):
         return np.asarray(cross_val_score(clf, data, labels, cv=folds, scoring="accuracy", n_jobs=n_jobs),
                           dtype=np.float64)
