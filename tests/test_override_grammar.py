@@ -43,6 +43,14 @@ def parsed(override: str):
     (('hydra.run.dir="~/runs/a"',), "hydra.run.dir=\"~/runs/a\": Hydra does not expand ~ and would make a folder "
      f"named '~' under the current one; write the path out: hydra.run.dir={HOME}/runs/a",
      f"hydra.run.dir={HOME}/runs/a"),
+    # Empty (an unset shell variable: hydra.run.dir=$OUT): Hydra wrote .hydra/, metrics.json and launch.log into
+    # the current folder, the repository's root when launched from there.
+    (("dry_run=true", "hydra.run.dir="), "hydra.run.dir=: an empty folder (an unset shell variable?) would put the "
+     "run's files in the current folder; give one, e.g. hydra.run.dir=outputs/my_run, or leave hydra.run.dir out "
+     "for outputs/<date>/<time>", "hydra.run.dir=outputs/my_run"),
+    (("-m", "hydra.sweep.dir=''", "rule=fsdp,tensor"), "hydra.sweep.dir='': an empty folder (an unset shell "
+     "variable?) would put the run's files in the current folder; give one, e.g. hydra.sweep.dir=outputs/my_run, or "
+     "leave hydra.sweep.dir out for multirun/<date>/<time>", "hydra.sweep.dir=outputs/my_run"),
     # Brackets: quoting would make a string of a list, so Hydra's reason and the list form are named.
     (("eval.observations=[1,2",), "eval.observations=[1,2: Hydra's override grammar cannot read the value [1,2 (no "
      "viable alternative at input '[1,2'); check its brackets and commas (a list: eval.observations=[1,2,3]; a "

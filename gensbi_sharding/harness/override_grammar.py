@@ -61,6 +61,11 @@ def grammar_problem(args: Sequence[str]) -> str | None:
                         "brackets and commas (a list: eval.observations=[1,2,3]; a sweep: -m rule=fsdp,tensor)")
             return (f"{arg}: Hydra's override grammar cannot read the value {value} ({reason}); "
                     + _quoted_fix(key, value))
+        if parsed.key_or_group in _FOLDER_KEYS and (parsed.value() is None or str(parsed.value()).strip() == ""):
+            # An unset shell variable (hydra.run.dir=$OUT): Hydra wrote the run's files into the current folder.
+            default = "outputs/<date>/<time>" if parsed.key_or_group == "hydra.run.dir" else "multirun/<date>/<time>"
+            return (f"{arg}: an empty folder (an unset shell variable?) would put the run's files in the current "
+                    f"folder; give one, e.g. {key}=outputs/my_run, or leave {key} out for {default}")
         if (parsed.key_or_group in _FOLDER_KEYS and isinstance(parsed.value(), str)
                 and re.match(r"~(/|$)", parsed.value())):
             home = os.path.expanduser(parsed.value())
