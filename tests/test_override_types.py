@@ -56,6 +56,9 @@ CASES = [
     ("~mesh", "~mesh: the mesh group cannot be removed, every run needs one (mesh=none: no mesh); pick an option "
               "instead: mesh=auto, mesh=dict, mesh=none"),
     ("~rule.embed", "~rule.embed: a rule's axis cannot be removed; set rule.embed=null to leave it unsplit"),
+    # + on a group every run has: Hydra's "To override a value use 'override model: transformer'" is YAML
+    ("+model=transformer", "+model=transformer: every run has a model already (conf/config.yaml picks one), so + adds "
+                           "a second; to pick this one, write model=transformer"),
     # an option no group has, alone or in a sweep: the nearest one
     ("model=mlpp", "model=mlpp: Could not find 'model/mlpp' (model options: flux1, mlp, simformer, transformer); "
                    "did you mean model=mlp?"),
@@ -113,7 +116,7 @@ def test_an_override_hydra_would_refuse_is_named_with_the_fix(compose_config, co
     "model=flux1 model.mlp_ratio=2.5",  # flux1's mlp_ratio is a float (mlp's an int)
     "experiment=slcp_transformer model.mlp_ratio=4",  # the experiment picks the model: Hydra's to check
     "model=transformer model.width=64",  # another model's key: Hydra names it
-    "train.steps=${data.batch_size}", "+train.foo=1", "++train.steps=5", "~experiment", "hydra.run.dir=/tmp/x",
+    "train.steps=${data.batch_size}", "+train.foo=1", "++train.steps=5", "~experiment", "hydra.run.dir=/tmp/x", "+experiment=quick",
     "eval.observations=[1,2]", "rule.embed=data", "-m mesh.model_axis=1,2,4", "-m", "--cfg", "job",
 ])
 def test_overrides_hydra_takes_are_left_to_it(command):

@@ -133,6 +133,10 @@ def override_problem(args: Sequence[str], *, sweeps_need_m: bool = True) -> str 
             if problem := _deletion_problem(arg, section, name, sections, groups):
                 return problem
             continue
+        if override.type == OverrideType.ADD and not name and section in groups and section not in OPTIONAL_GROUPS:
+            # Hydra: "Multiple values for model. To override a value use 'override model: transformer'" (YAML)
+            return (f"{arg}: every run has a {section} already (conf/config.yaml picks one), so + adds a second; "
+                    f"to pick this one, write {arg.lstrip('+')}")
         if override.type not in (OverrideType.CHANGE, OverrideType.FORCE_ADD):  # +: the config check names a key
             continue
         values = ([_text(v) for v in override.sweep_iterator()] if override.value_type in _SWEEPS
