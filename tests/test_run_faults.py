@@ -108,6 +108,14 @@ def test_device_count_source(configured, environ, expected):
     assert resolve_cpu_count(configured, environ) == expected
 
 
+@pytest.mark.parametrize("configured, environ", [(100000, {}), (None, {"JAX_NUM_CPU_DEVICES": "2048"})])
+def test_a_device_count_jax_cannot_start_with_is_refused_naming_the_limit(configured, environ):
+    # devices.cpu_count=100000 hung in JAX's start-up, deaf to SIGTERM; 1,024 starts in seconds.
+    assert resolve_cpu_count(1024, {}) == (1024, "devices.cpu_count")
+    with pytest.raises(ConfigError, match=r"more simulated CPU devices than 1,024: .*set devices.cpu_count=1024 or fewer"):
+        resolve_cpu_count(configured, environ)
+
+
 def test_conflicting_device_counts_stop_the_run_naming_both(tmp_path, monkeypatch, devices):
     monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=4")
     metrics = run_tiny(tmp_path / "run", "devices.cpu_count=8")

@@ -19,11 +19,14 @@ import jax
 
 from gensbi_sharding.harness.config import ConfigError
 
-__all__ = ["DEFAULT_CPU_COUNT", "resolve_cpu_count", "configure_devices", "initialize_distributed",
+__all__ = ["DEFAULT_CPU_COUNT", "MAX_CPU_COUNT", "resolve_cpu_count", "configure_devices", "initialize_distributed",
            "check_coordinator", "peak_bytes_in_use", "job_peak_metrics"]
 
 #: Simulated CPU devices when neither the config nor the environment names a count.
 DEFAULT_CPU_COUNT = 8
+#: The most simulated CPU devices asked of JAX: its start-up grows with the count (14 s for 1,024 on 2 cores),
+#: and 100,000 did not start in minutes, deaf to SIGTERM. Planning and the dry run's figures need no more.
+MAX_CPU_COUNT = 1024
 _XLA_COUNT = re.compile(r"--xla_force_host_platform_device_count=(\d+)")
 _UNSET = {"JAX_NUM_CPU_DEVICES": "unset JAX_NUM_CPU_DEVICES", "XLA_FLAGS": "remove the count from XLA_FLAGS"}
 
@@ -43,7 +46,8 @@ def resolve_cpu_count(configured: int | None, environ: dict | None = None) -> tu
     ------
     ConfigError
         If two of the sources that are set disagree; the message names both and a fix that is
-        accepted (between the two environment variables: unset one; no ``devices.cpu_count`` settles it).
+        accepted (between the two environment variables: unset one; no ``devices.cpu_count`` settles it),
+        or if the count in force exceeds ``MAX_CPU_COUNT``.
     """
     environ = os.environ if environ is None else environ
     sources = []
@@ -72,6 +76,10 @@ def resolve_cpu_count(configured: int | None, environ: dict | None = None) -> tu
     if not sources:
         return DEFAULT_CPU_COUNT, "default"
     name, count = sources[0]
+    if count > MAX_CPU_COUNT:
+        raise ConfigError(f"{name}={count} asks for more simulated CPU devices than {MAX_CPU_COUNT:,}: JAX's start-up "
+                          f"grows with the count and did not finish at 100,000; set devices.cpu_count={MAX_CPU_COUNT} "
+                          "or fewer (a plan's and the dry run's per-device figures need no more), or use real devices")
     return count, name
 
 
