@@ -121,3 +121,15 @@ def test_an_override_hydra_would_refuse_is_named_with_the_fix(compose_config, co
 ])
 def test_overrides_hydra_takes_are_left_to_it(command):
     assert override_problem(command.split()) is None
+
+
+def test_an_option_of_ones_own_on_the_search_path_is_no_misspelling(tmp_path):
+    # Was: 'model=my_flux1: Could not find model/my_flux1 ...; did you mean model=flux1?' for the README's own
+    # preset through hydra.searchpath, which Hydra finds (two checks landed the same day, each without the other).
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "my_flux1.yaml").write_text("defaults:\n  - /flux1_schema\n")
+    search = f"hydra.searchpath=[file://{tmp_path}]"
+    assert override_problem([search, "model=my_flux1"]) is None
+    assert "did you mean model=mlp?" in override_problem([search, "model=mlpp"])
+    assert override_problem(["hydra.searchpath=[pkg://elsewhere.conf]", "model=theirs"]) is None  # Hydra's to list
+    assert "Could not find 'model/my_flux1'" in override_problem(["model=my_flux1"])

@@ -166,13 +166,13 @@ def test_flux1_axes_dim_under_concat_is_named_with_the_setting_that_applies_it()
     # axes_dim only under sum (concat refuses rope1d, its other reader).
     concat = ("model.id_merge_mode=concat", "model.val_emb_dim=4", "model.id_emb_dim=4")
     assert ignored_settings(compose_tiny("model=flux1", *concat, "model.axes_dim=[4,4]").model) == (
-        "no effect: model.axes_dim=[4, 4] (only model.id_merge_mode=sum uses it, as hidden size = "
+        "no effect: model.axes_dim=[4,4] (only model.id_merge_mode=sum uses it, as hidden size = "
         "sum(axes_dim) * num_heads; model.id_merge_mode=concat sizes the tokens by model.val_emb_dim and "
         "model.id_emb_dim)")
     # One warning for everything ignored; the preset's axes_dim, null, and axes_dim under sum warn about nothing.
     both = ignored_settings(compose_tiny("model=flux1", *concat, "model.axes_dim=[2,2]", "model.theta=50").model)
     assert both.startswith("no effect: model.theta=50 (the rope base") and both.count("no effect") == 1
-    assert "; model.axes_dim=[2, 2] (only model.id_merge_mode=sum uses it" in both
+    assert "; model.axes_dim=[2,2] (only model.id_merge_mode=sum uses it" in both
     # (axes_dim=[4,4] under sum with absolute ids: its split is without effect, tests/test_gensbi_harness_faults.py)
     for overrides in [concat, (*concat, "model.axes_dim=null"),
                       ("model.axes_dim=[4,4]", "model.id_embedding_strategy=[rope1d,rope1d]")]:

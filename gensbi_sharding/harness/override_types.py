@@ -14,6 +14,7 @@ import dataclasses
 import math
 import typing
 from collections.abc import Sequence
+from pathlib import Path
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import OverrideType, QuotedString, ValueType
@@ -142,7 +143,10 @@ def override_problem(args: Sequence[str], *, sweeps_need_m: bool = True) -> str 
         values = ([_text(v) for v in override.sweep_iterator()] if override.value_type in _SWEEPS
                   else [override.value()] if override.value_type == ValueType.ELEMENT else [])
         if section in groups and not name:
-            options = group_options(section)
+            searched = _searched_options(overrides, section)
+            if searched is None:  # a pkg:// search path: its options are Hydra's to list
+                continue
+            options = sorted(set(group_options(section)) | searched)
             for value in values:
                 if isinstance(value, str) and "${" not in value and value not in options:
                     near = closest_name(value, options)
@@ -186,6 +190,19 @@ def override_problem(args: Sequence[str], *, sweeps_need_m: bool = True) -> str 
                         shown = ""
                     return f"{arg}: {shown}{why.replace(key, key + of, 1)}; e.g. {key}={fix}"
     return None
+
+
+def _searched_options(overrides: list, group: str) -> set[str] | None:
+    """The options of ``group`` in the folders ``hydra.searchpath=[file://...]`` adds (a preset of one's own,
+    ``model=my_flux1``, is no misspelling); None where a search path is not a folder (``pkg://``)."""
+    found = set()
+    for override, _ in overrides:
+        if override.key_or_group == "hydra.searchpath":
+            for entry in override.value() if isinstance(override.value(), list) else [override.value()]:
+                if not str(entry).startswith("file://"):
+                    return None
+                found |= {p.stem for p in (Path(str(entry)[len("file://"):]) / group).glob("*.yaml")}
+    return found
 
 
 def section_of(key: str) -> str:
