@@ -61,31 +61,30 @@ def devices():
 # ends. In xdist's default order (most tests first) files with few long tests came last: one worker could
 # start test_local_processes.py (~90 s) as the other ran out of files. The files not listed take under
 # ~8 s each: they come last, in alphabetical order.
-LONGEST_FIRST = (
-    "test_equivalence.py",  # ~135
-    "test_preemption.py",  # ~130
-    "test_param_dtype.py",  # ~100
-    "test_local_processes.py",  # ~90
-    "test_launch.py",  # ~85
-    "test_gensbi_models.py",  # ~75
-    "test_init.py",  # ~60
-    "test_user_faults.py",  # ~55
-    "test_user_probes2.py",  # ~40
-    "test_run_faults.py",  # ~30
-    "test_train.py",  # ~25
-    "test_user_view.py",  # ~25
-    "test_checkpoint.py",  # ~20
-    "test_sweep_subdirs.py",  # ~20
-    "test_multihost.py",  # ~20
-    "test_data.py",  # ~20
-    "test_gensbi_harness_faults.py",  # ~15
-    "test_config.py",  # ~15
-    "test_data_faults.py",  # ~13
-    "test_schedule.py",  # ~13
-    "test_sbibm_preset.py",  # ~12
-    "test_evaluate.py",  # ~10
-    "test_models.py",  # ~10
-    "test_dry_run.py",  # ~9
+LONGEST_FIRST = (  # seconds per file, measured in one make test run (2026-12-02)
+    "test_preemption.py",  # ~177
+    "test_equivalence.py",  # ~143
+    "test_local_processes.py",  # ~88
+    "test_launch.py",  # ~83
+    "test_user_faults.py",  # ~60
+    "test_param_dtype.py",  # ~44
+    "test_init.py",  # ~39
+    "test_run_faults.py",  # ~38
+    "test_gensbi_models.py",  # ~34
+    "test_config.py",  # ~25
+    "test_dry_run.py",  # ~22
+    "test_user_probes2.py",  # ~19
+    "test_user_view.py",  # ~18
+    "test_train.py",  # ~17
+    "test_sbibm_preset.py",  # ~15
+    "test_multihost.py",  # ~13
+    "test_data_faults.py",  # ~11
+    "test_checkpoint.py",  # ~10
+    "test_data.py",  # ~9
+    "test_sbibm_runner.py",  # ~9
+    "test_sweep_subdirs.py",  # ~8
+    "test_gensbi_harness_faults.py",  # ~8
+    "test_presets.py",  # ~7
 )
 
 
