@@ -1,7 +1,6 @@
 """Activation partition axes: where a model's *activations* live on the mesh (``constrain``).
 
-A ``PartitionAxis`` is a static model attribute, never global state (not in ``jax.jit``'s cache key).
-"""
+A ``PartitionAxis`` is a static model attribute, never global state (not in ``jax.jit``'s cache key)."""
 
 from __future__ import annotations
 
@@ -27,24 +26,19 @@ ACTIVATION_NAMES: dict[str, str] = {
 
 
 class PartitionAxis(NamedTuple):
-    """Mesh axes for each kind of activation dimension (a model's activation strategy); defaults fit ``make_mesh``.
-
-    Field names are EasyDeL's (erfanzar/EasyDeL, ``easydel/etils/partition_module.py``). Nothing is checked at
-    construction: ``resolve(mesh)`` checks every field.
+    """Mesh axes (``MeshAxes``) for each kind of activation dimension; defaults fit ``make_mesh``. Field names are
+    EasyDeL's (erfanzar/EasyDeL, ``easydel/etils/partition_module.py``); ``resolve(mesh)`` checks them.
 
     Parameters
     ----------
-    batch_axis : MeshAxes, default "data"
-        Mesh axis name, tuple (or list) of them, or None, for ``"batch"`` dimensions; likewise every field.
-    sequence_axis, query_sequence_axis, key_sequence_axis : MeshAxes, default None
-    head_axis : MeshAxes, default "model"
-        ``"heads"`` dimensions.
+    batch_axis, head_axis, generation_head_axis : MeshAxes, default "data", "model", "model"
+        For ``"batch"`` and ``"heads"`` dimensions.
     hidden_state_axis, attention_dim_axis : MeshAxes, default None
         ``"hidden"`` (the model width) and ``"head_dim"`` (each head's width) dimensions.
-    bias_head_sequence_axis, bias_key_sequence_axis : MeshAxes, default None
-        Validated only, as every ``generation_*`` field.
-    generation_head_axis : MeshAxes, default "model"
-    generation_query_sequence_axis, generation_key_sequence_axis, generation_attention_dim_axis : MeshAxes
+    sequence_axis, query_sequence_axis, key_sequence_axis : MeshAxes, default None
+    bias_head_sequence_axis, bias_key_sequence_axis, generation_query_sequence_axis : MeshAxes, default None
+    generation_key_sequence_axis, generation_attention_dim_axis : MeshAxes, default None
+        Validated only, as every ``generation_*`` and ``bias_*`` field.
     """
 
     batch_axis: MeshAxes = "data"
@@ -63,27 +57,21 @@ class PartitionAxis(NamedTuple):
 
     @classmethod
     def for_rule(cls, rule: str | Mapping[str, Any] | Rule, mesh: Mesh | None) -> PartitionAxis | None:
-        """The activation strategy consistent with a weight rule on ``mesh``: activations split where weights are.
-
-        Batch over the batch axes of size > 1; heads (and ``generation_head_axis``) where the rule puts
-        ``"heads"``, the hidden state where it puts ``"embed"``, each less the batch's axes and axes of size 1;
-        every other field None. Heads split as their weights are: Megatron-LM (Shoeybi et al. 2019,
-        arXiv:1909.08053).
+        """Activations split where the weights of ``rule`` are (Megatron-LM, Shoeybi et al. 2019, arXiv:1909.08053):
+        batch over the batch axes of size > 1; heads (and ``generation_head_axis``) where the rule puts ``"heads"``,
+        hidden state where it puts ``"embed"``, less the batch's axes and axes of size 1; other fields None.
 
         Parameters
         ----------
         rule : str or RuleTable or Rule
-            As ``resolve_rule`` takes it.
         mesh : jax.sharding.Mesh or None
-            None (one device): None is returned, which ``constrain`` takes as no constraint; ``rule`` is checked.
+            None: None is returned (``rule`` is checked), which ``constrain`` takes as no constraint.
 
         Raises
         ------
-        ValueError
-            If ``resolve_rule`` rejects ``rule``, or it maps ``"heads"`` or ``"embed"`` to a mesh axis ``mesh``
-            lacks or to a value not None, an axis name or a non-empty sequence of them.
-        TypeError
-            If ``mesh`` is neither None nor a ``jax.sharding.Mesh``.
+        ValueError, TypeError
+            A bad ``rule``, or one mapping ``"heads"`` or ``"embed"`` to a mesh axis ``mesh`` lacks; ``mesh`` of
+            another type.
         """
         table = resolve_rule(rule).table
         if mesh is None:  # a model built for one device: constrain(x, names, None) is a no-op
@@ -115,11 +103,8 @@ class PartitionAxis(NamedTuple):
 
         Raises
         ------
-        ValueError
-            Naming the first field that is not None, a mesh axis name or a non-empty sequence of them, or that names
-            a mesh axis twice or one ``mesh`` lacks.
-        TypeError
-            If ``mesh`` is neither a ``jax.sharding.Mesh`` nor an ``AbstractMesh``.
+        ValueError, TypeError
+            The first field not a ``MeshAxes``, naming an axis twice or one ``mesh`` lacks; ``mesh`` of another type.
         """
         check_mesh(mesh, abstract=True, optional=False)
         resolved = {}
@@ -137,12 +122,9 @@ class PartitionAxis(NamedTuple):
 
 def activation_spec(names: Sequence[str | None], shape: Sequence[int], partition_axis: PartitionAxis,
                     mesh: Mesh) -> tuple[P, dict[str, str]]:
-    """The PartitionSpec ``constrain`` gives an activation, and ``{name: why}`` for dimensions left unsplit.
-
-    A dimension stays unsplit if an earlier one uses its mesh axes or their size does not divide it (Flax's
-    ``with_logical_constraint``, the table a ``PartitionAxis``). ``ValueError`` for ``names`` not one
-    ``ACTIVATION_NAMES`` key (or None) per dimension, or a ``partition_axis`` that does not fit ``mesh``.
-    """
+    """The PartitionSpec ``constrain`` gives an activation, and ``{name: why}`` for dimensions left unsplit (their mesh
+    axes taken by an earlier one, or not dividing them), as Flax's ``with_logical_constraint``. ``ValueError`` for bad
+    ``names`` or a ``partition_axis`` that does not fit ``mesh``."""
     if isinstance(names, str) or not isinstance(names, Sequence):  # None, a number: len() would raise TypeError
         example = (names,) if isinstance(names, str) else ("batch",) + (None,) * (len(shape) - 1)
         raise ValueError(f"activation names {names!r} must be a sequence, one per dimension: e.g. {example!r}")
@@ -169,10 +151,9 @@ def activation_spec(names: Sequence[str | None], shape: Sequence[int], partition
 
 def constrain(x: jax.Array, names: Sequence[str | None], partition_axis: PartitionAxis | None,
               mesh: Mesh | None = None) -> jax.Array:
-    """Pin the layout of activation ``x`` with ``jax.lax.with_sharding_constraint``; same shape, dtype, values.
-
-    A sharding constraint as in GSPMD (Xu et al. 2021, arXiv:2105.04663). A no-op (``x`` itself) without
-    ``partition_axis`` or without a mesh, given or active, so a model runs unchanged on one device.
+    """Pin the layout of activation ``x`` (``jax.lax.with_sharding_constraint``, GSPMD's sharding constraint, Xu et al.
+    2021, arXiv:2105.04663); same shape, dtype, values. ``x`` itself without ``partition_axis`` or a mesh.
+    ``AxisType.Explicit`` mesh axes are moved with ``jax.sharding.reshard``; a mesh of both kinds: inside jit only.
 
     Parameters
     ----------
@@ -180,7 +161,6 @@ def constrain(x: jax.Array, names: Sequence[str | None], partition_axis: Partiti
     names : sequence of str or None
         One ``ACTIVATION_NAMES`` key (or None) per dimension of ``x``, e.g. ``("batch", "sequence", "hidden")``.
     partition_axis : PartitionAxis or None
-        The model's strategy (e.g. ``PartitionAxis.for_rule(rule, mesh)``); None: no constraint.
     mesh : jax.sharding.Mesh, optional
         Default: the active mesh (``mesh_context`` / ``jax.set_mesh``).
 
@@ -189,18 +169,11 @@ def constrain(x: jax.Array, names: Sequence[str | None], partition_axis: Partiti
     ShardingFallbackWarning
         One per call (per trace under ``jax.jit``) naming the dimensions left unsplit and why.
 
-    Notes
-    -----
-    ``AxisType.Explicit`` mesh axes are moved with ``jax.sharding.reshard`` (``with_sharding_constraint`` refuses
-    them), Auto axes constrained; on a mesh mixing both, inside ``jax.jit`` only (eagerly the second replaces the
-    first).
-
     Raises
     ------
-    ValueError
-        If ``names`` is not one known name (or None) per dimension, or ``partition_axis`` does not fit the mesh.
-    TypeError
-        If ``partition_axis`` is neither None nor a ``PartitionAxis``, or ``mesh`` neither None nor a Mesh.
+    ValueError, TypeError
+        ``names`` not one known name (or None) per dimension, or ``partition_axis`` not fitting the mesh; a
+        ``partition_axis`` neither None nor a ``PartitionAxis``, or ``mesh`` neither None nor a Mesh.
     """
     if partition_axis is None:
         return x

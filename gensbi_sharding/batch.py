@@ -1,7 +1,6 @@
-"""Batches on the mesh: the leading (batch) axis split over the data-parallel devices.
-
-``shard_batch`` takes the *global* batch; each process's own rows go through ``host_input.host_to_global_array``.
-"""
+"""Batches on the mesh: the leading (batch) axis of each array leaf with ``ndim > 0`` split over the data-parallel
+devices. ``shard_batch`` takes the *global* batch; each process's own rows go through ``host_to_global_array``.
+Without a mesh, inputs come back as they are."""
 
 from __future__ import annotations
 
@@ -20,32 +19,23 @@ __all__ = ["batch_axes", "batch_size_divisor", "nearest_batch_sizes", "check_bat
 
 
 def batch_axes(mesh: Mesh) -> tuple[str, ...]:
-    """Mesh axes a batch is split over: every axis but ``"model"`` (``MODEL_AXIS``), in mesh order.
+    """Mesh axes a batch is split over: every axis but ``"model"``, in mesh order (``TypeError`` for a non-Mesh).
 
     Parameters
     ----------
     mesh : jax.sharding.Mesh
-
-    Raises
-    ------
-    TypeError
-        If ``mesh`` is not a ``jax.sharding.Mesh``.
     """
     check_mesh(mesh, optional=False)
     return tuple(name for name in mesh.axis_names if name != MODEL_AXIS)
 
 
 def batch_size_divisor(mesh: Mesh | None) -> int:
-    """Data-parallel size: the product of the batch axes' sizes (1 without a mesh), what batch sizes must divide by.
+    """Data-parallel size, which batch sizes must divide by: the product of the batch axes' sizes (1 without a mesh;
+    ``TypeError`` for a non-Mesh).
 
     Parameters
     ----------
     mesh : jax.sharding.Mesh or None
-
-    Raises
-    ------
-    TypeError
-        If ``mesh`` is neither None nor a ``jax.sharding.Mesh``.
     """
     if mesh is None:
         return 1
@@ -53,27 +43,20 @@ def batch_size_divisor(mesh: Mesh | None) -> int:
 
 
 def nearest_batch_sizes(requested: int, multiple: int, at_most: int | None = None) -> tuple[int, ...]:
-    """The valid batch sizes next to ``requested``, nearest first: the one rule every batch-size hint uses.
+    """The valid batch sizes next to ``requested``, nearest first (ties: smaller): the multiples of ``multiple`` just
+    below and above it within ``[multiple, at_most]``; ``(requested,)`` if valid, ``()`` if ``at_most < multiple``.
 
     Parameters
     ----------
     requested, multiple : int
         The batch size asked for (rows); what a valid size is a multiple of (the data-parallel size).
     at_most : int, optional
-        The largest usable size (e.g. the training pairs); None: no bound.
-
-    Returns
-    -------
-    tuple of int
-        The multiples of ``multiple`` just below and above ``requested``, clamped into ``[multiple, at_most]``,
-        deduplicated, nearest first (ties: smaller first); ``(requested,)`` if valid, ``()`` if ``at_most < multiple``.
+        The largest usable size (e.g. the training pairs).
 
     Raises
     ------
-    TypeError
-        If ``requested``, ``multiple`` or ``at_most`` is not an integer (bools are not).
-    ValueError
-        If ``multiple < 1``.
+    TypeError, ValueError
+        An argument not an integer (bools are not); ``multiple < 1``.
     """
     for name, value in (("requested", requested), ("multiple", multiple), ("at_most", at_most)):
         if not is_int(value) and not (name == "at_most" and value is None):
@@ -91,22 +74,19 @@ def nearest_batch_sizes(requested: int, multiple: int, at_most: int | None = Non
 
 
 def check_batch_divisible(batch: Any, mesh: Mesh | None, what: str) -> None:
-    """Check that the array leaves of ``batch`` split evenly over the data-parallel devices (no mesh: no check).
+    """Check that the array leaves of ``batch`` split evenly over the data-parallel devices.
 
     Parameters
     ----------
     batch : pytree
-        Its ``jax.Array`` / ``numpy.ndarray`` leaves with ``ndim > 0`` are checked (leading axis: rows); others ignored.
     mesh : jax.sharding.Mesh or None
     what : str
         The batch's name in the message, e.g. ``"train"``.
 
     Raises
     ------
-    ValueError
-        If the leaves differ in leading size, or it is not a multiple of ``batch_size_divisor(mesh)``.
-    TypeError
-        If ``mesh`` is neither None nor a ``jax.sharding.Mesh``.
+    ValueError, TypeError
+        Leading sizes differ or are not a multiple of ``batch_size_divisor(mesh)``; ``mesh`` of another type.
     """
     if mesh is None:
         return
@@ -120,19 +100,8 @@ def check_batch_divisible(batch: Any, mesh: Mesh | None, what: str) -> None:
 
 
 def check_same_rows(batch: Any, what: str) -> int | None:
-    """The leading size shared by the array leaves of ``batch`` with ``ndim > 0`` (None if there are none).
-
-    Parameters
-    ----------
-    batch : pytree
-    what : str
-        The batch's name in the message, e.g. ``"train batch"``.
-
-    Raises
-    ------
-    ValueError
-        If those leaves differ in leading size: their rows would not line up on the devices.
-    """
+    """The leading size shared by the array leaves of ``batch`` with ``ndim > 0`` (None if none); ``ValueError`` naming
+    them (``what``: the batch's name) if they differ."""
     rows = {jax.tree_util.keystr(path) or "<root>": leaf.shape[0] for path, leaf in
             jax.tree_util.tree_flatten_with_path(batch)[0] if is_array_like(leaf) and leaf.ndim > 0}
     sizes = list(rows.values())
@@ -148,16 +117,13 @@ def pad_for_mesh(n: int, mesh: Mesh | None) -> tuple[int, int]:
 
     Parameters
     ----------
-    n : int
-        Rows, ``>= 0`` (not ``bool``).
+    n : int, >= 0
     mesh : jax.sharding.Mesh or None
 
     Raises
     ------
-    ValueError
-        If ``n`` is not an integer or is negative.
-    TypeError
-        If ``mesh`` is neither None nor a ``jax.sharding.Mesh``.
+    ValueError, TypeError
+        ``n`` not a non-negative integer (``bool`` is not); ``mesh`` neither None nor a ``jax.sharding.Mesh``.
     """
     if not is_int(n) or n < 0:  # an array passed for its row count is named by shape, not printed whole
         got = f"an array of shape {n.shape}; pass n.shape[0]" if hasattr(n, "shape") else repr(n)
@@ -167,72 +133,43 @@ def pad_for_mesh(n: int, mesh: Mesh | None) -> tuple[int, int]:
 
 
 def shard_batch(batch: Any, mesh: Mesh | None) -> Any:
-    """Split the leading (batch) axis of every array leaf over the batch axes of ``mesh``: data parallelism.
+    """Split the leading axis of every array leaf of ``batch`` over ``batch_axes(mesh)``: data parallelism.
 
-    The batch is *global*: every process passes all of it (its own rows only: ``host_to_global_array``).
+    Leaves go to ``NamedSharding(mesh, P(batch_axes(mesh)))`` (0-d: ``P()``), at the dtypes ``jax.device_put`` gives
+    (float64 -> float32 unless ``jax_enable_x64``). ``ValueError`` (nothing placed) if leading sizes differ or are no
+    multiple of ``batch_size_divisor(mesh)`` (``pad_for_mesh``); ``TypeError`` for a mesh neither None nor a Mesh.
 
     Parameters
     ----------
     batch : pytree
-        ``jax.Array`` / ``numpy.ndarray`` leaves of shape ``(B, ...)`` are split along ``B``; 0-d arrays are
-        replicated; ``jax.ShapeDtypeStruct`` leaves (a dry run's batch) likewise; other leaves (scalars, None) kept.
+        ``jax.Array``, ``numpy.ndarray`` or ``jax.ShapeDtypeStruct`` (a dry run's) leaves of shape ``(B, ...)``;
+        other leaves kept.
     mesh : jax.sharding.Mesh or None
-        None: ``batch`` itself is returned.
-
-    Returns
-    -------
-    pytree
-        Array leaves as ``jax.Array`` at ``NamedSharding(mesh, P(batch_axes(mesh)))`` (``P()`` if 0-d), abstract ones
-        as ``jax.ShapeDtypeStruct`` at it; dtypes as ``jax.device_put`` makes them (float64 -> float32 unless
-        ``jax_enable_x64``).
-
-    Raises
-    ------
-    ValueError
-        If the leaves' leading sizes differ (``check_same_rows``) or are not a multiple of
-        ``batch_size_divisor(mesh)`` (see ``pad_for_mesh``); nothing is placed.
-    TypeError
-        If ``mesh`` is neither None nor a ``jax.sharding.Mesh``.
     """
     return _split_leading(batch, mesh, "batch")
 
 
 def shard_sample_init(x_init: Any, mesh: Mesh | None) -> Any:
-    """``shard_batch`` for a sampler's initial state: its leading (sample) axis split over the batch axes.
+    """``shard_batch`` (errors too) for a sampler's initial state, e.g. the ``(N, dim_theta)`` noise an ODE sampler
+    starts from.
 
     Parameters
     ----------
-    x_init : jax.Array or numpy.ndarray or pytree of them
-        Shape ``(N, ...)``, e.g. the ``(N, dim_theta)`` noise an ODE sampler starts from.
+    x_init : jax.Array or numpy.ndarray or pytree of them, shape ``(N, ...)``
     mesh : jax.sharding.Mesh or None
-        None: ``x_init`` itself is returned.
-
-    Raises
-    ------
-    ValueError
-        If the leaves' ``N`` differ, or ``N`` is not a multiple of ``batch_size_divisor(mesh)`` (``pad_for_mesh(N,
-        mesh)`` gives a valid count).
-    TypeError
-        If ``mesh`` is neither None nor a ``jax.sharding.Mesh``.
     """
     return _split_leading(x_init, mesh, "sampler initial state")
 
 
 def replicate(tree: Any, mesh: Mesh | None) -> Any:
-    """Place every array leaf of ``tree`` whole on every device of ``mesh`` (``NamedSharding(mesh, P())``).
+    """Place every array leaf of ``tree`` whole on every device of ``mesh`` (``P()``); other leaves kept. ``TypeError``
+    for a mesh neither None nor a Mesh.
 
     Parameters
     ----------
     tree : pytree
-        ``jax.Array`` (committed elsewhere too) and ``numpy.ndarray`` leaves are moved, ``jax.ShapeDtypeStruct`` ones
-        take the sharding; other leaves are kept.
+        ``jax.Array`` (committed elsewhere too), ``numpy.ndarray`` or ``jax.ShapeDtypeStruct`` leaves.
     mesh : jax.sharding.Mesh or None
-        None: ``tree`` itself is returned.
-
-    Raises
-    ------
-    TypeError
-        If ``mesh`` is neither None nor a ``jax.sharding.Mesh``.
     """
     return _put_leaves(tree, mesh, lambda leaf: P())
 
@@ -263,7 +200,7 @@ def _put_leaves(tree: Any, mesh: Mesh | None, spec: Callable[[Any], P]) -> Any:
     placed = jax.device_put([leaves[i] for i in index], [NamedSharding(mesh, spec(leaves[i])) for i in index])
     for i, new in zip(index, placed):
         leaves[i] = new
-    # An abstract leaf (a dry run's batch, for jax.jit(step).lower) was returned unplaced: lowered as replicated.
+    # An abstract leaf (a dry run's batch, for jax.jit(step).lower) takes the sharding too, or it lowers replicated.
     leaves = [leaf.update(sharding=NamedSharding(mesh, spec(leaf))) if isinstance(leaf, jax.ShapeDtypeStruct) else leaf
               for leaf in leaves]
     return jax.tree.unflatten(treedef, leaves)

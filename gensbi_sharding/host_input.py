@@ -1,9 +1,8 @@
 """Multi-host input: each process's own rows of a batch become global ``jax.Array``s on the mesh.
 
-All input is checked before any array is built, then compared across processes (one small allgather): bad or
-unequal input is a ``ValueError`` on every process, none left waiting in a collective. Names and idea: AXLearn
-(apple/axlearn, ``axlearn/common/utils.py``).
-"""
+All input is checked, then compared across processes (one small allgather), before any array is built: bad or
+unequal input is a ``ValueError`` on every process, none left waiting in a collective. After AXLearn
+(apple/axlearn, ``axlearn/common/utils.py``)."""
 
 from __future__ import annotations
 
@@ -23,19 +22,9 @@ __all__ = ["DataPartitionType", "input_partition_spec", "host_to_global_array"]
 
 
 class DataPartitionType(str, enum.Enum):
-    """How ``host_to_global_array`` splits the leading axis of each process's input.
-
-    A ``str`` enum: a config string (``"full"``, ...) works where a member does.
-
-    Attributes
-    ----------
-    FULL
-        ``"full"``: over all mesh axes (``input_partition_spec``), each device its own rows.
-    DATA
-        ``"data"``: over the batch axes only, as ``shard_batch`` (rows replicated along ``"model"``).
-    REPLICATED
-        ``"replicated"``: not split, every device holds all of it.
-    """
+    """How ``host_to_global_array`` splits each leaf's leading axis, a ``str`` enum (a config's ``"full"`` works too):
+    ``FULL`` over all mesh axes (``input_partition_spec``: each device its own rows), ``DATA`` over the batch axes
+    only (as ``shard_batch``), ``REPLICATED`` not at all."""
 
     FULL = "full"
     DATA = "data"
@@ -43,18 +32,12 @@ class DataPartitionType(str, enum.Enum):
 
 
 def input_partition_spec(mesh: Mesh) -> P:
-    """``P(tuple(mesh.axis_names))``: a leading axis split over all mesh axes (``DataPartitionType.FULL``).
-
-    AXLearn's takes no argument and reads the active mesh; this one is given the mesh.
+    """``P(tuple(mesh.axis_names))``: a leading axis split over all mesh axes (``DataPartitionType.FULL``). Given the
+    mesh, unlike AXLearn's, which reads the active one; ``TypeError`` for another type.
 
     Parameters
     ----------
     mesh : jax.sharding.Mesh or jax.sharding.AbstractMesh
-
-    Raises
-    ------
-    TypeError
-        If ``mesh`` is neither.
     """
     check_mesh(mesh, abstract=True, optional=False)
     return P(tuple(mesh.axis_names))
@@ -62,42 +45,30 @@ def input_partition_spec(mesh: Mesh) -> P:
 
 def host_to_global_array(host_arrays: Any, *, partition: Any = DataPartitionType.FULL,
                          mesh: Mesh | None = None, check_processes: bool = True) -> Any:
-    """Turn this process's rows of a batch into global ``jax.Array``s on ``mesh``: multi-host input.
-
-    Call it on every process, outside ``jax.jit``, each with its own rows (one process: the whole batch); the
-    arrays are built by ``jax.make_array_from_process_local_data``.
+    """Turn this process's rows of a batch into global ``jax.Array``s at ``NamedSharding(mesh, spec)``, split dimensions
+    joining the processes' rows (``(2 * b, ...)`` over 2 processes), by ``jax.make_array_from_process_local_data``;
+    call it on every process, outside ``jax.jit``.
 
     Parameters
     ----------
     host_arrays : pytree
         ``numpy.ndarray`` or process-local ``jax.Array`` leaves of shape ``(b, ...)``, ``b`` this process's rows;
-        other leaves (Python scalars, None) are kept.
+        others (scalars, None) kept.
     partition : DataPartitionType or str or pytree of jax.sharding.PartitionSpec, default DataPartitionType.FULL
-        A member or its value (0-d leaves are then replicated), or PartitionSpecs forming a prefix of ``host_arrays``.
+        A member or its value (0-d leaves then replicated), or PartitionSpecs forming a prefix of ``host_arrays``.
     mesh : jax.sharding.Mesh, optional
         Default: the active concrete mesh (``mesh_context(mesh)``).
     check_processes : bool, default True
-        Compare the processes' inputs (below). A blocking collective: a training loop whose batches keep one
-        shape passes True on its first call and False after it, on every process alike.
-
-    Returns
-    -------
-    pytree
-        Array leaves as global ``jax.Array``s at ``NamedSharding(mesh, spec)``; along a split dimension the
-        processes' rows are joined (``(2 * b, ...)`` for ``FULL`` over 2 processes).
+        Compare the processes' inputs (a blocking collective): a loop whose batches keep one shape passes True on
+        its first call and False after, on every process alike.
 
     Raises
     ------
     ValueError
-        Before any array is built, if: ``mesh`` is not a Mesh, or none is given and no concrete mesh is active (also
-        inside ``jax.jit``); ``partition`` is an unknown string, not PartitionSpecs or no prefix of ``host_arrays``; a
-        leaf is already a global array or abstract (``jax.ShapeDtypeStruct``: ``shard_batch`` places those); a spec
-        is longer than its leaf's rank or names an axis ``mesh`` lacks; this process holds no device of ``mesh``; or a
-        split dimension's local size is not a multiple of its local shards.
-        With several processes, a mesh over all of them and ``check_processes``, on every process (one small
-        allgather): if another process failed these checks, or passes another tree, dtype or shape (other rows),
-        or other values for a leaf it replicates (split over no mesh axis spanning processes: each process's copy
-        would be taken as everyone's, silently unequal), naming both inputs. Rows split across processes are not.
+        Before any array is built, naming the fix: no concrete mesh (given or active); a bad ``partition``; a leaf
+        already global or abstract; a spec too long or naming an axis ``mesh`` lacks; no device of ``mesh`` here; a
+        local size no multiple of its local shards. With ``check_processes``, on every process: another process
+        failed, or passes another tree, dtype, shape, or values for a leaf split over no axis spanning processes.
     """
     mesh = _concrete_mesh(mesh)
     flat, treedef = jax.tree_util.tree_flatten_with_path(host_arrays)
@@ -109,7 +80,7 @@ def host_to_global_array(host_arrays: Any, *, partition: Any = DataPartitionType
                                                      else None for leaf, spec in zip(leaves, specs)]), "host_arrays")
         for i, ((keypath, leaf), spec) in enumerate(zip(flat, specs)):
             path = jax.tree_util.keystr(keypath)
-            if isinstance(leaf, jax.ShapeDtypeStruct):  # was returned as it came: unplaced, one process's shape
+            if isinstance(leaf, jax.ShapeDtypeStruct):  # it would stay unplaced, one process's shape
                 raise ValueError(f"leaf {path or '<root>'} is abstract ({leaf}); host_to_global_array builds arrays "
                                  "from each process's rows: for a dry run's batch, shard_batch(the global batch as "
                                  "jax.ShapeDtypeStruct, mesh)")
@@ -138,14 +109,10 @@ def host_to_global_array(host_arrays: Any, *, partition: Any = DataPartitionType
 
 
 def _check_processes_agree(error: ValueError | None, treedef: Any, leaves: list) -> None:
-    """Raise on every process if one failed its checks or passes another tree, dtype or local shape.
+    """Raise on every process if one failed its checks or passes another tree, dtype, shape or replicated values.
 
-    A process whose own check failed raises that error instead (after the gathers, so no peer is left waiting).
-
-    ``make_array_from_process_local_data`` takes each process's local shape for all: unequal inputs gave each
-    process another global shape (or dtype) and wrong sums, or a hang in the next collective. One small allgather
-    (length and digest of each process's description) finds it; only then are the descriptions gathered.
-    """
+    ``make_array_from_process_local_data`` takes each process's input as everyone's: unequal inputs give wrong shapes
+    and sums, or a hang in the next collective. A process whose own check failed raises that error instead."""
     said = texts_if_processes_differ(f"failed: {error}" if error else f"passes tree {treedef}, leaves " + ", ".join(
         f"{path} {shape} {dtype} at {spec}" + (f" values {digest}" if digest else "")
         for path, shape, dtype, spec, digest in leaves))
@@ -161,11 +128,9 @@ def _check_processes_agree(error: ValueError | None, treedef: Any, leaves: list)
 
 
 def texts_if_processes_differ(mine: str) -> list[str] | None:
-    """Every process's ``mine`` (index: process) when they differ; None when all processes hold the same text.
+    """Every process's ``mine`` (index: process) when they differ, else None; collective: every process calls it.
 
-    Collective: every process must call it. One small allgather of each text's length and digest; only when they
-    differ are the texts themselves gathered, so agreeing processes pay a few bytes.
-    """
+    One small allgather of each text's length and digest; only differing texts are gathered themselves."""
     from jax.experimental import multihost_utils  # pylint: disable=import-outside-toplevel
 
     text = mine.encode()
@@ -179,12 +144,9 @@ def texts_if_processes_differ(mine: str) -> list[str] | None:
 
 
 def _replicated_digest(leaf: Any, spec: P, mesh: Mesh) -> str | None:
-    """A short digest of a leaf every process holds alike (split over no mesh axis, or only over axes within each
-    process, e.g. ``P(None, "model")`` with the "model" groups local: each process's copy is taken whole), else None.
+    """A short digest of a leaf every process holds alike (split over no mesh axis spanning processes), else None.
 
-    Only such leaves: rows split across processes differ by design. Hashed on the host once per checked call (a
-    training loop checks its first batch), as ``jax.device_put`` asserts a replicated value equal across processes.
-    """
+    Rows split across processes differ by design; hashed on the host once per checked call."""
     split = [mesh.axis_names.index(a) for entry in spec if entry is not None
              for a in ((entry,) if isinstance(entry, str) else entry)]
     held: dict[int, set] = {}  # process -> the positions along the split axes its devices hold

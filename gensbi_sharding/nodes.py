@@ -1,7 +1,5 @@
 """Helpers every library module shares: node checks, "a/b/c" path keys, abstract states, int/array/mesh checks.
-
-They import nothing from the package, so every module may import them without a cycle.
-"""
+They import nothing from the package, so every module may import them without a cycle."""
 
 from __future__ import annotations
 
@@ -23,17 +21,17 @@ __all__ = ["is_int", "is_array", "is_scalar", "path_name", "check_mesh", "is_nod
 
 
 def is_int(x: Any) -> bool:
-    """True for Python and NumPy integers; False for ``bool`` (an ``int`` subclass) and everything else."""
+    """Python and NumPy integers, not ``bool``."""
     return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
 
 
 def is_array(x: Any) -> bool:
-    """True for ``jax.Array`` and ``numpy.ndarray`` only (not for scalars)."""
+    """``jax.Array`` and ``numpy.ndarray`` only (not scalars)."""
     return isinstance(x, (jax.Array, np.ndarray))
 
 
 def is_scalar(x: Any) -> bool:
-    """True for Python and NumPy scalars (``bool``, ``int``, ``float``, ``complex``, ``np.generic``): kept as values."""
+    """Python and NumPy scalars (``bool``, ``int``, ``float``, ``complex``, ``np.generic``): kept as values."""
     return isinstance(x, (bool, int, float, complex, np.generic))
 
 
@@ -43,21 +41,19 @@ def is_array_like(x: Any) -> bool:
 
 
 def array_leaves(value: Any) -> list:
-    """The arrays (``jax.Array``, NumPy, ``jax.ShapeDtypeStruct``) of a variable's value: itself, or the leaves of a
-    pytree it holds (Flax allows ``nnx.BatchStat({"mean": ...})``; ``sow`` keeps a tuple), placed as one variable."""
+    """The arrays of a variable's value: itself, or the leaves of a pytree it holds (``{"mean": ...}``)."""
     return [leaf for leaf in jax.tree.leaves(value) if is_array_like(leaf)]
 
 
 def placed_as(value: Any, sharding: jax.sharding.Sharding) -> bool:
-    """Whether every array of ``value`` (``array_leaves``, abstract ones too) has a sharding equivalent to ``sharding``."""
+    """Whether every array of ``value`` (abstract too) has a sharding equivalent to ``sharding``."""
     leaves = array_leaves(value)
     return bool(leaves) and all(getattr(leaf, "sharding", None) is not None
                                 and leaf.sharding.is_equivalent_to(sharding, len(leaf.shape)) for leaf in leaves)
 
 
 def scalars_of(value: Any) -> Any:
-    """``value`` with each leaf but a scalar (``is_scalar``) replaced by an opaque marker: what ``keep_scalars`` puts
-    back once a trace made those scalars arrays (a tracer is no scalar, so none is kept)."""
+    """``value`` with each leaf but a scalar replaced by a marker: what ``keep_scalars`` puts back after a trace."""
     return jax.tree.map(lambda leaf: leaf if is_scalar(leaf) else _NOT_SCALAR, value)
 
 
@@ -65,15 +61,13 @@ _NOT_SCALAR = object()  # a leaf to jax.tree (no pytree node), so scalars_of kee
 
 
 def keep_scalars(kept: Any, value: Any) -> Any:
-    """``value`` with the scalars of ``kept`` (the same tree before a trace or jit made them arrays, e.g.
-    ``scalars_of``) put back at any depth of a pytree value, e.g. ``{"n": 3}`` kept an int, not an int32 array."""
+    """``value`` with the scalars of ``kept`` (the same tree before a trace made them arrays) put back at any depth."""
     return value if kept is None else jax.tree.map(lambda k, v: k if is_scalar(k) else v, kept, value)
 
 
 def check_value_leaves(values: Iterable[tuple[str, Any]], caller: str) -> list[tuple[str, Any]]:
-    """``values`` (``("a/b", value)`` pairs) as a list; a ``TypeError`` naming ``caller``, the variable and its leaf
-    (``stats/tag``) if a value holds a leaf, at any depth, neither an array nor a scalar (``is_scalar``), e.g. a
-    ``str``: JAX's trace and Orbax refused it naming neither the variable nor what is accepted."""
+    """``values`` (``("a/b", value)`` pairs) as a list; ``TypeError`` naming ``caller`` and the leaf (``stats/tag``) if
+    a value holds a leaf neither an array nor a scalar, e.g. a ``str``."""
     values = list(values)
     for name, value in values:
         for keys, leaf in jax.tree_util.tree_leaves_with_path(value):
@@ -87,16 +81,14 @@ def check_value_leaves(values: Iterable[tuple[str, Any]], caller: str) -> list[t
 
 
 def value_leaves(path: tuple, value: Any) -> list[tuple[tuple, Any]]:
-    """``(path, leaf)`` of a variable's value: ``[(path, value)]``, or one per leaf of a pytree holding arrays, its
-    key entries (``jax.tree_util`` keys) appended, e.g. ``DictKey("mean")``."""
+    """``[(path, value)]``, or for a pytree of arrays one ``(path + its keys, leaf)`` per leaf."""
     if is_array_like(value) or not array_leaves(value):
         return [(path, value)]
     return [(tuple(path) + tuple(sub), leaf) for sub, leaf in jax.tree_util.tree_leaves_with_path(value)]
 
 
 def leaf_paths(node: Any) -> list[tuple[tuple, Any]]:
-    """``value_leaves`` of every variable of ``nnx.state(node)``, keys as text: ``("stats", "mean")``, as
-    ``path_name`` and checkpoints name them."""
+    """``value_leaves`` of every variable of ``nnx.state(node)``, keys as text: ``("stats", "mean")``."""
     name = lambda k: k if isinstance(k, (str, int)) else jax.tree_util.keystr((k,), simple=True)  # noqa: E731
     return [(tuple(map(name, sub)), leaf) for path, var in nnx.to_flat_state(nnx.state(node))
             for sub, leaf in value_leaves(path, var.get_value())]
@@ -108,11 +100,8 @@ def path_name(path: Sequence[Any]) -> str:
 
 
 def check_mesh(mesh: Any, *, abstract: bool = False, optional: bool = True) -> None:
-    """``TypeError`` unless ``mesh`` is a ``jax.sharding.Mesh`` (or, with ``abstract``, an ``AbstractMesh``).
-
-    ``optional``: the caller takes None too (and handled it before); False for the functions that read a mesh's
-    axes, whose message must not offer None (it said "must be a Mesh or None, got None").
-    """
+    """``TypeError`` unless ``mesh`` is a ``jax.sharding.Mesh`` (or, with ``abstract``, an ``AbstractMesh``); the
+    message offers None only when ``optional`` (a function reading the mesh's axes needs one)."""
     if not isinstance(mesh, (Mesh, AbstractMesh) if abstract else Mesh):
         kind = "a jax.sharding.Mesh" + (" or AbstractMesh" if abstract else "") + (" or None" if optional else "")
         got = "None: it reads the mesh's axes, so it needs one" if mesh is None and not optional else repr(mesh)
@@ -120,7 +109,7 @@ def check_mesh(mesh: Any, *, abstract: bool = False, optional: bool = True) -> N
 
 
 def is_node(node: Any) -> bool:
-    """Whether a plan can be made of ``node``: a graph node, ``nnx.State``, or non-empty tuple, list, dict of such."""
+    """Whether ``node`` is an NNX node: a graph node, ``nnx.State``, or a non-empty tuple, list or dict of them."""
     if nnx.graph.is_graph_node(node) or isinstance(node, nnx.State):
         return True
     items = list(node.values() if isinstance(node, dict) else node if isinstance(node, (tuple, list)) else ())
@@ -137,32 +126,27 @@ def check_node(node: Any, caller: str, *, factory: bool = False) -> None:
 
 
 def node_state(tree: Any) -> Any:
-    """``nnx.state(tree)`` if ``tree`` is or holds a Module, ``nnx.Optimizer`` or other NNX graph node, else ``tree``.
-
-    Read as a pytree, a Module lists a variable two attributes share (tied weights) twice, under two paths. Variables
-    (graph nodes too) are no reason: a pytree of states keeps its layout, a variable it holds twice included.
-    """
+    """``nnx.state(tree)`` if ``tree`` is or holds a Module or other graph node (a variable two attributes share counts
+    once), else ``tree``: a pytree of states keeps its layout."""
     def module_like(x: Any) -> bool:
         return nnx.graph.is_graph_node(x) and not isinstance(x, nnx.Variable)
     return nnx.state(tree) if any(map(module_like, jax.tree.leaves(tree, is_leaf=module_like))) else tree
 
 
 def array_variables(node: Any) -> list[tuple[str, Any]]:
-    """``("a/b/c", variable)`` for every ``nnx.Variable`` of ``node`` that is or holds arrays (``array_leaves``): what a
-    plan places (scalars, e.g. a Python step count, are kept as values), in graph order."""
+    """``("a/b/c", variable)`` of each ``nnx.Variable`` of ``node`` holding arrays, in graph order: what plans place."""
     return [(path_name(path), var) for path, var in nnx.graph.iter_graph(node)
             if isinstance(var, nnx.Variable) and array_leaves(var.get_value())]
 
 
 def shape_of(value: Any) -> tuple:
-    """A variable value's shape; of a pytree of arrays (``nnx.BatchStat({"mean": ...})``), its arrays' shapes."""
+    """A variable value's shape; of a pytree of arrays, its arrays' shapes."""
     return tuple(value.shape) if hasattr(value, "shape") else tuple(tuple(a.shape) for a in array_leaves(value))
 
 
 def check_plan_fits(plan: Any, node: Any, caller: str) -> list[tuple[str, Any]]:
-    """``array_variables(node)``, or a ``ValueError`` naming those ``plan`` (a ``Plan``: its ``specs``, and ``shapes``
-    where recorded) lacks or planned at another shape: a plan made for another node used to skip them silently,
-    moving nothing. ``TypeError`` for a ``plan`` or ``node`` of another type (a pytree of arrays was left unplaced)."""
+    """``array_variables(node)``; ``ValueError`` naming the variables ``plan`` lacks or planned at another shape
+    (nothing may move unplanned), ``TypeError`` for a ``plan`` or ``node`` of another type."""
     if not (hasattr(plan, "specs") and hasattr(plan, "shapes")):
         raise TypeError(f"{caller} takes a Plan (plan_shardings(node, mesh, rule)), got {type(plan).__name__} "
                         f"{plan!r:.60}; to place by a rule at once: shard_model(node, mesh, rule)")
@@ -190,36 +174,32 @@ def check_plan_fits(plan: Any, node: Any, caller: str) -> list[tuple[str, Any]]:
 
 
 def abstract_state(node: Any, sharding_for: Callable[[str, Any], jax.sharding.Sharding | None]) -> nnx.State:
-    """``nnx.state(node)``, each leaf a ``jax.ShapeDtypeStruct`` where ``sharding_for(path, value)`` gives a sharding.
-
-    ``sharding_for`` returns None to keep a value as is. The dtype is the one placing the value gives (``device_put``
-    of a NumPy float64 constant is float32 unless ``jax_enable_x64``), as ``shard_model`` placed and saved it.
-    """
+    """``nnx.state(node)``, each leaf a ``jax.ShapeDtypeStruct`` where ``sharding_for(path, value)`` gives a sharding
+    (None: kept), at the dtype placing gives it (``placed_dtype``)."""
     flat = []
     for path, var in nnx.to_flat_state(nnx.state(node)):
         value = var.get_value()
         sharding = sharding_for(path_name(path), value)
-        flat.append((path, var.replace(value if sharding is None else jax.tree.map(  # each array of a pytree value
+        flat.append((path, var.replace(value if sharding is None else jax.tree.map(
             lambda v: jax.ShapeDtypeStruct(v.shape, placed_dtype(v.dtype), sharding=sharding)
             if is_array_like(v) else v, value))))
     return nnx.from_flat_state(flat)
 
 
 def placed_dtype(dtype: Any) -> Any:
-    """The dtype an array of ``dtype`` has on a device: 64-bit NumPy types narrowed unless ``jax_enable_x64``."""
+    """The dtype an array of ``dtype`` has on a device: 64-bit types narrowed unless ``jax_enable_x64``."""
     return jax.dtypes.canonicalize_dtype(dtype, allow_extended_dtype=True)
 
 
 def eval_shape_off_mesh(build: Callable[[], Any]) -> Any:
-    """``nnx.eval_shape(build)`` with no mesh active: under one, Flax reads each variable's logical axes
-    (``"heads"``) as mesh axes for its abstract sharding and raises; our plans place the result instead."""
+    """``nnx.eval_shape(build)`` with no mesh active: under one, Flax would read logical axes as mesh axes and raise."""
     with jax.set_mesh(None):
         return nnx.eval_shape(build)
 
 
 def call_traced(factory: Callable[[], Any], caller: str) -> Any:
-    """``factory()`` inside a trace; a ``ValueError`` naming ``caller`` and the fix if it changes an NNX object made
-    outside it (an ``nnx.Rngs`` made before the factory: Flax's ``TraceContextError``, which names neither)."""
+    """``factory()``; ``ValueError`` naming ``caller`` and the fix if it changes an NNX object made outside the trace
+    (Flax's ``TraceContextError`` names neither)."""
     try:
         return factory()
     except flax.errors.TraceContextError as error:
@@ -233,8 +213,8 @@ _READS_TRACED_VALUE = (jax.errors.ConcretizationTypeError, jax.errors.TracerArra
 
 
 def trace_factory(factory: Callable[[], Any], caller: str = "init_sharded") -> tuple[Any, nnx.State]:
-    """Trace ``factory()`` into its graphdef and abstract state, keeping Python/NumPy scalars' values (which
-    ``nnx.eval_shape`` makes abstract arrays); ``ValueError`` naming ``caller`` if the constructor reads a value."""
+    """Trace ``factory()`` into its graphdef and abstract state, keeping scalars' values; ``ValueError`` naming
+    ``caller`` if the constructor reads a traced value."""
     found = {}
 
     def build():
@@ -259,9 +239,8 @@ def trace_factory(factory: Callable[[], Any], caller: str = "init_sharded") -> t
 
 
 def trace_digest(jaxpr: Any, constants: dict[str, Any]) -> tuple:
-    """A trace's operations (as text) and a digest of its constants and of the variable values it built from no traced
-    array (``constants``: name to value, ``None`` for traced leaves; each trace holds them all, whatever it selects):
-    equal for two traces building the same values, whatever outputs each selects (one group of ``init_sharded``)."""
+    """A trace's operations (as text) and a digest of its constants and of ``constants`` (name to value built from no
+    traced array): equal for two traces building the same values, whatever outputs each selects."""
     def digest(c: Any) -> tuple:
         c = np.asarray(jax.random.key_data(c) if isinstance(c, jax.Array) and jax.dtypes.issubdtype(
             c.dtype, jax.dtypes.prng_key) else c)  # a Python number too (nnx.Variable(3))

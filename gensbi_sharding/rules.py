@@ -2,8 +2,7 @@
 
 ``RULES`` and ``LOGICAL_AXES`` are pinned by a test against ``heal_swin_nnx.sharding``. A rule table (logical axis ->
 mesh axes) is Flax's logical axis rules (``flax.linen.partitioning``, ``nnx.with_partitioning``) and MaxText's
-``logical_axis_rules``; the placements it yields are GSPMD's (Xu et al. 2021, arXiv:2105.04663).
-"""
+``logical_axis_rules``; its placements are GSPMD's (Xu et al. 2021, arXiv:2105.04663)."""
 
 from __future__ import annotations
 
@@ -41,10 +40,8 @@ class ExperimentalRuleWarning(UserWarning):
 
 
 def axes(*names: str | None) -> dict:
-    """``nnx.Variable`` keyword arguments (or a layer's ``*_metadata``) naming one logical axis per dimension.
-
-    E.g. ``nnx.Param(value, **axes("embed", "mlp"))``. ``eager_sharding=False``: building the variable never
-    places it, even under an active mesh.
+    """``nnx.Variable`` keyword arguments (or a layer's ``*_metadata``) naming one logical axis per dimension, e.g.
+    ``nnx.Param(value, **axes("embed", "mlp"))``; never placed at construction (``eager_sharding=False``).
 
     Parameters
     ----------
@@ -55,23 +52,20 @@ def axes(*names: str | None) -> dict:
 
 
 def partitioned(init, names: tuple[str | None, ...]):
-    """Wrap an initialiser so its variable carries ``names``, without eager placement (``nnx.with_partitioning``).
+    """``nnx.with_partitioning(init, names)`` without eager placement.
 
     Parameters
     ----------
     init : callable
         ``init(key, shape, dtype) -> jax.Array``.
     names : tuple of str or None
-        One logical axis (or None) per dimension.
     """
     return nnx.with_partitioning(init, names, eager_sharding=False)
 
 
 def logical_axes_of(var: nnx.Variable) -> tuple[str | None, ...] | None:
-    """The logical axis names on ``var`` (one per dimension), or None when it carries no annotation.
-
-    The one reader of Flax's metadata key, renamed twice: ``out_sharding``, then ``sharding_names``, ``sharding``.
-    A bare string (``out_sharding="embed"``) names one dimension, ``("embed",)``, not one per character.
+    """The logical axis names on ``var``, one per dimension (a bare str: one), or None without an annotation; read from
+    every key Flax has used (``out_sharding``, ``sharding_names``, ``sharding``).
 
     Parameters
     ----------
@@ -99,22 +93,20 @@ RULES: dict[str, tuple[tuple[str, str | None], ...]] = {
 
 @dataclasses.dataclass(frozen=True)
 class Rule:
-    """A rule resolved once (``resolve_rule``): a name and a table of logical -> mesh axes.
+    """A rule resolved once (``resolve_rule``): a name and a table of logical -> mesh axes (copied, sequences as lists).
 
     Parameters
     ----------
     name : str
         A key of ``RULES``, or ``"custom"`` for a user's table.
     table : RuleTable
-        Copied into a dict, a sequence value (a Hydra ``ListConfig`` too) as a list.
     builtin : bool, default False
         True for the contract's rules ("replicated" then ignores annotations).
 
     Raises
     ------
     ValueError
-        If ``table`` is not a mapping, or ``check_table`` rejects it (a key not in ``LOGICAL_AXES`` mapped to a
-        mesh axis, a bad value).
+        ``table`` no mapping, or rejected by ``check_table``.
     """
 
     name: str
@@ -122,11 +114,11 @@ class Rule:
     builtin: bool = False
 
     def __post_init__(self) -> None:
-        # Checked however a Rule is made: built directly, a mistyped key would silently split nothing.
+        # Checked however a Rule is made: a mistyped key would silently split nothing.
         if not isinstance(self.table, Mapping):
             raise ValueError(f"Rule table={self.table!r:.60} must be a mapping of logical axis -> mesh axes, "
                              "e.g. {'embed': 'data'}")
-        # A Hydra DictConfig's lists (ListConfig) as lists: every reader of the table (plans, PartitionAxis) takes them.
+        # ListConfig values as lists, which every reader of the table takes.
         object.__setattr__(self, "table", {key: _plain(value) for key, value in self.table.items()})
         check_table(self.table)
 
@@ -137,9 +129,8 @@ class Rule:
 
     @property
     def label(self) -> str:
-        """The rule as messages name it: ``"rule 'fsdp'"`` for a built-in rule or a named table (the
-        harness's ``rule=fsdp_tensor``); a built-in's name on an edited table says so; else
-        ``"custom rule table"``."""
+        """The rule as messages name it: ``"rule 'fsdp'"`` (a built-in or named table), ``"... with an edited table"``,
+        or ``"custom rule table"``."""
         if self.builtin or (self.name != "custom" and self.name not in RULES):
             return f"rule {self.name!r}"  # a user who chose rule=fsdp_tensor looks for that name
         if self.name in RULES:  # rule=fsdp rule.embed=model: not what "fsdp" means
@@ -148,28 +139,24 @@ class Rule:
 
 
 def resolve_rule(rule: str | RuleTable | Rule) -> Rule:
-    """Resolve a rule name, a rule table or a ``Rule`` into a ``Rule``: the one form every reader of a plan takes.
+    """Resolve a rule name, table or ``Rule`` into a ``Rule``: the one form every reader of a plan takes.
 
     Parameters
     ----------
     rule : str or RuleTable or Rule, or sequence of (str, MeshAxes) pairs
-        A key of ``RULES``; a table (logical axis -> mesh axis name, list or tuple of them, or None), copied; the
-        same as ``(logical axis, mesh axes)`` pairs, the form ``RULES`` holds (and Flax's ``logical_axis_rules``),
-        each logical axis once; or a ``Rule``, returned as is. Mesh axes are checked later, against a mesh, by
-        ``partition_spec_for``.
+        A key of ``RULES``; a table; the same as pairs, each logical axis once (as ``RULES`` and Flax's
+        ``logical_axis_rules``); or a ``Rule``. Mesh axes are checked later (``partition_spec_for``).
 
     Raises
     ------
     ValueError
-        If ``rule`` is an unknown name or None, a table with a key not in ``LOGICAL_AXES`` (but for a name mapped to
-        None, e.g. a stacked-layer axis) or a bad value (one naming a mesh axis twice too), pairs naming a logical
-        axis twice, or of any other type.
+        An unknown name or None, a table ``check_table`` rejects, pairs naming a logical axis twice, another type.
     """
     if isinstance(rule, Rule):
         return rule
     if isinstance(rule, Mapping):  # a Hydra DictConfig too
         return Rule("custom", rule)  # copied and checked by Rule
-    if _is_pairs(rule):  # RULES["tensor"] itself: the contract's form was refused as "not a mapping"
+    if _is_pairs(rule):  # RULES' own form
         rule = [(name, _plain(value)) for name, value in rule]  # OmegaConf's ListConfig pairs too
         names = [name for name, _ in rule]
         twice = next((name for name in names if names.count(name) > 1), None)
@@ -188,31 +175,27 @@ def resolve_rule(rule: str | RuleTable | Rule) -> Rule:
 
 
 def _is_sequence(value: Any) -> bool:
-    """A list, tuple or other sequence but a string: OmegaConf's ``ListConfig`` (a Hydra config's lists) too."""
+    """A sequence but a string: OmegaConf's ``ListConfig`` too."""
     return isinstance(value, Sequence) and not isinstance(value, (str, bytes))
 
 
 def _plain(value: Any) -> Any:
-    """A rule table's value with a non-list sequence (``ListConfig``) as a list: read as lists are, and printable."""
+    """A table value with a non-list sequence (``ListConfig``) as a list."""
     return list(value) if _is_sequence(value) and not isinstance(value, (list, tuple)) else value
 
 
 def _is_pairs(rule: Any) -> bool:
-    """Whether ``rule`` is a non-empty sequence (``ListConfig`` too) of ``(str, value)`` pairs, each a sequence."""
+    """Whether ``rule`` is a non-empty sequence (``ListConfig`` too) of ``(str, value)`` pairs."""
     return _is_sequence(rule) and bool(rule) and all(
         _is_sequence(pair) and len(pair) == 2 and isinstance(pair[0], str) for pair in rule)
 
 
 def check_table(table: Mapping) -> None:
-    """Check a user's rule table: a mistyped key would otherwise silently split nothing.
-
-    ``ValueError`` naming the entry for a key not in ``LOGICAL_AXES`` unless a str mapped to None (declared unsplit),
-    a value not a mesh axis name, list or None, or a value naming one mesh axis twice.
-    """
+    """``ValueError`` naming the entry unless each key is in ``LOGICAL_AXES`` (another str only mapped to None or
+    ``()``: declared unsplit) and each value None, a mesh axis name or a list naming each mesh axis once."""
     for key, value in table.items():
-        # Another name a model gives a dimension (Flax's stacked-layer axis, transform_metadata={nnx.PARTITION_NAME:
-        # "layers"}) may be declared unsplit; only a split needs the vocabulary, where a typo would split nothing.
-        # Unsplit is None or no mesh axes at all ((), []), for these names as for the vocabulary's.
+        # Another name (a stacked-layer axis, transform_metadata={nnx.PARTITION_NAME: "layers"}) may be declared
+        # unsplit (None, (), []): only a split needs the vocabulary, where a typo would split nothing.
         unsplit = value is None or (_is_sequence(value) and not len(value))
         if key not in LOGICAL_AXES and (not unsplit or not isinstance(key, str)):
             other = (f"another name, e.g. a stacked-layer axis, can only be left unsplit: {{{key!r}: None}}"
@@ -232,31 +215,17 @@ def check_table(table: Mapping) -> None:
 
 def partition_spec_for(names: Sequence[str | None] | None, shape: Sequence[int],
                        table: RuleTable, mesh: Mesh) -> tuple[P, str | None]:
-    """The PartitionSpec of one variable under ``table`` on ``mesh``, or why it must be replicated instead.
-
-    Flax's ``logical_to_mesh_axes`` plus checks, pure: an annotation that cannot be honoured is returned as a
-    reason (a plan fallback), never raised nor left for ``jax.device_put`` to reject.
+    """``(spec, None)``: the PartitionSpec of one variable under ``table`` on ``mesh`` (Flax's ``logical_to_mesh_axes``
+    plus checks); or ``(P(), why)`` it must be replicated: an unknown logical axis, another rank, a mesh axis absent or
+    used twice, a size the mesh axes do not divide. Never raised, but ``TypeError`` for a ``mesh`` not a Mesh.
 
     Parameters
     ----------
     names : sequence of str or None, or None
-        The variable's logical axis per dimension (``logical_axes_of``); None: not annotated.
+        Logical axis per dimension (``logical_axes_of``); None: not annotated (``P()``, no reason).
     shape : sequence of int
     table : RuleTable
     mesh : jax.sharding.Mesh
-
-    Returns
-    -------
-    spec : jax.sharding.PartitionSpec
-        ``P()`` when ``names`` is None or a reason is given.
-    reason : str or None
-        None if the annotation can be honoured; else an unknown logical axis, a rank other than ``len(shape)``,
-        a mesh axis absent from ``mesh`` or used twice, or a dimension its mesh axes' sizes do not divide.
-
-    Raises
-    ------
-    TypeError
-        If ``mesh`` is not a ``jax.sharding.Mesh``.
     """
     check_mesh(mesh, optional=False)
     if names is None:
