@@ -1,8 +1,7 @@
 """Checkpoints that move between meshes: save under one (mesh, rule), restore under another.
 
-Imported on its own (Orbax). Restoring is here; saving in ``checkpoint_save`` (``CheckpointWriter``), the
-on-disk layout and complete steps in ``checkpoint_steps``.
-"""
+Imported on its own (Orbax). Restoring is here; saving in ``checkpoint_save`` (``CheckpointWriter``), the on-disk
+layout and complete steps in ``checkpoint_steps``. ``path, base_dir`` below are as ``find_checkpoint`` takes them."""
 
 from __future__ import annotations
 
@@ -34,24 +33,17 @@ _MAX_LISTED = 6  # mismatching variables quoted in full in an error
 
 
 def abstract_state_for(node: Any, mesh: Mesh | None, rule: str | RuleTable | Rule = "replicated") -> nnx.State:
-    """Build the restore target: ``nnx.state(node)`` as ``jax.ShapeDtypeStruct`` leaves at their planned shardings.
+    """The restore target: ``nnx.state(node)`` as ``jax.ShapeDtypeStruct`` leaves at their planned shardings (scalar
+    variables stay values). ``TypeError`` for a ``node`` or ``mesh`` of another type, ``ValueError`` for a bad ``rule``.
 
     Parameters
     ----------
-    node : nnx.Module or nnx.Optimizer or nnx.State, a tuple, list or dict of them, or a zero-argument factory
+    node : NNX node or zero-argument factory
         The model (and optimizer) as built for this run; only shapes and dtypes are read (a factory is traced).
-        Python and NumPy scalar variables stay values, restored as saved.
     mesh : jax.sharding.Mesh or None
-        None: every array on this process's first device (``rule`` is then not read).
+        None: every array on this process's first device (``rule`` not read).
     rule : str or RuleTable or Rule, default "replicated"
-        The rule to restore under (``plan_shardings``), whatever the checkpoint was saved under.
-
-    Raises
-    ------
-    TypeError
-        If ``node`` is neither an NNX graph node (or collection) nor callable, or ``mesh`` is neither a Mesh nor None.
-    ValueError
-        If ``rule`` is unknown (``resolve_rule``).
+        The rule to restore under, whatever the checkpoint was saved under.
     """
     check_node(node, "abstract_state_for", factory=True)
     abstract = node if is_node(node) else nnx.merge(*trace_factory(node, "abstract_state_for"))
@@ -71,7 +63,7 @@ class Restored:
     state : nnx.State or mapping
         The train state, with the structure and shardings of the restore target.
     key : jax.Array or None
-        The typed RNG key saved with it (at ``key_sharding``); None if the checkpoint holds none.
+        The typed RNG key saved with it (at ``key_sharding``); None if none was.
     step : int
     config, info : dict
         As given to ``CheckpointWriter`` and ``CheckpointWriter.save`` (``{}`` if none was).
@@ -89,31 +81,23 @@ class Restored:
 
 def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.PathLike | None = None,
             key_sharding: jax.sharding.Sharding | None = None) -> Restored:
-    """Restore the checkpoint ``path`` designates onto the shardings of ``abstract_state``, as a ``Restored``.
-
-    Orbax reads each array straight into its target sharding, so a checkpoint saved under one mesh and rule
-    restores under any other. Every check runs before any array is read.
+    """Restore the checkpoint ``path`` designates onto ``abstract_state``'s shardings, whatever it was saved under
+    (Orbax reads each array straight into its target sharding), as a ``Restored``; all checks come first.
 
     Parameters
     ----------
     path, base_dir : str or os.PathLike (base_dir also None, the default)
-        As ``find_checkpoint``.
     abstract_state : nnx.State or non-empty mapping
-        The restore target, ``abstract_state_for(model, mesh, rule)``; every leaf needs a sharding. A graph node
-        (a placed Module) is read, and restored, as its ``nnx.state``. Values holding no array (optax.masked's
-        ``MaskedNode``, None) are never saved: they come back as the target holds them.
+        ``abstract_state_for(model, mesh, rule)``; every leaf needs a sharding (a graph node is read as its
+        ``nnx.state``). Values holding no array (optax's ``MaskedNode``, None) come back as the target holds them.
     key_sharding : jax.sharding.Sharding or None, default None
         Where the RNG key goes; None: replicated on the target's mesh (or this process's first device).
 
     Raises
     ------
-    FileNotFoundError
-        If ``path`` holds no complete checkpoint, or the step folder is damaged (named, with the reason).
-    TypeError
-        If ``path`` or ``base_dir`` is not a str or PathLike, ``abstract_state`` no NNX node, state or mapping, or
-        ``key_sharding`` neither None nor a ``jax.sharding.Sharding``.
-    ValueError
-        If a target leaf has no sharding, or variables are missing, extra or of another shape or dtype (named).
+    FileNotFoundError, TypeError, ValueError
+        No complete checkpoint, or a damaged step folder (named, with the reason); an argument of another type; a
+        target leaf without a sharding, or variables missing, extra or of another shape or dtype (named).
     """
     step_dir = find_checkpoint(path, base_dir)
     if key_sharding is not None and not isinstance(key_sharding, jax.sharding.Sharding):
@@ -127,7 +111,7 @@ def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.
         metadata = _read(step_dir, "'arrays'", lambda: checkpointer.metadata(step_dir).item_metadata["arrays"].tree)
         saved = flat_by_path(metadata)
         target = {f"state/{name}": leaf for name, leaf in flat_by_path(abstract_state).items()}
-        # Values holding no array (optax.masked's MaskedNode, None) are never saved: taken from the target as they are.
+        # Values holding no array (optax.masked's MaskedNode, None) are never saved.
         dataless = {name: target.pop(name) for name in [n for n, leaf in target.items() if not jax.tree.leaves(leaf)]}
         if "rng" in saved:
             target["rng"] = jax.ShapeDtypeStruct(saved["rng"].shape, saved["rng"].dtype,
@@ -153,8 +137,7 @@ def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.
 
 
 def _rebuilt(keypath: tuple, old: Any, values: Mapping[str, Any]) -> Any:
-    """The restored leaf at ``keypath`` of the target: a value, or a variable; one holding a pytree of arrays
-    (``nnx.BatchStat({"mean": ...})``, saved leaf by leaf as ``flat_by_path`` names them) rebuilt from its leaves."""
+    """The restored leaf at ``keypath``: a value, or a variable (a pytree value rebuilt from its leaves)."""
     if not is_variable(old):
         return values[f"state/{path_key(keypath)}"]
     leaves = value_leaves(keypath, old.get_value())
@@ -165,39 +148,23 @@ def _rebuilt(keypath: tuple, old: Any, values: Mapping[str, Any]) -> Any:
 
 
 def saved_config(path: str | os.PathLike, base_dir: str | os.PathLike | None = None) -> dict:
-    """Read the config saved with the checkpoint ``path`` designates (``{}`` if none was); no array is read.
+    """The config saved with the checkpoint ``path`` designates (``{}`` if none was); no array is read. ``TypeError``
+    and ``FileNotFoundError`` as ``find_checkpoint``, the latter also for a damaged item (named).
 
     Parameters
     ----------
     path, base_dir : str or os.PathLike (base_dir also None, the default)
-        As ``find_checkpoint``.
-
-    Raises
-    ------
-    FileNotFoundError
-        If ``path`` holds no complete checkpoint, or the item read is damaged (named, with the reason).
-    TypeError
-        If ``path`` or ``base_dir`` is neither a str nor ``os.PathLike``.
     """
     return _json_item(find_checkpoint(path, base_dir), "config")
 
 
 def saved_info(path: str | os.PathLike, base_dir: str | os.PathLike | None = None) -> dict:
-    """Read the ``info`` saved with the checkpoint ``path`` designates (``{}`` if none was); no array is read.
-
-    Lets a caller choose its restore target by what was saved with the arrays.
+    """The ``info`` saved with the checkpoint ``path`` designates (``{}`` if none was), e.g. to choose the restore
+    target; no array is read. Errors as ``saved_config``.
 
     Parameters
     ----------
     path, base_dir : str or os.PathLike (base_dir also None, the default)
-        As ``find_checkpoint``.
-
-    Raises
-    ------
-    FileNotFoundError
-        If ``path`` holds no complete checkpoint, or the item read is damaged (named, with the reason).
-    TypeError
-        If ``path`` or ``base_dir`` is neither a str nor ``os.PathLike``.
     """
     return _json_item(find_checkpoint(path, base_dir), "meta").get("info", {})
 
@@ -268,8 +235,8 @@ def _check_against(saved: Mapping[str, Any], target: Mapping[str, Any], step_dir
 
 
 def _nesting(saved: Mapping[str, Any], target: Mapping[str, Any]) -> str | None:
-    """The fix when one side holds the other's every variable under one prefix: a tuple or dict of nodes (``(model,
-    optimizer)``, its state under ``0/`` and ``1/``) saved and one node restored, or the reverse; else None."""
+    """The fix when one side holds the other's every variable under one prefix (``(model, optimizer)`` saved, one node
+    restored, or the reverse); else None."""
     for inner, outer, saved_one in ((target, saved, False), (saved, target, True)):
         names = [name[6:] for name in inner if name.startswith("state/")]
         heads = {o[6:-len(names[0]) - 1] for o in outer

@@ -1,8 +1,6 @@
 """A checkpoint on disk: its Orbax items and names, which step folders are complete, which one a path designates.
-
-Complete: listed by ``CheckpointManager.all_steps()``, holding every item of ``ITEMS``, with a commit in its
-metadata (none if cut short). Saving (``checkpoint_save``) and restoring (``checkpoint``) share this layout.
-"""
+Complete: listed by ``CheckpointManager.all_steps()``, holding every item of ``ITEMS``, with a commit in its metadata
+(none if cut short). Saving (``checkpoint_save``) and restoring (``checkpoint``) share this layout."""
 
 from __future__ import annotations
 
@@ -37,31 +35,20 @@ def as_path(value: Any, name: str, example: str = "checkpoints") -> Path:
 
 
 def committed_steps(directory: str | os.PathLike) -> list[int]:
-    """List the steps under ``directory`` whose checkpoints are complete (see the module docstring).
+    """The steps under ``directory`` whose checkpoints are complete, ascending (``[]`` if it is no folder);
+    ``TypeError`` if ``directory`` is neither a str nor ``os.PathLike``.
 
     Parameters
     ----------
     directory : str or os.PathLike
         A checkpoints folder (``<run>/checkpoints``).
-
-    Returns
-    -------
-    list of int
-        Ascending; empty if ``directory`` is not a folder or holds no complete step.
-
-    Raises
-    ------
-    TypeError
-        If ``directory`` is neither a str nor ``os.PathLike``.
     """
     return sorted(step for step, complete in _step_folders(directory).items() if complete)
 
 
 def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None = None) -> Path:
-    """Find the step folder (``.../<step>``) that ``path`` designates: absolute, symlinks and ``..`` resolved.
-
-    Resolved, so a record of it names the checkpoint restored even after a symlink (``runs/latest``) moves on,
-    and its parents are its run's (``<step>/..`` designates the checkpoints folder, not ``<step>``'s run).
+    """The step folder (``.../<step>``) ``path`` designates, absolute with symlinks and ``..`` resolved, so a record of
+    it still names the checkpoint after a symlink (``runs/latest``) moves on.
 
     Parameters
     ----------
@@ -72,11 +59,9 @@ def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None 
 
     Raises
     ------
-    TypeError
-        If ``path`` or ``base_dir`` is neither a str nor ``os.PathLike``.
-    FileNotFoundError
-        If ``path`` does not exist, is a file or one item of a step dir (the message names the folder to
-        pass), is a step dir whose save was cut short, or holds no complete checkpoint.
+    TypeError, FileNotFoundError
+        ``path`` or ``base_dir`` not a str or ``os.PathLike``; ``path`` missing, a file, one item of a step dir (the
+        folder to pass named), a step dir cut short, or holding no complete checkpoint.
     """
     given = as_path(path, "path", "outputs/run").expanduser()
     base = as_path(os.getcwd() if base_dir is None else base_dir, "base_dir", ".")
@@ -109,19 +94,18 @@ def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None 
 
 
 def item_handlers(saving: bool = False) -> dict[str, Any]:
-    """One Orbax handler per item of ``ITEMS``: a pytree of arrays for ``arrays``, JSON for ``meta`` and ``config``."""
+    """One Orbax handler per item of ``ITEMS``: a pytree of arrays, then JSON for ``meta`` and ``config``."""
     arrays = ocp.PyTreeCheckpointHandler(type_handler_registry=_leaf_handlers()) if saving \
         else ocp.StandardCheckpointHandler()
     return dict(zip(ITEMS, (arrays, ocp.JsonCheckpointHandler(), ocp.JsonCheckpointHandler())))
 
 
 def _leaf_handlers() -> Any:
-    """Orbax's leaf handlers, without replica-parallel saving on CPU: there each replica of a replicated array
-    writes a slice from the same host memory, compiling a slice program per device and shape for nothing."""
+    """Orbax's leaf handlers; no replica-parallel saving on CPU, where it only compiles a program per device."""
     th, parallel = ocp.type_handlers, None if jax.default_backend() != "cpu" else False  # None: Orbax's default
     return th.create_type_handler_registry(
         (int, th.ScalarHandler()), (float, th.ScalarHandler()), (np.number, th.ScalarHandler()),
-        (np.bool_, th.ScalarHandler()),  # not an np.number: Orbax's "TypeHandler lookup failed" traceback
+        (np.bool_, th.ScalarHandler()),  # not an np.number: registered itself
         (np.ndarray, th.NumpyHandler()), (jax.Array, th.ArrayHandler(use_replica_parallel=parallel)))
 
 
@@ -136,14 +120,13 @@ def path_key(path: tuple) -> str:
 
 
 def flat_by_path(tree: Any) -> dict[str, Any]:
-    """Flatten a pytree to ``{"a/b/c": leaf}`` in leaf order; an ``nnx.Variable`` is a leaf, its value taken (a
-    pytree of arrays it holds, ``nnx.BatchStat({"mean": ...})``, by its leaves: ``"stats/mean"``)."""
+    """``{"a/b/c": leaf}`` of a pytree in leaf order, an ``nnx.Variable`` by its value (a pytree value by its leaves,
+    ``"stats/mean"``); ``ValueError`` if two leaves get one name."""
     pairs = jax.tree_util.tree_leaves_with_path(tree, is_leaf=is_variable)
     named = [(path_key(sub), value) for path, leaf in pairs for sub, value in (
         value_leaves(path, leaf.get_value()) if is_variable(leaf) else [(path, leaf)])]
     flat = dict(named)
-    # A key holding "/" ({"x/y": ...}) beside a nested one ({"x": {"y": ...}}, or {"x": ...}) names two leaves
-    # alike: one was saved under both names and restored into both, silently.
+    # A key holding "/" ({"x/y": ...}) beside a nested one ({"x": {"y": ...}}, or {"x": ...}) names two leaves alike.
     clash = next((name for name, _ in named if any(name.rsplit("/", i)[0] in flat for i in
                                                     range(1, name.count("/") + 1))), None)
     if len(flat) < len(named) or clash:
@@ -164,7 +147,7 @@ def nest_by_path(flat: Mapping[str, Any]) -> dict:
 
 
 def is_prng_key(x: Any) -> bool:
-    """Whether ``x`` has a typed PRNG key dtype (``jax.random.key``); False for raw ``uint32`` keys and no dtype."""
+    """Whether ``x`` has a typed PRNG key dtype (``jax.random.key``), not a raw ``uint32`` key."""
     dtype = getattr(x, "dtype", None)
     return dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
 

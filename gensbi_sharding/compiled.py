@@ -1,7 +1,5 @@
 """What a compiled step costs per device: memory from XLA's analysis, collectives counted in its HLO text.
-
-Works on ``jax.jit(f).lower(*args).compile()`` of abstract state (``abstract_sharded``): nothing is allocated.
-"""
+Works on ``jax.jit(f).lower(*args).compile()`` of abstract state (``abstract_sharded``): nothing is allocated."""
 
 from __future__ import annotations
 
@@ -22,11 +20,8 @@ _BITS = re.compile(r"^(?:bf|f|s|u|c)(\d+)")
 
 
 def hlo_shape_bytes(shape: str) -> int:
-    """Bytes of an HLO result shape (one device's buffer): one array (``f32[8,16]{1,0}``) or a tuple of them.
-
-    Sub-byte types round up per array, ``pred`` counts 8 bits, ``token`` 0: ``"(bf16[4], pred[3], s4[3])"`` -> 13.
-    ``ValueError`` for an element type neither ``pred``, ``token`` nor ``bf``/``f``/``s``/``u``/``c`` with a width.
-    """
+    """Bytes of an HLO result shape (one array, ``f32[8,16]{1,0}``, or a tuple): ``"(bf16[4], pred[3], s4[3])"`` -> 13.
+    Sub-byte types round up per array, ``pred`` is 8 bits, ``token`` 0; ``ValueError`` for another element type."""
     total = 0
     for match in _ARRAY.finditer(shape):
         dtype, count = match["dtype"], math.prod(int(d) for d in match["dims"].split(",") if d)
@@ -35,16 +30,13 @@ def hlo_shape_bytes(shape: str) -> int:
         found = _BITS.match(dtype)  # f8e4m3fn and the like too: 8 bits
         if dtype != "pred" and found is None:
             raise ValueError(f"unknown HLO element type {dtype!r} in shape {shape!r}")
-        total += -(-count * (8 if dtype == "pred" else int(found[1])) // 8)  # sub-byte types round up
+        total += -(-count * (8 if dtype == "pred" else int(found[1])) // 8)
     return total
 
 
 def collectives_in_hlo(text: str) -> dict[str, dict[str, int]]:
-    """Count each collective op of HLO module text (``compiled.as_text()``) and the bytes of its results.
-
-    ``{op: {"count": n, "bytes": b}}`` for every op of ``COLLECTIVES`` (zeros when absent), bytes per device.
-    Static counts: an op in a loop body counts once, an async pair once (by its ``-done`` half).
-    """
+    """``{op: {"count": n, "bytes": b}}`` (bytes per device) for every op of ``COLLECTIVES`` in HLO text; static counts:
+    an op in a loop body counts once, an async pair once."""
     out = {op: {"count": 0, "bytes": 0} for op in COLLECTIVES}
     for match in filter(None, map(_OP.search, text.splitlines())):
         if match["half"] != "-start":
@@ -71,8 +63,7 @@ def compiled_report(compiled: Any) -> dict[str, Any]:
     Raises
     ------
     ValueError
-        If ``compiled`` has no callable ``as_text`` or ``memory_analysis`` (not a compiled program), or its HLO
-        has an unknown element type.
+        ``compiled`` not a compiled program, or its HLO has an unknown element type.
     """
     if not all(callable(getattr(compiled, name, None)) for name in ("as_text", "memory_analysis")):
         lowered = callable(getattr(compiled, "compile", None))

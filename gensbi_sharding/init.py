@@ -27,46 +27,31 @@ __all__ = ["GROUP_BYTES", "init_sharded", "abstract_sharded", "init_optimizer_sh
 GROUP_BYTES = 64 * 2**20
 
 
-
 def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | RuleTable | Rule = "replicated",
                  *, warn: bool = True) -> Any:
     """``factory()`` placed as ``shard_model(factory(), mesh, rule)`` places it, never whole on one device.
 
-    Traced, planned (``plan_shardings``), then computed group by group as the module docstring says; values are
-    bit-identical on every mesh, rule and device count, and equal eager construction up to float rounding. Source:
-    Flax's guide "Scale up on multiple devices" (``docs_nnx/guides/flax_gspmd``), jitting with output shardings.
+    Traced, planned, computed group by group (module docstring); equal to eager construction up to float rounding.
+    Source: Flax's guide "Scale up on multiple devices" (``docs_nnx/guides/flax_gspmd``): jit with output shardings.
 
     Parameters
     ----------
     factory : callable
-        ``factory() -> node``, an NNX graph node. Traced once per group, so it must be deterministic and build its
-        own ``nnx.Rngs(seed)``; a built Module is refused.
+        ``factory() -> node``, traced once per group: deterministic, building its own ``nnx.Rngs(seed)``.
     mesh : jax.sharding.Mesh or None
-        Holding at least one device of this process. None: ``factory()``, built eagerly, placed nowhere.
+        Holding a device of this process. None: ``factory()``, built eagerly, placed nowhere.
     rule : str or RuleTable or Rule, default "replicated"
-        As ``resolve_rule``.
     warn : bool, default True
-        Emit the plan's warnings (``Plan.warn``) at the caller, as ``shard_model`` does.
-
-    Returns
-    -------
-    nnx.Module or other NNX graph node
-        Each array variable a ``jax.Array`` at its planned ``NamedSharding``; scalar variables keep their values.
-
-    Warns
-    -----
-    ExperimentalRuleWarning, UserWarning, ShardingFallbackWarning
-        With a mesh and ``warn``, as ``Plan.warn``; the constructor's own warnings are shown once.
+        Emit the plan's warnings (``Plan.warn``) at the caller, as ``shard_model`` does (the constructor's: once).
 
     Raises
     ------
     ValueError
-        If ``factory`` is not callable or an NNX object, ``rule`` is unknown (also with ``mesh=None``), the constructor
-        reads back a value it computed, changes an NNX object made outside it (an ``nnx.Rngs``) or builds other values
-        in each group's trace (an unseeded global RNG), or ``mesh`` holds no local device.
+        ``factory`` not callable or a built Module; ``rule`` unknown (even with ``mesh=None``); the constructor reads
+        back a value it computed, changes an ``nnx.Rngs`` made outside it or builds other values in each group's
+        trace (an unseeded global RNG); ``mesh`` holds no local device.
     TypeError
-        If ``factory()`` returns no NNX graph node, or ``mesh`` is neither None nor a ``jax.sharding.Mesh``, or (with a
-        mesh) a variable's value holds a leaf neither an array nor a number, e.g. a ``str``, naming it.
+        ``factory()`` returns no NNX node; ``mesh`` of another type; a variable holds a leaf neither array nor number.
     """
     rule = _check(factory, rule)
     if mesh is None:
@@ -108,27 +93,13 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Rule
 
 def abstract_sharded(factory: Callable[[], Any], mesh: Mesh | None,
                      rule: str | RuleTable | Rule = "replicated", *, warn: bool = True) -> Any:
-    """``init_sharded``'s result, abstract (only traced, for dry runs): arrays as ``jax.ShapeDtypeStruct``.
+    """``init_sharded``'s result (and errors), abstract (only traced, for dry runs): arrays as ``jax.ShapeDtypeStruct``.
 
     Parameters
     ----------
-    factory, rule, warn
-        As ``init_sharded``.
+    factory, rule, warn : as ``init_sharded``
     mesh : jax.sharding.Mesh or None
-        None: no shardings (as ``nnx.eval_shape(factory)``, but scalar variables keep their values, as in
-        ``init_sharded``'s result).
-
-    Warns
-    -----
-    ExperimentalRuleWarning, UserWarning, ShardingFallbackWarning
-        With a mesh and ``warn``, as ``Plan.warn``.
-
-    Raises
-    ------
-    ValueError
-        As ``init_sharded``: a bad ``factory`` or ``rule``, a constructor reading back a value or an outer nnx.Rngs.
-    TypeError
-        As ``init_sharded``.
+        None: no shardings (as ``nnx.eval_shape(factory)``, but scalar variables keep their values).
     """
     rule = _check(factory, rule)
     if mesh is None:
@@ -139,34 +110,24 @@ def abstract_sharded(factory: Callable[[], Any], mesh: Mesh | None,
 
 def init_optimizer_sharded(model: Any, tx: Any, rule: str | RuleTable | Rule = "replicated", *,
                            wrt: Any = nnx.Param) -> nnx.Optimizer:
-    """``nnx.Optimizer(model, tx, wrt=wrt)``, its state created by one jitted program at its plan.
-
-    The optimizer state (e.g. Adam's moments) is planned under ``rule`` like the parameters it mirrors, so under
-    ``fsdp`` it is split as ZeRO splits it (Rajbhandari et al. 2020, arXiv:1910.02054). No plan warnings.
+    """``nnx.Optimizer(model, tx, wrt=wrt)``, its state created by one jitted program at its plan under ``rule``, like
+    the parameters it mirrors (under ``fsdp``: ZeRO, Rajbhandari et al. 2020, arXiv:1910.02054); no plan warnings.
 
     Parameters
     ----------
     model : nnx.Module
-        Placed under ``rule`` on one mesh (``init_sharded`` / ``shard_model``), abstract (``abstract_sharded``),
-        or on no mesh (then a plain ``nnx.Optimizer`` is returned, abstract if the model is).
+        Placed under ``rule`` on one mesh, abstract (``abstract_sharded``: the state too), or on no mesh (then a plain
+        ``nnx.Optimizer``).
     tx : optax.GradientTransformation
     rule : str or RuleTable or Rule, default "replicated"
         The rule ``model`` was placed under.
     wrt : nnx filter, default nnx.Param
-        As ``nnx.Optimizer``'s.
-
-    Returns
-    -------
-    nnx.Optimizer
-        State arrays at their planned ``NamedSharding`` (``jax.ShapeDtypeStruct`` if ``model`` is abstract).
 
     Raises
     ------
-    ValueError
-        If ``rule`` is unknown, the model's arrays are on a mesh but not all on that one mesh, or ``rule`` would
-        place a parameter elsewhere than it is (the state would be laid out unlike its parameters).
-    TypeError
-        If ``model`` is not an NNX graph node, or ``tx`` no optax ``GradientTransformation``.
+    ValueError, TypeError
+        ``rule`` unknown, the model's arrays not all on one mesh, or ``rule`` placing a parameter elsewhere than it
+        is; ``model`` not an NNX node, or ``tx`` no optax ``GradientTransformation``.
     """
     rule = resolve_rule(rule)
     check_node(model, "init_optimizer_sharded")
@@ -200,7 +161,7 @@ def init_optimizer_sharded(model: Any, tx: Any, rule: str | RuleTable | Rule = "
 def _model_mesh(model: Any) -> tuple[Mesh | None, bool]:
     """The one mesh ``model``'s arrays are on (None: none is) and whether it is abstract; else name each placement."""
     where, abstract = {}, False
-    for path, value in leaf_paths(model):  # each array of a pytree value too
+    for path, value in leaf_paths(model):
         if is_array_like(value):
             sharding, abstract = getattr(value, "sharding", None), abstract or isinstance(value, jax.ShapeDtypeStruct)
             where.setdefault(sharding.mesh if isinstance(sharding, NamedSharding) else sharding, path_name(path))
@@ -258,7 +219,7 @@ def _trace_and_plan(factory: Callable[[], Any], mesh: Mesh, rule: Rule, warn: bo
 def _groups(variables: dict[str, nnx.Variable], n_devices: int) -> list[list[str]]:
     """Paths in groups of at most ``max(GROUP_BYTES, total / n_devices)`` (a larger variable alone)."""
     sizes = {p: sum(int(np.prod(a.shape)) * a.dtype.itemsize for a in array_leaves(v.get_value()))
-             for p, v in variables.items()}  # a pytree value (a dict of arrays): all of its arrays
+             for p, v in variables.items()}
     limit = max(GROUP_BYTES, sum(sizes.values()) // n_devices)
     groups, size = [], 0
     for path in sorted(sizes, key=lambda p: sizes[p]):  # stable: graph order among equal sizes
@@ -270,8 +231,8 @@ def _groups(variables: dict[str, nnx.Variable], n_devices: int) -> list[list[str
 
 
 def _select(factory: Callable[[], Any], paths: list[str], constants: dict) -> Callable[[], list]:
-    """A traceable function returning ``factory()``'s values at ``paths``, ``None`` for each leaf built from no traced
-    array (a NumPy buffer); those leaves of every variable, selected or not, go in ``constants`` by name."""
+    """A traceable function returning ``factory()``'s values at ``paths``, None for each leaf built from no traced
+    array; those leaves of every variable go in ``constants`` by name."""
     def build():
         values = {path_name(p): v.get_value() for p, v in nnx.to_flat_state(nnx.state(factory()))}
         # Returned, such a leaf would be a constant of its own group's trace alone: the groups' digests would differ.
@@ -282,7 +243,7 @@ def _select(factory: Callable[[], Any], paths: list[str], constants: dict) -> Ca
 
 
 def _with_constants(out: Any, constant: Any) -> Any:
-    """A value of ``_select``'s program, its ``None`` leaves taken from ``constant`` (as arrays)."""
+    """A value of ``_select``'s program, its None leaves taken from ``constant`` (as arrays)."""
     return jax.tree.map(lambda c, o: o if c is None else jnp.asarray(c), constant, out, is_leaf=lambda c: c is None)
 
 

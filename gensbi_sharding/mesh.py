@@ -19,32 +19,27 @@ _MESH_SPEC_KEYS = ("devices", "model_axis")
 
 
 def make_mesh(devices: Sequence[Any] | None = None, model_axis: int = 1) -> Mesh:
-    """Build the ``("data", "model")`` mesh, sizes ``(len(devices) // model_axis, model_axis)``, both Auto.
-
-    Each row (one tensor-parallel group) is ``model_axis`` consecutive devices; one knob, as Levanter's
-    ``TrainerConfig``.
+    """Build the ``("data", "model")`` mesh, sizes ``(len(devices) // model_axis, model_axis)``, both Auto; each row
+    (a tensor-parallel group) is ``model_axis`` consecutive devices. One knob, as Levanter's ``TrainerConfig``.
 
     Parameters
     ----------
     devices : sequence of jax.Device, or None
-        The devices in mesh order (list, tuple or NumPy array); None: ``jax.devices()``, every process's.
+        In mesh order (list, tuple or 1-d NumPy array); None: ``jax.devices()``, every process's.
     model_axis : int, default 1
         Devices per tensor-parallel group; must divide ``len(devices)``.
 
     Raises
     ------
-    TypeError
-        If ``devices`` is neither None, a sequence nor a NumPy array, or is a string.
-    ValueError
-        If ``devices`` is a NumPy array of other than one dimension (its fixes named), ``model_axis`` is not an
-        integer >= 1 dividing the device count, ``devices`` is empty, holds a
-        non-``jax.Device`` or a device twice, or a ``"model"`` group would span processes.
+    TypeError, ValueError
+        ``devices`` not None, a sequence or a NumPy array; ``devices`` empty, not 1-d, holding a non-``jax.Device`` or
+        a device twice, ``model_axis`` not an integer >= 1 dividing their count, a ``"model"`` group spanning processes.
     """
     if devices is not None and (isinstance(devices, (str, bytes)) or not isinstance(devices, Sequence)
                                 and not isinstance(devices, np.ndarray)):
         raise TypeError(f"devices={devices!r} must be a list of jax.Device objects (e.g. jax.devices()[:4]), "
                         "or None for all devices")
-    if isinstance(devices, np.ndarray) and devices.ndim != 1:  # was "must be jax.Device objects, got array([...])"
+    if isinstance(devices, np.ndarray) and devices.ndim != 1:  # named by shape, with the fix
         two = devices.ndim == 2  # e.g. mesh_utils.create_device_mesh((4, 2)): data x model
         raise ValueError(f"devices is an array of shape {devices.shape}; make_mesh takes them flat, in mesh order, and "
                          "lays them out (len // model_axis, model_axis): pass list(devices.flat)" +
@@ -79,14 +74,13 @@ def resolve_mesh(spec: Any) -> Mesh | None:
     Parameters
     ----------
     spec : None or jax.sharding.Mesh or str or Mapping
-        None -> None; a ``Mesh`` -> itself; ``"auto"`` -> ``make_mesh()``; a mapping (``dict``, ``DictConfig``)
-        with keys among ``devices`` (device ids or ``jax.Device`` objects) and ``model_axis`` -> ``make_mesh``.
+        None -> None; a ``Mesh`` -> itself; ``"auto"`` -> ``make_mesh()``; a mapping (``DictConfig`` too) with keys
+        among ``devices`` (device ids or ``jax.Device`` objects) and ``model_axis`` -> ``make_mesh``.
 
     Raises
     ------
     ValueError
-        If ``spec`` has another form or a mapping another key, its ``devices`` is a string, not iterable or names
-        an unknown device id, or ``make_mesh`` rejects the devices or ``model_axis``.
+        Another form or key, ``devices`` a string, not iterable or naming an unknown id, or ``make_mesh`` refusing it.
     """
     if spec is None or isinstance(spec, Mesh):
         return spec
@@ -106,16 +100,12 @@ def resolve_mesh(spec: Any) -> Mesh | None:
 
 @contextlib.contextmanager
 def mesh_context(mesh: Mesh | None) -> Iterator[Mesh | None]:
-    """Make ``mesh`` the active mesh (``jax.set_mesh``) inside a ``with`` block, yielding it; None: a no-op.
+    """Make ``mesh`` the active mesh (``jax.set_mesh``) inside a ``with`` block, yielding it; None: a no-op. On
+    entering, ``TypeError`` for another type (a spec goes to ``resolve_mesh``).
 
     Parameters
     ----------
     mesh : jax.sharding.Mesh or None
-
-    Raises
-    ------
-    TypeError
-        On entering, if ``mesh`` is neither None nor a ``jax.sharding.Mesh`` (a spec goes to ``resolve_mesh``).
     """
     if mesh is None:
         yield None
@@ -126,10 +116,8 @@ def mesh_context(mesh: Mesh | None) -> Iterator[Mesh | None]:
 
 
 def check_model_groups_local(mesh: Mesh) -> None:
-    """Check that every tensor-parallel (``"model"``) group of ``mesh`` stays inside one process.
-
-    Tensor parallelism communicates inside its group at every layer: keep that traffic off the network between
-    hosts. A mesh without a ``"model"`` axis passes.
+    """Check every tensor-parallel (``"model"``) group of ``mesh`` is inside one process, keeping its traffic (every
+    layer) off the network between hosts; a mesh without a ``"model"`` axis passes.
 
     Parameters
     ----------
@@ -137,10 +125,8 @@ def check_model_groups_local(mesh: Mesh) -> None:
 
     Raises
     ------
-    ValueError
-        If a group's devices belong to more than one process.
-    TypeError
-        If ``mesh`` is not a ``jax.sharding.Mesh``.
+    ValueError, TypeError
+        A group's devices on more than one process; ``mesh`` not a ``jax.sharding.Mesh``.
     """
     check_mesh(mesh, optional=False)
     if MODEL_AXIS not in mesh.axis_names:

@@ -1,5 +1,4 @@
 """What a placement costs: bytes per device of a state (abstract too: nothing allocated), where each variable lives.
-
 A compiled step's memory and collectives: ``gensbi_sharding.compiled``."""
 
 from __future__ import annotations
@@ -23,50 +22,37 @@ __all__ = ["bytes_per_device", "partition_specs", "MeshSummary", "VariablePlacem
 
 
 def bytes_per_device(tree: Any) -> dict[int, int]:
-    """``{device id: bytes}`` (sorted) that this process's devices hold of a pytree's or NNX node's arrays.
-
-    Replicated arrays count whole on each device; abstract ones (``jax.ShapeDtypeStruct``) by their sharding; other
-    leaves (NumPy: the host; abstract without a sharding) count nowhere.
+    """``{device id: bytes}`` (sorted) this process's devices hold of the arrays of ``tree``: replicated arrays whole on
+    each device, abstract ones by their sharding, NumPy and unplaced leaves nowhere.
 
     Parameters
     ----------
-    tree : pytree or any NNX graph node (nnx.Module, nnx.Optimizer, ...), or a tuple, list or dict of them
+    tree : pytree or NNX node
     """
     totals: Counter[int] = Counter()
     for leaf in jax.tree.leaves(node_state(tree)):  # a variable shared by two modules counts once
-        if isinstance(leaf, (jax.Array, jax.ShapeDtypeStruct)):  # an abstract one: a dry run's
+        if isinstance(leaf, (jax.Array, jax.ShapeDtypeStruct)):
             totals.update(_device_bytes(leaf))
     return dict(sorted(totals.items()))
 
 
 def partition_specs(node: Any) -> dict[str, str]:
-    """``{"a/b/c": "PartitionSpec('data', None)"}``: the spec of every array state leaf of an NNX node, as text.
-
-    ``"host"`` for NumPy and for an array whose sharding has no spec (``SingleDeviceSharding``: one device);
-    abstract leaves (``jax.ShapeDtypeStruct``, e.g. of ``abstract_sharded``) too, ``"unplaced"`` without a sharding.
+    """``{"a/b/c": "PartitionSpec('data', None)"}`` of every array state leaf of ``node``: ``"host"`` for NumPy and a
+    sharding without a spec (one device), ``"unplaced"`` for an abstract leaf without one; ``TypeError`` for a non-node.
 
     Parameters
     ----------
-    node : nnx.Module or nnx.Optimizer or any NNX graph node
-        Or ``nnx.State``, or a tuple, list or dict of them.
-
-    Raises
-    ------
-    TypeError
-        If ``node`` is none of these.
+    node : NNX node
     """
     check_node(node, "partition_specs")
-    values = {path_name(path): leaf for path, leaf in leaf_paths(node)}  # a pytree value: each of its arrays
+    values = {path_name(path): leaf for path, leaf in leaf_paths(node)}
     return {path: str(getattr(getattr(value, "sharding", None), "spec", "host" if is_array(value) else "unplaced"))
             for path, value in values.items() if is_array_like(value)}
 
 
 @dataclasses.dataclass(frozen=True)
 class MeshSummary:
-    """A mesh in numbers (``summarize_mesh``); ``str()`` is one line.
-
-    ``devices_per_process``: mesh devices on this process; ``data_parallel_size``: ``batch_size_divisor(mesh)``.
-    """
+    """A mesh in numbers (``summarize_mesh``); ``str()`` is one line. ``data_parallel_size``: ``batch_size_divisor``."""
 
     axis_names: tuple[str, ...]
     axis_sizes: dict[str, int]
@@ -83,12 +69,9 @@ class MeshSummary:
 
 @dataclasses.dataclass(frozen=True)
 class VariablePlacement:
-    """One array variable of ``describe``: path ``"a/b/c"``, shape, dtype name, placement and bytes.
-
-    ``placement``: ``"P('data', None)"``, ``"single device"``, another sharding's class name, ``"host"`` (NumPy) or
-    ``"unplaced"``; ``max_device_bytes``: its share on the fullest device (0 on the host or unplaced);
-    ``replicated``: held whole by every device it lives on.
-    """
+    """One array variable of ``describe``. ``placement``: ``"P('data', None)"``, ``"single device"``, another sharding's
+    class name, ``"host"`` or ``"unplaced"``; ``max_device_bytes``: its share on the fullest device; ``replicated``:
+    whole on each of its devices."""
 
     path: str
     shape: tuple[int, ...]
@@ -101,12 +84,9 @@ class VariablePlacement:
 
 @dataclasses.dataclass(frozen=True)
 class PlacementReport:
-    """What ``describe`` found about a node's array variables; ``str(report)`` is ``table()``.
-
-    ``bytes_per_device`` lists every mesh device (0 if empty). ``largest_replicated``: ``(path, bytes)`` of the
-    largest non-scalar, non-empty variables whole on every device while another is split, at most ``top``, largest
-    first (after MaxText's ``assert_params_sufficiently_sharded``).
-    """
+    """What ``describe`` found about a node's array variables; ``str(report)`` is ``table()``. ``bytes_per_device``
+    lists every mesh device; ``largest_replicated``: ``(path, bytes)`` of at most ``top`` non-empty variables whole on
+    every device while another is split, largest first (after MaxText's ``assert_params_sufficiently_sharded``)."""
 
     n_leaves: int
     n_scalars: int
@@ -129,7 +109,7 @@ class PlacementReport:
     def table(self) -> str:
         """Render the report: mesh, totals, one row per variable, largest replicated (bytes in powers of 1000)."""
         rows = [(v.path, str(v.shape), v.dtype, v.placement, _fmt(v.max_device_bytes)) for v in self.variables]
-        # Each column as wide as its widest cell: a long dtype (float8_e4m3fn) or shape no longer shifts the rest.
+        # Each column as wide as its widest cell (a long dtype, e.g. float8_e4m3fn, or shape).
         w = [max([len(row[i]) for row in rows] + [least]) for i, least in enumerate((8, 16, 9, 24, 11))]
         lines = [str(self.mesh) if self.mesh else "no mesh",
                  f"state: {self.n_leaves} leaves, {self.n_scalars:,} scalars, {_fmt(self.total_bytes)}; per device "
@@ -145,7 +125,7 @@ class PlacementReport:
 
 
 def summarize_mesh(mesh: Mesh) -> MeshSummary:
-    """Summarize a mesh as a ``MeshSummary``: axes, devices in all and per process, data-parallel size."""
+    """A ``MeshSummary`` of ``mesh``: axes, devices in all and per process, data-parallel size."""
     processes = [d.process_index for d in mesh.devices.flat]
     return MeshSummary(axis_names=tuple(mesh.axis_names), axis_sizes=dict(mesh.shape), n_devices=len(processes),
                        devices_per_process=processes.count(jax.process_index()),
@@ -153,25 +133,22 @@ def summarize_mesh(mesh: Mesh) -> MeshSummary:
 
 
 def describe(node: Any, mesh: Mesh | None, *, top: int = 5) -> PlacementReport:
-    """Count, size and locate every array variable of an NNX graph node (or tuple of nodes): a ``PlacementReport``.
+    """Count, size and locate every array variable of ``node``: a ``PlacementReport``.
 
     Parameters
     ----------
-    node : nnx.Module or nnx.Optimizer or nnx.State, or a tuple, list or dict of them
-        Values: ``jax.Array``, NumPy (host) or ``jax.ShapeDtypeStruct`` (bytes from its sharding, if any), or a
-        pytree of them (one row each, ``"stats/mean"``).
+    node : NNX node
+        Values: arrays, NumPy (host), ``jax.ShapeDtypeStruct`` (bytes by its sharding), or pytrees of them (a row each).
     mesh : jax.sharding.Mesh or None
-        Lists every mesh device in ``bytes_per_device`` (every process's, from the shardings) and fills ``mesh``;
-        None: only devices holding bytes.
+        Every device of it (every process's) listed in ``bytes_per_device``; None: only devices holding bytes.
     top : int, default 5
         At most this many ``largest_replicated``.
 
     Raises
     ------
-    ValueError
-        If ``top`` is not a non-negative integer, or an array is placed on a mesh other than ``mesh`` (axes, devices).
-    TypeError
-        If ``node`` is not an NNX graph node (or a collection of them), or ``mesh`` is neither a Mesh nor None.
+    ValueError, TypeError
+        ``top`` not a non-negative integer, or an array on a mesh other than ``mesh``; ``node`` or ``mesh`` of
+        another type.
     """
     if not is_int(top) or top < 0:
         raise ValueError(f"top must be a non-negative integer, got {top!r}; pass e.g. top=5")
@@ -180,10 +157,10 @@ def describe(node: Any, mesh: Mesh | None, *, top: int = 5) -> PlacementReport:
         check_mesh(mesh)
     ids = {d.id for d in mesh.devices.flat} if mesh is not None else set()
     per_device, variables, outside, other = Counter(dict.fromkeys(ids, 0)), [], set(), {}
-    for path, value in leaf_paths(node):  # a variable holding a pytree of arrays: one row per array
+    for path, value in leaf_paths(node):
         if not is_array_like(value):
             continue
-        # Every process's devices: only this process's left the others at 0 ("min 0 B") on several processes.
+        # Every process's devices, so none reads 0 B with several processes.
         shards, sharding = _device_bytes(value, every=True), getattr(value, "sharding", None)
         per_device.update(shards)
         if mesh is not None and isinstance(sharding, NamedSharding):  # placed (unplaced arrays may be anywhere)
@@ -213,24 +190,20 @@ def describe(node: Any, mesh: Mesh | None, *, top: int = 5) -> PlacementReport:
 
 
 def mesh_init_simulate(seed: Any, x: Any, features: Any, mesh_axes: Any) -> jax.Array:
-    """Build ``nnx.Linear(x.shape[-1], features)`` and report what it holds: the smallest ``describe``.
+    """Build ``nnx.Linear(x.shape[-1], features)`` and return float32 ``[features, mesh_axes, n_state_leaves]``, shape
+    ``(3,)``: the smallest ``describe``. ``x`` of shape (5, 4), 3, 4 -> ``[3., 4., 2.]`` (kernel, bias).
 
     Parameters
     ----------
     seed, features, mesh_axes : int or anything ``int()`` accepts
-        Seed of the layer's ``nnx.Rngs``; its output size (>= 1); a number echoed back (builds nothing).
+        Seed of the layer's ``nnx.Rngs``; its output size (>= 1); a number echoed back.
     x : array_like, shape ``(..., d_in)``
         Only its shape is read.
-
-    Returns
-    -------
-    jax.Array, shape ``(3,)``, float32
-        ``[features, mesh_axes, n_state_leaves]``: x of shape (5, 4), 3, 4 -> ``[3., 4., 2.]`` (kernel, bias).
 
     Raises
     ------
     ValueError
-        If ``seed``, ``features`` or ``mesh_axes`` cannot be cast with ``int``, ``x`` is 0-d, or ``features`` < 1.
+        ``seed``, ``features`` or ``mesh_axes`` not castable with ``int``, ``x`` 0-d, or ``features`` < 1.
     """
     ints = {}
     for name, value in (("seed", seed), ("features", features), ("mesh_axes", mesh_axes)):
@@ -249,10 +222,7 @@ def mesh_init_simulate(seed: Any, x: Any, features: Any, mesh_axes: Any) -> jax.
 
 
 def _device_bytes(value: Any, every: bool = False) -> dict[int, int]:
-    """``{device id: bytes}`` of a ``jax.Array`` or ``jax.ShapeDtypeStruct`` from its sharding's index map.
-
-    ``every``: every process's devices (the sharding knows their shares; no communication), else this process's.
-    """
+    """``{device id: bytes}`` of an array or ``jax.ShapeDtypeStruct`` by its sharding (``every``: all processes')."""
     sharding = getattr(value, "sharding", None)
     if sharding is None:  # NumPy (host) or unplaced abstract values
         return {}
@@ -262,10 +232,7 @@ def _device_bytes(value: Any, every: bool = False) -> dict[int, int]:
 
 
 def _nbytes(count: int, dtype: Any) -> int:
-    """Bytes of ``count`` elements as XLA stores them: sub-byte types (int4, float4) packed, rounded up per array.
-
-    ``dtype.itemsize`` is 1 for int4: it counted twice what the device holds (and what ``compiled_report`` says).
-    """
+    """Bytes of ``count`` elements as XLA stores them: sub-byte types (int4) packed, rounded up per array."""
     try:
         bits = jax.dtypes.itemsize_bits(dtype)
     except ValueError:  # PRNG keys, float0 (integer parameters' gradients): whole bytes
@@ -274,7 +241,7 @@ def _nbytes(count: int, dtype: Any) -> int:
 
 
 def _same_layout(a: Any, b: Mesh) -> bool:
-    """Whether mesh ``a`` has ``b``'s axis names, sizes and device order (axis types aside: placements read alike)."""
+    """Whether mesh ``a`` has ``b``'s axis names, sizes and device order (axis types aside)."""
     ids = getattr(a, "device_ids", None)  # an AbstractMesh (an abstract value's) has axes, no devices
     return dict(a.shape) == dict(b.shape) and tuple(a.axis_names) == tuple(b.axis_names) and (
         ids is None or np.array_equal(ids, b.device_ids))
