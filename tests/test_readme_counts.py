@@ -61,4 +61,4 @@ def test_readme_line_counts_match_the_library():
         f"README.md's library line counts are stale (stated, counted): {off}; write "
         f"'The library is {actual['total']:,} lines: {actual['code']:,} of code' and "
         f"'{actual['docstrings']:,} of numpy docstrings'")
-    assert actual["code"] > 1000 and actual["docstrings"] > 1000  # the count reads real files
+    assert actual["code"] > 1000 and actual["docstrings"] > 500  # the count reads real files
