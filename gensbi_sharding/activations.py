@@ -180,8 +180,7 @@ def constrain(x: jax.Array, names: Sequence[str | None], partition_axis: Partiti
     if not isinstance(partition_axis, PartitionAxis):
         raise TypeError(f"partition_axis={partition_axis!r:.60} must be a PartitionAxis or None; build it with "
                         "PartitionAxis.for_rule(rule, mesh)")
-    if mesh is not None:
-        check_mesh(mesh)
+    check_mesh(mesh)
     active = jax.sharding.get_abstract_mesh() if mesh is None else mesh
     if active.empty:
         return x

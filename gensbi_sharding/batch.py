@@ -175,8 +175,8 @@ def replicate(tree: Any, mesh: Mesh | None) -> Any:
 
 
 def _split_leading(tree: Any, mesh: Mesh | None, what: str) -> Any:
-    if mesh is not None:  # the mesh's TypeError first, then the rows, before anything is placed
-        check_mesh(mesh)
+    check_mesh(mesh)  # the mesh's TypeError first, then the rows, before anything is placed
+    if mesh is not None:
         check_same_rows(tree, what)
 
     def spec(leaf):
@@ -191,9 +191,9 @@ def _split_leading(tree: Any, mesh: Mesh | None, what: str) -> Any:
 
 
 def _put_leaves(tree: Any, mesh: Mesh | None, spec: Callable[[Any], P]) -> Any:
+    check_mesh(mesh)
     if mesh is None:
         return tree
-    check_mesh(mesh)
     leaves, treedef = jax.tree.flatten(tree)
     index = [i for i, leaf in enumerate(leaves) if is_array(leaf)]
     # One batched device_put: a single dispatch for the whole tree, not one per leaf.

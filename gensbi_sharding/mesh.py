@@ -107,10 +107,10 @@ def mesh_context(mesh: Mesh | None) -> Iterator[Mesh | None]:
     ----------
     mesh : jax.sharding.Mesh or None
     """
+    check_mesh(mesh)
     if mesh is None:
         yield None
         return
-    check_mesh(mesh)
     with jax.set_mesh(mesh):
         yield mesh
 

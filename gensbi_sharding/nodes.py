@@ -100,9 +100,9 @@ def path_name(path: Sequence[Any]) -> str:
 
 
 def check_mesh(mesh: Any, *, abstract: bool = False, optional: bool = True) -> None:
-    """``TypeError`` unless ``mesh`` is a ``jax.sharding.Mesh`` (or, with ``abstract``, an ``AbstractMesh``); the
-    message offers None only when ``optional`` (a function reading the mesh's axes needs one)."""
-    if not isinstance(mesh, (Mesh, AbstractMesh) if abstract else Mesh):
+    """``TypeError`` unless ``mesh`` is a ``jax.sharding.Mesh`` (or, with ``abstract``, an ``AbstractMesh``), or None
+    when ``optional`` (a function reading the mesh's axes needs one)."""
+    if not (isinstance(mesh, (Mesh, AbstractMesh) if abstract else Mesh) or (optional and mesh is None)):
         kind = "a jax.sharding.Mesh" + (" or AbstractMesh" if abstract else "") + (" or None" if optional else "")
         got = "None: it reads the mesh's axes, so it needs one" if mesh is None and not optional else repr(mesh)
         raise TypeError(f"mesh must be {kind}, got {got}; build one with make_mesh(...) or resolve_mesh(spec)")

@@ -153,8 +153,7 @@ def describe(node: Any, mesh: Mesh | None, *, top: int = 5) -> PlacementReport:
     if not is_int(top) or top < 0:
         raise ValueError(f"top must be a non-negative integer, got {top!r}; pass e.g. top=5")
     check_node(node, "describe")
-    if mesh is not None:
-        check_mesh(mesh)
+    check_mesh(mesh)
     ids = {d.id for d in mesh.devices.flat} if mesh is not None else set()
     per_device, variables, outside, other = Counter(dict.fromkeys(ids, 0)), [], set(), {}
     for path, value in leaf_paths(node):

@@ -229,8 +229,8 @@ def _plan_warn_place(node: Any, mesh: Mesh | None, rule: str | RuleTable) -> Non
         raise TypeError(f"shard_model places NNX graph nodes (a Module, nnx.Optimizer, nnx.State, or a tuple or dict "
                         f"of them), got {type(node).__name__}; for a pytree of arrays use shard_batch or replicate")
     rule = resolve_rule(rule)  # checked with or without a mesh: a bad table fails before the run gets one
+    check_mesh(mesh)  # its message offers None (plan_shardings' does not)
     if mesh is not None:
-        check_mesh(mesh)  # its message offers None (plan_shardings' does not)
         plan = plan_shardings(node, mesh, rule)
         plan.warn(stacklevel=3)  # at the caller of shard_model(_by_table)
         place(node, plan)
