@@ -15,8 +15,8 @@ from flax import nnx
 from jax.sharding import AbstractMesh, Mesh
 
 __all__ = ["is_int", "is_array", "is_scalar", "path_name", "check_mesh", "is_node", "check_node", "node_state",
-           "array_variables", "check_plan_fits", "abstract_state", "placed_dtype", "eval_shape_off_mesh", "call_traced",
-           "is_array_like", "array_leaves", "placed_as", "value_leaves", "leaf_paths", "shape_of", "scalars_of", "keep_scalars", "trace_factory",
+           "array_variables", "check_plan_fits", "abstract_state", "placed_dtype", "eval_shape_off_mesh",
+           "is_array_like", "array_leaves", "placed_as", "value_leaves", "leaf_paths", "shape_of", "keep_scalars", "trace_factory",
            "trace_digest", "check_value_leaves"]
 
 
@@ -52,12 +52,7 @@ def placed_as(value: Any, sharding: jax.sharding.Sharding) -> bool:
                                 and leaf.sharding.is_equivalent_to(sharding, len(leaf.shape)) for leaf in leaves)
 
 
-def scalars_of(value: Any) -> Any:
-    """``value`` with each leaf but a scalar replaced by a marker: what ``keep_scalars`` puts back after a trace."""
-    return jax.tree.map(lambda leaf: leaf if is_scalar(leaf) else _NOT_SCALAR, value)
-
-
-_NOT_SCALAR = object()  # a leaf to jax.tree (no pytree node), so scalars_of keeps the tree's structure
+_NOT_SCALAR = object()  # a leaf to jax.tree (no pytree node): trace_factory's stand-in for a traced leaf
 
 
 def keep_scalars(kept: Any, value: Any) -> Any:
@@ -197,17 +192,6 @@ def eval_shape_off_mesh(build: Callable[[], Any]) -> Any:
         return nnx.eval_shape(build)
 
 
-def call_traced(factory: Callable[[], Any], caller: str) -> Any:
-    """``factory()``; ``ValueError`` naming ``caller`` and the fix if it changes an NNX object made outside the trace
-    (Flax's ``TraceContextError`` names neither)."""
-    try:
-        return factory()
-    except flax.errors.TraceContextError as error:
-        raise ValueError(f"{caller} traces the factory, which changed an NNX object made outside it, e.g. an "
-                         f"nnx.Rngs ({str(error).splitlines()[0][:100]}); make it inside the factory: "
-                         "lambda: Model(..., rngs=nnx.Rngs(0)), not lambda: Model(..., rngs=rngs)") from error
-
-
 _READS_TRACED_VALUE = (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError,
                        jax.errors.TracerBoolConversionError, jax.errors.TracerIntegerConversionError)
 
@@ -218,11 +202,18 @@ def trace_factory(factory: Callable[[], Any], caller: str = "init_sharded") -> t
     found = {}
 
     def build():
-        node = call_traced(factory, caller)
+        try:
+            node = factory()
+        except flax.errors.TraceContextError as error:  # Flax's names neither the caller nor the fix
+            raise ValueError(f"{caller} traces the factory, which changed an NNX object made outside it, e.g. an "
+                             f"nnx.Rngs ({str(error).splitlines()[0][:100]}); make it inside the factory: "
+                             "lambda: Model(..., rngs=nnx.Rngs(0)), not lambda: Model(..., rngs=rngs)") from error
         check_node(node, f"{caller} (what the factory returned)")
         graphdef, state = nnx.split(node)
         values = check_value_leaves([(path_name(p), v.get_value()) for p, v in nnx.to_flat_state(state)], caller)
-        found.update(graphdef=graphdef, scalars={p: scalars_of(v) for p, v in values})  # a pytree value's ({"n": 3})
+        # The scalars of each value (a pytree value's too, {"n": 3}), the rest marked: keep_scalars puts them back.
+        found.update(graphdef=graphdef, scalars={p: jax.tree.map(
+            lambda leaf: leaf if is_scalar(leaf) else _NOT_SCALAR, v) for p, v in values})
         return state
 
     try:
