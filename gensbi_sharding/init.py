@@ -17,8 +17,8 @@ from flax import nnx
 from jax.sharding import Mesh, NamedSharding, SingleDeviceSharding
 
 from gensbi_sharding.rules import RULES, Rule, RuleTable, resolve_rule
-from gensbi_sharding.nodes import (array_leaves, check_node, eval_shape_off_mesh, is_array_like, keep_scalars,
-                                   leaf_paths, path_name, placed_as, trace_digest, trace_factory)
+from gensbi_sharding.nodes import (array_leaves, array_variables, check_node, eval_shape_off_mesh, is_array_like,
+                                   keep_scalars, leaf_paths, path_name, placed_as, trace_digest, trace_factory)
 from gensbi_sharding.sharding import Plan, plan_shardings
 
 __all__ = ["GROUP_BYTES", "init_sharded", "abstract_sharded", "init_optimizer_sharded"]
@@ -140,22 +140,18 @@ def init_optimizer_sharded(model: Any, tx: Any, rule: str | RuleTable | Rule = "
     _check_placed_under(model, mesh, rule)
     optimizer = eval_shape_off_mesh(build)
     plan = plan_shardings(optimizer, mesh, rule)
-    graphdef, state = nnx.split(optimizer)
     if abstract:
-        return nnx.merge(graphdef, plan.abstract_state(optimizer))
+        return nnx.merge(nnx.graphdef(optimizer), plan.abstract_state(optimizer))
     model_graph, model_state = nnx.split(model)
-    paths = list(plan.specs)
 
-    def create(model_state):
-        values = {path_name(p): v.get_value() for p, v in nnx.to_flat_state(
-            nnx.state(nnx.Optimizer(nnx.merge(model_graph, model_state), tx, wrt=wrt)))}
-        return [values[path] for path in paths]
+    def create(model_state):  # the values of the variables plan.specs lists, in its order (both array_variables')
+        return [v.get_value() for _, v in array_variables(nnx.Optimizer(nnx.merge(model_graph, model_state), tx,
+                                                                         wrt=wrt))]
 
-    created = jax.jit(create, out_shardings=[plan.sharding(p) for p in paths])(model_state)
-    variables = {path_name(p): v for p, v in nnx.to_flat_state(state)}
-    for path, value in zip(paths, created):
-        variables[path].set_value(value)
-    return nnx.merge(graphdef, state)
+    created = jax.jit(create, out_shardings=[plan.sharding(p) for p in plan.specs])(model_state)
+    for (_, var), value in zip(array_variables(optimizer), created):
+        var.set_value(value)
+    return optimizer
 
 
 def _model_mesh(model: Any) -> tuple[Mesh | None, bool]:
