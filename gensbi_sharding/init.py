@@ -66,8 +66,8 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Rule
     pending, first = [], None
     groups = _groups(variables, mesh.size)
     for group in groups:
-        with warnings.catch_warnings(), jax.set_mesh(None):  # jit refuses one device under an active mesh
-            warnings.simplefilter("ignore")  # the constructor's own warnings were shown once
+        # The constructor's own warnings were shown once; jit refuses one device under an active mesh.
+        with warnings.catch_warnings(action="ignore"), jax.set_mesh(None):
             constants: dict = {}  # the leaves each variable's value holds built from no traced array
             traced = jax.jit(_select(factory, group, constants), out_shardings=SingleDeviceSharding(device)).trace()
             program = traced.lower().compile()
