@@ -16,7 +16,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 from flax import nnx
 
-from gensbi_sharding.nodes import value_leaves
+from gensbi_sharding.nodes import is_prng_key, value_leaves  # is_prng_key: checkpoint_save's too
 
 __all__ = ["CHECKPOINT_SUBDIR", "ITEMS", "as_path", "committed_steps", "find_checkpoint", "item_handlers",
            "is_variable", "path_key", "flat_by_path", "nest_by_path", "is_prng_key"]
@@ -144,12 +144,6 @@ def nest_by_path(flat: Mapping[str, Any]) -> dict:
         *parents, last = name.split("/")
         functools.reduce(lambda node, part: node.setdefault(part, {}), parents, out)[last] = leaf
     return out
-
-
-def is_prng_key(x: Any) -> bool:
-    """Whether ``x`` has a typed PRNG key dtype (``jax.random.key``), not a raw ``uint32`` key."""
-    dtype = getattr(x, "dtype", None)
-    return dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
 
 
 def _step_folders(directory: str | os.PathLike) -> dict[int, bool]:

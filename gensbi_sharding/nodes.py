@@ -14,7 +14,7 @@ import numpy as np
 from flax import nnx
 from jax.sharding import AbstractMesh, Mesh
 
-__all__ = ["is_int", "is_array", "is_scalar", "path_name", "check_mesh", "is_node", "check_node", "node_state",
+__all__ = ["is_int", "is_array", "is_scalar", "is_prng_key", "path_name", "check_mesh", "is_node", "check_node", "node_state",
            "array_variables", "check_plan_fits", "abstract_state", "placed_dtype", "eval_shape_off_mesh",
            "is_array_like", "array_leaves", "placed_as", "value_leaves", "leaf_paths", "shape_of", "keep_scalars", "trace_factory",
            "trace_digest", "check_value_leaves"]
@@ -33,6 +33,11 @@ def is_array(x: Any) -> bool:
 def is_scalar(x: Any) -> bool:
     """Python and NumPy scalars (``bool``, ``int``, ``float``, ``complex``, ``np.generic``): kept as values."""
     return isinstance(x, (bool, int, float, complex, np.generic))
+
+
+def is_prng_key(x: Any) -> bool:
+    """Whether ``x`` has a typed PRNG key dtype (``jax.random.key``), not a raw ``uint32`` key."""
+    return jax.dtypes.issubdtype(getattr(x, "dtype", None), jax.dtypes.prng_key)
 
 
 def is_array_like(x: Any) -> bool:
@@ -233,8 +238,7 @@ def trace_digest(jaxpr: Any, constants: dict[str, Any]) -> tuple:
     """A trace's operations (as text) and a digest of its constants and of ``constants`` (name to value built from no
     traced array): equal for two traces building the same values, whatever outputs each selects."""
     def digest(c: Any) -> tuple:
-        c = np.asarray(jax.random.key_data(c) if isinstance(c, jax.Array) and jax.dtypes.issubdtype(
-            c.dtype, jax.dtypes.prng_key) else c)  # a Python number too (nnx.Variable(3))
+        c = np.asarray(jax.random.key_data(c) if is_prng_key(c) else c)  # a Python number too (nnx.Variable(3))
         return c.shape, str(c.dtype), hashlib.sha1(np.ascontiguousarray(c)).hexdigest()
     return ([str(eqn) for eqn in jaxpr.jaxpr.eqns], [digest(c) for c in jaxpr.consts],
             sorted((name, [digest(c) for c in jax.tree.leaves(value)]) for name, value in constants.items()))
