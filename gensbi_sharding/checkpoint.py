@@ -49,9 +49,8 @@ def abstract_state_for(node: Any, mesh: Mesh | None, rule: str | RuleTable | Rul
     abstract = node if is_node(node) else nnx.merge(*trace_factory(node, "abstract_state_for"))
     if mesh is not None:
         return plan_shardings(abstract, mesh, rule).abstract_state(abstract)
-    device = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
-    placed = lambda value: bool(array_leaves(value))  # noqa: E731 (not scalars; a pytree of arrays too)
-    return abstract_state(abstract, lambda path, value: device if placed(value) else None)
+    device = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])  # arrays (a pytree's too), not scalars
+    return abstract_state(abstract, lambda path, value: device if array_leaves(value) else None)
 
 
 @dataclasses.dataclass

@@ -45,9 +45,8 @@ def partition_specs(node: Any) -> dict[str, str]:
     node : NNX node
     """
     check_node(node, "partition_specs")
-    values = {path_name(path): leaf for path, leaf in leaf_paths(node)}
-    return {path: str(getattr(getattr(value, "sharding", None), "spec", "host" if is_array(value) else "unplaced"))
-            for path, value in values.items() if is_array_like(value)}
+    return {path_name(path): str(getattr(getattr(value, "sharding", None), "spec", "host" if is_array(value)
+                                         else "unplaced")) for path, value in leaf_paths(node) if is_array_like(value)}
 
 
 @dataclasses.dataclass(frozen=True)
