@@ -190,7 +190,7 @@ def constrain(x: jax.Array, names: Sequence[str | None], partition_axis: Partiti
                       f"{dict(active.shape)}: " + "; ".join(f"{n} ({r})" for n, r in unsplit.items()),
                       ShardingFallbackWarning, stacklevel=2)
     wrap = (lambda s: NamedSharding(mesh, s)) if isinstance(mesh, Mesh) else (lambda s: s)
-    explicit = {n for n, t in zip(active.axis_names, active.axis_types) if t == jax.sharding.AxisType.Explicit}
+    explicit = set(active.explicit_axes)
     if explicit:  # with_sharding_constraint refuses Explicit axes (or asserts on them): reshard moves those
         x = jax.sharding.reshard(x, wrap(_keep(spec, explicit)))
     if len(explicit) < len(active.axis_names):

@@ -14,7 +14,7 @@ from typing import Any
 
 import jax
 from flax import nnx
-from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec as P
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from gensbi_sharding.nodes import (abstract_state, array_leaves, array_variables, check_mesh, check_node, check_plan_fits,
                                    is_array, is_array_like, is_int, is_node, leaf_paths, path_name, shape_of)
@@ -104,8 +104,7 @@ class Plan:
         if self.rule.builtin and self.rule.reads_annotations:
             warnings.warn(f"sharding rule {self.rule.name!r} is experimental: placements are checked, but the "
                           "contract gives no convergence guarantee", ExperimentalRuleWarning, stacklevel=stacklevel + 1)
-        names, types = tuple(self.mesh.axis_names), getattr(self.mesh, "axis_types", ())
-        explicit = [name for name, t in zip(names, types) if t == AxisType.Explicit]
+        names, explicit = tuple(self.mesh.axis_names), self.mesh.explicit_axes
         if explicit:  # jax.make_mesh's default
             warnings.warn(f"mesh axes {names} include AxisType.Explicit ({', '.join(explicit)}); only Auto axes are "
                           "supported: the arrays are placed, but a model computing with them may raise "
