@@ -18,7 +18,8 @@ from jax.sharding import Mesh, NamedSharding, SingleDeviceSharding
 
 from gensbi_sharding.rules import RULES, Rule, RuleTable, resolve_rule
 from gensbi_sharding.nodes import (array_leaves, array_variables, check_node, eval_shape_off_mesh, is_array_like,
-                                   keep_scalars, leaf_paths, path_name, placed_as, trace_digest, trace_factory)
+                                   keep_scalars, leaf_paths, mesh_label, path_name, placed_as, trace_digest,
+                                   trace_factory)
 from gensbi_sharding.sharding import Plan, plan_shardings
 
 __all__ = ["GROUP_BYTES", "init_sharded", "abstract_sharded", "init_optimizer_sharded"]
@@ -164,7 +165,7 @@ def _model_mesh(model: Any) -> tuple[Mesh | None, bool]:
     meshes = [m for m in where if isinstance(m, Mesh)]
     if len(where) > 1 and meshes:
         def label(m):
-            return (f"mesh {dict(m.shape)} (devices {m.device_ids.flatten().tolist()})" if isinstance(m, Mesh) else
+            return (mesh_label(m) if isinstance(m, Mesh) else
                     "no device" if m is None else f"{type(m).__name__} on {', '.join(map(str, m.device_set))}")
         raise ValueError(f"the model's arrays are on {len(meshes)} mesh(es) and {len(where) - len(meshes)} other "
                          "placement(s): " + ", ".join(f"{path} on {label(m)}" for m, path in where.items()) +

@@ -14,10 +14,10 @@ import numpy as np
 from flax import nnx
 from jax.sharding import AbstractMesh, Mesh
 
-__all__ = ["is_int", "is_array", "is_scalar", "is_prng_key", "path_name", "check_mesh", "is_node", "check_node", "node_state",
-           "array_variables", "check_plan_fits", "abstract_state", "placed_dtype", "eval_shape_off_mesh",
-           "is_array_like", "array_leaves", "placed_as", "value_leaves", "leaf_paths", "shape_of", "keep_scalars", "trace_factory",
-           "trace_digest", "check_value_leaves"]
+__all__ = ["is_int", "is_array", "is_scalar", "is_prng_key", "path_name", "check_mesh", "mesh_label", "is_node",
+           "check_node", "node_state", "array_variables", "check_plan_fits", "abstract_state", "placed_dtype",
+           "eval_shape_off_mesh", "is_array_like", "array_leaves", "placed_as", "value_leaves", "leaf_paths",
+           "shape_of", "keep_scalars", "trace_factory", "trace_digest", "check_value_leaves"]
 
 
 def is_int(x: Any) -> bool:
@@ -106,6 +106,12 @@ def check_mesh(mesh: Any, *, abstract: bool = False, optional: bool = True) -> N
         kind = "a jax.sharding.Mesh" + (" or AbstractMesh" if abstract else "") + (" or None" if optional else "")
         got = "None: it reads the mesh's axes, so it needs one" if mesh is None and not optional else repr(mesh)
         raise TypeError(f"mesh must be {kind}, got {got}; build one with make_mesh(...) or resolve_mesh(spec)")
+
+
+def mesh_label(mesh: Any) -> str:
+    """A mesh as messages name it: its axis sizes and, but for an ``AbstractMesh``, its devices' ids in mesh order."""
+    ids = getattr(mesh, "device_ids", None)
+    return f"mesh {dict(mesh.shape)}" + ("" if ids is None else f" (devices {np.asarray(ids).flatten().tolist()})")
 
 
 def is_node(node: Any) -> bool:

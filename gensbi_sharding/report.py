@@ -15,7 +15,8 @@ from flax import nnx
 from jax.sharding import Mesh, NamedSharding
 
 from gensbi_sharding.batch import batch_size_divisor
-from gensbi_sharding.nodes import check_mesh, check_node, is_array, is_array_like, is_int, leaf_paths, node_state, path_name
+from gensbi_sharding.nodes import (check_mesh, check_node, is_array, is_array_like, is_int, leaf_paths, mesh_label,
+                                   node_state, path_name)
 
 __all__ = ["bytes_per_device", "partition_specs", "MeshSummary", "VariablePlacement", "PlacementReport",
            "describe", "summarize_mesh", "mesh_init_simulate"]
@@ -164,7 +165,7 @@ def describe(node: Any, mesh: Mesh | None, *, top: int = 5) -> PlacementReport:
         if mesh is not None and isinstance(sharding, NamedSharding):  # placed (unplaced arrays may be anywhere)
             outside.update(set(shards) - ids)
             if not _same_layout(sharding.mesh, mesh):  # P('data') would read against the wrong axis sizes
-                other.setdefault(_mesh_label(sharding.mesh), path_name(path))
+                other.setdefault(mesh_label(sharding.mesh), path_name(path))
         variables.append(VariablePlacement(
             path=path_name(path), shape=tuple(value.shape), dtype=str(value.dtype),
             placement=_placement(value, sharding), nbytes=_nbytes(math.prod(value.shape), value.dtype),
@@ -174,7 +175,7 @@ def describe(node: Any, mesh: Mesh | None, *, top: int = 5) -> PlacementReport:
         raise ValueError(f"describe: the node's arrays are on devices {sorted(outside)}, outside the mesh given "
                          f"(devices {sorted(ids)}); pass the mesh they are on, or mesh=None")
     if other:  # same devices, other axes: the placements would be read against the given mesh's axis sizes
-        raise ValueError(f"describe: the node's arrays are on another mesh than the one given ({_mesh_label(mesh)}): "
+        raise ValueError(f"describe: the node's arrays are on another mesh than the one given ({mesh_label(mesh)}): "
                          + ", ".join(f"{path} on {label}" for label, path in other.items())
                          + "; pass the mesh they are on, or mesh=None")
     splitting = any(v.placement.startswith("P(") and not v.replicated for v in variables)
@@ -243,11 +244,6 @@ def _same_layout(a: Any, b: Mesh) -> bool:
     ids = getattr(a, "device_ids", None)  # an AbstractMesh (an abstract value's) has axes, no devices
     return dict(a.shape) == dict(b.shape) and tuple(a.axis_names) == tuple(b.axis_names) and (
         ids is None or np.array_equal(ids, b.device_ids))
-
-
-def _mesh_label(mesh: Any) -> str:
-    ids = getattr(mesh, "device_ids", None)
-    return f"mesh {dict(mesh.shape)}" + ("" if ids is None else f" (devices {np.asarray(ids).flatten().tolist()})")
 
 
 def _placement(value: Any, sharding: Any) -> str:
