@@ -17,7 +17,7 @@ from jax.sharding import AbstractMesh, Mesh
 __all__ = ["is_int", "is_array", "is_scalar", "is_prng_key", "path_name", "check_mesh", "mesh_label", "is_node",
            "check_node", "node_state", "array_variables", "check_plan_fits", "abstract_state", "placed_dtype",
            "eval_shape_off_mesh", "is_array_like", "array_leaves", "placed_as", "value_leaves", "leaf_paths",
-           "shape_of", "keep_scalars", "trace_factory", "trace_digest", "check_value_leaves"]
+           "shape_of", "keep_scalars", "trace_factory", "trace_digest", "check_value_leaves", "listing"]
 
 
 def is_int(x: Any) -> bool:
@@ -99,6 +99,11 @@ def path_name(path: Sequence[Any]) -> str:
     return "/".join(str(part) for part in path)
 
 
+def listing(items: Sequence[str], n: int = 3) -> str:
+    """The first ``n`` of ``items`` joined by commas, then how many more: ``"a, b, c and 2 more"``."""
+    return ", ".join(items[:n]) + (f" and {len(items) - n} more" if len(items) > n else "")
+
+
 def check_mesh(mesh: Any, *, abstract: bool = False, optional: bool = True) -> None:
     """``TypeError`` unless ``mesh`` is a ``jax.sharding.Mesh`` (or, with ``abstract``, an ``AbstractMesh``), or None
     when ``optional`` (a function reading the mesh's axes needs one)."""
@@ -164,8 +169,6 @@ def check_plan_fits(plan: Any, node: Any, caller: str) -> list[tuple[str, Any]]:
                 if planned.get(path) is not None and shape_of(var.get_value()) != tuple(planned[path])]
     if not (missing or reshaped):
         return variables
-    def listing(items):
-        return ", ".join(items[:3]) + (f" and {len(items) - 3} more" if len(items) > 3 else "")
     mine = {path for path, _ in variables}
     parts = [f"{len(missing)} of the node's {len(variables)} array variable(s) are not in the plan ({listing(missing)}; the "
              f"plan's paths: {listing([path for path in planned if path not in mine]) or 'none other'})"] * bool(missing)

@@ -16,8 +16,9 @@ import jax
 from flax import nnx
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from gensbi_sharding.nodes import (abstract_state, array_leaves, array_variables, check_mesh, check_node, check_plan_fits,
-                                   is_array, is_array_like, is_int, is_node, leaf_paths, path_name, shape_of)
+from gensbi_sharding.nodes import (abstract_state, array_leaves, array_variables, check_mesh, check_node,
+                                   check_plan_fits, is_array, is_array_like, is_int, is_node, leaf_paths, listing,
+                                   path_name, shape_of)
 from gensbi_sharding.rules import (RULES, ExperimentalRuleWarning, Rule, RuleTable, ShardingFallbackWarning, axes,
                                    logical_axes_of, partition_spec_for, partitioned, resolve_rule)
 
@@ -85,8 +86,8 @@ class Plan:
         reasons, paths_each = (len(self.fallbacks) if n is None else n for n in (max_reasons, max_paths))
         ordered = sorted(groups.items(), key=lambda group: (group[0].startswith(UNLIKE_PARAMETER), -len(group[1])))
         shown, hidden = ordered[:reasons], [paths for _, paths in ordered[reasons:]]
-        parts = [(", ".join(paths[:paths_each]) + (f" and {len(paths) - paths_each} more" if len(paths) > paths_each
-                 else "") if paths_each else f"{len(paths)} variable(s)") + f" ({reason})" for reason, paths in shown]
+        parts = [(listing(paths, paths_each) if paths_each else f"{len(paths)} variable(s)") + f" ({reason})"
+                 for reason, paths in shown]
         parts += [f"{sum(map(len, hidden))} more for {len(hidden)} other reason(s)"] if hidden else []
         cut = bool(hidden) or any(len(paths) > paths_each for _, paths in shown)
         return (f"{len(self.fallbacks)} variable(s) replicated instead of split under {self.rule.label} "
