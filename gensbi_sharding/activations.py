@@ -13,7 +13,7 @@ import jax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from gensbi_sharding.batch import batch_axes
-from gensbi_sharding.nodes import check_mesh
+from gensbi_sharding.nodes import check_mesh, mesh_axes_of
 from gensbi_sharding.rules import MeshAxes, Rule, resolve_rule
 from gensbi_sharding.sharding import ShardingFallbackWarning
 
@@ -81,9 +81,7 @@ class PartitionAxis(NamedTuple):
         batch = tuple(a for a in batch_axes(mesh) if sizes[a] > 1)
 
         def follow(logical: str) -> MeshAxes:
-            value = table.get(logical)  # an empty list splits nothing, as in plans (resolve_rule accepts it)
-            target = _as_axes(None if isinstance(value, (list, tuple)) and not value else value,
-                              f"rule table entry {logical!r}")
+            target = mesh_axes_of(table.get(logical))  # an empty list splits nothing, as in plans
             for axis in target:
                 if axis not in sizes:
                     raise ValueError(f"rule table maps {logical!r} to mesh axis {axis!r}, absent "
@@ -109,7 +107,11 @@ class PartitionAxis(NamedTuple):
         check_mesh(mesh, abstract=True, optional=False)
         resolved = {}
         for name, value in self._asdict().items():
-            axes = _as_axes(value, name)
+            if not (value is None or isinstance(value, str) or isinstance(value, Sequence) and value
+                    and all(isinstance(v, str) for v in value)):
+                raise ValueError(f"{name}={value!r} must be None, a mesh axis name or a non-empty sequence "
+                                 "of mesh axis names, e.g. 'data' or ('data', 'model')")
+            axes = mesh_axes_of(value)
             if len(set(axes)) != len(axes):
                 raise ValueError(f"{name}={value!r} names a mesh axis twice; list each mesh axis once")
             for axis in axes:
@@ -138,13 +140,13 @@ def activation_spec(names: Sequence[str | None], shape: Sequence[int], partition
             raise ValueError(f"unknown activation name {name!r}; known names: "
                              f"{', '.join(ACTIVATION_NAMES)} (or None for an unsplit dimension)")
         target = None if name is None else getattr(pa, ACTIVATION_NAMES[name])
-        axes = _as_axes(target, name)
+        axes = mesh_axes_of(target)  # checked by resolve
         size = math.prod(mesh.shape[a] for a in axes)
         if axes and used.intersection(axes):
             unsplit[name], target = f"mesh axes {axes} already split an earlier dimension", None
         elif dim % size:
             unsplit[name], target = f"size {dim} is not divisible by mesh axes {axes} of size {size}", None
-        used.update(_as_axes(target, name))
+        used.update(mesh_axes_of(target))
         entries.append(target)
     return P(*entries), unsplit
 
@@ -198,20 +200,9 @@ def constrain(x: jax.Array, names: Sequence[str | None], partition_axis: Partiti
     return x
 
 
-def _as_axes(value: Any, field: str) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    if isinstance(value, str):
-        return (value,)
-    if isinstance(value, Sequence) and value and all(isinstance(v, str) for v in value):
-        return tuple(value)
-    raise ValueError(f"{field}={value!r} must be None, a mesh axis name or a non-empty sequence "
-                     "of mesh axis names, e.g. 'data' or ('data', 'model')")
-
-
 def _keep(spec: P, names: set[str]) -> P:
     """``spec`` naming only the mesh axes in ``names`` (the others' dimensions None)."""
-    return P(*(_pack(tuple(a for a in _as_axes(entry, "spec") if a in names)) for entry in spec))
+    return P(*(_pack(tuple(a for a in mesh_axes_of(entry) if a in names)) for entry in spec))
 
 
 def _pack(axes: tuple[str, ...]) -> MeshAxes:

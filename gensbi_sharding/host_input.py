@@ -16,7 +16,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from gensbi_sharding.batch import batch_axes, check_same_rows
-from gensbi_sharding.nodes import check_mesh, is_array
+from gensbi_sharding.nodes import check_mesh, is_array, mesh_axes_of
 
 __all__ = ["DataPartitionType", "input_partition_spec", "host_to_global_array"]
 
@@ -147,8 +147,7 @@ def _replicated_digest(leaf: Any, spec: P, mesh: Mesh) -> str | None:
     """A short digest of a leaf every process holds alike (split over no mesh axis spanning processes), else None.
 
     Rows split across processes differ by design; hashed on the host once per checked call."""
-    split = [mesh.axis_names.index(a) for entry in spec if entry is not None
-             for a in ((entry,) if isinstance(entry, str) else entry)]
+    split = [mesh.axis_names.index(a) for entry in spec for a in mesh_axes_of(entry)]
     held: dict[int, set] = {}  # process -> the positions along the split axes its devices hold
     for index in np.ndindex(mesh.devices.shape):
         held.setdefault(mesh.devices[index].process_index, set()).add(tuple(index[i] for i in split))
@@ -209,7 +208,7 @@ def _check_local_shape(path: str, shape: tuple[int, ...], spec: P, mesh: Mesh) -
                          f"leaf has rank {len(shape)} (shape {shape}); use at most {len(shape)}")
     seen, kept, twice = set(), [], []  # kept: each mesh axis at its first use only, the spec suggested
     for entry in spec:
-        names = () if entry is None else (entry,) if isinstance(entry, str) else tuple(entry)
+        names = mesh_axes_of(entry)
         fresh = tuple(dict.fromkeys(a for a in names if a not in seen))
         twice += [a for a in names if a in seen or names.count(a) > 1]
         seen.update(names)
@@ -217,10 +216,9 @@ def _check_local_shape(path: str, shape: tuple[int, ...], spec: P, mesh: Mesh) -
     if twice:
         raise ValueError(f"PartitionSpec {spec} for leaf {name} names mesh axis {twice[0]!r} twice; a mesh axis "
                          f"splits one dimension at most: use e.g. {P(*kept)}")
-    for dim, entry in enumerate(spec):
-        if entry is None:
+    for dim, names in enumerate(map(mesh_axes_of, spec)):
+        if not names:
             continue
-        names = (entry,) if isinstance(entry, str) else tuple(entry)
         missing = [a for a in names if a not in mesh.shape]
         if missing:
             raise ValueError(f"PartitionSpec {spec} for leaf {name} names mesh axis {missing[0]!r}, "

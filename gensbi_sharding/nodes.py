@@ -17,7 +17,8 @@ from jax.sharding import AbstractMesh, Mesh
 __all__ = ["is_int", "is_array", "is_scalar", "is_prng_key", "path_name", "check_mesh", "mesh_label", "is_node",
            "check_node", "node_state", "array_variables", "check_plan_fits", "abstract_state", "placed_dtype",
            "eval_shape_off_mesh", "is_array_like", "array_leaves", "placed_as", "value_leaves", "leaf_paths",
-           "shape_of", "keep_scalars", "trace_factory", "trace_digest", "check_value_leaves", "listing"]
+           "shape_of", "keep_scalars", "trace_factory", "trace_digest", "check_value_leaves", "listing",
+           "mesh_axes_of"]
 
 
 def is_int(x: Any) -> bool:
@@ -97,6 +98,11 @@ def leaf_paths(node: Any) -> list[tuple[tuple, Any]]:
 def path_name(path: Sequence[Any]) -> str:
     """Join a graph or state path into the key plans and reports use, e.g. ``"up/kernel"``."""
     return "/".join(str(part) for part in path)
+
+
+def mesh_axes_of(entry: Any) -> tuple:
+    """The mesh axes of a PartitionSpec entry or a checked rule-table value: None -> (), "data" -> ("data",)."""
+    return () if entry is None else (entry,) if isinstance(entry, str) else tuple(entry)
 
 
 def listing(items: Sequence[str], n: int = 3) -> str:

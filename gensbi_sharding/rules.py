@@ -14,7 +14,7 @@ from typing import Any, Union
 from flax import nnx
 from jax.sharding import Mesh, PartitionSpec as P
 
-from gensbi_sharding.nodes import check_mesh
+from gensbi_sharding.nodes import check_mesh, mesh_axes_of
 
 __all__ = ["LOGICAL_AXES", "MODEL_AXIS", "MeshAxes", "RuleTable", "RULES", "Rule", "resolve_rule",
            "partition_spec_for", "axes", "partitioned", "logical_axes_of", "ShardingFallbackWarning",
@@ -241,7 +241,7 @@ def partition_spec_for(names: Sequence[str | None] | None, shape: Sequence[int],
         if target is None:
             entries.append(None)
             continue
-        mesh_axes = (target,) if isinstance(target, str) else tuple(target)
+        mesh_axes = mesh_axes_of(target)
         for axis in mesh_axes:
             if axis not in mesh.shape:
                 return P(), (f"logical axis {name!r} maps to mesh axis {axis!r}, absent from the mesh "
