@@ -23,7 +23,7 @@ from gensbi_sharding.checkpoint_steps import (CHECKPOINT_SUBDIR, committed_steps
                                               is_prng_key, is_variable, item_handlers, nest_by_path, path_key)
 from gensbi_sharding.rules import Rule, RuleTable
 from gensbi_sharding.nodes import (abstract_state, array_leaves, check_node, is_node, is_scalar, node_state,
-                                   placed_dtype, trace_factory, value_leaves)
+                                   placed_dtype, prefix_holding, trace_factory, value_leaves)
 from gensbi_sharding.sharding import plan_shardings
 
 __all__ = ["CHECKPOINT_SUBDIR", "CheckpointWriter", "Restored", "abstract_state_for",
@@ -236,11 +236,11 @@ def _check_against(saved: Mapping[str, Any], target: Mapping[str, Any], step_dir
 def _nesting(saved: Mapping[str, Any], target: Mapping[str, Any]) -> str | None:
     """The fix when one side holds the other's every variable under one prefix (``(model, optimizer)`` saved, one node
     restored, or the reverse); else None."""
+    def variables(names):  # the train state's, without the RNG key
+        return [name.removeprefix("state/") for name in names if name.startswith("state/")]
+
     for inner, outer, saved_one in ((target, saved, False), (saved, target, True)):
-        names = [name[6:] for name in inner if name.startswith("state/")]
-        heads = {o[6:-len(names[0]) - 1] for o in outer
-                 if names and o.startswith("state/") and o.endswith("/" + names[0])}
-        head = next((h for h in sorted(heads) if all(f"state/{h}/{n}" in outer for n in names)), None)
+        head = prefix_holding(variables(inner), variables(outer))
         if head is not None:
             return (f"The target holds every variable of the checkpoint under '{head}/': the checkpoint was saved from "
                     "that one node; build the target from it alone, e.g. abstract_state_for(model, mesh, rule)"

@@ -18,7 +18,7 @@ __all__ = ["is_int", "is_array", "is_scalar", "is_prng_key", "path_name", "check
            "check_node", "node_state", "array_variables", "check_plan_fits", "abstract_state", "placed_dtype",
            "eval_shape_off_mesh", "is_array_like", "array_leaves", "placed_as", "value_leaves", "leaf_paths",
            "shape_of", "keep_scalars", "trace_factory", "trace_digest", "check_value_leaves", "listing",
-           "mesh_axes_of"]
+           "mesh_axes_of", "prefix_holding"]
 
 
 def is_int(x: Any) -> bool:
@@ -161,6 +161,14 @@ def shape_of(value: Any) -> tuple:
     return tuple(value.shape) if hasattr(value, "shape") else tuple(tuple(a.shape) for a in array_leaves(value))
 
 
+def prefix_holding(names: Sequence[str], paths: Iterable[str]) -> str | None:
+    """The first prefix ``p`` (sorted) with ``f"{p}/{name}"`` in ``paths`` for every one of ``names``, else None: where
+    a tuple, list or dict holding a node holds its variables (``"0"`` in ``(model, optimizer)``)."""
+    paths = set(paths)
+    heads = sorted({path[:-len(names[0]) - 1] for path in paths if names and path.endswith("/" + names[0])})
+    return next((head for head in heads if all(f"{head}/{name}" in paths for name in names)), None)
+
+
 def check_plan_fits(plan: Any, node: Any, caller: str) -> list[tuple[str, Any]]:
     """``array_variables(node)``; ``ValueError`` naming the variables ``plan`` lacks or planned at another shape
     (nothing may move unplanned), ``TypeError`` for a ``plan`` or ``node`` of another type."""
@@ -180,8 +188,7 @@ def check_plan_fits(plan: Any, node: Any, caller: str) -> list[tuple[str, Any]]:
              f"plan's paths: {listing([path for path in planned if path not in mine]) or 'none other'})"] * bool(missing)
     parts += [f"{len(reshaped)} of another shape ({listing(reshaped)})"] * bool(reshaped)
     # A plan of (model, optimizer) used on the model holds every path under "0/": say so, and what places it.
-    outer = [path[:-len(missing[0]) - 1] for path in planned if missing and path.endswith("/" + missing[0])]
-    within = next((o for o in outer if all(f"{o}/{path}" in planned for path in missing)), None)
+    within = prefix_holding(missing, planned)
     held = "" if within is None else (f"; the plan holds each under '{within}/': it was made for a tuple, list or "
                                       "dict holding this node (e.g. (model, optimizer)); place that, or")
     raise ValueError(f"{caller}: the plan was made for another node: " + "; ".join(parts) + (held or ";") +
