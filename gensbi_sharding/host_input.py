@@ -116,10 +116,8 @@ def _check_processes_agree(error: ValueError | None, treedef: Any, leaves: list)
     said = texts_if_processes_differ(f"failed: {error}" if error else f"passes tree {treedef}, leaves " + ", ".join(
         f"{path} {shape} {dtype} at {spec}" + (f" values {digest}" if digest else "")
         for path, shape, dtype, spec, digest in leaves))
-    if said is None:
+    if said is None or error:  # with an error, this process raises its own
         return
-    if error:
-        return  # this process raises its own error
     other = next(p for p, s in sorted(enumerate(said), key=lambda ps: not ps[1].startswith("failed"))
                  if s != said[jax.process_index()])
     raise ValueError(f"host_to_global_array: process {jax.process_index()} {said[jax.process_index()]}; but "
