@@ -194,21 +194,20 @@ def check_table(table: Mapping) -> None:
     """``ValueError`` naming the entry unless each key is in ``LOGICAL_AXES`` (another str only mapped to None or
     ``()``: declared unsplit) and each value None, a mesh axis name or a list naming each mesh axis once."""
     for key, value in table.items():
+        names = [] if value is None else list(value) if _is_sequence(value) else [value]
         # Another name (a stacked-layer axis, transform_metadata={nnx.PARTITION_NAME: "layers"}) may be declared
         # unsplit (None, (), []): only a split needs the vocabulary, where a typo would split nothing.
-        unsplit = value is None or (_is_sequence(value) and not len(value))
-        if key not in LOGICAL_AXES and (not unsplit or not isinstance(key, str)):
+        if key not in LOGICAL_AXES and (names or not isinstance(key, str)):
             other = (f"another name, e.g. a stacked-layer axis, can only be left unsplit: {{{key!r}: None}}"
                      if isinstance(key, str) else f"a key is a logical axis name, a str: got {type(key).__name__}")
             raise ValueError(f"rule table key {key!r} is not a logical axis; valid keys: {', '.join(LOGICAL_AXES)} "
                              f"({other})")
-        names = list(value) if _is_sequence(value) else [value]
-        if value is not None and not all(isinstance(v, str) for v in names):
+        if not all(isinstance(v, str) for v in names):
             raise ValueError(f"rule table entry {{{key!r}: {value!r}}}: a value must be a mesh axis name "
                              f"(e.g. 'data' or 'model'), a list of them, or None")
-        twice = next((v for v in names if names.count(v) > 1), None) if value is not None else None
-        once = tuple(dict.fromkeys(names))
+        twice = next((v for v in names if names.count(v) > 1), None)
         if twice is not None:  # one dimension cannot be split over a mesh axis twice, on any mesh
+            once = tuple(dict.fromkeys(names))
             raise ValueError(f"rule table entry {{{key!r}: {value!r}}} names mesh axis {twice!r} twice; list "
                              f"each once: {{{key!r}: {once[0] if len(once) == 1 else once!r}}}")
 
