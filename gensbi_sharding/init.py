@@ -60,8 +60,7 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Rule
         return node
     graphdef, state, plan = _trace_and_plan(factory, mesh, rule, warn, "init_sharded")
     variables = dict((path_name(p), v) for p, v in nnx.to_flat_state(state) if path_name(p) in plan.specs)
-    device = next((d for d in mesh.devices.flat if d.process_index == jax.process_index()), None)
-    if device is None:
+    if not mesh.local_devices:
         raise ValueError(f"the mesh {dict(mesh.shape)} holds no device of this process ({jax.process_index()}); "
                          "build it over every process's devices, e.g. make_mesh() on each process")
     pending, first = [], None
@@ -70,7 +69,7 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Rule
         # The constructor's own warnings were shown once; jit refuses one device under an active mesh.
         with warnings.catch_warnings(action="ignore"), jax.set_mesh(None):
             constants: dict = {}  # the leaves each variable's value holds built from no traced array
-            traced = jax.jit(_select(factory, group, constants), out_shardings=SingleDeviceSharding(device)).trace()
+            traced = jax.jit(_select(factory, group, constants), out_shardings=SingleDeviceSharding(mesh.local_devices[0])).trace()
             program = traced.lower().compile()
         # One group (most models): nothing to compare, and the digest cost ~0.5 s per 2,700 operations.
         digest = trace_digest(traced.jaxpr, constants) if len(groups) > 1 else None
