@@ -190,13 +190,13 @@ def _specs(partition: Any, host_arrays: Any, mesh: Mesh) -> list[P]:
     if bad:
         raise ValueError(f"partition leaves must be PartitionSpecs, got {bad[0]!r}; or pass a "
                          f"DataPartitionType, one of {[k.value for k in DataPartitionType]}")
-    try:
-        subtrees = spec_def.flatten_up_to(host_arrays)
+    try:  # a spec for a subtree is every leaf's
+        specs = jax.tree.broadcast(partition, host_arrays, is_leaf=lambda x: isinstance(x, P))
     except (ValueError, TypeError) as err:
         raise ValueError(f"partition tree {spec_def} does not match the host_arrays tree "
                          f"{jax.tree.structure(host_arrays)}; give one PartitionSpec per array (or per "
                          "subtree)") from err
-    return [spec for spec, subtree in zip(spec_leaves, subtrees) for _ in jax.tree.leaves(subtree)]
+    return jax.tree.leaves(specs, is_leaf=lambda x: isinstance(x, P))
 
 
 def _check_local_shape(path: str, shape: tuple[int, ...], spec: P, mesh: Mesh) -> None:
