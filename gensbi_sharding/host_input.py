@@ -73,15 +73,15 @@ def host_to_global_array(host_arrays: Any, *, partition: Any = DataPartitionType
     mesh = _concrete_mesh(mesh)
     flat, treedef = jax.tree_util.tree_flatten_with_path(host_arrays)
     leaves, targets, error = [leaf for _, leaf in flat], {}, None
+    paths = [jax.tree_util.keystr(keypath) or "<root>" for keypath, _ in flat]  # as messages name each leaf
     try:  # caught, so every process reaches the one collective of _check_processes_agree and raises too
         specs = _specs(partition, host_arrays, mesh)
         # The leaves split along their leading axis are one batch: their rows must line up (as shard_batch's).
         check_same_rows(jax.tree.unflatten(treedef, [leaf if is_array(leaf) and len(spec) and spec[0] is not None
                                                      else None for leaf, spec in zip(leaves, specs)]), "host_arrays")
-        for i, ((keypath, leaf), spec) in enumerate(zip(flat, specs)):
-            path = jax.tree_util.keystr(keypath)
+        for i, (path, leaf, spec) in enumerate(zip(paths, leaves, specs)):
             if isinstance(leaf, jax.ShapeDtypeStruct):  # it would stay unplaced, one process's shape
-                raise ValueError(f"leaf {path or '<root>'} is abstract ({leaf}); host_to_global_array builds arrays "
+                raise ValueError(f"leaf {path} is abstract ({leaf}); host_to_global_array builds arrays "
                                  "from each process's rows: for a dry run's batch, shard_batch(the global batch as "
                                  "jax.ShapeDtypeStruct, mesh)")
             if not is_array(leaf):
@@ -89,7 +89,7 @@ def host_to_global_array(host_arrays: Any, *, partition: Any = DataPartitionType
             if isinstance(leaf, jax.core.Tracer):  # mesh= given inside jax.jit: is_fully_addressable would raise
                 raise ValueError(_OUTSIDE_JIT)
             if isinstance(leaf, jax.Array) and not leaf.is_fully_addressable:
-                raise ValueError(f"leaf {path or '<root>'} is already a global array spanning processes; "
+                raise ValueError(f"leaf {path} is already a global array spanning processes; "
                                  "pass this process's rows as a numpy or local jax array")
             _check_local_shape(path, leaf.shape, spec, mesh)
             targets[i] = NamedSharding(mesh, spec)
@@ -98,9 +98,9 @@ def host_to_global_array(host_arrays: Any, *, partition: Any = DataPartitionType
     # Inside jit no collective can run; a mesh over some processes only: the others may never call this.
     if check_processes and jax.process_count() > 1 and str(error) != _OUTSIDE_JIT and len(
             {d.process_index for d in mesh.devices.flat}) == jax.process_count():
-        _check_processes_agree(error, treedef, [(jax.tree_util.keystr(k) or "<root>", leaf.shape, leaf.dtype,
-                                                 targets[i].spec, _replicated_digest(leaf, targets[i].spec, mesh))
-                                                for i, (k, leaf) in enumerate(flat) if i in targets])
+        _check_processes_agree(error, treedef, [(paths[i], leaves[i].shape, leaves[i].dtype, sharding.spec,
+                                                 _replicated_digest(leaves[i], sharding.spec, mesh))
+                                                for i, sharding in targets.items()])
     if error:
         raise error
     for i, sharding in targets.items():
@@ -199,8 +199,7 @@ def _specs(partition: Any, host_arrays: Any, mesh: Mesh) -> list[P]:
     return jax.tree.leaves(specs, is_leaf=lambda x: isinstance(x, P))
 
 
-def _check_local_shape(path: str, shape: tuple[int, ...], spec: P, mesh: Mesh) -> None:
-    name = path or "<root>"
+def _check_local_shape(name: str, shape: tuple[int, ...], spec: P, mesh: Mesh) -> None:
     if len(spec) > len(shape):
         raise ValueError(f"PartitionSpec {spec} for leaf {name} has {len(spec)} entries, but the "
                          f"leaf has rank {len(shape)} (shape {shape}); use at most {len(shape)}")
