@@ -49,18 +49,24 @@ def _losses(run_dir: Path) -> np.ndarray:
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory, devices):
-    """The uninterrupted run (8 steps on the default (8, 1) mesh)."""
+def reference_run(tmp_path_factory, devices):
+    """The uninterrupted run's folder (8 steps on the default (8, 1) mesh); tests only read it or copy it."""
     out = tmp_path_factory.mktemp("reference") / "run"
     assert run_tiny(out)["status"] == "ok"
-    return _losses(out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def reference(reference_run):
+    """The uninterrupted run's losses."""
+    return _losses(reference_run)
 
 
 @pytest.fixture(scope="module")
 def usr1_at_3(tmp_path_factory, devices):
     """SIGUSR1 after step 3 of a ``train.resume=auto`` run, then the same command again (requeued).
 
-    Shared by two tests (each run costs seconds); what the stop left is read before the resume, and the
+    Shared by four tests (each run costs seconds); what the stop left is read before the resume, and the
     resumed run's losses before any test continues the folder further.
     """
     out = tmp_path_factory.mktemp("usr1") / "run"
@@ -70,10 +76,12 @@ def usr1_at_3(tmp_path_factory, devices):
     after_stop = SimpleNamespace(handler=signal.getsignal(signal.SIGUSR1), losses=_losses(out),
                                  status=json.loads((out / "metrics.json").read_text())["status"],
                                  checkpoint=(out / "checkpoints" / "3").is_dir())
-    stopped_copy = shutil.copytree(out, out.parent / "stopped_copy")  # for a test that continues it elsewhere
+    # Copies for the tests that continue the stopped run otherwise (each as if it had stopped it itself).
+    stopped_copy = shutil.copytree(out, out.parent / "stopped_copy")
+    stopped_copy_2 = shutil.copytree(out, out.parent / "stopped_copy_2")
     resumed = run_tiny(out, "train.resume=auto")  # the same command, requeued
     return SimpleNamespace(out=out, stopped=stopped, after_stop=after_stop, resumed=resumed,
-                           resumed_losses=_losses(out), stopped_copy=stopped_copy)
+                           resumed_losses=_losses(out), stopped_copy=stopped_copy, stopped_copy_2=stopped_copy_2)
 
 
 def test_signal_checkpoints_at_the_next_step_and_auto_resume_continues_exactly(usr1_at_3, reference):
@@ -185,11 +193,12 @@ def _run_capturing_weights(out: Path, *overrides: str) -> tuple[dict, list]:
 
 @pytest.fixture(scope="module")
 def early_stopped(tmp_path_factory, devices):
-    """The uninterrupted run with early stopping, and its final sampled weights."""
-    metrics, weights = _run_capturing_weights(tmp_path_factory.mktemp("early") / "run", *EARLY_STOPPING)
+    """The uninterrupted run with early stopping, its final sampled weights and its folder (only read)."""
+    out = tmp_path_factory.mktemp("early") / "run"
+    metrics, weights = _run_capturing_weights(out, *EARLY_STOPPING)
     assert metrics["status"] == "ok" and metrics["stopped_early"]
     assert (metrics["best_step"], metrics["final_step"]) == (10, 16)
-    return metrics, weights
+    return metrics, weights, out
 
 
 @pytest.mark.slow  # end-to-end runs
@@ -200,7 +209,7 @@ def test_a_resumed_run_keeps_its_early_stopping_and_ends_as_the_uninterrupted_on
     # preempted at 13 and resumed, the run went on to step 24 and returned its best of steps 14..24.
     # 13: between validations, the best (10) found; 12: the validation of the checkpointed step is still
     # due (it runs first on resume); 16: the step early stopping ends at (resumed, it trains nothing).
-    reference, reference_weights = early_stopped
+    reference, reference_weights, _ = early_stopped
     out = tmp_path / "run"
     with monkeypatch.context() as patch:
         _signal_at(patch, stop_at)
@@ -226,7 +235,7 @@ def test_a_resumed_run_keeps_its_early_stopping_and_ends_as_the_uninterrupted_on
     (("train.val_every=2", "train.checkpoint_every=4"), 8, 8),  # the last step is due: saved before its validation
     ((*EARLY_STOPPING, "train.checkpoint_every=8"), 10, 16),  # early stopping ends at a due step
     (EARLY_STOPPING, 10, 16)])  # the final save alone, after the loop
-def test_the_final_checkpoint_tells_the_best_step_metrics_json_does(tmp_path, caplog, devices, overrides, best, final):
+def test_the_final_checkpoint_tells_the_best_step_metrics_json_does(tmp_path, caplog, request, overrides, best, final):
     # Was: a due last step was checkpointed before its validation: resumed from it, the run logged "best step 6,
     # 3 validation(s)" while metrics.json (both runs') said best_step 8.
     import logging
@@ -234,13 +243,18 @@ def test_the_final_checkpoint_tells_the_best_step_metrics_json_does(tmp_path, ca
     from gensbi_sharding.checkpoint import saved_info
     from gensbi_sharding.harness.state import EARLY_STOPPING as SAVED
 
-    first = run_tiny(tmp_path / "a", *overrides)
+    if overrides == EARLY_STOPPING:  # the module's uninterrupted early-stopping run is this run: read it
+        first, _, folder = request.getfixturevalue("early_stopped")
+    else:
+        request.getfixturevalue("devices")
+        folder = tmp_path / "a"
+        first = run_tiny(folder, *overrides)
     history = [list(point) for point in first["val_history"]]
     assert (first["best_step"], first["final_step"]) == (best, final)
-    saved = saved_info(tmp_path / "a" / "checkpoints" / str(final))[SAVED]
+    saved = saved_info(folder / "checkpoints" / str(final))[SAVED]
     assert saved["best_step"] == best and saved["history"] == history
     with caplog.at_level(logging.INFO, logger="gensbi_sharding"):
-        again = run_tiny(tmp_path / "b", *overrides, f"train.resume={tmp_path / 'a'}")
+        again = run_tiny(tmp_path / "b", *overrides, f"train.resume={folder}")
     lines = [r.getMessage() for r in caplog.records if "best step" in r.getMessage()]
     assert lines and all(f"best step {best}, {len(first['val_history'])} validation(s)" in line for line in lines)
     assert (again["steps"], again["best_step"]) == (0, best) and [list(p) for p in again["val_history"]] == history
@@ -610,11 +624,11 @@ def test_a_sweep_rerun_with_its_values_reordered_never_continues_another_jobs_ch
 
 # ------------------------------------------------------------------ real signals to launch.py
 
-def test_a_completed_run_names_the_command_that_trains_it_further(tmp_path, devices):
+def test_a_completed_run_names_the_command_that_trains_it_further(tmp_path, reference_run):
     # Was: "choose another hydra.run.dir", and a new folder with train.resume=auto starts from step 0,
     # whose hint named the folder just refused. train.resume=<the run> into a new folder continues it.
-    out = tmp_path / "run"
-    assert run_tiny(out)["status"] == "ok"
+    out = shutil.copytree(reference_run, tmp_path / "run")  # a completed run of the tiny config (its own copy)
+    assert json.loads((out / "metrics.json").read_text())["status"] == "ok"
     refused = run_tiny(out, "train.resume=auto", "train.steps=16")
     assert refused["status"] == "error"
     found = re.search(r"never overwritten; choose another hydra.run.dir \(or hydra.sweep.dir\); to train it further "
@@ -647,10 +661,11 @@ def test_the_train_further_command_keeps_the_overrides_and_a_fresh_folder(tmp_pa
 
 @pytest.mark.slow
 @pytest.mark.timeout(400)
-def test_the_printed_command_trains_a_completed_run_further(tmp_path, devices):
-    out = tmp_path / "r1"
-    first = _launch("train.checkpoint_every=0", f"hydra.run.dir={out}", cwd=tmp_path)
-    assert first.wait(timeout=300) == 0, first.communicate()[0][-3000:]
+def test_the_printed_command_trains_a_completed_run_further(tmp_path, reference_run):
+    # The completed run: the tiny config's (train.checkpoint_every=0, the default), copied from the module's
+    # reference run (a launch of its own cost ~5 s of CPU); what is launched is the refusal and its command.
+    out = shutil.copytree(reference_run, tmp_path / "r1")
+    assert json.loads((out / "metrics.json").read_text())["status"] == "ok"
     refused = _launch("train.checkpoint_every=0", "train.resume=auto", "train.steps=16", f"hydra.run.dir={out}",
                       cwd=tmp_path)
     text = refused.communicate(timeout=300)[0]
@@ -914,12 +929,11 @@ def _second_process_lock(folder):
     assert proc.returncode == 0, proc.stderr
 
 
-def test_a_mistyped_resume_path_can_be_corrected_in_the_same_folder(tmp_path, devices):
+def test_a_mistyped_resume_path_can_be_corrected_in_the_same_folder(tmp_path, reference_run):
     # Was: the corrected train.resume=<run> was refused ("rerun with train.resume=auto"), and
     # train.resume=auto then started from scratch, ignoring the intended checkpoint.
-    source, out = tmp_path / "source", tmp_path / "run"
-    assert run_tiny(source)["status"] == "ok"
-    typo = run_tiny(out, f"train.resume={tmp_path / 'sourse'}", "train.steps=12")
+    source, out = reference_run, tmp_path / "run"  # source: a completed run of the tiny config (only read)
+    typo = run_tiny(out, f"train.resume={source.parent / 'sourse'}", "train.steps=12")
     assert typo["status"] == "error" and "does not exist" in typo["error"]
     fixed = run_tiny(out, f"train.resume={source}", "train.steps=12")
     assert fixed["status"] == "ok" and fixed["resumed_from"] == str(source / "checkpoints" / "8")
@@ -931,13 +945,20 @@ def test_a_mistyped_resume_path_can_be_corrected_in_the_same_folder(tmp_path, de
         run_folder.ensure_fresh(out, resume_from=True)
 
 
-def test_resuming_on_other_held_out_pairs_starts_early_stopping_afresh(tmp_path, caplog, devices):
+@pytest.fixture(scope="module")
+def val4_source(tmp_path_factory, devices):
+    """A completed run validating every 4 steps, the checkpoint two tests resume from (only read)."""
+    source = tmp_path_factory.mktemp("val4") / "source"
+    assert run_tiny(source, "train.val_every=4")["status"] == "ok"
+    return source
+
+
+def test_resuming_on_other_held_out_pairs_starts_early_stopping_afresh(tmp_path, caplog, val4_source):
     # Was: the checkpoint's best validation loss, measured on other pairs, was kept and compared with
     # this run's: never beaten, the old weights were sampled after all the new training.
     import logging
 
-    source, out = tmp_path / "source", tmp_path / "run"
-    assert run_tiny(source, "train.val_every=4")["status"] == "ok"
+    source, out = val4_source, tmp_path / "run"
     with caplog.at_level(logging.WARNING, logger="gensbi_sharding"):
         moved = run_tiny(out, f"train.resume={source}", "train.steps=12", "train.val_every=4",
                          "data.num_simulations=1024")
@@ -951,14 +972,13 @@ def test_resuming_on_other_held_out_pairs_starts_early_stopping_afresh(tmp_path,
     assert [step for step, _ in same["val_history"]] == [4, 8, 12]  # same pairs: the history continues
 
 
-def test_resuming_compares_the_effective_data_shards_not_the_written_value(tmp_path, caplog, devices):
+def test_resuming_compares_the_effective_data_shards_not_the_written_value(tmp_path, caplog, val4_source):
     # Was: data.shards=null (one shard per process: 1 here) against data.shards=1 counted as other held-out
     # pairs, and the checkpoint's early stopping was thrown away; across process counts null == null hid a
     # real change of pairs (tests/test_held_out.py covers the saved configs of 2 processes).
     import logging
 
-    source = tmp_path / "source"
-    assert run_tiny(source, "train.val_every=4")["status"] == "ok"
+    source = val4_source
     with caplog.at_level(logging.WARNING, logger="gensbi_sharding"):
         same = run_tiny(tmp_path / "same", f"train.resume={source}", "train.steps=12", "train.val_every=4",
                         "data.shards=1")
@@ -1116,14 +1136,12 @@ def test_a_continued_run_keeps_the_training_figures_of_the_attempts_that_trained
     assert [elsewhere[k] for k in ("compile_s", "median_step_s", "samples_per_s", "final_train_loss")] == [None] * 4
 
 
-def test_an_attempt_refused_before_it_restored_records_no_resume_point(tmp_path, monkeypatch, devices):
+def test_an_attempt_refused_before_it_restored_records_no_resume_point(usr1_at_3):
     # Was: an attempt refused after its checkpoint was found (train.steps below the checkpoint's step, another
     # task) recorded resumed_from_step 3 and resumed_from, in its metrics.json and then in previous_attempts,
     # as if it had continued from there.
-    out = tmp_path / "run"
-    with monkeypatch.context() as patch:
-        _signal_at(patch, 3, signal.SIGUSR1)
-        assert run_tiny(out, "train.resume=auto")["status"] == "preempted"
+    out = usr1_at_3.stopped_copy_2  # SIGUSR1 after step 3 of a train.resume=auto run, as the stop left it
+    assert json.loads((out / "metrics.json").read_text())["status"] == "preempted"
     beyond = run_tiny(out, "train.resume=auto", "train.steps=2")
     assert beyond["status"] == "error" and "is at step 3, beyond train.steps=2" in beyond["error"]
     assert beyond["resumed_from_step"] is None and beyond["resumed_from"] is None
