@@ -64,11 +64,34 @@ def spec_axes(spec: str) -> set[str]:
 # ------------------------------------------------------------------ fixtures: shared runs
 
 @pytest.fixture(scope="module")
-def sweep(tmp_path_factory):
+def shared_launches(tmp_path_factory):
+    """The three launches the module's tests read (below), run as ``launch()`` would, forked one after the other
+    from one Python process that imported launch.py's modules once (tests/fork_launch.py: ~1.5 s of CPU less
+    per launch; each still a process of its own, from launch.py's first line): ``{name: (its launch, root)}``."""
+    from fork_launch import run_forked
+
+    roots = {name: tmp_path_factory.mktemp(name) for name in ("sweep", "none", "strict")}
+    commands = {
+        # Every rule x model_axis 3 (invalid on 8 devices), 1, 2: 12 jobs in one process.
+        "sweep": ["-m", *TINY, f"rule={','.join(RULES)}", "mesh.model_axis=3,1,2",
+                  f"hydra.sweep.dir={roots['sweep'] / 'multirun'}"],
+        "none": [*TINY, "mesh=none", "eval.plot=true", f"hydra.run.dir={roots['none'] / 'run'}"],
+        # width 36 under fsdp on (8, 1): embed dims of 36 cannot split 8 ways. strict on, then off.
+        "strict": ["-m", *TINY, "rule=fsdp", "model.width=36", "strict=true,false",
+                   f"hydra.sweep.dir={roots['strict'] / 'multirun'}"],
+    }
+    env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
+    env["JAX_PLATFORMS"] = "cpu"
+    fork = tmp_path_factory.mktemp("fork")
+    procs = run_forked([{"args": args, "cwd": roots[name]} for name, args in commands.items()], env=env,
+                       timeout=3 * 400, workdir=fork)
+    return {name: (proc, roots[name]) for name, proc in zip(commands, procs)}
+
+
+@pytest.fixture(scope="module")
+def sweep(shared_launches):
     """Every rule x model_axis 3 (invalid on 8 devices), 1, 2: 12 jobs in one process."""
-    root = tmp_path_factory.mktemp("sweep")
-    proc = launch(f"rule={','.join(RULES)}", "mesh.model_axis=3,1,2",
-                  f"hydra.sweep.dir={root / 'multirun'}", cwd=root, multirun=True)
+    proc, root = shared_launches["sweep"]
     jobs = {}
     for metrics_path in (root / "multirun").glob("*/metrics.json"):
         m = json.loads(metrics_path.read_text())
@@ -78,18 +101,15 @@ def sweep(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def no_mesh_run(tmp_path_factory):
-    root = tmp_path_factory.mktemp("none")
-    proc = launch("mesh=none", "eval.plot=true", f"hydra.run.dir={root / 'run'}", cwd=root)
+def no_mesh_run(shared_launches):
+    proc, root = shared_launches["none"]
     return proc, root / "run"
 
 
 @pytest.fixture(scope="module")
-def strict_sweep(tmp_path_factory):
+def strict_sweep(shared_launches):
     """width 36 under fsdp on (8, 1): embed dims of 36 cannot split 8 ways. strict on, then off."""
-    root = tmp_path_factory.mktemp("strict")
-    proc = launch("rule=fsdp", "model.width=36", "strict=true,false",
-                  f"hydra.sweep.dir={root / 'multirun'}", cwd=root, multirun=True)
+    proc, root = shared_launches["strict"]
     assert (root / "multirun" / "1" / "metrics.json").exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc, root / "multirun"
 
@@ -332,11 +352,31 @@ BAD_INPUTS = {
 }
 
 
+@pytest.fixture(scope="module")
+def bad_input_launches(tmp_path_factory):
+    """``{override: (its launch, its working folder)}``: each bad input launched as ``launch()`` does, in a
+    folder of its own, all forked from one Python process that imported launch.py's modules once
+    (tests/fork_launch.py: ~1.5 s of CPU less per launch; each still a process of its own, from launch.py's
+    first line)."""
+    from fork_launch import run_forked
+
+    root = tmp_path_factory.mktemp("bad_inputs")
+    folders = {override: root / str(i) for i, override in enumerate(BAD_INPUTS)}
+    for folder in folders.values():
+        folder.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
+    env["JAX_PLATFORMS"] = "cpu"
+    (root / "fork").mkdir()
+    procs = run_forked([{"args": [*TINY, override, f"hydra.run.dir={folder / 'run'}"], "cwd": folder}
+                        for override, folder in folders.items()], env=env, timeout=400, workdir=root / "fork")
+    return {override: (proc, folders[override]) for override, proc in zip(BAD_INPUTS, procs)}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("override", list(BAD_INPUTS))
-def test_bad_input_fails_in_one_line_before_training(tmp_path, override):
+def test_bad_input_fails_in_one_line_before_training(bad_input_launches, override):
     fragments, run_level = BAD_INPUTS[override]
-    proc = launch(override, f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path)
+    proc, tmp_path = bad_input_launches[override]
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0
     assert "Traceback" not in out

@@ -559,10 +559,25 @@ def test_a_quoted_list_for_a_list_key_is_refused_naming_the_unquoted_list(args, 
         assert composed == {"[3]": [3], "[8,0]": [8, 0], "[1]": [1]}[fix[-1].split("=")[1]]
 
 
+@pytest.fixture(scope="module")
+def list_refusal_launches(tmp_path_factory):
+    """``{args: (its launch, its empty working folder)}`` for ``LIST_REFUSALS``: ``python launch.py <args>``,
+    each forked from one Python process that imported launch.py's modules once (tests/fork_launch.py: ~1.5 s of
+    CPU less per launch; each still a process of its own, from launch.py's first line)."""
+    from fork_launch import run_forked
+
+    root = tmp_path_factory.mktemp("list_refusals")
+    folders = [root / str(i) for i in range(len(LIST_REFUSALS))]
+    for folder in [*folders, root / "fork"]:
+        folder.mkdir()
+    procs = run_forked([{"args": args, "cwd": folder} for (args, _), folder in zip(LIST_REFUSALS, folders)],
+                       env=dict(os.environ), timeout=300, workdir=root / "fork")
+    return {args: (proc, folder) for (args, _), proc, folder in zip(LIST_REFUSALS, procs, folders)}
+
+
 @pytest.mark.parametrize("args, message", LIST_REFUSALS)
-def test_a_scalar_for_a_list_stops_launch_in_one_line_writing_nothing(tmp_path, args, message):
-    proc = subprocess.run([sys.executable, str(REPO / "launch.py"), *args], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=300)
+def test_a_scalar_for_a_list_stops_launch_in_one_line_writing_nothing(list_refusal_launches, args, message):
+    proc, tmp_path = list_refusal_launches[args]
     assert proc.returncode == 1 and proc.stderr == f"[ERROR] {message}\n"
     assert list(tmp_path.iterdir()) == []  # no outputs/ folder
 

@@ -119,8 +119,7 @@ def test_a_resume_on_other_simulations_keeps_the_checkpoints_z_scores(no_ema_run
 
 # ------------------------------------------------- the other benchmark scripts with bad arguments
 
-@pytest.mark.slow
-@pytest.mark.parametrize("script, args, message", [
+BENCHMARK_BAD_ARGS = [
     # Was a traceback from deep inside (shard_model's ValueError, make_mesh's, shard_batch's, a median of
     # nothing, an UnboundLocalError, a missing .npz, Hydra's ConfigCompositionException), after the model
     # was built or a child process ran.
@@ -139,10 +138,36 @@ def test_a_resume_on_other_simulations_keeps_the_checkpoints_z_scores(no_ema_run
                                               "(compilation); e.g. --steps 200"),
     ("gensbi_pipeline.py", ["--steps", "30", "mesh.bogus=1"],
      "harness overrides mesh.bogus=1: mesh.bogus is not a setting of mesh; its settings: spec, model_axis, devices"),
-])
-def test_a_benchmark_with_a_bad_argument_stops_at_once_naming_it(tmp_path, script, args, message):
-    proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / script), *args], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120, env={**os.environ, "JAX_PLATFORMS": "cpu"})
+]
+FORKED = "step_overhead.py"  # imports JAX and Flax before its arguments: its cases share those imports
+
+
+@pytest.fixture(scope="module")
+def forked_benchmark_runs(tmp_path_factory):
+    """``{args: its run}`` for ``FORKED``'s cases, each forked from one Python process that imported the
+    script's third-party modules once (tests/fork_launch.py: ~1.3 s of CPU less per run; each still a process of
+    its own, from the script's first line)."""
+    from fork_launch import run_forked
+
+    root = tmp_path_factory.mktemp("benchmark_args")
+    cases = [args for script, args, _ in BENCHMARK_BAD_ARGS if script == FORKED]
+    folders = [root / str(i) for i in range(len(cases))]
+    for folder in [*folders, root / "fork"]:
+        folder.mkdir()
+    procs = run_forked([{"args": args, "cwd": folder} for args, folder in zip(cases, folders)],
+                       env={**os.environ, "JAX_PLATFORMS": "cpu"}, timeout=300, workdir=root / "fork",
+                       script=REPO / "benchmarks" / FORKED)
+    return {tuple(args): proc for args, proc in zip(cases, procs)}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script, args, message", BENCHMARK_BAD_ARGS)
+def test_a_benchmark_with_a_bad_argument_stops_at_once_naming_it(tmp_path, request, script, args, message):
+    if script == FORKED:
+        proc = request.getfixturevalue("forked_benchmark_runs")[tuple(args)]
+    else:
+        proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / script), *args], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=120, env={**os.environ, "JAX_PLATFORMS": "cpu"})
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr and proc.stdout == ""  # nothing measured, nothing printed as a result
     assert message in proc.stderr.strip().splitlines()[-1], proc.stderr

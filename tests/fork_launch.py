@@ -1,0 +1,103 @@
+"""Several ``python launch.py <args>`` commands for the price of one Python start: each a forked child.
+
+A launch that fails in its first second (a bad override) spends most of that second importing Hydra,
+JAX and the harness (about 1.5 s of CPU). This script imports what the script (launch.py, or a benchmark)
+imports at its top level once, then forks one child per command: the child takes the command's working
+folder and arguments, sends its stdout and stderr to files, runs the script as ``__main__`` and ends as the
+interpreter ends it (exit code, an uncaught exception's traceback, atexit handlers). Each command still runs
+in a process of its own, from the script's first line; only the imports are shared. Importing never starts
+JAX's backend (launch.py promises it; the benchmarks start it in their own code), so each child starts its
+own, and forking before that is safe.
+
+    python tests/fork_launch.py <spec.json>
+
+spec.json: ``{"script": <path>, "runs": [{"args": [...], "cwd": ..., "stdout": ..., "stderr": ...}, ...]}``;
+each run's exit code is written to ``<stdout>.rc``. The environment is this process's, as the commands'
+would be (the callers launch them all with one environment). ``run_forked`` is the caller's side.
+"""
+
+import ast
+import importlib
+import json
+import os
+import runpy
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _imports(script: Path) -> list[str]:
+    """The modules ``script`` imports at its top level (inside a top-level ``try`` too) that this process may
+    import for it: all of them for a script at the repository's root (``sys.path[0]`` is then the repository, as
+    here); for one elsewhere (benchmarks/, which put the repository on ``sys.path`` themselves) only third-party
+    ones, so the project's modules are still found from the path the script sets up."""
+    tree = ast.parse(script.read_text())
+    nodes = [*tree.body, *(n for t in tree.body if isinstance(t, ast.Try) for n in t.body)]
+    names = [alias.name for n in nodes if isinstance(n, ast.Import) for alias in n.names]
+    names += [n.module for n in nodes if isinstance(n, ast.ImportFrom) and n.level == 0]
+
+    def ours(name):
+        top = name.split(".")[0]
+        return any((folder / top).exists() or (folder / f"{top}.py").exists() for folder in (REPO, script.parent))
+
+    return [name for name in names if name != "__future__" and (script.parent == REPO or not ours(name))]
+
+
+def _child(script: Path, run: dict) -> None:
+    """In the forked child: run ``script`` as ``__main__`` with ``run``'s arguments; never returns.
+
+    Whatever ends the script (its end, ``sys.exit``, an uncaught exception) ends this interpreter as it would
+    end the script's own: the exit code, the traceback, then the threads, atexit handlers and flushes of
+    Python's exit.
+    """
+    for fd, path in ((1, run["stdout"]), (2, run["stderr"])):
+        os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), fd)
+    os.chdir(run["cwd"])
+    sys.argv = [str(script), *run["args"]]
+    runpy.run_path(str(script), run_name="__main__")
+    sys.exit(0)  # the script ran to its end
+
+
+def main(spec_path: str) -> None:
+    spec = json.loads(Path(spec_path).read_text())
+    script = Path(spec["script"]).resolve()
+    sys.path[0] = str(script.parent)  # as `python <script>` has it (this file's folder otherwise)
+    for name in _imports(script):
+        importlib.import_module(name)
+    for run in spec["runs"]:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            _child(script, run)
+        _, status = os.waitpid(pid, 0)
+        Path(run["stdout"] + ".rc").write_text(str(os.waitstatus_to_exitcode(status)))
+
+
+def run_forked(runs: list[dict], *, env: dict, timeout: float, workdir: Path,
+               script: Path = REPO / "launch.py") -> list[subprocess.CompletedProcess]:
+    """Each of ``runs`` (``args``, ``cwd``) as ``python <script> <args>`` in ``cwd`` would end, forked as above.
+
+    Returns one ``CompletedProcess`` per run (``returncode``, text ``stdout`` and ``stderr``), in order;
+    ``workdir`` (outside every ``cwd``) keeps the spec and the captured streams.
+    """
+    spec = {"script": str(script), "runs": [
+        {"args": list(run["args"]), "cwd": str(run["cwd"]), "stdout": str(workdir / f"{i}.out"),
+         "stderr": str(workdir / f"{i}.err")} for i, run in enumerate(runs)]}
+    (workdir / "spec.json").write_text(json.dumps(spec))
+    driver = subprocess.run([sys.executable, __file__, str(workdir / "spec.json")], env=env,
+                            capture_output=True, text=True, timeout=timeout)
+    assert driver.returncode == 0, driver.stderr[-3000:]
+    done = []
+    for run, files in zip(runs, spec["runs"]):
+        code = int(Path(files["stdout"] + ".rc").read_text())
+        done.append(subprocess.CompletedProcess(
+            [sys.executable, str(script), *run["args"]], code, Path(files["stdout"]).read_text(),
+            Path(files["stderr"]).read_text()))
+    return done
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
