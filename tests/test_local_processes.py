@@ -16,11 +16,45 @@ TINY = ["experiment=quick", "rule=fsdp", "mesh.model_axis=2", "train.steps=12", 
         "eval.enabled=false"]
 
 
-def launch(*args, cwd):
+def launch_env():
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
     env.pop("HYDRA_FULL_ERROR", None)
-    return subprocess.run([sys.executable, str(REPO / "launch.py"), *TINY, *args], cwd=cwd, env=env,
+    return env
+
+
+def launch(*args, cwd):
+    return subprocess.run([sys.executable, str(REPO / "launch.py"), *TINY, *args], cwd=cwd, env=launch_env(),
                           capture_output=True, text=True, timeout=240)
+
+
+# Jobs refused before training, each launched as launch() does into a folder of its own: name -> (its
+# arguments, the folder its hydra.run.dir names).
+REFUSED = {
+    "bad": (("distributed=local", "distributed.local_processes=3"), "bad"),
+    "uneven": (("distributed=local", "data.batch_size=66"), "uneven"),
+    "none-False": (("distributed=local", "distributed.local_processes=2", "mesh=none", "mesh.model_axis=1",
+                    "dry_run=False"), "none"),
+    "none-True": (("distributed=local", "distributed.local_processes=2", "mesh=none", "mesh.model_axis=1",
+                   "dry_run=True"), "none"),
+    "wide": (("distributed=local", "distributed.local_processes=2", "mesh.model_axis=8"), "wide"),
+}
+
+
+@pytest.fixture(scope="module")
+def refused(tmp_path_factory):
+    """``{name: (its launch, its working folder)}`` for ``REFUSED``, all forked from one Python process that
+    imported launch.py's modules once (tests/fork_launch.py: ~1.5 s of CPU less per launch; each launch still a
+    process of its own from launch.py's first line, and its processes, where it starts them, real ones)."""
+    from fork_launch import run_forked
+
+    root = tmp_path_factory.mktemp("refused")
+    folders = {name: root / name for name in REFUSED}
+    for folder in [*folders.values(), root / "fork"]:
+        folder.mkdir()
+    procs = run_forked([{"args": [*TINY, *args, f"hydra.run.dir={folders[name] / out}"], "cwd": folders[name]}
+                        for name, (args, out) in REFUSED.items()], env=launch_env(), timeout=600,
+                       workdir=root / "fork")
+    return {name: (proc, folders[name]) for name, proc in zip(REFUSED, procs)}
 
 
 def test_a_childs_stderr_reaches_the_console_until_a_peer_dies_then_its_log(tmp_path, capfd):
@@ -81,15 +115,32 @@ def test_a_child_printing_much_never_blocks_and_loses_nothing(tmp_path, console)
         assert b"".join(received) == text and not (tmp_path / "process_0.log").exists()
 
 
+def run_in_this_process(*args, out):
+    """``run()`` of ``TINY`` plus ``args`` in this process (conftest's 8 devices, as a one-process launch has)."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import open_dict
+
+    from gensbi_sharding.harness.config import register_configs
+    from gensbi_sharding.harness.run import run
+
+    register_configs()
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        cfg = compose("config", overrides=[*TINY, *args])
+    with open_dict(cfg):
+        cfg.output_dir = str(out)
+    return run(cfg)
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(300)
-def test_two_local_processes_train_like_one_process_on_the_same_global_batches(tmp_path):
+def test_two_local_processes_train_like_one_process_on_the_same_global_batches(tmp_path, devices):
     two = launch("distributed=local", "distributed.local_processes=2", f"hydra.run.dir={tmp_path / 'two'}",
                  cwd=tmp_path)
     assert two.returncode == 0, two.stderr[-3000:]
-    # One process with two data shards sees exactly the global batches of the two processes.
-    one = launch("data.shards=2", f"hydra.run.dir={tmp_path / 'one'}", cwd=tmp_path)
-    assert one.returncode == 0, one.stderr[-3000:]
+    # One process with two data shards sees exactly the global batches of the two processes. Run here, not
+    # launched: the same run() on the same 8 devices and compile flags, without a second JAX start (~5 s CPU).
+    one = run_in_this_process("data.shards=2", out=tmp_path / "one")
+    assert one["status"] == "ok", one.get("error")
     losses_two = np.load(tmp_path / "two" / "train_losses.npz")["losses"]
     losses_one = np.load(tmp_path / "one" / "train_losses.npz")["losses"]
     assert losses_two.shape == (12,)
@@ -115,16 +166,14 @@ def test_two_local_processes_train_like_one_process_on_the_same_global_batches(t
 
 @pytest.mark.slow
 @pytest.mark.timeout(120)
-def test_a_failing_process_ends_the_job_with_an_error(tmp_path):
+def test_a_failing_process_ends_the_job_with_an_error(refused):
     # 8 CPU devices do not split over 3 processes: refused before any process starts.
-    bad = launch("distributed=local", "distributed.local_processes=3", f"hydra.run.dir={tmp_path / 'bad'}",
-                 cwd=tmp_path)
+    bad, _ = refused["bad"]
     assert bad.returncode != 0
     assert "devices.cpu_count=8 does not split over distributed.local_processes=3" in bad.stderr + bad.stdout
     assert "set distributed.local_processes=2 or devices.cpu_count=9" in bad.stderr + bad.stdout
     # A batch the per-process devices cannot split fails in both processes, bounded, non-zero.
-    uneven = launch("distributed=local", "data.batch_size=66", f"hydra.run.dir={tmp_path / 'uneven'}",
-                    cwd=tmp_path)
+    uneven, tmp_path = refused["uneven"]
     assert uneven.returncode != 0
     metrics = json.loads((tmp_path / "uneven" / "metrics.json").read_text())
     assert metrics["status"] == "error"
@@ -136,12 +185,11 @@ def test_a_failing_process_ends_the_job_with_an_error(tmp_path):
 @pytest.mark.slow
 @pytest.mark.timeout(200)
 @pytest.mark.parametrize("dry_run", [False, True])
-def test_no_mesh_in_a_job_of_several_processes_is_refused_before_training(tmp_path, dry_run):
+def test_no_mesh_in_a_job_of_several_processes_is_refused_before_training(refused, dry_run):
     # Was: each process trained its own copy unsynchronised, then the job failed at the checkpoint with
     # Orbax's "Cannot serialize host local jax.Array ... in multi-host setting": the training lost.
+    proc, tmp_path = refused[f"none-{dry_run}"]  # launched with f"dry_run={dry_run}"
     out = tmp_path / "none"
-    proc = launch("distributed=local", "distributed.local_processes=2", "mesh=none", "mesh.model_axis=1",
-                  f"dry_run={dry_run}", f"hydra.run.dir={out}", cwd=tmp_path)
     assert proc.returncode != 0
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["status"] == "error" and not (out / "checkpoints").exists()
@@ -153,11 +201,10 @@ def test_no_mesh_in_a_job_of_several_processes_is_refused_before_training(tmp_pa
 
 @pytest.mark.slow
 @pytest.mark.timeout(200)
-def test_a_model_axis_wider_than_one_process_names_the_override_that_fits(tmp_path):
+def test_a_model_axis_wider_than_one_process_names_the_override_that_fits(refused):
     # Was the library's ValueError, naming model_axis but not mesh.model_axis, after every process built its mesh.
+    proc, tmp_path = refused["wide"]
     out = tmp_path / "wide"
-    proc = launch("distributed=local", "distributed.local_processes=2", "mesh.model_axis=8", f"hydra.run.dir={out}",
-                  cwd=tmp_path)
     assert proc.returncode != 0
     error = json.loads((out / "metrics.json").read_text())["error"]
     assert ("ConfigError: mesh.model_axis=8: 4 devices are not divisible by model_axis=8; set mesh.model_axis=4 "
