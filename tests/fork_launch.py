@@ -21,8 +21,10 @@ import importlib
 import json
 import os
 import runpy
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -60,42 +62,72 @@ def _child(script: Path, run: dict) -> None:
     sys.exit(0)  # the script ran to its end
 
 
+def _wait(pids: dict, runs: list, deadline: float | None) -> None:
+    """Wait for the children ``pids`` (pid -> run index); write each one's exit code and exit time (epoch
+    seconds); at ``deadline`` (epoch seconds) kill those left (SIGKILL) and mark them hung."""
+    while pids:
+        pid, status = os.waitpid(-1, os.WNOHANG)
+        if pid == 0:
+            if deadline is not None and time.time() > deadline:
+                for left in pids:
+                    os.kill(left, signal.SIGKILL)
+                    Path(runs[pids[left]]["stdout"] + ".hung").write_text("")
+                deadline = None
+            time.sleep(0.01)
+            continue
+        run = runs[pids.pop(pid)]
+        Path(run["stdout"] + ".at").write_text(repr(time.time()))
+        Path(run["stdout"] + ".rc").write_text(str(os.waitstatus_to_exitcode(status)))
+
+
 def main(spec_path: str) -> None:
     spec = json.loads(Path(spec_path).read_text())
     script = Path(spec["script"]).resolve()
     sys.path[0] = str(script.parent)  # as `python <script>` has it (this file's folder otherwise)
-    for name in _imports(script):
+    for name in [*_imports(script), *spec.get("imports", [])]:
         importlib.import_module(name)
-    for run in spec["runs"]:
+    runs, pids = spec["runs"], {}
+    for i, run in enumerate(runs):
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:
             _child(script, run)
-        _, status = os.waitpid(pid, 0)
-        Path(run["stdout"] + ".rc").write_text(str(os.waitstatus_to_exitcode(status)))
+        pids[pid] = i
+        if not spec.get("together"):  # one after the other
+            _wait(pids, runs, None)
+    _wait(pids, runs, spec.get("deadline"))  # all at once
 
 
-def run_forked(runs: list[dict], *, env: dict, timeout: float, workdir: Path,
-               script: Path = REPO / "launch.py") -> list[subprocess.CompletedProcess]:
+def run_forked(runs: list[dict], *, env: dict, timeout: float, workdir: Path, script: Path = REPO / "launch.py",
+               together: bool = False, imports: tuple[str, ...] = (), deadline_s: float | None = None,
+               ) -> list[subprocess.CompletedProcess]:
     """Each of ``runs`` (``args``, ``cwd``) as ``python <script> <args>`` in ``cwd`` would end, forked as above.
 
-    Returns one ``CompletedProcess`` per run (``returncode``, text ``stdout`` and ``stderr``), in order;
-    ``workdir`` (outside every ``cwd``) keeps the spec and the captured streams.
+    Returns one ``CompletedProcess`` per run (``returncode``, text ``stdout`` and ``stderr``, and ``seconds``
+    from this call, as a caller of Popen times it from its own start, to the run's exit), in order; ``workdir``
+    (outside every ``cwd``) keeps the spec and the captured streams. ``together``: all started at once
+    (processes of one job) instead of one after the other; those alive ``deadline_s`` after this call are
+    killed, their ``hung`` True. ``imports``: modules the script imports inside its functions, to import once
+    here too.
     """
-    spec = {"script": str(script), "runs": [
-        {"args": list(run["args"]), "cwd": str(run["cwd"]), "stdout": str(workdir / f"{i}.out"),
-         "stderr": str(workdir / f"{i}.err")} for i, run in enumerate(runs)]}
+    started = time.time()
+    spec = {"script": str(script), "together": together, "imports": list(imports),
+            "deadline": None if deadline_s is None else started + deadline_s,
+            "runs": [{"args": list(run["args"]), "cwd": str(run["cwd"]), "stdout": str(workdir / f"{i}.out"),
+                      "stderr": str(workdir / f"{i}.err")} for i, run in enumerate(runs)]}
     (workdir / "spec.json").write_text(json.dumps(spec))
     driver = subprocess.run([sys.executable, __file__, str(workdir / "spec.json")], env=env,
                             capture_output=True, text=True, timeout=timeout)
     assert driver.returncode == 0, driver.stderr[-3000:]
     done = []
     for run, files in zip(runs, spec["runs"]):
-        code = int(Path(files["stdout"] + ".rc").read_text())
-        done.append(subprocess.CompletedProcess(
-            [sys.executable, str(script), *run["args"]], code, Path(files["stdout"]).read_text(),
-            Path(files["stderr"]).read_text()))
+        out = Path(files["stdout"])
+        proc = subprocess.CompletedProcess([sys.executable, str(script), *run["args"]],
+                                           int(Path(f"{out}.rc").read_text()), out.read_text(),
+                                           Path(files["stderr"]).read_text())
+        proc.seconds, proc.hung = float(Path(f"{out}.at").read_text()) - started, Path(f"{out}.hung").exists()
+        done.append(proc)
     return done
 
 

@@ -148,29 +148,37 @@ def launch(case: str, num_processes: int = 2) -> list[dict]:
 
 
 def _launch_once(case: str, num_processes: int) -> tuple[list[dict] | None, str | None]:
-    """One process group: its runs, or (None, the workers' output tails) if one hung."""
+    """One process group: its runs, or (None, the workers' output tails) if one hung.
+
+    The workers are forked at once from one Python process that imported JAX and the library once
+    (tests/fork_launch.py: ~1.5 s of CPU less per worker); each runs multihost_worker.py from its first line,
+    starts its own JAX backend and joins the others, as a started process does.
+    """
+    import tempfile
+
+    from fork_launch import run_forked
+
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
                JAX_PLATFORMS="cpu", PYTHONUNBUFFERED="1")
-    port, start = free_port(), time.monotonic()
-    procs = [subprocess.Popen([sys.executable, str(WORKER), case, str(port), str(p), str(num_processes)],
-                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for p in range(num_processes)]
+    port = free_port()
+    with tempfile.TemporaryDirectory() as work:
+        procs = run_forked([{"args": [case, str(port), str(p), str(num_processes)], "cwd": os.getcwd()}
+                            for p in range(num_processes)], env=env, timeout=LAUNCH_TIMEOUT_S + 60,
+                           workdir=Path(work), script=WORKER, together=True, imports=("jax", "gensbi_sharding"),
+                           deadline_s=LAUNCH_TIMEOUT_S)
+    if any(proc.hung for proc in procs):
+        return None, "\n".join(f"process {p} (port {port}): " + " | ".join((proc.stdout + proc.stderr).strip()
+                                                                           .splitlines()[-8:])
+                               for p, proc in enumerate(procs))
     runs = []
     for proc in procs:
-        try:
-            out, err = proc.communicate(timeout=max(1.0, LAUNCH_TIMEOUT_S - (time.monotonic() - start)))
-        except subprocess.TimeoutExpired:
-            for other in procs:
-                other.kill()
-            tails = [f"process {p} (port {port}): " + " | ".join((o + e).strip().splitlines()[-8:])
-                     for p, (o, e) in enumerate(other.communicate() for other in procs)]
-            return None, "\n".join(tails)
+        out = proc.stdout
         # Searched, then raw_decode: gloo's C++ logging shares stdout and can land on the
         # same line before or after the JSON.
         at = out.rfind("RESULT {")
-        runs.append({"rc": proc.returncode, "seconds": time.monotonic() - start,
+        runs.append({"rc": proc.returncode, "seconds": proc.seconds,
                      "result": json.JSONDecoder().raw_decode(out[at + 7:])[0] if at >= 0 else None,
-                     "stdout": out, "stderr": err})
+                     "stdout": out, "stderr": proc.stderr})
     return runs, None
 
 
