@@ -22,14 +22,9 @@ def launch_env():
     return env
 
 
-def launch(*args, cwd):
-    return subprocess.run([sys.executable, str(REPO / "launch.py"), *TINY, *args], cwd=cwd, env=launch_env(),
-                          capture_output=True, text=True, timeout=240)
-
-
-# Jobs refused before training, each launched as launch() does into a folder of its own: name -> (its
-# arguments, the folder its hydra.run.dir names).
-REFUSED = {
+# The module's launches, each as ``python launch.py <TINY> <args>`` in a folder of its own: name -> (its
+# arguments, the folder its hydra.run.dir names, or None where the arguments name the output folder).
+REFUSED = {  # jobs refused before training
     "bad": (("distributed=local", "distributed.local_processes=3"), "bad"),
     "uneven": (("distributed=local", "data.batch_size=66"), "uneven"),
     "none-False": (("distributed=local", "distributed.local_processes=2", "mesh=none", "mesh.model_axis=1",
@@ -38,23 +33,42 @@ REFUSED = {
                    "dry_run=True"), "none"),
     "wide": (("distributed=local", "distributed.local_processes=2", "mesh.model_axis=8"), "wide"),
 }
+TRAINED = {  # jobs that train
+    "two": (("distributed=local", "distributed.local_processes=2"), "two"),
+    # A sweep folder Hydra's grammar reads only quoted.
+    "preset": (("experiment=sbibm", "mesh=dict", "data=two_moons", "data.num_simulations=1000", "distributed=local",
+                'hydra.sweep.dir="{cwd}/sweep (1)=x"'), None),
+    "bound": (("distributed=local", "distributed.local_processes=2", "distributed.run_timeout_s=25",
+               "train.steps=100000", "train.log_every=50"), "bound"),
+}
+
+
+def launch_all(table: dict, root: Path) -> dict:
+    """``{name: (its launch, its working folder)}`` for ``table``, one after the other, all forked from one
+    Python process that imported launch.py's modules once (tests/fork_launch.py: ~1.5 s of CPU less per launch;
+    each launch still a process of its own from launch.py's first line, and the processes it starts real ones)."""
+    from fork_launch import run_forked
+
+    folders = {name: root / name for name in table}
+    for folder in [*folders.values(), root / "fork"]:
+        folder.mkdir()
+    runs = [{"args": [*TINY, *(arg.format(cwd=folders[name]) for arg in args),
+                      *([f"hydra.run.dir={folders[name] / out}"] if out else [])], "cwd": folders[name]}
+            for name, (args, out) in table.items()]
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    env.pop("HYDRA_FULL_ERROR", None)
+    procs = run_forked(runs, env=env, timeout=240 * len(runs), workdir=root / "fork")
+    return {name: (proc, folders[name]) for name, proc in zip(table, procs)}
 
 
 @pytest.fixture(scope="module")
 def refused(tmp_path_factory):
-    """``{name: (its launch, its working folder)}`` for ``REFUSED``, all forked from one Python process that
-    imported launch.py's modules once (tests/fork_launch.py: ~1.5 s of CPU less per launch; each launch still a
-    process of its own from launch.py's first line, and its processes, where it starts them, real ones)."""
-    from fork_launch import run_forked
+    return launch_all(REFUSED, tmp_path_factory.mktemp("refused"))
 
-    root = tmp_path_factory.mktemp("refused")
-    folders = {name: root / name for name in REFUSED}
-    for folder in [*folders.values(), root / "fork"]:
-        folder.mkdir()
-    procs = run_forked([{"args": [*TINY, *args, f"hydra.run.dir={folders[name] / out}"], "cwd": folders[name]}
-                        for name, (args, out) in REFUSED.items()], env=launch_env(), timeout=600,
-                       workdir=root / "fork")
-    return {name: (proc, folders[name]) for name, proc in zip(REFUSED, procs)}
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    return launch_all(TRAINED, tmp_path_factory.mktemp("trained"))
 
 
 def test_a_childs_stderr_reaches_the_console_until_a_peer_dies_then_its_log(tmp_path, capfd):
@@ -132,24 +146,23 @@ def run_in_this_process(*args, out):
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(300)
-def test_two_local_processes_train_like_one_process_on_the_same_global_batches(tmp_path, devices):
-    two = launch("distributed=local", "distributed.local_processes=2", f"hydra.run.dir={tmp_path / 'two'}",
-                 cwd=tmp_path)
+@pytest.mark.timeout(600)  # the first test of TRAINED: its three launches run here
+def test_two_local_processes_train_like_one_process_on_the_same_global_batches(tmp_path, devices, trained):
+    two, folder = trained["two"]
     assert two.returncode == 0, two.stderr[-3000:]
     # One process with two data shards sees exactly the global batches of the two processes. Run here, not
     # launched: the same run() on the same 8 devices and compile flags, without a second JAX start (~5 s CPU).
     one = run_in_this_process("data.shards=2", out=tmp_path / "one")
     assert one["status"] == "ok", one.get("error")
-    losses_two = np.load(tmp_path / "two" / "train_losses.npz")["losses"]
+    losses_two = np.load(folder / "two" / "train_losses.npz")["losses"]
     losses_one = np.load(tmp_path / "one" / "train_losses.npz")["losses"]
     assert losses_two.shape == (12,)
     np.testing.assert_allclose(losses_two, losses_one, rtol=1e-5, atol=1e-6)
-    metrics = json.loads((tmp_path / "two" / "metrics.json").read_text())
+    metrics = json.loads((folder / "two" / "metrics.json").read_text())
     assert metrics["status"] == "ok" and metrics["mesh_summary"]["n_processes"] == 2
     assert metrics["mesh_summary"]["devices_per_process"] == 4 and metrics["device_count"] == 8
     console = two.stdout + two.stderr
-    logs = {i: (tmp_path / "two" / f"process_{i}.log").read_text() for i in (0, 1)}
+    logs = {i: (folder / "two" / f"process_{i}.log").read_text() for i in (0, 1)}
     assert "[process 0/2]" in logs[0] and "[process 1/2]" in logs[1]  # every process logs its index
     assert "[process 1/2]" not in console  # the console shows process 0 (others: their warnings only)
     # Was: "[1/7] devices" twice (each process, before they joined) and the placement block's lines
@@ -213,13 +226,12 @@ def test_a_model_axis_wider_than_one_process_names_the_override_that_fits(refuse
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(300)
-def test_the_run_bound_stops_the_processes_at_a_step_with_a_checkpoint(tmp_path):
+@pytest.mark.timeout(600)  # TRAINED's three launches run in the first test of them
+def test_the_run_bound_stops_the_processes_at_a_step_with_a_checkpoint(trained):
     # Was: at distributed.run_timeout_s the processes were killed (SIGKILL): every step since the last
     # checkpoint lost, and the console said only "did not finish within the bound".
+    proc, tmp_path = trained["bound"]  # distributed.run_timeout_s=25 train.steps=100000 train.log_every=50
     out = tmp_path / "bound"
-    proc = launch("distributed=local", "distributed.local_processes=2", "distributed.run_timeout_s=25",
-                  "train.steps=100000", "train.log_every=50", f"hydra.run.dir={out}", cwd=tmp_path)
     assert proc.returncode == 75, (proc.stdout + proc.stderr)[-3000:]  # EX_TEMPFAIL: continue it
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["status"] == "preempted" and metrics["stop_signal"] is None
@@ -229,14 +241,13 @@ def test_the_run_bound_stops_the_processes_at_a_step_with_a_checkpoint(tmp_path)
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(300)
-def test_local_processes_of_a_multirun_preset_run_once_each(tmp_path):
+@pytest.mark.timeout(600)  # TRAINED's three launches run in the first test of them
+def test_local_processes_of_a_multirun_preset_run_once_each(trained):
     # Was: experiment=sbibm sets hydra.mode=MULTIRUN, which the processes inherited: each started a sweep of
     # its own (into multirun/<date>/... of the working folder), never the job it was started for.
     # In a folder Hydra's grammar reads only quoted: the processes of a run there failed in Hydra's grammar.
+    proc, tmp_path = trained["preset"]  # experiment=sbibm ... distributed=local hydra.sweep.dir="<it>/sweep (1)=x"
     sweep = tmp_path / "sweep (1)=x"
-    proc = launch("experiment=sbibm", "mesh=dict", "data=two_moons", "data.num_simulations=1000", "distributed=local",
-                  f'hydra.sweep.dir="{sweep}"', cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     metrics = json.loads((sweep / "0" / "metrics.json").read_text())
     assert metrics["status"] == "ok" and metrics["process_exit_codes"] == [0, 0] and metrics["final_step"] == 12
