@@ -40,10 +40,8 @@ try:
 
     from gensbi_sharding.harness.config import register_configs
     from gensbi_sharding.harness.console import quiet_console
-    from gensbi_sharding.harness.key_hints import mode_flags_problem, unknown_key_problem
-    from gensbi_sharding.harness.model_key_checks import model_key_problem
-    from gensbi_sharding.harness.override_checks import list_override_problem
-    from gensbi_sharding.harness.override_grammar import grammar_problem
+    from gensbi_sharding.harness.override_checks import list_override_problem, model_key_problem, unknown_key_problem
+    from gensbi_sharding.harness.override_grammar import grammar_problem, mode_flags_problem, parse
     from gensbi_sharding.harness.override_types import override_problem
     from gensbi_sharding.harness.preemption import EXIT_INTERRUPTED, EXIT_PREEMPTED
     from gensbi_sharding.harness.run import run
@@ -56,10 +54,15 @@ except ModuleNotFoundError as missing:  # e.g. the system Python instead of the 
     sys.exit(f"launch.py: {missing.name!r} is not installed for {sys.executable}. From the repository, run "
              f"`make run ARGS=\"...\"` (it creates .venv), or use .venv/bin/python launch.py (or activate .venv).")
 
-if __name__ == "__main__" and (problem := grammar_problem(sys.argv[1:]) or list_override_problem(sys.argv[1:])
-                               or model_key_problem(sys.argv[1:]) or unknown_key_problem(sys.argv[1:])
-                               or mode_flags_problem(sys.argv[1:]) or override_problem(sys.argv[1:])):
-    sys.exit(f"[ERROR] {problem}")  # before Hydra's merge error, which names no fix, and before any folder
+# The command line's checks, in order, over one parse of it: before Hydra's merge error, which names no fix,
+# and before any folder is made.
+OVERRIDE_CHECKS = (grammar_problem, list_override_problem, model_key_problem, unknown_key_problem,
+                   mode_flags_problem, override_problem)
+if __name__ == "__main__":
+    command = parse(sys.argv[1:])
+    for check in OVERRIDE_CHECKS:
+        if problem := check(command):
+            sys.exit(f"[ERROR] {problem}")
 
 register_configs()
 log = logging.getLogger("gensbi_sharding")

@@ -56,8 +56,7 @@ def extra_problem(extra: list[str], tasks: list[str], budgets: list[int]) -> str
     """
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    from gensbi_sharding.harness.key_hints import unknown_key_problem
-    from gensbi_sharding.harness.override_checks import list_override_problem
+    from gensbi_sharding.harness.override_checks import list_override_problem, unknown_key_problem
     from gensbi_sharding.harness.override_grammar import grammar_problem
     from gensbi_sharding.harness.override_types import override_problem
 

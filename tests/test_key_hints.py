@@ -10,7 +10,8 @@ import dataclasses
 import pytest
 
 from gensbi_sharding.harness.config import Config, DataConfig, TrainConfig
-from gensbi_sharding.harness.key_hints import mode_flags_problem, unknown_key_problem
+from gensbi_sharding.harness.override_checks import unknown_key_problem
+from gensbi_sharding.harness.override_grammar import mode_flags_problem
 
 
 @pytest.mark.parametrize("args,message", [
@@ -77,3 +78,19 @@ def test_two_hydra_modes_are_refused_in_one_line(args, message):
     problem = mode_flags_problem(args)
     assert (problem is None) if message is None else problem.startswith(message), problem
     assert mode_flags_problem(["-m", "rule=fsdp,tensor"]) is None and mode_flags_problem(["--cfg", "job"]) is None
+
+
+@pytest.mark.parametrize("args,problem", [
+    # Hydra applies the last model= typed. Was: this check read the first (model=mlp) and refused num_heads,
+    # "a setting of model=flux1 or model=simformer, not of model=mlp", while the model-key check read the last
+    # and let it through, as Hydra composes it (flux1).
+    (["model=mlp", "model=flux1", "model.num_heads=2"], None),
+    (["model=flux1", "model=mlp", "model.num_heads=2"],
+     "model.num_heads is a setting of model=flux1 or model=simformer, not of model=mlp; its settings: "),
+])
+def test_the_last_model_choice_is_the_one_checked_as_hydra_applies_it(args, problem):
+    from gensbi_sharding.harness.override_checks import model_key_problem
+
+    found = unknown_key_problem(args)
+    assert found is None if problem is None else found.startswith(problem), found
+    assert (model_key_problem(args) is None) == (problem is None)

@@ -94,3 +94,20 @@ def test_printed_commands_give_hydra_the_folder_back(folder):
     assert grammar_problem(words) is None
     assert parsed(words[2]) == str(Path(folder).absolute()) and words[1] == "train.steps=40"
     assert parsed(words[3]) == str(Path(folder).absolute().with_name(Path(folder).name + "-steps40"))
+
+
+def test_one_module_parses_the_command_line_for_every_check():
+    # Five checkers each parsed the command line their own way (and disagreed on which model= counts); now
+    # override_grammar.parse reads it once and launch.py hands that one reading to every check in turn.
+    from gensbi_sharding.harness.override_grammar import parse
+
+    harness = REPO / "gensbi_sharding" / "harness"
+    parsers = sorted(p.name for p in harness.glob("*.py") if "parse_override(" in p.read_text())
+    assert parsers == ["override_grammar.py"]
+    command = parse(["-m", "model=mlp,flux1", "model=transformer", "~seed", "train.resume=~/x", "--cfg", "job"])
+    assert [(o.typed, o.raw, o.error is None) for o in command.overrides] == [
+        ("model", "mlp,flux1", True), ("model", "transformer", True), ("~seed", "", True),
+        ("train.resume", "~/x", False)]
+    assert command.models == ["transformer"] and command.model == "transformer" and command.multirun
+    launch = (REPO / "launch.py").read_text()
+    assert "for check in OVERRIDE_CHECKS:" in launch and "check(command)" in launch

@@ -133,3 +133,11 @@ def test_an_option_of_ones_own_on_the_search_path_is_no_misspelling(tmp_path):
     assert "did you mean model=mlp?" in override_problem([search, "model=mlpp"])
     assert override_problem(["hydra.searchpath=[pkg://elsewhere.conf]", "model=theirs"]) is None  # Hydra's to list
     assert "Could not find 'model/my_flux1'" in override_problem(["model=my_flux1"])
+
+
+def test_a_glob_over_models_is_checked_against_the_models_it_matches():
+    # Was: TypeError "unhashable type: 'Glob'" (a traceback from launch.py) for any command sweeping model=glob(...).
+    assert override_problem(["-m", "model=glob(*former)", "model.depth=2"]) is None
+    assert override_problem(["-m", "model=glob(*former)", "model.dtype=null"]) == (
+        "model.dtype=null: model.dtype (model=simformer) cannot be null (field 'dtype' is not Optional); "
+        "e.g. model.dtype=float32")

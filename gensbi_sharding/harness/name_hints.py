@@ -33,11 +33,10 @@ def _schema_name(section: Any) -> str | None:
     """The ``name`` default of the typed schema a config section was merged onto (``MLPConfig`` -> "mlp")."""
     from omegaconf import OmegaConf
 
+    from gensbi_sharding.harness.config_schema import schema_name
+
     schema = OmegaConf.get_type(section)
-    if not dataclasses.is_dataclass(schema):
-        return None
-    default = {f.name: f.default for f in dataclasses.fields(schema)}.get("name")
-    return default if isinstance(default, str) and default not in ("???", "") else None
+    return schema_name(schema) if dataclasses.is_dataclass(schema) else None
 
 
 def registered_name_problem(cfg: Any, choices: Mapping[str, str] | None = None) -> str | None:

@@ -1,87 +1,132 @@
-"""``list_override_problem(args)``: a scalar typed on the command line where the schema wants a list.
+"""launch.py's checks of the keys on the command line against the typed config, before Hydra composes it.
 
-Hydra rejects ``eval.observations=3`` only while merging it ("Invalid value assigned:
-int is not a ListConfig, list or tuple"), naming no fix. The list-typed keys are read
-from the structured-config dataclasses of ``harness/config.py`` (every model schema:
-the model is chosen at compose time), so a new ``List[...]`` field is covered as it
-is added. Pure Python: no JAX.
+``unknown_key_problem``: a mistyped key (``mesh.modle_axis=2``), named with the key it likely meant (Hydra's
+"Key 'modle_axis' not in 'MeshConfig'" listed no key, and advised ``+mesh.modle_axis=2``, which
+``config_checks`` refuses in turn). ``model_key_problem``: a ``model.<field>`` the model(s) it would be applied
+to lack (a sweep over models: Hydra composes its first config with the default model and stopped there, or
+stopped at a later job's composition after the ones before it ran). ``list_override_problem``: a scalar where
+the schema wants a list (Hydra's "int is not a ListConfig", no fix). Each reads the command line as
+``override_grammar.parse`` reads it and the keys as ``config_schema`` resolves them. Pure Python: no JAX.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import typing
 from collections.abc import Sequence
 
-from hydra.core.override_parser.overrides_parser import OverridesParser
-from hydra.core.override_parser.types import OverrideType, QuotedString, ValueType
+from hydra.core.override_parser.types import OverrideType, ValueType
 from omegaconf import ListConfig, ValidationError
 
-from gensbi_sharding.harness.config import Config, ModelConfig
+from gensbi_sharding.harness.config_schema import (default_model, experiment_model, group_keys, list_fields,
+                                                   model_fields)
+from gensbi_sharding.harness.hints import closest_name
 from gensbi_sharding.harness.model_checks import ID_STRATEGIES_1D
+from gensbi_sharding.harness.override_grammar import SWEEPS, CommandLine, parse
 
-__all__ = ["ListField", "list_fields", "list_override_problem"]
-
-
-class ListField(typing.NamedTuple):
-    """A list-typed key: its element type, a value of it to show, and the model names whose schema has it."""
-
-    element: type
-    example: str
-    models: frozenset
+__all__ = ["unknown_key_problem", "model_key_problem", "list_override_problem"]
 
 
-def _list_element(hint) -> type | None:
-    """The element type of ``List[T]`` or ``Optional[List[T]]`` (``Any`` as ``object``); None for other types."""
-    options = typing.get_args(hint) if typing.get_origin(hint) is typing.Union else (hint,)
-    for option in options:
-        if typing.get_origin(option) is list:
-            element = (typing.get_args(option) or (object,))[0]
-            return element if isinstance(element, type) else object
-    return None
+def unknown_key_problem(args: Sequence[str] | CommandLine) -> str | None:
+    """The one-line refusal of the first override of a key its group lacks; None when there is none.
 
-
-def _schemas(cls: type) -> list[type]:
-    """``cls`` and, for the model group, every model schema (``ModelConfig``'s subclasses, recursively)."""
-    found, todo = [], [cls]
-    while todo:
-        found.append(todo.pop())
-        todo.extend(found[-1].__subclasses__() if issubclass(cls, ModelConfig) else ())
-    return found
-
-
-def list_fields(root: type = Config, prefix: str = "") -> dict[str, ListField]:
-    """The dotted keys whose schema type is a list (``List[T]``, ``Optional[List[T]]``).
+    Checked: plain and swept assignments of a dotted key under a group with a schema (``mesh.modle_axis=2``,
+    ``-m train.stpes=10,20``); a ``model.*`` key against the model ``model=`` picks (else every model's).
+    Left to Hydra: ``+``/``++``/``~`` overrides (adding or deleting a key is asked for), ``hydra.*``, the rule
+    table (any logical axis may be set), group choices and flags.
 
     Parameters
     ----------
-    root : type
-        A structured-config dataclass; its dataclass-typed fields are walked as groups.
-    prefix : str
-        The dotted path of ``root`` (empty for the whole config).
+    args : sequence of str or CommandLine
+        The command line after the program name (``sys.argv[1:]``).
 
     Returns
     -------
-    dict of str to ListField
-        ``{"eval.observations": ListField(int, "1", frozenset()), "model.axes_dim": ListField(int, "8,0",
-        frozenset({"flux1"})), ...}``: the example is the schema's default (else 1 or x); the model
-        names are empty outside the model group.
+    str or None
+        E.g. ``"mesh.modle_axis is not a setting of mesh (did you mean mesh.model_axis?); its settings: spec,
+        model_axis, devices; set mesh.model_axis=2"``.
     """
-    found: dict[str, ListField] = {}
-    for schema in _schemas(root):
-        hints = typing.get_type_hints(schema)  # config.py's annotations are strings (postponed evaluation)
-        model = next((f.default for f in dataclasses.fields(schema) if f.name == "name"), None)
-        names = frozenset({model}) if issubclass(schema, ModelConfig) and isinstance(model, str) else frozenset()
-        for f in dataclasses.fields(schema):
-            key, element = f"{prefix}{f.name}", _list_element(hints[f.name])
-            if dataclasses.is_dataclass(hints[f.name]):
-                for sub, field in list_fields(hints[f.name], key + ".").items():
-                    found[sub] = field._replace(models=field.models | found[sub].models) if sub in found else field
-            elif element is not None:
-                default = f.default_factory() if f.default_factory is not dataclasses.MISSING else None
-                example = ",".join(map(str, default)) if default else {int: "1", float: "1.0"}.get(element, "x")
-                found[key] = ListField(element, example, names | (found[key].models if key in found else frozenset()))
-    return found
+    command = parse(args)
+    chosen = command.model_override.raw if command.model_override else None  # a sweep's: every model's keys
+    for o in command.overrides:
+        key, value, parts = o.typed, o.raw, o.typed.split(".")
+        if key.startswith(("+", "~")) or "=" not in o.arg or len(parts) < 2 or parts[0] == "hydra" or "/" in key:
+            continue
+        keys = group_keys(parts[:-1], chosen)
+        if keys is None or parts[-1] in keys:
+            continue
+        group = ".".join(parts[:-1])
+        shown = ", ".join(k for k in keys if not (parts[0] == "model" and k == "name"))  # model=: the registry's
+        if parts[0] == "model" and chosen and len(parts) == 2:  # another model's key: name that model
+            owners = sorted(name for name, fields in model_fields().items() if parts[-1] in fields)
+            if owners:
+                return (f"{key} is a setting of model={' or model='.join(owners)}, not of model={chosen}; its "
+                        f"settings: {shown}")
+        of = f"model={chosen}" if parts[0] == "model" and chosen else group
+        near = closest_name(parts[-1], keys)
+        return (f"{key} is not a setting of {of}" + (f" (did you mean {group}.{near}?)" if near else "")
+                + f"; its settings: {shown}"
+                + (f"; set {group}.{near}={value}" if near else ""))
+    return None
+
+
+def model_key_problem(args: Sequence[str] | CommandLine) -> str | None:
+    """The one-line refusal of the first ``model.<field>`` override the chosen model(s) lack; None when none does.
+
+    The models are those ``model=`` names (each swept one), else the default model when no
+    ``experiment=`` (which may pick another) is given. A field no model has is a typo that
+    Hydra names; a model this harness does not know (a preset of one's own) is not checked.
+
+    Parameters
+    ----------
+    args : sequence of str or CommandLine
+        The command line after the program name (``sys.argv[1:]``).
+
+    Returns
+    -------
+    str or None
+        ``"model.num_heads=2: ... write 'model.num_heads=choice(2)' ..."``.
+    """
+    command = parse(args)
+    fields = model_fields()
+    experiments = [o for o in command.parsed if o.key == "experiment" and o.hydra.type != OverrideType.DEL]
+    if any(o.hydra.is_sweep_override() for o in experiments):
+        return None  # each job's experiment may pick another model
+    picked = experiment_model(str(experiments[-1].hydra.value())) if experiments else None
+    base = None if picked == "?" else picked or default_model()  # the model of the config before model= is applied
+    swept = command.models if command.model is None else []
+    if command.models:
+        chosen, given = command.models, True
+    elif base is None:
+        return None  # an experiment this check cannot read may pick the model
+    else:
+        chosen, given = [base], picked is not None
+    for o in command.parsed:
+        key, typed, raw = o.key, o.typed, o.raw
+        if not key.startswith("model.") or o.hydra.type == OverrideType.DEL or o.hydra.package is not None:
+            continue
+        field = key.split(".")[1]
+        owners = sorted(m for m, f in fields.items() if field in f)
+        lacking = [m for m in chosen if m in fields and field not in fields[m]]
+        if not owners:
+            return None  # a typo: Hydra names the key
+        if lacking and not swept:
+            fix = (f"set model={owners[0]} for it, or drop {typed}={raw}" if given else
+                   f"add model={owners[0]}, whose section it then sets")
+            return (f"{typed}={raw}: model={lacking[0]}{'' if given else ' (the default)'} has no field {field}; "
+                    f"model={', model='.join(owners)} {'has' if len(owners) == 1 else 'have'} it: {fix}")
+        if lacking:
+            having = [m for m in swept if m not in lacking]
+            fix = (f"sweep model={','.join(having)} with it and model={','.join(lacking)} in a sweep of its own"
+                   if having else f"drop {typed}={raw}, or sweep model={','.join(owners)}")
+            return (f"{typed}={raw}: model={', model='.join(lacking)} of this sweep "
+                    f"{'has' if len(lacking) == 1 else 'have'} no field {field} (a field "
+                    f"of model={', model='.join(owners)}), so its jobs would stop at composition after the others "
+                    f"ran; {fix}")
+        if swept and base in fields and field not in fields[base] and not o.hydra.is_sweep_override():
+            return (f"{typed}={raw}: Hydra composes a sweep's first config with the default model (model={base}), "
+                    f"which has no field {field}, before each job loads model={','.join(swept)}; sweep it as one "
+                    f"value, which only the jobs get: '{typed}=choice({raw})'")
+    return None
 
 
 def _scalar(value) -> bool:
@@ -92,7 +137,7 @@ def _scalar(value) -> bool:
     return not (value is None or isinstance(value, (list, dict)) or (isinstance(value, str) and "${" in value))
 
 
-def _quoted_list(value, parser, element: type) -> str | None:
+def _quoted_list(value, element: type) -> str | None:
     """The list a quoted value spells (``"[3]"`` -> ``[3]``): quotes make it one string, which no list key takes.
 
     None when the text is no list of ``element`` values (``"[a]"`` for ints): showing it as the fix would be refused.
@@ -100,16 +145,10 @@ def _quoted_list(value, parser, element: type) -> str | None:
     if not isinstance(value, str) or "${" in value or not value.strip().startswith("["):
         return None
     try:
-        parsed = parser.parse_override(f"key={value.strip()}").value()
-        ListConfig(parsed, element_type=typing.Any if element is object else element)
+        ListConfig(parse([f"key={value.strip()}"]).overrides[0].hydra.value(), element_type=typing.Any if element is object else element)
     except Exception:  # not a list Hydra could read, or not of the element type
         return None
     return value.strip()
-
-
-def _text(value):
-    """A swept value as typed: a quoted one (Hydra's ``QuotedString``) as its text, others as they are."""
-    return value.text if isinstance(value, QuotedString) else value
 
 
 def _as_list(value) -> str:
@@ -118,7 +157,7 @@ def _as_list(value) -> str:
     return "[" + ",".join(map(str, inner)) + "]"
 
 
-def list_override_problem(args: Sequence[str]) -> str | None:
+def list_override_problem(args: Sequence[str] | CommandLine) -> str | None:
     """The one-line refusal of the first override giving a list-typed key a scalar; None when there is none.
 
     Refused: a plain, ``+`` or ``++`` assignment of one scalar (``eval.observations=3``,
@@ -133,7 +172,7 @@ def list_override_problem(args: Sequence[str]) -> str | None:
 
     Parameters
     ----------
-    args : sequence of str
+    args : sequence of str or CommandLine
         The command line after the program name (``sys.argv[1:]``).
 
     Returns
@@ -141,22 +180,12 @@ def list_override_problem(args: Sequence[str]) -> str | None:
     str or None
         ``"eval.observations=3: a list is expected; write eval.observations=[3]"``.
     """
-    fields, parser = list_fields(), OverridesParser.create()
-    overrides = []
-    for arg in args:
-        if "=" not in arg or arg.startswith("-"):  # flags (-m, --cfg job, --help) and their values
-            continue
-        try:
-            overrides.append((parser.parse_override(arg), *arg.split("=", 1)))
-        except Exception:  # not Hydra's grammar: Hydra names it
-            continue
-    chosen = {o.value() for o, _, _ in overrides if o.key_or_group == "model" and o.type == OverrideType.CHANGE
-              and o.value_type == ValueType.ELEMENT and isinstance(o.value(), str)}
-    sweeps = (ValueType.SIMPLE_CHOICE_SWEEP, ValueType.CHOICE_SWEEP, ValueType.RANGE_SWEEP)
-    for override, typed, raw in overrides:  # typed: the key as written, with its + or ++
-        key = override.key_or_group
+    fields, command = list_fields(), parse(args)
+    chosen = {command.model} if command.model else set()  # a swept model: each job's, Hydra's to name
+    for o in command.parsed:  # typed: the key as written, with its + or ++
+        override, typed, raw, key = o.hydra, o.typed, o.raw, o.key
         if (key not in fields or override.type == OverrideType.DEL or override.package is not None
-                or override.value_type not in (ValueType.ELEMENT, *sweeps)):
+                or override.value_type not in (ValueType.ELEMENT, *SWEEPS)):
             continue
         field = fields[key]
         if field.models and chosen and not chosen & field.models:  # e.g. model=mlp model.axes_dim=8
@@ -164,9 +193,9 @@ def list_override_problem(args: Sequence[str]) -> str | None:
         # with no model= given the default model may lack the key: name the model it belongs to
         owner = (f" a key of model={'/'.join(sorted(field.models))} (add model={sorted(field.models)[0]} "
                  "unless your experiment picks it);" if field.models and not chosen else "")
-        if override.value_type in sweeps:
-            values = [_text(v) for v in override.sweep_iterator()]
-            quoted = [_quoted_list(v, parser, field.element) for v in values]
+        if o.sweep:
+            values = o.values()
+            quoted = [_quoted_list(v, field.element) for v in values]
             if any(quoted):  # -m 'eval.observations="[1]","[2]"': every job would get a string
                 each = ",".join(q or _as_list(v) for q, v in zip(quoted, values))
                 return (f"{typed}={raw}:{owner} the quotes make {next(filter(None, quoted))} a string, and a list "
@@ -179,7 +208,7 @@ def list_override_problem(args: Sequence[str]) -> str | None:
                         f"expected; write {typed}={each} (one job per value) or {typed}={flat} (one job, one list)")
             continue
         value = override.value()
-        if (listed := _quoted_list(value, parser, field.element)) is not None:  # 'eval.observations="[3]"'
+        if (listed := _quoted_list(value, field.element)) is not None:  # 'eval.observations="[3]"'
             return (f"{typed}={raw}:{owner} the quotes make {listed} a string, and a list is expected; write "
                     f"{typed}={listed} (quote the whole override for the shell: '{typed}={listed}')")
         if not _scalar(value):

@@ -1,29 +1,138 @@
-"""Values Hydra's override grammar cannot read, named before Hydra; values written so that it reads them back.
+"""The command line, parsed once; what Hydra's grammar cannot read; values written so that it reads them back.
 
-``grammar_problem(args)`` is launch.py's check of the command line (Hydra's own message, e.g. "mismatched
-input '(' expecting <EOF>", names neither the override nor the fix); ``hydra_value`` / ``hydra_override``
-write a folder into the commands the harness prints or starts (continue a job, train it further, the
-processes of ``distributed=local``), so that a folder such as ``runs/a(1)`` survives them. Pure Python: no JAX.
+``parse(args)`` is the one reading of launch.py's command line that every override check shares
+(``override_checks``, ``override_types``): each ``key=value`` or ``~key`` as typed and as Hydra's grammar
+reads it, the model(s) it picks, the mode flags, whether it runs a sweep, its ``hydra.searchpath``.
+``grammar_problem`` and ``mode_flags_problem`` refuse what Hydra refuses naming neither the override nor the
+fix; ``hydra_value`` / ``hydra_override`` write a folder into the commands the harness prints or starts
+(continue a job, train it further, the processes of ``distributed=local``), so that a folder such as
+``runs/a(1)`` survives them. Pure Python: no JAX.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shlex
+import typing
 from collections.abc import Sequence
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
-from hydra.core.override_parser.types import ValueType
+from hydra.core.override_parser.types import OverrideType, QuotedString, ValueType
 
-__all__ = ["grammar_problem", "hydra_value", "hydra_override"]
+__all__ = ["SWEEPS", "Override", "CommandLine", "parse", "grammar_problem", "mode_flags_problem", "hydra_value",
+           "hydra_override"]
 
-
+#: Hydra's sweeps whose values a check can list (a glob's are the group's options: ``CommandLine.models``).
+SWEEPS = (ValueType.SIMPLE_CHOICE_SWEEP, ValueType.CHOICE_SWEEP, ValueType.RANGE_SWEEP)
 #: Keys whose value is a folder Hydra makes as written: a leading ``~`` there is a folder named "~".
 _FOLDER_KEYS = ("hydra.run.dir", "hydra.sweep.dir")
+#: Hydra's mode flags (its ``--help``): at most one may be given.
+_MODES = {"-r": "--run", "--run": "--run", "-m": "-m", "--multirun": "-m", "-c": "--cfg", "--cfg": "--cfg",
+          "-i": "--info", "--info": "--info", "-sc": "--shell-completion", "--shell-completion": "--shell-completion"}
 
 
-def grammar_problem(args: Sequence[str]) -> str | None:
+class Override(typing.NamedTuple):
+    """One override as typed (``arg``: ``typed``, its key with any ``+``/``++``/``~``, = ``raw``) and as Hydra's
+    grammar reads it: ``hydra`` (None where the grammar refuses it, ``error`` holding its reason), ``key`` (the key
+    or group, no prefix), ``sweep`` (values listed: ``1,2``, ``choice``, ``range``), ``values()`` (the one value or
+    each swept one, a quoted one as its text; [] for a glob)."""
+
+    arg: str
+    typed: str
+    raw: str
+    hydra: typing.Any
+    error: str | None
+
+    key = property(lambda self: self.hydra.key_or_group)
+    sweep = property(lambda self: self.hydra.value_type in SWEEPS)
+
+    def values(self) -> list:
+        if self.sweep:
+            return [v.text if isinstance(v, QuotedString) else v for v in self.hydra.sweep_iterator()]
+        return [self.hydra.value()] if self.hydra.value_type == ValueType.ELEMENT else []
+
+
+class CommandLine(typing.NamedTuple):
+    """The command line after the program name: its words (``args``), and each override among them (``parse``).
+
+    ``parsed``: the overrides Hydra's grammar reads. ``model_override``: the ``model=`` Hydra applies, the last
+    one typed; ``models``: the model(s) it picks (each swept one, a glob's matching options; [] for none),
+    ``model``: the one it picks (None when none or a sweep). ``multirun``: ``-m``, or a preset that may turn
+    multirun on itself (``sweep=``, ``experiment=``). ``search_paths``: every ``hydra.searchpath`` entry.
+    """
+
+    args: tuple[str, ...]
+    overrides: tuple[Override, ...]
+
+    parsed = property(lambda self: [o for o in self.overrides if o.hydra is not None])
+
+    @property
+    def model_override(self) -> Override | None:
+        picks = [o for o in self.parsed if o.key == "model" and o.hydra.package is None
+                 and o.hydra.type == OverrideType.CHANGE]  # +model= (a second model) is refused
+        return picks[-1] if picks else None
+
+    @property
+    def models(self) -> list[str]:
+        from gensbi_sharding.harness.groups import group_options
+
+        if (picked := self.model_override) is None:
+            return []
+        if hasattr(picked.hydra.value(), "filter"):  # glob(*former): the matching options of the group
+            return picked.hydra.value().filter(group_options("model"))
+        return [str(v) for v in picked.hydra.sweep_iterator()] if picked.sweep else [str(picked.hydra.value())]
+
+    @property
+    def model(self) -> str | None:
+        picked = self.model_override
+        return None if picked is None or picked.hydra.is_sweep_override() else str(picked.hydra.value())
+
+    @property
+    def multirun(self) -> bool:
+        return any(a in ("-m", "--multirun") or a.startswith(("hydra.mode=", "sweep=", "experiment="))
+                   for a in self.args)
+
+    @property
+    def search_paths(self) -> list[str]:
+        values = [o.hydra.value() for o in self.parsed if o.key == "hydra.searchpath"]
+        return [str(e) for v in values for e in (v if isinstance(v, list) else [v])]
+
+
+def parse(args: Sequence[str] | CommandLine) -> CommandLine:
+    """The command line read once, for every check: each ``key=value`` or ``~key`` with Hydra's parse of it.
+
+    Parameters
+    ----------
+    args : sequence of str or CommandLine
+        The command line after the program name (``sys.argv[1:]``); a ``CommandLine`` is returned as is.
+
+    Returns
+    -------
+    CommandLine
+        Its words, and an ``Override`` per override (flags such as ``-m`` and ``--cfg job`` are none).
+    """
+    if isinstance(args, CommandLine):
+        return args
+    parser, overrides = _parser(), []
+    for arg in args:
+        if arg.startswith("-") or "=" not in arg and not arg.startswith("~"):  # flags (-m, --cfg job) and values
+            continue
+        typed, _, raw = arg.partition("=")
+        try:
+            overrides.append(Override(arg, typed, raw, parser.parse_override(arg), None))
+        except Exception as err:  # Hydra's grammar: the first line is its reason
+            overrides.append(Override(arg, typed, raw, None, (str(err).strip().splitlines() or [type(err).__name__])[0]))
+    return CommandLine(tuple(args), tuple(overrides))
+
+
+@functools.lru_cache(maxsize=1)
+def _parser() -> OverridesParser:
+    return OverridesParser.create()
+
+
+def grammar_problem(args: Sequence[str] | CommandLine) -> str | None:
     """The one-line refusal of the first ``key=value`` Hydra's override grammar cannot read; None when all parse.
 
     Hydra's own message ("mismatched input '(' expecting <EOF>", "token recognition error at: '~'") names
@@ -36,7 +145,7 @@ def grammar_problem(args: Sequence[str]) -> str | None:
 
     Parameters
     ----------
-    args : sequence of str
+    args : sequence of str or CommandLine
         The command line after the program name (``sys.argv[1:]``).
 
     Returns
@@ -45,33 +154,52 @@ def grammar_problem(args: Sequence[str]) -> str | None:
         ``"hydra.run.dir=runs/a(1): Hydra's override grammar cannot read the value runs/a(1) (mismatched input
         '(' expecting <EOF>); quote it for Hydra inside the shell's quotes: 'hydra.run.dir=\"runs/a(1)\"'"``.
     """
-    parser = OverridesParser.create()
-    for arg in args:
-        if "=" not in arg or arg.startswith("-"):  # flags (-m, --cfg job, --help) and their values
+    for o in parse(args).overrides:
+        if "=" not in o.arg or not re.fullmatch(r"[+~]{0,2}[\w./@-]+", o.typed):  # not a key=value Hydra could mean
             continue
-        key, value = arg.split("=", 1)
-        if not re.fullmatch(r"[+~]{0,2}[\w./@-]+", key):  # not a key=value Hydra could mean: its message
-            continue
-        try:
-            parsed = parser.parse_override(arg)
-        except Exception as err:  # Hydra's grammar: the first line is its reason
-            reason = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        key, value, parsed = o.typed, o.raw, o.hydra
+        if parsed is None:
             if re.match(r"\s*(\[|\{|\w+\()", value):  # a list, dict or sweep: quoting would make it a string
-                return (f"{arg}: Hydra's override grammar cannot read the value {value} ({reason}); check its "
+                return (f"{o.arg}: Hydra's override grammar cannot read the value {value} ({o.error}); check its "
                         "brackets and commas (a list: eval.observations=[1,2,3]; a sweep: -m rule=fsdp,tensor)")
-            return (f"{arg}: Hydra's override grammar cannot read the value {value} ({reason}); "
+            return (f"{o.arg}: Hydra's override grammar cannot read the value {value} ({o.error}); "
                     + _quoted_fix(key, value))
         if parsed.key_or_group in _FOLDER_KEYS and (parsed.value() is None or str(parsed.value()).strip() == ""):
             # An unset shell variable (hydra.run.dir=$OUT): Hydra wrote the run's files into the current folder.
             default = "outputs/<date>/<time>" if parsed.key_or_group == "hydra.run.dir" else "multirun/<date>/<time>"
-            return (f"{arg}: an empty folder (an unset shell variable?) would put the run's files in the current "
+            return (f"{o.arg}: an empty folder (an unset shell variable?) would put the run's files in the current "
                     f"folder; give one, e.g. {key}=outputs/my_run, or leave {key} out for {default}")
         if (parsed.key_or_group in _FOLDER_KEYS and isinstance(parsed.value(), str)
                 and re.match(r"~(/|$)", parsed.value())):
             home = os.path.expanduser(parsed.value())
-            return (f"{arg}: Hydra does not expand ~ and would make a folder named '~' under the current one; "
+            return (f"{o.arg}: Hydra does not expand ~ and would make a folder named '~' under the current one; "
                     f"write the path out: {shlex.quote(f'{key}={home}')}")
     return None
+
+
+def mode_flags_problem(args: Sequence[str] | CommandLine) -> str | None:
+    """The one-line refusal of two of Hydra's modes on one command line (``-m`` with ``--cfg job``); else None.
+
+    Hydra refused them with a ``ValueError`` traceback.
+
+    Parameters
+    ----------
+    args : sequence of str or CommandLine
+        The command line after the program name (``sys.argv[1:]``).
+
+    Returns
+    -------
+    str or None
+        E.g. ``"-m and --cfg cannot be combined (Hydra runs one mode); to see a job's composed config, leave
+        out -m and give each swept key one value: python launch.py <overrides> --cfg job"``.
+    """
+    words = parse(args).args
+    given = list(dict.fromkeys(_MODES[a.split("=", 1)[0]] for a in words if a.split("=", 1)[0] in _MODES))
+    if len(given) < 2:
+        return None
+    fix = ("to see a job's composed config, leave out -m and give each swept key one value: python launch.py "
+           "<overrides> --cfg job") if "-m" in given and "--cfg" in given else f"keep one of {', '.join(given)}"
+    return f"{' and '.join(given)} cannot be combined (Hydra runs one mode); {fix}"
 
 
 def _quoted_fix(key: str, value: str) -> str:
@@ -102,13 +230,10 @@ def hydra_value(value) -> str:
     str
         The text after ``key=``, not yet quoted for a shell (``hydra_override`` does both).
     """
-    text, parser = str(value), OverridesParser.create()
+    text = str(value)
     for written in (text, f'"{text}"', f"'{text}'", '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'):
-        try:
-            parsed = parser.parse_override(f"key={written}")
-        except Exception:
-            continue
-        if parsed.value_type == ValueType.ELEMENT and parsed.value() == text:
+        parsed = parse([f"key={written}"]).overrides[0].hydra
+        if parsed is not None and parsed.value_type == ValueType.ELEMENT and parsed.value() == text:
             return written
     return text  # nothing reads back (an interpolation in a path): as it is, Hydra names it
 

@@ -4,55 +4,27 @@ Hydra's own messages for these name the key but no fix, or the wrong one: ``trai
 converted to Integer"), ``train.step=5`` ("To append to your config use +train.step=5", which the config check
 then refuses), ``~train.steps`` ("does not support deletion"), ``~model`` (an interpolation error),
 ``model=mlpp`` (the options, no nearest one); in a sweep one such value stopped every job, leaving a sweep
-folder with only ``multirun.yaml``. Read from the typed dataclasses of ``harness/config.py`` (every model
-schema) and the option files of ``conf/``, before Hydra composes anything. Pure Python: no JAX.
+folder with only ``multirun.yaml``. The command line as ``override_grammar.parse`` reads it, each key as
+``config_schema`` resolves it, before Hydra composes anything. Pure Python: no JAX.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import typing
 from collections.abc import Sequence
-from pathlib import Path
 
-from hydra.core.override_parser.overrides_parser import OverridesParser
-from hydra.core.override_parser.types import OverrideType, QuotedString, ValueType
+from hydra.core.override_parser.types import OverrideType, ValueType
 from omegaconf import OmegaConf, ValidationError
 
-from gensbi_sharding.harness.config import Config, ModelConfig
-from gensbi_sharding.harness.groups import CONF, group_options
+from gensbi_sharding.harness.config import Config
+from gensbi_sharding.harness.config_schema import (OPTIONAL_GROUPS, default_model, field_default, list_fields,
+                                                   option_groups, options, schema_name, sections, settings)
+from gensbi_sharding.harness.groups import group_options
 from gensbi_sharding.harness.hints import closest_name
-from gensbi_sharding.harness.override_checks import list_fields
+from gensbi_sharding.harness.override_grammar import CommandLine, parse
 
 __all__ = ["override_problem"]
-
-#: Groups a run may leave unchosen (``- optional ...`` in conf/config.yaml): removing one is Hydra's to judge.
-OPTIONAL_GROUPS = ("experiment", "sweep")
-_SWEEPS = (ValueType.SIMPLE_CHOICE_SWEEP, ValueType.CHOICE_SWEEP, ValueType.RANGE_SWEEP)
-
-
-def _sections() -> dict[str, list[type]]:
-    """Each typed section's schemas: ``{"train": [TrainConfig], "model": [MLPConfig, ...], ...}``."""
-    hints = typing.get_type_hints(Config)
-    found = {}
-    for f in dataclasses.fields(Config):
-        if dataclasses.is_dataclass(hints[f.name]):
-            schema = hints[f.name]
-            subclasses, todo = [], [schema]
-            while todo:  # the model group: every model's own schema
-                subclasses.append(todo.pop())
-                todo.extend(subclasses[-1].__subclasses__())
-            found[f.name] = [s for s in subclasses if s is not ModelConfig or len(subclasses) == 1]
-    return found
-
-
-def _default(schema: type, name: str) -> str:
-    """The schema's default of ``name`` as an override writes it (``null``, ``true``, ``[8,0]``)."""
-    f = next(f for f in dataclasses.fields(schema) if f.name == name)
-    value = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
-    return OmegaConf.to_yaml({"v": value}).strip()[3:].replace(", ", ",").replace("'", "") if value is not None \
-        else "null"
 
 
 def _value_problem(schema: type, name: str, key: str, value) -> tuple[str, str] | None:
@@ -62,7 +34,7 @@ def _value_problem(schema: type, name: str, key: str, value) -> tuple[str, str] 
         return None
     except ValidationError as err:
         reason = str(err).strip().splitlines()[0]
-    example, kind = _default(schema, name), typing.get_type_hints(schema)[name]
+    example = field_default(schema, name)
     if value is None:
         return f"{key} cannot be null ({reason})", example
     if isinstance(value, str) and not value.strip():
@@ -71,16 +43,13 @@ def _value_problem(schema: type, name: str, key: str, value) -> tuple[str, str] 
         many = ",".join(map(str, value)) if isinstance(value, list) else ""
         return (f"{key} takes one value, not a {type(value).__name__} ({reason})"
                 + (f"; for one job per value, sweep them: -m {key}={many}" if many else ""), example)
+    kind = typing.get_type_hints(schema)[name]
     if int in (kind, *typing.get_args(kind)) and isinstance(value, float) and math.isfinite(value):
         return f"{key} takes a whole number ({reason})", str(round(value) or example)
     return f"{key}: {reason}", example
 
 
-def _text(value):
-    return value.text if isinstance(value, QuotedString) else value
-
-
-def override_problem(args: Sequence[str], *, sweeps_need_m: bool = True) -> str | None:
+def override_problem(args: Sequence[str] | CommandLine, *, sweeps_need_m: bool = True) -> str | None:
     """The one-line refusal of the first override Hydra would refuse naming no fix (or a wrong one); else None.
 
     Refused, each naming the override and the one to type: a value a scalar setting cannot take (``1.5``,
@@ -93,7 +62,7 @@ def override_problem(args: Sequence[str], *, sweeps_need_m: bool = True) -> str 
 
     Parameters
     ----------
-    args : sequence of str
+    args : sequence of str or CommandLine
         The command line after the program name (``sys.argv[1:]``).
     sweeps_need_m : bool, optional
         True (launch.py): a sweep (``train.steps=1,2``) without ``-m`` is refused naming ``-m`` (Hydra's
@@ -106,32 +75,21 @@ def override_problem(args: Sequence[str], *, sweeps_need_m: bool = True) -> str 
         E.g. ``"train.steps=1.5: it takes a whole number (Value '1.5' of type 'float' could not be converted to
         Integer); e.g. train.steps=2"``.
     """
-    sections, lists, parser = _sections(), list_fields(), OverridesParser.create()
-    groups = [g for g in [f.name for f in dataclasses.fields(Config)] + list(OPTIONAL_GROUPS) if group_options(g)]
-    overrides = []
-    for arg in args:
-        if "=" not in arg and not arg.startswith("~") or arg.startswith("-"):  # flags and their values
-            continue
-        try:
-            overrides.append((parser.parse_override(arg), arg))
-        except Exception:  # not Hydra's grammar: grammar_problem or Hydra names it
-            continue
-    chosen = _chosen_models(overrides)
-    # -m, or a preset that turns multirun on itself (sweep=..., experiment=sbibm: Hydra's to read)
-    multirun = any(a in ("-m", "--multirun") or a.startswith(("hydra.mode=", "sweep=", "experiment=")) for a in args)
-    for override, arg in overrides:
-        key = override.key_or_group
-        if override.value_type in _SWEEPS and sweeps_need_m and not multirun and not key.startswith("hydra"):
+    command, typed, lists, groups = parse(args), sections(), list_fields(), option_groups()
+    chosen = _chosen_models(command)
+    for o in command.parsed:
+        override, key, arg = o.hydra, o.key, o.arg
+        if o.sweep and sweeps_need_m and not command.multirun and not key.startswith("hydra"):
             # Hydra's "Ambiguous value" offered a list and a quoted string too, which a scalar setting refuses.
             listed = (f", or one list for this run: {key}=[{','.join(override.sweep_string_iterator())}]"
-                      if key in lists or section_of(key) in ("rule", "activation") else "")
+                      if key in lists or key.split(".", 1)[0] in ("rule", "activation") else "")
             return (f"{arg}: several values are a sweep, one job per value, which needs -m: python launch.py -m "
                     f"... {arg}{listed}")
         if key.startswith("hydra") or override.package is not None or key in lists:
             continue
         section, _, name = key.partition(".")
         if override.type == OverrideType.DEL:
-            if problem := _deletion_problem(arg, section, name, sections, groups):
+            if problem := _deletion_problem(arg, section, name, typed, groups):
                 return problem
             continue
         if override.type == OverrideType.ADD and not name and section in groups and section not in OPTIONAL_GROUPS:
@@ -140,32 +98,18 @@ def override_problem(args: Sequence[str], *, sweeps_need_m: bool = True) -> str 
                     f"to pick this one, write {arg.lstrip('+')}")
         if override.type not in (OverrideType.CHANGE, OverrideType.FORCE_ADD):  # +: the config check names a key
             continue
-        values = ([_text(v) for v in override.sweep_iterator()] if override.value_type in _SWEEPS
-                  else [override.value()] if override.value_type == ValueType.ELEMENT else [])
         if section in groups and not name:
-            searched = _searched_options(overrides, section)
-            if searched is None:  # a pkg:// search path: its options are Hydra's to list
-                continue
-            options = sorted(set(group_options(section)) | searched)
-            for value in values:
-                if isinstance(value, str) and "${" not in value and value not in options:
-                    near = closest_name(value, options)
-                    return (f"{arg}: Could not find '{section}/{value}' ({section} options: {', '.join(options)})"
-                            + (f"; did you mean {section}={near}?" if near else f"; pick one, e.g. "
-                               f"{section}={options[0]}"))
+            if (problem := _option_problem(o, section, options(section, command.search_paths))) is not None:
+                return problem
             continue
-        if not name and section not in groups:  # a top-level setting: seed, strict, dry_run, ...
-            section, name, top = "", section, True
-        else:
-            top = False
-        if not top and (section not in sections or "." in name):
-            continue
-        schemas = [Config] if top else [s for s in sections[section] if section != "model" or (
-            chosen is not None and _model_name(s) in chosen)]
-        fields = sorted({f.name for s in ([Config] if top else sections[section]) for f in dataclasses.fields(s)
-                         if top or not dataclasses.is_dataclass(typing.get_type_hints(s)[f.name])})
+        top = not name and section not in groups  # a top-level setting: seed, strict, dry_run, ...
         if top:
-            fields = [f for f in fields if f not in sections and f != "rule"]
+            section, name = "", section
+        elif section not in typed or "." in name:
+            continue
+        schemas = [Config] if top else [s for s in typed[section] if section != "model" or (
+            chosen is not None and schema_name(s) in chosen)]
+        fields = sorted(settings(Config)) if top else sorted({f for s in typed[section] for f in settings(s)})
         if name not in fields and override.type == OverrideType.FORCE_ADD:  # ++: the config check names it
             continue
         if name not in fields:
@@ -173,16 +117,16 @@ def override_problem(args: Sequence[str], *, sweeps_need_m: bool = True) -> str 
             dotted = f"{section}.{near}" if section else near
             return (f"{arg}: {key} is not a setting{of}" + (f" (did you mean {dotted}?)" if near else "")
                     + f"; its settings: {', '.join(f for f in fields if f != 'name')}"
-                    + (f"; write {dotted}={arg.split('=', 1)[1]}" if near else ""))
+                    + (f"; write {dotted}={o.raw}" if near else ""))
         strings = list(override.sweep_string_iterator()) if override.value_type == ValueType.SIMPLE_CHOICE_SWEEP \
             else None
-        for schema in (s for s in schemas if name in {f.name for f in dataclasses.fields(s)}):
-            for i, value in enumerate(values):
+        for schema in (s for s in schemas if name in settings(s)):
+            for i, value in enumerate(o.values()):
                 if isinstance(value, str) and "${" in value:  # resolved once composed: its own check
                     continue
                 if (problem := _value_problem(schema, name, key, value)) is not None:
                     why, fix = problem
-                    of = f" (model={_model_name(schema)})" if section == "model" else ""
+                    of = f" (model={schema_name(schema)})" if section == "model" else ""
                     if strings:  # the sweep with that one value replaced
                         shown = f"the swept value {strings[i]}: "
                         fix = ",".join(fix if j == i else text for j, text in enumerate(strings))
@@ -192,59 +136,40 @@ def override_problem(args: Sequence[str], *, sweeps_need_m: bool = True) -> str 
     return None
 
 
-def _searched_options(overrides: list, group: str) -> set[str] | None:
-    """The options of ``group`` in the folders ``hydra.searchpath=[file://...]`` adds (a preset of one's own,
-    ``model=my_flux1``, is no misspelling); None where a search path is not a folder (``pkg://``)."""
-    found = set()
-    for override, _ in overrides:
-        if override.key_or_group == "hydra.searchpath":
-            for entry in override.value() if isinstance(override.value(), list) else [override.value()]:
-                if not str(entry).startswith("file://"):
-                    return None
-                found |= {p.stem for p in (Path(str(entry)[len("file://"):]) / group).glob("*.yaml")}
-    return found
+def _option_problem(o, group: str, choices: list[str] | None) -> str | None:
+    """``model=mlpp`` (also one value of a sweep): the group's options and the nearest one; None where every
+    value is an option, an interpolation, or ``choices`` is None (a ``pkg://`` search path: Hydra's to list)."""
+    for value in o.values() if choices is not None else ():
+        if isinstance(value, str) and "${" not in value and value not in choices:
+            near = closest_name(value, choices)
+            return (f"{o.arg}: Could not find '{group}/{value}' ({group} options: {', '.join(choices)})"
+                    + (f"; did you mean {group}={near}?" if near else f"; pick one, e.g. {group}={choices[0]}"))
+    return None
 
 
-def section_of(key: str) -> str:
-    return key.split(".", 1)[0]
-
-
-def _chosen_models(overrides) -> set | None:
-    """The models this command may run: ``model=`` (a sweep's every value), else conf/config.yaml's default;
+def _chosen_models(command: CommandLine) -> set | None:
+    """The models this command may run: ``model=``'s (a sweep's every value), else conf/config.yaml's default;
     None when an ``experiment=`` may pick another (its file's choice is Hydra's to read)."""
-    picked = set()
-    for o, _ in overrides:
-        if o.key_or_group == "experiment" and o.type != OverrideType.DEL:
-            return None
-        if o.key_or_group == "model" and o.type == OverrideType.CHANGE:
-            picked |= {_text(v) for v in o.sweep_iterator()} if o.value_type in _SWEEPS else {o.value()}
-    if picked:
-        return picked
-    defaults = OmegaConf.load(CONF / "config.yaml").defaults
-    return {d["model"] for d in defaults if OmegaConf.is_dict(d) and "model" in d}
+    if any(o.key == "experiment" and o.hydra.type != OverrideType.DEL for o in command.parsed):
+        return None
+    return set(command.models) or {default_model()}
 
 
-def _model_name(schema: type) -> str | None:
-    return next((f.default for f in dataclasses.fields(schema) if f.name == "name"), None)
-
-
-def _deletion_problem(arg: str, section: str, name: str, sections: dict, groups: list[str]) -> str | None:
+def _deletion_problem(arg: str, section: str, name: str, typed: dict, groups: list[str]) -> str | None:
     """``~<group>`` or ``~<setting>``: what to set instead (a typed setting cannot be removed)."""
-    top = [f.name for f in dataclasses.fields(Config) if f.name not in groups + list(sections) + ["rule"]]
-    if section in top and not name:  # ~seed, ~strict
+    if section in settings(Config) and not name:  # ~seed, ~strict
         return f"{arg}: a setting cannot be removed (every run reads it); set it instead, e.g. {section}=" \
-               + _default(Config, section)
-    if section in OPTIONAL_GROUPS or section not in groups + list(sections) + ["rule"]:
+               + field_default(Config, section)
+    if section in OPTIONAL_GROUPS or section not in groups + list(typed) + ["rule"]:
         return None
     if not name:
-        options = group_options(section)
         extra = " (mesh=none: no mesh)" if section == "mesh" else ""
         return (f"{arg}: the {section} group cannot be removed, every run needs one{extra}; pick an option instead: "
-                + ", ".join(f"{section}={o}" for o in options))
+                + ", ".join(f"{section}={o}" for o in group_options(section)))
     if section == "rule":
         return f"{arg}: a rule's axis cannot be removed; set {section}.{name}=null to leave it unsplit"
-    schema = next((s for s in sections[section] if name in {f.name for f in dataclasses.fields(s)}), None)
+    schema = next((s for s in typed[section] if name in settings(s)), None)
     if schema is None:
         return None  # not a setting: Hydra names it
     return (f"{arg}: a setting cannot be removed (every run reads it); set it instead, e.g. "
-            f"{section}.{name}={_default(schema, name)}")
+            f"{section}.{name}={field_default(schema, name)}")

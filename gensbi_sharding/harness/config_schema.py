@@ -1,0 +1,172 @@
+"""Where a command-line key lands in the config before Hydra composes it: its schema, type, default, options.
+
+The one walk of ``harness/config.py``'s typed dataclasses (every model schema: the model is picked at compose
+time) and of ``conf/``'s option files (plus a ``hydra.searchpath``'s ``file://`` folders), shared by launch.py's
+override checks (``override_checks``, ``override_types``) and ``config_values``; a new field or option is
+covered as it is added. Pure Python: no JAX.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from collections.abc import Sequence
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+from gensbi_sharding.harness.config import Config, ModelConfig
+from gensbi_sharding.harness.groups import CONF, group_options
+
+__all__ = ["OPTIONAL_GROUPS", "ListField", "schema_name", "model_schemas", "sections", "settings",
+           "option_groups", "group_keys", "field_default", "list_fields", "model_fields", "default_model",
+           "experiment_model", "options"]
+
+#: Groups a run may leave unchosen (``- optional ...`` in conf/config.yaml): removing one is Hydra's to judge.
+OPTIONAL_GROUPS = ("experiment", "sweep")
+
+
+class ListField(typing.NamedTuple):
+    """A list-typed key: its element type, a value of it to show, and the model names whose schema has it."""
+
+    element: type
+    example: str
+    models: frozenset
+
+
+def schema_name(schema: type) -> str | None:
+    """The model a schema builds, its ``name`` default (``MLPConfig`` -> "mlp"); None where it has none."""
+    name = next((f.default for f in dataclasses.fields(schema) if f.name == "name"), None)
+    return name if isinstance(name, str) and name not in ("???", "") else None
+
+
+def model_schemas() -> dict[str, type]:
+    """Every model schema by the model it builds (``ModelConfig``'s subclasses, recursively):
+    ``{"simformer": SimformerConfig, ..., "mlp": MLPConfig}``."""
+    found, todo = {}, list(ModelConfig.__subclasses__())
+    while todo:
+        schema = todo.pop()
+        todo.extend(schema.__subclasses__())
+        if (name := schema_name(schema)) is not None:
+            found[name] = schema
+    return found
+
+
+def sections() -> dict[str, list[type]]:
+    """Each typed section's schemas: ``{"train": [TrainConfig], "model": [every model schema], ...}``."""
+    hints = typing.get_type_hints(Config)  # config.py's annotations are strings (postponed evaluation)
+    return {f.name: list(model_schemas().values()) if hints[f.name] is ModelConfig else [hints[f.name]]
+            for f in dataclasses.fields(Config) if dataclasses.is_dataclass(hints[f.name])}
+
+
+def settings(schema: type) -> list[str]:
+    """A schema's settings, as declared: its fields that are no group of their own (a section, the rule table);
+    ``settings(Config)``: debug, dry_run, seed, ... (top-level)."""
+    hints = typing.get_type_hints(schema)  # config.py's annotations are strings (postponed evaluation)
+    return [f.name for f in dataclasses.fields(schema)
+            if not dataclasses.is_dataclass(hints[f.name]) and typing.get_origin(hints[f.name]) is not dict]
+
+
+def model_fields() -> dict[str, set[str]]:
+    """Each model's settings, by the model's name: ``{"mlp": {"name", "init", "width", ...}, "flux1": ...}``."""
+    return {name: set(settings(schema)) for name, schema in model_schemas().items()}
+
+
+def option_groups() -> list[str]:
+    """The groups with options in ``conf/`` a command line picks from (``model``, ..., ``experiment``, ``sweep``)."""
+    return [g for g in [f.name for f in dataclasses.fields(Config)] + list(OPTIONAL_GROUPS) if group_options(g)]
+
+
+def group_keys(path: Sequence[str], model: str | None) -> tuple[str, ...] | None:
+    """The keys the group at ``path`` holds (``["mesh"]`` -> spec, model_axis, devices, as declared); None where the
+    path is no typed group (unknown: Hydra names it; the rule table: any axis; a scalar).
+
+    Under ``model`` the keys of ``model`` (a model's name), else every model's, sorted.
+    """
+    schemas: list[type] = [Config]
+    for part in path:
+        hints = typing.get_type_hints(schemas[0])
+        if part not in hints:
+            return None
+        if hints[part] is ModelConfig:
+            named = model_schemas()
+            schemas = [named[model]] if model in named else list(named.values())
+        elif dataclasses.is_dataclass(hints[part]):
+            schemas = [hints[part]]
+        else:
+            return None
+    if len(schemas) == 1:
+        return tuple(settings(schemas[0]))
+    return tuple(sorted({name for schema in schemas for name in settings(schema)}))
+
+
+def field_default(schema: type, name: str) -> str:
+    """The schema's default of ``name`` as an override writes it (``null``, ``true``, ``[8,0]``)."""
+    f = next(f for f in dataclasses.fields(schema) if f.name == name)
+    value = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+    return OmegaConf.to_yaml({"v": value}).strip()[3:].replace(", ", ",").replace("'", "") if value is not None \
+        else "null"
+
+
+def _list_element(hint) -> type | None:
+    """The element type of ``List[T]`` or ``Optional[List[T]]`` (``Any`` as ``object``); None for other types."""
+    options = typing.get_args(hint) if typing.get_origin(hint) is typing.Union else (hint,)
+    for option in options:
+        if typing.get_origin(option) is list:
+            element = (typing.get_args(option) or (object,))[0]
+            return element if isinstance(element, type) else object
+    return None
+
+
+def list_fields() -> dict[str, ListField]:
+    """The dotted keys whose schema type is a list (``List[T]``, ``Optional[List[T]]``).
+
+    Returns
+    -------
+    dict of str to ListField
+        ``{"eval.observations": ListField(int, "1", frozenset()), "model.axes_dim": ListField(int, "8,0",
+        frozenset({"flux1"})), ...}``: the example is the schema's default (else 1 or x); the model
+        names are empty outside the model group.
+    """
+    found: dict[str, ListField] = {}
+    for section, schemas in [("", [Config]), *sections().items()]:
+        for schema in schemas:
+            hints = typing.get_type_hints(schema)
+            names = frozenset({schema_name(schema)}) if section == "model" else frozenset()
+            for f in dataclasses.fields(schema):
+                if (element := _list_element(hints[f.name])) is None:
+                    continue
+                key = f"{section}.{f.name}" if section else f.name
+                default = f.default_factory() if f.default_factory is not dataclasses.MISSING else None
+                example = ",".join(map(str, default)) if default else {int: "1", float: "1.0"}.get(element, "x")
+                found[key] = ListField(element, example, names | (found[key].models if key in found else frozenset()))
+    return found
+
+
+def _picked(path: Path, entry: str) -> str | None:
+    """The option a defaults list's ``entry`` picks (``model: mlp``, ``override /model: transformer``), or None."""
+    return next((e[entry] for e in OmegaConf.load(path).get("defaults", []) if not isinstance(e, str) and entry in e),
+                None)
+
+
+def default_model() -> str | None:
+    """The model ``conf/config.yaml``'s defaults list picks (``mlp``); None if it picks none."""
+    return _picked(CONF / "config.yaml", "model")
+
+
+def experiment_model(name: str) -> str | None:
+    """The model ``conf/experiment/<name>.yaml`` picks (``override /model: transformer``), None if it picks none;
+    "?" for an experiment not in ``conf/`` (a search path's), which may pick one."""
+    path = CONF / "experiment" / f"{name}.yaml"
+    return _picked(path, "override /model") if path.is_file() else "?"
+
+
+def options(group: str, search_paths: Sequence[str] = ()) -> list[str] | None:
+    """The options of ``group``, sorted: ``conf/``'s and those in the ``file://`` folders of ``hydra.searchpath``
+    (a preset of one's own, ``model=my_flux1``); None where a search path is not a folder (``pkg://``: Hydra's)."""
+    found = set(group_options(group))
+    for entry in search_paths:
+        if not entry.startswith("file://"):
+            return None
+        found |= {p.stem for p in (Path(entry[len("file://"):]) / group).glob("*.yaml")}
+    return sorted(found)
