@@ -57,11 +57,12 @@ def extra_problem(extra: list[str], tasks: list[str], budgets: list[int]) -> str
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     from gensbi_sharding.harness.override_checks import list_override_problem, unknown_key_problem
-    from gensbi_sharding.harness.override_grammar import grammar_problem
+    from gensbi_sharding.harness.override_grammar import grammar_problem, parse
     from gensbi_sharding.harness.override_types import override_problem
 
-    problem = (grammar_problem(extra) or list_override_problem(extra) or unknown_key_problem(extra)
-               or override_problem(extra, sweeps_need_m=False))
+    command = parse(extra)  # read once, for each of launch.py's checks that applies to a job's extra overrides
+    problem = (grammar_problem(command) or list_override_problem(command) or unknown_key_problem(command)
+               or override_problem(command, sweeps_need_m=False))
     if problem:
         return f"extra argument {problem}"
     parser = OverridesParser.create()

@@ -21,6 +21,8 @@ from collections.abc import Sequence
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import OverrideType, QuotedString, ValueType
 
+from gensbi_sharding.harness.groups import group_options
+
 __all__ = ["SWEEPS", "Override", "CommandLine", "parse", "grammar_problem", "mode_flags_problem", "hydra_value",
            "hydra_override"]
 
@@ -76,13 +78,11 @@ class CommandLine(typing.NamedTuple):
 
     @property
     def models(self) -> list[str]:
-        from gensbi_sharding.harness.groups import group_options
-
         if (picked := self.model_override) is None:
             return []
         if hasattr(picked.hydra.value(), "filter"):  # glob(*former): the matching options of the group
             return picked.hydra.value().filter(group_options("model"))
-        return [str(v) for v in picked.hydra.sweep_iterator()] if picked.sweep else [str(picked.hydra.value())]
+        return [str(v) for v in picked.values()]
 
     @property
     def model(self) -> str | None:

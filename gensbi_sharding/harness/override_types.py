@@ -19,7 +19,8 @@ from omegaconf import OmegaConf, ValidationError
 
 from gensbi_sharding.harness.config import Config
 from gensbi_sharding.harness.config_schema import (OPTIONAL_GROUPS, default_model, field_default, list_fields,
-                                                   option_groups, options, schema_name, sections, settings)
+                                                   group_keys, option_groups, options, schema_name, sections,
+                                                   settings)
 from gensbi_sharding.harness.groups import group_options
 from gensbi_sharding.harness.hints import closest_name
 from gensbi_sharding.harness.override_grammar import CommandLine, parse
@@ -76,7 +77,9 @@ def override_problem(args: Sequence[str] | CommandLine, *, sweeps_need_m: bool =
         Integer); e.g. train.steps=2"``.
     """
     command, typed, lists, groups = parse(args), sections(), list_fields(), option_groups()
-    chosen = _chosen_models(command)
+    # The models this command may run, else None where an experiment= may pick another (Hydra reads its file).
+    experiment = any(o.key == "experiment" and o.hydra.type != OverrideType.DEL for o in command.parsed)
+    chosen = None if experiment else set(command.models) or {default_model()}
     for o in command.parsed:
         override, key, arg = o.hydra, o.key, o.arg
         if o.sweep and sweeps_need_m and not command.multirun and not key.startswith("hydra"):
@@ -109,7 +112,7 @@ def override_problem(args: Sequence[str] | CommandLine, *, sweeps_need_m: bool =
             continue
         schemas = [Config] if top else [s for s in typed[section] if section != "model" or (
             chosen is not None and schema_name(s) in chosen)]
-        fields = sorted(settings(Config)) if top else sorted({f for s in typed[section] for f in settings(s)})
+        fields = sorted(group_keys([section] if section else [], None))
         if name not in fields and override.type == OverrideType.FORCE_ADD:  # ++: the config check names it
             continue
         if name not in fields:
@@ -145,14 +148,6 @@ def _option_problem(o, group: str, choices: list[str] | None) -> str | None:
             return (f"{o.arg}: Could not find '{group}/{value}' ({group} options: {', '.join(choices)})"
                     + (f"; did you mean {group}={near}?" if near else f"; pick one, e.g. {group}={choices[0]}"))
     return None
-
-
-def _chosen_models(command: CommandLine) -> set | None:
-    """The models this command may run: ``model=``'s (a sweep's every value), else conf/config.yaml's default;
-    None when an ``experiment=`` may pick another (its file's choice is Hydra's to read)."""
-    if any(o.key == "experiment" and o.hydra.type != OverrideType.DEL for o in command.parsed):
-        return None
-    return set(command.models) or {default_model()}
 
 
 def _deletion_problem(arg: str, section: str, name: str, typed: dict, groups: list[str]) -> str | None:
