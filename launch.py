@@ -40,9 +40,9 @@ try:
 
     from gensbi_sharding.harness.config import register_configs
     from gensbi_sharding.harness.console import quiet_console
-    from gensbi_sharding.harness.override_checks import list_override_problem, model_key_problem, unknown_key_problem
     from gensbi_sharding.harness.override_grammar import grammar_problem, mode_flags_problem, parse
-    from gensbi_sharding.harness.override_types import override_problem
+    from gensbi_sharding.harness.override_keys import model_key_problem, unknown_key_problem
+    from gensbi_sharding.harness.override_types import list_override_problem, override_problem
     from gensbi_sharding.harness.preemption import EXIT_INTERRUPTED, EXIT_PREEMPTED
     from gensbi_sharding.harness.run import run
     from gensbi_sharding.harness.run_folder import output_dir

@@ -191,7 +191,7 @@ def main() -> None:
             parser.error(f"harness override {override}: this script sets {key} for both sides; {instead}")
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     warnings.filterwarnings("ignore", category=UserWarning)
-    from gensbi_sharding.harness.override_checks import unknown_key_problem
+    from gensbi_sharding.harness.override_keys import unknown_key_problem
     from gensbi_sharding.harness.override_types import override_problem
     from gensbi_sharding.harness.run import run
 

@@ -56,9 +56,9 @@ def extra_problem(extra: list[str], tasks: list[str], budgets: list[int]) -> str
     """
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    from gensbi_sharding.harness.override_checks import list_override_problem, unknown_key_problem
     from gensbi_sharding.harness.override_grammar import grammar_problem, parse
-    from gensbi_sharding.harness.override_types import override_problem
+    from gensbi_sharding.harness.override_keys import unknown_key_problem
+    from gensbi_sharding.harness.override_types import list_override_problem, override_problem
 
     command = parse(extra)  # read once, for each of launch.py's checks that applies to a job's extra overrides
     problem = (grammar_problem(command) or list_override_problem(command) or unknown_key_problem(command)

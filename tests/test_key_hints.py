@@ -10,7 +10,7 @@ import dataclasses
 import pytest
 
 from gensbi_sharding.harness.config import Config, DataConfig, TrainConfig
-from gensbi_sharding.harness.override_checks import unknown_key_problem
+from gensbi_sharding.harness.override_keys import unknown_key_problem
 from gensbi_sharding.harness.override_grammar import mode_flags_problem
 
 
@@ -89,7 +89,7 @@ def test_two_hydra_modes_are_refused_in_one_line(args, message):
      "model.num_heads is a setting of model=flux1 or model=simformer, not of model=mlp; its settings: "),
 ])
 def test_the_last_model_choice_is_the_one_checked_as_hydra_applies_it(args, problem):
-    from gensbi_sharding.harness.override_checks import model_key_problem
+    from gensbi_sharding.harness.override_keys import model_key_problem
 
     found = unknown_key_problem(args)
     assert found is None if problem is None else found.startswith(problem), found

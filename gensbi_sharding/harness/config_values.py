@@ -13,7 +13,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import GrammarParseError, InterpolationResolutionError
 
 from gensbi_sharding.harness.config import Config, ConfigError
-from gensbi_sharding.harness.config_schema import list_fields
+from gensbi_sharding.harness.override_keys import list_fields
 
 __all__ = ["INT32_MAX", "check_lists", "check_numbers", "interpolation_problem"]
 

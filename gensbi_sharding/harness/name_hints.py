@@ -33,7 +33,7 @@ def _schema_name(section: Any) -> str | None:
     """The ``name`` default of the typed schema a config section was merged onto (``MLPConfig`` -> "mlp")."""
     from omegaconf import OmegaConf
 
-    from gensbi_sharding.harness.config_schema import schema_name
+    from gensbi_sharding.harness.override_keys import schema_name
 
     schema = OmegaConf.get_type(section)
     return schema_name(schema) if dataclasses.is_dataclass(schema) else None

@@ -1,7 +1,7 @@
 """The command line, parsed once; what Hydra's grammar cannot read; values written so that it reads them back.
 
 ``parse(args)`` is the one reading of launch.py's command line that every override check shares
-(``override_checks``, ``override_types``): each ``key=value`` or ``~key`` as typed and as Hydra's grammar
+(``override_keys``, ``override_types``): each ``key=value`` or ``~key`` as typed and as Hydra's grammar
 reads it, the model(s) it picks, the mode flags, whether it runs a sweep, its ``hydra.searchpath``.
 ``grammar_problem`` and ``mode_flags_problem`` refuse what Hydra refuses naming neither the override nor the
 fix; ``hydra_value`` / ``hydra_override`` write a folder into the commands the harness prints or starts

@@ -1,11 +1,13 @@
-"""``override_problem(args)``: a command-line override Hydra refuses without naming the override to type.
+"""launch.py's checks of the values on the command line: ``override_problem`` and ``list_override_problem``.
 
+``override_problem``: a command-line override Hydra refuses without naming the override to type.
 Hydra's own messages for these name the key but no fix, or the wrong one: ``train.steps=1.5`` ("could not be
 converted to Integer"), ``train.step=5`` ("To append to your config use +train.step=5", which the config check
 then refuses), ``~train.steps`` ("does not support deletion"), ``~model`` (an interpolation error),
 ``model=mlpp`` (the options, no nearest one); in a sweep one such value stopped every job, leaving a sweep
 folder with only ``multirun.yaml``. The command line as ``override_grammar.parse`` reads it, each key as
-``config_schema`` resolves it, before Hydra composes anything. Pure Python: no JAX.
+``override_keys`` resolves it, before Hydra composes anything. ``list_override_problem``: a scalar where the
+schema wants a list (Hydra's "int is not a ListConfig", no fix). Pure Python: no JAX.
 """
 
 from __future__ import annotations
@@ -15,17 +17,18 @@ import typing
 from collections.abc import Sequence
 
 from hydra.core.override_parser.types import OverrideType, ValueType
-from omegaconf import OmegaConf, ValidationError
+from omegaconf import ListConfig, OmegaConf, ValidationError
 
 from gensbi_sharding.harness.config import Config
-from gensbi_sharding.harness.config_schema import (OPTIONAL_GROUPS, default_model, field_default, list_fields,
-                                                   group_keys, option_groups, options, schema_name, sections,
-                                                   settings)
 from gensbi_sharding.harness.groups import group_options
 from gensbi_sharding.harness.hints import closest_name
-from gensbi_sharding.harness.override_grammar import CommandLine, parse
+from gensbi_sharding.harness.model_checks import ID_STRATEGIES_1D
+from gensbi_sharding.harness.override_grammar import SWEEPS, CommandLine, parse
+from gensbi_sharding.harness.override_keys import (OPTIONAL_GROUPS, default_model, field_default, group_keys,
+                                                   list_fields, option_groups, options, schema_name, sections,
+                                                   settings)
 
-__all__ = ["override_problem"]
+__all__ = ["override_problem", "list_override_problem"]
 
 
 def _value_problem(schema: type, name: str, key: str, value) -> tuple[str, str] | None:
@@ -168,3 +171,102 @@ def _deletion_problem(arg: str, section: str, name: str, typed: dict, groups: li
         return None  # not a setting: Hydra names it
     return (f"{arg}: a setting cannot be removed (every run reads it); set it instead, e.g. "
             f"{section}.{name}={field_default(schema, name)}")
+
+
+def _scalar(value) -> bool:
+    """A value Hydra would assign to a list key as is: not a list, dict, null or interpolation.
+
+    A quoted ``"[a]"`` is one string (a scalar); one spelling a list of the right type is ``_quoted_list``'s.
+    """
+    return not (value is None or isinstance(value, (list, dict)) or (isinstance(value, str) and "${" in value))
+
+
+def _quoted_list(value, element: type) -> str | None:
+    """The list a quoted value spells (``"[3]"`` -> ``[3]``): quotes make it one string, which no list key takes.
+
+    None when the text is no list of ``element`` values (``"[a]"`` for ints): showing it as the fix would be refused.
+    """
+    if not isinstance(value, str) or "${" in value or not value.strip().startswith("["):
+        return None
+    try:
+        ListConfig(parse([f"key={value.strip()}"]).overrides[0].hydra.value(), element_type=typing.Any if element is object else element)
+    except Exception:  # not a list Hydra could read, or not of the element type
+        return None
+    return value.strip()
+
+
+def _as_list(value) -> str:
+    """A swept value written as the list a job should get: ``3`` -> ``[3]``, ``[1,2]`` -> ``[1,2]``."""
+    inner = value if isinstance(value, list) else [value]
+    return "[" + ",".join(map(str, inner)) + "]"
+
+
+def list_override_problem(args: Sequence[str] | CommandLine) -> str | None:
+    """The one-line refusal of the first override giving a list-typed key a scalar; None when there is none.
+
+    Refused: a plain, ``+`` or ``++`` assignment of one scalar (``eval.observations=3``,
+    ``++eval.observations=3``, ``...=bogus``; the fix keeps the prefix typed) and a sweep
+    any of whose values is a scalar (``-m eval.observations=3,4``, ``choice(3,4)``,
+    ``range(1,3)``: every job would get a scalar), and a quoted list (``'eval.observations="[3]"'``:
+    the quotes make it one string; the fix is the list unquoted). Lists, ``null``, interpolations, sweeps
+    of lists (``[1],[2]``), ``~`` overrides, ``hydra.*`` keys, flags and anything Hydra's
+    grammar rejects are left to Hydra and the config checks. A model key is left alone when
+    ``model=<name>`` picks a model whose schema lacks it (Hydra names the missing key); with
+    no ``model=`` given, the message names the model whose key it is.
+
+    Parameters
+    ----------
+    args : sequence of str or CommandLine
+        The command line after the program name (``sys.argv[1:]``).
+
+    Returns
+    -------
+    str or None
+        ``"eval.observations=3: a list is expected; write eval.observations=[3]"``.
+    """
+    fields, command = list_fields(), parse(args)
+    chosen = {command.model} if command.model else set()  # a swept model: each job's, Hydra's to name
+    for o in command.parsed:  # typed: the key as written, with its + or ++
+        override, typed, raw, key = o.hydra, o.typed, o.raw, o.key
+        if (key not in fields or override.type == OverrideType.DEL or override.package is not None
+                or override.value_type not in (ValueType.ELEMENT, *SWEEPS)):
+            continue
+        field = fields[key]
+        if field.models and chosen and not chosen & field.models:  # e.g. model=mlp model.axes_dim=8
+            continue
+        # with no model= given the default model may lack the key: name the model it belongs to
+        owner = (f" a key of model={'/'.join(sorted(field.models))} (add model={sorted(field.models)[0]} "
+                 "unless your experiment picks it);" if field.models and not chosen else "")
+        if o.sweep:
+            values = o.values()
+            quoted = [_quoted_list(v, field.element) for v in values]
+            if any(quoted):  # -m 'eval.observations="[1]","[2]"': every job would get a string
+                each = ",".join(q or _as_list(v) for q, v in zip(quoted, values))
+                return (f"{typed}={raw}:{owner} the quotes make {next(filter(None, quoted))} a string, and a list "
+                        f"is expected; write {typed}={each} (quote the whole override for the shell: "
+                        f"'{typed}={each}')")
+            if any(map(_scalar, values)):  # every job would be given that scalar
+                each = ",".join(_as_list(v) for v in values)
+                flat = _as_list([x for v in values for x in (v if isinstance(v, list) else [v])])
+                return (f"{typed}={raw}:{owner} a sweep of {key} gives each job one value, and a list is "
+                        f"expected; write {typed}={each} (one job per value) or {typed}={flat} (one job, one list)")
+            continue
+        value = override.value()
+        if (listed := _quoted_list(value, field.element)) is not None:  # 'eval.observations="[3]"'
+            return (f"{typed}={raw}:{owner} the quotes make {listed} a string, and a list is expected; write "
+                    f"{typed}={listed} (quote the whole override for the shell: '{typed}={listed}')")
+        if not _scalar(value):
+            continue
+        shown = value if isinstance(value, str) and raw.strip()[:1] in "'\"" else raw  # "3": [3], not ["3"]
+        if key == "model.id_embedding_strategy":
+            strategy = value if value in ID_STRATEGIES_1D else "absolute"
+            return (f"{typed}={raw}:{owner} a list is expected: give two of {', '.join(ID_STRATEGIES_1D)} "
+                    f"(parameters, observations), e.g. {typed}=[{strategy},{strategy}]")
+        try:  # OmegaConf's own conversion: "3" is an int, true and 1.5 are not (any value is an object)
+            ListConfig([value], element_type=typing.Any if field.element is object else field.element)
+        except ValidationError:  # [true] would be refused in turn: show a value of the element type
+            name = field.element.__name__
+            return (f"{typed}={raw}:{owner} a list of {name} values is expected and {raw!r} is not one; "
+                    f"write e.g. {typed}=[{field.example}]")
+        return f"{typed}={raw}:{owner} a list is expected; write {typed}=[{shown}]"
+    return None

@@ -1,9 +1,14 @@
-"""Where a command-line key lands in the config before Hydra composes it: its schema, type, default, options.
+"""Where a command-line key lands in the config before Hydra composes it, and launch.py's checks of the keys.
 
 The one walk of ``harness/config.py``'s typed dataclasses (every model schema: the model is picked at compose
-time) and of ``conf/``'s option files (plus a ``hydra.searchpath``'s ``file://`` folders), shared by launch.py's
-override checks (``override_checks``, ``override_types``) and ``config_values``; a new field or option is
-covered as it is added. Pure Python: no JAX.
+time) and of ``conf/``'s option files (plus a ``hydra.searchpath``'s ``file://`` folders), shared by every
+override check and by ``config_values``; a new field or option is covered as it is added. Its checks:
+``unknown_key_problem``, a mistyped key (``mesh.modle_axis=2``) named with the key it likely meant (Hydra's
+"Key 'modle_axis' not in 'MeshConfig'" listed none, and advised ``+mesh.modle_axis=2``, which ``config_checks``
+refuses in turn); ``model_key_problem``, a ``model.<field>`` the model(s) it would be applied to lack (in a
+sweep over models Hydra composes the first config with the default model and stopped there, or stopped at a
+later job's composition after the ones before it ran). The command line is read as ``override_grammar.parse``
+reads it. Pure Python: no JAX.
 """
 
 from __future__ import annotations
@@ -13,14 +18,17 @@ import typing
 from collections.abc import Sequence
 from pathlib import Path
 
+from hydra.core.override_parser.types import OverrideType
 from omegaconf import OmegaConf
 
 from gensbi_sharding.harness.config import Config, ModelConfig
 from gensbi_sharding.harness.groups import CONF, group_options
+from gensbi_sharding.harness.hints import closest_name
+from gensbi_sharding.harness.override_grammar import CommandLine, parse
 
-__all__ = ["OPTIONAL_GROUPS", "ListField", "schema_name", "model_schemas", "sections", "settings",
-           "option_groups", "group_keys", "field_default", "list_fields", "model_fields", "default_model",
-           "experiment_model", "options"]
+__all__ = ["OPTIONAL_GROUPS", "ListField", "schema_name", "model_schemas", "sections", "settings", "option_groups",
+           "group_keys", "field_default", "list_fields", "model_fields", "default_model", "experiment_model",
+           "options", "unknown_key_problem", "model_key_problem"]
 
 #: Groups a run may leave unchosen (``- optional ...`` in conf/config.yaml): removing one is Hydra's to judge.
 OPTIONAL_GROUPS = ("experiment", "sweep")
@@ -170,3 +178,106 @@ def options(group: str, search_paths: Sequence[str] = ()) -> list[str] | None:
             return None
         found |= {p.stem for p in (Path(entry[len("file://"):]) / group).glob("*.yaml")}
     return sorted(found)
+
+
+def unknown_key_problem(args: Sequence[str] | CommandLine) -> str | None:
+    """The one-line refusal of the first override of a key its group lacks; None when there is none.
+
+    Checked: plain and swept assignments of a dotted key under a group with a schema (``mesh.modle_axis=2``,
+    ``-m train.stpes=10,20``); a ``model.*`` key against the model ``model=`` picks (else every model's).
+    Left to Hydra: ``+``/``++``/``~`` overrides (adding or deleting a key is asked for), ``hydra.*``, the rule
+    table (any logical axis may be set), group choices and flags.
+
+    Parameters
+    ----------
+    args : sequence of str or CommandLine
+        The command line after the program name (``sys.argv[1:]``).
+
+    Returns
+    -------
+    str or None
+        E.g. ``"mesh.modle_axis is not a setting of mesh (did you mean mesh.model_axis?); its settings: spec,
+        model_axis, devices; set mesh.model_axis=2"``.
+    """
+    command = parse(args)
+    chosen = command.model_override.raw if command.model_override else None  # a sweep's: every model's keys
+    for o in command.overrides:
+        key, value, parts = o.typed, o.raw, o.typed.split(".")
+        if key.startswith(("+", "~")) or "=" not in o.arg or len(parts) < 2 or parts[0] == "hydra" or "/" in key:
+            continue
+        keys = group_keys(parts[:-1], chosen)
+        if keys is None or parts[-1] in keys:
+            continue
+        group = ".".join(parts[:-1])
+        shown = ", ".join(k for k in keys if not (parts[0] == "model" and k == "name"))  # model=: the registry's
+        if parts[0] == "model" and chosen and len(parts) == 2:  # another model's key: name that model
+            owners = sorted(name for name, fields in model_fields().items() if parts[-1] in fields)
+            if owners:
+                return (f"{key} is a setting of model={' or model='.join(owners)}, not of model={chosen}; its "
+                        f"settings: {shown}")
+        of = f"model={chosen}" if parts[0] == "model" and chosen else group
+        near = closest_name(parts[-1], keys)
+        return (f"{key} is not a setting of {of}" + (f" (did you mean {group}.{near}?)" if near else "")
+                + f"; its settings: {shown}"
+                + (f"; set {group}.{near}={value}" if near else ""))
+    return None
+
+
+def model_key_problem(args: Sequence[str] | CommandLine) -> str | None:
+    """The one-line refusal of the first ``model.<field>`` override the chosen model(s) lack; None when none does.
+
+    The models are those ``model=`` names (each swept one), else the default model when no
+    ``experiment=`` (which may pick another) is given. A field no model has is a typo that
+    Hydra names; a model this harness does not know (a preset of one's own) is not checked.
+
+    Parameters
+    ----------
+    args : sequence of str or CommandLine
+        The command line after the program name (``sys.argv[1:]``).
+
+    Returns
+    -------
+    str or None
+        ``"model.num_heads=2: ... write 'model.num_heads=choice(2)' ..."``.
+    """
+    command = parse(args)
+    fields = model_fields()
+    experiments = [o for o in command.parsed if o.key == "experiment" and o.hydra.type != OverrideType.DEL]
+    if any(o.hydra.is_sweep_override() for o in experiments):
+        return None  # each job's experiment may pick another model
+    picked = experiment_model(str(experiments[-1].hydra.value())) if experiments else None
+    base = None if picked == "?" else picked or default_model()  # the model of the config before model= is applied
+    swept = command.models if command.model is None else []
+    if command.models:
+        chosen, given = command.models, True
+    elif base is None:
+        return None  # an experiment this check cannot read may pick the model
+    else:
+        chosen, given = [base], picked is not None
+    for o in command.parsed:
+        key, typed, raw = o.key, o.typed, o.raw
+        if not key.startswith("model.") or o.hydra.type == OverrideType.DEL or o.hydra.package is not None:
+            continue
+        field = key.split(".")[1]
+        owners = sorted(m for m, f in fields.items() if field in f)
+        lacking = [m for m in chosen if m in fields and field not in fields[m]]
+        if not owners:
+            return None  # a typo: Hydra names the key
+        if lacking and not swept:
+            fix = (f"set model={owners[0]} for it, or drop {typed}={raw}" if given else
+                   f"add model={owners[0]}, whose section it then sets")
+            return (f"{typed}={raw}: model={lacking[0]}{'' if given else ' (the default)'} has no field {field}; "
+                    f"model={', model='.join(owners)} {'has' if len(owners) == 1 else 'have'} it: {fix}")
+        if lacking:
+            having = [m for m in swept if m not in lacking]
+            fix = (f"sweep model={','.join(having)} with it and model={','.join(lacking)} in a sweep of its own"
+                   if having else f"drop {typed}={raw}, or sweep model={','.join(owners)}")
+            return (f"{typed}={raw}: model={', model='.join(lacking)} of this sweep "
+                    f"{'has' if len(lacking) == 1 else 'have'} no field {field} (a field "
+                    f"of model={', model='.join(owners)}), so its jobs would stop at composition after the others "
+                    f"ran; {fix}")
+        if swept and base in fields and field not in fields[base] and not o.hydra.is_sweep_override():
+            return (f"{typed}={raw}: Hydra composes a sweep's first config with the default model (model={base}), "
+                    f"which has no field {field}, before each job loads model={','.join(swept)}; sweep it as one "
+                    f"value, which only the jobs get: '{typed}=choice({raw})'")
+    return None
