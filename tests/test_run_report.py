@@ -5,6 +5,7 @@ annotated-but-replicated-on-purpose, and not annotated at all.
 """
 
 import re
+from pathlib import Path
 
 import jax.numpy as jnp
 import numpy as np
@@ -227,3 +228,26 @@ def test_the_final_line_of_a_run_that_only_evaluated_says_whose_speed_it_shows(t
                  "steps": 0, "training_figures_from_attempt": 1}
     assert final_line(evaluated, tmp_path) == (f"done in 12.0 s: C2ST 0.600 ± 0.010, 18,345 samples/s (median step "
                                                f"of attempt 1, which trained); outputs in {tmp_path}")
+
+
+def test_a_sweep_job_refused_for_its_interpolation_reports_no_bogus_time(tmp_path):
+    # Was: the job of `-m 'train.steps=${nope},4'` recorded wall_s 0.0, so its last line read "error after 0.0 us"
+    # and the sweep table's wall cell "0.0 us", as if it had run and failed at once.
+    from hydra import compose, initialize_config_dir
+    from omegaconf import open_dict
+
+    from gensbi_sharding.harness.config import register_configs
+    from gensbi_sharding.harness.run import run
+    from gensbi_sharding.harness.summary_columns import wall_cell
+
+    register_configs()
+    with initialize_config_dir(config_dir=str(Path(__file__).parents[1] / "conf"), version_base="1.3"):
+        cfg = compose("config", overrides=["train.steps=${nope}"])
+    with open_dict(cfg):
+        cfg.output_dir = str(tmp_path)
+    metrics = run(cfg)
+    assert metrics["status"] == "error" and metrics["wall_s"] is None
+    assert "train.steps=${nope} cannot be resolved" in metrics["error"] and "e.g. train.steps=4000" in metrics["error"]
+    line = final_line(metrics, tmp_path)
+    assert line == "not run: its config was refused before it started (the error above names the fix)", line
+    assert wall_cell(metrics) == ""

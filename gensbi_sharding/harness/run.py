@@ -43,8 +43,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     """Run one job described by ``cfg``; returns its metrics (``status`` "ok", "error" or "preempted")."""
     out = run_folder.output_dir(cfg)
     if (problem := interpolation_problem(cfg)) is not None:  # nothing below can read such a config (a single run's
-        metrics = {"status": "error", "error": f"ConfigError: {problem}", "wall_s": 0.0,  # callback refused it: this
-                   "config": OmegaConf.to_container(cfg, resolve=False)}  # is a sweep's job, recorded for its summary)
+        metrics = {"status": "error", "error": f"ConfigError: {problem}", "wall_s": None,  # callback refused it: a
+                   "config": OmegaConf.to_container(cfg, resolve=False)}  # sweep's job, never started: no wall time
         log.error("%s", metrics["error"])
         if out.is_dir() and not (out / "metrics.json").exists() and run_folder.folder_owner(cfg):
             outputs.write_json(out / "metrics.json", metrics)

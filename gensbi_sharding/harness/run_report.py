@@ -151,6 +151,8 @@ def final_line(metrics: dict[str, Any], out: Path) -> str:
     """One line that ends the run: its result, wall time, speed and output folder."""
     wall = format_seconds(metrics.get("wall_s"))
     if metrics.get("status") != "ok":
+        if metrics.get("wall_s") is None:  # refused before it started (a sweep job's unresolvable ${...}): was
+            return "not run: its config was refused before it started (the error above names the fix)"  # "0.0 us"
         trace = out / "error.txt"
         return f"{metrics.get('status', 'error')} after {wall}" + (f"; traceback in {trace}" if trace.exists() else "")
     if metrics.get("dry_run"):
