@@ -278,6 +278,32 @@ def test_validate_rejects_with_the_key(compose_config, overrides, message):
         validate(cfg)
 
 
+@pytest.mark.parametrize("overrides,held_out,fixes", [
+    # Was accepted: 1e-6 of 10,000 rounds to 0 held-out pairs, which the split silently made 1, so the best weights
+    # and early stopping followed the loss of one pair.
+    (("data.val_fraction=1e-6",), 0, ("data.val_fraction=0.001", "data.num_simulations=10000000")),
+    (("data.val_fraction=0.0001",), 1, ("data.val_fraction=0.001", "data.num_simulations=100000")),
+    (("data.num_simulations=50",), 5, ("data.val_fraction=0.2", "data.num_simulations=100")),  # the budget's kind
+    (("data.num_simulations=8",), 1, ("data.num_simulations=100",)),  # no fraction below 1 leaves a training pair
+])
+def test_too_few_held_out_pairs_are_refused_naming_the_minimum(compose_config, overrides, held_out, fixes):
+    from gensbi_sharding.harness.held_out import MIN_VAL_PAIRS
+
+    with pytest.raises(ConfigError) as err:
+        validate(compose_config(*overrides))
+    message = str(err.value)
+    assert message.startswith(f"data.val_fraction={compose_config(*overrides).data.val_fraction} holds out "
+                              f"{held_out} of the "), message
+    assert f"fewer than the {MIN_VAL_PAIRS} pairs a run validates on" in message and MIN_VAL_PAIRS == 10
+    for fix in fixes:
+        assert fix in message, message
+        key = fix.split("=")[0]
+        validate(compose_config(*[o for o in overrides if not o.startswith(key)], fix))  # each fix is accepted
+    if len(fixes) == 1:
+        assert "data.val_fraction=" not in message.split(": set ")[1]
+    validate(compose_config("data.val_fraction=0.001"))  # 10 of 10,000: the minimum, accepted
+
+
 @pytest.mark.parametrize("overrides,fix", [
     # Was "e.g. distributed.local_processes=1" (the schema's default) for distributed=local, which then refused 1.
     (("distributed=local", "distributed.local_processes=0"), "distributed.local_processes=2"),

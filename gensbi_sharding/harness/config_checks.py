@@ -15,6 +15,7 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 from gensbi_sharding.harness.config import (Config, ConfigError, DataConfig, DevicesConfig, DistributedConfig,
                                             EvalConfig, MeshConfig, ModelConfig, TrainConfig, require)
 from gensbi_sharding.harness.groups import chosen_options
+from gensbi_sharding.harness.held_out import val_pairs_problem
 from gensbi_sharding.harness.config_values import check_lists, check_numbers, interpolation_problem
 from gensbi_sharding.harness.model_checks import check_model
 from gensbi_sharding.harness.name_hints import registered_name_problem
@@ -158,6 +159,8 @@ def _validate(cfg: DictConfig) -> None:
         require(cfg.data[key] >= 1, f"data.{key}={cfg.data[key]} must be >= 1")
     require(0.0 < cfg.data.val_fraction < 1.0,
            f"data.val_fraction={cfg.data.val_fraction} must lie strictly between 0 and 1")
+    problem = val_pairs_problem(cfg.data.num_simulations, cfg.data.val_fraction)
+    require(problem is None, problem or "")
     require(cfg.train.steps >= 1, f"train.steps={cfg.train.steps} must be >= 1")
     # Was: a negative seed passed, simulated, then failed in the batch shuffler ("seed=-1 must be >= 0").
     require(cfg.seed >= 0, f"seed={cfg.seed} must be >= 0; e.g. seed=0")

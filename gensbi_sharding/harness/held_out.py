@@ -12,9 +12,17 @@ counts as unknown: the losses are not carried over.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-__all__ = ["DATA_SHARDS", "config_value", "effective_shards", "held_out_changes"]
+__all__ = ["DATA_SHARDS", "MIN_VAL_PAIRS", "config_value", "effective_shards", "held_out_changes",
+           "val_pairs_problem"]
+
+#: The fewest held-out pairs a run validates on. Every run validates (at its end at least) and keeps the best
+#: weights; the loss of fewer pairs (each scored at ``train.val_draws`` draws) is mostly noise, so the "best"
+#: weights and early stopping would follow chance. ``data.val_fraction=1e-6`` held out 0.01 of 10,000 pairs,
+#: which the split rounds up to one.
+MIN_VAL_PAIRS = 10
 
 #: Key of the effective data-shard count in a checkpoint's ``info``.
 DATA_SHARDS = "data_shards"
@@ -92,3 +100,36 @@ def held_out_changes(saved_config: dict, saved_info: dict, now: dict, process_co
                f"process count that divides {before}, with data.shards={before}")
         changed.append(f"data shards {before} -> {after} (data.shards={written} in {process_count} process(es); {fix})")
     return changed
+
+
+def val_pairs_problem(num_simulations: int, val_fraction: float) -> str | None:
+    """The refusal of a ``data.val_fraction`` (or budget) that holds out fewer than ``MIN_VAL_PAIRS`` pairs; else None.
+
+    Parameters
+    ----------
+    num_simulations : int
+        ``data.num_simulations``, the whole budget (train + validation), >= 1.
+    val_fraction : float
+        ``data.val_fraction``, in (0, 1).
+
+    Returns
+    -------
+    str or None
+        The message naming the value, the pairs it holds out, and the smallest ``data.val_fraction`` (and the
+        ``data.num_simulations`` at this fraction) that hold out ``MIN_VAL_PAIRS``.
+    """
+    held_out = round(val_fraction * num_simulations)
+    if held_out >= MIN_VAL_PAIRS:
+        return None
+    fixes = []
+    if num_simulations > MIN_VAL_PAIRS:  # else no fraction below 1 leaves a training pair beside them
+        fraction = MIN_VAL_PAIRS / num_simulations
+        scale = 10.0 ** (math.floor(math.log10(fraction)) - 1)  # two significant digits, rounded up
+        text = f"{math.ceil(round(fraction / scale, 6)) * scale:.2g}"
+        if float(text) < 1:
+            fixes.append(f"data.val_fraction={text} (the smallest that holds out {MIN_VAL_PAIRS})")
+    budget = math.ceil(MIN_VAL_PAIRS / val_fraction)
+    fixes.append(f"data.num_simulations={budget} at this fraction")
+    return (f"data.val_fraction={val_fraction} holds out {held_out} of the {num_simulations} simulations "
+            f"(data.num_simulations) for validation, fewer than the {MIN_VAL_PAIRS} pairs a run validates on (the "
+            f"best weights and early stopping follow their loss): set {' or '.join(fixes)}")
