@@ -30,7 +30,8 @@ from gensbi_sharding.harness.local_cluster import run_local_job, watch_parent
 from gensbi_sharding.harness.model_checks import ignored_settings, platform_problem
 from gensbi_sharding.harness.parent_signal import stop_signal
 from gensbi_sharding.harness.preemption import Preempted, PreemptionWatch
-from gensbi_sharding.harness.rule_config import rule_table
+from gensbi_sharding.harness.memory_check import check_fits
+from gensbi_sharding.harness.rule_config import as_rule, rule_table
 from gensbi_sharding.harness.run_mesh import run_mesh
 from gensbi_sharding.harness.units import format_bytes
 
@@ -144,7 +145,6 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
 
     import jax
     from flax import nnx
-
     import gensbi_sharding as contract
     from gensbi_sharding.harness import plots, registry, train
     from gensbi_sharding import checkpoint
@@ -176,7 +176,7 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
     if cfg.dry_run:
         watch.check()
         return dry_run_metrics(cfg, mesh, rule_name, table)
-
+    check_fits(cfg, mesh, as_rule(rule_name, table))  # a model or budget too big: named before anything allocates
     watch.check()
     log.info("[3/7] data: %s, %d simulations", cfg.data.name, cfg.data.num_simulations)
     resume_dir = resume_point(cfg, out)

@@ -1,0 +1,186 @@
+"""Whether a run's training state and simulations can fit in memory: checked before anything is allocated.
+
+``model.width=100000`` ended in XLA's ``RESOURCE_EXHAUSTED: Out of memory allocating 80000000000 bytes``,
+``data.num_simulations=2000000000`` the same from the simulator (then the kernel's OOM killer), and
+``model.depth=100000000`` built Python modules for minutes, deaf to SIGTERM: none named the setting. Here the
+model is traced (``nnx.eval_shape``: shapes only) and planned on the run's mesh and rule; its state per device is
+parameters x (1 + AdamW's two moments + the EMA + the best weights early stopping keeps), a lower bound (no
+activations), compared with the devices' memory (on CPU: the host's, shared by its simulated devices).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from gensbi_sharding.harness.config import ConfigError
+from gensbi_sharding.harness.units import format_bytes
+
+__all__ = ["check_fits", "state_bytes_per_device", "host_available_bytes", "MOMENTS", "DATA_COPIES"]
+
+MOMENTS = 2  # AdamW's mu and nu, each shaped and placed like the parameters
+DATA_COPIES = 4  # the simulations on the host: as simulated, as NumPy float32, transformed, normalised
+_LAYERS = re.compile(r"depth|layers")  # layer counts: the parameters grow linearly with each
+_TRACED_LAYERS = 2  # a layer count above this is traced at 2 and 3, and extrapolated (a huge one never built)
+
+
+def host_available_bytes() -> int | None:
+    """Memory the host can still give (``MemAvailable``, bounded by a cgroup's ``memory.max``); None if unknown."""
+    found = []
+    try:
+        with open("/proc/meminfo") as meminfo:
+            found += [int(line.split()[1]) * 1024 for line in meminfo if line.startswith("MemAvailable:")]
+    except OSError:
+        pass
+    try:
+        with open("/sys/fs/cgroup/memory.max") as limit, open("/sys/fs/cgroup/memory.current") as used:
+            text = limit.read().strip()
+            if text.isdigit():
+                found.append(int(text) - int(used.read().strip()))
+    except (OSError, ValueError):
+        pass
+    return min(found) if found else None
+
+
+def _traced_bytes(cfg: DictConfig, hparams: dict, mesh: Any, rule: Any, dims: tuple[int, int]) -> tuple[int, int]:
+    """``(parameter bytes, other bytes)`` on the fullest device of the model of ``hparams``, traced, planned."""
+    import jax
+    from flax import nnx
+
+    import gensbi_sharding as gs
+    from gensbi_sharding.harness.registry import get_model
+
+    factory = get_model(cfg.model.name)
+    model = nnx.eval_shape(lambda: factory(dim_theta=dims[0], dim_x=dims[1], rngs=nnx.Rngs(cfg.seed),
+                                           partition_axis=None, **hparams))
+    specs = gs.plan_shardings(model, mesh, rule).specs if mesh is not None else {}
+    params = others = 0
+    for path, var in nnx.to_flat_state(nnx.state(model)):
+        spec = tuple(specs.get("/".join(map(str, path)), ()))
+        for leaf in jax.tree.leaves(var.get_value()):
+            if not hasattr(leaf, "shape"):
+                continue
+            size = leaf.dtype.itemsize  # Python ints: a width of 10**10 overflows NumPy's int64 products
+            for i, dim in enumerate(leaf.shape):
+                axes = spec[i] if i < len(spec) and spec[i] is not None else ()
+                split = math.prod(mesh.shape[a] for a in ((axes,) if isinstance(axes, str) else axes))
+                size *= -(-dim // split)
+            params, others = (params + size, others) if isinstance(var, nnx.Param) else (params, others + size)
+    return params, others
+
+
+def state_bytes_per_device(cfg: DictConfig, mesh: Any, rule: Any, dims: tuple[int, int],
+                           hparams: dict | None = None) -> int:
+    """The training state's bytes on the fullest device: parameters x (1 + ``MOMENTS`` + the EMA + the best
+    weights) + the model's other variables, from a trace of ``cfg.model`` (or ``hparams``) planned on ``mesh``.
+
+    A layer count above 2 (a key naming depth or layers) is extrapolated from traces at 2 and 3: exact for a
+    model linear in each, a lower bound where two multiply; a huge one is never built.
+    """
+    hparams = dict(hparams if hparams is not None else _hparams(cfg))
+    deep = {k: v for k, v in hparams.items() if _LAYERS.search(k) and _is_int(v) and v > _TRACED_LAYERS}
+    base = {**hparams, **{k: _TRACED_LAYERS for k in deep}}
+    params, others = base_params, base_others = _traced_bytes(cfg, base, mesh, rule, dims)
+    for key, value in deep.items():
+        more_params, more_others = _traced_bytes(cfg, {**base, key: _TRACED_LAYERS + 1}, mesh, rule, dims)
+        params += (value - _TRACED_LAYERS) * max(more_params - base_params, 0)
+        others += (value - _TRACED_LAYERS) * max(more_others - base_others, 0)
+    return params * (1 + MOMENTS + (cfg.train.ema_decay > 0) + 1) + others
+
+
+def check_fits(cfg: DictConfig, mesh: Any, rule: Any, available: int | None = None) -> None:
+    """``ConfigError`` naming the settings responsible when the state or the simulations cannot fit in memory.
+
+    Parameters
+    ----------
+    cfg : DictConfig
+        The run's config (an sbibm task's; another data source's sizes are unknown before it runs: not checked).
+    mesh : jax.sharding.Mesh or None
+        The run's mesh (None: one device holds everything).
+    rule : gensbi_sharding.Rule
+        The run's rule: the plan says what each device holds.
+    available : int, optional
+        The memory to compare with (bytes); default: on CPU the host's available memory, shared by this
+        process's devices, else the smallest device's ``bytes_limit``.
+
+    Raises
+    ------
+    ConfigError
+        With the estimated and available bytes, the settings responsible and their defaults.
+    """
+    import jax
+
+    from gensbi_sharding.harness.tasks import TASKS, task_dims
+
+    if cfg.data.name not in TASKS:
+        return
+    dims = task_dims(cfg.data.name)
+    cpu = jax.default_backend() == "cpu"
+    host = available if available is not None else host_available_bytes()
+    row = sum(dims) * 4 * DATA_COPIES  # bytes of one simulation on the host
+    data = cfg.data.num_simulations // jax.process_count() * row
+    if host is not None and data > host:
+        raise ConfigError(f"data.num_simulations={cfg.data.num_simulations} cannot fit: its simulations need about "
+                          f"{format_bytes(data)} on this host ({DATA_COPIES} copies of theta and x as float32), but "
+                          f"{format_bytes(host)} is available; set data.num_simulations="
+                          f"{_round_down(host // 2 // row * jax.process_count())} or fewer (half of it)")
+    if cpu or available is not None:  # CPU devices share the host's memory with the simulations
+        room = None if host is None else host - data * cpu
+    else:
+        limits = [(d.memory_stats() or {}).get("bytes_limit") for d in jax.local_devices()]
+        room = min(limits) if limits and None not in limits else None
+    if room is None:
+        return
+    devices = jax.local_device_count() if cpu and mesh is not None else 1
+    try:
+        need = state_bytes_per_device(cfg, mesh, rule, dims) * devices
+    except Exception:  # a model that cannot be traced, or a bad setting: the run names it where it builds the model
+        return
+    if need <= room:
+        return
+    where = f"{devices} simulated devices x {format_bytes(need // devices)}" if devices > 1 else "per device"
+    raise ConfigError(f"the training state cannot fit: model={cfg.model.name} under rule {rule.name!r} needs at "
+                      f"least {format_bytes(need)} ({where}: parameters x (1 + {MOMENTS} AdamW moments + the EMA + "
+                      f"the best weights), activations not counted), but {format_bytes(room)} is available"
+                      f"{_responsible(cfg, mesh, rule, dims, devices, room)}")
+
+
+def _responsible(cfg: DictConfig, mesh: Any, rule: Any, dims: tuple[int, int], devices: int, available: int) -> str:
+    """"; model.width=100000 is responsible (at its default 128: 2.4 MB): lower it" or the like; "" if none found."""
+    hparams, defaults = _hparams(cfg), _defaults(cfg)
+    raised = [k for k, v in hparams.items() if _is_int(v) and _is_int(defaults.get(k)) and v > defaults[k]]
+    try:
+        at_default = {k: state_bytes_per_device(cfg, mesh, rule, dims, {**hparams, k: defaults[k]}) * devices
+                      for k in raised}
+    except Exception:  # a default that does not go with the other settings: name none
+        raised = []
+    if not raised:
+        return "; split the weights (rule=fsdp, or rule=tensor with mesh.model_axis > 1) or use fewer devices"
+    alone = [k for k in raised if at_default[k] <= available] or raised
+    named = ", ".join(f"model.{k}={hparams[k]} (at its default {defaults[k]}: {format_bytes(at_default[k])})"
+                      for k in sorted(alone, key=at_default.get))
+    fix = " ".join(f"model.{k}={defaults[k]}" for k in alone)
+    return f"; the setting(s) responsible: {named}; lower {'it' if len(alone) == 1 else 'them'}, e.g. {fix}"
+
+
+def _hparams(cfg: DictConfig) -> dict:
+    return {k: v for k, v in OmegaConf.to_container(cfg.model).items() if k not in ("name", "init")}
+
+
+def _defaults(cfg: DictConfig) -> dict:
+    schema = OmegaConf.get_type(cfg.model)
+    return {f.name: f.default for f in dataclasses.fields(schema)} if dataclasses.is_dataclass(schema) else {}
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _round_down(n: int) -> int:
+    """``123456`` -> ``120000``: two significant digits, rounded down (a budget to type)."""
+    scale = 10 ** max(len(str(max(n, 1))) - 2, 0)
+    return max(n // scale * scale, 1)

@@ -1,0 +1,63 @@
+"""A model or simulation budget too big for the machine is refused before anything allocates, naming the setting.
+
+Was: ``model.width=100000`` ended in XLA's ``RESOURCE_EXHAUSTED: Out of memory allocating 80000000000 bytes``,
+``data.num_simulations=2000000000`` the same from the simulator (then the OOM killer), ``model.depth=100000000``
+built Python modules for minutes, deaf to SIGTERM; none named the setting.
+"""
+
+import re
+
+import pytest
+
+import gensbi_sharding as gs
+from gensbi_sharding.harness.config import ConfigError
+from gensbi_sharding.harness.memory_check import check_fits, state_bytes_per_device
+from gensbi_sharding.harness.rule_config import as_rule, rule_table
+
+from faults_helpers import compose_tiny, run_tiny
+
+GB = 10**9
+
+
+def _rule(cfg):
+    return as_rule(*rule_table(cfg.rule))
+
+
+@pytest.mark.parametrize("overrides, named", [
+    (("model.width=100000",), "model.width=100000 (at its default 128: "),
+    (("model.depth=100000000",), "model.depth=100000000 (at its default 3: "),  # extrapolated, never built
+    (("model=transformer", "model.embed=100000"), "model.embed=100000 (at its default 64: "),
+    (("data.num_simulations=2000000000",), "data.num_simulations=2000000000 cannot fit"),
+])
+def test_a_state_or_budget_too_big_is_refused_naming_the_setting(devices, overrides, named):
+    cfg = compose_tiny(*overrides)
+    with pytest.raises(ConfigError) as err:
+        check_fits(cfg, gs.make_mesh(), _rule(cfg), available=16 * GB)
+    message = str(err.value)
+    assert named in message and "16.0 GB is available" in message, message
+    fix = re.search(r"(?:e\.g\.|set) ([a-z_.]+=\d+)", message).group(1)
+    check_fits(compose_tiny(*overrides, fix), gs.make_mesh(), _rule(cfg), available=16 * GB)  # the fix fits
+
+
+def test_the_estimate_is_the_planned_state_per_device(devices):
+    # What training holds per device, from the library's own plan and byte count of the model (abstract, placed):
+    # parameters, two AdamW moments, the EMA, the best weights; deeper: linear in the layers, extrapolated.
+    from flax import nnx
+
+    from gensbi_sharding.harness.state import builder
+
+    mesh = gs.make_mesh()
+    for depth in (1, 7):
+        cfg = compose_tiny("rule=fsdp", f"model.depth={depth}")
+        model, _ = gs.abstract_sharded(builder(cfg, dim_theta=2, dim_x=2, partition_axis=None), mesh, _rule(cfg),
+                                       warn=False)
+        params = max(gs.bytes_per_device(nnx.state(model, nnx.Param)).values())
+        others = max(gs.bytes_per_device(nnx.state(model, nnx.Not(nnx.Param))).values(), default=0)
+        assert state_bytes_per_device(cfg, mesh, _rule(cfg), (2, 2)) == 5 * params + others
+
+
+def test_the_run_refuses_before_simulating(devices, tmp_path):
+    metrics = run_tiny(tmp_path, "model.width=100000")
+    assert metrics["status"] == "error" and "RESOURCE_EXHAUSTED" not in metrics["error"]
+    assert metrics["error"].startswith("ConfigError: the training state cannot fit: model=mlp under rule 'replicated'")
+    assert "model.width=100000" in metrics["error"] and "val_pairs" not in metrics  # nothing simulated, nothing built
