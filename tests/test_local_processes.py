@@ -193,6 +193,14 @@ def test_a_failing_process_ends_the_job_with_an_error(refused):
     assert "data.batch_size=66 cannot be used: the global batch size 66 must be a multiple of 4 (it is split " \
            "over 2 data shards (one per process) and over the data-parallel size 4)" in metrics["error"]
     assert "set data.batch_size=64" in metrics["error"]
+    # Was said three times (each process's console line, then the parent's "process 1 of 2 failed ...; process 0
+    # reported: ..."): a refusal every process raises is said once, by the parent, as a one-process job says it.
+    assert metrics["error"].startswith("ConfigError: data.batch_size=66 cannot be used"), metrics["error"]
+    console = uneven.stderr + uneven.stdout
+    assert console.count("data.batch_size=66 cannot be used") == 1, console[-3000:]
+    assert f"[ERROR] {metrics['error']}\n" in console, console[-3000:]
+    for rank in (0, 1):  # each process's log keeps its own
+        assert "data.batch_size=66 cannot be used" in (tmp_path / "uneven" / f"process_{rank}.log").read_text()
 
 
 @pytest.mark.slow

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import threading
 from pathlib import Path
@@ -20,7 +21,10 @@ from typing import IO
 
 from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
 
-__all__ = ["ChildOutput", "watch_parent"]
+__all__ = ["ChildOutput", "watch_parent", "refusals"]
+
+# A process's refusal in its process_<i>.log: "[<time>][gensbi_sharding][ERROR] - [process 1/2] ConfigError: ..."
+_REFUSAL = re.compile(r"\]\[ERROR\] - (?:\[process \d+/\d+\] )?(ConfigError: .*)$", re.M)
 
 
 class ChildOutput:
@@ -82,3 +86,31 @@ def watch_parent() -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
     threading.Thread(target=wait_for_eof, name="parent-watch", daemon=True).start()
+
+
+def refusals(out: Path, codes: list[int], reported: str | None) -> dict[int, str]:
+    """Rank -> the ``ConfigError`` each failed process of a ``distributed=local`` job ended with: process 0's as its
+    metrics report it, the others' from their ``process_<i>.log`` (their consoles keep it off: the parent says it
+    once, ``console.child_refusal``). A process killed, or ended by another error, is not listed.
+
+    Parameters
+    ----------
+    out : pathlib.Path
+        The job's folder.
+    codes : list of int
+        The processes' exit codes, by rank.
+    reported : str or None
+        The error process 0 recorded in ``metrics.json``.
+    """
+    found = {}
+    for rank, code in enumerate(codes):
+        if code in (0, None) or code < 0:
+            continue
+        if rank == 0:
+            text = reported if (reported or "").startswith("ConfigError: ") else None
+        else:
+            with contextlib.suppress(OSError):
+                text = (_REFUSAL.findall((out / f"process_{rank}.log").read_text(errors="replace")) or [None])[-1]
+        if text:
+            found[rank] = text
+    return found

@@ -97,7 +97,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                 _record_interrupt(metrics, f"interrupted (Ctrl-C): {type(err).__name__}: {err}", start, folder)
                 raise KeyboardInterrupt from err
             metrics["error"] = f"{type(err).__name__}: {err}"
-            log.error("%s", metrics["error"])  # the console adds the one "[ERROR]" tag
+            log.error("%s", metrics["error"], extra=console.child_refusal(err))  # the console tags it "[ERROR]"
             failure = traceback.format_exc()
         metrics["wall_s"] = time.perf_counter() - start
         folder.record(metrics, failure)
