@@ -203,6 +203,19 @@ def test_a_failing_process_ends_the_job_with_an_error(refused):
         assert "data.batch_size=66 cannot be used" in (tmp_path / "uneven" / f"process_{rank}.log").read_text()
 
 
+def test_refusals_alike_up_to_a_measured_figure_are_said_once(tmp_path):
+    from gensbi_sharding.harness.local_children import common_refusal, refusals
+
+    fits = "ConfigError: the training state cannot fit: model=mlp needs at least 3200.4 GB, but {} GB is available"
+    (tmp_path / "process_1.log").write_text(f"[t][gensbi_sharding][ERROR] - [process 1/2] {fits.format('22.2')}\n")
+    found = refusals(tmp_path, [1, 1], fits.format("22.3"))
+    assert found == {0: fits.format("22.3"), 1: fits.format("22.2")}  # the memory each process measured
+    assert common_refusal(found, [1, 1]) == fits.format("22.3")  # process 0's, once
+    assert common_refusal({0: "ConfigError: a", 1: "ConfigError: b"}, [1, 1]) is None  # two refusals: both named
+    assert common_refusal({0: fits.format("22.3")}, [1, -6]) is None  # process 1 killed: the summary names it
+    assert refusals(tmp_path, [1, -6], "RuntimeError: gloo") == {}
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(200)
 @pytest.mark.parametrize("dry_run", [False, True])

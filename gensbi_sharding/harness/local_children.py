@@ -21,7 +21,7 @@ from typing import IO
 
 from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
 
-__all__ = ["ChildOutput", "watch_parent", "refusals"]
+__all__ = ["ChildOutput", "watch_parent", "refusals", "common_refusal"]
 
 # A process's refusal in its process_<i>.log: "[<time>][gensbi_sharding][ERROR] - [process 1/2] ConfigError: ..."
 _REFUSAL = re.compile(r"\]\[ERROR\] - (?:\[process \d+/\d+\] )?(ConfigError: .*)$", re.M)
@@ -114,3 +114,19 @@ def refusals(out: Path, codes: list[int], reported: str | None) -> dict[int, str
         if text:
             found[rank] = text
     return found
+
+
+def common_refusal(found: dict[int, str], codes: list[int]) -> str | None:
+    """The one refusal of a job whose every failed process refused it alike (``refusals``), process 0's text; else
+    None. Alike up to their figures: a measured one (the memory available) differs between processes.
+
+    Parameters
+    ----------
+    found : dict of int to str
+        ``refusals``' rank -> ``ConfigError`` text.
+    codes : list of int
+        The processes' exit codes, by rank.
+    """
+    failed = {rank for rank, code in enumerate(codes) if code}
+    alike = len({re.sub(r"\d+(\.\d+)?", "#", text) for text in found.values()}) == 1
+    return found[min(found)] if found and set(found) == failed and alike else None

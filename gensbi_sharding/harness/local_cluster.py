@@ -30,7 +30,7 @@ from omegaconf import DictConfig
 
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.launch_record import step_folder_names
-from gensbi_sharding.harness.local_children import ChildOutput, refusals, watch_parent
+from gensbi_sharding.harness.local_children import ChildOutput, common_refusal, refusals, watch_parent
 from gensbi_sharding.harness.override_grammar import hydra_value
 from gensbi_sharding.harness.parent_signal import PARENT_SIGNAL_ENV, record_parent_signal
 from gensbi_sharding.harness.preemption import EXIT_INTERRUPTED, EXIT_PREEMPTED, PREEMPT_SIGNALS
@@ -176,8 +176,8 @@ def run_local_processes(cfg: DictConfig, out: Path) -> dict[str, Any]:
     else:
         reported = metrics.get("error")  # process 0's own error, when it recorded one
         found = refusals(out, codes, reported)  # refusals: said by this parent only (console.child_refusal)
-        if set(found) == {rank for rank, code in enumerate(codes) if code} and len(set(found.values())) == 1:
-            metrics.update(status="error", error=found[min(found)])  # each refused alike: said once, as one process would
+        if (refusal := common_refusal(found, codes)) is not None:  # said once, as a one-process job says it
+            metrics.update(status="error", error=refusal)
             return metrics
         metrics.update(status="error", first_failed_process=first_dead, error=_failure(codes, first_dead, lag, cfg)
                        + (f"; process 0 reported: {reported}" if reported else _continue_hint(out))
