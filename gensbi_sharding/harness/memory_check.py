@@ -136,6 +136,8 @@ def check_fits(cfg: DictConfig, mesh: Any, rule: Any, available: int | None = No
     if room is None:
         return
     devices = jax.local_device_count() if cpu and mesh is not None else 1
+    if available is None and _at_most_defaults(cfg):
+        return  # a model no larger than its preset's defaults fits anywhere the harness runs: spare the trace
     try:
         need = state_bytes_per_device(cfg, mesh, rule, dims) * devices
     except Exception:  # a model that cannot be traced, or a bad setting: the run names it where it builds the model
@@ -174,6 +176,13 @@ def _hparams(cfg: DictConfig) -> dict:
 def _defaults(cfg: DictConfig) -> dict:
     schema = OmegaConf.get_type(cfg.model)
     return {f.name: f.default for f in dataclasses.fields(schema)} if dataclasses.is_dataclass(schema) else {}
+
+
+def _at_most_defaults(cfg: DictConfig) -> bool:
+    """Whether every integer setting of a typed model config is at or below its default (none raised)."""
+    defaults = _defaults(cfg)
+    return bool(defaults) and not any(_is_int(v) and _is_int(defaults.get(k)) and v > defaults[k]
+                                      for k, v in _hparams(cfg).items())
 
 
 def _is_int(value: Any) -> bool:
