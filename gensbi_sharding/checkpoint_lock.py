@@ -8,12 +8,7 @@ process of a job writes its part of one checkpoint there.
 from __future__ import annotations
 
 import fcntl
-import logging
 import os
-import re
-import threading
-import time
-import warnings
 from pathlib import Path
 
 import jax
@@ -23,10 +18,6 @@ __all__ = ["Lock", "lock_directory", "unlock", "finish_and_unlock"]
 
 #: ``(fd, (device, inode), pid)`` of a held folder, or None (not process 0, or a file system without locks).
 Lock = tuple[int, tuple[int, int], int] | None
-# What Python's thread pools and threading say once the interpreter is shutting down (a pool's own "after shutdown"
-# too: asyncio's, shut by the same exit).
-_SHUTDOWN = re.compile(r"cannot schedule new futures after|can't create new thread at interpreter shutdown")
-_EXIT_WAIT_S = 2.0  # at interpreter exit, for a save's last step (its folder's rename) to land
 _HELD: dict[tuple[int, int], int] = {}  # (device, inode) of the folders this process's writers hold: their fds
 
 
@@ -79,66 +70,21 @@ def unlock(lock: Lock) -> None:
         os.close(lock[0])
 
 
-def finish_and_unlock(manager: ocp.CheckpointManager, lock: Lock, pending: dict | None = None) -> None:
+def finish_and_unlock(manager: ocp.CheckpointManager, lock: Lock) -> None:
     """Wait for ``manager``'s pending writes, close it, then ``unlock``: at ``close``, or when an unclosed writer is
     collected (else the next writer's manager deleted its save under way as unfinished, and that step was lost).
-
-    At interpreter exit an asynchronous save still under way cannot finish: Python refuses the threads and
-    thread-pool work Orbax needs to commit it (no exit hook runs early enough: ``atexit``, ``weakref.finalize`` and
-    threading's own all run after), so it is a ``RuntimeWarning`` naming the step and the fix, not Orbax's traceback.
 
     Parameters
     ----------
     manager : orbax.checkpoint.CheckpointManager
     lock : Lock
-    pending : dict, optional
-        ``{"directory": ..., "step": ...}``: the writer's folder and the last step it saved, named by that warning.
     """
     try:
         if lock is None or lock[2] == os.getpid():  # a forked child's copy has no save of its own to wait for
-            if not threading.main_thread().is_alive():  # at exit (atexit, weakref.finalize run after it ended): the
-                _lost_at_exit(pending)  # save finishes now or never; Orbax's wait could hang
-                return
             manager.wait_until_finished()
             manager.close()
     finally:
         unlock(lock)
-
-
-def _lost_at_exit(pending: dict | None) -> None:
-    """Wait (at most ``_EXIT_WAIT_S``) for the step folder of the last save; if it never comes, warn naming it."""
-    if pending is None or pending["step"] is None:
-        return
-    step, deadline = pending["step"], time.monotonic() + _EXIT_WAIT_S
-    while not (folder := Path(pending["directory"]) / str(step)).is_dir() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    if not folder.is_dir():
-        warnings.warn_explicit(  # no source line: the exit is no caller's
-            f"CheckpointWriter({str(pending['directory'])!r}): step {step} was still being saved when Python exited, "
-            f"which refuses the threads that finish an asynchronous save: step {step} is lost (the next writer deletes "
-            "its unfinished folder). Call close() (or save in a `with CheckpointWriter(...)` block) before the script "
-            "ends, or pass async_save=False", RuntimeWarning, "CheckpointWriter", 0)
-
-
-def _at_shutdown(err: BaseException | None) -> bool:
-    """Whether ``err`` (or what caused it) is Python refusing work at interpreter shutdown."""
-    while err is not None:
-        if _SHUTDOWN.search(str(err)):
-            return True
-        err = err.__cause__ or err.__context__
-    return False
-
-
-class _ShutdownNoise(logging.Filter):
-    """Drops Orbax's tracebacks (logger ``absl``) of a save cut short by interpreter exit: the warning of
-    ``finish_and_unlock`` says it once, with the step and the fix."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        err = record.exc_info[1] if record.exc_info else None
-        return not (_at_shutdown(err) or _SHUTDOWN.search(record.getMessage()))
-
-
-logging.getLogger("absl").addFilter(_ShutdownNoise())
 
 
 def _release_in_child() -> None:

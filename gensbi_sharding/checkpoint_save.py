@@ -87,8 +87,7 @@ class CheckpointWriter:
             raise
         # Collected unclosed (or at exit): its save under way finishes before the folder is let go, else the next
         # writer's manager deleted it as an unfinished save, and that step was lost.
-        self._pending = {"directory": self.directory, "step": None}  # named if Python exits before it is saved
-        self._unlock = weakref.finalize(self, finish_and_unlock, self._manager, lock, self._pending)
+        self._unlock = weakref.finalize(self, finish_and_unlock, self._manager, lock)
         self.last_saved: int | None = None
 
     def due(self, step: int) -> bool:
@@ -189,7 +188,7 @@ class CheckpointWriter:
         self._manager.save(int(step), force=True, args=ocp.args.Composite(
             arrays=ocp.args.PyTreeSave(nest_by_path(flat)), meta=ocp.args.JsonSave(meta),
             config=ocp.args.JsonSave(self.config)))
-        self.last_saved = self._pending["step"] = step
+        self.last_saved = step
         return True
 
     def steps(self) -> list[int]:
