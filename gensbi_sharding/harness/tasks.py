@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["TASKS", "NUM_OBSERVATIONS", "THETA_TRANSFORMS", "X_TRANSFORMS", "get_task", "task_dims",
-           "simulate", "prior_bijection", "to_unconstrained", "to_constrained", "transform_x",
+           "simulate", "simulate_at", "prior_bijection", "to_unconstrained", "to_constrained", "transform_x",
            "check_transforms", "observation", "reference_samples", "check_observation", "usable_observation",
            "check_evaluation"]
 
@@ -78,9 +78,21 @@ def simulate(task: Any, key: Any, num_simulations: int) -> tuple[np.ndarray, np.
     import jax
 
     prior_key, sim_key = jax.random.split(key)
-    theta = task.get_prior(prior_key, num_simulations)
-    simulator = task.get_simulator(sim_key)
-    keys = jax.random.split(sim_key, num_simulations)
+    return simulate_at(task, sim_key, task.get_prior(prior_key, num_simulations))
+
+
+def simulate_at(task: Any, key: Any, theta: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Simulate one data set at each row of ``theta`` (drawn from any proposal, not only the prior).
+
+    ``simulate`` is this at prior draws; a sequential scheme (``benchmarks/sequential.py``) calls it
+    at draws of a truncated prior. ``key`` seeds the simulator, one key per row; the returned
+    ``theta``, ``x`` and their NaN rows are as ``simulate``'s.
+    """
+    import jax
+
+    theta = jax.numpy.asarray(theta, dtype=jax.numpy.float32)
+    simulator = task.get_simulator(key)
+    keys = jax.random.split(key, theta.shape[0])
 
     @jax.jit
     def rows(keys, theta):
