@@ -85,8 +85,25 @@ def simulate_at(task: Any, key: Any, theta: Any) -> tuple[np.ndarray, np.ndarray
     """Simulate one data set at each row of ``theta`` (drawn from any proposal, not only the prior).
 
     ``simulate`` is this at prior draws; a sequential scheme (``benchmarks/sequential.py``) calls it
-    at draws of a truncated prior. ``key`` seeds the simulator, one key per row; the returned
-    ``theta``, ``x`` and their NaN rows are as ``simulate``'s.
+    at draws of a truncated prior.
+
+    Parameters
+    ----------
+    task : sbibm_jax task
+    key : jax.Array
+        Typed PRNG key of the simulator; split into one key per row.
+    theta : array_like, (n, dim_theta)
+        Parameters to simulate at.
+
+    Returns
+    -------
+    theta, x : ndarray, (n, dim_theta), (n, dim_x), float32
+        Rows whose simulation failed hold NaN in ``x`` (the caller drops them).
+
+    Raises
+    ------
+    RuntimeError
+        As ``simulate``, when Equinox was set to raise on a failed solve.
     """
     import jax
 

@@ -1,0 +1,234 @@
+"""Truncated sequential flow matching on one sbibm task, beside the amortised preset's recorded scores.
+
+sbibm's sequential methods (SNPE, SNLE, SNRE) spend the simulation budget *per observation*,
+over rounds. This script does so with the harness's own pieces (its simulation, model, train
+loop with early stopping, sampler and ``evaluate.c2st_scores``), by truncated proposals (TSNPE,
+Deistler et al. 2022, "Truncated proposals for scalable and hassle-free simulation-based
+inference"): round 1 simulates from the prior; each later round simulates from the prior
+truncated to a box holding the current posterior estimate's samples for x_o; every round's
+pairs are pooled and a fresh network is trained on the pool with the ordinary flow-matching
+loss. The pool's proposal is the prior times a weight that is constant wherever the boxes
+hold the posterior, so the fitted conditional at x_o is the posterior itself: no correction.
+
+The box, not TSNPE's highest-probability region: the flow's density needs an ODE trace per
+sample, a box needs only samples. It is the per-dimension range of ``--box-samples`` posterior
+samples, widened by ``--margin`` times that range on each side, in the coordinates of the
+prior's support bijection (log for sir's log-normal prior, the scaled logit for a uniform box),
+so it never leaves the prior's support; the truncated prior is drawn by rejection from the prior.
+
+Round 1 is the same for every observation (prior draws), so it is trained once and shared;
+every observation still costs exactly ``--budget`` simulations (``--rounds`` equal shares).
+Each round's network follows the ``experiment=sbibm`` preset (overrides after ``--``), one CPU
+device. Scores: ``eval.num_samples`` (10,000) samples against the 10,000 reference samples, 5
+folds, as the harness scores them (``harness.posterior.evaluate_observations``).
+
+    python benchmarks/sequential.py --task sir --observations 1 2 3 --rounds 2
+"""
+
+from __future__ import annotations
+
+import csv
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # this checkout's package, not an installed copy
+sys.path.append(str(REPO / "benchmarks"))
+
+from cli_args import new_parser, one_of, positive_int  # noqa: E402
+from gensbi_sharding.harness.tasks import TASKS  # noqa: E402
+
+RESULTS = REPO / "benchmarks" / "results" / "sbibm_results.csv"
+
+
+def compose_config(task: str, budget: int, overrides: list[str]):
+    """The ``experiment=sbibm`` job's config for ``task`` on one device (``mesh=none``)."""
+    from hydra import compose, initialize_config_dir
+
+    from gensbi_sharding.harness.config import register_configs
+
+    register_configs()
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        return compose("config", overrides=["experiment=sbibm", f"data={task}", "mesh=none",
+                                            f"data.num_simulations={budget}", *overrides])
+
+
+def usable(theta: np.ndarray, x: np.ndarray, bijection, x_transform: str):
+    """The rows ``load_task`` keeps: finite, and inside the transforms' domains."""
+    from gensbi_sharding.harness.tasks import to_unconstrained, transform_x
+
+    with np.errstate(all="ignore"):
+        keep = (np.isfinite(theta).all(1) & np.isfinite(x).all(1)
+                & np.isfinite(transform_x(x_transform, x)).all(1)
+                & np.isfinite(to_unconstrained(bijection, theta)).all(1))
+    return theta[keep], x[keep]
+
+
+def pooled(first, rounds: list[tuple[np.ndarray, np.ndarray]], val_fraction: float):
+    """``first`` (round 1's ``SimulationData``) with the later rounds' pairs, each split as ``load_task`` splits."""
+    import dataclasses
+
+    from gensbi_sharding.harness.data import split_sizes
+    from gensbi_sharding.harness.simulation_data import global_stats
+    from gensbi_sharding.harness.tasks import to_unconstrained, transform_x
+
+    parts = [(first.theta_train, first.x_train, first.theta_val, first.x_val)]
+    for theta, x in rounds:
+        n_train, _ = split_sizes(len(theta), val_fraction)
+        parts.append((theta[:n_train], x[:n_train], theta[n_train:], x[n_train:]))
+    th, xt, tv, xv = (np.concatenate(column) for column in zip(*parts))
+    _, (theta_mean, theta_std), (x_mean, x_std) = global_stats(
+        [len(tv)], [to_unconstrained(first.theta_bijection, th), transform_x(first.x_transform, xt)], 1)
+    return dataclasses.replace(first, theta_train=th, x_train=xt, theta_val=tv, x_val=xv, theta_mean=theta_mean,
+                               theta_std=theta_std, x_mean=x_mean, x_std=x_std, val_pairs=len(tv))
+
+
+def fit(cfg, sims):
+    """Train a fresh network on ``sims`` with the preset's recipe; ``(velocity, params, best_step, steps)``."""
+    from flax import nnx
+
+    from gensbi_sharding.harness import train
+    from gensbi_sharding.harness.data import iterate_batches
+    from gensbi_sharding.harness.rule_config import rule_table
+    from gensbi_sharding.harness.state import build_state
+
+    rule_name, table = rule_table(cfg.rule)
+    ts = build_state(cfg, dim_theta=sims.dim_theta, dim_x=sims.dim_x, mesh=None, rule_name=rule_name,
+                     table=table, resume_dir=None)
+    functions, state = train.make_step_functions(ts.model, ts.optimizer, None, ema=ts.ema)
+    b = cfg.data.batch_size
+    batches = iterate_batches(*sims.normalized("train"), batch_size=b, seed=cfg.seed * 7919, mesh=None, place=False)
+    theta_v, x_v = sims.normalized("val")
+    pad = -len(theta_v) % b  # whole batches; padding rows weigh 0
+    val = {"theta": np.pad(theta_v, ((0, pad), (0, 0))), "x": np.pad(x_v, ((0, pad), (0, 0))),
+           "weight": np.r_[np.ones(len(theta_v), np.float32), np.zeros(pad, np.float32)]}
+    val_batches = [{k: v[i:i + b] for k, v in val.items()} for i in range(0, len(val["weight"]), b)]
+    result = train.train(functions, state, batches, steps=cfg.train.steps, key=ts.key, mesh=None, batch_size=b,
+                         log_every=cfg.train.log_every, val_batches=val_batches, progress=False,
+                         val_every=cfg.train.val_every, patience=cfg.train.patience, val_draws=cfg.train.val_draws)
+    model, _, *ema = nnx.merge(functions.graphdef, result.state)
+    graphdef, params, rest = nnx.split(model, nnx.Param, ...)
+    velocity = lambda p, th, xx, t: nnx.merge(graphdef, p, rest)(th, xx, t)  # noqa: E731
+    return velocity, (ema[0].param_state(model) if ema else params), result.best_step, result.steps
+
+
+def draws(cfg, sims, velocity, params, x_o: np.ndarray, n: int, seed: int) -> np.ndarray:
+    """``n`` posterior samples at ``x_o`` inside the prior's support, as the harness's evaluation draws them."""
+    from gensbi_sharding.harness import evaluate, tasks
+    from gensbi_sharding.harness.posterior import draw_inside_support
+
+    support = tasks.get_task(sims.name).get_prior_dist().support
+    draw = lambda m: sims.denormalize_theta(evaluate.sample_posterior(  # noqa: E731
+        velocity, sims.normalize_x(x_o), num_samples=m, num_steps=cfg.eval.ode_steps, seed=seed,
+        mesh=None, dim_theta=sims.dim_theta, params=params))
+    return draw_inside_support(draw, support, n)[0]
+
+
+def truncated_prior(task, key, samples: np.ndarray, n: int, margin: float, max_draws: int = 10 ** 8,
+                    chunk: int = 10 ** 6):
+    """``n`` prior draws inside the widened box of ``samples`` (support coordinates); and the box's prior mass."""
+    import jax
+
+    from gensbi_sharding.harness.tasks import prior_bijection, to_unconstrained
+
+    bijection = prior_bijection(task)
+    u = to_unconstrained(bijection, samples)
+    lo, hi = u.min(0), u.max(0)
+    lo, hi = lo - margin * (hi - lo), hi + margin * (hi - lo)
+    kept, drawn = [], 0
+    while sum(map(len, kept)) < n:
+        if drawn >= max_draws:
+            raise RuntimeError(f"only {sum(map(len, kept))} of {drawn} prior draws fell in the box "
+                               f"{lo.tolist()}..{hi.tolist()}; lower --margin or use fewer --rounds")
+        key, sub = jax.random.split(key)
+        theta = np.asarray(task.get_prior(sub, chunk), np.float32)
+        with np.errstate(all="ignore"):
+            v = to_unconstrained(bijection, theta)
+        kept.append(theta[((v >= lo) & (v <= hi)).all(1)])
+        drawn += chunk
+    inside = np.concatenate(kept)
+    return inside[:n], len(inside) / drawn
+
+
+def amortised_scores(task: str, budget: int) -> dict[int, float]:
+    """The preset's recorded C2ST per observation (``benchmarks/results/sbibm_results.csv``)."""
+    with RESULTS.open() as f:
+        return {int(r["observation"]): float(r["c2st"]) for r in csv.DictReader(f)
+                if r["task"] == task and int(r["num_simulations"]) == budget}
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    parser = new_parser(__doc__)
+    parser.add_argument("--task", type=one_of(TASKS, argument="--task"), default="sir")
+    parser.add_argument("--observations", type=one_of(tuple(range(1, 11)), int, argument="--observations"),
+                        nargs="+", default=[1, 2, 3])
+    parser.add_argument("--rounds", type=positive_int, default=2, help="rounds per observation, equal shares")
+    parser.add_argument("--budget", type=positive_int, default=10_000, help="simulations per observation")
+    parser.add_argument("--margin", type=float, default=0.5, help="box widening, times its range, per side")
+    parser.add_argument("--box-samples", type=positive_int, default=10_000, help="posterior samples per box")
+    parser.add_argument("--out", type=Path, help="write the per-observation scores to this CSV")
+    parser.add_argument("overrides", nargs="*", help="Hydra overrides for every round's job, after --")
+    args = parser.parse_args(argv)
+    if args.margin < 0:
+        parser.error(f"--margin {args.margin} must be >= 0, e.g. --margin 0.5")
+    cfg = compose_config(args.task, args.budget, args.overrides)
+
+    from gensbi_sharding.harness.devices import configure_devices
+
+    configure_devices(1, cfg.devices.platform)
+    import jax
+
+    from gensbi_sharding.harness import tasks
+    from gensbi_sharding.harness.data import load_task
+    from gensbi_sharding.harness.posterior import evaluate_observations
+
+    task = tasks.get_task(args.task)
+    shares = [args.budget // args.rounds + (r < args.budget % args.rounds) for r in range(args.rounds)]
+    start = time.perf_counter()
+    first = load_task(args.task, num_simulations=shares[0], val_fraction=cfg.data.val_fraction, seed=cfg.seed,
+                      theta_transform=cfg.data.theta_transform, x_transform=cfg.data.x_transform)
+    shared = fit(cfg, first)
+    print(f"round 1: {shares[0]} prior simulations (shared by every observation), best step {shared[2]} of "
+          f"{shared[3]}, {time.perf_counter() - start:.0f} s", flush=True)
+    amortised, rows = amortised_scores(args.task, args.budget), []
+    for k in args.observations:
+        x_o = tasks.usable_observation(task, k, cfg.data.x_transform)
+        sims, (velocity, params, *_), later = first, shared, []
+        for r, share in enumerate(shares[1:], start=2):
+            t0 = time.perf_counter()
+            samples = draws(cfg, sims, velocity, params, x_o, args.box_samples, cfg.seed + k)
+            key = jax.random.fold_in(jax.random.fold_in(jax.random.key(cfg.seed), 1000 + k), r)
+            theta, mass = truncated_prior(task, jax.random.fold_in(key, 0), samples, share, args.margin)
+            later.append(usable(*tasks.simulate_at(task, jax.random.fold_in(key, 1), theta),
+                                first.theta_bijection, cfg.data.x_transform))
+            sims = pooled(first, later, cfg.data.val_fraction)
+            velocity, params, best, steps = fit(cfg, sims)
+            print(f"observation {k} round {r}: {share} simulations in a box of prior mass {mass:.2e} "
+                  f"({share - len(later[-1][0])} unusable), best step {best} of {steps}, "
+                  f"{time.perf_counter() - t0:.0f} s", flush=True)
+        with tempfile.TemporaryDirectory() as out:
+            scored = evaluate_observations(
+                sims=sims, velocity=velocity, params=params, observations=[k], num_samples=cfg.eval.num_samples,
+                ode_steps=cfg.eval.ode_steps, n_folds=cfg.eval.c2st_folds, seed=cfg.seed, mesh=None,
+                out=Path(out), write=False, plot=False, title=lambda *_: "")["c2st_observations"][0]
+        rows.append({"task": args.task, "observation": k, "rounds": args.rounds, "margin": args.margin,
+                     "c2st": scored["c2st"], "c2st_sd_folds": scored["c2st_sd_folds"],
+                     "amortised": amortised.get(k, float("nan"))})
+        print(f"observation {k}: sequential C2ST {scored['c2st']:.3f} +- {scored['c2st_sd_folds']:.3f}, "
+              f"amortised {rows[-1]['amortised']:.3f}  ({time.perf_counter() - start:.0f} s so far)", flush=True)
+    means = [np.mean([r[key] for r in rows]) for key in ("c2st", "amortised")]
+    print(f"mean over observations {args.observations}: sequential {means[0]:.3f}, amortised {means[1]:.3f}")
+    if args.out is not None:
+        with args.out.open("w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+    return rows
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,79 @@
+"""``benchmarks/sequential.py``: truncated sequential rounds on an sbibm task, scored as the harness scores them."""
+
+import csv
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def load():
+    """The script as a module (its main() not run)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("sequential_script", REPO / "benchmarks" / "sequential.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("task,margin", [("sir", 0.0), ("sir", 0.5),  # a bounded prior: its first draws take seconds
+                                         pytest.param("gaussian_linear_uniform", 2.0, marks=pytest.mark.slow)])
+def test_the_truncated_prior_draws_inside_the_widened_box_and_the_support(task, margin):
+    """The box is the samples' range in the support bijection's coordinates, widened by ``margin`` times it
+    per side: every draw lies in it and in the prior's support, however wide the margin; its prior mass is the
+    acceptance of the rejection."""
+    import jax
+
+    from gensbi_sharding.harness import tasks
+
+    seq, t = load(), tasks.get_task(task)
+    samples = np.asarray(tasks.reference_samples(t, 1)[:500])
+    theta, mass = seq.truncated_prior(t, jax.random.key(0), samples, 2000, margin, chunk=50_000)
+    assert theta.shape == (2000, t.dim_theta) and 0 < mass < 1
+    assert np.asarray(t.get_prior_dist().support(theta)).all()  # uniform: inside [-1, 1]; sir: positive
+    bijection = tasks.prior_bijection(t)
+    u, v = tasks.to_unconstrained(bijection, samples), tasks.to_unconstrained(bijection, theta)
+    width = u.max(0) - u.min(0)
+    assert (v >= u.min(0) - margin * width - 1e-5).all() and (v <= u.max(0) + margin * width + 1e-5).all()
+    if margin == 0.0:  # the samples' own range, filled: draws near both ends of every dimension
+        assert (v.min(0) < u.min(0) + 0.1 * width).all() and (v.max(0) > u.max(0) - 0.1 * width).all()
+    with pytest.raises(RuntimeError, match="--margin"):  # a box the prior almost never reaches is named
+        seq.truncated_prior(t, jax.random.key(0), samples[:2] * 0 + samples[:1], 10, 0.0,
+                            max_draws=10 ** 5, chunk=50_000)
+
+
+def test_the_pool_keeps_every_round_split_as_load_task_splits_it_with_its_statistics():
+    from gensbi_sharding.harness.simulation_data import SimulationData
+
+    seq, rng = load(), np.random.default_rng(0)
+    draw = lambda n, loc=0.0: rng.normal(loc, 1.0, size=(n, 10)).astype(np.float32)  # noqa: E731
+    first = SimulationData("gaussian_linear", draw(90), draw(90), draw(10), draw(10), draw(1)[0], draw(5),
+                           *(np.zeros(10, np.float32), np.ones(10, np.float32)) * 2)
+    later = [(rng.normal(size=(50, 10)).astype(np.float32), rng.normal(3, 2, size=(50, 10)).astype(np.float32))]
+    pool = seq.pooled(first, later, 0.1)
+    assert len(pool.theta_train) == 90 + 45 and len(pool.theta_val) == pool.val_pairs == 10 + 5
+    np.testing.assert_array_equal(pool.theta_val[10:], later[0][0][45:])  # the round's last tenth held out
+    x = np.concatenate([first.x_train, later[0][1][:45]])
+    np.testing.assert_allclose(pool.x_mean, x.mean(0), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(pool.x_std, x.std(0), rtol=1e-4)
+    assert first.observation is pool.observation and len(first.theta_train) == 90  # round 1's data unchanged
+
+
+@pytest.mark.slow  # one process: 2 tiny rounds and a 2-fold C2ST, about 30 s
+def test_two_rounds_end_to_end_score_an_observation_beside_the_recorded_amortised_one(tmp_path):
+    out = tmp_path / "scores.csv"
+    proc = subprocess.run([sys.executable, "benchmarks/sequential.py", "--task", "two_moons", "--observations", "3",
+                           "--rounds", "2", "--budget", "600", "--box-samples", "500", "--out", str(out), "--",
+                           "train.steps=20", "train.val_every=10", "eval.num_samples=300", "eval.c2st_folds=2"],
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "round 1: 300 prior simulations" in proc.stdout and "observation 3 round 2: 300 simulations" in proc.stdout
+    rows = list(csv.DictReader(out.open()))
+    assert [(r["task"], r["observation"], r["rounds"]) for r in rows] == [("two_moons", "3", "2")]
+    assert 0.5 <= float(rows[0]["c2st"]) <= 1.0
+    assert rows[0]["amortised"] == "nan"  # no recorded amortised job at 600 simulations
