@@ -23,6 +23,9 @@ device. Scores: ``eval.num_samples`` (10,000) samples against the 10,000 referen
 folds, as the harness scores them (``harness.posterior.evaluate_observations``).
 
     python benchmarks/sequential.py --task sir --observations 1 2 3 --rounds 2
+    python benchmarks/sequential.py --task sir --observations 1 2 3 4 5 6 7 8 9 10 --out scores.csv
+
+(README, "The sbibm benchmark": sir, 2 rounds, 0.549 over observations 1-10 against the amortised 0.585.)
 """
 
 from __future__ import annotations
@@ -163,9 +166,9 @@ def amortised_scores(task: str, budget: int) -> dict[int, float]:
 
 def main(argv: list[str] | None = None) -> list[dict]:
     parser = new_parser(__doc__)
-    parser.add_argument("--task", type=one_of(TASKS, argument="--task"), default="sir")
+    parser.add_argument("--task", type=one_of(TASKS, argument="--task"), default="sir", help="the sbibm task")
     parser.add_argument("--observations", type=one_of(tuple(range(1, 11)), int, argument="--observations"),
-                        nargs="+", default=[1, 2, 3])
+                        nargs="+", default=[1, 2, 3], help="sbibm observations, each with its own budget")
     parser.add_argument("--rounds", type=positive_int, default=2, help="rounds per observation, equal shares")
     parser.add_argument("--budget", type=positive_int, default=10_000, help="simulations per observation")
     parser.add_argument("--margin", type=float, default=0.5, help="box widening, times its range, per side")
@@ -226,7 +229,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
         with args.out.open("w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=list(rows[0]))
             writer.writeheader()
-            writer.writerows(rows)
+            writer.writerows({k: f"{v:.6f}" if isinstance(v, float) and k != "margin" else v
+                              for k, v in row.items()} for row in rows)  # as sbibm_results.csv
     return rows
 
 

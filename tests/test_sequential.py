@@ -76,4 +76,5 @@ def test_two_rounds_end_to_end_score_an_observation_beside_the_recorded_amortise
     rows = list(csv.DictReader(out.open()))
     assert [(r["task"], r["observation"], r["rounds"]) for r in rows] == [("two_moons", "3", "2")]
     assert 0.5 <= float(rows[0]["c2st"]) <= 1.0
+    assert rows[0]["c2st"] == f"{float(rows[0]['c2st']):.6f}"  # six decimals, as sbibm_results.csv
     assert rows[0]["amortised"] == "nan"  # no recorded amortised job at 600 simulations
