@@ -253,3 +253,24 @@ def test_the_loss_curve_is_copied_to_the_host_not_stacked_into_one_program(monke
                 progress=False, log_every=10, on_step=ctrl_c)
     assert stop.value.losses.shape == (25,) and np.array_equal(stop.value.losses[:20], result.losses[:20])
     assert stacked == []
+
+
+def test_a_line_logged_during_training_is_not_glued_to_the_progress_bar(capsys):
+    # Was: a console line logged while the bar was drawn (a Ctrl-C's warning, a validation) came right after the
+    # bar's text, "train:   0%|...| 0/100000 [00:00<?, ?step/s][WARNING] received Ctrl-C ...", on one line.
+    import logging
+    import sys
+
+    handler = logging.StreamHandler(sys.stderr)  # the console: the bar's stream too, as on a terminal
+    logging.root.addHandler(handler)
+    try:
+        model, optimizer, ema = tiny_state()
+        functions, state = T.make_step_functions(model, optimizer, None, ema=ema)
+        T.train(functions, state, batches(), steps=6, key=jax.random.key(0), mesh=None, batch_size=16,
+                val_batches=[], progress=True, log_every=2,
+                on_step=lambda step, st: step == 3 and logging.getLogger("gensbi_sharding").warning("a line"))
+    finally:
+        logging.root.removeHandler(handler)
+    err = capsys.readouterr().err
+    assert "train:" in err  # the bar was drawn
+    assert "a line" in err.replace("\r", "\n").splitlines(), repr(err)

@@ -32,6 +32,7 @@ import optax
 from flax import nnx
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from tqdm.auto import tqdm
+from tqdm.contrib.logging import logging_redirect_tqdm
 
 from gensbi_sharding import mesh_context
 from gensbi_sharding.harness.schedule import SCHEDULES, learning_rate_schedule
@@ -228,7 +229,8 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
             return False, True
         return record_validation(stopper, functions, state, step, loss), False
 
-    with mesh_context(mesh):
+    # Console lines (a validation, a signal's warning) go above the progress bar, not glued to its line.
+    with mesh_context(mesh), logging_redirect_tqdm(tqdm_class=tqdm):
         first = next(batches)
         start = time.perf_counter()
         lowered = functions.train_step.lower(state, first, key)
