@@ -31,6 +31,8 @@ folds, as the harness scores them (``harness.posterior.evaluate_observations``).
 from __future__ import annotations
 
 import csv
+import math
+import os
 import sys
 import tempfile
 import time
@@ -176,9 +178,15 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--out", type=Path, help="write the per-observation scores to this CSV")
     parser.add_argument("overrides", nargs="*", help="Hydra overrides for every round's job, after --")
     args = parser.parse_args(argv)
-    if args.margin < 0:
-        parser.error(f"--margin {args.margin} must be >= 0, e.g. --margin 0.5")
+    if not math.isfinite(args.margin) or args.margin < 0:  # nan passed `< 0` and drew 10**8 prior draws in vain
+        parser.error(f"--margin {args.margin} must be a finite number >= 0, e.g. --margin 0.5")
+    problem = out_problem(args.out)
+    if problem:
+        parser.error(problem)
     cfg = compose_config(args.task, args.budget, args.overrides)
+    problem = shares_problem(args.budget, args.rounds, cfg.data.val_fraction, cfg.data.batch_size)
+    if problem:
+        parser.error(problem)
 
     from gensbi_sharding.harness.devices import configure_devices
 
@@ -226,12 +234,62 @@ def main(argv: list[str] | None = None) -> list[dict]:
     means = [np.mean([r[key] for r in rows]) for key in ("c2st", "amortised")]
     print(f"mean over observations {args.observations}: sequential {means[0]:.3f}, amortised {means[1]:.3f}")
     if args.out is not None:
-        with args.out.open("w", newline="") as f:
+        write_rows(args.out, rows)
+    return rows
+
+
+def out_problem(out: Path | None) -> str | None:
+    """Why ``--out`` cannot take the scores (checked before the hours of work, not after); None if it can."""
+    if out is None:
+        return None
+    if out.exists():  # an earlier run's scores: never overwritten silently
+        return f"--out {out} already exists; pass a new path (or move the old file away first)"
+    nearest = next(p for p in (out.absolute().parent, *out.absolute().parents) if p.exists())
+    if nearest != out.absolute().parent:
+        return f"--out {out}: its folder {out.absolute().parent} does not exist; create it or pass another --out"
+    if not nearest.is_dir() or not os.access(nearest, os.W_OK | os.X_OK):
+        return f"--out {out}: {nearest} is not a folder this user can write; pass another --out"
+    return None
+
+
+def shares_problem(budget: int, rounds: int, val_fraction: float, batch_size: int) -> str | None:
+    """Why ``--budget`` split into ``--rounds`` equal shares cannot train round 1 (it trains on one share alone:
+    at least 2 simulations, and ``data.batch_size`` training pairs); None if it can.
+
+    ``--budget 100 --rounds 2`` stopped in the first fit with a traceback naming only ``data.batch_size``;
+    ``--budget 2 --rounds 3`` with one suggesting ``data.num_simulations=10000``, which the script sets itself.
+    """
+    from gensbi_sharding.harness.data import split_sizes
+
+    share = budget // rounds  # the smallest share; round 1's is at most one more
+    if share >= 2 and split_sizes(share, val_fraction)[0] >= batch_size:
+        return None
+    need = max(2, int(batch_size / (1 - val_fraction)) - 2)  # just below the smallest share that trains
+    while split_sizes(need, val_fraction)[0] < batch_size:
+        need += 1
+    fixes = [f"--budget {need * rounds}"]
+    if budget // need >= 1:
+        fixes.append(f"--rounds {budget // need}")
+    if share >= 2:
+        fixes.append(f"-- data.batch_size={split_sizes(share, val_fraction)[0]}")
+    return (f"--budget {budget} in --rounds {rounds} gives {share} simulations a round, too few for round 1's "
+            f"training ({need} needed: data.batch_size={batch_size} training pairs after data.val_fraction="
+            f"{val_fraction} is held out); pass {' or '.join(fixes)}")
+
+
+def write_rows(out: Path, rows: list[dict]) -> None:
+    """The scores to ``out`` as ``sbibm_results.csv`` rows, whole or not at all (a temporary file, then renamed);
+    a file that appeared at ``out`` during the run is kept, the scores going beside it."""
+    partial = out.with_name(out.name + ".partial")
+    with partial.open("w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=list(rows[0]))
             writer.writeheader()
             writer.writerows({k: f"{v:.6f}" if isinstance(v, float) and k != "margin" else v
                               for k, v in row.items()} for row in rows)  # as sbibm_results.csv
-    return rows
+    if out.exists():
+        print(f"--out {out} appeared during the run and is kept; the scores are in {partial}", file=sys.stderr)
+        return
+    os.replace(partial, out)
 
 
 if __name__ == "__main__":

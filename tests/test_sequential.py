@@ -78,3 +78,37 @@ def test_two_rounds_end_to_end_score_an_observation_beside_the_recorded_amortise
     assert 0.5 <= float(rows[0]["c2st"]) <= 1.0
     assert rows[0]["c2st"] == f"{float(rows[0]['c2st']):.6f}"  # six decimals, as sbibm_results.csv
     assert rows[0]["amortised"] == "nan"  # no recorded amortised job at 600 simulations
+
+
+@pytest.mark.parametrize("argv,named", [
+    (["--margin", "nan"], "--margin nan must be a finite number >= 0, e.g. --margin 0.5"),
+    (["--margin", "-0.1"], "--margin -0.1 must be a finite number >= 0"),
+    (["--out", "EXISTING"], "already exists; pass a new path"),
+    (["--out", "MISSING/scores.csv"], "does not exist; create it or pass another --out"),
+    (["--budget", "100", "--rounds", "2"], "--budget 100 in --rounds 2 gives 50 simulations a round, too few"),
+    (["--budget", "2", "--rounds", "3"], "--budget 2 in --rounds 3 gives 0 simulations a round"),
+])
+def test_bad_arguments_stop_before_any_work_naming_the_value_and_a_fix(argv, named, tmp_path, capsys):
+    """A bad --margin, an --out that exists (an earlier run's scores) or cannot be written, or a budget whose
+    round-1 share cannot fill a batch stop while the arguments are read: before, a nan margin drew 10**8 prior
+    draws in vain, --out was overwritten (or failed) after the whole run, and a small share stopped in the first
+    fit with a traceback naming only data.batch_size (or suggesting data.num_simulations=10000)."""
+    existing = tmp_path / "scores.csv"
+    existing.write_text("task,observation\nsir,1\n")
+    argv = [a.replace("EXISTING", str(existing)).replace("MISSING", str(tmp_path / "missing")) for a in argv]
+    with pytest.raises(SystemExit) as stop:
+        load().main(["--task", "two_moons", *argv])
+    assert stop.value.code == 2 and named in capsys.readouterr().err
+    assert existing.read_text() == "task,observation\nsir,1\n"  # never touched
+
+
+def test_the_share_check_suggests_budgets_rounds_and_batch_sizes_that_train():
+    from gensbi_sharding.harness.data import split_sizes
+
+    seq = load()
+    assert seq.shares_problem(600, 2, 0.1, 256) is None  # 300 a round: 270 training pairs
+    problem = seq.shares_problem(500, 2, 0.1, 256)  # 250 a round: 225 training pairs
+    assert "(284 needed" in problem and "pass --budget 568 or --rounds 1 or -- data.batch_size=225" in problem
+    assert split_sizes(284, 0.1)[0] == 256 and split_sizes(283, 0.1)[0] < 256  # 284 = 568 / 2: the least that trains
+    assert seq.shares_problem(568, 2, 0.1, 256) is None and seq.shares_problem(566, 2, 0.1, 256) is not None
+    assert "pass --budget 6 or --rounds 2" in seq.shares_problem(5, 3, 0.1, 1)  # 1 a round: load_task needs 2
