@@ -61,3 +61,24 @@ def test_the_run_refuses_before_simulating(devices, tmp_path):
     assert metrics["status"] == "error" and "RESOURCE_EXHAUSTED" not in metrics["error"]
     assert metrics["error"].startswith("ConfigError: the training state cannot fit: model=mlp under rule 'replicated'")
     assert "model.width=100000" in metrics["error"] and "val_pairs" not in metrics  # nothing simulated, nothing built
+
+
+@pytest.mark.parametrize("overrides, named, fix", [
+    (("model=flux1", "model.axes_dim=[100000,0]"), "model.axes_dim=[100000,0] (at its default [8,0]: ",
+     "model.axes_dim=[8,0]"),
+    (("model=flux1", "model.mlp_ratio=100000.0"), "model.mlp_ratio=100000.0 (at its default 4.0: ",
+     "model.mlp_ratio=4.0"),
+])
+def test_a_raised_float_or_list_setting_is_checked_not_spared_as_a_default(devices, monkeypatch, overrides, named,
+                                                                           fix):
+    """The trace is spared for a model at its defaults; integers alone were compared, so a list (flux1's
+    axes_dim) or a float (mlp_ratio) raised a thousandfold passed as "at its defaults" into XLA's unnamed
+    out-of-memory error. The machine's memory is read, as in a run (no ``available`` given)."""
+    from gensbi_sharding.harness import memory_check
+
+    monkeypatch.setattr(memory_check, "host_available_bytes", lambda: 16 * GB)
+    cfg = compose_tiny(*overrides)
+    with pytest.raises(ConfigError) as err:
+        check_fits(cfg, gs.make_mesh(), _rule(cfg))
+    assert named in str(err.value) and f"e.g. {fix}" in str(err.value), str(err.value)
+    check_fits(compose_tiny(*overrides, fix), gs.make_mesh(), _rule(cfg))  # the suggested override fits

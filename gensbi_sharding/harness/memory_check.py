@@ -154,7 +154,7 @@ def check_fits(cfg: DictConfig, mesh: Any, rule: Any, available: int | None = No
 def _responsible(cfg: DictConfig, mesh: Any, rule: Any, dims: tuple[int, int], devices: int, available: int) -> str:
     """"; model.width=100000 is responsible (at its default 128: 2.4 MB): lower it" or the like; "" if none found."""
     hparams, defaults = _hparams(cfg), _defaults(cfg)
-    raised = [k for k, v in hparams.items() if _is_int(v) and _is_int(defaults.get(k)) and v > defaults[k]]
+    raised = [k for k, v in hparams.items() if k in defaults and _raised(v, defaults[k])]
     try:
         at_default = {k: state_bytes_per_device(cfg, mesh, rule, dims, {**hparams, k: defaults[k]}) * devices
                       for k in raised}
@@ -163,9 +163,10 @@ def _responsible(cfg: DictConfig, mesh: Any, rule: Any, dims: tuple[int, int], d
     if not raised:
         return "; split the weights (rule=fsdp, or rule=tensor with mesh.model_axis > 1) or use fewer devices"
     alone = [k for k in raised if at_default[k] <= available] or raised
-    named = ", ".join(f"model.{k}={hparams[k]} (at its default {defaults[k]}: {format_bytes(at_default[k])})"
+    named = ", ".join(f"model.{k}={_override(hparams[k])} (at its default {_override(defaults[k])}: "
+                      f"{format_bytes(at_default[k])})"
                       for k in sorted(alone, key=at_default.get))
-    fix = " ".join(f"model.{k}={defaults[k]}" for k in alone)
+    fix = " ".join(f"model.{k}={_override(defaults[k])}" for k in alone)
     return f"; the setting(s) responsible: {named}; lower {'it' if len(alone) == 1 else 'them'}, e.g. {fix}"
 
 
@@ -175,14 +176,39 @@ def _hparams(cfg: DictConfig) -> dict:
 
 def _defaults(cfg: DictConfig) -> dict:
     schema = OmegaConf.get_type(cfg.model)
-    return {f.name: f.default for f in dataclasses.fields(schema)} if dataclasses.is_dataclass(schema) else {}
+    if not dataclasses.is_dataclass(schema):
+        return {}
+    return {f.name: f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+            for f in dataclasses.fields(schema)}  # a list's default (flux1's axes_dim) is a factory's
 
 
 def _at_most_defaults(cfg: DictConfig) -> bool:
     """Whether every integer setting of a typed model config is at or below its default (none raised)."""
     defaults = _defaults(cfg)
-    return bool(defaults) and not any(_is_int(v) and _is_int(defaults.get(k)) and v > defaults[k]
-                                      for k, v in _hparams(cfg).items())
+    return bool(defaults) and not any(k in defaults and _raised(v, defaults[k]) for k, v in _hparams(cfg).items())
+
+
+def _raised(value: Any, default: Any) -> bool:
+    """Whether a size setting is above its default: a number (``mlp_ratio`` too, not only integers), or a list
+    with an element above its default's (flux1's ``axes_dim``); a list of another length counts as raised.
+
+    Integers alone were compared: ``model.axes_dim=[100000,0]`` or ``model.mlp_ratio=100000.0`` skipped the check
+    as "at its defaults" and ran into XLA's unnamed out-of-memory error.
+    """
+    if _is_number(value) and _is_number(default):
+        return value > default
+    if isinstance(value, (list, tuple)) and isinstance(default, (list, tuple)):
+        return len(value) != len(default) or any(_raised(v, d) for v, d in zip(value, default))
+    return False
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _override(value: Any) -> str:
+    """``[8, 0]`` -> ``[8,0]``: a list as one command-line override (no space to split it)."""
+    return f"[{','.join(map(_override, value))}]" if isinstance(value, (list, tuple)) else str(value)
 
 
 def _is_int(value: Any) -> bool:
