@@ -283,10 +283,16 @@ def test_validate_rejects_with_the_key(compose_config, overrides, message):
     # and early stopping followed the loss of one pair.
     (("data.val_fraction=1e-6",), 0, ("data.val_fraction=0.001", "data.num_simulations=10000000")),
     (("data.val_fraction=0.0001",), 1, ("data.val_fraction=0.001", "data.num_simulations=100000")),
-    (("data.num_simulations=50",), 5, ("data.val_fraction=0.2", "data.num_simulations=100")),  # the budget's kind
-    (("data.num_simulations=8",), 1, ("data.num_simulations=100",)),  # no fraction below 1 leaves a training pair
+    (("data.num_simulations=50", "data.batch_size=32"), 5,
+     ("data.val_fraction=0.2", "data.num_simulations=100 ")),  # the budget's kind
+    (("data.num_simulations=8", "data.batch_size=32"), 1, ("data.num_simulations=100 ",)),  # no fraction below 1
+    # Each fix leaves a batch of training pairs: was "data.val_fraction=0.2" (40 pairs for quick's batch of 64)
+    # and "data.num_simulations=100" at the default batch of 1024, each refused in turn by the batch check.
+    (("experiment=quick", "data.num_simulations=50"), 5, ("data.num_simulations=100 ",)),
+    (("data.num_simulations=50",), 5, ("data.num_simulations=1138 ",)),
 ])
 def test_too_few_held_out_pairs_are_refused_naming_the_minimum(compose_config, overrides, held_out, fixes):
+    from gensbi_sharding.harness.data import split_sizes
     from gensbi_sharding.harness.held_out import MIN_VAL_PAIRS
 
     with pytest.raises(ConfigError) as err:
@@ -297,8 +303,11 @@ def test_too_few_held_out_pairs_are_refused_naming_the_minimum(compose_config, o
     assert f"fewer than the {MIN_VAL_PAIRS} pairs a run validates on" in message and MIN_VAL_PAIRS == 10
     for fix in fixes:
         assert fix in message, message
+        fix = fix.strip()
         key = fix.split("=")[0]
-        validate(compose_config(*[o for o in overrides if not o.startswith(key)], fix))  # each fix is accepted
+        fixed = compose_config(*[o for o in overrides if not o.startswith(key)], fix)
+        validate(fixed)  # each fix is accepted, and leaves a batch of training pairs (the next check)
+        assert split_sizes(fixed.data.num_simulations, fixed.data.val_fraction)[0] >= fixed.data.batch_size
     if len(fixes) == 1:
         assert "data.val_fraction=" not in message.split(": set ")[1]
     validate(compose_config("data.val_fraction=0.001"))  # 10 of 10,000: the minimum, accepted

@@ -159,7 +159,7 @@ def _validate(cfg: DictConfig) -> None:
         require(cfg.data[key] >= 1, f"data.{key}={cfg.data[key]} must be >= 1")
     require(0.0 < cfg.data.val_fraction < 1.0,
            f"data.val_fraction={cfg.data.val_fraction} must lie strictly between 0 and 1")
-    problem = val_pairs_problem(cfg.data.num_simulations, cfg.data.val_fraction)
+    problem = val_pairs_problem(cfg.data.num_simulations, cfg.data.val_fraction, cfg.data.batch_size)
     require(problem is None, problem or "")
     require(cfg.train.steps >= 1, f"train.steps={cfg.train.steps} must be >= 1")
     # Was: a negative seed passed, simulated, then failed in the batch shuffler ("seed=-1 must be >= 0").

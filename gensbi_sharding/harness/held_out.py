@@ -102,8 +102,11 @@ def held_out_changes(saved_config: dict, saved_info: dict, now: dict, process_co
     return changed
 
 
-def val_pairs_problem(num_simulations: int, val_fraction: float) -> str | None:
+def val_pairs_problem(num_simulations: int, val_fraction: float, batch_size: int = 1) -> str | None:
     """The refusal of a ``data.val_fraction`` (or budget) that holds out fewer than ``MIN_VAL_PAIRS`` pairs; else None.
+
+    Each suggested fix also leaves ``batch_size`` training pairs: ``experiment=quick data.num_simulations=50`` was
+    told ``data.val_fraction=0.2``, which left 40 training pairs for its batch of 64 and was refused in turn.
 
     Parameters
     ----------
@@ -111,6 +114,8 @@ def val_pairs_problem(num_simulations: int, val_fraction: float) -> str | None:
         ``data.num_simulations``, the whole budget (train + validation), >= 1.
     val_fraction : float
         ``data.val_fraction``, in (0, 1).
+    batch_size : int, optional
+        ``data.batch_size``: the training pairs a fix must leave (default 1).
 
     Returns
     -------
@@ -126,10 +131,14 @@ def val_pairs_problem(num_simulations: int, val_fraction: float) -> str | None:
         fraction = MIN_VAL_PAIRS / num_simulations
         scale = 10.0 ** (math.floor(math.log10(fraction)) - 1)  # two significant digits, rounded up
         text = f"{math.ceil(round(fraction / scale, 6)) * scale:.2g}"
-        if float(text) < 1:
+        if float(text) < 1 and num_simulations - round(float(text) * num_simulations) >= batch_size:
             fixes.append(f"data.val_fraction={text} (the smallest that holds out {MIN_VAL_PAIRS})")
-    budget = math.ceil(MIN_VAL_PAIRS / val_fraction)
-    fixes.append(f"data.num_simulations={budget} at this fraction")
+    budget = max(math.ceil(MIN_VAL_PAIRS / val_fraction), math.ceil(batch_size / (1 - val_fraction)) - 2)
+    while round(val_fraction * budget) < MIN_VAL_PAIRS or budget - round(val_fraction * budget) < batch_size:
+        budget += 1  # the smallest budget holding out the minimum and leaving a batch: a step or two
+    fixes.append(f"data.num_simulations={budget} at this fraction"
+                 + (f" (the smallest that also leaves data.batch_size={batch_size} training pairs)"
+                    if batch_size > 1 else ""))
     return (f"data.val_fraction={val_fraction} holds out {held_out} of the {num_simulations} simulations "
             f"(data.num_simulations) for validation, fewer than the {MIN_VAL_PAIRS} pairs a run validates on (the "
             f"best weights and early stopping follow their loss): set {' or '.join(fixes)}")
