@@ -82,3 +82,25 @@ def test_a_raised_float_or_list_setting_is_checked_not_spared_as_a_default(devic
         check_fits(cfg, gs.make_mesh(), _rule(cfg))
     assert named in str(err.value) and f"e.g. {fix}" in str(err.value), str(err.value)
     check_fits(compose_tiny(*overrides, fix), gs.make_mesh(), _rule(cfg))  # the suggested override fits
+
+
+def test_distributed_local_processes_share_the_host_for_their_simulations(devices, monkeypatch):
+    """distributed=local's processes live on one host: each checked its half of the budget against the whole
+    host (300M two_moons simulations: 2 x 9.6 GB passed against 16 GB) and was told a budget that fit one half,
+    so together they met the kernel's OOM killer with no setting named."""
+    import jax
+
+    from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
+
+    monkeypatch.setenv(LOCAL_CHILD_ENV, "3")  # a child of distributed=local, one of 2 processes
+    monkeypatch.setattr(jax, "process_count", lambda: 2)
+    cfg = compose_tiny("data=two_moons", "data.num_simulations=300000000")  # 64 bytes a simulation (4 copies)
+    with pytest.raises(ConfigError) as err:
+        check_fits(cfg, gs.make_mesh(), _rule(cfg), available=16 * GB)
+    message = str(err.value)
+    assert "need about 19.2 GB on this host (2 processes of distributed=local share it)" in message, message
+    assert "set data.num_simulations=120000000 or fewer" in message, message  # 2 x 3.84 GB: half of 16 GB
+    check_fits(compose_tiny("data=two_moons", "data.num_simulations=120000000"), gs.make_mesh(), _rule(cfg),
+               available=16 * GB)
+    monkeypatch.delenv(LOCAL_CHILD_ENV)  # processes on hosts of their own (distributed=auto): a share each
+    check_fits(cfg, gs.make_mesh(), _rule(cfg), available=16 * GB)

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import re
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness.config import ConfigError
+from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
 from gensbi_sharding.harness.units import format_bytes
 
 __all__ = ["check_fits", "state_bytes_per_device", "host_available_bytes", "MOMENTS", "DATA_COPIES"]
@@ -122,12 +124,16 @@ def check_fits(cfg: DictConfig, mesh: Any, rule: Any, available: int | None = No
     cpu = jax.default_backend() == "cpu"
     host = available if available is not None else host_available_bytes()
     row = sum(dims) * 4 * DATA_COPIES  # bytes of one simulation on the host
-    data = cfg.data.num_simulations // jax.process_count() * row
+    # distributed=local's processes all live on this host: each checked its own share against the whole host
+    # (and was told a budget that fit one share), so together they ran into the kernel's OOM killer.
+    sharing = jax.process_count() if os.environ.get(LOCAL_CHILD_ENV) else 1
+    data = cfg.data.num_simulations // jax.process_count() * row * sharing
     if host is not None and data > host:
+        shared = f" ({sharing} processes of distributed=local share it)" if sharing > 1 else ""
         raise ConfigError(f"data.num_simulations={cfg.data.num_simulations} cannot fit: its simulations need about "
-                          f"{format_bytes(data)} on this host ({DATA_COPIES} copies of theta and x as float32), but "
-                          f"{format_bytes(host)} is available; set data.num_simulations="
-                          f"{_round_down(host // 2 // row * jax.process_count())} or fewer (half of it)")
+                          f"{format_bytes(data)} on this host{shared} ({DATA_COPIES} copies of theta and x as "
+                          f"float32), but {format_bytes(host)} is available; set data.num_simulations="
+                          f"{_round_down(host // 2 // row // sharing * jax.process_count())} or fewer (half of it)")
     if cpu or available is not None:  # CPU devices share the host's memory with the simulations
         room = None if host is None else host - data * cpu
     else:
@@ -135,7 +141,7 @@ def check_fits(cfg: DictConfig, mesh: Any, rule: Any, available: int | None = No
         room = min(limits) if limits and None not in limits else None
     if room is None:
         return
-    devices = jax.local_device_count() if cpu and mesh is not None else 1
+    devices = jax.local_device_count() * sharing if cpu and mesh is not None else 1
     if available is None and _at_most_defaults(cfg):
         return  # a model no larger than its preset's defaults fits anywhere the harness runs: spare the trace
     try:
