@@ -175,7 +175,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--budget", type=positive_int, default=10_000, help="simulations per observation")
     parser.add_argument("--margin", type=float, default=0.5, help="box widening, times its range, per side")
     parser.add_argument("--box-samples", type=positive_int, default=10_000, help="posterior samples per box")
-    parser.add_argument("--out", type=Path, help="write the per-observation scores to this new CSV (an existing file is never overwritten)")
+    parser.add_argument("--out", type=Path,
+                        help="write the per-observation scores to this new CSV (an existing file is never overwritten)")
     parser.add_argument("overrides", nargs="*", help="Hydra overrides for every round's job, after --")
     args = parser.parse_args(argv)
     if not math.isfinite(args.margin) or args.margin < 0:  # nan passed `< 0` and drew 10**8 prior draws in vain
