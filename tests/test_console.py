@@ -229,3 +229,14 @@ def test_a_run_resets_the_process_an_earlier_run_in_this_python_set(as_process, 
     assert console.stop_level() == logging.ERROR
     steps = [r.getMessage() for r in caplog.records if r.getMessage().startswith(("[1/7]", "[process"))]
     assert steps and steps[0].startswith("[1/7] devices: ") and not any("[process" in s for s in steps)
+
+
+def test_a_gloo_lines_bare_last_number_stays_off_the_console_and_other_numbers_stay_on(capfd, caplog):
+    # Was: a lone "3" on the console of a distributed=local job, the tail of a Gloo line torn just before its last
+    # number ("... Expected number of connected peer ranks is : " + "3"). A number after anything else is output.
+    torn = (b"7\n[Gloo] Rank 0 is connected to 3 peer ranks. Expected number of connected peer ranks is : 3\n3\n"
+            b"kept 3\n4\n")
+    with caplog.at_level(logging.INFO, logger=console.NATIVE), console.native_output_to_log():
+        os.write(1, torn)
+    assert capfd.readouterr().out == "7\nkept 3\n4\n"
+    assert [r.getMessage() for r in caplog.records if r.name == console.NATIVE][1:] == ["3"]

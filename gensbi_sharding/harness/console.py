@@ -44,6 +44,7 @@ NOISY_NATIVE_LINES = (b"[Gloo]",)  # starts of lines C++ libraries print that be
 # ...\n" then "5 is connected to 7 peer ranks. ...\n" (or " peer ranks. Expected ... is : 1\n": torn anywhere),
 # a line without its start that reached the console. Its tail ("... peer ranks is : 1") marks it.
 NOISY_NATIVE_FRAGMENT = re.compile(rb"peer ranks|\bis : \d+\s*$")
+BARE_NUMBER = re.compile(rb"\s*\d+\s*$")  # "3\n": a Gloo line torn just before its last number
 # A C++ (absl/TSL) log line of XLA at INFO or WARNING level, as jaxlib writes it to stderr:
 # "W1130 21:32:49.078772    8033 spmd_partitioner.cc:666] [SPMD] Involuntary full rematerialization. ..."
 # Errors (E/F) stay on the console. No public switch sends these to a file (TF_CPP_MIN_LOG_LEVEL only
@@ -234,12 +235,16 @@ def _lines_of(fd: int, prefixes: tuple[bytes, ...], sink: logging.Logger, warned
     os.dup2(write_end, fd)
     os.close(write_end)
 
+    after_noisy = [False]  # the last line was a noisy one: a bare number next is the tail of a torn one
+
     def forward(data: bytes) -> None:
         kept = []
         for line in data.splitlines(keepends=True):
             bare = line.lstrip(b"\r")
-            if (bare.startswith(prefixes) or NATIVE_LOG_LINE.match(bare)
-                    or (prefixes == NOISY_NATIVE_LINES and NOISY_NATIVE_FRAGMENT.search(bare))):
+            noisy = prefixes == NOISY_NATIVE_LINES and (NOISY_NATIVE_FRAGMENT.search(bare) or (
+                after_noisy[0] and BARE_NUMBER.match(bare)))
+            after_noisy[0] = bool(bare.startswith(prefixes) or noisy)
+            if bare.startswith(prefixes) or NATIVE_LOG_LINE.match(bare) or noisy:
                 text = line.decode(errors="replace").strip()
                 sink.info("%s", text)
                 if (bare.startswith(b"W") and not warned and NATIVE_LOG_LINE.match(bare)
