@@ -66,14 +66,8 @@ def simulate(task: Any, key: Any, num_simulations: int) -> tuple[np.ndarray, np.
 
     Returns
     -------
-    theta, x : ndarray, (n, dim_theta), (n, dim_x), float32
-        Rows whose simulation failed hold NaN in ``x`` (the caller drops them).
-
-    Raises
-    ------
-    RuntimeError
-        If the simulator aborts because Equinox was imported before ``get_task`` could
-        set ``EQX_ON_ERROR=nan``; the message says to set it in the environment.
+    theta, x
+        As ``simulate_at`` (which raises its ``RuntimeError`` here too).
     """
     import jax
 
@@ -103,7 +97,8 @@ def simulate_at(task: Any, key: Any, theta: Any) -> tuple[np.ndarray, np.ndarray
     Raises
     ------
     RuntimeError
-        As ``simulate``, when Equinox was set to raise on a failed solve.
+        If the simulator aborts because Equinox was imported before ``get_task`` could
+        set ``EQX_ON_ERROR=nan``; the message says to set it in the environment.
     """
     import jax
 
