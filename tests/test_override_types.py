@@ -141,3 +141,35 @@ def test_a_glob_over_models_is_checked_against_the_models_it_matches():
     assert override_problem(["-m", "model=glob(*former)", "model.dtype=null"]) == (
         "model.dtype=null: model.dtype (model=simformer) cannot be null (field 'dtype' is not Optional); "
         "e.g. model.dtype=float32")
+
+
+@pytest.mark.parametrize("schema,name,expected", [
+    ("TrainConfig", "steps", (True, 4000)),
+    ("TrainConfig", "resume", (True, None)),  # null is a default (written null)
+    ("Config", "strict", (True, False)),  # a top-level setting
+    ("Flux1Config", "axes_dim", (True, [8, 0])),  # a list's default comes from its factory
+    ("ModelConfig", "name", (False, None)),  # required (???): no value to name
+    ("TrainConfig", "stepz", (False, None)),  # not a field
+    ("dict", "embed", (False, None)),  # the rule table: no schema
+])
+def test_the_default_of_a_key_is_read_in_one_place(schema, name, expected):
+    # Was three helpers (config_checks._with_fix, config_values._schema_default, override_keys.field_default),
+    # each reading dataclass defaults its own way (one skipped list factories, one wrote True where an override
+    # types true).
+    from gensbi_sharding.harness import config
+    from gensbi_sharding.harness.override_keys import schema_default
+
+    assert schema_default(getattr(config, schema, dict), name) == expected
+
+
+def test_every_check_names_that_default_as_the_fix(compose_config):
+    from gensbi_sharding.harness.config import ConfigError
+    from gensbi_sharding.harness.config_values import interpolation_problem
+
+    assert override_problem(["train.steps=null"]).endswith("; e.g. train.steps=4000")  # before Hydra composes
+    assert "e.g. train.steps=4000, or point" in interpolation_problem(compose_config("train.steps=${data.nope}"))
+    with pytest.raises(ConfigError, match=r"^train\.steps=0 must be >= 1; e.g\. train\.steps=4000$"):
+        validate(compose_config("train.steps=0"))
+    # a list key's default, written as one override: [8,0], not [8, 0] (two shell words)
+    assert "e.g. model.axes_dim=[8,0], or point" in interpolation_problem(
+        compose_config("model=flux1", "model.axes_dim=${data.nope}"))

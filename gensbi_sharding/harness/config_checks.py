@@ -9,16 +9,18 @@ import dataclasses
 import json
 import math
 import re
+import typing
 
-from omegaconf import MISSING, DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
-from gensbi_sharding.harness.config import (Config, ConfigError, DataConfig, DevicesConfig, DistributedConfig,
-                                            EvalConfig, MeshConfig, ModelConfig, TrainConfig, require)
+from gensbi_sharding.harness.config import Config, ConfigError, require
 from gensbi_sharding.harness.groups import chosen_options
 from gensbi_sharding.harness.held_out import val_pairs_problem
+from gensbi_sharding.harness.hints import override_literal
 from gensbi_sharding.harness.config_values import check_lists, check_numbers, interpolation_problem
 from gensbi_sharding.harness.model_checks import check_model
 from gensbi_sharding.harness.name_hints import registered_name_problem
+from gensbi_sharding.harness.override_keys import schema_default
 from gensbi_sharding.harness.rule_config import partition_axis_from_config, rule_table
 from gensbi_sharding.harness.tasks import NUM_OBSERVATIONS, TASKS
 
@@ -125,18 +127,9 @@ def _with_fix(message: str) -> str:
     if not named:
         return message
     group, key = named.groups()
-    schema = _SECTIONS.get(group)
-    defaults = {f.name: f.default for f in dataclasses.fields(schema)} if schema else {}
-    default = defaults.get(key, MISSING)
-    if default is MISSING or default is dataclasses.MISSING:
-        return message
-    text = "null" if default is None else str(default).replace(" ", "")
-    return f"{message}; e.g. {group}.{key}={text}"
-
-
-#: Config sections whose dataclass defaults are valid values, named as the fix of a refused one.
-_SECTIONS = {"mesh": MeshConfig, "model": ModelConfig, "data": DataConfig, "train": TrainConfig, "eval": EvalConfig,
-             "devices": DevicesConfig, "distributed": DistributedConfig}
+    # The section's declared type (ModelConfig for every model: its fields' defaults fit each one).
+    found, default = schema_default(typing.get_type_hints(Config).get(group), key)
+    return f"{message}; e.g. {group}.{key}={override_literal(default)}" if found else message
 
 
 def _validate(cfg: DictConfig) -> None:

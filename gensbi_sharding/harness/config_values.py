@@ -6,14 +6,14 @@ line (``interpolation_problem``, which the folder callback and ``run`` print bef
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import GrammarParseError, InterpolationResolutionError
 
 from gensbi_sharding.harness.config import Config, ConfigError
-from gensbi_sharding.harness.override_keys import list_fields
+from gensbi_sharding.harness.hints import override_literal
+from gensbi_sharding.harness.override_keys import list_fields, schema_default
 
 __all__ = ["INT32_MAX", "check_lists", "check_numbers", "interpolation_problem"]
 
@@ -45,8 +45,8 @@ def interpolation_problem(cfg: DictConfig) -> str | None:
             for part in path.replace("[", ".").replace("]", "").split("."):  # the value as typed: ${...}
                 raw = raw[int(part)] if isinstance(raw, list) else raw[part]
             reason = str(err).strip().splitlines()[0]
-            found, default = _schema_default(cfg, path)
-            example = f", e.g. {path}={'null' if default is None else default}" if found else ""
+            found, default = _key_default(cfg, path)
+            example = f", e.g. {path}={override_literal(default)}" if found else ""
             return (f"{path}={raw} cannot be resolved ({reason}); give a value{example}, or point the ${{...}} at "
                     "an existing key of the right type (python launch.py --cfg job lists the keys)")
     return None
@@ -90,23 +90,21 @@ def _leaves(cfg: DictConfig):
     yield from walk({k: v for k, v in OmegaConf.to_container(cfg, resolve=True).items() if k != "hydra"}, "")
 
 
-def _schema_default(cfg: DictConfig, path: str) -> tuple[bool, object]:
-    """``(True, default)`` of ``path`` in its section's schema (the chosen model's own: flux1's mlp_ratio), or
-    ``(False, None)`` where the schema has none (the rule table, a list item, a required field)."""
+def _key_default(cfg: DictConfig, path: str) -> tuple[bool, object]:
+    """``schema_default`` of ``path`` in the schema its section was merged onto (the chosen model's own: flux1's
+    mlp_ratio); ``(False, None)`` where there is none (the rule table, a list item)."""
     parent, _, key = path.rpartition(".")
     try:
         schema = OmegaConf.get_type(OmegaConf.select(cfg, parent, throw_on_resolution_failure=False)) if parent \
             else Config
     except ValueError:  # not a config node
         return False, None
-    fields = {f.name: f for f in dataclasses.fields(schema)} if dataclasses.is_dataclass(schema) else {}
-    default = fields[key].default if key in fields else dataclasses.MISSING
-    return default is not dataclasses.MISSING and default != "???", default
+    return schema_default(schema, key)
 
 
 def _schema_fix(cfg: DictConfig, path: str, ok) -> str:
     """"; e.g. <path>=<schema default>" when that default is a number ``ok`` accepts; else ""."""
-    found, default = _schema_default(cfg, path)
+    found, default = _key_default(cfg, path)
     number = found and isinstance(default, (int, float)) and not isinstance(default, bool)
     return f"; e.g. {path}={default}" if number and ok(default) else ""
 

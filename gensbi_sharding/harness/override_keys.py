@@ -27,7 +27,7 @@ from gensbi_sharding.harness.hints import closest_name
 from gensbi_sharding.harness.override_grammar import CommandLine, parse
 
 __all__ = ["OPTIONAL_GROUPS", "ListField", "schema_name", "model_schemas", "sections", "settings", "option_groups",
-           "group_keys", "field_default", "list_fields", "model_fields", "default_model", "experiment_model",
+           "group_keys", "schema_default", "list_fields", "model_fields", "default_model", "experiment_model",
            "options", "unknown_key_problem", "model_key_problem"]
 
 #: Groups a run may leave unchosen (``- optional ...`` in conf/config.yaml): removing one is Hydra's to judge.
@@ -108,12 +108,29 @@ def group_keys(path: Sequence[str], model: str | None) -> tuple[str, ...] | None
     return tuple(sorted({name for schema in schemas for name in settings(schema)}))
 
 
-def field_default(schema: type, name: str) -> str:
-    """The schema's default of ``name`` as an override writes it (``null``, ``true``, ``[8,0]``)."""
-    f = next(f for f in dataclasses.fields(schema) if f.name == name)
-    value = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
-    return OmegaConf.to_yaml({"v": value}).strip()[3:].replace(", ", ",").replace("'", "") if value is not None \
-        else "null"
+def schema_default(schema: type, name: str) -> tuple[bool, typing.Any]:
+    """The default of field ``name`` of the typed schema ``schema``: the one place a check reads it, to name it as
+    the value to type (``override_literal`` writes it: ``null``, ``true``, ``[8,0]``).
+
+    Parameters
+    ----------
+    schema : type
+        A dataclass of ``harness/config.py`` (``TrainConfig``, ``Flux1Config``, ``Config`` for top-level settings).
+    name : str
+        One of its fields.
+
+    Returns
+    -------
+    tuple of (bool, Any)
+        ``(True, default)`` (a ``default_factory``'s value for a list); ``(False, None)`` where there is none:
+        ``schema`` is no dataclass or lacks ``name``, or the field is required (``???``).
+    """
+    f = {f.name: f for f in dataclasses.fields(schema)}.get(name) if dataclasses.is_dataclass(schema) else None
+    value = dataclasses.MISSING if f is None else f.default if f.default_factory is dataclasses.MISSING \
+        else f.default_factory()
+    if value is dataclasses.MISSING or isinstance(value, str) and value == "???":  # ???: OmegaConf's required
+        return False, None
+    return True, value
 
 
 def _list_element(hint) -> type | None:
@@ -145,7 +162,7 @@ def list_fields() -> dict[str, ListField]:
                 if (element := _list_element(hints[f.name])) is None:
                     continue
                 key = f"{section}.{f.name}" if section else f.name
-                default = f.default_factory() if f.default_factory is not dataclasses.MISSING else None
+                default = schema_default(schema, f.name)[1]
                 example = ",".join(map(str, default)) if default else {int: "1", float: "1.0"}.get(element, "x")
                 found[key] = ListField(element, example, names | (found[key].models if key in found else frozenset()))
     return found

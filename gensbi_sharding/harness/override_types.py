@@ -21,12 +21,12 @@ from omegaconf import ListConfig, OmegaConf, ValidationError
 
 from gensbi_sharding.harness.config import Config
 from gensbi_sharding.harness.groups import group_options
-from gensbi_sharding.harness.hints import closest_name
+from gensbi_sharding.harness.hints import closest_name, override_literal
 from gensbi_sharding.harness.model_checks import ID_STRATEGIES_1D
 from gensbi_sharding.harness.override_grammar import SWEEPS, CommandLine, parse
-from gensbi_sharding.harness.override_keys import (OPTIONAL_GROUPS, default_model, field_default, group_keys,
-                                                   list_fields, option_groups, options, schema_name, sections,
-                                                   settings)
+from gensbi_sharding.harness.override_keys import (OPTIONAL_GROUPS, default_model, group_keys,
+                                                   list_fields, option_groups, options, schema_default, schema_name,
+                                                   sections, settings)
 
 __all__ = ["override_problem", "list_override_problem"]
 
@@ -38,7 +38,7 @@ def _value_problem(schema: type, name: str, key: str, value) -> tuple[str, str] 
         return None
     except ValidationError as err:
         reason = str(err).strip().splitlines()[0]
-    example = field_default(schema, name)
+    example = override_literal(schema_default(schema, name)[1])
     if value is None:
         return f"{key} cannot be null ({reason})", example
     if isinstance(value, str) and not value.strip():
@@ -157,7 +157,7 @@ def _deletion_problem(arg: str, section: str, name: str, typed: dict, groups: li
     """``~<group>`` or ``~<setting>``: what to set instead (a typed setting cannot be removed)."""
     if section in settings(Config) and not name:  # ~seed, ~strict
         return f"{arg}: a setting cannot be removed (every run reads it); set it instead, e.g. {section}=" \
-               + field_default(Config, section)
+               + override_literal(schema_default(Config, section)[1])
     if section in OPTIONAL_GROUPS or section not in groups + list(typed) + ["rule"]:
         return None
     if not name:
@@ -170,7 +170,7 @@ def _deletion_problem(arg: str, section: str, name: str, typed: dict, groups: li
     if schema is None:
         return None  # not a setting: Hydra names it
     return (f"{arg}: a setting cannot be removed (every run reads it); set it instead, e.g. "
-            f"{section}.{name}={field_default(schema, name)}")
+            f"{section}.{name}={override_literal(schema_default(schema, name)[1])}")
 
 
 def _scalar(value) -> bool:
