@@ -94,3 +94,51 @@ def test_the_last_model_choice_is_the_one_checked_as_hydra_applies_it(args, prob
     found = unknown_key_problem(args)
     assert found is None if problem is None else found.startswith(problem), found
     assert (model_key_problem(args) is None) == (problem is None)
+
+
+MLP = "init, width, depth, mlp_ratio, time_embed_dim"
+
+
+@pytest.mark.parametrize("args,message", [
+    # Was: every model's 22 fields listed, and the nearest of them all, for a misspelling under the default model.
+    (["model.widht=64"], f"model.widht is not a setting of the default model=mlp (did you mean model.width?); its "
+                         f"settings: {MLP}; set model.width=64"),
+    (["model.qqq=1"], f"model.qqq is not a setting of the default model=mlp; its settings: {MLP}"),
+    # nothing near in the model's own fields, one near in another model's: that model is named, no override to set
+    (["model.num_head=2"], "model.num_head is not a setting of the default model=mlp (did you mean model.num_heads, a "
+                           f"setting of model=flux1 or model=simformer?); its settings: {MLP}"),
+    (["experiment=slcp_transformer", "model.dpeth=2"],
+     "model.dpeth is not a setting of experiment=slcp_transformer's model=transformer (did you mean model.depth?); its "
+     "settings: init, embed, depth, heads, mlp_ratio, time_embed_dim; set model.depth=2"),
+    (["experiment=quick", "model.widht=2"], "model.widht is not a setting of the default model=mlp (did you mean "),
+    # a sweep over models: the swept models' fields, not every model's
+    (["-m", "model=mlp,transformer", "model.widht=64"], "model.widht is not a setting of model=mlp,transformer (did "
+     "you mean model.width?); its settings: depth, embed, heads, init, mlp_ratio, time_embed_dim, width; set "
+     "model.width=64"),
+    (["-m", "model=glob(*former)", "model.dpeth=2"], "model.dpeth is not a setting of model=glob(*former) (did you "
+     "mean model.depth?); its settings: cond_emb_dim, depth, dtype, embed, fourier_features, heads, id_emb_dim, init, "
+     "mlp_ratio, num_heads, num_hidden_layers, param_dtype, qkv_features, time_embed_dim, val_emb_dim; set "
+     "model.depth=2"),
+    # the other groups with options share one schema: its settings, whichever option is chosen
+    (["data=slcp", "data.nam=x"], "data.nam is not a setting of data (did you mean data.name?); its settings: name, "),
+    (["mesh=auto", "mesh.modle_axis=2"], "mesh.modle_axis is not a setting of mesh (did you mean mesh.model_axis?); "
+                                         "its settings: spec, model_axis, devices; set mesh.model_axis=2"),
+    (["distributed=local", "distributed.local_procs=2"], "distributed.local_procs is not a setting of distributed "
+     "(did you mean distributed.local_processes?); its settings: mode, "),
+    (["activation=fixed", "activation.hed_axis=x"], "activation.hed_axis is not a setting of activation (did you "
+                                                    "mean activation.head_axis?); its settings: strategy, "),
+    (["rule=fsdp", "rule.xyz=data"], None),  # the rule table: any logical axis
+    (["-m", "experiment=quick,sbibm", "model.widht=3"], "model.widht is not a setting of model (did you mean "
+                                                       "model.width?); its settings: axes_dim, "),  # unknown model
+])
+def test_a_misspelt_key_is_matched_against_the_chosen_models_fields(args, message):
+    from gensbi_sharding.harness.override_types import override_problem
+
+    problem = unknown_key_problem(args)
+    assert (problem is None) if message is None else problem.startswith(message), problem
+    if message and "; set " in message:  # the fix it names is itself accepted
+        fix = message.rsplit("; set ", 1)[1]
+        assert unknown_key_problem([*args[:-1], fix]) is None
+    if message and args[-1].startswith("model."):  # the sbibm runner's check lists the same settings
+        listed = lambda text: set(text.split("; its settings: ")[1].split("; ")[0].split(", "))  # noqa: E731
+        assert listed(override_problem(args, sweeps_need_m=False)) == listed(problem)

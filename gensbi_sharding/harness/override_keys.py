@@ -24,6 +24,7 @@ from omegaconf import OmegaConf
 from gensbi_sharding.harness.config import Config, ModelConfig
 from gensbi_sharding.harness.groups import CONF, group_options
 from gensbi_sharding.harness.hints import closest_name
+from gensbi_sharding.harness.model_choice import chosen_models, default_model, experiment_model
 from gensbi_sharding.harness.override_grammar import CommandLine, parse
 
 __all__ = ["OPTIONAL_GROUPS", "ListField", "schema_name", "model_schemas", "sections", "settings", "option_groups",
@@ -85,11 +86,12 @@ def option_groups() -> list[str]:
     return [g for g in [f.name for f in dataclasses.fields(Config)] + list(OPTIONAL_GROUPS) if group_options(g)]
 
 
-def group_keys(path: Sequence[str], model: str | None) -> tuple[str, ...] | None:
+def group_keys(path: Sequence[str], model: str | Sequence[str] | None) -> tuple[str, ...] | None:
     """The keys the group at ``path`` holds (``["mesh"]`` -> spec, model_axis, devices, as declared); None where the
     path is no typed group (unknown: Hydra names it; the rule table: any axis; a scalar).
 
-    Under ``model`` the keys of ``model`` (a model's name), else every model's, sorted.
+    Under ``model`` (a model's name, or several: ``chosen_models``) the keys of that model (as declared) or
+    those models (sorted); else every model's, sorted.
     """
     schemas: list[type] = [Config]
     for part in path:
@@ -97,8 +99,8 @@ def group_keys(path: Sequence[str], model: str | None) -> tuple[str, ...] | None
         if part not in hints:
             return None
         if hints[part] is ModelConfig:
-            named = model_schemas()
-            schemas = [named[model]] if model in named else list(named.values())
+            named, picked = model_schemas(), [model] if isinstance(model, str) else list(model or ())
+            schemas = [named[m] for m in picked] if picked and set(picked) <= set(named) else list(named.values())
         elif dataclasses.is_dataclass(hints[part]):
             schemas = [hints[part]]
         else:
@@ -168,24 +170,6 @@ def list_fields() -> dict[str, ListField]:
     return found
 
 
-def _picked(path: Path, entry: str) -> str | None:
-    """The option a defaults list's ``entry`` picks (``model: mlp``, ``override /model: transformer``), or None."""
-    return next((e[entry] for e in OmegaConf.load(path).get("defaults", []) if not isinstance(e, str) and entry in e),
-                None)
-
-
-def default_model() -> str | None:
-    """The model ``conf/config.yaml``'s defaults list picks (``mlp``); None if it picks none."""
-    return _picked(CONF / "config.yaml", "model")
-
-
-def experiment_model(name: str) -> str | None:
-    """The model ``conf/experiment/<name>.yaml`` picks (``override /model: transformer``), None if it picks none;
-    "?" for an experiment not in ``conf/`` (a search path's), which may pick one."""
-    path = CONF / "experiment" / f"{name}.yaml"
-    return _picked(path, "override /model") if path.is_file() else "?"
-
-
 def options(group: str, search_paths: Sequence[str] = ()) -> list[str] | None:
     """The options of ``group``, sorted: ``conf/``'s and those in the ``file://`` folders of ``hydra.searchpath``
     (a preset of one's own, ``model=my_flux1``); None where a search path is not a folder (``pkg://``: Hydra's)."""
@@ -201,9 +185,11 @@ def unknown_key_problem(args: Sequence[str] | CommandLine) -> str | None:
     """The one-line refusal of the first override of a key its group lacks; None when there is none.
 
     Checked: plain and swept assignments of a dotted key under a group with a schema (``mesh.modle_axis=2``,
-    ``-m train.stpes=10,20``); a ``model.*`` key against the model ``model=`` picks (else every model's).
-    Left to Hydra: ``+``/``++``/``~`` overrides (adding or deleting a key is asked for), ``hydra.*``, the rule
-    table (any logical axis may be set), group choices and flags.
+    ``-m train.stpes=10,20``); a ``model.*`` key against the model(s) it sets (``chosen_models``: ``model=``'s,
+    else the experiment's or the default's), whose settings are listed and the nearest named; another model's
+    setting names that model where ``model=`` is typed (else ``model_key_problem`` names it). Left to others:
+    ``+``/``++``/``~`` overrides (``override_prefixes``), ``hydra.*``, the rule table (any logical axis may be
+    set), group choices and flags.
 
     Parameters
     ----------
@@ -216,26 +202,29 @@ def unknown_key_problem(args: Sequence[str] | CommandLine) -> str | None:
         E.g. ``"mesh.modle_axis is not a setting of mesh (did you mean mesh.model_axis?); its settings: spec,
         model_axis, devices; set mesh.model_axis=2"``.
     """
-    command = parse(args)
-    chosen = command.model_override.raw if command.model_override else None  # a sweep's: every model's keys
+    command, fields = parse(args), model_fields()
+    choice = chosen_models(command)
+    known = choice is not None and set(choice.models) <= set(fields)  # a preset of one's own: any model's keys
     for o in command.overrides:
         key, value, parts = o.typed, o.raw, o.typed.split(".")
         if key.startswith(("+", "~")) or "=" not in o.arg or len(parts) < 2 or parts[0] == "hydra" or "/" in key:
             continue
-        keys = group_keys(parts[:-1], chosen)
+        keys = group_keys(parts[:-1], choice.models if known else None)
         if keys is None or parts[-1] in keys:
             continue
-        group = ".".join(parts[:-1])
+        group, of_model = ".".join(parts[:-1]), parts[0] == "model" and len(parts) == 2 and known
         shown = ", ".join(k for k in keys if not (parts[0] == "model" and k == "name"))  # model=: the registry's
-        if parts[0] == "model" and chosen and len(parts) == 2:  # another model's key: name that model
-            owners = sorted(name for name, fields in model_fields().items() if parts[-1] in fields)
-            if owners:
-                return (f"{key} is a setting of model={' or model='.join(owners)}, not of model={chosen}; its "
-                        f"settings: {shown}")
-        of = f"model={chosen}" if parts[0] == "model" and chosen else group
+        if of_model and (owners := sorted(m for m, f in fields.items() if parts[-1] in f)):
+            if not choice.given:
+                continue  # model_key_problem names the model to add (an experiment's file may hold its own keys)
+            return f"{key} is a setting of model={' or model='.join(owners)}, not of {choice.label}; its settings: {shown}"
         near = closest_name(parts[-1], keys)
-        return (f"{key} is not a setting of {of}" + (f" (did you mean {group}.{near}?)" if near else "")
-                + f"; its settings: {shown}"
+        meant = f" (did you mean {group}.{near}?)" if near else ""
+        if of_model and not near and (near := closest_name(parts[-1], sorted(set().union(*fields.values())))):
+            meant = (f" (did you mean {group}.{near}, a setting of model="
+                     f"{' or model='.join(sorted(m for m, f in fields.items() if near in f))}?)")
+            near = None  # that model's, not this one's: no override to set here
+        return (f"{key} is not a setting of {choice.label if of_model else group}{meant}; its settings: {shown}"
                 + (f"; set {group}.{near}={value}" if near else ""))
     return None
 

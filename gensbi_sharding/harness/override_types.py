@@ -23,8 +23,9 @@ from gensbi_sharding.harness.config import Config
 from gensbi_sharding.harness.groups import group_options
 from gensbi_sharding.harness.hints import closest_name, override_literal
 from gensbi_sharding.harness.model_checks import ID_STRATEGIES_1D
+from gensbi_sharding.harness.model_choice import chosen_models
 from gensbi_sharding.harness.override_grammar import SWEEPS, CommandLine, parse
-from gensbi_sharding.harness.override_keys import (OPTIONAL_GROUPS, default_model, group_keys,
+from gensbi_sharding.harness.override_keys import (OPTIONAL_GROUPS, group_keys,
                                                    list_fields, option_groups, options, schema_default, schema_name,
                                                    sections, settings)
 
@@ -80,9 +81,8 @@ def override_problem(args: Sequence[str] | CommandLine, *, sweeps_need_m: bool =
         Integer); e.g. train.steps=2"``.
     """
     command, typed, lists, groups = parse(args), sections(), list_fields(), option_groups()
-    # The models this command may run, else None where an experiment= may pick another (Hydra reads its file).
-    experiment = any(o.key == "experiment" and o.hydra.type != OverrideType.DEL for o in command.parsed)
-    chosen = None if experiment else set(command.models) or {default_model()}
+    choice = chosen_models(command)  # the models this command may run; None where its experiment= is unknown
+    chosen = set(choice.models) if choice else None
     for o in command.parsed:
         override, key, arg = o.hydra, o.key, o.arg
         if o.sweep and sweeps_need_m and not command.multirun and not key.startswith("hydra"):
@@ -115,14 +115,16 @@ def override_problem(args: Sequence[str] | CommandLine, *, sweeps_need_m: bool =
             continue
         schemas = [Config] if top else [s for s in typed[section] if section != "model" or (
             chosen is not None and schema_name(s) in chosen)]
-        fields = sorted(group_keys([section] if section else [], None))
+        fields = sorted(group_keys([section] if section else [], None))  # another model's: model_key_problem's
         if name not in fields and override.type == OverrideType.FORCE_ADD:  # ++: the config check names it
             continue
-        if name not in fields:
-            near, of = closest_name(name, fields), f" of {section}" if section else ""
+        if name not in fields:  # listed and matched against the model(s) it sets, as unknown_key_problem does
+            fields = sorted(group_keys([section] if section else [], chosen))
+            near = closest_name(name, fields)
+            of = f" of {choice.label}" if section == "model" and choice else f" of {section}" if section else ""
             dotted = f"{section}.{near}" if section else near
             return (f"{arg}: {key} is not a setting{of}" + (f" (did you mean {dotted}?)" if near else "")
-                    + f"; its settings: {', '.join(f for f in fields if f != 'name')}"
+                    + f"; its settings: {', '.join(f for f in fields if f != 'name' or section != 'model')}"
                     + (f"; write {dotted}={o.raw}" if near else ""))
         strings = list(override.sweep_string_iterator()) if override.value_type == ValueType.SIMPLE_CHOICE_SWEEP \
             else None

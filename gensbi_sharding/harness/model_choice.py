@@ -1,0 +1,77 @@
+"""Which model(s) a command line's ``model.<field>`` keys apply to, before Hydra composes anything.
+
+``model=`` picks it (the last one typed, each swept or glob-matched one); else ``experiment=``'s file
+(``override /model: transformer``); else ``conf/config.yaml``'s default (``mlp``). The key checks
+(``override_keys``, ``override_types``, ``override_prefixes``) read the model here, so a hint names the
+fields of the model the run would build, not every model's. Pure Python: no JAX.
+"""
+
+from __future__ import annotations
+
+import typing
+from collections.abc import Sequence
+from pathlib import Path
+
+from hydra.core.override_parser.types import OverrideType
+from omegaconf import OmegaConf
+
+from gensbi_sharding.harness.groups import CONF
+from gensbi_sharding.harness.override_grammar import CommandLine, parse
+
+__all__ = ["ModelChoice", "chosen_models", "default_model", "experiment_model"]
+
+
+class ModelChoice(typing.NamedTuple):
+    """The models a command's ``model.*`` keys apply to (``models``), as a message names them (``label``:
+    ``the default model=mlp``, ``experiment=quick's model=mlp``, ``model=mlp,flux1``), and whether ``model=`` was typed (``given``)."""
+
+    models: list[str]
+    label: str
+    given: bool
+
+
+def _picked(path: Path, entry: str) -> str | None:
+    """The option a defaults list's ``entry`` picks (``model: mlp``, ``override /model: transformer``), or None."""
+    return next((e[entry] for e in OmegaConf.load(path).get("defaults", []) if not isinstance(e, str) and entry in e),
+                None)
+
+
+def default_model() -> str | None:
+    """The model ``conf/config.yaml``'s defaults list picks (``mlp``); None if it picks none."""
+    return _picked(CONF / "config.yaml", "model")
+
+
+def experiment_model(name: str) -> str | None:
+    """The model ``conf/experiment/<name>.yaml`` picks (``override /model: transformer``), None if it picks none;
+    "?" for an experiment not in ``conf/`` (a search path's), which may pick one."""
+    path = CONF / "experiment" / f"{name}.yaml"
+    return _picked(path, "override /model") if path.is_file() else "?"
+
+
+def chosen_models(args: Sequence[str] | CommandLine) -> ModelChoice | None:
+    """The model(s) whose fields a command line's ``model.<field>`` keys set.
+
+    Parameters
+    ----------
+    args : sequence of str or CommandLine
+        The command line after the program name (``sys.argv[1:]``).
+
+    Returns
+    -------
+    ModelChoice or None
+        ``ModelChoice(["mlp"], "the default model=mlp", False)`` without ``model=`` or ``experiment=``;
+        None where the model cannot be read before Hydra composes (a swept ``experiment=``, one from a
+        search path).
+    """
+    command = parse(args)
+    if command.models:
+        return ModelChoice(list(command.models), f"model={command.model_override.raw}", True)
+    experiments = [o for o in command.parsed if o.key == "experiment" and o.hydra.type != OverrideType.DEL]
+    if any(o.hydra.is_sweep_override() for o in experiments):
+        return None  # each job's experiment may pick another model
+    name = str(experiments[-1].hydra.value()) if experiments else None
+    picked = experiment_model(name) if name else None
+    if picked == "?" or (model := picked or default_model()) is None:
+        return None
+    return ModelChoice([model], f"{f'experiment={name}' + chr(39) + 's' if picked else 'the default'} model={model}",
+                       False)
