@@ -116,7 +116,9 @@ def test_an_override_hydra_would_refuse_is_named_with_the_fix(compose_config, co
     "model=flux1 model.mlp_ratio=2.5",  # flux1's mlp_ratio is a float (mlp's an int)
     "experiment=slcp_transformer model.mlp_ratio=4",  # the experiment picks the model: Hydra's to check
     "model=transformer model.width=64",  # another model's key: Hydra names it
-    "train.steps=${data.batch_size}", "+train.foo=1", "++train.steps=5", "~experiment", "hydra.run.dir=/tmp/x", "+experiment=quick",
+    # (+train.foo=1, ~experiment and +experiment=quick were listed here: Hydra refused the last two, the config
+    # check the first, after composing; prefix_problem refuses them now: tests/test_override_prefixes.py)
+    "train.steps=${data.batch_size}", "++train.steps=5", "~sweep", "+rule.embed=data", "hydra.run.dir=/tmp/x",
     "eval.observations=[1,2]", "rule.embed=data", "-m mesh.model_axis=1,2,4", "-m", "--cfg", "job",
 ])
 def test_overrides_hydra_takes_are_left_to_it(command):

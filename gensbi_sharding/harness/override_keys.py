@@ -270,8 +270,10 @@ def model_key_problem(args: Sequence[str] | CommandLine) -> str | None:
         if not owners:
             return None  # a typo: Hydra names the key
         if lacking and not swept:
-            fix = (f"set model={owners[0]} for it, or drop {typed}={raw}" if given else
-                   f"add model={owners[0]}, whose section it then sets")
+            plain = f" (and write {key}={raw}: + is refused on a key that exists)" if o.hydra.type == OverrideType.ADD \
+                else ""
+            fix = (f"set model={owners[0]} for it{plain}, or drop {typed}={raw}" if given else
+                   f"add model={owners[0]}, whose section it then sets{plain}")
             return (f"{typed}={raw}: model={lacking[0]}{'' if given else ' (the default)'} has no field {field}; "
                     f"model={', model='.join(owners)} {'has' if len(owners) == 1 else 'have'} it: {fix}")
         if lacking:

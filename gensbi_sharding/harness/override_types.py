@@ -3,9 +3,9 @@
 ``override_problem``: a command-line override Hydra refuses without naming the override to type.
 Hydra's own messages for these name the key but no fix, or the wrong one: ``train.steps=1.5`` ("could not be
 converted to Integer"), ``train.step=5`` ("To append to your config use +train.step=5", which the config check
-then refuses), ``~train.steps`` ("does not support deletion"), ``~model`` (an interpolation error),
-``model=mlpp`` (the options, no nearest one); in a sweep one such value stopped every job, leaving a sweep
-folder with only ``multirun.yaml``. The command line as ``override_grammar.parse`` reads it, each key as
+then refuses), ``model=mlpp`` (the options, no nearest one), and the ``+``/``++``/``~`` overrides of
+``override_prefixes`` (``~train.steps``: "does not support deletion"); in a sweep one such value stopped every
+job, leaving a sweep folder with only ``multirun.yaml``. The command line as ``override_grammar.parse`` reads it, each key as
 ``override_keys`` resolves it, before Hydra composes anything. ``list_override_problem``: a scalar where the
 schema wants a list (Hydra's "int is not a ListConfig", no fix). Pure Python: no JAX.
 """
@@ -20,14 +20,13 @@ from hydra.core.override_parser.types import OverrideType, ValueType
 from omegaconf import ListConfig, OmegaConf, ValidationError
 
 from gensbi_sharding.harness.config import Config
-from gensbi_sharding.harness.groups import group_options
 from gensbi_sharding.harness.hints import closest_name, override_literal
 from gensbi_sharding.harness.model_checks import ID_STRATEGIES_1D
 from gensbi_sharding.harness.model_choice import chosen_models
+from gensbi_sharding.harness.override_prefixes import prefix_problem
 from gensbi_sharding.harness.override_grammar import SWEEPS, CommandLine, parse
-from gensbi_sharding.harness.override_keys import (OPTIONAL_GROUPS, group_keys,
-                                                   list_fields, option_groups, options, schema_default, schema_name,
-                                                   sections, settings)
+from gensbi_sharding.harness.override_keys import (group_keys, list_fields, option_groups, options, schema_default,
+                                                   schema_name, sections, settings)
 
 __all__ = ["override_problem", "list_override_problem"]
 
@@ -60,10 +59,10 @@ def override_problem(args: Sequence[str] | CommandLine, *, sweeps_need_m: bool =
     Refused, each naming the override and the one to type: a value a scalar setting cannot take (``1.5``,
     ``null``, an empty string or a list where a whole number is expected; in a sweep, the value that is);
     a misspelled setting written without ``+`` (``train.step=5``: the nearest setting, not Hydra's
-    ``+train.step=5``); ``~`` removing a setting or a group every run needs (``~train.steps``, ``~model``,
-    ``~rule.embed``: what to set instead); an option no group has (``model=mlpp``, also in a sweep: the
-    nearest option). Left to the other checks: list settings (``list_override_problem``), ``+``/``++``
-    additions (the config check names them), interpolations (resolved once composed), ``hydra.*``.
+    ``+train.step=5``); every ``+``, ``++`` and ``~`` override ``override_prefixes.prefix_problem`` refuses
+    (``+train.steps=5``, ``~train.steps``, ``~model``, ``+experiment=quick``); an option no group has
+    (``model=mlpp``, also in a sweep: the nearest option). Left to the other checks: list settings
+    (``list_override_problem``), interpolations (resolved once composed), ``hydra.*``.
 
     Parameters
     ----------
@@ -81,6 +80,8 @@ def override_problem(args: Sequence[str] | CommandLine, *, sweeps_need_m: bool =
         Integer); e.g. train.steps=2"``.
     """
     command, typed, lists, groups = parse(args), sections(), list_fields(), option_groups()
+    if problem := prefix_problem(command):  # +, ++ and ~ overrides, which launch.py's checks reach first here
+        return problem
     choice = chosen_models(command)  # the models this command may run; None where its experiment= is unknown
     chosen = set(choice.models) if choice else None
     for o in command.parsed:
@@ -94,15 +95,7 @@ def override_problem(args: Sequence[str] | CommandLine, *, sweeps_need_m: bool =
         if key.startswith("hydra") or override.package is not None or key in lists:
             continue
         section, _, name = key.partition(".")
-        if override.type == OverrideType.DEL:
-            if problem := _deletion_problem(arg, section, name, typed, groups):
-                return problem
-            continue
-        if override.type == OverrideType.ADD and not name and section in groups and section not in OPTIONAL_GROUPS:
-            # Hydra: "Multiple values for model. To override a value use 'override model: transformer'" (YAML)
-            return (f"{arg}: every run has a {section} already (conf/config.yaml picks one), so + adds a second; "
-                    f"to pick this one, write {arg.lstrip('+')}")
-        if override.type not in (OverrideType.CHANGE, OverrideType.FORCE_ADD):  # +: the config check names a key
+        if override.type not in (OverrideType.CHANGE, OverrideType.FORCE_ADD):  # + and ~: prefix_problem's
             continue
         if section in groups and not name:
             if (problem := _option_problem(o, section, options(section, command.search_paths))) is not None:
@@ -116,8 +109,6 @@ def override_problem(args: Sequence[str] | CommandLine, *, sweeps_need_m: bool =
         schemas = [Config] if top else [s for s in typed[section] if section != "model" or (
             chosen is not None and schema_name(s) in chosen)]
         fields = sorted(group_keys([section] if section else [], None))  # another model's: model_key_problem's
-        if name not in fields and override.type == OverrideType.FORCE_ADD:  # ++: the config check names it
-            continue
         if name not in fields:  # listed and matched against the model(s) it sets, as unknown_key_problem does
             fields = sorted(group_keys([section] if section else [], chosen))
             near = closest_name(name, fields)
@@ -155,26 +146,6 @@ def _option_problem(o, group: str, choices: list[str] | None) -> str | None:
     return None
 
 
-def _deletion_problem(arg: str, section: str, name: str, typed: dict, groups: list[str]) -> str | None:
-    """``~<group>`` or ``~<setting>``: what to set instead (a typed setting cannot be removed)."""
-    if section in settings(Config) and not name:  # ~seed, ~strict
-        return f"{arg}: a setting cannot be removed (every run reads it); set it instead, e.g. {section}=" \
-               + override_literal(schema_default(Config, section)[1])
-    if section in OPTIONAL_GROUPS or section not in groups + list(typed) + ["rule"]:
-        return None
-    if not name:
-        extra = " (mesh=none: no mesh)" if section == "mesh" else ""
-        return (f"{arg}: the {section} group cannot be removed, every run needs one{extra}; pick an option instead: "
-                + ", ".join(f"{section}={o}" for o in group_options(section)))
-    if section == "rule":
-        return f"{arg}: a rule's axis cannot be removed; set {section}.{name}=null to leave it unsplit"
-    schema = next((s for s in typed[section] if name in settings(s)), None)
-    if schema is None:
-        return None  # not a setting: Hydra names it
-    return (f"{arg}: a setting cannot be removed (every run reads it); set it instead, e.g. "
-            f"{section}.{name}={override_literal(schema_default(schema, name)[1])}")
-
-
 def _scalar(value) -> bool:
     """A value Hydra would assign to a list key as is: not a list, dict, null or interpolation.
 
@@ -207,7 +178,7 @@ def list_override_problem(args: Sequence[str] | CommandLine) -> str | None:
     """The one-line refusal of the first override giving a list-typed key a scalar; None when there is none.
 
     Refused: a plain, ``+`` or ``++`` assignment of one scalar (``eval.observations=3``,
-    ``++eval.observations=3``, ``...=bogus``; the fix keeps the prefix typed) and a sweep
+    ``++eval.observations=3``, ``...=bogus``; the fix keeps a ``++``, drops a ``+``) and a sweep
     any of whose values is a scalar (``-m eval.observations=3,4``, ``choice(3,4)``,
     ``range(1,3)``: every job would get a scalar), and a quoted list (``'eval.observations="[3]"'``:
     the quotes make it one string; the fix is the list unquoted). Lists, ``null``, interpolations, sweeps
@@ -228,8 +199,9 @@ def list_override_problem(args: Sequence[str] | CommandLine) -> str | None:
     """
     fields, command = list_fields(), parse(args)
     chosen = {command.model} if command.model else set()  # a swept model: each job's, Hydra's to name
-    for o in command.parsed:  # typed: the key as written, with its + or ++
-        override, typed, raw, key = o.hydra, o.typed, o.raw, o.key
+    for o in command.parsed:  # typed: the key to write, with its ++ (a + is refused on a key that exists)
+        override, raw, key, head = o.hydra, o.raw, o.key, f"{o.typed}={o.raw}"
+        typed = o.typed[1:] if override.type == OverrideType.ADD else o.typed
         if (key not in fields or override.type == OverrideType.DEL or override.package is not None
                 or override.value_type not in (ValueType.ELEMENT, *SWEEPS)):
             continue
@@ -244,31 +216,31 @@ def list_override_problem(args: Sequence[str] | CommandLine) -> str | None:
             quoted = [_quoted_list(v, field.element) for v in values]
             if any(quoted):  # -m 'eval.observations="[1]","[2]"': every job would get a string
                 each = ",".join(q or _as_list(v) for q, v in zip(quoted, values))
-                return (f"{typed}={raw}:{owner} the quotes make {next(filter(None, quoted))} a string, and a list "
+                return (f"{head}:{owner} the quotes make {next(filter(None, quoted))} a string, and a list "
                         f"is expected; write {typed}={each} (quote the whole override for the shell: "
                         f"'{typed}={each}')")
             if any(map(_scalar, values)):  # every job would be given that scalar
                 each = ",".join(_as_list(v) for v in values)
                 flat = _as_list([x for v in values for x in (v if isinstance(v, list) else [v])])
-                return (f"{typed}={raw}:{owner} a sweep of {key} gives each job one value, and a list is "
+                return (f"{head}:{owner} a sweep of {key} gives each job one value, and a list is "
                         f"expected; write {typed}={each} (one job per value) or {typed}={flat} (one job, one list)")
             continue
         value = override.value()
         if (listed := _quoted_list(value, field.element)) is not None:  # 'eval.observations="[3]"'
-            return (f"{typed}={raw}:{owner} the quotes make {listed} a string, and a list is expected; write "
+            return (f"{head}:{owner} the quotes make {listed} a string, and a list is expected; write "
                     f"{typed}={listed} (quote the whole override for the shell: '{typed}={listed}')")
         if not _scalar(value):
             continue
         shown = value if isinstance(value, str) and raw.strip()[:1] in "'\"" else raw  # "3": [3], not ["3"]
         if key == "model.id_embedding_strategy":
             strategy = value if value in ID_STRATEGIES_1D else "absolute"
-            return (f"{typed}={raw}:{owner} a list is expected: give two of {', '.join(ID_STRATEGIES_1D)} "
+            return (f"{head}:{owner} a list is expected: give two of {', '.join(ID_STRATEGIES_1D)} "
                     f"(parameters, observations), e.g. {typed}=[{strategy},{strategy}]")
         try:  # OmegaConf's own conversion: "3" is an int, true and 1.5 are not (any value is an object)
             ListConfig([value], element_type=typing.Any if field.element is object else field.element)
         except ValidationError:  # [true] would be refused in turn: show a value of the element type
             name = field.element.__name__
-            return (f"{typed}={raw}:{owner} a list of {name} values is expected and {raw!r} is not one; "
+            return (f"{head}:{owner} a list of {name} values is expected and {raw!r} is not one; "
                     f"write e.g. {typed}=[{field.example}]")
-        return f"{typed}={raw}:{owner} a list is expected; write {typed}=[{shown}]"
+        return f"{head}:{owner} a list is expected; write {typed}=[{shown}]"
     return None

@@ -1,0 +1,145 @@
+"""launch.py's check of ``+``, ``++`` and ``~`` overrides: ``prefix_problem``, before Hydra composes.
+
+Hydra refused these naming no fix, or the wrong one: ``+train.steps=5`` ("Could not append to config. An item is
+already at 'train.steps'", advising ``++``), ``~train.stpes`` ("Could not delete from config. 'train.stpes' does not
+exist."), ``+experiment=quick`` ("Multiple values for experiment": conf/config.yaml lists it, unset),
+``++model=transformer`` ("force-add of config groups is not supported"), ``~experiment`` (an interpolation error
+from conf/config.yaml's ``${experiment}/${model}``). A key the schema lacks, added with ``+`` or ``++``
+(``+train.stpes=5``, ``++seeed=1``), composed and was refused only by the config check, after Hydra made the run's
+folder. Hydra's semantics are kept where they are valid: ``++key=value`` for a key that exists (it sets it),
+``+``/``++`` on the rule table (a new logical axis, which the config check names), ``~`` of an optional group
+nothing reads (``~sweep``), ``hydra.*`` and ``key@package`` overrides. A ``model.*`` key of another model than
+the chosen one is ``override_keys.model_key_problem``'s. The command line as ``override_grammar.parse`` reads it,
+the model as ``model_choice.chosen_models`` reads it. Pure Python: no JAX.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from hydra.core.override_parser.types import OverrideType
+from omegaconf import OmegaConf
+
+from gensbi_sharding.harness.config import Config
+from gensbi_sharding.harness.groups import CONF, group_options
+from gensbi_sharding.harness.hints import closest_name, override_literal
+from gensbi_sharding.harness.model_choice import ModelChoice, chosen_models
+from gensbi_sharding.harness.override_grammar import CommandLine, Override, parse
+from gensbi_sharding.harness.override_keys import (OPTIONAL_GROUPS, group_keys, model_fields, option_groups,
+                                                   schema_default, schema_name, sections, settings)
+
+__all__ = ["prefix_problem"]
+
+
+def prefix_problem(args: Sequence[str] | CommandLine) -> str | None:
+    """The one-line refusal of the first ``+``, ``++`` or ``~`` override Hydra (or the config check) would refuse.
+
+    Refused, each naming the override to type instead: ``+`` on a key that exists (``+train.steps=5``: write
+    ``train.steps=5``) or on a group (``+model=transformer``, ``+experiment=quick``: every run lists one);
+    ``+`` or ``++`` of a key its section lacks (``+train.stpes=5``: the nearest setting, else drop it); ``++`` on
+    a group; ``~`` of a setting or group every run reads (what to set instead), of a key that does not exist
+    (nothing to remove), or of ``experiment`` (conf/config.yaml reads it).
+
+    Parameters
+    ----------
+    args : sequence of str or CommandLine
+        The command line after the program name (``sys.argv[1:]``).
+
+    Returns
+    -------
+    str or None
+        E.g. ``"+train.steps=5: train.steps exists (+ adds a key the config lacks); write train.steps=5"``.
+    """
+    command = parse(args)
+    typed, groups, choice = sections(), option_groups(), chosen_models(command)
+    for o in command.parsed:
+        if (o.hydra.type == OverrideType.CHANGE or o.key.startswith("hydra") or o.hydra.package is not None
+                or "/" in o.key):
+            continue
+        section, _, name = o.key.partition(".")
+        if not name and section in groups:
+            problem = _group_problem(o, section)
+        elif section == "rule":  # the rule table: any logical axis may be added; none removed
+            problem = (f"{o.arg}: a rule's axis cannot be removed; set {o.key}=null to leave it unsplit"
+                       if o.hydra.type == OverrideType.DEL else None)
+        else:
+            problem = _key_problem(o, section, name, typed, choice)
+        if problem:
+            return problem
+    return None
+
+
+def _reads(group: str) -> bool:
+    """Whether an entry of conf/config.yaml's defaults list interpolates ``${group}`` (``experiment_model``)."""
+    return any(f"${{{group}}}" in str(entry) for entry in OmegaConf.load(CONF / "config.yaml").get("defaults", []))
+
+
+def _group_problem(o: Override, group: str) -> str | None:
+    """``+``/``++``/``~`` on a group: each option is picked with ``group=option``; the groups every run reads stay."""
+    picked = f"{group}={o.raw}"
+    if o.hydra.type == OverrideType.ADD:
+        # Hydra: "Multiple values for model. To override a value use 'override model: transformer'" (YAML)
+        held = ("every run has a {0} already (conf/config.yaml picks one)" if group not in OPTIONAL_GROUPS else
+                "conf/config.yaml lists {0} already (none until {0}= picks one)").format(group)
+        return f"{o.arg}: {held}, so + adds a second; to pick this one, write {picked}"
+    if o.hydra.type == OverrideType.FORCE_ADD:
+        return (f"{o.arg}: ++ cannot pick a group's option (Hydra: force-add of config groups is not supported); "
+                f"to pick this one, write {picked}")
+    if group in OPTIONAL_GROUPS:
+        if not _reads(group):
+            return None  # ~sweep: nothing reads it, Hydra removes it
+        return (f"{o.arg}: the {group} entry cannot be removed (conf/config.yaml's defaults read ${{{group}}}); for no "
+                f"{group}, drop {o.arg} and leave {group}= out")
+    extra = " (mesh=none: no mesh)" if group == "mesh" else ""
+    return (f"{o.arg}: the {group} group cannot be removed, every run needs one{extra}; pick an option instead: "
+            + ", ".join(f"{group}={option}" for option in group_options(group)))
+
+
+def _key_problem(o: Override, section: str, name: str, typed: dict, choice: ModelChoice | None) -> str | None:
+    """``+``/``++``/``~`` on a setting: ``+`` of one that exists, ``+``/``++`` of one that does not, any ``~``."""
+    kind, raw = o.hydra.type, o.raw
+    top = not name
+    if top:  # a top-level key: seed, strict, ... (a section, devices, is no group with options)
+        section, name = "", section
+        if name in typed:  # ~devices, +devices=x
+            first = settings(typed[name][0])[0]
+            fix = f"{name}.{first}={_default(typed, name, first, None)}"
+            return (f"{o.arg}: the {name} section cannot be removed (every run reads it); set its settings instead, "
+                    f"e.g. {fix}" if kind == OverrideType.DEL else
+                    f"{o.arg}: {name} is a section of settings, not one value; set them one by one, e.g. {fix}")
+    elif section not in typed:  # +foo.bar=1: no such section
+        name, section, top = section, "", True
+    name, nested = name.split(".", 1)[0], "." in name  # +train.steps.x=1: the setting it goes under
+    models = choice.models if choice and set(choice.models) <= set(model_fields()) else None
+    model = section == "model"
+    keys = group_keys([section] if section else [], models if model else None)
+    key = f"{section}.{name}" if section else name
+    if name in keys and nested:
+        return None  # under a setting (a list, a scalar): Hydra names what it cannot do
+    if name in keys:
+        if kind == OverrideType.ADD:
+            return f"{o.arg}: {key} exists (+ adds a key the config lacks); write {key}={raw}"
+        if kind == OverrideType.DEL:
+            return (f"{o.arg}: a setting cannot be removed (every run reads it); set it instead, e.g. "
+                    f"{key}={_default(typed, section, name, models)}")
+        return None  # ++ on a key that exists: Hydra sets it
+    if model and any(name in fields for fields in model_fields().values()):
+        return None  # another model's key: model_key_problem names the model that has it
+    of = f" of {choice.label}" if model and models else f" of {section}" if section else ""
+    near = closest_name(name, keys)
+    dotted = f"{section}.{near}" if section and near else near
+    shown = ", ".join(k for k in keys if not (model and k == "name"))
+    if kind == OverrideType.DEL:
+        meant = (f" (did you mean {dotted}? it cannot be removed either: set it, e.g. {dotted}="
+                 f"{_default(typed, section, near, models)})" if near else "")
+        return f"{o.arg}: {key} is not a setting{of}, so there is nothing to remove{meant}; drop {o.arg}"
+    return (f"{o.arg}: {key} is not a setting{of}" + (f" (did you mean {dotted}?)" if near else "")
+            + f"; its settings: {shown}; a run takes no other key, so "
+            + (f"write {dotted}={raw}" if near else f"drop {o.arg}"))
+
+
+def _default(typed: dict, section: str, name: str, models: list[str] | None) -> str:
+    """The schema default of setting ``name`` of ``section`` ("" top-level) as typed: the chosen model's own."""
+    schemas = [s for s in typed.get(section, [Config]) if name in settings(s)]
+    schema = next((s for s in schemas if schema_name(s) in (models or ())), schemas[0])
+    return override_literal(schema_default(schema, name)[1])

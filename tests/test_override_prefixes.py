@@ -1,0 +1,117 @@
+"""``prefix_problem``: ``+``, ``++`` and ``~`` overrides refused before Hydra composes, naming the override to type.
+
+Was: ``+train.steps=5`` got Hydra's "Could not append to config. An item is already at 'train.steps'" (advising
+``++``), ``~train.foo`` "Could not delete from config. 'train.foo' does not exist.", ``+experiment=quick``
+"Multiple values for experiment", ``++model=transformer`` "force-add of config groups is not supported",
+``~experiment`` an interpolation error; ``+train.stpes=5``, ``++seeed=1`` and ``+foo=1`` composed and were refused
+by the config check only after Hydra made the run's folder.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+
+from gensbi_sharding.harness.config import register_configs
+from gensbi_sharding.harness.config_checks import validate
+from gensbi_sharding.harness.override_keys import model_key_problem
+from gensbi_sharding.harness.override_prefixes import prefix_problem
+from gensbi_sharding.harness.override_types import list_override_problem, override_problem
+
+CONF = Path(__file__).resolve().parents[1] / "conf"
+TRAIN = ("steps, learning_rate, weight_decay, schedule, warmup_steps, ema_decay, val_every, patience, val_draws, "
+         "log_every, checkpoint_every, keep, resume")
+MLP = "init, width, depth, mlp_ratio, time_embed_dim"
+
+CASES = [
+    # + on a key that exists: Hydra refuses it; the plain override sets it
+    ("+train.steps=5", "+train.steps=5: train.steps exists (+ adds a key the config lacks); write train.steps=5"),
+    ("+seed=3", "+seed=3: seed exists (+ adds a key the config lacks); write seed=3"),
+    ("+model.width=64", "+model.width=64: model.width exists (+ adds a key the config lacks); write model.width=64"),
+    ("+mesh.model_axis=2", "+mesh.model_axis=2: mesh.model_axis exists (+ adds a key the config lacks); write "
+                           "mesh.model_axis=2"),
+    ("-m +train.steps=1,2", "+train.steps=1,2: train.steps exists (+ adds a key the config lacks); write "
+                            "train.steps=1,2"),
+    # + or ++ of a key the schema lacks: the nearest setting (of the chosen model), else drop it
+    ("+train.stpes=5", f"+train.stpes=5: train.stpes is not a setting of train (did you mean train.steps?); its "
+                       f"settings: {TRAIN}; a run takes no other key, so write train.steps=5"),
+    ("++train.foo=5", f"++train.foo=5: train.foo is not a setting of train; its settings: {TRAIN}; a run takes no "
+                      "other key, so drop ++train.foo=5"),
+    ("++seeed=1", "++seeed=1: seeed is not a setting (did you mean seed?); its settings: seed, strict, dry_run, debug, "
+                  "verbose; a run takes no other key, so write seed=1"),
+    ("+foo.bar=1", "+foo.bar=1: foo is not a setting; its settings: seed, strict, dry_run, debug, verbose; a run "
+                   "takes no other key, so drop +foo.bar=1"),
+    ("+model.widht=64", f"+model.widht=64: model.widht is not a setting of the default model=mlp (did you mean "
+                        f"model.width?); its settings: {MLP}; a run takes no other key, so write model.width=64"),
+    # ~ of a key that does not exist: nothing to remove
+    ("~train.foo", "~train.foo: train.foo is not a setting of train, so there is nothing to remove; drop ~train.foo"),
+    ("~train.stpes", "~train.stpes: train.stpes is not a setting of train, so there is nothing to remove (did you mean "
+                     "train.steps? it cannot be removed either: set it, e.g. train.steps=4000); drop ~train.stpes"),
+    ("~foo", "~foo: foo is not a setting, so there is nothing to remove; drop ~foo"),
+    # ~ of what every run reads: what to set instead (the chosen model's default)
+    ("~train.steps", "~train.steps: a setting cannot be removed (every run reads it); set it instead, e.g. "
+                     "train.steps=4000"),
+    ("~eval.observations", "~eval.observations: a setting cannot be removed (every run reads it); set it instead, "
+                           "e.g. eval.observations=null"),  # a list key too (was left to Hydra)
+    ("model=transformer ~model.depth", "~model.depth: a setting cannot be removed (every run reads it); set it "
+                                       "instead, e.g. model.depth=2"),
+    ("~devices", "~devices: the devices section cannot be removed (every run reads it); set its settings instead, "
+                 "e.g. devices.cpu_count=null"),
+    # groups: + adds a second, ++ cannot add one, ~ of experiment breaks conf/config.yaml's ${experiment}
+    ("+experiment=quick", "+experiment=quick: conf/config.yaml lists experiment already (none until experiment= picks "
+                          "one), so + adds a second; to pick this one, write experiment=quick"),
+    ("+model=transformer", "+model=transformer: every run has a model already (conf/config.yaml picks one), so + adds "
+                           "a second; to pick this one, write model=transformer"),
+    ("++model=transformer", "++model=transformer: ++ cannot pick a group's option (Hydra: force-add of config groups "
+                            "is not supported); to pick this one, write model=transformer"),
+    ("experiment=quick ~experiment", "~experiment: the experiment entry cannot be removed (conf/config.yaml's "
+                                     "defaults read ${experiment}); for no experiment, drop ~experiment and leave "
+                                     "experiment= out"),
+]
+
+
+@pytest.fixture(scope="module")
+def compose_config():
+    register_configs()
+
+    def _compose(*overrides: str):
+        with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+            return compose("config", overrides=list(overrides))
+
+    return _compose
+
+
+@pytest.mark.parametrize("command,message", CASES, ids=[c for c, _ in CASES])
+def test_a_prefixed_override_is_refused_naming_the_one_to_type(compose_config, command, message):
+    args = command.split()
+    assert prefix_problem(args) == message
+    assert override_problem(args) == message  # launch.py's check (and the sbibm runner's) reaches it
+    if "write " in message:  # the override it names composes and passes every check
+        fixed = [a for a in args if a != "-m" and not a.startswith(("+", "~"))] + [message.rsplit("write ", 1)[1]]
+        assert prefix_problem(fixed) is None and override_problem(fixed, sweeps_need_m=False) is None
+        if "," not in fixed[-1]:
+            validate(compose_config(*fixed))
+
+
+@pytest.mark.parametrize("command", [
+    "++train.steps=5", "++seed=2", "++model.width=64",  # ++ on a key that exists: Hydra sets it
+    "+rule.embed=data", "++rule.mlp=model",  # the rule table: any logical axis (the config check names a bad one)
+    "~sweep",  # an optional group nothing reads
+    "+hydra.job.env_set.X=1", "train.steps=5", "model=transformer model.depth=2",
+])
+def test_prefixed_overrides_hydra_takes_are_left_to_it(compose_config, command):
+    assert prefix_problem(command.split()) is None
+    validate(compose_config(*command.split()))
+
+
+@pytest.mark.parametrize("check,args,fix", [
+    # The checks before prefix_problem named a fix with the + kept, which Hydra then refused as above.
+    (list_override_problem, ["+eval.observations=3"], "write eval.observations=[3]"),
+    (list_override_problem, ["++eval.observations=3"], "write ++eval.observations=[3]"),
+    (model_key_problem, ["+model.num_heads=2"], "add model=flux1, whose section it then sets (and write "
+                                                "model.num_heads=2: + is refused on a key that exists)"),
+])
+def test_an_earlier_check_names_its_fix_without_a_refused_plus(check, args, fix):
+    assert check(args).endswith(fix), check(args)
