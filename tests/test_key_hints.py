@@ -54,7 +54,7 @@ def every_setting() -> list[str]:
     ["model=transformer", "model.depth=4", "model.embed=32"],
     ["model.width=64", "model.axes_dim=[8,0]"],  # no model=: any model's setting (an experiment may choose it)
     ["-m", "model=mlp,flux1", "model.axes_dim=[8]"],  # a sweep over models: any of theirs
-    ["rule=fsdp", "rule.mlp=model", "rule.anything=data"],  # the rule table: config_checks names bad axes
+    ["rule=fsdp", "rule.mlp=model", "rule.name=mine"],  # the rule table: its label and the logical axes
     ["+mesh.modle_axis=2", "++train.stepz=1", "~eval.plot"],  # asked to add/delete: config_checks refuses
     ["hydra.run.dir=runs/a", "hydra/launcher=slurm", "mesh=auto", "seed=1", "--cfg", "job", "experiment=quick"],
 ])
@@ -127,7 +127,11 @@ MLP = "init, width, depth, mlp_ratio, time_embed_dim"
      "(did you mean distributed.local_processes?); its settings: mode, "),
     (["activation=fixed", "activation.hed_axis=x"], "activation.hed_axis is not a setting of activation (did you "
                                                     "mean activation.head_axis?); its settings: strategy, "),
-    (["rule=fsdp", "rule.xyz=data"], None),  # the rule table: any logical axis
+    # the rule table: its label and the logical axes (was left to Hydra, whose advice, +rule.embedd=data, the
+    # config check refused in turn)
+    (["rule=fsdp", "rule.embedd=data"], "rule.embedd is not a setting of rule (did you mean rule.embed?); its "
+                                        "settings: name, embed, mlp, heads, vocab, in, out; set rule.embed=data"),
+    (["rule.xyz=data"], "rule.xyz is not a setting of rule; its settings: name, embed, mlp, heads, vocab, in, out"),
     (["-m", "experiment=quick,sbibm", "model.widht=3"], "model.widht is not a setting of model (did you mean "
                                                        "model.width?); its settings: axes_dim, "),  # unknown model
 ])

@@ -45,6 +45,12 @@ CASES = [
                    "takes no other key, so drop +foo.bar=1"),
     ("+model.widht=64", f"+model.widht=64: model.widht is not a setting of the default model=mlp (did you mean "
                         f"model.width?); its settings: {MLP}; a run takes no other key, so write model.width=64"),
+    # the rule table: + or ++ may add a logical axis, not another key (the config check refused it once composed)
+    ("+rule.embedd=data", "+rule.embedd=data: rule.embedd is not a logical axis (did you mean rule.embed?); the rule "
+                          "table's keys: name, embed, mlp, heads, vocab, in, out; write rule.embed=data"),
+    ("~rule.embedd", "~rule.embedd: rule.embedd is not a logical axis (did you mean rule.embed?); the rule table's "
+                     "keys: name, embed, mlp, heads, vocab, in, out; drop ~rule.embedd"),
+    ("~rule.embed", "~rule.embed: a rule's axis cannot be removed; set rule.embed=null to leave it unsplit"),
     # ~ of a key that does not exist: nothing to remove
     ("~train.foo", "~train.foo: train.foo is not a setting of train, so there is nothing to remove; drop ~train.foo"),
     ("~train.stpes", "~train.stpes: train.stpes is not a setting of train, so there is nothing to remove (did you mean "

@@ -26,6 +26,7 @@ from gensbi_sharding.harness.groups import CONF, group_options
 from gensbi_sharding.harness.hints import closest_name
 from gensbi_sharding.harness.model_choice import chosen_models, default_model, experiment_model
 from gensbi_sharding.harness.override_grammar import CommandLine, parse
+from gensbi_sharding.rules import LOGICAL_AXES
 
 __all__ = ["OPTIONAL_GROUPS", "ListField", "schema_name", "model_schemas", "sections", "settings", "option_groups",
            "group_keys", "schema_default", "list_fields", "model_fields", "default_model", "experiment_model",
@@ -87,17 +88,19 @@ def option_groups() -> list[str]:
 
 
 def group_keys(path: Sequence[str], model: str | Sequence[str] | None) -> tuple[str, ...] | None:
-    """The keys the group at ``path`` holds (``["mesh"]`` -> spec, model_axis, devices, as declared); None where the
-    path is no typed group (unknown: Hydra names it; the rule table: any axis; a scalar).
+    """The keys the group at ``path`` holds (``["mesh"]`` -> spec, model_axis, devices, as declared; ``["rule"]`` ->
+    name and the logical axes); None where the path is no group (unknown: Hydra names it; a scalar).
 
     Under ``model`` (a model's name, or several: ``chosen_models``) the keys of that model (as declared) or
     those models (sorted); else every model's, sorted.
     """
     schemas: list[type] = [Config]
-    for part in path:
+    for i, part in enumerate(path):
         hints = typing.get_type_hints(schemas[0])
         if part not in hints:
             return None
+        if typing.get_origin(hints[part]) is dict:  # the rule table: its label and the logical axes
+            return ("name", *LOGICAL_AXES) if i == len(path) - 1 else None
         if hints[part] is ModelConfig:
             named, picked = model_schemas(), [model] if isinstance(model, str) else list(model or ())
             schemas = [named[m] for m in picked] if picked and set(picked) <= set(named) else list(named.values())
@@ -188,8 +191,9 @@ def unknown_key_problem(args: Sequence[str] | CommandLine) -> str | None:
     ``-m train.stpes=10,20``); a ``model.*`` key against the model(s) it sets (``chosen_models``: ``model=``'s,
     else the experiment's or the default's), whose settings are listed and the nearest named; another model's
     setting names that model where ``model=`` is typed (else ``model_key_problem`` names it). Left to others:
-    ``+``/``++``/``~`` overrides (``override_prefixes``), ``hydra.*``, the rule table (any logical axis may be
-    set), group choices and flags.
+    ``+``/``++``/``~`` overrides (``override_prefixes``), ``hydra.*``, group choices and flags. The rule table's
+    keys are its ``name`` and the logical axes (``rule.embedd=data``: Hydra advised ``+rule.embedd=data``, which
+    the config check refused in turn).
 
     Parameters
     ----------

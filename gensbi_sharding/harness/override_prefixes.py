@@ -7,7 +7,7 @@ exist."), ``+experiment=quick`` ("Multiple values for experiment": conf/config.y
 from conf/config.yaml's ``${experiment}/${model}``). A key the schema lacks, added with ``+`` or ``++``
 (``+train.stpes=5``, ``++seeed=1``), composed and was refused only by the config check, after Hydra made the run's
 folder. Hydra's semantics are kept where they are valid: ``++key=value`` for a key that exists (it sets it),
-``+``/``++`` on the rule table (a new logical axis, which the config check names), ``~`` of an optional group
+``+``/``++`` of a logical axis on the rule table (a table of one's own may lack it), ``~`` of an optional group
 nothing reads (``~sweep``), ``hydra.*`` and ``key@package`` overrides. A ``model.*`` key of another model than
 the chosen one is ``override_keys.model_key_problem``'s. The command line as ``override_grammar.parse`` reads it,
 the model as ``model_choice.chosen_models`` reads it. Pure Python: no JAX.
@@ -59,9 +59,8 @@ def prefix_problem(args: Sequence[str] | CommandLine) -> str | None:
         section, _, name = o.key.partition(".")
         if not name and section in groups:
             problem = _group_problem(o, section)
-        elif section == "rule":  # the rule table: any logical axis may be added; none removed
-            problem = (f"{o.arg}: a rule's axis cannot be removed; set {o.key}=null to leave it unsplit"
-                       if o.hydra.type == OverrideType.DEL else None)
+        elif section == "rule":
+            problem = _rule_problem(o, name)
         else:
             problem = _key_problem(o, section, name, typed, choice)
         if problem:
@@ -93,6 +92,19 @@ def _group_problem(o: Override, group: str) -> str | None:
     extra = " (mesh=none: no mesh)" if group == "mesh" else ""
     return (f"{o.arg}: the {group} group cannot be removed, every run needs one{extra}; pick an option instead: "
             + ", ".join(f"{group}={option}" for option in group_options(group)))
+
+
+def _rule_problem(o: Override, name: str) -> str | None:
+    """The rule table holds its name and the logical axes: ``+``/``++`` may add one (a table of one's own may lack
+    it), none is removed; another key is no axis (the config check refused it only once composed)."""
+    keys = group_keys(["rule"], None)
+    if name.split(".", 1)[0] in keys:
+        return (f"{o.arg}: a rule's axis cannot be removed; set {o.key}=null to leave it unsplit"
+                if o.hydra.type == OverrideType.DEL else None)
+    near = closest_name(name, keys)
+    fix = f"drop {o.arg}" if o.hydra.type == OverrideType.DEL or not near else f"write rule.{near}={o.raw}"
+    return (f"{o.arg}: rule.{name} is not a logical axis" + (f" (did you mean rule.{near}?)" if near else "")
+            + f"; the rule table's keys: {', '.join(keys)}; {fix}")
 
 
 def _key_problem(o: Override, section: str, name: str, typed: dict, choice: ModelChoice | None) -> str | None:
