@@ -10,7 +10,6 @@ activations), compared with the devices' memory (on CPU: the host's, shared by i
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import os
 import re
@@ -19,6 +18,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness.config import ConfigError
+from gensbi_sharding.harness.override_keys import schema_default
 from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
 from gensbi_sharding.harness.units import format_bytes
 
@@ -182,10 +182,8 @@ def _hparams(cfg: DictConfig) -> dict:
 
 def _defaults(cfg: DictConfig) -> dict:
     schema = OmegaConf.get_type(cfg.model)
-    if not dataclasses.is_dataclass(schema):
-        return {}
-    return {f.name: f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
-            for f in dataclasses.fields(schema)}  # a list's default (flux1's axes_dim) is a factory's
+    found = {k: schema_default(schema, k) for k in cfg.model}
+    return {k: value for k, (has, value) in found.items() if has}
 
 
 def _at_most_defaults(cfg: DictConfig) -> bool:
