@@ -12,21 +12,27 @@ from typing import Any
 __all__ = ["sweep_jobs", "command_overrides", "every_job", "never_started", "job_configuration"]
 
 
-def sweep_jobs(task_overrides: Sequence[str], sweeper_params: Mapping[str, Any] | None = None) -> list[list[str]]:
+def sweep_jobs(task_overrides: Sequence[str], sweeper_params: Mapping[str, Any] | None = None,
+               config_loader: Any = None) -> list[list[str]]:
     """Every job of a multirun, as its overrides, in Hydra's order: job ``i`` runs in folder ``i``.
 
     ``task_overrides`` are the command's overrides (``rule=fsdp,tensor`` sweeps), ``sweeper_params``
     the preset's ``hydra.sweeper.params``. As Hydra's basic sweeper: the preset's keys come first,
     the command's after them, and a command-line override of a preset's key takes its value in the
-    preset's place (the order decides the job numbers).
+    preset's place (the order decides the job numbers). ``config_loader``: Hydra's, which expands a
+    ``glob(...)`` of a group's options (default: the running app's; without one a glob raises ``HydraException``).
     """
     import itertools
 
+    from hydra.core.global_hydra import GlobalHydra
     from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    if config_loader is None and GlobalHydra.instance().is_initialized():
+        config_loader = GlobalHydra.instance().config_loader()
 
     params = [f"{k}={v}" for k, v in (sweeper_params or {}).items()]
     choices: dict[str, list[str]] = {}
-    for o in OverridesParser.create().parse_overrides(params + list(task_overrides)):
+    for o in OverridesParser.create(config_loader=config_loader).parse_overrides(params + list(task_overrides)):
         key = o.get_key_element()
         choices[key] = ([f"{key}={v}" for v in o.sweep_string_iterator()] if o.is_sweep_override()
                         else [f"{key}={o.get_value_element_as_str()}"])
