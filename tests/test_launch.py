@@ -1,8 +1,9 @@
 """launch.py end to end: tiny real runs, sweeps, failures, and what a run leaves behind.
 
 Each subprocess pays for a JAX start and a compile (~8 s), so the cases share runs:
-one multirun covers every rule on three mesh shapes (one of them invalid), one covers
-``strict`` on and off, one single run covers ``mesh=none``. Bad inputs fail before
+one multirun covers every rule on two mesh shapes, one covers ``strict`` on and off (a job
+that fails as it runs), one single run covers ``mesh=none``; a multirun with a third, invalid
+mesh shape is refused whole before any job starts. Bad inputs fail before
 training and cost about a second each. The last two tests run in this process, on
 conftest's 8 devices.
 """
@@ -70,11 +71,14 @@ def shared_launches(tmp_path_factory):
     per launch; each still a process of its own, from launch.py's first line): ``{name: (its launch, root)}``."""
     from fork_launch import run_forked
 
-    roots = {name: tmp_path_factory.mktemp(name) for name in ("sweep", "none", "strict")}
+    roots = {name: tmp_path_factory.mktemp(name) for name in ("sweep", "none", "strict", "refused")}
     commands = {
-        # Every rule x model_axis 3 (invalid on 8 devices), 1, 2: 12 jobs in one process.
-        "sweep": ["-m", *TINY, f"rule={','.join(RULES)}", "mesh.model_axis=3,1,2",
+        # Every rule x model_axis 1, 2: 8 jobs in one process.
+        "sweep": ["-m", *TINY, f"rule={','.join(RULES)}", "mesh.model_axis=1,2",
                   f"hydra.sweep.dir={roots['sweep'] / 'multirun'}"],
+        # The same with model_axis 3 (invalid on 8 devices) first: refused before any job starts.
+        "refused": ["-m", *TINY, f"rule={','.join(RULES)}", "mesh.model_axis=3,1,2",
+                    f"hydra.sweep.dir={roots['refused'] / 'multirun'}"],
         "none": [*TINY, "mesh=none", "eval.plot=true", f"hydra.run.dir={roots['none'] / 'run'}"],
         # width 36 under fsdp on (8, 1): embed dims of 36 cannot split 8 ways. strict on, then off.
         "strict": ["-m", *TINY, "rule=fsdp", "model.width=36", "strict=true,false",
@@ -90,13 +94,13 @@ def shared_launches(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def sweep(shared_launches):
-    """Every rule x model_axis 3 (invalid on 8 devices), 1, 2: 12 jobs in one process."""
+    """Every rule x model_axis 1, 2: 8 jobs in one process."""
     proc, root = shared_launches["sweep"]
     jobs = {}
     for metrics_path in (root / "multirun").glob("*/metrics.json"):
         m = json.loads(metrics_path.read_text())
         jobs[(m["config"]["rule"]["name"], m["config"]["mesh"]["model_axis"])] = metrics_path.parent
-    assert len(jobs) == 12, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert len(jobs) == 8, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc, root / "multirun", jobs
 
 
@@ -288,48 +292,60 @@ def test_sweep_summary_has_one_row_per_job(sweep):
     proc, sweep_dir, _ = sweep
     with open(sweep_dir / "sweep_summary.csv", newline="") as f:
         rows = list(csv.DictReader(f))
-    assert [row["job"] for row in rows] == [str(i) for i in range(12)]
-    assert [row["rule"] for row in rows] == [r for r in RULES for _ in range(3)]
+    assert [row["job"] for row in rows] == [str(i) for i in range(8)]
+    assert [row["rule"] for row in rows] == [r for r in RULES for _ in range(2)]
     shapes = [row["mesh_shape"] for row in rows if row["status"] == "ok"]
     assert shapes == ["8x1", "4x2"] * 4
-    assert [row["status"] for row in rows] == ["error", "ok", "ok"] * 4
+    assert [row["status"] for row in rows] == ["ok", "ok"] * 4
     for row in rows:
-        if row["status"] == "ok":
-            assert 0.0 <= float(row["c2st"]) <= 1.0 and float(row["samples_per_s"]) > 0
-            assert int(row["param_bytes_per_device"]) > 0 and row["error"] == ""
-    assert "Sweep summary (12 jobs, 4 failed)" in proc.stdout
+        assert 0.0 <= float(row["c2st"]) <= 1.0 and float(row["samples_per_s"]) > 0
+        assert int(row["param_bytes_per_device"]) > 0 and row["error"] == ""
+    assert "Sweep summary (8 jobs, 0 failed)" in proc.stdout
     table = (sweep_dir / "sweep_summary.md").read_text()
-    assert table.count("\n| ") == 12
+    assert table.count("\n| ") == 8
     header = [cell.strip() for cell in table.splitlines()[0].split("|")[1:5]]
     assert header == ["job", "rule", "mesh.model_axis", "mesh"]  # the swept keys come right after the job
 
 
 @pytest.mark.slow
-def test_failing_job_is_recorded_and_the_next_gets_its_own_mesh(sweep):
-    proc, sweep_dir, jobs = sweep
-    assert proc.returncode != 0
-    for rule in RULES:
-        failed = jobs[(rule, 3)]
-        m = read_metrics(failed)
-        assert m["status"] == "error"
-        assert "8 devices are not divisible by model_axis=3" in m["error"]
-        assert (failed / "error.txt").is_file() and not (failed / "train_losses.npz").exists()
-        following = sweep_dir / str(int(failed.name) + 1)
-        after = read_metrics(following)
-        assert after["config"]["mesh"]["model_axis"] == 1
-        assert after["status"] == "ok" and after["mesh_shape"] == [8, 1]
-    with open(sweep_dir / "sweep_summary.csv", newline="") as f:
-        errors = [row["error"] for row in csv.DictReader(f) if row["status"] == "error"]
-    assert len(errors) == 4 and all("model_axis=3" in e for e in errors)
-    assert "Traceback" not in proc.stderr and "Traceback" not in proc.stdout
-    # One tag per error line in a multirun too (was "[ERROR] error: ...").
-    tagged = [line for line in proc.stdout.splitlines() if line.startswith("[ERROR]")]
-    assert len(tagged) == 4 and not any(line.startswith("[ERROR] error") for line in tagged)
+def test_a_sweep_one_of_whose_jobs_is_refused_runs_none_and_names_each(shared_launches):
+    # Was: each model_axis=3 job failed as its turn came, after the jobs before it had trained (12 jobs, 4 failed);
+    # a sweep's jobs can take hours each, so every job's config is checked before the first starts.
+    proc, root = shared_launches["refused"]
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr + proc.stdout and not re.search(r"\[\d+/\d+\]", proc.stdout)
+    fix = "8 devices are not divisible by model_axis=3; set mesh.model_axis=2 (divisors of 8: [1, 2, 4, 8])"
+    assert proc.stderr == ("[ERROR] this sweep's config is refused for 4 of the 12 jobs, before any job ran (nothing "
+                           "was written); fix or drop the values named, then run the sweep again:\n" + "".join(
+                               f"  job {3 * i} (rule={rule} mesh.model_axis=3): ConfigError: mesh.model_axis=3: {fix}\n"
+                               for i, rule in enumerate(RULES)))
+    assert list(root.iterdir()) == []  # no sweep folder, lock or multirun.yaml
 
 
 @pytest.mark.slow
-def test_summary_does_not_show_a_failed_jobs_mesh_as_none(sweep):
-    _, sweep_dir, _ = sweep
+def test_a_job_failing_as_it_runs_is_recorded_and_the_next_runs(strict_sweep):
+    # What no check before the sweep can know (here: which variables the rule cannot split) still ends only its job.
+    proc, sweep_dir = strict_sweep
+    assert proc.returncode != 0
+    failed, following = sweep_dir / "0", sweep_dir / "1"
+    m = read_metrics(failed)
+    assert m["status"] == "error" and "strict=true" in m["error"]
+    assert (failed / "error.txt").is_file() and not (failed / "train_losses.npz").exists()
+    after = read_metrics(following)
+    assert after["config"]["strict"] is False
+    assert after["status"] == "ok" and after["mesh_shape"] == [8, 1]
+    with open(sweep_dir / "sweep_summary.csv", newline="") as f:
+        errors = [row["error"] for row in csv.DictReader(f) if row["status"] == "error"]
+    assert len(errors) == 1 and "strict=true" in errors[0]
+    assert "Traceback" not in proc.stderr and "Traceback" not in proc.stdout
+    # One tag per error line in a multirun too (was "[ERROR] error: ...").
+    tagged = [line for line in proc.stdout.splitlines() if line.startswith("[ERROR]")]
+    assert len(tagged) == 1 and not any(line.startswith("[ERROR] error") for line in tagged)
+
+
+@pytest.mark.slow
+def test_summary_does_not_show_a_failed_jobs_mesh_as_none(strict_sweep):
+    _, sweep_dir = strict_sweep
     with open(sweep_dir / "sweep_summary.csv", newline="") as f:
         failed = [row for row in csv.DictReader(f) if row["status"] == "error"]
     assert failed and all(row["mesh_shape"] != "none" for row in failed)

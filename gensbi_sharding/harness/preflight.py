@@ -2,7 +2,8 @@
 
 A launcher that cannot work here should stop the command with one line that says why and
 what to type instead, not with a traceback from inside the launcher after the sweep folder
-was made.
+was made; a job whose config is refused stops the sweep before the first job trains
+(``sweep_check``), not when its own turn comes.
 """
 
 from __future__ import annotations
@@ -56,11 +57,18 @@ def launcher_problem(target: str | None, which: Callable[[str], str | None] = sh
 
 
 class LauncherPreflight(Callback):
-    """Hydra callback: stop a multirun whose launcher cannot work here, before anything is written."""
+    """Hydra callback: stop a multirun whose launcher cannot work here, or any of whose jobs' configs is
+    refused, before anything is written (the first of ``hydra.callbacks``: before the folder lock)."""
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        from gensbi_sharding.harness.sweep_check import sweep_config_problem
+
         problem = launcher_problem(OmegaConf.select(config, "hydra.launcher._target_", default=None))
         if problem:
             # Hydra turns an Exception raised by a callback into a warning; SystemExit stops the run.
             print(tagged("ERROR", problem), file=sys.stderr, flush=True)
             raise SystemExit(2)
+        problem = sweep_config_problem(config)
+        if problem:
+            print(tagged("ERROR", problem), file=sys.stderr, flush=True)
+            raise SystemExit(1)  # as a run whose config is refused

@@ -1,0 +1,211 @@
+"""Every job of a multirun composed and checked before the first one starts.
+
+Each job's config is checked again when it starts (``run``); a value that only that job's config refuses
+(``-m train.steps=100,-5``, ``mesh.model_axis=1,2,3`` on 8 devices, a batch larger than one job's data)
+was refused only once every earlier job had trained, which may take hours. Here every job is composed as
+Hydra's launcher composes it and put through the checks ``run`` makes before training that need no JAX
+backend; one refused job stops the whole sweep before any folder is made.
+
+Left to each job (they need what only a started backend, the job's folder or the task's files know):
+the device count on GPU/TPU or across processes (``run_mesh``), the batch size against a GPU/TPU
+mesh's data-parallel size, ``devices.platform`` and the model's platform (``platform_problem``), the
+memory estimate (``check_fits``: the devices' memory), ``train.resume``'s folder and checkpoint, and the
+sbibm task's reference samples (``check_evaluation``: the task's files, seconds per task).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["job_problem", "refused_jobs", "refused_jobs_message", "sweep_config_problem", "cpu_devices_known"]
+
+#: Hydra's own sweeper and launcher (``hydra.sweeper._target_``, ``hydra.launcher._target_``): the cartesian
+#: product of the sweep's values, run one after another in this process.
+BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
+BASIC_LAUNCHER = "hydra._internal.core_plugins.basic_launcher.BasicLauncher"
+
+
+def cpu_devices_known(platform: str | None) -> bool:
+    """Whether a job's devices are the simulated CPU devices, known without starting JAX's backend.
+
+    True for ``devices.platform=cpu``, for ``JAX_PLATFORMS`` led by ``cpu``, and when no accelerator
+    plugin is installed (JAX finds GPU/TPU backends as ``jax_plugins`` packages or ``libtpu``); their
+    count is then ``resolve_cpu_count``'s. Otherwise only the started backend knows the devices.
+    """
+    import importlib.metadata
+    import importlib.util
+
+    import jax
+
+    if platform is not None:
+        return platform == "cpu"
+    chosen = jax.config.jax_platforms  # JAX_PLATFORMS, read by JAX's own config
+    if chosen:
+        return str(chosen).split(",")[0].strip() == "cpu"
+    plugins = list(importlib.metadata.entry_points(group="jax_plugins"))
+    return not plugins and all(importlib.util.find_spec(name) is None for name in ("jax_plugins", "libtpu"))
+
+
+def job_problem(cfg: Any, *, in_process: bool = True) -> str | None:
+    """The refusal one job's run would start with, before training, as ``run`` words it; None if it would train.
+
+    Parameters
+    ----------
+    cfg : DictConfig
+        The job's composed config, without its ``hydra`` section (as Hydra hands it to the task).
+    in_process : bool
+        Whether the job runs in this process (Hydra's basic launcher): only then are its CPU devices this
+        machine's, and fixed by the first job that starts JAX.
+
+    Returns
+    -------
+    str or None
+        ``"ConfigError: <the check's message, naming the value and the override that fixes it>"``.
+    """
+    from gensbi_sharding.harness.config import ConfigError
+    from gensbi_sharding.harness.config_checks import validate
+    from gensbi_sharding.harness.devices import resolve_cpu_count
+
+    try:
+        validate(cfg)  # its first check: every ${...} resolves
+        if cfg.distributed.mode != "none":  # several processes: their count and devices are known once they join
+            return None
+        count, source = resolve_cpu_count(cfg.devices.cpu_count)
+    except Exception as err:  # as run() records it: any exception here would end the job before training
+        return f"{type(err).__name__}: {err}"
+    devices = count if in_process and cpu_devices_known(cfg.devices.platform) else None
+    problem = _mesh_problem(cfg, devices, source) or _batch_problem(cfg, devices)
+    return None if problem is None else f"{ConfigError.__name__}: {problem}"
+
+
+def _mesh_problem(cfg: Any, devices: int | None, source: str) -> str | None:
+    """``mesh.devices`` and ``mesh.model_axis`` against ``devices`` CPU devices, as ``run_mesh`` checks them."""
+    from gensbi_sharding.harness.hints import mesh_devices_problem, model_axis_problem
+
+    if devices is None or cfg.mesh.spec != "dict":
+        return None
+    listed = list(cfg.mesh.devices) if cfg.mesh.devices else None
+    problem = mesh_devices_problem(listed, list(range(devices)), cfg.mesh.model_axis)
+    simulated = bool(cfg.dry_run) and not listed and source in ("default", "devices.cpu_count")
+    return problem or model_axis_problem(cfg.mesh.model_axis, len(listed or range(devices)), simulated, listed)
+
+
+def _batch_problem(cfg: Any, devices: int | None) -> str | None:
+    """``data.batch_size`` against the shards, the training pairs and (CPU devices known) the data-parallel size."""
+    from gensbi_sharding.harness.data import shard_train_rows
+    from gensbi_sharding.harness.hints import batch_size_problem
+
+    if cfg.dry_run and cfg.mesh.spec is None:  # a dry run without a mesh builds no batches
+        return None
+    shards = cfg.data.shards or 1  # one process: one shard unless data.shards says more
+    data_parallel = 1
+    if devices is not None and cfg.mesh.spec == "auto":
+        data_parallel = devices
+    elif devices is not None and cfg.mesh.spec == "dict":
+        data_parallel = len(cfg.mesh.devices or range(devices)) // cfg.mesh.model_axis
+    rows = shard_train_rows(cfg.data.num_simulations, cfg.data.val_fraction, shards)
+    return batch_size_problem(cfg.data.batch_size, shards=shards, data_parallel=data_parallel, train_rows=rows,
+                              per_process=cfg.data.shards is None)
+
+
+def refused_jobs(config: Any, jobs: Sequence[Sequence[str]], loader: Any, *,
+                 in_process: bool = True) -> list[tuple[int, list[str], str]]:
+    """The jobs of a sweep whose config is refused: ``(job number, its overrides, the refusal)``.
+
+    Parameters
+    ----------
+    config : DictConfig
+        The multirun's master config (what ``on_multirun_start`` gets).
+    jobs : sequence of sequence of str
+        Every job's overrides in Hydra's order (``sweep_plan.sweep_jobs``).
+    loader : hydra.core.config_loader.ConfigLoader
+        Hydra's config loader: each job is composed with ``load_sweep_config``, as the launcher composes it.
+    in_process : bool
+        Whether the jobs run in this process (``job_problem``).
+    """
+    from hydra.core.hydra_config import HydraConfig
+    from omegaconf import open_dict
+
+    from gensbi_sharding.harness.devices import resolve_cpu_count
+
+    refused, first_count, before = [], None, HydraConfig.instance().cfg
+    for number, job in enumerate(jobs):
+        try:
+            cfg = loader.load_sweep_config(config, list(job))
+        except Exception as err:  # Hydra would refuse the whole sweep composing this job, but after making its folder
+            cause = f" ({str(err.__cause__).strip().splitlines()[0]})" if err.__cause__ and str(err.__cause__) else ""
+            refused.append((number, list(job), f"{type(err).__name__}: {err}{cause}"))
+            continue
+        try:  # as Hydra's run_job: HydraConfig holds the job's Hydra section (validate reads its group choices
+            HydraConfig.instance().set_config(cfg)  # there), and the task gets its config without it
+            with open_dict(cfg):
+                del cfg["hydra"]
+            problem = job_problem(cfg, in_process=in_process)
+        finally:
+            HydraConfig.instance().cfg = before
+        one_process = problem is None and in_process and cfg.distributed.mode == "none"
+        if one_process and cpu_devices_known(cfg.devices.platform):
+            count = resolve_cpu_count(cfg.devices.cpu_count)[0]
+            first_count = count if first_count is None else first_count
+            if count != first_count:
+                problem = (f"ConfigError: devices.cpu_count={count} after an earlier job's {first_count}: the jobs "
+                           "run one after another in this process, whose CPU device count is fixed when the first "
+                           f"job starts JAX; sweep each device count in a sweep of its own (devices.cpu_count={count} "
+                           f"in another command), or set devices.cpu_count={first_count}")
+        if problem is not None:
+            refused.append((number, list(job), problem))
+    return refused
+
+
+def refused_jobs_message(refused: Sequence[tuple[int, Sequence[str], str]], jobs: Sequence[Sequence[str]]) -> str:
+    """One message listing each refused job (its swept values) with its refusal.
+
+    Parameters
+    ----------
+    refused : sequence of (int, sequence of str, str)
+        ``refused_jobs``' answer.
+    jobs : sequence of sequence of str
+        Every job of the sweep: a job is named by the values the sweep varies (all its overrides if none vary).
+    """
+    import re
+
+    from gensbi_sharding.harness.sweep_plan import job_configuration
+
+    wanted = [job_configuration(job) for job in jobs]
+    swept = {k for k in (wanted[0] if wanted else {}) if len({w.get(k) for w in wanted}) > 1}
+    lines = []
+    for number, job, problem in refused:
+        named = [o for o in job if o.split("=", 1)[0].lstrip("+~") in swept] or list(job)
+        named = [re.sub(r"\\(.)", r"\1", o) for o in named]  # as typed: Hydra escapes a swept ${...} as $\{...\}
+        lines.append(f"  job {number} ({' '.join(named)}): {problem}")
+    count = f"{len(refused)} of the {len(jobs)} jobs" if len(jobs) > 1 else "its job"
+    return (f"this sweep's config is refused for {count}, before any job ran (nothing was written); fix or drop "
+            "the values named, then run the sweep again:\n" + "\n".join(lines))
+
+
+def sweep_config_problem(config: Any) -> str | None:
+    """The refusal of a multirun any of whose jobs' configs is refused (``refused_jobs_message``); None if none is.
+
+    Only Hydra's basic sweeper is known to run the cartesian product of the values (another sweeper picks
+    its jobs as it goes: each is checked when it starts); None outside a running Hydra app.
+    """
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.errors import HydraException
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness.sweep_plan import command_overrides, sweep_jobs
+
+    if OmegaConf.select(config, "hydra.sweeper._target_", default=None) != BASIC_SWEEPER:
+        return None
+    if not GlobalHydra.instance().is_initialized():
+        return None
+    loader = GlobalHydra.instance().config_loader()
+    task, params = command_overrides(config)
+    try:
+        jobs = sweep_jobs(task or [], params, config_loader=loader)
+    except HydraException:  # a sweep the basic sweeper cannot run (interval(...)): Hydra says so itself
+        return None
+    in_process = OmegaConf.select(config, "hydra.launcher._target_", default=None) == BASIC_LAUNCHER
+    refused = refused_jobs(config, jobs, loader, in_process=in_process)
+    return refused_jobs_message(refused, jobs) if refused else None

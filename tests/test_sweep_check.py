@@ -1,0 +1,81 @@
+"""A multirun checks every job's config before the first job starts (harness/sweep_check.py).
+
+Was: a value only one job's config refuses (``-m train.steps=100,-5``, ``mesh.model_axis=1,2,3`` on 8 devices,
+a batch larger than one job's data) was refused when that job started, after every earlier job had trained.
+The launch end to end (nothing written, the message on the console) is tests/test_launch.py's refused sweep.
+"""
+
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from omegaconf import open_dict
+
+from gensbi_sharding.harness.config import register_configs
+from gensbi_sharding.harness.sweep_check import sweep_config_problem
+
+CONF = str(Path(__file__).resolve().parents[1] / "conf")
+HEAD = ("this sweep's config is refused for {} jobs, before any job ran (nothing was written); fix or drop the "
+        "values named, then run the sweep again:")
+
+
+def sweep_refusal(*command: str) -> str | None:
+    """``sweep_config_problem`` of ``python launch.py -m <command>``'s master config, as Hydra composes it."""
+    register_configs()
+    plain = [o.input_line for o in OverridesParser.create().parse_overrides(list(command))
+             if not o.is_sweep_override()]
+    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+        master = compose("config", overrides=plain, return_hydra_config=True)
+        with open_dict(master):  # a multirun's master config lists every override of the command, sweeps too
+            master.hydra.overrides.task = list(command)
+        return sweep_config_problem(master)
+
+
+AXIS_3 = ("ConfigError: mesh.model_axis=3: 8 devices are not divisible by model_axis=3; set mesh.model_axis=2 "
+          "(divisors of 8: [1, 2, 4, 8])")
+
+
+@pytest.mark.parametrize("command, count, lines", [
+    (("experiment=quick", "train.steps=100,-5"), "1 of the 2",
+     ["job 1 (train.steps=-5): ConfigError: train.steps=-5 must be >= 1; e.g. train.steps=4000"]),
+    # Only with the other key of the job: 7 does not split over 8 devices, 2000 is more than 1000 simulations hold.
+    (("experiment=quick", "data.batch_size=256,7,2000", "data.num_simulations=1000"), "2 of the 3",
+     ["job 1 (data.batch_size=7): ConfigError: data.batch_size=7 cannot be used: the global batch size 7 must be a "
+      "multiple of 8 (it is split over the data-parallel size 8); set data.batch_size=8",
+      "job 2 (data.batch_size=2000): ConfigError: data.batch_size=2000 cannot be used: the global batch size 2000 "
+      "must be at most 900 (the 900 training pairs); set data.batch_size=896"]),
+    (("experiment=quick", "mesh.model_axis=2,3"), "1 of the 2", [f"job 1 (mesh.model_axis=3): {AXIS_3}"]),
+    # A preset's sweep (rule x model_axis 1,2,4): the command's values of its keys in their place, in its order.
+    (("sweep=rules_x_model_axis", "mesh.model_axis=3,1", "rule=tensor,fsdp"), "2 of the 4",
+     [f"job {n} (rule={rule} mesh.model_axis=3): {AXIS_3}" for n, rule in ((0, "tensor"), (2, "fsdp"))]),
+    (("experiment=quick", "data=two_moons,sir", "data.theta_transform=nonee"), "2 of the 2",
+     [f"job {n} (data={data}): ConfigError: data.theta_transform='nonee' is not one of support, none; e.g. "
+      "data.theta_transform=support" for n, data in ((0, "two_moons"), (1, "sir"))]),
+    # Was: that job alone failed, once the jobs before it had run (and the summary named it).
+    (("experiment=quick", "train.steps=2,${nope}"), "1 of the 2",
+     ["job 1 (train.steps=${nope}): ConfigError: train.steps=${nope} cannot be resolved (Interpolation key 'nope' not "
+      "found); give a value, e.g. train.steps=4000, or point the ${...} at an existing key of the right type (python "
+      "launch.py --cfg job lists the keys)"]),
+    # One process runs the jobs: its CPU device count is fixed by the first.
+    (("experiment=quick", "devices.cpu_count=8,4"), "1 of the 2",
+     ["job 1 (devices.cpu_count=4): ConfigError: devices.cpu_count=4 after an earlier job's 8: the jobs run one after "
+      "another in this process, whose CPU device count is fixed when the first job starts JAX; sweep each device "
+      "count in a sweep of its own (devices.cpu_count=4 in another command), or set devices.cpu_count=8"]),
+    # Hydra would refuse the sweep composing this job too, but after making its folder.
+    (("experiment=quick", "model.depth=1,x"), "1 of the 2",
+     ["job 1 (model.depth=x): ConfigCompositionException: Error merging override model.depth=x (Value 'x' of type "
+      "'str' could not be converted to Integer)"]),
+])
+def test_a_sweep_with_a_refused_job_is_refused_whole_naming_each(command, count, lines):
+    assert sweep_refusal(*command) == HEAD.format(count) + "".join(f"\n  {line}" for line in lines)
+
+
+@pytest.mark.parametrize("command", [
+    ("experiment=quick", "rule=fsdp,tensor", "mesh.model_axis=2"),
+    ("experiment=quick", "model=glob(*former)"),  # a glob of a group's options: expanded as Hydra's sweeper does
+    ("experiment=quick", "hydra/launcher=slurm", "mesh.model_axis=3"),  # run elsewhere: its devices are the cluster's
+    ("experiment=quick", "dry_run=true", "mesh=none", "data.batch_size=5000,6000"),  # builds no batches: as its run
+])
+def test_a_sweep_whose_jobs_are_all_valid_is_let_through(command):
+    assert sweep_refusal(*command) is None
