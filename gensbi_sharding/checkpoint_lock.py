@@ -1,24 +1,39 @@
-"""``CheckpointWriter``'s folder lock: one writer per checkpoints folder, in this process or another.
+"""``CheckpointWriter``'s folder lock: one writer per checkpoints folder, in this process or another; and its exit.
 
 Two writers of one folder deleted each other's saves under way (Orbax's temporary folders), losing steps. The lock
 is a ``flock`` of the folder itself (no file left behind, even by a killed run), taken by process 0 only: every
 process of a job writes its part of one checkpoint there.
+
+A writer still open when the script ends has its save under way finished then (``watch_exit``): from the moment
+Python's exit begins it refuses new threads and thread-pool work, which Orbax needs to finish an asynchronous
+save, and that is before any ``atexit`` or ``weakref.finalize`` hook runs. So the hook is the end of the script
+itself, seen through ``sys.monitoring``: its module code returning, or an exception (``sys.exit``) leaving it.
 """
 
 from __future__ import annotations
 
 import fcntl
+import inspect
 import os
+import sys
+import threading
+import time
+import warnings
+import weakref
 from pathlib import Path
+from typing import Any
 
 import jax
 import orbax.checkpoint as ocp
 
-__all__ = ["Lock", "lock_directory", "unlock", "finish_and_unlock"]
+__all__ = ["Lock", "lock_directory", "unlock", "finish_and_unlock", "watch_exit"]
 
 #: ``(fd, (device, inode), pid)`` of a held folder, or None (not process 0, or a file system without locks).
 Lock = tuple[int, tuple[int, int], int] | None
 _HELD: dict[tuple[int, int], int] = {}  # (device, inode) of the folders this process's writers hold: their fds
+_OPEN: weakref.WeakSet = weakref.WeakSet()  # this process's open writers: finished when the script ends
+_SCRIPT: dict[str, Any] = {}  # "code" (the running script's module code) and "tool" (sys.monitoring id) once armed
+_FIX = "call writer.close(), or save inside `with CheckpointWriter(...) as writer:`, before the script ends"
 
 
 def lock_directory(directory: Path) -> Lock:
@@ -70,7 +85,7 @@ def unlock(lock: Lock) -> None:
         os.close(lock[0])
 
 
-def finish_and_unlock(manager: ocp.CheckpointManager, lock: Lock) -> None:
+def finish_and_unlock(manager: ocp.CheckpointManager, lock: Lock, status: dict | None = None) -> None:
     """Wait for ``manager``'s pending writes, close it, then ``unlock``: at ``close``, or when an unclosed writer is
     collected (else the next writer's manager deleted its save under way as unfinished, and that step was lost).
 
@@ -78,13 +93,101 @@ def finish_and_unlock(manager: ocp.CheckpointManager, lock: Lock) -> None:
     ----------
     manager : orbax.checkpoint.CheckpointManager
     lock : Lock
+    status : dict, optional
+        The writer's ``{"directory", "step" (last saved), "warned"}``: at interpreter exit (a writer ``watch_exit``
+        could not finish) a save cut short by the exit is one ``RuntimeWarning`` naming the step, not a traceback.
     """
     try:
         if lock is None or lock[2] == os.getpid():  # a forked child's copy has no save of its own to wait for
             manager.wait_until_finished()
             manager.close()
+    except Exception as err:
+        if threading.main_thread().is_alive() or status is None:  # not at exit: the caller's error
+            raise
+        if not status["warned"]:  # at exit (atexit runs after the main thread ended): nobody left to raise to
+            _warn(f"CheckpointWriter({str(status['directory'])!r}) was still open when Python exited and its save of "
+                  f"step {status['step']} was cut short ({type(err).__name__}: {err}): that step is lost; {_FIX}")
     finally:
         unlock(lock)
+
+
+def watch_exit(writer: Any) -> None:
+    """Finish ``writer``'s save under way when the script ends, if it is open then; warn once that it was not closed.
+
+    Armed once per process, from the main thread of a script (``python script.py``, ``-c``, ``-m``; not an
+    interactive session, where no end of a script comes before the exit).
+
+    Parameters
+    ----------
+    writer : CheckpointWriter
+        Read at the end: ``directory``, ``last_saved``, ``exit_timeout_s``, ``_manager``, ``_status``, ``close()``.
+    """
+    _OPEN.add(writer)
+    if "code" in _SCRIPT or sys.flags.interactive or hasattr(sys, "ps1"):
+        return
+    main = getattr(sys.modules.get("__main__"), "__dict__", None)
+    frames = [info.frame for info in inspect.stack(0)]
+    scripts = [i for i, frame in enumerate(frames) if frame.f_globals is main and frame.f_code.co_name == "<module>"]
+    # Callers beyond the script's own frame other than runpy's (-m): an embedding (IPython) runs it, not an exit.
+    if not scripts or any(f.f_globals.get("__name__") != "runpy" for f in frames[scripts[-1] + 1:]):
+        return
+    monitoring = sys.monitoring
+    tool = next((t for t in (4, 3) if monitoring.get_tool(t) is None), None)  # ids 0-2 and 5 are named for others
+    if tool is None:
+        return
+    monitoring.use_tool_id(tool, "gensbi_sharding.checkpoint exit")
+    for event in (monitoring.events.PY_RETURN, monitoring.events.PY_UNWIND):
+        monitoring.register_callback(tool, event, _script_ended)
+    _SCRIPT.update(code=frames[scripts[-1]].f_code, tool=tool)
+    monitoring.set_local_events(tool, _SCRIPT["code"], monitoring.events.PY_RETURN)
+    monitoring.set_events(tool, monitoring.events.PY_UNWIND)  # an exception leaving a frame: no local event of it
+
+
+def _script_ended(code: Any, offset: int, value: Any) -> None:
+    """``sys.monitoring`` callback: if ``code`` is the script's and it ends, finish the open writers' saves."""
+    if code is not _SCRIPT.get("code") or threading.current_thread() is not threading.main_thread():
+        return
+    monitoring, tool = sys.monitoring, _SCRIPT.pop("tool")
+    _SCRIPT["code"] = None  # once; stays set, so no later writer arms it again
+    monitoring.set_events(tool, 0)
+    monitoring.set_local_events(tool, code, 0)
+    monitoring.free_tool_id(tool)
+    for writer in list(_OPEN):
+        _finish_at_exit(writer)
+
+
+def _finish_at_exit(writer: Any) -> None:
+    """Wait (at most ``writer.exit_timeout_s``) for its save under way, close it, and say it was left open."""
+    done, errors = threading.Event(), []
+
+    def wait() -> None:
+        try:
+            writer._manager.wait_until_finished()
+        except Exception as err:
+            errors.append(err)
+        done.set()
+
+    start, step = time.monotonic(), writer.last_saved
+    threading.Thread(target=wait, name="CheckpointWriter exit", daemon=True).start()  # a thread: a bounded wait
+    where = f"CheckpointWriter({str(writer.directory)!r}) was still open when the script ended"
+    if done.wait(writer.exit_timeout_s) and not errors:
+        writer.close()  # Orbax's manager and the folder let go now, while Python still runs threads
+        saved = (f"its save of step {step} was finished ({time.monotonic() - start:.1f} s)" if step is not None
+                 else "it had saved nothing")
+        _warn(f"{where}; {saved}; {_FIX}")
+        return
+    from gensbi_sharding.checkpoint_steps import committed_steps
+
+    steps = committed_steps(writer.directory)
+    why = (f"still being written after exit_timeout_s={writer.exit_timeout_s:g} s" if not errors
+           else f"its save failed ({type(errors[0]).__name__}: {errors[0]})")
+    writer._status["warned"] = True
+    _warn(f"{where} and step {step} could not be committed: {why}; it is lost (newest step on disk: "
+          f"{steps[-1] if steps else 'none'}); {_FIX}")
+
+
+def _warn(message: str) -> None:
+    warnings.warn_explicit(message, RuntimeWarning, "CheckpointWriter", 0)  # no source line: the exit is no caller's
 
 
 def _release_in_child() -> None:
@@ -92,6 +195,7 @@ def _release_in_child() -> None:
     for fd in _HELD.values():
         os.close(fd)
     _HELD.clear()
+    _OPEN.clear()  # the parent's writers: the parent finishes their saves
 
 
 os.register_at_fork(after_in_child=_release_in_child)

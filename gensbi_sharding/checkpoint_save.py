@@ -20,7 +20,7 @@ import orbax.checkpoint as ocp
 
 from gensbi_sharding.checkpoint_steps import (ITEMS, as_path, committed_steps, flat_by_path, is_prng_key,
                                               item_handlers, nest_by_path)
-from gensbi_sharding.checkpoint_lock import finish_and_unlock, lock_directory, unlock
+from gensbi_sharding.checkpoint_lock import finish_and_unlock, lock_directory, unlock, watch_exit
 from gensbi_sharding.nodes import check_value_leaves, is_int, is_node, is_scalar, node_state
 
 __all__ = ["CheckpointWriter"]
@@ -45,7 +45,8 @@ class CheckpointWriter:
         The resolved config, JSON-serialisable, stored with every checkpoint (``saved_config`` reads it).
     async_save : bool, default True
         Write in the background: ``save`` returns once arrays are off the devices (the state may then be
-        donated); ``close`` waits for the files.
+        donated); ``close`` waits for the files. A writer still open when the script ends finishes its save then
+        (waiting at most ``exit_timeout_s``, default 300 s, an attribute) and warns that it was not closed.
 
     Raises
     ------
@@ -63,6 +64,8 @@ class CheckpointWriter:
         If ``async_save`` is not a bool, ``config`` not a mapping or None, or ``directory`` not a str or PathLike.
     """
 
+    exit_timeout_s: float = 300.0  # the longest wait at the script's end for a save still under way
+
     def __init__(self, directory: str | os.PathLike, *, every: int = 0, keep: int = 2,
                  config: Mapping[str, Any] | None = None, async_save: bool = True):
         if not is_int(every) or every < 0:
@@ -77,8 +80,11 @@ class CheckpointWriter:
         _check_directory(self.directory)
         lock = lock_directory(self.directory)  # before Orbax's manager: it deletes others' unfinished saves
         self.every, self.keep, self._closed = every, keep, False
+        # Step folders made in ``save``: made in the background, Orbax's other save threads wait for them, and when
+        # Python's exit refused that thread its work they waited out Orbax's 1200 s timeout: the exit hung.
         options = ocp.CheckpointManagerOptions(max_to_keep=keep, cleanup_tmp_directories=True,
-                                               enable_async_checkpointing=async_save)
+                                               enable_async_checkpointing=async_save,
+                                               async_options=ocp.AsyncOptions(create_directories_asynchronously=False))
         try:
             self._manager = ocp.CheckpointManager(self.directory, options=options,
                                                   item_handlers=item_handlers(saving=True))
@@ -87,8 +93,10 @@ class CheckpointWriter:
             raise
         # Collected unclosed (or at exit): its save under way finishes before the folder is let go, else the next
         # writer's manager deleted it as an unfinished save, and that step was lost.
-        self._unlock = weakref.finalize(self, finish_and_unlock, self._manager, lock)
+        self._status = {"directory": self.directory, "step": None, "warned": False}  # named if the exit cuts a save
+        self._unlock = weakref.finalize(self, finish_and_unlock, self._manager, lock, self._status)
         self.last_saved: int | None = None
+        watch_exit(self)
 
     def due(self, step: int) -> bool:
         """Whether ``maybe_save`` saves at ``step``: ``every > 0`` and ``step`` is a multiple of ``every``.
@@ -188,7 +196,7 @@ class CheckpointWriter:
         self._manager.save(int(step), force=True, args=ocp.args.Composite(
             arrays=ocp.args.PyTreeSave(nest_by_path(flat)), meta=ocp.args.JsonSave(meta),
             config=ocp.args.JsonSave(self.config)))
-        self.last_saved = step
+        self.last_saved = self._status["step"] = step
         return True
 
     def steps(self) -> list[int]:

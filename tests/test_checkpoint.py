@@ -471,3 +471,47 @@ def test_saving_a_replicated_state_on_a_cpu_mesh_compiles_nothing_per_device(tmp
     restored = restore(tmp_path / "checkpoints", target)  # written by the pytree handler, read by the standard one
     for name, value in state.items():
         np.testing.assert_array_equal(np.asarray(restored.state[name]), np.asarray(value))
+
+
+EXIT_WITHOUT_CLOSE = textwrap.dedent("""
+    import sys
+    import jax
+    import jax.numpy as jnp
+    from gensbi_sharding.checkpoint import CheckpointWriter
+
+    writer = CheckpointWriter(sys.argv[1], keep=3)  # never closed
+    writer.exit_timeout_s = float(sys.argv[2])
+    state = {"w": jnp.full((1024, 1024), 2.0)}  # 4 MB: still being written when the script ends
+    writer.save(1, {"w": jnp.ones((512, 512))}, jax.random.key(0))
+    writer.save(2, state, jax.random.key(0))  # waits for step 1 first, as Orbax does
+    if sys.argv[3] == "exit":
+        sys.exit(3)  # an exception leaving the script: its end too
+""")
+
+
+@pytest.mark.slow  # a fresh process, about 3 s
+@pytest.mark.parametrize("how, timeout_s, code", [("end", 60, 0), ("exit", 0, 3)])
+def test_a_writer_left_open_when_the_script_ends_finishes_its_save_or_names_the_step_lost(tmp_path, how, timeout_s,
+                                                                                          code):
+    # Was: step 2 lost, Orbax's tracebacks ("cannot schedule new futures after interpreter shutdown"), and in 3 runs of
+    # 4 an exit hung for Orbax's 1200 s timeout (its save threads waited for a step folder made by a thread the exit
+    # had refused). Now the end of the script finishes the save (at most exit_timeout_s) and says it was left open.
+    ck = tmp_path / "ck"
+    proc = subprocess.run([sys.executable, "-c", EXIT_WITHOUT_CLOSE, str(ck), str(timeout_s), how], cwd=REPO,
+                          env={**os.environ, "JAX_PLATFORMS": "cpu"}, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == code, proc.stderr[-3000:]
+    warned = [line for line in proc.stderr.splitlines() if "RuntimeWarning" in line]
+    where = f"RuntimeWarning: CheckpointWriter({str(ck)!r}) was still open when the script ended"
+    fix = "call writer.close(), or save inside `with CheckpointWriter(...) as writer:`, before the script ends"
+    if how == "end":
+        assert len(warned) == 1 and re.fullmatch(rf"CheckpointWriter:0: {re.escape(where)}; its save of step 2 was "
+                                                 rf"finished \(\d+\.\d s\); {re.escape(fix)}", warned[0]), proc.stderr[-3000:]
+        assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+        assert committed_steps(ck) == [1, 2]
+        target = {"w": jax.ShapeDtypeStruct((1024, 1024), np.float32,
+                                            sharding=jax.sharding.SingleDeviceSharding(jax.devices()[0]))}
+        np.testing.assert_array_equal(np.asarray(restore(ck, target).state["w"]), np.full((1024, 1024), 2.0))
+    else:  # no time to wait: the step is named as lost, once, and the exit is not held up
+        assert warned == [f"CheckpointWriter:0: {where} and step 2 could not be committed: still being written after "
+                          f"exit_timeout_s=0 s; it is lost (newest step on disk: 1); {fix}"], proc.stderr[-3000:]
+        assert committed_steps(ck) == [1]
