@@ -374,7 +374,7 @@ def test_signal_before_training_stops_at_once(tmp_path, monkeypatch, devices):
     monkeypatch.setattr(pipeline, "build_pipeline", build_then_signal)
     stopped = run_tiny(tmp_path / "run")
     assert stopped["status"] == "preempted" and stopped["stopped_at_step"] is None
-    assert stopped["error"].startswith("preempted by SIGTERM before training")
+    assert stopped["error"].startswith("preempted by SIGTERM before training (nothing trained: no checkpoint to save)")
     assert not (tmp_path / "run" / "checkpoints").exists()
 
 
@@ -1153,3 +1153,54 @@ def test_an_attempt_refused_before_it_restored_records_no_resume_point(usr1_at_3
     assert done["resumed_from"] == str(out / "checkpoints" / "3") and done["final_step"] == 8
     assert [(a["status"], a["resumed_from_step"], a["steps"]) for a in done["previous_attempts"]] == [
         ("preempted", None, 3), ("error", None, None), ("error", None, None)]
+
+
+@pytest.mark.parametrize("answered", [False, True])
+def test_a_signal_a_setup_step_holds_is_answered_by_the_watchdog_within_its_grace(monkeypatch, answered):
+    # Was: a SIGTERM while XLA compiled or initialised a large model waited for it to end (no Python handler runs
+    # meanwhile; 10-40 s measured with model.width=1024 model.depth=8), where SLURM's SIGKILL follows within 30 s.
+    from gensbi_sharding.harness import stop_watchdog
+
+    monkeypatch.setattr(stop_watchdog, "GRACE_S", 0.1)
+    stopped = []
+    with PreemptionWatch() as watch:
+        stop_watchdog.StopWatchdog(watch, stopped.append)
+        if answered:  # the run reached a step of its own (or began training) first: it answers the signal itself
+            watch.settle()
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.5)  # a setup step that outlasts the grace
+    assert stopped == ([] if answered else [signal.SIGTERM]) and watch.signum == signal.SIGTERM
+    assert signal.set_wakeup_fd(-1) == -1  # let go on the watch's exit
+
+
+HELD_IN_SETUP = """import os, runpy, signal, sys, time
+from gensbi_sharding.harness import state, stop_watchdog
+stop_watchdog.GRACE_S = 1.0  # 10 s: a test need not wait so long
+def build_state(*args, **kwargs):  # a model whose build outlasts the grace, as XLA compiling a large one
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(300)
+state.build_state = build_state
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")"""
+
+
+@pytest.mark.slow  # a launch.py process, then the rerun it names
+def test_sigterm_while_building_the_model_ends_the_run_at_once_and_the_folder_resumes(tmp_path, devices):
+    out = tmp_path / "run"
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": str(REPO)}  # this checkout's package
+    env.pop("HYDRA_FULL_ERROR", None)
+    proc = subprocess.run([sys.executable, "-c", HELD_IN_SETUP, str(REPO / "launch.py"), *TINY, f"hydra.run.dir={out}"],
+                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == EXIT_PREEMPTED, proc.stdout[-3000:] + proc.stderr[-3000:]
+    log = (out / "launch.log").read_text()
+    times = [time.mktime(time.strptime(line[1:20], "%Y-%m-%d %H:%M:%S")) for line in log.splitlines()
+             if "received SIGTERM" in line or "preempted by SIGTERM" in line]
+    assert len(times) == 2 and times[1] - times[0] <= 4, log[-3000:]  # GRACE_S (1 s here) after the signal
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["status"] == "preempted" and metrics["stopped_at_step"] is None, metrics
+    assert metrics["error"].startswith("preempted by SIGTERM before training (nothing trained: no checkpoint to "
+                                       "save); stopped 1 s after the signal, inside a setup step; continue with: ")
+    assert metrics["error"].endswith(f"train.resume=auto hydra.run.dir={out}"), metrics["error"]
+    assert "preempted after" in proc.stdout + proc.stderr  # the run's last console line, as a stop at a step
+    assert not (out / "checkpoints").exists()
+    assert run_tiny(out, "train.resume=auto")["status"] == "ok"  # the folder is left to continue in

@@ -1,27 +1,23 @@
 """Preemption as cluster users meet it: a signal, a checkpoint at the next step boundary, a requeue.
 
-SLURM ends a job at its time limit or on preemption with SIGTERM (or a signal chosen
-with ``--signal``, e.g. SIGUSR1, some seconds before), then SIGKILL. While a run is
-inside ``PreemptionWatch``, SIGTERM, SIGUSR1 and SIGUSR2 (submitit's choice) ask it to
-stop: in the training loop at the next step boundary or between the batches of a
-validation, after a checkpoint; anywhere else at the next step of the run (``check``:
-between the setup steps, between the observations of the evaluation; there is nothing
-new to save: before training nothing was trained, after it the final checkpoint is
-written). The run then records ``status: preempted`` with the step, and the process
-exits with ``EXIT_PREEMPTED``; ``train.resume=auto`` continues from the checkpoint.
-Ctrl-C (SIGINT) stops the same way, as ``status: interrupted``; a second Ctrl-C stops at once.
-``distributed=local``'s processes get any signal as SIGTERM from their parent; they word the
-stop by the signal the parent received (``harness.parent_signal``): its Ctrl-C is "interrupted".
+SLURM ends a job at its time limit or on preemption with SIGTERM (or a signal chosen with ``--signal``, e.g.
+SIGUSR1, some seconds before), then SIGKILL. While a run is inside ``PreemptionWatch``, SIGTERM, SIGUSR1 and SIGUSR2
+(submitit's choice) ask it to stop: in the training loop at the next step boundary or between the batches of a
+validation, after a checkpoint; anywhere else at the next step of the run (``check``: between the setup steps,
+between the observations of the evaluation; there is nothing new to save: before training nothing was trained, after
+it the final checkpoint is written). Before training a setup step is waited for seconds at most (``stop_watchdog``).
+The run then records ``status: preempted`` with the step, and the process exits with ``EXIT_PREEMPTED``;
+``train.resume=auto`` continues from the checkpoint. Ctrl-C (SIGINT) stops the same way, as ``status: interrupted``;
+a second Ctrl-C stops at once. ``distributed=local``'s processes get any signal as SIGTERM from their parent; they
+word the stop by the signal the parent received (``harness.parent_signal``): its Ctrl-C is "interrupted".
 
-The handler only records the signal; it never raises into whatever code runs (an
-exception raised there can land in a C++ callback of JAX's, where it is lost or
-crashes the process). Only a second Ctrl-C raises ``KeyboardInterrupt``, as Python would.
+The handler only records the signal; it never raises into whatever code runs (an exception raised there can land in
+a C++ callback of JAX's, where it is lost or crashes the process). Only a second Ctrl-C raises
+``KeyboardInterrupt``, as Python would.
 
-Across processes every process must stop at the same step, or their collective
-checkpoint cannot complete: there JAX's preemption service (started by
-``jax.distributed.initialize``, it takes over SIGTERM) agrees on the step
-(``multihost_utils.reached_preemption_sync_point``), and SIGUSR1/SIGUSR2 are passed
-on to it as SIGTERM.
+Across processes every process must stop at the same step, or their collective checkpoint cannot complete: there
+JAX's preemption service (started by ``jax.distributed.initialize``, it takes over SIGTERM) agrees on the step
+(``multihost_utils.reached_preemption_sync_point``), and SIGUSR1/SIGUSR2 are passed on to it as SIGTERM.
 """
 
 from __future__ import annotations
@@ -44,8 +40,8 @@ __all__ = ["EXIT_PREEMPTED", "EXIT_INTERRUPTED", "PREEMPT_SIGNALS", "Preempted",
 
 log = logging.getLogger("gensbi_sharding")
 
-#: Exit status of a preempted run: sysexits' EX_TEMPFAIL ("temporary failure, try again"),
-#: so a scheduler or wrapper script can tell "requeue me" from a failure (1).
+#: Exit status of a preempted run: sysexits' EX_TEMPFAIL ("temporary failure, try again"), so a scheduler or wrapper
+#: script can tell "requeue me" from a failure (1).
 EXIT_PREEMPTED = 75
 #: Exit status of a run stopped by Ctrl-C: 128 + SIGINT, as a shell reports a process Ctrl-C ended.
 EXIT_INTERRUPTED = 130
@@ -70,8 +66,8 @@ class Preempted(Exception):
         self.interrupted = signum == signal.SIGINT  # Ctrl-C: the run ends as "interrupted"
         name = ("Ctrl-C (SIGINT)" if self.interrupted else signal.Signals(signum).name if signum
                 else "a preemption notice")
-        where = (f"after training (step {step}), before the evaluation finished" if after_training
-                 else f"at step {step}" if step is not None else "before training")
+        where = (f"after training (step {step}), before the evaluation finished" if after_training else
+                 f"at step {step}" if step is not None else "before training (nothing trained: no checkpoint to save)")
         saved = f"; checkpoint {checkpoint}" if checkpoint else ""
         super().__init__(f"{'interrupted' if self.interrupted else 'preempted'} by {name} {where}{saved}")
 
@@ -79,11 +75,10 @@ class Preempted(Exception):
 class PreemptionWatch:
     """Catch preemption signals and Ctrl-C while a run lasts (a context manager; main thread only).
 
-    A signal is only recorded: inside ``at_step_boundaries()`` ``should_stop(step)`` tells
-    the loop when to stop; outside, ``check()`` raises ``Preempted`` at the run's next step.
-    A second Ctrl-C raises ``KeyboardInterrupt`` at once. On exit the handlers that were
-    there before come back; ``chain`` passes the signal on to them (under submitit that
-    requeues the job).
+    A signal is only recorded: inside ``at_step_boundaries()`` ``should_stop(step)`` tells the loop when to stop;
+    outside, ``check()`` raises ``Preempted`` at the run's next step. A second Ctrl-C raises ``KeyboardInterrupt``
+    at once. On exit the handlers that were there before come back; ``chain`` passes the signal on to them (under
+    submitit that requeues the job).
     """
 
     def __init__(self) -> None:
@@ -93,6 +88,7 @@ class PreemptionWatch:
         self._previous: dict[int, Any] = {}
         self._checks = 0  # stop checks so far: the sequence every process runs alike
         self._trained: tuple[int, Any] | None = None  # (step, checkpoint) once training is over
+        self.stop_lock, self.settled, self.watchdog = threading.Lock(), False, None  # settle(); a StopWatchdog
 
     def __enter__(self) -> PreemptionWatch:
         if threading.current_thread() is threading.main_thread():
@@ -101,9 +97,10 @@ class PreemptionWatch:
         return self
 
     def __exit__(self, *exc) -> None:
+        if self.watchdog is not None:  # a forced stop under way still ends the process
+            self.watchdog.close()
         for signum, handler in self._previous.items():
-            # None: the handler was not set from Python; the default action is the safe one.
-            signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
+            signal.signal(signum, handler if handler is not None else signal.SIG_DFL)  # None: not set from Python
         self._previous.clear()
 
     @contextlib.contextmanager
@@ -122,10 +119,9 @@ class PreemptionWatch:
     def stop_requested(self) -> bool:
         """Whether to stop here (a step boundary, or between validation batches), alike on every process.
 
-        One process: whether a signal came. Several: JAX's preemption sync point, asked with
-        the count of checks so far (every process makes the same checks in the same order,
-        so the count is a step id they share and it grows by one per check, as the sync
-        point requires); all processes get True at the same check.
+        One process: whether a signal came. Several: JAX's preemption sync point, asked with the count of checks so
+        far (every process makes the same checks in the same order, so the count is a step id they share and it
+        grows by one per check, as the sync point requires); all processes get True at the same check.
         """
         import jax
 
@@ -145,11 +141,18 @@ class PreemptionWatch:
             If a signal was received (naming the final checkpoint once training is done).
         """
         if self.signum is not None and not self._deferred:
+            self.settle()
             raise Preempted(self.signum, *self._trained, after_training=True) if self._trained else Preempted(self.signum)
 
     def training_done(self, step: int, checkpoint: Any) -> None:
         """Training is over and saved at ``step``: a signal from now on stops the run at once, naming it."""
+        self.settle()
         self._trained = (step, checkpoint)
+
+    def settle(self) -> None:
+        """From here the run answers signals itself (``StopWatchdog`` stands down); a forced stop under way ends it."""
+        with self.stop_lock:
+            self.settled = True
 
     def chain(self, signum: int | None = None) -> None:
         """Call the handler that was installed before for the signal received (e.g. submitit's requeue)."""
@@ -168,8 +171,7 @@ class PreemptionWatch:
         first = self.signum is None
         self.signum = self.signum or signum
         if first:
-            where = ("at the next step boundary, after a checkpoint" if self._deferred
-                     else "at the next step of the run")
+            where = "at the next step boundary, after a checkpoint" if self._deferred else "at the next step of the run"
             log.log(min(stop_level(), logging.WARNING), "received %s: stopping %s%s",  # once, by process 0
                     "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name,
                     where, " (Ctrl-C again stops at once)" if signum == signal.SIGINT else "")
@@ -182,19 +184,17 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
                            progress: bool, statistics: dict | None = None) -> tuple[Any, bool]:
     """The training phase of a run: ``train.train`` with its checkpoint cadence and preemption.
 
-    Saves every ``train.checkpoint_every`` steps and at the end (a non-finite state is
-    never saved: ``CheckpointWriter.save``), each checkpoint with the early-stopping state
-    (``state.checkpoint_tree``; written after the step's validation, the final one before the best
-    weights are put back; only a stop before or inside that validation saves without it, and a run
-    resumed there runs it first), so a resumed run ends as an uninterrupted one: same
-    stop step, best step, weights and validation history. It stops at the first step boundary after
-    a preemption signal, or between the batches of a validation under way (then the step
-    it followed), saving there. A run resumed by ``train.resume=auto`` whose
-    checkpoint already holds ``train.steps``, or whose early stopping had ended training,
-    trains nothing and goes on to evaluation (with the best weights put back).
-    Afterwards the watch knows training is over (``training_done``): a signal during
-    evaluation stops the run at once, naming the final checkpoint. ``statistics``, the
-    data's z-score statistics, are saved in each checkpoint's info (``NORMALIZATION``).
+    Saves every ``train.checkpoint_every`` steps and at the end (a non-finite state is never saved:
+    ``CheckpointWriter.save``), each checkpoint with the early-stopping state (``state.checkpoint_tree``; written
+    after the step's validation, the final one before the best weights are put back; only a stop before or inside
+    that validation saves without it, and a run resumed there runs it first), so a resumed run ends as an
+    uninterrupted one: same stop step, best step, weights and validation history. It stops at the first step
+    boundary after a preemption signal, or between the batches of a validation under way (then the step it
+    followed), saving there. A run resumed by ``train.resume=auto`` whose checkpoint already holds
+    ``train.steps``, or whose early stopping had ended training, trains nothing and goes on to evaluation (with
+    the best weights put back). Afterwards the watch knows training is over (``training_done``): a signal during
+    evaluation stops the run at once, naming the final checkpoint. ``statistics``, the data's z-score
+    statistics, are saved in each checkpoint's info (``NORMALIZATION``).
 
     Returns
     -------
@@ -238,7 +238,6 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
                                  val_history=stopper.history), watch.signum is not None
     writer = checkpoint.CheckpointWriter(out / checkpoint.CHECKPOINT_SUBDIR, every=cfg.train.checkpoint_every,
                                          keep=cfg.train.keep, config=config)
-
     timer = StepTimer()  # a save is not step time
     shards = cfg.data.shards or jax.process_count()  # effective: a resumed run compares it (held_out.py)
 
@@ -251,6 +250,7 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
     stopped = []  # where a preemption stopped the loop: a step boundary or inside a validation
 
     def on_step(step: int, current: Any) -> bool:
+        watch.settle()  # a step is trained: a signal now stops at a step boundary, after a checkpoint
         validates = val_batches and validation.validates_at(step, val_every=cfg.train.val_every,
                                                             last_step=cfg.train.steps)
         if writer.due(step) and not validates:  # else on_validated saves it, with its validation

@@ -30,6 +30,7 @@ from gensbi_sharding.harness.local_cluster import run_local_job, watch_parent
 from gensbi_sharding.harness.model_checks import ignored_settings, platform_problem
 from gensbi_sharding.harness.parent_signal import stop_signal
 from gensbi_sharding.harness.preemption import Preempted, PreemptionWatch
+from gensbi_sharding.harness.stop_watchdog import watch_setup
 from gensbi_sharding.harness.memory_check import check_fits
 from gensbi_sharding.harness.rule_config import as_rule, rule_table
 from gensbi_sharding.harness.run_mesh import run_mesh
@@ -62,6 +63,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                 validate(cfg)
                 failure = run_local_job(cfg, out, metrics)
             else:
+                watch_setup(cfg, watch, metrics=metrics, out=out, start=start, folder=folder)  # XLA is not waited for
                 metrics.update(_run(cfg, out, metrics, folder, watch))
                 metrics["status"] = "ok"
         except Preempted as stop:
@@ -84,9 +86,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             if whole:
                 log.info("%s", whole)
         except KeyboardInterrupt:  # a second Ctrl-C: at once, wherever the run was
-            checkpoints = out / "checkpoints"
-            hint = (f"; continue with: {sweep_hints.continue_command(out)}"
-                    if checkpoints.is_dir() and any(checkpoints.iterdir()) else "")
+            hint = f"; continue with: {sweep_hints.continue_command(out)}" if any((out / "checkpoints").glob("*")) else ""
             _record_interrupt(metrics, f"interrupted (Ctrl-C){hint}", start, folder)
             raise
         except Exception as err:  # every failure ends this job cleanly; the sweep goes on
@@ -99,6 +99,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             metrics["error"] = f"{type(err).__name__}: {err}"
             log.error("%s", metrics["error"], extra=console.child_refusal(err))  # the console tags it "[ERROR]"
             failure = traceback.format_exc()
+        watch.settle()  # a stop the watchdog is writing wins: it ends the process
         metrics["wall_s"] = time.perf_counter() - start
         folder.record(metrics, failure)
         folder.release()
@@ -263,8 +264,7 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
     if result.steps:
         log.info("compile %.2f s, step %.2f ms, %.0f samples/s; train loss %.4f (mean of the last %d steps), "
                  "val loss %s over %d pairs", result.compile_s, 1e3 * result.median_step_s, result.samples_per_s,
-                 train_loss, len(result.losses) % cfg.train.log_every or cfg.train.log_every, val_text,
-                 pipe.val_pairs)
+                 train_loss, len(result.losses) % cfg.train.log_every or cfg.train.log_every, val_text, pipe.val_pairs)
     else:
         log.info("nothing left to train: the checkpoint holds step %d of train.steps=%d; val loss %s over %d pairs",
                  ts.start_step, cfg.train.steps, val_text, pipe.val_pairs)

@@ -1,0 +1,139 @@
+"""A preemption signal answered within seconds before training, wherever the run's main thread is.
+
+Python runs a signal handler only between the main thread's bytecodes, and the run answers a signal only at
+its next step (``PreemptionWatch.check``). A SIGTERM that came while the main thread was inside XLA (compiling,
+initialising a large model) or a long setup step (simulating the data, building the model) waited for it to
+end: minutes, where a scheduler's SIGKILL follows SIGTERM within seconds (SLURM's KillWait: 30 s). Then
+``metrics.json`` still said nothing of the stop and the log ended mid-setup.
+
+``StopWatchdog`` hears the signal at once through ``signal.set_wakeup_fd`` (written by Python's C-level
+handler, even while the main thread is in C++). If the run has not answered it within ``GRACE_S`` and has not
+begun training (nothing trained, so nothing to checkpoint and no save under way to cut short), it records the
+stop as the run would (``status: preempted``, the command that continues it) and ends the process with
+``EXIT_PREEMPTED``. One process only (``distributed=none``): across processes JAX's preemption service decides.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from gensbi_sharding.harness.preemption import EXIT_PREEMPTED, PREEMPT_SIGNALS, Preempted, PreemptionWatch
+
+__all__ = ["GRACE_S", "StopWatchdog", "end_preempted_run", "watch_setup"]
+
+log = logging.getLogger("gensbi_sharding")
+
+#: Seconds a run has to answer a preemption signal at a step of its own before the watchdog ends it: a third of
+#: SLURM's default KillWait (30 s), so a step about to end (a small model's compile) still answers it itself.
+GRACE_S = 10.0
+
+
+class StopWatchdog:
+    """Until ``close()``: a preemption signal the run has not answered within ``GRACE_S`` calls ``stop(signum)``
+    from a thread, unless ``watch.settle()`` came first (training began, or the run answered it itself).
+
+    Made in the main thread (``signal.set_wakeup_fd`` may only be set there); ``watch`` closes it on its exit.
+    Where another wakeup fd is set (an asyncio loop's), it leaves that one and watches nothing.
+    """
+
+    def __init__(self, watch: PreemptionWatch, stop: Callable[[int], Any]):
+        self._watch, self._stop, self._closed, self._thread = watch, stop, threading.Event(), None
+        if threading.current_thread() is not threading.main_thread():
+            return
+        self._read, self._write = os.pipe()
+        os.set_blocking(self._write, False)  # set_wakeup_fd requires it: a full pipe never blocks the handler
+        self._previous = signal.set_wakeup_fd(self._write, warn_on_full_buffer=False)  # read until the first stop
+        if self._previous != -1:  # someone else's: put it back
+            signal.set_wakeup_fd(self._previous)
+            os.close(self._read), os.close(self._write)
+            return
+        self._thread = threading.Thread(target=self._run, name="preemption watchdog", daemon=True)
+        self._thread.start()
+        watch.watchdog = self
+
+    def close(self) -> None:
+        """Stop watching (the run is over); a forced stop under way still ends the process."""
+        if self._thread is not None:
+            signal.set_wakeup_fd(self._previous)
+            self._closed.set()
+            os.close(self._write)  # the thread reads the end of the pipe
+            self._thread = None
+
+    def _run(self) -> None:
+        signum = None
+        try:
+            while signum is None and (data := os.read(self._read, 64)):  # b"": closed
+                signum = next((s for s in data if s in PREEMPT_SIGNALS), None)  # Ctrl-C: a second one stops
+        finally:
+            os.close(self._read)
+        if signum is None or self._closed.wait(GRACE_S):
+            return
+        with self._watch.stop_lock:  # the main thread's settle() waits here while the stop is written
+            if not self._watch.settled:
+                self._stop(signum)
+
+
+def watch_setup(cfg: Any, watch: PreemptionWatch, **run: Any) -> None:
+    """In a run of one process (``distributed=none``), arm a ``StopWatchdog`` whose stop is ``end_preempted_run``.
+
+    Parameters
+    ----------
+    cfg : DictConfig
+        The job's config (``distributed.mode``).
+    watch : PreemptionWatch
+        The run's watch, entered in the main thread.
+    **run
+        ``metrics``, ``out``, ``start``, ``folder``: as ``end_preempted_run`` takes them.
+    """
+    if cfg.distributed.mode == "none":  # several processes: JAX's preemption service agrees on the stop
+        StopWatchdog(watch, lambda signum: end_preempted_run(signum, watch=watch, **run))
+
+
+def end_preempted_run(signum: int, *, metrics: dict[str, Any], out: Path, start: float, folder: Any,
+                      watch: PreemptionWatch) -> None:
+    """Record a run stopped before training by ``signum`` as ``run`` records a preemption, and end the process.
+
+    Parameters
+    ----------
+    signum : int
+        The preemption signal received.
+    metrics : dict
+        The run's metrics so far (its config); updated and written as ``metrics.json``.
+    out : pathlib.Path
+        The run's folder.
+    start : float
+        ``time.perf_counter()`` at the run's start.
+    folder : RunFolder
+        Records the metrics and releases the folder's lock.
+    watch : PreemptionWatch
+        Passes the signal on to the handler installed before the run (submitit's requeue).
+    """
+    from gensbi_sharding.harness import console, run_report, summary, sweep_hints
+
+    stop = Preempted(signum)
+    error = (f"{stop}; stopped {GRACE_S:g} s after the signal, inside a setup step; continue with: "
+             f"{sweep_hints.continue_command(out)}")
+    metrics.update(status="preempted", stopped_at_step=None, error=error, wall_s=time.perf_counter() - start)
+    log.log(min(console.stop_level(), logging.WARNING), "%s", error)
+    if whole := sweep_hints.whole_sweep_hint(out, sys.argv):
+        log.info("%s", whole)
+    folder.record(metrics)
+    folder.release()
+    if folder.owner:  # a sweep's job: its summary so far (Hydra's end-of-sweep one never comes)
+        summary.refresh_job_sweep_summary(out)
+    log.info("%s", run_report.final_line(metrics, out))
+    try:
+        watch.chain(signum)  # under submitit: requeue the job
+    finally:
+        logging.shutdown()  # launch.log and the console complete: os._exit runs no exit hooks
+        sys.stdout.flush(), sys.stderr.flush()
+        time.sleep(0.5)  # the threads that pass the console's lines on (console.native_output_to_log) pass these
+        os._exit(EXIT_PREEMPTED)  # the main thread is held in XLA or a setup step: only the process can end
