@@ -202,7 +202,7 @@ def check_table(table: Mapping) -> None:
                      if isinstance(key, str) else f"a key is a logical axis name, a str: got {type(key).__name__}")
             raise ValueError(f"rule table key {key!r} is not a logical axis; valid keys: {', '.join(LOGICAL_AXES)} "
                              f"({other})")
-        if not all(isinstance(v, str) for v in names):
+        if not all(isinstance(v, str) and v for v in names):  # "" (Hydra's rule.embed=) is no axis: None is unsplit
             raise ValueError(f"rule table entry {{{key!r}: {value!r}}}: a value must be a mesh axis name "
                              f"(e.g. 'data' or 'model'), a list of them, or None")
         twice = next((v for v in names if names.count(v) > 1), None)
@@ -212,23 +212,31 @@ def check_table(table: Mapping) -> None:
                              f"each once: {{{key!r}: {once[0] if len(once) == 1 else once!r}}}")
 
 
-def partition_spec_for(names: Sequence[str | None] | None, shape: Sequence[int],
-                       table: RuleTable, mesh: Mesh) -> tuple[P, str | None]:
+def partition_spec_for(names: Sequence[str | None] | str | None, shape: Sequence[int],
+                       table: RuleTable | str | Rule, mesh: Mesh) -> tuple[P, str | None]:
     """``(spec, None)``: the PartitionSpec of one variable under ``table`` on ``mesh`` (Flax's ``logical_to_mesh_axes``
-    plus checks); or ``(P(), why)`` it must be replicated: an unknown logical axis, another rank, a mesh axis absent or
-    used twice, a size the mesh axes do not divide. Never raised, but ``TypeError`` for a ``mesh`` not a Mesh.
+    plus checks); or ``(P(), why)`` it must be replicated: an unknown logical axis (or an entry not a str), another
+    rank, a mesh axis absent or used twice, a size the mesh axes do not divide. Never raised, but ``TypeError`` for a
+    ``mesh`` not a Mesh and ``ValueError`` for a ``table`` ``resolve_rule`` rejects.
 
     Parameters
     ----------
-    names : sequence of str or None, or None
-        Logical axis per dimension (``logical_axes_of``); None: not annotated (``P()``, no reason).
+    names : sequence of str or None, or str, or None
+        Logical axis per dimension (``logical_axes_of``; a bare str: one dimension); None: not annotated (``P()``).
     shape : sequence of int
-    table : RuleTable
+    table : RuleTable, or anything ``resolve_rule`` takes (a rule name, ``RULES[name]``'s pairs, a ``Rule``)
     mesh : jax.sharding.Mesh
     """
     check_mesh(mesh, optional=False)
+    if not isinstance(table, Mapping):  # RULES["fsdp"] is pairs: .get would raise AttributeError
+        table = resolve_rule(table).table
     if names is None:
         return P(), None
+    names = (names,) if isinstance(names, str) else tuple(names)  # "embed" is one name, not five characters
+    odd = [name for name in names if not (name is None or isinstance(name, str))]
+    if odd:  # a list would be unhashable in table.get; no rule table can name an int
+        return P(), (f"annotation entry {odd[0]!r} ({type(odd[0]).__name__}) is no logical axis name: give one str "
+                     f"(e.g. 'embed') or None per dimension, got {names!r}")
     if len(names) != len(shape):
         return P(), f"annotation rank {len(names)} != array rank {len(shape)}"
     entries, owner = [], {}
