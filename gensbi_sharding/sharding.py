@@ -175,9 +175,16 @@ def place(node: Any, plan: Plan) -> None:
     Raises
     ------
     ValueError, TypeError
-        ``plan`` made for another node (a variable it lacks, or at another shape: nothing moves); no Plan; no node.
+        ``plan`` made for another node (a variable it lacks, or at another shape: nothing moves), or ``node`` traced
+        (called inside ``jax.jit``); no Plan; no node.
     """
-    for key, var in check_plan_fits(plan, node, "place"):
+    variables = check_plan_fits(plan, node, "place")
+    traced = next((key for key, var in variables if any(map(_is_tracer, array_leaves(var.get_value())))), None)
+    if traced is not None:  # JAX's AttributeError on tracer.sharding named neither the variable nor the fix
+        raise ValueError(f"place / shard_model got {traced} as a traced array: it places a model outside jax.jit "
+                         "and nnx.jit (its arrays keep their shardings through the step): place it before the step "
+                         "function; inside one, pin activations with constrain(x, names, partition_axis)")
+    for key, var in variables:
         value, target = var.get_value(), plan.sharding(key)
         # Kept only if on the plan's mesh itself (an equivalent sharding elsewhere is moved); device_put refuses
         # abstract values, which take the sharding.
@@ -186,6 +193,10 @@ def place(node: Any, plan: Plan) -> None:
             continue
         var.set_value(jax.tree.map(lambda v: v.update(sharding=target) if isinstance(v, jax.ShapeDtypeStruct)
                                    else jax.device_put(v, target) if is_array(v) else v, value))
+
+
+def _is_tracer(value: Any) -> bool:
+    return isinstance(value, jax.core.Tracer)
 
 
 def shard_model(node: Any, mesh: Mesh | None, rule: str = "replicated") -> None:
