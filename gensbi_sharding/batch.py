@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
+import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from gensbi_sharding.rules import MODEL_AXIS
@@ -112,6 +113,16 @@ def check_same_rows(batch: Any, what: str) -> int | None:
     return sizes[0] if sizes else None
 
 
+def check_numeric_leaves(tree: Any, what: str) -> None:
+    """``TypeError`` naming the first array leaf of ``tree`` (``what``: the tree's name) of a dtype no JAX array holds:
+    strings, bytes, objects (JAX's own error names neither the leaf nor the fix)."""
+    for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
+        if isinstance(leaf, np.ndarray) and leaf.dtype.kind in "OSUV":  # a jax.Array never is (a key's has no kind)
+            raise TypeError(f"{what} leaf {jax.tree_util.keystr(path) or '<root>'} (shape {leaf.shape}) has dtype "
+                            f"{leaf.dtype}, which no JAX array holds: pass numbers (e.g. integer codes, "
+                            "np.unique(x, return_inverse=True)[1]) or keep it out of the tree")
+
+
 def pad_for_mesh(n: int, mesh: Mesh | None) -> tuple[int, int]:
     """Round ``n`` rows up to a multiple of the data-parallel size: ``(padded, n)``, e.g. ``(12, 10)`` for 4.
 
@@ -137,7 +148,8 @@ def shard_batch(batch: Any, mesh: Mesh | None) -> Any:
 
     Leaves go to ``NamedSharding(mesh, P(batch_axes(mesh)))`` (0-d: ``P()``), at the dtypes ``jax.device_put`` gives
     (float64 -> float32 unless ``jax_enable_x64``). ``ValueError`` (nothing placed) if leading sizes differ or are no
-    multiple of ``batch_size_divisor(mesh)`` (``pad_for_mesh``); ``TypeError`` for a mesh neither None nor a Mesh.
+    multiple of ``batch_size_divisor(mesh)`` (``pad_for_mesh``); ``TypeError`` for a mesh neither None nor a Mesh, or a
+    leaf of strings or objects (named).
 
     Parameters
     ----------
@@ -171,7 +183,7 @@ def replicate(tree: Any, mesh: Mesh | None) -> Any:
         ``jax.Array`` (committed elsewhere too), ``numpy.ndarray`` or ``jax.ShapeDtypeStruct`` leaves.
     mesh : jax.sharding.Mesh or None
     """
-    return _put_leaves(tree, mesh, lambda leaf: P())
+    return _put_leaves(tree, mesh, lambda leaf: P(), "replicate")
 
 
 def _split_leading(tree: Any, mesh: Mesh | None, what: str) -> Any:
@@ -187,13 +199,14 @@ def _split_leading(tree: Any, mesh: Mesh | None, what: str) -> Any:
                              f"by the data-parallel size {divisor}; pad it (pad_for_mesh) or use {nearest} rows")
         return P(batch_axes(mesh) or None) if leaf.ndim else P()
 
-    return _put_leaves(tree, mesh, spec)
+    return _put_leaves(tree, mesh, spec, what)
 
 
-def _put_leaves(tree: Any, mesh: Mesh | None, spec: Callable[[Any], P]) -> Any:
+def _put_leaves(tree: Any, mesh: Mesh | None, spec: Callable[[Any], P], what: str) -> Any:
     check_mesh(mesh)
     if mesh is None:
         return tree
+    check_numeric_leaves(tree, what)
     leaves, treedef = jax.tree.flatten(tree)
     index = [i for i, leaf in enumerate(leaves) if is_array(leaf)]
     # One batched device_put: a single dispatch for the whole tree, not one per leaf.

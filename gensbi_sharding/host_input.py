@@ -15,7 +15,7 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from gensbi_sharding.batch import batch_axes, check_same_rows
+from gensbi_sharding.batch import batch_axes, check_numeric_leaves, check_same_rows
 from gensbi_sharding.nodes import check_mesh, is_array, mesh_axes_of
 
 __all__ = ["DataPartitionType", "input_partition_spec", "host_to_global_array"]
@@ -69,6 +69,8 @@ def host_to_global_array(host_arrays: Any, *, partition: Any = DataPartitionType
         already global or abstract; a spec too long or naming an axis ``mesh`` lacks; no device of ``mesh`` here; a
         local size no multiple of its local shards. With ``check_processes``, on every process: another process
         failed, or passes another tree, dtype, shape, or values for a leaf split over no axis spanning processes.
+    TypeError
+        A leaf of strings or objects (named), which no JAX array holds.
     """
     mesh = _concrete_mesh(mesh)
     flat, treedef = jax.tree_util.tree_flatten_with_path(host_arrays)
@@ -76,6 +78,7 @@ def host_to_global_array(host_arrays: Any, *, partition: Any = DataPartitionType
     paths = [jax.tree_util.keystr(keypath) or "<root>" for keypath, _ in flat]  # as messages name each leaf
     try:  # caught, so every process reaches the one collective of _check_processes_agree and raises too
         specs = _specs(partition, host_arrays, mesh)
+        check_numeric_leaves(host_arrays, "host_arrays")
         # The leaves split along their leading axis are one batch: their rows must line up (as shard_batch's).
         check_same_rows(jax.tree.unflatten(treedef, [leaf if is_array(leaf) and len(spec) and spec[0] is not None
                                                      else None for leaf, spec in zip(leaves, specs)]), "host_arrays")
@@ -93,7 +96,7 @@ def host_to_global_array(host_arrays: Any, *, partition: Any = DataPartitionType
                                  "pass this process's rows as a numpy or local jax array")
             _check_local_shape(path, leaf.shape, spec, mesh)
             targets[i] = NamedSharding(mesh, spec)
-    except ValueError as err:
+    except (ValueError, TypeError) as err:  # a TypeError too: every process must reach the collective
         error = err
     # Inside jit no collective can run; a mesh over some processes only: the others may never call this.
     if check_processes and jax.process_count() > 1 and str(error) != _OUTSIDE_JIT and len(
@@ -108,7 +111,7 @@ def host_to_global_array(host_arrays: Any, *, partition: Any = DataPartitionType
     return jax.tree.unflatten(treedef, leaves)
 
 
-def _check_processes_agree(error: ValueError | None, treedef: Any, leaves: list) -> None:
+def _check_processes_agree(error: Exception | None, treedef: Any, leaves: list) -> None:
     """Raise on every process if one failed its checks or passes another tree, dtype, shape or replicated values.
 
     ``make_array_from_process_local_data`` takes each process's input as everyone's: unequal inputs give wrong shapes
