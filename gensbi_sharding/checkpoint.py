@@ -6,6 +6,7 @@ layout and complete steps in ``checkpoint_steps``. ``path, base_dir`` below are 
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -22,8 +23,8 @@ from gensbi_sharding.checkpoint_save import CheckpointWriter
 from gensbi_sharding.checkpoint_steps import (CHECKPOINT_SUBDIR, committed_steps, find_checkpoint, flat_by_path,
                                               is_prng_key, is_variable, item_handlers, nest_by_path, path_key)
 from gensbi_sharding.rules import Rule, RuleTable
-from gensbi_sharding.nodes import (abstract_state, array_leaves, check_node, is_node, is_scalar, node_state,
-                                   placed_dtype, prefix_holding, trace_factory, value_leaves)
+from gensbi_sharding.nodes import (abstract_state, array_leaves, check_node, is_node, is_scalar, mesh_axes_of,
+                                   node_state, placed_dtype, prefix_holding, trace_factory, value_leaves)
 from gensbi_sharding.sharding import plan_shardings
 
 __all__ = ["CHECKPOINT_SUBDIR", "CheckpointWriter", "Restored", "abstract_state_for",
@@ -96,7 +97,8 @@ def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.
     ------
     FileNotFoundError, TypeError, ValueError
         No complete checkpoint, or a damaged step folder (named, with the reason); an argument of another type; a
-        target leaf without a sharding, or variables missing, extra or of another shape or dtype (named).
+        target leaf without a sharding or one (``key_sharding`` too) that cannot split it, or variables missing, extra
+        or of another shape or dtype (named). A key saved typed or raw comes back as the target holds it.
     """
     step_dir = find_checkpoint(path, base_dir)
     if key_sharding is not None and not isinstance(key_sharding, jax.sharding.Sharding):
@@ -113,9 +115,12 @@ def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.
         # Values holding no array (optax.masked's MaskedNode, None) are never saved.
         dataless = {name: target.pop(name) for name in [n for n, leaf in target.items() if not jax.tree.leaves(leaf)]}
         if "rng" in saved:
+            _check_fits("rng", tuple(saved["rng"].shape), key_sharding or _replicated_like(target))
             target["rng"] = jax.ShapeDtypeStruct(saved["rng"].shape, saved["rng"].dtype,
                                                  sharding=key_sharding or _replicated_like(target))
         scalars = {name: leaf for name, leaf in target.items() if is_scalar(leaf)}
+        # Typed keys come back as the target holds them (a raw uint32 key saved, a typed one wanted, or the reverse).
+        impls = {name: _key_impl(leaf) for name, leaf in target.items() if is_prng_key(leaf)}
         target = {name: _storage_target(name, leaf) for name, leaf in target.items()}
         # Zero-size arrays are never saved (Orbax refuses them): built here at their target shardings.
         empty = {name: target.pop(name) for name in [n for n, t in target.items() if t.size == 0 and n not in saved]}
@@ -127,7 +132,8 @@ def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.
     values.update({name: jax.device_put(jnp.zeros(t.shape, t.dtype), t.sharding) for name, t in empty.items()})
     # A scalar comes back as the type its target holds (Orbax reads it as a 0-d NumPy array).
     values.update({name: type(leaf)(values[name].item()) for name, leaf in scalars.items()})
-    for name, impl in meta.get("key_impls", {}).items():
+    impls.update({name: impl for name, impl in meta.get("key_impls", {}).items() if name == "rng"})
+    for name, impl in impls.items():
         values[name] = jax.random.wrap_key_data(values[name], impl=impl)
     pairs, treedef = jax.tree_util.tree_flatten_with_path(abstract_state, is_leaf=is_variable)
     leaves = [_rebuilt(keypath, old, values) for keypath, old in pairs]
@@ -198,7 +204,27 @@ def _storage_target(name: str, leaf: Any) -> jax.ShapeDtypeStruct:
         raise ValueError(f"restore target {name} is {type(leaf).__name__} without a sharding; build "
                          "the target with abstract_state_for(node, mesh, table)")
     shape = jax.eval_shape(jax.random.key_data, leaf) if is_prng_key(leaf) else leaf
+    _check_fits(name, shape.shape, leaf.sharding)
     return jax.ShapeDtypeStruct(shape.shape, shape.dtype, sharding=leaf.sharding)
+
+
+def _check_fits(name: str, shape: tuple, sharding: jax.sharding.Sharding) -> None:
+    """``ValueError`` unless ``sharding`` can split an array of ``shape``: else Orbax's IndivisibleError would come from
+    the read, reported as a damaged checkpoint (or JAX's rank error would name neither the leaf nor the fix)."""
+    spec = sharding.spec if isinstance(sharding, NamedSharding) else P()
+    sizes = dict(sharding.mesh.shape) if spec else {}
+    if len(spec) > len(shape) or any(n % math.prod(sizes[a] for a in mesh_axes_of(e)) for n, e in zip(shape, spec)):
+        fix = ("key_sharding must fit the saved key's data" if name == "rng" else "build the target with "
+               "abstract_state_for(node, mesh, rule), whose shardings fit")
+        raise ValueError(f"restore target {name} (shape {tuple(shape)}) cannot be split as {spec}: more entries than "
+                         f"dimensions, or a size the mesh axes {sizes} do not divide; {fix}, e.g. PartitionSpec()")
+
+
+def _key_impl(leaf: Any) -> str:
+    """The PRNG implementation's name of a typed key, abstract too (``jax.random.key_impl`` takes no abstract one)."""
+    found = []
+    jax.eval_shape(lambda key: found.append(str(jax.random.key_impl(key))), leaf)
+    return found[0]
 
 
 def _replicated_like(target: Mapping[str, Any]) -> jax.sharding.Sharding:
