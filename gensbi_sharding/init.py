@@ -52,9 +52,10 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Rule
         back a value it computed, changes an ``nnx.Rngs`` made outside it or builds other values in each group's
         trace (an unseeded global RNG); ``mesh`` holds no local device.
     TypeError
-        ``factory()`` returns no NNX node; ``mesh`` of another type; a variable holds a leaf neither array nor number.
+        ``factory()`` returns no NNX node; ``mesh`` of another type; a variable holds a leaf neither array nor number;
+        ``warn`` not a bool.
     """
-    rule = _check(factory, rule)
+    rule = _check(factory, rule, warn)
     if mesh is None:
         check_node(node := factory(), "init_sharded (what the factory returned)")
         return node
@@ -101,7 +102,7 @@ def abstract_sharded(factory: Callable[[], Any], mesh: Mesh | None,
     mesh : jax.sharding.Mesh or None
         None: no shardings (as ``nnx.eval_shape(factory)``, but scalar variables keep their values).
     """
-    rule = _check(factory, rule)
+    rule = _check(factory, rule, warn)
     if mesh is None:
         return nnx.merge(*trace_factory(factory, "abstract_sharded"))
     graphdef, state, plan = _trace_and_plan(factory, mesh, rule, warn, "abstract_sharded")
@@ -188,7 +189,9 @@ def _check_placed_under(model: Any, mesh: Mesh, rule: Rule) -> None:
                          f"holds it at {getattr(array_leaves(values[path])[0].sharding, 'spec', None)}; {hint}")
 
 
-def _check(factory: Any, rule: Any) -> Rule:
+def _check(factory: Any, rule: Any, warn: Any) -> Rule:
+    if not isinstance(warn, (bool, np.bool_)):  # warn="no" is truthy: it would warn
+        raise TypeError(f"warn={warn!r:.40} must be True or False")
     if not callable(factory) or isinstance(factory, nnx.Pytree):
         raise ValueError(f"factory must be a zero-argument callable building the module, got a {type(factory).__name__}"
                          "; pass e.g. lambda: make_mlp(dim_theta=2, dim_x=2, rngs=nnx.Rngs(0))")

@@ -202,14 +202,17 @@ def mesh_init_simulate(seed: Any, x: Any, features: Any, mesh_axes: Any) -> jax.
     Raises
     ------
     ValueError
-        ``seed``, ``features`` or ``mesh_axes`` not castable with ``int``, ``x`` 0-d, or ``features`` < 1.
+        ``seed``, ``features`` or ``mesh_axes`` not castable with ``int`` (inf too), ``seed`` beyond 64 bits, ``x`` 0-d,
+        or ``features`` < 1.
     """
     ints = {}
     for name, value in (("seed", seed), ("features", features), ("mesh_axes", mesh_axes)):
         try:
             ints[name] = int(value)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):  # OverflowError: int(float("inf"))
             raise ValueError(f"{name} must be castable to int, got {value!r}; pass e.g. {name}=3") from None
+    if not -2**63 <= ints["seed"] < 2**63:  # nnx.Rngs' OverflowError named no argument
+        raise ValueError(f"seed={ints['seed']} must fit in 64 bits (-2**63 <= seed < 2**63); pass e.g. seed=0")
     shape = np.shape(x)
     if not shape:
         raise ValueError(f"x must have at least one axis (its last size is the layer's input size), "
