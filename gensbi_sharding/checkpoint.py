@@ -6,7 +6,6 @@ layout and complete steps in ``checkpoint_steps``. ``path, base_dir`` below are 
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -23,8 +22,8 @@ from gensbi_sharding.checkpoint_save import CheckpointWriter
 from gensbi_sharding.checkpoint_steps import (CHECKPOINT_SUBDIR, committed_steps, find_checkpoint, flat_by_path,
                                               is_prng_key, is_variable, item_handlers, nest_by_path, path_key)
 from gensbi_sharding.rules import Rule, RuleTable
-from gensbi_sharding.nodes import (abstract_state, array_leaves, check_node, is_node, is_scalar, mesh_axes_of,
-                                   node_state, placed_dtype, prefix_holding, trace_factory, value_leaves)
+from gensbi_sharding.nodes import (abstract_state, array_leaves, check_node, is_node, is_scalar, node_state,
+                                   placed_dtype, prefix_holding, spec_misfit, trace_factory, value_leaves)
 from gensbi_sharding.sharding import plan_shardings
 
 __all__ = ["CHECKPOINT_SUBDIR", "CheckpointWriter", "Restored", "abstract_state_for",
@@ -211,13 +210,12 @@ def _storage_target(name: str, leaf: Any) -> jax.ShapeDtypeStruct:
 def _check_fits(name: str, shape: tuple, sharding: jax.sharding.Sharding) -> None:
     """``ValueError`` unless ``sharding`` can split an array of ``shape``: else Orbax's IndivisibleError would come from
     the read, reported as a damaged checkpoint (or JAX's rank error would name neither the leaf nor the fix)."""
-    spec = sharding.spec if isinstance(sharding, NamedSharding) else P()
-    sizes = dict(sharding.mesh.shape) if spec else {}
-    if len(spec) > len(shape) or any(n % math.prod(sizes[a] for a in mesh_axes_of(e)) for n, e in zip(shape, spec)):
+    why = spec_misfit(sharding.spec, shape, sharding.mesh) if isinstance(sharding, NamedSharding) else None
+    if why is not None:
         fix = ("key_sharding must fit the saved key's data" if name == "rng" else "build the target with "
                "abstract_state_for(node, mesh, rule), whose shardings fit")
-        raise ValueError(f"restore target {name} (shape {tuple(shape)}) cannot be split as {spec}: more entries than "
-                         f"dimensions, or a size the mesh axes {sizes} do not divide; {fix}, e.g. PartitionSpec()")
+        raise ValueError(f"restore target {name} (shape {tuple(shape)}) cannot be split as {sharding.spec}: {why}; "
+                         f"{fix}, e.g. PartitionSpec()")
 
 
 def _key_impl(leaf: Any) -> str:

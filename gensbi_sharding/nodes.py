@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import hashlib
+import math
 
 import flax.errors
 import jax
@@ -18,7 +19,7 @@ __all__ = ["is_int", "is_array", "is_scalar", "is_prng_key", "path_name", "check
            "check_node", "node_state", "array_variables", "check_plan_fits", "abstract_state", "placed_dtype",
            "eval_shape_off_mesh", "is_array_like", "array_leaves", "placed_as", "value_leaves", "leaf_paths",
            "shape_of", "keep_scalars", "trace_factory", "trace_digest", "check_value_leaves", "listing",
-           "mesh_axes_of", "prefix_holding"]
+           "mesh_axes_of", "prefix_holding", "spec_misfit"]
 
 
 def is_int(x: Any) -> bool:
@@ -103,6 +104,19 @@ def path_name(path: Sequence[Any]) -> str:
 def mesh_axes_of(entry: Any) -> tuple:
     """The mesh axes of a PartitionSpec entry or a checked rule-table value: None -> (), "data" -> ("data",)."""
     return () if entry is None else (entry,) if isinstance(entry, str) else tuple(entry)
+
+
+def spec_misfit(spec: Any, shape: Sequence[int], mesh: Any) -> str | None:
+    """Why PartitionSpec ``spec`` cannot split an array of ``shape`` on ``mesh`` (an axis it lacks, more entries than
+    dimensions, a size its axes do not divide), else None: JAX's and Orbax's errors name no variable."""
+    missing = [a for entry in spec for a in mesh_axes_of(entry) if a not in mesh.shape]
+    if missing:
+        return f"mesh axis {missing[0]!r} is not in the mesh {tuple(mesh.axis_names)}"
+    if len(spec) > len(shape):
+        return f"it has {len(spec)} entries for an array of shape {tuple(shape)}"
+    sizes = [math.prod(mesh.shape[a] for a in mesh_axes_of(entry)) for entry in spec]
+    bad = next(((n, e, k) for n, e, k in zip(shape, spec, sizes) if n % k), None)
+    return None if bad is None else f"size {bad[0]} is not divisible by mesh axes {bad[1]!r} of size {bad[2]}"
 
 
 def listing(items: Sequence[str], n: int = 3) -> str:

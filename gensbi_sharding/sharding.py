@@ -18,7 +18,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from gensbi_sharding.nodes import (abstract_state, array_leaves, array_variables, check_mesh, check_node,
                                    check_plan_fits, is_array, is_array_like, is_int, is_node, leaf_paths, listing,
-                                   path_name, shape_of)
+                                   path_name, shape_of, spec_misfit)
 from gensbi_sharding.rules import (RULES, ExperimentalRuleWarning, Rule, RuleTable, ShardingFallbackWarning, axes,
                                    logical_axes_of, partition_spec_for, partitioned, resolve_rule)
 
@@ -36,7 +36,8 @@ class Plan:
     Parameters
     ----------
     mesh : jax.sharding.Mesh
-    rule : Rule
+    rule : str or RuleTable or Rule
+        Resolved (``resolve_rule``); ``TypeError`` for a ``mesh`` no Mesh or a spec no PartitionSpec.
     specs : dict of str to jax.sharding.PartitionSpec
         ``"a/b/c"`` path -> spec of every variable that is or holds arrays.
     fallbacks : dict of str to str
@@ -49,6 +50,14 @@ class Plan:
     specs: dict[str, P]
     fallbacks: dict[str, str]
     shapes: dict[str, tuple[int, ...]] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # A plan built by hand: a rule name warned AttributeError, a tuple spec failed in NamedSharding.
+        check_mesh(self.mesh, optional=False)
+        object.__setattr__(self, "rule", resolve_rule(self.rule))  # any form plan_shardings takes
+        odd = next(((path, spec) for path, spec in self.specs.items() if not isinstance(spec, P)), None)
+        if odd is not None:
+            raise TypeError(f"Plan specs[{odd[0]!r}]={odd[1]!r:.60} must be a PartitionSpec, e.g. P(None, 'model')")
 
     def sharding(self, path: str) -> NamedSharding:
         """The ``NamedSharding`` of the variable at ``path`` (a key of ``specs``; else ``KeyError``).
@@ -184,6 +193,11 @@ def place(node: Any, plan: Plan) -> None:
         raise ValueError(f"place / shard_model got {traced} as a traced array: it places a model outside jax.jit "
                          "and nnx.jit (its arrays keep their shardings through the step): place it before the step "
                          "function; inside one, pin activations with constrain(x, names, partition_axis)")
+    misfit = next(((key, why) for key, var in variables for a in array_leaves(var.get_value())
+                   if (why := spec_misfit(plan.specs[key], a.shape, plan.mesh))), None)
+    if misfit is not None:  # a plan built by hand: JAX's error named the spec, not the variable
+        raise ValueError(f"place: the plan splits {misfit[0]} as {plan.specs[misfit[0]]}, but {misfit[1]}; plan it "
+                         "with plan_shardings(node, mesh, rule), whose specs fit, or fix that spec")
     for key, var in variables:
         value, target = var.get_value(), plan.sharding(key)
         # Kept only if on the plan's mesh itself (an equivalent sharding elsewhere is moved); device_put refuses

@@ -130,3 +130,41 @@ def test_init_sharded_refuses_a_warn_that_is_no_bool(mesh, call):
     # Was taken as truthy: warn="no" warned.
     with pytest.raises(TypeError, match=r"warn='no' must be True or False"):
         call(lambda: nnx.Linear(2, 2, rngs=nnx.Rngs(0)), mesh, "replicated", warn="no")
+
+
+def linear():
+    kernel_init = gs.partitioned(nnx.initializers.lecun_normal(), ("embed", "mlp"))
+    return nnx.Linear(8, 8, rngs=nnx.Rngs(0), kernel_init=kernel_init)
+
+
+@pytest.mark.parametrize("specs, error, message", [
+    # Was JAX's "Resource axis: mdl of P(None, 'mdl') is not found in mesh" / "only valid for values of rank at least
+    # 2" from device_put, naming no variable; AttributeError "'tuple' object has no attribute 'partitions'".
+    ({"kernel": P(None, "mdl"), "bias": P()}, ValueError,
+     "place: the plan splits kernel as P(None, 'mdl'), but mesh axis 'mdl' is not in the mesh ('data', 'model')"),
+    ({"kernel": P(), "bias": P("data", "model")}, ValueError,
+     "place: the plan splits bias as P('data', 'model'), but it has 2 entries for an array of shape (8,)"),
+    ({"kernel": P(None, "model"), "bias": P("model")}, None, None),  # fits: placed
+    ({"kernel": (None, "model"), "bias": P()}, TypeError,
+     "Plan specs['kernel']=(None, 'model') must be a PartitionSpec, e.g. P(None, 'model')"),
+])
+def test_a_plan_built_by_hand_is_checked_naming_the_variable(mesh, specs, error, message):
+    model = linear()
+    if error is None:
+        gs.place(model, gs.Plan(mesh, "tensor", specs, {}))
+        assert model.kernel.get_value().sharding.spec == P(None, "model")
+        return
+    with pytest.raises(error) as caught:
+        gs.place(model, gs.Plan(mesh, "tensor", specs, {}))
+    assert str(caught.value).startswith(message)
+
+
+def test_a_plan_built_by_hand_takes_a_rule_name(mesh):
+    # Was AttributeError "'str' object has no attribute 'builtin'" from Plan.warn.
+    plan = gs.Plan(mesh, "tensor", {"kernel": P(None, "model"), "bias": P()}, {"bias": "no annotation"})
+    assert plan.rule == gs.resolve_rule("tensor")
+    with pytest.warns(gs.ShardingFallbackWarning, match=r"bias \(no annotation\)"):
+        with pytest.warns(gs.ExperimentalRuleWarning):  # a built-in splitting rule, as plan_shardings' plan warns
+            plan.warn()
+    with pytest.raises(TypeError, match="mesh must be a jax.sharding.Mesh, got None"):
+        gs.Plan(None, "tensor", {}, {})
