@@ -17,9 +17,9 @@ from flax import nnx
 from jax.sharding import Mesh, NamedSharding, SingleDeviceSharding
 
 from gensbi_sharding.rules import RULES, Rule, RuleTable, resolve_rule
-from gensbi_sharding.nodes import (array_leaves, array_variables, check_node, eval_shape_off_mesh, is_array_like,
-                                   keep_scalars, leaf_paths, mesh_label, path_name, placed_as, trace_digest,
-                                   trace_factory)
+from gensbi_sharding.nodes import (array_leaves, array_variables, build_unplaced, check_node, eval_shape_off_mesh,
+                                   is_array_like, keep_scalars, leaf_paths, mesh_label, path_name, placed_as,
+                                   trace_digest, trace_factory)
 from gensbi_sharding.sharding import Plan, plan_shardings
 
 __all__ = ["GROUP_BYTES", "init_sharded", "abstract_sharded", "init_optimizer_sharded"]
@@ -57,7 +57,7 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Rule
     """
     rule = _check(factory, rule, warn)
     if mesh is None:
-        check_node(node := factory(), "init_sharded (what the factory returned)")
+        check_node(node := build_unplaced(factory), "init_sharded (what the factory returned)")
         return node
     graphdef, state, plan = _trace_and_plan(factory, mesh, rule, warn, "init_sharded")
     variables = dict((path_name(p), v) for p, v in nnx.to_flat_state(state) if path_name(p) in plan.specs)
@@ -233,7 +233,7 @@ def _select(factory: Callable[[], Any], paths: list[str], constants: dict) -> Ca
     """A traceable function returning ``factory()``'s values at ``paths``, None for each leaf built from no traced
     array; those leaves of every variable go in ``constants`` by name."""
     def build():
-        values = {path_name(p): v.get_value() for p, v in nnx.to_flat_state(nnx.state(factory()))}
+        values = {path_name(p): v.get_value() for p, v in nnx.to_flat_state(nnx.state(build_unplaced(factory)))}
         # Returned, such a leaf would be a constant of its own group's trace alone: the groups' digests would differ.
         constants.update((p, jax.tree.map(lambda v: None if isinstance(v, jax.core.Tracer) else v, value))
                          for p, value in values.items())

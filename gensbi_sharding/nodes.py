@@ -19,7 +19,7 @@ __all__ = ["is_int", "is_array", "is_scalar", "is_prng_key", "path_name", "check
            "check_node", "node_state", "array_variables", "check_plan_fits", "abstract_state", "placed_dtype",
            "eval_shape_off_mesh", "is_array_like", "array_leaves", "placed_as", "value_leaves", "leaf_paths",
            "shape_of", "keep_scalars", "trace_factory", "trace_digest", "check_value_leaves", "listing",
-           "mesh_axes_of", "prefix_holding", "spec_misfit"]
+           "mesh_axes_of", "prefix_holding", "spec_misfit", "build_unplaced"]
 
 
 def is_int(x: Any) -> bool:
@@ -237,6 +237,14 @@ _READS_TRACED_VALUE = (jax.errors.ConcretizationTypeError, jax.errors.TracerArra
                        jax.errors.TracerBoolConversionError, jax.errors.TracerIntegerConversionError)
 
 
+def build_unplaced(factory: Callable[[], Any]) -> Any:
+    """``factory()`` with Flax's eager sharding off: a variable annotated the Flax way (``nnx.with_partitioning``,
+    ``sharding_names``) keeps its logical names unplaced, as with ``partitioned``, instead of Flax refusing them without
+    a mesh, or under one reading them as mesh axes (``Resource axis: embed ... is not found in mesh``)."""
+    with nnx.use_eager_sharding(False):
+        return factory()
+
+
 def trace_factory(factory: Callable[[], Any], caller: str = "init_sharded") -> tuple[Any, nnx.State]:
     """Trace ``factory()`` into its graphdef and abstract state, keeping scalars' values; ``ValueError`` naming
     ``caller`` if the constructor reads a traced value."""
@@ -244,7 +252,7 @@ def trace_factory(factory: Callable[[], Any], caller: str = "init_sharded") -> t
 
     def build():
         try:
-            node = factory()
+            node = build_unplaced(factory)
         except flax.errors.TraceContextError as error:  # Flax's names neither the caller nor the fix
             raise ValueError(f"{caller} traces the factory, which changed an NNX object made outside it, e.g. an "
                              f"nnx.Rngs ({str(error).splitlines()[0][:100]}); make it inside the factory: "
