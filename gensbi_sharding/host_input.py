@@ -70,8 +70,10 @@ def host_to_global_array(host_arrays: Any, *, partition: Any = DataPartitionType
         local size no multiple of its local shards. With ``check_processes``, on every process: another process
         failed, or passes another tree, dtype, shape, or values for a leaf split over no axis spanning processes.
     TypeError
-        A leaf of strings or objects (named), which no JAX array holds.
+        A leaf of strings or objects (named), which no JAX array holds; ``check_processes`` not a bool.
     """
+    if not isinstance(check_processes, (bool, np.bool_)):  # "no" is truthy: a collective the caller meant to skip
+        raise TypeError(f"check_processes={check_processes!r:.40} must be True or False")
     mesh = _concrete_mesh(mesh)
     flat, treedef = jax.tree_util.tree_flatten_with_path(host_arrays)
     leaves, targets, error = [leaf for _, leaf in flat], {}, None

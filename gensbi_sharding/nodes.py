@@ -19,7 +19,7 @@ __all__ = ["is_int", "is_array", "is_scalar", "is_prng_key", "path_name", "check
            "check_node", "node_state", "array_variables", "check_plan_fits", "abstract_state", "placed_dtype",
            "eval_shape_off_mesh", "is_array_like", "array_leaves", "placed_as", "value_leaves", "leaf_paths",
            "shape_of", "keep_scalars", "trace_factory", "trace_digest", "check_value_leaves", "listing",
-           "mesh_axes_of", "prefix_holding", "spec_misfit", "build_unplaced"]
+           "mesh_axes_of", "prefix_holding", "spec_misfit", "build_unplaced", "non_node_part"]
 
 
 def is_int(x: Any) -> bool:
@@ -153,7 +153,19 @@ def check_node(node: Any, caller: str, *, factory: bool = False) -> None:
         return
     also = ", or a zero-argument factory building one" if factory else ""
     raise TypeError(f"{caller} takes an NNX graph node (a Module, nnx.Optimizer, nnx.State, or a tuple or "
-                    f"dict of them{also}), got {type(node).__name__} {node!r:.60}")
+                    f"dict of them{also}), got {type(node).__name__} {' '.join(repr(node).split())[:60]}"
+                    f"{non_node_part(node)}")  # a Module's repr spans lines
+
+
+def non_node_part(node: Any) -> str:
+    """Where a tuple, list or dict fails ``is_node``, as messages append it: ``"; its ['step'] is int 0, ..."``."""
+    path, item = "", node
+    while isinstance(item, (tuple, list, dict)) and item and not is_node(item):
+        key, item = next((k, v) for k, v in (item.items() if isinstance(item, dict) else enumerate(item))
+                         if not is_node(v))
+        path += f"[{key!r}]"
+    return (f"; its {path} is {type(item).__name__} {item!r:.40}, no NNX node: keep other values (a step count, "
+            "arrays) out of it") if path else ""
 
 
 def node_state(tree: Any) -> Any:

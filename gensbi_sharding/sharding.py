@@ -18,7 +18,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from gensbi_sharding.nodes import (abstract_state, array_leaves, array_variables, check_mesh, check_node,
                                    check_plan_fits, is_array, is_array_like, is_int, is_node, leaf_paths, listing,
-                                   path_name, shape_of, spec_misfit)
+                                   non_node_part, path_name, shape_of, spec_misfit)
 from gensbi_sharding.rules import (RULES, ExperimentalRuleWarning, Rule, RuleTable, ShardingFallbackWarning, axes,
                                    logical_axes_of, partition_spec_for, partitioned, resolve_rule)
 
@@ -252,7 +252,8 @@ def _plan_warn_place(node: Any, mesh: Mesh | None, rule: str | RuleTable) -> Non
     """``shard_model(_by_table)``'s body: check ``node`` and the rule, then plan, warn, place (with a mesh)."""
     if not is_node(node):
         raise TypeError(f"shard_model places NNX graph nodes (a Module, nnx.Optimizer, nnx.State, or a tuple or dict "
-                        f"of them), got {type(node).__name__}; for a pytree of arrays use shard_batch or replicate")
+                        f"of them), got {type(node).__name__}{non_node_part(node)}; for a pytree of arrays use "
+                        "shard_batch or replicate")
     rule = resolve_rule(rule)  # checked with or without a mesh: a bad table fails before the run gets one
     check_mesh(mesh)  # its message offers None (plan_shardings' does not)
     if mesh is not None:

@@ -125,11 +125,14 @@ def test_mesh_init_simulate_names_a_number_out_of_range(args, needle):
         gs.mesh_init_simulate(*args)
 
 
-@pytest.mark.parametrize("call", [gs.init_sharded, gs.abstract_sharded])
-def test_init_sharded_refuses_a_warn_that_is_no_bool(mesh, call):
-    # Was taken as truthy: warn="no" warned.
-    with pytest.raises(TypeError, match=r"warn='no' must be True or False"):
-        call(lambda: nnx.Linear(2, 2, rngs=nnx.Rngs(0)), mesh, "replicated", warn="no")
+@pytest.mark.parametrize("call, flag", [
+    (lambda mesh: gs.init_sharded(lambda: nnx.Linear(2, 2, rngs=nnx.Rngs(0)), mesh, warn="no"), "warn"),
+    (lambda mesh: gs.abstract_sharded(lambda: nnx.Linear(2, 2, rngs=nnx.Rngs(0)), mesh, warn="no"), "warn"),
+    (lambda mesh: gs.host_to_global_array({"x": np.ones((8, 2))}, mesh=mesh, check_processes="no"), "check_processes")])
+def test_a_flag_that_is_no_bool_is_refused(mesh, call, flag):
+    # Was taken as truthy: warn="no" warned, check_processes="no" ran the collective.
+    with pytest.raises(TypeError, match=rf"^{flag}='no' must be True or False$"):
+        call(mesh)
 
 
 def linear():
@@ -193,3 +196,17 @@ def test_a_factory_annotated_the_flax_way_is_built_unplaced_then_planned(mesh, c
     state = built if call == "abstract_state_for" else nnx.state(built)
     assert state["up"]["kernel"].get_value().sharding.spec == P(None, "model")
     assert state["scale"].get_value().sharding.spec == P("model")
+
+
+@pytest.mark.parametrize("call", [
+    lambda state, mesh: gs.shard_model(state, mesh), lambda state, mesh: gs.plan_shardings(state, mesh),
+    lambda state, mesh: gs.describe(state, mesh), lambda state, mesh: checkpoint.abstract_state_for(state, mesh),
+    lambda state, mesh: gs.init_sharded(lambda: state, mesh)])
+def test_a_train_state_holding_a_plain_value_names_it(mesh, call):
+    # Was "... got dict {'model': Linear( # Param: 20 (80 B)" cut mid-repr over lines, naming no offending entry.
+    state = {"model": nnx.Linear(4, 4, rngs=nnx.Rngs(0)), "extra": [nnx.Linear(4, 4, rngs=nnx.Rngs(1)), 0]}
+    with pytest.raises(TypeError) as caught:
+        call(state, mesh)
+    assert "; its ['extra'][1] is int 0, no NNX node: keep other values (a step count, arrays) out of it" in str(
+        caught.value)
+    assert "\n" not in str(caught.value)
