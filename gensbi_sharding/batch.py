@@ -114,13 +114,18 @@ def check_same_rows(batch: Any, what: str) -> int | None:
 
 
 def check_numeric_leaves(tree: Any, what: str) -> None:
-    """``TypeError`` naming the first array leaf of ``tree`` (``what``: the tree's name) of a dtype no JAX array holds:
-    strings, bytes, objects (JAX's own error names neither the leaf nor the fix)."""
+    """``TypeError`` naming the first leaf of ``tree`` (``what``: the tree's name) of a dtype no JAX array holds
+    (strings, bytes, objects: JAX's error names neither the leaf nor the fix), or an array-like that is no array (a
+    pandas or torch object: else kept as it is, unplaced)."""
     for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
+        name = jax.tree_util.keystr(path) or "<root>"
         if isinstance(leaf, np.ndarray) and leaf.dtype.kind in "OSUV":  # a jax.Array never is (a key's has no kind)
-            raise TypeError(f"{what} leaf {jax.tree_util.keystr(path) or '<root>'} (shape {leaf.shape}) has dtype "
-                            f"{leaf.dtype}, which no JAX array holds: pass numbers (e.g. integer codes, "
-                            "np.unique(x, return_inverse=True)[1]) or keep it out of the tree")
+            raise TypeError(f"{what} leaf {name} (shape {leaf.shape}) has dtype {leaf.dtype}, which no JAX array "
+                            "holds: pass numbers (e.g. integer codes, np.unique(x, return_inverse=True)[1]) or keep it "
+                            "out of the tree")
+        if hasattr(leaf, "__array__") and not (is_array_like(leaf) or isinstance(leaf, np.generic)):
+            raise TypeError(f"{what} leaf {name} is a {type(leaf).__name__}, an array-like that is no array: pass "
+                            "np.asarray(it) (a torch tensor: .numpy())")
 
 
 def pad_for_mesh(n: int, mesh: Mesh | None) -> tuple[int, int]:

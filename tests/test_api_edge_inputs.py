@@ -74,6 +74,16 @@ def test_shard_model_inside_jit_names_the_variable_and_where_to_place_it(mesh):
     assert model.kernel.get_value().sharding.spec == P(None, "model")
 
 
+class Series:
+    """What pandas' Series shows JAX: an object (a pytree leaf) with ``__array__``."""
+
+    def __init__(self, values):
+        self.values = values
+
+    def __array__(self, dtype=None, copy=None):
+        return np.asarray(self.values, dtype)
+
+
 @pytest.mark.parametrize("place", [gs.shard_batch, gs.shard_sample_init, gs.replicate,
                                    lambda tree, mesh: gs.host_to_global_array(tree, mesh=mesh)])
 @pytest.mark.parametrize("bad", [np.array(["a"] * 8), np.array([object()] * 8)])
@@ -82,6 +92,10 @@ def test_a_leaf_of_strings_or_objects_is_named(mesh, place, bad):
     with pytest.raises(TypeError, match=rf"leaf \['tag'\] \(shape \(8,\)\) has dtype {bad.dtype}, which no JAX "
                                         r"array holds: pass numbers \(e\.g\. integer codes"):
         place({"x": np.ones((8, 2), np.float32), "tag": bad}, mesh)
+    # An array-like that is no array (a pandas Series, a torch tensor): was kept as it was, unplaced.
+    with pytest.raises(TypeError, match=r"leaf \['tag'\] is a Series, an array-like that is no array: pass "
+                                        r"np\.asarray\(it\)"):
+        place({"x": np.ones((8, 2), np.float32), "tag": Series(np.arange(8.0))}, mesh)
     # Numbers, booleans and PRNG keys still go through.
     placed = place({"x": np.ones((8, 2), np.float32), "done": np.ones(8, bool),
                     "keys": jax.random.split(jax.random.key(0), 8)}, mesh)
