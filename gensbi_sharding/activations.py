@@ -175,7 +175,7 @@ def constrain(x: jax.Array, names: Sequence[str | None], partition_axis: Partiti
     ------
     ValueError, TypeError
         ``names`` not one known name (or None) per dimension, or ``partition_axis`` not fitting the mesh; a
-        ``partition_axis`` neither None nor a ``PartitionAxis``, or ``mesh`` neither None nor a Mesh.
+        ``partition_axis`` neither None nor a ``PartitionAxis``, ``mesh`` neither None nor a Mesh, or ``x`` no array.
     """
     if partition_axis is None:
         return x
@@ -183,6 +183,8 @@ def constrain(x: jax.Array, names: Sequence[str | None], partition_axis: Partiti
         raise TypeError(f"partition_axis={partition_axis!r:.60} must be a PartitionAxis or None; build it with "
                         "PartitionAxis.for_rule(rule, mesh)")
     check_mesh(mesh)
+    if not hasattr(x, "shape"):  # a list: AttributeError 'list' object has no attribute 'shape'
+        raise TypeError(f"constrain takes an array, got {type(x).__name__} {x!r:.40}; pass jnp.asarray(x)")
     active = jax.sharding.get_abstract_mesh() if mesh is None else mesh
     if active.empty:
         return x

@@ -224,3 +224,10 @@ def test_a_train_state_holding_a_plain_value_names_it(mesh, call):
     assert "; its ['extra'][1] is int 0, no NNX node: keep other values (a step count, arrays) out of it" in str(
         caught.value)
     assert "\n" not in str(caught.value)
+
+
+def test_constrain_names_an_activation_that_is_no_array(mesh):
+    # Was AttributeError "'list' object has no attribute 'shape'".
+    with pytest.raises(TypeError, match=r"^constrain takes an array, got list \[\[1\.0, 2\.0\]\]; pass jnp\.asarray\(x\)$"):
+        gs.constrain([[1.0, 2.0]], ("batch", None), gs.PartitionAxis(), mesh)
+    assert gs.constrain(np.ones((8, 2)), ("batch", None), gs.PartitionAxis(), mesh).sharding.spec == P("data", None)
