@@ -132,7 +132,7 @@ class Plan:
         ----------
         node : NNX node
         """
-        check_plan_fits(self, node, "Plan.abstract_state")
+        _check_specs_fit(self, check_plan_fits(self, node, "Plan.abstract_state"), "Plan.abstract_state")
         return abstract_state(node, lambda path, value: self.sharding(path) if path in self.specs else None)
 
 
@@ -193,11 +193,7 @@ def place(node: Any, plan: Plan) -> None:
         raise ValueError(f"place / shard_model got {traced} as a traced array: it places a model outside jax.jit "
                          "and nnx.jit (its arrays keep their shardings through the step): place it before the step "
                          "function; inside one, pin activations with constrain(x, names, partition_axis)")
-    misfit = next(((key, why) for key, var in variables for a in array_leaves(var.get_value())
-                   if (why := spec_misfit(plan.specs[key], a.shape, plan.mesh))), None)
-    if misfit is not None:  # a plan built by hand: JAX's error named the spec, not the variable
-        raise ValueError(f"place: the plan splits {misfit[0]} as {plan.specs[misfit[0]]}, but {misfit[1]}; plan it "
-                         "with plan_shardings(node, mesh, rule), whose specs fit, or fix that spec")
+    _check_specs_fit(plan, variables, "place")
     for key, var in variables:
         value, target = var.get_value(), plan.sharding(key)
         # Kept only if on the plan's mesh itself (an equivalent sharding elsewhere is moved); device_put refuses
@@ -207,6 +203,16 @@ def place(node: Any, plan: Plan) -> None:
             continue
         var.set_value(jax.tree.map(lambda v: v.update(sharding=target) if isinstance(v, jax.ShapeDtypeStruct)
                                    else jax.device_put(v, target) if is_array(v) else v, value))
+
+
+def _check_specs_fit(plan: Plan, variables: list[tuple[str, Any]], caller: str) -> None:
+    """``ValueError`` naming the first variable a spec of ``plan`` (built by hand) cannot split: JAX's error named the
+    spec, not the variable, or (an abstract state) none came before compiling."""
+    misfit = next(((key, why) for key, var in variables for a in array_leaves(var.get_value())
+                   if (why := spec_misfit(plan.specs[key], a.shape, plan.mesh))), None)
+    if misfit is not None:
+        raise ValueError(f"{caller}: the plan splits {misfit[0]} as {plan.specs[misfit[0]]}, but {misfit[1]}; plan it "
+                         "with plan_shardings(node, mesh, rule), whose specs fit, or fix that spec")
 
 
 def _is_tracer(value: Any) -> bool:

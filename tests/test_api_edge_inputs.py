@@ -174,6 +174,10 @@ def test_a_plan_built_by_hand_is_checked_naming_the_variable(mesh, specs, error,
     with pytest.raises(error) as caught:
         gs.place(model, gs.Plan(mesh, "tensor", specs, {}))
     assert str(caught.value).startswith(message)
+    if error is ValueError:  # an abstract state too: an unfit spec was taken as it was, refused only by the compiler
+        with pytest.raises(ValueError) as caught:
+            gs.Plan(mesh, "tensor", specs, {}).abstract_state(nnx.eval_shape(linear))
+        assert str(caught.value).startswith(message.replace("place:", "Plan.abstract_state:"))
 
 
 def test_a_plan_built_by_hand_takes_a_rule_name(mesh):
