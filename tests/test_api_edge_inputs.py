@@ -232,6 +232,7 @@ def test_a_train_state_holding_a_plain_value_names_it(mesh, call):
 
 def test_constrain_names_an_activation_that_is_no_array(mesh):
     # Was AttributeError "'list' object has no attribute 'shape'".
-    with pytest.raises(TypeError, match=r"^constrain takes an array, got list \[\[1\.0, 2\.0\]\]; pass jnp\.asarray\(x\)$"):
+    with pytest.raises(TypeError, match=r"^constrain takes an array, got list \[\[1\.0, 2\.0\]\]; pass "
+                                        r"jnp\.asarray\(x\)$"):
         gs.constrain([[1.0, 2.0]], ("batch", None), gs.PartitionAxis(), mesh)
     assert gs.constrain(np.ones((8, 2)), ("batch", None), gs.PartitionAxis(), mesh).sharding.spec == P("data", None)
