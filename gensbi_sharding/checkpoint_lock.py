@@ -152,7 +152,7 @@ def _script_ended(code: Any, offset: int, value: Any) -> None:
     monitoring.set_events(tool, 0)
     monitoring.set_local_events(tool, code, 0)
     monitoring.free_tool_id(tool)
-    for writer in list(_OPEN):
+    for writer in [w for w in _OPEN if not w._closed]:  # a closed writer stays in _OPEN while it is referenced
         _finish_at_exit(writer)
 
 

@@ -188,7 +188,7 @@ class CheckpointWriter:
         # Orbax refuses zero-size arrays; they hold no value, so ``restore`` rebuilds them from its target (as it
         # takes values holding no array at all, e.g. optax.masked's MaskedNode, from the target).
         flat = {f"state/{name}": leaf for name, leaf in flat_by_path(state).items()
-                if (is_prng_key(leaf) or getattr(leaf, "size", 1) != 0) and jax.tree.leaves(leaf)}
+                if getattr(leaf, "size", 1) != 0 and jax.tree.leaves(leaf)}
         flat["rng"] = key
         impls = {name: str(jax.random.key_impl(leaf)) for name, leaf in flat.items() if is_prng_key(leaf)}
         flat.update({name: jax.random.key_data(flat[name]) for name in impls})

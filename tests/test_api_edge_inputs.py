@@ -117,6 +117,18 @@ def test_restore_gives_a_key_as_the_target_holds_it(tmp_path, mesh, saved_typed,
     assert jax.random.key_data(restored.key).tolist() == [0, 0]  # the saved RNG key stays typed
 
 
+def test_a_zero_size_key_array_is_saved_and_restored_as_its_target_holds_it(tmp_path, mesh):
+    # Was Orbax's 'Cannot save arrays with zero size' inside save, then a TimeoutError when the writer exited.
+    with checkpoint.CheckpointWriter(tmp_path) as writer:
+        writer.save(1, {"none": jax.random.split(jax.random.key(1), 0), "two": jax.random.split(jax.random.key(1), 2)},
+                    jax.random.key(0))
+    keys = {"none": jax.random.split(jax.random.key(0), 0), "two": jax.random.split(jax.random.key(0), 2)}
+    target = {k: jax.ShapeDtypeStruct(v.shape, v.dtype, sharding=NamedSharding(mesh, P())) for k, v in keys.items()}
+    state = checkpoint.restore(tmp_path, target).state
+    assert [(state[k].dtype, state[k].shape) for k in keys] == [(keys[k].dtype, keys[k].shape) for k in keys]
+    assert (jax.random.key_data(state["two"]) == jax.random.key_data(jax.random.split(jax.random.key(1), 2))).all()
+
+
 @pytest.mark.parametrize("spec", [P("data"), P(None, "model")])
 def test_restore_refuses_a_key_sharding_that_cannot_split_the_key(tmp_path, mesh, spec):
     # Was "checkpoint ... is damaged ... (IndivisibleError ...); ... start without it" for a sound checkpoint, or

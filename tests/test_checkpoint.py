@@ -486,11 +486,13 @@ EXIT_WITHOUT_CLOSE = textwrap.dedent("""
     writer.save(2, state, jax.random.key(0))  # waits for step 1 first, as Orbax does
     if sys.argv[3] == "exit":
         sys.exit(3)  # an exception leaving the script: its end too
+    if sys.argv[3] == "closed":
+        writer.close()  # closed, and still referenced when the script ends: nothing to finish, nothing to say
 """)
 
 
 @pytest.mark.slow  # a fresh process, about 3 s
-@pytest.mark.parametrize("how, timeout_s, code", [("end", 60, 0), ("exit", 0, 3)])
+@pytest.mark.parametrize("how, timeout_s, code", [("end", 60, 0), ("exit", 0, 3), ("closed", 60, 0)])
 def test_a_writer_left_open_when_the_script_ends_finishes_its_save_or_names_the_step_lost(tmp_path, how, timeout_s,
                                                                                           code):
     # Was: step 2 lost, Orbax's tracebacks ("cannot schedule new futures after interpreter shutdown"), and in 3 runs of
@@ -511,6 +513,8 @@ def test_a_writer_left_open_when_the_script_ends_finishes_its_save_or_names_the_
         target = {"w": jax.ShapeDtypeStruct((1024, 1024), np.float32,
                                             sharding=jax.sharding.SingleDeviceSharding(jax.devices()[0]))}
         np.testing.assert_array_equal(np.asarray(restore(ck, target).state["w"]), np.full((1024, 1024), 2.0))
+    elif how == "closed":  # was: 'still open when the script ended' for a writer closed and still referenced
+        assert warned == [] and committed_steps(ck) == [1, 2], proc.stderr[-3000:]
     else:  # no time to wait: the step is named as lost, once, and the exit is not held up
         assert warned == [f"CheckpointWriter:0: {where} and step 2 could not be committed: still being written after "
                           f"exit_timeout_s=0 s; it is lost (newest step on disk: 1); {fix}"], proc.stderr[-3000:]
