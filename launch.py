@@ -48,6 +48,7 @@ try:
     from gensbi_sharding.harness.run_folder import output_dir
     from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
     from gensbi_sharding.harness.run_report import final_line
+    from gensbi_sharding.harness.sweep_values import command_sweep_problem
 except ModuleNotFoundError as missing:  # e.g. the system Python instead of the project's .venv
     if (missing.name or "").startswith("gensbi_sharding"):
         raise
@@ -56,7 +57,7 @@ except ModuleNotFoundError as missing:  # e.g. the system Python instead of the 
 
 # The command line's checks, in order, over one parse of it: before Hydra's merge error, which names no fix,
 # and before any folder is made.
-OVERRIDE_CHECKS = (grammar_problem, list_override_problem, model_key_problem, unknown_key_problem,
+OVERRIDE_CHECKS = (grammar_problem, command_sweep_problem, list_override_problem, model_key_problem, unknown_key_problem,
                    mode_flags_problem, override_problem)
 if __name__ == "__main__":
     command = parse(sys.argv[1:])

@@ -79,3 +79,19 @@ def test_a_sweep_with_a_refused_job_is_refused_whole_naming_each(command, count,
 ])
 def test_a_sweep_whose_jobs_are_all_valid_is_let_through(command):
     assert sweep_refusal(*command) is None
+
+
+def test_a_presets_sweep_the_basic_sweeper_cannot_run_or_that_has_no_job_is_refused():
+    # Was: the basic sweeper's traceback (an interval), or "Launching 0 jobs" and exit 0 (an empty sweep).
+    register_configs()
+    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+        master = compose("config", overrides=["sweep=rules_x_model_axis"], return_hydra_config=True)
+        with open_dict(master):
+            master.hydra.sweeper.params["train.steps"] = "interval(1,5)"
+        assert sweep_config_problem(master).startswith(
+            "train.steps=interval(1,5) (in the preset's hydra.sweeper.params): Hydra's basic sweeper cannot sweep an "
+            "interval")
+        with open_dict(master):
+            master.hydra.sweeper.params["train.steps"] = "range(3,1)"
+        assert sweep_config_problem(master).startswith(
+            "train.steps=range(3,1) (in the preset's hydra.sweeper.params): the range has no value")

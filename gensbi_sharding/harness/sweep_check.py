@@ -195,6 +195,7 @@ def sweep_config_problem(config: Any) -> str | None:
     from omegaconf import OmegaConf
 
     from gensbi_sharding.harness.sweep_plan import command_overrides, sweep_jobs
+    from gensbi_sharding.harness.sweep_values import sweep_values_problem
 
     if OmegaConf.select(config, "hydra.sweeper._target_", default=None) != BASIC_SWEEPER:
         return None
@@ -202,10 +203,25 @@ def sweep_config_problem(config: Any) -> str | None:
         return None
     loader = GlobalHydra.instance().config_loader()
     task, params = command_overrides(config)
+    # A preset's interval(...) or empty sweep: the basic sweeper's traceback, or 0 jobs and exit 0 (the command
+    # line's are launch.py's, checked before Hydra composed).
+    preset = [f"{k}={v}" for k, v in (params or {}).items()]
+    if problem := sweep_values_problem(preset, _group_options(loader), " (in the preset's hydra.sweeper.params)"):
+        return problem
     try:
         jobs = sweep_jobs(task or [], params, config_loader=loader)
-    except HydraException:  # a sweep the basic sweeper cannot run (interval(...)): Hydra says so itself
-        return None
+    except HydraException as err:  # any other sweep Hydra's sweeper cannot run: its reason, not its traceback
+        return f"this sweep cannot run: {str(err).strip().splitlines()[0]}"
+    if not jobs:
+        return ("this sweep has no job (a swept key with no value); give each swept key at least one value: "
+                + " ".join(list(task or []) + preset))
     in_process = OmegaConf.select(config, "hydra.launcher._target_", default=None) == BASIC_LAUNCHER
     refused = refused_jobs(config, jobs, loader, in_process=in_process)
     return refused_jobs_message(refused, jobs) if refused else None
+
+
+def _group_options(loader: Any):
+    """``options(group)`` for ``sweep_values_problem``: the group's options on Hydra's whole search path."""
+    from hydra.core.object_type import ObjectType
+
+    return lambda group: sorted(loader.get_group_options(group, ObjectType.CONFIG))
