@@ -40,7 +40,8 @@ try:
 
     from gensbi_sharding.harness.config import register_configs
     from gensbi_sharding.harness.console import quiet_console
-    from gensbi_sharding.harness.override_grammar import grammar_problem, mode_flags_problem, parse
+    from gensbi_sharding.harness.override_grammar import (flag_order_problem, grammar_problem, mode_flags_problem,
+                                                           parse)
     from gensbi_sharding.harness.override_keys import model_key_problem, unknown_key_problem
     from gensbi_sharding.harness.override_types import list_override_problem, override_problem
     from gensbi_sharding.harness.preemption import EXIT_INTERRUPTED, EXIT_PREEMPTED
@@ -57,8 +58,8 @@ except ModuleNotFoundError as missing:  # e.g. the system Python instead of the 
 
 # The command line's checks, in order, over one parse of it: before Hydra's merge error, which names no fix,
 # and before any folder is made.
-OVERRIDE_CHECKS = (grammar_problem, command_sweep_problem, list_override_problem, model_key_problem, unknown_key_problem,
-                   mode_flags_problem, override_problem)
+OVERRIDE_CHECKS = (flag_order_problem, grammar_problem, command_sweep_problem, list_override_problem,
+                   model_key_problem, unknown_key_problem, mode_flags_problem, override_problem)
 if __name__ == "__main__":
     command = parse(sys.argv[1:])
     for check in OVERRIDE_CHECKS:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
-from gensbi_sharding.harness.override_grammar import grammar_problem, hydra_override, hydra_value
+from gensbi_sharding.harness.override_grammar import flag_order_problem, grammar_problem, hydra_override, hydra_value
 from gensbi_sharding.harness.sweep_hints import job_command, train_further_hint
 
 REPO = Path(__file__).resolve().parents[1]
@@ -111,3 +111,26 @@ def test_one_module_parses_the_command_line_for_every_check():
     assert command.models == ["transformer"] and command.model == "transformer" and command.multirun
     launch = (REPO / "launch.py").read_text()
     assert "for check in OVERRIDE_CHECKS:" in launch and "check(command)" in launch
+
+
+ORDER = ("{word} comes after {flag}, which follows the override {first}: Hydra reads the overrides as one run of "
+         "words (it refused the rest as 'unrecognized arguments'); put the flags first: python launch.py {fixed}")
+
+
+@pytest.mark.parametrize("args, word, flag, first, fixed", [
+    # Was: Hydra's usage text and "launch.py: error: unrecognized arguments: train.steps=1,2", as if unknown keys.
+    (["experiment=quick", "-m", "train.steps=1,2"], "train.steps=1,2", "-m", "experiment=quick",
+     "-m experiment=quick train.steps=1,2"),
+    (["experiment=quick", "--cfg", "job", "--package", "train", "~seed"], "~seed", "--cfg", "experiment=quick",
+     "--cfg job --package train experiment=quick '~seed'"),
+    (["--cfg", "job", "a=1", "-m", "hydra.run.dir=my dir"], "hydra.run.dir=my dir", "-m", "a=1",
+     "--cfg job -m a=1 'hydra.run.dir=my dir'"),
+])
+def test_overrides_on_both_sides_of_a_flag_are_refused_naming_the_order(args, word, flag, first, fixed):
+    assert flag_order_problem(args) == ORDER.format(word=word, flag=flag, first=first, fixed=fixed)
+
+
+@pytest.mark.parametrize("args", [["-m", "a=1", "b=2"], ["a=1", "b=2", "-m"], ["--cfg", "job", "a=1"],
+                                  ["-m", "a=1", "--cfg", "job"], ["--help"], []])
+def test_overrides_in_one_run_pass(args):
+    assert flag_order_problem(args) is None

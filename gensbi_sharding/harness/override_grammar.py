@@ -23,8 +23,8 @@ from hydra.core.override_parser.types import OverrideType, QuotedString, ValueTy
 
 from gensbi_sharding.harness.groups import group_options
 
-__all__ = ["SWEEPS", "Override", "CommandLine", "parse", "grammar_problem", "mode_flags_problem", "hydra_value",
-           "hydra_override"]
+__all__ = ["SWEEPS", "Override", "CommandLine", "parse", "grammar_problem", "mode_flags_problem",
+           "flag_order_problem", "hydra_value", "hydra_override"]
 
 #: Hydra's sweeps whose values a check can list (a glob's are the group's options: ``CommandLine.models``).
 SWEEPS = (ValueType.SIMPLE_CHOICE_SWEEP, ValueType.CHOICE_SWEEP, ValueType.RANGE_SWEEP)
@@ -200,6 +200,39 @@ def mode_flags_problem(args: Sequence[str] | CommandLine) -> str | None:
     fix = ("to see a job's composed config, leave out -m and give each swept key one value: python launch.py "
            "<overrides> --cfg job") if "-m" in given and "--cfg" in given else f"keep one of {', '.join(given)}"
     return f"{' and '.join(given)} cannot be combined (Hydra runs one mode); {fix}"
+
+
+def flag_order_problem(args: Sequence[str] | CommandLine) -> str | None:
+    """The one-line refusal of overrides on both sides of a flag (``experiment=quick -m train.steps=1,2``); else None.
+
+    Hydra's argument parser reads the overrides as one run of words: those after a flag that follows an override
+    were refused as "unrecognized arguments", as if the keys were unknown, with its whole usage text.
+
+    Parameters
+    ----------
+    args : sequence of str or CommandLine
+        The command line after the program name (``sys.argv[1:]``).
+
+    Returns
+    -------
+    str or None
+        E.g. ``"train.steps=1,2 comes after -m, which follows the override experiment=quick: Hydra reads the
+        overrides as one run of words (it refused the rest as 'unrecognized arguments'); put the flags first:
+        python launch.py -m experiment=quick train.steps=1,2"``.
+    """
+    words = parse(args).args
+    is_override = [not w.startswith("-") and ("=" in w or w.startswith("~")) for w in words]
+    for i, word in enumerate(words):
+        flag = next((j for j in range(i) if words[j].startswith("-") and any(is_override[:j])), None)
+        if not is_override[i] or flag is None:
+            continue
+        first = words[is_override.index(True)]
+        flags = [w for w, o in zip(words, is_override) if not o]
+        overrides = [w for w, o in zip(words, is_override) if o]
+        return (f"{word} comes after {words[flag]}, which follows the override {first}: Hydra reads the overrides "
+                "as one run of words (it refused the rest as 'unrecognized arguments'); put the flags first: "
+                f"python launch.py {shlex.join(flags + overrides)}")
+    return None
 
 
 def _quoted_fix(key: str, value: str) -> str:
