@@ -205,6 +205,11 @@ def unfinished_jobs_hint(jobs: Sequence[Any], resumable: Sequence[str], all_jobs
     recorded = all((j / ".hydra" / "overrides.yaml").exists() for j in status)  # else which ran is unknown
     ran = {j.name: job_configuration(_yaml_list(j / ".hydra" / "overrides.yaml")) for j in status} if recorded else {}
     never = never_started(all_jobs, ran) if recorded and sweep_dir is not None else []
+    other = _moved_job(sweep_dir, all_jobs) if never else None
+    if other:  # the folder holds another sweep: this one's jobs would join it, numbered as its jobs
+        number, want, folder, done = other
+        return (f"; {sweep_dir} holds another sweep (its job {number}, {folder}, ran {done}; this sweep's job {number} "
+                f"is {want}): run this sweep in another hydra.sweep.dir")
     unfinished = [j for j, s in status.items() if s in resumable]
     if not (unfinished or never) or all(s in resumable for s in status.values()):
         return ""
@@ -251,6 +256,18 @@ def moved_jobs_problem(sweep_dir: Any, all_jobs: Sequence[Sequence[str]]) -> str
     job from another job's checkpoint (another learning rate, rule ...) without a word. Only the keys
     the sweep varies are compared; a job continued alone with, say, more ``train.steps`` still matches.
     """
+    moved = _moved_job(sweep_dir, all_jobs)
+    if moved is None:
+        return None
+    number, want, folder, ran = moved
+    return (f"hydra.sweep.dir={sweep_dir}: job {number} of this sweep ({want}) would continue folder {folder}, "
+            f"which ran {ran}: train.resume=auto continues each job in the folder of its number; rerun the sweep "
+            "with its values in the order it first ran, or choose another hydra.sweep.dir")
+
+
+def _moved_job(sweep_dir: Any, all_jobs: Sequence[Sequence[str]]) -> tuple[int, str, Any, str] | None:
+    """The first job of ``all_jobs`` whose folder recorded other values of a swept key: (number, its values, the
+    folder, the values it ran); None if every job folder there matches its job. Only swept keys are compared."""
     from pathlib import Path
 
     wanted = [job_configuration(job) for job in all_jobs]
@@ -262,11 +279,8 @@ def moved_jobs_problem(sweep_dir: Any, all_jobs: Sequence[Sequence[str]]) -> str
         ran = job_configuration(_yaml_list(recorded))
         differ = [k for k in swept if ran.get(k) != want.get(k)]
         if differ:
-            return (f"hydra.sweep.dir={sweep_dir}: job {number} of this sweep "
-                    f"({' '.join(f'{k}={want.get(k)}' for k in differ)}) would continue folder {recorded.parent.parent}, "
-                    f"which ran {' '.join(f'{k}={ran[k]}' if k in ran else f'{k} unset' for k in differ)}: "
-                    "train.resume=auto continues each job in the folder of its number; rerun the sweep with its "
-                    "values in the order it first ran, or choose another hydra.sweep.dir")
+            return (number, " ".join(f"{k}={want.get(k)}" for k in differ), recorded.parent.parent,
+                    " ".join(f"{k}={ran[k]}" if k in ran else f"{k} unset" for k in differ))
     return None
 
 
