@@ -34,6 +34,21 @@ def device_environment_problem(environ) -> str | None:
 if __name__ == "__main__" and device_environment_problem(os.environ):
     sys.exit(f"[ERROR] {device_environment_problem(os.environ)}")  # before JAX reads it
 
+
+def interrupted_before_run() -> None:
+    """Ctrl-C before a run started (importing JAX, checking the command, Hydra composing): one line, exit 130.
+
+    Was: a KeyboardInterrupt traceback from inside an import, or "the job's metrics.json records it", which
+    no job had written yet.
+    """
+    if not os.environ.get(CHILD_ENV):  # distributed=local's parent says it once for its processes
+        print("interrupted by Ctrl-C before a run started: nothing was trained, and no folder holds this run's "
+              "results", file=sys.stderr)
+    sys.exit(130)  # EXIT_INTERRUPTED (preemption.py), as an interrupted run
+
+
+#: run_folder.LOCAL_CHILD_ENV (set in distributed=local's processes), which may not be imported when Ctrl-C lands.
+CHILD_ENV = "GENSBI_SHARDING_PARENT_FD"
 try:
     import hydra
     from omegaconf import DictConfig
@@ -50,6 +65,10 @@ try:
     from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
     from gensbi_sharding.harness.run_report import final_line
     from gensbi_sharding.harness.sweep_values import command_sweep_problem
+except KeyboardInterrupt:  # seconds of imports (JAX): a Ctrl-C there is the most likely one before a run
+    if __name__ != "__main__":
+        raise
+    interrupted_before_run()
 except ModuleNotFoundError as missing:  # e.g. the system Python instead of the project's .venv
     if (missing.name or "").startswith("gensbi_sharding"):
         raise
@@ -60,21 +79,30 @@ except ModuleNotFoundError as missing:  # e.g. the system Python instead of the 
 # and before any folder is made.
 OVERRIDE_CHECKS = (flag_order_problem, grammar_problem, command_sweep_problem, list_override_problem,
                    model_key_problem, unknown_key_problem, mode_flags_problem, override_problem)
-if __name__ == "__main__":
-    command = parse(sys.argv[1:])
-    for check in OVERRIDE_CHECKS:
-        if problem := check(command):
-            sys.exit(f"[ERROR] {problem}")
-
-register_configs()
+try:
+    if __name__ == "__main__":
+        command = parse(sys.argv[1:])
+        for check in OVERRIDE_CHECKS:
+            if problem := check(command):
+                sys.exit(f"[ERROR] {problem}")
+    register_configs()
+except KeyboardInterrupt:
+    if __name__ != "__main__":
+        raise
+    interrupted_before_run()
 log = logging.getLogger("gensbi_sharding")
 failed_jobs: list[str] = []
+running: list[bool] = []  # [True] while a job's run() is under way: only then does a metrics.json record a Ctrl-C
+ran: list[bool] = []  # one per job whose run() started
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")
 def main(cfg: DictConfig) -> float | None:
+    running.append(True)
+    ran.append(True)
     with quiet_console(cfg):  # third-party noise goes to the job's launch.log, not the console
         metrics = run(cfg)
+    running.clear()
     if cfg.distributed.process_id is None:  # not one of distributed=local's processes: their parent says it
         log.info("%s", final_line(metrics, output_dir(cfg)))
     if metrics["status"] == "preempted":  # checkpointed; the rest of a sweep would be cut short too
@@ -88,6 +116,12 @@ if __name__ == "__main__":
     try:
         main()
     except KeyboardInterrupt:
+        if not running and not ran:  # Hydra composing: no run to record it
+            interrupted_before_run()
+        if not running:  # after a job ended (between a sweep's jobs): its metrics.json says how it ended
+            print(f"interrupted by Ctrl-C after {len(ran)} job(s) ended, each recorded in its folder's metrics.json; "
+                  "no later job started", file=sys.stderr)
+            sys.exit(EXIT_INTERRUPTED)
         if not os.environ.get(LOCAL_CHILD_ENV):  # distributed=local's parent says it once for its processes
             print("interrupted: the job's metrics.json records it (status interrupted)", file=sys.stderr)
         sys.exit(EXIT_INTERRUPTED)

@@ -1,0 +1,59 @@
+"""Ctrl-C before a run started ends launch.py in one line, exit 130 (launch.py's ``interrupted_before_run``).
+
+Was: a Ctrl-C in the first seconds (importing JAX, registering the schema, Hydra composing) printed a
+``KeyboardInterrupt`` traceback from inside an import, or "interrupted: the job's metrics.json records it",
+which no job had written. The Ctrl-C is raised where it lands, deterministically, by patching that step.
+"""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+LINE = "interrupted by Ctrl-C before a run started: nothing was trained, and no folder holds this run's results"
+RAISE = "def interrupted(*args, **kwargs):\n    raise KeyboardInterrupt\n"
+PATCHES = {
+    "importing": ("import builtins\nreal = builtins.__import__\n"
+                  "def patched(name, *args, **kwargs):\n"
+                  "    if name == 'hydra':\n        raise KeyboardInterrupt\n    return real(name, *args, **kwargs)\n"
+                  "builtins.__import__ = patched\n"),
+    "registering": RAISE + "import gensbi_sharding.harness.config as c\nc.register_configs = interrupted\n",
+    "composing": RAISE + ("import gensbi_sharding.harness.run_folder as f\n"
+                          "f.RefuseCompletedRun.on_run_start = interrupted\n"),  # after Hydra composed, before run()
+}
+AFTER = ("interrupted by Ctrl-C after 1 job(s) ended, each recorded in its folder's metrics.json; no later job "
+         "started")
+
+
+def test_launch_and_run_folder_agree_on_the_child_environment_variable():
+    import launch
+    from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
+
+    assert launch.CHILD_ENV == LOCAL_CHILD_ENV
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("moment", sorted(PATCHES))
+def test_ctrl_c_before_a_run_started_is_one_line_and_exit_130(tmp_path, moment):
+    script = (PATCHES[moment] + "import runpy, sys\n"
+              f"sys.argv = ['launch.py', 'experiment=quick', 'hydra.run.dir={tmp_path / 'run'}']\n"
+              "runpy.run_path('launch.py', run_name='__main__')\n")
+    proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert (proc.returncode, proc.stderr.strip().splitlines()[-1:]) == (130, [LINE]), proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "run" / "metrics.json").exists()
+
+
+@pytest.mark.slow
+def test_ctrl_c_between_a_sweeps_jobs_names_the_jobs_that_ended(tmp_path):
+    # run() stands in for a job that ended; the Ctrl-C lands in its final line, before the next job starts.
+    script = (RAISE + "import gensbi_sharding.harness.run as r, gensbi_sharding.harness.run_report as rr\n"
+              "r.run = lambda cfg: {'status': 'ok', 'c2st': 0.5}\nrr.final_line = interrupted\n"
+              "import runpy, sys\n"
+              f"sys.argv = ['launch.py', '-m', 'train.steps=1,2', 'hydra.sweep.dir={tmp_path / 'sweep'}']\n"
+              "runpy.run_path('launch.py', run_name='__main__')\n")
+    proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert (proc.returncode, proc.stderr.strip().splitlines()[-1:]) == (130, [AFTER]), proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
