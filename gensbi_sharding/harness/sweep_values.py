@@ -3,7 +3,8 @@
 ``interval(1,5)`` is a continuous range for an optimizing sweeper (Optuna's, Ax's; none is installed here):
 the basic sweeper ended in its own traceback (``BasicSweeper does not support sweep type : INTERVAL_SWEEP``)
 after a callback's warning. A sweep with no value (``range(5,1)``, ``glob(nope*)``, a glob of a key that is no
-group: ``train.steps=glob(*)``) launched 0 jobs and exited 0, as if the sweep had run. ``sweep_values_problem``
+group: ``train.steps=glob(*)``) launched 0 jobs and exited 0, as if the sweep had run. ``shuffle(...)`` ran the jobs in
+an order the harness (``sweep_plan.sweep_jobs``, which numbers the jobs for train.resume=auto) draws anew. ``sweep_values_problem``
 is checked on the command line by launch.py (before Hydra composes) and on a preset's
 ``hydra.sweeper.params`` by ``sweep_check.sweep_config_problem`` (before the first job starts). Pure Python.
 """
@@ -71,6 +72,13 @@ def sweep_values_problem(overrides: Sequence[str] | CommandLine, options=None, w
             if not o.value().filter(found):
                 return (f"{arg}{where}: the glob matches none of {key}'s options ({', '.join(found)}), so the sweep "
                         f"would run no job; widen it, or list the options: -m {key}={','.join(found[:2])}")
+        elif getattr(o.value(), "shuffle", False):  # shuffle(...): Hydra's order is random, the harness's is not
+            v = o.value()
+            listed = (",".join(map(str, v.list)) if hasattr(v, "list")
+                      else f"range({v.start},{v.stop}" + (f",{v.step})" if v.step != 1 else ")"))
+            return (f"{arg}{where}: shuffle(...) runs the jobs in a random order, different on every launch, so job "
+                    "i's folder would stand for other values when the sweep is continued (train.resume=auto) or "
+                    f"summarised; list the values in the order to run them: {key}={listed}")
         elif o.value_type == ValueType.RANGE_SWEEP and o.value().step == 0:  # Python's range() raises
             r = o.value()
             return (f"{arg}{where}: a range with step 0 never reaches its stop; give a step that does, e.g. "
