@@ -55,16 +55,13 @@ try:
 
     from gensbi_sharding.harness.config import register_configs
     from gensbi_sharding.harness.console import quiet_console
-    from gensbi_sharding.harness.override_grammar import (flag_order_problem, grammar_problem, mode_flags_problem,
-                                                           parse)
-    from gensbi_sharding.harness.override_keys import model_key_problem, unknown_key_problem
-    from gensbi_sharding.harness.override_types import list_override_problem, override_problem
+    from gensbi_sharding.harness.command_checks import OVERRIDE_CHECKS
+    from gensbi_sharding.harness.override_grammar import parse
     from gensbi_sharding.harness.preemption import EXIT_INTERRUPTED, EXIT_PREEMPTED
     from gensbi_sharding.harness.run import run
     from gensbi_sharding.harness.run_folder import output_dir
     from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
     from gensbi_sharding.harness.run_report import final_line
-    from gensbi_sharding.harness.sweep_values import command_sweep_problem
 except KeyboardInterrupt:  # seconds of imports (JAX): a Ctrl-C there is the most likely one before a run
     if __name__ != "__main__":
         raise
@@ -75,10 +72,8 @@ except ModuleNotFoundError as missing:  # e.g. the system Python instead of the 
     sys.exit(f"launch.py: {missing.name!r} is not installed for {sys.executable}. From the repository, run "
              f"`make run ARGS=\"...\"` (it creates .venv), or use .venv/bin/python launch.py (or activate .venv).")
 
-# The command line's checks, in order, over one parse of it: before Hydra's merge error, which names no fix,
-# and before any folder is made.
-OVERRIDE_CHECKS = (flag_order_problem, grammar_problem, command_sweep_problem, list_override_problem,
-                   model_key_problem, unknown_key_problem, mode_flags_problem, override_problem)
+# The command line's checks (command_checks.py), in order, over one parse of it: before Hydra's merge error,
+# which names no fix, and before any folder is made.
 try:
     if __name__ == "__main__":
         command = parse(sys.argv[1:])

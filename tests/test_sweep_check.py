@@ -62,10 +62,16 @@ AXIS_3 = ("ConfigError: mesh.model_axis=3: 8 devices are not divisible by model_
      ["job 1 (devices.cpu_count=4): ConfigError: devices.cpu_count=4 after an earlier job's 8: the jobs run one after "
       "another in this process, whose CPU device count is fixed when the first job starts JAX; sweep each device "
       "count in a sweep of its own (devices.cpu_count=4 in another command), or set devices.cpu_count=8"]),
-    # Hydra would refuse the sweep composing this job too, but after making its folder.
+    # Hydra would refuse the sweep composing this job too, but after making its folder. Worded as the job's command
+    # alone is refused (was Hydra's "ConfigCompositionException: Error merging override ...", which names no fix).
     (("experiment=quick", "model.depth=1,x"), "1 of the 2",
-     ["job 1 (model.depth=x): ConfigCompositionException: Error merging override model.depth=x (Value 'x' of type "
-      "'str' could not be converted to Integer)"]),
+     ["job 1 (model.depth=x): model.depth=x: model.depth (model=mlp): Value 'x' of type 'str' could not be converted "
+      "to Integer; e.g. model.depth=3"]),
+    # Was: "ConfigCompositionException: Could not override 'model.width'.\nTo append to your config use
+    # +model.width=3 (...)": two lines, and a fix launch.py refuses (+ on a key the mlp has).
+    (("experiment=quick,slcp_transformer", "model.width=3"), "1 of the 2",
+     ["job 1 (experiment=slcp_transformer): model.width=3: model=transformer has no field width; model=mlp has it: "
+      "set model=mlp for it, or drop model.width=3"]),
 ])
 def test_a_sweep_with_a_refused_job_is_refused_whole_naming_each(command, count, lines):
     assert sweep_refusal(*command) == HEAD.format(count) + "".join(f"\n  {line}" for line in lines)

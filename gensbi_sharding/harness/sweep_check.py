@@ -125,17 +125,24 @@ def refused_jobs(config: Any, jobs: Sequence[Sequence[str]], loader: Any, *,
         Whether the jobs run in this process (``job_problem``).
     """
     from hydra.core.hydra_config import HydraConfig
-    from omegaconf import open_dict
+    from omegaconf import OmegaConf, open_dict
 
+    from gensbi_sharding.harness.command_checks import command_problem
     from gensbi_sharding.harness.devices import resolve_cpu_count
+    from gensbi_sharding.harness.sweep_hints import search_path_of
 
     refused, first_count, before = [], None, HydraConfig.instance().cfg
+    hydra_overrides = OmegaConf.select(config, "hydra.overrides.hydra", default=None)  # hydra.searchpath, if any
     for number, job in enumerate(jobs):
         try:
             cfg = loader.load_sweep_config(config, list(job))
         except Exception as err:  # Hydra would refuse the whole sweep composing this job, but after making its folder
-            cause = f" ({str(err.__cause__).strip().splitlines()[0]})" if err.__cause__ and str(err.__cause__) else ""
-            refused.append((number, list(job), f"{type(err).__name__}: {err}{cause}"))
+            # As the job's command alone is refused: Hydra's own text can advise what is refused in turn ("To append
+            # to your config use +model.width=3" for a key the job's experiment's model lacks).
+            if not (problem := command_problem([*search_path_of(hydra_overrides), *job])):
+                cause = f" ({str(err.__cause__).strip().splitlines()[0]})" if err.__cause__ and str(err.__cause__) else ""
+                problem = f"{type(err).__name__}: {err}{cause}"
+            refused.append((number, list(job), problem))
             continue
         try:  # as Hydra's run_job: HydraConfig holds the job's Hydra section (validate reads its group choices
             HydraConfig.instance().set_config(cfg)  # there), and the task gets its config without it

@@ -1,0 +1,39 @@
+"""The command line's checks, in order (launch.py runs them over one parse of ``sys.argv[1:]``).
+
+Before Hydra's merge error, which names no fix, and before any folder is made. ``sweep_check`` runs them again
+over one job's overrides when Hydra cannot compose that job, so the job's refusal reads as the same command
+run alone would be refused (not Hydra's "To append to your config use +model.width=3", itself refused).
+Pure Python: no JAX.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gensbi_sharding.harness.override_grammar import CommandLine, flag_order_problem, grammar_problem, \
+    mode_flags_problem, parse
+from gensbi_sharding.harness.override_keys import model_key_problem, unknown_key_problem
+from gensbi_sharding.harness.override_types import list_override_problem, override_problem
+from gensbi_sharding.harness.sweep_values import command_sweep_problem
+
+__all__ = ["OVERRIDE_CHECKS", "command_problem"]
+
+OVERRIDE_CHECKS = (flag_order_problem, grammar_problem, command_sweep_problem, list_override_problem,
+                   model_key_problem, unknown_key_problem, mode_flags_problem, override_problem)
+
+
+def command_problem(args: Sequence[str] | CommandLine) -> str | None:
+    """The first refusal of ``OVERRIDE_CHECKS`` over the command line ``args``; None when every check passes.
+
+    Parameters
+    ----------
+    args : sequence of str or CommandLine
+        The command line after the program name, e.g. one job's overrides.
+
+    Returns
+    -------
+    str or None
+        E.g. ``"model.width=3: model=transformer has no field width; model=mlp has it: ..."``.
+    """
+    command = parse(args)
+    return next((problem for check in OVERRIDE_CHECKS if (problem := check(command))), None)
