@@ -175,3 +175,16 @@ def test_every_check_names_that_default_as_the_fix(compose_config):
     # a list key's default, written as one override: [8,0], not [8, 0] (two shell words)
     assert "e.g. model.axes_dim=[8,0], or point" in interpolation_problem(
         compose_config("model=flux1", "model.axes_dim=${data.nope}"))
+
+
+@pytest.mark.parametrize("command, message", [
+    # Was: Hydra's five-line "Error merging override model.depth=x ... full_key: model.depth ... object_type=MLPConfig"
+    # composing the sweep, no fix named: a swept experiment= leaves each job's model unknown before Hydra composes.
+    ("-m experiment=quick,slcp_transformer model.depth=x",
+     "model.depth=x: model.depth: Value 'x' of type 'str' could not be converted to Integer; e.g. model.depth=2"),
+    ("-m experiment=glob(*) model.depth=1.5", "model.depth=1.5: model.depth takes a whole number (Value '1.5' of "
+     "type 'float' could not be converted to Integer); e.g. model.depth=2"),
+])
+def test_a_value_no_model_takes_is_refused_in_a_sweep_over_experiments(command, message):
+    assert override_problem(command.split()) == message
+    assert override_problem(command.split()[:-1] + ["model.depth=2"]) is None

@@ -119,13 +119,19 @@ def override_problem(args: Sequence[str] | CommandLine, *, sweeps_need_m: bool =
                     + (f"; write {dotted}={o.raw}" if near else ""))
         strings = list(override.sweep_string_iterator()) if override.value_type == ValueType.SIMPLE_CHOICE_SWEEP \
             else None
-        for schema in (s for s in schemas if name in settings(s)):
+        candidates = [s for s in schemas if name in settings(s)]
+        if section == "model" and chosen is None:  # a swept experiment= (each job its model): Hydra's multi-line
+            having = [s for s in typed["model"] if name in settings(s)]  # error composing the sweep, no fix named
+            plain = [v for v in o.values() if not (isinstance(v, str) and "${" in v)]
+            if having and any(all(_value_problem(s, name, key, v) for s in having) for v in plain):
+                candidates = having[:1]  # a value no model's field takes
+        for schema in candidates:
             for i, value in enumerate(o.values()):
                 if isinstance(value, str) and "${" in value:  # resolved once composed: its own check
                     continue
                 if (problem := _value_problem(schema, name, key, value)) is not None:
                     why, fix = problem
-                    of = f" (model={schema_name(schema)})" if section == "model" else ""
+                    of = f" (model={schema_name(schema)})" if section == "model" and chosen is not None else ""
                     if strings:  # the sweep with that one value replaced
                         shown = f"the swept value {strings[i]}: "
                         fix = ",".join(fix if j == i else text for j, text in enumerate(strings))
