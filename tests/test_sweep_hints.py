@@ -37,3 +37,16 @@ def test_the_same_sweep_grown_still_gets_its_never_started_job(tmp_path):
                                 sweep_dir=tmp_path)
     assert hint.endswith(f"(1 never started) one by one: python launch.py train.steps=4 train.resume=auto "
                          f"hydra.mode=RUN hydra.run.dir={tmp_path / '2'}")
+
+
+@pytest.mark.parametrize("typed", ['data="two_moons"', "data='two_moons'"])
+def test_a_quoted_value_is_the_same_job_as_the_bare_one(tmp_path, typed):
+    # Was: `-m data=two_moons,slcp train.resume=auto` after `-m 'data="two_moons",slcp'` was refused ("job 0 of this
+    # sweep (data=two_moons) would continue folder .../0, which ran data="two_moons""): the same task, quoted.
+    from gensbi_sharding.harness.sweep_hints import moved_jobs_problem
+    from gensbi_sharding.harness.sweep_plan import job_configuration
+
+    finished_sweep(tmp_path, [[typed], ["data=slcp"]])
+    assert job_configuration([typed]) == job_configuration(["data=two_moons"]) == {"data": "two_moons"}
+    assert moved_jobs_problem(tmp_path, [["data=two_moons"], ["data=slcp"]]) is None
+    assert "ran data=two_moons" in moved_jobs_problem(tmp_path, [["data=slcp"], ["data=two_moons"]])

@@ -97,7 +97,12 @@ def job_configuration(overrides: Sequence[str]) -> dict[str, str]:
         Values as Hydra normalises them, so two spellings of one job compare equal.
     """
     from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.core.override_parser.types import ValueType
+
+    def value(o) -> str:  # a quoted value as its text: data="two_moons" is data=two_moons, as Hydra assigns it
+        plain = o.value_type == ValueType.ELEMENT and isinstance(o.value(), str)
+        return o.value() if plain else o.get_value_element_as_str()
 
     parsed = OverridesParser.create().parse_overrides(list(overrides))
-    return {o.key_or_group.lstrip("+~"): o.get_value_element_as_str() for o in parsed
+    return {o.key_or_group.lstrip("+~"): value(o) for o in parsed
             if not o.key_or_group.startswith(("train.resume", "hydra."))}
