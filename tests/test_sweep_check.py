@@ -57,6 +57,12 @@ AXIS_3 = ("ConfigError: mesh.model_axis=3: 8 devices are not divisible by model_
      ["job 1 (train.steps=${nope}): ConfigError: train.steps=${nope} cannot be resolved (Interpolation key 'nope' not "
       "found); give a value, e.g. train.steps=4000, or point the ${...} at an existing key of the right type (python "
       "launch.py --cfg job lists the keys)"]),
+    # distributed=local shares this machine's CPU devices over its processes. Was: refused when job 1 started, after
+    # job 0 had run (the sweep check left every job of several processes to itself).
+    (("experiment=quick", "distributed=local", "distributed.local_processes=2,3"), "1 of the 2",
+     ["job 1 (distributed.local_processes=3): ConfigError: devices.cpu_count=8 does not split over "
+      "distributed.local_processes=3 (the count from default); set distributed.local_processes=2 or "
+      "devices.cpu_count=9"]),
     # One process runs the jobs: its CPU device count is fixed by the first.
     (("experiment=quick", "devices.cpu_count=8,4"), "1 of the 2",
      ["job 1 (devices.cpu_count=4): ConfigError: devices.cpu_count=4 after an earlier job's 8: the jobs run one after "

@@ -69,18 +69,11 @@ def run_local_processes(cfg: DictConfig, out: Path) -> dict[str, Any]:
     from hydra.core.hydra_config import HydraConfig
 
     from gensbi_sharding.harness.devices import resolve_cpu_count
+    from gensbi_sharding.harness.sweep_check import process_split_problem
 
-    n = cfg.distributed.local_processes
-    cpu, source = resolve_cpu_count(cfg.devices.cpu_count)
-    if cpu % n:
-        fits = [d for d in range(2, cpu + 1) if cpu % d == 0] or [1]
-        nearest = min(fits, key=lambda d: (abs(d - n), d))
-        # The count goes where it came from: devices.cpu_count=N beside the environment's count is refused.
-        setting = {"default": "devices.cpu_count=",
-                   "XLA_FLAGS": "XLA_FLAGS=--xla_force_host_platform_device_count="}.get(source, f"{source}=")
-        raise ConfigError(f"devices.cpu_count={cpu} does not split over distributed.local_processes={n} "
-                          f"(the count from {source}); set distributed.local_processes={nearest} or "
-                          f"{setting}{n * max(round(cpu / n), 1)}")
+    if problem := process_split_problem(cfg):  # checked for every job of a sweep before the first starts too
+        raise ConfigError(problem)
+    n, cpu = cfg.distributed.local_processes, resolve_cpu_count(cfg.devices.cpu_count)[0]
     if not HydraConfig.initialized():
         raise ConfigError("distributed.local_processes > 1 needs a Hydra job: run it through launch.py")
     # The search path too (Hydra keeps it apart from the task's): else no process finds a preset of one's own.

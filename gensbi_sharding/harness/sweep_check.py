@@ -18,7 +18,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["job_problem", "refused_jobs", "refused_jobs_message", "sweep_config_problem", "cpu_devices_known"]
+__all__ = ["job_problem", "refused_jobs", "refused_jobs_message", "sweep_config_problem", "cpu_devices_known",
+           "process_split_problem"]
 
 #: Hydra's own sweeper and launcher (``hydra.sweeper._target_``, ``hydra.launcher._target_``): the cartesian
 #: product of the sweep's values, run one after another in this process.
@@ -70,13 +71,38 @@ def job_problem(cfg: Any, *, in_process: bool = True) -> str | None:
     try:
         validate(cfg)  # its first check: every ${...} resolves
         if cfg.distributed.mode != "none":  # several processes: their count and devices are known once they join
-            return None
+            local = cfg.distributed.local_processes > 1 and cfg.distributed.process_id is None
+            problem = process_split_problem(cfg) if local else None  # distributed=local: this machine's devices
+            return None if problem is None else f"{ConfigError.__name__}: {problem}"
         count, source = resolve_cpu_count(cfg.devices.cpu_count)
     except Exception as err:  # as run() records it: any exception here would end the job before training
         return f"{type(err).__name__}: {err}"
     devices = count if in_process and cpu_devices_known(cfg.devices.platform) else None
     problem = _mesh_problem(cfg, devices, source) or _batch_problem(cfg, devices)
     return None if problem is None else f"{ConfigError.__name__}: {problem}"
+
+
+def process_split_problem(cfg: Any) -> str | None:
+    """Why ``distributed=local``'s processes cannot share this machine's CPU devices evenly; None if they can.
+
+    Parameters
+    ----------
+    cfg : DictConfig
+        The job's config: ``distributed.local_processes`` and ``devices.cpu_count`` (``resolve_cpu_count``).
+    """
+    from gensbi_sharding.harness.devices import resolve_cpu_count
+
+    n = cfg.distributed.local_processes
+    cpu, source = resolve_cpu_count(cfg.devices.cpu_count)
+    if not cpu % n:
+        return None
+    fits = [d for d in range(2, cpu + 1) if cpu % d == 0] or [1]
+    nearest = min(fits, key=lambda d: (abs(d - n), d))
+    # The count goes where it came from: devices.cpu_count=N beside the environment's count is refused.
+    setting = {"default": "devices.cpu_count=",
+               "XLA_FLAGS": "XLA_FLAGS=--xla_force_host_platform_device_count="}.get(source, f"{source}=")
+    return (f"devices.cpu_count={cpu} does not split over distributed.local_processes={n} (the count from {source}); "
+            f"set distributed.local_processes={nearest} or {setting}{n * max(round(cpu / n), 1)}")
 
 
 def _mesh_problem(cfg: Any, devices: int | None, source: str) -> str | None:
