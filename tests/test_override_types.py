@@ -188,3 +188,20 @@ def test_every_check_names_that_default_as_the_fix(compose_config):
 def test_a_value_no_model_takes_is_refused_in_a_sweep_over_experiments(command, message):
     assert override_problem(command.split()) == message
     assert override_problem(command.split()[:-1] + ["model.depth=2"]) is None
+
+
+@pytest.mark.parametrize("command, message", [
+    # Was: Hydra's "Ambiguous value for argument" (a preset's multirun: --cfg runs one config), and a traceback
+    # ending in ConfigCompositionException under --help.
+    ("--cfg job experiment=sbibm data=two_moons,slcp", "data=two_moons,slcp: Hydra composes one job's config for "
+     "--cfg, and several values are a sweep; give data one value, e.g. data=two_moons, or leave out --cfg"),
+    ("-m --help data=two_moons,slcp", "data=two_moons,slcp: Hydra composes one job's config for --help, and several "
+     "values are a sweep; give data one value, e.g. data=two_moons, or leave out --help"),
+    ("--cfg job model=glob(*former)", "model=glob(*former): Hydra composes one job's config for --cfg, and several "
+     "values are a sweep; give model one value, e.g. model=simformer, or leave out --cfg"),
+    # Was: Hydra's "Sweep parameters 'data=glob(*)' requires --multirun" (a glob was no sweep to this check).
+    ("data=glob(two*)", "data=glob(two*): several values are a sweep, one job per value, which needs -m: python "
+     "launch.py -m ... data=glob(two*)"),
+])
+def test_a_sweep_where_hydra_composes_one_config_is_refused_naming_the_fix(command, message):
+    assert override_problem(command.split()) == message

@@ -18,8 +18,8 @@ INTERVAL = ("train.steps=interval(1,5){}: Hydra's basic sweeper cannot sweep an 
             "optimizing sweeper such as Optuna's, which is not installed here); list the values to run instead, e.g. "
             "-m train.steps=range(1,6) (every whole number from 1 to 5) or choice(1,3,5)")
 MODELS = "flux1, mlp, simformer, transformer"
-SHUFFLE = ("{0}: shuffle(...) runs the jobs in a random order, different on every launch, so job i's folder would stand "
-           "for other values when the sweep is continued (train.resume=auto) or summarised; list the values in the "
+SHUFFLE = ("{0}: shuffle(...) runs the jobs in a random order, different on every launch, so job i's folder would "
+           "stand for other values when the sweep is continued (train.resume=auto) or summarised; list the values in the "
            "order to run them: {1}")
 
 
@@ -44,7 +44,8 @@ SHUFFLE = ("{0}: shuffle(...) runs the jobs in a random order, different on ever
      "is no group, so the sweep would run no job; list the values instead, e.g. -m train.steps=1,2 or "
      "train.steps=range(1,3)"),
     # Was: Hydra ran the jobs in a random order; the harness numbers them in the listed one (train.resume=auto).
-    (["-m", "train.steps=shuffle(range(1,4))"], SHUFFLE.format("train.steps=shuffle(range(1,4))", "train.steps=range(1,4)")),
+    (["-m", "train.steps=shuffle(range(1,4))"],
+     SHUFFLE.format("train.steps=shuffle(range(1,4))", "train.steps=range(1,4)")),
     (["-m", "rule=shuffle(fsdp,tensor)"], SHUFFLE.format("rule=shuffle(fsdp,tensor)", "rule=fsdp,tensor")),
 ])
 def test_a_sweep_that_cannot_run_or_runs_no_job_is_refused_naming_the_fix(args, message):

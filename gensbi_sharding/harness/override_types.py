@@ -86,10 +86,18 @@ def override_problem(args: Sequence[str] | CommandLine, *, sweeps_need_m: bool =
     chosen = set(choice.models) if choice else None
     for o in command.parsed:
         override, key, arg = o.hydra, o.key, o.arg
-        if o.sweep and sweeps_need_m and not command.multirun and not key.startswith("hydra"):
+        swept = o.sweep or override.value_type == ValueType.GLOB_CHOICE_SWEEP  # glob(...): the group's options
+        strings = (list(override.sweep_string_iterator()) if o.sweep
+                   else override.value().filter(options(key, command.search_paths) or []) if swept else [])
+        shows = [a for a in command.args if a.split("=", 1)[0] in ("-c", "--cfg", "-i", "--info", "-h", "--help")]
+        if swept and sweeps_need_m and not key.startswith("hydra") and shows:  # Hydra composes one config for
+            # them (with -m or a preset's multirun too): its "Ambiguous value", a traceback under --help
+            return (f"{arg}: Hydra composes one job's config for {shows[0]}, and several values are a sweep; give "
+                    f"{key} one value" + (f", e.g. {key}={strings[0]}" if strings else "") + f", or leave out {shows[0]}")
+        if swept and sweeps_need_m and not command.multirun and not key.startswith("hydra"):
             # Hydra's "Ambiguous value" offered a list and a quoted string too, which a scalar setting refuses.
-            listed = (f", or one list for this run: {key}=[{','.join(override.sweep_string_iterator())}]"
-                      if key in lists or key.split(".", 1)[0] in ("rule", "activation") else "")
+            listed = (f", or one list for this run: {key}=[{','.join(strings)}]"
+                      if o.sweep and (key in lists or key.split(".", 1)[0] in ("rule", "activation")) else "")
             return (f"{arg}: several values are a sweep, one job per value, which needs -m: python launch.py -m "
                     f"... {arg}{listed}")
         if key.startswith("hydra") or override.package is not None or key in lists:

@@ -166,7 +166,8 @@ def refused_jobs(config: Any, jobs: Sequence[Sequence[str]], loader: Any, *,
             # As the job's command alone is refused: Hydra's own text can advise what is refused in turn ("To append
             # to your config use +model.width=3" for a key the job's experiment's model lacks).
             if not (problem := command_problem([*search_path_of(hydra_overrides), *job])):
-                cause = f" ({str(err.__cause__).strip().splitlines()[0]})" if err.__cause__ and str(err.__cause__) else ""
+                reason = str(err.__cause__ or "").strip().splitlines()
+                cause = f" ({reason[0]})" if reason else ""
                 problem = f"{type(err).__name__}: {err}{cause}"
             refused.append((number, list(job), problem))
             continue

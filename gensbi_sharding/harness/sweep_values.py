@@ -2,8 +2,8 @@
 
 ``interval(1,5)`` is a continuous range for an optimizing sweeper (Optuna's, Ax's; none is installed here):
 the basic sweeper ended in its own traceback (``BasicSweeper does not support sweep type : INTERVAL_SWEEP``)
-after a callback's warning. A sweep with no value (``range(5,1)``, ``glob(nope*)``, a glob of a key that is no
-group: ``train.steps=glob(*)``) launched 0 jobs and exited 0, as if the sweep had run. ``shuffle(...)`` ran the jobs in
+after a callback's warning. A sweep with no value (``range(5,1)``, ``glob(nope*)``, a glob of a key that is no group:
+``train.steps=glob(*)``) launched 0 jobs and exited 0, as if the sweep had run. ``shuffle(...)`` ran the jobs in
 an order the harness (``sweep_plan.sweep_jobs``, which numbers the jobs for train.resume=auto) draws anew. ``sweep_values_problem``
 is checked on the command line by launch.py (before Hydra composes) and on a preset's
 ``hydra.sweeper.params`` by ``sweep_check.sweep_config_problem`` (before the first job starts). Pure Python.
@@ -25,7 +25,8 @@ def _interval_fix(start: float, end: float) -> str:
     if float(start).is_integer() and float(end).is_integer() and end >= start:
         first, last = int(start), int(end)
         middle = f",{(first + last) // 2}" if last - first > 1 else ""
-        return f"range({first},{last + 1}) (every whole number from {first} to {last}) or choice({first}{middle},{last})"
+        return (f"range({first},{last + 1}) (every whole number from {first} to {last}) or "
+                f"choice({first}{middle},{last})")
     return f"choice({start:g},{(start + end) / 2:g},{end:g}) (the values to try)"
 
 
@@ -87,7 +88,8 @@ def sweep_values_problem(overrides: Sequence[str] | CommandLine, options=None, w
             r = o.value()
             return (f"{arg}{where}: the range has no value, so the sweep would run no job (range(start,stop,step) "
                     f"counts from start by step up to, not including, stop); e.g. {key}="
-                    + (f"range({r.stop},{r.start})" if r.step > 0 and r.stop < r.start else f"range({r.start},{r.stop})"))
+                    + (f"range({r.stop},{r.start})" if r.step > 0 and r.stop < r.start
+                       else f"range({r.start},{r.stop})"))
     return None
 
 
