@@ -63,6 +63,12 @@ AXIS_3 = ("ConfigError: mesh.model_axis=3: 8 devices are not divisible by model_
      ["job 1 (distributed.local_processes=3): ConfigError: devices.cpu_count=8 does not split over "
       "distributed.local_processes=3 (the count from default); set distributed.local_processes=2 or "
       "devices.cpu_count=9"]),
+    # Was: the sbibm job ran one config (two_moons, 10^3 simulations) of its preset's 24, labelled "sbibm": Hydra
+    # reads hydra.sweeper.params from the command's config only.
+    (("experiment=quick,sbibm", "train.steps=2"), "1 of the 2",
+     ["job 1 (experiment=sbibm): experiment=sbibm is a sweep of its own (hydra.sweeper.params: data, "
+      "data.num_simulations), which Hydra starts only from a command's own config: in this sweep it would run as one "
+      "job; run it in a command of its own: python launch.py experiment=sbibm ..."]),
     # One process runs the jobs: its CPU device count is fixed by the first.
     (("experiment=quick", "devices.cpu_count=8,4"), "1 of the 2",
      ["job 1 (devices.cpu_count=4): ConfigError: devices.cpu_count=4 after an earlier job's 8: the jobs run one after "

@@ -171,11 +171,12 @@ def refused_jobs(config: Any, jobs: Sequence[Sequence[str]], loader: Any, *,
                 problem = f"{type(err).__name__}: {err}{cause}"
             refused.append((number, list(job), problem))
             continue
+        lost = _lost_sweep(config, cfg, job)
         try:  # as Hydra's run_job: HydraConfig holds the job's Hydra section (validate reads its group choices
             HydraConfig.instance().set_config(cfg)  # there), and the task gets its config without it
             with open_dict(cfg):
                 del cfg["hydra"]
-            problem = job_problem(cfg, in_process=in_process)
+            problem = lost or job_problem(cfg, in_process=in_process)
         finally:
             HydraConfig.instance().cfg = before
         one_process = problem is None and in_process and cfg.distributed.mode == "none"
@@ -259,3 +260,19 @@ def _group_options(loader: Any):
     from hydra.core.object_type import ObjectType
 
     return lambda group: sorted(loader.get_group_options(group, ObjectType.CONFIG))
+
+
+def _lost_sweep(config: Any, cfg: Any, job: Sequence[str]) -> str | None:
+    """A job whose preset is a sweep of its own (``-m experiment=quick,sbibm``): Hydra reads a sweep's
+    ``hydra.sweeper.params`` from the command's config only, so that job ran one config of the preset's 24."""
+    from omegaconf import OmegaConf
+
+    nodes = [OmegaConf.select(c, "hydra.sweeper.params", default=None) for c in (config, cfg)]
+    params = [{} if node is None else OmegaConf.to_container(node, resolve=False) for node in nodes]
+    if params[1] == params[0] or not params[1]:
+        return None
+    extra = [k for k in params[1] if params[0].get(k) != params[1][k]]
+    presets = [o for o in job if o.split("=", 1)[0] in ("experiment", "sweep")] or list(job)
+    return (f"{' '.join(presets)} is a sweep of its own (hydra.sweeper.params: {', '.join(extra)}), which Hydra starts "
+            f"only from a command's own config: in this sweep it would run as one job; run it in a command of its own: "
+            f"python launch.py {' '.join(presets)} ...")
