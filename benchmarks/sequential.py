@@ -5,16 +5,22 @@ over rounds. This script does so with the harness's own pieces (its simulation, 
 loop with early stopping, sampler and ``evaluate.c2st_scores``), by truncated proposals (TSNPE,
 Deistler et al. 2022, "Truncated proposals for scalable and hassle-free simulation-based
 inference"): round 1 simulates from the prior; each later round simulates from the prior
-truncated to a box holding the current posterior estimate's samples for x_o; every round's
+truncated to a region holding the current posterior estimate's samples for x_o; every round's
 pairs are pooled and a fresh network is trained on the pool with the ordinary flow-matching
-loss. The pool's proposal is the prior times a weight that is constant wherever the boxes
+loss. The pool's proposal is the prior times a weight that is constant wherever the regions
 hold the posterior, so the fitted conditional at x_o is the posterior itself: no correction.
+Each round prints the share of the task's reference posterior samples its region holds (that
+argument needs all of them) and the region's prior mass.
 
-The box, not TSNPE's highest-probability region: the flow's density needs an ODE trace per
-sample, a box needs only samples. It is the per-dimension range of ``--box-samples`` posterior
-samples, widened by ``--margin`` times that range on each side, in the coordinates of the
-prior's support bijection (log for sir's log-normal prior, the scaled logit for a uniform box),
-so it never leaves the prior's support; the truncated prior is drawn by rejection from the prior.
+The region needs only samples, not the flow's density (an ODE trace per sample). ``--region box``
+(the default): the per-dimension range of ``--box-samples`` posterior samples, widened by
+``--margin`` times that range on each side, in the coordinates of the prior's support bijection
+(log for sir's log-normal prior, the scaled logit for a uniform box). ``--region ellipsoid``:
+TSNPE's highest-probability region with a Gaussian fitted to the samples standing in for the
+density, out to the samples' largest Mahalanobis distance times ``1 + --margin``, in theta (why:
+``region_test``); the right shape where the posterior is narrow in volume but spans most of every
+dimension (gaussian_linear_uniform). Either way the truncated prior is drawn by rejection from
+the prior, so it never leaves the prior's support.
 
 Round 1 is the same for every observation (prior draws), so it is trained once and shared;
 every observation still costs exactly ``--budget`` simulations (``--rounds`` equal shares).
@@ -24,6 +30,7 @@ folds, as the harness scores them (``harness.posterior.evaluate_observations``).
 
     python benchmarks/sequential.py --task sir --observations 1 2 3 --rounds 2
     python benchmarks/sequential.py --task sir --observations 1 2 3 4 5 6 7 8 9 10 --out scores.csv
+    python benchmarks/sequential.py --task gaussian_linear_uniform --region ellipsoid --margin 0.1
 
 (README, "The sbibm benchmark": sir, 2 rounds, 0.549 over observations 1-10 against the amortised 0.585.)
 """
@@ -133,30 +140,71 @@ def draws(cfg, sims, velocity, params, x_o: np.ndarray, n: int, seed: int) -> np
     return draw_inside_support(draw, support, n)[0]
 
 
-def truncated_prior(task, key, samples: np.ndarray, n: int, margin: float, max_draws: int = 10 ** 8,
-                    chunk: int = 10 ** 6):
-    """``n`` prior draws inside the widened box of ``samples`` (support coordinates); and the box's prior mass."""
-    import jax
+REGIONS = ("box", "ellipsoid")
 
+
+def region_test(task, samples: np.ndarray, margin: float, region: str = "box"):
+    """The truncation region of ``samples`` (posterior samples at x_o), as ``(inside, name)``: ``inside(theta)``
+    is a boolean per row, ``name`` describes the region for messages.
+
+    ``box``: the samples' per-dimension range in the support bijection's coordinates, widened by ``margin`` times
+    that range on each side. ``ellipsoid``: the highest-density region of the Gaussian fitted to the samples
+    (their mean and covariance) whose Mahalanobis radius is the largest among the samples, times ``1 + margin``:
+    TSNPE's highest-probability region with a Gaussian standing in for the flow's density, which needs an ODE
+    trace per sample. A box is the wrong shape in many dimensions: gaussian_linear_uniform's posterior spans
+    most of [-1, 1] in every dimension, so its box held 55-99 % of the prior, while it fills a small part of the
+    prior's volume.
+
+    The ellipsoid is fitted in theta itself, not in the support bijection's coordinates: the truncated prior is
+    drawn by rejection from the prior, so its draws stay in the support whatever the region's shape, and the
+    bijection (a scaled logit on a uniform box) stretches a posterior near the box's edge into long tails, whose
+    farthest samples would set the radius and widen the region in every direction.
+    """
     from gensbi_sharding.harness.tasks import prior_bijection, to_unconstrained
 
+    if region not in REGIONS:
+        raise ValueError(f"region {region!r} is not one of {', '.join(REGIONS)}; pass --region box or ellipsoid")
+    samples = np.asarray(samples, np.float64)
+    if region == "ellipsoid":
+        mean = samples.mean(0)
+        # pinv: samples that are one point (or lie in a subspace) give a flat ellipsoid, not a LinAlgError
+        precision = np.linalg.pinv(np.atleast_2d(np.cov(samples, rowvar=False)))
+        distance = lambda theta: np.sqrt(np.einsum(  # noqa: E731
+            "ni,ij,nj->n", np.asarray(theta, np.float64) - mean, precision, np.asarray(theta, np.float64) - mean))
+        radius = distance(samples).max() * (1 + margin)
+        return (lambda theta: distance(theta) <= radius + 1e-9), \
+            f"the ellipsoid of Mahalanobis radius {radius:.3g} about {np.round(mean, 3).tolist()}"
     bijection = prior_bijection(task)
     u = to_unconstrained(bijection, samples)
     lo, hi = u.min(0), u.max(0)
     lo, hi = lo - margin * (hi - lo), hi + margin * (hi - lo)
+
+    def inside(theta):
+        with np.errstate(all="ignore"):
+            v = to_unconstrained(bijection, np.asarray(theta, np.float32))
+        return ((v >= lo) & (v <= hi)).all(1)
+
+    return inside, f"the box {lo.tolist()}..{hi.tolist()}"
+
+
+def truncated_prior(task, key, samples: np.ndarray, n: int, margin: float, max_draws: int = 10 ** 8,
+                    chunk: int = 10 ** 6, region: str = "box"):
+    """``n`` prior draws inside the truncation ``region`` of ``samples`` (see ``region_test``); and the region's
+    prior mass, the acceptance of the rejection from the prior (so every draw is in the prior's support)."""
+    import jax
+
+    inside, name = region_test(task, samples, margin, region)
     kept, drawn = [], 0
     while sum(map(len, kept)) < n:
-        if drawn >= max_draws:
-            raise RuntimeError(f"only {sum(map(len, kept))} of {drawn} prior draws fell in the box "
-                               f"{lo.tolist()}..{hi.tolist()}; lower --margin or use fewer --rounds")
+        if drawn >= max_draws:  # a wider margin widens the region, so more draws fall in it
+            raise RuntimeError(f"only {sum(map(len, kept))} of {drawn} prior draws fell in {name}; "
+                               "raise --margin or use fewer --rounds")
         key, sub = jax.random.split(key)
         theta = np.asarray(task.get_prior(sub, chunk), np.float32)
-        with np.errstate(all="ignore"):
-            v = to_unconstrained(bijection, theta)
-        kept.append(theta[((v >= lo) & (v <= hi)).all(1)])
+        kept.append(theta[inside(theta)])
         drawn += chunk
-    inside = np.concatenate(kept)
-    return inside[:n], len(inside) / drawn
+    inside_draws = np.concatenate(kept)
+    return inside_draws[:n], len(inside_draws) / drawn
 
 
 def amortised_scores(task: str, budget: int) -> dict[int, float]:
@@ -173,8 +221,11 @@ def main(argv: list[str] | None = None) -> list[dict]:
                         nargs="+", default=[1, 2, 3], help="sbibm observations, each with its own budget")
     parser.add_argument("--rounds", type=positive_int, default=2, help="rounds per observation, equal shares")
     parser.add_argument("--budget", type=positive_int, default=10_000, help="simulations per observation")
-    parser.add_argument("--margin", type=float, default=0.5, help="box widening, times its range, per side")
-    parser.add_argument("--box-samples", type=positive_int, default=10_000, help="posterior samples per box")
+    parser.add_argument("--region", type=one_of(REGIONS, argument="--region"), default="box",
+                        help="truncation region: the samples' widened box, or their Gaussian's ellipsoid")
+    parser.add_argument("--margin", type=float, default=0.5,
+                        help="box widening, times its range, per side; ellipsoid: radius times 1 + margin")
+    parser.add_argument("--box-samples", type=positive_int, default=10_000, help="posterior samples per region")
     parser.add_argument("--out", type=Path,
                         help="write the per-observation scores to this new CSV (an existing file is never overwritten)")
     parser.add_argument("overrides", nargs="*", help="Hydra overrides for every round's job, after --")
@@ -214,12 +265,16 @@ def main(argv: list[str] | None = None) -> list[dict]:
             t0 = time.perf_counter()
             samples = draws(cfg, sims, velocity, params, x_o, args.box_samples, cfg.seed + k)
             key = jax.random.fold_in(jax.random.fold_in(jax.random.key(cfg.seed), 1000 + k), r)
-            theta, mass = truncated_prior(task, jax.random.fold_in(key, 0), samples, share, args.margin)
+            theta, mass = truncated_prior(task, jax.random.fold_in(key, 0), samples, share, args.margin,
+                                          region=args.region)
+            # the no-correction argument needs the region to hold the posterior: the reference samples say how much
+            held = region_test(task, samples, args.margin, args.region)[0](tasks.reference_samples(task, k)).mean()
             later.append(usable(*tasks.simulate_at(task, jax.random.fold_in(key, 1), theta),
                                 first.theta_bijection, cfg.data.x_transform))
             sims = pooled(first, later, cfg.data.val_fraction)
             velocity, params, best, steps = fit(cfg, sims)
-            print(f"observation {k} round {r}: {share} simulations in a box of prior mass {mass:.2e} "
+            print(f"observation {k} round {r}: {share} simulations in a {args.region} of prior mass {mass:.2e} "
+                  f"holding {held:.2%} of the reference posterior samples "
                   f"({share - len(later[-1][0])} unusable), best step {best} of {steps}, "
                   f"{time.perf_counter() - t0:.0f} s", flush=True)
         with tempfile.TemporaryDirectory() as out:
@@ -229,7 +284,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
                 out=Path(out), write=False, plot=False, title=lambda *_: "")["c2st_observations"][0]
         rows.append({"task": args.task, "observation": k, "rounds": args.rounds, "margin": args.margin,
                      "c2st": scored["c2st"], "c2st_sd_folds": scored["c2st_sd_folds"],
-                     "amortised": amortised.get(k, float("nan"))})
+                     "amortised": amortised.get(k, float("nan")), "region": args.region})
         print(f"observation {k}: sequential C2ST {scored['c2st']:.3f} +- {scored['c2st_sd_folds']:.3f}, "
               f"amortised {rows[-1]['amortised']:.3f}  ({time.perf_counter() - start:.0f} s so far)", flush=True)
     means = [np.mean([r[key] for r in rows]) for key in ("c2st", "amortised")]

@@ -47,6 +47,33 @@ def test_the_truncated_prior_draws_inside_the_widened_box_and_the_support(task, 
                             max_draws=10 ** 5, chunk=50_000)
 
 
+@pytest.mark.parametrize("margin", [0.0, 0.1])
+def test_the_ellipsoid_holds_its_samples_and_its_draws_but_not_the_corners_a_box_would_keep(margin):
+    """``--region ellipsoid``: the samples' Gaussian's region out to their largest Mahalanobis distance, times
+    ``1 + margin``, in theta. It holds every sample it was fitted on, not a far point of the support nor the
+    corner of the samples' own per-dimension range (inside their box: in 10 dimensions the box's corners are far
+    from the posterior), yet it holds the posterior samples it was not fitted on; its draws are prior draws inside
+    it and inside [-1, 1]^10, a few % of the prior's mass (the box held 55-99 % on gaussian_linear_uniform)."""
+    import jax
+
+    from gensbi_sharding.harness import tasks
+
+    seq, t = load(), tasks.get_task("gaussian_linear_uniform")
+    samples = np.asarray(tasks.reference_samples(t, 1)[:500], np.float64)
+    inside, name = seq.region_test(t, samples, margin, "ellipsoid")
+    mean, precision = samples.mean(0), np.linalg.inv(np.cov(samples, rowvar=False))  # computed apart from the script
+    distance = lambda theta: np.sqrt(np.einsum("ni,ij,nj->n", theta - mean, precision, theta - mean))  # noqa: E731
+    radius = distance(samples).max() * (1 + margin)
+    assert inside(samples).all() and f"radius {radius:.3g}" in name
+    far, corner = -np.sign(mean) * 0.99, samples.min(0)  # the support's far corner; the samples' box's corner
+    assert not inside(np.stack([far, corner])).any() and (distance(np.stack([far, corner])) > radius).all()
+    theta, mass = seq.truncated_prior(t, jax.random.key(0), samples, 2000, margin, chunk=100_000, region="ellipsoid")
+    assert theta.shape == (2000, 10) and np.asarray(t.get_prior_dist().support(theta)).all()
+    assert (distance(theta.astype(np.float64)) <= radius + 1e-6).all() and 0.005 < mass < 0.2
+    held = inside(tasks.reference_samples(t, 1)[500:]).mean()  # the posterior's mass it holds: all but a trace
+    assert held > 0.995
+
+
 def test_the_pool_keeps_every_round_split_as_load_task_splits_it_with_its_statistics():
     from gensbi_sharding.harness.simulation_data import SimulationData
 
@@ -87,9 +114,10 @@ def test_two_rounds_end_to_end_score_an_observation_beside_the_recorded_amortise
     (["--out", "MISSING/scores.csv"], "does not exist; create it or pass another --out"),
     (["--budget", "100", "--rounds", "2"], "--budget 100 in --rounds 2 gives 50 simulations a round, too few"),
     (["--budget", "2", "--rounds", "3"], "--budget 2 in --rounds 3 gives 0 simulations a round"),
+    (["--region", "sphere"], "argument --region: 'sphere' is not one of box, ellipsoid"),
 ])
 def test_bad_arguments_stop_before_any_work_naming_the_value_and_a_fix(argv, named, tmp_path, capsys):
-    """A bad --margin, an --out that exists (an earlier run's scores) or cannot be written, or a budget whose
+    """A bad --margin or --region, an --out that exists (an earlier run's scores) or cannot be written, or a budget whose
     round-1 share cannot fill a batch stop while the arguments are read: before, a nan margin drew 10**8 prior
     draws in vain, --out was overwritten (or failed) after the whole run, and a small share stopped in the first
     fit with a traceback naming only data.batch_size (or suggesting data.num_simulations=10000)."""
