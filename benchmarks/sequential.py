@@ -273,8 +273,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
                                 first.theta_bijection, cfg.data.x_transform))
             sims = pooled(first, later, cfg.data.val_fraction)
             velocity, params, best, steps = fit(cfg, sims)
-            print(f"observation {k} round {r}: {share} simulations in a {args.region} of prior mass {mass:.2e} "
-                  f"holding {held:.2%} of the reference posterior samples "
+            print(f"observation {k} round {r}: {share} simulations in its {args.region}, of prior mass "
+                  f"{mass:.2e}, holding {held:.2%} of the reference posterior samples "
                   f"({share - len(later[-1][0])} unusable), best step {best} of {steps}, "
                   f"{time.perf_counter() - t0:.0f} s", flush=True)
         with tempfile.TemporaryDirectory() as out:

@@ -117,10 +117,10 @@ def test_two_rounds_end_to_end_score_an_observation_beside_the_recorded_amortise
     (["--region", "sphere"], "argument --region: 'sphere' is not one of box, ellipsoid"),
 ])
 def test_bad_arguments_stop_before_any_work_naming_the_value_and_a_fix(argv, named, tmp_path, capsys):
-    """A bad --margin or --region, an --out that exists (an earlier run's scores) or cannot be written, or a budget whose
-    round-1 share cannot fill a batch stop while the arguments are read: before, a nan margin drew 10**8 prior
-    draws in vain, --out was overwritten (or failed) after the whole run, and a small share stopped in the first
-    fit with a traceback naming only data.batch_size (or suggesting data.num_simulations=10000)."""
+    """A bad --margin or --region, an --out that exists (an earlier run's scores) or cannot be written, or a budget
+    whose round-1 share cannot fill a batch stop while the arguments are read: before, a nan margin drew 10**8
+    prior draws in vain, --out was overwritten (or failed) after the whole run, and a small share stopped in the
+    first fit with a traceback naming only data.batch_size (or suggesting data.num_simulations=10000)."""
     existing = tmp_path / "scores.csv"
     existing.write_text("task,observation\nsir,1\n")
     argv = [a.replace("EXISTING", str(existing)).replace("MISSING", str(tmp_path / "missing")) for a in argv]
