@@ -32,7 +32,8 @@ folds, as the harness scores them (``harness.posterior.evaluate_observations``).
     python benchmarks/sequential.py --task sir --observations 1 2 3 4 5 6 7 8 9 10 --out scores.csv
     python benchmarks/sequential.py --task gaussian_linear_uniform --region ellipsoid --margin 0.1
 
-(README, "The sbibm benchmark": sir, 2 rounds, 0.549 over observations 1-10 against the amortised 0.585.)
+(README, "The sbibm benchmark": sir, 2 rounds, 0.549 over observations 1-10 against the amortised 0.585;
+gaussian_linear_uniform, --region ellipsoid --margin 0.1, 0.549 against 0.553: level.)
 """
 
 from __future__ import annotations
