@@ -16,6 +16,7 @@ from hydra import compose, initialize_config_dir
 
 from gensbi_sharding.harness.config import register_configs
 from gensbi_sharding.harness.config_checks import validate
+from gensbi_sharding.harness.groups import preset_is_multirun
 from gensbi_sharding.harness.override_types import override_problem
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
@@ -84,8 +85,25 @@ SWEEPS_WITHOUT_M = [
 @pytest.mark.parametrize("command,message", SWEEPS_WITHOUT_M, ids=[c for c, _ in SWEEPS_WITHOUT_M])
 def test_a_sweep_without_m_names_m(command, message):
     assert override_problem(command.split()) == message
-    for multirun in ("-m", "--multirun", "hydra.mode=MULTIRUN", "sweep=rules_x_model_axis"):
+    for multirun in ("-m", "--multirun", "hydra.mode=MULTIRUN", "sweep=rules_x_model_axis", "experiment=sbibm"):
         assert override_problem([multirun, *command.split()]) is None
+    # A preset that does not turn multirun on leaves the sweep to -m (was Hydra's "Ambiguous value ... use
+    # key=[value1,value2]": the check was skipped for any experiment=).
+    for preset in ("experiment=quick", "experiment=slcp_transformer"):
+        assert override_problem([preset, *command.split()]) == message
+
+
+@pytest.mark.parametrize("group, option, multirun", [
+    ("experiment", "sbibm", True), ("sweep", "rules_x_model_axis", True),  # hydra.mode: MULTIRUN
+    ("experiment", "quick", False), ("experiment", "slcp_transformer", False),  # overrides of /data, /model only
+    ("experiment", "nope", True),  # not found: the safe side
+])
+def test_a_preset_turns_multirun_on_only_where_its_file_says_so(group, option, multirun, tmp_path):
+    assert preset_is_multirun(group, option) is multirun
+    (tmp_path / "experiment").mkdir()
+    (tmp_path / "experiment" / "mine.yaml").write_text("# @package _global_\ndefaults:\n  - /experiment/sbibm\n")
+    assert preset_is_multirun("experiment", "mine", [f"file://{tmp_path}"])  # another preset's file: the safe side
+    assert preset_is_multirun("experiment", "quick", ["pkg://elsewhere"])  # a package path may hold it
 
 
 @pytest.fixture(scope="module")

@@ -8,9 +8,10 @@ leaves out the typed schemas (those are stored outside every group).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["INTERNAL_GROUPS", "CONF", "group_options", "option_groups_text", "chosen_options"]
+__all__ = ["INTERNAL_GROUPS", "CONF", "group_options", "option_groups_text", "chosen_options", "preset_is_multirun"]
 
 #: Groups no user picks from (not listed by ``--help``).
 INTERNAL_GROUPS = ("experiment_model",)
@@ -33,6 +34,25 @@ def group_options(group: str) -> list[str]:
 
         return sorted(loader.get_group_options(group, ObjectType.CONFIG))
     return sorted(p.stem for p in (CONF / group).glob("*.yaml"))
+
+
+def preset_is_multirun(group: str, option: str, search_paths: Sequence[str] = ()) -> bool:
+    """Whether the preset ``group=option`` (``experiment=sbibm``) turns multirun on itself (its file sets
+    ``hydra.mode: MULTIRUN``, as ``conf/experiment/sbibm.yaml`` does); True where its file cannot be read (not
+    found, a ``pkg://`` search path, a defaults list naming another preset), so a check that relies on it stays
+    on the safe side.
+    """
+    from omegaconf import OmegaConf
+
+    folders = [CONF] + [Path(e[len("file://"):]) for e in search_paths if e.startswith("file://")]
+    files = [f / group / f"{option}.yaml" for f in folders if (f / group / f"{option}.yaml").is_file()]
+    if not files or len(folders) <= len(search_paths):  # not found, or a pkg:// path may hold it
+        return True
+    preset = OmegaConf.load(files[-1])  # a later search path's file wins, as Hydra reads them
+    entries = [next(iter(d)) if OmegaConf.is_dict(d) else str(d) for d in OmegaConf.select(preset, "defaults") or []]
+    nested = [e for e in entries if e != "_self_" and (not e.startswith("override /")  # another preset's file
+                                                       or e.split("/", 1)[1].startswith(("sweep", "experiment", "hydra")))]
+    return nested != [] or str(OmegaConf.select(preset, "hydra.mode", default="")).upper() == "MULTIRUN"
 
 
 def _groups(parent: str = "") -> list[str]:

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import OverrideType, QuotedString, ValueType
 
-from gensbi_sharding.harness.groups import group_options
+from gensbi_sharding.harness.groups import group_options, preset_is_multirun
 
 __all__ = ["SWEEPS", "Override", "CommandLine", "parse", "grammar_problem", "mode_flags_problem",
            "flag_order_problem", "hydra_value", "hydra_override"]
@@ -61,8 +61,8 @@ class CommandLine(typing.NamedTuple):
 
     ``parsed``: the overrides Hydra's grammar reads. ``model_override``: the ``model=`` Hydra applies, the last
     one typed; ``models``: the model(s) it picks (each swept one, a glob's matching options; [] for none),
-    ``model``: the one it picks (None when none or a sweep). ``multirun``: ``-m``, or a preset that may turn
-    multirun on itself (``sweep=``, ``experiment=``). ``search_paths``: every ``hydra.searchpath`` entry.
+    ``model``: the one it picks (None when none or a sweep). ``multirun``: ``-m``, ``hydra.mode=``, or a preset
+    that turns multirun on itself (``groups.preset_is_multirun``: ``experiment=sbibm``, ``sweep=``). ``search_paths``: every ``hydra.searchpath`` entry.
     """
 
     args: tuple[str, ...]
@@ -91,8 +91,10 @@ class CommandLine(typing.NamedTuple):
 
     @property
     def multirun(self) -> bool:
-        return any(a in ("-m", "--multirun") or a.startswith(("hydra.mode=", "sweep=", "experiment="))
-                   for a in self.args)
+        presets = [(o.key, o.values()) for o in self.parsed if o.key in ("sweep", "experiment")]
+        return any(a in ("-m", "--multirun") or a.startswith("hydra.mode=") for a in self.args) or any(
+            not values or any(preset_is_multirun(group, str(v), self.search_paths) for v in values)  # []: a glob
+            for group, values in presets)
 
     @property
     def search_paths(self) -> list[str]:
