@@ -49,6 +49,27 @@ N_DEVICES = 8
 
 
 @pytest.fixture(scope="session")
+def compose_config():
+    """``compose_config(*overrides, hydra=False)``: the composed config, as launch.py would see it.
+
+    Each call opens and closes its own Hydra context, so no global Hydra state outlives
+    a call (other modules, and in-process runs, start from a clean slate).
+    """
+    from hydra import compose, initialize_config_dir
+
+    from gensbi_sharding.harness.config import register_configs
+    from gensbi_sharding.harness.groups import CONF
+
+    register_configs()
+
+    def _compose(*overrides: str, hydra: bool = False):
+        with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+            return compose("config", overrides=list(overrides), return_hydra_config=hydra)
+
+    return _compose
+
+
+@pytest.fixture(scope="session")
 def devices():
     devs = jax.devices()
     assert len(devs) == N_DEVICES, f"conftest asked for {N_DEVICES} CPU devices, JAX has {len(devs)}"

@@ -13,12 +13,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf, open_dict
 
 from gensbi_sharding.harness.config import (
-    ConfigError, Flux1Config, MLPConfig, SimformerConfig, TransformerConfig, register_configs)
+    ConfigError, Flux1Config, MLPConfig, SimformerConfig, TransformerConfig)
 from gensbi_sharding.harness.config_checks import validate
 from gensbi_sharding.harness.rule_config import check_table_against_mesh, mesh_spec, rule_table
 from gensbi_sharding import LOGICAL_AXES, RULES, resolve_mesh
@@ -105,22 +104,6 @@ EXPECTED_TABLES = {
     "fsdp_tensor": {"embed": "data", "mlp": "model", "heads": "model", "vocab": "model",
                     "in": None, "out": None},
 }
-
-
-@pytest.fixture(scope="session")
-def compose_config():
-    """``compose_config(*overrides, hydra=False)``: the composed config, as launch.py would see it.
-
-    Each call opens and closes its own Hydra context, so no global Hydra state outlives
-    a call (other modules, and in-process runs, start from a clean slate).
-    """
-    register_configs()
-
-    def _compose(*overrides: str, hydra: bool = False):
-        with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-            return compose("config", overrides=list(overrides), return_hydra_config=hydra)
-
-    return _compose
 
 
 def _select(cfg, key):

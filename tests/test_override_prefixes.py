@@ -9,18 +9,13 @@ by the config check only after Hydra made the run's folder.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-from hydra import compose, initialize_config_dir
 
-from gensbi_sharding.harness.config import register_configs
 from gensbi_sharding.harness.config_checks import validate
 from gensbi_sharding.harness.override_keys import model_key_problem
 from gensbi_sharding.harness.override_prefixes import prefix_problem
 from gensbi_sharding.harness.override_types import list_override_problem, override_problem
 
-CONF = Path(__file__).resolve().parents[1] / "conf"
 TRAIN = ("steps, learning_rate, weight_decay, schedule, warmup_steps, ema_decay, val_every, patience, val_draws, "
          "log_every, checkpoint_every, keep, resume")
 MLP = "init, width, depth, mlp_ratio, time_embed_dim"
@@ -76,17 +71,6 @@ CASES = [
                                      "defaults read ${experiment}); for no experiment, drop ~experiment and leave "
                                      "experiment= out"),
 ]
-
-
-@pytest.fixture(scope="module")
-def compose_config():
-    register_configs()
-
-    def _compose(*overrides: str):
-        with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-            return compose("config", overrides=list(overrides))
-
-    return _compose
 
 
 @pytest.mark.parametrize("command,message", CASES, ids=[c for c, _ in CASES])

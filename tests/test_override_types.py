@@ -9,17 +9,12 @@ and left a sweep folder holding only multirun.yaml.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-from hydra import compose, initialize_config_dir
 
-from gensbi_sharding.harness.config import register_configs
 from gensbi_sharding.harness.config_checks import validate
 from gensbi_sharding.harness.groups import preset_is_multirun
 from gensbi_sharding.harness.override_types import override_problem
 
-CONF = Path(__file__).resolve().parents[1] / "conf"
 INT = "could not be converted to Integer"
 
 CASES = [
@@ -104,17 +99,6 @@ def test_a_preset_turns_multirun_on_only_where_its_file_says_so(group, option, m
     (tmp_path / "experiment" / "mine.yaml").write_text("# @package _global_\ndefaults:\n  - /experiment/sbibm\n")
     assert preset_is_multirun("experiment", "mine", [f"file://{tmp_path}"])  # another preset's file: the safe side
     assert preset_is_multirun("experiment", "quick", ["pkg://elsewhere"])  # a package path may hold it
-
-
-@pytest.fixture(scope="module")
-def compose_config():
-    register_configs()
-
-    def _compose(*overrides: str):
-        with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-            return compose("config", overrides=list(overrides))
-
-    return _compose
 
 
 @pytest.mark.parametrize("command,message", CASES, ids=[c for c, _ in CASES])
