@@ -62,6 +62,7 @@ try:
     from gensbi_sharding.harness.run_folder import output_dir
     from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
     from gensbi_sharding.harness.run_report import final_line
+    from gensbi_sharding.harness.console_lines import stopped_sweep_line
 except KeyboardInterrupt:  # seconds of imports (JAX): a Ctrl-C there is the most likely one before a run
     if __name__ != "__main__":
         raise
@@ -100,6 +101,8 @@ def main(cfg: DictConfig) -> float | None:
     running.clear()
     if cfg.distributed.process_id is None:  # not one of distributed=local's processes: their parent says it
         log.info("%s", final_line(metrics, output_dir(cfg)))
+        if (stopped := stopped_sweep_line()) is not None:  # a preempted job ends its sweep: the sweep's outcome, last
+            log.info("%s", stopped)
     if metrics["status"] == "preempted":  # checkpointed; the rest of a sweep would be cut short too
         sys.exit(EXIT_PREEMPTED)
     if metrics["status"] != "ok":
@@ -119,5 +122,7 @@ if __name__ == "__main__":
             sys.exit(EXIT_INTERRUPTED)
         if not os.environ.get(LOCAL_CHILD_ENV):  # distributed=local's parent says it once for its processes
             print("interrupted: the job's metrics.json records it (status interrupted)", file=sys.stderr)
+            if (stopped := stopped_sweep_line()) is not None:  # the sweep's outcome, last (Hydra's never comes)
+                print(stopped, file=sys.stderr, flush=True)
         sys.exit(EXIT_INTERRUPTED)
     sys.exit(1 if failed_jobs else 0)

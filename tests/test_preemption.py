@@ -454,7 +454,9 @@ def test_a_refused_sweep_folder_names_the_commands_that_continue_its_unfinished_
     with pytest.raises(SystemExit):
         run_folder.RefuseCompletedRun().on_multirun_start(config)
     printed = capsys.readouterr().err
-    assert printed.startswith(f"[ERROR] {sweep / '0' / 'metrics.json'} already exists (status ok)")
+    # Was "[ERROR] <sweep>/0/metrics.json already exists": the sweep folder first, its completed jobs counted.
+    assert printed.startswith(f"[ERROR] hydra.sweep.dir={sweep}: 1 of its 2 jobs complete (0); job 0: "
+                              f"{sweep / '0' / 'metrics.json'} already exists (status ok)")
     assert printed.rstrip().endswith("continue its unfinished job one by one: python launch.py model.width=24 "
                                      f"'rule.embed=[data,model]' train.resume=auto hydra.mode=RUN hydra.run.dir={sweep / '1'}")
     outputs.write_json(sweep / "0" / "metrics.json", {"status": "preempted"})  # no job completed: rerun it whole
@@ -551,7 +553,9 @@ def test_a_damaged_metrics_json_is_named_and_its_folder_kept(tmp_path, capsys, t
     config = OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep)}}, "train": {"resume": "auto"}})
     with pytest.raises(SystemExit):
         run_folder.RefuseCompletedRun().on_multirun_start(config)
-    assert capsys.readouterr().err.startswith(f"[ERROR] {sweep / '0' / 'metrics.json'} cannot be read (")
+    assert capsys.readouterr().err.startswith(  # a multirun's refusal names hydra.sweep.dir first (was job 0's path)
+        f"[ERROR] hydra.sweep.dir={sweep}: 1 of its 2 jobs complete (1); job 0: {sweep / '0' / 'metrics.json'} "
+        "cannot be read (")
     assert [(row["job"], row["metrics"]["status"]) for row in summary_rows(sweep)] == [("0", "damaged"), ("1", "ok")]
     assert (run_dir / "metrics.json").read_text() == text
 

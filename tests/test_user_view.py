@@ -103,6 +103,10 @@ def test_sweep_table_has_a_column_per_swept_key_and_rows_that_differ(issue_sweep
     assert re.search(r"\| \d+\.\d KB +\|", table) and "e+" not in table  # readable bytes, no exponents
     assert (sweep_dir / "sweep_summary.md").read_text().splitlines()[0] == table.splitlines()[1]
     assert png_title(sweep_dir / "sweep_summary.png") == "4 jobs; swept: rule.embed, activation"
+    # Was the table's last row: the console ends with the sweep's outcome, as a single run ends with its own.
+    assert table.splitlines()[0] == "Sweep summary (4 jobs, 0 failed), as in sweep_summary.md:"
+    assert re.fullmatch(rf"sweep done in [\d.]+ (s|min): 4 ok, 0 failed; sweep_summary.csv/.md/.png in {sweep_dir}",
+                        proc.stdout.strip().splitlines()[-1]), proc.stdout[-300:]
 
 
 def test_each_sweep_job_prints_a_short_block(issue_sweep):
@@ -113,6 +117,10 @@ def test_each_sweep_job_prints_a_short_block(issue_sweep):
         assert len(job.strip().splitlines()) <= MAX_CONSOLE_LINES, job
         assert "optimizer/opt_state" not in job and "ConvergenceWarning" not in job
         assert job.strip().splitlines()[-1].startswith("done in ")
+        # Was "[2/7] mesh: {'spec': 'dict', 'model_axis': 1, 'devices': None}"; one C2ST line, spelled with ±.
+        assert "[2/7] mesh data=8 x model=1 (8 devices; mesh=dict, mesh.model_axis=1)" in job, job
+        assert sum("C2ST" in line and "indistinguishable" in line for line in job.splitlines()) == 1, job
+        assert "+-" not in job
     # embed over "model" (size 1) splits nothing: those two jobs say so, and name the override that splits.
     hints = [job for job in jobs if "splits nothing here" in job]
     assert len(hints) == 2 and all("to split, run with mesh=dict mesh.model_axis=2" in job for job in hints)

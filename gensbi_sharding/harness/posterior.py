@@ -163,7 +163,7 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
         row = {"observation": k, "c2st": float(scores.mean()), "c2st_sd_folds": float(scores.std(ddof=1)),
                "c2st_scores": scores.tolist(), "n": n, "acceptance": acceptance}
         rows.append(row)
-        log.info("observation %d: C2ST %.3f +- %.3f over %d folds (%d vs %d samples; 0.5 = indistinguishable "
+        log.info("observation %d: C2ST %.3f ± %.3f over %d folds (%d vs %d samples; 0.5 = indistinguishable "
                  "from the reference posterior)", k, row["c2st"], row["c2st_sd_folds"], n_folds, n, n)
         if write:
             outputs.write_npz(out / samples_name(k, index == 0), samples=samples[:n], reference=reference[:n],

@@ -168,8 +168,8 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
     if (problem := platform_problem(cfg.model, jax.default_backend())) is not None:  # else: at compile time
         raise ConfigError(problem)
     watch.check()  # a signal during setup stops the run here, between its steps (nothing to save yet)
-    log.info("[2/7] mesh: %s", OmegaConf.to_container(cfg.mesh))
     mesh = run_mesh(cfg, source, rule_name, table)
+    log.info("%s", run_report.mesh_step_line(cfg.mesh, mesh))  # the resolved mesh, as the user asked for it
     metrics.update(mesh_shape=list(mesh.devices.shape) if mesh else None,
                    mesh_axes=list(mesh.axis_names) if mesh else None, device_count=jax.device_count(),
                    process_count=jax.process_count(), data_parallel_size=contract.batch_size_divisor(mesh))
@@ -286,7 +286,7 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
             plot=cfg.eval.plot, stop_check=watch.check,
             title=lambda k, c, sd: plots.posterior_title(task=cfg.data.name, observation=k, rule=rule_name,
                                                          mesh_shape=metrics["mesh_shape"], c2st=c, c2st_sd=sd)))
-        log.info("C2ST %.3f (0.5 = indistinguishable from the reference posterior)", metrics["c2st"])
+        run_report.log_c2st_mean(metrics)  # one observation: its own line above said it
 
     metrics.update(job_peak_metrics(peak_before, peak_bytes_in_use()))  # GPU/TPU: the allocator's; None on CPU
     if metrics["device_peak_bytes"] is not None:

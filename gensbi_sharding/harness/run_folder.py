@@ -18,6 +18,7 @@ from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.config_checks import dry_run_resume_problem
 from gensbi_sharding.harness.config_values import interpolation_problem
 from gensbi_sharding.harness.console import tagged
+from gensbi_sharding.harness.console_lines import completed_jobs_lead
 from gensbi_sharding.harness.folder_lock import FolderInUseError, FolderLock, folder_problem
 from gensbi_sharding.harness.launch_record import keep_record, settle_record
 from gensbi_sharding.harness.outputs import read_metrics, write_atomic, write_json
@@ -60,15 +61,14 @@ def ensure_fresh(out_dir: Path, *, resume_auto: bool = False, resume_from: bool 
                  multirun: bool = False) -> dict | None:
     """Refuse to run into a folder that holds another run's results.
 
-    With ``resume_auto`` (``train.resume=auto``) a folder whose run ended with a status
-    in ``RESUMABLE`` (preempted, interrupted, error), or left checkpoints without
-    metrics (killed), may be continued: the same command, requeued. With ``resume_from``
-    (``train.resume=<another folder>``) such a folder may be used when it holds no
-    checkpoint of its own: an attempt that failed before it saved one (e.g. a mistyped
-    ``train.resume`` path) is retried with the corrected path. A ``dry_run`` continues
-    nothing: it is refused any folder that holds a run's metrics or checkpoints. A completed run's
-    refusal names the command that trains it further into a new folder (``train_further_hint``,
-    with ``steps``, the ``train.steps`` asked for, and the command's ``overrides``).
+    With ``resume_auto`` (``train.resume=auto``) a folder whose run ended with a status in ``RESUMABLE``
+    (preempted, interrupted, error), or left checkpoints without metrics (killed), may be continued: the
+    same command, requeued. With ``resume_from`` (``train.resume=<another folder>``) such a folder may be
+    used when it holds no checkpoint of its own: an attempt that failed before it saved one (e.g. a
+    mistyped ``train.resume`` path) is retried with the corrected path. A ``dry_run`` continues
+    nothing: it is refused any folder that holds a run's metrics or checkpoints. A completed run's refusal
+    names the command that trains it further into a new folder (``train_further_hint``: ``steps``, the
+    ``train.steps`` asked for, the command's ``overrides``); ``multirun``: a job, hydra.sweep.dir named.
 
     Returns
     -------
@@ -81,8 +81,7 @@ def ensure_fresh(out_dir: Path, *, resume_auto: bool = False, resume_from: bool 
         Naming the folder, its metrics.json or checkpoints, and the override to use.
     """
     out_dir = Path(out_dir)
-    if dry_run:
-        resume_auto = resume_from = False
+    resume_auto, resume_from = resume_auto and not dry_run, resume_from and not dry_run  # a dry run continues nothing
     metrics = out_dir / "metrics.json"
     previous = read_metrics(metrics) if metrics.exists() else None
     status = (previous or {}).get("status", "unknown")
@@ -91,7 +90,8 @@ def ensure_fresh(out_dir: Path, *, resume_auto: bool = False, resume_from: bool 
     retry = resume_from and status in RESUMABLE and not has_checkpoints
     if previous is not None and not (resume_auto and status in RESUMABLE) and not retry:
         hint = ("rerun with train.resume=auto to continue it in this folder, or choose another hydra.run.dir"
-                if status in RESUMABLE and not dry_run else "choose another hydra.run.dir (or hydra.sweep.dir)"
+                if status in RESUMABLE and not dry_run else "choose another "
+                + ("hydra.sweep.dir" if multirun else "hydra.run.dir (or hydra.sweep.dir)")
                 + (" for the dry run (a dry run writes only into a fresh folder)" if dry_run else
                    train_further_hint(out_dir, previous.get("final_step") if has_checkpoints else None, steps,
                                       overrides, multirun=multirun)))
@@ -276,12 +276,12 @@ class RefuseCompletedRun(Callback):
                 keep_record(run_dir)  # the command that saved its checkpoints, before Hydra rewrites it
         except (FileExistsError, FolderInUseError, ConfigError) as err:
             self._release()
-            hint = ""
-            if sweep and isinstance(err, FileExistsError):
+            hint = lead = ""
+            if sweep and isinstance(err, FileExistsError):  # the sweep folder first, its completed jobs counted
+                lead = completed_jobs_lead(folder, runs, str(err))
                 hint = unfinished_jobs_hint(runs, RESUMABLE, every_job(config), sweep_dir=folder, search_path=searched)
-            # Hydra turns an Exception raised by a callback into a warning; SystemExit stops the run.
-            print(tagged("ERROR", f"{err}{hint}"), file=sys.stderr, flush=True)  # as the job's own errors look
-            raise SystemExit(1) from None
+            print(tagged("ERROR", f"{lead}{err}{hint}"), file=sys.stderr, flush=True)  # as the job's own errors look
+            raise SystemExit(1) from None  # Hydra turns a callback's Exception into a warning; this stops the run
 
     def _release(self) -> None:
         while self._locks:

@@ -17,11 +17,12 @@ from typing import Any
 import numpy as np
 
 from gensbi_sharding.harness.console import DETAILS
+from gensbi_sharding.harness.console_lines import log_c2st_mean, mesh_step_line  # run's step lines, with final_line
 from gensbi_sharding.harness.units import (c2st_spread, format_bytes, format_c2st, format_count, format_seconds,
                                           is_number)
 
 __all__ = ["annotations_of", "left_whole", "splits_nothing_hint", "placement_block", "variable_table",
-           "final_line", "state_figures", "report_placement"]
+           "final_line", "state_figures", "report_placement", "mesh_step_line", "log_c2st_mean"]
 
 log = logging.getLogger("gensbi_sharding")
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import csv
 import io
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,15 +28,16 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
+from gensbi_sharding.harness.console_lines import remember_stopped_sweep, sweep_end_line
 from gensbi_sharding.harness.outputs import read_metrics, write_atomic
 from gensbi_sharding.harness.plots import status_counts
-from gensbi_sharding.harness.summary_columns import DRY_RUN_COLUMNS, ERROR_COLUMN, TRAIN_COLUMNS, Column
+from gensbi_sharding.harness.summary_columns import DRY_RUN_COLUMNS, ERROR_COLUMN, TRAIN_COLUMNS, Column, key_cell
 from gensbi_sharding.harness.sweep_plan import command_overrides, job_configuration, never_started, sweep_jobs
 from gensbi_sharding.harness.units import is_number
 
 __all__ = ["Column", "TRAIN_COLUMNS", "DRY_RUN_COLUMNS", "summary_rows", "swept_keys", "declared_sweeps",
-           "markdown_table", "write_summary", "refresh_sweep_summary", "SweepSummary", "continued_sweep_job",
-           "refresh_job_sweep_summary"]
+           "key_cell", "markdown_table", "write_summary", "refresh_sweep_summary", "SweepSummary",
+           "continued_sweep_job", "refresh_job_sweep_summary"]
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +113,7 @@ def markdown_table(headers: Sequence[str], cells: Sequence[Sequence[str]]) -> st
 def _table(rows: Sequence[dict[str, Any]], keys: Sequence[str], columns: Sequence[Column]) -> str:
     shown = [c for c in columns if c.title and (c is not ERROR_COLUMN or any(r["metrics"].get("error") for r in rows))]
     headers = ["job", *keys, *(c.title for c in shown)]
-    cells = [[row["job"], *(row["overrides"].get(k, "") for k in keys), *(c.text(row["metrics"]) for c in shown)]
+    cells = [[row["job"], *(key_cell(row, k) for k in keys), *(c.text(row["metrics"]) for c in shown)]
              for row in rows]
     return markdown_table(headers, cells)
 
@@ -170,7 +172,7 @@ def write_summary(sweep_dir: Path, declared: Sequence[str] = (),
     writer = csv.writer(buffer)
     writer.writerow(["job", *keys, *(c.name for c in columns)])
     for row in rows:
-        writer.writerow([row["job"], *(row["overrides"].get(k, "") for k in keys),
+        writer.writerow([row["job"], *(key_cell(row, k) for k in keys),
                          *(c.exact(row["metrics"]) for c in columns)])
     csv_path = write_atomic(sweep_dir / "sweep_summary.csv", buffer.getvalue())
     if dry:  # a dry-run sweep is for choosing: rank the configurations
@@ -220,7 +222,11 @@ def refresh_sweep_summary(job_dir: Path) -> Summary | None:
 
 
 class SweepSummary(Callback):
-    """Hydra callback: after a multirun, the summary table (printed) and its csv, md and png."""
+    """Hydra callback: after a multirun, the summary table (printed) and its csv, md and png, then one
+    line with the sweep's outcome (``console_lines.sweep_end_line``), as a single run ends with its own."""
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        self._started = time.monotonic()
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         sweep_dir = Path(config.hydra.sweep.dir).absolute()
@@ -229,10 +235,11 @@ class SweepSummary(Callback):
         if summary is None:
             log.warning("multirun finished with no job metrics under %s", sweep_dir)
             return
-        counts = status_counts([row["metrics"].get("status") for row in summary.rows])  # preempted is not failed
-        plot = f", plot {summary.png_path.name}" if summary.png_path else ""
-        print(f"\nSweep summary ({len(summary.rows)} jobs{counts}): {summary.csv_path}{plot}\n"
-              f"{summary.text}", flush=True)
+        statuses = [row["metrics"].get("status") for row in summary.rows]
+        started = getattr(self, "_started", None)
+        print(f"\nSweep summary ({len(summary.rows)} jobs{status_counts(statuses)}), as in {summary.md_path.name}:\n"
+              f"{summary.text}\n" + sweep_end_line(statuses, None if started is None else time.monotonic() - started,
+                                                   sweep_dir, summary.png_path is not None), flush=True)
 
 
 def continued_sweep_job() -> bool:
@@ -267,3 +274,7 @@ def refresh_job_sweep_summary(out: Path) -> None:
         return
     if summary is not None:
         log.info("sweep summary rebuilt with this job's result: %s", summary.csv_path)
+        if not continued_sweep_job():  # this job stopped a running sweep: launch.py ends the console with it
+            remember_stopped_sweep(sweep_end_line([row["metrics"].get("status") for row in summary.rows], None,
+                                                  out.absolute().parent, summary.png_path is not None))
+

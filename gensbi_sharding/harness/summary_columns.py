@@ -3,14 +3,14 @@ readable value (``harness.summary`` writes them)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from gensbi_sharding.harness.units import c2st_spread, format_bytes, format_c2st, format_count, format_seconds, is_number
 
 __all__ = ["Column", "TRAIN_COLUMNS", "DRY_RUN_COLUMNS", "mesh_cell", "all_attempts_wall", "wall_cell", "c2st_cell",
-           "error_cell", "ERROR_CELL", "ERROR_COLUMN"]
+           "error_cell", "ERROR_CELL", "ERROR_COLUMN", "key_cell"]
 
 
 @dataclass(frozen=True)
@@ -112,3 +112,16 @@ DRY_RUN_COLUMNS: tuple[Column, ...] = (
     Column("fallbacks", "fallbacks", lambda m: str(len(m["fallbacks"])) if "fallbacks" in m else "",
            lambda m: str(len(m["fallbacks"])) if "fallbacks" in m else ""),
     _STATUS, ERROR_COLUMN)
+
+
+def key_cell(row: Mapping[str, Any], key: str) -> str:
+    """The value of ``key`` the job ran with: its override as typed, else its config's (a preset's
+    ``train.steps`` from ``experiment=quick``, which no override names); "" when neither holds one."""
+    if key in row["overrides"]:
+        return row["overrides"][key]
+    value: Any = row["metrics"].get("config") or {}
+    for part in key.split("."):
+        value = value.get(part) if isinstance(value, Mapping) else None
+    if isinstance(value, (Mapping, list)) or value is None:  # a config group's table: only its name is a value
+        return ""
+    return str(value).lower() if isinstance(value, bool) else str(value)

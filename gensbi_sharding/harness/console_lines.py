@@ -1,0 +1,151 @@
+"""Console lines a user reads at a run's and a sweep's milestones, in the user's own terms.
+
+The mesh step names the resolved mesh and the overrides that asked for it (not the raw config
+dict); the C2ST mean is said once; a sweep ends with one line naming its outcome and files, as a
+single run ends with ``run_report.final_line``; a refused sweep folder is named as
+``hydra.sweep.dir`` with the count of its completed jobs.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from gensbi_sharding.harness.units import format_c2st, format_seconds, is_number
+
+__all__ = ["mesh_step_line", "log_c2st_mean", "sweep_end_line", "remember_stopped_sweep", "stopped_sweep_line",
+           "completed_jobs_lead"]
+
+log = logging.getLogger("gensbi_sharding.harness.run")
+
+
+def mesh_step_line(mesh_cfg: Any, mesh: Any) -> str:
+    """``"[2/7] mesh data=8 x model=1 (8 devices; mesh=dict, mesh.model_axis=1)"``: the resolved mesh,
+    then the overrides that asked for it; ``mesh=none`` says one device.
+
+    Parameters
+    ----------
+    mesh_cfg : mapping
+        The run's ``cfg.mesh`` (``spec``: None, "auto" or "dict"; ``model_axis``, ``devices``).
+    mesh : jax.sharding.Mesh or None
+        The mesh ``run_mesh`` resolved from it.
+
+    Returns
+    -------
+    str
+    """
+    if mesh is None:
+        return "[2/7] mesh: none (mesh=none): one device, nothing placed"
+    shape = " x ".join(f"{name}={size}" for name, size in dict(mesh.shape).items())
+    asked = [f"mesh={mesh_cfg.get('spec')}"]
+    if mesh_cfg.get("spec") == "dict":  # auto has no knob: all devices on "data"
+        asked.append(f"mesh.model_axis={mesh_cfg.get('model_axis')}")
+        if mesh_cfg.get("devices"):
+            asked.append(f"mesh.devices={list(mesh_cfg.get('devices'))}")
+    return f"[2/7] mesh {shape} ({mesh.devices.size} devices; {', '.join(asked)})"
+
+
+def log_c2st_mean(metrics: dict[str, Any]) -> None:
+    """Log the C2ST mean over several scored observations; with one, its own line said it already.
+
+    Parameters
+    ----------
+    metrics : dict
+        The run's metrics after ``posterior.evaluate_observations`` (``c2st``, ``c2st_observations``).
+    """
+    scored = metrics.get("c2st_observations") or []
+    if len(scored) > 1:
+        log.info("C2ST %s over %d observations (0.5 = indistinguishable from the reference posterior)",
+                 format_c2st(metrics.get("c2st"), metrics.get("c2st_sd_observations")), len(scored))
+
+
+def sweep_end_line(statuses: Sequence[Any], wall_s: float | None, sweep_dir: Path, has_plot: bool) -> str:
+    """The sweep's last console line: ``"sweep done in 136 s: 2 ok, 0 failed; sweep_summary.csv/.md/.png in
+    <dir>"``; ``"sweep failed"`` when a job failed, ``"sweep stopped"`` when one was preempted, interrupted or
+    never run.
+
+    Parameters
+    ----------
+    statuses : sequence
+        Each job's recorded status (``"not run"`` for a job never started).
+    wall_s : float or None
+        Seconds since the sweep started; None: unknown (left out).
+    sweep_dir : pathlib.Path
+        The sweep folder holding the summary files.
+    has_plot : bool
+        Whether ``sweep_summary.png`` was written.
+
+    Returns
+    -------
+    str
+    """
+    from gensbi_sharding.harness.plots import status_counts, status_word
+
+    words = [status_word(s) for s in statuses]
+    ok = sum(s == "ok" for s in statuses)
+    outcome = ("done" if ok == len(statuses) else "failed" if "failed" in words else "stopped")
+    took = f" {'in' if outcome == 'done' else 'after'} {format_seconds(wall_s)}" if is_number(wall_s) else ""
+    files = "sweep_summary.csv/.md" + ("/.png" if has_plot else "")
+    return f"sweep {outcome}{took}: {ok} ok{status_counts(statuses)}; {files} in {sweep_dir}"
+
+
+_STOPPED: list[str] = []  # the outcome line of the sweep this process's job stopped
+
+
+def remember_stopped_sweep(line: str) -> None:
+    """Keep ``line`` (``sweep_end_line`` of a sweep this process's job stopped) for ``stopped_sweep_line``.
+
+    Parameters
+    ----------
+    line : str
+    """
+    _STOPPED[:] = [line]
+
+
+def stopped_sweep_line() -> str | None:
+    """The outcome line of the sweep this process's job stopped (preempted, Ctrl-C), e.g. ``"sweep stopped:
+    1 ok, 0 failed, 1 interrupted, 1 not run; sweep_summary.csv/.md/.png in <dir>"``; None for any other job.
+
+    Returns
+    -------
+    str or None
+        Said last by ``launch.py``, after the job's own line: Hydra's end-of-sweep summary never comes.
+    """
+    return _STOPPED[0] if _STOPPED else None
+
+
+def completed_jobs_lead(sweep_dir: Path, job_dirs: Sequence[Path], refusal: str = "") -> str:
+    """``"hydra.sweep.dir=<dir>: 2 of its 2 jobs complete (0, 1); job 0: "``: the start of a refused
+    multirun's error, before the first refused job's own reason; "" when none of its jobs completed (the
+    reason alone says it: a damaged record, a job to continue).
+
+    Parameters
+    ----------
+    sweep_dir : pathlib.Path
+        The sweep folder the multirun was given.
+    job_dirs : sequence of pathlib.Path
+        Its job folders holding a ``metrics.json``.
+    refusal : str
+        The refused job's error, which starts with a path inside its folder (that job is named).
+
+    Returns
+    -------
+    str
+    """
+    from gensbi_sharding.harness.outputs import read_metrics
+
+    def status(job: Path) -> Any:
+        try:
+            return read_metrics(job / "metrics.json").get("status")
+        except (OSError, ValueError):  # a damaged record: not a completed job
+            return None
+
+    done = [job.name for job in job_dirs if status(job) == "ok"]
+    if not done:
+        return ""
+    named = ", ".join(done[:5]) + (f", ... ({len(done) - 5} more)" if len(done) > 5 else "")
+    refused = next((job.name for job in job_dirs if refusal.startswith(str(Path(job)) + "/")), None)
+    return (f"hydra.sweep.dir={sweep_dir}: {len(done)} of its {len(job_dirs)} jobs complete ({named}); "
+            + (f"job {refused}: " if refused else ""))

@@ -1,0 +1,157 @@
+"""The console lines a new user reported (fresh clone, ``experiment=quick``): each said in the user's terms, once.
+
+Was: a sweep ended with a table row (no outcome line; the header named only the csv); ``[2/7] mesh:
+{'spec': 'dict', 'model_axis': 1, 'devices': None}``; one observation's C2ST printed twice, as ``+-`` then
+again; a completed sweep folder refused as job 0's ``hydra.run.dir``; the rebuilt summary's ``train.steps``
+column empty for the jobs that ran ``experiment=quick``'s 20 steps.
+"""
+
+import json
+import logging
+import re
+
+import pytest
+from omegaconf import OmegaConf
+
+from gensbi_sharding import resolve_mesh
+from gensbi_sharding.harness import outputs, run_folder
+from gensbi_sharding.harness.console_lines import (completed_jobs_lead, log_c2st_mean, mesh_step_line,
+                                                   sweep_end_line)
+from gensbi_sharding.harness.summary import SweepSummary, write_summary
+from gensbi_sharding.harness.summary_columns import key_cell
+
+
+@pytest.mark.parametrize("mesh_cfg, expected", [
+    ({"spec": "dict", "model_axis": 1, "devices": None},
+     "[2/7] mesh data=8 x model=1 (8 devices; mesh=dict, mesh.model_axis=1)"),
+    ({"spec": "dict", "model_axis": 2, "devices": None},
+     "[2/7] mesh data=4 x model=2 (8 devices; mesh=dict, mesh.model_axis=2)"),
+    ({"spec": "dict", "model_axis": 2, "devices": [3, 2, 1, 0]},
+     "[2/7] mesh data=2 x model=2 (4 devices; mesh=dict, mesh.model_axis=2, mesh.devices=[3, 2, 1, 0])"),
+    ({"spec": "auto"}, "[2/7] mesh data=8 x model=1 (8 devices; mesh=auto)"),
+    ({"spec": None}, "[2/7] mesh: none (mesh=none): one device, nothing placed"),
+])
+def test_the_mesh_step_names_the_resolved_mesh_and_the_overrides_that_asked(mesh_cfg, expected):
+    from gensbi_sharding.harness.rule_config import mesh_spec
+
+    cfg = OmegaConf.create(mesh_cfg)
+    line = mesh_step_line(cfg, resolve_mesh(mesh_spec(cfg)))
+    assert line == expected
+    assert "'spec'" not in line
+
+
+def test_the_c2st_mean_is_said_once_and_with_one_spelling(caplog):
+    one = {"c2st": 0.512, "c2st_sd_folds": 0.008, "c2st_observations": [{"observation": 1, "c2st": 0.512}]}
+    with caplog.at_level(logging.INFO):
+        log_c2st_mean(one)  # the observation's own line said 0.512 already
+    assert caplog.messages == []
+    several = {"c2st": 0.9, "c2st_sd_observations": 0.024, "c2st_observations": [{}, {}, {}]}
+    with caplog.at_level(logging.INFO):
+        log_c2st_mean(several)
+    assert caplog.messages == ["C2ST 0.900 ± 0.024 over 3 observations (0.5 = indistinguishable from the "
+                               "reference posterior)"]
+    from pathlib import Path  # the per-observation line: ± as the final line, never "+-"
+
+    source = (Path(__file__).parents[1] / "gensbi_sharding" / "harness" / "posterior.py").read_text()
+    assert '"observation %d: C2ST %.3f ± %.3f over' in source and "+-" not in source
+
+
+@pytest.mark.parametrize("statuses, wall, expected", [
+    (["ok", "ok"], 136.2, "sweep done in 136.2 s: 2 ok, 0 failed; sweep_summary.csv/.md/.png in /s"),
+    (["ok", "error"], 12.0, "sweep failed after 12.0 s: 1 ok, 1 failed; sweep_summary.csv/.md/.png in /s"),
+    (["ok", "interrupted", "not run"], 3.0,
+     "sweep stopped after 3.0 s: 1 ok, 0 failed, 1 interrupted, 1 not run; sweep_summary.csv/.md/.png in /s"),
+    (["ok"], None, "sweep done: 1 ok, 0 failed; sweep_summary.csv/.md/.png in /s"),
+])
+def test_the_sweep_end_line_says_its_outcome(statuses, wall, expected):
+    from pathlib import Path
+
+    assert sweep_end_line(statuses, wall, Path("/s"), True) == expected
+    assert sweep_end_line(statuses, wall, Path("/s"), False) == expected.replace("/.png", "")
+
+
+def make_job(sweep, job, overrides, config, status="ok"):
+    (sweep / str(job) / ".hydra").mkdir(parents=True)
+    OmegaConf.save(OmegaConf.create(overrides), sweep / str(job) / ".hydra" / "overrides.yaml")
+    (sweep / str(job) / "metrics.json").write_text(json.dumps(
+        {"status": status, "config": {"dry_run": False, **config}, "mesh_shape": [8, 1], "c2st": 0.97,
+         "c2st_sd_folds": 0.017, "wall_s": 3.3}))
+
+
+def test_a_sweep_ends_with_its_outcome_line_after_the_table(tmp_path, capsys, monkeypatch):
+    from gensbi_sharding.harness import plots
+
+    monkeypatch.setattr(plots, "plot_sweep", lambda rows, keys, path, dry_run=False: path)  # no matplotlib here
+    for job, rule in enumerate(("fsdp", "tensor")):
+        make_job(tmp_path, job, ["experiment=quick", f"rule={rule}"], {"train": {"steps": 20}})
+    config = OmegaConf.create({"hydra": {"sweep": {"dir": str(tmp_path)},
+                                         "overrides": {"task": ["experiment=quick", "rule=fsdp,tensor"]}}})
+    callback = SweepSummary()
+    callback.on_multirun_start(config)
+    callback.on_multirun_end(config)
+    printed = capsys.readouterr().out.strip().splitlines()
+    assert printed[0] == "Sweep summary (2 jobs, 0 failed), as in sweep_summary.md:"
+    assert printed[1].startswith("| job | rule ")
+    assert re.fullmatch(rf"sweep done in [\d.]+ (ms|s): 2 ok, 0 failed; sweep_summary.csv/.md/.png in {tmp_path}",
+                        printed[-1]), printed[-1]
+
+
+def test_summary_columns_show_the_value_each_job_ran_with(tmp_path, monkeypatch):
+    # Job 0 was trained further with train.steps=40; job 1 ran experiment=quick's 20: its cell was empty.
+    from gensbi_sharding.harness import plots
+
+    monkeypatch.setattr(plots, "plot_sweep", lambda rows, keys, path, dry_run=False: path)
+    make_job(tmp_path, 0, ["experiment=quick", "rule=fsdp", "train.steps=40"], {"train": {"steps": 40}})
+    make_job(tmp_path, 1, ["experiment=quick", "rule=tensor"], {"train": {"steps": 20}, "rule": {"embed": None}})
+    summary = write_summary(tmp_path, ["rule"])
+    assert summary.keys == ["rule", "train.steps"]
+    rows = list(__import__("csv").DictReader(summary.csv_path.open()))
+    assert [(r["rule"], r["train.steps"]) for r in rows] == [("fsdp", "40"), ("tensor", "20")]
+    row = summary.rows[1]
+    assert key_cell(row, "rule") == "tensor"  # typed: the config's rule is a table
+    assert key_cell(row, "rule.embed") == "" and key_cell(row, "no.such") == ""
+    assert key_cell({"overrides": {}, "metrics": {"config": {"strict": True}}}, "strict") == "true"
+
+
+def test_a_refused_sweep_folder_is_named_as_hydra_sweep_dir_with_its_completed_jobs_counted(tmp_path, capsys):
+    sweep = tmp_path / "multirun"
+    for job in (0, 1):
+        outputs.write_json(sweep / str(job) / "metrics.json", {"status": "ok", "final_step": 20})
+        (sweep / str(job) / "checkpoints" / "20").mkdir(parents=True)
+        (sweep / str(job) / ".hydra").mkdir()
+        (sweep / str(job) / ".hydra" / "overrides.yaml").write_text(f"- experiment=quick\n- rule={['fsdp', 'tensor'][job]}\n")
+    config = OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep)},
+                                         "overrides": {"task": ["experiment=quick", "rule=fsdp,tensor",
+                                                                "train.resume=auto"]}},
+                               "train": {"resume": "auto", "steps": 20}})
+    with pytest.raises(SystemExit):
+        run_folder.RefuseCompletedRun().on_multirun_start(config)
+    printed = capsys.readouterr().err
+    assert printed.startswith(f"[ERROR] hydra.sweep.dir={sweep}: 2 of its 2 jobs complete (0, 1); job 0: "
+                              f"{sweep / '0' / 'metrics.json'} already exists (status ok)")
+    assert "choose another hydra.sweep.dir;" in printed and "hydra.run.dir (or" not in printed
+    jobs = [sweep / str(job) for job in range(8)]
+    for job in range(2, 8):
+        outputs.write_json(jobs[job] / "metrics.json", {"status": "ok" if job < 7 else "interrupted"})
+    assert completed_jobs_lead(sweep, jobs, f"{jobs[7] / 'checkpoints'} holds") == (
+        f"hydra.sweep.dir={sweep}: 7 of its 8 jobs complete (0, 1, 2, 3, 4, ... (2 more)); job 7: ")
+    assert completed_jobs_lead(sweep, jobs[7:], f"{jobs[7] / 'checkpoints'} holds") == ""  # none complete
+
+
+def test_a_stopped_sweep_ends_with_its_outcome_line(tmp_path, monkeypatch):
+    # Was: Ctrl-C in job 1 of 3 ended the console with "interrupted: the job's metrics.json records it" and no
+    # line for the sweep (Hydra's end-of-sweep summary never comes); launch.py now says this one last.
+    from gensbi_sharding.harness import console_lines, plots
+    from gensbi_sharding.harness.summary import refresh_job_sweep_summary
+
+    monkeypatch.setattr(plots, "plot_sweep", lambda rows, keys, path, dry_run=False: path)
+    monkeypatch.setattr(console_lines, "_STOPPED", [])
+    make_job(tmp_path, 0, ["experiment=quick", "rule=fsdp"], {})
+    make_job(tmp_path, 1, ["experiment=quick", "rule=tensor"], {}, status="interrupted")
+    OmegaConf.save(OmegaConf.create({"hydra": {"overrides": {"task": ["experiment=quick",
+                                                                      "rule=fsdp,tensor,replicated"]}}}),
+                   tmp_path / "multirun.yaml")
+    assert console_lines.stopped_sweep_line() is None
+    refresh_job_sweep_summary(tmp_path / "1")
+    assert console_lines.stopped_sweep_line() == (
+        f"sweep stopped: 1 ok, 0 failed, 1 interrupted, 1 not run; sweep_summary.csv/.md/.png in {tmp_path}")
