@@ -1074,6 +1074,10 @@ def test_a_stopped_sweep_leaves_its_summary_so_far_and_the_jobs_not_run(request,
     rows = stopped.summary.splitlines()
     assert len(rows) == 3 and rows[1].startswith("0,16,") and f",{status}," in rows[1], rows
     assert rows[2].startswith("1,24,") and ",not run," in rows[2], rows
+    # Was the job's own line (or "interrupted: the job's metrics.json records it"): the sweep's outcome, last.
+    last = [line for line in stopped.log.replace("\r", "\n").splitlines() if line.strip()][-1]
+    assert last == (f"sweep stopped: 0 ok, 0 failed, 1 {status}, 1 not run; sweep_summary.csv/.md/.png in "
+                    f"{stopped.sweep}"), stopped.log[-3000:]
 
 
 @pytest.mark.slow
