@@ -114,7 +114,7 @@ def finish_and_unlock(manager: ocp.CheckpointManager, lock: Lock, status: dict |
 def watch_exit(writer: Any) -> None:
     """Finish ``writer``'s save under way when the script ends, if it is open then; warn once that it was not closed.
 
-    Armed once per process, from the main thread of a script (``python script.py``, ``-c``, ``-m``; not an
+    Armed once per process, from any thread of a script (``python script.py``, ``-c``, ``-m``; not an
     interactive session, where no end of a script comes before the exit).
 
     Parameters
@@ -126,7 +126,9 @@ def watch_exit(writer: Any) -> None:
     if "code" in _SCRIPT or sys.flags.interactive or hasattr(sys, "ps1"):
         return
     main = getattr(sys.modules.get("__main__"), "__dict__", None)
-    frames = [info.frame for info in inspect.stack(0)]
+    # The main thread's frames, where the script runs: a writer made in a worker thread ends with the script too.
+    top = sys._current_frames().get(threading.main_thread().ident)
+    frames = [info.frame for info in inspect.getouterframes(top, 0)] if top is not None else []
     scripts = [i for i, frame in enumerate(frames) if frame.f_globals is main and frame.f_code.co_name == "<module>"]
     # Callers beyond the script's own frame other than runpy's (-m): an embedding (IPython) runs it, not an exit.
     if not scripts or any(f.f_globals.get("__name__") != "runpy" for f in frames[scripts[-1] + 1:]):
