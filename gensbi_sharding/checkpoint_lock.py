@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import fcntl
 import inspect
+import logging
 import os
 import sys
 import threading
@@ -184,6 +185,9 @@ def _finish_at_exit(writer: Any) -> None:
     why = (f"still being written after exit_timeout_s={writer.exit_timeout_s:g} s" if not errors
            else f"its save failed ({type(errors[0]).__name__}: {errors[0]})")
     writer._status["warned"] = True
+    # The save left running fails as Python exits, each of Orbax's threads logging its traceback through absl
+    # (four, 250 lines): the warning below says all the user can act on.
+    logging.getLogger("absl").setLevel(logging.CRITICAL)
     _warn(f"{where} and step {step} could not be committed: {why}; it is lost (newest step on disk: "
           f"{steps[-1] if steps else 'none'}); {_FIX}")
 

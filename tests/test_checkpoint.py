@@ -531,3 +531,4 @@ def test_a_writer_left_open_when_the_script_ends_finishes_its_save_or_names_the_
         assert warned == [f"CheckpointWriter:0: {where} and step 2 could not be committed: still being written after "
                           f"exit_timeout_s=0 s; it is lost (newest step on disk: 1); {fix}"], proc.stderr[-3000:]
         assert committed_steps(ck) == [1]
+        assert "Traceback" not in proc.stderr and "ERROR:absl" not in proc.stderr, proc.stderr[-3000:]  # was 4 of each
