@@ -1181,6 +1181,24 @@ def test_a_signal_a_setup_step_holds_is_answered_by_the_watchdog_within_its_grac
     assert signal.set_wakeup_fd(-1) == -1  # let go on the watch's exit
 
 
+def test_a_second_signal_while_the_watchdog_waits_out_its_grace_is_taken_quietly(monkeypatch):
+    # Was: 'Exception ignored when trying to write to the signal wakeup fd: BrokenPipeError' and its traceback on
+    # the console (the watchdog closed its end of the pipe on reading the first signal; SLURM may signal twice).
+    from gensbi_sharding.harness import stop_watchdog
+
+    monkeypatch.setattr(stop_watchdog, "GRACE_S", 0.3)
+    unraisable, stopped = [], []
+    monkeypatch.setattr(sys, "unraisablehook", unraisable.append)
+    with PreemptionWatch() as watch:
+        stop_watchdog.StopWatchdog(watch, stopped.append)
+        for _ in range(2):  # the second one after the watchdog has read the first
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.1)
+        time.sleep(0.5)
+    assert [str(u.exc_value) for u in unraisable] == [] and stopped == [signal.SIGTERM]
+    assert watch.signum == signal.SIGTERM and signal.set_wakeup_fd(-1) == -1
+
+
 HELD_IN_SETUP = """import os, runpy, signal, sys, time
 from gensbi_sharding.harness import state, stop_watchdog
 stop_watchdog.GRACE_S = 1.0  # 10 s: a test need not wait so long

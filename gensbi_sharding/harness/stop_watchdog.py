@@ -72,13 +72,15 @@ class StopWatchdog:
         try:
             while signum is None and (data := os.read(self._read, 64)):  # b"": closed
                 signum = next((s for s in data if s in PREEMPT_SIGNALS), None)  # Ctrl-C: a second one stops
+            if signum is not None and not self._closed.wait(GRACE_S):
+                with self._watch.stop_lock:  # the main thread's settle() waits here while the stop is written
+                    if not self._watch.settled:
+                        self._stop(signum)
         finally:
+            # Each later signal writes to the pipe until close() sets the wakeup fd back: with this end closed,
+            # a second SIGTERM printed 'Exception ignored when trying to write to the signal wakeup fd' (EPIPE).
+            self._closed.wait()
             os.close(self._read)
-        if signum is None or self._closed.wait(GRACE_S):
-            return
-        with self._watch.stop_lock:  # the main thread's settle() waits here while the stop is written
-            if not self._watch.settled:
-                self._stop(signum)
 
 
 def watch_setup(cfg: Any, watch: PreemptionWatch, **run: Any) -> None:
