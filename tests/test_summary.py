@@ -367,3 +367,14 @@ def test_the_sweep_plot_draws_what_a_stopped_job_reached_marked_partial(tmp_path
     assert [t.get_text() for t in memory.get_legend().get_texts()] == [
         "replicated", "fsdp", "tensor", "partial: a stopped job, so far"]
     assert fig._suptitle.get_text() == "3 jobs, 1 interrupted, 1 preempted; swept: rule"  # never counted as done
+
+
+def test_a_swept_key_named_as_a_measured_column_is_told_apart_from_it(tmp_path):
+    # Was: -m mesh=none,auto gave a table headed 'job | mesh | mesh | ...' (the swept value, then the mesh's shape).
+    for job, (mesh, shape) in enumerate([("none", None), ("auto", [8, 1])]):
+        make_job(tmp_path, job, [f"mesh={mesh}"], **{**ok_metrics(3016, 0.01, 0.6), "mesh_shape": shape})
+    lines = write_summary(tmp_path, declared=["mesh"]).text.splitlines()
+    head = [cell.strip() for cell in lines[0].split("|")]
+    assert head[1:4] == ["job", "mesh", "mesh_shape"]
+    cells = [[cell.strip() for cell in line.split("|")][2:4] for line in lines[2:]]
+    assert cells == [["none", "none"], ["auto", "8x1"]]

@@ -112,7 +112,8 @@ def markdown_table(headers: Sequence[str], cells: Sequence[Sequence[str]]) -> st
 
 def _table(rows: Sequence[dict[str, Any]], keys: Sequence[str], columns: Sequence[Column]) -> str:
     shown = [c for c in columns if c.title and (c is not ERROR_COLUMN or any(r["metrics"].get("error") for r in rows))]
-    headers = ["job", *keys, *(c.title for c in shown)]
+    # A measured column titled as a swept key (mesh=none,auto beside the mesh's shape) is named as in the CSV.
+    headers = ["job", *keys, *(c.name if c.title in keys else c.title for c in shown)]
     cells = [[row["job"], *(key_cell(row, k) for k in keys), *(c.text(row["metrics"]) for c in shown)]
              for row in rows]
     return markdown_table(headers, cells)
