@@ -29,7 +29,7 @@ from gensbi_sharding.harness.override_grammar import CommandLine, parse
 from gensbi_sharding.rules import LOGICAL_AXES
 
 __all__ = ["OPTIONAL_GROUPS", "ListField", "schema_name", "model_schemas", "sections", "settings", "option_groups",
-           "group_keys", "schema_default", "list_fields", "model_fields", "default_model", "experiment_model",
+           "group_keys", "schema_default", "list_fields", "model_fields",
            "options", "unknown_key_problem", "model_key_problem"]
 
 #: Groups a run may leave unchosen (``- optional ...`` in conf/config.yaml): removing one is Hydra's to judge.
