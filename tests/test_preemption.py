@@ -1104,6 +1104,7 @@ def test_a_preempted_sweep_job_names_the_command_that_continues_it(tmp_path, pre
     assert done["resumed_from_step"] == stopped["stopped_at_step"] >= 1
 
 
+@pytest.mark.slow  # end-to-end runs (run_tiny, twice)
 def test_a_continued_run_keeps_the_training_figures_of_the_attempts_that_trained(tmp_path, usr1_at_3):
     # Was: a run resumed only to evaluate wrote samples_per_s / median_step_s / final_train_loss null and
     # compile_s 0.0, and previous_attempts kept only status, error and wall time.

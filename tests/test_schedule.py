@@ -33,6 +33,7 @@ def test_the_note_names_the_settings_and_the_rate_under_each():
     assert schedule_change_note({"train": {"steps": 20}}, {"train": TRAIN}, 7) is None  # an older checkpoint
 
 
+@pytest.mark.slow  # end-to-end runs (run_tiny, twice)
 def test_a_resumed_run_warns_when_it_continues_an_unfinished_run_on_another_schedule(tmp_path, caplog, devices):
     source = tmp_path / "source"
     assert run_tiny(source, "train.checkpoint_every=4")["status"] == "ok"

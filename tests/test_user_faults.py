@@ -78,6 +78,7 @@ def no_ema_run(tmp_path_factory, devices):
     return out
 
 
+@pytest.mark.slow  # end-to-end runs (run_tiny, twice per case)
 @pytest.mark.parametrize("changed, fix", [
     # The EMA on or off: restore failed listing 12 "missing from the checkpoint" paths and pointing at a folder.
     (("train.ema_decay=0.999",), "train.ema_decay=0"),
