@@ -6,11 +6,17 @@ Two commands:
     # skipping the pairs whose job already finished; extra arguments go to every job.
     python benchmarks/sbibm.py run --root benchmarks/results --tasks two_moons slcp --budgets 10000 -- mesh=none
 
+    # The same, sequential: per observation, 2 rounds of truncated proposals (benchmarks/sequential.py), each
+    # (task, budget) in its own folder (<task>_<budget>_sequential-2-box-0.5) and its own table row.
+    python benchmarks/sbibm.py run --root benchmarks/results --tasks sir --budgets 10000 --rounds 2 \
+        --region box --margin 0.5 -- mesh=none
+
     # The table (markdown + CSV) and the plot from any job folders: a multirun of
     # ``python launch.py -m experiment=sbibm`` or a --root of ``run``.
     python benchmarks/sbibm.py table multirun/2026-11-30/12-00-00 --out benchmarks/results
 
-Every job writes ``c2st.csv`` (one row per observation, rewritten as each is scored); ``table``
+Every job (amortised or sequential; ``sbibm_results.csv`` and ``sbibm_table.csv`` say which in their
+``method`` column) writes ``c2st.csv`` (one row per observation, rewritten as each is scored); ``table``
 counts a job only once it ended ``ok`` with a C2ST of each observation it asked, and names every
 other job on stderr (still running, stopped, failed, damaged); a (task, budget) with no job counted,
 or asked of ``run`` and never started, keeps its row saying so; a cell of fewer than 10 observations
@@ -45,6 +51,8 @@ from gensbi_sharding.harness.outputs import write_atomic  # noqa: E402 (after th
 from gensbi_sharding.harness.override_grammar import hydra_value  # noqa: E402
 from cli_args import HelpFormatter, new_parser, one_of, positive_int  # noqa: E402
 from sbibm_checks import extra_problem, read_published, read_scores  # noqa: E402
+from sbibm_method import (AMORTISED, Method, cell_of, job_method, margin_arg, method_from_args, method_of,  # noqa: E402
+                          region_arg, rounds_arg, sequential_problem)
 from sbibm_jobs import (ASKED, JobsStopped, asked_observations, failure, job_status, launch,  # noqa: E402
                         other_settings, read_asked, record_asked, running_in, scores_problem,
                         sweep_never_started)
@@ -55,8 +63,13 @@ BUDGETS = (1000, 10_000, 100_000)
 OUTPUTS = ("sbibm_results.csv", "sbibm_table.md", "sbibm_table.csv", "sbibm.png")  # what table writes into --out
 
 
-def run(root: Path, tasks: list[str], budgets: list[int], extra: list[str], grace_s: float = 300.0) -> list[str]:
-    """Run each missing (task, budget) job in its own process; a failed one is moved aside and retried.
+def run(root: Path, tasks: list[str], budgets: list[int], extra: list[str], grace_s: float = 300.0,
+        method: Method = Method()) -> list[str]:
+    """Run each missing (task, budget) job of ``method`` in its own process; a failed one is moved aside and retried.
+
+    An amortised job (the default) is ``launch.py``'s, in ``<root>/<task>_<budget>``; a sequential one
+    (``method.rounds`` >= 2) is ``benchmarks/sequential.py``'s, in ``<root>/<task>_<budget>_sequential-...``
+    (``Method.folder``), so neither kind is ever skipped, continued or moved aside for the other.
 
     A job stopped by a preemption or Ctrl-C (status ``preempted`` / ``interrupted``), or killed after it
     saved a checkpoint (no metrics.json), with the settings asked is continued in its folder from its last
@@ -64,13 +77,15 @@ def run(root: Path, tasks: list[str], budgets: list[int], extra: list[str], grac
     Returns the "task budget" pairs whose job did not end with status ok.
     """
     root.mkdir(parents=True, exist_ok=True)
-    record_asked(root, tasks, budgets)
+    record_asked(root, tasks, budgets, method.label)
     failed = []
     for task in dict.fromkeys(tasks):  # a task or budget given twice is one job, run once
-        for budget in dict.fromkeys(budgets):
-            job_root = root / f"{task}_{budget}"
+        for cell_budget in dict.fromkeys(budgets):
+            # "sir 10000", or "sir 10000 (sequential rounds=2 ...)": every line and failure names the kind
+            budget = f"{cell_budget}" + (f" ({method.label})" if method.sequential else "")
+            job_root = root / method.folder(task, cell_budget)
             metrics = job_root / "job" / "metrics.json"
-            settings = ["experiment=sbibm", f"data={task}", f"data.num_simulations={budget}", *extra]
+            settings = ["experiment=sbibm", f"data={task}", f"data.num_simulations={cell_budget}", *extra]
             status, resume, continuing = job_status(metrics), [], False
             checkpoints = job_root / "job" / "checkpoints"
             if status.startswith("unknown") and checkpoints.is_dir() and any(checkpoints.iterdir()):
@@ -79,7 +94,9 @@ def run(root: Path, tasks: list[str], budgets: list[int], extra: list[str], grac
                 status = "killed (no metrics.json; checkpoints kept)"
             if (status in ("ok", "preempted", "interrupted") or status.startswith("killed")) \
                     and not running_in(job_root / "job"):
-                other = other_settings(job_root / "job", settings)
+                ran, unread = job_method(job_root / "job")  # an amortised job's folder holding a sequential one
+                other = unread or (f"made {ran.label}, asked {method.label}" if ran != method else "") \
+                    or other_settings(job_root / "job", settings)
                 if other:  # its results answer another question: neither reused nor thrown away
                     print(f"{task} {budget}: {'finished' if status == 'ok' else status} with other settings ({other}): "
                           f"not rerun, not counted; pass another --root for these settings, or move {job_root} "
@@ -92,6 +109,8 @@ def run(root: Path, tasks: list[str], budgets: list[int], extra: list[str], grac
                     continue
                 if damaged:
                     print(f"{task} {budget}: finished, but {damaged}: rerun", flush=True)
+                elif method.sequential:  # its rounds keep no checkpoint: started again, the stopped one kept aside
+                    print(f"{task} {budget}: {status}: no checkpoint of its rounds; starting it again", flush=True)
                 else:  # its checkpoint holds the steps trained so far
                     print(f"{task} {budget}: {status}: continuing from its last checkpoint", flush=True)
                     continuing = True
@@ -105,8 +124,11 @@ def run(root: Path, tasks: list[str], budgets: list[int], extra: list[str], grac
                     failed.append(f"{task} {budget}")
                     continue
                 shutil.move(job_root, job_root.with_name(f"{job_root.name}.failed-{int(time.time())}"))
-            command = [sys.executable, str(REPO / "launch.py"), "-m", *settings[:3],
-                       f"hydra.sweep.dir={hydra_value(job_root)}", "hydra.sweep.subdir=job", *extra, *resume]
+            command = ([sys.executable, str(REPO / "benchmarks" / "sequential.py"), "--job", str(job_root / "job"),
+                        "--task", task, "--budget", str(cell_budget), "--rounds", str(method.rounds), "--region",
+                        method.region, "--margin", repr(float(method.margin)), "--", *extra] if method.sequential else
+                       [sys.executable, str(REPO / "launch.py"), "-m", *settings[:3],
+                        f"hydra.sweep.dir={hydra_value(job_root)}", "hydra.sweep.subdir=job", *extra, *resume])
             print(f"{task} {budget}: {' '.join(map(shlex.quote, command[1:]))}", flush=True)  # as a shell reads it back
             start = time.perf_counter()
             code, stopped = launch(command, job_root / "launch.log", grace_s)
@@ -122,10 +144,11 @@ def run(root: Path, tasks: list[str], budgets: list[int], extra: list[str], grac
 
 
 def collect(folders: list[Path], jobs: dict | None = None,
-            left_out: dict | None = None) -> dict[tuple[str, int], list[dict]]:
-    """``{(task, budget): [per-observation rows]}`` from every job folder under ``folders`` (and each
-    cell's job folder into ``jobs``, and ``{(task, budget): why in a few words}`` of each job left out
-    into ``left_out``, when given).
+            left_out: dict | None = None) -> dict[tuple, list[dict]]:
+    """``{cell: [per-observation rows]}`` from every job folder under ``folders`` (and each
+    cell's job folder into ``jobs``, and ``{cell: why in a few words}`` of each job left out
+    into ``left_out``, when given). A cell is ``(task, budget)`` for an amortised job and
+    ``(task, budget, method label)`` for a sequential one (``sbibm_method.cell_of``): its own row.
 
     Only jobs whose ``metrics.json`` says ``status: ok`` and whose ``c2st.csv`` holds a C2ST for
     each observation its config asked count; every other job is named on stderr with why: one still
@@ -137,9 +160,9 @@ def collect(folders: list[Path], jobs: dict | None = None,
     """
     from omegaconf import OmegaConf
 
-    cells: dict[tuple[str, int], list[dict]] = {}
-    seen: dict[tuple[str, int, int], Path] = {}
-    owner: dict[tuple[str, int], Path] = {}
+    cells: dict[tuple, list[dict]] = {}
+    seen: dict[tuple, Path] = {}
+    owner: dict[tuple, Path] = {}
     counted: set[Path] = set()
     for folder in folders:
         for config in sorted(folder.rglob(".hydra/config.yaml")):
@@ -152,12 +175,15 @@ def collect(folders: list[Path], jobs: dict | None = None,
             counted.add(job.resolve())
             busy = running_in(job)
             status = job_status(job / "metrics.json")
+            method, unread = job_method(job)
             if busy:
                 why, short = f"still running: {busy.split(': two runs')[0]}; run table again once it has ended", \
                     "still running"
             elif status != "ok":
-                why = (f"status {status}, so its C2ST covers only the observations scored before it stopped, if any; "
-                       "continue it with its overrides plus train.resume=auto hydra.run.dir=<that folder>, or rerun it")
+                then = ("continue it with its overrides plus train.resume=auto hydra.run.dir=<that folder>, or rerun it"
+                        if not (method and method.sequential) else  # its rounds keep no checkpoint
+                        "sbibm.py run with its --rounds, --region and --margin starts it again")
+                why = f"status {status}, so its C2ST covers only the observations scored before it stopped, if any; {then}"
                 short = f"status {status.split(' (')[0]}"
             else:
                 why = scores_problem(job)
@@ -169,6 +195,10 @@ def collect(folders: list[Path], jobs: dict | None = None,
                 print(f"left out {job}: {why + '; ' if why else ''}its {config} does not say its task and budget "
                       f"({type(err).__name__}: {' '.join(str(err).split())[:200]})", file=sys.stderr)
                 continue
+            if unread:  # which row it belongs to is unknown: counted in none
+                print(f"left out {job}: {unread}", file=sys.stderr)
+                continue
+            cell = cell_of(*cell, method.label)
             if why:
                 print(f"left out {job}: {why}", file=sys.stderr)
                 if left_out is not None:  # its row says so, not only stderr: a missing row reads as never run
@@ -178,12 +208,12 @@ def collect(folders: list[Path], jobs: dict | None = None,
             for r in rows:
                 other = seen.setdefault((*cell, int(r["observation"])), job)
                 if other != job:
-                    raise SystemExit(f"{cell[0]} at {cell[1]:,} simulations, observation {r['observation']}, is scored "
+                    raise SystemExit(f"{row_name(cell)}, observation {r['observation']}, is scored "
                                      f"by two jobs, {other} and {job}: one table row averages one run; pass the "
                                      "folders of one run per (task, budget)")
             other = owner.setdefault(cell, job)
             if other != job:
-                raise SystemExit(f"{cell[0]} at {cell[1]:,} simulations is scored by two jobs, {other} and {job} "
+                raise SystemExit(f"{row_name(cell)} is scored by two jobs, {other} and {job} "
                                  "(other observations): one table row averages one training run; pass the folders "
                                  "of one run per (task, budget)")
             cells.setdefault(cell, []).extend(rows)
@@ -192,7 +222,7 @@ def collect(folders: list[Path], jobs: dict | None = None,
     return cells
 
 
-def settings_note(jobs: dict[tuple[str, int], Path]) -> str | None:
+def settings_note(jobs: dict[tuple, Path]) -> str | None:
     """One line naming the rows' settings beyond the preset, task and budget, each row's when they differ
     (``train.steps=20`` in one, the preset's in another): a table that mixes them says so, and one made
     with other settings than the preset's says which; None when every row is the preset's alone."""
@@ -201,14 +231,15 @@ def settings_note(jobs: dict[tuple[str, int], Path]) -> str | None:
 
     own = {"experiment", "data", "data.num_simulations"}
     rows = {}
-    for (task, budget), job in sorted(jobs.items(), key=lambda kv: row_order(kv[0])):
+    for cell, job in sorted(jobs.items(), key=lambda kv: row_order(kv[0])):
         recorded = job / ".hydra" / "overrides.yaml"
         try:
             ran = job_configuration([str(o) for o in OmegaConf.load(recorded)]) if recorded.is_file() else None
         except Exception:  # noqa: BLE001 (YAML's or Hydra's error): which settings it ran with is unknown
             ran = None
-        rows[f"{task} {budget:,}"] = ("unknown (no readable .hydra/overrides.yaml)" if ran is None else
-                                      " ".join(f"{k}={v}" for k, v in sorted(ran.items()) if k not in own) or "none")
+        row = f"{cell[0]} {cell[1]:,}" + (f" {method_of(cell)}" if len(cell) > 2 else "")
+        rows[row] = ("unknown (no readable .hydra/overrides.yaml)" if ran is None else
+                     " ".join(f"{k}={v}" for k, v in sorted(ran.items()) if k not in own) or "none")
     if set(rows.values()) <= {"none"}:
         return None
     if len(set(rows.values())) == 1:
@@ -217,9 +248,18 @@ def settings_note(jobs: dict[tuple[str, int], Path]) -> str | None:
             + "; ".join(f"{row}: {settings}" for row, settings in rows.items()))
 
 
-def row_order(cell: tuple[str, int]) -> tuple[int, str, int]:
-    """sbibm's task order, then the budget; a task sbibm lacks (a registered one) after its eight."""
-    return (TASKS.index(cell[0]) if cell[0] in TASKS else len(TASKS), cell[0], cell[1])
+def row_order(cell: tuple) -> tuple[int, str, int, int, str]:
+    """sbibm's task order, then the budget, the amortised row before the sequential ones; a task sbibm lacks (a
+    registered one) after its eight."""
+    return (TASKS.index(cell[0]) if cell[0] in TASKS else len(TASKS), cell[0], cell[1], len(cell), method_of(cell))
+
+
+def row_name(cell: tuple) -> str:
+    """A cell in words: ``sir at 10,000 simulations`` or ``sir at 10,000 simulations per observation (sequential
+    rounds=2 region=box margin=0.5)``."""
+    if len(cell) == 2:
+        return f"{cell[0]} at {cell[1]:,} simulations"
+    return f"{cell[0]} at {cell[1]:,} simulations per observation ({method_of(cell)})"
 
 
 def published() -> tuple[dict[tuple[str, int], dict], str]:
@@ -229,22 +269,21 @@ def published() -> tuple[dict[tuple[str, int], dict], str]:
 
 def table(folders: list[Path], out: Path) -> str:
     """Write ``sbibm_results.csv`` (per observation), ``sbibm_table.md/.csv`` and ``sbibm.png`` into ``out``."""
-    jobs: dict[tuple[str, int], Path] = {}
-    left_out: dict[tuple[str, int], str] = {}
+    jobs: dict[tuple, Path] = {}
+    left_out: dict[tuple, str] = {}
     cells, (paper, source) = collect(folders, jobs, left_out), published()
     # A (task, budget) whose only job is left out keeps its row, saying why: a row just missing from the
     # published table would read as never run (each such job is also named on stderr, with what to do).
     left_out = {cell: why for cell, why in left_out.items() if cell not in cells}
     for folder in folders:  # and so does one that `run` or a multirun was asked for there but never started
-        asked = [(*cell, f"asked of sbibm.py run under {record.parent}", "run that command again to run it")
+        asked = [(cell, f"asked of sbibm.py run under {record.parent}", "run that command again to run it")
                  for record in sorted(folder.rglob(ASKED)) for cell in read_asked(record)]
-        asked += [(task, budget, f"a job of the multirun {sweep}", "its command with train.resume=auto runs it")
+        asked += [((task, budget), f"a job of the multirun {sweep}", "its command with train.resume=auto runs it")
                   for task, budget, sweep in sweep_never_started(folder)]
-        for task, budget, where, then in asked:
-            if (task, budget) not in cells and (task, budget) not in left_out:
-                left_out[(task, budget)] = "not run"
-                print(f"not run: {task} at {budget:,} simulations, {where}, has no job folder there; {then}",
-                      file=sys.stderr)
+        for cell, where, then in asked:
+            if cell not in cells and cell not in left_out:
+                left_out[cell] = "not run"
+                print(f"not run: {row_name(cell)}, {where}, has no job folder there; {then}", file=sys.stderr)
     if not cells:
         raise SystemExit(f"no finished job (status ok, with a C2ST of each observation it asked) under "
                          f"{', '.join(map(str, folders))}: run the benchmark first (a job found there is named "
@@ -258,33 +297,39 @@ def table(folders: list[Path], out: Path) -> str:
     files: dict[str, bytes | str] = {}
     f = io.StringIO()
     writer = csv.writer(f)
-    writer.writerow(["task", "num_simulations", "observation", "c2st", "c2st_sd_folds"])
-    for (task, budget), rows in sorted(cells.items(), key=lambda kv: row_order(kv[0])):
+    # method last: a reader of the columns before it by position reads them as before (sbibm_method.read_results
+    # reads a file without it as amortised)
+    writer.writerow(["task", "num_simulations", "observation", "c2st", "c2st_sd_folds", "method"])
+    for cell, rows in sorted(cells.items(), key=lambda kv: row_order(kv[0])):
         for r in sorted(rows, key=lambda r: int(r["observation"])):
-            writer.writerow([task, budget, r["observation"], r["c2st"], r["c2st_sd_folds"]])
+            writer.writerow([*cell[:2], r["observation"], r["c2st"], r["c2st_sd_folds"], method_of(cell)])
     files["sbibm_results.csv"] = f.getvalue()
     lines = ["| task | simulations | this harness: C2ST mean +- sd (observations) | sbibm NPE | sbibm best |",
              "|---|---|---|---|---|"]
     summary = []
     missing = {"npe_mean": "nan", "best_mean": "nan", "best_algorithm": "not published"}
-    for task, budget in sorted([*cells, *left_out], key=row_order):
+    for cell in sorted([*cells, *left_out], key=row_order):
+        task, budget = cell[:2]
+        # a sequential row is its own, named, its budget spent per observation (as sbibm's sequential methods)
+        name, simulations = ((task, f"{budget:,}") if len(cell) == 2 else
+                             (f"{task}, {Method.from_label(method_of(cell)).title}", f"{budget:,} per observation"))
         ref = paper.get((task, budget), missing)
         npe, best = (f"{float(ref[k]):.3f}" for k in ("npe_mean", "best_mean"))
         published_columns = ("| not published | not published |" if ref is missing
                              else f"| {npe} | {best} ({ref['best_algorithm']}) |")
-        if (task, budget) in left_out:  # c2st_mean nan over 0 observations, and why in the last column
+        if cell in left_out:  # c2st_mean nan over 0 observations, and why in the last column
             summary.append([task, budget, "nan", "nan", 0, ref["npe_mean"], ref["best_algorithm"], ref["best_mean"],
-                            left_out[(task, budget)]])
-            lines.append(f"| {task} | {budget:,} | not counted ({left_out[(task, budget)]}) {published_columns}")
+                            left_out[cell], method_of(cell)])
+            lines.append(f"| {name} | {simulations} | not counted ({left_out[cell]}) {published_columns}")
             continue
-        values = np.array([float(r["c2st"]) for r in cells[(task, budget)]])
+        values = np.array([float(r["c2st"]) for r in cells[cell]])
         sd = values.std(ddof=1) if len(values) > 1 else float("nan")
         summary.append([task, budget, f"{values.mean():.4f}", f"{sd:.4f}", len(values), ref["npe_mean"],
-                        ref["best_algorithm"], ref["best_mean"], ""])
+                        ref["best_algorithm"], ref["best_mean"], "", method_of(cell)])
         # One observation has no spread: "+- nan" read as a failed computation (the CSV keeps its exact nan).
         mark = "" if len(values) == 10 else f" ({len(values)} obs.{', no spread' if len(values) == 1 else ''})"
         spread = f" +- {sd:.3f}" if len(values) > 1 else ""
-        lines.append(f"| {task} | {budget:,} | {values.mean():.3f}{spread}{mark} {published_columns}")
+        lines.append(f"| {name} | {simulations} | {values.mean():.3f}{spread}{mark} {published_columns}")
     # Under the table, as it is read (and copied) apart from the job folders: the settings its rows were
     # made with when not the preset's alone (a 20-step row reads as the preset's otherwise), and where
     # sbibm's columns come from.
@@ -296,7 +341,7 @@ def table(folders: list[Path], out: Path) -> str:
     f = io.StringIO()
     writer = csv.writer(f)
     writer.writerow(["task", "num_simulations", "c2st_mean", "c2st_sd", "observations", "sbibm_npe_mean",
-                     "sbibm_best_algorithm", "sbibm_best_mean", "not_counted"])
+                     "sbibm_best_algorithm", "sbibm_best_mean", "not_counted", "method"])
     writer.writerows(summary)
     files["sbibm_table.csv"] = f.getvalue()
     files["sbibm.png"] = plot(cells, paper, left_out)
@@ -308,7 +353,8 @@ def table(folders: list[Path], out: Path) -> str:
 
 def plot(cells: dict, paper: dict, left_out: dict | None = None) -> bytes:
     """The PNG of one panel per task, C2ST against the simulation budget, as in sbibm's figure; a budget whose job
-    is ``left_out`` (``{(task, budget): why}``) is named in its panel, not just missing from it."""
+    is ``left_out`` (``{cell: why}``) is named in its panel, not just missing from it; each sequential method's
+    points are their own series (diamonds), beside the amortised ones, named in that panel's legend."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -321,16 +367,25 @@ def plot(cells: dict, paper: dict, left_out: dict | None = None) -> bytes:
             means = [float(paper[(task, b)][f"{key}_mean"]) for b in BUDGETS]
             sds = [float(paper[(task, b)][f"{key}_sd"]) for b in BUDGETS]
             ax.errorbar(BUDGETS, means, yerr=sds, label=label, capsize=3, **style)
-        ours = sorted((b, np.array([float(r["c2st"]) for r in rows])) for (t, b), rows in cells.items() if t == task)
-        if ours:
+        methods = sorted({method_of(cell) for cell in cells if cell[0] == task}, key=lambda m: (m != AMORTISED, m))
+        for n, method in enumerate(methods):
+            ours = sorted((cell[1], np.array([float(r["c2st"]) for r in rows])) for cell, rows in cells.items()
+                          if cell[0] == task and method_of(cell) == method)
+            style = (dict(color="k", marker="o", label="this harness (flow matching)") if method == AMORTISED else
+                     dict(color=f"C{2 + n}", marker="D", linestyle="none",
+                          label=f"sequential, {Method.from_label(method).short}"))
             ax.errorbar([b for b, _ in ours], [v.mean() for _, v in ours],
-                        yerr=[v.std(ddof=1) if len(v) > 1 else 0.0 for _, v in ours], color="k", marker="o",
-                        capsize=3, linewidth=2, label="this harness (flow matching)")
+                        yerr=[v.std(ddof=1) if len(v) > 1 else 0.0 for _, v in ours], capsize=3, linewidth=2, **style)
             for b, v in ours:  # the title's "10 observations" is not this point's: say how many it averages
                 if len(v) != 10:
                     ax.annotate(f"{len(v)} obs.", (b, v.mean()), xytext=(6, 4), textcoords="offset points",
                                 fontsize="x-small")
-        gaps = [f"{b:,}: not counted ({why})" for (t, b), why in sorted((left_out or {}).items()) if t == task]
+        if ax is not axes[0] and any(m != AMORTISED for m in methods):  # axes[0]'s legend names the others
+            ax.legend(handles=ax.get_legend_handles_labels()[0][-sum(m != AMORTISED for m in methods):],
+                      loc="upper right", fontsize="x-small").set_in_layout(False)  # the panels keep their size
+        gaps = [f"{cell[1]:,}{'' if len(cell) == 2 else ', sequential ' + Method.from_label(method_of(cell)).short}"
+                f": not counted ({why})"
+                for cell, why in sorted((left_out or {}).items()) if cell[0] == task]
         if gaps:
             ax.text(0.03, 0.03, "\n".join(gaps), transform=ax.transAxes, fontsize="x-small", color="C3")
         ax.set_xscale("log")
@@ -360,6 +415,15 @@ def main(argv: list[str] | None = None) -> None:
     r.add_argument("--budgets", nargs="+", default=list(BUDGETS), type=one_of(BUDGETS, int, argument="--budgets"), help="simulation budgets")
     r.add_argument("--stop-grace", type=positive_int, default=300, metavar="SECONDS",
                    help="after Ctrl-C or a signal, how long the job under way may take to stop before it is killed")
+    r.add_argument("--rounds", type=rounds_arg, default=1,
+                   help="1: one amortised posterior per (task, budget); 2 or more: sequential rounds per observation "
+                        "(benchmarks/sequential.py), the budget spent per observation, in its own folder and row")
+    r.add_argument("--region", type=region_arg, default=None,
+                   help="with --rounds >= 2: truncate later rounds to the posterior samples' widened box, or their "
+                        "Gaussian's ellipsoid (None: box)")
+    r.add_argument("--margin", type=margin_arg, default=None,
+                   help="with --rounds >= 2: box widening, times its range, per side; ellipsoid: radius times "
+                        "1 + margin (None: 0.5)")
     r.add_argument("extra", nargs="*", default=[], help="overrides for every job, after --")
     t = sub.add_parser("table", help="table and plot from job folders", formatter_class=HelpFormatter)
     t.add_argument("folders", nargs="+", type=Path, help="--root folders of run")
@@ -371,11 +435,15 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.command == "run":
         _check_folder(args.root, "--root", may_be_missing=True)
-        problem = extra_problem(args.extra, args.tasks, args.budgets)
-        if problem:  # every job would fail the same way, or run other settings than its folder says
+        method, problem = method_from_args(args.rounds, args.region, args.margin)
+        # every job would fail the same way, or run other settings than its folder says
+        problem = problem or extra_problem(args.extra, args.tasks, args.budgets) \
+            or sequential_problem(method, args.tasks, args.budgets, args.extra)
+        if problem:
             r.error(problem)
         try:
-            failed = run(args.root.absolute(), args.tasks, args.budgets, args.extra, grace_s=args.stop_grace)
+            failed = run(args.root.absolute(), args.tasks, args.budgets, args.extra, grace_s=args.stop_grace,
+                         method=method)
         except JobsStopped as stop:
             job, status, code = stop.args
             # Only a job that recorded its stop saved a checkpoint; one stopped while it started saved nothing.

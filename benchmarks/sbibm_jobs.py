@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from sbibm_checks import read_scores
+from sbibm_method import AMORTISED, cell_of
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -163,21 +164,24 @@ def running_in(job_dir: Path) -> str | None:
 ASKED = "sbibm_asked.json"
 
 
-def record_asked(root: Path, tasks: list[str], budgets: list[int]) -> None:
-    """Add the (task, budget) pairs of this ``run`` to ``root``'s record (written whole, then renamed)."""
+def record_asked(root: Path, tasks: list[str], budgets: list[int], method: str = AMORTISED) -> None:
+    """Add the cells of this ``run`` to ``root``'s record (written whole, then renamed): ``[task, budget]``
+    when amortised (as before), ``[task, budget, method label]`` when sequential (``sbibm_method.cell_of``)."""
     from gensbi_sharding.harness.outputs import write_atomic
 
-    cells = {(t, int(b)) for t, b in read_asked(root / ASKED)} | {(t, int(b)) for t in tasks for b in budgets}
-    write_atomic(root / ASKED, json.dumps({"cells": sorted(map(list, cells))}, indent=1) + "\n")
+    cells = set(read_asked(root / ASKED)) | {cell_of(t, b, method) for t in tasks for b in budgets}
+    write_atomic(root / ASKED, json.dumps({"cells": sorted(map(list, cells), key=lambda c: (c[:2], c[2:]))},
+                                          indent=1) + "\n")
 
 
-def read_asked(record: Path) -> list[tuple[str, int]]:
-    """The (task, budget) pairs in one record of ``record_asked``; none when it is missing or damaged (then
-    said on stderr: the table loses only its "not run" rows)."""
+def read_asked(record: Path) -> list[tuple]:
+    """The cells in one record of ``record_asked``; none when it is missing or damaged (then said on stderr:
+    the table loses only its "not run" rows)."""
     if not record.is_file():
         return []
     try:
-        return [(str(t), int(b)) for t, b in json.loads(record.read_text())["cells"]]
+        return [cell_of(str(c[0]), int(c[1]), str(c[2]) if len(c) == 3 else AMORTISED)
+                for c in json.loads(record.read_text())["cells"]]
     except (OSError, ValueError, TypeError, KeyError) as err:
         print(f"{record} cannot be read ({type(err).__name__}: {err}): the (task, budget) pairs asked but never "
               "started there get no row; the next run under that --root writes it again", file=sys.stderr)

@@ -1,52 +1,26 @@
-"""Truncated sequential flow matching on one sbibm task, beside the amortised preset's recorded scores.
+"""One sequential job of ``benchmarks/sbibm.py run --rounds 2`` (or more): truncated rounds per observation, in a
+job folder that ``run`` resumes from and ``table`` reads like an amortised job's.
 
-sbibm's sequential methods (SNPE, SNLE, SNRE) spend the simulation budget *per observation*,
-over rounds. This script does so with the harness's own pieces (its simulation, model, train
-loop with early stopping, sampler and ``evaluate.c2st_scores``), by truncated proposals (TSNPE,
-Deistler et al. 2022, "Truncated proposals for scalable and hassle-free simulation-based
-inference"): round 1 simulates from the prior; each later round simulates from the prior
-truncated to a region holding the current posterior estimate's samples for x_o; every round's
-pairs are pooled and a fresh network is trained on the pool with the ordinary flow-matching
-loss. The pool's proposal is the prior times a weight that is constant wherever the regions
-hold the posterior, so the fitted conditional at x_o is the posterior itself: no correction.
-Each round prints the share of the task's reference posterior samples its region holds (that
-argument needs all of them) and the region's prior mass.
+``run`` starts it; by hand it runs one (task, budget) cell into a folder of your choice:
 
-The region needs only samples, not the flow's density (an ODE trace per sample). ``--region box``
-(the default): the per-dimension range of ``--box-samples`` posterior samples, widened by
-``--margin`` times that range on each side, in the coordinates of the prior's support bijection
-(log for sir's log-normal prior, the scaled logit for a uniform box). ``--region ellipsoid``:
-TSNPE's highest-probability region with a Gaussian fitted to the samples standing in for the
-density, out to the samples' largest Mahalanobis distance times ``1 + --margin``, in theta (why:
-``region_test``); the right shape where the posterior is narrow in volume but spans most of every
-dimension (gaussian_linear_uniform). Either way the truncated prior is drawn by rejection from
-the prior, so it never leaves the prior's support.
+    python benchmarks/sequential.py --job <root>/sir_10000_sequential-2-box-0.5/job --task sir --budget 10000 \\
+        --rounds 2 --region box --margin 0.5 -- mesh=none
 
-Round 1 is the same for every observation (prior draws), so it is trained once and shared;
-every observation still costs exactly ``--budget`` simulations (``--rounds`` equal shares).
-Each round's network follows the ``experiment=sbibm`` preset (overrides after ``--``), one CPU
-device. Scores: ``eval.num_samples`` (10,000) samples against the 10,000 reference samples, 5
-folds, as the harness scores them (``harness.posterior.evaluate_observations``).
-
-    python benchmarks/sequential.py --task sir --observations 1 2 3 --rounds 2
-    python benchmarks/sequential.py --task sir --observations 1 2 3 4 5 6 7 8 9 10 --out scores.csv
-    python benchmarks/sequential.py --task gaussian_linear_uniform --region ellipsoid --margin 0.1
-
-(README, "The sbibm benchmark": sir, 2 rounds, 0.549 over observations 1-10 against the amortised 0.585;
-gaussian_linear_uniform, --region ellipsoid --margin 0.1, 0.549 against 0.553: level.)
+The rounds (``sequential_rounds.sequential_scores``: TSNPE-style truncated proposals, round 1 shared) score the
+observations the config asks (``eval.observations``), each costing ``--budget`` simulations. The folder gets what
+an amortised job leaves there for ``run`` and ``table``: ``.hydra/config.yaml`` and ``.hydra/overrides.yaml``,
+``c2st.csv`` (rewritten as each observation is scored), ``metrics.json`` (status ``ok``, or ``error`` / ``stopped``
+with why) and, its own, ``sequential.json`` (rounds, region, margin), which marks it as sequential. It holds
+the folder's lock while it runs. A stopped job saved no checkpoint: ``run`` starts it again.
 """
 
 from __future__ import annotations
 
 import csv
-import math
-import os
+import io
+import signal
 import sys
-import tempfile
-import time
 from pathlib import Path
-
-import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # this checkout's package, not an installed copy
@@ -54,299 +28,98 @@ sys.path.append(str(REPO / "benchmarks"))
 
 from cli_args import new_parser, one_of, positive_int  # noqa: E402
 from gensbi_sharding.harness.tasks import TASKS  # noqa: E402
+from sbibm_method import Method, margin_arg, read_results, region_arg, rounds_arg, write_record  # noqa: E402
 
 RESULTS = REPO / "benchmarks" / "results" / "sbibm_results.csv"
 
 
-def compose_config(task: str, budget: int, overrides: list[str]):
-    """The ``experiment=sbibm`` job's config for ``task`` on one device (``mesh=none``)."""
-    from hydra import compose, initialize_config_dir
-
-    from gensbi_sharding.harness.config import register_configs
-
-    register_configs()
-    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
-        return compose("config", overrides=["experiment=sbibm", f"data={task}", "mesh=none",
-                                            f"data.num_simulations={budget}", *overrides])
+def amortised_scores(task: str, budget: int, results: Path = RESULTS) -> dict[int, float]:
+    """The committed amortised C2ST per observation of ``task`` at ``budget`` (``results``), printed beside each
+    sequential score; none when the file is missing."""
+    if not results.is_file():
+        return {}
+    return {int(r["observation"]): float(r["c2st"]) for r in read_results(results)
+            if r["task"] == task and int(r["num_simulations"]) == budget and r["method"] == "amortised"}
 
 
-def usable(theta: np.ndarray, x: np.ndarray, bijection, x_transform: str):
-    """The rows ``load_task`` keeps: finite, and inside the transforms' domains."""
-    from gensbi_sharding.harness.tasks import to_unconstrained, transform_x
-
-    with np.errstate(all="ignore"):
-        keep = (np.isfinite(theta).all(1) & np.isfinite(x).all(1)
-                & np.isfinite(transform_x(x_transform, x)).all(1)
-                & np.isfinite(to_unconstrained(bijection, theta)).all(1))
-    return theta[keep], x[keep]
-
-
-def pooled(first, rounds: list[tuple[np.ndarray, np.ndarray]], val_fraction: float):
-    """``first`` (round 1's ``SimulationData``) with the later rounds' pairs, each split as ``load_task`` splits."""
-    import dataclasses
-
-    from gensbi_sharding.harness.data import split_sizes
-    from gensbi_sharding.harness.simulation_data import global_stats
-    from gensbi_sharding.harness.tasks import to_unconstrained, transform_x
-
-    parts = [(first.theta_train, first.x_train, first.theta_val, first.x_val)]
-    for theta, x in rounds:
-        n_train, _ = split_sizes(len(theta), val_fraction)
-        parts.append((theta[:n_train], x[:n_train], theta[n_train:], x[n_train:]))
-    th, xt, tv, xv = (np.concatenate(column) for column in zip(*parts))
-    _, (theta_mean, theta_std), (x_mean, x_std) = global_stats(
-        [len(tv)], [to_unconstrained(first.theta_bijection, th), transform_x(first.x_transform, xt)], 1)
-    return dataclasses.replace(first, theta_train=th, x_train=xt, theta_val=tv, x_val=xv, theta_mean=theta_mean,
-                               theta_std=theta_std, x_mean=x_mean, x_std=x_std, val_pairs=len(tv))
+def c2st_text(rows: list[dict]) -> str:
+    """``c2st.csv`` as an amortised job writes it (``harness.posterior``): one row per observation scored."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(["observation", "c2st", "c2st_sd_folds", "c2st_scores", "n"])
+    for r in rows:
+        writer.writerow([r["observation"], f"{r['c2st']:.6f}", f"{r['c2st_sd_folds']:.6f}",
+                         " ".join(f"{s:.6f}" for s in r["c2st_scores"]), r["n"]])
+    return buffer.getvalue()
 
 
-def fit(cfg, sims):
-    """Train a fresh network on ``sims`` with the preset's recipe; ``(velocity, params, best_step, steps)``."""
-    from flax import nnx
-
-    from gensbi_sharding.harness import train
-    from gensbi_sharding.harness.data import iterate_batches
-    from gensbi_sharding.harness.rule_config import rule_table
-    from gensbi_sharding.harness.state import build_state
-
-    rule_name, table = rule_table(cfg.rule)
-    ts = build_state(cfg, dim_theta=sims.dim_theta, dim_x=sims.dim_x, mesh=None, rule_name=rule_name,
-                     table=table, resume_dir=None)
-    functions, state = train.make_step_functions(ts.model, ts.optimizer, None, ema=ts.ema)
-    b = cfg.data.batch_size
-    batches = iterate_batches(*sims.normalized("train"), batch_size=b, seed=cfg.seed * 7919, mesh=None, place=False)
-    theta_v, x_v = sims.normalized("val")
-    pad = -len(theta_v) % b  # whole batches; padding rows weigh 0
-    val = {"theta": np.pad(theta_v, ((0, pad), (0, 0))), "x": np.pad(x_v, ((0, pad), (0, 0))),
-           "weight": np.r_[np.ones(len(theta_v), np.float32), np.zeros(pad, np.float32)]}
-    val_batches = [{k: v[i:i + b] for k, v in val.items()} for i in range(0, len(val["weight"]), b)]
-    result = train.train(functions, state, batches, steps=cfg.train.steps, key=ts.key, mesh=None, batch_size=b,
-                         log_every=cfg.train.log_every, val_batches=val_batches, progress=False,
-                         val_every=cfg.train.val_every, patience=cfg.train.patience, val_draws=cfg.train.val_draws)
-    model, _, *ema = nnx.merge(functions.graphdef, result.state)
-    graphdef, params, rest = nnx.split(model, nnx.Param, ...)
-    velocity = lambda p, th, xx, t: nnx.merge(graphdef, p, rest)(th, xx, t)  # noqa: E731
-    return velocity, (ema[0].param_state(model) if ema else params), result.best_step, result.steps
-
-
-def draws(cfg, sims, velocity, params, x_o: np.ndarray, n: int, seed: int) -> np.ndarray:
-    """``n`` posterior samples at ``x_o`` inside the prior's support, as the harness's evaluation draws them."""
-    from gensbi_sharding.harness import evaluate, tasks
-    from gensbi_sharding.harness.posterior import draw_inside_support
-
-    support = tasks.get_task(sims.name).get_prior_dist().support
-    draw = lambda m: sims.denormalize_theta(evaluate.sample_posterior(  # noqa: E731
-        velocity, sims.normalize_x(x_o), num_samples=m, num_steps=cfg.eval.ode_steps, seed=seed,
-        mesh=None, dim_theta=sims.dim_theta, params=params))
-    return draw_inside_support(draw, support, n)[0]
-
-
-REGIONS = ("box", "ellipsoid")
-
-
-def region_test(task, samples: np.ndarray, margin: float, region: str = "box"):
-    """The truncation region of ``samples`` (posterior samples at x_o), as ``(inside, name)``: ``inside(theta)``
-    is a boolean per row, ``name`` describes the region for messages.
-
-    ``box``: the samples' per-dimension range in the support bijection's coordinates, widened by ``margin`` times
-    that range on each side. ``ellipsoid``: the highest-density region of the Gaussian fitted to the samples
-    (their mean and covariance) whose Mahalanobis radius is the largest among the samples, times ``1 + margin``:
-    TSNPE's highest-probability region with a Gaussian standing in for the flow's density, which needs an ODE
-    trace per sample. A box is the wrong shape in many dimensions: gaussian_linear_uniform's posterior spans
-    most of [-1, 1] in every dimension, so its box held 55-99 % of the prior, while it fills a small part of the
-    prior's volume.
-
-    The ellipsoid is fitted in theta itself, not in the support bijection's coordinates: the truncated prior is
-    drawn by rejection from the prior, so its draws stay in the support whatever the region's shape, and the
-    bijection (a scaled logit on a uniform box) stretches a posterior near the box's edge into long tails, whose
-    farthest samples would set the radius and widen the region in every direction.
-    """
-    from gensbi_sharding.harness.tasks import prior_bijection, to_unconstrained
-
-    if region not in REGIONS:
-        raise ValueError(f"region {region!r} is not one of {', '.join(REGIONS)}; pass --region box or ellipsoid")
-    samples = np.asarray(samples, np.float64)
-    if region == "ellipsoid":
-        mean = samples.mean(0)
-        # pinv: samples that are one point (or lie in a subspace) give a flat ellipsoid, not a LinAlgError
-        precision = np.linalg.pinv(np.atleast_2d(np.cov(samples, rowvar=False)))
-        distance = lambda theta: np.sqrt(np.einsum(  # noqa: E731
-            "ni,ij,nj->n", np.asarray(theta, np.float64) - mean, precision, np.asarray(theta, np.float64) - mean))
-        radius = distance(samples).max() * (1 + margin)
-        return (lambda theta: distance(theta) <= radius + 1e-9), \
-            f"the ellipsoid of Mahalanobis radius {radius:.3g} about {np.round(mean, 3).tolist()}"
-    bijection = prior_bijection(task)
-    u = to_unconstrained(bijection, samples)
-    lo, hi = u.min(0), u.max(0)
-    lo, hi = lo - margin * (hi - lo), hi + margin * (hi - lo)
-
-    def inside(theta):
-        with np.errstate(all="ignore"):
-            v = to_unconstrained(bijection, np.asarray(theta, np.float32))
-        return ((v >= lo) & (v <= hi)).all(1)
-
-    return inside, f"the box {lo.tolist()}..{hi.tolist()}"
-
-
-def truncated_prior(task, key, samples: np.ndarray, n: int, margin: float, max_draws: int = 10 ** 8,
-                    chunk: int = 10 ** 6, region: str = "box"):
-    """``n`` prior draws inside the truncation ``region`` of ``samples`` (see ``region_test``); and the region's
-    prior mass, the acceptance of the rejection from the prior (so every draw is in the prior's support)."""
-    import jax
-
-    inside, name = region_test(task, samples, margin, region)
-    kept, drawn = [], 0
-    while sum(map(len, kept)) < n:
-        if drawn >= max_draws:  # a wider margin widens the region, so more draws fall in it
-            raise RuntimeError(f"only {sum(map(len, kept))} of {drawn} prior draws fell in {name}; "
-                               "raise --margin or use fewer --rounds")
-        key, sub = jax.random.split(key)
-        theta = np.asarray(task.get_prior(sub, chunk), np.float32)
-        kept.append(theta[inside(theta)])
-        drawn += chunk
-    inside_draws = np.concatenate(kept)
-    return inside_draws[:n], len(inside_draws) / drawn
-
-
-def amortised_scores(task: str, budget: int) -> dict[int, float]:
-    """The preset's recorded C2ST per observation (``benchmarks/results/sbibm_results.csv``)."""
-    with RESULTS.open() as f:
-        return {int(r["observation"]): float(r["c2st"]) for r in csv.DictReader(f)
-                if r["task"] == task and int(r["num_simulations"]) == budget}
-
-
-def main(argv: list[str] | None = None) -> list[dict]:
+def main(argv: list[str] | None = None) -> None:
     parser = new_parser(__doc__)
-    parser.add_argument("--task", type=one_of(TASKS, argument="--task"), default="sir", help="the sbibm task")
-    parser.add_argument("--observations", type=one_of(tuple(range(1, 11)), int, argument="--observations"),
-                        nargs="+", default=[1, 2, 3], help="sbibm observations, each with its own budget")
-    parser.add_argument("--rounds", type=positive_int, default=2, help="rounds per observation, equal shares")
-    parser.add_argument("--budget", type=positive_int, default=10_000, help="simulations per observation")
-    parser.add_argument("--region", type=one_of(REGIONS, argument="--region"), default="box",
+    parser.add_argument("--job", type=Path, required=True, help="the job's folder (run: <root>/<cell>/job)")
+    parser.add_argument("--task", type=one_of(TASKS, argument="--task"), required=True, help="the sbibm task")
+    parser.add_argument("--budget", type=positive_int, required=True, help="simulations per observation")
+    parser.add_argument("--rounds", type=rounds_arg, default=2, help="rounds per observation, equal shares")
+    parser.add_argument("--region", type=region_arg, default="box",
                         help="truncation region: the samples' widened box, or their Gaussian's ellipsoid")
-    parser.add_argument("--margin", type=float, default=0.5,
+    parser.add_argument("--margin", type=margin_arg, default=0.5,
                         help="box widening, times its range, per side; ellipsoid: radius times 1 + margin")
-    parser.add_argument("--box-samples", type=positive_int, default=10_000, help="posterior samples per region")
-    parser.add_argument("--out", type=Path,
-                        help="write the per-observation scores to this new CSV (an existing file is never overwritten)")
-    parser.add_argument("overrides", nargs="*", help="Hydra overrides for every round's job, after --")
+    parser.add_argument("overrides", nargs="*", help="Hydra overrides for every round's training, after --")
     args = parser.parse_args(argv)
-    if not math.isfinite(args.margin) or args.margin < 0:  # nan passed `< 0` and drew 10**8 prior draws in vain
-        parser.error(f"--margin {args.margin} must be a finite number >= 0, e.g. --margin 0.5")
-    problem = out_problem(args.out)
-    if problem:
-        parser.error(problem)
+    if args.rounds < 2:
+        parser.error(f"--rounds {args.rounds}: one round is the amortised preset, which launch.py runs; pass "
+                     "--rounds 2 or more")
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness.config_checks import scored_observations
+    from gensbi_sharding.harness.folder_lock import FolderLock
+    from gensbi_sharding.harness.outputs import write_atomic, write_json
+    from sequential_rounds import compose_config, sequential_scores, shares_problem
+
+    method = Method(args.rounds, args.region, args.margin)
     cfg = compose_config(args.task, args.budget, args.overrides)
     problem = shares_problem(args.budget, args.rounds, cfg.data.val_fraction, cfg.data.batch_size)
     if problem:
         parser.error(problem)
-
+    job = args.job.absolute()
+    lock = FolderLock(job)
+    lock.acquire()  # table and run see it as running, as a launch.py job
+    # A signal passed on by run (its stop, a preemption) ends the rounds as Ctrl-C does, saying so in metrics.json.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    (job / ".hydra").mkdir(parents=True, exist_ok=True)
+    OmegaConf.save(cfg, job / ".hydra" / "config.yaml")
+    settings = ["experiment=sbibm", f"data={args.task}", f"data.num_simulations={args.budget}", *args.overrides]
+    write_atomic(job / ".hydra" / "overrides.yaml", "".join(f"- {o}\n" for o in settings))
+    write_record(job, method)
+    for stale in ("metrics.json", "c2st.csv"):  # the records are this run's alone
+        (job / stale).unlink(missing_ok=True)
     from gensbi_sharding.harness.devices import configure_devices
 
     configure_devices(1, cfg.devices.platform)
-    import jax
-
-    from gensbi_sharding.harness import tasks
-    from gensbi_sharding.harness.data import load_task
-    from gensbi_sharding.harness.posterior import evaluate_observations
-
-    task = tasks.get_task(args.task)
-    shares = [args.budget // args.rounds + (r < args.budget % args.rounds) for r in range(args.rounds)]
-    start = time.perf_counter()
-    first = load_task(args.task, num_simulations=shares[0], val_fraction=cfg.data.val_fraction, seed=cfg.seed,
-                      theta_transform=cfg.data.theta_transform, x_transform=cfg.data.x_transform)
-    shared = fit(cfg, first)
-    print(f"round 1: {shares[0]} prior simulations (shared by every observation), best step {shared[2]} of "
-          f"{shared[3]}, {time.perf_counter() - start:.0f} s", flush=True)
-    amortised, rows = amortised_scores(args.task, args.budget), []
-    for k in args.observations:
-        x_o = tasks.usable_observation(task, k, cfg.data.x_transform)
-        sims, (velocity, params, *_), later = first, shared, []
-        for r, share in enumerate(shares[1:], start=2):
-            t0 = time.perf_counter()
-            samples = draws(cfg, sims, velocity, params, x_o, args.box_samples, cfg.seed + k)
-            key = jax.random.fold_in(jax.random.fold_in(jax.random.key(cfg.seed), 1000 + k), r)
-            theta, mass = truncated_prior(task, jax.random.fold_in(key, 0), samples, share, args.margin,
-                                          region=args.region)
-            # the no-correction argument needs the region to hold the posterior: the reference samples say how much
-            held = region_test(task, samples, args.margin, args.region)[0](tasks.reference_samples(task, k)).mean()
-            later.append(usable(*tasks.simulate_at(task, jax.random.fold_in(key, 1), theta),
-                                first.theta_bijection, cfg.data.x_transform))
-            sims = pooled(first, later, cfg.data.val_fraction)
-            velocity, params, best, steps = fit(cfg, sims)
-            print(f"observation {k} round {r}: {share} simulations in its {args.region}, of prior mass "
-                  f"{mass:.2e}, holding {held:.2%} of the reference posterior samples "
-                  f"({share - len(later[-1][0])} unusable), best step {best} of {steps}, "
-                  f"{time.perf_counter() - t0:.0f} s", flush=True)
-        with tempfile.TemporaryDirectory() as out:
-            scored = evaluate_observations(
-                sims=sims, velocity=velocity, params=params, observations=[k], num_samples=cfg.eval.num_samples,
-                ode_steps=cfg.eval.ode_steps, n_folds=cfg.eval.c2st_folds, seed=cfg.seed, mesh=None,
-                out=Path(out), write=False, plot=False, title=lambda *_: "")["c2st_observations"][0]
-        rows.append({"task": args.task, "observation": k, "rounds": args.rounds, "margin": args.margin,
-                     "c2st": scored["c2st"], "c2st_sd_folds": scored["c2st_sd_folds"],
-                     "amortised": amortised.get(k, float("nan")), "region": args.region})
-        print(f"observation {k}: sequential C2ST {scored['c2st']:.3f} +- {scored['c2st_sd_folds']:.3f}, "
-              f"amortised {rows[-1]['amortised']:.3f}  ({time.perf_counter() - start:.0f} s so far)", flush=True)
-    means = [np.mean([r[key] for r in rows]) for key in ("c2st", "amortised")]
-    print(f"mean over observations {args.observations}: sequential {means[0]:.3f}, amortised {means[1]:.3f}")
-    if args.out is not None:
-        write_rows(args.out, rows)
-    return rows
-
-
-def out_problem(out: Path | None) -> str | None:
-    """Why ``--out`` cannot take the scores (checked before the hours of work, not after); None if it can."""
-    if out is None:
-        return None
-    if out.exists():  # an earlier run's scores: never overwritten silently
-        return f"--out {out} already exists; pass a new path (or move the old file away first)"
-    nearest = next(p for p in (out.absolute().parent, *out.absolute().parents) if p.exists())
-    if nearest != out.absolute().parent:
-        return f"--out {out}: its folder {out.absolute().parent} does not exist; create it or pass another --out"
-    if not nearest.is_dir() or not os.access(nearest, os.W_OK | os.X_OK):
-        return f"--out {out}: {nearest} is not a folder this user can write; pass another --out"
-    return None
-
-
-def shares_problem(budget: int, rounds: int, val_fraction: float, batch_size: int) -> str | None:
-    """Why ``--budget`` split into ``--rounds`` equal shares cannot train round 1 (it trains on one share alone:
-    at least 2 simulations, and ``data.batch_size`` training pairs); None if it can.
-
-    ``--budget 100 --rounds 2`` stopped in the first fit with a traceback naming only ``data.batch_size``;
-    ``--budget 2 --rounds 3`` with one suggesting ``data.num_simulations=10000``, which the script sets itself.
-    """
-    from gensbi_sharding.harness.data import split_sizes
-
-    share = budget // rounds  # the smallest share; round 1's is at most one more
-    if share >= 2 and split_sizes(share, val_fraction)[0] >= batch_size:
-        return None
-    need = max(2, int(batch_size / (1 - val_fraction)) - 2)  # just below the smallest share that trains
-    while split_sizes(need, val_fraction)[0] < batch_size:
-        need += 1
-    fixes = [f"--budget {need * rounds}"]
-    if budget // need >= 1:
-        fixes.append(f"--rounds {budget // need}")
-    if share >= 2:
-        fixes.append(f"-- data.batch_size={split_sizes(share, val_fraction)[0]}")
-    return (f"--budget {budget} in --rounds {rounds} gives {share} simulations a round, too few for round 1's "
-            f"training ({need} needed: data.batch_size={batch_size} training pairs after data.val_fraction="
-            f"{val_fraction} is held out); pass {' or '.join(fixes)}")
-
-
-def write_rows(out: Path, rows: list[dict]) -> None:
-    """The scores to ``out`` as ``sbibm_results.csv`` rows, whole or not at all (a temporary file, then renamed);
-    a file that appeared at ``out`` during the run is kept, the scores going beside it."""
-    partial = out.with_name(out.name + ".partial")
-    with partial.open("w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-            writer.writeheader()
-            writer.writerows({k: f"{v:.6f}" if isinstance(v, float) and k != "margin" else v
-                              for k, v in row.items()} for row in rows)  # as sbibm_results.csv
-    if out.exists():
-        print(f"--out {out} appeared during the run and is kept; the scores are in {partial}", file=sys.stderr)
-        return
-    os.replace(partial, out)
+    rows, record = [], {"method": method.label, "config": OmegaConf.to_container(cfg)}
+    amortised = amortised_scores(args.task, args.budget)
+    try:
+        for row in sequential_scores(cfg, args.budget, method, scored_observations(cfg)[0],
+                                     say=lambda line: print(line, flush=True)):
+            rows.append(row)
+            write_atomic(job / "c2st.csv", c2st_text(rows))
+            print(f"observation {row['observation']}: sequential C2ST {row['c2st']:.3f} +- "
+                  f"{row['c2st_sd_folds']:.3f}, amortised {amortised.get(row['observation'], float('nan')):.3f} "
+                  f"({RESULTS.relative_to(REPO)})", flush=True)
+        means = [r["c2st"] for r in rows]
+        write_json(job / "metrics.json", {**record, "status": "ok", "c2st": sum(means) / len(means),
+                                          "c2st_observations": rows})
+    except KeyboardInterrupt:
+        write_json(job / "metrics.json", {**record, "status": "stopped", "error": "stopped by Ctrl-C or a signal, "
+                                          "with no checkpoint: run starts it again", "c2st_observations": rows})
+        raise SystemExit(130) from None
+    except Exception as err:
+        write_json(job / "metrics.json", {**record, "status": "error", "c2st_observations": rows,
+                                          "error": f"{type(err).__name__}: {' '.join(str(err).split())[:500]}"})
+        raise
+    finally:
+        lock.release()
+    print(f"mean over observations {[r['observation'] for r in rows]}: sequential C2ST "
+          f"{sum(means) / len(means):.3f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -47,7 +47,8 @@ def scores(*pairs):
 
 
 class FakeJobs:
-    """``subprocess.Popen`` for launch.py: records each command and leaves the job's files with ``status``.
+    """``subprocess.Popen`` for launch.py (or sequential.py, ``--rounds 2``): records each command and leaves the
+    job's files with ``status`` (a sequential job's with its ``sequential.json``).
 
     ``ctrl_c``: the first wait raises KeyboardInterrupt (the runner's Ctrl-C); the job then ends interrupted.
     """
@@ -64,16 +65,26 @@ class FakeJobs:
             def __init__(self):
                 self.args = command
                 jobs.commands.append(list(command))
-                value = dict(a.split("=", 1) for a in command if "=" in a)
-                self.job = Path(value["hydra.sweep.dir"].strip("'\"")) / "job"  # as Hydra unquotes it
-                self.task, self.budget = value["data"], value["data.num_simulations"]
-                self.extra = [a for a in command[command.index(f"data.num_simulations={self.budget}") + 1:]
-                              if not a.startswith("hydra.")]
+                self.sequential = "--job" in command
+                if self.sequential:
+                    flag = lambda name: command[command.index(name) + 1]  # noqa: E731
+                    self.job, self.task, self.budget = Path(flag("--job")), flag("--task"), flag("--budget")
+                    self.method = {"rounds": int(flag("--rounds")), "region": flag("--region"),
+                                   "margin": float(flag("--margin"))}
+                    self.extra = command[command.index("--") + 1:]
+                else:
+                    value = dict(a.split("=", 1) for a in command if "=" in a)
+                    self.job = Path(value["hydra.sweep.dir"].strip("'\"")) / "job"  # as Hydra unquotes it
+                    self.task, self.budget = value["data"], value["data.num_simulations"]
+                    self.extra = [a for a in command[command.index(f"data.num_simulations={self.budget}") + 1:]
+                                  if not a.startswith("hydra.")]
                 self.interrupted = False
 
             def finish(self, status):
                 fake_job(self.job, self.task, self.budget, scores((1, 0.6)) if status == "ok" else None, status,
                          overrides=self.extra)
+                if self.sequential:
+                    (self.job / "sequential.json").write_text(json.dumps(self.method))
                 self.returncode = {"ok": 0, "interrupted": 130}.get(status, 1)
                 return self.returncode
 
@@ -661,3 +672,146 @@ def test_gensbi_scale_table_refuses_eager_which_only_init_reads(monkeypatch, cap
     with pytest.raises(SystemExit) as stop:
         scale.main()
     assert stop.value.code == 2 and "--eager applies to init only" in capsys.readouterr().err
+
+
+# ------------------------------------------------- sequential rounds (run --rounds 2): their own cells
+
+@pytest.mark.parametrize("argv, message", [
+    (["--rounds", "0"], "argument --rounds: 0 must be >= 1; pass --rounds 1 (amortised, the default) or --rounds 2"),
+    (["--rounds", "two"], "argument --rounds: 'two' is not an integer; pass --rounds 1 (amortised, the default)"),
+    (["--rounds", "2", "--region", "sphere"], "argument --region: 'sphere' is not one of box, ellipsoid; e.g. "
+                                              "--region box"),
+    (["--rounds", "2", "--margin", "-0.1"], "argument --margin: -0.1 must be a finite number >= 0, e.g. --margin 0.5"),
+    (["--rounds", "2", "--margin", "nan"], "argument --margin: nan must be a finite number >= 0"),
+    # Was (sequential.py alone): no such mix; here a margin with one round would be ignored, the table silent.
+    (["--margin", "0.1"], "--margin 0.1 shapes the truncated rounds of a sequential run, but --rounds is 1 "
+                          "(amortised); pass --rounds 2 (or more) with it, or leave --margin 0.1 out"),
+    (["--region", "ellipsoid"], "--region ellipsoid shapes the truncated rounds of a sequential run"),
+    # Round 1 trains on a quarter of 1,000: 225 training pairs, under the preset's batch of 256.
+    (["--rounds", "4"], "two_moons: --budgets 1000 in --rounds 4 gives 250 simulations a round, too few for round "
+                        "1's training (284 needed: data.batch_size=256 training pairs after data.val_fraction=0.1 "
+                        "is held out); pass --budgets 1136 or --rounds 3 or -- data.batch_size=225"),
+])
+def test_run_refuses_bad_sequential_options_before_any_job(sbibm, tmp_path, monkeypatch, capsys, argv, message):
+    jobs = FakeJobs()
+    monkeypatch.setattr(subprocess, "Popen", jobs)
+    with pytest.raises(SystemExit) as stop:
+        sbibm.main(["run", "--root", str(tmp_path / "r"), "--tasks", "two_moons", "--budgets", "1000", *argv,
+                    "--", "mesh=none"])
+    assert stop.value.code == 2
+    assert message in capsys.readouterr().err.strip().splitlines()[-1]
+    assert jobs.commands == [] and not (tmp_path / "r").exists()
+
+
+def test_run_and_table_keep_sequential_and_amortised_cells_of_one_task_and_budget_apart(sbibm, tmp_path, monkeypatch,
+                                                                                       capsys):
+    """A finished amortised two_moons 1000 is no reason to skip its sequential cell, nor the reverse; each kind is
+    skipped once done, lands in its own table row and in the results csv with its method; a sequential job found in
+    an amortised cell's folder is neither counted as done nor rerun."""
+    from sbibm_method import Method, read_results
+
+    fake_job(tmp_path / "two_moons_1000" / "job", "two_moons", 1000, scores((1, 0.7)), overrides=["mesh=none"])
+    jobs = FakeJobs()
+    monkeypatch.setattr(subprocess, "Popen", jobs)
+    sequential = ["run", "--root", str(tmp_path), "--tasks", "two_moons", "--budgets", "1000", "--rounds", "2",
+                  "--region", "ellipsoid", "--margin", "0.1", "--", "mesh=none"]
+    sbibm.main(sequential)
+    assert len(jobs.commands) == 1 and jobs.commands[0][1].endswith("benchmarks/sequential.py")
+    assert jobs.commands[0][2:] == ["--job", str(tmp_path / "two_moons_1000_sequential-2-ellipsoid-0.1" / "job"),
+                                    "--task", "two_moons", "--budget", "1000", "--rounds", "2", "--region",
+                                    "ellipsoid", "--margin", "0.1", "--", "mesh=none"]
+    sbibm.main(sequential)  # done: skipped, as the amortised one is
+    sbibm.main(["run", "--root", str(tmp_path), "--tasks", "two_moons", "--budgets", "1000", "--", "mesh=none"])
+    out = capsys.readouterr().out
+    assert len(jobs.commands) == 1
+    assert "two_moons 1000 (sequential rounds=2 region=ellipsoid margin=0.1): done, skipped" in out
+    assert "two_moons 1000: done, skipped" in out
+    # Another margin is another cell: run, in its own folder, the first kept.
+    sbibm.main([*sequential[:-3], "0.2", "--", "mesh=none"])
+    assert len(jobs.commands) == 2 and "two_moons_1000_sequential-2-ellipsoid-0.2" in jobs.commands[1][3]
+    assert json.loads((tmp_path / "sbibm_asked.json").read_text())["cells"] == [
+        ["two_moons", 1000], ["two_moons", 1000, "sequential rounds=2 region=ellipsoid margin=0.1"],
+        ["two_moons", 1000, "sequential rounds=2 region=ellipsoid margin=0.2"]]
+
+    monkeypatch.setattr(sbibm, "plot", lambda *a: b"")  # the table's text is under test, not its plot
+    text = sbibm.table([tmp_path], tmp_path / "out")
+    assert text.splitlines()[2:5] == [
+        "| two_moons | 1,000 | 0.700 (1 obs., no spread) | 0.725 | 0.643 (SNPE) |",
+        "| two_moons, sequential: 2 rounds per observation, ellipsoid, margin 0.1 | 1,000 per observation | 0.600 "
+        "(1 obs., no spread) | 0.725 | 0.643 (SNPE) |",
+        "| two_moons, sequential: 2 rounds per observation, ellipsoid, margin 0.2 | 1,000 per observation | 0.600 "
+        "(1 obs., no spread) | 0.725 | 0.643 (SNPE) |"]
+    rows = read_results(tmp_path / "out" / "sbibm_results.csv")
+    assert [(r["c2st"], r["method"]) for r in rows] == [
+        ("0.700000", "amortised"), ("0.600000", "sequential rounds=2 region=ellipsoid margin=0.1"),
+        ("0.600000", "sequential rounds=2 region=ellipsoid margin=0.2")]
+    assert Method.from_label(rows[1]["method"]) == Method(2, "ellipsoid", 0.1)
+    summary = (tmp_path / "out" / "sbibm_table.csv").read_text().splitlines()
+    assert summary[0].endswith(",not_counted,method") and summary[2].endswith(
+        ",,sequential rounds=2 region=ellipsoid margin=0.1")
+
+    # A sequential job moved into the amortised cell's folder: named, not skipped as done, not moved aside.
+    aside = tmp_path / "elsewhere"
+    (tmp_path / "two_moons_1000").rename(aside)
+    (tmp_path / "two_moons_1000_sequential-2-ellipsoid-0.1").rename(tmp_path / "two_moons_1000")
+    with pytest.raises(SystemExit) as stop:
+        sbibm.main(["run", "--root", str(tmp_path), "--tasks", "two_moons", "--budgets", "1000", "--", "mesh=none"])
+    assert len(jobs.commands) == 2 and "finished with other settings" in str(stop.value)
+    assert ("two_moons 1000: finished with other settings (made sequential rounds=2 region=ellipsoid margin=0.1, "
+            "asked amortised)") in capsys.readouterr().out
+    assert (tmp_path / "two_moons_1000" / "job" / "sequential.json").is_file()
+
+
+def test_a_results_csv_without_the_method_column_reads_as_amortised(sbibm, tmp_path):
+    """``sbibm_results.csv`` written before the method column (the committed one was) still loads, its rows
+    amortised; rows of the new form keep their method."""
+    from sbibm_method import read_results
+
+    old = tmp_path / "old.csv"
+    old.write_text("task,num_simulations,observation,c2st,c2st_sd_folds\nsir,10000,1,0.545950,0.004000\n")
+    new = tmp_path / "new.csv"
+    new.write_text("task,num_simulations,observation,c2st,c2st_sd_folds,method\n"
+                   "sir,10000,1,0.545950,0.004000,amortised\n"
+                   "sir,10000,1,0.547850,0.002865,sequential rounds=2 region=box margin=0.5\n")
+    assert read_results(old) == [{"task": "sir", "num_simulations": "10000", "observation": "1", "c2st": "0.545950",
+                                  "c2st_sd_folds": "0.004000", "method": "amortised"}]
+    assert [r["method"] for r in read_results(new)] == ["amortised", "sequential rounds=2 region=box margin=0.5"]
+    seq = importlib.util.spec_from_file_location("sequential_job", REPO / "benchmarks" / "sequential.py")
+    module = importlib.util.module_from_spec(seq)
+    seq.loader.exec_module(module)
+    assert module.amortised_scores("sir", 10000, old) == module.amortised_scores("sir", 10000, new) == {1: 0.54595}
+
+
+@pytest.mark.parametrize("record, why", [
+    ('{"rounds": 1, "region": "box", "margin": 0.5}', "holds {'rounds': 1, 'region': 'box', 'margin': 0.5}, not a "
+                                                      "sequential method (rounds >= 2, region box or ellipsoid)"),
+    ('{"rounds": 2, "region": "box"', "cannot be read (JSONDecodeError: "),
+    ('{"rounds": 2, "region": "box"}', "cannot be read (KeyError: 'margin'), so how it was made is unknown"),
+])
+def test_table_leaves_out_a_job_whose_sequential_record_is_damaged(sbibm, tmp_path, capsys, record, why):
+    """Which row such a job belongs to (amortised, or which sequential method) is unknown: counted in none."""
+    fake_job(tmp_path / "j", "sir", 10000, scores((1, 0.6)))
+    (tmp_path / "j" / "sequential.json").write_text(record)
+    assert sbibm.collect([tmp_path]) == {}
+    assert f"left out {tmp_path / 'j'}: its {tmp_path / 'j' / 'sequential.json'} {why}" in capsys.readouterr().err
+
+
+def test_a_stopped_sequential_job_is_started_again_not_continued(sbibm, tmp_path, monkeypatch, capsys):
+    """Its rounds keep no checkpoint: ``train.resume=auto`` would mean nothing to it. ``table`` says so too."""
+    cell = tmp_path / "sir_10000_sequential-2-box-0.5"
+    fake_job(cell / "job", "sir", 10000, None, "stopped", overrides=["mesh=none"])
+    (cell / "job" / "sequential.json").write_text('{"rounds": 2, "region": "box", "margin": 0.5}')
+    fake_job(tmp_path / "sir_10000" / "job", "sir", 10000, scores((1, 0.6)))  # a table needs one finished job
+    monkeypatch.setattr(sbibm, "plot", lambda *a: b"")
+    text = sbibm.table([tmp_path], tmp_path / "out")
+    assert "| sir, sequential: 2 rounds per observation, box, margin 0.5 | 10,000 per observation | not counted " \
+           "(status stopped) |" in text
+    assert "status stopped, so its C2ST covers only the observations scored before it stopped, if any; sbibm.py run " \
+           "with its --rounds, --region and --margin starts it again" in capsys.readouterr().err
+    jobs = FakeJobs()
+    monkeypatch.setattr(subprocess, "Popen", jobs)
+    monkeypatch.setattr(sbibm, "sequential_problem", lambda *a: None)  # sir's config is composed elsewhere
+    sbibm.main(["run", "--root", str(tmp_path), "--tasks", "sir", "--budgets", "10000", "--rounds", "2", "--",
+                "mesh=none"])
+    assert len(jobs.commands) == 1 and "train.resume=auto" not in jobs.commands[0]
+    assert [p.name.split(".failed-")[0] for p in tmp_path.glob("*.failed-*")] == [cell.name]  # kept aside

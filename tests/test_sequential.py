@@ -1,6 +1,8 @@
-"""``benchmarks/sequential.py``: truncated sequential rounds on an sbibm task, scored as the harness scores them."""
+"""Truncated sequential rounds on an sbibm task (``benchmarks/sequential_rounds.py``, run by ``benchmarks/sbibm.py
+run --rounds 2`` through ``benchmarks/sequential.py``), scored as the harness scores them."""
 
 import csv
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -9,13 +11,14 @@ import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.append(str(REPO / "benchmarks"))  # the modules' siblings (sbibm_method, cli_args)
 
 
-def load():
-    """The script as a module (its main() not run)."""
+def load(name="sequential_rounds"):
+    """A benchmark module (the rounds) or script (``sequential``: its main() not run)."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("sequential_script", REPO / "benchmarks" / "sequential.py")
+    spec = importlib.util.spec_from_file_location(f"{name}_script", REPO / "benchmarks" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -91,43 +94,61 @@ def test_the_pool_keeps_every_round_split_as_load_task_splits_it_with_its_statis
     assert first.observation is pool.observation and len(first.theta_train) == 90  # round 1's data unchanged
 
 
-@pytest.mark.slow  # one process: 2 tiny rounds and a 2-fold C2ST, about 30 s
-def test_two_rounds_end_to_end_score_an_observation_beside_the_recorded_amortised_one(tmp_path):
-    out = tmp_path / "scores.csv"
-    proc = subprocess.run([sys.executable, "benchmarks/sequential.py", "--task", "two_moons", "--observations", "3",
-                           "--rounds", "2", "--budget", "600", "--box-samples", "500", "--out", str(out), "--",
-                           "train.steps=20", "train.val_every=10", "eval.num_samples=300", "eval.c2st_folds=2"],
-                          cwd=REPO, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "round 1: 300 prior simulations" in proc.stdout and "observation 3 round 2: 300 simulations" in proc.stdout
-    rows = list(csv.DictReader(out.open()))
-    assert [(r["task"], r["observation"], r["rounds"]) for r in rows] == [("two_moons", "3", "2")]
-    assert 0.5 <= float(rows[0]["c2st"]) <= 1.0
-    assert rows[0]["c2st"] == f"{float(rows[0]['c2st']):.6f}"  # six decimals, as sbibm_results.csv
-    assert rows[0]["amortised"] == "nan"  # no recorded amortised job at 600 simulations
+TINY = ["mesh=none", "train.steps=20", "train.val_every=10", "eval.observations=[3]", "eval.num_samples=300",
+        "eval.c2st_folds=2"]
+
+
+@pytest.mark.slow  # two processes: 2 tiny rounds and a 2-fold C2ST, about 30 s; then the table
+def test_two_rounds_of_sbibm_run_land_in_the_results_csv_as_a_sequential_row(tmp_path):
+    """``sbibm.py run --rounds 2``: the sequential job runs in its own folder, is skipped once done (the amortised
+    cell of the same task and budget is still not run), and ``table`` writes its row with its method."""
+    root = tmp_path / "results"
+
+    def sbibm(*args):
+        return subprocess.run([sys.executable, "benchmarks/sbibm.py", *args], cwd=REPO, capture_output=True,
+                               text=True, timeout=600)
+
+    command = ["run", "--root", str(root), "--tasks", "two_moons", "--budgets", "1000", "--rounds", "2", "--",
+               *TINY]
+    proc = sbibm(*command)
+    job = root / "two_moons_1000_sequential-2-box-0.5" / "job"
+    log = (job.parent / "launch.log").read_text() if (job.parent / "launch.log").is_file() else ""
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:] + log[-3000:]
+    assert "round 1: 500 prior simulations" in log and "observation 3 round 2: 500 simulations" in log
+    assert json.loads((job / "metrics.json").read_text())["status"] == "ok"
+    assert json.loads((job / "sequential.json").read_text()) == {"rounds": 2, "region": "box", "margin": 0.5}
+    again = sbibm(*command)
+    assert again.returncode == 0 and "two_moons 1000 (sequential rounds=2 region=box margin=0.5): done, skipped" \
+        in again.stdout and "sequential.py" not in again.stdout
+    assert not (root / "two_moons_1000").exists()  # the amortised cell is another one, never run here
+    table = sbibm("table", str(root))
+    assert table.returncode == 0, table.stderr[-3000:]
+    rows = list(csv.DictReader((root / "sbibm_results.csv").open(newline="")))
+    assert [(r["task"], r["num_simulations"], r["observation"], r["method"]) for r in rows] == [
+        ("two_moons", "1000", "3", "sequential rounds=2 region=box margin=0.5")]
+    assert 0.5 <= float(rows[0]["c2st"]) <= 1.0 and rows[0]["c2st"] == f"{float(rows[0]['c2st']):.6f}"
+    row = [line for line in table.stdout.splitlines() if line.startswith("| two_moons")]
+    assert row == [f"| two_moons, sequential: 2 rounds per observation, box, margin 0.5 | 1,000 per observation | "
+                   f"{float(rows[0]['c2st']):.3f} (1 obs., no spread) | 0.725 | 0.643 (SNPE) |"]
 
 
 @pytest.mark.parametrize("argv,named", [
-    (["--margin", "nan"], "--margin nan must be a finite number >= 0, e.g. --margin 0.5"),
-    (["--margin", "-0.1"], "--margin -0.1 must be a finite number >= 0"),
-    (["--out", "EXISTING"], "already exists; pass a new path"),
-    (["--out", "MISSING/scores.csv"], "does not exist; create it or pass another --out"),
+    (["--margin", "nan"], "argument --margin: nan must be a finite number >= 0, e.g. --margin 0.5"),
+    (["--margin", "-0.1"], "argument --margin: -0.1 must be a finite number >= 0"),
     (["--budget", "100", "--rounds", "2"], "--budget 100 in --rounds 2 gives 50 simulations a round, too few"),
     (["--budget", "2", "--rounds", "3"], "--budget 2 in --rounds 3 gives 0 simulations a round"),
     (["--region", "sphere"], "argument --region: 'sphere' is not one of box, ellipsoid"),
+    (["--rounds", "1"], "--rounds 1: one round is the amortised preset, which launch.py runs; pass --rounds 2"),
 ])
 def test_bad_arguments_stop_before_any_work_naming_the_value_and_a_fix(argv, named, tmp_path, capsys):
-    """A bad --margin or --region, an --out that exists (an earlier run's scores) or cannot be written, or a budget
-    whose round-1 share cannot fill a batch stop while the arguments are read: before, a nan margin drew 10**8
-    prior draws in vain, --out was overwritten (or failed) after the whole run, and a small share stopped in the
-    first fit with a traceback naming only data.batch_size (or suggesting data.num_simulations=10000)."""
-    existing = tmp_path / "scores.csv"
-    existing.write_text("task,observation\nsir,1\n")
-    argv = [a.replace("EXISTING", str(existing)).replace("MISSING", str(tmp_path / "missing")) for a in argv]
+    """A bad --margin or --region, or a budget whose round-1 share cannot fill a batch stop ``sequential.py``
+    (the job process of ``sbibm.py run --rounds``) while the arguments are read, its folder not made: before, a
+    nan margin drew 10**8 prior draws in vain, and a small share stopped in the first fit with a traceback naming
+    only data.batch_size (or suggesting data.num_simulations=10000)."""
     with pytest.raises(SystemExit) as stop:
-        load().main(["--task", "two_moons", *argv])
+        load("sequential").main(["--job", str(tmp_path / "job"), "--task", "two_moons", "--budget", "10000", *argv])
     assert stop.value.code == 2 and named in capsys.readouterr().err
-    assert existing.read_text() == "task,observation\nsir,1\n"  # never touched
+    assert not (tmp_path / "job").exists()
 
 
 def test_the_share_check_suggests_budgets_rounds_and_batch_sizes_that_train():

@@ -78,7 +78,7 @@ def simulate(task: Any, key: Any, num_simulations: int) -> tuple[np.ndarray, np.
 def simulate_at(task: Any, key: Any, theta: Any) -> tuple[np.ndarray, np.ndarray]:
     """Simulate one data set at each row of ``theta`` (drawn from any proposal, not only the prior).
 
-    ``simulate`` is this at prior draws; a sequential scheme (``benchmarks/sequential.py``) calls it
+    ``simulate`` is this at prior draws; a sequential scheme (``benchmarks/sequential_rounds.py``) calls it
     at draws of a truncated prior.
 
     Parameters

@@ -1,0 +1,165 @@
+"""How a cell of ``benchmarks/sbibm.py`` is made: amortised (one ``launch.py`` job, the default) or sequential
+(``--rounds 2`` or more: ``benchmarks/sequential.py``'s truncated rounds, per observation).
+
+A ``Method`` names both kinds the same way everywhere: in the job's folder name (``<task>_<budget>`` or
+``<task>_<budget>_sequential-2-box-0.5``), in the record a sequential job keeps in its folder (``RECORD``), in
+the ``method`` column of ``sbibm_results.csv`` and ``sbibm_table.csv`` and in the table's row. So a sequential
+cell and an amortised one of the same task and budget never share a folder, a row or a skip decision.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+AMORTISED = "amortised"
+REGIONS = ("box", "ellipsoid")
+#: What a sequential job keeps in its folder: its rounds, region and margin (an amortised job has none).
+RECORD = "sequential.json"
+
+
+@dataclass(frozen=True)
+class Method:
+    """One way of making a (task, budget) cell: ``rounds`` 1 is the amortised preset; 2 or more are truncated
+    sequential rounds (``region`` and ``margin`` as ``benchmarks/sequential_rounds.region_test`` reads them)."""
+
+    rounds: int = 1
+    region: str = "box"
+    margin: float = 0.5
+
+    @property
+    def sequential(self) -> bool:
+        return self.rounds > 1
+
+    @property
+    def label(self) -> str:
+        """The ``method`` column's value: ``amortised`` or ``sequential rounds=2 region=box margin=0.5``."""
+        if not self.sequential:
+            return AMORTISED
+        return f"sequential rounds={self.rounds} region={self.region} margin={float(self.margin)!r}"
+
+    @property
+    def title(self) -> str:
+        """The table row's words after the task, e.g. ``sequential: 2 rounds per observation, box, margin 0.5``."""
+        return f"sequential: {self.rounds} rounds per observation, {self.region}, margin {float(self.margin)!r}"
+
+    @classmethod
+    def from_label(cls, label: str) -> Method:
+        """The ``Method`` whose ``label`` is ``label`` (``amortised``, or ``sequential rounds=2 ...``)."""
+        if label == AMORTISED:
+            return cls()
+        found = dict(part.split("=", 1) for part in label.split()[1:])
+        return cls(int(found["rounds"]), found["region"], float(found["margin"]))
+
+    @property
+    def short(self) -> str:
+        """A few words for a plot's legend: ``2 rounds, box 0.5``."""
+        return f"{self.rounds} rounds, {self.region} {float(self.margin)!r}"
+
+    def folder(self, task: str, budget: int) -> str:
+        """The job's folder under ``--root``; an amortised one's is unchanged (``<task>_<budget>``)."""
+        if not self.sequential:
+            return f"{task}_{budget}"
+        return f"{task}_{budget}_sequential-{self.rounds}-{self.region}-{float(self.margin)!r}"
+
+
+def method_of(cell: tuple) -> str:
+    """The method label of a table cell: ``(task, budget)`` is amortised, ``(task, budget, label)`` says its own."""
+    return cell[2] if len(cell) > 2 else AMORTISED
+
+
+def cell_of(task: str, budget: int, label: str) -> tuple:
+    """The table's key of a cell: ``(task, budget)`` when amortised (as before), else ``(task, budget, label)``."""
+    return (task, int(budget)) if label == AMORTISED else (task, int(budget), label)
+
+
+def rounds_arg(text: str) -> int:
+    """``--rounds``: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer; pass --rounds 1 (amortised, the default) "
+                                         "or --rounds 2 (sequential)") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be >= 1; pass --rounds 1 (amortised, the default) or "
+                                         "--rounds 2 (sequential)")
+    return value
+
+
+def margin_arg(text: str) -> float:
+    """``--margin``: a finite number >= 0 (nan passed ``< 0`` and drew 10**8 prior draws in vain)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{text} must be a finite number >= 0, e.g. --margin 0.5")
+    return value
+
+
+def region_arg(text: str) -> str:
+    """``--region``: one of ``REGIONS``."""
+    if text not in REGIONS:
+        raise argparse.ArgumentTypeError(f"{text!r} is not one of {', '.join(REGIONS)}; e.g. --region box")
+    return text
+
+
+def method_from_args(rounds: int, region: str | None, margin: float | None) -> tuple[Method | None, str | None]:
+    """The ``Method`` of ``run``'s options, or why they contradict: a region or margin shapes the later rounds,
+    so with ``--rounds 1`` (amortised) it would be ignored, and the table would not say it was."""
+    if rounds == 1 and (region is not None or margin is not None):
+        given = " ".join(f"--{k} {v}" for k, v in (("region", region), ("margin", margin)) if v is not None)
+        return None, (f"{given} shapes the truncated rounds of a sequential run, but --rounds is 1 (amortised); "
+                      f"pass --rounds 2 (or more) with it, or leave {given} out")
+    return Method(rounds, region or "box", 0.5 if margin is None else margin), None
+
+
+def write_record(job: Path, method: Method) -> None:
+    """Keep ``method`` in the sequential ``job``'s folder (``RECORD``)."""
+    from gensbi_sharding.harness.outputs import write_atomic
+
+    write_atomic(job / RECORD, json.dumps(asdict(method), indent=1) + "\n")
+
+
+def job_method(job: Path) -> tuple[Method | None, str | None]:
+    """The ``Method`` a job folder was made with (no ``RECORD``: amortised), or why its record cannot be read."""
+    record = job / RECORD
+    if not record.is_file():
+        return Method(), None
+    try:
+        found = json.loads(record.read_text())
+        method = Method(int(found["rounds"]), str(found["region"]), float(found["margin"]))
+    except (OSError, ValueError, TypeError, KeyError, AttributeError) as err:
+        return None, f"its {record} cannot be read ({type(err).__name__}: {err}), so how it was made is unknown"
+    if method.rounds < 2 or method.region not in REGIONS or not (math.isfinite(method.margin) and method.margin >= 0):
+        return None, f"its {record} holds {found}, not a sequential method (rounds >= 2, region box or ellipsoid)"
+    return method, None
+
+
+def read_results(path: Path) -> list[dict]:
+    """The rows of a ``sbibm_results.csv``; a file written before the ``method`` column existed reads as amortised
+    (every row then came from an amortised job)."""
+    with Path(path).open(newline="") as f:
+        return [{**row, "method": row.get("method") or AMORTISED} for row in csv.DictReader(f)]
+
+
+def sequential_problem(method: Method, tasks: list[str], budgets: list[int], extra: list[str]) -> str | None:
+    """Why a sequential ``method`` cannot run some (task, budget) with ``extra`` (round 1 trains on one share of
+    the budget, which must fill a batch), named with the fix; None when every cell can run (or it is amortised)."""
+    if not method.sequential:
+        return None
+    from sequential_rounds import compose_config, shares_problem
+
+    job = [o for o in extra if not o.lstrip("+~").startswith("hydra")]
+    for task in tasks:
+        for budget in budgets:
+            cfg = compose_config(task, budget, job)
+            problem = shares_problem(budget, method.rounds, cfg.data.val_fraction, cfg.data.batch_size,
+                                     budget_flag="--budgets")
+            if problem:
+                return f"{task}: {problem}"
+    return None
