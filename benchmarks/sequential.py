@@ -83,8 +83,10 @@ def main(argv: list[str] | None = None) -> None:
     job = args.job.absolute()
     lock = FolderLock(job)
     lock.acquire()  # table and run see it as running, as a launch.py job
-    # A signal passed on by run (its stop, a preemption) ends the rounds as Ctrl-C does, saying so in metrics.json.
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    # A signal passed on by run (its stop, a preemption: sbibm_jobs.FORWARDED) ends the rounds as Ctrl-C does,
+    # saying so in metrics.json, instead of ending the process with no record of why.
+    for signum in (signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2):
+        signal.signal(signum, signal.default_int_handler)
     (job / ".hydra").mkdir(parents=True, exist_ok=True)
     OmegaConf.save(cfg, job / ".hydra" / "config.yaml")
     settings = ["experiment=sbibm", f"data={args.task}", f"data.num_simulations={args.budget}", *args.overrides]

@@ -161,3 +161,52 @@ def test_the_share_check_suggests_budgets_rounds_and_batch_sizes_that_train():
     assert split_sizes(284, 0.1)[0] == 256 and split_sizes(283, 0.1)[0] < 256  # 284 = 568 / 2: the least that trains
     assert seq.shares_problem(568, 2, 0.1, 256) is None and seq.shares_problem(566, 2, 0.1, 256) is not None
     assert "pass --budget 6 or --rounds 2" in seq.shares_problem(5, 3, 0.1, 1)  # 1 a round: load_task needs 2
+
+
+@pytest.mark.parametrize("outcome", ["ok", "stopped", "error"])
+def test_the_job_folder_says_how_it_was_made_and_how_it_ended(outcome, tmp_path, monkeypatch):
+    """``sequential.py`` (the rounds faked) leaves what ``sbibm.py run`` and ``table`` read of a job: its config and
+    overrides, ``sequential.json``, ``c2st.csv`` as an amortised job writes it, and ``metrics.json`` with status
+    ok, or stopped (Ctrl-C, or a signal run passes on) or error with why and the observations scored before; its
+    folder's lock is free again afterwards."""
+    import sequential_rounds
+
+    from gensbi_sharding.harness import devices
+    from gensbi_sharding.harness.folder_lock import FolderLock
+
+    def rounds(cfg, budget, method, observations, say=print):
+        assert (budget, method.rounds, method.region, method.margin, observations) == (1000, 3, "ellipsoid", 0.25,
+                                                                                       [2, 5])
+        yield {"observation": 2, "c2st": 0.61, "c2st_sd_folds": 0.02, "c2st_scores": [0.6, 0.62], "n": 300}
+        if outcome != "ok":
+            raise KeyboardInterrupt if outcome == "stopped" else RuntimeError("only 0.5% of posterior draws inside")
+        yield {"observation": 5, "c2st": 0.55, "c2st_sd_folds": 0.01, "c2st_scores": [0.54, 0.56], "n": 300}
+
+    monkeypatch.setattr(sequential_rounds, "sequential_scores", rounds)
+    monkeypatch.setattr(devices, "configure_devices", lambda *a: None)  # this process's JAX has started
+    job = tmp_path / "job"
+    argv = ["--job", str(job), "--task", "two_moons", "--budget", "1000", "--rounds", "3", "--region", "ellipsoid",
+            "--margin", "0.25", "--", "eval.observations=[2,5]", "data.num_observation=2"]
+    if outcome == "ok":
+        load("sequential").main(argv)
+    else:
+        with pytest.raises(SystemExit if outcome == "stopped" else RuntimeError):
+            load("sequential").main(argv)
+    metrics = json.loads((job / "metrics.json").read_text())
+    assert metrics["status"] == outcome and metrics["method"] == "sequential rounds=3 region=ellipsoid margin=0.25"
+    assert json.loads((job / "sequential.json").read_text()) == {"rounds": 3, "region": "ellipsoid", "margin": 0.25}
+    assert (job / ".hydra" / "overrides.yaml").read_text() == (
+        "- experiment=sbibm\n- data=two_moons\n- data.num_simulations=1000\n- eval.observations=[2,5]\n"
+        "- data.num_observation=2\n")
+    assert "num_simulations: 1000" in (job / ".hydra" / "config.yaml").read_text()
+    scored = [(2, "0.610000", "0.020000")] + ([(5, "0.550000", "0.010000")] if outcome == "ok" else [])
+    assert [(r["observation"], r["c2st"], r["c2st_sd_folds"]) for r in metrics["c2st_observations"]] == [
+        (k, float(c), float(sd)) for k, c, sd in scored]
+    rows = list(csv.DictReader((job / "c2st.csv").open(newline="")))
+    assert [(int(r["observation"]), r["c2st"], r["c2st_sd_folds"]) for r in rows] == scored
+    if outcome == "ok":
+        assert metrics["c2st"] == pytest.approx(0.58) and "error" not in metrics
+    else:
+        assert {"stopped": "stopped by Ctrl-C or a signal, with no checkpoint: run starts it again",
+                "error": "RuntimeError: only 0.5% of posterior draws inside"}[outcome] == metrics["error"]
+    assert not (job / FolderLock.OWNER).exists()  # released: the last release removes the owner note
