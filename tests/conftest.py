@@ -93,6 +93,7 @@ LONGEST_FIRST = (  # seconds per file, measured in one make test run (2026-12-02
     "test_run_faults.py",  # ~38
     "test_gensbi_models.py",  # ~34
     "test_config.py",  # ~25
+    "test_sequential.py",  # ~25 (alone, 2026-12-02: its end-to-end sbibm.py run --rounds 2 takes ~22 s)
     "test_dry_run.py",  # ~22
     "test_user_probes2.py",  # ~19
     "test_user_view.py",  # ~18

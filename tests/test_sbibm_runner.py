@@ -713,6 +713,8 @@ def test_run_and_table_keep_sequential_and_amortised_cells_of_one_task_and_budge
     fake_job(tmp_path / "two_moons_1000" / "job", "two_moons", 1000, scores((1, 0.7)), overrides=["mesh=none"])
     jobs = FakeJobs()
     monkeypatch.setattr(subprocess, "Popen", jobs)
+    for check in ("extra_problem", "sequential_problem"):  # checked in their own tests; each composes configs
+        monkeypatch.setattr(sbibm, check, lambda *a: None)
     sequential = ["run", "--root", str(tmp_path), "--tasks", "two_moons", "--budgets", "1000", "--rounds", "2",
                   "--region", "ellipsoid", "--margin", "0.1", "--", "mesh=none"]
     sbibm.main(sequential)

@@ -94,11 +94,11 @@ def test_the_pool_keeps_every_round_split_as_load_task_splits_it_with_its_statis
     assert first.observation is pool.observation and len(first.theta_train) == 90  # round 1's data unchanged
 
 
-TINY = ["mesh=none", "train.steps=20", "train.val_every=10", "eval.observations=[3]", "eval.num_samples=300",
-        "eval.c2st_folds=2"]
+TINY = ["mesh=none", "model.width=16", "model.depth=1", "train.steps=6", "train.val_every=2", "train.patience=2",
+        "data.batch_size=16", "eval.observations=[3]", "eval.num_samples=300", "eval.c2st_folds=2"]
 
 
-@pytest.mark.slow  # two processes: 2 tiny rounds and a 2-fold C2ST, about 30 s; then the table
+@pytest.mark.slow  # a tiny sequential job (2 rounds, a 2-fold C2ST), run again (skipped), then the table
 def test_two_rounds_of_sbibm_run_land_in_the_results_csv_as_a_sequential_row(tmp_path):
     """``sbibm.py run --rounds 2``: the sequential job runs in its own folder, is skipped once done (the amortised
     cell of the same task and budget is still not run), and ``table`` writes its row with its method."""
