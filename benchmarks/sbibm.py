@@ -438,7 +438,7 @@ def main(argv: list[str] | None = None) -> None:
         method, problem = method_from_args(args.rounds, args.region, args.margin)
         # every job would fail the same way, or run other settings than its folder says
         problem = problem or extra_problem(args.extra, args.tasks, args.budgets) \
-            or sequential_problem(method, args.tasks, args.budgets, args.extra)
+            or sequential_problem(method, args.tasks, args.budgets, args.extra, BUDGETS)
         if problem:
             r.error(problem)
         try:

@@ -147,9 +147,11 @@ def read_results(path: Path) -> list[dict]:
         return [{**row, "method": row.get("method") or AMORTISED} for row in csv.DictReader(f)]
 
 
-def sequential_problem(method: Method, tasks: list[str], budgets: list[int], extra: list[str]) -> str | None:
+def sequential_problem(method: Method, tasks: list[str], budgets: list[int], extra: list[str],
+                       choices: tuple[int, ...] | None = None) -> str | None:
     """Why a sequential ``method`` cannot run some (task, budget) with ``extra`` (round 1 trains on one share of
-    the budget, which must fill a batch), named with the fix; None when every cell can run (or it is amortised)."""
+    the budget, which must fill a batch), named with the fix (a budget among ``choices``, those ``--budgets``
+    takes); None when every cell can run (or it is amortised)."""
     if not method.sequential:
         return None
     from sequential_rounds import compose_config, shares_problem
@@ -159,7 +161,7 @@ def sequential_problem(method: Method, tasks: list[str], budgets: list[int], ext
         for budget in budgets:
             cfg = compose_config(task, budget, job)
             problem = shares_problem(budget, method.rounds, cfg.data.val_fraction, cfg.data.batch_size,
-                                     budget_flag="--budgets")
+                                     budget_flag="--budgets", budgets=choices)
             if problem:
                 return f"{task}: {problem}"
     return None

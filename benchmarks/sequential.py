@@ -85,8 +85,8 @@ def main(argv: list[str] | None = None) -> None:
     lock.acquire()  # table and run see it as running, as a launch.py job
     # A signal passed on by run (its stop, a preemption: sbibm_jobs.FORWARDED) ends the rounds as Ctrl-C does,
     # saying so in metrics.json, instead of ending the process with no record of why.
-    for signum in (signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2):
-        signal.signal(signum, signal.default_int_handler)
+    previous = {s: signal.signal(s, signal.default_int_handler) for s in (signal.SIGTERM, signal.SIGUSR1,
+                                                                           signal.SIGUSR2)}
     (job / ".hydra").mkdir(parents=True, exist_ok=True)
     OmegaConf.save(cfg, job / ".hydra" / "config.yaml")
     settings = ["experiment=sbibm", f"data={args.task}", f"data.num_simulations={args.budget}", *args.overrides]
@@ -120,6 +120,8 @@ def main(argv: list[str] | None = None) -> None:
         raise
     finally:
         lock.release()
+        for signum, handler in previous.items():  # as they were (main called in a process that goes on)
+            signal.signal(signum, handler)
     print(f"mean over observations {[r['observation'] for r in rows]}: sequential C2ST "
           f"{sum(means) / len(means):.3f}", flush=True)
 

@@ -193,10 +193,11 @@ def truncated_prior(task, key, samples: np.ndarray, n: int, margin: float, max_d
 
 
 def shares_problem(budget: int, rounds: int, val_fraction: float, batch_size: int,
-                   budget_flag: str = "--budget") -> str | None:
+                   budget_flag: str = "--budget", budgets: tuple[int, ...] | None = None) -> str | None:
     """Why ``budget`` split into ``rounds`` equal shares cannot train round 1 (it trains on one share alone:
     at least 2 simulations, and ``data.batch_size`` training pairs); None if it can. ``budget_flag`` is the
-    option that sets the budget where the message is read (``sbibm.py run --budgets``).
+    option that sets the budget where the message is read (``sbibm.py run --budgets``), ``budgets`` the values it
+    takes, if only some (then the budget suggested is the least of them that trains, if any).
 
     ``--budget 100 --rounds 2`` stopped in the first fit with a traceback naming only ``data.batch_size``;
     ``--budget 2 --rounds 3`` with one suggesting ``data.num_simulations=10000``, which the script sets itself.
@@ -209,11 +210,15 @@ def shares_problem(budget: int, rounds: int, val_fraction: float, batch_size: in
     need = max(2, int(batch_size / (1 - val_fraction)) - 2)  # just below the smallest share that trains
     while split_sizes(need, val_fraction)[0] < batch_size:
         need += 1
-    fixes = [f"{budget_flag} {need * rounds}"]
+    enough = [b for b in sorted(budgets) if b // rounds >= need] if budgets else [need * rounds]
+    fixes = [f"{budget_flag} {b}" for b in enough[:1]]
     if budget // need >= 1:
         fixes.append(f"--rounds {budget // need}")
     if share >= 2:
         fixes.append(f"-- data.batch_size={split_sizes(share, val_fraction)[0]}")
+    if not fixes:  # no budget allowed trains, nor a round count: both have to change
+        fixes.append(f"fewer --rounds with a smaller data.batch_size (after --), e.g. --rounds 2 -- "
+                     f"data.batch_size={max(1, split_sizes(max(2, budget // 2), val_fraction)[0])}")
     return (f"{budget_flag} {budget} in --rounds {rounds} gives {share} simulations a round, too few for round 1's "
             f"training ({need} needed: data.batch_size={batch_size} training pairs after data.val_fraction="
             f"{val_fraction} is held out); pass {' or '.join(fixes)}")

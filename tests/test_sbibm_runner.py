@@ -690,7 +690,7 @@ def test_gensbi_scale_table_refuses_eager_which_only_init_reads(monkeypatch, cap
     # Round 1 trains on a quarter of 1,000: 225 training pairs, under the preset's batch of 256.
     (["--rounds", "4"], "two_moons: --budgets 1000 in --rounds 4 gives 250 simulations a round, too few for round "
                         "1's training (284 needed: data.batch_size=256 training pairs after data.val_fraction=0.1 "
-                        "is held out); pass --budgets 1136 or --rounds 3 or -- data.batch_size=225"),
+                        "is held out); pass --budgets 10000 or --rounds 3 or -- data.batch_size=225"),
 ])
 def test_run_refuses_bad_sequential_options_before_any_job(sbibm, tmp_path, monkeypatch, capsys, argv, message):
     jobs = FakeJobs()

@@ -3,6 +3,7 @@ run --rounds 2`` through ``benchmarks/sequential.py``), scored as the harness sc
 
 import csv
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -184,7 +185,7 @@ def test_the_job_folder_says_how_it_was_made_and_how_it_ended(outcome, tmp_path,
 
     monkeypatch.setattr(sequential_rounds, "sequential_scores", rounds)
     monkeypatch.setattr(devices, "configure_devices", lambda *a: None)  # this process's JAX has started
-    job = tmp_path / "job"
+    job, handler = tmp_path / "job", signal.getsignal(signal.SIGTERM)
     argv = ["--job", str(job), "--task", "two_moons", "--budget", "1000", "--rounds", "3", "--region", "ellipsoid",
             "--margin", "0.25", "--", "eval.observations=[2,5]", "data.num_observation=2"]
     if outcome == "ok":
@@ -210,3 +211,15 @@ def test_the_job_folder_says_how_it_was_made_and_how_it_ended(outcome, tmp_path,
         assert {"stopped": "stopped by Ctrl-C or a signal, with no checkpoint: run starts it again",
                 "error": "RuntimeError: only 0.5% of posterior draws inside"}[outcome] == metrics["error"]
     assert not (job / FolderLock.OWNER).exists()  # released: the last release removes the owner note
+    assert signal.getsignal(signal.SIGTERM) is handler  # restored
+
+
+def test_the_share_check_of_sbibm_run_suggests_only_budgets_run_takes():
+    """``sbibm.py run --budgets`` takes 1000, 10000 or 100000: the least of them that trains is suggested (1136
+    would be refused), and when none does nor a round count, what has to change."""
+    seq, budgets = load(), (1000, 10_000, 100_000)
+    assert "pass --budgets 10000 or --rounds 3 or -- data.batch_size=225" in seq.shares_problem(
+        1000, 4, 0.1, 256, "--budgets", budgets)
+    assert seq.shares_problem(1000, 600, 0.1, 100_000, "--budgets", budgets).endswith(
+        "(111111 needed: data.batch_size=100000 training pairs after data.val_fraction=0.1 is held out); pass fewer "
+        "--rounds with a smaller data.batch_size (after --), e.g. --rounds 2 -- data.batch_size=450")
