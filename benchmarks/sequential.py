@@ -84,9 +84,20 @@ def main(argv: list[str] | None = None) -> None:
     lock = FolderLock(job)
     lock.acquire()  # table and run see it as running, as a launch.py job
     # A signal passed on by run (its stop, a preemption: sbibm_jobs.FORWARDED) ends the rounds as Ctrl-C does,
-    # saying so in metrics.json, instead of ending the process with no record of why.
-    previous = {s: signal.signal(s, signal.default_int_handler) for s in (signal.SIGTERM, signal.SIGUSR1,
-                                                                           signal.SIGUSR2)}
+    # saying so in metrics.json, instead of ending the process with no record of why. It is also remembered:
+    # scikit-learn's classifier catches KeyboardInterrupt and returns a half-fitted model, whose C2ST the
+    # stop check (evaluate_observations calls it before recording a score) keeps from being written.
+    stops: list[int] = []
+
+    def stop(signum, frame):
+        stops.append(signum)
+        raise KeyboardInterrupt
+
+    def stop_check():
+        if stops:
+            raise KeyboardInterrupt
+
+    previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2)}
     (job / ".hydra").mkdir(parents=True, exist_ok=True)
     OmegaConf.save(cfg, job / ".hydra" / "config.yaml")
     settings = ["experiment=sbibm", f"data={args.task}", f"data.num_simulations={args.budget}", *args.overrides]
@@ -101,7 +112,7 @@ def main(argv: list[str] | None = None) -> None:
     amortised = amortised_scores(args.task, args.budget)
     try:
         for row in sequential_scores(cfg, args.budget, method, scored_observations(cfg)[0],
-                                     say=lambda line: print(line, flush=True)):
+                                     say=lambda line: print(line, flush=True), stop_check=stop_check):
             rows.append(row)
             write_atomic(job / "c2st.csv", c2st_text(rows))
             print(f"observation {row['observation']}: sequential C2ST {row['c2st']:.3f} +- "

@@ -225,13 +225,16 @@ def shares_problem(budget: int, rounds: int, val_fraction: float, batch_size: in
 
 
 def sequential_scores(cfg, budget: int, method: Method, observations: list[int], box_samples: int = BOX_SAMPLES,
-                      say: Callable[[str], None] = print) -> Iterator[dict]:
+                      say: Callable[[str], None] = print,
+                      stop_check: Callable[[], None] | None = None) -> Iterator[dict]:
     """Run ``method``'s rounds for each of ``observations`` of ``cfg``'s task at ``budget`` simulations per
     observation, yielding each observation's scores as ``evaluate_observations`` gives them, once scored.
 
     Round 1 (``budget // rounds`` prior simulations) is trained once and shared; each observation's later rounds
     are drawn from the prior truncated to ``method.region`` of ``box_samples`` posterior samples at x_o. ``say``
-    reports each round (its prior mass, the share of the reference posterior samples its region holds).
+    reports each round (its prior mass, the share of the reference posterior samples its region holds);
+    ``stop_check`` is ``evaluate_observations``'s (it raises to stop, so that a C2ST a stop cut short is never
+    yielded).
     """
     import tempfile
 
@@ -272,4 +275,5 @@ def sequential_scores(cfg, budget: int, method: Method, observations: list[int],
             yield evaluate_observations(
                 sims=sims, velocity=velocity, params=params, observations=[k], num_samples=cfg.eval.num_samples,
                 ode_steps=cfg.eval.ode_steps, n_folds=cfg.eval.c2st_folds, seed=cfg.seed, mesh=None,
-                out=Path(out), write=False, plot=False, title=lambda *_: "")["c2st_observations"][0]
+                out=Path(out), write=False, plot=False, title=lambda *_: "",
+                stop_check=stop_check)["c2st_observations"][0]

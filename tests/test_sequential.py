@@ -3,6 +3,7 @@ run --rounds 2`` through ``benchmarks/sequential.py``), scored as the harness sc
 
 import csv
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -175,12 +176,19 @@ def test_the_job_folder_says_how_it_was_made_and_how_it_ended(outcome, tmp_path,
     from gensbi_sharding.harness import devices
     from gensbi_sharding.harness.folder_lock import FolderLock
 
-    def rounds(cfg, budget, method, observations, say=print):
+    def rounds(cfg, budget, method, observations, say=print, stop_check=None):
         assert (budget, method.rounds, method.region, method.margin, observations) == (1000, 3, "ellipsoid", 0.25,
                                                                                        [2, 5])
         yield {"observation": 2, "c2st": 0.61, "c2st_sd_folds": 0.02, "c2st_scores": [0.6, 0.62], "n": 300}
-        if outcome != "ok":
-            raise KeyboardInterrupt if outcome == "stopped" else RuntimeError("only 0.5% of posterior draws inside")
+        if outcome == "stopped":
+            try:
+                os.kill(os.getpid(), signal.SIGTERM)  # run passes its stop on, during the C2ST's classifier ...
+            except KeyboardInterrupt:
+                pass  # ... which catches the KeyboardInterrupt and returns a half-fitted model
+            stop_check()  # as evaluate_observations does before it records a score: the stop is remembered
+            yield {"observation": 5, "c2st": 0.5, "c2st_sd_folds": 0.0, "c2st_scores": [0.5, 0.5], "n": 300}
+        if outcome == "error":
+            raise RuntimeError("only 0.5% of posterior draws inside")
         yield {"observation": 5, "c2st": 0.55, "c2st_sd_folds": 0.01, "c2st_scores": [0.54, 0.56], "n": 300}
 
     monkeypatch.setattr(sequential_rounds, "sequential_scores", rounds)
