@@ -63,6 +63,7 @@ try:
     from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
     from gensbi_sharding.harness.run_report import final_line
     from gensbi_sharding.harness.console_lines import stopped_sweep_line
+    from gensbi_sharding.harness.signal_hold import hold_preemption_signals, ignore_preemption_signals
 except KeyboardInterrupt:  # seconds of imports (JAX): a Ctrl-C there is the most likely one before a run
     if __name__ != "__main__":
         raise
@@ -82,6 +83,8 @@ try:
             if problem := check(command):
                 sys.exit(f"[ERROR] {problem}")
     register_configs()
+    if __name__ == "__main__" and not os.environ.get(CHILD_ENV):  # a local child's signals are its parent's to pass on
+        hold_preemption_signals()  # until a run's watch takes a signal over: answered there, never a silent kill
 except KeyboardInterrupt:
     if __name__ != "__main__":
         raise
@@ -104,6 +107,7 @@ def main(cfg: DictConfig) -> float | None:
         if (stopped := stopped_sweep_line()) is not None:  # a preempted job ends its sweep: the sweep's outcome, last
             log.info("%s", stopped)
     if metrics["status"] == "preempted":  # checkpointed; the rest of a sweep would be cut short too
+        ignore_preemption_signals()  # recorded: a second SIGTERM (SLURM sends several) must not turn 75 into 143
         sys.exit(EXIT_PREEMPTED)
     if metrics["status"] != "ok":
         failed_jobs.append(metrics.get("error", "error"))

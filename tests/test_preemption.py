@@ -4,6 +4,7 @@ The in-process tests send the signal at a chosen step (deterministic); the slow 
 send real signals to ``launch.py`` processes, bounded by timeouts.
 """
 
+import contextlib
 import csv
 import json
 import os
@@ -398,6 +399,24 @@ def test_the_signal_is_handed_on_to_the_handler_installed_before_the_run():
         signal.signal(signal.SIGUSR2, before)
 
 
+def test_a_signal_outside_a_run_is_held_for_the_next_run_to_answer():
+    # launch.py holds SIGTERM/SIGUSR1/SIGUSR2 outside a run's watch (was: Python's default, a kill with no record).
+    from gensbi_sharding.harness import signal_hold
+
+    before = {s: signal.getsignal(s) for s in signal_hold.PREEMPT_SIGNALS}
+    try:
+        signal_hold.hold_preemption_signals()
+        os.kill(os.getpid(), signal.SIGUSR1)  # before the run's watch (JAX importing, Hydra composing)
+        with pytest.raises(Preempted, match="^preempted by SIGUSR1 before training"), PreemptionWatch() as watch:
+            assert watch.signum == signal.SIGUSR1 and signal_hold.take_held() == []  # the watch took it over
+            watch.check()  # the run's first step answers it
+        os.kill(os.getpid(), signal.SIGTERM)  # after the run (exiting, between a sweep's jobs): held again
+        assert signal_hold.take_held() == [signal.SIGTERM]
+    finally:
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
+
+
 @pytest.mark.parametrize("recorded, words", [
     ("", "preempted by a preemption notice at step 111"),  # the parent received nothing: JAX's service did
     (str(int(signal.SIGINT)), "interrupted by Ctrl-C (SIGINT) at step 111"),  # the parent's Ctrl-C
@@ -699,6 +718,37 @@ def _wait_for(path: Path, text: str, proc: subprocess.Popen, timeout_s: float = 
             return
         time.sleep(0.05)
     raise AssertionError(f"{text!r} never appeared in {path} (exit {proc.poll()})")
+
+
+def _signal_until_it_exits(proc: subprocess.Popen, timeout_s: float = 120) -> int:
+    """SIGTERM ``proc`` every 20 ms until it exits, as a scheduler repeating its notice; returns how many were sent."""
+    sent, deadline = 0, time.monotonic() + timeout_s
+    while proc.poll() is None and time.monotonic() < deadline:
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signal.SIGTERM)
+            sent += 1
+        time.sleep(0.02)
+    return sent
+
+
+@pytest.mark.slow  # a launch.py process
+@pytest.mark.timeout(300)
+def test_sigterm_again_while_a_preempted_run_records_and_exits_keeps_exit_75(tmp_path):
+    # Was: exit 143 (killed by SIGTERM): once the run had recorded its stop, PreemptionWatch gave SIGTERM back to
+    # Python's default action while the process still logged, exited and shut JAX down; SLURM signals repeatedly.
+    out = tmp_path / "run"
+    proc = _launch("mesh=none", "train.steps=2000", "train.log_every=1000", f"hydra.run.dir={out}", cwd=tmp_path)
+    try:
+        _wait_for(out / "launch.log", "[5/7] train", proc)
+        sent = _signal_until_it_exits(proc)
+        log = proc.communicate(timeout=60)[0]
+    finally:
+        proc.kill()
+    assert proc.returncode == EXIT_PREEMPTED and sent > 1, (sent, log[-3000:])
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["status"] == "preempted" and metrics["stopped_at_step"] is not None, metrics
+    assert metrics["error"].endswith(f"train.resume=auto hydra.run.dir={out}"), metrics["error"]
+    assert (out / "checkpoints" / str(metrics["stopped_at_step"])).is_dir()
 
 
 @pytest.mark.slow

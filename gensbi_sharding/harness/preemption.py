@@ -34,9 +34,9 @@ import numpy as np
 
 from gensbi_sharding.harness.console import stop_level
 from gensbi_sharding.harness.parent_signal import stop_signal
+from gensbi_sharding.harness.signal_hold import PREEMPT_SIGNALS, take_held
 
-__all__ = ["EXIT_PREEMPTED", "EXIT_INTERRUPTED", "PREEMPT_SIGNALS", "Preempted", "PreemptionWatch",
-           "train_with_checkpoints"]
+__all__ = ["EXIT_PREEMPTED", "EXIT_INTERRUPTED", "PREEMPT_SIGNALS", "Preempted", "PreemptionWatch", "train_with_checkpoints"]
 
 log = logging.getLogger("gensbi_sharding")
 
@@ -45,7 +45,6 @@ log = logging.getLogger("gensbi_sharding")
 EXIT_PREEMPTED = 75
 #: Exit status of a run stopped by Ctrl-C: 128 + SIGINT, as a shell reports a process Ctrl-C ended.
 EXIT_INTERRUPTED = 130
-PREEMPT_SIGNALS = (signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2)
 
 
 class Preempted(Exception):
@@ -59,8 +58,7 @@ class Preempted(Exception):
         The signal received (None where JAX's preemption service received it).
     """
 
-    def __init__(self, signum: int | None, step: int | None = None, checkpoint: Any = None,
-                 after_training: bool = False):
+    def __init__(self, signum: int | None, step: int | None = None, checkpoint: Any = None, after_training=False):
         signum = stop_signal(signum)  # a distributed=local parent's Ctrl-C is one too: "interrupted"
         self.signum, self.step = signum, step
         self.interrupted = signum == signal.SIGINT  # Ctrl-C: the run ends as "interrupted"
@@ -75,10 +73,10 @@ class Preempted(Exception):
 class PreemptionWatch:
     """Catch preemption signals and Ctrl-C while a run lasts (a context manager; main thread only).
 
-    A signal is only recorded: inside ``at_step_boundaries()`` ``should_stop(step)`` tells the loop when to stop;
-    outside, ``check()`` raises ``Preempted`` at the run's next step. A second Ctrl-C raises ``KeyboardInterrupt``
-    at once. On exit the handlers that were there before come back; ``chain`` passes the signal on to them (under
-    submitit that requeues the job).
+    A signal is only recorded (one held before, ``signal_hold``, too): inside ``at_step_boundaries()``
+    ``should_stop(step)`` tells the loop when to stop; outside, ``check()`` raises ``Preempted`` at the run's next
+    step. A second Ctrl-C raises ``KeyboardInterrupt`` at once. On exit the handlers that were there before come
+    back; ``chain`` passes the signal on to them (under submitit that requeues the job).
     """
 
     def __init__(self) -> None:
@@ -94,6 +92,8 @@ class PreemptionWatch:
         if threading.current_thread() is threading.main_thread():
             for signum in (*PREEMPT_SIGNALS, signal.SIGINT):
                 self._previous[signum] = signal.signal(signum, self._handle)
+            for signum in take_held():  # came before the watch (signal_hold): the run answers it at its first step
+                self._handle(signum, None)
         return self
 
     def __exit__(self, *exc) -> None:

@@ -1,0 +1,61 @@
+"""Preemption signals outside a run's ``PreemptionWatch``: held for the run to answer, or ignored once it has.
+
+``launch.py`` holds SIGTERM, SIGUSR1 and SIGUSR2 from its first lines (``hold_preemption_signals``): a signal that
+comes before a run's watch is armed (importing JAX, Hydra composing, between a sweep's jobs) is kept, and the next
+watch takes it over (``take_held``), so the run stops at its first step with ``status: preempted`` in its
+``metrics.json``, as one signalled a moment later. Was: Python's default action, the process killed (exit 143)
+with no record. Once a run has recorded its preemption the process only ends (``EXIT_PREEMPTED``): from then on
+these signals are ignored (``ignore_preemption_signals``; SLURM sends SIGTERM more than once), where a second
+one killed it while it exited, so the scheduler saw 143 (a failure) instead of 75 (requeue me).
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+__all__ = ["PREEMPT_SIGNALS", "hold_preemption_signals", "ignore_preemption_signals", "take_held"]
+
+#: The signals that ask a run to stop for a requeue: SLURM's SIGTERM (or the one chosen with ``--signal``) and
+#: submitit's SIGUSR2.
+PREEMPT_SIGNALS = (signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2)
+
+_held: list[int] = []  # signals received while held, first first; taken by the next run's watch
+
+
+def _hold(signum: int, frame: Any) -> None:
+    _held.append(signum)
+
+
+def hold_preemption_signals(received: Iterable[int] = ()) -> None:
+    """Hold every preemption signal until a run's watch takes it over (main thread only; elsewhere a no-op).
+
+    Parameters
+    ----------
+    received : iterable of int
+        Signals an earlier holder already received (``launch.py``'s, before this module could be imported).
+    """
+    _held.extend(received)
+    if threading.current_thread() is threading.main_thread():
+        for signum in PREEMPT_SIGNALS:
+            signal.signal(signum, _hold)
+
+
+def take_held() -> list[int]:
+    """The signals held so far, first first; they are the caller's from now on (the hold forgets them)."""
+    taken = list(_held)
+    _held.clear()
+    return taken
+
+
+def ignore_preemption_signals() -> None:
+    """The process ends for a preemption it has recorded: ignore further preemption signals until it has ended.
+
+    ``SIG_IGN``, not a Python handler: Python puts its own handlers back to the default action as the
+    interpreter shuts down, where a late SIGTERM would still end the process with 143.
+    """
+    if threading.current_thread() is threading.main_thread():
+        for signum in PREEMPT_SIGNALS:
+            signal.signal(signum, signal.SIG_IGN)
