@@ -6,10 +6,20 @@ failed. ``python launch.py --help`` lists the groups, the headline commands and 
 outputs go. Importing this file never starts JAX's backend.
 """
 
-import logging
 import os
-import re
-import sys
+import signal
+
+#: Preemption signals received before ``harness.signal_hold`` can be imported (importing JAX takes seconds): held
+#: from the first line, so a SIGTERM while the run starts is answered by the run (status preempted, exit 75).
+#: A distributed=local child's signals are its parent's to pass on: it keeps Python's default until its run.
+EARLY_SIGNALS: list[int] = []
+if __name__ == "__main__" and not os.environ.get("GENSBI_SHARDING_PARENT_FD"):  # CHILD_ENV below
+    for held in (signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2):  # signal_hold.PREEMPT_SIGNALS
+        signal.signal(held, lambda signum, frame: EARLY_SIGNALS.append(signum))
+
+import logging  # noqa: E402
+import re  # noqa: E402
+import sys  # noqa: E402
 
 
 def device_environment_problem(environ) -> str | None:
@@ -84,7 +94,7 @@ try:
                 sys.exit(f"[ERROR] {problem}")
     register_configs()
     if __name__ == "__main__" and not os.environ.get(CHILD_ENV):  # a local child's signals are its parent's to pass on
-        hold_preemption_signals()  # until a run's watch takes a signal over: answered there, never a silent kill
+        hold_preemption_signals(EARLY_SIGNALS)  # until a run's watch takes one over: answered, never a silent kill
 except KeyboardInterrupt:
     if __name__ != "__main__":
         raise

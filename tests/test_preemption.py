@@ -417,6 +417,36 @@ def test_a_signal_outside_a_run_is_held_for_the_next_run_to_answer():
             signal.signal(signum, handler)
 
 
+@pytest.mark.parametrize("processes", [1, 2])
+def test_a_signal_held_while_the_run_started_is_recorded_once_its_folder_is_claimed(tmp_path, monkeypatch, processes):
+    # Was: a SIGTERM while launch.py imported JAX or Hydra composed killed the process with no record (exit 143);
+    # distributed=local's parent, which never reaches a step of its own, went on to start its processes.
+    from gensbi_sharding.harness import run as run_module
+    from gensbi_sharding.harness import signal_hold, stop_watchdog
+
+    monkeypatch.setattr(run_module, "run_local_job", lambda *args: pytest.fail("processes started after the signal"))
+    monkeypatch.setattr(stop_watchdog, "GRACE_S", 0.2)
+    before = {s: signal.getsignal(s) for s in signal_hold.PREEMPT_SIGNALS}
+    try:
+        signal_hold.take_held()
+        signal_hold.hold_preemption_signals()
+        os.kill(os.getpid(), signal.SIGTERM)
+        stopped = run_tiny(tmp_path / "run", "mesh=none", f"distributed.local_processes={processes}")
+        # The watchdog, armed after the watch took the signal over, answers it too where a setup step holds the run.
+        fired = []
+        with PreemptionWatch() as watch:
+            watch.signum = signal.SIGTERM
+            stop_watchdog.StopWatchdog(watch, fired.append)
+            time.sleep(0.6)
+    finally:
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
+    assert stopped["status"] == "preempted" and stopped["stopped_at_step"] is None, stopped
+    assert stopped["error"].startswith("preempted by SIGTERM before training (nothing trained: no checkpoint to save)")
+    assert json.loads((tmp_path / "run" / "metrics.json").read_text())["status"] == "preempted"
+    assert fired == [signal.SIGTERM]
+
+
 @pytest.mark.parametrize("recorded, words", [
     ("", "preempted by a preemption notice at step 111"),  # the parent received nothing: JAX's service did
     (str(int(signal.SIGINT)), "interrupted by Ctrl-C (SIGINT) at step 111"),  # the parent's Ctrl-C
@@ -749,6 +779,40 @@ def test_sigterm_again_while_a_preempted_run_records_and_exits_keeps_exit_75(tmp
     assert metrics["status"] == "preempted" and metrics["stopped_at_step"] is not None, metrics
     assert metrics["error"].endswith(f"train.resume=auto hydra.run.dir={out}"), metrics["error"]
     assert (out / "checkpoints" / str(metrics["stopped_at_step"])).is_dir()
+
+
+def _catches_sigterm(pid: int) -> bool:
+    """Whether process ``pid`` has a handler of its own for SIGTERM (Linux: ``SigCgt`` of /proc/PID/status)."""
+    with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+        status = Path(f"/proc/{pid}/status").read_text()
+        return bool(int(re.search(r"^SigCgt:\s*([0-9a-f]+)", status, re.M).group(1), 16) >> (signal.SIGTERM - 1) & 1)
+    return False
+
+
+@pytest.mark.slow  # a launch.py process
+@pytest.mark.timeout(300)
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
+def test_sigterm_while_launch_py_starts_is_recorded_by_the_run(tmp_path):
+    # Was: no handler until run() entered its PreemptionWatch, ~3 s after the start (JAX imported, Hydra composed,
+    # the folder made): a SIGTERM before it killed the process (143) with no record. Now held from launch.py's first
+    # lines (~0.1-0.25 s after the start, the interpreter's own start-up; measured on the 2-core machine).
+    out = tmp_path / "run"
+    proc = _launch("mesh=none", "train.steps=2000", f"hydra.run.dir={out}", cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 60
+        while not _catches_sigterm(proc.pid) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.001)
+        assert "jaxlib" not in Path(f"/proc/{proc.pid}/maps").read_text(), "caught only once JAX was imported"
+        assert not out.exists(), "SIGTERM was only caught once the run's folder existed"
+        proc.send_signal(signal.SIGTERM)
+        log = proc.communicate(timeout=120)[0]
+    finally:
+        proc.kill()
+    assert proc.returncode == EXIT_PREEMPTED, log[-3000:]
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["status"] == "preempted" and metrics["stopped_at_step"] is None, metrics
+    assert metrics["error"].endswith(f"train.resume=auto hydra.run.dir={out}"), metrics["error"]
+    assert "received SIGTERM: stopping at the next step of the run" in log
 
 
 @pytest.mark.slow

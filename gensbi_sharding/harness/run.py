@@ -59,6 +59,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             watch_parent()
             if folder.owner:
                 folder.claim()
+                watch.check()  # a signal held since launch.py's start (signal_hold): recorded in the folder now
             if cfg.distributed.local_processes > 1 and cfg.distributed.process_id is None:
                 validate(cfg)
                 failure = run_local_job(cfg, out, metrics)
@@ -76,7 +77,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             if stop.step is not None:  # the step the checkpoint holds, as a finished run's final_step
                 metrics["final_step"] = stop.step
             if stop.interrupted:  # Ctrl-C ends the sweep too, as Python's KeyboardInterrupt would
-                _record_interrupt(metrics, error, start, folder)
+                run_report.record_interrupt(metrics, error, start, folder)
                 if whole:
                     log.info("%s", whole)
                 if folder.owner:  # Hydra's end-of-sweep summary never comes: the jobs so far, and those not run
@@ -87,14 +88,14 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                 log.info("%s", whole)
         except KeyboardInterrupt:  # a second Ctrl-C: at once, wherever the run was
             hint = f"; continue with: {sweep_hints.continue_command(out)}" if any((out / "checkpoints").glob("*")) else ""
-            _record_interrupt(metrics, f"interrupted (Ctrl-C){hint}", start, folder)
+            run_report.record_interrupt(metrics, f"interrupted (Ctrl-C){hint}", start, folder)
             raise
         except Exception as err:  # every failure ends this job cleanly; the sweep goes on
             if cfg.get("debug"):
                 folder.release()
                 raise
             if stop_signal(watch.signum) == signal.SIGINT:  # e.g. C2ST's worker processes, stopped by the same Ctrl-C
-                _record_interrupt(metrics, f"interrupted (Ctrl-C): {type(err).__name__}: {err}", start, folder)
+                run_report.record_interrupt(metrics, f"interrupted (Ctrl-C): {type(err).__name__}: {err}", start, folder)
                 raise KeyboardInterrupt from err
             metrics["error"] = f"{type(err).__name__}: {err}"
             log.error("%s", metrics["error"], extra=console.child_refusal(err))  # the console tags it "[ERROR]"
@@ -111,14 +112,6 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     if metrics["status"] == "interrupted":  # distributed=local's processes stopped for Ctrl-C: so does the sweep
         raise KeyboardInterrupt
     return metrics
-
-
-def _record_interrupt(metrics: dict[str, Any], error: str, start: float, folder: run_folder.RunFolder) -> None:
-    """Record a run stopped by Ctrl-C (``status: interrupted``), say how to continue it, free its folder."""
-    metrics.update(status="interrupted", error=error, wall_s=time.perf_counter() - start)
-    log.log(console.stop_level(), "%s", error)
-    folder.record(metrics)
-    folder.release()
 
 
 def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder.RunFolder,

@@ -37,10 +37,10 @@ def hold_preemption_signals(received: Iterable[int] = ()) -> None:
     received : iterable of int
         Signals an earlier holder already received (``launch.py``'s, before this module could be imported).
     """
-    _held.extend(received)
     if threading.current_thread() is threading.main_thread():
         for signum in PREEMPT_SIGNALS:
             signal.signal(signum, _hold)
+    _held[:0] = received  # after: one the earlier holder receives now is not lost between the two; before it
 
 
 def take_held() -> list[int]:

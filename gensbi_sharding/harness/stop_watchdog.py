@@ -68,7 +68,7 @@ class StopWatchdog:
             self._thread = None
 
     def _run(self) -> None:
-        signum = None
+        signum = self._watch.signum if self._watch.signum in PREEMPT_SIGNALS else None  # came before it was armed
         try:
             while signum is None and (data := os.read(self._read, 64)):  # b"": closed
                 signum = next((s for s in data if s in PREEMPT_SIGNALS), None)  # Ctrl-C: a second one stops
