@@ -113,3 +113,33 @@ def test_a_presets_sweep_the_basic_sweeper_cannot_run_or_that_has_no_job_is_refu
             master.hydra.sweeper.params["train.steps"] = "range(3,1)"
         assert sweep_config_problem(master).startswith(
             "train.steps=range(3,1) (in the preset's hydra.sweeper.params): the range has no value")
+
+
+@pytest.mark.parametrize("module, name", [
+    ("sweep_check", "refused_jobs"), ("sweep_check", "job_problem"), ("sweep_check", "cpu_devices_known"),
+    ("sweep_check", "refused_jobs_message"), ("preflight", "launcher_problem")])
+def test_a_crash_of_the_pre_sweep_check_itself_is_one_warning_line_and_the_sweep_goes_on(module, name, monkeypatch,
+                                                                                          capsys):
+    # Was: Hydra turned the exception into a UserWarning quoting its own `warnings.warn(` line, and the sweep started
+    # unchecked. A fault of our checker must not block a valid sweep (each job is still checked when it starts), nor
+    # pass unsaid. One job refused too: the crash is the checker's, whatever the jobs hold.
+    import importlib
+
+    from gensbi_sharding.harness.preflight import LauncherPreflight
+
+    def crash(*args, **kwargs):
+        raise RuntimeError("no such node\nsecond line")
+
+    monkeypatch.setattr(importlib.import_module(f"gensbi_sharding.harness.{module}"), name, crash)
+    command = ["experiment=quick", "rule=fsdp,tensor"] + (["train.steps=100,-5"] if name == "refused_jobs_message" else [])
+    register_configs()
+    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+        master = compose("config", overrides=["experiment=quick"], return_hydra_config=True)
+        with open_dict(master):
+            master.hydra.overrides.task = command
+        LauncherPreflight().on_multirun_start(config=master)  # returns: the sweep starts
+    check = "the launcher" if module == "preflight" else "every job's config"
+    assert capsys.readouterr().err.splitlines() == [
+        f"[WARNING] the pre-sweep check of {check} could not run (RuntimeError: no such node; a fault of gensbi_sharding's "
+        "own, not of this command): the sweep starts without it, and each job's config is still checked when that "
+        "job starts (debug=true prints the check's traceback)"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shutil
 import sys
+import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -18,7 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness.console import tagged
 
-__all__ = ["launcher_problem", "LauncherPreflight"]
+__all__ = ["launcher_problem", "LauncherPreflight", "precheck_failed_line"]
 
 #: Launchers that hand jobs to a scheduler, and the commands the scheduler must provide on this host
 #: (submitit looks for ``srun`` and submits with ``sbatch``).
@@ -56,19 +57,46 @@ def launcher_problem(target: str | None, which: Callable[[str], str | None] = sh
             "here one after another")
 
 
+def precheck_failed_line(check: str, err: BaseException) -> str:
+    """The one line saying a pre-sweep check of ours crashed and the sweep goes on without it.
+
+    Parameters
+    ----------
+    check : str
+        What the check would have found, e.g. "every job's config".
+    err : BaseException
+        The exception the check raised (its type and the first line of its message are named).
+    """
+    reason = next(iter(str(err).strip().splitlines()), "")
+    return (f"the pre-sweep check of {check} could not run ({type(err).__name__}{': ' + reason if reason else ''}; "
+            "a fault of gensbi_sharding's own, not of this command): the sweep starts without it, and each job's "
+            "config is still checked when that job starts (debug=true prints the check's traceback)")
+
+
 class LauncherPreflight(Callback):
     """Hydra callback: stop a multirun whose launcher cannot work here, or any of whose jobs' configs is
-    refused, before anything is written (the first of ``hydra.callbacks``: before the folder lock)."""
+    refused, before anything is written (the first of ``hydra.callbacks``: before the folder lock).
+
+    A crash of a check itself (a fault of ours, not of the command) never blocks the sweep: it is one
+    ``[WARNING]`` line (``precheck_failed_line``), and each job is still checked when it starts. Was: Hydra
+    turned it into a UserWarning quoting its own source line, and the sweep went on unchecked.
+    """
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        from gensbi_sharding.harness.sweep_check import sweep_config_problem
+        from gensbi_sharding.harness import sweep_check
 
-        problem = launcher_problem(OmegaConf.select(config, "hydra.launcher._target_", default=None))
-        if problem:
-            # Hydra turns an Exception raised by a callback into a warning; SystemExit stops the run.
-            print(tagged("ERROR", problem), file=sys.stderr, flush=True)
-            raise SystemExit(2)
-        problem = sweep_config_problem(config)
-        if problem:
-            print(tagged("ERROR", problem), file=sys.stderr, flush=True)
-            raise SystemExit(1)  # as a run whose config is refused
+        checks = (("the launcher", 2, lambda: launcher_problem(OmegaConf.select(config, "hydra.launcher._target_",
+                                                                               default=None))),
+                  ("every job's config", 1, lambda: sweep_check.sweep_config_problem(config)))  # 1: as a refused run
+        for name, code, check in checks:
+            try:
+                problem = check()
+            except Exception as err:  # Hydra would turn it into a warning on its own line of source, then go on
+                print(tagged("WARNING", precheck_failed_line(name, err)), file=sys.stderr, flush=True)
+                if OmegaConf.select(config, "debug", default=False):
+                    traceback.print_exc()
+                continue
+            if problem:
+                # Hydra turns an Exception raised by a callback into a warning; SystemExit stops the run.
+                print(tagged("ERROR", problem), file=sys.stderr, flush=True)
+                raise SystemExit(code)
