@@ -212,13 +212,16 @@ def test_the_progress_bar_shows_no_best_validation_before_the_first(monkeypatch)
         def update(self, n):
             pass
 
+        def refresh(self):
+            pass
+
         def close(self):
             pass
 
-        def set_postfix(self, **fields):
+        def set_postfix(self, refresh=True, **fields):
             postfixes.append(fields)
 
-    monkeypatch.setattr(T, "tqdm", Bar)
+    monkeypatch.setattr(T, "progress_bar", Bar)
     model, optimizer, ema = tiny_state()
     functions, state = T.make_step_functions(model, optimizer, None, ema=ema)
     result = T.train(functions, state, batches(), steps=6, key=jax.random.key(0), mesh=None, batch_size=16,
@@ -274,3 +277,70 @@ def test_a_line_logged_during_training_is_not_glued_to_the_progress_bar(capsys):
     err = capsys.readouterr().err
     assert "train:" in err  # the bar was drawn
     assert "a line" in err.replace("\r", "\n").splitlines(), repr(err)
+
+
+@pytest.mark.parametrize("terminal", [False, True])
+def test_an_error_after_the_progress_bar_starts_its_own_line(monkeypatch, capsys, terminal):
+    # Was, with the console in a file (python launch.py ... > log.txt 2>&1): "\rtrain:   0%|...| 0/40 [...][ERROR]
+    # FloatingPointError: ...", the error on the bar's line (tqdm's carriage returns, no newline after the last state,
+    # and the bar left drawn while the error was logged). In a file the bar now writes whole lines; on a terminal it
+    # is cleared before the error.
+    import logging
+    import os
+    import sys
+
+    from gensbi_sharding.harness.console import ConsoleFormatter
+
+    monkeypatch.setattr(os, "isatty", lambda fd: terminal)  # the console's stderr: a terminal, or a file
+    handler = logging.StreamHandler(sys.stderr)  # the console, in the bar's stream (as `> log.txt 2>&1` joins them)
+    handler.setFormatter(ConsoleFormatter("%(message)s"))
+    logging.root.addHandler(handler)
+
+    def on_step(step, state):
+        if step == 3:
+            logging.getLogger("gensbi_sharding").warning("a warning during training")
+        if step == 5:
+            raise FloatingPointError("training diverged")
+
+    try:
+        model, optimizer, ema = tiny_state()
+        functions, state = T.make_step_functions(model, optimizer, None, ema=ema)
+        with pytest.raises(FloatingPointError):
+            T.train(functions, state, batches(), steps=8, key=jax.random.key(0), mesh=None, batch_size=16,
+                    val_batches=[], progress=True, log_every=2, on_step=on_step)
+        logging.getLogger("gensbi_sharding").error("FloatingPointError: training diverged")  # as run() ends the job
+    finally:
+        logging.root.removeHandler(handler)
+    err = capsys.readouterr().err
+    if terminal:  # redrawn in place; cleared (a carriage return) before the error, which starts the line
+        assert "train:" in err and err.split("[ERROR]")[0].endswith("\r"), repr(err)
+        assert "[ERROR] FloatingPointError: training diverged" in err.replace("\r", "\n").splitlines(), repr(err)
+    else:  # whole lines: the bar's states (one per window), each console line on its own
+        lines = err.splitlines()
+        assert "\r" not in err and [line for line in lines if not line.startswith("train:")] == [
+            "[WARNING] a warning during training", "[ERROR] FloatingPointError: training diverged"], repr(err)
+        assert [line.split("|")[2].split("[")[0].strip() for line in lines if line.startswith("train:")] == [
+            "0/8", "2/8", "4/8"], repr(err)
+
+
+@pytest.mark.slow  # a launch.py process
+def test_in_a_log_file_the_error_that_ends_training_has_a_line_of_its_own(tmp_path):
+    # The console to a file, as `python launch.py ... > log.txt 2>&1` (or a SLURM job's output file) writes it.
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    log = tmp_path / "log.txt"
+    with open(log, "w") as console:
+        code = subprocess.run([sys.executable, str(repo / "launch.py"), "experiment=quick", "mesh=none", "train.steps=40",
+                               "train.log_every=5", "eval.enabled=false", "data.num_simulations=768",
+                               "train.learning_rate=1e8", f"hydra.run.dir={tmp_path / 'run'}"], cwd=tmp_path,
+                              env={**os.environ, "JAX_PLATFORMS": "cpu"}, stdout=console, stderr=subprocess.STDOUT,
+                              timeout=300).returncode
+    text = log.read_bytes().decode()  # as written: read_text() would turn the bar's carriage returns into newlines
+    assert code == 1 and "\r" not in text, text[-2000:]
+    errors = [line for line in text.splitlines() if "[ERROR]" in line]
+    assert len(errors) == 1 and errors[0].startswith("[ERROR] FloatingPointError: training diverged"), text[-2000:]
+    assert any(line.startswith("train:   0%|          | 0/40 ") for line in text.splitlines()), text[-2000:]

@@ -30,7 +30,7 @@ from typing import Any
 
 __all__ = ["DETAILS", "NOISY_WARNINGS", "NOISY_MESSAGES", "NOISY_NATIVE_LINES", "ConsoleFilter", "ConsoleFormatter",
            "warnings_to_log", "native_output_to_log", "quiet_console", "set_process", "tagged",
-           "tag_process_records", "stop_level", "job_log_name", "child_refusal"]
+           "tag_process_records", "stop_level", "job_log_name", "child_refusal", "is_terminal"]
 
 DETAILS = "gensbi_sharding.details"  # full tables: launch.log always, the console with verbose=true
 NOISY_WARNINGS = ("ConvergenceWarning",)  # warning categories kept out of the console
@@ -55,6 +55,7 @@ QUIET_NATIVE_WARNINGS = (b"SIGTERM caught",)
 NATIVE = "gensbi_sharding.native"  # those lines, logged: launch.log only, even with verbose=true
 
 _process = {"index": 0, "count": 1}
+_terminal: dict[int, bool] = {}  # descriptor -> whether it was a terminal before native_output_to_log piped it
 #: ``extra=`` of a message every process of a job logs alike (read from the config or a checkpoint): process 0 says
 #: it on the console, the others in their ``process_<i>.log`` only (else a 4-process job showed it four times).
 EVERY_PROCESS = {"every_process": True}
@@ -162,6 +163,11 @@ def child_refusal(err: BaseException) -> dict[str, bool]:
     return {"parent_reports": bool(os.environ.get(LOCAL_CHILD_ENV)) and type(err).__name__ == "ConfigError"}
 
 
+def is_terminal(fd: int = 2) -> bool:
+    """Whether the console's descriptor ``fd`` is a terminal (while ``native_output_to_log`` pipes it: as it was)."""
+    return _terminal[fd] if fd in _terminal else os.isatty(fd)
+
+
 def tagged(level: str, text: str) -> str:
     """``[ERROR] text``: the one tag a console line gets for its level (messages carry none of their own)."""
     return f"[{level}] {text}"
@@ -232,6 +238,7 @@ def _lines_of(fd: int, prefixes: tuple[bytes, ...], sink: logging.Logger, warned
         yield
         return
     read_end, write_end = os.pipe()
+    _terminal[fd] = os.isatty(saved)
     os.dup2(write_end, fd)
     os.close(write_end)
 
@@ -283,6 +290,7 @@ def _lines_of(fd: int, prefixes: tuple[bytes, ...], sink: logging.Logger, warned
         for stream in (sys.stdout, sys.stderr):
             stream.flush()
         os.dup2(saved, fd)  # drops the pipe's last write end here: the pump reads end of file
+        _terminal.pop(fd, None)
         thread.join(timeout=5)
         if not thread.is_alive():
             os.close(saved)

@@ -35,6 +35,7 @@ from tqdm.auto import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
 
 from gensbi_sharding import mesh_context
+from gensbi_sharding.harness.progress import progress_bar
 from gensbi_sharding.harness.schedule import SCHEDULES, learning_rate_schedule
 from gensbi_sharding.harness.step_check import check_step_keeps_state
 from gensbi_sharding.harness.step_timer import StepTimer
@@ -229,7 +230,8 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
             return False, True
         return record_validation(stopper, functions, state, step, loss), False
 
-    # Console lines (a validation, a signal's warning) go above the progress bar, not glued to its line.
+    # Console lines (a validation, a signal's warning) go above the progress bar, not glued to its line; in a file
+    # the bar writes whole lines (progress_bar), so a line after it starts its own there too.
     with mesh_context(mesh), logging_redirect_tqdm(tqdm_class=tqdm):
         first = next(batches)
         start = time.perf_counter()
@@ -238,8 +240,8 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
         compiled = lowered.compile()
         compile_s = time.perf_counter() - start
         losses, windows = [], []
-        bar = tqdm(total=steps, initial=0, disable=not progress, desc="train", unit="step",
-                   dynamic_ncols=True, leave=False)
+        bar = progress_bar(total=steps, initial=0, disable=not progress, desc="train", unit="step",
+                           dynamic_ncols=True, leave=False)
         timer = timer if timer is not None else StepTimer()
         batch, window_steps, stop, halted = first, 0, False, False
         timer.start_window()
@@ -267,11 +269,12 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
                             f"..{step}; lower train.learning_rate or check the data")
                     elapsed = timer.window_s()  # the loss read above waited for the window's steps
                     windows.append(elapsed / window_steps)
-                    bar.update(window_steps)
                     # Before the first validation there is no best: "inf" read as a diverged loss.
                     best = f"{stopper.best_loss:.4f}" if stopper.best_step is not None else "not yet"
                     bar.set_postfix(step=step, loss=f"{window_loss:.4f}", best_val=best,
-                                    samples_s=f"{batch_size * window_steps / elapsed:.0f}")
+                                    samples_s=f"{batch_size * window_steps / elapsed:.0f}", refresh=False)
+                    bar.update(window_steps)  # then drawn: in a file, one line per window with its figures
+                    bar.refresh()
                     window_steps = 0
                     timer.start_window()
                 if stop or halted:
@@ -281,7 +284,8 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
             interrupt.losses = host_values(losses)
             interrupt.val_history = list(history[first_validation:])
             raise
-        bar.close()
+        finally:  # before the error or the stop is logged: on a terminal the bar is cleared, not left under it
+            bar.close()
         if not halted:
             state = stopper.with_best(functions, state)
     # The first window holds the warm-up of the first dispatches; prefer the rest when there are any.
