@@ -23,12 +23,12 @@ from gensbi_sharding.harness.summary_columns import key_cell
 
 @pytest.mark.parametrize("mesh_cfg, expected", [
     ({"spec": "dict", "model_axis": 1, "devices": None},
-     "[2/7] mesh data=8 x model=1 (8 devices; mesh=dict, mesh.model_axis=1)"),
+     "[2/7] mesh: data=8 x model=1 (8 devices; mesh=dict, mesh.model_axis=1)"),
     ({"spec": "dict", "model_axis": 2, "devices": None},
-     "[2/7] mesh data=4 x model=2 (8 devices; mesh=dict, mesh.model_axis=2)"),
+     "[2/7] mesh: data=4 x model=2 (8 devices; mesh=dict, mesh.model_axis=2)"),
     ({"spec": "dict", "model_axis": 2, "devices": [3, 2, 1, 0]},
-     "[2/7] mesh data=2 x model=2 (4 devices; mesh=dict, mesh.model_axis=2, mesh.devices=[3, 2, 1, 0])"),
-    ({"spec": "auto"}, "[2/7] mesh data=8 x model=1 (8 devices; mesh=auto)"),
+     "[2/7] mesh: data=2 x model=2 (4 devices; mesh=dict, mesh.model_axis=2, mesh.devices=[3, 2, 1, 0])"),
+    ({"spec": "auto"}, "[2/7] mesh: data=8 x model=1 (8 devices; mesh=auto)"),
     ({"spec": None}, "[2/7] mesh: none (mesh=none): one device, nothing placed"),
 ])
 def test_the_mesh_step_names_the_resolved_mesh_and_the_overrides_that_asked(mesh_cfg, expected):
@@ -155,3 +155,22 @@ def test_a_stopped_sweep_ends_with_its_outcome_line(tmp_path, monkeypatch):
     refresh_job_sweep_summary(tmp_path / "1")
     assert console_lines.stopped_sweep_line() == (
         f"sweep stopped: 1 ok, 0 failed, 1 interrupted, 1 not run; sweep_summary.csv/.md/.png in {tmp_path}")
+
+
+def test_every_step_header_reads_step_colon_details():
+    # Was: "[2/7] mesh data=8 x model=1 (...)" and "[6/7] sample 256 posterior draws ..." beside "[3/7] data: ..."
+    # and the others: two of the seven without the colon after the step's name. Every header the harness can print,
+    # read from its source (an f-string's text before its first value too), named as README.md lists the steps.
+    import ast
+    from pathlib import Path
+
+    harness = Path(__file__).resolve().parents[1] / "gensbi_sharding" / "harness"
+    headers = [node.value for path in sorted(harness.glob("*.py")) for node in ast.walk(ast.parse(path.read_text()))
+               if isinstance(node, ast.Constant) and isinstance(node.value, str) and re.match(r"\[\d/7\]", node.value)]
+    uniform = re.compile(r"\[(\d)/7\] ([^:]+): (?:\S|$)")  # "$": an f-string's text ends before its first value
+    steps = {uniform.match(header).groups()[:2] if uniform.match(header) else header for header in headers}
+    assert steps == {("1", "devices"), ("2", "mesh"), ("3", "data"), ("4", "model + optimizer"), ("5", "train"),
+                     ("6", "sample + C2ST"), ("7", "outputs")}, headers
+    readme = " ".join((harness.parents[1] / "README.md").read_text().split())
+    assert ("devices, mesh (and the rule checked against it), data, model + optimizer (placed by the rule), train, "
+            "sample + C2ST, outputs") in readme

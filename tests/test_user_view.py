@@ -118,7 +118,7 @@ def test_each_sweep_job_prints_a_short_block(issue_sweep):
         assert "optimizer/opt_state" not in job and "ConvergenceWarning" not in job
         assert job.strip().splitlines()[-1].startswith("done in ")
         # Was "[2/7] mesh: {'spec': 'dict', 'model_axis': 1, 'devices': None}"; one C2ST line, spelled with ±.
-        assert "[2/7] mesh data=8 x model=1 (8 devices; mesh=dict, mesh.model_axis=1)" in job, job
+        assert "[2/7] mesh: data=8 x model=1 (8 devices; mesh=dict, mesh.model_axis=1)" in job, job
         assert sum("C2ST" in line and "indistinguishable" in line for line in job.splitlines()) == 1, job
         assert "+-" not in job
     # embed over "model" (size 1) splits nothing: those two jobs say so, and name the override that splits.

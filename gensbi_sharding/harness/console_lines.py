@@ -22,7 +22,7 @@ log = logging.getLogger("gensbi_sharding.harness.run")
 
 
 def mesh_step_line(mesh_cfg: Any, mesh: Any) -> str:
-    """``"[2/7] mesh data=8 x model=1 (8 devices; mesh=dict, mesh.model_axis=1)"``: the resolved mesh,
+    """``"[2/7] mesh: data=8 x model=1 (8 devices; mesh=dict, mesh.model_axis=1)"``: the resolved mesh,
     then the overrides that asked for it; ``mesh=none`` says one device.
 
     Parameters
@@ -44,7 +44,7 @@ def mesh_step_line(mesh_cfg: Any, mesh: Any) -> str:
         asked.append(f"mesh.model_axis={mesh_cfg.get('model_axis')}")
         if mesh_cfg.get("devices"):
             asked.append(f"mesh.devices={list(mesh_cfg.get('devices'))}")
-    return f"[2/7] mesh {shape} ({mesh.devices.size} devices; {', '.join(asked)})"
+    return f"[2/7] mesh: {shape} ({mesh.devices.size} devices; {', '.join(asked)})"
 
 
 def log_c2st_mean(metrics: dict[str, Any]) -> None:

@@ -268,7 +268,7 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
         from gensbi_sharding.harness.posterior import evaluate_observations
 
         observations = list(cfg.eval.observations or [cfg.data.num_observation])
-        log.info("[6/7] sample %d posterior draws per observation %s (%s weights), C2ST against the reference",
+        log.info("[6/7] sample + C2ST: %d posterior draws per observation %s (%s weights), scored against the reference",
                  cfg.eval.num_samples, observations, "EMA" if ema else "last")
         graphdef, params, rest = nnx.split(model, nnx.Param, ...)
         metrics.update(evaluate_observations(
