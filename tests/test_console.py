@@ -240,3 +240,17 @@ def test_a_gloo_lines_bare_last_number_stays_off_the_console_and_other_numbers_s
         os.write(1, torn)
     assert capfd.readouterr().out == "7\nkept 3\n4\n"
     assert [r.getMessage() for r in caplog.records if r.name == console.NATIVE][1:] == ["3"]
+
+
+@pytest.mark.parametrize("inherited", ["1", "0"])
+def test_a_local_process_draws_its_progress_bar_for_the_console_its_parent_passes_it_to(monkeypatch, inherited):
+    # A distributed=local process's stderr is a pipe to its parent, which passes it on to its own console: the bar
+    # is redrawn in place where that console is a terminal, written a line per window where it is a file.
+    from gensbi_sharding.harness import progress
+
+    monkeypatch.setattr(os, "isatty", lambda fd: inherited != "1")  # the process's own stderr says otherwise
+    monkeypatch.setenv(console.CONSOLE_TERMINAL_ENV, inherited)
+    bar = progress.progress_bar(total=2, disable=True)
+    assert console.is_terminal(2) is (inherited == "1") and isinstance(bar, progress.LineBar) is (inherited == "0")
+    monkeypatch.delenv(console.CONSOLE_TERMINAL_ENV)
+    assert console.is_terminal(2) is (inherited != "1")  # a process of its own: its own stderr

@@ -30,7 +30,8 @@ from typing import Any
 
 __all__ = ["DETAILS", "NOISY_WARNINGS", "NOISY_MESSAGES", "NOISY_NATIVE_LINES", "ConsoleFilter", "ConsoleFormatter",
            "warnings_to_log", "native_output_to_log", "quiet_console", "set_process", "tagged",
-           "tag_process_records", "stop_level", "job_log_name", "child_refusal", "is_terminal"]
+           "tag_process_records", "stop_level", "job_log_name", "child_refusal", "is_terminal",
+           "CONSOLE_TERMINAL_ENV"]
 
 DETAILS = "gensbi_sharding.details"  # full tables: launch.log always, the console with verbose=true
 NOISY_WARNINGS = ("ConvergenceWarning",)  # warning categories kept out of the console
@@ -56,6 +57,7 @@ NATIVE = "gensbi_sharding.native"  # those lines, logged: launch.log only, even 
 
 _process = {"index": 0, "count": 1}
 _terminal: dict[int, bool] = {}  # descriptor -> whether it was a terminal before native_output_to_log piped it
+CONSOLE_TERMINAL_ENV = "GENSBI_SHARDING_CONSOLE_IS_TERMINAL"  # "1"/"0": the console a local process's stderr reaches
 #: ``extra=`` of a message every process of a job logs alike (read from the config or a checkpoint): process 0 says
 #: it on the console, the others in their ``process_<i>.log`` only (else a 4-process job showed it four times).
 EVERY_PROCESS = {"every_process": True}
@@ -164,8 +166,10 @@ def child_refusal(err: BaseException) -> dict[str, bool]:
 
 
 def is_terminal(fd: int = 2) -> bool:
-    """Whether the console's descriptor ``fd`` is a terminal (while ``native_output_to_log`` pipes it: as it was)."""
-    return _terminal[fd] if fd in _terminal else os.isatty(fd)
+    """Whether the console's descriptor ``fd`` is a terminal (while ``native_output_to_log`` pipes it: as it was;
+    a ``distributed=local`` process's stderr: as its parent's console is, ``CONSOLE_TERMINAL_ENV``)."""
+    inherited = os.environ.get(CONSOLE_TERMINAL_ENV) if fd == 2 else None
+    return inherited == "1" if inherited is not None else _terminal[fd] if fd in _terminal else os.isatty(fd)
 
 
 def tagged(level: str, text: str) -> str:

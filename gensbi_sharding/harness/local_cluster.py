@@ -29,6 +29,7 @@ from typing import Any
 from omegaconf import DictConfig
 
 from gensbi_sharding.harness.config import ConfigError
+from gensbi_sharding.harness.console import CONSOLE_TERMINAL_ENV, is_terminal
 from gensbi_sharding.harness.launch_record import step_folder_names
 from gensbi_sharding.harness.local_children import ChildOutput, common_refusal, refusals, watch_parent
 from gensbi_sharding.harness.override_grammar import hydra_value
@@ -85,7 +86,8 @@ def run_local_processes(cfg: DictConfig, out: Path) -> dict[str, Any]:
     os.close(handle)
     env = {k: v for k, v in os.environ.items() if k != "JAX_NUM_CPU_DEVICES"}
     env.update(PYTHONUNBUFFERED="1", XLA_FLAGS=_without_device_count(env.get("XLA_FLAGS", "")),
-               **{LOCAL_CHILD_ENV: str(lifeline), CONTINUE_ENV: continue_command(out), PARENT_SIGNAL_ENV: received})
+               **{LOCAL_CHILD_ENV: str(lifeline), CONTINUE_ENV: continue_command(out), PARENT_SIGNAL_ENV: received,
+                  CONSOLE_TERMINAL_ENV: "1" if is_terminal(2) else "0"})  # their stderr is passed on to it: its bar
     children, output = [], ChildOutput(out)
     earlier = _stamp(out / "metrics.json")  # a continued run's folder holds the earlier attempt's record
     try:
