@@ -425,7 +425,7 @@ def test_a_signal_held_while_the_run_started_is_recorded_once_its_folder_is_clai
     from gensbi_sharding.harness import signal_hold, stop_watchdog
 
     monkeypatch.setattr(run_module, "run_local_job", lambda *args: pytest.fail("processes started after the signal"))
-    monkeypatch.setattr(stop_watchdog, "GRACE_S", 0.2)
+    monkeypatch.setattr(stop_watchdog, "GRACE_S", 0.05)
     before = {s: signal.getsignal(s) for s in signal_hold.PREEMPT_SIGNALS}
     try:
         signal_hold.take_held()
@@ -437,7 +437,7 @@ def test_a_signal_held_while_the_run_started_is_recorded_once_its_folder_is_clai
         with PreemptionWatch() as watch:
             watch.signum = signal.SIGTERM
             stop_watchdog.StopWatchdog(watch, fired.append)
-            time.sleep(0.6)
+            time.sleep(0.3)
     finally:
         for signum, handler in before.items():
             signal.signal(signum, handler)
