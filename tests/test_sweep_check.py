@@ -143,3 +143,43 @@ def test_a_crash_of_the_pre_sweep_check_itself_is_one_warning_line_and_the_sweep
         f"[WARNING] the pre-sweep check of {check} could not run (RuntimeError: no such node; a fault of gensbi_sharding's "
         "own, not of this command): the sweep starts without it, and each job's config is still checked when that "
         "job starts (debug=true prints the check's traceback)"]
+
+
+@pytest.mark.parametrize("sweep", [False, True])
+@pytest.mark.parametrize("held", [False, True])
+def test_a_crash_of_the_folder_check_stops_only_where_hydra_would_overwrite_files(tmp_path, monkeypatch, capsys, sweep,
+                                                                                  held):
+    # Was, for a crash of the check Hydra runs before it writes into the folder: its UserWarning, then Hydra wrote
+    # .hydra/ over a completed run's (its record of the command that made it). A new folder has nothing to lose.
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness import outputs, run_folder
+
+    def crash(*args, **kwargs):
+        raise RuntimeError("no such node")
+
+    monkeypatch.setattr(run_folder, "folder_problem", crash)
+    folder = tmp_path / "runs" / "a"
+    if held:
+        outputs.write_json(folder / ("0" if sweep else ".") / "metrics.json", {"status": "ok"})
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    config = OmegaConf.create({"hydra": {"sweep" if sweep else "run": {"dir": str(folder)}}, "train": {"resume": None},
+                               "distributed": {"mode": "none", "process_id": None}})
+    callback = run_folder.RefuseCompletedRun()
+    start = callback.on_multirun_start if sweep else callback.on_run_start
+    lead = (f"the check of {folder} before Hydra writes into it could not run (RuntimeError: no such node; a fault of "
+            "gensbi_sharding's own, not of this command): ")
+    if held:
+        with pytest.raises(SystemExit) as stop:
+            start(config=config)
+        assert stop.value.code == 1
+        assert capsys.readouterr().err.splitlines() == [
+            f"[ERROR] {lead}stopped before Hydra writes into {folder}, which holds files (an earlier run's?) it would "
+            "overwrite; give a new hydra.run.dir (or hydra.sweep.dir) (debug=true prints the check's traceback)"]
+    else:
+        start(config=config)
+        assert capsys.readouterr().err.splitlines() == [
+            f"[WARNING] {lead}{folder} is new, so nothing in it can be lost: the run goes on, and checks it again "
+            "before writing (debug=true prints the check's traceback)"]
+    callback.on_run_end(config)
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before  # no lock file left behind

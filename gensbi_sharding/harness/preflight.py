@@ -12,6 +12,7 @@ import shutil
 import sys
 import traceback
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from hydra.experimental.callback import Callback
@@ -19,7 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness.console import tagged
 
-__all__ = ["launcher_problem", "LauncherPreflight", "precheck_failed_line"]
+__all__ = ["launcher_problem", "LauncherPreflight", "check_crashed", "folder_check_crashed"]
 
 #: Launchers that hand jobs to a scheduler, and the commands the scheduler must provide on this host
 #: (submitit looks for ``srun`` and submits with ``sbatch``).
@@ -57,20 +58,58 @@ def launcher_problem(target: str | None, which: Callable[[str], str | None] = sh
             "here one after another")
 
 
-def precheck_failed_line(check: str, err: BaseException) -> str:
-    """The one line saying a pre-sweep check of ours crashed and the sweep goes on without it.
+def check_crashed(check: str, err: BaseException, config: Any, *, then: str, stop: bool = False) -> None:
+    """Say in one line that a check of ours crashed (a fault of this package, not of the command) and what follows.
+
+    Hydra turns an exception raised by a callback into a UserWarning quoting its own source line, and goes on: the
+    check then passed unsaid. Here it is one ``[WARNING]`` line (the run goes on without the check), or with
+    ``stop`` one ``[ERROR]`` line and ``SystemExit(1)`` (going on could cost the user's files).
 
     Parameters
     ----------
     check : str
-        What the check would have found, e.g. "every job's config".
+        The check, as the line names it ("the pre-sweep check of every job's config").
     err : BaseException
-        The exception the check raised (its type and the first line of its message are named).
+        What it raised: its type and the first line of its message are named.
+    config : DictConfig
+        The command's config: with ``debug=true`` the check's traceback is printed too.
+    then : str
+        What happens instead.
+    stop : bool
+        Whether the command stops here.
     """
     reason = next(iter(str(err).strip().splitlines()), "")
-    return (f"the pre-sweep check of {check} could not run ({type(err).__name__}{': ' + reason if reason else ''}; "
-            "a fault of gensbi_sharding's own, not of this command): the sweep starts without it, and each job's "
-            "config is still checked when that job starts (debug=true prints the check's traceback)")
+    print(tagged("ERROR" if stop else "WARNING",
+                 f"{check} could not run ({type(err).__name__}{': ' + reason if reason else ''}; a fault of "
+                 f"gensbi_sharding's own, not of this command): {then} (debug=true prints the check's traceback)"),
+          file=sys.stderr, flush=True)
+    if OmegaConf.select(config, "debug", default=False):
+        traceback.print_exc()
+    if stop:
+        raise SystemExit(1)
+
+
+def folder_check_crashed(folder: Path, err: BaseException, config: Any) -> None:
+    """The check of an output folder before Hydra writes into it crashed: stop if the folder holds files.
+
+    Hydra writes ``.hydra/`` and the job's log into it next: a completed run's record of its command would be
+    replaced by this one's (the check is what refuses such a folder). A folder that is new or empty has nothing to
+    lose: the run goes on, and ``run`` checks the folder again before it writes anything of its own.
+
+    Parameters
+    ----------
+    folder : pathlib.Path
+        ``hydra.run.dir``, or a sweep's ``hydra.sweep.dir``.
+    err : BaseException
+        What the check raised.
+    config : DictConfig
+        The command's config (``debug``).
+    """
+    held = folder.is_dir() and any(folder.iterdir())
+    then = (f"stopped before Hydra writes into {folder}, which holds files (an earlier run's?) it would overwrite; "
+            "give a new hydra.run.dir (or hydra.sweep.dir)" if held else
+            f"{folder} is new, so nothing in it can be lost: the run goes on, and checks it again before writing")
+    check_crashed(f"the check of {folder} before Hydra writes into it", err, config, then=then, stop=held)
 
 
 class LauncherPreflight(Callback):
@@ -78,7 +117,7 @@ class LauncherPreflight(Callback):
     refused, before anything is written (the first of ``hydra.callbacks``: before the folder lock).
 
     A crash of a check itself (a fault of ours, not of the command) never blocks the sweep: it is one
-    ``[WARNING]`` line (``precheck_failed_line``), and each job is still checked when it starts. Was: Hydra
+    ``[WARNING]`` line (``check_crashed``), and each job is still checked when it starts. Was: Hydra
     turned it into a UserWarning quoting its own source line, and the sweep went on unchecked.
     """
 
@@ -92,9 +131,8 @@ class LauncherPreflight(Callback):
             try:
                 problem = check()
             except Exception as err:  # Hydra would turn it into a warning on its own line of source, then go on
-                print(tagged("WARNING", precheck_failed_line(name, err)), file=sys.stderr, flush=True)
-                if OmegaConf.select(config, "debug", default=False):
-                    traceback.print_exc()
+                check_crashed(f"the pre-sweep check of {name}", err, config, then="the sweep starts without it, and "
+                              "each job's config is still checked when that job starts")
                 continue
             if problem:
                 # Hydra turns an Exception raised by a callback into a warning; SystemExit stops the run.

@@ -22,6 +22,7 @@ from gensbi_sharding.harness.console_lines import completed_jobs_lead
 from gensbi_sharding.harness.folder_lock import FolderInUseError, FolderLock, folder_problem
 from gensbi_sharding.harness.launch_record import keep_record, settle_record
 from gensbi_sharding.harness.outputs import read_metrics, write_atomic, write_json
+from gensbi_sharding.harness.preflight import folder_check_crashed
 from gensbi_sharding.harness.sweep_hints import (hydra_job_overrides, moved_jobs_problem, search_path_of,
                                                  shared_folder_problem, train_further_hint, unfinished_jobs_hint)
 from gensbi_sharding.harness.sweep_plan import command_overrides, every_job
@@ -196,7 +197,6 @@ class RunFolder:
         settle_record(self.out, continued=metrics.get("resumed_from_step") is not None or bool(metrics.get("steps")))
 
 
-
 def folder_owner(cfg: DictConfig) -> bool | None:
     """Whether this process owns the job's folder (locks it, records its outcome).
 
@@ -239,12 +239,6 @@ class RefuseCompletedRun(Callback):
         sweep = Path(config.hydra.sweep.dir)
         self._claim(sweep, [m.parent for m in sorted(sweep.glob("*/metrics.json"))], config, sweep=True)
 
-    def on_run_end(self, config: DictConfig, **kwargs: Any) -> None:
-        self._release()
-
-    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        self._release()
-
     def _claim(self, folder: Path, runs: list[Path], config: DictConfig, sweep: bool = False) -> None:
         try:
             problem = (interpolation_problem(config) or dry_run_resume_problem(config)
@@ -282,10 +276,15 @@ class RefuseCompletedRun(Callback):
                 hint = unfinished_jobs_hint(runs, RESUMABLE, every_job(config), sweep_dir=folder, search_path=searched)
             print(tagged("ERROR", f"{lead}{err}{hint}"), file=sys.stderr, flush=True)  # as the job's own errors look
             raise SystemExit(1) from None  # Hydra turns a callback's Exception into a warning; this stops the run
+        except Exception as err:  # the check's own fault, not the folder's (Hydra would only warn, then write into it)
+            self._release()
+            folder_check_crashed(folder, err, config)
 
-    def _release(self) -> None:
+    def _release(self, *args: Any, **kwargs: Any) -> None:
         while self._locks:
             self._locks.pop().release()
+
+    on_run_end = on_multirun_end = _release  # Hydra's end of the run or sweep (config=...): the lock goes
 
 
 def is_writer() -> bool:
