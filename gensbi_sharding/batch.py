@@ -38,9 +38,7 @@ def batch_size_divisor(mesh: Mesh | None) -> int:
     ----------
     mesh : jax.sharding.Mesh or None
     """
-    if mesh is None:
-        return 1
-    return math.prod(mesh.shape[name] for name in batch_axes(mesh))
+    return 1 if mesh is None else math.prod(mesh.shape[name] for name in batch_axes(mesh))
 
 
 def nearest_batch_sizes(requested: int, multiple: int, at_most: int | None = None) -> tuple[int, ...]:
@@ -92,12 +90,9 @@ def check_batch_divisible(batch: Any, mesh: Mesh | None, what: str) -> None:
     if mesh is None:
         return
     size, divisor = check_same_rows(batch, f"{what} batch"), batch_size_divisor(mesh)
-    if size is None:
-        return
-    if size % divisor:
-        nearest = " or ".join(map(str, sorted(nearest_batch_sizes(size, divisor))))
+    if size is not None and size % divisor:
         raise ValueError(f"{what} batch size {size} is not divisible by the data-parallel size {divisor} "
-                         f"(mesh axes {batch_axes(mesh)}); nearest valid batch sizes: {nearest}")
+                         f"(mesh axes {batch_axes(mesh)}); nearest valid batch sizes: {_nearest(size, divisor)}")
 
 
 def check_same_rows(batch: Any, what: str) -> int | None:
@@ -199,9 +194,9 @@ def _split_leading(tree: Any, mesh: Mesh | None, what: str) -> Any:
     def spec(leaf):
         divisor = batch_size_divisor(mesh)
         if leaf.ndim and leaf.shape[0] % divisor:
-            nearest = " or ".join(map(str, sorted(nearest_batch_sizes(leaf.shape[0], divisor))))
-            raise ValueError(f"{what} leaf of shape {leaf.shape} has leading size {leaf.shape[0]}, not divisible "
-                             f"by the data-parallel size {divisor}; pad it (pad_for_mesh) or use {nearest} rows")
+            raise ValueError(f"{what} leaf of shape {leaf.shape} has leading size {leaf.shape[0]}, not divisible by "
+                             f"the data-parallel size {divisor}; pad it (pad_for_mesh) or use "
+                             f"{_nearest(leaf.shape[0], divisor)} rows")
         return P(batch_axes(mesh) or None) if leaf.ndim else P()
 
     return _put_leaves(tree, mesh, spec, what)
@@ -213,12 +208,15 @@ def _put_leaves(tree: Any, mesh: Mesh | None, spec: Callable[[Any], P], what: st
         return tree
     check_numeric_leaves(tree, what)
     leaves, treedef = jax.tree.flatten(tree)
-    index = [i for i, leaf in enumerate(leaves) if is_array(leaf)]
+    arrays = [leaf for leaf in leaves if is_array(leaf)]
     # One batched device_put: a single dispatch for the whole tree, not one per leaf.
-    placed = jax.device_put([leaves[i] for i in index], [NamedSharding(mesh, spec(leaves[i])) for i in index])
-    for i, new in zip(index, placed):
-        leaves[i] = new
+    placed = iter(jax.device_put(arrays, [NamedSharding(mesh, spec(leaf)) for leaf in arrays]))
     # An abstract leaf (a dry run's batch, for jax.jit(step).lower) takes the sharding too, or it lowers replicated.
-    leaves = [leaf.update(sharding=NamedSharding(mesh, spec(leaf))) if isinstance(leaf, jax.ShapeDtypeStruct) else leaf
-              for leaf in leaves]
-    return jax.tree.unflatten(treedef, leaves)
+    return jax.tree.unflatten(treedef, [
+        next(placed) if is_array(leaf)
+        else leaf.update(sharding=NamedSharding(mesh, spec(leaf))) if isinstance(leaf, jax.ShapeDtypeStruct)
+        else leaf for leaf in leaves])
+
+
+def _nearest(size: int, divisor: int) -> str:
+    return " or ".join(map(str, sorted(nearest_batch_sizes(size, divisor))))

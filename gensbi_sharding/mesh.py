@@ -108,10 +108,7 @@ def mesh_context(mesh: Mesh | None) -> Iterator[Mesh | None]:
     mesh : jax.sharding.Mesh or None
     """
     check_mesh(mesh)
-    if mesh is None:
-        yield None
-        return
-    with jax.set_mesh(mesh):
+    with contextlib.nullcontext() if mesh is None else jax.set_mesh(mesh):
         yield mesh
 
 
