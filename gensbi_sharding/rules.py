@@ -156,7 +156,8 @@ def resolve_rule(rule: str | RuleTable | Rule) -> Rule:
         return rule
     if isinstance(rule, Mapping):  # a Hydra DictConfig too
         return Rule("custom", rule)  # copied and checked by Rule
-    if _is_pairs(rule):  # RULES' own form
+    if _is_sequence(rule) and rule and all(  # (str, value) pairs: RULES' own form
+            _is_sequence(pair) and len(pair) == 2 and isinstance(pair[0], str) for pair in rule):
         rule = [(name, _plain(value)) for name, value in rule]  # OmegaConf's ListConfig pairs too
         names = [name for name, _ in rule]
         twice = next((name for name in names if names.count(name) > 1), None)
@@ -182,12 +183,6 @@ def _is_sequence(value: Any) -> bool:
 def _plain(value: Any) -> Any:
     """A table value with a non-list sequence (``ListConfig``) as a list."""
     return list(value) if _is_sequence(value) and not isinstance(value, (list, tuple)) else value
-
-
-def _is_pairs(rule: Any) -> bool:
-    """Whether ``rule`` is a non-empty sequence (``ListConfig`` too) of ``(str, value)`` pairs."""
-    return _is_sequence(rule) and bool(rule) and all(
-        _is_sequence(pair) and len(pair) == 2 and isinstance(pair[0], str) for pair in rule)
 
 
 def check_table(table: Mapping) -> None:

@@ -188,7 +188,8 @@ def place(node: Any, plan: Plan) -> None:
         (called inside ``jax.jit``); no Plan; no node.
     """
     variables = check_plan_fits(plan, node, "place")
-    traced = next((key for key, var in variables if any(map(_is_tracer, array_leaves(var.get_value())))), None)
+    traced = next((key for key, var in variables
+                   if any(isinstance(a, jax.core.Tracer) for a in array_leaves(var.get_value()))), None)
     if traced is not None:  # JAX's AttributeError on tracer.sharding named neither the variable nor the fix
         raise ValueError(f"place / shard_model got {traced} as a traced array: it places a model outside jax.jit "
                          "and nnx.jit (its arrays keep their shardings through the step): place it before the step "
@@ -213,10 +214,6 @@ def _check_specs_fit(plan: Plan, variables: list[tuple[str, Any]], caller: str) 
     if misfit is not None:
         raise ValueError(f"{caller}: the plan splits {misfit[0]} as {plan.specs[misfit[0]]}, but {misfit[1]}; plan it "
                          "with plan_shardings(node, mesh, rule), whose specs fit, or fix that spec")
-
-
-def _is_tracer(value: Any) -> bool:
-    return isinstance(value, jax.core.Tracer)
 
 
 def shard_model(node: Any, mesh: Mesh | None, rule: str = "replicated") -> None:
