@@ -176,9 +176,9 @@ class CheckpointWriter:
         if not (isinstance(key, jax.Array) and is_prng_key(key)):
             raise TypeError(f"key={key!r:.60} must be a typed JAX PRNG key, e.g. jax.random.key(0)")
         info = _checked_json(info, "info", "e.g. {'best_step': 3}")
-        state = node_state(state)  # a Module as a pytree would save tied weights twice, under two names
-        check_value_leaves(flat_by_path(state).items(), "CheckpointWriter.save")  # a str: Orbax named no fix
-        bad = _non_finite(state)
+        # nnx.state: a Module as a pytree would save tied weights twice, under two names.
+        named = dict(check_value_leaves(flat_by_path(node_state(state)).items(), "CheckpointWriter.save"))
+        bad = _non_finite(named)
         if bad:
             latest = self.latest()
             raise FloatingPointError(
@@ -187,7 +187,7 @@ class CheckpointWriter:
                 + (f"Last finite checkpoint: {latest}" if latest else "No earlier checkpoint was saved"))
         # Orbax refuses zero-size arrays; they hold no value, so ``restore`` rebuilds them from its target (as it
         # takes values holding no array at all, e.g. optax.masked's MaskedNode, from the target).
-        flat = {f"state/{name}": leaf for name, leaf in flat_by_path(state).items()
+        flat = {f"state/{name}": leaf for name, leaf in named.items()
                 if getattr(leaf, "size", 1) != 0 and jax.tree.leaves(leaf)}
         flat["rng"] = key
         impls = {name: str(jax.random.key_impl(leaf)) for name, leaf in flat.items() if is_prng_key(leaf)}
@@ -268,9 +268,8 @@ def _finite_flags(leaves: list[jax.Array]) -> jax.Array:
     return jnp.stack([jnp.all(jnp.isfinite(leaf)) for leaf in leaves])
 
 
-def _non_finite(state: Any) -> list[str]:
-    """Names ("a/b/c") of the floating-point leaves of ``state`` holding NaN or inf: on devices, the host, scalars."""
-    flat = flat_by_path(state)
+def _non_finite(flat: dict[str, Any]) -> list[str]:
+    """Names ("a/b/c") of the floating-point leaves of ``flat`` holding NaN or inf: on devices, the host, scalars."""
     device = {name: leaf for name, leaf in flat.items()
               if isinstance(leaf, jax.Array) and jnp.issubdtype(leaf.dtype, jnp.inexact)}
     flags = np.asarray(_finite_flags(list(device.values()))) if device else []
