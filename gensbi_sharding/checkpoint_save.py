@@ -211,8 +211,7 @@ class CheckpointWriter:
 
     def close(self) -> None:
         """Wait for pending writes and release the Orbax manager (also on leaving a ``with`` block); idempotent."""
-        if not self._closed:
-            self._unlock()  # waits for pending writes, releases the manager, then the folder
+        self._unlock()  # once (a weakref.finalize): waits for pending writes, releases the manager, then the folder
         self._closed = True
 
     def __enter__(self) -> CheckpointWriter:

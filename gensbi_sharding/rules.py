@@ -236,14 +236,11 @@ def partition_spec_for(names: Sequence[str | None] | str | None, shape: Sequence
         return P(), f"annotation rank {len(names)} != array rank {len(shape)}"
     entries, owner = [], {}
     for name, dim in zip(names, shape):
-        target = None if name is None else table.get(name)
         if name is not None and name not in table and name not in LOGICAL_AXES:
             return P(), (f"unknown logical axis {name!r} (known: {', '.join(LOGICAL_AXES)}); to split the other "
                          f"dimensions, leave it unsplit: a rule table with {{{name!r}: None}}")
-        if target is None:
-            entries.append(None)
-            continue
-        mesh_axes = mesh_axes_of(target)
+        target = None if name is None else table.get(name)
+        mesh_axes = mesh_axes_of(target)  # () unsplit: P(()) is P(None)
         for axis in mesh_axes:
             if axis not in mesh.shape:
                 return P(), (f"logical axis {name!r} maps to mesh axis {axis!r}, absent from the mesh "
