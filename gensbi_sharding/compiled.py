@@ -13,8 +13,8 @@ __all__ = ["COLLECTIVES", "compiled_report", "collectives_in_hlo", "hlo_shape_by
 COLLECTIVES: tuple[str, ...] = ("all-gather", "all-reduce", "reduce-scatter", "all-to-all", "collective-permute")
 
 # "%name = <result shape> <op>(" for each collective, synchronous or the "-done" half of an
-# async pair ("-start" is skipped: its result tuple also holds the operands).
-_OP = re.compile(r"=\s*(?P<shape>\S.*?)\s+(?P<op>" + "|".join(COLLECTIVES) + r")(?P<half>-start|-done)?\(")
+# async pair (not "-start": its result tuple also holds the operands).
+_OP = re.compile(r"=\s*(?P<shape>\S.*?)\s+(?P<op>" + "|".join(COLLECTIVES) + r")(?:-done)?\(")
 _ARRAY = re.compile(r"\b(?P<dtype>pred|token|[a-z]+\d+[a-z0-9]*)\[(?P<dims>[\d,]*)\]")
 _BITS = re.compile(r"^(?:bf|f|s|u|c)(\d+)")
 
@@ -25,12 +25,10 @@ def hlo_shape_bytes(shape: str) -> int:
     total = 0
     for match in _ARRAY.finditer(shape):
         dtype, count = match["dtype"], math.prod(int(d) for d in match["dims"].split(",") if d)
-        if dtype == "token":
-            continue
         found = _BITS.match(dtype)  # f8e4m3fn and the like too: 8 bits
-        if dtype != "pred" and found is None:
+        if found is None and dtype not in ("pred", "token"):
             raise ValueError(f"unknown HLO element type {dtype!r} in shape {shape!r}")
-        total += -(-count * (8 if dtype == "pred" else int(found[1])) // 8)
+        total += -(-count * (int(found[1]) if found else 8 if dtype == "pred" else 0) // 8)
     return total
 
 
@@ -39,9 +37,8 @@ def collectives_in_hlo(text: str) -> dict[str, dict[str, int]]:
     an op in a loop body counts once, an async pair once."""
     out = {op: {"count": 0, "bytes": 0} for op in COLLECTIVES}
     for match in filter(None, map(_OP.search, text.splitlines())):
-        if match["half"] != "-start":
-            out[match["op"]]["count"] += 1
-            out[match["op"]]["bytes"] += hlo_shape_bytes(match["shape"])
+        out[match["op"]]["count"] += 1
+        out[match["op"]]["bytes"] += hlo_shape_bytes(match["shape"])
     return out
 
 
