@@ -63,8 +63,7 @@ def nearest_batch_sizes(requested: int, multiple: int, at_most: int | None = Non
     if multiple < 1:
         raise ValueError(f"nearest_batch_sizes: multiple={multiple} must be >= 1 (the data-parallel size)")
     requested, multiple = int(requested), int(multiple)
-    at_most = None if at_most is None else int(at_most)
-    largest = at_most // multiple * multiple if at_most is not None else max(requested, multiple) + multiple
+    largest = int(at_most) // multiple * multiple if at_most is not None else max(requested, multiple) + multiple
     if largest < multiple:
         return ()
     clamp = lambda b: min(max(b, multiple), largest)  # noqa: E731

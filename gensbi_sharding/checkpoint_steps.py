@@ -65,7 +65,7 @@ def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None 
     """
     given = as_path(path, "path", "outputs/run").expanduser()
     base = as_path(os.getcwd() if base_dir is None else base_dir, "base_dir", ".")
-    resolved = (given if given.is_absolute() else base.absolute() / given).resolve()
+    resolved = (base.absolute() / given).resolve()  # an absolute ``given`` replaces ``base``
     if not resolved.exists():
         raise FileNotFoundError(f"checkpoint path {str(path)!r} does not exist (resolved to {resolved}); "
                                 f"pass a run dir, its {CHECKPOINT_SUBDIR}/ dir or one step dir")
