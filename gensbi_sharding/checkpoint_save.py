@@ -176,7 +176,8 @@ class CheckpointWriter:
         if not (isinstance(key, jax.Array) and is_prng_key(key)):
             raise TypeError(f"key={key!r:.60} must be a typed JAX PRNG key, e.g. jax.random.key(0)")
         info = _checked_json(info, "info", "e.g. {'best_step': 3}")
-        # nnx.state: a Module as a pytree would save tied weights twice, under two names.
+        # As nnx.state: a Module as a pytree would save tied weights twice, under two names. A str leaf is named here
+        # (Orbax's error named no fix).
         named = dict(check_value_leaves(flat_by_path(node_state(state)).items(), "CheckpointWriter.save"))
         bad = _non_finite(named)
         if bad:
