@@ -114,9 +114,9 @@ def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.
         # Values holding no array (optax.masked's MaskedNode, None) are never saved.
         dataless = {name: target.pop(name) for name in [n for n, leaf in target.items() if not jax.tree.leaves(leaf)]}
         if "rng" in saved:
-            _check_fits("rng", tuple(saved["rng"].shape), key_sharding or _replicated_like(target))
-            target["rng"] = jax.ShapeDtypeStruct(saved["rng"].shape, saved["rng"].dtype,
-                                                 sharding=key_sharding or _replicated_like(target))
+            sharding = key_sharding or _replicated_like(target)
+            _check_fits("rng", tuple(saved["rng"].shape), sharding)  # before ShapeDtypeStruct's error, naming no fix
+            target["rng"] = jax.ShapeDtypeStruct(saved["rng"].shape, saved["rng"].dtype, sharding=sharding)
         scalars = {name: leaf for name, leaf in target.items() if is_scalar(leaf)}
         # Typed keys come back as the target holds them (a raw uint32 key saved, a typed one wanted, or the reverse).
         impls = {name: _key_impl(leaf) for name, leaf in target.items() if is_prng_key(leaf)}

@@ -61,15 +61,14 @@ def lock_directory(directory: Path) -> Lock:
     identity = (os.fstat(fd).st_dev, os.fstat(fd).st_ino)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
+    except OSError as err:
         os.close(fd)
+        if not isinstance(err, BlockingIOError):  # a file system without locks
+            return None
         whose = "open in this process" if identity in _HELD else "in another process"
         raise RuntimeError(f"checkpoint directory {directory} is in use by another CheckpointWriter ({whose}): two "
                            "writers of one folder delete each other's saves under way; close that one first "
                            "(writer.close(), or a with block), or pass another directory") from None
-    except OSError:
-        os.close(fd)
-        return None
     _HELD[identity] = fd
     return fd, identity, os.getpid()
 
