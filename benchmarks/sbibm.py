@@ -1,6 +1,6 @@
 """The sbibm benchmark: C2ST per (task, simulation budget) beside sbibm's published numbers.
 
-Two commands:
+Two commands (``table`` in two forms):
 
     # Resumable: one ``launch.py -m experiment=sbibm`` job per (task, budget) under --root,
     # skipping the pairs whose job already finished; extra arguments go to every job.
@@ -15,6 +15,10 @@ Two commands:
     # ``python launch.py -m experiment=sbibm`` or a --root of ``run``.
     python benchmarks/sbibm.py table multirun/2026-11-30/12-00-00 --out benchmarks/results
 
+    # The same from the per-observation rows table wrote (sbibm_results.csv), no job folder needed: the
+    # committed table and plot are made so. An --out holding another sbibm_results.csv is refused.
+    python benchmarks/sbibm.py table --from-results benchmarks/results/sbibm_results.csv --out benchmarks/results
+
 Every job (amortised or sequential; ``sbibm_results.csv`` and ``sbibm_table.csv`` say which in their
 ``method`` column) writes ``c2st.csv`` (one row per observation, rewritten as each is scored); ``table``
 counts a job only once it ended ``ok`` with a C2ST of each observation it asked, and names every
@@ -28,7 +32,6 @@ way save a checkpoint first. sbibm's numbers come from
 
 from __future__ import annotations
 
-import csv
 import io
 import os
 import shlex
@@ -47,20 +50,19 @@ sys.path.insert(0, str(REPO))
 # Its sibling modules, also when loaded by file (the tests); last, so that they shadow nothing.
 sys.path.append(str(REPO / "benchmarks"))
 
-from gensbi_sharding.harness.outputs import write_atomic  # noqa: E402 (after the path above)
-from gensbi_sharding.harness.override_grammar import hydra_value  # noqa: E402
+from gensbi_sharding.harness.override_grammar import hydra_value  # noqa: E402 (after the path above)
 from cli_args import HelpFormatter, new_parser, one_of, positive_int  # noqa: E402
 from sbibm_checks import extra_problem, read_published, read_scores  # noqa: E402
 from sbibm_method import (AMORTISED, Method, cell_of, job_method, margin_arg, method_from_args, method_of,  # noqa: E402
                           region_arg, rounds_arg, sequential_problem)
+# OUTPUTS, row_order: sbibm.py's names before they moved, kept for its readers
+from sbibm_tables import (BUDGETS, OUTPUTS, TASKS, parse_results, read_results_file, results_text,  # noqa: E402, F401
+                          row_name, row_order, write_tables)
+from sbibm_tables import settings_note as note_of  # noqa: E402
 from sbibm_jobs import (ASKED, JobsStopped, asked_observations, failure, job_status, launch,  # noqa: E402
                         other_settings, read_asked, record_asked, running_in, scores_problem,
                         sweep_never_started)
 PUBLISHED = REPO / "benchmarks" / "sbibm_published.csv"
-TASKS = ("two_moons", "gaussian_linear", "gaussian_linear_uniform", "gaussian_mixture", "slcp", "sir",
-         "lotka_volterra", "bernoulli_glm")
-BUDGETS = (1000, 10_000, 100_000)
-OUTPUTS = ("sbibm_results.csv", "sbibm_table.md", "sbibm_table.csv", "sbibm.png")  # what table writes into --out
 
 
 def run(root: Path, tasks: list[str], budgets: list[int], extra: list[str], grace_s: float = 300.0,
@@ -222,44 +224,28 @@ def collect(folders: list[Path], jobs: dict | None = None,
     return cells
 
 
-def settings_note(jobs: dict[tuple, Path]) -> str | None:
-    """One line naming the rows' settings beyond the preset, task and budget, each row's when they differ
-    (``train.steps=20`` in one, the preset's in another): a table that mixes them says so, and one made
-    with other settings than the preset's says which; None when every row is the preset's alone."""
+def row_settings(jobs: dict[tuple, Path]) -> dict[tuple, str]:
+    """``{cell: the settings its job ran with beyond the preset, task and budget}`` (``none``: the preset
+    alone; ``unknown ...`` when its ``.hydra/overrides.yaml`` cannot be read), as ``sbibm_results.csv`` keeps them."""
     from gensbi_sharding.harness.sweep_plan import job_configuration
     from omegaconf import OmegaConf
 
     own = {"experiment", "data", "data.num_simulations"}
-    rows = {}
-    for cell, job in sorted(jobs.items(), key=lambda kv: row_order(kv[0])):
+    found = {}
+    for cell, job in jobs.items():
         recorded = job / ".hydra" / "overrides.yaml"
         try:
             ran = job_configuration([str(o) for o in OmegaConf.load(recorded)]) if recorded.is_file() else None
         except Exception:  # noqa: BLE001 (YAML's or Hydra's error): which settings it ran with is unknown
             ran = None
-        row = f"{cell[0]} {cell[1]:,}" + (f" {method_of(cell)}" if len(cell) > 2 else "")
-        rows[row] = ("unknown (no readable .hydra/overrides.yaml)" if ran is None else
-                     " ".join(f"{k}={v}" for k, v in sorted(ran.items()) if k not in own) or "none")
-    if set(rows.values()) <= {"none"}:
-        return None
-    if len(set(rows.values())) == 1:
-        return f"every row made with settings beyond experiment=sbibm, the task and the budget: {rows.popitem()[1]}"
-    return ("rows made with different settings (beyond experiment=sbibm, the task and the budget): "
-            + "; ".join(f"{row}: {settings}" for row, settings in rows.items()))
+        found[cell] = ("unknown (no readable .hydra/overrides.yaml)" if ran is None else
+                       " ".join(f"{k}={v}" for k, v in sorted(ran.items()) if k not in own) or "none")
+    return found
 
 
-def row_order(cell: tuple) -> tuple[int, str, int, int, str]:
-    """sbibm's task order, then the budget, the amortised row before the sequential ones; a task sbibm lacks (a
-    registered one) after its eight."""
-    return (TASKS.index(cell[0]) if cell[0] in TASKS else len(TASKS), cell[0], cell[1], len(cell), method_of(cell))
-
-
-def row_name(cell: tuple) -> str:
-    """A cell in words: ``sir at 10,000 simulations`` or ``sir at 10,000 simulations per observation (sequential
-    rounds=2 region=box margin=0.5)``."""
-    if len(cell) == 2:
-        return f"{cell[0]} at {cell[1]:,} simulations"
-    return f"{cell[0]} at {cell[1]:,} simulations per observation ({method_of(cell)})"
+def settings_note(jobs: dict[tuple, Path]) -> str | None:
+    """The line under the table naming the settings of the rows of ``jobs`` (``sbibm_tables.settings_note``)."""
+    return note_of(row_settings(jobs))
 
 
 def published() -> tuple[dict[tuple[str, int], dict], str]:
@@ -271,7 +257,7 @@ def table(folders: list[Path], out: Path) -> str:
     """Write ``sbibm_results.csv`` (per observation), ``sbibm_table.md/.csv`` and ``sbibm.png`` into ``out``."""
     jobs: dict[tuple, Path] = {}
     left_out: dict[tuple, str] = {}
-    cells, (paper, source) = collect(folders, jobs, left_out), published()
+    cells = collect(folders, jobs, left_out)
     # A (task, budget) whose only job is left out keeps its row, saying why: a row just missing from the
     # published table would read as never run (each such job is also named on stderr, with what to do).
     left_out = {cell: why for cell, why in left_out.items() if cell not in cells}
@@ -288,67 +274,24 @@ def table(folders: list[Path], out: Path) -> str:
         raise SystemExit(f"no finished job (status ok, with a C2ST of each observation it asked) under "
                          f"{', '.join(map(str, folders))}: run the benchmark first (a job found there is named "
                          "above with why it is left out)")
-    taken = [str(out / name) for name in OUTPUTS if (out / name).is_dir()]
-    if taken:  # checked before any is written: never a table beside another run's plot
-        raise SystemExit(f"{', '.join(taken)} is a folder, where table writes its file; pass another --out")
-    # Every file is made in memory first and written only once all four are made, each whole (a temporary
-    # name, then a rename): a failure making one (the plot) leaves the previous four as they were, never a
-    # new table beside the last run's plot.
-    files: dict[str, bytes | str] = {}
-    f = io.StringIO()
-    writer = csv.writer(f)
-    # method last: a reader of the columns before it by position reads them as before (sbibm_method.read_results
-    # reads a file without it as amortised)
-    writer.writerow(["task", "num_simulations", "observation", "c2st", "c2st_sd_folds", "method"])
-    for cell, rows in sorted(cells.items(), key=lambda kv: row_order(kv[0])):
-        for r in sorted(rows, key=lambda r: int(r["observation"])):
-            writer.writerow([*cell[:2], r["observation"], r["c2st"], r["c2st_sd_folds"], method_of(cell)])
-    files["sbibm_results.csv"] = f.getvalue()
-    lines = ["| task | simulations | this harness: C2ST mean +- sd (observations) | sbibm NPE | sbibm best |",
-             "|---|---|---|---|---|"]
-    summary = []
-    missing = {"npe_mean": "nan", "best_mean": "nan", "best_algorithm": "not published"}
-    for cell in sorted([*cells, *left_out], key=row_order):
-        task, budget = cell[:2]
-        # a sequential row is its own, named, its budget spent per observation (as sbibm's sequential methods)
-        name, simulations = ((task, f"{budget:,}") if len(cell) == 2 else
-                             (f"{task}, {Method.from_label(method_of(cell)).title}", f"{budget:,} per observation"))
-        ref = paper.get((task, budget), missing)
-        npe, best = (f"{float(ref[k]):.3f}" for k in ("npe_mean", "best_mean"))
-        published_columns = ("| not published | not published |" if ref is missing
-                             else f"| {npe} | {best} ({ref['best_algorithm']}) |")
-        if cell in left_out:  # c2st_mean nan over 0 observations, and why in the last column
-            summary.append([task, budget, "nan", "nan", 0, ref["npe_mean"], ref["best_algorithm"], ref["best_mean"],
-                            left_out[cell], method_of(cell)])
-            lines.append(f"| {name} | {simulations} | not counted ({left_out[cell]}) {published_columns}")
-            continue
-        values = np.array([float(r["c2st"]) for r in cells[cell]])
-        sd = values.std(ddof=1) if len(values) > 1 else float("nan")
-        summary.append([task, budget, f"{values.mean():.4f}", f"{sd:.4f}", len(values), ref["npe_mean"],
-                        ref["best_algorithm"], ref["best_mean"], "", method_of(cell)])
-        # One observation has no spread: "+- nan" read as a failed computation (the CSV keeps its exact nan).
-        mark = "" if len(values) == 10 else f" ({len(values)} obs.{', no spread' if len(values) == 1 else ''})"
-        spread = f" +- {sd:.3f}" if len(values) > 1 else ""
-        lines.append(f"| {name} | {simulations} | {values.mean():.3f}{spread}{mark} {published_columns}")
-    # Under the table, as it is read (and copied) apart from the job folders: the settings its rows were
-    # made with when not the preset's alone (a 20-step row reads as the preset's otherwise), and where
-    # sbibm's columns come from.
-    note = settings_note(jobs)
-    lines += ["", *([note, ""] if note else []),
-              f"sbibm NPE and best: Lueckmann et al. 2021, {source} ({PUBLISHED.relative_to(REPO)})."]
-    text = "\n".join(lines) + "\n"
-    files["sbibm_table.md"] = text
-    f = io.StringIO()
-    writer = csv.writer(f)
-    writer.writerow(["task", "num_simulations", "c2st_mean", "c2st_sd", "observations", "sbibm_npe_mean",
-                     "sbibm_best_algorithm", "sbibm_best_mean", "not_counted", "method"])
-    writer.writerows(summary)
-    files["sbibm_table.csv"] = f.getvalue()
-    files["sbibm.png"] = plot(cells, paper, left_out)
-    out.mkdir(parents=True, exist_ok=True)
-    for name in OUTPUTS:
-        write_atomic(out / name, files[name])
-    return text
+    # The per-observation rows as sbibm_results.csv holds them, read back as --from-results reads that file:
+    # one aggregation for both, so a table rebuilt from the committed csv is the one the job folders made.
+    rows, settings = parse_results(results_text(cells, row_settings(jobs)), "the rows of the job folders")
+    return write_tables(rows, left_out, settings, _published_for_table(), out, plot)
+
+
+def table_from_results(results: Path, out: Path) -> str:
+    """``table`` of the rows of a ``sbibm_results.csv`` (``results``) instead of job folders: the same files
+    into ``out``, none of them written when ``out`` holds another ``sbibm_results.csv`` than the rebuilt one."""
+    paper, origin = _published_for_table()
+    cells, settings = read_results_file(results, tuple(dict.fromkeys(task for task, _ in paper)))
+    return write_tables(cells, {}, settings, (paper, origin), out, plot, source=results)
+
+
+def _published_for_table() -> tuple[dict, str]:
+    """sbibm's numbers and where they come from, as the table's last line names them."""
+    paper, source = published()
+    return paper, f"{source} ({PUBLISHED.relative_to(REPO)})"
 
 
 def plot(cells: dict, paper: dict, left_out: dict | None = None) -> bytes:
@@ -425,9 +368,13 @@ def main(argv: list[str] | None = None) -> None:
                    help="with --rounds >= 2: box widening, times its range, per side; ellipsoid: radius times "
                         "1 + margin (None: 0.5)")
     r.add_argument("extra", nargs="*", default=[], help="overrides for every job, after --")
-    t = sub.add_parser("table", help="table and plot from job folders", formatter_class=HelpFormatter)
-    t.add_argument("folders", nargs="+", type=Path, help="--root folders of run")
-    t.add_argument("--out", type=Path, default=None, help="where the table and plot go (None: the first folder)")
+    t = sub.add_parser("table", help="table and plot from job folders, or from a sbibm_results.csv",
+                       formatter_class=HelpFormatter)
+    t.add_argument("folders", nargs="*", type=Path, help="--root folders of run (or --from-results)")
+    t.add_argument("--from-results", type=Path, default=None, metavar="CSV",
+                   help="rebuild from the rows of a sbibm_results.csv, not job folders (None: from the folders)")
+    t.add_argument("--out", type=Path, default=None,
+                   help="where the table and plot go (None: the first folder, or the --from-results csv's)")
     given = sys.argv[1:] if argv is None else argv
     if given[:1] == ["plot"]:  # argparse's "invalid choice" did not say where the plot comes from
         parser.error("there is no plot command: table writes the plot (sbibm.png) beside the table, e.g. "
@@ -466,6 +413,13 @@ def main(argv: list[str] | None = None) -> None:
             raise SystemExit(f"{len(failed)} job(s) failed: {', '.join(failed)} (each named above with its error; its "
                              "launch.log has the rest); run the same command again to retry them (a failed job is "
                              "moved aside and rerun, a stopped one continued)")
+    elif args.from_results is not None or not args.folders:
+        if args.folders or args.from_results is None:  # which rows the table would hold is unclear
+            t.error(f"pass job folders ({' '.join(map(str, args.folders))}) or --from-results {args.from_results}, "
+                    "not both" if args.folders else "pass the job folders, or --from-results <sbibm_results.csv>")
+        out = args.out if args.out is not None else args.from_results.parent
+        _check_folder(out, "--out", may_be_missing=True)
+        print(table_from_results(args.from_results, out), end="")
     else:
         for folder in args.folders:
             _check_folder(folder, "a folder argument")

@@ -817,3 +817,125 @@ def test_a_stopped_sequential_job_is_started_again_not_continued(sbibm, tmp_path
                 "mesh=none"])
     assert len(jobs.commands) == 1 and "train.resume=auto" not in jobs.commands[0]
     assert [p.name.split(".failed-")[0] for p in tmp_path.glob("*.failed-*")] == [cell.name]  # kept aside
+
+
+# ------------------------------------------------- table --from-results: the committed csv rebuilds the table
+
+def _rows_for_the_table(tmp_path):
+    """Job folders of two amortised cells (other settings each) and a sequential one; the plot's inputs kept."""
+    fake_job(tmp_path / "jobs" / "a" / "job", "two_moons", 1000, scores((2, 0.71), (1, 0.7)), overrides=["mesh=none"])
+    fake_job(tmp_path / "jobs" / "b" / "job", "slcp", 10000, scores((1, 0.9)), overrides=["train.steps=20"])
+    fake_job(tmp_path / "jobs" / "c" / "job", "sir", 10000, scores((1, 0.55), (2, 0.56)), overrides=["mesh=none"])
+    (tmp_path / "jobs" / "c" / "job" / "sequential.json").write_text('{"rounds": 2, "region": "box", "margin": 0.5}')
+    return lambda cells, paper, left_out: repr((sorted(cells.items()), left_out)).encode()  # what the PNG shows
+
+
+def test_a_table_rebuilt_from_its_results_csv_is_the_job_folders_table(sbibm, tmp_path, monkeypatch):
+    # Was impossible: the committed table and plot could be made only from job folders (hours of training),
+    # so they fell out of step with the committed sbibm_results.csv.
+    monkeypatch.setattr(sbibm, "plot", _rows_for_the_table(tmp_path))
+    made = sbibm.table([tmp_path / "jobs"], tmp_path / "a")
+    results = (tmp_path / "a" / "sbibm_results.csv").read_text()
+    assert results.splitlines() == [
+        "task,num_simulations,observation,c2st,c2st_sd_folds,method,settings",
+        "two_moons,1000,1,0.700000,0.010000,amortised,mesh=none", "two_moons,1000,2,0.710000,0.010000,amortised,mesh=none",
+        "slcp,10000,1,0.900000,0.010000,amortised,train.steps=20",
+        "sir,10000,1,0.550000,0.010000,sequential rounds=2 region=box margin=0.5,mesh=none",
+        "sir,10000,2,0.560000,0.010000,sequential rounds=2 region=box margin=0.5,mesh=none"]
+    sbibm.main(["table", "--from-results", str(tmp_path / "a" / "sbibm_results.csv"), "--out", str(tmp_path / "b")])
+    for name in sbibm.OUTPUTS:  # the plot's too: the same cells, the same rows
+        assert (tmp_path / "b" / name).read_bytes() == (tmp_path / "a" / name).read_bytes(), name
+    assert made.splitlines()[2:5] == [
+        "| two_moons | 1,000 | 0.705 +- 0.007 (2 obs.) | 0.725 | 0.643 (SNPE) |",
+        "| slcp | 10,000 | 0.900 (1 obs., no spread) | 0.901 | 0.713 (SNLE) |",
+        "| sir, sequential: 2 rounds per observation, box, margin 0.5 | 10,000 per observation | 0.555 +- 0.007 "
+        "(2 obs.) | 0.680 | 0.561 (SNPE) |"]
+    assert "two_moons 1,000: mesh=none; slcp 10,000: train.steps=20; sir 10,000 sequential rounds=2 region=box " \
+           "margin=0.5: mesh=none" in made
+    # In place (--out defaults to the csv's folder): the same four files; a csv without the settings column
+    # (as the committed one was first) keeps none and says they are not recorded.
+    sbibm.main(["table", "--from-results", str(tmp_path / "a" / "sbibm_results.csv")])
+    assert {n: (tmp_path / "a" / n).read_bytes() for n in sbibm.OUTPUTS} == \
+        {n: (tmp_path / "b" / n).read_bytes() for n in sbibm.OUTPUTS}
+    old = (tmp_path / "old" / "sbibm_results.csv")
+    old.parent.mkdir()
+    old.write_bytes("".join(",".join(line.split(",")[:6]) + "\r\n" for line in results.splitlines()).encode())
+    text = sbibm.table_from_results(old, old.parent)
+    assert old.read_text().splitlines() == [",".join(line.split(",")[:6]) for line in results.splitlines()]
+    assert text.splitlines()[2:5] == made.splitlines()[2:5] and "settings column" in text.splitlines()[-3]
+
+
+@pytest.mark.parametrize("there, message", [
+    # Was: nothing stopped a rebuild from replacing the only record of hours of training with other rows.
+    ("task,num_simulations,observation,c2st,c2st_sd_folds,method\r\nsir,10000,3,0.6,0.01,amortised\r\n",
+     "{out}/sbibm_results.csv holds other rows than those of {src} (line 1: 'task,num_simulations,observation,c2st,"
+     "c2st_sd_folds,method' would become 'task,num_simulations,observation,c2st,c2st_sd_folds,method,settings'); "
+     "wrote nothing: pass another --out"),
+    (None, "rebuilding {src} in place would change it (line 2: 'slcp,10000,1,0.9,0.01,amortised,none' would "
+           "become 'two_moons,1000,1,0.7,0.01,amortised,none'); wrote nothing: pass another --out"),
+])
+def test_table_from_results_never_overwrites_another_results_csv(sbibm, tmp_path, monkeypatch, there, message):
+    monkeypatch.setattr(sbibm, "plot", lambda *a: b"")
+    header = "task,num_simulations,observation,c2st,c2st_sd_folds,method,settings\r\n"
+    src = tmp_path / "in" / "sbibm_results.csv"  # out of the table's order: rebuilt, its rows move
+    src.parent.mkdir()
+    src.write_bytes((header + "slcp,10000,1,0.9,0.01,amortised,none\r\ntwo_moons,1000,1,0.7,0.01,amortised,none\r\n")
+                    .encode())
+    out = tmp_path / "out" if there else src.parent
+    if there:
+        out.mkdir()
+        (out / "sbibm_results.csv").write_bytes(there.encode())
+    before = {p: p.read_bytes() for p in (src, out / "sbibm_results.csv")}
+    with pytest.raises(SystemExit) as stop:
+        sbibm.main(["table", "--from-results", str(src), "--out", str(out)])
+    assert str(stop.value) == message.format(out=out, src=src)
+    assert {p: p.read_bytes() for p in before} == before and sorted(p.name for p in out.iterdir()) == \
+        ["sbibm_results.csv"]
+
+
+@pytest.mark.parametrize("text, message", [
+    (None, "--from-results {src} does not exist: pass the sbibm_results.csv that sbibm.py table wrote (e.g. "
+           "benchmarks/results/sbibm_results.csv)"),
+    ("", "{src} lacks the column(s) task, num_simulations, observation, c2st, c2st_sd_folds (its header: None); a "
+         "sbibm_results.csv has task, num_simulations, observation, c2st, c2st_sd_folds[, method, settings]: pass the "
+         "sbibm_results.csv that sbibm.py table wrote, or make the table from the job folders"),
+    ("task,num_simulations,observation,c2st\nsir,10000,1,0.6\n", "{src} lacks the column(s) c2st_sd_folds (its "
+     "header: ['task', 'num_simulations', 'observation', 'c2st'])"),
+    ("task,num_simulations,observation,c2st,c2st_sd_folds\n", "{src} holds no row (it is empty, or its header only)"),
+    ("task,num_simulations,observation,c2st,c2st_sd_folds\ntwo_moon,1000,1,0.6,0.01\n", "{src} line 2: task "
+     "'two_moon' is not one of sbibm's published table (two_moons, gaussian_linear, gaussian_linear_uniform, "
+     "gaussian_mixture, slcp, sir, lotka_volterra, bernoulli_glm); correct its name, or make the table from its "
+     "job folders (sbibm.py table <folders>), which lists it as not published"),
+    ("task,num_simulations,observation,c2st,c2st_sd_folds\nsir,10000,1,abc,0.01\n", "{src} line 2 ('sir,10000,1,"
+     "abc,0.01') is not a row of task, num_simulations, observation, c2st, c2st_sd_folds, method"),
+    ("task,num_simulations,observation,c2st,c2st_sd_folds\nsir,10000,1,1.6,0.01\n", "{src} line 2 ('sir,10000,1,"
+     "1.6,0.01') is not a C2ST row (a positive budget, c2st in [0, 1]"),
+    ("task,num_simulations,observation,c2st,c2st_sd_folds,method\nsir,10000,1,0.6,0.01,sequential rounds=2\n",
+     "{src} line 2 ('sir,10000,1,0.6,0.01,sequential rounds=2') is not a row of"),
+    ("task,num_simulations,observation,c2st,c2st_sd_folds\nsir,10000,1,0.6,0.01\nsir,10000,1,0.7,0.01\n",
+     "{src} line 3: observation 1 of sir at 10,000 simulations a second time (one table row averages one run); "
+     "keep one of its rows"),
+    ("task,num_simulations,observation,c2st,c2st_sd_folds,method,settings\nsir,10000,1,0.6,0.01,amortised,none\n"
+     "sir,10000,2,0.6,0.01,amortised,train.steps=20\n", "{src} line 3: settings 'train.steps=20', but 'none' in the "
+     "rows of sir at 10,000 simulations before it"),
+])
+def test_table_from_a_bad_results_csv_names_it_and_writes_nothing(sbibm, tmp_path, text, message):
+    src = tmp_path / "in" / "sbibm_results.csv"
+    src.parent.mkdir()
+    if text is not None:
+        src.write_text(text)
+    with pytest.raises(SystemExit) as stop:
+        sbibm.main(["table", "--from-results", str(src), "--out", str(tmp_path / "out")])
+    assert str(stop.value).startswith(message.format(src=src)) and "\n" not in str(stop.value)
+    assert not (tmp_path / "out").exists() and [p.name for p in src.parent.iterdir()] == ([] if text is None else
+                                                                                           [src.name])
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["table"], "pass the job folders, or --from-results <sbibm_results.csv>"),
+    (["table", "r", "--from-results", "x.csv"], "pass job folders (r) or --from-results x.csv, not both"),
+])
+def test_table_takes_job_folders_or_a_results_csv(sbibm, tmp_path, capsys, argv, message):
+    with pytest.raises(SystemExit) as stop:
+        sbibm.main(argv)
+    assert stop.value.code == 2 and capsys.readouterr().err.strip().splitlines()[-1].endswith(message)

@@ -1,0 +1,215 @@
+"""The files ``benchmarks/sbibm.py table`` writes, made from per-observation rows, whichever way it got them.
+
+``table <folders>`` turns the job folders into the text of ``sbibm_results.csv`` (``results_text``) and
+``table --from-results <csv>`` reads such a file; both then go through the same ``parse_results`` and
+``write_tables``, so a table rebuilt from a committed ``sbibm_results.csv`` is the one its job folders made.
+
+A row of ``sbibm_results.csv`` is one observation of one cell: ``task, num_simulations, observation, c2st,
+c2st_sd_folds, method`` and, when known, ``settings`` (the overrides its job ran with beyond experiment=sbibm,
+the task and the budget; ``none`` for the preset alone), which ``sbibm_table.md`` names under the table. A file
+written before the ``method`` column reads as amortised; one without ``settings`` says they are not recorded.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+import numpy as np
+
+from gensbi_sharding.harness.outputs import write_atomic
+from sbibm_method import AMORTISED, Method, cell_of, method_of
+
+TASKS = ("two_moons", "gaussian_linear", "gaussian_linear_uniform", "gaussian_mixture", "slcp", "sir",
+         "lotka_volterra", "bernoulli_glm")
+BUDGETS = (1000, 10_000, 100_000)
+OUTPUTS = ("sbibm_results.csv", "sbibm_table.md", "sbibm_table.csv", "sbibm.png")  # what table writes into --out
+REQUIRED = ("task", "num_simulations", "observation", "c2st", "c2st_sd_folds")
+# method and settings last: a reader of the columns before them by position reads them as before
+COLUMNS = (*REQUIRED, "method", "settings")
+NOT_RECORDED = ""  # a cell's settings when its file has no settings column
+
+
+def row_order(cell: tuple) -> tuple[int, str, int, int, str]:
+    """sbibm's task order, then the budget, the amortised row before the sequential ones; a task sbibm lacks (a
+    registered one) after its eight."""
+    return (TASKS.index(cell[0]) if cell[0] in TASKS else len(TASKS), cell[0], cell[1], len(cell), method_of(cell))
+
+
+def row_name(cell: tuple) -> str:
+    """A cell in words: ``sir at 10,000 simulations`` or ``sir at 10,000 simulations per observation (sequential
+    rounds=2 region=box margin=0.5)``."""
+    if len(cell) == 2:
+        return f"{cell[0]} at {cell[1]:,} simulations"
+    return f"{cell[0]} at {cell[1]:,} simulations per observation ({method_of(cell)})"
+
+
+def results_text(cells: dict[tuple, list[dict]], settings: dict[tuple, str]) -> str:
+    """The text of ``sbibm_results.csv``: a row per observation of each cell, in the table's order; the
+    ``settings`` column only when some cell's are recorded (a file without it rebuilds as it was)."""
+    recorded = any(settings.get(cell, NOT_RECORDED) != NOT_RECORDED for cell in cells)
+    f = io.StringIO()
+    writer = csv.writer(f)
+    writer.writerow(COLUMNS if recorded else COLUMNS[:-1])
+    for cell, rows in sorted(cells.items(), key=lambda kv: row_order(kv[0])):
+        for r in sorted(rows, key=lambda r: int(r["observation"])):
+            writer.writerow([*cell[:2], r["observation"], r["c2st"], r["c2st_sd_folds"], method_of(cell),
+                             *([settings.get(cell, NOT_RECORDED)] if recorded else [])])
+    return f.getvalue()
+
+
+def parse_results(text: str, where: str, tasks: tuple | None = None) -> tuple[dict[tuple, list[dict]], dict]:
+    """``({cell: [rows]}, {cell: settings})`` of the text of a ``sbibm_results.csv``, every row checked.
+
+    Parameters
+    ----------
+    text : str
+        The file's text.
+    where : str
+        The file, as errors name it.
+    tasks : tuple of str or None
+        The tasks a row may name (those of sbibm's published table); None: any.
+
+    Raises
+    ------
+    SystemExit
+        One line naming the file, the line and the value, and the fix: a missing column, a value that is not
+        a C2ST, an unknown task or method, an observation twice, two settings in one cell, no row at all.
+    """
+    fix = "pass the sbibm_results.csv that sbibm.py table wrote, or make the table from the job folders"
+    reader = csv.DictReader(io.StringIO(text))
+    lacking = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
+    if lacking:
+        raise SystemExit(f"{where} lacks the column(s) {', '.join(lacking)} (its header: {reader.fieldnames}); "
+                         f"a sbibm_results.csv has {', '.join(REQUIRED)}[, method, settings]: {fix}")
+    cells: dict[tuple, list[dict]] = {}
+    settings: dict[tuple, str] = {}
+    for line, r in enumerate(reader, start=2):
+        shown = ",".join(str(v) for v in r.values() if v is not None)
+        try:
+            task, budget, observation = r["task"], int(r["num_simulations"]), int(r["observation"])
+            c2st, sd = float(r["c2st"]), float(r["c2st_sd_folds"])
+            method = Method.from_label(r.get("method") or AMORTISED)
+        except (KeyError, TypeError, ValueError):  # a field cut off, not a number, a method label not Method's
+            raise SystemExit(f"{where} line {line} ({shown!r}) is not a row of {', '.join(REQUIRED)}, method "
+                             f"(amortised or e.g. 'sequential rounds=2 region=box margin=0.5'): {fix}") from None
+        if None in r or budget < 1 or not (0.0 <= c2st <= 1.0 and np.isfinite(sd)):
+            raise SystemExit(f"{where} line {line} ({shown!r}) is not a C2ST row (a positive budget, c2st in "
+                             f"[0, 1], a finite c2st_sd_folds, no extra field): {fix}")
+        if tasks is not None and task not in tasks:
+            raise SystemExit(f"{where} line {line}: task {task!r} is not one of sbibm's published table "
+                             f"({', '.join(tasks)}); correct its name, or make the table from its job folders "
+                             "(sbibm.py table <folders>), which lists it as not published")
+        cell = cell_of(task, budget, method.label)
+        if any(int(s["observation"]) == observation for s in cells.get(cell, [])):
+            raise SystemExit(f"{where} line {line}: observation {observation} of {row_name(cell)} a second time "
+                             f"(one table row averages one run); keep one of its rows")
+        if settings.setdefault(cell, r.get("settings") or NOT_RECORDED) != (r.get("settings") or NOT_RECORDED):
+            raise SystemExit(f"{where} line {line}: settings {r.get('settings')!r}, but {settings[cell]!r} in the "
+                             f"rows of {row_name(cell)} before it (one table row averages one run); keep one run")
+        cells.setdefault(cell, []).append({"observation": str(observation), "c2st": r["c2st"],
+                                           "c2st_sd_folds": r["c2st_sd_folds"]})
+    if not cells:
+        raise SystemExit(f"{where} holds no row (it is empty, or its header only): {fix}")
+    return cells, settings
+
+
+def settings_note(settings: dict[tuple, str]) -> str | None:
+    """One line naming the rows' settings beyond the preset, task and budget, each row's when they differ
+    (``train.steps=20`` in one, the preset's in another): a table that mixes them says so, and one made
+    with other settings than the preset's says which; None when every row is the preset's alone."""
+    rows = {f"{cell[0]} {cell[1]:,}" + (f" {method_of(cell)}" if len(cell) > 2 else ""): value or "not recorded"
+            for cell, value in sorted(settings.items(), key=lambda kv: row_order(kv[0]))}
+    if set(rows.values()) <= {"none"}:
+        return None
+    if set(rows.values()) == {"not recorded"}:
+        return ("the settings the rows were made with (beyond experiment=sbibm, the task and the budget) are not "
+                "recorded: their sbibm_results.csv has no settings column")
+    if len(set(rows.values())) == 1:
+        return f"every row made with settings beyond experiment=sbibm, the task and the budget: {rows.popitem()[1]}"
+    return ("rows made with different settings (beyond experiment=sbibm, the task and the budget): "
+            + "; ".join(f"{row}: {value}" for row, value in rows.items()))
+
+
+def write_tables(cells: dict, left_out: dict, settings: dict, published: tuple[dict, str], out: Path, plot,
+                 source: Path | None = None) -> str:
+    """Write ``OUTPUTS`` into ``out``, each whole, only once all are made; return the table's markdown.
+
+    ``cells`` and ``settings`` are ``parse_results``'s; ``left_out`` is ``{cell: why}`` of the cells with no job
+    counted (their rows say so); ``published`` is ``(rows, where they come from)`` of sbibm's numbers; ``plot`` makes the
+    PNG of ``(cells, rows, left_out)``. ``source``: the ``sbibm_results.csv`` read, if any: an existing
+    ``out/sbibm_results.csv`` other than the rebuilt one (that file itself, rebuilt otherwise, or another run's)
+    may be the only record of hours of training, so nothing is written then.
+    """
+    paper, origin = published
+    taken = [str(out / name) for name in OUTPUTS if (out / name).is_dir()]
+    if taken:  # checked before any is written: never a table beside another run's plot
+        raise SystemExit(f"{', '.join(taken)} is a folder, where table writes its file; pass another --out")
+    files: dict[str, bytes | str] = {"sbibm_results.csv": results_text(cells, settings)}
+    there = out / "sbibm_results.csv"
+    if source is not None and there.is_file() and there.read_bytes() != files["sbibm_results.csv"].encode():
+        old, new = there.read_text(errors="replace").splitlines(), files["sbibm_results.csv"].splitlines()
+        k = next((k for k, (a, b) in enumerate(zip(old, new)) if a != b), min(len(old), len(new)))
+        what = (f"rebuilding {source} in place would change it" if there.resolve() == Path(source).resolve() else
+                f"{there} holds other rows than those of {source}")
+        raise SystemExit(f"{what} (line {k + 1}: {old[k] if k < len(old) else 'nothing'!r} would become "
+                         f"{new[k] if k < len(new) else 'nothing'!r}); wrote nothing: pass another --out")
+    lines = ["| task | simulations | this harness: C2ST mean +- sd (observations) | sbibm NPE | sbibm best |",
+             "|---|---|---|---|---|"]
+    summary = []
+    missing = {"npe_mean": "nan", "best_mean": "nan", "best_algorithm": "not published"}
+    for cell in sorted([*cells, *left_out], key=row_order):
+        task, budget = cell[:2]
+        # a sequential row is its own, named, its budget spent per observation (as sbibm's sequential methods)
+        name, simulations = ((task, f"{budget:,}") if len(cell) == 2 else
+                             (f"{task}, {Method.from_label(method_of(cell)).title}", f"{budget:,} per observation"))
+        ref = paper.get((task, budget), missing)
+        npe, best = (f"{float(ref[k]):.3f}" for k in ("npe_mean", "best_mean"))
+        published_columns = ("| not published | not published |" if ref is missing
+                             else f"| {npe} | {best} ({ref['best_algorithm']}) |")
+        if cell in left_out:  # c2st_mean nan over 0 observations, and why in the last column
+            summary.append([task, budget, "nan", "nan", 0, ref["npe_mean"], ref["best_algorithm"], ref["best_mean"],
+                            left_out[cell], method_of(cell)])
+            lines.append(f"| {name} | {simulations} | not counted ({left_out[cell]}) {published_columns}")
+            continue
+        values = np.array([float(r["c2st"]) for r in cells[cell]])
+        sd = values.std(ddof=1) if len(values) > 1 else float("nan")
+        summary.append([task, budget, f"{values.mean():.4f}", f"{sd:.4f}", len(values), ref["npe_mean"],
+                        ref["best_algorithm"], ref["best_mean"], "", method_of(cell)])
+        # One observation has no spread: "+- nan" read as a failed computation (the CSV keeps its exact nan).
+        mark = "" if len(values) == 10 else f" ({len(values)} obs.{', no spread' if len(values) == 1 else ''})"
+        spread = f" +- {sd:.3f}" if len(values) > 1 else ""
+        lines.append(f"| {name} | {simulations} | {values.mean():.3f}{spread}{mark} {published_columns}")
+    # Under the table, as it is read (and copied) apart from its sources: the settings its rows were made with
+    # when not the preset's alone (a 20-step row reads as the preset's otherwise), and where sbibm's columns
+    # come from.
+    note = settings_note({cell: settings.get(cell, NOT_RECORDED) for cell in cells})
+    lines += ["", *([note, ""] if note else []),
+              f"sbibm NPE and best: Lueckmann et al. 2021, {origin}."]
+    files["sbibm_table.md"] = text = "\n".join(lines) + "\n"
+    f = io.StringIO()
+    writer = csv.writer(f)
+    writer.writerow(["task", "num_simulations", "c2st_mean", "c2st_sd", "observations", "sbibm_npe_mean",
+                     "sbibm_best_algorithm", "sbibm_best_mean", "not_counted", "method"])
+    writer.writerows(summary)
+    files["sbibm_table.csv"] = f.getvalue()
+    files["sbibm.png"] = plot(cells, paper, left_out)
+    # Every file is made in memory first and written only once all four are made, each whole (a temporary
+    # name, then a rename): a failure making one (the plot) leaves the previous four as they were.
+    out.mkdir(parents=True, exist_ok=True)
+    for name in OUTPUTS:
+        write_atomic(out / name, files[name])
+    return text
+
+
+def read_results_file(path: Path, tasks: tuple) -> tuple[dict, dict]:
+    """``parse_results`` of the file ``path``, naming a missing or unreadable file with the fix."""
+    if not path.is_file():
+        raise SystemExit(f"--from-results {path} {'is a folder' if path.is_dir() else 'does not exist'}: pass the "
+                         "sbibm_results.csv that sbibm.py table wrote (e.g. benchmarks/results/sbibm_results.csv)")
+    try:
+        text = path.read_bytes().decode()
+    except (OSError, UnicodeDecodeError) as err:
+        raise SystemExit(f"--from-results {path} cannot be read ({err}): pass a readable sbibm_results.csv") from None
+    return parse_results(text, str(path), tasks)
