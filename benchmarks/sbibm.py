@@ -24,7 +24,8 @@ Every job (amortised or sequential; ``sbibm_results.csv`` and ``sbibm_table.csv`
 counts a job only once it ended ``ok`` with a C2ST of each observation it asked, and names every
 other job on stderr (still running, stopped, failed, damaged); a (task, budget) with no job counted,
 or asked of ``run`` and never started, keeps its row saying so; a cell of fewer than 10 observations
-is marked with its count. ``run`` checks its extra arguments before any job, continues a job stopped
+is marked with its count; an --out whose ``sbibm_results.csv`` holds rows the folders no longer make is
+refused, nothing written. ``run`` checks its extra arguments before any job, continues a job stopped
 by a preemption or Ctrl-C from its checkpoint and, stopped itself (Ctrl-C, SIGTERM), lets the job under
 way save a checkpoint first. sbibm's numbers come from
 ``benchmarks/sbibm_published.csv`` (its header names the source).

@@ -147,14 +147,9 @@ def write_tables(cells: dict, left_out: dict, settings: dict, published: tuple[d
     if taken:  # checked before any is written: never a table beside another run's plot
         raise SystemExit(f"{', '.join(taken)} is a folder, where table writes its file; pass another --out")
     files: dict[str, bytes | str] = {"sbibm_results.csv": results_text(cells, settings)}
-    there = out / "sbibm_results.csv"
-    if source is not None and there.is_file() and there.read_bytes() != files["sbibm_results.csv"].encode():
-        old, new = there.read_text(errors="replace").splitlines(), files["sbibm_results.csv"].splitlines()
-        k = next((k for k, (a, b) in enumerate(zip(old, new)) if a != b), min(len(old), len(new)))
-        what = (f"rebuilding {source} in place would change it" if there.resolve() == Path(source).resolve() else
-                f"{there} holds other rows than those of {source}")
-        raise SystemExit(f"{what} (line {k + 1}: {old[k] if k < len(old) else 'nothing'!r} would become "
-                         f"{new[k] if k < len(new) else 'nothing'!r}); wrote nothing: pass another --out")
+    problem = overwrite_problem(out / "sbibm_results.csv", files["sbibm_results.csv"], cells, source)
+    if problem:
+        raise SystemExit(problem)
     lines = ["| task | simulations | this harness: C2ST mean +- sd (observations) | sbibm NPE | sbibm best |",
              "|---|---|---|---|---|"]
     summary = []
@@ -201,6 +196,37 @@ def write_tables(cells: dict, left_out: dict, settings: dict, published: tuple[d
     for name in OUTPUTS:
         write_atomic(out / name, files[name])
     return text
+
+
+def overwrite_problem(there: Path, text: str, cells: dict, source: Path | None) -> str | None:
+    """Why writing ``text`` over ``there`` (an ``--out``'s ``sbibm_results.csv``) would lose work, or None.
+
+    Made from a csv (``source``), any other content is refused: ``there`` is that csv, rebuilt otherwise, or
+    another run's, maybe the only record of its hours of training. Made from job folders, those folders are the
+    record: ``there`` may be rewritten (a job rerun changes its scores), but not lose an observation they no
+    longer make (a job folder moved or deleted since, another --root's rows); a ``there`` that is no
+    ``sbibm_results.csv`` holds no rows to lose.
+    """
+    if not there.is_file() or there.read_bytes() == text.encode():
+        return None
+    if source is not None:
+        old, new = there.read_text(errors="replace").splitlines(), text.splitlines()
+        k = next((k for k, (a, b) in enumerate(zip(old, new)) if a != b), min(len(old), len(new)))
+        what = (f"rebuilding {source} in place would change it" if there.resolve() == Path(source).resolve() else
+                f"{there} holds other rows than those of {source}")
+        return (f"{what} (line {k + 1}: {old[k] if k < len(old) else 'nothing'!r} would become "
+                f"{new[k] if k < len(new) else 'nothing'!r}); wrote nothing: pass another --out")
+    try:
+        kept, _ = parse_results(there.read_bytes().decode(), str(there))
+    except (SystemExit, UnicodeDecodeError):
+        return None
+    lost = [f"{row_name(cell)}, observation {r['observation']}" for cell, rows in sorted(kept.items(), key=lambda kv:
+            row_order(kv[0])) for r in rows if r["observation"] not in {s["observation"] for s in cells.get(cell, [])}]
+    if not lost:
+        return None
+    return (f"{there} holds {len(lost)} row(s) these job folders do not make ({'; '.join(lost[:3])}"
+            f"{'; ...' if len(lost) > 3 else ''}), which writing it would lose; wrote nothing: pass another --out, or "
+            f"move {there} aside (sbibm.py table --from-results <it> --out <another folder> rebuilds its table)")
 
 
 def read_results_file(path: Path, tasks: tuple) -> tuple[dict, dict]:

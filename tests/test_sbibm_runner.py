@@ -939,3 +939,29 @@ def test_table_takes_job_folders_or_a_results_csv(sbibm, tmp_path, capsys, argv,
     with pytest.raises(SystemExit) as stop:
         sbibm.main(argv)
     assert stop.value.code == 2 and capsys.readouterr().err.strip().splitlines()[-1].endswith(message)
+
+
+def test_table_from_job_folders_never_drops_rows_of_the_results_csv_it_writes_over(sbibm, tmp_path, monkeypatch):
+    # Was: `table benchmarks/results` after one new job there replaced the committed 143 rows with that job's.
+    monkeypatch.setattr(sbibm, "plot", lambda *a: b"")
+    out = tmp_path / "out"
+    out.mkdir()
+    kept = ("task,num_simulations,observation,c2st,c2st_sd_folds,method\r\ntwo_moons,1000,1,0.5,0.01,amortised\r\n"
+            "sir,10000,1,0.55,0.01,sequential rounds=2 region=box margin=0.5\r\n"
+            "sir,10000,2,0.56,0.01,sequential rounds=2 region=box margin=0.5\r\n")
+    (out / "sbibm_results.csv").write_bytes(kept.encode())
+    fake_job(tmp_path / "r" / "a" / "job", "two_moons", 1000, scores((1, 0.7)))
+    with pytest.raises(SystemExit) as stop:
+        sbibm.table([tmp_path / "r"], out)
+    there = out / "sbibm_results.csv"
+    assert str(stop.value) == (
+        f"{there} holds 2 row(s) these job folders do not make (sir at 10,000 simulations per observation (sequential "
+        "rounds=2 region=box margin=0.5), observation 1; sir at 10,000 simulations per observation (sequential "
+        f"rounds=2 region=box margin=0.5), observation 2), which writing it would lose; wrote nothing: pass another "
+        f"--out, or move {there} aside (sbibm.py table --from-results <it> --out <another folder> rebuilds its table)")
+    assert there.read_bytes() == kept.encode() and [p.name for p in out.iterdir()] == ["sbibm_results.csv"]
+    # Every row made again (the amortised one rerun, other scores): written over, as before.
+    fake_job(tmp_path / "r" / "c" / "job", "sir", 10000, scores((1, 0.55), (2, 0.56)))
+    (tmp_path / "r" / "c" / "job" / "sequential.json").write_text('{"rounds": 2, "region": "box", "margin": 0.5}')
+    sbibm.table([tmp_path / "r"], out)
+    assert [line.split(",")[3] for line in there.read_text().splitlines()[1:]] == ["0.700000", "0.550000", "0.560000"]
