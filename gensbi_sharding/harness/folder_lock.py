@@ -7,6 +7,7 @@ import json
 import os
 import socket
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -77,8 +78,10 @@ class FolderLock:
 def folder_problem(folder: Path, *, sweep: bool) -> str | None:
     """Why ``folder`` cannot be this job's output folder, naming the override to change; None if it can.
 
-    A path that is (or lies under) a file cannot be made a folder; and a run and a sweep never share
-    one, or a sweep's job folders, ``multirun.yaml`` and summary would mix with the run's own files.
+    A path that is (or lies under) a file cannot be made a folder; one whose nearest existing folder refuses
+    a new entry (read-only, another user's) cannot be written (was: Hydra's PermissionError traceback, after a
+    warning that a callback raised it); and a run and a sweep never share one, or a sweep's job folders,
+    ``multirun.yaml`` and summary would mix with the run's own files.
     """
     key = "hydra.sweep.dir" if sweep else "hydra.run.dir"
     folder = Path(folder).absolute()
@@ -93,4 +96,19 @@ def folder_problem(folder: Path, *, sweep: bool) -> str | None:
     if not sweep and sweep_file.is_file():
         return (f"{key}={folder} is a sweep's folder ({sweep_file}): a run never writes into a sweep's folder; "
                 f"choose another {key} (a sweep's job: hydra.run.dir=<sweep>/<job>)")
+    if blocker is not None and (denied := _write_denied(blocker)):
+        return f"{key}={folder}: {denied}; choose another {key}, in a folder you can write to"
+    return None
+
+
+def _write_denied(folder: Path) -> str | None:
+    """Why nothing can be created in the existing ``folder`` ("cannot write in /data (Permission denied)"), or None.
+
+    Tried rather than read from the mode bits: root passes ``os.access``, yet a read-only mount or an immutable
+    folder refuses it all the same. The probe is an empty folder, removed at once.
+    """
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".write-probe-", dir=folder))
+    except OSError as err:
+        return f"cannot write in {folder} ({err.strerror or err})"
     return None

@@ -1,0 +1,89 @@
+"""An output folder nobody can write in is refused in one line naming the override to change.
+
+Was: ``hydra.run.dir=<read-only folder>/run`` (or ``hydra.sweep.dir=...``, or the default ``outputs/...`` under a
+read-only working directory) printed "UserWarning: Callback RefuseCompletedRun.on_run_start raised
+PermissionError", then Hydra's own ``PermissionError`` traceback from its ``mkdir`` (or from opening
+``launch.log``: "ValueError: Unable to configure handler 'file'"), naming no override.
+"""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from gensbi_sharding.harness import run_folder
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _refusal(folder: Path) -> str | None:
+    """The reason ``folder`` refuses a new entry (its ``strerror``), or None when it takes one."""
+    probe = folder / f"probe-{os.getpid()}"
+    try:
+        probe.mkdir()
+    except OSError as err:
+        return err.strerror
+    probe.rmdir()
+    return None
+
+
+@pytest.fixture
+def unwritable(tmp_path):
+    """(an existing folder nothing can be created in, the reason): a 0o555 folder, or, for root, who ignores
+    mode bits, /sys (read-only for every user on Linux)."""
+    folder = tmp_path / "readonly"
+    folder.mkdir()
+    folder.chmod(0o555)
+    try:
+        for candidate in (folder, Path("/sys")):
+            if candidate.is_dir() and (reason := _refusal(candidate)):
+                yield candidate, reason
+                return
+        pytest.skip("no folder here refuses a new entry")
+    finally:
+        folder.chmod(0o755)
+
+
+@pytest.mark.parametrize("multirun", [False, True])
+def test_an_output_folder_that_cannot_be_written_is_named_with_the_override_to_change(unwritable, capsys,
+                                                                                       multirun):
+    parent, reason = unwritable
+    key = "hydra.sweep.dir" if multirun else "hydra.run.dir"
+    for folder in (parent, parent / "gensbi-runs" / "a"):  # the folder itself, or one to be made under it
+        config = OmegaConf.create({"hydra": {"sweep": {"dir": str(folder)}, "run": {"dir": str(folder)}},
+                                   "distributed": {"mode": "none", "process_id": None}})
+        callback = run_folder.RefuseCompletedRun()
+        with pytest.raises(SystemExit) as stop:
+            (callback.on_multirun_start if multirun else callback.on_run_start)(config)
+        assert stop.value.code == 1
+        assert capsys.readouterr().err.strip() == (
+            f"[ERROR] {key}={folder}: cannot write in {parent} ({reason}); choose another {key}, "
+            "in a folder you can write to")
+        assert not (parent / "gensbi-runs").exists()
+        assert not any(p.name.startswith(".write-probe-") for p in parent.iterdir())
+
+
+def test_a_writable_folder_leaves_no_probe_behind(tmp_path):
+    from gensbi_sharding.harness.folder_lock import folder_problem
+
+    for folder in (tmp_path, tmp_path / "new" / "run"):
+        assert folder_problem(folder, sweep=False) is None
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.slow  # launches launch.py
+@pytest.mark.parametrize("mode", [[], ["-m", "rule=replicated,fsdp"]])
+def test_launch_into_an_unwritable_folder_ends_in_one_line(unwritable, mode):
+    parent, reason = unwritable
+    key = "hydra.sweep.dir" if mode else "hydra.run.dir"
+    folder = parent / "gensbi-runs" / "a"
+    proc = subprocess.run([sys.executable, "launch.py", *mode, "experiment=quick", f"{key}={folder}"], cwd=REPO,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr and "Warning" not in proc.stderr, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == (
+        f"[ERROR] {key}={folder}: cannot write in {parent} ({reason}); choose another {key}, "
+        "in a folder you can write to")
