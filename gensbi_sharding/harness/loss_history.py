@@ -31,24 +31,30 @@ class LossHistory:
     val_step: np.ndarray  # (m,) int64
     val_losses: np.ndarray  # (m,) float32
     resumed_at: np.ndarray  # (k,) int64, steps a resumed part started from
+    # (m,) int64, the held-out set each validation loss was measured on: 0 first, one more at each resume whose
+    # held-out pairs or draws changed (early stopping started afresh), as losses on other pairs do not compare.
+    val_set: np.ndarray
 
     def arrays(self) -> dict[str, np.ndarray]:
         return dataclasses.asdict(self)
 
 
 def joined_loss_history(losses: np.ndarray, *, start_step: int, val_points: list[tuple[int, float]],
-                        resume_dir: Path | None) -> LossHistory:
+                        resume_dir: Path | None, val_afresh: bool = False) -> LossHistory:
     """This run's losses (steps ``start_step + 1 ...``) after the earlier run's, when resuming.
 
     The earlier run's ``train_losses.npz`` is looked up in the run folder of the checkpoint
     resumed from (``<run>/checkpoints/<step>``: another folder, or this one under
     ``train.resume=auto``); only its steps up to ``start_step`` are kept (it may have trained
-    past the checkpoint). Without it, the history starts at the resume.
+    past the checkpoint). Without it, the history starts at the resume. ``val_afresh``: this
+    attempt validates on other held-out pairs or draws than the earlier one (early stopping
+    started afresh), so its validation losses get a ``val_set`` of their own.
     """
     steps = start_step + 1 + np.arange(len(losses), dtype=np.int64)
     val = [(int(s), float(v)) for s, v in val_points if is_number(v)]
     parts = [(steps, np.asarray(losses, np.float32), np.asarray([s for s, _ in val], np.int64),
-              np.asarray([v for _, v in val], np.float32), np.asarray([start_step] if start_step else [], np.int64))]
+              np.asarray([v for _, v in val], np.float32), np.asarray([start_step] if start_step else [], np.int64),
+              np.zeros(len(val), np.int64))]
     earlier = next((p / "train_losses.npz" for p in (resume_dir.parent.parent, resume_dir.parent)
                     if (p / "train_losses.npz").is_file()), None) if resume_dir is not None else None
     if earlier is not None:
@@ -56,25 +62,34 @@ def joined_loss_history(losses: np.ndarray, *, start_step: int, val_points: list
             old_losses = old["losses"]
             old_steps = old["step"] if "step" in old else np.arange(1, len(old_losses) + 1)
             keep = old_steps <= start_step
-            # A step this attempt validated again (its checkpoint was saved before its validation) counts once.
-            vkeep = ((old["val_step"] <= start_step) & ~np.isin(old["val_step"], parts[0][2])
+            # A step this attempt validated again (its checkpoint was saved before its validation) counts once,
+            # unless on other pairs: then both losses are kept, each on its own line.
+            vkeep = ((old["val_step"] <= start_step) & (val_afresh | ~np.isin(old["val_step"], parts[0][2]))
                      if "val_step" in old else None)
             parts.insert(0, (old_steps[keep], old_losses[keep],
                              old["val_step"][vkeep] if vkeep is not None else np.zeros(0, np.int64),
                              old["val_losses"][vkeep] if vkeep is not None else np.zeros(0, np.float32),
                              old["resumed_at"][old["resumed_at"] < start_step] if "resumed_at" in old
-                             else np.zeros(0, np.int64)))
-    return LossHistory(*(np.concatenate([part[i] for part in parts]) for i in range(5)))
+                             else np.zeros(0, np.int64),
+                             # an earlier version's file has no val_set: its points were one set
+                             np.asarray(old["val_set"] if "val_set" in old else np.zeros(len(old["val_step"])),
+                                        np.int64)[vkeep] if vkeep is not None else np.zeros(0, np.int64)))
+            kept = parts[0][5]  # this attempt's losses continue the earlier attempt's last set, or start one after it
+            offset = int(kept.max()) + int(val_afresh) if len(kept) else 0
+            parts[1] = (*parts[1][:5], parts[1][5] + offset)
+    return LossHistory(*(np.concatenate([part[i] for part in parts]) for i in range(6)))
 
 
 def write_losses(out: Path, losses: np.ndarray, *, window: int, start_step: int, resume_dir: Path | None,
-                 val_points: list[tuple[int, float | None]], title: str) -> LossHistory:
+                 val_points: list[tuple[int, float | None]], title: str, val_afresh: bool = False) -> LossHistory:
     """``train_losses.npz`` (the whole history, a resumed run joined to the earlier one) and ``losses.png``."""
     from gensbi_sharding.harness import outputs, plots
 
-    history = joined_loss_history(losses, start_step=start_step, val_points=val_points, resume_dir=resume_dir)
+    history = joined_loss_history(losses, start_step=start_step, val_points=val_points, resume_dir=resume_dir,
+                                  val_afresh=val_afresh)
     outputs.write_npz(out / "train_losses.npz", **history.arrays())
     plots.plot_losses(out / "losses.png", steps=history.step, losses=history.losses, window=window,
                       val_steps=history.val_step, val_losses=history.val_losses, resumed_at=history.resumed_at,
+                      val_sets=history.val_set,
                       title=title)
     return history

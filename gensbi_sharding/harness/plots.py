@@ -85,19 +85,36 @@ def _save(fig, path: Path, title: str) -> Path:
     return write_atomic(Path(path), buffer.getvalue())
 
 
+#: The label of validation losses measured on other held-out pairs or draws than the last ones.
+OTHER_PAIRS = "validation loss, earlier held-out pairs or draws (not comparable)"
+
+
+def validation_lines(steps: Sequence[int], losses: Sequence[float],
+                     sets: Sequence[int] = ()) -> list[tuple[np.ndarray, np.ndarray, str]]:
+    """(steps, losses, label) per held-out set (``sets``: ``train_losses.npz``'s ``val_set``; empty: one set), in
+    order: the last "validation loss", earlier ones ``OTHER_PAIRS``, so no line joins losses that do not compare
+    (was: one line through all, across a resume on other pairs or draws, where early stopping started afresh)."""
+    steps, losses = np.asarray(steps, dtype=np.int64), np.asarray(losses, dtype=np.float64)
+    sets = np.asarray(sets, dtype=np.int64) if len(sets) else np.zeros(len(steps), dtype=np.int64)
+    return [(steps[sets == s], losses[sets == s], "validation loss" if s == sets.max() else OTHER_PAIRS)
+            for s in np.unique(sets)]
+
+
 def plot_losses(path: Path, *, steps: np.ndarray, losses: np.ndarray, window: int,
                 val_steps: Sequence[int] = (), val_losses: Sequence[float] = (),
-                resumed_at: Sequence[int] = (), title: str = "") -> Path:
+                resumed_at: Sequence[int] = (), title: str = "", val_sets: Sequence[int] = ()) -> Path:
     """``losses.png``: train loss per window and validation loss against the global step.
 
-    Parameters are those of ``window_means`` plus the validation points (global step, loss)
-    and a title. A dotted vertical line marks each step a resumed run started from.
+    Parameters are those of ``window_means`` plus the validation points (global step, loss, held-out set:
+    ``validation_lines``) and a title. A dotted vertical line marks each step a resumed run started from.
     """
     ends, means = window_means(steps, losses, window, resumed_at)
     fig, (ax,) = _figure(7, 4)
     ax.plot(ends, means, marker="o", markersize=3, color="C0", label=f"train loss (mean of {window} steps)")
-    if len(val_steps):
-        ax.plot(val_steps, val_losses, marker="s", markersize=4, color="C1", label="validation loss")
+    for i, (at, values, label) in enumerate(validation_lines(val_steps, val_losses, val_sets)):
+        current = label != OTHER_PAIRS
+        ax.plot(at, values, marker="s", markersize=4, color="C1", alpha=1.0 if current else 0.45,
+                linestyle="-" if current else "--", label=label if current or i == 0 else None)
     for i, step in enumerate(resumed_at):
         ax.axvline(step, color="gray", linestyle=":", label="resumed" if i == 0 else None)
     ax.set_xlabel("step")

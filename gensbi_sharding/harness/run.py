@@ -217,7 +217,7 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
     def write_losses(losses, val_points):  # the whole history (a resumed run joined to the earlier one), plotted
         if run_folder.is_writer():
             loss_history.write_losses(out, losses, window=cfg.train.log_every, start_step=ts.start_step,
-                                      resume_dir=resume_dir, val_points=val_points,
+                                      resume_dir=resume_dir, val_points=val_points, val_afresh=ts.val_afresh,
                                       title=f"{cfg.data.name}, {cfg.model.name} | rule {rule_name} on mesh {mesh_text}"
                                       # the earlier steps may have run elsewhere (metrics.json: previous_attempts)
                                       + (f" from step {ts.start_step}" if resume_dir else ""))

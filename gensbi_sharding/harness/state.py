@@ -48,6 +48,7 @@ class TrainState:
     start_step: int = 0
     ema: Any = None  # harness.ema.EMA of the parameters, placed like them; None: train.ema_decay=0
     early_stopping: Any = None  # validation.EarlyStopping restored from the checkpoint; None: start afresh
+    val_afresh: bool = False  # resumed onto other held-out pairs or draws: its validation losses do not compare
 
     @property
     def nodes(self) -> tuple:
@@ -177,7 +178,7 @@ def _restore(state: TrainState, step_dir: Path, mesh: Any, rule: Any, cfg: DictC
         if changed:  # a best loss on other held-out pairs would never be beaten, or be beaten by chance
             log.warning("early stopping starts afresh: the checkpoint's validation losses were measured on other "
                         "held-out pairs or draws (%s)", ", ".join(changed), extra=EVERY_PROCESS)
-            scalars = None
+            scalars, state.val_afresh = None, True
         else:  # patience is the run's own setting (train_with_checkpoints sets it), not the checkpoint's
             state.early_stopping = EarlyStopping.resumed(patience=0, scalars=scalars, best_weights=best)
     nnx.update(state.nodes, restored.state)
