@@ -33,6 +33,15 @@ def test_the_note_names_the_settings_and_the_rate_under_each():
     assert schedule_change_note({"train": {"steps": 20}}, {"train": TRAIN}, 7) is None  # an older checkpoint
 
 
+@pytest.mark.parametrize("steps", [20, 10, 7])
+def test_no_note_when_this_run_trains_nothing_from_the_checkpoint(steps):
+    # Was: train.resume=<a 20-step run> train.steps=10 noted "0 at step 20 where the saved run's gives 0" (a rate
+    # no step runs at) before refusing the step; train.steps=20 (evaluate again) noted a rate nothing used.
+    changed = {"train": {**TRAIN, "steps": steps, "learning_rate": 0.001}}
+    assert schedule_change_note({"train": TRAIN}, changed, 20) is None
+    assert schedule_change_note({"train": TRAIN}, changed, steps - 1) is not None  # one step left: said
+
+
 @pytest.mark.slow  # end-to-end runs (run_tiny, twice)
 def test_a_resumed_run_warns_when_it_continues_an_unfinished_run_on_another_schedule(tmp_path, caplog, devices):
     source = tmp_path / "source"

@@ -60,7 +60,8 @@ def learning_rate_schedule(*, learning_rate: float, steps: int, schedule: str = 
 
 
 def schedule_change_note(saved: dict, now: dict, step: int) -> tuple[str, bool] | None:
-    """How resuming at ``step`` under ``now``'s schedule differs from the run that saved it; None if not at all.
+    """How resuming at ``step`` under ``now``'s schedule differs from the run that saved it; None if not at all,
+    or if this run trains nothing from ``step`` (at or past its ``train.steps``: it only evaluates, or is refused).
 
     Parameters
     ----------
@@ -80,6 +81,8 @@ def schedule_change_note(saved: dict, now: dict, step: int) -> tuple[str, bool] 
     old, new = saved.get("train") or {}, now.get("train") or {}
     if any(old.get(k) is None for k in SCHEDULE_KEYS):  # an older checkpoint without them: nothing to compare
         return None
+    if new.get("steps") is not None and step >= new["steps"]:  # no step runs at a rate: was a note of the
+        return None  # rate (e.g. "0 at step 20" of a 10-step schedule), then "beyond train.steps=10"'s refusal
     differ = [k for k in SCHEDULE_KEYS if old[k] != new[k]]
     if not differ:
         return None
