@@ -95,6 +95,32 @@ def test_a_childs_stderr_reaches_the_console_until_a_peer_dies_then_its_log(tmp_
     assert (tmp_path / "process_0.log").read_bytes() == b"[...][gensbi_sharding][INFO] - [5/7] train\n" + fatal
 
 
+@pytest.mark.parametrize("written, ended", [
+    (b"train:  10%|#         | 580/6000 [00:30<05:04, step=580]", True),  # a bar cut off as a peer died
+    (b"[process 0/2] [5/7] train\rtrain:  10%|#    | 580/6000\r", True),  # a bar redrawn, cursor at its start
+    (b"train: 100%|##########| 20/20\r" + b" " * 30 + b"\r", False),  # a bar its child cleared (tqdm leave=False)
+    (b"train: 100%|##########| 20/20\ndone\n", False),  # a line ended
+    (b"", False)])
+def test_the_parents_next_line_never_continues_a_childs_progress_bar(tmp_path, written, ended):
+    # Was: a peer killed mid-run gave "train:  10%|...| 580/6000 [...step=580][ERROR] process 1 of 2 died ..." on one
+    # console line: the parent's error glued to the end of process 0's progress bar.
+    from gensbi_sharding.harness.local_children import ChildOutput
+
+    read_end, write_end = os.pipe()
+    output = ChildOutput(tmp_path, console=write_end)
+    child_read, child_write = os.pipe()
+    output.follow(0, os.fdopen(child_read, "rb"))
+    parts = written.split(b"\r")
+    for i, part in enumerate(parts):  # in pieces, as a child's redraws come
+        os.write(child_write, part + (b"\r" if i < len(parts) - 1 else b""))
+    os.close(child_write)
+    output.join()
+    output.end_line()
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as console:
+        assert console.read() == written + (b"\n" if ended else b"")
+
+
 @pytest.mark.parametrize("console", ["read", "closed"])
 def test_a_child_printing_much_never_blocks_and_loses_nothing(tmp_path, console):
     # Was: with the parent's stderr a closed pipe (launch.py ... 2>&1 | head), the first failed write ended the pump,

@@ -33,6 +33,7 @@ class ChildOutput:
     def __init__(self, out: Path, console: int = 2) -> None:
         # console: fd 2, past sys.stderr, as the child wrote it (a test's capture too)
         self.out, self.console, self._quiet, self._threads = Path(out), console, set(), []
+        self._open = b""  # what the console shows after its last newline (a progress bar, say), its last 4 KiB
 
     def follow(self, rank: int, stderr: IO[bytes]) -> None:
         """Start passing on ``stderr`` (a child's, ``subprocess.PIPE``), the child of ``rank``."""
@@ -49,6 +50,16 @@ class ChildOutput:
         for thread in self._threads:
             thread.join(timeout=timeout_s)
 
+    def end_line(self) -> None:
+        """End the console's line if a child left text on it (a progress bar cut off: a peer died, a time limit),
+        so the parent's next line starts a line of its own (was: "... step=580][ERROR] process 1 of 2 died ...");
+        a bar its child cleared (spaces, then a carriage return) leaves nothing to end."""
+        shown = [part for part in self._open.split(b"\r") if part]
+        if shown and shown[-1].strip():
+            with contextlib.suppress(OSError):
+                os.write(self.console, b"\n")
+        self._open = b""
+
     def _pump(self, rank: int, stderr: IO[bytes]) -> None:
         # Read until the child closes its end, whatever becomes of each chunk: a pump that stopped reading would leave
         # the child blocked on a full pipe (64 KiB of warnings), hanging the whole job.
@@ -61,6 +72,8 @@ class ChildOutput:
         fails (a closed pipe, as under ``| head``); dropped only if both fail."""
         if rank not in self._quiet:
             try:
+                line = chunk.rsplit(b"\n", 1)
+                self._open = (line[1] if len(line) == 2 else self._open + chunk)[-4096:]
                 while chunk:
                     chunk = chunk[os.write(self.console, chunk):]
                 return

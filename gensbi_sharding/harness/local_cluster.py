@@ -141,6 +141,7 @@ def run_local_processes(cfg: DictConfig, out: Path) -> dict[str, Any]:
         os.close(keep_open)
         os.unlink(received)
         output.join()
+        output.end_line()  # the parent's own lines (the outcome, an error) never continue a child's progress bar
     metrics_path = out / "metrics.json"
     # Only what process 0 wrote in this attempt: else an attempt whose processes died before writing took the
     # earlier attempt's steps, figures and error ("process 0 reported: preempted ... at step 231") as its own.
