@@ -2,11 +2,13 @@
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -119,6 +121,24 @@ def test_the_parents_next_line_never_continues_a_childs_progress_bar(tmp_path, w
     os.close(write_end)
     with os.fdopen(read_end, "rb") as console:
         assert console.read() == written + (b"\n" if ended else b"")
+
+
+@pytest.mark.parametrize("codes, first", [
+    ([-signal.SIGABRT, -signal.SIGKILL], 1),  # kill -9 of process 1; XLA aborts process 0 within the same poll
+    ([-signal.SIGKILL, -signal.SIGABRT], 0),
+    ([-signal.SIGABRT, -signal.SIGSEGV], 1),
+    ([-signal.SIGABRT, 1], 0),  # a signal before an exit code, SIGABRT too
+    ([1, -signal.SIGABRT, -signal.SIGABRT], 1),
+    ([-signal.SIGABRT, -signal.SIGABRT], 0)])
+def test_of_processes_seen_dead_at_once_the_one_xla_aborted_is_not_the_first(codes, first):
+    # Was: distributed=local, process 1 killed by SIGKILL mid-run: "process 0 of 2 died (killed by SIGABRT); the others
+    # ended 0.0 s later ...: process 1 died (killed by SIGKILL)": the Gloo collective failed at once, so XLA's abort of
+    # the survivor was seen in the same poll as the kill, and the lower rank was named the first to die.
+    from gensbi_sharding.harness import local_cluster
+
+    children = [SimpleNamespace(poll=lambda code=code: code) for code in codes]
+    seen, dead, _ = local_cluster._wait(children, 60, 5, [], on_death=lambda ranks: None)
+    assert seen == codes and dead == first
 
 
 @pytest.mark.parametrize("console", ["read", "closed"])

@@ -244,8 +244,9 @@ def _wait(children: list[subprocess.Popen], timeout_s: float, grace_s: float, si
         codes = [child.poll() for child in children]
         failed = [rank for rank, code in enumerate(codes) if code not in (None, 0, *_STOPPED)]
         if failed and first_dead is None:
-            # Several seen at once: the one killed by a signal died; the others noticed it.
-            first_dead = min(failed, key=lambda rank: (codes[rank] >= 0, rank))
+            # Several seen at once: one killed by a signal died; the others noticed it, and XLA ends those by SIGABRT,
+            # within one poll when a collective fails at once (was: "process 0 died (killed by SIGABRT)" for a kill -9).
+            first_dead = min(failed, key=lambda rank: (codes[rank] >= 0, codes[rank] == -signal.SIGABRT, rank))
             died_at = time.monotonic()
             deadline = min(deadline, died_at + grace_s)
             if on_death is not None:
