@@ -530,7 +530,7 @@ def test_a_refused_sweep_names_the_completed_jobs_own_overrides_to_train_it_furt
         run_folder.RefuseCompletedRun().on_multirun_start(config)
     printed = capsys.readouterr().err
     assert ("into a new folder: python launch.py rule=replicated mesh.model_axis=1 train.steps=<more than 8> "
-            f"train.resume={sweep / '0'} hydra.mode=RUN hydra.run.dir={sweep / '0-stepsmore'}") in printed
+            f"train.resume={sweep / '0'} hydra.mode=RUN hydra.run.dir={tmp_path / 'multirun-0-stepsmore'}") in printed
     assert "rule=replicated,tensor" not in printed
 
 
@@ -699,17 +699,38 @@ def test_a_completed_run_names_the_command_that_trains_it_further(tmp_path, refe
 def test_the_train_further_command_keeps_the_overrides_and_a_fresh_folder(tmp_path):
     from gensbi_sharding.harness.sweep_hints import train_further_hint
 
-    run = tmp_path / "r1"
-    (tmp_path / "r1-steps40").mkdir()  # taken: the next free name
+    run = tmp_path / "sw" / "r1"  # job r1 of the sweep sw: its new folder beside the sweep's, not in it
+    (tmp_path / "sw-r1-steps40").mkdir()  # taken: the next free name
     assert train_further_hint(run, 20, 40, ["experiment=quick", "train.steps=40", "train.resume=auto",
                                             f"hydra.run.dir={run}", "model.width=a b"], multirun=True) == (
         f"; to train it further from its final checkpoint (step 20) into a new folder: python launch.py "
         f"experiment=quick 'model.width=a b' train.steps=40 train.resume={run} hydra.mode=RUN "
-        f"hydra.run.dir={tmp_path / 'r1-steps40-2'}")
+        f"hydra.run.dir={tmp_path / 'sw-r1-steps40-2'}")
     # train.steps not above the checkpoint's: the user picks it (the command would train nothing).
-    assert train_further_hint(run, 20, 20, None).endswith(
-        f"the same command with train.steps=<more than 20> train.resume={run} hydra.run.dir={tmp_path / 'r1-stepsmore'}")
+    assert train_further_hint(run, 20, 20, None).endswith(  # a single run (sw holds no multirun.yaml): beside it
+        f"the same command with train.steps=<more than 20> train.resume={run} hydra.run.dir={run}-stepsmore")
     assert train_further_hint(run, None, 40, None) == ""  # no checkpoint: nothing to continue from
+
+
+def test_a_sweeps_job_trains_further_beside_the_sweep_never_in_it(tmp_path):
+    # Was: for job 0 of a sweep, "... hydra.run.dir=<sweep>/0-stepsmore"; run as printed, it became a row of the
+    # sweep's summary (with a train.steps column the sweep never swept) and the sweep's refusal counted "3 of its 3
+    # jobs complete (0, 0-stepsmore, 1)" for a 2-job sweep.
+    from gensbi_sharding.harness import summary
+    from gensbi_sharding.harness.sweep_hints import train_further_hint
+
+    sweep = tmp_path / "sw"
+    for job, rule in ((0, "fsdp"), (1, "tensor")):
+        outputs.write_json(sweep / str(job) / "metrics.json", {"status": "ok", "rule": rule, "final_step": 20})
+        (sweep / str(job) / ".hydra").mkdir()
+        (sweep / str(job) / ".hydra" / "overrides.yaml").write_text(f"- rule={rule}\n")
+    (sweep / "multirun.yaml").write_text("hydra:\n  overrides:\n    task: ['rule=fsdp,tensor']\n")
+    for multirun in (True, False):  # the sweep refused, or its job continued alone (Hydra's RUN mode)
+        hint = train_further_hint(sweep / "0", 20, None, ["rule=fsdp"], multirun=multirun)
+        assert hint.endswith(f"hydra.run.dir={tmp_path / 'sw-0-stepsmore'}"), hint
+    (tmp_path / "sw-0-stepsmore").mkdir()
+    assert train_further_hint(sweep / "0", 20, 40, ["rule=fsdp"]).endswith(f"hydra.run.dir={tmp_path / 'sw-0-steps40'}")
+    assert [row["job"] for row in summary.refresh_sweep_summary(sweep / "0").rows] == ["0", "1"]
 
 
 @pytest.mark.slow

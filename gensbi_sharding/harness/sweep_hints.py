@@ -20,12 +20,10 @@ __all__ = ["unfinished_jobs_hint", "shared_folder_problem", "moved_jobs_problem"
 #: (theirs carry the parent's overrides plus their own).
 CONTINUE_ENV = "GENSBI_SHARDING_CONTINUE_COMMAND"
 
-
 #: Up to this many commands are printed in the refusal's line; more are written to ``CONTINUE_SCRIPT``.
 INLINE_COMMANDS = 3
 #: The script, in the sweep's folder, holding the commands that continue its unfinished jobs.
 CONTINUE_SCRIPT = "continue_unfinished.sh"
-
 
 #: The one ``hydra.*`` override a continuing command needs: where a preset of one's own (``model=my_flux1``) is found.
 SEARCH_PATH = "hydra.searchpath="
@@ -144,9 +142,9 @@ def train_further_hint(run_dir: Any, saved_step: int | None, steps: int | None, 
                        *, multirun: bool = False) -> str:
     """How to train a completed run further: from its final checkpoint, into a new folder.
 
-    A completed run's folder is never written into again (not by ``train.resume=auto``
-    either), and a new folder with ``train.resume=auto`` starts from step 0;
-    ``train.resume=<its folder>`` with a new ``hydra.run.dir`` continues from its newest checkpoint.
+    A completed run's folder is never written into again (not by ``train.resume=auto`` either), and a new folder with
+    ``train.resume=auto`` starts from step 0; ``train.resume=<its folder>`` with a new ``hydra.run.dir`` continues from
+    its newest checkpoint. A sweep's job: ``<sweep>-<job>-stepsmore``, beside the sweep (was in it: a summary row).
 
     Parameters
     ----------
@@ -175,10 +173,10 @@ def train_further_hint(run_dir: Any, saved_step: int | None, steps: int | None, 
         return ""
     run_dir = Path(run_dir).absolute()
     more = steps is not None and steps > saved_step
-    new_dir, copy = run_dir.with_name(f"{run_dir.name}-steps{steps if more else 'more'}"), 1
-    while new_dir.exists():  # a folder not used yet, or the command would be refused in turn
-        copy += 1
-        new_dir = run_dir.with_name(f"{run_dir.name}-steps{steps if more else 'more'}-{copy}")
+    sweep = run_dir.parent if multirun or (run_dir.parent / "multirun.yaml").is_file() else None  # a sweep's job
+    name, copy = f"{sweep.name + '-' if sweep else ''}{run_dir.name}-steps{steps if more else 'more'}", 1
+    while (new_dir := (sweep or run_dir).with_name(name + (f"-{copy}" if copy > 1 else ""))).exists():
+        copy += 1  # a folder not used yet, or the command would be refused in turn
     tail = [f"train.steps={steps}" if more else f"train.steps=<more than {saved_step}>",
             hydra_override("train.resume", run_dir), *(["hydra.mode=RUN"] if multirun else []),
             hydra_override("hydra.run.dir", new_dir)]
