@@ -254,3 +254,32 @@ def test_a_local_process_draws_its_progress_bar_for_the_console_its_parent_passe
     assert console.is_terminal(2) is (inherited == "1") and isinstance(bar, progress.LineBar) is (inherited == "0")
     monkeypatch.delenv(console.CONSOLE_TERMINAL_ENV)
     assert console.is_terminal(2) is (inherited != "1")  # a process of its own: its own stderr
+
+
+def test_an_activations_fallback_warning_is_said_once_per_job_whatever_its_shapes(caplog, devices):
+    # Was: experiment=quick model=transformer rule=tensor mesh.model_axis=8 printed 6 ShardingFallbackWarnings with
+    # their source lines (query and key at the training, validation and sampling batch shapes): 30 console lines.
+    import jax.numpy as jnp
+
+    import gensbi_sharding as gs
+
+    mesh = gs.make_mesh(model_axis=8)
+    axes = gs.PartitionAxis.for_rule("tensor", mesh)
+    query, key = ("batch", "query_sequence", "heads", "head_dim"), ("batch", "key_sequence", "heads", "head_dim")
+    with caplog.at_level(logging.WARNING), console.warnings_to_log(), warnings.catch_warnings():
+        warnings.simplefilter("default")
+        for rows in (64, 102, 128):  # training, validation, sampling
+            for names in (query, key):
+                gs.constrain(jnp.ones((rows, 4, 4, 8)), names, axes, mesh=mesh)
+    logged = [r for r in caplog.records if r.name == "py.warnings"]
+    assert len(logged) == 6  # launch.log keeps every one
+    quiet = console.ConsoleFilter(verbose=False)
+    shown = [r.getMessage() for r in logged if quiet.filter(r)]
+    assert len(shown) == 2 and "of shape (64, 4, 4, 8)" in shown[0] and "'query_sequence'" in shown[0]
+    assert "'key_sequence'" in shown[1]
+    assert all("heads (size 4 is not divisible by mesh axes ('model',) of size 8)" in s for s in shown)
+    # Another name, or the next job (Hydra makes a filter per job): said again.
+    other = record("py.warnings", logging.WARNING, "x.py:1: ShardingFallbackWarning: activation ('batch', 'hidden') "
+                   "of shape (64, 3) left unsplit on mesh {'data': 1, 'model': 8}: hidden (size 3 ...)")
+    assert quiet.filter(other) and not quiet.filter(other)
+    assert console.ConsoleFilter(verbose=False).filter(logged[0])

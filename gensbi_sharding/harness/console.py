@@ -129,12 +129,18 @@ def tag_process_records(index: int, count: int) -> None:
     set_process(index, count)
 
 
+#: The shape in ``constrain``'s fallback warning, which names one traced call: training, validation and sampling
+#: batches differ, so Python's once-per-text left three of each on the console (30 lines for one quick run).
+_ACTIVATION_SHAPE = re.compile(r" of shape \([^)]*\)")
+
+
 class ConsoleFilter(logging.Filter):
-    """Passes what a person at the console needs; ``verbose=True`` adds the full tables."""
+    """Passes what a person at the console needs; ``verbose=True`` adds the full tables. Hydra makes one per job,
+    so an activation's fallback warning is said once per job, whatever shapes it was traced at (all in launch.log)."""
 
     def __init__(self, verbose: bool = False) -> None:
         super().__init__()
-        self.verbose = bool(verbose)
+        self.verbose, self._activations = bool(verbose), set()
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.name == DETAILS or record.name.startswith(DETAILS + "."):
@@ -143,6 +149,11 @@ class ConsoleFilter(logging.Filter):
             return False
         if record.name == "py.warnings" and any(name in record.getMessage() for name in NOISY_WARNINGS):
             return False
+        if record.name == "py.warnings" and "ShardingFallbackWarning: activation " in (text := record.getMessage()):
+            said = _ACTIVATION_SHAPE.sub("", text.split("ShardingFallbackWarning: ", 1)[1].split("\n", 1)[0])
+            if said in self._activations:
+                return False
+            self._activations.add(said)
         if record.name == "absl" and any(text in record.getMessage() for text in NOISY_MESSAGES):
             return False
         if _process["index"] > 0 and getattr(record, "every_process", False) or getattr(record, "parent_reports", False):
