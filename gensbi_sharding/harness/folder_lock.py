@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import sys
 import tempfile
@@ -14,6 +15,14 @@ from pathlib import Path
 from gensbi_sharding.harness.outputs import read_metrics, write_json
 
 __all__ = ["FolderLock", "FolderInUseError", "folder_problem"]
+
+# What a run (a sweep) writes at the top of its folder, and what marks a folder one has used: a folder without such a
+# mark that holds one of those names is someone else's, whose file the run would overwrite without a word.
+_RUN_OUTPUTS = re.compile(r"(metrics\.json|sharding\.txt|launch\.log|c2st\.csv|posterior\.png|train_losses\.npz|"
+                          r"losses\.png|error(\.attempt\d+)?\.txt|checkpoints|posterior_samples(_\d+)?\.npz|"
+                          r"process_\d+\.log)")
+_SWEEP_OUTPUTS = re.compile(r"(sweep_summary\.(csv|md|png)|continue_unfinished\.sh|\d+)")
+_MARKS = {False: (".run.lock", ".hydra", "metrics.json", "checkpoints"), True: (".run.lock", "multirun.yaml")}
 
 
 class FolderInUseError(RuntimeError):
@@ -98,6 +107,14 @@ def folder_problem(folder: Path, *, sweep: bool) -> str | None:
                 f"choose another {key} (a sweep's job: hydra.run.dir=<sweep>/<job>)")
     if blocker is not None and (denied := _write_denied(blocker)):
         return f"{key}={folder}: {denied}; choose another {key}, in a folder you can write to"
+    if folder.is_dir() and not any((folder / mark).exists() for mark in _MARKS[sweep]):
+        outputs = _SWEEP_OUTPUTS if sweep else _RUN_OUTPUTS  # a sweep's job folder: marked as a run's
+        names = sorted(p.name for p in folder.iterdir() if outputs.fullmatch(p.name)
+                       and not (sweep and any((p / mark).exists() for mark in _MARKS[False])))
+        if names:  # was: overwritten (a c2st.csv of one's own replaced by the run's), with no run there to refuse
+            shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+            return (f"{key}={folder} holds {shown}, not written by a {'sweep' if sweep else 'run'}, which it would "
+                    f"overwrite; choose another {key} (a new or empty folder), or move them out")
     return None
 
 

@@ -1,0 +1,51 @@
+"""An output folder holding files no run (or sweep) wrote, under names it writes, is refused before they are lost.
+
+Was: ``hydra.run.dir=<a folder of one's own holding c2st.csv>`` ran and replaced that c2st.csv (and any losses.png,
+launch.log, sharding.txt ...) with the run's without a word: the folder held no run, so nothing refused it.
+"""
+
+import pytest
+from omegaconf import OmegaConf
+
+from gensbi_sharding.harness import run_folder
+from gensbi_sharding.harness.folder_lock import folder_problem
+
+
+@pytest.mark.parametrize("sweep, names, shown", [
+    (False, ["c2st.csv"], "c2st.csv"),
+    (False, ["losses.png", "launch.log", "posterior_samples_3.npz", "process_1.log", "notes.txt"],
+     "launch.log, losses.png, posterior_samples_3.npz and 1 more"),
+    (True, ["sweep_summary.md", "0", "notes.txt"], "0, sweep_summary.md")])
+def test_a_folder_of_ones_own_files_is_refused_naming_them(tmp_path, capsys, sweep, names, shown):
+    key = "hydra.sweep.dir" if sweep else "hydra.run.dir"
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    for name in names:
+        (folder / name).write_text("mine\n")
+    expected = (f"{key}={folder} holds {shown}, not written by a {'sweep' if sweep else 'run'}, which it would "
+                f"overwrite; choose another {key} (a new or empty folder), or move them out")
+    assert folder_problem(folder, sweep=sweep) == expected
+    config = OmegaConf.create({"hydra": {"sweep": {"dir": str(folder)}, "run": {"dir": str(folder)}},
+                               "distributed": {"mode": "none", "process_id": None}})
+    callback = run_folder.RefuseCompletedRun()
+    with pytest.raises(SystemExit):
+        (callback.on_multirun_start if sweep else callback.on_run_start)(config)
+    assert capsys.readouterr().err.strip() == f"[ERROR] {expected}"
+    assert all((folder / name).read_text() == "mine\n" for name in names)  # nothing written over
+    assert sorted(p.name for p in folder.iterdir()) == sorted(names)  # not even the lock
+
+
+@pytest.mark.parametrize("sweep, names", [
+    (False, []), (False, ["notes.txt", "data"]),  # empty, or nothing the run writes: accepted
+    (False, [".run.lock", "c2st.csv"]), (False, [".hydra", "launch.log"]),  # a run's folder (its own checks follow)
+    (False, ["checkpoints", "launch.log"]),  # a run's, copied without its dotfiles: train.resume=auto continues it
+    (True, ["multirun.yaml", "0", "sweep_summary.csv"]), (True, ["notes.txt"]),
+    (True, ["0/.hydra", "1/metrics.json"])])  # job folders (a sweep whose multirun.yaml is gone): its checks follow
+def test_a_run_or_sweep_folder_or_one_without_colliding_names_is_accepted(tmp_path, sweep, names):
+    folder = tmp_path / "f"
+    folder.mkdir()
+    for name in names:
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).mkdir() if name.split("/")[-1] in (".hydra", "checkpoints", "data", "0") else (
+            folder / name).write_text("")
+    assert folder_problem(folder, sweep=sweep) is None
