@@ -30,7 +30,7 @@ from typing import Any
 
 __all__ = ["DETAILS", "NOISY_WARNINGS", "NOISY_MESSAGES", "NOISY_NATIVE_LINES", "ConsoleFilter", "ConsoleFormatter",
            "warnings_to_log", "native_output_to_log", "quiet_console", "set_process", "tagged",
-           "tag_process_records", "stop_level", "job_log_name", "child_refusal", "is_terminal",
+           "tag_process_records", "stop_level", "job_log_name", "is_terminal",
            "CONSOLE_TERMINAL_ENV"]
 
 DETAILS = "gensbi_sharding.details"  # full tables: launch.log always, the console with verbose=true
@@ -159,21 +159,6 @@ class ConsoleFilter(logging.Filter):
         if _process["index"] > 0 and getattr(record, "every_process", False) or getattr(record, "parent_reports", False):
             return False
         return not (_process["index"] > 0 and record.levelno < logging.WARNING)
-
-
-def child_refusal(err: BaseException) -> dict[str, bool]:
-    """``extra=`` of a job's last error line: a refusal (``ConfigError``) in a ``distributed=local`` process goes to
-    its ``process_<i>.log`` only, for the parent reports it once for all of them (it came once per process and once
-    from the parent). Other errors, and every error of a job of one process, reach the console.
-
-    Parameters
-    ----------
-    err : BaseException
-        What ended the job.
-    """
-    from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
-
-    return {"parent_reports": bool(os.environ.get(LOCAL_CHILD_ENV)) and type(err).__name__ == "ConfigError"}
 
 
 def is_terminal(fd: int = 2) -> bool:

@@ -21,7 +21,7 @@ from typing import IO
 
 from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
 
-__all__ = ["ChildOutput", "watch_parent", "refusals", "common_refusal"]
+__all__ = ["ChildOutput", "watch_parent", "refusals", "common_refusal", "child_refusal"]
 
 # A process's refusal in its process_<i>.log: "[<time>][gensbi_sharding][ERROR] - [process 1/2] ConfigError: ..."
 _REFUSAL = re.compile(r"\]\[ERROR\] - (?:\[process \d+/\d+\] )?(ConfigError: .*)$", re.M)
@@ -104,7 +104,7 @@ def watch_parent() -> None:
 def refusals(out: Path, codes: list[int], reported: str | None) -> dict[int, str]:
     """Rank -> the ``ConfigError`` each failed process of a ``distributed=local`` job ended with: process 0's as its
     metrics report it, the others' from their ``process_<i>.log`` (their consoles keep it off: the parent says it
-    once, ``console.child_refusal``). A process killed, or ended by another error, is not listed.
+    once, ``child_refusal``). A process killed, or ended by another error, is not listed.
 
     Parameters
     ----------
@@ -143,3 +143,16 @@ def common_refusal(found: dict[int, str], codes: list[int]) -> str | None:
     failed = {rank for rank, code in enumerate(codes) if code}
     alike = len({re.sub(r"\d+(\.\d+)?", "#", text) for text in found.values()}) == 1
     return found[min(found)] if found and set(found) == failed and alike else None
+
+
+def child_refusal(err: BaseException) -> dict[str, bool]:
+    """``extra=`` of a job's last error line: a refusal (``ConfigError``) in a ``distributed=local`` process goes to
+    its ``process_<i>.log`` only, for the parent reports it once for all of them (it came once per process and once
+    from the parent). Other errors, and every error of a job of one process, reach the console.
+
+    Parameters
+    ----------
+    err : BaseException
+        What ended the job.
+    """
+    return {"parent_reports": bool(os.environ.get(LOCAL_CHILD_ENV)) and type(err).__name__ == "ConfigError"}

@@ -171,7 +171,7 @@ def run_local_processes(cfg: DictConfig, out: Path) -> dict[str, Any]:
         log.error("%s", metrics["error"])
     else:
         reported = metrics.get("error")  # process 0's own error, when it recorded one
-        found = refusals(out, codes, reported)  # refusals: said by this parent only (console.child_refusal)
+        found = refusals(out, codes, reported)  # refusals: said by this parent only (local_children.child_refusal)
         if (refusal := common_refusal(found, codes)) is not None:  # said once, as a one-process job says it
             metrics.update(status="error", error=refusal)
             return metrics

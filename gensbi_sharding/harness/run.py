@@ -26,6 +26,7 @@ from gensbi_sharding.harness.devices import (configure_devices, initialize_distr
                                              peak_bytes_in_use, resolve_cpu_count)
 from gensbi_sharding.harness.dry_run import dry_run_metrics
 from gensbi_sharding.harness.hints import overrides_named
+from gensbi_sharding.harness.local_children import child_refusal
 from gensbi_sharding.harness.local_cluster import run_local_job, watch_parent
 from gensbi_sharding.harness.model_checks import ignored_settings, platform_problem
 from gensbi_sharding.harness.parent_signal import stop_signal
@@ -98,7 +99,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                 run_report.record_interrupt(metrics, f"interrupted (Ctrl-C): {type(err).__name__}: {err}", start, folder)
                 raise KeyboardInterrupt from err
             metrics["error"] = f"{type(err).__name__}: {err}"
-            log.error("%s", metrics["error"], extra=console.child_refusal(err))  # the console tags it "[ERROR]"
+            log.error("%s", metrics["error"], extra=child_refusal(err))  # the console tags it "[ERROR]"
             failure = traceback.format_exc()
         watch.settle()  # a stop the watchdog is writing wins: it ends the process
         metrics["wall_s"] = time.perf_counter() - start
