@@ -174,3 +174,23 @@ def test_every_step_header_reads_step_colon_details():
     readme = " ".join((harness.parents[1] / "README.md").read_text().split())
     assert ("devices, mesh (and the rule checked against it), data, model + optimizer (placed by the rule), train, "
             "sample + C2ST, outputs") in readme
+
+
+def test_a_refused_sweep_counts_the_sweeps_jobs_not_its_job_folders(tmp_path, capsys):
+    # Was "1 of its 2 jobs complete (0)" for rule=replicated,fsdp,tensor interrupted in job 1 (job 2 never started):
+    # the job folders there were counted, not the sweep's jobs as Hydra's sweeper expands them.
+    sweep = tmp_path / "swj"
+    for job, (rule, status) in enumerate([("replicated", "ok"), ("fsdp", "interrupted")]):
+        outputs.write_json(sweep / str(job) / "metrics.json", {"status": status, "final_step": 20})
+        (sweep / str(job) / "checkpoints" / "20").mkdir(parents=True)
+        (sweep / str(job) / ".hydra").mkdir()
+        (sweep / str(job) / ".hydra" / "overrides.yaml").write_text(f"- experiment=quick\n- rule={rule}\n")
+    config = OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep)},
+                                         "overrides": {"task": ["experiment=quick", "rule=replicated,fsdp,tensor",
+                                                                "train.resume=auto"]}},
+                               "train": {"resume": "auto", "steps": 20}})
+    with pytest.raises(SystemExit):
+        run_folder.RefuseCompletedRun().on_multirun_start(config)
+    printed = capsys.readouterr().err
+    assert printed.startswith(f"[ERROR] hydra.sweep.dir={sweep}: 1 of its 3 jobs complete (0); job 0: "), printed
+    assert "(1 never started)" in printed and f"hydra.run.dir={sweep / '2'}" in printed

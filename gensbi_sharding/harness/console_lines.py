@@ -116,7 +116,7 @@ def stopped_sweep_line() -> str | None:
     return _STOPPED[0] if _STOPPED else None
 
 
-def completed_jobs_lead(sweep_dir: Path, job_dirs: Sequence[Path], refusal: str = "") -> str:
+def completed_jobs_lead(sweep_dir: Path, job_dirs: Sequence[Path], refusal: str = "", jobs: int = 0) -> str:
     """``"hydra.sweep.dir=<dir>: 2 of its 2 jobs complete (0, 1); job 0: "``: the start of a refused
     multirun's error, before the first refused job's own reason; "" when none of its jobs completed (the
     reason alone says it: a damaged record, a job to continue).
@@ -129,6 +129,10 @@ def completed_jobs_lead(sweep_dir: Path, job_dirs: Sequence[Path], refusal: str 
         Its job folders holding a ``metrics.json``.
     refusal : str
         The refused job's error, which starts with a path inside its folder (that job is named).
+    jobs : int
+        How many jobs the sweep has as Hydra's sweeper expands it (``sweep_plan.every_job``); 0: unknown (the job
+        folders there are are counted). The folders alone undercount an interrupted sweep: "1 of its 2 jobs" for
+        three jobs, one never started.
 
     Returns
     -------
@@ -147,5 +151,5 @@ def completed_jobs_lead(sweep_dir: Path, job_dirs: Sequence[Path], refusal: str 
         return ""
     named = ", ".join(done[:5]) + (f", ... ({len(done) - 5} more)" if len(done) > 5 else "")
     refused = next((job.name for job in job_dirs if refusal.startswith(str(Path(job)) + "/")), None)
-    return (f"hydra.sweep.dir={sweep_dir}: {len(done)} of its {len(job_dirs)} jobs complete ({named}); "
+    return (f"hydra.sweep.dir={sweep_dir}: {len(done)} of its {max(jobs, len(done)) if jobs else len(job_dirs)} jobs complete ({named}); "
             + (f"job {refused}: " if refused else ""))

@@ -272,8 +272,8 @@ class RefuseCompletedRun(Callback):
             self._release()
             hint = lead = ""
             if sweep and isinstance(err, FileExistsError):  # the sweep folder first, its completed jobs counted
-                lead = completed_jobs_lead(folder, runs, str(err))
-                hint = unfinished_jobs_hint(runs, RESUMABLE, every_job(config), sweep_dir=folder, search_path=searched)
+                lead = completed_jobs_lead(folder, runs, str(err), len(jobs := every_job(config)))  # not started too
+                hint = unfinished_jobs_hint(runs, RESUMABLE, jobs, sweep_dir=folder, search_path=searched)
             print(tagged("ERROR", f"{lead}{err}{hint}"), file=sys.stderr, flush=True)  # as the job's own errors look
             raise SystemExit(1) from None  # Hydra turns a callback's Exception into a warning; this stops the run
         except Exception as err:  # the check's own fault, not the folder's (Hydra would only warn, then write into it)
