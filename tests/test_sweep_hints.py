@@ -50,3 +50,51 @@ def test_a_quoted_value_is_the_same_job_as_the_bare_one(tmp_path, typed):
     assert job_configuration([typed]) == job_configuration(["data=two_moons"]) == {"data": "two_moons"}
     assert moved_jobs_problem(tmp_path, [["data=two_moons"], ["data=slcp"]]) is None
     assert "ran data=two_moons" in moved_jobs_problem(tmp_path, [["data=slcp"], ["data=two_moons"]])
+
+
+@pytest.mark.parametrize("completed", [True, False])
+def test_the_command_a_stopped_sweep_job_prints_for_the_sweep_is_accepted_as_printed(tmp_path, monkeypatch, completed):
+    # Was: with job 0 completed, Ctrl-C in job 1 printed "to continue the whole sweep, this job and those not
+    # started: python launch.py -m ... train.resume=auto hydra.sweep.dir=<sweep>", which, run, was refused (exit 1)
+    # listing each job's own command: a sweep folder holding a completed job is never rerun as a whole.
+    import shlex
+
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness import outputs, run_folder, sweep_continue
+
+    sweep, task = tmp_path / "swj", ["experiment=quick", "train.steps=40", "rule=replicated,fsdp,tensor"]
+    sweep.mkdir()
+    OmegaConf.save({"hydra": {"overrides": {"task": task, "hydra": [f"hydra.sweep.dir={sweep}"]}}},
+                   sweep / "multirun.yaml")
+    ran = [["experiment=quick", "train.steps=40", f"rule={rule}"] for rule in ("replicated", "fsdp")]
+    ran = ran if completed else ran[:1]  # job 0 completed; or the stop came in job 0
+    for number, overrides in enumerate(ran):
+        (sweep / str(number) / ".hydra").mkdir(parents=True)
+        (sweep / str(number) / ".hydra" / "overrides.yaml").write_text("".join(f"- {o}\n" for o in overrides))
+        (sweep / str(number) / "checkpoints" / "20").mkdir(parents=True)
+    if completed:
+        outputs.write_json(sweep / "0" / "metrics.json", {"status": "ok", "final_step": 40})
+    stopped = sweep / str(len(ran) - 1)
+    monkeypatch.setattr(sweep_continue, "hydra_job_overrides", lambda: (ran[-1], True))
+    hint = sweep_continue.whole_sweep_hint(stopped, ["/repo/launch.py", "-m", *task])
+    outputs.write_json(stopped / "metrics.json", {"status": "interrupted", "stopped_at_step": 20, "final_step": 20})
+    commands = [shlex.split(c) for c in hint.split(": python launch.py ", 1)[1].split(" ; ")]
+    for args in commands:  # each as launch.py's Hydra callback sees it: accepted, not refused
+        multirun = args[0] == "-m"
+        args = args[1:] if multirun else args
+        dirs = dict(a.split("=", 1) for a in args if a.startswith(("hydra.sweep.dir=", "hydra.run.dir=")))
+        config = OmegaConf.create({"hydra": {"sweep": {"dir": dirs.get("hydra.sweep.dir")},
+                                             "run": {"dir": dirs.get("hydra.run.dir")},
+                                             "overrides": {"task": [a for a in args if not a.startswith("hydra.")]}},
+                                   "train": {"resume": "auto", "steps": 40},
+                                   "distributed": {"mode": "none", "process_id": None}})
+        callback = run_folder.RefuseCompletedRun()
+        (callback.on_multirun_start if multirun else callback.on_run_start)(config)  # SystemExit(1) when refused
+        (callback.on_multirun_end if multirun else callback.on_run_end)(config)
+    assert len(commands) == (2 if completed else 1), hint
+    if completed:  # this job first, then the one never started, each in the folder Hydra gave it
+        assert commands[0][-1] == f"hydra.run.dir={sweep / '1'}" and "rule=fsdp" in commands[0]
+        assert commands[1][-1] == f"hydra.run.dir={sweep / '2'}" and "rule=tensor" in commands[1]
+    else:
+        assert commands[0][-1] == f"hydra.sweep.dir={sweep}" and "rule=replicated,fsdp,tensor" in commands[0]

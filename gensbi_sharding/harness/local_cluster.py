@@ -36,7 +36,8 @@ from gensbi_sharding.harness.override_grammar import hydra_value
 from gensbi_sharding.harness.parent_signal import PARENT_SIGNAL_ENV, record_parent_signal
 from gensbi_sharding.harness.preemption import EXIT_INTERRUPTED, EXIT_PREEMPTED, PREEMPT_SIGNALS
 from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
-from gensbi_sharding.harness.sweep_hints import CONTINUE_ENV, continue_command, whole_sweep_hint, with_search_path
+from gensbi_sharding.harness.sweep_continue import whole_sweep_hint
+from gensbi_sharding.harness.sweep_hints import CONTINUE_ENV, continue_command, with_search_path
 
 __all__ = ["run_local_processes", "run_local_job", "watch_parent"]
 

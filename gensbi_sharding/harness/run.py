@@ -18,7 +18,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from gensbi_sharding.harness import console, loss_history, outputs, run_folder, run_report, summary, sweep_hints
+from gensbi_sharding.harness import console, loss_history, outputs, run_folder, run_report, summary, sweep_continue, sweep_hints
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.config_checks import processes_config_problem, scored_observations, validate
 from gensbi_sharding.harness.config_values import interpolation_problem
@@ -71,7 +71,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         except Preempted as stop:
             # Naming the folder: the same command alone would start in a new timestamped folder, from scratch.
             error = f"{stop}; continue with: {sweep_hints.continue_command(out)}"
-            whole = sweep_hints.whole_sweep_hint(out, sys.argv)  # its own line: the error names one job's command
+            whole = sweep_continue.whole_sweep_hint(out, sys.argv)  # its own line: the error names one job's command
             # "stopped_at_step", whichever stopped it (the status says which): "preempted_at_step" named a Ctrl-C so.
             metrics.update(status="interrupted" if stop.interrupted else "preempted", stopped_at_step=stop.step,
                            error=error)

@@ -118,14 +118,14 @@ def end_preempted_run(signum: int, *, metrics: dict[str, Any], out: Path, start:
     watch : PreemptionWatch
         Passes the signal on to the handler installed before the run (submitit's requeue).
     """
-    from gensbi_sharding.harness import console, run_report, summary, sweep_hints
+    from gensbi_sharding.harness import console, run_report, summary, sweep_continue, sweep_hints
 
     stop = Preempted(signum)
     error = (f"{stop}; stopped {GRACE_S:g} s after the signal, inside a setup step; continue with: "
              f"{sweep_hints.continue_command(out)}")
     metrics.update(status="preempted", stopped_at_step=None, error=error, wall_s=time.perf_counter() - start)
     log.log(min(console.stop_level(), logging.WARNING), "%s", error)
-    if whole := sweep_hints.whole_sweep_hint(out, sys.argv):
+    if whole := sweep_continue.whole_sweep_hint(out, sys.argv):
         log.info("%s", whole)
     folder.record(metrics)
     folder.release()

@@ -13,7 +13,7 @@ from typing import Any
 from gensbi_sharding.harness.sweep_plan import job_configuration, never_started
 
 __all__ = ["unfinished_jobs_hint", "shared_folder_problem", "moved_jobs_problem", "job_command", "continue_command",
-           "whole_sweep_hint", "CONTINUE_ENV", "INLINE_COMMANDS", "CONTINUE_SCRIPT", "train_further_hint",
+           "CONTINUE_ENV", "INLINE_COMMANDS", "CONTINUE_SCRIPT", "train_further_hint",
            "hydra_job_overrides", "with_search_path", "search_path_of", "SEARCH_PATH"]
 
 #: Set by ``distributed=local``'s parent for its processes: the command that continues the whole job
@@ -100,33 +100,6 @@ def continue_command(run_dir: Any) -> str:
     return job_command(list(hydra.overrides.task), run_dir, multirun=hydra.mode == RunMode.MULTIRUN)
 
 
-def whole_sweep_hint(run_dir: Any, argv: Sequence[str]) -> str:
-    """"to continue the whole sweep, this job and those not started: python launch.py -m ... train.resume=auto
-    hydra.sweep.dir=<sweep>" for a job of a multirun stopped by Ctrl-C or a preemption; "" otherwise.
-
-    The stop's own command continues one job. Rerun as a whole, a sweep continues every job when none had
-    completed; with one completed, the rerun is refused naming each unfinished job's command (never-started
-    ones included): either way the one command to type next.
-
-    Parameters
-    ----------
-    run_dir : path-like
-        The stopped job's folder, ``<sweep>/<job>``.
-    argv : sequence of str
-        ``sys.argv`` of the command that started the sweep; only ``launch.py``'s is rebuilt.
-    """
-    from pathlib import Path
-
-    from gensbi_sharding.harness.override_grammar import hydra_override
-
-    if not hydra_job_overrides()[1] or not argv or Path(argv[0]).name != "launch.py":
-        return ""
-    kept = [a for a in argv[1:] if not a.startswith(("train.resume=", "hydra.sweep.dir="))]
-    return "to continue the whole sweep, this job and those not started: " + " ".join(
-        ["python launch.py", *map(shlex.quote, kept), "train.resume=auto",
-         hydra_override("hydra.sweep.dir", Path(run_dir).absolute().parent)])
-
-
 def hydra_job_overrides() -> tuple[list[str] | None, bool]:
     """The running Hydra job's overrides (``overrides.task``) and whether it is a multirun's; (None, False) outside one."""
     from hydra.core.hydra_config import HydraConfig
@@ -187,7 +160,7 @@ def train_further_hint(run_dir: Any, saved_step: int | None, steps: int | None, 
 
 
 def unfinished_jobs_hint(jobs: Sequence[Any], resumable: Sequence[str], all_jobs: Sequence[Sequence[str]] = (),
-                         sweep_dir: Any = None, search_path: Sequence[str] = ()) -> str:
+                         sweep_dir: Any = None, search_path: Sequence[str] = (), stopped: Any = None) -> str:
     """How to continue a sweep's unfinished jobs when its folder, holding completed ones, is refused.
 
     A sweep folder with a completed job is never rerun as a whole (its files are never
@@ -196,10 +169,11 @@ def unfinished_jobs_hint(jobs: Sequence[Any], resumable: Sequence[str], all_jobs
     (``<job>/.hydra/overrides.yaml``), and each job of ``all_jobs`` (``sweep_jobs``) that never
     started (no folder with its overrides) runs in a new folder of ``sweep_dir``. "" when no
     job is unfinished or none completed. ``search_path``: the sweep's ``hydra.searchpath=`` override, led in each.
+    ``stopped``: a job of ``jobs`` stopped just now (its record not written yet): unfinished, listed first.
     """
     from pathlib import Path
 
-    status = {Path(j): _status(Path(j) / "metrics.json") for j in jobs}
+    status = {Path(j): "interrupted" if j == stopped else _status(Path(j) / "metrics.json") for j in jobs}
     recorded = all((j / ".hydra" / "overrides.yaml").exists() for j in status)  # else which ran is unknown
     ran = {j.name: job_configuration(_yaml_list(j / ".hydra" / "overrides.yaml")) for j in status} if recorded else {}
     never = never_started(all_jobs, ran) if recorded and sweep_dir is not None else []
@@ -208,7 +182,7 @@ def unfinished_jobs_hint(jobs: Sequence[Any], resumable: Sequence[str], all_jobs
         number, want, folder, done = other
         return (f"; {sweep_dir} holds another sweep (its job {number}, {folder}, ran {done}; this sweep's job {number} "
                 f"is {want}): run this sweep in another hydra.sweep.dir")
-    unfinished = [j for j, s in status.items() if s in resumable]
+    unfinished = sorted((j for j, s in status.items() if s in resumable), key=lambda j: j != stopped)
     if not (unfinished or never) or all(s in resumable for s in status.values()):
         return ""
     commands = []
