@@ -104,3 +104,34 @@ def test_distributed_local_processes_share_the_host_for_their_simulations(device
                available=16 * GB)
     monkeypatch.delenv(LOCAL_CHILD_ENV)  # processes on hosts of their own (distributed=auto): a share each
     check_fits(cfg, gs.make_mesh(), _rule(cfg), available=16 * GB)
+
+
+@pytest.mark.parametrize("overrides, named, fix", [
+    (("experiment=quick", "model.width=100000"), "model.width=100000 (at its default 32: ", "model.width=32"),
+    (("experiment=quick", "model=transformer", "model.embed=100000"), "model.embed=100000 (at its default 32: ",
+     "model.embed=32"),
+    (("model.width=100000",), "model.width=100000 (at its default 128: ", "model.width=128"),  # conf/model's own
+])
+def test_the_default_a_message_names_is_the_one_the_commands_composition_gives(devices, overrides, named, fix):
+    # Was "model.width=100000 (at its default 128 ...); lower it, e.g. model.width=128" under experiment=quick, whose
+    # composed width is 32: conf/model/mlp.yaml's default was named, not the one the command's preset gives.
+    from hydra import compose, initialize_config_dir
+    from hydra.core.hydra_config import HydraConfig
+    from omegaconf import open_dict
+
+    from faults_helpers import REPO, register_configs
+
+    register_configs()
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        config = compose("config", overrides=list(overrides), return_hydra_config=True)
+        HydraConfig.instance().set_config(config)  # as launch.py's Hydra app holds it
+        try:
+            cfg = config.copy()
+            with open_dict(cfg):
+                del cfg["hydra"]
+            with pytest.raises(ConfigError) as err:
+                check_fits(cfg, gs.make_mesh(), _rule(cfg), available=16 * GB)
+        finally:
+            HydraConfig.instance().cfg = None
+    message = str(err.value)
+    assert named in message and message.endswith(f"lower it, e.g. {fix}"), message

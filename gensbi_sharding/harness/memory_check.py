@@ -18,6 +18,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness.config import ConfigError
+from gensbi_sharding.harness.composed_defaults import composed_section
 from gensbi_sharding.harness.override_keys import schema_default
 from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
 from gensbi_sharding.harness.units import format_bytes
@@ -159,7 +160,8 @@ def check_fits(cfg: DictConfig, mesh: Any, rule: Any, available: int | None = No
 
 def _responsible(cfg: DictConfig, mesh: Any, rule: Any, dims: tuple[int, int], devices: int, available: int) -> str:
     """"; model.width=100000 is responsible (at its default 128: 2.4 MB): lower it" or the like; "" if none found."""
-    hparams, defaults = _hparams(cfg), _defaults(cfg)
+    # The defaults named are those the command's composition gives (experiment=quick's width 32, not 128).
+    hparams, defaults = _hparams(cfg), composed_section(cfg, "model")
     raised = [k for k, v in hparams.items() if k in defaults and _raised(v, defaults[k])]
     try:
         at_default = {k: state_bytes_per_device(cfg, mesh, rule, dims, {**hparams, k: defaults[k]}) * devices
@@ -181,6 +183,7 @@ def _hparams(cfg: DictConfig) -> dict:
 
 
 def _defaults(cfg: DictConfig) -> dict:
+    """The model's settings' schema defaults: a bound below which any model fits (no composition on every run)."""
     schema = OmegaConf.get_type(cfg.model)
     found = {k: schema_default(schema, k) for k in cfg.model}
     return {k: value for k, (has, value) in found.items() if has}
