@@ -336,6 +336,63 @@ def test_a_second_ctrl_c_stops_at_once(tmp_path, monkeypatch, devices):
     assert len(_losses(out)) == 3  # the curve of the steps run
 
 
+@pytest.mark.parametrize("where, saved", [("save", 4), ("close", 8), ("train", 4), ("finalizer", 5)])
+def test_a_second_ctrl_c_records_the_newest_committed_checkpoint(tmp_path, monkeypatch, caplog, devices, where, saved):
+    # Was: two Ctrl-C 50 ms apart, the second while checkpoint 4800 was saved or committed, printed Orbax's "[ERROR]
+    # ... Save Finalize thread (save_finalize) failed" with a KeyboardInterrupt traceback, and metrics.json said
+    # stopped_at_step: null though 4800 was committed (train.resume=auto continued from it). Now a second Ctrl-C
+    # during a checkpoint's save or commit waits for it; wherever it comes, the record names the newest committed step.
+    # One landing in a finalizer (tqdm.__del__) printed "Exception ignored in ..." with its traceback, and was lost.
+    from gensbi_sharding.checkpoint import CheckpointWriter
+
+    def two_ctrl_c():
+        signal.raise_signal(signal.SIGINT)  # the first asks for a stop at the next step boundary
+        signal.raise_signal(signal.SIGINT)  # the second stops at once (a save under way ends first)
+
+    real_save, real_close, real_train = CheckpointWriter.save, CheckpointWriter.close, train_module.train
+    closed = []
+
+    def save(self, step, *args, **kwargs):  # Ctrl-C twice while checkpoint 4 is written
+        done = real_save(self, step, *args, **kwargs)
+        if step == 4 and where == "save":
+            two_ctrl_c()
+        return done
+
+    def close(self):  # Ctrl-C twice as the run waits for its last checkpoint's commit
+        if where == "close" and not closed:
+            closed.append(self)
+            two_ctrl_c()
+        real_close(self)
+
+    class Collected:
+        def __del__(self):
+            two_ctrl_c()
+
+    def train(*args, on_step, **kwargs):  # Ctrl-C twice at step 5, after checkpoint 4, before any other
+        def hook(at, state):
+            if at == 5 and where == "train":
+                two_ctrl_c()
+            if at == 5 and where == "finalizer":  # the first stops the run at this step, after its checkpoint
+                Collected()
+            return on_step(at, state)
+        return real_train(*args, on_step=hook, **kwargs)
+
+    monkeypatch.setattr(CheckpointWriter, "save", save)
+    monkeypatch.setattr(CheckpointWriter, "close", close)
+    monkeypatch.setattr(train_module, "train", train)
+    unraisable = []
+    monkeypatch.setattr(sys, "unraisablehook", unraisable.append)
+    out = tmp_path / "run"
+    with pytest.raises(KeyboardInterrupt):
+        run_tiny(out, "train.checkpoint_every=2")
+    assert unraisable == []
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert committed_steps(out / "checkpoints")[-1] == saved
+    assert (metrics["status"], metrics["stopped_at_step"], metrics["final_step"]) == ("interrupted", saved, saved)
+    assert metrics["error"].startswith("interrupted (Ctrl-C); continue with: "), metrics["error"]
+    assert "Traceback" not in caplog.text and "save_finalize" not in caplog.text, caplog.text
+
+
 @pytest.mark.slow  # end-to-end run with evaluation
 def test_ctrl_c_during_c2st_never_records_a_score(tmp_path, monkeypatch, devices):
     # Was: scikit-learn's classifier caught the KeyboardInterrupt and returned a half-fitted model; the run

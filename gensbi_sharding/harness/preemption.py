@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from gensbi_sharding.harness.console import stop_level
+from gensbi_sharding.harness.interrupt_hold import defer_interrupt, hold_interrupt
 from gensbi_sharding.harness.parent_signal import stop_signal
 from gensbi_sharding.harness.signal_hold import PREEMPT_SIGNALS, take_held
 
@@ -166,7 +167,7 @@ class PreemptionWatch:
 
         if signum == signal.SIGINT:
             self._interrupts += 1
-            if self._interrupts > 1:  # Ctrl-C again: stop at once, as Python's own handler would
+            if self._interrupts > 1 and not defer_interrupt(frame):  # Ctrl-C again: at once (after a save under way)
                 raise KeyboardInterrupt
         first = self.signum is None
         self.signum = self.signum or signum
@@ -185,16 +186,15 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
     """The training phase of a run: ``train.train`` with its checkpoint cadence and preemption.
 
     Saves every ``train.checkpoint_every`` steps and at the end (a non-finite state is never saved:
-    ``CheckpointWriter.save``), each checkpoint with the early-stopping state (``state.checkpoint_tree``; written
-    after the step's validation, the final one before the best weights are put back; only a stop before or inside
-    that validation saves without it, and a run resumed there runs it first), so a resumed run ends as an
-    uninterrupted one: same stop step, best step, weights and validation history. It stops at the first step
-    boundary after a preemption signal, or between the batches of a validation under way (then the step it
-    followed), saving there. A run resumed by ``train.resume=auto`` whose checkpoint already holds
-    ``train.steps``, or whose early stopping had ended training, trains nothing and goes on to evaluation (with
-    the best weights put back). Afterwards the watch knows training is over (``training_done``): a signal during
-    evaluation stops the run at once, naming the final checkpoint. ``statistics``, the data's z-score
-    statistics, are saved in each checkpoint's info (``NORMALIZATION``).
+    ``CheckpointWriter.save``), each checkpoint with the early-stopping state (``state.checkpoint_tree``; written after
+    the step's validation, the final one before the best weights are put back; only a stop before or inside that
+    validation saves without it, and a run resumed there runs it first), so a resumed run ends as an uninterrupted one:
+    same stop step, best step, weights and validation history. It stops at the first step boundary after a preemption
+    signal, or between the batches of a validation under way (then the step it followed), saving there. A run resumed by
+    ``train.resume=auto`` whose checkpoint already holds ``train.steps``, or whose early stopping had ended training,
+    trains nothing and goes on to evaluation (with the best weights put back). Afterwards the watch knows training is
+    over (``training_done``): a signal during evaluation stops the run at once, naming the final checkpoint.
+    ``statistics``, the data's z-score statistics, are saved in each checkpoint's info (``NORMALIZATION``).
 
     Returns
     -------
@@ -243,7 +243,7 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
 
     def save(step: int, current: Any) -> None:  # the early-stopping state too: state.checkpoint_tree
         best = stopper.best_weights if stopper.best_weights is not None else functions.weights(current)
-        with timer.paused(current):
+        with timer.paused(current), hold_interrupt():  # a second Ctrl-C: once the checkpoint is written
             writer.save(step, checkpoint_tree(current, best), ts.key,
                         info={EARLY_STOPPING: stopper.scalars(), DATA_SHARDS: shards, NORMALIZATION: statistics})
 
@@ -290,11 +290,12 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
                           "no finite checkpoint was saved before it (train.checkpoint_every=N keeps some)")
         ) from None
     finally:
-        writer.close()
+        with hold_interrupt():  # its commit too (inside Orbax's wait, a KeyboardInterrupt printed a traceback)
+            writer.close()
     final = ts.start_step + result.steps
     watch.training_done(final, out / checkpoint.CHECKPOINT_SUBDIR / str(final))
-    # A signal at the last step, in its validation or during the last save stops the run too: evaluation
-    # can take minutes, and SLURM's SIGKILL follows its SIGTERM within seconds.
-    # (One process only: across processes the sync point decides, or they would part ways here.)
+    # A signal at the last step, in its validation or during the last save stops the run too: evaluation can take
+    # minutes, SLURM's SIGKILL follows its SIGTERM within seconds (one process only: across processes the sync point
+    # decides, or they would part ways here).
     return result, bool(stopped) or (watch.signum is not None and jax.process_count() == 1)
 

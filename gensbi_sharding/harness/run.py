@@ -18,7 +18,8 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from gensbi_sharding.harness import console, loss_history, outputs, run_folder, run_report, summary, sweep_continue, sweep_hints
+from gensbi_sharding.harness import (console, interrupt_hold, loss_history, outputs, run_folder, run_report,
+                                     stop_record, summary, sweep_continue, sweep_hints)
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.config_checks import processes_config_problem, scored_observations, validate
 from gensbi_sharding.harness.config_values import interpolation_problem
@@ -55,6 +56,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     start = time.perf_counter()
     metrics: dict[str, Any] = {"status": "error", "config": OmegaConf.to_container(cfg, resolve=True)}
     folder, failure = run_folder.RunFolder(out, cfg), None
+    interrupt_hold.reset()  # a Ctrl-C an earlier run in this process deferred is not this run's
     with PreemptionWatch() as watch:
         try:
             watch_parent()
@@ -78,7 +80,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             if stop.step is not None:  # the step the checkpoint holds, as a finished run's final_step
                 metrics["final_step"] = stop.step
             if stop.interrupted:  # Ctrl-C ends the sweep too, as Python's KeyboardInterrupt would
-                run_report.record_interrupt(metrics, error, start, folder)
+                stop_record.record_interrupt(metrics, error, start, folder)
                 if whole:
                     log.info("%s", whole)
                 if folder.owner:  # Hydra's end-of-sweep summary never comes: the jobs so far, and those not run
@@ -87,16 +89,18 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             log.log(min(console.stop_level(), logging.WARNING), "%s", error)
             if whole:
                 log.info("%s", whole)
-        except KeyboardInterrupt:  # a second Ctrl-C: at once, wherever the run was
-            hint = f"; continue with: {sweep_hints.continue_command(out)}" if any((out / "checkpoints").glob("*")) else ""
-            run_report.record_interrupt(metrics, f"interrupted (Ctrl-C){hint}", start, folder)
+        except KeyboardInterrupt:  # a second Ctrl-C: at once, wherever the run was (a save under way ended first)
+            saved = stop_record.record_resume_point(metrics, out)  # was null, the checkpoint committed unnamed
+            hint = f"; continue with: {sweep_hints.continue_command(out)}" if saved is not None else ""
+            stop_record.record_interrupt(metrics, f"interrupted (Ctrl-C){hint}", start, folder)
             raise
         except Exception as err:  # every failure ends this job cleanly; the sweep goes on
             if cfg.get("debug"):
                 folder.release()
                 raise
             if stop_signal(watch.signum) == signal.SIGINT:  # e.g. C2ST's worker processes, stopped by the same Ctrl-C
-                run_report.record_interrupt(metrics, f"interrupted (Ctrl-C): {type(err).__name__}: {err}", start, folder)
+                stop_record.record_resume_point(metrics, out)
+                stop_record.record_interrupt(metrics, f"interrupted (Ctrl-C): {type(err).__name__}: {err}", start, folder)
                 raise KeyboardInterrupt from err
             metrics["error"] = f"{type(err).__name__}: {err}"
             log.error("%s", metrics["error"], extra=child_refusal(err))  # the console tags it "[ERROR]"

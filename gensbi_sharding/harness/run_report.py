@@ -11,19 +11,18 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from gensbi_sharding.harness.console import DETAILS, stop_level
+from gensbi_sharding.harness.console import DETAILS
 from gensbi_sharding.harness.console_lines import log_c2st_mean, mesh_step_line  # run's step lines, with final_line
 from gensbi_sharding.harness.units import (c2st_spread, format_bytes, format_c2st, format_count, format_seconds,
                                           is_number)
 
 __all__ = ["annotations_of", "left_whole", "splits_nothing_hint", "placement_block", "variable_table",
-           "final_line", "state_figures", "report_placement", "mesh_step_line", "log_c2st_mean", "record_interrupt"]
+           "final_line", "state_figures", "report_placement", "mesh_step_line", "log_c2st_mean"]
 
 log = logging.getLogger("gensbi_sharding")
 
@@ -175,26 +174,6 @@ def final_line(metrics: dict[str, Any], out: Path) -> str:
         parts.append(f"{format_count(metrics['samples_per_s'])} samples/s (median step"
                      + (f" of attempt {earlier}, which trained)" if earlier else ")"))
     return f"done in {wall}: {', '.join(parts) or 'no training left'}; outputs in {out}"
-
-
-def record_interrupt(metrics: dict[str, Any], error: str, start: float, folder: Any) -> None:
-    """Record a run stopped by Ctrl-C (``status: interrupted``), say how to continue it, free its folder.
-
-    Parameters
-    ----------
-    metrics : dict
-        The run's metrics so far; ``status``, ``error`` and ``wall_s`` are set and written.
-    error : str
-        The stop, worded with the command that continues the run (if any).
-    start : float
-        ``time.perf_counter()`` at the run's start.
-    folder : RunFolder
-        Records the metrics and releases the folder's lock.
-    """
-    metrics.update(status="interrupted", error=error, wall_s=time.perf_counter() - start)
-    log.log(stop_level(), "%s", error)
-    folder.record(metrics)
-    folder.release()
 
 
 def state_figures(nodes: dict[str, Any], mesh: Any, report: Any = None) -> dict[str, int]:

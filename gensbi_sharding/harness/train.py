@@ -283,6 +283,7 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
             # Ctrl-C: the caller keeps the curve of the steps run (a resumed run joins it to its own).
             interrupt.losses = host_values(losses)
             interrupt.val_history = list(history[first_validation:])
+            bar.close()  # else the stop's line continued the bar's ("...step=1600][ERROR] interrupted (Ctrl-C)")
             raise
         finally:  # before the error or the stop is logged: on a terminal the bar is cleared, not left under it
             bar.close()

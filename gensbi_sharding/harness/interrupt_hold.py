@@ -1,0 +1,82 @@
+"""A second Ctrl-C while a checkpoint is saved or committed: held until the save ends, then raised.
+
+A run's first Ctrl-C stops it at the next step boundary, after a checkpoint; a second stops it at once
+(``KeyboardInterrupt``, ``PreemptionWatch``). Raised while Orbax wrote or committed a checkpoint, it landed inside
+Orbax's wait: Orbax logged "[ERROR] ... Save Finalize thread (save_finalize) failed" with the traceback, and the
+run recorded ``stopped_at_step: null`` though the checkpoint was committed (``train.resume=auto`` continued from it).
+Inside ``hold_interrupt()`` the watch's handler defers it (``defer_interrupt``); it is raised as the save ends, so
+the run records the checkpoint the save committed. Nothing is waited for longer: the process's exit finished a
+save under way anyway. One landing in a finalizer (``tqdm.__del__``) is deferred as well: raised there, Python printed
+its traceback and dropped it. A third Ctrl-C raises at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+__all__ = ["hold_interrupt", "defer_interrupt", "reset"]
+
+log = logging.getLogger("gensbi_sharding")
+
+_state = {"depth": 0, "pending": False}  # holds open (nested); a Ctrl-C deferred, raised as the outermost ends
+
+
+@contextlib.contextmanager
+def hold_interrupt() -> Iterator[None]:
+    """Inside: a Ctrl-C that would stop the run at once waits for the block to end (a checkpoint's save or commit).
+
+    Raises
+    ------
+    KeyboardInterrupt
+        On leaving the outermost block, when a Ctrl-C was deferred inside it.
+    """
+    _state["depth"] += 1
+    try:
+        yield
+    finally:
+        _state["depth"] -= 1
+        if _state["depth"] == 0 and _state["pending"]:
+            _state["pending"] = False
+            raise KeyboardInterrupt
+
+
+def defer_interrupt(frame: Any = None) -> bool:
+    """Whether the Ctrl-C that would stop the run at once is deferred: inside ``hold_interrupt``, or when it landed in
+    a finalizer (``__del__``, a ``weakref`` callback: Python prints "Exception ignored in ..." with the traceback there
+    and goes on); never a third.
+
+    Parameters
+    ----------
+    frame : frame or None
+        The frame the signal interrupted (the handler's second argument).
+
+    Returns
+    -------
+    bool
+        True: the caller raises nothing now; ``hold_interrupt`` raises ``KeyboardInterrupt`` as its block ends.
+    """
+    held = bool(_state["depth"])
+    if _state["pending"] or not (held or _in_finalizer(frame)):
+        return False
+    _state["pending"] = True
+    log.warning("Ctrl-C again: stopping %s (Ctrl-C once more stops at once)",
+                "once the checkpoint under way is saved" if held else "at the next checkpoint, or as the first asked")
+    return True
+
+
+def reset() -> None:
+    """Forget a deferred Ctrl-C: a new run starts (a test's, or a sweep's next job after one that ended)."""
+    _state.update(depth=0, pending=False)
+
+
+def _in_finalizer(frame: Any) -> bool:
+    for _ in range(8):  # the finalizer's own frame, or one of the few it called
+        if frame is None:
+            return False
+        if frame.f_code.co_name == "__del__" or frame.f_code.co_filename.endswith("weakref.py"):
+            return True
+        frame = frame.f_back
+    return False

@@ -1,0 +1,69 @@
+"""The record of a run stopped by Ctrl-C: its status, and the checkpoint ``train.resume=auto`` continues from.
+
+A first Ctrl-C stops the run at a step boundary, after a checkpoint (``Preempted`` names its step); a second stops it
+at once, wherever it was, a checkpoint's save held until it ends (``interrupt_hold``): its record names the newest
+committed checkpoint, the one a continued run starts from.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+__all__ = ["record_interrupt", "record_resume_point"]
+
+log = logging.getLogger("gensbi_sharding")
+
+
+def record_interrupt(metrics: dict[str, Any], error: str, start: float, folder: Any) -> None:
+    """Record a run stopped by Ctrl-C (``status: interrupted``), say how to continue it, free its folder.
+
+    Parameters
+    ----------
+    metrics : dict
+        The run's metrics so far; ``status``, ``error`` and ``wall_s`` are set and written.
+    error : str
+        The stop, worded with the command that continues the run (if any).
+    start : float
+        ``time.perf_counter()`` at the run's start.
+    folder : RunFolder
+        Records the metrics and releases the folder's lock.
+    """
+    import time
+
+    from gensbi_sharding.harness.console import stop_level
+
+    metrics.update(status="interrupted", error=error, wall_s=time.perf_counter() - start)
+    log.log(stop_level(), "%s", error)
+    folder.record(metrics)
+    folder.release()
+
+
+def record_resume_point(metrics: dict[str, Any], out: Path) -> int | None:
+    """Set ``stopped_at_step`` (and ``final_step``) of a run stopped at once to its newest committed checkpoint.
+
+    A second Ctrl-C stops wherever the run was, a checkpoint's save held until it ends (``interrupt_hold``): the
+    newest committed checkpoint is the one ``train.resume=auto`` continues from (was: ``stopped_at_step: null``
+    beside a committed checkpoint 4800).
+
+    Parameters
+    ----------
+    metrics : dict
+        The run's metrics so far; updated.
+    out : pathlib.Path
+        The run's folder (``<out>/checkpoints``).
+
+    Returns
+    -------
+    int or None
+        The step; None: no checkpoint committed.
+    """
+    from gensbi_sharding.checkpoint_steps import committed_steps
+
+    steps = committed_steps(Path(out) / "checkpoints")
+    saved = steps[-1] if steps else None
+    metrics["stopped_at_step"] = saved
+    if saved is not None:  # the step the checkpoint holds, as a finished run's final_step
+        metrics["final_step"] = saved
+    return saved
