@@ -5,6 +5,7 @@ its sharding while the next compiles. Why not straight into shards: the README's
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import warnings
 from collections.abc import Callable
@@ -18,8 +19,8 @@ from jax.sharding import Mesh, NamedSharding, SingleDeviceSharding
 
 from gensbi_sharding.rules import RULES, Rule, RuleTable, resolve_rule
 from gensbi_sharding.nodes import (array_leaves, array_variables, build_unplaced, check_node, eval_shape_off_mesh,
-                                   is_array_like, keep_scalars, leaf_paths, mesh_label, path_name, placed_as,
-                                   trace_digest, trace_factory)
+                                   is_array_like, is_prng_key, keep_scalars, leaf_paths, mesh_label, path_name,
+                                   placed_as, trace_factory)
 from gensbi_sharding.sharding import Plan, plan_shardings
 
 __all__ = ["GROUP_BYTES", "init_sharded", "abstract_sharded", "init_optimizer_sharded"]
@@ -59,7 +60,7 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Rule
     if mesh is None:
         check_node(node := build_unplaced(factory), "init_sharded (what the factory returned)")
         return node
-    graphdef, state, plan = _trace_and_plan(factory, mesh, rule, warn, "init_sharded")
+    graphdef, state, plan = _trace_and_plan(factory, mesh, rule, warn, "init_sharded", flags := {})
     variables = dict((path_name(p), v) for p, v in nnx.to_flat_state(state) if path_name(p) in plan.specs)
     if not mesh.local_devices:
         raise ValueError(f"the mesh {dict(mesh.shape)} holds no device of this process ({jax.process_index()}); "
@@ -89,12 +90,17 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Rule
         for path, value in zip(group, pending):  # scalars in a pytree value stay scalars, as factory() holds them
             variables[path].set_value(keep_scalars(variables[path].get_value(), value))
     jax.block_until_ready(pending)
-    return nnx.merge(graphdef, state)
+    model = nnx.merge(graphdef, state)
+    for kind, paths in flags.items():  # traced plain (trace_factory): made ref=True / hijax=True again, as factory()
+        if paths:
+            model = nnx.with_vars(model, **{kind: True}, only=lambda path, _, paths=paths: path in paths)
+    return model
 
 
 def abstract_sharded(factory: Callable[[], Any], mesh: Mesh | None,
                      rule: str | RuleTable | Rule = "replicated", *, warn: bool = True) -> Any:
-    """``init_sharded``'s result (and errors), abstract (only traced, for dry runs): arrays as ``jax.ShapeDtypeStruct``.
+    """``init_sharded``'s result (and errors), abstract (only traced, for dry runs): arrays as ``jax.ShapeDtypeStruct``,
+    in plain variables (``ref=True`` and ``hijax=True`` ones hold no abstract value).
 
     Parameters
     ----------
@@ -206,9 +212,11 @@ def _check(factory: Any, rule: Any, warn: Any) -> Rule:
     return resolve_rule(rule)
 
 
-def _trace_and_plan(factory: Callable[[], Any], mesh: Mesh, rule: Rule, warn: bool, caller: str) -> tuple:
-    """``trace_factory`` (its errors naming ``caller``), then plan it and warn at the caller's caller."""
-    graphdef, state = trace_factory(factory, caller)
+def _trace_and_plan(factory: Callable[[], Any], mesh: Mesh, rule: Rule, warn: bool, caller: str,
+                    flags: dict | None = None) -> tuple:
+    """``trace_factory`` (its errors naming ``caller``; ``flags`` as it takes them), then plan and warn at the caller's
+    caller."""
+    graphdef, state = trace_factory(factory, caller, flags)
     plan = plan_shardings(nnx.merge(graphdef, state), mesh, rule)
     if warn:
         plan.warn(stacklevel=3)
@@ -252,3 +260,13 @@ def _place_whole(whole: jax.Array, target: NamedSharding) -> jax.Array:
         return jax.device_put(whole, target)
     # Every process computed the same value; each places the shards its devices hold.
     return jax.tree.map(lambda w: jax.make_array_from_callback(w.shape, target, lambda index: w[index]), whole)
+
+
+def trace_digest(jaxpr: Any, constants: dict[str, Any]) -> tuple:
+    """A trace's operations (as text) and a digest of its constants and of ``constants`` (name to value built from no
+    traced array): equal for two traces building the same values, whatever outputs each selects."""
+    def digest(c: Any) -> tuple:
+        c = np.asarray(jax.random.key_data(c) if is_prng_key(c) else c)  # a Python number too (nnx.Variable(3))
+        return c.shape, str(c.dtype), hashlib.sha1(np.ascontiguousarray(c)).hexdigest()
+    return ([str(eqn) for eqn in jaxpr.jaxpr.eqns], [digest(c) for c in jaxpr.consts],
+            sorted((name, [digest(c) for c in jax.tree.leaves(value)]) for name, value in constants.items()))

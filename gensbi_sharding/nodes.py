@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-import hashlib
 import math
 
 import flax.errors
@@ -18,7 +17,7 @@ from jax.sharding import AbstractMesh, Mesh
 __all__ = ["is_int", "is_array", "is_scalar", "is_prng_key", "path_name", "check_mesh", "mesh_label", "is_node",
            "check_node", "node_state", "array_variables", "check_plan_fits", "abstract_state", "placed_dtype",
            "eval_shape_off_mesh", "is_array_like", "array_leaves", "placed_as", "value_leaves", "leaf_paths",
-           "shape_of", "keep_scalars", "trace_factory", "trace_digest", "check_value_leaves", "listing",
+           "shape_of", "keep_scalars", "trace_factory", "check_value_leaves", "listing",
            "mesh_axes_of", "prefix_holding", "spec_misfit", "build_unplaced", "non_node_part"]
 
 
@@ -257,9 +256,10 @@ def build_unplaced(factory: Callable[[], Any]) -> Any:
         return factory()
 
 
-def trace_factory(factory: Callable[[], Any], caller: str = "init_sharded") -> tuple[Any, nnx.State]:
+def trace_factory(factory: Callable[[], Any], caller: str = "init_sharded", flags: dict | None = None) -> tuple:
     """Trace ``factory()`` into its graphdef and abstract state, keeping scalars' values; ``ValueError`` naming
-    ``caller`` if the constructor reads a traced value."""
+    ``caller`` if the constructor reads a traced value. Variables made ``ref=True`` (a mutable array reference, which no
+    trace may return) or ``hijax=True`` (which takes no abstract value) come back plain: ``flags`` gets their paths."""
     found = {}
 
     def build():
@@ -270,7 +270,10 @@ def trace_factory(factory: Callable[[], Any], caller: str = "init_sharded") -> t
                              f"nnx.Rngs ({str(error).splitlines()[0][:100]}); make it inside the factory: "
                              "lambda: Model(..., rngs=nnx.Rngs(0)), not lambda: Model(..., rngs=rngs)") from error
         check_node(node, f"{caller} (what the factory returned)")
-        graphdef, state = nnx.split(node)
+        kinds = {kind: {p for p, v in nnx.graph.iter_graph(node) if isinstance(v, nnx.Variable) and getattr(v, kind)}
+                 for kind in ("ref", "hijax")}
+        (flags if flags is not None else {}).update(kinds)
+        graphdef, state = nnx.split(nnx.with_vars(node, ref=False, hijax=False) if any(kinds.values()) else node)
         values = check_value_leaves([(path_name(p), v.get_value()) for p, v in nnx.to_flat_state(state)], caller)
         # The scalars of each value (a pytree value's too, {"n": 3}), the rest marked: keep_scalars puts them back.
         found.update(graphdef=graphdef, scalars={p: jax.tree.map(
@@ -289,12 +292,3 @@ def trace_factory(factory: Callable[[], Any], caller: str = "init_sharded") -> t
         var.set_value(keep_scalars(found["scalars"].get(path_name(path)), var.get_value()))
     return found["graphdef"], state
 
-
-def trace_digest(jaxpr: Any, constants: dict[str, Any]) -> tuple:
-    """A trace's operations (as text) and a digest of its constants and of ``constants`` (name to value built from no
-    traced array): equal for two traces building the same values, whatever outputs each selects."""
-    def digest(c: Any) -> tuple:
-        c = np.asarray(jax.random.key_data(c) if is_prng_key(c) else c)  # a Python number too (nnx.Variable(3))
-        return c.shape, str(c.dtype), hashlib.sha1(np.ascontiguousarray(c)).hexdigest()
-    return ([str(eqn) for eqn in jaxpr.jaxpr.eqns], [digest(c) for c in jaxpr.consts],
-            sorted((name, [digest(c) for c in jax.tree.leaves(value)]) for name, value in constants.items()))

@@ -202,8 +202,12 @@ def place(node: Any, plan: Plan) -> None:
         if all(isinstance(v, jax.Array) and getattr(v.sharding, "mesh", None) == target.mesh
                and v.sharding.is_equivalent_to(target, v.ndim) for v in array_leaves(value)):
             continue
-        var.set_value(jax.tree.map(lambda v: v.update(sharding=target) if isinstance(v, jax.ShapeDtypeStruct)
-                                   else jax.device_put(v, target) if is_array(v) else v, value))
+        placed = jax.tree.map(lambda v: v.update(sharding=target) if isinstance(v, jax.ShapeDtypeStruct)
+                              else jax.device_put(v, target) if is_array(v) else v, value)
+        if isinstance(var.get_raw_value(), jax.Ref):  # ref=True: set_value writes into it, on its devices; JAX refused
+            var.set_raw_value(jax.new_ref(placed))
+        else:
+            var.set_value(placed)
 
 
 def _check_specs_fit(plan: Plan, variables: list[tuple[str, Any]], caller: str) -> None:
