@@ -193,8 +193,10 @@ def check_table(table: Mapping) -> None:
         # Another name (a stacked-layer axis, transform_metadata={nnx.PARTITION_NAME: "layers"}) may be declared
         # unsplit (None, (), []): only a split needs the vocabulary, where a typo would split nothing.
         if key not in LOGICAL_AXES and (names or not isinstance(key, str)):
-            other = (f"another name, e.g. a stacked-layer axis, can only be left unsplit: {{{key!r}: None}}"
-                     if isinstance(key, str) else f"a key is a logical axis name, a str: got {type(key).__name__}")
+            other = (f"a key is a logical axis name, a str: got {type(key).__name__}" if not isinstance(key, str) else
+                     f"annotations name logical axes, which a rule maps onto mesh axes: annotate with one mapped onto "
+                     f"{key!r} ({_onto(table, key)})" if key in names else  # {'model': 'model'}: Flax's guide's names
+                     f"another name, e.g. a stacked-layer axis, can only be left unsplit: {{{key!r}: None}}")
             raise ValueError(f"rule table key {key!r} is not a logical axis; valid keys: {', '.join(LOGICAL_AXES)} "
                              f"({other})")
         if not all(isinstance(v, str) and v for v in names):  # "" (Hydra's rule.embed=) is no axis: None is unsplit
@@ -205,6 +207,12 @@ def check_table(table: Mapping) -> None:
             once = tuple(dict.fromkeys(names))
             raise ValueError(f"rule table entry {{{key!r}: {value!r}}} names mesh axis {twice!r} twice; list "
                              f"each once: {{{key!r}: {once[0] if len(once) == 1 else once!r}}}")
+
+
+def _onto(table: Mapping, axis: str) -> str:
+    """The logical axes ``table`` maps onto mesh axis ``axis``, else one a built-in rule maps there: for a message."""
+    return ", ".join(k for k, v in table.items() if k in LOGICAL_AXES and axis in mesh_axes_of(_plain(v))) or next((
+        f"none; rule {r!r} maps {k!r} onto it" for r, pairs in RULES.items() for k, v in pairs if v == axis), "none")
 
 
 def partition_spec_for(names: Sequence[str | None] | str | None, shape: Sequence[int],
@@ -236,6 +244,10 @@ def partition_spec_for(names: Sequence[str | None] | str | None, shape: Sequence
         return P(), f"annotation rank {len(names)} != array rank {len(shape)}"
     entries, owner = [], {}
     for name, dim in zip(names, shape):
+        if name is not None and name not in table and name not in LOGICAL_AXES and name in mesh.shape:
+            # Flax's GSPMD guide annotates with mesh axes: leaving the name unsplit (the fix below) would split nothing.
+            return P(), (f"{name!r} is a mesh axis, not a logical axis: a rule maps logical axes onto mesh axes; annotate "
+                         f"that dimension with a logical axis this rule maps onto {name!r} ({_onto(table, name)})")
         if name is not None and name not in table and name not in LOGICAL_AXES:
             return P(), (f"unknown logical axis {name!r} (known: {', '.join(LOGICAL_AXES)}); to split the other "
                          f"dimensions, leave it unsplit: a rule table with {{{name!r}: None}}")

@@ -63,3 +63,28 @@ def test_ref_and_hijax_variables_are_placed_built_and_keep_their_kind(tmp_path, 
     restored = checkpoint.restore(tmp_path, target).state
     assert restored["w"].get_value().sharding.spec == P(None, "model")
     np.testing.assert_array_equal(np.asarray(restored["w"].get_value()), np.asarray(expected.w[...]))
+
+
+class MeshAxisNamed(nnx.Module):
+    """Annotated as Flax's GSPMD guide does: with the mesh's axis names, not logical ones."""
+
+    def __init__(self, rngs):
+        self.dot = nnx.Linear(16, 32, rngs=rngs, kernel_init=nnx.with_partitioning(
+            nnx.initializers.lecun_normal(), (None, "model"), eager_sharding=False))
+        self.w = nnx.Param(jnp.ones((32, 16)), sharding_names=("model", None), eager_sharding=False)
+
+
+@pytest.mark.parametrize("rule, onto", [("tensor", "(mlp, heads, vocab)"),
+                                        ("fsdp", "(none; rule 'tensor' maps 'mlp' onto it)")])
+def test_an_annotation_naming_a_mesh_axis_falls_back_naming_the_logical_axes_that_split_it(rule, onto):
+    # Was: "unknown logical axis 'model' ... leave it unsplit: a rule table with {'model': None}", advice that splits
+    # nothing; and the table {'model': 'model'} was refused with the same advice.
+    with pytest.warns(DeprecationWarning):  # sharding_names: Flax's older key, read alike
+        plan = gs.plan_shardings(MeshAxisNamed(nnx.Rngs(0)), gs.make_mesh(model_axis=2), rule)
+    reason = (f"'model' is a mesh axis, not a logical axis: a rule maps logical axes onto mesh axes; annotate that "
+              f"dimension with a logical axis this rule maps onto 'model' {onto}")
+    assert plan.fallbacks == {"dot/kernel": reason, "w": reason, "dot/bias": "no annotation"}
+    assert plan.specs["dot/kernel"] == P() and plan.specs["w"] == P()
+    with pytest.raises(ValueError, match=r"rule table key 'model' is not a logical axis; .*annotate with one mapped "
+                                         r"onto 'model' \(none; rule 'tensor' maps 'mlp' onto it\)"):
+        gs.resolve_rule({"model": "model"})
