@@ -18,9 +18,8 @@ from flax import nnx
 from jax.sharding import Mesh, NamedSharding, SingleDeviceSharding
 
 from gensbi_sharding.rules import RULES, Rule, RuleTable, resolve_rule
-from gensbi_sharding.nodes import (array_leaves, array_variables, build_unplaced, check_node, eval_shape_off_mesh,
-                                   is_array_like, is_prng_key, keep_scalars, leaf_paths, mesh_label, path_name,
-                                   placed_as, trace_factory)
+from gensbi_sharding.nodes import (array_leaves, array_variables, build_unplaced, check_node, is_array_like,
+                                   is_prng_key, keep_scalars, leaf_paths, mesh_label, path_name, trace_factory)
 from gensbi_sharding.sharding import Plan, plan_shardings
 
 __all__ = ["GROUP_BYTES", "init_sharded", "abstract_sharded", "init_optimizer_sharded"]
@@ -270,3 +269,16 @@ def trace_digest(jaxpr: Any, constants: dict[str, Any]) -> tuple:
         return c.shape, str(c.dtype), hashlib.sha1(np.ascontiguousarray(c)).hexdigest()
     return ([str(eqn) for eqn in jaxpr.jaxpr.eqns], [digest(c) for c in jaxpr.consts],
             sorted((name, [digest(c) for c in jax.tree.leaves(value)]) for name, value in constants.items()))
+
+
+def placed_as(value: Any, sharding: jax.sharding.Sharding) -> bool:
+    """Whether every array of ``value`` (abstract too) has a sharding equivalent to ``sharding``."""
+    leaves = array_leaves(value)
+    return bool(leaves) and all(getattr(leaf, "sharding", None) is not None
+                                and leaf.sharding.is_equivalent_to(sharding, len(leaf.shape)) for leaf in leaves)
+
+
+def eval_shape_off_mesh(build: Callable[[], Any]) -> Any:
+    """``nnx.eval_shape(build)`` with no mesh active: under one, Flax would read logical axes as mesh axes and raise."""
+    with jax.set_mesh(None):
+        return nnx.eval_shape(build)

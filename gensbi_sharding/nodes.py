@@ -16,9 +16,9 @@ from jax.sharding import AbstractMesh, Mesh
 
 __all__ = ["is_int", "is_array", "is_scalar", "is_prng_key", "path_name", "check_mesh", "mesh_label", "is_node",
            "check_node", "node_state", "array_variables", "check_plan_fits", "abstract_state", "placed_dtype",
-           "eval_shape_off_mesh", "is_array_like", "array_leaves", "placed_as", "value_leaves", "leaf_paths",
-           "shape_of", "keep_scalars", "trace_factory", "check_value_leaves", "listing",
-           "mesh_axes_of", "prefix_holding", "spec_misfit", "build_unplaced", "non_node_part"]
+           "is_array_like", "array_leaves", "value_leaves", "leaf_paths", "shape_of", "keep_scalars", "trace_factory",
+           "check_value_leaves", "listing", "mesh_axes_of", "prefix_holding", "spec_misfit", "build_unplaced",
+           "non_node_part"]
 
 
 def is_int(x: Any) -> bool:
@@ -49,13 +49,6 @@ def is_array_like(x: Any) -> bool:
 def array_leaves(value: Any) -> list:
     """The arrays of a variable's value: itself, or the leaves of a pytree it holds (``{"mean": ...}``)."""
     return [leaf for leaf in jax.tree.leaves(value) if is_array_like(leaf)]
-
-
-def placed_as(value: Any, sharding: jax.sharding.Sharding) -> bool:
-    """Whether every array of ``value`` (abstract too) has a sharding equivalent to ``sharding``."""
-    leaves = array_leaves(value)
-    return bool(leaves) and all(getattr(leaf, "sharding", None) is not None
-                                and leaf.sharding.is_equivalent_to(sharding, len(leaf.shape)) for leaf in leaves)
 
 
 _NOT_SCALAR = object()  # a leaf to jax.tree (no pytree node): trace_factory's stand-in for a traced leaf
@@ -147,13 +140,19 @@ def is_node(node: Any) -> bool:
 
 
 def check_node(node: Any, caller: str, *, factory: bool = False) -> None:
-    """``TypeError`` naming ``caller`` unless ``node`` passes ``is_node`` (or, with ``factory``, is callable)."""
-    if is_node(node) or (factory and callable(node)):
-        return
-    also = ", or a zero-argument factory building one" if factory else ""
-    raise TypeError(f"{caller} takes an NNX graph node (a Module, nnx.Optimizer, nnx.State, or a tuple or "
-                    f"dict of them{also}), got {type(node).__name__} {' '.join(repr(node).split())[:60]}"
-                    f"{non_node_part(node)}")  # a Module's repr spans lines
+    """``TypeError`` naming ``caller`` unless ``node`` passes ``is_node`` (each array in a variable) or, with
+    ``factory``, is callable."""
+    if is_node(node):  # Flax 0.12 keeps an array attribute (self.buf = jnp.ones(3)) as state, in no variable
+        # iter_graph: built in a trace (init_sharded), such an attribute is in the graphdef, not the state
+        name = next((path_name(p) for p, v in nnx.graph.iter_graph(node) if is_array_like(v)), None)
+        if name is not None:
+            raise TypeError(f"{caller}: {name} is an array in no nnx.Variable (this library places variables): hold "
+                            "it in one, nnx.Variable(value) or a subclass (nnx.BatchStat), read as variable[...]")
+    elif not (factory and callable(node)):
+        also = ", or a zero-argument factory building one" if factory else ""
+        raise TypeError(f"{caller} takes an NNX graph node (a Module, nnx.Optimizer, nnx.State, or a tuple or "
+                        f"dict of them{also}), got {type(node).__name__} {' '.join(repr(node).split())[:60]}"
+                        f"{non_node_part(node)}")  # a Module's repr spans lines
 
 
 def non_node_part(node: Any) -> str:
@@ -236,12 +235,6 @@ def abstract_state(node: Any, sharding_for: Callable[[str, Any], jax.sharding.Sh
 def placed_dtype(dtype: Any) -> Any:
     """The dtype an array of ``dtype`` has on a device: 64-bit types narrowed unless ``jax_enable_x64``."""
     return jax.dtypes.canonicalize_dtype(dtype, allow_extended_dtype=True)
-
-
-def eval_shape_off_mesh(build: Callable[[], Any]) -> Any:
-    """``nnx.eval_shape(build)`` with no mesh active: under one, Flax would read logical axes as mesh axes and raise."""
-    with jax.set_mesh(None):
-        return nnx.eval_shape(build)
 
 
 _READS_TRACED_VALUE = (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError,

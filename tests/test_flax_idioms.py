@@ -88,3 +88,31 @@ def test_an_annotation_naming_a_mesh_axis_falls_back_naming_the_logical_axes_tha
     with pytest.raises(ValueError, match=r"rule table key 'model' is not a logical axis; .*annotate with one mapped "
                                          r"onto 'model' \(none; rule 'tensor' maps 'mlp' onto it\)"):
         gs.resolve_rule({"model": "model"})
+
+
+class BareArrays(nnx.Module):
+    """Flax 0.12 keeps an array attribute as state without a variable: ``buf``, and one in ``nnx.data``'s dict."""
+
+    def __init__(self, where, rngs):
+        self.lin = nnx.Linear(4, 8, rngs=rngs)
+        if where == "attribute":
+            self.buf = jnp.arange(8.0)
+        else:
+            self.tree = nnx.data({"n": 3, "buf": jnp.arange(8.0)})
+
+
+@pytest.mark.parametrize("where, name", [("attribute", "buf"), ("nnx.data dict", "tree/buf")])
+@pytest.mark.parametrize("call, caller", [
+    (lambda f, mesh: gs.shard_model(f(), mesh, "fsdp"), "plan_shardings"),
+    (lambda f, mesh: gs.init_sharded(f, mesh, "fsdp"), r"init_sharded \(what the factory returned\)"),
+    (lambda f, mesh: gs.abstract_sharded(f, mesh), r"abstract_sharded \(what the factory returned\)"),
+    (lambda f, mesh: gs.sharding_of(f()), "sharding_of"),
+    (lambda f, mesh: gs.describe(f(), mesh), "describe"),
+    (lambda f, mesh: checkpoint.abstract_state_for(f(), mesh), "abstract_state_for"),
+])
+def test_an_array_held_in_no_variable_is_named_with_the_fix(where, name, call, caller):
+    # Was: shard_model left it on one device, silently, and sharding_of, describe, abstract_state_for, init_sharded
+    # and abstract_sharded raised AttributeError: "'ArrayImpl' object has no attribute 'get_value'".
+    with pytest.raises(TypeError, match=rf"^{caller}: {name} is an array in no nnx.Variable \(this library places "
+                                        r"variables\): hold it in one, nnx.Variable\(value\) or a subclass"):
+        call(lambda: BareArrays(where, nnx.Rngs(0)), gs.make_mesh(model_axis=2))
