@@ -116,3 +116,123 @@ def test_an_array_held_in_no_variable_is_named_with_the_fix(where, name, call, c
     with pytest.raises(TypeError, match=rf"^{caller}: {name} is an array in no nnx.Variable \(this library places "
                                         r"variables\): hold it in one, nnx.Variable\(value\) or a subclass"):
         call(lambda: BareArrays(where, nnx.Rngs(0)), gs.make_mesh(model_axis=2))
+
+
+def _kernel(names, flax_way):
+    init = nnx.initializers.lecun_normal()
+    return nnx.with_partitioning(init, names, eager_sharding=False) if flax_way else gs.partitioned(init, names)
+
+
+class ScannedLayers(nnx.Module):
+    """Layers stacked by nnx.vmap (axis "layers", no logical axis of ours) and run by nnx.scan, as Flax documents."""
+
+    def __init__(self, flax_way, rngs):
+        @nnx.split_rngs(splits=3)
+        @nnx.vmap(in_axes=(0,), out_axes=0, transform_metadata={nnx.PARTITION_NAME: "layers"})
+        def make(rngs):
+            return nnx.Linear(16, 16, rngs=rngs, kernel_init=_kernel(("embed", "mlp"), flax_way),
+                              bias_init=gs.partitioned(nnx.initializers.zeros_init(), ("mlp",)))
+        self.layers = make(rngs)
+        self.head = nnx.Linear(16, 1, rngs=rngs, kernel_init=_kernel(("mlp", None), flax_way))
+
+    def __call__(self, x):
+        @nnx.scan(in_axes=(nnx.Carry, 0), out_axes=nnx.Carry)
+        def body(x, layer):
+            return jnp.tanh(layer(x))
+        return self.head(body(x, self.layers))
+
+
+def _train(model, optimizer, x, steps=3):
+    @nnx.jit
+    def step(model, optimizer, x):
+        loss, grads = nnx.value_and_grad(lambda m: jnp.mean((m(x) - 1.0) ** 2))(model)
+        optimizer.update(model, grads)
+        return loss
+    return np.array([float(step(model, optimizer, x)) for _ in range(steps)])
+
+
+@pytest.mark.parametrize("flax_way, base, split", [(False, "tensor", {"layers/kernel": P(None, None, "model")}),
+                                                   (True, "fsdp", {"layers/kernel": P(None, "data", None)})])
+def test_scanned_stacked_layers_train_as_on_one_device_under_a_table_leaving_layers_unsplit(flax_way, base, split):
+    mesh = gs.make_mesh(model_axis=2)
+    table = {**dict(gs.RULES[base]), "layers": None}
+    sharded = gs.init_sharded(lambda: ScannedLayers(flax_way, nnx.Rngs(0)), mesh, table, warn=False)
+    assert {path: gs.sharding_of(sharded)[path].spec for path in split} == split
+    optimizer = gs.init_optimizer_sharded(sharded, optax.adam(1e-2), table)
+    assert gs.sharding_of(optimizer)["opt_state/0/mu/layers/kernel"].spec == split["layers/kernel"]
+    with nnx.use_eager_sharding(False):
+        alone = ScannedLayers(flax_way, nnx.Rngs(0))
+    x = jax.random.normal(jax.random.key(1), (8, 16))
+    want = _train(alone, nnx.Optimizer(alone, optax.adam(1e-2), wrt=nnx.Param), x)
+    with jax.set_mesh(mesh):
+        got = _train(sharded, optimizer, gs.shard_batch(x, mesh))
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    assert want[-1] < want[0]  # it trained
+
+
+class Counter(nnx.Variable):
+    """A variable type of the user's own."""
+
+
+class Idioms(nnx.Module):
+    """One model holding every container and variable kind Flax 0.12 offers, each annotated where it can be."""
+
+    def __init__(self, rngs):
+        kernel = lambda: gs.partitioned(nnx.initializers.lecun_normal(), ("embed", "mlp"))  # noqa: E731
+        self.embed = nnx.Embed(32, 16, rngs=rngs, embedding_init=gs.partitioned(
+            nnx.initializers.normal(), ("vocab", "embed")))
+        self.head = self.embed.embedding  # tied: the output head reads the embedding
+        self.blocks = nnx.List([nnx.Linear(16, 16, kernel_init=kernel(), rngs=rngs) for _ in range(2)])
+        self.named = nnx.Dict(up=nnx.Linear(16, 32, kernel_init=kernel(), rngs=rngs))
+        self.inner = nnx.Sequential(nnx.LoRA(32, 4, 16, rngs=rngs, a_metadata=gs.axes("mlp", None),
+                                             b_metadata=gs.axes(None, "embed")))
+        self.norm = nnx.BatchNorm(16, rngs=rngs, scale_metadata=gs.axes("embed"), bias_metadata=gs.axes("embed"))
+        self.drop = nnx.Dropout(0.5, rngs=rngs)
+        self.rngs = nnx.Rngs(noise=3)
+        self.stacked = ScannedLayers(True, rngs).layers
+        self.half = nnx.Param(jnp.linspace(0, 1, 16, dtype=jnp.bfloat16), **gs.axes("mlp"))
+        self.seen = Counter(jnp.array(0, jnp.int32))
+        self.mask = nnx.Variable(jnp.arange(16) % 3 == 0, **gs.axes("mlp"))
+
+    def __call__(self, tokens):
+        h = self.embed(tokens)
+        for block in self.blocks:
+            h = jnp.tanh(block(h))
+        h = self.norm(self.inner(self.named["up"](h)) + self.rngs.noise.normal(h.shape) * 1e-3)
+        h = self.drop(h) * self.half[...].astype(h.dtype)[: h.shape[-1]]
+        self.seen[...] += 1
+        return h @ self.head[...].T
+
+
+def _node(model):
+    return model, nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param), nnx.EMA(model, 0.9, only=nnx.Param)
+
+
+def test_every_idiom_restores_exactly_across_meshes_and_onto_no_mesh(tmp_path):
+    table = {**dict(gs.RULES["tensor"]), "layers": None}
+    model = gs.init_sharded(lambda: Idioms(nnx.Rngs(0, dropout=1)), gs.make_mesh(model_axis=2), table, warn=False)
+    saved = (model, gs.init_optimizer_sharded(model, optax.adam(1e-2), table), nnx.EMA(model, 0.9, only=nnx.Param))
+
+    @nnx.jit
+    def step(model, optimizer, ema, tokens):  # moves every kind of state: parameters, moments, EMA, stats, RNG
+        grads = nnx.grad(lambda m: jnp.mean(m(tokens) ** 2))(model)
+        optimizer.update(model, grads)
+        ema.update(model)
+    step(*saved, jnp.arange(8)[:, None] % 32)
+    source = saved
+    for i, mesh in enumerate([gs.make_mesh(model_axis=4), None]):  # (4, 2) -> (2, 4) -> one device
+        with checkpoint.CheckpointWriter(tmp_path / str(i)) as writer:
+            writer.save(i, source, jax.random.key(0))
+        with nnx.use_eager_sharding(False):
+            target = _node(Idioms(nnx.Rngs(7)))
+        nnx.update(target, checkpoint.restore(tmp_path / str(i), checkpoint.abstract_state_for(target, mesh, table)).state)
+        _assert_same(target, saved)
+        assert target[0].head is target[0].embed.embedding  # still tied
+        if mesh is not None:
+            specs = gs.sharding_of(target)
+            assert {path: specs[path].spec for path in ("0/embed/embedding", "0/stacked/kernel", "1/opt_state/0/mu/half",
+                                                        "2/params/named/up/kernel", "0/rngs/noise/key")} == {
+                "0/embed/embedding": P("model", None), "0/stacked/kernel": P(None, None, "model"),
+                "1/opt_state/0/mu/half": P("model"), "2/params/named/up/kernel": P(None, "model"), "0/rngs/noise/key": P()}
+            assert all(s.mesh == mesh for s in specs.values() if s is not None)
+        source = target
