@@ -97,11 +97,13 @@ class BareArrays(nnx.Module):
         self.lin = nnx.Linear(4, 8, rngs=rngs)
         if where == "attribute":
             self.buf = jnp.arange(8.0)
-        else:
+        elif where == "nnx.data dict":
             self.tree = nnx.data({"n": 3, "buf": jnp.arange(8.0)})
+        else:  # Flax's own layer keeps its mask so
+            self.conv = nnx.Conv(2, 4, (3,), mask=jnp.ones((3, 2, 4)), rngs=rngs)
 
 
-@pytest.mark.parametrize("where, name", [("attribute", "buf"), ("nnx.data dict", "tree/buf")])
+@pytest.mark.parametrize("where, name", [("attribute", "buf"), ("nnx.data dict", "tree/buf"), ("Conv", "conv/mask")])
 @pytest.mark.parametrize("call, caller", [
     (lambda f, mesh: gs.shard_model(f(), mesh, "fsdp"), "plan_shardings"),
     (lambda f, mesh: gs.init_sharded(f, mesh, "fsdp"), r"init_sharded \(what the factory returned\)"),
@@ -236,3 +238,15 @@ def test_every_idiom_restores_exactly_across_meshes_and_onto_no_mesh(tmp_path):
                 "1/opt_state/0/mu/half": P("model"), "2/params/named/up/kernel": P(None, "model"), "0/rngs/noise/key": P()}
             assert all(s.mesh == mesh for s in specs.values() if s is not None)
         source = target
+
+
+def test_a_conv_mask_held_in_a_variable_as_the_error_says_is_placed_and_computes_alike():
+    conv = nnx.Conv(2, 4, (3,), mask=jnp.tril(jnp.ones((3, 2)))[..., None].repeat(4, -1), rngs=nnx.Rngs(0),
+                    kernel_init=gs.partitioned(nnx.initializers.lecun_normal(), (None, None, "mlp")))
+    x = jax.random.normal(jax.random.key(1), (4, 6, 2))
+    want = conv(x)
+    conv.mask = nnx.Variable(conv.mask)  # the fix the error names
+    mesh = gs.make_mesh(model_axis=2)
+    gs.shard_model_by_table(conv, mesh, dict(gs.RULES["tensor"]))
+    assert gs.sharding_of(conv)["mask"].spec == P() and gs.sharding_of(conv)["kernel"].spec == P(None, None, "model")
+    np.testing.assert_allclose(np.asarray(nnx.jit(lambda c, x: c(x))(conv, x)), np.asarray(want), rtol=1e-6)
