@@ -17,7 +17,7 @@ import numpy as np
 from flax import nnx
 from jax.sharding import Mesh, NamedSharding, SingleDeviceSharding
 
-from gensbi_sharding.rules import RULES, Rule, RuleTable, resolve_rule
+from gensbi_sharding.rules import RULES, Rule, RuleTable, logical_axes_of, resolve_rule
 from gensbi_sharding.nodes import (array_leaves, array_variables, build_unplaced, check_node, is_array_like,
                                    is_prng_key, keep_scalars, leaf_paths, mesh_label, path_name, trace_factory)
 from gensbi_sharding.sharding import Plan, plan_shardings
@@ -180,18 +180,24 @@ def _model_mesh(model: Any) -> tuple[Mesh | None, bool]:
 
 def _check_placed_under(model: Any, mesh: Mesh, rule: Rule) -> None:
     """Refuse ``rule`` when its plan puts a variable of ``model`` elsewhere than it is, naming a rule that fits."""
-    values = {path_name(p): v.get_value() for p, v in nnx.graph.iter_graph(model) if isinstance(v, nnx.Variable)}
+    variables = {path_name(p): v for p, v in nnx.graph.iter_graph(model) if isinstance(v, nnx.Variable)}
+    values = {path: v.get_value() for path, v in variables.items()}
 
     def first_difference(plan: Plan) -> str | None:
         return next((path for path in plan.specs if not placed_as(values[path], plan.sharding(path))), None)
 
     path = first_difference(plan := plan_shardings(model, mesh, rule))
     if path is not None:
+        held = getattr(array_leaves(values[path])[0].sharding, "spec", None)
+        if logical_axes_of(variables[path]) is None and held is not None:  # no rule splits it: a jitted step did
+            raise ValueError(f"init_optimizer_sharded: the model holds {path} at {held}, though it has no annotation, "
+                             "so no rule placed it there: e.g. a jitted step laid it out anew (jit keeps no placement "
+                             "without out_shardings); place the model again first (shard_model, shard_model_by_table)")
         fits = next((name for name in RULES if first_difference(plan_shardings(model, mesh, name)) is None), None)
         hint = (f"the model is placed as rule {fits!r} places it: pass rule={fits!r}" if fits else "pass the rule "
                 "table the model was placed under") + ", or place it under this rule first (shard_model)"
         raise ValueError(f"init_optimizer_sharded: {rule.label} places {path} at {plan.specs[path]}, but the model "
-                         f"holds it at {getattr(array_leaves(values[path])[0].sharding, 'spec', None)}; {hint}")
+                         f"holds it at {held}; {hint}")
 
 
 def _check(factory: Any, rule: Any, warn: Any) -> Rule:

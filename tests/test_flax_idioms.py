@@ -250,3 +250,32 @@ def test_a_conv_mask_held_in_a_variable_as_the_error_says_is_placed_and_computes
     gs.shard_model_by_table(conv, mesh, dict(gs.RULES["tensor"]))
     assert gs.sharding_of(conv)["mask"].spec == P() and gs.sharding_of(conv)["kernel"].spec == P(None, None, "model")
     np.testing.assert_allclose(np.asarray(nnx.jit(lambda c, x: c(x))(conv, x)), np.asarray(want), rtol=1e-6)
+
+
+class Normed(nnx.Module):
+    def __init__(self, rngs):
+        self.up = nnx.Linear(16, 16, rngs=rngs, kernel_init=gs.partitioned(nnx.initializers.lecun_normal(), ("embed", "mlp")))
+        self.norm = nnx.BatchNorm(16, rngs=rngs)  # unannotated: the plan replicates it
+
+    def __call__(self, x):
+        return self.norm(jnp.tanh(self.up(x)))
+
+
+def test_a_new_optimizer_after_a_jitted_step_names_the_relayout_and_the_fix():
+    # Was: "rule 'tensor' places norm/bias at P(), but the model holds it at P('model',); pass the rule table the
+    # model was placed under, ...": the rule was right; jit had laid out the unannotated variables anew.
+    mesh = gs.make_mesh(model_axis=2)
+    model = gs.init_sharded(lambda: Normed(nnx.Rngs(0)), mesh, "tensor", warn=False)
+    optimizer = gs.init_optimizer_sharded(model, optax.adam(1e-2), "tensor")
+    with jax.set_mesh(mesh):
+        _train(model, optimizer, gs.shard_batch(jnp.ones((8, 16)), mesh), steps=1)
+    moved = [path for path, s in gs.sharding_of(model).items() if path.startswith("norm/") and s.spec != P()]
+    assert moved  # XLA chose to split what the plan replicates
+    with pytest.raises(ValueError, match=rf"the model holds {moved[0]} at P\('model',?\), though it has no annotation, "
+                                         r"so no rule placed it there: e.g. a jitted step laid it out anew .* place the "
+                                         r"model again first \(shard_model, shard_model_by_table\)"):
+        gs.init_optimizer_sharded(model, optax.sgd(1e-2), "tensor")
+    gs.shard_model_by_table(model, mesh, dict(gs.RULES["tensor"]))  # the fix the error names
+    fresh = gs.init_optimizer_sharded(model, optax.adam(1e-2), "tensor")
+    assert gs.sharding_of(fresh)["opt_state/0/mu/up/kernel"].spec == P(None, "model")
+    assert all(s.spec == P() for path, s in gs.sharding_of(model).items() if path.startswith("norm/"))
