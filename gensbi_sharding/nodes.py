@@ -146,9 +146,10 @@ def check_node(node: Any, caller: str, *, factory: bool = False) -> None:
         # iter_graph: built in a trace (init_sharded), such an attribute is in the graphdef, not the state
         name = next((path_name(p) for p, v in nnx.graph.iter_graph(node) if is_array_like(v)), None)
         if name is not None:
-            raise TypeError(f"{caller}: {name} is an array in no nnx.Variable (this library places variables): hold "
-                            "it in one, nnx.Variable(value) or a subclass (nnx.BatchStat), read as variable[...] (Flax's "
-                            "nnx.Conv(mask=m) keeps m so: conv.mask = nnx.Variable(conv.mask), its call reads it alike)")
+            raise TypeError(f"{caller}: {name} is an array in no nnx.Variable (this library places variables): "
+                            "hold it in one, nnx.Variable(value) or a subclass (nnx.BatchStat), read as variable[...] "
+                            "(Flax's nnx.Conv(mask=m) keeps m so: conv.mask = nnx.Variable(conv.mask), its call reads "
+                            "it alike)")
     elif not (factory and callable(node)):
         also = ", or a zero-argument factory building one" if factory else ""
         raise TypeError(f"{caller} takes an NNX graph node (a Module, nnx.Optimizer, nnx.State, or a tuple or "

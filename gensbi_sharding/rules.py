@@ -246,8 +246,8 @@ def partition_spec_for(names: Sequence[str | None] | str | None, shape: Sequence
     for name, dim in zip(names, shape):
         if name is not None and name not in table and name not in LOGICAL_AXES and name in mesh.shape:
             # Flax's GSPMD guide annotates with mesh axes: leaving the name unsplit (the fix below) would split nothing.
-            return P(), (f"{name!r} is a mesh axis, not a logical axis: a rule maps logical axes onto mesh axes; annotate "
-                         f"that dimension with a logical axis this rule maps onto {name!r} ({_onto(table, name)})")
+            return P(), (f"{name!r} is a mesh axis, not a logical axis: a rule maps logical axes onto mesh axes; "
+                         f"annotate that dimension with a logical axis this rule maps onto {name!r} ({_onto(table, name)})")
         if name is not None and name not in table and name not in LOGICAL_AXES:
             return P(), (f"unknown logical axis {name!r} (known: {', '.join(LOGICAL_AXES)}); to split the other "
                          f"dimensions, leave it unsplit: a rule table with {{{name!r}: None}}")
