@@ -12,8 +12,7 @@ a second Ctrl-C stops at once. ``distributed=local``'s processes get any signal 
 word the stop by the signal the parent received (``harness.parent_signal``): its Ctrl-C is "interrupted".
 
 The handler only records the signal; it never raises into whatever code runs (an exception raised there can land in
-a C++ callback of JAX's, where it is lost or crashes the process). Only a second Ctrl-C raises
-``KeyboardInterrupt``, as Python would.
+a C++ callback of JAX's, where it is lost or crashes the process). Only a second Ctrl-C raises ``KeyboardInterrupt``.
 
 Across processes every process must stop at the same step, or their collective checkpoint cannot complete: there
 JAX's preemption service (started by ``jax.distributed.initialize``, it takes over SIGTERM) agrees on the step
