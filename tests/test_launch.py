@@ -363,8 +363,9 @@ BAD_INPUTS = {
     "data.name=nope": (["unknown data 'nope'", "lotka_volterra, sir, slcp, two_moons"], True),
     "mesh.modle_axis=2": (["mesh.modle_axis", "set mesh.model_axis=2"], False),
     "train.steps=ten": (["train.steps", "could not be converted to Integer"], False),
-    # Was a traceback (InterpolationKeyError from the folder callback, then from run()).
-    "train.steps=${data.nope}": (["train.steps=${data.nope} cannot be resolved", "e.g. train.steps=4000"], False),
+    # Was a traceback (InterpolationKeyError from the folder callback, then from run()). The fix is TINY's
+    # experiment=quick's 20 steps (was the schema's 4000, which quick had changed).
+    "train.steps=${data.nope}": (["train.steps=${data.nope} cannot be resolved", "e.g. train.steps=20,"], False),
 }
 
 

@@ -38,7 +38,7 @@ AXIS_3 = ("ConfigError: mesh.model_axis=3: 8 devices are not divisible by model_
 
 @pytest.mark.parametrize("command, count, lines", [
     (("experiment=quick", "train.steps=100,-5"), "1 of the 2",
-     ["job 1 (train.steps=-5): ConfigError: train.steps=-5 must be >= 1; e.g. train.steps=4000"]),
+     ["job 1 (train.steps=-5): ConfigError: train.steps=-5 must be >= 1; e.g. train.steps=20"]),  # quick's (was 4000)
     # Only with the other key of the job: 7 does not split over 8 devices, 2000 is more than 1000 simulations hold.
     (("experiment=quick", "data.batch_size=256,7,2000", "data.num_simulations=1000"), "2 of the 3",
      ["job 1 (data.batch_size=7): ConfigError: data.batch_size=7 cannot be used: the global batch size 7 must be a "
@@ -51,11 +51,11 @@ AXIS_3 = ("ConfigError: mesh.model_axis=3: 8 devices are not divisible by model_
      [f"job {n} (rule={rule} mesh.model_axis=3): {AXIS_3}" for n, rule in ((0, "tensor"), (2, "fsdp"))]),
     (("experiment=quick", "data=two_moons,sir", "data.theta_transform=nonee"), "2 of the 2",
      [f"job {n} (data={data}): ConfigError: data.theta_transform='nonee' is not one of support, none; e.g. "
-      "data.theta_transform=support" for n, data in ((0, "two_moons"), (1, "sir"))]),
+      f"data.theta_transform={fix}" for n, data, fix in ((0, "two_moons", "none"), (1, "sir", "support"))]),
     # Was: that job alone failed, once the jobs before it had run (and the summary named it).
     (("experiment=quick", "train.steps=2,${nope}"), "1 of the 2",
      ["job 1 (train.steps=${nope}): ConfigError: train.steps=${nope} cannot be resolved (Interpolation key 'nope' not "
-      "found); give a value, e.g. train.steps=4000, or point the ${...} at an existing key of the right type (python "
+      "found); give a value, e.g. train.steps=20, or point the ${...} at an existing key of the right type (python "
       "launch.py --cfg job lists the keys)"]),
     # distributed=local shares this machine's CPU devices over its processes. Was: refused when job 1 started, after
     # job 0 had run (the sweep check left every job of several processes to itself).

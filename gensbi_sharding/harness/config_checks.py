@@ -9,10 +9,10 @@ import dataclasses
 import json
 import math
 import re
-import typing
 
 from omegaconf import DictConfig, OmegaConf
 
+from gensbi_sharding.harness.composed_defaults import suggested_default
 from gensbi_sharding.harness.config import Config, ConfigError, require
 from gensbi_sharding.harness.groups import chosen_options
 from gensbi_sharding.harness.held_out import val_pairs_problem
@@ -20,7 +20,6 @@ from gensbi_sharding.harness.hints import override_literal
 from gensbi_sharding.harness.config_values import check_lists, check_numbers, interpolation_problem
 from gensbi_sharding.harness.model_checks import check_model
 from gensbi_sharding.harness.name_hints import registered_name_problem
-from gensbi_sharding.harness.override_keys import schema_default
 from gensbi_sharding.harness.rule_config import partition_axis_from_config, rule_table
 from gensbi_sharding.harness.tasks import NUM_OBSERVATIONS, TASKS
 
@@ -36,8 +35,8 @@ def validate(cfg: DictConfig) -> None:
     Raises
     ------
     ConfigError
-        Naming the first bad key, its value and the override that fixes it (a message
-        that names none gets the key's schema default, which every check accepts).
+        Naming the first bad key, its value and the override that fixes it (a message that names none gets
+        the key's default as the command composes it, ``suggested_default``: never the value refused).
     """
     try:
         _validate(cfg)
@@ -45,7 +44,7 @@ def validate(cfg: DictConfig) -> None:
         if problem is None:  # GenSBI checks these sections only after simulating; they need model.name's fields
             check_model(cfg.model)
     except ConfigError as err:
-        raise ConfigError(_with_fix(str(err))) from None
+        raise ConfigError(_with_fix(str(err), cfg)) from None
     require(problem is None, problem)
 
 
@@ -119,17 +118,20 @@ def scored_observations(cfg: DictConfig) -> tuple[list[int], str | None]:
                           "data.num_observation)")
 
 
-def _with_fix(message: str) -> str:
-    """``message`` + "; e.g. <key>=<schema default>" when it names a ``key=value`` but no override to type."""
+def _with_fix(message: str, cfg: DictConfig) -> str:
+    """``message`` + "; e.g. <key>=<default>" when it names a ``key=value`` but no override to type.
+
+    The default is the one the command composes (``experiment=quick``'s data.batch_size=64), not the schema's 256:
+    that was offered under a preset that had changed it, and where the preset's value was the one refused, the fix
+    was the refused value itself (``suggested_default`` offers neither)."""
     if re.search(r"(e\.g\.|set|add|use|pass|give|pick|choose) [a-z_]+\.[a-z0-9_.]+=", message):
         return message
     named = re.match(r"([a-z_]+)\.([a-z0-9_]+)=", message)
     if not named:
         return message
-    group, key = named.groups()
-    # The section's declared type (ModelConfig for every model: its fields' defaults fit each one).
-    found, default = schema_default(typing.get_type_hints(Config).get(group), key)
-    return f"{message}; e.g. {group}.{key}={override_literal(default)}" if found else message
+    path = ".".join(named.groups())
+    found, default = suggested_default(cfg, path)
+    return f"{message}; e.g. {path}={override_literal(default)}" if found else message
 
 
 def _validate(cfg: DictConfig) -> None:

@@ -11,9 +11,10 @@ import math
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import GrammarParseError, InterpolationResolutionError
 
-from gensbi_sharding.harness.config import Config, ConfigError
+from gensbi_sharding.harness.composed_defaults import suggested_default
+from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.hints import override_literal
-from gensbi_sharding.harness.override_keys import list_fields, schema_default
+from gensbi_sharding.harness.override_keys import list_fields
 
 __all__ = ["INT32_MAX", "check_lists", "check_numbers", "interpolation_problem"]
 
@@ -45,7 +46,7 @@ def interpolation_problem(cfg: DictConfig) -> str | None:
             for part in path.replace("[", ".").replace("]", "").split("."):  # the value as typed: ${...}
                 raw = raw[int(part)] if isinstance(raw, list) else raw[part]
             reason = str(err).strip().splitlines()[0]
-            found, default = _key_default(cfg, path)
+            found, default = suggested_default(cfg, path)
             example = f", e.g. {path}={override_literal(default)}" if found else ""
             return (f"{path}={raw} cannot be resolved ({reason}); give a value{example}, or point the ${{...}} at "
                     "an existing key of the right type (python launch.py --cfg job lists the keys)")
@@ -90,21 +91,10 @@ def _leaves(cfg: DictConfig):
     yield from walk({k: v for k, v in OmegaConf.to_container(cfg, resolve=True).items() if k != "hydra"}, "")
 
 
-def _key_default(cfg: DictConfig, path: str) -> tuple[bool, object]:
-    """``schema_default`` of ``path`` in the schema its section was merged onto (the chosen model's own: flux1's
-    mlp_ratio); ``(False, None)`` where there is none (the rule table, a list item)."""
-    parent, _, key = path.rpartition(".")
-    try:
-        schema = OmegaConf.get_type(OmegaConf.select(cfg, parent, throw_on_resolution_failure=False)) if parent \
-            else Config
-    except ValueError:  # not a config node
-        return False, None
-    return schema_default(schema, key)
-
-
 def _schema_fix(cfg: DictConfig, path: str, ok) -> str:
-    """"; e.g. <path>=<schema default>" when that default is a number ``ok`` accepts; else ""."""
-    found, default = _key_default(cfg, path)
+    """"; e.g. <path>=<default>" when the command's default (``suggested_default``: ``experiment=quick``'s
+    train.steps=20, not the schema's 4000) is a number ``ok`` accepts; else ""."""
+    found, default = suggested_default(cfg, path)
     number = found and isinstance(default, (int, float)) and not isinstance(default, bool)
     return f"; e.g. {path}={default}" if number and ok(default) else ""
 
