@@ -241,7 +241,14 @@ def partition_spec_for(names: Sequence[str | None] | str | None, shape: Sequence
         return P(), (f"annotation entry {odd[0]!r} ({type(odd[0]).__name__}) is no logical axis name: give one str "
                      f"(e.g. 'embed') or None per dimension, got {names!r}")
     if len(names) != len(shape):
-        return P(), f"annotation rank {len(names)} != array rank {len(shape)}"
+        # One leading dimension more: layers stacked by nnx.vmap/nnx.scan keep their block's annotation unless
+        # transform_metadata names the stacked axis (the rank alone told a Flax user nothing to change).
+        stacked = (f": one leading dimension more (size {shape[0]}): layers stacked by nnx.vmap/nnx.scan without "
+                   "transform_metadata get no name for the stacked axis; pass the vmap transform_metadata="
+                   "{nnx.PARTITION_NAME: None} (the stacked axis left unsplit), or {nnx.PARTITION_NAME: 'layers'} "
+                   "with a rule table mapping it, e.g. {**dict(gs.RULES['fsdp']), 'layers': None}"
+                   ) if len(shape) == len(names) + 1 else ""
+        return P(), f"annotation rank {len(names)} != array rank {len(shape)}{stacked}"
     entries, owner = [], {}
     for name, dim in zip(names, shape):
         if name is not None and name not in table and name not in LOGICAL_AXES and name in mesh.shape:

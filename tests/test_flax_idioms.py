@@ -172,6 +172,45 @@ def test_scanned_stacked_layers_train_as_on_one_device_under_a_table_leaving_lay
     assert want[-1] < want[0]  # it trained
 
 
+def _stacked(**vmap_kwargs):
+    """Three Linear layers stacked by nnx.vmap over their constructor, annotated with our logical axes."""
+    @nnx.split_rngs(splits=3)
+    @nnx.vmap(in_axes=(0,), out_axes=0, **vmap_kwargs)
+    def make(rngs):
+        return nnx.Linear(16, 16, rngs=rngs,
+                          kernel_init=gs.partitioned(nnx.initializers.lecun_normal(), ("embed", "mlp")),
+                          bias_init=gs.partitioned(nnx.initializers.zeros_init(), ("mlp",)))
+    with nnx.use_eager_sharding(False):
+        return nnx.Dict(layers=make(nnx.Rngs(0)))
+
+
+FIXES = ("pass the vmap transform_metadata={nnx.PARTITION_NAME: None} (the stacked axis left unsplit), or "
+         "{nnx.PARTITION_NAME: 'layers'} with a rule table mapping it, e.g. {**dict(gs.RULES['fsdp']), 'layers': None}")
+
+
+@pytest.mark.parametrize("rule, kernel, bias", [("fsdp", P(None, "data", None), P(None, None)),
+                                                ("tensor", P(None, None, "model"), P(None, "model"))])
+def test_stacked_layers_without_transform_metadata_fall_back_naming_the_fix_that_places_them(rule, kernel, bias):
+    # Was only "annotation rank 2 != array rank 3": nothing said that the vmap named no stacked axis, nor what to pass.
+    mesh = gs.make_mesh(model_axis=2)
+    plan = gs.plan_shardings(_stacked(), mesh, rule)
+    assert plan.specs == {"layers/kernel": P(), "layers/bias": P()}
+    assert plan.fallbacks == {
+        "layers/kernel": "annotation rank 2 != array rank 3: one leading dimension more (size 3): layers stacked by "
+                         f"nnx.vmap/nnx.scan without transform_metadata get no name for the stacked axis; {FIXES}",
+        "layers/bias": "annotation rank 1 != array rank 2: one leading dimension more (size 3): layers stacked by "
+                       f"nnx.vmap/nnx.scan without transform_metadata get no name for the stacked axis; {FIXES}"}
+    # Each fix named places every stacked variable, the stacked axis unsplit, under the built-in rule or its table.
+    for model, table in ((_stacked(transform_metadata={nnx.PARTITION_NAME: None}), rule),
+                         (_stacked(transform_metadata={nnx.PARTITION_NAME: "layers"}),
+                          {**dict(gs.RULES[rule]), "layers": None})):
+        fixed = gs.plan_shardings(model, mesh, table)
+        assert fixed.fallbacks == {} and fixed.specs == {"layers/kernel": kernel, "layers/bias": bias}
+    # Any other rank mismatch (two dimensions more, one fewer) keeps the rank alone: no stacked axis to name.
+    assert gs.partition_spec_for(("embed",), (2, 3, 8), rule, mesh) == (P(), "annotation rank 1 != array rank 3")
+    assert gs.partition_spec_for(("embed", "mlp"), (8,), rule, mesh) == (P(), "annotation rank 2 != array rank 1")
+
+
 class Counter(nnx.Variable):
     """A variable type of the user's own."""
 

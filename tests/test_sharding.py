@@ -280,7 +280,8 @@ def test_one_fallback_warning_lists_every_problem(devices):
     assert len(of_type(record, ExperimentalRuleWarning)) == 1
     assert len(record) == 2
     text = fallback[0]
-    for part in ("unknown (unknown logical axis 'sequence'", "rank (annotation rank 1 != array rank 2)",
+    for part in ("unknown (unknown logical axis 'sequence'",
+                 "rank (annotation rank 1 != array rank 2: one leading dimension more",
                  "odd (size 6 of logical axis 'embed' is not divisible by mesh axis 'data' of size 4)",
                  "square (logical axes 'embed' and 'embed' both map to mesh axis 'data')",
                  "down/bias, plain (no annotation)"):  # one reason, its paths together

@@ -189,7 +189,8 @@ def test_a_bare_string_annotation_names_one_dimension(devices):
     assert gs.logical_axes_of(model.p) == ("embed",)
     plan = gs.plan_shardings(model, mesh, "fsdp")
     assert plan.specs == {"p": P("data"), "q": P()}
-    assert plan.fallbacks == {"q": "annotation rank 1 != array rank 2"}
+    # The reason goes on with the stacked-layer fix (one dimension more, as nnx.vmap leaves without transform_metadata)
+    assert plan.fallbacks.keys() == {"q"} and plan.fallbacks["q"].startswith("annotation rank 1 != array rank 2: ")
 
 
 def test_shard_model_places_an_abstract_model_as_abstract_sharded_does(devices):
