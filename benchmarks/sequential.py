@@ -16,8 +16,6 @@ the folder's lock while it runs. A stopped job saved no checkpoint: ``run`` star
 
 from __future__ import annotations
 
-import csv
-import io
 import signal
 import sys
 from pathlib import Path
@@ -27,6 +25,7 @@ sys.path.insert(0, str(REPO))  # this checkout's package, not an installed copy
 sys.path.append(str(REPO / "benchmarks"))
 
 from cli_args import new_parser, one_of, positive_int  # noqa: E402
+from gensbi_sharding.harness.posterior import c2st_csv  # noqa: E402
 from gensbi_sharding.harness.tasks import TASKS  # noqa: E402
 from sbibm_method import Method, margin_arg, read_results, region_arg, rounds_arg, write_record  # noqa: E402
 
@@ -40,17 +39,6 @@ def amortised_scores(task: str, budget: int, results: Path = RESULTS) -> dict[in
         return {}
     return {int(r["observation"]): float(r["c2st"]) for r in read_results(results)
             if r["task"] == task and int(r["num_simulations"]) == budget and r["method"] == "amortised"}
-
-
-def c2st_text(rows: list[dict]) -> str:
-    """``c2st.csv`` as an amortised job writes it (``harness.posterior``): one row per observation scored."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-    writer.writerow(["observation", "c2st", "c2st_sd_folds", "c2st_scores", "n"])
-    for r in rows:
-        writer.writerow([r["observation"], f"{r['c2st']:.6f}", f"{r['c2st_sd_folds']:.6f}",
-                         " ".join(f"{s:.6f}" for s in r["c2st_scores"]), r["n"]])
-    return buffer.getvalue()
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -114,7 +102,7 @@ def main(argv: list[str] | None = None) -> None:
         for row in sequential_scores(cfg, args.budget, method, scored_observations(cfg)[0],
                                      say=lambda line: print(line, flush=True), stop_check=stop_check):
             rows.append(row)
-            write_atomic(job / "c2st.csv", c2st_text(rows))
+            write_atomic(job / "c2st.csv", c2st_csv(rows))
             print(f"observation {row['observation']}: sequential C2ST {row['c2st']:.3f} +- "
                   f"{row['c2st_sd_folds']:.3f}, amortised {amortised.get(row['observation'], float('nan')):.3f} "
                   f"({RESULTS.relative_to(REPO)})", flush=True)

@@ -32,7 +32,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["evaluate_observations", "samples_name", "draw_inside_support", "MIN_ACCEPTANCE",
+__all__ = ["evaluate_observations", "samples_name", "draw_inside_support", "c2st_csv", "MIN_ACCEPTANCE",
            "LOW_ACCEPTANCE"]
 
 log = logging.getLogger("gensbi_sharding")
@@ -169,7 +169,7 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
             outputs.write_npz(out / samples_name(k, index == 0), samples=samples[:n], reference=reference[:n],
                               observation=x_o, num_observation=k, c2st=row["c2st"], c2st_scores=scores,
                               c2st_seed=seed, c2st_folds=n_folds)
-            outputs.write_atomic(out / "c2st.csv", _csv(rows))
+            outputs.write_atomic(out / "c2st.csv", c2st_csv(rows))
             if plot and index == 0:
                 evaluate.pair_plot(samples, reference, out / "posterior.png",
                                    title=title(k, row["c2st"], row["c2st_sd_folds"]),
@@ -182,7 +182,8 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
             "support_acceptance": float(np.mean([r["acceptance"] for r in rows]))}
 
 
-def _csv(rows: list[dict]) -> str:
+def c2st_csv(rows: list[dict]) -> str:
+    """``c2st.csv``'s text: one row per observation scored (its folds' mean and sd, every fold, the samples)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow(["observation", "c2st", "c2st_sd_folds", "c2st_scores", "n"])
