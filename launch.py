@@ -139,4 +139,9 @@ if __name__ == "__main__":
             if (stopped := stopped_sweep_line()) is not None:  # the sweep's outcome, last (Hydra's never comes)
                 print(stopped, file=sys.stderr, flush=True)
         sys.exit(EXIT_INTERRUPTED)
+    finally:  # every job has ended and recorded how; the exit code says it, whatever signal comes now
+        if not os.environ.get(CHILD_ENV):  # a local child's signals stay its parent's
+            # Was: a SIGTERM while the interpreter shut down (Python gives its handlers back to the default action
+            # then, and JAX tears down for half a second) killed a completed run's process: exit 143 after ok.
+            ignore_preemption_signals()
     sys.exit(1 if failed_jobs else 0)

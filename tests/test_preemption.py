@@ -859,6 +859,23 @@ def test_sigterm_again_while_a_preempted_run_records_and_exits_keeps_exit_75(tmp
     assert (out / "checkpoints" / str(metrics["stopped_at_step"])).is_dir()
 
 
+@pytest.mark.slow  # a launch.py process
+@pytest.mark.timeout(300)
+def test_sigterm_after_a_completed_run_keeps_its_exit_code(tmp_path):
+    # Was: exit 143 (killed by SIGTERM) with metrics.json's status ok: a signal while the process shut down (Python
+    # gives its handlers back to the default action then) killed it; SLURM saw a failure of a finished run.
+    out = tmp_path / "run"
+    proc = _launch("mesh=none", f"hydra.run.dir={out}", cwd=tmp_path)
+    try:
+        _wait_for(out / "launch.log", "done in ", proc)
+        sent = _signal_until_it_exits(proc)
+        log = proc.communicate(timeout=60)[0]
+    finally:
+        proc.kill()
+    assert proc.returncode == 0 and sent > 1, (proc.returncode, sent, log[-3000:])
+    assert json.loads((out / "metrics.json").read_text())["status"] == "ok"
+
+
 def _catches_sigterm(pid: int) -> bool:
     """Whether process ``pid`` has a handler of its own for SIGTERM (Linux: ``SigCgt`` of /proc/PID/status)."""
     with contextlib.suppress(FileNotFoundError, ProcessLookupError):
