@@ -134,7 +134,7 @@ def run(root: Path, tasks: list[str], budgets: list[int], extra: list[str], grac
                         f"hydra.sweep.dir={hydra_value(job_root)}", "hydra.sweep.subdir=job", *extra, *resume])
             print(f"{task} {budget}: {' '.join(map(shlex.quote, command[1:]))}", flush=True)  # as a shell reads it back
             start = time.perf_counter()
-            code, stopped = launch(command, job_root / "launch.log", grace_s)
+            code, stopped = launch(command, job_root / "launch.log", grace_s, checkpoints=not method.sequential)
             status = job_status(metrics)
             print(f"{task} {budget}: exit {code} after {time.perf_counter() - start:.0f} s"
                   + ("" if status == "ok" else f", status {status}: {failure(metrics, job_root / 'launch.log')}"),

@@ -24,7 +24,7 @@ class JobsStopped(Exception):
 FORWARDED = (signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2)
 
 
-def launch(command: list[str], log: Path, grace_s: float = 300.0) -> tuple[int, int | None]:
+def launch(command: list[str], log: Path, grace_s: float = 300.0, checkpoints: bool = True) -> tuple[int, int | None]:
     """Run one job, its output appended to ``log`` as it goes; its exit code, and the exit code the runner
     stops with (130 after Ctrl-C, 75 after a signal passed on to the job) or None.
 
@@ -33,7 +33,11 @@ def launch(command: list[str], log: Path, grace_s: float = 300.0) -> tuple[int, 
     and its status. After a stop the wait is bounded: a job still running ``grace_s`` seconds later (a
     compile or a C2ST fit that does not look at the stop) is killed, said on stderr, so that ``timeout``
     or a scheduler's stop ends the run; its last checkpoint stays, from which the same command continues.
+    A job that keeps no checkpoint (``checkpoints=False``: a sequential one's rounds) is said to start again.
     """
+    # Was, of a sequential job: "waiting for the job to save a checkpoint", which it never saves.
+    then = ("the same command continues it from its last checkpoint" if checkpoints else
+            "the same command starts it again (its rounds keep no checkpoint)")
     log.parent.mkdir(parents=True, exist_ok=True)
     stop: list[int] = []
 
@@ -45,8 +49,8 @@ def launch(command: list[str], log: Path, grace_s: float = 300.0) -> tuple[int, 
         try:
             return proc.wait(timeout=grace_s)
         except subprocess.TimeoutExpired:
-            print(f"the job did not stop within {grace_s:g} s of the stop: killed; the same command continues it "
-                  "from its last checkpoint", file=sys.stderr, flush=True)
+            print(f"the job did not stop within {grace_s:g} s of the stop: killed; {then}", file=sys.stderr,
+                  flush=True)
             proc.kill()
             return proc.wait()
 
@@ -61,8 +65,9 @@ def launch(command: list[str], log: Path, grace_s: float = 300.0) -> tuple[int, 
                     except subprocess.TimeoutExpired:
                         continue
             except KeyboardInterrupt:
-                print("stopping: waiting for the job to save a checkpoint at its next step (Ctrl-C again kills it)",
-                      file=sys.stderr, flush=True)
+                print("stopping: waiting for the job to save a checkpoint at its next step (Ctrl-C again kills it)"
+                      if checkpoints else "stopping: waiting for the job to stop (it keeps no checkpoint: the same "
+                      "command starts it again; Ctrl-C again kills it)", file=sys.stderr, flush=True)
                 try:
                     return wait_after_stop(), 130
                 except KeyboardInterrupt:

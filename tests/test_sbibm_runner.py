@@ -256,6 +256,33 @@ def test_ctrl_c_lets_the_job_stop_and_starts_no_other(sbibm, tmp_path, monkeypat
         "job from its last checkpoint, then runs the jobs not started")
 
 
+@pytest.mark.parametrize("rounds, said", [
+    ("1", "stopping: waiting for the job to save a checkpoint at its next step (Ctrl-C again kills it)"),
+    # Was the line above: a sequential job's rounds keep no checkpoint, and run starts it again.
+    ("2", "stopping: waiting for the job to stop (it keeps no checkpoint: the same command starts it again; "
+          "Ctrl-C again kills it)")])
+def test_ctrl_c_says_what_the_stopped_job_keeps(sbibm, tmp_path, monkeypatch, capsys, rounds, said):
+    monkeypatch.setattr(subprocess, "Popen", FakeJobs(ctrl_c=True))
+    monkeypatch.setattr(sbibm, "sequential_problem", lambda *a: None)  # sir's config is composed elsewhere
+    with pytest.raises(SystemExit) as stop:
+        sbibm.main(["run", "--root", str(tmp_path), "--tasks", "sir", "--budgets", "10000", "--rounds", rounds,
+                    "--", "mesh=none"])
+    assert stop.value.code == 130 and capsys.readouterr().err.splitlines()[0] == said
+
+
+def test_a_job_keeping_no_checkpoint_killed_after_the_grace_is_said_to_start_again(sbibm, tmp_path, capsys):
+    from sbibm_jobs import launch
+
+    child = ("import os, signal, time\n"
+             "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+             "os.kill(os.getppid(), signal.SIGTERM)\n"
+             "time.sleep(60)\n")
+    assert launch([sys.executable, "-c", child], tmp_path / "launch.log", grace_s=1, checkpoints=False)[0] == \
+        -signal.SIGKILL
+    assert capsys.readouterr().err == ("the job did not stop within 1 s of the stop: killed; the same command "
+                                       "starts it again (its rounds keep no checkpoint)\n")
+
+
 def test_ctrl_c_while_a_job_starts_promises_no_checkpoint_and_keeps_nothing_aside(sbibm, tmp_path, monkeypatch,
                                                                                    capsys):
     # Was: "it continues that job from its last checkpoint" of a job stopped while Python imported JAX (no
