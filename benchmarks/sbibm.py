@@ -277,7 +277,8 @@ def table(folders: list[Path], out: Path) -> str:
                          "above with why it is left out)")
     # The per-observation rows as sbibm_results.csv holds them, read back as --from-results reads that file:
     # one aggregation for both, so a table rebuilt from the committed csv is the one the job folders made.
-    rows, settings = parse_results(results_text(cells, row_settings(jobs)), "the rows of the job folders")
+    rows, settings, left_out = parse_results(results_text(cells, row_settings(jobs), left_out),
+                                             "the rows of the job folders")
     return write_tables(rows, left_out, settings, _published_for_table(), out, plot)
 
 
@@ -285,8 +286,8 @@ def table_from_results(results: Path, out: Path) -> str:
     """``table`` of the rows of a ``sbibm_results.csv`` (``results``) instead of job folders: the same files
     into ``out``, none of them written when ``out`` holds another ``sbibm_results.csv`` than the rebuilt one."""
     paper, origin = _published_for_table()
-    cells, settings = read_results_file(results, tuple(dict.fromkeys(task for task, _ in paper)))
-    return write_tables(cells, {}, settings, (paper, origin), out, plot, source=results)
+    cells, settings, left_out = read_results_file(results, tuple(dict.fromkeys(task for task, _ in paper)))
+    return write_tables(cells, left_out, settings, (paper, origin), out, plot, source=results)
 
 
 def _published_for_table() -> tuple[dict, str]:

@@ -8,6 +8,8 @@ A row of ``sbibm_results.csv`` is one observation of one cell: ``task, num_simul
 c2st_sd_folds, method`` and, when known, ``settings`` (the overrides its job ran with beyond experiment=sbibm,
 the task and the budget; ``none`` for the preset alone), which ``sbibm_table.md`` names under the table. A file
 written before the ``method`` column reads as amortised; one without ``settings`` says they are not recorded.
+A cell with no job counted (stopped, failed, asked but never run) is one row with no score and why in a last
+``not_counted`` column, a column written only then: its table row ``not counted (why)`` is rebuilt too.
 """
 
 from __future__ import annotations
@@ -45,22 +47,29 @@ def row_name(cell: tuple) -> str:
     return f"{cell[0]} at {cell[1]:,} simulations per observation ({method_of(cell)})"
 
 
-def results_text(cells: dict[tuple, list[dict]], settings: dict[tuple, str]) -> str:
+def results_text(cells: dict[tuple, list[dict]], settings: dict[tuple, str], left_out: dict | None = None) -> str:
     """The text of ``sbibm_results.csv``: a row per observation of each cell, in the table's order; the
-    ``settings`` column only when some cell's are recorded (a file without it rebuilds as it was)."""
-    recorded = any(settings.get(cell, NOT_RECORDED) != NOT_RECORDED for cell in cells)
+    ``settings`` column only when some cell's are recorded (a file without it rebuilds as it was); a row of
+    ``left_out`` (``{cell: why}``: no job counted) with no score, why in a ``not_counted`` column, only then."""
+    # Was: the not-counted cells were not in the file, so --from-results of it lost their table rows.
+    left_out = {cell: why for cell, why in (left_out or {}).items() if cell not in cells}
+    recorded = bool(left_out) or any(settings.get(cell, NOT_RECORDED) != NOT_RECORDED for cell in cells)
     f = io.StringIO()
     writer = csv.writer(f)
-    writer.writerow(COLUMNS if recorded else COLUMNS[:-1])
-    for cell, rows in sorted(cells.items(), key=lambda kv: row_order(kv[0])):
-        for r in sorted(rows, key=lambda r: int(r["observation"])):
-            writer.writerow([*cell[:2], r["observation"], r["c2st"], r["c2st_sd_folds"], method_of(cell),
-                             *([settings.get(cell, NOT_RECORDED)] if recorded else [])])
+    writer.writerow([*COLUMNS, "not_counted"] if left_out else COLUMNS if recorded else COLUMNS[:-1])
+    for cell in sorted([*cells, *left_out], key=row_order):
+        kept = [settings.get(cell, NOT_RECORDED)] if recorded else []
+        if cell in left_out:
+            writer.writerow([*cell[:2], "", "", "", method_of(cell), *kept, left_out[cell]])
+        for r in sorted(cells.get(cell, []), key=lambda r: int(r["observation"])):
+            writer.writerow([*cell[:2], r["observation"], r["c2st"], r["c2st_sd_folds"], method_of(cell), *kept,
+                             *([""] if left_out else [])])
     return f.getvalue()
 
 
-def parse_results(text: str, where: str, tasks: tuple | None = None) -> tuple[dict[tuple, list[dict]], dict]:
-    """``({cell: [rows]}, {cell: settings})`` of the text of a ``sbibm_results.csv``, every row checked.
+def parse_results(text: str, where: str, tasks: tuple | None = None) -> tuple[dict[tuple, list[dict]], dict, dict]:
+    """``({cell: [rows]}, {cell: settings}, {cell: why not counted})`` of a ``sbibm_results.csv``'s text, every
+    row checked.
 
     Parameters
     ----------
@@ -75,7 +84,8 @@ def parse_results(text: str, where: str, tasks: tuple | None = None) -> tuple[di
     ------
     SystemExit
         One line naming the file, the line and the value, and the fix: a missing column, a value that is not
-        a C2ST, an unknown task or method, an observation twice, two settings in one cell, no row at all.
+        a C2ST, an unknown task or method, an observation twice, two settings in one cell, a cell both counted
+        and not (or a not-counted row with a score), no row at all.
     """
     fix = "pass the sbibm_results.csv that sbibm.py table wrote, or make the table from the job folders"
     reader = csv.DictReader(io.StringIO(text))
@@ -85,12 +95,16 @@ def parse_results(text: str, where: str, tasks: tuple | None = None) -> tuple[di
                          f"a sbibm_results.csv has {', '.join(REQUIRED)}[, method, settings]: {fix}")
     cells: dict[tuple, list[dict]] = {}
     settings: dict[tuple, str] = {}
+    left_out: dict[tuple, str] = {}
     for line, r in enumerate(reader, start=2):
         shown = ",".join(str(v) for v in r.values() if v is not None)
+        why = (r.get("not_counted") or "").strip()
         try:
-            task, budget, observation = r["task"], int(r["num_simulations"]), int(r["observation"])
-            c2st, sd = float(r["c2st"]), float(r["c2st_sd_folds"])
+            task, budget = r["task"], int(r["num_simulations"])
             method = Method.from_label(r.get("method") or AMORTISED)
+            scored = not why or any(r.get(k) for k in REQUIRED[2:])  # a not-counted row has no score at all
+            observation, c2st, sd = ((int(r["observation"]), float(r["c2st"]), float(r["c2st_sd_folds"])) if scored
+                                     else (None, 1.0, 1.0))  # 1.0: passes the C2ST checks below
         except (KeyError, TypeError, ValueError):  # a field cut off, not a number, a method label not Method's
             raise SystemExit(f"{where} line {line} ({shown!r}) is not a row of {', '.join(REQUIRED)}, method "
                              f"(amortised or e.g. 'sequential rounds=2 region=box margin=0.5'): {fix}") from None
@@ -102,6 +116,13 @@ def parse_results(text: str, where: str, tasks: tuple | None = None) -> tuple[di
                              f"({', '.join(tasks)}); correct its name, or make the table from its job folders "
                              "(sbibm.py table <folders>), which lists it as not published")
         cell = cell_of(task, budget, method.label)
+        if why or cell in left_out:
+            if cell in left_out or cell in cells or scored:
+                raise SystemExit(f"{where} line {line} ({shown!r}): {row_name(cell)} is counted and not counted, "
+                                 "or not counted twice (a not-counted row has no observation, c2st or "
+                                 "c2st_sd_folds); keep its scores or one not-counted row")
+            left_out[cell], settings[cell] = why, r.get("settings") or NOT_RECORDED
+            continue
         if any(int(s["observation"]) == observation for s in cells.get(cell, [])):
             raise SystemExit(f"{where} line {line}: observation {observation} of {row_name(cell)} a second time "
                              f"(one table row averages one run); keep one of its rows")
@@ -111,8 +132,9 @@ def parse_results(text: str, where: str, tasks: tuple | None = None) -> tuple[di
         cells.setdefault(cell, []).append({"observation": str(observation), "c2st": r["c2st"],
                                            "c2st_sd_folds": r["c2st_sd_folds"]})
     if not cells:
-        raise SystemExit(f"{where} holds no row (it is empty, or its header only): {fix}")
-    return cells, settings
+        raise SystemExit(f"{where} holds no row{' with a score' if left_out else ''} (it is empty, or its header "
+                         f"only): {fix}")
+    return cells, settings, left_out
 
 
 def settings_note(settings: dict[tuple, str]) -> str | None:
@@ -136,9 +158,9 @@ def write_tables(cells: dict, left_out: dict, settings: dict, published: tuple[d
                  source: Path | None = None) -> str:
     """Write ``OUTPUTS`` into ``out``, each whole, only once all are made; return the table's markdown.
 
-    ``cells`` and ``settings`` are ``parse_results``'s; ``left_out`` is ``{cell: why}`` of the cells with no job
-    counted (their rows say so); ``published`` is ``(rows, where they come from)`` of sbibm's numbers; ``plot`` makes the
-    PNG of ``(cells, rows, left_out)``. ``source``: the ``sbibm_results.csv`` read, if any: an existing
+    ``cells``, ``settings`` and ``left_out`` (``{cell: why}`` of the cells with no job counted: their rows say so)
+    are ``parse_results``'s; ``published`` is ``(rows, where they come from)`` of sbibm's numbers; ``plot`` makes
+    the PNG of ``(cells, rows, left_out)``. ``source``: the ``sbibm_results.csv`` read, if any: an existing
     ``out/sbibm_results.csv`` other than the rebuilt one (that file itself, rebuilt otherwise, or another run's)
     may be the only record of hours of training, so nothing is written then.
     """
@@ -146,7 +168,7 @@ def write_tables(cells: dict, left_out: dict, settings: dict, published: tuple[d
     taken = [str(out / name) for name in OUTPUTS if (out / name).is_dir()]
     if taken:  # checked before any is written: never a table beside another run's plot
         raise SystemExit(f"{', '.join(taken)} is a folder, where table writes its file; pass another --out")
-    files: dict[str, bytes | str] = {"sbibm_results.csv": results_text(cells, settings)}
+    files: dict[str, bytes | str] = {"sbibm_results.csv": results_text(cells, settings, left_out)}
     problem = overwrite_problem(out / "sbibm_results.csv", files["sbibm_results.csv"], cells, source)
     if problem:
         raise SystemExit(problem)
@@ -217,7 +239,7 @@ def overwrite_problem(there: Path, text: str, cells: dict, source: Path | None) 
         return (f"{what} (line {k + 1}: {old[k] if k < len(old) else 'nothing'!r} would become "
                 f"{new[k] if k < len(new) else 'nothing'!r}); wrote nothing: pass another --out")
     try:
-        kept, _ = parse_results(there.read_bytes().decode(), str(there))
+        kept, _, _ = parse_results(there.read_bytes().decode(), str(there))
     except (SystemExit, UnicodeDecodeError):
         return None
     lost = [f"{row_name(cell)}, observation {r['observation']}" for cell, rows in sorted(kept.items(), key=lambda kv:
@@ -229,7 +251,7 @@ def overwrite_problem(there: Path, text: str, cells: dict, source: Path | None) 
             f"move {there} aside (sbibm.py table --from-results <it> --out <another folder> rebuilds its table)")
 
 
-def read_results_file(path: Path, tasks: tuple) -> tuple[dict, dict]:
+def read_results_file(path: Path, tasks: tuple) -> tuple[dict, dict, dict]:
     """``parse_results`` of the file ``path``, naming a missing or unreadable file with the fix."""
     if not path.is_file():
         raise SystemExit(f"--from-results {path} {'is a folder' if path.is_dir() else 'does not exist'}: pass the "

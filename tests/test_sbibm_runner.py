@@ -892,6 +892,38 @@ def test_a_table_rebuilt_from_its_results_csv_is_the_job_folders_table(sbibm, tm
     assert text.splitlines()[2:5] == made.splitlines()[2:5] and "settings column" in text.splitlines()[-3]
 
 
+def test_a_table_rebuilt_from_its_results_csv_keeps_the_rows_not_counted(sbibm, tmp_path, monkeypatch):
+    # Was: sbibm_results.csv held scores only, so --from-results of a table with a stopped sequential job, or a cell
+    # asked but never run, dropped their 'not counted (...)' rows from the table, its csv and the plot.
+    from sbibm_jobs import record_asked
+
+    monkeypatch.setattr(sbibm, "plot", _rows_for_the_table(tmp_path))
+    cell = tmp_path / "jobs" / "sir_10000_sequential-2-box-0.1"
+    fake_job(cell / "job", "sir", 10000, None, "stopped", overrides=["mesh=none"])
+    (cell / "job" / "sequential.json").write_text('{"rounds": 2, "region": "box", "margin": 0.1}')
+    record_asked(tmp_path / "jobs", ["gaussian_linear"], [1000])
+    made = sbibm.table([tmp_path / "jobs"], tmp_path / "a")
+    results = (tmp_path / "a" / "sbibm_results.csv").read_text().splitlines()
+    assert results[0] == "task,num_simulations,observation,c2st,c2st_sd_folds,method,settings,not_counted"
+    assert results[3:7] == ["gaussian_linear,1000,,,,amortised,,not run",
+                            "slcp,10000,1,0.900000,0.010000,amortised,train.steps=20,",
+                            "sir,10000,,,,sequential rounds=2 region=box margin=0.1,,status stopped",
+                            "sir,10000,1,0.550000,0.010000,sequential rounds=2 region=box margin=0.5,mesh=none,"]
+    assert "| gaussian_linear | 1,000 | not counted (not run) | 0.695 | 0.628 (SNLE) |" in made
+    sbibm.main(["table", "--from-results", str(tmp_path / "a" / "sbibm_results.csv"), "--out", str(tmp_path / "b")])
+    for name in sbibm.OUTPUTS:  # the plot's inputs too: the same cells, the same rows not counted
+        assert (tmp_path / "b" / name).read_bytes() == (tmp_path / "a" / name).read_bytes(), name
+    # A not-counted row that holds a score, or a cell both scored and not counted, is refused, naming its line.
+    csv_path = tmp_path / "c" / "sbibm_results.csv"
+    csv_path.parent.mkdir()
+    for bad in ("gaussian_linear,1000,1,0.6,0.01,amortised,,not run",
+                "sir,10000,,,,sequential rounds=2 region=box margin=0.5,mesh=none,status stopped"):
+        csv_path.write_text("\n".join([*results, bad]) + "\n")
+        with pytest.raises(SystemExit, match=rf"line {len(results) + 1} .* is counted and not counted"):
+            sbibm.table_from_results(csv_path, tmp_path / "d")
+    assert not (tmp_path / "d").exists()
+
+
 @pytest.mark.parametrize("there, message", [
     # Was: nothing stopped a rebuild from replacing the only record of hours of training with other rows.
     ("task,num_simulations,observation,c2st,c2st_sd_folds,method\r\nsir,10000,3,0.6,0.01,amortised\r\n",
