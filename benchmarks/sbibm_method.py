@@ -151,9 +151,14 @@ def sequential_problem(method: Method, tasks: list[str], budgets: list[int], ext
                        choices: tuple[int, ...] | None = None) -> str | None:
     """Why a sequential ``method`` cannot run some (task, budget) with ``extra`` (round 1 trains on one share of
     the budget, which must fill a batch), named with the fix (a budget among ``choices``, those ``--budgets``
-    takes); None when every cell can run (or it is amortised)."""
+    takes), or an extra ``train.resume`` its rounds would ignore; None when every cell can run (or it is amortised)."""
     if not method.sequential:
         return None
+    # Was: accepted, then ignored by every round (a sequential job always starts afresh), yet named in its row.
+    resume = next((o for o in extra if o.lstrip("+~").startswith("train.resume=")), None)
+    if resume is not None:
+        return (f"extra argument {resume}: a sequential job's rounds keep no checkpoint to continue from (a stopped "
+                "one is started again), so it would be ignored; leave it out")
     from sequential_rounds import compose_config, shares_problem
 
     job = [o for o in extra if not o.lstrip("+~").startswith("hydra")]

@@ -283,6 +283,20 @@ def test_a_job_keeping_no_checkpoint_killed_after_the_grace_is_said_to_start_aga
                                        "starts it again (its rounds keep no checkpoint)\n")
 
 
+@pytest.mark.parametrize("resume", ["train.resume=auto", "train.resume=/runs/sir"])
+def test_a_sequential_run_refuses_a_resume_its_rounds_would_ignore(sbibm, tmp_path, monkeypatch, capsys, resume):
+    # Was: accepted; the job trained every round afresh (hours at the preset) and its row named train.resume.
+    jobs = FakeJobs()
+    monkeypatch.setattr(subprocess, "Popen", jobs)
+    with pytest.raises(SystemExit) as stop:
+        sbibm.main(["run", "--root", str(tmp_path / "r"), "--tasks", "sir", "--budgets", "10000", "--rounds", "2",
+                    "--", "mesh=none", resume])
+    assert stop.value.code == 2 and jobs.commands == [] and not (tmp_path / "r").exists()
+    assert capsys.readouterr().err.splitlines()[-1].endswith(
+        f"error: extra argument {resume}: a sequential job's rounds keep no checkpoint to continue from (a stopped "
+        "one is started again), so it would be ignored; leave it out")
+
+
 def test_ctrl_c_while_a_job_starts_promises_no_checkpoint_and_keeps_nothing_aside(sbibm, tmp_path, monkeypatch,
                                                                                    capsys):
     # Was: "it continues that job from its last checkpoint" of a job stopped while Python imported JAX (no
