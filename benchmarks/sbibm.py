@@ -126,7 +126,10 @@ def run(root: Path, tasks: list[str], budgets: list[int], extra: list[str], grac
                     print(f"{task} {budget}: skipped, {busy}", flush=True)
                     failed.append(f"{task} {budget}")
                     continue
-                shutil.move(job_root, job_root.with_name(f"{job_root.name}.failed-{int(time.time())}"))
+                aside = job_root.with_name(f"{job_root.name}.failed-{int(time.time())}")
+                shutil.move(job_root, aside)  # said: was silent (a stopped sequential job's too, not named at all)
+                print(f"{task} {budget}: status {status}: its folder kept aside as {aside}; starting it again",
+                      flush=True)
             command = ([sys.executable, str(REPO / "benchmarks" / "sequential.py"), "--job", str(job_root / "job"),
                         "--task", task, "--budget", str(cell_budget), "--rounds", str(method.rounds), "--region",
                         method.region, "--margin", repr(float(method.margin)), "--", *extra] if method.sequential else

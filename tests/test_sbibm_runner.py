@@ -860,6 +860,24 @@ def test_a_stopped_sequential_job_is_started_again_not_continued(sbibm, tmp_path
     assert [p.name.split(".failed-")[0] for p in tmp_path.glob("*.failed-*")] == [cell.name]  # kept aside
 
 
+@pytest.mark.parametrize("rounds, status", [("1", "error"), ("2", "stopped")])
+def test_a_job_moved_aside_to_run_again_is_said_with_where_it_went(sbibm, tmp_path, monkeypatch, capsys, rounds,
+                                                                    status):
+    # Was silent: a failed job, or a sequential one stopped by Ctrl-C, became <cell>.failed-<time> without a word.
+    cell = tmp_path / ("sir_10000" if rounds == "1" else "sir_10000_sequential-2-box-0.5")
+    fake_job(cell / "job", "sir", 10000, None, status, overrides=["mesh=none"])
+    if rounds == "2":
+        (cell / "job" / "sequential.json").write_text('{"rounds": 2, "region": "box", "margin": 0.5}')
+    monkeypatch.setattr(subprocess, "Popen", FakeJobs())
+    monkeypatch.setattr(sbibm, "sequential_problem", lambda *a: None)  # sir's config is composed elsewhere
+    sbibm.main(["run", "--root", str(tmp_path), "--tasks", "sir", "--budgets", "10000", "--rounds", rounds, "--",
+                "mesh=none"])
+    [aside] = tmp_path.glob("*.failed-*")
+    label = "" if rounds == "1" else " (sequential rounds=2 region=box margin=0.5)"
+    assert f"sir 10000{label}: status {status}: its folder kept aside as {aside}; starting it again\n" in \
+        capsys.readouterr().out
+
+
 # ------------------------------------------------- table --from-results: the committed csv rebuilds the table
 
 def _rows_for_the_table(tmp_path):
