@@ -66,6 +66,22 @@ def test_an_output_folder_that_cannot_be_written_is_named_with_the_override_to_c
         assert not any(p.name.startswith(".write-probe-") for p in parent.iterdir())
 
 
+def test_an_unwritable_run_folder_holding_checkpoints_names_how_to_continue_them(tmp_path, monkeypatch):
+    # Was only "choose another hydra.run.dir": train.resume=auto there starts from step 0, the checkpoints unused.
+    from gensbi_sharding.harness import folder_lock
+
+    monkeypatch.setattr(folder_lock, "_write_denied", lambda f: f"cannot write in {f} (Read-only file system)")
+    (tmp_path / "checkpoints" / "50.orbax-checkpoint-tmp").mkdir(parents=True)  # no committed step yet
+    said = "cannot write in {0} (Read-only file system); choose another {1}, in a folder you can write to"
+    assert folder_lock.folder_problem(tmp_path, sweep=False) == f"hydra.run.dir={tmp_path}: " + said.format(
+        tmp_path, "hydra.run.dir")
+    (tmp_path / "checkpoints" / "40").mkdir()
+    assert folder_lock.folder_problem(tmp_path, sweep=False) == f"hydra.run.dir={tmp_path}: " + said.format(
+        tmp_path, "hydra.run.dir") + f"; to continue its checkpoints there: train.resume={tmp_path} " \
+        "hydra.run.dir=<a new folder>"
+    assert folder_lock.folder_problem(tmp_path, sweep=True).endswith("in a folder you can write to")
+
+
 def test_a_writable_folder_leaves_no_probe_behind(tmp_path):
     from gensbi_sharding.harness.folder_lock import folder_problem
 
