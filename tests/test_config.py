@@ -577,3 +577,36 @@ def test_a_resume_path_that_holds_no_run_names_train_resume(compose_config, tmp_
         resume_step_dir(compose_config(f"train.resume={given}"))
     assert str(err.value).startswith(f"train.resume={given}: ")
     assert str(err.value).endswith(", as train.resume=<folder>; or leave train.resume out to start fresh")
+
+
+@pytest.mark.parametrize("overrides, fix", [
+    (("experiment=quick", "train.steps=0"), "train.steps=0 must be >= 1; e.g. train.steps=20"),
+    (("experiment=quick", "eval.ode_steps=0"), "eval.ode_steps=0 must be >= 1; e.g. eval.ode_steps=8"),
+    (("train.steps=0",), "train.steps=0 must be >= 1; e.g. train.steps=4000"),  # conf/train's own
+    (("experiment=quick", "model.depth=0"), "model.depth=0 must be >= 1; e.g. model.depth=1"),
+    (("experiment=quick", "model=transformer", "model.heads=0"), "model.heads=0 must be >= 1; e.g. model.heads=4"),
+    (("model.depth=0",), "model.depth=0 must be >= 1; e.g. model.depth=3"),
+    (("experiment=quick", "eval.ode_steps=3000000000"), "eval.ode_steps=3000000000 is beyond the largest whole "
+     "number a run can use (2,147,483,647: JAX holds counts and seeds as 32-bit integers); e.g. eval.ode_steps=8"),
+])
+def test_a_range_error_suggests_the_default_the_commands_presets_compose(overrides, fix):
+    # Was the schema's default under any preset: experiment=quick train.steps=0 said "e.g. train.steps=4000" (quick
+    # composes 20), eval.ode_steps=0 "e.g. eval.ode_steps=32" (quick: 8), model.depth=0 "e.g. model.depth=3" (1).
+    from hydra import compose, initialize_config_dir
+    from hydra.core.hydra_config import HydraConfig
+
+    from faults_helpers import REPO, register_configs
+
+    register_configs()
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        config = compose("config", overrides=list(overrides), return_hydra_config=True)
+        HydraConfig.instance().set_config(config)  # as launch.py's Hydra app holds it
+        try:
+            cfg = config.copy()
+            with open_dict(cfg):
+                del cfg["hydra"]
+            with pytest.raises(ConfigError) as err:
+                validate(cfg)
+        finally:
+            HydraConfig.instance().cfg = None
+    assert str(err.value) == fix
