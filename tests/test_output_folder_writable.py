@@ -77,7 +77,7 @@ def test_an_unwritable_run_folder_holding_checkpoints_names_how_to_continue_them
         tmp_path, "hydra.run.dir")
     (tmp_path / "checkpoints" / "40").mkdir()
     assert folder_lock.folder_problem(tmp_path, sweep=False) == f"hydra.run.dir={tmp_path}: " + said.format(
-        tmp_path, "hydra.run.dir") + f"; to continue its checkpoints there: train.resume={tmp_path} " \
+        tmp_path, "hydra.run.dir") + f"; to continue from its checkpoints in a new folder: train.resume={tmp_path} " \
         "hydra.run.dir=<a new folder>"
     assert folder_lock.folder_problem(tmp_path, sweep=True).endswith("in a folder you can write to")
 

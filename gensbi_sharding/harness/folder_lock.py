@@ -108,8 +108,8 @@ def folder_problem(folder: Path, *, sweep: bool) -> str | None:
     if blocker is not None and (denied := _write_denied(blocker)):
         # A stopped run's checkpoints there stay readable; train.resume=auto in another folder starts from step 0.
         saved = not sweep and blocker == folder and any(p.name.isdigit() for p in folder.glob("checkpoints/*"))
-        return (f"{key}={folder}: {denied}; choose another {key}, in a folder you can write to"
-                + (f"; to continue its checkpoints there: train.resume={folder} {key}=<a new folder>" if saved else ""))
+        then = f"; to continue from its checkpoints in a new folder: train.resume={folder} {key}=<a new folder>"
+        return f"{key}={folder}: {denied}; choose another {key}, in a folder you can write to{then if saved else ''}"
     if folder.is_dir() and not any((folder / mark).exists() for mark in _MARKS[sweep]):
         outputs = _SWEEP_OUTPUTS if sweep else _RUN_OUTPUTS  # a sweep's job folder: marked as a run's
         names = sorted(p.name for p in folder.iterdir() if outputs.fullmatch(p.name)
