@@ -33,6 +33,24 @@ def run_tiny(out: Path, *overrides: str) -> dict:
     return run(compose_tiny(*overrides, output_dir=out))
 
 
+def under_command(overrides, check):
+    """``check(cfg)`` with the config and Hydra's state ``launch.py``'s app holds for ``overrides`` (what
+    ``composed_defaults`` reads), Hydra's state cleared after."""
+    from hydra.core.hydra_config import HydraConfig
+
+    register_configs()
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        config = compose("config", overrides=list(overrides), return_hydra_config=True)
+        HydraConfig.instance().set_config(config)
+        try:
+            cfg = config.copy()
+            with open_dict(cfg):
+                del cfg["hydra"]
+            return check(cfg)
+        finally:
+            HydraConfig.instance().cfg = None
+
+
 def hint(message: str, key: str) -> str:
     """The value a message tells the user to give ``key`` (``set key=V`` or ``key to at least V``)."""
     found = re.search(rf"(?:set |add ){re.escape(key)}=([\w\-]+)|{re.escape(key)} to at least (\d+)", message)

@@ -592,21 +592,11 @@ def test_a_resume_path_that_holds_no_run_names_train_resume(compose_config, tmp_
 def test_a_range_error_suggests_the_default_the_commands_presets_compose(overrides, fix):
     # Was the schema's default under any preset: experiment=quick train.steps=0 said "e.g. train.steps=4000" (quick
     # composes 20), eval.ode_steps=0 "e.g. eval.ode_steps=32" (quick: 8), model.depth=0 "e.g. model.depth=3" (1).
-    from hydra import compose, initialize_config_dir
-    from hydra.core.hydra_config import HydraConfig
+    from faults_helpers import under_command
 
-    from faults_helpers import REPO, register_configs
+    def refused(cfg):
+        with pytest.raises(ConfigError) as err:
+            validate(cfg)
+        return str(err.value)
 
-    register_configs()
-    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
-        config = compose("config", overrides=list(overrides), return_hydra_config=True)
-        HydraConfig.instance().set_config(config)  # as launch.py's Hydra app holds it
-        try:
-            cfg = config.copy()
-            with open_dict(cfg):
-                del cfg["hydra"]
-            with pytest.raises(ConfigError) as err:
-                validate(cfg)
-        finally:
-            HydraConfig.instance().cfg = None
-    assert str(err.value) == fix
+    assert under_command(overrides, refused) == fix

@@ -115,23 +115,12 @@ def test_distributed_local_processes_share_the_host_for_their_simulations(device
 def test_the_default_a_message_names_is_the_one_the_commands_composition_gives(devices, overrides, named, fix):
     # Was "model.width=100000 (at its default 128 ...); lower it, e.g. model.width=128" under experiment=quick, whose
     # composed width is 32: conf/model/mlp.yaml's default was named, not the one the command's preset gives.
-    from hydra import compose, initialize_config_dir
-    from hydra.core.hydra_config import HydraConfig
-    from omegaconf import open_dict
+    from faults_helpers import under_command
 
-    from faults_helpers import REPO, register_configs
+    def refused(cfg):
+        with pytest.raises(ConfigError) as err:
+            check_fits(cfg, gs.make_mesh(), _rule(cfg), available=16 * GB)
+        return str(err.value)
 
-    register_configs()
-    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
-        config = compose("config", overrides=list(overrides), return_hydra_config=True)
-        HydraConfig.instance().set_config(config)  # as launch.py's Hydra app holds it
-        try:
-            cfg = config.copy()
-            with open_dict(cfg):
-                del cfg["hydra"]
-            with pytest.raises(ConfigError) as err:
-                check_fits(cfg, gs.make_mesh(), _rule(cfg), available=16 * GB)
-        finally:
-            HydraConfig.instance().cfg = None
-    message = str(err.value)
+    message = under_command(overrides, refused)
     assert named in message and message.endswith(f"lower it, e.g. {fix}"), message

@@ -14,26 +14,7 @@ import pytest
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.config_checks import validate
 
-
-def _under_command(overrides, check):
-    """``check(cfg)`` with the config and Hydra's state launch.py's app holds for ``overrides``."""
-    from hydra import compose, initialize_config_dir
-    from hydra.core.hydra_config import HydraConfig
-    from omegaconf import open_dict
-
-    from faults_helpers import REPO, register_configs
-
-    register_configs()
-    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
-        config = compose("config", overrides=list(overrides), return_hydra_config=True)
-        HydraConfig.instance().set_config(config)
-        try:
-            cfg = config.copy()
-            with open_dict(cfg):
-                del cfg["hydra"]
-            return check(cfg)
-        finally:
-            HydraConfig.instance().cfg = None
+from faults_helpers import under_command
 
 
 def _refusal(cfg):
@@ -52,20 +33,20 @@ def _refusal(cfg):
 @pytest.mark.parametrize("preset", [("experiment=quick",), ()])
 def test_a_refusal_suggests_the_default_the_command_composes(devices, bad, quick, plain, preset):
     fix = quick if preset else plain
-    message = _under_command((*preset, bad), _refusal)
+    message = under_command((*preset, bad), _refusal)
     assert message.startswith(bad.split("=")[0]) and re.search(rf"e\.g\. {re.escape(fix)}(?![\w.])", message), message
-    _under_command((*preset, fix), validate)  # the fix is accepted
+    under_command((*preset, fix), validate)  # the fix is accepted
 
 
 def test_a_suggestion_is_never_the_value_refused(devices):
     from gensbi_sharding.harness.composed_defaults import suggested_default
 
     # quick composes 64: refused there (as a cross-key check may refuse it), 64 is no fix; the schema's 256 is.
-    assert _under_command(("experiment=quick", "data.batch_size=64"),
+    assert under_command(("experiment=quick", "data.batch_size=64"),
                           lambda cfg: suggested_default(cfg, "data.batch_size")) == (True, 256)
     # experiment=sbibm composes the schema's 256 too: no default differs from the refused value, none is offered.
-    assert _under_command(("experiment=sbibm", "data.batch_size=256"),
+    assert under_command(("experiment=sbibm", "data.batch_size=256"),
                           lambda cfg: suggested_default(cfg, "data.batch_size")) == (False, None)
-    assert _under_command(("experiment=quick",), lambda cfg: suggested_default(cfg, "train.steps")) == (True, 4000)
-    assert _under_command(("experiment=quick", "train.steps=4000"),
+    assert under_command(("experiment=quick",), lambda cfg: suggested_default(cfg, "train.steps")) == (True, 4000)
+    assert under_command(("experiment=quick", "train.steps=4000"),
                           lambda cfg: suggested_default(cfg, "train.steps")) == (True, 20)
