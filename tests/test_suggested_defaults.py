@@ -50,3 +50,24 @@ def test_a_suggestion_is_never_the_value_refused(devices):
     assert under_command(("experiment=quick",), lambda cfg: suggested_default(cfg, "train.steps")) == (True, 4000)
     assert under_command(("experiment=quick", "train.steps=4000"),
                           lambda cfg: suggested_default(cfg, "train.steps")) == (True, 20)
+
+
+@pytest.mark.parametrize("args, fix", [
+    (("experiment=quick", "train.steps=abc"), "train.steps=20"),  # was the schema's train.steps=4000
+    (("experiment=quick", "train.steps=null"), "train.steps=20"),
+    (("-m", "experiment=quick", "train.steps=1,abc"), "train.steps=1,20"),  # the sweep with that value replaced
+    (("experiment=quick", "~train.steps"), "train.steps=20"),  # override_prefixes' "set it instead"
+    (("experiment=quick", "~train.stepz"), "train.steps=20"),  # its "did you mean"
+    (("experiment=quick", "model.width=abc"), "model.width=32"),  # was 128
+    (("experiment=quick", "model=flux1", "model.depth=abc"), "model.depth=1"),  # conf/experiment_model/quick/flux1
+    (("model=flux1", "experiment=quick", "~model.depth"), "model.depth=1"),
+    (("data.batch_size=abc",), "data.batch_size=1024"),  # conf/data/two_moons.yaml's, not the schema's 256
+    (("experiment=sbibm", "eval.observations=abc"), "eval.observations=[1,2,3,4,5,6,7,8,9,10]"),  # was [1]
+    (("-m", "experiment=quick,sbibm", "train.steps=abc"), "train.steps=4000"),  # no one composition: the schema's
+])
+def test_a_check_before_composing_suggests_the_value_the_commands_groups_compose(args, fix):
+    from gensbi_sharding.harness.command_checks import command_problem
+
+    message = command_problem(list(args))
+    assert message and re.search(rf"e\.g\. {re.escape(fix)}(?![\w.,])", message), message
+    assert command_problem([*args[:-1], fix]) is None  # typed in place of the refused override, it passes the checks

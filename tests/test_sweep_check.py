@@ -78,7 +78,7 @@ AXIS_3 = ("ConfigError: mesh.model_axis=3: 8 devices are not divisible by model_
     # alone is refused (was Hydra's "ConfigCompositionException: Error merging override ...", which names no fix).
     (("experiment=quick", "model.depth=1,x"), "1 of the 2",
      ["job 1 (model.depth=x): model.depth=x: model.depth (model=mlp): Value 'x' of type 'str' could not be converted "
-      "to Integer; e.g. model.depth=3"]),
+      "to Integer; e.g. model.depth=1"]),  # experiment=quick's mlp (was the schema's 3)
     # Was: "ConfigCompositionException: Could not override 'model.width'.\nTo append to your config use
     # +model.width=3 (...)": two lines, and a fix launch.py refuses (+ on a key the mlp has).
     (("experiment=quick,slcp_transformer", "model.width=3"), "1 of the 2",

@@ -20,13 +20,14 @@ from collections.abc import Sequence
 from hydra.core.override_parser.types import OverrideType
 from omegaconf import OmegaConf
 
+from gensbi_sharding.harness.command_defaults import command_default
 from gensbi_sharding.harness.config import Config
 from gensbi_sharding.harness.groups import CONF, group_options
 from gensbi_sharding.harness.hints import closest_name, override_literal
 from gensbi_sharding.harness.model_choice import ModelChoice, chosen_models
 from gensbi_sharding.harness.override_grammar import CommandLine, Override, parse
 from gensbi_sharding.harness.override_keys import (OPTIONAL_GROUPS, group_keys, model_fields, option_groups,
-                                                   schema_default, schema_name, sections, settings)
+                                                   schema_name, sections, settings)
 
 __all__ = ["prefix_problem"]
 
@@ -62,7 +63,7 @@ def prefix_problem(args: Sequence[str] | CommandLine) -> str | None:
         elif section == "rule":
             problem = _rule_problem(o, name)
         else:
-            problem = _key_problem(o, section, name, typed, choice)
+            problem = _key_problem(o, section, name, typed, choice, command)
         if problem:
             return problem
     return None
@@ -107,15 +108,17 @@ def _rule_problem(o: Override, name: str) -> str | None:
             + f"; the rule table's keys: {', '.join(keys)}; {fix}")
 
 
-def _key_problem(o: Override, section: str, name: str, typed: dict, choice: ModelChoice | None) -> str | None:
+def _key_problem(o: Override, section: str, name: str, typed: dict, choice: ModelChoice | None,
+                 command: CommandLine) -> str | None:
     """``+``/``++``/``~`` on a setting: ``+`` of one that exists, ``+``/``++`` of one that does not, any ``~``."""
     kind, raw = o.hydra.type, o.raw
+
     top = not name
     if top:  # a top-level key: seed, strict, ... (a section, devices, is no group with options)
         section, name = "", section
         if name in typed:  # ~devices, +devices=x
             first = settings(typed[name][0])[0]
-            fix = f"{name}.{first}={_default(typed, name, first, None)}"
+            fix = f"{name}.{first}={_suggested(command, o, typed, name, first, None)}"
             return (f"{o.arg}: the {name} section cannot be removed (every run reads it); set its settings instead, "
                     f"e.g. {fix}" if kind == OverrideType.DEL else
                     f"{o.arg}: {name} is a section of settings, not one value; set them one by one, e.g. {fix}")
@@ -133,7 +136,7 @@ def _key_problem(o: Override, section: str, name: str, typed: dict, choice: Mode
             return f"{o.arg}: {key} exists (+ adds a key the config lacks); write {key}={raw}"
         if kind == OverrideType.DEL:
             return (f"{o.arg}: a setting cannot be removed (every run reads it); set it instead, e.g. "
-                    f"{key}={_default(typed, section, name, models)}")
+                    f"{key}={_suggested(command, o, typed, section, name, models)}")
         return None  # ++ on a key that exists: Hydra sets it
     if model and any(name in fields for fields in model_fields().values()):
         return None  # another model's key: model_key_problem names the model that has it
@@ -143,15 +146,17 @@ def _key_problem(o: Override, section: str, name: str, typed: dict, choice: Mode
     shown = ", ".join(k for k in keys if not (model and k == "name"))
     if kind == OverrideType.DEL:
         meant = (f" (did you mean {dotted}? it cannot be removed either: set it, e.g. {dotted}="
-                 f"{_default(typed, section, near, models)})" if near else "")
+                 f"{_suggested(command, o, typed, section, near, models)})" if near else "")
         return f"{o.arg}: {key} is not a setting{of}, so there is nothing to remove{meant}; drop {o.arg}"
     return (f"{o.arg}: {key} is not a setting{of}" + (f" (did you mean {dotted}?)" if near else "")
             + f"; its settings: {shown}; a run takes no other key, so "
             + (f"write {dotted}={raw}" if near else f"drop {o.arg}"))
 
 
-def _default(typed: dict, section: str, name: str, models: list[str] | None) -> str:
-    """The schema default of setting ``name`` of ``section`` ("" top-level) as typed: the chosen model's own."""
+def _suggested(command: CommandLine, o: Override, typed: dict, section: str, name: str,
+               models: list[str] | None) -> str:
+    """The default of setting ``name`` of ``section`` ("" top-level) as typed: what the command's groups compose
+    (``experiment=quick``: ``train.steps=20``; the chosen model's own), else the schema's."""
     schemas = [s for s in typed.get(section, [Config]) if name in settings(s)]
     schema = next((s for s in schemas if schema_name(s) in (models or ())), schemas[0])
-    return override_literal(schema_default(schema, name)[1])
+    return override_literal(command_default(command, o, schema, f"{section}.{name}" if section else name))

@@ -12,6 +12,7 @@ schema wants a list (Hydra's "int is not a ListConfig", no fix). Pure Python: no
 
 from __future__ import annotations
 
+import functools
 import math
 import typing
 from collections.abc import Sequence
@@ -19,6 +20,7 @@ from collections.abc import Sequence
 from hydra.core.override_parser.types import OverrideType, ValueType
 from omegaconf import ListConfig, OmegaConf, ValidationError
 
+from gensbi_sharding.harness.command_defaults import command_default
 from gensbi_sharding.harness.config import Config
 from gensbi_sharding.harness.hints import closest_name, override_literal
 from gensbi_sharding.harness.model_checks import ID_STRATEGIES_1D
@@ -31,14 +33,15 @@ from gensbi_sharding.harness.override_keys import (group_keys, list_fields, opti
 __all__ = ["override_problem", "list_override_problem"]
 
 
-def _value_problem(schema: type, name: str, key: str, value) -> tuple[str, str] | None:
-    """Why ``value`` cannot be assigned to field ``name`` of ``schema`` (OmegaConf's reason), and a value to type."""
+def _value_problem(schema: type, name: str, key: str, value, suggest=None) -> tuple[str, str] | None:
+    """Why ``value`` cannot be assigned to field ``name`` of ``schema`` (OmegaConf's reason), and a value to type:
+    ``suggest()``'s (the command's composed default), else the schema's default."""
     try:
         OmegaConf.structured(schema)[name] = value
         return None
     except ValidationError as err:
         reason = str(err).strip().splitlines()[0]
-    example = override_literal(schema_default(schema, name)[1])
+    example = override_literal(suggest() if suggest else schema_default(schema, name)[1])
     if value is None:
         return f"{key} cannot be null ({reason})", example
     if isinstance(value, str) and not value.strip():
@@ -137,7 +140,9 @@ def override_problem(args: Sequence[str] | CommandLine, *, sweeps_need_m: bool =
             for i, value in enumerate(o.values()):
                 if isinstance(value, str) and "${" in value:  # resolved once composed: its own check
                     continue
-                if (problem := _value_problem(schema, name, key, value)) is not None:
+                # the value the command's own groups compose (experiment=quick: train.steps=20), not the schema's
+                suggest = functools.partial(command_default, command, o, schema, key)
+                if (problem := _value_problem(schema, name, key, value, suggest)) is not None:
                     why, fix = problem
                     of = f" (model={schema_name(schema)})" if section == "model" and chosen is not None else ""
                     if strings:  # the sweep with that one value replaced
@@ -186,6 +191,17 @@ def _as_list(value) -> str:
     """A swept value written as the list a job should get: ``3`` -> ``[3]``, ``[1,2]`` -> ``[1,2]``."""
     inner = value if isinstance(value, list) else [value]
     return "[" + ",".join(map(str, inner)) + "]"
+
+
+def _list_example(command: CommandLine, o, fallback: str) -> str:
+    """The list the command's groups compose for ``o``'s key, as typed (``[4,0]``); ``[fallback]`` where it is
+    none (a model of one's own, an empty list)."""
+    section, _, name = o.key.rpartition(".")
+    models = choice.models if (choice := chosen_models(command)) else []
+    schemas = [s for s in sections()[section] if name in settings(s)] if section else [Config]
+    schema = next((s for s in schemas if schema_name(s) in models), schemas[0] if schemas else None)
+    default = command_default(command, o, schema, o.key) if schema is not None else None
+    return override_literal(default) if isinstance(default, list) and default else f"[{fallback}]"
 
 
 def list_override_problem(args: Sequence[str] | CommandLine) -> str | None:
@@ -247,14 +263,14 @@ def list_override_problem(args: Sequence[str] | CommandLine) -> str | None:
             continue
         shown = value if isinstance(value, str) and raw.strip()[:1] in "'\"" else raw  # "3": [3], not ["3"]
         if key == "model.id_embedding_strategy":
-            strategy = value if value in ID_STRATEGIES_1D else "absolute"
+            example = f"[{value},{value}]" if value in ID_STRATEGIES_1D else _list_example(command, o, "absolute,absolute")
             return (f"{head}:{owner} a list is expected: give two of {', '.join(ID_STRATEGIES_1D)} "
-                    f"(parameters, observations), e.g. {typed}=[{strategy},{strategy}]")
+                    f"(parameters, observations), e.g. {typed}={example}")
         try:  # OmegaConf's own conversion: "3" is an int, true and 1.5 are not (any value is an object)
             ListConfig([value], element_type=typing.Any if field.element is object else field.element)
         except ValidationError:  # [true] would be refused in turn: show a value of the element type
             name = field.element.__name__
             return (f"{head}:{owner} a list of {name} values is expected and {raw!r} is not one; "
-                    f"write e.g. {typed}=[{field.example}]")
+                    f"write e.g. {typed}={_list_example(command, o, field.example)}")
         return f"{head}:{owner} a list is expected; write {typed}=[{shown}]"
     return None
