@@ -73,7 +73,8 @@ try:
     from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
     from gensbi_sharding.harness.run_report import final_line
     from gensbi_sharding.harness.console_lines import stopped_sweep_line
-    from gensbi_sharding.harness.signal_hold import hold_preemption_signals, ignore_preemption_signals
+    from gensbi_sharding.harness.signal_hold import hold_preemption_signals, ignore_preemption_signals, take_held
+    from gensbi_sharding.harness.sweep_continue import stopped_between_jobs
 except KeyboardInterrupt:  # seconds of imports (JAX): a Ctrl-C there is the most likely one before a run
     if __name__ != "__main__":
         raise
@@ -107,6 +108,11 @@ ran: list[bool] = []  # one per job whose run() started
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")
 def main(cfg: DictConfig) -> float | None:
+    if ran and (held := take_held()):  # a preemption after a sweep's job ended: the sweep's, this job never starts
+        ignore_preemption_signals()  # answered: a second SIGTERM must not turn 75 into 143
+        for line in stopped_between_jobs(output_dir(cfg), held[0], len(ran), sys.argv):
+            log.warning("%s", line) if line.startswith("preempted") else log.info("%s", line)
+        sys.exit(EXIT_PREEMPTED)
     running.append(True)
     ran.append(True)
     with quiet_console(cfg):  # third-party noise goes to the job's launch.log, not the console

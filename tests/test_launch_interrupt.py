@@ -57,3 +57,36 @@ def test_ctrl_c_between_a_sweeps_jobs_names_the_jobs_that_ended(tmp_path):
     proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert (proc.returncode, proc.stderr.strip().splitlines()[-1:]) == (130, [AFTER]), proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("first", ["ok", "error"])
+def test_sigterm_between_a_sweeps_jobs_stops_the_sweep_before_its_next_job(tmp_path, first):
+    # Was: the signal, held after job 0 ended, was taken over by job 1, which started only to record status
+    # preempted (a stop it never saw). Now job 1 never starts: exit 75, its row 'not run', the commands that go on.
+    sweep = tmp_path / "sweep"
+    script = ("import json, os, signal, pathlib\nimport gensbi_sharding.harness.run as r\n"
+              "from gensbi_sharding.harness.run_folder import output_dir\ncalls = []\n"
+              "def fake(cfg):\n    calls.append(1)\n    assert len(calls) == 1, 'a second job started'\n"
+              f"    (output_dir(cfg) / 'metrics.json').write_text(json.dumps({{'status': '{first}'}}))\n"
+              "    os.kill(os.getpid(), signal.SIGTERM)  # as the job ends, before the next one starts\n"
+              f"    return {{'status': '{first}', 'c2st': 0.5, 'error': 'x'}}\n"
+              "r.run = fake\nimport runpy, sys\n"
+              f"sys.argv = ['launch.py', '-m', 'train.steps=1,2', 'hydra.sweep.dir={sweep}']\n"
+              "runpy.run_path('launch.py', run_name='__main__')\n")
+    proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120)
+    lines = (proc.stdout + proc.stderr).strip().splitlines()
+    assert proc.returncode == 75 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert ("[WARNING] preempted by SIGTERM between the sweep's jobs: 1 job(s) ended, each recorded in its folder's "
+            "metrics.json; job 1 and those after it did not start") in lines, lines
+    if first == "ok":  # a sweep folder with a completed job: job 1's own command, in the folder Hydra gave it
+        assert (f"to continue the rest of the sweep, a sweep folder holding completed jobs is never rerun as a whole: "
+                f"continue its unfinished job (1 never started) one by one: python launch.py train.steps=2 "
+                f"train.resume=auto hydra.mode=RUN hydra.run.dir={sweep / '1'}") in lines, lines
+    else:  # none completed: the whole sweep again, job 0 continued, job 1 started
+        assert (f"to continue the whole sweep, its unfinished jobs and those not started: python launch.py -m "
+                f"train.steps=1,2 train.resume=auto hydra.sweep.dir={sweep}") in lines, lines
+    outcome = "stopped" if first == "ok" else "failed"  # sweep_end_line's word: a failed job says it first
+    assert lines[-1] == (f"sweep {outcome}: {int(first == 'ok')} ok, {int(first == 'error')} failed, 1 not run; "
+                         f"sweep_summary.csv/.md/.png in {sweep}"), lines
+    assert not (sweep / "1" / "metrics.json").exists()  # no record of a job that never ran

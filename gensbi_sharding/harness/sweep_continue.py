@@ -15,10 +15,10 @@ from typing import Any
 
 from gensbi_sharding.harness.sweep_hints import hydra_job_overrides, search_path_of, unfinished_jobs_hint
 
-__all__ = ["whole_sweep_hint"]
+__all__ = ["whole_sweep_hint", "stopped_between_jobs"]
 
 
-def whole_sweep_hint(run_dir: Any, argv: Sequence[str]) -> str:
+def whole_sweep_hint(run_dir: Any, argv: Sequence[str], *, started: bool = True) -> str:
     """How to continue the sweep a job stopped by Ctrl-C or a preemption belongs to; "" outside a multirun.
 
     While no other job of the sweep has completed: "to continue the whole sweep, this job and those not started:
@@ -33,6 +33,9 @@ def whole_sweep_hint(run_dir: Any, argv: Sequence[str]) -> str:
         The stopped job's folder, ``<sweep>/<job>``.
     argv : sequence of str
         ``sys.argv`` of the command that started the sweep; only ``launch.py``'s is rebuilt.
+    started : bool, optional
+        False: ``run_dir`` is the folder Hydra made for a job that never started (a preemption between jobs,
+        ``stopped_between_jobs``): it is one of the jobs never started, not a stopped one.
 
     Returns
     -------
@@ -43,15 +46,16 @@ def whole_sweep_hint(run_dir: Any, argv: Sequence[str]) -> str:
     if not hydra_job_overrides()[1] or not argv or Path(argv[0]).name != "launch.py":
         return ""
     run_dir = Path(run_dir).absolute()
-    if rest := _rest_of_sweep(run_dir):
+    if rest := _rest_of_sweep(run_dir, started):
         return rest
     kept = [a for a in argv[1:] if not a.startswith(("train.resume=", "hydra.sweep.dir="))]
-    return "to continue the whole sweep, this job and those not started: " + " ".join(
+    which = "this job and those not started" if started else "its unfinished jobs and those not started"
+    return f"to continue the whole sweep, {which}: " + " ".join(
         ["python launch.py", *map(shlex.quote, kept), "train.resume=auto",
          hydra_override("hydra.sweep.dir", run_dir.parent)])
 
 
-def _rest_of_sweep(run_dir: Path) -> str:
+def _rest_of_sweep(run_dir: Path, started: bool) -> str:
     """Each unfinished job's command when another job of ``run_dir``'s sweep completed; "" when none did."""
     from omegaconf import OmegaConf
 
@@ -59,11 +63,55 @@ def _rest_of_sweep(run_dir: Path) -> str:
     from gensbi_sharding.harness.sweep_plan import every_job
 
     sweep = run_dir.parent
-    jobs = sorted({m.parent for m in sweep.glob("*/metrics.json")} | {run_dir})
+    jobs = sorted({m.parent for m in sweep.glob("*/metrics.json")} | ({run_dir} if started else set()))
     record = sweep / "multirun.yaml"
     if not record.is_file():
         return ""
     saved = OmegaConf.load(record)
-    hint = unfinished_jobs_hint(jobs, RESUMABLE, every_job(saved), sweep_dir=sweep, stopped=run_dir,
+    hint = unfinished_jobs_hint(jobs, RESUMABLE, every_job(saved), sweep_dir=sweep, stopped=run_dir if started else None,
                                 search_path=search_path_of(OmegaConf.select(saved, "hydra.overrides.hydra")))
     return f"to continue the rest of the sweep, {hint[2:]}" if hint else ""
+
+
+def stopped_between_jobs(next_dir: Any, signum: int, ended: int, argv: Sequence[str]) -> list[str]:
+    """The console lines of a sweep a preemption signal stopped between two of its jobs, the next one not started.
+
+    A signal after a job ended (held by ``signal_hold`` until then) is the sweep's preemption: the next job is not
+    started (was: it started only to record ``status: preempted`` for a stop it never saw). The sweep's summary is
+    written for the jobs so far, the next one and those after it ``not run``.
+
+    Parameters
+    ----------
+    next_dir : path-like
+        The folder Hydra made for the job that does not start, ``<sweep>/<job>``.
+    signum : int
+        The signal received.
+    ended : int
+        How many of the sweep's jobs this process ran, each recorded in its folder's ``metrics.json``.
+    argv : sequence of str
+        ``sys.argv`` of the command that started the sweep.
+
+    Returns
+    -------
+    list of str
+        What happened, how to continue (``whole_sweep_hint``) and the sweep's outcome line, in that order.
+    """
+    import signal
+
+    from gensbi_sharding.harness.console_lines import sweep_end_line
+    from gensbi_sharding.harness.summary import refresh_sweep_summary
+
+    next_dir = Path(next_dir).absolute()
+    lines = [f"preempted by {signal.Signals(signum).name} between the sweep's jobs: {ended} job(s) ended, each "
+             f"recorded in its folder's metrics.json; job {next_dir.name} and those after it did not start"]
+    if hint := whole_sweep_hint(next_dir, argv, started=False):
+        lines.append(hint)
+    try:
+        written = refresh_sweep_summary(next_dir)
+    except Exception as err:  # the jobs' own records are written; an index must never cost the stop its exit code
+        written = None
+        lines.append(f"sweep summary of {next_dir.parent} not rebuilt: {type(err).__name__}: {err}")
+    if written is not None:
+        lines.append(sweep_end_line([row["metrics"].get("status") for row in written.rows], None, next_dir.parent,
+                                    written.png_path is not None))
+    return lines
