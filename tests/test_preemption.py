@@ -456,6 +456,32 @@ def test_the_signal_is_handed_on_to_the_handler_installed_before_the_run():
         signal.signal(signal.SIGUSR2, before)
 
 
+def test_two_ctrl_cs_at_once_during_a_save_say_their_lines_in_the_order_pressed(monkeypatch, caplog):
+    # The second press lands while the first one's handler runs (Python runs it there, nested), before the first
+    # logged: was "Ctrl-C again: ..." first, then "received Ctrl-C: ... (Ctrl-C again stops at once)".
+    import logging
+
+    from gensbi_sharding.harness import interrupt_hold, preemption
+
+    real, pressed = preemption.stop_level, []
+
+    def second_press_lands():  # called by the first press's handler just before it logs
+        if not pressed:
+            pressed.append(signal.SIGINT)
+            signal.raise_signal(signal.SIGINT)
+        return real()
+
+    monkeypatch.setattr(preemption, "stop_level", second_press_lands)
+    with caplog.at_level(logging.INFO, logger="gensbi_sharding"), PreemptionWatch():
+        with pytest.raises(KeyboardInterrupt):
+            with interrupt_hold.hold_interrupt():  # a checkpoint's save under way
+                signal.raise_signal(signal.SIGINT)
+                assert pressed  # both handled, the save goes on; the second raises as it ends
+    said = [r.getMessage() for r in caplog.records if "Ctrl-C" in r.getMessage()]
+    assert said == ["received Ctrl-C: stopping at the next step of the run (Ctrl-C again stops at once)",
+                    "Ctrl-C again: stopping once the checkpoint under way is saved (Ctrl-C once more stops at once)"]
+
+
 def test_a_signal_outside_a_run_is_held_for_the_next_run_to_answer():
     # launch.py holds SIGTERM/SIGUSR1/SIGUSR2 outside a run's watch (was: Python's default, a kill with no record).
     from gensbi_sharding.harness import signal_hold

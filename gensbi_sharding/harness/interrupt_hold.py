@@ -8,6 +8,10 @@ Inside ``hold_interrupt()`` the watch's handler defers it (``defer_interrupt``);
 the run records the checkpoint the save committed. Nothing is waited for longer: the process's exit finished a
 save under way anyway. One landing in a finalizer (``tqdm.__del__``) is deferred as well: raised there, Python printed
 its traceback and dropped it. A third Ctrl-C raises at once.
+
+A handler's console lines wait until the outermost handler ends (``handler_lines``, ``say``), then come out in the
+order of the presses: a second Ctrl-C landing while the first one's handler ran (Python runs it there, nested)
+printed "Ctrl-C again: ..." before the first one's "received Ctrl-C: ...".
 """
 
 from __future__ import annotations
@@ -17,11 +21,46 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["hold_interrupt", "defer_interrupt", "reset"]
+__all__ = ["hold_interrupt", "defer_interrupt", "reset", "handler_lines", "say"]
 
 log = logging.getLogger("gensbi_sharding")
 
 _state = {"depth": 0, "pending": False}  # holds open (nested); a Ctrl-C deferred, raised as the outermost ends
+_said: dict = {"handlers": 0, "lines": []}  # signal handlers running (nested); their lines: (rank, logger, level, text)
+
+
+@contextlib.contextmanager
+def handler_lines() -> Iterator[None]:
+    """Around a signal handler's body: the lines it and any handler nested in it ``say`` come out as the outermost one
+    ends (also when one raises ``KeyboardInterrupt``), by rank, then in the order said."""
+    _said["handlers"] += 1
+    try:
+        yield
+    finally:
+        try:  # still counted while it logs: a handler landing inside the logging queues its line after these
+            while _said["handlers"] == 1 and _said["lines"]:
+                lines, _said["lines"] = sorted(_said["lines"], key=lambda line: line[0]), []
+                for _, logger, level, text in lines:
+                    logger.log(level, "%s", text)
+        finally:
+            _said["handlers"] -= 1
+
+
+def say(rank: int, logger: logging.Logger, level: int, text: str) -> None:
+    """Log ``text`` as the outermost ``handler_lines`` ends (at once outside one), before lines of a higher ``rank``.
+
+    Parameters
+    ----------
+    rank : int
+        Its place among the lines of one burst of signals: 0 the first signal's, 1 a second Ctrl-C's.
+    logger : logging.Logger
+    level : int
+    text : str
+    """
+    _said["lines"].append((rank, logger, level, text))
+    if not _said["handlers"]:
+        with handler_lines():
+            pass
 
 
 @contextlib.contextmanager
@@ -62,14 +101,15 @@ def defer_interrupt(frame: Any = None) -> bool:
     if _state["pending"] or not (held or _in_finalizer(frame)):
         return False
     _state["pending"] = True
-    log.warning("Ctrl-C again: stopping %s (Ctrl-C once more stops at once)",
-                "once the checkpoint under way is saved" if held else "at the next checkpoint, or as the first asked")
+    where = "once the checkpoint under way is saved" if held else "at the next checkpoint, or as the first asked"
+    say(1, log, logging.WARNING, f"Ctrl-C again: stopping {where} (Ctrl-C once more stops at once)")
     return True
 
 
 def reset() -> None:
     """Forget a deferred Ctrl-C: a new run starts (a test's, or a sweep's next job after one that ended)."""
     _state.update(depth=0, pending=False)
+    _said.update(handlers=0, lines=[])
 
 
 def _in_finalizer(frame: Any) -> bool:

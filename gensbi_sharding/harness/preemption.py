@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from gensbi_sharding.harness.console import stop_level
-from gensbi_sharding.harness.interrupt_hold import defer_interrupt, hold_interrupt
+from gensbi_sharding.harness.interrupt_hold import defer_interrupt, handler_lines, hold_interrupt, say
 from gensbi_sharding.harness.parent_signal import stop_signal
 from gensbi_sharding.harness.signal_hold import PREEMPT_SIGNALS, take_held
 
@@ -164,17 +164,17 @@ class PreemptionWatch:
     def _handle(self, signum: int, frame: Any) -> None:
         import jax
 
-        if signum == signal.SIGINT:
-            self._interrupts += 1
-            if self._interrupts > 1 and not defer_interrupt(frame):  # Ctrl-C again: at once (after a save under way)
-                raise KeyboardInterrupt
-        first = self.signum is None
-        self.signum = self.signum or signum
-        if first:
-            where = "at the next step boundary, after a checkpoint" if self._deferred else "at the next step of the run"
-            log.log(min(stop_level(), logging.WARNING), "received %s: stopping %s%s",  # once, by process 0
+        with handler_lines():  # a signal landing while this handler runs says its line after this one's
+            if signum == signal.SIGINT:
+                self._interrupts += 1
+                if self._interrupts > 1 and not defer_interrupt(frame):  # Ctrl-C again: at once (after a save)
+                    raise KeyboardInterrupt
+            first, self.signum = self.signum is None, self.signum or signum
+            if first:  # once, by process 0
+                where = "at the next step boundary, after a checkpoint" if self._deferred else "at the next step of the run"
+                say(0, log, min(stop_level(), logging.WARNING), "received %s: stopping %s%s" % (
                     "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name,
-                    where, " (Ctrl-C again stops at once)" if signum == signal.SIGINT else "")
+                    where, " (Ctrl-C again stops at once)" if signum == signal.SIGINT else ""))
         if signum != signal.SIGTERM and jax.distributed.is_initialized():
             signal.raise_signal(signal.SIGTERM)  # JAX's preemption service tells every process
 
