@@ -61,8 +61,10 @@ def extra_problem(extra: list[str], tasks: list[str], budgets: list[int]) -> str
     from gensbi_sharding.harness.override_types import list_override_problem, override_problem
 
     command = parse(extra)  # read once, for each of launch.py's checks that applies to a job's extra overrides
-    problem = (grammar_problem(command) or list_override_problem(command) or unknown_key_problem(command)
-               or override_problem(command, sweeps_need_m=False))
+    # As each job composes them: after experiment=sbibm, whose values a refusal suggests (train.steps=20000, not 4000)
+    composed = parse(["experiment=sbibm", *extra])
+    problem = (grammar_problem(command) or list_override_problem(composed) or unknown_key_problem(command)
+               or override_problem(composed, sweeps_need_m=False))
     if problem:
         return f"extra argument {problem}"
     parser = OverridesParser.create()

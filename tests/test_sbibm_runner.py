@@ -134,6 +134,9 @@ class FakeJobs:
     (["seed=0,1"], "extra argument seed=0,1 sweeps several values, but each (task, budget) is one job in one folder"),
     # Was: every job ended ok without a C2ST, and the table then found nothing.
     (["eval.enabled=false"], "extra argument eval.enabled=false: the jobs would score no observation"),
+    # The value suggested is the one each job composes under experiment=sbibm (was the schema's train.steps=4000).
+    (["train.steps=abc"], "converted to Integer; e.g. train.steps=20000"),
+    (["eval.observations=abc"], "'abc' is not one; write e.g. eval.observations=[1,2,3,4,5,6,7,8,9,10]"),
 ])
 def test_run_refuses_bad_extra_arguments_before_any_job(sbibm, tmp_path, monkeypatch, capsys, extra, message):
     jobs = FakeJobs()
