@@ -195,8 +195,9 @@ def main() -> None:
     from gensbi_sharding.harness.override_types import override_problem
     from gensbi_sharding.harness.run import run
 
+    # As harness_config composes them (the model named, its values suggested: Flux1's, not the default mlp's)
     if problem := (unknown_key_problem(["model=flux1", *args.overrides])  # Hydra's advice, to append it, fails too
-                   or override_problem(args.overrides)):
+                   or override_problem(["model=flux1", "mesh=none", "data=two_moons", *args.overrides])):
         parser.error(f"harness overrides {' '.join(args.overrides)}: {problem}")
     with tempfile.TemporaryDirectory() as out_dir:
         try:

@@ -139,6 +139,10 @@ BENCHMARK_BAD_ARGS = [
                                               "(compilation); e.g. --steps 200"),
     ("gensbi_pipeline.py", ["--steps", "30", "mesh.bogus=1"],
      "harness overrides mesh.bogus=1: mesh.bogus is not a setting of mesh; its settings: spec, model_axis, devices"),
+    # Was "model.depth (model=mlp): ...; e.g. model.depth=3": the default model's, where this script runs Flux1.
+    ("gensbi_pipeline.py", ["--steps", "30", "model.depth=abc"],
+     "harness overrides model.depth=abc: model.depth=abc: model.depth (model=flux1): Value 'abc' of type 'str' could "
+     "not be converted to Integer; e.g. model.depth=2"),
 ]
 FORKED = "step_overhead.py"  # imports JAX and Flax before its arguments: its cases share those imports
 
