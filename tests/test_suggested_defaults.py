@@ -71,3 +71,12 @@ def test_a_check_before_composing_suggests_the_value_the_commands_groups_compose
     message = command_problem(list(args))
     assert message and re.search(rf"e\.g\. {re.escape(fix)}(?![\w.,])", message), message
     assert command_problem([*args[:-1], fix]) is None  # typed in place of the refused override, it passes the checks
+
+
+def test_a_check_before_composing_suggests_a_preset_of_ones_own(tmp_path):
+    from gensbi_sharding.harness.command_checks import command_problem
+
+    (tmp_path / "experiment").mkdir()
+    (tmp_path / "experiment" / "mine.yaml").write_text("# @package _global_\ntrain:\n  steps: 7\n")
+    message = command_problem([f"hydra.searchpath=[file://{tmp_path}]", "experiment=mine", "train.steps=abc"])
+    assert message and message.endswith("; e.g. train.steps=7"), message  # its hydra.searchpath composed too
