@@ -111,7 +111,7 @@ def main(cfg: DictConfig) -> float | None:
     if ran and (held := take_held()):  # a preemption after a sweep's job ended: the sweep's, this job never starts
         ignore_preemption_signals()  # answered: a second SIGTERM must not turn 75 into 143
         for line in stopped_between_jobs(output_dir(cfg), held[0], len(ran), sys.argv):
-            log.warning("%s", line) if line.startswith("preempted") else log.info("%s", line)
+            log.log(logging.WARNING if line.startswith("preempted") else logging.INFO, "%s", line)
         sys.exit(EXIT_PREEMPTED)
     running.append(True)
     ran.append(True)
