@@ -12,6 +12,7 @@ itself, seen through ``sys.monitoring``: its module code returning, or an except
 
 from __future__ import annotations
 
+import atexit
 import fcntl
 import inspect
 import logging
@@ -33,7 +34,7 @@ __all__ = ["Lock", "lock_directory", "unlock", "finish_and_unlock", "watch_exit"
 Lock = tuple[int, tuple[int, int], int] | None
 _HELD: dict[tuple[int, int], int] = {}  # (device, inode) of the folders this process's writers hold: their fds
 _OPEN: weakref.WeakSet = weakref.WeakSet()  # this process's open writers: finished when the script ends
-_SCRIPT: dict[str, Any] = {}  # "code" (the running script's module code) and "tool" (sys.monitoring id) once armed
+_SCRIPT: dict[str, Any] = {}  # "tool": its sys.monitoring id while armed, None once the script ended
 _FIX = "call writer.close(), or save inside `with CheckpointWriter(...) as writer:`, before the script ends"
 
 
@@ -115,7 +116,7 @@ def watch_exit(writer: Any) -> None:
     """Finish ``writer``'s save under way when the script ends, if it is open then; warn once that it was not closed.
 
     Armed once per process, from any thread of a script (``python script.py``, ``-c``, ``-m``; not an
-    interactive session, where no end of a script comes before the exit).
+    interactive session, nor code an embedding (IPython) runs, where no end of a script comes before the exit).
 
     Parameters
     ----------
@@ -123,15 +124,7 @@ def watch_exit(writer: Any) -> None:
         Read at the end: ``directory``, ``last_saved``, ``exit_timeout_s``, ``_manager``, ``_status``, ``close()``.
     """
     _OPEN.add(writer)
-    if "code" in _SCRIPT or sys.flags.interactive or hasattr(sys, "ps1"):
-        return
-    main = getattr(sys.modules.get("__main__"), "__dict__", None)
-    # The main thread's frames, where the script runs: a writer made in a worker thread ends with the script too.
-    top = sys._current_frames().get(threading.main_thread().ident)
-    frames = [info.frame for info in inspect.getouterframes(top, 0)] if top is not None else []
-    scripts = [i for i, frame in enumerate(frames) if frame.f_globals is main and frame.f_code.co_name == "<module>"]
-    # Callers beyond the script's own frame other than runpy's (-m): an embedding (IPython) runs it, not an exit.
-    if not scripts or any(f.f_globals.get("__name__") != "runpy" for f in frames[scripts[-1] + 1:]):
+    if _SCRIPT or sys.flags.interactive or hasattr(sys, "ps1"):
         return
     monitoring = sys.monitoring
     # 3 and 4 are unnamed; 5 (OPTIMIZER_ID) no tool of CPython claims: where the script took 3 and 4, the step
@@ -140,24 +133,51 @@ def watch_exit(writer: Any) -> None:
     if tool is None:
         return
     monitoring.use_tool_id(tool, "gensbi_sharding.checkpoint exit")
-    for event in (monitoring.events.PY_RETURN, monitoring.events.PY_UNWIND):
-        monitoring.register_callback(tool, event, _script_ended)
-    _SCRIPT.update(code=frames[scripts[-1]].f_code, tool=tool)
-    monitoring.set_local_events(tool, _SCRIPT["code"], monitoring.events.PY_RETURN)
-    monitoring.set_events(tool, monitoring.events.PY_UNWIND)  # an exception leaving a frame: no local event of it
+    monitoring.register_callback(tool, monitoring.events.PY_RETURN, _returned)
+    monitoring.register_callback(tool, monitoring.events.PY_UNWIND, _unwound)  # sys.exit or an exception
+    _SCRIPT["tool"] = tool
+    # Every frame's end, in every thread: the script's module code is known by its frame once it ends, from any
+    # thread (another thread's frames have no public API), and each function's return place reports once.
+    monitoring.set_events(tool, monitoring.events.PY_RETURN | monitoring.events.PY_UNWIND)
 
 
-def _script_ended(code: Any, offset: int, value: Any) -> None:
-    """``sys.monitoring`` callback: if ``code`` is the script's and it ends, finish the open writers' saves."""
-    if code is not _SCRIPT.get("code") or threading.current_thread() is not threading.main_thread():
+def _returned(code: Any, offset: int, value: Any) -> Any:
+    """``sys.monitoring`` PY_RETURN callback: a function's return is never the script's end, and is not seen again."""
+    if code.co_name != "<module>":
+        return sys.monitoring.DISABLE
+    _module_ended(inspect.currentframe().f_back)
+
+
+def _unwound(code: Any, offset: int, error: BaseException) -> None:
+    """``sys.monitoring`` PY_UNWIND callback (not to be disabled): an exception left ``code``'s frame."""
+    if code.co_name == "<module>":
+        _module_ended(inspect.currentframe().f_back)
+
+
+def _module_ended(frame: Any) -> None:
+    """A module's code ended on ``frame``: if it is the script's (run by nothing but ``runpy``), finish the writers."""
+    main = getattr(sys.modules.get("__main__"), "__dict__", None)
+    if frame.f_globals is not main or threading.current_thread() is not threading.main_thread():
         return
-    monitoring, tool = sys.monitoring, _SCRIPT.pop("tool")
-    _SCRIPT["code"] = None  # once; stays set, so no later writer arms it again
-    monitoring.set_events(tool, 0)
-    monitoring.set_local_events(tool, code, 0)
-    monitoring.free_tool_id(tool)
+    outer = []  # its callers (inspect.getouterframes would read every module's file name: 26 ms at the exit)
+    while (frame := frame.f_back) is not None:
+        outer.append(frame)
+    if any(f.f_globals is main and f.f_code.co_name == "<module>" for f in outer):
+        return  # exec() of the script's own, inside it
+    _disarm()
+    if any(f.f_globals.get("__name__") != "runpy" for f in outer):
+        return  # an embedding (IPython) ran it, not an exit: a later writer arms again
+    _SCRIPT["tool"] = None  # once: no later writer arms it again
     for writer in [w for w in _OPEN if not w._closed]:  # a closed writer stays in _OPEN while it is referenced
         _finish_at_exit(writer)
+
+
+def _disarm() -> None:
+    """Stop watching; at exit too, where the script's end was not seen (a C program's embedded Python): not a
+    callback left to run while Python takes its modules apart."""
+    if _SCRIPT.get("tool") is not None:
+        sys.monitoring.set_events(_SCRIPT["tool"], 0)
+        sys.monitoring.free_tool_id(_SCRIPT.pop("tool"))
 
 
 def _finish_at_exit(writer: Any) -> None:
@@ -206,3 +226,4 @@ def _release_in_child() -> None:
 
 
 os.register_at_fork(after_in_child=_release_in_child)
+atexit.register(_disarm)

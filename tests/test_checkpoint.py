@@ -536,3 +536,67 @@ def test_a_writer_left_open_when_the_script_ends_finishes_its_save_or_names_the_
                           f"exit_timeout_s=0 s; it is lost (newest step on disk: 1); {fix}"], proc.stderr[-3000:]
         assert committed_steps(ck) == [1]
         assert "Traceback" not in proc.stderr and "ERROR:absl" not in proc.stderr, proc.stderr[-3000:]  # was 4 of each
+
+
+EXIT_PROBE = textwrap.dedent("""
+    import atexit
+    import sys
+    from gensbi_sharding.checkpoint_lock import watch_exit
+
+    class Manager:
+        def wait_until_finished(self):
+            pass
+
+    class Writer:  # what watch_exit reads of a CheckpointWriter, without an Orbax save (a fast test)
+        directory, last_saved, exit_timeout_s, _closed, _manager, _status = "ck", None, 5.0, False, Manager(), {}
+
+        def close(self):
+            print("closed", flush=True)
+            self._closed = True
+
+    def f():
+        return 1
+
+    atexit.register(print, "atexit")
+    writer = Writer()
+    watch_exit(writer)
+    returns, traced = [], []  # a coverage tool's (id 1) and a debugger's (sys.settrace) view, the exit watch armed
+    sys.monitoring.use_tool_id(1, "coverage")
+    sys.monitoring.register_callback(1, sys.monitoring.events.PY_RETURN, lambda code, i, value: returns.append(code))
+    sys.monitoring.set_events(1, sys.monitoring.events.PY_RETURN)
+    sys.settrace(lambda frame, event, arg: traced.append(event) if frame.f_code is f.__code__ else None)
+    for _ in range(3):
+        f()
+    sys.settrace(None)
+    sys.monitoring.set_events(1, 0)
+    exec("x = 1")  # module code run in the script's globals, inside it: not its end
+    print(f"tool 1: {returns.count(f.__code__)}, traced: {traced.count('call')}", flush=True)
+    print("last line", flush=True)
+""")
+
+
+@pytest.mark.slow  # fresh processes, about 2 s each (run together)
+def test_the_end_of_a_script_is_found_however_python_runs_it(tmp_path):
+    # A file, -m and -c (test above) are scripts: their end finishes an open writer, before atexit; an exec() in the
+    # script is not its end; code that a script runs with runpy (an embedding) and `python -i` have no end before the
+    # exit. A debugger's and a coverage tool's events, all of them, with the watch armed.
+    (tmp_path / "exit_probe.py").write_text(EXIT_PROBE)
+    runs = {"file": [sys.executable, "exit_probe.py"], "module": [sys.executable, "-m", "exit_probe"],
+            "runpy": [sys.executable, "-c", "import runpy; runpy.run_path('exit_probe.py', run_name='__main__'); "
+                                            "print('after run_path')"],
+            "interactive": [sys.executable, "-i", "exit_probe.py"]}
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    procs = {how: subprocess.Popen(cmd, cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True) for how, cmd in runs.items()}
+    out = {how: proc.communicate(timeout=120) for how, proc in procs.items()}
+    seen = "tool 1: 3, traced: 3"
+    warned = ("CheckpointWriter:0: RuntimeWarning: CheckpointWriter('ck') was still open when the script ended; it had "
+              "saved nothing; call writer.close(), or save inside `with CheckpointWriter(...) as writer:`, before the "
+              "script ends")
+    for how in ("file", "module"):
+        assert out[how][0].splitlines() == [seen, "last line", "closed", "atexit"], (how, out[how])
+        assert [line for line in out[how][1].splitlines() if "Warning" in line] == [warned], (how, out[how])
+    assert out["runpy"][0].splitlines() == [seen, "last line", "after run_path", "atexit"], out["runpy"]
+    assert out["interactive"][0].splitlines() == [seen, "last line", "atexit"], out["interactive"]
+    assert all("Warning" not in out[how][1] for how in ("runpy", "interactive")), out
+    assert all(proc.returncode == 0 for proc in procs.values()), out
