@@ -454,6 +454,52 @@ def test_an_unknown_name_names_the_override_that_fixes_it(overrides, named, list
     assert registered_name_problem(followed, {**choices, **dict([fix.split("=")] if "." not in fix else [])}) is None
 
 
+def test_a_model_of_ones_own_is_told_every_step_and_its_borrowed_schema_is_named(tmp_path, monkeypatch):
+    # Was, for model=tiny (conf/model/tiny.yaml: /mlp_schema, name: tiny): "register it with
+    # @register_model('tiny') and add conf/model/tiny.yaml" (a factory registered in the user's own module is
+    # never imported); registered, "model.name=tiny does not fit the settings model=mlp loaded ...; choose the
+    # model with model=tiny", the very choice the command made.
+    from dataclasses import dataclass
+
+    from hydra.core.config_store import ConfigStore
+
+    from faults_helpers import compose_tiny
+    from gensbi_sharding.harness import registry
+    from gensbi_sharding.harness.config import MLPConfig
+    from gensbi_sharding.harness.models.mlp import make_mlp
+    from gensbi_sharding.harness.name_hints import registered_name_problem
+
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "tiny.yaml").write_text("defaults:\n  - /mlp_schema\n  - _self_\nname: tiny\n")
+    search = f"hydra.searchpath=[file://{tmp_path}]"
+    choices = {**CHOICES, "model": "tiny"}
+    unknown = registered_name_problem(compose_tiny(search, "model=tiny"), choices)
+    assert unknown.startswith("unknown model 'tiny' (model.name=tiny); ")
+    assert unknown.endswith("to add 'tiny', register its factory with @register_model('tiny') in a module that "
+                            "gensbi_sharding/harness/models/__init__.py imports, give it a schema in "
+                            "gensbi_sharding/harness/config.py stored as tiny_schema, and add conf/model/tiny.yaml "
+                            "listing /tiny_schema (README: A model of your own in the harness)"), unknown
+    registry.model_names()  # the built-ins first, so the registration below is the only addition
+    monkeypatch.setitem(registry._MODELS, "tiny", make_mlp)
+    borrowed = registered_name_problem(compose_tiny(search, "model=tiny"), choices)
+    assert borrowed == (
+        "model=tiny holds the fields of mlp (its defaults name /mlp_schema); a model of your own needs a schema of "
+        "its own: a dataclass in gensbi_sharding/harness/config.py (as MLPConfig is mlp's) stored as tiny_schema by "
+        "register_configs, listed in conf/model/tiny.yaml's defaults (README: A model of your own in the "
+        "harness); or set name: mlp in that file to build mlp")
+
+    @dataclass
+    class TinyConfig(MLPConfig):
+        name: str = "tiny"
+
+    ConfigStore.instance().store(name="tiny_schema", node=TinyConfig)  # the steps it names, followed
+    try:
+        (tmp_path / "model" / "tiny.yaml").write_text("defaults:\n  - /tiny_schema\n  - _self_\nname: tiny\n")
+        assert registered_name_problem(compose_tiny(search, "model=tiny"), choices) is None
+    finally:
+        ConfigStore.instance().repo.pop("tiny_schema.yaml")
+
+
 @pytest.mark.parametrize("override, fix", [
     ("rule.embed=modle", "rule.embed=model"), ("rule.embed=[data,modle]", "rule.embed=[data,model]"),
     ("activation.head_axis=modle", "activation.head_axis=model"), ("activation.head_axis=xyz", "activation.head_axis=null")])

@@ -39,6 +39,21 @@ def _schema_name(section: Any) -> str | None:
     return schema_name(schema) if dataclasses.is_dataclass(schema) else None
 
 
+def _schema_class(section: Any) -> str:
+    """The class name of the typed schema a config section was merged onto (``MLPConfig``)."""
+    from omegaconf import OmegaConf
+
+    return OmegaConf.get_type(section).__name__
+
+
+def _new_model_steps(name: str) -> str:
+    """What adding model ``name`` to the harness takes: the harness imports only its own model modules."""
+    return (f"register its factory with @register_model({name!r}) in a module that "
+            f"gensbi_sharding/harness/models/__init__.py imports, give it a schema in gensbi_sharding/harness/"
+            f"config.py stored as {name}_schema, and add conf/model/{name}.yaml listing /{name}_schema "
+            f"(README: A model of your own in the harness)")
+
+
 def registered_name_problem(cfg: Any, choices: Mapping[str, str] | None = None) -> str | None:
     """What is wrong with the registry-backed names of ``cfg`` (``model.name``, ``data.name``, ``rule.name``).
 
@@ -57,10 +72,17 @@ def registered_name_problem(cfg: Any, choices: Mapping[str, str] | None = None) 
     if cfg.model.name not in models:
         fix = loaded if loaded in models else closest_name(cfg.model.name, models) or "mlp"
         return unknown_name_problem("model.name", cfg.model.name, kind="model", registered=models, fix=fix,
-                                    group="model", register=f"register it with @register_model({cfg.model.name!r}) "
-                                    f"and add conf/model/{cfg.model.name}.yaml")
+                                    group="model", register=_new_model_steps(cfg.model.name))
     chosen = choices.get("model")
-    if loaded is not None and loaded != cfg.model.name and chosen not in (None, loaded, cfg.model.name):
+    if loaded is not None and loaded != cfg.model.name and chosen == cfg.model.name:
+        # The user's own registered model whose file borrows another model's schema: model=<it> was chosen,
+        # so "choose the model with model=<it>" (below) would send them round in a circle.
+        return (f"model={chosen} holds the fields of {loaded} (its defaults name /{loaded}_schema); a model of "
+                f"your own needs a schema of its own: a dataclass in gensbi_sharding/harness/config.py (as "
+                f"{_schema_class(cfg.model)} is {loaded}'s) stored as {chosen}_schema by register_configs, listed in conf/model/{chosen}.yaml's "
+                f"defaults (README: A model of your own in the harness); or set name: {loaded} in that file to "
+                f"build {loaded}")
+    if loaded is not None and loaded != cfg.model.name and chosen not in (None, loaded):
         # A preset of the user's own (README: A preset of your own) naming one model and the schema of another.
         return (f"model={chosen} holds the fields of {loaded} (its defaults name /{loaded}_schema) but names "
                 f"model {cfg.model.name}; set name: {loaded} in that file (or model.name={loaded}), or list "

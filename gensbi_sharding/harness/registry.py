@@ -85,8 +85,9 @@ def register_model(name: str, *, requires: Requirement | None = None
                    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register a model factory under ``name``.
 
-    The factory is called as ``factory(dim_theta=..., dim_x=..., rngs=..., **hparams)``
-    and returns a Flax NNX module ``v(theta_t, x, t) -> velocity`` whose parameters
+    The factory is called as ``factory(dim_theta=..., dim_x=..., rngs=..., partition_axis=...,
+    **hparams)`` (``partition_axis``: the activation layout, None without a mesh; ``hparams``:
+    the model's config section but ``name`` and ``init``) and returns a Flax NNX module ``v(theta_t, x, t) -> velocity`` whose parameters
     carry logical axis annotations (``gensbi_sharding.axes``). ``requires`` names an
     optional package the factory imports when called (never at registration):
     ``get_model`` checks it is installed and otherwise says how to install it.
