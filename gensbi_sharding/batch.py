@@ -136,8 +136,7 @@ def pad_for_mesh(n: int, mesh: Mesh | None) -> tuple[int, int]:
         ``n`` not a non-negative integer (``bool`` is not); ``mesh`` neither None nor a ``jax.sharding.Mesh``.
     """
     if not is_int(n) or n < 0:  # an array passed for its row count is named by shape, not printed whole
-        got = f"an array of shape {n.shape}; pass n.shape[0]" if hasattr(n, "shape") else repr(n)
-        raise ValueError(f"pad_for_mesh needs a row count n >= 0 (an integer), got {got}")
+        raise ValueError(f"pad_for_mesh needs a row count n >= 0 (an integer), got {_not_a_count(n)}")
     divisor = batch_size_divisor(mesh)
     return -(-n // divisor) * divisor, n
 
@@ -194,8 +193,9 @@ def _split_leading(tree: Any, mesh: Mesh | None, what: str) -> Any:
         divisor = batch_size_divisor(mesh)
         if leaf.ndim and leaf.shape[0] % divisor:
             raise ValueError(f"{what} leaf of shape {leaf.shape} has leading size {leaf.shape[0]}, not divisible by "
-                             f"the data-parallel size {divisor}; pad it (pad_for_mesh) or use "
-                             f"{_nearest(leaf.shape[0], divisor)} rows")
+                             f"the data-parallel size {divisor}; use {_nearest(leaf.shape[0], divisor)} rows "
+                             f"(pad_for_mesh({leaf.shape[0]}, mesh) returns the rows to pad to and the real ones, "
+                             f"{pad_for_mesh(leaf.shape[0], mesh)}: mask the padding out of a mean)")
         return P(batch_axes(mesh) or None) if leaf.ndim else P()
 
     return _put_leaves(tree, mesh, spec, what)
@@ -219,3 +219,14 @@ def _put_leaves(tree: Any, mesh: Mesh | None, spec: Callable[[Any], P], what: st
 
 def _nearest(size: int, divisor: int) -> str:
     return " or ".join(map(str, sorted(nearest_batch_sizes(size, divisor))))
+
+
+def _not_a_count(n: Any) -> str:
+    """``n`` as pad_for_mesh's error names it: an array or a batch by its rows, never printed whole."""
+    if hasattr(n, "shape"):
+        return f"an array of shape {n.shape}; pass n.shape[0]"
+    leaves = [leaf for leaf in jax.tree.leaves(n) if getattr(leaf, "ndim", 0)]
+    if leaves:  # a batch passed whole, to be padded: pad_for_mesh only counts
+        return (f"a {type(n).__name__} of arrays; pad_for_mesh counts rows, it pads nothing: pass their leading "
+                f"size, {leaves[0].shape[0]}")
+    return repr(n)

@@ -197,6 +197,12 @@ def test_pad_for_mesh():
     assert gs.pad_for_mesh(10, None) == (10, 10)
     with pytest.raises(ValueError, match=r"got an array of shape \(30, 4\); pass n.shape\[0\]$"):
         gs.pad_for_mesh(np.ones((30, 4)), mesh)  # named by shape, not printed whole
+    # Was "got {'x': array([[1., 1., ...", the batch printed whole, after shard_batch's "pad it (pad_for_mesh)"
+    # sent the batch there: pad_for_mesh counts rows, it pads nothing.
+    with pytest.raises(ValueError) as error:
+        gs.pad_for_mesh({"x": np.ones((30, 4)), "n": 3}, mesh)
+    assert str(error.value) == ("pad_for_mesh needs a row count n >= 0 (an integer), got a dict of arrays; "
+                                "pad_for_mesh counts rows, it pads nothing: pass their leading size, 30")
 
 
 @pytest.mark.parametrize("fn", [gs.shard_batch, gs.shard_sample_init])
@@ -221,8 +227,11 @@ def test_shard_sample_init_on_a_bare_array_and_bad_size():
     assert same_placement(out.sharding, mesh, P("data"), 2)
     with pytest.raises(ValueError, match=r"leading size 10, not divisible by the data-parallel size 8"):
         gs.shard_sample_init(np.zeros((10, 3)), mesh)
-    with pytest.raises(ValueError, match=r"pad it \(pad_for_mesh\) or use 28 or 32 rows$"):
-        gs.shard_batch({"x": np.ones((30, 4))}, make_mesh(model_axis=2))  # the sizes every batch message names
+    with pytest.raises(ValueError) as error:  # the sizes every batch message names
+        gs.shard_batch({"x": np.ones((30, 4))}, make_mesh(model_axis=2))
+    assert str(error.value).endswith(  # was "pad it (pad_for_mesh)", which counts rows and pads nothing
+        "not divisible by the data-parallel size 4; use 28 or 32 rows (pad_for_mesh(30, mesh) returns the rows to "
+        "pad to and the real ones, (32, 30): mask the padding out of a mean)")
 
 
 def test_replicate_moves_committed_arrays_and_keeps_the_rest():
