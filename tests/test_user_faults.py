@@ -500,6 +500,37 @@ def test_a_model_of_ones_own_is_told_every_step_and_its_borrowed_schema_is_named
         ConfigStore.instance().repo.pop("tiny_schema.yaml")
 
 
+def test_a_data_set_of_ones_own_is_refused_evaluation_before_training(monkeypatch):
+    # Was: trained every step, then "ValueError: unknown sbibm task 'mysim'; registered here: two_moons, ...
+    # (e.g. data=slcp)" at evaluation, status error; eval.enabled=false, the fix, named nowhere.
+    import dataclasses
+
+    from faults_helpers import compose_tiny
+    from gensbi_sharding.harness import registry
+    from gensbi_sharding.harness.config import ConfigError
+    from gensbi_sharding.harness.config_checks import validate
+    from gensbi_sharding.harness.data import load_task
+
+    from gensbi_sharding.harness.name_hints import registered_name_problem
+
+    unknown = registered_name_problem(compose_tiny("data.name=mysim"), CHOICES)
+    assert unknown.endswith(  # was "register it with @register_data('mysim') and add conf/data/mysim.yaml"
+        "to add 'mysim', register its factory, returning a SimulationData (harness/simulation_data.py), with "
+        "@register_data('mysim') in gensbi_sharding/harness/data.py or a module it imports, and add "
+        "conf/data/mysim.yaml; with no sbibm reference posterior it trains with eval.enabled=false"), unknown
+    registry.data_names()  # the built-ins first, so the registration below is the only addition
+    monkeypatch.setitem(registry._DATA, "mysim",
+                        lambda **kw: dataclasses.replace(load_task("two_moons", **kw), name="mysim"))
+    with pytest.raises(ConfigError) as err:
+        validate(compose_tiny("data.name=mysim", "eval.enabled=true"))
+    assert str(err.value) == (
+        "data.name=mysim is a data set of your own, not an sbibm task: the evaluation (posterior samples scored by "
+        "C2ST) reads sbibm's observations and reference posterior samples, which it has none of; set "
+        "eval.enabled=false to train it (checkpoints and losses are written as usual)")
+    validate(compose_tiny("data.name=mysim", "eval.enabled=false"))  # the fix it names
+    validate(compose_tiny("data.name=mysim", "eval.enabled=true", "dry_run=true"))  # a dry run evaluates nothing
+
+
 @pytest.mark.parametrize("override, fix", [
     ("rule.embed=modle", "rule.embed=model"), ("rule.embed=[data,modle]", "rule.embed=[data,model]"),
     ("activation.head_axis=modle", "activation.head_axis=model"), ("activation.head_axis=xyz", "activation.head_axis=null")])

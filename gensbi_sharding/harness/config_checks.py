@@ -41,6 +41,13 @@ def validate(cfg: DictConfig) -> None:
     try:
         _validate(cfg)
         problem = registered_name_problem(cfg, chosen_options())  # model.name, data.name, rule.name
+        if problem is None and cfg.eval.enabled and not cfg.dry_run and cfg.data.name not in TASKS:
+            # Evaluation reads sbibm's observations and reference samples by the task's name: refused after
+            # training, naming sbibm's tasks ("e.g. data=slcp"), which is no fix for a data set of one's own.
+            problem = (f"data.name={cfg.data.name} is a data set of your own, not an sbibm task: the evaluation "
+                       "(posterior samples scored by C2ST) reads sbibm's observations and reference posterior "
+                       "samples, which it has none of; set eval.enabled=false to train it (checkpoints and "
+                       "losses are written as usual)")
         if problem is None:  # GenSBI checks these sections only after simulating; they need model.name's fields
             check_model(cfg.model)
     except ConfigError as err:

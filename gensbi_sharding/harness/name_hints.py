@@ -95,8 +95,11 @@ def registered_name_problem(cfg: Any, choices: Mapping[str, str] | None = None) 
     if cfg.data.name not in tasks:
         fix = closest_name(cfg.data.name, tasks) or choices.get("data") or "two_moons"
         return unknown_name_problem("data.name", cfg.data.name, kind="data", registered=tasks, fix=fix,
-                                    group="data", register=f"register it with @register_data({cfg.data.name!r}) "
-                                    f"and add conf/data/{cfg.data.name}.yaml")
+                                    group="data", register=f"register its factory, returning a SimulationData "
+                                    f"(harness/simulation_data.py), with @register_data({cfg.data.name!r}) in "
+                                    f"gensbi_sharding/harness/data.py or a module it imports, and add "
+                                    f"conf/data/{cfg.data.name}.yaml; with no sbibm reference posterior it trains "
+                                    f"with eval.enabled=false")
     return _rule_name_problem(cfg.rule, choices.get("rule"), sorted(set(RULES) | set(group_options("rule"))))
 
 
