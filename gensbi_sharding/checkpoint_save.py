@@ -36,7 +36,7 @@ class CheckpointWriter:
     Parameters
     ----------
     directory : str or os.PathLike
-        The checkpoints folder (``<run>/checkpoints``); made absolute, created if missing.
+        The checkpoints folder (``<run>/checkpoints``); ``~`` expanded, made absolute, created if missing.
     every : int, default 0
         Steps between saves by ``maybe_save``, >= 0; 0: only ``save`` saves.
     keep : int, default 2

@@ -28,10 +28,12 @@ ITEMS = ("arrays", "meta", "config")
 
 
 def as_path(value: Any, name: str, example: str = "checkpoints") -> Path:
-    """``Path(value)``, not resolved; a ``TypeError`` naming ``name`` and the fix ``example`` if not a path."""
+    """``Path(value)`` with ``~`` expanded, not resolved; a ``TypeError`` naming ``name`` and the fix ``example`` if not
+    a path. Every path argument of a checkpoint function comes here: ``CheckpointWriter("~/ck")`` wrote into a folder
+    named ``~`` under the working directory, which ``restore("~/ck")`` (expanding it) never found."""
     if not isinstance(value, (str, os.PathLike)):
         raise TypeError(f"{name}={value!r:.60}: pass a str or os.PathLike, e.g. {name}={example!r}")
-    return Path(value)
+    return Path(value).expanduser()
 
 
 def committed_steps(directory: str | os.PathLike) -> list[int]:
@@ -41,7 +43,7 @@ def committed_steps(directory: str | os.PathLike) -> list[int]:
     Parameters
     ----------
     directory : str or os.PathLike
-        A checkpoints folder (``<run>/checkpoints``).
+        A checkpoints folder (``<run>/checkpoints``); ``~`` is expanded.
     """
     return sorted(step for step, complete in _step_folders(directory).items() if complete)
 
@@ -55,7 +57,7 @@ def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None 
     path : str or os.PathLike
         A run dir or its ``checkpoints/`` dir (then the latest complete step), or one step dir; ``~`` is expanded.
     base_dir : str or os.PathLike or None, default None
-        What a relative ``path`` is resolved against; None: the current working directory.
+        What a relative ``path`` is resolved against (``~`` expanded); None: the current working directory.
 
     Raises
     ------
@@ -63,7 +65,7 @@ def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None 
         ``path`` or ``base_dir`` not a str or ``os.PathLike``; ``path`` missing, a file, one item of a step dir (the
         folder to pass named), a step dir cut short, or holding no complete checkpoint.
     """
-    given = as_path(path, "path", "outputs/run").expanduser()
+    given = as_path(path, "path", "outputs/run")
     base = as_path(os.getcwd() if base_dir is None else base_dir, "base_dir", ".")
     resolved = (base.absolute() / given).resolve()  # an absolute ``given`` replaces ``base``
     if not resolved.exists():
