@@ -251,7 +251,7 @@ def _check_against(saved: Mapping[str, Any], target: Mapping[str, Any], step_dir
         fix = (f"Only dtypes differ: build the model with the dtypes it was saved with (its param_dtype: "
                f"{step_dir / 'config'}), or, where a train step changed them (optax.inject_hyperparams makes a "
                "bfloat16 parameter's moments float32), the target from such a state (abstract_state_for after a step)"
-               if dtypes_only else _nesting(saved, target) or
+               if dtypes_only else _nesting(saved, target) or _renamed(saved, target) or
                f"Build the model with the hyperparameters saved in {step_dir / 'config'}")
         raise ValueError(f"checkpoint {step_dir} does not fit the current model, {len(problems)} variable(s) "
                          f"differ: {listed}. {fix}")
@@ -271,4 +271,25 @@ def _nesting(saved: Mapping[str, Any], target: Mapping[str, Any]) -> str | None:
                     if saved_one else f"The checkpoint holds every variable of the target under '{head}/': it was "
                     "saved from a tuple or dict holding this node, e.g. nnx.state((model, optimizer)); build the target "
                     "from the same: abstract_state_for((model, optimizer), mesh, rule)")
+    return None
+
+
+def _renamed(saved: Mapping[str, Any], target: Mapping[str, Any]) -> str | None:
+    """The fix when no hyperparameter differs (else None): only optimizer state (another optax transformation), or one
+    name ("up" saved, "up_proj" now) in every differing path, at the saved shapes and dtypes."""
+    def kind(leaf: Any) -> tuple:
+        return tuple(leaf.shape), placed_dtype(leaf.dtype)
+    missing, extra = ({n: kind(d[n]) for n in d if n not in o} for d, o in ((target, saved), (saved, target)))
+    unlike = [n for n in target if n in saved and kind(saved[n]) != kind(target[n])]
+    if all("opt_state" in n.split("/") for n in [*missing, *extra, *unlike]):
+        return ("Only the optimizer state differs: the checkpoint was saved with another optimizer (another optax "
+                "transformation or settings); build the target's optimizer as saved, restore, then make the new one "
+                "over the restored model: nnx.Optimizer(model, new_tx, wrt=nnx.Param)")
+    first = next(iter(missing), "").split("/")  # a name renamed in every path renames this one's too
+    for old, new in {(a, b) for m in extra if len(m.split("/")) == len(first)
+                     for a, b in zip(m.split("/"), first) if a != b}:
+        if not unlike and missing == {"/".join(new if p == old else p for p in m.split("/")): k
+                                      for m, k in extra.items()}:
+            return (f"Every difference is one name: the checkpoint's {old!r} is the target's {new!r} (an attribute "
+                    f"renamed since the save, e.g. self.{old} -> self.{new}); name it {old!r} again to restore")
     return None
