@@ -13,10 +13,10 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from gensbi_sharding.rules import MODEL_AXIS
-from gensbi_sharding.nodes import check_mesh, is_array, is_array_like, is_int
+from gensbi_sharding.nodes import check_mesh, is_array, is_array_like, is_int, placed_dtype
 
 __all__ = ["batch_axes", "batch_size_divisor", "nearest_batch_sizes", "check_batch_divisible", "pad_for_mesh",
-           "shard_batch", "shard_sample_init", "replicate"]
+           "shard_batch", "shard_sample_init", "replicate", "check_placeable"]
 
 
 def batch_axes(mesh: Mesh) -> tuple[str, ...]:
@@ -110,9 +110,10 @@ def check_same_rows(batch: Any, what: str) -> int | None:
 def check_numeric_leaves(tree: Any, what: str) -> None:
     """``TypeError`` naming the first leaf of ``tree`` (``what``: the tree's name) of a dtype no JAX array holds
     (strings, bytes, objects: JAX's error names neither the leaf nor the fix), or an array-like that is no array (a
-    pandas or torch object: else kept as it is, unplaced)."""
+    pandas or torch object: else kept as it is, unplaced); ``ValueError`` as ``check_placeable``."""
     for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
         name = jax.tree_util.keystr(path) or "<root>"
+        check_placeable(leaf, f"{what} leaf {name} (shape {getattr(leaf, 'shape', ())})")
         if isinstance(leaf, np.ndarray) and leaf.dtype.kind in "OSUV":  # a jax.Array never is (a key's has no kind)
             raise TypeError(f"{what} leaf {name} (shape {leaf.shape}) has dtype {leaf.dtype}, which no JAX array "
                             "holds: pass numbers (e.g. integer codes, np.unique(x, return_inverse=True)[1]) or keep it "
@@ -120,6 +121,25 @@ def check_numeric_leaves(tree: Any, what: str) -> None:
         if hasattr(leaf, "__array__") and not (is_array_like(leaf) or isinstance(leaf, np.generic)):
             raise TypeError(f"{what} leaf {name} is a {type(leaf).__name__}, an array-like that is no array: pass "
                             "np.asarray(it) (a torch tensor: .numpy())")
+
+
+def check_placeable(leaf: Any, where: str) -> None:
+    """``ValueError`` naming ``where`` (caller and leaf) if NumPy array ``leaf`` holds a number its placed dtype
+    (``nodes.placed_dtype``: 32 bits unless ``jax_enable_x64``) cannot: JAX's cast changes it silently (2**40 -> 0)."""
+    if not (isinstance(leaf, np.ndarray) and leaf.size and leaf.dtype.kind in "iufc"):
+        return
+    narrow = np.dtype(placed_dtype(leaf.dtype))
+    info = np.iinfo(narrow) if narrow.kind in "iu" else np.finfo(narrow)
+    for part in (leaf.real, leaf.imag) if narrow.kind == "c" else (leaf,) if narrow != leaf.dtype else ():
+        if not info.min <= part.min() <= part.max() <= info.max:  # NaN or inf too: looked at below, they stay so
+            out = part[np.isfinite(part) & ((part < info.min) | (part > info.max))]
+            with np.errstate(over="ignore"):
+                changed = out[:1].astype(info.dtype)
+            if out.size:
+                raise ValueError(f"{where} holds {out[0]} ({leaf.dtype}), beyond {narrow}, the dtype JAX "
+                                 f"places it as: the cast would change it silently (to {changed[0]}); enable 64-bit "
+                                 "types at startup, jax.config.update('jax_enable_x64', True), or pass values that fit "
+                                 f"{narrow}")
 
 
 def pad_for_mesh(n: int, mesh: Mesh | None) -> tuple[int, int]:
@@ -146,8 +166,8 @@ def shard_batch(batch: Any, mesh: Mesh | None) -> Any:
 
     Leaves go to ``NamedSharding(mesh, P(batch_axes(mesh)))`` (0-d: ``P()``), at the dtypes ``jax.device_put`` gives
     (float64 -> float32 unless ``jax_enable_x64``). ``ValueError`` (nothing placed) if leading sizes differ or are no
-    multiple of ``batch_size_divisor(mesh)`` (``pad_for_mesh``); ``TypeError`` for a mesh neither None nor a Mesh, or a
-    leaf of strings or objects (named).
+    multiple of ``batch_size_divisor(mesh)`` (``pad_for_mesh``), or a 64-bit NumPy leaf holds a value its placed dtype
+    cannot (``check_placeable``); ``TypeError`` for a mesh neither None nor a Mesh, or a leaf of strings or objects.
 
     Parameters
     ----------
@@ -173,7 +193,7 @@ def shard_sample_init(x_init: Any, mesh: Mesh | None) -> Any:
 
 def replicate(tree: Any, mesh: Mesh | None) -> Any:
     """Place every array leaf of ``tree`` whole on every device of ``mesh`` (``P()``); other leaves kept. ``TypeError``
-    for a mesh neither None nor a Mesh.
+    for a mesh neither None nor a Mesh, ``ValueError`` as ``check_placeable``.
 
     Parameters
     ----------

@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 import orbax.checkpoint as ocp
 
+from gensbi_sharding.batch import check_placeable
 from gensbi_sharding.checkpoint_steps import (ITEMS, as_path, committed_steps, flat_by_path, is_prng_key,
                                               item_handlers, nest_by_path)
 from gensbi_sharding.checkpoint_lock import finish_and_unlock, lock_directory, unlock, watch_exit
@@ -149,8 +150,8 @@ class CheckpointWriter:
         Raises
         ------
         ValueError
-            If ``step`` is not an integer >= 0 or not after every step on disk, or ``info`` is not JSON data (nothing
-            is written).
+            If ``step`` is not an integer >= 0 or not after every step on disk, ``info`` is not JSON data, or a NumPy
+            array holds a value its placed dtype cannot (``restore`` would change it) (nothing is written).
         RuntimeError
             If the writer is closed.
         TypeError
@@ -179,6 +180,8 @@ class CheckpointWriter:
         # As nnx.state: a Module as a pytree would save tied weights twice, under two names. A str leaf is named here
         # (Orbax's error named no fix).
         named = dict(check_value_leaves(flat_by_path(node_state(state)).items(), "CheckpointWriter.save"))
+        for name, leaf in named.items():  # restore places every array: one it would change is not saved
+            check_placeable(leaf, f"CheckpointWriter.save: {name} (shape {np.shape(leaf)})")
         bad = _non_finite(named)
         if bad:
             latest = self.latest()

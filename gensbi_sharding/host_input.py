@@ -67,8 +67,9 @@ def host_to_global_array(host_arrays: Any, *, partition: Any = DataPartitionType
     ValueError
         Before any array is built, naming the fix: no concrete mesh (given or active); a bad ``partition``; a leaf
         already global or abstract; a spec too long or naming an axis ``mesh`` lacks; no device of ``mesh`` here; a
-        local size no multiple of its local shards. With ``check_processes``, on every process: another process
-        failed, or passes another tree, dtype, shape, or values for a leaf split over no axis spanning processes.
+        local size no multiple of its local shards; a value beyond its placed dtype (``check_placeable``). With
+        ``check_processes``, on every process: another process failed, or passes another tree, dtype, shape, or values
+        for a leaf split over no axis spanning processes.
     TypeError
         A leaf of strings or objects (named), which no JAX array holds; ``check_processes`` not a bool.
     """

@@ -17,6 +17,7 @@ import numpy as np
 from flax import nnx
 from jax.sharding import Mesh, NamedSharding, SingleDeviceSharding
 
+from gensbi_sharding.batch import check_placeable
 from gensbi_sharding.rules import RULES, Rule, RuleTable, logical_axes_of, resolve_rule
 from gensbi_sharding.nodes import (array_leaves, array_variables, build_unplaced, check_node, is_array_like,
                                    is_prng_key, keep_scalars, leaf_paths, mesh_label, path_name, trace_factory)
@@ -50,7 +51,7 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Rule
     ValueError
         ``factory`` not callable or a built Module; ``rule`` unknown (even with ``mesh=None``); the constructor reads
         back a value it computed, changes an ``nnx.Rngs`` made outside it or builds other values in each group's
-        trace (an unseeded global RNG); ``mesh`` holds no local device.
+        trace (an unseeded global RNG), or a NumPy value its placed dtype cannot hold; ``mesh`` holds no local device.
     TypeError
         ``factory()`` returns no NNX node; ``mesh`` of another type; a variable holds a leaf neither array nor number;
         ``warn`` not a bool.
@@ -81,6 +82,9 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Rule
                              "inside the factory (np.random.default_rng(0)) or draw from nnx.Rngs, or build it eagerly "
                              "and place it: shard_model(factory(), mesh, rule)")
         first = digest
+        for path in group:  # NumPy values the factory built, placed as they are
+            jax.tree.map(lambda c, path=path: check_placeable(c, f"init_sharded: {path} (shape {np.shape(c)})"),
+                         constants[path])
         # Traced and compiled while the previous group computed and moved; run only once that
         # group is placed (its whole copies then freed), so one group exists whole at a time.
         jax.block_until_ready(pending)

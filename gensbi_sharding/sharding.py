@@ -16,6 +16,7 @@ import jax
 from flax import nnx
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
+from gensbi_sharding.batch import check_placeable
 from gensbi_sharding.nodes import (abstract_state, array_leaves, array_variables, check_mesh, check_node,
                                    check_plan_fits, is_array, is_array_like, is_int, is_node, leaf_paths, listing,
                                    non_node_part, path_name, shape_of, spec_misfit)
@@ -184,8 +185,8 @@ def place(node: Any, plan: Plan) -> None:
     Raises
     ------
     ValueError, TypeError
-        ``plan`` made for another node (a variable it lacks, or at another shape: nothing moves), or ``node`` traced
-        (called inside ``jax.jit``); no Plan; no node.
+        ``plan`` made for another node (a variable it lacks, or at another shape: nothing moves), ``node`` traced
+        (called inside ``jax.jit``), or a NumPy value beyond its placed dtype (``check_placeable``); no Plan; no node.
     """
     variables = check_plan_fits(plan, node, "place")
     traced = next((key for key, var in variables
@@ -195,6 +196,9 @@ def place(node: Any, plan: Plan) -> None:
                          "and nnx.jit (its arrays keep their shardings through the step): place it before the step "
                          "function; inside one, pin activations with constrain(x, names, partition_axis)")
     _check_specs_fit(plan, variables, "place")
+    for key, var in variables:  # before anything moves
+        for leaf in array_leaves(var.get_value()):
+            check_placeable(leaf, f"place / shard_model: {key} (shape {leaf.shape})")
     for key, var in variables:
         value, target = var.get_value(), plan.sharding(key)
         # Kept only if on the plan's mesh itself (an equivalent sharding elsewhere is moved); device_put refuses

@@ -93,3 +93,53 @@ def test_a_renamed_attribute_is_named_with_both_names(adam_run, devices):
         restore(directory, target(bigger))
     restored = restore(directory, target(Small(nnx.Rngs(1))))
     np.testing.assert_array_equal(restored.state[0]["up"]["kernel"].get_value(), saved.up.kernel.get_value())
+
+
+BIG = np.array([2**40 + i for i in range(8)], np.int64)  # an id or a nanosecond clock: beyond int32
+
+
+@pytest.mark.parametrize("place, name", [
+    (lambda tree, mesh: gs.shard_batch(tree, mesh), "batch"),
+    (lambda tree, mesh: gs.shard_sample_init(tree, mesh), "sampler initial state"),
+    (lambda tree, mesh: gs.replicate(tree, mesh), "replicate"),
+    (lambda tree, mesh: gs.host_to_global_array(tree, mesh=mesh), "host_arrays")])
+def test_a_batch_value_its_32_bit_place_cannot_hold_is_refused(place, name, devices):
+    """With 64-bit types off (JAX's default), int64 2**40 was placed as 0 and float64 1e300 as inf, without a word."""
+    mesh = gs.make_mesh(model_axis=2)
+    for leaf, got, changed in ((BIG, r"1099511627776 \(int64\)", "0"), (np.full(8, 1e300), r"1e\+300 \(float64\)", "inf"),
+                               (np.full(8, 2.0**63, np.uint64), r"9223372036854775808 \(uint64\)", "0")):
+        with pytest.raises(ValueError, match=rf"{name} leaf \['ids'\] \(shape \(8,\)\) holds {got}, beyond .*change it "
+                                             rf"silently \(to {changed}\); enable 64-bit types.*jax_enable_x64"):
+            place({"x": np.ones((8, 2)), "ids": leaf}, mesh)
+    # Values that fit (NaN and inf stay themselves), and 64-bit types on, as the message says: placed unchanged.
+    kept = np.array([np.nan, np.inf, -np.inf, 1e30, -3e38, 0.5, 2.0**31 - 1, -(2.0**31)])
+    np.testing.assert_array_equal(place({"ids": kept}, mesh)["ids"], kept.astype(np.float32))
+    with jax.enable_x64(True):
+        np.testing.assert_array_equal(place({"ids": BIG}, mesh)["ids"], BIG)
+
+
+class WithIds(nnx.Module):
+    def __init__(self, rngs, ids=BIG):
+        self.ids = nnx.Variable(ids)
+        self.lin = nnx.Linear(2, 4, rngs=rngs)
+
+
+def test_a_model_value_its_32_bit_place_cannot_hold_is_refused(tmp_path, devices):
+    """shard_model, init_sharded and CheckpointWriter.save (whose restore places every array) placed or saved int64 2**40
+    to come back 0; now each names the variable, before anything moves or is written."""
+    mesh = gs.make_mesh(model_axis=2)
+    model = WithIds(nnx.Rngs(0))
+    before = gs.sharding_of(model)
+    with pytest.raises(ValueError, match=r"place / shard_model: ids \(shape \(8,\)\) holds 1099511627776 \(int64\)"):
+        gs.shard_model(model, mesh, "replicated")
+    assert gs.sharding_of(model) == before and isinstance(model.ids.get_value(), np.ndarray)  # nothing moved
+    with pytest.raises(ValueError, match=r"init_sharded: ids \(shape \(8,\)\) holds 1099511627776 \(int64\)"):
+        gs.init_sharded(lambda: WithIds(nnx.Rngs(0)), mesh)
+    writer = CheckpointWriter(tmp_path / "checkpoints")
+    with writer, pytest.raises(ValueError, match=r"CheckpointWriter.save: ids \(shape \(8,\)\) holds 1099511627776"):
+        writer.save(1, nnx.state(model), jax.random.key(0))
+    assert committed_steps(tmp_path / "checkpoints") == []
+    small = gs.init_sharded(lambda: WithIds(nnx.Rngs(0), ids=BIG - 2**40), mesh)
+    np.testing.assert_array_equal(small.ids.get_value(), np.arange(8))
+    with jax.enable_x64(True):
+        np.testing.assert_array_equal(gs.init_sharded(lambda: WithIds(nnx.Rngs(0)), mesh).ids.get_value(), BIG)
