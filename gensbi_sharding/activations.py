@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 import jax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from gensbi_sharding.batch import batch_axes
+from gensbi_sharding.batch import batch_axes, check_placeable
 from gensbi_sharding.nodes import check_mesh, mesh_axes_of
 from gensbi_sharding.rules import MeshAxes, Rule, resolve_rule
 from gensbi_sharding.sharding import ShardingFallbackWarning
@@ -174,8 +174,9 @@ def constrain(x: jax.Array, names: Sequence[str | None], partition_axis: Partiti
     Raises
     ------
     ValueError, TypeError
-        ``names`` not one known name (or None) per dimension, or ``partition_axis`` not fitting the mesh; a
-        ``partition_axis`` neither None nor a ``PartitionAxis``, ``mesh`` neither None nor a Mesh, or ``x`` no array.
+        ``names`` not one known name (or None) per dimension, ``partition_axis`` not fitting the mesh, or a NumPy ``x``
+        holding a value its placed dtype cannot (``check_placeable``); a ``partition_axis`` neither None nor a
+        ``PartitionAxis``, ``mesh`` neither None nor a Mesh, or ``x`` no array.
     """
     if partition_axis is None:
         return x
@@ -188,6 +189,7 @@ def constrain(x: jax.Array, names: Sequence[str | None], partition_axis: Partiti
     active = jax.sharding.get_abstract_mesh() if mesh is None else mesh
     if active.empty:
         return x
+    check_placeable(x, f"constrain: x (shape {x.shape})")  # a NumPy array outside jit: placed here
     spec, unsplit = activation_spec(names, x.shape, partition_axis, active)
     if unsplit:
         warnings.warn(f"activation {tuple(names)} of shape {tuple(x.shape)} left unsplit on mesh "
