@@ -206,6 +206,9 @@ def _specs(partition: Any, host_arrays: Any, mesh: Mesh) -> list[P]:
 
 
 def _check_local_shape(name: str, shape: tuple[int, ...], spec: P, mesh: Mesh) -> None:
+    if any(entry is P.UNCONSTRAINED for entry in spec):  # mesh_axes_of's TypeError named neither the leaf nor the fix
+        raise ValueError(f"PartitionSpec {spec} for leaf {name} holds PartitionSpec.UNCONSTRAINED, which leaves a layout "
+                         "to jit's compiler; an input array needs one: give None for that dimension")
     if len(spec) > len(shape):
         raise ValueError(f"PartitionSpec {spec} for leaf {name} has {len(spec)} entries, but the "
                          f"leaf has rank {len(shape)} (shape {shape}); use at most {len(shape)}")

@@ -12,7 +12,7 @@ import flax.errors
 import jax
 import numpy as np
 from flax import nnx
-from jax.sharding import AbstractMesh, Mesh
+from jax.sharding import AbstractMesh, Mesh, PartitionSpec
 
 __all__ = ["is_int", "is_array", "is_scalar", "is_prng_key", "path_name", "check_mesh", "mesh_label", "is_node",
            "check_node", "node_state", "array_variables", "check_plan_fits", "abstract_state", "placed_dtype",
@@ -99,11 +99,16 @@ def mesh_axes_of(entry: Any) -> tuple:
 
 
 def spec_misfit(spec: Any, shape: Sequence[int], mesh: Any) -> str | None:
-    """Why PartitionSpec ``spec`` cannot split an array of ``shape`` on ``mesh`` (an axis it lacks, more entries than
-    dimensions, a size its axes do not divide), else None: JAX's and Orbax's errors name no variable."""
-    missing = [a for entry in spec for a in mesh_axes_of(entry) if a not in mesh.shape]
-    if missing:
-        return f"mesh axis {missing[0]!r} is not in the mesh {tuple(mesh.axis_names)}"
+    """Why PartitionSpec ``spec`` cannot split an array of ``shape`` on ``mesh`` (an axis it lacks or names twice,
+    ``UNCONSTRAINED``, more entries than dimensions, a size its axes do not divide), else None: JAX's and Orbax's errors
+    name no variable."""
+    if any(entry is PartitionSpec.UNCONSTRAINED for entry in spec):  # mesh_axes_of would raise TypeError on it
+        return "PartitionSpec.UNCONSTRAINED leaves a layout to jit's compiler, and a placed array has one: give None"
+    names = [a for entry in spec for a in mesh_axes_of(entry)]
+    missing, twice = [a for a in names if a not in mesh.shape], [a for a in names if names.count(a) > 1]
+    if missing or twice:  # twice: JAX's DuplicateSpecError named no variable
+        return (f"mesh axis {missing[0]!r} is not in the mesh {tuple(mesh.axis_names)}" if missing else
+                f"it names mesh axis {twice[0]!r} twice (a mesh axis splits one dimension at most)")
     if len(spec) > len(shape):
         return f"it has {len(spec)} entries for an array of shape {tuple(shape)}"
     sizes = [math.prod(mesh.shape[a] for a in mesh_axes_of(entry)) for entry in spec]
