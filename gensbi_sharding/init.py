@@ -19,7 +19,7 @@ from jax.sharding import Mesh, NamedSharding, SingleDeviceSharding
 
 from gensbi_sharding.batch import check_placeable
 from gensbi_sharding.rules import RULES, Rule, RuleTable, logical_axes_of, resolve_rule
-from gensbi_sharding.nodes import (array_leaves, array_variables, build_unplaced, check_node, is_array_like,
+from gensbi_sharding.nodes import (array_leaves, array_variables, build_unplaced, check_node, is_array_like, is_scalar,
                                    is_prng_key, keep_scalars, leaf_paths, mesh_label, path_name, trace_factory)
 from gensbi_sharding.sharding import Plan, plan_shardings
 
@@ -259,16 +259,20 @@ def _select(factory: Callable[[], Any], paths: list[str], constants: dict) -> Ca
 
 
 def _with_constants(out: Any, constant: Any) -> Any:
-    """A value of ``_select``'s program, its None leaves taken from ``constant`` (as arrays)."""
-    return jax.tree.map(lambda c, o: o if c is None else jnp.asarray(c), constant, out, is_leaf=lambda c: c is None)
+    """A value of ``_select``'s program, its None leaves taken from ``constant`` (as arrays; scalars as they are)."""
+    return jax.tree.map(lambda c, o: o if c is None else c if is_scalar(c) else jnp.asarray(c), constant, out,
+                        is_leaf=lambda c: c is None)
 
 
 def _place_whole(whole: jax.Array, target: NamedSharding) -> jax.Array:
-    """Move a variable computed on one device (each array of a pytree value) to ``target``."""
-    if jax.process_count() == 1:
-        return jax.device_put(whole, target)
-    # Every process computed the same value; each places the shards its devices hold.
-    return jax.tree.map(lambda w: jax.make_array_from_callback(w.shape, target, lambda index: w[index]), whole)
+    """Move a variable computed on one device (each array of a pytree value, whose scalars stay: a Python int beyond
+    int32 raised OverflowError) to ``target``."""
+    def put(w: Any) -> Any:
+        if is_scalar(w) or jax.process_count() == 1:
+            return w if is_scalar(w) else jax.device_put(w, target)
+        # Every process computed the same value; each places the shards its devices hold.
+        return jax.make_array_from_callback(w.shape, target, lambda index: w[index])
+    return jax.tree.map(put, whole)
 
 
 def trace_digest(jaxpr: Any, constants: dict[str, Any]) -> tuple:

@@ -278,7 +278,8 @@ def trace_factory(factory: Callable[[], Any], caller: str = "init_sharded", flag
         # The scalars of each value (a pytree value's too, {"n": 3}), the rest marked: keep_scalars puts them back.
         found.update(graphdef=graphdef, scalars={p: jax.tree.map(
             lambda leaf: leaf if is_scalar(leaf) else _NOT_SCALAR, v) for p, v in values})
-        return state
+        # Scalars leave as 0: eval_shape made 2**40 an int32 (OverflowError), and keep_scalars puts them back.
+        return jax.tree.map(lambda leaf: 0 if is_scalar(leaf) else leaf, state)
 
     try:
         state = jax.eval_shape(build)

@@ -166,3 +166,25 @@ def test_a_hand_built_spec_naming_a_mesh_axis_twice_or_unconstrained_is_named_wi
     for spec in (P(P.UNCONSTRAINED), P("data", P.UNCONSTRAINED)):
         with pytest.raises(ValueError, match=r"for leaf \['x'\] holds PartitionSpec.UNCONSTRAINED.*give None"):
             gs.host_to_global_array({"x": np.ones((8, 8))}, mesh=mesh, partition={"x": spec})
+
+
+class Counted(nnx.Module):
+    """A step count and a seed kept as Python numbers (values, not arrays), one beyond int32."""
+
+    def __init__(self):
+        self.seen = nnx.Variable(2**40)
+        self.flag = nnx.Variable(True)
+        self.stats = nnx.Variable({"n": 2**40, "mean": jnp.ones((8,))})
+        self.w = nnx.Param(jnp.ones((8, 4)), **gs.axes("embed", None))
+
+
+def test_a_python_int_beyond_int32_in_a_factory_keeps_its_value(devices):
+    """init_sharded, abstract_sharded and abstract_state_for(factory) raised OverflowError ('Python int 1099511627776
+    too large to convert to int32', from the trace), though a scalar variable stays a value, as factory() holds it."""
+    mesh = gs.make_mesh(model_axis=2)
+    built = gs.init_sharded(Counted, mesh, "fsdp", warn=False)
+    assert (built.seen.get_value(), built.flag.get_value(), built.stats.get_value()["n"]) == (2**40, True, 2**40)
+    assert type(built.seen.get_value()) is int and built.w.get_value().sharding.spec == jax.sharding.PartitionSpec(
+        "data", None)
+    assert gs.abstract_sharded(Counted, mesh, "fsdp", warn=False).seen.get_value() == 2**40
+    assert abstract_state_for(Counted, mesh, "fsdp")["stats"].get_value()["n"] == 2**40
