@@ -154,11 +154,13 @@ def init_optimizer_sharded(model: Any, tx: Any, rule: str | RuleTable | Rule = "
         return nnx.merge(nnx.graphdef(optimizer), plan.abstract_state(optimizer))
     model_graph, model_state = nnx.split(model)
 
-    def create(model_state):  # the values of the variables plan.specs lists, in its order (both array_variables')
-        return [v.get_value() for _, v in array_variables(nnx.Optimizer(nnx.merge(model_graph, model_state), tx,
-                                                                         wrt=wrt))]
+    def create(arrays):  # the values of the variables plan.specs lists, in its order (both array_variables')
+        merged = nnx.merge(model_graph, keep_scalars(model_state, arrays))  # scalars as the model holds them
+        return [v.get_value() for _, v in array_variables(nnx.Optimizer(merged, tx, wrt=wrt))]
 
-    created = jax.jit(create, out_shardings=[plan.sharding(p) for p in plan.specs])(model_state)
+    # Scalars go in as 0: a jit argument of 2**40 (a step count kept as a Python int) raised OverflowError.
+    arrays = jax.tree.map(lambda v: 0 if is_scalar(v) else v, model_state)
+    created = jax.jit(create, out_shardings=[plan.sharding(p) for p in plan.specs])(arrays)
     for (_, var), value in zip(array_variables(optimizer), created):
         var.set_value(value)
     return optimizer
@@ -267,11 +269,9 @@ def _with_constants(out: Any, constant: Any) -> Any:
 def _place_whole(whole: jax.Array, target: NamedSharding) -> jax.Array:
     """Move a variable computed on one device (each array of a pytree value, whose scalars stay: a Python int beyond
     int32 raised OverflowError) to ``target``."""
-    def put(w: Any) -> Any:
-        if is_scalar(w) or jax.process_count() == 1:
-            return w if is_scalar(w) else jax.device_put(w, target)
-        # Every process computed the same value; each places the shards its devices hold.
-        return jax.make_array_from_callback(w.shape, target, lambda index: w[index])
+    def put(w: Any) -> Any:  # several processes: each computed the same value, and places its devices' shards
+        return w if is_scalar(w) else jax.device_put(w, target) if jax.process_count() == 1 else (
+            jax.make_array_from_callback(w.shape, target, lambda index: w[index]))
     return jax.tree.map(put, whole)
 
 

@@ -188,3 +188,14 @@ def test_a_python_int_beyond_int32_in_a_factory_keeps_its_value(devices):
         "data", None)
     assert gs.abstract_sharded(Counted, mesh, "fsdp", warn=False).seen.get_value() == 2**40
     assert abstract_state_for(Counted, mesh, "fsdp")["stats"].get_value()["n"] == 2**40
+
+
+def test_an_optimizer_over_a_model_holding_a_python_int_beyond_int32(devices):
+    """init_optimizer_sharded passed the model's state to jit, scalars too: OverflowError ('An overflow was encountered
+    while parsing an argument to a jitted computation ... model_state['seen'].value')."""
+    mesh = gs.make_mesh(model_axis=2)
+    model = gs.init_sharded(Counted, mesh, "fsdp", warn=False)
+    optimizer = gs.init_optimizer_sharded(model, optax.adam(1e-3), "fsdp")
+    assert model.seen.get_value() == 2**40 and model.stats.get_value()["n"] == 2**40
+    assert gs.sharding_of(optimizer)["opt_state/0/mu/w"].spec == jax.sharding.PartitionSpec("data", None)
+    np.testing.assert_array_equal(optimizer.opt_state[0].mu["w"].get_value(), np.zeros((8, 4)))
