@@ -104,9 +104,9 @@ class CheckpointWriter:
 
         Parameters
         ----------
-        step : int
+        step : int (or a 0-d integer array, as ``save`` takes)
         """
-        return self.every > 0 and step % self.every == 0
+        return self.every > 0 and bool(_plain_step(step) % self.every == 0)
 
     def maybe_save(self, step: int, state: Any, key: jax.Array, *, info: Mapping[str, Any] | None = None) -> bool:
         """Call ``save`` if ``due(step)``; return whether it saved.
@@ -132,7 +132,8 @@ class CheckpointWriter:
         Parameters
         ----------
         step : int
-            The training step of ``state``, >= 0; the step folder's name.
+            The training step of ``state``, >= 0 (a 0-d integer array too, ``optimizer.step[...]``); the step folder's
+            name.
         state : nnx.State or mapping of arrays
             The train state (``nnx.state((model, optimizer))``; graph nodes are read as their ``nnx.state``), any
             mesh; zero-size arrays (Orbax cannot save them) are left out and rebuilt by ``restore``.
@@ -162,8 +163,10 @@ class CheckpointWriter:
         """
         if self._closed:
             raise RuntimeError(f"this CheckpointWriter of {self.directory} is closed; open a new one to save")
+        step = _plain_step(step)
         if not is_int(step) or step < 0:
-            raise ValueError(f"step={step!r} must be an integer >= 0 (the training step of the state)")
+            raise ValueError(f"step={step!r} must be an integer >= 0 (the training step of the state), e.g. "
+                             "int(optimizer.step[...])")
         if step == self.last_saved:
             return False
         steps = self._manager.all_steps()
@@ -223,6 +226,13 @@ class CheckpointWriter:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _plain_step(step: Any) -> Any:
+    """A 0-d integer array (``optimizer.step[...]``, on a device or not) as an int, anything else as it is: was refused
+    as no integer, ``due`` gave an array."""
+    whole = isinstance(step, (jax.Array, np.ndarray)) and step.ndim == 0 and jnp.issubdtype(step.dtype, jnp.integer)
+    return int(step) if whole else step
 
 
 def _check_str_keys(value: Any, where: str) -> None:

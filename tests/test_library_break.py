@@ -199,3 +199,18 @@ def test_an_optimizer_over_a_model_holding_a_python_int_beyond_int32(devices):
     assert model.seen.get_value() == 2**40 and model.stats.get_value()["n"] == 2**40
     assert gs.sharding_of(optimizer)["opt_state/0/mu/w"].spec == jax.sharding.PartitionSpec("data", None)
     np.testing.assert_array_equal(optimizer.opt_state[0].mu["w"].get_value(), np.zeros((8, 4)))
+
+
+def test_the_optimizers_own_step_counter_is_a_step(tmp_path, devices):
+    """optimizer.step[...] (a 0-d uint32 array) was refused as no integer, naming no fix, and due() gave an array."""
+    model = Small(nnx.Rngs(0))
+    optimizer = nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)
+    optimizer.step.set_value(optimizer.step.get_value() + 4)
+    with CheckpointWriter(tmp_path / "checkpoints", every=2) as writer:
+        assert writer.due(optimizer.step[...]) is True and writer.due(np.int64(3)) is False
+        assert writer.maybe_save(optimizer.step[...], nnx.state((model, optimizer)), jax.random.key(0)) is True
+        assert writer.last_saved == 4 and type(writer.last_saved) is int
+        assert writer.save(np.asarray(6), nnx.state((model, optimizer)), jax.random.key(0))
+        with pytest.raises(ValueError, match=r"step=8.0 must be an integer >= 0 .*e.g. int\(optimizer.step\[...\]\)"):
+            writer.save(8.0, nnx.state((model, optimizer)), jax.random.key(0))
+    assert committed_steps(tmp_path / "checkpoints") == [4, 6]
