@@ -157,7 +157,7 @@ class CheckpointWriter:
             If the writer is closed.
         TypeError
             If ``state`` is no NNX node, state or non-empty mapping (or holds a leaf neither an array nor a number, e.g.
-            a ``str``: named), ``key`` no typed PRNG key, or ``info`` no mapping.
+            a ``str``, or an abstract one: named), ``key`` no typed PRNG key, or ``info`` no mapping.
         FloatingPointError
             If a floating-point array holds NaN or inf: nothing written; names the latest finite checkpoint.
         """
@@ -185,6 +185,9 @@ class CheckpointWriter:
         named = dict(check_value_leaves(flat_by_path(node_state(state)).items(), "CheckpointWriter.save"))
         for name, leaf in named.items():  # restore places every array: one it would change is not saved
             check_placeable(leaf, f"CheckpointWriter.save: {name} (shape {np.shape(leaf)})")
+            if isinstance(leaf, jax.ShapeDtypeStruct):  # Orbax's "TypeHandler lookup failed" named no fix
+                raise TypeError(f"CheckpointWriter.save: {name} is abstract ({leaf}), a shape without values: save a "
+                                "built state (init_sharded's, a train step's), not abstract_sharded's or a restore target")
         bad = _non_finite(named)
         if bad:
             latest = self.latest()

@@ -214,3 +214,18 @@ def test_the_optimizers_own_step_counter_is_a_step(tmp_path, devices):
         with pytest.raises(ValueError, match=r"step=8.0 must be an integer >= 0 .*e.g. int\(optimizer.step\[...\]\)"):
             writer.save(8.0, nnx.state((model, optimizer)), jax.random.key(0))
     assert committed_steps(tmp_path / "checkpoints") == [4, 6]
+
+
+def test_saving_an_abstract_state_is_refused_naming_the_variable(tmp_path, devices):
+    """abstract_sharded's model saved by mistake: Orbax's ValueError ('TypeHandler lookup failed for: type=<class
+    'jax.ShapeDtypeStruct'>, keypath=(DictKey(key='state'), ...') named no fix, and left a temporary step folder."""
+    mesh = gs.make_mesh(model_axis=2)
+    abstract = gs.abstract_sharded(lambda: Small(nnx.Rngs(0)), mesh, "fsdp", warn=False)
+    with CheckpointWriter(tmp_path / "checkpoints") as writer:
+        with pytest.raises(TypeError, match=r"CheckpointWriter.save: down/bias is abstract \(ShapeDtypeStruct.*save a "
+                                            r"built state \(init_sharded's"):
+            writer.save(1, nnx.state(abstract), jax.random.key(0))
+        assert writer.last_saved is None and list((tmp_path / "checkpoints").iterdir()) == []
+        assert writer.save(1, nnx.state(gs.init_sharded(lambda: Small(nnx.Rngs(0)), mesh, "fsdp", warn=False)),
+                           jax.random.key(0))
+    assert committed_steps(tmp_path / "checkpoints") == [1]
