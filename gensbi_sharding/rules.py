@@ -194,6 +194,8 @@ def check_table(table: Mapping) -> None:
         # unsplit (None, (), []): only a split needs the vocabulary, where a typo would split nothing.
         if key not in LOGICAL_AXES and (names or not isinstance(key, str)):
             other = (f"a key is a logical axis name, a str: got {type(key).__name__}" if not isinstance(key, str) else
+                     f"{key!r} names a rule: this is a table of rules (RULES itself?); pass one rule, e.g. {key!r} "
+                     f"or RULES[{key!r}]" if key in RULES else  # {'replicated': None} below would fix nothing
                      f"annotations name logical axes, which a rule maps onto mesh axes: annotate with one mapped onto "
                      f"{key!r} ({_onto(table, key)})" if key in names else  # {'model': 'model'}: Flax's guide's names
                      f"another name, e.g. a stacked-layer axis, can only be left unsplit: {{{key!r}: None}}")

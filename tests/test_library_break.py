@@ -229,3 +229,20 @@ def test_saving_an_abstract_state_is_refused_naming_the_variable(tmp_path, devic
         assert writer.save(1, nnx.state(gs.init_sharded(lambda: Small(nnx.Rngs(0)), mesh, "fsdp", warn=False)),
                            jax.random.key(0))
     assert committed_steps(tmp_path / "checkpoints") == [1]
+
+
+def test_a_table_of_rules_passed_as_a_rule_names_one_rule_to_pass(devices):
+    """gs.RULES itself (or {'fsdp': table}) as a rule: the message offered {'replicated': None}, which fixes nothing."""
+    mesh = gs.make_mesh(model_axis=2)
+    model = Small(nnx.Rngs(0))
+    for wrong, name in ((gs.RULES, "replicated"), ({"fsdp": dict(gs.RULES["fsdp"])}, "fsdp")):
+        for call in (lambda: gs.shard_model_by_table(model, mesh, wrong), lambda: gs.PartitionAxis.for_rule(wrong, mesh),
+                     lambda: gs.plan_shardings(model, mesh, wrong)):
+            with pytest.raises(ValueError, match=rf"key '{name}' is not a logical axis.*'{name}' names a rule: this is "
+                                                 rf"a table of rules \(RULES itself\?\); pass one rule, e.g. '{name}' or "
+                                                 rf"RULES\['{name}'\]") as error:
+                call()
+            assert f"{{'{name}': None}}" not in str(error.value)
+    with pytest.warns(gs.ShardingFallbackWarning, match="no annotation"):  # down/kernel, and the biases
+        gs.shard_model_by_table(model, mesh, gs.RULES["fsdp"])  # the fix given
+    assert gs.sharding_of(model)["up/kernel"].spec == jax.sharding.PartitionSpec("data", None)
