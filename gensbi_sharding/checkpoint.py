@@ -90,7 +90,7 @@ def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.
         ``abstract_state_for(model, mesh, rule)``; every leaf needs a sharding (a graph node is read as its
         ``nnx.state``). Values holding no array (optax's ``MaskedNode``, None) come back as the target holds them.
     key_sharding : jax.sharding.Sharding or None, default None
-        Where the RNG key goes; None: replicated on the target's mesh (or this process's first device).
+        Where the RNG key goes; None: replicated on the target's mesh (or its one device; else this process's first).
 
     Raises
     ------
@@ -226,10 +226,12 @@ def _key_impl(leaf: Any) -> str:
 
 
 def _replicated_like(target: Mapping[str, Any]) -> jax.sharding.Sharding:
-    """Replicated on the mesh of the first target leaf with a ``NamedSharding``; else this process's first device."""
+    """Replicated on the mesh of the first target leaf placed on one (or the one device of the first placed on one,
+    where the key went to this process's first device: a step then mixed two devices); else this process's first."""
     for leaf in target.values():
-        if isinstance(getattr(leaf, "sharding", None), NamedSharding):
-            return NamedSharding(leaf.sharding.mesh, P())
+        sharding = getattr(leaf, "sharding", None)
+        if isinstance(sharding, (NamedSharding, jax.sharding.SingleDeviceSharding)):
+            return NamedSharding(sharding.mesh, P()) if isinstance(sharding, NamedSharding) else sharding
     return jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
 
 

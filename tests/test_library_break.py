@@ -246,3 +246,16 @@ def test_a_table_of_rules_passed_as_a_rule_names_one_rule_to_pass(devices):
     with pytest.warns(gs.ShardingFallbackWarning, match="no annotation"):  # down/kernel, and the biases
         gs.shard_model_by_table(model, mesh, gs.RULES["fsdp"])  # the fix given
     assert gs.sharding_of(model)["up/kernel"].spec == jax.sharding.PartitionSpec("data", None)
+
+
+def test_the_key_restored_by_default_goes_where_a_one_device_target_is(tmp_path, devices):
+    """A target on device 3 (no mesh): the key went to device 0, and the first step mixing them raised 'Received
+    incompatible devices for jitted computation'."""
+    model = Small(nnx.Rngs(0))
+    save(tmp_path / "checkpoints", nnx.state(model))
+    three = jax.sharding.SingleDeviceSharding(jax.devices()[3])
+    target = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=three), nnx.state(Small(nnx.Rngs(1))))
+    restored = restore(tmp_path / "checkpoints", target)
+    assert restored.key.sharding == three == restored.state["up"]["kernel"].get_value().sharding
+    noised = jax.jit(lambda s, k: jax.tree.map(lambda a: a + jax.random.normal(k, a.shape), s))(restored.state, restored.key)
+    assert jax.tree.leaves(noised)[0].sharding == three
