@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -127,15 +128,15 @@ def flat_by_path(tree: Any) -> dict[str, Any]:
     pairs = jax.tree_util.tree_leaves_with_path(tree, is_leaf=is_variable)
     named = [(path_key(sub), value) for path, leaf in pairs for sub, value in (
         value_leaves(path, leaf.get_value()) if is_variable(leaf) else [(path, leaf)])]
-    flat = dict(named)
-    # A key holding "/" ({"x/y": ...}) beside a nested one ({"x": {"y": ...}}, or {"x": ...}) names two leaves alike.
-    clash = next((name for name, _ in named if any(name.rsplit("/", i)[0] in flat for i in
-                                                    range(1, name.count("/") + 1))), None)
-    if len(flat) < len(named) or clash:
-        twice = clash or next(name for name in flat if [n for n, _ in named].count(name) > 1)
-        raise ValueError(f"two leaves of the state are named {twice!r} or one inside the other: a dict key holding "
-                         "'/' beside a nested key (checkpoints name each leaf by its path joined with '/'); "
-                         "rename that key, e.g. 'x/y' -> 'x_y'")
+    flat, alike = dict(named), Counter(name.replace(".", "/") for name, _ in named)
+    # A key holding "/" ({"x/y": ...}) beside a nested one ({"x": {"y": ...}}, or {"x": ...}) names two leaves alike;
+    # one holding "." too, in Orbax, which joins its arrays' keys with ".": one array was restored as both, silently.
+    clash = next((name for name, _ in named if any(name.rsplit("/", i)[0] in flat for i in range(
+        1, name.count("/") + 1))), None) or next((name for name, _ in named if alike[name.replace(".", "/")] > 1), None)
+    if clash:
+        raise ValueError(f"two leaves of the state are named {clash!r} or one inside the other: a dict key holding "
+                         "'/' or '.' beside a nested key (checkpoints name each leaf by its path joined with '/', Orbax "
+                         "its arrays with '.'); rename that key, e.g. 'x/y' -> 'x_y'")
     return flat
 
 

@@ -259,3 +259,24 @@ def test_the_key_restored_by_default_goes_where_a_one_device_target_is(tmp_path,
     assert restored.key.sharding == three == restored.state["up"]["kernel"].get_value().sharding
     noised = jax.jit(lambda s, k: jax.tree.map(lambda a: a + jax.random.normal(k, a.shape), s))(restored.state, restored.key)
     assert jax.tree.leaves(noised)[0].sharding == three
+
+
+def test_a_key_holding_a_dot_beside_a_nested_key_is_refused(tmp_path, devices):
+    """{"a.b": ones, "a": {"b": zeros}}: Orbax joins its arrays' keys with ".", so both were one array, saved once and
+    restored into both places, without a word (as a key holding "/" was, which is refused)."""
+    mesh = gs.make_mesh()
+    for value in ({"a.b": jnp.ones(3), "a": {"b": jnp.zeros(3)}}, {"a": {"b.c": jnp.ones(3), "b": {"c": jnp.zeros(3)}}}):
+        state = nnx.State({"stats": nnx.BatchStat(value)})
+        with CheckpointWriter(tmp_path / "c") as writer, pytest.raises(
+                ValueError, match=r"two leaves of the state are named 'stats/a/?.*' or one inside the other: a dict key "
+                                  r"holding '/' or '.' beside a nested key"):
+            writer.save(1, state, jax.random.key(0))
+        assert committed_steps(tmp_path / "c") == []
+    # A key holding "." alone, or beside other names, is saved and restored as it was.
+    value = {"a.b": jnp.arange(3.0), "a": {"c": jnp.arange(3.0) + 10}}
+    save(tmp_path / "ok", nnx.State({"stats": nnx.BatchStat(value)}))
+    target = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=jax.sharding.NamedSharding(
+        mesh, jax.sharding.PartitionSpec())), nnx.State({"stats": nnx.BatchStat(value)}))
+    restored = restore(tmp_path / "ok", target).state["stats"].get_value()
+    np.testing.assert_array_equal(restored["a.b"], np.arange(3.0))
+    np.testing.assert_array_equal(restored["a"]["c"], np.arange(3.0) + 10)

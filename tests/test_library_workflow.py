@@ -410,8 +410,9 @@ def test_a_checkpoint_refuses_two_leaves_of_one_name_it_restored_one_into_both(t
         with checkpoint.CheckpointWriter(tmp_path) as writer, pytest.raises(ValueError) as error:
             writer.save(1, state, jax.random.key(0))
         assert str(error.value) == (
-            "two leaves of the state are named 'stats/x/y' or one inside the other: a dict key holding '/' beside a "
-            "nested key (checkpoints name each leaf by its path joined with '/'); rename that key, e.g. 'x/y' -> 'x_y'")
+            "two leaves of the state are named 'stats/x/y' or one inside the other: a dict key holding '/' or '.' "
+            "beside a nested key (checkpoints name each leaf by its path joined with '/', Orbax its arrays with '.'); "
+            "rename that key, e.g. 'x/y' -> 'x_y'")
         assert not list(tmp_path.iterdir()) or checkpoint.committed_steps(tmp_path) == []
     with checkpoint.CheckpointWriter(tmp_path) as writer:  # a key holding '/' alone is one name: saved, restored
         writer.save(1, nnx.State({"stats": nnx.BatchStat({"x/y": jnp.arange(3.0)})}), jax.random.key(0))
