@@ -70,8 +70,10 @@ def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None 
     base = as_path(os.getcwd() if base_dir is None else base_dir, "base_dir", ".")
     resolved = (base.absolute() / given).resolve()  # an absolute ``given`` replaces ``base``
     if not resolved.exists():
-        raise FileNotFoundError(f"checkpoint path {str(path)!r} does not exist (resolved to {resolved}); "
-                                f"pass a run dir, its {CHECKPOINT_SUBDIR}/ dir or one step dir")
+        steps = committed_steps(resolved.parent) if resolved.name.isdigit() else []  # never saved, or gone by keep
+        fix = (f"{resolved.parent} holds steps {steps}: pass one, e.g. {resolved.parent / str(steps[-1])}" if steps
+               else f"pass a run dir, its {CHECKPOINT_SUBDIR}/ dir or one step dir")
+        raise FileNotFoundError(f"checkpoint path {str(path)!r} does not exist (resolved to {resolved}); {fix}")
     if not resolved.is_dir():
         raise FileNotFoundError(f"{resolved} is a file, not a folder: pass a run dir (e.g. {resolved.parent}), "
                                 f"its {CHECKPOINT_SUBDIR}/ dir or one step dir")

@@ -280,3 +280,19 @@ def test_a_key_holding_a_dot_beside_a_nested_key_is_refused(tmp_path, devices):
     restored = restore(tmp_path / "ok", target).state["stats"].get_value()
     np.testing.assert_array_equal(restored["a.b"], np.arange(3.0))
     np.testing.assert_array_equal(restored["a"]["c"], np.arange(3.0) + 10)
+
+
+def test_a_step_that_is_not_there_names_the_steps_that_are(tmp_path, devices):
+    """runs/a/checkpoints/1 after keep=2 deleted it, or a step never saved: 'does not exist', naming none of those on
+    disk; now they are named, and the one given restores."""
+    model = Small(nnx.Rngs(0))
+    with CheckpointWriter(tmp_path / "checkpoints", keep=2) as writer:
+        for step in (1, 2, 3):
+            writer.save(step, nnx.state(model), jax.random.key(0))
+    for step in (1, 99):
+        with pytest.raises(FileNotFoundError, match=rf"checkpoints/{step}' does not exist .*checkpoints holds steps "
+                                                    rf"\[2, 3\]: pass one, e.g. .*checkpoints/3"):
+            restore(tmp_path / "checkpoints" / str(step), abstract_state_for(model, None))
+    assert restore(tmp_path / "checkpoints" / "3", abstract_state_for(model, None)).step == 3
+    with pytest.raises(FileNotFoundError, match="nowhere/5' does not exist .*; pass a run dir, its checkpoints/ dir"):
+        find_checkpoint(tmp_path / "nowhere" / "5")
