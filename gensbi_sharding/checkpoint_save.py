@@ -22,7 +22,7 @@ from gensbi_sharding.batch import check_placeable
 from gensbi_sharding.checkpoint_steps import (ITEMS, as_path, committed_steps, flat_by_path, is_prng_key,
                                               item_handlers, nest_by_path)
 from gensbi_sharding.checkpoint_lock import finish_and_unlock, lock_directory, unlock, watch_exit
-from gensbi_sharding.nodes import check_value_leaves, is_int, is_node, is_scalar, node_state
+from gensbi_sharding.nodes import check_value_leaves, is_int, is_node, is_scalar, node_state, non_node_part
 
 __all__ = ["CheckpointWriter"]
 
@@ -176,7 +176,8 @@ class CheckpointWriter:
             raise ValueError(f"step {step} {what} in {self.directory} (steps {steps}); save under a step after "
                              f"{max(steps)}, or write to another directory")
         if not is_node(state) and not (isinstance(state, Mapping) and state):
-            raise TypeError(f"state={state!r:.60} must be an nnx.State (nnx.state(model)) or a mapping of arrays")
+            raise TypeError(f"state={state!r:.60} must be an nnx.State (nnx.state(model)) or a mapping of arrays"
+                            f"{non_node_part(state)}")
         if not (isinstance(key, jax.Array) and is_prng_key(key)):
             raise TypeError(f"key={key!r:.60} must be a typed JAX PRNG key, e.g. jax.random.key(0)")
         info = _checked_json(info, "info", "e.g. {'best_step': 3}")

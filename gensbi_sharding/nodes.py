@@ -136,12 +136,13 @@ def mesh_label(mesh: Any) -> str:
     return f"mesh {dict(mesh.shape)}" + ("" if ids is None else f" (devices {np.asarray(ids).flatten().tolist()})")
 
 
-def is_node(node: Any) -> bool:
-    """Whether ``node`` is an NNX node: a graph node, ``nnx.State``, or a non-empty tuple, list or dict of them."""
-    if nnx.graph.is_graph_node(node) or isinstance(node, nnx.State):
-        return True
+def is_node(node: Any, inner: bool = False) -> bool:
+    """Whether ``node`` is an NNX node: a graph node, ``nnx.State``, or a non-empty tuple, list or dict of them; an
+    ``nnx.Variable`` only in one (``inner``): alone its path is "", on which reports and init raised IndexError."""
+    if isinstance(node, nnx.Variable) or nnx.graph.is_graph_node(node) or isinstance(node, nnx.State):
+        return inner or not isinstance(node, nnx.Variable)
     items = list(node.values() if isinstance(node, dict) else node if isinstance(node, (tuple, list)) else ())
-    return bool(items) and all(is_node(item) for item in items)
+    return bool(items) and all(is_node(item, inner=True) for item in items)
 
 
 def check_node(node: Any, caller: str, *, factory: bool = False) -> None:
@@ -155,7 +156,7 @@ def check_node(node: Any, caller: str, *, factory: bool = False) -> None:
                             "hold it in one, nnx.Variable(value) or a subclass (nnx.BatchStat), read as variable[...] "
                             "(Flax's nnx.Conv(mask=m) keeps m so: conv.mask = nnx.Variable(conv.mask), its call reads "
                             "it alike)")
-    elif not (factory and callable(node)):
+    elif not (factory and callable(node) and not isinstance(node, nnx.Variable)):  # a Variable is callable
         also = ", or a zero-argument factory building one" if factory else ""
         raise TypeError(f"{caller} takes an NNX graph node (a Module, nnx.Optimizer, nnx.State, or a tuple or "
                         f"dict of them{also}), got {type(node).__name__} {' '.join(repr(node).split())[:60]}"
@@ -164,6 +165,8 @@ def check_node(node: Any, caller: str, *, factory: bool = False) -> None:
 
 def non_node_part(node: Any) -> str:
     """Where a tuple, list or dict fails ``is_node``, as messages append it: ``"; its ['step'] is int 0, ..."``."""
+    if isinstance(node, nnx.Variable):
+        return "; a bare nnx.Variable is a node's part: pass the Module holding it, or (variable,) or {'w': variable}"
     path, item = "", node
     while isinstance(item, (tuple, list, dict)) and item and not is_node(item):
         key, item = next((k, v) for k, v in (item.items() if isinstance(item, dict) else enumerate(item))

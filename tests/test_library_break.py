@@ -296,3 +296,34 @@ def test_a_step_that_is_not_there_names_the_steps_that_are(tmp_path, devices):
     assert restore(tmp_path / "checkpoints" / "3", abstract_state_for(model, None)).step == 3
     with pytest.raises(FileNotFoundError, match="nowhere/5' does not exist .*; pass a run dir, its checkpoints/ dir"):
         find_checkpoint(tmp_path / "nowhere" / "5")
+
+
+def test_a_bare_variable_is_refused_naming_the_tuple_that_works(tmp_path, devices):
+    """model.up.kernel passed alone: shard_model placed it under the path "", sharding_of, describe, partition_specs,
+    abstract_state_for and init_optimizer_sharded raised IndexError (tuple index out of range), init_sharded
+    AttributeError (DynamicJaxprTracer has no attribute _mapping); (variable,) works everywhere."""
+    mesh = gs.make_mesh(model_axis=2)
+
+    def variable():
+        return nnx.Param(jnp.ones((8, 4)), **gs.axes("embed", None))
+
+    bare = variable()
+    calls = {"shard_model": lambda: gs.shard_model(bare, mesh, "fsdp"),
+             "plan_shardings": lambda: gs.plan_shardings(bare, mesh, "fsdp"), "sharding_of": lambda: gs.sharding_of(bare),
+             "partition_specs": lambda: gs.partition_specs(bare), "describe": lambda: gs.describe(bare, mesh),
+             "init_sharded": lambda: gs.init_sharded(variable, mesh, "fsdp", warn=False),
+             "abstract_state_for": lambda: abstract_state_for(bare, mesh, "fsdp"),
+             "init_optimizer_sharded": lambda: gs.init_optimizer_sharded(bare, optax.adam(1e-3), "fsdp")}
+    for caller, call in calls.items():
+        with pytest.raises(TypeError, match=rf"{caller}.*a bare nnx.Variable is a node's part: pass the Module holding "
+                                            r"it, or \(variable,\) or \{'w': variable\}"):
+            call()
+    with CheckpointWriter(tmp_path / "checkpoints") as writer, pytest.raises(TypeError, match=r"a bare nnx.Variable"):
+        writer.save(1, bare, jax.random.key(0))
+    # The fix given: a tuple of it.
+    with pytest.warns(gs.ExperimentalRuleWarning):
+        gs.shard_model((bare,), mesh, "fsdp")
+    assert gs.sharding_of((bare,))["0"].spec == jax.sharding.PartitionSpec("data", None)
+    assert gs.describe((bare,), mesh).variables[0].path == "0"
+    built = gs.init_sharded(lambda: (variable(),), mesh, "fsdp", warn=False)
+    assert built[0].get_value().sharding.spec == jax.sharding.PartitionSpec("data", None)
