@@ -209,7 +209,7 @@ def _check_placed_under(model: Any, mesh: Mesh, rule: Rule) -> None:
 def _check(factory: Any, rule: Any, warn: Any) -> Rule:
     if not isinstance(warn, (bool, np.bool_)):  # warn="no" is truthy: it would warn
         raise TypeError(f"warn={warn!r:.40} must be True or False")
-    if not callable(factory) or isinstance(factory, nnx.Pytree):
+    if not callable(factory) or isinstance(factory, (nnx.Pytree, nnx.Variable)):  # a Variable is callable
         raise ValueError(f"factory must be a zero-argument callable building the module, got a {type(factory).__name__}"
                          "; pass e.g. lambda: make_mlp(dim_theta=2, dim_x=2, rngs=nnx.Rngs(0))")
     try:  # a class: its __init__ (a Module's own signature is (*args, **kwargs), its metaclass's)

@@ -320,6 +320,10 @@ def test_a_bare_variable_is_refused_naming_the_tuple_that_works(tmp_path, device
             call()
     with CheckpointWriter(tmp_path / "checkpoints") as writer, pytest.raises(TypeError, match=r"a bare nnx.Variable"):
         writer.save(1, bare, jax.random.key(0))
+    for build in (gs.init_sharded, gs.abstract_sharded):  # the variable itself as the factory: it is callable
+        with pytest.raises(ValueError, match=r"factory must be a zero-argument callable building the module, got a "
+                                             r"Param"):
+            build(bare, mesh)
     # The fix given: a tuple of it.
     with pytest.warns(gs.ExperimentalRuleWarning):
         gs.shard_model((bare,), mesh, "fsdp")
