@@ -109,7 +109,8 @@ def _leaf_handlers() -> Any:
     """Orbax's leaf handlers; no replica-parallel saving on CPU, where it only compiles a program per device."""
     th, parallel = ocp.type_handlers, None if jax.default_backend() != "cpu" else False  # None: Orbax's default
     return th.create_type_handler_registry(
-        (int, th.ScalarHandler()), (float, th.ScalarHandler()), (np.number, th.ScalarHandler()),
+        (int, th.ScalarHandler()), (float, th.ScalarHandler()), (complex, th.ScalarHandler()),
+        (np.number, th.ScalarHandler()),
         (np.bool_, th.ScalarHandler()),  # not an np.number: registered itself
         (np.ndarray, th.NumpyHandler()), (jax.Array, th.ArrayHandler(use_replica_parallel=parallel)))
 

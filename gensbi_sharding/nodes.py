@@ -32,8 +32,9 @@ def is_array(x: Any) -> bool:
 
 
 def is_scalar(x: Any) -> bool:
-    """Python and NumPy scalars (``bool``, ``int``, ``float``, ``complex``, ``np.generic``): kept as values."""
-    return isinstance(x, (bool, int, float, complex, np.generic))
+    """Python and NumPy numbers and bools (``bool``, ``int``, ``float``, ``complex``, ``np.number``, ``np.bool_``): kept as
+    values. Not ``np.str_`` or ``np.datetime64`` (``np.generic`` too): a checkpoint refused them in Orbax's words."""
+    return isinstance(x, (bool, int, float, complex, np.number, np.bool_))
 
 
 def is_prng_key(x: Any) -> bool:
