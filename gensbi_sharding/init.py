@@ -81,10 +81,10 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Rule
                              "Python's global random state, the clock): each group would hold another draw. Seed it "
                              "inside the factory (np.random.default_rng(0)) or draw from nnx.Rngs, or build it eagerly "
                              "and place it: shard_model(factory(), mesh, rule)")
+        for path in constants if first is None else ():  # the NumPy values the factory built (the first trace
+            jax.tree.map(lambda c, path=path: check_placeable(  # holds all), checked before any group is placed
+                c, f"init_sharded: {path} (shape {np.shape(c)})"), constants[path])
         first = digest
-        for path in group:  # NumPy values the factory built, placed as they are
-            jax.tree.map(lambda c, path=path: check_placeable(c, f"init_sharded: {path} (shape {np.shape(c)})"),
-                         constants[path])
         # Traced and compiled while the previous group computed and moved; run only once that
         # group is placed (its whole copies then freed), so one group exists whole at a time.
         jax.block_until_ready(pending)

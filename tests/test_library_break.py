@@ -360,3 +360,15 @@ def test_a_scalar_variable_is_saved_as_it_is_or_refused_by_name(tmp_path, device
         assert gs.init_sharded(Holds, mesh).v.get_value() == value
     else:
         assert list((tmp_path / "checkpoints").iterdir()) == []
+
+
+def test_init_sharded_refuses_a_value_its_place_cannot_hold_before_placing_any_group(devices, monkeypatch):
+    """Checked group by group, a later group's value was refused after earlier groups had moved to the mesh."""
+    import gensbi_sharding.init as init
+
+    monkeypatch.setattr(init, "GROUP_BYTES", 16)  # one variable a group: ids (32 B) comes last
+    placed = []
+    monkeypatch.setattr(init, "_place_whole", lambda whole, target: placed.append(target) or whole)
+    with pytest.raises(ValueError, match=r"init_sharded: ids \(shape \(8,\)\) holds 1099511627776"):
+        gs.init_sharded(lambda: WithIds(nnx.Rngs(0)), gs.make_mesh(model_axis=2))
+    assert placed == []
