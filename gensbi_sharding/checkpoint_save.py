@@ -19,8 +19,8 @@ import numpy as np
 import orbax.checkpoint as ocp
 
 from gensbi_sharding.batch import check_placeable
-from gensbi_sharding.checkpoint_steps import (ITEMS, as_path, committed_steps, flat_by_path, is_prng_key,
-                                              item_handlers, nest_by_path)
+from gensbi_sharding.checkpoint_steps import (CHECKPOINT_SUBDIR, ITEMS, as_path, committed_steps, flat_by_path,
+                                              is_prng_key, item_handlers, nest_by_path)
 from gensbi_sharding.checkpoint_lock import finish_and_unlock, lock_directory, unlock, watch_exit
 from gensbi_sharding.nodes import check_value_leaves, is_int, is_node, is_scalar, node_state, non_node_part
 
@@ -60,7 +60,8 @@ class CheckpointWriter:
     RuntimeError
         If another ``CheckpointWriter``, in this process or another, has ``directory`` open (``close`` it first).
     FileExistsError
-        If ``directory`` holds step-named folders (``7/``) that are no checkpoints: ``keep`` would delete them.
+        If ``directory`` holds step-named folders (``7/``) that are no checkpoints (``keep`` would delete them), or a
+        ``checkpoints/`` folder (a run folder: restore reads that one).
     TypeError
         If ``async_save`` is not a bool, ``config`` not a mapping or None, or ``directory`` not a str or PathLike.
     """
@@ -233,8 +234,7 @@ class CheckpointWriter:
 
 
 def _plain_step(step: Any) -> Any:
-    """A 0-d integer array (``optimizer.step[...]``, on a device or not) as an int, anything else as it is: was refused
-    as no integer, ``due`` gave an array."""
+    """A 0-d integer array (``optimizer.step[...]``, was refused as no integer) as an int, anything else as it is."""
     whole = isinstance(step, (jax.Array, np.ndarray)) and step.ndim == 0 and jnp.issubdtype(step.dtype, jnp.integer)
     return int(step) if whole else step
 
@@ -273,6 +273,9 @@ def _check_directory(directory: Path) -> None:
     # Our own item folders mark a checkpoint (Orbax commits a step by renaming a finished temporary folder).
     foreign = sorted(p.name for p in directory.iterdir() if p.is_dir() and p.name.isdigit()
                      and not set(ITEMS) & {c.name for c in p.iterdir()}) if directory.is_dir() else []
+    if (directory / CHECKPOINT_SUBDIR).is_dir():  # restore(directory) reads that one: steps saved here, never
+        raise FileExistsError(f"checkpoint directory {directory} is a run folder, holding {CHECKPOINT_SUBDIR}/, which "
+                              f"restore reads, not steps saved beside it: pass {directory / CHECKPOINT_SUBDIR}")
     if foreign:
         raise FileExistsError(f"checkpoint directory {directory} holds folders named like steps that are no "
                               f"checkpoints ({', '.join(foreign[:6])}); old steps there are deleted as new ones "

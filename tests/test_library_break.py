@@ -372,3 +372,15 @@ def test_init_sharded_refuses_a_value_its_place_cannot_hold_before_placing_any_g
     with pytest.raises(ValueError, match=r"init_sharded: ids \(shape \(8,\)\) holds 1099511627776"):
         gs.init_sharded(lambda: WithIds(nnx.Rngs(0)), gs.make_mesh(model_axis=2))
     assert placed == []
+
+
+def test_a_writer_given_a_run_folder_is_refused_naming_its_checkpoints_folder(tmp_path, devices):
+    """CheckpointWriter(run) beside run/checkpoints/: its steps went to run/<step>, while restore(run) reads
+    run/checkpoints and gave the older step there, without a word."""
+    model = Small(nnx.Rngs(0))
+    save(tmp_path / "run" / "checkpoints", nnx.state(model), step=1)
+    with pytest.raises(FileExistsError, match=rf"{tmp_path / 'run'} is a run folder, holding checkpoints/, which "
+                                              rf"restore reads.*pass {tmp_path / 'run' / 'checkpoints'}"):
+        CheckpointWriter(tmp_path / "run")
+    save(tmp_path / "run" / "checkpoints", nnx.state(model), step=2)  # the folder given
+    assert restore(tmp_path / "run", abstract_state_for(model, None)).step == 2
