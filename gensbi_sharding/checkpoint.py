@@ -226,10 +226,9 @@ def _key_impl(leaf: Any) -> str:
 
 
 def _replicated_like(target: Mapping[str, Any]) -> jax.sharding.Sharding:
-    """Replicated on the mesh of the first target leaf placed on one (or the one device of the first placed on one,
-    where the key went to this process's first device: a step then mixed two devices); else this process's first."""
-    for leaf in target.values():
-        sharding = getattr(leaf, "sharding", None)
+    """Replicated on the first target leaf's mesh, or its one device (a step mixing two devices raised), or else this
+    process's first device."""
+    for sharding in (getattr(leaf, "sharding", None) for leaf in target.values()):
         if isinstance(sharding, (NamedSharding, jax.sharding.SingleDeviceSharding)):
             return NamedSharding(sharding.mesh, P()) if isinstance(sharding, NamedSharding) else sharding
     return jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
@@ -279,8 +278,7 @@ def _nesting(saved: Mapping[str, Any], target: Mapping[str, Any]) -> str | None:
 def _renamed(saved: Mapping[str, Any], target: Mapping[str, Any]) -> str | None:
     """The fix when no hyperparameter differs (else None): only optimizer state (another optax transformation), or one
     name ("up" saved, "up_proj" now) in every differing path, at the saved shapes and dtypes."""
-    def kind(leaf: Any) -> tuple:
-        return tuple(leaf.shape), placed_dtype(leaf.dtype)
+    kind = lambda leaf: (tuple(leaf.shape), placed_dtype(leaf.dtype))  # noqa: E731
     missing, extra = ({n: kind(d[n]) for n in d if n not in o} for d, o in ((target, saved), (saved, target)))
     unlike = [n for n in target if n in saved and kind(saved[n]) != kind(target[n])]
     if all("opt_state" in n.split("/") for n in [*missing, *extra, *unlike]):
