@@ -207,3 +207,37 @@ def test_a_value_no_model_takes_is_refused_in_a_sweep_over_experiments(command, 
 ])
 def test_a_sweep_where_hydra_composes_one_config_is_refused_naming_the_fix(command, message):
     assert override_problem(command.split()) == message
+
+
+@pytest.mark.parametrize("flag", [["-cd", "{d}"], ["--config-dir", "{d}"], ["--config-dir={d}"]])
+def test_an_experiment_of_ones_own_in_config_dir_is_no_misspelling(tmp_path, flag):
+    # Was: python launch.py --config-dir my_conf experiment=x refused "experiment=x: Could not find 'experiment/x'
+    # (experiment options: quick, ...)": the checks read hydra.searchpath's folders, not --config-dir's, which
+    # Hydra searches too (and composes experiment=x from).
+    from gensbi_sharding.harness.command_checks import command_problem
+
+    (tmp_path / "experiment").mkdir()
+    (tmp_path / "experiment" / "x.yaml").write_text("# @package _global_\ndefaults:\n  - quick\n")
+    dir_flag = [f.format(d=tmp_path) for f in flag]
+    assert command_problem([*dir_flag, "experiment=x"]) is None
+    assert "did you mean experiment=quick?" in command_problem([*dir_flag, "experiment=quik"])
+    assert "Could not find 'experiment/x'" in command_problem(["experiment=x"])  # without the folder: refused
+
+
+def test_the_model_of_ones_own_primary_config_is_the_default(tmp_path):
+    # Was: python launch.py -cd my_conf -cn my model.heads=2, with my.yaml including config and picking
+    # 'override model: transformer', refused "model=mlp (the default) has no field heads": conf/config.yaml's
+    # model was read, not --config-name's.
+    from gensbi_sharding.harness.command_checks import command_problem
+    from gensbi_sharding.harness.model_choice import chosen_models
+
+    (tmp_path / "my.yaml").write_text("defaults:\n  - config\n  - override model: transformer\n  - _self_\n")
+    (tmp_path / "plain.yaml").write_text("defaults:\n  - config\n  - _self_\n")
+    own = ["-cd", str(tmp_path), "-cn", "my"]
+    assert chosen_models([*own, "model.heads=2"]).models == ["transformer"]
+    assert command_problem([*own, "model.heads=2"]) is None
+    assert command_problem([*own, "model.width=3"]) == ("model.width=3: model=transformer (the default) has no field "
+                                                        "width; model=mlp has it: add model=mlp, whose section it "
+                                                        "then sets")
+    assert chosen_models(["-cd", str(tmp_path), "--config-name=plain", "model.width=3"]).models == ["mlp"]
+    assert chosen_models(["-cn", "absent", "model.width=3"]) is None  # Hydra's to find (or refuse)

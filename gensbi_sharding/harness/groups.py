@@ -8,10 +8,11 @@ leaves out the typed schemas (those are stored outside every group).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["INTERNAL_GROUPS", "CONF", "group_options", "option_groups_text", "chosen_options", "preset_is_multirun"]
+__all__ = ["INTERNAL_GROUPS", "CONF", "hydra_flag_values", "config_folders", "group_options", "option_groups_text", "chosen_options", "preset_is_multirun"]
 
 #: Groups no user picks from (not listed by ``--help``).
 INTERNAL_GROUPS = ("experiment_model",)
@@ -34,6 +35,21 @@ def group_options(group: str) -> list[str]:
 
         return sorted(loader.get_group_options(group, ObjectType.CONFIG))
     return sorted(p.stem for p in (CONF / group).glob("*.yaml"))
+
+
+def hydra_flag_values(args: Sequence[str], short: str, long: str) -> list[str]:
+    """The values a command line gives one of Hydra's flags: ``-cd x``, ``--config-dir x`` or ``--config-dir=x``."""
+    found = [b for a, b in zip(args, args[1:]) if a in (short, long)]
+    return found + [a[len(long) + 1:] for a in args if a.startswith(long + "=")]
+
+
+def config_folders(args: Sequence[str]) -> list[str]:
+    """The config folders Hydra's ``--config-dir`` (from the launch folder) and ``--config-path`` (from
+    launch.py's folder) add to its search path, as ``file://`` search path entries."""
+    folders = [os.path.abspath(d) for d in hydra_flag_values(args, "-cd", "--config-dir")]
+    folders += [os.path.join(CONF.parent, p) for p in hydra_flag_values(args, "-cp", "--config-path")
+                if not p.startswith("pkg://")]
+    return [f"file://{f}" for f in folders]
 
 
 def preset_is_multirun(group: str, option: str, search_paths: Sequence[str] = ()) -> bool:

@@ -1,7 +1,7 @@
 """Which model(s) a command line's ``model.<field>`` keys apply to, before Hydra composes anything.
 
 ``model=`` picks it (the last one typed, each swept or glob-matched one); else ``experiment=``'s file
-(``override /model: transformer``); else ``conf/config.yaml``'s default (``mlp``). The key checks
+(``override /model: transformer``); else the primary config's default (``conf/config.yaml``'s ``mlp``, or ``--config-name``'s). The key checks
 (``override_keys``, ``override_types``, ``override_prefixes``) read the model here, so a hint names the
 fields of the model the run would build, not every model's. Pure Python: no JAX.
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 from hydra.core.override_parser.types import OverrideType
 from omegaconf import OmegaConf
 
-from gensbi_sharding.harness.groups import CONF
+from gensbi_sharding.harness.groups import CONF, config_folders, hydra_flag_values
 from gensbi_sharding.harness.override_grammar import CommandLine, parse
 
 __all__ = ["ModelChoice", "chosen_models", "default_model", "experiment_model"]
@@ -36,9 +36,29 @@ def _picked(path: Path, entry: str) -> str | None:
                 None)
 
 
-def default_model() -> str | None:
-    """The model ``conf/config.yaml``'s defaults list picks (``mlp``); None if it picks none."""
-    return _picked(CONF / "config.yaml", "model")
+def default_model(args: Sequence[str] = ()) -> str | None:
+    """The model the primary config's defaults list picks (``mlp``); None if it picks none or cannot be read.
+
+    The primary config is ``conf/config.yaml``, or the one ``--config-name`` names (in ``conf/`` or a
+    ``--config-dir``): a user's own, which may include ``config`` and ``override model: transformer`` (was: its
+    ``model.heads=2`` refused as "model=mlp (the default) has no field heads").
+    """
+    names = hydra_flag_values(args, "-cn", "--config-name")
+    folders = [CONF] + [Path(e[len("file://"):]) for e in config_folders(args)]
+    return _primary_model(names[-1].removesuffix(".yaml") if names else "config", folders, 3)
+
+
+def _primary_model(name: str, folders: list[Path], depth: int) -> str | None:
+    """The model config ``name`` (found in ``folders``) picks: its own ``override model``/``model`` entry, else that
+    of a config its defaults list includes (``- config``), ``depth`` levels down at most."""
+    path = next((f / f"{name}.yaml" for f in folders if (f / f"{name}.yaml").is_file()), None)
+    if path is None or depth == 0:
+        return None
+    for entry in ("override model", "override /model", "model", "/model"):
+        if (picked := _picked(path, entry)) is not None:
+            return picked
+    included = [e for e in OmegaConf.load(path).get("defaults", []) if isinstance(e, str) and e != "_self_"]
+    return next(filter(None, (_primary_model(e.lstrip("/"), folders, depth - 1) for e in included)), None)
 
 
 def experiment_model(name: str) -> str | None:
@@ -71,7 +91,7 @@ def chosen_models(args: Sequence[str] | CommandLine) -> ModelChoice | None:
         return None  # each job's experiment may pick another model
     name = str(experiments[-1].hydra.value()) if experiments else None
     picked = experiment_model(name) if name else None
-    if picked == "?" or (model := picked or default_model()) is None:
+    if picked == "?" or (model := picked or default_model(command.args)) is None:
         return None
     return ModelChoice([model], f"{f'experiment={name}' + chr(39) + 's' if picked else 'the default'} model={model}",
                        False)

@@ -2,9 +2,9 @@
 
 ``parse(args)`` is the one reading of launch.py's command line that every override check shares
 (``override_keys``, ``override_types``): each ``key=value`` or ``~key`` as typed and as Hydra's grammar
-reads it, the model(s) it picks, the mode flags, whether it runs a sweep, its ``hydra.searchpath``.
-``grammar_problem`` and ``mode_flags_problem`` refuse what Hydra refuses naming neither the override nor the
-fix; ``hydra_value`` / ``hydra_override`` write a folder into the commands the harness prints or starts
+reads it, the model(s) it picks, the mode flags, whether it runs a sweep, its ``hydra.searchpath`` (with
+``--config-dir``'s). ``grammar_problem`` and ``mode_flags_problem`` refuse what Hydra refuses naming neither the
+override nor the fix; ``hydra_value`` / ``hydra_override`` write a folder into the commands the harness prints or starts
 (continue a job, train it further, the processes of ``distributed=local``), so that a folder such as
 ``runs/a(1)`` survives them. Pure Python: no JAX.
 """
@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import OverrideType, QuotedString, ValueType
 
-from gensbi_sharding.harness.groups import group_options, preset_is_multirun
+from gensbi_sharding.harness.groups import config_folders, group_options, preset_is_multirun
 
 __all__ = ["SWEEPS", "Override", "CommandLine", "parse", "grammar_problem", "mode_flags_problem",
            "flag_order_problem", "hydra_value", "hydra_override"]
@@ -99,7 +99,8 @@ class CommandLine(typing.NamedTuple):
     @property
     def search_paths(self) -> list[str]:
         values = [o.hydra.value() for o in self.parsed if o.key == "hydra.searchpath"]
-        return [str(e) for v in values for e in (v if isinstance(v, list) else [v])]
+        # and --config-dir's, --config-path's folders: their own experiment/x.yaml was "Could not find 'experiment/x'"
+        return [str(e) for v in values for e in (v if isinstance(v, list) else [v])] + config_folders(self.args)
 
 
 def parse(args: Sequence[str] | CommandLine) -> CommandLine:

@@ -256,7 +256,7 @@ def model_key_problem(args: Sequence[str] | CommandLine) -> str | None:
     if any(o.hydra.is_sweep_override() for o in experiments):
         return None  # each job's experiment may pick another model
     picked = experiment_model(str(experiments[-1].hydra.value())) if experiments else None
-    base = None if picked == "?" else picked or default_model()  # the model of the config before model= is applied
+    base = None if picked == "?" else picked or default_model(command.args)  # the model of the config before model= is applied
     swept = command.models if command.model is None else []
     if command.models:
         chosen, given = command.models, True
