@@ -12,7 +12,8 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["INTERNAL_GROUPS", "CONF", "hydra_flag_values", "config_folders", "group_options", "option_groups_text", "chosen_options", "preset_is_multirun"]
+__all__ = ["INTERNAL_GROUPS", "CONF", "hydra_flag_values", "config_folders",
+           "group_options", "option_groups_text", "chosen_options", "preset_is_multirun"]
 
 #: Groups no user picks from (not listed by ``--help``).
 INTERNAL_GROUPS = ("experiment_model",)

@@ -217,6 +217,7 @@ def launched_with(step_dir: Any) -> str:
     from omegaconf import OmegaConf
 
     from gensbi_sharding.harness.launch_record import saved_record
+    from gensbi_sharding.harness.sweep_hints import config_flags
 
     recorded = Path(step_dir).parent.parent / ".hydra" / "overrides.yaml"
     if not recorded.is_file():
@@ -232,8 +233,9 @@ def launched_with(step_dir: Any) -> str:
     # Hydra records a search path (a preset of one's own: model=my_flux1) apart, in hydra.yaml: without it the
     # named command could not find that preset.
     hydra_yaml = recorded.parent / "hydra.yaml"
-    searched = [shlex.quote(o) for o in OmegaConf.to_container(OmegaConf.load(hydra_yaml).hydra.overrides.hydra)
-                if o.startswith("hydra.searchpath=")] if hydra_yaml.is_file() else []  # unresolved: ${hydra.job.num}
+    hydra = OmegaConf.load(hydra_yaml).hydra if hydra_yaml.is_file() else None  # so are --config-dir and -name
+    searched = [shlex.quote(o) for o in [*config_flags(hydra), *OmegaConf.to_container(hydra.overrides.hydra)]
+                if o.startswith(("hydra.searchpath=", "--config-"))] if hydra else []  # unresolved: ${hydra.job.num}
     kept = searched + [str(o) for o in OmegaConf.load(recorded) if not str(o).startswith(("train.resume=", "hydra."))]
     return f"; the run that saved it was launched with: {' '.join(kept) or 'no overrides'}"
 

@@ -23,7 +23,7 @@ from gensbi_sharding.harness.folder_lock import FolderInUseError, FolderLock, fo
 from gensbi_sharding.harness.launch_record import keep_record, settle_record
 from gensbi_sharding.harness.outputs import read_metrics, write_atomic, write_json
 from gensbi_sharding.harness.preflight import folder_check_crashed
-from gensbi_sharding.harness.sweep_hints import (hydra_job_overrides, moved_jobs_problem, search_path_of,
+from gensbi_sharding.harness.sweep_hints import (config_flags, hydra_job_overrides, moved_jobs_problem, search_path_of,
                                                  shared_folder_problem, train_further_hint, unfinished_jobs_hint)
 from gensbi_sharding.harness.sweep_plan import command_overrides, every_job
 from gensbi_sharding.harness.sweep_subdirs import colliding_subdirs_problem, unused_folder_problem
@@ -257,7 +257,8 @@ class RefuseCompletedRun(Callback):
             lock.acquire()
             self._locks.append(lock)
             dry_run = bool(OmegaConf.select(config, "dry_run", default=False))
-            searched = search_path_of(OmegaConf.select(config, "hydra.overrides.hydra", default=None))
+            searched = [*config_flags(OmegaConf.select(config, "hydra", default=None)),
+                        *search_path_of(OmegaConf.select(config, "hydra.overrides.hydra", default=None))]
             for run_dir in runs:
                 resume = OmegaConf.select(config, "train.resume", default=None)
                 task = command_overrides(config)[0]

@@ -155,7 +155,7 @@ def refused_jobs(config: Any, jobs: Sequence[Sequence[str]], loader: Any, *,
 
     from gensbi_sharding.harness.command_checks import command_problem
     from gensbi_sharding.harness.devices import resolve_cpu_count
-    from gensbi_sharding.harness.sweep_hints import search_path_of
+    from gensbi_sharding.harness.sweep_hints import config_flags, search_path_of
 
     refused, first_count, before = [], None, HydraConfig.instance().cfg
     hydra_overrides = OmegaConf.select(config, "hydra.overrides.hydra", default=None)  # hydra.searchpath, if any
@@ -165,7 +165,8 @@ def refused_jobs(config: Any, jobs: Sequence[Sequence[str]], loader: Any, *,
         except Exception as err:  # Hydra would refuse the whole sweep composing this job, but after making its folder
             # As the job's command alone is refused: Hydra's own text can advise what is refused in turn ("To append
             # to your config use +model.width=3" for a key the job's experiment's model lacks).
-            if not (problem := command_problem([*search_path_of(hydra_overrides), *job])):
+            flags = config_flags(OmegaConf.select(config, "hydra"))  # -cn my: my.yaml's model, not conf's
+            if not (problem := command_problem([*flags, *search_path_of(hydra_overrides), *job])):
                 reason = str(err.__cause__ or "").strip().splitlines()
                 cause = f" ({reason[0]})" if reason else ""
                 problem = f"{type(err).__name__}: {err}{cause}"

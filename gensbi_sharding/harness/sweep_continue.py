@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from gensbi_sharding.harness.sweep_hints import hydra_job_overrides, search_path_of, unfinished_jobs_hint
+from gensbi_sharding.harness.sweep_hints import config_flags, hydra_job_overrides, search_path_of, unfinished_jobs_hint
 
 __all__ = ["whole_sweep_hint", "stopped_between_jobs"]
 
@@ -69,7 +69,8 @@ def _rest_of_sweep(run_dir: Path, started: bool) -> str:
         return ""
     saved = OmegaConf.load(record)
     hint = unfinished_jobs_hint(jobs, RESUMABLE, every_job(saved), sweep_dir=sweep, stopped=run_dir if started else None,
-                                search_path=search_path_of(OmegaConf.select(saved, "hydra.overrides.hydra")))
+                                search_path=[*config_flags(saved.get("hydra")),
+                                             *search_path_of(OmegaConf.select(saved, "hydra.overrides.hydra"))])
     return f"to continue the rest of the sweep, {hint[2:]}" if hint else ""
 
 

@@ -14,7 +14,7 @@ from gensbi_sharding.harness.sweep_plan import job_configuration, never_started
 
 __all__ = ["unfinished_jobs_hint", "shared_folder_problem", "moved_jobs_problem", "job_command", "continue_command",
            "CONTINUE_ENV", "INLINE_COMMANDS", "CONTINUE_SCRIPT", "train_further_hint",
-           "hydra_job_overrides", "with_search_path", "search_path_of", "SEARCH_PATH"]
+           "hydra_job_overrides", "with_search_path", "config_flags", "search_path_of", "SEARCH_PATH"]
 
 #: Set by ``distributed=local``'s parent for its processes: the command that continues the whole job
 #: (theirs carry the parent's overrides plus their own).
@@ -30,12 +30,36 @@ SEARCH_PATH = "hydra.searchpath="
 
 
 def with_search_path(overrides: Sequence[str]) -> list[str]:
-    """``overrides`` led by the running job's ``hydra.searchpath=...`` (Hydra keeps it apart from the job's own)."""
+    """``overrides`` led by the running job's ``hydra.searchpath=...`` (Hydra keeps it apart from the job's own)
+    and by its ``config_flags``, unless they hold them already."""
     from hydra.core.hydra_config import HydraConfig
 
-    if not HydraConfig.initialized() or any(o.startswith(SEARCH_PATH) for o in overrides):
+    if not HydraConfig.initialized():
         return list(overrides)
-    return search_path_of(HydraConfig.get().overrides.hydra) + list(overrides)
+    given = any(o.startswith(SEARCH_PATH) for o in overrides)
+    searched = [] if given else search_path_of(HydraConfig.get().overrides.hydra)
+    return ([] if any(o.startswith("--config-") for o in overrides) else config_flags()) + searched + list(overrides)
+
+
+def config_flags(hydra: Any = None) -> list[str]:
+    """The ``--config-path``, ``--config-dir`` and ``--config-name`` flags of a run, each one word (``--config-dir=
+    /abs/my_conf``); [] for launch.py's own ``conf/config.yaml``. ``hydra``: a run's ``hydra`` node (as its
+    ``.hydra/hydra.yaml`` or ``multirun.yaml`` holds it); None: the running job's. Was: distributed=local's processes
+    and every printed command dropped them, so ``-cd my_conf -cn my`` (``override model: transformer``) trained
+    model=mlp in each process (status ok), and its continue command could not find ``my_conf``'s ``experiment=x``."""
+    from hydra.core.hydra_config import HydraConfig
+    from omegaconf import OmegaConf
+
+    if hydra is None and not HydraConfig.initialized():
+        return []
+    node = HydraConfig.get() if hydra is None else hydra
+    sources = OmegaConf.select(node, "runtime.config_sources", default=None) or []
+    # launch.py's conf/ (this clone's, or the clone that saved the record) is no flag
+    flags = [f"--config-path={s.path}" for s in sources if s.provider == "main" and s.schema == "file"
+             and not os.path.isfile(os.path.join(s.path, "..", "launch.py"))]
+    flags += [f"--config-dir={s.path}" for s in sources if s.provider == "command-line"]
+    name = OmegaConf.select(node, "job.config_name", default=None)
+    return flags + ([f"--config-name={name}"] if name not in (None, "config") else [])
 
 
 def search_path_of(hydra_overrides: Any) -> list[str]:

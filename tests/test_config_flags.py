@@ -1,0 +1,90 @@
+"""Hydra's ``--config-dir`` / ``--config-name`` / ``--config-path`` flags travel with a run: into
+``distributed=local``'s processes and into every command the harness prints to continue or resume it.
+
+Was: they were dropped (Hydra records them apart from the overrides, in ``hydra.runtime.config_sources`` and
+``hydra.job.config_name``), so ``python launch.py -cd my_conf -cn my distributed=local`` with ``my.yaml``
+picking ``override model: transformer`` trained model=mlp in each process, status ok, and a printed continue
+command composed conf/config.yaml instead of ``my``.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from hydra.conf import ConfigSourceInfo, HydraConf
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import OmegaConf
+
+from gensbi_sharding.harness.groups import CONF
+
+
+def _hydra(tmp_path, config_name="my", own_dir=True):
+    hydra = OmegaConf.create({"hydra": OmegaConf.structured(HydraConf)})
+    hydra.hydra.runtime.output_dir, hydra.hydra.overrides.task = str(tmp_path), ["experiment=quick", "distributed=local"]
+    hydra.hydra.job.config_name = config_name
+    sources = [ConfigSourceInfo("hydra.conf", "pkg", "hydra"), ConfigSourceInfo(str(CONF), "file", "main")]
+    sources += [ConfigSourceInfo(str(tmp_path / "my_conf"), "file", "command-line")] if own_dir else []
+    hydra.hydra.runtime.config_sources = sources + [ConfigSourceInfo("", "structured", "schema")]
+    return hydra
+
+
+@pytest.fixture
+def running(monkeypatch, tmp_path):
+    """A Hydra job launched as ``-cd <tmp>/my_conf -cn my experiment=quick distributed=local``."""
+    monkeypatch.setattr(HydraConfig.instance(), "cfg", None)
+    HydraConfig.instance().set_config(_hydra(tmp_path))
+    yield tmp_path
+    HydraConfig.instance().cfg = None
+
+
+def test_local_processes_get_the_config_dir_and_name(monkeypatch, running):
+    from gensbi_sharding.harness import local_cluster
+
+    started, real_popen = [], subprocess.Popen
+
+    def record(command, env, pass_fds, stderr=None):  # a process that ends at once: only its command is checked
+        started.append(command)
+        return real_popen([sys.executable, "-c", "pass"], stderr=stderr)
+
+    monkeypatch.setattr(local_cluster.subprocess, "Popen", record)
+    cfg = OmegaConf.create({"distributed": {"local_processes": 2, "run_timeout_s": 60, "heartbeat_s": 1},
+                            "devices": {"cpu_count": 8}})
+    local_cluster.run_local_processes(cfg, running)
+    flags = [f"--config-dir={running / 'my_conf'}", "--config-name=my"]
+    assert len(started) == 2 and all(c[2:6] == [*flags, "experiment=quick", "distributed=local"] for c in started)
+
+
+def test_printed_commands_keep_the_config_dir_and_name(running):
+    from gensbi_sharding.harness import sweep_hints
+
+    flags = f"--config-dir={running / 'my_conf'} --config-name=my"
+    assert sweep_hints.continue_command("/runs/a") == (
+        f"python launch.py {flags} experiment=quick distributed=local train.resume=auto hydra.run.dir=/runs/a")
+    assert sweep_hints.train_further_hint("/runs/a", 20, 20, ["experiment=quick"]).endswith(
+        f"python launch.py {flags} experiment=quick train.steps=<more than 20> train.resume=/runs/a "
+        "hydra.run.dir=/runs/a-stepsmore")
+    # a sweep's record (multirun.yaml) hands its flags to each unfinished job's command, once
+    sweep = running / "sweep"
+    for number, status in enumerate(("ok", "preempted")):
+        (sweep / str(number) / ".hydra").mkdir(parents=True)
+        (sweep / str(number) / ".hydra" / "overrides.yaml").write_text(f"- seed={number}\n")
+        (sweep / str(number) / "metrics.json").write_text(f'{{"status": "{status}"}}')
+    jobs = sweep_hints.unfinished_jobs_hint([sweep / "0", sweep / "1"], ("preempted",), sweep_dir=sweep,
+                                            search_path=sweep_hints.config_flags(_hydra(running).hydra))
+    assert f"python launch.py {flags} seed=1 train.resume=auto hydra.mode=RUN" in jobs
+
+
+def test_the_run_that_saved_a_checkpoint_names_its_config_flags(tmp_path):
+    from gensbi_sharding.harness.hints import launched_with
+
+    run = tmp_path / "run"
+    (run / ".hydra").mkdir(parents=True)
+    (run / ".hydra" / "overrides.yaml").write_text("- experiment=quick\n")
+    OmegaConf.save(_hydra(tmp_path), run / ".hydra" / "hydra.yaml")
+    assert launched_with(run / "checkpoints" / "20") == (
+        f"; the run that saved it was launched with: --config-dir={tmp_path / 'my_conf'} --config-name=my "
+        "experiment=quick")
+    OmegaConf.save(_hydra(tmp_path, "config", own_dir=False), run / ".hydra" / "hydra.yaml")  # launch.py's own conf/
+    assert launched_with(run / "checkpoints" / "20") == "; the run that saved it was launched with: experiment=quick"
