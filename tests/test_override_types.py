@@ -241,3 +241,33 @@ def test_the_model_of_ones_own_primary_config_is_the_default(tmp_path):
                                                         "then sets")
     assert chosen_models(["-cd", str(tmp_path), "--config-name=plain", "model.width=3"]).models == ["mlp"]
     assert chosen_models(["-cn", "absent", "model.width=3"]) is None  # Hydra's to find (or refuse)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["eval.observations=[1.5]"], "eval.observations=[1.5]: int values are expected and '1.5' is not one; write e.g. "
+     "eval.observations=[2]"),
+    (["eval.observations=[1,a]"], "eval.observations=[1,a]: int values are expected and 'a' is not one; write e.g. "
+     "eval.observations=[1,2]"),  # not the duplicate [1,1], refused in turn
+    (["eval.observations=[true]"], "eval.observations=[true]: int values are expected and 'true' is not one; write "
+     "e.g. eval.observations=[1]"),
+    (["mesh.devices=[0,x]"], "mesh.devices=[0,x]: int values are expected and 'x' is not one; write e.g. "
+     "mesh.devices=[0,1]"),
+    (["model=flux1", "model.axes_dim=[8.0,0]"], "model.axes_dim=[8.0,0]: int values are expected and '8.0' is not "
+     "one; write e.g. model.axes_dim=[8,0]"),
+    (["-m", "eval.observations=[1],[2.5]"], "eval.observations=[1],[2.5]: int values are expected and '2.5' is not "
+     "one; write e.g. eval.observations=[1],[2]"),
+])
+def test_a_list_with_an_element_of_another_type_is_refused_naming_the_list_to_write(args, message):
+    # Was: Hydra's "Error merging override eval.observations=[1.5] / Value '1.5' of type 'float' could not be
+    # converted to Integer / full_key: eval.observations[0] ...", naming no fix.
+    from faults_helpers import compose_tiny
+
+    from gensbi_sharding.harness.command_checks import command_problem
+
+    assert command_problem(args) == message
+    fix = message.rsplit("write e.g. ", 1)[1]
+    fixed = [*args[:-1], fix]
+    assert command_problem(fixed) is None
+    if "-m" not in args:
+        section, name = fix.split("=")[0].split(".")
+        assert list(compose_tiny(*fixed)[section][name]) == [int(v) for v in fix.split("=[")[1][:-1].split(",")]

@@ -187,6 +187,41 @@ def _quoted_list(value, element: type) -> str | None:
     return value.strip()
 
 
+def _element_problem(o, field, typed: str, owner: str) -> str | None:
+    """``eval.observations=[1.5]`` (``[a]``, ``[true]``, also one list of a sweep): the element no list of the key
+    takes, and the list with it replaced (a whole number rounded; else the key's example). Was Hydra's "Value
+    '1.5' of type 'float' could not be converted to Integer", naming no fix."""
+    lists = [v for v in (o.values() if o.sweep else [o.hydra.value()]) if isinstance(v, list)]
+    kind = typing.Any if field.element is object else field.element
+    for value in lists:
+        try:
+            ListConfig(value, element_type=kind)
+            continue
+        except ValidationError:
+            pass
+        bad, fixed, example = next(v for v in value if _refused(v, kind)), [], field.example.split(",")[0]
+        for v in value:  # an example not in the list already: [1,a] -> [1,2], not the duplicate [1,1]
+            if _refused(v, kind) and field.element is int:
+                taken = [x for x in value + fixed if not _refused(x, kind)]
+                v = round(v) if isinstance(v, float) and math.isfinite(v) else next(
+                    n for n in range(int(example), int(example) + len(value) + 1) if n not in taken)
+            fixed.append(example if _refused(v, kind) else v)
+        written = "[" + ",".join(map(str, fixed)) + "]"
+        shown = ",".join(written if v is value else _as_list(v) for v in o.values()) if o.sweep else written
+        return (f"{o.typed}={o.raw}:{owner} {field.element.__name__} values are expected and "
+                f"'{override_literal(bad)}' is not one; write e.g. {typed}={shown}")
+    return None
+
+
+def _refused(value, kind) -> bool:
+    """Whether OmegaConf refuses ``value`` as an element of a list of ``kind`` (``"3"`` is an int, 1.5 is not)."""
+    try:
+        ListConfig([value], element_type=kind)
+        return False
+    except ValidationError:
+        return True
+
+
 def _as_list(value) -> str:
     """A swept value written as the list a job should get: ``3`` -> ``[3]``, ``[1,2]`` -> ``[1,2]``."""
     inner = value if isinstance(value, list) else [value]
@@ -211,7 +246,8 @@ def list_override_problem(args: Sequence[str] | CommandLine) -> str | None:
     ``++eval.observations=3``, ``...=bogus``; the fix keeps a ``++``, drops a ``+``) and a sweep
     any of whose values is a scalar (``-m eval.observations=3,4``, ``choice(3,4)``,
     ``range(1,3)``: every job would get a scalar), and a quoted list (``'eval.observations="[3]"'``:
-    the quotes make it one string; the fix is the list unquoted). Lists, ``null``, interpolations, sweeps
+    the quotes make it one string; the fix is the list unquoted), and a list (also swept) with an element of another
+    type (``eval.observations=[1.5]``). Other lists, ``null``, interpolations, sweeps
     of lists (``[1],[2]``), ``~`` overrides, ``hydra.*`` keys, flags and anything Hydra's
     grammar rejects are left to Hydra and the config checks. A model key is left alone when
     ``model=<name>`` picks a model whose schema lacks it (Hydra names the missing key); with
@@ -241,6 +277,8 @@ def list_override_problem(args: Sequence[str] | CommandLine) -> str | None:
         # with no model= given the default model may lack the key: name the model it belongs to
         owner = (f" a key of model={'/'.join(sorted(field.models))} (add model={sorted(field.models)[0]} "
                  "unless your experiment picks it);" if field.models and not chosen else "")
+        if (bad := _element_problem(o, field, typed, owner)) is not None:  # [1.5], [a]: Hydra named no fix
+            return bad
         if o.sweep:
             values = o.values()
             quoted = [_quoted_list(v, field.element) for v in values]
