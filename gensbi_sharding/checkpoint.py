@@ -182,9 +182,13 @@ def _json_item(step_dir: Path, item: str) -> dict:
 
 def _read(step_dir: Path, items: str, read: Callable[[], Any]) -> Any:
     """``read()``; a damaged step folder (an item missing, bad JSON or array data) is named, not Orbax's error."""
+    damaged = (KeyError, ValueError, AttributeError, OSError)
     try:
         return read()
-    except (KeyError, ValueError, AttributeError, OSError) as err:
+    except Exception as raised:  # a data file missing: Orbax raises Exception (its text a whole TensorStore spec)
+        err = raised if isinstance(raised, damaged) else raised.__cause__ or raised.__context__  # from tensorstore's
+        if not isinstance(err, damaged):
+            raise
         # Name the newest other complete step: "the newest" would pick this damaged one again.
         others = [s for s in committed_steps(step_dir.parent) if str(s) != step_dir.name]
         # A run continued in its own folder picks the newest step again: moved aside, it no longer is.

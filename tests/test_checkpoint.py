@@ -600,3 +600,26 @@ def test_the_end_of_a_script_is_found_however_python_runs_it(tmp_path):
     assert out["interactive"][0].splitlines() == [seen, "last line", "atexit"], out["interactive"]
     assert all("Warning" not in out[how][1] for how in ("runpy", "interactive")), out
     assert all(proc.returncode == 0 for proc in procs.values()), out
+
+
+def test_restore_names_a_step_folder_whose_array_data_files_are_gone(tmp_path, devices):
+    # Was, for a run's checkpoint (a placed state: its data under arrays/ocdbt.process_0/d) with those files deleted:
+    # Orbax's bare "Exception: Encountered error while reading array index ... See full TensorStore details:" and
+    # 60 lines of TensorStore spec on the console, the damaged folder and the step to resume from unnamed.
+    mesh = contract.make_mesh(model_axis=1)
+    model, _ = placed(mesh, "replicated")
+    with CheckpointWriter(tmp_path / "checkpoints") as writer:
+        writer.save(3, nnx.state(model), jax.random.key(0))
+        writer.save(4, nnx.state(model), jax.random.key(0))
+    step = tmp_path / "checkpoints" / "4"
+    data = [f for f in (step / "arrays").glob("ocdbt.process_*/d/*") if f.is_file()]
+    assert data
+    for f in data:
+        f.unlink()
+    with pytest.raises(FileNotFoundError, match=r"checkpoint .*4 is damaged: its 'arrays', 'meta' or 'config' item "
+                                                r"cannot be read \(ValueError: [A-Z_]+: Error reading") as err:
+        restore(tmp_path / "checkpoints", abstract_state_for(model, mesh, "replicated"))
+    assert "\n" not in str(err.value) and str(err.value).endswith(
+        f"; resume from another step folder: {tmp_path / 'checkpoints' / '3'} (or move {step} aside, e.g. to "
+        f"{step}.damaged, and the newest is 3)")
+    assert restore(tmp_path / "checkpoints" / "3", abstract_state_for(model, mesh, "replicated")).step == 3  # the fix
