@@ -103,3 +103,21 @@ def test_launch_into_an_unwritable_folder_ends_in_one_line(unwritable, mode):
     assert proc.stderr.strip().splitlines()[-1] == (
         f"[ERROR] {key}={folder}: cannot write in {parent} ({reason}); choose another {key}, "
         "in a folder you can write to")
+
+
+@pytest.mark.parametrize("sweep", [False, True])
+@pytest.mark.parametrize("below", ["", "run"])
+def test_an_output_folder_through_a_symbolic_link_to_nothing_is_refused_naming_the_link(tmp_path, sweep, below):
+    # Was: hydra.run.dir=<a link whose target was moved> (or a folder under it) stopped with "[ERROR] [Errno 17] File
+    # exists: '<link>'", Hydra's mkdir refusing the link, naming neither the link nor the fix.
+    from gensbi_sharding.harness.folder_lock import folder_problem
+
+    link, target = tmp_path / "latest", tmp_path / "moved"
+    link.symlink_to("moved")  # relative, as ln -s writes it
+    key = "hydra.sweep.dir" if sweep else "hydra.run.dir"
+    folder = link / below if below else link
+    assert folder_problem(folder, sweep=sweep) == (
+        f"{key}={folder}: {link} is a symbolic link to {target}, which does not exist; make that folder "
+        f"(mkdir -p {target}), or choose another {key}")
+    target.mkdir()  # the fix: the folder it names
+    assert folder_problem(folder, sweep=sweep) is None

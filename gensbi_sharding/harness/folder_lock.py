@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import socket
 import sys
 import tempfile
@@ -95,6 +96,12 @@ def folder_problem(folder: Path, *, sweep: bool) -> str | None:
     key = "hydra.sweep.dir" if sweep else "hydra.run.dir"
     folder = Path(folder).absolute()
     blocker = next((p for p in (folder, *folder.parents) if p.exists()), None)
+    # A symbolic link to nothing (its target moved, not made yet) cannot be made a folder: was "[Errno 17] File
+    # exists", naming neither the link nor the fix.
+    if dangling := next((p for p in (folder, *folder.parents) if p.is_symlink() and not p.exists()), None):
+        target = Path(os.path.join(dangling.parent, os.readlink(dangling)))
+        return (f"{key}={folder}: {dangling} is a symbolic link to {target}, which does not exist; make that folder "
+                f"(mkdir -p {shlex.quote(str(target))}), or choose another {key}")
     if blocker is not None and not blocker.is_dir():
         return f"{key}={folder}: {blocker} is a file, not a folder; choose another {key}"
     metrics, sweep_file = folder / "metrics.json", folder / "multirun.yaml"
