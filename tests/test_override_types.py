@@ -271,3 +271,22 @@ def test_a_list_with_an_element_of_another_type_is_refused_naming_the_list_to_wr
     if "-m" not in args:
         section, name = fix.split("=")[0].split(".")
         assert list(compose_tiny(*fixed)[section][name]) == [int(v) for v in fix.split("=[")[1][:-1].split(",")]
+
+
+def test_a_config_dir_or_name_hydra_cannot_find_is_refused_naming_the_fix(tmp_path):
+    # Was: Hydra's "Cannot find primary config 'confg'. Check that it's in your config search path." and its
+    # search path, naming no config there; "Additional config directory '...' not found" for --config-dir.
+    from gensbi_sharding.harness.command_checks import command_problem
+    from gensbi_sharding.harness.groups import CONF
+
+    (tmp_path / "my.yaml").write_text("defaults:\n  - config\n  - _self_\n")
+    assert command_problem(["-cn", "confg"]) == (f"--config-name confg: no confg.yaml in {CONF}; its configs: config; "
+                                                 "did you mean --config-name config?")
+    assert command_problem(["--config-dir", str(tmp_path), "--config-name=myy"]) == (
+        f"--config-name myy: no myy.yaml in {CONF}, {tmp_path}; its configs: config, my; did you mean --config-name my?")
+    assert command_problem(["-cd", str(tmp_path / "nope"), "experiment=quick"]) == (
+        f"--config-dir {tmp_path / 'nope'}: {tmp_path / 'nope'} is no folder; give the folder that holds your config "
+        "files (relative to where you launch), or leave --config-dir out")
+    for fine in (["-cd", str(tmp_path), "-cn", "my"], ["-cn", "config"], ["-cn", "base_config"],  # a schema too
+                 ["-cp", "pkg://elsewhere", "-cn", "theirs"]):  # Hydra's to find
+        assert command_problem(fine) is None, fine

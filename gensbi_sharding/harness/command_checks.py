@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from gensbi_sharding.harness.groups import config_flag_problem
 from gensbi_sharding.harness.override_dicts import dict_override_problem
 from gensbi_sharding.harness.override_grammar import CommandLine, flag_order_problem, grammar_problem, \
     mode_flags_problem, parse
@@ -19,7 +20,7 @@ from gensbi_sharding.harness.sweep_values import command_sweep_problem
 
 __all__ = ["OVERRIDE_CHECKS", "command_problem"]
 
-OVERRIDE_CHECKS = (flag_order_problem, grammar_problem, command_sweep_problem, list_override_problem,
+OVERRIDE_CHECKS = (config_flag_problem, flag_order_problem, grammar_problem, command_sweep_problem, list_override_problem,
                    model_key_problem, unknown_key_problem, mode_flags_problem, override_problem, dict_override_problem)
 
 

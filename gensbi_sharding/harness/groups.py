@@ -12,7 +12,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["INTERNAL_GROUPS", "CONF", "hydra_flag_values", "config_folders",
+__all__ = ["INTERNAL_GROUPS", "CONF", "hydra_flag_values", "config_folders", "config_flag_problem",
            "group_options", "option_groups_text", "chosen_options", "preset_is_multirun"]
 
 #: Groups no user picks from (not listed by ``--help``).
@@ -51,6 +51,34 @@ def config_folders(args: Sequence[str]) -> list[str]:
     folders += [os.path.join(CONF.parent, p) for p in hydra_flag_values(args, "-cp", "--config-path")
                 if not p.startswith("pkg://")]
     return [f"file://{f}" for f in folders]
+
+
+def config_flag_problem(args: Sequence[str]) -> str | None:
+    """The one-line refusal of a ``--config-dir`` that is no folder or a ``--config-name`` no config folder holds
+    (was Hydra's "Cannot find primary config 'confg'" and its search path, naming no config there); else None."""
+    from gensbi_sharding.harness.hints import closest_name
+
+    args = list(getattr(args, "args", args))  # a CommandLine (command_checks') or its words
+    for given in hydra_flag_values(args, "-cd", "--config-dir"):
+        if not os.path.isdir(given):
+            return (f"--config-dir {given}: {os.path.abspath(given)} is no folder; give the folder that holds your "
+                    "config files (relative to where you launch), or leave --config-dir out")
+    folders = [CONF] + [Path(e[len("file://"):]) for e in config_folders(args)]
+    names = [n.removesuffix(".yaml") for n in hydra_flag_values(args, "-cn", "--config-name")]
+    from hydra.core.config_store import ConfigStore
+
+    from gensbi_sharding.harness.config import register_configs
+
+    register_configs()  # its schemas are primary configs too (-cn base_config)
+    stored = {n.removesuffix(".yaml") for n in ConfigStore.instance().list("") if n.endswith(".yaml")}
+    found = sorted({p.stem for f in folders for p in f.glob("*.yaml")})  # the files: a schema is no one's config
+    packaged = any(p.startswith("pkg://") for p in hydra_flag_values(args, "-cp", "--config-path"))  # Hydra's
+    if names and names[-1] not in {*found, *stored} and not packaged and all(f.is_dir() for f in folders):
+        near = closest_name(names[-1], found)
+        return (f"--config-name {names[-1]}: no {names[-1]}.yaml in {', '.join(map(str, folders))}; its configs: "
+                f"{', '.join(found)}" + (f"; did you mean --config-name {near}?" if near else
+                                         "; add --config-dir <the folder that holds it>"))
+    return None
 
 
 def preset_is_multirun(group: str, option: str, search_paths: Sequence[str] = ()) -> bool:
