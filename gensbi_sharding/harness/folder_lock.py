@@ -56,7 +56,7 @@ class FolderLock:
             self._lock.acquire()
         except Timeout:
             raise FolderInUseError(
-                f"{self.folder} is in use by another run ({self._holder()}): two runs must not write "
+                f"{self.folder} is in use by another run ({self.holder()}): two runs must not write "
                 "into one folder; wait for it to end, or choose another hydra.run.dir (or "
                 "hydra.sweep.dir)") from None
         if self._lock.lock_counter == 1:
@@ -77,7 +77,8 @@ class FolderLock:
     def __exit__(self, *exc) -> None:
         self.release()
 
-    def _holder(self) -> str:
+    def holder(self) -> str:
+        """Who holds the lock, from its owner note: "pid 123 on node7, started ...: launch.py ..."."""
         try:
             owner = json.loads((self.folder / self.OWNER).read_text())
             return f"pid {owner['pid']} on {owner['host']}, started {owner['started']}: {owner['command']}"

@@ -37,6 +37,8 @@ def resume_step_dir(cfg: DictConfig) -> Path | None:
             f"resume one of its jobs, e.g. train.resume={jobs[0]} (jobs with a checkpoint: "
             f"{', '.join(j.name for j in jobs)})" if jobs else
             "none of its jobs saved a checkpoint (a dry run saves none): start a new run without train.resume"))
+    if (writer := _writing_run(folder)) is not None:
+        raise ConfigError(writer)
     try:
         return find_checkpoint(cfg.train.resume, base_dir=_launch_dir())
     except FileNotFoundError as err:
@@ -52,6 +54,31 @@ def resume_step_dir(cfg: DictConfig) -> Path | None:
                if status == "ok" else f"holds a run that saved no complete checkpoint (status {status}): "
                "resume the run it failed to continue, or start a new one without train.resume")
         raise FileNotFoundError(f"{err}; {folder} {why}") from None
+
+
+def _writing_run(folder: Path) -> str | None:
+    """Why ``train.resume=<folder>`` (a run's folder, its checkpoints/ or one step) cannot be read now: another
+    process holds that run's lock, saving and deleting checkpoints (``train.keep``). Was: the newest step, picked,
+    was deleted before it was read: "checkpoint path '<run>/checkpoints/1400' does not exist; pass a run dir"."""
+    from filelock import FileLock, Timeout
+
+    from gensbi_sharding.harness.folder_lock import FolderLock
+
+    from hydra.core.hydra_config import HydraConfig
+
+    run = next((f for f in (folder, folder.parent, folder.parent.parent) if (f / FolderLock.LOCK).is_file()), None)
+    own = Path(HydraConfig.get().runtime.output_dir).resolve() if HydraConfig.initialized() else None
+    if run is None or run.resolve() == own:  # this job's own folder: its lock is this job's (distributed=local's
+        return None  # processes too, whose parent holds it)
+    try:
+        with FileLock(run / FolderLock.LOCK, timeout=0, is_singleton=True):  # this process's own: re-entered
+            return None
+    except Timeout:
+        pass
+    return (f"train.resume={folder}: a run is still writing in {run} ({FolderLock(run).holder()}), and deletes "
+            f"older checkpoints as it saves new ones, so the one picked may be gone before it is read; wait for that "
+            f"run to end, or copy its newest complete step folder (mkdir -p <copy>/checkpoints; cp -r "
+            f"{run}/checkpoints/<step> <copy>/checkpoints/) and give train.resume=<copy>")
 
 
 def resume_point(cfg: Any, out: Any) -> Any:

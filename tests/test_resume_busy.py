@@ -1,0 +1,83 @@
+"""``train.resume=<a run's folder>`` while that run is still writing there is refused naming the run and the fix.
+
+Was: the newest step was picked, then deleted by the writing run (``train.keep``) before it was read, and the
+resume stopped with "checkpoint path '<run>/checkpoints/1400' does not exist ...; pass a run dir", after
+simulating, for a run dir it had been given.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from omegaconf import OmegaConf
+
+from gensbi_sharding.harness.config import ConfigError
+from gensbi_sharding.harness.folder_lock import FolderLock
+from gensbi_sharding.harness.resume import resume_step_dir
+
+HOLD = ("import sys, time; from filelock import FileLock; lock = FileLock(sys.argv[1], timeout=0); lock.acquire(); "
+        "print('held', flush=True); sys.stdin.read()")
+
+
+def _resume(path):
+    return resume_step_dir(OmegaConf.create({"train": {"resume": str(path)}}))
+
+
+@pytest.mark.parametrize("given", ["", "checkpoints", "checkpoints/40"])
+def test_resuming_from_a_folder_a_run_is_writing_is_refused(tmp_path, given):
+    run = tmp_path / "run"
+    (run / "checkpoints" / "40").mkdir(parents=True)
+    (run / FolderLock.OWNER).write_text('{"pid": 4321, "host": "node7", "started": "2026-12-02 11:00:00", '
+                                        '"command": "launch.py train.steps=3000"}')
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(run / FolderLock.LOCK)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(ConfigError) as err:
+            _resume(run / given if given else run)
+    finally:
+        holder.communicate("", timeout=30)  # stdin closed: it lets go and ends
+    assert str(err.value) == (
+        f"train.resume={run / given if given else run}: a run is still writing in {run} (pid 4321 on node7, started "
+        "2026-12-02 11:00:00: launch.py train.steps=3000), and deletes older checkpoints as it saves new ones, so "
+        "the one picked may be gone before it is read; wait for that run to end, or copy its newest complete step "
+        f"folder (mkdir -p <copy>/checkpoints; cp -r {run}/checkpoints/<step> <copy>/checkpoints/) and give "
+        "train.resume=<copy>")
+    # That run ended: no refusal for it (here the fake step folder is no checkpoint, which is said instead).
+    with pytest.raises((ConfigError, FileNotFoundError), match="no checkpoint|does not exist|not a complete") as err:
+        _resume(run)
+    assert "still writing" not in str(err.value)
+
+
+def test_a_folder_this_process_holds_is_no_other_run(tmp_path):
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    with FolderLock(run):  # this run's own folder (train.resume=<its own folder>)
+        with pytest.raises((ConfigError, FileNotFoundError)) as err:
+            _resume(run)
+    assert "still writing" not in str(err.value)
+
+
+def test_the_running_jobs_own_folder_is_no_other_run(tmp_path, monkeypatch):
+    # distributed=local: the parent holds the job folder's lock while its processes resume from it.
+    from hydra.conf import HydraConf
+    from hydra.core.hydra_config import HydraConfig
+
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    hydra = OmegaConf.create({"hydra": OmegaConf.structured(HydraConf)})
+    hydra.hydra.runtime.output_dir, hydra.hydra.runtime.cwd = str(run), str(tmp_path)
+    monkeypatch.setattr(HydraConfig.instance(), "cfg", None)
+    HydraConfig.instance().set_config(hydra)
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(run / FolderLock.LOCK)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises((ConfigError, FileNotFoundError)) as err:
+            _resume(run)
+    finally:
+        holder.communicate("", timeout=30)
+        HydraConfig.instance().cfg = None
+    assert "still writing" not in str(err.value)
