@@ -713,6 +713,29 @@ def test_a_stop_while_the_local_processes_start_up_is_a_stop_not_a_death(tmp_pat
         f"continue with: python launch.py distributed=local train.resume=auto hydra.run.dir={out}")
 
 
+def test_the_run_bound_reached_while_the_local_processes_start_up_is_named_with_a_bound_they_can_start_within(
+        tmp_path, monkeypatch):
+    # Was, for distributed=local distributed.run_timeout_s=1: "preempted by SIGTERM while the processes were
+    # starting up ...; continue with: ... distributed.run_timeout_s=1 ...", stop_signal SIGTERM (handed on as a
+    # preemption): no signal came, and the command stopped at the same bound again, every attempt.
+    from gensbi_sharding.harness import local_cluster
+
+    out = tmp_path / "run"
+    out.mkdir()
+    _as_hydra_job(monkeypatch, out, ["distributed=local", "distributed.run_timeout_s=1"])
+    real_popen = subprocess.Popen
+    monkeypatch.setattr(local_cluster.subprocess, "Popen", lambda command, env, pass_fds, stderr: real_popen(
+        [sys.executable, "-c", "import time; time.sleep(30)"], stderr=stderr))  # never past start-up
+    cfg = OmegaConf.create({"distributed": {"local_processes": 2, "run_timeout_s": 1, "heartbeat_s": 1},
+                            "devices": {"cpu_count": 8}})
+    metrics = local_cluster.run_local_processes(cfg, out)
+    assert metrics["status"] == "preempted" and metrics["stop_signal"] is None
+    assert metrics["error"] == (
+        "stopped at distributed.run_timeout_s=1 s while the processes were starting up, before a step (exit codes "
+        "[-15, -15]); continue with: python launch.py distributed=local distributed.run_timeout_s=120 "
+        f"train.resume=auto hydra.run.dir={out}")
+
+
 def test_ctrl_c_of_a_local_processes_sweep_writes_its_summary_and_the_whole_sweep_command(
         tmp_path, monkeypatch, caplog):
     # Was: Ctrl-C in job 0 of `-m distributed=local rule=fsdp,tensor` ended the sweep with no sweep_summary.*

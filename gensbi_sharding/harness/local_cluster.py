@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -164,11 +165,15 @@ def run_local_processes(cfg: DictConfig, out: Path) -> dict[str, Any]:
                         "with %s s every attempt stops there again", 2 * bound, bound)
     elif signalled and not written and all(code in (0, *_STOPPED, *(-s for s in _FORWARDED)) for code in codes):
         # The signal reached processes still starting up, before their handlers: stopped by it, not dead.
-        interrupted = signal.SIGINT in signalled
-        stop = "interrupted by Ctrl-C (SIGINT)" if interrupted else f"preempted by {signal.Signals(signalled[0]).name}"
+        interrupted, bound = signal.SIGINT in signalled and not timed_out, cfg.distributed.run_timeout_s
+        stop = ("interrupted by Ctrl-C (SIGINT)" if interrupted else f"stopped at distributed.run_timeout_s={bound} s"
+                if timed_out else f"preempted by {signal.Signals(signalled[0]).name}")  # was "preempted by SIGTERM"
         hint = _continue_hint(out) or f"; continue with: {continue_command(out)}"
-        metrics.update(status="interrupted" if interrupted else "preempted", stop_signal=signalled[0],
-                       error=f"{stop} while the processes were starting up, before a step (exit codes {codes}){hint}")
+        if timed_out:  # the command with a bound they can start within (it repeated the one that stopped them)
+            hint = re.sub(r"distributed\.run_timeout_s=\S+", f"distributed.run_timeout_s={max(2 * bound, 120)}", hint)
+        metrics.update(status="interrupted" if interrupted else "preempted", stop_signal=None if timed_out else
+                       signalled[0], error=f"{stop} while the processes were starting up, before a step (exit codes "
+                       f"{codes}){hint}")
         log.error("%s", metrics["error"])
     else:
         reported = metrics.get("error")  # process 0's own error, when it recorded one
