@@ -344,3 +344,15 @@ def test_in_a_log_file_the_error_that_ends_training_has_a_line_of_its_own(tmp_pa
     errors = [line for line in text.splitlines() if "[ERROR]" in line]
     assert len(errors) == 1 and errors[0].startswith("[ERROR] FloatingPointError: training diverged"), text[-2000:]
     assert any(line.startswith("train:   0%|          | 0/40 ") for line in text.splitlines()), text[-2000:]
+
+
+def test_a_diverged_run_names_its_learning_rate_and_one_to_try(tmp_path, devices):
+    # Was: "training diverged: mean loss nan over steps 1..4; lower train.learning_rate or check the data; no finite
+    # checkpoint was saved before it", naming neither the value that diverged nor a value to try.
+    from faults_helpers import run_tiny
+
+    metrics = run_tiny(tmp_path / "run", "train.learning_rate=1e30")
+    assert metrics["status"] == "error" and metrics["error"] == (
+        "FloatingPointError: training diverged: mean loss nan over steps 1..4; lower train.learning_rate or check the "
+        "data (this run: train.learning_rate=1e+30; e.g. train.learning_rate=0.003); no finite checkpoint was saved "
+        "before it (train.checkpoint_every=N keeps some)")

@@ -11,8 +11,8 @@ The run then records ``status: preempted`` with the step, and the process exits 
 a second Ctrl-C stops at once. ``distributed=local``'s processes get any signal as SIGTERM from their parent; they
 word the stop by the signal the parent received (``harness.parent_signal``): its Ctrl-C is "interrupted".
 
-The handler only records the signal; it never raises into whatever code runs (an exception raised there can land in
-a C++ callback of JAX's, where it is lost or crashes the process). Only a second Ctrl-C raises ``KeyboardInterrupt``.
+The handler only records the signal; it never raises into whatever code runs (an exception raised there can land in a
+C++ callback of JAX's, where it is lost or crashes the process); only a second Ctrl-C raises ``KeyboardInterrupt``.
 
 Across processes every process must stop at the same step, or their collective checkpoint cannot complete: there
 JAX's preemption service (started by ``jax.distributed.initialize``, it takes over SIGTERM) agrees on the step
@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from gensbi_sharding.harness.config import TrainConfig
 from gensbi_sharding.harness.console import stop_level
 from gensbi_sharding.harness.interrupt_hold import defer_interrupt, handler_lines, hold_interrupt, say
 from gensbi_sharding.harness.parent_signal import stop_signal
@@ -62,8 +63,7 @@ class Preempted(Exception):
         signum = stop_signal(signum)  # a distributed=local parent's Ctrl-C is one too: "interrupted"
         self.signum, self.step = signum, step
         self.interrupted = signum == signal.SIGINT  # Ctrl-C: the run ends as "interrupted"
-        name = ("Ctrl-C (SIGINT)" if self.interrupted else signal.Signals(signum).name if signum
-                else "a preemption notice")
+        name = "Ctrl-C (SIGINT)" if self.interrupted else signal.Signals(signum).name if signum else "a preemption notice"
         where = (f"after training (step {step}), before the evaluation finished" if after_training else
                  f"at step {step}" if step is not None else "before training (nothing trained: no checkpoint to save)")
         saved = f"; checkpoint {checkpoint}" if checkpoint else ""
@@ -282,19 +282,19 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
                                  early_stopping=stopper, timer=timer, on_validated=on_validated)
             save(ts.start_step + result.steps, result.state)
     except FloatingPointError as err:
-        latest = writer.latest()
-        raise FloatingPointError(
-            f"{err}; " + (f"resume from the last finite checkpoint with train.resume={latest} and a lower "
-                          "train.learning_rate" if latest else
-                          "no finite checkpoint was saved before it (train.checkpoint_every=N keeps some)")
-        ) from None
+        # The value that diverged and one to try (was unnamed); after 1e30 the default, not 1e29.
+        latest, lr = writer.latest(), cfg.train.learning_rate
+        raise FloatingPointError(f"{err} (this run: train.learning_rate={lr:g}; e.g. train.learning_rate="
+                                 f"{min(lr / 10, TrainConfig.learning_rate):g}); " + (
+                                     f"resume from the last finite checkpoint with train.resume={latest} and that "
+                                     "lower train.learning_rate" if latest else "no finite checkpoint was saved "
+                                     "before it (train.checkpoint_every=N keeps some)")) from None
     finally:
         with hold_interrupt():  # its commit too (inside Orbax's wait, a KeyboardInterrupt printed a traceback)
             writer.close()
     final = ts.start_step + result.steps
     watch.training_done(final, out / checkpoint.CHECKPOINT_SUBDIR / str(final))
     # A signal at the last step, in its validation or during the last save stops the run too: evaluation can take
-    # minutes, SLURM's SIGKILL follows its SIGTERM within seconds (one process only: across processes the sync point
-    # decides, or they would part ways here).
+    # minutes, SLURM's SIGKILL follows its SIGTERM within seconds (one process only: else the sync point decides).
     return result, bool(stopped) or (watch.signum is not None and jax.process_count() == 1)
 
