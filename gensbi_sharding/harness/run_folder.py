@@ -20,7 +20,7 @@ from gensbi_sharding.harness.config_values import interpolation_problem
 from gensbi_sharding.harness.console import tagged
 from gensbi_sharding.harness.console_lines import completed_jobs_lead
 from gensbi_sharding.harness.folder_lock import FolderInUseError, FolderLock, folder_problem
-from gensbi_sharding.harness.launch_record import keep_record, settle_record
+from gensbi_sharding.harness.launch_record import keep_record, settle_record, step_folder_names
 from gensbi_sharding.harness.outputs import read_metrics, write_atomic, write_json
 from gensbi_sharding.harness.preflight import folder_check_crashed
 from gensbi_sharding.harness.sweep_hints import (config_flags, hydra_job_overrides, moved_jobs_problem, search_path_of,
@@ -94,8 +94,8 @@ def ensure_fresh(out_dir: Path, *, resume_auto: bool = False, resume_from: bool 
                 if status in RESUMABLE and not dry_run else "choose another "
                 + ("hydra.sweep.dir" if multirun else "hydra.run.dir (or hydra.sweep.dir)")
                 + (" for the dry run (a dry run writes only into a fresh folder)" if dry_run else
-                   train_further_hint(out_dir, previous.get("final_step") if has_checkpoints else None, steps,
-                                      overrides, multirun=multirun)))
+                   train_further_hint(out_dir, (step_folder_names(out_dir) or [None])[-1], steps,  # not final_step:
+                                      overrides, multirun=multirun)))  # its step may be deleted
         raise FileExistsError(
             f"{metrics} already exists (status {status}): this folder holds an earlier run's outputs, "
             f"which are never overwritten; {hint}")
