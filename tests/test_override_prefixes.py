@@ -14,7 +14,8 @@ import pytest
 from gensbi_sharding.harness.config_checks import validate
 from gensbi_sharding.harness.override_keys import model_key_problem
 from gensbi_sharding.harness.override_prefixes import prefix_problem
-from gensbi_sharding.harness.override_types import list_override_problem, override_problem
+from gensbi_sharding.harness.override_lists import list_override_problem
+from gensbi_sharding.harness.override_types import override_problem
 
 TRAIN = ("steps, learning_rate, weight_decay, schedule, warmup_steps, ema_decay, val_every, patience, val_draws, "
          "log_every, checkpoint_every, keep, resume")

@@ -31,7 +31,7 @@ from gensbi_sharding.harness import folder_lock, outputs
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.devices import check_coordinator, resolve_cpu_count
 from gensbi_sharding.harness.override_keys import ListField, list_fields
-from gensbi_sharding.harness.override_types import list_override_problem
+from gensbi_sharding.harness.override_lists import list_override_problem
 from gensbi_sharding.harness.state import build_state
 from gensbi_sharding.harness.train import make_step_functions
 

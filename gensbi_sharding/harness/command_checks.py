@@ -15,7 +15,8 @@ from gensbi_sharding.harness.override_dicts import dict_override_problem
 from gensbi_sharding.harness.override_grammar import CommandLine, flag_order_problem, grammar_problem, \
     mode_flags_problem, parse
 from gensbi_sharding.harness.override_keys import model_key_problem, unknown_key_problem
-from gensbi_sharding.harness.override_types import list_override_problem, override_problem
+from gensbi_sharding.harness.override_lists import list_override_problem
+from gensbi_sharding.harness.override_types import override_problem
 from gensbi_sharding.harness.sweep_values import command_sweep_problem
 
 __all__ = ["OVERRIDE_CHECKS", "command_problem"]

@@ -59,7 +59,8 @@ def dict_override_problem(args: Sequence[str] | CommandLine) -> str | None:
         train.steps?); its settings: ...; set train.steps=5"``.
     """
     from gensbi_sharding.harness.override_keys import model_key_problem, unknown_key_problem
-    from gensbi_sharding.harness.override_types import list_override_problem, override_problem
+    from gensbi_sharding.harness.override_lists import list_override_problem
+    from gensbi_sharding.harness.override_types import override_problem
 
     command = parse(args)
     for o in command.parsed:

@@ -286,7 +286,7 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
         latest, lr = writer.latest(), cfg.train.learning_rate
         raise FloatingPointError(f"{err} (this run: train.learning_rate={lr:g}; e.g. train.learning_rate="
                                  f"{min(lr / 10, TrainConfig.learning_rate):g}); " + (
-                                     f"resume from the last finite checkpoint with train.resume={latest} and that "
+                                     f"resume from the last finite checkpoint with train.resume={latest} and a "
                                      "lower train.learning_rate" if latest else "no finite checkpoint was saved "
                                      "before it (train.checkpoint_every=N keeps some)")) from None
     finally:
