@@ -80,3 +80,17 @@ def test_a_check_before_composing_suggests_a_preset_of_ones_own(tmp_path):
     (tmp_path / "experiment" / "mine.yaml").write_text("# @package _global_\ntrain:\n  steps: 7\n")
     message = command_problem([f"hydra.searchpath=[file://{tmp_path}]", "experiment=mine", "train.steps=abc"])
     assert message and message.endswith("; e.g. train.steps=7"), message  # its hydra.searchpath composed too
+
+
+def test_a_check_before_composing_reads_the_commands_config_dir_and_name(tmp_path):
+    """--config-dir's preset and --config-name's own values are what the command composes (was: conf/config.yaml's,
+    so -cd my_conf experiment=mine said the schema's train.steps=4000)."""
+    from gensbi_sharding.harness.command_checks import command_problem
+
+    (tmp_path / "experiment").mkdir()
+    (tmp_path / "experiment" / "mine.yaml").write_text("# @package _global_\ntrain:\n  steps: 7\n")
+    message = command_problem(["--config-dir", str(tmp_path), "experiment=mine", "train.steps=abc"])
+    assert message and message.endswith("; e.g. train.steps=7"), message
+    (tmp_path / "my.yaml").write_text("defaults:\n  - config\n  - _self_\ntrain:\n  learning_rate: 0.0005\n")
+    message = command_problem(["-cd", str(tmp_path), "-cn", "my", "train.learning_rate=abc"])
+    assert message and message.endswith("; e.g. train.learning_rate=0.0005"), message

@@ -12,11 +12,12 @@ config. Pure Python: no JAX.
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 from typing import Any
 
 from omegaconf import OmegaConf
 
-from gensbi_sharding.harness.groups import CONF
+from gensbi_sharding.harness.groups import CONF, hydra_flag_values
 from gensbi_sharding.harness.override_grammar import CommandLine, Override
 from gensbi_sharding.harness.override_keys import option_groups, schema_default, schema_name
 
@@ -60,17 +61,25 @@ def _composition(command: CommandLine, without: Override | None) -> Any:
     groups = set(option_groups())
     chosen = []
     for o in command.parsed:
-        if o is without or o.hydra.package is not None:
+        if o is without or o.hydra.package is not None or o.key == "hydra.searchpath":
             continue
-        if o.key == "hydra.searchpath" or o.key in groups:
+        if o.key in groups:
             if o.sweep or not o.values():  # a sweep or a glob: each job composes its own
                 return None
             chosen.append(o.arg)
-    return _compose(tuple(chosen))
+    # --config-name's config, from the folder that holds it (Hydra finds no primary config through a searchpath
+    # override), beside conf/ and hydra.searchpath's and --config-dir's/--config-path's folders, one override
+    names = [n.removesuffix(".yaml") for n in hydra_flag_values(command.args, "-cn", "--config-name")] or ["config"]
+    folders = [CONF, *(Path(p[len("file://"):]) for p in command.search_paths if p.startswith("file://"))]
+    home = next((f for f in folders if (f / f"{names[-1]}.yaml").is_file()), CONF)
+    if paths := [f"file://{f}" for f in folders if f != home] + [p for p in command.search_paths if "://" in p
+                                                                   and not p.startswith("file://")]:
+        chosen.append(f"hydra.searchpath=[{','.join(paths)}]")
+    return _compose(tuple(chosen), str(home), names[-1])
 
 
 @functools.lru_cache(maxsize=8)
-def _compose(overrides: tuple[str, ...]) -> Any:
+def _compose(overrides: tuple[str, ...], config_dir: str, config_name: str) -> Any:
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
@@ -79,8 +88,8 @@ def _compose(overrides: tuple[str, ...]) -> Any:
     register_configs()  # conf/model/*.yaml pull in the schemas it stores
     try:
         if GlobalHydra.instance().is_initialized():  # inside Hydra's app (sweep_check's refused job): its conf/
-            return compose(config_name="config", overrides=list(overrides))
-        with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-            return compose(config_name="config", overrides=list(overrides))
+            return compose(config_name=config_name, overrides=list(overrides))
+        with initialize_config_dir(config_dir=config_dir, version_base="1.3"):
+            return compose(config_name=config_name, overrides=list(overrides))
     except Exception:  # a suggestion is worth no failure: the schema's default is said instead
         return None
