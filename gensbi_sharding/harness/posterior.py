@@ -32,8 +32,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["evaluate_observations", "samples_name", "draw_inside_support", "c2st_csv", "MIN_ACCEPTANCE",
-           "LOW_ACCEPTANCE"]
+__all__ = ["evaluate_observations", "samples_name", "draw_inside_support", "posterior_draws", "c2st_csv",
+           "MIN_ACCEPTANCE", "LOW_ACCEPTANCE"]
 
 log = logging.getLogger("gensbi_sharding")
 
@@ -84,6 +84,25 @@ def draw_inside_support(draw: Callable[[int], np.ndarray], inside: Callable[[np.
                                "(train through the prior's bijection: every draw inside)")
         # 10 % over the rows the acceptance so far predicts, so one more draw usually suffices
         m = min(cap, int(np.ceil(1.1 * num_samples / max(acceptance, MIN_ACCEPTANCE))) + 1)
+
+
+def posterior_draws(sims: Any, velocity: Callable, params: Any, x_o: np.ndarray, *, ode_steps: int, seed: int,
+                    mesh: Any) -> Callable[[int], np.ndarray]:
+    """``draw(m)``: the first ``m`` posterior samples at ``x_o`` (raw units) of the noise stream ``seed``.
+
+    The one map from an observation to samples, shared by the run's evaluation and
+    ``harness.own_observation``: ``x_o`` through ``sims.normalize_x``, the ODE
+    (``evaluate.sample_posterior``), the result through ``sims.denormalize_theta``. Rows outside
+    the prior's support are not removed here (``draw_inside_support`` does).
+    """
+    from gensbi_sharding.harness import evaluate
+
+    def draw(m: int) -> np.ndarray:
+        return sims.denormalize_theta(evaluate.sample_posterior(
+            velocity, sims.normalize_x(x_o), num_samples=m, num_steps=ode_steps, seed=seed,
+            mesh=mesh, dim_theta=sims.dim_theta, params=params))
+
+    return draw
 
 
 def samples_name(num_observation: int, first: bool) -> str:
@@ -146,11 +165,7 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
         stop_check()
         x_o = tasks.observation(task, k)
         reference = tasks.reference_samples(task, k)
-        def draw(m: int, x_o=x_o, k=k) -> np.ndarray:
-            return sims.denormalize_theta(evaluate.sample_posterior(
-                velocity, sims.normalize_x(x_o), num_samples=m, num_steps=ode_steps, seed=seed + k,
-                mesh=mesh, dim_theta=sims.dim_theta, params=params))
-
+        draw = posterior_draws(sims, velocity, params, x_o, ode_steps=ode_steps, seed=seed + k, mesh=mesh)
         samples, acceptance = draw_inside_support(draw, support, num_samples)  # numpyro: True inside
         outside += int((~np.asarray(support(samples))).sum())  # 0: checked, not assumed
         if acceptance < LOW_ACCEPTANCE:

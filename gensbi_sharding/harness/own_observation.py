@@ -1,0 +1,276 @@
+"""Sample a trained run's posterior at your own observation: ``sample_posterior(run_dir, x_o)``, or
+``python sample.py <run folder> <x_o.npy>``.
+
+What a user of simulation-based inference wants in the end: the amortised posterior trained once, then
+samples of theta given the measured x_o. The run's evaluation scores sbibm's observations 1..10; this
+draws at any x_o, with exactly what that evaluation draws with: the run's saved config builds the model,
+its checkpoint restores weights, EMA and best weights by the resume path (``harness.state.build_state``),
+the z-score statistics saved with the checkpoint standardise x_o, and the draws go through the prior's
+bijection, or are rejected outside the prior's support (``harness.posterior``). Nothing is simulated and
+no C2ST is computed (there is no reference). Every check of the input comes before JAX or the model.
+
+The sbibm observation k scored by the run was drawn with ``seed`` = the run's seed + k: the same seed,
+``num_samples`` and ``ode_steps`` here give the samples of its ``posterior_samples*.npz``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["sample_posterior", "load_observation", "main"]
+
+log = logging.getLogger("gensbi_sharding")
+
+
+def load_observation(x_o: Any) -> np.ndarray:
+    """``x_o`` as a float array: an array as given, or a path to a ``.npy`` file read with ``numpy.load``.
+
+    Raises
+    ------
+    FileNotFoundError
+        A path that does not exist, or is a folder.
+    ValueError
+        A file numpy cannot read as one numeric array, or values that are not numbers.
+    """
+    if isinstance(x_o, (str, os.PathLike)):
+        path = Path(x_o).expanduser()
+        if not path.is_file():
+            raise FileNotFoundError(f"observation file {os.fspath(x_o)!r} does not exist"
+                                    f"{' (it is a folder)' if path.is_dir() else ''} (resolved to {path.absolute()}); "
+                                    "save your observation with numpy.save('x_o.npy', x_o) and pass that file")
+        try:
+            x_o = np.load(path, allow_pickle=False)
+        except (ValueError, OSError) as err:
+            raise ValueError(f"observation file {path} is not a .npy array numpy can read ({err}); save your "
+                             "observation with numpy.save('x_o.npy', x_o)") from None
+        if not isinstance(x_o, np.ndarray):  # a .npz archive
+            raise ValueError(f"observation file {path} holds several arrays ({', '.join(x_o.files)}); save the "
+                             "one observation with numpy.save('x_o.npy', x_o)")
+    try:
+        return np.asarray(x_o, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"x_o={x_o!r} is not an array of numbers: give a (dim_x,) vector of floats") from None
+
+
+def check_observation(x_o: np.ndarray, *, dim_x: int, x_transform: str, task: str) -> np.ndarray:
+    """``x_o`` as a float32 (dim_x,) vector, or ``ValueError`` naming the value and the fix.
+
+    Accepts (dim_x,) and (1, dim_x); refuses other shapes, NaN or inf, and values outside the
+    domain of the run's ``data.x_transform`` (log: every value > 0).
+    """
+    shape = x_o.shape
+    if x_o.ndim == 2 and shape[0] == 1:
+        x_o = x_o[0]
+    if x_o.ndim == 2 and shape[1] == dim_x:
+        raise ValueError(f"x_o has shape {shape}: {shape[0]} observations, but a posterior is drawn at one; "
+                         f"pass one row, x_o[i] (shape ({dim_x},)), per call")
+    if x_o.ndim != 1 or x_o.size != dim_x:
+        raise ValueError(f"x_o has shape {shape}, but the run's task {task!r} has dim_x={dim_x}: give a "
+                         f"({dim_x},) vector or a (1, {dim_x}) row")
+    if not np.all(np.isfinite(x_o)):
+        bad = np.flatnonzero(~np.isfinite(x_o)).tolist()
+        raise ValueError(f"x_o holds non-finite values at index {bad} ({x_o[bad].tolist()}): the posterior cannot "
+                         "be conditioned on NaN or inf; give finite data")
+    if x_transform == "log" and np.any(x_o <= 0):
+        bad = np.flatnonzero(x_o <= 0).tolist()
+        raise ValueError(f"x_o[{bad[0]}] = {x_o[bad[0]]:g} (indices {bad} are <= 0), but the run was trained with "
+                         "data.x_transform=log, which needs every value > 0: its posterior cannot be conditioned on "
+                         "the log of it; give positive data, or train a run with data.x_transform=none")
+    if np.any(np.abs(x_o) > np.finfo(np.float32).max):
+        raise ValueError(f"x_o holds values beyond float32's range ({float(np.abs(x_o).max()):g}); give finite "
+                         "float32 data")
+    return x_o.astype(np.float32)
+
+
+def _run_checkpoint(run_dir: Any) -> tuple[Path, dict, dict]:
+    """``(step folder, saved config, saved info)`` of the newest checkpoint in ``run_dir`` (or of the step folder
+    given), each refusal naming the folder and what to pass instead."""
+    from gensbi_sharding.checkpoint import CHECKPOINT_SUBDIR, find_checkpoint, saved_config, saved_info
+    from gensbi_sharding.harness.outputs import read_metrics
+    from gensbi_sharding.harness.simulation_data import NORMALIZATION
+
+    folder = Path(run_dir).expanduser().absolute()
+    if not folder.exists():
+        raise FileNotFoundError(f"run folder {os.fspath(run_dir)!r} does not exist (resolved to {folder}): pass the "
+                                "folder a run wrote (launch.py's last line names it, e.g. outputs/<date>/<time>)")
+    try:
+        step_dir = find_checkpoint(folder)
+    except FileNotFoundError as err:
+        metrics = folder / "metrics.json"
+        why = ""
+        if metrics.is_file():
+            previous = read_metrics(metrics)
+            why = ("; it holds a dry run (dry_run=true saves no checkpoint)" if "dry_run" in previous else
+                   f"; its run (status {previous.get('status')}) saved no complete checkpoint in "
+                   f"{folder / CHECKPOINT_SUBDIR}")
+        raise FileNotFoundError(f"run folder {os.fspath(run_dir)!r} has no checkpoint to sample: {err}{why}. "
+                                "Sampling needs a trained run's saved weights: pass the folder of a run that "
+                                "trained (python launch.py ... writes checkpoints/ into its folder)") from None
+    config, info = saved_config(step_dir), saved_info(step_dir)
+    if not config.get("data") or not config.get("model"):
+        raise ValueError(f"checkpoint {step_dir} holds no run config (saved by CheckpointWriter without one, not by "
+                         "launch.py): the model it holds cannot be rebuilt; pass a run folder launch.py wrote")
+    if info.get(NORMALIZATION) is None:
+        raise ValueError(f"checkpoint {step_dir} holds no z-score statistics (saved by an earlier version): x_o "
+                         "cannot be standardised as in training; resume the run once (python launch.py "
+                         f"train.resume={step_dir} ... hydra.run.dir=<new folder>) and sample that run's folder")
+    return step_dir, config, info
+
+
+def sample_posterior(run_dir: str | os.PathLike, x_o: Any, *, num_samples: int | None = None,
+                     seed: int | None = None, ode_steps: int | None = None, mesh: Any = None,
+                     details: dict | None = None) -> np.ndarray:
+    """Posterior samples of theta at ``x_o`` from a finished (or stopped) run's newest checkpoint.
+
+    Parameters
+    ----------
+    run_dir : str or PathLike
+        A run's folder (its newest complete checkpoint), its ``checkpoints/`` folder or one step folder.
+    x_o : array_like or str or PathLike
+        The observation, shape (dim_x,) or (1, dim_x), in the task's raw units (as the simulator
+        returns it), or a ``.npy`` file holding it.
+    num_samples, seed, ode_steps : int, optional
+        Samples to return, seed of the noise, midpoint ODE steps; default the run's
+        ``eval.num_samples``, ``seed`` and ``eval.ode_steps``.
+    mesh : jax.sharding.Mesh, optional
+        Mesh to place the model (by the run's rule) and split the samples over; None: one device.
+    details : dict, optional
+        Filled with ``checkpoint`` (the step folder), ``step``, ``seed``, ``ode_steps``, ``task``,
+        ``observation`` (x_o as conditioned on: float32 (dim_x,)) and ``acceptance`` (fraction of draws
+        inside the prior's support).
+
+    Returns
+    -------
+    ndarray, shape (num_samples, dim_theta), float32
+        Inside the prior's support, in the task's parameter units.
+
+    Raises
+    ------
+    FileNotFoundError
+        ``x_o`` names no file, or ``run_dir`` holds no complete checkpoint.
+    ValueError
+        ``x_o`` of the wrong shape, non-finite, or outside the domain of the run's ``data.x_transform``;
+        a checkpoint without a run config or z-score statistics; a task without a prior (not sbibm's).
+    RuntimeError
+        Under 1 % of the draws inside the prior's support (``posterior.draw_inside_support``).
+    """
+    from omegaconf import OmegaConf, open_dict
+
+    from gensbi_sharding.harness.held_out import effective_shards
+    from gensbi_sharding.harness.simulation_data import NORMALIZATION
+    from gensbi_sharding.harness.tasks import TASKS
+
+    x_o = load_observation(x_o)
+    step_dir, saved, info = _run_checkpoint(run_dir)
+    statistics = info[NORMALIZATION]
+    cfg = OmegaConf.create(saved)
+    if cfg.data.name not in TASKS:
+        raise ValueError(f"the run in {step_dir} trained on data={cfg.data.name}, which is no sbibm task: its "
+                         f"prior (support, bijection) is unknown here; sampling supports {', '.join(TASKS)}")
+    dim_theta, dim_x = len(statistics["theta_mean"]), len(statistics["x_mean"])
+    x_o = check_observation(x_o, dim_x=dim_x, x_transform=cfg.data.x_transform, task=cfg.data.name)
+    num_samples = cfg.eval.num_samples if num_samples is None else num_samples
+    seed = cfg.seed if seed is None else seed
+    ode_steps = cfg.eval.ode_steps if ode_steps is None else ode_steps
+    for what, value, minimum in (("num_samples", num_samples, 1), ("seed", seed, 0), ("ode_steps", ode_steps, 1)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+            raise ValueError(f"{what}={value!r} must be an integer >= {minimum}")
+    shards = effective_shards(saved, info)
+    if shards is not None:  # its held-out pairs as saved: early stopping's best weights are kept, not started afresh
+        with open_dict(cfg):
+            cfg.data.shards = shards
+
+    samples, acceptance = _draw(cfg, step_dir, statistics, x_o, dim_theta=dim_theta, dim_x=dim_x,
+                                num_samples=int(num_samples), seed=int(seed), ode_steps=int(ode_steps), mesh=mesh)
+    if details is not None:
+        details.update(checkpoint=str(step_dir), step=int(step_dir.name), seed=int(seed), ode_steps=int(ode_steps),
+                       task=cfg.data.name, acceptance=acceptance, observation=x_o)
+    return samples
+
+
+def _draw(cfg: Any, step_dir: Path, statistics: dict, x_o: np.ndarray, *, dim_theta: int, dim_x: int,
+          num_samples: int, seed: int, ode_steps: int, mesh: Any) -> tuple[np.ndarray, float]:
+    """The run's evaluation at ``x_o`` (run.py step 6): the weights it samples, its maps, its rejection."""
+    from flax import nnx
+
+    from gensbi_sharding.harness import train
+    from gensbi_sharding.harness.posterior import LOW_ACCEPTANCE, draw_inside_support, posterior_draws
+    from gensbi_sharding.harness.rule_config import rule_table
+    from gensbi_sharding.harness.simulation_data import SimulationData
+    from gensbi_sharding.harness.state import build_state
+    from gensbi_sharding.harness.tasks import get_task, prior_bijection
+
+    task = get_task(cfg.data.name)
+    # No simulated pairs (none are needed): only the maps, with the statistics saved beside the weights.
+    no_theta, no_x = np.zeros((0, dim_theta), np.float32), np.zeros((0, dim_x), np.float32)
+    sims = SimulationData(
+        name=cfg.data.name, theta_train=no_theta, x_train=no_x, theta_val=no_theta, x_val=no_x, observation=x_o,
+        reference_samples=no_theta, theta_mean=np.zeros(dim_theta, np.float32), theta_std=np.ones(dim_theta, np.float32),
+        x_mean=np.zeros(dim_x, np.float32), x_std=np.ones(dim_x, np.float32),
+        theta_bijection=prior_bijection(task) if cfg.data.theta_transform == "support" else None,
+        x_transform=cfg.data.x_transform).with_statistics(statistics)
+    rule_name, table = rule_table(cfg.rule)
+    ts = build_state(cfg, dim_theta=dim_theta, dim_x=dim_x, mesh=mesh, rule_name=rule_name, table=table,
+                     resume_dir=step_dir)
+    functions, state = train.make_step_functions(ts.model, ts.optimizer, mesh, ema=ts.ema)
+    if ts.early_stopping is not None and ts.early_stopping.history:  # as an evaluation of this checkpoint: the best
+        state = ts.early_stopping.with_best(functions, state)
+    model, _, *ema = nnx.merge(functions.graphdef, state)
+    graphdef, params, rest = nnx.split(model, nnx.Param, ...)
+    draw = posterior_draws(sims, lambda p, th, xx, t: nnx.merge(graphdef, p, rest)(th, xx, t),
+                           ema[0].param_state(model) if ema else params, x_o, ode_steps=ode_steps, seed=seed,
+                           mesh=mesh)
+    samples, acceptance = draw_inside_support(draw, task.get_prior_dist().support, num_samples)
+    if acceptance < LOW_ACCEPTANCE:
+        log.warning("only %.1f%% of posterior draws at x_o lie inside the prior's support (the rest were rejected): "
+                    "x_o may lie far from the data the run trained on, or the run needs more training", 100 * acceptance)
+    return np.asarray(samples, np.float32), acceptance
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python sample.py <run folder> <x_o.npy> [--num-samples N] [--seed S] [--ode-steps K] [--out F]``."""
+    parser = argparse.ArgumentParser(
+        prog="sample.py", description="Draw posterior samples of theta at your own observation x_o from a trained "
+        "run's folder (its newest checkpoint), with the run's model, weights (EMA, best) and transforms.")
+    parser.add_argument("run_dir", help="the run's folder (or its checkpoints/ folder, or one step folder)")
+    parser.add_argument("observation", help="a .npy file holding x_o, shape (dim_x,) or (1, dim_x), raw units")
+    parser.add_argument("--num-samples", type=int, default=None, help="default: the run's eval.num_samples")
+    parser.add_argument("--seed", type=int, default=None, help="noise seed; default: the run's seed")
+    parser.add_argument("--ode-steps", type=int, default=None, help="default: the run's eval.ode_steps")
+    parser.add_argument("--out", default=None, help="new .npz file to write (default: <observation>_posterior.npz "
+                        "beside the observation file); an existing file is never overwritten")
+    args = parser.parse_args(argv)
+    obs = Path(args.observation)
+    out = Path(args.out) if args.out else obs.with_name(f"{obs.stem}_posterior.npz")
+    # A run's own names: a stopped run's folder holding one it did not write is refused when continued.
+    if out.name.startswith("posterior_samples") or out.name == "train_losses.npz":
+        parser.error(f"--out {out}: {out.name} is a name a run writes its outputs under; choose another "
+                     "(a later run in that folder would take it for its own)")
+    if out.exists():
+        parser.error(f"{out} exists and is never overwritten: pass --out <a new file>.npz")
+    if not out.parent.is_dir():
+        parser.error(f"--out {out}: its folder {out.parent} does not exist; create it or pass another --out")
+    logging.basicConfig(level=logging.WARNING, format="%(message)s")  # Orbax's and absl's info lines: not ours
+    log.setLevel(logging.INFO)
+    details: dict = {}
+    try:
+        samples = sample_posterior(args.run_dir, obs, num_samples=args.num_samples, seed=args.seed,
+                                   ode_steps=args.ode_steps, details=details)
+    except (FileNotFoundError, ValueError, RuntimeError) as err:
+        print(f"[ERROR] {err}", file=sys.stderr, flush=True)
+        return 1
+    from gensbi_sharding.harness.outputs import write_npz
+
+    write_npz(out, samples=samples, observation=details["observation"], seed=details["seed"],
+              ode_steps=details["ode_steps"], step=details["step"], checkpoint=details["checkpoint"],
+              acceptance=details["acceptance"])
+    print(f"{len(samples)} posterior samples of theta (dim {samples.shape[1]}) at x_o from {details['checkpoint']} "
+          f"({details['task']}, seed {details['seed']}): {out}", flush=True)
+    return 0

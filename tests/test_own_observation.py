@@ -1,0 +1,116 @@
+"""Sampling a trained run's posterior at your own observation (``harness.own_observation``, ``sample.py``).
+
+The end-to-end tests train one tiny run (8 steps, evaluated at sbibm observation 1) and sample its folder at
+observation 1 given as a file: the draws are the run's own. The refusals come before any model is built.
+"""
+
+import json
+
+import numpy as np
+import pytest
+
+from faults_helpers import run_tiny
+from gensbi_sharding.harness import own_observation, state
+from gensbi_sharding.harness.own_observation import check_observation, load_observation, main, sample_posterior
+
+
+@pytest.fixture(scope="module")
+def evaluated_run(tmp_path_factory, devices):
+    """A tiny run's folder, evaluated at observation 1 (128 samples, seed 0: noise seed 1); only read."""
+    out = tmp_path_factory.mktemp("own") / "run"
+    assert run_tiny(out, "eval.enabled=true")["status"] == "ok"
+    return out
+
+
+@pytest.fixture(scope="module")
+def observation_1(tmp_path_factory):
+    from gensbi_sharding.harness.tasks import get_task, observation
+
+    path = tmp_path_factory.mktemp("x") / "x_o.npy"
+    np.save(path, observation(get_task("two_moons"), 1)[None])  # a (1, dim_x) row, as sbibm stores it
+    return path
+
+
+@pytest.mark.slow  # trains a run
+def test_samples_at_observation_1_are_the_runs_own(evaluated_run, observation_1, tmp_path):
+    run_samples = np.load(evaluated_run / "posterior_samples.npz")["samples"]
+    assert run_samples.shape == (128, 2)
+    details = {}
+    # The run drew observation k with seed + k; the defaults (num_samples, ode_steps) are its eval.*.
+    samples = sample_posterior(evaluated_run, observation_1, seed=1, details=details)
+    assert samples.dtype == np.float32 and samples.shape == (128, 2)
+    # The run sampled on its 8-device mesh, this on one device: the same noise and weights, rounding apart.
+    np.testing.assert_allclose(samples, run_samples, rtol=0, atol=1e-4)
+    assert details["step"] == 8 and details["seed"] == 1 and 0 < details["acceptance"] <= 1
+    assert not np.allclose(sample_posterior(evaluated_run, observation_1, seed=2, num_samples=128), run_samples)
+
+    out = tmp_path / "mine.npz"
+    before = sorted(p.name for p in evaluated_run.iterdir())
+    assert main([str(evaluated_run), str(observation_1), "--seed", "1", "--num-samples", "16", "--out", str(out)]) == 0
+    saved = np.load(out)
+    # The stream's first rows (another batch size: XLA may round the last bit otherwise).
+    np.testing.assert_allclose(saved["samples"], samples[:16], rtol=0, atol=1e-6)
+    np.testing.assert_array_equal(saved["observation"], np.load(observation_1)[0])
+    assert sorted(p.name for p in evaluated_run.iterdir()) == before  # the run's folder untouched
+    with pytest.raises(SystemExit):  # never overwritten
+        main([str(evaluated_run), str(observation_1), "--out", str(out)])
+    assert np.load(out)["samples"].shape == (16, 2)
+
+
+@pytest.mark.slow  # reads the trained run's checkpoint
+@pytest.mark.parametrize("x_o, message", [
+    ([0.1, 0.2, 0.3], "x_o has shape (3,), but the run's task 'two_moons' has dim_x=2: give a (2,) vector"),
+    ([[0.1, 0.2], [0.3, 0.4]], "x_o has shape (2, 2): 2 observations, but a posterior is drawn at one"),
+    ([0.1, float("nan")], "x_o holds non-finite values at index [1] ([nan])"),
+])
+def test_a_bad_observation_is_refused_before_the_model_is_built(evaluated_run, monkeypatch, x_o, message):
+    def never(*args, **kwargs):
+        raise AssertionError("the model was built before x_o was checked")
+
+    monkeypatch.setattr(state, "build_state", never)
+    with pytest.raises(ValueError) as err:
+        sample_posterior(evaluated_run, np.asarray(x_o))
+    assert message in str(err.value)
+
+
+def test_log_transform_refuses_non_positive_data():
+    with pytest.raises(ValueError, match=r"x_o\[1\] = -2 .*data.x_transform=log, which needs every value > 0"):
+        check_observation(np.array([1.0, -2.0, 3.0]), dim_x=3, x_transform="log", task="lotka_volterra")
+    x_o = check_observation(np.array([[1.0, 2.0, 3.0]]), dim_x=3, x_transform="log", task="lotka_volterra")
+    assert x_o.dtype == np.float32 and x_o.tolist() == [1.0, 2.0, 3.0]
+
+
+def test_a_missing_observation_file_is_named_before_the_run_folder_is_read(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"observation file '.*nope.npy' does not exist .*numpy.save"):
+        sample_posterior(tmp_path / "no_run", tmp_path / "nope.npy")
+    (tmp_path / "notes.txt").write_text("1 2")
+    with pytest.raises(ValueError, match=r"not a .npy array numpy can read"):
+        load_observation(tmp_path / "notes.txt")
+
+
+@pytest.mark.parametrize("metrics, why", [
+    (None, "Sampling needs a trained run's saved weights"),
+    ({"status": "ok", "dry_run": {}}, "it holds a dry run (dry_run=true saves no checkpoint)"),
+    ({"status": "preempted"}, "its run (status preempted) saved no complete checkpoint"),
+])
+def test_a_run_folder_without_checkpoints_is_refused(tmp_path, metrics, why):
+    with pytest.raises(FileNotFoundError, match=r"run folder '.*gone' does not exist \(resolved to .*\): pass"):
+        sample_posterior(tmp_path / "gone", np.zeros(2))
+    if metrics is not None:
+        (tmp_path / "metrics.json").write_text(json.dumps(metrics))
+    with pytest.raises(FileNotFoundError, match="has no checkpoint to sample") as err:
+        sample_posterior(tmp_path, np.zeros(2))
+    assert why in str(err.value)
+
+
+def test_cli_refuses_an_existing_output_before_sampling(tmp_path, capsys):
+    (tmp_path / "x_o.npy").write_bytes(b"")
+    (tmp_path / "x_o_posterior.npz").write_bytes(b"mine")
+    with pytest.raises(SystemExit):
+        main([str(tmp_path), str(tmp_path / "x_o.npy")])
+    assert "x_o_posterior.npz exists and is never overwritten: pass --out" in capsys.readouterr().err
+    assert (tmp_path / "x_o_posterior.npz").read_bytes() == b"mine"
+    with pytest.raises(SystemExit):
+        main([str(tmp_path), str(tmp_path / "x_o.npy"), "--out", str(tmp_path / "posterior_samples_3.npz")])
+    assert "posterior_samples_3.npz is a name a run writes its outputs under" in capsys.readouterr().err
+    assert own_observation.__all__ == ["sample_posterior", "load_observation", "main"]
