@@ -103,6 +103,21 @@ def test_a_run_folder_without_checkpoints_is_refused(tmp_path, metrics, why):
     assert why in str(err.value)
 
 
+def test_a_sweep_folder_names_its_jobs(tmp_path):
+    (tmp_path / "multirun.yaml").write_text("")
+    (tmp_path / "0").mkdir()
+    with pytest.raises(FileNotFoundError, match="is a sweep's folder, one run per job: none of its jobs saved"):
+        sample_posterior(tmp_path, np.zeros(2))
+
+
+@pytest.mark.slow  # reads the trained run's checkpoint
+def test_a_sweep_folder_names_its_jobs_with_a_checkpoint(tmp_path, evaluated_run):
+    (tmp_path / "multirun.yaml").write_text("")
+    (tmp_path / "0").symlink_to(evaluated_run)
+    with pytest.raises(FileNotFoundError, match=r"sample one job's, e.g. .*/0 \(jobs with a checkpoint: 0\)"):
+        sample_posterior(tmp_path, np.zeros(2))
+
+
 def test_cli_refuses_an_existing_output_before_sampling(tmp_path, capsys):
     (tmp_path / "x_o.npy").write_bytes(b"")
     (tmp_path / "x_o_posterior.npz").write_bytes(b"mine")

@@ -92,7 +92,8 @@ def check_observation(x_o: np.ndarray, *, dim_x: int, x_transform: str, task: st
 def _run_checkpoint(run_dir: Any) -> tuple[Path, dict, dict]:
     """``(step folder, saved config, saved info)`` of the newest checkpoint in ``run_dir`` (or of the step folder
     given), each refusal naming the folder and what to pass instead."""
-    from gensbi_sharding.checkpoint import CHECKPOINT_SUBDIR, find_checkpoint, saved_config, saved_info
+    from gensbi_sharding.checkpoint import (CHECKPOINT_SUBDIR, committed_steps, find_checkpoint, saved_config,
+                                            saved_info)
     from gensbi_sharding.harness.outputs import read_metrics
     from gensbi_sharding.harness.simulation_data import NORMALIZATION
 
@@ -100,6 +101,11 @@ def _run_checkpoint(run_dir: Any) -> tuple[Path, dict, dict]:
     if not folder.exists():
         raise FileNotFoundError(f"run folder {os.fspath(run_dir)!r} does not exist (resolved to {folder}): pass the "
                                 "folder a run wrote (launch.py's last line names it, e.g. outputs/<date>/<time>)")
+    if (folder / "multirun.yaml").is_file():  # a sweep's folder: its checkpoints are its jobs'
+        jobs = sorted((j for j in folder.iterdir() if committed_steps(j / CHECKPOINT_SUBDIR)), key=lambda j: j.name)
+        raise FileNotFoundError(f"{folder} is a sweep's folder, one run per job: " + (
+            f"sample one job's, e.g. {jobs[0]} (jobs with a checkpoint: {', '.join(j.name for j in jobs)})" if jobs
+            else "none of its jobs saved a checkpoint (a dry run saves none)"))
     try:
         step_dir = find_checkpoint(folder)
     except FileNotFoundError as err:
