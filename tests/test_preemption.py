@@ -1466,3 +1466,13 @@ def test_sigterm_while_building_the_model_ends_the_run_at_once_and_the_folder_re
     assert "preempted after" in proc.stdout + proc.stderr  # the run's last console line, as a stop at a step
     assert not (out / "checkpoints").exists()
     assert run_tiny(out, "train.resume=auto")["status"] == "ok"  # the folder is left to continue in
+
+
+def test_a_failed_attempt_that_saved_nothing_is_run_again_not_continued(tmp_path):
+    # Was "rerun with train.resume=auto to continue it" for a run a config check stopped: nothing to continue.
+    outputs.write_json(tmp_path / "metrics.json", {"status": "error"})
+    with pytest.raises(FileExistsError, match=r"train.resume=auto to run it again \(it saved no checkpoint\) in "):
+        run_folder.ensure_fresh(tmp_path)
+    (tmp_path / "checkpoints" / "5").mkdir(parents=True)
+    with pytest.raises(FileExistsError, match="train.resume=auto to continue it in this folder"):
+        run_folder.ensure_fresh(tmp_path)

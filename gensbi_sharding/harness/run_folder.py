@@ -86,11 +86,11 @@ def ensure_fresh(out_dir: Path, *, resume_auto: bool = False, resume_from: bool 
     metrics = out_dir / "metrics.json"
     previous = read_metrics(metrics) if metrics.exists() else None
     status = (previous or {}).get("status", "unknown")
-    checkpoints = out_dir / "checkpoints"
-    has_checkpoints = checkpoints.is_dir() and any(checkpoints.iterdir())
+    has_checkpoints = (checkpoints := out_dir / "checkpoints").is_dir() and any(checkpoints.iterdir())
     retry = resume_from and status in RESUMABLE and not has_checkpoints
     if previous is not None and not (resume_auto and status in RESUMABLE) and not retry:
-        hint = ("rerun with train.resume=auto to continue it in this folder, or choose another hydra.run.dir"
+        again = "run it again (it saved no checkpoint)" if status == "error" and not has_checkpoints else "continue it"
+        hint = (f"rerun with train.resume=auto to {again} in this folder, or choose another hydra.run.dir"
                 if status in RESUMABLE and not dry_run else "choose another "
                 + ("hydra.sweep.dir" if multirun else "hydra.run.dir (or hydra.sweep.dir)")
                 + (" for the dry run (a dry run writes only into a fresh folder)" if dry_run else
