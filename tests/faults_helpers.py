@@ -1,5 +1,6 @@
 """Shared pieces of the fault tests: composing the tiny config, running it in-process, a NaN simulator."""
 
+import copy
 import re
 from pathlib import Path
 
@@ -15,11 +16,25 @@ TINY = ("experiment=quick", "train.steps=8", "train.log_every=4", "eval.enabled=
         "data.num_simulations=768")
 
 
+# Compositions made before, by overrides: a composition depends only on them and the files of conf/, and
+# Hydra takes ~0.1 s a compose (many tests run the same tiny config). Each caller gets a deep copy of its own.
+_COMPOSED = {}
+
+
 def compose_tiny(*overrides: str, output_dir: Path | None = None):
-    """The config launch.py composes from ``TINY`` plus ``overrides`` (and an output folder)."""
-    register_configs()
-    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
-        cfg = compose("config", overrides=[*TINY, *overrides])
+    """The config launch.py composes from ``TINY`` plus ``overrides`` (and an output folder).
+
+    One composed before is handed out again as a deep copy; not kept: one that raised (it raises
+    again) and one with a ``hydra.searchpath`` (its files are the test's own, and may change).
+    """
+    if overrides in _COMPOSED:
+        cfg = copy.deepcopy(_COMPOSED[overrides])
+    else:
+        register_configs()
+        with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+            cfg = compose("config", overrides=[*TINY, *overrides])
+        if not any(o.lstrip("+~").startswith("hydra.searchpath") for o in overrides):
+            _COMPOSED[overrides] = copy.deepcopy(cfg)
     if output_dir is not None:
         with open_dict(cfg):
             cfg.output_dir = str(output_dir)
