@@ -58,7 +58,8 @@ def extra_problem(extra: list[str], tasks: list[str], budgets: list[int]) -> str
 
     from gensbi_sharding.harness.override_grammar import grammar_problem, parse
     from gensbi_sharding.harness.override_keys import unknown_key_problem
-    from gensbi_sharding.harness.override_types import list_override_problem, override_problem
+    from gensbi_sharding.harness.override_lists import list_override_problem
+    from gensbi_sharding.harness.override_types import override_problem
 
     command = parse(extra)  # read once, for each of launch.py's checks that applies to a job's extra overrides
     # As each job composes them: after experiment=sbibm, whose values a refusal suggests (train.steps=20000, not 4000)
