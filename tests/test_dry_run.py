@@ -163,6 +163,23 @@ def test_a_dry_run_says_when_the_rule_splits_nothing_on_its_mesh(tmp_path, devic
             "to split, run with mesh=dict mesh.model_axis=2") in caplog.messages
 
 
+@pytest.mark.slow  # a training run beside the dry run
+def test_a_run_and_its_dry_run_say_once_when_the_rule_leaves_the_model_axis_idle(tmp_path, devices, caplog):
+    # Was silent: rule=fsdp mesh.model_axis=2 trained with the 2 devices along "model" repeating the same work.
+    import logging
+
+    from faults_helpers import run_tiny
+
+    for name, extra in (("dry", ("dry_run=true",)), ("train", ("train.steps=2",))):
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="gensbi_sharding"):
+            assert run_tiny(tmp_path / name, *extra, "rule=fsdp", "mesh.model_axis=2")["status"] == "ok"
+        idle = [line for message in caplog.messages for line in message.splitlines() if "model axis idle" in line]
+        assert idle == ["rule fsdp leaves the model axis idle: it splits nothing over 'model', of size 2 on data=4 x "
+                        "model=2 (mesh=dict): the 2 devices along it repeat the same work; run with mesh.model_axis=1 "
+                        "so every device takes data, or rule=tensor"], name
+
+
 def test_a_dry_run_for_a_wider_model_axis_than_the_devices_names_the_device_count_that_plans_it(tmp_path, devices):
     # Was only "set mesh.model_axis=8": a dry run is how one plans for a larger machine, and devices.cpu_count
     # simulates one (a GPU-sized plan on this 8-device default was a dead end, the override unnamed).

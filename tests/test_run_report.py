@@ -18,7 +18,8 @@ from gensbi_sharding.harness import train
 from gensbi_sharding.harness.units import format_bytes
 from gensbi_sharding.harness.loss_history import joined_loss_history, last_window_mean
 from gensbi_sharding.harness.run_report import (
-    annotations_of, final_line, placement_block, splits_nothing_hint, left_whole, variable_table)
+    annotations_of, final_line, idle_model_axis_hint, placement_block, splits_nothing_hint, left_whole,
+    variable_table)
 from gensbi_sharding import RULES, bytes_per_device, describe
 
 
@@ -116,6 +117,26 @@ def test_the_best_weights_early_stopping_keeps_on_the_device_are_counted(devices
            "collective_bytes_per_step": 620_000, "best_weights_bytes_per_device": 300_000}
     assert final_line(dry, tmp_path).startswith("dry run done in 3.1 s: 1.9 MB per device (+ 300.0 KB of best "
                                                 "weights kept for early stopping), 620.0 KB of collectives")
+
+
+def test_a_rule_that_leaves_the_model_axis_idle_says_so_and_names_both_fixes():
+    # Was silent: rule=fsdp (or replicated) with mesh.model_axis=2 splits the batch over "data" only, so the
+    # devices along "model" repeated the same work, as if the run had half its devices.
+    fsdp, replicated, tensor = dict(RULES["fsdp"]), dict(RULES["replicated"]), dict(RULES["tensor"])
+    assert idle_model_axis_hint({"data": 4, "model": 2}, fsdp, "fsdp", "dict") == (
+        "rule fsdp leaves the model axis idle: it splits nothing over 'model', of size 2 on data=4 x model=2 "
+        "(mesh=dict): the 2 devices along it repeat the same work; run with mesh.model_axis=1 so every device "
+        "takes data, or rule=tensor")
+    assert idle_model_axis_hint({"data": 2, "model": 4}, replicated, "replicated", "dict").startswith(
+        "rule replicated leaves the model axis idle: it splits nothing over 'model', of size 4 on data=2 x model=4")
+    assert idle_model_axis_hint({"data": 4, "model": 2}, tensor, "tensor", "dict") is None  # splits over it
+    assert idle_model_axis_hint({"data": 8, "model": 1}, fsdp, "fsdp", "auto") is None  # no model axis to idle
+    assert idle_model_axis_hint(None, fsdp, "fsdp", "none") is None
+    # Overrides that split over "model" use it: a table's value (a list too), or an activation the model reads.
+    assert idle_model_axis_hint({"data": 4, "model": 2}, {**fsdp, "mlp": ["model"]}, "fsdp+overrides", "dict") is None
+    assert idle_model_axis_hint({"data": 4, "model": 2}, fsdp, "fsdp", "dict", {"batch_axis": "data"}) is not None
+    assert idle_model_axis_hint({"data": 4, "model": 2}, fsdp, "fsdp", "dict",
+                                {"batch_axis": "data", "head_axis": "model"}) is None
 
 
 def test_a_rule_that_splits_nothing_says_so_and_names_the_override():

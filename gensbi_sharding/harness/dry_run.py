@@ -108,8 +108,8 @@ def dry_run_metrics(cfg: DictConfig, mesh: Any, rule_name: str, table: dict) -> 
     """
     from gensbi_sharding.harness.data import task_dims
     from gensbi_sharding.harness.registry import get_data, get_model
-    from gensbi_sharding.harness.run_report import splits_nothing_hint
-    from gensbi_sharding.harness.state import partition_axis_for
+    from gensbi_sharding.harness.run_report import idle_model_axis_hint, splits_nothing_hint
+    from gensbi_sharding.harness.state import activation_axes_read, partition_axis_for
 
     get_model(cfg.model.name), get_data(cfg.data.name)  # unknown names fail with the known ones
     if mesh is not None:
@@ -124,12 +124,14 @@ def dry_run_metrics(cfg: DictConfig, mesh: Any, rule_name: str, table: dict) -> 
              dict(mesh.shape) if mesh is not None else "no mesh", rule_name)
     # As a training run's placement block says it: else tensor on (8, 1) reads as a choice of its own,
     # with figures equal to replicated's.
-    hint = splits_nothing_hint(dict(mesh.shape) if mesh is not None else None, table, rule_name,
-                               cfg.mesh.spec or "none")
+    shape, spec = dict(mesh.shape) if mesh is not None else None, cfg.mesh.spec or "none"
+    partition_axis = partition_axis_for(cfg, table, mesh)
+    hint = splits_nothing_hint(shape, table, rule_name, spec) or idle_model_axis_hint(
+        shape, table, rule_name, spec, activation_axes_read(cfg, partition_axis))
     if hint:
         log.info("%s", hint)
     report = dry_run(cfg, mesh=mesh, rule_name=rule_name, table=table, dim_theta=dim_theta, dim_x=dim_x,
-                     partition_axis=partition_axis_for(cfg, table, mesh))
+                     partition_axis=partition_axis)
     memory = report["memory"] or {}
     return {"dry_run": report, "fallbacks": report["fallbacks"], "compile_s": report["compile_s"], **report["state"],
             "step_memory_bytes_per_device": memory.get("total_bytes"),

@@ -2,9 +2,9 @@
 
 The console gets a few lines per run (``placement_block``: mesh, rule, parameter count, bytes
 per device, fallbacks and the largest variables left whole, and one line when the rule splits
-nothing on this mesh, naming the override that does); ``sharding.txt`` and ``verbose=true``
-get every variable (``variable_table``); the run ends with ``final_line``. The loss history
-is ``harness.loss_history``'s.
+nothing on this mesh, naming the override that does, or leaves its model axis idle, naming the
+two fixes); ``sharding.txt`` and ``verbose=true`` get every variable (``variable_table``); the run
+ends with ``final_line``. The loss history is ``harness.loss_history``'s.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from gensbi_sharding.harness.console_lines import log_c2st_mean, mesh_step_line 
 from gensbi_sharding.harness.units import (c2st_spread, format_bytes, format_c2st, format_count, format_seconds,
                                           is_number)
 
-__all__ = ["annotations_of", "left_whole", "splits_nothing_hint", "placement_block", "variable_table",
-           "final_line", "state_figures", "report_placement", "mesh_step_line", "log_c2st_mean"]
+__all__ = ["annotations_of", "left_whole", "splits_nothing_hint", "idle_model_axis_hint", "placement_block",
+           "variable_table", "final_line", "state_figures", "report_placement", "mesh_step_line", "log_c2st_mean"]
 
 log = logging.getLogger("gensbi_sharding")
 
@@ -79,6 +79,25 @@ def splits_nothing_hint(mesh_axis_sizes: dict[str, int] | None, table: dict[str,
             f"to split, run with mesh=dict mesh.model_axis={devices}"
     return (f"rule {rule_name} splits nothing here: it splits over {axes}, of size 1 on {shape} "
             f"(mesh={mesh_choice}); {fix}")
+
+
+def idle_model_axis_hint(mesh_axis_sizes: dict[str, int] | None, table: dict[str, Any], rule_name: str,
+                         mesh_choice: str, activation_axes: dict[str, Any] | None = None) -> str | None:
+    """One line when the mesh's model axis has size > 1 but neither the rule nor the activations split over it.
+
+    The batch is split over the other axes only (``batch_axes``), so the devices along "model" then
+    repeat the same work: e.g. ``rule=fsdp mesh.model_axis=2`` trains on half the devices' worth of
+    data. ``activation_axes``: the activation fields the model reads, ``{field: mesh axes}``.
+    """
+    from gensbi_sharding import MODEL_AXIS
+
+    size = (mesh_axis_sizes or {}).get(MODEL_AXIS, 1)
+    if size < 2 or MODEL_AXIS in _split_axes(table) | _split_axes(activation_axes or {}):
+        return None
+    shape = " x ".join(f"{name}={n}" for name, n in mesh_axis_sizes.items())
+    return (f"rule {rule_name} leaves the model axis idle: it splits nothing over {MODEL_AXIS!r}, of size {size} on "
+            f"{shape} (mesh={mesh_choice}): the {size} devices along it repeat the same work; run with "
+            f"mesh.model_axis=1 so every device takes data, or rule=tensor")
 
 
 def placement_block(report: Any, *, rule_name: str, param_count: int, param_bytes: int, opt_bytes: int,
@@ -224,7 +243,8 @@ def report_placement(metrics: dict[str, Any], ts: Any, mesh: Any, *, table: dict
     table : dict
         The rule table; ``rule_name`` its name.
     mesh_spec : str
-        ``mesh.spec`` as typed ("none" for null), named in the hint of a rule that splits nothing.
+        ``mesh.spec`` as typed ("none" for null), named in the hint of a rule that splits nothing or leaves
+        the model axis idle.
     verbose : bool
         Whether the console also shows every variable (``verbose=true``).
 
@@ -260,7 +280,8 @@ def report_placement(metrics: dict[str, Any], ts: Any, mesh: Any, *, table: dict
         param_bytes=metrics["param_bytes_per_device"], opt_bytes=metrics["opt_bytes_per_device"],
         ema_bytes=metrics["ema_bytes_per_device"], best_bytes=metrics["best_weights_bytes_per_device"],
         whole=list(metrics["left_whole"].items()),
-        hint=splits_nothing_hint(dict(mesh.shape) if mesh else None, table, rule_name, mesh_spec),
+        hint=splits_nothing_hint(dict(mesh.shape) if mesh else None, table, rule_name, mesh_spec)
+        or idle_model_axis_hint(dict(mesh.shape) if mesh else None, table, rule_name, mesh_spec, ts.activation_axes),
         verbose=verbose)))
     logging.getLogger(DETAILS).info("every variable of the model and optimizer state:\n%s", sharding_table)
     return sharding_table

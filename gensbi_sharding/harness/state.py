@@ -49,6 +49,9 @@ class TrainState:
     ema: Any = None  # harness.ema.EMA of the parameters, placed like them; None: train.ema_decay=0
     early_stopping: Any = None  # validation.EarlyStopping restored from the checkpoint; None: start afresh
     val_afresh: bool = False  # resumed onto other held-out pairs or draws: its validation losses do not compare
+    # The activation fields the model reads and their mesh axes (``activation_axes_read``): a mesh axis only they
+    # split is in use too, so the placement block does not call it idle.
+    activation_axes: dict = dataclasses.field(default_factory=dict)
 
     @property
     def nodes(self) -> tuple:
@@ -99,7 +102,8 @@ def build_state(cfg: DictConfig, *, dim_theta: int, dim_x: int, mesh: Any, rule_
     from gensbi_sharding.harness.ema import EMA
 
     rule = as_rule(rule_name, table)
-    build = builder(cfg, dim_theta=dim_theta, dim_x=dim_x, partition_axis=partition_axis_for(cfg, table, mesh))
+    partition_axis = partition_axis_for(cfg, table, mesh)
+    build = builder(cfg, dim_theta=dim_theta, dim_x=dim_x, partition_axis=partition_axis)
     if mesh is None:
         model, optimizer = build()
         plan = None
@@ -117,7 +121,7 @@ def build_state(cfg: DictConfig, *, dim_theta: int, dim_x: int, mesh: Any, rule_
     ema = EMA(model, cfg.train.ema_decay) if cfg.train.ema_decay > 0 else None
     if ema is not None and mesh is not None:
         gs.place(ema, gs.plan_shardings(ema, mesh, rule))
-    state = TrainState(model, optimizer, plan, key, ema=ema)
+    state = TrainState(model, optimizer, plan, key, ema=ema, activation_axes=activation_axes_read(cfg, partition_axis))
     if resume_dir is not None:
         try:
             _restore(state, resume_dir, mesh, rule, cfg)
@@ -136,8 +140,15 @@ def partition_axis_for(cfg: DictConfig, table: dict, mesh: Any):
         # Only the fields the model reads: Flux1's log claimed "head_axis: 'model'" under rule=tensor, never applied.
         read = ACTIVATION_FIELDS_READ.get(cfg.model.name)
         log.info("activation partition axes%s: %s", "" if read is None else f" (those model={cfg.model.name} reads)",
-                 {k: v for k, v in axes._asdict().items() if v is not None and (read is None or k in read)})
+                 activation_axes_read(cfg, axes))
     return axes
+
+
+def activation_axes_read(cfg: DictConfig, axes: Any) -> dict[str, Any]:
+    """``{field: mesh axes}`` of the ``PartitionAxis`` ``axes`` (None: none) that ``cfg.model`` reads and splits."""
+    read = ACTIVATION_FIELDS_READ.get(cfg.model.name)  # a model of the user's: every field counts
+    return {} if axes is None else {k: v for k, v in axes._asdict().items()
+                                    if v is not None and (read is None or k in read)}
 
 
 def checkpoint_tree(state: Any, best: Any) -> dict:
