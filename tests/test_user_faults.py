@@ -474,7 +474,11 @@ def test_a_model_of_ones_own_is_told_every_step_and_its_borrowed_schema_is_named
     search = f"hydra.searchpath=[file://{tmp_path}]"
     choices = {**CHOICES, "model": "tiny"}
     unknown = registered_name_problem(compose_tiny(search, "model=tiny"), choices)
-    assert unknown.startswith("unknown model 'tiny' (model.name=tiny); ")
+    # Was "(model.name=tiny); ...; set model.name=mlp, or drop model.name=tiny": the user typed model=tiny.
+    assert unknown.startswith("unknown model 'tiny' (model=tiny, whose file sets name: tiny); registered: flux1, "
+                              "mlp, simformer, transformer; choose one with model=<name> (e.g. model=mlp) instead of "
+                              "model=tiny; to add 'tiny', "), unknown
+    assert "model.name" not in unknown
     assert unknown.endswith("to add 'tiny', register its factory with @register_model('tiny') in a module that "
                             "gensbi_sharding/harness/models/__init__.py imports, give it a schema in "
                             "gensbi_sharding/harness/config.py stored as tiny_schema, and add conf/model/tiny.yaml "
@@ -498,6 +502,21 @@ def test_a_model_of_ones_own_is_told_every_step_and_its_borrowed_schema_is_named
         assert registered_name_problem(compose_tiny(search, "model=tiny"), choices) is None
     finally:
         ConfigStore.instance().repo.pop("tiny_schema.yaml")
+
+
+def test_an_unknown_data_set_chosen_by_its_file_is_named_as_typed(tmp_path):
+    # Was "(data.name=mysim); ...; set data.name=mysim, or drop data.name=mysim" for data=mysim (a file of the
+    # user's own saying name: mysim): the fix named the bad value itself, and a key the user never typed.
+    from faults_helpers import compose_tiny
+    from gensbi_sharding.harness.name_hints import registered_name_problem
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "mysim.yaml").write_text("defaults:\n  - two_moons\n  - _self_\nname: mysim\n")
+    cfg = compose_tiny(f"hydra.searchpath=[file://{tmp_path}]", "data=mysim")
+    unknown = registered_name_problem(cfg, {**CHOICES, "data": "mysim"})
+    assert unknown.startswith("unknown data 'mysim' (data=mysim, whose file sets name: mysim); registered: "), unknown
+    assert "; choose one with data=<name> (e.g. data=two_moons) instead of data=mysim; to add 'mysim', " in unknown
+    assert "data.name" not in unknown.split("; to add")[0]
 
 
 def test_a_data_set_of_ones_own_is_refused_evaluation_before_training(monkeypatch):

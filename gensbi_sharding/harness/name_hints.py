@@ -16,15 +16,23 @@ __all__ = ["unknown_name_problem", "registered_name_problem"]
 
 
 def unknown_name_problem(key: str, value: str, *, kind: str, registered: Sequence[str], fix: str,
-                         group: str, register: str) -> str:
+                         group: str, register: str, chosen: str | None = None) -> str:
     """The message for ``key=value`` naming nothing registered: the names, the override, then how to add one.
 
     ``fix`` is the value to give ``key`` that works with the settings already composed (the
     model whose fields ``model=<name>`` loaded); ``group=<name>`` is the other way, once
     ``key=value`` is dropped (a group override cannot replace a key override: Hydra applies
-    the key's after the group's).
+    the key's after the group's). ``chosen``: the option of ``group`` composed; when it is
+    ``value`` the name came from that file (``model=tiny``, a file of the user's own saying
+    ``name: tiny``), so the message names ``group=value``, the override typed, and ``fix`` as
+    the option to choose instead.
     """
-    return (f"unknown {kind} {value!r} ({key}={value}); registered: {', '.join(sorted(registered))}; "
+    names = ", ".join(sorted(registered))
+    if chosen == value:  # there is no key=value to drop: the user typed group=value
+        return (f"unknown {kind} {value!r} ({group}={value}, whose file sets name: {value}); registered: {names}; "
+                f"choose one with {group}=<name> (e.g. {group}={fix}) instead of {group}={value}; "
+                f"to add {value!r}, {register}")
+    return (f"unknown {kind} {value!r} ({key}={value}); registered: {names}; "
             f"set {key}={fix}, or drop {key}={value} and choose one with {group}=<name>; "
             f"to add {value!r}, {register}")
 
@@ -72,7 +80,8 @@ def registered_name_problem(cfg: Any, choices: Mapping[str, str] | None = None) 
     if cfg.model.name not in models:
         fix = loaded if loaded in models else closest_name(cfg.model.name, models) or "mlp"
         return unknown_name_problem("model.name", cfg.model.name, kind="model", registered=models, fix=fix,
-                                    group="model", register=_new_model_steps(cfg.model.name))
+                                    group="model", register=_new_model_steps(cfg.model.name),
+                                    chosen=choices.get("model"))
     chosen = choices.get("model")
     if loaded is not None and loaded != cfg.model.name and chosen == cfg.model.name:
         # The user's own registered model whose file borrows another model's schema: model=<it> was chosen,
@@ -93,9 +102,10 @@ def registered_name_problem(cfg: Any, choices: Mapping[str, str] | None = None) 
                 f"model={cfg.model.name}, which loads its own")
     tasks = registry.data_names()
     if cfg.data.name not in tasks:
-        fix = closest_name(cfg.data.name, tasks) or choices.get("data") or "two_moons"
+        chosen = choices.get("data")
+        fix = closest_name(cfg.data.name, tasks) or (chosen if chosen in tasks else "two_moons")
         return unknown_name_problem("data.name", cfg.data.name, kind="data", registered=tasks, fix=fix,
-                                    group="data", register=f"register its factory, returning a SimulationData "
+                                    group="data", chosen=chosen, register=f"register its factory, returning a SimulationData "
                                     f"(harness/simulation_data.py), with @register_data({cfg.data.name!r}) in "
                                     f"gensbi_sharding/harness/data.py or a module it imports, and add "
                                     f"conf/data/{cfg.data.name}.yaml; with no sbibm reference posterior it trains "
