@@ -81,7 +81,7 @@ def test_sigterm_between_a_sweeps_jobs_stops_the_sweep_before_its_next_job(tmp_p
             "metrics.json; job 1 and those after it did not start") in lines, lines
     if first == "ok":  # a sweep folder with a completed job: job 1's own command, in the folder Hydra gave it
         assert (f"to continue the rest of the sweep, a sweep folder holding completed jobs is never rerun as a whole: "
-                f"continue its unfinished job (1 never started) one by one: python launch.py train.steps=2 "
+                f"continue its one unfinished job (never started) with: python launch.py train.steps=2 "
                 f"train.resume=auto hydra.mode=RUN hydra.run.dir={sweep / '1'}") in lines, lines
     else:  # none completed: the whole sweep again, job 0 continued, job 1 started
         assert (f"to continue the whole sweep, its unfinished jobs and those not started: python launch.py -m "

@@ -589,7 +589,7 @@ def test_a_refused_sweep_folder_names_the_commands_that_continue_its_unfinished_
     # Was "[ERROR] <sweep>/0/metrics.json already exists": the sweep folder first, its completed jobs counted.
     assert printed.startswith(f"[ERROR] hydra.sweep.dir={sweep}: 1 of its 2 jobs complete (0); job 0: "
                               f"{sweep / '0' / 'metrics.json'} already exists (status ok)")
-    assert printed.rstrip().endswith("continue its unfinished job one by one: python launch.py model.width=24 "
+    assert printed.rstrip().endswith("continue its one unfinished job with: python launch.py model.width=24 "
                                      f"'rule.embed=[data,model]' train.resume=auto hydra.mode=RUN hydra.run.dir={sweep / '1'}")
     outputs.write_json(sweep / "0" / "metrics.json", {"status": "preempted"})  # no job completed: rerun it whole
     callback = run_folder.RefuseCompletedRun()

@@ -35,7 +35,7 @@ def test_the_same_sweep_grown_still_gets_its_never_started_job(tmp_path):
     runs = finished_sweep(tmp_path, [["train.steps=2"], ["train.steps=3"]])
     hint = unfinished_jobs_hint(runs, ("preempted",), [["train.steps=2"], ["train.steps=3"], ["train.steps=4"]],
                                 sweep_dir=tmp_path)
-    assert hint.endswith(f"(1 never started) one by one: python launch.py train.steps=4 train.resume=auto "
+    assert hint.endswith(f"one unfinished job (never started) with: python launch.py train.steps=4 train.resume=auto "
                          f"hydra.mode=RUN hydra.run.dir={tmp_path / '2'}")
 
 
@@ -98,3 +98,29 @@ def test_the_command_a_stopped_sweep_job_prints_for_the_sweep_is_accepted_as_pri
         assert commands[1][-1] == f"hydra.run.dir={sweep / '2'}" and "rule=tensor" in commands[1]
     else:
         assert commands[0][-1] == f"hydra.sweep.dir={sweep}" and "rule=replicated,fsdp,tensor" in commands[0]
+
+
+def test_a_sweep_stopped_in_its_last_unfinished_job_prints_its_command_once(tmp_path, monkeypatch):
+    # Was, after "[ERROR] interrupted ...; continue with: <command>": "to continue the rest of the sweep, ...:
+    # continue its unfinished job one by one: <the same command>", the line above repeated as a list of one.
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness import outputs, sweep_continue
+    from gensbi_sharding.harness.run_folder import RESUMABLE
+
+    task = ["experiment=quick", "rule=replicated,fsdp"]
+    OmegaConf.save({"hydra": {"overrides": {"task": task, "hydra": [f"hydra.sweep.dir={tmp_path}"]}}},
+                   tmp_path / "multirun.yaml")
+    runs = finished_sweep(tmp_path, [["experiment=quick", "rule=replicated"], ["experiment=quick", "rule=fsdp"]])
+    (runs[1] / "metrics.json").unlink()  # job 1 stopped just now: its record is not written yet
+    monkeypatch.setattr(sweep_continue, "hydra_job_overrides", lambda: (["experiment=quick", "rule=fsdp"], True))
+    hint = sweep_continue.whole_sweep_hint(runs[1], ["/repo/launch.py", "-m", *task])
+    assert hint == ("to continue the rest of the sweep, the command above is enough: this job is the sweep's one "
+                    "unfinished job (a sweep folder holding completed jobs is never rerun as a whole)")
+    # The refused sweep folder names no command above: the one command, worded for one.
+    outputs.write_json(runs[1] / "metrics.json", {"status": "interrupted"})
+    refused = unfinished_jobs_hint(runs, RESUMABLE, [task[:1] + ["rule=replicated"], task[:1] + ["rule=fsdp"]],
+                                   sweep_dir=tmp_path)
+    assert refused == ("; a sweep folder holding completed jobs is never rerun as a whole: continue its one "
+                       "unfinished job with: python launch.py experiment=quick rule=fsdp train.resume=auto "
+                       f"hydra.mode=RUN hydra.run.dir={runs[1]}")

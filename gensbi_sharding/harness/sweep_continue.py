@@ -25,7 +25,8 @@ def whole_sweep_hint(run_dir: Any, argv: Sequence[str], *, started: bool = True)
     python launch.py -m ... train.resume=auto hydra.sweep.dir=<sweep>". Once one has, that command would be
     refused: "to continue the rest of the sweep, a sweep folder holding completed jobs is never rerun as a whole:
     continue its unfinished jobs (1 never started) one by one: <command> ; <command>", this job's first (more
-    than three: ``bash <sweep>/continue_unfinished.sh``), as the refusal names them.
+    than three: ``bash <sweep>/continue_unfinished.sh``), as the refusal names them; with one job left, that
+    command alone, and when that job is this one, whose command the line before names, no command again.
 
     Parameters
     ----------
@@ -68,9 +69,11 @@ def _rest_of_sweep(run_dir: Path, started: bool) -> str:
     if not record.is_file():
         return ""
     saved = OmegaConf.load(record)
+    # A stopped job's error line names its own command just before this one (run.py): not repeated here.
     hint = unfinished_jobs_hint(jobs, RESUMABLE, every_job(saved), sweep_dir=sweep, stopped=run_dir if started else None,
                                 search_path=[*config_flags(saved.get("hydra")),
-                                             *search_path_of(OmegaConf.select(saved, "hydra.overrides.hydra"))])
+                                             *search_path_of(OmegaConf.select(saved, "hydra.overrides.hydra"))],
+                                stopped_told=started)
     return f"to continue the rest of the sweep, {hint[2:]}" if hint else ""
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import shlex
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from gensbi_sharding.harness.sweep_plan import job_configuration, never_started
@@ -162,8 +163,6 @@ def train_further_hint(run_dir: Any, saved_step: int | None, steps: int | None, 
         "; to train it further from its final checkpoint (step N) into a new folder: <command>",
         or "" when ``saved_step`` is None.
     """
-    from pathlib import Path
-
     from gensbi_sharding.harness.override_grammar import hydra_override
 
     if saved_step is None:
@@ -184,7 +183,8 @@ def train_further_hint(run_dir: Any, saved_step: int | None, steps: int | None, 
 
 
 def unfinished_jobs_hint(jobs: Sequence[Any], resumable: Sequence[str], all_jobs: Sequence[Sequence[str]] = (),
-                         sweep_dir: Any = None, search_path: Sequence[str] = (), stopped: Any = None) -> str:
+                         sweep_dir: Any = None, search_path: Sequence[str] = (), stopped: Any = None,
+                         stopped_told: bool = False) -> str:
     """How to continue a sweep's unfinished jobs when its folder, holding completed ones, is refused.
 
     A sweep folder with a completed job is never rerun as a whole (its files are never
@@ -193,10 +193,10 @@ def unfinished_jobs_hint(jobs: Sequence[Any], resumable: Sequence[str], all_jobs
     (``<job>/.hydra/overrides.yaml``), and each job of ``all_jobs`` (``sweep_jobs``) that never
     started (no folder with its overrides) runs in a new folder of ``sweep_dir``. "" when no
     job is unfinished or none completed. ``search_path``: the sweep's ``hydra.searchpath=`` override, led in each.
-    ``stopped``: a job of ``jobs`` stopped just now (its record not written yet): unfinished, listed first.
+    ``stopped``: a job of ``jobs`` stopped just now (its record not written yet): unfinished, listed first;
+    ``stopped_told``: its own command was printed just before this hint, so when it is the one job left the
+    hint points there instead of printing it again.
     """
-    from pathlib import Path
-
     status = {Path(j): "interrupted" if j == stopped else _status(Path(j) / "metrics.json") for j in jobs}
     recorded = all((j / ".hydra" / "overrides.yaml").exists() for j in status)  # else which ran is unknown
     ran = {j.name: job_configuration(_yaml_list(j / ".hydra" / "overrides.yaml")) for j in status} if recorded else {}
@@ -209,6 +209,9 @@ def unfinished_jobs_hint(jobs: Sequence[Any], resumable: Sequence[str], all_jobs
     unfinished = sorted((j for j, s in status.items() if s in resumable), key=lambda j: j != stopped)
     if not (unfinished or never) or all(s in resumable for s in status.values()):
         return ""
+    whole = "a sweep folder holding completed jobs is never rerun as a whole"
+    if stopped_told and unfinished == [stopped] and not never:  # its command is on the line above: not twice
+        return f"; the command above is enough: this job is the sweep's one unfinished job ({whole})"
     commands = []
     for job in unfinished:
         saved = job / ".hydra" / "overrides.yaml"
@@ -216,6 +219,8 @@ def unfinished_jobs_hint(jobs: Sequence[Any], resumable: Sequence[str], all_jobs
                                     job, multirun=True))
     for number, job in never:  # in the folder Hydra would have given it
         commands.append(job_command([*search_path, *job], Path(sweep_dir) / str(number), multirun=True))
+    if len(commands) == 1:  # one job left: one command, not a list to run "one by one"
+        return f"; {whole}: continue its one unfinished job{' (never started)' if never else ''} with: {commands[0]}"
     started = f" ({len(never)} never started)" if never else ""
     listed = " ; ".join(commands)
     if len(commands) > INLINE_COMMANDS and sweep_dir is not None:  # one line of 20 commands helps no one
@@ -225,8 +230,7 @@ def unfinished_jobs_hint(jobs: Sequence[Any], resumable: Sequence[str], all_jobs
                               "jobs, one command each, each continuing in its own folder (written when the sweep "
                               "folder was refused).\n" + "\n".join(commands) + "\n")
         listed = f"bash {shlex.quote(str(script))} ({len(commands)} commands, one per line; the first: {commands[0]})"
-    return ("; a sweep folder holding completed jobs is never rerun as a whole: continue its unfinished "
-            f"job{'s' if len(commands) > 1 else ''}{started} one by one: " + listed)
+    return f"; {whole}: continue its unfinished jobs{started} one by one: {listed}"
 
 
 def shared_folder_problem(subdir: Any, jobs: int, sweep_dir: Any) -> str | None:
@@ -236,8 +240,6 @@ def shared_folder_problem(subdir: Any, jobs: int, sweep_dir: Any) -> str | None:
     ``.hydra/`` record before the job runs, would relabel the first job's results with its overrides.
     A subdir with an interpolation (the default ``${hydra.job.num}``) is taken to differ per job.
     """
-    from pathlib import Path
-
     if jobs < 2 or not isinstance(subdir, str) or "${" in subdir:
         return None
     return (f"hydra.sweep.subdir={subdir} gives all {jobs} jobs of this sweep one folder ({Path(sweep_dir) / subdir}); "
@@ -264,8 +266,6 @@ def moved_jobs_problem(sweep_dir: Any, all_jobs: Sequence[Sequence[str]]) -> str
 def _moved_job(sweep_dir: Any, all_jobs: Sequence[Sequence[str]]) -> tuple[int, str, Any, str] | None:
     """The first job of ``all_jobs`` whose folder recorded other values of a swept key: (number, its values, the
     folder, the values it ran); None if every job folder there matches its job. Only swept keys are compared."""
-    from pathlib import Path
-
     wanted = [job_configuration(job) for job in all_jobs]
     swept = [k for k in (wanted[0] if wanted else {}) if len({w.get(k) for w in wanted}) > 1]
     for number, want in enumerate(wanted):
