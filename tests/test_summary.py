@@ -331,13 +331,13 @@ def test_the_sweep_plots_status_marks_lie_inside_their_panels(tmp_path, monkeypa
                 ax.get_title(), text.get_text(), mark, box)
             marks += 1
     assert marks == 3 * (2 if first == "ok" else 3)  # every panel marks each job without a bar
-    legend = fig.axes[0].get_legend()  # no bar, no legend: it was an empty box titled "rule"
+    (legend,) = fig.legends  # no bar, no legend: it was an empty box titled "rule"
     # The interrupted job's figures so far are drawn now, marked partial (they were not drawn at all).
     assert [t.get_text() for t in legend.get_texts()] == ["replicated"] + (
         [] if first == "ok" else ["partial: a stopped job, so far"])
     no_bars = [{"job": "0", "overrides": {"rule": "replicated"}, "metrics": {"status": "interrupted"}}, *rows[1:]]
     plots.plot_sweep(no_bars, ["rule"], tmp_path / "sweep.png")  # stopped before it measured anything
-    assert figures[-1].axes[0].get_legend() is None
+    assert not figures[-1].legends and figures[-1].axes[0].get_legend() is None
 
 
 def test_the_sweep_plot_draws_what_a_stopped_job_reached_marked_partial(tmp_path, monkeypatch):
@@ -364,7 +364,7 @@ def test_the_sweep_plot_draws_what_a_stopped_job_reached_marked_partial(tmp_path
         "interrupted at step 5 of 8 (partial)", "preempted at step 300 (partial)"]
     assert sorted(t.get_text() for t in c2st.texts) == [  # no C2ST: the last figure it has
         "interrupted at step 5 of 8; val loss 1.992", "preempted at step 300"]
-    assert [t.get_text() for t in memory.get_legend().get_texts()] == [
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == [
         "replicated", "fsdp", "tensor", "partial: a stopped job, so far"]
     assert fig._suptitle.get_text() == "3 jobs, 1 interrupted, 1 preempted; swept: rule"  # never counted as done
 
@@ -378,3 +378,32 @@ def test_a_swept_key_named_as_a_measured_column_is_told_apart_from_it(tmp_path):
     assert head[1:4] == ["job", "mesh", "mesh_shape"]
     cells = [[cell.strip() for cell in line.split("|")][2:4] for line in lines[2:]]
     assert cells == [["none", "none"], ["auto", "8x1"]]
+
+
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_the_sweep_plots_legend_covers_no_bar(tmp_path, monkeypatch, dry_run):
+    """A stopped sweep's plot (job 0 done, job 1 interrupted, its bars as tall as job 0's) had its legend over the
+    memory panel's second bar: "best" found no free place inside the panel."""
+    from gensbi_sharding.harness import plots
+
+    figures = []
+    monkeypatch.setattr(plots, "_save", lambda fig, path, title: figures.append(fig) or path)
+    stopped = dict(ok_metrics(22280, 0.003, None), status="interrupted", stopped_at_step=523, final_step=523,
+                   config={"train": {"steps": 50000}})
+    rows = [{"job": "0", "overrides": {"train.steps": "4"}, "metrics": ok_metrics(22280, 0.012, None)},
+            {"job": "1", "overrides": {"train.steps": "50000"}, "metrics": stopped}]
+    if dry_run:
+        for row in rows:
+            row["metrics"].update(step_memory_bytes_per_device=90_000, collective_bytes_per_step=5_000)
+    plots.plot_sweep(rows, ["train.steps"], tmp_path / "sweep.png", dry_run=dry_run)
+    fig = figures[0]
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    (legend,) = [*fig.legends, *(ax.get_legend() for ax in fig.axes if ax.get_legend())]  # one, wherever it is
+    box = legend.get_window_extent(renderer)
+    bars = [patch.get_window_extent(renderer) for ax in fig.axes for patch in ax.patches]
+    assert len(bars) >= 4
+    assert not [bar for bar in bars if bar.overlaps(box)], box
+    for ax in fig.axes:  # nor over a panel or its tick labels: below them all, inside the figure
+        covered = [ax.get_window_extent(renderer), *(t.get_window_extent(renderer) for t in ax.get_xticklabels())]
+        assert not [b for b in covered if b.overlaps(box)] and box.y0 >= 0, (ax.get_title(), box)

@@ -284,11 +284,16 @@ def plot_sweep(rows: Sequence[dict[str, Any]], keys: Sequence[str], path: Path, 
 
         handles.append(Patch(facecolor="lightgray", edgecolor="gray", linestyle="--"))
         labels.append("partial: a stopped job, so far")
-    if handles:  # no job drew a bar (a sweep stopped in its first job): no empty legend box
-        axes[0].legend(handles, labels, title=hue_key, fontsize="small")
     counts = status_counts([r["metrics"].get("status") for r in rows], zero_failed=False)
-    title = title or (f"{len(rows)} jobs{counts}"
-                      + (f"; swept: {', '.join(keys)}" if keys else ""))
+    title = title or f"{len(rows)} jobs{counts}" + (f"; swept: {', '.join(keys)}" if keys else "")
     fig.suptitle(title)
-    fig.tight_layout()
+    legend_height = 0.0
+    if handles:  # no job drew a bar (a sweep stopped in its first job): no empty legend box
+        # Below the panels, in a strip of its own: inside the memory panel it covered a bar (a stopped
+        # sweep's second, its full height as tall as the first's) wherever matplotlib's "best" put it.
+        legend = fig.legend(handles, labels, title=hue_key, fontsize="small", loc="lower center",
+                            ncols=min(len(handles), 4))
+        fig.canvas.draw()
+        legend_height = legend.get_window_extent().height / fig.bbox.height + 0.02  # tight_layout is approximate
+    fig.tight_layout(rect=(0, legend_height, 1, 1))
     return _save(fig, path, title)
