@@ -261,6 +261,41 @@ def test_resume_of_another_shape_names_the_model_overrides(tmp_path, devices, ca
     assert nnx.state(resumed.model, nnx.Param)["in_proj"]["kernel"].shape[1] == 16
 
 
+def test_resume_of_sizes_a_preset_gave_leads_with_the_preset(tmp_path, devices, monkeypatch):
+    # Was: "the checkpoint was saved with model.width=32 model.depth=1 (this run: model.width=128 model.depth=3):
+    # add model.width=32 model.depth=1 ...; the run that saved it was launched with: experiment=quick ...": the
+    # preset that gave both sizes (and is the whole fix) came last, behind the values it sets.
+    from hydra import compose, initialize_config_dir
+
+    from gensbi_sharding.harness.resume import check_resume_settings
+
+    saved = OmegaConf.to_container(compose_tiny("model.init=eager"), resolve=True)  # experiment=quick's mlp
+    with CheckpointWriter(tmp_path / "checkpoints", config=saved) as writer:
+        writer.save(3, {"w": jnp.ones(3)}, jax.random.key(0))
+    step_dir = tmp_path / "checkpoints" / "3"
+    (tmp_path / ".hydra").mkdir()
+    (tmp_path / ".hydra" / "overrides.yaml").write_text("- experiment=quick\n- train.steps=4\n")
+
+    def refusal(*task):  # as launch.py's run of python launch.py <task> train.resume=<tmp_path> would say it
+        _as_hydra_job(monkeypatch, tmp_path / "new", [*task, f"train.resume={tmp_path}"])
+        with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+            cfg = compose("config", overrides=list(task))
+        with pytest.raises(ConfigError) as err:
+            check_resume_settings(step_dir, cfg)
+        return str(err.value).split(" The saved weights")[0]
+
+    assert refusal("train.steps=8") == (
+        "the checkpoint was saved under experiment=quick, which gives model.width=32 model.depth=1 (this run: "
+        "model.width=128 model.depth=3): add experiment=quick (or model.width=32 model.depth=1).")
+    # A size this run types wins over the preset: added after it.
+    assert refusal("train.steps=8", "model.width=64") == (
+        "the checkpoint was saved under experiment=quick with model.width=32 model.depth=1 (this run: "
+        "model.width=64 model.depth=3): add experiment=quick model.width=32 (or model.width=32 model.depth=1).")
+    # This run chose the preset too (its size typed over it): the value alone.
+    assert refusal("experiment=quick", "model.width=64") == (
+        "the checkpoint was saved with model.width=32 (this run: model.width=64): add model.width=32.")
+
+
 def _preempted_run(run, devices_mesh):
     """A folder as a preempted ``experiment=quick model.width=16`` run leaves it: checkpoint 3 and Hydra's record."""
     saved = compose_tiny("model.width=16", "model.init=eager")

@@ -17,7 +17,7 @@ from typing import Any
 from gensbi_sharding.batch import nearest_batch_sizes
 
 __all__ = ["batch_size_problem", "mesh_alternatives", "model_axis_problem", "mesh_devices_problem", "overrides_named",
-           "mesh_axis_fix", "closest_name", "launched_with", "override_literal"]
+           "mesh_axis_fix", "closest_name", "launched_with", "saving_overrides", "override_literal"]
 
 
 def batch_size_problem(batch_size: int, *, shards: int, data_parallel: int, train_rows: int,
@@ -207,10 +207,26 @@ def launched_with(step_dir: Any) -> str:
     folder (``<run>/checkpoints/<step>``), from Hydra's record of that run; "" without one.
 
     A refused resume names the settings that differ, but a preset (``experiment=quick``) sets several at once:
-    its own command line is the shorter, complete fix. For a checkpoint in the running job's own folder, whose
-    record Hydra has replaced by this attempt's, the copy kept before (``launch_record``); "" without one.
+    its own command line is the shorter, complete fix.
     """
     import shlex
+
+    record = saving_overrides(step_dir)
+    if record is None:
+        return ""
+    searched, kept = record
+    command = " ".join([*map(shlex.quote, searched), *kept])
+    return f"; the run that saved it was launched with: {command or 'no overrides'}"
+
+
+def saving_overrides(step_dir: Any) -> tuple[list[str], list[str]] | None:
+    """``(search path overrides and --config-* flags, other overrides)`` the run that saved a checkpoint's step
+    folder (``<run>/checkpoints/<step>``) was launched with, from Hydra's record of it, ``train.resume`` and
+    ``hydra.*`` left out; None without a record.
+
+    For a checkpoint in the running job's own folder, whose record Hydra has replaced by this attempt's, the
+    copy kept before (``launch_record``).
+    """
     from pathlib import Path
 
     from hydra.core.hydra_config import HydraConfig
@@ -221,7 +237,7 @@ def launched_with(step_dir: Any) -> str:
 
     recorded = Path(step_dir).parent.parent / ".hydra" / "overrides.yaml"
     if not recorded.is_file():
-        return ""
+        return None
     # A checkpoint of this run's own folder (train.resume=auto): Hydra has just rewritten the record with this
     # attempt's overrides, which then read as the saving run's ("saved with model.num_heads=2 ... launched with
     # ... model.num_heads=4").
@@ -229,15 +245,14 @@ def launched_with(step_dir: Any) -> str:
     if running is not None and running.resolve() == recorded.parent.parent.resolve():
         recorded = saved_record(running) / "overrides.yaml"  # kept aside before Hydra rewrote it
         if not recorded.is_file():
-            return ""
+            return None
     # Hydra records a search path (a preset of one's own: model=my_flux1) apart, in hydra.yaml: without it the
     # named command could not find that preset.
     hydra_yaml = recorded.parent / "hydra.yaml"
     hydra = OmegaConf.load(hydra_yaml).hydra if hydra_yaml.is_file() else None  # so are --config-dir and -name
-    searched = [shlex.quote(o) for o in [*config_flags(hydra), *OmegaConf.to_container(hydra.overrides.hydra)]
+    searched = [o for o in [*config_flags(hydra), *OmegaConf.to_container(hydra.overrides.hydra)]
                 if o.startswith(("hydra.searchpath=", "--config-"))] if hydra else []  # unresolved: ${hydra.job.num}
-    kept = searched + [str(o) for o in OmegaConf.load(recorded) if not str(o).startswith(("train.resume=", "hydra."))]
-    return f"; the run that saved it was launched with: {' '.join(kept) or 'no overrides'}"
+    return searched, [str(o) for o in OmegaConf.load(recorded) if not str(o).startswith(("train.resume=", "hydra."))]
 
 
 def override_literal(value: Any) -> str:

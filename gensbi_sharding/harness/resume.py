@@ -159,8 +159,15 @@ def saved_statistics(step_dir: Path | None) -> dict | None:
 _FREE_MODEL_FIELDS = ("init", "dtype")
 
 
-def model_overrides(step_dir: Path, model_cfg: DictConfig) -> str:
-    """"the checkpoint was saved with model.width=128 (this run: model.width=32): add ...". """
+def model_overrides(step_dir: Path, model_cfg: DictConfig, command: list[str] | None = None) -> str:
+    """"the checkpoint was saved with model.width=128 (this run: model.width=32): add ...".
+
+    When the saved sizes come from a preset the saving run chose and this one did not (``experiment=quick``),
+    the preset leads: "saved under experiment=quick, which gives model.width=32 model.depth=1 (this run: ...):
+    add experiment=quick (or model.width=32 model.depth=1)", with the values this run types over it added.
+    ``command``: this run's overrides (Hydra's ``overrides.task``; None: read from Hydra, and no preset named
+    outside a Hydra app).
+    """
     from gensbi_sharding.checkpoint import saved_config
 
     saved = saved_config(step_dir).get("model") or {}
@@ -170,9 +177,61 @@ def model_overrides(step_dir: Path, model_cfg: DictConfig) -> str:
     differ = {k: v for k, v in saved.items() if k not in _FREE_MODEL_FIELDS and now.get(k) != v}
     if not differ:
         return ""
-    fix = " ".join(f"model.{k}={override_literal(v)}" for k, v in differ.items())
-    this = " ".join(f"model.{k}={override_literal(now.get(k))}" for k in differ)
-    return f"the checkpoint was saved with {fix} (this run: {this}): add {fix}. "
+    typed = lambda keys: " ".join(f"model.{k}={override_literal(differ[k])}" for k in keys)  # noqa: E731
+    fix, this = typed(differ), " ".join(f"model.{k}={override_literal(now.get(k))}" for k in differ)
+    presets, rest = _presets_giving(step_dir, differ, command)
+    if not presets:
+        return f"the checkpoint was saved with {fix} (this run: {this}): add {fix}. "
+    # The rest: this run types other values of them, which win over the preset (model.width=64).
+    return (f"the checkpoint was saved under {' '.join(presets)}{' with' if rest else ', which gives'} {fix} "
+            f"(this run: {this}): add {' '.join([*presets, *typed(rest).split()])} (or {fix}). ")
+
+
+def _presets_giving(step_dir: Path, differ: dict[str, Any], command: list[str] | None) -> tuple[list[str], list[str]]:
+    """The group choices of the run that saved ``step_dir`` this run lacks (``experiment=quick``), when added to
+    this run's overrides they give some of the saved ``differ`` values, and the keys they leave differing;
+    ``([], keys)`` where none helps or either command is unknown. Checked by composing: a value this run types
+    (``model.width=128``) still wins over the preset."""
+    from gensbi_sharding.harness.hints import saving_overrides
+    from gensbi_sharding.harness.override_keys import option_groups
+
+    record = saving_overrides(step_dir)
+    if command is None:
+        from hydra.core.hydra_config import HydraConfig
+
+        command = [str(o) for o in HydraConfig.get().overrides.task] if HydraConfig.initialized() else None
+    if record is None or command is None or any(o.startswith("--config-") for o in record[0]):
+        return [], list(differ)  # (its presets in a config folder of its own: not composed here)
+    groups = set(option_groups()) - {"sweep"}  # a sweep preset chooses no sizes of one job
+    presets = [o for o in record[1] if o.split("=", 1)[0].lstrip("+~") in groups and o not in command]
+    kept = [o for o in command if not o.startswith(("hydra.", "train.resume="))]
+    composed = _composed_model(tuple([*record[0], *kept, *presets])) if presets else None
+    if composed is None:
+        return [], list(differ)
+    rest = [k for k, v in differ.items() if composed.get(k) != v]
+    return (presets, rest) if len(rest) < len(differ) else ([], list(differ))
+
+
+def _composed_model(overrides: tuple[str, ...]) -> dict | None:
+    """The ``model`` section ``overrides`` compose to (inside Hydra's app, its config folder and primary config,
+    ``--config-name``; else ``conf/config.yaml``)."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.hydra_config import HydraConfig
+
+    from gensbi_sharding.harness.config import register_configs
+    from gensbi_sharding.harness.groups import CONF
+
+    register_configs()  # conf/model/*.yaml pull in the schemas it stores
+    running = HydraConfig.get() if HydraConfig.initialized() else None
+    name = OmegaConf.select(running, "job.config_name", default=None) if running is not None else None
+    try:
+        if GlobalHydra.instance().is_initialized():
+            return OmegaConf.to_container(compose(name or "config", overrides=list(overrides)).model, resolve=True)
+        with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+            return OmegaConf.to_container(compose("config", overrides=list(overrides)).model, resolve=True)
+    except Exception:  # a hint is worth no failure: the values themselves are named instead
+        return None
 
 
 def _launch_dir() -> str | None:
