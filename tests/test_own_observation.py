@@ -129,3 +129,24 @@ def test_cli_refuses_an_existing_output_before_sampling(tmp_path, capsys):
         main([str(tmp_path), str(tmp_path / "x_o.npy"), "--out", str(tmp_path / "posterior_samples_3.npz")])
     assert "posterior_samples_3.npz is a name a run writes its outputs under" in capsys.readouterr().err
     assert own_observation.__all__ == ["sample_posterior", "load_observation", "main"]
+
+
+def test_cli_keeps_an_output_another_process_wrote_while_sampling(tmp_path, monkeypatch, capsys):
+    # Two sample.py calls to one --out both pass the check before sampling; the later write must not replace.
+    out, others = tmp_path / "x_o_posterior.npz", [b"the other call's samples"]
+
+    def other_call_finishes_first(*args, details, **kwargs):
+        if others:
+            out.write_bytes(others.pop())
+        details.update(observation=np.zeros(2, np.float32), seed=0, ode_steps=2, step=5, checkpoint="c",
+                       task="two_moons", acceptance=1.0)
+        return np.ones((3, 2), np.float32)
+
+    monkeypatch.setattr(own_observation, "sample_posterior", other_call_finishes_first)
+    assert main([str(tmp_path), str(tmp_path / "x_o.npy")]) == 1
+    assert "x_o_posterior.npz was created while sampling (another sample.py?) and is kept" in capsys.readouterr().err
+    assert out.read_bytes() == b"the other call's samples"
+    assert [p.name for p in tmp_path.iterdir()] == ["x_o_posterior.npz"]  # no temporary file left
+    out.unlink()
+    assert main([str(tmp_path), str(tmp_path / "x_o.npy")]) == 0
+    assert np.load(out)["samples"].tolist() == [[1.0, 1.0]] * 3

@@ -20,10 +20,12 @@ import numpy as np
 __all__ = ["write_atomic", "write_json", "write_npz", "read_metrics"]
 
 
-def write_atomic(path: Path, data: bytes | str) -> Path:
+def write_atomic(path: Path, data: bytes | str, *, exclusive: bool = False) -> Path:
     """Write ``data`` to ``path`` through a temporary file in the same folder, flushed to disk, and a rename.
 
-    The file gets the mode the umask gives an ordinary file (``0o666 & ~umask``).
+    The file gets the mode the umask gives an ordinary file (``0o666 & ~umask``). ``exclusive``: a hard link
+    instead of the rename, so a file another process created at ``path`` meanwhile is kept and
+    ``FileExistsError`` raised (a check before writing cannot see a file made while the data was computed).
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -37,7 +39,11 @@ def write_atomic(path: Path, data: bytes | str) -> Path:
             # never a new name over data the kernel had not yet written (a zero-length or cut-off file).
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
+        if exclusive:
+            os.link(tmp, path)
+            tmp.unlink()
+        else:
+            os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -81,11 +87,11 @@ def _finite(obj: Any) -> Any:
     return obj
 
 
-def write_npz(path: Path, **arrays: np.ndarray) -> Path:
-    """``write_atomic`` of ``numpy.savez(**arrays)``."""
+def write_npz(path: Path, *, exclusive: bool = False, **arrays: np.ndarray) -> Path:
+    """``write_atomic`` of ``numpy.savez(**arrays)`` (``exclusive``: as ``write_atomic``'s)."""
     buffer = io.BytesIO()
     np.savez(buffer, **arrays)
-    return write_atomic(path, buffer.getvalue())
+    return write_atomic(path, buffer.getvalue(), exclusive=exclusive)
 
 
 def _jsonable(value: Any) -> Any:

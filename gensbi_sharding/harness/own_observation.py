@@ -274,9 +274,14 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     from gensbi_sharding.harness.outputs import write_npz
 
-    write_npz(out, samples=samples, observation=details["observation"], seed=details["seed"],
-              ode_steps=details["ode_steps"], step=details["step"], checkpoint=details["checkpoint"],
-              acceptance=details["acceptance"])
+    try:  # a second sample.py to the same --out may have written it while this one sampled: it is kept
+        write_npz(out, exclusive=True, samples=samples, observation=details["observation"], seed=details["seed"],
+                  ode_steps=details["ode_steps"], step=details["step"], checkpoint=details["checkpoint"],
+                  acceptance=details["acceptance"])
+    except FileExistsError:
+        print(f"[ERROR] {out} was created while sampling (another sample.py?) and is kept; nothing written: "
+              "pass --out <a new file>.npz", file=sys.stderr, flush=True)
+        return 1
     print(f"{len(samples)} posterior samples of theta (dim {samples.shape[1]}) at x_o from {details['checkpoint']} "
           f"({details['task']}, seed {details['seed']}): {out}", flush=True)
     return 0
