@@ -84,8 +84,16 @@ def test_a_missing_observation_file_is_named_before_the_run_folder_is_read(tmp_p
     with pytest.raises(FileNotFoundError, match=r"observation file '.*nope.npy' does not exist .*numpy.save"):
         sample_posterior(tmp_path / "no_run", tmp_path / "nope.npy")
     (tmp_path / "notes.txt").write_text("1 2")
-    with pytest.raises(ValueError, match=r"not a .npy array numpy can read"):
+    with pytest.raises(ValueError, match=r"not a .npy file \(text\?.*np.save\('x_o.npy', np.loadtxt\('.*notes.txt'\)\)"):
         load_observation(tmp_path / "notes.txt")
+    (tmp_path / "x.csv").write_text("0.5,-1\n")  # numpy's own message spoke of pickled data and allow_pickle
+    with pytest.raises(ValueError, match=r"np.loadtxt\('.*x.csv', delimiter=','\)\)") as err:
+        load_observation(tmp_path / "x.csv")
+    assert "pickle" not in str(err.value)
+    np.save(tmp_path / "bad.npy", np.array([1.0, 2.0]))
+    (tmp_path / "bad.npy").write_bytes((tmp_path / "bad.npy").read_bytes()[:20])  # cut off: numpy's error kept
+    with pytest.raises(ValueError, match=r"bad.npy is not a .npy array numpy can read"):
+        load_observation(tmp_path / "bad.npy")
 
 
 @pytest.mark.parametrize("metrics, why", [

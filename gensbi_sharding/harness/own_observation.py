@@ -45,6 +45,13 @@ def load_observation(x_o: Any) -> np.ndarray:
             raise FileNotFoundError(f"observation file {os.fspath(x_o)!r} does not exist"
                                     f"{' (it is a folder)' if path.is_dir() else ''} (resolved to {path.absolute()}); "
                                     "save your observation with numpy.save('x_o.npy', x_o) and pass that file")
+        with open(path, "rb") as f:
+            head = f.read(6)
+        if head != b"\x93NUMPY" and head[:2] != b"PK":  # numpy's own error for text: 'pickled data', misleading
+            delimiter = ", delimiter=','" if path.suffix.lower() == ".csv" else ""
+            raise ValueError(f"observation file {path} is not a .npy file (text? a .npy starts with \\x93NUMPY); "
+                             f"convert it once: python -c \"import numpy as np; np.save('x_o.npy', "
+                             f"np.loadtxt('{path}'{delimiter}))\" and pass x_o.npy")
         try:
             x_o = np.load(path, allow_pickle=False)
         except (ValueError, OSError) as err:
