@@ -11,6 +11,7 @@ import pytest
 
 from faults_helpers import run_tiny
 from gensbi_sharding.harness import own_observation, state
+from gensbi_sharding.harness.memory_check import check_draw_fits
 from gensbi_sharding.harness.own_observation import check_observation, load_observation, main, sample_posterior
 
 
@@ -71,6 +72,20 @@ def test_a_bad_observation_is_refused_before_the_model_is_built(evaluated_run, m
     with pytest.raises(ValueError) as err:
         sample_posterior(evaluated_run, np.asarray(x_o))
     assert message in str(err.value)
+
+
+@pytest.mark.slow  # reads the trained run's checkpoint
+def test_a_num_samples_beyond_memory_is_refused_before_the_model_is_built(evaluated_run, monkeypatch):
+    monkeypatch.setattr(state, "build_state", lambda *a, **k: pytest.fail("built the model"))
+    with pytest.raises(ValueError, match=r"num_samples=10,000,000,000,000 needs over 1280000.0 GB to draw, the host has "
+                       r".* available: pass under [\d,]+ \(a lower bound"):
+        sample_posterior(evaluated_run, np.zeros(2), num_samples=10**13)
+
+
+def test_check_draw_fits_names_the_largest_bound():
+    check_draw_fits(1000, 4, available=128_000)  # 1000 x 4 dims x 4 bytes x 8 copies: fits exactly
+    with pytest.raises(ValueError, match=r"num_samples=1,001 needs over .* pass under 1,000 \(a lower bound"):
+        check_draw_fits(1001, 4, available=128_000)
 
 
 def test_log_transform_refuses_non_positive_data():

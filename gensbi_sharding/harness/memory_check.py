@@ -23,7 +23,7 @@ from gensbi_sharding.harness.override_keys import schema_default
 from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
 from gensbi_sharding.harness.units import format_bytes
 
-__all__ = ["check_fits", "state_bytes_per_device", "host_available_bytes", "MOMENTS", "DATA_COPIES"]
+__all__ = ["check_fits", "check_draw_fits", "state_bytes_per_device", "host_available_bytes", "MOMENTS", "DATA_COPIES"]
 
 MOMENTS = 2  # AdamW's mu and nu, each shaped and placed like the parameters
 DATA_COPIES = 4  # the simulations on the host: as simulated, as NumPy float32, transformed, normalised
@@ -47,6 +47,21 @@ def host_available_bytes() -> int | None:
     except (OSError, ValueError):
         pass
     return min(found) if found else None
+
+
+def check_draw_fits(num_samples: int, dims: int, available: int | None = None) -> None:
+    """``ValueError`` if drawing ``num_samples`` posterior samples (theta and x: ``dims`` floats each) cannot fit.
+
+    A lower bound, 8 float32 copies per sample (noise, ODE state, midpoint, velocities, the kept rows), against
+    ``available`` bytes (default the host's); without it ``sample.py --num-samples 3000000000`` built the model,
+    then ended in NumPy's or XLA's out-of-memory traceback.
+    """
+    available, per_sample = host_available_bytes() if available is None else available, 8 * 4 * dims
+    if available is not None and num_samples * per_sample > available:
+        raise ValueError(f"num_samples={num_samples:,} needs over {format_bytes(num_samples * per_sample)} to draw, "
+                         f"the host has {format_bytes(available)} available: pass under {available // per_sample:,} "
+                         "(a lower bound: fewer still for a wide model), or draw in parts with different seeds and "
+                         "concatenate them")
 
 
 def _traced_bytes(cfg: DictConfig, hparams: dict, mesh: Any, rule: Any, dims: tuple[int, int]) -> tuple[int, int]:

@@ -177,6 +177,7 @@ def sample_posterior(run_dir: str | os.PathLike, x_o: Any, *, num_samples: int |
     from omegaconf import OmegaConf, open_dict
 
     from gensbi_sharding.harness.held_out import effective_shards
+    from gensbi_sharding.harness.memory_check import check_draw_fits
     from gensbi_sharding.harness.simulation_data import NORMALIZATION
     from gensbi_sharding.harness.tasks import TASKS
 
@@ -195,6 +196,7 @@ def sample_posterior(run_dir: str | os.PathLike, x_o: Any, *, num_samples: int |
     for what, value, minimum in (("num_samples", num_samples, 1), ("seed", seed, 0), ("ode_steps", ode_steps, 1)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
             raise ValueError(f"{what}={value!r} must be an integer >= {minimum}")
+    check_draw_fits(int(num_samples), dim_theta + dim_x)
     shards = effective_shards(saved, info)
     if shards is not None:  # its held-out pairs as saved: early stopping's best weights are kept, not started afresh
         with open_dict(cfg):
