@@ -95,6 +95,20 @@ def test_log_transform_refuses_non_positive_data():
     assert x_o.dtype == np.float32 and x_o.tolist() == [1.0, 2.0, 3.0]
 
 
+@pytest.mark.parametrize("x_o", [np.array([0.1 + 2j, -0.2]), np.array(["0.1", "0.2"]), [[1.0, 2.0], [3.0]]])
+def test_complex_or_text_values_are_refused_not_converted(tmp_path, x_o):
+    # was: complex lost its imaginary part (NumPy's ComplexWarning only), strings were parsed as floats
+    with pytest.raises(ValueError, match=r"is not an array of real numbers: give a \(dim_x,\) vector of floats"):
+        load_observation(x_o)
+    assert load_observation(np.array([1, 0], np.int64)).tolist() == [1.0, 0.0]
+
+
+def test_the_run_folder_given_as_observation_names_the_order(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"observation file '.*' is a folder \(.*\), not a .npy file: the "
+                       r"order is sample.py <run folder> <x_o.npy>"):
+        load_observation(tmp_path)
+
+
 def test_a_missing_observation_file_is_named_before_the_run_folder_is_read(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"observation file '.*nope.npy' does not exist .*numpy.save"):
         sample_posterior(tmp_path / "no_run", tmp_path / "nope.npy")

@@ -41,10 +41,12 @@ def load_observation(x_o: Any) -> np.ndarray:
     """
     if isinstance(x_o, (str, os.PathLike)):
         path = Path(x_o).expanduser()
+        if path.is_dir():  # e.g. the two arguments swapped: the run folder where x_o.npy goes
+            raise FileNotFoundError(f"observation file {os.fspath(x_o)!r} is a folder ({path.absolute()}), not a .npy "
+                                    "file: the order is sample.py <run folder> <x_o.npy>")
         if not path.is_file():
-            raise FileNotFoundError(f"observation file {os.fspath(x_o)!r} does not exist"
-                                    f"{' (it is a folder)' if path.is_dir() else ''} (resolved to {path.absolute()}); "
-                                    "save your observation with numpy.save('x_o.npy', x_o) and pass that file")
+            raise FileNotFoundError(f"observation file {os.fspath(x_o)!r} does not exist (resolved to {path.absolute()}"
+                                    "); save your observation with numpy.save('x_o.npy', x_o) and pass that file")
         with open(path, "rb") as f:
             head = f.read(6)
         if head != b"\x93NUMPY" and head[:2] != b"PK":  # numpy's own error for text: 'pickled data', misleading
@@ -60,10 +62,12 @@ def load_observation(x_o: Any) -> np.ndarray:
         if not isinstance(x_o, np.ndarray):  # a .npz archive
             raise ValueError(f"observation file {path} holds several arrays ({', '.join(x_o.files)}); save the "
                              "one observation with numpy.save('x_o.npy', x_o)")
-    try:
-        return np.asarray(x_o, dtype=np.float64)
+    try:  # complex: float64 would drop the imaginary part (a warning only); text would be parsed silently
+        if np.asarray(x_o).dtype.kind in "biuf":
+            return np.asarray(x_o, dtype=np.float64)
     except (TypeError, ValueError):
-        raise ValueError(f"x_o={x_o!r} is not an array of numbers: give a (dim_x,) vector of floats") from None
+        pass
+    raise ValueError(f"x_o={x_o!r} is not an array of real numbers: give a (dim_x,) vector of floats")
 
 
 def check_observation(x_o: np.ndarray, *, dim_x: int, x_transform: str, task: str) -> np.ndarray:
