@@ -187,3 +187,21 @@ def test_cli_keeps_an_output_another_process_wrote_while_sampling(tmp_path, monk
     out.unlink()
     assert main([str(tmp_path), str(tmp_path / "x_o.npy")]) == 0
     assert np.load(out)["samples"].tolist() == [[1.0, 1.0]] * 3
+
+
+def test_cli_ctrl_c_while_sampling_ends_at_once(tmp_path, monkeypatch):
+    # Python's SIGINT handler runs only when XLA's draw returns: sample.py --num-samples 3000000 ignored Ctrl-C
+    # for minutes. While sampling the kernel's default ends it; nothing is written until the draw is done.
+    import signal
+
+    seen = []
+
+    def sampling(*args, details, **kwargs):
+        seen.append(signal.getsignal(signal.SIGINT))
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(own_observation, "sample_posterior", sampling)
+    before = signal.getsignal(signal.SIGINT)
+    assert main([str(tmp_path), str(tmp_path / "x_o.npy")]) == 1
+    assert seen == [signal.SIG_DFL] and signal.getsignal(signal.SIGINT) is before
+    assert list(tmp_path.iterdir()) == []

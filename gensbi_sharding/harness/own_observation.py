@@ -1,14 +1,10 @@
 """Sample a trained run's posterior at your own observation: ``sample_posterior(run_dir, x_o)``, or
-``python sample.py <run folder> <x_o.npy>``.
-
-What a user of simulation-based inference wants in the end: the amortised posterior trained once, then
-samples of theta given the measured x_o. The run's evaluation scores sbibm's observations 1..10; this
+``python sample.py <run folder> <x_o.npy>``. The run's evaluation scores sbibm's observations 1..10; this
 draws at any x_o, with exactly what that evaluation draws with: the run's saved config builds the model,
 its checkpoint restores weights, EMA and best weights by the resume path (``harness.state.build_state``),
 the z-score statistics saved with the checkpoint standardise x_o, and the draws go through the prior's
 bijection, or are rejected outside the prior's support (``harness.posterior``). Nothing is simulated and
 no C2ST is computed (there is no reference). Every check of the input comes before JAX or the model.
-
 The sbibm observation k scored by the run was drawn with ``seed`` = the run's seed + k: the same seed,
 ``num_samples`` and ``ode_steps`` here give the samples of its ``posterior_samples*.npz``.
 """
@@ -18,6 +14,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -279,14 +276,17 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(message)s")  # Orbax's and absl's info lines: not ours
     log.setLevel(logging.INFO)
     details: dict = {}
+    # Ctrl-C ends it at once (Python's handler would wait for XLA's whole draw); nothing is written before it ends
+    previous = signal.signal(signal.SIGINT, signal.SIG_DFL)
     try:
         samples = sample_posterior(args.run_dir, obs, num_samples=args.num_samples, seed=args.seed,
                                    ode_steps=args.ode_steps, details=details)
     except (FileNotFoundError, ValueError, RuntimeError) as err:
         print(f"[ERROR] {err}", file=sys.stderr, flush=True)
         return 1
+    finally:
+        signal.signal(signal.SIGINT, previous)
     from gensbi_sharding.harness.outputs import write_npz
-
     try:  # a second sample.py to the same --out may have written it while this one sampled: it is kept
         write_npz(out, exclusive=True, samples=samples, observation=details["observation"], seed=details["seed"],
                   ode_steps=details["ode_steps"], step=details["step"], checkpoint=details["checkpoint"],
