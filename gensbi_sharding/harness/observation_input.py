@@ -1,0 +1,84 @@
+"""Your own observation x_o as ``sample.py`` takes it: read from a ``.npy`` file (``load_observation``) and checked
+against the run's task (``check_observation``), each refusal naming the value and the fix, before JAX or the model.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["load_observation", "check_observation"]
+
+
+def load_observation(x_o: Any) -> np.ndarray:
+    """``x_o`` as a float array: an array as given, or a path to a ``.npy`` file read with ``numpy.load``.
+
+    Raises
+    ------
+    FileNotFoundError
+        A path that does not exist, or is a folder.
+    ValueError
+        A file numpy cannot read as one numeric array, or values that are not numbers.
+    """
+    if isinstance(x_o, (str, os.PathLike)):
+        path = Path(x_o).expanduser()
+        if path.is_dir():  # e.g. the two arguments swapped: the run folder where x_o.npy goes
+            raise FileNotFoundError(f"observation file {os.fspath(x_o)!r} is a folder ({path.absolute()}), not a .npy "
+                                    "file: the order is sample.py <run folder> <x_o.npy>")
+        if not path.is_file():
+            raise FileNotFoundError(f"observation file {os.fspath(x_o)!r} does not exist (resolved to {path.absolute()}"
+                                    "); save your observation with numpy.save('x_o.npy', x_o) and pass that file")
+        with open(path, "rb") as f:
+            head = f.read(6)
+        if head != b"\x93NUMPY" and head[:2] != b"PK":  # numpy's own error for text: 'pickled data', misleading
+            delimiter = ", delimiter=','" if path.suffix.lower() == ".csv" else ""
+            raise ValueError(f"observation file {path} is not a .npy file (text? a .npy starts with \\x93NUMPY); "
+                             f"convert it once: python -c \"import numpy as np; np.save('x_o.npy', "
+                             f"np.loadtxt('{path}'{delimiter}))\" and pass x_o.npy")
+        try:
+            x_o = np.load(path, allow_pickle=False)
+        except (ValueError, OSError) as err:
+            raise ValueError(f"observation file {path} is not a .npy array numpy can read ({err}); save your "
+                             "observation with numpy.save('x_o.npy', x_o)") from None
+        if not isinstance(x_o, np.ndarray):  # a .npz archive
+            raise ValueError(f"observation file {path} holds several arrays ({', '.join(x_o.files)}); save the "
+                             "one observation with numpy.save('x_o.npy', x_o)")
+    try:  # complex: float64 would drop the imaginary part (a warning only); text would be parsed silently
+        if np.asarray(x_o).dtype.kind in "biuf":
+            return np.asarray(x_o, dtype=np.float64)
+    except (TypeError, ValueError):
+        pass
+    raise ValueError(f"x_o={x_o!r} is not an array of real numbers: give a (dim_x,) vector of floats")
+
+
+def check_observation(x_o: np.ndarray, *, dim_x: int, x_transform: str, task: str) -> np.ndarray:
+    """``x_o`` as a float32 (dim_x,) vector, or ``ValueError`` naming the value and the fix.
+
+    Accepts (dim_x,) and (1, dim_x); refuses other shapes, NaN or inf, and values outside the
+    domain of the run's ``data.x_transform`` (log: every value > 0).
+    """
+    shape = x_o.shape
+    if x_o.ndim == 2 and shape[0] == 1:
+        x_o = x_o[0]
+    if x_o.ndim == 2 and shape[1] == dim_x:
+        raise ValueError(f"x_o has shape {shape}: {shape[0]} observations, but a posterior is drawn at one; "
+                         f"pass one row, x_o[i] (shape ({dim_x},)), per call")
+    if x_o.ndim != 1 or x_o.size != dim_x:
+        raise ValueError(f"x_o has shape {shape}, but the run's task {task!r} has dim_x={dim_x}: give a "
+                         f"({dim_x},) vector or a (1, {dim_x}) row")
+    if not np.all(np.isfinite(x_o)):
+        bad = np.flatnonzero(~np.isfinite(x_o)).tolist()
+        raise ValueError(f"x_o holds non-finite values at index {bad} ({x_o[bad].tolist()}): the posterior cannot "
+                         "be conditioned on NaN or inf; give finite data")
+    if x_transform == "log" and np.any(x_o <= 0):
+        bad = np.flatnonzero(x_o <= 0).tolist()
+        raise ValueError(f"x_o[{bad[0]}] = {x_o[bad[0]]:g} (indices {bad} are <= 0), but the run was trained with "
+                         "data.x_transform=log, which needs every value > 0: its posterior cannot be conditioned on "
+                         "the log of it; give positive data, or train a run with data.x_transform=none")
+    if np.any(np.abs(x_o) > np.finfo(np.float32).max):
+        raise ValueError(f"x_o holds values beyond float32's range ({float(np.abs(x_o).max()):g}); give finite "
+                         "float32 data")
+    return x_o.astype(np.float32)
