@@ -205,3 +205,28 @@ def test_cli_ctrl_c_while_sampling_ends_at_once(tmp_path, monkeypatch):
     assert main([str(tmp_path), str(tmp_path / "x_o.npy")]) == 1
     assert seen == [signal.SIG_DFL] and signal.getsignal(signal.SIGINT) is before
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.slow  # samples the trained run's checkpoint
+def test_a_checkpoint_deleted_while_read_is_replaced_by_the_newest(evaluated_run, tmp_path, monkeypatch):
+    # A run still training deletes its older steps as it saves (was: '[Errno 2] No such file or directory').
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(evaluated_run, run)
+    (step,) = [p for p in (run / "checkpoints").iterdir() if p.name.isdigit()]
+    shutil.copytree(step, run / "checkpoints" / str(int(step.name) + 1))  # the newest, about to be deleted
+    read, real = [], own_observation._draw
+
+    def deleted_while_read(cfg, step_dir, *args, **kwargs):
+        read.append(step_dir.name)
+        if len(read) == 1:
+            shutil.rmtree(step_dir)
+            raise FileNotFoundError(f"[Errno 2] No such file or directory: '{step_dir}'")
+        return real(cfg, step_dir, *args, **kwargs)
+
+    monkeypatch.setattr(own_observation, "_draw", deleted_while_read)
+    details = {}
+    samples = sample_posterior(run, np.zeros(2), num_samples=4, details=details)
+    assert read == [str(int(step.name) + 1), step.name] and details["step"] == int(step.name)
+    assert samples.shape == (4, 2)

@@ -26,6 +26,7 @@ from gensbi_sharding.harness.observation_input import check_observation, load_ob
 __all__ = ["sample_posterior", "load_observation", "main"]
 
 log = logging.getLogger("gensbi_sharding")
+RETRIES = 3  # newest checkpoints picked again after one was deleted while read (a run still training)
 
 
 def _run_checkpoint(run_dir: Any) -> tuple[Path, dict, dict]:
@@ -134,8 +135,21 @@ def sample_posterior(run_dir: str | os.PathLike, x_o: Any, *, num_samples: int |
         with open_dict(cfg):
             cfg.data.shards = shards
 
-    samples, acceptance = _draw(cfg, step_dir, statistics, x_o, dim_theta=dim_theta, dim_x=dim_x,
-                                num_samples=int(num_samples), seed=int(seed), ode_steps=int(ode_steps), mesh=mesh)
+    for attempt in range(RETRIES + 1):
+        try:
+            samples, acceptance = _draw(cfg, step_dir, statistics, x_o, dim_theta=dim_theta, dim_x=dim_x,
+                                        num_samples=int(num_samples), seed=int(seed), ode_steps=int(ode_steps),
+                                        mesh=mesh)
+            break
+        except FileNotFoundError:
+            # A run still training deletes its older steps as it saves (train.keep): the one picked may go
+            # while read (was: '[Errno 2] No such file or directory: <run>/checkpoints/2150'). Pick the newest again.
+            newest = _run_checkpoint(run_dir)[0] if attempt < RETRIES else step_dir
+            if newest == step_dir:
+                raise
+            log.warning("checkpoint %s was deleted while read (its run is still training): sampling its newest, %s",
+                        step_dir, newest)
+            step_dir = newest
     if details is not None:
         details.update(checkpoint=str(step_dir), step=int(step_dir.name), seed=int(seed), ode_steps=int(ode_steps),
                        task=cfg.data.name, acceptance=acceptance, observation=x_o)
