@@ -336,6 +336,7 @@ def test_restore_onto_one_device_without_a_mesh(saved_run):
     assert len(restored.key.sharding.device_set) == 1
 
 
+@pytest.mark.slow  # an end-to-end run (resume, a stop, or processes)
 def test_harness_resumes_a_mesh_run_with_mesh_none(tmp_path, devices):
     """``train.resume=<run> mesh=none``: a state saved on a (4, 2) mesh under "tensor" goes to one device."""
     from faults_helpers import compose_tiny

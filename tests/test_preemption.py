@@ -85,6 +85,7 @@ def usr1_at_3(tmp_path_factory, devices):
                            resumed_losses=_losses(out), stopped_copy=stopped_copy, stopped_copy_2=stopped_copy_2)
 
 
+@pytest.mark.slow  # an end-to-end run (resume, a stop, or processes)
 def test_signal_checkpoints_at_the_next_step_and_auto_resume_continues_exactly(usr1_at_3, reference):
     out, stopped, after_stop = usr1_at_3.out, usr1_at_3.stopped, usr1_at_3.after_stop
     assert stopped["status"] == "preempted" and stopped["stopped_at_step"] == 3
@@ -262,6 +263,7 @@ def test_the_final_checkpoint_tells_the_best_step_metrics_json_does(tmp_path, ca
     np.testing.assert_allclose(again["final_val_loss"], first["final_val_loss"], rtol=1e-6, atol=0)
 
 
+@pytest.mark.slow  # an end-to-end run (resume, a stop, or processes)
 def test_ctrl_c_names_the_folder_to_continue_in(tmp_path, monkeypatch, caplog, reference):
     # Was "continue with the same command plus train.resume=auto": without hydra.run.dir that command
     # starts in a new timestamped folder, from scratch.
@@ -292,6 +294,7 @@ def test_ctrl_c_names_the_folder_to_continue_in(tmp_path, monkeypatch, caplog, r
     np.testing.assert_allclose(_losses(out), reference, rtol=1e-6, atol=0)  # the whole curve, as uninterrupted
 
 
+@pytest.mark.slow  # an end-to-end run (resume, a stop, or processes)
 def test_ctrl_c_checkpoints_at_the_next_step_and_auto_resume_continues_exactly(tmp_path, monkeypatch, reference):
     # Was: Ctrl-C raised KeyboardInterrupt wherever the run was and saved nothing (train.checkpoint_every=0):
     # train.resume=auto then started from step 0. Now it stops as a preemption does, as "interrupted".
@@ -760,6 +763,7 @@ def test_a_sweep_rerun_with_its_values_reordered_never_continues_another_jobs_ch
 
 # ------------------------------------------------------------------ real signals to launch.py
 
+@pytest.mark.slow  # an end-to-end run (resume, a stop, or processes)
 def test_a_completed_run_names_the_command_that_trains_it_further(tmp_path, reference_run):
     # Was: "choose another hydra.run.dir", and a new folder with train.resume=auto starts from step 0,
     # whose hint named the folder just refused. train.resume=<the run> into a new folder continues it.
@@ -1168,6 +1172,7 @@ def _second_process_lock(folder):
     assert proc.returncode == 0, proc.stderr
 
 
+@pytest.mark.slow  # an end-to-end run (resume, a stop, or processes)
 def test_a_mistyped_resume_path_can_be_corrected_in_the_same_folder(tmp_path, reference_run):
     # Was: the corrected train.resume=<run> was refused ("rerun with train.resume=auto"), and
     # train.resume=auto then started from scratch, ignoring the intended checkpoint.
@@ -1192,6 +1197,7 @@ def val4_source(tmp_path_factory, devices):
     return source
 
 
+@pytest.mark.slow  # an end-to-end run (resume, a stop, or processes)
 def test_resuming_on_other_held_out_pairs_starts_early_stopping_afresh(tmp_path, caplog, val4_source):
     # Was: the checkpoint's best validation loss, measured on other pairs, was kept and compared with
     # this run's: never beaten, the old weights were sampled after all the new training.
@@ -1211,6 +1217,7 @@ def test_resuming_on_other_held_out_pairs_starts_early_stopping_afresh(tmp_path,
     assert [step for step, _ in same["val_history"]] == [4, 8, 12]  # same pairs: the history continues
 
 
+@pytest.mark.slow  # an end-to-end run (resume, a stop, or processes)
 def test_resuming_compares_the_effective_data_shards_not_the_written_value(tmp_path, caplog, val4_source):
     # Was: data.shards=null (one shard per process: 1 here) against data.shards=1 counted as other held-out
     # pairs, and the checkpoint's early stopping was thrown away; across process counts null == null hid a
@@ -1380,6 +1387,7 @@ def test_a_continued_run_keeps_the_training_figures_of_the_attempts_that_trained
     assert [elsewhere[k] for k in ("compile_s", "median_step_s", "samples_per_s", "final_train_loss")] == [None] * 4
 
 
+@pytest.mark.slow  # an end-to-end run (resume, a stop, or processes)
 def test_an_attempt_refused_before_it_restored_records_no_resume_point(usr1_at_3):
     # Was: an attempt refused after its checkpoint was found (train.steps below the checkpoint's step, another
     # task) recorded resumed_from_step 3 and resumed_from, in its metrics.json and then in previous_attempts,

@@ -392,6 +392,7 @@ def test_resume_from_a_folder_that_saved_no_checkpoint_says_why_and_where_to_loo
                               "(a dry run saves none): start a new run without train.resume")
 
 
+@pytest.mark.slow  # an end-to-end run (resume, a stop, or processes)
 def test_a_finished_checkpoint_can_be_evaluated_again(tmp_path, devices):
     # Resuming a checkpoint at train.steps trains nothing and scores its best weights (e.g. with
     # other eval.* settings); one beyond train.steps names the train.steps that evaluates it.
@@ -429,6 +430,7 @@ def test_local_processes_that_do_not_split_the_devices_name_a_fix_that_runs(monk
     assert str(err.value).endswith(f"set distributed.local_processes=2 or {fix}")
 
 
+@pytest.mark.slow  # an end-to-end run (resume, a stop, or processes)
 def test_two_environment_device_counts_are_named_and_every_hint_leads_to_a_run(tmp_path, monkeypatch, devices):
     # Was circular: JAX_NUM_CPU_DEVICES=2 with XLA_FLAGS' 4 said "set devices.cpu_count=4"; that, "set 2"; and so on.
     monkeypatch.setenv("JAX_NUM_CPU_DEVICES", "2")
@@ -642,6 +644,7 @@ def test_an_unavailable_platform_in_a_fresh_process_is_named_before_jax_starts()
     assert proc.stdout.splitlines() == [f"ConfigError {PLATFORM_GPU}", "cpu 2"], proc.stderr[-2000:]
 
 
+@pytest.mark.slow  # an end-to-end run (resume, a stop, or processes)
 def test_a_resume_before_the_first_validation_says_so(tmp_path, devices, caplog):
     # The checkpoint at step 4 came before any validation (val_every=100): the console said
     # "early stopping: best step None, 0 validation(s)", Python's None shown to the user.
@@ -668,6 +671,7 @@ def _as_hydra_job(monkeypatch, out, task, mode=None):
     HydraConfig.instance().set_config(hydra)
 
 
+@pytest.mark.slow  # an end-to-end run (resume, a stop, or processes)
 def test_local_processes_killed_from_outside_name_their_last_checkpoint_and_the_command_that_continues(
         tmp_path, monkeypatch, caplog):
     # Was: process 1 killed (SIGKILL, e.g. the OOM killer) after checkpoint 300: metrics.json said only

@@ -273,6 +273,7 @@ def test_ctrl_c_says_what_the_stopped_job_keeps(sbibm, tmp_path, monkeypatch, ca
     assert stop.value.code == 130 and capsys.readouterr().err.splitlines()[0] == said
 
 
+@pytest.mark.slow  # an end-to-end run (resume, a stop, or processes)
 def test_a_job_keeping_no_checkpoint_killed_after_the_grace_is_said_to_start_again(sbibm, tmp_path, capsys):
     from sbibm_jobs import launch
 
@@ -347,6 +348,7 @@ def test_a_signal_to_the_runner_reaches_its_job(sbibm, tmp_path):
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL  # the runner's own handler is back
 
 
+@pytest.mark.slow  # an end-to-end run (resume, a stop, or processes)
 def test_a_job_that_does_not_stop_after_the_signal_is_killed_after_the_grace(sbibm, tmp_path, capsys):
     # Was: waited for without a bound: `timeout 300 sbibm.py run ...` ran on for 5 more minutes (a job compiling
     # when its SIGTERM came, which looked at it only at its next step).

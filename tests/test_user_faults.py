@@ -632,6 +632,7 @@ def test_an_observation_beyond_the_task_is_refused_naming_the_range():
     validate(compose_tiny("data.num_observation=10"))
 
 
+@pytest.mark.slow  # an end-to-end run (resume, a stop, or processes)
 def test_eval_observations_winning_over_num_observation_is_said_in_one_line(tmp_path, devices, caplog):
     # Was: eval.observations=[2] data.num_observation=3 scored only 2 without a word.
     import logging
