@@ -196,6 +196,7 @@ def test_a_dry_run_for_a_wider_model_axis_than_the_devices_names_the_device_coun
         "(divisors of 8: [1, 2, 4, 8])")
 
 
+@pytest.mark.slow  # an end-to-end run (a training or dry run, or processes)
 def test_listed_devices_that_do_not_split_into_the_model_axis_name_the_list_that_keeps_it(tmp_path, devices):
     # Was only "set mesh.model_axis=3": the axis chosen on purpose (tensor over 4) given up for one that splits
     # nothing of width 32; dropping two of the listed devices keeps it.

@@ -164,6 +164,7 @@ def test_checkpoint_restores_onto_another_mesh_and_rule(tmp_path):
     assert kernel.sharding.is_equivalent_to(jax.sharding.NamedSharding(new_mesh, jax.sharding.PartitionSpec("data", None)), 2)
 
 
+@pytest.mark.slow  # an end-to-end run (a training or dry run, or processes)
 def test_dry_run_reports_memory_and_collectives():
     register_configs()
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):

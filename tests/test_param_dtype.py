@@ -143,6 +143,7 @@ def test_simformer_float16_compute_still_trains_on_cpu(tmp_path):
     assert metrics["status"] == "ok", metrics.get("error")
 
 
+@pytest.mark.slow  # an end-to-end run (a training or dry run, or processes)
 def test_flux1_settings_without_effect_are_named(tmp_path, caplog):
     model = compose_tiny("model=flux1", "model.val_emb_dim=4", "model.id_emb_dim=4").model
     assert ignored_settings(model) == (

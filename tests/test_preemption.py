@@ -339,6 +339,7 @@ def test_a_second_ctrl_c_stops_at_once(tmp_path, monkeypatch, devices):
     assert len(_losses(out)) == 3  # the curve of the steps run
 
 
+@pytest.mark.slow  # an end-to-end run (a training or dry run, or processes)
 @pytest.mark.parametrize("where, saved", [("save", 4), ("close", 8), ("train", 4), ("finalizer", 5)])
 def test_a_second_ctrl_c_records_the_newest_committed_checkpoint(tmp_path, monkeypatch, caplog, devices, where, saved):
     # Was: two Ctrl-C 50 ms apart, the second while checkpoint 4800 was saved or committed, printed Orbax's "[ERROR]

@@ -66,6 +66,7 @@ def test_a_non_finite_state_never_displaces_a_finite_checkpoint(tmp_path, device
                if jnp.issubdtype(leaf.dtype, jnp.inexact))
 
 
+@pytest.mark.slow  # an end-to-end run (a training or dry run, or processes)
 def test_divergence_names_the_last_finite_checkpoint(tmp_path, devices):
     out = tmp_path / "run"
     metrics = run_tiny(out, "train.learning_rate=1e25", "train.checkpoint_every=1", "train.keep=2")
@@ -127,6 +128,7 @@ def test_conflicting_device_counts_stop_the_run_naming_both(tmp_path, monkeypatc
 
 # ------------------------------------------------------------------ case 7: the coordinator
 
+@pytest.mark.slow  # an end-to-end run (a training or dry run, or processes)
 def test_unreachable_coordinator_is_a_recorded_error_naming_it(tmp_path, devices):
     address = f"127.0.0.1:{_free_port()}"  # nobody listens there
     metrics = run_tiny(tmp_path / "run", "distributed.mode=explicit", f"distributed.coordinator_address={address}",
@@ -725,6 +727,7 @@ def test_local_processes_killed_from_outside_name_their_last_checkpoint_and_the_
     assert record["config"]["distributed"]["local_processes"] == 2 and record["config"]["train"]["steps"] == 8
 
 
+@pytest.mark.slow  # an end-to-end run (a training or dry run, or processes)
 @pytest.mark.parametrize("signum, status", [(signal.SIGTERM, "preempted"), (signal.SIGINT, "interrupted")])
 def test_a_stop_while_the_local_processes_start_up_is_a_stop_not_a_death(tmp_path, monkeypatch, signum, status):
     # Was, for Ctrl-C (or SLURM's SIGTERM) a few seconds after `launch.py distributed=local`: "process 0 of 2
@@ -752,6 +755,7 @@ def test_a_stop_while_the_local_processes_start_up_is_a_stop_not_a_death(tmp_pat
         f"continue with: python launch.py distributed=local train.resume=auto hydra.run.dir={out}")
 
 
+@pytest.mark.slow  # an end-to-end run (a training or dry run, or processes)
 def test_the_run_bound_reached_while_the_local_processes_start_up_is_named_with_a_bound_they_can_start_within(
         tmp_path, monkeypatch):
     # Was, for distributed=local distributed.run_timeout_s=1: "preempted by SIGTERM while the processes were
@@ -811,6 +815,7 @@ def test_ctrl_c_of_a_local_processes_sweep_writes_its_summary_and_the_whole_swee
             f"rule=fsdp,tensor train.resume=auto hydra.sweep.dir={sweep}") in caplog.messages
 
 
+@pytest.mark.slow  # an end-to-end run (a training or dry run, or processes)
 def test_the_run_bound_says_on_the_console_to_raise_it_when_continuing(tmp_path, monkeypatch, caplog):
     # Was: only metrics.json said "raise distributed.run_timeout_s for the rest"; the console showed the
     # processes' "continue with: ... distributed.run_timeout_s=30 ...", which stops every attempt at 30 s again.

@@ -346,6 +346,7 @@ def test_in_a_log_file_the_error_that_ends_training_has_a_line_of_its_own(tmp_pa
     assert any(line.startswith("train:   0%|          | 0/40 ") for line in text.splitlines()), text[-2000:]
 
 
+@pytest.mark.slow  # an end-to-end run (a training or dry run, or processes)
 def test_a_diverged_run_names_its_learning_rate_and_one_to_try(tmp_path, devices):
     # Was: "training diverged: mean loss nan over steps 1..4; lower train.learning_rate or check the data; no finite
     # checkpoint was saved before it", naming neither the value that diverged nor a value to try.

@@ -688,6 +688,7 @@ def test_an_untraceable_constructor_is_refused_where_it_must_be_traced(tmp_path,
     assert "\n" not in metrics["error"]
 
 
+@pytest.mark.slow  # an end-to-end run (a training or dry run, or processes)
 @pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="Linux /proc only")
 def test_shard_model_benchmark_reports_its_peak_in_mb_not_mib():
     """Its "peak (MB)" column divided /proc's KiB by 1024 (MiB, 4.9 % less), beside a model size in MB."""
