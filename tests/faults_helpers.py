@@ -120,3 +120,26 @@ def patch_task(monkeypatch, bad_rows: dict[int, float], observation=None) -> lis
     monkeypatch.setattr(sbibm_jax, "get_task", get_task)
     monkeypatch.setattr(data, "simulate", simulate)
     return made
+
+
+def local_process_commands(monkeypatch, run_dir: Path) -> list[list[str]]:
+    """The commands ``distributed=local`` starts its 2 processes with, each replaced by a process that ends at
+    once (only its command is checked)."""
+    import subprocess
+    import sys
+
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness import local_cluster
+
+    started, real_popen = [], subprocess.Popen
+
+    def record(command, env, pass_fds, stderr=None):
+        started.append(command)
+        return real_popen([sys.executable, "-c", "pass"], stderr=stderr)
+
+    monkeypatch.setattr(local_cluster.subprocess, "Popen", record)
+    cfg = OmegaConf.create({"distributed": {"local_processes": 2, "run_timeout_s": 60, "heartbeat_s": 1},
+                            "devices": {"cpu_count": 8}})
+    local_cluster.run_local_processes(cfg, run_dir)
+    return started

@@ -42,16 +42,9 @@ def running(monkeypatch, tmp_path):
 def test_local_processes_get_the_config_dir_and_name(monkeypatch, running):
     from gensbi_sharding.harness import local_cluster
 
-    started, real_popen = [], subprocess.Popen
+    from faults_helpers import local_process_commands
 
-    def record(command, env, pass_fds, stderr=None):  # a process that ends at once: only its command is checked
-        started.append(command)
-        return real_popen([sys.executable, "-c", "pass"], stderr=stderr)
-
-    monkeypatch.setattr(local_cluster.subprocess, "Popen", record)
-    cfg = OmegaConf.create({"distributed": {"local_processes": 2, "run_timeout_s": 60, "heartbeat_s": 1},
-                            "devices": {"cpu_count": 8}})
-    local_cluster.run_local_processes(cfg, running)
+    started = local_process_commands(monkeypatch, running)
     flags = [f"--config-dir={running / 'my_conf'}", "--config-name=my"]
     assert len(started) == 2 and all(c[2:6] == [*flags, "experiment=quick", "distributed=local"] for c in started)
 

@@ -478,15 +478,8 @@ def test_local_processes_get_the_search_path_of_a_preset_of_ones_own(monkeypatch
     hydra.hydra.overrides.hydra = [SEARCH, "hydra.sweep.subdir=${hydra.job.num}"]
     monkeypatch.setattr(HydraConfig.instance(), "cfg", None)
     HydraConfig.instance().set_config(hydra)
-    started, real_popen = [], subprocess.Popen
+    from faults_helpers import local_process_commands
 
-    def record(command, env, pass_fds, stderr=None):  # a process that ends at once: only its command is checked
-        started.append(command)
-        return real_popen([sys.executable, "-c", "pass"], stderr=stderr)
-
-    monkeypatch.setattr(local_cluster.subprocess, "Popen", record)
-    cfg = OmegaConf.create({"distributed": {"local_processes": 2, "run_timeout_s": 60, "heartbeat_s": 1},
-                            "devices": {"cpu_count": 8}})
-    local_cluster.run_local_processes(cfg, tmp_path)
+    started = local_process_commands(monkeypatch, tmp_path)
     assert len(started) == 2 and all(command[2:5] == [SEARCH, "model=my_flux1", "distributed=local"]
                                      for command in started), started
