@@ -33,7 +33,6 @@ way save a checkpoint first. sbibm's numbers come from
 
 from __future__ import annotations
 
-import io
 import os
 import shlex
 import shutil
@@ -41,8 +40,6 @@ import sys
 import time
 from argparse import SUPPRESS
 from pathlib import Path
-
-import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 # The package of this checkout, as the launch.py it starts imports (its folder comes first on its path),
@@ -53,16 +50,17 @@ sys.path.append(str(REPO / "benchmarks"))
 
 from gensbi_sharding.harness.override_grammar import hydra_value  # noqa: E402 (after the path above)
 from cli_args import HelpFormatter, new_parser, one_of, positive_int  # noqa: E402
-from sbibm_checks import extra_problem, read_published, read_scores  # noqa: E402
-from sbibm_method import (AMORTISED, Method, cell_of, job_method, margin_arg, method_from_args, method_of,  # noqa: E402
-                          region_arg, rounds_arg, sequential_problem)
+from sbibm_checks import extra_problem, read_published  # noqa: E402
+from sbibm_method import (Method, job_method, margin_arg, method_from_args, region_arg, rounds_arg,  # noqa: E402
+                          sequential_problem)
 # OUTPUTS, row_order: sbibm.py's names before they moved, kept for its readers
 from sbibm_tables import (BUDGETS, OUTPUTS, TASKS, parse_results, read_results_file, results_text,  # noqa: E402, F401
                           row_name, row_order, write_tables)
 from sbibm_tables import settings_note as note_of  # noqa: E402
-from sbibm_jobs import (ASKED, JobsStopped, asked_observations, failure, job_status, launch,  # noqa: E402
-                        other_settings, read_asked, record_asked, running_in, scores_problem,
-                        sweep_never_started)
+from sbibm_jobs import (ASKED, JobsStopped, failure, job_status, launch, other_settings, read_asked,  # noqa: E402
+                        record_asked, running_in, scores_problem, sweep_never_started)
+from sbibm_collect import collect, row_settings  # noqa: E402
+from sbibm_plot import plot  # noqa: E402
 PUBLISHED = REPO / "benchmarks" / "sbibm_published.csv"
 
 
@@ -149,104 +147,6 @@ def run(root: Path, tasks: list[str], budgets: list[int], extra: list[str], grac
     return failed
 
 
-def collect(folders: list[Path], jobs: dict | None = None,
-            left_out: dict | None = None) -> dict[tuple, list[dict]]:
-    """``{cell: [per-observation rows]}`` from every job folder under ``folders`` (and each
-    cell's job folder into ``jobs``, and ``{cell: why in a few words}`` of each job left out
-    into ``left_out``, when given). A cell is ``(task, budget)`` for an amortised job and
-    ``(task, budget, method label)`` for a sequential one (``sbibm_method.cell_of``): its own row.
-
-    Only jobs whose ``metrics.json`` says ``status: ok`` and whose ``c2st.csv`` holds a C2ST for
-    each observation its config asked count; every other job is named on stderr with why: one still
-    running, one that failed or was preempted or interrupted (during evaluation it has scored some
-    observations only, which would read as a finished row), one that scored nothing, or one whose
-    ``c2st.csv`` is damaged. Two jobs of one (task, budget) are refused, naming both: one table row
-    averages one training run (the same observation twice would count it twice; different
-    observations would mix two runs, or two settings, in one row).
-    """
-    from omegaconf import OmegaConf
-
-    cells: dict[tuple, list[dict]] = {}
-    seen: dict[tuple, Path] = {}
-    owner: dict[tuple, Path] = {}
-    counted: set[Path] = set()
-    for folder in folders:
-        for config in sorted(folder.rglob(".hydra/config.yaml")):
-            job = config.parent.parent
-            scores = job / "c2st.csv"
-            # A job run moved aside (<task>_<budget>.failed-<time>) inside the folder given is superseded; one
-            # given itself is looked at (every job in it was skipped, and the table said only "no finished job").
-            if ".failed-" in str(job.relative_to(folder)) or job.resolve() in counted:  # or given twice
-                continue
-            counted.add(job.resolve())
-            busy = running_in(job)
-            status = job_status(job / "metrics.json")
-            method, unread = job_method(job)
-            if busy:
-                why, short = f"still running: {busy.split(': two runs')[0]}; run table again once it has ended", \
-                    "still running"
-            elif status != "ok":
-                then = ("continue it with its overrides plus train.resume=auto hydra.run.dir=<that folder>, or rerun it"
-                        if not (method and method.sequential) else  # its rounds keep no checkpoint
-                        "sbibm.py run with its --rounds, --region and --margin starts it again")
-                why = f"status {status}, so its C2ST covers only the observations scored before it stopped, if any; {then}"
-                short = f"status {status.split(' (')[0]}"
-            else:
-                why = scores_problem(job)
-                short = "damaged c2st.csv" if scores.is_file() else "no C2ST"
-            try:
-                cfg = OmegaConf.load(config)
-                cell = (str(cfg.data.name), int(cfg.data.num_simulations))
-            except Exception as err:  # noqa: BLE001 (YAML's, OmegaConf's or int's error): which row is unknown
-                print(f"left out {job}: {why + '; ' if why else ''}its {config} does not say its task and budget "
-                      f"({type(err).__name__}: {' '.join(str(err).split())[:200]})", file=sys.stderr)
-                continue
-            if unread:  # which row it belongs to is unknown: counted in none
-                print(f"left out {job}: {unread}", file=sys.stderr)
-                continue
-            cell = cell_of(*cell, method.label)
-            if why:
-                print(f"left out {job}: {why}", file=sys.stderr)
-                if left_out is not None:  # its row says so, not only stderr: a missing row reads as never run
-                    left_out.setdefault(cell, short)
-                continue
-            rows = read_scores(scores, asked_observations(job))[0]
-            for r in rows:
-                other = seen.setdefault((*cell, int(r["observation"])), job)
-                if other != job:
-                    raise SystemExit(f"{row_name(cell)}, observation {r['observation']}, is scored "
-                                     f"by two jobs, {other} and {job}: one table row averages one run; pass the "
-                                     "folders of one run per (task, budget)")
-            other = owner.setdefault(cell, job)
-            if other != job:
-                raise SystemExit(f"{row_name(cell)} is scored by two jobs, {other} and {job} "
-                                 "(other observations): one table row averages one training run; pass the folders "
-                                 "of one run per (task, budget)")
-            cells.setdefault(cell, []).extend(rows)
-    if jobs is not None:
-        jobs.update(owner)
-    return cells
-
-
-def row_settings(jobs: dict[tuple, Path]) -> dict[tuple, str]:
-    """``{cell: the settings its job ran with beyond the preset, task and budget}`` (``none``: the preset
-    alone; ``unknown ...`` when its ``.hydra/overrides.yaml`` cannot be read), as ``sbibm_results.csv`` keeps them."""
-    from gensbi_sharding.harness.sweep_plan import job_configuration
-    from omegaconf import OmegaConf
-
-    own = {"experiment", "data", "data.num_simulations"}
-    found = {}
-    for cell, job in jobs.items():
-        recorded = job / ".hydra" / "overrides.yaml"
-        try:
-            ran = job_configuration([str(o) for o in OmegaConf.load(recorded)]) if recorded.is_file() else None
-        except Exception:  # noqa: BLE001 (YAML's or Hydra's error): which settings it ran with is unknown
-            ran = None
-        found[cell] = ("unknown (no readable .hydra/overrides.yaml)" if ran is None else
-                       " ".join(f"{k}={v}" for k, v in sorted(ran.items()) if k not in own) or "none")
-    return found
-
-
 def settings_note(jobs: dict[tuple, Path]) -> str | None:
     """The line under the table naming the settings of the rows of ``jobs`` (``sbibm_tables.settings_note``)."""
     return note_of(row_settings(jobs))
@@ -297,61 +197,6 @@ def _published_for_table() -> tuple[dict, str]:
     """sbibm's numbers and where they come from, as the table's last line names them."""
     paper, source = published()
     return paper, f"{source} ({PUBLISHED.relative_to(REPO)})"
-
-
-def plot(cells: dict, paper: dict, left_out: dict | None = None) -> bytes:
-    """The PNG of one panel per task, C2ST against the simulation budget, as in sbibm's figure; a budget whose job
-    is ``left_out`` (``{cell: why}``) is named in its panel, not just missing from it; each sequential method's
-    points are their own series (diamonds), beside the amortised ones, named in that panel's legend."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(13, 6.2))
-    FigureCanvasAgg(fig)
-    axes = fig.subplots(2, 4, sharey=True).ravel()
-    for ax, task in zip(axes, TASKS):
-        for label, key, style in (("sbibm NPE", "npe", dict(color="C0", marker="s")),
-                                  ("sbibm best", "best", dict(color="0.5", marker="^", linestyle="--"))):
-            means = [float(paper[(task, b)][f"{key}_mean"]) for b in BUDGETS]
-            sds = [float(paper[(task, b)][f"{key}_sd"]) for b in BUDGETS]
-            ax.errorbar(BUDGETS, means, yerr=sds, label=label, capsize=3, **style)
-        methods = sorted({method_of(cell) for cell in cells if cell[0] == task}, key=lambda m: (m != AMORTISED, m))
-        for n, method in enumerate(methods):
-            ours = sorted((cell[1], np.array([float(r["c2st"]) for r in rows])) for cell, rows in cells.items()
-                          if cell[0] == task and method_of(cell) == method)
-            style = (dict(color="k", marker="o", label="this harness (flow matching)") if method == AMORTISED else
-                     dict(color=f"C{2 + n}", marker="D", linestyle="none",
-                          label=f"sequential, {Method.from_label(method).short}"))
-            ax.errorbar([b for b, _ in ours], [v.mean() for _, v in ours],
-                        yerr=[v.std(ddof=1) if len(v) > 1 else 0.0 for _, v in ours], capsize=3, linewidth=2, **style)
-            for b, v in ours:  # the title's "10 observations" is not this point's: say how many it averages
-                if len(v) != 10:
-                    ax.annotate(f"{len(v)} obs.", (b, v.mean()), xytext=(6, 4), textcoords="offset points",
-                                fontsize="x-small")
-        if ax is not axes[0] and any(m != AMORTISED for m in methods):  # axes[0]'s legend names the others
-            ax.legend(handles=ax.get_legend_handles_labels()[0][-sum(m != AMORTISED for m in methods):],
-                      loc="upper right", fontsize="x-small").set_in_layout(False)  # the panels keep their size
-        gaps = [f"{cell[1]:,}{'' if len(cell) == 2 else ', sequential ' + Method.from_label(method_of(cell)).short}"
-                f": not counted ({why})"
-                for cell, why in sorted((left_out or {}).items()) if cell[0] == task]
-        if gaps:
-            ax.text(0.03, 0.03, "\n".join(gaps), transform=ax.transAxes, fontsize="x-small", color="C3")
-        ax.set_xscale("log")
-        ax.set_xticks(BUDGETS, ["10³", "10⁴", "10⁵"])
-        ax.set_ylim(0.48, 1.02)
-        ax.axhline(0.5, color="0.8", linewidth=0.8, zorder=0)
-        ax.set_title(task, fontsize="medium")
-    for ax in axes[4:]:
-        ax.set_xlabel("simulation budget")
-    for ax in axes[::4]:
-        ax.set_ylabel("C2ST")
-    axes[0].legend(loc="upper right", fontsize="small")
-    fig.suptitle("C2ST against the simulation budget: mean +- sd over the 10 observations, unless marked "
-                 "(0.5 = indistinguishable from the reference posterior)", fontsize="medium")
-    fig.tight_layout()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=90)
-    return buffer.getvalue()
 
 
 def main(argv: list[str] | None = None) -> None:

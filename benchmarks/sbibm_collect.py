@@ -1,0 +1,109 @@
+"""Which jobs the sbibm table counts (``collect``) and the settings each ran with (``row_settings``)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from sbibm_checks import read_scores
+from sbibm_jobs import asked_observations, job_status, running_in, scores_problem
+from sbibm_method import cell_of, job_method
+from sbibm_tables import row_name
+
+
+def collect(folders: list[Path], jobs: dict | None = None,
+            left_out: dict | None = None) -> dict[tuple, list[dict]]:
+    """``{cell: [per-observation rows]}`` from every job folder under ``folders`` (and each
+    cell's job folder into ``jobs``, and ``{cell: why in a few words}`` of each job left out
+    into ``left_out``, when given). A cell is ``(task, budget)`` for an amortised job and
+    ``(task, budget, method label)`` for a sequential one (``sbibm_method.cell_of``): its own row.
+
+    Only jobs whose ``metrics.json`` says ``status: ok`` and whose ``c2st.csv`` holds a C2ST for
+    each observation its config asked count; every other job is named on stderr with why: one still
+    running, one that failed or was preempted or interrupted (during evaluation it has scored some
+    observations only, which would read as a finished row), one that scored nothing, or one whose
+    ``c2st.csv`` is damaged. Two jobs of one (task, budget) are refused, naming both: one table row
+    averages one training run (the same observation twice would count it twice; different
+    observations would mix two runs, or two settings, in one row).
+    """
+    from omegaconf import OmegaConf
+
+    cells: dict[tuple, list[dict]] = {}
+    seen: dict[tuple, Path] = {}
+    owner: dict[tuple, Path] = {}
+    counted: set[Path] = set()
+    for folder in folders:
+        for config in sorted(folder.rglob(".hydra/config.yaml")):
+            job = config.parent.parent
+            scores = job / "c2st.csv"
+            # A job run moved aside (<task>_<budget>.failed-<time>) inside the folder given is superseded; one
+            # given itself is looked at (every job in it was skipped, and the table said only "no finished job").
+            if ".failed-" in str(job.relative_to(folder)) or job.resolve() in counted:  # or given twice
+                continue
+            counted.add(job.resolve())
+            busy = running_in(job)
+            status = job_status(job / "metrics.json")
+            method, unread = job_method(job)
+            if busy:
+                why, short = f"still running: {busy.split(': two runs')[0]}; run table again once it has ended", \
+                    "still running"
+            elif status != "ok":
+                then = ("continue it with its overrides plus train.resume=auto hydra.run.dir=<that folder>, or rerun it"
+                        if not (method and method.sequential) else  # its rounds keep no checkpoint
+                        "sbibm.py run with its --rounds, --region and --margin starts it again")
+                why = f"status {status}, so its C2ST covers only the observations scored before it stopped, if any; {then}"
+                short = f"status {status.split(' (')[0]}"
+            else:
+                why = scores_problem(job)
+                short = "damaged c2st.csv" if scores.is_file() else "no C2ST"
+            try:
+                cfg = OmegaConf.load(config)
+                cell = (str(cfg.data.name), int(cfg.data.num_simulations))
+            except Exception as err:  # noqa: BLE001 (YAML's, OmegaConf's or int's error): which row is unknown
+                print(f"left out {job}: {why + '; ' if why else ''}its {config} does not say its task and budget "
+                      f"({type(err).__name__}: {' '.join(str(err).split())[:200]})", file=sys.stderr)
+                continue
+            if unread:  # which row it belongs to is unknown: counted in none
+                print(f"left out {job}: {unread}", file=sys.stderr)
+                continue
+            cell = cell_of(*cell, method.label)
+            if why:
+                print(f"left out {job}: {why}", file=sys.stderr)
+                if left_out is not None:  # its row says so, not only stderr: a missing row reads as never run
+                    left_out.setdefault(cell, short)
+                continue
+            rows = read_scores(scores, asked_observations(job))[0]
+            for r in rows:
+                other = seen.setdefault((*cell, int(r["observation"])), job)
+                if other != job:
+                    raise SystemExit(f"{row_name(cell)}, observation {r['observation']}, is scored "
+                                     f"by two jobs, {other} and {job}: one table row averages one run; pass the "
+                                     "folders of one run per (task, budget)")
+            other = owner.setdefault(cell, job)
+            if other != job:
+                raise SystemExit(f"{row_name(cell)} is scored by two jobs, {other} and {job} "
+                                 "(other observations): one table row averages one training run; pass the folders "
+                                 "of one run per (task, budget)")
+            cells.setdefault(cell, []).extend(rows)
+    if jobs is not None:
+        jobs.update(owner)
+    return cells
+
+
+def row_settings(jobs: dict[tuple, Path]) -> dict[tuple, str]:
+    """``{cell: the settings its job ran with beyond the preset, task and budget}`` (``none``: the preset
+    alone; ``unknown ...`` when its ``.hydra/overrides.yaml`` cannot be read), as ``sbibm_results.csv`` keeps them."""
+    from gensbi_sharding.harness.sweep_plan import job_configuration
+    from omegaconf import OmegaConf
+
+    own = {"experiment", "data", "data.num_simulations"}
+    found = {}
+    for cell, job in jobs.items():
+        recorded = job / ".hydra" / "overrides.yaml"
+        try:
+            ran = job_configuration([str(o) for o in OmegaConf.load(recorded)]) if recorded.is_file() else None
+        except Exception:  # noqa: BLE001 (YAML's or Hydra's error): which settings it ran with is unknown
+            ran = None
+        found[cell] = ("unknown (no readable .hydra/overrides.yaml)" if ran is None else
+                       " ".join(f"{k}={v}" for k, v in sorted(ran.items()) if k not in own) or "none")
+    return found
