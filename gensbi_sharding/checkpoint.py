@@ -20,10 +20,10 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from gensbi_sharding.checkpoint_save import CheckpointWriter
 from gensbi_sharding.checkpoint_steps import (CHECKPOINT_SUBDIR, committed_steps, find_checkpoint, flat_by_path,
-                                              is_prng_key, is_variable, item_handlers, nest_by_path, path_key)
+                                              is_variable, item_handlers, nest_by_path, path_key)
 from gensbi_sharding.rules import Rule, RuleTable
-from gensbi_sharding.nodes import (abstract_state, array_leaves, check_node, is_node, is_scalar, node_state,
-                                   placed_dtype, prefix_holding, spec_misfit, trace_factory, value_leaves)
+from gensbi_sharding.nodes import (abstract_state, array_leaves, check_node, is_node, is_prng_key, is_scalar,
+                                   node_state, placed_dtype, prefix_holding, spec_misfit, trace_factory, value_leaves)
 from gensbi_sharding.sharding import plan_shardings
 
 __all__ = ["CHECKPOINT_SUBDIR", "CheckpointWriter", "Restored", "abstract_state_for",

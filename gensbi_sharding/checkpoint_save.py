@@ -1,8 +1,7 @@
 """Save the train state as an Orbax checkpoint: every N steps, the last K kept, never a non-finite one.
 
 Items per step (``checkpoint_steps.ITEMS``): arrays (train state by "a/b/c" name, RNG key data), meta (format,
-step, key types, the caller's ``info``), config. Imported through ``gensbi_sharding.checkpoint``.
-"""
+step, key types, the caller's ``info``), config. Imported through ``gensbi_sharding.checkpoint``."""
 
 from __future__ import annotations
 
@@ -20,9 +19,10 @@ import orbax.checkpoint as ocp
 
 from gensbi_sharding.batch import check_placeable
 from gensbi_sharding.checkpoint_steps import (CHECKPOINT_SUBDIR, ITEMS, as_path, committed_steps, flat_by_path,
-                                              is_prng_key, item_handlers, nest_by_path)
+                                              item_handlers, nest_by_path)
 from gensbi_sharding.checkpoint_lock import finish_and_unlock, lock_directory, unlock, watch_exit
-from gensbi_sharding.nodes import check_value_leaves, is_int, is_node, is_scalar, node_state, non_node_part
+from gensbi_sharding.nodes import (check_value_leaves, is_int, is_node, is_prng_key, is_scalar, node_state,
+                                   non_node_part)
 
 __all__ = ["CheckpointWriter"]
 

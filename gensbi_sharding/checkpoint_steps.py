@@ -4,7 +4,6 @@ Complete: listed by ``CheckpointManager.all_steps()``, holding every item of ``I
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 from collections import Counter
@@ -15,12 +14,12 @@ from typing import Any
 import jax
 import numpy as np
 import orbax.checkpoint as ocp
-from flax import nnx
+from flax import nnx, traverse_util
 
-from gensbi_sharding.nodes import is_prng_key, value_leaves  # is_prng_key: checkpoint_save's too
+from gensbi_sharding.nodes import value_leaves
 
 __all__ = ["CHECKPOINT_SUBDIR", "ITEMS", "as_path", "committed_steps", "find_checkpoint", "item_handlers",
-           "is_variable", "path_key", "flat_by_path", "nest_by_path", "is_prng_key"]
+           "is_variable", "path_key", "flat_by_path", "nest_by_path"]
 
 #: Folder of a run directory that holds its checkpoints.
 CHECKPOINT_SUBDIR = "checkpoints"
@@ -99,20 +98,16 @@ def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None 
 
 
 def item_handlers(saving: bool = False) -> dict[str, Any]:
-    """One Orbax handler per item of ``ITEMS``: a pytree of arrays, then JSON for ``meta`` and ``config``."""
-    arrays = ocp.PyTreeCheckpointHandler(type_handler_registry=_leaf_handlers()) if saving \
-        else ocp.StandardCheckpointHandler()
+    """One Orbax handler per item of ``ITEMS``: a pytree of arrays, then JSON for ``meta`` and ``config``. Saving
+    registers scalars (``np.bool_`` is no ``np.number``) and, on CPU, no replica-parallel saving (it only compiled a
+    program per device)."""
+    arrays = ocp.StandardCheckpointHandler()
+    if saving:
+        th, parallel = ocp.type_handlers, None if jax.default_backend() != "cpu" else False  # None: Orbax's default
+        arrays = ocp.PyTreeCheckpointHandler(type_handler_registry=th.create_type_handler_registry(
+            *((kind, th.ScalarHandler()) for kind in (int, float, complex, np.number, np.bool_)),
+            (np.ndarray, th.NumpyHandler()), (jax.Array, th.ArrayHandler(use_replica_parallel=parallel))))
     return dict(zip(ITEMS, (arrays, ocp.JsonCheckpointHandler(), ocp.JsonCheckpointHandler())))
-
-
-def _leaf_handlers() -> Any:
-    """Orbax's leaf handlers; no replica-parallel saving on CPU, where it only compiles a program per device."""
-    th, parallel = ocp.type_handlers, None if jax.default_backend() != "cpu" else False  # None: Orbax's default
-    return th.create_type_handler_registry(
-        (int, th.ScalarHandler()), (float, th.ScalarHandler()), (complex, th.ScalarHandler()),
-        (np.number, th.ScalarHandler()),
-        (np.bool_, th.ScalarHandler()),  # not an np.number: registered itself
-        (np.ndarray, th.NumpyHandler()), (jax.Array, th.ArrayHandler(use_replica_parallel=parallel)))
 
 
 def is_variable(x: Any) -> bool:
@@ -145,11 +140,7 @@ def flat_by_path(tree: Any) -> dict[str, Any]:
 
 def nest_by_path(flat: Mapping[str, Any]) -> dict:
     """Nest ``{"a/b/c": leaf}`` into ``{"a": {"b": {"c": leaf}}}`` (what Orbax stores), inverting ``flat_by_path``."""
-    out: dict = {}
-    for name, leaf in flat.items():
-        *parents, last = name.split("/")
-        functools.reduce(lambda node, part: node.setdefault(part, {}), parents, out)[last] = leaf
-    return out
+    return traverse_util.unflatten_dict(dict(flat), sep="/")
 
 
 def _step_folders(directory: str | os.PathLike) -> dict[int, bool]:
