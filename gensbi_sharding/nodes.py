@@ -1,25 +1,18 @@
 """Helpers every library module shares: node checks, "a/b/c" path keys, abstract states, int/array/mesh checks.
-They import nothing from the package, so every module may import them without a cycle."""
+They import nothing from the package, so every module may import them without a cycle; every name without a
+leading ``_`` is theirs to use (no ``__all__``)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
-
-import math
 
 import flax.errors
 import jax
 import numpy as np
 from flax import nnx
 from jax.sharding import AbstractMesh, Mesh, PartitionSpec
-
-__all__ = ["is_int", "is_array", "is_scalar", "is_prng_key", "path_name", "check_mesh", "mesh_label", "is_node",
-           "check_node", "node_state", "array_variables", "check_plan_fits", "abstract_state", "placed_dtype",
-           "is_array_like", "array_leaves", "value_leaves", "leaf_paths", "shape_of", "keep_scalars", "trace_factory",
-           "check_value_leaves", "listing", "mesh_axes_of", "prefix_holding", "spec_misfit", "build_unplaced",
-           "non_node_part"]
-
 
 def is_int(x: Any) -> bool:
     """Python and NumPy integers, not ``bool``."""
@@ -140,7 +133,7 @@ def mesh_label(mesh: Any) -> str:
 def is_node(node: Any, inner: bool = False) -> bool:
     """Whether ``node`` is an NNX node: a graph node, ``nnx.State``, or a non-empty tuple, list or dict of them; an
     ``nnx.Variable`` only in one (``inner``): alone its path is "", on which reports and init raised IndexError."""
-    if isinstance(node, nnx.Variable) or nnx.graph.is_graph_node(node) or isinstance(node, nnx.State):
+    if nnx.graph.is_graph_node(node) or isinstance(node, nnx.State):  # a Variable is a graph node too
         return inner or not isinstance(node, nnx.Variable)
     items = list(node.values() if isinstance(node, dict) else node if isinstance(node, (tuple, list)) else ())
     return bool(items) and all(is_node(item, inner=True) for item in items)
@@ -206,7 +199,8 @@ def prefix_holding(names: Sequence[str], paths: Iterable[str]) -> str | None:
 
 def check_plan_fits(plan: Any, node: Any, caller: str) -> list[tuple[str, Any]]:
     """``array_variables(node)``; ``ValueError`` naming the variables ``plan`` lacks or planned at another shape
-    (nothing may move unplanned), ``TypeError`` for a ``plan`` or ``node`` of another type."""
+    (nothing may move unplanned), or one a hand-built spec cannot split (JAX's error named no variable, or came only
+    at compiling); ``TypeError`` for a ``plan`` or ``node`` of another type."""
     if not (hasattr(plan, "specs") and hasattr(plan, "shapes")):
         raise TypeError(f"{caller} takes a Plan (plan_shardings(node, mesh, rule)), got {type(plan).__name__} "
                         f"{plan!r:.60}; to place by a rule at once: shard_model(node, mesh, rule)")
@@ -217,6 +211,11 @@ def check_plan_fits(plan: Any, node: Any, caller: str) -> list[tuple[str, Any]]:
     reshaped = [f"{path} is {shape_of(var.get_value())}, planned {planned[path]}" for path, var in variables
                 if planned.get(path) is not None and shape_of(var.get_value()) != tuple(planned[path])]
     if not (missing or reshaped):
+        misfit = next(((key, why) for key, var in variables for a in array_leaves(var.get_value())
+                       if (why := spec_misfit(plan.specs[key], a.shape, plan.mesh))), None)
+        if misfit is not None:
+            raise ValueError(f"{caller}: the plan splits {misfit[0]} as {plan.specs[misfit[0]]}, but {misfit[1]}; "
+                             "plan it with plan_shardings(node, mesh, rule), whose specs fit, or fix that spec")
         return variables
     mine = {path for path, _ in variables}
     parts = [f"{len(missing)} of the node's {len(variables)} array variable(s) are not in the plan ({listing(missing)}; the "

@@ -19,7 +19,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from gensbi_sharding.batch import check_placeable
 from gensbi_sharding.nodes import (abstract_state, array_leaves, array_variables, check_mesh, check_node,
                                    check_plan_fits, is_array, is_array_like, is_int, is_node, leaf_paths, listing,
-                                   non_node_part, path_name, shape_of, spec_misfit)
+                                   non_node_part, path_name, shape_of)
 from gensbi_sharding.rules import (RULES, ExperimentalRuleWarning, Rule, RuleTable, ShardingFallbackWarning, axes,
                                    logical_axes_of, partition_spec_for, partitioned, resolve_rule)
 
@@ -133,7 +133,7 @@ class Plan:
         ----------
         node : NNX node
         """
-        _check_specs_fit(self, check_plan_fits(self, node, "Plan.abstract_state"), "Plan.abstract_state")
+        check_plan_fits(self, node, "Plan.abstract_state")
         return abstract_state(node, lambda path, value: self.sharding(path) if path in self.specs else None)
 
 
@@ -195,7 +195,6 @@ def place(node: Any, plan: Plan) -> None:
         raise ValueError(f"place / shard_model got {traced} as a traced array: it places a model outside jax.jit "
                          "and nnx.jit (its arrays keep their shardings through the step): place it before the step "
                          "function; inside one, pin activations with constrain(x, names, partition_axis)")
-    _check_specs_fit(plan, variables, "place")
     for key, var in variables:  # before anything moves
         for leaf in array_leaves(var.get_value()):
             check_placeable(leaf, f"place / shard_model: {key} (shape {leaf.shape})")
@@ -212,16 +211,6 @@ def place(node: Any, plan: Plan) -> None:
             var.set_raw_value(jax.new_ref(placed))
         else:
             var.set_value(placed)
-
-
-def _check_specs_fit(plan: Plan, variables: list[tuple[str, Any]], caller: str) -> None:
-    """``ValueError`` naming the first variable a spec of ``plan`` (built by hand) cannot split: JAX's error named the
-    spec, not the variable, or (an abstract state) none came before compiling."""
-    misfit = next(((key, why) for key, var in variables for a in array_leaves(var.get_value())
-                   if (why := spec_misfit(plan.specs[key], a.shape, plan.mesh))), None)
-    if misfit is not None:
-        raise ValueError(f"{caller}: the plan splits {misfit[0]} as {plan.specs[misfit[0]]}, but {misfit[1]}; plan it "
-                         "with plan_shardings(node, mesh, rule), whose specs fit, or fix that spec")
 
 
 def shard_model(node: Any, mesh: Mesh | None, rule: str = "replicated") -> None:
