@@ -189,8 +189,10 @@ def _check_placed_under(model: Any, mesh: Mesh, rule: Rule) -> None:
     variables = {path_name(p): v for p, v in nnx.graph.iter_graph(model) if isinstance(v, nnx.Variable)}
     values = {path: v.get_value() for path, v in variables.items()}
 
-    def first_difference(plan: Plan) -> str | None:
-        return next((path for path in plan.specs if not placed_as(values[path], plan.sharding(path))), None)
+    def first_difference(plan: Plan) -> str | None:  # the first variable (an array of it) placed otherwise
+        return next((path for path in plan.specs for leaf in array_leaves(values[path])
+                     if getattr(leaf, "sharding", None) is None
+                     or not leaf.sharding.is_equivalent_to(plan.sharding(path), len(leaf.shape))), None)
 
     path = first_difference(plan := plan_shardings(model, mesh, rule))
     if path is not None:
@@ -283,13 +285,6 @@ def trace_digest(jaxpr: Any, constants: dict[str, Any]) -> tuple:
         return c.shape, str(c.dtype), hashlib.sha1(np.ascontiguousarray(c)).hexdigest()
     return ([str(eqn) for eqn in jaxpr.jaxpr.eqns], [digest(c) for c in jaxpr.consts],
             sorted((name, [digest(c) for c in jax.tree.leaves(value)]) for name, value in constants.items()))
-
-
-def placed_as(value: Any, sharding: jax.sharding.Sharding) -> bool:
-    """Whether every array of ``value`` (abstract too) has a sharding equivalent to ``sharding``."""
-    leaves = array_leaves(value)
-    return bool(leaves) and all(getattr(leaf, "sharding", None) is not None
-                                and leaf.sharding.is_equivalent_to(sharding, len(leaf.shape)) for leaf in leaves)
 
 
 def eval_shape_off_mesh(build: Callable[[], Any]) -> Any:
