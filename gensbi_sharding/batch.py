@@ -5,7 +5,6 @@ Without a mesh, inputs come back as they are."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -176,7 +175,7 @@ def shard_batch(batch: Any, mesh: Mesh | None) -> Any:
         other leaves kept.
     mesh : jax.sharding.Mesh or None
     """
-    return _split_leading(batch, mesh, "batch")
+    return _put_leaves(batch, mesh, "batch", split=True)
 
 
 def shard_sample_init(x_init: Any, mesh: Mesh | None) -> Any:
@@ -188,7 +187,7 @@ def shard_sample_init(x_init: Any, mesh: Mesh | None) -> Any:
     x_init : jax.Array or numpy.ndarray or pytree of them, shape ``(N, ...)``
     mesh : jax.sharding.Mesh or None
     """
-    return _split_leading(x_init, mesh, "sampler initial state")
+    return _put_leaves(x_init, mesh, "sampler initial state", split=True)
 
 
 def replicate(tree: Any, mesh: Mesh | None) -> Any:
@@ -201,40 +200,35 @@ def replicate(tree: Any, mesh: Mesh | None) -> Any:
         ``jax.Array`` (committed elsewhere too), ``numpy.ndarray`` or ``jax.ShapeDtypeStruct`` leaves.
     mesh : jax.sharding.Mesh or None
     """
-    return _put_leaves(tree, mesh, lambda leaf: P(), "replicate")
+    return _put_leaves(tree, mesh, "replicate", split=False)
 
 
-def _split_leading(tree: Any, mesh: Mesh | None, what: str) -> Any:
-    check_mesh(mesh)  # the mesh's TypeError first, then the rows, before anything is placed
-    if mesh is not None:
+def _put_leaves(tree: Any, mesh: Mesh | None, what: str, split: bool) -> Any:
+    """All checks (the mesh's, then the rows'), then the placing: leading axes ``split`` over the batch axes."""
+    check_mesh(mesh)
+    if mesh is None:
+        return tree
+    if split:
         check_same_rows(tree, what)
+    check_numeric_leaves(tree, what)
+    divisor, rows = batch_size_divisor(mesh), P(batch_axes(mesh) or None)
 
-    def spec(leaf):
-        divisor = batch_size_divisor(mesh)
-        if leaf.ndim and leaf.shape[0] % divisor:
+    def sharding(leaf) -> NamedSharding:
+        if split and leaf.ndim and leaf.shape[0] % divisor:
             raise ValueError(f"{what} leaf of shape {leaf.shape} has leading size {leaf.shape[0]}, not divisible by "
                              f"the data-parallel size {divisor}; use {_nearest(leaf.shape[0], divisor)} rows "
                              f"(pad_for_mesh({leaf.shape[0]}, mesh) returns the rows to pad to and the real ones, "
                              f"{pad_for_mesh(leaf.shape[0], mesh)}: mask the padding out of a mean)")
-        return P(batch_axes(mesh) or None) if leaf.ndim else P()
+        return NamedSharding(mesh, rows if split and leaf.ndim else P())
 
-    return _put_leaves(tree, mesh, spec, what)
-
-
-def _put_leaves(tree: Any, mesh: Mesh | None, spec: Callable[[Any], P], what: str) -> Any:
-    check_mesh(mesh)
-    if mesh is None:
-        return tree
-    check_numeric_leaves(tree, what)
     leaves, treedef = jax.tree.flatten(tree)
     arrays = [leaf for leaf in leaves if is_array(leaf)]
     # One batched device_put: a single dispatch for the whole tree, not one per leaf.
-    placed = iter(jax.device_put(arrays, [NamedSharding(mesh, spec(leaf)) for leaf in arrays]))
+    placed = iter(jax.device_put(arrays, [sharding(leaf) for leaf in arrays]))
     # An abstract leaf (a dry run's batch, for jax.jit(step).lower) takes the sharding too, or it lowers replicated.
     return jax.tree.unflatten(treedef, [
-        next(placed) if is_array(leaf)
-        else leaf.update(sharding=NamedSharding(mesh, spec(leaf))) if isinstance(leaf, jax.ShapeDtypeStruct)
-        else leaf for leaf in leaves])
+        next(placed) if is_array(leaf) else leaf.update(sharding=sharding(leaf))
+        if isinstance(leaf, jax.ShapeDtypeStruct) else leaf for leaf in leaves])
 
 
 def _nearest(size: int, divisor: int) -> str:
