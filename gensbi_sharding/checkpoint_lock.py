@@ -41,10 +41,6 @@ _FIX = "call writer.close(), or save inside `with CheckpointWriter(...) as write
 def lock_directory(directory: Path) -> Lock:
     """``flock`` ``directory`` (created if missing) until ``unlock``.
 
-    Parameters
-    ----------
-    directory : pathlib.Path
-
     Returns
     -------
     Lock
@@ -75,12 +71,7 @@ def lock_directory(directory: Path) -> Lock:
 
 
 def unlock(lock: Lock) -> None:
-    """Release ``lock_directory``'s lock; in a forked child (which let it go at the fork) nothing.
-
-    Parameters
-    ----------
-    lock : Lock
-    """
+    """Release ``lock_directory``'s lock; in a forked child (which let it go at the fork) nothing."""
     if lock is not None and lock[2] == os.getpid():
         _HELD.pop(lock[1], None)
         os.close(lock[0])
