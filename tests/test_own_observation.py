@@ -230,3 +230,29 @@ def test_a_checkpoint_deleted_while_read_is_replaced_by_the_newest(evaluated_run
     samples = sample_posterior(run, np.zeros(2), num_samples=4, details=details)
     assert read == [str(int(step.name) + 1), step.name] and details["step"] == int(step.name)
     assert samples.shape == (4, 2)
+
+
+@pytest.mark.slow  # samples the trained run's checkpoint, on two meshes
+@pytest.mark.parametrize("model_axis", [1, 2])
+def test_sampling_on_a_mesh_draws_what_one_device_draws(evaluated_run, observation_1, caplog, model_axis):
+    # The mesh path had no test: the model placed by the run's rule on the mesh given, the draws split over it.
+    import logging
+
+    import gensbi_sharding as gs
+
+    one = sample_posterior(evaluated_run, observation_1, seed=1, num_samples=13)
+    caplog.set_level(logging.INFO, logger="gensbi_sharding")
+    caplog.clear()
+    details = {}
+    placed = sample_posterior(evaluated_run, observation_1, seed=1, num_samples=13, details=details,
+                              mesh=gs.make_mesh(model_axis=model_axis))
+    assert placed.shape == (13, 2) and placed.dtype == np.float32 and 0 < details["acceptance"] <= 1
+    np.testing.assert_allclose(placed, one, rtol=0, atol=1e-5)
+    # the run's own draws at observation 1 (seed 0 + 1), made on its 8-device mesh: the same stream's first rows
+    np.testing.assert_allclose(placed, np.load(evaluated_run / "posterior_samples.npz")["samples"][:13], atol=1e-4)
+    # read to sample, not resumed: was 'resumed from <checkpoint> at step 8 ...; early stopping: best step 8'
+    (line,) = [r.getMessage() for r in caplog.records if "checkpoint" in r.getMessage()]
+    shape = {"data": 8 // model_axis, "model": model_axis}
+    assert line == (f"sampling checkpoint {evaluated_run / 'checkpoints' / '8'} (step 8), placed by rule "
+                    f"'replicated' on mesh {shape}; the weights of its best validation (step 8)")
+    assert not any("resumed" in r.getMessage() or "afresh" in r.getMessage() for r in caplog.records)

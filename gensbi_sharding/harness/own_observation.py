@@ -179,7 +179,7 @@ def _draw(cfg: Any, step_dir: Path, statistics: dict, x_o: np.ndarray, *, dim_th
         x_transform=cfg.data.x_transform).with_statistics(statistics)
     rule_name, table = rule_table(cfg.rule)
     ts = build_state(cfg, dim_theta=dim_theta, dim_x=dim_x, mesh=mesh, rule_name=rule_name, table=table,
-                     resume_dir=step_dir)
+                     resume_dir=step_dir, sampling=True)
     functions, state = train.make_step_functions(ts.model, ts.optimizer, mesh, ema=ts.ema)
     if ts.early_stopping is not None and ts.early_stopping.history:  # as an evaluation of this checkpoint: the best
         state = ts.early_stopping.with_best(functions, state)

@@ -94,8 +94,12 @@ def builder(cfg: DictConfig, *, dim_theta: int, dim_x: int, partition_axis: Any)
 
 
 def build_state(cfg: DictConfig, *, dim_theta: int, dim_x: int, mesh: Any, rule_name: str,
-                table: dict, resume_dir: Path | None) -> TrainState:
-    """Build, place (and maybe restore) the model, its AdamW optimizer and the EMA of its weights."""
+                table: dict, resume_dir: Path | None, sampling: bool = False) -> TrainState:
+    """Build, place (and maybe restore) the model, its AdamW optimizer and the EMA of its weights.
+
+    ``sampling``: ``resume_dir`` is read only to sample its weights (``sample.py``), and the log says so, not
+    "resumed from" and "early stopping starts afresh" (training's words, and no training follows).
+    """
     import jax
 
     import gensbi_sharding as gs
@@ -124,7 +128,7 @@ def build_state(cfg: DictConfig, *, dim_theta: int, dim_x: int, mesh: Any, rule_
     state = TrainState(model, optimizer, plan, key, ema=ema, activation_axes=activation_axes_read(cfg, partition_axis))
     if resume_dir is not None:
         try:
-            _restore(state, resume_dir, mesh, rule, cfg)
+            _restore(state, resume_dir, mesh, rule, cfg, sampling)
         except ValueError as err:  # the saved variables do not fit: name the overrides that fit them
             raise ConfigError(f"{model_overrides(resume_dir, cfg.model)}{err}{launched_with(resume_dir)}") from None
     return state
@@ -162,7 +166,7 @@ def checkpoint_tree(state: Any, best: Any) -> dict:
     return {**{str(index): node for index, node in state.items()}, BEST: best}
 
 
-def _restore(state: TrainState, step_dir: Path, mesh: Any, rule: Any, cfg: DictConfig) -> None:
+def _restore(state: TrainState, step_dir: Path, mesh: Any, rule: Any, cfg: DictConfig, sampling: bool) -> None:
     import jax
     from flax import nnx
 
@@ -176,7 +180,7 @@ def _restore(state: TrainState, step_dir: Path, mesh: Any, rule: Any, cfg: DictC
     if scalars is not None:  # the best weights: the same target (shardings) as the weights they copy
         target = checkpoint_tree(train_state, train_state[state.sampled])
     restored = checkpoint.restore(step_dir, target, key_sharding=state.key.sharding)
-    if scalars is None:  # e.g. written by CheckpointWriter.save without info, or by an earlier version
+    if scalars is None and not sampling:  # e.g. written by CheckpointWriter.save without info, or an earlier version
         log.warning("early stopping starts afresh: the checkpoint %s holds no early-stopping state (best "
                     "weights, validation losses), so its weights count as the best so far", step_dir,
                     extra=EVERY_PROCESS)
@@ -187,15 +191,21 @@ def _restore(state: TrainState, step_dir: Path, mesh: Any, rule: Any, cfg: DictC
         changed = held_out_changes(restored.config, info, OmegaConf.to_container(cfg, resolve=True),
                                    jax.process_count())
         if changed:  # a best loss on other held-out pairs would never be beaten, or be beaten by chance
-            log.warning("early stopping starts afresh: the checkpoint's validation losses were measured on other "
-                        "held-out pairs or draws (%s)", ", ".join(changed), extra=EVERY_PROCESS)
+            log.warning("%s: the checkpoint's validation losses were measured on other held-out pairs or draws (%s)",
+                        "its newest weights are sampled, not its best" if sampling else "early stopping starts afresh",
+                        ", ".join(changed), extra=EVERY_PROCESS)
             scalars, state.val_afresh = None, True
         else:  # patience is the run's own setting (train_with_checkpoints sets it), not the checkpoint's
             state.early_stopping = EarlyStopping.resumed(patience=0, scalars=scalars, best_weights=best)
     nnx.update(state.nodes, restored.state)
     state.key, state.start_step = restored.key, restored.step
-    log.info("resumed from %s at step %d, placed by rule %r on %s%s", restored.path, restored.step, rule.name,
-             f"mesh {dict(mesh.shape)}" if mesh is not None else "one device (no mesh)",
-             "" if scalars is None else "; early stopping: " + (
-                 "no validation yet" if scalars["best_step"] is None else
-                 f"best step {scalars['best_step']}, {len(scalars['history'])} validation(s)"))
+    where = f"placed by rule {rule.name!r} on " + (f"mesh {dict(mesh.shape)}" if mesh is not None else
+                                                    "one device (no mesh)")
+    best_step = None if scalars is None else scalars["best_step"]
+    if sampling:  # what is sampled, as the run's evaluation samples it: the best weights where a validation ran
+        log.info("sampling checkpoint %s (step %d), %s; %s", restored.path, restored.step, where,
+                 "its newest weights" if best_step is None else f"the weights of its best validation (step {best_step})")
+        return
+    log.info("resumed from %s at step %d, %s%s", restored.path, restored.step, where, "" if scalars is None else
+             "; early stopping: " + ("no validation yet" if best_step is None else
+                                     f"best step {best_step}, {len(scalars['history'])} validation(s)"))
