@@ -256,3 +256,44 @@ def test_sampling_on_a_mesh_draws_what_one_device_draws(evaluated_run, observati
     assert line == (f"sampling checkpoint {evaluated_run / 'checkpoints' / '8'} (step 8), placed by rule "
                     f"'replicated' on mesh {shape}; the weights of its best validation (step 8)")
     assert not any("resumed" in r.getMessage() or "afresh" in r.getMessage() for r in caplog.records)
+
+
+@pytest.fixture
+def checkpoint_read(monkeypatch, tmp_path):
+    """A two_moons run's checkpoint as ``_run_checkpoint`` reads it (run config, z-score statistics); the model is
+    never built: a test reaching ``build_state`` fails."""
+    from gensbi_sharding.harness.simulation_data import NORMALIZATION
+
+    saved = {"data": {"name": "two_moons", "x_transform": "none", "shards": 1}, "model": {"name": "mlp"},
+             "eval": {"num_samples": 16, "ode_steps": 4}, "seed": 0}
+    stats = {"theta_mean": [0.0, 0.0], "theta_std": [1.0, 1.0], "x_mean": [0.0, 0.0], "x_std": [1.0, 1.0]}
+    monkeypatch.setattr(own_observation, "_run_checkpoint",
+                        lambda run_dir: (tmp_path / "checkpoints" / "8", saved, {NORMALIZATION: stats}))
+    monkeypatch.setattr(state, "build_state", lambda *a, **k: pytest.fail("built the model"))
+    np.save(tmp_path / "x_o.npy", np.zeros(2))
+    return tmp_path
+
+
+@pytest.mark.parametrize("flags, named", [
+    (["--num-samples", "0"], "--num-samples 0 must be an integer >= 1"),
+    (["--num-samples", "-3"], "--num-samples -3 must be an integer >= 1"),
+    (["--seed", "-1"], "--seed -1 must be an integer >= 0"),
+    # was accepted, and written as an object array that np.load refuses
+    (["--seed", str(2**64)], f"--seed {2**64} must be an integer >= 0 and <= 9,223,372,036,854,775,807"),
+    (["--ode-steps", "0"], "--ode-steps 0 must be an integer >= 1 and <= 2,147,483,647"),
+    (["--num-samples", str(10**13)], "--num-samples 10000000000000 needs over 1280000.0 GB to draw"),
+])
+def test_cli_names_an_out_of_range_flag_as_typed(checkpoint_read, capsys, flags, named):
+    # Was: 'num_samples=0 must be an integer >= 1', a keyword the command line never had.
+    assert main([str(checkpoint_read), str(checkpoint_read / "x_o.npy"), *flags]) == 1
+    err = capsys.readouterr().err
+    assert f"[ERROR] {named}" in err, err
+    assert not any(f"{word}=" in err for word in ("num_samples", "seed", "ode_steps"))
+    assert sorted(p.name for p in checkpoint_read.iterdir()) == ["x_o.npy"]  # nothing written
+
+
+def test_the_api_names_its_keywords(checkpoint_read):
+    with pytest.raises(ValueError, match=r"^seed=-1 must be an integer >= 0 and <= 9,223,372,036,854,775,807"):
+        sample_posterior(checkpoint_read, np.zeros(2), seed=-1)
+    with pytest.raises(ValueError, match=r"^ode_steps=0 must be an integer >= 1"):
+        sample_posterior(checkpoint_read, np.zeros(2), ode_steps=0)

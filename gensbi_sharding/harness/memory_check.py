@@ -49,16 +49,18 @@ def host_available_bytes() -> int | None:
     return min(found) if found else None
 
 
-def check_draw_fits(num_samples: int, dims: int, available: int | None = None) -> None:
+def check_draw_fits(num_samples: int, dims: int, available: int | None = None, setting: str | None = None) -> None:
     """``ValueError`` if drawing ``num_samples`` posterior samples (theta and x: ``dims`` floats each) cannot fit.
 
     A lower bound, 8 float32 copies per sample (noise, ODE state, midpoint, velocities, the kept rows), against
     ``available`` bytes (default the host's); without it ``sample.py --num-samples 3000000000`` built the model,
-    then ended in NumPy's or XLA's out-of-memory traceback.
+    then ended in NumPy's or XLA's out-of-memory traceback. ``setting``: how the message names the value as its
+    caller's user gave it (``--num-samples 3000000000``); default ``num_samples=3,000,000,000``.
     """
     available, per_sample = host_available_bytes() if available is None else available, 8 * 4 * dims
     if available is not None and num_samples * per_sample > available:
-        raise ValueError(f"num_samples={num_samples:,} needs over {format_bytes(num_samples * per_sample)} to draw, "
+        named = setting or f"num_samples={num_samples:,}"
+        raise ValueError(f"{named} needs over {format_bytes(num_samples * per_sample)} to draw, "
                          f"the host has {format_bytes(available)} available: pass under {available // per_sample:,} "
                          "(a lower bound: fewer still for a wide model), or draw in parts with different seeds and "
                          "concatenate them")

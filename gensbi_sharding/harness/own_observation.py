@@ -21,12 +21,20 @@ from typing import Any
 
 import numpy as np
 
+from gensbi_sharding.harness.config_values import INT32_MAX
 from gensbi_sharding.harness.observation_input import check_observation, load_observation
 
 __all__ = ["sample_posterior", "load_observation", "main"]
 
 log = logging.getLogger("gensbi_sharding")
 RETRIES = 3  # newest checkpoints picked again after one was deleted while read (a run still training)
+SEED_MAX = 2**63 - 1  # saved in the .npz as int64: beyond it numpy writes an object array np.load refuses
+BOUNDS = {"seed": " (the .npz stores it as a 64-bit integer)", "ode_steps": " (as a run's eval.ode_steps)"}
+
+
+def _named(what: str, value: Any, flags: bool) -> str:
+    """``num_samples=0`` (the keyword), or ``--num-samples 0`` (``sample.py``'s flag: what its user typed)."""
+    return f"--{what.replace('_', '-')} {value}" if flags else f"{what}={value!r}"
 
 
 def _run_checkpoint(run_dir: Any) -> tuple[Path, dict, dict]:
@@ -72,7 +80,7 @@ def _run_checkpoint(run_dir: Any) -> tuple[Path, dict, dict]:
 
 def sample_posterior(run_dir: str | os.PathLike, x_o: Any, *, num_samples: int | None = None,
                      seed: int | None = None, ode_steps: int | None = None, mesh: Any = None,
-                     details: dict | None = None) -> np.ndarray:
+                     details: dict | None = None, flags: bool = False) -> np.ndarray:
     """Posterior samples of theta at ``x_o`` from a finished (or stopped) run's newest checkpoint.
 
     Parameters
@@ -91,6 +99,9 @@ def sample_posterior(run_dir: str | os.PathLike, x_o: Any, *, num_samples: int |
         Filled with ``checkpoint`` (the step folder), ``step``, ``seed``, ``ode_steps``, ``task``,
         ``observation`` (x_o as conditioned on: float32 (dim_x,)) and ``acceptance`` (fraction of draws
         inside the prior's support).
+    flags : bool
+        Name ``num_samples``, ``seed`` and ``ode_steps`` in refusals as ``sample.py``'s flags (``--num-samples 0``),
+        the words its user typed, instead of as these keywords.
 
     Returns
     -------
@@ -126,10 +137,14 @@ def sample_posterior(run_dir: str | os.PathLike, x_o: Any, *, num_samples: int |
     num_samples = cfg.eval.num_samples if num_samples is None else num_samples
     seed = cfg.seed if seed is None else seed
     ode_steps = cfg.eval.ode_steps if ode_steps is None else ode_steps
-    for what, value, minimum in (("num_samples", num_samples, 1), ("seed", seed, 0), ("ode_steps", ode_steps, 1)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-            raise ValueError(f"{what}={value!r} must be an integer >= {minimum}")
-    check_draw_fits(int(num_samples), dim_theta + dim_x)
+    for what, value, minimum, maximum in (("num_samples", num_samples, 1, None), ("seed", seed, 0, SEED_MAX),
+                                          ("ode_steps", ode_steps, 1, INT32_MAX)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum or (
+                maximum is not None and value > maximum):
+            raise ValueError(f"{_named(what, value, flags)} must be an integer >= {minimum}"
+                             + (f" and <= {maximum:,}{BOUNDS[what]}" if maximum is not None else ""))
+    check_draw_fits(int(num_samples), dim_theta + dim_x, setting=_named("num_samples", num_samples, True) if flags
+                    else None)
     shards = effective_shards(saved, info)
     if shards is not None:  # its held-out pairs as saved: early stopping's best weights are kept, not started afresh
         with open_dict(cfg):
@@ -225,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     previous = signal.signal(signal.SIGINT, signal.SIG_DFL)
     try:
         samples = sample_posterior(args.run_dir, obs, num_samples=args.num_samples, seed=args.seed,
-                                   ode_steps=args.ode_steps, details=details)
+                                   ode_steps=args.ode_steps, details=details, flags=True)
     except (FileNotFoundError, ValueError, RuntimeError) as err:
         print(f"[ERROR] {err}", file=sys.stderr, flush=True)
         return 1
