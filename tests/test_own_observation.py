@@ -297,3 +297,24 @@ def test_the_api_names_its_keywords(checkpoint_read):
         sample_posterior(checkpoint_read, np.zeros(2), seed=-1)
     with pytest.raises(ValueError, match=r"^ode_steps=0 must be an integer >= 1"):
         sample_posterior(checkpoint_read, np.zeros(2), ode_steps=0)
+
+
+def _fake_draws(*args, details, **kwargs):
+    details.update(observation=np.zeros(2, np.float32), seed=0, ode_steps=2, step=5, checkpoint="c",
+                   task="two_moons", acceptance=1.0)
+    return np.ones((3, 2), np.float32)
+
+
+@pytest.mark.parametrize("given, written", [("mine", "mine.npz"), ("mine.npz", "mine.npz"), ("r.v2", "r.v2.npz"),
+                                            ("out", "out/x_o_posterior.npz")])
+def test_cli_out_is_the_file_written_and_printed(tmp_path, monkeypatch, capsys, given, written):
+    # Was: --out mine wrote 'mine' (no suffix; np.savez would write mine.npz), and a folder was refused as existing.
+    monkeypatch.setattr(own_observation, "sample_posterior", _fake_draws)
+    (tmp_path / "out").mkdir()
+    assert main([str(tmp_path), str(tmp_path / "x_o.npy"), "--out", str(tmp_path / given)]) == 0
+    assert capsys.readouterr().out.rstrip().endswith(f": {tmp_path / written}")
+    assert np.load(tmp_path / written)["samples"].shape == (3, 2)
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == sorted({"out", written})
+    with pytest.raises(SystemExit):  # the file it would write exists: refused, as typed
+        main([str(tmp_path), str(tmp_path / "x_o.npy"), "--out", str(tmp_path / given)])
+    assert f"{tmp_path / written} exists and is never overwritten" in capsys.readouterr().err

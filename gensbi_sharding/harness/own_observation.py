@@ -210,6 +210,18 @@ def _draw(cfg: Any, step_dir: Path, statistics: dict, x_o: np.ndarray, *, dim_th
     return np.asarray(samples, np.float32), acceptance
 
 
+def _out_path(given: str | None, observation: Path) -> Path:
+    """The file ``--out`` names: ``.npz`` appended where its name lacks it (numpy.savez's rule: was written without
+    it, so ``np.load('mine.npz')`` found nothing), a folder's ``<observation>_posterior.npz`` (was: 'exists')."""
+    default = f"{observation.stem}_posterior.npz"
+    if not given:
+        return observation.with_name(default)
+    out = Path(given)
+    if out.is_dir():
+        return out / default
+    return out if out.name.endswith(".npz") else out.with_name(out.name + ".npz")
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python sample.py <run folder> <x_o.npy> [--num-samples N] [--seed S] [--ode-steps K] [--out F]``."""
     parser = argparse.ArgumentParser(
@@ -221,10 +233,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=None, help="noise seed; default: the run's seed")
     parser.add_argument("--ode-steps", type=int, default=None, help="default: the run's eval.ode_steps")
     parser.add_argument("--out", default=None, help="new .npz file to write (default: <observation>_posterior.npz "
-                        "beside the observation file); an existing file is never overwritten")
+                        "beside the observation file; .npz is appended to a name without it, as numpy.savez does; "
+                        "a folder: that file in it); an existing file is never overwritten")
     args = parser.parse_args(argv)
     obs = Path(args.observation)
-    out = Path(args.out) if args.out else obs.with_name(f"{obs.stem}_posterior.npz")
+    out = _out_path(args.out, obs)
     # A run's own names: a stopped run's folder holding one it did not write is refused when continued.
     if out.name.startswith("posterior_samples") or out.name == "train_losses.npz":
         parser.error(f"--out {out}: {out.name} is a name a run writes its outputs under; choose another "
