@@ -20,7 +20,8 @@ from gensbi_sharding.harness.hints import override_literal
 from gensbi_sharding.harness.config_values import check_lists, check_numbers, interpolation_problem
 from gensbi_sharding.harness.model_checks import check_model
 from gensbi_sharding.harness.name_hints import registered_name_problem
-from gensbi_sharding.harness.rule_config import partition_axis_from_config, rule_table
+from gensbi_sharding.harness.rule_config import (MESH_AXES, activation_axes_problem, check_table_against_mesh,
+                                                 partition_axis_from_config, rule_table)
 from gensbi_sharding.harness.tasks import NUM_OBSERVATIONS, TASKS
 
 __all__ = ["validate", "dry_run_resume_problem", "no_mesh_problem", "scored_observations", "processes_config_problem"]
@@ -238,10 +239,16 @@ def _validate(cfg: DictConfig) -> None:
             "distributed.local_processes=2 (or more), or distributed=none for one process (distributed.mode="
             "explicit: give distributed.coordinator_address, num_processes and process_id)")
     name, table = rule_table(cfg.rule)
-    try:  # keys and strategy only: the mesh axes are checked once the mesh exists
-        partition_axis_from_config(OmegaConf.to_container(cfg.activation), table, None)
+    activation = OmegaConf.to_container(cfg.activation)
+    try:  # keys and strategy
+        partition_axis_from_config(activation, table, None)
     except ValueError as err:
         raise ConfigError(f"activation: {err}") from None
+    if cfg.mesh.spec is not None:  # the mesh's axes are known now: refused before devices start and data is simulated
+        check_table_against_mesh(name, table, MESH_AXES)
+        fields = {k: v for k, v in activation.items() if k != "strategy"}
+        problem = activation_axes_problem(fields, MESH_AXES) if activation.get("strategy") != "none" else None
+        require(problem is None, f"activation: {problem}")
 
 
 def _known_fields(cfg: DictConfig) -> None:

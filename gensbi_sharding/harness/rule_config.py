@@ -15,7 +15,12 @@ from gensbi_sharding import LOGICAL_AXES, RULES, PartitionAxis, Rule
 from gensbi_sharding.harness.config import require
 from gensbi_sharding.harness.hints import mesh_axis_fix
 
-__all__ = ["rule_table", "as_rule", "check_table_against_mesh", "mesh_spec", "partition_axis_from_config"]
+__all__ = ["rule_table", "as_rule", "check_table_against_mesh", "mesh_spec", "partition_axis_from_config",
+           "activation_axes_problem", "MESH_AXES"]
+
+#: The axes of every mesh the harness builds (``make_mesh``'s, under mesh=auto and mesh=dict alike): a setting
+#: naming another is refused with the config, before any device starts or any simulation (``validate``).
+MESH_AXES = ("data", "model")
 
 
 def mesh_spec(mesh: DictConfig) -> Any:
@@ -129,14 +134,27 @@ def partition_axis_from_config(cfg: Mapping[str, Any], rule: Any, mesh: Any) -> 
         return None
     base = PartitionAxis.for_rule(rule, mesh) if strategy == "rule" else PartitionAxis()
     changes = {k: v for k, v in fields.items() if not (isinstance(v, str) and v == AUTO)}
-    for key, value in changes.items():  # named as the override to type, with a value that works
-        lacking = [a for a in ((value,) if isinstance(value, str) else value or ()) if a not in mesh.axis_names]
-        if lacking:
-            fix = mesh_axis_fix(value, mesh.axis_names)
-            raise ValueError(f"{key}={value!r} names mesh axis {lacking[0]!r}, which the mesh lacks (axes: "
-                             f"{', '.join(mesh.axis_names)}); set activation.{key}={fix}"
-                             + ("" if fix == "null" else " (or null: unsplit)"))
+    if (problem := activation_axes_problem(changes, tuple(mesh.axis_names))) is not None:
+        raise ValueError(problem)
     return base._replace(**changes).resolve(mesh)
+
+
+def activation_axes_problem(fields: Mapping[str, Any], mesh_axes: tuple[str, ...]) -> str | None:
+    """The refusal of the first ``activation`` field naming a mesh axis outside ``mesh_axes`` (None: none does).
+
+    ``fields``: ``PartitionAxis`` field -> a mesh axis, a list of them, None or "auto" (the strategy's: not checked).
+    Named as the override to type, with a value that works.
+    """
+    for key, value in fields.items():
+        if isinstance(value, str) and value == AUTO:
+            continue
+        lacking = [a for a in ((value,) if isinstance(value, str) else value or ()) if a not in mesh_axes]
+        if lacking:
+            fix = mesh_axis_fix(value, mesh_axes)
+            return (f"{key}={value!r} names mesh axis {lacking[0]!r}, which the mesh lacks (axes: "
+                    f"{', '.join(mesh_axes)}); set activation.{key}={fix}" + ("" if fix == "null" else
+                                                                               " (or null: unsplit)"))
+    return None
 
 
 def _once(axes: Any) -> str:
