@@ -63,7 +63,13 @@ def test_a_suggestion_is_never_the_value_refused(devices):
     (("model=flux1", "experiment=quick", "~model.depth"), "model.depth=1"),
     (("data.batch_size=abc",), "data.batch_size=1024"),  # conf/data/two_moons.yaml's, not the schema's 256
     (("experiment=sbibm", "eval.observations=abc"), "eval.observations=[1,2,3,4,5,6,7,8,9,10]"),  # was [1]
-    (("-m", "experiment=quick,sbibm", "train.steps=abc"), "train.steps=4000"),  # no one composition: the schema's
+    (("-m", "experiment=quick,sbibm", "train.steps=abc"), "train.steps=4000"),  # jobs compose 20, 20000: the schema's
+    # A swept group: each job composed (was the schema's for any swept group: train.steps=4000, flux1's depth 2).
+    (("-m", "experiment=quick", "model=mlp,transformer", "train.steps=abc"), "train.steps=20"),
+    (("-m", "experiment=quick", "model=flux1,transformer", "model.depth=abc"), "model.depth=1"),
+    (("-m", "model=transformer,flux1", "experiment=quick", "model.depth=abc"), "model.depth=1"),
+    (("-m", "experiment=quick", "data=two_moons,slcp", "data.batch_size=abc"), "data.batch_size=64"),
+    (("-m", "data=two_moons,slcp", "data.batch_size=abc"), "data.batch_size=256"),  # 1024, 256: the schema's
 ])
 def test_a_check_before_composing_suggests_the_value_the_commands_groups_compose(args, fix):
     from gensbi_sharding.harness.command_checks import command_problem

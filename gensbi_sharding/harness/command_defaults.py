@@ -4,14 +4,17 @@ launch.py's checks run before Hydra composes (``command_checks``); a refusal tha
 the schema's default, ``train.steps=4000``, where the command's ``experiment=quick`` composes 20 (was: ``python
 launch.py experiment=quick train.steps=abc`` said "e.g. train.steps=4000"). Here the command's group choices
 (``experiment=``, ``model=``, ``data=``, ... and its ``hydra.searchpath``), as typed and without the override
-refused, are composed once; the schema's default is said only where that composition fails (a swept group, an
-option that does not exist) or lacks the key. Once composed, ``composed_defaults`` says the same for a run's
-config. Pure Python: no JAX.
+refused, are composed once per job their swept groups make; the schema's default is said only where the jobs
+compose other values (``experiment=quick,sbibm``), a composition fails (an option that does not exist, a glob) or
+lacks the key. Once composed, ``composed_defaults`` says the same for a run's config. Pure Python: no JAX.
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
+import math
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +27,7 @@ from gensbi_sharding.harness.override_keys import option_groups, schema_default,
 __all__ = ["command_default"]
 
 _ABSENT = object()
+MAX_JOBS = 8  # the jobs of a sweep whose group choices are composed to find a value all of them share
 
 
 def command_default(command: CommandLine, without: Override | None, schema: type, key: str) -> Any:
@@ -47,35 +51,55 @@ def command_default(command: CommandLine, without: Override | None, schema: type
         The composed value; where the composition fails or lacks ``key``, ``override_keys.schema_default``'s.
     """
     section, _, name = key.rpartition(".")
-    composed = _composition(command, without)
-    if composed is not None and (section != "model" or OmegaConf.select(composed, "model.name") == schema_name(schema)):
+    found = set()
+    for composed in _compositions(command, without):
+        if composed is None:  # a job whose value is unknown: no value said to be every job's
+            return schema_default(schema, name or key)[1]
+        if section == "model" and OmegaConf.select(composed, "model.name") != schema_name(schema):
+            continue  # another model's job (model=flux1,transformer): its settings are another schema's
         node = OmegaConf.select(composed, key, default=_ABSENT, throw_on_resolution_failure=False)
-        if node is not _ABSENT:  # null too: a preset may compose null where the schema has a value
-            return OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
-    return schema_default(schema, name or key)[1]
+        if node is _ABSENT:
+            return schema_default(schema, name or key)[1]
+        # null too: a preset may compose null where the schema has a value
+        value = OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
+        found.add(repr(value))
+        if len(found) > 1:  # the swept groups compose other values (experiment=quick,sbibm: 20, 20000)
+            return schema_default(schema, name or key)[1]
+    return value if len(found) == 1 else schema_default(schema, name or key)[1]
 
 
-def _composition(command: CommandLine, without: Override | None) -> Any:
-    """The config ``command``'s group choices and search path compose (no other value of the command's); None where
-    a choice is swept (no one config) or the composition fails."""
+def _compositions(command: CommandLine, without: Override | None) -> Iterator[Any]:
+    """The configs ``command``'s group choices and search path compose (no other value of the command's), one per
+    job its swept groups make (``model=mlp,transformer``: two), composed as asked for; None for a job whose
+    composition fails, or for all where a choice is a glob or the jobs are too many to compose each.
+
+    Was one composition, None for any swept group: ``-m experiment=quick model=mlp,transformer train.steps=abc``
+    suggested the schema's train.steps=4000, where both jobs compose 20.
+    """
     groups = set(option_groups())
-    chosen = []
+    choices: list[list[str]] = []
     for o in command.parsed:
         if o is without or o.hydra.package is not None or o.key == "hydra.searchpath":
             continue
         if o.key in groups:
-            if o.sweep or not o.values():  # a sweep or a glob: each job composes its own
-                return None
-            chosen.append(o.arg)
+            if not o.values():  # a glob: its options are the group's, matched
+                yield None
+                return
+            choices.append([f"{o.typed}={v}" for v in o.values()] if o.sweep else [o.arg])
     # --config-name's config, from the folder that holds it (Hydra finds no primary config through a searchpath
     # override), beside conf/ and hydra.searchpath's and --config-dir's/--config-path's folders, one override
     names = [n.removesuffix(".yaml") for n in hydra_flag_values(command.args, "-cn", "--config-name")] or ["config"]
     folders = [CONF, *(Path(p[len("file://"):]) for p in command.search_paths if p.startswith("file://"))]
     home = next((f for f in folders if (f / f"{names[-1]}.yaml").is_file()), CONF)
+    searched = []
     if paths := [f"file://{f}" for f in folders if f != home] + [p for p in command.search_paths if "://" in p
                                                                    and not p.startswith("file://")]:
-        chosen.append(f"hydra.searchpath=[{','.join(paths)}]")
-    return _compose(tuple(chosen), str(home), names[-1])
+        searched.append(f"hydra.searchpath=[{','.join(paths)}]")
+    if math.prod(len(c) for c in choices) > MAX_JOBS:  # composed ~0.1 s each: a suggestion is worth no wait
+        yield None
+        return
+    for chosen in itertools.product(*choices):  # in Hydra's job order
+        yield _compose((*chosen, *searched), str(home), names[-1])
 
 
 @functools.lru_cache(maxsize=8)
