@@ -74,7 +74,7 @@ try:
     from gensbi_sharding.harness.run_report import final_line
     from gensbi_sharding.harness.console_lines import stopped_sweep_line
     from gensbi_sharding.harness.signal_hold import hold_preemption_signals, ignore_preemption_signals, take_held
-    from gensbi_sharding.harness.sweep_continue import stopped_between_jobs
+    from gensbi_sharding.harness.sweep_continue import current_job_dir, mark_not_started, stopped_between_jobs
 except KeyboardInterrupt:  # seconds of imports (JAX): a Ctrl-C there is the most likely one before a run
     if __name__ != "__main__":
         raise
@@ -135,10 +135,13 @@ if __name__ == "__main__":
         main()
     except KeyboardInterrupt:
         if not running and not ran:  # Hydra composing: no run to record it
+            mark_not_started(current_job_dir(), "interrupted by Ctrl-C before it started")  # a folder Hydra made
             interrupted_before_run()
         if not running:  # after a job ended (between a sweep's jobs): its metrics.json says how it ended
             print(f"interrupted by Ctrl-C after {len(ran)} job(s) ended, each recorded in its folder's metrics.json; "
                   "no later job started", file=sys.stderr)
+            # The next job's folder, if Hydra made it: says so (was: an empty launch.log, like a run that failed)
+            mark_not_started(current_job_dir(), f"interrupted by Ctrl-C after {len(ran)} job(s) of the sweep ended")
             sys.exit(EXIT_INTERRUPTED)
         if not os.environ.get(LOCAL_CHILD_ENV):  # distributed=local's parent says it once for its processes
             print("interrupted: the job's metrics.json records it (status interrupted)", file=sys.stderr)
