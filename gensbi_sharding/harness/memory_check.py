@@ -23,7 +23,8 @@ from gensbi_sharding.harness.override_keys import schema_default
 from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
 from gensbi_sharding.harness.units import format_bytes
 
-__all__ = ["check_fits", "check_draw_fits", "state_bytes_per_device", "host_available_bytes", "MOMENTS", "DATA_COPIES"]
+__all__ = ["check_fits", "check_draw_fits", "simulations_problem", "state_bytes_per_device", "host_available_bytes",
+           "MOMENTS", "DATA_COPIES"]
 
 MOMENTS = 2  # AdamW's mu and nu, each shaped and placed like the parameters
 DATA_COPIES = 4  # the simulations on the host: as simulated, as NumPy float32, transformed, normalised
@@ -141,17 +142,12 @@ def check_fits(cfg: DictConfig, mesh: Any, rule: Any, available: int | None = No
     dims = task_dims(cfg.data.name)
     cpu = jax.default_backend() == "cpu"
     host = available if available is not None else host_available_bytes()
-    row = sum(dims) * 4 * DATA_COPIES  # bytes of one simulation on the host
     # distributed=local's processes all live on this host: each checked its own share against the whole host
     # (and was told a budget that fit one share), so together they ran into the kernel's OOM killer.
     sharing = jax.process_count() if os.environ.get(LOCAL_CHILD_ENV) else 1
-    data = cfg.data.num_simulations // jax.process_count() * row * sharing
-    if host is not None and data > host:
-        shared = f" ({sharing} processes of distributed=local share it)" if sharing > 1 else ""
-        raise ConfigError(f"data.num_simulations={cfg.data.num_simulations} cannot fit: its simulations need about "
-                          f"{format_bytes(data)} on this host{shared} ({DATA_COPIES} copies of theta and x as "
-                          f"float32), but {format_bytes(host)} is available; set data.num_simulations="
-                          f"{_round_down(host // 2 // row // sharing * jax.process_count())} or fewer (half of it)")
+    data = cfg.data.num_simulations // jax.process_count() * sum(dims) * 4 * DATA_COPIES * sharing
+    if (problem := simulations_problem(cfg, jax.process_count(), sharing, host)) is not None:
+        raise ConfigError(problem)
     if cpu or available is not None:  # CPU devices share the host's memory with the simulations
         room = None if host is None else host - data * cpu
     else:
@@ -173,6 +169,30 @@ def check_fits(cfg: DictConfig, mesh: Any, rule: Any, available: int | None = No
                       f"least {format_bytes(need)} ({where}: parameters x (1 + {MOMENTS} AdamW moments + the EMA + "
                       f"the best weights), activations not counted), but {format_bytes(room)} is available"
                       f"{_responsible(cfg, mesh, rule, dims, devices, room)}")
+
+
+def simulations_problem(cfg: DictConfig, processes: int = 1, sharing: int = 1, host: int | None = None) -> str | None:
+    """Why ``data.num_simulations`` of an sbibm task cannot fit in the host's memory (``DATA_COPIES`` copies of each
+    process's share of theta and x, float32), naming a budget that fits; None if it fits, or is not known to.
+
+    ``processes``: the processes that share the budget; ``sharing``: how many of them live on this host;
+    ``host``: the bytes available (default ``host_available_bytes``). Needs no JAX backend: a sweep's pre-check
+    (``sweep_check.job_problem``) refuses such a job before the first one trains (was: after it).
+    """
+    from gensbi_sharding.harness.tasks import TASK_DIMS
+
+    if cfg.data.name not in TASK_DIMS:
+        return None
+    host = host_available_bytes() if host is None else host
+    row = sum(TASK_DIMS[cfg.data.name]) * 4 * DATA_COPIES  # bytes of one simulation on the host
+    data = cfg.data.num_simulations // processes * row * sharing
+    if host is None or data <= host:
+        return None
+    shared = f" ({sharing} processes of distributed=local share it)" if sharing > 1 else ""
+    return (f"data.num_simulations={cfg.data.num_simulations} cannot fit: its simulations need about "
+            f"{format_bytes(data)} on this host{shared} ({DATA_COPIES} copies of theta and x as float32), but "
+            f"{format_bytes(host)} is available; set data.num_simulations="
+            f"{_round_down(host // 2 // row // sharing * processes)} or fewer (half of it)")
 
 
 def _responsible(cfg: DictConfig, mesh: Any, rule: Any, dims: tuple[int, int], devices: int, available: int) -> str:

@@ -9,7 +9,8 @@ backend; one refused job stops the whole sweep before any folder is made.
 Left to each job (they need what only a started backend, the job's folder or the task's files know):
 the device count on GPU/TPU or across processes (``run_mesh``), the batch size against a GPU/TPU
 mesh's data-parallel size, ``devices.platform`` and the model's platform (``platform_problem``), the
-memory estimate (``check_fits``: the devices' memory), ``train.resume``'s folder and checkpoint, and the
+state's memory estimate (``check_fits``: the devices' memory; the simulations' share of the host's memory is checked
+here, ``simulations_problem``), ``train.resume``'s folder and checkpoint, and the
 sbibm task's reference samples (``check_evaluation``: the task's files, seconds per task).
 """
 
@@ -79,6 +80,10 @@ def job_problem(cfg: Any, *, in_process: bool = True) -> str | None:
         return f"{type(err).__name__}: {err}"
     devices = count if in_process and cpu_devices_known(cfg.devices.platform) else None
     problem = _mesh_problem(cfg, devices, source) or _batch_problem(cfg, devices)
+    if problem is None and not cfg.dry_run:  # the host's memory: known without a backend (a dry run simulates none)
+        from gensbi_sharding.harness.memory_check import simulations_problem
+
+        problem = simulations_problem(cfg)
     return None if problem is None else f"{ConfigError.__name__}: {problem}"
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["TASKS", "NUM_OBSERVATIONS", "THETA_TRANSFORMS", "X_TRANSFORMS", "get_task", "task_dims",
+__all__ = ["TASKS", "TASK_DIMS", "NUM_OBSERVATIONS", "THETA_TRANSFORMS", "X_TRANSFORMS", "get_task", "task_dims",
            "simulate", "simulate_at", "prior_bijection", "to_unconstrained", "to_constrained", "transform_x",
            "check_transforms", "observation", "reference_samples", "check_observation", "usable_observation",
            "check_evaluation"]
@@ -27,6 +27,11 @@ __all__ = ["TASKS", "NUM_OBSERVATIONS", "THETA_TRANSFORMS", "X_TRANSFORMS", "get
 #: sbibm tasks with reference posteriors, registered as data sets (``data=<name>``).
 TASKS: tuple[str, ...] = ("two_moons", "gaussian_linear", "gaussian_linear_uniform", "gaussian_mixture",
                           "slcp", "sir", "lotka_volterra", "bernoulli_glm")
+#: ``(dim_theta, dim_x)`` of each task, known without sbibm_jax (whose tasks start JAX's backend, which must wait
+#: for a job's device count): a sweep's pre-check reads them. tests/test_simulation_budget.py checks them.
+TASK_DIMS: dict[str, tuple[int, int]] = {
+    "two_moons": (2, 2), "gaussian_linear": (10, 10), "gaussian_linear_uniform": (10, 10),
+    "gaussian_mixture": (2, 2), "slcp": (5, 8), "sir": (2, 10), "lotka_volterra": (4, 20), "bernoulli_glm": (10, 10)}
 #: Observations per task, numbered 1..10 as in sbibm.
 NUM_OBSERVATIONS = 10
 #: ``data.theta_transform``: through the prior's support bijection, or as simulated (draws outside rejected).
