@@ -563,7 +563,8 @@ def test_the_processes_settings_check_ignores_how_each_process_joined(monkeypatc
     assert processes_config_problem(settings(0, "localhost:1234")) is None
     assert processes_config_problem(settings(0, "localhost:1234", data={"batch_size": 64})) == (
         "the 2 processes were given other settings (data.batch_size: 64 on process 0, None on process 1); start "
-        "every process with the same overrides (only distributed.process_id may differ)")
+        "every process with the same overrides (only these may differ: distributed.process_id, verbose, debug, "
+        "distributed.coordinator_address, distributed.timeout_s, distributed.heartbeat_s)")
 
 
 @pytest.mark.parametrize("where", ["nowhere", "a_file"])

@@ -87,7 +87,7 @@ def processes_config_problem(cfg: DictConfig) -> str | None:
     shown = "; ".join(f"{key}: " + ", ".join(f"{c.get(key)!r} on process {p}" for p, c in enumerate(every))
                       for key in differ[:3]) + (f"; and {len(differ) - 3} more" if len(differ) > 3 else "")
     return (f"the {len(every)} processes were given other settings ({shown}); start every process with the same "
-            "overrides (only distributed.process_id may differ)")
+            "overrides (only these may differ: " + ", ".join(PER_PROCESS) + ")")
 
 
 def _flat(tree: object, prefix: str = "") -> list[tuple[str, object]]:
