@@ -179,37 +179,53 @@ def model_overrides(step_dir: Path, model_cfg: DictConfig, command: list[str] | 
         return ""
     typed = lambda keys: " ".join(f"model.{k}={override_literal(differ[k])}" for k in keys)  # noqa: E731
     fix, this = typed(differ), " ".join(f"model.{k}={override_literal(now.get(k))}" for k in differ)
-    presets, rest = _presets_giving(step_dir, differ, command)
+    presets, rest, searched = _presets_giving(step_dir, differ, command)
     if not presets:
         return f"the checkpoint was saved with {fix} (this run: {this}): add {fix}. "
     # The rest: this run types other values of them, which win over the preset (model.width=64).
     return (f"the checkpoint was saved under {' '.join(presets)}{' with' if rest else ', which gives'} {fix} "
-            f"(this run: {this}): add {' '.join([*presets, *typed(rest).split()])} (or {fix}). ")
+            f"(this run: {this}): add {' '.join([*searched, *presets, *typed(rest).split()])} (or {fix}). ")
 
 
-def _presets_giving(step_dir: Path, differ: dict[str, Any], command: list[str] | None) -> tuple[list[str], list[str]]:
+def _presets_giving(step_dir: Path, differ: dict[str, Any], command: list[str] | None
+                    ) -> tuple[list[str], list[str], list[str]]:
     """The group choices of the run that saved ``step_dir`` this run lacks (``experiment=quick``), when added to
-    this run's overrides they give some of the saved ``differ`` values, and the keys they leave differing;
-    ``([], keys)`` where none helps or either command is unknown. Checked by composing: a value this run types
-    (``model.width=128``) still wins over the preset."""
+    this run's overrides they give some of the saved ``differ`` values, the keys they leave differing, and the
+    saving run's search path where this run needs it to find them (shell-quoted); ``([], keys, [])`` where none
+    helps or either command is unknown. Checked by composing: a value this run types (``model.width=128``) still
+    wins over the preset. Only the choices that give a value are named: the saving run's ``rule=tensor`` gives
+    none, and adding it would move a run resumed under ``rule=fsdp`` back onto the saving run's rule."""
+    import shlex
+
     from gensbi_sharding.harness.hints import saving_overrides
     from gensbi_sharding.harness.override_keys import option_groups
+    from gensbi_sharding.harness.sweep_hints import search_path_of
 
-    record = saving_overrides(step_dir)
+    record, this_search = saving_overrides(step_dir), []
     if command is None:
         from hydra.core.hydra_config import HydraConfig
 
         command = [str(o) for o in HydraConfig.get().overrides.task] if HydraConfig.initialized() else None
+        this_search = search_path_of(HydraConfig.get().overrides.hydra) if HydraConfig.initialized() else []
     if record is None or command is None or any(o.startswith("--config-") for o in record[0]):
-        return [], list(differ)  # (its presets in a config folder of its own: not composed here)
+        return [], list(differ), []  # (its presets in a config folder of its own: not composed here)
     groups = set(option_groups()) - {"sweep"}  # a sweep preset chooses no sizes of one job
     presets = [o for o in record[1] if o.split("=", 1)[0].lstrip("+~") in groups and o not in command]
     kept = [o for o in command if not o.startswith(("hydra.", "train.resume="))]
-    composed = _composed_model(tuple([*record[0], *kept, *presets])) if presets else None
-    if composed is None:
-        return [], list(differ)
-    rest = [k for k, v in differ.items() if composed.get(k) != v]
-    return (presets, rest) if len(rest) < len(differ) else ([], list(differ))
+
+    def left(chosen: list[str]) -> list[str] | None:  # the keys still differing with ``chosen`` added
+        model = _composed_model(tuple([*record[0], *kept, *chosen]))
+        return None if model is None else [k for k, v in differ.items() if model.get(k) != v]
+
+    rest = left(presets) if presets else None
+    if rest is None or len(rest) == len(differ):
+        return [], list(differ), []
+    for preset in list(presets):  # drop each choice the others give the same without
+        fewer = [p for p in presets if p != preset]
+        if fewer and left(fewer) == rest:
+            presets = fewer
+    found = _composed_model(tuple([*this_search, *kept, *presets])) is not None  # without the saving run's path
+    return presets, rest, [] if found else [shlex.quote(o) for o in record[0] if o not in this_search]
 
 
 def _composed_model(overrides: tuple[str, ...]) -> dict | None:
