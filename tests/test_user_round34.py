@@ -86,3 +86,30 @@ def test_a_refused_resume_of_a_preset_of_one_s_own_names_its_search_path(tmp_pat
     # This run searches the folder too: the preset alone.
     assert _refusal(monkeypatch, step_dir, tmp_path / "new", "rule=fsdp", searchpath=conf).endswith(
         "add model=my_mlp (or model.width=24 model.depth=2).")
+
+
+def test_a_sweep_whose_job_was_continued_alone_on_another_rule_names_its_unfinished_jobs(tmp_path):
+    # Typed: python launch.py -m experiment=quick rule=replicated,fsdp train.checkpoint_every=500 hydra.sweep.dir=sp,
+    # SIGTERM in job 0; its printed command, edited to continue on another mesh and rule (the README: resume onto
+    # whatever mesh and rule you have): ... rule=tensor mesh.model_axis=2 train.resume=auto hydra.mode=RUN
+    # hydra.run.dir=sp/0 (completed); then the sweep's own command with train.resume=auto, for job 1. Was: "job 0 of
+    # this sweep (rule=replicated) would continue folder sp/0, which ran rule=tensor: ... rerun the sweep with its
+    # values in the order it first ran" (they were), and no command for job 1, which never started.
+    from gensbi_sharding.harness.run_folder import RESUMABLE
+    from gensbi_sharding.harness.sweep_hints import moved_jobs_problem, unfinished_jobs_hint
+
+    job = tmp_path / "0"
+    (job / ".hydra").mkdir(parents=True)
+    (job / ".hydra" / "overrides.yaml").write_text("- experiment=quick\n- rule=tensor\n- mesh.model_axis=2\n"
+                                                   "- train.resume=auto\n")
+    OmegaConf.save({"hydra": {"mode": "RUN"}}, job / ".hydra" / "hydra.yaml")  # a job continued alone
+    (job / "metrics.json").write_text('{"status": "ok"}')
+    jobs = [["experiment=quick", "rule=replicated"], ["experiment=quick", "rule=fsdp"]]
+    assert moved_jobs_problem(tmp_path, jobs) is None
+    assert unfinished_jobs_hint([job], RESUMABLE, jobs, sweep_dir=tmp_path) == (
+        "; a sweep folder holding completed jobs is never rerun as a whole: continue its one unfinished job (never "
+        "started) with: python launch.py experiment=quick rule=fsdp train.resume=auto hydra.mode=RUN "
+        f"hydra.run.dir={tmp_path / '1'}")
+    # Written by a sweep (its jobs' record says MULTIRUN), other values still mean another sweep's folder.
+    OmegaConf.save({"hydra": {"mode": "MULTIRUN"}}, job / ".hydra" / "hydra.yaml")
+    assert "which ran rule=tensor" in moved_jobs_problem(tmp_path, jobs)

@@ -265,12 +265,16 @@ def moved_jobs_problem(sweep_dir: Any, all_jobs: Sequence[Sequence[str]]) -> str
 
 def _moved_job(sweep_dir: Any, all_jobs: Sequence[Sequence[str]]) -> tuple[int, str, Any, str] | None:
     """The first job of ``all_jobs`` whose folder recorded other values of a swept key: (number, its values, the
-    folder, the values it ran); None if every job folder there matches its job. Only swept keys are compared."""
+    folder, the values it ran); None if every job folder there matches. Only swept keys, and only folders a sweep
+    wrote last: a job continued alone (``hydra.mode=RUN``) may be on another rule or mesh on purpose."""
+    from omegaconf import OmegaConf
+
     wanted = [job_configuration(job) for job in all_jobs]
     swept = [k for k in (wanted[0] if wanted else {}) if len({w.get(k) for w in wanted}) > 1]
     for number, want in enumerate(wanted):
-        recorded = Path(sweep_dir) / str(number) / ".hydra" / "overrides.yaml"
-        if not swept or not recorded.is_file():
+        recorded, hydra = (Path(sweep_dir) / str(number) / ".hydra" / name for name in ("overrides.yaml", "hydra.yaml"))
+        if not swept or not recorded.is_file() or (hydra.is_file() and OmegaConf.select(
+                OmegaConf.load(hydra), "hydra.mode", default=None) == "RUN"):
             continue
         ran = job_configuration(_yaml_list(recorded))
         differ = [k for k in swept if ran.get(k) != want.get(k)]
