@@ -113,3 +113,36 @@ def test_a_sweep_whose_job_was_continued_alone_on_another_rule_names_its_unfinis
     # Written by a sweep (its jobs' record says MULTIRUN), other values still mean another sweep's folder.
     OmegaConf.save({"hydra": {"mode": "MULTIRUN"}}, job / ".hydra" / "hydra.yaml")
     assert "which ran rule=tensor" in moved_jobs_problem(tmp_path, jobs)
+
+
+def _readme_python(holding):
+    """The README's ```python block whose text holds ``holding``."""
+    import re
+
+    blocks = re.findall(r"```python\n(.*?)```", (REPO / "README.md").read_text(), re.S)
+    return next(block for block in blocks if holding in block)
+
+
+@pytest.mark.parametrize("holding, printed", [
+    ("class Block(nnx.Module)", "P(None, 'model')"),
+    ("A training script of your own", None),  # (the prose before it; the block itself below)
+    ("def factory():", "30 P('data', None) True"),
+    pytest.param("def flux1_factory():", "(8, 2) (8, 2)", marks=pytest.mark.slow),  # GenSBI's models: 30 s
+])
+def test_the_readme_s_library_examples_run_as_printed(tmp_path, holding, printed):
+    # Typed: the README's Python examples, copied into a file, in a fresh clone. Was: the library's part had no
+    # example of a training script of one's own (sharded init, steps, checkpoints, a restore onto another mesh),
+    # and its table showed CheckpointWriter(dir, every=, keep=).save(...), where save ignores every= (maybe_save
+    # reads it): a loop calling save each step wrote every step.
+    import os
+    import subprocess
+    import sys
+
+    readme = (REPO / "README.md").read_text()
+    if printed is None:
+        assert holding in readme and "`.maybe_save(step, state, key)` (saves when `step` is a multiple of N)" in readme
+        return
+    proc = subprocess.run([sys.executable, "-c", _readme_python(holding)], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip() == printed
