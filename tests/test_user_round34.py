@@ -146,3 +146,19 @@ def test_the_readme_s_library_examples_run_as_printed(tmp_path, holding, printed
                           text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip() == printed
+
+
+def test_a_mesh_wider_than_the_cpu_devices_names_how_to_simulate_them(devices):
+    # Typed: the README's training script without its jax_num_cpu_devices line ("real GPUs need nothing"), on a
+    # laptop's CPU. Was: "1 devices are not divisible by model_axis=2: choose a model_axis among [1]", which names
+    # no way to get the 2 devices the example needs.
+    import gensbi_sharding as gs
+
+    with pytest.raises(ValueError) as err:
+        gs.make_mesh(jax.devices()[:1], model_axis=2)
+    assert str(err.value) == ("1 devices are not divisible by model_axis=2: choose a model_axis among [1], or "
+                              "simulate 2 CPU devices: jax.config.update('jax_num_cpu_devices', 2) first thing, "
+                              "before JAX starts")
+    with pytest.raises(ValueError) as err:  # fewer than the devices there are: no simulation helps
+        gs.make_mesh(model_axis=3)
+    assert str(err.value) == "8 devices are not divisible by model_axis=3: choose a model_axis among [1, 2, 4, 8]"
