@@ -162,3 +162,32 @@ def test_a_mesh_wider_than_the_cpu_devices_names_how_to_simulate_them(devices):
     with pytest.raises(ValueError) as err:  # fewer than the devices there are: no simulation helps
         gs.make_mesh(model_axis=3)
     assert str(err.value) == "8 devices are not divisible by model_axis=3: choose a model_axis among [1, 2, 4, 8]"
+
+
+def test_sampling_a_checkpoint_says_what_it_samples_not_that_it_resumed(tmp_path, devices, caplog):
+    # Typed: python sample.py runs/f x_o.npy (README, "Your own observation"). Was, on the console: "resumed from
+    # runs/f/checkpoints/20 at step 20, placed by rule 'tensor' on one device (no mesh); early stopping: best step
+    # 20, 1 validation(s)": nothing is resumed, no rule places anything on one device, and no early stopping runs;
+    # for a checkpoint without early-stopping state, a warning that early stopping starts afresh.
+    import logging
+
+    import gensbi_sharding as gs
+    from gensbi_sharding.harness.state import build_state
+    from gensbi_sharding.harness.train import make_step_functions
+
+    cfg = compose_tiny("model.init=eager")
+    table = dict(gs.RULES["replicated"])
+    ts = build_state(cfg, dim_theta=2, dim_x=2, mesh=None, rule_name="replicated", table=table, resume_dir=None)
+    _, state = make_step_functions(ts.model, ts.optimizer, None, ema=ts.ema)
+    with CheckpointWriter(tmp_path / "checkpoints", config=OmegaConf.to_container(cfg, resolve=True)) as writer:
+        writer.save(3, state, ts.key)
+    step_dir = tmp_path / "checkpoints" / "3"
+    for sampling, said in ((True, f"sampling checkpoint {step_dir} (step 3), placed by rule 'replicated' on one device (no mesh); "
+                                   "its newest weights"),
+                           (False, f"resumed from {step_dir} at step 3, placed by rule 'replicated' on one device")):
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="gensbi_sharding"):
+            build_state(cfg, dim_theta=2, dim_x=2, mesh=None, rule_name="replicated", table=table,
+                        resume_dir=step_dir, sampling=sampling)
+        assert any(r.getMessage().startswith(said) for r in caplog.records), caplog.text
+        assert ("early stopping starts afresh" in caplog.text) is not sampling

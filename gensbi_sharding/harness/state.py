@@ -180,10 +180,11 @@ def _restore(state: TrainState, step_dir: Path, mesh: Any, rule: Any, cfg: DictC
     if scalars is not None:  # the best weights: the same target (shardings) as the weights they copy
         target = checkpoint_tree(train_state, train_state[state.sampled])
     restored = checkpoint.restore(step_dir, target, key_sharding=state.key.sharding)
-    if scalars is None and not sampling:  # e.g. written by CheckpointWriter.save without info, or an earlier version
-        log.warning("early stopping starts afresh: the checkpoint %s holds no early-stopping state (best "
-                    "weights, validation losses), so its weights count as the best so far", step_dir,
-                    extra=EVERY_PROCESS)
+    if scalars is None:  # e.g. written by CheckpointWriter.save without info, or an earlier version
+        if not sampling:  # a sample starts no early stopping
+            log.warning("early stopping starts afresh: the checkpoint %s holds no early-stopping state (best "
+                        "weights, validation losses), so its weights count as the best so far", step_dir,
+                        extra=EVERY_PROCESS)
     else:
         best = restored.state[BEST]
         restored.state = nnx.State({index: restored.state[str(index)] for index in train_state})
