@@ -203,7 +203,7 @@ def main() -> None:
     parser.add_argument("what", choices=["table", "init"], help="table: the dry-run multirun; init: sharded init memory")
     parser.add_argument("--eager", action="store_true", help="init: also eager construction + shard_model")
     parser.add_argument("--timeout", type=positive_int, default=3600,
-                        help="seconds the dry-run sweep (table), or each way (init), may run (default 3600)")
+                        help="seconds the dry-run sweep (table), or each way (init), may run")
     args = parser.parse_args()
     if args.what == "table" and args.eager:
         parser.error("--eager applies to init only (table runs the dry run, which builds nothing)")

@@ -138,7 +138,7 @@ def main() -> int:
     parser.add_argument("--repeats", type=positive_int, default=3, help="fresh processes per way; medians shown")
     parser.add_argument("--naive", action="store_true", help="also time one jit of the whole constructor")
     parser.add_argument("--timeout", type=positive_int, default=1800,
-                        help="seconds each fresh process may run (default 1800)")
+                        help="seconds each fresh process may run")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--save", help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -191,3 +191,14 @@ def test_sampling_a_checkpoint_says_what_it_samples_not_that_it_resumed(tmp_path
                         resume_dir=step_dir, sampling=sampling)
         assert any(r.getMessage().startswith(said) for r in caplog.records), caplog.text
         assert ("early stopping starts afresh" in caplog.text) is not sampling
+
+
+def test_benchmark_help_names_each_default_once():
+    # Typed: python benchmarks/gensbi_scale.py --help. Was: "--timeout TIMEOUT  seconds the dry-run sweep ... may
+    # run (default 3600) (default: 3600)": the help text said its default, and the scripts' formatter adds it again.
+    import re
+
+    for script in sorted((REPO / "benchmarks").glob("*.py")):
+        source = script.read_text()
+        if "new_parser" in source or "HelpFormatter" in source:  # cli_args's: argparse's defaults formatter
+            assert not re.findall(r"help=[^\n]*\(default \d+\)", source), script.name
