@@ -202,3 +202,22 @@ def test_benchmark_help_names_each_default_once():
         source = script.read_text()
         if "new_parser" in source or "HelpFormatter" in source:  # cli_args's: argparse's defaults formatter
             assert not re.findall(r"help=[^\n]*\(default \d+\)", source), script.name
+
+
+def test_a_model_file_listing_a_schema_never_stored_names_the_missing_step(tmp_path):
+    # Typed (README, "A model of your own in the harness", its steps begun with the config file):
+    # conf/model/tiny.yaml listing /tiny_schema, then python launch.py model=tiny experiment=quick. Was Hydra's
+    # "In 'model/tiny': Could not load 'tiny_schema'." and its config search path, naming no step.
+    from gensbi_sharding.harness.override_types import override_problem
+
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "tiny.yaml").write_text("defaults:\n  - /tiny_schema\n  - _self_\n")
+    (tmp_path / "model" / "wide.yaml").write_text("defaults:\n  - /mlp_schema\n  - _self_\nwidth: 256\n")
+    search = f"hydra.searchpath=[file://{tmp_path}]"
+    assert override_problem([search, "model=tiny", "experiment=quick"]) == (
+        f"model=tiny: {tmp_path / 'model' / 'tiny.yaml'} lists /tiny_schema, which no schema is stored as: add its "
+        "settings' dataclass to gensbi_sharding/harness/config.py (subclassing ModelConfig, name: str = \"tiny\"), "
+        "stored by register_configs as tiny_schema, or list one that is: /flux1_schema, /mlp_schema, "
+        "/simformer_schema, /transformer_schema (README: A model of your own in the harness)")
+    assert override_problem([search, "-m", "model=wide,tiny"]).startswith("model=wide,tiny: ")  # one of a sweep
+    assert override_problem([search, "model=wide"]) is None and override_problem(["model=flux1"]) is None

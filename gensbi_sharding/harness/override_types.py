@@ -15,6 +15,7 @@ import functools
 import math
 import typing
 from collections.abc import Sequence
+from pathlib import Path
 
 from hydra.core.override_parser.types import OverrideType, ValueType
 from omegaconf import OmegaConf, ValidationError
@@ -22,6 +23,7 @@ from omegaconf import OmegaConf, ValidationError
 from gensbi_sharding.harness.command_defaults import command_default
 from gensbi_sharding.harness.config import Config
 from gensbi_sharding.harness.hints import closest_name, override_literal
+from gensbi_sharding.harness.groups import CONF
 from gensbi_sharding.harness.model_choice import chosen_models
 from gensbi_sharding.harness.override_prefixes import prefix_problem
 from gensbi_sharding.harness.override_grammar import CommandLine, parse
@@ -107,7 +109,8 @@ def override_problem(args: Sequence[str] | CommandLine, *, sweeps_need_m: bool =
         if override.type not in (OverrideType.CHANGE, OverrideType.FORCE_ADD):  # + and ~: prefix_problem's
             continue
         if section in groups and not name:
-            if (problem := _option_problem(o, section, options(section, command.search_paths))) is not None:
+            if (problem := _option_problem(o, section, options(section, command.search_paths))
+                    or _schema_problem(o, section, command.search_paths)) is not None:
                 return problem
             continue
         top = not name and section not in groups  # a top-level setting: seed, strict, dry_run, ...
@@ -160,4 +163,28 @@ def _option_problem(o, group: str, choices: list[str] | None) -> str | None:
             near = closest_name(value, choices)
             return (f"{o.arg}: Could not find '{group}/{value}' ({group} options: {', '.join(choices)})"
                     + (f"; did you mean {group}={near}?" if near else f"; pick one, e.g. {group}={choices[0]}"))
+    return None
+
+
+def _schema_problem(o, group: str, search_paths: Sequence[str]) -> str | None:
+    """``model=tiny`` whose file lists ``/tiny_schema`` before ``config.py`` stores one (the README's steps for a
+    model of one's own, half done): the step missing, where Hydra printed "Could not load 'tiny_schema'" and its
+    search path; None for every other option."""
+    from hydra.core.config_store import ConfigStore
+
+    from gensbi_sharding.harness.config import register_configs
+
+    register_configs()  # what Hydra's config store holds (a dataclass written but never stored is no schema)
+    folders = [CONF] + [Path(e[len("file://"):]) for e in search_paths if e.startswith("file://")]
+    stored = [n.removesuffix("_schema.yaml") for n in ConfigStore.instance().list("") if n.endswith("_schema.yaml")]
+    for value in o.values() if group == "model" else ():
+        path = next((f / group / f"{value}.yaml" for f in folders if (f / group / f"{value}.yaml").is_file()), None)
+        listed = [] if path is None else [e for e in OmegaConf.load(path).get("defaults", []) if isinstance(e, str)]
+        for name in (e.lstrip("/").removesuffix("_schema") for e in listed if e.endswith("_schema")):
+            if name not in stored:
+                return (f"{o.arg}: {path} lists /{name}_schema, which no schema is stored as: add its settings' "
+                        f"dataclass to gensbi_sharding/harness/config.py (subclassing ModelConfig, name: str = "
+                        f"\"{name}\"), stored by register_configs as {name}_schema, or list one that is: "
+                        f"{', '.join(f'/{n}_schema' for n in sorted(stored))} (README: A model of your own in the "
+                        "harness)")
     return None
