@@ -118,7 +118,7 @@ def main(cfg: DictConfig) -> float | None:
     with quiet_console(cfg):  # third-party noise goes to the job's launch.log, not the console
         metrics = run(cfg)
     running.clear()
-    if cfg.distributed.process_id is None:  # not one of distributed=local's processes: their parent says it
+    if not os.environ.get(LOCAL_CHILD_ENV):  # not one of distributed=local's processes: their parent says it
         log.info("%s", final_line(metrics, output_dir(cfg)))
         if (stopped := stopped_sweep_line()) is not None:  # a preempted job ends its sweep: the sweep's outcome, last
             log.info("%s", stopped)

@@ -221,3 +221,25 @@ def test_a_model_file_listing_a_schema_never_stored_names_the_missing_step(tmp_p
         "/simformer_schema, /transformer_schema (README: A model of your own in the harness)")
     assert override_problem([search, "-m", "model=wide,tiny"]).startswith("model=wide,tiny: ")  # one of a sweep
     assert override_problem([search, "model=wide"]) is None and override_problem(["model=flux1"]) is None
+
+
+@pytest.mark.slow  # a launch of launch.py (explicit mode, one process: about 8 s)
+def test_a_run_in_explicit_mode_ends_with_its_result_line(tmp_path):
+    # Typed (README, "Running on several hosts": distributed.mode=explicit takes coordinator_address, num_processes
+    # and process_id), one command per host. Was: process 0's console ended at "[7/7] outputs: ...", without the
+    # line every other run ends with ("done in ... s: ...; outputs in ..."): distributed.process_id set was taken
+    # for one of distributed=local's processes, whose parent says it.
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.run([sys.executable, "launch.py", "experiment=quick", "train.steps=4", "eval.enabled=false",
+                           "distributed.mode=explicit", f"distributed.coordinator_address=localhost:{port}",
+                           "distributed.num_processes=1", "distributed.process_id=0", f"hydra.run.dir={tmp_path / 'r'}"],
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    last = proc.stdout.strip().splitlines()[-1]  # (the progress bar: stderr)
+    assert last.startswith("done in ") and last.endswith(f"outputs in {tmp_path / 'r'}"), last
