@@ -221,6 +221,8 @@ def test_a_model_file_listing_a_schema_never_stored_names_the_missing_step(tmp_p
         "/simformer_schema, /transformer_schema (README: A model of your own in the harness)")
     assert override_problem([search, "-m", "model=wide,tiny"]).startswith("model=wide,tiny: ")  # one of a sweep
     assert override_problem([search, "model=wide"]) is None and override_problem(["model=flux1"]) is None
+    (tmp_path / "model" / "broken.yaml").write_text("defaults: [\n")  # YAML cannot read it: Hydra's error names it
+    assert override_problem([search, "model=broken"]) is None
 
 
 @pytest.mark.slow  # a launch of launch.py (explicit mode, one process: about 8 s)

@@ -174,12 +174,17 @@ def _schema_problem(o, group: str, search_paths: Sequence[str]) -> str | None:
 
     from gensbi_sharding.harness.config import register_configs
 
+    if group != "model":
+        return None
     register_configs()  # what Hydra's config store holds (a dataclass written but never stored is no schema)
     folders = [CONF] + [Path(e[len("file://"):]) for e in search_paths if e.startswith("file://")]
     stored = [n.removesuffix("_schema.yaml") for n in ConfigStore.instance().list("") if n.endswith("_schema.yaml")]
-    for value in o.values() if group == "model" else ():
+    for value in o.values():
         path = next((f / group / f"{value}.yaml" for f in folders if (f / group / f"{value}.yaml").is_file()), None)
-        listed = [] if path is None else [e for e in OmegaConf.load(path).get("defaults", []) if isinstance(e, str)]
+        try:
+            listed = [] if path is None else [e for e in OmegaConf.load(path).get("defaults", []) if isinstance(e, str)]
+        except Exception:  # a file YAML cannot read: Hydra's own error names it
+            continue
         for name in (e.lstrip("/").removesuffix("_schema") for e in listed if e.endswith("_schema")):
             if name not in stored:
                 return (f"{o.arg}: {path} lists /{name}_schema, which no schema is stored as: add its settings' "
