@@ -245,3 +245,32 @@ def test_a_run_in_explicit_mode_ends_with_its_result_line(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     last = proc.stdout.strip().splitlines()[-1]  # (the progress bar: stderr)
     assert last.startswith("done in ") and last.endswith(f"outputs in {tmp_path / 'r'}"), last
+
+
+def test_a_second_ctrl_c_landing_in_a_gc_callback_is_deferred_not_dropped(caplog):
+    # Typed: Ctrl-C twice during a run (README, Preemption: "press it again to stop at once"). Was, on the console:
+    # "Exception ignored in: <function _xla_gc_callback ...> Traceback ... KeyboardInterrupt": the second press
+    # landed in JAX's gc callback (gc.callbacks), where Python prints the exception and drops it, as in a __del__
+    # (which was deferred already); the run stopped only at the next step boundary, for the first press.
+    import gc
+    import logging
+    import sys
+
+    from gensbi_sharding.harness import interrupt_hold
+
+    frames = []
+
+    def callback(phase, info):  # as jax._src.lib's _xla_gc_callback: run by the collector, in the main thread
+        frames.append(sys._getframe())
+
+    gc.callbacks.append(callback)
+    try:
+        gc.collect()
+        interrupt_hold.reset()
+        with caplog.at_level(logging.WARNING, logger="gensbi_sharding"):
+            assert interrupt_hold.defer_interrupt(frames[0]) is True
+    finally:
+        gc.callbacks.remove(callback)
+        interrupt_hold.reset()
+    assert "Ctrl-C again: stopping at the next checkpoint, or as the first asked" in caplog.text
+    assert interrupt_hold.defer_interrupt(sys._getframe()) is False  # anywhere else: at once, as before

@@ -6,8 +6,8 @@ Orbax's wait: Orbax logged "[ERROR] ... Save Finalize thread (save_finalize) fai
 run recorded ``stopped_at_step: null`` though the checkpoint was committed (``train.resume=auto`` continued from it).
 Inside ``hold_interrupt()`` the watch's handler defers it (``defer_interrupt``); it is raised as the save ends, so
 the run records the checkpoint the save committed. Nothing is waited for longer: the process's exit finished a
-save under way anyway. One landing in a finalizer (``tqdm.__del__``) is deferred as well: raised there, Python printed
-its traceback and dropped it. A third Ctrl-C raises at once.
+save under way anyway. One landing in a finalizer (``tqdm.__del__``) or a garbage-collector callback (JAX's) is
+deferred as well: raised there, Python printed its traceback and dropped it. A third Ctrl-C raises at once.
 
 A handler's console lines wait until the outermost handler ends (``handler_lines``, ``say``), then come out in the
 order of the presses: a second Ctrl-C landing while the first one's handler ran (Python runs it there, nested)
@@ -84,7 +84,7 @@ def hold_interrupt() -> Iterator[None]:
 
 def defer_interrupt(frame: Any = None) -> bool:
     """Whether the Ctrl-C that would stop the run at once is deferred: inside ``hold_interrupt``, or when it landed in
-    a finalizer (``__del__``, a ``weakref`` callback: Python prints "Exception ignored in ..." with the traceback there
+    a finalizer (``__del__``, a ``weakref`` or garbage-collector callback: Python prints "Exception ignored in ..." there
     and goes on); never a third.
 
     Parameters
@@ -113,10 +113,16 @@ def reset() -> None:
 
 
 def _in_finalizer(frame: Any) -> bool:
+    import gc
+
+    # The garbage collector's callbacks drop an exception as finalizers do (JAX's _xla_gc_callback, run at every
+    # collection: "Exception ignored in: <function _xla_gc_callback ...>").
+    collector = {getattr(callback, "__code__", None) for callback in gc.callbacks}
     for _ in range(8):  # the finalizer's own frame, or one of the few it called
         if frame is None:
             return False
-        if frame.f_code.co_name == "__del__" or frame.f_code.co_filename.endswith("weakref.py"):
+        code = frame.f_code
+        if code.co_name == "__del__" or code.co_filename.endswith("weakref.py") or code in collector:
             return True
         frame = frame.f_back
     return False
