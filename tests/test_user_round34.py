@@ -274,3 +274,29 @@ def test_a_second_ctrl_c_landing_in_a_gc_callback_is_deferred_not_dropped(caplog
         interrupt_hold.reset()
     assert "Ctrl-C again: stopping at the next checkpoint, or as the first asked" in caplog.text
     assert interrupt_hold.defer_interrupt(sys._getframe()) is False  # anywhere else: at once, as before
+
+
+def test_sampling_a_run_still_training_before_its_first_checkpoint_says_so(tmp_path):
+    # Typed: python sample.py multirun/.../1 x_o.npy while that sweep job trained (train.checkpoint_every=0: a
+    # checkpoint only at its end). Was: "has no checkpoint to sample ... Sampling needs a trained run's saved weights:
+    # pass the folder of a run that trained", about a run that was training there and would save one.
+    import subprocess
+    import sys
+
+    from gensbi_sharding.harness.own_observation import _run_checkpoint
+
+    run = tmp_path / "run"
+    run.mkdir()
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom gensbi_sharding.harness.folder_lock "
+                               f"import FolderLock\nlock = FolderLock({str(run)!r})\nlock.acquire()\nprint('held', flush=True)\n"
+                               "time.sleep(60)"], stdout=subprocess.PIPE, text=True, env={"PYTHONPATH": str(REPO)})
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(FileNotFoundError) as err:
+            _run_checkpoint(run)
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
+    assert f"; its run is still training (pid {holder.pid} on " in str(err.value)
+    assert str(err.value).split(") and has saved none yet")[1] == (
+        ": it saves one at its end, and every train.checkpoint_every steps if set; sample it then")

@@ -64,9 +64,12 @@ def _run_checkpoint(run_dir: Any) -> tuple[Path, dict, dict]:
             why = ("; it holds a dry run (dry_run=true saves no checkpoint)" if "dry_run" in previous else
                    f"; its run (status {previous.get('status')}) saved no complete checkpoint in "
                    f"{folder / CHECKPOINT_SUBDIR}")
-        raise FileNotFoundError(f"run folder {os.fspath(run_dir)!r} has no checkpoint to sample: {err}{why}. "
-                                "Sampling needs a trained run's saved weights: pass the folder of a run that "
-                                "trained (python launch.py ... writes checkpoints/ into its folder)") from None
+        elif (writer := _training_run(folder)) is not None:  # was: "pass the folder of a run that trained"
+            why = (f"; its run is still training ({writer}) and has saved none yet: it saves one at its end, and every "
+                   "train.checkpoint_every steps if set; sample it then")
+        raise FileNotFoundError(f"run folder {os.fspath(run_dir)!r} has no checkpoint to sample: {err}{why}" + (
+            "" if "still training" in why else ". Sampling needs a trained run's saved weights: pass the folder of a "
+            "run that trained (python launch.py ... writes checkpoints/ into its folder)")) from None
     config, info = saved_config(step_dir), saved_info(step_dir)
     if not config.get("data") or not config.get("model"):
         raise ValueError(f"checkpoint {step_dir} holds no run config (saved by CheckpointWriter without one, not by "
@@ -76,6 +79,21 @@ def _run_checkpoint(run_dir: Any) -> tuple[Path, dict, dict]:
                          "cannot be standardised as in training; resume the run once (python launch.py "
                          f"train.resume={step_dir} ... hydra.run.dir=<new folder>) and sample that run's folder")
     return step_dir, config, info
+
+
+def _training_run(folder: Path) -> str | None:
+    """Who holds ``folder``'s run lock (a run still writing there), None if no one does."""
+    from filelock import FileLock, Timeout
+
+    from gensbi_sharding.harness.folder_lock import FolderLock
+
+    if not (folder / FolderLock.LOCK).is_file():
+        return None
+    try:
+        with FileLock(folder / FolderLock.LOCK, timeout=0, is_singleton=True):
+            return None
+    except Timeout:
+        return FolderLock(folder).holder()
 
 
 def sample_posterior(run_dir: str | os.PathLike, x_o: Any, *, num_samples: int | None = None,
