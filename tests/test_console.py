@@ -217,6 +217,7 @@ def test_a_model_with_hundreds_of_fallbacks_gets_one_short_console_line_and_ever
                                    "dimension, or set strict=false")
 
 
+@pytest.mark.slow  # an end-to-end run (a training run)
 def test_a_run_resets_the_process_an_earlier_run_in_this_python_set(as_process, tmp_path, caplog, devices):
     # A process 1 of 2 that failed to join (a coordinator nobody serves) left the console set to process 1:
     # every later run in the same Python process (a test session, a sweep's jobs) logged as "[process 1/2]"

@@ -138,6 +138,7 @@ def test_a_dry_run_reports_the_state_per_device_a_real_run_reports(tmp_path, dev
     assert dry["best_weights_bytes_per_device"] == dry["ema_bytes_per_device"] == dry["param_bytes_per_device"]
 
 
+@pytest.mark.slow  # end-to-end runs (two dry runs)
 def test_a_dry_run_refuses_what_strict_refuses_in_training(tmp_path, devices):
     # Was: dry_run=true strict=true planned with strict off and reported "ok" for a rule the run then refused.
     from faults_helpers import run_tiny
@@ -149,6 +150,7 @@ def test_a_dry_run_refuses_what_strict_refuses_in_training(tmp_path, devices):
     assert run_tiny(tmp_path / "lenient", "dry_run=true", *overrides[1:])["status"] == "ok"
 
 
+@pytest.mark.slow  # an end-to-end run (a dry run)
 def test_a_dry_run_says_when_the_rule_splits_nothing_on_its_mesh(tmp_path, devices, caplog):
     # Was: a training run said "rule tensor splits nothing here" under mesh=auto, its dry run did not, so a
     # dry-run sweep's tensor on (8, 1) read as a choice of its own (its figures are replicated's).

@@ -72,6 +72,7 @@ def test_what_hydra_reads_passes(args):
     assert grammar_problem(args) is None
 
 
+@pytest.mark.slow  # a launch.py process (refused before any folder: about 2 s)
 def test_launch_refuses_it_in_one_line_writing_nothing(tmp_path):
     proc = subprocess.run([sys.executable, str(REPO / "launch.py"), "experiment=quick", "hydra.run.dir=runs/a(1)"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=120)

@@ -319,6 +319,7 @@ def test_ctrl_c_checkpoints_at_the_next_step_and_auto_resume_continues_exactly(t
     np.testing.assert_allclose(_losses(out), reference, rtol=1e-6, atol=0)
 
 
+@pytest.mark.slow  # an end-to-end run (a training run, stopped at step 3)
 def test_a_second_ctrl_c_stops_at_once(tmp_path, monkeypatch, devices):
     real = train_module.train
 

@@ -361,6 +361,7 @@ def test_the_kept_record_is_put_back_only_after_an_attempt_that_continued_nothin
     assert not saved_record(fresh).exists()
 
 
+@pytest.mark.slow  # an end-to-end run (a training run)
 def test_resume_from_a_folder_that_saved_no_checkpoint_says_why_and_where_to_look(tmp_path, devices):
     # Was: a dry run's folder, a failed job's or a whole sweep's got "no checkpoint in <folder>" (a failed
     # sweep job: "the save was cut short; pass its parent"), and Orbax's warnings about every job folder.
@@ -616,6 +617,7 @@ def list_refusal_launches(tmp_path_factory):
     return {args: (proc, folder) for (args, _), proc, folder in zip(LIST_REFUSALS, procs, folders)}
 
 
+@pytest.mark.slow  # launch.py processes (refused while composing, forked: about 3 s in all)
 @pytest.mark.parametrize("args, message", LIST_REFUSALS)
 def test_a_scalar_for_a_list_stops_launch_in_one_line_writing_nothing(list_refusal_launches, args, message):
     proc, tmp_path = list_refusal_launches[args]
@@ -627,6 +629,7 @@ PLATFORM_GPU = ("devices.platform=gpu is not available here: JAX has cpu; set de
                 "devices.platform=null for JAX's default")
 
 
+@pytest.mark.slow  # an end-to-end run (the hint followed: a training run)
 def test_an_unavailable_platform_names_the_ones_jax_has_and_the_fix(tmp_path, devices):
     # Was: "RuntimeError: Unable to initialize backend 'rocm' ..." naming neither devices.platform nor the fix
     # (and, once JAX had started, devices.platform=gpu was silently ignored).

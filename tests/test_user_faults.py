@@ -588,6 +588,7 @@ def test_a_scheduler_launcher_off_its_cluster_is_named_not_a_traceback():
                             which=lambda command: None) is None
 
 
+@pytest.mark.slow  # a launch.py process (refused before any folder: about 2 s)
 def test_slurm_launcher_without_slurm_stops_before_writing_anything(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
     env["PATH"] = str(Path(sys.executable).parent)  # python only: no srun here (nor on CI)
