@@ -300,3 +300,22 @@ def test_sampling_a_run_still_training_before_its_first_checkpoint_says_so(tmp_p
     assert f"; its run is still training (pid {holder.pid} on " in str(err.value)
     assert str(err.value).split(") and has saved none yet")[1] == (
         ": it saves one at its end, and every train.checkpoint_every steps if set; sample it then")
+
+
+def test_the_sweep_table_names_the_group_option_a_job_continued_alone_ran_with(tmp_path):
+    # Typed: -m distributed=local ... rule=fsdp,tensor, stopped in job 0; job 0 continued alone in one process (its
+    # printed command without distributed=local). Was: sweep_summary.md's "distributed" column empty for job 0 (no
+    # override named it, and the config holds the group's fields, not its name), "local" for job 1.
+    from gensbi_sharding.harness.summary import summary_rows
+    from gensbi_sharding.harness.summary_columns import key_cell
+
+    for number, overrides, choice in ((0, ["rule=fsdp", "train.resume=auto"], "none"),
+                                      (1, ["distributed=local", "rule=tensor"], "local")):
+        job = tmp_path / str(number)
+        (job / ".hydra").mkdir(parents=True)
+        (job / ".hydra" / "overrides.yaml").write_text("".join(f"- {o}\n" for o in overrides))
+        OmegaConf.save({"hydra": {"runtime": {"choices": {"distributed": choice, "rule": "x", "hydra/env": None}}}},
+                       job / ".hydra" / "hydra.yaml")
+        (job / "metrics.json").write_text('{"status": "ok", "config": {"distributed": {"mode": "none"}}}')
+    rows = summary_rows(tmp_path)
+    assert [(key_cell(r, "distributed"), key_cell(r, "rule")) for r in rows] == [("none", "fsdp"), ("local", "tensor")]

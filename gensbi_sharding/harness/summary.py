@@ -60,11 +60,18 @@ def _job_overrides(job_dir: Path) -> dict[str, str]:
     return {key: value for key, value in pairs.items() if key not in _NOT_CONFIGURATION}
 
 
+def _job_choices(job_dir: Path) -> dict[str, str]:
+    """``{group: option}`` Hydra composed this job with (``distributed: none``), from its record; {} without one."""
+    path = job_dir / ".hydra" / "hydra.yaml"
+    choices = OmegaConf.select(OmegaConf.load(path), "hydra.runtime.choices", default=None) if path.is_file() else None
+    return {str(k): str(v) for k, v in (choices or {}).items() if v is not None}
+
+
 def summary_rows(sweep_dir: Path) -> list[dict[str, Any]]:
     """One row per job folder holding a metrics.json, by job number.
 
     Each row: ``job`` (folder name), ``overrides`` (``{key: value}`` as typed), ``metrics``
-    (the job's metrics.json) and ``dry_run``.
+    (the job's metrics.json), ``dry_run`` and ``choices`` (the group options it was composed with).
     """
     def order(path: Path):
         name = path.parent.name
@@ -77,7 +84,7 @@ def summary_rows(sweep_dir: Path) -> list[dict[str, Any]]:
         except FileExistsError as err:  # one damaged record must not cost the other jobs' rows
             metrics = {"status": "damaged", "error": str(err)}
         rows.append({"job": path.parent.name, "overrides": _job_overrides(path.parent), "metrics": metrics,
-                     "dry_run": bool(metrics.get("config", {}).get("dry_run"))})
+                     "dry_run": bool(metrics.get("config", {}).get("dry_run")), "choices": _job_choices(path.parent)})
     return rows
 
 

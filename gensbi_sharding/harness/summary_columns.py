@@ -116,9 +116,12 @@ DRY_RUN_COLUMNS: tuple[Column, ...] = (
 
 def key_cell(row: Mapping[str, Any], key: str) -> str:
     """The value of ``key`` the job ran with: its override as typed, else its config's (a preset's
-    ``train.steps`` from ``experiment=quick``, which no override names); "" when neither holds one."""
+    ``train.steps`` from ``experiment=quick``, which no override names; for a group, the option Hydra composed, e.g.
+    ``distributed`` of a job continued alone without the sweep's ``distributed=local``); "" when neither holds one."""
     if key in row["overrides"]:
         return row["overrides"][key]
+    if key in row.get("choices", {}):
+        return row["choices"][key]
     value: Any = row["metrics"].get("config") or {}
     for part in key.split("."):
         value = value.get(part) if isinstance(value, Mapping) else None
