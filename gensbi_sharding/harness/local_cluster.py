@@ -66,15 +66,16 @@ def run_local_processes(cfg: DictConfig, out: Path) -> dict[str, Any]:
     Raises
     ------
     ConfigError
-        If the CPU device count does not split evenly over the processes, or no Hydra
+        If the CPU device count does not split evenly over the processes, their simulations cannot fit in
+        this host's memory (``sweep_check.local_processes_problem``), or no Hydra
         job is running (the children are started from the job's overrides).
     """
     from hydra.core.hydra_config import HydraConfig
 
     from gensbi_sharding.harness.devices import resolve_cpu_count
-    from gensbi_sharding.harness.sweep_check import process_split_problem
+    from gensbi_sharding.harness.sweep_check import local_processes_problem
 
-    if problem := process_split_problem(cfg):  # checked for every job of a sweep before the first starts too
+    if problem := local_processes_problem(cfg):  # checked for every job of a sweep before the first starts too
         raise ConfigError(problem)
     n, cpu = cfg.distributed.local_processes, resolve_cpu_count(cfg.devices.cpu_count)[0]
     if not HydraConfig.initialized():

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 __all__ = ["job_problem", "refused_jobs", "refused_jobs_message", "sweep_config_problem", "cpu_devices_known",
-           "process_split_problem"]
+           "process_split_problem", "local_processes_problem"]
 
 #: Hydra's own sweeper and launcher (``hydra.sweeper._target_``, ``hydra.launcher._target_``): the cartesian
 #: product of the sweep's values, run one after another in this process.
@@ -73,7 +73,7 @@ def job_problem(cfg: Any, *, in_process: bool = True) -> str | None:
         validate(cfg)  # its first check: every ${...} resolves
         if cfg.distributed.mode != "none":  # several processes: their count and devices are known once they join
             local = cfg.distributed.local_processes > 1 and cfg.distributed.process_id is None
-            problem = process_split_problem(cfg) if local else None  # distributed=local: this machine's devices
+            problem = local_processes_problem(cfg) if local else None  # distributed=local: this machine's
             return None if problem is None else f"{ConfigError.__name__}: {problem}"
         count, source = resolve_cpu_count(cfg.devices.cpu_count)
     except Exception as err:  # as run() records it: any exception here would end the job before training
@@ -85,6 +85,18 @@ def job_problem(cfg: Any, *, in_process: bool = True) -> str | None:
 
         problem = simulations_problem(cfg)
     return None if problem is None else f"{ConfigError.__name__}: {problem}"
+
+
+def local_processes_problem(cfg: Any) -> str | None:
+    """Why ``distributed=local``'s processes cannot start: their device split, then their simulations' share of
+    this host (``simulations_problem``; a dry run simulates none). None if they can. Checked by their parent
+    before any process starts (was: each process refused the budget once started, after JAX's import)."""
+    from gensbi_sharding.harness.memory_check import simulations_problem
+
+    n = cfg.distributed.local_processes
+    if problem := process_split_problem(cfg):
+        return problem
+    return None if cfg.get("dry_run") or cfg.get("data") is None else simulations_problem(cfg, n, n)
 
 
 def process_split_problem(cfg: Any) -> str | None:
