@@ -75,6 +75,7 @@ try:
     from gensbi_sharding.harness.console_lines import stopped_sweep_line
     from gensbi_sharding.harness.signal_hold import hold_preemption_signals, ignore_preemption_signals, take_held
     from gensbi_sharding.harness.sweep_continue import current_job_dir, mark_not_started, stopped_between_jobs
+    from gensbi_sharding.harness.sweep_hints import hydra_job_overrides
 except KeyboardInterrupt:  # seconds of imports (JAX): a Ctrl-C there is the most likely one before a run
     if __name__ != "__main__":
         raise
@@ -103,7 +104,8 @@ except KeyboardInterrupt:
 log = logging.getLogger("gensbi_sharding")
 failed_jobs: list[str] = []
 running: list[bool] = []  # [True] while a job's run() is under way: only then does a metrics.json record a Ctrl-C
-ran: list[bool] = []  # one per job whose run() started
+ran: list = []  # the folder of each job whose run() started
+in_sweep: list[bool] = []  # [True] once a multirun's job started (Hydra forgets a job's config as the job ends)
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")
@@ -114,7 +116,8 @@ def main(cfg: DictConfig) -> float | None:
             log.log(logging.WARNING if line.startswith("preempted") else logging.INFO, "%s", line)
         sys.exit(EXIT_PREEMPTED)
     running.append(True)
-    ran.append(True)
+    ran.append(output_dir(cfg))
+    in_sweep[:] = [hydra_job_overrides()[1]]
     with quiet_console(cfg):  # third-party noise goes to the job's launch.log, not the console
         metrics = run(cfg)
     running.clear()
@@ -138,10 +141,15 @@ if __name__ == "__main__":
             mark_not_started(current_job_dir(), "interrupted by Ctrl-C before it started")  # a folder Hydra made
             interrupted_before_run()
         if not running:  # after a job ended (between a sweep's jobs): its metrics.json says how it ended
-            print(f"interrupted by Ctrl-C after {len(ran)} job(s) ended, each recorded in its folder's metrics.json; "
-                  "no later job started", file=sys.stderr)
             # The next job's folder, if Hydra made it: says so (was: an empty launch.log, like a run that failed)
-            mark_not_started(current_job_dir(), f"interrupted by Ctrl-C after {len(ran)} job(s) of the sweep ended")
+            mark_not_started(job_dir := current_job_dir(), f"interrupted by Ctrl-C after {len(ran)} job(s) of the "
+                             "sweep ended")
+            # As a preemption there: the sweep's summary with its jobs not run, how to continue, the outcome last
+            # (was: Hydra's summary never came, the sweep's files held an earlier run's rows or none)
+            lines = [f"interrupted by Ctrl-C after {len(ran)} job(s) ended, each recorded in its folder's metrics.json"]
+            if in_sweep == [True] and job_dir:
+                lines = stopped_between_jobs(job_dir, None, len(ran), sys.argv, made=job_dir != ran[-1])
+            print(*lines, sep="\n", file=sys.stderr, flush=True)
             sys.exit(EXIT_INTERRUPTED)
         if not os.environ.get(LOCAL_CHILD_ENV):  # distributed=local's parent says it once for its processes
             print("interrupted: the job's metrics.json records it (status interrupted)", file=sys.stderr)

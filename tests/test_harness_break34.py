@@ -3,6 +3,7 @@
 Each test names what was typed, what happened, and what happens now.
 """
 
+import csv
 import subprocess
 import sys
 from pathlib import Path
@@ -33,3 +34,39 @@ def test_local_processes_beyond_the_hosts_memory_are_refused_before_any_starts(m
     assert job_problem(compose_tiny("distributed=local", "devices.cpu_count=8", "data.num_simulations=7800000")) is None
     assert job_problem(compose_tiny("distributed=local", "devices.cpu_count=8", "data.num_simulations=100000000",
                                     "dry_run=true")) is None  # a dry run simulates none
+
+
+@pytest.mark.slow  # two launch.py sweeps (run() stubbed)
+@pytest.mark.parametrize("where", ["as job 1 starts", "as job 0 ends"])
+def test_ctrl_c_between_a_sweeps_jobs_writes_its_summary_as_a_preemption_there_does(tmp_path, where):
+    # launch.py -m train.steps=1,2,3, Ctrl-C after job 0 ended: was one line and no sweep_summary.* (Hydra's end of
+    # sweep never came; a SIGTERM there wrote them). Now: the summary, jobs 1 and 2 'not run', how to continue, the
+    # sweep's outcome last, as for SIGTERM. The Ctrl-C lands once Hydra made job 1's folder, or before.
+    sweep = tmp_path / "sweep"
+    hook = ("import gensbi_sharding.harness.summary as s\ns.SweepSummary.on_job_start = interrupted\n"
+            if where == "as job 1 starts" else
+            "import gensbi_sharding.harness.run_report as rr\nrr.final_line = interrupted\n")
+    script = ("import json\nimport gensbi_sharding.harness.run as r\n"
+              "from gensbi_sharding.harness.run_folder import output_dir\ncalls = []\n"
+              "def interrupted(*args, **kwargs):\n    if calls:\n        raise KeyboardInterrupt\n"
+              "    return 'x'\n" + hook +
+              "def fake(cfg):\n    calls.append(1)\n"
+              "    (output_dir(cfg) / 'metrics.json').write_text(json.dumps({'status': 'ok', 'c2st': 0.5}))\n"
+              "    return {'status': 'ok', 'c2st': 0.5}\nr.run = fake\nimport runpy, sys\n"
+              f"sys.argv = ['launch.py', '-m', 'train.steps=1,2,3', 'hydra.sweep.dir={sweep}']\n"
+              "runpy.run_path('launch.py', run_name='__main__')\n")
+    proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 130 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    later = "job 1 and those after it did not start" if where == "as job 1 starts" else "no later job started"
+    assert lines[-3:] == [
+        f"interrupted by Ctrl-C between the sweep's jobs: 1 job(s) ended, each recorded in its folder's metrics.json; "
+        f"{later}",
+        "to continue the rest of the sweep, a sweep folder holding completed jobs is never rerun as a whole: continue "
+        f"its unfinished jobs (2 never started) one by one: python launch.py train.steps=2 train.resume=auto "
+        f"hydra.mode=RUN hydra.run.dir={sweep / '1'} ; python launch.py train.steps=3 train.resume=auto hydra.mode=RUN "
+        f"hydra.run.dir={sweep / '2'}",
+        f"sweep stopped: 1 ok, 0 failed, 2 not run; sweep_summary.csv/.md/.png in {sweep}"], lines
+    with open(sweep / "sweep_summary.csv", newline="") as f:
+        rows = [(row["job"], row["train.steps"], row["status"]) for row in csv.DictReader(f)]
+    assert rows == [("0", "1", "ok"), ("1", "2", "not run"), ("2", "3", "not run")]

@@ -44,7 +44,8 @@ def whole_sweep_hint(run_dir: Any, argv: Sequence[str], *, started: bool = True)
     """
     from gensbi_sharding.harness.override_grammar import hydra_override
 
-    if not hydra_job_overrides()[1] or not argv or Path(argv[0]).name != "launch.py":
+    # started=False comes only between a multirun's jobs, where Hydra no longer holds a job's config after a Ctrl-C
+    if (started and not hydra_job_overrides()[1]) or not argv or Path(argv[0]).name != "launch.py":
         return ""
     run_dir = Path(run_dir).absolute()
     if rest := _rest_of_sweep(run_dir, started):
@@ -77,23 +78,28 @@ def _rest_of_sweep(run_dir: Path, started: bool) -> str:
     return f"to continue the rest of the sweep, {hint[2:]}" if hint else ""
 
 
-def stopped_between_jobs(next_dir: Any, signum: int, ended: int, argv: Sequence[str]) -> list[str]:
-    """The console lines of a sweep a preemption signal stopped between two of its jobs, the next one not started.
+def stopped_between_jobs(next_dir: Any, signum: int | None, ended: int, argv: Sequence[str], *,
+                         made: bool = True) -> list[str]:
+    """The console lines of a sweep a preemption signal or Ctrl-C stopped between two of its jobs, the next not started.
 
     A signal after a job ended (held by ``signal_hold`` until then) is the sweep's preemption: the next job is not
     started (was: it started only to record ``status: preempted`` for a stop it never saw). The sweep's summary is
-    written for the jobs so far, the next one and those after it ``not run``.
+    written for the jobs so far, the next one and those after it ``not run``; so it is for a Ctrl-C there (was:
+    Hydra's end-of-sweep summary never came, and the sweep's files still held the jobs of an earlier run of it).
 
     Parameters
     ----------
     next_dir : path-like
-        The folder Hydra made for the job that does not start, ``<sweep>/<job>``.
-    signum : int
-        The signal received.
+        The folder Hydra made for the job that does not start, ``<sweep>/<job>``; or, ``made`` False (a Ctrl-C
+        before Hydra made that folder), the folder of the job that ended last.
+    signum : int or None
+        The signal received; None for Ctrl-C.
     ended : int
         How many of the sweep's jobs this process ran, each recorded in its folder's ``metrics.json``.
     argv : sequence of str
         ``sys.argv`` of the command that started the sweep.
+    made : bool, optional
+        Whether ``next_dir`` is the next job's folder.
 
     Returns
     -------
@@ -106,8 +112,9 @@ def stopped_between_jobs(next_dir: Any, signum: int, ended: int, argv: Sequence[
     from gensbi_sharding.harness.summary import refresh_sweep_summary
 
     next_dir = Path(next_dir).absolute()
-    lines = [f"preempted by {signal.Signals(signum).name} between the sweep's jobs: {ended} job(s) ended, each "
-             f"recorded in its folder's metrics.json; job {next_dir.name} and those after it did not start"]
+    stop = "interrupted by Ctrl-C" if signum is None else f"preempted by {signal.Signals(signum).name}"
+    lines = [f"{stop} between the sweep's jobs: {ended} job(s) ended, each recorded in its folder's metrics.json; "
+             + (f"job {next_dir.name} and those after it did not start" if made else "no later job started")]
     if hint := whole_sweep_hint(next_dir, argv, started=False):
         lines.append(hint)
     try:
