@@ -102,7 +102,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                 stop_record.record_resume_point(metrics, out)
                 stop_record.record_interrupt(metrics, f"interrupted (Ctrl-C): {type(err).__name__}: {err}", start, folder)
                 raise KeyboardInterrupt from err
-            metrics["error"] = f"{type(err).__name__}: {err}"
+            metrics["error"] = f"{type(err).__name__}: {err}" + stop_record.failure_resume_hint(out, start, err)
             log.error("%s", metrics["error"], extra=child_refusal(err))  # the console tags it "[ERROR]"
             failure = traceback.format_exc()
         watch.settle()  # a stop the watchdog is writing wins: it ends the process

@@ -11,7 +11,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-__all__ = ["record_interrupt", "record_resume_point"]
+__all__ = ["record_interrupt", "record_resume_point", "failure_resume_hint"]
 
 log = logging.getLogger("gensbi_sharding")
 
@@ -67,3 +67,42 @@ def record_resume_point(metrics: dict[str, Any], out: Path) -> int | None:
     if saved is not None:  # the step the checkpoint holds, as a finished run's final_step
         metrics["final_step"] = saved
     return saved
+
+
+def failure_resume_hint(out: Path, start: float, err: BaseException) -> str:
+    """How to continue a run that failed after it committed a checkpoint; "" where this attempt committed none.
+
+    A run whose folder turned read-only (or full) mid-run, or whose evaluation failed, said only the error
+    (``OSError: [Errno 30] Read-only file system: ...``), not that its checkpoints up to step 1150 were
+    saved and that ``train.resume=auto`` continues from there once the cause is fixed. An earlier attempt's
+    checkpoint is not named: its error may be what the same command meets again (a setting refused on resume).
+
+    Parameters
+    ----------
+    out : pathlib.Path
+        The run's folder (``<out>/checkpoints``).
+    start : float
+        ``time.perf_counter()`` at the attempt's start.
+    err : BaseException
+        The failure; a divergence (``FloatingPointError``) names its own checkpoint, the last finite one.
+
+    Returns
+    -------
+    str
+        ``"; checkpoint <folder>/checkpoints/<step> was saved before it: once that is fixed, continue with: ..."``.
+    """
+    import os
+    import time
+
+    from gensbi_sharding.harness.launch_record import step_folder_names
+    from gensbi_sharding.harness.sweep_hints import continue_command
+
+    # From the folder names, not Orbax: its listing is a collective of every process, and one process's failure is
+    # not the others' (one process listing alone aborts them all, SIGABRT); it would start JAX's backend too.
+    steps = step_folder_names(Path(out))
+    newest = Path(out) / "checkpoints" / str(steps[-1]) if steps else None
+    started = time.time() - (time.perf_counter() - start) - 1  # the attempt's start as file times count (1 s: rounded)
+    if newest is None or isinstance(err, FloatingPointError) or os.stat(newest).st_mtime < started:
+        return ""
+    return (f"; checkpoint {newest} was saved before it: once that is fixed, continue with: "
+            f"{continue_command(out)}")
