@@ -94,3 +94,24 @@ def test_a_run_failing_after_a_checkpoint_names_it_and_the_command_that_continue
     assert failure_resume_hint(tmp_path, time.perf_counter() + 60, failure) == ""  # an earlier attempt's checkpoint
     assert failure_resume_hint(tmp_path, start, FloatingPointError("diverged")) == ""  # names the last finite one
     assert failure_resume_hint(tmp_path / "none", start, failure) == ""
+
+
+def test_a_failed_checkpoint_saves_thread_tracebacks_stay_in_launch_log():
+    # A folder turned read-only mid-save: Orbax's saving threads each logged "[ERROR] ... _SignalingThread.run()
+    # raised an exception: PERMISSION_DENIED ..." with a traceback, four on the console before the run's own error
+    # line (which names the failure and the checkpoint that continues it). launch.log keeps them.
+    import logging
+
+    from gensbi_sharding.harness.console import ConsoleFilter
+
+    def shown(message):
+        return ConsoleFilter().filter(logging.LogRecord("absl", logging.ERROR, "x.py", 1, message, None, None))
+
+    failure = 'PERMISSION_DENIED: Error writing local file "/run/checkpoints/1200.orbax-checkpoint-tmp/_sharding"'
+    assert not shown(f"[process=0][thread=serialize_shardings][operation_id=24] _SignalingThread.run() raised an "
+                     f"exception: {failure}")
+    assert not shown("[process=0] Failed to run 3 Handler Commit operations or the Commit callback in background save "
+                     "thread, directory: /run/checkpoints/1200")
+    assert not shown("[process=0][thread=MainThread][step=1200][wait_until_finished] Save Finalize thread "
+                     "(save_finalize) failed.")
+    assert shown(f"some other Orbax error: {failure}")

@@ -39,7 +39,11 @@ NOISY_WARNINGS = ("ConvergenceWarning",)  # warning categories kept out of the c
 # drops them while it lists a folder's steps (checkpoint_steps); kept here for any other read-only look.
 NOISY_MESSAGES = ("CheckpointManagerOptions.read_only=True", "Given directory is read only",
                   "was found in the checkpoint, but could not be restored",
-                  "Reached preemption sync point")  # every process of a stopped job, every saving thread
+                  "Reached preemption sync point",  # every process of a stopped job, every saving thread
+                  # A save that failed (read-only or full folder), from each of Orbax's saving threads, traceback and
+                  # all: the run's own error line names it, and the checkpoint that continues it; launch.log keeps them
+                  "_SignalingThread.run() raised an exception", "Handler Commit operations or the Commit callback",
+                  "Save Finalize thread (save_finalize) failed")
 NOISY_NATIVE_LINES = (b"[Gloo]",)  # starts of lines C++ libraries print that belong in launch.log only
 # Gloo's threads write their lines in pieces, so two can interleave: "[Gloo] Rank [Gloo] Rank 7 is connected
 # ...\n" then "5 is connected to 7 peer ranks. ...\n" (or " peer ranks. Expected ... is : 1\n": torn anywhere),
