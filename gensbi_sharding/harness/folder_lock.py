@@ -86,13 +86,15 @@ class FolderLock:
             return "its owner note is not written yet"
 
 
-def folder_problem(folder: Path, *, sweep: bool) -> str | None:
+def folder_problem(folder: Path, *, sweep: bool, before_hydra: bool = False) -> str | None:
     """Why ``folder`` cannot be this job's output folder, naming the override to change; None if it can.
 
     A path that is (or lies under) a file cannot be made a folder; one whose nearest existing folder refuses
     a new entry (read-only, another user's) cannot be written (was: Hydra's PermissionError traceback, after a
     warning that a callback raised it); and a run and a sweep never share one, or a sweep's job folders,
-    ``multirun.yaml`` and summary would mix with the run's own files.
+    ``multirun.yaml`` and summary would mix with the run's own files. ``before_hydra``: the check of the Hydra
+    callback, before Hydra writes: a run in a running sweep's job folder, or a sweep over one a run writes, too
+    (not a sweep's own jobs, whose sweep holds their folder's parent).
     """
     key = "hydra.sweep.dir" if sweep else "hydra.run.dir"
     folder = Path(folder).absolute()
@@ -126,6 +128,36 @@ def folder_problem(folder: Path, *, sweep: bool) -> str | None:
             shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
             return (f"{key}={folder} holds {shown}, not written by a {'sweep' if sweep else 'run'}, which it would "
                     f"overwrite; choose another {key} (a new or empty folder), or move them out")
+    return _shared_with_running(folder, sweep, key) if before_hydra else None
+
+
+def _shared_with_running(folder: Path, sweep: bool, key: str) -> str | None:
+    """Why a run cannot start in a job folder of a running sweep, or a sweep over a job folder a run writes; None.
+
+    Hydra writes a job's ``.hydra/`` record before the job's own lock is tried: a sweep reaching a job folder that a
+    run continued alone was writing replaced that run's record, then failed its job (``FolderInUseError``) and ended
+    "done, 0 failed" with exit code 1; a run started in a job folder of a running sweep wrote into its jobs.
+    """
+    from filelock import FileLock, Timeout
+
+    if not sweep:
+        others = [folder.parent] if (folder.parent / "multirun.yaml").is_file() else []
+    else:
+        others = sorted(p for p in folder.glob("*") if (p / FolderLock.LOCK).is_file()) if folder.is_dir() else []
+    for other in others:
+        lock = FileLock(other / FolderLock.LOCK, timeout=0, is_singleton=True)  # this process's own: counted up
+        try:
+            lock.acquire()
+        except Timeout:
+            holder = FolderLock(other).holder()
+            if sweep:
+                return (f"{key}={folder}: its job folder {other} is in use by a run ({holder}); wait for that run to "
+                        f"end, or choose another {key}")
+            return (f"{key}={folder} is a job folder of the sweep {other}, which is running ({holder}): the sweep "
+                    f"writes its jobs; wait for it to end, or choose another {key}")
+        except OSError:  # a lock file we cannot open: folder_problem's write check names the folder
+            continue
+        lock.release()
     return None
 
 

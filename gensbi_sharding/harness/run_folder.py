@@ -243,7 +243,7 @@ class RefuseCompletedRun(Callback):
         try:
             problem = (interpolation_problem(config) or dry_run_resume_problem(config)
                        or unused_folder_problem(config, multirun=sweep))
-            problem = problem or folder_problem(folder, sweep=sweep)
+            problem = problem or folder_problem(folder, sweep=sweep, before_hydra=True)
             if sweep and not problem:  # Hydra writes a job's .hydra/ record before any check of ours could run
                 raw = OmegaConf.to_container(config.hydra.sweep, resolve=False) if "sweep" in config.hydra else {}
                 jobs = every_job(config)
