@@ -158,3 +158,24 @@ def test_a_run_and_a_sweep_never_share_a_job_folder_while_either_runs(tmp_path):
         holder.kill()
         holder.wait()
     assert folder_problem(sweep, sweep=True, before_hydra=True) is None
+
+
+@pytest.mark.slow  # one launch.py sweep (run() stubbed)
+def test_a_sweeps_job_that_ended_without_a_record_is_a_row_of_its_summary(tmp_path):
+    # A job refused before run() could write its metrics.json (its folder in use by another run): the summary left it
+    # out and the sweep ended "sweep done: 1 ok, 0 failed" while it exited 1. Now its row says 'not run'.
+    sweep = tmp_path / "sweep"
+    script = ("import json\nimport gensbi_sharding.harness.run as r\n"
+              "from gensbi_sharding.harness.run_folder import output_dir\n"
+              "def fake(cfg):\n    if cfg.train.steps == 2:\n        return {'status': 'error', 'error': 'FolderInUseError'}\n"
+              "    (output_dir(cfg) / 'metrics.json').write_text(json.dumps({'status': 'ok', 'c2st': 0.5}))\n"
+              "    return {'status': 'ok', 'c2st': 0.5}\nr.run = fake\nimport runpy, sys\n"
+              f"sys.argv = ['launch.py', '-m', 'train.steps=1,2', 'hydra.sweep.dir={sweep}']\n"
+              "runpy.run_path('launch.py', run_name='__main__')\n")
+    proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120)
+    lines = proc.stdout.strip().splitlines()
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert lines[-1].startswith("sweep stopped after ") and lines[-1].endswith(
+        f": 1 ok, 0 failed, 1 not run; sweep_summary.csv/.md/.png in {sweep}"), lines
+    with open(sweep / "sweep_summary.csv", newline="") as f:
+        assert [(row["job"], row["status"]) for row in csv.DictReader(f)] == [("0", "ok"), ("1", "not run")]

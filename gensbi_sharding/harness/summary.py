@@ -32,7 +32,8 @@ from gensbi_sharding.harness.console_lines import remember_stopped_sweep, sweep_
 from gensbi_sharding.harness.outputs import read_metrics, write_atomic
 from gensbi_sharding.harness.plots import status_counts
 from gensbi_sharding.harness.summary_columns import DRY_RUN_COLUMNS, ERROR_COLUMN, TRAIN_COLUMNS, Column, key_cell
-from gensbi_sharding.harness.sweep_plan import command_overrides, job_configuration, never_started, sweep_jobs
+from gensbi_sharding.harness.sweep_plan import (command_overrides, every_job, job_configuration, never_started,
+                                                sweep_jobs)
 from gensbi_sharding.harness.units import is_number
 
 __all__ = ["Column", "TRAIN_COLUMNS", "DRY_RUN_COLUMNS", "summary_rows", "swept_keys", "declared_sweeps",
@@ -239,7 +240,9 @@ class SweepSummary(Callback):
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         sweep_dir = Path(config.hydra.sweep.dir).absolute()
         declared = declared_sweeps(*command_overrides(config))
-        summary = write_summary(sweep_dir, declared)
+        # A job that ended without a record (refused its folder before run() could write one) is a row too, 'not
+        # run' (was: left out, and the sweep said "done: 1 ok, 0 failed" as it exited 1)
+        summary = write_summary(sweep_dir, declared, all_jobs=every_job(config))
         if summary is None:
             log.warning("multirun finished with no job metrics under %s", sweep_dir)
             return
