@@ -147,8 +147,11 @@ if __name__ == "__main__":
             # As a preemption there: the sweep's summary with its jobs not run, how to continue, the outcome last
             # (was: Hydra's summary never came, the sweep's files held an earlier run's rows or none)
             lines = [f"interrupted by Ctrl-C after {len(ran)} job(s) ended, each recorded in its folder's metrics.json"]
-            if in_sweep == [True] and job_dir:
-                lines = stopped_between_jobs(job_dir, None, len(ran), sys.argv, made=job_dir != ran[-1])
+            try:  # a second Ctrl-C while the summary is written (a plot: a second or so) only cuts it short
+                if in_sweep == [True] and job_dir:
+                    lines = stopped_between_jobs(job_dir, None, len(ran), sys.argv, made=job_dir != ran[-1])
+            except KeyboardInterrupt:
+                lines.append("Ctrl-C again: the sweep's summary was not rewritten")
             print(*lines, sep="\n", file=sys.stderr, flush=True)
             sys.exit(EXIT_INTERRUPTED)
         if not os.environ.get(LOCAL_CHILD_ENV):  # distributed=local's parent says it once for its processes

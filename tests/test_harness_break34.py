@@ -37,15 +37,17 @@ def test_local_processes_beyond_the_hosts_memory_are_refused_before_any_starts(m
 
 
 @pytest.mark.slow  # two launch.py sweeps (run() stubbed)
-@pytest.mark.parametrize("where", ["as job 1 starts", "as job 0 ends"])
+@pytest.mark.parametrize("where", ["as job 1 starts", "as job 0 ends", "again as the summary is written"])
 def test_ctrl_c_between_a_sweeps_jobs_writes_its_summary_as_a_preemption_there_does(tmp_path, where):
     # launch.py -m train.steps=1,2,3, Ctrl-C after job 0 ended: was one line and no sweep_summary.* (Hydra's end of
     # sweep never came; a SIGTERM there wrote them). Now: the summary, jobs 1 and 2 'not run', how to continue, the
     # sweep's outcome last, as for SIGTERM. The Ctrl-C lands once Hydra made job 1's folder, or before.
     sweep = tmp_path / "sweep"
     hook = ("import gensbi_sharding.harness.summary as s\ns.SweepSummary.on_job_start = interrupted\n"
-            if where == "as job 1 starts" else
+            if where != "as job 0 ends" else
             "import gensbi_sharding.harness.run_report as rr\nrr.final_line = interrupted\n")
+    if where.startswith("again"):  # a second Ctrl-C cuts the summary short: no traceback, still exit 130
+        hook += "s.refresh_sweep_summary = interrupted\n"
     script = ("import json\nimport gensbi_sharding.harness.run as r\n"
               "from gensbi_sharding.harness.run_folder import output_dir\ncalls = []\n"
               "def interrupted(*args, **kwargs):\n    if calls:\n        raise KeyboardInterrupt\n"
@@ -58,6 +60,10 @@ def test_ctrl_c_between_a_sweeps_jobs_writes_its_summary_as_a_preemption_there_d
     proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120)
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 130 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    if where.startswith("again"):
+        assert lines[-2:] == ["interrupted by Ctrl-C after 1 job(s) ended, each recorded in its folder's metrics.json",
+                              "Ctrl-C again: the sweep's summary was not rewritten"], lines
+        return
     later = "job 1 and those after it did not start" if where == "as job 1 starts" else "no later job started"
     assert lines[-3:] == [
         f"interrupted by Ctrl-C between the sweep's jobs: 1 job(s) ended, each recorded in its folder's metrics.json; "
