@@ -185,3 +185,23 @@ def test_a_sweeps_job_that_ended_without_a_record_is_a_row_of_its_summary(tmp_pa
         f": 1 ok, 0 failed, 1 not run; sweep_summary.csv/.md/.png in {sweep}"), lines
     with open(sweep / "sweep_summary.csv", newline="") as f:
         assert [(row["job"], row["status"]) for row in csv.DictReader(f)] == [("0", "ok"), ("1", "not run")]
+
+
+@pytest.mark.parametrize("given", [None, "mine.npz"])
+def test_sample_py_refuses_an_output_folder_it_cannot_write_before_sampling(tmp_path, monkeypatch, capsys, given):
+    # python sample.py <run> /data/readonly/x_o.npy: was the posterior drawn, then an OSError traceback as the default
+    # output beside the observation (or --out's) was written. Now refused first, naming the folder and --out.
+    from gensbi_sharding.harness import own_observation
+
+    def read_only(**kwargs):
+        raise OSError(30, "Read-only file system")
+
+    monkeypatch.setattr(own_observation.tempfile, "mkdtemp", read_only)
+    monkeypatch.setattr(own_observation, "sample_posterior", lambda *a, **k: pytest.fail("sampled"))
+    out = tmp_path / ("mine.npz" if given else "x_o_posterior.npz")
+    with pytest.raises(SystemExit):
+        own_observation.main([str(tmp_path), str(tmp_path / "x_o.npy"), *(["--out", str(out)] if given else [])])
+    which = f"--out {out}" if given else f"the default output {out} (beside the observation file)"
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"sample.py: error: {which}: cannot write in {tmp_path} (Read-only file system); pass --out <a file in a folder "
+        "you can write to>.npz")

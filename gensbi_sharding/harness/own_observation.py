@@ -16,6 +16,7 @@ import logging
 import os
 import signal
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -264,6 +265,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"{out} exists and is never overwritten: pass --out <a new file>.npz")
     if not out.parent.is_dir():
         parser.error(f"--out {out}: its folder {out.parent} does not exist; create it or pass another --out")
+    try:  # before sampling (was: the samples drawn, then an OSError traceback as they were written)
+        os.rmdir(tempfile.mkdtemp(prefix=".write-probe-", dir=out.parent))
+    except OSError as err:
+        which = f"--out {out}" if args.out else f"the default output {out} (beside the observation file)"
+        parser.error(f"{which}: cannot write in {out.parent} ({err.strerror or err}); pass --out <a file in a folder "
+                     "you can write to>.npz")
     logging.basicConfig(level=logging.WARNING, format="%(message)s")  # Orbax's and absl's info lines: not ours
     log.setLevel(logging.INFO)
     details: dict = {}
