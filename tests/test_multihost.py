@@ -244,7 +244,9 @@ def test_replicated_values_and_settings_are_compared_across_processes(placement)
         assert result["config_same"] is None
         assert result["config_problem"] == ("the 2 processes were given other settings (seed: 0 on process 0, 7 on "
                                             "process 1); start every process with the same overrides (only "
-                                            "distributed.process_id may differ)")
+                                            "these may differ: distributed.process_id, verbose, debug, "
+                                            "distributed.coordinator_address, distributed.timeout_s, "
+                                            "distributed.heartbeat_s)")
 
 
 @pytest.mark.slow
