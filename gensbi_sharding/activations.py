@@ -123,10 +123,10 @@ class PartitionAxis(NamedTuple):
 
 
 def activation_spec(names: Sequence[str | None], shape: Sequence[int], partition_axis: PartitionAxis,
-                    mesh: Mesh) -> tuple[P, dict[str, str]]:
+                    mesh: Mesh, manual: frozenset[str] = frozenset()) -> tuple[P, dict[str, str]]:
     """The PartitionSpec ``constrain`` gives an activation, and ``{name: why}`` for dimensions left unsplit (their mesh
-    axes taken by an earlier one, or not dividing them), as Flax's ``with_logical_constraint``. ``ValueError`` for bad
-    ``names`` or a ``partition_axis`` that does not fit ``mesh``."""
+    axes taken by an earlier one, or not dividing them), as Flax's ``with_logical_constraint``; ``manual`` mesh axes
+    (a ``shard_map``'s) are left out. ``ValueError`` for bad ``names`` or a ``partition_axis`` that does not fit ``mesh``."""
     if isinstance(names, str) or not isinstance(names, Sequence):  # None, a number: len() would raise TypeError
         example = (names,) if isinstance(names, str) else ("batch",) + (None,) * (len(shape) - 1)
         raise ValueError(f"activation names {names!r} must be a sequence, one per dimension: e.g. {example!r}")
@@ -140,7 +140,9 @@ def activation_spec(names: Sequence[str | None], shape: Sequence[int], partition
             raise ValueError(f"unknown activation name {name!r}; known names: "
                              f"{', '.join(ACTIVATION_NAMES)} (or None for an unsplit dimension)")
         target = None if name is None else getattr(pa, ACTIVATION_NAMES[name])
-        axes = mesh_axes_of(target)  # checked by resolve
+        # checked by resolve; inside shard_map x is one block, already split over its Manual axes
+        axes = tuple(a for a in mesh_axes_of(target) if a not in manual)
+        target = _pack(axes)
         size = math.prod(mesh.shape[a] for a in axes)
         if axes and used.intersection(axes):
             unsplit[name], target = f"mesh axes {axes} already split an earlier dimension", None
@@ -156,6 +158,7 @@ def constrain(x: jax.Array, names: Sequence[str | None], partition_axis: Partiti
     """Pin the layout of activation ``x`` (``jax.lax.with_sharding_constraint``, GSPMD's sharding constraint, Xu et al.
     2021, arXiv:2105.04663); same shape, dtype, values. ``x`` itself without ``partition_axis`` or a mesh.
     ``AxisType.Explicit`` mesh axes are moved with ``jax.sharding.reshard``; a mesh of both kinds: inside jit only.
+    Inside ``jax.shard_map`` ``x`` is one device's block: its Manual axes are left out (split already), the rest pinned.
 
     Parameters
     ----------
@@ -190,17 +193,20 @@ def constrain(x: jax.Array, names: Sequence[str | None], partition_axis: Partiti
     if active.empty:
         return x
     check_placeable(x, f"constrain: x (shape {x.shape})")  # a NumPy array outside jit: placed here
-    spec, unsplit = activation_spec(names, x.shape, partition_axis, active)
+    manual = frozenset(jax.sharding.get_abstract_mesh().manual_axes)
+    if manual:  # in shard_map: its mesh's Manual axis types, which a NamedSharding of `mesh` (Auto) would contradict
+        active, mesh = jax.sharding.get_abstract_mesh(), None
+    spec, unsplit = activation_spec(names, x.shape, partition_axis, active, manual)
     if unsplit:
         warnings.warn(f"activation {tuple(names)} of shape {tuple(x.shape)} left unsplit on mesh "
                       f"{dict(active.shape)}: " + "; ".join(f"{n} ({r})" for n, r in unsplit.items()),
                       ShardingFallbackWarning, stacklevel=2)
     wrap = (lambda s: NamedSharding(mesh, s)) if isinstance(mesh, Mesh) else (lambda s: s)
-    explicit = set(active.explicit_axes)
+    explicit, free = set(active.explicit_axes), set(active.axis_names) - manual
     if explicit:  # with_sharding_constraint refuses Explicit axes (or asserts on them): reshard moves those
         x = jax.sharding.reshard(x, wrap(_keep(spec, explicit)))
-    if len(explicit) < len(active.axis_names):
-        x = jax.lax.with_sharding_constraint(x, wrap(_keep(spec, set(active.axis_names) - explicit)))
+    if free - explicit:
+        x = jax.lax.with_sharding_constraint(x, wrap(_keep(spec, free - explicit)))
     return x
 
 

@@ -1,0 +1,38 @@
+"""The library broken from a user's own training script, round 34: activations constrained inside ``shard_map``.
+
+In-process, 8 simulated CPU devices (conftest); tiny arrays and models."""
+
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.sharding import PartitionSpec as P
+
+import gensbi_sharding as gs
+
+
+@pytest.mark.parametrize("manual", [None, {"data"}])
+def test_constrain_inside_shard_map_leaves_its_manual_axes_and_pins_the_rest(manual):
+    # Inside shard_map x is one device's block, already split over the Manual axes: constraining it over them
+    # raised "can only refer to Auto axes", and a block too small for them warned of a fallback that was none.
+    mesh = gs.make_mesh(model_axis=2)
+    pa = gs.PartitionAxis(hidden_state_axis="model") if manual else gs.PartitionAxis.for_rule("tensor", mesh)
+    x = jnp.arange(32 * 4 * 6, dtype=jnp.float32).reshape(32, 4, 6)
+
+    def body(block, mesh_arg=None):
+        return gs.constrain(block, ("batch", None, "hidden"), pa, mesh_arg) * 2
+
+    kwargs = {} if manual is None else {"axis_names": manual}
+    for fn in (body, lambda b: body(b, mesh), lambda b: body(b[:1], mesh)):
+        mapped = jax.jit(jax.shard_map(fn, mesh=mesh, in_specs=P("data"), out_specs=P("data"), **kwargs))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no fallback: nothing was left unsplit that could be split
+            with gs.mesh_context(mesh):
+                out = mapped(x)
+        rows = out.shape[0]  # 32, or 4 where each block kept one row
+        expected = 2 * np.asarray(x).reshape(4, -1, 4, 6)[:, :rows // 4].reshape(rows, 4, 6)
+        np.testing.assert_array_equal(np.asarray(out), expected)
+        if manual:  # the Auto axis "model" still pins the hidden dimension
+            assert out.sharding.spec == P("data", None, "model")
