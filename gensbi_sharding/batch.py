@@ -113,7 +113,8 @@ def check_numeric_leaves(tree: Any, what: str) -> None:
     for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
         name = jax.tree_util.keystr(path) or "<root>"
         check_placeable(leaf, f"{what} leaf {name} (shape {getattr(leaf, 'shape', ())})")
-        if isinstance(leaf, np.ndarray) and leaf.dtype.kind in "OSUV":  # a jax.Array never is (a key's has no kind)
+        # a jax.Array never is (a key's has no kind); ml_dtypes' bfloat16, float8, int4 are kind "V" too, and numbers
+        if isinstance(leaf, np.ndarray) and leaf.dtype.kind in "OSUV" and not jax.dtypes.issubdtype(leaf.dtype, np.number):
             raise TypeError(f"{what} leaf {name} (shape {leaf.shape}) has dtype {leaf.dtype}, which no JAX array "
                             "holds: pass numbers (e.g. integer codes, np.unique(x, return_inverse=True)[1]) or keep it "
                             "out of the tree")

@@ -36,3 +36,17 @@ def test_constrain_inside_shard_map_leaves_its_manual_axes_and_pins_the_rest(man
         np.testing.assert_array_equal(np.asarray(out), expected)
         if manual:  # the Auto axis "model" still pins the hidden dimension
             assert out.sharding.spec == P("data", None, "model")
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float8_e4m3fn", "int4"])
+def test_a_numpy_batch_of_jax_narrow_dtypes_is_placed_as_it_holds(dtype):
+    # np.asarray of a bfloat16 jax.Array (or a dataset stored so) is an ml_dtypes array, of NumPy kind "V": it was
+    # refused as a dtype "which no JAX array holds".
+    mesh = gs.make_mesh(model_axis=2)
+    host = np.arange(8 * 3).reshape(8, 3).astype(jnp.dtype(dtype))
+    for placed in (gs.shard_batch({"x": host}, mesh)["x"], gs.replicate({"x": host}, mesh)["x"],
+                   gs.host_to_global_array({"x": host}, mesh=mesh)["x"]):
+        assert placed.dtype == host.dtype
+        np.testing.assert_array_equal(np.asarray(placed).astype(np.float32), host.astype(np.float32))
+    with pytest.raises(TypeError, match="which no JAX array holds"):  # a structured (void) dtype still is refused
+        gs.shard_batch({"x": np.zeros(8, dtype=[("a", np.int32)])}, mesh)
