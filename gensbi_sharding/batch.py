@@ -125,7 +125,11 @@ def check_numeric_leaves(tree: Any, what: str) -> None:
 
 def check_placeable(leaf: Any, where: str) -> None:
     """``ValueError`` naming ``where`` (caller and leaf) if NumPy array ``leaf`` holds a number its placed dtype
-    (``nodes.placed_dtype``: 32 bits unless ``jax_enable_x64``) cannot: JAX's cast changes it silently (2**40 -> 0)."""
+    (``nodes.placed_dtype``: 32 bits unless ``jax_enable_x64``) cannot: JAX's cast changes it silently (2**40 -> 0);
+    ``RuntimeError`` naming ``where`` if JAX array ``leaf`` was deleted (JAX's error named neither leaf nor fix)."""
+    if isinstance(leaf, jax.Array) and not isinstance(leaf, jax.core.Tracer) and leaf.is_deleted():
+        raise RuntimeError(f"{where} was deleted: donated to a jitted step (donate_argnums) or .delete()d; pass the "
+                           "arrays the step returned, e.g. state = step(state) then nnx.update(model, state)")
     if not (isinstance(leaf, np.ndarray) and leaf.size and leaf.dtype.kind in "iufc"):
         return
     narrow = np.dtype(placed_dtype(leaf.dtype))

@@ -155,7 +155,7 @@ class CheckpointWriter:
             If ``step`` is not an integer >= 0 or not after every step on disk, ``info`` is not JSON data, or a NumPy
             array holds a value its placed dtype cannot (``restore`` would change it) (nothing is written).
         RuntimeError
-            If the writer is closed.
+            If the writer is closed, or an array of ``state`` was deleted (donated to a jitted step): named.
         TypeError
             If ``state`` is no NNX node, state or non-empty mapping (or holds a leaf neither an array nor a number, e.g.
             a ``str``, or an abstract one: named), ``key`` no typed PRNG key, or ``info`` no mapping.

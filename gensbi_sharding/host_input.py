@@ -72,6 +72,8 @@ def host_to_global_array(host_arrays: Any, *, partition: Any = DataPartitionType
         for a leaf split over no axis spanning processes.
     TypeError
         A leaf of strings or objects (named), which no JAX array holds; ``check_processes`` not a bool.
+    RuntimeError
+        A leaf deleted (donated to a jitted step): named; raised on every process as the errors above.
     """
     if not isinstance(check_processes, (bool, np.bool_)):  # "no" is truthy: a collective the caller meant to skip
         raise TypeError(f"check_processes={check_processes!r:.40} must be True or False")
@@ -99,7 +101,7 @@ def host_to_global_array(host_arrays: Any, *, partition: Any = DataPartitionType
                                  "pass this process's rows as a numpy or local jax array")
             _check_local_shape(path, leaf.shape, spec, mesh)
             targets[i] = NamedSharding(mesh, spec)
-    except (ValueError, TypeError) as err:  # a TypeError too: every process must reach the collective
+    except (ValueError, TypeError, RuntimeError) as err:  # any of ours: every process must reach the collective
         error = err
     # Inside jit no collective can run; a mesh over some processes only: the others may never call this.
     if check_processes and jax.process_count() > 1 and str(error) != _OUTSIDE_JIT and len(

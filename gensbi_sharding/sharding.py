@@ -187,6 +187,8 @@ def place(node: Any, plan: Plan) -> None:
     ValueError, TypeError
         ``plan`` made for another node (a variable it lacks, or at another shape: nothing moves), ``node`` traced
         (called inside ``jax.jit``), or a NumPy value beyond its placed dtype (``check_placeable``); no Plan; no node.
+    RuntimeError
+        A variable's array deleted (donated to a jitted step): named, nothing moves.
     """
     variables = check_plan_fits(plan, node, "place")
     traced = next((key for key, var in variables
@@ -228,6 +230,8 @@ def shard_model(node: Any, mesh: Mesh | None, rule: str = "replicated") -> None:
     ------
     ValueError, TypeError
         ``rule`` not a key of ``RULES`` (even when ``mesh`` is None); ``node`` or ``mesh`` of another type.
+    RuntimeError
+        A variable's array deleted (donated to a jitted step): named, nothing moves.
     """
     if not isinstance(rule, str) or rule not in RULES:
         table = (" (a rule table, (logical axis, mesh axes) pairs or a Rule go to shard_model_by_table(node, mesh, "

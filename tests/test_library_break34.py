@@ -50,3 +50,29 @@ def test_a_numpy_batch_of_jax_narrow_dtypes_is_placed_as_it_holds(dtype):
         np.testing.assert_array_equal(np.asarray(placed).astype(np.float32), host.astype(np.float32))
     with pytest.raises(TypeError, match="which no JAX array holds"):  # a structured (void) dtype still is refused
         gs.shard_batch({"x": np.zeros(8, dtype=[("a", np.int32)])}, mesh)
+
+
+def test_a_state_donated_to_a_step_is_named_by_save_and_shard_model_and_nothing_is_written(tmp_path):
+    # A script that donates its state (jax.jit(step, donate_argnums=0)) and then saves or places the old one got JAX's
+    # "Array has been deleted with shape=float32[4]": no variable named, no fix; now both name it and the fix.
+    from flax import nnx
+
+    from gensbi_sharding.checkpoint import CheckpointWriter
+
+    mesh = gs.make_mesh(model_axis=2)
+    model = gs.init_sharded(lambda: nnx.Linear(8, 4, rngs=nnx.Rngs(0)), mesh, "fsdp")
+    graphdef, state = nnx.split(model)
+    new = jax.jit(lambda s: jax.tree.map(lambda a: a * 0.5, s), donate_argnums=0)(state)
+    with CheckpointWriter(tmp_path / "ckpt") as writer:
+        with pytest.raises(RuntimeError, match=r"CheckpointWriter.save: bias \(shape \(4,\)\) was deleted: donated"):
+            writer.save(1, state, jax.random.key(0))
+        assert writer.steps() == []
+        assert writer.save(1, new, jax.random.key(0))  # the state the step returned saves
+    with pytest.raises(RuntimeError, match=r"shard_model: bias \(shape \(4,\)\) was deleted.*state = step\(state\)"):
+        gs.shard_model(model, mesh, "tensor")
+    x = jnp.ones((8, 3))
+    x.delete()
+    with pytest.raises(RuntimeError, match=r"batch leaf \['x'\] \(shape \(8, 3\)\) was deleted"):
+        gs.shard_batch({"x": x}, mesh)
+    with pytest.raises(RuntimeError, match=r"host_arrays leaf \[.x.\] \(shape \(8, 3\)\) was deleted"):
+        gs.host_to_global_array({"x": x}, mesh=mesh)
