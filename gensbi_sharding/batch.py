@@ -171,7 +171,8 @@ def shard_batch(batch: Any, mesh: Mesh | None) -> Any:
     Leaves go to ``NamedSharding(mesh, P(batch_axes(mesh)))`` (0-d: ``P()``), at the dtypes ``jax.device_put`` gives
     (float64 -> float32 unless ``jax_enable_x64``). ``ValueError`` (nothing placed) if leading sizes differ or are no
     multiple of ``batch_size_divisor(mesh)`` (``pad_for_mesh``), or a 64-bit NumPy leaf holds a value its placed dtype
-    cannot (``check_placeable``); ``TypeError`` for a mesh neither None nor a Mesh, or a leaf of strings or objects.
+    cannot (``check_placeable``), or called inside ``jax.shard_map``; ``TypeError`` for a mesh neither None nor a Mesh,
+    or a leaf of strings or objects. Inside ``jax.jit`` traced leaves are pinned there by a sharding constraint.
 
     Parameters
     ----------
@@ -228,8 +229,16 @@ def _put_leaves(tree: Any, mesh: Mesh | None, what: str, split: bool) -> Any:
 
     leaves, treedef = jax.tree.flatten(tree)
     arrays = [leaf for leaf in leaves if is_array(leaf)]
-    # One batched device_put: a single dispatch for the whole tree, not one per leaf.
-    placed = iter(jax.device_put(arrays, [sharding(leaf) for leaf in arrays]))
+    traced = [leaf for leaf in arrays if isinstance(leaf, jax.core.Tracer)]
+    if traced and jax.sharding.get_abstract_mesh().manual_axes:
+        raise ValueError(f"{what} inside jax.shard_map: each array there is one device's block, already split over "
+                         f"its manual axes {tuple(jax.sharding.get_abstract_mesh().manual_axes)}; place the batch "
+                         "before the shard_map (in the jitted step or outside it), or pin a block with constrain")
+    # Inside jax.jit device_put leaves a traced array's layout to the compiler (the batch came out replicated): a
+    # sharding constraint pins it (reshard for Explicit mesh axes). Outside, one batched device_put for the tree.
+    pin = jax.sharding.reshard if mesh.explicit_axes else jax.lax.with_sharding_constraint
+    placed = iter([pin(leaf, sharding(leaf)) for leaf in arrays] if traced else
+                  jax.device_put(arrays, [sharding(leaf) for leaf in arrays]))
     # An abstract leaf (a dry run's batch, for jax.jit(step).lower) takes the sharding too, or it lowers replicated.
     return jax.tree.unflatten(treedef, [
         next(placed) if is_array(leaf) else leaf.update(sharding=sharding(leaf))

@@ -76,3 +76,26 @@ def test_a_state_donated_to_a_step_is_named_by_save_and_shard_model_and_nothing_
         gs.shard_batch({"x": x}, mesh)
     with pytest.raises(RuntimeError, match=r"host_arrays leaf \[.x.\] \(shape \(8, 3\)\) was deleted"):
         gs.host_to_global_array({"x": x}, mesh=mesh)
+
+
+def test_shard_batch_inside_jit_splits_the_batch_and_inside_shard_map_names_the_fix():
+    # A batch simulated inside the jitted step, then shard_batch'ed (or a sampler's x_init by shard_sample_init):
+    # jax.device_put under jit left its layout to the compiler and the batch came out replicated, P(), silently.
+    mesh = gs.make_mesh(model_axis=2)
+    host = np.arange(32.0).reshape(32, 1)  # a NumPy constant beside the traced leaf is split alike
+
+    @jax.jit
+    def step(key):
+        theta = jax.random.normal(key, (32, 4))
+        batch = gs.shard_batch({"theta": theta, "c": host}, mesh)
+        return batch, gs.shard_sample_init(theta, mesh), gs.replicate(theta, mesh)
+
+    batch, x_init, whole = step(jax.random.key(0))
+    assert batch["theta"].sharding.spec == P("data") and batch["c"].sharding.spec == P("data")
+    assert x_init.sharding.spec == P("data") and whole.sharding.spec == P()
+    expected = jax.random.normal(jax.random.key(0), (32, 4))
+    np.testing.assert_array_equal(np.asarray(batch["theta"]), np.asarray(expected))
+    np.testing.assert_array_equal(np.asarray(batch["c"]), host.astype(np.float32))
+    mapped = jax.shard_map(lambda x: gs.shard_batch(x, mesh), mesh=mesh, in_specs=P("data"), out_specs=P("data"))
+    with pytest.raises(ValueError, match=r"batch inside jax.shard_map: .*place the batch before the shard_map"):
+        jax.jit(mapped)(jnp.ones((32, 4)))
