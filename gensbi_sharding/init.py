@@ -136,13 +136,17 @@ def init_optimizer_sharded(model: Any, tx: Any, rule: str | RuleTable | Rule = "
     Raises
     ------
     ValueError, TypeError
-        ``rule`` unknown, the model's arrays not all on one mesh, or ``rule`` placing a parameter elsewhere than it
-        is; ``model`` not an NNX node, or ``tx`` no optax ``GradientTransformation``.
+        ``rule`` unknown, the model's arrays not all on one mesh or traced (inside ``jax.jit``), or ``rule`` placing a
+        parameter elsewhere than it is; ``model`` not an NNX node, or ``tx`` no optax ``GradientTransformation``.
     """
     rule = resolve_rule(rule)
     check_node(model, "init_optimizer_sharded")
     if not (callable(getattr(tx, "init", None)) and callable(getattr(tx, "update", None))):
         raise TypeError(f"tx={tx!r:.60} must be an optax GradientTransformation, e.g. optax.adam(1e-3)")
+    traced = next((path_name(p) for p, v in leaf_paths(model) if isinstance(v, jax.core.Tracer)), None)
+    if traced is not None:  # a tracer has no mesh: a plain Optimizer came back, its state laid out as jit chose
+        raise ValueError(f"init_optimizer_sharded got {traced} as a traced array: call it outside jax.jit and nnx.jit "
+                         "(it compiles its own program, the state at its plan), on the placed model")
     mesh, abstract = _model_mesh(model)
     build = lambda: nnx.Optimizer(model, tx, wrt=wrt)  # noqa: E731
     if mesh is None:

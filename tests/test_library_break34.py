@@ -99,3 +99,19 @@ def test_shard_batch_inside_jit_splits_the_batch_and_inside_shard_map_names_the_
     mapped = jax.shard_map(lambda x: gs.shard_batch(x, mesh), mesh=mesh, in_specs=P("data"), out_specs=P("data"))
     with pytest.raises(ValueError, match=r"batch inside jax.shard_map: .*place the batch before the shard_map"):
         jax.jit(mapped)(jnp.ones((32, 4)))
+
+
+def test_init_optimizer_sharded_inside_a_jitted_function_is_refused_naming_the_variable():
+    # Flax's idiom builds an optimizer under nnx.jit; init_optimizer_sharded there saw no mesh on the traced model
+    # and returned a plain Optimizer: its state came back replicated (P()) where the plan splits it, silently.
+    import optax
+    from flax import nnx
+
+    mesh = gs.make_mesh(model_axis=2)
+    model = gs.init_sharded(lambda: nnx.Linear(8, 4, rngs=nnx.Rngs(0), kernel_init=gs.partitioned(
+        nnx.initializers.lecun_normal(), ("embed", "mlp"))), mesh, "replicated")
+    gs.shard_model_by_table(model, mesh, dict(gs.RULES["tensor"]))
+    with pytest.raises(ValueError, match=r"init_optimizer_sharded got (bias|kernel) as a traced array: call it outside"):
+        nnx.jit(lambda m: gs.init_optimizer_sharded(m, optax.adam(1e-3), dict(gs.RULES["tensor"])))(model)
+    optimizer = gs.init_optimizer_sharded(model, optax.adam(1e-3), dict(gs.RULES["tensor"]))  # outside: at its plan
+    assert optimizer.opt_state[0].mu["kernel"].get_value().sharding.spec == P(None, "model")
