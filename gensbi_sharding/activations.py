@@ -55,6 +55,11 @@ class PartitionAxis(NamedTuple):
     generation_key_sequence_axis: MeshAxes = None
     generation_attention_dim_axis: MeshAxes = None
 
+    def __hash__(self) -> int:
+        # A field given as a list (["data"]) made the strategy unhashable: nnx.split of a Module holding it (a static
+        # attribute, in the graphdef) raised "unhashable type: 'list'". Hashed with its lists as tuples.
+        return hash(tuple(tuple(v) if isinstance(v, list) else v for v in self))
+
     @classmethod
     def for_rule(cls, rule: str | Mapping[str, Any] | Rule, mesh: Mesh | None) -> PartitionAxis | None:
         """Activations split where the weights of ``rule`` are (Megatron-LM, Shoeybi et al. 2019, arXiv:1909.08053):

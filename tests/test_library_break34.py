@@ -115,3 +115,29 @@ def test_init_optimizer_sharded_inside_a_jitted_function_is_refused_naming_the_v
         nnx.jit(lambda m: gs.init_optimizer_sharded(m, optax.adam(1e-3), dict(gs.RULES["tensor"])))(model)
     optimizer = gs.init_optimizer_sharded(model, optax.adam(1e-3), dict(gs.RULES["tensor"]))  # outside: at its plan
     assert optimizer.opt_state[0].mu["kernel"].get_value().sharding.spec == P(None, "model")
+
+
+def test_a_partition_axis_given_lists_is_a_static_module_attribute_as_one_given_tuples():
+    # PartitionAxis(batch_axis=["data"]) held by a Module: nnx.split (its graphdef hashes static attributes) raised
+    # "unhashable type: 'list'", naming neither the field nor the fix.
+    from flax import nnx
+
+    mesh = gs.make_mesh(model_axis=2)
+
+    class Block(nnx.Module):
+        def __init__(self, pa):
+            self.pa = pa
+            self.w = nnx.Param(jnp.ones((4, 4)))
+
+        def __call__(self, x):
+            return gs.constrain(x @ self.w[...], ("batch", "heads"), self.pa)
+
+    pa = gs.PartitionAxis(batch_axis=["data"], head_axis=["model"])
+    assert hash(pa) == hash(gs.PartitionAxis(batch_axis=("data",), head_axis=("model",)))
+    block = Block(pa)
+    graphdef, _ = nnx.split(block)
+    hash(graphdef)
+    with gs.mesh_context(mesh):
+        out = nnx.jit(lambda b, x: b(x))(block, jnp.ones((8, 4)))
+    assert out.sharding.spec == P("data", "model")
+    np.testing.assert_array_equal(np.asarray(out), np.full((8, 4), 4.0))
