@@ -19,7 +19,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness import (console, interrupt_hold, loss_history, outputs, run_folder, run_report,
-                                     stop_record, summary, sweep_continue, sweep_hints)
+                                     launch_record, stop_record, summary, sweep_continue, sweep_hints)
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.config_checks import processes_config_problem, scored_observations, validate
 from gensbi_sharding.harness.config_values import interpolation_problem
@@ -53,7 +53,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         if out.is_dir() and not (out / "metrics.json").exists() and run_folder.folder_owner(cfg):
             outputs.write_json(out / "metrics.json", metrics)
         return metrics
-    start = time.perf_counter()
+    start, saved_before = time.perf_counter(), launch_record.step_folder_names(out)
     metrics: dict[str, Any] = {"status": "error", "config": OmegaConf.to_container(cfg, resolve=True)}
     folder, failure = run_folder.RunFolder(out, cfg), None
     interrupt_hold.reset()  # a Ctrl-C an earlier run in this process deferred is not this run's
@@ -102,7 +102,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                 stop_record.record_resume_point(metrics, out)
                 stop_record.record_interrupt(metrics, f"interrupted (Ctrl-C): {type(err).__name__}: {err}", start, folder)
                 raise KeyboardInterrupt from err
-            metrics["error"] = f"{type(err).__name__}: {err}" + stop_record.failure_resume_hint(out, start, err)
+            metrics["error"] = f"{type(err).__name__}: {err}" + stop_record.failure_resume_hint(out, saved_before, err)
             log.error("%s", metrics["error"], extra=child_refusal(err))  # the console tags it "[ERROR]"
             failure = traceback.format_exc()
         watch.settle()  # a stop the watchdog is writing wins: it ends the process

@@ -69,7 +69,7 @@ def record_resume_point(metrics: dict[str, Any], out: Path) -> int | None:
     return saved
 
 
-def failure_resume_hint(out: Path, start: float, err: BaseException) -> str:
+def failure_resume_hint(out: Path, before: list[int], err: BaseException) -> str:
     """How to continue a run that failed after it committed a checkpoint; "" where this attempt committed none.
 
     A run whose folder turned read-only (or full) mid-run, or whose evaluation failed, said only the error
@@ -81,8 +81,9 @@ def failure_resume_hint(out: Path, start: float, err: BaseException) -> str:
     ----------
     out : pathlib.Path
         The run's folder (``<out>/checkpoints``).
-    start : float
-        ``time.perf_counter()`` at the attempt's start.
+    before : list of int
+        The steps of ``<out>/checkpoints`` when the attempt started (``launch_record.step_folder_names``): a
+        newest checkpoint among them is an earlier attempt's.
     err : BaseException
         The failure; a divergence (``FloatingPointError``) names its own checkpoint, the last finite one.
 
@@ -91,18 +92,15 @@ def failure_resume_hint(out: Path, start: float, err: BaseException) -> str:
     str
         ``"; checkpoint <folder>/checkpoints/<step> was saved before it: once that is fixed, continue with: ..."``.
     """
-    import os
-    import time
-
     from gensbi_sharding.harness.launch_record import step_folder_names
     from gensbi_sharding.harness.sweep_hints import continue_command
 
     # From the folder names, not Orbax: its listing is a collective of every process, and one process's failure is
     # not the others' (one process listing alone aborts them all, SIGABRT); it would start JAX's backend too.
     steps = step_folder_names(Path(out))
-    newest = Path(out) / "checkpoints" / str(steps[-1]) if steps else None
-    started = time.time() - (time.perf_counter() - start) - 1  # the attempt's start as file times count (1 s: rounded)
-    if newest is None or isinstance(err, FloatingPointError) or os.stat(newest).st_mtime < started:
+    # Compared by step, not file time: an earlier attempt may have saved within the clock's rounding of this start.
+    if not steps or steps[-1] in before or isinstance(err, FloatingPointError):
         return ""
+    newest = Path(out) / "checkpoints" / str(steps[-1])
     return (f"; checkpoint {newest} was saved before it: once that is fixed, continue with: "
             f"{continue_command(out)}")
