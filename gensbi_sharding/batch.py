@@ -4,7 +4,10 @@ Without a mesh, inputs come back as they are."""
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
+from collections.abc import Iterator
 from typing import Any
 
 import jax
@@ -16,6 +19,21 @@ from gensbi_sharding.nodes import check_mesh, is_array, is_array_like, is_int, p
 
 __all__ = ["batch_axes", "batch_size_divisor", "nearest_batch_sizes", "check_batch_divisible", "pad_for_mesh",
            "shard_batch", "shard_sample_init", "replicate", "check_placeable"]
+
+
+# The caller (init_sharded, abstract_sharded) while it traces a model's constructor: a placement there meets jit's
+# one-device output sharding as JAX's bare "incompatible devices" (init_sharded computes each group on one device).
+_TRACING_FACTORY: contextvars.ContextVar[str | None] = contextvars.ContextVar("tracing_factory", default=None)
+
+
+@contextlib.contextmanager
+def tracing_factory(caller: str) -> Iterator[None]:
+    """While open, ``shard_batch``/``replicate`` with a mesh refuse, naming ``caller`` and the fix."""
+    token = _TRACING_FACTORY.set(caller)
+    try:
+        yield
+    finally:
+        _TRACING_FACTORY.reset(token)
 
 
 def batch_axes(mesh: Mesh) -> tuple[str, ...]:
@@ -171,8 +189,9 @@ def shard_batch(batch: Any, mesh: Mesh | None) -> Any:
     Leaves go to ``NamedSharding(mesh, P(batch_axes(mesh)))`` (0-d: ``P()``), at the dtypes ``jax.device_put`` gives
     (float64 -> float32 unless ``jax_enable_x64``). ``ValueError`` (nothing placed) if leading sizes differ or are no
     multiple of ``batch_size_divisor(mesh)`` (``pad_for_mesh``), or a 64-bit NumPy leaf holds a value its placed dtype
-    cannot (``check_placeable``), or called inside ``jax.shard_map``; ``TypeError`` for a mesh neither None nor a Mesh,
-    or a leaf of strings or objects. Inside ``jax.jit`` traced leaves are pinned there by a sharding constraint.
+    cannot (``check_placeable``), or called inside ``jax.shard_map`` or a constructor ``init_sharded`` traces;
+    ``TypeError`` for a mesh neither None nor a Mesh, or a leaf of strings or objects. Inside ``jax.jit`` traced leaves
+    are pinned there by a sharding constraint.
 
     Parameters
     ----------
@@ -214,6 +233,13 @@ def _put_leaves(tree: Any, mesh: Mesh | None, what: str, split: bool) -> Any:
     check_mesh(mesh)
     if mesh is None:
         return tree
+    if (caller := _TRACING_FACTORY.get()) is not None:
+        name = {"batch": "shard_batch", "replicate": "replicate"}.get(what, "shard_sample_init")
+        raise ValueError(f"{name} called inside the model's constructor while {caller} traces it: {caller} computes "
+                         "the model on one device, so an input placed on the mesh's devices cannot enter it; build "
+                         "the sample input unplaced inside the factory (a NumPy or jnp array: jnp.ones((8, dim))), "
+                         "or build the model eagerly and place it: shard_model(factory(), mesh, rule) (in the harness: "
+                         "model.init=eager)")
     if split:
         check_same_rows(tree, what)
     check_numeric_leaves(tree, what)

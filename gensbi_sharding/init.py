@@ -17,7 +17,7 @@ import numpy as np
 from flax import nnx
 from jax.sharding import Mesh, NamedSharding, SingleDeviceSharding
 
-from gensbi_sharding.batch import check_placeable
+from gensbi_sharding.batch import check_placeable, tracing_factory
 from gensbi_sharding.rules import RULES, Rule, RuleTable, logical_axes_of, resolve_rule
 from gensbi_sharding.nodes import (array_leaves, array_variables, build_unplaced, check_node, is_array_like, is_scalar,
                                    is_prng_key, keep_scalars, leaf_paths, mesh_label, path_name, trace_factory)
@@ -49,24 +49,26 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Rule
     Raises
     ------
     ValueError
-        ``factory`` not callable or a built Module; ``rule`` unknown (even with ``mesh=None``); the constructor reads
-        back a value it computed, changes an ``nnx.Rngs`` made outside it or builds other values in each group's
-        trace (an unseeded global RNG), or a NumPy value its placed dtype cannot hold; ``mesh`` holds no local device.
+        ``factory`` not callable or a built Module; ``rule`` unknown (even with ``mesh=None``); called inside jax.jit;
+        the constructor reads back a value it computed, places an input (shard_batch), changes an ``nnx.Rngs`` made
+        outside it or builds other values in each group's trace (an unseeded global RNG), or a NumPy value its placed
+        dtype cannot hold; ``mesh`` holds no local device.
     TypeError
-        ``factory()`` returns no NNX node; ``mesh`` of another type; a variable holds a leaf neither array nor number;
-        ``warn`` not a bool.
+        ``factory()`` returns no NNX node; ``mesh`` of another type; a leaf neither array nor number; ``warn`` not bool.
     """
     rule = _check(factory, rule, warn)
     if mesh is None:
         check_node(node := build_unplaced(factory), "init_sharded (what the factory returned)")
         return node
+    if isinstance(jnp.zeros(()), jax.core.Tracer):  # under jit: set_mesh (each group's program) raised JAX's words
+        raise ValueError("init_sharded was called inside jax.jit (or nnx.jit): call it outside, it compiles its own "
+                         "programs (one per group of variables); pass the placed model to the jitted function")
     graphdef, state, plan = _trace_and_plan(factory, mesh, rule, warn, "init_sharded", flags := {})
     variables = dict((path_name(p), v) for p, v in nnx.to_flat_state(state) if path_name(p) in plan.specs)
     if not mesh.local_devices:
         raise ValueError(f"the mesh {dict(mesh.shape)} holds no device of this process ({jax.process_index()}); "
                          "build it over every process's devices, e.g. make_mesh() on each process")
-    pending, first = [], None
-    groups = _groups(variables, mesh.size)
+    pending, first, groups = [], None, _groups(variables, mesh.size)
     for group in groups:
         # The constructor's own warnings were shown once; jit refuses one device under an active mesh.
         with warnings.catch_warnings(action="ignore"), jax.set_mesh(None):
@@ -85,8 +87,8 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Rule
             jax.tree.map(lambda c, path=path: check_placeable(  # holds all), checked before any group is placed
                 c, f"init_sharded: {path} (shape {np.shape(c)})"), constants[path])
         first = digest
-        # Traced and compiled while the previous group computed and moved; run only once that
-        # group is placed (its whole copies then freed), so one group exists whole at a time.
+        # Traced and compiled while the previous group computed and moved; run once that group is placed (its
+        # whole copies then freed), so one group exists whole at a time.
         jax.block_until_ready(pending)
         pending = [_place_whole(_with_constants(whole, constants[path]), plan.sharding(path))
                    for path, whole in zip(group, program())]
@@ -233,7 +235,8 @@ def _trace_and_plan(factory: Callable[[], Any], mesh: Mesh, rule: Rule, warn: bo
                     flags: dict | None = None) -> tuple:
     """``trace_factory`` (its errors naming ``caller``; ``flags`` as it takes them), then plan and warn at the caller's
     caller."""
-    graphdef, state = trace_factory(factory, caller, flags)
+    with tracing_factory(caller):  # shard_batch/replicate inside the constructor: refused naming the cause (batch.py)
+        graphdef, state = trace_factory(factory, caller, flags)
     plan = plan_shardings(nnx.merge(graphdef, state), mesh, rule)
     if warn:
         plan.warn(stacklevel=3)
