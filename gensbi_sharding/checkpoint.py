@@ -20,7 +20,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from gensbi_sharding.checkpoint_save import CheckpointWriter
 from gensbi_sharding.checkpoint_steps import (CHECKPOINT_SUBDIR, committed_steps, find_checkpoint, flat_by_path,
-                                              is_variable, item_handlers, nest_by_path, path_key)
+                                              is_variable, item_handlers, nest_by_path, path_key, wrt_difference)
 from gensbi_sharding.rules import Rule, RuleTable
 from gensbi_sharding.nodes import (abstract_state, array_leaves, check_node, is_node, is_prng_key, is_scalar,
                                    node_state, placed_dtype, prefix_holding, spec_misfit, trace_factory, value_leaves)
@@ -285,10 +285,11 @@ def _renamed(saved: Mapping[str, Any], target: Mapping[str, Any]) -> str | None:
     kind = lambda leaf: (tuple(leaf.shape), placed_dtype(leaf.dtype))  # noqa: E731
     missing, extra = ({n: kind(d[n]) for n in d if n not in o} for d, o in ((target, saved), (saved, target)))
     unlike = [n for n in target if n in saved and kind(saved[n]) != kind(target[n])]
-    if all("opt_state" in n.split("/") for n in [*missing, *extra, *unlike]):
-        return ("Only the optimizer state differs: the checkpoint was saved with another optimizer (another optax "
-                "transformation or settings); build the target's optimizer as saved, restore, then make the new one "
-                "over the restored model: nnx.Optimizer(model, new_tx, wrt=nnx.Param)")
+    if all("opt_state" in n.split("/") for n in [*missing, *extra, *unlike]):  # another wrt= filter, or tx
+        return wrt_difference(saved, target) or (
+            "Only the optimizer state differs: the checkpoint was saved with another optimizer (another optax "
+            "transformation or settings); build the target's optimizer as saved, restore, then make the new one "
+            "over the restored model: nnx.Optimizer(model, new_tx, wrt=nnx.Param)")
     first = next(iter(missing), "").split("/")  # a name renamed in every path renames this one's too
     for old, new in {(a, b) for m in extra if len(m.split("/")) == len(first)
                      for a, b in zip(m.split("/"), first) if a != b}:

@@ -163,3 +163,34 @@ def _step_folders(directory: str | os.PathLike) -> dict[int, bool]:
 def _orbax_reader_notes(record: logging.LogRecord) -> bool:
     """Drop the warnings Orbax gives every read-only listing (no item handlers: only step metadata is read)."""
     return not any(note in record.getMessage() for note in ("could not be restored", "directory is read only"))
+
+
+def wrt_difference(saved: Mapping[str, Any], target: Mapping[str, Any]) -> str | None:
+    """The fix when both optimizer states cover parameters, not the same (an ``nnx.Optimizer`` built with another
+    ``wrt=`` filter), naming one only one covers; else None. A state leaf covers the longest tail of its path after
+    ``opt_state`` that ends a variable path outside any optimizer state (``.../opt_state/0/mu/b/bias``: ``b/bias``)."""
+    outside = [n.split("/") for n in (*saved, *target) if "opt_state" not in n.split("/")]
+    tails = {"/".join(parts[j:]) for parts in outside for j in range(1, len(parts))}
+
+    def covered(names) -> dict[str, str]:  # parameter tail -> one state path covering it
+        found: dict[str, str] = {}
+        for name in names:
+            parts = name.split("/")
+            if "opt_state" in parts:
+                tail = next((t for j in range(parts.index("opt_state") + 1, len(parts))
+                             if (t := "/".join(parts[j:])) in tails), None)
+                if tail is not None:
+                    found.setdefault(tail, name)
+        return found
+
+    in_saved, in_target = covered(saved), covered(target)
+    only_saved, only_target = ([t for t in a if t not in b] for a, b in ((in_saved, in_target), (in_target, in_saved)))
+    if not (in_saved and in_target and (only_saved or only_target)):  # one holds none: a stateless tx (plain sgd)
+        return None
+    example = (f"the checkpoint's covers {only_saved[0]} ({in_saved[only_saved[0]]}), the target's does not"
+               if only_saved else
+               f"the target's covers {only_target[0]} ({in_target[only_target[0]]}), the checkpoint's does not")
+    return (f"The optimizer states cover different parameters ({len(only_saved)} only in the checkpoint's, "
+            f"{len(only_target)} only in the target's; e.g. {example}): the target's nnx.Optimizer was built with "
+            "another wrt= filter. Build it with the wrt= it was saved with (nnx.Optimizer(model, tx, wrt=...)), "
+            "restore, then make the new one over the restored model")

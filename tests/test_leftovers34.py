@@ -66,3 +66,56 @@ def test_init_sharded_inside_jit_without_mesh_still_builds():
     out = jax.jit(lambda x: init_sharded(lambda: nnx.Linear(2, 3, rngs=nnx.Rngs(0)), None).kernel.get_value() + x)
     assert out(jnp.zeros(())).shape == (2, 3)
 
+
+class _Two(nnx.Module):
+    def __init__(self, rngs):
+        self.a = nnx.Linear(2, 3, rngs=rngs)
+        self.b = nnx.Linear(3, 2, rngs=rngs)
+
+
+def _save_train_state(directory, tx, wrt):
+    from gensbi_sharding import checkpoint
+    model = _Two(nnx.Rngs(0))
+    with checkpoint.CheckpointWriter(directory) as writer:
+        writer.save(1, nnx.state((model, nnx.Optimizer(model, tx, wrt=wrt))), jax.random.key(0))
+
+
+@pytest.mark.parametrize("saved_wrt, target_wrt, example", [
+    (nnx.Param, nnx.PathContains("a"), r"the checkpoint's covers b/(bias|kernel) \(state/1/opt_state/0/mu/b/"),
+    (nnx.PathContains("a"), nnx.Param, r"the target's covers b/(bias|kernel) \(state/1/opt_state/0/mu/b/"),
+], ids=["target-covers-fewer", "target-covers-more"])
+def test_restoring_into_an_optimizer_of_another_wrt_names_wrt(tmp_path, saved_wrt, target_wrt, example):
+    # Was: "another optax transformation or settings", never naming wrt= (the optimizer's transformation was the same).
+    import optax
+    from gensbi_sharding import checkpoint
+    _save_train_state(tmp_path, optax.adam(1e-3), saved_wrt)
+    model = _Two(nnx.Rngs(1))
+    target = checkpoint.abstract_state_for((model, nnx.Optimizer(model, optax.adam(1e-3), wrt=target_wrt)), None)
+    with pytest.raises(ValueError, match=rf"cover different parameters .*{example}.*another wrt= filter"):
+        checkpoint.restore(tmp_path / "1", target)
+
+
+def test_restoring_into_an_optimizer_of_another_transformation_still_names_it(tmp_path):
+    # Same parameters covered, another transformation (adam saved, sgd with momentum now): not a wrt= difference.
+    import optax
+    from gensbi_sharding import checkpoint
+    _save_train_state(tmp_path, optax.adam(1e-3), nnx.Param)
+    model = _Two(nnx.Rngs(1))
+    target = checkpoint.abstract_state_for((model, nnx.Optimizer(model, optax.sgd(1e-3, momentum=0.9), wrt=nnx.Param)),
+                                           None)
+    with pytest.raises(ValueError, match=r"another optax transformation or settings") as info:
+        checkpoint.restore(tmp_path / "1", target)
+    assert "wrt=" not in str(info.value).split("Only the optimizer state differs")[0]
+
+
+
+def test_restoring_into_a_stateless_optimizer_names_the_transformation_not_wrt(tmp_path):
+    # Plain sgd keeps no per-parameter state: its optimizer covers none, which is another transformation, not wrt=.
+    import optax
+    from gensbi_sharding import checkpoint
+    _save_train_state(tmp_path, optax.adam(1e-3), nnx.Param)
+    model = _Two(nnx.Rngs(1))
+    target = checkpoint.abstract_state_for((model, nnx.Optimizer(model, optax.sgd(1e-3), wrt=nnx.Param)), None)
+    with pytest.raises(ValueError, match=r"another optax transformation or settings") as info:
+        checkpoint.restore(tmp_path / "1", target)
+    assert "cover different parameters" not in str(info.value)
