@@ -108,7 +108,6 @@ def test_restoring_into_an_optimizer_of_another_transformation_still_names_it(tm
     assert "wrt=" not in str(info.value).split("Only the optimizer state differs")[0]
 
 
-
 def test_restoring_into_a_stateless_optimizer_names_the_transformation_not_wrt(tmp_path):
     # Plain sgd keeps no per-parameter state: its optimizer covers none, which is another transformation, not wrt=.
     import optax
@@ -119,3 +118,42 @@ def test_restoring_into_a_stateless_optimizer_names_the_transformation_not_wrt(t
     with pytest.raises(ValueError, match=r"another optax transformation or settings") as info:
         checkpoint.restore(tmp_path / "1", target)
     assert "cover different parameters" not in str(info.value)
+
+
+def test_sample_posterior_on_a_mesh_says_a_fallback_once(monkeypatch, caplog, tmp_path):
+    # Was: the full list of fallback paths (logger gensbi_sharding.details, meant for a harness job's launch.log)
+    # shown by Python beside the one-line fallback warning: the same fallback said twice.
+    import logging
+
+    import jax.numpy as jnp
+
+    from gensbi_sharding import axes, resolve_rule
+    from gensbi_sharding.harness import own_observation
+    from gensbi_sharding.harness.model_plan import model_plan
+    from gensbi_sharding.harness.simulation_data import NORMALIZATION
+
+    saved = {"seed": 0, "data": {"name": "two_moons", "x_transform": "none"},
+             "eval": {"num_samples": 4, "ode_steps": 2}}
+    statistics = {"theta_mean": [0.0, 0.0], "theta_std": [1.0, 1.0], "x_mean": [0.0, 0.0], "x_std": [1.0, 1.0]}
+    monkeypatch.setattr(own_observation, "_run_checkpoint",
+                        lambda run_dir: (tmp_path / "8", saved, {NORMALIZATION: statistics}))
+
+    def draw(cfg, step_dir, statistics, x_o, *, mesh, num_samples, **_):  # the run's model planned on the mesh
+        model = nnx.Module()
+        model.w = nnx.Param(jnp.ones((2, 8)), **axes("embed", "mlp"))  # 2 rows: not split over data=8
+        model_plan(model, mesh, resolve_rule("fsdp"), strict=False)
+        return np.zeros((num_samples, 2), np.float32), 1.0
+
+    monkeypatch.setattr(own_observation, "_draw", draw)
+    with caplog.at_level(logging.INFO):
+        samples = own_observation.sample_posterior(tmp_path, np.zeros(2, np.float32), mesh=make_mesh())
+    assert samples.shape == (4, 2)
+    said = [r.getMessage() for r in caplog.records if "w" in r.getMessage() and "split" in r.getMessage()]
+    assert len(said) == 1 and said[0].startswith("1 variable(s) replicated instead of split under rule 'fsdp'"), said
+    # Outside sample_posterior the full list still reaches a job's log.
+    with caplog.at_level(logging.INFO):
+        caplog.clear()
+        model = nnx.Module()
+        model.w = nnx.Param(jnp.ones((2, 8)), **axes("embed", "mlp"))
+        model_plan(model, make_mesh(), resolve_rule("fsdp"), strict=False)
+    assert [r.name for r in caplog.records].count("gensbi_sharding.details") == 1

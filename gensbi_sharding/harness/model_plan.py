@@ -9,8 +9,9 @@ refuses them).
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -18,7 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.console import DETAILS, EVERY_PROCESS, job_log_name
 
-__all__ = ["trace_model", "model_plan", "SHARDED_INIT_TRACES", "DRY_RUN_TRACES"]
+__all__ = ["trace_model", "model_plan", "details_dropped", "SHARDED_INIT_TRACES", "DRY_RUN_TRACES"]
 
 log = logging.getLogger("gensbi_sharding")
 
@@ -76,6 +77,22 @@ def model_plan(model: Any, mesh: Any, rule: Any, *, strict: bool) -> Any:
                           "or dimension, or set strict=false")
     log.warning("%s", plan.fallback_message(every=f"metrics.json 'fallbacks' and {job_log_name()}"), extra=EVERY_PROCESS)
     return plan
+
+
+@contextlib.contextmanager
+def details_dropped() -> Iterator[None]:
+    """While open, the ``DETAILS`` logger's records (``model_plan``'s every fallback path) go nowhere: for a caller
+    with no job log (``sample_posterior`` from Python), where Python's last-resort handler showed them on the console
+    beside the one-line fallback warning, the same fallback said twice."""
+    def drop(record: logging.LogRecord) -> bool:
+        return False
+
+    details = logging.getLogger(DETAILS)
+    details.addFilter(drop)
+    try:
+        yield
+    finally:
+        details.removeFilter(drop)
 
 
 def _model_axes_without_fallbacks(model: Any, mesh: Any, rule: Any) -> list[int]:

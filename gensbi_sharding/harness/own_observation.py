@@ -141,6 +141,7 @@ def sample_posterior(run_dir: str | os.PathLike, x_o: Any, *, num_samples: int |
 
     from gensbi_sharding.harness.held_out import effective_shards
     from gensbi_sharding.harness.memory_check import check_draw_fits
+    from gensbi_sharding.harness.model_plan import details_dropped
     from gensbi_sharding.harness.simulation_data import NORMALIZATION
     from gensbi_sharding.harness.tasks import TASKS
 
@@ -171,9 +172,10 @@ def sample_posterior(run_dir: str | os.PathLike, x_o: Any, *, num_samples: int |
 
     for attempt in range(RETRIES + 1):
         try:
-            samples, acceptance = _draw(cfg, step_dir, statistics, x_o, dim_theta=dim_theta, dim_x=dim_x,
-                                        num_samples=int(num_samples), seed=int(seed), ode_steps=int(ode_steps),
-                                        mesh=mesh)
+            with details_dropped():  # every fallback path: for a job's launch.log, none here (one line says them)
+                samples, acceptance = _draw(cfg, step_dir, statistics, x_o, dim_theta=dim_theta, dim_x=dim_x,
+                                            num_samples=int(num_samples), seed=int(seed), ode_steps=int(ode_steps),
+                                            mesh=mesh)
             break
         except FileNotFoundError:
             # A run still training deletes its older steps as it saves (train.keep): the one picked may go
