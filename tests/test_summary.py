@@ -195,6 +195,21 @@ def test_sweep_jobs_follow_hydras_order_with_a_presets_params():
     assert never_started(jobs, ran) == [(2, ["rule=fsdp", "data=b", "seed=0"])]
 
 
+def test_a_value_swept_twice_is_two_jobs_each_counted_not_run(tmp_path):
+    # Was: -m rule=fsdp,fsdp,tensor stopped in job 0 counted "1 not run": job 1 (rule=fsdp) was taken for ran, as
+    # folder 0 recorded its configuration; a folder stands for one job.
+    from gensbi_sharding.harness.sweep_plan import never_started
+
+    jobs = [["rule=fsdp"], ["rule=fsdp"], ["rule=tensor"]]
+    assert never_started(jobs, {"0": {"rule": "fsdp"}}) == [(1, ["rule=fsdp"]), (2, ["rule=tensor"])]
+    # A folder of another name (a subdir) stands for one job of its configuration, the first without a folder.
+    assert never_started(jobs, {"a": {"rule": "fsdp"}, "b": {"rule": "tensor"}}) == [(1, ["rule=fsdp"])]
+    make_job(tmp_path, 0, ["rule=fsdp"], status="preempted", mesh_shape=[8, 1])
+    rows = write_summary(tmp_path, ["rule"], all_jobs=jobs).rows
+    assert [(row["job"], row["metrics"]["status"]) for row in rows] == [("0", "preempted"), ("1", "not run"),
+                                                                       ("2", "not run")]
+
+
 def test_a_long_error_is_never_cut_inside_its_continue_command(tmp_path):
     """sweep_summary.md cuts errors; a cut command ('... continue with: python launch.py ') would run another
     job, so the cell names where the whole command is; the CSV keeps every character."""

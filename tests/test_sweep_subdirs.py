@@ -97,6 +97,39 @@ def test_subdirs_that_differ_per_job_are_accepted_as_the_launcher_resolves_them(
         assert time.perf_counter() - started < 5  # four compositions, well under a second each
 
 
+def test_a_stopped_sweep_names_the_jobs_not_run_by_the_folders_its_subdir_gives_them(tmp_path):
+    # Was: with hydra.sweep.subdir='${rule.name}_${mesh.model_axis}', the summary's jobs never started were rows
+    # "2" and "3", and their continue commands ran them in <sweep>/2 and <sweep>/3: folders no job of the sweep has.
+    import json
+    import re
+
+    from gensbi_sharding.harness.summary import refresh_sweep_summary
+    from gensbi_sharding.harness.sweep_continue import whole_sweep_hint
+
+    sweep, task = tmp_path / "sweep", ["rule=fsdp,tensor", "mesh.model_axis=1,2"]
+    register_configs()
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        config = compose("config", return_hydra_config=True,
+                         overrides=[f"hydra.sweep.dir={sweep}", "hydra.sweep.subdir=${rule.name}_${mesh.model_axis}"])
+        with open_dict(config):
+            config.hydra.overrides.task = task
+        sweep.mkdir()
+        OmegaConf.save(config, sweep / "multirun.yaml")  # the sweep's record, as Hydra writes it
+        for name, status in (("fsdp_1", "ok"), ("fsdp_2", "preempted")):
+            (sweep / name / ".hydra").mkdir(parents=True)
+            OmegaConf.save(OmegaConf.create([f"rule={name[:4]}", f"mesh.model_axis={name[-1]}"]),
+                           sweep / name / ".hydra" / "overrides.yaml")
+            (sweep / name / "metrics.json").write_text(json.dumps({"status": status}))
+        rows = refresh_sweep_summary(sweep / "fsdp_2").rows
+        hint = whole_sweep_hint(sweep / "tensor_1", ["launch.py", "-m", *task, f"hydra.sweep.dir={sweep}"],
+                                started=False)
+    assert [(row["job"], row["metrics"]["status"]) for row in rows] == [
+        ("fsdp_1", "ok"), ("fsdp_2", "preempted"), ("tensor_1", "not run"), ("tensor_2", "not run")]
+    assert "(2 never started)" in hint
+    assert re.findall(r"mesh.model_axis=(\d) train.resume=auto hydra.mode=RUN hydra.run.dir=(\S+)", hint) == [
+        ("2", str(sweep / "fsdp_2")), ("1", str(sweep / "tensor_1")), ("2", str(sweep / "tensor_2"))]
+
+
 def test_per_job_subdirs_and_literal_ones_need_no_composition(tmp_path):
     config = OmegaConf.create({})  # nothing composed: these are decided by the text alone
     jobs = [["rule=fsdp"], ["rule=tensor"]]

@@ -25,7 +25,7 @@ from gensbi_sharding.harness.outputs import read_metrics, write_atomic, write_js
 from gensbi_sharding.harness.preflight import folder_check_crashed
 from gensbi_sharding.harness.sweep_hints import (config_flags, hydra_job_overrides, moved_jobs_problem, search_path_of,
                                                  shared_folder_problem, train_further_hint, unfinished_jobs_hint)
-from gensbi_sharding.harness.sweep_plan import command_overrides, every_job
+from gensbi_sharding.harness.sweep_plan import command_overrides, every_job, job_folders
 from gensbi_sharding.harness.sweep_subdirs import colliding_subdirs_problem, unused_folder_problem
 
 __all__ = ["output_dir", "ensure_fresh", "RunFolder", "folder_owner", "RESUMABLE", "RefuseCompletedRun",
@@ -250,7 +250,7 @@ class RefuseCompletedRun(Callback):
                 problem = (shared_folder_problem(raw.get("subdir"), len(jobs), folder)
                            or colliding_subdirs_problem(config, raw.get("subdir"), jobs, folder))
                 if OmegaConf.select(config, "train.resume", default=None) == "auto":
-                    problem = problem or moved_jobs_problem(folder, every_job(config))
+                    problem = problem or moved_jobs_problem(folder, jobs, job_folders(config, jobs))
             if problem:
                 raise ConfigError(problem)
             lock = FolderLock(folder)
@@ -274,7 +274,7 @@ class RefuseCompletedRun(Callback):
             hint = lead = ""
             if sweep and isinstance(err, FileExistsError):  # the sweep folder first, its completed jobs counted
                 lead = completed_jobs_lead(folder, runs, str(err), len(jobs := every_job(config)))  # not started too
-                hint = unfinished_jobs_hint(runs, RESUMABLE, jobs, sweep_dir=folder, search_path=searched)
+                hint = unfinished_jobs_hint(runs, RESUMABLE, jobs, folder, searched, folders=job_folders(config, jobs))
             print(tagged("ERROR", f"{lead}{err}{hint}"), file=sys.stderr, flush=True)  # as the job's own errors look
             raise SystemExit(1) from None  # Hydra turns a callback's Exception into a warning; this stops the run
         except Exception as err:  # the check's own fault, not the folder's (Hydra would only warn, then write into it)

@@ -32,8 +32,8 @@ from gensbi_sharding.harness.console_lines import remember_stopped_sweep, sweep_
 from gensbi_sharding.harness.outputs import read_metrics, write_atomic
 from gensbi_sharding.harness.plots import status_counts
 from gensbi_sharding.harness.summary_columns import DRY_RUN_COLUMNS, ERROR_COLUMN, TRAIN_COLUMNS, Column, key_cell
-from gensbi_sharding.harness.sweep_plan import (command_overrides, every_job, job_configuration, never_started,
-                                                sweep_jobs)
+from gensbi_sharding.harness.sweep_plan import (command_overrides, every_job, folder_of, job_configuration,
+                                                job_folders, job_order, never_started, sweep_jobs)
 from gensbi_sharding.harness.units import is_number
 
 __all__ = ["Column", "TRAIN_COLUMNS", "DRY_RUN_COLUMNS", "summary_rows", "swept_keys", "declared_sweeps",
@@ -147,33 +147,35 @@ class Summary:
     png_path: Path | None
 
 
-def not_run_rows(rows: Sequence[dict[str, Any]], all_jobs: Sequence[Sequence[str]]) -> list[dict[str, Any]]:
+def not_run_rows(rows: Sequence[dict[str, Any]], all_jobs: Sequence[Sequence[str]],
+                 folders: Sequence[str] | None = None) -> list[dict[str, Any]]:
     """Rows (``status: not run``) for the jobs of ``all_jobs`` (``sweep_plan.sweep_jobs``) without a folder.
 
     A sweep stopped early (preempted, Ctrl-C) never started its later jobs; its table says so
-    instead of silently holding fewer jobs. Each has the number Hydra gives it; a job folder
-    continued alone with another override still stands for its job (``sweep_plan.never_started``).
+    instead of silently holding fewer jobs. Each is named by the folder Hydra gives it (``folders``,
+    ``sweep_plan.job_folders``: its number, or its ``hydra.sweep.subdir``); a job folder continued
+    alone with another override still stands for its job (``sweep_plan.never_started``).
     """
     ran = {str(row["job"]): job_configuration([f"{k}={v}" for k, v in row["overrides"].items()]) for row in rows}
-    return [{"job": str(number), "metrics": {"status": "not run"}, "dry_run": False,
+    return [{"job": folder_of(number, folders), "metrics": {"status": "not run"}, "dry_run": False,
              "overrides": {k: v for k, v in (o.split("=", 1) for o in map(str, job) if "=" in o)
                            if _override_key(k) not in _NOT_CONFIGURATION and not k.startswith("hydra.")}}
-            for number, job in never_started(all_jobs, ran)]
+            for number, job in never_started(all_jobs, ran, folders)]
 
 
-def write_summary(sweep_dir: Path, declared: Sequence[str] = (),
-                  all_jobs: Sequence[Sequence[str]] = ()) -> Summary | None:
+def write_summary(sweep_dir: Path, declared: Sequence[str] = (), all_jobs: Sequence[Sequence[str]] = (),
+                  folders: Sequence[str] | None = None) -> Summary | None:
     """Write ``sweep_summary.csv/.md/.png`` for the jobs under ``sweep_dir``; None if there are none.
 
     ``all_jobs`` (``sweep_plan.sweep_jobs``): every job the sweep declared; those that never
-    started get a ``not run`` row.
+    started get a ``not run`` row, named by its folder in ``folders`` (``sweep_plan.job_folders``).
     """
     sweep_dir = Path(sweep_dir)
     rows = summary_rows(sweep_dir)
     if not rows:
         return None
-    rows = sorted(rows + not_run_rows(rows, all_jobs),  # by job number: a job not run may sit between others
-                  key=lambda row: (not row["job"].isdigit(), int(row["job"]) if row["job"].isdigit() else 0))
+    order = job_order(folders)  # by job number: a job not run may sit between others
+    rows = sorted(rows + not_run_rows(rows, all_jobs, folders), key=lambda row: order(row["job"]))
     keys = swept_keys(rows, declared)
     dry = all(row["dry_run"] for row in rows if row["metrics"].get("status") != "not run")
     columns = DRY_RUN_COLUMNS if dry else TRAIN_COLUMNS
@@ -226,8 +228,8 @@ def refresh_sweep_summary(job_dir: Path) -> Summary | None:
         return None
     saved = OmegaConf.load(record)
     task, params = command_overrides(saved)
-    declared = declared_sweeps(list(task or []), params)
-    return write_summary(sweep_dir, declared, all_jobs=sweep_jobs(list(task or []), params))
+    declared, jobs = declared_sweeps(list(task or []), params), sweep_jobs(list(task or []), params)
+    return write_summary(sweep_dir, declared, all_jobs=jobs, folders=job_folders(saved, jobs))
 
 
 class SweepSummary(Callback):
@@ -242,7 +244,8 @@ class SweepSummary(Callback):
         declared = declared_sweeps(*command_overrides(config))
         # A job that ended without a record (refused its folder before run() could write one) is a row too, 'not
         # run' (was: left out, and the sweep said "done: 1 ok, 0 failed" as it exited 1)
-        summary = write_summary(sweep_dir, declared, all_jobs=every_job(config))
+        summary = write_summary(sweep_dir, declared, all_jobs=(jobs := every_job(config)),
+                                folders=job_folders(config, jobs))
         if summary is None:
             log.warning("multirun finished with no job metrics under %s", sweep_dir)
             return

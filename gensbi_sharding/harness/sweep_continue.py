@@ -62,7 +62,7 @@ def _rest_of_sweep(run_dir: Path, started: bool) -> str:
     from omegaconf import OmegaConf
 
     from gensbi_sharding.harness.run_folder import RESUMABLE
-    from gensbi_sharding.harness.sweep_plan import every_job
+    from gensbi_sharding.harness.sweep_plan import every_job, job_folders
 
     sweep = run_dir.parent
     jobs = sorted({m.parent for m in sweep.glob("*/metrics.json")} | ({run_dir} if started else set()))
@@ -71,10 +71,11 @@ def _rest_of_sweep(run_dir: Path, started: bool) -> str:
         return ""
     saved = OmegaConf.load(record)
     # A stopped job's error line names its own command just before this one (run.py): not repeated here.
-    hint = unfinished_jobs_hint(jobs, RESUMABLE, every_job(saved), sweep_dir=sweep, stopped=run_dir if started else None,
+    hint = unfinished_jobs_hint(jobs, RESUMABLE, all_jobs := every_job(saved), sweep_dir=sweep,
+                                stopped=run_dir if started else None,
                                 search_path=[*config_flags(saved.get("hydra")),
                                              *search_path_of(OmegaConf.select(saved, "hydra.overrides.hydra"))],
-                                stopped_told=started)
+                                stopped_told=started, folders=job_folders(saved, all_jobs))
     return f"to continue the rest of the sweep, {hint[2:]}" if hint else ""
 
 

@@ -11,7 +11,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from gensbi_sharding.harness.sweep_plan import job_configuration, never_started
+# moved_jobs_problem: named here too, beside the hints (its home is sweep_plan, which reads each job's folder)
+from gensbi_sharding.harness.sweep_plan import (folder_of, job_configuration, moved_job, moved_jobs_problem,
+                                                never_started)
 
 __all__ = ["unfinished_jobs_hint", "shared_folder_problem", "moved_jobs_problem", "job_command", "continue_command",
            "CONTINUE_ENV", "INLINE_COMMANDS", "CONTINUE_SCRIPT", "train_further_hint",
@@ -184,7 +186,7 @@ def train_further_hint(run_dir: Any, saved_step: int | None, steps: int | None, 
 
 def unfinished_jobs_hint(jobs: Sequence[Any], resumable: Sequence[str], all_jobs: Sequence[Sequence[str]] = (),
                          sweep_dir: Any = None, search_path: Sequence[str] = (), stopped: Any = None,
-                         stopped_told: bool = False) -> str:
+                         stopped_told: bool = False, folders: Sequence[str] | None = None) -> str:
     """How to continue a sweep's unfinished jobs when its folder, holding completed ones, is refused.
 
     A sweep folder with a completed job is never rerun as a whole (its files are never
@@ -195,13 +197,13 @@ def unfinished_jobs_hint(jobs: Sequence[Any], resumable: Sequence[str], all_jobs
     job is unfinished or none completed. ``search_path``: the sweep's ``hydra.searchpath=`` override, led in each.
     ``stopped``: a job of ``jobs`` stopped just now (its record not written yet): unfinished, listed first;
     ``stopped_told``: its own command was printed just before this hint, so when it is the one job left the
-    hint points there instead of printing it again.
+    hint points there instead of printing it again. ``folders``: each job's folder name (``sweep_plan.job_folders``).
     """
     status = {Path(j): "interrupted" if j == stopped else _status(Path(j) / "metrics.json") for j in jobs}
     recorded = all((j / ".hydra" / "overrides.yaml").exists() for j in status)  # else which ran is unknown
     ran = {j.name: job_configuration(_yaml_list(j / ".hydra" / "overrides.yaml")) for j in status} if recorded else {}
-    never = never_started(all_jobs, ran) if recorded and sweep_dir is not None else []
-    other = _moved_job(sweep_dir, all_jobs) if never else None
+    never = never_started(all_jobs, ran, folders) if recorded and sweep_dir is not None else []
+    other = moved_job(sweep_dir, all_jobs, folders) if never else None
     if other:  # the folder holds another sweep: this one's jobs would join it, numbered as its jobs
         number, want, folder, done = other
         return (f"; {sweep_dir} holds another sweep (its job {number}, {folder}, ran {done}; this sweep's job {number} "
@@ -218,7 +220,7 @@ def unfinished_jobs_hint(jobs: Sequence[Any], resumable: Sequence[str], all_jobs
         commands.append(job_command([*search_path, *(_yaml_list(saved) if saved.exists() else ["<its overrides>"])],
                                     job, multirun=True))
     for number, job in never:  # in the folder Hydra would have given it
-        commands.append(job_command([*search_path, *job], Path(sweep_dir) / str(number), multirun=True))
+        commands.append(job_command([*search_path, *job], Path(sweep_dir) / folder_of(number, folders), multirun=True))
     if len(commands) == 1:  # one job left: one command, not a list to run "one by one"
         return f"; {whole}: continue its one unfinished job{' (never started)' if never else ''} with: {commands[0]}"
     started = f" ({len(never)} never started)" if never else ""
@@ -245,43 +247,6 @@ def shared_folder_problem(subdir: Any, jobs: int, sweep_dir: Any) -> str | None:
     return (f"hydra.sweep.subdir={subdir} gives all {jobs} jobs of this sweep one folder ({Path(sweep_dir) / subdir}); "
             "leave hydra.sweep.subdir out (a folder per job number) or make it differ per job, e.g. "
             f"hydra.sweep.subdir='${{hydra.job.num}}_{subdir}'")
-
-
-def moved_jobs_problem(sweep_dir: Any, all_jobs: Sequence[Sequence[str]]) -> str | None:
-    """The refusal of ``-m ... train.resume=auto`` whose job numbers now stand for other swept values; None if none.
-
-    Job ``i`` continues folder ``i``: a sweep rerun with its values reordered or changed would continue each
-    job from another job's checkpoint (another learning rate, rule ...) without a word. Only the keys
-    the sweep varies are compared; a job continued alone with, say, more ``train.steps`` still matches.
-    """
-    moved = _moved_job(sweep_dir, all_jobs)
-    if moved is None:
-        return None
-    number, want, folder, ran = moved
-    return (f"hydra.sweep.dir={sweep_dir}: job {number} of this sweep ({want}) would continue folder {folder}, "
-            f"which ran {ran}: train.resume=auto continues each job in the folder of its number; rerun the sweep "
-            "with its values in the order it first ran, or choose another hydra.sweep.dir")
-
-
-def _moved_job(sweep_dir: Any, all_jobs: Sequence[Sequence[str]]) -> tuple[int, str, Any, str] | None:
-    """The first job of ``all_jobs`` whose folder recorded other values of a swept key: (number, its values, the
-    folder, the values it ran); None if every job folder there matches. Only swept keys, and only folders a sweep
-    wrote last: a job continued alone (``hydra.mode=RUN``) may be on another rule or mesh on purpose."""
-    from omegaconf import OmegaConf
-
-    wanted = [job_configuration(job) for job in all_jobs]
-    swept = [k for k in (wanted[0] if wanted else {}) if len({w.get(k) for w in wanted}) > 1]
-    for number, want in enumerate(wanted):
-        recorded, hydra = (Path(sweep_dir) / str(number) / ".hydra" / name for name in ("overrides.yaml", "hydra.yaml"))
-        if not swept or not recorded.is_file() or (hydra.is_file() and OmegaConf.select(
-                OmegaConf.load(hydra), "hydra.mode", default=None) == "RUN"):
-            continue
-        ran = job_configuration(_yaml_list(recorded))
-        differ = [k for k in swept if ran.get(k) != want.get(k)]
-        if differ:
-            return (number, " ".join(f"{k}={want.get(k)}" for k in differ), recorded.parent.parent,
-                    " ".join(f"{k}={ran[k]}" if k in ran else f"{k} unset" for k in differ))
-    return None
 
 
 def _status(metrics: Any) -> str | None:

@@ -1,15 +1,21 @@
-"""The jobs of a multirun: each job's overrides in Hydra's order, its configuration, and which never started.
+"""The jobs of a multirun: each job's overrides in Hydra's order, its folder, its configuration, which never started.
 
-Hydra gives job ``i`` folder ``i``; the summary, the continue hints and ``train.resume=auto`` all read the
-sweep's jobs from here, so they agree on which job is which.
+Hydra gives job ``i`` folder ``i``, or what ``hydra.sweep.subdir`` resolves to for it (``job_folders``); the
+summary, the continue hints and ``train.resume=auto`` all read the sweep's jobs from here, so they agree on which
+job is which.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
-__all__ = ["sweep_jobs", "command_overrides", "every_job", "never_started", "job_configuration"]
+__all__ = ["sweep_jobs", "command_overrides", "every_job", "job_folders", "folder_of", "job_order", "never_started",
+           "job_configuration", "moved_job", "moved_jobs_problem"]
+
+#: Hydra's default ``hydra.sweep.subdir``: job ``i`` in folder ``i``.
+DEFAULT_SUBDIR = "${hydra.job.num}"
 
 
 def sweep_jobs(task_overrides: Sequence[str], sweeper_params: Mapping[str, Any] | None = None,
@@ -60,7 +66,55 @@ def every_job(config: Any) -> list[list[str]]:
     return [] if task is None else sweep_jobs(task, params)
 
 
-def never_started(all_jobs: Sequence[Sequence[str]], ran: Mapping[str, dict[str, str]]) -> list[tuple[int, list[str]]]:
+def job_folders(config: Any, jobs: Sequence[Sequence[str]]) -> list[str] | None:
+    """The folder name of each job of the multirun ``config`` (its ``hydra.sweep.subdir``); None where unknown.
+
+    Parameters
+    ----------
+    config : DictConfig
+        The multirun's config: Hydra's while it runs, or its record, ``<sweep>/multirun.yaml``.
+    jobs : sequence of sequence of str
+        Every job's overrides in Hydra's order (``every_job``).
+
+    Returns
+    -------
+    list of str or None
+        Job ``i``'s folder at index ``i``: ``str(i)`` under Hydra's default subdir; a custom one
+        (``hydra.sweep.subdir='${rule.name}_${mesh.model_axis}'``) as Hydra's launcher resolves it per job
+        (``sweep_subdirs.job_subdirs``). None outside a running Hydra app, or where it does not resolve.
+    """
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness.sweep_subdirs import job_subdirs
+
+    sweep = OmegaConf.select(config, "hydra.sweep", default=None)
+    raw = None if sweep is None else OmegaConf.to_container(sweep, resolve=False).get("subdir")  # as typed
+    if raw in (None, DEFAULT_SUBDIR):
+        return [str(number) for number in range(len(jobs))]
+    try:
+        folders = job_subdirs(config, jobs)
+    except Exception:  # a subdir no job resolves (refused before the sweep ran): the folders are unknown
+        return None
+    return None if folders is None else [str(folder).strip("/") for folder in folders]
+
+
+def folder_of(number: int, folders: Sequence[str] | None) -> str:
+    """Job ``number``'s folder name: from ``folders`` (``job_folders``) where known, else Hydra's default, its number."""
+    return folders[number] if folders is not None and number < len(folders) else str(number)
+
+
+def job_order(folders: Sequence[str] | None = None) -> Any:
+    """The sort key of a sweep's job folder names: by job number (a folder's place in ``folders``, where known),
+    then any other folder by name."""
+    def key(name: str) -> tuple[bool, int, str]:
+        if folders is not None and name in folders:
+            return False, list(folders).index(name), name
+        return not name.isdigit(), int(name) if name.isdigit() else 0, name
+    return key
+
+
+def never_started(all_jobs: Sequence[Sequence[str]], ran: Mapping[str, dict[str, str]],
+                  folders: Sequence[str] | None = None) -> list[tuple[int, list[str]]]:
     """The jobs of ``all_jobs`` (``sweep_jobs``) that have no folder, with their job numbers.
 
     Parameters
@@ -69,18 +123,31 @@ def never_started(all_jobs: Sequence[Sequence[str]], ran: Mapping[str, dict[str,
         Every job the sweep declared, in Hydra's order.
     ran : mapping of str to dict
         ``{folder name: job_configuration of its recorded overrides}`` of the job folders there are.
+    folders : sequence of str, optional
+        Each job's folder name (``job_folders``), where known.
 
     Returns
     -------
     list of (int, list of str)
-        Job ``i`` of ``all_jobs`` runs in folder ``str(i)``: that folder stands for it even when its
-        overrides changed since (a job continued alone with another value), so a sweep never lists
-        more jobs than it has; a folder of another name (``hydra.sweep.subdir``) stands for the job
-        whose configuration it recorded.
+        A job's folder stands for it even when its overrides changed since (a job continued alone with
+        another value), so a sweep never lists more jobs than it has. Without ``folders``, job ``i``'s is
+        folder ``str(i)``, and a folder of another name (``hydra.sweep.subdir``) stands for one job whose
+        configuration it recorded: one only, so a value swept twice (``rule=fsdp,fsdp,tensor``) is two jobs
+        (was: both stood for by the one folder that ran, and the sweep counted one job too few).
     """
-    configurations = list(ran.values())
-    return [(number, list(job)) for number, job in enumerate(all_jobs)
-            if str(number) not in ran and job_configuration(job) not in configurations]
+    if folders is not None:
+        return [(number, list(job)) for number, job in enumerate(all_jobs) if folder_of(number, folders) not in ran]
+    numbered = {str(number) for number in range(len(all_jobs))}
+    others = [configuration for name, configuration in ran.items() if name not in numbered]
+    never = []
+    for number, job in enumerate(all_jobs):
+        if str(number) in ran:
+            continue
+        if (configuration := job_configuration(job)) in others:
+            others.remove(configuration)  # that folder stands for this job, and no other
+            continue
+        never.append((number, list(job)))
+    return never
 
 
 def job_configuration(overrides: Sequence[str]) -> dict[str, str]:
@@ -106,3 +173,45 @@ def job_configuration(overrides: Sequence[str]) -> dict[str, str]:
     parsed = OverridesParser.create().parse_overrides(list(overrides))
     return {o.key_or_group.lstrip("+~"): value(o) for o in parsed
             if not o.key_or_group.startswith(("train.resume", "hydra."))}
+
+
+def moved_jobs_problem(sweep_dir: Any, all_jobs: Sequence[Sequence[str]],
+                       folders: Sequence[str] | None = None) -> str | None:
+    """The refusal of ``-m ... train.resume=auto`` whose job folders now stand for other swept values; None if none.
+
+    Job ``i`` continues its folder (``folders``, ``job_folders``; default: folder ``i``): a sweep rerun with its
+    values reordered or changed would continue each job from another job's checkpoint (another learning rate,
+    rule ...) without a word. Only the keys the sweep varies are compared; a job continued alone with, say, more
+    ``train.steps`` still matches.
+    """
+    moved = moved_job(sweep_dir, all_jobs, folders)
+    if moved is None:
+        return None
+    number, want, folder, ran = moved
+    return (f"hydra.sweep.dir={sweep_dir}: job {number} of this sweep ({want}) would continue folder {folder}, "
+            f"which ran {ran}: train.resume=auto continues each job in the folder of its number; rerun the sweep "
+            "with its values in the order it first ran, or choose another hydra.sweep.dir")
+
+
+def moved_job(sweep_dir: Any, all_jobs: Sequence[Sequence[str]],
+              folders: Sequence[str] | None = None) -> tuple[int, str, Any, str] | None:
+    """The first job of ``all_jobs`` whose folder recorded other values of a swept key: (number, its values, the
+    folder, the values it ran); None if every job folder there matches. Only swept keys, and only folders a sweep
+    wrote last: a job continued alone (``hydra.mode=RUN``) may be on another rule or mesh on purpose. ``folders``:
+    each job's folder name (``job_folders``), where known; else job ``i``'s is ``i``."""
+    from omegaconf import OmegaConf
+
+    wanted = [job_configuration(job) for job in all_jobs]
+    swept = [k for k in (wanted[0] if wanted else {}) if len({w.get(k) for w in wanted}) > 1]
+    for number, want in enumerate(wanted):
+        record = Path(sweep_dir) / folder_of(number, folders) / ".hydra"
+        recorded, hydra = record / "overrides.yaml", record / "hydra.yaml"
+        if not swept or not recorded.is_file() or (hydra.is_file() and OmegaConf.select(
+                OmegaConf.load(hydra), "hydra.mode", default=None) == "RUN"):
+            continue
+        ran = job_configuration([str(o) for o in OmegaConf.load(recorded)])
+        differ = [k for k in swept if ran.get(k) != want.get(k)]
+        if differ:
+            return (number, " ".join(f"{k}={want.get(k)}" for k in differ), recorded.parent.parent,
+                    " ".join(f"{k}={ran[k]}" if k in ran else f"{k} unset" for k in differ))
+    return None
