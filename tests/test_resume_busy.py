@@ -81,3 +81,26 @@ def test_the_running_jobs_own_folder_is_no_other_run(tmp_path, monkeypatch):
         holder.communicate("", timeout=30)
         HydraConfig.instance().cfg = None
     assert "still writing" not in str(err.value)
+
+
+@pytest.mark.parametrize("ending", ["raise SystemExit(75)", "raise KeyboardInterrupt",
+                                    "remove_owner_notes(); os._exit(75)"])
+def test_a_run_that_ends_holding_its_folder_leaves_no_owner_note(tmp_path, ending):
+    # Was: a run preempted (exit 75) or stopped by Ctrl-C ends inside Hydra's run, whose end-of-run callback releases
+    # the folder's lock: its .run.owner.json stayed, naming a process long gone beside a lock the system had freed (and
+    # read as the holder by a run refused before the next holder wrote its own note). A note another process wrote is
+    # never removed; the lock file itself stays, as after a completed run.
+    code = ("import os, sys; from gensbi_sharding.harness.folder_lock import FolderLock, remove_owner_notes\n"
+            "FolderLock(sys.argv[1]).acquire(); FolderLock(sys.argv[1]).acquire()\n"  # held twice, as the callback and run()
+            f"{ending}\n")
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode in (75, -2), proc.stderr  # an uncaught KeyboardInterrupt ends by SIGINT
+    assert sorted(p.name for p in tmp_path.iterdir()) == [FolderLock.LOCK]
+    with FolderLock(tmp_path):  # the lock went with the process: taken again, its note this process's
+        from gensbi_sharding.harness.folder_lock import remove_owner_notes
+
+        other = subprocess.run([sys.executable, "-c", "from gensbi_sharding.harness.folder_lock import "
+                                "remove_owner_notes; remove_owner_notes()"], timeout=60)
+        assert other.returncode == 0 and (tmp_path / FolderLock.OWNER).is_file()
+    assert not (tmp_path / FolderLock.OWNER).exists()
+    remove_owner_notes()  # nothing held: nothing to do

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import re
@@ -15,7 +16,7 @@ from pathlib import Path
 
 from gensbi_sharding.harness.outputs import read_metrics, write_json
 
-__all__ = ["FolderLock", "FolderInUseError", "folder_problem"]
+__all__ = ["FolderLock", "FolderInUseError", "folder_problem", "remove_owner_notes"]
 
 # What a run (a sweep) writes at the top of its folder, and what marks a folder one has used: a folder without such a
 # mark that holds one of those names is someone else's, whose file the run would overwrite without a word.
@@ -24,6 +25,30 @@ _RUN_OUTPUTS = re.compile(r"(metrics\.json|sharding\.txt|launch\.log|c2st\.csv|p
                           r"process_\d+\.log)")
 _SWEEP_OUTPUTS = re.compile(r"(sweep_summary\.(csv|md|png)|continue_unfinished\.sh|\d+)")
 _MARKS = {False: (".run.lock", ".hydra", "metrics.json", "checkpoints"), True: (".run.lock", "multirun.yaml")}
+
+
+#: The owner notes this process wrote and still holds, each with the pid that wrote it: ``remove_owner_notes``.
+_NOTES: dict[Path, int] = {}
+
+
+def remove_owner_notes() -> None:
+    """Remove the owner notes of the folder locks this process still holds, as it ends (the system frees its locks).
+
+    Run at the interpreter's exit (``atexit``), and before an ``os._exit``, which runs no exit hooks. A run stopped
+    by a preemption (exit 75) or Ctrl-C leaves its folder (and a sweep's) without Hydra's end-of-run callback, which
+    releases the lock: was a ``.run.owner.json`` naming a process long gone beside a free lock, read as the holder
+    of the next run that took the lock before writing its own note. A note another process wrote is never removed.
+    """
+    for note, pid in list(_NOTES.items()):
+        if pid == os.getpid():  # not one a forked child inherited the record of
+            _NOTES.pop(note, None)
+            try:
+                note.unlink(missing_ok=True)
+            except OSError:  # a folder turned read-only: the note stays, as before
+                pass
+
+
+atexit.register(remove_owner_notes)
 
 
 class FolderInUseError(RuntimeError):
@@ -63,11 +88,13 @@ class FolderLock:
             write_json(self.folder / self.OWNER, {
                 "pid": os.getpid(), "host": socket.gethostname(),
                 "started": time.strftime("%Y-%m-%d %H:%M:%S"), "command": " ".join(sys.argv)})
+            _NOTES[self.folder / self.OWNER] = os.getpid()
 
     def release(self) -> None:
         """Undo one ``acquire``; the last one removes the owner note and frees the folder."""
         if self._lock.lock_counter == 1:
             (self.folder / self.OWNER).unlink(missing_ok=True)
+            _NOTES.pop(self.folder / self.OWNER, None)
         self._lock.release()
 
     def __enter__(self) -> "FolderLock":

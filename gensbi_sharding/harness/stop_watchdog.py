@@ -25,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from gensbi_sharding.harness.folder_lock import remove_owner_notes
 from gensbi_sharding.harness.preemption import EXIT_PREEMPTED, PREEMPT_SIGNALS, Preempted, PreemptionWatch
 
 __all__ = ["GRACE_S", "StopWatchdog", "end_preempted_run", "watch_setup"]
@@ -138,4 +139,5 @@ def end_preempted_run(signum: int, *, metrics: dict[str, Any], out: Path, start:
         logging.shutdown()  # launch.log and the console complete: os._exit runs no exit hooks
         sys.stdout.flush(), sys.stderr.flush()
         time.sleep(0.5)  # the threads that pass the console's lines on (console.native_output_to_log) pass these
+        remove_owner_notes()  # a sweep's, or Hydra's callback's of this folder: os._exit skips atexit's removal
         os._exit(EXIT_PREEMPTED)  # the main thread is held in XLA or a setup step: only the process can end
