@@ -202,3 +202,16 @@ def test_sample_py_refuses_an_output_folder_it_cannot_write_before_sampling(tmp_
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
         f"sample.py: error: {which}: cannot write in {tmp_path} (Read-only file system); pass --out <a file in a folder "
         "you can write to>.npz")
+
+
+def test_a_run_ctrl_c_stopped_at_once_names_the_step_it_continues_from(tmp_path):
+    # Was "interrupted (Ctrl-C); continue with: ...": the first Ctrl-C's line names the step and its checkpoint
+    # ("interrupted by Ctrl-C (SIGINT) at step 441; checkpoint ..."), the second's (at once) did not.
+    from gensbi_sharding.harness.stop_record import at_once_error
+
+    assert at_once_error(tmp_path, 4800) == (
+        f"interrupted (Ctrl-C); stopped at once, saved up to step 4800 ({tmp_path / 'checkpoints' / '4800'}); continue "
+        f"with: the same command plus train.resume=auto hydra.run.dir={tmp_path}")
+    assert at_once_error(tmp_path, 40, "KeyboardInterrupt: c2st worker").startswith(
+        "interrupted (Ctrl-C): KeyboardInterrupt: c2st worker; stopped at once, saved up to step 40 (")
+    assert at_once_error(tmp_path, None) == "interrupted (Ctrl-C); stopped at once, with no checkpoint to continue from"

@@ -286,8 +286,8 @@ def test_ctrl_c_names_the_folder_to_continue_in(tmp_path, monkeypatch, caplog, r
             run_tiny(out, "train.checkpoint_every=4")
     assert json.loads((out / "metrics.json").read_text())["status"] == "interrupted"
     hints = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
-    assert hints == [f"interrupted (Ctrl-C); continue with: the same command plus train.resume=auto "
-                     f"hydra.run.dir={out}"]
+    assert hints == [f"interrupted (Ctrl-C); stopped at once, saved up to step 4 ({out / 'checkpoints' / '4'}); "
+                     f"continue with: the same command plus train.resume=auto hydra.run.dir={out}"]
     assert len(_losses(out)) == 5  # the curve of the steps run is kept (was: no train_losses.npz at all)
     resumed = run_tiny(out, "train.checkpoint_every=4", "train.resume=auto")  # the hint, followed
     assert resumed["status"] == "ok" and resumed["resumed_from_step"] == 4 and resumed["final_step"] == 8
@@ -394,7 +394,8 @@ def test_a_second_ctrl_c_records_the_newest_committed_checkpoint(tmp_path, monke
     metrics = json.loads((out / "metrics.json").read_text())
     assert committed_steps(out / "checkpoints")[-1] == saved
     assert (metrics["status"], metrics["stopped_at_step"], metrics["final_step"]) == ("interrupted", saved, saved)
-    assert metrics["error"].startswith("interrupted (Ctrl-C); continue with: "), metrics["error"]
+    assert metrics["error"].startswith(f"interrupted (Ctrl-C); stopped at once, saved up to step {saved} "
+                                       f"({out / 'checkpoints' / str(saved)}); continue with: "), metrics["error"]
     assert "Traceback" not in caplog.text and "save_finalize" not in caplog.text, caplog.text
 
 

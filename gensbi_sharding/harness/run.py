@@ -91,16 +91,16 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                 log.info("%s", whole)
         except KeyboardInterrupt:  # a second Ctrl-C: at once, wherever the run was (a save under way ended first)
             saved = stop_record.record_resume_point(metrics, out)  # was null, the checkpoint committed unnamed
-            hint = f"; continue with: {sweep_hints.continue_command(out)}" if saved is not None else ""
-            stop_record.record_interrupt(metrics, f"interrupted (Ctrl-C){hint}", start, folder)
+            stop_record.record_interrupt(metrics, stop_record.at_once_error(out, saved), start, folder)
             raise
         except Exception as err:  # every failure ends this job cleanly; the sweep goes on
             if cfg.get("debug"):
                 folder.release()
                 raise
             if stop_signal(watch.signum) == signal.SIGINT:  # e.g. C2ST's worker processes, stopped by the same Ctrl-C
-                stop_record.record_resume_point(metrics, out)
-                stop_record.record_interrupt(metrics, f"interrupted (Ctrl-C): {type(err).__name__}: {err}", start, folder)
+                saved = stop_record.record_resume_point(metrics, out)
+                stop = stop_record.at_once_error(out, saved, f"{type(err).__name__}: {err}")
+                stop_record.record_interrupt(metrics, stop, start, folder)
                 raise KeyboardInterrupt from err
             metrics["error"] = f"{type(err).__name__}: {err}" + stop_record.failure_resume_hint(out, saved_before, err)
             log.error("%s", metrics["error"], extra=child_refusal(err))  # the console tags it "[ERROR]"

@@ -11,7 +11,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-__all__ = ["record_interrupt", "record_resume_point", "failure_resume_hint"]
+__all__ = ["record_interrupt", "record_resume_point", "failure_resume_hint", "at_once_error"]
 
 log = logging.getLogger("gensbi_sharding")
 
@@ -67,6 +67,36 @@ def record_resume_point(metrics: dict[str, Any], out: Path) -> int | None:
     if saved is not None:  # the step the checkpoint holds, as a finished run's final_step
         metrics["final_step"] = saved
     return saved
+
+
+def at_once_error(out: Path, saved: int | None, cause: str = "") -> str:
+    """The error of a run Ctrl-C stopped at once (a second Ctrl-C, or a worker it stopped), naming where it continues.
+
+    The first Ctrl-C's line names the step it stopped at and its checkpoint (``Preempted``); this one said only
+    "interrupted (Ctrl-C); continue with: ...", not that the run's work was saved up to step 4800.
+
+    Parameters
+    ----------
+    out : pathlib.Path
+        The run's folder.
+    saved : int or None
+        The step of its newest committed checkpoint (``record_resume_point``); None: none.
+    cause : str, optional
+        What the Ctrl-C ended with, where it was not the run itself (``"KeyboardInterrupt: ..."`` of a worker).
+
+    Returns
+    -------
+    str
+        ``"interrupted (Ctrl-C); stopped at once, saved up to step 4800 (<out>/checkpoints/4800); continue with:
+        ..."``; without a checkpoint, ``"...; stopped at once, with no checkpoint to continue from"``.
+    """
+    from gensbi_sharding.harness.sweep_hints import continue_command
+
+    stop = f"interrupted (Ctrl-C){f': {cause}' if cause else ''}; stopped at once"
+    if saved is None:
+        return f"{stop}, with no checkpoint to continue from"
+    return (f"{stop}, saved up to step {saved} ({Path(out) / 'checkpoints' / str(saved)}); continue with: "
+            f"{continue_command(out)}")
 
 
 def failure_resume_hint(out: Path, before: list[int], err: BaseException) -> str:
