@@ -12,7 +12,7 @@ from jax.sharding import NamedSharding, PartitionSpec as P
 from gensbi_sharding.harness.config import ConfigError, register_configs
 from gensbi_sharding.harness.config_checks import validate
 from gensbi_sharding.harness.models.mlp import make_mlp
-from gensbi_sharding.harness.rule_config import check_table_against_mesh, rule_table
+from gensbi_sharding.harness.rule_config import as_rule, check_table_against_mesh, rule_table
 from gensbi_sharding import (LOGICAL_AXES, RULES, ShardingFallbackWarning, make_mesh,
                                       shard_model_by_table)
 
@@ -154,3 +154,27 @@ def test_a_named_rule_table_is_named_in_messages():
     assert as_rule("fsdp", dict(RULES["fsdp"])).label == "rule 'fsdp'"
     assert as_rule("fsdp", {**dict(RULES["fsdp"]), "mlp": "model"}).label == "rule 'fsdp' with an edited table"
     assert as_rule("custom", {"embed": "data"}).label == "custom rule table"
+
+
+def test_another_name_declared_unsplit_is_taken_as_the_librarys_tables_take_it():
+    # Was: conf/rule/<mine>.yaml with `layers: null` (a stacked-layer axis of a model of one's own, which the
+    # library's tables take: {**dict(RULES["fsdp"]), "layers": None}) refused: "rule.layers is not a logical axis".
+    from gensbi_sharding.harness.command_checks import command_problem
+
+    for unsplit in (None, []):
+        name, table = rule_table({"name": "mine", "embed": "data", "layers": unsplit})
+        assert (name, table["layers"], table["embed"]) == ("mine", None, "data")
+        assert as_rule(name, table).table["layers"] is None
+    with pytest.raises(ConfigError) as split:  # only a logical axis is split: said, with the fix
+        rule_table({"layers": "model"})
+    assert str(split.value) == ("rule.layers is not a logical axis; valid keys: embed, mlp, heads, vocab, in, out (and "
+                                "name); another name (a stacked-layer axis of a model of one's own, say) can only be "
+                                "declared unsplit: rule.layers=null")
+    with pytest.raises(ConfigError, match=r"rule\.embd is not a logical axis; .*; did you mean rule\.embed\?$"):
+        rule_table({"embd": None})  # a typo of a logical axis, unsplit, would leave that axis as it was
+    assert command_problem(["rule=fsdp", "+rule.layers=null"]) is None
+    assert command_problem(["rule=fsdp", "rule.layers=null"]) == (  # Hydra adds a key only with +
+        "rule.layers is no key of the rule table (name, embed, mlp, heads, vocab, in, out); add another name declared "
+        "unsplit: +rule.layers=null")
+    assert command_problem(["+rule.layers=model"]).endswith(
+        "drop +rule.layers=model, or declare it unsplit: +rule.layers=null (only a logical axis is split)")

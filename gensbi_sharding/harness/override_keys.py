@@ -26,6 +26,7 @@ from gensbi_sharding.harness.groups import CONF, group_options
 from gensbi_sharding.harness.hints import closest_name
 from gensbi_sharding.harness.model_choice import chosen_models, default_model, experiment_model
 from gensbi_sharding.harness.override_grammar import CommandLine, parse
+from gensbi_sharding.harness.rule_config import other_name_problem
 from gensbi_sharding.rules import LOGICAL_AXES
 
 __all__ = ["OPTIONAL_GROUPS", "ListField", "schema_name", "model_schemas", "sections", "settings", "option_groups",
@@ -222,6 +223,9 @@ def unknown_key_problem(args: Sequence[str] | CommandLine) -> str | None:
             if not choice.given:
                 continue  # model_key_problem names the model to add (an experiment's file may hold its own keys)
             return f"{key} is a setting of model={' or model='.join(owners)}, not of {choice.label}; its settings: {shown}"
+        if parts[0] == "rule" and len(parts) == 2 and o.hydra is not None and o.values() and all(
+                other_name_problem(parts[1], v) is None for v in o.values()):  # as the library's tables take it
+            return f"{key} is no key of the rule table ({shown}); add another name declared unsplit: +{key}={value}"
         near = closest_name(parts[-1], keys)
         meant = f" (did you mean {group}.{near}?)" if near else ""
         if of_model and not near and (near := closest_name(parts[-1], sorted(set().union(*fields.values())))):

@@ -28,6 +28,7 @@ from gensbi_sharding.harness.model_choice import ModelChoice, chosen_models
 from gensbi_sharding.harness.override_grammar import CommandLine, Override, parse
 from gensbi_sharding.harness.override_keys import (OPTIONAL_GROUPS, group_keys, model_fields, option_groups,
                                                    schema_name, sections, settings)
+from gensbi_sharding.harness.rule_config import other_name_problem
 
 __all__ = ["prefix_problem"]
 
@@ -97,13 +98,18 @@ def _group_problem(o: Override, group: str) -> str | None:
 
 def _rule_problem(o: Override, name: str) -> str | None:
     """The rule table holds its name and the logical axes: ``+``/``++`` may add one (a table of one's own may lack
-    it), none is removed; another key is no axis (the config check refused it only once composed)."""
+    it), none is removed; another name only declared unsplit (``+rule.layers=null``: ``other_name_problem``), any
+    other key is no axis (the config check refused it only once composed)."""
     keys = group_keys(["rule"], None)
     if name.split(".", 1)[0] in keys:
         return (f"{o.arg}: a rule's axis cannot be removed; set {o.key}=null to leave it unsplit"
                 if o.hydra.type == OverrideType.DEL else None)
+    adding = o.hydra.type != OverrideType.DEL and "." not in name
+    if adding and o.values() and all(other_name_problem(name, value) is None for value in o.values()):
+        return None  # another name declared unsplit (a model's own stacked-layer axis), as the library takes it
     near = closest_name(name, keys)
-    fix = f"drop {o.arg}" if o.hydra.type == OverrideType.DEL or not near else f"write rule.{near}={o.raw}"
+    fix = (f"write rule.{near}={o.raw}" if adding and near else f"drop {o.arg}" + (
+        f", or declare it unsplit: +rule.{name}=null (only a logical axis is split)" if adding else ""))
     return (f"{o.arg}: rule.{name} is not a logical axis" + (f" (did you mean rule.{near}?)" if near else "")
             + f"; the rule table's keys: {', '.join(keys)}; {fix}")
 

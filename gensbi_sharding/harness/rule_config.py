@@ -13,10 +13,10 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from gensbi_sharding import LOGICAL_AXES, RULES, PartitionAxis, Rule
 from gensbi_sharding.harness.config import require
-from gensbi_sharding.harness.hints import mesh_axis_fix
+from gensbi_sharding.harness.hints import closest_name, mesh_axis_fix
 
 __all__ = ["rule_table", "as_rule", "check_table_against_mesh", "mesh_spec", "partition_axis_from_config",
-           "activation_axes_problem", "MESH_AXES"]
+           "activation_axes_problem", "other_name_problem", "MESH_AXES"]
 
 #: The axes of every mesh the harness builds (``make_mesh``'s, under mesh=auto and mesh=dict alike): a setting
 #: naming another is refused with the config, before any device starts or any simulation (``validate``).
@@ -42,7 +42,7 @@ def rule_table(rule: Any) -> tuple[str, dict[str, Any]]:
     Raises
     ------
     ConfigError
-        For a key outside ``LOGICAL_AXES`` or a value of another type.
+        For a key outside ``LOGICAL_AXES`` not declared unsplit (``other_name_problem``), or a value of another type.
     """
     if isinstance(rule, str):  # rule given as a bare name, e.g. from Python
         require(rule in RULES, f"unknown rule {rule!r}; choose one of {', '.join(RULES)} "
@@ -54,8 +54,10 @@ def rule_table(rule: Any) -> tuple[str, dict[str, Any]]:
     name = raw.pop("name", None) or "custom"
     table: dict[str, Any] = {}
     for key, value in raw.items():
-        require(key in LOGICAL_AXES, f"rule.{key} is not a logical axis; valid keys: "
-                                    f"{', '.join(LOGICAL_AXES)} (and name)")
+        if key not in LOGICAL_AXES:  # another name (a model's own stacked-layer axis): only declared unsplit
+            require((problem := other_name_problem(key, value)) is None, problem)
+            table[key] = None
+            continue
         if isinstance(value, (list, tuple, ListConfig)):
             require(len(value) > 0 and all(isinstance(v, str) for v in value),
                    f"rule.{key}={value!r}: a list must hold mesh axis names; e.g. rule.{key}=model, or "
@@ -72,6 +74,36 @@ def rule_table(rule: Any) -> tuple[str, dict[str, Any]]:
     if name in RULES and table != dict(RULES[name]):  # e.g. rule=fsdp rule.mlp=model
         name = f"{name}+overrides"
     return name, table
+
+
+def other_name_problem(key: Any, value: Any) -> str | None:
+    """Why ``rule.<key>``, a name outside ``LOGICAL_AXES``, cannot be in a rule table; None where it may be.
+
+    As the library's tables take it (``rules.check_table``): another name, such as the stacked-layer axis a model of
+    one's own annotates (``transform_metadata={nnx.PARTITION_NAME: "layers"}``), may be declared unsplit (null, or
+    ``[]``), so that model's other dimensions split; only a logical axis is split over a mesh axis. A name close to a
+    logical axis (``embd``) is refused as a typo of it: declared unsplit, it would leave that axis as it was.
+
+    Parameters
+    ----------
+    key : Any
+        The table's key (``rule.<key>``).
+    value : Any
+        Its value: None or an empty list declares it unsplit.
+
+    Returns
+    -------
+    str or None
+        One line naming the key, the logical axes and the fix.
+    """
+    valid = f"rule.{key} is not a logical axis; valid keys: {', '.join(LOGICAL_AXES)} (and name)"
+    near = closest_name(key, LOGICAL_AXES) if isinstance(key, str) else None
+    if near is not None:
+        return f"{valid}; did you mean rule.{near}?"
+    if isinstance(key, str) and key and (value is None or (isinstance(value, (list, tuple, ListConfig)) and not value)):
+        return None
+    return (f"{valid}; another name (a stacked-layer axis of a model of one's own, say) can only be declared "
+            f"unsplit: rule.{key}=null" if isinstance(key, str) and key else f"{valid}; a key names a logical axis")
 
 
 def as_rule(name: str, table: dict[str, Any]) -> Rule:
