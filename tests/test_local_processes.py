@@ -264,6 +264,23 @@ def test_refusals_alike_up_to_a_measured_figure_are_said_once(tmp_path):
     assert refusals(tmp_path, [1, -6], "RuntimeError: gloo") == {}
 
 
+def test_processes_the_run_bound_killed_name_the_error_they_were_stuck_on(tmp_path):
+    # Was "local processes killed after distributed.run_timeout_s=60 s (exit codes [-9, -9])" alone: a save whose
+    # commit failed on process 0 (its checkpoint folder turned read-only) left both waiting in Orbax's barriers.
+    from gensbi_sharding.harness.local_children import stuck_errors
+
+    (tmp_path / "process_0.log").write_text(
+        "[t][absl][ERROR] - [process 0/2] [process=0] Failed to run 3 Handler Commit operations or the Commit "
+        "callback in background save thread, directory: c/200\nTraceback (most recent call last):\n  File \"p.py\", "
+        "line 214, in rename\n    os.rename(path, dst)\nPermissionError: [Errno 1] Operation not permitted: "
+        "'c/200.orbax-checkpoint-tmp' -> 'c/200'\n[t][gensbi_sharding][WARNING] - [process 0/2] received SIGTERM\n")
+    (tmp_path / "process_1.log").write_text("[t][gensbi_sharding][INFO] - [process 1/2] [5/7] train: steps 0..9\n")
+    assert stuck_errors(tmp_path, 2) == (
+        "; they were stuck, not slow: process 0 logged PermissionError: [Errno 1] Operation not permitted: "
+        "'c/200.orbax-checkpoint-tmp' -> 'c/200'")
+    assert stuck_errors(tmp_path / "gone", 2) == ""  # no logs: the bound alone is said
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(200)
 @pytest.mark.parametrize("dry_run", [False, True])

@@ -21,10 +21,13 @@ from typing import IO
 
 from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
 
-__all__ = ["ChildOutput", "watch_parent", "refusals", "common_refusal", "child_refusal"]
+__all__ = ["ChildOutput", "watch_parent", "refusals", "common_refusal", "child_refusal", "stuck_errors"]
 
 # A process's refusal in its process_<i>.log: "[<time>][gensbi_sharding][ERROR] - [process 1/2] ConfigError: ..."
 _REFUSAL = re.compile(r"\]\[ERROR\] - (?:\[process \d+/\d+\] )?(ConfigError: .*)$", re.M)
+# An error in a process_<i>.log: a traceback's last line ("PermissionError: [Errno 1] ..."), as a background thread
+# (Orbax's save) logs it.
+_ERROR = re.compile(r"^(\w*(?:Error|Exception): .*)$", re.M)
 
 
 class ChildOutput:
@@ -156,3 +159,30 @@ def child_refusal(err: BaseException) -> dict[str, bool]:
         What ended the job.
     """
     return {"parent_reports": bool(os.environ.get(LOCAL_CHILD_ENV)) and type(err).__name__ == "ConfigError"}
+
+
+def stuck_errors(out: Path, processes: int) -> str:
+    """What the processes of a job the run bound killed logged last as an error: why they never reached a step.
+
+    Was: "local processes killed after distributed.run_timeout_s=240 s" alone, as if the run were slow, when a save
+    had failed on process 0 (its checkpoint folder turned read-only) and left every process waiting in Orbax's
+    barriers for it.
+
+    Parameters
+    ----------
+    out : pathlib.Path
+        The job's folder (``process_<i>.log``).
+    processes : int
+        How many processes the job had.
+
+    Returns
+    -------
+    str
+        ``"; they were stuck, not slow: process 0 logged PermissionError: ..."``; "" where none logged an error.
+    """
+    found = []
+    for rank in range(processes):
+        with contextlib.suppress(OSError):
+            if errors := _ERROR.findall((out / f"process_{rank}.log").read_text(errors="replace")):
+                found.append(f"process {rank} logged {errors[-1].strip()}")
+    return f"; they were stuck, not slow: {'; '.join(found)}" if found else ""

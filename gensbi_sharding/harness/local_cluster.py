@@ -32,7 +32,7 @@ from omegaconf import DictConfig
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.console import CONSOLE_TERMINAL_ENV, is_terminal
 from gensbi_sharding.harness.launch_record import step_folder_names
-from gensbi_sharding.harness.local_children import ChildOutput, common_refusal, refusals, watch_parent
+from gensbi_sharding.harness.local_children import ChildOutput, common_refusal, refusals, stuck_errors, watch_parent
 from gensbi_sharding.harness.override_grammar import hydra_value
 from gensbi_sharding.harness.parent_signal import PARENT_SIGNAL_ENV, record_parent_signal
 from gensbi_sharding.harness.preemption import EXIT_INTERRUPTED, EXIT_PREEMPTED, PREEMPT_SIGNALS
@@ -182,7 +182,7 @@ def run_local_processes(cfg: DictConfig, out: Path) -> dict[str, Any]:
         if (refusal := common_refusal(found, codes)) is not None:  # said once, as a one-process job says it
             metrics.update(status="error", error=refusal)
             return metrics
-        metrics.update(status="error", first_failed_process=first_dead, error=_failure(codes, first_dead, lag, cfg)
+        metrics.update(status="error", first_failed_process=first_dead, error=_failure(codes, first_dead, lag, cfg, out)
                        + (f"; process 0 reported: {reported}" if reported else _continue_hint(out))
                        + "".join(f"; process {rank} refused: {text}" for rank, text in found.items() if rank))
     return metrics
@@ -271,13 +271,13 @@ def _wait(children: list[subprocess.Popen], timeout_s: float, grace_s: float, si
     return codes, first_dead, (time.monotonic() - died_at if died_at else None)
 
 
-def _failure(codes: list[int], first_dead: int | None, lag: float | None, cfg: DictConfig) -> str:
+def _failure(codes: list[int], first_dead: int | None, lag: float | None, cfg: DictConfig, out: Path) -> str:
     def how(code):
         return f"died (killed by {signal.Signals(-code).name})" if code < 0 else f"failed (exit code {code})"
 
-    if first_dead is None:  # nobody failed on their own: the run bound killed them
+    if first_dead is None:  # nobody failed on their own: the run bound killed them (stuck, if they logged why)
         return (f"local processes killed after distributed.run_timeout_s={cfg.distributed.run_timeout_s} s "
-                f"(exit codes {codes})")
+                f"(exit codes {codes}){stuck_errors(out, len(codes))}")
     others = [f"process {rank} {how(code)}" for rank, code in enumerate(codes) if rank != first_dead]
     return (f"process {first_dead} of {len(codes)} {how(codes[first_dead])}; the others ended "
             f"{lag:.1f} s later (bound: distributed.heartbeat_s={cfg.distributed.heartbeat_s} + "
