@@ -281,6 +281,19 @@ def test_processes_the_run_bound_killed_name_the_error_they_were_stuck_on(tmp_pa
     assert stuck_errors(tmp_path / "gone", 2) == ""  # no logs: the bound alone is said
 
 
+def test_a_process_that_exited_0_beside_a_failed_one_is_not_called_failed(tmp_path):
+    # Was "process 0 of 2 failed (exit code 1); ...: process 1 failed (exit code 0)" when process 0 failed writing
+    # what only it writes (its folder turned read-only) and process 1 ended its part.
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness import local_cluster
+
+    cfg = OmegaConf.create({"distributed": {"heartbeat_s": 10, "run_timeout_s": 60}})
+    assert local_cluster._failure([1, 0], 0, 0.5, cfg, tmp_path) == (
+        "process 0 of 2 failed (exit code 1); the others ended 0.5 s later (bound: distributed.heartbeat_s=10 + 5 s): "
+        "process 1 ended (exit code 0)")
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(200)
 @pytest.mark.parametrize("dry_run", [False, True])

@@ -272,8 +272,9 @@ def _wait(children: list[subprocess.Popen], timeout_s: float, grace_s: float, si
 
 
 def _failure(codes: list[int], first_dead: int | None, lag: float | None, cfg: DictConfig, out: Path) -> str:
-    def how(code):
-        return f"died (killed by {signal.Signals(-code).name})" if code < 0 else f"failed (exit code {code})"
+    def how(code):  # exit code 0: it finished its part (process 0 failed, say, writing what only it writes)
+        return ("ended (exit code 0)" if code == 0 else f"died (killed by {signal.Signals(-code).name})" if code < 0
+                else f"failed (exit code {code})")
 
     if first_dead is None:  # nobody failed on their own: the run bound killed them (stuck, if they logged why)
         return (f"local processes killed after distributed.run_timeout_s={cfg.distributed.run_timeout_s} s "
