@@ -19,7 +19,7 @@ from gensbi_sharding import PartitionAxis
 from gensbi_sharding.nodes import is_int
 
 __all__ = ["MAX_TIME_FREQUENCY", "small_init", "positive_int", "check_partition_axis",
-           "time_embedding", "prepare_inputs"]
+           "time_embedding", "prepare_inputs", "gensbi_params"]
 
 # The highest angular frequency of the time embedding. t lives in [0, 1], so frequencies
 # from 1 (one smooth feature over the whole interval) to 1000 resolve both the coarse
@@ -45,6 +45,55 @@ def check_partition_axis(value) -> PartitionAxis | None:
         raise ValueError(f"partition_axis must be a PartitionAxis or None, got {value!r}; build one "
                          "with PartitionAxis.for_rule(rule, mesh)")
     return value
+
+
+#: The wrappers of GenSBI's models, by the ``params`` field only their kind has: how to wrap a model of that kind.
+_WRAPPERS = {"dim_obs": "Flux1Velocity(model)", "dim_joint": "SimformerVelocity(model, dim_theta=...)"}
+
+
+def gensbi_params(model, wrapper: str, field: str):
+    """``model.params`` if ``model`` is a GenSBI model a wrapper can call; ``ValueError`` naming the fix otherwise.
+
+    The wrappers read their sizes from ``model.params`` and call the model without a guidance strength, so
+    a ``...Params`` passed in place of its model, a model of the other kind (``field``: ``dim_obs`` for
+    Flux1, ``dim_joint`` for the joint models), or one built with ``guidance_embed=True`` failed later: an
+    ``AttributeError``, or GenSBI's "Didn't get guidance strength" at the first call.
+
+    Parameters
+    ----------
+    model : nnx.Module
+        What the user handed the wrapper.
+    wrapper : str
+        The wrapper's name, for the message.
+    field : str
+        A ``params`` field only the models this wrapper calls have.
+
+    Returns
+    -------
+    The model's ``params`` dataclass.
+
+    Raises
+    ------
+    ValueError
+        Naming what was given and the call that fits it.
+    """
+    name = type(model).__name__
+    fits = next((how for key, how in _WRAPPERS.items() if hasattr(model, key)), None)
+    if not hasattr(model, "params") and fits:  # the dataclass itself, not the model built from it
+        built = f"{name.removesuffix('Params') or 'Model'}(params)"
+        raise ValueError(f"{wrapper} takes the GenSBI model, got its {name}; build the model first: "
+                         f"{fits.replace('(model', '(' + built, 1)}")
+    params = getattr(model, "params", None)
+    if not hasattr(params, field):
+        fits = next((how for key, how in _WRAPPERS.items() if hasattr(params, key)), None)
+        raise ValueError(f"{wrapper} wraps a GenSBI model whose params have {field}, got {name}"
+                         + (f"; wrap this one with {fits}" if fits else "; build gensbi.models.Flux1 or Simformer, "
+                            "or wrap your own module in a velocity field v(theta_t, x, t) of your own"))
+    if getattr(params, "guidance_embed", False):
+        raise ValueError(f"{name} built with guidance_embed=True expects a guidance strength at every call, which "
+                         f"{wrapper} (flow matching without guidance) never passes; build its params with "
+                         "guidance_embed=False")
+    return params
 
 
 def time_embedding(t: jax.Array, dim: int) -> jax.Array:

@@ -23,7 +23,7 @@ from flax import nnx
 
 from gensbi_sharding import PartitionAxis, constrain
 from gensbi_sharding.nodes import is_int
-from gensbi_sharding.harness.models.common import check_partition_axis, positive_int, prepare_inputs
+from gensbi_sharding.harness.models.common import check_partition_axis, gensbi_params, positive_int, prepare_inputs
 from gensbi_sharding.harness.model_checks import DTYPES, ID_STRATEGIES_1D, ROPE_ID_AXES
 from gensbi_sharding.harness.registry import GENSBI, import_required, register_model
 
@@ -57,12 +57,13 @@ class Flux1Velocity(nnx.Module):
     Raises
     ------
     ValueError
-        If ``flux`` takes more than one channel per token, a 2-D id strategy, or a rope id
-        strategy with other than two ``axes_dim`` sizes.
+        If ``flux`` is no GenSBI ``Flux1`` (its ``Flux1Params``, a joint model), was built with
+        ``guidance_embed=True``, takes more than one channel per token, a 2-D id strategy, or a
+        rope id strategy with other than two ``axes_dim`` sizes.
     """
 
     def __init__(self, flux, *, partition_axis: PartitionAxis | None = None):
-        params = flux.params
+        params = gensbi_params(flux, "Flux1Velocity", "dim_obs")
         if params.in_channels != 1 or params.context_in_dim != 1:
             raise ValueError(f"Flux1 with in_channels={params.in_channels}, context_in_dim="
                              f"{params.context_in_dim}: the harness passes one scalar per token; "

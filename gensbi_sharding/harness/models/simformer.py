@@ -20,7 +20,7 @@ from flax import nnx
 
 from gensbi_sharding import PartitionAxis, constrain
 from gensbi_sharding.harness.models.flux1 import compute_dtype
-from gensbi_sharding.harness.models.common import check_partition_axis, positive_int, prepare_inputs
+from gensbi_sharding.harness.models.common import check_partition_axis, gensbi_params, positive_int, prepare_inputs
 from gensbi_sharding.harness.registry import GENSBI, import_required, register_model
 
 __all__ = ["SimformerVelocity", "make_simformer"]
@@ -44,12 +44,13 @@ class SimformerVelocity(nnx.Module):
     Raises
     ------
     ValueError
-        If ``simformer`` takes more than one channel per token, or ``dim_theta`` leaves no
-        observation token.
+        If ``simformer`` is no GenSBI joint model (its ``SimformerParams``, a ``Flux1``), was built
+        with ``guidance_embed=True`` (``Flux1Joint``), takes more than one channel per token, or
+        ``dim_theta`` leaves no observation token.
     """
 
     def __init__(self, simformer, *, dim_theta: int, partition_axis: PartitionAxis | None = None):
-        params = simformer.params
+        params = gensbi_params(simformer, "SimformerVelocity", "dim_joint")
         if params.in_channels != 1:
             raise ValueError(f"Simformer with in_channels={params.in_channels}: the harness passes "
                              "one scalar per token; build SimformerParams with in_channels=1")

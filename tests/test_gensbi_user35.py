@@ -1,0 +1,90 @@
+"""A GenSBI user's own models and overrides in the harness: what failed late or said nothing, now named.
+
+Tiny models built eagerly (one head, one block): each test checks a constructor or a config check, no training.
+"""
+
+import jax
+import jax.numpy as jnp
+import pytest
+from flax import nnx
+
+pytest.importorskip("gensbi")
+
+from gensbi.models import Flux1, Flux1Joint, Flux1JointParams, Flux1Params, Simformer, SimformerParams  # noqa: E402
+
+from gensbi_sharding.harness.models.flux1 import Flux1Velocity  # noqa: E402
+from gensbi_sharding.harness.models.simformer import SimformerVelocity  # noqa: E402
+
+DIM_THETA, DIM_X = 2, 3
+
+
+def _flux1_params(**fields):
+    base = dict(in_channels=1, vec_in_dim=None, context_in_dim=1, mlp_ratio=2.0, num_heads=1, depth=0,
+                depth_single_blocks=1, qkv_bias=True, rngs=nnx.Rngs(0), dim_obs=DIM_THETA, dim_cond=DIM_X,
+                axes_dim=[4], dtype="float32")
+    with jax.ensure_compile_time_eval():  # as the README's factory: Flux1Params computes with jnp and int()
+        return Flux1Params(**{**base, **fields})
+
+
+def _simformer():
+    return Simformer(SimformerParams(rngs=nnx.Rngs(0), in_channels=1, val_emb_dim=4, id_emb_dim=2, cond_emb_dim=2,
+                                     dim_joint=DIM_THETA + DIM_X, num_heads=1, depth=1, fourier_features=4,
+                                     dtype="float32"))
+
+
+def _joint_params(**fields):
+    return Flux1JointParams(**{**dict(in_channels=1, vec_in_dim=None, mlp_ratio=2.0, num_heads=1,
+                                      depth_single_blocks=1, val_emb_dim=4, cond_emb_dim=2, id_emb_dim=2,
+                                      qkv_bias=True, rngs=nnx.Rngs(0), dim_joint=DIM_THETA + DIM_X,
+                                      dtype="float32"), **fields})
+
+
+def _inputs(batch=4):
+    return jnp.ones((batch, DIM_THETA)), jnp.ones((batch, DIM_X)), jnp.full((batch,), 0.5)
+
+
+def test_a_guidance_distilled_flux1_is_refused_when_wrapped_not_at_its_first_call():
+    # Was: wrapped without a word, then GenSBI's "Didn't get guidance strength for guidance distilled model." at
+    # the first call (inside the first training step's trace, in the harness).
+    flux = Flux1(_flux1_params(guidance_embed=True, vec_in_dim=4))
+    with pytest.raises(ValueError, match=r"guidance_embed=True .* Flux1Velocity .* never passes; build its params "
+                                         r"with guidance_embed=False"):
+        Flux1Velocity(flux)
+    assert Flux1Velocity(Flux1(_flux1_params())).dim_theta == DIM_THETA  # the fix it names
+
+
+@pytest.mark.parametrize("wrap, given, fix", [
+    # Was: AttributeError: 'Flux1Params' object has no attribute 'params'
+    (lambda p: Flux1Velocity(p), _flux1_params, "Flux1Velocity(Flux1(params))"),
+    (lambda p: SimformerVelocity(p, dim_theta=DIM_THETA), lambda: _simformer().params,
+     "SimformerVelocity(Simformer(params), dim_theta=...)"),
+    # A Flux1Params handed to the other wrapper: named as the Flux1 wrapper's
+    (lambda p: SimformerVelocity(p, dim_theta=DIM_THETA), _flux1_params, "Flux1Velocity(Flux1(params))"),
+], ids=["flux1", "simformer", "flux1-to-simformer"])
+def test_params_passed_for_the_model_name_the_model_to_build(wrap, given, fix):
+    with pytest.raises(ValueError, match=r"takes the GenSBI model, got its \w+Params; build the model first: ") as err:
+        wrap(given())
+    assert str(err.value).endswith(fix)
+
+
+def test_a_model_of_the_other_kind_names_the_wrapper_that_fits():
+    # Was: AttributeError: 'SimformerParams' object has no attribute 'context_in_dim' (and 'Flux1Params' ... 'dim_joint')
+    with pytest.raises(ValueError, match=r"^Flux1Velocity wraps a GenSBI model whose params have dim_obs, got "
+                                         r"Simformer; wrap this one with SimformerVelocity\(model, dim_theta=\.\.\.\)$"):
+        Flux1Velocity(_simformer())
+    with pytest.raises(ValueError, match=r"^SimformerVelocity wraps a GenSBI model whose params have dim_joint, got "
+                                         r"Flux1; wrap this one with Flux1Velocity\(model\)$"):
+        SimformerVelocity(Flux1(_flux1_params()), dim_theta=DIM_THETA)
+    with pytest.raises(ValueError, match=r"got Linear; build gensbi.models.Flux1 or Simformer"):
+        Flux1Velocity(nnx.Linear(1, 1, rngs=nnx.Rngs(0)))
+
+
+def test_gensbis_other_joint_model_is_wrapped_as_simformer_is():
+    # Flux1Joint is called as Simformer is (JointWrapper.conditioned): accepted, and its guidance refused up front.
+    v = SimformerVelocity(Flux1Joint(_joint_params()), dim_theta=DIM_THETA)
+    out = v(*_inputs())
+    assert out.shape == (4, DIM_THETA) and bool(jnp.isfinite(out).all())
+    joint = Flux1Joint(_joint_params())
+    joint.params.guidance_embed = True  # GenSBI's own constructor fails first without a vec_in_dim it can build
+    with pytest.raises(ValueError, match="Flux1Joint built with guidance_embed=True"):
+        SimformerVelocity(joint, dim_theta=DIM_THETA)
