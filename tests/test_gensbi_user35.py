@@ -88,3 +88,16 @@ def test_gensbis_other_joint_model_is_wrapped_as_simformer_is():
     joint.params.guidance_embed = True  # GenSBI's own constructor fails first without a vec_in_dim it can build
     with pytest.raises(ValueError, match="Flux1Joint built with guidance_embed=True"):
         SimformerVelocity(joint, dim_theta=DIM_THETA)
+
+
+def test_qkv_bias_without_double_stream_blocks_is_named_as_without_effect(compose_config):
+    # Was: silently ignored. GenSBI's single-stream blocks build their qkv projection with a bias whatever
+    # Flux1Params.qkv_bias says; only the double-stream blocks (model.depth of them) read it.
+    from gensbi_sharding.harness.model_checks import ignored_settings
+
+    model = compose_config("model=flux1", "model.depth=0", "model.qkv_bias=false").model
+    assert ignored_settings(model) == (
+        "no effect: model.qkv_bias=false (only the double-stream blocks read it, and model.depth=0 builds none; "
+        "the single-stream blocks always have query/key/value biases)")
+    for overrides in [("model.depth=1", "model.qkv_bias=false"), ("model.depth=0",)]:  # read; the preset's value
+        assert ignored_settings(compose_config("model=flux1", *overrides).model) is None, overrides

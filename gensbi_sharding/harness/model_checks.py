@@ -90,7 +90,8 @@ def ignored_settings(model: DictConfig, activation: DictConfig | None = None) ->
     and ``axes_dim`` only under ``id_merge_mode=sum`` (concat sizes the tokens by the two
     emb dims and refuses rope1d, the other reader of ``axes_dim``). Their presets are null
     (unused), or for ``axes_dim`` the schema's default, so another value was set by the
-    user. None when nothing set is ignored. ``activation`` (the run's section): an ``activation.*`` field set
+    user; ``qkv_bias`` is read by the double-stream blocks only (none under ``depth=0``). None when nothing
+    set is ignored. ``activation`` (the run's section): an ``activation.*`` field set
     that the built-in model does not read (``ACTIVATION_FIELDS_READ``) is named too, for every model.
     """
     unused, read = [], ACTIVATION_FIELDS_READ.get(model.get("name"))
@@ -119,6 +120,10 @@ def ignored_settings(model: DictConfig, activation: DictConfig | None = None) ->
     if model.id_merge_mode == "sum" and axes and not rope and any(axes[1:]):  # measured: [4,4] trains as [8,0]
         unused.append(f"the split of model.axes_dim={_literal(axes)} (without a rope1d id strategy only its sum is used: "
                       f"the same model as model.axes_dim=[{sum(axes)},0]; rope1d gives each id axis its size)")
+    # GenSBI's single-stream blocks build their query/key/value projection with a bias whatever qkv_bias says.
+    if model.get("depth") == 0 and model.get("qkv_bias") != Flux1Config().qkv_bias:
+        unused.append(f"model.qkv_bias={_literal(model.qkv_bias)} (only the double-stream blocks read it, and "
+                      "model.depth=0 builds none; the single-stream blocks always have query/key/value biases)")
     return "no effect: " + "; ".join(unused) if unused else None
 
 
@@ -126,6 +131,8 @@ def _literal(value) -> str:
     """As typed in an override: ``null``, ``[data,model]``, ``[8,0]`` (a list's repr, ``[8, 0]``, is two words)."""
     if value is None:
         return "null"
+    if isinstance(value, bool):  # as YAML reads it back
+        return str(value).lower()
     return "[" + ",".join(_literal(v) for v in value) + "]" if isinstance(value, (ListConfig, list)) else str(value)
 
 
