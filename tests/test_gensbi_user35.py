@@ -101,3 +101,23 @@ def test_qkv_bias_without_double_stream_blocks_is_named_as_without_effect(compos
         "the single-stream blocks always have query/key/value biases)")
     for overrides in [("model.depth=1", "model.qkv_bias=false"), ("model.depth=0",)]:  # read; the preset's value
         assert ignored_settings(compose_config("model=flux1", *overrides).model) is None, overrides
+
+
+SECTIONS = "mesh, rule, model, data, train, eval, activation, devices, distributed"
+
+
+@pytest.mark.parametrize("args, message", [
+    # GenSBI's training-config names: its counterpart here, not the nearest spelling (save_every was read as
+    # val_every: "set train.val_every=100", which changes validation, not checkpoints)
+    (("model=flux1", "train.save_every=100"), "did you mean train.checkpoint_every?); its settings: "),
+    (("model=flux1", "train.nsteps=100"), "did you mean train.steps?); its settings: "),
+    (("model=flux1", "train.max_lr=1e-3"), "did you mean train.learning_rate?); its settings: "),
+])
+def test_gensbis_training_names_suggest_the_setting_that_takes_their_value(args, message):
+    from gensbi_sharding.harness.command_checks import command_problem
+
+    problem = command_problem(args)
+    assert message in problem
+    fixed = problem.rsplit("; set ", 1)[1]
+    assert fixed.split("=")[1] == args[-1].split("=")[1] and command_problem((args[0], fixed)) is None
+

@@ -275,6 +275,10 @@ def override_literal(value: Any) -> str:
     return _LITERALS[str(value)] if value is None or isinstance(value, bool) else str(value)
 
 
+#: GenSBI's names (its training config's) for settings the harness names otherwise, each taking the same value.
+GENSBI_NAMES = {"nsteps": "steps", "max_lr": "learning_rate", "save_every": "checkpoint_every", "training": "train"}
+
+
 def closest_name(value: str, names: Sequence[str]) -> str | None:
     """The name of ``names`` closest to ``value`` (``modle`` -> ``model``), or None when none is close.
 
@@ -288,7 +292,9 @@ def closest_name(value: str, names: Sequence[str]) -> str | None:
     Returns
     -------
     str or None
-        ``difflib.get_close_matches``'s best match.
+        ``GENSBI_NAMES``' counterpart where ``names`` holds it, else ``difflib.get_close_matches``'s best.
     """
+    if GENSBI_NAMES.get(str(value)) in names:  # not the nearest spelling: save_every was read as val_every
+        return GENSBI_NAMES[str(value)]
     found = difflib.get_close_matches(str(value), list(names), n=1)
     return found[0] if found else None
