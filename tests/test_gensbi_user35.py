@@ -121,3 +121,22 @@ def test_gensbis_training_names_suggest_the_setting_that_takes_their_value(args,
     fixed = problem.rsplit("; set ", 1)[1]
     assert fixed.split("=")[1] == args[-1].split("=")[1] and command_problem((args[0], fixed)) is None
 
+
+@pytest.mark.parametrize("args, message", [
+    # Was Hydra's "Could not override 'training.nsteps'. To append to your config use +training.nsteps=100" (then
+    # refused by the config check: "training is not a setting"), for GenSBI's section name and for a typo alike.
+    (("model=flux1", "training.nsteps=100"), f"training.nsteps=100: training is not a section of the config (did you "
+                                            f"mean train?); its sections: {SECTIONS}; write train.steps=100"),
+    (("modle.num_heads=2", "model=flux1"), f"modle.num_heads=2: modle is not a section of the config (did you mean "
+                                          f"model?); its sections: {SECTIONS}; write model.num_heads=2"),
+    (("rul.embed=data",), f"rul.embed=data: rul is not a section of the config (did you mean rule?); its sections: "
+                          f"{SECTIONS}; write rule.embed=data"),
+    (("foo.bar=1",), f"foo.bar=1: foo is not a section of the config; its sections: {SECTIONS}"),
+])
+def test_a_key_under_no_section_names_the_section_and_setting_to_write(args, message):
+    from gensbi_sharding.harness.command_checks import command_problem
+
+    assert command_problem(args) == message
+    if "; write " in message:  # the command with that override written as named runs
+        written = message.rsplit("; write ", 1)[1]
+        assert command_problem([written if a == message.split(":")[0] else a for a in args]) is None

@@ -11,6 +11,7 @@ job, leaving a sweep folder with only ``multirun.yaml``. The command line as ``o
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import typing
@@ -62,7 +63,7 @@ def override_problem(args: Sequence[str] | CommandLine, *, sweeps_need_m: bool =
     Refused, each naming the override and the one to type: a value a scalar setting cannot take (``1.5``,
     ``null``, an empty string or a list where a whole number is expected; in a sweep, the value that is);
     a misspelled setting written without ``+`` (``train.step=5``: the nearest setting, not Hydra's
-    ``+train.step=5``); every ``+``, ``++`` and ``~`` override ``override_prefixes.prefix_problem`` refuses
+    ``+train.step=5``), also under no section (``trian.steps=5``, GenSBI's ``training.nsteps=100``); every ``+``, ``++`` and ``~`` override ``override_prefixes.prefix_problem`` refuses
     (``+train.steps=5``, ``~train.steps``, ``~model``, ``+experiment=quick``); an option no group has
     (``model=mlpp``, also in a sweep: the nearest option). Left to the other checks: list settings
     (``list_override_problem``), interpolations (resolved once composed), ``hydra.*``.
@@ -113,6 +114,8 @@ def override_problem(args: Sequence[str] | CommandLine, *, sweeps_need_m: bool =
                     or _schema_problem(o, section, command.search_paths)) is not None:
                 return problem
             continue
+        if name and (problem := _section_problem(o, section, name, chosen)) is not None:
+            return problem
         top = not name and section not in groups  # a top-level setting: seed, strict, dry_run, ...
         if top:
             section, name = "", section
@@ -153,6 +156,21 @@ def override_problem(args: Sequence[str] | CommandLine, *, sweeps_need_m: bool =
                         shown = ""
                     return f"{arg}: {shown}{why.replace(key, key + of, 1)}; e.g. {key}={fix}"
     return None
+
+
+def _section_problem(o, section: str, name: str, chosen) -> str | None:
+    """``training.nsteps=100`` (GenSBI's section) or ``trian.steps=5``: a dotted key under no section of the config,
+    where Hydra advised ``+training.nsteps=100``, which the config check refused in turn. The nearest section, and
+    in it the nearest setting; None for a key under a section (or a group: ``experiment.x`` is Hydra's to name)."""
+    top = [f.name for f in dataclasses.fields(Config)]
+    if section in top or section in option_groups():
+        return None
+    near = closest_name(section, [t for t in top if t not in settings(Config)])
+    inner = name if near is None or "." in name or name in (keys := group_keys([near], chosen) or ()) \
+        else closest_name(name, keys)
+    return (f"{o.arg}: {section} is not a section of the config" + (f" (did you mean {near}?)" if near else "")
+            + f"; its sections: {', '.join(t for t in top if t not in settings(Config))}"
+            + (f"; write {near}.{inner}={o.raw}" if near and inner else ""))
 
 
 def _option_problem(o, group: str, choices: list[str] | None) -> str | None:
