@@ -140,3 +140,25 @@ def test_a_key_under_no_section_names_the_section_and_setting_to_write(args, mes
     if "; write " in message:  # the command with that override written as named runs
         written = message.rsplit("; write ", 1)[1]
         assert command_problem([written if a == message.split(":")[0] else a for a in args]) is None
+
+
+GROUPS = "mesh, rule, model, data, train, eval, activation, distributed, experiment, sweep"
+
+
+@pytest.mark.parametrize("args, fix", [
+    # Was "sharding_rule is not a setting; its settings: debug, dry_run, seed, strict, verbose": GenSBI's name for
+    # the rule (its training config's sharding_rule), and a misspelled group, named no group at all.
+    (("sharding_rule=fsdp",), "rule=? ...; write rule=fsdp"),
+    (("modle=flux1",), "model=? ...; write model=flux1"),
+    (("-m", "sharding_rule=fsdp,tensor"), "rule=? ...; write rule=fsdp,tensor"),
+    (("mesh_axis=2",), "mesh=? ...; mesh options: auto, dict, none"),  # no option: the group's options
+])
+def test_a_top_level_key_near_a_group_names_the_group(args, fix):
+    from gensbi_sharding.harness.command_checks import command_problem
+
+    asked, tail = fix.split(" ...")
+    key = args[-1].split("=")[0]
+    assert command_problem(args) == (f"{args[-1]}: {key} is not a setting or group (did you mean {asked}); its "
+                                     f"settings: debug, dry_run, seed, strict, verbose; its groups: {GROUPS}{tail}")
+    if "; write " in tail:
+        assert command_problem((*args[:-1], tail.split("; write ")[1])) is None

@@ -276,7 +276,8 @@ def override_literal(value: Any) -> str:
 
 
 #: GenSBI's names (its training config's) for settings the harness names otherwise, each taking the same value.
-GENSBI_NAMES = {"nsteps": "steps", "max_lr": "learning_rate", "save_every": "checkpoint_every", "training": "train"}
+GENSBI_NAMES = {"nsteps": "steps", "max_lr": "learning_rate", "save_every": "checkpoint_every", "training": "train",
+                "sharding_rule": "rule"}
 
 
 def closest_name(value: str, names: Sequence[str]) -> str | None:
@@ -296,5 +297,4 @@ def closest_name(value: str, names: Sequence[str]) -> str | None:
     """
     if GENSBI_NAMES.get(str(value)) in names:  # not the nearest spelling: save_every was read as val_every
         return GENSBI_NAMES[str(value)]
-    found = difflib.get_close_matches(str(value), list(names), n=1)
-    return found[0] if found else None
+    return next(iter(difflib.get_close_matches(str(value), list(names), n=1)), None)

@@ -63,7 +63,8 @@ def override_problem(args: Sequence[str] | CommandLine, *, sweeps_need_m: bool =
     Refused, each naming the override and the one to type: a value a scalar setting cannot take (``1.5``,
     ``null``, an empty string or a list where a whole number is expected; in a sweep, the value that is);
     a misspelled setting written without ``+`` (``train.step=5``: the nearest setting, not Hydra's
-    ``+train.step=5``), also under no section (``trian.steps=5``, GenSBI's ``training.nsteps=100``); every ``+``, ``++`` and ``~`` override ``override_prefixes.prefix_problem`` refuses
+    ``+train.step=5``), also under no section (``trian.steps=5``, GenSBI's ``training.nsteps=100``) or near a
+    group (``modle=flux1``); every ``+``, ``++`` and ``~`` override ``override_prefixes.prefix_problem`` refuses
     (``+train.steps=5``, ``~train.steps``, ``~model``, ``+experiment=quick``); an option no group has
     (``model=mlpp``, also in a sweep: the nearest option). Left to the other checks: list settings
     (``list_override_problem``), interpolations (resolved once composed), ``hydra.*``.
@@ -127,6 +128,12 @@ def override_problem(args: Sequence[str] | CommandLine, *, sweeps_need_m: bool =
         if name not in fields:  # listed and matched against the model(s) it sets, as unknown_key_problem does
             fields = sorted(group_keys([section] if section else [], chosen))
             near = closest_name(name, fields)
+            if top and near is None and (group := closest_name(name, groups)):  # modle=flux1, sharding_rule=fsdp
+                choices = options(group, command.search_paths) or []
+                return (f"{arg}: {key} is not a setting or group (did you mean {group}=?); its settings: "
+                        f"{', '.join(fields)}; its groups: {', '.join(groups)}" + (
+                            f"; write {group}={o.raw}" if choices and all(v in choices for v in o.values())
+                            else f"; {group} options: {', '.join(choices)}" if choices else ""))
             of = f" of {choice.label}" if section == "model" and choice else f" of {section}" if section else ""
             dotted = f"{section}.{near}" if section else near
             return (f"{arg}: {key} is not a setting{of}" + (f" (did you mean {dotted}?)" if near else "")
