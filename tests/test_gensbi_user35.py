@@ -162,3 +162,32 @@ def test_a_top_level_key_near_a_group_names_the_group(args, fix):
                                      f"settings: debug, dry_run, seed, strict, verbose; its groups: {GROUPS}{tail}")
     if "; write " in tail:
         assert command_problem((*args[:-1], tail.split("; write ")[1])) is None
+
+
+FLUX1_SETTINGS = ("init, mlp_ratio, num_heads, depth, depth_single_blocks, qkv_bias, axes_dim, val_emb_dim, id_emb_dim, "
+                  "id_merge_mode, theta, id_embedding_strategy, param_dtype, dtype")
+
+
+@pytest.mark.parametrize("line, message", [
+    # Was Hydra's "In 'model/my_flux1': ConfigKeyError raised while composing config: Key 'guidance_embed' not in
+    # 'Flux1Config'" (five lines, no fix), after the command's checks had passed: a GenSBI field the harness fixes.
+    ("guidance_embed: false", f"sets guidance_embed, which is not a setting of /flux1_schema (model=flux1); its "
+                              f"settings: {FLUX1_SETTINGS}; remove guidance_embed from that file"),
+    ("num_head: 2", f"sets num_head, which is not a setting of /flux1_schema (model=flux1) (did you mean num_heads?); "
+                    f"its settings: {FLUX1_SETTINGS}; remove num_head from that file or rename it num_heads"),
+    # Was Hydra's multi-line ValidationError naming no value to write
+    ("num_heads: 2.5", "sets num_heads: 2.5, which it cannot take (Value '2.5' of type 'float' could not be converted "
+                       "to Integer); write e.g. num_heads: 4 there"),
+    ("axes_dim: 8", "sets axes_dim: 8, which it cannot take (Invalid value assigned: int is not a ListConfig, list or "
+                    "tuple.); write e.g. axes_dim: [8,0] there"),
+])
+def test_a_preset_of_ones_own_with_a_key_or_value_its_schema_refuses_names_its_file(tmp_path, line, message):
+    from gensbi_sharding.harness.command_checks import command_problem
+
+    (tmp_path / "model").mkdir()
+    preset = tmp_path / "model" / "my_flux1.yaml"
+    preset.write_text(f"defaults:\n  - /flux1_schema\n  - _self_\nname: flux1\ndepth: 1\n{line}\n")
+    args = [f"hydra.searchpath=[file://{tmp_path}]", "model=my_flux1"]
+    assert command_problem(args) == f"model=my_flux1: {preset} {message}"
+    preset.write_text("defaults:\n  - /flux1_schema\n  - _self_\nname: flux1\ndepth: 1\ntheta: ${model.depth}\n")
+    assert command_problem(args) is None  # settings it has, an interpolation resolved once composed

@@ -180,6 +180,33 @@ def _section_problem(o, section: str, name: str, chosen) -> str | None:
             + (f"; write {near}.{inner}={o.raw}" if near and inner else ""))
 
 
+def _preset_key_problem(o, path: Path, name: str) -> str | None:
+    """A key of the preset file ``path`` that its schema ``<name>_schema`` lacks (a GenSBI field the harness fixes,
+    ``guidance_embed: false``, or a typo), or a value it cannot take (``num_heads: 2.5``): Hydra's multi-line
+    "ConfigKeyError raised while composing config" named no fix. None where every key is a setting taking its
+    value, or ``name`` is no model schema."""
+    from gensbi_sharding.harness.override_keys import model_schemas
+
+    schema = None if "@package" in path.read_text() else model_schemas().get(name)  # keys elsewhere: Hydra's
+    fields = settings(schema) if schema is not None else []
+    preset = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
+    for key, value in ((k, v) for k, v in preset.items() if k != "defaults" and schema is not None):
+        if key not in fields:
+            near = closest_name(str(key), fields)
+            return (f"{o.arg}: {path} sets {key}, which is not a setting of /{name}_schema (model={name})"
+                    + (f" (did you mean {near}?)" if near else "") + f"; its settings: "
+                    + f"{', '.join(f for f in fields if f != 'name')}; remove {key} from that file"
+                    + (f" or rename it {near}" if near else ""))
+        try:
+            if not (isinstance(value, str) and "${" in value):  # resolved once composed
+                OmegaConf.structured(schema)[key] = value
+        except ValidationError as err:
+            return (f"{o.arg}: {path} sets {key}: {override_literal(value)}, which it cannot take "
+                    f"({str(err).strip().splitlines()[0]}); write e.g. {key}: "
+                    f"{override_literal(schema_default(schema, key)[1])} there")
+    return None
+
+
 def _option_problem(o, group: str, choices: list[str] | None) -> str | None:
     """``model=mlpp`` (also one value of a sweep): the group's options and the nearest one; None where every
     value is an option, an interpolation, or ``choices`` is None (a ``pkg://`` search path: Hydra's to list)."""
@@ -211,6 +238,8 @@ def _schema_problem(o, group: str, search_paths: Sequence[str]) -> str | None:
         except Exception:  # a file YAML cannot read: Hydra's own error names it
             continue
         for name in (e.lstrip("/").removesuffix("_schema") for e in listed if e.endswith("_schema")):
+            if name in stored and (problem := _preset_key_problem(o, path, name)) is not None:
+                return problem
             if name not in stored:
                 return (f"{o.arg}: {path} lists /{name}_schema, which no schema is stored as: add its settings' "
                         f"dataclass to gensbi_sharding/harness/config.py (subclassing ModelConfig, name: str = "
