@@ -191,3 +191,23 @@ def test_a_preset_of_ones_own_with_a_key_or_value_its_schema_refuses_names_its_f
     assert command_problem(args) == f"model=my_flux1: {preset} {message}"
     preset.write_text("defaults:\n  - /flux1_schema\n  - _self_\nname: flux1\ndepth: 1\ntheta: ${model.depth}\n")
     assert command_problem(args) is None  # settings it has, an interpolation resolved once composed
+
+
+def test_pos1d_ids_are_refused_only_where_init_sharded_traces_them(compose_config):
+    # Was: refused without a mesh too ("with model.init=sharded ... e.g. model.init=eager"), where the model is built
+    # whole whatever model.init says (the console: "init=eager (no mesh)"); and in a dry run, whose trace then
+    # refused model.init=eager in turn: two refusals, the first naming a fix that does not work there.
+    from gensbi_sharding.harness.config import ConfigError
+    from gensbi_sharding.harness.config_checks import validate
+    from gensbi_sharding.harness.model_plan import DRY_RUN_TRACES, trace_model
+    from gensbi_sharding.harness.state import builder
+
+    pos1d = ("model=flux1", "model.id_embedding_strategy=[pos1d,pos1d]", "model.depth=1", "model.depth_single_blocks=0",
+             "model.num_heads=1", "model.axes_dim=[4,0]")
+    validate(compose_config(*pos1d, "mesh=none"))  # trains: nothing traces it
+    with pytest.raises(ConfigError, match=r"with model.init=sharded: GenSBI's pos1d .* e.g. model.init=eager"):
+        validate(compose_config(*pos1d))  # a mesh: init_sharded traces it
+    cfg = compose_config(*pos1d, "dry_run=true")
+    validate(cfg)  # the dry run's own refusal, which names the whole fix:
+    with pytest.raises(ConfigError, match=r"cannot be traced .* drop dry_run=true and train it with model.init=eager"):
+        trace_model(builder(cfg, dim_theta=DIM_THETA, dim_x=DIM_X, partition_axis=None), cfg, needed_by=DRY_RUN_TRACES)

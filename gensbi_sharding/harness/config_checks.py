@@ -50,7 +50,7 @@ def validate(cfg: DictConfig) -> None:
                        "samples, which it has none of; set eval.enabled=false to train it (checkpoints and "
                        "losses are written as usual)")
         if problem is None:  # GenSBI checks these sections only after simulating; they need model.name's fields
-            check_model(cfg.model)
+            check_model(cfg.model, traced=cfg.mesh.spec is not None and not cfg.dry_run)
     except ConfigError as err:
         raise ConfigError(_with_fix(str(err), cfg)) from None
     require(problem is None, problem)

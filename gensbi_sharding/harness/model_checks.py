@@ -27,8 +27,17 @@ MERGE_MODES = ("sum", "concat")  # Flux1Params.id_merge_mode
 ROPE_ID_AXES = 2
 
 
-def check_model(model: DictConfig) -> None:
+def check_model(model: DictConfig, *, traced: bool = True) -> None:
     """Refuse a model section that cannot be built (GenSBI's ``flux1`` / ``simformer``, ``mlp``, ``transformer``).
+
+    Parameters
+    ----------
+    model : DictConfig
+        The run's ``model`` section.
+    traced : bool
+        Whether ``model.init=sharded`` would trace the constructor to build it: False without a mesh (built
+        whole, nothing placed) and in a dry run (which traces it whatever ``model.init`` says: a constructor that
+        cannot be traced is refused there, naming the dry run, not ``model.init``, as what to change).
 
     Raises
     ------
@@ -36,7 +45,9 @@ def check_model(model: DictConfig) -> None:
         One line: ``model.<field>=<value>``, what it must be, and ``model.<field>=<a value that works>``.
     """
     checks = {"flux1": _flux1, "simformer": _simformer, "mlp": _own, "transformer": _own}.get(model.get("name"))
-    if checks is not None:
+    if checks is _flux1:
+        _flux1(model, traced=traced)
+    elif checks is not None:
         checks(model)
 
 
@@ -159,7 +170,7 @@ def _dtypes(model: DictConfig) -> None:
              "model.dtype=float16, the compute dtype, is allowed where it compiles); e.g. model.param_dtype=bfloat16 (float32's range)")
 
 
-def _flux1(model: DictConfig) -> None:
+def _flux1(model: DictConfig, *, traced: bool = True) -> None:
     mode = model.id_merge_mode
     _require(mode in MERGE_MODES, f"model.id_merge_mode={mode!r} is not one of {', '.join(MERGE_MODES)}; "
                                   "e.g. model.id_merge_mode=sum (GenSBI's default)")
@@ -218,7 +229,9 @@ def _flux1(model: DictConfig) -> None:
              "(10 * (dim_theta + dim_x), GenSBI's default)")
     _dtypes(model)
     # Known from the config: refused here, not once the model is traced after the simulations (in each process).
-    _require("pos1d" not in strategies or model.init == "eager",
+    # Not without a mesh (built whole whatever model.init says), nor in a dry run: model.init=eager would not let
+    # that trace it, and the dry run's refusal names the whole fix (drop dry_run=true, train with model.init=eager).
+    _require("pos1d" not in strategies or model.init == "eager" or not traced,
              f"model.id_embedding_strategy=[{','.join(strategies)}] with model.init={model.init}: GenSBI's pos1d id "
              "embedding sizes its table with jnp.maximum inside the constructor, which no trace can evaluate; e.g. "
              "model.init=eager (built whole on one device, then placed), or absolute or rope1d ids")
