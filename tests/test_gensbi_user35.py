@@ -211,3 +211,16 @@ def test_pos1d_ids_are_refused_only_where_init_sharded_traces_them(compose_confi
     validate(cfg)  # the dry run's own refusal, which names the whole fix:
     with pytest.raises(ConfigError, match=r"cannot be traced .* drop dry_run=true and train it with model.init=eager"):
         trace_model(builder(cfg, dim_theta=DIM_THETA, dim_x=DIM_X, partition_axis=None), cfg, needed_by=DRY_RUN_TRACES)
+
+
+@pytest.mark.parametrize("dim_theta", [2.0, True, "2", None, 0, 5])
+def test_simformer_dim_theta_that_is_no_token_count_is_refused_when_wrapped(dim_theta):
+    # Was, at the first call: "Input type must be an integer or unsigned integer." (2.0), "theta_t must have shape
+    # (B, True)" (True), or "'<' not supported between instances of 'int' and 'str'" ("2", None).
+    with pytest.raises(ValueError) as err:
+        SimformerVelocity(_simformer(), dim_theta=dim_theta)
+    assert str(err.value) == f"dim_theta={dim_theta!r} must be an integer in 1..4 (dim_joint=5 = dim_theta + dim_x)"
+    if dim_theta is None:  # once: a NumPy integer is an integer
+        import numpy as np
+
+        assert SimformerVelocity(_simformer(), dim_theta=np.int64(2))(*_inputs()).shape == (4, DIM_THETA)

@@ -19,6 +19,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from gensbi_sharding import PartitionAxis, constrain
+from gensbi_sharding.nodes import is_int
 from gensbi_sharding.harness.models.flux1 import compute_dtype
 from gensbi_sharding.harness.models.common import check_partition_axis, gensbi_params, positive_int, prepare_inputs
 from gensbi_sharding.harness.registry import GENSBI, import_required, register_model
@@ -54,9 +55,11 @@ class SimformerVelocity(nnx.Module):
         if params.in_channels != 1:
             raise ValueError(f"Simformer with in_channels={params.in_channels}: the harness passes "
                              "one scalar per token; build SimformerParams with in_channels=1")
-        if not 0 < dim_theta < params.dim_joint:
-            raise ValueError(f"dim_theta={dim_theta} must lie in 1..{params.dim_joint - 1} "
+        # A float, bool, string or None failed at the first call (a dtype error, or "theta_t must have shape (B, True)")
+        if not is_int(dim_theta) or not 0 < dim_theta < params.dim_joint:
+            raise ValueError(f"dim_theta={dim_theta!r} must be an integer in 1..{params.dim_joint - 1} "
                              f"(dim_joint={params.dim_joint} = dim_theta + dim_x)")
+        dim_theta = int(dim_theta)
         self.simformer = simformer
         self.dim_theta, self.dim_x = dim_theta, params.dim_joint - dim_theta
         self.partition_axis = check_partition_axis(partition_axis)
