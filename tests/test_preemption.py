@@ -823,28 +823,6 @@ def test_a_sweeps_job_trains_further_beside_the_sweep_never_in_it(tmp_path):
     assert [row["job"] for row in summary.refresh_sweep_summary(sweep / "0").rows] == ["0", "1"]
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(400)
-def test_the_printed_command_trains_a_completed_run_further(tmp_path, reference_run):
-    # The completed run: the tiny config's (train.checkpoint_every=0, the default), copied from the module's
-    # reference run (a launch of its own cost ~5 s of CPU); what is launched is the refusal and its command.
-    out = shutil.copytree(reference_run, tmp_path / "r1")
-    assert json.loads((out / "metrics.json").read_text())["status"] == "ok"
-    refused = _launch("train.checkpoint_every=0", "train.resume=auto", "train.steps=16", f"hydra.run.dir={out}",
-                      cwd=tmp_path)
-    text = refused.communicate(timeout=300)[0]
-    assert refused.returncode == 1
-    command = re.search(r"into a new folder: python launch.py (.*)$", text, re.M)
-    assert command, text[-3000:]
-    args = shlex.split(command.group(1))
-    assert args[-3:] == ["train.steps=16", f"train.resume={out}", f"hydra.run.dir={out}-steps16"]
-    further = subprocess.run([sys.executable, str(REPO / "launch.py"), *args], cwd=tmp_path, text=True,
-                             env={**os.environ, "JAX_PLATFORMS": "cpu"}, capture_output=True, timeout=300)
-    assert further.returncode == 0, (further.stdout + further.stderr)[-3000:]
-    metrics = json.loads((tmp_path / "r1-steps16" / "metrics.json").read_text())
-    assert metrics["status"] == "ok" and metrics["resumed_from_step"] == 8 and metrics["final_step"] == 16
-
-
 def _launch(*args, env=None, flags=(), **popen):
     env = {**os.environ, "JAX_PLATFORMS": "cpu", **(env or {})}
     env.pop("HYDRA_FULL_ERROR", None)
@@ -872,41 +850,104 @@ def _signal_until_it_exits(proc: subprocess.Popen, timeout_s: float = 120) -> in
     return sent
 
 
-@pytest.mark.slow  # a launch.py process
-@pytest.mark.timeout(300)
-def test_sigterm_again_while_a_preempted_run_records_and_exits_keeps_exit_75(tmp_path):
+@pytest.fixture(scope="module")
+def requeued(tmp_path_factory):
+    """A ``train.resume=auto`` launch.py run of 100 steps (4 devices from XLA_FLAGS, umask 002) sent SIGTERM every
+    20 ms from the moment it trains until it exits, then the same command again (requeued).
+
+    Shared by the test of the repeated signal and the test of the requeue (each launch costs ~5 s of CPU); a single
+    SIGTERM to a training launch.py is the preempted sweep's (``preempted_sweep``). What the stop left is read
+    before the requeue.
+    """
+    tmp_path = tmp_path_factory.mktemp("requeued")
+    out, cwd = tmp_path / "run", tmp_path
+    command = ("train.steps=100", "train.log_every=50", "train.resume=auto", f"hydra.run.dir={out}")
+    # The session's compile flags kept (conftest): the losses are compared with a run of this process.
+    env = {"XLA_FLAGS": f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=4".strip()}
+    first = _launch(*command, env=env, cwd=cwd, umask=0o002)
+    try:
+        _wait_for(out / "launch.log", "[5/7] train", first)
+        sent = _signal_until_it_exits(first)  # from while the step compiles, or a few steps in
+        log = first.communicate(timeout=60)[0]
+    finally:
+        first.kill()
+    stopped = json.loads((out / "metrics.json").read_text())
+    at = stopped["stopped_at_step"]
+    checkpoint = at is not None and (out / "checkpoints" / str(at)).is_dir()
+    launch_log = (out / "launch.log").read_text()
+    again = _launch(*command, env=env, cwd=cwd, umask=0o002)
+    again_log = again.communicate(timeout=300)[0]
+    return SimpleNamespace(tmp_path=tmp_path, out=out, first=first, sent=sent, log=log, stopped=stopped,
+                           checkpoint=checkpoint, launch_log=launch_log, again=again, again_log=again_log)
+
+
+@pytest.mark.slow  # a launch.py process (requeued's first)
+@pytest.mark.timeout(400)
+def test_sigterm_again_while_a_preempted_run_records_and_exits_keeps_exit_75(requeued):
     # Was: exit 143 (killed by SIGTERM): once the run had recorded its stop, PreemptionWatch gave SIGTERM back to
     # Python's default action while the process still logged, exited and shut JAX down; SLURM signals repeatedly.
-    out = tmp_path / "run"
-    proc = _launch("mesh=none", "train.steps=2000", "train.log_every=1000", f"hydra.run.dir={out}", cwd=tmp_path)
-    try:
-        _wait_for(out / "launch.log", "[5/7] train", proc)
-        sent = _signal_until_it_exits(proc)
-        log = proc.communicate(timeout=60)[0]
-    finally:
-        proc.kill()
-    assert proc.returncode == EXIT_PREEMPTED and sent > 1, (sent, log[-3000:])
-    metrics = json.loads((out / "metrics.json").read_text())
+    out, metrics = requeued.out, requeued.stopped
+    assert requeued.first.returncode == EXIT_PREEMPTED and requeued.sent > 1, (requeued.sent, requeued.log[-3000:])
     assert metrics["status"] == "preempted" and metrics["stopped_at_step"] is not None, metrics
     assert metrics["error"].endswith(f"train.resume=auto hydra.run.dir={out}"), metrics["error"]
-    assert (out / "checkpoints" / str(metrics["stopped_at_step"])).is_dir()
+    assert requeued.checkpoint
 
 
-@pytest.mark.slow  # a launch.py process
-@pytest.mark.timeout(300)
-def test_sigterm_after_a_completed_run_keeps_its_exit_code(tmp_path):
+@pytest.fixture(scope="module")
+def trained_further(tmp_path_factory, reference_run):
+    """The refusal of a completed run continued in its folder, then the command it prints, run, and sent SIGTERM
+    every 20 ms from its last line ("done in") until it exits (one launch for the test of the command and the test of
+    a signal after a completed run: each launch costs ~5 s of CPU)."""
+    tmp_path = tmp_path_factory.mktemp("further")
+    # The completed run: the tiny config's (train.checkpoint_every=0, the default), copied from the module's
+    # reference run (a launch of its own cost ~5 s of CPU); what is launched is the refusal and its command.
+    out = shutil.copytree(reference_run, tmp_path / "r1")
+    completed = json.loads((out / "metrics.json").read_text())["status"]
+    refused = _launch("train.checkpoint_every=0", "train.resume=auto", "train.steps=16", f"hydra.run.dir={out}",
+                      cwd=tmp_path)
+    text = refused.communicate(timeout=300)[0]
+    command = re.search(r"into a new folder: python launch.py (.*)$", text, re.M)
+    further = sent = log = None
+    if command:
+        further = subprocess.Popen([sys.executable, str(REPO / "launch.py"), *shlex.split(command.group(1))],
+                                   cwd=tmp_path, text=True, env={**os.environ, "JAX_PLATFORMS": "cpu"},
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        try:
+            _wait_for(tmp_path / "r1-steps16" / "launch.log", "done in ", further)
+            sent = _signal_until_it_exits(further)
+            log = further.communicate(timeout=60)[0]
+        finally:
+            further.kill()
+    return SimpleNamespace(tmp_path=tmp_path, out=out, completed=completed, refused=refused, text=text,
+                           command=command, further=further, sent=sent, log=log)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+def test_the_printed_command_trains_a_completed_run_further(trained_further):
+    tmp_path, out, text = trained_further.tmp_path, trained_further.out, trained_further.text
+    assert trained_further.completed == "ok"
+    assert trained_further.refused.returncode == 1
+    command = trained_further.command
+    assert command, text[-3000:]
+    args = shlex.split(command.group(1))
+    assert args[-3:] == ["train.steps=16", f"train.resume={out}", f"hydra.run.dir={out}-steps16"]
+    further = trained_further.further
+    assert further.returncode == 0, trained_further.log[-3000:]
+    metrics = json.loads((tmp_path / "r1-steps16" / "metrics.json").read_text())
+    assert metrics["status"] == "ok" and metrics["resumed_from_step"] == 8 and metrics["final_step"] == 16
+
+
+@pytest.mark.slow  # a launch.py process (trained_further's last)
+@pytest.mark.timeout(400)
+def test_sigterm_after_a_completed_run_keeps_its_exit_code(trained_further):
     # Was: exit 143 (killed by SIGTERM) with metrics.json's status ok: a signal while the process shut down (Python
     # gives its handlers back to the default action then) killed it; SLURM saw a failure of a finished run.
-    out = tmp_path / "run"
-    proc = _launch("mesh=none", f"hydra.run.dir={out}", cwd=tmp_path)
-    try:
-        _wait_for(out / "launch.log", "done in ", proc)
-        sent = _signal_until_it_exits(proc)
-        log = proc.communicate(timeout=60)[0]
-    finally:
-        proc.kill()
-    assert proc.returncode == 0 and sent > 1, (proc.returncode, sent, log[-3000:])
-    assert json.loads((out / "metrics.json").read_text())["status"] == "ok"
+    proc = trained_further.further
+    assert proc is not None, trained_further.text[-3000:]  # the command was printed
+    assert proc.returncode == 0 and trained_further.sent > 1, (proc.returncode, trained_further.sent,
+                                                               trained_further.log[-3000:])
+    assert json.loads((trained_further.tmp_path / "r1-steps16" / "metrics.json").read_text())["status"] == "ok"
 
 
 def _catches_sigterm(pid: int) -> bool:
@@ -945,28 +986,15 @@ def test_sigterm_while_launch_py_starts_is_recorded_by_the_run(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.timeout(400)
-def test_sigterm_then_the_same_command_requeued(tmp_path, devices):
+def test_sigterm_then_the_same_command_requeued(requeued, devices):
     # XLA_FLAGS names 4 devices and nothing else does: the run uses them (case 6). umask 002:
     # every file is group-writable as Hydra's own are (case 4).
-    out, cwd = tmp_path / "run", tmp_path
-    command = ("train.steps=100", "train.log_every=50", "train.resume=auto", f"hydra.run.dir={out}")
-    # The session's compile flags kept (conftest): the losses are compared with a run of this process.
-    env = {"XLA_FLAGS": f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=4".strip()}
-    first = _launch(*command, env=env, cwd=cwd, umask=0o002)
-    try:
-        _wait_for(out / "launch.log", "[5/7] train", first)
-        first.send_signal(signal.SIGTERM)  # while the step compiles, or a few steps in
-        log = first.communicate(timeout=120)[0]
-    finally:
-        first.kill()
-    assert first.returncode == EXIT_PREEMPTED, log[-3000:]
-    stopped = json.loads((out / "metrics.json").read_text())
+    tmp_path, out, stopped = requeued.tmp_path, requeued.out, requeued.stopped
+    assert requeued.first.returncode == EXIT_PREEMPTED, requeued.log[-3000:]
     assert stopped["status"] == "preempted" and 1 <= stopped["stopped_at_step"] < 100
-    assert stopped["device_count"] == 4 and "cpu_count=4 (from XLA_FLAGS)" in (out / "launch.log").read_text()
+    assert stopped["device_count"] == 4 and "cpu_count=4 (from XLA_FLAGS)" in requeued.launch_log
 
-    again = _launch(*command, env=env, cwd=cwd, umask=0o002)
-    log = again.communicate(timeout=300)[0]
-    assert again.returncode == 0, log[-3000:]
+    assert requeued.again.returncode == 0, requeued.again_log[-3000:]
     done = json.loads((out / "metrics.json").read_text())
     assert done["status"] == "ok" and done["start_step"] == stopped["stopped_at_step"]
     reference = tmp_path / "reference"
@@ -1126,26 +1154,17 @@ def test_a_dead_local_process_ends_the_job_naming_it(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(300)
-def test_a_sweep_job_continued_alone_updates_the_sweeps_summary(tmp_path):
-    sweep = tmp_path / "sweep"
-    first = subprocess.run([sys.executable, str(REPO / "launch.py"), "-m", *TINY, "model.width=16",
-                            f"hydra.sweep.dir={sweep}"], env={**os.environ, "JAX_PLATFORMS": "cpu"}, cwd=tmp_path,
-                           capture_output=True, text=True, timeout=240)
-    assert first.returncode == 0, first.stdout + first.stderr
-    job = sweep / "0"
-    # As a preempted attempt leaves it (the real signal is tested above): the continue command is allowed.
-    metrics = json.loads((job / "metrics.json").read_text())
-    outputs.write_json(job / "metrics.json", {**metrics, "status": "preempted"})
-    from gensbi_sharding.harness.summary import write_summary
-    write_summary(sweep)
-    assert "preempted" in (sweep / "sweep_summary.csv").read_text()
-    again = _launch("model.width=16", "train.resume=auto", f"hydra.run.dir={job}", cwd=tmp_path)
-    output = again.communicate(timeout=240)[0]
-    assert again.returncode == 0, output
+@pytest.mark.timeout(400)
+def test_a_sweep_job_continued_alone_updates_the_sweeps_summary(preempted_job_continued):
+    # Job 0 of the preempted sweep (model.width=16,24: job 1 never started), continued alone with the command its
+    # metrics.json names: the sweep's summary shows it done, no longer preempted.
+    continued = preempted_job_continued
+    sweep, output = continued.sweep, continued.again.stdout + continued.again.stderr
+    assert continued.again.returncode == 0, output[-3000:]
     assert f"sweep summary rebuilt with this job's result: {sweep / 'sweep_summary.csv'}" in output
     rows = (sweep / "sweep_summary.csv").read_text().splitlines()
-    assert len(rows) == 2 and "preempted" not in rows[1] and ",ok," in rows[1], rows
+    assert len(rows) == 3 and rows[1].startswith("0,16,") and "preempted" not in rows[1] and ",ok," in rows[1], rows
+    assert rows[2].startswith("1,24,") and ",not run," in rows[2], rows
 
 
 def test_the_folder_callback_can_be_shipped_to_jobs_while_it_holds_the_sweep_lock(tmp_path):
@@ -1325,24 +1344,35 @@ def test_a_stopped_sweep_leaves_its_summary_so_far_and_the_jobs_not_run(request,
                     f"{stopped.sweep}"), stopped.log[-3000:]
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(400)
-def test_a_preempted_sweep_job_names_the_command_that_continues_it(tmp_path, preempted_sweep):
-    # Was "rerun the same command with train.resume=auto (and the same hydra.run.dir)": under -m that
-    # command starts a new sweep from scratch, and hydra.run.dir means nothing there.
+@pytest.fixture(scope="module")
+def preempted_job_continued(preempted_sweep, tmp_path_factory):
+    """Job 0 of ``preempted_sweep`` continued alone, with the command its metrics.json names (a launch costs ~5 s of
+    CPU: shared by the test of that command and the test of the sweep summary it rebuilds). ``stopped``: job 0's
+    metrics.json as the stop left it."""
     import shlex
 
+    stopped = json.loads((preempted_sweep.sweep / "0" / "metrics.json").read_text())
+    command = stopped["error"].split("; continue with: ")[1]
+    again = subprocess.run([sys.executable, str(REPO / "launch.py"), *shlex.split(command)[2:]],
+                           cwd=tmp_path_factory.mktemp("continued"), env={**os.environ, "JAX_PLATFORMS": "cpu"},
+                           capture_output=True, text=True, timeout=300)
+    return SimpleNamespace(sweep=preempted_sweep.sweep, stopped=stopped, command=command, again=again)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+def test_a_preempted_sweep_job_names_the_command_that_continues_it(preempted_sweep, preempted_job_continued):
+    # Was "rerun the same command with train.resume=auto (and the same hydra.run.dir)": under -m that
+    # command starts a new sweep from scratch, and hydra.run.dir means nothing there.
     sweep, log = preempted_sweep.sweep, preempted_sweep.log
     assert preempted_sweep.returncode == EXIT_PREEMPTED, log[-3000:]
     assert (f"to continue the whole sweep, this job and those not started: python launch.py -m {' '.join(TINY)} "
             f"model.width=16,24 train.steps=100 train.log_every=50 train.resume=auto hydra.sweep.dir={sweep}") in log
-    stopped = json.loads((sweep / "0" / "metrics.json").read_text())
-    command = stopped["error"].split("; continue with: ")[1]
+    stopped, command, again = (preempted_job_continued.stopped, preempted_job_continued.command,
+                               preempted_job_continued.again)
     assert command.startswith("python launch.py experiment=quick ")
     assert command.endswith(f" train.resume=auto hydra.mode=RUN hydra.run.dir={sweep / '0'}")
     assert {"model.width=16", "train.steps=100"} <= set(command.split())  # the job's own overrides, not the sweep's
-    again = subprocess.run([sys.executable, str(REPO / "launch.py"), *shlex.split(command)[2:]], cwd=tmp_path,
-                           env={**os.environ, "JAX_PLATFORMS": "cpu"}, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     done = json.loads((sweep / "0" / "metrics.json").read_text())
     assert done["status"] == "ok" and done["final_step"] == 100
