@@ -823,11 +823,22 @@ def test_a_sweeps_job_trains_further_beside_the_sweep_never_in_it(tmp_path):
     assert [row["job"] for row in summary.refresh_sweep_summary(sweep / "0").rows] == ["0", "1"]
 
 
-def _launch(*args, env=None, flags=(), **popen):
-    env = {**os.environ, "JAX_PLATFORMS": "cpu", **(env or {})}
+@pytest.fixture(scope="module")
+def forks(tmp_path_factory):
+    """The module's launch.py processes, forked from one process that imported launch.py's modules once
+    (tests/fork_server.py: ~1.5 s of CPU less per launch); each still runs launch.py from its first line."""
+    from fork_server import ForkServer
+
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
     env.pop("HYDRA_FULL_ERROR", None)
-    return subprocess.Popen([sys.executable, str(REPO / "launch.py"), *flags, *TINY, *args], env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **popen)
+    server = ForkServer(tmp_path_factory.mktemp("forks"), env)
+    yield server
+    server.close()
+
+
+def _launch(forks, *args, env=None, flags=(), cwd, umask=None, start_new_session=False):
+    """``python launch.py <flags> <TINY> <args>`` in ``cwd`` (a handle as subprocess.Popen's, output combined)."""
+    return forks.launch([*flags, *TINY, *args], cwd=cwd, env=env, umask=umask, start_new_session=start_new_session)
 
 
 def _wait_for(path: Path, text: str, proc: subprocess.Popen, timeout_s: float = 240) -> None:
@@ -851,7 +862,7 @@ def _signal_until_it_exits(proc: subprocess.Popen, timeout_s: float = 120) -> in
 
 
 @pytest.fixture(scope="module")
-def requeued(tmp_path_factory):
+def requeued(tmp_path_factory, forks):
     """A ``train.resume=auto`` launch.py run of 100 steps (4 devices from XLA_FLAGS, umask 002) sent SIGTERM every
     20 ms from the moment it trains until it exits, then the same command again (requeued).
 
@@ -864,7 +875,7 @@ def requeued(tmp_path_factory):
     command = ("train.steps=100", "train.log_every=50", "train.resume=auto", f"hydra.run.dir={out}")
     # The session's compile flags kept (conftest): the losses are compared with a run of this process.
     env = {"XLA_FLAGS": f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=4".strip()}
-    first = _launch(*command, env=env, cwd=cwd, umask=0o002)
+    first = _launch(forks, *command, env=env, cwd=cwd, umask=0o002)
     try:
         _wait_for(out / "launch.log", "[5/7] train", first)
         sent = _signal_until_it_exits(first)  # from while the step compiles, or a few steps in
@@ -875,7 +886,7 @@ def requeued(tmp_path_factory):
     at = stopped["stopped_at_step"]
     checkpoint = at is not None and (out / "checkpoints" / str(at)).is_dir()
     launch_log = (out / "launch.log").read_text()
-    again = _launch(*command, env=env, cwd=cwd, umask=0o002)
+    again = _launch(forks, *command, env=env, cwd=cwd, umask=0o002)
     again_log = again.communicate(timeout=300)[0]
     return SimpleNamespace(tmp_path=tmp_path, out=out, first=first, sent=sent, log=log, stopped=stopped,
                            checkpoint=checkpoint, launch_log=launch_log, again=again, again_log=again_log)
@@ -894,7 +905,7 @@ def test_sigterm_again_while_a_preempted_run_records_and_exits_keeps_exit_75(req
 
 
 @pytest.fixture(scope="module")
-def trained_further(tmp_path_factory, reference_run):
+def trained_further(tmp_path_factory, reference_run, forks):
     """The refusal of a completed run continued in its folder, then the command it prints, run, and sent SIGTERM
     every 20 ms from its last line ("done in") until it exits (one launch for the test of the command and the test of
     a signal after a completed run: each launch costs ~5 s of CPU)."""
@@ -903,15 +914,13 @@ def trained_further(tmp_path_factory, reference_run):
     # reference run (a launch of its own cost ~5 s of CPU); what is launched is the refusal and its command.
     out = shutil.copytree(reference_run, tmp_path / "r1")
     completed = json.loads((out / "metrics.json").read_text())["status"]
-    refused = _launch("train.checkpoint_every=0", "train.resume=auto", "train.steps=16", f"hydra.run.dir={out}",
-                      cwd=tmp_path)
+    refused = _launch(forks, "train.checkpoint_every=0", "train.resume=auto", "train.steps=16",
+                      f"hydra.run.dir={out}", cwd=tmp_path)
     text = refused.communicate(timeout=300)[0]
     command = re.search(r"into a new folder: python launch.py (.*)$", text, re.M)
     further = sent = log = None
     if command:
-        further = subprocess.Popen([sys.executable, str(REPO / "launch.py"), *shlex.split(command.group(1))],
-                                   cwd=tmp_path, text=True, env={**os.environ, "JAX_PLATFORMS": "cpu"},
-                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        further = forks.launch(shlex.split(command.group(1)), cwd=tmp_path)
         try:
             _wait_for(tmp_path / "r1-steps16" / "launch.log", "done in ", further)
             sent = _signal_until_it_exits(further)
@@ -966,7 +975,12 @@ def test_sigterm_while_launch_py_starts_is_recorded_by_the_run(tmp_path):
     # the folder made): a SIGTERM before it killed the process (143) with no record. Now held from launch.py's first
     # lines (~0.1-0.25 s after the start, the interpreter's own start-up; measured on the 2-core machine).
     out = tmp_path / "run"
-    proc = _launch("mesh=none", "train.steps=2000", f"hydra.run.dir={out}", cwd=tmp_path)
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    env.pop("HYDRA_FULL_ERROR", None)
+    # A process of its own, not forked (the fork server imported JAX before): what is timed is its own start.
+    proc = subprocess.Popen([sys.executable, str(REPO / "launch.py"), *TINY, "mesh=none", "train.steps=2000",
+                             f"hydra.run.dir={out}"], env=env, text=True, cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 60
         while not _catches_sigterm(proc.pid) and proc.poll() is None and time.monotonic() < deadline:
@@ -1008,11 +1022,11 @@ def test_sigterm_then_the_same_command_requeued(requeued, devices):
 
 @pytest.mark.slow
 @pytest.mark.timeout(400)
-def test_ctrl_c_of_a_local_parent_is_an_interruption_in_its_processes_too(tmp_path):
+def test_ctrl_c_of_a_local_parent_is_an_interruption_in_its_processes_too(tmp_path, forks):
     # Was: status interrupted, but error "preempted by a preemption notice at step N" (the processes
     # get SIGTERM from the parent). Only the parent gets the SIGINT here, as from `kill -INT`.
     out = tmp_path / "run"
-    parent = _launch("rule=fsdp", "mesh.model_axis=2", "train.steps=100000", "distributed=local",
+    parent = _launch(forks, "rule=fsdp", "mesh.model_axis=2", "train.steps=100000", "distributed=local",
                      f"hydra.run.dir={out}", cwd=tmp_path)
     try:
         _wait_for(out / "process_1.log", "[5/7] train", parent)
@@ -1030,12 +1044,12 @@ def test_ctrl_c_of_a_local_parent_is_an_interruption_in_its_processes_too(tmp_pa
 
 @pytest.mark.slow
 @pytest.mark.timeout(400)
-def test_a_terminals_ctrl_c_of_a_local_job_says_each_thing_once(tmp_path):
+def test_a_terminals_ctrl_c_of_a_local_job_says_each_thing_once(tmp_path, forks):
     # A terminal's Ctrl-C reaches the parent and its processes (one process group). Was: "received Ctrl-C",
     # the [ERROR] naming the command and "interrupted: the job's metrics.json records it" once per process
     # (the last untagged, three times), with JAX's "Reached preemption sync point" and XLA's "SIGTERM caught".
     out = tmp_path / "run"
-    parent = _launch("train.steps=100000", "distributed=local", f"hydra.run.dir={out}", cwd=tmp_path,
+    parent = _launch(forks, "train.steps=100000", "distributed=local", f"hydra.run.dir={out}", cwd=tmp_path,
                      start_new_session=True)
     try:
         _wait_for(out / "process_1.log", "[5/7] train", parent)
@@ -1058,14 +1072,14 @@ def test_a_terminals_ctrl_c_of_a_local_job_says_each_thing_once(tmp_path):
     assert "[process 1/2] received Ctrl-C" in process_1 and "[process 1/2] interrupted by Ctrl-C" in process_1
 
 
-def _stopped_sweep(root: Path, signum: int, *args: str) -> SimpleNamespace:
+def _stopped_sweep(forks, root: Path, signum: int, *args: str) -> SimpleNamespace:
     """``launch.py -m <TINY> <args>`` into ``root/sweep``, sent ``signum`` once job 0 trains.
 
     Returns the sweep's folder, the exit code, the console and sweep_summary.csv's text as the stop left it
     (read here: a test may continue job 0 afterwards, which rebuilds the summary).
     """
     sweep = root / "sweep"
-    proc = _launch(*args, f"hydra.sweep.dir={sweep}", flags=("-m",), cwd=root)
+    proc = _launch(forks, *args, f"hydra.sweep.dir={sweep}", flags=("-m",), cwd=root)
     try:
         _wait_for(sweep / "0" / "launch.log", "[5/7] train", proc)
         proc.send_signal(signum)
@@ -1079,16 +1093,16 @@ def _stopped_sweep(root: Path, signum: int, *args: str) -> SimpleNamespace:
 
 # Each stopped sweep is launched once and shared by the tests of what it leaves (a launch costs ~10 s).
 @pytest.fixture(scope="module")
-def interrupted_sweep(tmp_path_factory):
+def interrupted_sweep(tmp_path_factory, forks):
     """Ctrl-C (SIGINT) while job 0 of a two-job sweep trains (for ever: it never ends by itself)."""
-    return _stopped_sweep(tmp_path_factory.mktemp("interrupted"), signal.SIGINT, "model.width=16,24",
+    return _stopped_sweep(forks, tmp_path_factory.mktemp("interrupted"), signal.SIGINT, "model.width=16,24",
                           "train.steps=100000")
 
 
 @pytest.fixture(scope="module")
-def preempted_sweep(tmp_path_factory):
+def preempted_sweep(tmp_path_factory, forks):
     """SIGTERM while job 0 of a two-job sweep of 100 steps trains (a test continues job 0 to its end)."""
-    return _stopped_sweep(tmp_path_factory.mktemp("preempted"), signal.SIGTERM, "model.width=16,24",
+    return _stopped_sweep(forks, tmp_path_factory.mktemp("preempted"), signal.SIGTERM, "model.width=16,24",
                           "train.steps=100", "train.log_every=50")
 
 
@@ -1109,16 +1123,16 @@ def test_a_stopped_sweep_names_the_command_that_continues_it_whole(interrupted_s
 
 @pytest.mark.slow
 @pytest.mark.timeout(400)
-def test_a_dead_local_process_ends_the_job_naming_it(tmp_path):
+def test_a_dead_local_process_ends_the_job_naming_it(tmp_path, forks):
     out = tmp_path / "run"
-    parent = _launch("rule=fsdp", "mesh.model_axis=2", "train.steps=100000", "distributed=local",
+    parent = _launch(forks, "rule=fsdp", "mesh.model_axis=2", "train.steps=100000", "distributed=local",
                      "distributed.heartbeat_s=3", f"hydra.run.dir={out}", cwd=tmp_path)
     try:
         _wait_for(out / "process_1.log", "[5/7] train", parent)
         # Case 8: a second run into the same folder stops at once, naming the folder and the first run,
         # before Hydra writes anything there.
         config = (out / ".hydra" / "config.yaml").read_text()
-        second = _launch(f"hydra.run.dir={out}", cwd=tmp_path)
+        second = _launch(forks, f"hydra.run.dir={out}", cwd=tmp_path)
         text = second.communicate(timeout=120)[0]
         assert second.returncode == 1
         assert f"{out} is in use by another run (pid {parent.pid} on" in text
@@ -1159,7 +1173,7 @@ def test_a_sweep_job_continued_alone_updates_the_sweeps_summary(preempted_job_co
     # Job 0 of the preempted sweep (model.width=16,24: job 1 never started), continued alone with the command its
     # metrics.json names: the sweep's summary shows it done, no longer preempted.
     continued = preempted_job_continued
-    sweep, output = continued.sweep, continued.again.stdout + continued.again.stderr
+    sweep, output = continued.sweep, continued.output
     assert continued.again.returncode == 0, output[-3000:]
     assert f"sweep summary rebuilt with this job's result: {sweep / 'sweep_summary.csv'}" in output
     rows = (sweep / "sweep_summary.csv").read_text().splitlines()
@@ -1345,7 +1359,7 @@ def test_a_stopped_sweep_leaves_its_summary_so_far_and_the_jobs_not_run(request,
 
 
 @pytest.fixture(scope="module")
-def preempted_job_continued(preempted_sweep, tmp_path_factory):
+def preempted_job_continued(preempted_sweep, tmp_path_factory, forks):
     """Job 0 of ``preempted_sweep`` continued alone, with the command its metrics.json names (a launch costs ~5 s of
     CPU: shared by the test of that command and the test of the sweep summary it rebuilds). ``stopped``: job 0's
     metrics.json as the stop left it."""
@@ -1353,10 +1367,9 @@ def preempted_job_continued(preempted_sweep, tmp_path_factory):
 
     stopped = json.loads((preempted_sweep.sweep / "0" / "metrics.json").read_text())
     command = stopped["error"].split("; continue with: ")[1]
-    again = subprocess.run([sys.executable, str(REPO / "launch.py"), *shlex.split(command)[2:]],
-                           cwd=tmp_path_factory.mktemp("continued"), env={**os.environ, "JAX_PLATFORMS": "cpu"},
-                           capture_output=True, text=True, timeout=300)
-    return SimpleNamespace(sweep=preempted_sweep.sweep, stopped=stopped, command=command, again=again)
+    again = forks.launch(shlex.split(command)[2:], cwd=tmp_path_factory.mktemp("continued"))
+    output = again.communicate(timeout=300)[0]
+    return SimpleNamespace(sweep=preempted_sweep.sweep, stopped=stopped, command=command, again=again, output=output)
 
 
 @pytest.mark.slow
@@ -1373,7 +1386,7 @@ def test_a_preempted_sweep_job_names_the_command_that_continues_it(preempted_swe
     assert command.startswith("python launch.py experiment=quick ")
     assert command.endswith(f" train.resume=auto hydra.mode=RUN hydra.run.dir={sweep / '0'}")
     assert {"model.width=16", "train.steps=100"} <= set(command.split())  # the job's own overrides, not the sweep's
-    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert again.returncode == 0, preempted_job_continued.output[-3000:]
     done = json.loads((sweep / "0" / "metrics.json").read_text())
     assert done["status"] == "ok" and done["final_step"] == 100
     assert done["resumed_from_step"] == stopped["stopped_at_step"] >= 1
@@ -1476,25 +1489,21 @@ def test_a_second_signal_while_the_watchdog_waits_out_its_grace_is_taken_quietly
     assert watch.signum == signal.SIGTERM and signal.set_wakeup_fd(-1) == -1
 
 
-HELD_IN_SETUP = """import os, runpy, signal, sys, time
+HELD_IN_SETUP = """import os, signal, time
 from gensbi_sharding.harness import state, stop_watchdog
 stop_watchdog.GRACE_S = 1.0  # 10 s: a test need not wait so long
 def build_state(*args, **kwargs):  # a model whose build outlasts the grace, as XLA compiling a large one
     os.kill(os.getpid(), signal.SIGTERM)
     time.sleep(300)
-state.build_state = build_state
-sys.argv = sys.argv[1:]
-runpy.run_path(sys.argv[0], run_name="__main__")"""
+state.build_state = build_state"""  # then launch.py runs in that process
 
 
 @pytest.mark.slow  # a launch.py process, then the rerun it names
-def test_sigterm_while_building_the_model_ends_the_run_at_once_and_the_folder_resumes(tmp_path, devices):
+def test_sigterm_while_building_the_model_ends_the_run_at_once_and_the_folder_resumes(tmp_path, devices, forks):
     out = tmp_path / "run"
-    env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": str(REPO)}  # this checkout's package
-    env.pop("HYDRA_FULL_ERROR", None)
-    proc = subprocess.run([sys.executable, "-c", HELD_IN_SETUP, str(REPO / "launch.py"), *TINY, f"hydra.run.dir={out}"],
-                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == EXIT_PREEMPTED, proc.stdout[-3000:] + proc.stderr[-3000:]
+    proc = forks.launch([*TINY, f"hydra.run.dir={out}"], cwd=tmp_path, prelude=HELD_IN_SETUP)
+    printed = proc.communicate(timeout=120)[0]
+    assert proc.returncode == EXIT_PREEMPTED, printed[-3000:]
     log = (out / "launch.log").read_text()
     times = [time.mktime(time.strptime(line[1:20], "%Y-%m-%d %H:%M:%S")) for line in log.splitlines()
              if "received SIGTERM" in line or "preempted by SIGTERM" in line]
@@ -1504,7 +1513,7 @@ def test_sigterm_while_building_the_model_ends_the_run_at_once_and_the_folder_re
     assert metrics["error"].startswith("preempted by SIGTERM before training (nothing trained: no checkpoint to "
                                        "save); stopped 1 s after the signal, inside a setup step; continue with: ")
     assert metrics["error"].endswith(f"train.resume=auto hydra.run.dir={out}"), metrics["error"]
-    assert "preempted after" in proc.stdout + proc.stderr  # the run's last console line, as a stop at a step
+    assert "preempted after" in printed  # the run's last console line, as a stop at a step
     assert not (out / "checkpoints").exists()
     assert run_tiny(out, "train.resume=auto")["status"] == "ok"  # the folder is left to continue in
 

@@ -1,0 +1,153 @@
+"""``python launch.py <args>`` processes started when a test asks, each forked from one Python process that
+imported launch.py's modules once, and each a handle as ``subprocess.Popen`` gives (pid, poll, send_signal, ...).
+
+tests/fork_launch.py forks commands known beforehand and waits for all of them; a test that signals a run (while
+it trains, as it ends) needs the process while it runs, and starts the next one only after reading the last one's
+folder. This server does the same forking on demand: a test module starts one (``ForkServer``), each ``launch``
+forks a child that takes its working folder, arguments, environment changes, umask and session, sends its stdout and
+stderr (together, as ``stderr=STDOUT``) to a file and runs launch.py as ``__main__`` from its first line; the
+interpreter ends it as it ends launch.py's own process (exit code, traceback, atexit handlers). Only the imports
+(~1.5 s of CPU a launch) are shared; importing them never starts JAX's backend (launch.py promises it), so each
+child starts its own, with the XLA_FLAGS it was given.
+
+    python tests/fork_server.py <script>     (requests on stdin, one JSON line each; pids on stdout)
+"""
+
+import importlib
+import json
+import os
+import runpy
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _child(script: Path, request: dict) -> None:
+    """In the forked child: become the command ``request`` names and run ``script``; never returns."""
+    if request.get("new_session"):
+        os.setsid()
+    if request.get("umask") is not None:
+        os.umask(request["umask"])
+    for key in request.get("unset", ()):
+        os.environ.pop(key, None)
+    os.environ.update(request.get("env", {}))
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)  # never the server's requests
+    output = os.open(request["output"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(output, 1)
+    os.dup2(output, 2)
+    os.close(output)
+    os.chdir(request["cwd"])
+    if request.get("prelude"):  # a test's patch, run as `python -c "<patch>; runpy.run_path(launch.py)"` runs it
+        exec(compile(request["prelude"], "<prelude>", "exec"), {"__name__": "__prelude__"})
+    sys.argv = [request.get("argv0") or str(script), *request["args"]]
+    runpy.run_path(str(script), run_name="__main__")
+    sys.exit(0)  # the script ran to its end
+
+
+def serve(script: Path) -> None:
+    """Import what ``script`` imports, then fork a child per request line until stdin closes; each child's exit
+    code goes to ``<output>.rc`` (written whole) once it is reaped. At stdin's end the children left are killed."""
+    from fork_launch import _imports
+
+    sys.path[0] = str(script.parent)  # as `python <script>` has it (this file's folder otherwise)
+    for name in _imports(script):
+        importlib.import_module(name)
+    os.write(1, b"ready\n")
+    children, pending, open_ = {}, b"", True
+    while open_ or children:
+        if open_ and select.select([0], [], [], 0.01)[0]:
+            data = os.read(0, 1 << 16)
+            open_ = bool(data)
+            pending += data
+            while b"\n" in pending:
+                line, pending = pending.split(b"\n", 1)
+                request = json.loads(line)
+                sys.stdout.flush()
+                sys.stderr.flush()
+                pid = os.fork()
+                if pid == 0:
+                    _child(script, request)
+                children[pid] = request["output"]
+                os.write(1, f"{pid}\n".encode())
+            if not open_:  # the tests are done: nothing left may outlive them
+                for pid in children:
+                    os.kill(pid, signal.SIGKILL)
+        elif not open_:
+            time.sleep(0.01)
+        while children:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+            if pid == 0:
+                break
+            output = children.pop(pid)
+            Path(f"{output}.rc.part").write_text(str(os.waitstatus_to_exitcode(status)))
+            os.replace(f"{output}.rc.part", f"{output}.rc")
+
+
+class Forked:
+    """One forked launch, as ``subprocess.Popen(..., stdout=PIPE, stderr=STDOUT, text=True)`` is used here:
+    ``pid``, ``returncode``, ``poll``, ``wait``, ``communicate`` (its output, None), ``send_signal``, ``kill``."""
+
+    def __init__(self, args: list[str], pid: int, output: Path):
+        self.args, self.pid, self.output, self.returncode = args, pid, output, None
+
+    def poll(self) -> int | None:
+        if self.returncode is None and Path(f"{self.output}.rc").exists():
+            self.returncode = int(Path(f"{self.output}.rc").read_text())
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(self.args, timeout)
+            time.sleep(0.01)
+        return self.returncode
+
+    def communicate(self, timeout: float | None = None) -> tuple[str, None]:
+        self.wait(timeout)
+        return self.output.read_text(errors="replace"), None
+
+    def send_signal(self, signum: int) -> None:
+        if self.poll() is None:
+            os.kill(self.pid, signum)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+
+class ForkServer:
+    """A server (above) for ``script``, started with ``env``; ``workdir`` keeps the children's output files."""
+
+    def __init__(self, workdir: Path, env: dict, script: Path = REPO / "launch.py"):
+        self.workdir, self.count = Path(workdir), 0
+        self.proc = subprocess.Popen([sys.executable, __file__, str(script)], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, env=env)
+        ready = self.proc.stdout.readline()
+        assert ready == b"ready\n", f"the fork server did not start (exit {self.proc.wait(timeout=60)})"
+
+    def launch(self, args: list[str], *, cwd: Path, env: dict | None = None, unset: tuple[str, ...] = (),
+               umask: int | None = None, start_new_session: bool = False, prelude: str | None = None,
+               argv0: str | None = None) -> Forked:
+        """``python <script> <args>`` in ``cwd``, with ``env`` added to the server's environment and ``unset``
+        removed; ``prelude``: Python code run first in the process (a test's patch)."""
+        self.count += 1
+        output = self.workdir / f"{self.count}.out"
+        request = {"args": list(args), "cwd": str(cwd), "env": env or {}, "unset": list(unset), "umask": umask,
+                   "new_session": start_new_session, "prelude": prelude, "argv0": argv0, "output": str(output)}
+        self.proc.stdin.write(json.dumps(request).encode() + b"\n")
+        self.proc.stdin.flush()
+        return Forked([sys.executable, "launch.py", *args], int(self.proc.stdout.readline()), output)
+
+    def close(self) -> None:
+        """End the server; a child still running is killed."""
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+
+
+if __name__ == "__main__":
+    serve(Path(sys.argv[1]).resolve())
