@@ -10,7 +10,7 @@ interpreter ends it as it ends launch.py's own process (exit code, traceback, at
 (~1.5 s of CPU a launch) are shared; importing them never starts JAX's backend (launch.py promises it), so each
 child starts its own, with the XLA_FLAGS it was given.
 
-    python tests/fork_server.py <script>     (requests on stdin, one JSON line each; pids on stdout)
+    python tests/fork_server.py <script> [<module> ...]    (requests on stdin, one JSON line each; pids on stdout)
 """
 
 import importlib
@@ -25,6 +25,13 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+#: What a tiny training run imports inside its functions (~0.7 s of CPU a launch), beside launch.py's own imports:
+#: the server imports them once too (none starts a thread or JAX's backend: forking after them is safe).
+RUN_IMPORTS = ("gensbi_sharding.harness.train", "gensbi_sharding.harness.state", "gensbi_sharding.harness.data",
+               "gensbi_sharding.harness.simulation_data", "gensbi_sharding.harness.models",
+               "gensbi_sharding.harness.pipeline", "gensbi_sharding.harness.resume",
+               "gensbi_sharding.harness.validation", "gensbi_sharding.checkpoint", "sbibm_jax", "matplotlib.figure",
+               "matplotlib.backends.backend_agg", "PIL.Image")
 
 
 def _child(script: Path, request: dict) -> None:
@@ -37,10 +44,8 @@ def _child(script: Path, request: dict) -> None:
         os.environ.pop(key, None)
     os.environ.update(request.get("env", {}))
     os.dup2(os.open(os.devnull, os.O_RDONLY), 0)  # never the server's requests
-    output = os.open(request["output"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    os.dup2(output, 1)
-    os.dup2(output, 2)
-    os.close(output)
+    for fd, path in ((1, request["output"]), (2, request.get("errors") or request["output"])):
+        os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644), fd)  # append: both to one file
     os.chdir(request["cwd"])
     if request.get("prelude"):  # a test's patch, run as `python -c "<patch>; runpy.run_path(launch.py)"` runs it
         exec(compile(request["prelude"], "<prelude>", "exec"), {"__name__": "__prelude__"})
@@ -49,13 +54,13 @@ def _child(script: Path, request: dict) -> None:
     sys.exit(0)  # the script ran to its end
 
 
-def serve(script: Path) -> None:
-    """Import what ``script`` imports, then fork a child per request line until stdin closes; each child's exit
+def serve(script: Path, imports: list[str]) -> None:
+    """Import what ``script`` imports (and ``imports``), then fork a child per request line until stdin closes; each child's exit
     code goes to ``<output>.rc`` (written whole) once it is reaped. At stdin's end the children left are killed."""
     from fork_launch import _imports
 
     sys.path[0] = str(script.parent)  # as `python <script>` has it (this file's folder otherwise)
-    for name in _imports(script):
+    for name in [*_imports(script), *imports]:
         importlib.import_module(name)
     os.write(1, b"ready\n")
     children, pending, open_ = {}, b"", True
@@ -90,10 +95,11 @@ def serve(script: Path) -> None:
 
 class Forked:
     """One forked launch, as ``subprocess.Popen(..., stdout=PIPE, stderr=STDOUT, text=True)`` is used here:
-    ``pid``, ``returncode``, ``poll``, ``wait``, ``communicate`` (its output, None), ``send_signal``, ``kill``."""
+    ``pid``, ``returncode``, ``poll``, ``wait``, ``communicate`` (its output, None), ``send_signal``, ``kill``;
+    with ``errors`` (a file for stderr), as ``stderr=PIPE`` too: ``communicate`` gives (stdout, stderr)."""
 
-    def __init__(self, args: list[str], pid: int, output: Path):
-        self.args, self.pid, self.output, self.returncode = args, pid, output, None
+    def __init__(self, args: list[str], pid: int, output: Path, errors: Path | None = None):
+        self.args, self.pid, self.output, self.errors, self.returncode = args, pid, output, errors, None
 
     def poll(self) -> int | None:
         if self.returncode is None and Path(f"{self.output}.rc").exists():
@@ -110,7 +116,8 @@ class Forked:
 
     def communicate(self, timeout: float | None = None) -> tuple[str, None]:
         self.wait(timeout)
-        return self.output.read_text(errors="replace"), None
+        return (self.output.read_text(errors="replace"),
+                None if self.errors is None else self.errors.read_text(errors="replace"))
 
     def send_signal(self, signum: int) -> None:
         if self.poll() is None:
@@ -121,27 +128,32 @@ class Forked:
 
 
 class ForkServer:
-    """A server (above) for ``script``, started with ``env``; ``workdir`` keeps the children's output files."""
+    """A server (above) for ``script``, started with ``env``; ``workdir`` keeps the children's output files;
+    ``imports``: modules the script imports inside its functions, to import once in the server too."""
 
-    def __init__(self, workdir: Path, env: dict, script: Path = REPO / "launch.py"):
+    def __init__(self, workdir: Path, env: dict, script: Path = REPO / "launch.py",
+                 imports: tuple[str, ...] = RUN_IMPORTS):
         self.workdir, self.count = Path(workdir), 0
-        self.proc = subprocess.Popen([sys.executable, __file__, str(script)], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen([sys.executable, __file__, str(script), *imports], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, env=env)
         ready = self.proc.stdout.readline()
         assert ready == b"ready\n", f"the fork server did not start (exit {self.proc.wait(timeout=60)})"
 
     def launch(self, args: list[str], *, cwd: Path, env: dict | None = None, unset: tuple[str, ...] = (),
                umask: int | None = None, start_new_session: bool = False, prelude: str | None = None,
-               argv0: str | None = None) -> Forked:
+               argv0: str | None = None, stderr_apart: bool = False) -> Forked:
         """``python <script> <args>`` in ``cwd``, with ``env`` added to the server's environment and ``unset``
-        removed; ``prelude``: Python code run first in the process (a test's patch)."""
+        removed; ``prelude``: Python code run first in the process (a test's patch); ``argv0``: its
+        ``sys.argv[0]`` (the script's path otherwise); ``stderr_apart``: stderr to a file of its own."""
         self.count += 1
         output = self.workdir / f"{self.count}.out"
+        errors = self.workdir / f"{self.count}.err" if stderr_apart else None
         request = {"args": list(args), "cwd": str(cwd), "env": env or {}, "unset": list(unset), "umask": umask,
-                   "new_session": start_new_session, "prelude": prelude, "argv0": argv0, "output": str(output)}
+                   "new_session": start_new_session, "prelude": prelude, "argv0": argv0, "output": str(output),
+                   "errors": errors and str(errors)}
         self.proc.stdin.write(json.dumps(request).encode() + b"\n")
         self.proc.stdin.flush()
-        return Forked([sys.executable, "launch.py", *args], int(self.proc.stdout.readline()), output)
+        return Forked([sys.executable, "launch.py", *args], int(self.proc.stdout.readline()), output, errors)
 
     def close(self) -> None:
         """End the server; a child still running is killed."""
@@ -150,4 +162,4 @@ class ForkServer:
 
 
 if __name__ == "__main__":
-    serve(Path(sys.argv[1]).resolve())
+    serve(Path(sys.argv[1]).resolve(), sys.argv[2:])

@@ -5,6 +5,7 @@ Was: a Ctrl-C in the first seconds (importing JAX, registering the schema, Hydra
 which no job had written. The Ctrl-C is raised where it lands, deterministically, by patching that step.
 """
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -27,6 +28,27 @@ AFTER = ("interrupted by Ctrl-C between the sweep's jobs: 1 job(s) ended, each r
          "no later job started")  # then how to continue, and the sweep's summary (test_harness_break34)
 
 
+@pytest.fixture(scope="module")
+def forks(tmp_path_factory):
+    """The module's launch.py processes, forked from one process that imported launch.py's modules once
+    (tests/fork_server.py: ~1.5 s of CPU less per launch); each runs its patch, then launch.py from its first line."""
+    from fork_server import ForkServer
+
+    # Its runs are stand-ins (no training): of what a run imports inside it, only the sweep summary's plot.
+    server = ForkServer(tmp_path_factory.mktemp("forks"), dict(os.environ),
+                        imports=("matplotlib.figure", "matplotlib.backends.backend_agg"))
+    yield server
+    server.close()
+
+
+def launch(forks, patch: str, *args: str):
+    """``python -c "<patch>; runpy.run_path('launch.py')" <args>`` in the repository, forked; its exit code,
+    stdout and stderr (as ``subprocess.run`` gives them)."""
+    proc = forks.launch(list(args), cwd=REPO, prelude=patch, argv0="launch.py", stderr_apart=True)
+    out, err = proc.communicate(timeout=120)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
 def test_launch_and_run_folder_agree_on_the_child_environment_variable():
     import launch
     from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
@@ -36,45 +58,44 @@ def test_launch_and_run_folder_agree_on_the_child_environment_variable():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("moment", sorted(PATCHES))
-def test_ctrl_c_before_a_run_started_is_one_line_and_exit_130(tmp_path, moment):
-    script = (PATCHES[moment] + "import runpy, sys\n"
-              f"sys.argv = ['launch.py', 'experiment=quick', 'hydra.run.dir={tmp_path / 'run'}']\n"
-              "runpy.run_path('launch.py', run_name='__main__')\n")
-    proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120)
+def test_ctrl_c_before_a_run_started_is_one_line_and_exit_130(tmp_path, moment, forks):
+    args = ("experiment=quick", f"hydra.run.dir={tmp_path / 'run'}")
+    if moment == "importing":  # a process of its own: launch.py's imports are its own (the fork server's are made)
+        script = (PATCHES[moment] + "import runpy, sys\n"
+                  f"sys.argv = ['launch.py', {', '.join(map(repr, args))}]\n"
+                  "runpy.run_path('launch.py', run_name='__main__')\n")
+        proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120)
+    else:
+        proc = launch(forks, PATCHES[moment], *args)
     assert (proc.returncode, proc.stderr.strip().splitlines()[-1:]) == (130, [LINE]), proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr
     assert not (tmp_path / "run" / "metrics.json").exists()
 
 
 @pytest.mark.slow
-def test_ctrl_c_between_a_sweeps_jobs_names_the_jobs_that_ended(tmp_path):
+def test_ctrl_c_between_a_sweeps_jobs_names_the_jobs_that_ended(tmp_path, forks):
     # run() stands in for a job that ended; the Ctrl-C lands in its final line, before the next job starts.
-    script = (RAISE + "import gensbi_sharding.harness.run as r, gensbi_sharding.harness.run_report as rr\n"
-              "r.run = lambda cfg: {'status': 'ok', 'c2st': 0.5}\nrr.final_line = interrupted\n"
-              "import runpy, sys\n"
-              f"sys.argv = ['launch.py', '-m', 'train.steps=1,2', 'hydra.sweep.dir={tmp_path / 'sweep'}']\n"
-              "runpy.run_path('launch.py', run_name='__main__')\n")
-    proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120)
+    patch = (RAISE + "import gensbi_sharding.harness.run as r, gensbi_sharding.harness.run_report as rr\n"
+             "r.run = lambda cfg: {'status': 'ok', 'c2st': 0.5}\nrr.final_line = interrupted\n")
+    proc = launch(forks, patch, "-m", "train.steps=1,2", f"hydra.sweep.dir={tmp_path / 'sweep'}")
     assert (proc.returncode, AFTER in proc.stderr.strip().splitlines()) == (130, True), proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("first", ["ok", "error"])
-def test_sigterm_between_a_sweeps_jobs_stops_the_sweep_before_its_next_job(tmp_path, first):
+def test_sigterm_between_a_sweeps_jobs_stops_the_sweep_before_its_next_job(tmp_path, first, forks):
     # Was: the signal, held after job 0 ended, was taken over by job 1, which started only to record status
     # preempted (a stop it never saw). Now job 1 never starts: exit 75, its row 'not run', the commands that go on.
     sweep = tmp_path / "sweep"
-    script = ("import json, os, signal, pathlib\nimport gensbi_sharding.harness.run as r\n"
-              "from gensbi_sharding.harness.run_folder import output_dir\ncalls = []\n"
-              "def fake(cfg):\n    calls.append(1)\n    assert len(calls) == 1, 'a second job started'\n"
-              f"    (output_dir(cfg) / 'metrics.json').write_text(json.dumps({{'status': '{first}'}}))\n"
-              "    os.kill(os.getpid(), signal.SIGTERM)  # as the job ends, before the next one starts\n"
-              f"    return {{'status': '{first}', 'c2st': 0.5, 'error': 'x'}}\n"
-              "r.run = fake\nimport runpy, sys\n"
-              f"sys.argv = ['launch.py', '-m', 'train.steps=1,2', 'hydra.sweep.dir={sweep}']\n"
-              "runpy.run_path('launch.py', run_name='__main__')\n")
-    proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120)
+    patch = ("import json, os, signal, pathlib\nimport gensbi_sharding.harness.run as r\n"
+             "from gensbi_sharding.harness.run_folder import output_dir\ncalls = []\n"
+             "def fake(cfg):\n    calls.append(1)\n    assert len(calls) == 1, 'a second job started'\n"
+             f"    (output_dir(cfg) / 'metrics.json').write_text(json.dumps({{'status': '{first}'}}))\n"
+             "    os.kill(os.getpid(), signal.SIGTERM)  # as the job ends, before the next one starts\n"
+             f"    return {{'status': '{first}', 'c2st': 0.5, 'error': 'x'}}\n"
+             "r.run = fake\n")
+    proc = launch(forks, patch, "-m", "train.steps=1,2", f"hydra.sweep.dir={sweep}")
     lines = (proc.stdout + proc.stderr).strip().splitlines()
     assert proc.returncode == 75 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
     assert ("[WARNING] preempted by SIGTERM between the sweep's jobs: 1 job(s) ended, each recorded in its folder's "
