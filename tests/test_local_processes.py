@@ -1,12 +1,14 @@
 """distributed=local: the harness as two real JAX processes on loopback, against one process."""
 
 import json
+import math
 import os
 import signal
 import subprocess
 import sys
 import threading
 import time
+from datetime import datetime
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -42,9 +44,17 @@ TRAINED = {  # jobs that train
     # compile and steps; what is tested is the preset's MULTIRUN mode and the folder, not the model).
     "preset": (("experiment=sbibm", "mesh=dict", "data=two_moons", "data.num_simulations=1000", "distributed=local",
                 "model.width=32", "model.depth=1", "data.batch_size=64", 'hydra.sweep.dir="{cwd}/sweep (1)=x"'), None),
-    "bound": (("distributed=local", "distributed.local_processes=2", "distributed.run_timeout_s=25",
+    # Its run_timeout_s (the seconds its processes train, beside their start) is set from how long "two" took to
+    # start training (``run_bound``).
+    "bound": (("distributed=local", "distributed.local_processes=2", "distributed.run_timeout_s={bound}",
                "train.steps=100000", "train.log_every=50"), "bound"),
 }
+
+
+def launch_args(args: tuple, out: str | None, folder: Path, **values) -> list[str]:
+    """The arguments of a launch of ``REFUSED`` or ``TRAINED`` in ``folder`` (``{cwd}`` and ``values`` filled in)."""
+    run_dir = [f"hydra.run.dir={folder / out}"] if out else []
+    return [*TINY, *(arg.format(cwd=folder, **values) for arg in args), *run_dir]
 
 
 def launch_all(table: dict, root: Path) -> dict:
@@ -56,8 +66,7 @@ def launch_all(table: dict, root: Path) -> dict:
     folders = {name: root / name for name in table}
     for folder in [*folders.values(), root / "fork"]:
         folder.mkdir()
-    runs = [{"args": [*TINY, *(arg.format(cwd=folders[name]) for arg in args),
-                      *([f"hydra.run.dir={folders[name] / out}"] if out else [])], "cwd": folders[name]}
+    runs = [{"args": launch_args(args, out, folders[name]), "cwd": folders[name]}
             for name, (args, out) in table.items()]
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
     env.pop("HYDRA_FULL_ERROR", None)
@@ -70,9 +79,40 @@ def refused(tmp_path_factory):
     return launch_all(REFUSED, tmp_path_factory.mktemp("refused"))
 
 
+def run_bound(folder: Path) -> int:
+    """A ``distributed.run_timeout_s`` that lets a job like the one in ``folder`` start training, as fast as it did
+    there: twice the seconds from "started 2 local processes" (the bound counts from then) to the later of its
+    processes' "[5/7] train", plus 3 s (~11 s on the 2-core machine; a fixed 25 s trained ~20 s beyond, ~35 s of CPU).
+    """
+    def at(path: Path, text: str) -> float:
+        line = next(line for line in path.read_text().splitlines() if text in line)
+        return datetime.strptime(line[1:24], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+
+    started = at(folder / "launch.log", "started 2 local processes")
+    training = max(at(folder / f"process_{rank}.log", "[5/7] train") for rank in (0, 1))
+    return math.ceil(2 * (training - started)) + 3
+
+
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
-    return launch_all(TRAINED, tmp_path_factory.mktemp("trained"))
+    """``TRAINED``'s launches, one after the other, forked from one process that imported launch.py's modules once
+    (tests/fork_server.py; each launch still a process of its own from launch.py's first line, and the processes it
+    starts real ones): ``{name: (its launch, its working folder)}``; ``bound``'s bound is ``run_bound`` of ``two``."""
+    from fork_server import ForkServer
+
+    root, done = tmp_path_factory.mktemp("trained"), {}
+    server = ForkServer(root, launch_env(), imports=())  # its launches' processes train, not they
+    try:
+        for name, (args, out) in TRAINED.items():
+            folder = root / name
+            folder.mkdir()
+            values = {"bound": run_bound(root / "two" / "two")} if name == "bound" else {}
+            proc = server.launch(launch_args(args, out, folder, **values), cwd=folder, stderr_apart=True)
+            printed = proc.communicate(timeout=240)
+            done[name] = (subprocess.CompletedProcess(proc.args, proc.returncode, *printed), folder)
+    finally:
+        server.close()
+    return done
 
 
 def test_a_childs_stderr_reaches_the_console_until_a_peer_dies_then_its_log(tmp_path, capfd):
@@ -329,12 +369,14 @@ def test_a_model_axis_wider_than_one_process_names_the_override_that_fits(refuse
 def test_the_run_bound_stops_the_processes_at_a_step_with_a_checkpoint(trained):
     # Was: at distributed.run_timeout_s the processes were killed (SIGKILL): every step since the last
     # checkpoint lost, and the console said only "did not finish within the bound".
-    proc, tmp_path = trained["bound"]  # distributed.run_timeout_s=25 train.steps=100000 train.log_every=50
+    proc, tmp_path = trained["bound"]  # distributed.run_timeout_s=<bound> train.steps=100000 train.log_every=50
+    bound = run_bound(trained["two"][1] / "two")
+    assert f"distributed.run_timeout_s={bound}" in proc.args
     out = tmp_path / "bound"
     assert proc.returncode == 75, (proc.stdout + proc.stderr)[-3000:]  # EX_TEMPFAIL: continue it
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["status"] == "preempted" and metrics["stop_signal"] is None
-    assert metrics["error"].startswith("stopped at distributed.run_timeout_s=25 s: ")
+    assert metrics["error"].startswith(f"stopped at distributed.run_timeout_s={bound} s: ")
     assert metrics["error"].endswith("; raise distributed.run_timeout_s for the rest")
     assert metrics["stopped_at_step"] > 0 and (out / "checkpoints" / str(metrics["stopped_at_step"])).is_dir()
 
