@@ -57,33 +57,37 @@ def launch_args(args: tuple, out: str | None, folder: Path, **values) -> list[st
     return [*TINY, *(arg.format(cwd=folder, **values) for arg in args), *run_dir]
 
 
-def launch_all(table: dict, root: Path) -> dict:
-    """``{name: (its launch, its working folder)}`` for ``table``, one after the other, all forked from one
-    Python process that imported launch.py's modules once (tests/fork_launch.py: ~1.5 s of CPU less per launch;
-    each launch still a process of its own from launch.py's first line, and the processes it starts real ones)."""
-    from fork_launch import run_forked
-
-    folders = {name: root / name for name in table}
-    for folder in [*folders.values(), root / "fork"]:
-        folder.mkdir()
-    runs = [{"args": launch_args(args, out, folders[name]), "cwd": folders[name]}
-            for name, (args, out) in table.items()]
-    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
-    env.pop("HYDRA_FULL_ERROR", None)
-    procs = run_forked(runs, env=env, timeout=240 * len(runs), workdir=root / "fork")
-    return {name: (proc, folders[name]) for name, proc in zip(table, procs)}
-
-
 @pytest.fixture(scope="module")
-def refused(tmp_path_factory):
-    return launch_all(REFUSED, tmp_path_factory.mktemp("refused"))
+def forks(tmp_path_factory):
+    """The module's launches, forked from one process that imported launch.py's modules once (tests/fork_server.py:
+    ~1.5 s of CPU less per launch; each launch still a process of its own from launch.py's first line, and the
+    processes it starts real ones)."""
+    from fork_server import ForkServer
+
+    server = ForkServer(tmp_path_factory.mktemp("forks"), launch_env(), imports=())  # its processes train, not they
+    yield server
+    server.close()
+
+
+def launch_all(forks, table: dict, root: Path) -> dict:
+    """``{name: (its launch, its working folder)}`` for ``table``, one after the other (``forks``); a ``{bound}``
+    in a launch's arguments is ``run_bound`` of the job ``two`` launched before it."""
+    done = {}
+    for name, (args, out) in table.items():
+        folder = root / name
+        folder.mkdir()
+        values = {"bound": run_bound(root / "two" / "two")} if any("{bound}" in arg for arg in args) else {}
+        proc = forks.launch(launch_args(args, out, folder, **values), cwd=folder, stderr_apart=True)
+        printed = proc.communicate(timeout=240)
+        done[name] = (subprocess.CompletedProcess(proc.args, proc.returncode, *printed), folder)
+    return done
 
 
 def run_bound(folder: Path) -> int:
     """A ``distributed.run_timeout_s`` that lets a job like the one in ``folder`` start training, as fast as it did
     there: twice the seconds from "started 2 local processes" (the bound counts from then) to the later of its
-    processes' "[5/7] train", plus 3 s (~11 s on the 2-core machine; a fixed 25 s trained ~20 s beyond, ~35 s of CPU).
-    """
+    processes' "[5/7] train", plus 3 s (~18 s on the loaded 2-core machine; a fixed 25 s trained ~20 s beyond, ~35 s
+    of CPU)."""
     def at(path: Path, text: str) -> float:
         line = next(line for line in path.read_text().splitlines() if text in line)
         return datetime.strptime(line[1:24], "%Y-%m-%d %H:%M:%S,%f").timestamp()
@@ -94,25 +98,13 @@ def run_bound(folder: Path) -> int:
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    """``TRAINED``'s launches, one after the other, forked from one process that imported launch.py's modules once
-    (tests/fork_server.py; each launch still a process of its own from launch.py's first line, and the processes it
-    starts real ones): ``{name: (its launch, its working folder)}``; ``bound``'s bound is ``run_bound`` of ``two``."""
-    from fork_server import ForkServer
+def refused(tmp_path_factory, forks):
+    return launch_all(forks, REFUSED, tmp_path_factory.mktemp("refused"))
 
-    root, done = tmp_path_factory.mktemp("trained"), {}
-    server = ForkServer(root, launch_env(), imports=())  # its launches' processes train, not they
-    try:
-        for name, (args, out) in TRAINED.items():
-            folder = root / name
-            folder.mkdir()
-            values = {"bound": run_bound(root / "two" / "two")} if name == "bound" else {}
-            proc = server.launch(launch_args(args, out, folder, **values), cwd=folder, stderr_apart=True)
-            printed = proc.communicate(timeout=240)
-            done[name] = (subprocess.CompletedProcess(proc.args, proc.returncode, *printed), folder)
-    finally:
-        server.close()
-    return done
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory, forks):
+    return launch_all(forks, TRAINED, tmp_path_factory.mktemp("trained"))
 
 
 def test_a_childs_stderr_reaches_the_console_until_a_peer_dies_then_its_log(tmp_path, capfd):
