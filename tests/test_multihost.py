@@ -137,22 +137,32 @@ def free_port() -> int:
 
 def launch(case: str, num_processes: int = 2) -> list[dict]:
     """Run ``case`` in ``num_processes`` workers; per process: rc, seconds, result, stdout, stderr."""
-    hangs = []
-    for _ in range(LAUNCH_ATTEMPTS):
-        runs, hung = _launch_once(case, num_processes)
-        if not hung:
-            return runs
-        hangs.append(hung)
-    raise AssertionError(f"{case}: a worker hung past {LAUNCH_TIMEOUT_S} s in each of {LAUNCH_ATTEMPTS} attempts; "
-                         "what the workers printed:\n" + "\n".join(hangs))
+    return launch_all([case], num_processes)[case]
 
 
-def _launch_once(case: str, num_processes: int) -> tuple[list[dict] | None, str | None]:
-    """One process group: its runs, or (None, the workers' output tails) if one hung.
+def launch_all(cases: list[str], num_processes: int = 2) -> dict[str, list[dict]]:
+    """``launch`` of each of ``cases``, their groups all at once (each on a port of its own): a group that fails
+    waits seconds for its bounds (a dead peer's heartbeat), which the others' run meanwhile."""
+    hangs, runs = {case: [] for case in cases}, {}
+    while left := [case for case in cases if case not in runs and len(hangs[case]) < LAUNCH_ATTEMPTS]:
+        for case, (done, hung) in _launch_once(left, num_processes).items():
+            if hung:
+                hangs[case].append(hung)
+            else:
+                runs[case] = done
+    for case in cases:
+        if case not in runs:
+            raise AssertionError(f"{case}: a worker hung past {LAUNCH_TIMEOUT_S} s in each of {LAUNCH_ATTEMPTS} "
+                                 "attempts; what the workers printed:\n" + "\n".join(hangs[case]))
+    return runs
+
+
+def _launch_once(cases: list[str], num_processes: int) -> dict[str, tuple[list[dict] | None, str | None]]:
+    """One process group per case, all at once: per case its runs, or (None, the workers' output tails) if one hung.
 
     The workers are forked at once from one Python process that imported JAX and the library once
     (tests/fork_launch.py: ~1.5 s of CPU less per worker); each runs multihost_worker.py from its first line,
-    starts its own JAX backend and joins the others, as a started process does.
+    starts its own JAX backend and joins the others of its group, as a started process does.
     """
     import tempfile
 
@@ -160,31 +170,46 @@ def _launch_once(case: str, num_processes: int) -> tuple[list[dict] | None, str 
 
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
                JAX_PLATFORMS="cpu", PYTHONUNBUFFERED="1")
-    port = free_port()
+    ports = {}
+    for case in cases:  # distinct ports: each group its own coordinator
+        while (port := free_port()) in ports.values():
+            pass
+        ports[case] = port
     with tempfile.TemporaryDirectory() as work:
-        procs = run_forked([{"args": [case, str(port), str(p), str(num_processes)], "cwd": os.getcwd()}
-                            for p in range(num_processes)], env=env, timeout=LAUNCH_TIMEOUT_S + 60,
-                           workdir=Path(work), script=WORKER, together=True, imports=("jax", "gensbi_sharding"),
-                           deadline_s=LAUNCH_TIMEOUT_S)
-    if any(proc.hung for proc in procs):
-        return None, "\n".join(f"process {p} (port {port}): " + " | ".join((proc.stdout + proc.stderr).strip()
-                                                                           .splitlines()[-8:])
-                               for p, proc in enumerate(procs))
-    runs = []
-    for proc in procs:
-        out = proc.stdout
-        # Searched, then raw_decode: gloo's C++ logging shares stdout and can land on the
-        # same line before or after the JSON.
-        at = out.rfind("RESULT {")
-        runs.append({"rc": proc.returncode, "seconds": proc.seconds,
-                     "result": json.JSONDecoder().raw_decode(out[at + 7:])[0] if at >= 0 else None,
-                     "stdout": out, "stderr": proc.stderr})
-    return runs, None
+        procs = run_forked([{"args": [case, str(ports[case]), str(p), str(num_processes)], "cwd": os.getcwd()}
+                            for case in cases for p in range(num_processes)], env=env,
+                           timeout=LAUNCH_TIMEOUT_S + 60, workdir=Path(work), script=WORKER, together=True,
+                           imports=("jax", "gensbi_sharding"), deadline_s=LAUNCH_TIMEOUT_S)
+    done = {}
+    for i, case in enumerate(cases):
+        group, port = procs[i * num_processes:(i + 1) * num_processes], ports[case]
+        if any(proc.hung for proc in group):
+            done[case] = (None, "\n".join(f"process {p} (port {port}): " + " | ".join(
+                (proc.stdout + proc.stderr).strip().splitlines()[-8:]) for p, proc in enumerate(group)))
+            continue
+        runs = []
+        for proc in group:
+            out = proc.stdout
+            # Searched, then raw_decode: gloo's C++ logging shares stdout and can land on the
+            # same line before or after the JSON.
+            at = out.rfind("RESULT {")
+            runs.append({"rc": proc.returncode, "seconds": proc.seconds,
+                         "result": json.JSONDecoder().raw_decode(out[at + 7:])[0] if at >= 0 else None,
+                         "stdout": out, "stderr": proc.stderr})
+        done[case] = (runs, None)
+    return done
 
 
 @pytest.fixture(scope="module")
-def placement():
-    runs = launch("placement")
+def groups():
+    """The module's process groups (``placement`` and the cases that fail), launched at once: ~1.5 s of CPU per
+    group less (one forking process), and the failing groups' waits for their bounds overlap."""
+    return launch_all(["placement", "worker_dies", "coordinator_dies", "uneven"])
+
+
+@pytest.fixture(scope="module")
+def placement(groups):
+    runs = groups["placement"]
     for p, run in enumerate(runs):
         assert run["rc"] == 0, f"process {p} failed:\n{run['stderr'][-3000:]}"
         assert run["result"] is not None, f"process {p} printed no result:\n{run['stdout'][-3000:]}"
@@ -268,8 +293,8 @@ def test_indivisible_size_raises_on_every_process(placement):
 @pytest.mark.slow
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize("case, victim", [("worker_dies", 1), ("coordinator_dies", 0)])
-def test_dead_peer_fails_the_survivor_fast(case, victim):
-    runs = launch(case)
+def test_dead_peer_fails_the_survivor_fast(case, victim, groups):
+    runs = groups[case]
     survivor = runs[1 - victim]
     assert runs[victim]["rc"] == 1
     assert survivor["rc"] != 0 and survivor["result"] is None, survivor["stderr"][-3000:]
@@ -278,8 +303,8 @@ def test_dead_peer_fails_the_survivor_fast(case, victim):
 
 @pytest.mark.slow
 @pytest.mark.timeout(180)
-def test_uneven_process_raises_and_the_other_does_not_hang():
-    runs = launch("uneven")
+def test_uneven_process_raises_and_the_other_does_not_hang(groups):
+    runs = groups["uneven"]
     assert "ValueError: process 1 passes leading size 3" in runs[1]["stderr"]
     for p, run in enumerate(runs):
         assert run["rc"] != 0 and run["result"] is None, f"process {p}: {run['stderr'][-3000:]}"
