@@ -65,7 +65,7 @@ def serve(script: Path, imports: list[str]) -> None:
     os.write(1, b"ready\n")
     children, pending, open_ = {}, b"", True
     while open_ or children:
-        if open_ and select.select([0], [], [], 0.01)[0]:
+        if open_ and select.select([0], [], [], 0.01 if children else None)[0]:  # idle: asleep until asked
             data = os.read(0, 1 << 16)
             open_ = bool(data)
             pending += data
