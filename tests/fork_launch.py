@@ -12,8 +12,9 @@ own, and forking before that is safe.
     python tests/fork_launch.py <spec.json>
 
 spec.json: ``{"script": <path>, "runs": [{"args": [...], "cwd": ..., "stdout": ..., "stderr": ...}, ...]}``;
-each run's exit code is written to ``<stdout>.rc``. The environment is this process's, as the commands'
-would be (the callers launch them all with one environment). ``run_forked`` is the caller's side.
+each run's exit code is written to ``<stdout>.rc``. A run may name ``"snapshot": [src, dst]``: folder ``src`` is
+copied to ``dst`` just before that run starts (what an earlier run left, as the run found it). The
+environment is this process's, as the commands' would be (the callers launch them all with one environment). ``run_forked`` is the caller's side.
 """
 
 import ast
@@ -21,6 +22,7 @@ import importlib
 import json
 import os
 import runpy
+import shutil
 import signal
 import subprocess
 import sys
@@ -88,6 +90,8 @@ def main(spec_path: str) -> None:
         importlib.import_module(name)
     runs, pids = spec["runs"], {}
     for i, run in enumerate(runs):
+        if run.get("snapshot"):
+            shutil.copytree(*run["snapshot"])
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
@@ -109,13 +113,16 @@ def run_forked(runs: list[dict], *, env: dict, timeout: float, workdir: Path, sc
     (outside every ``cwd``) keeps the spec and the captured streams. ``together``: all started at once
     (processes of one job) instead of one after the other; those alive ``deadline_s`` after this call are
     killed, their ``hung`` True. ``imports``: modules the script imports inside its functions, to import once
-    here too.
+    here too. A run's ``snapshot`` (``(src, dst)``, one after the other only): folder ``src`` copied to ``dst``
+    as the run starts, e.g. to compare what a run leaves of an earlier run's files with what it found.
     """
     started = time.time()
     spec = {"script": str(script), "together": together, "imports": list(imports),
             "deadline": None if deadline_s is None else started + deadline_s,
             "runs": [{"args": list(run["args"]), "cwd": str(run["cwd"]), "stdout": str(workdir / f"{i}.out"),
-                      "stderr": str(workdir / f"{i}.err")} for i, run in enumerate(runs)]}
+                      "stderr": str(workdir / f"{i}.err"),
+                      "snapshot": [str(p) for p in run["snapshot"]] if run.get("snapshot") else None}
+                     for i, run in enumerate(runs)]}
     (workdir / "spec.json").write_text(json.dumps(spec))
     driver = subprocess.run([sys.executable, __file__, str(workdir / "spec.json")], env=env,
                             capture_output=True, text=True, timeout=timeout)

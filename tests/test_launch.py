@@ -66,12 +66,12 @@ def spec_axes(spec: str) -> set[str]:
 
 @pytest.fixture(scope="module")
 def shared_launches(tmp_path_factory):
-    """The three launches the module's tests read (below), run as ``launch()`` would, forked one after the other
+    """The launches the module's tests read (below), run as ``launch()`` would, forked one after the other
     from one Python process that imported launch.py's modules once (tests/fork_launch.py: ~1.5 s of CPU less
     per launch; each still a process of its own, from launch.py's first line): ``{name: (its launch, root)}``."""
     from fork_launch import run_forked
 
-    roots = {name: tmp_path_factory.mktemp(name) for name in ("sweep", "none", "strict", "refused")}
+    roots = {name: tmp_path_factory.mktemp(name) for name in ("sweep", "none", "strict", "refused", "second")}
     commands = {
         # Every rule x model_axis 1, 2: 8 jobs in one process.
         "sweep": ["-m", *TINY, f"rule={','.join(RULES)}", "mesh.model_axis=1,2",
@@ -84,12 +84,16 @@ def shared_launches(tmp_path_factory):
         # the failed job, the lenient job's placements and the summary, never a C2ST: no evaluation (~2 s of CPU).
         "strict": ["-m", *TINY, "rule=fsdp", "model.width=36", "strict=true,false", "eval.enabled=false",
                    f"hydra.sweep.dir={roots['strict'] / 'multirun'}"],
+        # Another run (seed=1) into none's completed folder, once none has ended; the folder as this run found it
+        # is copied to second/before first (second_run compares).
+        "second": [*TINY, "mesh=none", "seed=1", f"hydra.run.dir={roots['none'] / 'run'}"],
     }
     env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
     env["JAX_PLATFORMS"] = "cpu"
     fork = tmp_path_factory.mktemp("fork")
-    procs = run_forked([{"args": args, "cwd": roots[name]} for name, args in commands.items()], env=env,
-                       timeout=3 * 400, workdir=fork)
+    snapshots = {"second": (roots["none"] / "run", roots["second"] / "before")}
+    procs = run_forked([{"args": args, "cwd": roots[name], "snapshot": snapshots.get(name)}
+                        for name, args in commands.items()], env=env, timeout=4 * 400, workdir=fork)
     return {name: (proc, roots[name]) for name, proc in zip(commands, procs)}
 
 
@@ -441,12 +445,12 @@ def test_strict_turns_an_unsplittable_variable_into_an_error(strict_sweep):
 # ------------------------------------------------------------------ (g) never overwrite
 
 @pytest.fixture(scope="module")
-def second_run(no_mesh_run, tmp_path_factory):
+def second_run(no_mesh_run, shared_launches):
     """Another run (``seed=1``) into no_mesh_run's completed folder, and that folder's files before it."""
-    _, run_dir = no_mesh_run
-    before = {name: (run_dir / name).read_bytes() for name in (
+    proc, root = shared_launches["second"]
+    before = {name: (root / "before" / name).read_bytes() for name in (
         "metrics.json", "sharding.txt", "train_losses.npz", "posterior.png", ".hydra/config.yaml")}
-    return launch("mesh=none", "seed=1", f"hydra.run.dir={run_dir}", cwd=tmp_path_factory.mktemp("second")), before
+    return proc, before
 
 
 @pytest.mark.slow
