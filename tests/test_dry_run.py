@@ -118,17 +118,51 @@ def test_dry_run_with_resume_is_refused_and_leaves_a_resumable_run_intact(tmp_pa
     assert ensure_fresh(folder, resume_auto=True) is None  # the real requeue still continues it
 
 
+IDLE_MODEL_AXIS = ("rule=fsdp", "mesh.model_axis=2")  # fsdp splits nothing over "model": its 2 devices idle
+
+
+@pytest.fixture(scope="module")
+def idle_model_axis_runs(tmp_path_factory, devices):
+    """``{"dry": (metrics, messages), "real": (metrics, messages)}``: ``IDLE_MODEL_AXIS`` as a dry run and as a
+    training run, with the messages each logged (``gensbi_sharding`` at INFO, as caplog would read them). Two
+    tests read each: the state per device (the figures) and the idle model axis (the messages)."""
+    import logging
+
+    from faults_helpers import run_tiny
+
+    class Messages(logging.Handler):
+        def emit(self, record):
+            self.messages.append(record.getMessage())
+
+    logger, root, runs = logging.getLogger("gensbi_sharding"), tmp_path_factory.mktemp("idle"), {}
+    level = logger.level
+    for name, extra in (("dry", ("dry_run=true",)), ("real", ())):
+        handler = Messages()
+        handler.messages = []
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        try:
+            runs[name] = run_tiny(root / name, *extra, *IDLE_MODEL_AXIS), handler.messages
+        finally:
+            logger.removeHandler(handler)
+            logger.setLevel(level)
+    return runs
+
+
 @pytest.mark.slow  # a real run beside each dry run
-@pytest.mark.parametrize("overrides", [("rule=fsdp", "mesh.model_axis=2"), ("rule=tensor", "mesh.model_axis=4"),
-                                       ("mesh=none",)])
-def test_a_dry_run_reports_the_state_per_device_a_real_run_reports(tmp_path, devices, overrides):
+@pytest.mark.parametrize("overrides", [IDLE_MODEL_AXIS, ("rule=tensor", "mesh.model_axis=4"), ("mesh=none",)])
+def test_a_dry_run_reports_the_state_per_device_a_real_run_reports(tmp_path, devices, overrides, request):
     # Was: a dry run's metrics.json held only the compiled step's memory; parameter count and bytes per
     # device of parameters and optimizer state, what a run's placement block and the sweep table show,
     # were missing (benchmarks/gensbi_scale.py recomputed them itself).
     from faults_helpers import run_tiny
 
-    real = run_tiny(tmp_path / "real", *overrides)
-    dry = run_tiny(tmp_path / "dry", "dry_run=true", *overrides)
+    if overrides == IDLE_MODEL_AXIS:  # the runs test_a_run_and_its_dry_run_say_once... reads too
+        runs = request.getfixturevalue("idle_model_axis_runs")
+        real, dry = runs["real"][0], runs["dry"][0]
+    else:
+        real = run_tiny(tmp_path / "real", *overrides)
+        dry = run_tiny(tmp_path / "dry", "dry_run=true", *overrides)
     assert real["status"] == dry["status"] == "ok"
     keys = ("param_count", "param_bytes_per_device", "opt_bytes_per_device", "state_bytes_per_device",
             "ema_bytes_per_device", "best_weights_bytes_per_device")
@@ -166,17 +200,11 @@ def test_a_dry_run_says_when_the_rule_splits_nothing_on_its_mesh(tmp_path, devic
 
 
 @pytest.mark.slow  # a training run beside the dry run
-def test_a_run_and_its_dry_run_say_once_when_the_rule_leaves_the_model_axis_idle(tmp_path, devices, caplog):
+def test_a_run_and_its_dry_run_say_once_when_the_rule_leaves_the_model_axis_idle(idle_model_axis_runs):
     # Was silent: rule=fsdp mesh.model_axis=2 trained with the 2 devices along "model" repeating the same work.
-    import logging
-
-    from faults_helpers import run_tiny
-
-    for name, extra in (("dry", ("dry_run=true",)), ("train", ("train.steps=2",))):
-        caplog.clear()
-        with caplog.at_level(logging.INFO, logger="gensbi_sharding"):
-            assert run_tiny(tmp_path / name, *extra, "rule=fsdp", "mesh.model_axis=2")["status"] == "ok"
-        idle = [line for message in caplog.messages for line in message.splitlines() if "model axis idle" in line]
+    for name, (metrics, messages) in idle_model_axis_runs.items():
+        assert metrics["status"] == "ok", (name, metrics.get("error"))
+        idle = [line for message in messages for line in message.splitlines() if "model axis idle" in line]
         assert idle == ["rule fsdp leaves the model axis idle: it splits nothing over 'model', of size 2 on data=4 x "
                         "model=2 (mesh=dict): the 2 devices along it repeat the same work; run with mesh.model_axis=1 "
                         "so every device takes data, or rule=tensor"], name
