@@ -36,13 +36,11 @@ def test_local_processes_beyond_the_hosts_memory_are_refused_before_any_starts(m
                                     "dry_run=true")) is None  # a dry run simulates none
 
 
-@pytest.mark.slow  # two launch.py sweeps (run() stubbed)
-@pytest.mark.parametrize("where", ["as job 1 starts", "as job 0 ends", "again as the summary is written"])
-def test_ctrl_c_between_a_sweeps_jobs_writes_its_summary_as_a_preemption_there_does(tmp_path, where):
-    # launch.py -m train.steps=1,2,3, Ctrl-C after job 0 ended: was one line and no sweep_summary.* (Hydra's end of
-    # sweep never came; a SIGTERM there wrote them). Now: the summary, jobs 1 and 2 'not run', how to continue, the
-    # sweep's outcome last, as for SIGTERM. The Ctrl-C lands once Hydra made job 1's folder, or before.
-    sweep = tmp_path / "sweep"
+WHERE = ["as job 1 starts", "as job 0 ends", "again as the summary is written"]
+
+
+def _ctrl_c_script(where: str, sweep: Path) -> str:
+    """``launch.py -m train.steps=1,2,3`` into ``sweep``, run() stubbed, Ctrl-C landing ``where``."""
     hook = ("import gensbi_sharding.harness.summary as s\ns.SweepSummary.on_job_start = interrupted\n"
             if where != "as job 0 ends" else
             "import gensbi_sharding.harness.run_report as rr\nrr.final_line = interrupted\n")
@@ -57,7 +55,52 @@ def test_ctrl_c_between_a_sweeps_jobs_writes_its_summary_as_a_preemption_there_d
               "    return {'status': 'ok', 'c2st': 0.5}\nr.run = fake\nimport runpy, sys\n"
               f"sys.argv = ['launch.py', '-m', 'train.steps=1,2,3', 'hydra.sweep.dir={sweep}']\n"
               "runpy.run_path('launch.py', run_name='__main__')\n")
-    proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120)
+    return script
+
+
+def _no_record_script(sweep: Path) -> str:
+    """``launch.py -m train.steps=1,2`` into ``sweep``, run() stubbed: job 1 refused before its metrics.json."""
+    return ("import json\nimport gensbi_sharding.harness.run as r\n"
+            "from gensbi_sharding.harness.run_folder import output_dir\n"
+            "def fake(cfg):\n    if cfg.train.steps == 2:\n        return {'status': 'error', 'error': 'FolderInUseError'}\n"
+            "    (output_dir(cfg) / 'metrics.json').write_text(json.dumps({'status': 'ok', 'c2st': 0.5}))\n"
+            "    return {'status': 'ok', 'c2st': 0.5}\nr.run = fake\nimport runpy, sys\n"
+            f"sys.argv = ['launch.py', '-m', 'train.steps=1,2', 'hydra.sweep.dir={sweep}']\n"
+            "runpy.run_path('launch.py', run_name='__main__')\n")
+
+
+@pytest.fixture(scope="module")
+def stubbed_sweeps(tmp_path_factory):
+    """``{case: (its process, its sweep folder)}``: each script above as ``python -c <script>`` in the repository
+    would run it, forked one after the other from one process that imported launch.py's modules once
+    (tests/fork_launch.py: each still a process of its own, from the script's first line; ~2 s of CPU less each)."""
+    import os
+
+    from fork_launch import REPO as FORK_REPO, _imports, run_forked
+
+    root = tmp_path_factory.mktemp("stubbed_sweeps")
+    (root / "run.py").write_text("import runpy, sys\nrunpy.run_path(sys.argv[1], run_name='__main__')\n")
+    sweeps = {**{where: root / f"ctrl_c{i}" / "sweep" for i, where in enumerate(WHERE)},
+              "no record": root / "no_record" / "sweep"}
+    runs = []
+    for i, (case, sweep) in enumerate(sweeps.items()):
+        sweep.parent.mkdir()
+        script = _no_record_script(sweep) if case == "no record" else _ctrl_c_script(case, sweep)
+        (root / f"{i}.py").write_text(script)
+        runs.append({"args": [str(root / f"{i}.py")], "cwd": REPO})
+    (root / "fork").mkdir()
+    procs = run_forked(runs, env=dict(os.environ), timeout=120 * len(runs), workdir=root / "fork",
+                       script=root / "run.py", imports=tuple(_imports(FORK_REPO / "launch.py")))
+    return {case: (proc, sweeps[case]) for case, proc in zip(sweeps, procs)}
+
+
+@pytest.mark.slow  # three launch.py sweeps (run() stubbed)
+@pytest.mark.parametrize("where", WHERE)
+def test_ctrl_c_between_a_sweeps_jobs_writes_its_summary_as_a_preemption_there_does(stubbed_sweeps, where):
+    # launch.py -m train.steps=1,2,3, Ctrl-C after job 0 ended: was one line and no sweep_summary.* (Hydra's end of
+    # sweep never came; a SIGTERM there wrote them). Now: the summary, jobs 1 and 2 'not run', how to continue, the
+    # sweep's outcome last, as for SIGTERM. The Ctrl-C lands once Hydra made job 1's folder, or before.
+    proc, sweep = stubbed_sweeps[where]
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 130 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
     if where.startswith("again"):
@@ -164,18 +207,10 @@ def test_a_run_and_a_sweep_never_share_a_job_folder_while_either_runs(tmp_path):
 
 
 @pytest.mark.slow  # one launch.py sweep (run() stubbed)
-def test_a_sweeps_job_that_ended_without_a_record_is_a_row_of_its_summary(tmp_path):
+def test_a_sweeps_job_that_ended_without_a_record_is_a_row_of_its_summary(stubbed_sweeps):
     # A job refused before run() could write its metrics.json (its folder in use by another run): the summary left it
     # out and the sweep ended "sweep done: 1 ok, 0 failed" while it exited 1. Now its row says 'not run'.
-    sweep = tmp_path / "sweep"
-    script = ("import json\nimport gensbi_sharding.harness.run as r\n"
-              "from gensbi_sharding.harness.run_folder import output_dir\n"
-              "def fake(cfg):\n    if cfg.train.steps == 2:\n        return {'status': 'error', 'error': 'FolderInUseError'}\n"
-              "    (output_dir(cfg) / 'metrics.json').write_text(json.dumps({'status': 'ok', 'c2st': 0.5}))\n"
-              "    return {'status': 'ok', 'c2st': 0.5}\nr.run = fake\nimport runpy, sys\n"
-              f"sys.argv = ['launch.py', '-m', 'train.steps=1,2', 'hydra.sweep.dir={sweep}']\n"
-              "runpy.run_path('launch.py', run_name='__main__')\n")
-    proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120)
+    proc, sweep = stubbed_sweeps["no record"]
     lines = proc.stdout.strip().splitlines()
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
     assert lines[-1].startswith("sweep stopped after ") and lines[-1].endswith(
