@@ -312,14 +312,11 @@ def _preempted_run(run, devices_mesh):
 
 
 @pytest.mark.slow  # a launch (refused before any simulation: about 3 s)
-def test_a_refused_resume_leaves_the_folder_s_record_of_the_run_that_saved_it(tmp_path, devices):
+def test_a_refused_resume_leaves_the_folder_s_record_of_the_run_that_saved_it(forked_launches):
     # Hydra rewrites .hydra/overrides.yaml at every launch: a train.resume=auto refused for another model.width
     # left its own command as the folder's record, so the refusal could not name the saving run's command, and
     # every later hint built from the record (a stopped sweep job's continue command) named the refused one.
-    run = tmp_path / "run"
-    _preempted_run(run, contract.make_mesh(model_axis=1))
-    proc = subprocess.run([sys.executable, "launch.py", "experiment=quick", "model.width=32", "train.resume=auto",
-                           f"hydra.run.dir={run}"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    proc, run = forked_launches["refused resume"]
     assert proc.returncode == 1, proc.stdout + proc.stderr
     error = next(line for line in (proc.stdout + proc.stderr).splitlines() if line.startswith("[ERROR]"))
     assert "the checkpoint was saved with model.width=16 (this run: model.width=32)" in error
@@ -602,19 +599,33 @@ def test_a_quoted_list_for_a_list_key_is_refused_naming_the_unquoted_list(args, 
 
 
 @pytest.fixture(scope="module")
-def list_refusal_launches(tmp_path_factory):
-    """``{args: (its launch, its empty working folder)}`` for ``LIST_REFUSALS``: ``python launch.py <args>``,
-    each forked from one Python process that imported launch.py's modules once (tests/fork_launch.py: ~1.5 s of
-    CPU less per launch; each still a process of its own, from launch.py's first line)."""
+def forked_launches(tmp_path_factory, devices):
+    """The module's ``python launch.py`` runs, each forked from one Python process that imported launch.py's
+    modules once (tests/fork_launch.py: ~1.5 s of CPU less per launch; each still a process of its own, from
+    launch.py's first line): ``{args: (its launch, its empty working folder)}`` for ``LIST_REFUSALS``, and
+    ``"refused resume"``: (``experiment=quick model.width=32 train.resume=auto`` in the repository, into a folder
+    ``_preempted_run`` left with ``model.width=16``, that folder)."""
     from fork_launch import run_forked
 
     root = tmp_path_factory.mktemp("list_refusals")
     folders = [root / str(i) for i in range(len(LIST_REFUSALS))]
     for folder in [*folders, root / "fork"]:
         folder.mkdir()
-    procs = run_forked([{"args": args, "cwd": folder} for (args, _), folder in zip(LIST_REFUSALS, folders)],
-                       env=dict(os.environ), timeout=300, workdir=root / "fork")
-    return {args: (proc, folder) for (args, _), proc, folder in zip(LIST_REFUSALS, procs, folders)}
+    run = tmp_path_factory.mktemp("refused_resume") / "run"
+    _preempted_run(run, contract.make_mesh(model_axis=1))
+    runs = [{"args": args, "cwd": folder} for (args, _), folder in zip(LIST_REFUSALS, folders)]
+    runs.append({"args": ["experiment=quick", "model.width=32", "train.resume=auto", f"hydra.run.dir={run}"],
+                 "cwd": REPO})
+    procs = run_forked(runs, env=dict(os.environ), timeout=300 * 2, workdir=root / "fork")
+    launches = {args: (proc, folder) for (args, _), proc, folder in zip(LIST_REFUSALS, procs, folders)}
+    launches["refused resume"] = procs[-1], run
+    return launches
+
+
+@pytest.fixture(scope="module")
+def list_refusal_launches(forked_launches):
+    """``{args: (its launch, its empty working folder)}`` for ``LIST_REFUSALS`` (``forked_launches``)."""
+    return forked_launches
 
 
 @pytest.mark.slow  # launch.py processes (refused while composing, forked: about 3 s in all)
