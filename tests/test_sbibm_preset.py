@@ -2,8 +2,7 @@
 
 import csv
 import json
-import subprocess
-import sys
+import os
 from pathlib import Path
 
 import pytest
@@ -13,15 +12,24 @@ TINY = ["mesh=none", "model.width=16", "model.depth=1", "train.steps=6", "train.
         "data.batch_size=16", "eval.observations=[1,3]", "eval.num_samples=48", "eval.c2st_folds=2"]
 
 
-def sbibm(*args, timeout=600):
-    return subprocess.run([sys.executable, str(REPO / "benchmarks" / "sbibm.py"), *args], cwd=REPO,
-                          capture_output=True, text=True, timeout=timeout)
+def sbibm(*commands, workdir: Path, timeout=600) -> list:
+    """Each of ``commands`` as ``python benchmarks/sbibm.py <command>`` in the repository would end, one after the
+    other, forked from one process that imported JAX and Flax once (tests/fork_launch.py: each still a process
+    of its own, from the script's first line)."""
+    from fork_launch import run_forked
+
+    workdir.mkdir()
+    return run_forked([{"args": list(command), "cwd": REPO} for command in commands], env=dict(os.environ),
+                      timeout=timeout * len(commands), workdir=workdir, script=REPO / "benchmarks" / "sbibm.py",
+                      imports=("jax", "flax.nnx"))
 
 
 @pytest.mark.slow
 def test_preset_runs_resumes_and_tabulates(tmp_path):
     root = tmp_path / "results"
-    proc = sbibm("run", "--root", str(root), "--tasks", "two_moons", "--budgets", "1000", "--", *TINY)
+    run = ["run", "--root", str(root), "--tasks", "two_moons", "--budgets", "1000", "--", *TINY]
+    # The run; again (the job is done: nothing starts); the table.
+    proc, again, table = sbibm(run, run, ["table", str(root)], workdir=tmp_path / "fork")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     for task in ("two_moons",):
         job = root / f"{task}_1000" / "job"
@@ -32,9 +40,8 @@ def test_preset_runs_resumes_and_tabulates(tmp_path):
         assert m["samples_outside_support"] == 0
         assert (job / "posterior_samples.npz").is_file() and (job / "posterior_samples_3.npz").is_file()
     # A second run finds the job done and starts nothing; a missing (task, budget) would start.
-    again = sbibm("run", "--root", str(root), "--tasks", "two_moons", "--budgets", "1000", "--", *TINY)
     assert again.returncode == 0 and again.stdout.count("done, skipped") == 1 and "launch.py" not in again.stdout
-    proc = sbibm("table", str(root))
+    proc = table
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = [line for line in proc.stdout.splitlines() if line.startswith("| two_moons")]
     assert len(lines) == 1 and "| two_moons | 1,000 |" in lines[0] and "(2 obs.)" in lines[0]

@@ -5,7 +5,6 @@ import csv
 import json
 import os
 import signal
-import subprocess
 import sys
 from pathlib import Path
 
@@ -104,26 +103,28 @@ TINY = ["mesh=none", "model.width=16", "model.depth=1", "train.steps=6", "train.
 def test_two_rounds_of_sbibm_run_land_in_the_results_csv_as_a_sequential_row(tmp_path):
     """``sbibm.py run --rounds 2``: the sequential job runs in its own folder, is skipped once done (the amortised
     cell of the same task and budget is still not run), and ``table`` writes its row with its method."""
+    from fork_launch import run_forked
+
     root = tmp_path / "results"
-
-    def sbibm(*args):
-        return subprocess.run([sys.executable, "benchmarks/sbibm.py", *args], cwd=REPO, capture_output=True,
-                               text=True, timeout=600)
-
     command = ["run", "--root", str(root), "--tasks", "two_moons", "--budgets", "1000", "--rounds", "2", "--",
                *TINY]
-    proc = sbibm(*command)
+    # The run; again (done: skipped); the table: each as `python benchmarks/sbibm.py <args>` in the repository
+    # would end, one after the other, forked from one process that imported JAX and Flax once
+    # (tests/fork_launch.py: each still a process of its own, from the script's first line).
+    (tmp_path / "fork").mkdir()
+    proc, again, table = run_forked(
+        [{"args": args, "cwd": REPO} for args in (command, command, ["table", str(root)])], env=dict(os.environ),
+        timeout=3 * 600, workdir=tmp_path / "fork", script=REPO / "benchmarks" / "sbibm.py",
+        imports=("jax", "flax.nnx"))
     job = root / "two_moons_1000_sequential-2-box-0.5" / "job"
     log = (job.parent / "launch.log").read_text() if (job.parent / "launch.log").is_file() else ""
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:] + log[-3000:]
     assert "round 1: 500 prior simulations" in log and "observation 3 round 2: 500 simulations" in log
     assert json.loads((job / "metrics.json").read_text())["status"] == "ok"
     assert json.loads((job / "sequential.json").read_text()) == {"rounds": 2, "region": "box", "margin": 0.5}
-    again = sbibm(*command)
     assert again.returncode == 0 and "two_moons 1000 (sequential rounds=2 region=box margin=0.5): done, skipped" \
         in again.stdout and "sequential.py" not in again.stdout
     assert not (root / "two_moons_1000").exists()  # the amortised cell is another one, never run here
-    table = sbibm("table", str(root))
     assert table.returncode == 0, table.stderr[-3000:]
     rows = list(csv.DictReader((root / "sbibm_results.csv").open(newline="")))
     assert [(r["task"], r["num_simulations"], r["observation"], r["method"]) for r in rows] == [
