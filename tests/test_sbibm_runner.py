@@ -281,9 +281,9 @@ def test_a_job_keeping_no_checkpoint_killed_after_the_grace_is_said_to_start_aga
              "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
              "os.kill(os.getppid(), signal.SIGTERM)\n"
              "time.sleep(60)\n")
-    assert launch([sys.executable, "-c", child], tmp_path / "launch.log", grace_s=1, checkpoints=False)[0] == \
+    assert launch([sys.executable, "-c", child], tmp_path / "launch.log", grace_s=0.3, checkpoints=False)[0] == \
         -signal.SIGKILL
-    assert capsys.readouterr().err == ("the job did not stop within 1 s of the stop: killed; the same command "
+    assert capsys.readouterr().err == ("the job did not stop within 0.3 s of the stop: killed; the same command "
                                        "starts it again (its rounds keep no checkpoint)\n")
 
 
@@ -361,9 +361,9 @@ def test_a_job_that_does_not_stop_after_the_signal_is_killed_after_the_grace(sbi
              "os.kill(os.getppid(), signal.SIGTERM)\n"
              "time.sleep(60)\n")
     start = time.perf_counter()
-    assert launch([sys.executable, "-c", child], tmp_path / "launch.log", grace_s=1) == (-signal.SIGKILL, 75)
+    assert launch([sys.executable, "-c", child], tmp_path / "launch.log", grace_s=0.3) == (-signal.SIGKILL, 75)
     assert time.perf_counter() - start < 30
-    assert capsys.readouterr().err == ("the job did not stop within 1 s of the stop: killed; the same command "
+    assert capsys.readouterr().err == ("the job did not stop within 0.3 s of the stop: killed; the same command "
                                        "continues it from its last checkpoint\n")
 
 
