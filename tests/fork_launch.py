@@ -82,6 +82,24 @@ def _wait(pids: dict, runs: list, deadline: float | None) -> None:
         Path(run["stdout"] + ".rc").write_text(str(os.waitstatus_to_exitcode(status)))
 
 
+def _groups(script: Path, runs: list, deadline_s: float) -> None:
+    """Fork the runs of each group (a run's ``group``) at once, the groups one after the other: each group's
+    start time written beside its runs' outputs (``<stdout>.start``), those alive ``deadline_s`` after it
+    killed (hung)."""
+    for group in dict.fromkeys(run["group"] for run in runs):
+        pids, started = {}, time.time()
+        for i, run in enumerate(runs):
+            if run["group"] == group:
+                Path(run["stdout"] + ".start").write_text(repr(started))
+                sys.stdout.flush()
+                sys.stderr.flush()
+                pid = os.fork()
+                if pid == 0:
+                    _child(script, run)
+                pids[pid] = i
+        _wait(pids, runs, started + deadline_s)
+
+
 def main(spec_path: str) -> None:
     spec = json.loads(Path(spec_path).read_text())
     script = Path(spec["script"]).resolve()
@@ -89,6 +107,8 @@ def main(spec_path: str) -> None:
     for name in [*_imports(script), *spec.get("imports", [])]:
         importlib.import_module(name)
     runs, pids = spec["runs"], {}
+    if spec.get("group_deadline_s") is not None:
+        return _groups(script, runs, spec["group_deadline_s"])
     for i, run in enumerate(runs):
         if run.get("snapshot"):
             shutil.copytree(*run["snapshot"])
@@ -105,7 +125,7 @@ def main(spec_path: str) -> None:
 
 def run_forked(runs: list[dict], *, env: dict, timeout: float, workdir: Path, script: Path = REPO / "launch.py",
                together: bool = False, imports: tuple[str, ...] = (), deadline_s: float | None = None,
-               ) -> list[subprocess.CompletedProcess]:
+               grouped: bool = False) -> list[subprocess.CompletedProcess]:
     """Each of ``runs`` (``args``, ``cwd``) as ``python <script> <args>`` in ``cwd`` would end, forked as above.
 
     Returns one ``CompletedProcess`` per run (``returncode``, text ``stdout`` and ``stderr``, and ``seconds``
@@ -115,12 +135,18 @@ def run_forked(runs: list[dict], *, env: dict, timeout: float, workdir: Path, sc
     killed, their ``hung`` True. ``imports``: modules the script imports inside its functions, to import once
     here too. A run's ``snapshot`` (``(src, dst)``, one after the other only): folder ``src`` copied to ``dst``
     as the run starts, e.g. to compare what a run leaves of an earlier run's files with what it found.
+    ``grouped``: the runs of one ``group`` (a run's key: the processes of one job) started at once, the groups
+    one after the other; a group's runs alive ``deadline_s`` after the group started are killed, and their
+    ``seconds`` count from that start.
     """
+    if grouped and deadline_s is None:
+        raise ValueError("grouped=True needs deadline_s: a group's bound")
     started = time.time()
     spec = {"script": str(script), "together": together, "imports": list(imports),
             "deadline": None if deadline_s is None else started + deadline_s,
+            "group_deadline_s": deadline_s if grouped else None,
             "runs": [{"args": list(run["args"]), "cwd": str(run["cwd"]), "stdout": str(workdir / f"{i}.out"),
-                      "stderr": str(workdir / f"{i}.err"),
+                      "stderr": str(workdir / f"{i}.err"), "group": run.get("group"),
                       "snapshot": [str(p) for p in run["snapshot"]] if run.get("snapshot") else None}
                      for i, run in enumerate(runs)]}
     (workdir / "spec.json").write_text(json.dumps(spec))
@@ -133,7 +159,8 @@ def run_forked(runs: list[dict], *, env: dict, timeout: float, workdir: Path, sc
         proc = subprocess.CompletedProcess([sys.executable, str(script), *run["args"]],
                                            int(Path(f"{out}.rc").read_text()), out.read_text(),
                                            Path(files["stderr"]).read_text())
-        proc.seconds, proc.hung = float(Path(f"{out}.at").read_text()) - started, Path(f"{out}.hung").exists()
+        began = float(Path(f"{out}.start").read_text()) if grouped else started
+        proc.seconds, proc.hung = float(Path(f"{out}.at").read_text()) - began, Path(f"{out}.hung").exists()
         done.append(proc)
     return done
 
