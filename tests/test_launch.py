@@ -66,9 +66,10 @@ def spec_axes(spec: str) -> set[str]:
 
 @pytest.fixture(scope="module")
 def shared_launches(tmp_path_factory):
-    """The launches the module's tests read (below), run as ``launch()`` would, forked one after the other
-    from one Python process that imported launch.py's modules once (tests/fork_launch.py: ~1.5 s of CPU less
-    per launch; each still a process of its own, from launch.py's first line): ``{name: (its launch, root)}``."""
+    """The launches the module's tests read (below; the bad inputs too), run as ``launch()`` would, forked one
+    after the other from one Python process that imported launch.py's modules once (tests/fork_launch.py: ~1.5 s
+    of CPU less per launch; each still a process of its own, from launch.py's first line):
+    ``{name: (its launch, root)}``."""
     from fork_launch import run_forked
 
     roots = {name: tmp_path_factory.mktemp(name) for name in ("sweep", "none", "strict", "refused", "second")}
@@ -88,12 +89,18 @@ def shared_launches(tmp_path_factory):
         # is copied to second/before first (second_run compares).
         "second": [*TINY, "mesh=none", "seed=1", f"hydra.run.dir={roots['none'] / 'run'}"],
     }
+    # Each bad input (BAD_INPUTS, below) in a folder of its own too: bad_input_launches reads them.
+    bad = tmp_path_factory.mktemp("bad_inputs")
+    for i, override in enumerate(BAD_INPUTS):
+        roots[override] = bad / str(i)
+        roots[override].mkdir()
+        commands[override] = [*TINY, override, f"hydra.run.dir={roots[override] / 'run'}"]
     env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
     env["JAX_PLATFORMS"] = "cpu"
     fork = tmp_path_factory.mktemp("fork")
     snapshots = {"second": (roots["none"] / "run", roots["second"] / "before")}
     procs = run_forked([{"args": args, "cwd": roots[name], "snapshot": snapshots.get(name)}
-                        for name, args in commands.items()], env=env, timeout=4 * 400, workdir=fork)
+                        for name, args in commands.items()], env=env, timeout=5 * 400, workdir=fork)
     return {name: (proc, roots[name]) for name, proc in zip(commands, procs)}
 
 
@@ -375,23 +382,10 @@ BAD_INPUTS = {
 
 
 @pytest.fixture(scope="module")
-def bad_input_launches(tmp_path_factory):
+def bad_input_launches(shared_launches):
     """``{override: (its launch, its working folder)}``: each bad input launched as ``launch()`` does, in a
-    folder of its own, all forked from one Python process that imported launch.py's modules once
-    (tests/fork_launch.py: ~1.5 s of CPU less per launch; each still a process of its own, from launch.py's
-    first line)."""
-    from fork_launch import run_forked
-
-    root = tmp_path_factory.mktemp("bad_inputs")
-    folders = {override: root / str(i) for i, override in enumerate(BAD_INPUTS)}
-    for folder in folders.values():
-        folder.mkdir()
-    env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
-    env["JAX_PLATFORMS"] = "cpu"
-    (root / "fork").mkdir()
-    procs = run_forked([{"args": [*TINY, override, f"hydra.run.dir={folder / 'run'}"], "cwd": folder}
-                        for override, folder in folders.items()], env=env, timeout=400, workdir=root / "fork")
-    return {override: (proc, folders[override]) for override, proc in zip(BAD_INPUTS, procs)}
+    folder of its own, forked with the module's other launches (shared_launches)."""
+    return {override: shared_launches[override] for override in BAD_INPUTS}
 
 
 @pytest.mark.slow
