@@ -13,8 +13,10 @@ own, and forking before that is safe.
 
 spec.json: ``{"script": <path>, "runs": [{"args": [...], "cwd": ..., "stdout": ..., "stderr": ...}, ...]}``;
 each run's exit code is written to ``<stdout>.rc``. A run may name ``"snapshot": [src, dst]``: folder ``src`` is
-copied to ``dst`` just before that run starts (what an earlier run left, as the run found it). The
-environment is this process's, as the commands' would be (the callers launch them all with one environment). ``run_forked`` is the caller's side.
+copied to ``dst`` just before that run starts (what an earlier run left, as the run found it); with
+``"group_deadline_s"``, the runs of one ``group`` start at once and the groups one after the other. The
+environment is this process's, as the commands' would be (the callers launch them all with one environment).
+``run_forked`` is the caller's side.
 """
 
 import ast
