@@ -186,7 +186,8 @@ def test_launch_runs_flux1_end_to_end_and_reports_fallbacks(tmp_path):
     env.pop("HYDRA_FULL_ERROR", None)
     proc = subprocess.run(
         [sys.executable, str(REPO / "launch.py"), "experiment=quick", "model=flux1", "rule=tensor",
-         "mesh.model_axis=4", f"hydra.run.dir={tmp_path}"],
+         "mesh.model_axis=4", "train.steps=4", "train.log_every=2", "data.num_simulations=768",  # quick, smaller
+         f"hydra.run.dir={tmp_path}"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-3000:]
