@@ -77,9 +77,36 @@ def test_a_bfloat16_average_follows_steps_below_its_own_precision():
         assert np.abs(np.asarray(new) - old).min() > 5e-4  # in bfloat16 it would not have moved at all
 
 
+# Settings Flux1 ignores under its default id_merge_mode=sum: the run below sets them, so it also shows that a run
+# says so (test_flux1_settings_without_effect_are_named); they change nothing it trains.
+IGNORED = ("model.val_emb_dim=4", "model.id_emb_dim=4")
+
+
+@pytest.fixture(scope="module")
+def flux1_bfloat16_run(tmp_path_factory):
+    """Flux1 with bfloat16 parameters and ``IGNORED`` trained by the harness (run_tiny): its metrics, and the
+    messages of the warnings it logged (logger ``gensbi_sharding``, as caplog would read them)."""
+    class Warnings(logging.Handler):
+        def emit(self, record):
+            if record.levelno == logging.WARNING:
+                messages.append(record.getMessage())
+
+    messages, logger, handler = [], logging.getLogger("gensbi_sharding"), Warnings()
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.WARNING)
+    try:
+        metrics = run_tiny(tmp_path_factory.mktemp("flux1_bf16") / "run", "model=flux1", "model.param_dtype=bfloat16",
+                           *IGNORED)
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+    return metrics, messages
+
+
 @pytest.mark.slow  # an end-to-end run
-def test_the_launcher_trains_flux1_with_bfloat16_parameters(tmp_path):
-    metrics = run_tiny(tmp_path / "run", "model=flux1", "model.param_dtype=bfloat16")
+def test_the_launcher_trains_flux1_with_bfloat16_parameters(flux1_bfloat16_run):
+    metrics, _ = flux1_bfloat16_run
     assert metrics["status"] == "ok", metrics.get("error")
     assert metrics["steps"] == 8
 
@@ -144,8 +171,8 @@ def test_simformer_float16_compute_still_trains_on_cpu(tmp_path):
 
 
 @pytest.mark.slow  # an end-to-end run (a training or dry run, or processes)
-def test_flux1_settings_without_effect_are_named(tmp_path, caplog):
-    model = compose_tiny("model=flux1", "model.val_emb_dim=4", "model.id_emb_dim=4").model
+def test_flux1_settings_without_effect_are_named(flux1_bfloat16_run):
+    model = compose_tiny("model=flux1", *IGNORED).model
     assert ignored_settings(model) == (
         "no effect: model.val_emb_dim=4 and model.id_emb_dim=4 (only model.id_merge_mode=concat uses them; "
         "model.id_merge_mode=sum sizes the tokens by model.axes_dim)")
@@ -156,10 +183,9 @@ def test_flux1_settings_without_effect_are_named(tmp_path, caplog):
                       ("model.theta=100", "model.id_embedding_strategy=[rope1d,rope1d]")]:
         assert ignored_settings(compose_tiny("model=flux1", *overrides).model) is None, overrides
     assert ignored_settings(compose_tiny("model=simformer").model) is None
-    with caplog.at_level(logging.WARNING, logger="gensbi_sharding"):
-        run_tiny(tmp_path / "run", "model=flux1", "model.val_emb_dim=4", "model.id_emb_dim=4", "dry_run=true")
-    assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING
-            and "no effect" in r.getMessage()] == [ignored_settings(model)]
+    # A run says it, once (the bfloat16 Flux1 run sets them).
+    _, warned = flux1_bfloat16_run
+    assert [message for message in warned if "no effect" in message] == [ignored_settings(model)]
 
 
 def test_flux1_axes_dim_under_concat_is_named_with_the_setting_that_applies_it():
