@@ -110,12 +110,12 @@ LONGEST_FIRST = (  # seconds per file, measured in one make test run (2026-12-02
     "test_config.py",  # ~25
     "test_sequential.py",  # ~25 (alone, 2026-12-02: its end-to-end sbibm.py run --rounds 2 takes ~22 s)
     "test_dry_run.py",  # ~22
-    "test_user_probes2.py",  # ~19
     "test_user_view.py",  # ~18
     "test_train.py",  # ~17
     "test_sbibm_preset.py",  # ~15
     "test_multihost.py",  # ~13
     "test_data_faults.py",  # ~11
+    "test_user_probes2.py",  # ~10 (was ~19: its eight process groups now share one forked driver)
     "test_checkpoint.py",  # ~10
     "test_data.py",  # ~9
     "test_sbibm_runner.py",  # ~9
