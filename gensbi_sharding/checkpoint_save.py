@@ -18,7 +18,8 @@ import numpy as np
 import orbax.checkpoint as ocp
 
 from gensbi_sharding.batch import check_placeable
-from gensbi_sharding.checkpoint_steps import (CHECKPOINT_SUBDIR, ITEMS, as_path, committed_steps, flat_by_path,
+from gensbi_sharding.checkpoint_commit import commit_barrier, failed_save
+from gensbi_sharding.checkpoint_steps import (as_path, check_save_directory, committed_steps, flat_by_path,
                                               item_handlers, nest_by_path)
 from gensbi_sharding.checkpoint_lock import finish_and_unlock, lock_directory, unlock, watch_exit
 from gensbi_sharding.nodes import (check_value_leaves, is_int, is_node, is_prng_key, is_scalar, node_state,
@@ -47,7 +48,9 @@ class CheckpointWriter:
     async_save : bool, default True
         Write in the background: ``save`` returns once arrays are off the devices (the state may then be
         donated); ``close`` waits for the files. A writer still open when the script ends finishes its save then
-        (waiting at most ``exit_timeout_s``, default 300 s, an attribute) and warns that it was not closed.
+        (waiting at most ``exit_timeout_s``, default 300 s, an attribute) and warns that it was not closed. A save
+        that failed (in several processes: also one process 0 did not commit within ``commit_timeout_s``, default
+        30 s, an attribute read when the writer is built) is a RuntimeError at the next ``save``, ``steps``, ``close``.
 
     Raises
     ------
@@ -67,6 +70,7 @@ class CheckpointWriter:
     """
 
     exit_timeout_s: float = 300.0  # the longest wait at the script's end for a save still under way
+    commit_timeout_s: float = 30.0  # the other processes' wait for process 0's commit (a rename); checkpoint_commit
 
     def __init__(self, directory: str | os.PathLike, *, every: int = 0, keep: int = 2,
                  config: Mapping[str, Any] | None = None, async_save: bool = True):
@@ -79,14 +83,15 @@ class CheckpointWriter:
         self.directory = as_path(directory, "directory").absolute()
         self.config = _checked_json(config, "config", "the resolved config, e.g. OmegaConf.to_container(cfg, "
                                     "resolve=True)", label="config")
-        _check_directory(self.directory)
+        check_save_directory(self.directory)
         lock = lock_directory(self.directory)  # before Orbax's manager: it deletes others' unfinished saves
         self.every, self.keep, self._closed = every, keep, False
         # Step folders made in ``save``: made in the background, Orbax's other save threads wait for them, and when
         # Python's exit refused that thread its work they waited out Orbax's 1200 s timeout: the exit hung.
+        asynchronous = ocp.AsyncOptions(create_directories_asynchronously=False,
+                                        barrier_sync_fn=commit_barrier(self.commit_timeout_s))
         options = ocp.CheckpointManagerOptions(max_to_keep=keep, cleanup_tmp_directories=True,
-                                               enable_async_checkpointing=async_save,
-                                               async_options=ocp.AsyncOptions(create_directories_asynchronously=False))
+                                               enable_async_checkpointing=async_save, async_options=asynchronous)
         try:
             self._manager = ocp.CheckpointManager(self.directory, options=options,
                                                   item_handlers=item_handlers(saving=True))
@@ -155,7 +160,7 @@ class CheckpointWriter:
             If ``step`` is not an integer >= 0 or not after every step on disk, ``info`` is not JSON data, or a NumPy
             array holds a value its placed dtype cannot (``restore`` would change it) (nothing is written).
         RuntimeError
-            If the writer is closed, or an array of ``state`` was deleted (donated to a jitted step): named.
+            If the writer is closed, the previous save failed, or an array of ``state`` was deleted (donated): named.
         TypeError
             If ``state`` is no NNX node, state or non-empty mapping (or holds a leaf neither an array nor a number, e.g.
             a ``str``, or an abstract one: named), ``key`` no typed PRNG key, or ``info`` no mapping.
@@ -205,6 +210,7 @@ class CheckpointWriter:
         impls = {name: str(jax.random.key_impl(leaf)) for name, leaf in flat.items() if is_prng_key(leaf)}
         flat.update({name: jax.random.key_data(flat[name]) for name in impls})
         meta = {"format": _FORMAT, "step": int(step), "key_impls": impls, "info": info}
+        self._named(self._manager.wait_until_finished)  # the previous save's failure, on every process, named here
         self._manager.save(int(step), force=True, args=ocp.args.Composite(
             arrays=ocp.args.PyTreeSave(nest_by_path(flat)), meta=ocp.args.JsonSave(meta),
             config=ocp.args.JsonSave(self.config)))
@@ -213,7 +219,7 @@ class CheckpointWriter:
 
     def steps(self) -> list[int]:
         """List the complete steps on disk, ascending, after waiting for pending writes (``committed_steps``)."""
-        self._manager.wait_until_finished()
+        self._named(self._manager.wait_until_finished)
         return committed_steps(self.directory)
 
     def latest(self) -> Path | None:
@@ -222,9 +228,24 @@ class CheckpointWriter:
         return self.directory / str(steps[-1]) if steps else None
 
     def close(self) -> None:
-        """Wait for pending writes and release the Orbax manager (also on leaving a ``with`` block); idempotent."""
-        self._unlock()  # once (a weakref.finalize): waits for pending writes, releases the manager, then the folder
-        self._closed = True
+        """Wait for pending writes and release the Orbax manager (also on leaving a ``with`` block); idempotent.
+
+        Raises
+        ------
+        RuntimeError
+            If the save under way failed (named as ``save`` names it); the writer is closed all the same.
+        """
+        try:  # once (a weakref.finalize): waits for pending writes, releases the manager, then the folder
+            self._named(self._unlock)
+        finally:
+            self._closed = True
+
+    def _named(self, wait: Any) -> None:
+        """Call ``wait`` (a wait for the save under way); raise its failure as the error naming the step and fix."""
+        try:
+            wait()
+        except Exception as err:  # Orbax's own: process 0's OSError, the others' TimeoutError
+            raise failed_save(err, self.last_saved, self.directory, self.commit_timeout_s) from err
 
     def __enter__(self) -> CheckpointWriter:
         return self
@@ -260,26 +281,6 @@ def _checked_json(value: Any, name: str, example: str, label: str | None = None)
         raise ValueError(f"{label or f'{name}={value!r:.80}'} must be JSON-serialisable ({err}); pass plain str, "
                          "int, float, bool, None, lists and dicts with str keys, e.g. float(x) or x.tolist() for an "
                          "array, and None for NaN or inf") from None
-
-
-def _check_directory(directory: Path) -> None:
-    """Refuse a file, or a folder holding step-named folders no checkpoint: ``keep`` would delete them."""
-    if directory.is_symlink() and not directory.exists():  # mkdir said only "[Errno 17] File exists"
-        raise FileNotFoundError(f"checkpoint directory {directory} is a symbolic link to {os.readlink(directory)}, "
-                                "which does not exist; create that folder first, or pass another directory")
-    if directory.exists() and not directory.is_dir():
-        raise NotADirectoryError(f"checkpoint directory {directory} is a file; pass a folder path, "
-                                 "e.g. <run>/checkpoints")
-    # Our own item folders mark a checkpoint (Orbax commits a step by renaming a finished temporary folder).
-    foreign = sorted(p.name for p in directory.iterdir() if p.is_dir() and p.name.isdigit()
-                     and not set(ITEMS) & {c.name for c in p.iterdir()}) if directory.is_dir() else []
-    if (directory / CHECKPOINT_SUBDIR).is_dir():  # restore(directory) reads that one: steps saved here, never
-        raise FileExistsError(f"checkpoint directory {directory} is a run folder, holding {CHECKPOINT_SUBDIR}/, which "
-                              f"restore reads, not steps saved beside it: pass {directory / CHECKPOINT_SUBDIR}")
-    if foreign:
-        raise FileExistsError(f"checkpoint directory {directory} holds folders named like steps that are no "
-                              f"checkpoints ({', '.join(foreign[:6])}); old steps there are deleted as new ones "
-                              "are saved: pass an empty folder or one holding only checkpoints")
 
 
 @jax.jit

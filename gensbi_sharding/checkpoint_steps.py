@@ -18,8 +18,8 @@ from flax import nnx, traverse_util
 
 from gensbi_sharding.nodes import value_leaves
 
-__all__ = ["CHECKPOINT_SUBDIR", "ITEMS", "as_path", "committed_steps", "find_checkpoint", "item_handlers",
-           "is_variable", "path_key", "flat_by_path", "nest_by_path"]
+__all__ = ["CHECKPOINT_SUBDIR", "ITEMS", "as_path", "check_save_directory", "committed_steps", "find_checkpoint",
+           "item_handlers", "is_variable", "path_key", "flat_by_path", "nest_by_path"]
 
 #: Folder of a run directory that holds its checkpoints.
 CHECKPOINT_SUBDIR = "checkpoints"
@@ -95,6 +95,34 @@ def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None 
         raise FileNotFoundError(f"no checkpoint in {resolved}: looked for complete Orbax step folders <step>/ in "
                                 f"{folder}; pass a run dir, its {CHECKPOINT_SUBDIR}/ dir or one step dir")
     return folder / str(steps[-1])
+
+
+def check_save_directory(directory: Path) -> None:
+    """Refuse ``directory`` for ``CheckpointWriter``: a file, a dangling link, a run folder, or a folder holding
+    step-named folders that are no checkpoints (``keep`` would delete them); ``FileNotFoundError``,
+    ``NotADirectoryError`` or ``FileExistsError`` naming it and the fix.
+
+    Parameters
+    ----------
+    directory : Path
+        The checkpoints folder, absolute; may not exist yet.
+    """
+    if directory.is_symlink() and not directory.exists():  # mkdir said only "[Errno 17] File exists"
+        raise FileNotFoundError(f"checkpoint directory {directory} is a symbolic link to {os.readlink(directory)}, "
+                                "which does not exist; create that folder first, or pass another directory")
+    if directory.exists() and not directory.is_dir():
+        raise NotADirectoryError(f"checkpoint directory {directory} is a file; pass a folder path, "
+                                 "e.g. <run>/checkpoints")
+    # Our own item folders mark a checkpoint (Orbax commits a step by renaming a finished temporary folder).
+    foreign = sorted(p.name for p in directory.iterdir() if p.is_dir() and p.name.isdigit()
+                     and not set(ITEMS) & {c.name for c in p.iterdir()}) if directory.is_dir() else []
+    if (directory / CHECKPOINT_SUBDIR).is_dir():  # restore(directory) reads that one: steps saved here, never
+        raise FileExistsError(f"checkpoint directory {directory} is a run folder, holding {CHECKPOINT_SUBDIR}/, which "
+                              f"restore reads, not steps saved beside it: pass {directory / CHECKPOINT_SUBDIR}")
+    if foreign:
+        raise FileExistsError(f"checkpoint directory {directory} holds folders named like steps that are no "
+                              f"checkpoints ({', '.join(foreign[:6])}); old steps there are deleted as new ones "
+                              "are saved: pass an empty folder or one holding only checkpoints")
 
 
 def item_handlers(saving: bool = False) -> dict[str, Any]:

@@ -15,6 +15,7 @@ both abort). JAX's defaults are 300, 100 and 300 seconds.
 import json
 import os
 import sys
+from pathlib import Path
 
 import numpy as np
 
@@ -168,14 +169,63 @@ def case_describe(p: int) -> dict:
             "local": bytes_per_device(layer)}
 
 
+def case_commit_fails(p: int) -> dict:
+    """Process 0's commit (rename) of checkpoint step 2 fails, as when the folder turns read-only: every process
+    raises at its next save, naming step 2, within seconds (was: process 1 waited in Orbax's barrier for 20 min)."""
+    import shutil
+    import tempfile
+    import time
+
+    import jax
+    from jax.experimental import multihost_utils
+    from jax.sharding import NamedSharding, PartitionSpec as P
+
+    from gensbi_sharding import make_mesh
+    from gensbi_sharding.checkpoint import CheckpointWriter, committed_steps
+
+    folder = Path(tempfile.gettempdir()) / f"gensbi_commit_fails_{PORT[0]}"
+    rename = os.rename
+
+    def refused(src, dst, *args, **kwargs):
+        if str(src).endswith(".orbax-checkpoint-tmp") and Path(dst).name == "2":
+            raise PermissionError(1, "Operation not permitted", str(src))
+        return rename(src, dst, *args, **kwargs)
+
+    replicated = NamedSharding(make_mesh(), P())
+    state = {"w": jax.make_array_from_callback((4,), replicated, lambda index: np.ones(4, np.float32)[index])}
+    data = np.asarray(jax.random.key_data(jax.random.key(0)))
+    key = jax.random.wrap_key_data(jax.make_array_from_callback(data.shape, replicated, lambda index: data[index]))
+    if p == 0:  # a group on an earlier run's port: its steps would be refused as "already saved"
+        shutil.rmtree(folder, ignore_errors=True)
+    multihost_utils.sync_global_devices("commit_fails: a fresh folder")
+    CheckpointWriter.commit_timeout_s = 3.0
+    writer = CheckpointWriter(folder)
+    writer.save(1, state, key)
+    writer.steps()
+    if p == 0:  # the primary process commits (renames) every step
+        os.rename = refused
+    start, error = time.monotonic(), None
+    writer.save(2, state, key)
+    try:
+        writer.save(3, state, key)
+    except RuntimeError as err:
+        error = str(err)
+    seconds = time.monotonic() - start
+    os.rename = rename
+    writer.close()
+    return {"error": error, "seconds": seconds, "steps": committed_steps(folder), "folder": str(folder)}
+
+
 CASES = {"describe": case_describe, "unchecked": case_unchecked, "model_axis_first": case_model_axis_first,
          "placement": case_placement, "uneven": case_uneven,
          **{f"mismatch_{kind}": mismatch(kind) for kind in ("rows", "dtype", "tree", "trailing", "local")},
-         "worker_dies": dies(1), "coordinator_dies": dies(0)}
+         "worker_dies": dies(1), "coordinator_dies": dies(0), "commit_fails": case_commit_fails}
+PORT = [None]  # the group's coordinator port, the same in every process: names the shared checkpoint folder
 
 
 def main(argv: list[str]) -> None:
     case, port, process_id, num_processes = argv[0], int(argv[1]), int(argv[2]), int(argv[3])
+    PORT[0] = port
     start(port, process_id, num_processes)
     result = CASES[case](process_id)
     print("RESULT " + json.dumps(result), flush=True)

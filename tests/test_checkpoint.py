@@ -407,6 +407,47 @@ def test_writer_refuses_a_file_and_folders_it_would_delete(tmp_path, devices):
     assert mine.read_text() == "keep me"
 
 
+def test_a_failed_commit_is_named_at_the_next_save_and_keeps_the_earlier_step(tmp_path, monkeypatch, devices):
+    # Was: Orbax's bare PermissionError (no step, no fix); with several processes the others waited out Orbax's
+    # 20-minute timeout (tests/test_multihost.py::test_failed_commit_ends_every_process_within_seconds).
+    rename = os.rename
+
+    def refused(src, dst, *args, **kwargs):  # the folder turned read-only while step 2 was written
+        if str(src).endswith(".orbax-checkpoint-tmp") and Path(dst).name == "2":
+            raise PermissionError(1, "Operation not permitted", str(src))
+        return rename(src, dst, *args, **kwargs)
+
+    state, key = nnx.state(build()[0]), jax.random.key(0)
+    with CheckpointWriter(tmp_path / "checkpoints") as writer:
+        writer.save(1, state, key)
+        monkeypatch.setattr(os, "rename", refused)
+        writer.save(2, state, key)
+        with pytest.raises(RuntimeError, match=r"checkpoint step 2 was not saved in .*checkpoints: writing or "
+                           r"committing it failed \(PermissionError: .*Operation not permitted.*\)\. Keep the "
+                           r"checkpoint folder writable .*checkpoints/1, is kept"):
+            writer.save(3, state, key)
+        monkeypatch.setattr(os, "rename", rename)
+    assert committed_steps(tmp_path / "checkpoints") == [1]
+    assert find_checkpoint(tmp_path / "checkpoints").name == "1"  # what a resume restores
+
+
+def test_commit_barrier_bounds_only_the_wait_for_process_0s_commit(monkeypatch):
+    # Was: Orbax's 1200 s for every barrier of a save, so a commit that failed on process 0 held the others 20 min.
+    import orbax.checkpoint as ocp
+
+    from gensbi_sharding.checkpoint_commit import commit_barrier
+
+    calls = []
+    monkeypatch.setattr(ocp.multihost, "get_barrier_sync_fn", lambda **_: lambda *, key, timeout_ms: calls.append(
+        (key, timeout_ms)))
+    barrier = commit_barrier(2.5)
+    barrier(key="async_write_complete.7", timeout_ms=1_200_000)  # every process's writes: Orbax's bound kept
+    barrier(key="async_commit_complete.7", timeout_ms=1_200_000)
+    barrier(key="async_commit_complete.8", timeout_ms=900)  # less left of Orbax's bound: that one
+    assert calls == [("async_write_complete.7", 1_200_000), ("async_commit_complete.7", 2500),
+                     ("async_commit_complete.8", 900)]
+
+
 def test_writer_config_is_checked_as_info_and_a_closed_writer_refuses(tmp_path, devices):
     # Was: NaN and int keys in config were saved (read back as NaN JSON and "1"); a step already on disk
     # raised Orbax's StepAlreadyExistsError; a save after close returned True and wrote nothing.

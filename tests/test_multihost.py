@@ -9,6 +9,7 @@ every wait there is bounded, so a hang fails the test within seconds.
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -309,3 +310,20 @@ def test_uneven_process_raises_and_the_other_does_not_hang(groups):
     for p, run in enumerate(runs):
         assert run["rc"] != 0 and run["result"] is None, f"process {p}: {run['stderr'][-3000:]}"
         assert run["seconds"] < FAIL_BOUND_S
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_failed_commit_ends_every_process_within_seconds():
+    # Process 0's commit of step 2 fails (its folder turned read-only): was, process 1 waited in Orbax's
+    # async_commit_complete barrier for Orbax's 20 minutes, and process 0 with it; now CheckpointWriter's bound
+    # (commit_timeout_s, 3 s here) ends that wait and both name step 2 at the next save; step 1 is kept.
+    runs = launch("commit_fails")
+    shutil.rmtree(runs[0]["result"]["folder"] if runs[0]["result"] else "/nonexistent", ignore_errors=True)
+    for p, run in enumerate(runs):
+        assert run["rc"] == 0 and run["result"] is not None, f"process {p}: {run['stderr'][-3000:]}"
+        result = run["result"]
+        assert result["error"] and result["error"].startswith("checkpoint step 2 was not saved in "), result
+        assert result["steps"] == [1] and result["seconds"] < 30, result
+    assert "PermissionError: [Errno 1] Operation not permitted" in runs[0]["result"]["error"]
+    assert "TimeoutError" in runs[1]["result"]["error"] and "within 3 s" in runs[1]["result"]["error"]
