@@ -45,11 +45,10 @@ NOISY_MESSAGES = ("CheckpointManagerOptions.read_only=True", "Given directory is
                   "_SignalingThread.run() raised an exception", "Handler Commit operations or the Commit callback",
                   "Save Finalize thread (save_finalize) failed")
 NOISY_NATIVE_LINES = (b"[Gloo]",)  # starts of lines C++ libraries print that belong in launch.log only
-# Gloo's threads write their lines in pieces, so two can interleave: "[Gloo] Rank [Gloo] Rank 7 is connected
-# ...\n" then "5 is connected to 7 peer ranks. ...\n" (or " peer ranks. Expected ... is : 1\n": torn anywhere),
-# a line without its start that reached the console. Its tail ("... peer ranks is : 1") marks it.
-NOISY_NATIVE_FRAGMENT = re.compile(rb"peer ranks|\bis : \d+\s*$")
-BARE_NUMBER = re.compile(rb"\s*\d+\s*$")  # "3\n": a Gloo line torn just before its last number
+# Gloo's threads write their lines in pieces that interleave ("[Gloo] Rank [Gloo] Rank 7 is connected ...\n", then
+# "5 is connected to 7 peer ranks. ...\n" or " is connected to 1\n": torn anywhere): any piece of GLOO_LINE is one.
+GLOO_LINE = b"[Gloo] Rank 0 is connected to 0 peer ranks. Expected number of connected peer ranks is : 0"
+BARE_NUMBER, DIGITS = re.compile(rb"\s*\d+\s*$"), re.compile(rb"\d+")  # "3\n": torn just before its last number
 # A C++ (absl/TSL) log line of XLA at INFO or WARNING level, as jaxlib writes it to stderr:
 # "W1130 21:32:49.078772    8033 spmd_partitioner.cc:666] [SPMD] Involuntary full rematerialization. ..."
 # Errors (E/F) stay on the console. No public switch sends these to a file (TF_CPP_MIN_LOG_LEVEL only
@@ -252,8 +251,9 @@ def _lines_of(fd: int, prefixes: tuple[bytes, ...], sink: logging.Logger, warned
         kept = []
         for line in data.splitlines(keepends=True):
             bare = line.lstrip(b"\r")
-            noisy = prefixes == NOISY_NATIVE_LINES and (NOISY_NATIVE_FRAGMENT.search(bare) or (
-                after_noisy[0] and BARE_NUMBER.match(bare)))
+            piece = DIGITS.sub(b"0", bare.strip())  # a bare number is one only right after a piece
+            noisy = prefixes == NOISY_NATIVE_LINES and (b"peer ranks" in bare or (after_noisy[0] and BARE_NUMBER.match(
+                bare)) or (re.search(rb"[A-Za-z]", piece) is not None and piece in GLOO_LINE))
             after_noisy[0] = bool(bare.startswith(prefixes) or noisy)
             if bare.startswith(prefixes) or NATIVE_LOG_LINE.match(bare) or noisy:
                 text = line.decode(errors="replace").strip()
