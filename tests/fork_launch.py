@@ -93,13 +93,19 @@ def _groups(script: Path, runs: list, deadline_s: float) -> None:
         for i, run in enumerate(runs):
             if run["group"] == group:
                 Path(run["stdout"] + ".start").write_text(repr(started))
-                sys.stdout.flush()
-                sys.stderr.flush()
-                pid = os.fork()
-                if pid == 0:
-                    _child(script, run)
-                pids[pid] = i
+                pids[_fork(script, run)] = i
         _wait(pids, runs, started + deadline_s)
+
+
+def _fork(script: Path, run: dict) -> int:
+    """Fork a child that runs ``run`` (never returns in it); the parent's buffers flushed first, so none is written
+    twice. Returns the child's pid."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        _child(script, run)
+    return pid
 
 
 def main(spec_path: str) -> None:
@@ -114,12 +120,7 @@ def main(spec_path: str) -> None:
     for i, run in enumerate(runs):
         if run.get("snapshot"):
             shutil.copytree(*run["snapshot"])
-        sys.stdout.flush()
-        sys.stderr.flush()
-        pid = os.fork()
-        if pid == 0:
-            _child(script, run)
-        pids[pid] = i
+        pids[_fork(script, run)] = i
         if not spec.get("together"):  # one after the other
             _wait(pids, runs, None)
     _wait(pids, runs, spec.get("deadline"))  # all at once
