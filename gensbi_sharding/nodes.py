@@ -173,8 +173,7 @@ def non_node_part(node: Any) -> str:
 def node_state(tree: Any) -> Any:
     """``nnx.state(tree)`` if ``tree`` is or holds a Module or other graph node (a variable two attributes share counts
     once), else ``tree``: a pytree of states keeps its layout."""
-    def module_like(x: Any) -> bool:
-        return nnx.graph.is_graph_node(x) and not isinstance(x, nnx.Variable)
+    module_like = lambda x: nnx.graph.is_graph_node(x) and not isinstance(x, nnx.Variable)  # noqa: E731
     return nnx.state(tree) if any(map(module_like, jax.tree.leaves(tree, is_leaf=module_like))) else tree
 
 
@@ -232,23 +231,18 @@ def check_plan_fits(plan: Any, node: Any, caller: str) -> list[tuple[str, Any]]:
 def abstract_state(node: Any, sharding_for: Callable[[str, Any], jax.sharding.Sharding | None]) -> nnx.State:
     """``nnx.state(node)``, each leaf a ``jax.ShapeDtypeStruct`` where ``sharding_for(path, value)`` gives a sharding
     (None: kept), at the dtype placing gives it (``placed_dtype``)."""
-    flat = []
-    for path, var in nnx.to_flat_state(nnx.state(node)):
+    def abstract(path: tuple, var: nnx.Variable) -> nnx.Variable:
         value = var.get_value()
         sharding = sharding_for(path_name(path), value)
-        flat.append((path, var.replace(value if sharding is None else jax.tree.map(
+        return var.replace(value if sharding is None else jax.tree.map(
             lambda v: jax.ShapeDtypeStruct(v.shape, placed_dtype(v.dtype), sharding=sharding)
-            if is_array_like(v) else v, value))))
-    return nnx.from_flat_state(flat)
+            if is_array_like(v) else v, value))
+    return nnx.map_state(abstract, nnx.state(node))
 
 
 def placed_dtype(dtype: Any) -> Any:
     """The dtype an array of ``dtype`` has on a device: 64-bit types narrowed unless ``jax_enable_x64``."""
     return jax.dtypes.canonicalize_dtype(dtype, allow_extended_dtype=True)
-
-
-_READS_TRACED_VALUE = (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError,
-                       jax.errors.TracerBoolConversionError, jax.errors.TracerIntegerConversionError)
 
 
 def build_unplaced(factory: Callable[[], Any]) -> Any:
@@ -286,7 +280,8 @@ def trace_factory(factory: Callable[[], Any], caller: str = "init_sharded", flag
 
     try:
         state = jax.eval_shape(build)
-    except _READS_TRACED_VALUE as error:
+    except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError,  # TracerBoolConversionError
+            jax.errors.TracerIntegerConversionError) as error:  # is a ConcretizationTypeError
         eager = ("pass the built model: abstract_state_for(factory(), mesh, rule)" if caller == "abstract_state_for"
                  else "place it: shard_model(factory(), mesh, rule) (in the harness: model.init=eager)")
         raise ValueError(f"{caller} traces the constructor, which reads a value it computed ({type(error).__name__}"
