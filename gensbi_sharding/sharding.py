@@ -191,14 +191,12 @@ def place(node: Any, plan: Plan) -> None:
         A variable's array deleted (donated to a jitted step): named, nothing moves.
     """
     variables = check_plan_fits(plan, node, "place")
-    traced = next((key for key, var in variables
-                   if any(isinstance(a, jax.core.Tracer) for a in array_leaves(var.get_value()))), None)
-    if traced is not None:  # JAX's AttributeError on tracer.sharding named neither the variable nor the fix
-        raise ValueError(f"place / shard_model got {traced} as a traced array: it places a model outside jax.jit "
-                         "and nnx.jit (its arrays keep their shardings through the step): place it before the step "
-                         "function; inside one, pin activations with constrain(x, names, partition_axis)")
     for key, var in variables:  # before anything moves
         for leaf in array_leaves(var.get_value()):
+            if isinstance(leaf, jax.core.Tracer):  # JAX's AttributeError on tracer.sharding named neither it nor a fix
+                raise ValueError(f"place / shard_model got {key} as a traced array: it places a model outside jax.jit "
+                                 "and nnx.jit (its arrays keep their shardings through the step): place it before the "
+                                 "step function; inside one, pin activations with constrain(x, names, partition_axis)")
             check_placeable(leaf, f"place / shard_model: {key} (shape {leaf.shape})")
     for key, var in variables:
         value, target = var.get_value(), plan.sharding(key)
