@@ -115,7 +115,7 @@ def check_same_rows(batch: Any, what: str) -> int | None:
     """The leading size shared by the array leaves of ``batch`` with ``ndim > 0`` (None if none); ``ValueError`` naming
     them (``what``: the batch's name) if they differ."""
     rows = {jax.tree_util.keystr(path) or "<root>": leaf.shape[0] for path, leaf in
-            jax.tree_util.tree_flatten_with_path(batch)[0] if is_array_like(leaf) and leaf.ndim > 0}
+            jax.tree_util.tree_leaves_with_path(batch) if is_array_like(leaf) and leaf.ndim > 0}
     sizes = list(rows.values())
     if len(set(sizes)) > 1:
         named = ", ".join(f"{path} {size}" for path, size in rows.items())
@@ -128,7 +128,7 @@ def check_numeric_leaves(tree: Any, what: str) -> None:
     """``TypeError`` naming the first leaf of ``tree`` (``what``: the tree's name) of a dtype no JAX array holds
     (strings, bytes, objects: JAX's error names neither the leaf nor the fix), or an array-like that is no array (a
     pandas or torch object: else kept as it is, unplaced); ``ValueError`` as ``check_placeable``."""
-    for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
+    for path, leaf in jax.tree_util.tree_leaves_with_path(tree):
         name = jax.tree_util.keystr(path) or "<root>"
         check_placeable(leaf, f"{what} leaf {name} (shape {getattr(leaf, 'shape', ())})")
         # a jax.Array never is (a key's has no kind); ml_dtypes' bfloat16, float8, int4 are kind "V" too, and numbers

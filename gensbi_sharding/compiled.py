@@ -75,7 +75,6 @@ def compiled_report(compiled: Any) -> dict[str, Any]:
     if stats is not None:
         memory = {f"{name}_bytes": int(getattr(stats, f"{name}_size_in_bytes"))
                   for name in ("argument", "output", "temp", "alias", "generated_code")}
-        memory["total_bytes"] = (memory["argument_bytes"] + memory["output_bytes"] + memory["temp_bytes"]
-                                 - memory["alias_bytes"])
+        memory["total_bytes"] = sum(memory[f"{n}_bytes"] for n in ("argument", "output", "temp")) - memory["alias_bytes"]
     return {"memory": memory, "collectives": collectives,
             "collective_bytes": sum(c["bytes"] for c in collectives.values())}
