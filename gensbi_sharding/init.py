@@ -233,8 +233,7 @@ def _check(factory: Any, rule: Any, warn: Any) -> Rule:
 
 def _trace_and_plan(factory: Callable[[], Any], mesh: Mesh, rule: Rule, warn: bool, caller: str,
                     flags: dict | None = None) -> tuple:
-    """``trace_factory`` (its errors naming ``caller``; ``flags`` as it takes them), then plan and warn at the caller's
-    caller."""
+    """``trace_factory`` (errors naming ``caller``, ``flags`` as it takes them); plan; warn at the caller's caller."""
     with tracing_factory(caller):  # shard_batch/replicate inside the constructor: refused naming the cause (batch.py)
         graphdef, state = trace_factory(factory, caller, flags)
     plan = plan_shardings(nnx.merge(graphdef, state), mesh, rule)
