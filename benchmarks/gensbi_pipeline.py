@@ -194,9 +194,11 @@ def main() -> None:
     from gensbi_sharding.harness.override_keys import unknown_key_problem
     from gensbi_sharding.harness.override_types import override_problem
     from gensbi_sharding.harness.run import run
+    from gensbi_sharding.harness.task_fixed import task_fixed_problem
 
     # As harness_config composes them (the model named, its values suggested: Flux1's, not the default mlp's)
-    if problem := (unknown_key_problem(["model=flux1", *args.overrides])  # Hydra's advice, to append it, fails too
+    if problem := (task_fixed_problem(["model=flux1", "data=two_moons", *args.overrides])
+                   or unknown_key_problem(["model=flux1", *args.overrides])  # Hydra's advice, to append it, fails too
                    or override_problem(["model=flux1", "mesh=none", "data=two_moons", *args.overrides])):
         parser.error(f"harness overrides {' '.join(args.overrides)}: {problem}")
     with tempfile.TemporaryDirectory() as out_dir:

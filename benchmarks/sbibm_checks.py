@@ -60,11 +60,13 @@ def extra_problem(extra: list[str], tasks: list[str], budgets: list[int]) -> str
     from gensbi_sharding.harness.override_keys import unknown_key_problem
     from gensbi_sharding.harness.override_lists import list_override_problem
     from gensbi_sharding.harness.override_types import override_problem
+    from gensbi_sharding.harness.task_fixed import task_fixed_problem
 
     command = parse(extra)  # read once, for each of launch.py's checks that applies to a job's extra overrides
     # As each job composes them: after experiment=sbibm, whose values a refusal suggests (train.steps=20000, not 4000)
     composed = parse(["experiment=sbibm", *extra])
-    problem = (grammar_problem(command) or list_override_problem(composed) or unknown_key_problem(command)
+    problem = (grammar_problem(command) or task_fixed_problem([f"data={','.join(tasks)}", *extra]) or list_override_problem(composed)
+               or unknown_key_problem(command)
                or override_problem(composed, sweeps_need_m=False))
     if problem:
         return f"extra argument {problem}"

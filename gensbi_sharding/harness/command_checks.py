@@ -18,11 +18,12 @@ from gensbi_sharding.harness.override_keys import model_key_problem, unknown_key
 from gensbi_sharding.harness.override_lists import list_override_problem
 from gensbi_sharding.harness.override_types import override_problem
 from gensbi_sharding.harness.sweep_values import command_sweep_problem
+from gensbi_sharding.harness.task_fixed import task_fixed_problem
 
 __all__ = ["OVERRIDE_CHECKS", "command_problem"]
 
-OVERRIDE_CHECKS = (config_flag_problem, flag_order_problem, grammar_problem, command_sweep_problem, list_override_problem,
-                   model_key_problem, unknown_key_problem, mode_flags_problem, override_problem, dict_override_problem)
+OVERRIDE_CHECKS = (config_flag_problem, flag_order_problem, grammar_problem, task_fixed_problem, command_sweep_problem,
+                   list_override_problem, model_key_problem, unknown_key_problem, mode_flags_problem, override_problem, dict_override_problem)
 
 
 def command_problem(args: Sequence[str] | CommandLine) -> str | None:

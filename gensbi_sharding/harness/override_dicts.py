@@ -61,6 +61,7 @@ def dict_override_problem(args: Sequence[str] | CommandLine) -> str | None:
     from gensbi_sharding.harness.override_keys import model_key_problem, unknown_key_problem
     from gensbi_sharding.harness.override_lists import list_override_problem
     from gensbi_sharding.harness.override_types import override_problem
+    from gensbi_sharding.harness.task_fixed import task_fixed_problem
 
     command = parse(args)
     for o in command.parsed:
@@ -69,7 +70,8 @@ def dict_override_problem(args: Sequence[str] | CommandLine) -> str | None:
         for value in (v for v in o.values() if isinstance(v, dict)):
             dotted = _dotted(o.key, value)
             rest = [a for a in command.args if a != o.arg]
-            for check in (model_key_problem, unknown_key_problem, list_override_problem, override_problem):
+            for check in (task_fixed_problem, model_key_problem, unknown_key_problem, list_override_problem,
+                          override_problem):
                 if problem := check([*rest, *dotted]):
                     problem = next((problem[len(d) + 2:] for d in dotted if problem.startswith(f"{d}: ")), problem)
                     hint = _mesh_hint(value) if o.key == "mesh" and "mesh.model_axis=" not in problem else ""
