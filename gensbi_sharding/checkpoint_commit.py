@@ -46,13 +46,14 @@ def commit_barrier(timeout_s: float) -> Callable[..., None]:
 
 
 def failed_save(err: BaseException, step: int | None, directory: Path, timeout_s: float) -> RuntimeError:
-    """The error for an async save of ``step`` in ``directory`` that failed with ``err``: what failed, where, the fix.
+    """The error for a save of ``step`` in ``directory`` that raised ``err``: what happened, where, the fix.
 
     Parameters
     ----------
     err : BaseException
-        What Orbax's wait for the save raised: process 0's ``OSError`` (a failed commit), another process's
-        ``TimeoutError`` (process 0 never committed within ``timeout_s``), or any error of the background write.
+        What Orbax's save (``async_save=False``) or its wait for the save raised: process 0's ``OSError`` (a failed
+        commit), another process's ``TimeoutError`` (process 0's commit did not finish within ``timeout_s``: slow, or
+        failed), or any error of the background write.
     step : int or None
         The step being saved (``CheckpointWriter.last_saved``).
     directory : Path
@@ -63,17 +64,24 @@ def failed_save(err: BaseException, step: int | None, directory: Path, timeout_s
     Returns
     -------
     RuntimeError
-        Naming the step, the folder, ``err``, the latest complete checkpoint (kept) and the fix.
+        Naming the step, the folder, ``err``, the latest complete checkpoint (kept) and the fix; for a
+        ``TimeoutError``, whether the step is complete now (committed late) and how to raise the bound.
     """
-    steps = committed_steps(directory)
+    steps = committed_steps(directory)  # Orbax's own record of each step's commit (CheckpointManager.all_steps)
     kept = (f"the latest complete checkpoint, {directory / str(steps[-1])}, is kept: resume from it" if steps
             else "no earlier checkpoint was saved")
     what = f"{type(err).__name__}: {err}".strip().rstrip(":")
-    if isinstance(err, TimeoutError):  # the other processes: the cause is process 0's (or a slow write)
-        cause = (f"the save did not finish on every process ({what}): if process 0 did not commit it within "
-                 f"{timeout_s:g} s (CheckpointWriter.commit_timeout_s), process 0's log names why, e.g. the folder "
-                 "turned read-only")
-    else:
-        cause = f"writing or committing it failed ({what})"
-    return RuntimeError(f"checkpoint step {step} was not saved in {directory}: {cause}. Keep the checkpoint folder "
-                        f"writable while the run saves (check its permissions, free space, 'chattr -i'); {kept}")
+    if isinstance(err, TimeoutError):  # the other processes: process 0's commit was slow, or failed
+        bound = (f"process 0's commit did not finish within {timeout_s:g} s (CheckpointWriter.commit_timeout_s, the "
+                 f"other processes' bound on waiting for it; {what}), so this process stopped waiting")
+        raise_it = ("On a slow file system raise the bound before the writer is built, e.g. "
+                    "CheckpointWriter.commit_timeout_s = 120")
+        if step in steps:  # committed late: complete on disk, yet the processes no longer save in step
+            return RuntimeError(f"checkpoint step {step} in {directory} is complete and kept ({directory / str(step)}: "
+                                f"resume from it), yet {bound}. {raise_it}")
+        return RuntimeError(f"checkpoint step {step} was not saved in {directory} within {timeout_s:g} s: {bound}; it "
+                            "is not complete: process 0 may still be committing it (a slow file system) or its commit "
+                            f"failed (process 0's log names why, e.g. the folder turned read-only); {kept}. {raise_it}")
+    return RuntimeError(f"checkpoint step {step} was not saved in {directory}: writing or committing it failed "
+                        f"({what}). Keep the checkpoint folder writable while the run saves (check its permissions, "
+                        f"free space, 'chattr -i'); {kept}")

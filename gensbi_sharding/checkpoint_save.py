@@ -211,9 +211,9 @@ class CheckpointWriter:
         flat.update({name: jax.random.key_data(flat[name]) for name in impls})
         meta = {"format": _FORMAT, "step": int(step), "key_impls": impls, "info": info}
         self._named(self._manager.wait_until_finished)  # the previous save's failure, on every process, named here
-        self._manager.save(int(step), force=True, args=ocp.args.Composite(
-            arrays=ocp.args.PyTreeSave(nest_by_path(flat)), meta=ocp.args.JsonSave(meta),
-            config=ocp.args.JsonSave(self.config)))
+        self._named(lambda: self._manager.save(int(step), force=True, args=ocp.args.Composite(  # a failed commit
+            arrays=ocp.args.PyTreeSave(nest_by_path(flat)), meta=ocp.args.JsonSave(meta),  # (async_save=False) named
+            config=ocp.args.JsonSave(self.config))), step, OSError)
         self.last_saved = self._status["step"] = step
         return True
 
@@ -240,12 +240,12 @@ class CheckpointWriter:
         finally:
             self._closed = True
 
-    def _named(self, wait: Any) -> None:
-        """Call ``wait`` (a wait for the save under way); raise its failure as the error naming the step and fix."""
+    def _named(self, call: Any, step: int | None = None, errors: type = Exception) -> None:
+        """Call ``call`` (a wait for the save under way, or the save of ``step``); raise its failure naming the fix."""
         try:
-            wait()
-        except Exception as err:  # Orbax's own: process 0's OSError, the others' TimeoutError
-            raise failed_save(err, self.last_saved, self.directory, self.commit_timeout_s) from err
+            call()
+        except errors as err:  # Orbax's own: process 0's OSError, the others' TimeoutError
+            raise failed_save(err, self.last_saved if step is None else step, self.directory, self.commit_timeout_s) from err
 
     def __enter__(self) -> CheckpointWriter:
         return self

@@ -2,12 +2,16 @@
 
 1. A ``model.<field>`` the harness sets from the task (GenSBI Params fields, the factories' ``dim_theta``/``dim_x``)
    is named as such, with what to change instead (was: "not a setting of model=flux1", or ``model.theta=3``).
+3. ``CheckpointWriter(async_save=False)``: a failed commit is the RuntimeError the async path raises (was: Orbax's).
+4. A commit slower than ``commit_timeout_s`` says so, and whether the step is complete (was: "was not saved").
 """
 
 from __future__ import annotations
 
 import dataclasses
 import inspect
+import os
+from pathlib import Path
 
 import pytest
 
@@ -76,3 +80,82 @@ def test_the_table_is_every_params_field_and_factory_argument_no_model_setting_h
         arguments = set(inspect.signature(get_model(name)).parameters) - fields
         assert arguments == {f for f, (_, models, *_) in TASK_FIXED.items() if not models} | {"rngs"}, name
     assert task_fixed_problem(["model=flux1", "model.depth=3"]) is None  # a setting is left to the other checks
+
+
+# --- 3, 4. a checkpoint commit that fails (async_save=False) or outlasts commit_timeout_s -------------------------
+
+def _refuse_commit_of(monkeypatch, name: str) -> None:
+    """The folder turns read-only as step ``name`` is committed: Orbax's rename of its temporary folder fails."""
+    rename = os.rename
+
+    def refused(src, dst, *args, **kwargs):
+        if str(src).endswith(".orbax-checkpoint-tmp") and Path(dst).name == name:
+            raise PermissionError(1, "Operation not permitted", str(src))
+        return rename(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "rename", refused)
+
+
+def test_a_failed_commit_of_a_synchronous_save_names_the_step_folder_error_fix_and_kept_checkpoint(
+        tmp_path, monkeypatch, devices):
+    # Was: Orbax's bare PermissionError out of save(2) (no step, no fix), where async_save=True names all of them.
+    import jax
+
+    from gensbi_sharding.checkpoint import CheckpointWriter, committed_steps
+
+    state, key, folder = {"w": jax.numpy.ones(3)}, jax.random.key(0), tmp_path / "checkpoints"
+    with CheckpointWriter(folder, async_save=False) as writer:
+        writer.save(1, state, key)
+        _refuse_commit_of(monkeypatch, "2")
+        with pytest.raises(RuntimeError, match=r"^checkpoint step 2 was not saved in .*checkpoints: writing or "
+                           r"committing it failed \(PermissionError: .*Operation not permitted.*\)\. Keep the "
+                           r"checkpoint folder writable .*; the latest complete checkpoint, .*checkpoints/1, is kept: "
+                           r"resume from it$"):
+            writer.save(2, state, key)
+        monkeypatch.undo()
+        assert committed_steps(folder) == [1] and writer.last_saved == 1
+        assert writer.save(3, state, key)  # the writer goes on once the folder is writable again
+    assert committed_steps(folder) == [1, 3]
+
+
+def _timed_out_wait(writer) -> None:
+    """Another process's wait for process 0's commit ran past commit_timeout_s (Orbax's barrier raises it)."""
+    def wait():
+        raise TimeoutError("Barrier timed out: async_commit_complete")
+
+    writer._manager.wait_until_finished = wait
+
+
+@pytest.mark.parametrize("committed", [True, False])
+def test_a_commit_slower_than_the_bound_says_it_did_not_finish_in_time_and_whether_the_step_is_complete(
+        tmp_path, devices, committed):
+    # Was: "checkpoint step 2 was not saved ...: the save did not finish on every process", also where process 0 had
+    # committed step 2 after the others' 30 s wait (complete and kept); and no word on how to raise the bound.
+    import jax
+
+    from gensbi_sharding.checkpoint import CheckpointWriter
+    from gensbi_sharding.checkpoint_commit import failed_save
+
+    state, key, folder = {"w": jax.numpy.ones(3)}, jax.random.key(0), tmp_path / "checkpoints"
+    with CheckpointWriter(folder, async_save=False) as writer:
+        for step in (1, 2) if committed else (1,):
+            writer.save(step, state, key)
+    with CheckpointWriter(folder) as writer:
+        writer.last_saved = 2  # the save under way, as the other processes see it
+        _timed_out_wait(writer)
+        with pytest.raises(RuntimeError) as raised:
+            writer.steps()
+        del writer._manager.wait_until_finished
+    message = str(raised.value)
+    bound = ("process 0's commit did not finish within 30 s (CheckpointWriter.commit_timeout_s, the other processes' "
+             "bound on waiting for it; TimeoutError: Barrier timed out: async_commit_complete), so this process "
+             "stopped waiting")
+    if committed:
+        assert message == (f"checkpoint step 2 in {folder} is complete and kept ({folder / '2'}: resume from it), yet "
+                           f"{bound}. On a slow file system raise the bound before the writer is built, e.g. "
+                           "CheckpointWriter.commit_timeout_s = 120")
+    else:
+        assert message.startswith(f"checkpoint step 2 was not saved in {folder} within 30 s: {bound}; it is not "
+                                  "complete: process 0 may still be committing it"), message
+        assert f"the latest complete checkpoint, {folder / '1'}, is kept" in message
+    assert "commit_timeout_s = 120" in failed_save(TimeoutError(), 2, folder, 30.0).args[0]
