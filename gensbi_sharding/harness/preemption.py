@@ -5,7 +5,8 @@ SIGUSR1, some seconds before), then SIGKILL. While a run is inside ``PreemptionW
 (submitit's choice) ask it to stop: in the training loop at the next step boundary or between the batches of a
 validation, after a checkpoint; anywhere else at the next step of the run (``check``: between the setup steps,
 between the observations of the evaluation; there is nothing new to save: before training nothing was trained, after
-it the final checkpoint is written). Before training a setup step is waited for seconds at most (``stop_watchdog``).
+it the final checkpoint is written). Before training a setup step is waited for seconds at most, in training a step
+that does not return for about a minute (``stop_watchdog``).
 The run then records ``status: preempted`` with the step, and the process exits with ``EXIT_PREEMPTED``;
 ``train.resume=auto`` continues from the checkpoint. Ctrl-C (SIGINT) stops the same way, as ``status: interrupted``;
 a second Ctrl-C stops at once. ``distributed=local``'s processes get any signal as SIGTERM from their parent; they
@@ -22,20 +23,18 @@ JAX's preemption service (started by ``jax.distributed.initialize``, it takes ov
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import logging
 import signal
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
-import numpy as np
-
-from gensbi_sharding.harness.config import TrainConfig
 from gensbi_sharding.harness.console import stop_level
-from gensbi_sharding.harness.interrupt_hold import defer_interrupt, handler_lines, hold_interrupt, say
+from gensbi_sharding.harness.interrupt_hold import defer_interrupt, handler_lines, say
 from gensbi_sharding.harness.parent_signal import stop_signal
 from gensbi_sharding.harness.signal_hold import PREEMPT_SIGNALS, take_held
+from gensbi_sharding.harness.train_checkpoints import train_with_checkpoints
 
 __all__ = ["EXIT_PREEMPTED", "EXIT_INTERRUPTED", "PREEMPT_SIGNALS", "Preempted", "PreemptionWatch", "train_with_checkpoints"]
 
@@ -87,6 +86,8 @@ class PreemptionWatch:
         self._checks = 0  # stop checks so far: the sequence every process runs alike
         self._trained: tuple[int, Any] | None = None  # (step, checkpoint) once training is over
         self.stop_lock, self.settled, self.watchdog = threading.Lock(), False, None  # settle(); a StopWatchdog
+        # The last step boundary (step, time.monotonic()), the longest time between two, whether a stop was answered:
+        self.boundary, self.longest_step_s, self.answered = None, 0.0, False  # the watchdog's measure of a hung step
 
     def __enter__(self) -> PreemptionWatch:
         if threading.current_thread() is threading.main_thread():
@@ -130,6 +131,7 @@ class PreemptionWatch:
             from jax.experimental import multihost_utils
 
             return multihost_utils.reached_preemption_sync_point(self._checks)
+        self.answered = self.answered or self.signum is not None
         return self.signum is not None
 
     def check(self) -> None:
@@ -142,17 +144,27 @@ class PreemptionWatch:
         """
         if self.signum is not None and not self._deferred:
             self.settle()
+            self.answered = True
             raise Preempted(self.signum, *self._trained, after_training=True) if self._trained else Preempted(self.signum)
+
+    @property
+    def in_training(self) -> bool:
+        """Whether the training loop is under way: a step boundary passed, ``training_done`` not yet called."""
+        return self.boundary is not None and self._trained is None
 
     def training_done(self, step: int, checkpoint: Any) -> None:
         """Training is over and saved at ``step``: a signal from now on stops the run at once, naming it."""
         self.settle()
         self._trained = (step, checkpoint)
 
-    def settle(self) -> None:
-        """From here the run answers signals itself (``StopWatchdog`` stands down); a forced stop under way ends it."""
+    def settle(self, step: int | None = None) -> None:
+        """From here the run answers signals itself (``StopWatchdog`` waits for a step boundary); a forced stop under way
+        ends it. ``step``: a training step just ended (a step boundary)."""
         with self.stop_lock:
-            self.settled = True
+            self.settled, now = True, time.monotonic()
+            if step is not None:
+                self.longest_step_s = max(self.longest_step_s, now - self.boundary[1]) if self.boundary else 0.0
+                self.boundary = (step, now)
 
     def chain(self, signum: int | None = None) -> None:
         """Call the handler that was installed before for the signal received (e.g. submitit's requeue)."""
@@ -177,124 +189,3 @@ class PreemptionWatch:
                     where, " (Ctrl-C again stops at once)" if signum == signal.SIGINT else ""))
         if signum != signal.SIGTERM and jax.distributed.is_initialized():
             signal.raise_signal(signal.SIGTERM)  # JAX's preemption service tells every process
-
-
-def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any, cfg: Any, mesh: Any,
-                           out: Any, config: dict, watch: PreemptionWatch, val_batches: list,
-                           progress: bool, statistics: dict | None = None) -> tuple[Any, bool]:
-    """The training phase of a run: ``train.train`` with its checkpoint cadence and preemption.
-
-    Saves every ``train.checkpoint_every`` steps and at the end (a non-finite state is never saved:
-    ``CheckpointWriter.save``), each checkpoint with the early-stopping state (``state.checkpoint_tree``; written after
-    the step's validation, the final one before the best weights are put back; only a stop before or inside that
-    validation saves without it, and a run resumed there runs it first), so a resumed run ends as an uninterrupted one:
-    same stop step, best step, weights and validation history. It stops at the first step boundary after a preemption
-    signal, or between the batches of a validation under way (then the step it followed), saving there. A run resumed by
-    ``train.resume=auto`` whose checkpoint already holds ``train.steps``, or whose early stopping had ended training,
-    trains nothing and goes on to evaluation (with the best weights put back). Afterwards the watch knows training is
-    over (``training_done``): a signal during evaluation stops the run at once, naming the final checkpoint.
-    ``statistics``, the data's z-score statistics, are saved in each checkpoint's info (``NORMALIZATION``).
-
-    Returns
-    -------
-    (TrainResult, bool)
-        The result, and whether a preemption stopped the run (before the last step, in
-        the last validation, or during the last save: evaluation is then skipped).
-
-    Raises
-    ------
-    FloatingPointError
-        If training diverged; the message names the last finite checkpoint to resume from.
-    """
-    import jax
-
-    from gensbi_sharding import checkpoint, mesh_context
-    from gensbi_sharding.harness import train, validation
-    from gensbi_sharding.harness.held_out import DATA_SHARDS
-    from gensbi_sharding.harness.simulation_data import NORMALIZATION
-    from gensbi_sharding.harness.state import EARLY_STOPPING, checkpoint_tree
-    from gensbi_sharding.harness.step_timer import StepTimer
-
-    resumed = ts.early_stopping  # left as restored (run.py counts its validations): a copy is continued
-    stopper = (validation.EarlyStopping(patience=cfg.train.patience) if resumed is None else
-               dataclasses.replace(resumed, patience=cfg.train.patience, history=list(resumed.history)))
-    start = ts.start_step
-    # The checkpoint of this step may have been saved before its validation (a stop before or inside it).
-    validation.validate_pending(stopper, functions, state, val_batches, ts.key, start, val_every=cfg.train.val_every,
-                                last_step=cfg.train.steps, draws=cfg.train.val_draws, mesh=mesh)
-    if start >= cfg.train.steps or stopper.exhausted:  # an earlier attempt finished training
-        watch.training_done(start, out / checkpoint.CHECKPOINT_SUBDIR / str(start))
-        if stopper.history:
-            state, val_loss = stopper.with_best(functions, state), stopper.best_loss
-        else:  # a checkpoint without validations (or saved before early stopping was checkpointed)
-            with mesh_context(mesh):
-                val_loss = (validation.validation_loss(functions, state, val_batches, ts.key, draws=cfg.train.val_draws)
-                            if val_batches else None)
-        # A signal marked since the caller deferred them (its log line, the pending validation) stops the run here.
-        return train.TrainResult(state=state, losses=np.zeros(0, np.float32), val_loss=val_loss, compile_s=0.0,
-                                 median_step_s=float("nan"), samples_per_s=float("nan"), steps=0,
-                                 best_step=stopper.best_step, stopped_early=stopper.exhausted and start < cfg.train.steps,
-                                 val_history=stopper.history), watch.signum is not None
-    writer = checkpoint.CheckpointWriter(out / checkpoint.CHECKPOINT_SUBDIR, every=cfg.train.checkpoint_every,
-                                         keep=cfg.train.keep, config=config)
-    timer = StepTimer()  # a save is not step time
-    shards = cfg.data.shards or jax.process_count()  # effective: a resumed run compares it (held_out.py)
-
-    def save(step: int, current: Any) -> None:  # the early-stopping state too: state.checkpoint_tree
-        best = stopper.best_weights if stopper.best_weights is not None else functions.weights(current)
-        with timer.paused(current), hold_interrupt():  # a second Ctrl-C: once the checkpoint is written
-            writer.save(step, checkpoint_tree(current, best), ts.key,
-                        info={EARLY_STOPPING: stopper.scalars(), DATA_SHARDS: shards, NORMALIZATION: statistics})
-
-    stopped = []  # where a preemption stopped the loop: a step boundary or inside a validation
-
-    def on_step(step: int, current: Any) -> bool:
-        watch.settle()  # a step is trained: a signal now stops at a step boundary, after a checkpoint
-        validates = val_batches and validation.validates_at(step, val_every=cfg.train.val_every,
-                                                            last_step=cfg.train.steps)
-        if writer.due(step) and not validates:  # else on_validated saves it, with its validation
-            save(step, current)
-        if watch.should_stop(step):
-            save(step, current)
-            stopped.append(step)
-            return True
-        return False
-
-    def on_validated(step: int, current: Any) -> None:
-        # The last step too, before the best weights are put back, with its validation (was: a due last step
-        # was saved before it, so the resumed run logged an earlier best step than metrics.json).
-        if writer.due(step) or step == cfg.train.steps or stopper.exhausted:
-            save(step, current)
-
-    def stop_requested() -> bool:  # between validation batches; the loop then saves that step below
-        if watch.stop_requested():
-            stopped.append("validation")
-            return True
-        return False
-
-    try:
-        with watch.at_step_boundaries():  # the last save too: a signal never cuts a checkpoint short
-            result = train.train(functions, state, batches, steps=cfg.train.steps - ts.start_step, key=ts.key,
-                                 mesh=mesh, batch_size=cfg.data.batch_size, log_every=cfg.train.log_every,
-                                 val_batches=val_batches, progress=progress, start_step=ts.start_step,
-                                 on_step=on_step, val_every=cfg.train.val_every, patience=cfg.train.patience,
-                                 val_draws=cfg.train.val_draws, stop_requested=stop_requested,
-                                 early_stopping=stopper, timer=timer, on_validated=on_validated)
-            save(ts.start_step + result.steps, result.state)
-    except FloatingPointError as err:
-        # The value that diverged and one to try (was unnamed); after 1e30 the default, not 1e29.
-        latest, lr = writer.latest(), cfg.train.learning_rate
-        raise FloatingPointError(f"{err} (this run: train.learning_rate={lr:g}; e.g. train.learning_rate="
-                                 f"{min(lr / 10, TrainConfig.learning_rate):g}); " + (
-                                     f"resume from the last finite checkpoint with train.resume={latest} and a "
-                                     "lower train.learning_rate" if latest else "no finite checkpoint was saved "
-                                     "before it (train.checkpoint_every=N keeps some)")) from None
-    finally:
-        with hold_interrupt():  # its commit too (inside Orbax's wait, a KeyboardInterrupt printed a traceback)
-            writer.close()
-    final = ts.start_step + result.steps
-    watch.training_done(final, out / checkpoint.CHECKPOINT_SUBDIR / str(final))
-    # A signal at the last step, in its validation or during the last save stops the run too: evaluation can take
-    # minutes, SLURM's SIGKILL follows its SIGTERM within seconds (one process only: else the sync point decides).
-    return result, bool(stopped) or (watch.signum is not None and jax.process_count() == 1)
-

@@ -10,7 +10,11 @@ end: minutes, where a scheduler's SIGKILL follows SIGTERM within seconds (SLURM'
 handler, even while the main thread is in C++). If the run has not answered it within ``GRACE_S`` and has not
 begun training (nothing trained, so nothing to checkpoint and no save under way to cut short), it records the
 stop as the run would (``status: preempted``, the command that continues it) and ends the process with
-``EXIT_PREEMPTED``. One process only (``distributed=none``): across processes JAX's preemption service decides.
+``EXIT_PREEMPTED``. In training the run answers at its next step boundary; a step that does not return (a hung
+collective, a stuck device) was waited for forever: if no boundary comes within ``STEP_GRACE_S`` of the signal (or 3
+times the longest step so far), it records the stop naming the newest complete checkpoint and ends the process, never
+during a save (one under way is waited for as long again; none is begun). One process only (``distributed=none``):
+across processes JAX's preemption service decides, and ``distributed=local``'s parent bounds its processes' stop.
 """
 
 from __future__ import annotations
@@ -28,25 +32,32 @@ from typing import Any
 from gensbi_sharding.harness.folder_lock import remove_owner_notes
 from gensbi_sharding.harness.preemption import EXIT_PREEMPTED, PREEMPT_SIGNALS, Preempted, PreemptionWatch
 
-__all__ = ["GRACE_S", "StopWatchdog", "end_preempted_run", "watch_setup"]
+__all__ = ["GRACE_S", "STEP_GRACE_S", "StopWatchdog", "end_preempted_run", "watch_setup"]
 
 log = logging.getLogger("gensbi_sharding")
 
 #: Seconds a run has to answer a preemption signal at a step of its own before the watchdog ends it: a third of
 #: SLURM's default KillWait (30 s), so a step about to end (a small model's compile) still answers it itself.
 GRACE_S = 10.0
+#: Seconds after the signal a training step has to end (3 times the longest step so far where that is longer) before
+#: the watchdog takes it for hung: within SLURM's default KillWait (30 s), so the stop is recorded before its SIGKILL.
+STEP_GRACE_S = 20.0
 
 
 class StopWatchdog:
     """Until ``close()``: a preemption signal the run has not answered within ``GRACE_S`` calls ``stop(signum)``
-    from a thread, unless ``watch.settle()`` came first (training began, or the run answered it itself).
+    from a thread, unless ``watch.settle()`` came first (training began, or the run answered it itself). In training,
+    one the run has not answered at a step boundary within ``STEP_GRACE_S`` (or 3 times its longest step) calls
+    ``hung(signum, bound)``, never while a save holds ``watch.stop_lock``.
 
     Made in the main thread (``signal.set_wakeup_fd`` may only be set there); ``watch`` closes it on its exit.
     Where another wakeup fd is set (an asyncio loop's), it leaves that one and watches nothing.
     """
 
-    def __init__(self, watch: PreemptionWatch, stop: Callable[[int], Any]):
+    def __init__(self, watch: PreemptionWatch, stop: Callable[[int], Any],
+                 hung: Callable[[int, float], Any] | None = None):
         self._watch, self._stop, self._closed, self._thread = watch, stop, threading.Event(), None
+        self._hung = hung  # hung(signum, bound): a training step did not end within bound seconds of the signal
         if threading.current_thread() is not threading.main_thread():
             return
         self._read, self._write = os.pipe()
@@ -73,15 +84,35 @@ class StopWatchdog:
         try:
             while signum is None and (data := os.read(self._read, 64)):  # b"": closed
                 signum = next((s for s in data if s in PREEMPT_SIGNALS), None)  # Ctrl-C: a second one stops
+            heard = time.monotonic()
             if signum is not None and not self._closed.wait(GRACE_S):
                 with self._watch.stop_lock:  # the main thread's settle() waits here while the stop is written
                     if not self._watch.settled:
                         self._stop(signum)
+                if self._hung is not None:
+                    self._hung_step(signum, heard)
         finally:
             # Each later signal writes to the pipe until close() sets the wakeup fd back: with this end closed,
             # a second SIGTERM printed 'Exception ignored when trying to write to the signal wakeup fd' (EPIPE).
             self._closed.wait()
             os.close(self._read)
+
+
+    def _hung_step(self, signum: int, heard: float) -> None:
+        """In training: wait for the run to answer at a step boundary, at most the bound from ``heard``; then stop it
+        (``hung``), unless a save holds the watch's ``stop_lock`` (waited for as long again)."""
+        watch = self._watch
+        bound = max(STEP_GRACE_S, 3 * watch.longest_step_s)
+        waiting = lambda: watch.in_training and not watch.answered and not self._closed.is_set()  # noqa: E731
+        while waiting() and (left := heard + bound - time.monotonic()) > 0:
+            self._closed.wait(min(0.5, left))
+        locked = waiting() and watch.stop_lock.acquire(timeout=bound)  # a save under way ends first
+        try:
+            if waiting():
+                self._hung(signum, bound)
+        finally:
+            if locked:
+                watch.stop_lock.release()
 
 
 def watch_setup(cfg: Any, watch: PreemptionWatch, **run: Any) -> None:
@@ -97,11 +128,37 @@ def watch_setup(cfg: Any, watch: PreemptionWatch, **run: Any) -> None:
         ``metrics``, ``out``, ``start``, ``folder``: as ``end_preempted_run`` takes them.
     """
     if cfg.distributed.mode == "none":  # several processes: JAX's preemption service agrees on the stop
-        StopWatchdog(watch, lambda signum: end_preempted_run(signum, watch=watch, **run))
+        StopWatchdog(watch, lambda signum: end_preempted_run(signum, watch=watch, **run),
+                     lambda signum, bound: end_hung_run(signum, bound, watch=watch, **run))
+
+
+def end_hung_run(signum: int, bound: float, *, watch: PreemptionWatch, out: Path, **run: Any) -> None:
+    """Record a run whose training step did not end within ``bound`` seconds of ``signum``, and end the process.
+
+    Nothing is saved (a checkpoint needs the step to end); the error names the newest complete checkpoint, which
+    ``train.resume=auto`` continues from. ``run``: as ``end_preempted_run`` takes it.
+    """
+    from gensbi_sharding.checkpoint import CHECKPOINT_SUBDIR, committed_steps
+
+    steps, step = committed_steps(out / CHECKPOINT_SUBDIR), watch.boundary[0] + 1
+    saved = (f"saved up to step {steps[-1]} ({out / CHECKPOINT_SUBDIR / str(steps[-1])})" if steps else
+             "no checkpoint was saved (train.checkpoint_every=N saves some): the run starts over")
+    error = (f"preempted by {signal.Signals(signum).name} during training step {step}, which did not end within "
+             f"{bound:g} s of the signal (a hung step; the bound is {STEP_GRACE_S:g} s or 3 times the longest step so "
+             f"far): stopped without saving it (a checkpoint needs the step to end); {saved}; continue with: "
+             f"{_continue_command(out)}")
+    end_preempted_run(signum, watch=watch, out=out, error=error, saved=steps[-1] if steps else None, **run)
+
+
+def _continue_command(out: Path) -> str:
+    """The command that continues the run in ``out`` (``sweep_hints.continue_command``)."""
+    from gensbi_sharding.harness import sweep_hints
+
+    return sweep_hints.continue_command(out)
 
 
 def end_preempted_run(signum: int, *, metrics: dict[str, Any], out: Path, start: float, folder: Any,
-                      watch: PreemptionWatch) -> None:
+                      watch: PreemptionWatch, error: str | None = None, saved: int | None = None) -> None:
     """Record a run stopped before training by ``signum`` as ``run`` records a preemption, and end the process.
 
     Parameters
@@ -118,13 +175,16 @@ def end_preempted_run(signum: int, *, metrics: dict[str, Any], out: Path, start:
         Records the metrics and releases the folder's lock.
     watch : PreemptionWatch
         Passes the signal on to the handler installed before the run (submitit's requeue).
+    error : str or None
+        The stop's message; None: a stop before training.
+    saved : int or None
+        The newest complete checkpoint's step (``stopped_at_step``); None: none, or before training.
     """
-    from gensbi_sharding.harness import console, run_report, summary, sweep_continue, sweep_hints
+    from gensbi_sharding.harness import console, run_report, summary, sweep_continue
 
-    stop = Preempted(signum)
-    error = (f"{stop}; stopped {GRACE_S:g} s after the signal, inside a setup step; continue with: "
-             f"{sweep_hints.continue_command(out)}")
-    metrics.update(status="preempted", stopped_at_step=None, error=error, wall_s=time.perf_counter() - start)
+    error = error or (f"{Preempted(signum)}; stopped {GRACE_S:g} s after the signal, inside a setup step; continue "
+                      f"with: {_continue_command(out)}")
+    metrics.update(status="preempted", stopped_at_step=saved, error=error, wall_s=time.perf_counter() - start)
     log.log(min(console.stop_level(), logging.WARNING), "%s", error)
     if whole := sweep_continue.whole_sweep_hint(out, sys.argv):
         log.info("%s", whole)
