@@ -175,7 +175,7 @@ def test_from_config(mesh):
 @pytest.mark.parametrize("cfg,match", [
     ({"strategy": "tensor"}, r"activation strategy 'tensor' is not one of rule, fixed, none"),
     ({"strategy": "rule", "heads_axis": "model"}, r"activation key 'heads_axis' is not a PartitionAxis field"),
-    ({"strategy": "rule", "head_axis": "tensor"}, r"head_axis='tensor' names mesh axis 'tensor'"),
+    ({"strategy": "rule", "head_axis": "tensor"}, r"head_axis=tensor names mesh axis tensor"),
 ])
 def test_from_config_errors(mesh, cfg, match):
     with pytest.raises(ValueError, match=match):

@@ -204,11 +204,11 @@ def test_wrong_type_is_rejected_with_its_name(compose_config, override, key, kin
 # ------------------------------------------------------------------ validate()
 
 @pytest.mark.parametrize("overrides,message", [
-    (("mesh.spec=grid",), "mesh.spec='grid' is not one of null, auto, dict"),
+    (("mesh.spec=grid",), "mesh.spec=grid is not one of null, auto, dict"),
     (("mesh.model_axis=0",), "mesh.model_axis=0 must be >= 1"),
     (("mesh=auto", "mesh.model_axis=2"), "need the dict form: use mesh=dict mesh.model_axis=2"),
     (("mesh=none", "mesh.model_axis=2"), "instead of mesh=none"),
-    (("model.init=lazy",), "model.init='lazy' is not one of sharded, eager"),
+    (("model.init=lazy",), "model.init=lazy is not one of sharded, eager"),
     (("data.batch_size=0",), "data.batch_size=0 must be >= 1"),
     (("data.num_simulations=0",), "data.num_simulations=0 must be >= 1"),
     (("data.val_fraction=1.0",), "data.val_fraction=1.0 must lie strictly between 0 and 1"),
@@ -220,15 +220,15 @@ def test_wrong_type_is_rejected_with_its_name(compose_config, override, key, kin
     (("eval.num_samples=5", "eval.c2st_folds=3"), "eval.num_samples=5 must be >= 2 * eval.c2st_folds"),
     (("eval.c2st_folds=1",), "eval.c2st_folds=1 >= 2"),
     (("eval.ode_steps=0",), "eval.ode_steps=0 must be >= 1"),
-    (("eval.observations=[0,3]",), "eval.observations=[0, 3] must list sbibm observations 1..10"),
-    (("train.schedule=linear",), "train.schedule='linear' is not one of cosine, constant"),
+    (("eval.observations=[0,3]",), "eval.observations=[0,3] must list sbibm observations 1..10"),
+    (("train.schedule=linear",), "train.schedule=linear is not one of cosine, constant"),
     (("train.warmup_steps=4000",), "train.warmup_steps=4000 must lie in 0..train.steps-1 (3999)"),
     (("train.ema_decay=1.0",), "train.ema_decay=1.0 must lie in [0, 1) (0: no EMA)"),
     (("train.patience=-1",), "train.patience=-1 must be >= 0"),
-    (("data.theta_transform=logit",), "data.theta_transform='logit' is not one of support, none"),
-    (("data.x_transform=sqrt",), "data.x_transform='sqrt' is not one of none, log"),
+    (("data.theta_transform=logit",), "data.theta_transform=logit is not one of support, none"),
+    (("data.x_transform=sqrt",), "data.x_transform=sqrt is not one of none, log"),
     (("devices.cpu_count=0",), "devices.cpu_count=0 must be >= 1"),
-    (("distributed.mode=mpi",), "distributed.mode='mpi' is not one of none, auto, explicit"),
+    (("distributed.mode=mpi",), "distributed.mode=mpi is not one of none, auto, explicit"),
     # Was: trained one unsynchronised copy per process, then failed saving the first checkpoint.
     (("distributed=local", "mesh=none"), "mesh=none in a job of 2 processes: each process would train its own "
                                          "copy of the model, unsynchronised; set mesh=auto"),
@@ -252,7 +252,7 @@ def test_wrong_type_is_rejected_with_its_name(compose_config, override, key, kin
     (("rule.embed=5",), "rule.embed=5 must be a mesh axis name, a list of them, or null"),
     (("rule.mlp=[]",), "rule.mlp=[]: a list must hold mesh axis names"),
     (("train.resume=''",), "train.resume='' is empty: pass train.resume=auto"),
-    (("train.resume=AUTO",), "train.resume='AUTO' is read as a folder name; to continue from this run's own "
+    (("train.resume=AUTO",), "train.resume=AUTO is read as a folder name; to continue from this run's own "
                              "folder, pass train.resume=auto"),
 ])
 def test_validate_rejects_with_the_key(compose_config, overrides, message):
@@ -413,11 +413,11 @@ def test_a_multirun_with_an_unresolvable_override_lists_its_jobs_unresolved(comp
 
 @pytest.mark.parametrize("overrides,message,fix", [
     # Was "... names a mesh axis twice; list each mesh axis once" (activation: after the mesh was built), no override.
-    (("activation.sequence_axis=[model,model]",), "activation: sequence_axis=['model', 'model'] names a mesh axis "
+    (("activation.sequence_axis=[model,model]",), "activation: sequence_axis=[model,model] names a mesh axis "
      "twice; list each mesh axis once: set activation.sequence_axis=model", "activation.sequence_axis=model"),
-    (("activation.head_axis=[data,model,data]",), "activation: head_axis=['data', 'model', 'data'] names a mesh axis "
+    (("activation.head_axis=[data,model,data]",), "activation: head_axis=[data,model,data] names a mesh axis "
      "twice; list each mesh axis once: set activation.head_axis=[data,model]", "activation.head_axis=[data,model]"),
-    (("rule.mlp=[model,model]",), "rule.mlp=['model', 'model'] names a mesh axis twice; list each mesh axis once: "
+    (("rule.mlp=[model,model]",), "rule.mlp=[model,model] names a mesh axis twice; list each mesh axis once: "
      "set rule.mlp=model", "rule.mlp=model"),
     (("rule.mlp=[]",), "rule.mlp=[]: a list must hold mesh axis names; e.g. rule.mlp=model, or rule.mlp=null "
      "(unsplit)", "rule.mlp=null"),
@@ -442,7 +442,7 @@ def test_rule_table_forms():
 def test_rule_table_is_checked_against_the_mesh():
     name, table = rule_table("tensor")
     check_table_against_mesh(name, table, ("data", "model"))
-    with pytest.raises(ConfigError, match=r"rule\.mlp='model' \(rule 'tensor'\) names a mesh axis the "
+    with pytest.raises(ConfigError, match=r"rule\.mlp=model \(rule tensor\) names mesh axis model, which the "
                                           r"mesh lacks; valid values: data or null"):
         check_table_against_mesh(name, table, ("data",))
 

@@ -368,7 +368,7 @@ def test_summary_does_not_show_a_failed_jobs_mesh_as_none(strict_sweep):
 BAD_INPUTS = {
     # override: fragments of the error (stdout + stderr), run-level (True: metrics.json written)
     "rule=nope": (["Could not find 'rule/nope'", "fsdp", "fsdp_tensor", "replicated", "tensor"], False),
-    "mesh.spec=grid": (["mesh.spec='grid' is not one of null, auto, dict"], True),
+    "mesh.spec=grid": (["mesh.spec=grid is not one of null, auto, dict"], True),
     "mesh.model_axis=3": (["8 devices are not divisible by model_axis=3"], True),
     "data.batch_size=20": (["batch size 20", "data-parallel size 8", "data.batch_size="], True),
     "model.name=nope": (["unknown model 'nope'", "flux1, mlp, simformer, transformer"], True),

@@ -15,11 +15,11 @@ from gensbi_sharding.harness.rule_config import MESH_AXES
 
 
 @pytest.mark.parametrize("override, message", [
-    ("activation.batch_axis=nope", "activation: batch_axis='nope' names mesh axis 'nope', which the mesh lacks "
+    ("activation.batch_axis=nope", "activation: batch_axis=nope names mesh axis nope, which the mesh lacks "
                                    "(axes: data, model); set activation.batch_axis=null"),
-    ("activation.head_axis=[data,pipe]", "activation: head_axis=['data', 'pipe'] names mesh axis 'pipe', which the "
+    ("activation.head_axis=[data,pipe]", "activation: head_axis=[data,pipe] names mesh axis pipe, which the "
                                          "mesh lacks (axes: data, model); set activation.head_axis=[data] (or null: unsplit)"),
-    ("rule.embed=nope", "rule.embed='nope' (rule 'replicated+overrides') names a mesh axis the mesh lacks; valid "
+    ("rule.embed=nope", "rule.embed=nope (rule replicated+overrides) names mesh axis nope, which the mesh lacks; valid "
                         "values: data, model or null; set rule.embed=null"),
 ])
 def test_a_setting_naming_no_mesh_axis_is_refused_by_validate(override, message):
@@ -44,4 +44,4 @@ def test_the_run_is_refused_before_its_devices_start(tmp_path, monkeypatch):
     monkeypatch.setattr(run_module, "configure_devices", never)
     metrics = run_tiny(tmp_path / "run", "activation.batch_axis=nope")
     assert metrics["status"] == "error"
-    assert metrics["error"].startswith("ConfigError: activation: batch_axis='nope' names mesh axis 'nope'")
+    assert metrics["error"].startswith("ConfigError: activation: batch_axis=nope names mesh axis nope")

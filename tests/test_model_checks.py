@@ -13,7 +13,7 @@ from gensbi_sharding.harness.config_checks import validate
 # Values are named as typed (model.axes_dim=[0,0], =null); they were Python reprs ([0, 0], None, ['pos2d', ...]).
 REFUSED = [
     (("model=flux1", "model.id_merge_mode=foo"),
-     "model.id_merge_mode='foo' is not one of sum, concat; e.g. model.id_merge_mode=sum (GenSBI's default)"),
+     "model.id_merge_mode=foo is not one of sum, concat; e.g. model.id_merge_mode=sum (GenSBI's default)"),
     (("model=flux1", "model.id_merge_mode=concat"),
      "model.val_emb_dim=null and model.id_emb_dim=null: model.id_merge_mode=concat needs val_emb_dim and id_emb_dim, "
      "integers >= 1 (features per head); e.g. model.val_emb_dim=4 model.id_emb_dim=4 (GenSBI suggests 1:1), "

@@ -250,3 +250,46 @@ def test_the_watchdog_stops_only_an_unanswered_training_step_and_never_during_a_
         assert case == "hung" or fired[0][2] >= released[0]
     else:
         assert fired == []
+
+
+# --- 2. a refusal of run(cfg) names the value as it is typed, from the command line and from Python ------------
+
+@pytest.mark.parametrize("overrides, named", [
+    (["eval.observations=[1,1]"], "eval.observations=[1,1] lists an observation twice"),
+    (["eval.observations=[1,2]", "data.num_observation=3"], "eval.observations=[1,2] is scored"),
+    (["mesh.spec=foo"], "mesh.spec=foo is not one of null, auto, dict"),
+    (["model.init=foo"], "model.init=foo is not one of sharded, eager"),
+    (["train.schedule=linear"], "train.schedule=linear is not one of cosine, constant"),
+    (["train.resume=AUTO"], "train.resume=AUTO is read as a folder name"),
+    (["data.theta_transform=x"], "data.theta_transform=x is not one of support, none"),
+    (["data.x_transform=x"], "data.x_transform=x is not one of none, log"),
+    (["distributed.mode=x"], "distributed.mode=x is not one of none, auto, explicit"),
+    (["model=flux1", "model.id_merge_mode=x"], "model.id_merge_mode=x is not one of"),
+    (["rule.embed=[data,data]"], "rule.embed=[data,data] names a mesh axis twice"),
+    (["activation.batch_axis=[data,model,data]"], "batch_axis=[data,model,data] names a mesh axis twice"),
+    (["activation.head_axis=foo"], "head_axis=foo names mesh axis foo, which the mesh lacks"),
+])
+def test_a_refusal_names_the_value_as_the_override_that_gives_it(compose_config, overrides, named):
+    # Was: Python's repr, for launch.py and run(cfg) alike (the same check of the composed config):
+    # "eval.observations=[1, 1]" (two shell words), "mesh.spec='foo'", "batch_axis=['data', 'model', 'data']".
+    from gensbi_sharding.harness.config import ConfigError
+    from gensbi_sharding.harness.config_checks import scored_observations, validate
+
+    cfg = compose_config(*overrides)
+    if "is scored" in named:
+        problem = scored_observations(cfg)[1]
+    else:
+        with pytest.raises(ConfigError) as raised:
+            validate(cfg)
+        problem = str(raised.value)
+    assert named in problem and "'" not in problem.split(" is ")[0].split(" names ")[0], problem
+
+
+def test_run_cfg_from_python_returns_the_refusal_launch_py_prints(tmp_path, devices):
+    # The one check of the composed config serves both callers: run(cfg) from Python gets the line in metrics["error"].
+    from faults_helpers import run_tiny
+
+    metrics = run_tiny(tmp_path / "run", "eval.observations=[1,1]", "mesh.spec=dict")
+    assert metrics["status"] == "error" and metrics["error"] == (
+        "ConfigError: eval.observations=[1,1] lists an observation twice (it would be scored and averaged twice); set "
+        "eval.observations=[1]"), metrics["error"]

@@ -50,7 +50,7 @@ AXIS_3 = ("ConfigError: mesh.model_axis=3: 8 devices are not divisible by model_
     (("sweep=rules_x_model_axis", "mesh.model_axis=3,1", "rule=tensor,fsdp"), "2 of the 4",
      [f"job {n} (rule={rule} mesh.model_axis=3): {AXIS_3}" for n, rule in ((0, "tensor"), (2, "fsdp"))]),
     (("experiment=quick", "data=two_moons,sir", "data.theta_transform=nonee"), "2 of the 2",
-     [f"job {n} (data={data}): ConfigError: data.theta_transform='nonee' is not one of support, none; e.g. "
+     [f"job {n} (data={data}): ConfigError: data.theta_transform=nonee is not one of support, none; e.g. "
       f"data.theta_transform={fix}" for n, data, fix in ((0, "two_moons", "none"), (1, "sir", "support"))]),
     # Was: that job alone failed, once the jobs before it had run (and the summary named it).
     (("experiment=quick", "train.steps=2,${nope}"), "1 of the 2",

@@ -622,7 +622,7 @@ def test_slurm_launcher_without_slurm_stops_before_writing_anything(tmp_path):
 # ------------------------------------------------- issue 15, case 5: hints that contradict or stay silent
 
 @pytest.mark.parametrize("value, message", [
-    ("Auto", "train.resume='Auto' is read as a folder name; to continue from this run's own folder, pass "
+    ("Auto", "train.resume=Auto is read as a folder name; to continue from this run's own folder, pass "
              "train.resume=auto (lower case)"),
     ("''", "train.resume='' is empty: pass train.resume=auto (this run's folder), a run or checkpoint folder, "
            "or leave it out to start fresh"),

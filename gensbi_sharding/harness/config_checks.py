@@ -120,7 +120,7 @@ def scored_observations(cfg: DictConfig) -> tuple[list[int], str | None]:
     observations = list(cfg.eval.observations or [cfg.data.num_observation])
     if cfg.data.num_observation in observations:
         return observations, None
-    return observations, (f"eval.observations={observations} is scored, not data.num_observation="
+    return observations, (f"eval.observations={override_literal(observations)} is scored, not data.num_observation="
                           f"{cfg.data.num_observation}: eval.observations, when set, lists every observation scored "
                           f"(add {cfg.data.num_observation} to it, or set eval.observations=null to score "
                           "data.num_observation)")
@@ -151,13 +151,13 @@ def _validate(cfg: DictConfig) -> None:
     check_numbers(cfg)
     _known_fields(cfg)
     require(cfg.mesh.spec in (None, "auto", "dict"),
-           f"mesh.spec={cfg.mesh.spec!r} is not one of null, auto, dict (e.g. mesh=auto)")
+           f"mesh.spec={override_literal(cfg.mesh.spec)} is not one of null, auto, dict (e.g. mesh=auto)")
     require(cfg.mesh.model_axis >= 1, f"mesh.model_axis={cfg.mesh.model_axis} must be >= 1")
     require(cfg.mesh.spec == "dict" or (cfg.mesh.model_axis == 1 and cfg.mesh.devices is None),
            f"mesh.model_axis / mesh.devices need the dict form: use mesh=dict "
            f"mesh.model_axis={cfg.mesh.model_axis} instead of mesh={cfg.mesh.spec or 'none'}")
     require(cfg.model.init in ("sharded", "eager"),
-           f"model.init={cfg.model.init!r} is not one of sharded, eager")
+           f"model.init={override_literal(cfg.model.init)} is not one of sharded, eager")
     for key in ("num_simulations", "batch_size", "num_observation"):
         require(cfg.data[key] >= 1, f"data.{key}={cfg.data[key]} must be >= 1")
     require(0.0 < cfg.data.val_fraction < 1.0,
@@ -181,17 +181,18 @@ def _validate(cfg: DictConfig) -> None:
         require(1 <= cfg.data.num_observation <= NUM_OBSERVATIONS,
                 f"data.num_observation={cfg.data.num_observation} is out of range: sbibm task {cfg.data.name!r} has "
                 f"observations 1..{NUM_OBSERVATIONS}; set data.num_observation=1 (or another of 1..{NUM_OBSERVATIONS})")
+    observations = override_literal(list(cfg.eval.observations or []))  # as typed: [1,2], not Python's [1, 2]
     require(all(1 <= o <= 10 for o in cfg.eval.observations or ()) and cfg.eval.observations != [],
-           f"eval.observations={cfg.eval.observations} must list sbibm observations 1..10, e.g. "
+           f"eval.observations={observations} must list sbibm observations 1..10, e.g. "
            "eval.observations=[1,2,3], or be null for data.num_observation")
     unique = list(dict.fromkeys(cfg.eval.observations or ()))
     require(len(unique) == len(cfg.eval.observations or ()),
-           f"eval.observations={list(cfg.eval.observations or ())} lists an observation twice (it would be scored and "
+           f"eval.observations={observations} lists an observation twice (it would be scored and "
            f"averaged twice); set eval.observations=[{','.join(map(str, unique))}]")
     require(cfg.eval.c2st_jobs >= 1 or cfg.eval.c2st_jobs == -1,
            f"eval.c2st_jobs={cfg.eval.c2st_jobs} must be >= 1, or -1 for one per core")
     require(cfg.train.schedule in ("cosine", "constant"),
-           f"train.schedule={cfg.train.schedule!r} is not one of cosine, constant")
+           f"train.schedule={override_literal(cfg.train.schedule)} is not one of cosine, constant")
     require(0 <= cfg.train.warmup_steps < cfg.train.steps,
            f"train.warmup_steps={cfg.train.warmup_steps} must lie in 0..train.steps-1 ({cfg.train.steps - 1})")
     require(0.0 <= cfg.train.ema_decay < 1.0,
@@ -211,12 +212,12 @@ def _validate(cfg: DictConfig) -> None:
            f"train.resume={resume!r} is empty: pass train.resume=auto (this run's folder), a run or checkpoint "
            "folder, or leave it out to start fresh")
     require(resume is None or str(resume) == "auto" or str(resume).strip().lower() != "auto",
-           f"train.resume={resume!r} is read as a folder name; to continue from this run's own folder, "
+           f"train.resume={override_literal(resume)} is read as a folder name; to continue from this run's own folder, "
            "pass train.resume=auto (lower case)")
     require(cfg.data.theta_transform in ("support", "none"),
-           f"data.theta_transform={cfg.data.theta_transform!r} is not one of support, none")
+           f"data.theta_transform={override_literal(cfg.data.theta_transform)} is not one of support, none")
     require(cfg.data.x_transform in ("none", "log"),
-           f"data.x_transform={cfg.data.x_transform!r} is not one of none, log")
+           f"data.x_transform={override_literal(cfg.data.x_transform)} is not one of none, log")
     require(cfg.train.weight_decay >= 0, f"train.weight_decay={cfg.train.weight_decay} must be >= 0")
     require(cfg.data.shards is None or cfg.data.shards >= 1,
            f"data.shards={cfg.data.shards} must be >= 1, or null for one per process")
@@ -229,7 +230,7 @@ def _validate(cfg: DictConfig) -> None:
     for key in ("timeout_s", "heartbeat_s", "run_timeout_s"):
         require(cfg.distributed[key] >= 1, f"distributed.{key}={cfg.distributed[key]} must be >= 1")
     require(cfg.distributed.mode in ("none", "auto", "explicit"),
-           f"distributed.mode={cfg.distributed.mode!r} is not one of none, auto, explicit")
+           f"distributed.mode={override_literal(cfg.distributed.mode)} is not one of none, auto, explicit")
     require(cfg.mesh.spec is not None or cfg.distributed.local_processes == 1,
             no_mesh_problem(cfg.distributed.local_processes))  # before distributed=local starts its processes
     # distributed=local is mode explicit without coordinates: its parent hands them to the processes it starts.

@@ -232,7 +232,7 @@ def check_coordinator(address: str, process_id: int, num_processes: int, timeout
     host, _, port = address.rpartition(":")
     host = host.strip("[]")
     if not host or not port.isdigit():
-        raise ConfigError(f"distributed.coordinator_address={address!r} is not host:port, "
+        raise ConfigError(f"distributed.coordinator_address={address} is not host:port, "
                           "e.g. distributed.coordinator_address=10.0.0.1:1234")
     deadline = time.monotonic() + timeout_s
     if process_id == 0:

@@ -172,7 +172,7 @@ def _dtypes(model: DictConfig) -> None:
 
 def _flux1(model: DictConfig, *, traced: bool = True) -> None:
     mode = model.id_merge_mode
-    _require(mode in MERGE_MODES, f"model.id_merge_mode={mode!r} is not one of {', '.join(MERGE_MODES)}; "
+    _require(mode in MERGE_MODES, f"model.id_merge_mode={_literal(mode)} is not one of {', '.join(MERGE_MODES)}; "
                                   "e.g. model.id_merge_mode=sum (GenSBI's default)")
     strategies = list(model.id_embedding_strategy)
     _require(len(strategies) == 2 and all(s in ID_STRATEGIES_1D for s in strategies),

@@ -13,7 +13,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from gensbi_sharding import LOGICAL_AXES, RULES, PartitionAxis, Rule
 from gensbi_sharding.harness.config import require
-from gensbi_sharding.harness.hints import closest_name, mesh_axis_fix
+from gensbi_sharding.harness.hints import closest_name, mesh_axis_fix, override_literal
 
 __all__ = ["rule_table", "as_rule", "check_table_against_mesh", "mesh_spec", "partition_axis_from_config",
            "activation_axes_problem", "other_name_problem", "MESH_AXES"]
@@ -60,9 +60,9 @@ def rule_table(rule: Any) -> tuple[str, dict[str, Any]]:
             continue
         if isinstance(value, (list, tuple, ListConfig)):
             require(len(value) > 0 and all(isinstance(v, str) for v in value),
-                   f"rule.{key}={value!r}: a list must hold mesh axis names; e.g. rule.{key}=model, or "
+                   f"rule.{key}={override_literal(list(value))}: a list must hold mesh axis names; e.g. rule.{key}=model, or "
                    f"rule.{key}=null (unsplit)")
-            require(len(set(value)) == len(value), f"rule.{key}={list(value)!r} names a mesh axis twice; "
+            require(len(set(value)) == len(value), f"rule.{key}={override_literal(list(value))} names a mesh axis twice; "
                                                   f"list each mesh axis once: set rule.{key}={_once(value)}")
             value = tuple(value)
         else:
@@ -126,7 +126,8 @@ def check_table_against_mesh(name: str, table: dict[str, Any], mesh_axes: tuple[
     for key, value in table.items():
         for axis in (value,) if isinstance(value, str) else (value or ()):
             require(axis in mesh_axes,
-                   f"rule.{key}={axis!r} (rule {name!r}) names a mesh axis the mesh lacks; valid "
+                   f"rule.{key}={override_literal(value if isinstance(value, str) else list(value))} (rule {name}) "
+                   f"names mesh axis {axis}, which the mesh lacks; valid "
                    f"values: {', '.join(mesh_axes) or '(none: no mesh)'} or null; "
                    f"set rule.{key}={mesh_axis_fix(value, mesh_axes)}")
 
@@ -160,7 +161,7 @@ def partition_axis_from_config(cfg: Mapping[str, Any], rule: Any, mesh: Any) -> 
                          f"strategy, {', '.join(PartitionAxis._fields)}")
     for key, value in fields.items():  # known without a mesh: refused at validation, before any work
         if isinstance(value, (list, tuple)) and len(set(value)) != len(value):
-            raise ValueError(f"{key}={list(value)!r} names a mesh axis twice; list each mesh axis once: set "
+            raise ValueError(f"{key}={override_literal(list(value))} names a mesh axis twice; list each mesh axis once: set "
                              f"activation.{key}={_once(value)}")
     if strategy == "none" or mesh is None:
         return None
@@ -183,7 +184,7 @@ def activation_axes_problem(fields: Mapping[str, Any], mesh_axes: tuple[str, ...
         lacking = [a for a in ((value,) if isinstance(value, str) else value or ()) if a not in mesh_axes]
         if lacking:
             fix = mesh_axis_fix(value, mesh_axes)
-            return (f"{key}={value!r} names mesh axis {lacking[0]!r}, which the mesh lacks (axes: "
+            return (f"{key}={override_literal(value)} names mesh axis {lacking[0]}, which the mesh lacks (axes: "
                     f"{', '.join(mesh_axes)}); set activation.{key}={fix}" + ("" if fix == "null" else
                                                                                " (or null: unsplit)"))
     return None
