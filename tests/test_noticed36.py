@@ -227,6 +227,7 @@ def test_the_watchdog_stops_only_an_unanswered_training_step_and_never_during_a_
 
     monkeypatch.setattr(stop_watchdog, "GRACE_S", 0.01)
     monkeypatch.setattr(stop_watchdog, "STEP_GRACE_S", 0.2)
+    monkeypatch.setattr(stop_watchdog, "SAVE_GRACE_S", 3.0)  # bounds the wait for a save that never ends
     fired, released = [], []
     with PreemptionWatch() as watch:
         watch.settle(1)

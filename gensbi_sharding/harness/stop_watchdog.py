@@ -13,7 +13,7 @@ stop as the run would (``status: preempted``, the command that continues it) and
 ``EXIT_PREEMPTED``. In training the run answers at its next step boundary; a step that does not return (a hung
 collective, a stuck device) was waited for forever: if no boundary comes within ``STEP_GRACE_S`` of the signal (or 3
 times the longest step so far), it records the stop naming the newest complete checkpoint and ends the process, never
-during a save (one under way is waited for as long again; none is begun). One process only (``distributed=none``):
+during a save (one under way is waited for up to ``SAVE_GRACE_S``; none is begun). One process only (``distributed=none``):
 across processes JAX's preemption service decides, and ``distributed=local``'s parent bounds its processes' stop.
 """
 
@@ -32,7 +32,7 @@ from typing import Any
 from gensbi_sharding.harness.folder_lock import remove_owner_notes
 from gensbi_sharding.harness.preemption import EXIT_PREEMPTED, PREEMPT_SIGNALS, Preempted, PreemptionWatch
 
-__all__ = ["GRACE_S", "STEP_GRACE_S", "StopWatchdog", "end_preempted_run", "watch_setup"]
+__all__ = ["GRACE_S", "STEP_GRACE_S", "SAVE_GRACE_S", "StopWatchdog", "end_preempted_run", "watch_setup"]
 
 log = logging.getLogger("gensbi_sharding")
 
@@ -42,6 +42,8 @@ GRACE_S = 10.0
 #: Seconds after the signal a training step has to end (3 times the longest step so far where that is longer) before
 #: the watchdog takes it for hung: within SLURM's default KillWait (30 s), so the stop is recorded before its SIGKILL.
 STEP_GRACE_S = 20.0
+#: Seconds the stop of a hung step waits more for a save under way (its lock): a save is never cut short before that.
+SAVE_GRACE_S = 60.0
 
 
 class StopWatchdog:
@@ -86,9 +88,10 @@ class StopWatchdog:
                 signum = next((s for s in data if s in PREEMPT_SIGNALS), None)  # Ctrl-C: a second one stops
             heard = time.monotonic()
             if signum is not None and not self._closed.wait(GRACE_S):
-                with self._watch.stop_lock:  # the main thread's settle() waits here while the stop is written
-                    if not self._watch.settled:
-                        self._stop(signum)
+                if not self._watch.settled:  # else a save may hold the lock: _hung_step's wait for it is bounded
+                    with self._watch.stop_lock:  # the main thread's settle() waits here while the stop is written
+                        if not self._watch.settled:
+                            self._stop(signum)
                 if self._hung is not None:
                     self._hung_step(signum, heard)
         finally:
@@ -100,13 +103,13 @@ class StopWatchdog:
 
     def _hung_step(self, signum: int, heard: float) -> None:
         """In training: wait for the run to answer at a step boundary, at most the bound from ``heard``; then stop it
-        (``hung``), unless a save holds the watch's ``stop_lock`` (waited for as long again)."""
+        (``hung``), once a save that holds the watch's ``stop_lock`` is over (waited for ``SAVE_GRACE_S`` at most)."""
         watch = self._watch
         bound = max(STEP_GRACE_S, 3 * watch.longest_step_s)
         waiting = lambda: watch.in_training and not watch.answered and not self._closed.is_set()  # noqa: E731
         while waiting() and (left := heard + bound - time.monotonic()) > 0:
             self._closed.wait(min(0.5, left))
-        locked = waiting() and watch.stop_lock.acquire(timeout=bound)  # a save under way ends first
+        locked = waiting() and watch.stop_lock.acquire(timeout=SAVE_GRACE_S)  # a save under way ends first
         try:
             if waiting():
                 self._hung(signum, bound)
