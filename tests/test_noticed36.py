@@ -294,3 +294,81 @@ def test_run_cfg_from_python_returns_the_refusal_launch_py_prints(tmp_path, devi
     assert metrics["status"] == "error" and metrics["error"] == (
         "ConfigError: eval.observations=[1,1] lists an observation twice (it would be scored and averaged twice); set "
         "eval.observations=[1]"), metrics["error"]
+
+
+_SLOW_COMMIT = """
+import json, os, sys, time
+from pathlib import Path
+sys.path.insert(0, {tests!r})
+from multihost_worker import start
+port, p, folder = int(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])
+start(port, p, 2)
+import jax, numpy as np
+from jax.sharding import NamedSharding, PartitionSpec as P
+from gensbi_sharding import make_mesh
+from gensbi_sharding.checkpoint import CheckpointWriter, committed_steps
+rename = os.rename
+
+def slow(src, dst, *args, **kwargs):  # a slow file system: process 0's commit of step 2 takes 6 s
+    if str(src).endswith(".orbax-checkpoint-tmp") and Path(dst).name == "2":
+        time.sleep(6)
+    return rename(src, dst, *args, **kwargs)
+
+replicated = NamedSharding(make_mesh(), P())
+state = {{"w": jax.make_array_from_callback((4,), replicated, lambda i: np.ones(4, np.float32)[i])}}
+data = np.asarray(jax.random.key_data(jax.random.key(0)))
+key = jax.random.wrap_key_data(jax.make_array_from_callback(data.shape, replicated, lambda i: data[i]))
+CheckpointWriter.commit_timeout_s = 2.0
+writer = CheckpointWriter(folder)
+writer.save(1, state, key)
+writer.steps()
+if p == 0:
+    os.rename = slow
+writer.save(2, state, key)
+error = None
+try:
+    writer.save(3, state, key)
+except RuntimeError as err:
+    error = str(err)
+os.rename = rename
+print("RESULT " + json.dumps({{"error": error, "steps": committed_steps(folder)}}), flush=True)
+try:
+    writer.close()
+except RuntimeError:
+    pass
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+def test_a_commit_that_outlasts_the_bound_in_two_processes_is_named_complete_not_failed(tmp_path):
+    # Process 0's commit of step 2 takes 6 s, the bound is 2 s: was "checkpoint step 2 was not saved ...: the save did
+    # not finish on every process", while step 2 was complete on disk (Orbax's all_steps lists it).
+    import json
+    import socket
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[1]
+    script, folder = tmp_path / "slow_commit.py", tmp_path / "checkpoints"
+    script.write_text(_SLOW_COMMIT.format(tests=str(repo / "tests")))
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": str(repo), "PYTHONUNBUFFERED": "1"}
+    procs = [subprocess.Popen([sys.executable, str(script), str(port), str(p), str(folder)], env=env, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT) for p in range(2)]
+    try:
+        outputs = [proc.communicate(timeout=150)[0] for proc in procs]
+    finally:
+        for proc in procs:
+            proc.kill()
+    for p, (proc, output) in enumerate(zip(procs, outputs)):
+        lines = [line for line in output.splitlines() if line.startswith("RESULT ")]
+        assert proc.returncode == 0 and lines, f"process {p}: {output[-3000:]}"
+        result = json.loads(lines[0][len("RESULT "):])
+        assert result["steps"] == [1, 2], result
+        assert result["error"].startswith(
+            f"checkpoint step 2 in {folder} is complete and kept ({folder / '2'}: resume from it), yet process 0's "
+            "commit did not finish within 2 s (CheckpointWriter.commit_timeout_s"), result["error"]
+        assert result["error"].endswith("e.g. CheckpointWriter.commit_timeout_s = 120"), result["error"]
