@@ -19,6 +19,7 @@ from omegaconf import OmegaConf
 
 from gensbi_sharding.harness.groups import CONF
 from gensbi_sharding.harness.override_grammar import CommandLine, parse
+from gensbi_sharding.harness.override_keys import model_fields
 from gensbi_sharding.harness.tasks import TASK_DIMS
 
 __all__ = ["TASK_FIXED", "task_fixed_problem"]
@@ -95,10 +96,11 @@ def task_fixed_problem(args: Sequence[str] | CommandLine) -> str | None:
         parameter token per theta dimension: the task's dim_theta (data=two_moons: 2); to change it pick the task with
         data=<task> (data=slcp: dim_theta=5, dim_x=8, ...), and drop model.dim_obs=3"``.
     """
-    command = parse(args)
+    command, settings = parse(args), set().union(*model_fields().values())
     for o in command.parsed:
         parts = o.key.split(".")
-        if len(parts) != 2 or parts[0] != "model" or parts[1] not in TASK_FIXED or o.hydra.package is not None:
+        if (len(parts) != 2 or parts[0] != "model" or parts[1] not in TASK_FIXED or parts[1] in settings
+                or o.hydra.package is not None):  # a schema of one's own may have such a setting
             continue
         owner, models, value, instead = TASK_FIXED[parts[1]]
         models = [m for m in command.models if m in models] or list(models)  # the chosen model's, else each
