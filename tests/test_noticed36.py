@@ -372,3 +372,24 @@ def test_a_commit_that_outlasts_the_bound_in_two_processes_is_named_complete_not
             f"checkpoint step 2 in {folder} is complete and kept ({folder / '2'}: resume from it), yet process 0's "
             "commit did not finish within 2 s (CheckpointWriter.commit_timeout_s"), result["error"]
         assert result["error"].endswith("e.g. CheckpointWriter.commit_timeout_s = 120"), result["error"]
+
+
+@pytest.mark.parametrize("overrides, expected", [
+    (["model=flux1", "+model.guidance_embed=true"],
+     "+model.guidance_embed=true: Flux1Params.guidance_embed (model=flux1) is no setting: the harness sets it to false"),
+    (["model=simformer", "data=slcp", "+model.dim_joint=3"],
+     "+model.dim_joint=3: SimformerParams.dim_joint (model=simformer) is no setting: the harness sets it to one token "
+     "per theta and x dimension: the task's dim_theta + dim_x (data=slcp: 13)"),
+    (["+foo=null"], "foo is not a setting; drop +foo=null;"),
+    (["+mesh.modle_axis=[1,2]"], "drop +mesh.modle_axis=[1,2] and set mesh.model_axis=[1,2]"),
+])
+def test_a_key_added_by_compose_is_refused_by_run_cfg_as_launch_py_refuses_it(compose_config, overrides, expected):
+    # Was, from Python (compose, then run(cfg), which launch.py's override checks never saw): "drop
+    # +model.guidance_embed=True" (Python's True; launch.py says true), "+foo=None", "[1, 2]", and no word that the
+    # harness sets guidance_embed or dim_joint from the task.
+    from gensbi_sharding.harness.config import ConfigError
+    from gensbi_sharding.harness.config_checks import validate
+
+    with pytest.raises(ConfigError) as raised:
+        validate(compose_config(*overrides))
+    assert expected in str(raised.value), str(raised.value)

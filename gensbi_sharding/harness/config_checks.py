@@ -257,10 +257,11 @@ def _known_fields(cfg: DictConfig) -> None:
     typo) that its schema does not have: refused before any simulation. Hydra's ``+`` opens the section,
     so the run went on with the default and a model's factory got the key as a keyword."""
     from gensbi_sharding.harness.hints import closest_name
+    from gensbi_sharding.harness.task_fixed import task_fixed_problem
 
     top = [f.name for f in dataclasses.fields(Config)]
     for key in (k for k in cfg.keys() if k not in top and k != "output_dir"):  # output_dir: run(cfg)'s folder
-        near, value = closest_name(str(key), top), OmegaConf.to_container(cfg, resolve=False)[key]
+        near, value = closest_name(str(key), top), override_literal(OmegaConf.to_container(cfg, resolve=False)[key])
         require(False, f"{key} is not a setting" + (f" (did you mean {near}?)" if near else "")
                        + f"; drop +{key}={value}" + (f" and set {near}={value}" if near else "")
                        + "; python launch.py --help lists them")
@@ -272,9 +273,10 @@ def _known_fields(cfg: DictConfig) -> None:
         fields = [f.name for f in dataclasses.fields(schema)]
         of = f"model={section.get('name')}" if group == "model" else group
         for key in (k for k in section.keys() if k not in fields):
-            near = closest_name(str(key), fields)
-            value = OmegaConf.to_container(section, resolve=False)[key]
+            near, value = closest_name(str(key), fields), override_literal(OmegaConf.to_container(section)[key])
+            fixed = group == "model" and task_fixed_problem([of, f"data={cfg.data.name}", f"+model.{key}={value}"])
+            require(not fixed, fixed or "")  # run(cfg) from Python: as launch.py names it (true, not True)
             require(False, f"{group}.{key} is not a setting of {of}"
                            + (f" (did you mean {group}.{near}?)" if near else "")
                            + f"; its settings: {', '.join(f for f in fields if f != 'name')}; drop +{group}.{key}="
-                           + str(value) + (f" and set {group}.{near}={value}" if near else ""))
+                           + value + (f" and set {group}.{near}={value}" if near else ""))
