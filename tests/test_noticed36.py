@@ -48,6 +48,7 @@ def test_a_field_the_harness_sets_from_the_task_is_named_so(args, expected):
     (["model=simformer", "~model.dim_joint"], "the task's dim_theta + dim_x (data=two_moons: 4)"),
     (["-m", "model=simformer", "data=two_moons,sir", "model.dim_joint=3,4"], "(data=two_moons: 4, data=sir: 12)"),
     (["experiment=slcp_transformer", "model.dim_x=3"], "the task's observation size, dim_x (data=slcp: 8)"),
+    (["experiment=quick", "model.dim_x=3"], "the task's observation size, dim_x (data=two_moons: 2)"),
     (["model.dim_theta=3"], "dim_theta, an argument of every model's factory, is no setting"),  # was: model.theta=3
     (["model=flux1", "model.context_in_dim=2"], "sum(model.axes_dim) * model.num_heads: set those"),
     (["model=flux1", "++model.vec_in_dim=4"], "the harness sets it to null"),

@@ -67,9 +67,9 @@ def _tasks(command: CommandLine) -> list[str]:
     if picks:
         found = [str(v) for v in picks[-1].values()]
     else:
-        found = [e.get("override /data") for o in experiments[-1:]
-                 for e in _defaults(CONF / "experiment" / f"{o.hydra.value()}.yaml") if isinstance(e, dict)]
-        found = found or [e.get("data") for e in _defaults(CONF / "config.yaml") if isinstance(e, dict)]
+        found = [e["override /data"] for o in experiments[-1:]  # experiment=quick picks none: the default's
+                 for e in _defaults(CONF / "experiment" / f"{o.hydra.value()}.yaml") if "override /data" in e]
+        found = found or [e["data"] for e in _defaults(CONF / "config.yaml") if isinstance(e, dict) and "data" in e]
     return [t for t in found if t in TASK_DIMS]
 
 
