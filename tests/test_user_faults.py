@@ -162,32 +162,37 @@ BENCHMARK_BAD_ARGS = [
      "harness overrides model.depth=abc: model.depth=abc: model.depth (model=flux1): Value 'abc' of type 'str' could "
      "not be converted to Integer; e.g. model.depth=2"),
 ]
-FORKED = "step_overhead.py"  # imports JAX and Flax before its arguments: its cases share those imports
+#: The scripts whose cases share their imports, and what each imports inside its functions too: step_overhead.py
+#: imports JAX and Flax before its arguments; gensbi_pipeline.py checks its harness overrides with Hydra and the
+#: harness (JAX with it) before it runs anything.
+FORKED = {"step_overhead.py": (), "gensbi_pipeline.py": ("jax", "flax.nnx", "hydra", "omegaconf")}
 
 
 @pytest.fixture(scope="module")
 def forked_benchmark_runs(tmp_path_factory):
-    """``{args: its run}`` for ``FORKED``'s cases, each forked from one Python process that imported the
-    script's third-party modules once (tests/fork_launch.py: ~1.3 s of CPU less per run; each still a process of
-    its own, from the script's first line)."""
+    """``{(script, args): its run}`` for ``FORKED``'s cases, each script's forked from one Python process that
+    imported its third-party modules once (tests/fork_launch.py: ~1.3 s of CPU less per run; each still a process
+    of its own, from the script's first line)."""
     from fork_launch import run_forked
 
-    root = tmp_path_factory.mktemp("benchmark_args")
-    cases = [args for script, args, _ in BENCHMARK_BAD_ARGS if script == FORKED]
-    folders = [root / str(i) for i in range(len(cases))]
-    for folder in [*folders, root / "fork"]:
-        folder.mkdir()
-    procs = run_forked([{"args": args, "cwd": folder} for args, folder in zip(cases, folders)],
-                       env={**os.environ, "JAX_PLATFORMS": "cpu"}, timeout=300, workdir=root / "fork",
-                       script=REPO / "benchmarks" / FORKED)
-    return {tuple(args): proc for args, proc in zip(cases, procs)}
+    root, runs = tmp_path_factory.mktemp("benchmark_args"), {}
+    for script, imports in FORKED.items():
+        cases = [args for name, args, _ in BENCHMARK_BAD_ARGS if name == script]
+        folders = [root / script / str(i) for i in range(len(cases))]
+        for folder in [*folders, root / script / "fork"]:
+            folder.mkdir(parents=True)
+        procs = run_forked([{"args": args, "cwd": folder} for args, folder in zip(cases, folders)],
+                           env={**os.environ, "JAX_PLATFORMS": "cpu"}, timeout=300, workdir=root / script / "fork",
+                           script=REPO / "benchmarks" / script, imports=imports)
+        runs.update({(script, tuple(args)): proc for args, proc in zip(cases, procs)})
+    return runs
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("script, args, message", BENCHMARK_BAD_ARGS)
 def test_a_benchmark_with_a_bad_argument_stops_at_once_naming_it(tmp_path, request, script, args, message):
-    if script == FORKED:
-        proc = request.getfixturevalue("forked_benchmark_runs")[tuple(args)]
+    if script in FORKED:
+        proc = request.getfixturevalue("forked_benchmark_runs")[script, tuple(args)]
     else:
         proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / script), *args], cwd=tmp_path,
                               capture_output=True, text=True, timeout=120, env={**os.environ, "JAX_PLATFORMS": "cpu"})
@@ -392,16 +397,13 @@ def test_every_refused_value_names_an_override_that_fixes_it(overrides):
 
 @pytest.mark.slow
 def test_sbibm_run_exits_non_zero_naming_the_failed_job(tmp_path):
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    script = Path(__file__).resolve().parents[1] / "benchmarks" / "sbibm.py"
-    proc = subprocess.run([sys.executable, str(script), "run", "--root", str(tmp_path), "--tasks", "two_moons",
-                           "--budgets", "1000", "--", "train.resume=/nonexistent/run"], capture_output=True,
-                          text=True, timeout=600)  # a config error (train.ema_decay=2) is now refused before any job
-    assert proc.returncode == 1, proc.stdout + proc.stderr  # was 0: a script could not tell
-    assert "1 job(s) failed: two_moons 1000" in proc.stderr
+    # run's main in this process (its job still a launch.py process): a SystemExit with a message is what
+    # `python benchmarks/sbibm.py run ...` ends with, printing it on stderr with exit status 1.
+    with pytest.raises(SystemExit) as stop:  # a config error (train.ema_decay=2) is now refused before any job
+        sbibm_main()(["run", "--root", str(tmp_path), "--tasks", "two_moons", "--budgets", "1000", "--",
+                      "train.resume=/nonexistent/run"])
+    assert isinstance(stop.value.code, str), stop.value.code  # exit status 1; was 0: a script could not tell
+    assert "1 job(s) failed: two_moons 1000" in stop.value.code
     metrics = (tmp_path / "two_moons_1000" / "job" / "metrics.json").read_text()
     assert '"status": "error"' in metrics and "checkpoint path '/nonexistent/run' does not exist" in metrics
 
