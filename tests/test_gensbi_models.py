@@ -187,7 +187,10 @@ def test_launch_runs_flux1_end_to_end_and_reports_fallbacks(tmp_path):
     proc = subprocess.run(
         [sys.executable, str(REPO / "launch.py"), "experiment=quick", "model=flux1", "rule=tensor",
          "mesh.model_axis=4", "train.steps=4", "train.log_every=2", "data.num_simulations=768",  # quick, smaller
-         f"hydra.run.dir={tmp_path}"],
+         # Through the prior's bijection every draw lies inside the prior: one draw, one compile of Flux1's ODE
+         # program (theta as simulated, two_moons' default, draws again for the rows rejected: a second compile,
+         # ~3 s of CPU; test_launch.py's mesh=none run checks that path).
+         "data.theta_transform=support", f"hydra.run.dir={tmp_path}"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-3000:]
