@@ -5,8 +5,7 @@ wrote job 1's ``.hydra/`` record over it before job 1 was refused the folder, so
 job 0's 8x1 results under ``mesh.model_axis=2``.
 """
 
-import subprocess
-import sys
+import os
 import time
 from pathlib import Path
 
@@ -138,12 +137,35 @@ def test_per_job_subdirs_and_literal_ones_need_no_composition(tmp_path):
     assert colliding_subdirs_problem(config, "job", jobs, tmp_path) is None  # sweep_hints.shared_folder_problem's
 
 
+#: The module's ``python launch.py`` commands, each refused before any job, by the test that reads it.
+REFUSED_LAUNCHES = {"test_launch_refuses_a_colliding_subdir_before_any_job_runs": "colliding",
+                    "test_a_folder_override_the_mode_ignores_is_refused_naming_the_one_to_use": "sweep_dir"}
+
+
+@pytest.fixture(scope="module")
+def refused_launches(request, tmp_path_factory):
+    """``{name: (its launch, a folder)}``: those of the module's two ``python launch.py`` commands whose tests the
+    session runs (a fast run: one), forked one after the other from one process that imported launch.py's modules
+    once (tests/fork_launch.py: each still a process of its own, from launch.py's first line, with this process's
+    environment): "colliding" (``-m`` with a subdir two jobs share, in the repository; its folder: the sweep's, never
+    made) and "sweep_dir" (a single run given ``hydra.sweep.dir=mine``; its folder: its working folder, empty)."""
+    from fork_launch import run_forked
+
+    wanted = {REFUSED_LAUNCHES[item.originalname] for item in request.session.items
+              if item.path == request.path and item.originalname in REFUSED_LAUNCHES}
+    sweep, cwd = tmp_path_factory.mktemp("colliding") / "sweep", tmp_path_factory.mktemp("sweep_dir")
+    commands = {"colliding": ({"args": ["-m", "hydra.sweep.subdir=${rule.name}", "mesh.model_axis=1,2",
+                                        "experiment=quick", f"hydra.sweep.dir={sweep}"], "cwd": REPO}, sweep),
+                "sweep_dir": ({"args": ["experiment=quick", "hydra.sweep.dir=mine"], "cwd": cwd}, cwd)}
+    names = [name for name in commands if name in wanted]
+    procs = run_forked([commands[name][0] for name in names], env=dict(os.environ), timeout=2 * 300,
+                       workdir=tmp_path_factory.mktemp("fork"))
+    return {name: (proc, commands[name][1]) for name, proc in zip(names, procs)}
+
+
 @pytest.mark.slow
-def test_launch_refuses_a_colliding_subdir_before_any_job_runs(tmp_path):
-    sweep = tmp_path / "sweep"
-    proc = subprocess.run([sys.executable, "launch.py", "-m", "hydra.sweep.subdir=${rule.name}", "mesh.model_axis=1,2",
-                           "experiment=quick", f"hydra.sweep.dir={sweep}"], cwd=REPO, capture_output=True, text=True,
-                          timeout=300)
+def test_launch_refuses_a_colliding_subdir_before_any_job_runs(refused_launches):
+    proc, sweep = refused_launches["colliding"]
     assert proc.returncode == 1
     assert proc.stderr.strip().splitlines()[-1].startswith(
         "[ERROR] hydra.sweep.subdir=${rule.name} gives job 0 (mesh.model_axis=1) and job 1 (mesh.model_axis=2) one "
@@ -151,7 +173,7 @@ def test_launch_refuses_a_colliding_subdir_before_any_job_runs(tmp_path):
     assert not sweep.exists()
 
 
-def test_a_folder_override_the_mode_ignores_is_refused_naming_the_one_to_use(tmp_path, capsys):
+def test_a_folder_override_the_mode_ignores_is_refused_naming_the_one_to_use(tmp_path, capsys, refused_launches):
     # Was: -m ... hydra.run.dir=<folder> wrote the sweep into multirun/<date>/<time>/ (and a single run
     # with hydra.sweep.dir into outputs/<date>/<time>/), the folder named left empty, without a word.
     register_configs()
@@ -166,10 +188,9 @@ def test_a_folder_override_the_mode_ignores_is_refused_naming_the_one_to_use(tmp
         f"experiment=sbibm) writes into hydra.sweep.dir ({config.hydra.sweep.dir}); set "
         f"hydra.sweep.dir={tmp_path / 'mine'} instead")
     assert not (tmp_path / "mine").exists()
-    proc = subprocess.run([sys.executable, str(REPO / "launch.py"), "experiment=quick", "hydra.sweep.dir=mine"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    proc, cwd = refused_launches["sweep_dir"]  # python launch.py experiment=quick hydra.sweep.dir=mine, in cwd
     assert proc.returncode == 1 and proc.stderr.strip().splitlines()[-1].startswith(
         "[ERROR] hydra.sweep.dir=mine is not used here: a single run writes into hydra.run.dir (outputs/")
     assert proc.stderr.strip().endswith("); set hydra.run.dir=mine instead, or add -m for a sweep")
-    assert list(tmp_path.iterdir()) == []  # nothing written: not outputs/ either
+    assert list(cwd.iterdir()) == []  # nothing written: not outputs/ either
     claim_sweep(tmp_path / "sweep", "${hydra.job.num}", ["rule=fsdp,tensor"])  # hydra.sweep.dir given: as meant
