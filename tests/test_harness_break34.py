@@ -70,11 +70,20 @@ def _no_record_script(sweep: Path) -> str:
             "runpy.run_path('launch.py', run_name='__main__')\n")
 
 
+#: What ``launch.py -m`` imports inside its functions, with run() stubbed (none starts a thread or JAX's backend).
+SWEEP_IMPORTS = ("hydra._internal.core_plugins.basic_sweeper", "hydra._internal.core_plugins.basic_launcher",
+                 "hydra_plugins.hydra_submitit_launcher.submitit_launcher", "gensbi_sharding.harness.sweep_check",
+                 "gensbi_sharding.harness.models", "gensbi_sharding.harness.simulation_data", "matplotlib.figure",
+                 "matplotlib.backends.backend_agg", "mpl_toolkits.mplot3d", "PIL.Image")
+
+
 @pytest.fixture(scope="module")
 def stubbed_sweeps(tmp_path_factory):
     """``{case: (its process, its sweep folder)}``: each script above as ``python -c <script>`` in the repository
     would run it, forked one after the other from one process that imported launch.py's modules once
-    (tests/fork_launch.py: each still a process of its own, from the script's first line; ~2 s of CPU less each)."""
+    (tests/fork_launch.py: each still a process of its own, from the script's first line; ~2 s of CPU less each).
+    What a sweep imports inside launch.py's functions (Hydra's sweeper and launchers, the pre-check's modules, the
+    summary's figure) is imported there once too (~0.3 s of CPU less each)."""
     import os
 
     from fork_launch import REPO as FORK_REPO, _imports, run_forked
@@ -91,7 +100,7 @@ def stubbed_sweeps(tmp_path_factory):
         runs.append({"args": [str(root / f"{i}.py")], "cwd": REPO})
     (root / "fork").mkdir()
     procs = run_forked(runs, env=dict(os.environ), timeout=120 * len(runs), workdir=root / "fork",
-                       script=root / "run.py", imports=tuple(_imports(FORK_REPO / "launch.py")))
+                       script=root / "run.py", imports=(*_imports(FORK_REPO / "launch.py"), *SWEEP_IMPORTS))
     return {case: (proc, sweeps[case]) for case, proc in zip(sweeps, procs)}
 
 
