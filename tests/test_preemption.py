@@ -823,15 +823,24 @@ def test_a_sweeps_job_trains_further_beside_the_sweep_never_in_it(tmp_path):
     assert [row["job"] for row in summary.refresh_sweep_summary(sweep / "0").rows] == ["0", "1"]
 
 
+#: What a tiny launch imports inside its functions beyond RUN_IMPORTS: two_moons' simulator (numpyro, equinox, scipy),
+#: Hydra's sweeper and launchers (found by Hydra's plugin scan), a sweep's summary figure. None starts a thread or
+#: JAX's backend, so forking after them is safe.
+LAUNCH_IMPORTS = ("sbibm_jax.tasks.two_moons.task", "numpyro", "equinox", "gensbi_sharding.harness.ema",
+                  "hydra._internal.core_plugins.basic_sweeper", "hydra._internal.core_plugins.basic_launcher",
+                  "hydra_plugins.hydra_submitit_launcher.submitit_launcher", "mpl_toolkits.mplot3d")
+
+
 @pytest.fixture(scope="module")
 def forks(tmp_path_factory):
     """The module's launch.py processes, forked from one process that imported launch.py's modules once
-    (tests/fork_server.py: ~1.5 s of CPU less per launch); each still runs launch.py from its first line."""
-    from fork_server import ForkServer
+    (tests/fork_server.py: ~1.5 s of CPU less per launch); each still runs launch.py from its first line.
+    Beside a training run's imports (RUN_IMPORTS), those its task's simulator and a sweep import (~0.5 s a launch)."""
+    from fork_server import RUN_IMPORTS, ForkServer
 
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
     env.pop("HYDRA_FULL_ERROR", None)
-    server = ForkServer(tmp_path_factory.mktemp("forks"), env)
+    server = ForkServer(tmp_path_factory.mktemp("forks"), env, imports=(*RUN_IMPORTS, *LAUNCH_IMPORTS))
     yield server
     server.close()
 
