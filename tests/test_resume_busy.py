@@ -7,8 +7,11 @@ simulating, for a run dir it had been given.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from omegaconf import OmegaConf
@@ -83,24 +86,53 @@ def test_the_running_jobs_own_folder_is_no_other_run(tmp_path, monkeypatch):
     assert "still writing" not in str(err.value)
 
 
-@pytest.mark.parametrize("ending", ["raise SystemExit(75)", "raise KeyboardInterrupt",
-                                    "remove_owner_notes(); os._exit(75)"])
-def test_a_run_that_ends_holding_its_folder_leaves_no_owner_note(tmp_path, ending):
+ENDINGS = ["raise SystemExit(75)", "raise KeyboardInterrupt", "remove_owner_notes(); os._exit(75)"]
+HOLD_TWICE = ("import os, sys; from gensbi_sharding.harness.folder_lock import FolderLock, remove_owner_notes\n"
+              "FolderLock(sys.argv[1]).acquire(); FolderLock(sys.argv[1]).acquire()\n"  # held twice, as the callback and run()
+              "exec(ENDINGS[int(sys.argv[2])])\n")
+
+
+@pytest.fixture(scope="module")
+def ended(tmp_path_factory):
+    """Per ending of ``ENDINGS``: a process that held a folder twice and ended so (its exit code and stderr), the
+    folder's files after it, and, with this process holding every folder again, whether the note stayed while another
+    process removed its own notes and went as this process let go. The processes are forked from one that imported
+    the library once (tests/fork_launch.py: ~2 s of CPU less a process); each runs its script from the first line and
+    ends as the interpreter ends it (exit code, atexit handlers)."""
+    from fork_launch import run_forked
+
+    root = tmp_path_factory.mktemp("ended")
+    script, folders = root / "hold.py", [root / str(i) for i in range(len(ENDINGS))]
+    script.write_text(f"ENDINGS = {ENDINGS!r}\n" + HOLD_TWICE)
+    for folder in [*folders, root / "forks"]:
+        folder.mkdir()
+    repo = Path(__file__).resolve().parents[1]
+    procs = run_forked([{"args": [str(folder), str(i)], "cwd": repo} for i, folder in enumerate(folders)],
+                       env={**os.environ, "PYTHONPATH": str(repo)}, timeout=120, workdir=root / "forks",
+                       script=script, imports=("gensbi_sharding.harness.folder_lock",))
+    files = [sorted(p.name for p in folder.iterdir()) for folder in folders]
+    with contextlib.ExitStack() as held:  # the locks went with the processes: taken again, the notes this process's
+        for folder in folders:
+            held.enter_context(FolderLock(folder))
+        other = subprocess.run([sys.executable, "-c", "from gensbi_sharding.harness.folder_lock import "
+                                "remove_owner_notes; remove_owner_notes()"], timeout=60)
+        kept = [(folder / FolderLock.OWNER).is_file() for folder in folders]
+    gone = [not (folder / FolderLock.OWNER).exists() for folder in folders]
+    return [{"proc": proc, "files": files[i], "other": other.returncode, "kept": kept[i], "gone": gone[i]}
+            for i, proc in enumerate(procs)]
+
+
+@pytest.mark.parametrize("ending", range(len(ENDINGS)), ids=ENDINGS)
+def test_a_run_that_ends_holding_its_folder_leaves_no_owner_note(ended, ending):
     # Was: a run preempted (exit 75) or stopped by Ctrl-C ends inside Hydra's run, whose end-of-run callback releases
     # the folder's lock: its .run.owner.json stayed, naming a process long gone beside a lock the system had freed (and
     # read as the holder by a run refused before the next holder wrote its own note). A note another process wrote is
     # never removed; the lock file itself stays, as after a completed run.
-    code = ("import os, sys; from gensbi_sharding.harness.folder_lock import FolderLock, remove_owner_notes\n"
-            "FolderLock(sys.argv[1]).acquire(); FolderLock(sys.argv[1]).acquire()\n"  # held twice, as the callback and run()
-            f"{ending}\n")
-    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=60)
-    assert proc.returncode in (75, -2), proc.stderr  # an uncaught KeyboardInterrupt ends by SIGINT
-    assert sorted(p.name for p in tmp_path.iterdir()) == [FolderLock.LOCK]
-    with FolderLock(tmp_path):  # the lock went with the process: taken again, its note this process's
-        from gensbi_sharding.harness.folder_lock import remove_owner_notes
+    from gensbi_sharding.harness.folder_lock import remove_owner_notes
 
-        other = subprocess.run([sys.executable, "-c", "from gensbi_sharding.harness.folder_lock import "
-                                "remove_owner_notes; remove_owner_notes()"], timeout=60)
-        assert other.returncode == 0 and (tmp_path / FolderLock.OWNER).is_file()
-    assert not (tmp_path / FolderLock.OWNER).exists()
+    run = ended[ending]
+    assert run["proc"].returncode in (75, -2), run["proc"].stderr  # an uncaught KeyboardInterrupt ends by SIGINT
+    assert run["files"] == [FolderLock.LOCK]
+    assert run["other"] == 0 and run["kept"]  # held by this process: another's remove_owner_notes() left its note
+    assert run["gone"]  # let go: its note went with it
     remove_owner_notes()  # nothing held: nothing to do
