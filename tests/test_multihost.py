@@ -205,7 +205,7 @@ def _launch_once(cases: list[str], num_processes: int) -> dict[str, tuple[list[d
 def groups():
     """The module's process groups (``placement`` and the cases that fail), launched at once: ~1.5 s of CPU per
     group less (one forking process), and the failing groups' waits for their bounds overlap."""
-    return launch_all(["placement", "worker_dies", "coordinator_dies", "uneven"])
+    return launch_all(["placement", "worker_dies", "coordinator_dies", "uneven", "commit_fails"])
 
 
 @pytest.fixture(scope="module")
@@ -314,11 +314,11 @@ def test_uneven_process_raises_and_the_other_does_not_hang(groups):
 
 @pytest.mark.slow
 @pytest.mark.timeout(180)
-def test_failed_commit_ends_every_process_within_seconds():
+def test_failed_commit_ends_every_process_within_seconds(groups):
     # Process 0's commit of step 2 fails (its folder turned read-only): was, process 1 waited in Orbax's
     # async_commit_complete barrier for Orbax's 20 minutes, and process 0 with it; now CheckpointWriter's bound
     # (commit_timeout_s, 3 s here) ends that wait and both name step 2 at the next save; step 1 is kept.
-    runs = launch("commit_fails")
+    runs = groups["commit_fails"]
     shutil.rmtree(runs[0]["result"]["folder"] if runs[0]["result"] else "/nonexistent", ignore_errors=True)
     for p, run in enumerate(runs):
         assert run["rc"] == 0 and run["result"] is not None, f"process {p}: {run['stderr'][-3000:]}"
