@@ -347,6 +347,26 @@ def test_refusals_alike_up_to_a_measured_figure_are_said_once(tmp_path):
     assert refusals(tmp_path, [1, -6], "RuntimeError: gloo") == {}
 
 
+def test_a_model_group_no_process_can_hold_is_refused_as_each_process_would_refuse_it():
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness.local_children import model_group_problem
+
+    cfg = OmegaConf.create({"mesh": {"spec": "dict", "devices": None, "model_axis": 3}})
+    assert model_group_problem(cfg, 2, 4) == (  # all 8 devices: run_mesh's first check
+        "mesh.model_axis=3: 8 devices are not divisible by model_axis=3; set mesh.model_axis=2 (divisors of 8: "
+        "[1, 2, 4, 8])")
+    cfg.mesh.model_axis = 4
+    assert model_group_problem(cfg, 4, 2) == (
+        "mesh.model_axis=4: 2 devices are not divisible by model_axis=4; set mesh.model_axis=2 (divisors of 2: "
+        "[1, 2]); a model group stays inside one process, and each of the 4 processes has 2 devices")
+    assert model_group_problem(cfg, 2, 4) is None
+    cfg.mesh.devices = [0, 1, 2, 3, 4, 5]  # the devices listed decide: each process checks them
+    assert model_group_problem(cfg, 4, 2) is None
+    cfg.mesh.devices, cfg.mesh.spec = None, "auto"  # auto: the facts only shape the mesh
+    assert model_group_problem(cfg, 4, 2) is None
+
+
 def test_processes_the_run_bound_killed_name_the_error_they_were_stuck_on(tmp_path):
     # Was "local processes killed after distributed.run_timeout_s=60 s (exit codes [-9, -9])" alone: a save whose
     # commit failed on process 0 (its checkpoint folder turned read-only) left both waiting in Orbax's barriers.
@@ -397,10 +417,11 @@ def test_no_mesh_in_a_job_of_several_processes_is_refused_before_training(refuse
 @pytest.mark.slow
 @pytest.mark.timeout(200)
 def test_a_model_axis_wider_than_one_process_names_the_override_that_fits(refused):
-    # Was the library's ValueError, naming model_axis but not mesh.model_axis, after every process built its mesh.
+    # Was the library's ValueError, naming model_axis but not mesh.model_axis, after every process built its mesh;
+    # then each process's refusal once it had started JAX (~3 s of CPU each): now the parent's, before any starts.
     proc, tmp_path = refused["wide"]
     out = tmp_path / "wide"
-    assert proc.returncode != 0
+    assert proc.returncode != 0 and not list(out.glob("process_*.log"))
     error = json.loads((out / "metrics.json").read_text())["error"]
     assert ("ConfigError: mesh.model_axis=8: 4 devices are not divisible by model_axis=8; set mesh.model_axis=4 "
             "(divisors of 4: [1, 2, 4]); a model group stays inside one process, and each of the 2 processes has "

@@ -19,11 +19,12 @@ import re
 import signal
 import threading
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
 
-__all__ = ["ChildOutput", "watch_parent", "refusals", "common_refusal", "child_refusal", "stuck_errors"]
+__all__ = ["ChildOutput", "watch_parent", "refusals", "common_refusal", "child_refusal", "stuck_errors",
+           "model_group_problem"]
 
 # A process's refusal in its process_<i>.log: "[<time>][gensbi_sharding][ERROR] - [process 1/2] ConfigError: ..."
 _REFUSAL = re.compile(r"\]\[ERROR\] - (?:\[process \d+/\d+\] )?(ConfigError: .*)$", re.M)
@@ -192,3 +193,30 @@ def stuck_errors(out: Path, processes: int) -> str:
             if errors := _ERROR.findall((out / f"process_{rank}.log").read_text(errors="replace")):
                 found.append(f"process {rank} logged {errors[-1].strip()}")
     return f"; they were stuck, not slow: {'; '.join(found)}" if found else ""
+
+
+def model_group_problem(cfg: Any, processes: int, devices: int) -> str | None:
+    """Why the ``mesh=dict`` of a job of ``processes`` processes with ``devices`` CPU devices each cannot be built, as
+    each process would refuse it once started (``run_mesh``): checked by their parent before any starts (was: each
+    process refused it after JAX's import and start, ~3 s of CPU a process). None if it can, or if only the devices
+    say (``mesh.devices`` listed, ``mesh=auto``).
+
+    Parameters
+    ----------
+    cfg : DictConfig
+        The job's config: ``mesh.spec``, ``mesh.devices``, ``mesh.model_axis``.
+    processes : int
+        ``distributed.local_processes``.
+    devices : int
+        The CPU devices of each process.
+    """
+    from gensbi_sharding.harness.hints import model_axis_problem
+
+    if cfg.mesh.spec != "dict" or cfg.mesh.devices:
+        return None
+    if problem := model_axis_problem(cfg.mesh.model_axis, processes * devices):
+        return problem
+    if problem := model_axis_problem(cfg.mesh.model_axis, devices):  # make_mesh's rule: a group inside a process
+        return (f"{problem}; a model group stays inside one process, and each of the {processes} processes has "
+                f"{devices} device{'s' if devices != 1 else ''}")
+    return None

@@ -32,7 +32,8 @@ from omegaconf import DictConfig
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.console import CONSOLE_TERMINAL_ENV, is_terminal
 from gensbi_sharding.harness.launch_record import step_folder_names
-from gensbi_sharding.harness.local_children import ChildOutput, common_refusal, refusals, stuck_errors, watch_parent
+from gensbi_sharding.harness.local_children import (ChildOutput, common_refusal, model_group_problem, refusals,
+                                                    stuck_errors, watch_parent)
 from gensbi_sharding.harness.override_grammar import hydra_value
 from gensbi_sharding.harness.parent_signal import PARENT_SIGNAL_ENV, record_parent_signal
 from gensbi_sharding.harness.preemption import EXIT_INTERRUPTED, EXIT_PREEMPTED, PREEMPT_SIGNALS
@@ -66,18 +67,17 @@ def run_local_processes(cfg: DictConfig, out: Path) -> dict[str, Any]:
     Raises
     ------
     ConfigError
-        If the CPU device count does not split evenly over the processes, their simulations cannot fit in
-        this host's memory (``sweep_check.local_processes_problem``), or no Hydra
-        job is running (the children are started from the job's overrides).
+        If the CPU devices do not split over the processes, their simulations do not fit in this host's memory
+        (``local_processes_problem``), a ``mesh=dict`` model group spans processes, or no Hydra job runs.
     """
     from hydra.core.hydra_config import HydraConfig
 
     from gensbi_sharding.harness.devices import resolve_cpu_count
     from gensbi_sharding.harness.sweep_check import local_processes_problem
 
-    if problem := local_processes_problem(cfg):  # checked for every job of a sweep before the first starts too
-        raise ConfigError(problem)
     n, cpu = cfg.distributed.local_processes, resolve_cpu_count(cfg.devices.cpu_count)[0]
+    if problem := local_processes_problem(cfg) or model_group_problem(cfg, n, cpu // n):  # 1st: a sweep's preflight too
+        raise ConfigError(problem)
     if not HydraConfig.initialized():
         raise ConfigError("distributed.local_processes > 1 needs a Hydra job: run it through launch.py")
     # The search path too (Hydra keeps it apart from the task's): else no process finds a preset of one's own.
