@@ -228,6 +228,44 @@ def test_theta_as_simulated_is_sampled_inside_the_prior_and_reports_its_acceptan
     assert m["c2st_observations"][0]["acceptance"] == m["support_acceptance"]
 
 
+def test_every_observation_and_top_up_samples_with_one_compiled_program(tmp_path):
+    """Was: a fresh jit for each draw, so 2 observations with a top-up each traced and compiled 4 programs."""
+    from gensbi_sharding.harness.data import load_task
+    from gensbi_sharding.harness.posterior import evaluate_observations
+
+    sims = load_task("slcp", num_simulations=64, seed=0, theta_transform="none")
+    traces = []
+
+    def spread(params, theta, x, t):  # runs at trace time only: one call per velocity in the traced loop body
+        traces.append(theta.shape)
+        return theta * params
+
+    m = evaluate_observations(sims=sims, velocity=spread, params=jnp.float32(1.0), observations=[1, 2],
+                              num_samples=100, ode_steps=2, n_folds=2, seed=0, mesh=None, out=tmp_path,
+                              write=False, plot=False, title=lambda *a: "")
+    assert all(0.01 < r["acceptance"] < 0.9 for r in m["c2st_observations"])  # each observation topped up
+    assert traces == [(100, 5), (100, 5)]  # the loop body's two velocities, traced once for everything
+
+
+def test_a_top_up_integrates_only_the_rows_it_adds_and_keeps_the_stream():
+    from gensbi_sharding.harness.data import load_task
+    from gensbi_sharding.harness.flow_sampler import FlowSampler
+    from gensbi_sharding.harness.posterior import posterior_draws
+
+    sims = load_task("two_moons", num_simulations=64, seed=0, theta_transform="none")
+    sampler = FlowSampler(lambda th, x, t: jnp.tanh(th) + x[:, :1], rows=40, num_steps=3, mesh=None)
+    calls = []
+    counted = lambda obs, noise: calls.append(len(noise)) or sampler(obs, noise)  # noqa: E731
+    counted.rows = sampler.rows
+    draw = posterior_draws(sims, counted, sims.observation, seed=4)
+    first, more = draw(40), draw(100)
+    assert calls == [40, 40, 40]  # 40 rows, then two more blocks for the 60 rows added
+    np.testing.assert_array_equal(more[:40], first)
+    whole = sample_posterior(lambda th, x, t: jnp.tanh(th) + x[:, :1], sims.normalize_x(sims.observation),
+                             num_samples=120, num_steps=3, seed=4, mesh=None, dim_theta=2)
+    np.testing.assert_allclose(more, sims.denormalize_theta(whole)[:100], rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("n_jobs,passed", [(100000, 2), (2, 2), (1, 1), (-1, -1), (None, None)])
 def test_c2st_asks_for_no_more_workers_than_folds(monkeypatch, n_jobs, passed):
     # Was: eval.c2st_jobs=100000 passed on as is to joblib (a worker pool of that size for 2 folds).

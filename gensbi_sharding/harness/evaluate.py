@@ -13,8 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from gensbi_sharding import (batch_axes, mesh_context, pad_for_mesh, replicate,
-                                      shard_sample_init)
+from gensbi_sharding.harness.flow_sampler import FlowSampler
 from gensbi_sharding.nodes import is_int
 
 __all__ = ["sample_posterior", "c2st", "c2st_scores", "pair_plot"]
@@ -28,16 +27,13 @@ def sample_posterior(velocity_fn: Callable[..., Any], observation: Any, *, num_s
     Integrates d theta/dt = v(theta_t, x, t) from t = 0 (standard normal noise) to
     t = 1 (data) with ``num_steps`` fixed midpoint (explicit RK2) steps: two
     velocity evaluations per step, second order, exact for fields constant in
-    theta. The whole loop is one jitted ``lax.fori_loop``, traced and compiled
-    once per call, under ``mesh_context(mesh)``.
+    theta, by ``FlowSampler`` (one call of it: to sample many observations
+    with one compile, keep a ``FlowSampler``).
 
-    The noise comes from ``numpy.random.default_rng(seed)`` for the first
-    ``num_samples`` rows, so the same seed gives the same samples with or without
-    a mesh; it is padded with zero rows to ``pad_for_mesh`` and split over the
-    mesh (``shard_sample_init``). The observation is replicated as a (dim_x,)
-    vector and broadcast inside jit: one tiny transfer instead of a
-    (padded, dim_x) copy, and the broadcast is constrained to theta's sharding so
-    every device conditions its own rows without communication.
+    The noise is the first ``num_samples`` rows of
+    ``numpy.random.default_rng(seed).standard_normal``, so the same seed gives the
+    same samples with or without a mesh, and a larger draw starts with the rows of
+    a smaller one.
 
     Parameters
     ----------
@@ -79,50 +75,8 @@ def sample_posterior(velocity_fn: Callable[..., Any], observation: Any, *, num_s
     if obs.ndim != 1 or obs.size == 0:
         raise ValueError(f"observation must have shape (dim_x,) or (1, dim_x), got {obs.shape}")
 
-    import jax
-    import jax.numpy as jnp
-    from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
-
-    padded, _ = pad_for_mesh(num_samples, mesh)
-    noise = np.zeros((padded, dim_theta), np.float32)
-    noise[:num_samples] = np.random.default_rng(seed).standard_normal((num_samples, dim_theta))
-    row_sharding = None if mesh is None else NamedSharding(mesh, P(batch_axes(mesh) or None))
-
-    def integrate(theta0, obs_vec, prm):
-        x = jnp.broadcast_to(obs_vec, (padded, obs_vec.shape[0]))
-        if row_sharding is not None:
-            # Explicit mesh axes carry shardings in the types: change them with reshard;
-            # on Auto axes a constraint guides the partitioner.
-            explicit = any(t == AxisType.Explicit for t in mesh.axis_types)
-            x = (jax.sharding.reshard(x, row_sharding) if explicit
-                 else jax.lax.with_sharding_constraint(x, row_sharding))
-        h = 1.0 / num_steps
-
-        def velocity(theta, t):
-            t_rows = jnp.full((padded,), t, jnp.float32)
-            # prm is a tracer here: params reach the model as a jit argument, not a constant.
-            v = velocity_fn(theta, x, t_rows) if params is None else velocity_fn(prm, theta, x, t_rows)
-            if v.shape != theta.shape:
-                raise ValueError(f"velocity_fn returned shape {v.shape}, expected {theta.shape} "
-                                 "(batch, dim_theta)")
-            return v.astype(theta.dtype)
-
-        def step(k, theta):
-            t = k * h
-            mid = theta + 0.5 * h * velocity(theta, t)
-            return theta + h * velocity(mid, t + 0.5 * h)
-
-        return jax.lax.fori_loop(0, num_steps, step, theta0)
-
-    with mesh_context(mesh):
-        theta0 = shard_sample_init(noise, mesh)
-        # A fresh jit per call, not a module-level cache keyed on velocity_fn: such a
-        # cache would keep every caller's closure (and any arrays it holds) alive.
-        out = jax.jit(integrate)(theta0, replicate(obs, mesh), params)
-    if jax.process_count() > 1:  # rows live on other hosts too: gather the global array
-        from jax.experimental import multihost_utils
-        out = multihost_utils.process_allgather(out, tiled=True)
-    return np.asarray(out, dtype=np.float32)[:num_samples]
+    noise = np.random.default_rng(seed).standard_normal((num_samples, dim_theta)).astype(np.float32)
+    return FlowSampler(velocity_fn, rows=num_samples, num_steps=num_steps, mesh=mesh, params=params)(obs, noise)
 
 
 def c2st_scores(samples: Any, reference: Any, *, seed: int = 0, n_folds: int = 5,

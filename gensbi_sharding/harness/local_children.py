@@ -95,7 +95,7 @@ def watch_parent() -> None:
     A daemon thread blocks reading the pipe the parent holds open; end of file means
     the parent is gone (even killed with SIGKILL), and the child kills itself. At exit the objects the run left
     are frozen (``gc.freeze``) before Python's finalisation, whose full collections over JAX's and Flax's objects
-    took 1-5 s of each process's CPU after its last line (the job waited for it; nothing is left to free at exit).
+    took 1-5 s of each process's CPU after its last line while the job waited (nothing is left to free at exit).
     """
     fd = os.environ.get(LOCAL_CHILD_ENV)
     if not fd:
@@ -197,9 +197,9 @@ def stuck_errors(out: Path, processes: int) -> str:
 
 def model_group_problem(cfg: Any, processes: int, devices: int) -> str | None:
     """Why the ``mesh=dict`` of a job of ``processes`` processes with ``devices`` CPU devices each cannot be built, as
-    each process would refuse it once started (``run_mesh``): checked by their parent before any starts (was: each
-    process refused it after JAX's import and start, ~3 s of CPU a process). None if it can, or if only the devices
-    say (``mesh.devices`` listed, ``mesh=auto``).
+    each process would refuse it once started (``run_mesh``): checked by their parent before any starts, so no
+    process imports and starts JAX only to refuse it. None if it can, or if only the devices say (``mesh.devices``
+    listed, ``mesh=auto``).
 
     Parameters
     ----------

@@ -197,7 +197,7 @@ def _draw(cfg: Any, step_dir: Path, statistics: dict, x_o: np.ndarray, *, dim_th
     """The run's evaluation at ``x_o`` (run.py step 6): the weights it samples, its maps, its rejection."""
     from flax import nnx
 
-    from gensbi_sharding.harness import train
+    from gensbi_sharding.harness import flow_sampler, train
     from gensbi_sharding.harness.posterior import LOW_ACCEPTANCE, draw_inside_support, posterior_draws
     from gensbi_sharding.harness.rule_config import rule_table
     from gensbi_sharding.harness.simulation_data import SimulationData
@@ -221,10 +221,10 @@ def _draw(cfg: Any, step_dir: Path, statistics: dict, x_o: np.ndarray, *, dim_th
         state = ts.early_stopping.with_best(functions, state)
     model, _, *ema = nnx.merge(functions.graphdef, state)
     graphdef, params, rest = nnx.split(model, nnx.Param, ...)
-    draw = posterior_draws(sims, lambda p, th, xx, t: nnx.merge(graphdef, p, rest)(th, xx, t),
-                           ema[0].param_state(model) if ema else params, x_o, ode_steps=ode_steps, seed=seed,
-                           mesh=mesh)
-    samples, acceptance = draw_inside_support(draw, task.get_prior_dist().support, num_samples)
+    sampler = flow_sampler.FlowSampler(lambda p, th, xx, t: nnx.merge(graphdef, p, rest)(th, xx, t), rows=num_samples,
+                                       num_steps=ode_steps, mesh=mesh, params=ema[0].param_state(model) if ema else params)
+    samples, acceptance = draw_inside_support(posterior_draws(sims, sampler, x_o, seed=seed),
+                                              task.get_prior_dist().support, num_samples)
     if acceptance < LOW_ACCEPTANCE:
         log.warning("only %.1f%% of posterior draws at x_o lie inside the prior's support (the rest were rejected): "
                     "x_o may lie far from the data the run trained on, or the run needs more training", 100 * acceptance)

@@ -52,7 +52,7 @@ def draw_inside_support(draw: Callable[[int], np.ndarray], inside: Callable[[np.
     ----------
     draw : callable
         ``draw(m)`` -> (m, dim_theta) float32 samples, the first rows the same for every
-        ``m`` (``evaluate.sample_posterior`` with a fixed seed is such a stream).
+        ``m`` (``posterior_draws`` and ``evaluate.sample_posterior`` with a fixed seed are such streams).
     inside : callable
         ``inside(samples)`` -> (m,) bool: True inside the support (a numpyro constraint).
     num_samples : int
@@ -86,21 +86,25 @@ def draw_inside_support(draw: Callable[[int], np.ndarray], inside: Callable[[np.
         m = min(cap, int(np.ceil(1.1 * num_samples / max(acceptance, MIN_ACCEPTANCE))) + 1)
 
 
-def posterior_draws(sims: Any, velocity: Callable, params: Any, x_o: np.ndarray, *, ode_steps: int, seed: int,
-                    mesh: Any) -> Callable[[int], np.ndarray]:
+def posterior_draws(sims: Any, sampler: Any, x_o: np.ndarray, *, seed: int) -> Callable[[int], np.ndarray]:
     """``draw(m)``: the first ``m`` posterior samples at ``x_o`` (raw units) of the noise stream ``seed``.
 
     The one map from an observation to samples, shared by the run's evaluation and
-    ``harness.own_observation``: ``x_o`` through ``sims.normalize_x``, the ODE
-    (``evaluate.sample_posterior``), the result through ``sims.denormalize_theta``. Rows outside
-    the prior's support are not removed here (``draw_inside_support`` does).
+    ``harness.own_observation``: ``x_o`` through ``sims.normalize_x``, the ODE (``sampler``, a
+    ``flow_sampler.FlowSampler``), the result through ``sims.denormalize_theta``. The stream is
+    integrated in blocks of ``sampler.rows`` rows, each block the next rows of
+    ``numpy.random.default_rng(seed).standard_normal``, and every block is kept: a larger draw
+    (``draw_inside_support``'s top-up) integrates only the rows it adds, with the program the
+    first block compiled. Rows outside the prior's support are not removed here
+    (``draw_inside_support`` does).
     """
-    from gensbi_sharding.harness import evaluate
+    rng, obs, blocks = np.random.default_rng(seed), np.asarray(sims.normalize_x(x_o), np.float32), []
 
     def draw(m: int) -> np.ndarray:
-        return sims.denormalize_theta(evaluate.sample_posterior(
-            velocity, sims.normalize_x(x_o), num_samples=m, num_steps=ode_steps, seed=seed,
-            mesh=mesh, dim_theta=sims.dim_theta, params=params))
+        while len(blocks) * sampler.rows < m:
+            noise = rng.standard_normal((sampler.rows, sims.dim_theta)).astype(np.float32)
+            blocks.append(sims.denormalize_theta(sampler(obs.reshape(-1), noise)))
+        return np.concatenate(blocks)[:m]
 
     return draw
 
@@ -156,16 +160,18 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
         From ``draw_inside_support``, when under 1 % of an observation's draws lie inside.
     """
     from gensbi_sharding.harness import evaluate, outputs, tasks
+    from gensbi_sharding.harness.flow_sampler import FlowSampler
 
     task = tasks.get_task(sims.name)
     support = task.get_prior_dist().support
     rows, outside = [], 0
     stop_check = stop_check or (lambda: None)
+    sampler = FlowSampler(velocity, rows=num_samples, num_steps=ode_steps, mesh=mesh, params=params)  # one compile
     for index, k in enumerate(observations):
         stop_check()
         x_o = tasks.observation(task, k)
         reference = tasks.reference_samples(task, k)
-        draw = posterior_draws(sims, velocity, params, x_o, ode_steps=ode_steps, seed=seed + k, mesh=mesh)
+        draw = posterior_draws(sims, sampler, x_o, seed=seed + k)
         samples, acceptance = draw_inside_support(draw, support, num_samples)  # numpyro: True inside
         outside += int((~np.asarray(support(samples))).sum())  # 0: checked, not assumed
         if acceptance < LOW_ACCEPTANCE:
