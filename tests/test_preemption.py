@@ -1048,7 +1048,7 @@ def test_ctrl_c_of_a_local_parent_is_an_interruption_in_its_processes_too(tmp_pa
     assert metrics["status"] == "interrupted" and metrics["process_exit_codes"] == [130, 130], metrics
     assert re.match(r"interrupted by Ctrl-C \(SIGINT\) (at step \d+|before training)", metrics["error"]), \
         metrics["error"]
-    assert "preempt" not in metrics["error"]
+    assert "preempt" not in metrics["error"].replace(str(tmp_path), "<tmp>")  # a folder's name may say it
 
 
 @pytest.mark.slow
