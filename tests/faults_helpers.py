@@ -140,6 +140,6 @@ def local_process_commands(monkeypatch, run_dir: Path) -> list[list[str]]:
 
     monkeypatch.setattr(local_cluster.subprocess, "Popen", record)
     cfg = OmegaConf.create({"distributed": {"local_processes": 2, "run_timeout_s": 60, "heartbeat_s": 1},
-                            "devices": {"cpu_count": 8}})
+                            "devices": {"cpu_count": 8}, "mesh": {"spec": "auto", "devices": None}})
     local_cluster.run_local_processes(cfg, run_dir)
     return started

@@ -713,7 +713,7 @@ def test_local_processes_killed_from_outside_name_their_last_checkpoint_and_the_
 
     monkeypatch.setattr(local_cluster.subprocess, "Popen", killed_child)
     cfg = OmegaConf.create({"distributed": {"local_processes": 2, "run_timeout_s": 60, "heartbeat_s": 1},
-                            "devices": {"cpu_count": 8}})
+                            "devices": {"cpu_count": 8}, "mesh": {"spec": "auto", "devices": None}})
     with caplog.at_level(logging.INFO):
         metrics = local_cluster.run_local_processes(cfg, out)
     # The parent reads the folder names, not Orbax: Orbax started JAX there and put its notes on the console.
@@ -759,7 +759,7 @@ def test_a_stop_while_the_local_processes_start_up_is_a_stop_not_a_death(tmp_pat
         stderr=stderr))
     threading.Timer(1.0, os.kill, (os.getpid(), signum)).start()
     cfg = OmegaConf.create({"distributed": {"local_processes": 2, "run_timeout_s": 60, "heartbeat_s": 1},
-                            "devices": {"cpu_count": 8}})
+                            "devices": {"cpu_count": 8}, "mesh": {"spec": "auto", "devices": None}})
     metrics = local_cluster.run_local_processes(cfg, out)
     assert metrics["status"] == status and metrics["process_exit_codes"] == [-signal.SIGTERM] * 2
     assert metrics["stop_signal"] == signum  # a preempted job's is handed on: submitit requeues on it
@@ -784,7 +784,7 @@ def test_the_run_bound_reached_while_the_local_processes_start_up_is_named_with_
     monkeypatch.setattr(local_cluster.subprocess, "Popen", lambda command, env, pass_fds, stderr: real_popen(
         [sys.executable, "-c", "import time; time.sleep(30)"], stderr=stderr))  # never past start-up
     cfg = OmegaConf.create({"distributed": {"local_processes": 2, "run_timeout_s": 1, "heartbeat_s": 1},
-                            "devices": {"cpu_count": 8}})
+                            "devices": {"cpu_count": 8}, "mesh": {"spec": "auto", "devices": None}})
     metrics = local_cluster.run_local_processes(cfg, out)
     assert metrics["status"] == "preempted" and metrics["stop_signal"] is None
     assert metrics["error"] == (
@@ -847,7 +847,7 @@ def test_the_run_bound_says_on_the_console_to_raise_it_when_continuing(tmp_path,
     monkeypatch.setattr(local_cluster.subprocess, "Popen", lambda command, env, pass_fds, stderr: real_popen(
         [sys.executable, "-c", stopped], stderr=stderr))
     cfg = OmegaConf.create({"distributed": {"local_processes": 2, "run_timeout_s": 1, "heartbeat_s": 1},
-                            "devices": {"cpu_count": 8}})
+                            "devices": {"cpu_count": 8}, "mesh": {"spec": "auto", "devices": None}})
     with caplog.at_level(logging.INFO):
         metrics = local_cluster.run_local_processes(cfg, out)
     assert metrics["status"] == "preempted" and metrics["process_exit_codes"] == [75, 75]
