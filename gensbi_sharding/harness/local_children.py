@@ -17,14 +17,17 @@ import gc
 import os
 import re
 import signal
+import socket
 import threading
 from pathlib import Path
 from typing import IO, Any
 
+from gensbi_sharding.harness.launch_record import step_folder_names
 from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
+from gensbi_sharding.harness.sweep_hints import continue_command
 
 __all__ = ["ChildOutput", "watch_parent", "refusals", "common_refusal", "child_refusal", "stuck_errors",
-           "model_group_problem"]
+           "model_group_problem", "file_stamp", "continue_hint", "without_device_count", "free_port"]
 
 # A process's refusal in its process_<i>.log: "[<time>][gensbi_sharding][ERROR] - [process 1/2] ConfigError: ..."
 _REFUSAL = re.compile(r"\]\[ERROR\] - (?:\[process \d+/\d+\] )?(ConfigError: .*)$", re.M)
@@ -220,3 +223,37 @@ def model_group_problem(cfg: Any, processes: int, devices: int) -> str | None:
         return (f"{problem}; a model group stays inside one process, and each of the {processes} processes has "
                 f"{devices} device{'s' if devices != 1 else ''}")
     return None
+
+
+def file_stamp(path: Path) -> tuple[int, int, int] | None:
+    """``path``'s inode, modification time and size (None if absent): whether a process rewrote it since
+    (``outputs.write_json`` replaces the file: a new inode)."""
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        return None
+    return stat.st_ino, stat.st_mtime_ns, stat.st_size
+
+
+def continue_hint(out: Path) -> str:
+    """For processes killed from outside (no error of their own): the checkpoint they left and the command
+    that continues from it (a killed job's work is in its checkpoints; its metrics.json named none).
+
+    Read from the folder names (``step_folder_names``), not through Orbax, which would start JAX in this parent.
+    """
+    if not (steps := step_folder_names(out)):
+        return ""
+    return (f"; its last checkpoint is step {steps[-1]} ({out / 'checkpoints' / str(steps[-1])}): continue "
+            f"with: {continue_command(out)}")
+
+
+def without_device_count(flags: str) -> str:
+    """``XLA_FLAGS`` without a device count: each child is told its own share explicitly."""
+    return " ".join(f for f in flags.split() if not f.startswith("--xla_force_host_platform_device_count"))
+
+
+def free_port() -> int:
+    """A TCP port of the loopback interface that nothing listens on now (the children's coordinator)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

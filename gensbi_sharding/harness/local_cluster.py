@@ -19,7 +19,6 @@ import logging
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -31,9 +30,9 @@ from omegaconf import DictConfig
 
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.console import CONSOLE_TERMINAL_ENV, is_terminal
-from gensbi_sharding.harness.launch_record import step_folder_names
-from gensbi_sharding.harness.local_children import (ChildOutput, common_refusal, model_group_problem, refusals,
-                                                    stuck_errors, watch_parent)
+from gensbi_sharding.harness.local_children import (ChildOutput, common_refusal, continue_hint, file_stamp, free_port,
+                                                    model_group_problem, refusals, stuck_errors, watch_parent,
+                                                    without_device_count)
 from gensbi_sharding.harness.override_grammar import hydra_value
 from gensbi_sharding.harness.parent_signal import PARENT_SIGNAL_ENV, record_parent_signal
 from gensbi_sharding.harness.preemption import EXIT_INTERRUPTED, EXIT_PREEMPTED, PREEMPT_SIGNALS
@@ -82,17 +81,17 @@ def run_local_processes(cfg: DictConfig, out: Path) -> dict[str, Any]:
         raise ConfigError("distributed.local_processes > 1 needs a Hydra job: run it through launch.py")
     # The search path too (Hydra keeps it apart from the task's): else no process finds a preset of one's own.
     overrides = with_search_path([o for o in HydraConfig.get().overrides.task if _key(o) not in _CHILD_KEYS])
-    port = _free_port()
+    port = free_port()
     script = Path(sys.argv[0]).absolute()
     lifeline, keep_open = os.pipe()  # the children read; only this process holds the write end
     handle, received = tempfile.mkstemp(prefix="gensbi_sharding_signal_")  # the signal the children word
     os.close(handle)
     env = {k: v for k, v in os.environ.items() if k != "JAX_NUM_CPU_DEVICES"}
-    env.update(PYTHONUNBUFFERED="1", XLA_FLAGS=_without_device_count(env.get("XLA_FLAGS", "")),
+    env.update(PYTHONUNBUFFERED="1", XLA_FLAGS=without_device_count(env.get("XLA_FLAGS", "")),
                **{LOCAL_CHILD_ENV: str(lifeline), CONTINUE_ENV: continue_command(out), PARENT_SIGNAL_ENV: received,
                   CONSOLE_TERMINAL_ENV: "1" if is_terminal(2) else "0"})  # their stderr is passed on to it: its bar
     children, output = [], ChildOutput(out)
-    earlier = _stamp(out / "metrics.json")  # a continued run's folder holds the earlier attempt's record
+    earlier = file_stamp(out / "metrics.json")  # a continued run's folder holds the earlier attempt's record
     try:
         for rank in range(n):
             command = [sys.executable, str(script), *overrides,
@@ -148,7 +147,7 @@ def run_local_processes(cfg: DictConfig, out: Path) -> dict[str, Any]:
     metrics_path = out / "metrics.json"
     # Only what process 0 wrote in this attempt: else an attempt whose processes died before writing took the
     # earlier attempt's steps, figures and error ("process 0 reported: preempted ... at step 231") as its own.
-    written = metrics_path.exists() and _stamp(metrics_path) != earlier
+    written = metrics_path.exists() and file_stamp(metrics_path) != earlier
     metrics = json.loads(metrics_path.read_text()) if written else {}
     metrics["process_exit_codes"] = codes
     if all(code == 0 for code in codes):
@@ -169,7 +168,7 @@ def run_local_processes(cfg: DictConfig, out: Path) -> dict[str, Any]:
         interrupted, bound = signal.SIGINT in signalled and not timed_out, cfg.distributed.run_timeout_s
         stop = ("interrupted by Ctrl-C (SIGINT)" if interrupted else f"stopped at distributed.run_timeout_s={bound} s"
                 if timed_out else f"preempted by {signal.Signals(signalled[0]).name}")  # was "preempted by SIGTERM"
-        hint = _continue_hint(out) or f"; continue with: {continue_command(out)}"
+        hint = continue_hint(out) or f"; continue with: {continue_command(out)}"
         if timed_out:  # the command with a bound they can start within (it repeated the one that stopped them)
             hint = re.sub(r"distributed\.run_timeout_s=\S+", f"distributed.run_timeout_s={max(2 * bound, 120)}", hint)
         metrics.update(status="interrupted" if interrupted else "preempted", stop_signal=None if timed_out else
@@ -183,31 +182,9 @@ def run_local_processes(cfg: DictConfig, out: Path) -> dict[str, Any]:
             metrics.update(status="error", error=refusal)
             return metrics
         metrics.update(status="error", first_failed_process=first_dead, error=_failure(codes, first_dead, lag, cfg, out)
-                       + (f"; process 0 reported: {reported}" if reported else _continue_hint(out))
+                       + (f"; process 0 reported: {reported}" if reported else continue_hint(out))
                        + "".join(f"; process {rank} refused: {text}" for rank, text in found.items() if rank))
     return metrics
-
-
-def _stamp(path: Path) -> tuple[int, int, int] | None:
-    """``path``'s inode, modification time and size (None if absent): whether a process rewrote it since
-    (``outputs.write_json`` replaces the file: a new inode)."""
-    try:
-        stat = path.stat()
-    except FileNotFoundError:
-        return None
-    return stat.st_ino, stat.st_mtime_ns, stat.st_size
-
-
-def _continue_hint(out: Path) -> str:
-    """For processes killed from outside (no error of their own): the checkpoint they left and the command
-    that continues from it (a killed job's work is in its checkpoints; its metrics.json named none).
-
-    Read from the folder names (``step_folder_names``), not through Orbax, which would start JAX in this parent.
-    """
-    if not (steps := step_folder_names(out)):
-        return ""
-    return (f"; its last checkpoint is step {steps[-1]} ({out / 'checkpoints' / str(steps[-1])}): continue "
-            f"with: {continue_command(out)}")
 
 
 def run_local_job(cfg: DictConfig, out: Path, metrics: dict[str, Any]) -> str | None:
@@ -285,16 +262,5 @@ def _failure(codes: list[int], first_dead: int | None, lag: float | None, cfg: D
             f"{_DEATH_GRACE_S} s): {', '.join(others)}")
 
 
-def _without_device_count(flags: str) -> str:
-    """``XLA_FLAGS`` without a device count: each child is told its own share explicitly."""
-    return " ".join(f for f in flags.split() if not f.startswith("--xla_force_host_platform_device_count"))
-
-
 def _key(override: str) -> str:
     return override.split("=", 1)[0].lstrip("+~")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
