@@ -11,7 +11,9 @@ import signal
 
 #: Preemption signals received before ``harness.signal_hold`` can be imported (importing JAX takes seconds): held
 #: from the first line, so a SIGTERM while the run starts is answered by the run (status preempted, exit 75).
-#: A distributed=local child's signals are its parent's to pass on: it keeps Python's default until its run.
+#: A distributed=local child's signals are its parent's to pass on: it keeps Python's default until its run, so that a
+#: stop ends it at once (nothing to save), which its parent reads as a stop at start-up and ends the others with
+#: (local_cluster); once its run ended, its run's watch leaves them ignored (PreemptionWatch's ignore_after).
 EARLY_SIGNALS: list[int] = []
 if __name__ == "__main__" and not os.environ.get("GENSBI_SHARDING_PARENT_FD"):  # CHILD_ENV below
     for held in (signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2):  # signal_hold.PREEMPT_SIGNALS
@@ -49,9 +51,14 @@ def interrupted_before_run() -> None:
     """Ctrl-C before a run started (importing JAX, checking the command, Hydra composing): one line, exit 130.
 
     Was: a KeyboardInterrupt traceback from inside an import, or "the job's metrics.json records it", which
-    no job had written yet.
+    no job had written yet. A ``distributed=local`` process ends as Ctrl-C's default action ends one, which its parent
+    reads as a stop before it joined (was: exit 130, a stop at a step to its parent, which then gave the others, held
+    at the coordinator by it, a stop's grace of 120 s).
     """
-    if not os.environ.get(CHILD_ENV):  # distributed=local's parent says it once for its processes
+    if os.environ.get(CHILD_ENV):  # distributed=local's parent says it once for its processes
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)  # ends it here
+    else:
         print("interrupted by Ctrl-C before a run started: nothing was trained, and no folder holds this run's "
               "results", file=sys.stderr)
     sys.exit(130)  # EXIT_INTERRUPTED (preemption.py), as an interrupted run

@@ -6,6 +6,7 @@ which no job had written. The Ctrl-C is raised where it lands, deterministically
 """
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -70,6 +71,21 @@ def test_ctrl_c_before_a_run_started_is_one_line_and_exit_130(tmp_path, moment, 
     assert (proc.returncode, proc.stderr.strip().splitlines()[-1:]) == (130, [LINE]), proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr
     assert not (tmp_path / "run" / "metrics.json").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("moment", ["registering", "composing"])
+def test_ctrl_c_before_a_local_process_ran_ends_it_as_ctrl_cs_default_action_would(tmp_path, moment, forks):
+    # Was: exit 130, as a distributed=local process that stopped at a step. A terminal's Ctrl-C reaches every
+    # process: one still starting up ended so while another had started its run, and the parent, taking 130 for a
+    # stop, waited out a stop's grace (120 s) for the other, which waited at the coordinator for the first. Ended by
+    # the signal, the parent reads it as a process stopped before it joined, and ends the others at once.
+    args = ("experiment=quick", f"hydra.run.dir={tmp_path / 'run'}")
+    proc = forks.launch(list(args), cwd=REPO, prelude=PATCHES[moment], argv0="launch.py", stderr_apart=True,
+                        env={"GENSBI_SHARDING_PARENT_FD": "-1"})  # launch.CHILD_ENV: never read before a run
+    err = proc.communicate(timeout=120)[1]
+    assert proc.returncode == -signal.SIGINT, err[-2000:]
+    assert LINE not in err and "Traceback" not in err  # the parent says it once for its processes
 
 
 @pytest.mark.slow

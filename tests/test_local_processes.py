@@ -111,7 +111,8 @@ def run_bound(folder: Path) -> int:
     JAX's preemption service has the stop (its SIGTERM handler, not Python's): the processes end their set-up and
     stop at their first step, with its checkpoint, where a bound after their "[5/7] train" (twice the seconds to it,
     ~38 s on the loaded 2-core machine) trained them ~20 s more (~30 s of CPU). Before it the stop is no run bound's
-    (one process still importing is killed by the signal, the other is ended as a dead peer's survivor)."""
+    at a step (one process still importing is ended by the signal, the others with it: stopped while starting up,
+    which ``launch_all`` tries again)."""
     def at(path: Path, text: str) -> float:
         line = next(line for line in path.read_text().splitlines() if text in line)
         return datetime.strptime(line[1:24], "%Y-%m-%d %H:%M:%S,%f").timestamp()

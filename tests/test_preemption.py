@@ -488,6 +488,24 @@ def test_two_ctrl_cs_at_once_during_a_save_say_their_lines_in_the_order_pressed(
                     "Ctrl-C again: stopping once the checkpoint under way is saved (Ctrl-C once more stops at once)"]
 
 
+def test_a_local_process_ignores_preemption_signals_once_its_run_ended():
+    # Was: Python's default action again (the handlers before the run), so a SIGTERM as a distributed=local process
+    # ended killed it (exit -15), which its parent reads as a process that never started its run.
+    before = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2, signal.SIGINT)}
+    try:
+        with PreemptionWatch(ignore_after=True):
+            assert signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, signal.SIG_IGN)
+        assert [signal.getsignal(s) for s in before if s != signal.SIGINT] == [signal.SIG_IGN] * 3
+        assert signal.getsignal(signal.SIGINT) is before[signal.SIGINT]  # Ctrl-C is no preemption: as it was
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        with PreemptionWatch():  # any other run: the handlers before it come back
+            pass
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    finally:
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
+
+
 def test_a_signal_outside_a_run_is_held_for_the_next_run_to_answer():
     # launch.py holds SIGTERM/SIGUSR1/SIGUSR2 outside a run's watch (was: Python's default, a kill with no record).
     from gensbi_sharding.harness import signal_hold
@@ -1079,6 +1097,59 @@ def test_a_terminals_ctrl_c_of_a_local_job_says_each_thing_once(tmp_path, forks)
     assert not [line for line in lines if "[process 1/2]" in line or "sync point" in line or "XLA warned" in line]
     process_1 = (out / "process_1.log").read_text()  # the other process's own account is kept in its log
     assert "[process 1/2] received Ctrl-C" in process_1 and "[process 1/2] interrupted by Ctrl-C" in process_1
+
+
+def _local_children(parent, count: int = 2, timeout_s: float = 60) -> dict[int, int]:
+    """Rank -> pid of the processes the ``distributed=local`` launch ``parent`` started, once all ``count`` are there."""
+    deadline, found = time.monotonic() + timeout_s, {}
+    while len(found) < count and parent.poll() is None and time.monotonic() < deadline:
+        with contextlib.suppress(OSError):
+            for pid in Path(f"/proc/{parent.pid}/task/{parent.pid}/children").read_text().split():
+                with contextlib.suppress(OSError, StopIteration):
+                    arguments = Path(f"/proc/{pid}/cmdline").read_text().split("\0")
+                    rank = next(a for a in arguments if a.startswith("distributed.process_id="))
+                    found[int(rank.split("=")[1])] = int(pid)
+        time.sleep(0.005)
+    assert len(found) == count, (found, parent.poll())
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
+def test_sigterm_while_one_local_process_still_starts_up_ends_the_job_as_preempted_at_once(tmp_path, forks):
+    # Was: process 0 in its run (its handler took the SIGTERM the parent passed on) waited at the coordinator for
+    # process 1, which the same SIGTERM had killed while it still imported (no handler yet); ~15 s later (the dead
+    # peer's grace, distributed.heartbeat_s + 5 s) "process 1 of 2 died (killed by SIGTERM)", status error, exit 1.
+    out = tmp_path / "run"
+    parent = _launch(forks, "rule=fsdp", "mesh.model_axis=2", "train.steps=100000", "distributed=local",
+                     f"hydra.run.dir={out}", cwd=tmp_path)
+    ranks = {}
+    try:
+        ranks = _local_children(parent)
+        os.kill(ranks[1], signal.SIGSTOP)  # process 1 held still in its start-up (Python, its imports)
+        _wait_for(out / "process_0.log", "[1/7] devices", parent)  # process 0 in its run, on its way to process 1
+        process_1 = out / "process_1.log"
+        assert not process_1.exists() or "[1/7]" not in process_1.read_text()
+        parent.send_signal(signal.SIGTERM)
+        os.kill(ranks[1], signal.SIGCONT)
+        log = parent.communicate(timeout=120)[0]
+    finally:
+        for pid in ranks.values():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+        parent.kill()
+    assert parent.returncode == EXIT_PREEMPTED, log[-3000:]
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["status"] == "preempted" and metrics["stop_signal"] == signal.SIGTERM, metrics
+    assert metrics["process_exit_codes"][1] == -signal.SIGTERM, metrics  # its start-up ended by the signal
+    assert metrics["error"].startswith(
+        "preempted by SIGTERM while the processes were starting up, before training (nothing trained: no checkpoint "
+        "to save); continue with: python launch.py "), metrics["error"]
+    assert metrics["error"].endswith(f" distributed=local train.resume=auto hydra.run.dir={out}"), metrics["error"]
+    assert "died" not in log and not re.search(r"^[EF]\d{4} |Terminating process", log, re.M), log[-3000:]
+    assert [line for line in log.splitlines() if "starting up" in line] == [
+        f"[WARNING] {metrics['error']}"], log[-3000:]
 
 
 def _stopped_sweep(forks, root: Path, signum: int, *args: str) -> SimpleNamespace:

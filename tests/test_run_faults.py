@@ -765,8 +765,81 @@ def test_a_stop_while_the_local_processes_start_up_is_a_stop_not_a_death(tmp_pat
     assert metrics["stop_signal"] == signum  # a preempted job's is handed on: submitit requeues on it
     stop = "interrupted by Ctrl-C (SIGINT)" if status == "interrupted" else "preempted by SIGTERM"
     assert metrics["error"] == (
-        f"{stop} while the processes were starting up, before a step (exit codes [-15, -15]); "
+        f"{stop} while the processes were starting up, before training (nothing trained: no checkpoint to save); "
         f"continue with: python launch.py distributed=local train.resume=auto hydra.run.dir={out}")
+
+
+@pytest.mark.slow  # an end-to-end run (a training or dry run, or processes)
+@pytest.mark.parametrize("signum, status", [(signal.SIGTERM, "preempted"), (signal.SIGINT, "interrupted")])
+def test_a_stop_that_ended_one_local_process_still_starting_up_ends_the_others_at_once(tmp_path, monkeypatch, signum,
+                                                                                      status):
+    # SLURM signals every process of the job, a terminal's Ctrl-C every process of its group: process 1, still
+    # starting up (no handler: ended by it), before their parent; process 0 had started its run (its handler took
+    # the stop) and waited at the coordinator for process 1. Was: "process 1 of 2 died (killed by SIGTERM)" once the
+    # dead peer's grace (distributed.heartbeat_s + 5 s) ran out.
+    from gensbi_sharding.harness import local_cluster
+
+    out = tmp_path / "run"
+    out.mkdir()
+    _as_hydra_job(monkeypatch, out, ["distributed=local"])
+    real_popen = subprocess.Popen
+    waits = "import signal, time; signal.signal(signal.SIGTERM, lambda *a: None); time.sleep(30)"  # its run's handler
+    ended = f"import os, signal, time; time.sleep(0.5); os.kill(os.getpid(), {int(signum)})"  # no handler yet
+
+    def start(command, env, pass_fds, stderr):
+        rank = int(next(c for c in command if c.startswith("distributed.process_id=")).split("=")[1])
+        return real_popen([sys.executable, "-c", ended if rank else waits], stderr=stderr)
+
+    monkeypatch.setattr(local_cluster.subprocess, "Popen", start)
+    threading.Timer(2.0, os.kill, (os.getpid(), signum)).start()  # the parent's, after process 1 ended
+    cfg = OmegaConf.create({"distributed": {"local_processes": 2, "run_timeout_s": 60, "heartbeat_s": 10},
+                            "devices": {"cpu_count": 8}, "mesh": {"spec": "auto", "devices": None}})
+    metrics = local_cluster.run_local_processes(cfg, out)
+    assert metrics["status"] == status and metrics["process_exit_codes"] == [-signal.SIGKILL, -signum], metrics
+    stop = "interrupted by Ctrl-C (SIGINT)" if status == "interrupted" else "preempted by SIGTERM"
+    assert metrics["error"] == (
+        f"{stop} while the processes were starting up, before training (nothing trained: no checkpoint to save); "
+        f"continue with: python launch.py distributed=local train.resume=auto hydra.run.dir={out}")
+
+
+@pytest.mark.slow  # an end-to-end run (a training or dry run, or processes)
+@pytest.mark.parametrize("moment", ["checking", "starting"])
+def test_a_stop_while_the_parent_starts_its_local_processes_reaches_them_and_starts_no_more(tmp_path, monkeypatch,
+                                                                                          moment):
+    # Was: a SIGTERM before the parent took the signals over to pass them on (while it checked the job, and while it
+    # started its processes) was the run's watch's alone: no process heard of it, each started and trained on (here
+    # until the run bound stopped them, 5 s later: "stopped at distributed.run_timeout_s=5 s", no stop signal).
+    from gensbi_sharding.harness import local_cluster
+    from gensbi_sharding.harness.run import run
+
+    out = tmp_path / "run"
+    out.mkdir()
+    _as_hydra_job(monkeypatch, out, ["distributed=local", "distributed.run_timeout_s=5"])
+    real_popen, real_check, started = subprocess.Popen, local_cluster.model_group_problem, []
+
+    def check(*args):  # the parent's last check of the job, before any process starts
+        os.kill(os.getpid(), signal.SIGTERM)
+        return real_check(*args)
+
+    def start(command, env, pass_fds, stderr):
+        started.append(command)
+        child = real_popen([sys.executable, "-c", "import time; time.sleep(30)"], stderr=stderr)  # starting up
+        if moment == "starting":  # as the first process starts
+            os.kill(os.getpid(), signal.SIGTERM)
+        return child
+
+    monkeypatch.setattr(local_cluster.subprocess, "Popen", start)
+    if moment == "checking":
+        monkeypatch.setattr(local_cluster, "model_group_problem", check)
+    metrics = run(compose_tiny("distributed=local", "distributed.run_timeout_s=5"))
+    assert len(started) == {"checking": 0, "starting": 1}[moment]  # none starts after the stop
+    assert metrics["status"] == "preempted" and metrics["stop_signal"] == signal.SIGTERM, metrics.get("error")
+    assert metrics["process_exit_codes"] == [-signal.SIGTERM] * len(started)
+    assert metrics["error"] == (
+        "preempted by SIGTERM while the processes were starting up, before training (nothing trained: no checkpoint "
+        "to save); continue with: python launch.py distributed=local distributed.run_timeout_s=5 train.resume=auto "
+        f"hydra.run.dir={out}")
+    assert json.loads((out / "metrics.json").read_text())["error"] == metrics["error"]
 
 
 @pytest.mark.slow  # an end-to-end run (a training or dry run, or processes)
@@ -788,9 +861,10 @@ def test_the_run_bound_reached_while_the_local_processes_start_up_is_named_with_
     metrics = local_cluster.run_local_processes(cfg, out)
     assert metrics["status"] == "preempted" and metrics["stop_signal"] is None
     assert metrics["error"] == (
-        "stopped at distributed.run_timeout_s=1 s while the processes were starting up, before a step (exit codes "
-        "[-15, -15]); continue with: python launch.py distributed=local distributed.run_timeout_s=120 "
-        f"train.resume=auto hydra.run.dir={out}")
+        "stopped at distributed.run_timeout_s=1 s while the processes were starting up, before training (nothing "
+        "trained: no checkpoint to save); continue with: python launch.py distributed=local "
+        f"distributed.run_timeout_s=120 train.resume=auto hydra.run.dir={out}")
+    assert metrics["process_exit_codes"] == [-signal.SIGTERM] * 2
 
 
 def test_ctrl_c_of_a_local_processes_sweep_writes_its_summary_and_the_whole_sweep_command(

@@ -8,7 +8,9 @@ them with a deadline: so the multi-host path (per-process data,
 When one child dies the others get ``distributed.heartbeat_s`` plus a few seconds
 to notice, then are killed, and the job's metrics name the dead process. A
 preemption signal to the parent is passed on to every child, which checkpoints
-and stops. Nothing waits forever, and no child outlives the parent: each holds
+and stops; one still starting up (no handler before its run) is ended by it, and
+the others, which could only wait for it, with it at once: a stop, not a death.
+Nothing waits forever, and no child outlives the parent: each holds
 the read end of a pipe only the parent can write to, and ends when it closes.
 """
 
@@ -52,16 +54,21 @@ _DEATH_GRACE_S = 5  # beyond distributed.heartbeat_s, for the survivors to notic
 _PREEMPT_GRACE_S = 120  # for the children to reach a step boundary and checkpoint after a signal
 _STOPPED = (EXIT_PREEMPTED, EXIT_INTERRUPTED)  # a child that checkpointed and stopped for a signal
 _FORWARDED = (*PREEMPT_SIGNALS, signal.SIGINT)  # what ends a child still starting up (no handler yet) for a stop
+# A child ended by a stop it had no handler for: it was still starting up, before its run (after it its watch ignores
+# them, run.py), so it never reached the coordinator, and none of the others got past it.
+_STARTUP_DEATHS = tuple(-s for s in _FORWARDED)
 
 
-def run_local_processes(cfg: DictConfig, out: Path) -> dict[str, Any]:
+def run_local_processes(cfg: DictConfig, out: Path, watch: Any = None) -> dict[str, Any]:
     """Run the job of ``cfg`` as ``cfg.distributed.local_processes`` local JAX processes.
 
     Returns the metrics process 0 wrote, with ``status`` "error" naming each process
     that failed (its exit code or signal) if any did (``first_failed_process``: the rank that
     failed first, None when the run bound stopped them), or "preempted" if the children
     stopped for a preemption signal. Each child's stderr reaches the console until a peer of it
-    dies, then its ``process_<i>.log`` (``local_children.ChildOutput``).
+    dies, then its ``process_<i>.log`` (``local_children.ChildOutput``). A stop (``watch``: the run's
+    ``PreemptionWatch``, which has one that came before this took the signals over) reaches every
+    child started, and no child starts after it; one that ends a child still starting up ends the job at once.
 
     Raises
     ------
@@ -90,25 +97,8 @@ def run_local_processes(cfg: DictConfig, out: Path) -> dict[str, Any]:
     env.update(PYTHONUNBUFFERED="1", XLA_FLAGS=without_device_count(env.get("XLA_FLAGS", "")),
                **{LOCAL_CHILD_ENV: str(lifeline), CONTINUE_ENV: continue_command(out), PARENT_SIGNAL_ENV: received,
                   CONSOLE_TERMINAL_ENV: "1" if is_terminal(2) else "0"})  # their stderr is passed on to it: its bar
-    children, output = [], ChildOutput(out)
+    children, output, signalled, timed_out = [], ChildOutput(out), [], []
     earlier = file_stamp(out / "metrics.json")  # a continued run's folder holds the earlier attempt's record
-    try:
-        for rank in range(n):
-            command = [sys.executable, str(script), *overrides,
-                       "distributed.mode=explicit", f"distributed.coordinator_address=127.0.0.1:{port}",
-                       f"distributed.num_processes={n}", f"distributed.process_id={rank}",
-                       "distributed.local_processes=1", f"devices.cpu_count={cpu // n}",
-                       f"hydra.run.dir={hydra_value(out)}",  # runs/a(1) quoted for Hydra, as the user had to
-                       f"hydra.job.name=process_{rank}", "hydra.output_subdir=null",
-                       "hydra.mode=RUN"]  # one run each, in out: a preset's hydra.mode=MULTIRUN (sbibm) started sweeps
-            children.append(subprocess.Popen(command, env=env, pass_fds=(lifeline,), stderr=subprocess.PIPE))
-            output.follow(rank, children[-1].stderr)  # to the console; after a peer dies, to its log (local_children)
-    finally:
-        os.close(lifeline)
-    # The job's launch.log holds only this parent's lines: say where the run's own account goes.
-    log.info("started %d local processes (coordinator 127.0.0.1:%d, %d CPU devices each); each logs to "
-             "process_<i>.log in %s", n, port, cpu // n, out)
-    signalled: list[int] = []
 
     def forward(signum, frame):  # preemption: every child checkpoints at its next step boundary
         if signum == signal.SIGINT and signal.SIGINT in signalled:
@@ -121,16 +111,38 @@ def run_local_processes(cfg: DictConfig, out: Path) -> dict[str, Any]:
                 # second SIGINT, so that none of them takes it for a second Ctrl-C.
                 child.send_signal(signal.SIGTERM if signum == signal.SIGINT else signum)
 
-    timed_out: list[bool] = []
-
     def time_up():  # the run bound as a cluster's time limit: a checkpoint at the next step, not SIGKILL's loss
         timed_out.append(True)
         log.warning("distributed.run_timeout_s=%s s reached: stopping the processes at their next step",
                     cfg.distributed.run_timeout_s)
         forward(signal.SIGTERM, None)
 
+    # Before any child starts (was: from after the last one, and one that came earlier was the run's watch's alone:
+    # the children trained on, the preemption lost).
     previous = {s: signal.signal(s, forward) for s in (*PREEMPT_SIGNALS, signal.SIGINT)}
     try:
+        if getattr(watch, "signum", None) is not None:  # came since the run's last check
+            forward(watch.signum, None)
+        try:
+            for rank in range(n):
+                if signalled:  # stopped before this one started: it never does (was: started, to train on)
+                    break
+                command = [sys.executable, str(script), *overrides,
+                           "distributed.mode=explicit", f"distributed.coordinator_address=127.0.0.1:{port}",
+                           f"distributed.num_processes={n}", f"distributed.process_id={rank}",
+                           "distributed.local_processes=1", f"devices.cpu_count={cpu // n}",
+                           f"hydra.run.dir={hydra_value(out)}",  # runs/a(1) quoted for Hydra, as the user had to
+                           f"hydra.job.name=process_{rank}", "hydra.output_subdir=null",
+                           "hydra.mode=RUN"]  # one run each, in out: a preset's MULTIRUN (sbibm) started sweeps
+                children.append(subprocess.Popen(command, env=env, pass_fds=(lifeline,), stderr=subprocess.PIPE))
+                output.follow(rank, children[-1].stderr)  # to the console; once a peer died, to its log
+                if signalled:  # it may have come before this child was in the list: again (twice changes nothing)
+                    children[-1].send_signal(signal.SIGTERM if signalled[0] == signal.SIGINT else signalled[0])
+        finally:
+            os.close(lifeline)  # the children hold it; this process holds only the write end
+        if len(children) == n:  # launch.log holds only this parent's lines: where the run's own account goes
+            log.info("started %d local processes (coordinator 127.0.0.1:%d, %d CPU devices each); each logs to "
+                     "process_<i>.log in %s", n, port, cpu // n, out)
         codes, first_dead, lag = _wait(children, cfg.distributed.run_timeout_s,
                                        cfg.distributed.heartbeat_s + _DEATH_GRACE_S, signalled, time_up, output.quiet)
     finally:  # Ctrl-C here: no child outlives the parent
@@ -150,9 +162,9 @@ def run_local_processes(cfg: DictConfig, out: Path) -> dict[str, Any]:
     written = metrics_path.exists() and file_stamp(metrics_path) != earlier
     metrics = json.loads(metrics_path.read_text()) if written else {}
     metrics["process_exit_codes"] = codes
-    if all(code == 0 for code in codes):
+    if codes and all(code == 0 for code in codes):  # none: stopped before the first started (below)
         metrics.setdefault("status", "error")
-    elif all(code in (0, *_STOPPED) for code in codes):
+    elif codes and all(code in (0, *_STOPPED) for code in codes):
         interrupted = signal.SIGINT in signalled or EXIT_INTERRUPTED in codes
         metrics["status"] = "interrupted" if interrupted else "preempted"
         metrics["stop_signal"] = signalled[0] if signalled and not timed_out else None  # none to hand on
@@ -163,8 +175,11 @@ def run_local_processes(cfg: DictConfig, out: Path) -> dict[str, Any]:
             # On the console too: the processes' "continue with" repeats the bound that stopped them.
             log.warning("when you continue, raise distributed.run_timeout_s (e.g. distributed.run_timeout_s=%d): "
                         "with %s s every attempt stops there again", 2 * bound, bound)
-    elif signalled and not written and all(code in (0, *_STOPPED, *(-s for s in _FORWARDED)) for code in codes):
-        # The signal reached processes still starting up, before their handlers: stopped by it, not dead.
+    elif signalled and not written and (not codes or any(code in _STARTUP_DEATHS for code in codes)) and all(
+            code in (0, *_STOPPED, *_STARTUP_DEATHS, -signal.SIGKILL) for code in codes):
+        # The stop ended processes still starting up (no handler yet), or came before any started; the others, waiting
+        # at the coordinator for them, were killed at once (_wait): none trained. Was: "process 1 of 2 died (killed
+        # by SIGTERM)" 15 s later when one of them had started its run.
         interrupted, bound = signal.SIGINT in signalled and not timed_out, cfg.distributed.run_timeout_s
         stop = ("interrupted by Ctrl-C (SIGINT)" if interrupted else f"stopped at distributed.run_timeout_s={bound} s"
                 if timed_out else f"preempted by {signal.Signals(signalled[0]).name}")  # was "preempted by SIGTERM"
@@ -172,9 +187,9 @@ def run_local_processes(cfg: DictConfig, out: Path) -> dict[str, Any]:
         if timed_out:  # the command with a bound they can start within (it repeated the one that stopped them)
             hint = re.sub(r"distributed\.run_timeout_s=\S+", f"distributed.run_timeout_s={max(2 * bound, 120)}", hint)
         metrics.update(status="interrupted" if interrupted else "preempted", stop_signal=None if timed_out else
-                       signalled[0], error=f"{stop} while the processes were starting up, before a step (exit codes "
-                       f"{codes}){hint}")
-        log.error("%s", metrics["error"])
+                       signalled[0], error=f"{stop} while the processes were starting up, before training (nothing "
+                       f"trained: no checkpoint to save){hint}")
+        log.warning("%s", metrics["error"])  # as a one-process run says its stop
     else:
         reported = metrics.get("error")  # process 0's own error, when it recorded one
         found = refusals(out, codes, reported)  # refusals: said by this parent only (local_children.child_refusal)
@@ -187,19 +202,19 @@ def run_local_processes(cfg: DictConfig, out: Path) -> dict[str, Any]:
     return metrics
 
 
-def run_local_job(cfg: DictConfig, out: Path, metrics: dict[str, Any]) -> str | None:
+def run_local_job(cfg: DictConfig, out: Path, metrics: dict[str, Any], watch: Any = None) -> str | None:
     """The job as ``run_local_processes`` runs it, recorded into ``metrics`` and said as a one-process job says it.
 
     ``metrics`` (the parent's record: its resolved config) is updated with the processes' outcome, so it keeps
-    the config when process 0 wrote none. A failure is logged; a stop in a sweep names the command that
-    continues the whole sweep.
+    the config when process 0 wrote none (``watch``: the run's ``PreemptionWatch``). A failure is logged; a stop in
+    a sweep names the command that continues the whole sweep.
 
     Returns
     -------
     str or None
         The text for ``error.txt`` when no process wrote one (e.g. a process killed: none could say so).
     """
-    metrics.update(run_local_processes(cfg, out))
+    metrics.update(run_local_processes(cfg, out, watch))
     if metrics["status"] == "error":
         rank = metrics.get("first_failed_process")  # its log; XLA's teardown of the others went to theirs
         log.error("%s%s", metrics["error"], "" if rank is None else f"; its log: {out / f'process_{rank}.log'} (what "
@@ -239,6 +254,11 @@ def _wait(children: list[subprocess.Popen], timeout_s: float, grace_s: float, si
             deadline, preempt_bound = min(deadline, time.monotonic() + _PREEMPT_GRACE_S), True
         if all(code is not None for code in codes):
             return codes, first_dead, (time.monotonic() - died_at if died_at else None)
+        if signalled and any(code in _STARTUP_DEATHS for code in codes):  # none joined: the rest, at the coordinator
+            for child in children:  # for it, hold nothing (was: ended as a dead peer's survivors, 15 s later)
+                if child.poll() is None:
+                    child.kill()
+            return [child.wait() for child in children], first_dead, None
         time.sleep(0.1)
     for child in children:
         if child.poll() is None:

@@ -75,10 +75,13 @@ class PreemptionWatch:
     A signal is only recorded (one held before, ``signal_hold``, too): inside ``at_step_boundaries()``
     ``should_stop(step)`` tells the loop when to stop; outside, ``check()`` raises ``Preempted`` at the run's next
     step. A second Ctrl-C raises ``KeyboardInterrupt`` at once. On exit the handlers that were there before come
-    back; ``chain`` passes the signal on to them (under submitit that requeues the job).
+    back; ``chain`` passes the signal on to them (under submitit that requeues the job). ``ignore_after``: on exit
+    preemption signals are ignored instead (a ``distributed=local`` process: its parent reads a process ended by one
+    as one still starting up, so one after the run must not end it; was: SIG_DFL, exit -15, as it ended).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, ignore_after: bool = False) -> None:
+        self._ignore_after = ignore_after
         self.signum: int | None = None
         self._interrupts = 0  # Ctrl-C presses: the second stops at once
         self._deferred = False
@@ -101,6 +104,8 @@ class PreemptionWatch:
         if self.watchdog is not None:  # a forced stop under way still ends the process
             self.watchdog.close()
         for signum, handler in self._previous.items():
+            if self._ignore_after and signum in PREEMPT_SIGNALS:
+                handler = signal.SIG_IGN
             signal.signal(signum, handler if handler is not None else signal.SIG_DFL)  # None: not set from Python
         self._previous.clear()
 

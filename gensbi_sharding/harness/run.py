@@ -9,6 +9,7 @@ C2ST -> outputs. Nothing reaches back up the chain. A failure at any step ends t
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import sys
 import time
@@ -57,7 +58,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     metrics: dict[str, Any] = {"status": "error", "config": OmegaConf.to_container(cfg, resolve=True)}
     folder, failure = run_folder.RunFolder(out, cfg), None
     interrupt_hold.reset()  # a Ctrl-C an earlier run in this process deferred is not this run's
-    with PreemptionWatch() as watch:
+    with PreemptionWatch(ignore_after=bool(os.environ.get(run_folder.LOCAL_CHILD_ENV))) as watch:  # local_cluster
         try:
             watch_parent()
             if folder.owner:
@@ -65,7 +66,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                 watch.check()  # a signal held since launch.py's start (signal_hold): recorded in the folder now
             if cfg.distributed.local_processes > 1 and cfg.distributed.process_id is None:
                 validate(cfg)
-                failure = run_local_job(cfg, out, metrics)
+                failure = run_local_job(cfg, out, metrics, watch)
             else:
                 watch_setup(cfg, watch, metrics=metrics, out=out, start=start, folder=folder)  # XLA is not waited for
                 metrics.update(_run(cfg, out, metrics, folder, watch))
