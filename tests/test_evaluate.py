@@ -196,6 +196,39 @@ def test_rejection_stops_with_an_error_when_almost_nothing_lies_inside():
     assert max(drawn) == int(100 / MIN_ACCEPTANCE)  # bounded: never more than 1 / MIN_ACCEPTANCE times
 
 
+def test_draws_holding_nan_or_inf_stop_at_once_naming_the_model_not_the_prior():
+    """Was: NaN rows counted as outside the support, 100 times the samples drawn, then 'set
+    data.theta_transform=support' (said under that setting too, where every finite draw is inside)."""
+    from gensbi_sharding.harness.posterior import draw_inside_support
+
+    for bad_value in (np.nan, np.inf):
+        drawn = []
+
+        def draw(m):
+            drawn.append(m)
+            s = np.zeros((m, 2), np.float32)
+            s[7:, 1] = bad_value  # rows 7.. broken: 93 of 100
+            return s
+
+        with pytest.raises(RuntimeError, match=r"^93 of 100 posterior draws hold NaN or inf \(the first at row 7\)"
+                           r": the model's velocity field") as err:
+            draw_inside_support(draw, lambda s: np.abs(s).max(axis=1) <= 1.0, 100)
+        assert "theta_transform" not in str(err.value)
+        assert drawn == [100]  # one block, no top-ups
+
+
+def test_a_nan_velocity_under_the_bijection_is_reported_as_the_models(tmp_path):
+    from gensbi_sharding.harness.data import load_task
+    from gensbi_sharding.harness.posterior import evaluate_observations
+
+    sims = load_task("two_moons", num_simulations=64, seed=0, theta_transform="support")
+    with pytest.raises(RuntimeError, match=r"^50 of 50 posterior draws hold NaN or inf"):
+        evaluate_observations(sims=sims, velocity=lambda th, x, t: th * jnp.nan, params=None, observations=[1],
+                              num_samples=50, ode_steps=2, n_folds=2, seed=0, mesh=None, out=tmp_path, write=True,
+                              plot=False, title=lambda *a: "")
+    assert not list(tmp_path.iterdir())  # nothing written
+
+
 def test_a_larger_draw_starts_with_the_same_samples():
     """Rejection relies on it: the kept rows do not depend on how many rounds were drawn."""
     def field(theta, x, t):

@@ -135,7 +135,7 @@ def sample_posterior(run_dir: str | os.PathLike, x_o: Any, *, num_samples: int |
         ``x_o`` of the wrong shape, non-finite, or outside the domain of the run's ``data.x_transform``;
         a checkpoint without a run config or z-score statistics; a task without a prior (not sbibm's).
     RuntimeError
-        Under 1 % of the draws inside the prior's support (``posterior.draw_inside_support``).
+        Under 1 % of the draws inside the prior's support, or a draw holding NaN or inf (``posterior.draw_inside_support``).
     """
     from omegaconf import OmegaConf, open_dict
 

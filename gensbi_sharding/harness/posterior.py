@@ -68,11 +68,20 @@ def draw_inside_support(draw: Callable[[int], np.ndarray], inside: Callable[[np.
     ------
     RuntimeError
         If fewer than ``MIN_ACCEPTANCE`` of the draws lie inside: drawing on would take more
-        than ``1 / MIN_ACCEPTANCE`` times the samples; the message names the fix.
+        than ``1 / MIN_ACCEPTANCE`` times the samples; the message names the fix. At once, if a
+        draw holds NaN or inf: the model's fault, which no prior's support explains (was: rejected
+        as outside, 100 times the samples drawn, then the prior blamed).
     """
     m, cap = num_samples, int(np.ceil(num_samples / MIN_ACCEPTANCE))
     while True:
         samples = draw(m)
+        bad = ~np.isfinite(samples).reshape(len(samples), -1).all(axis=1)
+        if bad.any():
+            raise RuntimeError(f"{int(bad.sum())} of {m} posterior draws hold NaN or inf (the first at row "
+                               f"{int(np.argmax(bad))}): the model's velocity field is not finite along the ODE path "
+                               "(weights holding NaN or inf, or a field that overflows float32), which the prior's "
+                               "support does not explain; sample an earlier checkpoint, or retrain with a lower "
+                               "train.learning_rate")
         kept = np.asarray(inside(samples), dtype=bool)
         acceptance = float(kept.mean())
         if kept.sum() >= num_samples:
