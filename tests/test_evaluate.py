@@ -122,6 +122,34 @@ def test_c2st_validates():
         c2st(a, a, n_folds=1)
 
 
+def test_ctrl_c_during_c2st_reaches_the_caller(monkeypatch):
+    """Was: MLPClassifier.fit caught the KeyboardInterrupt ("Training interrupted by user.") and the next
+    fold was fitted: a Ctrl-C during C2ST was ignored, a run's "Ctrl-C again stops at once" waited it out."""
+    import signal
+    import threading
+
+    import sklearn.neural_network
+
+    class SignalledOnce(sklearn.neural_network.MLPClassifier):
+        def fit(self, X, y):  # noqa: N803 (scikit-learn's names)
+            if not fits:  # a Ctrl-C 0.2 s into the first fold's fit (thousands of rows: it takes longer)
+                threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()
+            fits.append(len(X))
+            return super().fit(X, y)
+
+    fits = []
+    monkeypatch.setattr(sklearn.neural_network, "MLPClassifier", SignalledOnce)
+    same = np.random.default_rng(0).normal(size=(2, 20_000, 2))  # one distribution: slow to converge
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            c2st_scores(same[0], same[1], n_folds=2)
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler given back
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert fits == [20_000]  # the second fold never started
+
+
 def test_pair_plot_writes_a_png_atomically(tmp_path):
     import matplotlib
 

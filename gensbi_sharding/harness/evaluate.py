@@ -6,9 +6,12 @@ them, so importing this module stays cheap and never starts JAX's backend.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
-from collections.abc import Callable, Sequence
+import signal
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -152,9 +155,43 @@ def c2st_scores(samples: Any, reference: Any, *, seed: int = 0, n_folds: int = 5
     folds = KFold(n_splits=n_folds, shuffle=True, random_state=seed)
     if n_jobs is not None and n_jobs > n_folds:  # a worker per fold at most: more have nothing to fit
         n_jobs = n_folds  # (eval.c2st_jobs=100000 was handed to joblib as is)
-    with threadpool_limits(limits=1, user_api="blas"):
+    with threadpool_limits(limits=1, user_api="blas"), _interrupts_not_swallowed():
         return np.asarray(cross_val_score(clf, data, labels, cv=folds, scoring="accuracy", n_jobs=n_jobs),
                           dtype=np.float64)
+
+
+class _Interrupted(BaseException):
+    """A ``KeyboardInterrupt`` carried past scikit-learn, which catches that one (and ``Exception``)."""
+
+
+@contextlib.contextmanager
+def _interrupts_not_swallowed() -> Iterator[None]:
+    """Inside, a ``KeyboardInterrupt`` its SIGINT handler raises reaches the caller.
+
+    ``MLPClassifier.fit`` catches ``KeyboardInterrupt`` and returns its half-fitted model, and
+    ``cross_val_score`` fits the next fold (was: every Ctrl-C during C2ST ended one fold's fit, with
+    "Training interrupted by user." on the console: a run's "Ctrl-C again stops at once" waited for the
+    observation's whole C2ST, a library caller's first Ctrl-C was ignored). The handler's exception
+    crosses scikit-learn as one it does not catch, and is a ``KeyboardInterrupt`` again here.
+    """
+    if threading.current_thread() is not threading.main_thread() or not callable(
+            previous := signal.getsignal(signal.SIGINT)):  # SIG_IGN, SIG_DFL, or one set from C: nothing raised
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        try:
+            previous(signum, frame)
+        except KeyboardInterrupt as interrupt:
+            raise _Interrupted from interrupt
+
+    signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    except _Interrupted as carried:
+        raise carried.__cause__ from None
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def c2st(samples: Any, reference: Any, *, seed: int = 0, n_folds: int = 5,
