@@ -488,6 +488,25 @@ def test_two_ctrl_cs_at_once_during_a_save_say_their_lines_in_the_order_pressed(
                     "Ctrl-C again: stopping once the checkpoint under way is saved (Ctrl-C once more stops at once)"]
 
 
+def test_a_signal_during_evaluation_says_when_the_run_stops(caplog):
+    # Was: "received SIGTERM: stopping at the next step of the run" with training over, while the run went on
+    # sampling and scoring the observation under way.
+    import logging
+
+    from gensbi_sharding.harness import interrupt_hold
+
+    interrupt_hold.reset()
+    with caplog.at_level(logging.INFO, logger="gensbi_sharding"), PreemptionWatch() as watch:
+        watch.training_done(20, "ck/20")
+        signal.raise_signal(signal.SIGTERM)
+        with pytest.raises(Preempted):
+            watch.check()
+    said = [r.getMessage() for r in caplog.records if "received" in r.getMessage()]
+    assert said == ["received SIGTERM: stopping the evaluation under way before its next observation is sampled, "
+                    "or once the one under way is scored (that score not recorded); training is over, saved at "
+                    "step 20, and a run past its evaluation ends as it would"]
+
+
 def test_a_local_process_ignores_preemption_signals_once_its_run_ended():
     # Was: Python's default action again (the handlers before the run), so a SIGTERM as a distributed=local process
     # ended killed it (exit -15), which its parent reads as a process that never started its run.

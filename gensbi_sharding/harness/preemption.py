@@ -188,7 +188,12 @@ class PreemptionWatch:
                     raise KeyboardInterrupt
             first, self.signum = self.signum is None, self.signum or signum
             if first:  # once, by process 0
-                where = "at the next step boundary, after a checkpoint" if self._deferred else "at the next step of the run"
+                where = ("at the next step boundary, after a checkpoint" if self._deferred else
+                         # evaluation (was: "at the next step of the run", its training over, for a whole observation)
+                         f"the evaluation under way before its next observation is sampled, or once the one under "
+                         f"way is scored (that score not recorded); training is over, saved at step "
+                         f"{self._trained[0]}, and a run past its evaluation ends as it would" if self._trained else
+                         "at the next step of the run")
                 say(0, log, min(stop_level(), logging.WARNING), "received %s: stopping %s%s" % (
                     "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name,
                     where, " (Ctrl-C again stops at once)" if signum == signal.SIGINT else ""))
