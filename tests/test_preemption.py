@@ -543,6 +543,34 @@ def test_a_signal_outside_a_run_is_held_for_the_next_run_to_answer():
             signal.signal(signum, handler)
 
 
+def test_a_second_ctrl_c_of_a_local_parent_says_no_orbax_or_jax_notes(tmp_path, monkeypatch, caplog):
+    # Was: distributed=local's parent, which never ran a job's setup, listed the checkpoints for the record with
+    # Orbax after its second Ctrl-C: a dozen absl/jax INFO lines on the console ("CheckpointManager init", "Unable to
+    # initialize backend 'tpu'", "Closing _NonBlockingMetadataStore" x3) before its one line.
+    import logging
+
+    from gensbi_sharding.harness import run as run_module
+
+    def second_ctrl_c(cfg, out, metrics, watch):  # the processes started, made the checkpoints folder, saved none
+        (out / "checkpoints").mkdir(parents=True)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run_module, "run_local_job", second_ctrl_c)
+    levels = {name: logging.getLogger(name).level for name in ("jax", "absl")}
+    try:
+        for name in levels:  # as in a fresh parent process (an earlier test's run set them)
+            logging.getLogger(name).setLevel(logging.NOTSET)
+        with caplog.at_level(logging.INFO), pytest.raises(KeyboardInterrupt):
+            run_tiny(tmp_path / "run", "mesh=auto", "distributed.local_processes=2")
+    finally:
+        for name, level in levels.items():
+            logging.getLogger(name).setLevel(level)
+    noise = [f"{r.name}: {r.getMessage()[:60]}" for r in caplog.records if r.name.split(".")[0] in ("jax", "absl")]
+    assert noise == []
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert metrics["error"] == "interrupted (Ctrl-C); stopped at once, with no checkpoint to continue from", metrics
+
+
 @pytest.mark.parametrize("processes", [1, 2])
 def test_a_signal_held_while_the_run_started_is_recorded_once_its_folder_is_claimed(tmp_path, monkeypatch, processes):
     # Was: a SIGTERM while launch.py imported JAX or Hydra composed killed the process with no record (exit 143);

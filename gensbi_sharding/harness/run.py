@@ -46,6 +46,8 @@ log = logging.getLogger("gensbi_sharding")
 
 def run(cfg: DictConfig) -> dict[str, Any]:
     """Run one job described by ``cfg``; returns its metrics (``status`` "ok", "error" or "preempted")."""
+    for noisy in ("jax", "absl"):  # backend probing and Orbax's notes: noise in every process, a local parent's too
+        logging.getLogger(noisy).setLevel(logging.WARNING)  # (was: a dozen of them at its second Ctrl-C)
     out = run_folder.output_dir(cfg)
     if (problem := interpolation_problem(cfg)) is not None:  # nothing below can read such a config (a single run's
         metrics = {"status": "error", "error": f"ConfigError: {problem}", "wall_s": None,  # callback refused it: a
@@ -122,8 +124,6 @@ def run(cfg: DictConfig) -> dict[str, Any]:
 
 def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder.RunFolder,
          watch: PreemptionWatch) -> dict[str, Any]:
-    for noisy in ("jax", "absl"):  # backend probing and orbax progress are noise here
-        logging.getLogger(noisy).setLevel(logging.WARNING)
     dist = cfg.distributed
     # Known before joining (distributed=local's processes): their first lines are tagged, only process 0's info lines
     # reach their one console (else each printed "[1/7]"); else one process (reset: an earlier run may have set it).
