@@ -460,3 +460,61 @@ def test_local_processes_of_a_multirun_preset_run_once_each(trained):
     metrics = json.loads((sweep / "0" / "metrics.json").read_text())
     assert metrics["status"] == "ok" and metrics["process_exit_codes"] == [0, 0] and metrics["final_step"] == 12
     assert sorted(p.name for p in tmp_path.iterdir()) == [sweep.name]  # no multirun/ of the processes' own
+
+
+def test_processes_killed_at_a_second_ctrl_c_say_nothing_on_the_console(tmp_path, monkeypatch, capfd):
+    """Was: killed one after the other, each once the one before had ended, so the others saw their coordinator
+    (process 0) gone first and printed JAX's fatal error ("Terminating process because the JAX distributed service
+    detected fatal errors", 6 lines) on the console before the parent's one line."""
+    from hydra.conf import HydraConf
+    from hydra.core.hydra_config import HydraConfig
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness import local_cluster
+
+    hydra = OmegaConf.create({"hydra": OmegaConf.structured(HydraConf)})  # a job of launch.py's
+    hydra.hydra.runtime.output_dir, hydra.hydra.overrides.task = str(tmp_path), ["distributed=local"]
+    monkeypatch.setattr(HydraConfig.instance(), "cfg", None)
+    HydraConfig.instance().set_config(hydra)
+    peer_gone, peer_alive = os.pipe()  # process 1 reads end of file once process 0 (holding the write end) died
+    real_popen, started = subprocess.Popen, []
+    stays = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('up', flush=True); "
+    scripts = [stays + "time.sleep(60)",  # process 0: ignores the parent's stop, as one mid-step would for a while
+               stays + f"import os, sys; os.read({peer_gone}, 1); sys.stderr.write('F fatal: coordinator gone\\n'); "
+               "sys.stderr.flush(); time.sleep(60)"]
+
+    class Child(real_popen):
+        def kill(self):
+            super().kill()
+            if self is started[0]:  # the coordinator's death reaches the others first
+                time.sleep(0.5)
+
+    def start(command, env, pass_fds, stderr=None):
+        rank = int(next(a for a in command if a.startswith("distributed.process_id=")).split("=")[1])
+        started.append(Child([sys.executable, "-c", scripts[rank]], stderr=stderr, stdout=subprocess.PIPE,
+                             pass_fds=(peer_gone, peer_alive) if rank == 0 else (peer_gone,)))
+        if rank == 0:
+            os.close(peer_alive)  # process 0's alone now
+        return started[-1]
+
+    def two_ctrl_cs():  # once both are up, Ctrl-C twice: the second stops at once
+        for child in started:
+            child.stdout.readline()
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.2)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    monkeypatch.setattr(local_cluster.subprocess, "Popen", start)
+    cfg = OmegaConf.create({"distributed": {"local_processes": 2, "run_timeout_s": 60, "heartbeat_s": 30},
+                            "devices": {"cpu_count": 8}, "mesh": {"spec": "auto", "devices": None}})
+    presses = threading.Timer(0.5, two_ctrl_cs)
+    try:
+        presses.start()
+        with pytest.raises(KeyboardInterrupt):
+            local_cluster.run_local_processes(cfg, tmp_path)
+    finally:
+        presses.join()
+        os.close(peer_gone)
+    assert all(child.poll() is not None for child in started)
+    assert "coordinator gone" not in capfd.readouterr().err
+    assert "F fatal: coordinator gone" in (tmp_path / "process_1.log").read_text()

@@ -148,10 +148,12 @@ def run_local_processes(cfg: DictConfig, out: Path, watch: Any = None) -> dict[s
     finally:  # Ctrl-C here: no child outlives the parent
         for s, handler in previous.items():
             signal.signal(s, handler)
-        for child in children:
-            if child.poll() is None:
-                child.kill()
-                child.wait()
+        live = [rank for rank, child in enumerate(children) if child.poll() is None]
+        output.quiet(live)  # what the others say as one dies (its coordinator gone) is noise here: to their logs
+        for rank in live:  # (was: each killed after the one before had ended: a JAX fatal error on the console)
+            children[rank].kill()
+        for rank in live:
+            children[rank].wait()
         os.close(keep_open)
         os.unlink(received)
         output.join()
