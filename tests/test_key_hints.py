@@ -43,6 +43,46 @@ def test_a_mistyped_key_names_the_setting_meant(args, message):
         assert unknown_key_problem([*(a for a in args if not a.startswith(key)), fix]) is None
 
 
+TRAIN = ", ".join(f.name for f in dataclasses.fields(TrainConfig))
+
+
+@pytest.mark.parametrize("args,message", [
+    # A part its group lacks, deeper than one level: the setting meant, from the parts below it joined or the last
+    # one (was Hydra's multi-line "Could not override 'mesh.shape.model'. To append to your config use
+    # +mesh.shape.model=2 ... Key 'shape' not in 'MeshConfig'").
+    (["mesh.shape.model=2"], "mesh.shape.model=2: mesh.shape is not a setting of mesh (did you mean "
+                             "mesh.model_axis?); its settings: spec, model_axis, devices; set mesh.model_axis=2"),
+    (["train.optim.lr=1"], f"train.optim.lr=1: train.optim is not a setting of train (did you mean "
+                           f"train.learning_rate?); its settings: {TRAIN}; set train.learning_rate=1"),
+    (["eval.c2st.folds=3"], "eval.c2st.folds=3: eval.c2st is not a setting of eval (did you mean eval.c2st_folds?); "
+                            "its settings: enabled, num_samples, ode_steps, c2st_folds, observations, c2st_jobs, plot; "
+                            "set eval.c2st_folds=3"),
+    (["-m", "train.optim.lr=1,2"], f"train.optim.lr=1,2: train.optim is not a setting of train (did you mean "
+                                   f"train.learning_rate?); its settings: {TRAIN}; set train.learning_rate=1,2"),
+    (["model.foo.bar=1"], "model.foo.bar=1: model.foo is not a setting of the default model=mlp; its settings: "
+                          "init, width, depth, mlp_ratio, time_embed_dim"),
+    (["model=transformer", "model.width.x=3"], "model.width.x=3: model.width is a setting of model=mlp, not of "
+                                               "model=transformer; its settings: "),
+    (["rule.foo.x=data"], "rule.foo.x=data: rule.foo is not a setting of rule; its settings: name, embed, mlp, "),
+    # A part under a setting (was Hydra's "Value '{}' of type 'dict' could not be converted to Integer").
+    (["train.steps.x=5"], "train.steps.x=5: train.steps is a setting, which holds no keys; set train.steps=5"),
+    (["mesh.model_axis.x=2"], "mesh.model_axis.x=2: mesh.model_axis is a setting, which holds no keys; set "
+                              "mesh.model_axis=2"),
+    (["rule.mlp.x=data"], "rule.mlp.x=data: rule.mlp is a setting, which holds no keys; set rule.mlp=data"),
+    (["debug.x=true"], "debug.x=true: debug is a setting, which holds no keys; set debug=true"),
+    (["model=flux1", "model.num_heads.x=2"], "model.num_heads.x=2: model.num_heads is a setting, which holds no "
+                                             "keys; set model.num_heads=2"),
+    # an item of a list setting is Hydra's to set; a key under no section is override_types' to name
+    (["model=flux1", "model.axes_dim.0=4"], None),
+    (["trian.steps.x=1"], None),
+])
+def test_a_key_deeper_than_its_group_names_the_setting_meant(args, message):
+    problem = unknown_key_problem(args)
+    assert (problem is None) if message is None else problem.startswith(message), problem
+    if message and "; set " in message:  # the fix it names is itself accepted
+        assert unknown_key_problem([*args[:-1], message.rsplit("; set ", 1)[1]]) is None
+
+
 def every_setting() -> list[str]:
     groups = [f for f in dataclasses.fields(Config) if f.default_factory is not dataclasses.MISSING]
     assert {g.name for g in groups} == {"mesh", "data", "train", "eval", "activation", "devices", "distributed"}

@@ -39,6 +39,15 @@ def test_a_section_given_as_a_dict_is_checked_key_by_key(args, message, fix):
             "model=transformer": (cfg.train.steps, 1, 2, None), "model.width=8": (cfg.train.steps, 1, None, 8)}[fix[0]]
 
 
+def test_a_dict_two_levels_deep_names_the_setting_meant():
+    # Was: Hydra's multi-line "Could not override 'eval'. ... Key 'c2st' not in 'EvalConfig'".
+    assert command_problem(["eval={c2st:{folds:3}}"]) == (
+        "eval={c2st:{folds:3}} stands for eval.c2st.folds=3: eval.c2st is not a setting of eval (did you mean "
+        "eval.c2st_folds?); its settings: enabled, num_samples, ode_steps, c2st_folds, observations, c2st_jobs, plot; "
+        "set eval.c2st_folds=3")
+    assert command_problem(["eval={c2st_folds:3}"]) is None
+
+
 @pytest.mark.parametrize("args", [["train={steps:5}"], ["mesh={model_axis:2}"], ["rule={embed:model}"],
                                   ["-m", "train={steps:5},{steps:6}"], ["seed=1"]])
 def test_a_dict_hydra_merges_passes(args):

@@ -47,6 +47,17 @@ CASES = [
     ("~rule.embedd", "~rule.embedd: rule.embedd is not a logical axis (did you mean rule.embed?); the rule table's "
                      "keys: name, embed, mlp, heads, vocab, in, out; drop ~rule.embedd"),
     ("~rule.embed", "~rule.embed: a rule's axis cannot be removed; set rule.embed=null to leave it unsplit"),
+    # a part below the settings (was: the nearest to its first part, +mesh.shape.model=2 -> "write mesh.spec=2";
+    # under a setting, Hydra's multi-line "Value '{}' of type 'dict' could not be converted to Integer"; under a
+    # rule's axis, the config check's refusal once Hydra had made the run's folder, and "set rule.mlp.x=null")
+    ("+mesh.shape.model=2", "+mesh.shape.model=2: mesh.shape is not a setting of mesh (did you mean mesh.model_axis?); "
+                            "its settings: spec, model_axis, devices; a run takes no other key, so write "
+                            "mesh.model_axis=2"),
+    ("++train.steps.x=5", "++train.steps.x=5: train.steps is a setting, which holds no keys; set train.steps=5"),
+    ("+model.width.x=64", "+model.width.x=64: model.width is a setting, which holds no keys; set model.width=64"),
+    ("~train.steps.x", "~train.steps.x: train.steps is a setting, which holds no keys; drop ~train.steps.x"),
+    ("+rule.mlp.x=data", "+rule.mlp.x=data: rule.mlp is a setting, which holds no keys; set rule.mlp=data"),
+    ("~rule.mlp.x", "~rule.mlp.x: rule.mlp is a setting, which holds no keys; drop ~rule.mlp.x"),
     # ~ of a key that does not exist: nothing to remove
     ("~train.foo", "~train.foo: train.foo is not a setting of train, so there is nothing to remove; drop ~train.foo"),
     ("~train.stpes", "~train.stpes: train.stpes is not a setting of train, so there is nothing to remove (did you mean "
@@ -91,6 +102,7 @@ def test_a_prefixed_override_is_refused_naming_the_one_to_type(compose_config, c
     "+rule.embed=data", "++rule.mlp=model",  # the rule table: any logical axis (the config check names a bad one)
     "~sweep",  # an optional group nothing reads
     "+hydra.job.env_set.X=1", "train.steps=5", "model=transformer model.depth=2",
+    "model=flux1 ++model.axes_dim.0=4",  # an item of a list setting: Hydra sets it
 ])
 def test_prefixed_overrides_hydra_takes_are_left_to_it(compose_config, command):
     assert prefix_problem(command.split()) is None

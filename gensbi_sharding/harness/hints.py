@@ -277,7 +277,7 @@ def override_literal(value: Any) -> str:
 
 #: GenSBI's names (its training config's) for settings the harness names otherwise, each taking the same value.
 GENSBI_NAMES = {"nsteps": "steps", "max_lr": "learning_rate", "save_every": "checkpoint_every", "training": "train",
-                "sharding_rule": "rule"}
+                "sharding_rule": "rule", "lr": "learning_rate"}
 
 
 def closest_name(value: str, names: Sequence[str]) -> str | None:

@@ -1,14 +1,11 @@
 """Where a command-line key lands in the config before Hydra composes it, and launch.py's checks of the keys.
 
-The one walk of ``harness/config.py``'s typed dataclasses (every model schema: the model is picked at compose
-time) and of ``conf/``'s option files (plus a ``hydra.searchpath``'s ``file://`` folders), shared by every
-override check and by ``config_values``; a new field or option is covered as it is added. Its checks:
-``unknown_key_problem``, a mistyped key (``mesh.modle_axis=2``) named with the key it likely meant (Hydra's
-"Key 'modle_axis' not in 'MeshConfig'" listed none, and advised ``+mesh.modle_axis=2``, which ``config_checks``
-refuses in turn); ``model_key_problem``, a ``model.<field>`` the model(s) it would be applied to lack (in a
-sweep over models Hydra composes the first config with the default model and stopped there, or stopped at a
-later job's composition after the ones before it ran). The command line is read as ``override_grammar.parse``
-reads it. Pure Python: no JAX.
+The one walk of ``harness/config.py``'s typed dataclasses (every model schema: the model is picked at compose time)
+and of ``conf/``'s option files (and ``hydra.searchpath``'s ``file://`` folders), shared by every override check and
+``config_values``: a new field or option is covered as it is added. ``unknown_key_problem``: a mistyped key
+(``mesh.modle_axis=2``) named with the key it likely meant (Hydra listed none, and advised ``+mesh.modle_axis=2``,
+which ``config_checks`` refuses); ``model_key_problem``: a ``model.<field>`` the model(s) it is applied to lack (a
+sweep's Hydra stopped at the first config, or at a later job's after the ones before ran). Pure Python: no JAX.
 """
 
 from __future__ import annotations
@@ -24,6 +21,7 @@ from omegaconf import OmegaConf
 from gensbi_sharding.harness.config import Config, ModelConfig
 from gensbi_sharding.harness.groups import CONF, group_options
 from gensbi_sharding.harness.hints import closest_name
+from gensbi_sharding.harness.key_paths import nearest_setting, setting_path_problem, unknown_part
 from gensbi_sharding.harness.model_choice import chosen_models, default_model, experiment_model
 from gensbi_sharding.harness.override_grammar import CommandLine, parse
 from gensbi_sharding.harness.rule_config import other_name_problem
@@ -52,8 +50,7 @@ def schema_name(schema: type) -> str | None:
 
 
 def model_schemas() -> dict[str, type]:
-    """Every model schema by the model it builds (``ModelConfig``'s subclasses, recursively):
-    ``{"simformer": SimformerConfig, ..., "mlp": MLPConfig}``."""
+    """Every model schema by the model it builds (``ModelConfig``'s subclasses, recursively): ``{"mlp": MLPConfig, ...}``."""
     found, todo = {}, list(ModelConfig.__subclasses__())
     while todo:
         schema = todo.pop()
@@ -191,10 +188,10 @@ def unknown_key_problem(args: Sequence[str] | CommandLine) -> str | None:
     Checked: plain and swept assignments of a dotted key under a group with a schema (``mesh.modle_axis=2``,
     ``-m train.stpes=10,20``); a ``model.*`` key against the model(s) it sets (``chosen_models``: ``model=``'s,
     else the experiment's or the default's), whose settings are listed and the nearest named; another model's
-    setting names that model where ``model=`` is typed (else ``model_key_problem`` names it). Left to others:
-    ``+``/``++``/``~`` overrides (``override_prefixes``), ``hydra.*``, group choices and flags. The rule table's
-    keys are its ``name`` and the logical axes (``rule.embedd=data``: Hydra advised ``+rule.embedd=data``, which
-    the config check refused in turn).
+    setting names that model where ``model=`` is typed (else ``model_key_problem`` names it); a part deeper in
+    (``mesh.shape.model=2``, ``train.steps.x=1``: ``key_paths``). Left to others: ``+``/``++``/``~`` overrides
+    (``override_prefixes``), ``hydra.*``, group choices and flags. The rule table's keys are its ``name`` and the
+    logical axes (``rule.embedd=data``: Hydra advised ``+rule.embedd=data``, refused by the config check in turn).
 
     Parameters
     ----------
@@ -214,7 +211,11 @@ def unknown_key_problem(args: Sequence[str] | CommandLine) -> str | None:
         key, value, parts = o.typed, o.raw, o.typed.split(".")
         if key.startswith(("+", "~")) or "=" not in o.arg or len(parts) < 2 or parts[0] == "hydra" or "/" in key:
             continue
-        keys = group_keys(parts[:-1], choice.models if known else None)
+        keys, below, typed = group_keys(parts[:-1], models := choice.models if known else None), [], ""
+        if keys is None and (found := unknown_part(parts, lambda path: group_keys(path, models), list_fields())):  # mesh.shape.x
+            if (keys := found[1]) is None:  # train.steps.x=1
+                return setting_path_problem(o.arg, parts[:found[0] + 1], value)
+            below, parts, typed, key = parts[found[0] + 1:], parts[:found[0] + 1], f"{o.arg}: ", ".".join(parts[:found[0] + 1])
         if keys is None or parts[-1] in keys:
             continue
         group, of_model = ".".join(parts[:-1]), parts[0] == "model" and len(parts) == 2 and known
@@ -222,17 +223,17 @@ def unknown_key_problem(args: Sequence[str] | CommandLine) -> str | None:
         if of_model and (owners := sorted(m for m, f in fields.items() if parts[-1] in f)):
             if not choice.given:
                 continue  # model_key_problem names the model to add (an experiment's file may hold its own keys)
-            return f"{key} is a setting of model={' or model='.join(owners)}, not of {choice.label}; its settings: {shown}"
-        if parts[0] == "rule" and len(parts) == 2 and o.hydra is not None and o.values() and all(
+            return f"{typed}{key} is a setting of model={' or model='.join(owners)}, not of {choice.label}; its settings: {shown}"
+        if parts[0] == "rule" and len(parts) == 2 and not below and o.hydra is not None and o.values() and all(
                 other_name_problem(parts[1], v) is None for v in o.values()):  # as the library's tables take it
             return f"{key} is no key of the rule table ({shown}); add another name declared unsplit: +{key}={value}"
-        near = closest_name(parts[-1], keys)
+        near = nearest_setting(parts[-1], below, keys)
         meant = f" (did you mean {group}.{near}?)" if near else ""
         if of_model and not near and (near := closest_name(parts[-1], sorted(set().union(*fields.values())))):
             meant = (f" (did you mean {group}.{near}, a setting of model="
                      f"{' or model='.join(sorted(m for m, f in fields.items() if near in f))}?)")
             near = None  # that model's, not this one's: no override to set here
-        return (f"{key} is not a setting of {choice.label if of_model else group}{meant}; its settings: {shown}"
+        return (f"{typed}{key} is not a setting of {choice.label if of_model else group}{meant}; its settings: {shown}"
                 + (f"; set {group}.{near}={value}" if near else ""))
     return None
 

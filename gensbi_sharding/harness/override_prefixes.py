@@ -24,10 +24,11 @@ from gensbi_sharding.harness.command_defaults import command_default
 from gensbi_sharding.harness.config import Config
 from gensbi_sharding.harness.groups import CONF, group_options
 from gensbi_sharding.harness.hints import closest_name, override_literal
+from gensbi_sharding.harness.key_paths import nearest_setting, setting_path_problem, unknown_part
 from gensbi_sharding.harness.model_choice import ModelChoice, chosen_models
 from gensbi_sharding.harness.override_grammar import CommandLine, Override, parse
-from gensbi_sharding.harness.override_keys import (OPTIONAL_GROUPS, group_keys, model_fields, option_groups,
-                                                   schema_name, sections, settings)
+from gensbi_sharding.harness.override_keys import (OPTIONAL_GROUPS, group_keys, list_fields, model_fields,
+                                                   option_groups, schema_name, sections, settings)
 from gensbi_sharding.harness.rule_config import other_name_problem
 
 __all__ = ["prefix_problem"]
@@ -100,8 +101,10 @@ def _rule_problem(o: Override, name: str) -> str | None:
     """The rule table holds its name and the logical axes: ``+``/``++`` may add one (a table of one's own may lack
     it), none is removed; another name only declared unsplit (``+rule.layers=null``: ``other_name_problem``), any
     other key is no axis (the config check refused it only once composed)."""
-    keys = group_keys(["rule"], None)
-    if name.split(".", 1)[0] in keys:
+    keys, (head, *below) = group_keys(["rule"], None), name.split(".")
+    if head in keys and below:  # +rule.mlp.x=data: the config check refused it once Hydra had made the folder
+        return setting_path_problem(o.arg, ["rule", head], None if o.hydra.type == OverrideType.DEL else o.raw)
+    if head in keys:
         return (f"{o.arg}: a rule's axis cannot be removed; set {o.key}=null to leave it unsplit"
                 if o.hydra.type == OverrideType.DEL else None)
     adding = o.hydra.type != OverrideType.DEL and "." not in name
@@ -130,13 +133,16 @@ def _key_problem(o: Override, section: str, name: str, typed: dict, choice: Mode
                     f"{o.arg}: {name} is a section of settings, not one value; set them one by one, e.g. {fix}")
     elif section not in typed:  # +foo.bar=1: no such section
         name, section, top = section, "", True
-    name, nested = name.split(".", 1)[0], "." in name  # +train.steps.x=1: the setting it goes under
+    name, *below = name.split(".")  # +train.steps.x=1: the setting it goes under
+    nested = bool(below)
     models = choice.models if choice and set(choice.models) <= set(model_fields()) else None
     model = section == "model"
     keys = group_keys([section] if section else [], models if model else None)
     key = f"{section}.{name}" if section else name
-    if name in keys and nested:
-        return None  # under a setting (a list, a scalar): Hydra names what it cannot do
+    if name in keys and nested:  # under a setting: an item of a list is Hydra's to set (+model.axes_dim.0=4)
+        held = [section, name] if section else [name]
+        return None if unknown_part([*held, *below], lambda path: group_keys(path, models), list_fields()) is None \
+            else setting_path_problem(o.arg, held, None if kind == OverrideType.DEL else raw)
     if name in keys:
         if kind == OverrideType.ADD:
             return f"{o.arg}: {key} exists (+ adds a key the config lacks); write {key}={raw}"
@@ -147,7 +153,7 @@ def _key_problem(o: Override, section: str, name: str, typed: dict, choice: Mode
     if model and any(name in fields for fields in model_fields().values()):
         return None  # another model's key: model_key_problem names the model that has it
     of = f" of {choice.label}" if model and models else f" of {section}" if section else ""
-    near = closest_name(name, keys)
+    near = nearest_setting(name, below, keys)  # +mesh.shape.model=2: mesh.model_axis (not the nearest to shape)
     dotted = f"{section}.{near}" if section and near else near
     shown = ", ".join(k for k in keys if not (model and k == "name"))
     if kind == OverrideType.DEL:
