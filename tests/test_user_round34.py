@@ -69,6 +69,30 @@ def test_a_refused_resume_names_only_the_presets_that_give_the_saved_model(tmp_p
         "model.width=128 model.depth=3): add experiment=quick (or model.width=32 model.depth=1).")
 
 
+def test_a_refused_resume_names_every_override_it_needs_at_once(tmp_path, devices, monkeypatch):
+    # Typed: python launch.py model=flux1 train.resume=runs/f, runs/f saved by model=flux1 experiment=quick
+    # train.ema_decay=0.0 data.theta_transform=support. Was: two tries, the first naming experiment=quick alone
+    # (the model's sizes), the run with it added then refused for data.theta_transform and train.ema_decay.
+    from hydra import compose, initialize_config_dir
+
+    from gensbi_sharding.harness.resume import check_resume_settings
+
+    saved = ["model=flux1", "train.ema_decay=0.0", "data.theta_transform=support"]
+    step_dir = _saved_run(tmp_path / "run", compose_tiny(*saved, "model.init=eager"),
+                          ["experiment=quick", *saved, "train.steps=8"])
+    needed = "data.theta_transform=support train.ema_decay=0.0"
+    assert _refusal(monkeypatch, step_dir, tmp_path / "new", "model=flux1", "train.steps=30") == (
+        "the checkpoint was saved under experiment=quick, which gives model.mlp_ratio=2.0 model.num_heads=2 "
+        "model.depth=1 model.depth_single_blocks=1 (this run: model.mlp_ratio=4.0 model.num_heads=4 model.depth=2 "
+        f"model.depth_single_blocks=4): add experiment=quick {needed} (or model.mlp_ratio=2.0 model.num_heads=2 "
+        f"model.depth=1 model.depth_single_blocks=1 {needed}).")
+    for fix in (["experiment=quick"], ["model.mlp_ratio=2.0", "model.num_heads=2", "model.depth=1",
+                                       "model.depth_single_blocks=1"]):  # either fix, as named, resumes it
+        with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+            cfg = compose("config", overrides=["model=flux1", "train.steps=30", *fix, *needed.split()])
+        check_resume_settings(step_dir, cfg)
+
+
 def test_a_refused_resume_of_a_preset_of_one_s_own_names_its_search_path(tmp_path, devices, monkeypatch):
     # Typed (README, "A preset of your own"): python launch.py "hydra.searchpath=[file://$PWD/my_conf]"
     # model=my_flux1 rule=tensor ...; then train.resume=<it> with model=flux1 rule=fsdp. Was: "add model=my_flux1

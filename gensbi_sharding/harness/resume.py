@@ -113,14 +113,11 @@ _FIXED_BY_CHECKPOINT = (("data.name", "data", "the task"), ("data.theta_transfor
 def check_resume_settings(step_dir: Path, cfg: DictConfig) -> None:
     """Before simulating: ``ConfigError`` naming the overrides that match the checkpoint in ``step_dir``
     when a ``model.*`` field (but ``_FREE_MODEL_FIELDS``) or a setting of ``_FIXED_BY_CHECKPOINT`` differs
-    from the saved config; a learning-rate schedule that differs is said (a warning when the saved run was
-    unfinished)."""
+    from the saved config, all of them in one refusal (was: the model's first, the others once those were added);
+    a learning-rate schedule that differs is said (a warning when the saved run was unfinished)."""
     from gensbi_sharding.checkpoint import saved_config
     from gensbi_sharding.harness.schedule import schedule_change_note
 
-    if model := model_overrides(step_dir, cfg.model):  # before the restore: every shape may fit
-        raise ConfigError(f"{model}The saved weights compute that model, not this one; or start a new run without "
-                          f"train.resume{launched_with(step_dir)}")
     saved, now = saved_config(step_dir), OmegaConf.to_container(cfg, resolve=True)
     fix, this, what = [], [], []
     for key, override, decides in _FIXED_BY_CHECKPOINT:
@@ -130,6 +127,10 @@ def check_resume_settings(step_dir: Path, cfg: DictConfig) -> None:
         fix.append(f"{override}={old}")
         this.append(f"{override}={new}")
         what.append(decides)
+    if model := model_overrides(step_dir, cfg.model, also=fix):  # before the restore: every shape may fit
+        held = f", and {' '.join(fix)} (this run: {' '.join(this)}) decide {', '.join(what)}" if fix else ""
+        raise ConfigError(f"{model}The saved weights compute that model, not this one{held}; or start a new run "
+                          f"without train.resume{launched_with(step_dir)}")
     if fix:
         raise ConfigError(f"checkpoint {step_dir} was saved with {' '.join(fix)} (this run: {' '.join(this)}), "
                           f"which decides {', '.join(what)}: its arrays mean nothing otherwise; add "
@@ -159,21 +160,25 @@ def saved_statistics(step_dir: Path | None) -> dict | None:
 _FREE_MODEL_FIELDS = ("init", "dtype")
 
 
-def model_overrides(step_dir: Path, model_cfg: DictConfig, command: list[str] | None = None) -> str:
+def model_overrides(step_dir: Path, model_cfg: DictConfig, command: list[str] | None = None,
+                    also: list[str] | tuple = ()) -> str:
     """"the checkpoint was saved with model.width=128 (this run: model.width=32): add ...".
 
     When the saved sizes come from a preset the saving run chose and this one did not (``experiment=quick``),
     the preset leads: "saved under experiment=quick, which gives model.width=32 model.depth=1 (this run: ...):
     add experiment=quick (or model.width=32 model.depth=1)", with the values this run types over it added.
     ``command``: this run's overrides (Hydra's ``overrides.task``; None: read from Hydra, and no preset named
-    outside a Hydra app).
+    outside a Hydra app). ``also``: other overrides the resume needs (``data.theta_transform=support``), added to
+    each fix named, so that one refusal names them all.
     """
     from gensbi_sharding.checkpoint import saved_config
 
     saved = saved_config(step_dir).get("model") or {}
     now = OmegaConf.to_container(model_cfg, resolve=True)
+    more = "".join(f" {o}" for o in also)
     if saved.get("name", now.get("name")) != now.get("name"):
-        return f"the checkpoint holds model={saved['name']} (this run: model={now.get('name')}): add model={saved['name']}. "
+        return (f"the checkpoint holds model={saved['name']} (this run: model={now.get('name')}): add "
+                f"model={saved['name']}{more}. ")
     differ = {k: v for k, v in saved.items() if k not in _FREE_MODEL_FIELDS and now.get(k) != v}
     if not differ:
         return ""
@@ -181,10 +186,11 @@ def model_overrides(step_dir: Path, model_cfg: DictConfig, command: list[str] | 
     fix, this = typed(differ), " ".join(f"model.{k}={override_literal(now.get(k))}" for k in differ)
     presets, rest, searched = _presets_giving(step_dir, differ, command)
     if not presets:
-        return f"the checkpoint was saved with {fix} (this run: {this}): add {fix}. "
+        return f"the checkpoint was saved with {fix} (this run: {this}): add {fix}{more}. "
     # The rest: this run types other values of them, which win over the preset (model.width=64).
     return (f"the checkpoint was saved under {' '.join(presets)}{' with' if rest else ', which gives'} {fix} "
-            f"(this run: {this}): add {' '.join([*searched, *presets, *typed(rest).split()])} (or {fix}). ")
+            f"(this run: {this}): add {' '.join([*searched, *presets, *typed(rest).split(), *also])} "
+            f"(or {fix}{more}). ")
 
 
 def _presets_giving(step_dir: Path, differ: dict[str, Any], command: list[str] | None
