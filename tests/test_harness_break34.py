@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from faults_helpers import compose_tiny
@@ -233,12 +234,17 @@ def test_a_sweeps_job_that_ended_without_a_record_is_a_row_of_its_summary(stubbe
 def test_sample_py_refuses_an_output_folder_it_cannot_write_before_sampling(tmp_path, monkeypatch, capsys, given):
     # python sample.py <run> /data/readonly/x_o.npy: was the posterior drawn, then an OSError traceback as the default
     # output beside the observation (or --out's) was written. Now refused first, naming the folder and --out.
-    from gensbi_sharding.harness import own_observation
+    from gensbi_sharding.harness import own_observation, sample_output
+    from gensbi_sharding.harness.simulation_data import NORMALIZATION
 
     def read_only(**kwargs):
         raise OSError(30, "Read-only file system")
 
-    monkeypatch.setattr(own_observation.tempfile, "mkdtemp", read_only)
+    monkeypatch.setattr(own_observation, "_run_checkpoint", lambda run_dir: (  # a run's folder, read once found good
+        tmp_path / "checkpoints" / "8", {"data": {"name": "two_moons", "x_transform": "none"}},
+        {NORMALIZATION: {"x_mean": [0.0, 0.0]}}))
+    np.save(tmp_path / "x_o.npy", np.zeros(2))
+    monkeypatch.setattr(sample_output.tempfile, "mkdtemp", read_only)
     monkeypatch.setattr(own_observation, "sample_posterior", lambda *a, **k: pytest.fail("sampled"))
     out = tmp_path / ("mine.npz" if given else "x_o_posterior.npz")
     with pytest.raises(SystemExit):

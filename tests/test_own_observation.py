@@ -155,8 +155,20 @@ def test_a_sweep_folder_names_its_jobs_with_a_checkpoint(tmp_path, evaluated_run
         sample_posterior(tmp_path, np.zeros(2))
 
 
-def test_cli_refuses_an_existing_output_before_sampling(tmp_path, capsys):
-    (tmp_path / "x_o.npy").write_bytes(b"")
+@pytest.fixture
+def run_read(monkeypatch, tmp_path):
+    """``tmp_path`` read by ``main`` as a two_moons run's folder holding a checkpoint (its x_o.npy beside it)."""
+    from gensbi_sharding.harness.simulation_data import NORMALIZATION
+
+    saved = {"data": {"name": "two_moons", "x_transform": "none"}}
+    monkeypatch.setattr(own_observation, "_run_checkpoint", lambda run_dir: (
+        tmp_path / "checkpoints" / "8", saved, {NORMALIZATION: {"x_mean": [0.0, 0.0]}}))
+    np.save(tmp_path / "x_o.npy", np.zeros(2))
+    return tmp_path
+
+
+def test_cli_refuses_an_existing_output_before_sampling(run_read, capsys):
+    tmp_path = run_read
     (tmp_path / "x_o_posterior.npz").write_bytes(b"mine")
     with pytest.raises(SystemExit):
         main([str(tmp_path), str(tmp_path / "x_o.npy")])
@@ -168,7 +180,43 @@ def test_cli_refuses_an_existing_output_before_sampling(tmp_path, capsys):
     assert own_observation.__all__ == ["sample_posterior", "load_observation", "main"]
 
 
-def test_cli_keeps_an_output_another_process_wrote_while_sampling(tmp_path, monkeypatch, capsys):
+@pytest.mark.parametrize("folder, said", [
+    ({"metrics.json": json.dumps({"status": "ok", "dry_run": {}})}, "it holds a dry run (dry_run=true saves no "
+                                                                   "checkpoint)"),
+    ({}, "has no checkpoint to sample"),  # an empty folder
+    ({"metrics.json": json.dumps({"status": "error"})}, "its run (status error) saved no complete checkpoint"),
+    ({"multirun.yaml": "", "0/metrics.json": "{}"}, "is a sweep's folder, one run per job: none of its jobs saved"),
+])
+def test_cli_names_a_folder_without_a_checkpoint_before_any_output(tmp_path, capsys, folder, said):
+    # python sample.py <dry-run folder> x_o.npy, x_o_posterior.npz there already: was "sample.py: error:
+    # .../x_o_posterior.npz exists and is never overwritten", the output named for a folder it could never sample.
+    run = tmp_path / "run"
+    for name, text in folder.items():
+        (run / name).parent.mkdir(parents=True, exist_ok=True)
+        (run / name).write_text(text)
+    run.mkdir(exist_ok=True)
+    np.save(tmp_path / "x_o.npy", np.zeros(2))
+    (tmp_path / "x_o_posterior.npz").write_bytes(b"mine")
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    for out in ([], ["--out", str(tmp_path / "x_o_posterior.npz")], ["--out", str(tmp_path / "no" / "a.npz")]):
+        assert main([str(run), str(tmp_path / "x_o.npy"), *out]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith("[ERROR] ") and said in err and "posterior.npz" not in err and "--out" not in err, err
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before  # nothing written
+    assert (tmp_path / "x_o_posterior.npz").read_bytes() == b"mine"
+
+
+def test_cli_names_a_bad_observation_before_any_output(run_read, capsys):
+    np.save(run_read / "x3.npy", np.zeros(3))  # the run's x has 2 values
+    (run_read / "x3_posterior.npz").write_bytes(b"mine")
+    assert main([str(run_read), str(run_read / "x3.npy")]) == 1
+    assert "[ERROR] x_o has shape (3,)" in capsys.readouterr().err
+    assert main([str(run_read), str(run_read / "nope.npy"), "--out", str(run_read / "x3_posterior.npz")]) == 1
+    assert "observation file" in capsys.readouterr().err
+
+
+def test_cli_keeps_an_output_another_process_wrote_while_sampling(run_read, monkeypatch, capsys):
+    tmp_path = run_read
     # Two sample.py calls to one --out both pass the check before sampling; the later write must not replace.
     out, others = tmp_path / "x_o_posterior.npz", [b"the other call's samples"]
 
@@ -183,13 +231,13 @@ def test_cli_keeps_an_output_another_process_wrote_while_sampling(tmp_path, monk
     assert main([str(tmp_path), str(tmp_path / "x_o.npy")]) == 1
     assert "x_o_posterior.npz was created while sampling (another sample.py?) and is kept" in capsys.readouterr().err
     assert out.read_bytes() == b"the other call's samples"
-    assert [p.name for p in tmp_path.iterdir()] == ["x_o_posterior.npz"]  # no temporary file left
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x_o.npy", "x_o_posterior.npz"]  # no temporary file left
     out.unlink()
     assert main([str(tmp_path), str(tmp_path / "x_o.npy")]) == 0
     assert np.load(out)["samples"].tolist() == [[1.0, 1.0]] * 3
 
 
-def test_cli_ctrl_c_while_sampling_ends_at_once(tmp_path, monkeypatch):
+def test_cli_ctrl_c_while_sampling_ends_at_once(run_read, monkeypatch):
     # Python's SIGINT handler runs only when XLA's draw returns: sample.py --num-samples 3000000 ignored Ctrl-C
     # for minutes. While sampling the kernel's default ends it; nothing is written until the draw is done.
     import signal
@@ -202,9 +250,9 @@ def test_cli_ctrl_c_while_sampling_ends_at_once(tmp_path, monkeypatch):
 
     monkeypatch.setattr(own_observation, "sample_posterior", sampling)
     before = signal.getsignal(signal.SIGINT)
-    assert main([str(tmp_path), str(tmp_path / "x_o.npy")]) == 1
+    assert main([str(run_read), str(run_read / "x_o.npy")]) == 1
     assert seen == [signal.SIG_DFL] and signal.getsignal(signal.SIGINT) is before
-    assert list(tmp_path.iterdir()) == []
+    assert [p.name for p in run_read.iterdir()] == ["x_o.npy"]
 
 
 @pytest.mark.slow  # samples the trained run's checkpoint
@@ -307,14 +355,15 @@ def _fake_draws(*args, details, **kwargs):
 
 @pytest.mark.parametrize("given, written", [("mine", "mine.npz"), ("mine.npz", "mine.npz"), ("r.v2", "r.v2.npz"),
                                             ("out", "out/x_o_posterior.npz")])
-def test_cli_out_is_the_file_written_and_printed(tmp_path, monkeypatch, capsys, given, written):
+def test_cli_out_is_the_file_written_and_printed(run_read, monkeypatch, capsys, given, written):
     # Was: --out mine wrote 'mine' (no suffix; np.savez would write mine.npz), and a folder was refused as existing.
+    tmp_path = run_read
     monkeypatch.setattr(own_observation, "sample_posterior", _fake_draws)
     (tmp_path / "out").mkdir()
     assert main([str(tmp_path), str(tmp_path / "x_o.npy"), "--out", str(tmp_path / given)]) == 0
     assert capsys.readouterr().out.rstrip().endswith(f": {tmp_path / written}")
     assert np.load(tmp_path / written)["samples"].shape == (3, 2)
-    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == sorted({"out", written})
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == sorted({"out", "x_o.npy", written})
     with pytest.raises(SystemExit):  # the file it would write exists: refused, as typed
         main([str(tmp_path), str(tmp_path / "x_o.npy"), "--out", str(tmp_path / given)])
     assert f"{tmp_path / written} exists and is never overwritten" in capsys.readouterr().err

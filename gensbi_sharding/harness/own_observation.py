@@ -16,7 +16,6 @@ import logging
 import os
 import signal
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ import numpy as np
 
 from gensbi_sharding.harness.config_values import INT32_MAX
 from gensbi_sharding.harness.observation_input import check_observation, load_observation
+from gensbi_sharding.harness.sample_output import out_path, output_problem
 
 __all__ = ["sample_posterior", "load_observation", "main"]
 
@@ -231,18 +231,6 @@ def _draw(cfg: Any, step_dir: Path, statistics: dict, x_o: np.ndarray, *, dim_th
     return np.asarray(samples, np.float32), acceptance
 
 
-def _out_path(given: str | None, observation: Path) -> Path:
-    """The file ``--out`` names: ``.npz`` appended where its name lacks it (numpy.savez's rule: was written without
-    it, so ``np.load('mine.npz')`` found nothing), a folder's ``<observation>_posterior.npz`` (was: 'exists')."""
-    default = f"{observation.stem}_posterior.npz"
-    if not given:
-        return observation.with_name(default)
-    out = Path(given)
-    if out.is_dir():
-        return out / default
-    return out if out.name.endswith(".npz") else out.with_name(out.name + ".npz")
-
-
 def main(argv: list[str] | None = None) -> int:
     """``python sample.py <run folder> <x_o.npy> [--num-samples N] [--seed S] [--ode-steps K] [--out F]``."""
     parser = argparse.ArgumentParser(
@@ -257,24 +245,21 @@ def main(argv: list[str] | None = None) -> int:
                         "beside the observation file; .npz is appended to a name without it, as numpy.savez does; "
                         "a folder: that file in it); an existing file is never overwritten")
     args = parser.parse_args(argv)
+    from gensbi_sharding.harness.simulation_data import NORMALIZATION
+
     obs = Path(args.observation)
-    out = _out_path(args.out, obs)
-    # A run's own names: a stopped run's folder holding one it did not write is refused when continued.
-    if out.name.startswith("posterior_samples") or out.name == "train_losses.npz":
-        parser.error(f"--out {out}: {out.name} is a name a run writes its outputs under; choose another "
-                     "(a later run in that folder would take it for its own)")
-    if out.exists():
-        parser.error(f"{out} exists and is never overwritten: pass --out <a new file>.npz")
-    if not out.parent.is_dir():
-        parser.error(f"--out {out}: its folder {out.parent} does not exist; create it or pass another --out")
-    try:  # before sampling (was: the samples drawn, then an OSError traceback as they were written)
-        os.rmdir(tempfile.mkdtemp(prefix=".write-probe-", dir=out.parent))
-    except OSError as err:
-        which = f"--out {out}" if args.out else f"the default output {out} (beside the observation file)"
-        parser.error(f"{which}: cannot write in {out.parent} ({err.strerror or err}); pass --out <a file in a folder "
-                     "you can write to>.npz")
     logging.basicConfig(level=logging.WARNING, format="%(message)s")  # Orbax's and absl's info lines: not ours
     log.setLevel(logging.INFO)
+    try:  # the run folder, then the observation, before the output named after them (was: the output first)
+        _, saved, info = _run_checkpoint(args.run_dir)
+        check_observation(load_observation(obs), dim_x=len(info[NORMALIZATION]["x_mean"]), task=saved["data"]["name"],
+                          x_transform=saved["data"]["x_transform"])
+    except (FileNotFoundError, ValueError) as err:
+        print(f"[ERROR] {err}", file=sys.stderr, flush=True)
+        return 1
+    out = out_path(args.out, obs)
+    if (problem := output_problem(out, args.out)) is not None:
+        parser.error(problem)
     details: dict = {}
     # Ctrl-C ends it at once (Python's handler would wait for XLA's whole draw); nothing is written before it ends
     previous = signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -1,0 +1,45 @@
+"""The file ``sample.py`` writes its samples to, and why it may not: checked once the run folder and the observation
+are found good (was: an existing or unwritable output was named first, for a folder that had no checkpoint to
+sample), and before any model is built (was: the posterior drawn, then an OSError traceback as it was written).
+Pure Python: no JAX.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+__all__ = ["out_path", "output_problem"]
+
+
+def out_path(given: str | None, observation: Path) -> Path:
+    """The file ``--out`` names: ``.npz`` appended where its name lacks it (numpy.savez's rule: was written without
+    it, so ``np.load('mine.npz')`` found nothing), a folder's ``<observation>_posterior.npz`` (was: 'exists')."""
+    default = f"{observation.stem}_posterior.npz"
+    if not given:
+        return observation.with_name(default)
+    out = Path(given)
+    if out.is_dir():
+        return out / default
+    return out if out.name.endswith(".npz") else out.with_name(out.name + ".npz")
+
+
+def output_problem(out: Path, given: str | None) -> str | None:
+    """Why ``sample.py`` may not write ``out`` (``given``: ``--out`` as typed, None for the default), as one line
+    naming the fix; None where it may."""
+    # A run's own names: a stopped run's folder holding one it did not write is refused when continued.
+    if out.name.startswith("posterior_samples") or out.name == "train_losses.npz":
+        return (f"--out {out}: {out.name} is a name a run writes its outputs under; choose another "
+                "(a later run in that folder would take it for its own)")
+    if out.exists():
+        return f"{out} exists and is never overwritten: pass --out <a new file>.npz"
+    if not out.parent.is_dir():
+        return f"--out {out}: its folder {out.parent} does not exist; create it or pass another --out"
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".write-probe-", dir=out.parent))
+    except OSError as err:
+        which = f"--out {out}" if given else f"the default output {out} (beside the observation file)"
+        return (f"{which}: cannot write in {out.parent} ({err.strerror or err}); pass --out <a file in a folder you "
+                "can write to>.npz")
+    return None
