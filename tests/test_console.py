@@ -286,3 +286,50 @@ def test_an_activations_fallback_warning_is_said_once_per_job_whatever_its_shape
                    "of shape (64, 3) left unsplit on mesh {'data': 1, 'model': 8}: hidden (size 3 ...)")
     assert quiet.filter(other) and not quiet.filter(other)
     assert console.ConsoleFilter(verbose=False).filter(logged[0])
+
+
+def test_a_worker_process_holding_the_console_pipe_is_not_waited_for(capfd, caplog, monkeypatch):
+    # eval.c2st_jobs=2: scikit-learn's loky workers, started while the console was piped, hold its write ends (idle
+    # for 300 s). Was: the job's end (a Ctrl-C during C2ST, or its last line) waited for the pipes' end of file, out
+    # to the bound, 5 s a descriptor: 10 s, where one C2ST job stopped within a second. Now the pump is done once it
+    # read the marker this process writes last; the bound here is an hour, so a wait for end of file would hang.
+    import subprocess
+    import sys
+    import threading
+
+    from gensbi_sharding.harness import native_pump
+
+    monkeypatch.setattr(native_pump, "BOUND_S", 3600.0)
+    with console.native_output_to_log():
+        os.write(1, b"mine, partial")  # this process's last bytes: passed on before the context ends
+        # holds the piped stdout and stderr until its stdin closes; says one more line through the pipe first
+        worker = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read(); print('after', flush=True)"],
+                                  stdin=subprocess.PIPE)
+    try:
+        assert worker.poll() is None  # the context ended while the worker still holds the pipe
+        assert capfd.readouterr().out == "mine, partial"  # the marker itself never shown
+    finally:
+        worker.stdin.close()
+        worker.wait(timeout=60)
+    for thread in [t for t in threading.enumerate() if t.name == "native-output-1"]:  # the pump goes on passing on what the worker says, then ends with it
+        thread.join(timeout=60)
+    assert capfd.readouterr().out == "after\n"
+
+
+def test_the_pump_passes_on_what_comes_before_and_after_the_end_marker():
+    import threading
+
+    from gensbi_sharding.harness.native_pump import END, pump
+
+    read_end, write_end = os.pipe()
+    got, ended = [], threading.Event()
+    thread = threading.Thread(target=pump, args=(read_end, got.append, lambda partial: partial.startswith(b"W"),
+                                                 ended))
+    thread.start()
+    os.write(write_end, b"line\nW1 held, partial" + END[:7])  # the marker split over two reads
+    os.write(write_end, END[7:])
+    assert ended.wait(60) and thread.is_alive()  # the end of this process's output, the pipe still open
+    os.write(write_end, b"a child's\n")
+    os.close(write_end)
+    thread.join(60)
+    assert b"".join(got) == b"line\nW1 held, partial" + b"a child's\n" and not thread.is_alive()

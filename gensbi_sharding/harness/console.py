@@ -28,6 +28,8 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from gensbi_sharding.harness.native_pump import end_and_wait, pump
+
 __all__ = ["DETAILS", "NOISY_WARNINGS", "NOISY_MESSAGES", "NOISY_NATIVE_LINES", "ConsoleFilter", "ConsoleFormatter",
            "warnings_to_log", "native_output_to_log", "quiet_console", "set_process", "tagged",
            "tag_process_records", "stop_level", "job_log_name", "is_terminal",
@@ -216,8 +218,8 @@ def native_output_to_log(prefixes: Sequence[bytes] = NOISY_NATIVE_LINES, fds: Se
     on to the real descriptor as it arrives (progress bars included) and logs the matching
     lines to ``logger`` (launch.log only). The first XLA warning also gets one console line
     (logger ``gensbi_sharding``), so nothing it says goes unnoticed. On exit the descriptors
-    are restored and the threads drained (bounded: a subprocess still holding a pipe cannot
-    hang the job).
+    are restored and the threads drained of this process's output (``native_pump``: bounded, and a
+    process started meanwhile still holding a pipe is not waited for).
     """
     warned: list[bool] = []
     with contextlib.ExitStack() as stack:
@@ -270,31 +272,18 @@ def _lines_of(fd: int, prefixes: tuple[bytes, ...], sink: logging.Logger, warned
         with contextlib.suppress(OSError):
             os.write(saved, b"".join(kept))
 
-    def pump() -> None:
-        pending = b""
-        with os.fdopen(read_end, "rb", buffering=0) as pipe:
-            while chunk := pipe.read(65536):
-                pending += chunk
-                cut = max(pending.rfind(b"\n"), pending.rfind(b"\r"))
-                if cut >= 0:  # whole lines ("\n") and progress-bar updates ("\r") go on at once
-                    forward(pending[:cut + 1])
-                    pending = pending[cut + 1:]
-                if pending and not any(p.startswith(pending[:len(p)]) for p in prefixes) \
-                        and not _may_become_native(pending):
-                    forward(pending)  # a partial line that cannot become a noisy one
-                    pending = b""
-            if pending:
-                forward(pending)
+    def held(partial: bytes) -> bool:  # a partial line that may still become a noisy one: held back
+        return any(p.startswith(partial[:len(p)]) for p in prefixes) or _may_become_native(partial)
 
-    thread = threading.Thread(target=pump, name=f"native-output-{fd}", daemon=True)
+    ended = threading.Event()
+    thread = threading.Thread(target=pump, args=(read_end, forward, held, ended), name=f"native-output-{fd}",
+                              daemon=True)
     thread.start()
     try:
         yield
     finally:
         for stream in (sys.stdout, sys.stderr):
             stream.flush()
-        os.dup2(saved, fd)  # drops the pipe's last write end here: the pump reads end of file
         _terminal.pop(fd, None)
-        thread.join(timeout=5)
-        if not thread.is_alive():
+        if end_and_wait(fd, saved, thread, ended):  # bounded; a worker process still holding the pipe: not waited
             os.close(saved)
