@@ -150,6 +150,34 @@ def test_ctrl_c_during_c2st_reaches_the_caller(monkeypatch):
     assert fits == [20_000]  # the second fold never started
 
 
+@pytest.mark.parametrize("ctrl_c", [True, False])
+def test_worker_processes_failing_after_a_ctrl_c_are_that_ctrl_c(monkeypatch, ctrl_c):
+    """eval.c2st_jobs=2: the workers, in the terminal's process group, get the same Ctrl-C; one caught unpickling its
+    task fails the pool. Was, after a run's first Ctrl-C (its handler only records it): "interrupted (Ctrl-C):
+    BrokenProcessPool: A task has failed to un-serialize. Please ensure that the arguments of the function are all
+    picklable." A failure with no Ctrl-C is still itself."""
+    import signal
+
+    import sklearn.model_selection
+
+    def broken_pool(*args, n_jobs=None, **kwargs):
+        assert n_jobs == 2
+        if ctrl_c:
+            signal.raise_signal(signal.SIGINT)  # the parent's share of the terminal's Ctrl-C
+        raise RuntimeError("A task has failed to un-serialize. Please ensure that the arguments of the function "
+                           "are all picklable.")  # as loky's BrokenProcessPool (a RuntimeError) says it
+
+    recorded = []
+    monkeypatch.setattr(sklearn.model_selection, "cross_val_score", broken_pool)
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: recorded.append(signum))  # a run's first Ctrl-C
+    try:
+        with pytest.raises(KeyboardInterrupt if ctrl_c else RuntimeError, match="" if ctrl_c else "un-serialize"):
+            c2st_scores(np.zeros((8, 2)), np.ones((8, 2)), n_folds=2, n_jobs=2)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert recorded == ([signal.SIGINT] if ctrl_c else [])  # the caller's handler still got it
+
+
 def test_pair_plot_writes_a_png_atomically(tmp_path):
     import matplotlib
 

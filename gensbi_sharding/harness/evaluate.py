@@ -172,14 +172,20 @@ def _interrupts_not_swallowed() -> Iterator[None]:
     ``cross_val_score`` fits the next fold (was: every Ctrl-C during C2ST ended one fold's fit, with
     "Training interrupted by user." on the console: a run's "Ctrl-C again stops at once" waited for the
     observation's whole C2ST, a library caller's first Ctrl-C was ignored). The handler's exception
-    crosses scikit-learn as one it does not catch, and is a ``KeyboardInterrupt`` again here.
+    crosses scikit-learn as one it does not catch, and is a ``KeyboardInterrupt`` again here. A failure after a
+    Ctrl-C is that Ctrl-C: ``n_jobs > 1``'s worker processes, in the terminal's process group, got it too, and one
+    caught unpickling its task failed the pool (was: "BrokenProcessPool: A task has failed to un-serialize. Please
+    ensure that the arguments of the function are all picklable.", after a run's first Ctrl-C, which only asks it to
+    stop once the observation under way is scored).
     """
     if threading.current_thread() is not threading.main_thread() or not callable(
             previous := signal.getsignal(signal.SIGINT)):  # SIG_IGN, SIG_DFL, or one set from C: nothing raised
         yield
         return
+    seen: list[int] = []
 
     def handler(signum: int, frame: Any) -> None:
+        seen.append(signum)
         try:
             previous(signum, frame)
         except KeyboardInterrupt as interrupt:
@@ -190,6 +196,10 @@ def _interrupts_not_swallowed() -> Iterator[None]:
         yield
     except _Interrupted as carried:
         raise carried.__cause__ from None
+    except Exception:
+        if not seen:
+            raise
+        raise KeyboardInterrupt from None  # the workers' end, from the Ctrl-C this process got too
     finally:
         signal.signal(signal.SIGINT, previous)
 
