@@ -72,6 +72,8 @@ TRAIN = ", ".join(f.name for f in dataclasses.fields(TrainConfig))
     (["debug.x=true"], "debug.x=true: debug is a setting, which holds no keys; set debug=true"),
     (["model=flux1", "model.num_heads.x=2"], "model.num_heads.x=2: model.num_heads is a setting, which holds no "
                                              "keys; set model.num_heads=2"),
+    (["model=flux1", "model.axes_dim.x=4"], "model.axes_dim.x=4: model.axes_dim is a setting, which holds no keys; "
+                                            "set model.axes_dim=[4]"),  # a list, as the list check takes it
     # an item of a list setting is Hydra's to set; a key under no section is override_types' to name
     (["model=flux1", "model.axes_dim.0=4"], None),
     (["trian.steps.x=1"], None),

@@ -46,9 +46,11 @@ def nearest_setting(part: str, below: Sequence[str], keys: Sequence[str]) -> str
     return None
 
 
-def setting_path_problem(arg: str, held: Sequence[str], value: str | None) -> str:
+def setting_path_problem(arg: str, held: Sequence[str], value: str | None, lists: Collection[str] = ()) -> str:
     """The refusal of the override ``arg`` whose part ``held[-1]`` is a setting with keys under it
-    (``train.steps.x=1``; ``value`` None: a removal, ``~train.steps.x``)."""
+    (``train.steps.x=1``; ``value`` None: a removal, ``~train.steps.x``); a setting of ``lists`` is set as a list
+    (``model.axes_dim.x=4``: ``model.axes_dim=[4]``, which the list check takes)."""
     setting = ".".join(held)
+    value = f"[{value}]" if setting in lists and value is not None and not value.startswith("[") else value
     return f"{arg}: {setting} is a setting, which holds no keys; " + (
         f"set {setting}={value}" if value is not None else f"drop {arg}")

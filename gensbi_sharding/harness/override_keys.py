@@ -214,7 +214,7 @@ def unknown_key_problem(args: Sequence[str] | CommandLine) -> str | None:
         keys, below, typed = group_keys(parts[:-1], models := choice.models if known else None), [], ""
         if keys is None and (found := unknown_part(parts, lambda path: group_keys(path, models), list_fields())):  # mesh.shape.x
             if (keys := found[1]) is None:  # train.steps.x=1
-                return setting_path_problem(o.arg, parts[:found[0] + 1], value)
+                return setting_path_problem(o.arg, parts[:found[0] + 1], value, list_fields())
             below, parts, typed, key = parts[found[0] + 1:], parts[:found[0] + 1], f"{o.arg}: ", ".".join(parts[:found[0] + 1])
         if keys is None or parts[-1] in keys:
             continue

@@ -142,7 +142,7 @@ def _key_problem(o: Override, section: str, name: str, typed: dict, choice: Mode
     if name in keys and nested:  # under a setting: an item of a list is Hydra's to set (+model.axes_dim.0=4)
         held = [section, name] if section else [name]
         return None if unknown_part([*held, *below], lambda path: group_keys(path, models), list_fields()) is None \
-            else setting_path_problem(o.arg, held, None if kind == OverrideType.DEL else raw)
+            else setting_path_problem(o.arg, held, None if kind == OverrideType.DEL else raw, list_fields())
     if name in keys:
         if kind == OverrideType.ADD:
             return f"{o.arg}: {key} exists (+ adds a key the config lacks); write {key}={raw}"
