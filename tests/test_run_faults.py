@@ -555,6 +555,32 @@ def test_a_prefixed_or_swept_scalar_for_a_list_is_refused(args, message):
         assert list_override_problem([*args[:-1], fix]) is None
 
 
+@pytest.mark.parametrize("args, message", [
+    # Was: OmegaConf's traceback "AssertionError: Unexpected type for root: NoneType" (a null list), Hydra's
+    # multi-line error past a list's end.
+    (("eval.observations.0=3",), "eval.observations.0=3: eval.observations is null here, which has no item 0; set "
+     "the whole list, e.g. eval.observations=[3]"),
+    (("mesh.devices.0=1",), "mesh.devices.0=1: mesh.devices is null here, which has no item 0; set the whole list, "
+     "e.g. mesh.devices=[1]"),
+    (("model=flux1", "model.axes_dim.2=4"), "model.axes_dim.2=4: model.axes_dim is [8,0] here, which has no item 2; "
+     "set the whole list, e.g. model.axes_dim=[8,0,4]"),
+    (("model=flux1", "model.axes_dim.5=4"), "model.axes_dim.5=4: model.axes_dim is [8,0] here, which has no item 5; "
+     "set the whole list instead, every item written out (model.axes_dim=[...])"),
+    # an item the composed list has: Hydra sets it
+    (("model=flux1", "model.axes_dim.1=4"), None),
+    (("eval.observations=[1,2]", "eval.observations.1=3"), None),  # the list typed too: applied in order
+])
+def test_an_item_of_a_list_past_its_end_is_refused_naming_the_list_to_write(compose_config, args, message):
+    assert list_override_problem(args) == message
+    if message is None:
+        assert list(compose_config(*args).model.axes_dim if "axes_dim" in args[-1] else
+                    compose_config(*args).eval.observations) == ([8, 4] if "axes_dim" in args[-1] else [1, 3])
+    elif "e.g. " in message:
+        fix = message.rsplit("e.g. ", 1)[1]
+        assert list_override_problem([*args[:-1], fix]) is None
+        compose_config(*args[:-1], fix)
+
+
 def test_an_interpolation_resolving_to_a_scalar_for_a_list_is_a_config_error():
     # Was: "TypeError: 'int' object is not iterable" from the range check, naming no key.
     from gensbi_sharding.harness.config_checks import validate

@@ -99,6 +99,31 @@ def _list_example(command: CommandLine, o, fallback: str) -> str:
     return override_literal(default) if isinstance(default, list) and default else f"[{fallback}]"
 
 
+def _item_problem(command: CommandLine, o, fields: dict) -> str | None:
+    """``eval.observations.0=3``: an item of a list setting, set by its index, which Hydra sets only where the list the
+    command composes has it. Was: OmegaConf's traceback "AssertionError: Unexpected type for root: NoneType" for a
+    null list, Hydra's multi-line "IndexError ... list index out of range" past a list's end."""
+    held, _, index = o.key.rpartition(".")
+    if held not in fields or not index.isdigit() or o.hydra.type == OverrideType.DEL or o.sweep or any(
+            other.key == held for other in command.parsed):  # the list typed too: Hydra's to apply in order
+        return None
+    if fields[held].models and not {command.model} & fields[held].models:
+        return None  # another model's list (model_key_problem names the model), or a swept model's
+    section, _, name = held.rpartition(".")
+    models = choice.models if (choice := chosen_models(command)) else []
+    schemas = [s for s in sections()[section] if name in settings(s)] if section else [Config]
+    schema = next((s for s in schemas if schema_name(s) in models), schemas[0] if schemas else None)
+    composed = command_default(command, o, schema, held) if schema is not None else None
+    items = list(composed) if isinstance(composed, (list, tuple)) else []
+    if int(index) < len(items):
+        return None
+    if int(index) > len(items):
+        return (f"{o.arg}: {held} is {override_literal(composed)} here, which has no item {index}; set the whole list "
+                f"instead, every item written out ({held}=[...])")
+    return (f"{o.arg}: {held} is {override_literal(composed)} here, which has no item {index}; set the whole list, "
+            f"e.g. {held}=[{','.join([*map(override_literal, items), o.raw])}]")
+
+
 def list_override_problem(args: Sequence[str] | CommandLine) -> str | None:
     """The one-line refusal of the first override giving a list-typed key a scalar; None when there is none.
 
@@ -126,6 +151,8 @@ def list_override_problem(args: Sequence[str] | CommandLine) -> str | None:
     fields, command = list_fields(), parse(args)
     chosen = {command.model} if command.model else set()  # a swept model: each job's, Hydra's to name
     for o in command.parsed:  # typed: the key to write, with its ++ (a + is refused on a key that exists)
+        if (item := _item_problem(command, o, fields)) is not None:
+            return item
         override, raw, key, head = o.hydra, o.raw, o.key, f"{o.typed}={o.raw}"
         typed = o.typed[1:] if override.type == OverrideType.ADD else o.typed
         if (key not in fields or override.type == OverrideType.DEL or override.package is not None
