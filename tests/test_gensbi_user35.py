@@ -142,6 +142,26 @@ def test_a_key_under_no_section_names_the_section_and_setting_to_write(args, mes
         assert command_problem([written if a == message.split(":")[0] else a for a in args]) is None
 
 
+@pytest.mark.parametrize("args, message", [
+    # Was Hydra's multi-line "Could not override 'experiment.quick'. To append to your config use
+    # +experiment.quick=1 ... Key 'experiment' not in 'Config'".
+    (("experiment.quick=1",), "experiment.quick=1: experiment is a group of presets, not a section of settings; its "
+                              "options: quick, sbibm, slcp_transformer; pick one with experiment=<option>, e.g. "
+                              "experiment=quick"),
+    (("experiment.steps=5",), "experiment.steps=5: experiment is a group of presets, not a section of settings; its "
+                              "options: quick, sbibm, slcp_transformer; pick one with experiment=<option>; or set "
+                              "train.steps=5"),
+    (("sweep.x=1",), "sweep.x=1: sweep is a group of presets, not a section of settings; its options: "
+                     "rules_x_model_axis; pick one with sweep=<option>"),
+])
+def test_a_key_under_a_group_of_presets_names_its_options(args, message):
+    from gensbi_sharding.harness.command_checks import command_problem
+
+    assert command_problem(args) == message
+    for fix in (message.rsplit("e.g. ", 1)[1:] + message.rsplit("or set ", 1)[1:])[:1]:
+        assert command_problem([fix]) is None
+
+
 GROUPS = "mesh, rule, model, data, train, eval, activation, distributed, experiment, sweep"
 
 

@@ -170,8 +170,15 @@ def _section_problem(o, section: str, name: str, chosen) -> str | None:
     where Hydra advised ``+training.nsteps=100``, which the config check refused in turn. The nearest section, and
     in it the nearest setting; None for a key under a section (or a group: ``experiment.x`` is Hydra's to name)."""
     top = [f.name for f in dataclasses.fields(Config)]
-    if section in top or section in option_groups():
+    if section in top:
         return None
+    if section in option_groups():  # experiment.quick=1: a group of presets holds no settings (was Hydra's multi-line
+        choices = options(section)  # "Key 'experiment' not in 'Config'", advising +experiment.quick=1)
+        near = closest_name(name.split(".")[0], choices) or closest_name(o.raw, choices)
+        owner = next((t for t in top if name in (group_keys([t], chosen) or ())), None)  # experiment.steps=5
+        return (f"{o.arg}: {section} is a group of presets, not a section of settings; its options: "
+                f"{', '.join(choices)}; pick one with {section}=<option>" + (f", e.g. {section}={near}" if near else "")
+                + (f"; or set {owner}.{name}={o.raw}" if owner else ""))
     near = closest_name(section, [t for t in top if t not in settings(Config)])
     inner = name if near is None or "." in name or name in (keys := group_keys([near], chosen) or ()) \
         else closest_name(name, keys)
