@@ -377,9 +377,13 @@ def test_resume_from_a_folder_that_saved_no_checkpoint_says_why_and_where_to_loo
     outputs.write_json(tmp_path / "dry" / "metrics.json", {"status": "ok", "dry_run": {"memory": {}}})
     assert refusal(sweep) == (f"train.resume={sweep} is a sweep's folder: resume one of its jobs, "
                               f"e.g. train.resume={sweep / '0'} (jobs with a checkpoint: 0)")
+    # Was, for any such run, "resume the run it failed to continue": a fresh run continued none.
     assert refusal(sweep / "1").endswith(f"; {sweep / '1'} holds a run that saved no complete checkpoint (status "
-                                         "error): resume the run it failed to continue, or start a new one without "
-                                         "train.resume")
+                                         "error): start a new run without train.resume")
+    outputs.write_json(sweep / "1" / "metrics.json", {"status": "error", "resumed_from": "/runs/a/checkpoints/4"})
+    assert refusal(sweep / "1").endswith(f"; {sweep / '1'} holds a run that saved no complete checkpoint (status "
+                                         "error): resume the checkpoint it continued, train.resume=/runs/a/"
+                                         "checkpoints/4, or start a new run without train.resume")
     assert refusal(tmp_path / "dry").endswith(f"; {tmp_path / 'dry'} holds a dry run (dry_run=true saves no "
                                               "checkpoint): start a new run without train.resume")
     found = resume_step_dir(OmegaConf.create({"train": {"resume": str(sweep / "0")}}))

@@ -51,8 +51,10 @@ def resume_step_dir(cfg: DictConfig) -> Path | None:
         why = ("holds a dry run (dry_run=true saves no checkpoint): start a new run without train.resume"
                if "dry_run" in previous else f"holds a completed run whose checkpoints are gone (no complete "
                f"step folder in {folder / CHECKPOINT_SUBDIR}): start a new run without train.resume"
-               if status == "ok" else f"holds a run that saved no complete checkpoint (status {status}): "
-               "resume the run it failed to continue, or start a new one without train.resume")
+               if status == "ok" else f"holds a run that saved no complete checkpoint (status {status}): " + (
+                   f"resume the checkpoint it continued, train.resume={previous['resumed_from']}, or start a new run "
+                   "without train.resume" if previous.get("resumed_from") else  # was said of any run: "the run it
+                   "start a new run without train.resume"))  # failed to continue", for one that continued none
         raise FileNotFoundError(f"{err}; {folder} {why}") from None
 
 
