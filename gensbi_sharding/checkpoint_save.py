@@ -20,10 +20,9 @@ import orbax.checkpoint as ocp
 from gensbi_sharding.batch import check_placeable
 from gensbi_sharding.checkpoint_commit import commit_barrier, failed_save
 from gensbi_sharding.checkpoint_steps import (as_path, check_save_directory, committed_steps, flat_by_path,
-                                              item_handlers, nest_by_path)
+                                              item_handlers, nest_by_path, non_finite)
 from gensbi_sharding.checkpoint_lock import finish_and_unlock, lock_directory, unlock, watch_exit
-from gensbi_sharding.nodes import (check_value_leaves, is_int, is_node, is_prng_key, is_scalar, node_state,
-                                   non_node_part)
+from gensbi_sharding.nodes import check_value_leaves, is_int, is_node, is_prng_key, node_state, non_node_part
 
 __all__ = ["CheckpointWriter"]
 
@@ -195,7 +194,7 @@ class CheckpointWriter:
             if isinstance(leaf, jax.ShapeDtypeStruct):  # Orbax's "TypeHandler lookup failed" named no fix
                 raise TypeError(f"CheckpointWriter.save: {name} is abstract ({leaf}), a shape without values: save a "
                                 "built state (init_sharded's, a train step's), not abstract_sharded's or a restore target")
-        bad = _non_finite(named)
+        bad = non_finite(named)
         if bad:
             latest = self.latest()
             raise FloatingPointError(
@@ -281,20 +280,3 @@ def _checked_json(value: Any, name: str, example: str, label: str | None = None)
         raise ValueError(f"{label or f'{name}={value!r:.80}'} must be JSON-serialisable ({err}); pass plain str, "
                          "int, float, bool, None, lists and dicts with str keys, e.g. float(x) or x.tolist() for an "
                          "array, and None for NaN or inf") from None
-
-
-@jax.jit
-def _finite_flags(leaves: list[jax.Array]) -> jax.Array:
-    """One bool per leaf: all its values finite (one compiled reduction, one transfer)."""
-    return jnp.stack([jnp.all(jnp.isfinite(leaf)) for leaf in leaves])
-
-
-def _non_finite(flat: dict[str, Any]) -> list[str]:
-    """Names ("a/b/c") of the floating-point leaves of ``flat`` holding NaN or inf: on devices, the host, scalars."""
-    device = {name: leaf for name, leaf in flat.items()
-              if isinstance(leaf, jax.Array) and jnp.issubdtype(leaf.dtype, jnp.inexact)}
-    flags = np.asarray(_finite_flags(list(device.values()))) if device else []
-    bad = {name for name, ok in zip(device, flags) if not ok} | {  # NumPy and scalars: checked on the host
-        name for name, leaf in flat.items() if (isinstance(leaf, np.ndarray) or is_scalar(leaf))
-        and jnp.issubdtype(np.asarray(leaf).dtype, jnp.inexact) and not np.isfinite(leaf).all()}
-    return [name for name in flat if name in bad]
