@@ -15,10 +15,10 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from gensbi_sharding.rules import MODEL_AXIS
-from gensbi_sharding.nodes import check_mesh, is_array, is_array_like, is_int, placed_dtype
+from gensbi_sharding.nodes import check_mesh, is_array, is_array_like, is_int, is_prng_key, placed_dtype
 
 __all__ = ["batch_axes", "batch_size_divisor", "nearest_batch_sizes", "check_batch_divisible", "pad_for_mesh",
-           "shard_batch", "shard_sample_init", "replicate", "check_placeable"]
+           "shard_batch", "shard_sample_init", "replicate", "check_placeable", "host_view"]
 
 
 # The caller (init_sharded, abstract_sharded) while it traces a model's constructor: a placement there meets jit's
@@ -164,6 +164,18 @@ def check_placeable(leaf: Any, where: str) -> None:
                                  f"{narrow}")
 
 
+def host_view(leaf: Any, target: Any) -> Any:
+    """What ``jax.device_put(..., target)`` is given for ``leaf``: a JAX array on one CPU device, bound for several of
+    this process's devices each holding a part, as a NumPy view of it, which JAX slices on the host (from the array JAX
+    compiled a slicing program per shape and sharding on first use, 0.1 s each on 2 cores); anything else as it is."""
+    if (isinstance(leaf, jax.Array) and not isinstance(leaf, jax.core.Tracer) and not is_prng_key(leaf)
+            and isinstance(target, jax.sharding.Sharding) and not target.is_fully_replicated
+            and target.is_fully_addressable and len(leaf.sharding.device_set) == 1
+            and next(iter(leaf.sharding.device_set)).platform == "cpu" and not jax.typeof(leaf).weak_type):
+        return np.asarray(leaf)  # the same dtype and values: no copy on the host, one per device as before
+    return leaf
+
+
 def pad_for_mesh(n: int, mesh: Mesh | None) -> tuple[int, int]:
     """Round ``n`` rows up to a multiple of the data-parallel size: ``(padded, n)``, e.g. ``(12, 10)`` for 4.
 
@@ -263,8 +275,9 @@ def _put_leaves(tree: Any, mesh: Mesh | None, what: str, split: bool) -> Any:
     # Inside jax.jit device_put leaves a traced array's layout to the compiler (the batch came out replicated): a
     # sharding constraint pins it (reshard for Explicit mesh axes). Outside, one batched device_put for the tree.
     pin = jax.sharding.reshard if mesh.explicit_axes else jax.lax.with_sharding_constraint
-    placed = iter([pin(leaf, sharding(leaf)) for leaf in arrays] if traced else
-                  jax.device_put(arrays, [sharding(leaf) for leaf in arrays]))
+    targets = [sharding(leaf) for leaf in arrays]
+    placed = iter([pin(leaf, target) for leaf, target in zip(arrays, targets)] if traced else
+                  jax.device_put([host_view(leaf, target) for leaf, target in zip(arrays, targets)], targets))
     # An abstract leaf (a dry run's batch, for jax.jit(step).lower) takes the sharding too, or it lowers replicated.
     return jax.tree.unflatten(treedef, [
         next(placed) if is_array(leaf) else leaf.update(sharding=sharding(leaf))

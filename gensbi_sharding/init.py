@@ -17,7 +17,7 @@ import numpy as np
 from flax import nnx
 from jax.sharding import Mesh, NamedSharding, SingleDeviceSharding
 
-from gensbi_sharding.batch import check_placeable, tracing_factory
+from gensbi_sharding.batch import check_placeable, host_view, tracing_factory
 from gensbi_sharding.rules import RULES, Rule, RuleTable, logical_axes_of, resolve_rule
 from gensbi_sharding.nodes import (array_leaves, array_variables, build_unplaced, check_node, is_array_like, is_scalar,
                                    is_prng_key, keep_scalars, leaf_paths, mesh_label, path_name, trace_factory)
@@ -278,7 +278,7 @@ def _place_whole(whole: jax.Array, target: NamedSharding) -> jax.Array:
     """Move a variable computed on one device (each array of a pytree value, whose scalars stay: a Python int beyond
     int32 raised OverflowError) to ``target``."""
     def put(w: Any) -> Any:  # several processes: each computed the same value, and places its devices' shards
-        return w if is_scalar(w) else jax.device_put(w, target) if jax.process_count() == 1 else (
+        return w if is_scalar(w) else jax.device_put(host_view(w, target), target) if jax.process_count() == 1 else (
             jax.make_array_from_callback(w.shape, target, lambda index: w[index]))
     return jax.tree.map(put, whole)
 

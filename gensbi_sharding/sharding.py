@@ -16,7 +16,7 @@ import jax
 from flax import nnx
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from gensbi_sharding.batch import check_placeable
+from gensbi_sharding.batch import check_placeable, host_view
 from gensbi_sharding.nodes import (abstract_state, array_leaves, array_variables, check_mesh, check_node,
                                    check_plan_fits, is_array, is_array_like, is_int, is_node, leaf_paths, listing,
                                    non_node_part, path_name, shape_of)
@@ -206,7 +206,7 @@ def place(node: Any, plan: Plan) -> None:
                and v.sharding.is_equivalent_to(target, v.ndim) for v in array_leaves(value)):
             continue
         placed = jax.tree.map(lambda v: v.update(sharding=target) if isinstance(v, jax.ShapeDtypeStruct)
-                              else jax.device_put(v, target) if is_array(v) else v, value)
+                              else jax.device_put(host_view(v, target), target) if is_array(v) else v, value)
         if isinstance(var.get_raw_value(), jax.Ref):  # ref=True: set_value writes into it, on its devices; JAX refused
             var.set_raw_value(jax.new_ref(placed))
         else:

@@ -14,11 +14,12 @@ import numpy as np
 import optax
 import pytest
 from flax import nnx
-from jax.sharding import PartitionSpec as P
+from jax.sharding import NamedSharding, PartitionSpec as P
 
 import gensbi_sharding.init
 from gensbi_sharding import (RULES, ExperimentalRuleWarning, ShardingFallbackWarning, abstract_sharded, axes,
-                             init_optimizer_sharded, init_sharded, make_mesh, shard_model, shard_model_by_table)
+                             init_optimizer_sharded, init_sharded, make_mesh, shard_batch, shard_model,
+                             shard_model_by_table)
 from gensbi_sharding.harness.registry import get_model
 
 # Largest |init_sharded - eager| measured over every variable of this file's modules and
@@ -82,6 +83,45 @@ def test_values_and_placements_equal_eager(name, model_axis):
             assert got[path].dtype == value.dtype, (rule, path)
             assert_equal_up_to_rounding(got[path], value, err_msg=f"{rule} {path}")
             assert got[path].sharding.is_equivalent_to(value.sharding, value.ndim), (rule, path)
+
+
+
+def test_arrays_computed_on_one_cpu_device_are_placed_compiling_no_slicing_program(devices):
+    # Was a slicing program compiled by JAX per shape and sharding as each array computed on one device was put onto a
+    # split sharding: 5 for this MLP under fsdp in init_sharded and in shard_model alike, one per leaf shape in
+    # shard_batch, 0.1 s each on 2 cores. A NumPy view of each is sliced on the host: the same values and placements.
+    mesh = make_mesh(model_axis=2)
+    def factory():  # shapes no other test places: nothing cached
+        return get_model("mlp")(dim_theta=2, dim_x=7, rngs=nnx.Rngs(0), width=40, depth=2, mlp_ratio=2, time_embed_dim=8)
+
+    eager, batch = factory(), {"x": jnp.arange(56.0).reshape(8, 7), "n": jnp.arange(8 * 3).reshape(8, 3)}
+    compiled = []
+
+    def listener(event, duration, **kwargs):
+        if event == "/jax/core/compile/backend_compile_duration":
+            compiled.append(kwargs.get("fun_name", event))
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ExperimentalRuleWarning)
+            shard_model(eager, mesh, "fsdp")
+            placed_eager, compiled[:] = list(compiled), []
+            built = init_sharded(factory, mesh, "fsdp")
+            placed_built, compiled[:] = list(compiled), []
+        placed = shard_batch(batch, mesh)
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+    assert placed_eager == [] and compiled == [], (placed_eager, compiled)
+    assert len(placed_built) == 1, placed_built  # the group's own program, which computes the variables
+    want, got = flat(eager), flat(built)
+    assert got.keys() == want.keys() and any(not v.sharding.is_fully_replicated for v in want.values())
+    for path, value in want.items():
+        assert got[path].dtype == value.dtype and got[path].sharding == value.sharding, path
+        assert_equal_up_to_rounding(got[path], value, err_msg=path)
+    for name, value in batch.items():
+        assert placed[name].sharding == NamedSharding(mesh, P("data")) and placed[name].dtype == value.dtype, name
+        np.testing.assert_array_equal(np.asarray(placed[name]), np.asarray(value))
 
 
 class Shapes(nnx.Module):
