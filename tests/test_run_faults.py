@@ -298,6 +298,51 @@ def test_resume_of_sizes_a_preset_gave_leads_with_the_preset(tmp_path, devices, 
         "the checkpoint was saved with model.width=32 (this run: model.width=64): add model.width=32.")
 
 
+
+def test_a_refused_resume_composes_only_the_configs_its_hint_needs(tmp_path, devices, monkeypatch):
+    # Was 2 Hydra compositions for a preset the saving run chose (the second asked whether the preset is found without
+    # the saving run's search path, where it had none), and every group's options looked up (a Hydra search each)
+    # where the saving run chose no group at all: 0.6 s and 0.26 s before the refusal on 2 cores. The same words.
+    import hydra
+    from hydra import initialize_config_dir
+
+    from gensbi_sharding.harness import override_keys
+    from gensbi_sharding.harness.resume import check_resume_settings
+
+    saved = OmegaConf.to_container(compose_tiny("model.init=eager"), resolve=True)  # experiment=quick's mlp
+    with CheckpointWriter(tmp_path / "checkpoints", config=saved) as writer:
+        writer.save(3, {"w": jnp.ones(3)}, jax.random.key(0))
+    step_dir = tmp_path / "checkpoints" / "3"
+    (tmp_path / ".hydra").mkdir()
+    calls = {"compose": 0, "option_groups": 0}
+
+    def counted(name, call):
+        def counting(*args, **kwargs):
+            calls[name] += 1
+            return call(*args, **kwargs)
+        return counting
+
+    def refusal(record, *task):
+        (tmp_path / ".hydra" / "overrides.yaml").write_text("".join(f"- {o}\n" for o in record))
+        _as_hydra_job(monkeypatch, tmp_path / "new", [*task, f"train.resume={tmp_path}"])
+        with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+            cfg = hydra.compose("config", overrides=list(task))
+            calls.update(compose=0, option_groups=0)
+            with monkeypatch.context() as patched:
+                patched.setattr(hydra, "compose", counted("compose", hydra.compose))
+                patched.setattr(override_keys, "option_groups", counted("option_groups", override_keys.option_groups))
+                with pytest.raises(ConfigError) as err:
+                    check_resume_settings(step_dir, cfg)
+        return str(err.value).split(" The saved weights")[0], calls["compose"], calls["option_groups"]
+
+    assert refusal(["experiment=quick", "train.steps=4"], "train.steps=8") == (
+        "the checkpoint was saved under experiment=quick, which gives model.width=32 model.depth=1 (this run: "
+        "model.width=128 model.depth=3): add experiment=quick (or model.width=32 model.depth=1).", 1, 1)
+    assert refusal(["model.width=32", "model.depth=1", "train.steps=4"], "train.steps=8") == (
+        "the checkpoint was saved with model.width=32 model.depth=1 (this run: model.width=128 model.depth=3): add "
+        "model.width=32 model.depth=1.", 0, 0)
+
+
 def _preempted_run(run, devices_mesh):
     """A folder as a preempted ``experiment=quick model.width=16`` run leaves it: checkpoint 3 and Hydra's record."""
     saved = compose_tiny("model.width=16", "model.init=eager")

@@ -217,8 +217,9 @@ def _presets_giving(step_dir: Path, differ: dict[str, Any], command: list[str] |
         this_search = search_path_of(HydraConfig.get().overrides.hydra) if HydraConfig.initialized() else []
     if record is None or command is None or any(o.startswith("--config-") for o in record[0]):
         return [], list(differ), []  # (its presets in a config folder of its own: not composed here)
-    groups = set(option_groups()) - {"sweep"}  # a sweep preset chooses no sizes of one job
-    presets = [o for o in record[1] if o.split("=", 1)[0].lstrip("+~") in groups and o not in command]
+    choices = [o for o in record[1] if o not in command and "." not in o.split("=", 1)[0]]  # no group name has one
+    groups = set(option_groups()) - {"sweep"} if choices else set()  # a sweep preset chooses no sizes of one job
+    presets = [o for o in choices if o.split("=", 1)[0].lstrip("+~") in groups]
     kept = [o for o in command if not o.startswith(("hydra.", "train.resume="))]
 
     def left(chosen: list[str]) -> list[str] | None:  # the keys still differing with ``chosen`` added
@@ -232,8 +233,9 @@ def _presets_giving(step_dir: Path, differ: dict[str, Any], command: list[str] |
         fewer = [p for p in presets if p != preset]
         if fewer and left(fewer) == rest:
             presets = fewer
-    found = _composed_model(tuple([*this_search, *kept, *presets])) is not None  # without the saving run's path
-    return presets, rest, [] if found else [shlex.quote(o) for o in record[0] if o not in this_search]
+    searched = [shlex.quote(o) for o in record[0] if o not in this_search]  # composed only if it adds a folder
+    found = not searched or _composed_model(tuple([*this_search, *kept, *presets])) is not None  # without it
+    return presets, rest, [] if found else searched
 
 
 def _composed_model(overrides: tuple[str, ...]) -> dict | None:
