@@ -101,9 +101,10 @@ class EMA(nnx.Pytree):
 
 def _as_average(value: jax.Array) -> jax.Array:
     # A copy, not the same buffer: the train step donates both, and a buffer donated twice is an error.
-    # (astype to the same dtype returns the same array, hence the explicit copy.)
+    # (astype to the same dtype returns the same array, hence the explicit copy; device_put's, as value.copy()'s
+    # without its program compiled per shape.)
     dtype = average_dtype(value.dtype)
-    return value.copy() if dtype == value.dtype else value.astype(dtype)
+    return jax.device_put(value, may_alias=False) if dtype == value.dtype else value.astype(dtype)
 
 
 def _values(state: Any) -> Any:

@@ -94,7 +94,9 @@ def record_validation(stopper: EarlyStopping, functions: StepFunctions, state: A
     if not np.isfinite(loss):
         raise FloatingPointError(f"training diverged: validation loss {loss} at step {step}; "
                                  "lower train.learning_rate or check the data")
-    copy = lambda: jax.tree.map(lambda a: a.copy(), functions.weights(state))  # noqa: E731 (donated next step)
+    # Copies (the state is donated next step) by device_put: a.copy() compiled a program per shape, 0.2 s at a
+    # tiny MLP's first validation.
+    copy = lambda: jax.device_put(functions.weights(state), may_alias=False)  # noqa: E731
     return stopper.observe(step, loss, copy)
 
 
