@@ -93,6 +93,33 @@ def test_a_refused_resume_names_every_override_it_needs_at_once(tmp_path, device
         check_resume_settings(step_dir, cfg)
 
 
+def test_a_refused_resume_names_the_steps_its_preset_would_cut_short(tmp_path, devices, monkeypatch):
+    # Typed: python launch.py model=flux1 train.resume=runs/f, runs/f saved at step 40 by model=flux1
+    # experiment=quick train.steps=40. Was: "add experiment=quick", then, with it, "train.resume=runs/f is at step
+    # 40, beyond train.steps=20" (the preset's steps): a second try.
+    from hydra import compose, initialize_config_dir
+
+    from gensbi_sharding.harness.resume import check_resume_settings
+
+    run = tmp_path / "run"
+    saved = OmegaConf.to_container(compose_tiny("model=flux1", "model.init=eager", "train.steps=40"), resolve=True)
+    with CheckpointWriter(run / "checkpoints", config=saved) as writer:
+        writer.save(40, {"w": jnp.ones(3)}, jax.random.key(0))
+    (run / ".hydra").mkdir()
+    (run / ".hydra" / "overrides.yaml").write_text("- model=flux1\n- experiment=quick\n- train.steps=40\n")
+    step_dir = run / "checkpoints" / "40"
+    assert _refusal(monkeypatch, step_dir, tmp_path / "new", "model=flux1").startswith(
+        "the checkpoint was saved under experiment=quick, which gives model.mlp_ratio=2.0 ")
+    assert _refusal(monkeypatch, step_dir, tmp_path / "new", "model=flux1").endswith(
+        "add experiment=quick train.steps=40 (or model.mlp_ratio=2.0 model.num_heads=2 model.depth=1 "
+        "model.depth_single_blocks=1).")
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        cfg = compose("config", overrides=["model=flux1", "experiment=quick", "train.steps=40"])
+    check_resume_settings(step_dir, cfg)  # the fix named, as typed: no refusal, and step 40 is within train.steps
+    assert cfg.train.steps >= 40
+    # A preset whose steps reach the checkpoint's: no train.steps named (test above: step 3 under quick's 20).
+
+
 def test_a_refused_resume_of_a_preset_of_one_s_own_names_its_search_path(tmp_path, devices, monkeypatch):
     # Typed (README, "A preset of your own"): python launch.py "hydra.searchpath=[file://$PWD/my_conf]"
     # model=my_flux1 rule=tensor ...; then train.resume=<it> with model=flux1 rule=fsdp. Was: "add model=my_flux1

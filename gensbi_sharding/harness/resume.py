@@ -186,23 +186,28 @@ def model_overrides(step_dir: Path, model_cfg: DictConfig, command: list[str] | 
         return ""
     typed = lambda keys: " ".join(f"model.{k}={override_literal(differ[k])}" for k in keys)  # noqa: E731
     fix, this = typed(differ), " ".join(f"model.{k}={override_literal(now.get(k))}" for k in differ)
-    presets, rest, searched = _presets_giving(step_dir, differ, command)
+    presets, rest, searched, steps = _presets_giving(step_dir, differ, command)
     if not presets:
         return f"the checkpoint was saved with {fix} (this run: {this}): add {fix}{more}. "
-    # The rest: this run types other values of them, which win over the preset (model.width=64).
+    # A preset's train.steps short of the checkpoint's step: was refused in turn, a second try ("is at step 40,
+    # beyond train.steps=20"); its step evaluates it. The rest: this run types other values of them, which win over
+    # the preset (model.width=64).
+    short = [f"train.steps={step_dir.name}"] if steps is not None and str(steps).isdigit() and \
+        step_dir.name.isdigit() and int(steps) < int(step_dir.name) else []
     return (f"the checkpoint was saved under {' '.join(presets)}{' with' if rest else ', which gives'} {fix} "
-            f"(this run: {this}): add {' '.join([*searched, *presets, *typed(rest).split(), *also])} "
+            f"(this run: {this}): add {' '.join([*searched, *presets, *typed(rest).split(), *short, *also])} "
             f"(or {fix}{more}). ")
 
 
 def _presets_giving(step_dir: Path, differ: dict[str, Any], command: list[str] | None
-                    ) -> tuple[list[str], list[str], list[str]]:
+                    ) -> tuple[list[str], list[str], list[str], Any]:
     """The group choices of the run that saved ``step_dir`` this run lacks (``experiment=quick``), when added to
     this run's overrides they give some of the saved ``differ`` values, the keys they leave differing, and the
-    saving run's search path where this run needs it to find them (shell-quoted); ``([], keys, [])`` where none
-    helps or either command is unknown. Checked by composing: a value this run types (``model.width=128``) still
-    wins over the preset. Only the choices that give a value are named: the saving run's ``rule=tensor`` gives
-    none, and adding it would move a run resumed under ``rule=fsdp`` back onto the saving run's rule."""
+    saving run's search path where this run needs it to find them (shell-quoted), and the ``train.steps`` they give
+    (None: unknown); ``([], keys, [], None)`` where none helps or either command is unknown. Checked by composing: a
+    value this run types (``model.width=128``) still wins over the preset. Only the choices that give a value are
+    named: the saving run's ``rule=tensor`` gives none, and adding it would move a run resumed under ``rule=fsdp``
+    back onto the saving run's rule."""
     import shlex
 
     from gensbi_sharding.harness.hints import saving_overrides
@@ -216,7 +221,7 @@ def _presets_giving(step_dir: Path, differ: dict[str, Any], command: list[str] |
         command = [str(o) for o in HydraConfig.get().overrides.task] if HydraConfig.initialized() else None
         this_search = search_path_of(HydraConfig.get().overrides.hydra) if HydraConfig.initialized() else []
     if record is None or command is None or any(o.startswith("--config-") for o in record[0]):
-        return [], list(differ), []  # (its presets in a config folder of its own: not composed here)
+        return [], list(differ), [], None  # (its presets in a config folder of its own: not composed here)
     choices = [o for o in record[1] if o not in command and "." not in o.split("=", 1)[0]]  # no group name has one
     groups = set(option_groups()) - {"sweep"} if choices else set()  # a sweep preset chooses no sizes of one job
     presets = [o for o in choices if o.split("=", 1)[0].lstrip("+~") in groups]
@@ -228,18 +233,19 @@ def _presets_giving(step_dir: Path, differ: dict[str, Any], command: list[str] |
 
     rest = left(presets) if presets else None
     if rest is None or len(rest) == len(differ):
-        return [], list(differ), []
+        return [], list(differ), [], None
     for preset in list(presets):  # drop each choice the others give the same without
         fewer = [p for p in presets if p != preset]
         if fewer and left(fewer) == rest:
             presets = fewer
     searched = [shlex.quote(o) for o in record[0] if o not in this_search]  # composed only if it adds a folder
     found = not searched or _composed_model(tuple([*this_search, *kept, *presets])) is not None  # without it
-    return presets, rest, [] if found else searched
+    train = _composed_model(tuple([*record[0], *kept, *presets]), "train") or {}
+    return presets, rest, [] if found else searched, train.get("steps")
 
 
-def _composed_model(overrides: tuple[str, ...]) -> dict | None:
-    """The ``model`` section ``overrides`` compose to (inside Hydra's app, its config folder and primary config,
+def _composed_model(overrides: tuple[str, ...], section: str = "model") -> dict | None:
+    """The ``section`` (``model``) ``overrides`` compose to (inside Hydra's app, its config folder and primary config,
     ``--config-name``; else ``conf/config.yaml``)."""
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
@@ -253,9 +259,9 @@ def _composed_model(overrides: tuple[str, ...]) -> dict | None:
     name = OmegaConf.select(running, "job.config_name", default=None) if running is not None else None
     try:
         if GlobalHydra.instance().is_initialized():
-            return OmegaConf.to_container(compose(name or "config", overrides=list(overrides)).model, resolve=True)
+            return OmegaConf.to_container(compose(name or "config", overrides=list(overrides))[section], resolve=True)
         with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-            return OmegaConf.to_container(compose("config", overrides=list(overrides)).model, resolve=True)
+            return OmegaConf.to_container(compose("config", overrides=list(overrides))[section], resolve=True)
     except Exception:  # a hint is worth no failure: the values themselves are named instead
         return None
 
