@@ -86,6 +86,15 @@ def test_a_refused_resume_names_every_override_it_needs_at_once(tmp_path, device
         "model.depth=1 model.depth_single_blocks=1 (this run: model.mlp_ratio=4.0 model.num_heads=4 model.depth=2 "
         f"model.depth_single_blocks=4): add experiment=quick {needed} (or model.mlp_ratio=2.0 model.num_heads=2 "
         f"model.depth=1 model.depth_single_blocks=1 {needed}).")
+    # train.steps short of the checkpoint's step (3), refused next: named with them (was: a third try).
+    assert _refusal(monkeypatch, step_dir, tmp_path / "new", "model=flux1", "train.steps=2").endswith(
+        f"add experiment=quick train.steps=3 {needed} (or model.mlp_ratio=2.0 model.num_heads=2 model.depth=1 "
+        f"model.depth_single_blocks=1 {needed} train.steps=3).")
+    with pytest.raises(ConfigError) as err:  # the task's settings alone differing: the same
+        with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+            cfg = compose("config", overrides=["model=flux1", "experiment=quick", "train.steps=2"])
+        check_resume_settings(step_dir, cfg)
+    assert f"add {needed} train.steps=3 (it is at step 3, beyond train.steps=2), or start" in str(err.value)
     for fix in (["experiment=quick"], ["model.mlp_ratio=2.0", "model.num_heads=2", "model.depth=1",
                                        "model.depth_single_blocks=1"]):  # either fix, as named, resumes it
         with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):

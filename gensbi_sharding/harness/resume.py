@@ -129,14 +129,19 @@ def check_resume_settings(step_dir: Path, cfg: DictConfig) -> None:
         fix.append(f"{override}={old}")
         this.append(f"{override}={new}")
         what.append(decides)
-    if model := model_overrides(step_dir, cfg.model, also=fix):  # before the restore: every shape may fit
+    # A checkpoint beyond train.steps, refused next (run.py): named with the others (was: a second try).
+    beyond = [f"train.steps={step_dir.name}"] if step_dir.name.isdigit() and int(step_dir.name) > cfg.train.steps \
+        else []
+    if model := model_overrides(step_dir, cfg.model, also=[*fix, *beyond]):  # before the restore: shapes may fit
         held = f", and {' '.join(fix)} (this run: {' '.join(this)}) decide {', '.join(what)}" if fix else ""
         raise ConfigError(f"{model}The saved weights compute that model, not this one{held}; or start a new run "
                           f"without train.resume{launched_with(step_dir)}")
     if fix:
+        at = f" (it is at step {step_dir.name}, beyond train.steps={cfg.train.steps})" if beyond else ""
         raise ConfigError(f"checkpoint {step_dir} was saved with {' '.join(fix)} (this run: {' '.join(this)}), "
                           f"which decides {', '.join(what)}: its arrays mean nothing otherwise; add "
-                          f"{' '.join(fix)}, or start a new run without train.resume{launched_with(step_dir)}")
+                          f"{' '.join([*fix, *beyond])}{at}, or start a new run without train.resume"
+                          f"{launched_with(step_dir)}")
     if (note := schedule_change_note(saved, now, int(step_dir.name))) is not None:  # allowed, but said
         log.log(logging.WARNING if note[1] else logging.INFO, "%s", note[0], extra=EVERY_PROCESS)
 
@@ -194,8 +199,9 @@ def model_overrides(step_dir: Path, model_cfg: DictConfig, command: list[str] | 
     # the preset (model.width=64).
     short = [f"train.steps={step_dir.name}"] if steps is not None and str(steps).isdigit() and \
         step_dir.name.isdigit() and int(steps) < int(step_dir.name) else []
+    added = dict.fromkeys([*searched, *presets, *typed(rest).split(), *short, *also])  # each once
     return (f"the checkpoint was saved under {' '.join(presets)}{' with' if rest else ', which gives'} {fix} "
-            f"(this run: {this}): add {' '.join([*searched, *presets, *typed(rest).split(), *short, *also])} "
+            f"(this run: {this}): add {' '.join(added)} "
             f"(or {fix}{more}). ")
 
 
