@@ -188,3 +188,30 @@ def test_a_misspelt_key_is_matched_against_the_chosen_models_fields(args, messag
     if message and args[-1].startswith("model."):  # the sbibm runner's check lists the same settings
         listed = lambda text: set(text.split("; its settings: ")[1].split("; ")[0].split(", "))  # noqa: E731
         assert listed(override_problem(args, sweeps_need_m=False)) == listed(problem)
+
+
+@pytest.mark.parametrize("args,message", [
+    # Was Hydra's multi-line "Could not override 'hydra.run.dirr'. To append to your config use
+    # +hydra.run.dirr=runs/a ... Key 'dirr' not in 'RunDir'".
+    (["hydra.run.dirr=runs/a"], "hydra.run.dirr=runs/a: hydra.run.dirr is not a setting of hydra.run (did you mean "
+                                "hydra.run.dir?); its settings: dir; set hydra.run.dir=runs/a"),
+    (["-m", "hydra.sweep.subdirr=x"], "hydra.sweep.subdirr=x: hydra.sweep.subdirr is not a setting of hydra.sweep "
+                                      "(did you mean hydra.sweep.subdir?); its settings: dir, subdir; set "
+                                      "hydra.sweep.subdir=x"),
+    (["hydra.job.chdirr=true"], "hydra.job.chdirr=true: hydra.job.chdirr is not a setting of hydra.job (did you mean "
+                                "hydra.job.chdir?); its settings: "),
+    (["hydra.foo=1"], "hydra.foo=1: hydra.foo is not a setting of hydra; its settings: mode, searchpath, run, "),
+    # Hydra's own keys, and those under a part of no fixed schema: Hydra's to judge
+    (["hydra.run.dir=runs/a", "hydra.job.chdir=false", "hydra.mode=RUN", "+hydra.job.env_set.X=1",
+      "hydra.launcher.timeout_min=5", "hydra.sweeper.params.seed=1,2", "hydra/launcher=basic"], None),
+])
+def test_a_mistyped_key_of_hydra_s_own_config_names_the_setting_meant(args, message):
+    from gensbi_sharding.harness.command_checks import command_problem
+    from gensbi_sharding.harness.key_paths import hydra_key_problem
+
+    problem = hydra_key_problem(args)
+    assert (problem is None) if message is None else problem.startswith(message), problem
+    if message is not None:
+        assert command_problem(args) == problem  # launch.py's checks reach it
+        if "; set " in message:
+            assert hydra_key_problem([*args[:-1], message.rsplit("; set ", 1)[1]]) is None

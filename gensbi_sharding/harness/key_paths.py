@@ -13,7 +13,7 @@ from collections.abc import Callable, Collection, Sequence
 
 from gensbi_sharding.harness.hints import closest_name
 
-__all__ = ["unknown_part", "nearest_setting", "setting_path_problem"]
+__all__ = ["unknown_part", "nearest_setting", "setting_path_problem", "hydra_key_problem"]
 
 
 def unknown_part(parts: Sequence[str], keys_of: Callable,
@@ -54,3 +54,32 @@ def setting_path_problem(arg: str, held: Sequence[str], value: str | None, lists
     value = f"[{value}]" if setting in lists and value is not None and not value.startswith("[") else value
     return f"{arg}: {setting} is a setting, which holds no keys; " + (
         f"set {setting}={value}" if value is not None else f"drop {arg}")
+
+
+def hydra_key_problem(args) -> str | None:
+    """The one-line refusal of the first ``hydra.*`` override of a key Hydra's own config (``hydra.conf.HydraConf``)
+    lacks: ``hydra.run.dirr=runs/a`` (was Hydra's multi-line "Could not override 'hydra.run.dirr'. To append to your
+    config use +hydra.run.dirr=runs/a ... Key 'dirr' not in 'RunDir'"); None when there is none. Keys under a part of
+    no fixed schema (``hydra.launcher.*``, ``hydra.job.env_set.*``), and ``+``/``++``/``~`` ones, are Hydra's."""
+    import dataclasses
+    import typing
+
+    from hydra.conf import HydraConf
+
+    from gensbi_sharding.harness.override_grammar import parse
+
+    for o in parse(args).overrides:
+        if not o.typed.startswith("hydra.") or "=" not in o.arg:
+            continue
+        schema, parts = HydraConf, o.typed.split(".")[1:]
+        for i, part in enumerate(parts):
+            hints = {k: v for k, v in typing.get_type_hints(schema).items() if k != "defaults"}
+            if part not in hints:
+                group, near = ".".join(["hydra", *parts[:i]]), nearest_setting(part, parts[i + 1:], list(hints))
+                return (f"{o.arg}: {group}.{part} is not a setting of {group}" + (f" (did you mean {group}.{near}?)"
+                        if near else "") + f"; its settings: {', '.join(hints)}"
+                        + (f"; set {group}.{near}={o.raw}" if near else ""))
+            if not dataclasses.is_dataclass(hints[part]):
+                break  # a value, or a part of no fixed schema (the launcher's, a dict): Hydra's to judge
+            schema = hints[part]
+    return None
