@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import optax
 from flax import nnx
 
-__all__ = ["EMAParam", "EMA", "warmed_up_decay", "average_dtype"]
+__all__ = ["EMAParam", "EMA", "warmed_up_decay", "average_dtype", "new_buffers"]
 
 
 class EMAParam(nnx.Variable):
@@ -99,12 +99,19 @@ class EMA(nnx.Pytree):
                             self.params, is_leaf=lambda x: isinstance(x, nnx.Variable))
 
 
+def new_buffers(tree: Any) -> Any:
+    """``tree`` with each array copied into new buffers, placed and typed as it is: the train step donates the
+    parameters, the averages and the best weights kept, and one buffer donated twice is an error. By ``jax.device_put``,
+    compiling nothing (``Array.copy`` compiled a program per shape); an array spanning processes by ``Array.copy``
+    (``device_put`` copies it only by resharding it)."""
+    return jax.tree.map(lambda a: a.copy() if isinstance(a, jax.Array) and not isinstance(a, jax.core.Tracer)
+                        and not a.is_fully_addressable else jax.device_put(a, may_alias=False), tree)
+
+
 def _as_average(value: jax.Array) -> jax.Array:
-    # A copy, not the same buffer: the train step donates both, and a buffer donated twice is an error.
-    # (astype to the same dtype returns the same array, hence the explicit copy; device_put's, as value.copy()'s
-    # without its program compiled per shape.)
+    # A copy, not the same buffer (new_buffers); astype to the same dtype returns the same array.
     dtype = average_dtype(value.dtype)
-    return jax.device_put(value, may_alias=False) if dtype == value.dtype else value.astype(dtype)
+    return new_buffers(value) if dtype == value.dtype else value.astype(dtype)
 
 
 def _values(state: Any) -> Any:
