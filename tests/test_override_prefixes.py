@@ -58,6 +58,13 @@ CASES = [
     ("~train.steps.x", "~train.steps.x: train.steps is a setting, which holds no keys; drop ~train.steps.x"),
     ("+rule.mlp.x=data", "+rule.mlp.x=data: rule.mlp is a setting, which holds no keys; set rule.mlp=data"),
     ("~rule.mlp.x", "~rule.mlp.x: rule.mlp is a setting, which holds no keys; drop ~rule.mlp.x"),
+    # a key under a group of presets (was: "experiment is not a setting", and ++sweep.x=1 "did you mean seed?")
+    ("+experiment.quick=1", "+experiment.quick=1: experiment is a group of presets, not a section of settings; its "
+                            "options: quick, sbibm, slcp_transformer; pick one with experiment=<option>"),
+    ("++sweep.x=1", "++sweep.x=1: sweep is a group of presets, not a section of settings; its options: "
+                    "rules_x_model_axis; pick one with sweep=<option>"),
+    ("~experiment.quick", "~experiment.quick: experiment is a group of presets, not a section of settings; its "
+                          "options: quick, sbibm, slcp_transformer; pick one with experiment=<option>"),
     # ~ of a key that does not exist: nothing to remove
     ("~train.foo", "~train.foo: train.foo is not a setting of train, so there is nothing to remove; drop ~train.foo"),
     ("~train.stpes", "~train.stpes: train.stpes is not a setting of train, so there is nothing to remove (did you mean "

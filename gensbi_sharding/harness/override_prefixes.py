@@ -131,6 +131,9 @@ def _key_problem(o: Override, section: str, name: str, typed: dict, choice: Mode
             return (f"{o.arg}: the {name} section cannot be removed (every run reads it); set its settings instead, "
                     f"e.g. {fix}" if kind == OverrideType.DEL else
                     f"{o.arg}: {name} is a section of settings, not one value; set them one by one, e.g. {fix}")
+    elif section in OPTIONAL_GROUPS:  # +experiment.quick=1 (was: "experiment is not a setting", ++sweep.x=1: "seed?")
+        return (f"{o.arg}: {section} is a group of presets, not a section of settings; its options: "
+                f"{', '.join(group_options(section))}; pick one with {section}=<option>")
     elif section not in typed:  # +foo.bar=1: no such section
         name, section, top = section, "", True
     name, *below = name.split(".")  # +train.steps.x=1: the setting it goes under
