@@ -483,7 +483,9 @@ def test_local_processes_that_do_not_split_the_devices_name_a_fix_that_runs(monk
 def test_two_environment_device_counts_are_named_and_every_hint_leads_to_a_run(tmp_path, monkeypatch, devices):
     # Was circular: JAX_NUM_CPU_DEVICES=2 with XLA_FLAGS' 4 said "set devices.cpu_count=4"; that, "set 2"; and so on.
     monkeypatch.setenv("JAX_NUM_CPU_DEVICES", "2")
-    monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
+    # The session's compile flags kept (conftest): JAX's cache key holds XLA_FLAGS (all but the device count), so the
+    # runs below load the session's programs (was: the count alone, a key of its own: every program compiled again).
+    monkeypatch.setenv("XLA_FLAGS", f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=8")
     for configured in ((), ("devices.cpu_count=4",), ("devices.cpu_count=8",)):  # no devices.cpu_count settles it
         metrics = run_tiny(tmp_path / f"run{len(configured)}{configured}", *configured)
         assert metrics["error"] == (
