@@ -1123,8 +1123,9 @@ def test_a_terminals_ctrl_c_of_a_local_job_says_each_thing_once(tmp_path, forks)
     # the [ERROR] naming the command and "interrupted: the job's metrics.json records it" once per process
     # (the last untagged, three times), with JAX's "Reached preemption sync point" and XLA's "SIGTERM caught".
     out = tmp_path / "run"
-    parent = _launch(forks, "train.steps=100000", "distributed=local", f"hydra.run.dir={out}", cwd=tmp_path,
-                     start_new_session=True)
+    # The job of the test before (rule=fsdp on data=4 x model=2): its processes load the programs that one compiled.
+    parent = _launch(forks, "rule=fsdp", "mesh.model_axis=2", "train.steps=100000", "distributed=local",
+                     f"hydra.run.dir={out}", cwd=tmp_path, start_new_session=True)
     try:
         _wait_for(out / "process_1.log", "[5/7] train", parent)
         time.sleep(1)
