@@ -233,9 +233,11 @@ def _presets_giving(step_dir: Path, differ: dict[str, Any], command: list[str] |
     presets = [o for o in choices if o.split("=", 1)[0].lstrip("+~") in groups]
     kept = [o for o in command if not o.startswith(("hydra.", "train.resume="))]
 
+    composed: dict[tuple[str, ...], dict | None] = {}  # chosen -> its model and train sections
+
     def left(chosen: list[str]) -> list[str] | None:  # the keys still differing with ``chosen`` added
-        model = _composed_model(tuple([*record[0], *kept, *chosen]))
-        return None if model is None else [k for k, v in differ.items() if model.get(k) != v]
+        sections = composed[tuple(chosen)] = _composed(tuple([*record[0], *kept, *chosen]))
+        return None if sections is None else [k for k, v in differ.items() if sections["model"].get(k) != v]
 
     rest = left(presets) if presets else None
     if rest is None or len(rest) == len(differ):
@@ -245,14 +247,13 @@ def _presets_giving(step_dir: Path, differ: dict[str, Any], command: list[str] |
         if fewer and left(fewer) == rest:
             presets = fewer
     searched = [shlex.quote(o) for o in record[0] if o not in this_search]  # composed only if it adds a folder
-    found = not searched or _composed_model(tuple([*this_search, *kept, *presets])) is not None  # without it
-    train = _composed_model(tuple([*record[0], *kept, *presets]), "train") or {}
-    return presets, rest, [] if found else searched, train.get("steps")
+    found = not searched or _composed(tuple([*this_search, *kept, *presets])) is not None  # without it
+    return presets, rest, [] if found else searched, composed[tuple(presets)]["train"].get("steps")
 
 
-def _composed_model(overrides: tuple[str, ...], section: str = "model") -> dict | None:
-    """The ``section`` (``model``) ``overrides`` compose to (inside Hydra's app, its config folder and primary config,
-    ``--config-name``; else ``conf/config.yaml``)."""
+def _composed(overrides: tuple[str, ...]) -> dict | None:
+    """The ``model`` and ``train`` sections ``overrides`` compose to, by name (inside Hydra's app, its config folder
+    and primary config, ``--config-name``; else ``conf/config.yaml``)."""
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
     from hydra.core.hydra_config import HydraConfig
@@ -265,9 +266,11 @@ def _composed_model(overrides: tuple[str, ...], section: str = "model") -> dict 
     name = OmegaConf.select(running, "job.config_name", default=None) if running is not None else None
     try:
         if GlobalHydra.instance().is_initialized():
-            return OmegaConf.to_container(compose(name or "config", overrides=list(overrides))[section], resolve=True)
-        with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-            return OmegaConf.to_container(compose("config", overrides=list(overrides))[section], resolve=True)
+            cfg = compose(name or "config", overrides=list(overrides))
+        else:
+            with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+                cfg = compose("config", overrides=list(overrides))
+        return {section: OmegaConf.to_container(cfg[section], resolve=True) for section in ("model", "train")}
     except Exception:  # a hint is worth no failure: the values themselves are named instead
         return None
 
