@@ -16,6 +16,7 @@ import sys
 import textwrap
 import threading
 import time
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -263,6 +264,16 @@ def test_resume_of_another_shape_names_the_model_overrides(tmp_path, devices, ca
     assert nnx.state(resumed.model, nnx.Param)["in_proj"]["kernel"].shape[1] == 16
 
 
+def _quick_checkpoint(run: Path) -> Path:
+    """Checkpoint 3 of a run saved with experiment=quick's mlp sizes in ``run``, with an empty ``.hydra`` folder for
+    the test to write the saving run's overrides into: the step folder."""
+    saved = OmegaConf.to_container(compose_tiny("model.init=eager"), resolve=True)  # experiment=quick's mlp
+    with CheckpointWriter(run / "checkpoints", config=saved) as writer:
+        writer.save(3, {"w": jnp.ones(3)}, jax.random.key(0))
+    (run / ".hydra").mkdir()
+    return run / "checkpoints" / "3"
+
+
 def test_resume_of_sizes_a_preset_gave_leads_with_the_preset(tmp_path, devices, monkeypatch):
     # Was: "the checkpoint was saved with model.width=32 model.depth=1 (this run: model.width=128 model.depth=3):
     # add model.width=32 model.depth=1 ...; the run that saved it was launched with: experiment=quick ...": the
@@ -271,11 +282,7 @@ def test_resume_of_sizes_a_preset_gave_leads_with_the_preset(tmp_path, devices, 
 
     from gensbi_sharding.harness.resume import check_resume_settings
 
-    saved = OmegaConf.to_container(compose_tiny("model.init=eager"), resolve=True)  # experiment=quick's mlp
-    with CheckpointWriter(tmp_path / "checkpoints", config=saved) as writer:
-        writer.save(3, {"w": jnp.ones(3)}, jax.random.key(0))
-    step_dir = tmp_path / "checkpoints" / "3"
-    (tmp_path / ".hydra").mkdir()
+    step_dir = _quick_checkpoint(tmp_path)
     (tmp_path / ".hydra" / "overrides.yaml").write_text("- experiment=quick\n- train.steps=4\n")
 
     def refusal(*task):  # as launch.py's run of python launch.py <task> train.resume=<tmp_path> would say it
@@ -309,11 +316,7 @@ def test_a_refused_resume_composes_only_the_configs_its_hint_needs(tmp_path, dev
     from gensbi_sharding.harness import override_keys
     from gensbi_sharding.harness.resume import check_resume_settings
 
-    saved = OmegaConf.to_container(compose_tiny("model.init=eager"), resolve=True)  # experiment=quick's mlp
-    with CheckpointWriter(tmp_path / "checkpoints", config=saved) as writer:
-        writer.save(3, {"w": jnp.ones(3)}, jax.random.key(0))
-    step_dir = tmp_path / "checkpoints" / "3"
-    (tmp_path / ".hydra").mkdir()
+    step_dir = _quick_checkpoint(tmp_path)
     calls = {"compose": 0, "option_groups": 0}
 
     def counted(name, call):
