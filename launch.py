@@ -3,13 +3,14 @@
 Compose the config (conf/), run the job (gensbi_sharding.harness.run), end with one line
 (result, wall time, speed, output folder), exit non-zero if any job of the run or sweep
 failed. ``python launch.py --help`` lists the groups, the headline commands and where
-outputs go. Importing this file never starts JAX's backend.
+outputs go. Importing this file never starts JAX's backend, and imports JAX only in a
+``distributed=local`` process (elsewhere the run imports it, as it starts the devices).
 """
 
 import os
 import signal
 
-#: Preemption signals received before ``harness.signal_hold`` can be imported (importing JAX takes seconds): held
+#: Preemption signals received before ``harness.signal_hold`` can be imported (after Hydra and the harness): held
 #: from the first line, so a SIGTERM while the run starts is answered by the run (status preempted, exit 75).
 #: A distributed=local child's signals are its parent's to pass on: it keeps Python's default until its run, so that a
 #: stop ends it at once (nothing to save), which its parent reads as a stop at start-up and ends the others with
@@ -48,7 +49,7 @@ if __name__ == "__main__" and device_environment_problem(os.environ):
 
 
 def interrupted_before_run() -> None:
-    """Ctrl-C before a run started (importing JAX, checking the command, Hydra composing): one line, exit 130.
+    """Ctrl-C before a run started (the imports, checking the command, Hydra composing): one line, exit 130.
 
     Was: a KeyboardInterrupt traceback from inside an import, or "the job's metrics.json records it", which
     no job had written yet. A ``distributed=local`` process ends as Ctrl-C's default action ends one, which its parent
@@ -83,7 +84,9 @@ try:
     from gensbi_sharding.harness.signal_hold import hold_preemption_signals, ignore_preemption_signals, take_held
     from gensbi_sharding.harness.sweep_continue import current_job_dir, mark_not_started, stopped_between_jobs
     from gensbi_sharding.harness.sweep_hints import hydra_job_overrides
-except KeyboardInterrupt:  # seconds of imports (JAX): a Ctrl-C there is the most likely one before a run
+    if os.environ.get(CHILD_ENV):  # distributed=local's process: JAX's import stays its start-up, which a stop ends
+        import gensbi_sharding.harness.devices  # noqa: F401  (elsewhere the run imports it, as it starts the devices)
+except KeyboardInterrupt:  # the imports (Hydra, the harness): a Ctrl-C there is the most likely one before a run
     if __name__ != "__main__":
         raise
     interrupted_before_run()

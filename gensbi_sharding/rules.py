@@ -9,12 +9,11 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union
 
-from flax import nnx
-from jax.sharding import Mesh, PartitionSpec as P
-
-from gensbi_sharding.nodes import check_mesh, mesh_axes_of
+if TYPE_CHECKING:  # imported where used: the harness's config checks read this module without JAX or Flax
+    from flax import nnx
+    from jax.sharding import Mesh, PartitionSpec as P
 
 __all__ = ["LOGICAL_AXES", "MODEL_AXIS", "MeshAxes", "RuleTable", "RULES", "Rule", "resolve_rule",
            "partition_spec_for", "axes", "partitioned", "logical_axes_of", "ShardingFallbackWarning",
@@ -60,6 +59,8 @@ def partitioned(init, names: tuple[str | None, ...]):
         ``init(key, shape, dtype) -> jax.Array``.
     names : tuple of str or None
     """
+    from flax import nnx  # not at the top (TYPE_CHECKING's note)
+
     return nnx.with_partitioning(init, names, eager_sharding=False)
 
 
@@ -213,6 +214,8 @@ def check_table(table: Mapping) -> None:
 
 def _onto(table: Mapping, axis: str) -> str:
     """The logical axes ``table`` maps onto mesh axis ``axis``, else one a built-in rule maps there: for a message."""
+    from gensbi_sharding.nodes import mesh_axes_of  # not at the top (TYPE_CHECKING's note)
+
     return ", ".join(k for k, v in table.items() if k in LOGICAL_AXES and axis in mesh_axes_of(_plain(v))) or next((
         f"none; rule {r!r} maps {k!r} onto it" for r, pairs in RULES.items() for k, v in pairs if v == axis), "none")
 
@@ -232,6 +235,10 @@ def partition_spec_for(names: Sequence[str | None] | str | None, shape: Sequence
     table : RuleTable, or anything ``resolve_rule`` takes (a rule name, ``RULES[name]``'s pairs, a ``Rule``)
     mesh : jax.sharding.Mesh
     """
+    from jax.sharding import PartitionSpec as P  # not at the top (TYPE_CHECKING's note)
+
+    from gensbi_sharding.nodes import check_mesh, mesh_axes_of
+
     check_mesh(mesh, optional=False)
     if not isinstance(table, Mapping):  # RULES["fsdp"] is pairs: .get would raise AttributeError
         table = resolve_rule(table).table

@@ -32,13 +32,17 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+#: What launch.py's run imports as it starts (JAX, Flax and the library: ~1.3 s of CPU), which launch.py's own imports
+#: leave to it (its --help and a refused command need none of them): imported once here too, as they were with those.
+RUN_START = ("gensbi_sharding.harness.devices", *(f"gensbi_sharding.{name}" for name in (
+    "activations", "batch", "compiled", "host_input", "init", "mesh", "report", "rules", "sharding")))
 
 
 def _imports(script: Path) -> list[str]:
     """The modules ``script`` imports at its top level (inside a top-level ``try`` too) that this process may
     import for it: all of them for a script at the repository's root (``sys.path[0]`` is then the repository, as
-    here); for one elsewhere (benchmarks/, which put the repository on ``sys.path`` themselves) only third-party
-    ones, so the project's modules are still found from the path the script sets up."""
+    here), launch.py's with ``RUN_START``; for one elsewhere (benchmarks/, which put the repository on ``sys.path``
+    themselves) only third-party ones, so the project's modules are still found from the path the script sets up."""
     tree = ast.parse(script.read_text())
     nodes = [*tree.body, *(n for t in tree.body if isinstance(t, ast.Try) for n in t.body)]
     names = [alias.name for n in nodes if isinstance(n, ast.Import) for alias in n.names]
@@ -48,6 +52,7 @@ def _imports(script: Path) -> list[str]:
         top = name.split(".")[0]
         return any((folder / top).exists() or (folder / f"{top}.py").exists() for folder in (REPO, script.parent))
 
+    names += list(RUN_START) if script.resolve() == REPO / "launch.py" else []
     return [name for name in names if name != "__future__" and (script.parent == REPO or not ours(name))]
 
 

@@ -8,7 +8,7 @@ run started its devices, simulated its data ([3/7]) and was refused only when bu
 import pytest
 
 from faults_helpers import compose_tiny, run_tiny
-from gensbi_sharding.harness import run as run_module
+from gensbi_sharding.harness import devices
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.config_checks import validate
 from gensbi_sharding.harness.rule_config import MESH_AXES
@@ -41,7 +41,7 @@ def test_the_run_is_refused_before_its_devices_start(tmp_path, monkeypatch):
     def never(*args, **kwargs):
         raise AssertionError("devices started before the activation setting was checked")
 
-    monkeypatch.setattr(run_module, "configure_devices", never)
+    monkeypatch.setattr(devices, "configure_devices", never)  # run imports it when it starts the devices
     metrics = run_tiny(tmp_path / "run", "activation.batch_axis=nope")
     assert metrics["status"] == "error"
     assert metrics["error"].startswith("ConfigError: activation: batch_axis=nope names mesh axis nope")

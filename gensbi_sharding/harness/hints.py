@@ -14,8 +14,6 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from gensbi_sharding.batch import nearest_batch_sizes
-
 __all__ = ["batch_size_problem", "mesh_alternatives", "model_axis_problem", "mesh_devices_problem", "overrides_named",
            "mesh_axis_fix", "closest_name", "launched_with", "saving_overrides", "override_literal"]
 
@@ -67,6 +65,8 @@ def batch_size_problem(batch_size: int, *, shards: int, data_parallel: int, trai
                        + (f", after dropping {dropped} non-finite simulations" if dropped else "") + ")")
     if not reasons:
         return None
+    from gensbi_sharding.batch import nearest_batch_sizes  # here: JAX's import, which it needs, only for a refusal
+
     fix = next(iter(nearest_batch_sizes(batch_size, multiple, at_most)), None)
     if fix is None:
         need = f" to at least {min_simulations}" if min_simulations else ""

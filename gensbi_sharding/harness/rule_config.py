@@ -7,13 +7,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from gensbi_sharding import LOGICAL_AXES, RULES, PartitionAxis, Rule
+from gensbi_sharding.rules import LOGICAL_AXES, RULES, Rule
 from gensbi_sharding.harness.config import require
 from gensbi_sharding.harness.hints import closest_name, mesh_axis_fix, override_literal
+
+if TYPE_CHECKING:  # imported where used: it imports JAX, which launch.py's imports (this module's) go without
+    from gensbi_sharding.activations import PartitionAxis
 
 __all__ = ["rule_table", "as_rule", "check_table_against_mesh", "mesh_spec", "partition_axis_from_config",
            "activation_axes_problem", "other_name_problem", "MESH_AXES"]
@@ -150,6 +153,8 @@ def partition_axis_from_config(cfg: Mapping[str, Any], rule: Any, mesh: Any) -> 
     ValueError
         For an unknown strategy or key, or a value that does not resolve on ``mesh``.
     """
+    from gensbi_sharding.activations import PartitionAxis  # not at the top (TYPE_CHECKING's note)
+
     strategy = cfg.get("strategy", "rule")
     if strategy not in ACTIVATION_STRATEGIES:
         raise ValueError(f"activation strategy {strategy!r} is not one of "

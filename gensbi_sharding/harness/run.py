@@ -24,8 +24,6 @@ from gensbi_sharding.harness import (console, interrupt_hold, loss_history, outp
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.config_checks import processes_config_problem, scored_observations, validate
 from gensbi_sharding.harness.config_values import interpolation_problem
-from gensbi_sharding.harness.devices import (configure_devices, initialize_distributed, job_peak_metrics,
-                                             peak_bytes_in_use, resolve_cpu_count)
 from gensbi_sharding.harness.dry_run import dry_run_metrics
 from gensbi_sharding.harness.hints import overrides_named
 from gensbi_sharding.harness.local_children import child_refusal
@@ -136,6 +134,8 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
     rule_name, table = rule_table(cfg.rule)
     metrics.update(rule=rule_name, model=cfg.model.name, data=cfg.data.name)
 
+    from gensbi_sharding.harness.devices import (configure_devices, initialize_distributed, job_peak_metrics,  # JAX:
+                                                 peak_bytes_in_use, resolve_cpu_count)  # here, not at launch.py's start
     cpu_count, source = resolve_cpu_count(cfg.devices.cpu_count)
     log.info("[1/7] devices: cpu_count=%d (from %s), distributed=%s", cpu_count, source, cfg.distributed.mode)
     initialize_distributed(dist.mode, coordinator_address=dist.coordinator_address,

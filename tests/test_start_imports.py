@@ -1,0 +1,64 @@
+"""What a launch imports before its run needs it: ``launch.py --help`` and a refused command import no JAX.
+
+Every launch paid JAX's and Flax's import (~1.3 s of CPU) at its first line, through the package's
+``__init__`` (``gensbi_sharding.harness.config`` is inside it), ``--help``, a command its checks refuse and a
+Hydra composition error too. Now each library name is imported when first read, and the harness imports JAX
+where it starts the devices (``run._run``). Each check runs in a fresh
+interpreter (this one has JAX already) and reads its ``sys.modules``.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+#: Imported by a run when it needs them (training, checkpoints, C2ST, plots, simulation, progress bar), never before.
+HEAVY = ("jax", "flax", "optax", "orbax", "sklearn", "scipy", "matplotlib", "sbibm_jax", "equinox", "tqdm", "gensbi")
+
+
+def imported_after(code: str) -> tuple[list[str], str | None]:
+    """The ``HEAVY`` packages in ``sys.modules`` after ``code`` ran in a fresh interpreter (in the repository), and
+    the code of the ``SystemExit`` it ended with (as text; None without one)."""
+    probe = ("import json, sys\nstop = None\ntry:\n" + "".join(f"    {line}\n" for line in code.splitlines())
+             + "except SystemExit as exit:\n    stop = str(exit.code)\n"
+             + f"print(json.dumps([[m for m in {HEAVY!r} if m in sys.modules], stop]), file=sys.__stderr__)")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    imported, stop = json.loads(done.stderr.strip().splitlines()[-1])
+    return imported, stop
+
+
+LAUNCH = "import runpy\nsys.argv = ['launch.py', {}]\nrunpy.run_path('launch.py', run_name='__main__')"
+
+
+@pytest.mark.parametrize("code, stop", [
+    ("import gensbi_sharding", None),
+    ("import gensbi_sharding.harness.config", None),
+    # launch.py's module-level imports and checks, as a test or a tool imports it
+    ("import runpy\nrunpy.run_path('launch.py', run_name='launch')", None),
+    # Hydra's help, printed from inside hydra.main: every group and option, no run
+    (LAUNCH.format("'--help'"), "0"),
+    # refused by the command-line checks before Hydra composes (a misspelt group)
+    (LAUNCH.format("'rul=fsdp'"), "[ERROR] rul=fsdp"),
+])
+def test_a_launch_imports_no_jax_before_its_run(code, stop):
+    imported, stopped = imported_after(code)
+    assert imported == []
+    assert stopped is None if stop is None else (stopped or "").startswith(stop), stopped
+
+
+def test_a_library_name_is_imported_from_its_module_when_first_read():
+    code = ("import gensbi_sharding as gs\nassert gs.sharding.Plan is gs.Plan and gs.nodes.is_int(3)\n"
+            "from gensbi_sharding.mesh import make_mesh\n"
+            "assert gs.make_mesh is make_mesh and 'make_mesh' in dir(gs)\n"
+            "assert all(getattr(gs, name) is not None for name in gs.__all__)\n"
+            "try:\n    gs.no_such_name\nexcept AttributeError as err:\n    assert 'no_such_name' in str(err)\n"
+            "else:\n    raise AssertionError('no AttributeError')")
+    assert imported_after(code) == (["jax", "flax", "optax"], None)
+
