@@ -62,3 +62,12 @@ def test_a_library_name_is_imported_from_its_module_when_first_read():
             "else:\n    raise AssertionError('no AttributeError')")
     assert imported_after(code) == (["jax", "flax", "optax"], None)
 
+
+def test_a_two_moons_simulation_imports_no_equinox():
+    # Equinox (~0.2 s of CPU) was imported for its error type before every simulation; only diffrax's ODE tasks
+    # (sir, lotka_volterra) run under it, and they import it themselves
+    code = ("import jax\nfrom gensbi_sharding.harness import tasks\n"
+            "theta, x = tasks.simulate(tasks.get_task('two_moons'), jax.random.key(0), 8)\n"
+            "assert theta.shape == x.shape == (8, 2)")
+    imported, stop = imported_after(code)
+    assert "sbibm_jax" in imported and "equinox" not in imported and stop is None
