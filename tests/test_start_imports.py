@@ -71,3 +71,23 @@ def test_a_two_moons_simulation_imports_no_equinox():
             "assert theta.shape == x.shape == (8, 2)")
     imported, stop = imported_after(code)
     assert "sbibm_jax" in imported and "equinox" not in imported and stop is None
+
+
+def test_the_memory_check_and_a_dry_run_take_a_tasks_sizes_from_task_dims(devices, monkeypatch, tmp_path):
+    # Was: each built the sbibm task for its two sizes, importing sbibm_jax, numpyro and pandas (~1 s of CPU): a dry
+    # run, which simulates nothing, and a run the memory check refuses, before its data step
+    import sbibm_jax
+
+    import gensbi_sharding as gs
+    from faults_helpers import compose_tiny, run_tiny
+    from gensbi_sharding.harness.memory_check import check_fits
+    from gensbi_sharding.harness.rule_config import as_rule, rule_table
+
+    def no_task(name):
+        raise AssertionError(f"the sbibm task {name} was built for its sizes")
+
+    monkeypatch.setattr(sbibm_jax, "get_task", no_task)  # what tasks.get_task calls (harness.data binds that one)
+    cfg = compose_tiny()
+    check_fits(cfg, gs.make_mesh(), as_rule(*rule_table(cfg.rule)))
+    metrics = run_tiny(tmp_path / "dry", "dry_run=true")
+    assert metrics["status"] == "ok" and metrics["dry_run"], metrics.get("error")

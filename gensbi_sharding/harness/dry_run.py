@@ -107,6 +107,7 @@ def dry_run_metrics(cfg: DictConfig, mesh: Any, rule_name: str, table: dict) -> 
         ``compile_s``, ``step_memory_bytes_per_device``, ``collective_bytes_per_step``.
     """
     from gensbi_sharding.harness.data import task_dims
+    from gensbi_sharding.harness.tasks import TASK_DIMS
     from gensbi_sharding.harness.registry import get_data, get_model
     from gensbi_sharding.harness.run_report import idle_model_axis_hint, splits_nothing_hint
     from gensbi_sharding.harness.state import activation_axes_read, partition_axis_for
@@ -119,7 +120,7 @@ def dry_run_metrics(cfg: DictConfig, mesh: Any, rule_name: str, table: dict) -> 
 
         check_batch_config(cfg.data, mesh, shards=cfg.data.shards or jax.process_count(),
                            per_process=cfg.data.shards is None, processes=jax.process_count(), mesh_cfg=cfg.mesh)
-    dim_theta, dim_x = task_dims(cfg.data.name)
+    dim_theta, dim_x = TASK_DIMS.get(cfg.data.name) or task_dims(cfg.data.name)  # a dry run imports no sbibm_jax
     log.info("[dry run] compile one train step: %s on %s, rule %r", cfg.model.name,
              dict(mesh.shape) if mesh is not None else "no mesh", rule_name)
     # As a training run's placement block says it: else tensor on (8, 1) reads as a choice of its own,

@@ -135,11 +135,11 @@ def check_fits(cfg: DictConfig, mesh: Any, rule: Any, available: int | None = No
     """
     import jax
 
-    from gensbi_sharding.harness.tasks import TASKS, task_dims
+    from gensbi_sharding.harness.tasks import TASK_DIMS
 
-    if cfg.data.name not in TASKS:
+    if cfg.data.name not in TASK_DIMS:
         return
-    dims = task_dims(cfg.data.name)
+    dims = TASK_DIMS[cfg.data.name]  # not task_dims: sbibm_jax's import (~1 s) is the data step's, not a refusal's
     cpu = jax.default_backend() == "cpu"
     host = available if available is not None else host_available_bytes()
     # distributed=local's processes all live on this host: each checked its own share against the whole host
