@@ -150,20 +150,25 @@ def test_ctrl_c_during_c2st_reaches_the_caller(monkeypatch):
     assert fits == [20_000]  # the second fold never started
 
 
-@pytest.mark.parametrize("ctrl_c", [True, False])
+@pytest.mark.parametrize("ctrl_c", [0, 1, 2])
 def test_worker_processes_failing_after_a_ctrl_c_are_that_ctrl_c(monkeypatch, ctrl_c):
-    """eval.c2st_jobs=2: the workers, in the terminal's process group, get the same Ctrl-C; one caught unpickling its
-    task fails the pool. Was, after a run's first Ctrl-C (its handler only records it): "interrupted (Ctrl-C):
-    BrokenProcessPool: A task has failed to un-serialize. Please ensure that the arguments of the function are all
-    picklable." A failure with no Ctrl-C is still itself."""
+    """eval.c2st_jobs=2: a worker still starting, before it ignores SIGINT, gets the terminal's Ctrl-C too, and one caught
+    unpickling its task fails the pool. Was, after a run's first Ctrl-C (its handler only records it): "interrupted
+    (Ctrl-C): BrokenProcessPool: A task has failed to un-serialize. ...", stopped at once. Now that pool is fitted again
+    once, as one process would have gone on; a second failure after a Ctrl-C is that Ctrl-C, one with none itself."""
     import signal
 
     import sklearn.model_selection
 
+    calls = []
+
     def broken_pool(*args, n_jobs=None, **kwargs):
         assert n_jobs == 2
-        if ctrl_c:
+        calls.append(n_jobs)
+        if len(calls) <= ctrl_c:
             signal.raise_signal(signal.SIGINT)  # the parent's share of the terminal's Ctrl-C
+        if len(calls) == 2 and ctrl_c == 1:
+            return [0.25, 0.75]  # the pool started again, with no Ctrl-C meanwhile
         raise RuntimeError("A task has failed to un-serialize. Please ensure that the arguments of the function "
                            "are all picklable.")  # as loky's BrokenProcessPool (a RuntimeError) says it
 
@@ -171,11 +176,65 @@ def test_worker_processes_failing_after_a_ctrl_c_are_that_ctrl_c(monkeypatch, ct
     monkeypatch.setattr(sklearn.model_selection, "cross_val_score", broken_pool)
     previous = signal.signal(signal.SIGINT, lambda signum, frame: recorded.append(signum))  # a run's first Ctrl-C
     try:
-        with pytest.raises(KeyboardInterrupt if ctrl_c else RuntimeError, match=None if ctrl_c else "un-serialize"):
-            c2st_scores(np.zeros((8, 2)), np.ones((8, 2)), n_folds=2, n_jobs=2)
+        if ctrl_c == 1:
+            try:
+                scores = c2st_scores(np.zeros((8, 2)), np.ones((8, 2)), n_folds=2, n_jobs=2)
+            except KeyboardInterrupt:
+                pytest.fail("the pool a first Ctrl-C broke was not fitted again")
+            np.testing.assert_array_equal(scores, [0.25, 0.75])
+        else:
+            with pytest.raises(KeyboardInterrupt if ctrl_c else RuntimeError, match=None if ctrl_c else "un-serialize"):
+                c2st_scores(np.zeros((8, 2)), np.ones((8, 2)), n_folds=2, n_jobs=2)
     finally:
         signal.signal(signal.SIGINT, previous)
-    assert recorded == ([signal.SIGINT] if ctrl_c else [])  # the caller's handler still got it
+    assert recorded == [signal.SIGINT] * ctrl_c  # the caller's handler still got each
+    assert len(calls) == {0: 1, 1: 2, 2: 2}[ctrl_c]
+
+
+def test_a_first_ctrl_c_lets_worker_processes_finish_their_folds(tmp_path):
+    """eval.c2st_jobs=2 and the terminal's Ctrl-C (to the whole process group) while both workers fit, under a handler
+    that only records it (a run's first Ctrl-C): the folds are fitted to the end and score as with no Ctrl-C, as one
+    process does. Was: the workers got it too and died ("stopped at once" after one Ctrl-C), or, caught by
+    ``MLPClassifier.fit``, returned a half-fitted fold's score."""
+    import json
+    import subprocess
+    import sys
+
+    (tmp_path / "marked_fit.py").write_text(
+        "import os\nimport sklearn.neural_network\n\n"
+        "class Marked(sklearn.neural_network.MLPClassifier):\n"
+        "    def fit(self, X, y):  # noqa: N803\n"
+        "        open(os.path.join(os.environ['MARKS'], str(os.getpid())), 'w').close()  # this worker fits now\n"
+        "        return super().fit(X, y)\n")
+    script = """if True:
+        import json, os, signal, sys, threading, time
+        import numpy as np
+        import sklearn.neural_network, marked_fit
+        sklearn.neural_network.MLPClassifier = marked_fit.Marked
+        from gensbi_sharding.harness.evaluate import c2st_scores
+        got = []
+        signal.signal(signal.SIGINT, lambda signum, frame: got.append(signum))  # recorded, nothing raised
+
+        def ctrl_c():
+            deadline = time.monotonic() + 120
+            while len(os.listdir(os.environ["MARKS"])) < 2 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            os.killpg(os.getpgrp(), signal.SIGINT)  # as a terminal's Ctrl-C: every process of the group
+
+        threading.Thread(target=ctrl_c, daemon=True).start()
+        a, b = np.random.default_rng(0).normal(size=(2, 10_000, 2))
+        print(json.dumps({"scores": c2st_scores(a, b, n_folds=2, n_jobs=2).tolist(), "got": got}))
+    """
+    (tmp_path / "marks").mkdir()
+    env = {**os.environ, "MARKS": str(tmp_path / "marks"),
+           "PYTHONPATH": os.pathsep.join([str(tmp_path), os.getcwd(), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300,
+                          start_new_session=True)  # its own process group: the Ctrl-C reaches no other test
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.splitlines()[-1])
+    assert len(os.listdir(tmp_path / "marks")) == 2 and result["got"] == [2]  # both workers fitted when it came
+    a, b = np.random.default_rng(0).normal(size=(2, 10_000, 2))
+    np.testing.assert_array_equal(result["scores"], c2st_scores(a, b, n_folds=2))  # one process, no Ctrl-C
 
 
 def test_pair_plot_writes_a_png_atomically(tmp_path):

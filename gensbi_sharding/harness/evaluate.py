@@ -11,7 +11,7 @@ import io
 import os
 import signal
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -109,8 +109,9 @@ def c2st_scores(samples: Any, reference: Any, *, seed: int = 0, n_folds: int = 5
     max_samples : int, optional
         Cap on the rows per set.
     n_jobs : int, optional
-        Folds fitted in parallel worker processes (joblib; -1: one per core). The
-        default fits them one after another in this process.
+        Folds fitted in parallel worker processes (joblib's loky; -1: one per core),
+        which ignore SIGINT: a Ctrl-C is what this process's handler makes of it, as
+        with the default, which fits them one after another in this process.
 
     Returns
     -------
@@ -155,33 +156,37 @@ def c2st_scores(samples: Any, reference: Any, *, seed: int = 0, n_folds: int = 5
     folds = KFold(n_splits=n_folds, shuffle=True, random_state=seed)
     if n_jobs is not None and n_jobs > n_folds:  # a worker per fold at most: more have nothing to fit
         n_jobs = n_folds  # (eval.c2st_jobs=100000 was handed to joblib as is)
-    with threadpool_limits(limits=1, user_api="blas"), _interrupts_not_swallowed():
-        return np.asarray(cross_val_score(clf, data, labels, cv=folds, scoring="accuracy", n_jobs=n_jobs),
-                          dtype=np.float64)
+    with threadpool_limits(limits=1, user_api="blas"):
+        return np.asarray(_fit_through_ctrl_c(lambda: cross_val_score(
+            clf, data, labels, cv=folds, scoring="accuracy", n_jobs=n_jobs), n_jobs not in (None, 1)), dtype=np.float64)
 
 
 class _Interrupted(BaseException):
     """A ``KeyboardInterrupt`` carried past scikit-learn, which catches that one (and ``Exception``)."""
 
 
-@contextlib.contextmanager
-def _interrupts_not_swallowed() -> Iterator[None]:
-    """Inside, a ``KeyboardInterrupt`` its SIGINT handler raises reaches the caller.
+def _fit_through_ctrl_c(fit: Callable[[], Any], parallel: bool) -> Any:
+    """``fit()``, a Ctrl-C meaning what the caller's SIGINT handler makes of it, with worker processes or without.
 
-    ``MLPClassifier.fit`` catches ``KeyboardInterrupt`` and returns its half-fitted model, and
-    ``cross_val_score`` fits the next fold (was: every Ctrl-C during C2ST ended one fold's fit, with
-    "Training interrupted by user." on the console: a run's "Ctrl-C again stops at once" waited for the
-    observation's whole C2ST, a library caller's first Ctrl-C was ignored). The handler's exception
-    crosses scikit-learn as one it does not catch, and is a ``KeyboardInterrupt`` again here. A failure after a
-    Ctrl-C is that Ctrl-C: ``n_jobs > 1``'s worker processes, in the terminal's process group, got it too, and one
-    caught unpickling its task failed the pool (was: "BrokenProcessPool: A task has failed to un-serialize. Please
-    ensure that the arguments of the function are all picklable.", after a run's first Ctrl-C, which only asks it to
-    stop once the observation under way is scored).
+    ``MLPClassifier.fit`` catches ``KeyboardInterrupt`` and returns its half-fitted model, and ``cross_val_score``
+    fits the next fold (was: every Ctrl-C during C2ST ended one fold's fit, "Training interrupted by user."); the
+    handler's exception crosses scikit-learn as one it does not catch and is a ``KeyboardInterrupt`` again here.
+    ``parallel``: joblib's workers, in the terminal's process group, ignore SIGINT, so a Ctrl-C the caller's handler
+    only records (a run's first: stop once the observation under way is scored) lets them finish, as it lets one
+    process finish (was, with ``eval.c2st_jobs=2``: the workers died, "stopped at once" after one Ctrl-C, or
+    returned half-fitted scores); a pool one broke while starting, before it could ignore it, is fitted again once.
+    A failure after a Ctrl-C, the second time, is that Ctrl-C.
     """
+    from joblib import parallel_config
+
+    def once() -> Any:
+        with parallel_config(backend="loky", initializer=signal.signal, initargs=(
+                signal.SIGINT, signal.SIG_IGN)) if parallel else contextlib.nullcontext():  # in force as made
+            return fit()
+
     if threading.current_thread() is not threading.main_thread() or not callable(
             previous := signal.getsignal(signal.SIGINT)):  # SIG_IGN, SIG_DFL, or one set from C: nothing raised
-        yield
-        return
+        return once()
     seen: list[int] = []
 
     def handler(signum: int, frame: Any) -> None:
@@ -193,13 +198,17 @@ def _interrupts_not_swallowed() -> Iterator[None]:
 
     signal.signal(signal.SIGINT, handler)
     try:
-        yield
-    except _Interrupted as carried:
-        raise carried.__cause__ from None
-    except Exception:
-        if not seen:
-            raise
-        raise KeyboardInterrupt from None  # the workers' end, from the Ctrl-C this process got too
+        for attempt in (1, 2):
+            try:
+                return once()
+            except _Interrupted as carried:
+                raise carried.__cause__ from None
+            except Exception:
+                if not seen:
+                    raise
+                if attempt == 2 or not parallel:
+                    raise KeyboardInterrupt from None  # the workers' end, from the Ctrl-C this process got too
+                seen.clear()
     finally:
         signal.signal(signal.SIGINT, previous)
 
