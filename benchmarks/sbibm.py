@@ -33,7 +33,6 @@ way save a checkpoint first. sbibm's numbers come from
 
 from __future__ import annotations
 
-import os
 import shlex
 import shutil
 import sys
@@ -49,7 +48,7 @@ sys.path.insert(0, str(REPO))
 sys.path.append(str(REPO / "benchmarks"))
 
 from gensbi_sharding.harness.override_grammar import hydra_value  # noqa: E402 (after the path above)
-from cli_args import HelpFormatter, new_parser, one_of, positive_int  # noqa: E402
+from cli_args import HelpFormatter, new_parser, one_of, positive_int, write_refusal  # noqa: E402
 from sbibm_checks import extra_problem, read_published  # noqa: E402
 from sbibm_method import (Method, job_method, margin_arg, method_from_args, region_arg, rounds_arg,  # noqa: E402
                           sequential_problem)
@@ -291,8 +290,8 @@ def _check_folder(path: Path, what: str, may_be_missing: bool = False) -> None:
     nearest = next(p for p in (path.absolute(), *path.absolute().parents) if p.exists())  # "/" always exists
     if not nearest.is_dir():  # mkdir would stop with NotADirectoryError's traceback
         raise SystemExit(f"{what} {path} lies under {nearest}, a file, not a folder; pass another {what}")
-    if not os.access(nearest, os.W_OK | os.X_OK):
-        raise SystemExit(f"{what} {path}: {nearest} is not writable by this user; pass a folder you can write")
+    if refusal := write_refusal(nearest):
+        raise SystemExit(f"{what} {path}: {refusal}; pass another {what}, in a folder you can write to")
 
 
 if __name__ == "__main__":

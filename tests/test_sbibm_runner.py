@@ -382,6 +382,46 @@ def test_a_folder_under_a_file_is_named(sbibm, tmp_path, argv, message):
     assert (tmp_path / "file").read_text() == "mine"
 
 
+@pytest.fixture
+def unwritable(tmp_path):
+    """(an existing folder nothing can be made in, the reason): a 0o555 folder, or, for root, who ignores mode
+    bits, /sys (read-only for every user on Linux)."""
+    import os
+    import tempfile
+
+    folder = tmp_path / "readonly"
+    folder.mkdir()
+    folder.chmod(0o555)
+    try:
+        for candidate in (folder, Path("/sys")):
+            try:
+                os.rmdir(tempfile.mkdtemp(dir=candidate))
+            except OSError as err:
+                if candidate.is_dir():
+                    yield candidate, err.strerror
+                    return
+        pytest.skip("no folder here refuses a new entry")
+    finally:
+        folder.chmod(0o755)
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["run", "--root", "{parent}/root", "--tasks", "two_moons", "--budgets", "1000"], "--root"),
+    (["table", "{tmp}", "--out", "{parent}/out"], "--out"),
+    (["table", "--from-results", "{tmp}/sbibm_results.csv", "--out", "{parent}"], "--out"),
+])
+def test_a_folder_that_cannot_be_written_is_named(sbibm, tmp_path, unwritable, argv, flag):
+    # Was, as root (os.access passes) in a read-only mount or /sys: a PermissionError traceback from mkdir, or from
+    # the table's first write once every row was read.
+    parent, reason = unwritable
+    argv = [a.format(tmp=tmp_path, parent=parent) for a in argv]
+    with pytest.raises(SystemExit) as stop:
+        sbibm.main(argv)
+    assert str(stop.value) == (f"{flag} {argv[argv.index(flag) + 1]}: cannot write in {parent} ({reason}); pass "
+                               f"another {flag}, in a folder you can write to")
+    assert not any(p.name.startswith(".write-probe-") for p in parent.iterdir())
+
+
 # ------------------------------------------------- table: damaged scores, two jobs of one cell, a live job
 
 @pytest.mark.parametrize("text, why", [
