@@ -150,3 +150,48 @@ def test_gensbi_scale_table_ranks_no_sweep_that_died_part_way(monkeypatch):
         "mesh.model_axis=2, rule=replicated mesh.model_axis=4, rule=replicated mesh.model_axis=8, rule=fsdp "
         "mesh.model_axis=2, rule=fsdp mesh.model_axis=4, rule=fsdp mesh.model_axis=8, rule=tensor mesh.model_axis=1, "
         "rule=tensor mesh.model_axis=2, rule=tensor mesh.model_axis=4, rule=tensor mesh.model_axis=8 (no output)")
+
+
+@pytest.mark.parametrize("argv, message", [
+    # Were the harness's keys and fixes, which this script refuses in turn ("set eval.c2st_folds=5": "this script
+    # sets eval.c2st_folds for both sides; use --folds").
+    (["--folds", "1"], "ConfigError: --num-samples 10000 must be >= 2 * --folds and --folds 1 >= 2; pass --folds 5"),
+    (["--seed", "-1"], "ConfigError: --seed -1 must be >= 0; e.g. --seed 0"),
+])
+def test_gensbi_pipeline_names_its_flags_where_the_harness_refuses_their_values(monkeypatch, caplog, argv, message):
+    import logging
+
+    import gensbi_sharding.harness.run as harness_run
+    from gensbi_sharding.harness.config_checks import validate
+
+    module = load("gensbi_pipeline")
+
+    def refused(cfg):  # the harness's run, as far as its config check (its devices.cpu_count=1 needs a process)
+        try:
+            validate(cfg)
+        except Exception as err:
+            error = f"{type(err).__name__}: {err}"
+        logging.getLogger("gensbi_sharding").error("%s", error)  # the harness's own line says it too
+        return {"status": "error", "error": error}
+
+    monkeypatch.setattr(harness_run, "run", refused)
+    monkeypatch.setattr(sys, "argv", ["gensbi_pipeline.py", "--steps", "100", *argv])
+    with pytest.raises(SystemExit) as stop:
+        module.main()
+    assert str(stop.value) == f"harness run failed: {message}"
+    assert [r.getMessage() for r in caplog.records if r.name == "gensbi_sharding"] == [message]  # the harness's line
+    assert not logging.getLogger("gensbi_sharding").filters  # taken off again
+
+
+@pytest.mark.parametrize("message, flags", [
+    ("data.batch_size=100000 cannot be used: the global batch size 100000 must be at most 9000 (the 9000 training "
+     "pairs); set data.batch_size=9000", "--batch-size 100000 cannot be used: the global batch size 100000 must be "
+     "at most 9000 (the 9000 training pairs); pass --batch-size 9000"),
+    ("eval.num_samples=20000 exceeds the 10000 reference posterior samples; set eval.num_samples=10000",
+     "--num-samples 20000 exceeds the 10000 reference posterior samples; pass --num-samples 10000"),
+    ("train.steps=3000000000 is beyond int32", "--steps 3000000000 is beyond int32"),
+    # Left as they are: another key ending alike, a prose "seed", a key this script leaves to overrides.
+    ("data.seed=3, c2st_seed=0, the noise seed, model.depth=0", "data.seed=3, c2st_seed=0, the noise seed, model.depth=0"),
+])
+def test_gensbi_pipeline_words_the_harness_keys_it_sets_as_its_flags(message, flags):
+    assert load("gensbi_pipeline").in_flags(message) == flags
