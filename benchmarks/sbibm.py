@@ -33,6 +33,7 @@ way save a checkpoint first. sbibm's numbers come from
 
 from __future__ import annotations
 
+import re
 import shlex
 import shutil
 import sys
@@ -135,12 +136,14 @@ def run(root: Path, tasks: list[str], budgets: list[int], extra: list[str], grac
             print(f"{task} {budget}: {' '.join(map(shlex.quote, command[1:]))}", flush=True)  # as a shell reads it back
             start = time.perf_counter()
             code, stopped = launch(command, job_root / "launch.log", grace_s, checkpoints=not method.sequential)
-            status = job_status(metrics)
+            status, why = job_status(metrics), failure(metrics, job_root / "launch.log")
             print(f"{task} {budget}: exit {code} after {time.perf_counter() - start:.0f} s"
-                  + ("" if status == "ok" else f", status {status}: {failure(metrics, job_root / 'launch.log')}"),
-                  flush=True)
-            if status != "ok":
-                failed.append(f"{task} {budget}")
+                  + ("" if status == "ok" else f", status {status}: {why}"), flush=True)
+            if status != "ok":  # an error naming an argument after -- (its fix): rerun as is, it fails alike
+                named = [key for key in dict.fromkeys(a.split("=", 1)[0].lstrip("+~") for a in extra if "=" in a)
+                         if re.search(rf"(?<![\w.]){re.escape(key)}=", why)]
+                failed.append(f"{task} {budget}" + (f" (its error names {', '.join(named)}, given after --)"
+                                                    if named else ""))
             if stopped or status == "interrupted":  # Ctrl-C or a signal stops the runner, not only this job
                 raise JobsStopped(f"{task} {budget}", status, stopped or 130)
     return failed
@@ -259,8 +262,11 @@ def main(argv: list[str] | None = None) -> None:
                              "move those jobs aside" + (f"; {len(failed) - len(other)} other job(s) failed (each job's "
                                                         "launch.log says why)" if len(failed) > len(other) else ""))
         if failed:  # the others ran; rerunning `run` retries exactly these
+            retry = ("change the arguments after -- that those errors name, as they say (as they are, those jobs fail "
+                     "alike), and run the command again" if any(f.endswith("given after --)") for f in failed) else
+                     "run the same command again")
             raise SystemExit(f"{len(failed)} job(s) failed: {', '.join(failed)} (each named above with its error; its "
-                             "launch.log has the rest); run the same command again to retry them (a failed job is "
+                             f"launch.log has the rest); {retry} to retry them (a failed job is "
                              "moved aside and rerun, a stopped one continued)")
     elif args.from_results is not None or not args.folders:
         if args.folders or args.from_results is None:  # which rows the table would hold is unclear

@@ -169,6 +169,26 @@ def test_run_runs_a_task_and_budget_given_twice_once(sbibm, tmp_path, monkeypatc
     assert "two_moons 1000: exit 1 after 0 s, status error: boom: it broke" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("extra", [["data.batch_size=2000"], ["train.steps=30"]])
+def test_a_job_whose_error_names_an_extra_argument_is_not_said_to_retry_as_it_is(sbibm, tmp_path, monkeypatch, extra):
+    # Was "run the same command again to retry them" after "set data.batch_size=896" too: the same command failed
+    # the same way, one more folder moved aside each time.
+    monkeypatch.setattr(subprocess, "Popen", FakeJobs(status="error"))
+    monkeypatch.setattr(sbibm, "failure", lambda metrics, log: (
+        "ConfigError: data.batch_size=2000 cannot be used: the global batch size 2000 must be at most 900 (the 900 "
+        "training pairs); set data.batch_size=896"))  # as launch.py's sweep check refuses it, in the job
+    with pytest.raises(SystemExit) as stop:
+        sbibm.main(["run", "--root", str(tmp_path), "--tasks", "two_moons", "--budgets", "1000", "--", "mesh=none",
+                    *extra])
+    ends = " to retry them (a failed job is moved aside and rerun, a stopped one continued)"
+    assert str(stop.value) == (
+        "1 job(s) failed: two_moons 1000 (its error names data.batch_size, given after --) (each named above with its "
+        "error; its launch.log has the rest); change the arguments after -- that those errors name, as they say (as "
+        "they are, those jobs fail alike), and run the command again" + ends if extra == ["data.batch_size=2000"] else
+        "1 job(s) failed: two_moons 1000 (each named above with its error; its launch.log has the rest); run the same "
+        "command again" + ends)
+
+
 def test_run_continues_a_preempted_job_from_its_checkpoint(sbibm, tmp_path, monkeypatch, capsys):
     # Was: moved aside as .failed-<time> and trained again from step 0.
     fake_job(tmp_path / "two_moons_1000" / "job", "two_moons", 1000, None, "preempted", overrides=["mesh=none"])
