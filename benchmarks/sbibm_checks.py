@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import re
 from pathlib import Path
 
 #: Keys ``run`` sets itself per job: an extra override of one would contradict the job's folder name
@@ -109,6 +110,9 @@ def _config_problem(extra: list[str], tasks: list[str], budgets: list[int]) -> s
                 except (HydraException, OmegaConfBaseException, ConfigError) as err:
                     cause = f" ({err.__cause__})" if err.__cause__ and str(err.__cause__) not in str(err) else ""
                     reason = " ".join(f"{err}{cause}".split())
+                    # run sets the budget (its refusal names --budgets): "data.num_simulations=10000" was a fix it refuses
+                    reason = re.sub(r"(?<![\w.])data\.num_simulations(=?)", lambda m: "--budgets" + " " * len(m[1]),
+                                    reason)
                     return f"extra arguments (after --), for {task} at {budget} simulations: {reason}"
     return None
 

@@ -134,6 +134,10 @@ class FakeJobs:
     (["seed=0,1"], "extra argument seed=0,1 sweeps several values, but each (task, budget) is one job in one folder"),
     # Was: every job ended ok without a C2ST, and the table then found nothing.
     (["eval.enabled=false"], "extra argument eval.enabled=false: the jobs would score no observation"),
+    # Was "... or data.num_simulations=10000 at this fraction": a fix run refuses ("use --budgets").
+    (["data.val_fraction=0.001"], "holds out 1 of the 1000 simulations (--budgets) for validation, fewer than the 10 "
+     "pairs a run validates on (the best weights and early stopping follow their loss): set data.val_fraction=0.01 "
+     "(the smallest that holds out 10) or --budgets 10000 at this fraction"),
     # The value suggested is the one each job composes under experiment=sbibm (was the schema's train.steps=4000).
     (["train.steps=abc"], "converted to Integer; e.g. train.steps=20000"),
     (["eval.observations=abc"], "'abc' is not one; write e.g. eval.observations=[1,2,3,4,5,6,7,8,9,10]"),
