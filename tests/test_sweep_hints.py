@@ -124,3 +124,26 @@ def test_a_sweep_stopped_in_its_last_unfinished_job_prints_its_command_once(tmp_
     assert refused == ("; a sweep folder holding completed jobs is never rerun as a whole: continue its one "
                        "unfinished job with: python launch.py experiment=quick rule=fsdp train.resume=auto "
                        f"hydra.mode=RUN hydra.run.dir={runs[1]}")
+
+
+@pytest.mark.parametrize("error, note", [
+    ("ValueError: eval.num_samples=20000 exceeds the 10000 reference posterior samples of task 'two_moons' "
+     "(observation 1) that C2ST compares them with, row for row; set eval.num_samples=10000",
+     " (its error names eval.num_samples=20000: change it in that command first)"),
+    ("RuntimeError: the device went away", ""),  # nothing of its own to change: continued as it ran
+])
+def test_a_job_that_failed_naming_one_of_its_overrides_is_not_offered_as_it_ran(tmp_path, error, note):
+    # Was, after `-m experiment=quick eval.num_samples=128,20000` (job 1 refused 20000) typed again with 128,10000:
+    # "continue its one unfinished job with: python launch.py experiment=quick eval.num_samples=20000 ...", which
+    # failed it alike.
+    import json
+
+    runs = finished_sweep(tmp_path, [["experiment=quick", "eval.num_samples=128"],
+                                     ["experiment=quick", "eval.num_samples=20000"]])
+    (runs[1] / "metrics.json").write_text(json.dumps({"status": "error", "error": error}))
+    hint = unfinished_jobs_hint(runs, ("preempted", "interrupted", "error"),
+                                [["experiment=quick", "eval.num_samples=128"], ["experiment=quick", "eval.num_samples=10000"]],
+                                sweep_dir=tmp_path)
+    assert hint == ("; a sweep folder holding completed jobs is never rerun as a whole: continue its one unfinished job "
+                    "with: python launch.py experiment=quick eval.num_samples=20000 train.resume=auto hydra.mode=RUN "
+                    f"hydra.run.dir={tmp_path / '1'}{note}")

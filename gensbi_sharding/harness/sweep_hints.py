@@ -6,6 +6,7 @@ A sweep folder holding completed jobs is never rerun as a whole; these name each
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -217,8 +218,8 @@ def unfinished_jobs_hint(jobs: Sequence[Any], resumable: Sequence[str], all_jobs
     commands = []
     for job in unfinished:
         saved = job / ".hydra" / "overrides.yaml"
-        commands.append(job_command([*search_path, *(_yaml_list(saved) if saved.exists() else ["<its overrides>"])],
-                                    job, multirun=True))
+        ran_with = _yaml_list(saved) if saved.exists() else ["<its overrides>"]
+        commands.append(job_command([*search_path, *ran_with], job, multirun=True) + _refused(job, ran_with))
     for number, job in never:  # in the folder Hydra would have given it
         commands.append(job_command([*search_path, *job], Path(sweep_dir) / folder_of(number, folders), multirun=True))
     if len(commands) == 1:  # one job left: one command, not a list to run "one by one"
@@ -247,6 +248,21 @@ def shared_folder_problem(subdir: Any, jobs: int, sweep_dir: Any) -> str | None:
     return (f"hydra.sweep.subdir={subdir} gives all {jobs} jobs of this sweep one folder ({Path(sweep_dir) / subdir}); "
             "leave hydra.sweep.subdir out (a folder per job number) or make it differ per job, e.g. "
             f"hydra.sweep.subdir='${{hydra.job.num}}_{subdir}'")
+
+
+def _refused(job: Path, overrides: Sequence[str]) -> str:
+    """" (its error names eval.num_samples=20000: change it in that command first)" when ``job`` failed naming one of
+    its ``overrides`` (was: its command as it ran, which failed it alike); "" otherwise."""
+    from gensbi_sharding.harness.outputs import read_metrics
+
+    try:
+        error = str(read_metrics(job / "metrics.json").get("error") or "")
+    except FileExistsError:
+        return ""
+    named = [o for o in overrides if "=" in o and re.search(
+        rf"(?<![\w.]){re.escape(o.split('=', 1)[0].lstrip('+~'))}=", error)]
+    return f" (its error names {', '.join(named)}: change {'it' if len(named) == 1 else 'them'} in that command first)" \
+        if named else ""
 
 
 def _status(metrics: Any) -> str | None:
