@@ -167,6 +167,18 @@ def run_read(monkeypatch, tmp_path):
     return tmp_path
 
 
+def test_cli_out_naming_a_folder_not_made_yet_is_refused_naming_it(run_read, monkeypatch, capsys):
+    # Was: --out new/ (a folder, by its trailing slash) wrote the file new.npz beside it.
+    tmp_path = run_read
+    monkeypatch.setattr(own_observation, "sample_posterior", lambda *a, **k: pytest.fail("sampled"))
+    with pytest.raises(SystemExit):
+        main([str(tmp_path), str(tmp_path / "x_o.npy"), "--out", f"{tmp_path / 'new'}/"])
+    assert capsys.readouterr().err.rstrip().endswith(
+        f"--out {tmp_path / 'new' / 'x_o_posterior.npz'}: its folder {tmp_path / 'new'} does not exist; create it or "
+        "pass another --out")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x_o.npy"]
+
+
 def test_cli_refuses_an_existing_output_before_sampling(run_read, capsys):
     tmp_path = run_read
     (tmp_path / "x_o_posterior.npz").write_bytes(b"mine")

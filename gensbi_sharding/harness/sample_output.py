@@ -15,12 +15,13 @@ __all__ = ["out_path", "output_problem"]
 
 def out_path(given: str | None, observation: Path) -> Path:
     """The file ``--out`` names: ``.npz`` appended where its name lacks it (numpy.savez's rule: was written without
-    it, so ``np.load('mine.npz')`` found nothing), a folder's ``<observation>_posterior.npz`` (was: 'exists')."""
+    it, so ``np.load('mine.npz')`` found nothing), a folder's ``<observation>_posterior.npz`` (was: 'exists'), also
+    one typed with a trailing ``/`` that does not exist yet (refused by ``output_problem``, naming it)."""
     default = f"{observation.stem}_posterior.npz"
     if not given:
         return observation.with_name(default)
     out = Path(given)
-    if out.is_dir():
+    if out.is_dir() or given.endswith(("/", os.sep)):  # "new/" names a folder, made or not (was: wrote new.npz)
         return out / default
     return out if out.name.endswith(".npz") else out.with_name(out.name + ".npz")
 
