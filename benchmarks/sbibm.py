@@ -240,6 +240,11 @@ def main(argv: list[str] | None = None) -> None:
             or sequential_problem(method, args.tasks, args.budgets, args.extra, BUDGETS)
         if problem:
             r.error(problem)
+        taken = [cell for task in args.tasks for budget in args.budgets  # was mkdir's FileExistsError traceback
+                 if (cell := args.root / method.folder(task, budget)).exists() and not cell.is_dir()]
+        if taken:
+            raise SystemExit(f"--root {args.root}: {taken[0]} is a file, where run keeps the job of that task and "
+                             "budget; move it aside, or pass another --root")
         try:
             failed = run(args.root.absolute(), args.tasks, args.budgets, args.extra, grace_s=args.stop_grace,
                          method=method)

@@ -406,6 +406,19 @@ def test_a_folder_under_a_file_is_named(sbibm, tmp_path, argv, message):
     assert (tmp_path / "file").read_text() == "mine"
 
 
+def test_a_file_where_a_job_folder_goes_is_named_before_any_job(sbibm, tmp_path, monkeypatch):
+    # Was: sbibm_asked.json written, then mkdir's FileExistsError traceback.
+    jobs = FakeJobs()
+    monkeypatch.setattr(subprocess, "Popen", jobs)
+    (tmp_path / "slcp_1000").write_text("mine")
+    with pytest.raises(SystemExit) as stop:
+        sbibm.main(["run", "--root", str(tmp_path), "--tasks", "two_moons", "slcp", "--budgets", "1000"])
+    assert str(stop.value) == (f"--root {tmp_path}: {tmp_path / 'slcp_1000'} is a file, where run keeps the job of "
+                               "that task and budget; move it aside, or pass another --root")
+    assert jobs.commands == [] and sorted(p.name for p in tmp_path.iterdir()) == ["slcp_1000"]
+    assert (tmp_path / "slcp_1000").read_text() == "mine"
+
+
 @pytest.fixture
 def unwritable(tmp_path):
     """(an existing folder nothing can be made in, the reason): a 0o555 folder, or, for root, who ignores mode
