@@ -145,7 +145,8 @@ def run(root: Path, tasks: list[str], budgets: list[int], extra: list[str], grac
                 failed.append(f"{task} {budget}" + (f" (its error names {', '.join(named)}, given after --)"
                                                     if named else ""))
             if stopped or status == "interrupted":  # Ctrl-C or a signal stops the runner, not only this job
-                raise JobsStopped(f"{task} {budget}", status, stopped or 130)
+                saved = not method.sequential and checkpoints.is_dir() and any(checkpoints.iterdir())
+                raise JobsStopped(f"{task} {budget}", status, stopped or 130, saved)
     return failed
 
 
@@ -249,9 +250,10 @@ def main(argv: list[str] | None = None) -> None:
             failed = run(args.root.absolute(), args.tasks, args.budgets, args.extra, grace_s=args.stop_grace,
                          method=method)
         except JobsStopped as stop:
-            job, status, code = stop.args
-            # Only a job that recorded its stop saved a checkpoint; one stopped while it started saved nothing.
-            then = ("continues that job from its last checkpoint" if status in ("interrupted", "preempted") else
+            job, status, code, saved = stop.args
+            # Only a job that saved a checkpoint is continued: one stopped while it started, or before its first step
+            # (status preempted, "nothing trained: no checkpoint to save"), saved nothing (was: "continues ...").
+            then = ("continues that job from its last checkpoint" if saved else
                     "starts that job again (it had saved no checkpoint)")
             print(f"stopped {'by Ctrl-C' if code == 130 else 'by a signal'} during {job} (status {status}); run the "
                   f"same command again: it {then}, then runs the jobs not started", file=sys.stderr)

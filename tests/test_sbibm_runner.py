@@ -50,11 +50,12 @@ class FakeJobs:
     """``subprocess.Popen`` for launch.py (or sequential.py, ``--rounds 2``): records each command and leaves the
     job's files with ``status`` (a sequential job's with its ``sequential.json``).
 
-    ``ctrl_c``: the first wait raises KeyboardInterrupt (the runner's Ctrl-C); the job then ends interrupted.
+    ``ctrl_c``: the first wait raises KeyboardInterrupt (the runner's Ctrl-C); the job then ends interrupted, with a
+    checkpoint (``saves``) as one stopped in training has, or none, as one stopped before its first step.
     """
 
-    def __init__(self, status="ok", ctrl_c=False):
-        self.commands, self.status, self.ctrl_c = [], status, ctrl_c
+    def __init__(self, status="ok", ctrl_c=False, saves=True):
+        self.commands, self.status, self.ctrl_c, self.saves = [], status, ctrl_c, saves
 
     def __call__(self, command, **kwargs):
         jobs = self
@@ -85,6 +86,8 @@ class FakeJobs:
                          overrides=self.extra)
                 if self.sequential:
                     (self.job / "sequential.json").write_text(json.dumps(self.method))
+                elif status == "interrupted" and jobs.saves:
+                    (self.job / "checkpoints" / "5").mkdir(parents=True, exist_ok=True)
                 self.returncode = {"ok": 0, "interrupted": 130}.get(status, 1)
                 return self.returncode
 
@@ -323,6 +326,21 @@ def test_a_sequential_run_refuses_a_resume_its_rounds_would_ignore(sbibm, tmp_pa
     assert capsys.readouterr().err.splitlines()[-1].endswith(
         f"error: extra argument {resume}: a sequential job's rounds keep no checkpoint to continue from (a stopped "
         "one is started again), so it would be ignored; leave it out")
+
+
+@pytest.mark.parametrize("saved", [False, True])
+def test_a_job_stopped_before_its_first_checkpoint_is_not_said_to_continue_from_one(sbibm, tmp_path, monkeypatch,
+                                                                                     capsys, saved):
+    # Was "it continues that job from its last checkpoint" after the job's own "interrupted by Ctrl-C before
+    # training (nothing trained: no checkpoint to save)".
+    monkeypatch.setattr(subprocess, "Popen", FakeJobs(ctrl_c=True, saves=saved))
+    with pytest.raises(SystemExit) as stop:
+        sbibm.main(["run", "--root", str(tmp_path), "--tasks", "two_moons", "--budgets", "1000", "--", "mesh=none"])
+    assert stop.value.code == 130
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "stopped by Ctrl-C during two_moons 1000 (status interrupted); run the same command again: it " +
+        ("continues that job from its last checkpoint" if saved else "starts that job again (it had saved no "
+                                                                       "checkpoint)") + ", then runs the jobs not started")
 
 
 def test_ctrl_c_while_a_job_starts_promises_no_checkpoint_and_keeps_nothing_aside(sbibm, tmp_path, monkeypatch,
