@@ -112,8 +112,10 @@ def run(root: Path, tasks: list[str], budgets: list[int], extra: list[str], grac
                     print(f"{task} {budget}: finished, but {damaged}: rerun", flush=True)
                 elif method.sequential:  # its rounds keep no checkpoint: started again, the stopped one kept aside
                     print(f"{task} {budget}: {status}: no checkpoint of its rounds; starting it again", flush=True)
-                else:  # its checkpoint holds the steps trained so far
-                    print(f"{task} {budget}: {status}: continuing from its last checkpoint", flush=True)
+                else:  # its checkpoint holds the steps trained so far; stopped before its first, it starts afresh
+                    saved = checkpoints.is_dir() and any(checkpoints.iterdir())
+                    print(f"{task} {budget}: {status}: " + ("continuing from its last checkpoint" if saved else
+                          "it saved no checkpoint: starting it again in its folder"), flush=True)
                     continuing = True
                     resume = [] if any(a.startswith("train.resume=") for a in extra) else ["train.resume=auto"]
             # A failed or damaged job: keep it aside, start clean. One stopped before it made its folder (Ctrl-C

@@ -199,6 +199,7 @@ def test_a_job_whose_error_names_an_extra_argument_is_not_said_to_retry_as_it_is
 def test_run_continues_a_preempted_job_from_its_checkpoint(sbibm, tmp_path, monkeypatch, capsys):
     # Was: moved aside as .failed-<time> and trained again from step 0.
     fake_job(tmp_path / "two_moons_1000" / "job", "two_moons", 1000, None, "preempted", overrides=["mesh=none"])
+    (tmp_path / "two_moons_1000" / "job" / "checkpoints" / "400").mkdir(parents=True)  # its steps so far
     jobs = FakeJobs()
     monkeypatch.setattr(subprocess, "Popen", jobs)
     sbibm.main(["run", "--root", str(tmp_path), "--tasks", "two_moons", "--budgets", "1000", "--", "mesh=none"])
@@ -341,6 +342,10 @@ def test_a_job_stopped_before_its_first_checkpoint_is_not_said_to_continue_from_
         "stopped by Ctrl-C during two_moons 1000 (status interrupted); run the same command again: it " +
         ("continues that job from its last checkpoint" if saved else "starts that job again (it had saved no "
                                                                        "checkpoint)") + ", then runs the jobs not started")
+    monkeypatch.setattr(subprocess, "Popen", FakeJobs())  # the same command again (was "continuing from its last
+    sbibm.main(["run", "--root", str(tmp_path), "--tasks", "two_moons", "--budgets", "1000", "--", "mesh=none"])
+    assert capsys.readouterr().out.splitlines()[0] == "two_moons 1000: interrupted: " + (  # checkpoint" of none)
+        "continuing from its last checkpoint" if saved else "it saved no checkpoint: starting it again in its folder")
 
 
 def test_ctrl_c_while_a_job_starts_promises_no_checkpoint_and_keeps_nothing_aside(sbibm, tmp_path, monkeypatch,
