@@ -222,7 +222,7 @@ def test_a_first_ctrl_c_lets_worker_processes_finish_their_folds(tmp_path):
             os.killpg(os.getpgrp(), signal.SIGINT)  # as a terminal's Ctrl-C: every process of the group
 
         threading.Thread(target=ctrl_c, daemon=True).start()
-        a, b = np.random.default_rng(0).normal(size=(2, 10_000, 2))
+        a, b = np.random.default_rng(0).normal(size=(2, 4_000, 2))
         print(json.dumps({"scores": c2st_scores(a, b, n_folds=2, n_jobs=2).tolist(), "got": got}))
     """
     (tmp_path / "marks").mkdir()
@@ -233,7 +233,7 @@ def test_a_first_ctrl_c_lets_worker_processes_finish_their_folds(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout.splitlines()[-1])
     assert len(os.listdir(tmp_path / "marks")) == 2 and result["got"] == [2]  # both workers fitted when it came
-    a, b = np.random.default_rng(0).normal(size=(2, 10_000, 2))
+    a, b = np.random.default_rng(0).normal(size=(2, 4_000, 2))
     np.testing.assert_array_equal(result["scores"], c2st_scores(a, b, n_folds=2))  # one process, no Ctrl-C
 
 
