@@ -400,9 +400,9 @@ def test_a_second_ctrl_c_records_the_newest_committed_checkpoint(tmp_path, monke
 
 
 @pytest.mark.slow  # end-to-end run with evaluation
-def test_ctrl_c_during_c2st_never_records_a_score(tmp_path, monkeypatch, devices):
+def test_ctrl_c_during_c2st_keeps_that_whole_score_and_stops(tmp_path, monkeypatch, devices):
     # Was: scikit-learn's classifier caught the KeyboardInterrupt and returned a half-fitted model; the run
-    # went on and reported status ok with that C2ST.
+    # went on and reported status ok with that C2ST. Then: the run waited for the fits to end, then dropped the score.
     from gensbi_sharding.harness import evaluate
 
     real, calls = evaluate.c2st_scores, []
@@ -421,8 +421,10 @@ def test_ctrl_c_during_c2st_never_records_a_score(tmp_path, monkeypatch, devices
     assert stopped["status"] == "interrupted" and stopped["c2st"] is None
     assert stopped["error"].startswith("interrupted by Ctrl-C (SIGINT) after training (step 8), before the "
                                        "evaluation finished")
-    with open(out / "c2st.csv") as f:  # observation 1 only: 2's score was computed under the signal
-        assert [row["observation"] for row in csv.DictReader(f)] == ["1"]
+    with open(out / "c2st.csv") as f:  # 2's score, waited for, is kept (its fits are whole); 3 never started
+        assert [row["observation"] for row in csv.DictReader(f)] == ["1", "2"]
+    assert sorted(p.name for p in out.glob("posterior_samples*.npz")) == ["posterior_samples.npz",
+                                                                           "posterior_samples_2.npz"]
 
 
 def test_signal_before_training_stops_at_once(tmp_path, monkeypatch, devices):
@@ -503,7 +505,7 @@ def test_a_signal_during_evaluation_says_when_the_run_stops(caplog):
             watch.check()
     said = [r.getMessage() for r in caplog.records if "received" in r.getMessage()]
     assert said == ["received SIGTERM: stopping the evaluation under way before its next observation is sampled, "
-                    "or once the one under way is scored (that score not recorded); training is over, saved at "
+                    "or once the one under way is scored and written; training is over, saved at "
                     "step 20, and a run past its evaluation ends as it would"]
 
 

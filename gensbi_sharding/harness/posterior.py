@@ -148,10 +148,9 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
     title : callable
         ``title(num_observation, c2st, c2st_sd_folds)`` of the pair plot.
     stop_check : callable, optional
-        Called before each observation and once its C2ST is computed, before the score is
-        recorded: it raises to stop (``PreemptionWatch.check``), so a score a signal may have
-        cut short (scikit-learn's classifier catches ``KeyboardInterrupt`` and returns a
-        half-fitted model) is never written.
+        Called before each observation and once its C2ST is computed and written: it raises to
+        stop (``PreemptionWatch.check``). A score computed is whole (``evaluate.c2st_scores``
+        lets no Ctrl-C cut a fit short), so one a signal waited for is kept (was: dropped).
 
     Returns
     -------
@@ -189,7 +188,6 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
                         "outside the prior: train longer, or set data.theta_transform=support", k, 100 * acceptance)
         n = min(len(samples), len(reference))
         scores = evaluate.c2st_scores(samples[:n], reference[:n], seed=seed, n_folds=n_folds, n_jobs=n_jobs)
-        stop_check()
         row = {"observation": k, "c2st": float(scores.mean()), "c2st_sd_folds": float(scores.std(ddof=1)),
                "c2st_scores": scores.tolist(), "n": n, "acceptance": acceptance}
         rows.append(row)
@@ -204,6 +202,7 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
                 evaluate.pair_plot(samples, reference, out / "posterior.png",
                                    title=title(k, row["c2st"], row["c2st_sd_folds"]),
                                    labels=[str(label) for label in task.get_labels_parameters()])
+        stop_check()  # after the score is written: a stop waited for it (was: dropped, the wait for nothing)
     means = [r["c2st"] for r in rows]
     return {"c2st": float(np.mean(means)),
             "c2st_sd_folds": float(np.mean([r["c2st_sd_folds"] for r in rows])),

@@ -191,7 +191,7 @@ class PreemptionWatch:
                 where = ("at the next step boundary, after a checkpoint" if self._deferred else
                          # evaluation (was: "at the next step of the run", its training over, for a whole observation)
                          f"the evaluation under way before its next observation is sampled, or once the one under "
-                         f"way is scored (that score not recorded); training is over, saved at step "
+                         f"way is scored and written; training is over, saved at step "
                          f"{self._trained[0]}, and a run past its evaluation ends as it would" if self._trained else
                          "at the next step of the run")
                 say(0, log, min(stop_level(), logging.WARNING), "received %s: stopping %s%s" % (
