@@ -12,7 +12,8 @@ own, and forking before that is safe.
     python tests/fork_launch.py <spec.json>
 
 spec.json: ``{"script": <path>, "runs": [{"args": [...], "cwd": ..., "stdout": ..., "stderr": ...}, ...]}``;
-each run's exit code is written to ``<stdout>.rc``. A run may name ``"snapshot": [src, dst]``: folder ``src`` is
+each run's exit code is written to ``<stdout>.rc``. A run may name its own ``"script"`` (in the folder of
+``script``): the imports of every script named are made once, and each run's child runs its own. A run may name ``"snapshot": [src, dst]``: folder ``src`` is
 copied to ``dst`` just before that run starts (what an earlier run left, as the run found it); with
 ``"group_deadline_s"``, the runs of one ``group`` start at once and the groups one after the other. The
 environment is this process's, as the commands' would be (the callers launch them all with one environment).
@@ -103,23 +104,25 @@ def _groups(script: Path, runs: list, deadline_s: float) -> None:
 
 
 def _fork(script: Path, run: dict) -> int:
-    """Fork a child that runs ``run`` (never returns in it); the parent's buffers flushed first, so none is written
-    twice. Returns the child's pid."""
+    """Fork a child that runs ``run`` (never returns in it): ``script``, or the run's own ``script``; the parent's
+    buffers flushed first, so none is written twice. Returns the child's pid."""
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
     if pid == 0:
-        _child(script, run)
+        _child(Path(run["script"]).resolve() if run.get("script") else script, run)
     return pid
 
 
 def main(spec_path: str) -> None:
     spec = json.loads(Path(spec_path).read_text())
     script = Path(spec["script"]).resolve()
-    sys.path[0] = str(script.parent)  # as `python <script>` has it (this file's folder otherwise)
-    for name in [*_imports(script), *spec.get("imports", [])]:
-        importlib.import_module(name)
     runs, pids = spec["runs"], {}
+    scripts = list(dict.fromkeys([script, *(Path(run["script"]).resolve() for run in runs if run.get("script"))]))
+    assert {s.parent for s in scripts} == {script.parent}, "the runs' scripts are in one folder"
+    sys.path[0] = str(script.parent)  # as `python <script>` has it (this file's folder otherwise)
+    for name in [*(name for s in scripts for name in _imports(s)), *spec.get("imports", [])]:
+        importlib.import_module(name)
     if spec.get("group_deadline_s") is not None:
         return _groups(script, runs, spec["group_deadline_s"])
     for i, run in enumerate(runs):
@@ -134,7 +137,8 @@ def main(spec_path: str) -> None:
 def run_forked(runs: list[dict], *, env: dict, timeout: float, workdir: Path, script: Path = REPO / "launch.py",
                together: bool = False, imports: tuple[str, ...] = (), deadline_s: float | None = None,
                grouped: bool = False) -> list[subprocess.CompletedProcess]:
-    """Each of ``runs`` (``args``, ``cwd``) as ``python <script> <args>`` in ``cwd`` would end, forked as above.
+    """Each of ``runs`` (``args``, ``cwd``) as ``python <script> <args>`` in ``cwd`` would end, forked as above
+    (a run's own ``script``, in the folder of ``script``, in place of ``script``: each script's imports shared).
 
     Returns one ``CompletedProcess`` per run (``returncode``, text ``stdout`` and ``stderr``, and ``seconds``
     from this call, as a caller of Popen times it from its own start, to the run's exit), in order; ``workdir``
@@ -155,6 +159,7 @@ def run_forked(runs: list[dict], *, env: dict, timeout: float, workdir: Path, sc
             "group_deadline_s": deadline_s if grouped else None,
             "runs": [{"args": list(run["args"]), "cwd": str(run["cwd"]), "stdout": str(workdir / f"{i}.out"),
                       "stderr": str(workdir / f"{i}.err"), "group": run.get("group"),
+                      "script": str(run["script"]) if run.get("script") else None,
                       "snapshot": [str(p) for p in run["snapshot"]] if run.get("snapshot") else None}
                      for i, run in enumerate(runs)]}
     (workdir / "spec.json").write_text(json.dumps(spec))
@@ -164,7 +169,7 @@ def run_forked(runs: list[dict], *, env: dict, timeout: float, workdir: Path, sc
     done = []
     for run, files in zip(runs, spec["runs"]):
         out = Path(files["stdout"])
-        proc = subprocess.CompletedProcess([sys.executable, str(script), *run["args"]],
+        proc = subprocess.CompletedProcess([sys.executable, str(run.get("script") or script), *run["args"]],
                                            int(Path(f"{out}.rc").read_text()), out.read_text(),
                                            Path(files["stderr"]).read_text())
         began = float(Path(f"{out}.start").read_text()) if grouped else started

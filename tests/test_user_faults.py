@@ -162,30 +162,32 @@ BENCHMARK_BAD_ARGS = [
      "harness overrides model.depth=abc: model.depth=abc: model.depth (model=flux1): Value 'abc' of type 'str' could "
      "not be converted to Integer; e.g. model.depth=2"),
 ]
-#: The scripts whose cases share their imports, and what each imports inside its functions too: step_overhead.py
-#: imports JAX and Flax before its arguments; gensbi_pipeline.py checks its harness overrides with Hydra and the
-#: harness (JAX with it) before it runs anything.
-FORKED = {"step_overhead.py": (), "gensbi_pipeline.py": ("jax", "flax.nnx", "hydra", "omegaconf")}
+#: The scripts whose cases are forked from one process that imported their modules once, and what they import inside
+#: their functions too: step_overhead.py imports JAX and Flax before its arguments; gensbi_pipeline.py checks its
+#: harness overrides with Hydra and the harness (JAX with it) before it runs anything; shard_model.py imports JAX
+#: at its top. init.py's cases run as processes of their own: it checks its arguments before importing JAX, so
+#: each takes ~0.1 s of CPU, where a child forked from that process spends more ending it.
+FORKED = ("step_overhead.py", "gensbi_pipeline.py", "shard_model.py")
+FORKED_IMPORTS = ("jax", "flax.nnx", "hydra", "omegaconf")
 
 
 @pytest.fixture(scope="module")
 def forked_benchmark_runs(tmp_path_factory):
-    """``{(script, args): its run}`` for ``FORKED``'s cases, each script's forked from one Python process that
-    imported its third-party modules once (tests/fork_launch.py: ~1.3 s of CPU less per run; each still a process
-    of its own, from the script's first line)."""
+    """``{(script, args): its run}`` for the cases of ``FORKED``'s scripts, all forked from one Python process that
+    imported the scripts' third-party modules once (tests/fork_launch.py: ~1.3 s of CPU less per run; each still a
+    process of its own, from its script's first line)."""
     from fork_launch import run_forked
 
-    root, runs = tmp_path_factory.mktemp("benchmark_args"), {}
-    for script, imports in FORKED.items():
-        cases = [args for name, args, _ in BENCHMARK_BAD_ARGS if name == script]
-        folders = [root / script / str(i) for i in range(len(cases))]
-        for folder in [*folders, root / script / "fork"]:
-            folder.mkdir(parents=True)
-        procs = run_forked([{"args": args, "cwd": folder} for args, folder in zip(cases, folders)],
-                           env={**os.environ, "JAX_PLATFORMS": "cpu"}, timeout=300, workdir=root / script / "fork",
-                           script=REPO / "benchmarks" / script, imports=imports)
-        runs.update({(script, tuple(args)): proc for args, proc in zip(cases, procs)})
-    return runs
+    cases = [(script, args) for script, args, _ in BENCHMARK_BAD_ARGS if script in FORKED]
+    root = tmp_path_factory.mktemp("benchmark_args")
+    folders = [root / str(i) for i in range(len(cases))]
+    for folder in [*folders, root / "fork"]:
+        folder.mkdir()
+    procs = run_forked([{"args": args, "cwd": folder, "script": REPO / "benchmarks" / script}
+                        for (script, args), folder in zip(cases, folders)],
+                       env={**os.environ, "JAX_PLATFORMS": "cpu"}, timeout=300, workdir=root / "fork",
+                       script=REPO / "benchmarks" / FORKED[0], imports=FORKED_IMPORTS)
+    return {(script, tuple(args)): proc for (script, args), proc in zip(cases, procs)}
 
 
 @pytest.mark.slow
