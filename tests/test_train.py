@@ -103,6 +103,35 @@ def test_ema_is_placed_and_checkpointed_like_the_params(devices, tmp_path):
         "blocks/0/up/kernel"].spec), 2)
 
 
+def test_a_bfloat16_models_ema_starts_in_float32_compiling_one_program(devices):
+    # Was an eager astype per parameter (bfloat16 -> float32), a program compiled per shape and sharding: 7 here,
+    # about 40 for a Flux1 with model.param_dtype=bfloat16.
+    mesh = gs.make_mesh(model_axis=2)
+    model = make_mlp(dim_theta=3, dim_x=7, rngs=nnx.Rngs(0), width=40, depth=1, time_embed_dim=6)  # shapes no other
+    nnx.update(model, jax.tree.map(lambda v: v.astype(jnp.bfloat16), nnx.state(model, nnx.Param)))
+    gs.shard_model(model, mesh, "tensor")
+    weights = {name: v.get_value() for name, v in nnx.to_flat_state(nnx.state(model, nnx.Param))}
+    compiled = []
+
+    def listener(event, duration, **kwargs):
+        if event == "/jax/core/compile/backend_compile_duration":
+            compiled.append(kwargs.get("fun_name", event))
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        ema = EMA(model, 0.9)
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+    assert len(compiled) == 1, compiled
+    averages = {name: v.get_value() for name, v in nnx.to_flat_state(ema.params)}
+    assert averages.keys() == weights.keys()
+    for name, value in weights.items():
+        average = averages[name]
+        assert value.dtype == jnp.bfloat16 and average.dtype == jnp.float32, name
+        assert average.sharding.is_equivalent_to(value.sharding, value.ndim), name
+        np.testing.assert_array_equal(np.asarray(average), np.asarray(value, np.float32))
+
+
 def test_the_ema_and_the_kept_best_weights_are_copies_made_compiling_nothing(devices):
     # Was a program compiled per parameter shape (Array.copy) for the EMA's start, and again for the first best weights
     # early stopping keeps: 14 compilations and 0.2 s in a run of the tiny MLP, more for models with more shapes.

@@ -74,7 +74,7 @@ class EMA(nnx.Pytree):
         self.decay = float(decay)
         params = nnx.state(model, nnx.Param)
         self.params = nnx.data(jax.tree.map(
-            lambda v: EMAParam(_as_average(v.get_value()), **v.get_metadata()), params,
+            lambda v, value: EMAParam(value, **v.get_metadata()), params, _as_averages(_values(params)),
             is_leaf=lambda x: isinstance(x, nnx.Variable)))
 
     def update(self, model: nnx.Module, updates: jax.Array) -> None:
@@ -108,10 +108,15 @@ def new_buffers(tree: Any) -> Any:
                         and not a.is_fully_addressable else jax.device_put(a, may_alias=False), tree)
 
 
-def _as_average(value: jax.Array) -> jax.Array:
-    # A copy, not the same buffer (new_buffers); astype to the same dtype returns the same array.
-    dtype = average_dtype(value.dtype)
-    return new_buffers(value) if dtype == value.dtype else value.astype(dtype)
+def _as_averages(values: Any) -> Any:
+    # New buffers (new_buffers: astype to the same dtype returns the same array); narrower floats widened by one
+    # compiled program for all of them (was: an eager astype per leaf, a program compiled per shape).
+    leaves, treedef = jax.tree.flatten(values)
+    narrow = [i for i, leaf in enumerate(leaves) if average_dtype(leaf.dtype) != leaf.dtype]
+    widened = dict(zip(narrow, jax.jit(lambda xs: [x.astype(average_dtype(x.dtype)) for x in xs])(
+        [leaves[i] for i in narrow]))) if narrow else {}
+    return jax.tree.unflatten(treedef, [widened[i] if i in widened else new_buffers(leaf)
+                                        for i, leaf in enumerate(leaves)])
 
 
 def _values(state: Any) -> Any:
