@@ -23,6 +23,7 @@ from flax import nnx
 from jax.sharding import NamedSharding, PartitionSpec as P
 
 import gensbi_sharding as contract
+from compile_count import compiles
 from gensbi_sharding.checkpoint import (CheckpointWriter, abstract_state_for, committed_steps,
                                         find_checkpoint, restore, saved_info)
 from gensbi_sharding.harness.registry import get_model
@@ -495,18 +496,9 @@ def test_saving_a_replicated_state_on_a_cpu_mesh_compiles_nothing_per_device(tmp
     shapes = [(3, 40), (56,), (2, 9, 24), (88, 13)]
     state = {f"w{i}": jax.device_put(np.full(shape, i, np.float32), NamedSharding(mesh, P()))
              for i, shape in enumerate(shapes)}
-    key, compiled = jax.random.key(0), []
-
-    def listener(event, duration, **kwargs):
-        if event == "/jax/core/compile/backend_compile_duration":
-            compiled.append(event)
-
-    jax.monitoring.register_event_duration_secs_listener(listener)
-    try:
-        with CheckpointWriter(tmp_path / "checkpoints") as writer:
-            writer.save(1, state, key)
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listener)
+    key = jax.random.key(0)
+    with compiles() as compiled, CheckpointWriter(tmp_path / "checkpoints") as writer:
+        writer.save(1, state, key)
     # The finite check's program and the key's data: fewer than one per shape, where there were 8 per shape.
     assert len(compiled) < len(shapes), compiled
     target = {name: jax.ShapeDtypeStruct(v.shape, v.dtype, sharding=v.sharding) for name, v in state.items()}
@@ -537,20 +529,12 @@ def test_the_finite_check_of_a_state_on_a_cpu_mesh_compiles_nothing_and_finds_na
     states.append(({**ok, "whole": put(np.full((8, 6), np.nan, np.float32), P()),
                     "bf16": put(np.array([[1, np.nan, 1]] * 4 * 2, jax.numpy.bfloat16).reshape(4, 6), P("data"))},
                    "2 array(s) hold NaN or inf, e.g. bf16, whole"))
-    key, compiled = jax.random.key(0), []
-
-    def listener(event, duration, **kwargs):
-        if event == "/jax/core/compile/backend_compile_duration":
-            compiled.append(event)
-
+    key = jax.random.key(0)
     with CheckpointWriter(tmp_path / "checkpoints") as writer:
-        jax.monitoring.register_event_duration_secs_listener(listener)
-        try:
+        with compiles() as compiled:
             for state, names in states:
                 with pytest.raises(FloatingPointError, match=re.escape(names)):
                     writer.save(3, state, key)
-        finally:
-            jax.monitoring.unregister_event_duration_listener(listener)
         assert compiled == [], compiled
         assert writer.steps() == []
         assert writer.save(3, ok, key)  # finite: saved

@@ -17,6 +17,7 @@ from flax import nnx
 from jax.sharding import NamedSharding, PartitionSpec as P
 
 import gensbi_sharding.init
+from compile_count import compiles
 from gensbi_sharding import (RULES, ExperimentalRuleWarning, ShardingFallbackWarning, abstract_sharded, axes,
                              init_optimizer_sharded, init_sharded, make_mesh, shard_batch, shard_model,
                              shard_model_by_table)
@@ -95,14 +96,7 @@ def test_arrays_computed_on_one_cpu_device_are_placed_compiling_no_slicing_progr
         return get_model("mlp")(dim_theta=2, dim_x=7, rngs=nnx.Rngs(0), width=40, depth=2, mlp_ratio=2, time_embed_dim=8)
 
     eager, batch = factory(), {"x": jnp.arange(56.0).reshape(8, 7), "n": jnp.arange(8 * 3).reshape(8, 3)}
-    compiled = []
-
-    def listener(event, duration, **kwargs):
-        if event == "/jax/core/compile/backend_compile_duration":
-            compiled.append(kwargs.get("fun_name", event))
-
-    jax.monitoring.register_event_duration_secs_listener(listener)
-    try:
+    with compiles() as compiled:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ExperimentalRuleWarning)
             shard_model(eager, mesh, "fsdp")
@@ -110,8 +104,6 @@ def test_arrays_computed_on_one_cpu_device_are_placed_compiling_no_slicing_progr
             built = init_sharded(factory, mesh, "fsdp")
             placed_built, compiled[:] = list(compiled), []
         placed = shard_batch(batch, mesh)
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listener)
     assert placed_eager == [] and compiled == [], (placed_eager, compiled)
     assert len(placed_built) == 1, placed_built  # the group's own program, which computes the variables
     want, got = flat(eager), flat(built)

@@ -10,6 +10,7 @@ from flax import nnx
 from jax.sharding import NamedSharding
 
 import gensbi_sharding as gs
+from compile_count import compiles
 from gensbi_sharding import checkpoint
 from gensbi_sharding.harness import train as T
 from gensbi_sharding.harness.data import iterate_batches
@@ -111,17 +112,8 @@ def test_a_bfloat16_models_ema_starts_in_float32_compiling_one_program(devices):
     nnx.update(model, jax.tree.map(lambda v: v.astype(jnp.bfloat16), nnx.state(model, nnx.Param)))
     gs.shard_model(model, mesh, "tensor")
     weights = {name: v.get_value() for name, v in nnx.to_flat_state(nnx.state(model, nnx.Param))}
-    compiled = []
-
-    def listener(event, duration, **kwargs):
-        if event == "/jax/core/compile/backend_compile_duration":
-            compiled.append(kwargs.get("fun_name", event))
-
-    jax.monitoring.register_event_duration_secs_listener(listener)
-    try:
+    with compiles() as compiled:
         ema = EMA(model, 0.9)
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listener)
     assert len(compiled) == 1, compiled
     averages = {name: v.get_value() for name, v in nnx.to_flat_state(ema.params)}
     assert averages.keys() == weights.keys()
@@ -142,20 +134,12 @@ def test_the_ema_and_the_kept_best_weights_are_copies_made_compiling_nothing(dev
     mesh = gs.make_mesh(model_axis=2)
     model = make_mlp(dim_theta=2, dim_x=5, rngs=nnx.Rngs(0), width=24, depth=1, time_embed_dim=8)  # shapes no other
     gs.shard_model(model, mesh, "tensor")  # test copies: nothing cached
-    params, compiled = nnx.state(model, nnx.Param), []
+    params = nnx.state(model, nnx.Param)
     weights = {name: v.get_value() for name, v in nnx.to_flat_state(params)}
-
-    def listener(event, duration, **kwargs):
-        if event == "/jax/core/compile/backend_compile_duration":
-            compiled.append(kwargs.get("fun_name", event))
-
-    jax.monitoring.register_event_duration_secs_listener(listener)
-    try:
+    with compiles() as compiled:
         ema = EMA(model, 0.9)
         stopper = EarlyStopping()
         record_validation(stopper, SimpleNamespace(weights=lambda state: state), weights, 4, 1.5)
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listener)
     assert compiled == [] and stopper.best_step == 4
     averages = {name: v.get_value() for name, v in nnx.to_flat_state(ema.params)}
     for copies in (averages, stopper.best_weights):
