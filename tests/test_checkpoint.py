@@ -23,7 +23,6 @@ from flax import nnx
 from jax.sharding import NamedSharding, PartitionSpec as P
 
 import gensbi_sharding as contract
-from compile_count import compiles
 from gensbi_sharding.checkpoint import (CheckpointWriter, abstract_state_for, committed_steps,
                                         find_checkpoint, restore, saved_info)
 from gensbi_sharding.harness.registry import get_model
@@ -496,6 +495,8 @@ def test_saving_a_replicated_state_on_a_cpu_mesh_compiles_nothing_per_device(tmp
     shapes = [(3, 40), (56,), (2, 9, 24), (88, 13)]
     state = {f"w{i}": jax.device_put(np.full(shape, i, np.float32), NamedSharding(mesh, P()))
              for i, shape in enumerate(shapes)}
+    from compile_count import compiles  # here: a fresh process imports this module without tests/ on its path
+
     key = jax.random.key(0)
     with compiles() as compiled, CheckpointWriter(tmp_path / "checkpoints") as writer:
         writer.save(1, state, key)
@@ -529,6 +530,8 @@ def test_the_finite_check_of_a_state_on_a_cpu_mesh_compiles_nothing_and_finds_na
     states.append(({**ok, "whole": put(np.full((8, 6), np.nan, np.float32), P()),
                     "bf16": put(np.array([[1, np.nan, 1]] * 4 * 2, jax.numpy.bfloat16).reshape(4, 6), P("data"))},
                    "2 array(s) hold NaN or inf, e.g. bf16, whole"))
+    from compile_count import compiles  # here: a fresh process imports this module without tests/ on its path
+
     key = jax.random.key(0)
     with CheckpointWriter(tmp_path / "checkpoints") as writer:
         with compiles() as compiled:
