@@ -4,9 +4,7 @@ parsed, in argparse's error line naming the argument and a value that works, bef
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
-import tempfile
 from collections.abc import Callable
 
 
@@ -80,15 +78,3 @@ def run_bounded(command: list[str], *, timeout_s: float, what: str, **kwargs) ->
     except KeyboardInterrupt:
         raise SystemExit(f"{what}: stopped by Ctrl-C; nothing of it was kept") from None
 
-
-def write_refusal(folder: os.PathLike) -> str | None:
-    """Why nothing can be made in the existing ``folder`` ("cannot write in /data (Permission denied)"), or None.
-
-    Tried, not read from the mode bits: root passes ``os.access``, yet a read-only mount or /sys refuses it all the
-    same (was a PermissionError traceback from mkdir or the first write). The probe, an empty folder, goes at once.
-    """
-    try:
-        os.rmdir(tempfile.mkdtemp(prefix=".write-probe-", dir=folder))
-    except OSError as err:
-        return f"cannot write in {folder} ({err.strerror or err})"
-    return None

@@ -48,8 +48,9 @@ sys.path.insert(0, str(REPO))
 # Its sibling modules, also when loaded by file (the tests); last, so that they shadow nothing.
 sys.path.append(str(REPO / "benchmarks"))
 
-from gensbi_sharding.harness.override_grammar import hydra_value  # noqa: E402 (after the path above)
-from cli_args import HelpFormatter, new_parser, one_of, positive_int, write_refusal  # noqa: E402
+from gensbi_sharding.harness.folder_lock import write_denied  # noqa: E402 (after the path above)
+from gensbi_sharding.harness.override_grammar import hydra_value  # noqa: E402
+from cli_args import HelpFormatter, new_parser, one_of, positive_int  # noqa: E402
 from sbibm_checks import extra_problem, read_published  # noqa: E402
 from sbibm_method import (Method, job_method, margin_arg, method_from_args, region_arg, rounds_arg,  # noqa: E402
                           sequential_problem)
@@ -305,7 +306,7 @@ def _check_folder(path: Path, what: str, may_be_missing: bool = False) -> None:
     nearest = next(p for p in (path.absolute(), *path.absolute().parents) if p.exists())  # "/" always exists
     if not nearest.is_dir():  # mkdir would stop with NotADirectoryError's traceback
         raise SystemExit(f"{what} {path} lies under {nearest}, a file, not a folder; pass another {what}")
-    if refusal := write_refusal(nearest):
+    if refusal := write_denied(nearest):
         raise SystemExit(f"{what} {path}: {refusal}; pass another {what}, in a folder you can write to")
 
 

@@ -70,7 +70,7 @@ def test_an_unwritable_run_folder_holding_checkpoints_names_how_to_continue_them
     # Was only "choose another hydra.run.dir": train.resume=auto there starts from step 0, the checkpoints unused.
     from gensbi_sharding.harness import folder_lock
 
-    monkeypatch.setattr(folder_lock, "_write_denied", lambda f: f"cannot write in {f} (Read-only file system)")
+    monkeypatch.setattr(folder_lock, "write_denied", lambda f: f"cannot write in {f} (Read-only file system)")
     (tmp_path / "checkpoints" / "50.orbax-checkpoint-tmp").mkdir(parents=True)  # no committed step yet
     said = "cannot write in {0} (Read-only file system); choose another {1}, in a folder you can write to"
     assert folder_lock.folder_problem(tmp_path, sweep=False) == f"hydra.run.dir={tmp_path}: " + said.format(

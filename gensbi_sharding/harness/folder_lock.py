@@ -16,7 +16,7 @@ from pathlib import Path
 
 from gensbi_sharding.harness.outputs import read_metrics, write_json
 
-__all__ = ["FolderLock", "FolderInUseError", "folder_problem", "remove_owner_notes"]
+__all__ = ["FolderLock", "FolderInUseError", "folder_problem", "remove_owner_notes", "write_denied"]
 
 # What a run (a sweep) writes at the top of its folder, and what marks a folder one has used: a folder without such a
 # mark that holds one of those names is someone else's, whose file the run would overwrite without a word.
@@ -142,7 +142,7 @@ def folder_problem(folder: Path, *, sweep: bool, before_hydra: bool = False) -> 
     if not sweep and sweep_file.is_file():
         return (f"{key}={folder} is a sweep's folder ({sweep_file}): a run never writes into a sweep's folder; "
                 f"choose another {key} (a sweep's job: hydra.run.dir=<sweep>/<job>)")
-    if blocker is not None and (denied := _write_denied(blocker)):
+    if blocker is not None and (denied := write_denied(blocker)):
         # A stopped run's checkpoints there stay readable; train.resume=auto in another folder starts from step 0.
         saved = not sweep and blocker == folder and any(p.name.isdigit() for p in folder.glob("checkpoints/*"))
         then = f"; to continue from its checkpoints in a new folder: train.resume={folder} {key}=<a new folder>"
@@ -188,11 +188,12 @@ def _shared_with_running(folder: Path, sweep: bool, key: str) -> str | None:
     return None
 
 
-def _write_denied(folder: Path) -> str | None:
+def write_denied(folder: Path) -> str | None:
     """Why nothing can be created in the existing ``folder`` ("cannot write in /data (Permission denied)"), or None.
 
-    Tried rather than read from the mode bits: root passes ``os.access``, yet a read-only mount or an immutable
-    folder refuses it all the same. The probe is an empty folder, removed at once.
+    Tried rather than read from the mode bits: root passes ``os.access``, yet a read-only mount, /sys or an immutable
+    folder refuses it all the same. The probe is an empty folder, removed at once. Also ``benchmarks/sbibm.py``'s
+    check of ``--root`` and ``--out``.
     """
     try:
         os.rmdir(tempfile.mkdtemp(prefix=".write-probe-", dir=folder))
