@@ -155,7 +155,7 @@ def test_gensbi_scale_table_ranks_no_sweep_that_died_part_way(monkeypatch):
 @pytest.mark.parametrize("argv, message", [
     # Were the harness's keys and fixes, which this script refuses in turn ("set eval.c2st_folds=5": "this script
     # sets eval.c2st_folds for both sides; use --folds").
-    (["--folds", "1"], "ConfigError: --num-samples 10000 must be >= 2 * --folds and --folds 1 >= 2; pass --folds 5"),
+    (["--folds", "1"], "ConfigError: --folds 1 must be >= 2 (cross-validation needs two folds); pass --folds 5"),
     (["--seed", "-1"], "ConfigError: --seed -1 must be >= 0; e.g. --seed 0"),
 ])
 def test_gensbi_pipeline_names_its_flags_where_the_harness_refuses_their_values(monkeypatch, caplog, argv, message):

@@ -218,7 +218,7 @@ def test_wrong_type_is_rejected_with_its_name(compose_config, override, key, kin
     (("train.keep=0",), re.compile(r"train\.keep.* >= 1")),  # a regex: the value may be quoted
     (("train.checkpoint_every=-1",), re.compile(r"train\.checkpoint_every.* >= 0")),
     (("eval.num_samples=5", "eval.c2st_folds=3"), "eval.num_samples=5 must be >= 2 * eval.c2st_folds"),
-    (("eval.c2st_folds=1",), "eval.c2st_folds=1 >= 2"),
+    (("eval.c2st_folds=1",), "eval.c2st_folds=1 must be >= 2"),
     (("eval.ode_steps=0",), "eval.ode_steps=0 must be >= 1"),
     (("eval.observations=[0,3]",), "eval.observations=[0,3] must list sbibm observations 1..10"),
     (("train.schedule=linear",), "train.schedule=linear is not one of cosine, constant"),

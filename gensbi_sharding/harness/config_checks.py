@@ -172,10 +172,13 @@ def _validate(cfg: DictConfig) -> None:
     require(cfg.train.checkpoint_every >= 0,
            f"train.checkpoint_every={cfg.train.checkpoint_every} must be >= 0 (0: only at the end)")
     require(cfg.train.keep >= 1, f"train.keep={cfg.train.keep} must be >= 1")
-    require(cfg.eval.num_samples >= 2 * cfg.eval.c2st_folds and cfg.eval.c2st_folds >= 2,
-           f"eval.num_samples={cfg.eval.num_samples} must be >= 2 * eval.c2st_folds and "
-           f"eval.c2st_folds={cfg.eval.c2st_folds} >= 2; set "
-           + ("eval.c2st_folds=5" if cfg.eval.c2st_folds < 2 else f"eval.num_samples={2 * cfg.eval.c2st_folds}"))
+    # One condition per message (was: both named, "eval.num_samples=10000 must be >= 2 * eval.c2st_folds and
+    # eval.c2st_folds=1 >= 2", when only the folds were wrong).
+    require(cfg.eval.c2st_folds >= 2, f"eval.c2st_folds={cfg.eval.c2st_folds} must be >= 2 (cross-validation "
+            "needs two folds); set eval.c2st_folds=5")
+    require(cfg.eval.num_samples >= 2 * cfg.eval.c2st_folds,
+           f"eval.num_samples={cfg.eval.num_samples} must be >= 2 * eval.c2st_folds (eval.c2st_folds="
+           f"{cfg.eval.c2st_folds}); set eval.num_samples={2 * cfg.eval.c2st_folds}")
     require(cfg.eval.ode_steps >= 1, f"eval.ode_steps={cfg.eval.ode_steps} must be >= 1")
     if cfg.data.name in TASKS:  # another data source's observations are its own to check
         require(1 <= cfg.data.num_observation <= NUM_OBSERVATIONS,
