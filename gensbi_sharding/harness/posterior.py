@@ -17,7 +17,8 @@ is scored, so an interrupted job keeps what it had scored:
   (each further one): ``samples``, ``reference`` (exactly the rows C2ST used),
   ``observation``, ``num_observation``, ``c2st``, ``c2st_scores`` (per fold),
   ``c2st_seed``, ``c2st_folds``: ``c2st_scores(samples, reference, seed=c2st_seed,
-  n_folds=c2st_folds)`` recomputes the number.
+  n_folds=c2st_folds)`` recomputes the number; ``acceptance``, ``ode_steps`` and ``step`` (the
+  checkpoint sampled) let a resumed job keep that score instead of computing it again.
 - ``c2st.csv``: one row per observation scored (observation, c2st, fold sd, folds, n).
 - ``posterior.png``: pair plot of the first observation.
 """
@@ -127,7 +128,7 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
                           num_samples: int, ode_steps: int, n_folds: int, seed: int, mesh: Any,
                           n_jobs: int | None = None,
                           out: Path, write: bool, plot: bool, title: Callable[[int, float, float], str],
-                          stop_check: Callable[[], None] | None = None) -> dict[str, Any]:
+                          stop_check: Callable[[], None] | None = None, step: int | None = None) -> dict[str, Any]:
     """Sample and score each observation; returns the metrics to merge into ``metrics.json``.
 
     Parameters
@@ -151,6 +152,11 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
         Called before each observation and once its C2ST is computed and written: it raises to
         stop (``PreemptionWatch.check``). A score computed is whole (``evaluate.c2st_scores``
         lets no Ctrl-C cut a fit short), so one a signal waited for is kept (was: dropped).
+    step : int, optional
+        The checkpoint step of ``params``. Given (one process), an observation whose samples file in
+        ``out`` was written from the same step with the same ``num_samples``, ``ode_steps``, ``n_folds`` and
+        ``seed`` keeps its score: a job stopped during its evaluation and resumed scores only the rest (was:
+        every observation again, minutes each, so a job preempted during each evaluation never finished).
 
     Returns
     -------
@@ -179,26 +185,35 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
         stop_check()
         x_o = tasks.observation(task, k)
         reference = tasks.reference_samples(task, k)
-        draw = posterior_draws(sims, sampler, x_o, seed=seed + k)
-        samples, acceptance = draw_inside_support(draw, support, num_samples)  # numpyro: True inside
+        path, n = out / samples_name(k, index == 0), min(num_samples, len(reference))
+        settings = dict(num_observation=k, c2st_seed=seed, c2st_folds=n_folds, ode_steps=ode_steps, step=step)
+        kept = scored_before(path, n, settings) if write and step is not None else None
+        if kept is not None:
+            samples, scores, acceptance = kept
+        else:
+            draw = posterior_draws(sims, sampler, x_o, seed=seed + k)
+            samples, acceptance = draw_inside_support(draw, support, num_samples)  # numpyro: True inside
+            samples = samples[:n]
         outside += int((~np.asarray(support(samples))).sum())  # 0: checked, not assumed
         if acceptance < LOW_ACCEPTANCE:
             log.warning("observation %d: only %.1f%% of posterior draws lie inside the prior's support (the rest "
                         "were rejected); the posterior trained on theta as simulated puts much of its mass "
                         "outside the prior: train longer, or set data.theta_transform=support", k, 100 * acceptance)
-        n = min(len(samples), len(reference))
-        scores = evaluate.c2st_scores(samples[:n], reference[:n], seed=seed, n_folds=n_folds, n_jobs=n_jobs)
+        if kept is None:
+            scores = evaluate.c2st_scores(samples, reference[:n], seed=seed, n_folds=n_folds, n_jobs=n_jobs)
         row = {"observation": k, "c2st": float(scores.mean()), "c2st_sd_folds": float(scores.std(ddof=1)),
                "c2st_scores": scores.tolist(), "n": n, "acceptance": acceptance}
         rows.append(row)
         log.info("observation %d: C2ST %.3f ± %.3f over %d folds (%d vs %d samples; 0.5 = indistinguishable "
-                 "from the reference posterior)", k, row["c2st"], row["c2st_sd_folds"], n_folds, n, n)
+                 "from the reference posterior)%s", k, row["c2st"], row["c2st_sd_folds"], n_folds, n, n,
+                 f"; scored by an earlier attempt at step {step}, kept: {path.name}" if kept is not None else "")
         if write:
-            outputs.write_npz(out / samples_name(k, index == 0), samples=samples[:n], reference=reference[:n],
-                              observation=x_o, num_observation=k, c2st=row["c2st"], c2st_scores=scores,
-                              c2st_seed=seed, c2st_folds=n_folds)
+            if kept is None:
+                outputs.write_npz(path, samples=samples, reference=reference[:n], observation=x_o, c2st=row["c2st"],
+                                  c2st_scores=scores, acceptance=acceptance,
+                                  **{key: value for key, value in settings.items() if value is not None})
             outputs.write_atomic(out / "c2st.csv", c2st_csv(rows))
-            if plot and index == 0:
+            if plot and index == 0 and (kept is None or not (out / "posterior.png").exists()):
                 evaluate.pair_plot(samples, reference, out / "posterior.png",
                                    title=title(k, row["c2st"], row["c2st_sd_folds"]),
                                    labels=[str(label) for label in task.get_labels_parameters()])
@@ -209,6 +224,20 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
             "c2st_sd_observations": float(np.std(means, ddof=1)) if len(means) > 1 else None,
             "c2st_observations": rows, "samples_outside_support": outside,
             "support_acceptance": float(np.mean([r["acceptance"] for r in rows]))}
+
+
+def scored_before(path: Path, n: int, settings: dict[str, int]) -> tuple[np.ndarray, np.ndarray, float] | None:
+    """``(samples, c2st_scores, acceptance)`` of ``path`` if an earlier attempt wrote it with these ``settings`` and
+    ``n`` samples, else None (no file, one from other weights or settings, or one written before these fields)."""
+    import zipfile
+
+    try:
+        with np.load(path) as saved:
+            if len(saved["samples"]) != n or any(int(saved[key]) != value for key, value in settings.items()):
+                return None
+            return saved["samples"], saved["c2st_scores"], float(saved["acceptance"])
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile):
+        return None
 
 
 def c2st_csv(rows: list[dict]) -> str:
