@@ -115,6 +115,10 @@ def test_bad_table_from_the_command_line(overrides, match):
     ({"embed": {"axis": "data"}}, r"rule\.embed=\{'axis': 'data'\} must be a mesh axis name"),
     ("tensr", r"unknown rule 'tensr'; choose one of replicated, fsdp, tensor"),
     (["embed", "data"], r"rule must be a mapping of logical axes to mesh axes"),
+    # Was "TypeError: unhashable type: 'list'" (name: [my_rule] in conf/rule/my_rule.yaml)
+    ({"name": ["my_rule"], "embed": "data"}, r"^rule\.name=\[my_rule\] must be one word naming the rule .*: e\.g\. "
+                                             r"name: my_rule in the rule's file$"),
+    ({"name": 3}, r"^rule\.name=3 must be one word"),
 ])
 def test_bad_table_from_python(rule, match):
     with pytest.raises(ConfigError, match=match):
@@ -180,3 +184,4 @@ def test_another_name_declared_unsplit_is_taken_as_the_librarys_tables_take_it()
         "unsplit: +rule.layers=null")
     assert command_problem(["+rule.layers=model"]).endswith(
         "drop +rule.layers=model, or declare it unsplit: +rule.layers=null (only a logical axis is split)")
+

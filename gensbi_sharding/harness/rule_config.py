@@ -55,6 +55,8 @@ def rule_table(rule: Any) -> tuple[str, dict[str, Any]]:
            f"rule must be a mapping of logical axes to mesh axes, got {rule!r}")
     raw = OmegaConf.to_container(rule, resolve=True) if isinstance(rule, DictConfig) else dict(rule)
     name = raw.pop("name", None) or "custom"
+    require(isinstance(name, str), f"rule.name={override_literal(name)} must be one word naming the rule (the console "
+                                   f"and metrics.json call the rule by it): e.g. name: my_rule in the rule's file")
     table: dict[str, Any] = {}
     for key, value in raw.items():
         if key not in LOGICAL_AXES:  # another name (a model's own stacked-layer axis): only declared unsplit
