@@ -244,3 +244,15 @@ def test_simformer_dim_theta_that_is_no_token_count_is_refused_when_wrapped(dim_
         import numpy as np
 
         assert SimformerVelocity(_simformer(), dim_theta=np.int64(2))(*_inputs()).shape == (4, DIM_THETA)
+
+
+def test_a_preset_of_ones_own_that_yaml_cannot_read_names_its_file_and_line(tmp_path):
+    # Was Hydra's 87-line traceback ending in PyYAML's ScannerError (a tab indenting depth: 1).
+    from gensbi_sharding.harness.command_checks import command_problem
+
+    (tmp_path / "model").mkdir()
+    preset = tmp_path / "model" / "my_flux1.yaml"
+    preset.write_text("defaults:\n  - /flux1_schema\n  - _self_\nname: flux1\n\tdepth: 1\n")
+    assert command_problem([f"--config-dir={tmp_path}", "experiment=quick", "model=my_flux1"]) == (
+        f"{preset}, line 5, column 1: YAML cannot read it (found character '\\t' that cannot start any token); indent "
+        "with spaces: YAML takes no tabs")

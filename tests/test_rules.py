@@ -185,3 +185,24 @@ def test_another_name_declared_unsplit_is_taken_as_the_librarys_tables_take_it()
     assert command_problem(["+rule.layers=model"]).endswith(
         "drop +rule.layers=model, or declare it unsplit: +rule.layers=null (only a logical axis is split)")
 
+
+@pytest.mark.parametrize("text, where, reason", [
+    ("name: my_rule\n\tembed: data\n", "line 2, column 1", "(found character '\\t' that cannot start any token); "
+                                                         "indent with spaces: YAML takes no tabs"),
+    ("name: my_rule\nembed: data\nembed: model\n", "line 3, column 1", "(found duplicate key embed); keep one of the "
+                                                                      "two 'embed:' lines"),
+    ("name: my_rule\nembed: [data\n", "line 3, column 1", "(expected ',' or ']', but got '<stream end>'); write each "
+                                                        "setting as key: value, nested ones indented by spaces, lists "
+                                                        "as [a, b]"),
+])
+def test_a_rule_file_yaml_cannot_read_is_named_with_its_line_and_fix(tmp_path, text, where, reason):
+    # Was Hydra's 87-line traceback of its defaults list and PyYAML's scanner, the file named only in its last line.
+    from gensbi_sharding.harness.command_checks import command_problem
+
+    (tmp_path / "rule").mkdir()
+    (tmp_path / "rule" / "my_rule.yaml").write_text(text)
+    searched = f"hydra.searchpath=[file://{tmp_path}]"
+    assert command_problem([searched, "rule=my_rule"]) == (
+        f"{tmp_path / 'rule' / 'my_rule.yaml'}, {where}: YAML cannot read it {reason}")
+    assert command_problem(["-m", searched, "rule=fsdp,my_rule"]).startswith(f"{tmp_path / 'rule' / 'my_rule.yaml'}, ")
+    assert command_problem([searched, "rule=fsdp"]) is None  # a file this command never reads stops nothing

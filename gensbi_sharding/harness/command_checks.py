@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from gensbi_sharding.harness.config_files import config_file_problem
 from gensbi_sharding.harness.groups import config_flag_problem
 from gensbi_sharding.harness.key_paths import hydra_key_problem
 from gensbi_sharding.harness.override_dicts import dict_override_problem
@@ -25,7 +26,7 @@ __all__ = ["OVERRIDE_CHECKS", "command_problem"]
 
 OVERRIDE_CHECKS = (config_flag_problem, flag_order_problem, grammar_problem, task_fixed_problem, command_sweep_problem,
                    list_override_problem, model_key_problem, unknown_key_problem, hydra_key_problem, mode_flags_problem,
-                   override_problem, dict_override_problem)
+                   override_problem, dict_override_problem, config_file_problem)
 
 
 def command_problem(args: Sequence[str] | CommandLine) -> str | None:

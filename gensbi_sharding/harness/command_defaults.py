@@ -24,7 +24,7 @@ from gensbi_sharding.harness.groups import CONF, hydra_flag_values
 from gensbi_sharding.harness.override_grammar import CommandLine, Override
 from gensbi_sharding.harness.override_keys import option_groups, schema_default, schema_name
 
-__all__ = ["command_default"]
+__all__ = ["command_default", "command_jobs", "composed"]
 
 _ABSENT = object()
 MAX_JOBS = 8  # the jobs of a sweep whose group choices are composed to find a value all of them share
@@ -76,6 +76,19 @@ def _compositions(command: CommandLine, without: Override | None) -> Iterator[An
     Was one composition, None for any swept group: ``-m experiment=quick model=mlp,transformer train.steps=abc``
     suggested the schema's train.steps=4000, where both jobs compose 20.
     """
+    jobs = command_jobs(command, without)
+    if jobs is None:
+        yield None
+        return
+    for chosen, home, name in jobs:
+        yield _compose(chosen, home, name)
+
+
+def command_jobs(command: CommandLine, without: Override | None = None
+                 ) -> list[tuple[tuple[str, ...], str, str]] | None:
+    """Per job of ``command`` (in Hydra's order): its group choices and search path as overrides, the folder of its
+    primary config and that config's name, for ``hydra.compose``; None where a choice is a glob or the jobs number
+    more than ``MAX_JOBS``."""
     groups = set(option_groups())
     choices: list[list[str]] = []
     for o in command.parsed:
@@ -83,8 +96,7 @@ def _compositions(command: CommandLine, without: Override | None) -> Iterator[An
             continue
         if o.key in groups:
             if not o.values():  # a glob: its options are the group's, matched
-                yield None
-                return
+                return None
             choices.append([f"{o.typed}={v}" for v in o.values()] if o.sweep else [o.arg])
     # --config-name's config, from the folder that holds it (Hydra finds no primary config through a searchpath
     # override), beside conf/ and hydra.searchpath's and --config-dir's/--config-path's folders, one override
@@ -96,14 +108,17 @@ def _compositions(command: CommandLine, without: Override | None) -> Iterator[An
                                                                    and not p.startswith("file://")]:
         searched.append(f"hydra.searchpath=[{','.join(paths)}]")
     if math.prod(len(c) for c in choices) > MAX_JOBS:  # composed ~0.1 s each: a suggestion is worth no wait
-        yield None
-        return
-    for chosen in itertools.product(*choices):  # in Hydra's job order
-        yield _compose((*chosen, *searched), str(home), names[-1])
+        return None
+    return [((*chosen, *searched), str(home), names[-1]) for chosen in itertools.product(*choices)]  # Hydra's order
+
+
+def _compose(overrides: tuple[str, ...], config_dir: str, config_name: str) -> Any:
+    return composed(overrides, config_dir, config_name)[0]  # a suggestion is worth no failure: None, the schema's
 
 
 @functools.lru_cache(maxsize=8)
-def _compose(overrides: tuple[str, ...], config_dir: str, config_name: str) -> Any:
+def composed(overrides: tuple[str, ...], config_dir: str, config_name: str) -> tuple[Any, Exception | None]:
+    """Hydra's composition of one of ``command_jobs``' jobs, and None; or None and the error composing it."""
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
@@ -112,8 +127,8 @@ def _compose(overrides: tuple[str, ...], config_dir: str, config_name: str) -> A
     register_configs()  # conf/model/*.yaml pull in the schemas it stores
     try:
         if GlobalHydra.instance().is_initialized():  # inside Hydra's app (sweep_check's refused job): its conf/
-            return compose(config_name=config_name, overrides=list(overrides))
+            return compose(config_name=config_name, overrides=list(overrides)), None
         with initialize_config_dir(config_dir=config_dir, version_base="1.3"):
-            return compose(config_name=config_name, overrides=list(overrides))
-    except Exception:  # a suggestion is worth no failure: the schema's default is said instead
-        return None
+            return compose(config_name=config_name, overrides=list(overrides)), None
+    except Exception as err:
+        return None, err

@@ -1,0 +1,66 @@
+"""A config file YAML cannot read (a tab indent, a key written twice, an unclosed bracket), named before Hydra composes.
+
+A user's own ``conf/rule/my_rule.yaml`` or ``my_conf/model/my_flux1.yaml`` with a tab where YAML wants spaces was
+Hydra's 87-line traceback of its defaults list and PyYAML's scanner, the file and line only in its last lines.
+``config_file_problem`` names the file, line and column, YAML's reason and the fix in one line, for a file the
+command's composition reads; a broken file the command never reads (another preset) stops nothing. Pure Python.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+from gensbi_sharding.harness.groups import CONF
+from gensbi_sharding.harness.override_grammar import CommandLine
+
+__all__ = ["config_file_problem"]
+
+#: Where a config folder's files lie: the primary configs, ``<group>/<option>.yaml``, ``<group>/<sub>/<option>.yaml``
+#: (not deeper: ``--config-dir .`` would walk every run's ``.hydra/``).
+_DEPTHS = ("*.yaml", "*/*.yaml", "*/*/*.yaml")
+
+
+def _unreadable(folders: list[Path]) -> set[str]:
+    """The config files under ``folders`` that ``OmegaConf.load`` (as Hydra reads them) refuses, as paths."""
+    broken = set()
+    for folder in (f for f in folders if f.is_dir()):
+        for path in (p for depth in _DEPTHS for p in folder.glob(depth) if p.is_file()):
+            try:
+                OmegaConf.load(path)
+            except Exception:
+                broken.add(str(path.resolve()))
+    return broken
+
+
+def _fix(reason: str) -> str:
+    if "'\\t'" in reason:
+        return "indent with spaces: YAML takes no tabs"
+    if "duplicate key" in reason:
+        return f"keep one of the two '{reason.rsplit(' ', 1)[-1]}:' lines"
+    return "write each setting as key: value, nested ones indented by spaces, lists as [a, b]"
+
+
+def config_file_problem(command: CommandLine) -> str | None:
+    """One line naming a config file that this command's composition reads and YAML cannot, where it fails, why, and
+    the fix (``conf/rule/my_rule.yaml, line 2, column 1: YAML cannot read it (found character '\\t' that cannot
+    start any token); indent with spaces: YAML takes no tabs``); None when every file it reads is valid YAML."""
+    import yaml
+
+    from gensbi_sharding.harness.command_defaults import command_jobs, composed
+
+    folders = [CONF] + [Path(p[len("file://"):]) for p in command.search_paths if p.startswith("file://")]
+    broken = _unreadable(folders)
+    if not broken:  # the common case: no composition needed
+        return None
+    for job in command_jobs(command) or []:
+        err = composed(*job)[1]
+        while err is not None and not isinstance(err, yaml.MarkedYAMLError):
+            err = err.__cause__ or err.__context__
+        mark = getattr(err, "problem_mark", None)
+        if mark is not None and str(Path(mark.name).resolve()) in broken:
+            reason = str(err.problem or err.context)
+            return (f"{mark.name}, line {mark.line + 1}, column {mark.column + 1}: YAML cannot read it ({reason}); "
+                    + _fix(reason))
+    return None
