@@ -379,3 +379,35 @@ def test_cli_out_is_the_file_written_and_printed(run_read, monkeypatch, capsys, 
     with pytest.raises(SystemExit):  # the file it would write exists: refused, as typed
         main([str(tmp_path), str(tmp_path / "x_o.npy"), "--out", str(tmp_path / given)])
     assert f"{tmp_path / written} exists and is never overwritten" in capsys.readouterr().err
+
+
+def test_a_npz_archive_is_named_as_one_with_the_command_that_saves_its_array(tmp_path):
+    # Was: "holds several arrays (x)" for an archive of one array, and no command naming it.
+    np.savez(tmp_path / "obs.npz", x=np.array([0.1, -0.2]))
+    with pytest.raises(ValueError) as err:
+        load_observation(tmp_path / "obs.npz")
+    assert str(err.value) == (
+        f"observation file {tmp_path / 'obs.npz'} is a .npz archive (its arrays: x), not a .npy file; save the "
+        f"observation once: python -c \"import numpy as np; np.save('x_o.npy', np.load('{tmp_path / 'obs.npz'}')['x'])\""
+        " and pass x_o.npy")
+    command = str(err.value).split('python -c "', 1)[1].split('"')[0]
+    exec(command.replace("'x_o.npy'", repr(str(tmp_path / "x_o.npy"))))  # the command it names does what it says
+    assert load_observation(tmp_path / "x_o.npy").tolist() == [0.1, -0.2]
+    np.savez(tmp_path / "drawn.npz", samples=np.zeros((3, 2)), observation=np.array([0.5, 0.25]))  # sample.py's output
+    with pytest.raises(ValueError, match=r"\(its arrays: samples, observation\), .*"
+                                         r"np.load\('.*drawn.npz'\)\['observation'\]"):
+        load_observation(tmp_path / "drawn.npz")
+
+
+def test_a_file_of_several_observations_names_the_command_that_splits_it(tmp_path):
+    # Was: "pass one row, x_o[i] (shape (2,)), per call", which no sample.py argument takes.
+    path = tmp_path / "many.npy"
+    np.save(path, np.array([[0.1, -0.2], [0.3, 0.4], [0.0, 0.5]]))
+    with pytest.raises(ValueError) as err:
+        check_observation(load_observation(path), dim_x=2, x_transform="none", task="two_moons", source=path)
+    assert str(err.value).startswith(f"{path} holds 3 observations (shape (3, 2)), but a posterior is drawn at one; "
+                                     "save one file per row: python -c ")
+    assert str(err.value).endswith(", then run sample.py on each many_<i>.npy")
+    exec(str(err.value).split('python -c "', 1)[1].split('"')[0])  # the command it names writes one file per row
+    assert [load_observation(tmp_path / f"many_{i}.npy").tolist() for i in range(3)] == [[0.1, -0.2], [0.3, 0.4],
+                                                                                          [0.0, 0.5]]

@@ -43,9 +43,15 @@ def load_observation(x_o: Any) -> np.ndarray:
         except (ValueError, OSError) as err:
             raise ValueError(f"observation file {path} is not a .npy array numpy can read ({err}); save your "
                              "observation with numpy.save('x_o.npy', x_o)") from None
-        if not isinstance(x_o, np.ndarray):  # a .npz archive
-            raise ValueError(f"observation file {path} holds several arrays ({', '.join(x_o.files)}); save the "
-                             "one observation with numpy.save('x_o.npy', x_o)")
+        if not isinstance(x_o, np.ndarray):  # a .npz archive (was: "holds several arrays (x)" for its one array)
+            names = x_o.files
+            x_o.close()
+            # a run's posterior_samples.npz or sample.py's output holds the observation it was drawn at
+            name = next((n for n in ("observation", "x_o", "x") if n in names), names[0] if names else "x_o")
+            pick = f"np.load('{path}')['{name}']"
+            raise ValueError(f"observation file {path} is a .npz archive (its arrays: {', '.join(names) or 'none'}), "
+                             f"not a .npy file; save the observation once: python -c \"import numpy as np; "
+                             f"np.save('x_o.npy', {pick})\" and pass x_o.npy")
     try:  # complex: float64 would drop the imaginary part (a warning only); text would be parsed silently
         if np.asarray(x_o).dtype.kind in "biuf":
             return np.asarray(x_o, dtype=np.float64)
@@ -54,18 +60,24 @@ def load_observation(x_o: Any) -> np.ndarray:
     raise ValueError(f"x_o={x_o!r} is not an array of real numbers: give a (dim_x,) vector of floats")
 
 
-def check_observation(x_o: np.ndarray, *, dim_x: int, x_transform: str, task: str) -> np.ndarray:
+def check_observation(x_o: np.ndarray, *, dim_x: int, x_transform: str, task: str, source: Any = None) -> np.ndarray:
     """``x_o`` as a float32 (dim_x,) vector, or ``ValueError`` naming the value and the fix.
 
     Accepts (dim_x,) and (1, dim_x); refuses other shapes, NaN or inf, and values outside the
-    domain of the run's ``data.x_transform`` (log: every value > 0).
+    domain of the run's ``data.x_transform`` (log: every value > 0). ``source``: the file x_o was read from, if any
+    (several observations in it: the command that saves one file per row).
     """
     shape = x_o.shape
     if x_o.ndim == 2 and shape[0] == 1:
         x_o = x_o[0]
     if x_o.ndim == 2 and shape[1] == dim_x:
-        raise ValueError(f"x_o has shape {shape}: {shape[0]} observations, but a posterior is drawn at one; "
-                         f"pass one row, x_o[i] (shape ({dim_x},)), per call")
+        if source is None:
+            raise ValueError(f"x_o has shape {shape}: {shape[0]} observations, but a posterior is drawn at one; "
+                             f"pass one row, x_o[i] (shape ({dim_x},)), per call")
+        stem = Path(source).with_suffix("")  # was: "pass x_o[i] per call", which no sample.py argument takes
+        raise ValueError(f"{source} holds {shape[0]} observations (shape {shape}), but a posterior is drawn at one; "
+                         f"save one file per row: python -c \"import numpy as np; [np.save(f'{stem}_{{i}}.npy', row) for "
+                         f"i, row in enumerate(np.load('{source}'))]\", then run sample.py on each {stem.name}_<i>.npy")
     if x_o.ndim != 1 or x_o.size != dim_x:
         raise ValueError(f"x_o has shape {shape}, but the run's task {task!r} has dim_x={dim_x}: give a "
                          f"({dim_x},) vector or a (1, {dim_x}) row")

@@ -145,6 +145,7 @@ def sample_posterior(run_dir: str | os.PathLike, x_o: Any, *, num_samples: int |
     from gensbi_sharding.harness.simulation_data import NORMALIZATION
     from gensbi_sharding.harness.tasks import TASKS
 
+    source = x_o if isinstance(x_o, (str, os.PathLike)) else None
     x_o = load_observation(x_o)
     step_dir, saved, info = _run_checkpoint(run_dir)
     statistics = info[NORMALIZATION]
@@ -153,7 +154,7 @@ def sample_posterior(run_dir: str | os.PathLike, x_o: Any, *, num_samples: int |
         raise ValueError(f"the run in {step_dir} trained on data={cfg.data.name}, which is no sbibm task: its "
                          f"prior (support, bijection) is unknown here; sampling supports {', '.join(TASKS)}")
     dim_theta, dim_x = len(statistics["theta_mean"]), len(statistics["x_mean"])
-    x_o = check_observation(x_o, dim_x=dim_x, x_transform=cfg.data.x_transform, task=cfg.data.name)
+    x_o = check_observation(x_o, dim_x=dim_x, x_transform=cfg.data.x_transform, task=cfg.data.name, source=source)
     num_samples = cfg.eval.num_samples if num_samples is None else num_samples
     seed = cfg.seed if seed is None else seed
     ode_steps = cfg.eval.ode_steps if ode_steps is None else ode_steps
@@ -253,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     try:  # the run folder, then the observation, before the output named after them (was: the output first)
         _, saved, info = _run_checkpoint(args.run_dir)
         check_observation(load_observation(obs), dim_x=len(info[NORMALIZATION]["x_mean"]), task=saved["data"]["name"],
-                          x_transform=saved["data"]["x_transform"])
+                          x_transform=saved["data"]["x_transform"], source=obs)
     except (FileNotFoundError, ValueError) as err:
         print(f"[ERROR] {err}", file=sys.stderr, flush=True)
         return 1
