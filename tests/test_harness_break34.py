@@ -241,8 +241,9 @@ def test_sample_py_refuses_an_output_folder_it_cannot_write_before_sampling(tmp_
         raise OSError(30, "Read-only file system")
 
     monkeypatch.setattr(own_observation, "_run_checkpoint", lambda run_dir: (  # a run's folder, read once found good
-        tmp_path / "checkpoints" / "8", {"data": {"name": "two_moons", "x_transform": "none"}},
-        {NORMALIZATION: {"x_mean": [0.0, 0.0]}}))
+        tmp_path / "checkpoints" / "8",
+        {"data": {"name": "two_moons", "x_transform": "none"}, "eval": {"num_samples": 8}},
+        {NORMALIZATION: {"x_mean": [0.0, 0.0], "theta_mean": [0.0, 0.0]}}))
     np.save(tmp_path / "x_o.npy", np.zeros(2))
     monkeypatch.setattr(sample_output.tempfile, "mkdtemp", read_only)
     monkeypatch.setattr(own_observation, "sample_posterior", lambda *a, **k: pytest.fail("sampled"))
@@ -266,3 +267,4 @@ def test_a_run_ctrl_c_stopped_at_once_names_the_step_it_continues_from(tmp_path)
     assert at_once_error(tmp_path, 40, "KeyboardInterrupt: c2st worker").startswith(
         "interrupted (Ctrl-C): KeyboardInterrupt: c2st worker; stopped at once, saved up to step 40 (")
     assert at_once_error(tmp_path, None) == "interrupted (Ctrl-C); stopped at once, with no checkpoint to continue from"
+

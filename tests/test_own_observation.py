@@ -160,9 +160,9 @@ def run_read(monkeypatch, tmp_path):
     """``tmp_path`` read by ``main`` as a two_moons run's folder holding a checkpoint (its x_o.npy beside it)."""
     from gensbi_sharding.harness.simulation_data import NORMALIZATION
 
-    saved = {"data": {"name": "two_moons", "x_transform": "none"}}
+    saved = {"data": {"name": "two_moons", "x_transform": "none"}, "eval": {"num_samples": 16}}
     monkeypatch.setattr(own_observation, "_run_checkpoint", lambda run_dir: (
-        tmp_path / "checkpoints" / "8", saved, {NORMALIZATION: {"x_mean": [0.0, 0.0]}}))
+        tmp_path / "checkpoints" / "8", saved, {NORMALIZATION: {"x_mean": [0.0, 0.0], "theta_mean": [0.0, 0.0]}}))
     np.save(tmp_path / "x_o.npy", np.zeros(2))
     return tmp_path
 
@@ -411,3 +411,43 @@ def test_a_file_of_several_observations_names_the_command_that_splits_it(tmp_pat
     exec(str(err.value).split('python -c "', 1)[1].split('"')[0])  # the command it names writes one file per row
     assert [load_observation(tmp_path / f"many_{i}.npy").tolist() for i in range(3)] == [[0.1, -0.2], [0.3, 0.4],
                                                                                           [0.0, 0.5]]
+
+
+def test_cli_refuses_an_output_its_disk_has_no_room_for_before_sampling(run_read, monkeypatch, capsys):
+    # Was: the whole draw, then an OSError traceback ("No space left on device") as the file was written.
+    from types import SimpleNamespace
+
+    from gensbi_sharding.harness import sample_output
+
+    monkeypatch.setattr(own_observation, "sample_posterior", lambda *a, **k: pytest.fail("sampled"))
+    monkeypatch.setattr(sample_output.shutil, "disk_usage", lambda path: SimpleNamespace(free=8300))
+    with pytest.raises(SystemExit):  # the run's 16 samples of 2 float32s: 8,320 bytes with the rest
+        main([str(run_read), str(run_read / "x_o.npy")])
+    assert capsys.readouterr().err.endswith(
+        f"sample.py: error: the default output {run_read / 'x_o_posterior.npz'} (beside the observation file): its "
+        "disk has 8,300 bytes free, and the samples take 8,320; free space there, or pass --out <a file on a disk with "
+        "room>.npz (or fewer --num-samples)\n")
+    monkeypatch.setattr(own_observation, "sample_posterior", _fake_draws)
+    assert main([str(run_read), str(run_read / "x_o.npy"), "--num-samples", "1"]) == 0  # 8,200 bytes: room
+    assert sorted(p.name for p in run_read.iterdir()) == ["x_o.npy", "x_o_posterior.npz"]
+
+
+def test_cli_names_a_write_that_failed_after_sampling_and_leaves_no_file(run_read, monkeypatch, capsys):
+    # Was a traceback ending in OSError: [Errno 28] No space left on device (the disk filled while it sampled).
+    import errno
+    import os
+
+    from gensbi_sharding.harness import outputs
+
+    monkeypatch.setattr(own_observation, "sample_posterior", _fake_draws)
+
+    def disk_full(path, data, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+    monkeypatch.setattr(outputs, "write_atomic", disk_full)
+    assert main([str(run_read), str(run_read / "x_o.npy")]) == 1
+    assert capsys.readouterr().err == (
+        f"[ERROR] cannot write {run_read / 'x_o_posterior.npz'} (No space left on device): nothing written, no partial "
+        "file; free space or pass --out <a file on another disk>.npz and run again (the same seed draws the same "
+        "samples)\n")
+    assert sorted(p.name for p in run_read.iterdir()) == ["x_o.npy"]

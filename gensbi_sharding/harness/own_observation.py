@@ -246,6 +246,7 @@ def main(argv: list[str] | None = None) -> int:
                         "beside the observation file; .npz is appended to a name without it, as numpy.savez does; "
                         "a folder: that file in it); an existing file is never overwritten")
     args = parser.parse_args(argv)
+    from gensbi_sharding.harness.memory_check import check_draw_fits
     from gensbi_sharding.harness.simulation_data import NORMALIZATION
 
     obs = Path(args.observation)
@@ -259,7 +260,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[ERROR] {err}", file=sys.stderr, flush=True)
         return 1
     out = out_path(args.out, obs)
-    if (problem := output_problem(out, args.out)) is not None:
+    rows = args.num_samples if args.num_samples is not None else saved["eval"]["num_samples"]
+    dims = len(info[NORMALIZATION]["theta_mean"])
+    try:  # a count beyond memory is sample_posterior's to refuse, naming the count that fits
+        check_draw_fits(max(rows, 0), dims + len(info[NORMALIZATION]["x_mean"]))
+        size = 4 * max(rows, 0) * dims + 8192  # its float32 samples, the rest under 8 KiB
+    except ValueError:
+        size = 0
+    if (problem := output_problem(out, args.out, size)) is not None:
         parser.error(problem)
     details: dict = {}
     # Ctrl-C ends it at once (Python's handler would wait for XLA's whole draw); nothing is written before it ends
@@ -280,6 +288,11 @@ def main(argv: list[str] | None = None) -> int:
     except FileExistsError:
         print(f"[ERROR] {out} was created while sampling (another sample.py?) and is kept; nothing written: "
               "pass --out <a new file>.npz", file=sys.stderr, flush=True)
+        return 1
+    except OSError as err:  # the disk filled or turned read-only while it sampled (was: a traceback)
+        print(f"[ERROR] cannot write {out} ({err.strerror or err}): nothing written, no partial file; free space "
+              "or pass --out <a file on another disk>.npz and run again (the same seed draws the same samples)",
+              file=sys.stderr, flush=True)
         return 1
     print(f"{len(samples)} posterior samples of theta (dim {samples.shape[1]}) at x_o from {details['checkpoint']} "
           f"({details['task']}, seed {details['seed']}): {out}", flush=True)

@@ -7,6 +7,7 @@ Pure Python: no JAX.
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -26,9 +27,10 @@ def out_path(given: str | None, observation: Path) -> Path:
     return out if out.name.endswith(".npz") else out.with_name(out.name + ".npz")
 
 
-def output_problem(out: Path, given: str | None) -> str | None:
-    """Why ``sample.py`` may not write ``out`` (``given``: ``--out`` as typed, None for the default), as one line
-    naming the fix; None where it may."""
+def output_problem(out: Path, given: str | None, size: int = 0) -> str | None:
+    """Why ``sample.py`` may not write ``out`` (``given``: ``--out`` as typed, None for the default; ``size``: the
+    bytes it will write, which its disk must have free: was a traceback after the draw), as one line naming the
+    fix; None where it may."""
     # A run's own names: a stopped run's folder holding one it did not write is refused when continued.
     if out.name.startswith("posterior_samples") or out.name == "train_losses.npz":
         return (f"--out {out}: {out.name} is a name a run writes its outputs under; choose another "
@@ -43,4 +45,9 @@ def output_problem(out: Path, given: str | None) -> str | None:
         which = f"--out {out}" if given else f"the default output {out} (beside the observation file)"
         return (f"{which}: cannot write in {out.parent} ({err.strerror or err}); pass --out <a file in a folder you "
                 "can write to>.npz")
+    free = shutil.disk_usage(out.parent).free
+    if free < size:
+        which = f"--out {out}" if given else f"the default output {out} (beside the observation file)"
+        return (f"{which}: its disk has {free:,} bytes free, and the samples take {size:,}; free space there, or "
+                "pass --out <a file on a disk with room>.npz (or fewer --num-samples)")
     return None
