@@ -268,3 +268,35 @@ def test_a_run_ctrl_c_stopped_at_once_names_the_step_it_continues_from(tmp_path)
         "interrupted (Ctrl-C): KeyboardInterrupt: c2st worker; stopped at once, saved up to step 40 (")
     assert at_once_error(tmp_path, None) == "interrupted (Ctrl-C); stopped at once, with no checkpoint to continue from"
 
+
+@pytest.mark.parametrize("status, traceback_text", [("ok", None), ("error", "Traceback ...\nRuntimeError: save failed\n")])
+def test_a_record_the_disk_refuses_is_one_error_line_and_no_completed_run(tmp_path, monkeypatch, caplog, status,
+                                                                          traceback_text):
+    # A run on a disk that filled up: its checkpoint failed, then writing error.txt raised OSError out of the job
+    # (Hydra's traceback; the run's own error line was the last line said of it). A completed run whose metrics.json
+    # cannot be written ended "done ..." with exit code 0 and no record.
+    import errno
+    import logging
+    import os
+
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness import outputs, run_folder
+
+    def disk_full(path, data, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+    monkeypatch.setattr(outputs, "write_atomic", disk_full)
+    cfg = OmegaConf.create({"train": {"resume": None, "steps": 8}, "dry_run": False,
+                            "distributed": {"mode": "none", "process_id": None}})
+    folder = run_folder.RunFolder(tmp_path, cfg)
+    folder.claimed = True  # claimed by this process, as run() does first
+    metrics = {"status": status, **({"error": "RuntimeError: save failed"} if status == "error" else {})}
+    with caplog.at_level(logging.ERROR, logger="gensbi_sharding"):
+        folder.record(metrics, traceback_text)
+    problem = (f"this run's record ({'error.txt, ' if traceback_text else ''}metrics.json) could not be written in "
+               f"{tmp_path} (No space left on device): its outcome is on this console only; free space there (or make "
+               "it writable) before continuing the run")
+    assert [r.getMessage() for r in caplog.records] == [problem]
+    assert metrics == {"status": "error", "error": problem if status == "ok" else "RuntimeError: save failed"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

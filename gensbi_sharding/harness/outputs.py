@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["write_atomic", "write_json", "write_npz", "read_metrics"]
+__all__ = ["write_atomic", "write_json", "write_npz", "read_metrics", "write_record"]
 
 
 def write_atomic(path: Path, data: bytes | str, *, exclusive: bool = False) -> Path:
@@ -92,6 +92,21 @@ def write_npz(path: Path, *, exclusive: bool = False, **arrays: np.ndarray) -> P
     buffer = io.BytesIO()
     np.savez(buffer, **arrays)
     return write_atomic(path, buffer.getvalue(), exclusive=exclusive)
+
+
+def write_record(folder: Path, metrics: dict, traceback_text: str | None = None) -> str | None:
+    """A run's record, ``error.txt`` (with ``traceback_text``) and ``metrics.json``, written in ``folder``; where the
+    disk refuses (full, read-only), one line naming what was not written, why, and the fix; else None (was: Hydra's
+    traceback of the OSError, the run's error unnamed and its folder without a record)."""
+    try:
+        if traceback_text:
+            write_atomic(Path(folder) / "error.txt", traceback_text)
+        write_json(Path(folder) / "metrics.json", metrics)
+    except OSError as err:
+        return (f"this run's record ({'error.txt, ' if traceback_text else ''}metrics.json) could not be written in "
+                f"{folder} ({err.strerror or err}): its outcome is on this console only; free space there (or make it "
+                "writable) before continuing the run")
+    return None
 
 
 def _jsonable(value: Any) -> Any:

@@ -21,7 +21,7 @@ from gensbi_sharding.harness.console import tagged
 from gensbi_sharding.harness.console_lines import completed_jobs_lead
 from gensbi_sharding.harness.folder_lock import FolderInUseError, FolderLock, folder_problem
 from gensbi_sharding.harness.launch_record import keep_record, settle_record, step_folder_names
-from gensbi_sharding.harness.outputs import read_metrics, write_atomic, write_json
+from gensbi_sharding.harness.outputs import read_metrics, write_record
 from gensbi_sharding.harness.preflight import folder_check_crashed
 from gensbi_sharding.harness.sweep_hints import (config_flags, hydra_job_overrides, moved_jobs_problem, search_path_of,
                                                  shared_folder_problem, train_further_hint, unfinished_jobs_hint)
@@ -191,9 +191,9 @@ class RunFolder:
             if metrics.get("steps") == 0 and trained:  # resumed only to evaluate: the figures of the last that trained
                 metrics.update({k: attempts[trained[-1] - 1].get(k) for k in TRAINING_FIGURES},
                                training_figures_from_attempt=trained[-1])
-        if traceback_text:
-            write_atomic(self.out / "error.txt", traceback_text)
-        write_json(self.out / "metrics.json", metrics)
+        if (problem := write_record(self.out, metrics, traceback_text)) is not None:  # the run's own error stays
+            log.error("%s", problem)
+            metrics.update({"status": "error", "error": problem} if metrics.get("status") == "ok" else {})
         settle_record(self.out, continued=metrics.get("resumed_from_step") is not None or bool(metrics.get("steps")))
 
 
