@@ -333,3 +333,38 @@ def test_the_pump_passes_on_what_comes_before_and_after_the_end_marker():
     os.close(write_end)
     thread.join(60)
     assert b"".join(got) == b"line\nW1 held, partial" + b"a child's\n" and not thread.is_alive()
+
+
+def test_a_log_file_the_disk_refuses_is_named_once_on_the_console(tmp_path, capsys):
+    # A run whose disk filled up: Python's "--- Logging error ---", a traceback and the message for every line logged
+    # after it (735 console lines for a checkpoint that failed at the run's last step). The handler is the one the
+    # job logging config names.
+    import errno
+    import importlib
+
+    config = OmegaConf.load(CONF / "hydra" / "job_logging" / "gensbi.yaml")
+    module, _, name = config.handlers.file["class"].rpartition(".")
+    handler = getattr(importlib.import_module(module), name)(tmp_path / "launch.log")
+
+    class FullDisk:
+        def write(self, text):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+        def flush(self):
+            pass
+
+        def close(self):
+            pass
+
+    handler.stream = FullDisk()
+    logger = logging.getLogger("test_console.full_disk")
+    logger.propagate, logger.level = False, logging.INFO
+    logger.addHandler(handler)
+    try:
+        for n in range(3):
+            logger.info("line %d", n)
+    finally:
+        logger.removeHandler(handler)
+    assert capsys.readouterr().err == (
+        f"[ERROR] {tmp_path / 'launch.log'} could not be written (No space left on device): this job's log lines from "
+        "here are on this console only; free space there (or make it writable)\n")

@@ -1,0 +1,38 @@
+"""The job's log file (``launch.log``, a ``distributed=local`` process's ``process_<i>.log``), as Hydra's job logging
+config (``conf/hydra/job_logging/gensbi.yaml``) makes it: a ``logging.FileHandler`` whose writes the disk refuses.
+
+A run whose disk filled up (or turned read-only) printed Python's "--- Logging error ---", a traceback and the
+record's message for every line after that: 735 lines for a checkpoint that failed at its last step, the run's own
+error line among them. ``JobLogFile`` says it once on the console and goes on: the lines are on the console.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+from gensbi_sharding.harness.console import tagged
+
+__all__ = ["JobLogFile"]
+
+
+class JobLogFile(logging.FileHandler):
+    """A ``logging.FileHandler`` that names a write the disk refused once, on stderr, and then drops the lines the
+    file cannot take (any other error: ``logging``'s own report)."""
+
+    refused = False
+
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 (logging's name)
+        err = sys.exc_info()[1]
+        if not isinstance(err, OSError):
+            super().handleError(record)
+            return
+        if not self.refused:
+            self.refused = True
+            try:
+                sys.stderr.write(tagged("ERROR", f"{self.baseFilename} could not be written ({err.strerror or err}): "
+                                        "this job's log lines from here are on this console only; free space there "
+                                        "(or make it writable)") + "\n")
+                sys.stderr.flush()
+            except (OSError, ValueError):  # the console gone too (a closed pipe): nothing left to tell
+                pass
