@@ -64,6 +64,19 @@ def one_of(choices: tuple, kind: Callable[[str], object] = str, *, argument: str
     return parse
 
 
+def model_fits(parser: argparse.ArgumentParser, nbytes: int, flags: str, fix: str) -> None:
+    """Stop in ``parser``'s error line when a model of ``nbytes`` (one float32 copy, a lower bound of what the script
+    holds) exceeds the memory the host has available: was a child's XLA abort ("Check failed: buffer_.IsConcrete()")
+    or a build of a billion layers that ran until ``--timeout``. ``flags`` as typed, ``fix`` what to pass instead."""
+    from gensbi_sharding.harness.memory_check import host_available_bytes
+    from gensbi_sharding.harness.units import format_bytes
+
+    available = host_available_bytes()
+    if available is not None and nbytes > available:
+        parser.error(f"{flags}: the model alone is {format_bytes(nbytes)} of float32, the host has "
+                     f"{format_bytes(available)} available; {fix}")
+
+
 def run_bounded(command: list[str], *, timeout_s: float, what: str, **kwargs) -> subprocess.CompletedProcess:
     """``subprocess.run(command, **kwargs)``, waited for at most ``timeout_s`` seconds.
 

@@ -36,7 +36,7 @@ from pathlib import Path
 # non-editable install): the numbers must be of the code beside this script.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from cli_args import model_axis, new_parser, positive_int, run_bounded  # noqa: E402 (after the path above)
+from cli_args import model_axis, model_fits, new_parser, positive_int, run_bounded  # noqa: E402 (after the path above)
 
 N_DEVICES = 8
 
@@ -145,6 +145,10 @@ def main() -> int:
     if args.child:
         child(args)
         return 0
+    # Its blocks' kernels alone (width x width * mlp_ratio, twice per block); the default is 1.07 GB
+    model_fits(parser, 4 * args.depth * 2 * args.mlp_ratio * args.width ** 2,
+               f"--width {args.width} --depth {args.depth} --mlp-ratio {args.mlp_ratio}",
+               "pass a smaller --width or --depth (the defaults, 2048 and 8, build 1.07 GB)")
     ways = ["eager", "sharded"] + (["naive"] if args.naive else [])
     runs = {way: [] for way in ways}
     with tempfile.TemporaryDirectory() as tmp:

@@ -34,7 +34,7 @@ import jax.numpy as jnp  # noqa: E402
 from flax import nnx  # noqa: E402
 
 import gensbi_sharding as gs  # noqa: E402
-from cli_args import new_parser, positive_int  # noqa: E402
+from cli_args import model_fits, new_parser, positive_int  # noqa: E402
 
 try:
     from gensbi.sharding import shard_model as reference_shard_model  # noqa: E402
@@ -82,6 +82,8 @@ def main() -> int:
     parser.add_argument("--width", type=positive_int, default=2048, help="features of each layer")
     parser.add_argument("--trials", type=positive_int, default=6, help="timed calls per rule and way; medians shown")
     args = parser.parse_args()
+    model_fits(parser, 4 * args.layers * args.width * (args.width + 1), f"--layers {args.layers} --width {args.width}",
+               "pass a smaller --layers or --width (the defaults, 16 and 2048, build 269 MB)")
     warnings.simplefilter("ignore")  # the experimental-rule warnings, once per call
 
     base = Stack(args.layers, args.width)

@@ -29,7 +29,7 @@ import numpy as np  # noqa: E402
 import optax  # noqa: E402
 from flax import nnx  # noqa: E402
 
-from cli_args import model_axis, new_parser, positive_int  # noqa: E402
+from cli_args import model_axis, model_fits, new_parser, positive_int  # noqa: E402
 from gensbi_sharding import (RULES, make_mesh, mesh_context, nearest_batch_sizes, replicate, shard_batch,  # noqa: E402
                              shard_model)
 from gensbi_sharding.harness.registry import get_model  # noqa: E402
@@ -54,6 +54,8 @@ def main() -> int:
     parser.add_argument("--blocks", type=positive_int, default=9, help="timed blocks per step kind; median shown")
     parser.add_argument("--steps", type=positive_int, default=30, help="steps per block")
     args = parser.parse_args()
+    model_fits(parser, 4 * args.depth * 2 * 2 * args.width ** 2, f"--width {args.width} --depth {args.depth}",
+               "pass a smaller --width or --depth (the defaults, 128 and 3, build 0.8 MB)")  # its blocks' kernels
     data = len(jax.devices()) // args.model_axis  # the batch's rows are split over the data axis
     if args.batch % data:
         parser.error(f"argument --batch: {args.batch} does not split over the data-parallel size {data} "

@@ -195,3 +195,30 @@ def test_gensbi_pipeline_names_its_flags_where_the_harness_refuses_their_values(
 ])
 def test_gensbi_pipeline_words_the_harness_keys_it_sets_as_its_flags(message, flags):
     assert load("gensbi_pipeline").in_flags(message) == flags
+
+
+@pytest.mark.parametrize("script, argv, named", [
+    # Was: each child aborted in XLA ("Check failed: buffer_.IsConcrete()", exit -6), printed as "eager failed"
+    ("init", ["--width", "200000"], "--width 200000 --depth 8 --mlp-ratio 4: the model alone is 10240.0 GB of float32"),
+    # Was: a child building a billion layers in Python, silent until --timeout (1800 s) stopped it
+    ("init", ["--depth", "1000000000"], "--width 2048 --depth 1000000000 --mlp-ratio 4: the model alone is "
+                                        "134217728.0 GB of float32"),
+    # Was: jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory allocating 4000000000000 bytes (a traceback)
+    ("shard_model", ["--width", "1000000"], "--layers 16 --width 1000000: the model alone is 64000.1 GB of float32"),
+    # Was: ValueError: RESOURCE_EXHAUSTED: Out of memory allocating 72000000000000 bytes (a traceback)
+    ("step_overhead", ["--width", "3000000"], "--width 3000000 --depth 3: the model alone is 432000.0 GB of float32"),
+])
+def test_a_model_beyond_the_hosts_memory_is_refused_as_its_flags_are_parsed(monkeypatch, capsys, script, argv, named):
+    from gensbi_sharding.harness import memory_check
+
+    module = load(script)
+    monkeypatch.setattr(memory_check, "host_available_bytes", lambda: 24 * 10**9)
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: pytest.fail("started a child"))
+    monkeypatch.setattr(sys, "argv", [f"{script}.py", *argv])
+    with pytest.raises(SystemExit):
+        module.main()
+    smaller = {"init": "--width or --depth (the defaults, 2048 and 8, build 1.07 GB)",
+               "shard_model": "--layers or --width (the defaults, 16 and 2048, build 269 MB)",
+               "step_overhead": "--width or --depth (the defaults, 128 and 3, build 0.8 MB)"}[script]
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"{script}.py: error: {named}, the host has 24.0 GB available; pass a smaller {smaller}")
