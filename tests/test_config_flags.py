@@ -81,3 +81,17 @@ def test_the_run_that_saved_a_checkpoint_names_its_config_flags(tmp_path):
         "experiment=quick")
     OmegaConf.save(_hydra(tmp_path, "config", own_dir=False), run / ".hydra" / "hydra.yaml")  # launch.py's own conf/
     assert launched_with(run / "checkpoints" / "20") == "; the run that saved it was launched with: experiment=quick"
+
+
+def test_a_damaged_record_of_the_saving_run_leaves_its_command_out_not_the_refusal(tmp_path):
+    # A run folder whose .hydra/overrides.yaml was edited (a tab): resuming it with another model.depth raised
+    # "ScannerError: while scanning for the next token" in place of the refusal naming model.depth.
+    from gensbi_sharding.harness.hints import launched_with, saving_overrides
+
+    run = tmp_path / "run"
+    (run / ".hydra").mkdir(parents=True)
+    (run / ".hydra" / "overrides.yaml").write_text("- experiment=quick\n\t- model=flux1\n")
+    assert saving_overrides(run / "checkpoints" / "20") is None and launched_with(run / "checkpoints" / "20") == ""
+    (run / ".hydra" / "overrides.yaml").write_text("- experiment=quick\n")
+    (run / ".hydra" / "hydra.yaml").write_text("hydra: {overrides: [\n")  # cut off: its search path is not known
+    assert launched_with(run / "checkpoints" / "20") == "; the run that saved it was launched with: experiment=quick"

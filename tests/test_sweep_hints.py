@@ -147,3 +147,18 @@ def test_a_job_that_failed_naming_one_of_its_overrides_is_not_offered_as_it_ran(
     assert hint == ("; a sweep folder holding completed jobs is never rerun as a whole: continue its one unfinished job "
                     "with: python launch.py experiment=quick eval.num_samples=20000 train.resume=auto hydra.mode=RUN "
                     f"hydra.run.dir={tmp_path / '1'}{note}")
+
+
+def test_a_job_whose_record_is_damaged_is_continued_without_reading_it(tmp_path):
+    # Was: yaml's ScannerError out of the refusal of the sweep folder (and out of the summary of every later job).
+    from gensbi_sharding.harness import summary
+
+    runs = finished_sweep(tmp_path, [["train.steps=2"], ["train.steps=3"]])
+    (runs[1] / ".hydra" / "overrides.yaml").write_text("- train.steps=3\n\t- x\n")
+    (runs[1] / ".hydra" / "hydra.yaml").write_text("hydra: [\n")
+    (runs[1] / "metrics.json").write_text('{"status": "preempted"}')
+    hint = unfinished_jobs_hint(runs, ("preempted",), [["train.steps=2"], ["train.steps=3"]], sweep_dir=tmp_path)
+    assert hint == ("; a sweep folder holding completed jobs is never rerun as a whole: continue its one unfinished job "
+                    f"with: python launch.py '<its overrides>' train.resume=auto hydra.mode=RUN hydra.run.dir={runs[1]}")
+    assert summary._job_overrides(runs[1]) == {} and summary._job_choices(runs[1]) == {}
+    assert summary._job_overrides(runs[0]) == {"train.steps": "2"}

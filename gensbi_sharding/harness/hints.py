@@ -222,7 +222,7 @@ def launched_with(step_dir: Any) -> str:
 def saving_overrides(step_dir: Any) -> tuple[list[str], list[str]] | None:
     """``(search path overrides and --config-* flags, other overrides)`` the run that saved a checkpoint's step
     folder (``<run>/checkpoints/<step>``) was launched with, from Hydra's record of it, ``train.resume`` and
-    ``hydra.*`` left out; None without a record.
+    ``hydra.*`` left out; None without a record, or with one that cannot be read (its refusal goes without).
 
     For a checkpoint in the running job's own folder, whose record Hydra has replaced by this attempt's, the
     copy kept before (``launch_record``).
@@ -233,26 +233,25 @@ def saving_overrides(step_dir: Any) -> tuple[list[str], list[str]] | None:
     from omegaconf import OmegaConf
 
     from gensbi_sharding.harness.launch_record import saved_record
+    from gensbi_sharding.harness.outputs import read_record
     from gensbi_sharding.harness.sweep_hints import config_flags
 
     recorded = Path(step_dir).parent.parent / ".hydra" / "overrides.yaml"
-    if not recorded.is_file():
-        return None
     # A checkpoint of this run's own folder (train.resume=auto): Hydra has just rewritten the record with this
     # attempt's overrides, which then read as the saving run's ("saved with model.num_heads=2 ... launched with
     # ... model.num_heads=4").
     running = Path(HydraConfig.get().runtime.output_dir) if HydraConfig.initialized() else None
     if running is not None and running.resolve() == recorded.parent.parent.resolve():
         recorded = saved_record(running) / "overrides.yaml"  # kept aside before Hydra rewrote it
-        if not recorded.is_file():
-            return None
     # Hydra records a search path (a preset of one's own: model=my_flux1) apart, in hydra.yaml: without it the
     # named command could not find that preset.
     hydra_yaml = recorded.parent / "hydra.yaml"
-    hydra = OmegaConf.load(hydra_yaml).hydra if hydra_yaml.is_file() else None  # so are --config-dir and -name
+    hydra = getattr(read_record(hydra_yaml), "hydra", None)  # so are --config-dir and -name (damaged: none)
     searched = [o for o in [*config_flags(hydra), *OmegaConf.to_container(hydra.overrides.hydra)]
                 if o.startswith(("hydra.searchpath=", "--config-"))] if hydra else []  # unresolved: ${hydra.job.num}
-    return searched, [str(o) for o in OmegaConf.load(recorded) if not str(o).startswith(("train.resume=", "hydra."))]
+    if not OmegaConf.is_list(overrides := read_record(recorded)):  # missing or damaged
+        return None
+    return searched, [str(o) for o in overrides if not str(o).startswith(("train.resume=", "hydra."))]
 
 
 def override_literal(value: Any) -> str:

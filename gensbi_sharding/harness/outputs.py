@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["write_atomic", "write_json", "write_npz", "read_metrics", "write_record"]
+__all__ = ["write_atomic", "write_json", "write_npz", "read_metrics", "write_record", "read_record"]
 
 
 def write_atomic(path: Path, data: bytes | str, *, exclusive: bool = False) -> Path:
@@ -92,6 +92,18 @@ def write_npz(path: Path, *, exclusive: bool = False, **arrays: np.ndarray) -> P
     buffer = io.BytesIO()
     np.savez(buffer, **arrays)
     return write_atomic(path, buffer.getvalue(), exclusive=exclusive)
+
+
+def read_record(path: Path) -> Any:
+    """A Hydra record (``.hydra/overrides.yaml``, ``hydra.yaml``, ``multirun.yaml``) as OmegaConf reads it; None where
+    it is missing or damaged (edited, cut off, a tab), so the hints and summaries read from it go without (was: the
+    YAML error in place of what it was read for, e.g. a resume's refusal naming the overrides that fit)."""
+    from omegaconf import OmegaConf
+
+    try:
+        return OmegaConf.load(path)
+    except Exception:  # noqa: BLE001 (yaml's errors, OSError, a record that is no YAML mapping or list)
+        return None
 
 
 def write_record(folder: Path, metrics: dict, traceback_text: str | None = None) -> str | None:

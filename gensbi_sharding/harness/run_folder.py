@@ -21,7 +21,7 @@ from gensbi_sharding.harness.console import tagged
 from gensbi_sharding.harness.console_lines import completed_jobs_lead
 from gensbi_sharding.harness.folder_lock import FolderInUseError, FolderLock, folder_problem
 from gensbi_sharding.harness.launch_record import keep_record, settle_record, step_folder_names
-from gensbi_sharding.harness.outputs import read_metrics, write_record
+from gensbi_sharding.harness.outputs import read_metrics, read_record, write_record
 from gensbi_sharding.harness.preflight import folder_check_crashed
 from gensbi_sharding.harness.sweep_hints import (config_flags, hydra_job_overrides, moved_jobs_problem, search_path_of,
                                                  shared_folder_problem, train_further_hint, unfinished_jobs_hint)
@@ -263,8 +263,8 @@ class RefuseCompletedRun(Callback):
                 resume = OmegaConf.select(config, "train.resume", default=None)
                 task = command_overrides(config)[0]
                 recorded = run_dir / ".hydra" / "overrides.yaml"
-                if sweep and recorded.is_file():  # the job's own values, not the sweep's comma lists
-                    task = OmegaConf.load(recorded)
+                if sweep and OmegaConf.is_list(read_record(recorded)):  # the job's own values, not the comma lists
+                    task = read_record(recorded)
                 ensure_fresh(run_dir, resume_auto=resume == "auto", resume_from=bool(resume) and resume != "auto",
                              dry_run=dry_run, steps=OmegaConf.select(config, "train.steps", default=None),
                              overrides=None if task is None else [*searched, *task], multirun=sweep)

@@ -29,7 +29,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness.console_lines import remember_stopped_sweep, sweep_end_line
-from gensbi_sharding.harness.outputs import read_metrics, write_atomic
+from gensbi_sharding.harness.outputs import read_metrics, read_record, write_atomic
 from gensbi_sharding.harness.plots import status_counts
 from gensbi_sharding.harness.summary_columns import DRY_RUN_COLUMNS, ERROR_COLUMN, TRAIN_COLUMNS, Column, key_cell
 from gensbi_sharding.harness.sweep_plan import (command_overrides, every_job, folder_of, job_configuration,
@@ -54,17 +54,16 @@ _NOT_CONFIGURATION = ("train.resume",)
 
 def _job_overrides(job_dir: Path) -> dict[str, str]:
     """``{key: value}`` of the overrides Hydra recorded for this job (empty if it recorded none)."""
-    path = job_dir / ".hydra" / "overrides.yaml"
-    if not path.is_file():
-        return {}
-    pairs = {_override_key(o): o.split("=", 1)[1] if "=" in o else "" for o in OmegaConf.load(path)}
+    recorded = read_record(job_dir / ".hydra" / "overrides.yaml")  # missing or damaged: none
+    pairs = {_override_key(o): o.split("=", 1)[1] if "=" in o else ""
+             for o in (map(str, recorded) if OmegaConf.is_list(recorded) else ())}
     return {key: value for key, value in pairs.items() if key not in _NOT_CONFIGURATION}
 
 
 def _job_choices(job_dir: Path) -> dict[str, str]:
     """``{group: option}`` Hydra composed this job with (``distributed: none``), from its record; {} without one."""
-    path = job_dir / ".hydra" / "hydra.yaml"
-    choices = OmegaConf.select(OmegaConf.load(path), "hydra.runtime.choices", default=None) if path.is_file() else None
+    recorded = read_record(job_dir / ".hydra" / "hydra.yaml")  # missing or damaged: none
+    choices = OmegaConf.select(recorded, "hydra.runtime.choices", default=None) if OmegaConf.is_dict(recorded) else None
     return {str(k): str(v) for k, v in (choices or {}).items() if v is not None}
 
 
@@ -223,10 +222,9 @@ def refresh_sweep_summary(job_dir: Path) -> Summary | None:
         (no ``multirun.yaml``) or holds no job metrics.
     """
     sweep_dir = Path(job_dir).absolute().parent
-    record = sweep_dir / "multirun.yaml"
-    if not record.is_file():
+    saved = read_record(sweep_dir / "multirun.yaml")
+    if not OmegaConf.is_dict(saved):  # no sweep folder, or its record damaged
         return None
-    saved = OmegaConf.load(record)
     task, params = command_overrides(saved)
     declared, jobs = declared_sweeps(list(task or []), params), sweep_jobs(list(task or []), params)
     return write_summary(sweep_dir, declared, all_jobs=jobs, folders=job_folders(saved, jobs))

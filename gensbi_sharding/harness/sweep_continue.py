@@ -61,15 +61,15 @@ def _rest_of_sweep(run_dir: Path, started: bool) -> str:
     """Each unfinished job's command when another job of ``run_dir``'s sweep completed; "" when none did."""
     from omegaconf import OmegaConf
 
+    from gensbi_sharding.harness.outputs import read_record
     from gensbi_sharding.harness.run_folder import RESUMABLE
     from gensbi_sharding.harness.sweep_plan import every_job, job_folders
 
     sweep = run_dir.parent
     jobs = sorted({m.parent for m in sweep.glob("*/metrics.json")} | ({run_dir} if started else set()))
-    record = sweep / "multirun.yaml"
-    if not record.is_file():
+    saved = read_record(sweep / "multirun.yaml")
+    if not OmegaConf.is_dict(saved):  # no sweep folder, or its record damaged
         return ""
-    saved = OmegaConf.load(record)
     # A stopped job's error line names its own command just before this one (run.py): not repeated here.
     hint = unfinished_jobs_hint(jobs, RESUMABLE, all_jobs := every_job(saved), sweep_dir=sweep,
                                 stopped=run_dir if started else None,

@@ -201,8 +201,9 @@ def unfinished_jobs_hint(jobs: Sequence[Any], resumable: Sequence[str], all_jobs
     hint points there instead of printing it again. ``folders``: each job's folder name (``sweep_plan.job_folders``).
     """
     status = {Path(j): "interrupted" if j == stopped else _status(Path(j) / "metrics.json") for j in jobs}
-    recorded = all((j / ".hydra" / "overrides.yaml").exists() for j in status)  # else which ran is unknown
-    ran = {j.name: job_configuration(_yaml_list(j / ".hydra" / "overrides.yaml")) for j in status} if recorded else {}
+    lists = {j.name: _yaml_list(j / ".hydra" / "overrides.yaml") for j in status}
+    recorded = all(v is not None for v in lists.values())  # else which ran is unknown
+    ran = {name: job_configuration(v) for name, v in lists.items()} if recorded else {}
     never = never_started(all_jobs, ran, folders) if recorded and sweep_dir is not None else []
     other = moved_job(sweep_dir, all_jobs, folders) if never else None
     if other:  # the folder holds another sweep: this one's jobs would join it, numbered as its jobs
@@ -218,7 +219,8 @@ def unfinished_jobs_hint(jobs: Sequence[Any], resumable: Sequence[str], all_jobs
     commands = []
     for job in unfinished:
         saved = job / ".hydra" / "overrides.yaml"
-        ran_with = _yaml_list(saved) if saved.exists() else ["<its overrides>"]
+        ran_with = _yaml_list(saved)
+        ran_with = ["<its overrides>"] if ran_with is None else ran_with
         commands.append(job_command([*search_path, *ran_with], job, multirun=True) + _refused(job, ran_with))
     for number, job in never:  # in the folder Hydra would have given it
         commands.append(job_command([*search_path, *job], Path(sweep_dir) / folder_of(number, folders), multirun=True))
@@ -275,7 +277,11 @@ def _status(metrics: Any) -> str | None:
         return "damaged"
 
 
-def _yaml_list(path: Any) -> list[str]:
+def _yaml_list(path: Any) -> list[str] | None:
+    """A job's recorded overrides; None where the record is missing or damaged (was: its YAML error)."""
     from omegaconf import OmegaConf
 
-    return [str(o) for o in OmegaConf.load(path)]
+    from gensbi_sharding.harness.outputs import read_record
+
+    recorded = read_record(path)
+    return [str(o) for o in recorded] if OmegaConf.is_list(recorded) else None

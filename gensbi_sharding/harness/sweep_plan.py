@@ -201,15 +201,18 @@ def moved_job(sweep_dir: Any, all_jobs: Sequence[Sequence[str]],
     each job's folder name (``job_folders``), where known; else job ``i``'s is ``i``."""
     from omegaconf import OmegaConf
 
+    from gensbi_sharding.harness.outputs import read_record
+
     wanted = [job_configuration(job) for job in all_jobs]
     swept = [k for k in (wanted[0] if wanted else {}) if len({w.get(k) for w in wanted}) > 1]
     for number, want in enumerate(wanted):
         record = Path(sweep_dir) / folder_of(number, folders) / ".hydra"
         recorded, hydra = record / "overrides.yaml", record / "hydra.yaml"
-        if not swept or not recorded.is_file() or (hydra.is_file() and OmegaConf.select(
-                OmegaConf.load(hydra), "hydra.mode", default=None) == "RUN"):
+        overrides, hydra = read_record(recorded), read_record(hydra)  # missing or damaged: None, passed over
+        if not swept or not OmegaConf.is_list(overrides) or (OmegaConf.is_dict(hydra) and OmegaConf.select(
+                hydra, "hydra.mode", default=None) == "RUN"):
             continue
-        ran = job_configuration([str(o) for o in OmegaConf.load(recorded)])
+        ran = job_configuration([str(o) for o in overrides])
         differ = [k for k in swept if ran.get(k) != want.get(k)]
         if differ:
             return (number, " ".join(f"{k}={want.get(k)}" for k in differ), recorded.parent.parent,
