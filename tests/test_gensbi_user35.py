@@ -253,6 +253,11 @@ def test_a_preset_of_ones_own_that_yaml_cannot_read_names_its_file_and_line(tmp_
     (tmp_path / "model").mkdir()
     preset = tmp_path / "model" / "my_flux1.yaml"
     preset.write_text("defaults:\n  - /flux1_schema\n  - _self_\nname: flux1\n\tdepth: 1\n")
+    tab = "YAML cannot read it (found character '\\t' that cannot start any token); indent with spaces: YAML takes no tabs"
     assert command_problem([f"--config-dir={tmp_path}", "experiment=quick", "model=my_flux1"]) == (
-        f"{preset}, line 5, column 1: YAML cannot read it (found character '\\t' that cannot start any token); indent "
-        "with spaces: YAML takes no tabs")
+        f"{preset}, line 5, column 1: {tab}")
+    # named before the checks that read the file (was: "model.nope is not a setting of model", of no model's settings)
+    assert command_problem([f"--config-dir={tmp_path}", "model=my_flux1", "model.nope=3"]).startswith(f"{preset}, ")
+    (tmp_path / "my.yaml").write_text("defaults:\n  - config\n  - _self_\n\tseed: 3\n")  # a primary config of one's own
+    assert command_problem([f"--config-dir={tmp_path}", "--config-name=my"]) == (  # was: ScannerError out of a check
+        f"{tmp_path / 'my.yaml'}, line 4, column 1: {tab}")

@@ -24,9 +24,10 @@ from gensbi_sharding.harness.task_fixed import task_fixed_problem
 
 __all__ = ["OVERRIDE_CHECKS", "command_problem"]
 
-OVERRIDE_CHECKS = (config_flag_problem, flag_order_problem, grammar_problem, task_fixed_problem, command_sweep_problem,
-                   list_override_problem, model_key_problem, unknown_key_problem, hydra_key_problem, mode_flags_problem,
-                   override_problem, dict_override_problem, config_file_problem)
+# config_file_problem as soon as the overrides parse: the checks after it read the config files it names unreadable
+OVERRIDE_CHECKS = (config_flag_problem, flag_order_problem, grammar_problem, config_file_problem, task_fixed_problem,
+                   command_sweep_problem, list_override_problem, model_key_problem, unknown_key_problem,
+                   hydra_key_problem, mode_flags_problem, override_problem, dict_override_problem)
 
 
 def command_problem(args: Sequence[str] | CommandLine) -> str | None:
