@@ -261,3 +261,26 @@ def test_a_preset_of_ones_own_that_yaml_cannot_read_names_its_file_and_line(tmp_
     (tmp_path / "my.yaml").write_text("defaults:\n  - config\n  - _self_\n\tseed: 3\n")  # a primary config of one's own
     assert command_problem([f"--config-dir={tmp_path}", "--config-name=my"]) == (  # was: ScannerError out of a check
         f"{tmp_path / 'my.yaml'}, line 4, column 1: {tab}")
+
+
+@pytest.mark.parametrize("resume", ["run", "run/checkpoints/20", "auto"])
+def test_a_preset_of_ones_own_resumed_without_its_search_path_names_that_search_path(tmp_path, resume):
+    # README: "Repeat both overrides when you resume it". With the search path left out, was: "Could not find
+    # 'model/my_flux1' ...; did you mean model=flux1?", whose sizes the resume then refuses.
+    from gensbi_sharding.harness.command_checks import command_problem
+
+    (tmp_path / "my_conf" / "model").mkdir(parents=True)
+    (tmp_path / "my_conf" / "model" / "my_flux1.yaml").write_text(
+        "defaults:\n  - /flux1_schema\n  - _self_\nname: flux1\nnum_heads: 2\n")
+    record = tmp_path / "run" / ".hydra"
+    record.mkdir(parents=True)
+    searched = f"hydra.searchpath=[file://{tmp_path / 'my_conf'}]"
+    (record / "overrides.yaml").write_text("- model=my_flux1\n- experiment=quick\n")
+    (record / "hydra.yaml").write_text(f"hydra:\n  overrides:\n    hydra:\n    - {searched}\n    task: []\n")
+    run = ["train.resume=auto", f"hydra.run.dir={tmp_path / 'run'}"] if resume == "auto" else \
+        [f"train.resume={tmp_path / resume}"]
+    assert command_problem(["model=my_flux1", "experiment=quick", *run]) == (
+        f"model=my_flux1: Could not find 'model/my_flux1' in this command's config folders; the run it resumes was "
+        f"launched with '{searched}', whose folder holds it: add '{searched}'")
+    assert command_problem([searched, "model=my_flux1", "experiment=quick", *run]) is None  # as named: found
+    assert "did you mean model=flux1?" in command_problem(["model=my_flux1", "experiment=quick"])  # nothing resumed

@@ -111,7 +111,7 @@ def override_problem(args: Sequence[str] | CommandLine, *, sweeps_need_m: bool =
         if override.type not in (OverrideType.CHANGE, OverrideType.FORCE_ADD):  # + and ~: prefix_problem's
             continue
         if section in groups and not name:
-            if (problem := _option_problem(o, section, options(section, command.search_paths))
+            if (problem := _option_problem(o, section, options(section, command.search_paths), command)
                     or _schema_problem(o, section, command.search_paths)) is not None:
                 return problem
             continue
@@ -214,14 +214,39 @@ def _preset_key_problem(o, path: Path, name: str) -> str | None:
     return None
 
 
-def _option_problem(o, group: str, choices: list[str] | None) -> str | None:
+def _option_problem(o, group: str, choices: list[str] | None, command: CommandLine | None = None) -> str | None:
     """``model=mlpp`` (also one value of a sweep): the group's options and the nearest one; None where every
-    value is an option, an interpolation, or ``choices`` is None (a ``pkg://`` search path: Hydra's to list)."""
+    value is an option, an interpolation, or ``choices`` is None (a ``pkg://`` search path: Hydra's to list).
+    A preset of one's own that the run ``train.resume`` names was launched with: its search path, to add."""
     for value in o.values() if choices is not None else ():
         if isinstance(value, str) and "${" not in value and value not in choices:
+            if command is not None and (searched := _resumed_search_path(command, group, value)) is not None:
+                return (f"{o.arg}: Could not find '{group}/{value}' in this command's config folders; the run it "
+                        f"resumes was launched with {searched}, whose folder holds it: add {searched}")
             near = closest_name(value, choices)
             return (f"{o.arg}: Could not find '{group}/{value}' ({group} options: {', '.join(choices)})"
                     + (f"; did you mean {group}={near}?" if near else f"; pick one, e.g. {group}={choices[0]}"))
+    return None
+
+
+def _resumed_search_path(command: CommandLine, group: str, value: str) -> str | None:
+    """The search path flags (``'hydra.searchpath=[file://.../my_conf]'``, ``--config-dir ...``) of the run
+    ``train.resume`` names (``auto``: ``hydra.run.dir``'s), where one of their folders holds ``<group>/<value>.yaml``:
+    a preset of one's own resumed without them (was: "did you mean model=flux1?", whose sizes the resume refuses)."""
+    import shlex
+
+    from gensbi_sharding.harness.hints import saving_overrides
+
+    given = {p.key: p.raw for p in command.parsed if p.key in ("train.resume", "hydra.run.dir")}
+    run = given.get("hydra.run.dir") if given.get("train.resume") == "auto" else given.get("train.resume")
+    if not run:
+        return None
+    path = Path(run).expanduser()  # a run folder, its checkpoints/ or a step folder
+    found = [f for f in (path, path.parent, path.parent.parent) if (f / ".hydra").is_dir()]
+    searched = (saving_overrides(found[0] / "checkpoints" / "0") or ([], []))[0] if found else []
+    folders = [Path(e[len("file://"):]) for e in parse(searched).search_paths if e.startswith("file://")]
+    if any((f / group / f"{value}.yaml").is_file() for f in folders):
+        return " ".join(map(shlex.quote, searched))
     return None
 
 
