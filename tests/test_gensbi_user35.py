@@ -284,3 +284,26 @@ def test_a_preset_of_ones_own_resumed_without_its_search_path_names_that_search_
         f"launched with '{searched}', whose folder holds it: add '{searched}'")
     assert command_problem([searched, "model=my_flux1", "experiment=quick", *run]) is None  # as named: found
     assert "did you mean model=flux1?" in command_problem(["model=my_flux1", "experiment=quick"])  # nothing resumed
+
+
+def test_a_checkpoint_of_a_preset_of_ones_own_names_that_preset_when_the_model_differs(tmp_path, monkeypatch):
+    # python launch.py train.resume=<a model=my_flux1 run> (no model=): was "add model=flux1", whose sizes the resume
+    # then refused in a second try naming the preset; now the preset and its search path at once.
+    from omegaconf import OmegaConf
+
+    import gensbi_sharding.checkpoint
+    from gensbi_sharding.harness.resume import model_overrides
+
+    record = tmp_path / "run" / ".hydra"
+    record.mkdir(parents=True)
+    searched = f"hydra.searchpath=[file://{tmp_path / 'my_conf'}]"
+    (record / "hydra.yaml").write_text(f"hydra:\n  overrides:\n    hydra:\n    - {searched}\n    task: []\n")
+    monkeypatch.setattr(gensbi_sharding.checkpoint, "saved_config", lambda path: {"model": {"name": "flux1"}})
+    step = tmp_path / "run" / "checkpoints" / "20"
+    mlp = OmegaConf.create({"name": "mlp", "width": 32})
+    (record / "overrides.yaml").write_text("- model=my_flux1\n- experiment=quick\n")
+    assert model_overrides(step, mlp, command=["experiment=quick"]) == (
+        f"the checkpoint holds model=flux1 (this run: model=mlp): add '{searched}' model=my_flux1. ")
+    (record / "overrides.yaml").write_text("- model=flux1\n- experiment=quick\n")  # the registered model: as before
+    assert model_overrides(step, mlp, command=["experiment=quick"]) == (
+        "the checkpoint holds model=flux1 (this run: model=mlp): add model=flux1. ")

@@ -185,7 +185,7 @@ def model_overrides(step_dir: Path, model_cfg: DictConfig, command: list[str] | 
     more = "".join(f" {o}" for o in also)
     if saved.get("name", now.get("name")) != now.get("name"):
         return (f"the checkpoint holds model={saved['name']} (this run: model={now.get('name')}): add "
-                f"model={saved['name']}{more}. ")
+                f"{_saved_model_choice(step_dir, saved['name'])}{more}. ")
     differ = {k: v for k, v in saved.items() if k not in _FREE_MODEL_FIELDS and now.get(k) != v}
     if not differ:
         return ""
@@ -203,6 +203,24 @@ def model_overrides(step_dir: Path, model_cfg: DictConfig, command: list[str] | 
     return (f"the checkpoint was saved under {' '.join(presets)}{' with' if rest else ', which gives'} {fix} "
             f"(this run: {this}): add {' '.join(added)} "
             f"(or {fix}{more}). ")
+
+
+def _saved_model_choice(step_dir: Path, name: str) -> str:
+    """``model=<name>``; or the preset of one's own the saving run chose for it, with the search path that finds it
+    (``'hydra.searchpath=[file://.../my_conf]' model=my_flux1``; was ``model=flux1``, whose sizes were refused next)."""
+    import shlex
+
+    from hydra.core.hydra_config import HydraConfig
+
+    from gensbi_sharding.harness.hints import saving_overrides
+    from gensbi_sharding.harness.sweep_hints import search_path_of
+
+    searched, overrides = saving_overrides(step_dir) or ([], [])
+    picked = [o for o in overrides if o.split("=", 1)[0] == "model"][-1:]
+    if not picked or picked[0] == f"model={name}":
+        return f"model={name}"
+    this = search_path_of(HydraConfig.get().overrides.hydra) if HydraConfig.initialized() else []
+    return " ".join([*(shlex.quote(o) for o in searched if o not in this), picked[0]])
 
 
 def _presets_giving(step_dir: Path, differ: dict[str, Any], command: list[str] | None
