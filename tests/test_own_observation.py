@@ -109,6 +109,16 @@ def test_the_run_folder_given_as_observation_names_the_order(tmp_path):
         load_observation(tmp_path)
 
 
+def test_a_pipe_given_as_observation_is_named_as_one_not_read(tmp_path):
+    # Was: "does not exist" for a named pipe that does (and a read of it would wait for a writer).
+    import os
+
+    os.mkfifo(tmp_path / "x_o.npy")
+    with pytest.raises(FileNotFoundError, match=r"^observation file '.*x_o.npy' is not a regular file \(a pipe or "
+                       r"device\): save your observation with numpy.save\('x_o.npy', x_o\) and pass that file$"):
+        load_observation(tmp_path / "x_o.npy")
+
+
 def test_a_missing_observation_file_is_named_before_the_run_folder_is_read(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"observation file '.*nope.npy' does not exist .*numpy.save"):
         sample_posterior(tmp_path / "no_run", tmp_path / "nope.npy")

@@ -28,6 +28,9 @@ def load_observation(x_o: Any) -> np.ndarray:
         if path.is_dir():  # e.g. the two arguments swapped: the run folder where x_o.npy goes
             raise FileNotFoundError(f"observation file {os.fspath(x_o)!r} is a folder ({path.absolute()}), not a .npy "
                                     "file: the order is sample.py <run folder> <x_o.npy>")
+        if path.exists() and not path.is_file():  # a pipe or device: was "does not exist", and a pipe's read waits
+            raise FileNotFoundError(f"observation file {os.fspath(x_o)!r} is not a regular file (a pipe or device): "
+                                    "save your observation with numpy.save('x_o.npy', x_o) and pass that file")
         if not path.is_file():
             raise FileNotFoundError(f"observation file {os.fspath(x_o)!r} does not exist (resolved to {path.absolute()}"
                                     "); save your observation with numpy.save('x_o.npy', x_o) and pass that file")
