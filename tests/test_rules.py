@@ -206,3 +206,17 @@ def test_a_rule_file_yaml_cannot_read_is_named_with_its_line_and_fix(tmp_path, t
         f"{tmp_path / 'rule' / 'my_rule.yaml'}, {where}: YAML cannot read it {reason}")
     assert command_problem(["-m", searched, "rule=fsdp,my_rule"]).startswith(f"{tmp_path / 'rule' / 'my_rule.yaml'}, ")
     assert command_problem([searched, "rule=fsdp"]) is None  # a file this command never reads stops nothing
+
+
+def test_a_rule_file_written_as_a_list_is_named_with_the_fix(tmp_path):
+    # Was Hydra's "ValidationError raised while composing config: Invalid type assigned: list is not a subclass of
+    # Dict[str, Any]", naming no fix.
+    from gensbi_sharding.harness.command_checks import command_problem
+
+    (tmp_path / "rule").mkdir()
+    (tmp_path / "rule" / "my_rule.yaml").write_text("- embed: data\n- mlp: model\n")
+    searched = f"hydra.searchpath=[file://{tmp_path}]"
+    assert command_problem([searched, "rule=my_rule"]) == (
+        f"{tmp_path / 'rule' / 'my_rule.yaml'} holds a list (its lines start with '- '), and a config file is a "
+        "mapping: write each setting as key: value, without the '- '")
+    assert command_problem([searched, "rule=tensor"]) is None

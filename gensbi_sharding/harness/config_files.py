@@ -1,7 +1,8 @@
 """A config file YAML cannot read (a tab indent, a key written twice, an unclosed bracket), named before Hydra composes.
 
 A user's own ``conf/rule/my_rule.yaml`` or ``my_conf/model/my_flux1.yaml`` with a tab where YAML wants spaces was
-Hydra's 87-line traceback of its defaults list and PyYAML's scanner, the file and line only in its last lines.
+Hydra's 87-line traceback of its defaults list and PyYAML's scanner, the file and line only in its last lines; one
+written as a list (``- embed: data``) was Hydra's "list is not a subclass of Dict[str, Any]", naming no fix.
 ``config_file_problem`` names the file, line and column, YAML's reason and the fix in one line, for a file the
 command's composition reads; a broken file the command never reads (another preset) stops nothing. Pure Python.
 """
@@ -22,16 +23,18 @@ __all__ = ["config_file_problem"]
 _DEPTHS = ("*.yaml", "*/*.yaml", "*/*/*.yaml")
 
 
-def _unreadable(folders: list[Path]) -> set[str]:
-    """The config files under ``folders`` that ``OmegaConf.load`` (as Hydra reads them) refuses, as paths."""
-    broken = set()
+def _unreadable(folders: list[Path]) -> tuple[set[str], dict[str, Path]]:
+    """The config files under ``folders`` that ``OmegaConf.load`` (as Hydra reads them) refuses, as paths; and those
+    holding a list, by the name Hydra gives them (``rule/my_rule``)."""
+    broken, lists = set(), {}
     for folder in (f for f in folders if f.is_dir()):
         for path in (p for depth in _DEPTHS for p in folder.glob(depth) if p.is_file()):
             try:
-                OmegaConf.load(path)
+                if OmegaConf.is_list(OmegaConf.load(path)):
+                    lists[path.relative_to(folder).with_suffix("").as_posix()] = path
             except Exception:
                 broken.add(str(path.resolve()))
-    return broken
+    return broken, lists
 
 
 def _fix(reason: str) -> str:
@@ -51,11 +54,15 @@ def config_file_problem(command: CommandLine) -> str | None:
     from gensbi_sharding.harness.command_defaults import command_jobs, composed
 
     folders = [CONF] + [Path(p[len("file://"):]) for p in command.search_paths if p.startswith("file://")]
-    broken = _unreadable(folders)
-    if not broken:  # the common case: no composition needed
+    broken, lists = _unreadable(folders)
+    if not broken and not lists:  # the common case: no composition needed
         return None
     for job in command_jobs(command) or []:
         err = composed(*job)[1]
+        named = [path for name, path in lists.items() if f"In '{name}'" in str(err)]  # Hydra's "In 'rule/my_rule'"
+        if named:  # was Hydra's "Invalid type assigned: list is not a subclass of Dict[str, Any]"
+            return (f"{named[0]} holds a list (its lines start with '- '), and a config file is a mapping: write each "
+                    "setting as key: value, without the '- '")
         while err is not None and not isinstance(err, yaml.MarkedYAMLError):
             err = err.__cause__ or err.__context__
         mark = getattr(err, "problem_mark", None)
