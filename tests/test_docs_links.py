@@ -1,0 +1,86 @@
+"""Every relative link and #anchor in README.md and docs/*.md resolves (files read as text, no JAX).
+
+The README was cut to a short form and the long forms moved to docs/*.md, linked from each section;
+a heading renamed or a page moved would leave links that open the right page at the top, or none.
+Anchors follow GitHub's rule: the heading's rendered text, lower-case, punctuation dropped (but
+'-' and '_'), each space a '-', a repeated heading suffixed -1, -2, ...
+"""
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+LINK = re.compile(r"(?<!\\)\[((?:[^\[\]]|\[[^\]]*\])*)\]\(([^()\s]+)(?:\s+\"[^\"]*\")?\)")
+
+
+def prose(text: str) -> list[str]:
+    """The page's lines outside fenced code blocks, with inline code spans blanked (not links)."""
+    lines, fenced = [], False
+    for line in text.splitlines():
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+            lines.append("")
+            continue
+        lines.append("" if fenced else line)
+    return lines
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor of a heading's markdown text."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading)  # a link renders as its text
+    text = text.replace("`", "").replace("*", "")
+    text = re.sub(r"[^\w\- ]", "", text.lower())
+    return text.replace(" ", "-")
+
+
+def anchors(path: Path) -> set[str]:
+    seen: dict[str, int] = {}
+    for line in prose(path.read_text()):
+        m = re.match(r"#{1,6}\s+(.*?)\s*#*\s*$", line)
+        if m:
+            base = slug(m.group(1))
+            n = seen.get(base, 0)
+            seen[base] = n + 1
+            seen.setdefault(base if n == 0 else f"{base}-{n}", 1)
+    return set(seen)
+
+
+def links(path: Path) -> list[tuple[int, str]]:
+    found = []
+    for number, line in enumerate(prose(path.read_text()), 1):
+        line = re.sub(r"`[^`]*`", lambda m: " " * len(m.group(0)), line)
+        found += [(number, m.group(2)) for m in LINK.finditer(line)]
+    return found
+
+
+def test_slug_follows_githubs_rule():
+    assert slug("GenSBI's own models: Flux1 and Simformer") == "gensbis-own-models-flux1-and-simformer"
+    assert slug("The install and `make run`") == "the-install-and-make-run"
+    assert slug("`benchmarks/shard_model.py`") == "benchmarksshard_modelpy"
+    assert slug("Modules, and the history of the library's line counts") == (
+        "modules-and-the-history-of-the-librarys-line-counts")
+
+
+def test_the_pages_have_links_to_check():
+    readme = links(ROOT / "README.md")
+    assert len(readme) > 40, readme  # the README links each section's long form
+    assert any(target.startswith("docs/") and "#" in target for _, target in readme)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_relative_link_and_anchor_resolves(page):
+    broken = []
+    for number, target in links(page):
+        if re.match(r"[a-z][a-z0-9+.-]*:", target):  # https:, mailto: ...: not this test's business
+            continue
+        file_part, _, anchor = target.partition("#")
+        dest = (page.parent / file_part).resolve() if file_part else page
+        where = f"{page.relative_to(ROOT)}:{number}: {target}"
+        if not dest.exists():
+            broken.append(f"{where} (no file {file_part})")
+        elif anchor and dest.suffix == ".md" and anchor not in anchors(dest):
+            broken.append(f"{where} (no heading with anchor #{anchor} in {dest.relative_to(ROOT)})")
+    assert broken == [], "\n".join(broken)
