@@ -1,7 +1,7 @@
 """Sharded initialisation: build a model (and its optimizer) group by group, each group then placed.
 
 Each group is computed by ``jax.jit`` on one device (values bit-identical on every mesh), then moved to
-its sharding while the next compiles. Why not straight into shards: the README's "Memory" section."""
+its sharding while the next compiles. Why not straight into shards: docs/memory.md#how-sharded-initialisation-works."""
 
 from __future__ import annotations
 

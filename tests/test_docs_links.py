@@ -6,7 +6,11 @@ Anchors follow GitHub's rule: the heading's rendered text, lower-case, punctuati
 '-' and '_'), each space a '-', a repeated heading suffixed -1, -2, ...
 """
 
+import ast
+import functools
+import io
 import re
+import tokenize
 from pathlib import Path
 
 import pytest
@@ -36,6 +40,7 @@ def slug(heading: str) -> str:
     return text.replace(" ", "-")
 
 
+@functools.lru_cache(maxsize=None)
 def anchors(path: Path) -> set[str]:
     seen: dict[str, int] = {}
     for line in prose(path.read_text()):
@@ -84,3 +89,62 @@ def test_every_relative_link_and_anchor_resolves(page):
         elif anchor and dest.suffix == ".md" and anchor not in anchors(dest):
             broken.append(f"{where} (no heading with anchor #{anchor} in {dest.relative_to(ROOT)})")
     assert broken == [], "\n".join(broken)
+
+
+# Code and configs that send a user to the docs: each docs/<page>.md#anchor resolves, and each README
+# section a message or comment names ("README: A preset of your own", 'the README's "Memory" section')
+# is a heading or a bold run-in title there.
+SOURCES = [*sorted((ROOT / "gensbi_sharding").rglob("*.py")), *sorted((ROOT / "conf").rglob("*.yaml")),
+           *sorted((ROOT / "benchmarks").glob("*.py")), ROOT / "launch.py", ROOT / "sample.py", ROOT / "Makefile"]
+
+
+def texts(path: Path) -> list[str]:
+    """The file's lines; for Python its comments and each string constant whole (a message split over f-string lines)."""
+    text = path.read_text()
+    if path.suffix != ".py":
+        return [" ".join(t.split()) for t in text.splitlines()]
+    found = [t.string for t in tokenize.generate_tokens(io.StringIO(text).readline) if t.type == tokenize.COMMENT]
+    tree = ast.parse(text)
+    parts = {id(v) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr) for v in node.values}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.JoinedStr):
+            found.append("".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in parts:
+            found.append(node.value)
+    return [" ".join(t.split()) for t in found]
+
+
+def readme_titles() -> set[str]:
+    lines = prose((ROOT / "README.md").read_text())
+    titles = {m.group(1) for line in lines if (m := re.match(r"#{1,6}\s+(.*?)\s*$", line))}
+    titles |= {m.group(1) for line in lines if (m := re.match(r"\*\*(.+?)\.?\*\*", line))}
+    return {t.lower() for t in titles}
+
+
+def cited_readme_sections(text: str) -> list[str]:
+    return re.findall(r"README: ([A-Z][^);\"]*)", text) + re.findall(r"README's \"([^\"]+)\"", text)
+
+
+def test_pointers_from_code_and_configs_resolve():
+    titles, broken, count = readme_titles(), [], 0
+    for path in SOURCES:
+        for text in texts(path):
+            where = f"{path.relative_to(ROOT)}: {text[:100]}"
+            for page, anchor in re.findall(r"\b(docs/[\w-]+\.md)(?:#([\w-]+))?", text):
+                count += 1
+                if not (ROOT / page).exists() or anchor and anchor not in anchors(ROOT / page):
+                    broken.append(f"{where} ({page}#{anchor} does not resolve)")
+            for title in cited_readme_sections(text):
+                count += 1
+                if title.strip().lower() not in titles:
+                    broken.append(f"{where} (README has no section {title!r})")
+    assert count >= 8, count  # the messages naming README sections, the configs' links to docs/
+    assert broken == [], "\n".join(broken)
+
+
+def test_a_stale_pointer_is_caught():
+    titles = readme_titles()
+    assert "a preset of your own" in titles and "writing your own rule" in titles
+    assert cited_readme_sections('README\'s "Memory" section') == ["Memory"] and "memory" not in titles
+    assert cited_readme_sections("f(README: A model of your own in the harness)") == [
+        "A model of your own in the harness"]
