@@ -1,4 +1,5 @@
-"""Every relative link and #anchor in README.md and docs/*.md resolves (files read as text, no JAX).
+"""Every relative link and #anchor in README.md and docs/*.md resolves, and so does every pointer from the
+code and configs to a docs/ page or a README section (files read as text, no JAX).
 
 The README was cut to a short form and the long forms moved to docs/*.md, linked from each section;
 a heading renamed or a page moved would leave links that open the right page at the top, or none.
@@ -21,7 +22,7 @@ LINK = re.compile(r"(?<!\\)\[((?:[^\[\]]|\[[^\]]*\])*)\]\(([^()\s]+)(?:\s+\"[^\"
 
 
 def prose(text: str) -> list[str]:
-    """The page's lines outside fenced code blocks, with inline code spans blanked (not links)."""
+    """The page's lines, those inside fenced code blocks blank (a '#' there is a comment, a '[x](y)' no link)."""
     lines, fenced = [], False
     for line in text.splitlines():
         if line.lstrip().startswith("```"):
