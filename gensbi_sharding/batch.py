@@ -165,13 +165,13 @@ def check_placeable(leaf: Any, where: str) -> None:
 
 
 def host_view(leaf: Any, target: Any) -> Any:
-    """``leaf`` as ``jax.device_put(..., target)`` gets it: a JAX array of at most 16 MiB on one CPU device, bound for a
+    """``leaf`` as ``jax.device_put(..., target)`` gets it: a JAX array of at most 1 MiB on one CPU device, bound for a
     split sharding of this process's devices, as a NumPy copy sliced on the host (from the array JAX compiled a slicing
-    program per shape and sharding, 0.1 s each; above 16 MiB XLA's slicing is the faster copy); else as it is. A copy:
+    program per shape and sharding, 0.1 s each; above 1 MiB XLA's slicing is the faster copy); else as it is. A copy:
     XLA:CPU's shards alias the host array they are cut from, so a view's kept its whole source alive on its device."""
     if (isinstance(leaf, jax.Array) and not isinstance(leaf, jax.core.Tracer) and not is_prng_key(leaf)
             and isinstance(target, jax.sharding.Sharding) and not target.is_fully_replicated
-            and target.is_fully_addressable and len(leaf.sharding.device_set) == 1 and leaf.nbytes <= 2**24
+            and target.is_fully_addressable and len(leaf.sharding.device_set) == 1 and leaf.nbytes <= 2**20
             and next(iter(leaf.sharding.device_set)).platform == "cpu" and not jax.typeof(leaf).weak_type):
         return np.array(leaf)  # the same dtype and values
     return leaf

@@ -122,7 +122,8 @@ def test_arrays_computed_on_one_cpu_device_are_freed_once_placed(devices):
     import gc
 
     mesh = make_mesh(model_axis=1)
-    factory = lambda: get_model("mlp")(dim_theta=3, dim_x=5, rngs=nnx.Rngs(1), width=48, depth=2, mlp_ratio=2,  # noqa: E731
+    # Kernels of 2 MiB (sliced on the device) and arrays under 1 MiB (copied to the host): both ways of placing.
+    factory = lambda: get_model("mlp")(dim_theta=3, dim_x=5, rngs=nnx.Rngs(1), width=512, depth=1, mlp_ratio=2,  # noqa: E731
                                        time_embed_dim=8)
     gc.collect()
     before = {id(a) for a in jax.live_arrays()}
