@@ -429,3 +429,28 @@ def test_c2st_asks_for_no_more_workers_than_folds(monkeypatch, n_jobs, passed):
     rng = np.random.default_rng(0)
     scores = c2st_scores(rng.normal(size=(20, 2)), rng.normal(size=(20, 2)), n_folds=2, n_jobs=n_jobs)
     assert asked == [passed] and scores.tolist() == [0.5, 0.5]
+
+
+def test_a_resumed_evaluation_keeps_a_score_only_when_drawn_with_the_same_num_samples(tmp_path, monkeypatch):
+    """eval.num_samples beyond the reference's rows: n, the rows scored, is the same, but the acceptance is of the
+    rows drawn (was: the score of 200 draws kept for a resume with 400, its acceptance not what 400 give)."""
+    from gensbi_sharding.harness import tasks
+    from gensbi_sharding.harness.data import load_task
+    from gensbi_sharding.harness.posterior import evaluate_observations
+
+    reference = tasks.reference_samples
+    monkeypatch.setattr(tasks, "reference_samples", lambda task, k: reference(task, k)[:150])
+    sims = load_task("slcp", num_simulations=64, seed=0, theta_transform="none")
+    run = dict(sims=sims, velocity=lambda params, theta, x, t: theta * params, params=jnp.float32(1.0),
+               observations=[1], ode_steps=2, n_folds=2, seed=0, mesh=None, write=True, plot=False,
+               title=lambda *a: "", step=5)
+    evaluate_observations(**run, num_samples=200, out=tmp_path / "resumed")
+    resumed = evaluate_observations(**run, num_samples=400, out=tmp_path / "resumed")
+    fresh = evaluate_observations(**run, num_samples=400, out=tmp_path / "fresh")
+    assert resumed["c2st_observations"][0]["n"] == fresh["c2st_observations"][0]["n"] == 150
+    assert resumed["support_acceptance"] == fresh["support_acceptance"]
+    with np.load(tmp_path / "resumed" / "posterior_samples.npz") as saved:
+        assert int(saved["num_samples"]) == 400 and float(saved["acceptance"]) == fresh["support_acceptance"]
+    kept = evaluate_observations(**run, num_samples=400, out=tmp_path / "resumed")  # the same settings: kept
+    assert kept["c2st_observations"] == fresh["c2st_observations"]
+

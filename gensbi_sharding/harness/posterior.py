@@ -17,7 +17,7 @@ is scored, so an interrupted job keeps what it had scored:
   (each further one): ``samples``, ``reference`` (exactly the rows C2ST used),
   ``observation``, ``num_observation``, ``c2st``, ``c2st_scores`` (per fold),
   ``c2st_seed``, ``c2st_folds``: ``c2st_scores(samples, reference, seed=c2st_seed,
-  n_folds=c2st_folds)`` recomputes the number; ``acceptance``, ``ode_steps`` and ``step`` (the
+  n_folds=c2st_folds)`` recomputes the number; ``acceptance``, ``ode_steps``, ``num_samples`` and ``step`` (the
   checkpoint sampled) let a resumed job keep that score instead of computing it again.
 - ``c2st.csv``: one row per observation scored (observation, c2st, fold sd, folds, n).
 - ``posterior.png``: pair plot of the first observation.
@@ -186,7 +186,8 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
         x_o = tasks.observation(task, k)
         reference = tasks.reference_samples(task, k)
         path, n = out / samples_name(k, index == 0), min(num_samples, len(reference))
-        settings = dict(num_observation=k, c2st_seed=seed, c2st_folds=n_folds, ode_steps=ode_steps, step=step)
+        settings = dict(num_observation=k, c2st_seed=seed, c2st_folds=n_folds, ode_steps=ode_steps,
+                        num_samples=num_samples, step=step)  # num_samples: the rows drawn, so the acceptance
         kept = scored_before(path, n, settings) if write and step is not None else None
         if kept is not None:
             samples, scores, acceptance = kept
