@@ -454,3 +454,21 @@ def test_a_resumed_evaluation_keeps_a_score_only_when_drawn_with_the_same_num_sa
     kept = evaluate_observations(**run, num_samples=400, out=tmp_path / "resumed")  # the same settings: kept
     assert kept["c2st_observations"] == fresh["c2st_observations"]
 
+
+@pytest.mark.parametrize("damage", ["empty", "cut", "array_field", "unsized_samples"])
+def test_a_samples_file_the_resumed_evaluation_cannot_read_as_its_own_is_scored_again(tmp_path, damage):
+    """An empty, cut-off or foreign posterior_samples.npz at the path is scored again and written over (was: EOFError
+    for an empty file, TypeError for a field that is an array, out of the resumed job)."""
+    from gensbi_sharding.harness.posterior import scored_before
+
+    path = tmp_path / "posterior_samples.npz"
+    settings = dict(num_observation=1, c2st_seed=0, c2st_folds=2, ode_steps=2, num_samples=150, step=5)
+    fields = dict(samples=np.ones((150, 5), np.float32), c2st_scores=np.full(2, 0.5), acceptance=1.0, **settings)
+    np.savez(path, **fields)
+    assert scored_before(path, 150, settings) is not None  # whole and the same settings: kept
+    if damage in ("empty", "cut"):
+        path.write_bytes(path.read_bytes()[:0 if damage == "empty" else 100])
+    else:
+        np.savez(path, **{**fields, **({"step": np.array([5, 6])} if damage == "array_field"
+                                       else {"samples": np.float32(1.0)})})
+    assert scored_before(path, 150, settings) is None
