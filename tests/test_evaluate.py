@@ -472,3 +472,25 @@ def test_a_samples_file_the_resumed_evaluation_cannot_read_as_its_own_is_scored_
         np.savez(path, **{**fields, **({"step": np.array([5, 6])} if damage == "array_field"
                                        else {"samples": np.float32(1.0)})})
     assert scored_before(path, 150, settings) is None
+
+
+def test_a_resumed_evaluation_plots_the_kept_samples_over_an_older_plot(tmp_path):
+    """A job killed between the first observation's samples file and its plot left an earlier evaluation's
+    posterior.png: resumed, the kept samples are plotted (was: any posterior.png kept, that of an earlier step)."""
+    import os
+
+    from gensbi_sharding.harness.data import load_task
+    from gensbi_sharding.harness.posterior import evaluate_observations
+
+    sims, titles = load_task("two_moons", num_simulations=64, seed=0, theta_transform="none"), []
+    run = dict(sims=sims, velocity=lambda params, theta, x, t: theta * params, params=jnp.float32(1.0),
+               observations=[1], num_samples=100, ode_steps=2, n_folds=2, seed=0, mesh=None, out=tmp_path,
+               write=True, plot=True, title=lambda k, c, sd: titles.append(k) or "", step=5)
+    evaluate_observations(**run)
+    png, samples = tmp_path / "posterior.png", tmp_path / "posterior_samples.npz"
+    evaluate_observations(**run)  # its plot is newer than the samples: kept as is
+    assert titles == [1]
+    png.write_bytes(b"an earlier step's plot")
+    os.utime(png, ns=(samples.stat().st_mtime_ns - 10**9,) * 2)
+    evaluate_observations(**run)
+    assert titles == [1, 1] and png.read_bytes().startswith(b"\x89PNG")

@@ -214,7 +214,7 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
                                   c2st_scores=scores, acceptance=acceptance,
                                   **{key: value for key, value in settings.items() if value is not None})
             outputs.write_atomic(out / "c2st.csv", c2st_csv(rows))
-            if plot and index == 0 and (kept is None or not (out / "posterior.png").exists()):
+            if plot and index == 0 and (kept is None or not plotted_after(out / "posterior.png", path)):
                 evaluate.pair_plot(samples, reference, out / "posterior.png",
                                    title=title(k, row["c2st"], row["c2st_sd_folds"]),
                                    labels=[str(label) for label in task.get_labels_parameters()])
@@ -237,6 +237,15 @@ def scored_before(path: Path, n: int, settings: dict[str, int]) -> tuple[np.ndar
             return saved["samples"], saved["c2st_scores"], float(saved["acceptance"])
     except Exception:  # noqa: BLE001 (an empty or cut-off file: EOFError, BadZipFile; a foreign one: KeyError, TypeError)
         return None  # was: EOFError or TypeError out of the resumed job, for a file it would have written over
+
+
+def plotted_after(plot: Path, samples: Path) -> bool:
+    """Whether ``plot`` was written after ``samples``: from those kept samples, not an earlier evaluation's (was: any
+    posterior.png kept, one from an earlier step where a job was killed between the samples file and its plot)."""
+    try:
+        return plot.stat().st_mtime_ns >= samples.stat().st_mtime_ns
+    except OSError:
+        return False
 
 
 def c2st_csv(rows: list[dict]) -> str:
