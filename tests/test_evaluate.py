@@ -494,3 +494,23 @@ def test_a_resumed_evaluation_plots_the_kept_samples_over_an_older_plot(tmp_path
     os.utime(png, ns=(samples.stat().st_mtime_ns - 10**9,) * 2)
     evaluate_observations(**run)
     assert titles == [1, 1] and png.read_bytes().startswith(b"\x89PNG")
+
+
+def test_a_resumed_evaluation_keeps_no_score_sampled_in_another_compute_dtype(tmp_path):
+    """model.dtype is free on resume: a score sampled in float32 is not kept for a resume in bfloat16 (was: kept,
+    though the bfloat16 model's samples, and so its score, are not those)."""
+    from gensbi_sharding.harness.data import load_task
+    from gensbi_sharding.harness.posterior import evaluate_observations
+
+    sims = load_task("two_moons", num_simulations=64, seed=0, theta_transform="none")
+    run = dict(sims=sims, velocity=lambda params, theta, x, t: theta * params, params=jnp.float32(1.0),
+               observations=[1], num_samples=100, ode_steps=2, n_folds=2, seed=0, mesh=None, out=tmp_path,
+               write=True, plot=False, title=lambda *a: "", step=5)
+    path = tmp_path / "posterior_samples.npz"
+    evaluate_observations(**run, dtype="float32")
+    written = path.stat().st_mtime_ns
+    evaluate_observations(**run, dtype="float32")
+    assert path.stat().st_mtime_ns == written  # the same dtype: kept, not written again
+    evaluate_observations(**run, dtype="bfloat16")
+    with np.load(path) as saved:
+        assert saved["dtype"].item() == "bfloat16" and int(saved["step"]) == 5

@@ -17,8 +17,9 @@ is scored, so an interrupted job keeps what it had scored:
   (each further one): ``samples``, ``reference`` (exactly the rows C2ST used),
   ``observation``, ``num_observation``, ``c2st``, ``c2st_scores`` (per fold),
   ``c2st_seed``, ``c2st_folds``: ``c2st_scores(samples, reference, seed=c2st_seed,
-  n_folds=c2st_folds)`` recomputes the number; ``acceptance``, ``ode_steps``, ``num_samples`` and ``step`` (the
-  checkpoint sampled) let a resumed job keep that score instead of computing it again.
+  n_folds=c2st_folds)`` recomputes the number; ``acceptance``, ``ode_steps``, ``num_samples``, ``step`` (the
+  checkpoint sampled) and ``dtype`` (the model's compute dtype, where it has one) let a resumed job keep that
+  score instead of computing it again.
 - ``c2st.csv``: one row per observation scored (observation, c2st, fold sd, folds, n).
 - ``posterior.png``: pair plot of the first observation.
 """
@@ -128,7 +129,8 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
                           num_samples: int, ode_steps: int, n_folds: int, seed: int, mesh: Any,
                           n_jobs: int | None = None,
                           out: Path, write: bool, plot: bool, title: Callable[[int, float, float], str],
-                          stop_check: Callable[[], None] | None = None, step: int | None = None) -> dict[str, Any]:
+                          stop_check: Callable[[], None] | None = None, step: int | None = None,
+                          dtype: str | None = None) -> dict[str, Any]:
     """Sample and score each observation; returns the metrics to merge into ``metrics.json``.
 
     Parameters
@@ -157,6 +159,9 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
         ``out`` was written from the same step with the same ``num_samples``, ``ode_steps``, ``n_folds`` and
         ``seed`` keeps its score: a job stopped during its evaluation and resumed scores only the rest (was:
         every observation again, minutes each, so a job preempted during each evaluation never finished).
+    dtype : str, optional
+        The model's compute dtype (``model.dtype``, which a resumed run may change): a score sampled in another
+        is not kept (was: a float32 score kept for a resume with model.dtype=bfloat16).
 
     Returns
     -------
@@ -186,8 +191,9 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
         x_o = tasks.observation(task, k)
         reference = tasks.reference_samples(task, k)
         path, n = out / samples_name(k, index == 0), min(num_samples, len(reference))
-        settings = dict(num_observation=k, c2st_seed=seed, c2st_folds=n_folds, ode_steps=ode_steps,
-                        num_samples=num_samples, step=step)  # num_samples: the rows drawn, so the acceptance
+        settings = {key: value for key, value in dict(  # num_samples: the rows drawn, so the acceptance
+            num_observation=k, c2st_seed=seed, c2st_folds=n_folds, ode_steps=ode_steps, num_samples=num_samples,
+            step=step, dtype=dtype).items() if value is not None}
         kept = scored_before(path, n, settings) if write and step is not None else None
         if kept is not None:
             samples, scores, acceptance = kept
@@ -212,7 +218,7 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
             if kept is None:
                 outputs.write_npz(path, samples=samples, reference=reference[:n], observation=x_o, c2st=row["c2st"],
                                   c2st_scores=scores, acceptance=acceptance,
-                                  **{key: value for key, value in settings.items() if value is not None})
+                                  **settings)
             outputs.write_atomic(out / "c2st.csv", c2st_csv(rows))
             if plot and index == 0 and (kept is None or not plotted_after(out / "posterior.png", path)):
                 evaluate.pair_plot(samples, reference, out / "posterior.png",
@@ -227,12 +233,12 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
             "support_acceptance": float(np.mean([r["acceptance"] for r in rows]))}
 
 
-def scored_before(path: Path, n: int, settings: dict[str, int]) -> tuple[np.ndarray, np.ndarray, float] | None:
+def scored_before(path: Path, n: int, settings: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, float] | None:
     """``(samples, c2st_scores, acceptance)`` of ``path`` if an earlier attempt wrote it with these ``settings`` and
     ``n`` samples, else None (no file, one from other weights or settings, or one written before these fields)."""
     try:
         with np.load(path) as saved:
-            if len(saved["samples"]) != n or any(int(saved[key]) != value for key, value in settings.items()):
+            if len(saved["samples"]) != n or any(saved[key].item() != value for key, value in settings.items()):
                 return None
             return saved["samples"], saved["c2st_scores"], float(saved["acceptance"])
     except Exception:  # noqa: BLE001 (an empty or cut-off file: EOFError, BadZipFile; a foreign one: KeyError, TypeError)
