@@ -428,12 +428,22 @@ def test_ctrl_c_during_c2st_keeps_that_whole_score_and_stops(tmp_path, monkeypat
     # Resumed, the job keeps those two scores and scores observation 3 alone (was: all three again, minutes each
     # at sbibm's sizes, so a job preempted during every evaluation never finished).
     scored, files = (out / "c2st.csv").read_text(), {p.name: p.read_bytes() for p in out.glob("posterior_samples*")}
+    shutil.copytree(out, fresh := tmp_path / "fresh")  # the stopped job again, with nothing scored
+    for name in [*files, "c2st.csv", "posterior.png"]:
+        (fresh / name).unlink(missing_ok=True)
     resumed = run_tiny(out, "eval.enabled=true", "eval.observations=[1,2,3]", "train.resume=auto")
     assert resumed["status"] == "ok" and resumed["steps"] == 0 and len(calls) == 3  # one C2ST more: observation 3's
     assert (out / "c2st.csv").read_text().startswith(scored) and len((out / "c2st.csv").read_text().splitlines()) == 4
     assert all((out / name).read_bytes() == data for name, data in files.items())  # the kept files, untouched
     assert [row["observation"] for row in resumed["c2st_observations"]] == [1, 2, 3]
     assert resumed["c2st"] == pytest.approx(np.mean([row["c2st"] for row in resumed["c2st_observations"]]))
+    # The kept scores are those a fresh evaluation of that checkpoint writes (the same seed: the same samples).
+    again = run_tiny(fresh, "eval.enabled=true", "eval.observations=[1,2,3]", "train.resume=auto")
+    assert again["steps"] == 0 and len(calls) == 6 and again["c2st_observations"] == resumed["c2st_observations"]
+    for name in files:
+        with np.load(out / name) as kept, np.load(fresh / name) as written:
+            assert sorted(kept.files) == sorted(written.files)
+            assert all(np.array_equal(kept[key], written[key]) for key in kept.files), name
 
 
 def test_signal_before_training_stops_at_once(tmp_path, monkeypatch, devices):
