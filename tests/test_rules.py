@@ -189,6 +189,9 @@ def test_another_name_declared_unsplit_is_taken_as_the_librarys_tables_take_it()
 @pytest.mark.parametrize("text, where, reason", [
     ("name: my_rule\n\tembed: data\n", "line 2, column 1", "(found character '\\t' that cannot start any token); "
                                                          "indent with spaces: YAML takes no tabs"),
+    ("name: my_rule\nembed: data\t# split\n", "line 2, column 12", "(found character '\\t' that cannot start any "
+                                                                 "token); write spaces for the tab at that column: "
+                                                                 "YAML takes no tabs"),  # was: "indent with spaces"
     ("name: my_rule\nembed: data\nembed: model\n", "line 3, column 1", "(found duplicate key embed); keep one of the "
                                                                       "two 'embed:' lines"),
     ("name: my_rule\nembed: [data\n", "line 3, column 1", "(expected ',' or ']', but got '<stream end>'); write each "

@@ -37,12 +37,22 @@ def _unreadable(folders: list[Path]) -> tuple[set[str], dict[str, Path]]:
     return broken, lists
 
 
-def _fix(reason: str) -> str:
-    if "'\\t'" in reason:
-        return "indent with spaces: YAML takes no tabs"
+def _fix(reason: str, mark: object) -> str:
+    if "'\\t'" in reason:  # a tab after text on its line (before a comment, say) indents nothing (was: "indent with")
+        return "indent with spaces: YAML takes no tabs" if _indenting(mark) else (
+            "write spaces for the tab at that column: YAML takes no tabs")
     if "duplicate key" in reason:
         return f"keep one of the two '{reason.rsplit(' ', 1)[-1]}:' lines"
     return "write each setting as key: value, nested ones indented by spaces, lists as [a, b]"
+
+
+def _indenting(mark: object) -> bool:
+    """Whether the character at YAML's ``mark`` lies in its line's leading whitespace."""
+    try:
+        line = Path(mark.name).read_text(errors="replace").splitlines()[mark.line]
+    except (OSError, IndexError):
+        return True
+    return not line[:mark.column].strip()
 
 
 def config_file_problem(command: CommandLine) -> str | None:
@@ -69,5 +79,5 @@ def config_file_problem(command: CommandLine) -> str | None:
         if mark is not None and str(Path(mark.name).resolve()) in broken:
             reason = str(err.problem or err.context)
             return (f"{mark.name}, line {mark.line + 1}, column {mark.column + 1}: YAML cannot read it ({reason}); "
-                    + _fix(reason))
+                    + _fix(reason, mark))
     return None
