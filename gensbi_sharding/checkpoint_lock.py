@@ -1,4 +1,4 @@
-"""``CheckpointWriter``'s folder lock: one writer per checkpoints folder, in this process or another; and its exit.
+"""``CheckpointWriter`` across processes and the script's end: its folder lock, its exit, its commit.
 
 Two writers of one folder deleted each other's saves under way (Orbax's temporary folders), losing steps. The lock
 is a ``flock`` of the folder itself (no file left behind, even by a killed run), taken by process 0 only: every
@@ -8,6 +8,10 @@ A writer still open when the script ends has its save under way finished then (`
 Python's exit begins it refuses new threads and thread-pool work, which Orbax needs to finish an asynchronous
 save, and that is before any ``atexit`` or ``weakref.finalize`` hook runs. So the hook is the end of the script
 itself, seen through ``sys.monitoring``: its module code returning, or an exception (``sys.exit``) leaving it.
+
+Orbax commits a step on process 0 (renaming its temporary folder) while the other processes wait at a barrier. A
+commit that fails there never reaches that barrier: the others waited out Orbax's whole save timeout (20 minutes).
+``commit_barrier`` bounds that one wait; ``failed_save`` is the error the writer raises then, on every process.
 """
 
 from __future__ import annotations
@@ -22,13 +26,16 @@ import threading
 import time
 import warnings
 import weakref
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import jax
 import orbax.checkpoint as ocp
 
-__all__ = ["Lock", "lock_directory", "unlock", "finish_and_unlock", "watch_exit"]
+from gensbi_sharding.checkpoint_steps import committed_steps
+
+__all__ = ["Lock", "lock_directory", "unlock", "finish_and_unlock", "watch_exit", "commit_barrier", "failed_save"]
 
 #: ``(fd, (device, inode), pid)`` of a held folder, or None (not process 0, or a file system without locks).
 Lock = tuple[int, tuple[int, int], int] | None
@@ -39,18 +46,8 @@ _FIX = "call writer.close(), or save inside `with CheckpointWriter(...) as write
 
 
 def lock_directory(directory: Path) -> Lock:
-    """``flock`` ``directory`` (created if missing) until ``unlock``.
-
-    Returns
-    -------
-    Lock
-        None on processes other than 0 and on file systems without locks (some network mounts: unguarded).
-
-    Raises
-    ------
-    RuntimeError
-        If another writer holds it, saying whether in this process.
-    """
+    """``flock`` ``directory`` (created if missing) until ``unlock``: None on processes but 0 and on file systems
+    without locks (some network mounts: unguarded); ``RuntimeError`` if another writer holds it (here or elsewhere)."""
     if jax.process_index() != 0:
         return None
     directory.mkdir(parents=True, exist_ok=True)
@@ -79,16 +76,8 @@ def unlock(lock: Lock) -> None:
 
 def finish_and_unlock(manager: ocp.CheckpointManager, lock: Lock, status: dict | None = None) -> None:
     """Wait for ``manager``'s pending writes, close it, then ``unlock``: at ``close``, or when an unclosed writer is
-    collected (else the next writer's manager deleted its save under way as unfinished, and that step was lost).
-
-    Parameters
-    ----------
-    manager : orbax.checkpoint.CheckpointManager
-    lock : Lock
-    status : dict, optional
-        The writer's ``{"directory", "step" (last saved), "warned"}``: at interpreter exit (a writer ``watch_exit``
-        could not finish) a save cut short by the exit is one ``RuntimeWarning`` naming the step, not a traceback.
-    """
+    collected (else the next writer's manager deleted its save under way as unfinished). At interpreter exit a save
+    cut short is one ``RuntimeWarning`` naming ``status`` (the writer's directory, step, warned), not a traceback."""
     try:
         if lock is None or lock[2] == os.getpid():  # a forked child's copy has no save of its own to wait for
             manager.wait_until_finished()
@@ -105,15 +94,7 @@ def finish_and_unlock(manager: ocp.CheckpointManager, lock: Lock, status: dict |
 
 def watch_exit(writer: Any) -> None:
     """Finish ``writer``'s save under way when the script ends, if it is open then; warn once that it was not closed.
-
-    Armed once per process, from any thread of a script (``python script.py``, ``-c``, ``-m``; not an
-    interactive session, nor code an embedding (IPython) runs, where no end of a script comes before the exit).
-
-    Parameters
-    ----------
-    writer : CheckpointWriter
-        Read at the end: ``directory``, ``last_saved``, ``exit_timeout_s``, ``_manager``, ``_status``, ``close()``.
-    """
+    Armed once per process, for a script (``python script.py``, ``-c``, ``-m``), not an interactive session or IPython."""
     _OPEN.add(writer)
     if _SCRIPT or sys.flags.interactive or hasattr(sys, "ps1"):
         return
@@ -191,8 +172,6 @@ def _finish_at_exit(writer: Any) -> None:
                  else "it had saved nothing")
         _warn(f"{where}; {saved}; {_FIX}")
         return
-    from gensbi_sharding.checkpoint_steps import committed_steps
-
     steps = committed_steps(writer.directory)
     why = (f"still being written after exit_timeout_s={writer.exit_timeout_s:g} s" if not errors
            else f"its save failed ({type(errors[0]).__name__}: {errors[0]})")
@@ -206,6 +185,47 @@ def _finish_at_exit(writer: Any) -> None:
 
 def _warn(message: str) -> None:
     warnings.warn_explicit(message, RuntimeWarning, "CheckpointWriter", 0)  # no source line: the exit is no caller's
+
+
+# The key of Orbax's barrier after process 0's commit (its async checkpointer's), passed to its public
+# ``AsyncOptions.barrier_sync_fn``. Only this barrier gets the short bound: the one before it waits for every
+# process's writes, which may take long for a large state. Should Orbax rename it, Orbax's own timeout applies.
+_COMMIT_BARRIER = "async_commit_complete"
+
+
+def commit_barrier(timeout_s: float) -> Callable[..., None]:
+    """Orbax's ``barrier_sync_fn`` (``AsyncOptions``), its wait for process 0's commit bounded by ``timeout_s`` > 0."""
+    sync = ocp.multihost.get_barrier_sync_fn()
+
+    def barrier(*, key: str, timeout_ms: int) -> None:
+        if _COMMIT_BARRIER in key:
+            timeout_ms = min(timeout_ms, max(1, int(timeout_s * 1000)))
+        sync(key=key, timeout_ms=timeout_ms)
+
+    return barrier
+
+
+def failed_save(err: BaseException, step: int | None, directory: Path, timeout_s: float) -> RuntimeError:
+    """The error for a save of ``step`` in ``directory`` that raised ``err`` (process 0's ``OSError``, another process's
+    ``TimeoutError`` after ``timeout_s``, a background write's error): where, the latest complete step, the fix."""
+    steps = committed_steps(directory)  # Orbax's own record of each step's commit (CheckpointManager.all_steps)
+    kept = (f"the latest complete checkpoint, {directory / str(steps[-1])}, is kept: resume from it" if steps
+            else "no earlier checkpoint was saved")
+    what = f"{type(err).__name__}: {err}".strip().rstrip(":")
+    if isinstance(err, TimeoutError):  # the other processes: process 0's commit was slow, or failed
+        bound = (f"process 0's commit did not finish within {timeout_s:g} s (CheckpointWriter.commit_timeout_s, the "
+                 f"other processes' bound on waiting for it; {what}), so this process stopped waiting")
+        raise_it = ("On a slow file system raise the bound before the writer is built, e.g. "
+                    "CheckpointWriter.commit_timeout_s = 120")
+        if step in steps:  # committed late: complete on disk, yet the processes no longer save in step
+            return RuntimeError(f"checkpoint step {step} in {directory} is complete and kept ({directory / str(step)}: "
+                                f"resume from it), yet {bound}. {raise_it}")
+        return RuntimeError(f"checkpoint step {step} was not saved in {directory} within {timeout_s:g} s: {bound}; it "
+                            "is not complete: process 0 may still be committing it (a slow file system) or its commit "
+                            f"failed (process 0's log names why, e.g. the folder turned read-only); {kept}. {raise_it}")
+    return RuntimeError(f"checkpoint step {step} was not saved in {directory}: writing or committing it failed "
+                        f"({what}). Keep the checkpoint folder writable while the run saves (check its permissions, "
+                        f"free space, 'chattr -i'); {kept}")
 
 
 def _release_in_child() -> None:

@@ -18,10 +18,10 @@ import numpy as np
 import orbax.checkpoint as ocp
 
 from gensbi_sharding.batch import check_placeable
-from gensbi_sharding.checkpoint_commit import commit_barrier, failed_save
 from gensbi_sharding.checkpoint_steps import (as_path, check_save_directory, committed_steps, flat_by_path,
                                               item_handlers, nest_by_path, non_finite)
-from gensbi_sharding.checkpoint_lock import finish_and_unlock, lock_directory, unlock, watch_exit
+from gensbi_sharding.checkpoint_lock import (commit_barrier, failed_save, finish_and_unlock, lock_directory, unlock,
+                                             watch_exit)
 from gensbi_sharding.nodes import check_value_leaves, is_int, is_node, is_prng_key, node_state, non_node_part
 
 __all__ = ["CheckpointWriter"]
@@ -69,7 +69,7 @@ class CheckpointWriter:
     """
 
     exit_timeout_s: float = 300.0  # the longest wait at the script's end for a save still under way
-    commit_timeout_s: float = 30.0  # the other processes' wait for process 0's commit (a rename); checkpoint_commit
+    commit_timeout_s: float = 30.0  # the other processes' wait for process 0's commit (a rename)
 
     def __init__(self, directory: str | os.PathLike, *, every: int = 0, keep: int = 2,
                  config: Mapping[str, Any] | None = None, async_save: bool = True):

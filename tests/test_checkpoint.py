@@ -435,7 +435,7 @@ def test_commit_barrier_bounds_only_the_wait_for_process_0s_commit(monkeypatch):
     # Was: Orbax's 1200 s for every barrier of a save, so a commit that failed on process 0 held the others 20 min.
     import orbax.checkpoint as ocp
 
-    from gensbi_sharding.checkpoint_commit import commit_barrier
+    from gensbi_sharding.checkpoint_lock import commit_barrier
 
     calls = []
     monkeypatch.setattr(ocp.multihost, "get_barrier_sync_fn", lambda **_: lambda *, key, timeout_ms: calls.append(

@@ -136,7 +136,7 @@ def test_a_commit_slower_than_the_bound_says_it_did_not_finish_in_time_and_wheth
     import jax
 
     from gensbi_sharding.checkpoint import CheckpointWriter
-    from gensbi_sharding.checkpoint_commit import failed_save
+    from gensbi_sharding.checkpoint_lock import failed_save
 
     state, key, folder = {"w": jax.numpy.ones(3)}, jax.random.key(0), tmp_path / "checkpoints"
     with CheckpointWriter(folder, async_save=False) as writer:
