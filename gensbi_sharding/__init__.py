@@ -24,7 +24,6 @@ _MODULES = {
 }
 _MODULE_OF = {name: module for module, names in _MODULES.items() for name in names}
 
-# One list: a name exported is a name importable (was: __all__ written out again beside this table).
 __all__ = sorted(_MODULE_OF)
 __version__ = "0.1.0"
 

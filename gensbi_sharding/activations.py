@@ -56,8 +56,7 @@ class PartitionAxis(NamedTuple):
     generation_attention_dim_axis: MeshAxes = None
 
     def __hash__(self) -> int:
-        # A field given as a list (["data"]) made the strategy unhashable: nnx.split of a Module holding it (a static
-        # attribute, in the graphdef) raised "unhashable type: 'list'". Hashed with its lists as tuples.
+        # Lists hashed as tuples: a Module holding this (static, in its graphdef) is hashed by nnx.split.
         return hash(tuple(tuple(v) if isinstance(v, list) else v for v in self))
 
     @classmethod
@@ -129,9 +128,8 @@ class PartitionAxis(NamedTuple):
 
 def activation_spec(names: Sequence[str | None], shape: Sequence[int], partition_axis: PartitionAxis,
                     mesh: Mesh, manual: frozenset[str] = frozenset()) -> tuple[P, dict[str, str]]:
-    """The PartitionSpec ``constrain`` gives an activation, and ``{name: why}`` for dimensions left unsplit (their mesh
-    axes taken by an earlier one, or not dividing them), as Flax's ``with_logical_constraint``; ``manual`` mesh axes
-    (a ``shard_map``'s) are left out. ``ValueError`` for bad ``names`` or a ``partition_axis`` that does not fit ``mesh``."""
+    """``constrain``'s PartitionSpec (as Flax's ``with_logical_constraint``) and ``{name: why}`` of dimensions left
+    unsplit; ``manual`` (``shard_map``) axes left out. ``ValueError`` for bad ``names`` or ``partition_axis``."""
     if isinstance(names, str) or not isinstance(names, Sequence):  # None, a number: len() would raise TypeError
         example = (names,) if isinstance(names, str) else ("batch",) + (None,) * (len(shape) - 1)
         raise ValueError(f"activation names {names!r} must be a sequence, one per dimension: e.g. {example!r}")

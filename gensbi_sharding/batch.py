@@ -21,8 +21,7 @@ __all__ = ["batch_axes", "batch_size_divisor", "nearest_batch_sizes", "check_bat
            "shard_batch", "shard_sample_init", "replicate", "check_placeable", "host_view"]
 
 
-# The caller (init_sharded, abstract_sharded) while it traces a model's constructor: a placement there meets jit's
-# one-device output sharding as JAX's bare "incompatible devices" (init_sharded computes each group on one device).
+# The caller (init_sharded, abstract_sharded) while it traces a model's constructor, computed on one device.
 _TRACING_FACTORY: contextvars.ContextVar[str | None] = contextvars.ContextVar("tracing_factory", default=None)
 
 
@@ -112,8 +111,7 @@ def check_batch_divisible(batch: Any, mesh: Mesh | None, what: str) -> None:
 
 
 def check_same_rows(batch: Any, what: str) -> int | None:
-    """The leading size shared by the array leaves of ``batch`` with ``ndim > 0`` (None if none); ``ValueError`` naming
-    them (``what``: the batch's name) if they differ."""
+    """The leading size shared by the array leaves of ``batch`` with ``ndim > 0`` (None if none), else ValueError."""
     rows = {jax.tree_util.keystr(path) or "<root>": leaf.shape[0] for path, leaf in
             jax.tree_util.tree_leaves_with_path(batch) if is_array_like(leaf) and leaf.ndim > 0}
     sizes = list(rows.values())
@@ -125,9 +123,8 @@ def check_same_rows(batch: Any, what: str) -> int | None:
 
 
 def check_numeric_leaves(tree: Any, what: str) -> None:
-    """``TypeError`` naming the first leaf of ``tree`` (``what``: the tree's name) of a dtype no JAX array holds
-    (strings, bytes, objects: JAX's error names neither the leaf nor the fix), or an array-like that is no array (a
-    pandas or torch object: else kept as it is, unplaced); ``ValueError`` as ``check_placeable``."""
+    """``TypeError`` naming the first leaf of ``tree`` of a dtype no JAX array holds (strings, objects), or an
+    array-like that is no array (pandas, torch: else kept unplaced); ``ValueError`` as ``check_placeable``."""
     for path, leaf in jax.tree_util.tree_leaves_with_path(tree):
         name = jax.tree_util.keystr(path) or "<root>"
         check_placeable(leaf, f"{what} leaf {name} (shape {getattr(leaf, 'shape', ())})")
@@ -142,9 +139,8 @@ def check_numeric_leaves(tree: Any, what: str) -> None:
 
 
 def check_placeable(leaf: Any, where: str) -> None:
-    """``ValueError`` naming ``where`` (caller and leaf) if NumPy array ``leaf`` holds a number its placed dtype
-    (``nodes.placed_dtype``: 32 bits unless ``jax_enable_x64``) cannot: JAX's cast changes it silently (2**40 -> 0);
-    ``RuntimeError`` naming ``where`` if JAX array ``leaf`` was deleted (JAX's error named neither leaf nor fix)."""
+    """``ValueError`` naming ``where`` if NumPy array ``leaf`` holds a number its placed dtype cannot (JAX's cast would
+    change it silently: 2**40 -> 0); ``RuntimeError`` if JAX array ``leaf`` was deleted (donated)."""
     if isinstance(leaf, jax.Array) and not isinstance(leaf, jax.core.Tracer) and leaf.is_deleted():
         raise RuntimeError(f"{where} was deleted: donated to a jitted step (donate_argnums) or .delete()d; pass the "
                            "arrays the step returned, e.g. state = step(state) then nnx.update(model, state)")
@@ -165,10 +161,9 @@ def check_placeable(leaf: Any, where: str) -> None:
 
 
 def host_view(leaf: Any, target: Any) -> Any:
-    """``leaf`` as ``jax.device_put(..., target)`` gets it: a JAX array of at most 1 MiB on one CPU device, bound for a
-    split sharding of this process's devices, as a NumPy copy sliced on the host (from the array JAX compiled a slicing
-    program per shape and sharding, 0.1 s each; above 1 MiB XLA's slicing is the faster copy); else as it is. A copy:
-    XLA:CPU's shards alias the host array they are cut from, so a view's kept its whole source alive on its device."""
+    """``leaf`` for ``jax.device_put(..., target)``: a JAX array <= 1 MiB on one CPU device bound for a split sharding
+    of local devices as a NumPy copy (JAX compiled a 0.1 s slicing program per shape and sharding; a view's shards kept
+    its whole source alive), else as it is."""
     if (isinstance(leaf, jax.Array) and not isinstance(leaf, jax.core.Tracer) and not is_prng_key(leaf)
             and isinstance(target, jax.sharding.Sharding) and not target.is_fully_replicated
             and target.is_fully_addressable and len(leaf.sharding.device_set) == 1 and leaf.nbytes <= 2**20
@@ -273,8 +268,8 @@ def _put_leaves(tree: Any, mesh: Mesh | None, what: str, split: bool) -> Any:
         raise ValueError(f"{what} inside jax.shard_map: each array there is one device's block, already split over "
                          f"its manual axes {tuple(jax.sharding.get_abstract_mesh().manual_axes)}; place the batch "
                          "before the shard_map (in the jitted step or outside it), or pin a block with constrain")
-    # Inside jax.jit device_put leaves a traced array's layout to the compiler (the batch came out replicated): a
-    # sharding constraint pins it (reshard for Explicit mesh axes). Outside, one batched device_put for the tree.
+    # Inside jax.jit a sharding constraint pins traced leaves (device_put leaves them to the compiler); outside, one
+    # batched device_put.
     pin = jax.sharding.reshard if mesh.explicit_axes else jax.lax.with_sharding_constraint
     targets = [sharding(leaf) for leaf in arrays]
     placed = iter([pin(leaf, target) for leaf, target in zip(arrays, targets)] if traced else

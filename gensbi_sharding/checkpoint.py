@@ -212,8 +212,7 @@ def _storage_target(name: str, leaf: Any) -> jax.ShapeDtypeStruct:
 
 
 def _check_fits(name: str, shape: tuple, sharding: jax.sharding.Sharding) -> None:
-    """``ValueError`` unless ``sharding`` can split an array of ``shape``: else Orbax's IndivisibleError would come from
-    the read, reported as a damaged checkpoint (or JAX's rank error would name neither the leaf nor the fix)."""
+    """``ValueError`` unless ``sharding`` can split an array of ``shape`` (Orbax's error would read as damage)."""
     why = spec_misfit(sharding.spec, shape, sharding.mesh) if isinstance(sharding, NamedSharding) else None
     if why is not None:
         fix = ("key_sharding must fit the saved key's data" if name == "rng" else "build the target with "
@@ -230,8 +229,7 @@ def _key_impl(leaf: Any) -> str:
 
 
 def _replicated_like(target: Mapping[str, Any]) -> jax.sharding.Sharding:
-    """Replicated on the first target leaf's mesh, or its one device (a step mixing two devices raised), or else this
-    process's first device."""
+    """Replicated on the first target leaf's mesh or its one device, else on this process's first device."""
     for sharding in (getattr(leaf, "sharding", None) for leaf in target.values()):
         if isinstance(sharding, (NamedSharding, jax.sharding.SingleDeviceSharding)):
             return NamedSharding(sharding.mesh, P()) if isinstance(sharding, NamedSharding) else sharding
@@ -263,8 +261,7 @@ def _check_against(saved: Mapping[str, Any], target: Mapping[str, Any], step_dir
 
 
 def _nesting(saved: Mapping[str, Any], target: Mapping[str, Any]) -> str | None:
-    """The fix when one side holds the other's every variable under one prefix (``(model, optimizer)`` saved, one node
-    restored, or the reverse); else None."""
+    """The fix when one side holds all the other's variables under one prefix (``(model, optimizer)``), else None."""
     def variables(names):  # the train state's, without the RNG key
         return [name.removeprefix("state/") for name in names if name.startswith("state/")]
 
@@ -280,8 +277,7 @@ def _nesting(saved: Mapping[str, Any], target: Mapping[str, Any]) -> str | None:
 
 
 def _renamed(saved: Mapping[str, Any], target: Mapping[str, Any]) -> str | None:
-    """The fix when no hyperparameter differs (else None): only optimizer state (another optax transformation), or one
-    name ("up" saved, "up_proj" now) in every differing path, at the saved shapes and dtypes."""
+    """The fix when only optimizer state differs, or one name in every differing path (a renamed attribute), else None."""
     kind = lambda leaf: (tuple(leaf.shape), placed_dtype(leaf.dtype))  # noqa: E731
     missing, extra = ({n: kind(d[n]) for n in d if n not in o} for d, o in ((target, saved), (saved, target)))
     unlike = [n for n in target if n in saved and kind(saved[n]) != kind(target[n])]

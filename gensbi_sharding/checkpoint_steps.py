@@ -30,9 +30,7 @@ ITEMS = ("arrays", "meta", "config")
 
 
 def as_path(value: Any, name: str, example: str = "checkpoints") -> Path:
-    """``Path(value)`` with ``~`` expanded, not resolved; a ``TypeError`` naming ``name`` and the fix ``example`` if not
-    a path. Every path argument of a checkpoint function comes here: ``CheckpointWriter("~/ck")`` wrote into a folder
-    named ``~`` under the working directory, which ``restore("~/ck")`` (expanding it) never found."""
+    """``Path(value)`` with ``~`` expanded (every checkpoint path argument), not resolved; else ``TypeError``."""
     if not isinstance(value, (str, os.PathLike)):
         raise TypeError(f"{name}={value!r:.60}: pass a str or os.PathLike, e.g. {name}={example!r}")
     return Path(value).expanduser()
@@ -100,15 +98,8 @@ def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None 
 
 
 def check_save_directory(directory: Path) -> None:
-    """Refuse ``directory`` for ``CheckpointWriter``: a file, a dangling link, a run folder, or a folder holding
-    step-named folders that are no checkpoints (``keep`` would delete them); ``FileNotFoundError``,
-    ``NotADirectoryError`` or ``FileExistsError`` naming it and the fix.
-
-    Parameters
-    ----------
-    directory : Path
-        The checkpoints folder, absolute; may not exist yet.
-    """
+    """Refuse absolute ``directory`` for ``CheckpointWriter``: a file, a dangling link, a run folder, or one holding
+    step-named folders that are no checkpoints (``keep`` would delete them), naming it and the fix."""
     if directory.is_symlink() and not directory.exists():  # mkdir said only "[Errno 17] File exists"
         raise FileNotFoundError(f"checkpoint directory {directory} is a symbolic link to {os.readlink(directory)}, "
                                 "which does not exist; create that folder first, or pass another directory")
@@ -128,9 +119,7 @@ def check_save_directory(directory: Path) -> None:
 
 
 def item_handlers(saving: bool = False) -> dict[str, Any]:
-    """One Orbax handler per item of ``ITEMS``: a pytree of arrays, then JSON for ``meta`` and ``config``. Saving
-    registers scalars (``np.bool_`` is no ``np.number``) and, on CPU, no replica-parallel saving (it only compiled a
-    program per device)."""
+    """One Orbax handler per item of ``ITEMS``; saving registers scalars and, on CPU, no replica-parallel saving."""
     arrays = ocp.StandardCheckpointHandler()
     if saving:
         th, parallel = ocp.type_handlers, None if jax.default_backend() != "cpu" else False  # None: Orbax's default
@@ -151,8 +140,7 @@ def path_key(path: tuple) -> str:
 
 
 def flat_by_path(tree: Any) -> dict[str, Any]:
-    """``{"a/b/c": leaf}`` of a pytree in leaf order, an ``nnx.Variable`` by its value (a pytree value by its leaves,
-    ``"stats/mean"``); ``ValueError`` if two leaves get one name."""
+    """``{"a/b/c": leaf}`` in leaf order, a variable by its value's leaves; ``ValueError`` if two get one name."""
     pairs = jax.tree_util.tree_leaves_with_path(tree, is_leaf=is_variable)
     named = [(path_key(sub), value) for path, leaf in pairs for sub, value in (
         value_leaves(path, leaf.get_value()) if is_variable(leaf) else [(path, leaf)])]
@@ -174,10 +162,8 @@ def nest_by_path(flat: Mapping[str, Any]) -> dict:
 
 
 def non_finite(flat: dict[str, Any]) -> list[str]:
-    """Names ("a/b/c") of the floating-point leaves of ``flat`` holding NaN or inf (on devices, the host, scalars),
-    which ``CheckpointWriter.save`` refuses to write. One process's arrays on CPU devices are read where they lie,
-    each value once (replica 0 of each shard); others go through one compiled check, which every process agrees
-    on (compiling it took 0.5 s at a run's first save)."""
+    """Names of the floating-point leaves of ``flat`` holding NaN or inf; one process's CPU arrays read in place (a
+    compiled check took 0.5 s), others by one compiled check every process agrees on."""
     device = {name: leaf for name, leaf in flat.items()
               if isinstance(leaf, jax.Array) and jnp.issubdtype(leaf.dtype, jnp.inexact)}
     if jax.process_count() == 1 and all(d.platform == "cpu" for v in device.values() for d in v.sharding.device_set):
@@ -220,9 +206,8 @@ def _orbax_reader_notes(record: logging.LogRecord) -> bool:
 
 
 def wrt_difference(saved: Mapping[str, Any], target: Mapping[str, Any]) -> str | None:
-    """The fix when both optimizer states cover parameters, not the same (an ``nnx.Optimizer`` built with another
-    ``wrt=`` filter), naming one only one covers; else None. A state leaf covers the longest tail of its path after
-    ``opt_state`` that ends a variable path outside any optimizer state (``.../opt_state/0/mu/b/bias``: ``b/bias``)."""
+    """The fix when both optimizer states cover other parameters (another ``wrt=``), else None; a leaf covers its path's
+    longest tail after ``opt_state`` ending a variable path (``.../opt_state/0/mu/b/bias``: ``b/bias``)."""
     outside = [n.split("/") for n in (*saved, *target) if "opt_state" not in n.split("/")]
     tails = {"/".join(parts[j:]) for parts in outside for j in range(1, len(parts))}
 

@@ -20,8 +20,7 @@ _BITS = re.compile(r"^(?:bf|f|s|u|c)(\d+)")
 
 
 def hlo_shape_bytes(shape: str) -> int:
-    """Bytes of an HLO result shape (one array, ``f32[8,16]{1,0}``, or a tuple): ``"(bf16[4], pred[3], s4[3])"`` -> 13.
-    Sub-byte types round up per array, ``pred`` is 8 bits, ``token`` 0; ``ValueError`` for another element type."""
+    """Bytes of an HLO result shape: ``"(bf16[4], pred[3], s4[3])"`` -> 13; ``ValueError`` for an unknown type."""
     total = 0
     for match in _ARRAY.finditer(shape):
         dtype, count = match["dtype"], math.prod(int(d) for d in match["dims"].split(",") if d)
@@ -33,8 +32,7 @@ def hlo_shape_bytes(shape: str) -> int:
 
 
 def collectives_in_hlo(text: str) -> dict[str, dict[str, int]]:
-    """``{op: {"count": n, "bytes": b}}`` (bytes per device) for every op of ``COLLECTIVES`` in HLO text; static counts:
-    an op in a loop body counts once, an async pair once."""
+    """``{op: {"count": n, "bytes": b}}`` per device for each op of ``COLLECTIVES`` in HLO text, counted statically."""
     out = {op: {"count": 0, "bytes": 0} for op in COLLECTIVES}
     for match in filter(None, map(_OP.search, text.splitlines())):
         out[match["op"]]["count"] += 1

@@ -117,9 +117,8 @@ def host_to_global_array(host_arrays: Any, *, partition: Any = DataPartitionType
 
 
 def _check_processes_agree(error: Exception | None, treedef: Any, leaves: list) -> None:
-    """Raise on every process if one failed its checks or passes another tree, dtype, shape or replicated values.
-    ``make_array_from_process_local_data`` takes each process's input as everyone's: unequal inputs give wrong shapes
-    and sums, or a hang in the next collective. A process whose own check failed raises that error instead."""
+    """Raise on every process if one failed its checks or passes other leaves (unequal inputs give wrong arrays or a
+    hang); a process whose own check failed raises that error instead."""
     said = texts_if_processes_differ(f"failed: {error}" if error else f"passes tree {treedef}, leaves " + ", ".join(
         f"{path} {shape} {dtype} at {spec}" + (f" values {digest}" if digest else "")
         for path, shape, dtype, spec, digest in leaves))
@@ -133,8 +132,7 @@ def _check_processes_agree(error: Exception | None, treedef: Any, leaves: list) 
 
 
 def texts_if_processes_differ(mine: str) -> list[str] | None:
-    """Every process's ``mine`` (index: process) when they differ, else None; collective: every process calls it.
-    One small allgather of each text's length and digest; only differing texts are gathered themselves."""
+    """Every process's ``mine`` when they differ, else None; collective (an allgather of digests, then of the texts)."""
     from jax.experimental import multihost_utils  # pylint: disable=import-outside-toplevel
 
     text = mine.encode()
@@ -148,8 +146,7 @@ def texts_if_processes_differ(mine: str) -> list[str] | None:
 
 
 def _replicated_digest(leaf: Any, spec: P, mesh: Mesh) -> str | None:
-    """A short digest of a leaf every process holds alike (split over no mesh axis spanning processes), else None.
-    Rows split across processes differ by design; hashed on the host once per checked call."""
+    """A short digest of a leaf every process holds alike (split over no axis spanning processes), else None."""
     split = [mesh.axis_names.index(a) for entry in spec for a in mesh_axes_of(entry)]
     held: dict[int, set] = {}  # process -> the positions along the split axes its devices hold
     for index in np.ndindex(mesh.devices.shape):

@@ -257,8 +257,7 @@ def _groups(variables: dict[str, nnx.Variable], n_devices: int) -> list[list[str
 
 
 def _select(factory: Callable[[], Any], paths: list[str], constants: dict) -> Callable[[], list]:
-    """A traceable function returning ``factory()``'s values at ``paths``, None for each leaf built from no traced
-    array; those leaves of every variable go in ``constants`` by name."""
+    """Traceable ``factory()``'s values at ``paths``, leaves built from no traced array None (kept in ``constants``)."""
     def build():
         values = {path_name(p): v.get_value() for p, v in nnx.to_flat_state(nnx.state(build_unplaced(factory)))}
         # Returned, such a leaf would be a constant of its own group's trace alone: the groups' digests would differ.
@@ -275,8 +274,7 @@ def _with_constants(out: Any, constant: Any) -> Any:
 
 
 def _place_whole(whole: jax.Array, target: NamedSharding) -> jax.Array:
-    """Move a variable computed on one device (each array of a pytree value, whose scalars stay: a Python int beyond
-    int32 raised OverflowError) to ``target``."""
+    """Move a variable computed on one device (a pytree value's arrays; its scalars stay) to ``target``."""
     def put(w: Any) -> Any:  # several processes: each computed the same value, and places its devices' shards
         return w if is_scalar(w) else jax.device_put(host_view(w, target), target) if jax.process_count() == 1 else (
             jax.make_array_from_callback(w.shape, target, lambda index: w[index]))
@@ -284,8 +282,7 @@ def _place_whole(whole: jax.Array, target: NamedSharding) -> jax.Array:
 
 
 def trace_digest(jaxpr: Any, constants: dict[str, Any]) -> tuple:
-    """A trace's operations (as text) and a digest of its constants and of ``constants`` (name to value built from no
-    traced array): equal for two traces building the same values, whatever outputs each selects."""
+    """A trace's operations and a digest of its and ``constants``' values: equal for traces building the same values."""
     def digest(c: Any) -> tuple:
         c = np.asarray(jax.random.key_data(c) if is_prng_key(c) else c)  # a Python number too (nnx.Variable(3))
         return c.shape, str(c.dtype), hashlib.sha1(np.ascontiguousarray(c)).hexdigest()

@@ -1,6 +1,5 @@
 """Helpers every library module shares: node checks, "a/b/c" path keys, abstract states, int/array/mesh checks.
-They import nothing from the package, so every module may import them without a cycle; every name without a
-leading ``_`` is theirs to use (no ``__all__``)."""
+They import nothing from the package, so every module may import them without a cycle."""
 
 from __future__ import annotations
 
@@ -25,8 +24,7 @@ def is_array(x: Any) -> bool:
 
 
 def is_scalar(x: Any) -> bool:
-    """Python and NumPy numbers and bools (``bool``, ``int``, ``float``, ``complex``, ``np.number``, ``np.bool_``): kept as
-    values. Not ``np.str_`` or ``np.datetime64`` (``np.generic`` too): a checkpoint refused them in Orbax's words."""
+    """Python and NumPy numbers and bools, kept as values (not ``np.str_`` or ``np.datetime64``)."""
     return isinstance(x, (bool, int, float, complex, np.number, np.bool_))
 
 
@@ -54,8 +52,7 @@ def keep_scalars(kept: Any, value: Any) -> Any:
 
 
 def check_value_leaves(values: Iterable[tuple[str, Any]], caller: str) -> list[tuple[str, Any]]:
-    """``values`` (``("a/b", value)`` pairs) as a list; ``TypeError`` naming ``caller`` and the leaf (``stats/tag``) if
-    a value holds a leaf neither an array nor a scalar, e.g. a ``str``."""
+    """``values`` (``("a/b", value)`` pairs) as a list; ``TypeError`` naming a leaf neither array nor scalar (a str)."""
     values = list(values)
     for name, value in values:
         for keys, leaf in jax.tree_util.tree_leaves_with_path(value):
@@ -93,9 +90,8 @@ def mesh_axes_of(entry: Any) -> tuple:
 
 
 def spec_misfit(spec: Any, shape: Sequence[int], mesh: Any) -> str | None:
-    """Why PartitionSpec ``spec`` cannot split an array of ``shape`` on ``mesh`` (an axis it lacks or names twice,
-    ``UNCONSTRAINED``, more entries than dimensions, a size its axes do not divide), else None: JAX's and Orbax's errors
-    name no variable."""
+    """Why PartitionSpec ``spec`` cannot split an array of ``shape`` on ``mesh``, else None (JAX's errors name no
+    variable)."""
     if any(entry is PartitionSpec.UNCONSTRAINED for entry in spec):  # mesh_axes_of would raise TypeError on it
         return "PartitionSpec.UNCONSTRAINED leaves a layout to jit's compiler, and a placed array has one: give None"
     names = [a for entry in spec for a in mesh_axes_of(entry)]
@@ -116,8 +112,7 @@ def listing(items: Sequence[str], n: int = 3) -> str:
 
 
 def check_mesh(mesh: Any, *, abstract: bool = False, optional: bool = True) -> None:
-    """``TypeError`` unless ``mesh`` is a ``jax.sharding.Mesh`` (or, with ``abstract``, an ``AbstractMesh``), or None
-    when ``optional`` (a function reading the mesh's axes needs one)."""
+    """``TypeError`` unless ``mesh`` is a ``Mesh`` (``abstract``: or ``AbstractMesh``), or None when ``optional``."""
     if not (isinstance(mesh, (Mesh, AbstractMesh) if abstract else Mesh) or (optional and mesh is None)):
         kind = "a jax.sharding.Mesh" + (" or AbstractMesh" if abstract else "") + (" or None" if optional else "")
         got = "None: it reads the mesh's axes, so it needs one" if mesh is None and not optional else repr(mesh)
@@ -140,8 +135,7 @@ def is_node(node: Any, inner: bool = False) -> bool:
 
 
 def check_node(node: Any, caller: str, *, factory: bool = False) -> None:
-    """``TypeError`` naming ``caller`` unless ``node`` passes ``is_node`` (each array in a variable) or, with
-    ``factory``, is callable."""
+    """``TypeError`` naming ``caller`` unless ``node`` passes ``is_node`` (``factory``: or is callable)."""
     if is_node(node):  # Flax 0.12 keeps an array attribute (self.buf = jnp.ones(3)) as state, in no variable
         # iter_graph: built in a trace (init_sharded), such an attribute is in the graphdef, not the state
         name = next((path_name(p) for p, v in nnx.graph.iter_graph(node) if is_array_like(v)), None)
@@ -171,8 +165,7 @@ def non_node_part(node: Any) -> str:
 
 
 def node_state(tree: Any) -> Any:
-    """``nnx.state(tree)`` if ``tree`` is or holds a Module or other graph node (a variable two attributes share counts
-    once), else ``tree``: a pytree of states keeps its layout."""
+    """``nnx.state(tree)`` if ``tree`` is or holds a graph node (a shared variable counts once), else ``tree``."""
     module_like = lambda x: nnx.graph.is_graph_node(x) and not isinstance(x, nnx.Variable)  # noqa: E731
     return nnx.state(tree) if any(map(module_like, jax.tree.leaves(tree, is_leaf=module_like))) else tree
 
@@ -189,17 +182,15 @@ def shape_of(value: Any) -> tuple:
 
 
 def prefix_holding(names: Sequence[str], paths: Iterable[str]) -> str | None:
-    """The first prefix ``p`` (sorted) with ``f"{p}/{name}"`` in ``paths`` for every one of ``names``, else None: where
-    a tuple, list or dict holding a node holds its variables (``"0"`` in ``(model, optimizer)``)."""
+    """The first prefix ``p`` with ``f"{p}/{name}"`` in ``paths`` for all ``names`` (``"0"`` of ``(model, opt)``)."""
     paths = set(paths)
     heads = sorted({path[:-len(names[0]) - 1] for path in paths if names and path.endswith("/" + names[0])})
     return next((head for head in heads if all(f"{head}/{name}" in paths for name in names)), None)
 
 
 def check_plan_fits(plan: Any, node: Any, caller: str) -> list[tuple[str, Any]]:
-    """``array_variables(node)``; ``ValueError`` naming the variables ``plan`` lacks or planned at another shape
-    (nothing may move unplanned), or one a hand-built spec cannot split (JAX's error named no variable, or came only
-    at compiling); ``TypeError`` for a ``plan`` or ``node`` of another type."""
+    """``array_variables(node)``; ``ValueError`` naming variables ``plan`` lacks, has at another shape or cannot split;
+    ``TypeError`` for a ``plan`` or ``node`` of another type."""
     if not (hasattr(plan, "specs") and hasattr(plan, "shapes")):
         raise TypeError(f"{caller} takes a Plan (plan_shardings(node, mesh, rule)), got {type(plan).__name__} "
                         f"{plan!r:.60}; to place by a rule at once: shard_model(node, mesh, rule)")
@@ -229,8 +220,7 @@ def check_plan_fits(plan: Any, node: Any, caller: str) -> list[tuple[str, Any]]:
 
 
 def abstract_state(node: Any, sharding_for: Callable[[str, Any], jax.sharding.Sharding | None]) -> nnx.State:
-    """``nnx.state(node)``, each leaf a ``jax.ShapeDtypeStruct`` where ``sharding_for(path, value)`` gives a sharding
-    (None: kept), at the dtype placing gives it (``placed_dtype``)."""
+    """``nnx.state(node)``, abstract at ``sharding_for(path, value)`` (None: kept as it is) and the placed dtype."""
     def abstract(path: tuple, var: nnx.Variable) -> nnx.Variable:
         value = var.get_value()
         sharding = sharding_for(path_name(path), value)
@@ -246,17 +236,14 @@ def placed_dtype(dtype: Any) -> Any:
 
 
 def build_unplaced(factory: Callable[[], Any]) -> Any:
-    """``factory()`` with Flax's eager sharding off: a variable annotated the Flax way (``nnx.with_partitioning``,
-    ``sharding_names``) keeps its logical names unplaced, as with ``partitioned``, instead of Flax refusing them without
-    a mesh, or under one reading them as mesh axes (``Resource axis: embed ... is not found in mesh``)."""
+    """``factory()`` with Flax's eager sharding off: Flax-style annotations stay logical names, not read as mesh axes."""
     with nnx.use_eager_sharding(False):
         return factory()
 
 
 def trace_factory(factory: Callable[[], Any], caller: str = "init_sharded", flags: dict | None = None) -> tuple:
-    """Trace ``factory()`` into its graphdef and abstract state, keeping scalars' values; ``ValueError`` naming
-    ``caller`` if the constructor reads a traced value. Variables made ``ref=True`` (a mutable array reference, which no
-    trace may return) or ``hijax=True`` (which takes no abstract value) come back plain: ``flags`` gets their paths."""
+    """Trace ``factory()`` into its graphdef and abstract state, scalars kept; ``ValueError`` naming ``caller`` if the
+    constructor reads a traced value. ``ref=True``/``hijax=True`` variables come back plain, their paths in ``flags``."""
     found = {}
 
     def build():

@@ -53,7 +53,6 @@ class Plan:
     shapes: dict[str, tuple[int, ...]] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        # A plan built by hand: a rule name warned AttributeError, a tuple spec failed in NamedSharding.
         check_mesh(self.mesh, optional=False)
         object.__setattr__(self, "rule", resolve_rule(self.rule))  # any form plan_shardings takes
         odd = next(((path, spec) for path, spec in self.specs.items() if not isinstance(spec, P)), None)
@@ -200,8 +199,7 @@ def place(node: Any, plan: Plan) -> None:
             check_placeable(leaf, f"place / shard_model: {key} (shape {leaf.shape})")
     for key, var in variables:
         value, target = var.get_value(), plan.sharding(key)
-        # Kept only if on the plan's mesh itself (an equivalent sharding elsewhere is moved); device_put refuses
-        # abstract values, which take the sharding.
+        # Kept only if on the plan's mesh itself; abstract values (device_put refuses them) take the sharding.
         if all(isinstance(v, jax.Array) and getattr(v.sharding, "mesh", None) == target.mesh
                and v.sharding.is_equivalent_to(target, v.ndim) for v in array_leaves(value)):
             continue
