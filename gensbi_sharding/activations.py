@@ -14,8 +14,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from gensbi_sharding.batch import batch_axes, check_placeable
 from gensbi_sharding.nodes import check_mesh, mesh_axes_of
-from gensbi_sharding.rules import MeshAxes, Rule, resolve_rule
-from gensbi_sharding.sharding import ShardingFallbackWarning
+from gensbi_sharding.rules import MeshAxes, Rule, ShardingFallbackWarning, resolve_rule
 
 __all__ = ["PartitionAxis", "ACTIVATION_NAMES", "activation_spec", "constrain"]
 

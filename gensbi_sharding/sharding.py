@@ -1,6 +1,6 @@
 """The sharding contract shared with GenSBI and heal_swin_nnx, and the plan at its centre.
 
-``shard_model`` is ``plan_shardings``, ``Plan.warn``, ``place``; the annotations live in ``rules``, re-exported here.
+``shard_model`` is ``plan_shardings``, ``Plan.warn``, ``place``; the annotations and rules live in ``rules``.
 An *NNX node* (here and in every module): a Module, ``nnx.Optimizer``, ``nnx.State``, or a non-empty tuple, list
 or dict of them (``nodes.is_node``), concrete or abstract."""
 
@@ -20,11 +20,10 @@ from gensbi_sharding.batch import check_placeable, host_view
 from gensbi_sharding.nodes import (abstract_state, array_leaves, array_variables, check_mesh, check_node,
                                    check_plan_fits, is_array, is_array_like, is_int, is_node, leaf_paths, listing,
                                    non_node_part, path_name, shape_of)
-from gensbi_sharding.rules import (RULES, ExperimentalRuleWarning, Rule, RuleTable, ShardingFallbackWarning, axes,
-                                   logical_axes_of, partition_spec_for, partitioned, resolve_rule)
+from gensbi_sharding.rules import (RULES, ExperimentalRuleWarning, Rule, RuleTable, ShardingFallbackWarning,
+                                   logical_axes_of, partition_spec_for, resolve_rule)
 
-__all__ = ["Plan", "ShardingFallbackWarning", "ExperimentalRuleWarning", "axes", "partitioned",
-           "logical_axes_of", "plan_shardings", "place", "shard_model", "shard_model_by_table", "sharding_of"]
+__all__ = ["Plan", "plan_shardings", "place", "shard_model", "shard_model_by_table", "sharding_of"]
 
 #: Fallback reason of optimizer state shaped unlike the parameter whose annotation it carries: not warned.
 UNLIKE_PARAMETER = "optimizer state shaped unlike its parameter, e.g. Adafactor's factored moments: small, nothing to fix"
