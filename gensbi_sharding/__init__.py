@@ -18,7 +18,8 @@ _MODULES = {
     "compiled": ("compiled_report",),
     "report": ("bytes_per_device", "describe", "mesh_init_simulate", "partition_specs"),
     "rules": ("ExperimentalRuleWarning", "LOGICAL_AXES", "MODEL_AXIS", "RULES", "MeshAxes", "Rule", "RuleTable",
-              "ShardingFallbackWarning", "axes", "logical_axes_of", "partition_spec_for", "partitioned", "resolve_rule"),
+              "ShardingFallbackWarning", "axes", "logical_axes_of", "partition_spec_for", "partitioned",
+              "resolve_rule"),
     "sharding": ("Plan", "place", "plan_shardings", "shard_model", "shard_model_by_table", "sharding_of"),
 }
 _MODULE_OF = {name: module for module, names in _MODULES.items() for name in names}

@@ -277,7 +277,7 @@ def _nesting(saved: Mapping[str, Any], target: Mapping[str, Any]) -> str | None:
 
 
 def _renamed(saved: Mapping[str, Any], target: Mapping[str, Any]) -> str | None:
-    """The fix when only optimizer state differs, or one name in every differing path (a renamed attribute), else None."""
+    """The fix when only optimizer state differs, or one name in every differing path (renamed), else None."""
     kind = lambda leaf: (tuple(leaf.shape), placed_dtype(leaf.dtype))  # noqa: E731
     missing, extra = ({n: kind(d[n]) for n in d if n not in o} for d, o in ((target, saved), (saved, target)))
     unlike = [n for n in target if n in saved and kind(saved[n]) != kind(target[n])]

@@ -94,13 +94,12 @@ def finish_and_unlock(manager: ocp.CheckpointManager, lock: Lock, status: dict |
 
 def watch_exit(writer: Any) -> None:
     """Finish ``writer``'s save under way when the script ends, if it is open then; warn once that it was not closed.
-    Armed once per process, for a script (``python script.py``, ``-c``, ``-m``), not an interactive session or IPython."""
+    Armed once per process, for a script (``python script.py``, ``-c``, ``-m``), not an interactive session."""
     _OPEN.add(writer)
     if _SCRIPT or sys.flags.interactive or hasattr(sys, "ps1"):
         return
     monitoring = sys.monitoring
-    # 3 and 4 are unnamed; 5 (OPTIMIZER_ID) no tool of CPython claims: where the script took 3 and 4, the step
-    # lost at the exit is worse. 0-2 are a debugger's, coverage's and cProfile's (enabled later in the script).
+    # 3 and 4 are unnamed, 5 (OPTIMIZER_ID) unclaimed; 0-2 are a debugger's, coverage's and cProfile's.
     tool = next((t for t in (4, 3, 5) if monitoring.get_tool(t) is None), None)
     if tool is None:
         return
@@ -108,8 +107,7 @@ def watch_exit(writer: Any) -> None:
     monitoring.register_callback(tool, monitoring.events.PY_RETURN, _returned)
     monitoring.register_callback(tool, monitoring.events.PY_UNWIND, _unwound)  # sys.exit or an exception
     _SCRIPT["tool"] = tool
-    # Every frame's end, in every thread: the script's module code is known by its frame once it ends, from any
-    # thread (another thread's frames have no public API), and each function's return place reports once.
+    # Every frame's end, in every thread (another thread's frames have no public API); each return place reports once.
     monitoring.set_events(tool, monitoring.events.PY_RETURN | monitoring.events.PY_UNWIND)
 
 
@@ -176,8 +174,7 @@ def _finish_at_exit(writer: Any) -> None:
     why = (f"still being written after exit_timeout_s={writer.exit_timeout_s:g} s" if not errors
            else f"its save failed ({type(errors[0]).__name__}: {errors[0]})")
     writer._status["warned"] = True
-    # The save left running fails as Python exits, each of Orbax's threads logging its traceback through absl
-    # (four, 250 lines): the warning below says all the user can act on.
+    # The save left running fails as Python exits, Orbax's threads logging 250 lines: the warning below says it all.
     logging.getLogger("absl").setLevel(logging.CRITICAL)
     _warn(f"{where} and step {step} could not be committed: {why}; it is lost (newest step on disk: "
           f"{steps[-1] if steps else 'none'}); {_FIX}")
@@ -187,9 +184,8 @@ def _warn(message: str) -> None:
     warnings.warn_explicit(message, RuntimeWarning, "CheckpointWriter", 0)  # no source line: the exit is no caller's
 
 
-# The key of Orbax's barrier after process 0's commit (its async checkpointer's), passed to its public
-# ``AsyncOptions.barrier_sync_fn``. Only this barrier gets the short bound: the one before it waits for every
-# process's writes, which may take long for a large state. Should Orbax rename it, Orbax's own timeout applies.
+# The key of Orbax's barrier after process 0's commit (its public ``AsyncOptions.barrier_sync_fn`` sees it). Only it
+# gets the short bound: the one before waits for every process's writes. Renamed by Orbax, Orbax's timeout applies.
 _COMMIT_BARRIER = "async_commit_complete"
 
 

@@ -85,8 +85,7 @@ class CheckpointWriter:
         check_save_directory(self.directory)
         lock = lock_directory(self.directory)  # before Orbax's manager: it deletes others' unfinished saves
         self.every, self.keep, self._closed = every, keep, False
-        # Step folders made in ``save``: made in the background, Orbax's other save threads wait for them, and when
-        # Python's exit refused that thread its work they waited out Orbax's 1200 s timeout: the exit hung.
+        # Step folders made in ``save``, not by a background thread, which Python's exit refuses (the exit hung).
         asynchronous = ocp.AsyncOptions(create_directories_asynchronously=False,
                                         barrier_sync_fn=commit_barrier(self.commit_timeout_s))
         options = ocp.CheckpointManagerOptions(max_to_keep=keep, cleanup_tmp_directories=True,
@@ -97,8 +96,7 @@ class CheckpointWriter:
         except BaseException:
             unlock(lock)
             raise
-        # Collected unclosed (or at exit): its save under way finishes before the folder is let go, else the next
-        # writer's manager deleted it as an unfinished save, and that step was lost.
+        # Collected unclosed (or at exit): its save under way finishes before the folder is let go (finish_and_unlock).
         self._status = {"directory": self.directory, "step": None, "warned": False}  # named if the exit cuts a save
         self._unlock = weakref.finalize(self, finish_and_unlock, self._manager, lock, self._status)
         self.last_saved: int | None = None
@@ -186,8 +184,7 @@ class CheckpointWriter:
         if not (isinstance(key, jax.Array) and is_prng_key(key)):
             raise TypeError(f"key={key!r:.60} must be a typed JAX PRNG key, e.g. jax.random.key(0)")
         info = _checked_json(info, "info", "e.g. {'best_step': 3}")
-        # As nnx.state: a Module as a pytree would save tied weights twice, under two names. A str leaf is named here
-        # (Orbax's error named no fix).
+        # As nnx.state: a Module as a pytree would save tied weights twice, under two names.
         named = dict(check_value_leaves(flat_by_path(node_state(state)).items(), "CheckpointWriter.save"))
         for name, leaf in named.items():  # restore places every array: one it would change is not saved
             check_placeable(leaf, f"CheckpointWriter.save: {name} (shape {np.shape(leaf)})")
@@ -201,8 +198,7 @@ class CheckpointWriter:
                 f"the train state at step {step} is not finite ({len(bad)} array(s) hold NaN or inf, "
                 f"e.g. {', '.join(bad[:3])}); it was not saved and displaces no checkpoint. "
                 + (f"Last finite checkpoint: {latest}" if latest else "No earlier checkpoint was saved"))
-        # Orbax refuses zero-size arrays; they hold no value, so ``restore`` rebuilds them from its target (as it
-        # takes values holding no array at all, e.g. optax.masked's MaskedNode, from the target).
+        # Zero-size arrays (Orbax refuses them) and values holding none (MaskedNode): ``restore`` takes its target's.
         flat = {f"state/{name}": leaf for name, leaf in named.items()
                 if getattr(leaf, "size", 1) != 0 and jax.tree.leaves(leaf)}
         flat["rng"] = key

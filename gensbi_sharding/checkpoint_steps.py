@@ -80,8 +80,7 @@ def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None 
         raise FileNotFoundError(f"{resolved} is the {resolved.name!r} item of the step folder {resolved.parent}: "
                                 f"pass {resolved.parent}")
     is_run = (resolved / CHECKPOINT_SUBDIR).is_dir()  # a multirun job dir is named by a number too
-    # Only a folder holding an item of ours is a step folder: a sweep's job folder is named by a number
-    # too, and one that saved no checkpoint (a failed job) holds Hydra's .hydra/ instead.
+    # Only a folder holding an item of ours is a step folder: a sweep's job folder is named by a number too.
     if resolved.name.isdigit() and not is_run and any((resolved / item).exists() for item in ITEMS):
         complete = _step_folders(resolved.parent).get(int(resolved.name))
         if complete:
@@ -145,8 +144,7 @@ def flat_by_path(tree: Any) -> dict[str, Any]:
     named = [(path_key(sub), value) for path, leaf in pairs for sub, value in (
         value_leaves(path, leaf.get_value()) if is_variable(leaf) else [(path, leaf)])]
     flat, alike = dict(named), Counter(name.replace(".", "/") for name, _ in named)
-    # A key holding "/" ({"x/y": ...}) beside a nested one ({"x": {"y": ...}}, or {"x": ...}) names two leaves alike;
-    # one holding "." too, in Orbax, which joins its arrays' keys with ".": one array was restored as both, silently.
+    # A key holding "/" ({"x/y": ...}) beside a nested one ({"x": {"y": ...}}) names two leaves alike; "." in Orbax.
     clash = next((name for name, _ in named if any(name.rsplit("/", i)[0] in flat for i in range(
         1, name.count("/") + 1))), None) or next((name for name, _ in named if alike[name.replace(".", "/")] > 1), None)
     if clash:

@@ -12,8 +12,7 @@ __all__ = ["COLLECTIVES", "compiled_report", "collectives_in_hlo", "hlo_shape_by
 #: The HLO collective ops counted, in the names XLA prints (synchronous or as ``-start``/``-done`` pairs).
 COLLECTIVES: tuple[str, ...] = ("all-gather", "all-reduce", "reduce-scatter", "all-to-all", "collective-permute")
 
-# "%name = <result shape> <op>(" for each collective, synchronous or the "-done" half of an
-# async pair (not "-start": its result tuple also holds the operands).
+# "%name = <result shape> <op>(", synchronous or an async pair's "-done" ("-start"'s result holds the operands).
 _OP = re.compile(r"=\s*(?P<shape>\S.*?)\s+(?P<op>" + "|".join(COLLECTIVES) + r")(?:-done)?\(")
 _ARRAY = re.compile(r"\b(?P<dtype>pred|token|[a-z]+\d+[a-z0-9]*)\[(?P<dims>[\d,]*)\]")
 _BITS = re.compile(r"^(?:bf|f|s|u|c)(\d+)")

@@ -87,8 +87,7 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Rule
             jax.tree.map(lambda c, path=path: check_placeable(  # holds all), checked before any group is placed
                 c, f"init_sharded: {path} (shape {np.shape(c)})"), constants[path])
         first = digest
-        # Traced and compiled while the previous group computed and moved; run once that group is placed (its
-        # whole copies then freed), so one group exists whole at a time.
+        # Compiled while the previous group ran; run once that group is placed, so one group exists whole at a time.
         jax.block_until_ready(pending)
         pending = [_place_whole(_with_constants(whole, constants[path]), plan.sharding(path))
                    for path, whole in zip(group, program())]

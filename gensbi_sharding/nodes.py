@@ -236,14 +236,14 @@ def placed_dtype(dtype: Any) -> Any:
 
 
 def build_unplaced(factory: Callable[[], Any]) -> Any:
-    """``factory()`` with Flax's eager sharding off: Flax-style annotations stay logical names, not read as mesh axes."""
+    """``factory()`` with Flax's eager sharding off: Flax-style annotations stay logical names, not mesh axes."""
     with nnx.use_eager_sharding(False):
         return factory()
 
 
 def trace_factory(factory: Callable[[], Any], caller: str = "init_sharded", flags: dict | None = None) -> tuple:
     """Trace ``factory()`` into its graphdef and abstract state, scalars kept; ``ValueError`` naming ``caller`` if the
-    constructor reads a traced value. ``ref=True``/``hijax=True`` variables come back plain, their paths in ``flags``."""
+    constructor reads a traced value. ``ref=True``/``hijax=True`` variables come back plain (paths in ``flags``)."""
     found = {}
 
     def build():

@@ -191,8 +191,7 @@ def check_table(table: Mapping) -> None:
     ``()``: declared unsplit) and each value None, a mesh axis name or a list naming each mesh axis once."""
     for key, value in table.items():
         names = [] if value is None else list(value) if _is_sequence(value) else [value]
-        # Another name (a stacked-layer axis, transform_metadata={nnx.PARTITION_NAME: "layers"}) may be declared
-        # unsplit (None, (), []): only a split needs the vocabulary, where a typo would split nothing.
+        # Another name (a stacked-layer axis) may be declared unsplit: only a split needs the vocabulary.
         if key not in LOGICAL_AXES and (names or not isinstance(key, str)):
             other = (f"a key is a logical axis name, a str: got {type(key).__name__}" if not isinstance(key, str) else
                      f"{key!r} names a rule: this is a table of rules (RULES itself?); pass one rule, e.g. {key!r} "
@@ -250,8 +249,7 @@ def partition_spec_for(names: Sequence[str | None] | str | None, shape: Sequence
         return P(), (f"annotation entry {odd[0]!r} ({type(odd[0]).__name__}) is no logical axis name: give one str "
                      f"(e.g. 'embed') or None per dimension, got {names!r}")
     if len(names) != len(shape):
-        # One leading dimension more: layers stacked by nnx.vmap/nnx.scan keep their block's annotation unless
-        # transform_metadata names the stacked axis (the rank alone told a Flax user nothing to change).
+        # One leading dimension more: layers stacked by nnx.vmap/nnx.scan without a name for the stacked axis.
         stacked = (f": one leading dimension more (size {shape[0]}): layers stacked by nnx.vmap/nnx.scan without "
                    "transform_metadata get no name for the stacked axis; pass the vmap transform_metadata="
                    "{nnx.PARTITION_NAME: None} (the stacked axis left unsplit), or {nnx.PARTITION_NAME: 'layers'} "
