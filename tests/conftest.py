@@ -96,45 +96,55 @@ def devices():
 # one in collection order, so starting the long files first leaves the short ones to even out the two workers'
 # ends. In xdist's default order (most tests first) files with few long tests came last: one worker could
 # start test_local_processes.py (~90 s) as the other ran out of files. The files not listed take under
-# ~8 s each: they come last, in alphabetical order. (Was: files of 10-30 s such as test_user_round34.py and
-# test_noticed36.py unlisted, so among the last; with these seconds, the two workers' sums filled in this order
-# are 697 and 697 s, against 710 and 685 s with that list.)
-LONGEST_FIRST = (  # seconds per file, summed from one make test run's junit (2026-12-02 23:40)
-    "test_preemption.py",  # ~216
-    "test_equivalence.py",  # ~190
-    "test_local_processes.py",  # ~86
-    "test_launch.py",  # ~84
-    "test_user_faults.py",  # ~74
-    "test_run_faults.py",  # ~47
-    "test_init.py",  # ~46
-    "test_param_dtype.py",  # ~42
-    "test_gensbi_models.py",  # ~41
-    "test_config.py",  # ~35
-    "test_checkpoint.py",  # ~33
-    "test_dry_run.py",  # ~32
-    "test_user_round34.py",  # ~31
-    "test_user_view.py",  # ~28
-    "test_train.py",  # ~26
-    "test_sbibm_runner.py",  # ~25
-    "test_sequential.py",  # ~21
-    "test_sbibm_preset.py",  # ~20
-    "test_noticed36.py",  # ~20
-    "test_override_types.py",  # ~17
-    "test_multihost.py",  # ~16
-    "test_data_faults.py",  # ~14
-    "test_data.py",  # ~14
-    "test_sweep_subdirs.py",  # ~13
-    "test_gensbi_user35.py",  # ~13
-    "test_harness_break34.py",  # ~13
-    "test_suggested_defaults.py",  # ~12
-    "test_user_probes2.py",  # ~11
-    "test_launch_interrupt.py",  # ~11
-    "test_sweep_check.py",  # ~11
-    "test_flax_idioms.py",  # ~11
+# ~8 s each: they come last, in alphabetical order. (Was, until round 42: the seconds of 2026-12-02 23:40, with
+# test_user_round34.py and test_user_view.py (~73 and ~54 s now) 13th and 14th behind files of ~35 s. Filling the
+# two workers with each of the two runs' seconds named below, that order gave sums of 1,149 and 1,100 s, and 1,094
+# and 1,079 s; this one 1,124 and 1,125 s, and 1,086 and 1,086 s; for the fast subset's tests 447 and 423 s, and
+# 388 and 414 s, against 437 and 433 s, and 401 and 401 s.)
+LONGEST_FIRST = (  # seconds per file: the mean of two make test runs' junit (2026-12-03 12:12 and 13:35)
+    "test_equivalence.py",  # ~260
+    "test_preemption.py",  # ~260
+    "test_launch.py",  # ~145
+    "test_user_faults.py",  # ~129
+    "test_local_processes.py",  # ~100
+    "test_param_dtype.py",  # ~90
+    "test_init.py",  # ~89
+    "test_run_faults.py",  # ~78
+    "test_user_round34.py",  # ~73
+    "test_config.py",  # ~67
+    "test_dry_run.py",  # ~65
+    "test_gensbi_models.py",  # ~64
+    "test_checkpoint.py",  # ~60
+    "test_user_view.py",  # ~54
+    "test_sbibm_runner.py",  # ~44
+    "test_train.py",  # ~41
+    "test_data_faults.py",  # ~33
+    "test_noticed36.py",  # ~30
+    "test_suggested_defaults.py",  # ~30
+    "test_sequential.py",  # ~29
+    "test_data.py",  # ~27
+    "test_user_probes2.py",  # ~25
+    "test_gensbi_user35.py",  # ~24
+    "test_override_types.py",  # ~24
+    "test_harness_break34.py",  # ~23
+    "test_sbibm_preset.py",  # ~22
+    "test_evaluate.py",  # ~20
+    "test_start_imports.py",  # ~19
+    "test_sweep_check.py",  # ~18
+    "test_sweep_subdirs.py",  # ~18
+    "test_launch_interrupt.py",  # ~16
+    "test_presets.py",  # ~16
+    "test_override_dicts.py",  # ~15
+    "test_multihost.py",  # ~14
+    "test_flax_idioms.py",  # ~13
+    "test_report.py",  # ~11
+    "test_override_prefixes.py",  # ~11
     "test_gensbi_harness_faults.py",  # ~10
-    "test_resume_busy.py",  # ~8
-    "test_override_dicts.py",  # ~8
-    "test_presets.py",  # ~8
+    "test_summary.py",  # ~10
+    "test_schedule.py",  # ~10
+    "test_val_history_sets.py",  # ~10
+    "test_sweep_not_started.py",  # ~10
+    "test_rules.py",  # ~9
 )
 
 
