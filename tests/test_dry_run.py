@@ -1,5 +1,6 @@
 """dry_run=true: the step compiled for a (mesh, rule), its memory and collectives, no training."""
 
+import functools
 import json
 import os
 import subprocess
@@ -23,6 +24,7 @@ def config(*overrides):
         return compose(config_name="config", overrides=["model.width=32", "model.depth=1", *overrides])
 
 
+@functools.cache  # the report is only read: test_fsdp_... compares with the replicated one the test above made
 def report_for(rule, model_axis):
     cfg = config(f"rule={rule}")
     name, table = rule_table(cfg.rule)
