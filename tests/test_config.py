@@ -541,6 +541,33 @@ print(json.dumps({"n": len(jax.devices()), "platform": jax.default_backend()}))
     assert result == {"n": 3, "platform": "cpu"}
 
 
+@pytest.mark.skipif(any(__import__("importlib.util").util.find_spec(m) for m in ("jax_cuda12_plugin", "jax_cuda13_plugin")),
+                    reason="CUDA is available here: JAX_PLATFORMS=cuda starts")
+def test_jax_platforms_naming_a_platform_not_here_is_refused_naming_it_in_every_job():
+    # Was: JAX_PLATFORMS=cuda on a CPU machine ended the run with a bare "AssertionError: " (JAX_PLATFORMS=gpu: JAX's
+    # "Unable to initialize backend 'rocm'"), and a multirun's later job then ran on the CPU the probe had started.
+    proc = subprocess.run([sys.executable, "-c", """
+import json
+from gensbi_sharding.harness.config import ConfigError
+from gensbi_sharding.harness.devices import configure_devices
+errors = []
+for job in range(2):  # a multirun's jobs, in one process
+    try:
+        configure_devices(4)
+        errors.append(None)
+    except ConfigError as err:
+        errors.append(str(err))
+configure_devices(4, "cpu")  # the fix the message names
+import jax
+print(json.dumps({"errors": errors, "backend": jax.default_backend(), "n": jax.device_count()}))
+"""], cwd=REPO, capture_output=True, text=True, timeout=180, env={**__import__("os").environ, "JAX_PLATFORMS": "cuda"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    expected = ("JAX_PLATFORMS=cuda is not available here: JAX has cpu; unset JAX_PLATFORMS for JAX's default, or set "
+                "JAX_PLATFORMS=cpu (or devices.platform=cpu, which overrides it)")
+    assert result == {"errors": [expected, expected], "backend": "cpu", "n": 4}
+
+
 def test_the_processes_settings_check_ignores_how_each_process_joined(monkeypatch):
     # Was: process 0 started with distributed.coordinator_address=localhost:1234 (its own host), the others with
     # host0:1234, joined the one coordinator and were then refused as "given other settings"; a per-process join

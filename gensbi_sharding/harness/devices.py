@@ -113,21 +113,24 @@ def configure_devices(cpu_count: int, platform: str | None = None) -> None:
         return
     if platform is not None:
         jax.config.update("jax_platforms", platform)
-        _check_platform(platform, started=False)
+    _check_platform(platform, started=False)
 
 
 #: The platforms probed, by ``jax.devices(name)``, for a ``devices.platform`` that is not available.
-_PLATFORMS = ("cpu", "gpu", "tpu")
+_PLATFORMS, _GPU = ("cpu", "gpu", "tpu"), {"cuda": "gpu", "rocm": "gpu"}  # JAX_PLATFORMS' names: default_backend's
 
 
 def _check_platform(platform: str | None, *, started: bool) -> None:
-    """``ConfigError`` naming ``devices.platform``, the platforms JAX has here, and the fix, unless JAX has it."""
-    if platform is None:
+    """``ConfigError`` naming ``devices.platform`` (else ``JAX_PLATFORMS``), the platforms JAX has, and the fix."""
+    env = os.environ.get("JAX_PLATFORMS") if platform is None else None
+    if platform is None and not env:
         return
-    try:
+    try:  # a multirun's later job: on a platform JAX_PLATFORMS names, not the CPU an earlier job's probe started
+        if env and jax.default_backend() not in {_GPU.get(n, n) for n in env.replace(" ", "").split(",")}:
+            raise RuntimeError(env)
         jax.devices(platform)  # starts the backend on it (as the run would a line later)
         return
-    except RuntimeError:
+    except (RuntimeError, AssertionError):  # JAX_PLATFORMS=cuda without a CUDA jaxlib: a bare AssertionError
         pass
     if not started:  # back to JAX's default, for the probe below and a later job in this process
         jax.config.update("jax_platforms", None)
@@ -138,8 +141,11 @@ def _check_platform(platform: str | None, *, started: bool) -> None:
             available.append(name)
         except RuntimeError:  # jax.devices' answer for a platform it cannot start
             pass
-    raise ConfigError(f"devices.platform={platform} is not available here: JAX has {', '.join(available) or 'none'}; "
-                      f"set devices.platform={available[0] if available else 'cpu'}, or devices.platform=null for "
+    have, fit = f"is not available here: JAX has {', '.join(available) or 'none'}", (available or ["cpu"])[0]
+    if env:  # the environment's, not the config's
+        raise ConfigError(f"JAX_PLATFORMS={env} {have}; unset JAX_PLATFORMS for JAX's default, or set "
+                          f"JAX_PLATFORMS={fit} (or devices.platform={fit}, which overrides it)")
+    raise ConfigError(f"devices.platform={platform} {have}; set devices.platform={fit}, or devices.platform=null for "
                       "JAX's default")
 
 
