@@ -461,3 +461,24 @@ def test_cli_names_a_write_that_failed_after_sampling_and_leaves_no_file(run_rea
         "file; free space or pass --out <a file on another disk>.npz and run again (the same seed draws the same "
         "samples)\n")
     assert sorted(p.name for p in run_read.iterdir()) == ["x_o.npy"]
+
+
+@pytest.mark.skipif(any(__import__("importlib.util").util.find_spec(m) for m in ("jax_cuda12_plugin", "jax_cuda13_plugin")),
+                    reason="CUDA is available here: JAX_PLATFORMS=cuda starts")
+def test_cli_names_a_jax_platforms_not_here_and_writes_nothing(tmp_path):
+    # Was: JAX_PLATFORMS=cuda on a CPU machine ended sample.py with a traceback ending in a bare AssertionError.
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    np.save(tmp_path / "x_o.npy", np.array([0.1, -0.2]))
+    repo = Path(__file__).resolve().parents[1]
+    proc = subprocess.run([sys.executable, str(repo / "sample.py"), str(tmp_path), str(tmp_path / "x_o.npy")],
+                          capture_output=True, text=True, timeout=180,
+                          env={**os.environ, "JAX_PLATFORMS": "cuda", "PYTHONPATH": str(repo)})
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "[ERROR] JAX_PLATFORMS=cuda is not available here: JAX has cpu; unset JAX_PLATFORMS for JAX's default, "
+        "or set JAX_PLATFORMS=cpu")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x_o.npy"]

@@ -20,7 +20,7 @@ import jax
 from gensbi_sharding.harness.config import ConfigError
 
 __all__ = ["DEFAULT_CPU_COUNT", "MAX_CPU_COUNT", "resolve_cpu_count", "configure_devices", "initialize_distributed",
-           "check_coordinator", "peak_bytes_in_use", "job_peak_metrics"]
+           "check_coordinator", "check_platform", "peak_bytes_in_use", "job_peak_metrics"]
 
 #: Simulated CPU devices when neither the config nor the environment names a count.
 DEFAULT_CPU_COUNT = 8
@@ -100,7 +100,7 @@ def configure_devices(cpu_count: int, platform: str | None = None) -> None:
         # public "has the backend started" query, so the refusal itself is the signal.
         jax.config.update("jax_num_cpu_devices", int(cpu_count))
     except RuntimeError:
-        _check_platform(platform, started=True)
+        check_platform(platform, started=True)
         if jax.default_backend() != "cpu":
             return
         # Count this process's devices: across processes each simulates cpu_count of its own.
@@ -113,14 +113,14 @@ def configure_devices(cpu_count: int, platform: str | None = None) -> None:
         return
     if platform is not None:
         jax.config.update("jax_platforms", platform)
-    _check_platform(platform, started=False)
+    check_platform(platform, started=False)
 
 
 #: The platforms probed, by ``jax.devices(name)``, for a ``devices.platform`` that is not available.
 _PLATFORMS, _GPU = ("cpu", "gpu", "tpu"), {"cuda": "gpu", "rocm": "gpu"}  # JAX_PLATFORMS' names: default_backend's
 
 
-def _check_platform(platform: str | None, *, started: bool) -> None:
+def check_platform(platform: str | None, *, started: bool) -> None:
     """``ConfigError`` naming ``devices.platform`` (else ``JAX_PLATFORMS``), the platforms JAX has, and the fix."""
     env = os.environ.get("JAX_PLATFORMS") if platform is None else None
     if platform is None and not env:
@@ -144,7 +144,7 @@ def _check_platform(platform: str | None, *, started: bool) -> None:
     have, fit = f"is not available here: JAX has {', '.join(available) or 'none'}", (available or ["cpu"])[0]
     if env:  # the environment's, not the config's
         raise ConfigError(f"JAX_PLATFORMS={env} {have}; unset JAX_PLATFORMS for JAX's default, or set "
-                          f"JAX_PLATFORMS={fit} (or devices.platform={fit}, which overrides it)")
+                          f"JAX_PLATFORMS={fit}")
     raise ConfigError(f"devices.platform={platform} {have}; set devices.platform={fit}, or devices.platform=null for "
                       "JAX's default")
 

@@ -39,8 +39,7 @@ def _named(what: str, value: Any, flags: bool) -> str:
 
 
 def _run_checkpoint(run_dir: Any) -> tuple[Path, dict, dict]:
-    """``(step folder, saved config, saved info)`` of the newest checkpoint in ``run_dir`` (or of the step folder
-    given), each refusal naming the folder and what to pass instead."""
+    """``(step folder, saved config, saved info)`` of ``run_dir``'s newest checkpoint (or the step folder given)."""
     from gensbi_sharding.checkpoint import (CHECKPOINT_SUBDIR, committed_steps, find_checkpoint, saved_config,
                                             saved_info)
     from gensbi_sharding.harness.outputs import read_metrics
@@ -85,7 +84,6 @@ def _run_checkpoint(run_dir: Any) -> tuple[Path, dict, dict]:
 def _training_run(folder: Path) -> str | None:
     """Who holds ``folder``'s run lock (a run still writing there), None if no one does."""
     from filelock import FileLock, Timeout
-
     from gensbi_sharding.harness.folder_lock import FolderLock
 
     if not (folder / FolderLock.LOCK).is_file():
@@ -140,6 +138,7 @@ def sample_posterior(run_dir: str | os.PathLike, x_o: Any, *, num_samples: int |
     from omegaconf import OmegaConf, open_dict
 
     from gensbi_sharding.harness.held_out import effective_shards
+    from gensbi_sharding.harness.devices import check_platform
     from gensbi_sharding.harness.memory_check import check_draw_fits
     from gensbi_sharding.harness.model_plan import details_dropped
     from gensbi_sharding.harness.simulation_data import NORMALIZATION
@@ -246,6 +245,7 @@ def main(argv: list[str] | None = None) -> int:
                         "beside the observation file; .npz is appended to a name without it, as numpy.savez does; "
                         "a folder: that file in it); an existing file is never overwritten")
     args = parser.parse_args(argv)
+    from gensbi_sharding.harness.devices import check_platform
     from gensbi_sharding.harness.memory_check import check_draw_fits
     from gensbi_sharding.harness.simulation_data import NORMALIZATION
 
@@ -253,6 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(message)s")  # Orbax's and absl's info lines: not ours
     log.setLevel(logging.INFO)
     try:  # the run folder, then the observation, before the output named after them (was: the output first)
+        check_platform(None, started=False)  # a JAX_PLATFORMS JAX cannot start (cuda here): named (was: AssertionError)
         _, saved, info = _run_checkpoint(args.run_dir)
         check_observation(load_observation(obs), dim_x=len(info[NORMALIZATION]["x_mean"]), task=saved["data"]["name"],
                           x_transform=saved["data"]["x_transform"], source=obs)
