@@ -272,3 +272,29 @@ def test_a_sweep_job_refused_for_its_interpolation_reports_no_bogus_time(tmp_pat
     line = final_line(metrics, tmp_path)
     assert line == "not run: its config was refused before it started (the error above names the fix)", line
     assert wall_cell(metrics) == ""
+
+
+@pytest.mark.slow  # two tiny runs
+def test_a_run_under_jax_enable_x64_says_so_and_records_it(tmp_path, caplog):
+    # Was: JAX_ENABLE_X64 set in the shell trained other losses and C2ST than the same run without it, and neither
+    # the console nor metrics.json said so: two runs of one config disagreed with nothing to tell them apart.
+    import logging
+
+    import jax
+
+    from faults_helpers import run_tiny
+
+    caplog.set_level(logging.WARNING, logger="gensbi_sharding")
+    plain = run_tiny(tmp_path / "plain", "eval.enabled=false")
+    jax.config.update("jax_enable_x64", True)
+    try:
+        x64 = run_tiny(tmp_path / "x64", "eval.enabled=false")
+    finally:
+        jax.config.update("jax_enable_x64", False)
+    assert plain["status"] == x64["status"] == "ok"
+    assert (plain["jax_enable_x64"], x64["jax_enable_x64"]) == (False, True)
+    assert plain["final_train_loss"] != x64["final_train_loss"]  # what the warning says: the runs differ
+    warned = [r.getMessage() for r in caplog.records if "JAX_ENABLE_X64" in r.getMessage()]
+    assert warned == ["JAX_ENABLE_X64 is on: JAX computes in 64 bits where it can, so this run's losses and C2ST "
+                      "differ from the same run's without it (metrics.json: jax_enable_x64); unset JAX_ENABLE_X64 "
+                      "to compare"]

@@ -160,6 +160,7 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
         console.set_process(jax.process_index(), jax.process_count())
     log.info("process %d of %d, %d devices (%d local, %s)", jax.process_index(), jax.process_count(),
              jax.device_count(), jax.local_device_count(), jax.default_backend())
+    metrics["jax_enable_x64"] = run_report.x64_warning()  # x64 trains otherwise: said, and recorded
     if (problem := processes_config_problem(cfg)) is not None:  # on every process alike: none left waiting
         raise ConfigError(problem)
     peak_before = peak_bytes_in_use()  # the process's: an earlier job of a multirun may have set it
@@ -272,7 +273,6 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
     metrics["c2st"] = None
     if cfg.eval.enabled:
         from gensbi_sharding.harness.posterior import evaluate_observations
-
         observations = list(cfg.eval.observations or [cfg.data.num_observation])
         log.info("[6/7] sample + C2ST: %d posterior draws per observation %s (%s weights), scored against the reference",
                  cfg.eval.num_samples, observations, "EMA" if ema else "last")

@@ -36,7 +36,7 @@ log = logging.getLogger("gensbi_sharding")
 #: What an attempt's training steps measured: kept per attempt in ``previous_attempts`` of a continued run.
 TRAINING_FIGURES = ("compile_s", "median_step_s", "samples_per_s", "final_train_loss")
 #: Where an attempt ran and how far it got: a run continued under another rule or mesh says which steps ran where.
-ATTEMPT_PLACEMENT = ("rule", "mesh_shape", "device_count", "process_count", "final_step")
+ATTEMPT_PLACEMENT = ("rule", "mesh_shape", "device_count", "process_count", "final_step", "jax_enable_x64")
 
 #: Statuses of a run that ``train.resume=auto`` may continue in its own folder.
 RESUMABLE = ("preempted", "interrupted", "error")

@@ -22,9 +22,21 @@ from gensbi_sharding.harness.units import (c2st_spread, format_bytes, format_c2s
                                           is_number)
 
 __all__ = ["annotations_of", "left_whole", "splits_nothing_hint", "idle_model_axis_hint", "placement_block",
-           "variable_table", "final_line", "state_figures", "report_placement", "mesh_step_line", "log_c2st_mean"]
+           "variable_table", "final_line", "state_figures", "report_placement", "mesh_step_line", "log_c2st_mean",
+           "x64_warning"]
 
 log = logging.getLogger("gensbi_sharding")
+
+
+def x64_warning() -> bool:
+    """Whether JAX computes in 64 bits (``JAX_ENABLE_X64``), warned: training then draws and adds otherwise, and
+    its losses and C2ST are not those of the same run without it (was: nothing said or recorded it)."""
+    import jax
+
+    if on := bool(jax.config.jax_enable_x64):
+        log.warning("JAX_ENABLE_X64 is on: JAX computes in 64 bits where it can, so this run's losses and C2ST differ "
+                    "from the same run's without it (metrics.json: jax_enable_x64); unset JAX_ENABLE_X64 to compare")
+    return on
 
 
 def annotations_of(nodes: dict[str, Any]) -> dict[str, tuple[str | None, ...] | None]:
