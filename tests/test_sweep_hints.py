@@ -131,6 +131,12 @@ def test_a_sweep_stopped_in_its_last_unfinished_job_prints_its_command_once(tmp_
      "(observation 1) that C2ST compares them with, row for row; set eval.num_samples=10000",
      " (its error names eval.num_samples=20000: change it in that command first)"),
     ("RuntimeError: the device went away", ""),  # nothing of its own to change: continued as it ran
+    # Was: " (its error names experiment=quick, eval.num_samples=20000: change them in that command first)", for
+    # the command each record names to continue it, which repeats every override: nothing there to change.
+    ("interrupted by Ctrl-C (SIGINT) at step 110; checkpoint /x/1/checkpoints/110; continue with: python launch.py "
+     "experiment=quick eval.num_samples=20000 train.resume=auto hydra.mode=RUN hydra.run.dir=/x/1", ""),
+    ("OSError: [Errno 28] No space left on device; checkpoint /x/1/checkpoints/8 was saved before it: once that is "
+     "fixed, continue with: python launch.py experiment=quick eval.num_samples=20000 train.resume=auto", ""),
 ])
 def test_a_job_that_failed_naming_one_of_its_overrides_is_not_offered_as_it_ran(tmp_path, error, note):
     # Was, after `-m experiment=quick eval.num_samples=128,20000` (job 1 refused 20000) typed again with 128,10000:

@@ -258,7 +258,8 @@ def _refused(job: Path, overrides: Sequence[str]) -> str:
     from gensbi_sharding.harness.outputs import read_metrics
 
     try:
-        error = str(read_metrics(job / "metrics.json").get("error") or "")
+        # Its cause, not the command it names to continue (every override: was "change them", nothing to change)
+        error = str(read_metrics(job / "metrics.json").get("error") or "").split("continue with:")[0]
     except FileExistsError:
         return ""
     named = [o for o in overrides if "=" in o and re.search(
