@@ -183,3 +183,18 @@ def test_a_crash_of_the_folder_check_stops_only_where_hydra_would_overwrite_file
             "before writing (debug=true prints the check's traceback)"]
     callback.on_run_end(config)
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before  # no lock file left behind
+
+
+@pytest.mark.parametrize("multirun, named", [(False, "hydra.run.dir"), (True, "hydra.sweep.dir")])
+def test_a_failed_jobs_folder_names_the_folder_setting_of_its_mode(tmp_path, multirun, named):
+    # Was: a sweep re-run into its folder, whose jobs had failed, was told "or choose another hydra.run.dir",
+    # which a multirun does not read.
+    import json
+
+    from gensbi_sharding.harness.run_folder import ensure_fresh
+
+    (tmp_path / "metrics.json").write_text(json.dumps({"status": "error", "error": "ConfigError: x"}))
+    with pytest.raises(FileExistsError) as refused:
+        ensure_fresh(tmp_path, multirun=multirun)
+    assert str(refused.value).endswith("rerun with train.resume=auto to run it again (it saved no checkpoint) in this "
+                                       f"folder, or choose another {named}")

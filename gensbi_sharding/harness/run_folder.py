@@ -39,7 +39,7 @@ TRAINING_FIGURES = ("compile_s", "median_step_s", "samples_per_s", "final_train_
 ATTEMPT_PLACEMENT = ("rule", "mesh_shape", "device_count", "process_count", "final_step", "jax_enable_x64")
 
 #: Statuses of a run that ``train.resume=auto`` may continue in its own folder.
-RESUMABLE = ("preempted", "interrupted", "error")
+RESUMABLE, _DIR = ("preempted", "interrupted", "error"), {False: "hydra.run.dir", True: "hydra.sweep.dir"}
 
 
 def output_dir(cfg: DictConfig) -> Path:
@@ -90,7 +90,7 @@ def ensure_fresh(out_dir: Path, *, resume_auto: bool = False, resume_from: bool 
     retry = resume_from and status in RESUMABLE and not has_checkpoints
     if previous is not None and not (resume_auto and status in RESUMABLE) and not retry:
         again = "run it again (it saved no checkpoint)" if status == "error" and not has_checkpoints else "continue it"
-        hint = (f"rerun with train.resume=auto to {again} in this folder, or choose another hydra.run.dir"
+        hint = (f"rerun with train.resume=auto to {again} in this folder, or choose another {_DIR[multirun]}"
                 if status in RESUMABLE and not dry_run else "choose another "
                 + ("hydra.sweep.dir" if multirun else "hydra.run.dir (or hydra.sweep.dir)")
                 + (" for the dry run (a dry run writes only into a fresh folder)" if dry_run else
