@@ -514,3 +514,28 @@ def test_a_resumed_evaluation_keeps_no_score_sampled_in_another_compute_dtype(tm
     evaluate_observations(**run, dtype="bfloat16")
     with np.load(path) as saved:
         assert saved["dtype"].item() == "bfloat16" and int(saved["step"]) == 5
+
+
+def test_a_resumed_evaluation_with_its_observations_reordered_keeps_every_score(tmp_path, monkeypatch):
+    """eval.observations=[1,2] stopped, resumed as [2,1]: each score is kept from the file the first order named
+    (was: both scored again, observation 1's posterior_samples.npz overwritten by observation 2's first)."""
+    from gensbi_sharding.harness import posterior
+    from gensbi_sharding.harness.data import load_task
+
+    sims = load_task("two_moons", num_simulations=64, seed=0, theta_transform="none")
+    run = dict(sims=sims, velocity=lambda params, theta, x, t: theta * params, params=jnp.float32(1.0),
+               num_samples=100, ode_steps=2, n_folds=2, seed=0, mesh=None, out=tmp_path, write=True, plot=False,
+               title=lambda *a: "", step=5)
+    first = posterior.evaluate_observations(**run, observations=[1, 2])
+    with np.load(tmp_path / "posterior_samples.npz") as saved:
+        samples_1 = saved["samples"].copy()
+    draws = []
+    real = posterior.posterior_draws
+    monkeypatch.setattr(posterior, "posterior_draws", lambda *a, **k: draws.append(k["seed"]) or real(*a, **k))
+    again = posterior.evaluate_observations(**run, observations=[2, 1])
+    assert draws == []  # nothing sampled again
+    assert again["c2st_observations"] == first["c2st_observations"][::-1]
+    for name, k in (("posterior_samples.npz", 2), ("posterior_samples_1.npz", 1)):
+        with np.load(tmp_path / name) as saved:
+            assert int(saved["num_observation"]) == k
+            assert k == 2 or np.array_equal(saved["samples"], samples_1)

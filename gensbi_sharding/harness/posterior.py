@@ -157,7 +157,8 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
     step : int, optional
         The checkpoint step of ``params``. Given (one process), an observation whose samples file in
         ``out`` was written from the same step with the same ``num_samples``, ``ode_steps``, ``n_folds`` and
-        ``seed`` keeps its score: a job stopped during its evaluation and resumed scores only the rest (was:
+        ``seed`` (under either file name: observations reordered) keeps its score: a job stopped during its
+        evaluation and resumed scores only the rest (was:
         every observation again, minutes each, so a job preempted during each evaluation never finished).
     dtype : str, optional
         The model's compute dtype (``model.dtype``, which a resumed run may change): a score sampled in another
@@ -186,17 +187,21 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
     rows, outside = [], 0
     stop_check = stop_check or (lambda: None)
     sampler = FlowSampler(velocity, rows=num_samples, num_steps=ode_steps, mesh=mesh, params=params)  # one compile
+
+    def settings_of(k: int) -> dict[str, Any]:  # num_samples: the rows drawn, so the acceptance
+        return {key: value for key, value in dict(num_observation=k, c2st_seed=seed, c2st_folds=n_folds,
+                ode_steps=ode_steps, num_samples=num_samples, step=step, dtype=dtype).items() if value is not None}
+
+    n_of = {k: min(num_samples, len(tasks.reference_samples(task, k))) for k in observations}
+    earlier = earlier_scores(out, observations, n_of, settings_of) if write and step is not None else {}
     for index, k in enumerate(observations):
         stop_check()
         x_o = tasks.observation(task, k)
         reference = tasks.reference_samples(task, k)
-        path, n = out / samples_name(k, index == 0), min(num_samples, len(reference))
-        settings = {key: value for key, value in dict(  # num_samples: the rows drawn, so the acceptance
-            num_observation=k, c2st_seed=seed, c2st_folds=n_folds, ode_steps=ode_steps, num_samples=num_samples,
-            step=step, dtype=dtype).items() if value is not None}
-        kept = scored_before(path, n, settings) if write and step is not None else None
+        path, n, settings = out / samples_name(k, index == 0), n_of[k], settings_of(k)
+        kept = earlier.get(k)
         if kept is not None:
-            samples, scores, acceptance = kept
+            samples, scores, acceptance, source = kept
         else:
             draw = posterior_draws(sims, sampler, x_o, seed=seed + k)
             samples, acceptance = draw_inside_support(draw, support, num_samples)  # numpyro: True inside
@@ -215,7 +220,7 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
                  "from the reference posterior)%s", k, row["c2st"], row["c2st_sd_folds"], n_folds, n, n,
                  f"; scored by an earlier attempt at step {step}, kept: {path.name}" if kept is not None else "")
         if write:
-            if kept is None:
+            if kept is None or source != path:  # kept under its other name: written under this one
                 outputs.write_npz(path, samples=samples, reference=reference[:n], observation=x_o, c2st=row["c2st"],
                                   c2st_scores=scores, acceptance=acceptance,
                                   **settings)
@@ -233,14 +238,28 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
             "support_acceptance": float(np.mean([r["acceptance"] for r in rows]))}
 
 
-def scored_before(path: Path, n: int, settings: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, float] | None:
-    """``(samples, c2st_scores, acceptance)`` of ``path`` if an earlier attempt wrote it with these ``settings`` and
+def earlier_scores(out: Path, observations: list[int], n_of: dict[int, int],
+                   settings_of: Callable[[int], dict[str, Any]]) -> dict[int, tuple]:
+    """Each observation's score an earlier attempt wrote (``scored_before``) under either of its file names, all read
+    before this evaluation writes one: a resume with the observations in another order keeps them too (was: scored
+    again, the first observation's file overwritten by another's before it was read)."""
+    found = {}
+    for k in observations:
+        for first in (True, False):
+            if (kept := scored_before(out / samples_name(k, first), n_of[k], settings_of(k))) is not None:
+                found[k] = kept
+                break
+    return found
+
+
+def scored_before(path: Path, n: int, settings: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, float, Path] | None:
+    """``(samples, c2st_scores, acceptance, path)`` of ``path`` if an earlier attempt wrote it with these ``settings`` and
     ``n`` samples, else None (no file, one from other weights or settings, or one written before these fields)."""
     try:
         with np.load(path) as saved:
             if len(saved["samples"]) != n or any(saved[key].item() != value for key, value in settings.items()):
                 return None
-            return saved["samples"], saved["c2st_scores"], float(saved["acceptance"])
+            return saved["samples"], saved["c2st_scores"], float(saved["acceptance"]), path
     except Exception:  # noqa: BLE001 (an empty or cut-off file: EOFError, BadZipFile; a foreign one: KeyError, TypeError)
         return None  # was: EOFError or TypeError out of the resumed job, for a file it would have written over
 
