@@ -298,3 +298,16 @@ def test_a_run_under_jax_enable_x64_says_so_and_records_it(tmp_path, caplog):
     assert warned == ["JAX_ENABLE_X64 is on: JAX computes in 64 bits where it can, so this run's losses and C2ST "
                       "differ from the same run's without it (metrics.json: jax_enable_x64); unset JAX_ENABLE_X64 "
                       "to compare"]
+
+
+@pytest.mark.slow  # a tiny run
+def test_a_run_that_fails_after_placing_its_state_still_writes_sharding_txt(tmp_path):
+    # Was: sharding.txt was written at [7/7] only: a run that diverged, was Ctrl-C'd or preempted had placed its
+    # state (metrics.json listed every placement) but left no sharding.txt for a user's tools to read.
+    from faults_helpers import run_tiny
+
+    metrics = run_tiny(tmp_path, "train.learning_rate=1e25", "eval.enabled=false")
+    assert metrics["status"] == "error" and "FloatingPointError" in metrics["error"]
+    rows = {line.split()[0].removeprefix("model/"): re.search(r"P\([^)]*\)|single device", line).group(0)
+            for line in (tmp_path / "sharding.txt").read_text().splitlines() if line.startswith("model/")}
+    assert len(rows) == 12 and rows == metrics["placements"]

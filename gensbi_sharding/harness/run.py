@@ -216,6 +216,8 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
         metrics.update(resumed_from_step=start_step, resumed_from=str(resume_dir))
     sharding_table = run_report.report_placement(metrics, ts, mesh, table=table, rule_name=rule_name,
                                                  mesh_spec=cfg.mesh.spec or "none", verbose=cfg.verbose)
+    if run_folder.is_writer():  # now: a run stopped or failed later has it too (was: written at [7/7] only)
+        outputs.write_atomic(out / "sharding.txt", sharding_table)
 
     watch.check()
     functions, state = train.make_step_functions(ts.model, ts.optimizer, mesh, ema=ts.ema)
@@ -295,6 +297,4 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
         log.info("peak device memory at most %s (an earlier job in this process peaked higher: not measurable)",
                  format_bytes(metrics["device_peak_bytes_at_most"]))
     log.info("[7/7] outputs: %s", out)
-    if run_folder.is_writer():
-        outputs.write_atomic(out / "sharding.txt", sharding_table)
     return metrics
