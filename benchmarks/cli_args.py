@@ -91,3 +91,15 @@ def run_bounded(command: list[str], *, timeout_s: float, what: str, **kwargs) ->
     except KeyboardInterrupt:
         raise SystemExit(f"{what}: stopped by Ctrl-C; nothing of it was kept") from None
 
+
+
+def jax_platform(parser: argparse.ArgumentParser) -> None:
+    """Stop in argparse's error line when ``JAX_PLATFORMS`` names a platform JAX cannot start here, naming it and
+    the fix (was: a traceback ending in a bare AssertionError, for ``JAX_PLATFORMS=cuda`` on a CPU machine)."""
+    from gensbi_sharding.harness.config import ConfigError
+    from gensbi_sharding.harness.devices import check_platform
+
+    try:
+        check_platform(None, started=False)
+    except ConfigError as err:
+        parser.exit(2, f"{parser.prog}: error: {err}\n")  # no usage line: no flag is at fault

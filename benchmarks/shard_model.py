@@ -34,7 +34,7 @@ import jax.numpy as jnp  # noqa: E402
 from flax import nnx  # noqa: E402
 
 import gensbi_sharding as gs  # noqa: E402
-from cli_args import model_fits, new_parser, positive_int  # noqa: E402
+from cli_args import jax_platform, model_fits, new_parser, positive_int  # noqa: E402
 
 try:
     from gensbi.sharding import shard_model as reference_shard_model  # noqa: E402
@@ -78,6 +78,7 @@ def measured(place, model: Stack, mesh, rule: str) -> tuple[float, float]:
 
 def main() -> int:
     parser = new_parser(__doc__)
+    jax_platform(parser)  # before jax.devices(): a JAX_PLATFORMS JAX cannot start, named
     parser.add_argument("--layers", type=positive_int, default=16, help="Linear layers of width x width")
     parser.add_argument("--width", type=positive_int, default=2048, help="features of each layer")
     parser.add_argument("--trials", type=positive_int, default=6, help="timed calls per rule and way; medians shown")

@@ -29,7 +29,7 @@ import numpy as np  # noqa: E402
 import optax  # noqa: E402
 from flax import nnx  # noqa: E402
 
-from cli_args import model_axis, model_fits, new_parser, positive_int  # noqa: E402
+from cli_args import jax_platform, model_axis, model_fits, new_parser, positive_int  # noqa: E402
 from gensbi_sharding import (RULES, make_mesh, mesh_context, nearest_batch_sizes, replicate, shard_batch,  # noqa: E402
                              shard_model)
 from gensbi_sharding.harness.registry import get_model  # noqa: E402
@@ -46,6 +46,7 @@ def build(rule: str, mesh, width: int, depth: int):
 
 def main() -> int:
     parser = new_parser(__doc__)
+    jax_platform(parser)  # before jax.devices(): a JAX_PLATFORMS JAX cannot start, named
     parser.add_argument("--rule", default="tensor", choices=tuple(RULES), help="sharding rule of the model")
     parser.add_argument("--model-axis", type=model_axis(len(jax.devices())), default=2, help="size of the mesh's model axis (of 8 devices)")
     parser.add_argument("--width", type=positive_int, default=128, help="mlp width")

@@ -222,3 +222,19 @@ def test_a_model_beyond_the_hosts_memory_is_refused_as_its_flags_are_parsed(monk
                "step_overhead": "--width or --depth (the defaults, 128 and 3, build 0.8 MB)"}[script]
     assert capsys.readouterr().err.splitlines()[-1] == (
         f"{script}.py: error: {named}, the host has 24.0 GB available; pass a smaller {smaller}")
+
+
+@pytest.mark.skipif(any(__import__("importlib.util").util.find_spec(m) for m in ("jax_cuda12_plugin", "jax_cuda13_plugin")),
+                    reason="CUDA is available here: JAX_PLATFORMS=cuda starts")
+@pytest.mark.parametrize("script", ["shard_model.py", "step_overhead.py"])
+def test_a_jax_platforms_not_here_is_named_in_one_line(script):
+    # Was: JAX_PLATFORMS=cuda on a CPU machine (the scripts keep a JAX_PLATFORMS they find) ended each in a traceback
+    # ending in a bare AssertionError.
+    import os
+
+    proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / script)], capture_output=True, text=True,
+                          timeout=180, env={**os.environ, "JAX_PLATFORMS": "cuda"})
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert proc.stderr.strip().splitlines()[-1] == (
+        f"{script}: error: JAX_PLATFORMS=cuda is not available here: JAX has cpu; unset JAX_PLATFORMS for JAX's "
+        "default, or set JAX_PLATFORMS=cpu")
