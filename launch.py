@@ -152,6 +152,8 @@ if __name__ == "__main__":
     atexit.register(gc.freeze)
     try:
         main()
+    except BrokenPipeError:  # the console's reader left (`--help | head`): the rest unread (was: a traceback)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's flush at exit goes nowhere too
     except KeyboardInterrupt:
         if not running and not ran:  # Hydra composing: no run to record it
             mark_not_started(current_job_dir(), "interrupted by Ctrl-C before it started")  # a folder Hydra made

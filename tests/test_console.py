@@ -368,3 +368,38 @@ def test_a_log_file_the_disk_refuses_is_named_once_on_the_console(tmp_path, caps
     assert capsys.readouterr().err == (
         f"[ERROR] {tmp_path / 'launch.log'} could not be written (No space left on device): this job's log lines from "
         "here are on this console only; free space there (or make it writable)\n")
+
+
+def test_the_console_handler_drops_lines_once_its_reader_left(capfd):
+    # Was: `python launch.py ... | head -2` ended a run that finished ok with "--- Logging error ---", a traceback
+    # and the final line on stderr (logging.StreamHandler's report of the closed pipe).
+    from gensbi_sharding.harness.log_file import Console
+
+    read, write = os.pipe()
+    os.close(read)  # the reader left
+    stream = os.fdopen(write, "w")
+    handler = Console(stream)
+    try:
+        for n in range(2):  # the first write meets the closed pipe; the second goes nowhere, unsaid too
+            handler.emit(logging.LogRecord("gensbi_sharding", logging.INFO, __file__, 1, f"line {n}", None, None))
+        stream.write("Python's flush at exit\n")
+        stream.flush()  # no BrokenPipeError: the descriptor now leads to os.devnull
+    finally:
+        stream.close()
+    assert capfd.readouterr().err == ""
+
+
+def test_help_to_a_reader_that_left_ends_without_a_traceback():
+    # Was: `python launch.py --help | head` printed a BrokenPipeError traceback once head had its lines.
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[1]
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        proc = subprocess.run([sys.executable, str(repo / "launch.py"), "--help"], stdout=write, stderr=subprocess.PIPE,
+                              text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(repo)})
+    finally:
+        os.close(write)
+    assert (proc.returncode, proc.stderr) == (0, "")

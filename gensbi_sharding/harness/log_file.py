@@ -9,11 +9,12 @@ error line among them. ``JobLogFile`` says it once on the console and goes on: t
 from __future__ import annotations
 
 import logging
+import os
 import sys
 
 from gensbi_sharding.harness.console import tagged
 
-__all__ = ["JobLogFile"]
+__all__ = ["JobLogFile", "Console"]
 
 
 class JobLogFile(logging.FileHandler):
@@ -36,3 +37,17 @@ class JobLogFile(logging.FileHandler):
                 sys.stderr.flush()
             except (OSError, ValueError):  # the console gone too (a closed pipe): nothing left to tell
                 pass
+
+
+class Console(logging.StreamHandler):
+    """The console's ``logging.StreamHandler``: once its reader has left (``python launch.py ... | head``), the lines
+    go on to the log file only, unsaid (was: "--- Logging error ---" and a traceback after a run that ended ok)."""
+
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 (logging's name)
+        if not isinstance(sys.exc_info()[1], BrokenPipeError):
+            super().handleError(record)
+            return
+        try:  # the descriptor to nowhere: no write to it fails again, nor Python's flush of it at exit
+            os.dup2(os.open(os.devnull, os.O_WRONLY), self.stream.fileno())
+        except (OSError, ValueError):
+            pass
