@@ -539,3 +539,28 @@ def test_a_resumed_evaluation_with_its_observations_reordered_keeps_every_score(
         with np.load(tmp_path / name) as saved:
             assert int(saved["num_observation"]) == k
             assert k == 2 or np.array_equal(saved["samples"], samples_1)
+
+
+@pytest.mark.slow  # a tiny run
+def test_a_run_stopped_part_way_through_its_evaluation_records_the_scores_it_made(tmp_path, monkeypatch):
+    """Was: a run that failed, was Ctrl-C'd or preempted at observation 2 of [1, 2] recorded c2st_observations: none
+    in metrics.json, though c2st.csv and posterior_samples.npz held observation 1's score."""
+    import json
+
+    from faults_helpers import run_tiny
+    from gensbi_sharding.harness import posterior
+
+    real = posterior.posterior_draws
+
+    def draws(*args, seed, **kwargs):
+        if seed == 2:  # seed 0 + observation 2
+            raise RuntimeError("the device went away")
+        return real(*args, seed=seed, **kwargs)
+
+    monkeypatch.setattr(posterior, "posterior_draws", draws)
+    metrics = run_tiny(tmp_path, "eval.enabled=true", "eval.observations=[1,2]")
+    assert metrics["status"] == "error" and "the device went away" in metrics["error"]
+    recorded = json.loads((tmp_path / "metrics.json").read_text())
+    assert recorded["c2st"] is None and [r["observation"] for r in recorded["c2st_observations"]] == [1]
+    with np.load(tmp_path / "posterior_samples.npz") as saved:
+        assert recorded["c2st_observations"][0]["c2st"] == float(saved["c2st"])

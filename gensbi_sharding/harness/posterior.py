@@ -130,7 +130,7 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
                           n_jobs: int | None = None,
                           out: Path, write: bool, plot: bool, title: Callable[[int, float, float], str],
                           stop_check: Callable[[], None] | None = None, step: int | None = None,
-                          dtype: str | None = None) -> dict[str, Any]:
+                          dtype: str | None = None, scored: list | None = None) -> dict[str, Any]:
     """Sample and score each observation; returns the metrics to merge into ``metrics.json``.
 
     Parameters
@@ -163,6 +163,9 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
     dtype : str, optional
         The model's compute dtype (``model.dtype``, which a resumed run may change): a score sampled in another
         is not kept (was: a float32 score kept for a resume with model.dtype=bfloat16).
+    scored : list, optional
+        The list each observation's row (``c2st_observations``'s) joins as soon as it is scored: the caller's
+        record of a job stopped or failed part way keeps the scores made (was: none, though c2st.csv had them).
 
     Returns
     -------
@@ -184,7 +187,7 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
 
     task = tasks.get_task(sims.name)
     support = task.get_prior_dist().support
-    rows, outside = [], 0
+    rows, outside = [] if scored is None else scored, 0
     stop_check = stop_check or (lambda: None)
     sampler = FlowSampler(velocity, rows=num_samples, num_steps=ode_steps, mesh=mesh, params=params)  # one compile
 

@@ -204,7 +204,6 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
                           statistics=saved_statistics(resume_dir), mesh_cfg=cfg.mesh)
     sims = pipe.sims
     metrics.update(val_pairs=pipe.val_pairs, non_finite_simulations=pipe.dropped_non_finite)
-
     watch.check()
     log.info("[4/7] model + optimizer: %s, rule %r, init=%s, AdamW(lr=%g, %s), EMA decay %g", cfg.model.name,
              rule_name, cfg.model.init if mesh is not None else "eager (no mesh)", cfg.train.learning_rate,
@@ -273,7 +272,7 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
 
     model, optimizer, *ema = nnx.merge(functions.graphdef, result.state)
     metrics["c2st"] = None
-    if cfg.eval.enabled:
+    if cfg.eval.enabled:  # each observation's score joins c2st_observations as it is scored: a stop keeps them
         from gensbi_sharding.harness.posterior import evaluate_observations
         observations = list(cfg.eval.observations or [cfg.data.num_observation])
         log.info("[6/7] sample + C2ST: %d posterior draws per observation %s (%s weights), scored against the reference",
@@ -284,7 +283,8 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
             params=ema[0].param_state(model) if ema else params, observations=observations,
             num_samples=cfg.eval.num_samples, ode_steps=cfg.eval.ode_steps, n_folds=cfg.eval.c2st_folds,
             seed=cfg.seed, mesh=mesh, n_jobs=cfg.eval.c2st_jobs, out=out, write=run_folder.is_writer(),
-            plot=cfg.eval.plot, stop_check=watch.check, dtype=cfg.model.get("dtype"),
+            plot=cfg.eval.plot, stop_check=watch.check, dtype=cfg.model.get("dtype"), scored=metrics.setdefault(
+                "c2st_observations", []),
             step=metrics["final_step"] if jax.process_count() == 1 else None,  # (others can't see process 0's files)
             title=lambda k, c, sd: plots.posterior_title(task=cfg.data.name, observation=k, rule=rule_name,
                                                          mesh_shape=metrics["mesh_shape"], c2st=c, c2st_sd=sd)))
