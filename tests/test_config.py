@@ -543,7 +543,8 @@ print(json.dumps({"n": len(jax.devices()), "platform": jax.default_backend()}))
 
 @pytest.mark.skipif(any(__import__("importlib.util").util.find_spec(m) for m in ("jax_cuda12_plugin", "jax_cuda13_plugin")),
                     reason="CUDA is available here: JAX_PLATFORMS=cuda starts")
-def test_jax_platforms_naming_a_platform_not_here_is_refused_naming_it_in_every_job():
+@pytest.mark.parametrize("env, named", [("cuda", "cuda"), ("cpu ", "'cpu '")])  # a stray space: shown
+def test_jax_platforms_naming_a_platform_not_here_is_refused_naming_it_in_every_job(env, named):
     # Was: JAX_PLATFORMS=cuda on a CPU machine ended the run with a bare "AssertionError: " (JAX_PLATFORMS=gpu: JAX's
     # "Unable to initialize backend 'rocm'"), and a multirun's later job then ran on the CPU the probe had started.
     proc = subprocess.run([sys.executable, "-c", """
@@ -560,10 +561,10 @@ for job in range(2):  # a multirun's jobs, in one process
 configure_devices(4, "cpu")  # the fix the message names
 import jax
 print(json.dumps({"errors": errors, "backend": jax.default_backend(), "n": jax.device_count()}))
-"""], cwd=REPO, capture_output=True, text=True, timeout=180, env={**__import__("os").environ, "JAX_PLATFORMS": "cuda"})
+"""], cwd=REPO, capture_output=True, text=True, timeout=180, env={**__import__("os").environ, "JAX_PLATFORMS": env})
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
-    expected = ("JAX_PLATFORMS=cuda is not available here: JAX has cpu; unset JAX_PLATFORMS for JAX's default, or set "
+    expected = (f"JAX_PLATFORMS={named} is not available here: JAX has cpu; unset JAX_PLATFORMS for JAX's default, or set "
                 "JAX_PLATFORMS=cpu")
     assert result == {"errors": [expected, expected], "backend": "cpu", "n": 4}
 

@@ -126,7 +126,7 @@ def check_platform(platform: str | None, *, started: bool) -> None:
     if platform is None and not env:
         return
     try:  # a multirun's later job: on a platform JAX_PLATFORMS names, not the CPU an earlier job's probe started
-        if env and jax.default_backend() not in {_GPU.get(n, n) for n in env.replace(" ", "").split(",")}:
+        if env and jax.default_backend() not in {_GPU.get(n, n) for n in env.split(",")}:
             raise RuntimeError(env)
         jax.devices(platform)  # starts the backend on it (as the run would a line later)
         return
@@ -143,8 +143,8 @@ def check_platform(platform: str | None, *, started: bool) -> None:
             pass
     have, fit = f"is not available here: JAX has {', '.join(available) or 'none'}", (available or ["cpu"])[0]
     if env:  # the environment's, not the config's
-        raise ConfigError(f"JAX_PLATFORMS={env} {have}; unset JAX_PLATFORMS for JAX's default, or set "
-                          f"JAX_PLATFORMS={fit}")
+        raise ConfigError(f"JAX_PLATFORMS={env if env.strip() == env else repr(env)} {have}; unset JAX_PLATFORMS for "
+                          f"JAX's default, or set JAX_PLATFORMS={fit}")
     raise ConfigError(f"devices.platform={platform} {have}; set devices.platform={fit}, or devices.platform=null for "
                       "JAX's default")
 
