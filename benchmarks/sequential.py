@@ -68,6 +68,13 @@ def main(argv: list[str] | None = None) -> None:
     problem = shares_problem(args.budget, args.rounds, cfg.data.val_fraction, cfg.data.batch_size)
     if problem:
         parser.error(problem)
+    from gensbi_sharding.harness.config import ConfigError
+    from gensbi_sharding.harness.devices import configure_devices
+
+    try:  # before the folder is touched: a JAX_PLATFORMS or devices.platform JAX cannot start, named in one line
+        configure_devices(1, cfg.devices.platform)
+    except ConfigError as err:  # (was: a traceback, after the job's metrics.json was removed)
+        parser.exit(2, f"{parser.prog}: error: {err}\n")
     job = args.job.absolute()
     lock = FolderLock(job)
     lock.acquire()  # table and run see it as running, as a launch.py job
@@ -93,9 +100,6 @@ def main(argv: list[str] | None = None) -> None:
     write_record(job, method)
     for stale in ("metrics.json", "c2st.csv"):  # the records are this run's alone
         (job / stale).unlink(missing_ok=True)
-    from gensbi_sharding.harness.devices import configure_devices
-
-    configure_devices(1, cfg.devices.platform)
     rows, record = [], {"method": method.label, "config": OmegaConf.to_container(cfg)}
     amortised = amortised_scores(args.task, args.budget)
     try:

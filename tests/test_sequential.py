@@ -154,6 +154,27 @@ def test_bad_arguments_stop_before_any_work_naming_the_value_and_a_fix(argv, nam
     assert not (tmp_path / "job").exists()
 
 
+def test_a_platform_jax_cannot_start_stops_before_the_folder_is_touched_in_one_line(tmp_path, capsys, monkeypatch):
+    """A JAX_PLATFORMS (or devices.platform) JAX cannot start here stops ``sequential.py`` with its one-line error,
+    the job's folder (and an earlier attempt's metrics.json) untouched (was: a traceback ending in the ConfigError,
+    after the folder was made and its metrics.json removed)."""
+    from gensbi_sharding.harness import devices
+    from gensbi_sharding.harness.config import ConfigError
+
+    said = "JAX_PLATFORMS=cuda is not available here: JAX has cpu; unset JAX_PLATFORMS for JAX's default"
+
+    def refuse(cpu_count, platform):
+        raise ConfigError(said)  # check_platform's words (tests/test_config.py starts JAX on them)
+
+    monkeypatch.setattr(devices, "configure_devices", refuse)  # this process's JAX has started
+    (tmp_path / "job").mkdir()
+    (tmp_path / "job" / "metrics.json").write_text('{"status": "error"}')
+    with pytest.raises(SystemExit) as stop:
+        load("sequential").main(["--job", str(tmp_path / "job"), "--task", "two_moons", "--budget", "1000"])
+    assert stop.value.code == 2 and capsys.readouterr().err.endswith(f": error: {said}\n")
+    assert sorted(p.name for p in (tmp_path / "job").iterdir()) == ["metrics.json"]
+
+
 def test_the_share_check_suggests_budgets_rounds_and_batch_sizes_that_train():
     from gensbi_sharding.harness.data import split_sizes
 
