@@ -482,3 +482,28 @@ def test_cli_names_a_jax_platforms_not_here_and_writes_nothing(tmp_path):
         "[ERROR] JAX_PLATFORMS=cuda is not available here: JAX has cpu; unset JAX_PLATFORMS for JAX's default, "
         "or set JAX_PLATFORMS=cpu")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["x_o.npy"]
+
+
+@pytest.mark.skipif(any(__import__("importlib.util").util.find_spec(m) for m in ("jax_cuda12_plugin", "jax_cuda13_plugin")),
+                    reason="CUDA is available here: JAX_PLATFORMS=cuda starts")
+def test_sample_posterior_names_a_jax_platforms_not_here(tmp_path):
+    # Was: from Python (README's sample_posterior), JAX_PLATFORMS=cuda on a CPU machine ended in a bare AssertionError
+    # from the checkpoint reader's start of JAX; only sample.py's command line named it.
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    np.save(tmp_path / "x_o.npy", np.array([0.1, -0.2]))
+    repo = Path(__file__).resolve().parents[1]
+    proc = subprocess.run([sys.executable, "-c", f"""
+from gensbi_sharding.harness.config import ConfigError
+from gensbi_sharding.harness.own_observation import sample_posterior
+try:
+    sample_posterior({str(tmp_path)!r}, {str(tmp_path / "x_o.npy")!r}, num_samples=10)
+except ConfigError as err:
+    print(err)
+"""], capture_output=True, text=True, timeout=180, env={**os.environ, "JAX_PLATFORMS": "cuda", "PYTHONPATH": str(repo)})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == ("JAX_PLATFORMS=cuda is not available here: JAX has cpu; unset JAX_PLATFORMS for "
+                                   "JAX's default, or set JAX_PLATFORMS=cpu")

@@ -144,6 +144,7 @@ def sample_posterior(run_dir: str | os.PathLike, x_o: Any, *, num_samples: int |
     from gensbi_sharding.harness.simulation_data import NORMALIZATION
     from gensbi_sharding.harness.tasks import TASKS
 
+    check_platform(None, started=False)  # first: the checkpoint's reader starts JAX (was: a bare AssertionError)
     source = x_o if isinstance(x_o, (str, os.PathLike)) else None
     x_o = load_observation(x_o)
     step_dir, saved, info = _run_checkpoint(run_dir)
@@ -169,7 +170,6 @@ def sample_posterior(run_dir: str | os.PathLike, x_o: Any, *, num_samples: int |
     if shards is not None:  # its held-out pairs as saved: early stopping's best weights are kept, not started afresh
         with open_dict(cfg):
             cfg.data.shards = shards
-
     for attempt in range(RETRIES + 1):
         try:
             with details_dropped():  # every fallback path: for a job's launch.log, none here (one line says them)
