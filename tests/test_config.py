@@ -569,6 +569,36 @@ print(json.dumps({"errors": errors, "backend": jax.default_backend(), "n": jax.d
     assert result == {"errors": [expected, expected], "backend": "cpu", "n": 4}
 
 
+@pytest.mark.parametrize("env", ["gpu", None])  # None: devices.platform=gpu
+def test_a_gpu_platform_jax_refuses_on_a_cuda_machine_is_told_cuda_not_gpu_again(env, monkeypatch):
+    # JAX reads "gpu" as cuda, rocm and oneapi, each to start: on a CUDA machine rocm fails ("Unable to initialize
+    # backend 'rocm'", jax-ml/jax#25315), leaving cuda started, and jax.devices("gpu") then works. Was: "JAX_PLATFORMS=gpu
+    # is not available here: JAX has gpu; ... or set JAX_PLATFORMS=gpu", the value refused named as its fix.
+    import jax
+
+    from gensbi_sharding.harness.devices import check_platform
+
+    calls = []
+
+    def devices(backend=None):  # such a machine's answers (no config changed: started=True)
+        calls.append(backend)
+        if len(calls) == 1:  # the first start: cuda started, then rocm failed
+            raise RuntimeError("Unable to initialize backend 'rocm': Backend 'rocm' is not in the list of known "
+                               "backends: ['cpu', 'tpu', 'cuda']")
+        if backend in ("cuda", "gpu"):  # later calls: the backends JAX kept, cuda's alone
+            return ["cuda:0"]
+        raise RuntimeError(f"Unknown backend {backend}. Available backends are ['cuda']")
+
+    monkeypatch.setattr(jax, "devices", devices)
+    monkeypatch.setattr(jax, "default_backend", lambda: devices())
+    monkeypatch.setenv("JAX_PLATFORMS", env or "")
+    with pytest.raises(ConfigError) as refused:
+        check_platform(None if env else "gpu", started=True)
+    named = "JAX_PLATFORMS=gpu" if env else "devices.platform=gpu"
+    assert str(refused.value).startswith(f"{named} is not available here: JAX has cuda; ")
+    assert f"set {named.split('=')[0]}=cuda" in str(refused.value)
+
+
 def test_the_processes_settings_check_ignores_how_each_process_joined(monkeypatch):
     # Was: process 0 started with distributed.coordinator_address=localhost:1234 (its own host), the others with
     # host0:1234, joined the one coordinator and were then refused as "given other settings"; a per-process join

@@ -116,8 +116,8 @@ def configure_devices(cpu_count: int, platform: str | None = None) -> None:
     check_platform(platform, started=False)
 
 
-#: The platforms probed, by ``jax.devices(name)``, for a ``devices.platform`` that is not available.
-_PLATFORMS, _GPU = ("cpu", "gpu", "tpu"), {"cuda": "gpu", "rocm": "gpu"}  # JAX_PLATFORMS' names: default_backend's
+#: Probed (``jax.devices(name)``) for one not available, named as a fix: JAX's "gpu" asks for cuda, rocm and oneapi.
+_PLATFORMS, _GPU = ("cpu", "cuda", "rocm", "tpu"), {"cuda": "gpu", "rocm": "gpu"}  # _GPU: as default_backend names
 
 
 def check_platform(platform: str | None, *, started: bool) -> None:
