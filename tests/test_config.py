@@ -543,7 +543,8 @@ print(json.dumps({"n": len(jax.devices()), "platform": jax.default_backend()}))
 
 @pytest.mark.skipif(any(__import__("importlib.util").util.find_spec(m) for m in ("jax_cuda12_plugin", "jax_cuda13_plugin")),
                     reason="CUDA is available here: JAX_PLATFORMS=cuda starts")
-@pytest.mark.parametrize("env, named", [("cuda", "cuda"), ("cpu ", "'cpu '")])  # a stray space: shown
+# a stray space: shown; a typo after cpu: JAX started cpu before refusing it (was: a multirun's later job ran)
+@pytest.mark.parametrize("env, named", [("cuda", "cuda"), ("cpu ", "'cpu '"), ("cpu,cdua", "cpu,cdua")])
 def test_jax_platforms_naming_a_platform_not_here_is_refused_naming_it_in_every_job(env, named):
     # Was: JAX_PLATFORMS=cuda on a CPU machine ended the run with a bare "AssertionError: " (JAX_PLATFORMS=gpu: JAX's
     # "Unable to initialize backend 'rocm'"), and a multirun's later job then ran on the CPU the probe had started.
@@ -591,6 +592,7 @@ def test_a_gpu_platform_jax_refuses_on_a_cuda_machine_is_told_cuda_not_gpu_again
 
     monkeypatch.setattr(jax, "devices", devices)
     monkeypatch.setattr(jax, "default_backend", lambda: devices())
+    monkeypatch.setattr(sys.modules[check_platform.__module__], "_REFUSED", set())  # this process's JAX_PLATFORMS kept
     monkeypatch.setenv("JAX_PLATFORMS", env or "")
     with pytest.raises(ConfigError) as refused:
         check_platform(None if env else "gpu", started=True)

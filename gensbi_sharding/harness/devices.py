@@ -116,8 +116,8 @@ def configure_devices(cpu_count: int, platform: str | None = None) -> None:
     check_platform(platform, started=False)
 
 
-#: Probed (``jax.devices(name)``) for one not available, named as a fix: JAX's "gpu" asks for cuda, rocm and oneapi.
-_PLATFORMS, _GPU = ("cpu", "cuda", "rocm", "tpu"), {"cuda": "gpu", "rocm": "gpu"}  # _GPU: as default_backend names
+#: Probed as fixes (JAX's "gpu" asks for cuda, rocm and oneapi); as default_backend names them; JAX_PLATFORMS refused.
+_PLATFORMS, _GPU, _REFUSED = ("cpu", "cuda", "rocm", "tpu"), {"cuda": "gpu", "rocm": "gpu"}, set()
 
 
 def check_platform(platform: str | None, *, started: bool) -> None:
@@ -125,13 +125,13 @@ def check_platform(platform: str | None, *, started: bool) -> None:
     env = os.environ.get("JAX_PLATFORMS") if platform is None else None
     if platform is None and not env:
         return
-    try:  # a multirun's later job: on a platform JAX_PLATFORMS names, not the CPU an earlier job's probe started
-        if env and jax.default_backend() not in {_GPU.get(n, n) for n in env.split(",")}:
+    try:  # a multirun's later job: refused again (JAX keeps what it started of 'cpu,tpu'), on a platform it names
+        if env and (env in _REFUSED or jax.default_backend() not in {_GPU.get(n, n) for n in env.split(",")}):
             raise RuntimeError(env)
         jax.devices(platform)  # starts the backend on it (as the run would a line later)
         return
     except (RuntimeError, AssertionError):  # JAX_PLATFORMS=cuda without a CUDA jaxlib: a bare AssertionError
-        pass
+        _REFUSED.add(env)
     if not started:  # back to JAX's default, for the probe below and a later job in this process
         jax.config.update("jax_platforms", None)
     available = []
