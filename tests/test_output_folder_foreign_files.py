@@ -49,3 +49,29 @@ def test_a_run_or_sweep_folder_or_one_without_colliding_names_is_accepted(tmp_pa
         (folder / name).mkdir() if name.split("/")[-1] in (".hydra", "checkpoints", "data", "0") else (
             folder / name).write_text("")
     assert folder_problem(folder, sweep=sweep) is None
+
+
+@pytest.mark.parametrize("sweep, inside", [(False, "checkpoints/20"), (False, "checkpoints"), (False, "sub"),
+                                           (False, ".hydra"), (True, "sweeps")])
+def test_a_folder_inside_a_runs_folder_is_refused_before_anything_is_written(tmp_path, capsys, sweep, inside):
+    # Was: hydra.run.dir=<a run>/checkpoints/20 wrote a run into that step folder, and sample.py <the run> and
+    # train.resume=<the run> then read the intruder's step-2 checkpoint as the run's newest; <a run>/sub wrote into
+    # a completed run's folder.
+    key = "hydra.sweep.dir" if sweep else "hydra.run.dir"
+    host = tmp_path / "run"
+    (host / ".hydra").mkdir(parents=True)
+    (host / "checkpoints" / "20").mkdir(parents=True)
+    (host / "metrics.json").write_text('{"status": "ok"}')
+    before = sorted(p.relative_to(host) for p in host.rglob("*"))
+    folder = host / inside
+    expected = (f"{key}={folder} lies inside the folder of the run {host}: a {'sweep' if sweep else 'run'} never "
+                f"writes into another run's folder; choose one outside it, e.g. {key}={host}-{folder.name.lstrip('.')}")
+    assert folder_problem(folder, sweep=sweep) == expected
+    config = OmegaConf.create({"hydra": {"sweep": {"dir": str(folder)}, "run": {"dir": str(folder)}},
+                               "distributed": {"mode": "none", "process_id": None}})
+    callback = run_folder.RefuseCompletedRun()
+    with pytest.raises(SystemExit):
+        (callback.on_multirun_start if sweep else callback.on_run_start)(config)
+    assert capsys.readouterr().err.strip() == f"[ERROR] {expected}"
+    assert sorted(p.relative_to(host) for p in host.rglob("*")) == before  # nothing written, not even a lock
+    assert folder_problem(tmp_path / "run-sub", sweep=sweep) is None  # the folder it names: accepted

@@ -142,6 +142,12 @@ def folder_problem(folder: Path, *, sweep: bool, before_hydra: bool = False) -> 
     if not sweep and sweep_file.is_file():
         return (f"{key}={folder} is a sweep's folder ({sweep_file}): a run never writes into a sweep's folder; "
                 f"choose another {key} (a sweep's job: hydra.run.dir=<sweep>/<job>)")
+    # Was: hydra.run.dir=<a run>/checkpoints/20 wrote a run into that step folder, whose checkpoint sample.py and
+    # train.resume=<the run> then read as the run's own newest; <a run>/sub wrote into a completed run's folder too.
+    if host := next((p for p in folder.parents if (p / ".hydra").is_dir() and any(
+            (p / mark).exists() for mark in ("metrics.json", "launch.log", "checkpoints"))), None):
+        return (f"{key}={folder} lies inside the folder of the run {host}: a {'sweep' if sweep else 'run'} never "
+                f"writes into another run's folder; choose one outside it, e.g. {key}={host}-{folder.name.lstrip('.')}")
     if blocker is not None and (denied := write_denied(blocker)):
         # A stopped run's checkpoints there stay readable; train.resume=auto in another folder starts from step 0.
         saved = not sweep and blocker == folder and any(p.name.isdigit() for p in folder.glob("checkpoints/*"))
