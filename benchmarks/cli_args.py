@@ -92,7 +92,6 @@ def run_bounded(command: list[str], *, timeout_s: float, what: str, **kwargs) ->
         raise SystemExit(f"{what}: stopped by Ctrl-C; nothing of it was kept") from None
 
 
-
 def jax_platform(parser: argparse.ArgumentParser) -> None:
     """Stop in argparse's error line when ``JAX_PLATFORMS`` names a platform JAX cannot start here, naming it and
     the fix (was: a traceback ending in a bare AssertionError, for ``JAX_PLATFORMS=cuda`` on a CPU machine)."""

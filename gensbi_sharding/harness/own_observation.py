@@ -84,6 +84,7 @@ def _run_checkpoint(run_dir: Any) -> tuple[Path, dict, dict]:
 def _training_run(folder: Path) -> str | None:
     """Who holds ``folder``'s run lock (a run still writing there), None if no one does."""
     from filelock import FileLock, Timeout
+
     from gensbi_sharding.harness.folder_lock import FolderLock
 
     if not (folder / FolderLock.LOCK).is_file():
@@ -138,7 +139,6 @@ def sample_posterior(run_dir: str | os.PathLike, x_o: Any, *, num_samples: int |
     from omegaconf import OmegaConf, open_dict
 
     from gensbi_sharding.harness.held_out import effective_shards
-    from gensbi_sharding.harness.devices import check_platform
     from gensbi_sharding.harness.memory_check import check_draw_fits
     from gensbi_sharding.harness.model_plan import details_dropped
     from gensbi_sharding.harness.simulation_data import NORMALIZATION
