@@ -75,3 +75,17 @@ def test_a_folder_inside_a_runs_folder_is_refused_before_anything_is_written(tmp
     assert capsys.readouterr().err.strip() == f"[ERROR] {expected}"
     assert sorted(p.relative_to(host) for p in host.rglob("*")) == before  # nothing written, not even a lock
     assert folder_problem(tmp_path / "run-sub", sweep=sweep) is None  # the folder it names: accepted
+
+
+def test_a_folder_holding_other_runs_folders_is_refused_for_a_run(tmp_path):
+    # Was: hydra.run.dir=outputs (the folder of every run) wrote a run around them, and every run after it then lay
+    # inside a run's folder.
+    for name in ("a", "b"):
+        (tmp_path / name / ".hydra").mkdir(parents=True)
+        (tmp_path / name / "launch.log").write_text("")
+    (tmp_path / "notes").mkdir()  # a folder of one's own: no run's
+    assert folder_problem(tmp_path, sweep=False) == (
+        f"hydra.run.dir={tmp_path} holds the folders of other runs (a, b): a run never writes around other runs; "
+        f"choose a new folder, e.g. hydra.run.dir={tmp_path / 'new_run'}")
+    assert folder_problem(tmp_path / "new_run", sweep=False) is None
+    assert folder_problem(tmp_path / "a", sweep=False) is None  # a run's own folder: its own checks follow

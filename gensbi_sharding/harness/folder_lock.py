@@ -144,10 +144,13 @@ def folder_problem(folder: Path, *, sweep: bool, before_hydra: bool = False) -> 
                 f"choose another {key} (a sweep's job: hydra.run.dir=<sweep>/<job>)")
     # Was: hydra.run.dir=<a run>/checkpoints/20 wrote a run into that step folder, whose checkpoint sample.py and
     # train.resume=<the run> then read as the run's own newest; <a run>/sub wrote into a completed run's folder too.
-    if host := next((p for p in folder.parents if (p / ".hydra").is_dir() and any(
-            (p / mark).exists() for mark in ("metrics.json", "launch.log", "checkpoints"))), None):
+    if host := next((p for p in folder.parents if _is_run_folder(p)), None):
         return (f"{key}={folder} lies inside the folder of the run {host}: a {'sweep' if sweep else 'run'} never "
                 f"writes into another run's folder; choose one outside it, e.g. {key}={host}-{folder.name.lstrip('.')}")
+    # Was: hydra.run.dir=outputs (the folder of every run) wrote a run there, and each run after it lay inside it.
+    if not sweep and folder.is_dir() and (runs := sorted(p.name for p in folder.iterdir() if _is_run_folder(p))):
+        return (f"{key}={folder} holds the folders of other runs ({', '.join(runs[:3])}{', ...' if len(runs) > 3 else ''}"
+                f"): a run never writes around other runs; choose a new folder, e.g. {key}={folder / 'new_run'}")
     if blocker is not None and (denied := write_denied(blocker)):
         # A stopped run's checkpoints there stay readable; train.resume=auto in another folder starts from step 0.
         saved = not sweep and blocker == folder and any(p.name.isdigit() for p in folder.glob("checkpoints/*"))
@@ -162,6 +165,12 @@ def folder_problem(folder: Path, *, sweep: bool, before_hydra: bool = False) -> 
             return (f"{key}={folder} holds {shown}, not written by a {'sweep' if sweep else 'run'}, which it would "
                     f"overwrite; choose another {key} (a new or empty folder), or move them out")
     return _shared_with_running(folder, sweep, key) if before_hydra else None
+
+
+def _is_run_folder(path: Path) -> bool:
+    """Whether ``path`` is a run's folder (Hydra's ``.hydra`` record, and the run's log, metrics or checkpoints)."""
+    return (path / ".hydra").is_dir() and any((path / mark).exists() for mark in ("metrics.json", "launch.log",
+                                                                                   "checkpoints"))
 
 
 def _shared_with_running(folder: Path, sweep: bool, key: str) -> str | None:
