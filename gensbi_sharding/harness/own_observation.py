@@ -137,7 +137,7 @@ def sample_posterior(run_dir: str | os.PathLike, x_o: Any, *, num_samples: int |
         Under 1 % of the draws inside the prior's support, or a draw holding NaN or inf (``posterior.draw_inside_support``).
     """
     from omegaconf import OmegaConf, open_dict
-
+    from gensbi_sharding.harness.devices import check_platform
     from gensbi_sharding.harness.held_out import effective_shards
     from gensbi_sharding.harness.memory_check import check_draw_fits
     from gensbi_sharding.harness.model_plan import details_dropped
