@@ -25,12 +25,7 @@ def test_a_folder_of_ones_own_files_is_refused_naming_them(tmp_path, capsys, swe
     expected = (f"{key}={folder} holds {shown}, not written by a {'sweep' if sweep else 'run'}, which it would "
                 f"overwrite; choose another {key} (a new or empty folder), or move them out")
     assert folder_problem(folder, sweep=sweep) == expected
-    config = OmegaConf.create({"hydra": {"sweep": {"dir": str(folder)}, "run": {"dir": str(folder)}},
-                               "distributed": {"mode": "none", "process_id": None}})
-    callback = run_folder.RefuseCompletedRun()
-    with pytest.raises(SystemExit):
-        (callback.on_multirun_start if sweep else callback.on_run_start)(config)
-    assert capsys.readouterr().err.strip() == f"[ERROR] {expected}"
+    assert refusal_at_start(folder, sweep, capsys) == f"[ERROR] {expected}"
     assert all((folder / name).read_text() == "mine\n" for name in names)  # nothing written over
     assert sorted(p.name for p in folder.iterdir()) == sorted(names)  # not even the lock
 
@@ -67,12 +62,7 @@ def test_a_folder_inside_a_runs_folder_is_refused_before_anything_is_written(tmp
     expected = (f"{key}={folder} lies inside the folder of the run {host}: a {'sweep' if sweep else 'run'} never "
                 f"writes into another run's folder; choose one outside it, e.g. {key}={host}-{folder.name.lstrip('.')}")
     assert folder_problem(folder, sweep=sweep) == expected
-    config = OmegaConf.create({"hydra": {"sweep": {"dir": str(folder)}, "run": {"dir": str(folder)}},
-                               "distributed": {"mode": "none", "process_id": None}})
-    callback = run_folder.RefuseCompletedRun()
-    with pytest.raises(SystemExit):
-        (callback.on_multirun_start if sweep else callback.on_run_start)(config)
-    assert capsys.readouterr().err.strip() == f"[ERROR] {expected}"
+    assert refusal_at_start(folder, sweep, capsys) == f"[ERROR] {expected}"
     assert sorted(p.relative_to(host) for p in host.rglob("*")) == before  # nothing written, not even a lock
     assert folder_problem(tmp_path / "run-sub", sweep=sweep) is None  # the folder it names: accepted
 
@@ -89,3 +79,13 @@ def test_a_folder_holding_other_runs_folders_is_refused_for_a_run(tmp_path):
         f"choose a new folder, e.g. hydra.run.dir={tmp_path / 'new_run'}")
     assert folder_problem(tmp_path / "new_run", sweep=False) is None
     assert folder_problem(tmp_path / "a", sweep=False) is None  # a run's own folder: its own checks follow
+
+
+def refusal_at_start(folder, sweep, capsys):
+    """What Hydra's run (or multirun) start prints for output folder ``folder``; it must exit."""
+    config = OmegaConf.create({"hydra": {"sweep": {"dir": str(folder)}, "run": {"dir": str(folder)}},
+                               "distributed": {"mode": "none", "process_id": None}})
+    callback = run_folder.RefuseCompletedRun()
+    with pytest.raises(SystemExit):
+        (callback.on_multirun_start if sweep else callback.on_run_start)(config)
+    return capsys.readouterr().err.strip()
