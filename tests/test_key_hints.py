@@ -215,3 +215,24 @@ def test_a_mistyped_key_of_hydra_s_own_config_names_the_setting_meant(args, mess
         assert command_problem(args) == problem  # launch.py's checks reach it
         if "; set " in message:
             assert hydra_key_problem([*args[:-1], message.rsplit("; set ", 1)[1]]) is None
+
+
+@pytest.mark.parametrize("args", [["mesh.data_axis=3"], ["mesh.data=3"], ["mesh.data_axis=2", "mesh.model_axis=4"],
+                                  ["mesh.data_parallel=6"]])
+def test_a_data_axis_size_is_answered_with_a_mesh_the_mesh_checks_accept(args):
+    """``mesh.data_axis=3`` on 8 devices was answered "set mesh.model_axis=3", which 8 devices refuse (and which
+    is no data axis of 3): each mesh named now passes the checks the run makes of it."""
+    import re
+
+    from gensbi_sharding.harness.hints import mesh_devices_problem, model_axis_problem
+
+    problem = unknown_key_problem(args)
+    data = int(args[0].split("=")[1])
+    found = re.search(r"mesh\.model_axis=(\d+) on (\d+) devices \(devices\.cpu_count=(\d+), or mesh\.devices=\[([\d,]+)\]",
+                      problem)
+    assert found, problem
+    model, devices, count, listed = int(found[1]), int(found[2]), int(found[3]), [int(d) for d in found[4].split(",")]
+    assert count == devices == len(listed) and devices // model == data, problem  # the data axis asked for
+    assert model_axis_problem(model, count) is None  # devices.cpu_count=<count>
+    assert mesh_devices_problem(listed, range(8), model) is None and model_axis_problem(model, len(listed)) is None
+    assert f"set mesh.model_axis={data}" not in problem

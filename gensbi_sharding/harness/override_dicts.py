@@ -16,7 +16,7 @@ from hydra.core.override_parser.types import OverrideType
 from gensbi_sharding.harness.hints import override_literal
 from gensbi_sharding.harness.override_grammar import CommandLine, parse
 
-__all__ = ["dict_override_problem"]
+__all__ = ["dict_override_problem", "mesh_sizes_hint"]
 
 
 def _dotted(prefix: str, value: dict) -> list[str]:
@@ -25,7 +25,7 @@ def _dotted(prefix: str, value: dict) -> list[str]:
         _dotted(f"{prefix}.{key}", v) if isinstance(v, dict) else [f"{prefix}.{key}={override_literal(v)}"])]
 
 
-def _mesh_hint(value: dict) -> str:
+def mesh_sizes_hint(value: dict) -> str:
     """For ``mesh={data:2,model:4}``: the mesh those axis sizes describe, as this harness sets it."""
     data, model = value.get("data"), value.get("model")
     if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in (data or 1, model or 1)):
@@ -74,6 +74,6 @@ def dict_override_problem(args: Sequence[str] | CommandLine) -> str | None:
                           override_problem):
                 if problem := check([*rest, *dotted]):
                     problem = next((problem[len(d) + 2:] for d in dotted if problem.startswith(f"{d}: ")), problem)
-                    hint = _mesh_hint(value) if o.key == "mesh" and "mesh.model_axis=" not in problem else ""
+                    hint = mesh_sizes_hint(value) if o.key == "mesh" and "mesh.model_axis=" not in problem else ""
                     return f"{o.arg} stands for {' '.join(dotted)}: {problem}{hint}"
     return None

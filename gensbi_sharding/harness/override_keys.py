@@ -21,7 +21,7 @@ from omegaconf import OmegaConf
 from gensbi_sharding.harness.config import Config, ModelConfig
 from gensbi_sharding.harness.groups import CONF, group_options
 from gensbi_sharding.harness.hints import closest_name
-from gensbi_sharding.harness.key_paths import nearest_setting, setting_path_problem, unknown_part
+from gensbi_sharding.harness.key_paths import data_axis_hint, nearest_setting, setting_path_problem, unknown_part
 from gensbi_sharding.harness.model_choice import chosen_models, default_model, experiment_model
 from gensbi_sharding.harness.override_grammar import CommandLine, parse
 from gensbi_sharding.harness.rule_config import other_name_problem
@@ -201,8 +201,7 @@ def unknown_key_problem(args: Sequence[str] | CommandLine) -> str | None:
     Returns
     -------
     str or None
-        E.g. ``"mesh.modle_axis is not a setting of mesh (did you mean mesh.model_axis?); its settings: spec,
-        model_axis, devices; set mesh.model_axis=2"``.
+        E.g. ``"mesh.modle_axis is not a setting of mesh (did you mean mesh.model_axis?); ...; set mesh.model_axis=2"``.
     """
     command, fields = parse(args), model_fields()
     choice = chosen_models(command)
@@ -233,8 +232,9 @@ def unknown_key_problem(args: Sequence[str] | CommandLine) -> str | None:
             meant = (f" (did you mean {group}.{near}, a setting of model="
                      f"{' or model='.join(sorted(m for m, f in fields.items() if near in f))}?)")
             near = None  # that model's, not this one's: no override to set here
+        hint = data_axis_hint(parts[-1], value, command) if key.startswith("mesh.") and not below else None
         return (f"{typed}{key} is not a setting of {choice.label if of_model else group}{meant}; its settings: {shown}"
-                + (f"; set {group}.{near}={value}" if near else ""))
+                + (hint or (f"; set {group}.{near}={value}" if near else "")))
     return None
 
 
