@@ -35,7 +35,7 @@ def model_axis(devices: int) -> Callable[[str], int]:
         value = positive_int(text)
         if devices % value:
             divisors = [d for d in range(1, devices + 1) if devices % d == 0]
-            raise argparse.ArgumentTypeError(f"{value} does not divide the {devices} devices; choose one of {divisors}")
+            raise argparse.ArgumentTypeError(f"{value} does not divide the {devices} device{'s' * (devices != 1)}; choose one of {divisors}")
         return value
 
     parse.__name__ = "model_axis"

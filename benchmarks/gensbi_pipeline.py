@@ -245,7 +245,7 @@ def main() -> None:
         report = profile_gensbi(pipeline, args.profile_steps) if args.profile else None
 
     print(f"\nFlux1 {dict(cfg.model)} ({gensbi['params']} parameters, float32), two_moons, "
-          f"10,000 simulations, batch {args.batch_size}, {args.steps} steps, one CPU device; "
+          f"10,000 simulations, batch {args.batch_size}, {args.steps} step{'s' * (args.steps != 1)}, one CPU device; "
           f"C2ST: {args.num_samples} samples, {args.folds} folds\n")
     print("| pipeline | s/step (median) | C2ST, EMA weights | C2ST, last weights |\n|---|---|---|---|")
     print(f"| harness | {harness['median_step_s']:.4f} | {harness['c2st']:.3f} | |")

@@ -109,7 +109,7 @@ def main() -> int:
     m_ours, m_hand = statistics.median(ours), statistics.median(hand)
     ratio = m_ours / m_hand
     print(f"mlp width {args.width} depth {args.depth}, batch {args.batch}, rule {args.rule}, "
-          f"mesh {dict(mesh.shape)}; median of {args.blocks} blocks of {args.steps} steps")
+          f"mesh {dict(mesh.shape)}; median of {args.blocks} block{'s' * (args.blocks != 1)} of {args.steps} step{'s' * (args.steps != 1)}")
     print()
     print("| step | s/step |\n|---|---|")
     print(f"| harness (split state, jax.jit, donated) | {m_ours:.5f} |")

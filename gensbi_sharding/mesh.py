@@ -49,7 +49,7 @@ def make_mesh(devices: Sequence[Any] | None = None, model_axis: int = 1) -> Mesh
     divisors = [d for d in range(1, len(devices) + 1) if len(devices) % d == 0]
     if not is_int(model_axis) or model_axis < 1:
         raise ValueError(f"model_axis={model_axis!r} must be an integer >= 1 that divides the "
-                         f"{len(devices)} devices: choose among {divisors}")
+                         f"{len(devices)} device{'s' * (len(devices) != 1)}: choose among {divisors}")
     if not devices:
         raise ValueError("make_mesh got an empty device list; pass devices=None for all devices")
     bad = [d for d in devices if not isinstance(d, jax.Device)]
@@ -61,7 +61,7 @@ def make_mesh(devices: Sequence[Any] | None = None, model_axis: int = 1) -> Mesh
         raise ValueError(f"device {twice} appears twice in the mesh's device list; list each device once")
     if len(devices) % model_axis:
         simulate = model_axis > len(devices) and all(d.platform == "cpu" for d in devices)  # e.g. a laptop: 1 device
-        raise ValueError(f"{len(devices)} devices are not divisible by model_axis={model_axis}: choose a "
+        raise ValueError(f"{len(devices)} {'devices are' if len(devices) != 1 else 'device is'} not divisible by model_axis={model_axis}: choose a "
                          f"model_axis among {divisors}" + (
                              f", or simulate {model_axis} CPU devices: jax.config.update('jax_num_cpu_devices', "
                              f"{model_axis}) first thing, before JAX starts" if simulate else ""))
@@ -136,7 +136,7 @@ def check_model_groups_local(mesh: Mesh) -> None:
         processes = [d.process_index for d in group]
         n, local = len(group), len(mesh.local_devices)
         if len(set(processes)) > 1:  # a size that divides the local devices spans processes by the axes' order
-            fix = (f"Choose a model_axis (now {n}) that divides this process's {local} devices, and order devices "
+            fix = (f"Choose a model_axis (now {n}) that divides this process's {local} device{'s' * (local != 1)}, and order devices "
                    "by process (jax.devices() does)" if local % n else f"The size {n} divides this process's "
                    f"{local} devices: make \"model\" the last mesh axis {tuple(mesh.axis_names)} (make_mesh does)")
             raise ValueError(f"model group of devices {[d.id for d in group]} spans processes {processes}: "

@@ -63,8 +63,9 @@ class MeshSummary:
 
     def __str__(self) -> str:
         axes = " x ".join(f"{name}={size}" for name, size in self.axis_sizes.items())
-        return (f"mesh {axes}: {self.n_devices} devices, {self.devices_per_process} per process "
-                f"({self.n_processes} process(es)), data-parallel size {self.data_parallel_size}")
+        return (f"mesh {axes}: {self.n_devices} device{'s' * (self.n_devices != 1)}, {self.devices_per_process} per "
+                f"process ({self.n_processes} process{'es' * (self.n_processes != 1)}), data-parallel size "
+                f"{self.data_parallel_size}")
 
 
 @dataclasses.dataclass(frozen=True)

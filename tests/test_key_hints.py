@@ -236,3 +236,12 @@ def test_a_data_axis_size_is_answered_with_a_mesh_the_mesh_checks_accept(args):
     assert model_axis_problem(model, count) is None  # devices.cpu_count=<count>
     assert mesh_devices_problem(listed, range(8), model) is None and model_axis_problem(model, len(listed)) is None
     assert f"set mesh.model_axis={data}" not in problem
+
+
+def test_a_model_axis_wider_than_one_device_counts_it_in_the_singular():
+    """Was "mesh.model_axis=2: 1 devices are not divisible by model_axis=2"."""
+    from gensbi_sharding.harness.hints import model_axis_problem
+
+    assert model_axis_problem(2, 1).startswith("mesh.model_axis=2: 1 device is not divisible by model_axis=2; "
+                                               "set mesh.model_axis=1 (divisors of 1: [1])")
+    assert model_axis_problem(3, 8).startswith("mesh.model_axis=3: 8 devices are not divisible by model_axis=3; ")

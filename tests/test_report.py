@@ -167,3 +167,10 @@ def test_fsdp_step_all_gathers_parameters():
 def test_compiled_report_rejects_non_programs():
     with pytest.raises(ValueError, match="expected a compiled program"):
         compiled_report(lambda: None)
+
+
+def test_a_one_device_mesh_is_counted_in_the_singular():
+    """Was "mesh data=1 x model=1: 1 devices, 1 per process (1 process(es)), ...". """
+    mesh = make_mesh(jax.devices()[:1], model_axis=1)
+    text = str(describe(placed(splittable(nnx.Rngs(0)), mesh, "fsdp"), mesh).mesh)
+    assert text == "mesh data=1 x model=1: 1 device, 1 per process (1 process), data-parallel size 1"

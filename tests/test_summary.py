@@ -309,6 +309,8 @@ def test_the_sweep_plot_marks_jobs_not_run_or_preempted_as_such_not_failed(tmp_p
     assert fig._suptitle.get_text() == "4 jobs, 1 failed, 1 preempted, 1 not run; swept: rule"
     marks = {(t.get_text(), t.get_color()) for t in fig.axes[0].texts}
     assert marks == {("failed", "red"), ("preempted", "gray"), ("not run", "gray")}
+    plots.plot_sweep(rows[:1], ["rule"], tmp_path / "one.png")  # a sweep of one job: was "1 jobs"
+    assert figures[1]._suptitle.get_text() == "1 job; swept: rule"
 
 
 def test_the_sweep_console_line_counts_each_status_as_the_plot_does():

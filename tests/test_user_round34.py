@@ -236,7 +236,7 @@ def test_a_mesh_wider_than_the_cpu_devices_names_how_to_simulate_them(devices):
 
     with pytest.raises(ValueError) as err:
         gs.make_mesh(jax.devices()[:1], model_axis=2)
-    assert str(err.value) == ("1 devices are not divisible by model_axis=2: choose a model_axis among [1], or "
+    assert str(err.value) == ("1 device is not divisible by model_axis=2: choose a model_axis among [1], or "
                               "simulate 2 CPU devices: jax.config.update('jax_num_cpu_devices', 2) first thing, "
                               "before JAX starts")
     with pytest.raises(ValueError) as err:  # fewer than the devices there are: no simulation helps

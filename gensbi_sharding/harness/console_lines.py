@@ -44,7 +44,7 @@ def mesh_step_line(mesh_cfg: Any, mesh: Any) -> str:
         asked.append(f"mesh.model_axis={mesh_cfg.get('model_axis')}")
         if mesh_cfg.get("devices"):
             asked.append(f"mesh.devices={list(mesh_cfg.get('devices'))}")
-    return f"[2/7] mesh: {shape} ({mesh.devices.size} devices; {', '.join(asked)})"
+    return f"[2/7] mesh: {shape} ({mesh.devices.size} device{'s' * (mesh.devices.size != 1)}; {', '.join(asked)})"
 
 
 def log_c2st_mean(metrics: dict[str, Any]) -> None:
@@ -151,5 +151,5 @@ def completed_jobs_lead(sweep_dir: Path, job_dirs: Sequence[Path], refusal: str 
         return ""
     named = ", ".join(done[:5]) + (f", ... ({len(done) - 5} more)" if len(done) > 5 else "")
     refused = next((job.name for job in job_dirs if refusal.startswith(str(Path(job)) + "/")), None)
-    return (f"hydra.sweep.dir={sweep_dir}: {len(done)} of its {max(jobs, len(done)) if jobs else len(job_dirs)} jobs complete ({named}); "
+    return (f"hydra.sweep.dir={sweep_dir}: {len(done)} of its {(n := max(jobs, len(done)) if jobs else len(job_dirs))} job{'s' * (n != 1)} complete ({named}); "
             + (f"job {refused}: " if refused else ""))

@@ -110,7 +110,7 @@ def plot_losses(path: Path, *, steps: np.ndarray, losses: np.ndarray, window: in
     """
     ends, means = window_means(steps, losses, window, resumed_at)
     fig, (ax,) = _figure(7, 4)
-    ax.plot(ends, means, marker="o", markersize=3, color="C0", label=f"train loss (mean of {window} steps)")
+    ax.plot(ends, means, marker="o", markersize=3, color="C0", label=f"train loss (mean of {window} step{'s' * (window != 1)})")
     for i, (at, values, label) in enumerate(validation_lines(val_steps, val_losses, val_sets)):
         current = label != OTHER_PAIRS
         ax.plot(at, values, marker="s", markersize=4, color="C1", alpha=1.0 if current else 0.45,
@@ -285,7 +285,7 @@ def plot_sweep(rows: Sequence[dict[str, Any]], keys: Sequence[str], path: Path, 
         handles.append(Patch(facecolor="lightgray", edgecolor="gray", linestyle="--"))
         labels.append("partial: a stopped job, so far")
     counts = status_counts([r["metrics"].get("status") for r in rows], zero_failed=False)
-    title = title or f"{len(rows)} jobs{counts}" + (f"; swept: {', '.join(keys)}" if keys else "")
+    title = title or f"{len(rows)} job{'s' * (len(rows) != 1)}{counts}" + (f"; swept: {', '.join(keys)}" if keys else "")
     fig.suptitle(title)
     legend_height = 0.0
     if handles:  # no job drew a bar (a sweep stopped in its first job): no empty legend box

@@ -158,8 +158,8 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
         folder.claim()
     if jax.process_count() > 1:  # distributed=auto: known once JAX joined the processes
         console.set_process(jax.process_index(), jax.process_count())
-    log.info("process %d of %d, %d devices (%d local, %s)", jax.process_index(), jax.process_count(),
-             jax.device_count(), jax.local_device_count(), jax.default_backend())
+    log.info("process %d of %d, %d device%s (%d local, %s)", jax.process_index(), jax.process_count(),
+             jax.device_count(), "s" * (jax.device_count() != 1), jax.local_device_count(), jax.default_backend())
     metrics["jax_enable_x64"] = run_report.x64_warning()  # x64 trains otherwise: said, and recorded
     if (problem := processes_config_problem(cfg)) is not None:  # on every process alike: none left waiting
         raise ConfigError(problem)
@@ -187,9 +187,8 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
     if resume_dir is not None:
         check_resume_settings(resume_dir, cfg)
     if start_step > cfg.train.steps:
-        raise ConfigError(f"train.resume={cfg.train.resume} is at step {start_step}, beyond "
-                          f"train.steps={cfg.train.steps}; set train.steps={start_step} to evaluate it, or more "
-                          "to train further")
+        raise ConfigError(f"train.resume={cfg.train.resume} is at step {start_step}, beyond train.steps="
+                          f"{cfg.train.steps}; set train.steps={start_step} to evaluate it, or more to train further")
     if resume_dir is not None and start_step == cfg.train.steps:  # e.g. to score it again with other eval.*
         log.info("train.resume: step %d is train.steps: nothing to train, evaluating its weights", start_step)
     registry.get_model(cfg.model.name)  # an unknown model fails here, before any simulation
@@ -263,9 +262,10 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
                  f", stopped early at step {ts.start_step + result.steps}" if result.stopped_early else "")
     val_text = "n/a" if result.val_loss is None else f"{result.val_loss:.4f}"
     if result.steps:
-        log.info("compile %.2f s, step %.2f ms, %.0f samples/s; train loss %.4f (mean of the last %d steps), "
+        log.info("compile %.2f s, step %.2f ms, %.0f samples/s; train loss %.4f (mean of the last %d step%s), "
                  "val loss %s over %d pairs", result.compile_s, 1e3 * result.median_step_s, result.samples_per_s,
-                 train_loss, len(result.losses) % cfg.train.log_every or cfg.train.log_every, val_text, pipe.val_pairs)
+                 train_loss, (n := len(result.losses) % cfg.train.log_every or cfg.train.log_every), "s" * (n != 1),
+                 val_text, pipe.val_pairs)
     else:
         log.info("nothing left to train: the checkpoint holds step %d of train.steps=%d; val loss %s over %d pairs",
                  ts.start_step, cfg.train.steps, val_text, pipe.val_pairs)

@@ -128,7 +128,7 @@ def placement_block(report: Any, *, rule_name: str, param_count: int, param_byte
         m = report.mesh
         shape = " x ".join(f"{name}={size}" for name, size in m.axis_sizes.items())
         processes = f", {m.n_processes} processes" if m.n_processes > 1 else ""
-        lines = [f"mesh {shape} ({m.n_devices} devices{processes}), rule {rule_name}, "
+        lines = [f"mesh {shape} ({m.n_devices} device{'s' * (m.n_devices != 1)}{processes}), rule {rule_name}, "
                  f"{format_count(param_count)} parameters"]
     lines.append(f"per device: parameters {format_bytes(param_bytes)} (of {format_bytes(model_bytes)}), "
                  f"optimizer state {format_bytes(opt_bytes)} (of {format_bytes(opt_total)})"
@@ -194,7 +194,7 @@ def final_line(metrics: dict[str, Any], out: Path) -> str:
                 f"{format_bytes(metrics.get('collective_bytes_per_step'))} of collectives per step; outputs in {out}")
     c2st = format_c2st(metrics.get("c2st"), c2st_spread(metrics))
     if c2st and is_number(metrics.get("c2st_sd_observations")):  # the spread is over observations, not folds
-        c2st += f" over {len(metrics.get('c2st_observations') or [])} observations"
+        c2st += f" over {(n := len(metrics.get('c2st_observations') or []))} observation{'s' * (n != 1)}"
     acceptance = metrics.get("support_acceptance")
     if c2st and is_number(acceptance) and acceptance < 1:  # data.theta_transform=none: the rest were rejected
         c2st += f" ({acceptance:.0%} of draws inside the prior kept, the rest rejected)"
