@@ -424,3 +424,27 @@ def test_the_sweep_plots_legend_covers_no_bar(tmp_path, monkeypatch, dry_run):
     for ax in fig.axes:  # nor over a panel or its tick labels: below them all, inside the figure
         covered = [ax.get_window_extent(renderer), *(t.get_window_extent(renderer) for t in ax.get_xticklabels())]
         assert not [b for b in covered if b.overlaps(box)] and box.y0 >= 0, (ax.get_title(), box)
+
+
+def test_a_swept_float_shows_compactly_not_as_hydra_records_it(tmp_path, monkeypatch):
+    """Hydra records a swept train.weight_decay=1e12 as 1000000000000.0: the sweep's table, CSV and plot showed
+    that; now 1e12 (the same float), while other values stay as they are."""
+    from gensbi_sharding.harness import plots
+    from gensbi_sharding.harness.summary_columns import key_cell
+
+    typed = {"1000000000000.0": "1e12", "10000000.0": "1e7", "0.0001": "0.0001", "1e-05": "1e-05", "3.0": "3.0",
+             "100": "100", "fsdp": "fsdp", "nan": "nan"}
+    for recorded, shown in typed.items():
+        assert key_cell({"overrides": {"train.weight_decay": recorded}, "metrics": {}}, "train.weight_decay") == shown
+        assert not shown[0].isdigit() or float(shown) == float(recorded)  # the same number
+    assert key_cell({"overrides": {}, "metrics": {"config": {"train": {"weight_decay": 1e12}}}},
+                    "train.weight_decay") == "1e12"  # a preset's value, from the job's config
+    figures = []
+    monkeypatch.setattr(plots, "_save", lambda fig, path, title: figures.append(fig) or path)
+    rows = [{"job": str(i), "overrides": {"rule": "fsdp", "train.weight_decay": wd}, "metrics": ok_metrics(3016, 0.01, 0.6)}
+            for i, wd in enumerate(("1000000000000.0", "0.0001"))]
+    plots.plot_sweep(rows, ["rule", "train.weight_decay"], tmp_path / "sweep.png")
+    from matplotlib.text import Text
+
+    legend = [t.get_text() for t in figures[0].findobj(Text)]  # the legend's, the tick labels', the title's
+    assert "1e12" in legend and "1000000000000.0" not in legend, legend

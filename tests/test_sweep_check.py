@@ -198,3 +198,13 @@ def test_a_failed_jobs_folder_names_the_folder_setting_of_its_mode(tmp_path, mul
         ensure_fresh(tmp_path, multirun=multirun)
     assert str(refused.value).endswith("rerun with train.resume=auto to run it again (it saved no checkpoint) in this "
                                        f"folder, or choose another {named}")
+
+
+def test_a_refused_job_names_a_swept_float_compactly():
+    """Was "job 0 (train.weight_decay=1000000000000.0): ..." for a typed -m train.weight_decay=1e12,0.0001."""
+    from gensbi_sharding.harness.sweep_check import refused_jobs_message
+
+    jobs = [["train.weight_decay=1000000000000.0"], ["train.weight_decay=0.0001"]]
+    message = refused_jobs_message([(0, jobs[0], "ConfigError: x"), (1, jobs[1], "ConfigError: y")], jobs)
+    assert "  job 0 (train.weight_decay=1e12): ConfigError: x" in message.splitlines()
+    assert "  job 1 (train.weight_decay=0.0001): ConfigError: y" in message.splitlines()

@@ -7,7 +7,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gensbi_sharding.harness.units import c2st_spread, format_bytes, format_c2st, format_count, format_seconds, is_number
+from gensbi_sharding.harness.units import (c2st_spread, compact_value, format_bytes, format_c2st, format_count,
+                                            format_seconds, is_number)
 
 __all__ = ["Column", "TRAIN_COLUMNS", "DRY_RUN_COLUMNS", "mesh_cell", "all_attempts_wall", "wall_cell", "c2st_cell",
            "error_cell", "ERROR_CELL", "ERROR_COLUMN", "key_cell"]
@@ -119,7 +120,7 @@ def key_cell(row: Mapping[str, Any], key: str) -> str:
     ``train.steps`` from ``experiment=quick``, which no override names; for a group, the option Hydra composed, e.g.
     ``distributed`` of a job continued alone without the sweep's ``distributed=local``); "" when neither holds one."""
     if key in row["overrides"]:
-        return row["overrides"][key]
+        return compact_value(row["overrides"][key])  # Hydra's 1000000000000.0 for a typed 1e12: 1e12
     if key in row.get("choices", {}):
         return row["choices"][key]
     value: Any = row["metrics"].get("config") or {}
@@ -127,4 +128,4 @@ def key_cell(row: Mapping[str, Any], key: str) -> str:
         value = value.get(part) if isinstance(value, Mapping) else None
     if isinstance(value, (Mapping, list)) or value is None:  # a config group's table: only its name is a value
         return ""
-    return str(value).lower() if isinstance(value, bool) else str(value)
+    return str(value).lower() if isinstance(value, bool) else compact_value(value)

@@ -224,6 +224,7 @@ def refused_jobs_message(refused: Sequence[tuple[int, Sequence[str], str]], jobs
     import re
 
     from gensbi_sharding.harness.sweep_plan import job_configuration
+    from gensbi_sharding.harness.units import compact_value
 
     wanted = [job_configuration(job) for job in jobs]
     swept = {k for k in (wanted[0] if wanted else {}) if len({w.get(k) for w in wanted}) > 1}
@@ -231,6 +232,7 @@ def refused_jobs_message(refused: Sequence[tuple[int, Sequence[str], str]], jobs
     for number, job, problem in refused:
         named = [o for o in job if o.split("=", 1)[0].lstrip("+~") in swept] or list(job)
         named = [re.sub(r"\\(.)", r"\1", o) for o in named]  # as typed: Hydra escapes a swept ${...} as $\{...\}
+        named = [re.sub(r"=(.*)", lambda m: "=" + compact_value(m[1]), o, count=1) for o in named]  # 1e12, not 1000000000000.0
         lines.append(f"  job {number} ({' '.join(named)}): {problem}")
     count = f"{len(refused)} of the {len(jobs)} jobs" if len(jobs) > 1 else "its job"
     return (f"this sweep's config is refused for {count}, before any job ran (nothing was written); fix or drop "

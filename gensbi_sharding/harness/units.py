@@ -7,9 +7,10 @@ Decimal units (1 KB = 1000 B), as ``describe()`` prints them.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
-__all__ = ["format_bytes", "format_count", "format_seconds", "format_c2st", "c2st_spread", "is_number"]
+__all__ = ["format_bytes", "format_count", "format_seconds", "format_c2st", "c2st_spread", "is_number", "compact_value"]
 
 
 def is_number(value: Any) -> bool:
@@ -55,3 +56,17 @@ def c2st_spread(metrics: dict[str, Any]) -> float | None:
         if is_number(metrics.get(key)):
             return float(metrics[key])
     return None
+
+
+def compact_value(text: Any) -> str:
+    """A value as a sweep's table, plot and refusals show it: Hydra records a swept ``1e12`` as
+    ``1000000000000.0``; a decimal float whose exponent form is 3 or more characters shorter is shown so (``1e12``,
+    ``2.5e-9``: the same number, which an override reads as the same float); any other text as it is."""
+    text = str(text)
+    if not re.fullmatch(r"[+-]?\d+\.\d+(e[+-]?\d+)?", text):  # ints, bools, names, nan/inf stay as they are
+        return text
+    value = float(text)
+    short = next(s for p in range(17) if float(s := f"{value:.{p}e}") == value)
+    mantissa, exponent = short.split("e")
+    short = f"{mantissa}e{int(exponent)}"
+    return short if len(short) + 3 <= len(text) else text
