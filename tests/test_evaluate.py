@@ -564,3 +564,35 @@ def test_a_run_stopped_part_way_through_its_evaluation_records_the_scores_it_mad
     assert recorded["c2st"] is None and [r["observation"] for r in recorded["c2st_observations"]] == [1]
     with np.load(tmp_path / "posterior_samples.npz") as saved:
         assert recorded["c2st_observations"][0]["c2st"] == float(saved["c2st"])
+
+
+def test_a_samples_file_records_the_weights_sampled_and_their_step(tmp_path):
+    """Under early stopping the weights sampled are the best validation's (step 150), which the console names, but
+    posterior_samples.npz recorded step=200, the step the run reached. Now ``step`` is the weights' step, ``weights``
+    says which and ``checkpoint_step`` the step reached; a resume keeps a score only for the same weights."""
+    from gensbi_sharding.harness.data import load_task
+    from gensbi_sharding.harness.posterior import evaluate_observations, sampled_weights
+
+    best = sampled_weights({"best_step": 150, "final_step": 200}, ema=True)
+    assert best == {"step": 150, "weights": "EMA at the best validation step", "checkpoint_step": 200}
+    assert sampled_weights({"best_step": None, "final_step": 200}, ema=False) == {
+        "step": 200, "weights": "trained at the last step", "checkpoint_step": 200}
+    assert sampled_weights({"best_step": 150, "final_step": 200}, ema=True, one_process=False)["step"] is None
+    sims = load_task("two_moons", num_simulations=64, seed=0, theta_transform="none")
+    run = dict(sims=sims, velocity=lambda params, theta, x, t: theta * params, params=jnp.float32(1.0),
+               observations=[1], num_samples=100, ode_steps=2, n_folds=2, seed=0, mesh=None, out=tmp_path,
+               write=True, plot=False, title=lambda *a: "")
+    path = tmp_path / "posterior_samples.npz"
+    evaluate_observations(**run, **best)
+    with np.load(path) as saved:
+        assert (int(saved["step"]), saved["weights"].item(), int(saved["checkpoint_step"])) == (
+            150, "EMA at the best validation step", 200)
+    written = path.stat().st_mtime_ns
+    # Trained on to step 400 with no better validation: the same best weights (step 150), so the score is kept.
+    evaluate_observations(**run, **sampled_weights({"best_step": 150, "final_step": 400}, ema=True))
+    assert path.stat().st_mtime_ns == written
+    # Step 150's weights, but the last step's of a run that did not validate: other weights, scored again.
+    evaluate_observations(**run, **sampled_weights({"best_step": None, "final_step": 150}, ema=True))
+    with np.load(path) as saved:
+        assert saved["weights"].item() == "EMA at the last step" and int(saved["checkpoint_step"]) == 150
+    assert path.stat().st_mtime_ns != written

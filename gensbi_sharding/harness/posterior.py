@@ -17,9 +17,10 @@ is scored, so an interrupted job keeps what it had scored:
   (each further one): ``samples``, ``reference`` (exactly the rows C2ST used),
   ``observation``, ``num_observation``, ``c2st``, ``c2st_scores`` (per fold),
   ``c2st_seed``, ``c2st_folds``: ``c2st_scores(samples, reference, seed=c2st_seed,
-  n_folds=c2st_folds)`` recomputes the number; ``acceptance``, ``ode_steps``, ``num_samples``, ``step`` (the
-  checkpoint sampled) and ``dtype`` (the model's compute dtype, where it has one) let a resumed job keep that
-  score instead of computing it again.
+  n_folds=c2st_folds)`` recomputes the number; ``acceptance``, ``ode_steps``, ``num_samples``, ``step`` (of the
+  weights sampled: the best validation's, which the console names), ``weights`` (``"EMA at the best validation
+  step"``, ...) and ``dtype`` (the model's, if any) let a resumed job keep that score; ``checkpoint_step``: the
+  step the run reached (was ``step``'s value, though the weights sampled were an earlier step's).
 - ``c2st.csv``: one row per observation scored (observation, c2st, fold sd, folds, n).
 - ``posterior.png``: pair plot of the first observation.
 """
@@ -34,7 +35,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["evaluate_observations", "samples_name", "draw_inside_support", "posterior_draws", "c2st_csv",
+__all__ = ["evaluate_observations", "sampled_weights", "samples_name", "draw_inside_support", "posterior_draws", "c2st_csv",
            "MIN_ACCEPTANCE", "LOW_ACCEPTANCE"]
 
 log = logging.getLogger("gensbi_sharding")
@@ -130,7 +131,8 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
                           n_jobs: int | None = None,
                           out: Path, write: bool, plot: bool, title: Callable[[int, float, float], str],
                           stop_check: Callable[[], None] | None = None, step: int | None = None,
-                          dtype: str | None = None, scored: list | None = None) -> dict[str, Any]:
+                          dtype: str | None = None, scored: list | None = None,
+                          weights: str | None = None, checkpoint_step: int | None = None) -> dict[str, Any]:
     """Sample and score each observation; returns the metrics to merge into ``metrics.json``.
 
     Parameters
@@ -154,9 +156,10 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
         Called before each observation and once its C2ST is computed and written: it raises to
         stop (``PreemptionWatch.check``). A score computed is whole (``evaluate.c2st_scores``
         lets no Ctrl-C cut a fit short), so one a signal waited for is kept (was: dropped).
-    step : int, optional
-        The checkpoint step of ``params``. Given (one process), an observation whose samples file in
-        ``out`` was written from the same step with the same ``num_samples``, ``ode_steps``, ``n_folds`` and
+    step, weights, checkpoint_step : optional
+        ``sampled_weights``': the step of ``params``, which they are, the step reached (recorded only). Given (one
+        process), an observation whose samples file in
+        ``out`` was written from the same weights with the same ``num_samples``, ``ode_steps``, ``n_folds`` and
         ``seed`` (under either file name: observations reordered) keeps its score: a job stopped during its
         evaluation and resumed scores only the rest (was:
         every observation again, minutes each, so a job preempted during each evaluation never finished).
@@ -192,8 +195,8 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
     sampler = FlowSampler(velocity, rows=num_samples, num_steps=ode_steps, mesh=mesh, params=params)  # one compile
 
     def settings_of(k: int) -> dict[str, Any]:  # num_samples: the rows drawn, so the acceptance
-        return {key: value for key, value in dict(num_observation=k, c2st_seed=seed, c2st_folds=n_folds,
-                ode_steps=ode_steps, num_samples=num_samples, step=step, dtype=dtype).items() if value is not None}
+        return {key: value for key, value in dict(num_observation=k, c2st_seed=seed, c2st_folds=n_folds, ode_steps=
+                ode_steps, num_samples=num_samples, step=step, weights=weights, dtype=dtype).items() if value is not None}
 
     n_of = {k: min(num_samples, len(tasks.reference_samples(task, k))) for k in observations}
     earlier = earlier_scores(out, observations, n_of, settings_of) if write and step is not None else {}
@@ -225,8 +228,8 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
         if write:
             if kept is None or source != path:  # kept under its other name: written under this one
                 outputs.write_npz(path, samples=samples, reference=reference[:n], observation=x_o, c2st=row["c2st"],
-                                  c2st_scores=scores, acceptance=acceptance,
-                                  **settings)
+                                  c2st_scores=scores, acceptance=acceptance, **settings,
+                                  **({} if checkpoint_step is None else {"checkpoint_step": checkpoint_step}))
             outputs.write_atomic(out / "c2st.csv", c2st_csv(rows))
             if plot and index == 0 and (kept is None or not plotted_after(out / "posterior.png", path)):
                 evaluate.pair_plot(samples, reference, out / "posterior.png",
@@ -239,6 +242,16 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
             "c2st_sd_observations": float(np.std(means, ddof=1)) if len(means) > 1 else None,
             "c2st_observations": rows, "samples_outside_support": outside,
             "support_acceptance": float(np.mean([r["acceptance"] for r in rows]))}
+
+
+def sampled_weights(metrics: dict[str, Any], ema: bool, one_process: bool = True) -> dict[str, Any]:
+    """``step``, ``weights`` and ``checkpoint_step`` of ``evaluate_observations`` for a run's ``metrics``: the best
+    validation's weights (``best_step``) when it validated, else the last step's (``final_step``); ``step`` None in a
+    job of several processes (the others cannot see process 0's files, so none keeps a score)."""
+    best = metrics.get("best_step") is not None
+    return {"step": (metrics["best_step"] if best else metrics["final_step"]) if one_process else None,
+            "weights": f"{'EMA' if ema else 'trained'} at the {'best validation' if best else 'last'} step",
+            "checkpoint_step": metrics["final_step"]}
 
 
 def earlier_scores(out: Path, observations: list[int], n_of: dict[int, int],

@@ -273,7 +273,7 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
     model, optimizer, *ema = nnx.merge(functions.graphdef, result.state)
     metrics["c2st"] = None
     if cfg.eval.enabled:  # each observation's score joins c2st_observations as it is scored: a stop keeps them
-        from gensbi_sharding.harness.posterior import evaluate_observations
+        from gensbi_sharding.harness.posterior import evaluate_observations, sampled_weights
         observations = list(cfg.eval.observations or [cfg.data.num_observation])
         log.info("[6/7] sample + C2ST: %d posterior draws per observation %s (%s weights), scored against the reference",
                  cfg.eval.num_samples, observations, "EMA" if ema else "last")
@@ -285,7 +285,7 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
             seed=cfg.seed, mesh=mesh, n_jobs=cfg.eval.c2st_jobs, out=out, write=run_folder.is_writer(),
             plot=cfg.eval.plot, stop_check=watch.check, dtype=cfg.model.get("dtype"), scored=metrics.setdefault(
                 "c2st_observations", []),
-            step=metrics["final_step"] if jax.process_count() == 1 else None,  # (others can't see process 0's files)
+            **sampled_weights(metrics, ema=bool(ema), one_process=jax.process_count() == 1),
             title=lambda k, c, sd: plots.posterior_title(task=cfg.data.name, observation=k, rule=rule_name,
                                                          mesh_shape=metrics["mesh_shape"], c2st=c, c2st_sd=sd)))
         run_report.log_c2st_mean(metrics)  # one observation: its own line above said it
