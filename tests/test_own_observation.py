@@ -43,6 +43,9 @@ def test_samples_at_observation_1_are_the_runs_own(evaluated_run, observation_1,
     # The run sampled on its 8-device mesh, this on one device: the same noise and weights, rounding apart.
     np.testing.assert_allclose(samples, run_samples, rtol=0, atol=1e-4)
     assert details["step"] == 8 and details["seed"] == 1 and 0 < details["acceptance"] <= 1
+    with np.load(evaluated_run / "posterior_samples.npz") as run:  # the same weights, recorded alike (was: no weights)
+        assert (details["step"], details["weights"], details["checkpoint_step"]) == (
+            int(run["step"]), run["weights"].item(), int(run["checkpoint_step"]))
     assert not np.allclose(sample_posterior(evaluated_run, observation_1, seed=2, num_samples=128), run_samples)
 
     out = tmp_path / "mine.npz"
@@ -246,7 +249,7 @@ def test_cli_keeps_an_output_another_process_wrote_while_sampling(run_read, monk
         if others:
             out.write_bytes(others.pop())
         details.update(observation=np.zeros(2, np.float32), seed=0, ode_steps=2, step=5, checkpoint="c",
-                       task="two_moons", acceptance=1.0)
+                       weights="EMA at the last step", checkpoint_step=5, task="two_moons", acceptance=1.0)
         return np.ones((3, 2), np.float32)
 
     monkeypatch.setattr(own_observation, "sample_posterior", other_call_finishes_first)
@@ -371,7 +374,7 @@ def test_the_api_names_its_keywords(checkpoint_read):
 
 def _fake_draws(*args, details, **kwargs):
     details.update(observation=np.zeros(2, np.float32), seed=0, ode_steps=2, step=5, checkpoint="c",
-                   task="two_moons", acceptance=1.0)
+                   weights="EMA at the last step", checkpoint_step=5, task="two_moons", acceptance=1.0)
     return np.ones((3, 2), np.float32)
 
 
@@ -507,3 +510,21 @@ except ConfigError as err:
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == ("JAX_PLATFORMS=cuda is not available here: JAX has cpu; unset JAX_PLATFORMS for "
                                    "JAX's default, or set JAX_PLATFORMS=cpu")
+
+
+@pytest.mark.slow  # trains a run
+def test_an_early_stopped_run_s_samples_files_name_the_best_validation_s_step(tmp_path, devices):
+    """Stopped early at step 20 with its best validation at step 15: the run sampled step 15's weights, as its console
+    says, but posterior_samples.npz and sample.py's output recorded step=20. Both now record step 15, the weights
+    (best validation) and checkpoint_step=20."""
+    out = tmp_path / "run"
+    metrics = run_tiny(out, "eval.enabled=true", "train.steps=200", "train.val_every=5", "train.patience=1",
+                       "train.learning_rate=0.05")
+    assert metrics["stopped_early"] and metrics["best_step"] < metrics["final_step"], metrics  # the case checked
+    recorded = (metrics["best_step"], "EMA at the best validation step", metrics["final_step"])
+    with np.load(out / "posterior_samples.npz") as run:
+        assert (int(run["step"]), run["weights"].item(), int(run["checkpoint_step"])) == recorded
+        observation = run["observation"]
+    details = {}
+    sample_posterior(out, observation, num_samples=16, details=details)
+    assert (details["step"], details["weights"], details["checkpoint_step"]) == recorded

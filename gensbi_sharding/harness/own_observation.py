@@ -6,8 +6,7 @@ the z-score statistics saved with the checkpoint standardise x_o, and the draws 
 bijection, or are rejected outside the prior's support (``harness.posterior``). Nothing is simulated and
 no C2ST is computed (there is no reference). Every check of the input comes before JAX or the model.
 The sbibm observation k scored by the run was drawn with ``seed`` = the run's seed + k: the same seed,
-``num_samples`` and ``ode_steps`` here give the samples of its ``posterior_samples*.npz``.
-"""
+``num_samples`` and ``ode_steps`` here give the samples of its ``posterior_samples*.npz``."""
 
 from __future__ import annotations
 
@@ -114,9 +113,9 @@ def sample_posterior(run_dir: str | os.PathLike, x_o: Any, *, num_samples: int |
     mesh : jax.sharding.Mesh, optional
         Mesh to place the model (by the run's rule) and split the samples over; None: one device.
     details : dict, optional
-        Filled with ``checkpoint`` (the step folder), ``step``, ``seed``, ``ode_steps``, ``task``,
-        ``observation`` (x_o as conditioned on: float32 (dim_x,)) and ``acceptance`` (fraction of draws
-        inside the prior's support).
+        Filled with ``checkpoint`` (the step folder), ``step``, ``weights``, ``checkpoint_step`` (as a run's samples
+        files: ``posterior.sampled_weights``), ``seed``, ``ode_steps``, ``task``, ``observation`` (x_o as
+        conditioned on: float32 (dim_x,)) and ``acceptance`` (fraction of draws inside the prior's support).
     flags : bool
         Name ``num_samples``, ``seed`` and ``ode_steps`` in refusals as ``sample.py``'s flags (``--num-samples 0``),
         the words its user typed, instead of as these keywords.
@@ -173,7 +172,7 @@ def sample_posterior(run_dir: str | os.PathLike, x_o: Any, *, num_samples: int |
     for attempt in range(RETRIES + 1):
         try:
             with details_dropped():  # every fallback path: for a job's launch.log, none here (one line says them)
-                samples, acceptance = _draw(cfg, step_dir, statistics, x_o, dim_theta=dim_theta, dim_x=dim_x,
+                samples, acceptance, weights = _draw(cfg, step_dir, statistics, x_o, dim_theta=dim_theta, dim_x=dim_x,
                                             num_samples=int(num_samples), seed=int(seed), ode_steps=int(ode_steps),
                                             mesh=mesh)
             break
@@ -187,18 +186,18 @@ def sample_posterior(run_dir: str | os.PathLike, x_o: Any, *, num_samples: int |
                         step_dir, newest)
             step_dir = newest
     if details is not None:
-        details.update(checkpoint=str(step_dir), step=int(step_dir.name), seed=int(seed), ode_steps=int(ode_steps),
+        details.update(checkpoint=str(step_dir), **weights, seed=int(seed), ode_steps=int(ode_steps),
                        task=cfg.data.name, acceptance=acceptance, observation=x_o)
     return samples
 
 
 def _draw(cfg: Any, step_dir: Path, statistics: dict, x_o: np.ndarray, *, dim_theta: int, dim_x: int,
-          num_samples: int, seed: int, ode_steps: int, mesh: Any) -> tuple[np.ndarray, float]:
-    """The run's evaluation at ``x_o`` (run.py step 6): the weights it samples, its maps, its rejection."""
+          num_samples: int, seed: int, ode_steps: int, mesh: Any) -> tuple[np.ndarray, float, dict]:
+    """The run's evaluation at ``x_o`` (run.py step 6): the weights it samples and their record, its maps, rejection."""
     from flax import nnx
 
     from gensbi_sharding.harness import flow_sampler, train
-    from gensbi_sharding.harness.posterior import LOW_ACCEPTANCE, draw_inside_support, posterior_draws
+    from gensbi_sharding.harness.posterior import LOW_ACCEPTANCE, draw_inside_support, posterior_draws, sampled_weights
     from gensbi_sharding.harness.rule_config import rule_table
     from gensbi_sharding.harness.simulation_data import SimulationData
     from gensbi_sharding.harness.state import build_state
@@ -217,9 +216,10 @@ def _draw(cfg: Any, step_dir: Path, statistics: dict, x_o: np.ndarray, *, dim_th
     ts = build_state(cfg, dim_theta=dim_theta, dim_x=dim_x, mesh=mesh, rule_name=rule_name, table=table,
                      resume_dir=step_dir, sampling=True)
     functions, state = train.make_step_functions(ts.model, ts.optimizer, mesh, ema=ts.ema)
-    if ts.early_stopping is not None and ts.early_stopping.history:  # as an evaluation of this checkpoint: the best
-        state = ts.early_stopping.with_best(functions, state)
-    model, _, *ema = nnx.merge(functions.graphdef, state)
+    stopper = ts.early_stopping if ts.early_stopping is not None and ts.early_stopping.history else None
+    best = stopper.with_best(functions, state) if stopper else state  # as the run's evaluation: the best weights
+    best_step = stopper.best_step if stopper and (best is not state or stopper.best_step == int(step_dir.name)) else None
+    model, _, *ema = nnx.merge(functions.graphdef, best)
     graphdef, params, rest = nnx.split(model, nnx.Param, ...)
     sampler = flow_sampler.FlowSampler(lambda p, th, xx, t: nnx.merge(graphdef, p, rest)(th, xx, t), rows=num_samples,
                                        num_steps=ode_steps, mesh=mesh, params=ema[0].param_state(model) if ema else params)
@@ -228,7 +228,8 @@ def _draw(cfg: Any, step_dir: Path, statistics: dict, x_o: np.ndarray, *, dim_th
     if acceptance < LOW_ACCEPTANCE:
         log.warning("only %.1f%% of posterior draws at x_o lie inside the prior's support (the rest were rejected): "
                     "x_o may lie far from the data the run trained on, or the run needs more training", 100 * acceptance)
-    return np.asarray(samples, np.float32), acceptance
+    weights = sampled_weights({"best_step": best_step, "final_step": int(step_dir.name)}, ema=bool(ema))
+    return np.asarray(samples, np.float32), acceptance, weights
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -283,9 +284,8 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGINT, previous)
     from gensbi_sharding.harness.outputs import write_npz
     try:  # a second sample.py to the same --out may have written it while this one sampled: it is kept
-        write_npz(out, exclusive=True, samples=samples, observation=details["observation"], seed=details["seed"],
-                  ode_steps=details["ode_steps"], step=details["step"], checkpoint=details["checkpoint"],
-                  acceptance=details["acceptance"])
+        write_npz(out, exclusive=True, samples=samples, **{k: details[k] for k in (
+            "observation", "seed", "ode_steps", "step", "weights", "checkpoint_step", "checkpoint", "acceptance")})
     except FileExistsError:
         print(f"[ERROR] {out} was created while sampling (another sample.py?) and is kept; nothing written: "
               "pass --out <a new file>.npz", file=sys.stderr, flush=True)
