@@ -61,8 +61,8 @@ def make_mesh(devices: Sequence[Any] | None = None, model_axis: int = 1) -> Mesh
         raise ValueError(f"device {twice} appears twice in the mesh's device list; list each device once")
     if len(devices) % model_axis:
         simulate = model_axis > len(devices) and all(d.platform == "cpu" for d in devices)  # e.g. a laptop: 1 device
-        raise ValueError(f"{len(devices)} {'devices are' if len(devices) != 1 else 'device is'} not divisible by model_axis={model_axis}: choose a "
-                         f"model_axis among {divisors}" + (
+        raise ValueError(f"{len(devices)} {'devices are' if len(devices) != 1 else 'device is'} not divisible by "
+                         f"model_axis={model_axis}: choose a model_axis among {divisors}" + (
                              f", or simulate {model_axis} CPU devices: jax.config.update('jax_num_cpu_devices', "
                              f"{model_axis}) first thing, before JAX starts" if simulate else ""))
     mesh = Mesh(np.array(devices, dtype=object).reshape(-1, model_axis), ("data", MODEL_AXIS),

@@ -129,7 +129,8 @@ def model_axis_problem(model_axis: int, devices: int, simulated: bool = False,
     kept = list(listed or [])[:len(listed or []) // model_axis * model_axis]
     if kept:  # the axis asked for, on fewer of the listed devices
         more += f"; or keep it with mesh.devices=[{','.join(map(str, kept))}]"
-    return (f"mesh.model_axis={model_axis}: {devices} {'devices are' if devices != 1 else 'device is'} not divisible by model_axis={model_axis}; "
+    are = "devices are" if devices != 1 else "device is"
+    return (f"mesh.model_axis={model_axis}: {devices} {are} not divisible by model_axis={model_axis}; "
             f"set mesh.model_axis={nearest} (divisors of {devices}: {fits}){more}")
 
 
