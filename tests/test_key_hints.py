@@ -245,3 +245,13 @@ def test_a_model_axis_wider_than_one_device_counts_it_in_the_singular():
     assert model_axis_problem(2, 1).startswith("mesh.model_axis=2: 1 device is not divisible by model_axis=2; "
                                                "set mesh.model_axis=1 (divisors of 1: [1])")
     assert model_axis_problem(3, 8).startswith("mesh.model_axis=3: 8 devices are not divisible by model_axis=3; ")
+
+
+@pytest.mark.parametrize("args", [["mesh.data_axis=abc"], ["mesh.data_axis=0"], ["mesh.data_axis=-2"],
+                                  ["mesh.data_axis=null"]])
+def test_a_data_axis_of_no_size_names_no_value_to_set(args):
+    """mesh.data_axis=abc was answered "set mesh.model_axis=abc" (and mesh.data_axis=null crashed with a TypeError
+    once the data axis hint named a mesh): a value no mesh check accepts is not named as the fix."""
+    problem = unknown_key_problem(args)
+    assert problem == ("mesh.data_axis is not a setting of mesh (did you mean mesh.model_axis?); its settings: "
+                       "spec, model_axis, devices")

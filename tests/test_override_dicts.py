@@ -52,3 +52,16 @@ def test_a_dict_two_levels_deep_names_the_setting_meant():
                                   ["-m", "train={steps:5},{steps:6}"], ["seed=1"]])
 def test_a_dict_hydra_merges_passes(args):
     assert command_problem(args) is None
+
+
+@pytest.mark.parametrize("arg, end", [
+    ("mesh={x:1}", "mesh.x is not a setting of mesh; its settings: spec, model_axis, devices"),
+    ("mesh={data:0}", "mesh.data is not a setting of mesh; its settings: spec, model_axis, devices"),
+    ("mesh={data:1}", "for data=1, mesh.model_axis=1 on 1 device (devices.cpu_count=1, or mesh.devices=[0])"),
+])
+def test_a_mesh_dict_of_no_sizes_names_no_mesh_and_one_device_in_the_singular(arg, end):
+    """mesh={x:1} crashed with a TypeError (range(None)), mesh={data:0} named "mesh.model_axis=1 on 0 devices
+    (..., mesh.devices=[])", which the mesh checks refuse, and mesh={data:1} "on 1 devices"."""
+    from gensbi_sharding.harness.override_dicts import dict_override_problem
+
+    assert dict_override_problem([arg]).endswith(end)

@@ -50,7 +50,7 @@ def data_axis_hint(part: str, value: str, command) -> str | None:
     """For ``mesh.data_axis=3`` (a data axis size, which no setting takes): the mesh that size means, as
     ``override_dicts.mesh_sizes_hint`` names it (with a ``mesh.model_axis``/``mesh.model`` typed too), each
     suggestion one the mesh checks accept; None for another key. (Was "set mesh.model_axis=3", which 8 devices
-    refuse, and which would not make a data axis of 3 anyway.)"""
+    refuse, and which would not make a data axis of 3 anyway); "" for a size that is none (``0``, ``abc``)."""
     from gensbi_sharding.harness.override_dicts import mesh_sizes_hint
 
     def size(text):
@@ -58,7 +58,7 @@ def data_axis_hint(part: str, value: str, command) -> str | None:
     if not part.startswith("data"):
         return None
     models = [size(o.raw) for o in command.overrides if o.typed in ("mesh.model_axis", "mesh.model")]
-    return mesh_sizes_hint({"data": size(value), "model": models[-1] if models else None}) or None
+    return mesh_sizes_hint({"data": size(value), "model": models[-1] if models else None})
 
 
 def setting_path_problem(arg: str, held: Sequence[str], value: str | None, lists: Collection[str] = ()) -> str:

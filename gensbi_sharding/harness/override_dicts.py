@@ -28,15 +28,16 @@ def _dotted(prefix: str, value: dict) -> list[str]:
 def mesh_sizes_hint(value: dict) -> str:
     """For ``mesh={data:2,model:4}``: the mesh those axis sizes describe, as this harness sets it."""
     data, model = value.get("data"), value.get("model")
-    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in (data or 1, model or 1)):
-        return ""
+    if data is model is None or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 1
+                                        for n in (1 if data is None else data, 1 if model is None else model)):
+        return ""  # mesh={x:1}, data=0, data=abc: no mesh to name
     if model is None:
-        return f"; the data axis takes the devices mesh.model_axis leaves: for data={data}, mesh.model_axis=1 " \
-               f"on {data} devices (devices.cpu_count={data}, or mesh.devices=[{','.join(map(str, range(data)))}])"
+        return f"; the data axis takes the devices mesh.model_axis leaves: for data={data}, mesh.model_axis=1 on " \
+               f"{data} device{'s' * (data != 1)} (devices.cpu_count={data}, or mesh.devices=[{','.join(map(str, range(data)))}])"
     n = (data or 1) * model if data else None
     return (f"; the mesh's axes come from mesh.model_axis (data = devices // model_axis): for "
-            + (f"data={data} x model={model}, mesh.model_axis={model} on {n} devices (devices.cpu_count={n}, or "
-               f"mesh.devices=[{','.join(map(str, range(n)))}])" if n else
+            + (f"data={data} x model={model}, mesh.model_axis={model} on {n} device{'s' * (n != 1)} "
+               f"(devices.cpu_count={n}, or mesh.devices=[{','.join(map(str, range(n)))}])" if n else
                f"model={model}, mesh.model_axis={model}"))
 
 

@@ -234,7 +234,7 @@ def unknown_key_problem(args: Sequence[str] | CommandLine) -> str | None:
             near = None  # that model's, not this one's: no override to set here
         hint = data_axis_hint(parts[-1], value, command) if key.startswith("mesh.") and not below else None
         return (f"{typed}{key} is not a setting of {choice.label if of_model else group}{meant}; its settings: {shown}"
-                + (hint or (f"; set {group}.{near}={value}" if near else "")))
+                + (hint if hint is not None else f"; set {group}.{near}={value}" if near else ""))
     return None
 
 
