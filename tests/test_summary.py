@@ -433,7 +433,7 @@ def test_a_swept_float_shows_compactly_not_as_hydra_records_it(tmp_path, monkeyp
     from gensbi_sharding.harness.summary_columns import key_cell
 
     typed = {"1000000000000.0": "1e12", "10000000.0": "1e7", "0.0001": "0.0001", "1e-05": "1e-05", "3.0": "3.0",
-             "100": "100", "fsdp": "fsdp", "nan": "nan"}
+             "100": "100", "fsdp": "fsdp", "nan": "nan", "True": "true", "False": "false", "None": "null"}
     for recorded, shown in typed.items():
         assert key_cell({"overrides": {"train.weight_decay": recorded}, "metrics": {}}, "train.weight_decay") == shown
         assert not shown[0].isdigit() or float(shown) == float(recorded)  # the same number

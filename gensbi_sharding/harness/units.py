@@ -61,8 +61,9 @@ def c2st_spread(metrics: dict[str, Any]) -> float | None:
 def compact_value(text: Any) -> str:
     """A value as a sweep's table, plot and refusals show it: Hydra records a swept ``1e12`` as
     ``1000000000000.0``; a decimal float whose exponent form is 3 or more characters shorter is shown so (``1e12``,
-    ``2.5e-9``: the same number, which an override reads as the same float); any other text as it is."""
-    text = str(text)
+    ``2.5e-9``: the same number, which an override reads as the same float); ``True``/``False``/``None`` as typed
+    (``true``, ...; Hydra records Python's spelling); any other text as it is."""
+    text = {"True": "true", "False": "false", "None": "null"}.get(str(text), str(text))
     if not re.fullmatch(r"[+-]?\d+\.\d+(e[+-]?\d+)?", text):  # ints, bools, names, nan/inf stay as they are
         return text
     value = float(text)
