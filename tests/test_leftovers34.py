@@ -142,7 +142,8 @@ def test_sample_posterior_on_a_mesh_says_a_fallback_once(monkeypatch, caplog, tm
         model = nnx.Module()
         model.w = nnx.Param(jnp.ones((2, 8)), **axes("embed", "mlp"))  # 2 rows: not split over data=8
         model_plan(model, mesh, resolve_rule("fsdp"), strict=False)
-        return np.zeros((num_samples, 2), np.float32), 1.0
+        return np.zeros((num_samples, 2), np.float32), 1.0, {"step": 8, "weights": "trained at the last step",
+                                                              "checkpoint_step": 8}  # as _draw's: which weights
 
     monkeypatch.setattr(own_observation, "_draw", draw)
     with caplog.at_level(logging.INFO):
