@@ -4,7 +4,9 @@ The end-to-end tests train one tiny run (8 steps, evaluated at sbibm observation
 observation 1 given as a file: the draws are the run's own. The refusals come before any model is built.
 """
 
+import importlib.util
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -465,21 +467,27 @@ def test_cli_names_a_write_that_failed_after_sampling_and_leaves_no_file(run_rea
         "samples)\n")
     assert sorted(p.name for p in run_read.iterdir()) == ["x_o.npy"]
 
+REPO = Path(__file__).resolve().parents[1]
+NO_CUDA_HERE = pytest.mark.skipif(
+    any(importlib.util.find_spec(m) for m in ("jax_cuda12_plugin", "jax_cuda13_plugin")),
+    reason="CUDA is available here: JAX_PLATFORMS=cuda starts")
 
-@pytest.mark.skipif(any(__import__("importlib.util").util.find_spec(m) for m in ("jax_cuda12_plugin", "jax_cuda13_plugin")),
-                    reason="CUDA is available here: JAX_PLATFORMS=cuda starts")
-def test_cli_names_a_jax_platforms_not_here_and_writes_nothing(tmp_path):
-    # Was: JAX_PLATFORMS=cuda on a CPU machine ended sample.py with a traceback ending in a bare AssertionError.
+
+def run_under_cuda(tmp_path, args):
+    """``python <args>`` under JAX_PLATFORMS=cuda (absent here), with an observation file x_o.npy in ``tmp_path``."""
     import os
     import subprocess
     import sys
-    from pathlib import Path
 
     np.save(tmp_path / "x_o.npy", np.array([0.1, -0.2]))
-    repo = Path(__file__).resolve().parents[1]
-    proc = subprocess.run([sys.executable, str(repo / "sample.py"), str(tmp_path), str(tmp_path / "x_o.npy")],
-                          capture_output=True, text=True, timeout=180,
-                          env={**os.environ, "JAX_PLATFORMS": "cuda", "PYTHONPATH": str(repo)})
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=180,
+                          env={**os.environ, "JAX_PLATFORMS": "cuda", "PYTHONPATH": str(REPO)})
+
+
+@NO_CUDA_HERE
+def test_cli_names_a_jax_platforms_not_here_and_writes_nothing(tmp_path):
+    # Was: JAX_PLATFORMS=cuda on a CPU machine ended sample.py with a traceback ending in a bare AssertionError.
+    proc = run_under_cuda(tmp_path, [str(REPO / "sample.py"), str(tmp_path), str(tmp_path / "x_o.npy")])
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
     assert proc.stderr.strip().splitlines()[-1] == (
         "[ERROR] JAX_PLATFORMS=cuda is not available here: JAX has cpu; unset JAX_PLATFORMS for JAX's default, "
@@ -487,26 +495,18 @@ def test_cli_names_a_jax_platforms_not_here_and_writes_nothing(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["x_o.npy"]
 
 
-@pytest.mark.skipif(any(__import__("importlib.util").util.find_spec(m) for m in ("jax_cuda12_plugin", "jax_cuda13_plugin")),
-                    reason="CUDA is available here: JAX_PLATFORMS=cuda starts")
+@NO_CUDA_HERE
 def test_sample_posterior_names_a_jax_platforms_not_here(tmp_path):
     # Was: from Python (README's sample_posterior), JAX_PLATFORMS=cuda on a CPU machine ended in a bare AssertionError
     # from the checkpoint reader's start of JAX; only sample.py's command line named it.
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    np.save(tmp_path / "x_o.npy", np.array([0.1, -0.2]))
-    repo = Path(__file__).resolve().parents[1]
-    proc = subprocess.run([sys.executable, "-c", f"""
+    proc = run_under_cuda(tmp_path, ["-c", f"""
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.own_observation import sample_posterior
 try:
     sample_posterior({str(tmp_path)!r}, {str(tmp_path / "x_o.npy")!r}, num_samples=10)
 except ConfigError as err:
     print(err)
-"""], capture_output=True, text=True, timeout=180, env={**os.environ, "JAX_PLATFORMS": "cuda", "PYTHONPATH": str(repo)})
+"""])
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == ("JAX_PLATFORMS=cuda is not available here: JAX has cpu; unset JAX_PLATFORMS for "
                                    "JAX's default, or set JAX_PLATFORMS=cpu")
