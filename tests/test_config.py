@@ -60,7 +60,7 @@ GROUP_OPTIONS = {
                      "sir", "lotka_volterra", "bernoulli_glm")
     },
     "train": {
-        "default": {"train.steps": 4000, "train.learning_rate": 3e-3, "train.weight_decay": 1e-4,
+        "default": {"train.steps": 3000, "train.learning_rate": 3e-3, "train.weight_decay": 1e-4,
                     "train.schedule": "cosine", "train.warmup_steps": 0, "train.ema_decay": 0.999,
                     "train.val_every": 250, "train.patience": 0, "train.val_draws": 8,
                     "train.log_every": 100},
@@ -222,7 +222,7 @@ def test_wrong_type_is_rejected_with_its_name(compose_config, override, key, kin
     (("eval.ode_steps=0",), "eval.ode_steps=0 must be >= 1"),
     (("eval.observations=[0,3]",), "eval.observations=[0,3] must list sbibm observations 1..10"),
     (("train.schedule=linear",), "train.schedule=linear is not one of cosine, constant"),
-    (("train.warmup_steps=4000",), "train.warmup_steps=4000 must lie in 0..train.steps-1 (3999)"),
+    (("train.warmup_steps=4000",), "train.warmup_steps=4000 must lie in 0..train.steps-1 (2999)"),
     (("train.ema_decay=1.0",), "train.ema_decay=1.0 must lie in [0, 1) (0: no EMA)"),
     (("train.patience=-1",), "train.patience=-1 must be >= 0"),
     (("data.theta_transform=logit",), "data.theta_transform=logit is not one of support, none"),
@@ -338,7 +338,7 @@ def test_a_setting_that_is_not_a_finite_number_is_refused_naming_it(compose_conf
     (("seed=99999999999",), "seed=99999999999 is beyond the largest whole number a run can use (2,147,483,647: "
      "JAX holds counts and seeds as 32-bit integers); e.g. seed=0"),
     (("train.steps=99999999999999",), "train.steps=99999999999999 is beyond the largest whole number a run can use "
-     "(2,147,483,647: JAX holds counts and seeds as 32-bit integers); e.g. train.steps=4000"),
+     "(2,147,483,647: JAX holds counts and seeds as 32-bit integers); e.g. train.steps=3000"),
     (("model=transformer", "model.embed=-3000000000"), "model.embed=-3000000000 is beyond the largest whole number "
      "a run can use (2,147,483,647: JAX holds counts and seeds as 32-bit integers); e.g. model.embed=64"),
     # Was: accepted (a dry run compiled it); a run simulated, then the batch shuffler refused it.
@@ -378,8 +378,8 @@ def test_the_largest_whole_number_is_accepted(compose_config):
 
 @pytest.mark.parametrize("override,fragment", [
     # Was a Python traceback from the folder callback and run() (InterpolationKeyError, a UserWarning before it).
-    ("train.steps=${data.nope}", "(Interpolation key 'data.nope' not found); give a value, e.g. train.steps=4000"),
-    ("train.steps=${data.val_fraction}", "could not be converted to Integer); give a value, e.g. train.steps=4000"),
+    ("train.steps=${data.nope}", "(Interpolation key 'data.nope' not found); give a value, e.g. train.steps=3000"),
+    ("train.steps=${data.val_fraction}", "could not be converted to Integer); give a value, e.g. train.steps=3000"),
     ("train.resume=${oc.env:GENSBI_TEST_UNSET_VARIABLE}", "Environment variable 'GENSBI_TEST_UNSET_VARIABLE' not "
                                                           "found\"); give a value, e.g. train.resume=null"),
     ("train.schedule=${nope}", "(Interpolation key 'nope' not found); give a value, e.g. train.schedule=cosine"),
@@ -643,7 +643,7 @@ def test_a_resume_path_that_holds_no_run_names_train_resume(compose_config, tmp_
 @pytest.mark.parametrize("overrides, fix", [
     (("experiment=quick", "train.steps=0"), "train.steps=0 must be >= 1; e.g. train.steps=20"),
     (("experiment=quick", "eval.ode_steps=0"), "eval.ode_steps=0 must be >= 1; e.g. eval.ode_steps=8"),
-    (("train.steps=0",), "train.steps=0 must be >= 1; e.g. train.steps=4000"),  # conf/train's own
+    (("train.steps=0",), "train.steps=0 must be >= 1; e.g. train.steps=3000"),  # conf/train's own
     (("experiment=quick", "model.depth=0"), "model.depth=0 must be >= 1; e.g. model.depth=1"),
     (("experiment=quick", "model=transformer", "model.heads=0"), "model.heads=0 must be >= 1; e.g. model.heads=4"),
     (("model.depth=0",), "model.depth=0 must be >= 1; e.g. model.depth=3"),

@@ -68,11 +68,11 @@ CASES = [
     # ~ of a key that does not exist: nothing to remove
     ("~train.foo", "~train.foo: train.foo is not a setting of train, so there is nothing to remove; drop ~train.foo"),
     ("~train.stpes", "~train.stpes: train.stpes is not a setting of train, so there is nothing to remove (did you mean "
-                     "train.steps? it cannot be removed either: set it, e.g. train.steps=4000); drop ~train.stpes"),
+                     "train.steps? it cannot be removed either: set it, e.g. train.steps=3000); drop ~train.stpes"),
     ("~foo", "~foo: foo is not a setting, so there is nothing to remove; drop ~foo"),
     # ~ of what every run reads: what to set instead (the chosen model's default)
     ("~train.steps", "~train.steps: a setting cannot be removed (every run reads it); set it instead, e.g. "
-                     "train.steps=4000"),
+                     "train.steps=3000"),
     ("~eval.observations", "~eval.observations: a setting cannot be removed (every run reads it); set it instead, "
                            "e.g. eval.observations=null"),  # a list key too (was left to Hydra)
     ("model=transformer ~model.depth", "~model.depth: a setting cannot be removed (every run reads it); set it "

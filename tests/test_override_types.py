@@ -22,10 +22,10 @@ CASES = [
     ("train.steps=1.5", f"train.steps=1.5: train.steps takes a whole number (Value '1.5' of type 'float' {INT}); "
                         "e.g. train.steps=2"),
     ("train.steps=null", "train.steps=null: train.steps cannot be null (field 'steps' is not Optional); "
-                         "e.g. train.steps=4000"),
-    ("train.steps=", f"train.steps=: train.steps cannot be empty (Value '' of type 'str' {INT}); e.g. train.steps=4000"),
+                         "e.g. train.steps=3000"),
+    ("train.steps=", f"train.steps=: train.steps cannot be empty (Value '' of type 'str' {INT}); e.g. train.steps=3000"),
     ("train.steps=[1,2]", f"train.steps=[1,2]: train.steps takes one value, not a list (Value '[1, 2]' of type 'list' "
-                          f"{INT}); for one job per value, sweep them: -m train.steps=1,2; e.g. train.steps=4000"),
+                          f"{INT}); for one job per value, sweep them: -m train.steps=1,2; e.g. train.steps=3000"),
     ("train.learning_rate=fast", "train.learning_rate=fast: train.learning_rate: Value 'fast' of type 'str' could "
                                  "not be converted to Float; e.g. train.learning_rate=0.003"),
     ("strict=maybe", "strict=maybe: strict: Value 'maybe' is not a valid bool (type str); e.g. strict=false"),
@@ -45,7 +45,7 @@ CASES = [
                 "verbose; write seed=1"),
     # ~ deletions of what every run needs
     ("~train.steps", "~train.steps: a setting cannot be removed (every run reads it); set it instead, "
-                     "e.g. train.steps=4000"),
+                     "e.g. train.steps=3000"),
     ("~seed", "~seed: a setting cannot be removed (every run reads it); set it instead, e.g. seed=0"),
     ("~model", "~model: the model group cannot be removed, every run needs one; pick an option instead: "
                "model=flux1, model=mlp, model=simformer, model=transformer"),
@@ -148,7 +148,7 @@ def test_a_glob_over_models_is_checked_against_the_models_it_matches():
 
 
 @pytest.mark.parametrize("schema,name,expected", [
-    ("TrainConfig", "steps", (True, 4000)),
+    ("TrainConfig", "steps", (True, 3000)),
     ("TrainConfig", "resume", (True, None)),  # null is a default (written null)
     ("Config", "strict", (True, False)),  # a top-level setting
     ("Flux1Config", "axes_dim", (True, [8, 0])),  # a list's default comes from its factory
@@ -170,9 +170,9 @@ def test_every_check_names_that_default_as_the_fix(compose_config):
     from gensbi_sharding.harness.config import ConfigError
     from gensbi_sharding.harness.config_values import interpolation_problem
 
-    assert override_problem(["train.steps=null"]).endswith("; e.g. train.steps=4000")  # before Hydra composes
-    assert "e.g. train.steps=4000, or point" in interpolation_problem(compose_config("train.steps=${data.nope}"))
-    with pytest.raises(ConfigError, match=r"^train\.steps=0 must be >= 1; e.g\. train\.steps=4000$"):
+    assert override_problem(["train.steps=null"]).endswith("; e.g. train.steps=3000")  # before Hydra composes
+    assert "e.g. train.steps=3000, or point" in interpolation_problem(compose_config("train.steps=${data.nope}"))
+    with pytest.raises(ConfigError, match=r"^train\.steps=0 must be >= 1; e\.g\. train\.steps=3000$"):
         validate(compose_config("train.steps=0"))
     # a list key's default, written as one override: [8,0], not [8, 0] (two shell words)
     assert "e.g. model.axes_dim=[8,0], or point" in interpolation_problem(

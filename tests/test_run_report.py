@@ -268,7 +268,7 @@ def test_a_sweep_job_refused_for_its_interpolation_reports_no_bogus_time(tmp_pat
         cfg.output_dir = str(tmp_path)
     metrics = run(cfg)
     assert metrics["status"] == "error" and metrics["wall_s"] is None
-    assert "train.steps=${nope} cannot be resolved" in metrics["error"] and "e.g. train.steps=4000" in metrics["error"]
+    assert "train.steps=${nope} cannot be resolved" in metrics["error"] and "e.g. train.steps=3000" in metrics["error"]
     line = final_line(metrics, tmp_path)
     assert line == "not run: its config was refused before it started (the error above names the fix)", line
     assert wall_cell(metrics) == ""

@@ -25,7 +25,7 @@ def _refusal(cfg):
 
 @pytest.mark.parametrize("bad, quick, plain", [
     ("data.batch_size=0", "data.batch_size=64", "data.batch_size=1024"),  # conf/data/two_moons.yaml's, not 256
-    ("train.steps=-5", "train.steps=20", "train.steps=4000"),
+    ("train.steps=-5", "train.steps=20", "train.steps=3000"),
     ("model.width=0", "model.width=32", "model.width=128"),  # model_checks named the schema's 128 itself
     ("eval.ode_steps=3000000000", "eval.ode_steps=8", "eval.ode_steps=32"),  # check_numbers' fix
     ("train.log_every=${nope}", "train.log_every=10", "train.log_every=100"),  # interpolation_problem's
@@ -47,8 +47,8 @@ def test_a_suggestion_is_never_the_value_refused(devices):
     # experiment=sbibm composes the schema's 256 too: no default differs from the refused value, none is offered.
     assert under_command(("experiment=sbibm", "data.batch_size=256"),
                           lambda cfg: suggested_default(cfg, "data.batch_size")) == (False, None)
-    assert under_command(("experiment=quick",), lambda cfg: suggested_default(cfg, "train.steps")) == (True, 4000)
-    assert under_command(("experiment=quick", "train.steps=4000"),
+    assert under_command(("experiment=quick",), lambda cfg: suggested_default(cfg, "train.steps")) == (True, 3000)
+    assert under_command(("experiment=quick", "train.steps=3000"),
                           lambda cfg: suggested_default(cfg, "train.steps")) == (True, 20)
 
 
@@ -63,7 +63,7 @@ def test_a_suggestion_is_never_the_value_refused(devices):
     (("model=flux1", "experiment=quick", "~model.depth"), "model.depth=1"),
     (("data.batch_size=abc",), "data.batch_size=1024"),  # conf/data/two_moons.yaml's, not the schema's 256
     (("experiment=sbibm", "eval.observations=abc"), "eval.observations=[1,2,3,4,5,6,7,8,9,10]"),  # was [1]
-    (("-m", "experiment=quick,sbibm", "train.steps=abc"), "train.steps=4000"),  # jobs compose 20, 20000: the schema's
+    (("-m", "experiment=quick,sbibm", "train.steps=abc"), "train.steps=3000"),  # jobs compose 20, 20000: the schema's
     # A swept group: each job composed (was the schema's for any swept group: train.steps=4000, flux1's depth 2).
     (("-m", "experiment=quick", "model=mlp,transformer", "train.steps=abc"), "train.steps=20"),
     (("-m", "experiment=quick", "model=flux1,transformer", "model.depth=abc"), "model.depth=1"),

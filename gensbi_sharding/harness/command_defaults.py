@@ -1,8 +1,8 @@
 """The value a command-line check suggests ("e.g. train.steps=20"), as the command's own composition gives it.
 
 launch.py's checks run before Hydra composes (``command_checks``); a refusal that offers a value to type offered
-the schema's default, ``train.steps=4000``, where the command's ``experiment=quick`` composes 20 (was: ``python
-launch.py experiment=quick train.steps=abc`` said "e.g. train.steps=4000"). Here the command's group choices
+the schema's default, ``train.steps=3000``, where the command's ``experiment=quick`` composes 20 (was: ``python
+launch.py experiment=quick train.steps=abc`` said "e.g. train.steps=3000"). Here the command's group choices
 (``experiment=``, ``model=``, ``data=``, ... and its ``hydra.searchpath``), as typed and without the override
 refused, are composed once per job their swept groups make; the schema's default is said only where the jobs
 compose other values (``experiment=quick,sbibm``), a composition fails (an option that does not exist, a glob) or

@@ -131,7 +131,7 @@ class DataConfig:
 
 @dataclass
 class TrainConfig:
-    steps: int = 4000  # at most; early stopping may end sooner
+    steps: int = 3000  # at most; early stopping may end sooner
     learning_rate: float = 3e-3  # peak of the schedule
     weight_decay: float = 1e-4
     schedule: str = "cosine"  # cosine (warm-up, then cosine decay to 0 at train.steps) | constant

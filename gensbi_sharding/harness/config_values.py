@@ -35,7 +35,7 @@ def interpolation_problem(cfg: DictConfig) -> str | None:
     -------
     str or None
         ``"train.steps=${data.nope} cannot be resolved (Interpolation key 'data.nope' not found); give a value,
-        e.g. train.steps=4000, or point the ${...} at an existing key of the right type (...)"``.
+        e.g. train.steps=3000, or point the ${...} at an existing key of the right type (...)"``.
     """
     for key in (k for k in cfg.keys() if k != "hydra"):
         try:
@@ -93,7 +93,7 @@ def _leaves(cfg: DictConfig):
 
 def _schema_fix(cfg: DictConfig, path: str, ok) -> str:
     """"; e.g. <path>=<default>" when the command's default (``suggested_default``: ``experiment=quick``'s
-    train.steps=20, not the schema's 4000) is a number ``ok`` accepts; else ""."""
+    train.steps=20, not the schema's 3000) is a number ``ok`` accepts; else ""."""
     found, default = suggested_default(cfg, path)
     number = found and isinstance(default, (int, float)) and not isinstance(default, bool)
     return f"; e.g. {path}={default}" if number and ok(default) else ""
