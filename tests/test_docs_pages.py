@@ -1,0 +1,97 @@
+"""The docs/ pages' own examples as a user copies them: each YAML block written to the file its first line names,
+composed and checked by the commands the page gives beside it; and rules.md's account of a rule table from Python."""
+
+import re
+import shlex
+import shutil
+import warnings
+from pathlib import Path
+
+import pytest
+from flax import nnx
+from hydra import compose, initialize_config_dir
+
+import gensbi_sharding as gs
+from gensbi_sharding.harness.command_checks import command_problem
+from gensbi_sharding.harness.config import ConfigError, register_configs
+from gensbi_sharding.harness.config_checks import validate
+from gensbi_sharding.harness.rule_config import rule_table
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _blocks(page, lang):
+    return re.findall(rf"```{lang}\n(.*?)```", (REPO / "docs" / page).read_text(), re.S)
+
+
+def _written(page, root):
+    """Each ```yaml block of ``page`` whose first line is ``# <path>``, written to ``root / <path>``; the paths."""
+    paths = []
+    for block in _blocks(page, "yaml"):
+        path = re.match(r"# (\S+\.yaml)\n", block)
+        if path:
+            (root / path[1]).parent.mkdir(parents=True, exist_ok=True)
+            (root / path[1]).write_text(block)
+            paths.append(path[1])
+    return paths
+
+
+def _commands(page, pwd):
+    """The ``python launch.py`` lines of ``page``'s ```bash blocks, as the shell passes their arguments in ``pwd``."""
+    lines = [line.split("  #")[0] for block in _blocks(page, "bash") for line in block.splitlines()]
+    return [shlex.split(line.replace("$PWD", str(pwd)))[2:] for line in lines if line.startswith("python launch.py")]
+
+
+def _composed(args, config_dir):
+    register_configs()
+    with initialize_config_dir(version_base="1.3", config_dir=str(config_dir)):
+        return compose(config_name="config", overrides=args)
+
+
+def test_rules_md_rule_file_and_its_commands_compose_as_the_page_says(tmp_path):
+    # The page's file goes into the checkout's conf/ (here a copy of it), and its three commands run from there.
+    shutil.copytree(REPO / "conf", tmp_path / "conf")
+    assert _written("rules.md", tmp_path) == ["conf/rule/my_rule.yaml"]
+    commands = _commands("rules.md", tmp_path)
+    assert len(commands) == 3
+    expected = [("my_rule", {"embed": "data", "mlp": "model"}),  # keys left out are not split
+                ("fsdp+overrides", {"embed": "data", "mlp": "model"}),
+                ("replicated+overrides", {"embed": ("data", "model")})]
+    for args, (name, split) in zip(commands, expected):
+        cfg = _composed(args, tmp_path / "conf")
+        validate(cfg)
+        label, table = rule_table(cfg.rule)
+        assert cfg.mesh.model_axis == 2
+        assert {axis: value for axis, value in table.items() if value is not None} == split
+        assert label == name  # the console's and metrics.json's name of the rule
+
+
+def test_rules_md_tables_from_python_are_refused_or_kept_as_the_page_says(devices, tmp_path):
+    # docs/rules.md: an unknown key with a mesh axis, or a value naming a mesh axis twice, is refused without a mesh;
+    # a name declared unsplit is allowed from Python (launch.py refuses a near-typo of a logical axis, embd: null);
+    # a mesh axis the mesh lacks replicates what it names and says why in the fallback warning.
+    model = nnx.Linear(4, 8, kernel_init=gs.partitioned(nnx.initializers.lecun_normal(), ("embed", "mlp")),
+                       rngs=nnx.Rngs(0))
+    for table in ({"foo": "data"}, {"embed": ["data", "data"]}, {"embed": 3}):
+        with pytest.raises(ValueError):
+            gs.shard_model_by_table(model, None, table)
+    gs.shard_model_by_table(model, None, {"embd": None, "layers": None})
+    with pytest.raises(ConfigError, match=r"rule\.embd is not a logical axis; .*did you mean rule\.embed\?$"):
+        rule_table({"name": "my_rule", "embd": None})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        gs.shard_model_by_table(model, gs.make_mesh(model_axis=2), {"embed": "dta"})
+    fallback = [str(w.message) for w in caught if issubclass(w.category, gs.ShardingFallbackWarning)]
+    assert len(fallback) == 1 and "'dta', absent from the mesh" in fallback[0]
+
+
+def test_gensbi_models_md_preset_of_ones_own_composes_as_the_page_says(tmp_path):
+    # The page's my_conf/model/my_flux1.yaml, in the folder its command is run from ($PWD).
+    assert _written("gensbi_models.md", tmp_path) == ["my_conf/model/my_flux1.yaml"]
+    (args,) = [args for args in _commands("gensbi_models.md", tmp_path) if "model=my_flux1" in args]
+    assert command_problem(args) is None
+    cfg = _composed(args, REPO / "conf")
+    validate(cfg)
+    assert (cfg.model.name, cfg.model.num_heads, cfg.model.depth, cfg.model.depth_single_blocks) == ("flux1", 2, 1, 1)
+    assert list(cfg.model.id_embedding_strategy) == ["rope1d", "rope1d"]
+    assert (cfg.rule.name, cfg.mesh.model_axis) == ("tensor", 2)
