@@ -63,6 +63,22 @@ def test_samples_at_observation_1_are_the_runs_own(evaluated_run, observation_1,
     assert np.load(out)["samples"].shape == (16, 2)
 
 
+@pytest.mark.slow  # trains a run (shared)
+def test_every_record_names_the_weights_step_and_compute_dtype_its_samples_came_from(evaluated_run, observation_1,
+                                                                                        tmp_path):
+    """Was: metrics.json's C2ST named no weights nor step (only posterior_samples.npz did), and the npz recorded the
+    compute ``dtype`` for flux1 and simformer only (mlp, transformer: no field), sample.py's output for no model."""
+    metrics = json.loads((evaluated_run / "metrics.json").read_text())
+    with np.load(evaluated_run / "posterior_samples.npz") as run:
+        recorded = (run["weights"].item(), int(run["step"]), run["dtype"].item())
+    assert recorded == ("EMA at the best validation step", 8, "float32")
+    assert (metrics["c2st_weights"], metrics["c2st_step"]) == recorded[:2] and metrics["best_step"] == 8
+    out = tmp_path / "mine.npz"
+    assert main([str(evaluated_run), str(observation_1), "--num-samples", "4", "--out", str(out)]) == 0
+    with np.load(out) as saved:
+        assert (saved["weights"].item(), int(saved["step"]), saved["dtype"].item()) == recorded
+
+
 @pytest.mark.slow  # reads the trained run's checkpoint
 @pytest.mark.parametrize("x_o, message", [
     ([0.1, 0.2, 0.3], "x_o has shape (3,), but the run's task 'two_moons' has dim_x=2: give a (2,) vector"),
@@ -251,7 +267,8 @@ def test_cli_keeps_an_output_another_process_wrote_while_sampling(run_read, monk
         if others:
             out.write_bytes(others.pop())
         details.update(observation=np.zeros(2, np.float32), seed=0, ode_steps=2, step=5, checkpoint="c",
-                       weights="EMA at the last step", checkpoint_step=5, task="two_moons", acceptance=1.0)
+                       weights="EMA at the last step", checkpoint_step=5, task="two_moons", acceptance=1.0,
+                       dtype="float32")
         return np.ones((3, 2), np.float32)
 
     monkeypatch.setattr(own_observation, "sample_posterior", other_call_finishes_first)
@@ -376,7 +393,8 @@ def test_the_api_names_its_keywords(checkpoint_read):
 
 def _fake_draws(*args, details, **kwargs):
     details.update(observation=np.zeros(2, np.float32), seed=0, ode_steps=2, step=5, checkpoint="c",
-                   weights="EMA at the last step", checkpoint_step=5, task="two_moons", acceptance=1.0)
+                   weights="EMA at the last step", checkpoint_step=5, task="two_moons", acceptance=1.0,
+                   dtype="float32")
     return np.ones((3, 2), np.float32)
 
 

@@ -114,8 +114,8 @@ def sample_posterior(run_dir: str | os.PathLike, x_o: Any, *, num_samples: int |
         Mesh to place the model (by the run's rule) and split the samples over; None: one device.
     details : dict, optional
         Filled with ``checkpoint`` (the step folder), ``step``, ``weights``, ``checkpoint_step`` (as a run's samples
-        files: ``posterior.sampled_weights``), ``seed``, ``ode_steps``, ``task``, ``observation`` (x_o as
-        conditioned on: float32 (dim_x,)) and ``acceptance`` (fraction of draws inside the prior's support).
+        files: ``posterior.sampled_weights``), ``seed``, ``ode_steps``, ``task``, ``observation`` (x_o as conditioned
+        on: float32 (dim_x,)), ``acceptance`` (draws inside the prior's support) and ``dtype`` (the model's compute).
     flags : bool
         Name ``num_samples``, ``seed`` and ``ode_steps`` in refusals as ``sample.py``'s flags (``--num-samples 0``),
         the words its user typed, instead of as these keywords.
@@ -186,8 +186,8 @@ def sample_posterior(run_dir: str | os.PathLike, x_o: Any, *, num_samples: int |
                         step_dir, newest)
             step_dir = newest
     if details is not None:
-        details.update(checkpoint=str(step_dir), **weights, seed=int(seed), ode_steps=int(ode_steps),
-                       task=cfg.data.name, acceptance=acceptance, observation=x_o)
+        details.update(checkpoint=str(step_dir), **weights, seed=int(seed), ode_steps=int(ode_steps), task=cfg.data.name,
+                       acceptance=acceptance, observation=x_o, dtype=cfg.model.get("dtype", "float32"))
     return samples
 
 
@@ -284,8 +284,8 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGINT, previous)
     from gensbi_sharding.harness.outputs import write_npz
     try:  # a second sample.py to the same --out may have written it while this one sampled: it is kept
-        write_npz(out, exclusive=True, samples=samples, **{k: details[k] for k in (
-            "observation", "seed", "ode_steps", "step", "weights", "checkpoint_step", "checkpoint", "acceptance")})
+        write_npz(out, exclusive=True, samples=samples, **{k: details[k] for k in ("observation", "seed", "ode_steps",
+                  "step", "weights", "checkpoint_step", "checkpoint", "acceptance", "dtype")})
     except FileExistsError:
         print(f"[ERROR] {out} was created while sampling (another sample.py?) and is kept; nothing written: "
               "pass --out <a new file>.npz", file=sys.stderr, flush=True)

@@ -78,8 +78,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             # "stopped_at_step", whichever stopped it (the status says which): "preempted_at_step" named a Ctrl-C so.
             metrics.update(status="interrupted" if stop.interrupted else "preempted", stopped_at_step=stop.step,
                            error=error)
-            if stop.step is not None:  # the step the checkpoint holds, as a finished run's final_step
-                metrics["final_step"] = stop.step
+            metrics.update({} if stop.step is None else {"final_step": stop.step})  # the step its checkpoint holds
             if stop.interrupted:  # Ctrl-C ends the sweep too, as Python's KeyboardInterrupt would
                 stop_record.record_interrupt(metrics, error, start, folder)
                 if whole:
@@ -271,20 +270,21 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
                  ts.start_step, cfg.train.steps, val_text, pipe.val_pairs)
 
     model, optimizer, *ema = nnx.merge(functions.graphdef, result.state)
-    metrics["c2st"] = None
+    from gensbi_sharding.harness.posterior import evaluate_observations, sampled_weights
+    w = sampled_weights(metrics, ema=bool(ema))  # which weights C2ST scores, in metrics.json too (was: in the npz only)
+    metrics.update(c2st=None, c2st_weights=w["weights"], c2st_step=w["step"])
     if cfg.eval.enabled:  # each observation's score joins c2st_observations as it is scored: a stop keeps them
-        from gensbi_sharding.harness.posterior import evaluate_observations, sampled_weights
         observations = list(cfg.eval.observations or [cfg.data.num_observation])
-        log.info("[6/7] sample + C2ST: %d posterior draws per observation %s (%s weights), scored against the reference",
-                 cfg.eval.num_samples, observations, "EMA" if ema else "last")
+        log.info("[6/7] sample + C2ST: %d posterior draws per observation %s (weights: %s %d), scored against the "
+                 "reference", cfg.eval.num_samples, observations, w["weights"], w["step"])
         graphdef, params, rest = nnx.split(model, nnx.Param, ...)
         metrics.update(evaluate_observations(
             sims=sims, velocity=lambda p, th, xx, t: nnx.merge(graphdef, p, rest)(th, xx, t),
             params=ema[0].param_state(model) if ema else params, observations=observations,
             num_samples=cfg.eval.num_samples, ode_steps=cfg.eval.ode_steps, n_folds=cfg.eval.c2st_folds,
             seed=cfg.seed, mesh=mesh, n_jobs=cfg.eval.c2st_jobs, out=out, write=run_folder.is_writer(),
-            plot=cfg.eval.plot, stop_check=watch.check, dtype=cfg.model.get("dtype"), scored=metrics.setdefault(
-                "c2st_observations", []),
+            plot=cfg.eval.plot, stop_check=watch.check, dtype=cfg.model.get("dtype", "float32"),
+            scored=metrics.setdefault("c2st_observations", []),
             **sampled_weights(metrics, ema=bool(ema), one_process=jax.process_count() == 1),
             title=lambda k, c, sd: plots.posterior_title(task=cfg.data.name, observation=k, rule=rule_name,
                                                          mesh_shape=metrics["mesh_shape"], c2st=c, c2st_sd=sd)))
