@@ -72,6 +72,31 @@ def test_summary_csv_has_a_column_per_swept_key_and_exact_numbers(sweep):
     assert (rows[3]["status"], rows[3]["error"], rows[3]["c2st"]) == ("error", "ValueError: boom", "")
 
 
+def test_summary_csv_names_what_produced_each_rows_numbers(tmp_path):
+    """Was: only the swept keys; which task, model, seed, budget and steps, and which observations and weights each
+    C2ST scored, were unsaid (two sweeps' CSVs read alike). A swept key of such a name keeps its one column."""
+    for job, seed in enumerate((3, 4)):
+        config = {"dry_run": False, "seed": seed, "data": {"name": "slcp", "num_simulations": 1000},
+                  "model": {"name": "flux1"}, "train": {"steps": 20}}
+        make_job(tmp_path, job, ["experiment=quick", f"seed={seed}"], **ok_metrics(3016, 0.01, 0.9, 0.01),
+                 final_step=20, c2st_weights="EMA at the best validation step", c2st_step=10,
+                 c2st_observations=[{"observation": 1, "c2st": 0.9}, {"observation": 3, "c2st": 0.9}])
+        data = json.loads((tmp_path / str(job) / "metrics.json").read_text())
+        data["config"] = config
+        (tmp_path / str(job) / "metrics.json").write_text(json.dumps(data))
+    summary = write_summary(tmp_path, declared=["seed"])
+    with open(summary.csv_path, newline="") as f:
+        header, *rows = list(csv.reader(f))
+    assert header.count("seed") == 1 and header[1] == "seed"
+    row = dict(zip(header, rows[1]))
+    assert {k: row[k] for k in ("seed", "data.name", "model.name", "data.num_simulations", "train.steps", "final_step",
+                                "c2st_observations", "c2st_weights", "c2st_step")} == {
+        "seed": "4", "data.name": "slcp", "model.name": "flux1", "data.num_simulations": "1000", "train.steps": "20",
+        "final_step": "20", "c2st_observations": "1 3", "c2st_weights": "EMA at the best validation step",
+        "c2st_step": "10"}
+    assert "c2st_weights" not in summary.md_path.read_text()  # the table stays as it was: the CSV holds them
+
+
 def test_summary_table_reads_at_a_glance(sweep):
     summary = write_summary(sweep, declared=["rule.embed", "activation"])
     lines = summary.md_path.read_text().splitlines()

@@ -31,7 +31,8 @@ from omegaconf import DictConfig, OmegaConf
 from gensbi_sharding.harness.console_lines import remember_stopped_sweep, sweep_end_line
 from gensbi_sharding.harness.outputs import read_metrics, read_record, write_atomic
 from gensbi_sharding.harness.plots import status_counts
-from gensbi_sharding.harness.summary_columns import DRY_RUN_COLUMNS, ERROR_COLUMN, TRAIN_COLUMNS, Column, key_cell
+from gensbi_sharding.harness.summary_columns import (DRY_RUN_COLUMNS, ERROR_COLUMN, PROVENANCE_COLUMNS, TRAIN_COLUMNS,
+                                                      Column, key_cell)
 from gensbi_sharding.harness.sweep_plan import (command_overrides, every_job, folder_of, job_configuration,
                                                 job_folders, job_order, never_started, sweep_jobs)
 from gensbi_sharding.harness.units import is_number
@@ -178,12 +179,13 @@ def write_summary(sweep_dir: Path, declared: Sequence[str] = (), all_jobs: Seque
     keys = swept_keys(rows, declared)
     dry = all(row["dry_run"] for row in rows if row["metrics"].get("status") != "not run")
     columns = DRY_RUN_COLUMNS if dry else TRAIN_COLUMNS
+    csv_columns = [*columns, *(c for c in PROVENANCE_COLUMNS if c.name not in keys)]
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    writer.writerow(["job", *keys, *(c.name for c in columns)])
+    writer.writerow(["job", *keys, *(c.name for c in csv_columns)])
     for row in rows:
         writer.writerow([row["job"], *(key_cell(row, k) for k in keys),
-                         *(c.exact(row["metrics"]) for c in columns)])
+                         *(c.exact(row["metrics"]) for c in csv_columns)])
     csv_path = write_atomic(sweep_dir / "sweep_summary.csv", buffer.getvalue())
     if dry:  # a dry-run sweep is for choosing: rank the configurations
         text = "\n\n".join(f"ranked by {title} (smallest first):\n" + _table(_ranked(rows, key), keys, columns)

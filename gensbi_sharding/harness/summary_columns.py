@@ -10,7 +10,7 @@ from typing import Any
 from gensbi_sharding.harness.units import (c2st_spread, compact_value, format_bytes, format_c2st, format_count,
                                             format_seconds, is_number)
 
-__all__ = ["Column", "TRAIN_COLUMNS", "DRY_RUN_COLUMNS", "mesh_cell", "all_attempts_wall", "wall_cell", "c2st_cell",
+__all__ = ["Column", "TRAIN_COLUMNS", "DRY_RUN_COLUMNS", "PROVENANCE_COLUMNS", "mesh_cell", "all_attempts_wall", "wall_cell", "c2st_cell",
            "error_cell", "ERROR_CELL", "ERROR_COLUMN", "key_cell"]
 
 
@@ -34,6 +34,15 @@ def _integer(key: str) -> Callable[[dict[str, Any]], str]:
 
 def _plain(key: str) -> Callable[[dict[str, Any]], str]:
     return lambda m: "" if m.get(key) is None else str(m[key])
+
+
+def _config(key: str) -> Callable[[dict[str, Any]], str]:
+    def exact(m: dict[str, Any]) -> str:
+        value: Any = m.get("config") or {}
+        for part in key.split("."):
+            value = value.get(part) if isinstance(value, Mapping) else None
+        return "" if value is None or isinstance(value, (Mapping, list)) else str(value)
+    return exact
 
 
 def mesh_cell(m: dict[str, Any]) -> str:
@@ -96,9 +105,20 @@ TRAIN_COLUMNS: tuple[Column, ...] = (
     Column("c2st", "C2ST", lambda m: c2st_cell(m), _fixed("c2st", 4)),
     Column("c2st_sd_folds", "", lambda m: "", _fixed("c2st_sd_folds", 4)),  # the table: in the C2ST cell
     Column("c2st_sd_observations", "", lambda m: "", _fixed("c2st_sd_observations", 4)),
+    # Which observations, weights and step each C2ST scored (was: unsaid, though runs' scores differ by them).
+    Column("c2st_observations", "", lambda m: "", lambda m: " ".join(
+        str(r.get("observation")) for r in m.get("c2st_observations") or [] if isinstance(r, Mapping))),
+    Column("c2st_weights", "", lambda m: "", _plain("c2st_weights")),
+    Column("c2st_step", "", lambda m: "", _integer("c2st_step")),
     Column("wall_s", "", lambda m: "", _fixed("wall_s", 2)),  # this attempt's, as metrics.json has it
     Column("wall_s_all_attempts", "wall", wall_cell, lambda m: _fixed("s", 2)({"s": all_attempts_wall(m)})),
     _STATUS, ERROR_COLUMN)
+
+#: CSV-only, after the measured columns (but for a swept key of the name): what produced each row's numbers, so
+#: rows of several sweeps compare (was: only the swept keys; task, model, seed and budget of the others unsaid).
+PROVENANCE_COLUMNS: tuple[Column, ...] = tuple(Column(key, "", lambda m: "", _config(key)) for key in (
+    "data.name", "model.name", "seed", "data.num_simulations", "train.steps")) + (
+    Column("final_step", "", lambda m: "", _integer("final_step")),)
 
 DRY_RUN_COLUMNS: tuple[Column, ...] = (
     _MESH,
