@@ -34,6 +34,7 @@ sys.path.insert(0, str(REPO))
 sys.path.append(str(REPO / "benchmarks"))  # its sibling cli_args, also when loaded by file (the tests)
 
 from cli_args import new_parser, positive_int, run_bounded  # noqa: E402 (after the path above)
+from gensbi_sharding.harness.override_grammar import hydra_value  # noqa: E402
 
 GPU_SIZED = {"depth": 8, "depth_single_blocks": 16, "num_heads": 12, "axes_dim": [64, 0]}
 RULES = ("replicated", "fsdp", "tensor")
@@ -48,7 +49,7 @@ def table(args) -> None:
     with tempfile.TemporaryDirectory() as out:
         cmd = [sys.executable, str(REPO / "launch.py"), "-m", "dry_run=true", *overrides(), "data.batch_size=256",
                f"rule={','.join(RULES)}", f"mesh.model_axis={','.join(map(str, MODEL_AXES))}",
-               f"hydra.sweep.dir={out}"]
+               f"hydra.sweep.dir={hydra_value(out)}"]  # a TMPDIR Hydra's grammar reads back (spaces, parentheses)
         print("$", " ".join(cmd[1:]), flush=True)
         proc = run_bounded(cmd, timeout_s=args.timeout, what="the dry-run sweep", cwd=out,
                            env={**os.environ, "JAX_PLATFORMS": "cpu"}, stdout=subprocess.DEVNULL,

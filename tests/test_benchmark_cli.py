@@ -4,6 +4,7 @@
 import argparse
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -90,6 +91,31 @@ def test_every_child_wait_of_a_script_is_bounded(monkeypatch, script, argv, wait
     with pytest.raises(SystemExit) as stop:
         module.main()
     assert seen == [waited] and f"ran past --timeout {waited} s" in str(stop.value)
+
+
+def test_gensbi_scale_table_names_its_sweep_folder_as_hydra_reads_it_back(monkeypatch, tmp_path):
+    # Was: hydra.sweep.dir=<its temporary folder> as it is: under a TMPDIR with a space or parentheses
+    # ("/tmp/my tmp (1)") Hydra's grammar refused the sweep the script started (round 43).
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    module = load("gensbi_scale")
+    odd = tmp_path / "my tmp (1)"
+    odd.mkdir()
+    monkeypatch.setenv("TMPDIR", str(odd))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # read TMPDIR again
+    seen = []
+
+    def child(command, **kwargs):
+        seen.append(command)
+        raise subprocess.TimeoutExpired(command, kwargs.get("timeout"))
+
+    monkeypatch.setattr(subprocess, "run", child)
+    monkeypatch.setattr(sys, "argv", ["gensbi_scale.py", "table", "--timeout", "7"])
+    with pytest.raises(SystemExit):
+        module.main()
+    (given,) = [a for a in seen[0] if a.startswith("hydra.sweep.dir=")]
+    parsed = OverridesParser.create().parse_overrides([given])[0]
+    assert str(odd) in parsed.value() and parsed.value().startswith(str(odd))
 
 
 @pytest.mark.parametrize("override, message", [

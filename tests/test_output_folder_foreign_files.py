@@ -89,3 +89,31 @@ def refusal_at_start(folder, sweep, capsys):
     with pytest.raises(SystemExit):
         (callback.on_multirun_start if sweep else callback.on_run_start)(config)
     return capsys.readouterr().err.strip()
+
+
+def test_a_folder_a_fix_names_is_written_as_the_shell_and_hydra_read_it_back(tmp_path, monkeypatch):
+    """Was: the folder as it is (``train.resume=/tmp/my runs é (1)/run``): pasted, the shell splits it at the space
+    and Hydra's grammar refuses the rest, so the fix the refusal offered failed (round 43)."""
+    import shlex
+
+    from gensbi_sharding.harness import folder_lock, sweep_hints
+    from gensbi_sharding.harness.override_grammar import hydra_override, parse
+
+    odd = tmp_path / "my runs é (1)"
+    (odd / "a" / ".hydra").mkdir(parents=True)
+    (odd / "a" / "launch.log").write_text("")
+
+    def offers(message, key, folder):
+        typed = hydra_override(key, folder)
+        (word,) = shlex.split(typed)  # one shell word, which Hydra reads back as the folder
+        assert parse([word]).overrides[0].hydra.value() == str(folder) and typed in message, message
+
+    offers(folder_problem(odd, sweep=False), "hydra.run.dir", odd / "new_run")  # a folder holding runs' folders
+    offers(folder_problem(odd / "a" / "sub", sweep=False), "hydra.run.dir", f"{odd / 'a'}-sub")  # inside a run's
+    (odd / "a" / "checkpoints" / "40").mkdir(parents=True)
+    monkeypatch.setattr(folder_lock, "write_denied", lambda f: f"cannot write in {f} (Read-only file system)")
+    offers(folder_problem(odd / "a", sweep=False), "train.resume", odd / "a")  # a stopped run's, read-only
+    with pytest.raises(FileExistsError) as refused:  # its checkpoints, no record: continue it elsewhere
+        run_folder.ensure_fresh(odd / "a")
+    offers(str(refused.value), "train.resume", odd / "a")
+    offers(sweep_hints.continue_command(odd / "a"), "hydra.run.dir", odd / "a")  # run(cfg) outside Hydra

@@ -546,3 +546,19 @@ def test_an_early_stopped_run_s_samples_files_name_the_best_validation_s_step(tm
     details = {}
     sample_posterior(out, observation, num_samples=16, details=details)
     assert (details["step"], details["weights"], details["checkpoint_step"]) == recorded
+
+
+def test_a_checkpoint_without_statistics_names_the_resume_as_the_shell_and_hydra_read_it_back(tmp_path, monkeypatch):
+    """Was: ``train.resume=/tmp/my runs (1)/checkpoints/8`` as it is: pasted, the shell splits it (round 43)."""
+    from gensbi_sharding import checkpoint
+    from gensbi_sharding.harness.override_grammar import hydra_override
+
+    step = tmp_path / "my runs (1)" / "checkpoints" / "8"
+    step.mkdir(parents=True)
+    monkeypatch.setattr(checkpoint, "find_checkpoint", lambda folder: step)
+    monkeypatch.setattr(checkpoint, "saved_config", lambda s: {"data": {"name": "two_moons"}, "model": {"name": "mlp"}})
+    monkeypatch.setattr(checkpoint, "saved_info", lambda s: {})
+    with pytest.raises(ValueError, match="holds no z-score statistics") as refused:
+        sample_posterior(step.parent.parent, np.zeros(2))
+    assert f"(python launch.py {hydra_override('train.resume', step)} ... hydra.run.dir=<new folder>)" in str(
+        refused.value) and hydra_override("train.resume", step).startswith("'train.resume=\"")

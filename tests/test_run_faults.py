@@ -69,12 +69,16 @@ def test_a_non_finite_state_never_displaces_a_finite_checkpoint(tmp_path, device
 
 @pytest.mark.slow  # an end-to-end run (a training or dry run, or processes)
 def test_divergence_names_the_last_finite_checkpoint(tmp_path, devices):
-    out = tmp_path / "run"
+    from gensbi_sharding.harness.override_grammar import hydra_override
+
+    out = tmp_path / "my run (1)"  # named as the shell and Hydra read it back (was: as it is, split by the shell)
     metrics = run_tiny(out, "train.learning_rate=1e25", "train.checkpoint_every=1", "train.keep=2")
     assert metrics["status"] == "error"
     assert committed_steps(out / "checkpoints") == [1]  # step 2 on is NaN/inf: never saved
     assert "FloatingPointError: the train state at step 2 is not finite" in metrics["error"]
-    assert f"train.resume={out / 'checkpoints' / '1'} and a lower train.learning_rate" in metrics["error"]
+    assert f"{hydra_override('train.resume', out / 'checkpoints' / '1')} and a lower train.learning_rate" in \
+        metrics["error"]
+    assert hydra_override("train.resume", out) == f"'train.resume=\"{out}\"'"
 
 
 # ------------------------------------------------------------------ case 4: ordinary file modes
@@ -442,6 +446,21 @@ def test_resume_from_a_folder_that_saved_no_checkpoint_says_why_and_where_to_loo
                                          "without train.resume")
     assert refusal(sweep) == (f"train.resume={sweep} is a sweep's folder: none of its jobs saved a checkpoint "
                               "(a dry run saves none): start a new run without train.resume")
+
+
+def test_resume_names_the_checkpoint_a_failed_run_continued_as_the_shell_and_hydra_read_it_back(tmp_path):
+    """Was: ``train.resume=/tmp/my runs é (1)/checkpoints/4`` as it is: pasted, the shell splits it and Hydra's
+    grammar refuses the rest (round 43)."""
+    from gensbi_sharding.harness.override_grammar import hydra_override
+    from gensbi_sharding.harness.resume import resume_step_dir
+
+    continued = tmp_path / "my runs é (1)" / "checkpoints" / "4"
+    outputs.write_json(tmp_path / "b" / "metrics.json", {"status": "error", "resumed_from": str(continued)})
+    with pytest.raises(FileNotFoundError) as refused:
+        resume_step_dir(OmegaConf.create({"train": {"resume": str(tmp_path / "b")}}))
+    assert (f"resume the checkpoint it continued, 'train.resume=\"{continued}\"', or start a new run without "
+            "train.resume") in str(refused.value)
+    assert hydra_override("train.resume", continued) == f"'train.resume=\"{continued}\"'"
 
 
 @pytest.mark.slow  # an end-to-end run (resume, a stop, or processes)

@@ -144,17 +144,20 @@ def folder_problem(folder: Path, *, sweep: bool, before_hydra: bool = False) -> 
                 f"choose another {key} (a sweep's job: hydra.run.dir=<sweep>/<job>)")
     # Was: hydra.run.dir=<a run>/checkpoints/20 wrote a run into that step folder, whose checkpoint sample.py and
     # train.resume=<the run> then read as the run's own newest; <a run>/sub wrote into a completed run's folder too.
+    from gensbi_sharding.harness.override_grammar import hydra_override as typed  # a folder as Hydra reads it back
     if host := next((p for p in folder.parents if _is_run_folder(p)), None):
+        instead = typed(key, f"{host}-{folder.name.lstrip('.')}")
         return (f"{key}={folder} lies inside the folder of the run {host}: a {'sweep' if sweep else 'run'} never "
-                f"writes into another run's folder; choose one outside it, e.g. {key}={host}-{folder.name.lstrip('.')}")
+                f"writes into another run's folder; choose one outside it, e.g. {instead}")
     # Was: hydra.run.dir=outputs (the folder of every run) wrote a run there, and each run after it lay inside it.
     if not sweep and folder.is_dir() and (runs := sorted(p.name for p in folder.iterdir() if _is_run_folder(p))):
         return (f"{key}={folder} holds the folders of other runs ({', '.join(runs[:3])}{', ...' if len(runs) > 3 else ''}"
-                f"): a run never writes around other runs; choose a new folder, e.g. {key}={folder / 'new_run'}")
+                f"): a run never writes around other runs; choose a new folder, e.g. {typed(key, folder / 'new_run')}")
     if blocker is not None and (denied := write_denied(blocker)):
         # A stopped run's checkpoints there stay readable; train.resume=auto in another folder starts from step 0.
         saved = not sweep and blocker == folder and any(p.name.isdigit() for p in folder.glob("checkpoints/*"))
-        then = f"; to continue from its checkpoints in a new folder: train.resume={folder} {key}=<a new folder>"
+        then = (f"; to continue from its checkpoints in a new folder: {typed('train.resume', folder)} "
+                f"{key}=<a new folder>")
         return f"{key}={folder}: {denied}; choose another {key}, in a folder you can write to{then if saved else ''}"
     if folder.is_dir() and not any((folder / mark).exists() for mark in _MARKS[sweep]):
         outputs = _SWEEP_OUTPUTS if sweep else _RUN_OUTPUTS  # a sweep's job folder: marked as a run's

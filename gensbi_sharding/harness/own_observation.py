@@ -22,6 +22,7 @@ import numpy as np
 
 from gensbi_sharding.harness.config_values import INT32_MAX
 from gensbi_sharding.harness.observation_input import check_observation, load_observation
+from gensbi_sharding.harness.override_grammar import hydra_override
 from gensbi_sharding.harness.sample_output import out_path, output_problem
 
 __all__ = ["sample_posterior", "load_observation", "main"]
@@ -39,8 +40,7 @@ def _named(what: str, value: Any, flags: bool) -> str:
 
 def _run_checkpoint(run_dir: Any) -> tuple[Path, dict, dict]:
     """``(step folder, saved config, saved info)`` of ``run_dir``'s newest checkpoint (or the step folder given)."""
-    from gensbi_sharding.checkpoint import (CHECKPOINT_SUBDIR, committed_steps, find_checkpoint, saved_config,
-                                            saved_info)
+    from gensbi_sharding.checkpoint import CHECKPOINT_SUBDIR, committed_steps, find_checkpoint, saved_config, saved_info
     from gensbi_sharding.harness.outputs import read_metrics
     from gensbi_sharding.harness.simulation_data import NORMALIZATION
 
@@ -76,7 +76,7 @@ def _run_checkpoint(run_dir: Any) -> tuple[Path, dict, dict]:
     if info.get(NORMALIZATION) is None:
         raise ValueError(f"checkpoint {step_dir} holds no z-score statistics (saved by an earlier version): x_o "
                          "cannot be standardised as in training; resume the run once (python launch.py "
-                         f"train.resume={step_dir} ... hydra.run.dir=<new folder>) and sample that run's folder")
+                         f"{hydra_override('train.resume', step_dir)} ... hydra.run.dir=<new folder>) and sample its folder")
     return step_dir, config, info
 
 

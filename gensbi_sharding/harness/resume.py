@@ -17,6 +17,7 @@ from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.console import EVERY_PROCESS
 from gensbi_sharding.harness.held_out import config_value
 from gensbi_sharding.harness.hints import launched_with, override_literal
+from gensbi_sharding.harness.override_grammar import hydra_override
 
 __all__ = ["resume_step_dir", "resume_point", "check_resume_settings", "saved_statistics", "model_overrides"]
 
@@ -34,7 +35,7 @@ def resume_step_dir(cfg: DictConfig) -> Path | None:
     if (folder / "multirun.yaml").is_file():  # a sweep's folder: its checkpoints are its jobs'
         jobs = sorted((j for j in folder.iterdir() if committed_steps(j / CHECKPOINT_SUBDIR)), key=lambda j: j.name)
         raise ConfigError(f"train.resume={folder} is a sweep's folder: " + (
-            f"resume one of its jobs, e.g. train.resume={jobs[0]} (jobs with a checkpoint: "
+            f"resume one of its jobs, e.g. {hydra_override('train.resume', jobs[0])} (jobs with a checkpoint: "
             f"{', '.join(j.name for j in jobs)})" if jobs else
             "none of its jobs saved a checkpoint (a dry run saves none): start a new run without train.resume"))
     if (writer := _writing_run(folder)) is not None:
@@ -52,9 +53,9 @@ def resume_step_dir(cfg: DictConfig) -> Path | None:
                if "dry_run" in previous else f"holds a completed run whose checkpoints are gone (no complete "
                f"step folder in {folder / CHECKPOINT_SUBDIR}): start a new run without train.resume"
                if status == "ok" else f"holds a run that saved no complete checkpoint (status {status}): " + (
-                   f"resume the checkpoint it continued, train.resume={previous['resumed_from']}, or start a new run "
-                   "without train.resume" if previous.get("resumed_from") else  # was said of any run: "the run it
-                   "start a new run without train.resume"))  # failed to continue", for one that continued none
+                   f"resume the checkpoint it continued, {hydra_override('train.resume', previous['resumed_from'])}, "
+                   "or start a new run without train.resume" if previous.get("resumed_from") else  # was said of any run:
+                   "start a new run without train.resume"))  # "the run it failed to continue", for one that continued none
         raise FileNotFoundError(f"{err}; {folder} {why}") from None
 
 
@@ -63,10 +64,9 @@ def _writing_run(folder: Path) -> str | None:
     process holds that run's lock, saving and deleting checkpoints (``train.keep``). Was: the newest step, picked,
     was deleted before it was read: "checkpoint path '<run>/checkpoints/1400' does not exist; pass a run dir"."""
     from filelock import FileLock, Timeout
+    from hydra.core.hydra_config import HydraConfig
 
     from gensbi_sharding.harness.folder_lock import FolderLock
-
-    from hydra.core.hydra_config import HydraConfig
 
     run = next((f for f in (folder, folder.parent, folder.parent.parent) if (f / FolderLock.LOCK).is_file()), None)
     own = Path(HydraConfig.get().runtime.output_dir).resolve() if HydraConfig.initialized() else None

@@ -123,7 +123,8 @@ def continue_command(run_dir: Any) -> str:
     if os.environ.get(CONTINUE_ENV):
         return os.environ[CONTINUE_ENV]
     if not HydraConfig.initialized():
-        return f"the same command plus train.resume=auto hydra.run.dir={run_dir}"
+        from gensbi_sharding.harness.override_grammar import hydra_override
+        return f"the same command plus train.resume=auto {hydra_override('hydra.run.dir', run_dir)}"
     hydra = HydraConfig.get()
     return job_command(list(hydra.overrides.task), run_dir, multirun=hydra.mode == RunMode.MULTIRUN)
 

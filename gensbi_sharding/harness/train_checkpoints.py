@@ -13,6 +13,7 @@ import numpy as np
 
 from gensbi_sharding.harness.config import TrainConfig
 from gensbi_sharding.harness.interrupt_hold import hold_interrupt
+from gensbi_sharding.harness.override_grammar import hydra_override
 
 if TYPE_CHECKING:
     from gensbi_sharding.harness.preemption import PreemptionWatch
@@ -128,8 +129,8 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
         latest, lr = writer.latest(), cfg.train.learning_rate
         raise FloatingPointError(f"{err} (this run: train.learning_rate={lr:g}; e.g. train.learning_rate="
                                  f"{min(lr / 10, TrainConfig.learning_rate):g}); " + (
-                                     f"resume from the last finite checkpoint with train.resume={latest} and a "
-                                     "lower train.learning_rate" if latest else "no finite checkpoint was saved "
+                                     "resume from the last finite checkpoint with "
+                                     f"{hydra_override('train.resume', latest)} and a lower train.learning_rate" if latest else "no finite checkpoint was saved "
                                      "before it (train.checkpoint_every=N keeps some)")) from None
     finally:
         with hold_interrupt(), watch.stop_lock:  # its commit too (inside Orbax's wait, a KeyboardInterrupt printed a
