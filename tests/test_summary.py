@@ -87,7 +87,7 @@ def test_summary_csv_names_what_produced_each_rows_numbers(tmp_path):
     summary = write_summary(tmp_path, declared=["seed"])
     with open(summary.csv_path, newline="") as f:
         header, *rows = list(csv.reader(f))
-    assert header.count("seed") == 1 and header[1] == "seed"
+    assert header.count("seed") == 1 and header[1] == "seed" and header[-2:] == ["status", "error"]
     row = dict(zip(header, rows[1]))
     assert {k: row[k] for k in ("seed", "data.name", "model.name", "data.num_simulations", "train.steps", "final_step",
                                 "c2st_observations", "c2st_weights", "c2st_step")} == {
@@ -473,3 +473,23 @@ def test_a_swept_float_shows_compactly_not_as_hydra_records_it(tmp_path, monkeyp
 
     legend = [t.get_text() for t in figures[0].findobj(Text)]  # the legend's, the tick labels', the title's
     assert "1e12" in legend and "1000000000000.0" not in legend, legend
+
+
+def test_the_sweep_plot_s_group_names_never_overlap(tmp_path, monkeypatch):
+    """Was: the 8 x 4 study (data=<every task>, model=<every model>) wrote data=gaussian_linear over
+    data=gaussian_linear_uniform under every panel: the panels are at most 10 inches wide (round 43)."""
+    from gensbi_sharding.harness import plots
+
+    figures = []
+    monkeypatch.setattr(plots, "_save", lambda fig, path, title: figures.append(fig) or path)
+    tasks = ("two_moons", "gaussian_linear", "gaussian_linear_uniform", "gaussian_mixture", "bernoulli_glm", "slcp",
+             "sir", "lotka_volterra")
+    rows = [{"job": str(i), "overrides": {"data": task, "model": model}, "metrics": ok_metrics(3016, 0.01, 0.6)}
+            for i, (task, model) in enumerate((t, m) for t in tasks for m in ("mlp", "transformer", "flux1"))]
+    plots.plot_sweep(rows, ["data", "model"], tmp_path / "sweep.png")
+    fig = figures[0]
+    fig.canvas.draw()
+    for ax in fig.axes:
+        boxes = [label.get_window_extent() for label in ax.get_xticklabels()]
+        assert len(boxes) == len(tasks)
+        assert not any(a.overlaps(b) for a, b in zip(boxes, boxes[1:])), [b.x0 for b in boxes]

@@ -179,7 +179,8 @@ def write_summary(sweep_dir: Path, declared: Sequence[str] = (), all_jobs: Seque
     keys = swept_keys(rows, declared)
     dry = all(row["dry_run"] for row in rows if row["metrics"].get("status") != "not run")
     columns = DRY_RUN_COLUMNS if dry else TRAIN_COLUMNS
-    csv_columns = [*columns, *(c for c in PROVENANCE_COLUMNS if c.name not in keys)]
+    # status and error stay the last two columns, as before the provenance columns (read by position from the end)
+    csv_columns = [*columns[:-2], *(c for c in PROVENANCE_COLUMNS if c.name not in keys), *columns[-2:]]
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow(["job", *keys, *(c.name for c in csv_columns)])

@@ -114,7 +114,7 @@ TRAIN_COLUMNS: tuple[Column, ...] = (
     Column("wall_s_all_attempts", "wall", wall_cell, lambda m: _fixed("s", 2)({"s": all_attempts_wall(m)})),
     _STATUS, ERROR_COLUMN)
 
-#: CSV-only, after the measured columns (but for a swept key of the name): what produced each row's numbers, so
+#: CSV-only, before status and error (but for a swept key of the name): what produced each row's numbers, so
 #: rows of several sweeps compare (was: only the swept keys; task, model, seed and budget of the others unsaid).
 PROVENANCE_COLUMNS: tuple[Column, ...] = tuple(Column(key, "", lambda m: "", _config(key)) for key in (
     "data.name", "model.name", "seed", "data.num_simulations", "train.steps")) + (
