@@ -223,9 +223,10 @@ def plot_sweep(rows: Sequence[dict[str, Any]], keys: Sequence[str], path: Path, 
     else:
         panels = [("memory per device", ["param_bytes_per_device", "opt_bytes_per_device", "ema"], True),
                   ("median step time (ms)", ["median_step_s"], False), ("C2ST (0.5 = perfect)", ["c2st"], False)]
-    panel_width = min(10.0, max(3.8, 0.45 * len(rows) + 1.5))
-    fig, axes = _figure(panel_width * len(panels), 4.2 + 0.3 * len(group_keys), ncols=len(panels))
-    width = 0.8 / len(hues)
+    panel_width, longest = min(10.0, max(3.8, 0.45 * len(rows) + 1.5)), 0.07 * max(map(len, "\n".join(groups).split("\n")))
+    upright = longest > panel_width / len(groups)  # group names wider than their place (0.07 in a character): upright
+    fig, axes = _figure(panel_width * len(panels), 4.2 + 0.3 * len(group_keys) + upright * longest, ncols=len(panels))
+    width, slant = 0.8 / len(hues), {"rotation": 90} if upright else {}  # was level, and overlapping
 
     def measured(row: dict[str, Any], metric_keys: list[str]) -> list[Any]:
         # The memory panel stacks the whole state (the EMA too): "memory per device" left it out.
@@ -275,7 +276,7 @@ def plot_sweep(rows: Sequence[dict[str, Any]], keys: Sequence[str], path: Path, 
                           "stopping (xx)", fontsize="small")
         elif "best_weights_bytes_per_device" in metric_keys:
             ax.set_ylabel("one step (dark) + best weights kept for early stopping (xx)", fontsize="small")
-        ax.set_xticks(range(len(groups)), groups, fontsize="small")
+        ax.set_xticks(range(len(groups)), groups, fontsize="small", **slant)
         ax.set_xlim(-0.5, len(groups) - 0.5)  # every job's place, also where no job drew a bar (text sets no limits)
         ax.grid(axis="y", alpha=0.3)
     handles, labels = axes[0].get_legend_handles_labels()
