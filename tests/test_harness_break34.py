@@ -300,3 +300,29 @@ def test_a_record_the_disk_refuses_is_one_error_line_and_no_completed_run(tmp_pa
     assert [r.getMessage() for r in caplog.records] == [problem]
     assert metrics == {"status": "error", "error": problem if status == "ok" else "RuntimeError: save failed"}
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_a_record_the_disk_refuses_after_a_checkpoint_names_how_to_continue_and_the_folder_says_why_it_waits(
+        tmp_path, monkeypatch):
+    # Round 43: a run trained, saved step 20 and scored its C2ST, then its metrics.json met a full disk: "free space
+    # there before continuing the run" named no way to continue, and the same command again was refused as "an
+    # interrupted run's checkpoints", which it was not.
+    import errno
+    import os
+
+    from gensbi_sharding.harness import outputs, run_folder
+
+    def disk_full(path, data, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+    (tmp_path / "checkpoints" / "20").mkdir(parents=True)
+    monkeypatch.setattr(outputs, "write_atomic", disk_full)
+    assert outputs.write_record(tmp_path, {"status": "ok"}).endswith(
+        "free space there (or make it writable), then continue it there with the same command plus "
+        "train.resume=auto (its checkpoints are kept)")
+    with pytest.raises(FileExistsError) as refused:
+        run_folder.ensure_fresh(tmp_path)
+    assert str(refused.value).startswith(f"{tmp_path / 'checkpoints'} holds the checkpoints of a run with no record "
+                                         "(stopped, or its record could not be written); continue it here with the "
+                                         "same command plus train.resume=auto")
+    assert run_folder.ensure_fresh(tmp_path, resume_auto=True) is None  # which continues it

@@ -114,10 +114,12 @@ def write_record(folder: Path, metrics: dict, traceback_text: str | None = None)
         if traceback_text:
             write_atomic(Path(folder) / "error.txt", traceback_text)
         write_json(Path(folder) / "metrics.json", metrics)
-    except OSError as err:
+    except OSError as err:  # its checkpoints kept: how to continue it, then (was: unsaid, and the folder refused)
+        then = (", then continue it there with the same command plus train.resume=auto (its checkpoints are kept)"
+                if any(p.name.isdigit() for p in Path(folder).glob("checkpoints/*")) else " before continuing the run")
         return (f"this run's record ({'error.txt, ' if traceback_text else ''}metrics.json) could not be written in "
                 f"{folder} ({err.strerror or err}): its outcome is on this console only; free space there (or make it "
-                "writable) before continuing the run")
+                f"writable){then}")
     return None
 
 

@@ -104,9 +104,9 @@ def ensure_fresh(out_dir: Path, *, resume_auto: bool = False, resume_from: bool 
                               "folder: choose another hydra.run.dir for the dry run")
     if not resume_auto and has_checkpoints:  # the folder as Hydra and the shell read it back (was: as it is)
         from gensbi_sharding.harness.override_grammar import hydra_override
-        raise FileExistsError(f"{checkpoints} holds an interrupted run's checkpoints; continue it here with the same "
-                              f"command plus train.resume=auto, or in a new folder with "
-                              f"{hydra_override('train.resume', out_dir)} hydra.run.dir=<new folder>")
+        raise FileExistsError(f"{checkpoints} holds the checkpoints of a run with no record (stopped, or its record "
+                              "could not be written); continue it here with the same command plus train.resume=auto, "
+                              f"or in a new folder with {hydra_override('train.resume', out_dir)} hydra.run.dir=<new folder>")
     return previous
 
 
