@@ -311,3 +311,14 @@ def test_a_run_that_fails_after_placing_its_state_still_writes_sharding_txt(tmp_
     rows = {line.split()[0].removeprefix("model/"): re.search(r"P\([^)]*\)|single device", line).group(0)
             for line in (tmp_path / "sharding.txt").read_text().splitlines() if line.startswith("model/")}
     assert len(rows) == 12 and rows == metrics["placements"]
+
+
+@pytest.mark.slow  # a tiny run
+def test_a_run_that_scores_nothing_names_no_weights_scored(tmp_path):
+    # Was: eval.enabled=false wrote c2st_weights "EMA at the best validation step" and c2st_step 8 beside c2st null,
+    # and sweep_summary.csv's row named weights no C2ST had scored.
+    from faults_helpers import run_tiny
+
+    metrics = run_tiny(tmp_path, "eval.enabled=false")
+    assert (metrics["status"], metrics["final_step"]) == ("ok", 8)
+    assert (metrics["c2st"], metrics["c2st_weights"], metrics["c2st_step"]) == (None, None, None)

@@ -271,8 +271,8 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
 
     model, optimizer, *ema = nnx.merge(functions.graphdef, result.state)
     from gensbi_sharding.harness.posterior import evaluate_observations, sampled_weights
-    w = sampled_weights(metrics, ema=bool(ema))  # which weights C2ST scores, in metrics.json too (was: in the npz only)
-    metrics.update(c2st=None, c2st_weights=w["weights"], c2st_step=w["step"])
+    w = sampled_weights(metrics, ema=bool(ema)) if cfg.eval.enabled else {"weights": None, "step": None}  # none
+    metrics.update(c2st=None, c2st_weights=w["weights"], c2st_step=w["step"])  # scored: null (was: named, unscored)
     if cfg.eval.enabled:  # each observation's score joins c2st_observations as it is scored: a stop keeps them
         observations = list(cfg.eval.observations or [cfg.data.num_observation])
         log.info("[6/7] sample + C2ST: %d posterior draws per observation %s (weights: %s %d), scored against the "
