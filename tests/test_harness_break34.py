@@ -317,9 +317,14 @@ def test_a_record_the_disk_refuses_after_a_checkpoint_names_how_to_continue_and_
 
     (tmp_path / "checkpoints" / "20").mkdir(parents=True)
     monkeypatch.setattr(outputs, "write_atomic", disk_full)
+    # Its folder named, as the shell reads it back (was: "the same command plus train.resume=auto", which in the
+    # default outputs/<date>/<time> is a new folder: train.resume=auto there starts from step 0).
     assert outputs.write_record(tmp_path, {"status": "ok"}).endswith(
-        "free space there (or make it writable), then continue it there with the same command plus "
-        "train.resume=auto (its checkpoints are kept)")
+        "free space there (or make it writable), then continue it with the same command plus "
+        f"train.resume=auto hydra.run.dir={tmp_path} (its checkpoints are kept)")
+    (spaced := tmp_path / "my runs" / "checkpoints" / "20").mkdir(parents=True)
+    assert outputs.write_record(spaced.parent.parent, {"status": "ok"}).endswith(
+        f"train.resume=auto 'hydra.run.dir={tmp_path}/my runs' (its checkpoints are kept)")
     with pytest.raises(FileExistsError) as refused:
         run_folder.ensure_fresh(tmp_path)
     assert str(refused.value).startswith(f"{tmp_path / 'checkpoints'} holds the checkpoints of a run with no record "

@@ -114,8 +114,11 @@ def write_record(folder: Path, metrics: dict, traceback_text: str | None = None)
         if traceback_text:
             write_atomic(Path(folder) / "error.txt", traceback_text)
         write_json(Path(folder) / "metrics.json", metrics)
-    except OSError as err:  # its checkpoints kept: how to continue it, then (was: unsaid, and the folder refused)
-        then = (", then continue it there with the same command plus train.resume=auto (its checkpoints are kept)"
+    except OSError as err:
+        from gensbi_sharding.harness.sweep_hints import continue_command
+        # Its checkpoints kept: continued in this folder, named (was: "the same command plus train.resume=auto", in
+        # the default outputs/<date>/<time> a new folder, where train.resume=auto starts from step 0).
+        then = (f", then continue it with {continue_command(folder)} (its checkpoints are kept)"
                 if any(p.name.isdigit() for p in Path(folder).glob("checkpoints/*")) else " before continuing the run")
         return (f"this run's record ({'error.txt, ' if traceback_text else ''}metrics.json) could not be written in "
                 f"{folder} ({err.strerror or err}): its outcome is on this console only; free space there (or make it "
