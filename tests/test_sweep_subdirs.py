@@ -16,7 +16,7 @@ from omegaconf import OmegaConf, open_dict
 from gensbi_sharding.harness import run_folder
 from gensbi_sharding.harness.config import register_configs
 from gensbi_sharding.harness.sweep_plan import every_job
-from gensbi_sharding.harness.sweep_subdirs import colliding_subdirs_problem, job_subdirs
+from gensbi_sharding.harness.sweep_subdirs import colliding_subdirs_problem, job_subdirs, unused_folder_problem
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -188,6 +188,10 @@ def test_a_folder_override_the_mode_ignores_is_refused_naming_the_one_to_use(tmp
         f"experiment=sbibm) writes into hydra.sweep.dir ({config.hydra.sweep.dir}); set "
         f"hydra.sweep.dir={tmp_path / 'mine'} instead")
     assert not (tmp_path / "mine").exists()
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):  # one shell word (was: bare, so
+        config = compose("config", overrides=[f"hydra.run.dir={tmp_path / 'my runs'}"], return_hydra_config=True)
+    assert unused_folder_problem(config, multirun=True).endswith(  # pasted, a word per part of the path)
+        f"; set 'hydra.sweep.dir={tmp_path / 'my runs'}' instead")
     proc, cwd = refused_launches["sweep_dir"]  # python launch.py experiment=quick hydra.sweep.dir=mine, in cwd
     assert proc.returncode == 1 and proc.stderr.strip().splitlines()[-1].startswith(
         "[ERROR] hydra.sweep.dir=mine is not used here: a single run writes into hydra.run.dir (outputs/")

@@ -9,6 +9,7 @@ first one's results; so each job's subdir is resolved here, as the launcher will
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Sequence
 from typing import Any
 
@@ -153,6 +154,6 @@ def unused_folder_problem(config: Any, multirun: bool) -> str | None:
         return None
     mode = ("a multirun (-m, or a preset such as experiment=sbibm) writes into hydra.sweep.dir" if multirun
             else "a single run writes into hydra.run.dir")
-    fix = (f"set hydra.sweep.dir={named[0]} instead" if multirun
-           else f"set hydra.run.dir={named[0]} instead, or add -m for a sweep")
+    # The override as typed for Hydra, as one shell word (was: bare, split at a space when pasted).
+    fix = f"set {shlex.quote(f'{used}={named[0]}')} instead{'' if multirun else ', or add -m for a sweep'}"
     return f"{unused}={named[0]} is not used here: {mode} ({OmegaConf.select(config, used)}); {fix}"
