@@ -42,6 +42,14 @@ def test_no_note_when_this_run_trains_nothing_from_the_checkpoint(steps):
     assert schedule_change_note({"train": TRAIN}, changed, steps - 1) is not None  # one step left: said
 
 
+def test_an_unfinished_run_continued_with_its_step_as_train_steps_is_said_to_be_scored_unfinished():
+    # Was: no note, the run scored with status ok as if finished: e.g. a run of the 4,000-step default stopped at
+    # step 3,000, continued by the command it printed (no train.steps) after the default became 3,000.
+    assert schedule_change_note({"train": TRAIN}, {"train": {**TRAIN, "steps": 7}}, 7) == (
+        "train.resume: the checkpoint at step 7 is of an unfinished run (train.steps=20): this run, train.steps=7, "
+        "trains nothing and scores its weights as they are; add train.steps=20 to finish it", True)
+
+
 @pytest.mark.slow  # end-to-end runs (run_tiny, twice)
 def test_a_resumed_run_warns_when_it_continues_an_unfinished_run_on_another_schedule(tmp_path, caplog, devices):
     source = tmp_path / "source"
