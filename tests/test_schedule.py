@@ -48,6 +48,10 @@ def test_an_unfinished_run_continued_with_its_step_as_train_steps_is_said_to_be_
     assert schedule_change_note({"train": TRAIN}, {"train": {**TRAIN, "steps": 7}}, 7) == (
         "train.resume: the checkpoint at step 7 is of an unfinished run (train.steps=20): this run, train.steps=7, "
         "trains nothing and scores its weights as they are; add train.steps=20 to finish it", True)
+    # Beyond this run's train.steps (refused next): the one that finishes it (was: only "set train.steps=7").
+    assert schedule_change_note({"train": TRAIN}, {"train": {**TRAIN, "steps": 5}}, 7) == (
+        "train.resume: the checkpoint at step 7 is of an unfinished run (train.steps=20): add train.steps=20 to "
+        "finish it", True)
 
 
 @pytest.mark.slow  # end-to-end runs (run_tiny, twice)

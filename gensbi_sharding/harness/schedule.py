@@ -62,7 +62,7 @@ def learning_rate_schedule(*, learning_rate: float, steps: int, schedule: str = 
 def schedule_change_note(saved: dict, now: dict, step: int) -> tuple[str, bool] | None:
     """How resuming at ``step`` under ``now``'s schedule differs from the run that saved it; None if not at all,
     or if this run trains nothing from ``step`` (at or past its ``train.steps``: it only evaluates, or is refused),
-    but for an unfinished run this run only scores (``step`` is its ``train.steps``, below the saved run's): said.
+    but for an unfinished run (``step`` below the saved run's ``train.steps``): the ``train.steps`` that finishes it.
 
     Parameters
     ----------
@@ -82,11 +82,13 @@ def schedule_change_note(saved: dict, now: dict, step: int) -> tuple[str, bool] 
     old, new = saved.get("train") or {}, now.get("train") or {}
     if any(old.get(k) is None for k in SCHEDULE_KEYS):  # an older checkpoint without them: nothing to compare
         return None
-    if new.get("steps") == step < old["steps"]:  # an unfinished run only scored, e.g. one of the 4,000-step default
-        # continued under the 3,000-step one by the command it printed (was: status ok, scored as if finished, unsaid)
+    if new.get("steps") is not None and new["steps"] <= step < old["steps"]:  # an unfinished run only scored (or
+        # refused, beyond), e.g. one of the 4,000-step default continued under the 3,000-step one by the command it
+        # printed (was: status ok, scored as if finished, unsaid; beyond: "set train.steps=<its step>" alone)
+        scored = f"this run, train.steps={step}, trains nothing and scores its weights as they are; " * (
+            step == new["steps"])
         return (f"train.resume: the checkpoint at step {step} is of an unfinished run (train.steps={old['steps']}): "
-                f"this run, train.steps={step}, trains nothing and scores its weights as they are; add "
-                f"train.steps={old['steps']} to finish it", True)
+                f"{scored}add train.steps={old['steps']} to finish it", True)
     if new.get("steps") is not None and step >= new["steps"]:  # no step runs at a rate: was a note of the
         return None  # rate (e.g. "0 at step 20" of a 10-step schedule), then "beyond train.steps=10"'s refusal
     differ = [k for k in SCHEDULE_KEYS if old[k] != new[k]]
