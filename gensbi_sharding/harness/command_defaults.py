@@ -74,7 +74,7 @@ def _compositions(command: CommandLine, without: Override | None) -> Iterator[An
     composition fails, or for all where a choice is a glob or the jobs are too many to compose each.
 
     Was one composition, None for any swept group: ``-m experiment=quick model=mlp,transformer train.steps=abc``
-    suggested the schema's train.steps=4000, where both jobs compose 20.
+    suggested the schema's train.steps (3000), where both jobs compose 20.
     """
     jobs = command_jobs(command, without)
     if jobs is None:
