@@ -331,3 +331,47 @@ def test_a_record_the_disk_refuses_after_a_checkpoint_names_how_to_continue_and_
                                          "(stopped, or its record could not be written); continue it here with the "
                                          "same command plus train.resume=auto")
     assert run_folder.ensure_fresh(tmp_path, resume_auto=True) is None  # which continues it
+
+
+@pytest.mark.parametrize("refusal", ["ENOSPC", "EROFS"])
+def test_a_file_the_disk_refuses_is_named_with_what_is_kept_and_the_command_that_continues(tmp_path, monkeypatch,
+                                                                                          refusal):
+    # Round 43: launch.py ... hydra.run.dir=<a tmpfs that fills at posterior_samples.npz> ended "[ERROR] OSError:
+    # [Errno 28] No space left on device; checkpoint ... was saved before it", naming no file (a write's OSError
+    # has none), and a refusal at the temp file's creation named the temp name.
+    import errno
+    import os
+
+    from gensbi_sharding.harness import outputs, stop_record
+
+    code = getattr(errno, refusal)
+
+    def refused(fd):
+        raise OSError(code, os.strerror(code))  # as a write that meets a full disk raises it: no file named
+
+    samples = tmp_path / "posterior_samples.npz"
+    samples.write_bytes(b"kept")  # an earlier attempt's file: whole or replaced, never cut
+    monkeypatch.setattr(outputs.os, "fsync", refused)
+    with pytest.raises(OSError) as failed:
+        outputs.write_npz(samples, samples=np.zeros(3))
+    monkeypatch.undo()
+    assert (failed.value.errno, failed.value.filename) == (code, str(samples))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["posterior_samples.npz"]  # no temp file left
+    assert samples.read_bytes() == b"kept"
+    with pytest.raises(FileExistsError):  # an exclusive write's refusal keeps its kind
+        outputs.write_atomic(samples, "new", exclusive=True)
+
+    fix = "free space there" if refusal == "ENOSPC" else "make it writable"
+    continues = f"the same command plus train.resume=auto hydra.run.dir={tmp_path}"
+    assert stop_record.failure_error(tmp_path, [], failed.value) == (
+        f"posterior_samples.npz could not be written in {tmp_path} ({os.strerror(code)}), no partial file left; no "
+        f"checkpoint was saved: {fix}, then run it again with: {continues}")
+    (tmp_path / "checkpoints" / "20").mkdir(parents=True)
+    (tmp_path / "c2st.csv").write_text("observation,c2st\n1,0.6\n")
+    assert stop_record.failure_error(tmp_path, [], failed.value) == (
+        f"posterior_samples.npz could not be written in {tmp_path} ({os.strerror(code)}), no partial file left; "
+        f"checkpoint {tmp_path / 'checkpoints' / '20'} and the scores so far (c2st.csv) kept: {fix}, then continue "
+        f"with: {continues}")
+    assert stop_record.failure_error(tmp_path, [], OSError(code, os.strerror(code))) == (  # no file known: as before
+        f"OSError: [Errno {code}] {os.strerror(code)}; checkpoint {tmp_path / 'checkpoints' / '20'} was saved before "
+        f"it: once that is fixed, continue with: {continues}")

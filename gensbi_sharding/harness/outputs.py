@@ -28,10 +28,13 @@ def write_atomic(path: Path, data: bytes | str, *, exclusive: bool = False) -> P
     ``FileExistsError`` raised (a check before writing cannot see a file made while the data was computed).
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
-    # os.open applies the umask to 0o666 as open() does; tempfile.mkstemp would give 0o600.
-    handle = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:  # a refusal names the file meant (was: none where a write met a full disk, the temp name where it began)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # os.open applies the umask to 0o666 as open() does; tempfile.mkstemp would give 0o600.
+        handle = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except OSError as err:
+        raise (OSError(err.errno, err.strerror, str(path)) if err.errno else err) from err
     try:
         with os.fdopen(handle, "wb") as f:
             f.write(data.encode() if isinstance(data, str) else data)
@@ -44,8 +47,10 @@ def write_atomic(path: Path, data: bytes | str, *, exclusive: bool = False) -> P
             tmp.unlink()
         else:
             os.replace(tmp, path)
-    except BaseException:
+    except BaseException as err:
         tmp.unlink(missing_ok=True)
+        if isinstance(err, OSError) and err.errno:  # the same kind (FileExistsError stays one), the file meant named
+            raise OSError(err.errno, err.strerror, str(path)) from err
         raise
     return path
 

@@ -102,7 +102,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                 stop = stop_record.at_once_error(out, saved, f"{type(err).__name__}: {err}")
                 stop_record.record_interrupt(metrics, stop, start, folder)
                 raise KeyboardInterrupt from err
-            metrics["error"] = f"{type(err).__name__}: {err}" + stop_record.failure_resume_hint(out, saved_before, err)
+            metrics["error"] = stop_record.failure_error(out, saved_before, err)  # a file the disk refused: named
             log.error("%s", metrics["error"], extra=child_refusal(err))  # the console tags it "[ERROR]"
             failure = traceback.format_exc()
         watch.settle()  # a stop the watchdog is writing wins: it ends the process

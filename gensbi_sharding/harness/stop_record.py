@@ -7,11 +7,13 @@ committed checkpoint, the one a continued run starts from.
 
 from __future__ import annotations
 
+import errno
 import logging
 from pathlib import Path
 from typing import Any
 
-__all__ = ["record_interrupt", "record_resume_point", "failure_resume_hint", "at_once_error"]
+__all__ = ["record_interrupt", "record_resume_point", "failure_resume_hint", "failure_error",
+           "output_refused_error", "at_once_error"]
 
 log = logging.getLogger("gensbi_sharding")
 
@@ -122,15 +124,48 @@ def failure_resume_hint(out: Path, before: list[int], err: BaseException) -> str
     str
         ``"; checkpoint <folder>/checkpoints/<step> was saved before it: once that is fixed, continue with: ..."``.
     """
-    from gensbi_sharding.harness.launch_record import step_folder_names
     from gensbi_sharding.harness.sweep_hints import continue_command
+
+    newest = _saved_checkpoint(out, before, err)
+    return "" if newest is None else (f"; checkpoint {newest} was saved before it: once that is fixed, continue with: "
+                                      f"{continue_command(out)}")
+
+
+def failure_error(out: Path, before: list[int], err: BaseException) -> str:
+    """A failed run's error: ``output_refused_error``'s, else the exception and ``failure_resume_hint``'s."""
+    return (output_refused_error(out, before, err)
+            or f"{type(err).__name__}: {err}" + failure_resume_hint(out, before, err))
+
+
+#: What a disk says when it takes no more (full, over quota) or refuses writes (read-only, no permission).
+DISK_REFUSALS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM}
+
+
+def output_refused_error(out: Path, before: list[int], err: BaseException) -> str | None:
+    """A run's error where the disk refused one of its files (``DISK_REFUSALS``; the file named by ``write_atomic``):
+    that file, what is kept (this attempt's checkpoint, the scores so far) and the command that continues the run;
+    None for any other failure (was: ``OSError: [Errno 28] No space left on device``, naming no file)."""
+    from gensbi_sharding.harness.sweep_hints import continue_command
+
+    if not isinstance(err, OSError) or err.errno not in DISK_REFUSALS or not err.filename:
+        return None
+    path, newest = Path(err.filename), _saved_checkpoint(out, before, err)
+    kept = [f"checkpoint {newest}"] if newest is not None else []
+    kept += ["the scores so far (c2st.csv)"] if path.name != "c2st.csv" and (Path(out) / "c2st.csv").is_file() else []
+    fix = "free space there" if err.errno in (errno.ENOSPC, errno.EDQUOT) else "make it writable"
+    return (f"{path.name} could not be written in {path.parent} ({err.strerror}), no partial file left; "
+            f"{' and '.join(kept) + ' kept' if kept else 'no checkpoint was saved'}: {fix}, then "
+            f"{'continue' if newest is not None else 'run it again'} with: {continue_command(out)}")
+
+
+def _saved_checkpoint(out: Path, before: list[int], err: BaseException) -> Path | None:
+    """This attempt's newest checkpoint (``failure_resume_hint``), or None."""
+    from gensbi_sharding.harness.launch_record import step_folder_names
 
     # From the folder names, not Orbax: its listing is a collective of every process, and one process's failure is
     # not the others' (one process listing alone aborts them all, SIGABRT); it would start JAX's backend too.
     steps = step_folder_names(Path(out))
     # Compared by step, not file time: an earlier attempt may have saved within the clock's rounding of this start.
     if not steps or steps[-1] in before or isinstance(err, FloatingPointError):
-        return ""
-    newest = Path(out) / "checkpoints" / str(steps[-1])
-    return (f"; checkpoint {newest} was saved before it: once that is fixed, continue with: "
-            f"{continue_command(out)}")
+        return None
+    return Path(out) / "checkpoints" / str(steps[-1])
