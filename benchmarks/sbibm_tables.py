@@ -214,9 +214,17 @@ def write_tables(cells: dict, left_out: dict, settings: dict, published: tuple[d
     files["sbibm.png"] = plot(cells, paper, left_out)
     # Every file is made in memory first and written only once all four are made, each whole (a temporary
     # name, then a rename): a failure making one (the plot) leaves the previous four as they were.
-    out.mkdir(parents=True, exist_ok=True)
+    written: list[str] = []
     for name in OUTPUTS:
-        write_atomic(out / name, files[name])
+        try:
+            write_atomic(out / name, files[name])
+        except OSError as err:  # a full or read-only disk: named, and what is kept (was: an OSError's traceback)
+            raise SystemExit(f"{out / name} could not be written ({err.strerror or err}); "
+                             f"{', '.join(written) or 'none of the four files'} written, the rest "
+                             f"as they were, each whole; the scores are kept in {source or 'the job folders'}: free "
+                             "space there (or make it writable), or pass another --out, then run the same command "
+                             "again") from None
+        written.append(name)
     return text
 
 

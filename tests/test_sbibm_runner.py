@@ -610,6 +610,40 @@ def test_table_that_fails_part_way_leaves_the_last_table_whole(sbibm, tmp_path, 
     assert {p.name: p.read_text() for p in out.iterdir()} == {n: f"the last table's {n}" for n in sbibm.OUTPUTS}
 
 
+def test_table_on_a_full_disk_names_the_file_and_what_is_kept(sbibm, tmp_path, monkeypatch):
+    # Round 43: sbibm.py table <root> --out <a full disk> was an OSError's traceback ("No space left on device").
+    import errno
+    import os
+
+    import sbibm_tables
+
+    fake_job(tmp_path / "r" / "job", "two_moons", 1000, scores((1, 0.6)))
+    out = tmp_path / "out"
+    out.mkdir()
+    for name in sbibm.OUTPUTS:
+        (out / name).write_text(f"the last table's {name}")
+    write = sbibm_tables.write_atomic
+
+    def full_at_the_third(path, data, **kwargs):
+        if path.name == sbibm.OUTPUTS[2]:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+        return write(path, data, **kwargs)
+
+    monkeypatch.setattr(sbibm_tables, "write_atomic", full_at_the_third)
+    with pytest.raises(SystemExit) as stop:
+        sbibm.table([tmp_path / "r"], out)
+    assert str(stop.value) == (
+        f"{out / 'sbibm_table.csv'} could not be written (No space left on device); sbibm_results.csv, sbibm_table.md "
+        "written, the rest as they were, each whole; the scores are kept in the job folders: free space there (or "
+        "make it writable), or pass another --out, then run the same command again")
+    kept = {p.name: p.read_text(errors="replace") for p in out.iterdir()}
+    assert sorted(kept) == sorted(sbibm.OUTPUTS)  # no temporary file left
+    assert [kept[n] == f"the last table's {n}" for n in sbibm.OUTPUTS] == [False, False, True, True]
+    monkeypatch.setattr(sbibm_tables, "write_atomic", write)
+    sbibm.table([tmp_path / "r"], out)  # the same command again, once there is room: all four written
+    assert all((out / n).read_bytes() != f"the last table's {n}".encode() for n in sbibm.OUTPUTS)
+
+
 def test_table_names_rows_made_with_different_settings(sbibm, tmp_path, capsys, monkeypatch):
     # Was silent: a 20-step row beside a 20,000-step one read as one recipe.
     fake_job(tmp_path / "a" / "job", "two_moons", 1000, scores((1, 0.6)), overrides=["mesh=none", "train.steps=20"])
