@@ -98,6 +98,48 @@ def test_a_sweep_ends_with_its_outcome_line_after_the_table(tmp_path, capsys, mo
                         printed[-1]), printed[-1]
 
 
+def test_a_sweep_summary_the_disk_refuses_is_one_line_with_the_command_that_writes_it(tmp_path, capsys,
+                                                                                       monkeypatch):
+    # Round 43: launch.py -m ... hydra.sweep.dir=<a disk that fills at sweep_summary.csv> ended with Hydra's
+    # "UserWarning: Callback SweepSummary.on_multirun_end raised OSError: [Errno 28] No space left on device" and
+    # "  warnings.warn(", naming neither what was kept nor how to write the summary once there is room.
+    import errno
+    import os
+    import shlex
+    import subprocess
+    import sys
+
+    from gensbi_sharding.harness import plots, summary
+
+    monkeypatch.setattr(plots, "plot_sweep", lambda rows, keys, path, dry_run=False: path)  # no matplotlib here
+    sweep = tmp_path / "sweep é"
+    for job, rule in enumerate(("fsdp", "tensor")):
+        make_job(sweep, job, ["experiment=quick", f"rule={rule}"], {"train": {"steps": 20}})
+    OmegaConf.save(OmegaConf.create({"hydra": {"overrides": {"task": ["experiment=quick", "rule=fsdp,tensor"]}}}),
+                   sweep / "multirun.yaml")
+    config = OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep)},
+                                         "overrides": {"task": ["experiment=quick", "rule=fsdp,tensor"]}}})
+    write = summary.write_atomic
+
+    def full(path, data, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+    monkeypatch.setattr(summary, "write_atomic", full)
+    SweepSummary().on_multirun_end(config)
+    printed = capsys.readouterr()
+    command = (f"python -c 'from gensbi_sharding.harness.summary import refresh_sweep_summary as again; "
+               f"again(\"{sweep / '0'}\")'")
+    assert (printed.out, printed.err.splitlines()) == ("", [
+        f"[ERROR] {sweep / 'sweep_summary.csv'} could not be written (No space left on device): the sweep's summary "
+        "is not written, each job's outcome is kept in its folder's metrics.json; free space there (or make it "
+        f"writable), then write the summary with: {command}"])
+    monkeypatch.setattr(summary, "write_atomic", write)
+    argv = shlex.split(command)
+    subprocess.run([sys.executable, *argv[1:]], check=True, env={**os.environ, "MPLBACKEND": "Agg"})
+    rows = list(__import__("csv").DictReader((sweep / "sweep_summary.csv").open()))
+    assert [(r["job"], r["rule"], r["status"]) for r in rows] == [("0", "fsdp", "ok"), ("1", "tensor", "ok")]
+
+
 def test_summary_columns_show_the_value_each_job_ran_with(tmp_path, monkeypatch):
     # Job 0 was trained further with train.steps=40; job 1 ran experiment=quick's 20: its cell was empty.
     from gensbi_sharding.harness import plots

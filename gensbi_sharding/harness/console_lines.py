@@ -16,7 +16,7 @@ from typing import Any
 from gensbi_sharding.harness.units import format_c2st, format_seconds, is_number
 
 __all__ = ["mesh_step_line", "log_c2st_mean", "sweep_end_line", "remember_stopped_sweep", "stopped_sweep_line",
-           "completed_jobs_lead"]
+           "completed_jobs_lead", "summary_refused_line"]
 
 log = logging.getLogger("gensbi_sharding.harness.run")
 
@@ -153,3 +153,21 @@ def completed_jobs_lead(sweep_dir: Path, job_dirs: Sequence[Path], refusal: str 
     refused = next((job.name for job in job_dirs if refusal.startswith(str(Path(job)) + "/")), None)
     return (f"hydra.sweep.dir={sweep_dir}: {len(done)} of its {(n := max(jobs, len(done)) if jobs else len(job_dirs))} job{'s' * (n != 1)} complete ({named}); "
             + (f"job {refused}: " if refused else ""))
+
+
+def summary_refused_line(sweep_dir: Path, err: OSError) -> None:
+    """Print a sweep's summary the disk refused (full, read-only): the file, that each job's outcome is kept, and the
+    command that writes the summary (was: Hydra's warning of the callback's OSError, and no line ending the sweep)."""
+    import json
+    import shlex
+    import sys
+
+    from gensbi_sharding.harness.console import tagged
+
+    jobs = sorted(Path(sweep_dir).glob("*/metrics.json"))
+    code = ("from gensbi_sharding.harness.summary import refresh_sweep_summary as again; "
+            f"again({json.dumps(str(jobs[0].parent) if jobs else '', ensure_ascii=False)})")
+    print(tagged("ERROR", f"{err.filename or sweep_dir} could not be written ({err.strerror or err}): the sweep's "
+                 "summary is not written, each job's outcome is kept in its folder's metrics.json; free space there "
+                 f"(or make it writable), then write the summary with: python -c {shlex.quote(code)}"),
+          file=sys.stderr, flush=True)

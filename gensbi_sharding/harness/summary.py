@@ -28,7 +28,7 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from gensbi_sharding.harness.console_lines import remember_stopped_sweep, sweep_end_line
+from gensbi_sharding.harness.console_lines import remember_stopped_sweep, summary_refused_line, sweep_end_line
 from gensbi_sharding.harness.outputs import read_metrics, read_record, write_atomic
 from gensbi_sharding.harness.plots import status_counts
 from gensbi_sharding.harness.summary_columns import (DRY_RUN_COLUMNS, ERROR_COLUMN, PROVENANCE_COLUMNS, TRAIN_COLUMNS,
@@ -245,8 +245,12 @@ class SweepSummary(Callback):
         declared = declared_sweeps(*command_overrides(config))
         # A job that ended without a record (refused its folder before run() could write one) is a row too, 'not
         # run' (was: left out, and the sweep said "done: 1 ok, 0 failed" as it exited 1)
-        summary = write_summary(sweep_dir, declared, all_jobs=(jobs := every_job(config)),
-                                folders=job_folders(config, jobs))
+        try:
+            summary = write_summary(sweep_dir, declared, all_jobs=(jobs := every_job(config)),
+                                    folders=job_folders(config, jobs))
+        except OSError as err:  # a full or read-only disk: named, each job's outcome kept (was: Hydra's warning)
+            summary_refused_line(sweep_dir, err)
+            return
         if summary is None:
             log.warning("multirun finished with no job metrics under %s", sweep_dir)
             return
