@@ -370,6 +370,43 @@ def test_a_log_file_the_disk_refuses_is_named_once_on_the_console(tmp_path, caps
         "here are on this console only; free space there (or make it writable)\n")
 
 
+def test_a_failed_saves_late_callbacks_go_to_the_log_file_once(monkeypatch, caplog):
+    # Round 43: a checkpoint save on a full disk (a 6 MB tmpfs, train.steps=40 train.checkpoint_every=20) printed 36
+    # to 208 tracebacks ending "RuntimeError: Event loop is closed" around the run's own error line: tensorstore's
+    # writes ending after Orbax's event loop closed, each callback's error printed as Python prints an unraisable
+    # one. Here an object's __del__ calls the closed loop as those callbacks did; anything else is printed as before.
+    import asyncio
+    import gc
+    import sys
+
+    loop = asyncio.new_event_loop()
+    loop.close()
+
+    class LateCallback:
+        def __init__(self, call):
+            self.call = call
+
+        def __del__(self):
+            self.call()
+
+    def late(call):
+        LateCallback(call)
+        gc.collect()
+
+    from gensbi_sharding.harness.log_file import late_writes_to_log
+
+    printed = []  # what Python's own hook (pytest's, here) is given to print
+    monkeypatch.setattr(sys, "unraisablehook", lambda unraisable: printed.append(repr(unraisable.exc_value)))
+    with caplog.at_level(logging.INFO, logger=console.NATIVE), late_writes_to_log():
+        for _ in range(3):
+            late(lambda: loop.call_soon_threadsafe(print))
+        late(lambda: 1 / 0)
+    late(lambda: loop.call_soon_threadsafe(print))  # after the job: as Python says it
+    assert printed == ["ZeroDivisionError('division by zero')", "RuntimeError('Event loop is closed')"]
+    assert [r.getMessage() for r in caplog.records if r.name == console.NATIVE] == [
+        "a write ended after its event loop closed (a save that failed): Event loop is closed"]
+
+
 def test_the_console_handler_drops_lines_once_its_reader_left(capfd):
     # Was: `python launch.py ... | head -2` ended a run that finished ok with "--- Logging error ---", a traceback
     # and the final line on stderr (logging.StreamHandler's report of the closed pipe).

@@ -8,13 +8,15 @@ error line among them. ``JobLogFile`` says it once on the console and goes on: t
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
+from collections.abc import Iterator
 
-from gensbi_sharding.harness.console import tagged
+from gensbi_sharding.harness.console import NATIVE, tagged
 
-__all__ = ["JobLogFile", "Console"]
+__all__ = ["JobLogFile", "Console", "late_writes_to_log"]
 
 
 class JobLogFile(logging.FileHandler):
@@ -51,3 +53,26 @@ class Console(logging.StreamHandler):
             os.dup2(os.open(os.devnull, os.O_WRONLY), self.stream.fileno())
         except (OSError, ValueError):
             pass
+
+
+@contextlib.contextmanager
+def late_writes_to_log() -> Iterator[None]:
+    """A checkpoint save the disk refused (full, read-only) leaves tensorstore's other writes to end after Orbax's
+    event loop closed: each one's callback raised RuntimeError('Event loop is closed'), printed as Python prints an
+    unraisable error, 36 to 208 tracebacks around the run's own error line (which names the failure and the checkpoint
+    that continues it). While the job runs they go to its log file, once; any other unraisable error is printed."""
+    previous, said = sys.unraisablehook, []
+
+    def hook(unraisable: object) -> None:
+        err = getattr(unraisable, "exc_value", None)
+        if not (isinstance(err, RuntimeError) and str(err) == "Event loop is closed"):
+            previous(unraisable)
+        elif not said:
+            said.append(err)
+            logging.getLogger(NATIVE).info("a write ended after its event loop closed (a save that failed): %s", err)
+
+    sys.unraisablehook = hook
+    try:
+        yield
+    finally:
+        sys.unraisablehook = previous
