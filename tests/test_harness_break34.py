@@ -375,3 +375,26 @@ def test_a_file_the_disk_refuses_is_named_with_what_is_kept_and_the_command_that
     assert stop_record.failure_error(tmp_path, [], OSError(code, os.strerror(code))) == (  # no file known: as before
         f"OSError: [Errno {code}] {os.strerror(code)}; checkpoint {tmp_path / 'checkpoints' / '20'} was saved before "
         f"it: once that is fixed, continue with: {continues}")
+
+
+def test_a_checkpoint_save_the_disk_refuses_names_the_command_once(tmp_path):
+    # Round 43: a 4060k tmpfs refused checkpoint 20, the run's first: "... No space left on device
+    # [os_error_code='28']) ... no earlier checkpoint was saved", no way named, and the same command was refused the
+    # folder. A 6 MB one refused step 40: checkpoint 20 named kept twice ("is kept: resume from it; checkpoint ...
+    # was saved before it").
+    from gensbi_sharding.harness.stop_record import failure_error
+
+    def save_failed(kept):
+        return RuntimeError(f"checkpoint step 40 was not saved in {tmp_path / 'checkpoints'}: writing or committing it "
+                            "failed (ValueError: RESOURCE_EXHAUSTED: Failed to write 12033 bytes to file 16: No space "
+                            f"left on device [os_error_code='28']). Keep the checkpoint folder writable; {kept}")
+
+    continues = f"the same command plus train.resume=auto hydra.run.dir={tmp_path}"
+    first = save_failed("no earlier checkpoint was saved")
+    assert failure_error(tmp_path, [], first) == (
+        f"RuntimeError: {first}; once that is fixed, run it again with: {continues}")
+    assert failure_error(tmp_path, [], RuntimeError("diverged")) == "RuntimeError: diverged"  # not the disk
+    (tmp_path / "checkpoints" / "20").mkdir(parents=True)
+    later = save_failed(f"the latest complete checkpoint, {tmp_path / 'checkpoints' / '20'}, is kept: resume from it")
+    assert failure_error(tmp_path, [], later) == (
+        f"RuntimeError: {later}; once that is fixed, continue with: {continues}")

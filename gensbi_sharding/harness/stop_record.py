@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -132,9 +133,19 @@ def failure_resume_hint(out: Path, before: list[int], err: BaseException) -> str
 
 
 def failure_error(out: Path, before: list[int], err: BaseException) -> str:
-    """A failed run's error: ``output_refused_error``'s, else the exception and ``failure_resume_hint``'s."""
-    return (output_refused_error(out, before, err)
-            or f"{type(err).__name__}: {err}" + failure_resume_hint(out, before, err))
+    """A failed run's error: ``output_refused_error``'s, else the exception and ``failure_resume_hint``'s; a failure
+    that names a disk's refusal (a checkpoint save's on a full disk) and saved no checkpoint, the command that runs it
+    again (was: "no earlier checkpoint was saved" only, and the same command refused the folder)."""
+    from gensbi_sharding.harness.sweep_hints import continue_command
+
+    if (refused := output_refused_error(out, before, err)) is not None:
+        return refused
+    hint, newest = failure_resume_hint(out, before, err), _saved_checkpoint(out, before, err)
+    if newest is not None and f"{newest}," in str(err):  # the save's own error named it kept (was: said twice)
+        hint = f"; once that is fixed, continue with: {continue_command(out)}"
+    elif newest is None and any(os.strerror(code) in str(err) for code in DISK_REFUSALS):
+        hint = f"; once that is fixed, run it again with: {continue_command(out)}"
+    return f"{type(err).__name__}: {err}{hint}"
 
 
 #: What a disk says when it takes no more (full, over quota) or refuses writes (read-only, no permission).
