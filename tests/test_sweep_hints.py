@@ -168,3 +168,25 @@ def test_a_job_whose_record_is_damaged_is_continued_without_reading_it(tmp_path)
                     f"with: python launch.py '<its overrides>' train.resume=auto hydra.mode=RUN hydra.run.dir={runs[1]}")
     assert summary._job_overrides(runs[1]) == {} and summary._job_choices(runs[1]) == {}
     assert summary._job_overrides(runs[0]) == {"train.steps": "2"}
+
+
+def test_the_unfinished_jobs_script_the_disk_refuses_leaves_the_commands_inline(tmp_path, monkeypatch):
+    # Round 43: a sweep folder full (or read-only) when its refusal wrote continue_unfinished.sh for its 5 unfinished
+    # jobs: the OSError replaced the refusal, and no command to continue them was said.
+    import errno
+    import os
+
+    from gensbi_sharding.harness import outputs
+
+    def full(path, data, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+    runs = finished_sweep(tmp_path, [[f"train.steps={n}"] for n in range(2, 8)])
+    for run in runs[1:]:  # job 0 completed, the 5 others preempted
+        (run / "metrics.json").write_text('{"status": "preempted"}')
+    monkeypatch.setattr(outputs, "write_atomic", full)
+    hint = unfinished_jobs_hint(runs, ("preempted",), [[f"train.steps={n}"] for n in range(2, 8)], sweep_dir=tmp_path)
+    commands = [f"python launch.py train.steps={n} train.resume=auto hydra.mode=RUN hydra.run.dir={tmp_path / str(n - 2)}"
+                for n in range(3, 8)]
+    assert hint.endswith("continue its unfinished jobs one by one: " + " ; ".join(commands)), hint
+    assert not (tmp_path / "continue_unfinished.sh").exists()

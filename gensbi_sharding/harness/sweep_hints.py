@@ -232,9 +232,12 @@ def unfinished_jobs_hint(jobs: Sequence[Any], resumable: Sequence[str], all_jobs
     if len(commands) > INLINE_COMMANDS and sweep_dir is not None:  # one line of 20 commands helps no one
         from gensbi_sharding.harness.outputs import write_atomic
 
-        script = write_atomic(Path(sweep_dir) / CONTINUE_SCRIPT, "#!/usr/bin/env bash\n# The sweep's unfinished "
-                              "jobs, one command each, each continuing in its own folder (written when the sweep "
-                              "folder was refused).\n" + "\n".join(commands) + "\n")
+        try:
+            script = write_atomic(Path(sweep_dir) / CONTINUE_SCRIPT, "#!/usr/bin/env bash\n# The sweep's unfinished "
+                                  "jobs, one command each, each continuing in its own folder (written when the sweep "
+                                  "folder was refused).\n" + "\n".join(commands) + "\n")
+        except OSError:  # a full or read-only sweep folder: the commands inline (was: the OSError, the refusal lost)
+            return f"; {whole}: continue its unfinished jobs{started} one by one: {listed}"
         listed = f"bash {shlex.quote(str(script))} ({len(commands)} commands, one per line; the first: {commands[0]})"
     return f"; {whole}: continue its unfinished jobs{started} one by one: {listed}"
 
