@@ -265,6 +265,11 @@ def main(argv: list[str] | None = None) -> None:
             print("stopped by Ctrl-C between jobs; run the same command again to run the jobs not finished",
                   file=sys.stderr)
             raise SystemExit(130) from None
+        except OSError as err:  # the runner's own writes on a full or read-only disk (was: an OSError's traceback)
+            raise SystemExit(f"{err.filename or args.root} could not be written ({err.strerror or err}): the jobs that "
+                             f"finished are kept in their folders under {args.root}; free space there (or make it "
+                             "writable), then run the same command again: it skips the finished jobs and continues "
+                             "the stopped ones") from None
         other = [f for f in failed if f.endswith("(other settings)")]
         if other:  # rerunning the same command would change nothing for these
             raise SystemExit(f"{len(other)} job(s) finished with other settings than asked: {', '.join(other)} (each "

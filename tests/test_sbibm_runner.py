@@ -610,6 +610,28 @@ def test_table_that_fails_part_way_leaves_the_last_table_whole(sbibm, tmp_path, 
     assert {p.name: p.read_text() for p in out.iterdir()} == {n: f"the last table's {n}" for n in sbibm.OUTPUTS}
 
 
+def test_run_on_a_full_disk_names_the_file_and_what_is_kept(sbibm, tmp_path, monkeypatch):
+    # Round 43: sbibm.py run --root <a full disk> stopped with an OSError's traceback ("No space left on device") as it
+    # recorded the cells asked.
+    import errno
+    import os
+
+    from gensbi_sharding.harness import outputs
+
+    def full(path, data, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+    monkeypatch.setattr(outputs, "write_atomic", full)
+    root = tmp_path / "root é"
+    with pytest.raises(SystemExit) as stop:
+        sbibm.main(["run", "--root", str(root), "--tasks", "two_moons", "--budgets", "1000"])
+    assert str(stop.value) == (
+        f"{root / sbibm.ASKED} could not be written (No space left on device): the jobs that finished are kept in "
+        f"their folders under {root}; free space there (or make it writable), then run the same command again: it "
+        "skips the finished jobs and continues the stopped ones")
+    assert sorted(p.name for p in root.iterdir()) == []  # nothing half-written, no job started
+
+
 def test_table_on_a_full_disk_names_the_file_and_what_is_kept(sbibm, tmp_path, monkeypatch):
     # Round 43: sbibm.py table <root> --out <a full disk> was an OSError's traceback ("No space left on device").
     import errno
