@@ -185,6 +185,45 @@ def test_a_crash_of_the_folder_check_stops_only_where_hydra_would_overwrite_file
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before  # no lock file left behind
 
 
+def test_a_resume_on_a_disk_still_full_is_told_to_free_space_not_to_give_a_new_folder(tmp_path, monkeypatch,
+                                                                                       capsys):
+    # Round 43: a run stopped by a full disk after its checkpoint, resumed with the same command plus
+    # train.resume=auto while the disk was still full: "the check of <folder> ... could not run (OSError: [Errno 28]
+    # ...; a fault of gensbi_sharding's own, not of this command): ... give a new hydra.run.dir", where a new folder
+    # would not hold the checkpoint that the resume continues.
+    import errno
+    import os
+
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness import launch_record, outputs, run_folder
+
+    folder = tmp_path / "run é"
+    (folder / "checkpoints" / "20").mkdir(parents=True)
+    (folder / ".hydra").mkdir()
+    (folder / ".hydra" / "overrides.yaml").write_text("- train.steps=20\n")
+    outputs.write_json(folder / "metrics.json", {"status": "error", "error": "posterior_samples.npz ..."})
+    before = {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+    def full(src, dst, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(src), None, str(dst))
+
+    monkeypatch.setattr(launch_record.shutil, "copy2", full)
+    config = OmegaConf.create({"hydra": {"run": {"dir": str(folder)}, "overrides": {"task": ["train.steps=20"]}},
+                               "train": {"resume": "auto", "steps": 20},
+                               "distributed": {"mode": "none", "process_id": None}})
+    callback = run_folder.RefuseCompletedRun()
+    with pytest.raises(SystemExit) as stop:
+        callback.on_run_start(config=config)
+    assert stop.value.code == 1
+    assert capsys.readouterr().err.splitlines() == [
+        f"[ERROR] {folder / '.hydra' / 'saved_by.partial' / 'overrides.yaml'} could not be written (No space left on "
+        f"device) as {folder} was checked before Hydra writes into it: its files are as they were; free space there "
+        "(or make it writable), then run the same command again"]
+    after = {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file() and p.name != ".run.lock"}
+    assert after == before  # the lock's file stays, as after every run
+
+
 @pytest.mark.parametrize("multirun, named", [(False, "hydra.run.dir"), (True, "hydra.sweep.dir")])
 def test_a_failed_jobs_folder_names_the_folder_setting_of_its_mode(tmp_path, multirun, named):
     # Was: a sweep re-run into its folder, whose jobs had failed, was told "or choose another hydra.run.dir",

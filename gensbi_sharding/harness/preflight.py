@@ -105,6 +105,15 @@ def folder_check_crashed(folder: Path, err: BaseException, config: Any) -> None:
     config : DictConfig
         The command's config (``debug``).
     """
+    from gensbi_sharding.harness.stop_record import DISK_REFUSALS
+
+    # A full or read-only disk is not a fault of ours (was: so said, and "give a new hydra.run.dir" to the resume of a
+    # run there whose disk was still full: its checkpoint, in that folder, was what the resume continued).
+    if isinstance(err, OSError) and err.errno in DISK_REFUSALS:
+        print(tagged("ERROR", f"{err.filename2 or err.filename or folder} could not be written ({err.strerror}) as "
+                     f"{folder} was checked before Hydra writes into it: its files are as they were; free space there "
+                     "(or make it writable), then run the same command again"), file=sys.stderr, flush=True)
+        raise SystemExit(1)
     held = folder.is_dir() and any(folder.iterdir())
     then = (f"stopped before Hydra writes into {folder}, which holds files (an earlier run's?) it would overwrite; "
             "give a new hydra.run.dir (or hydra.sweep.dir)" if held else
