@@ -372,6 +372,8 @@ def test_a_file_the_disk_refuses_is_named_with_what_is_kept_and_the_command_that
         f"posterior_samples.npz could not be written in {tmp_path} ({os.strerror(code)}), no partial file left; "
         f"checkpoint {tmp_path / 'checkpoints' / '20'} and the scores so far (c2st.csv) kept: {fix}, then continue "
         f"with: {continues}")
+    assert stop_record.failure_error(tmp_path, [20], failed.value) == stop_record.failure_error(  # an earlier
+        tmp_path, [], failed.value)  # attempt's checkpoint too: the disk failed, not the run, so it is continued
     assert stop_record.failure_error(tmp_path, [], OSError(code, os.strerror(code))) == (  # no file known: as before
         f"OSError: [Errno {code}] {os.strerror(code)}; checkpoint {tmp_path / 'checkpoints' / '20'} was saved before "
         f"it: once that is fixed, continue with: {continues}")

@@ -154,13 +154,17 @@ DISK_REFUSALS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EP
 
 def output_refused_error(out: Path, before: list[int], err: BaseException) -> str | None:
     """A run's error where the disk refused one of its files (``DISK_REFUSALS``; the file named by ``write_atomic``):
-    that file, what is kept (this attempt's checkpoint, the scores so far) and the command that continues the run;
+    that file, what is kept (the newest checkpoint, the scores so far) and the command that continues the run;
     None for any other failure (was: ``OSError: [Errno 28] No space left on device``, naming no file)."""
     from gensbi_sharding.harness.sweep_hints import continue_command
 
     if not isinstance(err, OSError) or err.errno not in DISK_REFUSALS or not err.filename:
         return None
-    path, newest = Path(err.filename), _saved_checkpoint(out, before, err)
+    from gensbi_sharding.harness.launch_record import step_folder_names
+
+    # Any attempt's newest checkpoint: the disk, not the run, failed, so the same command continues from it.
+    path, steps = Path(err.filename), step_folder_names(Path(out))
+    newest = Path(out) / "checkpoints" / str(steps[-1]) if steps else None
     kept = [f"checkpoint {newest}"] if newest is not None else []
     kept += ["the scores so far (c2st.csv)"] if path.name != "c2st.csv" and (Path(out) / "c2st.csv").is_file() else []
     fix = "free space there" if err.errno in (errno.ENOSPC, errno.EDQUOT) else "make it writable"
