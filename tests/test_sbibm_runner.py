@@ -590,16 +590,22 @@ def test_table_writes_nothing_when_an_output_name_is_a_folder(sbibm, tmp_path):
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["sbibm.png"]
 
 
-def test_table_that_fails_part_way_leaves_the_last_table_whole(sbibm, tmp_path, monkeypatch):
-    # Was: sbibm_results.csv, sbibm_table.md and .csv rewritten, then the plot failed: a new table beside the
-    # last run's plot.
-    from matplotlib.figure import Figure
-
+def _last_table(sbibm, tmp_path):
+    """One finished job under tmp_path/r, and tmp_path/out holding the last table's four files (their names inside)."""
     fake_job(tmp_path / "r" / "job", "two_moons", 1000, scores((1, 0.6)))
     out = tmp_path / "out"
     out.mkdir()
     for name in sbibm.OUTPUTS:
         (out / name).write_text(f"the last table's {name}")
+    return out
+
+
+def test_table_that_fails_part_way_leaves_the_last_table_whole(sbibm, tmp_path, monkeypatch):
+    # Was: sbibm_results.csv, sbibm_table.md and .csv rewritten, then the plot failed: a new table beside the
+    # last run's plot.
+    from matplotlib.figure import Figure
+
+    out = _last_table(sbibm, tmp_path)
 
     def fails(*args, **kwargs):
         raise MemoryError("no memory left for the figure")
@@ -639,11 +645,7 @@ def test_table_on_a_full_disk_names_the_file_and_what_is_kept(sbibm, tmp_path, m
 
     import sbibm_tables
 
-    fake_job(tmp_path / "r" / "job", "two_moons", 1000, scores((1, 0.6)))
-    out = tmp_path / "out"
-    out.mkdir()
-    for name in sbibm.OUTPUTS:
-        (out / name).write_text(f"the last table's {name}")
+    out = _last_table(sbibm, tmp_path)
     write = sbibm_tables.write_atomic
 
     def full_at_the_third(path, data, **kwargs):
