@@ -140,11 +140,14 @@ def failure_error(out: Path, before: list[int], err: BaseException) -> str:
 
     if (refused := output_refused_error(out, before, err)) is not None:
         return refused
-    hint, newest = failure_resume_hint(out, before, err), _saved_checkpoint(out, before, err)
-    if newest is not None and f"{newest}," in str(err):  # the save's own error named it kept (was: said twice)
+    newest = _saved_checkpoint(out, before, err)
+    if newest is None:
+        disk = any(os.strerror(code) in str(err) for code in DISK_REFUSALS)
+        hint = f"; once that is fixed, run it again with: {continue_command(out)}" if disk else ""
+    elif f"{newest}," in str(err):  # the save's own error named it kept (was: said twice)
         hint = f"; once that is fixed, continue with: {continue_command(out)}"
-    elif newest is None and any(os.strerror(code) in str(err) for code in DISK_REFUSALS):
-        hint = f"; once that is fixed, run it again with: {continue_command(out)}"
+    else:
+        hint = failure_resume_hint(out, before, err)
     return f"{type(err).__name__}: {err}{hint}"
 
 
