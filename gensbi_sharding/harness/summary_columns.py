@@ -10,8 +10,8 @@ from typing import Any
 from gensbi_sharding.harness.units import (c2st_spread, compact_value, format_bytes, format_c2st, format_count,
                                             format_seconds, is_number)
 
-__all__ = ["Column", "TRAIN_COLUMNS", "DRY_RUN_COLUMNS", "PROVENANCE_COLUMNS", "mesh_cell", "all_attempts_wall", "wall_cell", "c2st_cell",
-           "error_cell", "ERROR_CELL", "ERROR_COLUMN", "key_cell"]
+__all__ = ["Column", "TRAIN_COLUMNS", "DRY_RUN_COLUMNS", "PROVENANCE_COLUMNS", "mesh_cell", "all_attempts_wall",
+           "wall_cell", "c2st_cell", "error_cell", "ERROR_CELL", "ERROR_COLUMN", "key_cell"]
 
 
 @dataclass(frozen=True)
