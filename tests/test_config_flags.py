@@ -83,6 +83,23 @@ def test_the_run_that_saved_a_checkpoint_names_its_config_flags(tmp_path):
     assert launched_with(run / "checkpoints" / "20") == "; the run that saved it was launched with: experiment=quick"
 
 
+def test_the_saving_runs_command_is_written_as_the_shell_reads_it_back(tmp_path):
+    # Round 43: "launched with: eval.observations=[1,2] hydra.job.name=my job" was pasted as typed: bash split the
+    # name at its space and may expand [1,2] as a file pattern; each override is one shell word now, as in
+    # job_command's continue command (plain words stay unquoted).
+    import shlex
+
+    from gensbi_sharding.harness.hints import launched_with
+
+    run = tmp_path / "run"
+    (run / ".hydra").mkdir(parents=True)
+    (run / ".hydra" / "overrides.yaml").write_text("- experiment=quick\n- eval.observations=[1,2]\n- '+tag=my run'\n")
+    said = launched_with(run / "checkpoints" / "20")
+    assert said == ("; the run that saved it was launched with: experiment=quick 'eval.observations=[1,2]' "
+                    "'+tag=my run'")
+    assert shlex.split(said.split(": ", 1)[1]) == ["experiment=quick", "eval.observations=[1,2]", "+tag=my run"]
+
+
 def test_a_damaged_record_of_the_saving_run_leaves_its_command_out_not_the_refusal(tmp_path):
     # A run folder whose .hydra/overrides.yaml was edited (a tab): resuming it with another model.depth raised
     # "ScannerError: while scanning for the next token" in place of the refusal naming model.depth.

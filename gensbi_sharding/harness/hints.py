@@ -216,7 +216,7 @@ def launched_with(step_dir: Any) -> str:
     if record is None:
         return ""
     searched, kept = record
-    command = " ".join([*map(shlex.quote, searched), *kept])
+    command = " ".join(map(shlex.quote, [*searched, *kept]))  # one shell word each, as job_command writes them
     return f"; the run that saved it was launched with: {command or 'no overrides'}"
 
 
