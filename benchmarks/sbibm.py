@@ -49,6 +49,7 @@ sys.path.insert(0, str(REPO))
 sys.path.append(str(REPO / "benchmarks"))
 
 from gensbi_sharding.harness.folder_lock import write_denied  # noqa: E402 (after the path above)
+from gensbi_sharding.harness.outputs import MAKE_ROOM  # noqa: E402
 from gensbi_sharding.harness.override_grammar import hydra_value  # noqa: E402
 from cli_args import HelpFormatter, new_parser, one_of, positive_int  # noqa: E402
 from sbibm_checks import extra_problem, read_published  # noqa: E402
@@ -267,8 +268,8 @@ def main(argv: list[str] | None = None) -> None:
             raise SystemExit(130) from None
         except OSError as err:  # the runner's own writes on a full or read-only disk (was: an OSError's traceback)
             raise SystemExit(f"{err.filename or args.root} could not be written ({err.strerror or err}): the jobs that "
-                             f"finished are kept in their folders under {args.root}; free space there (or make it "
-                             "writable), then run the same command again: it skips the finished jobs and continues "
+                             f"finished are kept in their folders under {args.root}; {MAKE_ROOM}, then run the "
+                             "same command again: it skips the finished jobs and continues "
                              "the stopped ones") from None
         other = [f for f in failed if f.endswith("(other settings)")]
         if other:  # rerunning the same command would change nothing for these

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gensbi_sharding.harness.outputs import write_atomic
+from gensbi_sharding.harness.outputs import MAKE_ROOM, write_atomic
 from sbibm_method import AMORTISED, Method, cell_of, method_of
 
 TASKS = ("two_moons", "gaussian_linear", "gaussian_linear_uniform", "gaussian_mixture", "slcp", "sir",
@@ -221,8 +221,8 @@ def write_tables(cells: dict, left_out: dict, settings: dict, published: tuple[d
         except OSError as err:  # a full or read-only disk: named, and what is kept (was: an OSError's traceback)
             raise SystemExit(f"{out / name} could not be written ({err.strerror or err}); "
                              f"{', '.join(written) or 'none of the four files'} written, the rest "
-                             f"as they were, each whole; the scores are kept in {source or 'the job folders'}: free "
-                             "space there (or make it writable), or pass another --out, then run the same command "
+                             f"as they were, each whole; the scores are kept in {source or 'the job folders'}: "
+                             f"{MAKE_ROOM}, or pass another --out, then run the same command "
                              "again") from None
         written.append(name)
     return text

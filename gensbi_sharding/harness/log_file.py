@@ -15,6 +15,7 @@ import sys
 from collections.abc import Iterator
 
 from gensbi_sharding.harness.console import NATIVE, tagged
+from gensbi_sharding.harness.outputs import MAKE_ROOM
 
 __all__ = ["JobLogFile", "Console", "late_writes_to_log"]
 
@@ -34,8 +35,7 @@ class JobLogFile(logging.FileHandler):
             self.refused = True
             try:
                 sys.stderr.write(tagged("ERROR", f"{self.baseFilename} could not be written ({err.strerror or err}): "
-                                        "this job's log lines from here are on this console only; free space there "
-                                        "(or make it writable)") + "\n")
+                                        f"this job's log lines from here are on this console only; {MAKE_ROOM}") + "\n")
                 sys.stderr.flush()
             except (OSError, ValueError):  # the console gone too (a closed pipe): nothing left to tell
                 pass

@@ -17,7 +17,11 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["write_atomic", "write_json", "write_npz", "read_metrics", "write_record", "read_record"]
+__all__ = ["write_atomic", "write_json", "write_npz", "read_metrics", "write_record", "read_record", "MAKE_ROOM"]
+
+
+#: The fix every message about a refused write (a full disk, a read-only folder) names.
+MAKE_ROOM = "free space there (or make it writable)"
 
 
 def write_atomic(path: Path, data: bytes | str, *, exclusive: bool = False) -> Path:
@@ -126,8 +130,7 @@ def write_record(folder: Path, metrics: dict, traceback_text: str | None = None)
         then = (f", then continue it with {continue_command(folder)} (its checkpoints are kept)"
                 if any(p.name.isdigit() for p in Path(folder).glob("checkpoints/*")) else " before continuing the run")
         return (f"this run's record ({'error.txt, ' if traceback_text else ''}metrics.json) could not be written in "
-                f"{folder} ({err.strerror or err}): its outcome is on this console only; free space there (or make it "
-                f"writable){then}")
+                f"{folder} ({err.strerror or err}): its outcome is on this console only; {MAKE_ROOM}{then}")
     return None
 
 
