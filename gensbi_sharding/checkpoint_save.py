@@ -107,9 +107,10 @@ class CheckpointWriter:
 
         Parameters
         ----------
-        step : int (or a 0-d integer array, as ``save`` takes)
+        step : int (or a 0-d integer array, as ``save`` takes); else ``ValueError``, whatever ``every``
         """
-        return self.every > 0 and bool(_plain_step(step) % self.every == 0)
+        step = _checked_step(step)  # "3" % 2 was string formatting: TypeError "not all arguments converted"
+        return self.every > 0 and step % self.every == 0
 
     def maybe_save(self, step: int, state: Any, key: jax.Array, *, info: Mapping[str, Any] | None = None) -> bool:
         """Call ``save`` if ``due(step)``; return whether it saved.
@@ -122,7 +123,7 @@ class CheckpointWriter:
         Raises
         ------
         ValueError, TypeError, FloatingPointError
-            As ``save``, when due.
+            As ``save``, when due; ``step`` no integer >= 0 always (``due``).
         """
         return self.due(step) and self.save(step, state, key, info=info)
 
@@ -166,10 +167,7 @@ class CheckpointWriter:
         """
         if self._closed:
             raise RuntimeError(f"this CheckpointWriter of {self.directory} is closed; open a new one to save")
-        step = _plain_step(step)
-        if not is_int(step) or step < 0:
-            raise ValueError(f"step={step!r} must be an integer >= 0 (the training step of the state), e.g. "
-                             "int(optimizer.step[...])")
+        step = _checked_step(step)
         if step == self.last_saved:
             return False
         steps = self._manager.all_steps()
@@ -204,9 +202,9 @@ class CheckpointWriter:
         flat["rng"] = key
         impls = {name: str(jax.random.key_impl(leaf)) for name, leaf in flat.items() if is_prng_key(leaf)}
         flat.update({name: jax.random.key_data(flat[name]) for name in impls})
-        meta = {"format": _FORMAT, "step": int(step), "key_impls": impls, "info": info}
+        meta = {"format": _FORMAT, "step": step, "key_impls": impls, "info": info}
         self._named(self._manager.wait_until_finished)  # the previous save's failure, on every process, named here
-        self._named(lambda: self._manager.save(int(step), force=True, args=ocp.args.Composite(  # a failed commit
+        self._named(lambda: self._manager.save(step, force=True, args=ocp.args.Composite(  # a failed commit
             arrays=ocp.args.PyTreeSave(nest_by_path(flat)), meta=ocp.args.JsonSave(meta),  # (async_save=False) named
             config=ocp.args.JsonSave(self.config))), step, OSError)
         self.last_saved = self._status["step"] = step
@@ -249,10 +247,14 @@ class CheckpointWriter:
         self.close()
 
 
-def _plain_step(step: Any) -> Any:
-    """A 0-d integer array (``optimizer.step[...]``, was refused as no integer) as an int, anything else as it is."""
+def _checked_step(step: Any) -> int:
+    """``step`` as an int (a 0-d integer array too: ``optimizer.step[...]``); else ``ValueError`` naming it."""
     whole = isinstance(step, (jax.Array, np.ndarray)) and step.ndim == 0 and jnp.issubdtype(step.dtype, jnp.integer)
-    return int(step) if whole else step
+    step = int(step) if whole else step
+    if not is_int(step) or step < 0:
+        raise ValueError(f"step={step!r} must be an integer >= 0 (the training step of the state), e.g. "
+                         "int(optimizer.step[...])")
+    return int(step)  # np.int64 too: due returns a bool, not np.bool_
 
 
 def _check_str_keys(value: Any, where: str) -> None:

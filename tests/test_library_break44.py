@@ -1,0 +1,30 @@
+"""The library broken with bad and odd-but-valid input, round 44: a step no integer given to ``maybe_save``.
+
+In-process, 8 simulated CPU devices (conftest); tiny arrays and models."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import nnx
+
+import gensbi_sharding as gs
+from gensbi_sharding.checkpoint import CheckpointWriter
+
+
+@pytest.mark.parametrize("every", [0, 2])
+@pytest.mark.parametrize("step", ["4", "3", None, 2.0, -2, jnp.array(4.0)])
+def test_a_step_no_integer_is_named_by_due_and_maybe_save_whatever_every(tmp_path, devices, every, step):
+    # Was: maybe_save("4", ...) raised TypeError "not all arguments converted during string formatting" ("4" % 2),
+    # None a TypeError on %, and every=0 returned False for any of them without a word.
+    state = nnx.state(nnx.Linear(2, 2, rngs=nnx.Rngs(0)))
+    with CheckpointWriter(tmp_path / "ckpt", every=every, async_save=False) as writer:
+        for call in (lambda: writer.due(step), lambda: writer.maybe_save(step, state, jax.random.key(0))):
+            with pytest.raises(ValueError, match=r"step=.* must be an integer >= 0 .*int\(optimizer.step\[...\]\)"):
+                call()
+        assert writer.steps() == []
+        # The forms it takes still save: a NumPy integer and a 0-d integer array (optimizer.step[...]).
+        assert writer.due(np.int64(4)) is (every == 2) and writer.due(jnp.array(6)) is (every == 2)
+        assert writer.maybe_save(np.int64(4), state, jax.random.key(0)) is (every == 2)
+    assert (every == 2) is (tmp_path / "ckpt" / "4").is_dir()
+
