@@ -37,7 +37,8 @@ class Plan:
     ----------
     mesh : jax.sharding.Mesh
     rule : str or RuleTable or Rule
-        Resolved (``resolve_rule``); ``TypeError`` for a ``mesh`` no Mesh or a spec no PartitionSpec.
+        Resolved (``resolve_rule``); ``TypeError`` for a ``mesh`` no Mesh, a spec no PartitionSpec or a dict field no
+        mapping.
     specs : dict of str to jax.sharding.PartitionSpec
         ``"a/b/c"`` path -> spec of every variable that is or holds arrays.
     fallbacks : dict of str to str
@@ -54,6 +55,10 @@ class Plan:
     def __post_init__(self) -> None:
         check_mesh(self.mesh, optional=False)
         object.__setattr__(self, "rule", resolve_rule(self.rule))  # any form plan_shardings takes
+        for name in ("specs", "fallbacks", "shapes"):  # a list or None raised AttributeError (.items) in place or warn
+            if not isinstance(getattr(self, name), Mapping):
+                raise TypeError(f"Plan {name}={getattr(self, name)!r:.60} must be a dict keyed by variable path, "
+                                "e.g. {'up/kernel': ...}; plan_shardings(node, mesh, rule) builds one")
         odd = next(((path, spec) for path, spec in self.specs.items() if not isinstance(spec, P)), None)
         if odd is not None:
             raise TypeError(f"Plan specs[{odd[0]!r}]={odd[1]!r:.60} must be a PartitionSpec, e.g. P(None, 'model')")

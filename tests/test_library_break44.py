@@ -1,4 +1,5 @@
-"""The library broken with bad and odd-but-valid input, round 44: a step no integer given to ``maybe_save``.
+"""The library broken with bad and odd-but-valid input, round 44: a step no integer given to ``maybe_save``,
+a ``Plan`` built by hand with a field no dict.
 
 In-process, 8 simulated CPU devices (conftest); tiny arrays and models."""
 
@@ -7,6 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from flax import nnx
+from jax.sharding import PartitionSpec as P
 
 import gensbi_sharding as gs
 from gensbi_sharding.checkpoint import CheckpointWriter
@@ -27,4 +29,15 @@ def test_a_step_no_integer_is_named_by_due_and_maybe_save_whatever_every(tmp_pat
         assert writer.due(np.int64(4)) is (every == 2) and writer.due(jnp.array(6)) is (every == 2)
         assert writer.maybe_save(np.int64(4), state, jax.random.key(0)) is (every == 2)
     assert (every == 2) is (tmp_path / "ckpt" / "4").is_dir()
+
+
+@pytest.mark.parametrize("field, value", [("specs", [("w", P())]), ("specs", None), ("fallbacks", None),
+                                          ("shapes", None), ("shapes", [(8, 4)])])
+def test_a_plan_built_by_hand_with_a_field_no_dict_is_named(devices, field, value):
+    # Was: AttributeError ('list' object has no attribute 'items') at Plan(...), or later in place / warn ('NoneType'
+    # object has no attribute 'get' / 'values'), the model half-checked.
+    mesh = gs.make_mesh(model_axis=2)
+    fields = {"specs": {"w": P("data")}, "fallbacks": {}, "shapes": {"w": (8, 4)}, field: value}
+    with pytest.raises(TypeError, match=rf"Plan {field}=.* must be a dict keyed by variable path.*plan_shardings"):
+        gs.Plan(mesh, "fsdp", **fields)
 
