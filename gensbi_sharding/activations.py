@@ -159,7 +159,7 @@ def constrain(x: jax.Array, names: Sequence[str | None], partition_axis: Partiti
               mesh: Mesh | None = None) -> jax.Array:
     """Pin the layout of activation ``x`` (``jax.lax.with_sharding_constraint``, GSPMD's sharding constraint, Xu et al.
     2021, arXiv:2105.04663); same shape, dtype, values. ``x`` itself without ``partition_axis`` or a mesh.
-    ``AxisType.Explicit`` mesh axes are moved with ``jax.sharding.reshard``; a mesh of both kinds: inside jit only.
+    Outside jit ``x`` is moved (``jax.device_put``); inside, ``AxisType.Explicit`` mesh axes with ``jax.sharding.reshard``.
     Inside ``jax.shard_map`` ``x`` is one device's block: its Manual axes are left out (split already), the rest pinned.
 
     Parameters
@@ -204,6 +204,8 @@ def constrain(x: jax.Array, names: Sequence[str | None], partition_axis: Partiti
                       f"{dict(active.shape)}: " + "; ".join(f"{n} ({r})" for n, r in unsplit.items()),
                       ShardingFallbackWarning, stacklevel=2)
     wrap = (lambda s: NamedSharding(mesh, s)) if isinstance(mesh, Mesh) else (lambda s: s)
+    if not isinstance(x, jax.core.Tracer):  # one move, any axis types: on a mesh of both kinds the constraint
+        return jax.device_put(x, wrap(spec))  # below undid the reshard (P('data', None) came back P(None, None))
     explicit, free = set(active.explicit_axes), set(active.axis_names) - manual
     if explicit:  # with_sharding_constraint refuses Explicit axes (or asserts on them): reshard moves those
         x = jax.sharding.reshard(x, wrap(_keep(spec, explicit)))

@@ -1,5 +1,5 @@
 """The library broken with bad and odd-but-valid input, round 44: a step no integer given to ``maybe_save``,
-a ``Plan`` built by hand with a field no dict.
+a ``Plan`` built by hand with a field no dict, ``constrain`` outside jit on a mesh of both axis types.
 
 In-process, 8 simulated CPU devices (conftest); tiny arrays and models."""
 
@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from flax import nnx
-from jax.sharding import PartitionSpec as P
+from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
 
 import gensbi_sharding as gs
 from gensbi_sharding.checkpoint import CheckpointWriter
@@ -41,3 +41,20 @@ def test_a_plan_built_by_hand_with_a_field_no_dict_is_named(devices, field, valu
     with pytest.raises(TypeError, match=rf"Plan {field}=.* must be a dict keyed by variable path.*plan_shardings"):
         gs.Plan(mesh, "fsdp", **fields)
 
+
+@pytest.mark.parametrize("types", [("Explicit", "Auto"), ("Auto", "Explicit"), ("Explicit", "Explicit")])
+@pytest.mark.parametrize("rule, expected", [("fsdp", P("data", None)), ("tensor", P("data", "model"))])
+def test_constrain_outside_jit_on_a_mesh_of_both_axis_types_places_every_axis(devices, types, rule, expected):
+    # Was, outside jit on a mesh of Explicit and Auto axes: the reshard of the Explicit axes, then a sharding constraint
+    # of the Auto ones that undid it: ("batch", "heads") under fsdp came back P(None, None), under tensor P(None,
+    # 'model') (or P('data', None)), with XLA's "Involuntary full rematerialization".
+    mesh = jax.make_mesh((4, 2), ("data", "model"), axis_types=tuple(getattr(AxisType, t) for t in types))
+    pa = gs.PartitionAxis.for_rule(rule, mesh)
+    x = jnp.arange(32.0).reshape(8, 4)
+    outside = gs.constrain(x, ("batch", "heads"), pa, mesh)
+    with gs.mesh_context(mesh):
+        active = gs.constrain(x, ("batch", "heads"), pa)
+        inside = jax.jit(lambda v: gs.constrain(v, ("batch", "heads"), pa))(x)
+    for y in (outside, active, inside):
+        assert y.sharding.is_equivalent_to(NamedSharding(mesh, expected), 2)
+        np.testing.assert_array_equal(np.asarray(y), np.asarray(x))
