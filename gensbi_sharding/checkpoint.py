@@ -95,9 +95,9 @@ def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.
     Raises
     ------
     FileNotFoundError, TypeError, ValueError
-        No complete checkpoint, or a damaged step folder (named, with the reason); an argument of another type; a
-        target leaf without a sharding or one (``key_sharding`` too) that cannot split it, or variables missing, extra
-        or of another shape or dtype (named). A key saved typed or raw comes back as the target holds it.
+        No complete checkpoint, or a damaged step folder (named, with the reason); an argument of another type (or a
+        path ``""``); a target leaf without a sharding or one (``key_sharding`` too) that cannot split it, or variables
+        missing, extra or of another shape or dtype (named). A key saved typed or raw comes back as the target holds it.
     """
     step_dir = find_checkpoint(path, base_dir)
     if key_sharding is not None and not isinstance(key_sharding, jax.sharding.Sharding):
@@ -152,8 +152,8 @@ def _rebuilt(keypath: tuple, old: Any, values: Mapping[str, Any]) -> Any:
 
 
 def saved_config(path: str | os.PathLike, base_dir: str | os.PathLike | None = None) -> dict:
-    """The config saved with the checkpoint ``path`` designates (``{}`` if none was); no array is read. ``TypeError``
-    and ``FileNotFoundError`` as ``find_checkpoint``, the latter also for a damaged item (named).
+    """The config saved with the checkpoint ``path`` designates (``{}`` if none was); no array is read. ``TypeError``,
+    ``ValueError`` and ``FileNotFoundError`` as ``find_checkpoint``, the latter also for a damaged item (named).
 
     Parameters
     ----------

@@ -54,7 +54,8 @@ class CheckpointWriter:
     Raises
     ------
     ValueError
-        If ``every`` < 0 or ``keep`` < 1 (or either is not an integer), or ``config`` is not JSON data (as ``info``).
+        If ``every`` < 0 or ``keep`` < 1 (or either is not an integer), ``config`` is not JSON data (as ``info``), or
+        ``directory`` is ``""``.
     NotADirectoryError
         If ``directory`` is a file.
     FileNotFoundError

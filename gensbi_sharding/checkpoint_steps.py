@@ -30,15 +30,19 @@ ITEMS = ("arrays", "meta", "config")
 
 
 def as_path(value: Any, name: str, example: str = "checkpoints") -> Path:
-    """``Path(value)`` with ``~`` expanded (every checkpoint path argument), not resolved; else ``TypeError``."""
+    """``Path(value)`` with ``~`` expanded (every checkpoint path argument), not resolved; else ``TypeError``, or
+    ``ValueError`` for ``""`` (an unset config field: ``Path("")`` is the current folder, saves among its files)."""
     if not isinstance(value, (str, os.PathLike)):
         raise TypeError(f"{name}={value!r:.60}: pass a str or os.PathLike, e.g. {name}={example!r}")
+    if value == "":
+        raise ValueError(f"{name}='' is empty, which Path reads as the current folder ({os.getcwd()}); pass a folder, "
+                         f"e.g. {name}={example!r}, or '.' to mean the current one")
     return Path(value).expanduser()
 
 
 def committed_steps(directory: str | os.PathLike) -> list[int]:
     """The steps under ``directory`` whose checkpoints are complete, ascending (``[]`` if it is no folder);
-    ``TypeError`` if ``directory`` is neither a str nor ``os.PathLike``.
+    ``TypeError`` if ``directory`` is neither a str nor ``os.PathLike``, ``ValueError`` if ``""``.
 
     Parameters
     ----------
@@ -61,9 +65,9 @@ def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None 
 
     Raises
     ------
-    TypeError, FileNotFoundError
-        ``path`` or ``base_dir`` not a str or ``os.PathLike``; ``path`` missing, a file, one item of a step dir (the
-        folder to pass named), a step dir cut short, or holding no complete checkpoint.
+    TypeError, ValueError, FileNotFoundError
+        ``path`` or ``base_dir`` not a str or ``os.PathLike``, or ``""``; ``path`` missing, a file, one item of a step
+        dir (the folder to pass named), a step dir cut short, or holding no complete checkpoint.
     """
     given = as_path(path, "path", "outputs/run")
     base = as_path(os.getcwd() if base_dir is None else base_dir, "base_dir", ".")

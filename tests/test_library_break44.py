@@ -58,3 +58,26 @@ def test_constrain_outside_jit_on_a_mesh_of_both_axis_types_places_every_axis(de
     for y in (outside, active, inside):
         assert y.sharding.is_equivalent_to(NamedSharding(mesh, expected), 2)
         np.testing.assert_array_equal(np.asarray(y), np.asarray(x))
+
+
+def test_an_empty_checkpoint_path_is_refused_by_every_checkpoint_function(tmp_path, monkeypatch, devices):
+    # Was: "" (an unset config field) read as the current folder: CheckpointWriter("") saved step folders among the
+    # user's own files there, and restore("") / committed_steps("") read them back.
+    from gensbi_sharding.checkpoint import abstract_state_for, committed_steps, find_checkpoint, restore, saved_config
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "notes.txt").write_text("mine")
+    model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+    calls = {"directory": [lambda: CheckpointWriter(""), lambda: committed_steps("")],
+             "path": [lambda: restore("", abstract_state_for(model, None)), lambda: find_checkpoint(""),
+                      lambda: saved_config("")],
+             "base_dir": [lambda: find_checkpoint("1", base_dir="")]}
+    for name, refused in calls.items():
+        for call in refused:
+            with pytest.raises(ValueError, match=rf"{name}='' is empty, which Path reads as the current folder "
+                                                 rf"\({tmp_path}\); pass a folder, e.g. {name}=.*or '.' to mean"):
+                call()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+    with CheckpointWriter(".", async_save=False) as writer:  # the current folder, said so, still works
+        writer.save(1, nnx.state(model), jax.random.key(0))
+    assert committed_steps(".") == [1] and find_checkpoint(".") == tmp_path / "1"
+
