@@ -57,7 +57,7 @@ class CheckpointWriter:
         If ``every`` < 0 or ``keep`` < 1 (or either is not an integer), ``config`` is not JSON data (as ``info``), or
         ``directory`` is ``""``.
     NotADirectoryError
-        If ``directory`` is a file.
+        If ``directory`` is a file, or under one.
     FileNotFoundError
         If ``directory`` is a symbolic link to nothing.
     RuntimeError

@@ -101,14 +101,16 @@ def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None 
 
 
 def check_save_directory(directory: Path) -> None:
-    """Refuse absolute ``directory`` for ``CheckpointWriter``: a file, a dangling link, a run folder, or one holding
-    step-named folders that are no checkpoints (``keep`` would delete them), naming it and the fix."""
+    """Refuse absolute ``directory`` for ``CheckpointWriter``: a file (or under one), a dangling link, a run folder, or
+    one holding step-named folders that are no checkpoints (``keep`` would delete them), naming it and the fix."""
     if directory.is_symlink() and not directory.exists():  # mkdir said only "[Errno 17] File exists"
         raise FileNotFoundError(f"checkpoint directory {directory} is a symbolic link to {os.readlink(directory)}, "
                                 "which does not exist; create that folder first, or pass another directory")
-    if directory.exists() and not directory.is_dir():
-        raise NotADirectoryError(f"checkpoint directory {directory} is a file; pass a folder path, "
-                                 "e.g. <run>/checkpoints")
+    # A file above it too: mkdir's "[Errno 20] Not a directory" named the path, not the file in the way.
+    file = next((p for p in (directory, *directory.parents) if p.exists() and not p.is_dir()), None)
+    if file is not None:
+        raise NotADirectoryError(f"checkpoint directory {directory} " + ("is a file" if file == directory else
+                                 f"is under {file}, a file") + "; pass a folder path, e.g. <run>/checkpoints")
     # Our own item folders mark a checkpoint (Orbax commits a step by renaming a finished temporary folder).
     foreign = sorted(p.name for p in directory.iterdir() if p.is_dir() and p.name.isdigit()
                      and not set(ITEMS) & {c.name for c in p.iterdir()}) if directory.is_dir() else []

@@ -81,3 +81,14 @@ def test_an_empty_checkpoint_path_is_refused_by_every_checkpoint_function(tmp_pa
         writer.save(1, nnx.state(model), jax.random.key(0))
     assert committed_steps(".") == [1] and find_checkpoint(".") == tmp_path / "1"
 
+
+def test_a_checkpoint_directory_under_a_file_names_the_file(tmp_path, devices):
+    # Was: mkdir's NotADirectoryError "[Errno 20] Not a directory: '<dir>/run/checkpoints'", naming no file.
+    (tmp_path / "run").write_text("a file where the run folder should be")
+    for directory in (tmp_path / "run" / "checkpoints", tmp_path / "run" / "a" / "b"):
+        with pytest.raises(NotADirectoryError, match=rf"checkpoint directory {directory} is under {tmp_path / 'run'}, "
+                                                     "a file; pass a folder path"):
+            CheckpointWriter(directory)
+    with pytest.raises(NotADirectoryError, match=rf"checkpoint directory {tmp_path / 'run'} is a file; pass"):
+        CheckpointWriter(tmp_path / "run")
+    assert [p.name for p in tmp_path.iterdir()] == ["run"] and (tmp_path / "run").is_file()
