@@ -71,7 +71,15 @@ def logical_axes_of(var: nnx.Variable) -> tuple[str | None, ...] | None:
     Parameters
     ----------
     var : nnx.Variable
+
+    Raises
+    ------
+    TypeError
+        ``var`` no variable (an array, ``var[...]``, holds no annotation).
     """
+    if not callable(getattr(var, "get_metadata", None)):  # was AttributeError: no attribute 'get_metadata'
+        raise TypeError(f"logical_axes_of takes an nnx.Variable, e.g. model.up.kernel, got a {type(var).__name__}: "
+                        "the annotation is the variable's metadata, not its value's")
     metadata = var.get_metadata()
     for key in ("out_sharding", "sharding_names", "sharding"):
         names = metadata.get(key)

@@ -92,3 +92,14 @@ def test_a_checkpoint_directory_under_a_file_names_the_file(tmp_path, devices):
     with pytest.raises(NotADirectoryError, match=rf"checkpoint directory {tmp_path / 'run'} is a file; pass"):
         CheckpointWriter(tmp_path / "run")
     assert [p.name for p in tmp_path.iterdir()] == ["run"] and (tmp_path / "run").is_file()
+
+
+def test_logical_axes_of_something_no_variable_names_the_variable_to_pass(devices):
+    # Was: AttributeError "'ArrayImpl' object has no attribute 'get_metadata'" for the value (model.up.kernel[...]).
+    layer = nnx.Linear(2, 4, rngs=nnx.Rngs(0), kernel_init=gs.partitioned(nnx.initializers.lecun_normal(),
+                                                                          ("embed", "mlp")))
+    for wrong in (layer.kernel[...], np.ones(3), layer, ("embed", "mlp")):
+        with pytest.raises(TypeError, match=rf"logical_axes_of takes an nnx.Variable, e.g. model.up.kernel, got a "
+                                            rf"{type(wrong).__name__}: the annotation is the variable's metadata"):
+            gs.logical_axes_of(wrong)
+    assert gs.logical_axes_of(layer.kernel) == ("embed", "mlp") and gs.logical_axes_of(layer.bias) is None
