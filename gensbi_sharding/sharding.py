@@ -241,13 +241,14 @@ def shard_model(node: Any, mesh: Mesh | None, rule: str = "replicated") -> None:
 
 
 def shard_model_by_table(node: Any, mesh: Mesh | None, table: RuleTable) -> None:
-    """``shard_model`` under a user's rule table, e.g. ``{**dict(RULES["tensor"]), "embed": "data"}``; never warns
-    ``ExperimentalRuleWarning``. Refuses what ``shard_model`` does, and a ``table`` ``resolve_rule`` rejects.
+    """``shard_model`` under a user's rule table, e.g. ``{**dict(RULES["tensor"]), "embed": "data"}``: no
+    ``ExperimentalRuleWarning`` (a built-in rule's name warns it, as in ``shard_model``). Refuses what ``shard_model``
+    does, and a ``table`` ``resolve_rule`` rejects.
 
     Parameters
     ----------
     node, mesh : as ``shard_model``
-    table : RuleTable, or (logical axis, mesh axes) pairs, or Rule
+    table : RuleTable, or (logical axis, mesh axes) pairs, or Rule, or a rule name
     """
     _plan_warn_place(node, mesh, table)
 
