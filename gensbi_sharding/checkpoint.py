@@ -205,7 +205,7 @@ def _storage_target(name: str, leaf: Any) -> jax.ShapeDtypeStruct:
         return np.asarray(leaf)
     if not isinstance(leaf, (jax.ShapeDtypeStruct, jax.Array)) or leaf.sharding is None:
         raise ValueError(f"restore target {name} is {type(leaf).__name__} without a sharding; build "
-                         "the target with abstract_state_for(node, mesh, table)")
+                         "the target with abstract_state_for(node, mesh, rule) (mesh=None: on one device)")
     shape = jax.eval_shape(jax.random.key_data, leaf) if is_prng_key(leaf) else leaf
     _check_fits(name, shape.shape, leaf.sharding)
     return jax.ShapeDtypeStruct(shape.shape, shape.dtype, sharding=leaf.sharding)

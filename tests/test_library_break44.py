@@ -103,3 +103,19 @@ def test_logical_axes_of_something_no_variable_names_the_variable_to_pass(device
                                             rf"{type(wrong).__name__}: the annotation is the variable's metadata"):
             gs.logical_axes_of(wrong)
     assert gs.logical_axes_of(layer.kernel) == ("embed", "mlp") and gs.logical_axes_of(layer.bias) is None
+
+
+def test_a_restore_target_without_shardings_names_the_rule_argument_and_the_one_device_form(tmp_path, devices):
+    # Was: "build the target with abstract_state_for(node, mesh, table)", a parameter abstract_state_for does not
+    # have, for the target abstract_sharded(factory, None) gives (shapes, no shardings).
+    from gensbi_sharding.checkpoint import abstract_state_for, restore
+    factory = lambda: nnx.Linear(2, 4, rngs=nnx.Rngs(0))  # noqa: E731
+    with CheckpointWriter(tmp_path, async_save=False) as writer:
+        writer.save(1, nnx.state(factory()), jax.random.key(0))
+    with pytest.raises(ValueError, match=r"restore target state/(bias|kernel) is ShapeDtypeStruct without a sharding; "
+                                         r"build the target with abstract_state_for\(node, mesh, rule\) \(mesh=None: "
+                                         r"on one device\)$"):
+        restore(tmp_path, gs.abstract_sharded(factory, None))
+    restored = restore(tmp_path, abstract_state_for(factory, None))  # the fix, as named
+    np.testing.assert_array_equal(np.asarray(restored.state["kernel"][...]), np.asarray(factory().kernel[...]))
+
