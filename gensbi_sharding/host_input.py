@@ -162,7 +162,8 @@ _OUTSIDE_JIT = "host_to_global_array runs outside jax.jit; call it on host data 
 def _concrete_mesh(mesh: Mesh | None) -> Mesh:
     if mesh is not None:
         if not isinstance(mesh, Mesh):
-            raise ValueError(f"mesh must be a concrete jax.sharding.Mesh, got {type(mesh).__name__}")
+            raise ValueError(f"mesh must be a concrete jax.sharding.Mesh, got {type(mesh).__name__} {mesh!r:.40}; "
+                             "build one with make_mesh(...) or resolve_mesh(spec), or pass mesh=None (the active one)")
         return mesh
     try:
         active = jax.sharding.get_mesh()

@@ -119,3 +119,10 @@ def test_a_restore_target_without_shardings_names_the_rule_argument_and_the_one_
     restored = restore(tmp_path, abstract_state_for(factory, None))  # the fix, as named
     np.testing.assert_array_equal(np.asarray(restored.state["kernel"][...]), np.asarray(factory().kernel[...]))
 
+
+@pytest.mark.parametrize("mesh", ["auto", {"model_axis": 2}, 8])
+def test_host_to_global_array_given_a_mesh_of_another_type_names_how_to_build_one(devices, mesh):
+    # Was: "mesh must be a concrete jax.sharding.Mesh, got str", naming no fix (each other function's names one).
+    with pytest.raises(ValueError, match=r"mesh must be a concrete jax.sharding.Mesh, got \w+ .*; build one with "
+                                         r"make_mesh\(...\) or resolve_mesh\(spec\), or pass mesh=None"):
+        gs.host_to_global_array({"x": np.ones((8, 2))}, mesh=mesh)
