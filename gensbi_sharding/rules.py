@@ -115,7 +115,7 @@ class Rule:
     Raises
     ------
     ValueError
-        ``table`` no mapping, or rejected by ``check_table``.
+        ``table`` no mapping or rejected by ``check_table``; ``name`` no str; ``builtin`` True but not ``RULES[name]``.
     """
 
     name: str
@@ -130,6 +130,11 @@ class Rule:
         # ListConfig values as lists, which every reader of the table takes.
         object.__setattr__(self, "table", {key: _plain(value) for key, value in self.table.items()})
         check_table(self.table)
+        # builtin="no" was truthy, and builtin=True made any table the contract's ("replicated" ignored it whole).
+        if not isinstance(self.name, str) or self.builtin not in (False, True) or (
+                self.builtin and self.table != dict(RULES.get(self.name, ()))):
+            raise ValueError(f"Rule(name={self.name!r}, builtin={self.builtin!r}): name is a str, and builtin=True "
+                             "marks a contract rule with RULES' own table: build those with resolve_rule(name)")
 
     @property
     def reads_annotations(self) -> bool:

@@ -126,3 +126,19 @@ def test_host_to_global_array_given_a_mesh_of_another_type_names_how_to_build_on
     with pytest.raises(ValueError, match=r"mesh must be a concrete jax.sharding.Mesh, got \w+ .*; build one with "
                                          r"make_mesh\(...\) or resolve_mesh\(spec\), or pass mesh=None"):
         gs.host_to_global_array({"x": np.ones((8, 2))}, mesh=mesh)
+
+
+@pytest.mark.parametrize("name, table, builtin", [
+    ("replicated", {"embed": "data"}, True),  # was: every variable replicated, the table ignored without a word
+    ("mine", {"embed": "data"}, True),  # was: warned as a contract rule ("sharding rule 'mine' is experimental")
+    ("fsdp", dict(gs.RULES["fsdp"]), "no"),  # was: "no" taken as True
+    (3, {"embed": "data"}, False)])  # was: labelled "rule 3"
+def test_a_rule_built_directly_claiming_to_be_the_contracts_or_named_no_str_is_refused(devices, name, table, builtin):
+    with pytest.raises(ValueError, match=r"Rule\(name=.*, builtin=.*\): name is a str, and builtin=True marks a "
+                                         r"contract rule with RULES' own table: build those with resolve_rule\(name\)"):
+        gs.Rule(name, table, builtin=builtin)
+    # What resolve_rule and the harness build still is: the contract's own, and a table of one's own.
+    assert gs.resolve_rule("fsdp") == gs.Rule("fsdp", dict(gs.RULES["fsdp"]), builtin=True)
+    mesh, layer = gs.make_mesh(model_axis=2), nnx.Linear(8, 4, rngs=nnx.Rngs(0), kernel_init=gs.partitioned(
+        nnx.initializers.lecun_normal(), ("embed", None)))
+    assert gs.plan_shardings(layer, mesh, gs.Rule("replicated", {"embed": "data"})).specs["kernel"] == P("data", None)
