@@ -199,7 +199,7 @@ def shard_batch(batch: Any, mesh: Mesh | None) -> Any:
     multiple of ``batch_size_divisor(mesh)`` (``pad_for_mesh``), or a 64-bit NumPy leaf holds a value its placed dtype
     cannot (``check_placeable``), or called inside ``jax.shard_map`` or a constructor ``init_sharded`` traces;
     ``TypeError`` for a mesh neither None nor a Mesh, or a leaf of strings or objects. Inside ``jax.jit`` traced leaves
-    are pinned there by a sharding constraint.
+    are pinned there by a sharding constraint (an Explicit-axes mesh must be active: ``ValueError``).
 
     Parameters
     ----------
@@ -263,14 +263,18 @@ def _put_leaves(tree: Any, mesh: Mesh | None, what: str, split: bool) -> Any:
 
     leaves, treedef = jax.tree.flatten(tree)
     arrays = [leaf for leaf in leaves if is_array(leaf)]
-    traced = [leaf for leaf in arrays if isinstance(leaf, jax.core.Tracer)]
-    if traced and jax.sharding.get_abstract_mesh().manual_axes:
+    traced, active = [leaf for leaf in arrays if isinstance(leaf, jax.core.Tracer)], jax.sharding.get_abstract_mesh()
+    if traced and active.manual_axes:
         raise ValueError(f"{what} inside jax.shard_map: each array there is one device's block, already split over "
-                         f"its manual axes {tuple(jax.sharding.get_abstract_mesh().manual_axes)}; place the batch "
-                         "before the shard_map (in the jitted step or outside it), or pin a block with constrain")
-    # Inside jax.jit a sharding constraint pins traced leaves (device_put leaves them to the compiler); outside, one
-    # batched device_put.
-    pin = jax.sharding.reshard if mesh.explicit_axes else jax.lax.with_sharding_constraint
+                         f"its manual axes {tuple(active.manual_axes)}; place the batch before the shard_map (in the "
+                         "jitted step or outside it), or pin a block with constrain")
+    # Outside jit one device_put; in jit reshard pins Explicit batch axes, a constraint Auto (each refuses the other's)
+    explicit = set(mesh.explicit_axes)
+    pin = jax.sharding.reshard if explicit and explicit >= set(batch_axes(mesh)) else jax.lax.with_sharding_constraint
+    if traced and active.empty and pin is jax.sharding.reshard:  # JAX's error, at compilation: "cannot reshape array"
+        raise ValueError(f"{what} inside jax.jit on a mesh with AxisType.Explicit axes {mesh.explicit_axes} needs "
+                         "it active while the step is traced: call the step inside `with mesh_context(mesh):`, "
+                         "or build the mesh with make_mesh(...) (Auto axes)")
     targets = [sharding(leaf) for leaf in arrays]
     placed = iter([pin(leaf, target) for leaf, target in zip(arrays, targets)] if traced else
                   jax.device_put([host_view(leaf, target) for leaf, target in zip(arrays, targets)], targets))

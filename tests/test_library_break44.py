@@ -142,3 +142,27 @@ def test_a_rule_built_directly_claiming_to_be_the_contracts_or_named_no_str_is_r
     mesh, layer = gs.make_mesh(model_axis=2), nnx.Linear(8, 4, rngs=nnx.Rngs(0), kernel_init=gs.partitioned(
         nnx.initializers.lecun_normal(), ("embed", None)))
     assert gs.plan_shardings(layer, mesh, gs.Rule("replicated", {"embed": "data"})).specs["kernel"] == P("data", None)
+
+
+@pytest.mark.parametrize("types", [("Explicit", "Explicit"), ("Explicit", "Auto"), ("Auto", "Explicit")])
+def test_shard_batch_inside_jit_on_an_explicit_mesh_pins_by_the_batch_axes_type_or_names_mesh_context(devices, types):
+    # Was, with an Explicit batch axis and the mesh not active: JAX's error at compilation, "Length of device assignment
+    # 1 is not equal to the size of the mesh 8", or "cannot reshape array of size 1 into shape (4,2)" on a mesh of both
+    # axis types; with an Auto batch axis beside an Explicit "model", even active: "PartitionSpec passed to reshard
+    # cannot contain axis names that are of type Auto".
+    mesh = jax.make_mesh((4, 2), ("data", "model"), axis_types=tuple(getattr(AxisType, t) for t in types))
+    x = jnp.arange(16.0).reshape(8, 2)
+    step = jax.jit(lambda v: gs.shard_batch(v, mesh) * 2)
+    outputs = []
+    if types[0] == "Explicit":  # reshard pins it, which reads the axis types from the active mesh
+        with pytest.raises(ValueError, match=r"batch inside jax.jit on a mesh with AxisType.Explicit axes \(.*\) needs "
+                                             r"it active while the step is traced: call the step inside `with "
+                                             r"mesh_context\(mesh\):`, or build the mesh with make_mesh"):
+            step(x)
+    else:
+        outputs.append(step(x))
+    with gs.mesh_context(mesh):  # the fix, as named
+        outputs.append(step(x))
+    for y in outputs:
+        assert y.sharding.is_equivalent_to(NamedSharding(mesh, P("data")), 2)
+        np.testing.assert_array_equal(np.asarray(y), 2 * np.asarray(x))
