@@ -185,3 +185,16 @@ def test_constrain_inside_jit_on_an_all_explicit_mesh_not_active_names_mesh_cont
     for out, where in ((y, mesh), (z, mixed)):
         assert out.sharding.is_equivalent_to(NamedSharding(where, P("data", "model")), 2)
     np.testing.assert_array_equal(np.asarray(y), 2 * np.asarray(x))
+
+
+def test_constrain_outside_jit_moves_an_array_committed_to_one_device_under_the_active_mesh(devices):
+    # Was, with the mesh active (mesh_context) and no mesh argument: with_sharding_constraint's TypeError "The sharding
+    # on the input must be a `NamedSharding` since the target sharding has an `AbstractMesh` in it" for an array
+    # committed to one device (jax.device_put(x, device)); a NumPy x was placed.
+    mesh = gs.make_mesh(model_axis=2)
+    pa, x = gs.PartitionAxis.for_rule("tensor", mesh), jnp.arange(32.0).reshape(8, 4)
+    with gs.mesh_context(mesh):
+        for given in (jax.device_put(x, jax.devices()[5]), np.asarray(x)):
+            y = gs.constrain(given, ("batch", "heads"), pa)
+            assert y.sharding.is_equivalent_to(NamedSharding(mesh, P("data", "model")), 2)
+            np.testing.assert_array_equal(np.asarray(y), np.asarray(x))
