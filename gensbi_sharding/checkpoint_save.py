@@ -64,7 +64,7 @@ class CheckpointWriter:
         If another ``CheckpointWriter``, in this process or another, has ``directory`` open (``close`` it first).
     FileExistsError
         If ``directory`` holds step-named folders (``7/``) that are no checkpoints (``keep`` would delete them), or a
-        ``checkpoints/`` folder (a run folder: restore reads that one).
+        ``checkpoints/`` folder (a run folder: restore reads that one), or is a checkpoint's step folder.
     TypeError
         If ``async_save`` is not a bool, ``config`` not a mapping or None, or ``directory`` not a str or PathLike.
     """

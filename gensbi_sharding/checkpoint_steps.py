@@ -101,8 +101,9 @@ def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None 
 
 
 def check_save_directory(directory: Path) -> None:
-    """Refuse absolute ``directory`` for ``CheckpointWriter``: a file (or under one), a dangling link, a run folder, or
-    one holding step-named folders that are no checkpoints (``keep`` would delete them), naming it and the fix."""
+    """Refuse absolute ``directory`` for ``CheckpointWriter``: a file (or under one), a dangling link, a checkpoint's
+    step folder, a run folder, or one holding step-named folders that are no checkpoints (``keep`` would delete them),
+    naming it and the fix."""
     if directory.is_symlink() and not directory.exists():  # mkdir said only "[Errno 17] File exists"
         raise FileNotFoundError(f"checkpoint directory {directory} is a symbolic link to {os.readlink(directory)}, "
                                 "which does not exist; create that folder first, or pass another directory")
@@ -114,6 +115,10 @@ def check_save_directory(directory: Path) -> None:
     # Our own item folders mark a checkpoint (Orbax commits a step by renaming a finished temporary folder).
     foreign = sorted(p.name for p in directory.iterdir() if p.is_dir() and p.name.isdigit()
                      and not set(ITEMS) & {c.name for c in p.iterdir()}) if directory.is_dir() else []
+    if all((directory / item).is_dir() for item in ITEMS):  # e.g. Restored.path: its steps hidden, deleted by keep
+        raise FileExistsError(f"checkpoint directory {directory} is a checkpoint's step folder (step {directory.name} "
+                              f"of {directory.parent}): steps saved inside it are never restored from "
+                              f"{directory.parent}, and go with it when keep deletes it; pass a folder of its own")
     if (directory / CHECKPOINT_SUBDIR).is_dir():  # restore(directory) reads that one: steps saved here, never
         raise FileExistsError(f"checkpoint directory {directory} is a run folder, holding {CHECKPOINT_SUBDIR}/, which "
                               f"restore reads, not steps saved beside it: pass {directory / CHECKPOINT_SUBDIR}")

@@ -198,3 +198,19 @@ def test_constrain_outside_jit_moves_an_array_committed_to_one_device_under_the_
             y = gs.constrain(given, ("batch", "heads"), pa)
             assert y.sharding.is_equivalent_to(NamedSharding(mesh, P("data", "model")), 2)
             np.testing.assert_array_equal(np.asarray(y), np.asarray(x))
+
+
+def test_a_writer_given_a_checkpoints_step_folder_is_refused_and_that_checkpoint_kept(tmp_path, devices):
+    # Was: CheckpointWriter(restored.path) opened in <ckpt>/1 and saved <ckpt>/1/2: restore(<ckpt>) still read step 1,
+    # and a writer of <ckpt> keeping 1 step deleted <ckpt>/1 with the steps inside it.
+    from gensbi_sharding.checkpoint import committed_steps, restore
+    state = nnx.state(nnx.Linear(2, 2, rngs=nnx.Rngs(0)))
+    with CheckpointWriter(tmp_path / "ckpt", async_save=False) as writer:
+        writer.save(1, state, jax.random.key(0))
+    step_dir = restore(tmp_path / "ckpt", state).path
+    with pytest.raises(FileExistsError, match=rf"checkpoint directory {step_dir} is a checkpoint's step folder \(step 1 "
+                                              rf"of {tmp_path / 'ckpt'}\): steps saved inside it are never restored "
+                                              r"from .*; pass a folder of its own"):
+        CheckpointWriter(step_dir)
+    assert {"arrays", "config", "meta"} <= {p.name for p in step_dir.iterdir()} and not (step_dir / "2").exists()
+    assert committed_steps(tmp_path / "ckpt") == [1]
