@@ -33,8 +33,8 @@ from gensbi_sharding.harness.outputs import read_metrics, read_record, write_ato
 from gensbi_sharding.harness.plots import status_counts
 from gensbi_sharding.harness.summary_columns import (DRY_RUN_COLUMNS, ERROR_COLUMN, PROVENANCE_COLUMNS, TRAIN_COLUMNS,
                                                       Column, key_cell)
-from gensbi_sharding.harness.sweep_plan import (command_overrides, every_job, folder_of, job_configuration,
-                                                job_folders, job_order, never_started, sweep_jobs)
+from gensbi_sharding.harness.sweep_plan import (command_overrides, declared_resume, every_job, folder_of,
+                                                job_configuration, job_folders, job_order, never_started, sweep_jobs)
 from gensbi_sharding.harness.units import is_number
 
 __all__ = ["Column", "TRAIN_COLUMNS", "DRY_RUN_COLUMNS", "summary_rows", "swept_keys", "declared_sweeps",
@@ -48,8 +48,7 @@ def _override_key(override: str) -> str:
     return override.split("=", 1)[0].lstrip("+~")
 
 
-#: Overrides that say how a job was run, not what it ran: a continued job records them, its
-#: configuration is the same.
+#: Overrides that say how a job was run, not what it ran (a continued job records them); a declared one: declared_resume
 _NOT_CONFIGURATION = ("train.resume",)
 
 
@@ -176,6 +175,8 @@ def write_summary(sweep_dir: Path, declared: Sequence[str] = (), all_jobs: Seque
         return None
     order = job_order(folders)  # by job number: a job not run may sit between others
     rows = sorted(rows + not_run_rows(rows, all_jobs, folders), key=lambda row: order(row["job"]))
+    for row in rows:  # -m train.resume=<a>,<b>: which run each job continued (was: no column, the rows read alike)
+        row["overrides"].update(declared_resume(all_jobs, folders, row["job"], declared))
     keys = swept_keys(rows, declared)
     dry = all(row["dry_run"] for row in rows if row["metrics"].get("status") != "not run")
     columns = DRY_RUN_COLUMNS if dry else TRAIN_COLUMNS

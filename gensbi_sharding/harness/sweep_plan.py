@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["sweep_jobs", "command_overrides", "every_job", "job_folders", "folder_of", "job_order", "never_started",
-           "job_configuration", "moved_job", "moved_jobs_problem"]
+           "job_configuration", "declared_resume", "moved_job", "moved_jobs_problem"]
 
 #: Hydra's default ``hydra.sweep.subdir``: job ``i`` in folder ``i``.
 DEFAULT_SUBDIR = "${hydra.job.num}"
@@ -101,6 +101,39 @@ def job_folders(config: Any, jobs: Sequence[Sequence[str]]) -> list[str] | None:
 def folder_of(number: int, folders: Sequence[str] | None) -> str:
     """Job ``number``'s folder name: from ``folders`` (``job_folders``) where known, else Hydra's default, its number."""
     return folders[number] if folders is not None and number < len(folders) else str(number)
+
+
+def declared_resume(all_jobs: Sequence[Sequence[str]], folders: Sequence[str] | None, job: str,
+                    declared: Sequence[str]) -> dict[str, str]:
+    """``{"train.resume": <run>}``: the run job ``job`` (its folder name) continued, where the sweep swept
+    ``train.resume`` (``-m train.resume=<run a>,<run b> train.steps=8000``); {} otherwise.
+
+    Each job's own record drops it, as a job continued alone records ``train.resume=auto``: the sweep's
+    declaration is what tells its rows apart.
+
+    Parameters
+    ----------
+    all_jobs : sequence of sequence of str
+        Every job the sweep declared (``sweep_jobs``), in Hydra's order.
+    folders : sequence of str or None
+        Each job's folder name (``job_folders``), where known.
+    job : str
+        The row's folder name.
+    declared : sequence of str
+        The keys the sweep declared with several values (``summary.declared_sweeps``).
+
+    Returns
+    -------
+    dict of str to str
+        The value as the sweep declared it, or {}.
+    """
+    if "train.resume" not in declared:
+        return {}
+    for number, overrides in enumerate(all_jobs):
+        if folder_of(number, folders) == str(job):
+            pairs = (o.split("=", 1) for o in map(str, overrides) if "=" in o)
+            return {key.lstrip("+~"): value for key, value in pairs if key.lstrip("+~") == "train.resume"}
+    return {}
 
 
 def job_order(folders: Sequence[str] | None = None) -> Any:
