@@ -7,10 +7,87 @@ checks what happens now.
 
 import csv
 import json
+import shlex
 
+import pytest
 from omegaconf import OmegaConf
 
+from gensbi_sharding.harness import outputs, run_folder, sweep_continue
 from gensbi_sharding.harness.summary import write_summary
+from gensbi_sharding.harness.sweep_hints import CONTINUE_ENV, continue_command, job_command
+
+
+def _as_hydra_job(monkeypatch, out, task):
+    """Make Hydra's config say this process is the (single-run) job in ``out``, launched with overrides ``task``."""
+    from hydra.conf import HydraConf
+    from hydra.core.hydra_config import HydraConfig
+
+    hydra = OmegaConf.create({"hydra": OmegaConf.structured(HydraConf)})
+    hydra.hydra.runtime.output_dir, hydra.hydra.overrides.task = str(out), task
+    monkeypatch.setattr(HydraConfig.instance(), "cfg", None)
+    HydraConfig.instance().set_config(hydra)
+
+
+def _accepted(args, resume):
+    """``args`` (one printed command's words after ``python launch.py``) as launch.py's folder callback sees them:
+    raises SystemExit where that folder would be refused."""
+    out = dict(a.split("=", 1) for a in args if a.startswith("hydra.run.dir="))["hydra.run.dir"]
+    config = OmegaConf.create({"hydra": {"run": {"dir": out}, "sweep": {"dir": None},
+                                         "overrides": {"task": [a for a in args if not a.startswith("hydra.")]}},
+                               "train": {"resume": resume, "steps": 3000},
+                               "distributed": {"mode": "none", "process_id": None}})
+    callback = run_folder.RefuseCompletedRun()
+    callback.on_run_start(config)
+    callback.on_run_end(config)
+
+
+def test_a_continuation_stopped_before_its_first_checkpoint_is_continued_from_the_run_it_continues(
+        tmp_path, monkeypatch):
+    # Was: `python launch.py experiment=quick train.steps=3000 train.resume=r1 hydra.run.dir=cont` Ctrl-C'd while
+    # compiling printed "continue with: python launch.py ... train.resume=auto hydra.run.dir=<cont>", which, run,
+    # said "no checkpoint in <cont> yet, starting fresh" and trained steps 0..3000: r1's 20 steps unused, status ok.
+    out, task = tmp_path / "cont", ["experiment=quick", "train.steps=3000", "train.resume=r1"]
+    out.mkdir()
+    _as_hydra_job(monkeypatch, out, task)
+    command = continue_command(out)
+    assert command == f"python launch.py experiment=quick train.steps=3000 train.resume=r1 hydra.run.dir={out}"
+    outputs.write_json(out / "metrics.json", {"status": "interrupted", "stopped_at_step": None})
+    _accepted(shlex.split(command)[2:], "r1")  # the folder takes the retry (run_folder.ensure_fresh)
+    # distributed=local's parent makes its processes' command as they start, before any checkpoint.
+    monkeypatch.setenv(CONTINUE_ENV, command)
+    assert continue_command(out) == command
+    (out / "checkpoints" / "20").mkdir(parents=True)  # once it saved, its own checkpoint is the one to continue
+    auto = f"python launch.py experiment=quick train.steps=3000 train.resume=auto hydra.run.dir={out}"
+    assert continue_command(out) == auto
+    monkeypatch.delenv(CONTINUE_ENV)
+    assert continue_command(out) == auto
+    _accepted(shlex.split(auto)[2:], "auto")
+    # A job that named no run to continue: auto, as before (null as well).
+    assert "train.resume=auto" in job_command(["train.resume=null"], tmp_path / "new", multirun=False)
+
+
+def test_a_stopped_sweep_over_runs_to_continue_names_each_jobs_own_command(tmp_path, monkeypatch):
+    # Was: `-m experiment=quick train.steps=3000 train.resume=/r1,/int1` SIGTERM'd in job 0 printed "to continue the
+    # whole sweep, this job and those not started: python launch.py -m experiment=quick train.steps=3000
+    # train.resume=auto hydra.sweep.dir=<sweep>", which, run, ran job 0 alone and ended "sweep done: 1 ok, 0 failed"
+    # (its multirun.yaml rewritten): job 1, to continue /int1, dropped without a word.
+    sweep, task = tmp_path / "sw", ["experiment=quick", "train.steps=3000", "train.resume=/r1,/int1"]
+    sweep.mkdir()
+    OmegaConf.save({"hydra": {"overrides": {"task": task, "hydra": [f"hydra.sweep.dir={sweep}"]}}},
+                   sweep / "multirun.yaml")
+    job0 = ["experiment=quick", "train.steps=3000", "train.resume=/r1"]
+    (sweep / "0" / ".hydra").mkdir(parents=True)
+    (sweep / "0" / ".hydra" / "overrides.yaml").write_text("".join(f"- {o}\n" for o in job0))
+    (sweep / "0" / "checkpoints" / "1034").mkdir(parents=True)
+    monkeypatch.setattr(sweep_continue, "hydra_job_overrides", lambda: (job0, True))
+    hint = sweep_continue.whole_sweep_hint(sweep / "0", ["/repo/launch.py", "-m", *task])
+    outputs.write_json(sweep / "0" / "metrics.json", {"status": "preempted", "stopped_at_step": 1034})
+    assert " -m " not in hint and "no one command for the sweep can" in hint, hint
+    commands = [shlex.split(c) for c in hint.split(": python launch.py ", 1)[1].split(" ; ")]
+    assert [c[-1] for c in commands] == [f"hydra.run.dir={sweep / '0'}", f"hydra.run.dir={sweep / '1'}"]
+    assert "train.resume=auto" in commands[0] and "train.resume=/int1" in commands[1]
+    for args, resume in zip(commands, ("auto", "/int1")):
+        _accepted([a for a in args if a not in ("python", "launch.py")], resume)
 
 
 def test_a_sweeps_summary_says_which_run_each_job_continued(tmp_path):
@@ -31,3 +108,10 @@ def test_a_sweeps_summary_says_which_run_each_job_continued(tmp_path):
     assert "| train.resume |" in summary.text and "/runs/b" in summary.text
     # Not declared (a job continued alone records train.resume=auto): still no column.
     assert write_summary(tmp_path, [], all_jobs=[j[:1] for j in jobs]).keys == []
+
+
+@pytest.mark.parametrize("words", [["train.resume=auto"], ["train.resume=null"], ["++train.resume=/x"], []])
+def test_named_resume_reads_only_a_run(words):
+    from gensbi_sharding.harness.resume_command import named_resume
+
+    assert named_resume(words) == ("train.resume=/x" if words == ["++train.resume=/x"] else None)

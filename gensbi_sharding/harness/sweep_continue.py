@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from gensbi_sharding.harness.resume_command import named_resume
 from gensbi_sharding.harness.sweep_hints import config_flags, hydra_job_overrides, search_path_of, unfinished_jobs_hint
 
 __all__ = ["whole_sweep_hint", "stopped_between_jobs", "mark_not_started", "current_job_dir"]
@@ -26,7 +27,9 @@ def whole_sweep_hint(run_dir: Any, argv: Sequence[str], *, started: bool = True)
     refused: "to continue the rest of the sweep, a sweep folder holding completed jobs is never rerun as a whole:
     continue its unfinished jobs (1 never started) one by one: <command> ; <command>", this job's first (more
     than three: ``bash <sweep>/continue_unfinished.sh``), as the refusal names them; with one job left, that
-    command alone, and when that job is this one, whose command the line before names, no command again.
+    command alone, and when that job is this one, whose command the line before names, no command again. Those
+    commands too where the sweep named a run to continue (``train.resume=<run>``): each job's own keeps it until
+    its folder holds a checkpoint, after which ``auto``.
 
     Parameters
     ----------
@@ -48,7 +51,11 @@ def whole_sweep_hint(run_dir: Any, argv: Sequence[str], *, started: bool = True)
     if (started and not hydra_job_overrides()[1]) or not argv or Path(argv[0]).name != "launch.py":
         return ""
     run_dir = Path(run_dir).absolute()
-    if rest := _rest_of_sweep(run_dir, started):
+    # -m train.resume=<run a>,<run b>: auto would start afresh each job without a checkpoint of its own (was: the
+    # whole-sweep command with auto, which ran only the jobs with one, or the others from step 0)
+    named = named_resume(argv[1:])
+    reason = named and "each job continues the run its train.resume names, which no one command for the sweep can"
+    if rest := _rest_of_sweep(run_dir, started, reason):
         return rest
     kept = [a for a in argv[1:] if not a.startswith(("train.resume=", "hydra.sweep.dir="))]
     which = "this job and those not started" if started else "its unfinished jobs and those not started"
@@ -57,8 +64,9 @@ def whole_sweep_hint(run_dir: Any, argv: Sequence[str], *, started: bool = True)
          hydra_override("hydra.sweep.dir", run_dir.parent)])
 
 
-def _rest_of_sweep(run_dir: Path, started: bool) -> str:
-    """Each unfinished job's command when another job of ``run_dir``'s sweep completed; "" when none did."""
+def _rest_of_sweep(run_dir: Path, started: bool, reason: str | None = None) -> str:
+    """Each unfinished job's command when another job of ``run_dir``'s sweep completed, or ``reason`` says why no
+    whole-sweep command serves; "" otherwise."""
     from omegaconf import OmegaConf
 
     from gensbi_sharding.harness.outputs import read_record
@@ -75,7 +83,7 @@ def _rest_of_sweep(run_dir: Path, started: bool) -> str:
                                 stopped=run_dir if started else None,
                                 search_path=[*config_flags(saved.get("hydra")),
                                              *search_path_of(OmegaConf.select(saved, "hydra.overrides.hydra"))],
-                                stopped_told=started, folders=job_folders(saved, all_jobs))
+                                stopped_told=started, folders=job_folders(saved, all_jobs), reason=reason or "")
     return f"to continue the rest of the sweep, {hint[2:]}" if hint else ""
 
 

@@ -76,7 +76,7 @@ def search_path_of(hydra_overrides: Any) -> list[str]:
 
 
 def job_command(overrides: Sequence[str], run_dir: Any, *, multirun: bool) -> str:
-    """The shell command that continues one job in its folder ``run_dir`` with ``train.resume=auto``.
+    """The shell command that continues one job in its folder ``run_dir`` (``resume_command.resume_override``).
 
     Parameters
     ----------
@@ -91,13 +91,15 @@ def job_command(overrides: Sequence[str], run_dir: Any, *, multirun: bool) -> st
     Returns
     -------
     str
-        ``python launch.py <overrides> train.resume=auto [hydra.mode=RUN] hydra.run.dir=<run_dir>``, shell-quoted.
+        ``python launch.py <overrides> train.resume=auto [hydra.mode=RUN] hydra.run.dir=<run_dir>``, shell-quoted;
+        ``train.resume=<run>`` as the job had it while ``run_dir`` holds no checkpoint of its own.
     """
     from gensbi_sharding.harness.override_grammar import hydra_override
+    from gensbi_sharding.harness.resume_command import resume_override
 
     kept = [o for o in with_search_path(overrides) if not o.startswith(("train.resume=", "hydra."))
             or o.startswith(SEARCH_PATH)]
-    return " ".join(["python launch.py", *map(shlex.quote, kept), "train.resume=auto",
+    return " ".join(["python launch.py", *map(shlex.quote, kept), shlex.quote(resume_override(overrides, run_dir)),
                      *(["hydra.mode=RUN"] if multirun else []), hydra_override("hydra.run.dir", run_dir)])
 
 
@@ -120,8 +122,9 @@ def continue_command(run_dir: Any) -> str:
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
-    if os.environ.get(CONTINUE_ENV):
-        return os.environ[CONTINUE_ENV]
+    if os.environ.get(CONTINUE_ENV):  # made as the processes started: train.resume=auto once a checkpoint is here
+        from gensbi_sharding.harness.resume_command import resumed_here
+        return resumed_here(os.environ[CONTINUE_ENV], run_dir)
     if not HydraConfig.initialized():
         from gensbi_sharding.harness.override_grammar import hydra_override
         return f"the same command plus train.resume=auto {hydra_override('hydra.run.dir', run_dir)}"
@@ -188,7 +191,7 @@ def train_further_hint(run_dir: Any, saved_step: int | None, steps: int | None, 
 
 def unfinished_jobs_hint(jobs: Sequence[Any], resumable: Sequence[str], all_jobs: Sequence[Sequence[str]] = (),
                          sweep_dir: Any = None, search_path: Sequence[str] = (), stopped: Any = None,
-                         stopped_told: bool = False, folders: Sequence[str] | None = None) -> str:
+                         stopped_told: bool = False, folders: Sequence[str] | None = None, reason: str = "") -> str:
     """How to continue a sweep's unfinished jobs when its folder, holding completed ones, is refused.
 
     A sweep folder with a completed job is never rerun as a whole (its files are never
@@ -200,6 +203,7 @@ def unfinished_jobs_hint(jobs: Sequence[Any], resumable: Sequence[str], all_jobs
     ``stopped``: a job of ``jobs`` stopped just now (its record not written yet): unfinished, listed first;
     ``stopped_told``: its own command was printed just before this hint, so when it is the one job left the
     hint points there instead of printing it again. ``folders``: each job's folder name (``sweep_plan.job_folders``).
+    ``reason``: why no whole-sweep command serves, where one would even with no job completed (then always hinted).
     """
     status = {Path(j): "interrupted" if j == stopped else _status(Path(j) / "metrics.json") for j in jobs}
     lists = {j.name: _yaml_list(j / ".hydra" / "overrides.yaml") for j in status}
@@ -212,9 +216,9 @@ def unfinished_jobs_hint(jobs: Sequence[Any], resumable: Sequence[str], all_jobs
         return (f"; {sweep_dir} holds another sweep (its job {number}, {folder}, ran {done}; this sweep's job {number} "
                 f"is {want}): run this sweep in another hydra.sweep.dir")
     unfinished = sorted((j for j, s in status.items() if s in resumable), key=lambda j: j != stopped)
-    if not (unfinished or never) or all(s in resumable for s in status.values()):
+    if not (unfinished or never) or (not reason and all(s in resumable for s in status.values())):
         return ""
-    whole = "a sweep folder holding completed jobs is never rerun as a whole"
+    whole = reason or "a sweep folder holding completed jobs is never rerun as a whole"
     if stopped_told and unfinished == [stopped] and not never:  # its command is on the line above: not twice
         return f"; the command above is enough: this job is the sweep's one unfinished job ({whole})"
     commands = []
