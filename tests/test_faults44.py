@@ -115,3 +115,21 @@ def test_named_resume_reads_only_a_run(words):
     from gensbi_sharding.harness.resume_command import named_resume
 
     assert named_resume(words) == ("train.resume=/x" if words == ["++train.resume=/x"] else None)
+
+
+@pytest.mark.parametrize("typed, fix", [
+    ("train.resume=true", "train.resume=auto"), ("train.resume=false", "train.resume=null"),
+    ("mesh.spec=false", "mesh.spec=null"), ("data.x_transform=false", "data.x_transform=none"),
+    ("activation.strategy=False", "activation.strategy=rule"), ("-m train.schedule=cosine,true", "train.schedule=cosine,cosine"),
+])
+def test_a_yes_no_for_a_setting_that_takes_a_name_is_refused_as_typed(typed, fix):
+    # Was: `train.resume=true` (meaning "resume") trained to "[3/7] data", then "train.resume=True: checkpoint path
+    # 'True' does not exist"; `mesh.spec=false` (meaning no mesh) "mesh.spec=True is not one of null, auto, dict":
+    # OmegaConf turns a YAML boolean given to a text setting into the text 'True', and every message echoed that.
+    from gensbi_sharding.harness.override_types import override_problem
+
+    problem = override_problem(["experiment=quick", *typed.split()])
+    assert problem is not None and "takes a name" in problem and problem.endswith(f"e.g. {fix}"), problem
+    value = typed.rsplit("=", 1)[1].split(",")[-1].lower()
+    assert f"{value} is a yes/no" in problem and "True" not in problem.split("(it would read")[0], problem
+    assert override_problem(["experiment=quick", "train.resume=auto", "mesh.spec=null"]) is None

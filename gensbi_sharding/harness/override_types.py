@@ -37,12 +37,18 @@ __all__ = ["override_problem"]
 def _value_problem(schema: type, name: str, key: str, value, suggest=None) -> tuple[str, str] | None:
     """Why ``value`` cannot be assigned to field ``name`` of ``schema`` (OmegaConf's reason), and a value to type:
     ``suggest()``'s (the command's composed default), else the schema's default."""
+    example = override_literal(suggest() if suggest else schema_default(schema, name)[1])
+    kind = typing.get_type_hints(schema)[name]
+    if isinstance(value, bool) and str in (kind, *typing.get_args(kind)):  # OmegaConf took it as the text 'True'
+        # (was: train.resume=true looked for a folder named True; mesh.spec=true was named as mesh.spec=True)
+        optional = type(None) in typing.get_args(kind)  # false: off, where null is (no mesh, no resume)
+        return (f"{key} takes a name, and {str(value).lower()} is a yes/no (it would read the text '{value}')",
+                "auto" if value and key == "train.resume" else "null" if optional and not value else example)
     try:
         OmegaConf.structured(schema)[name] = value
         return None
     except ValidationError as err:
         reason = str(err).strip().splitlines()[0]
-    example = override_literal(suggest() if suggest else schema_default(schema, name)[1])
     if value is None:
         return f"{key} cannot be null ({reason})", example
     if isinstance(value, str) and not value.strip():
@@ -51,7 +57,6 @@ def _value_problem(schema: type, name: str, key: str, value, suggest=None) -> tu
         many = ",".join(map(str, value)) if isinstance(value, list) else ""
         return (f"{key} takes one value, not a {type(value).__name__} ({reason})"
                 + (f"; for one job per value, sweep them: -m {key}={many}" if many else ""), example)
-    kind = typing.get_type_hints(schema)[name]
     if int in (kind, *typing.get_args(kind)) and isinstance(value, float) and math.isfinite(value):
         return f"{key} takes a whole number ({reason})", str(round(value) or example)
     return f"{key}: {reason}", example
@@ -157,7 +162,7 @@ def override_problem(args: Sequence[str] | CommandLine, *, sweeps_need_m: bool =
                     why, fix = problem
                     of = f" (model={schema_name(schema)})" if section == "model" and chosen is not None else ""
                     if strings:  # the sweep with that one value replaced
-                        shown = f"the swept value {strings[i]}: "
+                        shown = f"the swept value {str(value).lower() if isinstance(value, bool) else strings[i]}: "
                         fix = ",".join(fix if j == i else text for j, text in enumerate(strings))
                     else:
                         shown = ""
