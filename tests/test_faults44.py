@@ -120,7 +120,8 @@ def test_named_resume_reads_only_a_run(words):
 @pytest.mark.parametrize("typed, fix", [
     ("train.resume=true", "train.resume=auto"), ("train.resume=false", "train.resume=null"),
     ("mesh.spec=false", "mesh.spec=null"), ("data.x_transform=false", "data.x_transform=none"),
-    ("activation.strategy=False", "activation.strategy=rule"), ("-m train.schedule=cosine,true", "train.schedule=cosine,cosine"),
+    ("activation.strategy=False", "activation.strategy=rule"),
+    ("-m train.schedule=cosine,true", "train.schedule=cosine,cosine"),
 ])
 def test_a_yes_no_for_a_setting_that_takes_a_name_is_refused_as_typed(typed, fix):
     # Was: `train.resume=true` (meaning "resume") trained to "[3/7] data", then "train.resume=True: checkpoint path
@@ -133,3 +134,33 @@ def test_a_yes_no_for_a_setting_that_takes_a_name_is_refused_as_typed(typed, fix
     value = typed.rsplit("=", 1)[1].split(",")[-1].lower()
     assert f"{value} is a yes/no" in problem and "True" not in problem.split("(it would read")[0], problem
     assert override_problem(["experiment=quick", "train.resume=auto", "mesh.spec=null"]) is None
+
+
+@pytest.mark.parametrize("resume", ["/r1,/int1", "auto"])
+def test_a_sweep_over_runs_to_continue_rerun_as_a_whole_is_refused_naming_each_jobs_command(
+        tmp_path, monkeypatch, capsys, resume):
+    # Was, after `-m experiment=quick train.resume=/r1,/int1` stopped in job 0: rerun as typed, "rerun with
+    # train.resume=auto to continue it in this folder"; and `-m experiment=quick train.resume=auto
+    # hydra.sweep.dir=<it>` was accepted: it ran job 0 alone, rewrote multirun.yaml and ended "sweep done: 1 ok,
+    # 0 failed", the job to continue /int1 gone from the sweep and its summary.
+    monkeypatch.chdir(tmp_path)
+    sweep, task = tmp_path / "sw", ["experiment=quick", "train.resume=/r1,/int1"]
+    (sweep / "0" / ".hydra").mkdir(parents=True)
+    OmegaConf.save({"hydra": {"overrides": {"task": task, "hydra": []}}}, sweep / "multirun.yaml")
+    (sweep / "0" / ".hydra" / "overrides.yaml").write_text("- experiment=quick\n- train.resume=/r1\n")
+    (sweep / "0" / "checkpoints" / "1034").mkdir(parents=True)
+    outputs.write_json(sweep / "0" / "metrics.json", {"status": "preempted", "stopped_at_step": 1034})
+    saved = (sweep / "multirun.yaml").read_text()
+    config = OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep), "subdir": "${hydra.job.num}"},
+                                         "overrides": {"task": ["experiment=quick", f"train.resume={resume}"],
+                                                       "hydra": []}},
+                               "train": {"resume": "auto" if resume == "auto" else None, "steps": 20},
+                               "dry_run": False, "distributed": {"mode": "none", "process_id": None}})
+    with pytest.raises(SystemExit):
+        run_folder.RefuseCompletedRun().on_multirun_start(config)
+    refusal = capsys.readouterr().err
+    assert "train.resume=auto to continue it" not in refusal and "no one command for the sweep can" in refusal
+    commands = refusal.split("one by one: ")[1].strip().split(" ; ")
+    assert commands == [f"python launch.py experiment=quick {resumed} hydra.mode=RUN hydra.run.dir={sweep / job}"
+                        for resumed, job in (("train.resume=auto", "0"), ("train.resume=/int1", "1"))]
+    assert (sweep / "multirun.yaml").read_text() == saved  # refused before Hydra writes

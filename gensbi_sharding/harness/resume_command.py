@@ -14,9 +14,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["AUTO", "named_resume", "resume_override", "resumed_here"]
+__all__ = ["AUTO", "BY_JOB", "named_resume", "resume_override", "resumed_here", "dropped_runs"]
 
 AUTO = "train.resume=auto"
+#: Why a sweep naming runs to continue is continued job by job: ``-m ... train.resume=auto`` starts afresh each job
+#: without a checkpoint of its own (was: that command, which ran only the jobs with one and said "sweep done").
+BY_JOB = "each job continues the run its train.resume names, which no one command for the sweep can"
 
 
 def named_resume(overrides: Sequence[str]) -> str | None:
@@ -82,3 +85,42 @@ def resumed_here(command: str, run_dir: Any) -> str:
     if not holds_checkpoint(run_dir) or not any(w.startswith("train.resume=") for w in words):
         return command
     return " ".join(shlex.quote(AUTO if w.startswith("train.resume=") else w) for w in words)
+
+
+def dropped_runs(sweep_dir: Any, all_jobs: Sequence[Sequence[str]]) -> str | None:
+    """The refusal of ``-m ... train.resume=auto hydra.sweep.dir=<a sweep over runs to continue>``; None otherwise.
+
+    Was: accepted, it ran only the jobs whose folders held a checkpoint, rewrote ``multirun.yaml`` and ended
+    "sweep done: 1 ok, 0 failed", the job still to continue its run dropped from the sweep and its summary.
+
+    Parameters
+    ----------
+    sweep_dir : path-like
+        The sweep folder, holding the earlier sweep's ``multirun.yaml``.
+    all_jobs : sequence of sequence of str
+        This command's jobs (``sweep_plan.sweep_jobs``).
+
+    Returns
+    -------
+    str or None
+        Naming each unfinished job's own command (``sweep_hints.unfinished_jobs_hint``).
+    """
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness.outputs import read_record
+    from gensbi_sharding.harness.run_folder import RESUMABLE
+    from gensbi_sharding.harness.sweep_hints import unfinished_jobs_hint
+    from gensbi_sharding.harness.sweep_plan import every_job, job_folders
+
+    saved = read_record(Path(sweep_dir) / "multirun.yaml")
+    if not OmegaConf.is_dict(saved) or any(named_resume(job) for job in all_jobs):
+        return None
+    before = every_job(saved)
+    named = sorted({named_resume(job) for job in before} - {None})
+    if not named:
+        return None
+    jobs = sorted(m.parent for m in Path(sweep_dir).glob("*/metrics.json"))
+    hint = unfinished_jobs_hint(jobs, RESUMABLE, before, sweep_dir, folders=job_folders(saved, before))
+    return (f"hydra.sweep.dir={sweep_dir} holds a sweep whose jobs continue other runs ({', '.join(named)}), which "
+            "train.resume=auto for the whole sweep would drop: a job without a checkpoint of its own would start "
+            "from step 0" + (hint or "; choose another hydra.sweep.dir"))

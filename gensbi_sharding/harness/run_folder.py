@@ -23,6 +23,7 @@ from gensbi_sharding.harness.folder_lock import FolderInUseError, FolderLock, fo
 from gensbi_sharding.harness.launch_record import keep_record, settle_record, step_folder_names
 from gensbi_sharding.harness.outputs import read_metrics, read_record, write_record
 from gensbi_sharding.harness.preflight import folder_check_crashed
+from gensbi_sharding.harness.resume_command import named_resume
 from gensbi_sharding.harness.sweep_hints import (config_flags, hydra_job_overrides, moved_jobs_problem, search_path_of,
                                                  shared_folder_problem, train_further_hint, unfinished_jobs_hint)
 from gensbi_sharding.harness.sweep_plan import command_overrides, every_job, job_folders
@@ -90,7 +91,8 @@ def ensure_fresh(out_dir: Path, *, resume_auto: bool = False, resume_from: bool 
     retry = resume_from and status in RESUMABLE and not has_checkpoints
     if previous is not None and not (resume_auto and status in RESUMABLE) and not retry:
         again = "run it again (it saved no checkpoint)" if status == "error" and not has_checkpoints else "continue it"
-        hint = (f"rerun with train.resume=auto to {again} in this folder, or choose another {_DIR[multirun]}"
+        hint = ((f"{again} by its own command" if multirun and resume_from else  # auto: a sweep's jobs from step 0
+                 f"rerun with train.resume=auto to {again} in this folder") + f", or choose another {_DIR[multirun]}"
                 if status in RESUMABLE and not dry_run else "choose another "
                 + ("hydra.sweep.dir" if multirun else "hydra.run.dir (or hydra.sweep.dir)")
                 + (" for the dry run (a dry run writes only into a fresh folder)" if dry_run else
@@ -241,9 +243,8 @@ class RefuseCompletedRun(Callback):
 
     def _claim(self, folder: Path, runs: list[Path], config: DictConfig, sweep: bool = False) -> None:
         try:
-            problem = (interpolation_problem(config) or dry_run_resume_problem(config)
-                       or unused_folder_problem(config, multirun=sweep))
-            problem = problem or folder_problem(folder, sweep=sweep, before_hydra=True)
+            problem = (interpolation_problem(config) or dry_run_resume_problem(config) or unused_folder_problem(
+                config, multirun=sweep) or folder_problem(folder, sweep=sweep, before_hydra=True))
             if sweep and not problem:  # Hydra writes a job's .hydra/ record before any check of ours could run
                 raw = OmegaConf.to_container(config.hydra.sweep, resolve=False) if "sweep" in config.hydra else {}
                 jobs = every_job(config)
@@ -253,19 +254,18 @@ class RefuseCompletedRun(Callback):
                     problem = problem or moved_jobs_problem(folder, jobs, job_folders(config, jobs))
             if problem:
                 raise ConfigError(problem)
-            lock = FolderLock(folder)
-            lock.acquire()
+            (lock := FolderLock(folder)).acquire()
             self._locks.append(lock)
             dry_run = bool(OmegaConf.select(config, "dry_run", default=False))
             searched = [*config_flags(OmegaConf.select(config, "hydra", default=None)),
                         *search_path_of(OmegaConf.select(config, "hydra.overrides.hydra", default=None))]
             for run_dir in runs:
-                resume = OmegaConf.select(config, "train.resume", default=None)
-                task = command_overrides(config)[0]
+                resume, task = OmegaConf.select(config, "train.resume", default=None), command_overrides(config)[0]
+                named = sweep and bool(named_resume(task or []))  # -m train.resume=<a>,<b>: not in the sweep's config
                 recorded = run_dir / ".hydra" / "overrides.yaml"
                 if sweep and OmegaConf.is_list(read_record(recorded)):  # the job's own values, not the comma lists
                     task = read_record(recorded)
-                ensure_fresh(run_dir, resume_auto=resume == "auto", resume_from=bool(resume) and resume != "auto",
+                ensure_fresh(run_dir, resume_auto=resume == "auto", resume_from=resume not in (None, "", "auto") or named,
                              dry_run=dry_run, steps=OmegaConf.select(config, "train.steps", default=None),
                              overrides=None if task is None else [*searched, *task], multirun=sweep)
                 keep_record(run_dir)  # the command that saved its checkpoints, before Hydra rewrites it

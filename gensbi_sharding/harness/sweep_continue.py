@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from gensbi_sharding.harness.resume_command import named_resume
+from gensbi_sharding.harness.resume_command import BY_JOB, named_resume
 from gensbi_sharding.harness.sweep_hints import config_flags, hydra_job_overrides, search_path_of, unfinished_jobs_hint
 
 __all__ = ["whole_sweep_hint", "stopped_between_jobs", "mark_not_started", "current_job_dir"]
@@ -51,11 +51,8 @@ def whole_sweep_hint(run_dir: Any, argv: Sequence[str], *, started: bool = True)
     if (started and not hydra_job_overrides()[1]) or not argv or Path(argv[0]).name != "launch.py":
         return ""
     run_dir = Path(run_dir).absolute()
-    # -m train.resume=<run a>,<run b>: auto would start afresh each job without a checkpoint of its own (was: the
-    # whole-sweep command with auto, which ran only the jobs with one, or the others from step 0)
-    named = named_resume(argv[1:])
-    reason = named and "each job continues the run its train.resume names, which no one command for the sweep can"
-    if rest := _rest_of_sweep(run_dir, started, reason):
+    # -m train.resume=<run a>,<run b>: every job's own command (resume_command.BY_JOB)
+    if rest := _rest_of_sweep(run_dir, started, BY_JOB if named_resume(argv[1:]) else None):
         return rest
     kept = [a for a in argv[1:] if not a.startswith(("train.resume=", "hydra.sweep.dir="))]
     which = "this job and those not started" if started else "its unfinished jobs and those not started"

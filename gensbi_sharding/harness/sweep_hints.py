@@ -205,6 +205,9 @@ def unfinished_jobs_hint(jobs: Sequence[Any], resumable: Sequence[str], all_jobs
     hint points there instead of printing it again. ``folders``: each job's folder name (``sweep_plan.job_folders``).
     ``reason``: why no whole-sweep command serves, where one would even with no job completed (then always hinted).
     """
+    from gensbi_sharding.harness.resume_command import BY_JOB, named_resume
+
+    reason = reason or (BY_JOB if any(named_resume(job) for job in all_jobs) else "")  # a refused sweep's too
     status = {Path(j): "interrupted" if j == stopped else _status(Path(j) / "metrics.json") for j in jobs}
     lists = {j.name: _yaml_list(j / ".hydra" / "overrides.yaml") for j in status}
     recorded = all(v is not None for v in lists.values())  # else which ran is unknown

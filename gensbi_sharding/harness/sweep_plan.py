@@ -215,8 +215,12 @@ def moved_jobs_problem(sweep_dir: Any, all_jobs: Sequence[Sequence[str]],
     Job ``i`` continues its folder (``folders``, ``job_folders``; default: folder ``i``): a sweep rerun with its
     values reordered or changed would continue each job from another job's checkpoint (another learning rate,
     rule ...) without a word. Only the keys the sweep varies are compared; a job continued alone with, say, more
-    ``train.steps`` still matches.
+    ``train.steps`` still matches. A sweep over runs to continue rerun without them: ``resume_command.dropped_runs``.
     """
+    from gensbi_sharding.harness.resume_command import dropped_runs
+
+    if (dropped := dropped_runs(sweep_dir, all_jobs)) is not None:
+        return dropped
     moved = moved_job(sweep_dir, all_jobs, folders)
     if moved is None:
         return None
