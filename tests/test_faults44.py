@@ -106,6 +106,12 @@ def test_a_sweeps_summary_says_which_run_each_job_continued(tmp_path):
     assert [(r["job"], r["train.resume"], r["status"]) for r in rows] == [
         ("0", "/runs/a", "ok"), ("1", "/runs/b", "ok"), ("2", "/runs/c", "not run")]
     assert "| train.resume |" in summary.text and "/runs/b" in summary.text
+    # Job 1 retried in its folder with its path corrected: the run it continued, as its record says.
+    OmegaConf.save(OmegaConf.create(["train.steps=3000", "train.resume=/runs/b2"]),
+                   tmp_path / "1" / ".hydra" / "overrides.yaml")
+    write_summary(tmp_path, ["train.resume"], all_jobs=jobs)
+    rows = list(csv.DictReader((tmp_path / "sweep_summary.csv").open()))
+    assert [r["train.resume"] for r in rows] == ["/runs/a", "/runs/b2", "/runs/c"]
     # Not declared (a job continued alone records train.resume=auto): still no column.
     assert write_summary(tmp_path, [], all_jobs=[j[:1] for j in jobs]).keys == []
 

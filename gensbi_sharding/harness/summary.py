@@ -176,7 +176,7 @@ def write_summary(sweep_dir: Path, declared: Sequence[str] = (), all_jobs: Seque
     order = job_order(folders)  # by job number: a job not run may sit between others
     rows = sorted(rows + not_run_rows(rows, all_jobs, folders), key=lambda row: order(row["job"]))
     for row in rows:  # -m train.resume=<a>,<b>: which run each job continued (was: no column, the rows read alike)
-        row["overrides"].update(declared_resume(all_jobs, folders, row["job"], declared))
+        row["overrides"].update(declared_resume(all_jobs, folders, row["job"], declared, sweep_dir))
     keys = swept_keys(rows, declared)
     dry = all(row["dry_run"] for row in rows if row["metrics"].get("status") != "not run")
     columns = DRY_RUN_COLUMNS if dry else TRAIN_COLUMNS

@@ -104,12 +104,13 @@ def folder_of(number: int, folders: Sequence[str] | None) -> str:
 
 
 def declared_resume(all_jobs: Sequence[Sequence[str]], folders: Sequence[str] | None, job: str,
-                    declared: Sequence[str]) -> dict[str, str]:
+                    declared: Sequence[str], sweep_dir: Any = None) -> dict[str, str]:
     """``{"train.resume": <run>}``: the run job ``job`` (its folder name) continued, where the sweep swept
     ``train.resume`` (``-m train.resume=<run a>,<run b> train.steps=8000``); {} otherwise.
 
-    Each job's own record drops it, as a job continued alone records ``train.resume=auto``: the sweep's
-    declaration is what tells its rows apart.
+    Each job's own record names it only until the job is continued alone with ``train.resume=auto``: then the
+    sweep's declaration tells its rows apart. A job retried in its folder with another run (a path corrected) is
+    named by that run, as its record holds it.
 
     Parameters
     ----------
@@ -121,19 +122,27 @@ def declared_resume(all_jobs: Sequence[Sequence[str]], folders: Sequence[str] | 
         The row's folder name.
     declared : sequence of str
         The keys the sweep declared with several values (``summary.declared_sweeps``).
+    sweep_dir : path-like, optional
+        The sweep folder, where the job's record is read.
 
     Returns
     -------
     dict of str to str
-        The value as the sweep declared it, or {}.
+        The run as the job's record or else the sweep names it, or {}.
     """
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness.outputs import read_record
+    from gensbi_sharding.harness.resume_command import named_resume
+
     if "train.resume" not in declared:
         return {}
-    for number, overrides in enumerate(all_jobs):
-        if folder_of(number, folders) == str(job):
-            pairs = (o.split("=", 1) for o in map(str, overrides) if "=" in o)
-            return {key.lstrip("+~"): value for key, value in pairs if key.lstrip("+~") == "train.resume"}
-    return {}
+    recorded = read_record(Path(sweep_dir) / str(job) / ".hydra" / "overrides.yaml") if sweep_dir else None
+    planned = [jobs for number, jobs in enumerate(all_jobs) if folder_of(number, folders) == str(job)]
+    ran = named_resume(map(str, recorded)) if OmegaConf.is_list(recorded) else None
+    named = ran or (named_resume(planned[0]) if planned else None) or next(
+        (o.lstrip("+") for o in (planned[0] if planned else ()) if o.lstrip("+").startswith("train.resume=")), None)
+    return {"train.resume": named.split("=", 1)[1]} if named else {}
 
 
 def job_order(folders: Sequence[str] | None = None) -> Any:
