@@ -398,6 +398,24 @@ def _fake_draws(*args, details, **kwargs):
     return np.ones((3, 2), np.float32)
 
 
+def test_the_docs_list_every_array_the_output_holds(run_read, monkeypatch):
+    # Was: the README listed the file's arrays without checkpoint_step (docs/harness.md had it).
+    import re
+
+    monkeypatch.setattr(own_observation, "sample_posterior", _fake_draws)
+    out = run_read / "listed.npz"
+    assert main([str(run_read), str(run_read / "x_o.npy"), "--out", str(out)]) == 0
+    with np.load(out) as saved:
+        arrays = set(saved.files)
+    repo = Path(__file__).resolve().parents[1]
+    for page in (repo / "README.md", repo / "docs" / "harness.md"):
+        text = " ".join(page.read_text().split())
+        while re.search(r"\([^()]*\)", text):  # asides, (num_samples, dim_theta) and the like
+            text = re.sub(r" ?\([^()]*\)", "", text)
+        sentence = re.search(r"`x_o_posterior\.npz` holds (.*?)\. ", text)
+        assert sentence and set(re.findall(r"`(\w+)`", sentence[1])) == arrays, (page.name, sentence and sentence[1])
+
+
 @pytest.mark.parametrize("given, written", [("mine", "mine.npz"), ("mine.npz", "mine.npz"), ("r.v2", "r.v2.npz"),
                                             ("out", "out/x_o_posterior.npz")])
 def test_cli_out_is_the_file_written_and_printed(run_read, monkeypatch, capsys, given, written):
