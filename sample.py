@@ -5,7 +5,13 @@
 
 import sys
 
-from gensbi_sharding.harness.own_observation import main
+try:
+    from gensbi_sharding.harness.own_observation import main
+except ModuleNotFoundError as missing:  # e.g. the system Python instead of the project's .venv, as launch.py says
+    if (missing.name or "").startswith("gensbi_sharding") or __name__ != "__main__":
+        raise
+    sys.exit(f"sample.py: {missing.name!r} is not installed for {sys.executable}. From the repository, run "
+             ".venv/bin/python sample.py ... (make run creates .venv), or activate .venv.")
 
 if __name__ == "__main__":
     sys.exit(main())

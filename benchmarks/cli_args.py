@@ -5,7 +5,34 @@ from __future__ import annotations
 
 import argparse
 import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
+
+
+def missing_dependency_line(error: ModuleNotFoundError) -> str | None:
+    """The one line for a module the script needs that the Python running it lacks (the system one instead of the
+    project's .venv, or .venv without the gensbi extra); None for another error, or a missing module of this checkout."""
+    top = (error.name or "").split(".")[0]
+    here = Path(__file__).resolve().parent
+    if not top or top in ("gensbi_sharding", "benchmarks") or (here / f"{top}.py").exists():
+        return None
+    script = f"benchmarks/{Path(sys.argv[0]).name}"
+    return (f"{script}: {top!r} is not installed for {sys.executable}. From the repository, run .venv/bin/python "
+            f"{script} (make run creates .venv; elsewhere pip install -e \".[test,gensbi]\")")
+
+
+def _excepthook(kind, error, traceback):
+    line = missing_dependency_line(error) if issubclass(kind, ModuleNotFoundError) else None
+    if line is None:
+        sys.__excepthook__(kind, error, traceback)
+    else:
+        print(line, file=sys.stderr)
+
+
+# Each script imports this module before anything beyond the standard library, so that run by a Python without the
+# project's dependencies it ends in that line, as launch.py and sample.py do, not an import's traceback.
+sys.excepthook = _excepthook
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):

@@ -48,10 +48,10 @@ sys.path.insert(0, str(REPO))
 # Its sibling modules, also when loaded by file (the tests); last, so that they shadow nothing.
 sys.path.append(str(REPO / "benchmarks"))
 
+from cli_args import HelpFormatter, new_parser, one_of, positive_int  # noqa: E402
 from gensbi_sharding.harness.folder_lock import write_denied  # noqa: E402 (after the path above)
 from gensbi_sharding.harness.outputs import MAKE_ROOM  # noqa: E402
 from gensbi_sharding.harness.override_grammar import hydra_value  # noqa: E402
-from cli_args import HelpFormatter, new_parser, one_of, positive_int  # noqa: E402
 from sbibm_checks import extra_problem, read_published  # noqa: E402
 from sbibm_method import (Method, job_method, margin_arg, method_from_args, region_arg, rounds_arg,  # noqa: E402
                           sequential_problem)

@@ -25,6 +25,7 @@ from pathlib import Path
 # This checkout's package, not whichever copy the environment has installed (another clone, a
 # non-editable install): the numbers must be of the code beside this script.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from cli_args import jax_platform, model_fits, new_parser, positive_int  # noqa: E402
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 import jax  # noqa: E402
 
@@ -34,7 +35,6 @@ import jax.numpy as jnp  # noqa: E402
 from flax import nnx  # noqa: E402
 
 import gensbi_sharding as gs  # noqa: E402
-from cli_args import jax_platform, model_fits, new_parser, positive_int  # noqa: E402
 
 try:
     from gensbi.sharding import shard_model as reference_shard_model  # noqa: E402

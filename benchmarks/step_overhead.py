@@ -20,6 +20,7 @@ from pathlib import Path
 # This checkout's package, not whichever copy the environment has installed (another clone, a
 # non-editable install): the numbers must be of the code beside this script.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from cli_args import jax_platform, model_axis, model_fits, new_parser, positive_int  # noqa: E402
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 import jax  # noqa: E402
 
@@ -29,7 +30,6 @@ import numpy as np  # noqa: E402
 import optax  # noqa: E402
 from flax import nnx  # noqa: E402
 
-from cli_args import jax_platform, model_axis, model_fits, new_parser, positive_int  # noqa: E402
 from gensbi_sharding import (RULES, make_mesh, mesh_context, nearest_batch_sizes, replicate, shard_batch,  # noqa: E402
                              shard_model)
 from gensbi_sharding.harness.registry import get_model  # noqa: E402

@@ -126,6 +126,33 @@ def test_launch_with_a_python_lacking_the_dependencies_says_what_to_run():
     assert "is not installed for" in proc.stderr and "make run" in proc.stderr and ".venv/bin/python" in proc.stderr
 
 
+
+@pytest.mark.parametrize("script", ["sample.py", *(f"benchmarks/{name}.py" for name in (
+    "gensbi_pipeline", "gensbi_scale", "sbibm", "sequential", "shard_model", "step_overhead"))])
+def test_scripts_run_by_a_python_lacking_the_dependencies_say_what_to_run(script):
+    # Typed: python sample.py outputs/<date>/<time> x_o.npy (README), .venv not activated. Was: a traceback ending in
+    # "ModuleNotFoundError: No module named 'numpy'" (launch.py alone said so in one line); every benchmark script
+    # likewise (benchmarks/init.py imports JAX only as it runs: its --help needs nothing).
+    proc = subprocess.run([sys.executable, "-S", str(REPO / script), "--help"], cwd=REPO, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 1 and proc.stdout == "", proc.stderr
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.startswith(f"{script}: ") and "is not installed for" in proc.stderr
+    assert f".venv/bin/python {script}" in proc.stderr and "make run" in proc.stderr
+
+
+def test_a_missing_module_of_the_checkout_keeps_its_traceback():
+    # A module of this checkout missing is no environment to fix: the benchmark scripts' hook passes it on.
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        from cli_args import missing_dependency_line
+    finally:
+        sys.path.remove(str(REPO / "benchmarks"))
+    assert missing_dependency_line(ModuleNotFoundError("x", name="gensbi_sharding.harness.nope")) is None
+    assert missing_dependency_line(ModuleNotFoundError("x", name="sbibm_checks")) is None  # a sibling script
+    assert missing_dependency_line(ModuleNotFoundError("x", name=None)) is None
+    assert "'optax' is not installed for" in missing_dependency_line(ModuleNotFoundError("x", name="optax.contrib"))
+
 def test_launch_ends_without_sweeping_the_objects_it_leaves():
     # Was: ~1 s of CPU after a run's last line in Python's finalisation, full collections over JAX's and Flax's
     # objects, with nothing left to free. A cycle that a collection at exit would free says so as it goes.
