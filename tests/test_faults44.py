@@ -41,6 +41,34 @@ def _accepted(args, resume):
     callback.on_run_end(config)
 
 
+def _save_step(out, step):
+    """A complete checkpoint of ``step`` in ``out/checkpoints`` (a tiny state), as the job's own first save."""
+    import jax
+    import jax.numpy as jnp
+
+    from gensbi_sharding.checkpoint import CheckpointWriter
+
+    with CheckpointWriter(out / "checkpoints", async_save=False) as writer:
+        writer.save(step, {"w": jnp.zeros(2)}, jax.random.key(0))
+
+
+def test_a_continuation_stopped_during_its_first_save_is_still_continued_from_the_run_it_continues(
+        tmp_path, monkeypatch):
+    # Was: killed while its first save was written (checkpoints/ holding only Orbax's temporary folder), the printed
+    # command was train.resume=auto, which said "no checkpoint in <cont> yet, starting fresh" and trained from step 0,
+    # and the job's own train.resume=r1 was refused ("rerun with train.resume=auto").
+    out, task = tmp_path / "cont", ["experiment=quick", "train.steps=3000", "train.resume=r1"]
+    (out / "checkpoints" / "20.orbax-checkpoint-tmp-1700000000" / "arrays").mkdir(parents=True)
+    outputs.write_json(out / "metrics.json", {"status": "interrupted", "stopped_at_step": 20})
+    command = job_command(task, out, multirun=False)
+    assert command == f"python launch.py experiment=quick train.steps=3000 train.resume=r1 hydra.run.dir={out}"
+    _accepted(shlex.split(command)[2:], "r1")
+    _save_step(out, 20)  # a complete one: its own, continued with auto; r1 no more
+    assert "train.resume=auto" in job_command(task, out, multirun=False)
+    with pytest.raises(SystemExit):
+        _accepted(shlex.split(command)[2:], "r1")
+
+
 def test_a_continuation_stopped_before_its_first_checkpoint_is_continued_from_the_run_it_continues(
         tmp_path, monkeypatch):
     # Was: `python launch.py experiment=quick train.steps=3000 train.resume=r1 hydra.run.dir=cont` Ctrl-C'd while
@@ -56,7 +84,7 @@ def test_a_continuation_stopped_before_its_first_checkpoint_is_continued_from_th
     # distributed=local's parent makes its processes' command as they start, before any checkpoint.
     monkeypatch.setenv(CONTINUE_ENV, command)
     assert continue_command(out) == command
-    (out / "checkpoints" / "20").mkdir(parents=True)  # once it saved, its own checkpoint is the one to continue
+    _save_step(out, 20)  # once it saved, its own checkpoint is the one to continue
     auto = f"python launch.py experiment=quick train.steps=3000 train.resume=auto hydra.run.dir={out}"
     assert continue_command(out) == auto
     monkeypatch.delenv(CONTINUE_ENV)
@@ -78,7 +106,7 @@ def test_a_stopped_sweep_over_runs_to_continue_names_each_jobs_own_command(tmp_p
     job0 = ["experiment=quick", "train.steps=3000", "train.resume=/r1"]
     (sweep / "0" / ".hydra").mkdir(parents=True)
     (sweep / "0" / ".hydra" / "overrides.yaml").write_text("".join(f"- {o}\n" for o in job0))
-    (sweep / "0" / "checkpoints" / "1034").mkdir(parents=True)
+    _save_step(sweep / "0", 1034)
     monkeypatch.setattr(sweep_continue, "hydra_job_overrides", lambda: (job0, True))
     hint = sweep_continue.whole_sweep_hint(sweep / "0", ["/repo/launch.py", "-m", *task])
     outputs.write_json(sweep / "0" / "metrics.json", {"status": "preempted", "stopped_at_step": 1034})
@@ -154,7 +182,7 @@ def test_a_sweep_over_runs_to_continue_rerun_as_a_whole_is_refused_naming_each_j
     (sweep / "0" / ".hydra").mkdir(parents=True)
     OmegaConf.save({"hydra": {"overrides": {"task": task, "hydra": []}}}, sweep / "multirun.yaml")
     (sweep / "0" / ".hydra" / "overrides.yaml").write_text("- experiment=quick\n- train.resume=/r1\n")
-    (sweep / "0" / "checkpoints" / "1034").mkdir(parents=True)
+    _save_step(sweep / "0", 1034)
     outputs.write_json(sweep / "0" / "metrics.json", {"status": "preempted", "stopped_at_step": 1034})
     saved = (sweep / "multirun.yaml").read_text()
     config = OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep), "subdir": "${hydra.job.num}"},

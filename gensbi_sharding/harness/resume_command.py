@@ -40,10 +40,13 @@ def named_resume(overrides: Sequence[str]) -> str | None:
 
 
 def holds_checkpoint(run_dir: Any) -> bool:
-    """Whether ``run_dir/checkpoints`` holds anything: told apart as ``run_folder.ensure_fresh`` does, which lets
-    ``train.resume=<another run>`` into a stopped job's folder only without one."""
-    checkpoints = Path(run_dir) / "checkpoints"
-    return checkpoints.is_dir() and any(checkpoints.iterdir())
+    """Whether ``run_dir/checkpoints`` holds a complete checkpoint, which ``train.resume=auto`` would continue;
+    ``run_folder.ensure_fresh`` lets ``train.resume=<another run>`` retry a stopped job's folder only without one.
+    (Was: anything there: a first save cut short, only Orbax's temporary folder, made the command ``auto``, which
+    trained from step 0.)"""
+    from gensbi_sharding.checkpoint import CHECKPOINT_SUBDIR, committed_steps
+
+    return bool(committed_steps(Path(run_dir) / CHECKPOINT_SUBDIR))
 
 
 def resume_override(overrides: Sequence[str], run_dir: Any) -> str:

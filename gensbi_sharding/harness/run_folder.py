@@ -23,7 +23,7 @@ from gensbi_sharding.harness.folder_lock import FolderInUseError, FolderLock, fo
 from gensbi_sharding.harness.launch_record import keep_record, settle_record, step_folder_names
 from gensbi_sharding.harness.outputs import read_metrics, read_record, write_record
 from gensbi_sharding.harness.preflight import folder_check_crashed
-from gensbi_sharding.harness.resume_command import named_resume
+from gensbi_sharding.harness.resume_command import holds_checkpoint, named_resume
 from gensbi_sharding.harness.sweep_hints import (config_flags, hydra_job_overrides, moved_jobs_problem, search_path_of,
                                                  shared_folder_problem, train_further_hint, unfinished_jobs_hint)
 from gensbi_sharding.harness.sweep_plan import command_overrides, every_job, job_folders
@@ -88,7 +88,7 @@ def ensure_fresh(out_dir: Path, *, resume_auto: bool = False, resume_from: bool 
     previous = read_metrics(metrics) if metrics.exists() else None
     status = (previous or {}).get("status", "unknown")
     has_checkpoints = (checkpoints := out_dir / "checkpoints").is_dir() and any(checkpoints.iterdir())
-    retry = resume_from and status in RESUMABLE and not has_checkpoints
+    retry = resume_from and status in RESUMABLE and not holds_checkpoint(out_dir)  # a first save cut short: none
     if previous is not None and not (resume_auto and status in RESUMABLE) and not retry:
         again = "run it again (it saved no checkpoint)" if status == "error" and not has_checkpoints else "continue it"
         hint = ((f"{again} by its own command" if multirun and resume_from else  # auto: a sweep's jobs from step 0
@@ -104,7 +104,7 @@ def ensure_fresh(out_dir: Path, *, resume_auto: bool = False, resume_from: bool 
     if dry_run and has_checkpoints:
         raise FileExistsError(f"{checkpoints} holds a run's checkpoints; a dry run writes only into a fresh "
                               "folder: choose another hydra.run.dir for the dry run")
-    if not resume_auto and has_checkpoints:  # the folder as Hydra and the shell read it back (was: as it is)
+    if not (resume_auto or retry) and has_checkpoints:  # the folder as Hydra and the shell read it back (was: as it is)
         from gensbi_sharding.harness.override_grammar import hydra_override
         raise FileExistsError(f"{checkpoints} holds the checkpoints of a run with no record (stopped, or its record "
                               "could not be written); continue it here with the same command plus train.resume=auto, "
