@@ -168,6 +168,20 @@ def test_a_yes_no_for_a_setting_that_takes_a_name_is_refused_as_typed(typed, fix
     value = typed.rsplit("=", 1)[1].split(",")[-1].lower()
     assert f"{value} is a yes/no" in problem and "True" not in problem.split("(it would read")[0], problem
     assert override_problem(["experiment=quick", "train.resume=auto", "mesh.spec=null"]) is None
+    # A folder or name that is the word itself (was: refused naming no way to pass it): quoted as the refusal shows.
+    quoted = problem.split("quoted: ", 1)[1].split(")", 1)[0]
+    assert override_problem(["experiment=quick", *shlex.split(quoted)]) is None, quoted
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    assert OverridesParser.create().parse_overrides(shlex.split(quoted))[0].value() == value  # the text, as Hydra reads it
+
+
+def test_a_yes_no_in_a_list_for_one_value_is_swept_as_typed():
+    # Was: `train.resume=[true]` "for one job per value, sweep them: -m train.resume=True", Python's spelling.
+    from gensbi_sharding.harness.override_types import override_problem
+
+    problem = override_problem(["experiment=quick", "train.schedule=[cosine,false]"])
+    assert "sweep them: -m train.schedule=cosine,false;" in problem, problem
 
 
 @pytest.mark.parametrize("resume", ["/r1,/int1", "auto"])

@@ -42,7 +42,9 @@ def _value_problem(schema: type, name: str, key: str, value, suggest=None) -> tu
     if isinstance(value, bool) and str in (kind, *typing.get_args(kind)):  # OmegaConf took it as the text 'True'
         # (was: train.resume=true looked for a folder named True; mesh.spec=true was named as mesh.spec=True)
         optional = type(None) in typing.get_args(kind)  # false: off, where null is (no mesh, no resume)
-        return (f"{key} takes a name, and {str(value).lower()} is a yes/no (it would read the text '{value}')",
+        word = str(value).lower()  # a folder or name that is the word itself: quoted, Hydra reads it as text
+        return (f"{key} takes a name, and {word} is a yes/no (it would read the text '{value}'; the word itself, "
+                f"quoted: \"{key}='{word}'\")",
                 "auto" if value and key == "train.resume" else "null" if optional and not value else example)
     try:
         OmegaConf.structured(schema)[name] = value
@@ -54,7 +56,7 @@ def _value_problem(schema: type, name: str, key: str, value, suggest=None) -> tu
     if isinstance(value, str) and not value.strip():
         return f"{key} cannot be empty ({reason})", example
     if isinstance(value, (list, dict)):
-        many = ",".join(map(str, value)) if isinstance(value, list) else ""
+        many = ",".join(map(override_literal, value)) if isinstance(value, list) else ""  # was Python's True, [8, 0]
         return (f"{key} takes one value, not a {type(value).__name__} ({reason})"
                 + (f"; for one job per value, sweep them: -m {key}={many}" if many else ""), example)
     if int in (kind, *typing.get_args(kind)) and isinstance(value, float) and math.isfinite(value):
