@@ -115,7 +115,9 @@ def check_save_directory(directory: Path) -> None:
     # Our own item folders mark a checkpoint (Orbax commits a step by renaming a finished temporary folder).
     foreign = sorted(p.name for p in directory.iterdir() if p.is_dir() and p.name.isdigit()
                      and not set(ITEMS) & {c.name for c in p.iterdir()}) if directory.is_dir() else []
-    if all((directory / item).is_dir() for item in ITEMS):  # e.g. Restored.path: its steps hidden, deleted by keep
+    # e.g. Restored.path: its steps hidden, deleted by keep. Named by a step: a user's folder of arrays/, meta/ and
+    # config/ folders is no checkpoint (was: refused as "step <its name>").
+    if directory.name.isdigit() and all((directory / item).is_dir() for item in ITEMS):
         raise FileExistsError(f"checkpoint directory {directory} is a checkpoint's step folder (step {directory.name} "
                               f"of {directory.parent}): steps saved inside it are never restored from "
                               f"{directory.parent}, and go with it when keep deletes it; pass a folder of its own")

@@ -214,3 +214,10 @@ def test_a_writer_given_a_checkpoints_step_folder_is_refused_and_that_checkpoint
         CheckpointWriter(step_dir)
     assert {"arrays", "config", "meta"} <= {p.name for p in step_dir.iterdir()} and not (step_dir / "2").exists()
     assert committed_steps(tmp_path / "ckpt") == [1]
+    # A user's folder that holds arrays/, meta/ and config/ folders of its own is no step folder: saved into.
+    mine = tmp_path / "project"
+    for item in ("arrays", "meta", "config"):
+        (mine / item).mkdir(parents=True)
+    with CheckpointWriter(mine, async_save=False) as writer:
+        writer.save(3, state, jax.random.key(0))
+    assert committed_steps(mine) == [3] and (mine / "config").is_dir()
