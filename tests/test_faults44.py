@@ -69,6 +69,22 @@ def test_a_continuation_stopped_during_its_first_save_is_still_continued_from_th
         _accepted(shlex.split(command)[2:], "r1")
 
 
+def test_a_continuation_refused_rerun_without_its_run_names_the_run_to_keep(tmp_path):
+    # Was: `python launch.py experiment=quick train.resume=r1 hydra.run.dir=cont` stopped before its first save, then
+    # rerun as `python launch.py experiment=quick hydra.run.dir=cont`: refused, "rerun with train.resume=auto to
+    # continue it in this folder", which trained from step 0 (r1 unused, status ok).
+    out = tmp_path / "cont"
+    (out / ".hydra").mkdir(parents=True)
+    (out / ".hydra" / "overrides.yaml").write_text("- experiment=quick\n- train.resume=r1\n")
+    outputs.write_json(out / "metrics.json", {"status": "interrupted", "stopped_at_step": None})
+    with pytest.raises(FileExistsError, match="rerun with train.resume=r1 to continue it in this folder"):
+        run_folder.ensure_fresh(out)
+    run_folder.ensure_fresh(out, resume_from=True)  # as named: the folder takes it
+    _save_step(out, 20)
+    with pytest.raises(FileExistsError, match="rerun with train.resume=auto to continue it in this folder"):
+        run_folder.ensure_fresh(out)
+
+
 def test_a_continuation_stopped_before_its_first_checkpoint_is_continued_from_the_run_it_continues(
         tmp_path, monkeypatch):
     # Was: `python launch.py experiment=quick train.steps=3000 train.resume=r1 hydra.run.dir=cont` Ctrl-C'd while

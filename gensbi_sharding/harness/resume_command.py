@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["AUTO", "BY_JOB", "named_resume", "resume_override", "resumed_here", "dropped_runs"]
+__all__ = ["AUTO", "BY_JOB", "named_resume", "resume_override", "folder_resume", "resumed_here", "dropped_runs"]
 
 AUTO = "train.resume=auto"
 #: Why a sweep naming runs to continue is continued job by job: ``-m ... train.resume=auto`` starts afresh each job
@@ -67,6 +67,28 @@ def resume_override(overrides: Sequence[str], run_dir: Any) -> str:
     """
     named = named_resume(overrides)
     return AUTO if named is None or holds_checkpoint(run_dir) else named
+
+
+def folder_resume(run_dir: Any) -> str:
+    """``resume_override`` of the attempt ``run_dir``'s Hydra record (``.hydra/overrides.yaml``) holds: the override
+    that continues it there (was: ``train.resume=auto`` in a refusal, which trained a job that named a run and
+    saved no checkpoint from step 0).
+
+    Parameters
+    ----------
+    run_dir : path-like
+        A run's folder, before this attempt's Hydra record is written.
+
+    Returns
+    -------
+    str
+    """
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness.outputs import read_record
+
+    ran = read_record(Path(run_dir) / ".hydra" / "overrides.yaml")
+    return resume_override(list(map(str, ran)) if OmegaConf.is_list(ran) else [], run_dir)
 
 
 def resumed_here(command: str, run_dir: Any) -> str:

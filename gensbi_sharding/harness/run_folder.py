@@ -23,7 +23,7 @@ from gensbi_sharding.harness.folder_lock import FolderInUseError, FolderLock, fo
 from gensbi_sharding.harness.launch_record import keep_record, settle_record, step_folder_names
 from gensbi_sharding.harness.outputs import read_metrics, read_record, write_record
 from gensbi_sharding.harness.preflight import folder_check_crashed
-from gensbi_sharding.harness.resume_command import holds_checkpoint, named_resume
+from gensbi_sharding.harness.resume_command import folder_resume, holds_checkpoint, named_resume
 from gensbi_sharding.harness.sweep_hints import (config_flags, hydra_job_overrides, moved_jobs_problem, search_path_of,
                                                  shared_folder_problem, train_further_hint, unfinished_jobs_hint)
 from gensbi_sharding.harness.sweep_plan import command_overrides, every_job, job_folders
@@ -84,15 +84,15 @@ def ensure_fresh(out_dir: Path, *, resume_auto: bool = False, resume_from: bool 
     """
     out_dir = Path(out_dir)
     resume_auto, resume_from = resume_auto and not dry_run, resume_from and not dry_run  # a dry run continues nothing
-    metrics = out_dir / "metrics.json"
-    previous = read_metrics(metrics) if metrics.exists() else None
+    previous = read_metrics(metrics) if (metrics := out_dir / "metrics.json").exists() else None
     status = (previous or {}).get("status", "unknown")
     has_checkpoints = (checkpoints := out_dir / "checkpoints").is_dir() and any(checkpoints.iterdir())
     retry = resume_from and status in RESUMABLE and not holds_checkpoint(out_dir)  # a first save cut short: none
     if previous is not None and not (resume_auto and status in RESUMABLE) and not retry:
         again = "run it again (it saved no checkpoint)" if status == "error" and not has_checkpoints else "continue it"
         hint = ((f"{again} by its own command" if multirun and resume_from else  # auto: a sweep's jobs from step 0
-                 f"rerun with train.resume=auto to {again} in this folder") + f", or choose another {_DIR[multirun]}"
+                 f"rerun with {folder_resume(out_dir)} to {again} in this folder")  # its train.resume=<run> until saved
+                + f", or choose another {_DIR[multirun]}"
                 if status in RESUMABLE and not dry_run else "choose another "
                 + ("hydra.sweep.dir" if multirun else "hydra.run.dir (or hydra.sweep.dir)")
                 + (" for the dry run (a dry run writes only into a fresh folder)" if dry_run else
