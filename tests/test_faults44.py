@@ -69,7 +69,7 @@ def test_a_continuation_stopped_during_its_first_save_is_still_continued_from_th
         _accepted(shlex.split(command)[2:], "r1")
 
 
-def test_a_continuation_refused_rerun_without_its_run_names_the_run_to_keep(tmp_path):
+def test_a_continuation_refused_rerun_without_its_run_names_the_run_to_keep(tmp_path, capsys):
     # Was: `python launch.py experiment=quick train.resume=r1 hydra.run.dir=cont` stopped before its first save, then
     # rerun as `python launch.py experiment=quick hydra.run.dir=cont`: refused, "rerun with train.resume=auto to
     # continue it in this folder", which trained from step 0 (r1 unused, status ok).
@@ -80,9 +80,16 @@ def test_a_continuation_refused_rerun_without_its_run_names_the_run_to_keep(tmp_
     with pytest.raises(FileExistsError, match="rerun with train.resume=r1 to continue it in this folder"):
         run_folder.ensure_fresh(out)
     run_folder.ensure_fresh(out, resume_from=True)  # as named: the folder takes it
+    # train.resume=auto there (was: accepted, "no checkpoint in <cont> yet, starting fresh", trained from step 0).
+    auto = ["experiment=quick", "train.resume=auto", f"hydra.run.dir={out}"]
+    with pytest.raises(SystemExit):
+        _accepted(auto, "auto")
+    assert "train.resume=auto would train it from step 0 instead; rerun with train.resume=r1" in capsys.readouterr().err
+    _accepted(["experiment=quick", "train.resume=r1", f"hydra.run.dir={out}"], "r1")
     _save_step(out, 20)
     with pytest.raises(FileExistsError, match="rerun with train.resume=auto to continue it in this folder"):
         run_folder.ensure_fresh(out)
+    _accepted(auto, "auto")  # its own checkpoint now: auto continues it
 
 
 def test_a_continuation_stopped_before_its_first_checkpoint_is_continued_from_the_run_it_continues(

@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["AUTO", "BY_JOB", "named_resume", "resume_override", "folder_resume", "resumed_here", "dropped_runs"]
+__all__ = ["AUTO", "BY_JOB", "named_resume", "resume_override", "folder_resume", "auto_problem", "resumed_here",
+           "dropped_runs"]
 
 AUTO = "train.resume=auto"
 #: Why a sweep naming runs to continue is continued job by job: ``-m ... train.resume=auto`` starts afresh each job
@@ -89,6 +90,32 @@ def folder_resume(run_dir: Any) -> str:
 
     ran = read_record(Path(run_dir) / ".hydra" / "overrides.yaml")
     return resume_override(list(map(str, ran)) if OmegaConf.is_list(ran) else [], run_dir)
+
+
+def auto_problem(run_dir: Any, config: Any) -> str | None:
+    """The refusal of ``train.resume=auto`` for ``run_dir`` whose earlier attempt continued another run and saved no
+    checkpoint of its own (auto would train it from step 0, that run unused, status ok); None otherwise.
+
+    Parameters
+    ----------
+    run_dir : path-like
+        The folder claimed (a sweep's folder holds no record: None; ``dropped_runs`` checks sweeps).
+    config : DictConfig
+        The command's config (``train.resume``).
+
+    Returns
+    -------
+    str or None
+    """
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness.override_grammar import hydra_override
+
+    if OmegaConf.select(config, "train.resume", default=None) != "auto" or (kept := folder_resume(run_dir)) == AUTO:
+        return None
+    return (f"{hydra_override('hydra.run.dir', run_dir)} holds a run continuing {kept.split('=', 1)[1]} that saved no "
+            "checkpoint of its own: train.resume=auto would train it from step 0 instead; rerun with "
+            f"{shlex.quote(kept)} (its own command), or choose another hydra.run.dir")
 
 
 def resumed_here(command: str, run_dir: Any) -> str:

@@ -23,7 +23,7 @@ from gensbi_sharding.harness.folder_lock import FolderInUseError, FolderLock, fo
 from gensbi_sharding.harness.launch_record import keep_record, settle_record, step_folder_names
 from gensbi_sharding.harness.outputs import read_metrics, read_record, write_record
 from gensbi_sharding.harness.preflight import folder_check_crashed
-from gensbi_sharding.harness.resume_command import folder_resume, holds_checkpoint, named_resume
+from gensbi_sharding.harness.resume_command import auto_problem, folder_resume, holds_checkpoint, named_resume
 from gensbi_sharding.harness.sweep_hints import (config_flags, hydra_job_overrides, moved_jobs_problem, search_path_of,
                                                  shared_folder_problem, train_further_hint, unfinished_jobs_hint)
 from gensbi_sharding.harness.sweep_plan import command_overrides, every_job, job_folders
@@ -63,14 +63,13 @@ def ensure_fresh(out_dir: Path, *, resume_auto: bool = False, resume_from: bool 
                  multirun: bool = False) -> dict | None:
     """Refuse to run into a folder that holds another run's results.
 
-    With ``resume_auto`` (``train.resume=auto``) a folder whose run ended with a status in ``RESUMABLE``
-    (preempted, interrupted, error), or left checkpoints without metrics (killed), may be continued: the
-    same command, requeued. With ``resume_from`` (``train.resume=<another folder>``) such a folder may be
-    used when it holds no checkpoint of its own: an attempt that failed before it saved one (e.g. a
-    mistyped ``train.resume`` path) is retried with the corrected path. A ``dry_run`` continues
-    nothing: it is refused any folder that holds a run's metrics or checkpoints. A completed run's refusal
-    names the command that trains it further into a new folder (``train_further_hint``: ``steps``, the
-    ``train.steps`` asked for, the command's ``overrides``); ``multirun``: a job, hydra.sweep.dir named.
+    With ``resume_auto`` (``train.resume=auto``) a folder whose run ended with a status in ``RESUMABLE`` (preempted,
+    interrupted, error), or left checkpoints without metrics (killed), may be continued: the same command, requeued.
+    With ``resume_from`` (``train.resume=<another folder>``) such a folder without a complete checkpoint of its own
+    is retried (a mistyped path corrected; auto there: ``resume_command.auto_problem``). A ``dry_run`` continues
+    nothing: it is refused any folder that holds a run's metrics or checkpoints. A completed run's refusal names the
+    command that trains it further into a new folder (``train_further_hint``: ``steps``, the ``train.steps`` asked
+    for, the command's ``overrides``); ``multirun``: a job, hydra.sweep.dir named.
 
     Returns
     -------
@@ -243,8 +242,9 @@ class RefuseCompletedRun(Callback):
 
     def _claim(self, folder: Path, runs: list[Path], config: DictConfig, sweep: bool = False) -> None:
         try:
-            problem = (interpolation_problem(config) or dry_run_resume_problem(config) or unused_folder_problem(
-                config, multirun=sweep) or folder_problem(folder, sweep=sweep, before_hydra=True))
+            problem = (interpolation_problem(config) or dry_run_resume_problem(config) or auto_problem(folder, config)
+                       or unused_folder_problem(config, multirun=sweep)
+                       or folder_problem(folder, sweep=sweep, before_hydra=True))
             if sweep and not problem:  # Hydra writes a job's .hydra/ record before any check of ours could run
                 raw = OmegaConf.to_container(config.hydra.sweep, resolve=False) if "sweep" in config.hydra else {}
                 jobs = every_job(config)
