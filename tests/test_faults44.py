@@ -167,7 +167,8 @@ def test_a_sweeps_summary_says_which_run_each_job_continued(tmp_path):
     assert write_summary(tmp_path, [], all_jobs=[j[:1] for j in jobs]).keys == []
 
 
-@pytest.mark.parametrize("words", [["train.resume=auto"], ["train.resume=null"], ["++train.resume=/x"], []])
+@pytest.mark.parametrize("words", [["train.resume=auto"], ["train.resume=null"], ["++train.resume=/x"], [],
+                                   ["train.resume='auto'"], ['train.resume="auto"']])  # quoted as typed: auto too
 def test_named_resume_reads_only_a_run(words):
     from gensbi_sharding.harness.resume_command import named_resume
 

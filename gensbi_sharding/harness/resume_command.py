@@ -37,7 +37,9 @@ def named_resume(overrides: Sequence[str]) -> str | None:
     str or None
     """
     values = [o.split("=", 1)[1] for o in map(str, overrides) if o.lstrip("+").startswith("train.resume=")]
-    return f"train.resume={values[-1]}" if values and values[-1].strip() not in ("auto", "null", "") else None
+    # 'auto' quoted, as a record holds it typed, is auto (was: a run named 'auto'); a quoted 'null' names a folder.
+    named = values and values[-1].strip() not in ("null", "") and values[-1].strip(" '\"") != "auto"
+    return f"train.resume={values[-1]}" if named else None
 
 
 def holds_checkpoint(run_dir: Any) -> bool:
