@@ -179,9 +179,9 @@ def constrain(x: jax.Array, names: Sequence[str | None], partition_axis: Partiti
     Raises
     ------
     ValueError, TypeError
-        ``names`` not one known name (or None) per dimension, ``partition_axis`` not fitting the mesh, a NumPy ``x``
-        holding a value its placed dtype cannot (``check_placeable``), or an all-Explicit mesh not active in jit; a
-        ``partition_axis`` neither None nor a ``PartitionAxis``, ``mesh`` neither None nor a Mesh, or ``x`` no array.
+        ``names`` not one known name (or None) per dimension, ``partition_axis`` not fitting the mesh, or a NumPy ``x``
+        holding a value its placed dtype cannot (``check_placeable``); a ``partition_axis`` neither None nor a
+        ``PartitionAxis``, ``mesh`` neither None nor a Mesh, or ``x`` no array.
     """
     if partition_axis is None:
         return x
@@ -207,11 +207,6 @@ def constrain(x: jax.Array, names: Sequence[str | None], partition_axis: Partiti
     if not isinstance(x, jax.core.Tracer):  # one move, any axis types: on a mesh of both kinds the constraint
         return jax.device_put(x, wrap(spec))  # below undid the reshard (P('data', None) came back P(None, None))
     explicit, free = set(active.explicit_axes), set(active.axis_names) - manual
-    # A reshard alone, no mesh active: JAX's error came at compilation ("Length of device assignment 1 ...").
-    if explicit >= free and jax.sharding.get_abstract_mesh().empty:
-        raise ValueError(f"constrain inside jax.jit on a mesh whose axes are all AxisType.Explicit {tuple(explicit)} "
-                         "needs it active while the step is traced: call the step inside `with mesh_context(mesh):`, "
-                         "or build the mesh with make_mesh(...) (Auto axes)")
     if explicit:  # with_sharding_constraint refuses Explicit axes (or asserts on them): reshard moves those
         x = jax.sharding.reshard(x, wrap(_keep(spec, explicit)))
     if free - explicit:

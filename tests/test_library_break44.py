@@ -168,25 +168,6 @@ def test_shard_batch_inside_jit_on_an_explicit_mesh_pins_by_the_batch_axes_type_
         np.testing.assert_array_equal(np.asarray(y), 2 * np.asarray(x))
 
 
-def test_constrain_inside_jit_on_an_all_explicit_mesh_not_active_names_mesh_context(devices):
-    # Was: JAX's error at compilation, "Length of device assignment 1 is not equal to the size of the mesh 8 of aval
-    # f32[8@data,4]", from outside constrain. A mesh of both axis types needs no active mesh (the constraint names it).
-    mesh = jax.make_mesh((4, 2), ("data", "model"), axis_types=(AxisType.Explicit,) * 2)
-    pa, x = gs.PartitionAxis.for_rule("tensor", mesh), jnp.arange(32.0).reshape(8, 4)
-    step = jax.jit(lambda v: gs.constrain(v, ("batch", "heads"), pa, mesh) * 2)
-    with pytest.raises(ValueError, match=r"constrain inside jax.jit on a mesh whose axes are all AxisType.Explicit "
-                                         r"\(.*\) needs it active while the step is traced: call the step inside "
-                                         r"`with mesh_context\(mesh\):`"):
-        step(x)
-    with gs.mesh_context(mesh):  # the fix, as named
-        y = step(x)
-    mixed = jax.make_mesh((4, 2), ("data", "model"), axis_types=(AxisType.Explicit, AxisType.Auto))
-    z = jax.jit(lambda v: gs.constrain(v, ("batch", "heads"), gs.PartitionAxis.for_rule("tensor", mixed), mixed))(x)
-    for out, where in ((y, mesh), (z, mixed)):
-        assert out.sharding.is_equivalent_to(NamedSharding(where, P("data", "model")), 2)
-    np.testing.assert_array_equal(np.asarray(y), 2 * np.asarray(x))
-
-
 def test_constrain_outside_jit_moves_an_array_committed_to_one_device_under_the_active_mesh(devices):
     # Was, with the mesh active (mesh_context) and no mesh argument: with_sharding_constraint's TypeError "The sharding
     # on the input must be a `NamedSharding` since the target sharding has an `AbstractMesh` in it" for an array
