@@ -107,3 +107,33 @@ def test_pages_speak_to_a_reader_not_of_the_projects_rounds_or_changes():
              for m in re.finditer(r"\b(?:before |to |this |that |next )?round (?:\d{2,}\b|'s\b)|\b(?:this|that|next) round\b"
                                   r"|\(was:", " ".join(page.read_text().split()))]
     assert found == [], found
+
+
+def test_gensbi_models_md_model_of_ones_own_needs_only_the_steps_it_lists(tmp_path, monkeypatch):
+    # Typed, following the page's four places for a model of one's own: a settings dataclass added to config.py
+    # (here defined in that module's namespace, as the file would define it), conf/model/tiny.yaml listing
+    # /tiny_schema, and a registered factory. Was: "conf/model/tiny.yaml lists /tiny_schema, which no schema is
+    # stored as: add its settings' dataclass to ... config.py", the very step just done: register_configs stored
+    # only the built-in schemas, each by a line of its own, which the page never named.
+    from hydra.core.config_store import ConfigStore
+
+    from gensbi_sharding.harness import config, registry
+    from gensbi_sharding.harness.models.mlp import make_mlp
+    from gensbi_sharding.harness.name_hints import registered_name_problem
+    from gensbi_sharding.harness.override_types import override_problem
+
+    assert "@register_model(\"<name>\")" in (REPO / "docs" / "gensbi_models.md").read_text()
+    exec("@dataclass\nclass TinyConfig(ModelConfig):\n    name: str = 'tiny'\n    width: int = 64\n", vars(config))
+    try:
+        (tmp_path / "model").mkdir()
+        (tmp_path / "model" / "tiny.yaml").write_text("defaults:\n  - /tiny_schema\n  - _self_\nwidth: 16\n")
+        args = [f"hydra.searchpath=[file://{tmp_path}]", "model=tiny"]
+        assert override_problem([*args, "experiment=quick"]) is None
+        cfg = _composed(args, REPO / "conf")
+        assert (cfg.model.name, cfg.model.width, cfg.model.init) == ("tiny", 16, "sharded")
+        registry.model_names()  # the built-ins registered first
+        monkeypatch.setitem(registry._MODELS, "tiny", make_mlp)  # the page's @register_model("tiny") factory
+        assert registered_name_problem(cfg, {"model": "tiny", "data": "two_moons", "rule": "replicated"}) is None
+    finally:
+        del config.TinyConfig
+        ConfigStore.instance().repo.pop("tiny_schema.yaml", None)

@@ -202,10 +202,11 @@ def register_configs() -> None:
     store.store(name="base_config", node=Config)
     # Model schemas are stored outside every config group (conf/model/mlp.yaml pulls in "/mlp_schema"),
     # so they are never listed as options nor selectable as model=mlp_schema.
-    store.store(name="mlp_schema", node=MLPConfig)
-    store.store(name="transformer_schema", node=TransformerConfig)
-    store.store(name="flux1_schema", node=Flux1Config)
-    store.store(name="simformer_schema", node=SimformerConfig)
+    # Every model's settings dataclass defined here, a user's own too, so adding the dataclass is the whole
+    # step (docs/gensbi_models.md#a-model-or-data-set-of-your-own-in-the-harness): a store line was one more.
+    for schema in [c for c in globals().values() if isinstance(c, type) and issubclass(c, ModelConfig)
+                   and c is not ModelConfig and "name" in vars(c)]:
+        store.store(name=f"{schema.name}_schema", node=schema)
     # --help's group list (conf/config.yaml's template): Hydra's $APP_CONFIG_GROUPS would show internal groups.
     if not OmegaConf.has_resolver("gensbi_option_groups"):
         OmegaConf.register_new_resolver("gensbi_option_groups", option_groups_text)
