@@ -98,6 +98,58 @@ def test_gensbi_models_md_preset_of_ones_own_composes_as_the_page_says(tmp_path)
     assert (cfg.rule.name, cfg.mesh.model_axis) == ("tensor", 2)
 
 
+def _documented_runs(pwd):
+    """``(where, arguments, comment)`` of each single-run ``python launch.py`` command a user copies: the README's and
+    docs pages' ```bash blocks (a line ending in ``\\`` joined to the next) and the conf/ files' comment lines (what
+    follows two spaces and ``#``, or three spaces, is the command's comment)."""
+    pages = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+    lines = [(page.name, line) for page in pages for block in re.findall(r"```bash\n(.*?)```", page.read_text(), re.S)
+             for line in block.replace("\\\n", " ").splitlines()]
+    lines += [(str(path.relative_to(REPO)), line.lstrip("# ")) for path in sorted((REPO / "conf").rglob("*.yaml"))
+              for line in path.read_text().splitlines() if line.startswith("# python launch.py")]
+    runs, last = [], None
+    for where, line in lines:
+        if line.startswith("python launch.py"):
+            command, comment = (re.split(r" {2,}#| {3,}", line, maxsplit=1) + [""])[:2]
+            last = [where, shlex.split(command.replace("$PWD", str(pwd)))[2:], comment]
+            runs.append(last)
+        elif last is not None and line.startswith(" ") and line.lstrip().startswith("#"):  # its comment, continued
+            last[2] += " " + line.strip(" #")
+        else:
+            last = None
+    return [(where, args, comment) for where, args, comment in runs
+            if "-m" not in args and not any("<" in a or a.startswith(("--", "hydra/launcher")) for a in args)]
+
+
+def test_no_documented_command_is_one_the_run_itself_calls_a_waste(devices, tmp_path):
+    # Typed (README, "Running on several hosts"): python launch.py distributed=local distributed.local_processes=2
+    # rule=fsdp mesh.model_axis=2. Was: the run answered the README's own example with "rule fsdp leaves the model
+    # axis idle: ... the 2 devices along it repeat the same work; run with mesh.model_axis=1 ..., or rule=tensor"
+    # (so did conf/model/flux1.yaml's example). Each command is composed as the run composes it, on the mesh it
+    # gets on 8 devices, and given the placement block's hints; only make run's command may get one, and its
+    # comment says so.
+    from gensbi_sharding.harness.run_report import idle_model_axis_hint, splits_nothing_hint
+    from gensbi_sharding.harness.state import activation_axes_read, partition_axis_for
+
+    shutil.copytree(REPO / "conf", tmp_path / "conf")
+    _written("rules.md", tmp_path), _written("gensbi_models.md", tmp_path)
+    runs = _documented_runs(tmp_path)
+    assert len(runs) >= 20 and any("distributed=local" in args for _, args, _ in runs), runs
+    flagged = []
+    for where, args, comment in runs:
+        cfg = _composed(args, tmp_path / "conf")
+        if cfg.mesh.spec == "none" or (cfg.devices.cpu_count or 8) != 8:  # 16 devices cannot be simulated here
+            continue
+        mesh = gs.make_mesh(model_axis=1 if cfg.mesh.spec == "auto" else cfg.mesh.model_axis)
+        label, table = rule_table(cfg.rule)
+        sizes, spec = dict(mesh.shape), cfg.mesh.spec or "none"
+        hint = splits_nothing_hint(sizes, table, label, spec) or idle_model_axis_hint(
+            sizes, table, label, spec, activation_axes_read(cfg, partition_axis_for(cfg, table, mesh)))
+        if hint and "the run says so" not in comment:
+            flagged.append(f"{where}: python launch.py {' '.join(args)} -> {hint}")
+    assert flagged == [], "\n".join(flagged)
+
+
 def test_pages_speak_to_a_reader_not_of_the_projects_rounds_or_changes():
     # Was, atop every docs/ page: "as it stood in the README before round 41", benchmarks.md's GPU check "not yet
     # run: no GPU was available to this round", and a changelog's "(was: the next job started only to record ...)" in
