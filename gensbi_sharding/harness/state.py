@@ -200,8 +200,8 @@ def _restore(state: TrainState, step_dir: Path, mesh: Any, rule: Any, cfg: DictC
             state.early_stopping = EarlyStopping.resumed(patience=0, scalars=scalars, best_weights=best)
     nnx.update(state.nodes, restored.state)
     state.key, state.start_step = restored.key, restored.step
-    where = f"placed by rule {rule.name!r} on " + (f"mesh {dict(mesh.shape)}" if mesh is not None else
-                                                    "one device (no mesh)")
+    # No rule places anything without a mesh (sample.py's default): naming one there read as a placement.
+    where = f"placed by rule {rule.name!r} on mesh {dict(mesh.shape)}" if mesh is not None else "on one device (no mesh)"
     best_step = None if scalars is None else scalars["best_step"]
     if sampling:  # what is sampled, as the run's evaluation samples it: the best weights where a validation ran
         log.info("sampling checkpoint %s (step %d), %s; %s", restored.path, restored.step, where,
