@@ -56,8 +56,7 @@ def test_printed_commands_keep_the_config_dir_and_name(running):
     assert sweep_hints.continue_command("/runs/a") == (
         f"python launch.py {flags} experiment=quick distributed=local train.resume=auto hydra.run.dir=/runs/a")
     assert sweep_hints.train_further_hint("/runs/a", 20, 20, ["experiment=quick"]).endswith(
-        f"python launch.py {flags} experiment=quick train.steps=<more than 20> train.resume=/runs/a "
-        "hydra.run.dir=/runs/a-stepsmore")
+        f"python launch.py {flags} experiment=quick train.steps=40 train.resume=/runs/a hydra.run.dir=/runs/a-steps40")
     # a sweep's record (multirun.yaml) hands its flags to each unfinished job's command, once
     sweep = running / "sweep"
     for number, status in enumerate(("ok", "preempted")):

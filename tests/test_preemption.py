@@ -704,8 +704,8 @@ def test_a_refused_sweep_names_the_completed_jobs_own_overrides_to_train_it_furt
     with pytest.raises(SystemExit):
         run_folder.RefuseCompletedRun().on_multirun_start(config)
     printed = capsys.readouterr().err
-    assert ("into a new folder: python launch.py rule=replicated mesh.model_axis=1 train.steps=<more than 8> "
-            f"train.resume={sweep / '0'} hydra.mode=RUN hydra.run.dir={tmp_path / 'multirun-0-stepsmore'}") in printed
+    assert ("into a new folder: python launch.py rule=replicated mesh.model_axis=1 train.steps=16 "
+            f"train.resume={sweep / '0'} hydra.mode=RUN hydra.run.dir={tmp_path / 'multirun-0-steps16'}") in printed
     assert "rule=replicated,tensor" not in printed
 
 
@@ -879,9 +879,13 @@ def test_the_train_further_command_keeps_the_overrides_and_a_fresh_folder(tmp_pa
         f"; to train it further from its final checkpoint (step 20) into a new folder: python launch.py "
         f"experiment=quick 'model.width=a b' train.steps=40 train.resume={run} hydra.mode=RUN "
         f"hydra.run.dir={tmp_path / 'sw-r1-steps40-2'}")
-    # train.steps not above the checkpoint's: the user picks it (the command would train nothing).
-    assert train_further_hint(run, 20, 20, None).endswith(  # a single run (sw holds no multirun.yaml): beside it
-        f"the same command with train.steps=<more than 20> train.resume={run} hydra.run.dir={run}-stepsmore")
+    # train.steps not above the checkpoint's (the command would train nothing): a step to reach, twice the saved one.
+    # Was "train.steps=<more than 20> ... hydra.run.dir=<run>-stepsmore": pasted, bash read "<more" as a redirection
+    # ("bash: more: No such file or directory") and ran nothing.
+    hint = train_further_hint(run, 20, 20, ["experiment=quick"])  # a single run (sw holds no multirun.yaml): beside it
+    assert hint == (f"; to train it further from its final checkpoint (step 20) into a new folder: python launch.py "
+                    f"experiment=quick train.steps=40 train.resume={run} hydra.run.dir={run}-steps40")
+    assert "<" not in hint and ">" not in hint  # nothing the shell reads as a redirection
     assert train_further_hint(run, None, 40, None) == ""  # no checkpoint: nothing to continue from
 
 
@@ -900,9 +904,9 @@ def test_a_sweeps_job_trains_further_beside_the_sweep_never_in_it(tmp_path):
     (sweep / "multirun.yaml").write_text("hydra:\n  overrides:\n    task: ['rule=fsdp,tensor']\n")
     for multirun in (True, False):  # the sweep refused, or its job continued alone (Hydra's RUN mode)
         hint = train_further_hint(sweep / "0", 20, None, ["rule=fsdp"], multirun=multirun)
-        assert hint.endswith(f"hydra.run.dir={tmp_path / 'sw-0-stepsmore'}"), hint
-    (tmp_path / "sw-0-stepsmore").mkdir()
-    assert train_further_hint(sweep / "0", 20, 40, ["rule=fsdp"]).endswith(f"hydra.run.dir={tmp_path / 'sw-0-steps40'}")
+        assert hint.endswith(f"hydra.run.dir={tmp_path / 'sw-0-steps40'}"), hint
+    (tmp_path / "sw-0-steps40").mkdir()
+    assert train_further_hint(sweep / "0", 20, 40, ["rule=fsdp"]).endswith(f"hydra.run.dir={tmp_path / 'sw-0-steps40-2'}")
     assert [row["job"] for row in summary.refresh_sweep_summary(sweep / "0").rows] == ["0", "1"]
 
 

@@ -149,7 +149,7 @@ def train_further_hint(run_dir: Any, saved_step: int | None, steps: int | None, 
 
     A completed run's folder is never written into again (not by ``train.resume=auto`` either), and a new folder with
     ``train.resume=auto`` starts from step 0; ``train.resume=<its folder>`` with a new ``hydra.run.dir`` continues from
-    its newest checkpoint. A sweep's job: ``<sweep>-<job>-stepsmore``, beside the sweep (was in it: a summary row).
+    its newest checkpoint. A sweep's job: ``<sweep>-<job>-steps<N>``, beside the sweep (was in it: a summary row).
 
     Parameters
     ----------
@@ -158,7 +158,7 @@ def train_further_hint(run_dir: Any, saved_step: int | None, steps: int | None, 
     saved_step : int or None
         The step of its final checkpoint (its metrics' ``final_step``); None: it holds none.
     steps : int or None
-        The ``train.steps`` asked for; one not above the checkpoint's step is left for the user to choose.
+        The ``train.steps`` asked for; one not above the checkpoint's step gives twice that step (any above will do).
     overrides : sequence of str or None
         The command's overrides (Hydra's ``overrides.task``); None: "the same command with ...".
     multirun : bool
@@ -176,12 +176,12 @@ def train_further_hint(run_dir: Any, saved_step: int | None, steps: int | None, 
         return ""
     run_dir = Path(run_dir).absolute()
     more = steps is not None and steps > saved_step
+    target = steps if more else max(2 * saved_step, saved_step + 1)  # was <more than N>: bash read a redirection
     sweep = run_dir.parent if multirun or (run_dir.parent / "multirun.yaml").is_file() else None  # a sweep's job
-    name, copy = f"{sweep.name + '-' if sweep else ''}{run_dir.name}-steps{steps if more else 'more'}", 1
+    name, copy = f"{sweep.name + '-' if sweep else ''}{run_dir.name}-steps{target}", 1
     while (new_dir := (sweep or run_dir).with_name(name + (f"-{copy}" if copy > 1 else ""))).exists():
         copy += 1  # a folder not used yet, or the command would be refused in turn
-    tail = [f"train.steps={steps}" if more else f"train.steps=<more than {saved_step}>",
-            hydra_override("train.resume", run_dir), *(["hydra.mode=RUN"] if multirun else []),
+    tail = [f"train.steps={target}", hydra_override("train.resume", run_dir), *(["hydra.mode=RUN"] if multirun else []),
             hydra_override("hydra.run.dir", new_dir)]
     kept = [shlex.quote(o) for o in with_search_path(overrides or ()) if o.startswith(SEARCH_PATH)
             or not o.startswith(("train.resume=", "train.steps=", "hydra."))]
