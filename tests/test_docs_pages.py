@@ -100,17 +100,17 @@ def test_gensbi_models_md_preset_of_ones_own_composes_as_the_page_says(tmp_path)
 
 def _documented_runs(pwd):
     """``(where, arguments, comment)`` of each single-run ``python launch.py`` command a user copies: the README's and
-    docs pages' ```bash blocks (a line ending in ``\\`` joined to the next) and the conf/ files' comment lines (what
-    follows two spaces and ``#``, or three spaces, is the command's comment)."""
+    docs pages' ```bash blocks (a line ending in ``\\`` joined to the next), the conf/ files' comment lines and
+    ``--help``'s headline commands (what follows two spaces or more is the command's comment)."""
     pages = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
     lines = [(page.name, line) for page in pages for block in re.findall(r"```bash\n(.*?)```", page.read_text(), re.S)
              for line in block.replace("\\\n", " ").splitlines()]
     lines += [(str(path.relative_to(REPO)), line.lstrip("# ")) for path in sorted((REPO / "conf").rglob("*.yaml"))
-              for line in path.read_text().splitlines() if line.startswith("# python launch.py")]
+              for line in path.read_text().splitlines() if line.lstrip("# ").startswith("python launch.py")]
     runs, last = [], None
     for where, line in lines:
         if line.startswith("python launch.py"):
-            command, comment = (re.split(r" {2,}#| {3,}", line, maxsplit=1) + [""])[:2]
+            command, comment = (re.split(r" {2,}", line, maxsplit=1) + [""])[:2]
             last = [where, shlex.split(command.replace("$PWD", str(pwd)))[2:], comment]
             runs.append(last)
         elif last is not None and line.startswith(" ") and line.lstrip().startswith("#"):  # its comment, continued
