@@ -15,9 +15,8 @@ if TYPE_CHECKING:  # imported where used: the harness's config checks read this 
     from flax import nnx
     from jax.sharding import Mesh, PartitionSpec as P
 
-__all__ = ["LOGICAL_AXES", "MODEL_AXIS", "MeshAxes", "RuleTable", "RULES", "Rule", "resolve_rule",
-           "partition_spec_for", "axes", "partitioned", "logical_axes_of", "ShardingFallbackWarning",
-           "ExperimentalRuleWarning"]
+__all__ = ["LOGICAL_AXES", "MODEL_AXIS", "MeshAxes", "RuleTable", "RULES", "Rule", "resolve_rule", "partition_spec_for",
+           "axes", "partitioned", "logical_axes_of", "ShardingFallbackWarning", "ExperimentalRuleWarning"]
 
 #: The logical axis names a model may give a variable's dimensions: the contract's vocabulary.
 LOGICAL_AXES: tuple[str, ...] = ("embed", "mlp", "heads", "vocab", "in", "out")
@@ -83,8 +82,8 @@ def logical_axes_of(var: nnx.Variable) -> tuple[str | None, ...] | None:
     metadata = var.get_metadata()
     for key in ("out_sharding", "sharding_names", "sharding"):
         names = metadata.get(key)
-        if names is not None:
-            return (names,) if isinstance(names, str) else tuple(names)
+        if names is not None:  # not a sequence (sharding_names=5): one odd entry, a fallback naming it
+            return tuple(names) if _is_sequence(names) else (names,)
     return None
 
 
@@ -95,8 +94,7 @@ def logical_axes_of(var: nnx.Variable) -> tuple[str | None, ...] | None:
 RULES: dict[str, tuple[tuple[str, str | None], ...]] = {
     "replicated": tuple((name, None) for name in LOGICAL_AXES),
     "fsdp": tuple((name, "data" if name == "embed" else None) for name in LOGICAL_AXES),
-    "tensor": tuple(
-        (name, MODEL_AXIS if name in ("mlp", "heads", "vocab") else None) for name in LOGICAL_AXES),
+    "tensor": tuple((name, MODEL_AXIS if name in ("mlp", "heads", "vocab") else None) for name in LOGICAL_AXES),
 }
 
 
@@ -235,28 +233,34 @@ def _onto(table: Mapping, axis: str) -> str:
 def partition_spec_for(names: Sequence[str | None] | str | None, shape: Sequence[int],
                        table: RuleTable | str | Rule, mesh: Mesh) -> tuple[P, str | None]:
     """``(spec, None)``: the PartitionSpec of one variable under ``table`` on ``mesh`` (Flax's ``logical_to_mesh_axes``
-    plus checks); or ``(P(), why)`` it must be replicated: an unknown logical axis (or an entry not a str), another
-    rank, a mesh axis absent or used twice, a size the mesh axes do not divide. Never raised, but ``TypeError`` for a
-    ``mesh`` not a Mesh and ``ValueError`` for a ``table`` ``resolve_rule`` rejects.
+    plus checks); or ``(P(), why)`` it must be replicated (never raised): an unknown logical axis (or an entry not a
+    str), another rank, a mesh axis absent or used twice, a size the mesh axes do not divide.
 
     Parameters
     ----------
     names : sequence of str or None, or str, or None
-        Logical axis per dimension (``logical_axes_of``; a bare str: one dimension); None: not annotated (``P()``).
+        Logical axis per dimension (``logical_axes_of``; a bare str or int: one entry); None: not annotated (``P()``).
     shape : sequence of int
     table : RuleTable, or anything ``resolve_rule`` takes (a rule name, ``RULES[name]``'s pairs, a ``Rule``)
     mesh : jax.sharding.Mesh
+
+    Raises
+    ------
+    TypeError, ValueError
+        A ``mesh`` no Mesh or a ``shape`` no sequence of int sizes; a ``table`` ``resolve_rule`` rejects.
     """
     from jax.sharding import PartitionSpec as P  # not at the top (TYPE_CHECKING's note)
 
-    from gensbi_sharding.nodes import check_mesh, mesh_axes_of
+    from gensbi_sharding.nodes import check_mesh, is_int, mesh_axes_of
 
     check_mesh(mesh, optional=False)
+    if not (_is_sequence(shape) and all(is_int(n) and n >= 0 for n in shape)):  # shape=8: TypeError "no len()"
+        raise TypeError(f"shape={shape!r:.60} must be a sequence of sizes (int >= 0), e.g. (8,) or value.shape")
     if not isinstance(table, Mapping):  # RULES["fsdp"] is pairs: .get would raise AttributeError
         table = resolve_rule(table).table
     if names is None:
         return P(), None
-    names = (names,) if isinstance(names, str) else tuple(names)  # "embed" is one name, not five characters
+    names = tuple(names) if _is_sequence(names) else (names,)  # "embed" is one name, not five characters
     odd = [name for name in names if not (name is None or isinstance(name, str))]
     if odd:  # a list would be unhashable in table.get; no rule table can name an int
         return P(), (f"annotation entry {odd[0]!r} ({type(odd[0]).__name__}) is no logical axis name: give one str "
