@@ -37,8 +37,8 @@ class Plan:
     ----------
     mesh : jax.sharding.Mesh
     rule : str or RuleTable or Rule
-        Resolved (``resolve_rule``); ``TypeError`` for a ``mesh`` no Mesh, a spec no PartitionSpec or a dict field no
-        mapping.
+        Resolved (``resolve_rule``); ``TypeError`` for a ``mesh`` no Mesh, a dict field no mapping, or a value of one
+        of another type (a spec no PartitionSpec, a reason no str, a shape no tuple).
     specs : dict of str to jax.sharding.PartitionSpec
         ``"a/b/c"`` path -> spec of every variable that is or holds arrays.
     fallbacks : dict of str to str
@@ -59,9 +59,12 @@ class Plan:
             if not isinstance(getattr(self, name), Mapping):
                 raise TypeError(f"Plan {name}={getattr(self, name)!r:.60} must be a dict keyed by variable path, "
                                 "e.g. {'up/kernel': ...}; plan_shardings(node, mesh, rule) builds one")
-        odd = next(((path, spec) for path, spec in self.specs.items() if not isinstance(spec, P)), None)
-        if odd is not None:
-            raise TypeError(f"Plan specs[{odd[0]!r}]={odd[1]!r:.60} must be a PartitionSpec, e.g. P(None, 'model')")
+        for name, kind, what in (("specs", P, "PartitionSpec, e.g. P(None, 'model')"), ("fallbacks", str, "str, "
+                                  "e.g. 'no annotation'"), ("shapes", (tuple, list), "tuple of sizes, e.g. (8, 16)")):
+            # a fallback 3 or a shape 8 raised AttributeError (.startswith) in warn, TypeError (tuple()) in place
+            odd = next(((path, v) for path, v in getattr(self, name).items() if not isinstance(v, kind)), None)
+            if odd is not None:
+                raise TypeError(f"Plan {name}[{odd[0]!r}]={odd[1]!r:.60} must be a {what}")
 
     def sharding(self, path: str) -> NamedSharding:
         """The ``NamedSharding`` of the variable at ``path`` (a key of ``specs``; else ``KeyError``).
@@ -114,7 +117,14 @@ class Plan:
         ----------
         stacklevel : int, default 2
             As for ``warnings.warn``, from the caller of ``warn``.
+
+        Raises
+        ------
+        TypeError
+            ``stacklevel`` no int (``"2"``), before any warning.
         """
+        if not is_int(stacklevel):  # "2" raised TypeError "can only concatenate str", after a warning or none
+            raise TypeError(f"stacklevel={stacklevel!r:.40} must be an int, as for warnings.warn: e.g. stacklevel=2")
         if self.rule.builtin and self.rule.reads_annotations:
             warnings.warn(f"sharding rule {self.rule.name!r} is experimental: placements are checked, but the "
                           "contract gives no convergence guarantee", ExperimentalRuleWarning, stacklevel=stacklevel + 1)

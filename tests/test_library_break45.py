@@ -44,3 +44,39 @@ def test_a_flax_annotation_no_sequence_is_a_fallback_naming_it_not_a_crash(devic
         gs.shard_model(model, mesh, "fsdp")
     assert gs.sharding_of(model)["kernel"].spec == P()
     assert gs.partition_spec_for(5, (8,), "fsdp", mesh)[0] == P()
+
+
+@pytest.mark.parametrize("stacklevel", ["2", 2.0, None])
+def test_plan_warn_names_a_stacklevel_no_int_before_any_warning(devices, stacklevel):
+    # Was: TypeError "can only concatenate str (not "int") to str" (or "'float' object cannot be interpreted as an
+    # integer" from warnings.warn, after the ExperimentalRuleWarning was already given).
+    mesh = gs.make_mesh(model_axis=2)
+    model = nnx.Linear(8, 16, rngs=nnx.Rngs(0))  # unannotated: fallbacks to warn
+    plan = gs.plan_shardings(model, mesh, "fsdp")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(TypeError, match=r"^stacklevel=.* must be an int, as for warnings\.warn: e\.g\. "
+                                            r"stacklevel=2$"):
+            plan.warn(stacklevel=stacklevel)
+    assert caught == []
+    with pytest.warns(gs.ShardingFallbackWarning):
+        plan.warn(stacklevel=np.int64(2))
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("fallbacks", {"kernel": 3}, "Plan fallbacks['kernel']=3 must be a str, e.g. 'no annotation'"),
+    ("shapes", {"kernel": 8}, "Plan shapes['kernel']=8 must be a tuple of sizes, e.g. (8, 16)"),
+    ("shapes", {"kernel": None}, "Plan shapes['kernel']=None must be a tuple of sizes, e.g. (8, 16)")])
+def test_a_plan_built_by_hand_with_a_value_of_another_type_is_named(devices, field, value, message):
+    # Was: accepted; a reason 3 raised AttributeError ('int' object has no attribute 'startswith') in warn, a shape 8
+    # TypeError ("'int' object is not iterable") in place.
+    mesh = gs.make_mesh(model_axis=2)
+    model = nnx.Linear(8, 16, rngs=nnx.Rngs(0))
+    fields = {"specs": {"kernel": P(), "bias": P()}, "fallbacks": {}, "shapes": {}, field: value}
+    with pytest.raises(TypeError) as err:
+        gs.Plan(mesh, "fsdp", **fields)
+    assert str(err.value) == message
+    placed = gs.Plan(mesh, "fsdp", {"kernel": P("data"), "bias": P()}, {"bias": "no annotation"},
+                     {"kernel": [8, 16], "bias": (16,)})  # a list, as a plan read back from JSON holds
+    gs.place(model, placed)
+    assert gs.sharding_of(model)["kernel"].spec == P("data")
