@@ -169,6 +169,13 @@ class CheckpointWriter:
         if self._closed:
             raise RuntimeError(f"this CheckpointWriter of {self.directory} is closed; open a new one to save")
         step = _checked_step(step)
+        # Checked before the last step's early return: save(final, None, key) after maybe_save(final, ...) passed.
+        if not is_node(state) and not (isinstance(state, Mapping) and state):
+            raise TypeError(f"state={state!r:.60} must be an nnx.State (nnx.state(model)) or a mapping of arrays"
+                            f"{non_node_part(state)}")
+        if not (isinstance(key, jax.Array) and is_prng_key(key)):
+            raise TypeError(f"key={key!r:.60} must be a typed JAX PRNG key, e.g. jax.random.key(0)")
+        info = _checked_json(info, "info", "e.g. {'best_step': 3}")
         if step == self.last_saved:
             return False
         steps = self._manager.all_steps()
@@ -177,12 +184,6 @@ class CheckpointWriter:
             what = "is already saved" if step in steps else f"is older than step {max(steps)}, the newest"
             raise ValueError(f"step {step} {what} in {self.directory} (steps {steps}); save under a step after "
                              f"{max(steps)}, or write to another directory")
-        if not is_node(state) and not (isinstance(state, Mapping) and state):
-            raise TypeError(f"state={state!r:.60} must be an nnx.State (nnx.state(model)) or a mapping of arrays"
-                            f"{non_node_part(state)}")
-        if not (isinstance(key, jax.Array) and is_prng_key(key)):
-            raise TypeError(f"key={key!r:.60} must be a typed JAX PRNG key, e.g. jax.random.key(0)")
-        info = _checked_json(info, "info", "e.g. {'best_step': 3}")
         # As nnx.state: a Module as a pytree would save tied weights twice, under two names.
         named = dict(check_value_leaves(flat_by_path(node_state(state)).items(), "CheckpointWriter.save"))
         for name, leaf in named.items():  # restore places every array: one it would change is not saved

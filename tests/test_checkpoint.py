@@ -136,8 +136,8 @@ def test_resumed_training_matches_uninterrupted(tmp_path, devices):
     # Interrupted: 3 steps, a checkpoint after each (keep 2), then the process "dies".
     functions, state = make_step_functions(*placed(mesh_a, "tensor"), mesh_a)
     with CheckpointWriter(tmp_path / "run" / "checkpoints", every=1, keep=2, config=CONFIG) as writer:
-        _, losses = run_steps(functions, state, key, mesh_a, BATCHES[:3], writer=writer)
-        assert writer.save(3, None, key) is False  # the final save after a periodic one is a no-op
+        final, losses = run_steps(functions, state, key, mesh_a, BATCHES[:3], writer=writer)
+        assert writer.save(3, final, key) is False  # the final save after a periodic one is a no-op
         assert writer.steps() == [2, 3]
 
     # Resumed on (8, 1) under "fsdp", from a model initialised differently.

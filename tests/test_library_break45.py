@@ -80,3 +80,18 @@ def test_a_plan_built_by_hand_with_a_value_of_another_type_is_named(devices, fie
                      {"kernel": [8, 16], "bias": (16,)})  # a list, as a plan read back from JSON holds
     gs.place(model, placed)
     assert gs.sharding_of(model)["kernel"].spec == P("data")
+
+
+@pytest.mark.parametrize("bad", [
+    {"state": None}, {"state": 3}, {"key": None}, {"key": jax.random.PRNGKey(0)}, {"info": 3}, {"info": {1: "a"}}])
+def test_save_at_the_step_it_last_saved_still_names_a_bad_state_key_or_info(tmp_path, devices, bad):
+    # Was: save(step, ...) at the writer's last saved step returned False before any check: maybe_save(30, ...) then
+    # save(30, None, key) (the final save of a loop, state forgotten) passed without a word.
+    state = nnx.state(nnx.Linear(2, 2, rngs=nnx.Rngs(0)))
+    with CheckpointWriter(tmp_path / "ckpt", every=10, async_save=False) as writer:
+        assert writer.maybe_save(10, state, jax.random.key(0))
+        args = {"state": state, "key": jax.random.key(0), "info": None, **bad}
+        with pytest.raises((TypeError, ValueError), match=r"(state|key|info)=|JSON keys are str"):
+            writer.save(10, args["state"], args["key"], info=args["info"])
+        assert writer.save(10, state, jax.random.key(0)) is False  # the same step, good arguments: nothing written
+        assert writer.steps() == [10]
