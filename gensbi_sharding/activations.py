@@ -125,22 +125,28 @@ class PartitionAxis(NamedTuple):
         return PartitionAxis(**resolved)
 
 
-def activation_spec(names: Sequence[str | None], shape: Sequence[int], partition_axis: PartitionAxis,
-                    mesh: Mesh, manual: frozenset[str] = frozenset()) -> tuple[P, dict[str, str]]:
-    """``constrain``'s PartitionSpec (as Flax's ``with_logical_constraint``) and ``{name: why}`` of dimensions left
-    unsplit; ``manual`` (``shard_map``) axes left out. ``ValueError`` for bad ``names`` or ``partition_axis``."""
+def check_names(names: Sequence[str | None], shape: Sequence[int]) -> None:
+    """``ValueError`` unless ``names`` is one ``ACTIVATION_NAMES`` key (or None) per dimension of ``shape``."""
     if isinstance(names, str) or not isinstance(names, Sequence):  # None, a number: len() would raise TypeError
         example = (names,) if isinstance(names, str) else ("batch",) + (None,) * (len(shape) - 1)
         raise ValueError(f"activation names {names!r} must be a sequence, one per dimension: e.g. {example!r}")
     if len(names) != len(shape):
         raise ValueError(f"activation names {tuple(names)} have {len(names)} entries for an array "
                          f"of shape {tuple(shape)}; give one name (or None) per dimension")
+    odd = next((name for name in names if name is not None and name not in ACTIVATION_NAMES), None)
+    if odd is not None:
+        raise ValueError(f"unknown activation name {odd!r}; known names: "
+                         f"{', '.join(ACTIVATION_NAMES)} (or None for an unsplit dimension)")
+
+
+def activation_spec(names: Sequence[str | None], shape: Sequence[int], partition_axis: PartitionAxis,
+                    mesh: Mesh, manual: frozenset[str] = frozenset()) -> tuple[P, dict[str, str]]:
+    """``constrain``'s PartitionSpec (as Flax's ``with_logical_constraint``) and ``{name: why}`` of dimensions left
+    unsplit; ``manual`` (``shard_map``) axes left out. ``ValueError`` for bad ``names`` or ``partition_axis``."""
+    check_names(names, shape)
     pa = partition_axis.resolve(mesh)
     entries, used, unsplit = [], set(), {}
     for name, dim in zip(names, shape):
-        if name is not None and name not in ACTIVATION_NAMES:
-            raise ValueError(f"unknown activation name {name!r}; known names: "
-                             f"{', '.join(ACTIVATION_NAMES)} (or None for an unsplit dimension)")
         target = None if name is None else getattr(pa, ACTIVATION_NAMES[name])
         # checked by resolve; inside shard_map x is one block, already split over its Manual axes
         axes = tuple(a for a in mesh_axes_of(target) if a not in manual)
@@ -191,6 +197,7 @@ def constrain(x: jax.Array, names: Sequence[str | None], partition_axis: Partiti
     check_mesh(mesh)
     if not hasattr(x, "shape"):  # a list: AttributeError 'list' object has no attribute 'shape'
         raise TypeError(f"constrain takes an array, got {type(x).__name__} {x!r:.40}; pass jnp.asarray(x)")
+    check_names(names, x.shape)  # without a mesh too: else a bad name passed on one device, failed on a mesh
     active = jax.sharding.get_abstract_mesh() if mesh is None else mesh
     if active.empty:
         return x

@@ -95,3 +95,20 @@ def test_save_at_the_step_it_last_saved_still_names_a_bad_state_key_or_info(tmp_
             writer.save(10, args["state"], args["key"], info=args["info"])
         assert writer.save(10, state, jax.random.key(0)) is False  # the same step, good arguments: nothing written
         assert writer.steps() == [10]
+
+
+@pytest.mark.parametrize("names, message", [
+    ("batch", r"activation names 'batch' must be a sequence, one per dimension: e\.g\. \('batch',\)"),
+    (("batch",), r"activation names \('batch',\) have 1 entries for an array of shape \(8, 4\)"),
+    (("batch", "embed"), r"unknown activation name 'embed'; known names: batch, sequence"),
+    ((1, None), r"unknown activation name 1; known names")])
+def test_constrain_without_a_mesh_names_bad_activation_names(devices, names, message):
+    # Was: without a mesh (one device, a dry test of the model) constrain returned x for any names: the model's typo
+    # surfaced only once it ran on a mesh.
+    x = jnp.ones((8, 4))
+    with pytest.raises(ValueError, match=message):
+        gs.constrain(x, names, gs.PartitionAxis())
+    with pytest.raises(ValueError, match=message):
+        jax.jit(lambda v: gs.constrain(v, names, gs.PartitionAxis()))(x)
+    assert gs.constrain(x, ("batch", None), gs.PartitionAxis()) is x  # good names: x itself, as before
+    assert gs.constrain(x, ("batch", "embed"), None) is x  # no PartitionAxis: no constraint, names unread
