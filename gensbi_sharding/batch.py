@@ -15,7 +15,8 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from gensbi_sharding.rules import MODEL_AXIS
-from gensbi_sharding.nodes import check_mesh, is_array, is_array_like, is_int, is_prng_key, placed_dtype
+from gensbi_sharding.nodes import (check_mesh, check_no_module, is_array, is_array_like, is_int, is_prng_key,
+                                   placed_dtype)
 
 __all__ = ["batch_axes", "batch_size_divisor", "nearest_batch_sizes", "check_batch_divisible", "pad_for_mesh",
            "shard_batch", "shard_sample_init", "replicate", "check_placeable", "host_view"]
@@ -123,8 +124,9 @@ def check_same_rows(batch: Any, what: str) -> int | None:
 
 
 def check_numeric_leaves(tree: Any, what: str) -> None:
-    """``TypeError`` naming the first leaf of ``tree`` of a dtype no JAX array holds (strings, objects), or an
-    array-like that is no array (pandas, torch: else kept unplaced); ``ValueError`` as ``check_placeable``."""
+    """``TypeError`` naming the first leaf of ``tree`` of a dtype no JAX array holds (strings, objects), an array-like
+    that is no array (pandas, torch: else kept unplaced) or a Module; ``ValueError`` as ``check_placeable``."""
+    check_no_module(tree, what)
     for path, leaf in jax.tree_util.tree_leaves_with_path(tree):
         name = jax.tree_util.keystr(path) or "<root>"
         check_placeable(leaf, f"{what} leaf {name} (shape {getattr(leaf, 'shape', ())})")
@@ -187,8 +189,7 @@ def pad_for_mesh(n: int, mesh: Mesh | None) -> tuple[int, int]:
     """
     if not is_int(n) or n < 0:  # an array passed for its row count is named by shape, not printed whole
         raise ValueError(f"pad_for_mesh needs a row count n >= 0 (an integer), got {_not_a_count(n)}")
-    divisor = batch_size_divisor(mesh)
-    return -(-n // divisor) * divisor, n
+    return (divisor := batch_size_divisor(mesh)) * -(-n // divisor), n
 
 
 def shard_batch(batch: Any, mesh: Mesh | None) -> Any:
@@ -198,8 +199,8 @@ def shard_batch(batch: Any, mesh: Mesh | None) -> Any:
     (float64 -> float32 unless ``jax_enable_x64``). ``ValueError`` (nothing placed) if leading sizes differ or are no
     multiple of ``batch_size_divisor(mesh)`` (``pad_for_mesh``), or a 64-bit NumPy leaf holds a value its placed dtype
     cannot (``check_placeable``), or called inside ``jax.shard_map`` or a constructor ``init_sharded`` traces;
-    ``TypeError`` for a mesh neither None nor a Mesh, or a leaf of strings or objects. Inside ``jax.jit`` traced leaves
-    are pinned there by a sharding constraint (an Explicit-axes mesh must be active: ``ValueError``).
+    ``TypeError`` for a mesh neither None nor a Mesh, a leaf of strings or objects, or a Module (``shard_model``'s).
+    Inside ``jax.jit`` traced leaves are pinned by a sharding constraint (an Explicit-axes mesh active: ``ValueError``).
 
     Parameters
     ----------
@@ -225,7 +226,7 @@ def shard_sample_init(x_init: Any, mesh: Mesh | None) -> Any:
 
 def replicate(tree: Any, mesh: Mesh | None) -> Any:
     """Place every array leaf of ``tree`` whole on every device of ``mesh`` (``P()``); other leaves kept. ``TypeError``
-    for a mesh neither None nor a Mesh, ``ValueError`` as ``check_placeable``.
+    for a mesh neither None nor a Mesh, or a Module (``shard_model``'s); ``ValueError`` as ``check_placeable``.
 
     Parameters
     ----------
@@ -248,9 +249,9 @@ def _put_leaves(tree: Any, mesh: Mesh | None, what: str, split: bool) -> Any:
                          "the sample input unplaced inside the factory (a NumPy or jnp array: jnp.ones((8, dim))), "
                          "or build the model eagerly and place it: shard_model(factory(), mesh, rule) (in the harness: "
                          "model.init=eager)")
+    check_numeric_leaves(tree, what)  # before the rows: a Module's kernel and bias differ in rows
     if split:
         check_same_rows(tree, what)
-    check_numeric_leaves(tree, what)
     divisor, rows = batch_size_divisor(mesh), P(batch_axes(mesh) or None)
 
     def sharding(leaf) -> NamedSharding:

@@ -71,7 +71,7 @@ def host_to_global_array(host_arrays: Any, *, partition: Any = DataPartitionType
         ``check_processes``, on every process: another process failed, or passes another tree, dtype, shape, or values
         for a leaf split over no axis spanning processes.
     TypeError
-        A leaf of strings or objects (named), which no JAX array holds; ``check_processes`` not a bool.
+        A leaf of strings or objects (named), which no JAX array holds, or a Module; ``check_processes`` not a bool.
     RuntimeError
         A leaf deleted (donated to a jitted step): named; raised on every process as the errors above.
     """

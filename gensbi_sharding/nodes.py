@@ -164,10 +164,25 @@ def non_node_part(node: Any) -> str:
             "arrays) out of it") if path else ""
 
 
+def module_like(x: Any) -> bool:
+    """A graph node but a Variable: a Module, ``nnx.Optimizer``, ``nnx.Rngs``, ``nnx.List`` (not ``nnx.State``)."""
+    return nnx.graph.is_graph_node(x) and not isinstance(x, nnx.Variable)
+
+
 def node_state(tree: Any) -> Any:
     """``nnx.state(tree)`` if ``tree`` is or holds a graph node (a shared variable counts once), else ``tree``."""
-    module_like = lambda x: nnx.graph.is_graph_node(x) and not isinstance(x, nnx.Variable)  # noqa: E731
     return nnx.state(tree) if any(map(module_like, jax.tree.leaves(tree, is_leaf=module_like))) else tree
+
+
+def check_no_module(tree: Any, what: str) -> None:
+    """``TypeError`` naming the first ``module_like`` part of ``tree``, a pytree of arrays to place: ``jax.tree`` would
+    return a copy of it, its shared variables untied, the node itself left where it was."""
+    found = [(p, x) for p, x in jax.tree_util.tree_leaves_with_path(tree, is_leaf=module_like) if module_like(x)]
+    if found:
+        raise TypeError(f"{what} {jax.tree_util.keystr(found[0][0]) or '<root>'} is an NNX {type(found[0][1]).__name__}"
+                        ", which this would copy (shared variables untied), leaving it where it was: place a Module, "
+                        "nnx.Optimizer or a tuple of them in place with shard_model(node, mesh, rule) (rule "
+                        "'replicated': whole on every device), or pass nnx.state(node)")
 
 
 def array_variables(node: Any) -> list[tuple[str, Any]]:

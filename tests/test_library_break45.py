@@ -112,3 +112,39 @@ def test_constrain_without_a_mesh_names_bad_activation_names(devices, names, mes
         jax.jit(lambda v: gs.constrain(v, names, gs.PartitionAxis()))(x)
     assert gs.constrain(x, ("batch", None), gs.PartitionAxis()) is x  # good names: x itself, as before
     assert gs.constrain(x, ("batch", "embed"), None) is x  # no PartitionAxis: no constraint, names unread
+
+
+class _Tied(nnx.Module):
+    def __init__(self):
+        self.a = nnx.Linear(4, 4, rngs=nnx.Rngs(0))
+        self.b = self.a  # tied: one variable under two names
+
+
+@pytest.mark.parametrize("place, tree, where", [
+    (lambda tree, mesh: gs.replicate(tree, mesh), "model", "replicate <root> is an NNX _Tied"),
+    (lambda tree, mesh: gs.shard_batch(tree, mesh), {"x": "rows", "model": "model"}, "batch ['model'] is an NNX _Tied"),
+    (lambda tree, mesh: gs.shard_sample_init(tree, mesh), ["optimizer"], "sampler initial state [0] is an NNX Optimizer"),
+    (lambda tree, mesh: gs.host_to_global_array(tree, mesh=mesh), {"x": "rows", "model": "model"},
+     "host_arrays ['model'] is an NNX _Tied")])
+def test_placing_a_module_as_a_pytree_is_refused_naming_shard_model(devices, place, tree, where):
+    # Was: replicate(model, mesh) returned a copy of the Module, its tied variables untied (copy.a is not copy.b) and
+    # the model itself left on one device; shard_batch split its (4, 4) kernel over "data" as if rows, or raised
+    # "batch leaves have differing leading sizes [4, 4, 8]" for a batch holding it.
+    import optax
+
+    mesh = gs.make_mesh(model_axis=2)
+    model = _Tied()
+    parts = {"model": model, "rows": np.ones((8, 2), np.float32),
+             "optimizer": nnx.Optimizer(model, optax.sgd(0.1), wrt=nnx.Param)}
+    tree = jax.tree.map(parts.get, tree)
+    with pytest.raises(TypeError) as err:
+        place(tree, mesh)
+    assert str(err.value).startswith(where + ", which this would copy (shared variables untied), leaving it where it "
+                                             "was: place a Module, nnx.Optimizer or a tuple of them in place with "
+                                             "shard_model(node, mesh, rule) (rule 'replicated': whole on every device)")
+    assert model.a is model.b and len(model.a.kernel[...].sharding.device_set) == 1  # untouched
+    # Its state is a pytree of arrays (each shared variable once): replicated as such, and nnx.update puts it back.
+    state = gs.replicate(nnx.state(model), mesh)
+    assert state["a"]["kernel"][...].sharding.is_fully_replicated and "b" not in state
+    nnx.update(model, state)
+    assert model.a is model.b and len(model.a.kernel[...].sharding.device_set) == 8
