@@ -138,12 +138,16 @@ def init_optimizer_sharded(model: Any, tx: Any, rule: str | RuleTable | Rule = "
     ------
     ValueError, TypeError
         ``rule`` unknown, the model's arrays not all on one mesh or traced (inside ``jax.jit``), or ``rule`` placing a
-        parameter elsewhere than it is; ``model`` not an NNX node, or ``tx`` no optax ``GradientTransformation``.
+        parameter elsewhere than it is; ``model`` not an NNX node, ``tx`` no optax ``GradientTransformation``, or
+        ``wrt`` no nnx filter (a type, str, bool, None, ``...``, callable, or a tuple or list of them).
     """
     rule = resolve_rule(rule)
     check_node(model, "init_optimizer_sharded")
     if not (callable(getattr(tx, "init", None)) and callable(getattr(tx, "update", None))):
         raise TypeError(f"tx={tx!r:.60} must be an optax GradientTransformation, e.g. optax.adam(1e-3)")
+    filters = list(wrt) if isinstance(wrt, (list, tuple)) else [wrt]  # Flax's error for wrt=3 failed to format
+    if not all(f is None or f is ... or isinstance(f, (str, bool)) or callable(f) for f in filters):
+        raise TypeError(f"wrt={wrt!r:.60} must be an nnx filter, e.g. nnx.Param or (nnx.Param, nnx.BatchStat)")
     traced = next((path_name(p) for p, v in leaf_paths(model) if isinstance(v, jax.core.Tracer)), None)
     if traced is not None:  # a tracer has no mesh: a plain Optimizer came back, its state laid out as jit chose
         raise ValueError(f"init_optimizer_sharded got {traced} as a traced array: call it outside jax.jit and nnx.jit "

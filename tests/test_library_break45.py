@@ -148,3 +148,18 @@ def test_placing_a_module_as_a_pytree_is_refused_naming_shard_model(devices, pla
     assert state["a"]["kernel"][...].sharding.is_fully_replicated and "b" not in state
     nnx.update(model, state)
     assert model.a is model.b and len(model.a.kernel[...].sharding.device_set) == 8
+
+
+@pytest.mark.parametrize("wrt", [3, 2.0, {"w": nnx.Param}, [nnx.Param, 3]])
+def test_init_optimizer_sharded_names_a_wrt_no_nnx_filter(devices, wrt):
+    # Was: ValueError "Invalid format specifier '!r' for object of type 'int'" (Flax's own message for a bad filter
+    # fails to format), naming neither wrt nor a filter.
+    import optax
+
+    mesh = gs.make_mesh(model_axis=2)
+    model = gs.init_sharded(lambda: nnx.Linear(4, 4, rngs=nnx.Rngs(0)), mesh, "fsdp")
+    with pytest.raises(TypeError, match=r"^wrt=.* must be an nnx filter, e\.g\. nnx\.Param or \(nnx\.Param, "
+                                        r"nnx\.BatchStat\)$"):
+        gs.init_optimizer_sharded(model, optax.sgd(0.1), "fsdp", wrt=wrt)
+    for good in [nnx.Param, (nnx.Param,), [nnx.Param], "params", ..., nnx.PathContains("kernel")]:
+        assert isinstance(gs.init_optimizer_sharded(model, optax.sgd(0.1), "fsdp", wrt=good), nnx.Optimizer)
