@@ -1,6 +1,7 @@
 """The library broken with bad and odd-but-valid input, round 45: arguments of another type given to
 ``partition_spec_for``, ``Plan.warn`` and a hand-built ``Plan``'s values; a Flax annotation that is no sequence;
-``CheckpointWriter.save`` repeating its last step with a bad state or key; ``constrain`` without a mesh.
+``CheckpointWriter.save`` repeating its last step with a bad state or key; ``constrain`` without a mesh; a Module
+given to ``shard_batch`` / ``replicate`` / ``host_to_global_array``; a ``wrt`` no nnx filter.
 
 In-process, 8 simulated CPU devices (conftest); tiny arrays and models."""
 
