@@ -239,7 +239,8 @@ def _replicated_like(target: Mapping[str, Any]) -> jax.sharding.Sharding:
 def _check_against(saved: Mapping[str, Any], target: Mapping[str, Any], step_dir: Path) -> None:
     """``ValueError`` listing the variables missing, extra, or of another shape or dtype than saved."""
     problems = [f"{n}: missing from the checkpoint" for n in target if n not in saved]
-    problems += [f"{n}: in the checkpoint, not in the model" for n in saved if n not in target]
+    extra = [n for n in saved if n not in target]
+    problems += [f"{n}: in the checkpoint, not in the model" for n in extra]
     dtypes_only = not problems
     for name in (n for n in target if n in saved):
         s, t = saved[name], target[name]
@@ -255,7 +256,10 @@ def _check_against(saved: Mapping[str, Any], target: Mapping[str, Any], step_dir
                f"{step_dir / 'config'}), or, where a train step changed them (optax.inject_hyperparams makes a "
                "bfloat16 parameter's moments float32), the target from such a state (abstract_state_for after a step)"
                if dtypes_only else _nesting(saved, target) or _renamed(saved, target) or
-               f"Build the model with the hyperparameters saved in {step_dir / 'config'}")
+               (f"The checkpoint holds the whole target as saved and {len(extra)} more variable(s): restore into "
+                "a target of all it holds, e.g. abstract_state_for((model, optimizer), mesh, rule), and keep the part "
+                "you need" if len(extra) == len(problems) else f"Build the model with the hyperparameters saved in "
+                f"{step_dir / 'config'}"))
         raise ValueError(f"checkpoint {step_dir} does not fit the current model, {len(problems)} variable(s) "
                          f"differ: {listed}. {fix}")
 

@@ -1,7 +1,8 @@
 """The library broken with bad and odd-but-valid input, round 45: arguments of another type given to
 ``partition_spec_for``, ``Plan.warn`` and a hand-built ``Plan``'s values; a Flax annotation that is no sequence;
 ``CheckpointWriter.save`` repeating its last step with a bad state or key; ``constrain`` without a mesh; a Module
-given to ``shard_batch`` / ``replicate`` / ``host_to_global_array``; a ``wrt`` no nnx filter.
+given to ``shard_batch`` / ``replicate`` / ``host_to_global_array``; a ``wrt`` no nnx filter; a restore target that
+is part of what was saved.
 
 In-process, 8 simulated CPU devices (conftest); tiny arrays and models."""
 
@@ -164,3 +165,31 @@ def test_init_optimizer_sharded_names_a_wrt_no_nnx_filter(devices, wrt):
         gs.init_optimizer_sharded(model, optax.sgd(0.1), "fsdp", wrt=wrt)
     for good in [nnx.Param, (nnx.Param,), [nnx.Param], "params", ..., nnx.PathContains("kernel")]:
         assert isinstance(gs.init_optimizer_sharded(model, optax.sgd(0.1), "fsdp", wrt=good), nnx.Optimizer)
+
+
+def test_restore_into_part_of_what_was_saved_names_the_whole_not_hyperparameters(tmp_path, devices):
+    # Was: "6 variable(s) differ: state/1/opt_state/...: in the checkpoint, not in the model; ... Build the model with
+    # the hyperparameters saved in .../config", though every variable of the target was saved at its shape: a target
+    # of (model,) or the Params of (model, optimizer), under no prefix the "saved from a tuple" hint looks for.
+    import optax
+
+    from gensbi_sharding.checkpoint import abstract_state_for, restore
+
+    mesh = gs.make_mesh(model_axis=2)
+
+    def pair():
+        model = nnx.Linear(4, 8, rngs=nnx.Rngs(0))
+        return model, nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)
+
+    with CheckpointWriter(tmp_path / "ckpt", async_save=False) as writer:
+        writer.save(1, nnx.state(pair()), jax.random.key(0))
+    for target in (abstract_state_for(lambda: (pair()[0],), mesh, "fsdp"),
+                   nnx.state(gs.abstract_sharded(pair, mesh, "fsdp"), nnx.Param)):
+        with pytest.raises(ValueError) as err:
+            restore(tmp_path / "ckpt", target)
+        assert str(err.value).endswith(
+            "6 more variable(s): restore into a target of all it holds, e.g. abstract_state_for((model, optimizer), "
+            "mesh, rule), and keep the part you need"), str(err.value)
+        assert "hyperparameters" not in str(err.value)
+    restored = restore(tmp_path / "ckpt", abstract_state_for(pair, mesh, "fsdp"))
+    assert restored.step == 1 and restored.state[0]["kernel"][...].shape == (4, 8)
