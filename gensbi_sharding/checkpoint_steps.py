@@ -5,7 +5,6 @@ Complete: listed by ``CheckpointManager.all_steps()``, holding every item of ``I
 
 from __future__ import annotations
 
-import logging
 import os
 from collections import Counter
 from collections.abc import Mapping
@@ -195,25 +194,25 @@ def _finite_flags(leaves: list[jax.Array]) -> jax.Array:
 
 
 def _step_folders(directory: str | os.PathLike) -> dict[int, bool]:
-    """``{step: complete}`` of Orbax's step folders holding any of ``ITEMS`` (a multirun job's folder holds none)."""
+    """``{step: complete}`` of Orbax's step folders holding any of ``ITEMS`` (a multirun job's folder holds none).
+
+    Read as a ``CheckpointManager`` lists them (its step name format, each step's metadata), without making one: its
+    constructor asks ``jax.process_index()``, which starts JAX's backend, and the harness lists a run's folder before
+    the run sets its device count (was: ``train.resume=auto`` into a continuation's folder failed, "the backend
+    already started with 1 CPU devices").
+    """
     directory = as_path(directory, "directory")
     if not directory.is_dir():
         return {}
-    options = ocp.CheckpointManagerOptions(read_only=True, create=False, save_interval_steps=0)
-    absl_log = logging.getLogger("absl")
-    absl_log.addFilter(_orbax_reader_notes)
-    try:
-        with ocp.CheckpointManager(directory, options=options) as manager:
-            metadata = {step: manager.metadata(step) for step in manager.all_steps()}
-    finally:
-        absl_log.removeFilter(_orbax_reader_notes)
-    return {step: m.commit_timestamp_nsecs is not None and set(ITEMS) <= set(m.item_handlers)
-            for step, m in metadata.items() if set(ITEMS) & set(m.item_handlers or ())}
-
-
-def _orbax_reader_notes(record: logging.LogRecord) -> bool:
-    """Drop the warnings Orbax gives every read-only listing (no item handlers: only step metadata is read)."""
-    return not any(note in record.getMessage() for note in ("could not be restored", "directory is read only"))
+    found = {}
+    for step in ocp.step.standard_name_format().find_all(directory):
+        try:
+            metadata = ocp.metadata.get_step_metadata(step.path)
+        except ValueError:  # no step metadata written: never committed; an item's folder still marks it a save's
+            found[step.step] = (False, {item for item in ITEMS if (Path(step.path) / item).is_dir()})
+        else:
+            found[step.step] = (metadata.commit_timestamp_nsecs is not None, set(metadata.item_handlers or ()))
+    return {step: committed and set(ITEMS) <= items for step, (committed, items) in found.items() if set(ITEMS) & items}
 
 
 def wrt_difference(saved: Mapping[str, Any], target: Mapping[str, Any]) -> str | None:
