@@ -73,8 +73,7 @@ try:
 
     from gensbi_sharding.harness.config import register_configs
     from gensbi_sharding.harness.console import quiet_console
-    from gensbi_sharding.harness.command_checks import OVERRIDE_CHECKS
-    from gensbi_sharding.harness.override_grammar import parse
+    from gensbi_sharding.harness.command_checks import command_problem
     from gensbi_sharding.harness.preemption import EXIT_INTERRUPTED, EXIT_PREEMPTED
     from gensbi_sharding.harness.run import run
     from gensbi_sharding.harness.run_folder import output_dir
@@ -100,10 +99,8 @@ except ModuleNotFoundError as missing:  # e.g. the system Python instead of the 
 # which names no fix, and before any folder is made.
 try:
     if __name__ == "__main__":
-        command = parse(sys.argv[1:])
-        for check in OVERRIDE_CHECKS:
-            if problem := check(command):
-                sys.exit(f"[ERROR] {problem}")
+        if problem := command_problem(sys.argv[1:]):
+            sys.exit(f"[ERROR] {problem}")
     register_configs()
     if __name__ == "__main__" and not os.environ.get(CHILD_ENV):  # a local child's signals are its parent's to pass on
         hold_preemption_signals(EARLY_SIGNALS)  # until a run's watch takes one over: answered, never a silent kill

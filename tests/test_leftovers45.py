@@ -45,3 +45,29 @@ def test_listing_a_run_folders_checkpoints_leaves_jax_backend_unstarted(tmp_path
                           env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split("\n")[:2] == ["True [20]", "3"], proc.stdout
+
+
+def test_a_refusal_whose_fix_keeps_a_refused_value_names_both_fixes_in_one_message():
+    # Was: `python launch.py +train.resume=true` said "write train.resume=true"; typed, that was refused next run
+    # ("true is a yes/no ... e.g. train.resume=auto"). So for every rewrite keeping the value as typed: a misspelled
+    # key (set/write the nearest one) and a + on a key or group that exists.
+    from gensbi_sharding.harness.command_checks import command_problem
+
+    assert command_problem(["+train.resume=true"]) == (
+        "+train.resume=true: train.resume exists (+ adds a key the config lacks); write train.resume=true, though "
+        "train.resume=true is refused too: train.resume takes a name, and true is a yes/no (it would read the text "
+        "'True'; the word itself, quoted: \"train.resume='true'\"); e.g. train.resume=auto")
+    for typed, tail in [("train.stpes=1.5", "set train.steps=1.5, though train.steps=1.5 is refused too: train.steps "
+                         "takes a whole number"),
+                        ("trian.steps=1.5", "write train.steps=1.5, though train.steps=1.5 is refused too: train.steps "
+                         "takes a whole number"),
+                        ("+train.steps=1,2", "write train.steps=1,2, though train.steps=1,2 is refused too: several "
+                         "values are a sweep, one job per value, which needs -m"),
+                        ("+model=mlpp", "write model=mlpp, though model=mlpp is refused too: Could not find "
+                         "'model/mlpp'")]:
+        problem = command_problem(["experiment=quick", typed])
+        assert tail in problem and problem.endswith(("e.g. train.steps=2", "python launch.py -m ... train.steps=1,2",
+                                                     "did you mean model=mlp?")), problem
+    # A fix that is enough stays as it was; another override's refusal is its own.
+    assert command_problem(["+train.steps=5"]).endswith("write train.steps=5")
+    assert command_problem(["+train.steps=5", "seed=1.5"]).endswith("write train.steps=5")

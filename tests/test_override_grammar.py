@@ -99,7 +99,7 @@ def test_printed_commands_give_hydra_the_folder_back(folder):
 
 def test_one_module_parses_the_command_line_for_every_check():
     # Five checkers each parsed the command line their own way (and disagreed on which model= counts); now
-    # override_grammar.parse reads it once and launch.py hands that one reading to every check in turn.
+    # override_grammar.parse reads it once and command_checks (launch.py's) hands that one reading to every check.
     from gensbi_sharding.harness.override_grammar import parse
 
     harness = REPO / "gensbi_sharding" / "harness"
@@ -110,8 +110,9 @@ def test_one_module_parses_the_command_line_for_every_check():
         ("model", "mlp,flux1", True), ("model", "transformer", True), ("~seed", "", True),
         ("train.resume", "~/x", False)]
     assert command.models == ["transformer"] and command.model == "transformer" and command.multirun
-    launch = (REPO / "launch.py").read_text()
-    assert "for check in OVERRIDE_CHECKS:" in launch and "check(command)" in launch
+    launch, checks = (REPO / "launch.py").read_text(), (harness / "command_checks.py").read_text()
+    assert "command_problem(sys.argv[1:])" in launch and "for check in OVERRIDE_CHECKS if (problem := check(command))" \
+        in checks
 
 
 ORDER = ("{word} comes after {flag}, which follows the override {first}: Hydra reads the overrides as one run of "

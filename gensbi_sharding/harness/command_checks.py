@@ -31,7 +31,8 @@ OVERRIDE_CHECKS = (config_flag_problem, flag_order_problem, grammar_problem, con
 
 
 def command_problem(args: Sequence[str] | CommandLine) -> str | None:
-    """The first refusal of ``OVERRIDE_CHECKS`` over the command line ``args``; None when every check passes.
+    """The first refusal of ``OVERRIDE_CHECKS`` over the command line ``args``; None when every check passes. Where
+    the override it says to type instead would be refused too, its refusal follows, so one run names both fixes.
 
     Parameters
     ----------
@@ -44,4 +45,25 @@ def command_problem(args: Sequence[str] | CommandLine) -> str | None:
         E.g. ``"model.width=3: model=transformer has no field width; model=mlp has it: ..."``.
     """
     command = parse(args)
+    problem = _first_problem(command)
+    return None if problem is None else _with_rewrite_problem(command, problem)
+
+
+def _first_problem(command: CommandLine) -> str | None:
     return next((problem for check in OVERRIDE_CHECKS if (problem := check(command))), None)
+
+
+def _with_rewrite_problem(command: CommandLine, problem: str) -> str:
+    """``problem``, and where the override it says to type instead (``write``/``set`` ``<key>=<the value as
+    typed>``) would be refused too, that refusal with its fix, in the same message (was: ``+train.resume=true``:
+    "write train.resume=true", refused the next run; ``train.stpes=1.5``: "set train.steps=1.5", refused next)."""
+    words = problem.split()
+    fixed = words[-1] if len(words) > 1 and words[-2] in ("write", "set") else ""  # every such fix ends its message
+    typo = next((o for o in command.parsed if fixed.endswith(f"={o.raw}") and o.arg != fixed
+                 and problem.startswith((o.arg, o.key))), None)
+    if typo is None:
+        return problem
+    then = _first_problem(parse([fixed if arg == typo.arg else arg for arg in command.args]))
+    if then is None or not then.startswith((fixed, fixed.split("=", 1)[0])):  # another override's: refused on its own
+        return problem
+    return f"{problem}, though {fixed} is refused too: {then.removeprefix(f'{fixed}: ')}"
