@@ -71,3 +71,16 @@ def test_a_refusal_whose_fix_keeps_a_refused_value_names_both_fixes_in_one_messa
     # A fix that is enough stays as it was; another override's refusal is its own.
     assert command_problem(["+train.steps=5"]).endswith("write train.steps=5")
     assert command_problem(["+train.steps=5", "seed=1.5"]).endswith("write train.steps=5")
+
+
+def test_a_run_started_from_python_is_told_how_to_continue_it_from_python(tmp_path):
+    # Was: run(cfg) from Python, stopped, said "continue with: the same command plus train.resume=auto
+    # hydra.run.dir=<folder>": launch.py's overrides, which no Python call takes (run(cfg) reads cfg.output_dir).
+    # Under launch.py (Hydra's job) the command stays launch.py's own.
+    from gensbi_sharding.harness.stop_record import at_once_error
+    from gensbi_sharding.harness.sweep_hints import continue_command
+
+    out = tmp_path / "my run"
+    assert continue_command(out) == f"run(cfg) with cfg.train.resume='auto' and cfg.output_dir='{out}'"
+    assert at_once_error(out, 40).endswith(f"continue with: run(cfg) with cfg.train.resume='auto' and "
+                                           f"cfg.output_dir='{out}'")

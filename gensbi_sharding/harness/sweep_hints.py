@@ -107,7 +107,7 @@ def continue_command(run_dir: Any) -> str:
     """The command that continues this Hydra job in ``run_dir`` (``job_command`` of its own overrides).
 
     Not the command the user typed: in a sweep that would start a new sweep, from scratch.
-    Outside a Hydra job (``run(cfg)`` called directly): "the same command plus ...".
+    Outside a Hydra job (``run(cfg)`` called from Python): the config's settings that continue it there.
 
     Parameters
     ----------
@@ -125,9 +125,8 @@ def continue_command(run_dir: Any) -> str:
     if os.environ.get(CONTINUE_ENV):  # made as the processes started: train.resume=auto once a checkpoint is here
         from gensbi_sharding.harness.resume_command import resumed_here
         return resumed_here(os.environ[CONTINUE_ENV], run_dir)
-    if not HydraConfig.initialized():
-        from gensbi_sharding.harness.override_grammar import hydra_override
-        return f"the same command plus train.resume=auto {hydra_override('hydra.run.dir', run_dir)}"
+    if not HydraConfig.initialized():  # run(cfg) from Python: what it sets there (was: launch.py's overrides, which
+        return f"run(cfg) with cfg.train.resume='auto' and cfg.output_dir={str(run_dir)!r}"  # no Python call takes)
     hydra = HydraConfig.get()
     return job_command(list(hydra.overrides.task), run_dir, multirun=hydra.mode == RunMode.MULTIRUN)
 
