@@ -84,3 +84,52 @@ def test_a_run_started_from_python_is_told_how_to_continue_it_from_python(tmp_pa
     assert continue_command(out) == f"run(cfg) with cfg.train.resume='auto' and cfg.output_dir='{out}'"
     assert at_once_error(out, 40).endswith(f"continue with: run(cfg) with cfg.train.resume='auto' and "
                                            f"cfg.output_dir='{out}'")
+
+
+def test_every_folder_a_refusal_names_as_an_override_is_one_the_shell_and_hydra_read_back(tmp_path):
+    # Was: "hydra.sweep.dir=<sweep> holds a sweep whose jobs continue other runs ..." (dropped_runs), and each
+    # refusal of a folder ("hydra.run.dir=<folder> is a sweep's folder ..."), named the folder as is: with a space
+    # or a parenthesis in it, no override one could paste. Now as the commands the harness prints write it.
+    import shlex
+
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness import outputs
+    from gensbi_sharding.harness.console_lines import completed_jobs_lead
+    from gensbi_sharding.harness.folder_lock import folder_problem
+    from gensbi_sharding.harness.resume_command import dropped_runs
+
+    sweep = tmp_path / "my sweep (2)"
+    sweep.mkdir()
+    OmegaConf.save(OmegaConf.create({"hydra": {"overrides": {"task": ["train.resume=r1,r2"]}}}), sweep / "multirun.yaml")
+    refused = dropped_runs(sweep, [["train.resume=auto"]])
+    assert refused is not None and shlex.split(refused)[0] == f'hydra.sweep.dir="{sweep}"', refused
+    assert folder_problem(sweep, sweep=False).startswith(f"'hydra.run.dir=\"{sweep}\"' is a sweep's folder")
+    (sweep / "0").mkdir()
+    outputs.write_json(sweep / "0" / "metrics.json", {"status": "ok"})
+    assert completed_jobs_lead(sweep, [sweep / "0"], "", 2).startswith(f"'hydra.sweep.dir=\"{sweep}\"': 1 of its 2")
+
+
+def test_a_printed_python_command_runs_whatever_the_observation_files_path_holds(tmp_path):
+    # Was: "convert it once: python -c \"... np.loadtxt('<path>')\"": a path with a quote or a $ broke the command.
+    import shlex
+
+    import numpy as np
+    import pytest
+
+    from gensbi_sharding.harness.observation_input import load_observation
+
+    text = tmp_path / "it's $HOME.csv"
+    text.write_text("1,2\n")
+    with pytest.raises(ValueError) as refused:
+        load_observation(text)
+    command = str(refused.value).split("convert it once: ")[1].removesuffix(" and pass x_o.npy")
+    words = shlex.split(command)
+    assert words[:2] == ["python", "-c"]
+    subprocess.run([sys.executable, "-c", words[2]], cwd=tmp_path, check=True, timeout=60)
+    np.testing.assert_array_equal(np.load(tmp_path / "x_o.npy"), [1.0, 2.0])
+    plain = tmp_path / "x.csv"  # the command as it was where the shell leaves the path alone
+    plain.write_text("1,2\n")
+    with pytest.raises(ValueError, match=(r"convert it once: python -c \"import numpy as np; np.save\('x_o.npy', "
+                                          rf"np.loadtxt\('{plain}', delimiter=','\)\)\" and pass x_o.npy")):
+        load_observation(plain)

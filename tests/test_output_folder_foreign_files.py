@@ -4,6 +4,8 @@ Was: ``hydra.run.dir=<a folder of one's own holding c2st.csv>`` ran and replaced
 launch.log, sharding.txt ...) with the run's without a word: the folder held no run, so nothing refused it.
 """
 
+import ast
+
 import pytest
 from omegaconf import OmegaConf
 
@@ -116,4 +118,5 @@ def test_a_folder_a_fix_names_is_written_as_the_shell_and_hydra_read_it_back(tmp
     with pytest.raises(FileExistsError) as refused:  # its checkpoints, no record: continue it elsewhere
         run_folder.ensure_fresh(odd / "a")
     offers(str(refused.value), "train.resume", odd / "a")
-    offers(sweep_hints.continue_command(odd / "a"), "hydra.run.dir", odd / "a")  # run(cfg) outside Hydra
+    python = sweep_hints.continue_command(odd / "a")  # run(cfg) outside Hydra: the folder as Python reads it back
+    assert ast.literal_eval(python.split("cfg.output_dir=")[1]) == str(odd / "a"), python

@@ -203,7 +203,7 @@ def test_a_value_no_model_takes_is_refused_in_a_sweep_over_experiments(command, 
      "values are a sweep; give model one value, e.g. model=simformer, or leave out --cfg"),
     # Was: Hydra's "Sweep parameters 'data=glob(*)' requires --multirun" (a glob was no sweep to this check).
     ("data=glob(two*)", "data=glob(two*): several values are a sweep, one job per value, which needs -m: python "
-     "launch.py -m ... data=glob(two*)"),
+     "launch.py -m ... 'data=glob(two*)'"),  # one shell word (was as typed: bash's syntax error at '(')
 ])
 def test_a_sweep_where_hydra_composes_one_config_is_refused_naming_the_fix(command, message):
     assert override_problem(command.split()) == message

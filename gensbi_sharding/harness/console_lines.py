@@ -140,6 +140,7 @@ def completed_jobs_lead(sweep_dir: Path, job_dirs: Sequence[Path], refusal: str 
     str
     """
     from gensbi_sharding.harness.outputs import read_metrics
+    from gensbi_sharding.harness.override_grammar import hydra_override  # as typed (was: a path with a space, as is)
 
     def status(job: Path) -> Any:
         try:
@@ -152,7 +153,7 @@ def completed_jobs_lead(sweep_dir: Path, job_dirs: Sequence[Path], refusal: str 
         return ""
     named = ", ".join(done[:5]) + (f", ... ({len(done) - 5} more)" if len(done) > 5 else "")
     refused = next((job.name for job in job_dirs if refusal.startswith(str(Path(job)) + "/")), None)
-    return (f"hydra.sweep.dir={sweep_dir}: {len(done)} of its {(n := max(jobs, len(done)) if jobs else len(job_dirs))} job{'s' * (n != 1)} complete ({named}); "
+    return (f"{hydra_override('hydra.sweep.dir', sweep_dir)}: {len(done)} of its {(n := max(jobs, len(done)) if jobs else len(job_dirs))} job{'s' * (n != 1)} complete ({named}); "
             + (f"job {refused}: " if refused else ""))
 
 

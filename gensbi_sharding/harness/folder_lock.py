@@ -123,49 +123,51 @@ def folder_problem(folder: Path, *, sweep: bool, before_hydra: bool = False) -> 
     callback, before Hydra writes: a run in a running sweep's job folder, or a sweep over one a run writes, too
     (not a sweep's own jobs, whose sweep holds their folder's parent).
     """
+    from gensbi_sharding.harness.override_grammar import hydra_override as typed  # a folder as Hydra and the shell
+    # read it back (was: hydra.run.dir=<path> as is: a path with a space or ( was no override one could type)
     key = "hydra.sweep.dir" if sweep else "hydra.run.dir"
     folder = Path(folder).absolute()
+    named = typed(key, folder)
     blocker = next((p for p in (folder, *folder.parents) if p.exists()), None)
     # A symbolic link to nothing (its target moved, not made yet) cannot be made a folder: was "[Errno 17] File
     # exists", naming neither the link nor the fix.
     if dangling := next((p for p in (folder, *folder.parents) if p.is_symlink() and not p.exists()), None):
         target = Path(os.path.join(dangling.parent, os.readlink(dangling)))
-        return (f"{key}={folder}: {dangling} is a symbolic link to {target}, which does not exist; make that folder "
+        return (f"{named}: {dangling} is a symbolic link to {target}, which does not exist; make that folder "
                 f"(mkdir -p {shlex.quote(str(target))}), or choose another {key}")
     if blocker is not None and not blocker.is_dir():
-        return f"{key}={folder}: {blocker} is a file, not a folder; choose another {key}"
+        return f"{named}: {blocker} is a file, not a folder; choose another {key}"
     metrics, sweep_file = folder / "metrics.json", folder / "multirun.yaml"
     if sweep and metrics.is_file():
         status = read_metrics(metrics).get("status", "unknown")
-        return (f"{key}={folder} holds a single run's outputs ({metrics}, status {status}): a sweep never "
+        return (f"{named} holds a single run's outputs ({metrics}, status {status}): a sweep never "
                 f"writes into a run's folder; choose another {key}")
     if not sweep and sweep_file.is_file():
-        return (f"{key}={folder} is a sweep's folder ({sweep_file}): a run never writes into a sweep's folder; "
+        return (f"{named} is a sweep's folder ({sweep_file}): a run never writes into a sweep's folder; "
                 f"choose another {key} (a sweep's job: hydra.run.dir=<sweep>/<job>)")
     # Was: hydra.run.dir=<a run>/checkpoints/20 wrote a run into that step folder, whose checkpoint sample.py and
     # train.resume=<the run> then read as the run's own newest; <a run>/sub wrote into a completed run's folder too.
-    from gensbi_sharding.harness.override_grammar import hydra_override as typed  # a folder as Hydra reads it back
     if host := next((p for p in folder.parents if _is_run_folder(p)), None):
         instead = typed(key, f"{host}-{folder.name.lstrip('.')}")
-        return (f"{key}={folder} lies inside the folder of the run {host}: a {'sweep' if sweep else 'run'} never "
+        return (f"{named} lies inside the folder of the run {host}: a {'sweep' if sweep else 'run'} never "
                 f"writes into another run's folder; choose one outside it, e.g. {instead}")
     # Was: hydra.run.dir=outputs (the folder of every run) wrote a run there, and each run after it lay inside it.
     if not sweep and folder.is_dir() and (runs := sorted(p.name for p in folder.iterdir() if _is_run_folder(p))):
-        return (f"{key}={folder} holds the folders of other runs ({', '.join(runs[:3])}{', ...' if len(runs) > 3 else ''}"
+        return (f"{named} holds the folders of other runs ({', '.join(runs[:3])}{', ...' if len(runs) > 3 else ''}"
                 f"): a run never writes around other runs; choose a new folder, e.g. {typed(key, folder / 'new_run')}")
     if blocker is not None and (denied := write_denied(blocker)):
         # A stopped run's checkpoints there stay readable; train.resume=auto in another folder starts from step 0.
         saved = not sweep and blocker == folder and any(p.name.isdigit() for p in folder.glob("checkpoints/*"))
         then = (f"; to continue from its checkpoints in a new folder: {typed('train.resume', folder)} "
                 f"{key}=<a new folder>")
-        return f"{key}={folder}: {denied}; choose another {key}, in a folder you can write to{then if saved else ''}"
+        return f"{named}: {denied}; choose another {key}, in a folder you can write to{then if saved else ''}"
     if folder.is_dir() and not any((folder / mark).exists() for mark in _MARKS[sweep]):
         outputs = _SWEEP_OUTPUTS if sweep else _RUN_OUTPUTS  # a sweep's job folder: marked as a run's
         names = sorted(p.name for p in folder.iterdir() if outputs.fullmatch(p.name)
                        and not (sweep and any((p / mark).exists() for mark in _MARKS[False])))
         if names:  # was: overwritten (a c2st.csv of one's own replaced by the run's), with no run there to refuse
             shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
-            return (f"{key}={folder} holds {shown}, not written by a {'sweep' if sweep else 'run'}, which it would "
+            return (f"{named} holds {shown}, not written by a {'sweep' if sweep else 'run'}, which it would "
                     f"overwrite; choose another {key} (a new or empty folder), or move them out")
     return _shared_with_running(folder, sweep, key) if before_hydra else None
 
@@ -185,6 +187,9 @@ def _shared_with_running(folder: Path, sweep: bool, key: str) -> str | None:
     """
     from filelock import FileLock, Timeout
 
+    from gensbi_sharding.harness.override_grammar import hydra_override as typed
+
+    named = typed(key, folder)
     if not sweep:
         others = [folder.parent] if (folder.parent / "multirun.yaml").is_file() else []
     else:
@@ -196,9 +201,9 @@ def _shared_with_running(folder: Path, sweep: bool, key: str) -> str | None:
         except Timeout:
             holder = FolderLock(other).holder()
             if sweep:
-                return (f"{key}={folder}: its job folder {other} is in use by a run ({holder}); wait for that run to "
+                return (f"{named}: its job folder {other} is in use by a run ({holder}); wait for that run to "
                         f"end, or choose another {key}")
-            return (f"{key}={folder} is a job folder of the sweep {other}, which is running ({holder}): the sweep "
+            return (f"{named} is a job folder of the sweep {other}, which is running ({holder}): the sweep "
                     f"writes its jobs; wait for it to end, or choose another {key}")
         except OSError:  # a lock file we cannot open: folder_problem's write check names the folder
             continue

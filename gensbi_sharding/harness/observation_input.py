@@ -5,12 +5,18 @@ against the run's task (``check_observation``), each refusal naming the value an
 from __future__ import annotations
 
 import os
+import shlex
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 __all__ = ["load_observation", "check_observation"]
+
+
+def _shell_word(code: str) -> str:
+    """``code`` as one shell word: in double quotes as before where the shell leaves it as is there, else quoted."""
+    return f'"{code}"' if not set(code) & set('"$`\\!') else shlex.quote(code)
 
 
 def load_observation(x_o: Any) -> np.ndarray:
@@ -38,9 +44,10 @@ def load_observation(x_o: Any) -> np.ndarray:
             head = f.read(6)
         if head != b"\x93NUMPY" and head[:2] != b"PK":  # numpy's own error for text: 'pickled data', misleading
             delimiter = ", delimiter=','" if path.suffix.lower() == ".csv" else ""
+            # The path as Python and the shell read it back (was: inside '...' as is: a quote or $ broke the command)
+            convert = f"import numpy as np; np.save('x_o.npy', np.loadtxt({os.fspath(path)!r}{delimiter}))"
             raise ValueError(f"observation file {path} is not a .npy file (text? a .npy starts with \\x93NUMPY); "
-                             f"convert it once: python -c \"import numpy as np; np.save('x_o.npy', "
-                             f"np.loadtxt('{path}'{delimiter}))\" and pass x_o.npy")
+                             f"convert it once: python -c {_shell_word(convert)} and pass x_o.npy")
         try:
             x_o = np.load(path, allow_pickle=False)
         except (ValueError, OSError) as err:
@@ -51,10 +58,10 @@ def load_observation(x_o: Any) -> np.ndarray:
             x_o.close()
             # a run's posterior_samples.npz or sample.py's output holds the observation it was drawn at
             name = next((n for n in ("observation", "x_o", "x") if n in names), names[0] if names else "x_o")
-            pick = f"np.load('{path}')['{name}']"
+            save = f"import numpy as np; np.save('x_o.npy', np.load({os.fspath(path)!r})[{name!r}])"
             raise ValueError(f"observation file {path} is a .npz archive (its arrays: {', '.join(names) or 'none'}), "
-                             f"not a .npy file; save the observation once: python -c \"import numpy as np; "
-                             f"np.save('x_o.npy', {pick})\" and pass x_o.npy")
+                             f"not a .npy file; save the observation once: python -c {_shell_word(save)} and pass "
+                             "x_o.npy")
     try:  # complex: float64 would drop the imaginary part (a warning only); text would be parsed silently
         if np.asarray(x_o).dtype.kind in "biuf":
             return np.asarray(x_o, dtype=np.float64)

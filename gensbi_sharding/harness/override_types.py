@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import shlex
 import typing
 from collections.abc import Sequence
 from pathlib import Path
@@ -111,7 +112,7 @@ def override_problem(args: Sequence[str] | CommandLine, *, sweeps_need_m: bool =
             listed = (f", or one list for this run: {key}=[{','.join(strings)}]"
                       if o.sweep and (key in lists or key.split(".", 1)[0] in ("rule", "activation")) else "")
             return (f"{arg}: several values are a sweep, one job per value, which needs -m: python launch.py -m "
-                    f"... {arg}{listed}")
+                    f"... {shlex.quote(arg)}{listed}")
         if key.startswith("hydra") or override.package is not None or key in lists:
             continue
         section, _, name = key.partition(".")

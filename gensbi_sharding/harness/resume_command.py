@@ -162,6 +162,7 @@ def dropped_runs(sweep_dir: Any, all_jobs: Sequence[Sequence[str]]) -> str | Non
     from omegaconf import OmegaConf
 
     from gensbi_sharding.harness.outputs import read_record
+    from gensbi_sharding.harness.override_grammar import hydra_override  # as typed (was: a path with a space, as is)
     from gensbi_sharding.harness.run_folder import RESUMABLE
     from gensbi_sharding.harness.sweep_hints import unfinished_jobs_hint
     from gensbi_sharding.harness.sweep_plan import every_job, job_folders
@@ -175,6 +176,6 @@ def dropped_runs(sweep_dir: Any, all_jobs: Sequence[Sequence[str]]) -> str | Non
         return None
     jobs = sorted(m.parent for m in Path(sweep_dir).glob("*/metrics.json"))
     hint = unfinished_jobs_hint(jobs, RESUMABLE, before, sweep_dir, folders=job_folders(saved, before))
-    return (f"hydra.sweep.dir={sweep_dir} holds a sweep whose jobs continue other runs ({', '.join(named)}), which "
+    return (f"{hydra_override('hydra.sweep.dir', sweep_dir)} holds a sweep whose jobs continue other runs ({', '.join(named)}), which "
             "train.resume=auto for the whole sweep would drop: a job without a checkpoint of its own would start "
             "from step 0" + (hint or "; choose another hydra.sweep.dir"))

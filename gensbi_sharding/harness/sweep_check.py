@@ -16,6 +16,7 @@ sbibm task's reference samples (``check_evaluation``: the task's files, seconds 
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from typing import Any
 
@@ -295,4 +296,4 @@ def _lost_sweep(config: Any, cfg: Any, job: Sequence[str]) -> str | None:
     presets = [o for o in job if o.split("=", 1)[0] in ("experiment", "sweep")] or list(job)
     return (f"{' '.join(presets)} is a sweep of its own (hydra.sweeper.params: {', '.join(extra)}), which Hydra starts "
             f"only from a command's own config: in this sweep it would run as one job; run it in a command of its own: "
-            f"python launch.py {' '.join(presets)} ...")
+            f"python launch.py {shlex.join(presets)} ...")
