@@ -133,3 +133,23 @@ def test_a_printed_python_command_runs_whatever_the_observation_files_path_holds
     with pytest.raises(ValueError, match=(r"convert it once: python -c \"import numpy as np; np.save\('x_o.npy', "
                                           rf"np.loadtxt\('{plain}', delimiter=','\)\)\" and pass x_o.npy")):
         load_observation(plain)
+
+
+
+def test_the_own_observation_example_writes_under_outputs_not_the_checkouts_root(tmp_path):
+    # Was: README's and docs/harness.md's example saved x_o.npy, and sample.py then x_o_posterior.npz, in the folder it
+    # ran from: the checkout's root, beside launch.py (and the second run of the example was refused: it exists).
+    import re
+    import shlex
+
+    from gensbi_sharding.harness.sample_output import out_path
+
+    for page in ("README.md", "docs/harness.md"):
+        block = next(b for b in re.findall(r"```bash\n(.*?)```", (REPO / page).read_text(), re.S) if "sample.py" in b)
+        save, sample = [shlex.split(line.split("  #")[0]) for line in block.splitlines()]
+        cwd = tmp_path / page.replace("/", "_")
+        (cwd / "outputs").mkdir(parents=True)  # a run's folder is there: the example samples it
+        subprocess.run([sys.executable, *save[1:]], cwd=cwd, check=True, timeout=60)
+        assert sorted(p.relative_to(cwd).as_posix() for p in cwd.rglob("*")) == ["outputs", "outputs/x_o.npy"], page
+        observation = Path(sample[3])
+        assert (cwd / observation).is_file() and out_path(None, observation).as_posix() == "outputs/x_o_posterior.npz"
