@@ -4,6 +4,7 @@ parsed, in argparse's error line naming the argument and a value that works, bef
 from __future__ import annotations
 
 import argparse
+import math
 import subprocess
 import sys
 from collections.abc import Callable
@@ -45,12 +46,32 @@ def new_parser(doc: str) -> argparse.ArgumentParser:
     return argparse.ArgumentParser(description=doc, formatter_class=HelpFormatter)
 
 
-def positive_int(text: str) -> int:
-    """An integer >= 1 (a count of layers, steps, trials, repeats ...)."""
+def integer(text: str) -> int:
+    """An integer (a seed), refused as launch.py refuses ``train.steps=1e3``: ``1e3`` names ``1000`` to write
+    (was: argparse's "invalid int value: '1e3'", or "is not an integer; e.g. 2")."""
     try:
-        value = int(text)
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer; e.g. 2") from None
+    if math.isfinite(value) and value == int(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is a whole number written as a float; write {int(value)}")
+    raise argparse.ArgumentTypeError(f"{text!r} is not an integer; e.g. {round(value) if math.isfinite(value) else 2}")
+
+
+def _float(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def positive_int(text: str) -> int:
+    """An integer >= 1 (a count of layers, steps, trials, repeats ...)."""
+    value = integer(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"{value} must be >= 1")
     return value
@@ -83,6 +104,8 @@ def one_of(choices: tuple, kind: Callable[[str], object] = str, *, argument: str
             value = kind(text)
         except ValueError:
             value = None
+        if value is None and kind is int and _float(text) in choices:  # --budgets 1e3: named as the
+            integer(text)  # whole number to write (was: "not one of 1000, ...")
         if value not in choices:
             raise argparse.ArgumentTypeError(f"{text!r} is not one of {', '.join(map(str, choices))}")
         return value

@@ -45,7 +45,7 @@ REPO = Path(__file__).resolve().parents[1]
 # non-editable install): the numbers must be of the code beside this script.
 sys.path.insert(0, str(REPO))
 
-from cli_args import new_parser, positive_int  # noqa: E402 (after the path above)
+from cli_args import integer, new_parser, positive_int  # noqa: E402 (after the path above)
 from hydra.errors import HydraException  # noqa: E402
 
 WARMUP_STEPS = 20  # GenSBI steps left out of its step time: compilation
@@ -202,7 +202,7 @@ def main() -> None:
     parser.add_argument("--batch-size", type=positive_int, default=256, help="batch size of both")
     parser.add_argument("--num-samples", type=positive_int, default=10_000, help="posterior samples for C2ST")
     parser.add_argument("--folds", type=positive_int, default=5, help="C2ST cross-validation folds")
-    parser.add_argument("--seed", type=int, default=0, help="harness seed (data, initialisation, batches)")
+    parser.add_argument("--seed", type=integer, default=0, help="harness seed (data, initialisation, batches)")
     parser.add_argument("--profile", action="store_true", help="cProfile GenSBI's steps, print where host time goes")
     parser.add_argument("--profile-steps", type=positive_int, default=200, help="GenSBI steps profiled")
     parser.add_argument("overrides", nargs="*", default=[], help="more harness overrides, e.g. model.depth=4")

@@ -16,6 +16,8 @@ import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from cli_args import integer
+
 AMORTISED = "amortised"
 REGIONS = ("box", "ellipsoid")
 #: What a sequential job keeps in its folder: its rounds, region and margin (an amortised job has none).
@@ -80,10 +82,10 @@ def cell_of(task: str, budget: int, label: str) -> tuple:
 def rounds_arg(text: str) -> int:
     """``--rounds``: an integer >= 1."""
     try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer; pass --rounds 1 (amortised, the default) "
-                                         "or --rounds 2 (sequential)") from None
+        value = integer(text)
+    except argparse.ArgumentTypeError as err:
+        raise argparse.ArgumentTypeError(f"{str(err).split('; e.g.')[0]}; pass --rounds 1 (amortised, the default) or --rounds 2 "
+                                         "(sequential)") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"{value} must be >= 1; pass --rounds 1 (amortised, the default) or "
                                          "--rounds 2 (sequential)")

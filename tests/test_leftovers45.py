@@ -153,3 +153,42 @@ def test_the_own_observation_example_writes_under_outputs_not_the_checkouts_root
         assert sorted(p.relative_to(cwd).as_posix() for p in cwd.rglob("*")) == ["outputs", "outputs/x_o.npy"], page
         observation = Path(sample[3])
         assert (cwd / observation).is_file() and out_path(None, observation).as_posix() == "outputs/x_o_posterior.npz"
+
+
+def test_a_count_typed_with_an_exponent_is_named_as_the_whole_number_to_write(capsys):
+    # Was: `python sample.py <run> x_o.npy --num-samples 1e3`: argparse's bare "invalid int value: '1e3'" (and the
+    # benchmark scripts' "'1e3' is not an integer; e.g. 2"), where launch.py's train.steps=1e3 names 1000. Now each
+    # numeric option of sample.py and of the benchmark scripts names the number to write.
+    import argparse
+
+    import pytest
+
+    from gensbi_sharding.harness.own_observation import main
+
+    for option in ("--num-samples", "--seed", "--ode-steps"):
+        with pytest.raises(SystemExit) as ended:
+            main(["runs/a", "x_o.npy", option, "1e3"])
+        assert ended.value.code == 2
+        assert capsys.readouterr().err.splitlines()[-1] == (
+            f"sample.py: error: argument {option}: '1e3' is a whole number written as a float; write 1000")
+    with pytest.raises(SystemExit):
+        main(["runs/a", "x_o.npy", "--num-samples", "1.5"])
+    assert capsys.readouterr().err.endswith("'1.5' is not a whole number; e.g. 2\n")
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        import cli_args
+        import sbibm_method
+    finally:
+        sys.path.remove(str(REPO / "benchmarks"))
+    for kind, typed, message in [
+            (cli_args.positive_int, "1e3", "'1e3' is a whole number written as a float; write 1000"),
+            (cli_args.integer, "-2e0", "'-2e0' is a whole number written as a float; write -2"),
+            (cli_args.one_of((1000, 10000), int, argument="--budgets"), "1e4",
+             "'1e4' is a whole number written as a float; write 10000"),
+            (sbibm_method.rounds_arg, "2e0", "'2e0' is a whole number written as a float; write 2; pass --rounds 1 "
+             "(amortised, the default) or --rounds 2 (sequential)")]:
+        with pytest.raises(argparse.ArgumentTypeError) as refused:
+            kind(typed)
+        assert str(refused.value) == message
+    assert cli_args.positive_int("12") == 12 and sbibm_method.rounds_arg("2") == 2

@@ -1,4 +1,4 @@
-"""The file ``sample.py`` writes its samples to, and why it may not: checked once the run folder and the observation
+"""sample.py's options: its whole numbers (``whole_number``); the file it writes its samples to, and why it may not: checked once the run folder and the observation
 are found good (was: an existing or unwritable output was named first, for a folder that had no checkpoint to
 sample), and before any model is built (was: the posterior drawn, then an OSError traceback as it was written).
 Pure Python: no JAX.
@@ -6,12 +6,48 @@ Pure Python: no JAX.
 
 from __future__ import annotations
 
+import argparse
+import math
 import os
 import shutil
 import tempfile
 from pathlib import Path
 
-__all__ = ["out_path", "output_problem"]
+__all__ = ["out_path", "output_problem", "whole_number"]
+
+
+def whole_number(text: str) -> int:
+    """``text`` as an int: the type of sample.py's count options (``--num-samples``, ``--seed``, ``--ode-steps``).
+
+    Refused as launch.py refuses ``train.steps=1e3`` (a whole number, named as one to type): argparse's own
+    "invalid int value: '1e3'" named no fix.
+
+    Parameters
+    ----------
+    text : str
+        The option's value as typed, e.g. ``"10000"``.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    argparse.ArgumentTypeError
+        E.g. ``"'1e3' is a whole number written as a float; write 1000"``.
+    """
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number; e.g. 10000") from None
+    if math.isfinite(value) and value == int(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is a whole number written as a float; write {int(value)}")
+    example = round(value) if math.isfinite(value) else 10000
+    raise argparse.ArgumentTypeError(f"{text!r} is not a whole number; e.g. {example}")
 
 
 def out_path(given: str | None, observation: Path) -> Path:
