@@ -84,8 +84,8 @@ def rounds_arg(text: str) -> int:
     try:
         value = integer(text)
     except argparse.ArgumentTypeError as err:
-        raise argparse.ArgumentTypeError(f"{str(err).split('; e.g.')[0]}; pass --rounds 1 (amortised, the default) or --rounds 2 "
-                                         "(sequential)") from None
+        raise argparse.ArgumentTypeError(f"{str(err).split('; e.g.')[0]}; pass --rounds 1 (amortised, the default) "
+                                         "or --rounds 2 (sequential)") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"{value} must be >= 1; pass --rounds 1 (amortised, the default) or "
                                          "--rounds 2 (sequential)")

@@ -101,7 +101,8 @@ def test_every_folder_a_refusal_names_as_an_override_is_one_the_shell_and_hydra_
 
     sweep = tmp_path / "my sweep (2)"
     sweep.mkdir()
-    OmegaConf.save(OmegaConf.create({"hydra": {"overrides": {"task": ["train.resume=r1,r2"]}}}), sweep / "multirun.yaml")
+    record = {"hydra": {"overrides": {"task": ["train.resume=r1,r2"]}}}
+    OmegaConf.save(OmegaConf.create(record), sweep / "multirun.yaml")
     refused = dropped_runs(sweep, [["train.resume=auto"]])
     assert refused is not None and shlex.split(refused)[0] == f'hydra.sweep.dir="{sweep}"', refused
     assert folder_problem(sweep, sweep=False).startswith(f"'hydra.run.dir=\"{sweep}\"' is a sweep's folder")

@@ -67,7 +67,8 @@ class FolderLock:
     #: the folder at once: a run that opened the file just before the removal locks that unlinked file, while a third
     #: makes a new one and locks it (the lock lives on the file opened, not on its name; filelock keeps the file for
     #: this reason). It also marks the folder as a run's or a sweep's (``_MARKS``: another's files are refused) and is
-    #: how a checkpoint path finds its run's folder (``resume``, ``own_observation``). The owner note goes with the lock.
+    #: how a checkpoint path finds its run's folder (``resume``, ``own_observation``). The owner note goes with the
+    #: lock.
     LOCK, OWNER = ".run.lock", ".run.owner.json"
 
     def __init__(self, folder: Path):

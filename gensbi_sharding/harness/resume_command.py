@@ -176,6 +176,7 @@ def dropped_runs(sweep_dir: Any, all_jobs: Sequence[Sequence[str]]) -> str | Non
         return None
     jobs = sorted(m.parent for m in Path(sweep_dir).glob("*/metrics.json"))
     hint = unfinished_jobs_hint(jobs, RESUMABLE, before, sweep_dir, folders=job_folders(saved, before))
-    return (f"{hydra_override('hydra.sweep.dir', sweep_dir)} holds a sweep whose jobs continue other runs ({', '.join(named)}), which "
+    return (f"{hydra_override('hydra.sweep.dir', sweep_dir)} holds a sweep whose jobs continue other runs "
+            f"({', '.join(named)}), which "
             "train.resume=auto for the whole sweep would drop: a job without a checkpoint of its own would start "
             "from step 0" + (hint or "; choose another hydra.sweep.dir"))

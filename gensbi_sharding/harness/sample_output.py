@@ -1,7 +1,7 @@
-"""sample.py's options: its whole numbers (``whole_number``); the file it writes its samples to, and why it may not: checked once the run folder and the observation
-are found good (was: an existing or unwritable output was named first, for a folder that had no checkpoint to
-sample), and before any model is built (was: the posterior drawn, then an OSError traceback as it was written).
-Pure Python: no JAX.
+"""sample.py's options: its whole numbers (``whole_number``); the file it writes its samples to, and why it may
+not: checked once the run folder and the observation are found good (was: an existing or unwritable output was named
+first, for a folder that had no checkpoint to sample), and before any model is built (was: the posterior drawn, then
+an OSError traceback as it was written). Pure Python: no JAX.
 """
 
 from __future__ import annotations

@@ -236,7 +236,8 @@ def moved_jobs_problem(sweep_dir: Any, all_jobs: Sequence[Sequence[str]],
     number, want, folder, ran = moved
     from gensbi_sharding.harness.override_grammar import hydra_override  # as typed (was: a path with a space, as is)
 
-    return (f"{hydra_override('hydra.sweep.dir', sweep_dir)}: job {number} of this sweep ({want}) would continue folder {folder}, "
+    return (f"{hydra_override('hydra.sweep.dir', sweep_dir)}: job {number} of this sweep ({want}) would continue "
+            f"folder {folder}, "
             f"which ran {ran}: train.resume=auto continues each job in the folder of its number; rerun the sweep "
             "with its values in the order it first ran, or choose another hydra.sweep.dir")
 
