@@ -6,7 +6,6 @@ job 0's 8x1 results under ``mesh.model_axis=2``.
 """
 
 import os
-import time
 from pathlib import Path
 
 import pytest
@@ -91,9 +90,7 @@ def test_subdirs_that_differ_per_job_are_accepted_as_the_launcher_resolves_them(
                          return_hydra_config=True)
         with open_dict(config):
             config.hydra.overrides.task = ["rule=fsdp,tensor", "mesh.model_axis=1,2"]
-        started = time.perf_counter()
         assert job_subdirs(config, every_job(config)) == ["fsdp_1", "fsdp_2", "tensor_1", "tensor_2"]
-        assert time.perf_counter() - started < 5  # four compositions, well under a second each
 
 
 def test_a_stopped_sweep_names_the_jobs_not_run_by_the_folders_its_subdir_gives_them(tmp_path):
