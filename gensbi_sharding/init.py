@@ -153,11 +153,14 @@ def init_optimizer_sharded(model: Any, tx: Any, rule: str | RuleTable | Rule = "
         raise ValueError(f"init_optimizer_sharded got {traced} as a traced array: call it outside jax.jit and nnx.jit "
                          "(it compiles its own program, the state at its plan), on the placed model")
     mesh, abstract = _model_mesh(model)
-    build = lambda: nnx.Optimizer(model, tx, wrt=wrt)  # noqa: E731
+    if mesh is None and not abstract:
+        return nnx.Optimizer(model, tx, wrt=wrt)
+    if mesh is not None:
+        _check_placed_under(model, mesh, rule)
+    with jax.set_mesh(None):  # under a mesh Flax would read logical axes as mesh axes and raise
+        optimizer = nnx.eval_shape(lambda: nnx.Optimizer(model, tx, wrt=wrt))
     if mesh is None:
-        return eval_shape_off_mesh(build) if abstract else build()
-    _check_placed_under(model, mesh, rule)
-    optimizer = eval_shape_off_mesh(build)
+        return optimizer
     plan = plan_shardings(optimizer, mesh, rule)
     if abstract:
         return nnx.merge(nnx.graphdef(optimizer), plan.abstract_state(optimizer))
@@ -196,16 +199,15 @@ def _model_mesh(model: Any) -> tuple[Mesh | None, bool]:
 def _check_placed_under(model: Any, mesh: Mesh, rule: Rule) -> None:
     """Refuse ``rule`` when its plan puts a variable of ``model`` elsewhere than it is, naming a rule that fits."""
     variables = {path_name(p): v for p, v in nnx.graph.iter_graph(model) if isinstance(v, nnx.Variable)}
-    values = {path: v.get_value() for path, v in variables.items()}
 
     def first_difference(plan: Plan) -> str | None:  # the first variable (an array of it) placed otherwise
-        return next((path for path in plan.specs for leaf in array_leaves(values[path])
+        return next((path for path in plan.specs for leaf in array_leaves(variables[path].get_value())
                      if getattr(leaf, "sharding", None) is None
                      or not leaf.sharding.is_equivalent_to(plan.sharding(path), len(leaf.shape))), None)
 
     path = first_difference(plan := plan_shardings(model, mesh, rule))
     if path is not None:
-        held = getattr(array_leaves(values[path])[0].sharding, "spec", None)
+        held = getattr(array_leaves(variables[path].get_value())[0].sharding, "spec", None)
         if logical_axes_of(variables[path]) is None and held is not None:  # no rule splits it: a jitted step did
             raise ValueError(f"init_optimizer_sharded: the model holds {path} at {held}, though it has no annotation, "
                              "so no rule placed it there: e.g. a jitted step laid it out anew (jit keeps no placement "
@@ -291,9 +293,3 @@ def trace_digest(jaxpr: Any, constants: dict[str, Any]) -> tuple:
         return c.shape, str(c.dtype), hashlib.sha1(np.ascontiguousarray(c)).hexdigest()
     return ([str(eqn) for eqn in jaxpr.jaxpr.eqns], [digest(c) for c in jaxpr.consts],
             sorted((name, [digest(c) for c in jax.tree.leaves(value)]) for name, value in constants.items()))
-
-
-def eval_shape_off_mesh(build: Callable[[], Any]) -> Any:
-    """``nnx.eval_shape(build)`` with no mesh active: under one, Flax would read logical axes as mesh axes and raise."""
-    with jax.set_mesh(None):
-        return nnx.eval_shape(build)
