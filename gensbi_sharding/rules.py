@@ -79,12 +79,10 @@ def logical_axes_of(var: nnx.Variable) -> tuple[str | None, ...] | None:
     if not callable(getattr(var, "get_metadata", None)):  # was AttributeError: no attribute 'get_metadata'
         raise TypeError(f"logical_axes_of takes an nnx.Variable, e.g. model.up.kernel, got a {type(var).__name__}: "
                         "the annotation is the variable's metadata, not its value's")
-    metadata = var.get_metadata()
-    for key in ("out_sharding", "sharding_names", "sharding"):
-        names = metadata.get(key)
-        if names is not None:  # not a sequence (sharding_names=5): one odd entry, a fallback naming it
-            return tuple(names) if _is_sequence(names) else (names,)
-    return None
+    names = next((found for key in ("out_sharding", "sharding_names", "sharding")
+                  if (found := var.get_metadata().get(key)) is not None), None)
+    # Not a sequence (sharding_names=5): one odd entry, a fallback naming it.
+    return None if names is None else tuple(names) if _is_sequence(names) else (names,)
 
 
 #: The named rules, each ``(logical axis, mesh axis or None)`` for every logical axis. "replicated" splits nothing;
@@ -125,7 +123,6 @@ class Rule:
         if not isinstance(self.table, Mapping):
             raise ValueError(f"Rule table={self.table!r:.60} must be a mapping of logical axis -> mesh axes, "
                              "e.g. {'embed': 'data'}")
-        # ListConfig values as lists, which every reader of the table takes.
         object.__setattr__(self, "table", {key: _plain(value) for key, value in self.table.items()})
         check_table(self.table)
         # builtin="no" was truthy, and builtin=True made any table the contract's ("replicated" ignored it whole).
@@ -145,9 +142,8 @@ class Rule:
         or ``"custom rule table"``."""
         if self.builtin or (self.name != "custom" and self.name not in RULES):
             return f"rule {self.name!r}"  # a user who chose rule=fsdp_tensor looks for that name
-        if self.name in RULES:  # rule=fsdp rule.embed=model: not what "fsdp" means
-            return f"rule {self.name!r} with an edited table"
-        return "custom rule table"
+        # rule=fsdp rule.embed=model: not what "fsdp" means
+        return f"rule {self.name!r} with an edited table" if self.name in RULES else "custom rule table"
 
 
 def resolve_rule(rule: str | RuleTable | Rule) -> Rule:
@@ -275,13 +271,12 @@ def partition_spec_for(names: Sequence[str | None] | str | None, shape: Sequence
         return P(), f"annotation rank {len(names)} != array rank {len(shape)}{stacked}"
     entries, owner = [], {}
     for name, dim in zip(names, shape):
-        if name is not None and name not in table and name not in LOGICAL_AXES and name in mesh.shape:
+        if name is not None and name not in table and name not in LOGICAL_AXES:
             # Flax's GSPMD guide annotates with mesh axes: leaving the name unsplit (the fix below) would split nothing.
             return P(), (f"{name!r} is a mesh axis, not a logical axis: a rule maps logical axes onto mesh axes; "
-                         f"annotate that dimension with a logical axis this rule maps onto {name!r} ({_onto(table, name)})")
-        if name is not None and name not in table and name not in LOGICAL_AXES:
-            return P(), (f"unknown logical axis {name!r} (known: {', '.join(LOGICAL_AXES)}); to split the other "
-                         f"dimensions, leave it unsplit: a rule table with {{{name!r}: None}}")
+                         f"annotate that dimension with a logical axis this rule maps onto {name!r} ({_onto(table, name)})"
+                         if name in mesh.shape else f"unknown logical axis {name!r} (known: {', '.join(LOGICAL_AXES)}); "
+                         f"to split the other dimensions, leave it unsplit: a rule table with {{{name!r}: None}}")
         target = None if name is None else table.get(name)
         mesh_axes = mesh_axes_of(target)  # () unsplit: P(()) is P(None)
         for axis in mesh_axes:
