@@ -20,10 +20,11 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from gensbi_sharding.checkpoint_save import CheckpointWriter
 from gensbi_sharding.checkpoint_steps import (CHECKPOINT_SUBDIR, committed_steps, find_checkpoint, flat_by_path,
-                                              is_variable, item_handlers, nest_by_path, path_key, wrt_difference)
+                                              is_variable, item_handlers, nest_by_path, nesting_fix, path_key,
+                                              renamed_fix)
 from gensbi_sharding.rules import Rule, RuleTable
 from gensbi_sharding.nodes import (abstract_state, array_leaves, check_node, is_node, is_prng_key, is_scalar,
-                                   node_state, placed_dtype, prefix_holding, spec_misfit, trace_factory, value_leaves)
+                                   node_state, placed_dtype, spec_misfit, trace_factory, value_leaves)
 from gensbi_sharding.sharding import plan_shardings
 
 __all__ = ["CHECKPOINT_SUBDIR", "CheckpointWriter", "Restored", "abstract_state_for",
@@ -255,7 +256,7 @@ def _check_against(saved: Mapping[str, Any], target: Mapping[str, Any], step_dir
         fix = (f"Only dtypes differ: build the model with the dtypes it was saved with (its param_dtype: "
                f"{step_dir / 'config'}), or, where a train step changed them (optax.inject_hyperparams makes a "
                "bfloat16 parameter's moments float32), the target from such a state (abstract_state_for after a step)"
-               if dtypes_only else _nesting(saved, target) or _renamed(saved, target) or
+               if dtypes_only else nesting_fix(saved, target) or renamed_fix(saved, target) or
                (f"The checkpoint holds the whole target as saved and {len(extra)} more variable(s): restore into "
                 "a target of all it holds, e.g. abstract_state_for((model, optimizer), mesh, rule), and keep the part "
                 "you need" if len(extra) == len(problems) else f"Build the model with the hyperparameters saved in "
@@ -263,38 +264,3 @@ def _check_against(saved: Mapping[str, Any], target: Mapping[str, Any], step_dir
         raise ValueError(f"checkpoint {step_dir} does not fit the current model, {len(problems)} variable(s) "
                          f"differ: {listed}. {fix}")
 
-
-def _nesting(saved: Mapping[str, Any], target: Mapping[str, Any]) -> str | None:
-    """The fix when one side holds all the other's variables under one prefix (``(model, optimizer)``), else None."""
-    def variables(names):  # the train state's, without the RNG key
-        return [name.removeprefix("state/") for name in names if name.startswith("state/")]
-
-    for inner, outer, saved_one in ((target, saved, False), (saved, target, True)):
-        head = prefix_holding(variables(inner), variables(outer))
-        if head is not None:
-            return (f"The target holds every variable of the checkpoint under '{head}/': the checkpoint was saved from "
-                    "that one node; build the target from it alone, e.g. abstract_state_for(model, mesh, rule)"
-                    if saved_one else f"The checkpoint holds every variable of the target under '{head}/': it was "
-                    "saved from a tuple or dict holding this node, e.g. nnx.state((model, optimizer)); build the target "
-                    "from the same: abstract_state_for((model, optimizer), mesh, rule)")
-    return None
-
-
-def _renamed(saved: Mapping[str, Any], target: Mapping[str, Any]) -> str | None:
-    """The fix when only optimizer state differs, or one name in every differing path (renamed), else None."""
-    kind = lambda leaf: (tuple(leaf.shape), placed_dtype(leaf.dtype))  # noqa: E731
-    missing, extra = ({n: kind(d[n]) for n in d if n not in o} for d, o in ((target, saved), (saved, target)))
-    unlike = [n for n in target if n in saved and kind(saved[n]) != kind(target[n])]
-    if all("opt_state" in n.split("/") for n in [*missing, *extra, *unlike]):  # another wrt= filter, or tx
-        return wrt_difference(saved, target) or (
-            "Only the optimizer state differs: the checkpoint was saved with another optimizer (another optax "
-            "transformation or settings); build the target's optimizer as saved, restore, then make the new one "
-            "over the restored model: nnx.Optimizer(model, new_tx, wrt=nnx.Param)")
-    first = next(iter(missing), "").split("/")  # a name renamed in every path renames this one's too
-    for old, new in {(a, b) for m in extra if len(m.split("/")) == len(first)
-                     for a, b in zip(m.split("/"), first) if a != b}:
-        if not unlike and missing == {"/".join(new if p == old else p for p in m.split("/")): k
-                                      for m, k in extra.items()}:
-            return (f"Every difference is one name: the checkpoint's {old!r} is the target's {new!r} (an attribute "
-                    f"renamed since the save, e.g. self.{old} -> self.{new}); name it {old!r} again to restore")
-    return None

@@ -17,10 +17,11 @@ import numpy as np
 import orbax.checkpoint as ocp
 from flax import nnx, traverse_util
 
-from gensbi_sharding.nodes import is_scalar, value_leaves
+from gensbi_sharding.nodes import is_scalar, placed_dtype, prefix_holding, value_leaves
 
 __all__ = ["CHECKPOINT_SUBDIR", "ITEMS", "as_path", "check_save_directory", "committed_steps", "find_checkpoint",
-           "item_handlers", "is_variable", "path_key", "flat_by_path", "nest_by_path", "non_finite"]
+           "item_handlers", "is_variable", "path_key", "flat_by_path", "nest_by_path", "non_finite", "nesting_fix",
+           "renamed_fix", "wrt_difference"]
 
 #: Folder of a run directory that holds its checkpoints.
 CHECKPOINT_SUBDIR = "checkpoints"
@@ -243,3 +244,39 @@ def wrt_difference(saved: Mapping[str, Any], target: Mapping[str, Any]) -> str |
             f"{len(only_target)} only in the target's; e.g. {example}): the target's nnx.Optimizer was built with "
             "another wrt= filter. Build it with the wrt= it was saved with (nnx.Optimizer(model, tx, wrt=...)), "
             "restore, then make the new one over the restored model")
+
+
+def nesting_fix(saved: Mapping[str, Any], target: Mapping[str, Any]) -> str | None:
+    """The fix when one side holds all the other's variables under one prefix (``(model, optimizer)``), else None."""
+    def variables(names):  # the train state's, without the RNG key
+        return [name.removeprefix("state/") for name in names if name.startswith("state/")]
+
+    for inner, outer, saved_one in ((target, saved, False), (saved, target, True)):
+        head = prefix_holding(variables(inner), variables(outer))
+        if head is not None:
+            return (f"The target holds every variable of the checkpoint under '{head}/': the checkpoint was saved from "
+                    "that one node; build the target from it alone, e.g. abstract_state_for(model, mesh, rule)"
+                    if saved_one else f"The checkpoint holds every variable of the target under '{head}/': it was "
+                    "saved from a tuple or dict holding this node, e.g. nnx.state((model, optimizer)); build the target "
+                    "from the same: abstract_state_for((model, optimizer), mesh, rule)")
+    return None
+
+
+def renamed_fix(saved: Mapping[str, Any], target: Mapping[str, Any]) -> str | None:
+    """The fix when only optimizer state differs, or one name in every differing path (renamed), else None."""
+    kind = lambda leaf: (tuple(leaf.shape), placed_dtype(leaf.dtype))  # noqa: E731
+    missing, extra = ({n: kind(d[n]) for n in d if n not in o} for d, o in ((target, saved), (saved, target)))
+    unlike = [n for n in target if n in saved and kind(saved[n]) != kind(target[n])]
+    if all("opt_state" in n.split("/") for n in [*missing, *extra, *unlike]):  # another wrt= filter, or tx
+        return wrt_difference(saved, target) or (
+            "Only the optimizer state differs: the checkpoint was saved with another optimizer (another optax "
+            "transformation or settings); build the target's optimizer as saved, restore, then make the new one "
+            "over the restored model: nnx.Optimizer(model, new_tx, wrt=nnx.Param)")
+    first = next(iter(missing), "").split("/")  # a name renamed in every path renames this one's too
+    for old, new in {(a, b) for m in extra if len(m.split("/")) == len(first)
+                     for a, b in zip(m.split("/"), first) if a != b}:
+        if not unlike and missing == {"/".join(new if p == old else p for p in m.split("/")): k
+                                      for m, k in extra.items()}:
+            return (f"Every difference is one name: the checkpoint's {old!r} is the target's {new!r} (an attribute "
+                    f"renamed since the save, e.g. self.{old} -> self.{new}); name it {old!r} again to restore")
+    return None
