@@ -188,7 +188,11 @@ def pad_for_mesh(n: int, mesh: Mesh | None) -> tuple[int, int]:
         ``n`` not a non-negative integer (``bool`` is not); ``mesh`` neither None nor a ``jax.sharding.Mesh``.
     """
     if not is_int(n) or n < 0:  # an array passed for its row count is named by shape, not printed whole
-        raise ValueError(f"pad_for_mesh needs a row count n >= 0 (an integer), got {_not_a_count(n)}")
+        leaves = [leaf for leaf in jax.tree.leaves(n) if getattr(leaf, "ndim", 0)]  # a batch passed whole, to be padded
+        got = (f"an array of shape {n.shape}; pass n.shape[0]" if hasattr(n, "shape") else repr(n) if not leaves else
+               f"a {type(n).__name__} of arrays; pad_for_mesh counts rows, it pads nothing: pass their leading size, "
+               f"{leaves[0].shape[0]}")
+        raise ValueError(f"pad_for_mesh needs a row count n >= 0 (an integer), got {got}")
     return (divisor := batch_size_divisor(mesh)) * -(-n // divisor), n
 
 
@@ -287,14 +291,3 @@ def _put_leaves(tree: Any, mesh: Mesh | None, what: str, split: bool) -> Any:
 
 def _nearest(size: int, divisor: int) -> str:
     return " or ".join(map(str, sorted(nearest_batch_sizes(size, divisor))))
-
-
-def _not_a_count(n: Any) -> str:
-    """``n`` as pad_for_mesh's error names it: an array or a batch by its rows, never printed whole."""
-    if hasattr(n, "shape"):
-        return f"an array of shape {n.shape}; pass n.shape[0]"
-    leaves = [leaf for leaf in jax.tree.leaves(n) if getattr(leaf, "ndim", 0)]
-    if leaves:  # a batch passed whole, to be padded: pad_for_mesh only counts
-        return (f"a {type(n).__name__} of arrays; pad_for_mesh counts rows, it pads nothing: pass their leading "
-                f"size, {leaves[0].shape[0]}")
-    return repr(n)
