@@ -81,8 +81,7 @@ def logical_axes_of(var: nnx.Variable) -> tuple[str | None, ...] | None:
                         "the annotation is the variable's metadata, not its value's")
     names = next((found for key in ("out_sharding", "sharding_names", "sharding")
                   if (found := var.get_metadata().get(key)) is not None), None)
-    # Not a sequence (sharding_names=5): one odd entry, a fallback naming it.
-    return None if names is None else tuple(names) if _is_sequence(names) else (names,)
+    return None if names is None else tuple(names) if _is_sequence(names) else (names,)  # a bare 5: one odd entry
 
 
 #: The named rules, each ``(logical axis, mesh axis or None)`` for every logical axis. "replicated" splits nothing;
@@ -262,7 +261,6 @@ def partition_spec_for(names: Sequence[str | None] | str | None, shape: Sequence
         return P(), (f"annotation entry {odd[0]!r} ({type(odd[0]).__name__}) is no logical axis name: give one str "
                      f"(e.g. 'embed') or None per dimension, got {names!r}")
     if len(names) != len(shape):
-        # One leading dimension more: layers stacked by nnx.vmap/nnx.scan without a name for the stacked axis.
         stacked = (f": one leading dimension more (size {shape[0]}): layers stacked by nnx.vmap/nnx.scan without "
                    "transform_metadata get no name for the stacked axis; pass the vmap transform_metadata="
                    "{nnx.PARTITION_NAME: None} (the stacked axis left unsplit), or {nnx.PARTITION_NAME: 'layers'} "
@@ -274,9 +272,10 @@ def partition_spec_for(names: Sequence[str | None] | str | None, shape: Sequence
         if name is not None and name not in table and name not in LOGICAL_AXES:
             # Flax's GSPMD guide annotates with mesh axes: leaving the name unsplit (the fix below) would split nothing.
             return P(), (f"{name!r} is a mesh axis, not a logical axis: a rule maps logical axes onto mesh axes; "
-                         f"annotate that dimension with a logical axis this rule maps onto {name!r} ({_onto(table, name)})"
-                         if name in mesh.shape else f"unknown logical axis {name!r} (known: {', '.join(LOGICAL_AXES)}); "
-                         f"to split the other dimensions, leave it unsplit: a rule table with {{{name!r}: None}}")
+                         f"annotate that dimension with a logical axis this rule maps onto {name!r} "
+                         f"({_onto(table, name)})" if name in mesh.shape else f"unknown logical axis {name!r} "
+                         f"(known: {', '.join(LOGICAL_AXES)}); to split the other dimensions, leave it unsplit: a "
+                         f"rule table with {{{name!r}: None}}")
         target = None if name is None else table.get(name)
         mesh_axes = mesh_axes_of(target)  # () unsplit: P(()) is P(None)
         for axis in mesh_axes:
