@@ -219,10 +219,9 @@ def check_table(table: Mapping) -> None:
 
 def _onto(table: Mapping, axis: str) -> str:
     """The logical axes ``table`` maps onto mesh axis ``axis``, else one a built-in rule maps there: for a message."""
-    from gensbi_sharding.nodes import mesh_axes_of  # not at the top (TYPE_CHECKING's note)
-
-    return ", ".join(k for k, v in table.items() if k in LOGICAL_AXES and axis in mesh_axes_of(_plain(v))) or next((
-        f"none; rule {r!r} maps {k!r} onto it" for r, pairs in RULES.items() for k, v in pairs if v == axis), "none")
+    mapped = [k for k, v in table.items() if k in LOGICAL_AXES and axis in ((v,) if isinstance(v, str) else v or ())]
+    return ", ".join(mapped) or next((f"none; rule {r!r} maps {k!r} onto it" for r, pairs in RULES.items()
+                                      for k, v in pairs if v == axis), "none")
 
 
 def partition_spec_for(names: Sequence[str | None] | str | None, shape: Sequence[int],
