@@ -57,7 +57,14 @@ def partitioned(init, names: tuple[str | None, ...]):
     init : callable
         ``init(key, shape, dtype) -> jax.Array``.
     names : tuple of str or None
+
+    Raises
+    ------
+    TypeError
+        ``init`` not callable (e.g. ``3``, or the names passed first), named before any layer is built.
     """
+    if not callable(init):  # Flax's "'int' object is not callable" came only when the layer was built
+        raise TypeError(f"partitioned: init={init!r:.40} must be an initializer, e.g. nnx.initializers.lecun_normal()")
     from flax import nnx  # not at the top (TYPE_CHECKING's note)
 
     return nnx.with_partitioning(init, names, eager_sharding=False)

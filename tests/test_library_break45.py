@@ -193,3 +193,13 @@ def test_restore_into_part_of_what_was_saved_names_the_whole_not_hyperparameters
         assert "hyperparameters" not in str(err.value)
     restored = restore(tmp_path / "ckpt", abstract_state_for(pair, mesh, "fsdp"))
     assert restored.step == 1 and restored.state[0]["kernel"][...].shape == (4, 8)
+
+
+@pytest.mark.parametrize("init", [3, ("embed", "mlp")])
+def test_partitioned_names_an_initializer_that_is_not_callable_before_any_layer_is_built(init):
+    """``partitioned(3, names)`` (or the names passed first) was accepted, and building the layer raised Flax's
+    "'int' object is not callable", naming neither the argument nor the fix."""
+    with pytest.raises(TypeError, match=r"partitioned: init=.* must be an initializer, e\.g\. "
+                                        r"nnx\.initializers\.lecun_normal\(\)"):
+        gs.partitioned(init, ("embed", "mlp"))
+    assert callable(gs.partitioned(nnx.initializers.lecun_normal(), ("embed", "mlp")))
