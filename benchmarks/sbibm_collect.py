@@ -92,11 +92,12 @@ def collect(folders: list[Path], jobs: dict | None = None,
 
 def row_settings(jobs: dict[tuple, Path]) -> dict[tuple, str]:
     """``{cell: the settings its job ran with beyond the preset, task and budget}`` (``none``: the preset
-    alone; ``unknown ...`` when its ``.hydra/overrides.yaml`` cannot be read), as ``sbibm_results.csv`` keeps them."""
+    alone; a job of another preset names it, ``experiment=quick``, or of none, ``experiment=null``; ``unknown ...``
+    when its ``.hydra/overrides.yaml`` cannot be read), as ``sbibm_results.csv`` keeps them."""
     from gensbi_sharding.harness.sweep_plan import job_configuration
     from omegaconf import OmegaConf
 
-    own = {"experiment", "data", "data.num_simulations"}
+    own = {"data", "data.num_simulations"}
     found = {}
     for cell, job in jobs.items():
         recorded = job / ".hydra" / "overrides.yaml"
@@ -104,6 +105,12 @@ def row_settings(jobs: dict[tuple, Path]) -> dict[tuple, str]:
             ran = job_configuration([str(o) for o in OmegaConf.load(recorded)]) if recorded.is_file() else None
         except Exception:  # noqa: BLE001 (YAML's or Hydra's error): which settings it ran with is unknown
             ran = None
+        if ran is not None:
+            # Only the sbibm preset goes unsaid: a job of another (experiment=quick: 20 steps, 128 samples) or of
+            # none (launch.py's defaults) names it, else its row read as made with experiment=sbibm.
+            ran = {"experiment": "null", **ran}
+            if ran["experiment"] == "sbibm":
+                del ran["experiment"]
         found[cell] = ("unknown (no readable .hydra/overrides.yaml)" if ran is None else
                        " ".join(f"{k}={v}" for k, v in sorted(ran.items()) if k not in own) or "none")
     return found

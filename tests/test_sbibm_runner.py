@@ -691,6 +691,25 @@ def test_table_names_rows_made_with_different_settings(sbibm, tmp_path, capsys, 
     assert sbibm.settings_note(jobs) is None  # the preset alone: nothing to say
 
 
+@pytest.mark.parametrize("recorded, named", [(["experiment=quick"], "experiment=quick"),
+                                             ([], "experiment=null"),
+                                             (["experiment=quick", "train.steps=10"], "experiment=quick train.steps=10")])
+def test_table_names_a_job_of_another_preset_or_none(sbibm, tmp_path, monkeypatch, recorded, named):
+    # Round 45: the table of an experiment=quick run (20 steps, 128 samples, 2 folds) or of a plain launch.py run
+    # said nothing under it, or only its other overrides, so its row read as made with experiment=sbibm.
+    job = tmp_path / "q"
+    fake_job(job, "two_moons", 1000, scores((1, 0.97)))
+    (job / ".hydra" / "overrides.yaml").write_text("".join(f"- {o}\n" for o in ["data=two_moons", *recorded]))
+    monkeypatch.setattr(sbibm, "plot", lambda *a: b"")  # the table's text is under test, not its plot
+    text = sbibm.table([tmp_path], tmp_path / "out")
+    note = f"every row made with settings beyond experiment=sbibm, the task and the budget: {named}"
+    assert note in text.splitlines()
+    rows = (tmp_path / "out" / "sbibm_results.csv").read_text().splitlines()
+    assert rows[1].endswith(f',"{named}"') or rows[1].endswith(f",{named}"), rows
+    # --from-results reads the settings back: the table rebuilt from that csv says the same
+    rebuilt = sbibm.table_from_results(tmp_path / "out" / "sbibm_results.csv", tmp_path / "again")
+    assert note in rebuilt.splitlines()
+
 def test_table_of_a_task_sbibm_lacks_says_not_published(sbibm, tmp_path, capsys):
     # Was a ValueError traceback ('my_task' is not in tuple): rows were sorted by sbibm's task list.
     fake_job(tmp_path / "a" / "job", "my_task", 1000, scores((1, 0.6)))
