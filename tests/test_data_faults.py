@@ -201,6 +201,31 @@ def test_a_budget_too_small_for_any_batch_names_the_budget_that_fits(mesh):
     assert next(build_pipeline(cfg.data, seed=0, mesh=mesh).train_batches)["theta"].shape == (8, 2)
 
 
+
+@pytest.mark.parametrize("overrides, shards, budget, batch, kept", [
+    (("data.val_fraction=0.999",), 1, 7500, 8, 63500),  # 64 is a multiple of 8: its own budget named too
+    (("data.num_simulations=1000",), 2000, 4000, 2000, None)])  # 64 no multiple of 2000: only the shard count
+def test_a_budget_too_small_for_a_larger_batch_names_the_batch_at_that_budget(mesh, overrides, shards, budget, batch,
+                                                                            kept):
+    # Round 45: data.val_fraction=0.999 (batch 64, 8 devices) named "raise data.num_simulations to at least 7500",
+    # which fills a batch of 8, not 64: typed as said, the run was refused again ("set data.batch_size=8").
+    from gensbi_sharding.harness.sweep_check import _batch_problem
+
+    cfg = compose_tiny(*overrides, "data.batch_size=64")
+    with pytest.raises(ConfigError) as err:
+        check_batch_config(cfg.data, mesh, shards=shards)
+    message = str(err.value)
+    assert f"raise data.num_simulations to at least {budget} and set data.batch_size={batch}" in message, message
+    assert (f"or to at least {kept} to keep data.batch_size=64" in message) == (kept is not None), message
+    if shards == 1:  # a sweep's check, before any job, says the same (was: "raise data.num_simulations", no number)
+        assert _batch_problem(cfg, 8) in message
+    for simulations, batch_size in [(budget, batch)] + [(kept, 64)] * (kept is not None):
+        cfg.data.num_simulations, cfg.data.batch_size = simulations, batch_size  # each as said: no second refusal
+        check_batch_config(cfg.data, mesh, shards=shards)
+        cfg.data.num_simulations -= shards  # and each the smallest that fits
+        with pytest.raises(ConfigError):
+            check_batch_config(cfg.data, mesh, shards=shards)
+
 @pytest.mark.parametrize("spec, listed, batch, want", [
     ("dict", None, 64, "mesh.model_axis=3 (data-parallel size 2) or devices.cpu_count=4 (data-parallel size 4)"),
     ("auto", None, 64, "mesh=dict mesh.model_axis=3 (data-parallel size 2) or devices.cpu_count=4 (data-parallel "

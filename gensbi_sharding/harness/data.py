@@ -156,6 +156,21 @@ def shard_train_rows(num_simulations: int, val_fraction: float, shards: int) -> 
     return split_sizes(smallest, val_fraction)[0] if smallest >= 2 else 0
 
 
+def simulations_for(rows: int, num_simulations: int, val_fraction: float, shards: int) -> int:
+    """The smallest ``data.num_simulations`` from ``num_simulations`` up whose every one of ``shards`` shards
+    trains on ``rows`` pairs (``shard_train_rows``, which grows with it: bisected, as the fraction held out
+    may leave 1 pair in 10,000)."""
+    if shard_train_rows(num_simulations, val_fraction, shards) >= rows:
+        return num_simulations
+    low, high = num_simulations // shards, max(num_simulations // shards, 2) * 2
+    while shard_train_rows(high * shards, val_fraction, shards) < rows:
+        low, high = high, high * 2
+    while high - low > 1:  # shard_train_rows(low * shards) < rows <= shard_train_rows(high * shards)
+        middle = (low + high) // 2
+        low, high = (low, middle) if shard_train_rows(middle * shards, val_fraction, shards) >= rows else (middle, high)
+    return high * shards
+
+
 
 def iterate_batches(theta: np.ndarray, x: np.ndarray, *, batch_size: int, seed: int, mesh: Any,
                     epoch_shuffle: bool = True, place: bool = True) -> Iterator[dict[str, Any]]:

@@ -1,8 +1,7 @@
 """Errors about a value (batch size, mesh, mesh axis, a library argument) that name the override to type.
 
-A hint that trades one violated constraint for another sends the user in a circle
-(``data.batch_size=45`` -> "set 48" -> "at most 45"), so each kind of value is decided
-in one function here, and every message about it comes from that function.
+A hint that trades one violated constraint for another sends the user in a circle (``data.batch_size=45`` ->
+"set 48" -> "at most 45"), so each kind of value is decided in one function here, every message about it from it.
 """
 
 from __future__ import annotations
@@ -19,12 +18,10 @@ __all__ = ["batch_size_problem", "mesh_alternatives", "model_axis_problem", "mes
 
 
 def batch_size_problem(batch_size: int, *, shards: int, data_parallel: int, train_rows: int,
-                       dropped: int = 0, per_process: bool = False,
-                       min_simulations: int | None = None) -> str | None:
+                       dropped: int = 0, per_process: bool = False, budget: Any = None) -> str | None:
     """What is wrong with a global batch size, and the one value that fixes all of it.
 
-    The one place that decides a batch size: every batch-size message of the harness
-    comes from here, so a hint never trades one violated constraint for another.
+    The one place that decides a batch size: every batch-size message of the harness comes from here.
 
     Parameters
     ----------
@@ -40,16 +37,15 @@ def batch_size_problem(batch_size: int, *, shards: int, data_parallel: int, trai
         Non-finite simulations already dropped (named in the message).
     per_process : bool
         Whether the shards are the default one per process (named in the message).
-    min_simulations : int, optional
-        The smallest ``data.num_simulations`` that fills one valid batch, named when
-        no batch size fits the training pairs.
+    budget : callable, optional
+        ``budget(rows)``: the smallest ``data.num_simulations`` whose every shard trains on ``rows``
+        pairs, named when no batch size fits the training pairs.
 
     Returns
     -------
     str or None
-        None if ``batch_size`` is a multiple of ``lcm(shards, data_parallel)`` and at most
-        ``shards * train_rows``; else a message naming the value, each violated
-        constraint, and ``data.batch_size=<nearest valid>`` (or the simulation budget).
+        None if ``batch_size`` is a multiple of ``lcm(shards, data_parallel)`` and at most ``shards * train_rows``;
+        else a message naming the value, each violated constraint, and ``data.batch_size=<nearest valid>`` (or budget).
     """
     multiple = math.lcm(shards, data_parallel)
     at_most = shards * train_rows
@@ -69,9 +65,13 @@ def batch_size_problem(batch_size: int, *, shards: int, data_parallel: int, trai
 
     fix = next(iter(nearest_batch_sizes(batch_size, multiple, at_most)), None)
     if fix is None:
-        need = f" to at least {min_simulations}" if min_simulations else ""
-        advice = (f"no batch size fits: one batch of {multiple} needs {multiple // shards} training pairs "
-                  f"per shard, but the smallest shard holds {train_rows}; raise data.num_simulations{need}")
+        advice = (f"no batch size fits: one batch of {multiple} needs {multiple // shards} training pairs per shard, "
+                  f"but the smallest shard holds {train_rows}; raise data.num_simulations"
+                  + (f" to at least {budget(multiple // shards)}" if budget else ""))
+        if batch_size != multiple:  # that budget fills a batch of `multiple`, not this one: a second refusal
+            advice += f" and set data.batch_size={multiple}" + (
+                f", or to at least {budget(batch_size // shards)} to keep data.batch_size={batch_size}"
+                if budget and batch_size % multiple == 0 else "")
     else:
         advice = f"set data.batch_size={fix}"
     return (f"data.batch_size={batch_size} cannot be used: the global batch size {batch_size} must be "

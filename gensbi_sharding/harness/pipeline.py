@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from gensbi_sharding.harness.config import ConfigError
-from gensbi_sharding.harness.data import iterate_batches, shard_train_rows
+from gensbi_sharding.harness.data import iterate_batches, shard_train_rows, simulations_for
 from gensbi_sharding.harness.hints import batch_size_problem, mesh_alternatives
 from gensbi_sharding.harness.registry import get_data
 from gensbi_sharding.harness.simulation_data import SimulationData
@@ -126,13 +126,11 @@ def check_batch_config(data_cfg: Any, mesh: Any, *, shards: int, per_process: bo
     where the user chose ``data.shards``, the nearest shard count that keeps the batch size, and the
     meshes that keep it (``hints.mesh_alternatives``; ``mesh_cfg``: the run's ``mesh`` config).
     """
-    vf, multiple = data_cfg.val_fraction, math.lcm(shards, batch_size_divisor(mesh))
+    vf = data_cfg.val_fraction
     rows = shard_train_rows(data_cfg.num_simulations, vf, shards)
-    need = data_cfg.num_simulations
-    while shard_train_rows(need, vf, shards) < multiple // shards:
-        need += shards
     problem = batch_size_problem(data_cfg.batch_size, shards=shards, data_parallel=batch_size_divisor(mesh),
-                                 train_rows=rows, per_process=per_process, min_simulations=need)
+                                 train_rows=rows, per_process=per_process,
+                                 budget=lambda need: simulations_for(need, data_cfg.num_simulations, vf, shards))
     if problem and not per_process:
         # A shard count typed by hand (data.shards=5000) is as likely the mistake as the batch size.
         fits = [s for s in range(processes, data_cfg.batch_size + 1, processes) if data_cfg.batch_size % s == 0

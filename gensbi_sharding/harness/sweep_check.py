@@ -137,7 +137,7 @@ def _mesh_problem(cfg: Any, devices: int | None, source: str) -> str | None:
 
 def _batch_problem(cfg: Any, devices: int | None) -> str | None:
     """``data.batch_size`` against the shards, the training pairs and (CPU devices known) the data-parallel size."""
-    from gensbi_sharding.harness.data import shard_train_rows
+    from gensbi_sharding.harness.data import shard_train_rows, simulations_for
     from gensbi_sharding.harness.hints import batch_size_problem
 
     if cfg.dry_run and cfg.mesh.spec is None:  # a dry run without a mesh builds no batches
@@ -148,9 +148,10 @@ def _batch_problem(cfg: Any, devices: int | None) -> str | None:
         data_parallel = devices
     elif devices is not None and cfg.mesh.spec == "dict":
         data_parallel = len(cfg.mesh.devices or range(devices)) // cfg.mesh.model_axis
-    rows = shard_train_rows(cfg.data.num_simulations, cfg.data.val_fraction, shards)
-    return batch_size_problem(cfg.data.batch_size, shards=shards, data_parallel=data_parallel, train_rows=rows,
-                              per_process=cfg.data.shards is None)
+    budget, vf = cfg.data.num_simulations, cfg.data.val_fraction
+    return batch_size_problem(cfg.data.batch_size, shards=shards, data_parallel=data_parallel,
+                              train_rows=shard_train_rows(budget, vf, shards), per_process=cfg.data.shards is None,
+                              budget=lambda need: simulations_for(need, budget, vf, shards))
 
 
 def refused_jobs(config: Any, jobs: Sequence[Sequence[str]], loader: Any, *,
