@@ -200,6 +200,9 @@ def early_stopped(tmp_path_factory, devices):
     metrics, weights = _run_capturing_weights(out, *EARLY_STOPPING)
     assert metrics["status"] == "ok" and metrics["stopped_early"]
     assert (metrics["best_step"], metrics["final_step"]) == (10, 16)
+    # Round 45: final_val_loss was the best validation's (step 10), named like final_train_loss, the last window's.
+    assert metrics["final_val_loss"] == dict(metrics["val_history"])[16] != metrics["best_val_loss"]
+    assert metrics["best_val_loss"] == dict(metrics["val_history"])[10] == min(v for _, v in metrics["val_history"])
     return metrics, weights, out
 
 
@@ -224,7 +227,8 @@ def test_a_resumed_run_keeps_its_early_stopping_and_ends_as_the_uninterrupted_on
     assert [s for s, _ in resumed["val_history"]] == [s for s, _ in reference["val_history"]] == list(range(2, 17, 2))
     np.testing.assert_allclose([v for _, v in resumed["val_history"]], [v for _, v in reference["val_history"]],
                                rtol=1e-6, atol=0)
-    np.testing.assert_allclose(resumed["final_val_loss"], reference["final_val_loss"], rtol=1e-6, atol=0)
+    for name in ("final_val_loss", "best_val_loss"):
+        np.testing.assert_allclose(resumed[name], reference[name], rtol=1e-6, atol=0)
     assert len(weights) == len(reference_weights) > 0
     for got, want in zip(weights, reference_weights):
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
@@ -1399,7 +1403,7 @@ def test_resuming_on_other_held_out_pairs_starts_early_stopping_afresh(tmp_path,
     assert moved["status"] == "ok"
     # On this run's pairs only: the restored weights (step 8, validated again), then step 12.
     assert [step for step, _ in moved["val_history"]] == [8, 12] and moved["best_step"] in (8, 12)
-    assert moved["final_val_loss"] == min(loss for _, loss in moved["val_history"])
+    assert moved["best_val_loss"] == min(loss for _, loss in moved["val_history"])
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert any("early stopping starts afresh" in w and "data.num_simulations=768 -> 1024" in w for w in warnings)
     same = run_tiny(tmp_path / "same", f"train.resume={source}", "train.steps=12", "train.val_every=4")

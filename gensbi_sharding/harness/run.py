@@ -1,9 +1,8 @@
 """``run(cfg)``: one job, as a flat, logged list of steps.
 
-devices -> mesh -> rule -> data -> model (placed) -> optimizer (placed like the model) -> train -> sample +
-C2ST -> outputs. Nothing reaches back up the chain. A failure at any step ends the job with a one-line error
-(the traceback goes to ``error.txt`` in the job's folder, or to the console with ``debug=true``) and a
-``metrics.json`` whose status is ``error``: in a multirun the next job still runs.
+devices -> mesh -> rule -> data -> model, optimizer (placed alike) -> train -> sample + C2ST -> outputs; nothing reaches
+back up the chain. A failure at any step ends the job with a one-line error (its traceback in the job's ``error.txt``,
+or on the console with ``debug=true``) and a ``metrics.json`` of status ``error``: a multirun's next job still runs.
 """
 
 from __future__ import annotations
@@ -247,9 +246,10 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
     # As the progress bar showed; None when this attempt trained nothing (resumed at train.steps to evaluate).
     train_loss = loss_history.last_window_mean(result.losses, cfg.train.log_every) if result.steps else None
     trained = bool(result.steps)  # else nothing compiled or ran: null figures, never 0.0
-    metrics.update(compile_s=result.compile_s if trained else None,
+    last_val = result.val_history[-1][1] if result.val_history else None  # as train loss is: the last (best_val_loss)
+    metrics.update(compile_s=result.compile_s if trained else None, best_val_loss=result.val_loss,
                    median_step_s=result.median_step_s if trained else None,
-                   samples_per_s=result.samples_per_s if trained else None, final_val_loss=result.val_loss,
+                   samples_per_s=result.samples_per_s if trained else None, final_val_loss=last_val,
                    steps=result.steps, final_step=ts.start_step + result.steps,
                    final_train_loss=train_loss, best_step=result.best_step,
                    stopped_early=result.stopped_early, val_history=result.val_history)
@@ -259,7 +259,7 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
     if result.best_step is not None:
         log.info("validation: best %.4f at step %d%s", result.val_loss, result.best_step,
                  f", stopped early at step {ts.start_step + result.steps}" if result.stopped_early else "")
-    val_text = "n/a" if result.val_loss is None else f"{result.val_loss:.4f}"
+    val_text = "n/a" if last_val is None else f"{last_val:.4f}"
     if result.steps:
         log.info("compile %.2f s, step %.2f ms, %.0f samples/s; train loss %.4f (mean of the last %d step%s), "
                  "val loss %s over %d pairs", result.compile_s, 1e3 * result.median_step_s, result.samples_per_s,
