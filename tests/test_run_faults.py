@@ -440,6 +440,25 @@ def test_resume_from_a_folder_that_saved_no_checkpoint_says_why_and_where_to_loo
                                               "checkpoint): start a new run without train.resume")
     found = resume_step_dir(OmegaConf.create({"train": {"resume": str(sweep / "0")}}))
     assert found == sweep / "0" / "checkpoints" / "8"
+    # Round 45: a folder of runs (outputs/, a date's, an sbibm.py root) said only "pass a run dir"; now it names the
+    # newest run with a checkpoint under it, as the override (resume) or the folder (sample.py) to type.
+    from gensbi_sharding.harness.own_observation import sample_posterior
+
+    shutil.copytree(sweep / "0", tmp_path / "outputs" / "2026-12-03" / "10-00-00")
+    newer = tmp_path / "outputs" / "2026-12-04" / "09-00-00"
+    shutil.copytree(sweep / "0", newer)
+    os.utime(newer / "checkpoints" / "8")  # its step the newest
+    for where in ("outputs", "outputs/2026-12-04"):
+        count = 2 if where == "outputs" else 1
+        assert f"; it holds {count} run folder(s) with a checkpoint, the newest: train.resume={newer}; or leave " \
+               "train.resume out to start fresh" in refusal(tmp_path / where)
+        with pytest.raises(FileNotFoundError) as err:
+            sample_posterior(tmp_path / where, np.zeros(2))
+        assert str(err.value).endswith(f"; it holds {count} run folder(s) with a checkpoint, the newest: {newer}: "
+                                       "pass one of them"), str(err.value)
+    assert resume_step_dir(OmegaConf.create({"train": {"resume": str(newer)}})) == newer / "checkpoints" / "8"
+    assert sample_posterior(newer, np.zeros(2), num_samples=4).shape == (4, 2)  # the folder named samples
+    shutil.rmtree(tmp_path / "outputs")
     shutil.rmtree(sweep / "0" / "checkpoints")
     assert refusal(sweep / "0").endswith(f"; {sweep / '0'} holds a completed run whose checkpoints are gone (no "
                                          f"complete step folder in {sweep / '0' / 'checkpoints'}): start a new run "

@@ -1,12 +1,10 @@
-"""Sample a trained run's posterior at your own observation: ``sample_posterior(run_dir, x_o)``, or
-``python sample.py <run folder> <x_o.npy>``. The run's evaluation scores sbibm's observations 1..10; this
-draws at any x_o, with exactly what that evaluation draws with: the run's saved config builds the model,
-its checkpoint restores weights, EMA and best weights by the resume path (``harness.state.build_state``),
-the z-score statistics saved with the checkpoint standardise x_o, and the draws go through the prior's
-bijection, or are rejected outside the prior's support (``harness.posterior``). Nothing is simulated and
-no C2ST is computed (there is no reference). Every check of the input comes before JAX or the model.
-The sbibm observation k scored by the run was drawn with ``seed`` = the run's seed + k: the same seed,
-``num_samples`` and ``ode_steps`` here give the samples of its ``posterior_samples*.npz``."""
+"""Sample a trained run's posterior at your own observation: ``sample_posterior(run_dir, x_o)``, or ``python sample.py
+<run folder> <x_o.npy>``. The run's evaluation scores sbibm's observations 1..10; this draws at any x_o, with exactly
+what that evaluation draws with: the run's saved config builds the model, its checkpoint restores weights, EMA and
+best weights by the resume path, the z-score statistics saved with the checkpoint standardise x_o, and the draws go
+through the prior's bijection, or are rejected outside the prior's support (``harness.posterior``). Nothing is
+simulated, no C2ST computed; every check of the input comes before JAX. The sbibm observation k scored by the run was
+drawn with ``seed`` = the run's seed + k: that seed (and its ``num_samples``, ``ode_steps``) gives its samples again."""
 
 from __future__ import annotations
 
@@ -23,6 +21,7 @@ import numpy as np
 from gensbi_sharding.harness.config_values import INT32_MAX
 from gensbi_sharding.harness.observation_input import check_observation, load_observation
 from gensbi_sharding.harness.override_grammar import hydra_override
+from gensbi_sharding.harness.runs_below import runs_note
 from gensbi_sharding.harness.sample_output import out_path, output_problem, whole_number
 
 __all__ = ["sample_posterior", "load_observation", "main"]
@@ -56,8 +55,7 @@ def _run_checkpoint(run_dir: Any) -> tuple[Path, dict, dict]:
     try:
         step_dir = find_checkpoint(folder)
     except FileNotFoundError as err:
-        metrics = folder / "metrics.json"
-        why = ""
+        metrics, why, below = folder / "metrics.json", "", ""
         if metrics.is_file():
             previous = read_metrics(metrics)
             why = ("; it holds a dry run (dry_run=true saves no checkpoint)" if "dry_run" in previous else
@@ -66,9 +64,11 @@ def _run_checkpoint(run_dir: Any) -> tuple[Path, dict, dict]:
         elif (writer := _training_run(folder)) is not None:  # was: "pass the folder of a run that trained"
             why = (f"; its run is still training ({writer}) and has saved none yet: it saves one at its end, and every "
                    "train.checkpoint_every steps if set; sample it then")
+        elif below := runs_note(folder):  # outputs/, a date's folder, an sbibm.py root (was: "pass a run dir")
+            why = below
         raise FileNotFoundError(f"run folder {os.fspath(run_dir)!r} has no checkpoint to sample: {err}{why}" + (
-            "" if "still training" in why else ". Sampling needs a trained run's saved weights: pass the folder of a "
-            "run that trained (python launch.py ... writes checkpoints/ into its folder)")) from None
+            "" if "still training" in why or below else ". Sampling needs a trained run's saved weights: pass the "
+            "folder of a run that trained (python launch.py ... writes checkpoints/ into its folder)")) from None
     config, info = saved_config(step_dir), saved_info(step_dir)
     if not config.get("data") or not config.get("model"):
         raise ValueError(f"checkpoint {step_dir} holds no run config (saved by CheckpointWriter without one, not by "

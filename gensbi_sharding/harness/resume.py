@@ -1,8 +1,7 @@
 """Where a run resumes from, and whether it may: the checkpoint ``train.resume`` names, checked before any work.
 
-``resume_point`` finds the step folder (``train.resume=auto``: the run's own newest one);
-``check_resume_settings`` refuses, before simulating, settings under which the saved arrays mean something
-else, naming the overrides that match the checkpoint. The restore itself is ``harness.state``'s.
+``resume_point`` finds the step folder (``train.resume=auto``: the run's own newest); ``check_resume_settings`` refuses,
+before simulating, settings under which the saved arrays mean something else, naming the overrides that match.
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.console import EVERY_PROCESS
 from gensbi_sharding.harness.held_out import config_value
 from gensbi_sharding.harness.hints import launched_with, override_literal
+from gensbi_sharding.harness.runs_below import runs_note
 from gensbi_sharding.harness.override_grammar import hydra_override
 
 __all__ = ["resume_step_dir", "resume_point", "check_resume_settings", "saved_statistics", "model_overrides"]
@@ -45,8 +45,8 @@ def resume_step_dir(cfg: DictConfig) -> Path | None:
     except FileNotFoundError as err:
         metrics = folder / "metrics.json"  # a run's folder that saved no checkpoint: say why
         if not metrics.is_file():  # the override named (was "FileNotFoundError: checkpoint path ...", no key)
-            raise ConfigError(f"train.resume={cfg.train.resume}: {err}, as train.resume=<folder>; or leave "
-                              "train.resume out to start fresh") from None
+            raise ConfigError(f"train.resume={cfg.train.resume}: {err}, as train.resume=<folder>" + runs_note(
+                folder, "train.resume") + "; or leave train.resume out to start fresh") from None
         previous = read_metrics(metrics)
         status = previous.get("status")
         why = ("holds a dry run (dry_run=true saves no checkpoint): start a new run without train.resume"

@@ -1,0 +1,75 @@
+"""The runs under a folder that is no run itself (``outputs``, ``outputs/<date>``, a ``benchmarks/sbibm.py run`` root).
+
+Given where one run's folder belongs (``sample.py``'s run folder, ``train.resume=``), such a folder was refused with
+"pass a run dir", though it holds the very runs meant: the refusal names them, the newest first.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+__all__ = ["runs_below", "runs_note"]
+
+
+def runs_below(folder: str | os.PathLike, depth: int = 4) -> list[Path]:
+    """The folders under ``folder``, ``depth`` levels at most, holding a complete checkpoint; the newest first.
+
+    Parameters
+    ----------
+    folder : str or os.PathLike
+        A folder that is no run's (none of its own checkpoints).
+    depth : int
+        How many levels below it are looked at (``outputs/<date>/<time>``: 2; a sweep's jobs under it: 3).
+
+    Returns
+    -------
+    list of Path
+        Each run's folder, by its newest complete step's modification time, newest first; ``[]`` when none
+        (or ``folder`` is none); a run's own folders (``checkpoints/``, ``.hydra/``) are not looked into.
+    """
+    from gensbi_sharding.checkpoint import CHECKPOINT_SUBDIR, committed_steps
+
+    found: list[tuple[float, Path]] = []
+    level = [Path(folder)]
+    for _ in range(depth):
+        below = []
+        for parent in level:
+            try:
+                children = [c for c in parent.iterdir() if c.is_dir() and not c.name.startswith(".")]
+            except OSError:  # unreadable, or gone meanwhile: it holds no run to name
+                continue
+            for child in children:
+                steps = committed_steps(child / CHECKPOINT_SUBDIR)
+                if steps:
+                    found.append(((child / CHECKPOINT_SUBDIR / str(steps[-1])).stat().st_mtime, child))
+                elif child.name != CHECKPOINT_SUBDIR:
+                    below.append(child)
+        level = below
+    return [run for _, run in sorted(found, key=lambda pair: (-pair[0], str(pair[1])))]
+
+
+def runs_note(folder: str | os.PathLike, key: str | None = None) -> str:
+    """What a refusal of ``folder`` adds about the runs under it (``runs_below``): "" when none.
+
+    Parameters
+    ----------
+    folder : str or os.PathLike
+        The folder given where one run's folder belongs.
+    key : str, optional
+        The setting it was given as (``train.resume``): the newest run is then named as that override, as the
+        shell and Hydra read it back; else as a path.
+
+    Returns
+    -------
+    str
+        E.g. ``"; it holds 3 run folder(s) with a checkpoint, the newest: train.resume=/runs/b"``.
+    """
+    below = runs_below(folder)
+    if not below:
+        return ""
+    from gensbi_sharding.harness.override_grammar import hydra_override
+
+    newest = hydra_override(key, below[0]) if key else str(below[0])
+    return f"; it holds {len(below)} run folder(s) with a checkpoint, the newest: {newest}" + ("" if key else
+                                                                                              ": pass one of them")
