@@ -92,7 +92,9 @@ def extra_problem(extra: list[str], tasks: list[str], budgets: list[int]) -> str
 def _config_problem(extra: list[str], tasks: list[str], budgets: list[int]) -> str | None:
     """What composing and validating each pair's config refuses, as ``launch.py`` would in its job."""
     from hydra import compose, initialize_config_dir
+    from hydra.core.hydra_config import HydraConfig
     from hydra.errors import HydraException
+    from omegaconf import open_dict
     from omegaconf.errors import OmegaConfBaseException
 
     from gensbi_sharding.harness.config import ConfigError, register_configs
@@ -104,9 +106,16 @@ def _config_problem(extra: list[str], tasks: list[str], budgets: list[int]) -> s
     with initialize_config_dir(config_dir=str(conf), version_base="1.3"):
         for task in tasks:
             for budget in budgets:
+                before = HydraConfig.instance().cfg
                 try:
-                    validate(compose("config", overrides=["experiment=sbibm", f"data={task}",
-                                                          f"data.num_simulations={budget}", *job]))
+                    cfg = compose("config", overrides=["experiment=sbibm", f"data={task}",
+                                                       f"data.num_simulations={budget}", *job], return_hydra_config=True)
+                    # As the job's launch.py holds it: a refusal's example is then the preset's (train.steps=20000),
+                    # as launch.py's is (was: the schema's, train.steps=3000, which is no sbibm setting)
+                    HydraConfig.instance().set_config(cfg)
+                    with open_dict(cfg):
+                        del cfg["hydra"]
+                    validate(cfg)
                 except (HydraException, OmegaConfBaseException, ConfigError) as err:
                     cause = f" ({err.__cause__})" if err.__cause__ and str(err.__cause__) not in str(err) else ""
                     reason = " ".join(f"{err}{cause}".split())
@@ -114,6 +123,8 @@ def _config_problem(extra: list[str], tasks: list[str], budgets: list[int]) -> s
                     reason = re.sub(r"(?<![\w.])data\.num_simulations(=?)", lambda m: "--budgets" + " " * len(m[1]),
                                     reason)
                     return f"extra arguments (after --), for {task} at {budget} simulations: {reason}"
+                finally:
+                    HydraConfig.instance().cfg = before
     return None
 
 

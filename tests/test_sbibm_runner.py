@@ -144,6 +144,9 @@ class FakeJobs:
     # The value suggested is the one each job composes under experiment=sbibm (was the schema's train.steps=4000).
     (["train.steps=abc"], "converted to Integer; e.g. train.steps=20000"),
     (["eval.observations=abc"], "'abc' is not one; write e.g. eval.observations=[1,2,3,4,5,6,7,8,9,10]"),
+    # Round 45: and for a value of the right type a job's check refuses (was the schema's: 3000, 250).
+    (["train.steps=0"], "for two_moons at 1000 simulations: train.steps=0 must be >= 1; e.g. train.steps=20000"),
+    (["train.val_every=-1"], "train.val_every=-1 must be >= 0 (0: off); e.g. train.val_every=200"),
 ])
 def test_run_refuses_bad_extra_arguments_before_any_job(sbibm, tmp_path, monkeypatch, capsys, extra, message):
     jobs = FakeJobs()
