@@ -41,14 +41,16 @@ def _accepted(args, resume):
     callback.on_run_end(config)
 
 
-def _save_step(out, step):
-    """A complete checkpoint of ``step`` in ``out/checkpoints`` (a tiny state), as the job's own first save."""
+def _save_step(out, step, resume=None):
+    """A complete checkpoint of ``step`` in ``out/checkpoints`` (a tiny state), as the job's own first save; saved
+    with ``train.resume=<resume>`` in its config as the harness saves it (None: no config, as a save of its own)."""
     import jax
     import jax.numpy as jnp
 
     from gensbi_sharding.checkpoint import CheckpointWriter
 
-    with CheckpointWriter(out / "checkpoints", async_save=False) as writer:
+    config = None if resume is None else {"train": {"resume": resume, "steps": 3000}}
+    with CheckpointWriter(out / "checkpoints", async_save=False, config=config) as writer:
         writer.save(step, {"w": jnp.zeros(2)}, jax.random.key(0))
 
 
@@ -63,10 +65,59 @@ def test_a_continuation_stopped_during_its_first_save_is_still_continued_from_th
     command = job_command(task, out, multirun=False)
     assert command == f"python launch.py experiment=quick train.steps=3000 train.resume=r1 hydra.run.dir={out}"
     _accepted(shlex.split(command)[2:], "r1")
-    _save_step(out, 20)  # a complete one: its own, continued with auto; r1 no more
+    _save_step(out, 20, resume="r0")  # a complete one of its own, saved continuing another run: auto, not r1
     assert "train.resume=auto" in job_command(task, out, multirun=False)
     with pytest.raises(SystemExit):
         _accepted(shlex.split(command)[2:], "r1")
+    # Saved continuing r1 (this command's own save): the same command, requeued, is taken (a deliberate change, was
+    # refused "rerun with train.resume=auto": a SLURM/submitit requeue of the very same command ended in error).
+    _save_step(out, 40, resume="r1")
+    _accepted(shlex.split(command)[2:], "r1")
+    assert "train.resume=auto" in job_command(task, out, multirun=False)  # auto continues it as well
+
+
+def test_a_requeued_continuation_resumes_its_own_checkpoint_and_another_lineage_is_still_refused(
+        tmp_path, monkeypatch, caplog):
+    # Was: `python launch.py train.resume=a hydra.run.dir=b` preempted after b's own first save, then requeued by
+    # SLURM/submitit with the very same command: refused, "rerun with train.resume=auto to continue it in this
+    # folder", the requeued job ended in error until someone retyped it.
+    from gensbi_sharding.harness.resume import resume_point
+
+    monkeypatch.chdir(tmp_path)  # the launch folder, which a relative train.resume is read against
+    run_a, out = tmp_path / "a", tmp_path / "b"
+    _save_step(run_a, 10)
+    _save_step(out, 30, resume="a")  # b's own save, its config as typed: train.resume=a
+    outputs.write_json(out / "metrics.json", {"status": "preempted", "stopped_at_step": 30})
+    _accepted(["train.resume=a", f"hydra.run.dir={out}"], "a")
+    for resume in ("a", str(run_a), "./a/"):  # as typed, or the same folder typed otherwise
+        assert run_folder.ensure_fresh(out, resume=resume)["status"] == "preempted"
+        assert run_folder.ensure_fresh(out, resume=resume, multirun=True)["status"] == "preempted"  # a sweep's job
+    cfg = OmegaConf.create({"train": {"resume": str(run_a)}})
+    with caplog.at_level("INFO", logger="gensbi_sharding"):
+        assert resume_point(cfg, out) == (out / "checkpoints" / "30").resolve()  # its own, not a's step 10
+    assert f"{out} already holds its own checkpoint (step 30) of this continuation, as after a requeue" in caplog.text
+    # Killed (checkpoints, no record): the same.
+    (out / "metrics.json").unlink()
+    assert run_folder.ensure_fresh(out, resume="a") is None
+    with pytest.raises(FileExistsError, match="holds the checkpoints of a run with no record"):
+        run_folder.ensure_fresh(out, resume_from=True)  # no run named: not known to be this continuation
+    # Another lineage, no train.resume, a completed run, a dry run: refused as before.
+    _save_step(tmp_path / "a2", 5)
+    outputs.write_json(out / "metrics.json", {"status": "preempted", "stopped_at_step": 30})
+    with pytest.raises(FileExistsError, match="rerun with train.resume=auto to continue it in this folder"):
+        run_folder.ensure_fresh(out, resume="a2")
+    with pytest.raises(SystemExit):
+        _accepted(["train.resume=a2", f"hydra.run.dir={out}"], "a2")
+    assert resume_point(OmegaConf.create({"train": {"resume": "a2"}}), out) == (tmp_path / "a2" / "checkpoints" / "5")
+    _save_step(out, 50)  # a newer save of its own with no train.resume: the newest decides
+    with pytest.raises(FileExistsError, match="rerun with train.resume=auto"):
+        run_folder.ensure_fresh(out, resume="a")
+    _save_step(out, 60, resume="a")
+    with pytest.raises(FileExistsError, match="writes only into a fresh folder"):
+        run_folder.ensure_fresh(out, resume="a", dry_run=True)
+    outputs.write_json(out / "metrics.json", {"status": "ok", "final_step": 60})
+    with pytest.raises(FileExistsError, match="status ok"):
+        run_folder.ensure_fresh(out, resume="a")
 
 
 def test_a_continuation_refused_rerun_without_its_run_names_the_run_to_keep(tmp_path, capsys):
@@ -236,3 +287,30 @@ def test_a_sweep_over_runs_to_continue_rerun_as_a_whole_is_refused_naming_each_j
     assert commands == [f"python launch.py experiment=quick {resumed} hydra.mode=RUN hydra.run.dir={sweep / job}"
                         for resumed, job in (("train.resume=auto", "0"), ("train.resume=/int1", "1"))]
     assert (sweep / "multirun.yaml").read_text() == saved  # refused before Hydra writes
+
+
+@pytest.mark.parametrize("saved", ["/r1", "/r0"])
+def test_a_sweep_continuing_one_run_rerun_as_typed_takes_the_jobs_that_saved_continuing_it(
+        tmp_path, monkeypatch, capsys, saved):
+    # Was: `-m experiment=quick train.resume=/r1 seed=0,1` stopped in job 0 after its first save, rerun as typed (a
+    # requeue): refused, "continue it by its own command". Now the same rule as a single run's: job 0's newest
+    # checkpoint saved under train.resume=/r1 is this sweep's own, continued; one saved under /r0 is still refused.
+    monkeypatch.chdir(tmp_path)
+    sweep, task = tmp_path / "sw", ["experiment=quick", "train.resume=/r1", "seed=0,1"]
+    (sweep / "0" / ".hydra").mkdir(parents=True)
+    OmegaConf.save({"hydra": {"overrides": {"task": task, "hydra": []}}}, sweep / "multirun.yaml")
+    (sweep / "0" / ".hydra" / "overrides.yaml").write_text("- experiment=quick\n- train.resume=/r1\n- seed=0\n")
+    _save_step(sweep / "0", 1034, resume=saved)
+    outputs.write_json(sweep / "0" / "metrics.json", {"status": "preempted", "stopped_at_step": 1034})
+    config = OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep), "subdir": "${hydra.job.num}"},
+                                         "overrides": {"task": task, "hydra": []}},
+                               "train": {"resume": "/r1", "steps": 20},
+                               "dry_run": False, "distributed": {"mode": "none", "process_id": None}})
+    callback = run_folder.RefuseCompletedRun()
+    if saved == "/r1":
+        callback.on_multirun_start(config)
+        callback.on_multirun_end(config)
+        return
+    with pytest.raises(SystemExit):
+        callback.on_multirun_start(config)
+    assert "continue it by its own command" in capsys.readouterr().err

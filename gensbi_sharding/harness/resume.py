@@ -18,6 +18,7 @@ from gensbi_sharding.harness.held_out import config_value
 from gensbi_sharding.harness.hints import launched_with, override_literal
 from gensbi_sharding.harness.runs_below import runs_note
 from gensbi_sharding.harness.override_grammar import hydra_override
+from gensbi_sharding.harness.resume_command import launch_dir, requeued_step
 
 __all__ = ["resume_step_dir", "resume_point", "check_resume_settings", "saved_statistics", "model_overrides"]
 
@@ -31,7 +32,7 @@ def resume_step_dir(cfg: DictConfig) -> Path | None:
     from gensbi_sharding.checkpoint import CHECKPOINT_SUBDIR, committed_steps, find_checkpoint
     from gensbi_sharding.harness.outputs import read_metrics
 
-    folder = Path(_launch_dir() or ".").absolute() / Path(cfg.train.resume).expanduser()
+    folder = launch_dir() / Path(cfg.train.resume).expanduser()
     if (folder / "multirun.yaml").is_file():  # a sweep's folder: its checkpoints are its jobs'
         jobs = sorted((j for j in folder.iterdir() if committed_steps(j / CHECKPOINT_SUBDIR)), key=lambda j: j.name)
         raise ConfigError(f"train.resume={folder} is a sweep's folder: " + (
@@ -41,7 +42,7 @@ def resume_step_dir(cfg: DictConfig) -> Path | None:
     if (writer := _writing_run(folder)) is not None:
         raise ConfigError(writer)
     try:
-        return find_checkpoint(cfg.train.resume, base_dir=_launch_dir())
+        return find_checkpoint(cfg.train.resume, base_dir=launch_dir())
     except FileNotFoundError as err:
         metrics = folder / "metrics.json"  # a run's folder that saved no checkpoint: say why
         if not metrics.is_file():  # the override named (was "FileNotFoundError: checkpoint path ...", no key)
@@ -88,14 +89,19 @@ def resume_point(cfg: Any, out: Any) -> Any:
 
     ``train.resume=auto``: the newest complete checkpoint in the run's own folder
     (requeued with the same command and ``hydra.run.dir``), None if there is none yet.
-    Any other value: the folder ``train.resume`` points at (``resume_step_dir``). Either way resolved
+    Any other value: the folder ``train.resume`` points at (``resume_step_dir``), or where the run's own folder
+    holds a checkpoint saved continuing that same run, that one (``requeued_step``). Either way resolved
     (symlinks, ``..``): ``resumed_from`` in ``metrics.json`` keeps naming the checkpoint restored after a
     symlinked folder (``hydra.run.dir=runs/latest``) points elsewhere.
     """
     from gensbi_sharding.checkpoint import CHECKPOINT_SUBDIR, committed_steps
 
     if cfg.train.resume != "auto":
-        return resume_step_dir(cfg)
+        if (own := requeued_step(out, cfg.train.resume)) is None:
+            return resume_step_dir(cfg)
+        log.info("train.resume=%s: %s already holds its own checkpoint (step %d) of this continuation, as after a "
+                 "requeue: resuming from it", cfg.train.resume, out, own)
+        return (Path(out) / CHECKPOINT_SUBDIR / str(own)).resolve()
     steps = committed_steps(out / CHECKPOINT_SUBDIR)
     log.info("train.resume=auto: %s", f"resuming from step {steps[-1]}" if steps else
              f"no checkpoint in {out} yet, starting fresh (to continue an unfinished run: hydra.run.dir=<its "
@@ -291,10 +297,3 @@ def _composed(overrides: tuple[str, ...]) -> dict | None:
         return {section: OmegaConf.to_container(cfg[section], resolve=True) for section in ("model", "train")}
     except Exception:  # a hint is worth no failure: the values themselves are named instead
         return None
-
-
-def _launch_dir() -> str | None:
-    from hydra.core.hydra_config import HydraConfig
-    from hydra.utils import get_original_cwd
-
-    return get_original_cwd() if HydraConfig.initialized() else None

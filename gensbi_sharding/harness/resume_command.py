@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["AUTO", "BY_JOB", "named_resume", "resume_override", "folder_resume", "auto_problem", "resumed_here",
-           "dropped_runs"]
+           "dropped_runs", "launch_dir", "requeued_step"]
 
 AUTO = "train.resume=auto"
 #: Why a sweep naming runs to continue is continued job by job: ``-m ... train.resume=auto`` starts afresh each job
@@ -50,6 +50,51 @@ def holds_checkpoint(run_dir: Any) -> bool:
     from gensbi_sharding.checkpoint import CHECKPOINT_SUBDIR, committed_steps
 
     return bool(committed_steps(Path(run_dir) / CHECKPOINT_SUBDIR))
+
+
+def launch_dir() -> Path:
+    """The folder the command was launched from, which a relative ``train.resume`` is read against (Hydra's original
+    working folder: a job may have changed into its output folder, ``hydra.job.chdir``).
+
+    Returns
+    -------
+    Path
+    """
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.utils import get_original_cwd
+
+    return Path(get_original_cwd() if HydraConfig.initialized() else ".").absolute()
+
+
+def requeued_step(run_dir: Any, resume: Any) -> int | None:
+    """The step of ``run_dir``'s own newest complete checkpoint where the attempt that saved it continued the run
+    ``resume`` names (its saved ``train.resume``, both read against the launch folder): the same command requeued
+    after its first save (SLURM, submitit), which continues that checkpoint, not the run's. Was: refused, "rerun with
+    train.resume=auto", the requeued job ended in error. None otherwise: ``resume`` auto or none, no checkpoint of its
+    own, or one saved continuing another run (or none).
+
+    Parameters
+    ----------
+    run_dir : path-like
+        The job's folder.
+    resume : str or None
+        This command's ``train.resume``.
+
+    Returns
+    -------
+    int or None
+    """
+    from gensbi_sharding.checkpoint import CHECKPOINT_SUBDIR, committed_steps, saved_config
+
+    steps = committed_steps(Path(run_dir) / CHECKPOINT_SUBDIR)
+    if not steps or resume in (None, "", "auto"):
+        return None
+    try:
+        saved = (saved_config(Path(run_dir) / CHECKPOINT_SUBDIR / str(steps[-1])).get("train") or {}).get("resume")
+    except (FileNotFoundError, ValueError):  # its config item unreadable: not known to be this continuation's
+        return None
+    read = lambda value: (launch_dir() / Path(str(value)).expanduser()).resolve()  # noqa: E731
+    return steps[-1] if saved not in (None, "", "auto") and read(saved) == read(resume) else None
 
 
 def resume_override(overrides: Sequence[str], run_dir: Any) -> str:

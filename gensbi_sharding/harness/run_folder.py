@@ -23,7 +23,8 @@ from gensbi_sharding.harness.folder_lock import FolderInUseError, FolderLock, fo
 from gensbi_sharding.harness.launch_record import keep_record, settle_record, step_folder_names
 from gensbi_sharding.harness.outputs import read_metrics, read_record, write_record
 from gensbi_sharding.harness.preflight import folder_check_crashed
-from gensbi_sharding.harness.resume_command import auto_problem, folder_resume, holds_checkpoint, named_resume
+from gensbi_sharding.harness.resume_command import (auto_problem, folder_resume, holds_checkpoint, named_resume,
+                                                    requeued_step)
 from gensbi_sharding.harness.sweep_hints import (config_flags, hydra_job_overrides, moved_jobs_problem, search_path_of,
                                                  shared_folder_problem, train_further_hint, unfinished_jobs_hint)
 from gensbi_sharding.harness.sweep_plan import command_overrides, every_job, job_folders
@@ -60,16 +61,17 @@ def stopped_at_step(metrics: dict[str, Any]) -> int | None:
 
 def ensure_fresh(out_dir: Path, *, resume_auto: bool = False, resume_from: bool = False,
                  dry_run: bool = False, steps: int | None = None, overrides: list[str] | None = None,
-                 multirun: bool = False) -> dict | None:
+                 multirun: bool = False, resume: str | None = None) -> dict | None:
     """Refuse to run into a folder that holds another run's results.
 
     With ``resume_auto`` (``train.resume=auto``) a folder whose run ended with a status in ``RESUMABLE`` (preempted,
     interrupted, error), or left checkpoints without metrics (killed), may be continued: the same command, requeued.
     With ``resume_from`` (``train.resume=<another folder>``) such a folder without a complete checkpoint of its own
-    is retried (a mistyped path corrected; auto there: ``resume_command.auto_problem``). A ``dry_run`` continues
-    nothing: it is refused any folder that holds a run's metrics or checkpoints. A completed run's refusal names the
-    command that trains it further into a new folder (``train_further_hint``: ``steps``, the ``train.steps`` asked
-    for, the command's ``overrides``); ``multirun``: a job, hydra.sweep.dir named.
+    is retried (a mistyped path corrected; auto there: ``resume_command.auto_problem``), or with one that continued
+    ``resume`` (``requeued_step``: requeued), the command's ``train.resume`` (which sets either flag). A ``dry_run``
+    continues nothing: it is refused any folder that holds a run's metrics or checkpoints. A completed run's refusal
+    names the command that trains it further into a new folder (``train_further_hint``: ``steps``, the
+    ``train.steps`` asked for, the command's ``overrides``); ``multirun``: a job, hydra.sweep.dir named.
 
     Returns
     -------
@@ -82,11 +84,13 @@ def ensure_fresh(out_dir: Path, *, resume_auto: bool = False, resume_from: bool 
         Naming the folder, its metrics.json or checkpoints, and the override to use.
     """
     out_dir = Path(out_dir)
-    resume_auto, resume_from = resume_auto and not dry_run, resume_from and not dry_run  # a dry run continues nothing
+    resume_auto = (resume_auto or resume == "auto") and not dry_run  # a dry run continues nothing
+    resume_from = (resume_from or resume not in (None, "", "auto")) and not dry_run
     previous = read_metrics(metrics) if (metrics := out_dir / "metrics.json").exists() else None
     status = (previous or {}).get("status", "unknown")
     has_checkpoints = (checkpoints := out_dir / "checkpoints").is_dir() and any(checkpoints.iterdir())
-    retry = resume_from and status in RESUMABLE and not holds_checkpoint(out_dir)  # a first save cut short: none
+    retry = resume_from and (status in RESUMABLE and not holds_checkpoint(out_dir)  # a first save cut short: none
+                             or (previous is None or status in RESUMABLE) and requeued_step(out_dir, resume) is not None)
     if previous is not None and not (resume_auto and status in RESUMABLE) and not retry:
         again = "run it again (it saved no checkpoint)" if status == "error" and not has_checkpoints else "continue it"
         hint = ((f"{again} by its own command" if multirun and resume_from else  # auto: a sweep's jobs from step 0
@@ -122,8 +126,7 @@ class RunFolder:
 
     def __init__(self, out: Path, cfg: DictConfig):
         self.out, self.owner = Path(out), folder_owner(cfg)
-        self.resume_auto = cfg.train.resume == "auto"
-        self.resume_from = bool(cfg.train.resume) and not self.resume_auto
+        self.resume = cfg.train.resume  # auto, or a run to continue
         self.dry_run, self.dry_run_problem = bool(cfg.get("dry_run")), dry_run_resume_problem(cfg)
         self.claimed, self.previous, self._lock, self.steps = False, None, None, cfg.train.steps
 
@@ -131,15 +134,13 @@ class RunFolder:
         """Lock the folder and check it is fresh (or resumable); raises as those do (``ConfigError`` first)."""
         if self.dry_run_problem:  # before the folder is touched: it may hold the run to resume
             raise ConfigError(self.dry_run_problem)
-        problem = folder_problem(self.out, sweep=False)
-        if problem:
+        if problem := folder_problem(self.out, sweep=False):
             raise ConfigError(problem)
-        lock = FolderLock(self.out)
-        lock.acquire()
+        (lock := FolderLock(self.out)).acquire()
         try:
             overrides, multirun = hydra_job_overrides()
-            self.previous = ensure_fresh(self.out, resume_auto=self.resume_auto, resume_from=self.resume_from,
-                                         dry_run=self.dry_run, steps=self.steps, overrides=overrides, multirun=multirun)
+            self.previous = ensure_fresh(self.out, resume=self.resume, dry_run=self.dry_run, steps=self.steps,
+                                         overrides=overrides, multirun=multirun)
         except BaseException:
             lock.release()
             raise
@@ -256,7 +257,6 @@ class RefuseCompletedRun(Callback):
                 raise ConfigError(problem)
             (lock := FolderLock(folder)).acquire()
             self._locks.append(lock)
-            dry_run = bool(OmegaConf.select(config, "dry_run", default=False))
             searched = [*config_flags(OmegaConf.select(config, "hydra", default=None)),
                         *search_path_of(OmegaConf.select(config, "hydra.overrides.hydra", default=None))]
             for run_dir in runs:
@@ -265,9 +265,9 @@ class RefuseCompletedRun(Callback):
                 recorded = run_dir / ".hydra" / "overrides.yaml"
                 if sweep and OmegaConf.is_list(read_record(recorded)):  # the job's own values, not the comma lists
                     task = read_record(recorded)
-                ensure_fresh(run_dir, resume_auto=resume == "auto", resume_from=resume not in (None, "", "auto") or named,
-                             dry_run=dry_run, steps=OmegaConf.select(config, "train.steps", default=None),
-                             overrides=None if task is None else [*searched, *task], multirun=sweep)
+                ensure_fresh(run_dir, resume=resume, resume_from=named, steps=OmegaConf.select(config, "train.steps"),
+                             dry_run=bool(OmegaConf.select(config, "dry_run")), multirun=sweep,
+                             overrides=None if task is None else [*searched, *task])
                 keep_record(run_dir)  # the command that saved its checkpoints, before Hydra rewrites it
         except (FileExistsError, FolderInUseError, ConfigError) as err:
             self._release()
