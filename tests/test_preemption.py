@@ -1383,16 +1383,20 @@ def test_a_mistyped_resume_path_can_be_corrected_in_the_same_folder(tmp_path, re
 
 
 @pytest.mark.slow  # an end-to-end run (resume, a stop, or processes)
-def test_a_requeued_continuation_resumes_its_own_checkpoint(tmp_path, reference_run):
+def test_a_requeued_continuation_resumes_its_own_checkpoint(tmp_path, reference_run, forks):
     # Was: `train.resume=<run> hydra.run.dir=<cont>` preempted after <cont>'s own save, rerun as typed (a cluster's
-    # requeue): refused, "rerun with train.resume=auto to continue it in this folder".
+    # requeue): refused, "rerun with train.resume=auto to continue it in this folder". Requeued through launch.py:
+    # its folder check reads the checkpoint's config before JAX starts (through Orbax's Checkpointer it started JAX's
+    # backend there, and the run then failed "devices.cpu_count=8 was asked for, but JAX's backend already started").
     source, out = reference_run, tmp_path / "cont"
     command = (f"train.resume={source}", "train.steps=16", "train.checkpoint_every=4")
     assert run_tiny(out, *command)["status"] == "ok"
     shutil.rmtree(out / "checkpoints" / "16")  # as preempted after its save of step 12
     record = json.loads((out / "metrics.json").read_text())
     outputs.write_json(out / "metrics.json", {**record, "status": "preempted", "stopped_at_step": 12})
-    requeued = run_tiny(out, *command)
+    text = _launch(forks, *command, f"hydra.run.dir={out}", cwd=tmp_path).communicate(timeout=300)[0]
+    assert f"{out} already holds its own checkpoint (step 12) of this continuation, as after a requeue" in text, text
+    requeued = json.loads((out / "metrics.json").read_text())
     assert requeued["status"] == "ok" and requeued["final_step"] == 16 and requeued["resumed_from_step"] == 12
     assert requeued["resumed_from"] == str((out / "checkpoints" / "12").resolve())  # its own, not the source's
     assert requeued["previous_attempts"][0]["status"] == "preempted"

@@ -84,14 +84,20 @@ def requeued_step(run_dir: Any, resume: Any) -> int | None:
     -------
     int or None
     """
-    from gensbi_sharding.checkpoint import CHECKPOINT_SUBDIR, committed_steps, saved_config
+    import orbax.checkpoint as ocp
+
+    from gensbi_sharding.checkpoint import CHECKPOINT_SUBDIR, committed_steps
 
     steps = committed_steps(Path(run_dir) / CHECKPOINT_SUBDIR)
     if not steps or resume in (None, "", "auto"):
         return None
+    # Its config item's own handler, not checkpoint.saved_config: an Orbax Checkpointer starts JAX's backend, and
+    # this runs before the run sets its device count (was: "devices.cpu_count=8 was asked for, but JAX's backend
+    # already started"). ``config``: the item the writer saves the config in (``checkpoint_steps.ITEMS``).
+    item = Path(run_dir) / CHECKPOINT_SUBDIR / str(steps[-1]) / "config"
     try:
-        saved = (saved_config(Path(run_dir) / CHECKPOINT_SUBDIR / str(steps[-1])).get("train") or {}).get("resume")
-    except (FileNotFoundError, ValueError):  # its config item unreadable: not known to be this continuation's
+        saved = (ocp.JsonCheckpointHandler().restore(item, ocp.args.JsonRestore()).get("train") or {}).get("resume")
+    except (OSError, ValueError, AttributeError):  # unreadable, or no config saved: not known to be this one's
         return None
     read = lambda value: (launch_dir() / Path(str(value)).expanduser()).resolve()  # noqa: E731
     return steps[-1] if saved not in (None, "", "auto") and read(saved) == read(resume) else None
