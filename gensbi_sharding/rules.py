@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Union
 
@@ -189,9 +190,9 @@ def resolve_rule(rule: str | RuleTable | Rule) -> Rule:
                      f"pairs, got {rule!r:.120}; e.g. {{'embed': 'data'}} or RULES['fsdp']")
 
 
-def _is_sequence(value: Any) -> bool:
-    """A sequence but a string: OmegaConf's ``ListConfig`` too."""
-    return isinstance(value, Sequence) and not isinstance(value, (str, bytes))
+def _is_sequence(value: Any) -> bool:  # but a str; a ListConfig too, and a PartitionSpec (Flax takes one; no Sequence)
+    spec = getattr(sys.modules.get("jax.sharding"), "PartitionSpec", ())  # none exists before JAX is imported
+    return isinstance(value, (Sequence, spec)) and not isinstance(value, (str, bytes))
 
 
 def _plain(value: Any) -> Any:
@@ -251,7 +252,6 @@ def partition_spec_for(names: Sequence[str | None] | str | None, shape: Sequence
         A ``mesh`` no Mesh or a ``shape`` no sequence of int sizes; a ``table`` ``resolve_rule`` rejects.
     """
     from jax.sharding import PartitionSpec as P  # not at the top (TYPE_CHECKING's note)
-
     from gensbi_sharding.nodes import check_mesh, is_int, mesh_axes_of
 
     check_mesh(mesh, optional=False)
