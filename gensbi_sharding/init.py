@@ -145,7 +145,8 @@ def init_optimizer_sharded(model: Any, tx: Any, rule: str | RuleTable | Rule = "
     check_node(model, "init_optimizer_sharded")
     if not (callable(getattr(tx, "init", None)) and callable(getattr(tx, "update", None))):
         raise TypeError(f"tx={tx!r:.60} must be an optax GradientTransformation, e.g. optax.adam(1e-3)")
-    filters = list(wrt) if isinstance(wrt, (list, tuple)) else [wrt]  # Flax's error for wrt=3 failed to format
+    # Flax's error for wrt=3 failed to format; its tuples and lists nest: (nnx.Param, (nnx.BatchStat,)) is a filter
+    filters = jax.tree.leaves(wrt, is_leaf=lambda f: not isinstance(f, (list, tuple)))
     if not all(f is None or f is ... or isinstance(f, (str, bool)) or callable(f) for f in filters):
         raise TypeError(f"wrt={wrt!r:.60} must be an nnx filter, e.g. nnx.Param or (nnx.Param, nnx.BatchStat)")
     traced = next((path_name(p) for p, v in leaf_paths(model) if isinstance(v, jax.core.Tracer)), None)
