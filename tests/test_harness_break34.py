@@ -147,7 +147,7 @@ def test_a_run_failing_after_a_checkpoint_names_it_and_the_command_that_continue
     failure = OSError(30, "Read-only file system")
     assert failure_resume_hint(tmp_path, [], failure) == (
         f"; checkpoint {tmp_path / 'checkpoints' / '5'} was saved before it: once that is fixed, continue with: run(cfg) "
-        f"with cfg.train.resume='auto' and cfg.output_dir={str(tmp_path)!r}")
+        f"with cfg.train.resume='auto' and cfg.output_dir={str(tmp_path)!r} set in omegaconf.open_dict(cfg)")
     assert failure_resume_hint(tmp_path, [5], failure) == ""  # an earlier attempt's checkpoint
     assert failure_resume_hint(tmp_path, [], FloatingPointError("diverged")) == ""  # names the last finite one
     assert failure_resume_hint(tmp_path / "none", [], failure) == ""
@@ -263,7 +263,7 @@ def test_a_run_ctrl_c_stopped_at_once_names_the_step_it_continues_from(tmp_path)
 
     assert at_once_error(tmp_path, 4800) == (
         f"interrupted (Ctrl-C); stopped at once, saved up to step 4800 ({tmp_path / 'checkpoints' / '4800'}); continue "
-        f"with: run(cfg) with cfg.train.resume='auto' and cfg.output_dir={str(tmp_path)!r}")
+        f"with: run(cfg) with cfg.train.resume='auto' and cfg.output_dir={str(tmp_path)!r} set in omegaconf.open_dict(cfg)")
     assert at_once_error(tmp_path, 40, "KeyboardInterrupt: c2st worker").startswith(
         "interrupted (Ctrl-C): KeyboardInterrupt: c2st worker; stopped at once, saved up to step 40 (")
     assert at_once_error(tmp_path, None) == "interrupted (Ctrl-C); stopped at once, with no checkpoint to continue from"
@@ -321,10 +321,10 @@ def test_a_record_the_disk_refuses_after_a_checkpoint_names_how_to_continue_and_
     # default outputs/<date>/<time> is a new folder: train.resume=auto there starts from step 0).
     assert outputs.write_record(tmp_path, {"status": "ok"}).endswith(
         "free space there (or make it writable), then continue it with run(cfg) with "
-        f"cfg.train.resume='auto' and cfg.output_dir={str(tmp_path)!r} (its checkpoints are kept)")
+        f"cfg.train.resume='auto' and cfg.output_dir={str(tmp_path)!r} set in omegaconf.open_dict(cfg) (its checkpoints are kept)")
     (spaced := tmp_path / "my runs" / "checkpoints" / "20").mkdir(parents=True)
     assert outputs.write_record(spaced.parent.parent, {"status": "ok"}).endswith(
-        f"cfg.output_dir='{tmp_path}/my runs' (its checkpoints are kept)")
+        f"cfg.output_dir='{tmp_path}/my runs' set in omegaconf.open_dict(cfg) (its checkpoints are kept)")
     with pytest.raises(FileExistsError) as refused:
         run_folder.ensure_fresh(tmp_path)
     assert str(refused.value).startswith(f"{tmp_path / 'checkpoints'} holds the checkpoints of a run with no record "
@@ -362,7 +362,7 @@ def test_a_file_the_disk_refuses_is_named_with_what_is_kept_and_the_command_that
         outputs.write_atomic(samples, "new", exclusive=True)
 
     fix = "free space there" if refusal == "ENOSPC" else "make it writable"
-    continues = f"run(cfg) with cfg.train.resume='auto' and cfg.output_dir={str(tmp_path)!r}"
+    continues = f"run(cfg) with cfg.train.resume='auto' and cfg.output_dir={str(tmp_path)!r} set in omegaconf.open_dict(cfg)"
     assert stop_record.failure_error(tmp_path, [], failed.value) == (
         f"posterior_samples.npz could not be written in {tmp_path} ({os.strerror(code)}), no partial file left; no "
         f"checkpoint was saved: {fix}, then run it again with: {continues}")
@@ -391,7 +391,7 @@ def test_a_checkpoint_save_the_disk_refuses_names_the_command_once(tmp_path):
                             "failed (ValueError: RESOURCE_EXHAUSTED: Failed to write 12033 bytes to file 16: No space "
                             f"left on device [os_error_code='28']). Keep the checkpoint folder writable; {kept}")
 
-    continues = f"run(cfg) with cfg.train.resume='auto' and cfg.output_dir={str(tmp_path)!r}"
+    continues = f"run(cfg) with cfg.train.resume='auto' and cfg.output_dir={str(tmp_path)!r} set in omegaconf.open_dict(cfg)"
     first = save_failed("no earlier checkpoint was saved")
     assert failure_error(tmp_path, [], first) == (
         f"RuntimeError: {first}; once that is fixed, run it again with: {continues}")

@@ -81,9 +81,9 @@ def test_a_run_started_from_python_is_told_how_to_continue_it_from_python(tmp_pa
     from gensbi_sharding.harness.sweep_hints import continue_command
 
     out = tmp_path / "my run"
-    assert continue_command(out) == f"run(cfg) with cfg.train.resume='auto' and cfg.output_dir='{out}'"
+    assert continue_command(out) == f"run(cfg) with cfg.train.resume='auto' and cfg.output_dir='{out}' set in omegaconf.open_dict(cfg)"
     assert at_once_error(out, 40).endswith(f"continue with: run(cfg) with cfg.train.resume='auto' and "
-                                           f"cfg.output_dir='{out}'")
+                                           f"cfg.output_dir='{out}' set in omegaconf.open_dict(cfg)")
 
 
 def test_every_folder_a_refusal_names_as_an_override_is_one_the_shell_and_hydra_read_back(tmp_path):

@@ -90,7 +90,7 @@ def test_signal_checkpoints_at_the_next_step_and_auto_resume_continues_exactly(u
     out, stopped, after_stop = usr1_at_3.out, usr1_at_3.stopped, usr1_at_3.after_stop
     assert stopped["status"] == "preempted" and stopped["stopped_at_step"] == 3
     assert stopped["error"] == (f"preempted by SIGUSR1 at step 3; checkpoint {out / 'checkpoints' / '3'}; continue "
-                                f"with: run(cfg) with cfg.train.resume='auto' and cfg.output_dir={str(out)!r}")
+                                f"with: run(cfg) with cfg.train.resume='auto' and cfg.output_dir={str(out)!r} set in omegaconf.open_dict(cfg)")
     assert after_stop.status == "preempted"  # metrics.json
     assert after_stop.checkpoint and len(after_stop.losses) == 3 and stopped["final_step"] == 3
     assert after_stop.handler is signal.SIG_DFL  # the run's handlers are gone
@@ -153,7 +153,7 @@ def test_a_signal_during_evaluation_stops_at_once_and_auto_resume_evaluates(tmp_
     assert stopped["status"] == "preempted" and stopped["stopped_at_step"] == 8 and stopped["c2st"] is None
     assert stopped["error"].startswith("preempted by SIGTERM after training (step 8), before the evaluation "
                                        f"finished; checkpoint {out / 'checkpoints' / '8'}; continue with: run(cfg) with "
-                                       f"cfg.train.resume='auto' and cfg.output_dir={str(out)!r}")
+                                       f"cfg.train.resume='auto' and cfg.output_dir={str(out)!r} set in omegaconf.open_dict(cfg)")
     resumed = run_tiny(out, *command)  # trains nothing, evaluates the saved state
     assert resumed["status"] == "ok" and (resumed["steps"], resumed["final_step"]) == (0, 8)
     assert 0.0 <= resumed["c2st"] <= 1.0 and len(_losses(out)) == 8
@@ -291,7 +291,7 @@ def test_ctrl_c_names_the_folder_to_continue_in(tmp_path, monkeypatch, caplog, r
     assert json.loads((out / "metrics.json").read_text())["status"] == "interrupted"
     hints = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
     assert hints == [f"interrupted (Ctrl-C); stopped at once, saved up to step 4 ({out / 'checkpoints' / '4'}); "
-                     f"continue with: run(cfg) with cfg.train.resume='auto' and cfg.output_dir={str(out)!r}"]
+                     f"continue with: run(cfg) with cfg.train.resume='auto' and cfg.output_dir={str(out)!r} set in omegaconf.open_dict(cfg)"]
     assert len(_losses(out)) == 5  # the curve of the steps run is kept (was: no train_losses.npz at all)
     resumed = run_tiny(out, "train.checkpoint_every=4", "train.resume=auto")  # the hint, followed
     assert resumed["status"] == "ok" and resumed["resumed_from_step"] == 4 and resumed["final_step"] == 8
@@ -311,7 +311,7 @@ def test_ctrl_c_checkpoints_at_the_next_step_and_auto_resume_continues_exactly(t
     # Was "preempted_at_step": 3 beside status "interrupted", as if a cluster had preempted it.
     assert stopped["status"] == "interrupted" and stopped["stopped_at_step"] == 3 and "preempted_at_step" not in stopped
     assert stopped["error"] == (f"interrupted by Ctrl-C (SIGINT) at step 3; checkpoint {out / 'checkpoints' / '3'}; "
-                                f"continue with: run(cfg) with cfg.train.resume='auto' and cfg.output_dir={str(out)!r}")
+                                f"continue with: run(cfg) with cfg.train.resume='auto' and cfg.output_dir={str(out)!r} set in omegaconf.open_dict(cfg)")
     # As the previous version wrote it: a folder it left still resumes, its attempt recorded under the new name.
     older = {k: v for k, v in stopped.items() if k != "stopped_at_step"}
     outputs.write_json(out / "metrics.json", {**older, "preempted_at_step": 3, "previous_attempts": [

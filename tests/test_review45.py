@@ -75,3 +75,29 @@ def test_an_nnx_pytree_of_plain_arrays_is_placed_as_a_batch(devices):
         assert str(err).startswith("batch <root> is an NNX _Batch, which this would copy")
     else:
         raise AssertionError("a container holding a Linear was copied")
+
+
+def test_the_continue_hint_of_a_run_started_from_python_works_as_written(tmp_path):
+    # Was (round 45's run(cfg) hint): "run(cfg) with cfg.train.resume='auto' and cfg.output_dir='<folder>'", and
+    # cfg.output_dir = ... on the config compose gives (as launch.py's, no output_dir set) raised
+    # ConfigAttributeError "Key 'output_dir' not in 'Config'": output_dir is no field of the schema.
+    import ast
+
+    import pytest
+    from faults_helpers import compose_tiny
+    from omegaconf import open_dict
+    from omegaconf.errors import ConfigAttributeError
+
+    from gensbi_sharding.harness.run_folder import output_dir
+    from gensbi_sharding.harness.sweep_hints import continue_command
+
+    folder = tmp_path / "my run's"
+    hint = continue_command(folder)
+    assert hint == f"run(cfg) with cfg.train.resume='auto' and cfg.output_dir={str(folder)!r} set in omegaconf.open_dict(cfg)"
+    named = ast.literal_eval(hint.split("cfg.output_dir=", 1)[1].removesuffix(" set in omegaconf.open_dict(cfg)"))
+    cfg = compose_tiny()
+    with pytest.raises(ConfigAttributeError):
+        cfg.output_dir = named  # as the hint said before
+    with open_dict(cfg):  # as it says now
+        cfg.train.resume, cfg.output_dir = "auto", named
+    assert output_dir(cfg) == folder and cfg.train.resume == "auto"

@@ -125,8 +125,10 @@ def continue_command(run_dir: Any) -> str:
     if os.environ.get(CONTINUE_ENV):  # made as the processes started: train.resume=auto once a checkpoint is here
         from gensbi_sharding.harness.resume_command import resumed_here
         return resumed_here(os.environ[CONTINUE_ENV], run_dir)
-    if not HydraConfig.initialized():  # run(cfg) from Python: what it sets there (was: launch.py's overrides, which
-        return f"run(cfg) with cfg.train.resume='auto' and cfg.output_dir={str(run_dir)!r}"  # no Python call takes)
+    if not HydraConfig.initialized():  # run(cfg) from Python: what it sets there (launch.py's overrides no call takes);
+        # output_dir is no field of the composed config: set bare, "Key 'output_dir' not in 'Config'"
+        return (f"run(cfg) with cfg.train.resume='auto' and cfg.output_dir={str(run_dir)!r} set in "
+                "omegaconf.open_dict(cfg)")
     hydra = HydraConfig.get()
     return job_command(list(hydra.overrides.task), run_dir, multirun=hydra.mode == RunMode.MULTIRUN)
 
