@@ -123,10 +123,13 @@ class CheckpointWriter:
 
         Raises
         ------
-        ValueError, TypeError, FloatingPointError
-            As ``save``, when due; ``step`` no integer >= 0 always (``due``).
+        ValueError, TypeError, FloatingPointError, RuntimeError
+            As ``save`` when due; else a closed writer, a bad ``step``, ``state``, ``key`` or ``info``, at every step.
         """
-        return self.due(step) and self.save(step, state, key, info=info)
+        if self.due(step):
+            return self.save(step, state, key, info=info)
+        self._checked_arguments(state, key, info)
+        return False
 
     def save(self, step: int, state: Any, key: jax.Array, *, info: Mapping[str, Any] | None = None) -> bool:
         """Save ``state`` and the RNG ``key`` as checkpoint ``step``, unless ``step`` was the last one saved.
@@ -166,16 +169,9 @@ class CheckpointWriter:
         FloatingPointError
             If a floating-point array holds NaN or inf: nothing written; names the latest finite checkpoint.
         """
-        if self._closed:
-            raise RuntimeError(f"this CheckpointWriter of {self.directory} is closed; open a new one to save")
         step = _checked_step(step)
         # Checked before the last step's early return: save(final, None, key) after maybe_save(final, ...) passed.
-        if not is_node(state) and not (isinstance(state, Mapping) and state):
-            raise TypeError(f"state={state!r:.60} must be an nnx.State (nnx.state(model)) or a mapping of arrays"
-                            f"{non_node_part(state)}")
-        if not (isinstance(key, jax.Array) and is_prng_key(key)):
-            raise TypeError(f"key={key!r:.60} must be a typed JAX PRNG key, e.g. jax.random.key(0)")
-        info = _checked_json(info, "info", "e.g. {'best_step': 3}")
+        info = self._checked_arguments(state, key, info)
         if step == self.last_saved:
             return False
         steps = self._manager.all_steps()
@@ -212,6 +208,17 @@ class CheckpointWriter:
         self.last_saved = self._status["step"] = step
         return True
 
+
+    def _checked_arguments(self, state: Any, key: Any, info: Any) -> Any:
+        """``info`` as ``save`` writes it, once a closed writer, ``state``, ``key`` and ``info`` are checked."""
+        if self._closed:
+            raise RuntimeError(f"this CheckpointWriter of {self.directory} is closed; open a new one to save")
+        if not is_node(state) and not (isinstance(state, Mapping) and state):
+            raise TypeError(f"state={state!r:.60} must be an nnx.State (nnx.state(model)) or a mapping of arrays"
+                            f"{non_node_part(state)}")
+        if not (isinstance(key, jax.Array) and is_prng_key(key)):
+            raise TypeError(f"key={key!r:.60} must be a typed JAX PRNG key, e.g. jax.random.key(0)")
+        return _checked_json(info, "info", "e.g. {'best_step': 3}")
     def steps(self) -> list[int]:
         """List the complete steps on disk, ascending, after waiting for pending writes (``committed_steps``)."""
         self._named(self._manager.wait_until_finished)

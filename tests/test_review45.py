@@ -101,3 +101,27 @@ def test_the_continue_hint_of_a_run_started_from_python_works_as_written(tmp_pat
     with open_dict(cfg):  # as it says now
         cfg.train.resume, cfg.output_dir = "auto", named
     assert output_dir(cfg) == folder and cfg.train.resume == "auto"
+
+
+def test_maybe_save_at_a_step_not_due_still_names_a_bad_state_key_info_or_a_closed_writer(tmp_path, devices):
+    # Was: round 45 made save() check its arguments before its no-op at the last saved step; maybe_save(step, ...) at
+    # a step not due returned False for any state, key or info, or a closed writer, until its first due step.
+    import jax.numpy as jnp
+    import pytest
+
+    from gensbi_sharding.checkpoint import CheckpointWriter
+
+    state, key = nnx.state(nnx.Linear(2, 2, rngs=nnx.Rngs(0))), jax.random.key(0)
+    writer = CheckpointWriter(tmp_path / "ck", every=10, async_save=False)
+    assert writer.maybe_save(3, state, key, info={"best_step": 3}) is False  # valid and not due: nothing written
+    for bad_state, bad_key, bad_info, error, message in [
+            (None, key, None, TypeError, r"^state=None must be an nnx\.State"),
+            (state, jnp.zeros(2), None, TypeError, r"must be a typed JAX PRNG key"),
+            (state, key, {"when": object()}, ValueError, r"^info=.* must be JSON-serialisable")]:
+        with pytest.raises(error, match=message):
+            writer.maybe_save(3, bad_state, bad_key, info=bad_info)
+    assert writer.maybe_save(10, state, key) is True and writer.steps() == [10]
+    writer.close()
+    with pytest.raises(RuntimeError, match="is closed; open a new one to save"):
+        writer.maybe_save(11, state, key)
+    assert writer.steps() == [10]
