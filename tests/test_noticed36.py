@@ -212,7 +212,7 @@ def test_sigterm_while_a_training_step_hangs_ends_the_run_within_its_bound_namin
         r"preempted by SIGTERM during training step 3, which did not end within [\d.]+ s of the signal \(a hung "
         r"step; the bound is 1 s or 3 times the longest step so far\): stopped without saving it \(a checkpoint "
         rf"needs the step to end\); saved up to step 2 \({re.escape(str(out / 'checkpoints' / '2'))}\); continue "
-        r"with: .*train\.resume=auto.*", metrics["error"]), metrics["error"]
+        r"with: run\(cfg\) with cfg\.train\.resume='auto' .*", metrics["error"]), metrics["error"]  # run(cfg): Python's
     assert committed_steps(out / "checkpoints") == [2]  # no step 3, half written or whole
     assert not list((out / "checkpoints").glob("3*"))
 
