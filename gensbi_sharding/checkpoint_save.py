@@ -208,7 +208,6 @@ class CheckpointWriter:
         self.last_saved = self._status["step"] = step
         return True
 
-
     def _checked_arguments(self, state: Any, key: Any, info: Any) -> Any:
         """``info`` as ``save`` writes it, once a closed writer, ``state``, ``key`` and ``info`` are checked."""
         if self._closed:
@@ -219,6 +218,7 @@ class CheckpointWriter:
         if not (isinstance(key, jax.Array) and is_prng_key(key)):
             raise TypeError(f"key={key!r:.60} must be a typed JAX PRNG key, e.g. jax.random.key(0)")
         return _checked_json(info, "info", "e.g. {'best_step': 3}")
+
     def steps(self) -> list[int]:
         """List the complete steps on disk, ascending, after waiting for pending writes (``committed_steps``)."""
         self._named(self._manager.wait_until_finished)
