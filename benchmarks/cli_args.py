@@ -4,7 +4,6 @@ parsed, in argparse's error line naming the argument and a value that works, bef
 from __future__ import annotations
 
 import argparse
-import math
 import subprocess
 import sys
 from collections.abc import Callable
@@ -49,17 +48,10 @@ def new_parser(doc: str) -> argparse.ArgumentParser:
 def integer(text: str) -> int:
     """An integer (a seed), refused as launch.py refuses ``train.steps=1e3``: ``1e3`` names ``1000`` to write
     (was: argparse's "invalid int value: '1e3'", or "is not an integer; e.g. 2")."""
-    try:
-        return int(text)
-    except ValueError:
-        pass
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer; e.g. 2") from None
-    if math.isfinite(value) and value == int(value):
-        raise argparse.ArgumentTypeError(f"{text!r} is a whole number written as a float; write {int(value)}")
-    raise argparse.ArgumentTypeError(f"{text!r} is not an integer; e.g. {round(value) if math.isfinite(value) else 2}")
+    # Imported here, not above: missing_dependency_line must work in a Python without this package.
+    from gensbi_sharding.harness.sample_output import whole_number
+
+    return whole_number(text, noun="an integer", example=2)
 
 
 def _float(text: str) -> float | None:

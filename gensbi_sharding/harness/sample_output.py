@@ -16,8 +16,9 @@ from pathlib import Path
 __all__ = ["out_path", "output_problem", "whole_number"]
 
 
-def whole_number(text: str) -> int:
-    """``text`` as an int: the type of sample.py's count options (``--num-samples``, ``--seed``, ``--ode-steps``).
+def whole_number(text: str, *, noun: str = "a whole number", example: int = 10000) -> int:
+    """``text`` as an int: the type of sample.py's count options (``--num-samples``, ``--seed``, ``--ode-steps``) and
+    of the benchmark scripts' integers (``benchmarks/cli_args.integer``).
 
     Refused as launch.py refuses ``train.steps=1e3`` (a whole number, named as one to type): argparse's own
     "invalid int value: '1e3'" named no fix.
@@ -26,6 +27,9 @@ def whole_number(text: str) -> int:
     ----------
     text : str
         The option's value as typed, e.g. ``"10000"``.
+    noun, example : str, int
+        What the option takes, its article included, and a value of it, as a refusal names them
+        (``"'x' is not a whole number; e.g. 10000"``).
 
     Returns
     -------
@@ -43,11 +47,11 @@ def whole_number(text: str) -> int:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number; e.g. 10000") from None
+        raise argparse.ArgumentTypeError(f"{text!r} is not {noun}; e.g. {example}") from None
     if math.isfinite(value) and value == int(value):
         raise argparse.ArgumentTypeError(f"{text!r} is a whole number written as a float; write {int(value)}")
-    example = round(value) if math.isfinite(value) else 10000
-    raise argparse.ArgumentTypeError(f"{text!r} is not a whole number; e.g. {example}")
+    example = round(value) if math.isfinite(value) else example
+    raise argparse.ArgumentTypeError(f"{text!r} is not {noun}; e.g. {example}")
 
 
 def out_path(given: str | None, observation: Path) -> Path:
