@@ -367,11 +367,14 @@ def test_init_sharded_refuses_a_value_its_place_cannot_hold_before_placing_any_g
     import gensbi_sharding.init as init
 
     monkeypatch.setattr(init, "GROUP_BYTES", 16)  # one variable a group: ids (32 B) comes last
-    placed = []
-    monkeypatch.setattr(init, "_place_whole", lambda whole, target: placed.append(target) or whole)
-    with pytest.raises(ValueError, match=r"init_sharded: ids \(shape \(8,\)\) holds 1099511627776"):
-        gs.init_sharded(lambda: WithIds(nnx.Rngs(0)), gs.make_mesh(model_axis=2))
-    assert placed == []
+    mesh = gs.make_mesh(model_axis=2)
+    before = {id(a) for a in jax.live_arrays()}
+    with pytest.raises(ValueError, match=r"init_sharded: ids \(shape \(8,\)\) holds 1099511627776") as refused:
+        gs.init_sharded(lambda: WithIds(nnx.Rngs(0)), mesh)
+    # The traceback keeps init_sharded's frame, and with it every group it had placed: none is on the mesh.
+    spread = set(mesh.devices.flat)
+    on_mesh = [a.shape for a in jax.live_arrays() if id(a) not in before and a.sharding.device_set == spread]
+    assert refused.tb is not None and on_mesh == []
 
 
 def test_a_writer_given_a_run_folder_is_refused_naming_its_checkpoints_folder(tmp_path, devices):
