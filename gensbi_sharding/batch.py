@@ -189,11 +189,12 @@ def pad_for_mesh(n: int, mesh: Mesh | None) -> tuple[int, int]:
     """
     if not is_int(n) or n < 0:  # an array passed for its row count is named by shape, not printed whole
         leaves = [leaf for leaf in jax.tree.leaves(n) if getattr(leaf, "ndim", 0)]  # a batch passed whole, to be padded
-        got = (f"an array of shape {n.shape}; pass n.shape[0]" if hasattr(n, "shape") else repr(n) if not leaves else
+        got = (f"an array of shape {n.shape}; pass n.shape[0]" if getattr(n, "ndim", 0) else f"{n!r}; pass int(n)"
+               if hasattr(n, "shape") else repr(n) if not leaves else
                f"a {type(n).__name__} of arrays; pad_for_mesh counts rows, it pads nothing: pass their leading size, "
                f"{leaves[0].shape[0]}")
         raise ValueError(f"pad_for_mesh needs a row count n >= 0 (an integer), got {got}")
-    return (divisor := batch_size_divisor(mesh)) * -(-n // divisor), n
+    return (divisor := batch_size_divisor(mesh)) * -(-int(n) // divisor), int(n)  # np.int64 n: ints, as documented
 
 
 def shard_batch(batch: Any, mesh: Mesh | None) -> Any:
@@ -204,7 +205,7 @@ def shard_batch(batch: Any, mesh: Mesh | None) -> Any:
     multiple of ``batch_size_divisor(mesh)`` (``pad_for_mesh``), or a 64-bit NumPy leaf holds a value its placed dtype
     cannot (``check_placeable``), or called inside ``jax.shard_map`` or a constructor ``init_sharded`` traces;
     ``TypeError`` for a mesh neither None nor a Mesh, a leaf of strings or objects, or a Module (``shard_model``'s).
-    Inside ``jax.jit`` traced leaves are pinned by a sharding constraint (an Explicit-axes mesh active: ``ValueError``).
+    In ``jax.jit`` leaves (NumPy's too) are pinned by a sharding constraint (Explicit axes, no mesh set: ValueError).
 
     Parameters
     ----------
@@ -258,35 +259,40 @@ def _put_leaves(tree: Any, mesh: Mesh | None, what: str, split: bool) -> Any:
         check_same_rows(tree, what)
     divisor, rows = batch_size_divisor(mesh), P(batch_axes(mesh) or None)
 
-    def sharding(leaf) -> NamedSharding:
+    def sharding(path, leaf) -> NamedSharding:
         if split and leaf.ndim and leaf.shape[0] % divisor:
-            raise ValueError(f"{what} leaf of shape {leaf.shape} has leading size {leaf.shape[0]}, not divisible by "
-                             f"the data-parallel size {divisor}; use {_nearest(leaf.shape[0], divisor)} rows "
-                             f"(pad_for_mesh({leaf.shape[0]}, mesh) returns the rows to pad to and the real ones, "
-                             f"{pad_for_mesh(leaf.shape[0], mesh)}: mask the padding out of a mean)")
+            raise ValueError(f"{what} leaf {jax.tree_util.keystr(path) or '<root>'} (shape {leaf.shape}) has leading "
+                             f"size {leaf.shape[0]}, not divisible by the data-parallel size {divisor}; use "
+                             f"{_nearest(leaf.shape[0], divisor)} rows (pad_for_mesh({leaf.shape[0]}, mesh) returns "
+                             f"the rows to pad to and the real ones, {pad_for_mesh(leaf.shape[0], mesh)}: mask the "
+                             "padding out of a mean)")
         return NamedSharding(mesh, rows if split and leaf.ndim else P())
 
-    leaves, treedef = jax.tree.flatten(tree)
-    arrays = [leaf for leaf in leaves if is_array(leaf)]
-    traced, active = [leaf for leaf in arrays if isinstance(leaf, jax.core.Tracer)], jax.sharding.get_abstract_mesh()
+    leaves, treedef = jax.tree_util.tree_flatten_with_path(tree)
+    arrays = [(path, leaf) for path, leaf in leaves if is_array(leaf)]
+    # Outside jit one device_put; in jit reshard pins Explicit batch axes, a constraint Auto (each refuses the other's)
+    explicit = set(mesh.explicit_axes)
+    pin = jax.sharding.reshard if explicit and explicit >= set(batch_axes(mesh)) else jax.lax.with_sharding_constraint
+    traced, active = any(isinstance(leaf, jax.core.Tracer) for _, leaf in arrays), jax.sharding.get_abstract_mesh()
     if traced and active.manual_axes:
         raise ValueError(f"{what} inside jax.shard_map: each array there is one device's block, already split over "
                          f"its manual axes {tuple(active.manual_axes)}; place the batch before the shard_map (in the "
                          "jitted step or outside it), or pin a block with constrain")
-    # Outside jit one device_put; in jit reshard pins Explicit batch axes, a constraint Auto (each refuses the other's)
-    explicit = set(mesh.explicit_axes)
-    pin = jax.sharding.reshard if explicit and explicit >= set(batch_axes(mesh)) else jax.lax.with_sharding_constraint
     if traced and active.empty and pin is jax.sharding.reshard:  # JAX's error, at compilation: "cannot reshape array"
         raise ValueError(f"{what} inside jax.jit on a mesh with AxisType.Explicit axes {mesh.explicit_axes} needs "
                          "it active while the step is traced: call the step inside `with mesh_context(mesh):`, "
                          "or build the mesh with make_mesh(...) (Auto axes)")
-    targets = [sharding(leaf) for leaf in arrays]
-    placed = iter([pin(leaf, target) for leaf, target in zip(arrays, targets)] if traced else
-                  jax.device_put([host_view(leaf, target) for leaf, target in zip(arrays, targets)], targets))
+    targets = [sharding(path, leaf) for path, leaf in arrays]
+    placed = ([pin(leaf, target) for (_, leaf), target in zip(arrays, targets)] if traced else
+              jax.device_put([host_view(leaf, target) for (_, leaf), target in zip(arrays, targets)], targets))
+    # A NumPy batch in jit comes back traced, and device_put there placed nothing on Auto axes: the batch stayed whole.
+    if not traced and pin is not jax.sharding.reshard and any(isinstance(a, jax.core.Tracer) for a in placed):
+        placed = [pin(a, target) for a, target in zip(placed, targets)]
+    placed = iter(placed)
     # An abstract leaf (a dry run's batch, for jax.jit(step).lower) takes the sharding too, or it lowers replicated.
     return jax.tree.unflatten(treedef, [
-        next(placed) if is_array(leaf) else leaf.update(sharding=sharding(leaf))
-        if isinstance(leaf, jax.ShapeDtypeStruct) else leaf for leaf in leaves])
+        next(placed) if is_array(leaf) else leaf.update(sharding=sharding(path, leaf))
+        if isinstance(leaf, jax.ShapeDtypeStruct) else leaf for path, leaf in leaves])
 
 
 def _nearest(size: int, divisor: int) -> str:

@@ -1,11 +1,14 @@
-"""The library broken with bad and odd-but-valid input, round 46: a shape given as an array of sizes.
+"""The library broken with bad and odd-but-valid input, round 46: a shape given as an array of sizes, row counts
+given as NumPy integers or 0-d arrays, a batch leaf whose rows the mesh cannot split (named by its path, in jit
+and out), a NumPy batch placed inside ``jax.jit``.
 
 In-process, 8 simulated CPU devices (conftest); tiny arrays."""
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jax.sharding import PartitionSpec as P
+from jax.sharding import AxisType, PartitionSpec as P
 
 import gensbi_sharding as gs
 
@@ -28,3 +31,48 @@ def test_partition_spec_for_still_refuses_an_array_of_no_sizes(devices, shape):
     with pytest.raises(TypeError, match=r"(?s)^shape=.* must be a sequence of sizes \(int >= 0\), e\.g\. \(8,\) or "
                                         r"value\.shape$"):
         gs.partition_spec_for(("embed", "mlp"), shape, "fsdp", gs.make_mesh(model_axis=2))
+
+
+def test_pad_for_mesh_returns_ints_and_names_the_fix_for_a_0d_count(devices):
+    mesh = gs.make_mesh(model_axis=2)
+    # Was (np.int64(12), np.int64(10)): json.dumps of them raised TypeError.
+    padded = gs.pad_for_mesh(np.int64(10), mesh)
+    assert padded == (12, 10) and all(type(n) is int for n in padded)
+    # Was "got an array of shape (); pass n.shape[0]", which a 0-d array has not.
+    for count in (np.array(10), jnp.array(10)):
+        with pytest.raises(ValueError, match=r"got ([Aa]rray)\(10.*; pass int\(n\)$"):
+            gs.pad_for_mesh(count, mesh)
+    with pytest.raises(ValueError, match=r"got an array of shape \(10, 2\); pass n\.shape\[0\]$"):
+        gs.pad_for_mesh(np.ones((10, 2)), mesh)
+
+
+@pytest.mark.parametrize("where", ["outside", "jit"])
+@pytest.mark.parametrize("other", [2.0, np.float32(2.0), np.array(2.0), jnp.array(2.0)],
+                         ids=["python", "numpy-scalar", "numpy-0d", "jax-0d"])
+def test_a_batch_leaf_the_mesh_cannot_split_is_named_by_its_path_in_jit_and_out(devices, where, other):
+    # Was "batch leaf of shape (6, 3) has leading size 6": which leaf of the batch, it did not say.
+    mesh = gs.make_mesh(model_axis=2)
+    batch = {"scale": other, "theta": jnp.ones((6, 3))}
+    place = (lambda b: gs.shard_batch(b, mesh)) if where == "outside" else jax.jit(lambda b: gs.shard_batch(b, mesh))
+    with pytest.raises(ValueError, match=r"^batch leaf \['theta'\] \(shape \(6, 3\)\) has leading size 6, not "
+                                         r"divisible by the data-parallel size 4; use 4 or 8 rows \(pad_for_mesh"):
+        place(batch)
+    placed = place({"scale": other, "theta": jnp.ones((8, 3))})
+    assert placed["theta"].sharding.spec == P("data") and float(placed["scale"]) == 2.0
+
+
+def test_a_numpy_batch_placed_inside_jit_is_split_over_the_batch_axes(devices):
+    # Was P(): inside jax.jit device_put placed nothing on Auto axes, and the batch stayed whole on every device.
+    mesh = gs.make_mesh(model_axis=2)
+    x = np.arange(24.0).reshape(8, 3)
+    for place in (gs.shard_batch, gs.shard_sample_init):
+        out = jax.jit(lambda: place({"x": x, "n": np.array(3)}, mesh))()
+        assert out["x"].sharding.spec == P("data") and out["n"].sharding.spec == P()
+        np.testing.assert_array_equal(out["x"], x)
+        assert {shard.data.shape for shard in out["x"].addressable_shards} == {(2, 3)}
+    # On an Explicit mesh it was, and is, placed by device_put, with or without the mesh set.
+    explicit = jax.make_mesh((4, 2), ("data", "model"), axis_types=(AxisType.Explicit,) * 2)
+    out = jax.jit(lambda: gs.shard_batch({"x": x}, explicit))()
+    assert out["x"].sharding.spec == P("data", None)
+    # replicate leaves it whole, as it did.
+    assert jax.jit(lambda: gs.replicate({"x": x}, mesh))()["x"].sharding.is_fully_replicated

@@ -169,7 +169,7 @@ def test_shard_batch_places_an_abstract_batch_as_it_places_the_concrete_one(devi
     memory = [gs.compiled_report(step.lower(batch).compile())["memory"] for batch in (abstract, concrete)]
     assert memory[0] == memory[1] and memory[0]["argument_bytes"] < 32 * 64 * 4  # each device's rows only
     assert gs.replicate(jax.ShapeDtypeStruct((3,), jnp.float32), mesh).sharding == NamedSharding(mesh, P())
-    with pytest.raises(ValueError, match=r"shape \(30, 3\) has leading size 30, not divisible by the data-parallel "
+    with pytest.raises(ValueError, match=r"shape \(30, 3\)\) has leading size 30, not divisible by the data-parallel "
                                          r"size 4; use 28 or 32 rows \(pad_for_mesh\(30, mesh\) returns"):
         gs.shard_batch(jax.ShapeDtypeStruct((30, 3), jnp.float32), mesh)
     with pytest.raises(ValueError, match=r"differing leading sizes \[8, 12\]"):
