@@ -20,7 +20,8 @@ from jax.sharding import Mesh, NamedSharding, SingleDeviceSharding
 from gensbi_sharding.batch import check_placeable, host_view, tracing_factory
 from gensbi_sharding.rules import RULES, Rule, RuleTable, logical_axes_of, resolve_rule
 from gensbi_sharding.nodes import (array_leaves, array_variables, build_unplaced, check_node, is_array_like, is_scalar,
-                                   is_prng_key, keep_scalars, leaf_paths, mesh_label, path_name, trace_factory)
+                                   is_prng_key, keep_scalars, leaf_paths, path_name, trace_factory, value_of)
+from gensbi_sharding.report import mesh_label
 from gensbi_sharding.sharding import Plan, plan_shardings
 
 __all__ = ["GROUP_BYTES", "init_sharded", "abstract_sharded", "init_optimizer_sharded"]
@@ -154,8 +155,9 @@ def init_optimizer_sharded(model: Any, tx: Any, rule: str | RuleTable | Rule = "
         raise ValueError(f"init_optimizer_sharded got {traced} as a traced array: call it outside jax.jit and nnx.jit "
                          "(it compiles its own program, the state at its plan), on the placed model")
     mesh, abstract = _model_mesh(model)
-    if mesh is None and not abstract:
-        return nnx.Optimizer(model, tx, wrt=wrt)
+    if mesh is None and not abstract:  # no mesh set: a ref=True variable's copy is a jitted program it refused
+        with jax.set_mesh(None):
+            return nnx.Optimizer(model, tx, wrt=wrt)
     if mesh is not None:
         _check_placed_under(model, mesh, rule)
     with jax.set_mesh(None):  # under a mesh Flax would read logical axes as mesh axes and raise
@@ -202,13 +204,13 @@ def _check_placed_under(model: Any, mesh: Mesh, rule: Rule) -> None:
     variables = {path_name(p): v for p, v in nnx.graph.iter_graph(model) if isinstance(v, nnx.Variable)}
 
     def first_difference(plan: Plan) -> str | None:  # the first variable (an array of it) placed otherwise
-        return next((path for path in plan.specs for leaf in array_leaves(variables[path].get_value())
+        return next((path for path in plan.specs for leaf in array_leaves(value_of(variables[path]))
                      if getattr(leaf, "sharding", None) is None
                      or not leaf.sharding.is_equivalent_to(plan.sharding(path), len(leaf.shape))), None)
 
     path = first_difference(plan := plan_shardings(model, mesh, rule))
     if path is not None:
-        held = getattr(array_leaves(variables[path].get_value())[0].sharding, "spec", None)
+        held = getattr(array_leaves(value_of(variables[path]))[0].sharding, "spec", None)
         if logical_axes_of(variables[path]) is None and held is not None:  # no rule splits it: a jitted step did
             raise ValueError(f"init_optimizer_sharded: the model holds {path} at {held}, though it has no annotation, "
                              "so no rule placed it there: e.g. a jitted step laid it out anew (jit keeps no placement "

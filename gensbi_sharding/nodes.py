@@ -3,6 +3,7 @@ They import nothing from the package, so every module may import them without a 
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -36,6 +37,14 @@ def is_prng_key(x: Any) -> bool:
 def is_array_like(x: Any) -> bool:
     """An array (``is_array``) or an abstract one (``jax.ShapeDtypeStruct``): what a plan places."""
     return is_array(x) or isinstance(x, jax.ShapeDtypeStruct)
+
+
+def value_of(var: nnx.Variable) -> Any:
+    """``var.get_value()``; a ``ref=True`` one's read with no mesh set (the read is a jitted program, and a mesh set over
+    other devices than the ref's refused it: shard_model of an unplaced model inside mesh_context)."""
+    ref = isinstance(raw := var.get_raw_value(), jax.Ref) and not isinstance(raw, jax.core.Tracer)  # in jit: none set
+    with jax.set_mesh(None) if ref else contextlib.nullcontext():
+        return var.get_value()
 
 
 def array_leaves(value: Any) -> list:
@@ -76,7 +85,7 @@ def leaf_paths(node: Any) -> list[tuple[tuple, Any]]:
     """``value_leaves`` of every variable of ``nnx.state(node)``, keys as text: ``("stats", "mean")``."""
     name = lambda k: k if isinstance(k, (str, int)) else jax.tree_util.keystr((k,), simple=True)  # noqa: E731
     return [(tuple(map(name, sub)), leaf) for path, var in nnx.to_flat_state(nnx.state(node))
-            for sub, leaf in value_leaves(path, var.get_value())]
+            for sub, leaf in value_leaves(path, value_of(var))]
 
 
 def path_name(path: Sequence[Any]) -> str:
@@ -117,12 +126,6 @@ def check_mesh(mesh: Any, *, abstract: bool = False, optional: bool = True) -> N
         kind = "a jax.sharding.Mesh" + (" or AbstractMesh" if abstract else "") + (" or None" if optional else "")
         got = "None: it reads the mesh's axes, so it needs one" if mesh is None and not optional else repr(mesh)
         raise TypeError(f"mesh must be {kind}, got {got}; build one with make_mesh(...) or resolve_mesh(spec)")
-
-
-def mesh_label(mesh: Any) -> str:
-    """A mesh as messages name it: its axis sizes and, but for an ``AbstractMesh``, its devices' ids in mesh order."""
-    ids = getattr(mesh, "device_ids", None)
-    return f"mesh {dict(mesh.shape)}" + ("" if ids is None else f" (devices {np.asarray(ids).flatten().tolist()})")
 
 
 def is_node(node: Any, inner: bool = False) -> bool:
@@ -190,7 +193,7 @@ def check_no_module(tree: Any, what: str) -> None:
 def array_variables(node: Any) -> list[tuple[str, Any]]:
     """``("a/b/c", variable)`` of each ``nnx.Variable`` of ``node`` holding arrays, in graph order: what plans place."""
     return [(path_name(path), var) for path, var in nnx.graph.iter_graph(node)
-            if isinstance(var, nnx.Variable) and array_leaves(var.get_value())]
+            if isinstance(var, nnx.Variable) and array_leaves(value_of(var))]
 
 
 def shape_of(value: Any) -> tuple:
@@ -215,10 +218,10 @@ def check_plan_fits(plan: Any, node: Any, caller: str) -> list[tuple[str, Any]]:
     planned = {path: plan.shapes.get(path) for path in plan.specs}  # None: a plan built by hand, no shapes
     variables = array_variables(node)
     missing = [path for path, _ in variables if path not in planned]
-    reshaped = [f"{path} is {shape_of(var.get_value())}, planned {planned[path]}" for path, var in variables
-                if planned.get(path) is not None and shape_of(var.get_value()) != tuple(planned[path])]
+    reshaped = [f"{path} is {shape_of(value_of(var))}, planned {planned[path]}" for path, var in variables
+                if planned.get(path) is not None and shape_of(value_of(var)) != tuple(planned[path])]
     if not (missing or reshaped):
-        misfit = next(((key, why) for key, var in variables for a in array_leaves(var.get_value())
+        misfit = next(((key, why) for key, var in variables for a in array_leaves(value_of(var))
                        if (why := spec_misfit(plan.specs[key], a.shape, plan.mesh))), None)
         if misfit is not None:
             raise ValueError(f"{caller}: the plan splits {misfit[0]} as {plan.specs[misfit[0]]}, but {misfit[1]}; "
@@ -239,7 +242,7 @@ def check_plan_fits(plan: Any, node: Any, caller: str) -> list[tuple[str, Any]]:
 def abstract_state(node: Any, sharding_for: Callable[[str, Any], jax.sharding.Sharding | None]) -> nnx.State:
     """``nnx.state(node)``, abstract at ``sharding_for(path, value)`` (None: kept as it is) and the placed dtype."""
     def abstract(path: tuple, var: nnx.Variable) -> nnx.Variable:
-        value = var.get_value()
+        value = value_of(var)
         sharding = sharding_for(path_name(path), value)
         return var.replace(value if sharding is None else jax.tree.map(
             lambda v: jax.ShapeDtypeStruct(v.shape, placed_dtype(v.dtype), sharding=sharding)

@@ -15,11 +15,17 @@ from flax import nnx
 from jax.sharding import Mesh, NamedSharding
 
 from gensbi_sharding.batch import batch_size_divisor
-from gensbi_sharding.nodes import (check_mesh, check_node, is_array, is_array_like, is_int, leaf_paths, mesh_label,
-                                   node_state, path_name)
+from gensbi_sharding.nodes import (check_mesh, check_node, is_array, is_array_like, is_int, leaf_paths, node_state,
+                                   path_name)
 
 __all__ = ["bytes_per_device", "partition_specs", "MeshSummary", "VariablePlacement", "PlacementReport",
            "describe", "summarize_mesh", "mesh_init_simulate"]
+
+
+def mesh_label(mesh: Any) -> str:
+    """A mesh as messages name it: its axis sizes and, but for an ``AbstractMesh``, its devices' ids in mesh order."""
+    ids = getattr(mesh, "device_ids", None)
+    return f"mesh {dict(mesh.shape)}" + ("" if ids is None else f" (devices {np.asarray(ids).flatten().tolist()})")
 
 
 def bytes_per_device(tree: Any) -> dict[int, int]:

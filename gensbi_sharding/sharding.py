@@ -19,7 +19,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from gensbi_sharding.batch import check_placeable, host_view
 from gensbi_sharding.nodes import (abstract_state, array_leaves, array_variables, check_mesh, check_node,
                                    check_plan_fits, is_array, is_array_like, is_int, is_node, leaf_paths, listing,
-                                   non_node_part, path_name, shape_of)
+                                   non_node_part, path_name, shape_of, value_of)
 from gensbi_sharding.rules import (RULES, ExperimentalRuleWarning, Rule, RuleTable, ShardingFallbackWarning,
                                    logical_axes_of, partition_spec_for, resolve_rule)
 
@@ -169,7 +169,7 @@ def plan_shardings(node: Any, mesh: Mesh, rule: str | RuleTable | Rule = "replic
     check_node(node, "plan_shardings")
     specs, fallbacks, shapes = {}, {}, {}
     for key, var in array_variables(node):
-        value, spec = var.get_value(), P()
+        value, spec = value_of(var), P()
         shapes[key] = shape_of(value)
         if rule.reads_annotations:
             names, one = logical_axes_of(var), is_array_like(value)
@@ -205,14 +205,14 @@ def place(node: Any, plan: Plan) -> None:
     """
     variables = check_plan_fits(plan, node, "place")
     for key, var in variables:  # before anything moves
-        for leaf in array_leaves(var.get_value()):
+        for leaf in array_leaves(value_of(var)):
             if isinstance(leaf, jax.core.Tracer):  # JAX's AttributeError on tracer.sharding named neither it nor a fix
                 raise ValueError(f"place / shard_model got {key} as a traced array: it places a model outside jax.jit "
                                  "and nnx.jit (its arrays keep their shardings through the step): place it before the "
                                  "step function; inside one, pin activations with constrain(x, names, partition_axis)")
             check_placeable(leaf, f"place / shard_model: {key} (shape {leaf.shape})")
     for key, var in variables:
-        value, target = var.get_value(), plan.sharding(key)
+        value, target = value_of(var), plan.sharding(key)
         # Kept only if on the plan's mesh itself; abstract values (device_put refuses them) take the sharding.
         if all(isinstance(v, jax.Array) and getattr(v.sharding, "mesh", None) == target.mesh
                and v.sharding.is_equivalent_to(target, v.ndim) for v in array_leaves(value)):

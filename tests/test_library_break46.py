@@ -1,16 +1,20 @@
 """The library broken with bad and odd-but-valid input, round 46: a shape given as an array of sizes, row counts
 given as NumPy integers or 0-d arrays, a batch leaf whose rows the mesh cannot split (named by its path, in jit
-and out), a NumPy batch placed inside ``jax.jit``.
+and out), a NumPy batch placed inside ``jax.jit``, a ``ref=True`` variable read inside ``mesh_context`` before it is
+placed.
 
 In-process, 8 simulated CPU devices (conftest); tiny arrays."""
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
+from flax import nnx
 from jax.sharding import AxisType, PartitionSpec as P
 
 import gensbi_sharding as gs
+from gensbi_sharding.checkpoint import CheckpointWriter, abstract_state_for, restore
 
 
 @pytest.mark.parametrize("shape", [np.array((8, 16)), np.array((8, 16), dtype=np.int32), jnp.array((8, 16)),
@@ -76,3 +80,31 @@ def test_a_numpy_batch_placed_inside_jit_is_split_over_the_batch_axes(devices):
     assert out["x"].sharding.spec == P("data", None)
     # replicate leaves it whole, as it did.
     assert jax.jit(lambda: gs.replicate({"x": x}, mesh))()["x"].sharding.is_fully_replicated
+
+
+class WithRef(nnx.Module):
+    def __init__(self, rngs):
+        self.up = nnx.Linear(4, 8, rngs=rngs, kernel_metadata=gs.axes("embed", "mlp"))
+        self.scale = nnx.Param(jnp.arange(8.0), ref=True, **gs.axes("embed"))
+
+
+def test_a_ref_variable_not_yet_placed_is_read_inside_mesh_context(devices, tmp_path):
+    # Was: JAX's "Received incompatible devices for jitted computation ... get with shape Ref{float32[8]}" from
+    # plan_shardings, shard_model, describe, sharding_of, partition_specs, abstract_state_for, CheckpointWriter.save
+    # and init_optimizer_sharded: Flax reads a ref with a jitted program, which the mesh set refused (device 0 only).
+    mesh = gs.make_mesh(model_axis=2)
+    model = WithRef(nnx.Rngs(0))
+    with gs.mesh_context(mesh):
+        assert gs.plan_shardings(model, mesh, "fsdp").specs["scale"] == P("data")
+        assert gs.describe(model, mesh).n_leaves == 3 and gs.partition_specs(model)["scale"] == "host"  # one device
+        assert gs.sharding_of(model)["scale"].device_set == {jax.devices()[0]}
+        assert type(gs.init_optimizer_sharded(model, optax.adam(1e-3))) is nnx.Optimizer  # no mesh yet: a plain one
+        with CheckpointWriter(tmp_path / "unplaced") as writer:
+            assert writer.save(1, nnx.state(model), jax.random.key(0))
+        gs.shard_model(model, mesh, "fsdp")
+        assert model.scale.get_raw_value().sharding.spec == P("data")
+        np.testing.assert_array_equal(model.scale[...], np.arange(8.0))
+        target = abstract_state_for(WithRef(nnx.Rngs(1)), mesh, "fsdp")
+        restored = restore(tmp_path / "unplaced", target).state
+    np.testing.assert_array_equal(restored["scale"].get_value(), np.arange(8.0))
+    assert restored["scale"].get_value().sharding.spec == P("data")
