@@ -274,7 +274,7 @@ def _put_leaves(tree: Any, mesh: Mesh | None, what: str, split: bool) -> Any:
     explicit = set(mesh.explicit_axes)
     pin = jax.sharding.reshard if explicit and explicit >= set(batch_axes(mesh)) else jax.lax.with_sharding_constraint
     traced, active = any(isinstance(leaf, jax.core.Tracer) for _, leaf in arrays), jax.sharding.get_abstract_mesh()
-    if traced and active.manual_axes:
+    if arrays and active.manual_axes:  # a NumPy leaf too: no array there spans the mesh
         raise ValueError(f"{what} inside jax.shard_map: each array there is one device's block, already split over "
                          f"its manual axes {tuple(active.manual_axes)}; place the batch before the shard_map (in the "
                          "jitted step or outside it), or pin a block with constrain")

@@ -80,6 +80,11 @@ def test_a_numpy_batch_placed_inside_jit_is_split_over_the_batch_axes(devices):
     assert out["x"].sharding.spec == P("data", None)
     # replicate leaves it whole, as it did.
     assert jax.jit(lambda: gs.replicate({"x": x}, mesh))()["x"].sharding.is_fully_replicated
+    # Inside jax.shard_map, refused as a traced batch is (the pin would have raised JAX's "contains a manual axes").
+    blocks = jax.shard_map(lambda b: b + gs.shard_batch({"x": x}, mesh)["x"][:2], mesh=mesh, in_specs=P("data"),
+                           out_specs=P("data"))
+    with pytest.raises(ValueError, match=r"^batch inside jax\.shard_map: each array there is one device's block"):
+        jax.jit(blocks)(jnp.ones((8, 3)))
 
 
 class WithRef(nnx.Module):
