@@ -175,10 +175,10 @@ def saved_info(path: str | os.PathLike, base_dir: str | os.PathLike | None = Non
 
 
 def _json_item(step_dir: Path, item: str) -> dict:
-    """The JSON item ``item`` of a complete step folder."""
-    with ocp.Checkpointer(ocp.CompositeCheckpointHandler(**item_handlers())) as checkpointer:
-        return _read(step_dir, repr(item), lambda: checkpointer.restore(
-            step_dir, args=ocp.args.Composite(**{item: ocp.args.JsonRestore()}))[item])
+    """The JSON item ``item`` of a complete step folder, read by its own handler: an Orbax Checkpointer would start
+    JAX's backend, and folder checks run before a run sets its device count (was: ``jax_num_cpu_devices`` refused)."""
+    return _read(step_dir, repr(item), lambda: ocp.JsonCheckpointHandler().restore(step_dir / item,
+                                                                                   ocp.args.JsonRestore()))
 
 
 def _read(step_dir: Path, items: str, read: Callable[[], Any]) -> Any:

@@ -1,0 +1,59 @@
+"""Round 46's leftovers: faults noticed in earlier rounds and left alone, each fixed as a kind.
+
+Each test names what was typed, what happened, and checks what happens now.
+"""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _save_step(out, step, resume=None):
+    """A complete checkpoint of ``step`` in ``out/checkpoints`` (a tiny state), as a job's own save, with
+    ``train.resume=<resume>`` in its config as the harness saves it (None: no config)."""
+    import jax
+    import jax.numpy as jnp
+
+    from gensbi_sharding.checkpoint import CheckpointWriter
+
+    config = None if resume is None else {"train": {"resume": resume, "steps": 3000}}
+    with CheckpointWriter(out / "checkpoints", async_save=False, config=config) as writer:
+        writer.save(step, {"w": jnp.zeros(2)}, jax.random.key(0), info={"n": 1})
+
+
+_READ_THEN_START = """
+import sys, jax
+from omegaconf import OmegaConf
+from gensbi_sharding.checkpoint import saved_config, saved_info
+from gensbi_sharding.harness import run_folder
+out = sys.argv[1]
+print(saved_config(out)["train"]["resume"], saved_info(out))
+config = OmegaConf.create({"hydra": {"run": {"dir": out}, "sweep": {"dir": None},
+                                     "overrides": {"task": ["train.resume=a"]}},
+                           "train": {"resume": "a", "steps": 3000}, "distributed": {"mode": "none", "process_id": None}})
+callback = run_folder.RefuseCompletedRun()
+callback.on_run_start(config)  # launch.py's folder check of a requeue: reads the newest checkpoint's config
+callback.on_run_end(config)
+jax.config.update("jax_num_cpu_devices", 3)  # refused (RuntimeError) once the backend started
+print(jax.device_count())
+"""
+
+
+def test_reading_a_checkpoints_config_and_info_leaves_jax_backend_unstarted(tmp_path):
+    # Was: checkpoint.saved_config / saved_info read the JSON item through an Orbax Checkpointer, which starts JAX's
+    # backend: any check before a run sets its device count that read one (the requeue check did, until round 45
+    # read it another way) made the run fail "devices.cpu_count=8 was asked for, but JAX's backend already started".
+    from gensbi_sharding.harness import outputs
+
+    out = tmp_path / "b"
+    _save_step(out, 30, resume="a")
+    outputs.write_json(out / "metrics.json", {"status": "preempted", "stopped_at_step": 30})
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("JAX_NUM_CPU_DEVICES", None)
+    proc = subprocess.run([sys.executable, "-c", _READ_THEN_START, str(out)], capture_output=True, text=True,
+                          env=env, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split("\n")[:2] == ["a {'n': 1}", "3"], proc.stdout
