@@ -41,8 +41,11 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescript
 
 
 def new_parser(doc: str) -> argparse.ArgumentParser:
-    """The parser of a benchmark script: ``doc`` (its module docstring) as the description."""
-    return argparse.ArgumentParser(description=doc, formatter_class=HelpFormatter)
+    """The parser of a benchmark script: ``doc`` (its module docstring) as the description; an option's negative
+    number (``--seed -1e3``) reaches its type, as sample.py's does (``NumberParser``)."""
+    from gensbi_sharding.harness.sample_output import NumberParser  # here: see integer
+
+    return NumberParser(description=doc, formatter_class=HelpFormatter)
 
 
 def integer(text: str) -> int:

@@ -57,3 +57,38 @@ def test_reading_a_checkpoints_config_and_info_leaves_jax_backend_unstarted(tmp_
                           env=env, timeout=120, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split("\n")[:2] == ["a {'n': 1}", "3"], proc.stdout
+
+
+def test_a_negative_number_to_an_option_reaches_the_options_own_check(tmp_path, capsys):
+    # Was: `sample.py run x.npy --seed -1e3` (and any benchmark script's option given -1e3, -inf, -1_000) ended in
+    # argparse's "argument --seed: expected one argument": it took the value for an option, and named nothing.
+    import pytest
+
+    from gensbi_sharding.harness.own_observation import main
+
+    sys.path.append(str(REPO / "benchmarks"))
+    from sbibm import main as sbibm_main
+
+    for argv, said in [
+        (["r", "x.npy", "--seed", "-1e3"], "argument --seed: '-1e3' is a whole number written as a float; write -1000"),
+        (["r", "x.npy", "--se", "-1e3"], "argument --seed: '-1e3' is a whole number written as a float; write -1000"),
+        (["r", "x.npy", "--num-samples", "-inf"], "argument --num-samples: '-inf' is not a whole number; e.g. 10000"),
+        (["r", "x.npy", "--ode-steps", "-1_0.5"], "argument --ode-steps: '-1_0.5' is not a whole number; e.g. -10"),
+    ]:
+        with pytest.raises(SystemExit) as stop:
+            main(argv)
+        assert stop.value.code == 2 and f"sample.py: error: {said}\n" in capsys.readouterr().err, argv
+    root = str(tmp_path / "root")
+    for argv, said in [
+        (["--budgets", "1000", "-1e3"], "argument --budgets: '-1e3' is not one of 1000, 10000, 100000"),
+        (["--stop-grace", "-1e2"], "argument --stop-grace: '-1e2' is a whole number written as a float; write -100"),
+        (["--margin", "-5e-1"], "argument --margin: -5e-1 must be a finite number >= 0, e.g. --margin 0.5"),
+    ]:
+        with pytest.raises(SystemExit) as stop:
+            sbibm_main(["run", "--root", root, *argv])
+        assert stop.value.code == 2 and f" run: error: {said}\n" in capsys.readouterr().err, argv
+    assert not (tmp_path / "root").exists()
+    # A plain negative number, and the value given with '=', are read as before; an option's value is its own.
+    with pytest.raises(SystemExit):
+        main(["r", "x.npy", "--seed=-1e3", "--out", "-5"])
+    assert "argument --seed: '-1e3' is a whole number" in capsys.readouterr().err

@@ -8,7 +8,6 @@ drawn with ``seed`` = the run's seed + k: that seed (and its ``num_samples``, ``
 
 from __future__ import annotations
 
-import argparse
 import logging
 import os
 import signal
@@ -22,7 +21,7 @@ from gensbi_sharding.harness.config_values import INT32_MAX
 from gensbi_sharding.harness.observation_input import check_observation, load_observation
 from gensbi_sharding.harness.override_grammar import hydra_override
 from gensbi_sharding.harness.runs_below import runs_note
-from gensbi_sharding.harness.sample_output import out_path, output_problem, whole_number
+from gensbi_sharding.harness.sample_output import NumberParser, out_path, output_problem, whole_number
 
 __all__ = ["sample_posterior", "load_observation", "main"]
 
@@ -234,7 +233,7 @@ def _draw(cfg: Any, step_dir: Path, statistics: dict, x_o: np.ndarray, *, dim_th
 
 def main(argv: list[str] | None = None) -> int:
     """``python sample.py <run folder> <x_o.npy> [--num-samples N] [--seed S] [--ode-steps K] [--out F]``."""
-    parser = argparse.ArgumentParser(
+    parser = NumberParser(
         prog="sample.py", description="Draw posterior samples of theta at your own observation x_o from a trained "
         "run's folder (its newest checkpoint), with the run's model, weights (EMA, best) and transforms.")
     parser.add_argument("run_dir", help="the run's folder (or its checkpoints/ folder, or one step folder)")

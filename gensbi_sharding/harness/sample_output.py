@@ -10,10 +10,11 @@ import argparse
 import math
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
-__all__ = ["out_path", "output_problem", "whole_number"]
+__all__ = ["out_path", "output_problem", "whole_number", "NumberParser"]
 
 
 def whole_number(text: str, *, noun: str = "a whole number", example: int = 10000) -> int:
@@ -52,6 +53,58 @@ def whole_number(text: str, *, noun: str = "a whole number", example: int = 1000
         raise argparse.ArgumentTypeError(f"{text!r} is a whole number written as a float; write {int(value)}")
     example = round(value) if math.isfinite(value) else example
     raise argparse.ArgumentTypeError(f"{text!r} is not {noun}; e.g. {example}")
+
+
+class NumberParser(argparse.ArgumentParser):
+    """The parser of sample.py and the benchmark scripts: an option given a negative number written otherwise than
+    ``-12`` or ``-1.5`` (``--seed -1e3``, ``--budgets -inf``) reaches the option's type, which accepts it or refuses it
+    naming the value (was: argparse took it for an option, "argument --seed: expected one argument")."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.valued_options: dict[str, argparse.Action] = {}
+
+    def add_argument(self, *args, **kwargs) -> argparse.Action:
+        action = super().add_argument(*args, **kwargs)
+        if action.option_strings and action.nargs != 0:
+            self.valued_options.update(dict.fromkeys(action.option_strings, action))
+        return action
+
+    def parse_known_args(self, args=None, namespace=None):
+        words, option = [], None  # the option taking values that the next word may be one of
+        for word in sys.argv[1:] if args is None else args:
+            if option is not None and _negative_number(word) and "--" not in words:
+                if option.nargs is None:  # one value: given as --seed=-1e3, which argparse reads as the value
+                    words[-1], option = f"{words[-1]}={word}", None
+                    continue
+                try:  # a list of values (--budgets 1000 -1e3): its type names the value (no such list takes one)
+                    (option.type or str)(word)
+                except (argparse.ArgumentTypeError, TypeError, ValueError) as err:
+                    self.error(f"argument {'/'.join(option.option_strings)}: {err}")
+                self.error(f"argument {'/'.join(option.option_strings)}: {word!r} is negative; give it on its own, "
+                           f"as {option.option_strings[-1]}={word}")
+            words.append(word)
+            if (valued := self._valued(word)) is not None or word.startswith("-") or option is None:
+                option = valued
+            elif option.nargs is None:  # its value given
+                option = None
+        return super().parse_known_args(words, namespace)
+
+    def _valued(self, word: str) -> argparse.Action | None:
+        """The option taking a value that ``word`` names, or a unique abbreviation of."""
+        if word in self.valued_options or not word.startswith("--") or not self.allow_abbrev:
+            return self.valued_options.get(word)
+        matches = {action for name, action in self.valued_options.items() if name.startswith(word)}
+        return matches.pop() if len(matches) == 1 else None
+
+
+def _negative_number(word: str) -> bool:
+    """Whether ``word`` is a negative number (``-1e3``, ``-inf``, ``-1_000``) argparse would read as an option."""
+    try:
+        float(word)
+    except ValueError:
+        return False
+    return word.startswith("-")
 
 
 def out_path(given: str | None, observation: Path) -> Path:
