@@ -92,20 +92,32 @@ class _InFlags(logging.Filter):
 
 
 def harness_config(args, out_dir: str):
+    """The harness's config, checked (``ConfigError``) as a launch.py job composed so holds it: a refusal's example is
+    the value this script composes, its refusal ``main``'s exit 2 (was: the schema's, in "harness run failed", exit 1).
+    """
     from hydra import compose, initialize_config_dir
+    from hydra.core.hydra_config import HydraConfig
     from omegaconf import open_dict
 
     from gensbi_sharding.harness.config import register_configs
+    from gensbi_sharding.harness.config_checks import validate
 
     register_configs()
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
-        cfg = compose(config_name="config", overrides=[
+        cfg = compose(config_name="config", return_hydra_config=True, overrides=[
             "model=flux1", "mesh=none", "data=two_moons", "data.num_simulations=10000",
             f"data.batch_size={args.batch_size}", f"train.steps={args.steps}", f"seed={args.seed}",
             f"eval.num_samples={args.num_samples}", f"eval.c2st_folds={args.folds}", "eval.plot=false",
             "devices.cpu_count=1", *args.overrides])
-    with open_dict(cfg):
-        cfg.output_dir = out_dir
+        before = HydraConfig.instance().cfg
+        HydraConfig.instance().set_config(cfg)
+        try:
+            with open_dict(cfg):
+                del cfg["hydra"]
+                cfg.output_dir = out_dir
+            validate(cfg)
+        finally:  # the run itself is no Hydra job: its folder is cfg.output_dir
+            HydraConfig.instance().cfg = before
     return cfg
 
 
@@ -218,6 +230,7 @@ def main() -> None:
             parser.error(f"harness override {override}: this script sets {key} for both sides; {instead}")
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     warnings.filterwarnings("ignore", category=UserWarning)
+    from gensbi_sharding.harness.config import ConfigError
     from gensbi_sharding.harness.override_keys import unknown_key_problem
     from gensbi_sharding.harness.override_types import override_problem
     from gensbi_sharding.harness.run import run
@@ -233,6 +246,8 @@ def main() -> None:
             cfg = harness_config(args, os.path.join(out_dir, "harness"))
         except HydraException as err:  # a mistyped override: Hydra's own message, on one line
             parser.error(f"harness overrides {' '.join(args.overrides)}: {' '.join(str(err).split())}")
+        except ConfigError as err:  # a value refused, named by this script's flag where it sets it
+            parser.error(in_flags(str(err)))
         words = _InFlags()
         logging.getLogger("gensbi_sharding").addFilter(words)
         try:

@@ -181,29 +181,42 @@ def test_gensbi_scale_table_ranks_no_sweep_that_died_part_way(monkeypatch):
 @pytest.mark.parametrize("argv, message", [
     # Were the harness's keys and fixes, which this script refuses in turn ("set eval.c2st_folds=5": "this script
     # sets eval.c2st_folds for both sides; use --folds").
-    (["--folds", "1"], "ConfigError: --folds 1 must be >= 2 (cross-validation needs two folds); pass --folds 5"),
-    (["--seed", "-1"], "ConfigError: --seed -1 must be >= 0; e.g. --seed 0"),
+    (["--folds", "1"], "--folds 1 must be >= 2 (cross-validation needs two folds); pass --folds 5"),
+    (["--seed", "-1"], "--seed -1 must be >= 0; e.g. --seed 0"),
+    # Were refused by the harness's run, "harness run failed", exit 1 (argparse's refusals exit 2), suggesting the
+    # schema's value, not the one this script's composition (data=two_moons) runs with: data.theta_transform=support.
+    (["train.val_every=-1"], "train.val_every=-1 must be >= 0 (0: off); e.g. train.val_every=250"),
+    (["data.theta_transform=bogus"], "data.theta_transform=bogus is not one of support, none; e.g. "
+                                     "data.theta_transform=none"),
 ])
-def test_gensbi_pipeline_names_its_flags_where_the_harness_refuses_their_values(monkeypatch, caplog, argv, message):
-    import logging
-
+def test_gensbi_pipeline_names_its_flags_where_the_harness_refuses_their_values(monkeypatch, capsys, argv, message):
     import gensbi_sharding.harness.run as harness_run
-    from gensbi_sharding.harness.config_checks import validate
 
     module = load("gensbi_pipeline")
-
-    def refused(cfg):  # the harness's run, as far as its config check (its devices.cpu_count=1 needs a process)
-        try:
-            validate(cfg)
-        except Exception as err:
-            error = f"{type(err).__name__}: {err}"
-        logging.getLogger("gensbi_sharding").error("%s", error)  # the harness's own line says it too
-        return {"status": "error", "error": error}
-
-    monkeypatch.setattr(harness_run, "run", refused)
+    monkeypatch.setattr(harness_run, "run", lambda cfg: pytest.fail("the comparison started"))
     monkeypatch.setattr(sys, "argv", ["gensbi_pipeline.py", "--steps", "100", *argv])
     with pytest.raises(SystemExit) as stop:
         module.main()
+    assert stop.value.code == 2 and capsys.readouterr().err.endswith(f"gensbi_pipeline.py: error: {message}\n")
+
+
+def test_gensbi_pipeline_names_its_flags_in_the_harness_runs_own_failure(monkeypatch, caplog):
+    import logging
+
+    import gensbi_sharding.harness.run as harness_run
+
+    module = load("gensbi_pipeline")
+    error = "ValueError: eval.c2st_folds=5 folds need 10 samples per class; set eval.num_samples=10"
+
+    def failed(cfg):  # a failure only the run meets: its own line says it too
+        logging.getLogger("gensbi_sharding").error("%s", error)
+        return {"status": "error", "error": error}
+
+    monkeypatch.setattr(harness_run, "run", failed)
+    monkeypatch.setattr(sys, "argv", ["gensbi_pipeline.py", "--steps", "100"])
+    with pytest.raises(SystemExit) as stop:
+        module.main()
+    message = "ValueError: --folds 5 folds need 10 samples per class; pass --num-samples 10"
     assert str(stop.value) == f"harness run failed: {message}"
     assert [r.getMessage() for r in caplog.records if r.name == "gensbi_sharding"] == [message]  # the harness's line
     assert not logging.getLogger("gensbi_sharding").filters  # taken off again
