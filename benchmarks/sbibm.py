@@ -38,7 +38,6 @@ import shlex
 import shutil
 import sys
 import time
-from argparse import SUPPRESS
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -48,13 +47,11 @@ sys.path.insert(0, str(REPO))
 # Its sibling modules, also when loaded by file (the tests); last, so that they shadow nothing.
 sys.path.append(str(REPO / "benchmarks"))
 
-from cli_args import HelpFormatter, new_parser, one_of, positive_int  # noqa: E402
-from gensbi_sharding.harness.folder_lock import write_denied  # noqa: E402 (after the path above)
-from gensbi_sharding.harness.outputs import MAKE_ROOM  # noqa: E402
+from gensbi_sharding.harness.outputs import MAKE_ROOM  # noqa: E402 (after the path above)
 from gensbi_sharding.harness.override_grammar import hydra_value  # noqa: E402
 from sbibm_checks import extra_problem, read_published  # noqa: E402
-from sbibm_method import (Method, job_method, margin_arg, method_from_args, region_arg, rounds_arg,  # noqa: E402
-                          sequential_problem)
+from sbibm_args import check_folder, sbibm_parsers  # noqa: E402
+from sbibm_method import Method, job_method, method_from_args, sequential_problem  # noqa: E402
 # OUTPUTS, row_order: sbibm.py's names before they moved, kept for its readers
 from sbibm_tables import (BUDGETS, OUTPUTS, TASKS, parse_results, read_results_file, results_text,  # noqa: E402, F401
                           row_name, row_order, write_tables)
@@ -207,38 +204,14 @@ def _published_for_table() -> tuple[dict, str]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = new_parser(__doc__.split("\n\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    r = sub.add_parser("run", help="run the missing (task, budget) jobs, resumably", formatter_class=HelpFormatter)
-    r.add_argument("--root", type=Path, required=True, default=SUPPRESS, help="folder of the jobs, <root>/<task>_<budget>")
-    r.add_argument("--tasks", nargs="+", default=list(TASKS), type=one_of(TASKS, argument="--tasks"), help="sbibm tasks")
-    r.add_argument("--budgets", nargs="+", default=list(BUDGETS), type=one_of(BUDGETS, int, argument="--budgets"), help="simulation budgets")
-    r.add_argument("--stop-grace", type=positive_int, default=300, metavar="SECONDS",
-                   help="after Ctrl-C or a signal, how long the job under way may take to stop before it is killed")
-    r.add_argument("--rounds", type=rounds_arg, default=1,
-                   help="1: one amortised posterior per (task, budget); 2 or more: sequential rounds per observation "
-                        "(benchmarks/sequential.py), the budget spent per observation, in its own folder and row")
-    r.add_argument("--region", type=region_arg, default=None,
-                   help="with --rounds >= 2: truncate later rounds to the posterior samples' widened box, or their "
-                        "Gaussian's ellipsoid (None: box)")
-    r.add_argument("--margin", type=margin_arg, default=None,
-                   help="with --rounds >= 2: box widening, times its range, per side; ellipsoid: radius times "
-                        "1 + margin (None: 0.5)")
-    r.add_argument("extra", nargs="*", default=[], help="overrides for every job, after --")
-    t = sub.add_parser("table", help="table and plot from job folders, or from a sbibm_results.csv",
-                       formatter_class=HelpFormatter)
-    t.add_argument("folders", nargs="*", type=Path, help="--root folders of run (or --from-results)")
-    t.add_argument("--from-results", type=Path, default=None, metavar="CSV",
-                   help="rebuild from the rows of a sbibm_results.csv, not job folders (None: from the folders)")
-    t.add_argument("--out", type=Path, default=None,
-                   help="where the table and plot go (None: the first folder, or the --from-results csv's)")
+    parser, r, t = sbibm_parsers(__doc__.split("\n\n")[0])
     given = sys.argv[1:] if argv is None else argv
     if given[:1] == ["plot"]:  # argparse's "invalid choice" did not say where the plot comes from
         parser.error("there is no plot command: table writes the plot (sbibm.png) beside the table, e.g. "
                      f"sbibm.py table {' '.join(given[1:]) or '<folders>'}")
     args = parser.parse_args(argv)
     if args.command == "run":
-        _check_folder(args.root, "--root", may_be_missing=True)
+        check_folder(args.root, "--root", may_be_missing=True)
         method, problem = method_from_args(args.rounds, args.region, args.margin)
         # every job would fail the same way, or run other settings than its folder says
         problem = problem or extra_problem(args.extra, args.tasks, args.budgets) \
@@ -289,31 +262,14 @@ def main(argv: list[str] | None = None) -> None:
             t.error(f"pass job folders ({' '.join(map(str, args.folders))}) or --from-results {args.from_results}, "
                     "not both" if args.folders else "pass the job folders, or --from-results <sbibm_results.csv>")
         out = args.out if args.out is not None else args.from_results.parent
-        _check_folder(out, "--out", may_be_missing=True)
+        check_folder(out, "--out", may_be_missing=True)
         print(table_from_results(args.from_results, out), end="")
     else:
         for folder in args.folders:
-            _check_folder(folder, "a folder argument")
+            check_folder(folder, "a folder argument")
         if args.out is not None:
-            _check_folder(args.out, "--out", may_be_missing=True)
+            check_folder(args.out, "--out", may_be_missing=True)
         print(table(args.folders, args.out or args.folders[0]), end="")
-
-
-def _check_folder(path: Path, what: str, may_be_missing: bool = False) -> None:
-    """``SystemExit`` naming ``path`` when it is a file, lies under one, cannot be written (a folder to be
-    made or written, ``may_be_missing``), or is missing where a folder must exist."""
-    if path.is_file():
-        raise SystemExit(f"{what} {path} is a file, not a folder" if what.startswith("--")
-                         else f"{path} is a file, not a folder: pass the multirun or --root folder holding the jobs")
-    if not may_be_missing:
-        if not path.is_dir():
-            raise SystemExit(f"{path} does not exist: pass the multirun or --root folder holding the jobs")
-        return
-    nearest = next(p for p in (path.absolute(), *path.absolute().parents) if p.exists())  # "/" always exists
-    if not nearest.is_dir():  # mkdir would stop with NotADirectoryError's traceback
-        raise SystemExit(f"{what} {path} lies under {nearest}, a file, not a folder; pass another {what}")
-    if refusal := write_denied(nearest):
-        raise SystemExit(f"{what} {path}: {refusal}; pass another {what}, in a folder you can write to")
 
 
 if __name__ == "__main__":

@@ -43,7 +43,9 @@ def readme_counts() -> dict[str, int]:
 
 
 def test_every_module_within_the_line_cap():
-    long = {str(p.relative_to(ROOT)): n for p in sorted(PACKAGE.rglob("*.py"))
+    # The benchmark scripts and the entry points are the harness's too (was: the package alone: sbibm.py grew to 320)
+    scripts = [*sorted((ROOT / "benchmarks").glob("*.py")), ROOT / "launch.py", ROOT / "sample.py"]
+    long = {str(p.relative_to(ROOT)): n for p in [*sorted(PACKAGE.rglob("*.py")), *scripts]
             if (n := len(p.read_text().splitlines())) > MAX_LINES}
     assert long == {}, f"modules over {MAX_LINES} lines (the README promises none): {long}"
 

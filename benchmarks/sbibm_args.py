@@ -1,0 +1,61 @@
+"""``benchmarks/sbibm.py``'s command line: its ``run`` and ``table`` commands' arguments, and the check of a folder
+argument (``--root``, ``--out``, a job folder) before anything is written."""
+
+from __future__ import annotations
+
+import argparse
+from argparse import SUPPRESS
+from pathlib import Path
+
+from cli_args import HelpFormatter, new_parser, one_of, positive_int
+from gensbi_sharding.harness.folder_lock import write_denied
+from sbibm_method import margin_arg, region_arg, rounds_arg
+from sbibm_tables import BUDGETS, TASKS
+
+
+def sbibm_parsers(description: str) -> tuple[argparse.ArgumentParser, argparse.ArgumentParser,
+                                             argparse.ArgumentParser]:
+    """sbibm.py's parser and those of its ``run`` and ``table`` commands (their errors name the command)."""
+    parser = new_parser(description)
+    sub = parser.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="run the missing (task, budget) jobs, resumably", formatter_class=HelpFormatter)
+    r.add_argument("--root", type=Path, required=True, default=SUPPRESS, help="folder of the jobs, <root>/<task>_<budget>")
+    r.add_argument("--tasks", nargs="+", default=list(TASKS), type=one_of(TASKS, argument="--tasks"), help="sbibm tasks")
+    r.add_argument("--budgets", nargs="+", default=list(BUDGETS), type=one_of(BUDGETS, int, argument="--budgets"), help="simulation budgets")
+    r.add_argument("--stop-grace", type=positive_int, default=300, metavar="SECONDS",
+                   help="after Ctrl-C or a signal, how long the job under way may take to stop before it is killed")
+    r.add_argument("--rounds", type=rounds_arg, default=1,
+                   help="1: one amortised posterior per (task, budget); 2 or more: sequential rounds per observation "
+                        "(benchmarks/sequential.py), the budget spent per observation, in its own folder and row")
+    r.add_argument("--region", type=region_arg, default=None,
+                   help="with --rounds >= 2: truncate later rounds to the posterior samples' widened box, or their "
+                        "Gaussian's ellipsoid (None: box)")
+    r.add_argument("--margin", type=margin_arg, default=None,
+                   help="with --rounds >= 2: box widening, times its range, per side; ellipsoid: radius times "
+                        "1 + margin (None: 0.5)")
+    r.add_argument("extra", nargs="*", default=[], help="overrides for every job, after --")
+    t = sub.add_parser("table", help="table and plot from job folders, or from a sbibm_results.csv",
+                       formatter_class=HelpFormatter)
+    t.add_argument("folders", nargs="*", type=Path, help="--root folders of run (or --from-results)")
+    t.add_argument("--from-results", type=Path, default=None, metavar="CSV",
+                   help="rebuild from the rows of a sbibm_results.csv, not job folders (None: from the folders)")
+    t.add_argument("--out", type=Path, default=None,
+                   help="where the table and plot go (None: the first folder, or the --from-results csv's)")
+    return parser, r, t
+
+
+def check_folder(path: Path, what: str, may_be_missing: bool = False) -> None:
+    """``SystemExit`` naming ``path`` when it is a file, lies under one, cannot be written (a folder to be
+    made or written, ``may_be_missing``), or is missing where a folder must exist."""
+    if path.is_file():
+        raise SystemExit(f"{what} {path} is a file, not a folder" if what.startswith("--")
+                         else f"{path} is a file, not a folder: pass the multirun or --root folder holding the jobs")
+    if not may_be_missing:
+        if not path.is_dir():
+            raise SystemExit(f"{path} does not exist: pass the multirun or --root folder holding the jobs")
+        return
+    nearest = next(p for p in (path.absolute(), *path.absolute().parents) if p.exists())  # "/" always exists
+    if not nearest.is_dir():  # mkdir would stop with NotADirectoryError's traceback
+        raise SystemExit(f"{what} {path} lies under {nearest}, a file, not a folder; pass another {what}")
+    if refusal := write_denied(nearest):
+        raise SystemExit(f"{what} {path}: {refusal}; pass another {what}, in a folder you can write to")
