@@ -92,3 +92,40 @@ def test_a_negative_number_to_an_option_reaches_the_options_own_check(tmp_path, 
     with pytest.raises(SystemExit):
         main(["r", "x.npy", "--seed=-1e3", "--out", "-5"])
     assert "argument --seed: '-1e3' is a whole number" in capsys.readouterr().err
+
+
+def test_a_requeued_continuation_continued_once_by_auto_still_resumes_its_own_checkpoint(tmp_path, monkeypatch,
+                                                                                       caplog):
+    # Was: `python launch.py train.resume=a hydra.run.dir=b`, preempted after b's own save, continued once by hand
+    # with train.resume=auto (which saved b's newest checkpoint), then preempted and requeued with the original
+    # command: refused, "rerun with train.resume=auto", as if b continued another run; the requeued job ended in error.
+    import shutil
+
+    import pytest
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.checkpoint import committed_steps
+    from gensbi_sharding.harness import outputs, run_folder
+    from gensbi_sharding.harness.resume import resume_point
+
+    monkeypatch.chdir(tmp_path)  # the launch folder, which a relative train.resume is read against
+    out = tmp_path / "b"
+    _save_step(tmp_path / "a", 10)
+    _save_step(out, 30, resume="a")  # the original command's own save
+    _save_step(out, 40, resume="auto")  # the attempt continued by hand
+    outputs.write_json(out / "metrics.json", {"status": "preempted", "stopped_at_step": 40})
+    assert run_folder.ensure_fresh(out, resume="a")["status"] == "preempted"
+    with caplog.at_level("INFO", logger="gensbi_sharding"):
+        assert resume_point(OmegaConf.create({"train": {"resume": "a"}}), out) == (out / "checkpoints" / "40").resolve()
+    assert f"{out} already holds its own checkpoint (step 40) of this continuation" in caplog.text
+    # Another lineage under the auto save: refused as before, naming the override that continues it here.
+    _save_step(tmp_path / "a2", 5)
+    with pytest.raises(FileExistsError, match="rerun with train.resume=auto to continue it in this folder"):
+        run_folder.ensure_fresh(out, resume="a2")
+    # Every checkpoint kept saved by auto (the original's deleted, train.keep): which run b continues is not known,
+    # so the requeue is refused, naming the one override that continues it.
+    _save_step(out, 50, resume="auto")
+    shutil.rmtree(out / "checkpoints" / "30", ignore_errors=True)  # the writer keeps two: gone already
+    assert committed_steps(out / "checkpoints") == [40, 50]
+    with pytest.raises(FileExistsError, match="rerun with train.resume=auto to continue it in this folder"):
+        run_folder.ensure_fresh(out, resume="a")

@@ -70,8 +70,10 @@ def requeued_step(run_dir: Any, resume: Any) -> int | None:
     """The step of ``run_dir``'s own newest complete checkpoint where the attempt that saved it continued the run
     ``resume`` names (its saved ``train.resume``, both read against the launch folder): the same command requeued
     after its first save (SLURM, submitit), which continues that checkpoint, not the run's. Was: refused, "rerun with
-    train.resume=auto", the requeued job ended in error. None otherwise: ``resume`` auto or none, no checkpoint of its
-    own, or one saved continuing another run (or none).
+    train.resume=auto", the requeued job ended in error. A checkpoint saved by a ``train.resume=auto`` attempt (one
+    continued by hand in between) continued the folder's own older one: its lineage is that one's, read from the
+    older checkpoints kept (was: refused as another lineage). None otherwise: ``resume`` auto or none, no checkpoint
+    of its own, or one saved continuing another run, none, or (every checkpoint kept saved by ``auto``) unknown.
 
     Parameters
     ----------
@@ -84,23 +86,25 @@ def requeued_step(run_dir: Any, resume: Any) -> int | None:
     -------
     int or None
     """
-    import orbax.checkpoint as ocp
-
     from gensbi_sharding.checkpoint import CHECKPOINT_SUBDIR, committed_steps
 
     steps = committed_steps(Path(run_dir) / CHECKPOINT_SUBDIR)
     if not steps or resume in (None, "", "auto"):
         return None
-    # Its config item's own handler, not checkpoint.saved_config: an Orbax Checkpointer starts JAX's backend, and
-    # this runs before the run sets its device count (was: "devices.cpu_count=8 was asked for, but JAX's backend
-    # already started"). ``config``: the item the writer saves the config in (``checkpoint_steps.ITEMS``).
-    item = Path(run_dir) / CHECKPOINT_SUBDIR / str(steps[-1]) / "config"
+    saved = next((s for s in map(lambda step: saved_resume(run_dir, step), reversed(steps)) if s != "auto"), None)
+    read = lambda value: (launch_dir() / Path(str(value)).expanduser()).resolve()  # noqa: E731
+    return steps[-1] if saved not in (None, "") and read(saved) == read(resume) else None
+
+
+def saved_resume(run_dir: Any, step: int) -> Any:
+    """The ``train.resume`` saved with ``run_dir``'s checkpoint ``step``; None where unreadable or none saved.
+    (``saved_config`` leaves JAX's backend unstarted: this runs before the run sets its device count.)"""
+    from gensbi_sharding.checkpoint import CHECKPOINT_SUBDIR, saved_config
+
     try:
-        saved = (ocp.JsonCheckpointHandler().restore(item, ocp.args.JsonRestore()).get("train") or {}).get("resume")
+        return (saved_config(Path(run_dir) / CHECKPOINT_SUBDIR / str(step)).get("train") or {}).get("resume")
     except (OSError, ValueError, AttributeError):  # unreadable, or no config saved: not known to be this one's
         return None
-    read = lambda value: (launch_dir() / Path(str(value)).expanduser()).resolve()  # noqa: E731
-    return steps[-1] if saved not in (None, "", "auto") and read(saved) == read(resume) else None
 
 
 def resume_override(overrides: Sequence[str], run_dir: Any) -> str:
