@@ -846,9 +846,13 @@ def test_local_processes_killed_from_outside_name_their_last_checkpoint_and_the_
     assert metrics["error"].endswith(
         f"process 0 died (killed by SIGABRT); its last checkpoint is step 300 ({out / 'checkpoints' / '300'}): "
         f"continue with: python launch.py distributed=local train.steps=2000 train.resume=auto hydra.run.dir={out}")
-    # Nothing saved: nothing to continue from, so no such command.
+    # Nothing saved: nothing to continue from, so no such command; the one that runs it again, as a one-process run
+    # that failed before its first save names it (was: none, though it was killed from outside, not by its settings).
     shutil.rmtree(out / "checkpoints")
-    assert "continue with" not in local_cluster.run_local_processes(cfg, out)["error"]
+    error = local_cluster.run_local_processes(cfg, out)["error"]
+    assert "continue with" not in error and error.endswith(
+        "process 0 died (killed by SIGABRT); it saved no checkpoint: run it again with: python launch.py "
+        f"distributed=local train.steps=2000 train.resume=auto hydra.run.dir={out}")
     # The job's record, as run() writes it: was only status, error and exit codes (no config: process 0
     # wrote no metrics.json, and the parent's own record was replaced by the processes' outcome).
     from gensbi_sharding.harness.run import run

@@ -199,7 +199,7 @@ def run_local_processes(cfg: DictConfig, out: Path, watch: Any = None) -> dict[s
             metrics.update(status="error", error=refusal)
             return metrics
         metrics.update(status="error", first_failed_process=first_dead, error=_failure(codes, first_dead, lag, cfg, out)
-                       + (f"; process 0 reported: {reported}" if reported else continue_hint(out))
+                       + (f"; process 0 reported: {reported}" if reported else continue_hint(out, again=True))
                        + "".join(f"; process {rank} refused: {text}" for rank, text in found.items() if rank))
     return metrics
 
