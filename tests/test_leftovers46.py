@@ -129,3 +129,61 @@ def test_a_requeued_continuation_continued_once_by_auto_still_resumes_its_own_ch
     assert committed_steps(out / "checkpoints") == [40, 50]
     with pytest.raises(FileExistsError, match="rerun with train.resume=auto to continue it in this folder"):
         run_folder.ensure_fresh(out, resume="a")
+
+
+_HOLD_LOCK = """
+import sys, time
+from gensbi_sharding.harness.folder_lock import FolderLock
+lock = FolderLock(sys.argv[1])
+lock.acquire()
+print("locked", flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_folder_refusal_of_a_run_started_from_python_names_the_settings_it_sets(tmp_path, monkeypatch):
+    # Was: run(cfg) from Python into a folder holding a run was told "choose another hydra.run.dir", "rerun with
+    # train.resume=auto", "the same command plus train.resume=auto ... hydra.run.dir=<new folder>": launch.py's
+    # overrides, which no Python call takes (its continue hint already said cfg.output_dir in open_dict, round 45).
+    import pytest
+    from faults_helpers import compose_tiny
+    from hydra.conf import HydraConf
+    from hydra.core.hydra_config import HydraConfig
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness import outputs, run_folder
+    from gensbi_sharding.harness.folder_lock import FolderInUseError
+    from gensbi_sharding.harness.run import run
+
+    done, stopped, killed, used = (tmp_path / name for name in ("done", "stopped", "killed", "used"))
+    outputs.write_json(done / "metrics.json", {"status": "ok", "final_step": 8})
+    outputs.write_json(stopped / "metrics.json", {"status": "preempted", "stopped_at_step": 3})
+    (killed / "checkpoints" / "5").mkdir(parents=True)
+    python = "; set cfg.output_dir in omegaconf.open_dict(cfg)"
+    for out, said in [
+        (done, "which are never overwritten; choose another cfg.output_dir" + python),
+        (stopped, "rerun with cfg.train.resume='auto' to continue it in this folder, or choose another cfg.output_dir"
+                  + python),
+        (killed, f"continue it here by the same call with cfg.train.resume='auto', or in a new folder with "
+                 f"cfg.train.resume={str(killed)!r} and cfg.output_dir='<new folder>'" + python),
+    ]:
+        metrics = run(compose_tiny(output_dir=out))
+        assert metrics["status"] == "error" and metrics["error"].endswith(said), metrics["error"]
+        assert "hydra" not in metrics["error"]
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD_LOCK, str(used)], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": str(REPO)})  # another run writing there
+    try:
+        assert holder.stdout.readline() == "locked\n"
+        with pytest.raises(FolderInUseError, match=r"wait for it to end, or choose another cfg\.output_dir; set "):
+            run_folder.RunFolder(used, compose_tiny()).claim()
+    finally:
+        holder.kill()
+        holder.wait()
+    # Under launch.py (a Hydra job) the overrides it takes, as before.
+    hydra = OmegaConf.create({"hydra": OmegaConf.structured(HydraConf)})
+    hydra.hydra.runtime.output_dir, hydra.hydra.overrides.task = str(stopped), []
+    monkeypatch.setattr(HydraConfig.instance(), "cfg", None)
+    HydraConfig.instance().set_config(hydra)
+    with pytest.raises(FileExistsError, match="rerun with train.resume=auto to continue it in this folder, or choose "
+                                              "another hydra.run.dir$"):
+        run_folder.RunFolder(stopped, compose_tiny()).claim()

@@ -864,11 +864,12 @@ def test_a_completed_run_names_the_command_that_trains_it_further(tmp_path, refe
     assert json.loads((out / "metrics.json").read_text())["status"] == "ok"
     refused = run_tiny(out, "train.resume=auto", "train.steps=16")
     assert refused["status"] == "error"
-    found = re.search(r"never overwritten; choose another hydra.run.dir \(or hydra.sweep.dir\); to train it further "
-                      r"from its final checkpoint \(step 8\) into a new folder: the same command with (.*)$",
-                      refused["error"])
+    # run(cfg) from Python: in the settings it sets (round 46; was launch.py's overrides, hydra.run.dir)
+    found = re.search(r"never overwritten; choose another cfg.output_dir; to train it further from its final "
+                      r"checkpoint \(step 8\) into a new folder: the same call with (.*); set cfg.output_dir in "
+                      r"omegaconf.open_dict\(cfg\)$", refused["error"])
     assert found, refused["error"]
-    assert found.group(1) == f"train.steps=16 train.resume={out} hydra.run.dir={out}-steps16"
+    assert found.group(1) == f"cfg.train.steps=16 and cfg.train.resume='{out}' and cfg.output_dir='{out}-steps16'"
     # The hint, followed (these overrides, from a copy of this completed run), and the run it makes: checked on
     # trained_further's launch of it (test_the_printed_command_trains_a_completed_run_further), not run again here.
 

@@ -23,8 +23,10 @@ from gensbi_sharding.harness.folder_lock import FolderInUseError, FolderLock, fo
 from gensbi_sharding.harness.launch_record import keep_record, settle_record, step_folder_names
 from gensbi_sharding.harness.outputs import read_metrics, read_record, write_record
 from gensbi_sharding.harness.preflight import folder_check_crashed
+from gensbi_sharding.harness.python_words import in_python_words
 from gensbi_sharding.harness.resume_command import (auto_problem, folder_resume, holds_checkpoint, named_resume,
                                                     requeued_step)
+from gensbi_sharding.harness.stop_record import stopped_at_step  # noqa: F401 (its name here before it moved)
 from gensbi_sharding.harness.sweep_hints import (config_flags, hydra_job_overrides, moved_jobs_problem, search_path_of,
                                                  shared_folder_problem, train_further_hint, unfinished_jobs_hint)
 from gensbi_sharding.harness.sweep_plan import command_overrides, every_job, job_folders
@@ -51,12 +53,6 @@ def output_dir(cfg: DictConfig) -> Path:
     if HydraConfig.initialized():
         return Path(HydraConfig.get().runtime.output_dir).absolute()
     return Path(cfg.get("output_dir") or "outputs/run").absolute()
-
-
-def stopped_at_step(metrics: dict[str, Any]) -> int | None:
-    """The step a preempted or Ctrl-C'd attempt stopped (and saved) at: ``stopped_at_step``, or in a folder of an
-    earlier version ``preempted_at_step``, which it wrote for a Ctrl-C too (its ``status`` said "interrupted")."""
-    return metrics.get("stopped_at_step", metrics.get("preempted_at_step"))
 
 
 def ensure_fresh(out_dir: Path, *, resume_auto: bool = False, resume_from: bool = False,
@@ -131,19 +127,21 @@ class RunFolder:
         self.claimed, self.previous, self._lock, self.steps = False, None, None, cfg.train.steps
 
     def claim(self) -> None:
-        """Lock the folder and check it is fresh (or resumable); raises as those do (``ConfigError`` first)."""
-        if self.dry_run_problem:  # before the folder is touched: it may hold the run to resume
-            raise ConfigError(self.dry_run_problem)
-        if problem := folder_problem(self.out, sweep=False):
-            raise ConfigError(problem)
-        (lock := FolderLock(self.out)).acquire()
-        try:
-            overrides, multirun = hydra_job_overrides()
-            self.previous = ensure_fresh(self.out, resume=self.resume, dry_run=self.dry_run, steps=self.steps,
-                                         overrides=overrides, multirun=multirun)
-        except BaseException:
-            lock.release()
-            raise
+        """Lock the folder and check it is fresh (or resumable); raises as those do (``ConfigError`` first), from
+        Python in the settings a Python caller sets (``python_words``)."""
+        with in_python_words():
+            if self.dry_run_problem:  # before the folder is touched: it may hold the run to resume
+                raise ConfigError(self.dry_run_problem)
+            if problem := folder_problem(self.out, sweep=False):
+                raise ConfigError(problem)
+            (lock := FolderLock(self.out)).acquire()
+            try:
+                overrides, multirun = hydra_job_overrides()
+                self.previous = ensure_fresh(self.out, resume=self.resume, dry_run=self.dry_run, steps=self.steps,
+                                             overrides=overrides, multirun=multirun)
+            except BaseException:
+                lock.release()
+                raise
         self._lock, self.claimed = lock, True
         if self.previous and (self.out / "error.txt").exists():  # keep the earlier attempt's traceback
             attempt = len(self.previous.get("previous_attempts", [])) + 1

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["record_interrupt", "record_resume_point", "failure_resume_hint", "failure_error",
-           "output_refused_error", "at_once_error"]
+           "output_refused_error", "at_once_error", "stopped_at_step"]
 
 log = logging.getLogger("gensbi_sharding")
 
@@ -187,3 +187,9 @@ def _saved_checkpoint(out: Path, before: list[int], err: BaseException) -> Path 
     if not steps or steps[-1] in before or isinstance(err, FloatingPointError):
         return None
     return Path(out) / "checkpoints" / str(steps[-1])
+
+
+def stopped_at_step(metrics: dict[str, Any]) -> int | None:
+    """The step a preempted or Ctrl-C'd attempt stopped (and saved) at: ``stopped_at_step``, or in a folder of an
+    earlier version ``preempted_at_step``, which it wrote for a Ctrl-C too (its ``status`` said "interrupted")."""
+    return metrics.get("stopped_at_step", metrics.get("preempted_at_step"))
