@@ -91,7 +91,7 @@ def requeued_step(run_dir: Any, resume: Any) -> int | None:
     steps = committed_steps(Path(run_dir) / CHECKPOINT_SUBDIR)
     if not steps or resume in (None, "", "auto"):
         return None
-    saved = next((s for s in map(lambda step: saved_resume(run_dir, step), reversed(steps)) if s != "auto"), None)
+    saved = next((s for s in (saved_resume(run_dir, step) for step in reversed(steps)) if s != "auto"), None)
     read = lambda value: (launch_dir() / Path(str(value)).expanduser()).resolve()  # noqa: E731
     return steps[-1] if saved not in (None, "") and read(saved) == read(resume) else None
 

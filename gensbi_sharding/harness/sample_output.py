@@ -92,7 +92,7 @@ class NumberParser(argparse.ArgumentParser):
 
     def _valued(self, word: str) -> argparse.Action | None:
         """The option taking a value that ``word`` names, or a unique abbreviation of."""
-        if word in self.valued_options or not word.startswith("--") or not self.allow_abbrev:
+        if word in self.valued_options or not word.startswith("--") or word == "--" or not self.allow_abbrev:
             return self.valued_options.get(word)
         matches = {action for name, action in self.valued_options.items() if name.startswith(word)}
         return matches.pop() if len(matches) == 1 else None
