@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
@@ -56,8 +56,9 @@ class SimulationData:
     dropped_non_finite : int
         Simulations dropped because theta or x held NaN or inf (or the transforms sent
         them to infinity), over all processes; they count against the budget, as in sbibm.
-    val_pairs : int
-        Held-out pairs, over all processes.
+    val_pairs : int or None
+        Held-out pairs, over all processes; None (a data set of your own that leaves it out): this
+        process's ``len(theta_val)``.
     """
 
     name: str
@@ -74,7 +75,12 @@ class SimulationData:
     theta_bijection: Any = None
     x_transform: str = "none"
     dropped_non_finite: int = 0
-    val_pairs: int = 0
+    val_pairs: Optional[int] = None
+
+    def __post_init__(self) -> None:
+        # Was 0 when left out: the console read "val loss ... over 0 pairs" for held-out pairs it had just used.
+        if self.val_pairs is None:
+            object.__setattr__(self, "val_pairs", len(self.theta_val))
 
     @property
     def dim_theta(self) -> int:
