@@ -189,3 +189,20 @@ def test_gensbi_models_md_model_of_ones_own_needs_only_the_steps_it_lists(tmp_pa
     finally:
         del config.TinyConfig
         ConfigStore.instance().repo.pop("tiny_schema.yaml", None)
+
+
+def test_gensbi_models_md_names_every_keyword_a_data_set_factory_is_called_with():
+    # Typed, following the page's data set of one's own: a factory of the keywords the page named. Was: the page named
+    # none, so the factory's signature came from reading pipeline.py; a keyword added there and not here would
+    # leave every such factory failing on the unexpected argument.
+    import ast
+
+    text = " ".join((REPO / "docs" / "gensbi_models.md").read_text().split())
+    listed = re.search(r"The factory is called with the keywords (.*?) \(", text)
+    assert listed, "gensbi_models.md no longer lists the data set factory's keywords"
+    named = set(re.findall(r"`(\w+)`", listed[1]))
+    tree = ast.parse((REPO / "gensbi_sharding" / "harness" / "pipeline.py").read_text())
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)
+             and isinstance(node.func, ast.Name) and node.func.id == "factory"]
+    assert len(calls) == 1
+    assert named == {k.arg for k in calls[0].keywords}
