@@ -39,3 +39,36 @@ def test_a_data_set_of_ones_own_counts_its_held_out_pairs(monkeypatch):
     two_shards = build_pipeline(cfg, seed=0, mesh=None, shards=2)  # emulated shards: summed over both
     assert two_shards.val_pairs == 2 * 51
     assert sum(w.sum() for w in (b["weight"] for b in two_shards.val_batches)) == 102  # the pairs validated
+
+
+def test_a_data_set_of_ones_own_has_a_dry_run(devices, monkeypatch):
+    # Typed: python launch.py dry_run=true data=mygauss (the factory above registered, conf/data/mygauss.yaml).
+    # Was: "[ERROR] ValueError: unknown sbibm task 'mygauss'; registered here: two_moons, ..." at [2/7], for a data
+    # set the registry knew: the dry run read its dimensions from sbibm's tasks only.
+    from faults_helpers import compose_tiny
+
+    import gensbi_sharding as gs
+    from gensbi_sharding.harness import registry
+    from gensbi_sharding.harness.dry_run import dry_run_metrics
+    from gensbi_sharding.harness.rule_config import rule_table
+
+    registry.data_names()
+    monkeypatch.setitem(registry._DATA, "mygauss", _my_simulator)
+    cfg = compose_tiny("data.name=mygauss", "data.theta_transform=none", "eval.enabled=false", "dry_run=true")
+    rule_name, table = rule_table(cfg.rule)
+    metrics = dry_run_metrics(cfg, gs.make_mesh(devices, model_axis=2), rule_name, table)
+    state = metrics["dry_run"]["state"]
+    assert state["param_count"] == sum(int(np.prod(s)) for s in _mlp_shapes(cfg, dim_theta=2, dim_x=2))
+    assert metrics["step_memory_bytes_per_device"] > 0
+
+
+def _mlp_shapes(cfg, *, dim_theta, dim_x):
+    """The shapes of the harness's mlp's parameters for a task of these dimensions, built by its factory."""
+    import jax
+    from flax import nnx
+
+    from gensbi_sharding.harness.registry import get_model
+
+    settings = {k: v for k, v in cfg.model.items() if k not in ("name", "init", "dtype", "param_dtype")}
+    model = get_model("mlp")(dim_theta=dim_theta, dim_x=dim_x, rngs=nnx.Rngs(0), partition_axis=None, **settings)
+    return [leaf.shape for leaf in jax.tree.leaves(nnx.state(model, nnx.Param))]

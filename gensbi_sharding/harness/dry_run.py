@@ -95,6 +95,17 @@ def _log(report: dict[str, Any]) -> None:
     log.info("\n%s", "\n".join(lines))
 
 
+def _own_data_dims(cfg: DictConfig) -> tuple[int, int]:
+    """``(dim_theta, dim_x)`` of a registered data set that is no sbibm task: its factory run on 10 simulations."""
+    from gensbi_sharding.harness.registry import get_data
+
+    d = cfg.data
+    sims = get_data(d.name)(num_simulations=10, val_fraction=d.val_fraction, seed=cfg.seed,
+                            num_observation=d.num_observation, theta_transform=d.theta_transform,
+                            x_transform=d.x_transform, process_index=0, process_count=1)
+    return sims.dim_theta, sims.dim_x
+
+
 def dry_run_metrics(cfg: DictConfig, mesh: Any, rule_name: str, table: dict) -> dict[str, Any]:
     """The ``dry_run=true`` step of a run: compile the step for the mesh and rule; report memory and collectives.
 
@@ -107,7 +118,7 @@ def dry_run_metrics(cfg: DictConfig, mesh: Any, rule_name: str, table: dict) -> 
         ``compile_s``, ``step_memory_bytes_per_device``, ``collective_bytes_per_step``.
     """
     from gensbi_sharding.harness.data import task_dims
-    from gensbi_sharding.harness.tasks import TASK_DIMS
+    from gensbi_sharding.harness.tasks import TASK_DIMS, TASKS
     from gensbi_sharding.harness.registry import get_data, get_model
     from gensbi_sharding.harness.run_report import idle_model_axis_hint, splits_nothing_hint
     from gensbi_sharding.harness.state import activation_axes_read, partition_axis_for
@@ -120,7 +131,10 @@ def dry_run_metrics(cfg: DictConfig, mesh: Any, rule_name: str, table: dict) -> 
 
         check_batch_config(cfg.data, mesh, shards=cfg.data.shards or jax.process_count(),
                            per_process=cfg.data.shards is None, processes=jax.process_count(), mesh_cfg=cfg.mesh)
-    dim_theta, dim_x = TASK_DIMS.get(cfg.data.name) or task_dims(cfg.data.name)  # a dry run imports no sbibm_jax
+    if cfg.data.name in TASKS:
+        dim_theta, dim_x = TASK_DIMS.get(cfg.data.name) or task_dims(cfg.data.name)  # a dry run imports no sbibm_jax
+    else:  # a data set of one's own: its dimensions are what its factory returns
+        dim_theta, dim_x = _own_data_dims(cfg)
     log.info("[dry run] compile one train step: %s on %s, rule %r", cfg.model.name,
              dict(mesh.shape) if mesh is not None else "no mesh", rule_name)
     # As a training run's placement block says it: else tensor on (8, 1) reads as a choice of its own,
