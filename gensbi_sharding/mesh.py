@@ -92,13 +92,32 @@ def resolve_mesh(spec: Any) -> Mesh | None:
     if isinstance(spec, Mapping):
         unknown = [k for k in spec if k not in _MESH_SPEC_KEYS]
         if unknown:
-            raise ValueError(f"unknown mesh spec key {unknown[0]!r}; accepted keys: {_MESH_SPEC_KEYS}")
+            raise ValueError(f"unknown mesh spec key {unknown[0]!r}; accepted keys: {_MESH_SPEC_KEYS}"
+                             + _axis_sizes_hint(spec, unknown))
         kwargs = dict(spec)
         if kwargs.get("devices") is not None:
             kwargs["devices"] = _devices_from_ids(kwargs["devices"])
         return make_mesh(**kwargs)
     raise ValueError(f"invalid mesh spec {spec!r}; accepted forms: None (no mesh), a jax.sharding.Mesh, "
                      f"'auto' (all devices, model_axis=1), or a mapping with keys {_MESH_SPEC_KEYS}")
+
+
+def _axis_sizes_hint(spec: Mapping, unknown: list) -> str:
+    """The spec that builds a mesh given as its axes' sizes (``{'data': 2, 'model': 4}``, as ``Mesh.shape`` reads),
+    which only ``model_axis`` (and ``devices``) express; "" for other keys or sizes."""
+    if not set(unknown) <= {"data", MODEL_AXIS} or not all(is_int(spec[k]) and spec[k] > 0 for k in unknown):
+        return ""
+    given = list(spec["devices"]) if spec.get("devices") is not None else None
+    count = len(_devices_from_ids(given)) if given is not None else jax.device_count()
+    model = spec.get(MODEL_AXIS, spec.get("model_axis"))
+    data = spec.get("data", count // model if model and count % model == 0 else None)
+    if model is None:
+        model = count // data if count % data == 0 else None
+    if model is None or data is None or data * model > count:
+        return f" (the axes' sizes are not keys: a mesh spec gives model_axis, the data axis taking the rest of the {count} devices)"
+    fix = ({"model_axis": model} if data * model == count and given is None
+           else {"devices": (given or list(range(count)))[:data * model], "model_axis": model})
+    return f"; the axes' sizes are not keys: for data={data} x model={model} write {fix}"
 
 
 @contextlib.contextmanager

@@ -72,3 +72,29 @@ def _mlp_shapes(cfg, *, dim_theta, dim_x):
     settings = {k: v for k, v in cfg.model.items() if k not in ("name", "init", "dtype", "param_dtype")}
     model = get_model("mlp")(dim_theta=dim_theta, dim_x=dim_x, rngs=nnx.Rngs(0), partition_axis=None, **settings)
     return [leaf.shape for leaf in jax.tree.leaves(nnx.state(model, nnx.Param))]
+
+
+def test_a_mesh_given_by_its_axes_sizes_is_refused_naming_the_spec_that_builds_it(devices):
+    # Typed, a JAX user's mesh as Mesh.shape reads: gs.resolve_mesh({"data": 2, "model": 4}). Was only "unknown mesh
+    # spec key 'data'; accepted keys: ('devices', 'model_axis')", leaving the user to work out model_axis (and which
+    # devices give a (2, 2) mesh on 8).
+    import ast
+
+    import pytest
+
+    import gensbi_sharding as gs
+
+    for spec, shape in [({"data": 2, "model": 4}, (2, 4)), ({"data": 2, "model": 2}, (2, 2)), ({"data": 4}, (4, 2)),
+                        ({"model": 8}, (1, 8)), ({"data": 2, "model": 2, "devices": [4, 5, 6, 7]}, (2, 2))]:
+        with pytest.raises(ValueError, match="unknown mesh spec key") as err:
+            gs.resolve_mesh(spec)
+        assert " write " in str(err.value), str(err.value)
+        fix = ast.literal_eval(str(err.value).partition(" write ")[2])
+        mesh = gs.resolve_mesh(fix)
+        assert (mesh.shape["data"], mesh.shape["model"]) == shape, (spec, fix)
+        if "devices" in spec:
+            assert [d.id for d in mesh.devices.flat] == spec["devices"]
+    with pytest.raises(ValueError) as err:  # no mesh of these sizes on 8 devices: the rule, no spec to copy
+        gs.resolve_mesh({"data": 4, "model": 4})
+    assert str(err.value).endswith("(the axes' sizes are not keys: a mesh spec gives model_axis, the data axis "
+                                   "taking the rest of the 8 devices)")
