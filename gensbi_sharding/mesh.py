@@ -114,7 +114,8 @@ def _axis_sizes_hint(spec: Mapping, unknown: list) -> str:
     if model is None:
         model = count // data if count % data == 0 else None
     if model is None or data is None or data * model > count:
-        return f" (the axes' sizes are not keys: a mesh spec gives model_axis, the data axis taking the rest of the {count} devices)"
+        return (f" (the axes' sizes are not keys: a mesh spec gives model_axis, the data axis taking the rest of the "
+                f"{count} devices)")
     fix = ({"model_axis": model} if data * model == count and given is None
            else {"devices": (given or list(range(count)))[:data * model], "model_axis": model})
     return f"; the axes' sizes are not keys: for data={data} x model={model} write {fix}"

@@ -209,12 +209,14 @@ def test_gensbi_models_md_names_every_keyword_a_data_set_factory_is_called_with(
 
 
 def test_readme_quick_start_make_run_time_spans_the_latest_measured_one():
-    # Read in a fresh clone: Quick start said make run takes 111.4 s, the Tests section's latest fresh-clone line 93.7 s
-    # (a round later, same default): a new user saw two times for one run. The latest time must lie in Quick start's.
+    # Read in a fresh clone: Quick start said make run takes 111.4 s, the Tests section's latest fresh-clone line
+    # 93.7 s (a day later, same default): a new user saw two times for one run. The latest must lie in Quick start's.
     text = " ".join((REPO / "README.md").read_text().split())
-    quick = re.search(r"a placement block and a final line \([^)]*\) in ([\d.]+)(?:-([\d.]+))? s in a fresh clone", text)
+    quick = re.search(r"a placement block and a final line \([^)]*\) in ([\d.]+)(?:-([\d.]+))? s in a fresh clone",
+                      text)
     latest = re.search(r"Latest, in a fresh clone.*?`make run` ([\d.]+) s", text)
-    assert quick and latest, "README's Quick start or Tests section no longer states make run's time in the form read here"
+    assert quick and latest, "README's Quick start or Tests section no longer states make run's time as read here"
     low, high, measured = float(quick[1]), float(quick[2] or quick[1]), float(latest[1])
     assert round(low) <= round(measured) <= round(high), (
-        f"README's Tests section measured make run at {measured} s, outside Quick start's {low}-{high} s: update Quick start")
+        f"README's Tests section measured make run at {measured} s, outside Quick start's {low}-{high} s: "
+        "update Quick start")
