@@ -23,7 +23,7 @@ from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.data import iterate_batches, shard_train_rows, simulations_for
 from gensbi_sharding.harness.hints import batch_size_problem, mesh_alternatives
 from gensbi_sharding.harness.registry import get_data
-from gensbi_sharding.harness.simulation_data import SimulationData
+from gensbi_sharding.harness.simulation_data import SimulationData, global_stats
 from gensbi_sharding.harness.tasks import to_unconstrained, transform_x
 from gensbi_sharding import batch_size_divisor, shard_batch
 
@@ -81,18 +81,20 @@ def build_pipeline(data_cfg: Any, *, seed: int, mesh: Any, shards: int | None = 
                          seed=seed, num_observation=data_cfg.num_observation,
                          theta_transform=data_cfg.theta_transform, x_transform=data_cfg.x_transform,
                          process_index=s, process_count=shards) for s in own]
-    if processes == 1 and shards > 1:  # emulated shards: statistics over all of them
-        parts = _with_stats_of(parts)
+    if shards > processes:  # several shards per process: statistics over all of them, every process's
+        parts = _with_stats_of(parts, processes)
     if statistics is not None:
         try:
             parts = [part.with_statistics(statistics) for part in parts]
         except ValueError as err:
             raise ConfigError(f"train.resume: {err}; start a new run without train.resume") from None
-    dropped, val_pairs = parts[0].dropped_non_finite, parts[0].val_pairs
+    dropped = parts[0].dropped_non_finite
     # Non-finite simulations may have shrunk a shard: check the batch against the pairs left.
-    # Both sizes are agreed over processes, so every process decides alike.
-    train_rows, val_rows = _across_processes(min(len(p.theta_train) for p in parts),
-                                             max(len(p.theta_val) for p in parts))
+    # The sizes are agreed over processes, so every process decides alike. The held-out pairs are counted
+    # here, not read from a factory's val_pairs: one of one's own may leave it out, or count one process's.
+    train_rows, val_rows, val_pairs = _across_processes(min(len(p.theta_train) for p in parts),
+                                                        max(len(p.theta_val) for p in parts),
+                                                        sum(len(p.theta_val) for p in parts))
     problem = batch_size_problem(data_cfg.batch_size, shards=shards, data_parallel=batch_size_divisor(mesh),
                                  dropped=dropped, train_rows=train_rows, per_process=per_process)
     if problem:
@@ -169,16 +171,20 @@ def _concat(batches: list[dict]) -> dict:
     return {key: np.concatenate([b[key] for b in batches]) for key in batches[0]}
 
 
-def _with_stats_of(parts: list[SimulationData]) -> list[SimulationData]:
+def _with_stats_of(parts: list[SimulationData], processes: int) -> list[SimulationData]:
     def stats(a):
         std = a.std(0, dtype=np.float64)
         return a.mean(0, dtype=np.float64).astype(np.float32), np.where(std > 0, std, 1).astype(np.float32)
 
     # In the model's space: the statistics of the transformed rows, as load_task computes them.
-    theta_mean, theta_std = stats(np.concatenate([to_unconstrained(p.theta_bijection, p.theta_train)
-                                                  for p in parts]))
-    x_mean, x_std = stats(np.concatenate([transform_x(p.x_transform, p.x_train) for p in parts]))
+    theta = np.concatenate([to_unconstrained(p.theta_bijection, p.theta_train) for p in parts])
+    x = np.concatenate([transform_x(p.x_transform, p.x_train) for p in parts])
     dropped, val_pairs = sum(p.dropped_non_finite for p in parts), sum(p.val_pairs for p in parts)
+    if processes == 1:
+        (theta_mean, theta_std), (x_mean, x_std) = stats(theta), stats(x)
+    else:  # each process saw only its own shards: one set of statistics for all (was: a set per shard, which
+        # normalised each process's batches differently and failed the checkpoint's save, its values unalike)
+        (dropped,), (theta_mean, theta_std), (x_mean, x_std) = global_stats([dropped], [theta, x], processes)
     return [dataclasses.replace(p, theta_mean=theta_mean, theta_std=theta_std, x_mean=x_mean, x_std=x_std,
                                 dropped_non_finite=dropped, val_pairs=val_pairs) for p in parts]
 
@@ -191,13 +197,13 @@ def _padded(theta: np.ndarray, x: np.ndarray, rows: int, local: int) -> dict[str
     return {"theta": np.pad(theta, ((0, pad), (0, 0))), "x": np.pad(x, ((0, pad), (0, 0))), "weight": weight}
 
 
-def _across_processes(smallest: int, largest: int) -> tuple[int, int]:
-    """``(min of smallest, max of largest)`` over every process (one all-gather; as given on one)."""
+def _across_processes(smallest: int, largest: int, count: int) -> tuple[int, int, int]:
+    """``(min of smallest, max of largest, sum of count)`` over every process (one all-gather; as given on one)."""
     import jax
 
     if jax.process_count() == 1:
-        return smallest, largest
+        return smallest, largest, count
     from jax.experimental import multihost_utils
 
-    both = np.asarray(multihost_utils.process_allgather(np.array([smallest, largest], np.int64)))
-    return int(both[:, 0].min()), int(both[:, 1].max())
+    every = np.asarray(multihost_utils.process_allgather(np.array([smallest, largest, count], np.int64)))
+    return int(every[:, 0].min()), int(every[:, 1].max()), int(every[:, 2].sum())
