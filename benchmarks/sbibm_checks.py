@@ -90,7 +90,8 @@ def extra_problem(extra: list[str], tasks: list[str], budgets: list[int]) -> str
 
 
 def _config_problem(extra: list[str], tasks: list[str], budgets: list[int]) -> str | None:
-    """What composing and validating each pair's config refuses, as ``launch.py`` would in its job."""
+    """What composing and checking each pair's config refuses, as ``launch.py``'s check of its one-job sweep would
+    (``sweep_check.job_problem``: the config's values, the mesh, the batch size and the host's memory)."""
     from hydra import compose, initialize_config_dir
     from hydra.core.hydra_config import HydraConfig
     from hydra.errors import HydraException
@@ -98,10 +99,12 @@ def _config_problem(extra: list[str], tasks: list[str], budgets: list[int]) -> s
     from omegaconf.errors import OmegaConfBaseException
 
     from gensbi_sharding.harness.config import ConfigError, register_configs
-    from gensbi_sharding.harness.config_checks import validate
+    from gensbi_sharding.harness.sweep_check import job_problem
 
     register_configs()
     job = [o for o in extra if not o.lstrip("+~").startswith("hydra")]  # compose() takes no hydra overrides
+    # Each job is a launch.py -m of one job, run in its own process unless another launcher is asked for
+    in_process = not any(o.lstrip("+~").startswith("hydra/launcher") for o in extra)
     conf = Path(__file__).resolve().parents[1] / "conf"
     with initialize_config_dir(config_dir=str(conf), version_base="1.3"):
         for task in tasks:
@@ -115,16 +118,22 @@ def _config_problem(extra: list[str], tasks: list[str], budgets: list[int]) -> s
                     HydraConfig.instance().set_config(cfg)
                     with open_dict(cfg):
                         del cfg["hydra"]
-                    validate(cfg)
+                    # All the checks launch.py's own sweep check makes before its first job (was: validate() alone,
+                    # so a batch larger than a budget's training pairs, or one the mesh's devices do not divide,
+                    # failed in its job, after the earlier jobs had trained, however long they took)
+                    reason = job_problem(cfg, in_process=in_process)
+                    reason = reason and reason.removeprefix(f"{ConfigError.__name__}: ")
                 except (HydraException, OmegaConfBaseException, ConfigError) as err:
                     cause = f" ({err.__cause__})" if err.__cause__ and str(err.__cause__) not in str(err) else ""
                     reason = " ".join(f"{err}{cause}".split())
+                finally:
+                    HydraConfig.instance().cfg = before
+                if reason:
+                    reason = " ".join(reason.split())
                     # run sets the budget (its refusal names --budgets): "data.num_simulations=10000" was a fix it refuses
                     reason = re.sub(r"(?<![\w.])data\.num_simulations(=?)", lambda m: "--budgets" + " " * len(m[1]),
                                     reason)
                     return f"extra arguments (after --), for {task} at {budget} simulations: {reason}"
-                finally:
-                    HydraConfig.instance().cfg = before
     return None
 
 

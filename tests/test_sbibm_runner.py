@@ -147,6 +147,11 @@ class FakeJobs:
     # Round 45: and for a value of the right type a job's check refuses (was the schema's: 3000, 250).
     (["train.steps=0"], "for two_moons at 1000 simulations: train.steps=0 must be >= 1; e.g. train.steps=20000"),
     (["train.val_every=-1"], "train.val_every=-1 must be >= 0 (0: off); e.g. train.val_every=200"),
+    # Round 46: the checks launch.py's sweep check makes beyond the values' own (was: refused in its job only, after
+    # every earlier job had trained: --budgets 10000 1000 trained two_moons at 10000 first).
+    (["data.batch_size=2000"], "extra arguments (after --), for two_moons at 1000 simulations: data.batch_size=2000 "
+                               "cannot be used: the global batch size 2000 must be at most 900 (the 900 training "
+                               "pairs); set data.batch_size=900"),
 ])
 def test_run_refuses_bad_extra_arguments_before_any_job(sbibm, tmp_path, monkeypatch, capsys, extra, message):
     jobs = FakeJobs()
@@ -157,6 +162,18 @@ def test_run_refuses_bad_extra_arguments_before_any_job(sbibm, tmp_path, monkeyp
     assert stop.value.code == 2
     assert message in capsys.readouterr().err.strip().splitlines()[-1]
     assert jobs.commands == [] and not (tmp_path / "r").exists()
+
+
+def test_run_checks_the_batch_against_the_mesh_each_job_makes_before_any_job(sbibm):
+    # experiment=sbibm's mesh=auto splits each batch over the 8 devices a job sees (this process's, as launch.py's
+    # sweep check counts them); was: only the job refused it, once every job before it had trained.
+    from sbibm_checks import extra_problem
+
+    assert extra_problem(["data.batch_size=100"], ["two_moons"], [10000, 1000]) == (
+        "extra arguments (after --), for two_moons at 10000 simulations: data.batch_size=100 cannot be used: the "
+        "global batch size 100 must be a multiple of 8 (it is split over the data-parallel size 8); set "
+        "data.batch_size=96")
+    assert extra_problem(["mesh=none", "data.batch_size=100"], ["two_moons"], [10000, 1000]) is None
 
 
 def test_run_accepts_extra_arguments_every_job_can_run(sbibm):
@@ -184,6 +201,8 @@ def test_a_job_whose_error_names_an_extra_argument_is_not_said_to_retry_as_it_is
     # Was "run the same command again to retry them" after "set data.batch_size=896" too: the same command failed
     # the same way, one more folder moved aside each time.
     monkeypatch.setattr(subprocess, "Popen", FakeJobs(status="error"))
+    # A batch only the job's own devices refuse (a GPU mesh's data-parallel size; on CPU refused before any job)
+    monkeypatch.setattr(sbibm, "extra_problem", lambda *a: None)
     monkeypatch.setattr(sbibm, "failure", lambda metrics, log: (
         "ConfigError: data.batch_size=2000 cannot be used: the global batch size 2000 must be at most 900 (the 900 "
         "training pairs); set data.batch_size=896"))  # as launch.py's sweep check refuses it, in the job
