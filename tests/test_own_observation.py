@@ -65,7 +65,7 @@ def test_samples_at_observation_1_are_the_runs_own(evaluated_run, observation_1,
 
 @pytest.mark.slow  # trains a run (shared)
 def test_every_record_names_the_weights_step_and_compute_dtype_its_samples_came_from(evaluated_run, observation_1,
-                                                                                        tmp_path):
+                                                                                        tmp_path, capsys):
     """Was: metrics.json's C2ST named no weights nor step (only posterior_samples.npz did), and the npz recorded the
     compute ``dtype`` for flux1 and simformer only (mlp, transformer: no field), sample.py's output for no model."""
     metrics = json.loads((evaluated_run / "metrics.json").read_text())
@@ -74,9 +74,12 @@ def test_every_record_names_the_weights_step_and_compute_dtype_its_samples_came_
     assert recorded == ("EMA at the best validation step", 8, "float32")
     assert (metrics["c2st_weights"], metrics["c2st_step"]) == recorded[:2] and metrics["best_step"] == 8
     out = tmp_path / "mine.npz"
-    assert main([str(evaluated_run), str(observation_1), "--num-samples", "4", "--out", str(out)]) == 0
+    assert main([str(evaluated_run), str(observation_1), "--num-samples", "1", "--out", str(out)]) == 0
     with np.load(out) as saved:
         assert (saved["weights"].item(), int(saved["step"]), saved["dtype"].item()) == recorded
+        assert saved["samples"].shape == (1, 2)
+    # One sample is named as one (was "1 posterior samples of theta")
+    assert capsys.readouterr().out.strip().splitlines()[-1].startswith("1 posterior sample of theta (dim 2) at x_o ")
 
 
 @pytest.mark.slow  # reads the trained run's checkpoint

@@ -294,6 +294,6 @@ def main(argv: list[str] | None = None) -> int:
               "or pass --out <a file on another disk>.npz and run again (the same seed draws the same samples)",
               file=sys.stderr, flush=True)
         return 1
-    print(f"{len(samples)} posterior samples of theta (dim {samples.shape[1]}) at x_o from {details['checkpoint']} "
-          f"({details['task']}, seed {details['seed']}): {out}", flush=True)
+    print(f"{len(samples)} posterior sample{'s' * (len(samples) != 1)} of theta (dim {samples.shape[1]}) at x_o from "
+          f"{details['checkpoint']} ({details['task']}, seed {details['seed']}): {out}", flush=True)
     return 0
