@@ -176,6 +176,26 @@ def test_run_checks_the_batch_against_the_mesh_each_job_makes_before_any_job(sbi
     assert extra_problem(["mesh=none", "data.batch_size=100"], ["two_moons"], [10000, 1000]) is None
 
 
+@pytest.mark.parametrize("inside", ["", "sbibm", "checkpoints"])
+def test_run_refuses_a_root_in_a_runs_folder_before_writing(sbibm, tmp_path, monkeypatch, inside):
+    # Was: sbibm_asked.json and <task>_<budget>/ written into the run's folder, every job then refused by launch.py
+    # naming hydra.sweep.dir (which run refuses: --root sets it), and "run the same command again to retry them".
+    run_dir = tmp_path / "a_run"
+    (run_dir / ".hydra").mkdir(parents=True)
+    (run_dir / "checkpoints").mkdir()
+    (run_dir / "metrics.json").write_text('{"status": "ok"}')
+    before = sorted(p.relative_to(run_dir) for p in run_dir.rglob("*"))
+    jobs = FakeJobs()
+    monkeypatch.setattr(subprocess, "Popen", jobs)
+    root = run_dir / inside if inside else run_dir
+    with pytest.raises(SystemExit) as stop:
+        sbibm.main(["run", "--root", str(root), "--tasks", "two_moons", "--budgets", "1000", "--", "mesh=none"])
+    assert str(stop.value) == (
+        f"--root {root} {'lies inside' if inside else 'is'} the folder of the run {run_dir}, which is never written "
+        f"into again; pass a folder outside it, e.g. --root {run_dir}-sbibm")
+    assert jobs.commands == [] and sorted(p.relative_to(run_dir) for p in run_dir.rglob("*")) == before
+
+
 def test_run_accepts_extra_arguments_every_job_can_run(sbibm):
     from sbibm_checks import extra_problem
 

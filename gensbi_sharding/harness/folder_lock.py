@@ -16,7 +16,8 @@ from pathlib import Path
 
 from gensbi_sharding.harness.outputs import read_metrics, write_json
 
-__all__ = ["FolderLock", "FolderInUseError", "folder_problem", "remove_owner_notes", "write_denied"]
+__all__ = ["FolderLock", "FolderInUseError", "folder_problem", "remove_owner_notes", "run_folder_holding",
+           "write_denied"]
 
 # What a run (a sweep) writes at the top of its folder, and what marks a folder one has used: a folder without such a
 # mark that holds one of those names is someone else's, whose file the run would overwrite without a word.
@@ -153,7 +154,7 @@ def folder_problem(folder: Path, *, sweep: bool, before_hydra: bool = False) -> 
                 f"choose another {key} (a sweep's job: hydra.run.dir=<sweep>/<job>)")
     # Was: hydra.run.dir=<a run>/checkpoints/20 wrote a run into that step folder, whose checkpoint sample.py and
     # train.resume=<the run> then read as the run's own newest; <a run>/sub wrote into a completed run's folder too.
-    if host := next((p for p in folder.parents if _is_run_folder(p)), None):
+    if host := run_folder_holding(folder.parent):
         instead = typed(key, f"{host}-{folder.name.lstrip('.')}")
         return (f"{named} lies inside the folder of the run {host}: a {'sweep' if sweep else 'run'} never "
                 f"writes into another run's folder; choose one outside it, e.g. {instead}")
@@ -176,6 +177,22 @@ def folder_problem(folder: Path, *, sweep: bool, before_hydra: bool = False) -> 
             return (f"{named} holds {shown}, not written by a {'sweep' if sweep else 'run'}, which it would "
                     f"overwrite; choose another {key} (a new or empty folder), or move them out")
     return _shared_with_running(folder, sweep, key) if before_hydra else None
+
+
+def run_folder_holding(path: Path) -> Path | None:
+    """The run's folder that ``path`` is or lies inside (the nearest), or None.
+
+    Parameters
+    ----------
+    path : Path
+        A folder about to be written (need not exist).
+
+    Returns
+    -------
+    Path or None
+        The folder holding Hydra's ``.hydra`` record and the run's log, metrics or checkpoints.
+    """
+    return next((p for p in (Path(path).absolute(), *Path(path).absolute().parents) if _is_run_folder(p)), None)
 
 
 def _is_run_folder(path: Path) -> bool:
