@@ -59,7 +59,16 @@ def main(argv: list[str] | None = None) -> None:
     from omegaconf import OmegaConf
 
     from gensbi_sharding.harness.config_checks import scored_observations
-    from gensbi_sharding.harness.folder_lock import FolderLock
+    from gensbi_sharding.harness.folder_lock import FolderLock, run_folder_holding
+    from sbibm_method import RECORD
+
+    # Only a sequential job's own folder is started again in place (was: a launch.py run's folder, or one inside it,
+    # lost its c2st.csv, metrics.json and .hydra record to this job's, which are rewritten as it starts)
+    host = run_folder_holding(args.job)
+    if host is not None and not (host == args.job.absolute() and (host / RECORD).is_file()):
+        where = ("is the folder of the run {}, whose c2st.csv, metrics.json and .hydra record this job would replace"
+                 if host == args.job.absolute() else "lies inside the folder of the run {}, which is never written into")
+        parser.error(f"--job {args.job} {where.format(host)}; pass a new folder, e.g. --job {host}-sequential")
     from gensbi_sharding.harness.outputs import write_atomic, write_json
     from sequential_rounds import compose_config, sequential_scores, shares_problem
 

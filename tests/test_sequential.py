@@ -175,6 +175,39 @@ def test_a_platform_jax_cannot_start_stops_before_the_folder_is_touched_in_one_l
     assert sorted(p.name for p in (tmp_path / "job").iterdir()) == ["metrics.json"]
 
 
+@pytest.mark.parametrize("inside", ["", "sub"])
+def test_a_launch_runs_folder_is_refused_as_a_job_folder_its_records_kept(tmp_path, capsys, monkeypatch, inside):
+    """Was: ``--job <a launch.py run>`` deleted its c2st.csv and metrics.json and rewrote its .hydra record with this
+    job's; ``--job <a run>/sub`` wrote into a completed run's folder. A sequential job's own folder (its
+    sequential.json) is still started again in place."""
+    import sequential_rounds
+    from gensbi_sharding.harness import devices
+    from sbibm_method import Method, write_record
+
+    def never(*args, **kwargs):
+        raise AssertionError("the job started its rounds")
+
+    monkeypatch.setattr(devices, "configure_devices", lambda *a: None)  # this process's JAX has started
+    monkeypatch.setattr(sequential_rounds, "sequential_scores", never)
+    run_dir = tmp_path / "a_run"
+    (run_dir / ".hydra").mkdir(parents=True)
+    files = {".hydra/overrides.yaml": "- train.steps=20\n", "metrics.json": '{"status": "ok"}', "c2st.csv": "1,0.6\n"}
+    for name, text in files.items():
+        (run_dir / name).write_text(text)
+    job = run_dir / inside if inside else run_dir
+    with pytest.raises(SystemExit) as stop:
+        load("sequential").main(["--job", str(job), "--task", "two_moons", "--budget", "10000"])
+    said = ("is the folder of the run {}, whose c2st.csv, metrics.json and .hydra record this job would replace"
+            if not inside else "lies inside the folder of the run {}, which is never written into")
+    assert stop.value.code == 2 and capsys.readouterr().err.endswith(
+        f"error: --job {job} {said.format(run_dir)}; pass a new folder, e.g. --job {run_dir}-sequential\n")
+    assert {str(p.relative_to(run_dir)): p.read_text() for p in run_dir.rglob("*") if p.is_file()} == files
+    write_record(run_dir, Method(2, "box", 0.5))  # a sequential job's folder: past the check (to the next, refused)
+    with pytest.raises(SystemExit) as stop:
+        load("sequential").main(["--job", str(run_dir), "--task", "two_moons", "--budget", "100"])
+    assert "--budget 100 in --rounds 2 gives 50 simulations a round, too few" in capsys.readouterr().err
+
+
 def test_the_share_check_suggests_budgets_rounds_and_batch_sizes_that_train():
     from gensbi_sharding.harness.data import split_sizes
 
