@@ -11,7 +11,8 @@ observations the config asks (``eval.observations``), each costing ``--budget`` 
 an amortised job leaves there for ``run`` and ``table``: ``.hydra/config.yaml`` and ``.hydra/overrides.yaml``,
 ``c2st.csv`` (rewritten as each observation is scored), ``metrics.json`` (status ``ok``, or ``error`` / ``stopped``
 with why) and, its own, ``sequential.json`` (rounds, region, margin), which marks it as sequential. It holds
-the folder's lock while it runs. A stopped job saved no checkpoint: ``run`` starts it again.
+the folder's lock while it runs. A stopped job saved no checkpoint: ``run`` starts it again. A ``--job`` that is a
+``launch.py`` run's folder, or lies inside one, is refused before anything there is touched.
 """
 
 from __future__ import annotations
