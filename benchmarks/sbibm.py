@@ -47,8 +47,7 @@ sys.path.insert(0, str(REPO))
 # Its sibling modules, also when loaded by file (the tests); last, so that they shadow nothing.
 sys.path.append(str(REPO / "benchmarks"))
 
-from gensbi_sharding.harness.folder_lock import run_folder_holding  # noqa: E402 (after the path above)
-from gensbi_sharding.harness.outputs import MAKE_ROOM  # noqa: E402
+from gensbi_sharding.harness.outputs import MAKE_ROOM  # noqa: E402 (after the path above)
 from gensbi_sharding.harness.override_grammar import hydra_value  # noqa: E402
 from sbibm_checks import extra_problem, read_published  # noqa: E402
 from sbibm_args import check_folder, sbibm_parsers  # noqa: E402
@@ -213,12 +212,6 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.command == "run":
         check_folder(args.root, "--root", may_be_missing=True)
-        # Was: sbibm_asked.json and a folder per job written into that run's folder, each job then refused by
-        # launch.py naming hydra.sweep.dir (which run refuses: --root sets it), and "run the same command again"
-        if host := run_folder_holding(args.root):
-            where = "is" if host == args.root.absolute() else "lies inside"
-            raise SystemExit(f"--root {args.root} {where} the folder of the run {host}, which is never written into "
-                             f"again; pass a folder outside it, e.g. --root {host}-sbibm")
         method, problem = method_from_args(args.rounds, args.region, args.margin)
         # every job would fail the same way, or run other settings than its folder says
         problem = problem or extra_problem(args.extra, args.tasks, args.budgets) \
@@ -274,8 +267,8 @@ def main(argv: list[str] | None = None) -> None:
     else:
         for folder in args.folders:
             check_folder(folder, "a folder argument")
-        if args.out is not None:
-            check_folder(args.out, "--out", may_be_missing=True)
+        check_folder(args.out or args.folders[0], "--out" if args.out else "--out (by default the first folder)",
+                     may_be_missing=True)
         print(table(args.folders, args.out or args.folders[0]), end="")
 
 

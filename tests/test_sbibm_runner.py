@@ -196,6 +196,24 @@ def test_run_refuses_a_root_in_a_runs_folder_before_writing(sbibm, tmp_path, mon
     assert jobs.commands == [] and sorted(p.relative_to(run_dir) for p in run_dir.rglob("*")) == before
 
 
+@pytest.mark.parametrize("out", [None, "", "plots"])
+def test_table_refuses_to_write_into_a_runs_folder(sbibm, tmp_path, out):
+    # Was: sbibm_results.csv, sbibm_table.md/.csv and sbibm.png written into the finished run's folder given (its
+    # default --out) or named by --out.
+    job = tmp_path / "two_moons_1000"
+    fake_job(job, "two_moons", 1000, scores((1, 0.6)))
+    before = sorted(p.relative_to(job) for p in job.rglob("*"))
+    argv = ["table", str(job)] + ([] if out is None else ["--out", str(job / out)])
+    with pytest.raises(SystemExit) as stop:
+        sbibm.main(argv)
+    given = job / out if out is not None else job
+    flag = "--out" if out is not None else "--out (by default the first folder)"
+    where = "lies inside" if out else "is"
+    assert str(stop.value) == (f"{flag} {given} {where} the folder of the run {job}, which is never written into "
+                               f"again; pass a folder outside it, e.g. --out {job}-table")
+    assert sorted(p.relative_to(job) for p in job.rglob("*")) == before
+
+
 def test_run_accepts_extra_arguments_every_job_can_run(sbibm):
     from sbibm_checks import extra_problem
 
