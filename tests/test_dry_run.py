@@ -203,6 +203,13 @@ def test_a_dry_run_says_when_the_rule_splits_nothing_on_its_mesh(tmp_path, devic
     assert dry["status"] == "ok" and dry["mesh_shape"] == [8, 1]
     assert ("rule tensor splits nothing here: it splits over 'model', of size 1 on data=8 x model=1 (mesh=auto); "
             "to split, run with mesh=dict mesh.model_axis=2") in caplog.messages
+    # Was "compile one train step: mlp on no mesh, rule 'tensor'", as if tensor were applied: the training run's
+    # placement block says "no mesh (mesh=none): one device, nothing placed".
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="gensbi_sharding"):
+        assert run_tiny(tmp_path / "none", "dry_run=true", "mesh=none", "rule=tensor")["status"] == "ok"
+    assert ("[dry run] compile one train step: mlp on no mesh (mesh=none): one device, nothing placed, rule 'tensor' "
+            "unused") in caplog.messages
 
 
 @pytest.mark.slow  # a training run beside the dry run
