@@ -178,16 +178,16 @@ def node_state(tree: Any) -> Any:
 
 
 def check_no_module(tree: Any, what: str) -> None:
-    """``TypeError`` naming the first ``module_like`` part of ``tree``, a pytree of arrays to place: ``jax.tree`` would
-    return a copy of it, its shared variables untied, the node itself left where it was."""
-    # An nnx.Pytree holding plain arrays only (a batch container) has no variable to untie: placed as any pytree.
-    found = [(p, x) for p, x in jax.tree_util.tree_leaves_with_path(tree, is_leaf=module_like) if module_like(x) and (
-        isinstance(x, nnx.Module) or any(isinstance(v, nnx.Variable) for _, v in nnx.graph.iter_graph(x)))]
-    if found:
+    """``TypeError`` naming the first Module, node holding variables or (hijax) Variable leaf of ``tree``, a pytree to
+    place: ``jax.tree`` would copy it, its shared variables untied; an nnx.Pytree of plain arrays is placed as any."""
+    if found := [(p, x) for p, x in jax.tree_util.tree_leaves_with_path(tree, is_leaf=module_like) if isinstance(
+            x, (nnx.Variable, nnx.Module)) or module_like(x) and any(isinstance(v, nnx.Variable) for _, v in
+                                                                      nnx.graph.iter_graph(x))]:
         raise TypeError(f"{what} {jax.tree_util.keystr(found[0][0]) or '<root>'} is an NNX {type(found[0][1]).__name__}"
                         ", which this would copy (shared variables untied), leaving it where it was: place a Module, "
                         "nnx.Optimizer or a tuple of them in place with shard_model(node, mesh, rule) (rule "
-                        "'replicated': whole on every device), or pass nnx.state(node)")
+                        "'replicated': whole on every device)" + ("" if isinstance(found[0][1], nnx.Variable) else
+                                                                  ", or pass nnx.state(node)"))
 
 
 def array_variables(node: Any) -> list[tuple[str, Any]]:

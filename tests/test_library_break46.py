@@ -113,3 +113,26 @@ def test_a_ref_variable_not_yet_placed_is_read_inside_mesh_context(devices, tmp_
         restored = restore(tmp_path / "unplaced", target).state
     np.testing.assert_array_equal(restored["scale"].get_value(), np.arange(8.0))
     assert restored["scale"].get_value().sharding.spec == P("data")
+
+
+class _HijaxModel(nnx.Module):
+    def __init__(self):
+        self.w = nnx.Param(jnp.ones((16, 8)), hijax=True, **gs.axes("embed", "mlp"))
+
+
+@pytest.mark.parametrize("place", ["replicate", "shard_batch", "host_to_global_array"])
+def test_the_state_of_a_hijax_model_given_as_a_batch_names_shard_model_not_np_asarray(place):
+    # Was: "batch leaf ['w'] is a HijaxVariable, an array-like that is no array: pass np.asarray(it) (a torch tensor:
+    # .numpy())", advice that drops the variable; nnx.state of a hijax model holds Variables, not arrays.
+    model = _HijaxModel()
+    mesh = gs.make_mesh(model_axis=2)
+    with pytest.raises(TypeError) as err:
+        if place == "host_to_global_array":
+            gs.host_to_global_array(nnx.state(model), mesh=mesh)
+        else:
+            getattr(gs, place)(nnx.state(model), mesh)
+    message = str(err.value)
+    assert "['w'] is an NNX HijaxVariable, which this would copy" in message and "np.asarray" not in message
+    assert message.endswith("shard_model(node, mesh, rule) (rule 'replicated': whole on every device)")
+    gs.shard_model(model, mesh, "tensor")  # the fix named works
+    assert model.w.hijax and model.w[...].sharding.spec == P(None, "model")
