@@ -66,7 +66,10 @@ def _float(text: str) -> float | None:
 
 def positive_int(text: str) -> int:
     """An integer >= 1 (a count of layers, steps, trials, repeats ...)."""
-    value = integer(text)
+    # Imported here, not above: missing_dependency_line must work in a Python without this package.
+    from gensbi_sharding.harness.sample_output import whole_number
+
+    value = whole_number(text, noun="an integer", example=2, minimum=1)
     if value < 1:
         raise argparse.ArgumentTypeError(f"{value} must be >= 1")
     return value

@@ -70,10 +70,10 @@ def test_a_negative_number_to_an_option_reaches_the_options_own_check(tmp_path, 
     from sbibm import main as sbibm_main
 
     for argv, said in [
-        (["r", "x.npy", "--seed", "-1e3"], "argument --seed: '-1e3' is a whole number written as a float; write -1000"),
-        (["r", "x.npy", "--se", "-1e3"], "argument --seed: '-1e3' is a whole number written as a float; write -1000"),
+        (["r", "x.npy", "--seed", "-1e3"], "argument --seed: '-1e3' must be a whole number >= 0; e.g. 0"),
+        (["r", "x.npy", "--se", "-1e3"], "argument --seed: '-1e3' must be a whole number >= 0; e.g. 0"),
         (["r", "x.npy", "--num-samples", "-inf"], "argument --num-samples: '-inf' is not a whole number; e.g. 10000"),
-        (["r", "x.npy", "--ode-steps", "-1_0.5"], "argument --ode-steps: '-1_0.5' is not a whole number; e.g. -10"),
+        (["r", "x.npy", "--ode-steps", "-1_0.5"], "argument --ode-steps: '-1_0.5' is not a whole number; e.g. 32"),
     ]:
         with pytest.raises(SystemExit) as stop:
             main(argv)
@@ -81,7 +81,7 @@ def test_a_negative_number_to_an_option_reaches_the_options_own_check(tmp_path, 
     root = str(tmp_path / "root")
     for argv, said in [
         (["--budgets", "1000", "-1e3"], "argument --budgets: '-1e3' is not one of 1000, 10000, 100000"),
-        (["--stop-grace", "-1e2"], "argument --stop-grace: '-1e2' is a whole number written as a float; write -100"),
+        (["--stop-grace", "-1e2"], "argument --stop-grace: '-1e2' must be an integer >= 1; e.g. 2"),
         (["--margin", "-5e-1"], "argument --margin: -5e-1 must be a finite number >= 0, e.g. --margin 0.5"),
     ]:
         with pytest.raises(SystemExit) as stop:
@@ -91,7 +91,7 @@ def test_a_negative_number_to_an_option_reaches_the_options_own_check(tmp_path, 
     # A plain negative number, and the value given with '=', are read as before; an option's value is its own.
     with pytest.raises(SystemExit):
         main(["r", "x.npy", "--seed=-1e3", "--out", "-5"])
-    assert "argument --seed: '-1e3' is a whole number" in capsys.readouterr().err
+    assert "argument --seed: '-1e3' must be a whole number >= 0" in capsys.readouterr().err
 
 
 def test_a_requeued_continuation_continued_once_by_auto_still_resumes_its_own_checkpoint(tmp_path, monkeypatch,

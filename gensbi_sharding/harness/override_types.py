@@ -61,7 +61,8 @@ def _value_problem(schema: type, name: str, key: str, value, suggest=None) -> tu
         return (f"{key} takes one value, not a {type(value).__name__} ({reason})"
                 + (f"; for one job per value, sweep them: -m {key}={many}" if many else ""), example)
     if int in (kind, *typing.get_args(kind)) and isinstance(value, float) and math.isfinite(value):
-        return f"{key} takes a whole number ({reason})", str(round(value) or example)
+        # A value below 1 rounds to one the range checks may refuse next (train.steps=-1e3: -1000): the default
+        return f"{key} takes a whole number ({reason})", str(round(value)) if round(value) >= 1 else example
     return f"{key}: {reason}", example
 
 

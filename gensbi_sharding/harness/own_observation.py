@@ -21,7 +21,7 @@ from gensbi_sharding.harness.config_values import INT32_MAX
 from gensbi_sharding.harness.observation_input import check_observation, load_observation
 from gensbi_sharding.harness.override_grammar import hydra_override
 from gensbi_sharding.harness.runs_below import runs_note
-from gensbi_sharding.harness.sample_output import NumberParser, out_path, output_problem, whole_number
+from gensbi_sharding.harness.sample_output import NumberParser, at_least, out_path, output_problem
 
 __all__ = ["sample_posterior", "load_observation", "main"]
 
@@ -238,9 +238,9 @@ def main(argv: list[str] | None = None) -> int:
         "run's folder (its newest checkpoint), with the run's model, weights (EMA, best) and transforms.")
     parser.add_argument("run_dir", help="the run's folder (or its checkpoints/ folder, or one step folder)")
     parser.add_argument("observation", help="a .npy file holding x_o, shape (dim_x,) or (1, dim_x), raw units")
-    parser.add_argument("--num-samples", type=whole_number, default=None, help="default: the run's eval.num_samples")
-    parser.add_argument("--seed", type=whole_number, default=None, help="noise seed; default: the run's seed")
-    parser.add_argument("--ode-steps", type=whole_number, default=None, help="default: the run's eval.ode_steps")
+    parser.add_argument("--num-samples", type=at_least(1, 10000), help="default: the run's eval.num_samples")
+    parser.add_argument("--seed", type=at_least(0, 0), help="noise seed; default: the run's seed")
+    parser.add_argument("--ode-steps", type=at_least(1, 32), help="default: the run's eval.ode_steps")
     parser.add_argument("--out", default=None, help="new .npz file to write (default: <observation>_posterior.npz "
                         "beside the observation file; .npz is appended to a name without it, as numpy.savez does; "
                         "a folder: that file in it); an existing file is never overwritten")

@@ -12,12 +12,13 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["out_path", "output_problem", "whole_number", "NumberParser"]
+__all__ = ["out_path", "output_problem", "whole_number", "at_least", "NumberParser"]
 
 
-def whole_number(text: str, *, noun: str = "a whole number", example: int = 10000) -> int:
+def whole_number(text: str, *, noun: str = "a whole number", example: int = 10000, minimum: int | None = None) -> int:
     """``text`` as an int: the type of sample.py's count options (``--num-samples``, ``--seed``, ``--ode-steps``) and
     of the benchmark scripts' integers (``benchmarks/cli_args.integer``).
 
@@ -31,6 +32,9 @@ def whole_number(text: str, *, noun: str = "a whole number", example: int = 1000
     noun, example : str, int
         What the option takes, its article included, and a value of it, as a refusal names them
         (``"'x' is not a whole number; e.g. 10000"``).
+    minimum : int, optional
+        The least value the option takes: a whole float below it is refused as out of range, not told to be
+        written as the int the next check refuses (``--num-samples -1e1``: "write -10").
 
     Returns
     -------
@@ -50,9 +54,30 @@ def whole_number(text: str, *, noun: str = "a whole number", example: int = 1000
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not {noun}; e.g. {example}") from None
     if math.isfinite(value) and value == int(value):
+        if minimum is not None and value < minimum:
+            raise argparse.ArgumentTypeError(f"{text!r} must be {noun} >= {minimum}; e.g. {max(example, minimum)}")
         raise argparse.ArgumentTypeError(f"{text!r} is a whole number written as a float; write {int(value)}")
-    example = round(value) if math.isfinite(value) else example
+    example = round(value) if math.isfinite(value) and round(value) >= (minimum or -math.inf) else example
     raise argparse.ArgumentTypeError(f"{text!r} is not {noun}; e.g. {example}")
+
+
+def at_least(minimum: int, example: int) -> Callable[[str], int]:
+    """The argparse type of an integer option whose values start at ``minimum``.
+
+    Parameters
+    ----------
+    minimum : int
+        The least value taken (sample.py: 1 for ``--num-samples`` and ``--ode-steps``, 0 for ``--seed``).
+    example : int
+        A value a refusal names (``whole_number``'s ``example``).
+
+    Returns
+    -------
+    callable
+        ``text -> int``, refusing as ``whole_number(text, example=example, minimum=minimum)`` does
+        (``argparse.ArgumentTypeError``).
+    """
+    return lambda text: whole_number(text, example=example, minimum=minimum)
 
 
 class NumberParser(argparse.ArgumentParser):
