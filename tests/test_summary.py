@@ -18,6 +18,21 @@ from gensbi_sharding.harness.units import c2st_spread, format_bytes, format_c2st
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.fixture
+def drawn(monkeypatch):
+    """The figures the plots save, in order; each is still written, so a test reads back what was drawn."""
+    from matplotlib.figure import Figure
+
+    figures, save = [], Figure.savefig
+
+    def recorded(fig, *args, **kwargs):
+        figures.append(fig)
+        return save(fig, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", recorded)
+    return figures
+
+
 def make_job(sweep_dir, job, overrides, **metrics):
     folder = sweep_dir / str(job)
     (folder / ".hydra").mkdir(parents=True)
@@ -253,13 +268,12 @@ def test_a_long_error_is_never_cut_inside_its_continue_command(tmp_path):
         assert [row["error"] for row in csv.DictReader(f)] == [stopped, long_reason]
 
 
-def test_the_sweep_plots_memory_panel_stacks_the_whole_state_the_ema_too(tmp_path, monkeypatch):
+def test_the_sweep_plots_memory_panel_stacks_the_whole_state_the_ema_too(tmp_path, drawn):
     """The panel titled "memory per device" stacked parameters + optimizer state only: the EMA a device
     also holds was left out (2.4 MB drawn for the default mlp's 3.3 MB per device, replicated)."""
     from gensbi_sharding.harness import plots
 
-    figures = []
-    monkeypatch.setattr(plots, "_save", lambda fig, path, title: figures.append(fig) or path)
+    figures = drawn
     # And the copy of the best weights early stopping keeps beside them (the EMA's, else the model's) was left out.
     replicated = dict(ok_metrics(815112, 0.03, 0.85), opt_bytes_per_device=1630236, state_bytes_per_device=3260460,
                       best_weights_bytes_per_device=815112)
@@ -311,31 +325,37 @@ def test_a_c2st_over_several_observations_says_its_spread_is_over_them(tmp_path)
 
 def test_a_value_just_below_a_unit_reads_in_that_unit():
     """999,999 B read "1000.0 KB" and 0.99996 s "1000.0 ms": the rounded digit decides the unit."""
-    from gensbi_sharding.report import _fmt
+    from gensbi_sharding.report import PlacementReport
 
     assert [format_bytes(n) for n in (999_999, 999_960_000, 950)] == ["1.0 MB", "1.0 GB", "950 B"]
-    assert _fmt(999_999) == "1.0 MB" and _fmt(950) == "950 B"
+    # The library's placement table reads its bytes the same way.
+    report = PlacementReport(n_leaves=0, n_scalars=0, total_bytes=999_999, bytes_per_device={0: 950}, variables=(),
+                             largest_replicated=(), mesh=None)
+    assert report.table().splitlines()[1] == "state: 0 leaves, 0 scalars, 1.0 MB; per device max 950 B, min 950 B"
     assert [format_seconds(s) for s in (0.99996, 0.00099996, 599.97)] == ["1.0 s", "1.0 ms", "10.0 min"]
 
 
-def test_the_sweep_plot_marks_jobs_not_run_or_preempted_as_such_not_failed(tmp_path, monkeypatch):
+def test_the_sweep_plot_marks_jobs_not_run_or_preempted_as_such_not_failed(tmp_path, drawn):
     """A stopped sweep's plot drew "failed" in red for its jobs never started and its preempted one,
     and its title counted them as failed ("4 jobs, 3 failed")."""
     from gensbi_sharding.harness import plots
 
-    figures = []
-    monkeypatch.setattr(plots, "_save", lambda fig, path, title: figures.append(fig) or path)
+    figures = drawn
     statuses = ["ok", "error", "preempted", "not run"]
     rows = [{"job": str(i), "overrides": {"rule": rule}, "metrics": dict(ok_metrics(3016, 0.01, 0.6), status=status)
              if status == "ok" else {"status": status}}
             for i, (rule, status) in enumerate(zip(("replicated", "fsdp", "tensor", "fsdp_tensor"), statuses))]
     plots.plot_sweep(rows, ["rule"], tmp_path / "sweep.png")
     fig = figures[0]
-    assert fig._suptitle.get_text() == "4 jobs, 1 failed, 1 preempted, 1 not run; swept: rule"
+    assert fig.get_suptitle() == "4 jobs, 1 failed, 1 preempted, 1 not run; swept: rule"
     marks = {(t.get_text(), t.get_color()) for t in fig.axes[0].texts}
     assert marks == {("failed", "red"), ("preempted", "gray"), ("not run", "gray")}
     plots.plot_sweep(rows[:1], ["rule"], tmp_path / "one.png")  # a sweep of one job: was "1 jobs"
-    assert figures[1]._suptitle.get_text() == "1 job; swept: rule"
+    assert figures[1].get_suptitle() == "1 job; swept: rule"
+    from PIL import Image
+
+    with Image.open(tmp_path / "sweep.png") as png:  # the title a reader finds in the saved picture
+        assert png.info["Title"] == "4 jobs, 1 failed, 1 preempted, 1 not run; swept: rule"
 
 
 def test_the_sweep_console_line_counts_each_status_as_the_plot_does():
@@ -348,14 +368,13 @@ def test_the_sweep_console_line_counts_each_status_as_the_plot_does():
 
 
 @pytest.mark.parametrize("first", ["ok", "interrupted"])
-def test_the_sweep_plots_status_marks_lie_inside_their_panels(tmp_path, monkeypatch, first):
+def test_the_sweep_plots_status_marks_lie_inside_their_panels(tmp_path, drawn, first):
     """A Ctrl-C'd sweep's plot (one job interrupted, two not run) drew its marks outside the panels: at the
     data's y=0, below the C2ST panel's 0.4-1.02, and left of a panel that had no bar (its x limits were
     matplotlib's default 0-1, the first job's mark at -0.27)."""
     from gensbi_sharding.harness import plots
 
-    figures = []
-    monkeypatch.setattr(plots, "_save", lambda fig, path, title: figures.append(fig) or path)
+    figures = drawn
     rows = [{"job": "0", "overrides": {"rule": "replicated"}, "metrics": dict(ok_metrics(22280, 0.0027, 0.6),
                                                                               status=first)},
             {"job": "1", "overrides": {"rule": "fsdp"}, "metrics": {"status": "not run"}},
@@ -382,13 +401,12 @@ def test_the_sweep_plots_status_marks_lie_inside_their_panels(tmp_path, monkeypa
     assert not figures[-1].legends and figures[-1].axes[0].get_legend() is None
 
 
-def test_the_sweep_plot_draws_what_a_stopped_job_reached_marked_partial(tmp_path, monkeypatch):
+def test_the_sweep_plot_draws_what_a_stopped_job_reached_marked_partial(tmp_path, drawn):
     """An interrupted or preempted job was a gray label only, though its metrics.json holds the memory and step
     time it measured and the step and validation loss it reached."""
     from gensbi_sharding.harness import plots
 
-    figures = []
-    monkeypatch.setattr(plots, "_save", lambda fig, path, title: figures.append(fig) or path)
+    figures = drawn
     stopped = dict(ok_metrics(22280, 0.004, None), status="interrupted", stopped_at_step=5, final_step=5,
                    final_val_loss=1.99230, config={"train": {"steps": 8}})
     preempted = dict(ok_metrics(22280, 0.005, None), status="preempted", stopped_at_step=300, final_step=300)
@@ -408,7 +426,7 @@ def test_the_sweep_plot_draws_what_a_stopped_job_reached_marked_partial(tmp_path
         "interrupted at step 5 of 8; val loss 1.992", "preempted at step 300"]
     assert [t.get_text() for t in fig.legends[0].get_texts()] == [
         "replicated", "fsdp", "tensor", "partial: a stopped job, so far"]
-    assert fig._suptitle.get_text() == "3 jobs, 1 interrupted, 1 preempted; swept: rule"  # never counted as done
+    assert fig.get_suptitle() == "3 jobs, 1 interrupted, 1 preempted; swept: rule"  # never counted as done
 
 
 def test_a_swept_key_named_as_a_measured_column_is_told_apart_from_it(tmp_path):
@@ -423,13 +441,12 @@ def test_a_swept_key_named_as_a_measured_column_is_told_apart_from_it(tmp_path):
 
 
 @pytest.mark.parametrize("dry_run", [False, True])
-def test_the_sweep_plots_legend_covers_no_bar(tmp_path, monkeypatch, dry_run):
+def test_the_sweep_plots_legend_covers_no_bar(tmp_path, drawn, dry_run):
     """A stopped sweep's plot (job 0 done, job 1 interrupted, its bars as tall as job 0's) had its legend over the
     memory panel's second bar: "best" found no free place inside the panel."""
     from gensbi_sharding.harness import plots
 
-    figures = []
-    monkeypatch.setattr(plots, "_save", lambda fig, path, title: figures.append(fig) or path)
+    figures = drawn
     stopped = dict(ok_metrics(22280, 0.003, None), status="interrupted", stopped_at_step=523, final_step=523,
                    config={"train": {"steps": 50000}})
     rows = [{"job": "0", "overrides": {"train.steps": "4"}, "metrics": ok_metrics(22280, 0.012, None)},
@@ -451,7 +468,7 @@ def test_the_sweep_plots_legend_covers_no_bar(tmp_path, monkeypatch, dry_run):
         assert not [b for b in covered if b.overlaps(box)] and box.y0 >= 0, (ax.get_title(), box)
 
 
-def test_a_swept_float_shows_compactly_not_as_hydra_records_it(tmp_path, monkeypatch):
+def test_a_swept_float_shows_compactly_not_as_hydra_records_it(tmp_path, drawn):
     """Hydra records a swept train.weight_decay=1e12 as 1000000000000.0: the sweep's table, CSV and plot showed
     that; now 1e12 (the same float), while other values stay as they are."""
     from gensbi_sharding.harness import plots
@@ -464,8 +481,7 @@ def test_a_swept_float_shows_compactly_not_as_hydra_records_it(tmp_path, monkeyp
         assert not shown[0].isdigit() or float(shown) == float(recorded)  # the same number
     assert key_cell({"overrides": {}, "metrics": {"config": {"train": {"weight_decay": 1e12}}}},
                     "train.weight_decay") == "1e12"  # a preset's value, from the job's config
-    figures = []
-    monkeypatch.setattr(plots, "_save", lambda fig, path, title: figures.append(fig) or path)
+    figures = drawn
     rows = [{"job": str(i), "overrides": {"rule": "fsdp", "train.weight_decay": wd}, "metrics": ok_metrics(3016, 0.01, 0.6)}
             for i, wd in enumerate(("1000000000000.0", "0.0001"))]
     plots.plot_sweep(rows, ["rule", "train.weight_decay"], tmp_path / "sweep.png")
@@ -475,13 +491,12 @@ def test_a_swept_float_shows_compactly_not_as_hydra_records_it(tmp_path, monkeyp
     assert "1e12" in legend and "1000000000000.0" not in legend, legend
 
 
-def test_the_sweep_plot_s_group_names_never_overlap(tmp_path, monkeypatch):
+def test_the_sweep_plot_s_group_names_never_overlap(tmp_path, drawn):
     """Was: the 8 x 4 study (data=<every task>, model=<every model>) wrote data=gaussian_linear over
     data=gaussian_linear_uniform under every panel: the panels are at most 10 inches wide (round 43)."""
     from gensbi_sharding.harness import plots
 
-    figures = []
-    monkeypatch.setattr(plots, "_save", lambda fig, path, title: figures.append(fig) or path)
+    figures = drawn
     tasks = ("two_moons", "gaussian_linear", "gaussian_linear_uniform", "gaussian_mixture", "bernoulli_glm", "slcp",
              "sir", "lotka_volterra")
     rows = [{"job": str(i), "overrides": {"data": task, "model": model}, "metrics": ok_metrics(3016, 0.01, 0.6)}
