@@ -143,3 +143,16 @@ def local_process_commands(monkeypatch, run_dir: Path) -> list[list[str]]:
                             "devices": {"cpu_count": 8}, "mesh": {"spec": "auto", "devices": None}})
     local_cluster.run_local_processes(cfg, run_dir)
     return started
+
+
+def saved_checkpoint(run_dir: Path, config: dict, info: dict, step: int = 8) -> Path:
+    """``run_dir/checkpoints/<step>``, written by the library's ``CheckpointWriter``: ``config`` and ``info`` as a run
+    saves them beside one small array, so a reader finds what it finds in a run's folder (no training, no model)."""
+    import jax
+    import jax.numpy as jnp
+
+    from gensbi_sharding.checkpoint import CheckpointWriter
+
+    with CheckpointWriter(Path(run_dir) / "checkpoints", config=config, async_save=False) as writer:
+        writer.save(step, {"w": jnp.zeros(2)}, jax.random.key(0), info=info)
+    return Path(run_dir) / "checkpoints" / str(step)

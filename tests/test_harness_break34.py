@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from faults_helpers import compose_tiny
+from faults_helpers import compose_tiny, saved_checkpoint
 from gensbi_sharding.harness import local_cluster, memory_check
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.sweep_check import job_problem
@@ -240,10 +240,9 @@ def test_sample_py_refuses_an_output_folder_it_cannot_write_before_sampling(tmp_
     def read_only(**kwargs):
         raise OSError(30, "Read-only file system")
 
-    monkeypatch.setattr(own_observation, "_run_checkpoint", lambda run_dir: (  # a run's folder, read once found good
-        tmp_path / "checkpoints" / "8",
-        {"data": {"name": "two_moons", "x_transform": "none"}, "eval": {"num_samples": 8}},
-        {NORMALIZATION: {"x_mean": [0.0, 0.0], "theta_mean": [0.0, 0.0]}}))
+    saved_checkpoint(tmp_path, {"data": {"name": "two_moons", "x_transform": "none"}, "model": {"name": "mlp"},
+                                "eval": {"num_samples": 8}},
+                     {NORMALIZATION: {"x_mean": [0.0, 0.0], "theta_mean": [0.0, 0.0]}})  # a run's folder, found good
     np.save(tmp_path / "x_o.npy", np.zeros(2))
     monkeypatch.setattr(sample_output.tempfile, "mkdtemp", read_only)
     monkeypatch.setattr(own_observation, "sample_posterior", lambda *a, **k: pytest.fail("sampled"))

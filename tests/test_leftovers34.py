@@ -127,25 +127,34 @@ def test_sample_posterior_on_a_mesh_says_a_fallback_once(monkeypatch, caplog, tm
 
     import jax.numpy as jnp
 
+    import optax
+
+    from faults_helpers import saved_checkpoint
     from gensbi_sharding import axes, resolve_rule
-    from gensbi_sharding.harness import own_observation
+    from gensbi_sharding.harness import own_observation, state
     from gensbi_sharding.harness.model_plan import model_plan
     from gensbi_sharding.harness.simulation_data import NORMALIZATION
 
-    saved = {"seed": 0, "data": {"name": "two_moons", "x_transform": "none"},
+    saved = {"seed": 0, "rule": "replicated", "model": {"name": "mlp"},
+             "data": {"name": "two_moons", "x_transform": "none", "theta_transform": "none"},
              "eval": {"num_samples": 4, "ode_steps": 2}}
     statistics = {"theta_mean": [0.0, 0.0], "theta_std": [1.0, 1.0], "x_mean": [0.0, 0.0], "x_std": [1.0, 1.0]}
-    monkeypatch.setattr(own_observation, "_run_checkpoint",
-                        lambda run_dir: (tmp_path / "8", saved, {NORMALIZATION: statistics}))
+    saved_checkpoint(tmp_path, saved, {NORMALIZATION: statistics})
 
-    def draw(cfg, step_dir, statistics, x_o, *, mesh, num_samples, **_):  # the run's model planned on the mesh
-        model = nnx.Module()
-        model.w = nnx.Param(jnp.ones((2, 8)), **axes("embed", "mlp"))  # 2 rows: not split over data=8
+    class Velocity(nnx.Module):
+        def __init__(self):
+            self.w = nnx.Param(jnp.ones((2, 8)), **axes("embed", "mlp"))  # 2 rows: not split over data=8
+
+        def __call__(self, theta, x, t):
+            return jnp.zeros_like(theta) * self.w[0, 0]
+
+    def build_state(cfg, *, mesh, **_):  # the run's model, planned on the mesh
+        model = Velocity()
         model_plan(model, mesh, resolve_rule("fsdp"), strict=False)
-        return np.zeros((num_samples, 2), np.float32), 1.0, {"step": 8, "weights": "trained at the last step",
-                                                              "checkpoint_step": 8}  # as _draw's: which weights
+        return state.TrainState(model=model, optimizer=nnx.Optimizer(model, optax.sgd(0.1), wrt=nnx.Param),
+                                plan=None, key=jax.random.key(0))
 
-    monkeypatch.setattr(own_observation, "_draw", draw)
+    monkeypatch.setattr(state, "build_state", build_state)
     with caplog.at_level(logging.INFO):
         samples = own_observation.sample_posterior(tmp_path, np.zeros(2, np.float32), mesh=make_mesh())
     assert samples.shape == (4, 2)

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from faults_helpers import run_tiny
+from faults_helpers import run_tiny, saved_checkpoint
 from gensbi_sharding.harness import own_observation, state
 from gensbi_sharding.harness.memory_check import check_draw_fits
 from gensbi_sharding.harness.own_observation import check_observation, load_observation, main, sample_posterior
@@ -189,16 +189,33 @@ def test_a_sweep_folder_names_its_jobs_with_a_checkpoint(tmp_path, evaluated_run
         sample_posterior(tmp_path, np.zeros(2))
 
 
-@pytest.fixture
-def run_read(monkeypatch, tmp_path):
-    """``tmp_path`` read by ``main`` as a two_moons run's folder holding a checkpoint (its x_o.npy beside it)."""
+@pytest.fixture(scope="module")
+def saved_checkpoints(tmp_path_factory):
+    """Two run folders' ``checkpoints/``, written once by the library (copied into each test's folder): a two_moons
+    run's config and z-score statistics, what reading its folder finds; the arrays are no model's."""
     from gensbi_sharding.harness.simulation_data import NORMALIZATION
 
-    saved = {"data": {"name": "two_moons", "x_transform": "none"}, "eval": {"num_samples": 16}}
-    monkeypatch.setattr(own_observation, "_run_checkpoint", lambda run_dir: (
-        tmp_path / "checkpoints" / "8", saved, {NORMALIZATION: {"x_mean": [0.0, 0.0], "theta_mean": [0.0, 0.0]}}))
+    few = {"data": {"name": "two_moons", "x_transform": "none"}, "model": {"name": "mlp"}, "eval": {"num_samples": 16}}
+    full = {"data": {"name": "two_moons", "x_transform": "none", "shards": 1}, "model": {"name": "mlp"},
+            "eval": {"num_samples": 16, "ode_steps": 4}, "seed": 0}
+    stats = {"theta_mean": [0.0, 0.0], "theta_std": [1.0, 1.0], "x_mean": [0.0, 0.0], "x_std": [1.0, 1.0]}
+    runs = {"few": (few, {"x_mean": [0.0, 0.0], "theta_mean": [0.0, 0.0]}), "full": (full, stats)}
+    return {name: saved_checkpoint(tmp_path_factory.mktemp(name), saved, {NORMALIZATION: statistics}).parent
+            for name, (saved, statistics) in runs.items()}
+
+
+def _run_folder(tmp_path, checkpoints):
+    import shutil
+
+    shutil.copytree(checkpoints, tmp_path / "checkpoints")
     np.save(tmp_path / "x_o.npy", np.zeros(2))
     return tmp_path
+
+
+@pytest.fixture
+def run_read(tmp_path, saved_checkpoints):
+    """``tmp_path``: a two_moons run's folder holding a checkpoint, its x_o.npy beside it."""
+    return _run_folder(tmp_path, saved_checkpoints["few"])
 
 
 def test_cli_out_naming_a_folder_not_made_yet_is_refused_naming_it(run_read, monkeypatch, capsys):
@@ -210,7 +227,7 @@ def test_cli_out_naming_a_folder_not_made_yet_is_refused_naming_it(run_read, mon
     assert capsys.readouterr().err.rstrip().endswith(
         f"--out {tmp_path / 'new' / 'x_o_posterior.npz'}: its folder {tmp_path / 'new'} does not exist; create it or "
         "pass another --out")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["x_o.npy"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoints", "x_o.npy"]
 
 
 def test_cli_refuses_an_existing_output_before_sampling(run_read, capsys):
@@ -278,7 +295,8 @@ def test_cli_keeps_an_output_another_process_wrote_while_sampling(run_read, monk
     assert main([str(tmp_path), str(tmp_path / "x_o.npy")]) == 1
     assert "x_o_posterior.npz was created while sampling (another sample.py?) and is kept" in capsys.readouterr().err
     assert out.read_bytes() == b"the other call's samples"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["x_o.npy", "x_o_posterior.npz"]  # no temporary file left
+    assert sorted(p.name for p in tmp_path.iterdir()) == [  # no temporary file left
+        "checkpoints", "x_o.npy", "x_o_posterior.npz"]
     out.unlink()
     assert main([str(tmp_path), str(tmp_path / "x_o.npy")]) == 0
     assert np.load(out)["samples"].tolist() == [[1.0, 1.0]] * 3
@@ -299,7 +317,7 @@ def test_cli_ctrl_c_while_sampling_ends_at_once(run_read, monkeypatch):
     before = signal.getsignal(signal.SIGINT)
     assert main([str(run_read), str(run_read / "x_o.npy")]) == 1
     assert seen == [signal.SIG_DFL] and signal.getsignal(signal.SIGINT) is before
-    assert [p.name for p in run_read.iterdir()] == ["x_o.npy"]
+    assert sorted(p.name for p in run_read.iterdir()) == ["checkpoints", "x_o.npy"]
 
 
 @pytest.mark.slow  # samples the trained run's checkpoint
@@ -311,16 +329,16 @@ def test_a_checkpoint_deleted_while_read_is_replaced_by_the_newest(evaluated_run
     shutil.copytree(evaluated_run, run)
     (step,) = [p for p in (run / "checkpoints").iterdir() if p.name.isdigit()]
     shutil.copytree(step, run / "checkpoints" / str(int(step.name) + 1))  # the newest, about to be deleted
-    read, real = [], own_observation._draw
+    read, real = [], state.build_state
 
-    def deleted_while_read(cfg, step_dir, *args, **kwargs):
-        read.append(step_dir.name)
+    def deleted_while_read(cfg, *, resume_dir, **kwargs):  # the step folder's weights, read to sample
+        read.append(resume_dir.name)
         if len(read) == 1:
-            shutil.rmtree(step_dir)
-            raise FileNotFoundError(f"[Errno 2] No such file or directory: '{step_dir}'")
-        return real(cfg, step_dir, *args, **kwargs)
+            shutil.rmtree(resume_dir)
+            raise FileNotFoundError(f"[Errno 2] No such file or directory: '{resume_dir}'")
+        return real(cfg, resume_dir=resume_dir, **kwargs)
 
-    monkeypatch.setattr(own_observation, "_draw", deleted_while_read)
+    monkeypatch.setattr(state, "build_state", deleted_while_read)
     details = {}
     samples = sample_posterior(run, np.zeros(2), num_samples=4, details=details)
     assert read == [str(int(step.name) + 1), step.name] and details["step"] == int(step.name)
@@ -354,19 +372,11 @@ def test_sampling_on_a_mesh_draws_what_one_device_draws(evaluated_run, observati
 
 
 @pytest.fixture
-def checkpoint_read(monkeypatch, tmp_path):
-    """A two_moons run's checkpoint as ``_run_checkpoint`` reads it (run config, z-score statistics); the model is
+def checkpoint_read(monkeypatch, tmp_path, saved_checkpoints):
+    """``tmp_path``: a two_moons run's folder (run config, z-score statistics), its x_o.npy beside it; the model is
     never built: a test reaching ``build_state`` fails."""
-    from gensbi_sharding.harness.simulation_data import NORMALIZATION
-
-    saved = {"data": {"name": "two_moons", "x_transform": "none", "shards": 1}, "model": {"name": "mlp"},
-             "eval": {"num_samples": 16, "ode_steps": 4}, "seed": 0}
-    stats = {"theta_mean": [0.0, 0.0], "theta_std": [1.0, 1.0], "x_mean": [0.0, 0.0], "x_std": [1.0, 1.0]}
-    monkeypatch.setattr(own_observation, "_run_checkpoint",
-                        lambda run_dir: (tmp_path / "checkpoints" / "8", saved, {NORMALIZATION: stats}))
     monkeypatch.setattr(state, "build_state", lambda *a, **k: pytest.fail("built the model"))
-    np.save(tmp_path / "x_o.npy", np.zeros(2))
-    return tmp_path
+    return _run_folder(tmp_path, saved_checkpoints["full"])
 
 
 @pytest.mark.parametrize("flags, named", [
@@ -384,7 +394,7 @@ def test_cli_names_an_out_of_range_flag_as_typed(checkpoint_read, capsys, flags,
     err = capsys.readouterr().err
     assert f"[ERROR] {named}" in err, err
     assert not any(f"{word}=" in err for word in ("num_samples", "seed", "ode_steps"))
-    assert sorted(p.name for p in checkpoint_read.iterdir()) == ["x_o.npy"]  # nothing written
+    assert sorted(p.name for p in checkpoint_read.iterdir()) == ["checkpoints", "x_o.npy"]  # nothing written
 
 
 def test_the_api_names_its_keywords(checkpoint_read):
@@ -426,10 +436,12 @@ def test_cli_out_is_the_file_written_and_printed(run_read, monkeypatch, capsys, 
     tmp_path = run_read
     monkeypatch.setattr(own_observation, "sample_posterior", _fake_draws)
     (tmp_path / "out").mkdir()
+    run = {str(p.relative_to(tmp_path)) for p in (tmp_path / "checkpoints").rglob("*")} | {"checkpoints"}
     assert main([str(tmp_path), str(tmp_path / "x_o.npy"), "--out", str(tmp_path / given)]) == 0
     assert capsys.readouterr().out.rstrip().endswith(f": {tmp_path / written}")
     assert np.load(tmp_path / written)["samples"].shape == (3, 2)
-    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == sorted({"out", "x_o.npy", written})
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == sorted({"out", "x_o.npy", written,
+                                                                                        *run})
     with pytest.raises(SystemExit):  # the file it would write exists: refused, as typed
         main([str(tmp_path), str(tmp_path / "x_o.npy"), "--out", str(tmp_path / given)])
     assert f"{tmp_path / written} exists and is never overwritten" in capsys.readouterr().err
@@ -483,7 +495,7 @@ def test_cli_refuses_an_output_its_disk_has_no_room_for_before_sampling(run_read
         "room>.npz (or fewer --num-samples)\n")
     monkeypatch.setattr(own_observation, "sample_posterior", _fake_draws)
     assert main([str(run_read), str(run_read / "x_o.npy"), "--num-samples", "1"]) == 0  # 8,200 bytes: room
-    assert sorted(p.name for p in run_read.iterdir()) == ["x_o.npy", "x_o_posterior.npz"]
+    assert sorted(p.name for p in run_read.iterdir()) == ["checkpoints", "x_o.npy", "x_o_posterior.npz"]
 
 
 def test_cli_names_a_write_that_failed_after_sampling_and_leaves_no_file(run_read, monkeypatch, capsys):
@@ -504,7 +516,7 @@ def test_cli_names_a_write_that_failed_after_sampling_and_leaves_no_file(run_rea
         f"[ERROR] cannot write {run_read / 'x_o_posterior.npz'} (No space left on device): nothing written, no partial "
         "file; free space or pass --out <a file on another disk>.npz and run again (the same seed draws the same "
         "samples)\n")
-    assert sorted(p.name for p in run_read.iterdir()) == ["x_o.npy"]
+    assert sorted(p.name for p in run_read.iterdir()) == ["checkpoints", "x_o.npy"]
 
 REPO = Path(__file__).resolve().parents[1]
 NO_CUDA_HERE = pytest.mark.skipif(

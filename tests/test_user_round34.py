@@ -364,7 +364,9 @@ def test_sampling_a_run_still_training_before_its_first_checkpoint_says_so(tmp_p
     import subprocess
     import sys
 
-    from gensbi_sharding.harness.own_observation import _run_checkpoint
+    import numpy as np
+
+    from gensbi_sharding.harness.own_observation import sample_posterior
 
     run = tmp_path / "run"
     run.mkdir()
@@ -374,7 +376,7 @@ def test_sampling_a_run_still_training_before_its_first_checkpoint_says_so(tmp_p
     try:
         assert holder.stdout.readline().strip() == "held"
         with pytest.raises(FileNotFoundError) as err:
-            _run_checkpoint(run)
+            sample_posterior(run, np.zeros(2))
     finally:
         holder.kill()
         holder.wait(timeout=30)
