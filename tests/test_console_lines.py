@@ -189,16 +189,20 @@ def test_a_stopped_sweep_ends_with_its_outcome_line(tmp_path, monkeypatch):
     from gensbi_sharding.harness.summary import refresh_job_sweep_summary
 
     monkeypatch.setattr(plots, "plot_sweep", lambda rows, keys, path, dry_run=False: path)
-    monkeypatch.setattr(console_lines, "_STOPPED", [])
     make_job(tmp_path, 0, ["experiment=quick", "rule=fsdp"], {})
     make_job(tmp_path, 1, ["experiment=quick", "rule=tensor"], {}, status="interrupted")
     OmegaConf.save(OmegaConf.create({"hydra": {"overrides": {"task": ["experiment=quick",
                                                                       "rule=fsdp,tensor,replicated"]}}}),
                    tmp_path / "multirun.yaml")
-    assert console_lines.stopped_sweep_line() is None
-    refresh_job_sweep_summary(tmp_path / "1")
-    assert console_lines.stopped_sweep_line() == (
-        f"sweep stopped: 1 ok, 0 failed, 1 interrupted, 1 not run; sweep_summary.csv/.md/.png in {tmp_path}")
+    before = console_lines.stopped_sweep_line()  # another test's sweep, in this process: kept for it afterwards
+    console_lines.remember_stopped_sweep(None)
+    try:
+        assert console_lines.stopped_sweep_line() is None
+        refresh_job_sweep_summary(tmp_path / "1")
+        assert console_lines.stopped_sweep_line() == (
+            f"sweep stopped: 1 ok, 0 failed, 1 interrupted, 1 not run; sweep_summary.csv/.md/.png in {tmp_path}")
+    finally:
+        console_lines.remember_stopped_sweep(before)
 
 
 def test_every_step_header_reads_step_colon_details():

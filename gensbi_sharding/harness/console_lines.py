@@ -95,14 +95,15 @@ def sweep_end_line(statuses: Sequence[Any], wall_s: float | None, sweep_dir: Pat
 _STOPPED: list[str] = []  # the outcome line of the sweep this process's job stopped
 
 
-def remember_stopped_sweep(line: str) -> None:
+def remember_stopped_sweep(line: str | None) -> None:
     """Keep ``line`` (``sweep_end_line`` of a sweep this process's job stopped) for ``stopped_sweep_line``.
 
     Parameters
     ----------
-    line : str
+    line : str or None
+        None forgets the line kept: ``stopped_sweep_line`` is None again, as before any sweep stopped.
     """
-    _STOPPED[:] = [line]
+    _STOPPED[:] = [] if line is None else [line]
 
 
 def stopped_sweep_line() -> str | None:
