@@ -209,7 +209,7 @@ def test_a_budget_too_small_for_a_larger_batch_names_the_batch_at_that_budget(me
                                                                             kept):
     # Round 45: data.val_fraction=0.999 (batch 64, 8 devices) named "raise data.num_simulations to at least 7500",
     # which fills a batch of 8, not 64: typed as said, the run was refused again ("set data.batch_size=8").
-    from gensbi_sharding.harness.sweep_check import _batch_problem
+    from gensbi_sharding.harness.sweep_check import job_problem
 
     cfg = compose_tiny(*overrides, "data.batch_size=64")
     with pytest.raises(ConfigError) as err:
@@ -218,7 +218,9 @@ def test_a_budget_too_small_for_a_larger_batch_names_the_batch_at_that_budget(me
     assert f"raise data.num_simulations to at least {budget} and set data.batch_size={batch}" in message, message
     assert (f"or to at least {kept} to keep data.batch_size=64" in message) == (kept is not None), message
     if shards == 1:  # a sweep's check, before any job, says the same (was: "raise data.num_simulations", no number)
-        assert _batch_problem(cfg, 8) in message
+        sweep_refusal = job_problem(cfg)
+        assert sweep_refusal.startswith("ConfigError: ")
+        assert sweep_refusal.removeprefix("ConfigError: ") in message, sweep_refusal
     for simulations, batch_size in [(budget, batch)] + [(kept, 64)] * (kept is not None):
         cfg.data.num_simulations, cfg.data.batch_size = simulations, batch_size  # each as said: no second refusal
         check_batch_config(cfg.data, mesh, shards=shards)
