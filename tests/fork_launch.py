@@ -39,7 +39,7 @@ RUN_START = ("gensbi_sharding.harness.devices", *(f"gensbi_sharding.{name}" for 
     "activations", "batch", "compiled", "host_input", "init", "mesh", "report", "rules", "sharding")))
 
 
-def _imports(script: Path) -> list[str]:
+def script_imports(script: Path) -> list[str]:
     """The modules ``script`` imports at its top level (inside a top-level ``try`` too) that this process may
     import for it: all of them for a script at the repository's root (``sys.path[0]`` is then the repository, as
     here), launch.py's with ``RUN_START``; for one elsewhere (benchmarks/, which put the repository on ``sys.path``
@@ -121,7 +121,7 @@ def main(spec_path: str) -> None:
     scripts = list(dict.fromkeys([script, *(Path(run["script"]).resolve() for run in runs if run.get("script"))]))
     assert {s.parent for s in scripts} == {script.parent}, "the runs' scripts are in one folder"
     sys.path[0] = str(script.parent)  # as `python <script>` has it (this file's folder otherwise)
-    for name in [*(name for s in scripts for name in _imports(s)), *spec.get("imports", [])]:
+    for name in [*(name for s in scripts for name in script_imports(s)), *spec.get("imports", [])]:
         importlib.import_module(name)
     if spec.get("group_deadline_s") is not None:
         return _groups(script, runs, spec["group_deadline_s"])

@@ -57,10 +57,10 @@ def _child(script: Path, request: dict) -> None:
 def serve(script: Path, imports: list[str]) -> None:
     """Import what ``script`` imports (and ``imports``), then fork a child per request line until stdin closes; each child's exit
     code goes to ``<output>.rc`` (written whole) once it is reaped. At stdin's end the children left are killed."""
-    from fork_launch import _imports
+    from fork_launch import script_imports
 
     sys.path[0] = str(script.parent)  # as `python <script>` has it (this file's folder otherwise)
-    for name in [*_imports(script), *imports]:
+    for name in [*script_imports(script), *imports]:
         importlib.import_module(name)
     os.write(1, b"ready\n")
     children, pending, open_ = {}, b"", True

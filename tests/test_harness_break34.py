@@ -87,7 +87,7 @@ def stubbed_sweeps(tmp_path_factory):
     summary's figure) is imported there once too (~0.3 s of CPU less each)."""
     import os
 
-    from fork_launch import REPO as FORK_REPO, _imports, run_forked
+    from fork_launch import REPO as FORK_REPO, script_imports, run_forked
 
     root = tmp_path_factory.mktemp("stubbed_sweeps")
     (root / "run.py").write_text("import runpy, sys\nrunpy.run_path(sys.argv[1], run_name='__main__')\n")
@@ -101,7 +101,7 @@ def stubbed_sweeps(tmp_path_factory):
         runs.append({"args": [str(root / f"{i}.py")], "cwd": REPO})
     (root / "fork").mkdir()
     procs = run_forked(runs, env=dict(os.environ), timeout=120 * len(runs), workdir=root / "fork",
-                       script=root / "run.py", imports=(*_imports(FORK_REPO / "launch.py"), *SWEEP_IMPORTS))
+                       script=root / "run.py", imports=(*script_imports(FORK_REPO / "launch.py"), *SWEEP_IMPORTS))
     return {case: (proc, sweeps[case]) for case, proc in zip(sweeps, procs)}
 
 
