@@ -156,3 +156,14 @@ def saved_checkpoint(run_dir: Path, config: dict, info: dict, step: int = 8) -> 
     with CheckpointWriter(Path(run_dir) / "checkpoints", config=config, async_save=False) as writer:
         writer.save(step, {"w": jnp.zeros(2)}, jax.random.key(0), info=info)
     return Path(run_dir) / "checkpoints" / str(step)
+
+
+def registered(request, kind: str, name: str, factory):
+    """Register ``factory`` as ``name`` as a user does (``register_model`` or ``register_data``, by ``kind``); the
+    registration is removed (``registry.unregister``) when the test ends, so no other test sees it."""
+    from gensbi_sharding.harness import registry
+
+    registry.model_names()  # the built-ins first, so this registration is the only addition
+    (registry.register_model if kind == "model" else registry.register_data)(name)(factory)
+    request.addfinalizer(lambda: registry.unregister(kind, name))
+    return factory

@@ -161,7 +161,7 @@ def test_pages_speak_to_a_reader_not_of_the_projects_rounds_or_changes():
     assert found == [], found
 
 
-def test_gensbi_models_md_model_of_ones_own_needs_only_the_steps_it_lists(tmp_path, monkeypatch):
+def test_gensbi_models_md_model_of_ones_own_needs_only_the_steps_it_lists(tmp_path, request):
     # Typed, following the page's four places for a model of one's own: a settings dataclass added to config.py
     # (here defined in that module's namespace, as the file would define it), conf/model/tiny.yaml listing
     # /tiny_schema, and a registered factory. Was: "conf/model/tiny.yaml lists /tiny_schema, which no schema is
@@ -169,7 +169,8 @@ def test_gensbi_models_md_model_of_ones_own_needs_only_the_steps_it_lists(tmp_pa
     # only the built-in schemas, each by a line of its own, which the page never named.
     from hydra.core.config_store import ConfigStore
 
-    from gensbi_sharding.harness import config, registry
+    from faults_helpers import registered
+    from gensbi_sharding.harness import config
     from gensbi_sharding.harness.models.mlp import make_mlp
     from gensbi_sharding.harness.name_hints import registered_name_problem
     from gensbi_sharding.harness.override_types import override_problem
@@ -183,8 +184,7 @@ def test_gensbi_models_md_model_of_ones_own_needs_only_the_steps_it_lists(tmp_pa
         assert override_problem([*args, "experiment=quick"]) is None
         cfg = _composed(args, REPO / "conf")
         assert (cfg.model.name, cfg.model.width, cfg.model.init) == ("tiny", 16, "sharded")
-        registry.model_names()  # the built-ins registered first
-        monkeypatch.setitem(registry._MODELS, "tiny", make_mlp)  # the page's @register_model("tiny") factory
+        registered(request, "model", "tiny", lambda **kw: make_mlp(**kw))  # the page's @register_model("tiny")
         assert registered_name_problem(cfg, {"model": "tiny", "data": "two_moons", "rule": "replicated"}) is None
     finally:
         del config.TinyConfig

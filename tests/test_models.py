@@ -149,6 +149,30 @@ def test_registry_knows_both_models():
         get_model("nope")
 
 
+def test_a_factory_of_ones_own_is_unregistered_and_a_built_in_stays():
+    # Was: no way to give a registered name back (a notebook cell run again with its factory edited was refused as
+    # "already registered"), and tests undid their registrations by patching the registry's private tables.
+    from gensbi_sharding.harness import registry
+
+    def mine(**kwargs):
+        return None
+
+    registry.register_model("mine_once")(mine)
+    assert registry.unregister("model", "mine_once") is mine and "mine_once" not in model_names()
+    edited = registry.register_model("mine_once")(lambda **kwargs: None)  # the name is free: another factory takes it
+    assert get_model("mine_once") is edited and registry.unregister("model", "mine_once") is edited
+    with pytest.raises(ValueError, match=r"^unknown model 'mine_once'; known models: .*mlp"):
+        registry.unregister("model", "mine_once")
+    registry.register_data("mine_once")(mine)  # the data sets' registry alike
+    assert registry.unregister("data", "mine_once") is mine and "mine_once" not in registry.data_names()
+    built_in = r"^model 'mlp' is built in \(gensbi_sharding\.harness\.models\.mlp\.make_mlp\): it stays registered"
+    with pytest.raises(ValueError, match=built_in + "; register yours under another name$"):
+        registry.unregister("model", "mlp")
+    assert get_model("mlp") is make_mlp
+    with pytest.raises(ValueError, match=r"^kind='models' is no registry: pass 'model' or 'data'$"):
+        registry.unregister("models", "mlp")
+
+
 @pytest.mark.parametrize("name,bad,match", [
     ("mlp", dict(width=0), "width must be a positive integer"),
     ("mlp", dict(depth=2.5), "depth must be a positive integer"),

@@ -24,17 +24,16 @@ def _my_simulator(*, num_simulations, val_fraction, seed, process_index, process
                           theta_mean=theta_mean, theta_std=theta_std, x_mean=x_mean, x_std=x_std)
 
 
-def test_a_data_set_of_ones_own_counts_its_held_out_pairs(monkeypatch):
+def test_a_data_set_of_ones_own_counts_its_held_out_pairs(request):
     # Typed: @register_data("mygauss") on the factory above, conf/data/mygauss.yaml, then python launch.py
     # experiment=quick data=mygauss eval.enabled=false. Was: "val loss 1.6409 over 0 pairs" on the console and
     # val_pairs 0 in metrics.json, for the 102 held-out pairs the validation had just used (SimulationData's
     # val_pairs defaulted to 0, a count only load_task set).
-    from gensbi_sharding.harness import registry
+    from faults_helpers import registered
     from gensbi_sharding.harness.config import DataConfig
     from gensbi_sharding.harness.pipeline import build_pipeline
 
-    registry.data_names()  # the built-ins first, so the registration below is the only addition
-    monkeypatch.setitem(registry._DATA, "mygauss", _my_simulator)
+    registered(request, "data", "mygauss", _my_simulator)  # as a user does: @register_data("mygauss")
     cfg = DataConfig(name="mygauss", num_simulations=1024, batch_size=64, theta_transform="none")
     one_shard = build_pipeline(cfg, seed=0, mesh=None)
     assert one_shard.val_pairs == len(one_shard.sims.theta_val) == 102
@@ -43,19 +42,18 @@ def test_a_data_set_of_ones_own_counts_its_held_out_pairs(monkeypatch):
     assert sum(w.sum() for w in (b["weight"] for b in two_shards.val_batches)) == 102  # the pairs validated
 
 
-def test_a_data_set_of_ones_own_has_a_dry_run(devices, monkeypatch):
+def test_a_data_set_of_ones_own_has_a_dry_run(devices, request):
     # Typed: python launch.py dry_run=true data=mygauss (the factory above registered, conf/data/mygauss.yaml).
     # Was: "[ERROR] ValueError: unknown sbibm task 'mygauss'; registered here: two_moons, ..." at [2/7], for a data
     # set the registry knew: the dry run read its dimensions from sbibm's tasks only.
     from faults_helpers import compose_tiny
 
     import gensbi_sharding as gs
-    from gensbi_sharding.harness import registry
+    from faults_helpers import registered
     from gensbi_sharding.harness.dry_run import dry_run_metrics
     from gensbi_sharding.harness.rule_config import rule_table
 
-    registry.data_names()
-    monkeypatch.setitem(registry._DATA, "mygauss", _my_simulator)
+    registered(request, "data", "mygauss", _my_simulator)
     cfg = compose_tiny("data.name=mygauss", "data.theta_transform=none", "eval.enabled=false", "dry_run=true")
     rule_name, table = rule_table(cfg.rule)
     metrics = dry_run_metrics(cfg, gs.make_mesh(devices, model_axis=2), rule_name, table)
@@ -102,7 +100,7 @@ def test_a_mesh_given_by_its_axes_sizes_is_refused_naming_the_spec_that_builds_i
                                    "taking the rest of the 8 devices)")
 
 
-def test_a_data_set_of_ones_own_counts_every_processes_held_out_pairs(monkeypatch):
+def test_a_data_set_of_ones_own_counts_every_processes_held_out_pairs(request, monkeypatch):
     # Typed: python launch.py distributed=local distributed.local_processes=2 experiment=quick data=mygauss
     # eval.enabled=false. Was: "val loss 1.4677 over 51 pairs", process 0's own, of the 102 validated: the count was the
     # factory's val_pairs, which one of one's own leaves out or counts per process. Two processes are stood in for
@@ -110,12 +108,11 @@ def test_a_data_set_of_ones_own_counts_every_processes_held_out_pairs(monkeypatc
     import jax
     from jax.experimental import multihost_utils
 
-    from gensbi_sharding.harness import registry
+    from faults_helpers import registered
     from gensbi_sharding.harness.config import DataConfig
     from gensbi_sharding.harness.pipeline import build_pipeline
 
-    registry.data_names()
-    monkeypatch.setitem(registry._DATA, "mygauss", _my_simulator)
+    registered(request, "data", "mygauss", _my_simulator)
     monkeypatch.setattr(jax, "process_count", lambda: 2)
     monkeypatch.setattr(multihost_utils, "process_allgather", lambda x, **_: np.stack([np.asarray(x)] * 2))
     pipe = build_pipeline(DataConfig(name="mygauss", num_simulations=1024, batch_size=64, theta_transform="none"),
@@ -123,7 +120,7 @@ def test_a_data_set_of_ones_own_counts_every_processes_held_out_pairs(monkeypatc
     assert len(pipe.sims.theta_val) == 51 and pipe.val_pairs == 102
 
 
-def test_several_shards_per_process_share_one_set_of_statistics(monkeypatch):
+def test_several_shards_per_process_share_one_set_of_statistics(request, monkeypatch):
     # Typed: python launch.py distributed=local distributed.local_processes=2 experiment=quick data.shards=4. Was: each
     # shard z-scored by its own statistics (only one process's shards were ever combined), so the processes fed
     # differently normalised batches, and the run failed at its checkpoint: "AssertionError: <class 'numpy.ndarray'>
@@ -132,12 +129,11 @@ def test_several_shards_per_process_share_one_set_of_statistics(monkeypatch):
     import jax
     from jax.experimental import multihost_utils
 
-    from gensbi_sharding.harness import registry
+    from faults_helpers import registered
     from gensbi_sharding.harness.config import DataConfig
     from gensbi_sharding.harness.pipeline import build_pipeline
 
-    registry.data_names()
-    monkeypatch.setitem(registry._DATA, "mygauss", _my_simulator)
+    registered(request, "data", "mygauss", _my_simulator)
     monkeypatch.setattr(jax, "process_count", lambda: 2)
     monkeypatch.setattr(multihost_utils, "process_allgather", lambda x, **_: np.stack([np.asarray(x)] * 2))
     cfg = DataConfig(name="mygauss", num_simulations=1024, batch_size=64, theta_transform="none", shards=4)

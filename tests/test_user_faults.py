@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from faults_helpers import REPO, hint, patch_task, run_tiny
+from faults_helpers import REPO, hint, patch_task, registered, run_tiny
 from gensbi_sharding.harness import data as D
 
 
@@ -476,7 +476,7 @@ def test_an_unknown_name_names_the_override_that_fixes_it(overrides, named, list
     assert registered_name_problem(followed, {**choices, **dict([fix.split("=")] if "." not in fix else [])}) is None
 
 
-def test_a_model_of_ones_own_is_told_every_step_and_its_borrowed_schema_is_named(tmp_path, monkeypatch):
+def test_a_model_of_ones_own_is_told_every_step_and_its_borrowed_schema_is_named(tmp_path, request):
     # Was, for model=tiny (conf/model/tiny.yaml: /mlp_schema, name: tiny): "register it with
     # @register_model('tiny') and add conf/model/tiny.yaml" (a factory registered in the user's own module is
     # never imported); registered, "model.name=tiny does not fit the settings model=mlp loaded ...; choose the
@@ -486,7 +486,6 @@ def test_a_model_of_ones_own_is_told_every_step_and_its_borrowed_schema_is_named
     from hydra.core.config_store import ConfigStore
 
     from faults_helpers import compose_tiny
-    from gensbi_sharding.harness import registry
     from gensbi_sharding.harness.config import MLPConfig
     from gensbi_sharding.harness.models.mlp import make_mlp
     from gensbi_sharding.harness.name_hints import registered_name_problem
@@ -505,8 +504,7 @@ def test_a_model_of_ones_own_is_told_every_step_and_its_borrowed_schema_is_named
                             "gensbi_sharding/harness/models/__init__.py imports, give it a schema in "
                             "gensbi_sharding/harness/config.py stored as tiny_schema, and add conf/model/tiny.yaml "
                             "listing /tiny_schema (README: A model of your own in the harness)"), unknown
-    registry.model_names()  # the built-ins first, so the registration below is the only addition
-    monkeypatch.setitem(registry._MODELS, "tiny", make_mlp)
+    registered(request, "model", "tiny", lambda **kw: make_mlp(**kw))  # a factory of ones own, built as mlp
     borrowed = registered_name_problem(compose_tiny(search, "model=tiny"), choices)
     assert borrowed == (
         "model=tiny holds the fields of mlp (its defaults name /mlp_schema); a model of your own needs a schema of "
@@ -541,13 +539,12 @@ def test_an_unknown_data_set_chosen_by_its_file_is_named_as_typed(tmp_path):
     assert "data.name" not in unknown.split("; to add")[0]
 
 
-def test_a_data_set_of_ones_own_is_refused_evaluation_before_training(monkeypatch):
+def test_a_data_set_of_ones_own_is_refused_evaluation_before_training(request):
     # Was: trained every step, then "ValueError: unknown sbibm task 'mysim'; registered here: two_moons, ...
     # (e.g. data=slcp)" at evaluation, status error; eval.enabled=false, the fix, named nowhere.
     import dataclasses
 
     from faults_helpers import compose_tiny
-    from gensbi_sharding.harness import registry
     from gensbi_sharding.harness.config import ConfigError
     from gensbi_sharding.harness.config_checks import validate
     from gensbi_sharding.harness.data import load_task
@@ -559,9 +556,8 @@ def test_a_data_set_of_ones_own_is_refused_evaluation_before_training(monkeypatc
         "to add 'mysim', register its factory, returning a SimulationData (harness/simulation_data.py), with "
         "@register_data('mysim') in gensbi_sharding/harness/data.py or a module it imports, and add "
         "conf/data/mysim.yaml; with no sbibm reference posterior it trains with eval.enabled=false"), unknown
-    registry.data_names()  # the built-ins first, so the registration below is the only addition
-    monkeypatch.setitem(registry._DATA, "mysim",
-                        lambda **kw: dataclasses.replace(load_task("two_moons", **kw), name="mysim"))
+    registered(request, "data", "mysim",
+               lambda **kw: dataclasses.replace(load_task("two_moons", **kw), name="mysim"))
     with pytest.raises(ConfigError) as err:
         validate(compose_tiny("data.name=mysim", "eval.enabled=true"))
     assert str(err.value) == (

@@ -28,6 +28,7 @@ __all__ = [
     "get_data",
     "model_names",
     "data_names",
+    "unregister",
     "Requirement",
     "GENSBI",
     "import_required",
@@ -175,3 +176,38 @@ def data_names() -> tuple[str, ...]:
     """Names of every registered data set, sorted."""
     _load_builtins()
     return tuple(sorted(_DATA))
+
+
+def unregister(kind: str, name: str) -> Callable[..., Any]:
+    """Remove your factory registered as ``name``, so that another can take the name (a notebook cell run again with
+    its factory edited, a test that registers one for itself); a built-in one stays.
+
+    Parameters
+    ----------
+    kind : {"model", "data"}
+        The registry: ``register_model``'s or ``register_data``'s.
+    name : str
+        The name it was registered under.
+
+    Returns
+    -------
+    callable
+        The factory removed.
+
+    Raises
+    ------
+    ValueError
+        For another ``kind``, a name not registered (listing the known names) or a built-in's (``harness.models``,
+        ``harness.data``: every run may need it).
+    """
+    if kind not in ("model", "data"):
+        raise ValueError(f"kind={kind!r} is no registry: pass 'model' or 'data'")
+    table = _MODELS if kind == "model" else _DATA
+    factory = _lookup(table, kind, name)
+    if getattr(factory, "__module__", "").startswith("gensbi_sharding."):
+        raise ValueError(f"{kind} {name!r} is built in ({factory.__module__}.{factory.__qualname__}): it stays "
+                         "registered; register yours under another name")
+    del table[name]
+    if kind == "model":
+        _REQUIRES.pop(name, None)
+    return factory
