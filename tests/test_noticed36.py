@@ -120,12 +120,15 @@ def test_a_failed_commit_of_a_synchronous_save_names_the_step_folder_error_fix_a
     assert committed_steps(folder) == [1, 3]
 
 
-def _timed_out_wait(writer) -> None:
-    """Another process's wait for process 0's commit ran past commit_timeout_s (Orbax's barrier raises it)."""
-    def wait():
+def _timed_out_wait(patch) -> None:
+    """Another process's wait for process 0's commit ran past commit_timeout_s (Orbax's barrier raises it): at Orbax's
+    public ``CheckpointManager.wait_until_finished``, which the writer waits with."""
+    import orbax.checkpoint as ocp
+
+    def wait(manager):
         raise TimeoutError("Barrier timed out: async_commit_complete")
 
-    writer._manager.wait_until_finished = wait
+    patch.setattr(ocp.CheckpointManager, "wait_until_finished", wait)
 
 
 @pytest.mark.parametrize("committed", [True, False])
@@ -144,10 +147,10 @@ def test_a_commit_slower_than_the_bound_says_it_did_not_finish_in_time_and_wheth
             writer.save(step, state, key)
     with CheckpointWriter(folder) as writer:
         writer.last_saved = 2  # the save under way, as the other processes see it
-        _timed_out_wait(writer)
-        with pytest.raises(RuntimeError) as raised:
-            writer.steps()
-        del writer._manager.wait_until_finished
+        with pytest.MonkeyPatch.context() as patch:  # undone before the writer closes (it waits too)
+            _timed_out_wait(patch)
+            with pytest.raises(RuntimeError) as raised:
+                writer.steps()
     message = str(raised.value)
     bound = ("process 0's commit did not finish within 30 s (CheckpointWriter.commit_timeout_s, the other processes' "
              "bound on waiting for it; TimeoutError: Barrier timed out: async_commit_complete), so this process "
