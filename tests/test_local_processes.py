@@ -189,15 +189,55 @@ def test_the_parents_next_line_never_continues_a_childs_progress_bar(tmp_path, w
     ([-signal.SIGABRT, 1], 0),  # a signal before an exit code, SIGABRT too
     ([1, -signal.SIGABRT, -signal.SIGABRT], 1),
     ([-signal.SIGABRT, -signal.SIGABRT], 0)])
-def test_of_processes_seen_dead_at_once_the_one_xla_aborted_is_not_the_first(codes, first):
+def test_of_processes_seen_dead_at_once_the_one_xla_aborted_is_not_the_first(codes, first, tmp_path, monkeypatch):
     # Was: distributed=local, process 1 killed by SIGKILL mid-run: "process 0 of 2 died (killed by SIGABRT); the others
     # ended 0.0 s later ...: process 1 died (killed by SIGKILL)": the Gloo collective failed at once, so XLA's abort of
     # the survivor was seen in the same poll as the kill, and the lower rank was named the first to die.
+    metrics = _run_with_children(tmp_path, monkeypatch, [_Ended([code]) for code in codes])
+    assert metrics["process_exit_codes"] == codes and metrics["first_failed_process"] == first
+    assert metrics["error"].startswith(f"process {first} of {len(codes)} died (killed by "), metrics["error"]
+
+
+class _Ended:
+    """A local process as ``subprocess.Popen`` shows it, whose ``poll()`` answers ``codes`` in turn (the last one
+    from then on): None while it runs; it printed nothing."""
+
+    def __init__(self, codes):
+        import io
+
+        self.codes, self.stderr = list(codes), io.BytesIO(b"")
+
+    def poll(self):
+        return self.codes.pop(0) if len(self.codes) > 1 else self.codes[0]
+
+    def wait(self):
+        return self.codes[-1]
+
+    def send_signal(self, signum):
+        pass
+
+    kill = send_signal
+
+
+def _run_with_children(tmp_path, monkeypatch, children, heartbeat_s=5):
+    """``run_local_processes`` of a launch.py job with ``distributed=local``, its processes ``children`` (started in
+    rank order in place of ``subprocess.Popen``'s): the metrics it returns."""
+    from hydra.conf import HydraConf
+    from hydra.core.hydra_config import HydraConfig
+    from omegaconf import OmegaConf
+
     from gensbi_sharding.harness import local_cluster
 
-    children = [SimpleNamespace(poll=lambda code=code: code) for code in codes]
-    seen, dead, _ = local_cluster._wait(children, 60, 5, [], on_death=lambda ranks: None)
-    assert seen == codes and dead == first
+    hydra = OmegaConf.create({"hydra": OmegaConf.structured(HydraConf)})  # a job of launch.py's
+    hydra.hydra.runtime.output_dir, hydra.hydra.overrides.task = str(tmp_path), ["distributed=local"]
+    monkeypatch.setattr(HydraConfig.instance(), "cfg", None)
+    HydraConfig.instance().set_config(hydra)
+    started = iter(children)
+    monkeypatch.setattr(local_cluster.subprocess, "Popen", lambda command, env, pass_fds, stderr=None: next(started))
+    cfg = OmegaConf.create({"distributed": {"local_processes": len(children), "run_timeout_s": 60,
+                                            "heartbeat_s": heartbeat_s},
+                            "devices": {"cpu_count": 2 * len(children)}, "mesh": {"spec": "auto", "devices": None}})
+    return local_cluster.run_local_processes(cfg, tmp_path)
 
 
 @pytest.mark.parametrize("console", ["read", "closed"])
@@ -386,17 +426,30 @@ def test_processes_the_run_bound_killed_name_the_error_they_were_stuck_on(tmp_pa
     assert stuck_errors(tmp_path / "gone", 2) == ""  # no logs: the bound alone is said
 
 
-def test_a_process_that_exited_0_beside_a_failed_one_is_not_called_failed(tmp_path):
+def test_a_failed_process_without_a_log_refused_nothing_nor_another_process_s_refusal(tmp_path, monkeypatch):
+    # Was: UnboundLocalError out of the parent for a process that failed with no process_<i>.log (its output went to
+    # the console: no peer had died), and a later rank without one reported the rank before's refusal as its own.
+    from gensbi_sharding.harness.local_children import refusals
+
+    assert refusals(tmp_path, [0, 1], None) == {}
+    refused = "ConfigError: data.batch_size=64 does not fit"
+    (tmp_path / "process_1.log").write_text(f"[t][gensbi_sharding][ERROR] - [process 1/3] {refused}\n")
+    assert refusals(tmp_path, [1, 1, 1], "ConfigError: mine") == {0: "ConfigError: mine", 1: refused}
+    metrics = _run_with_children(tmp_path, monkeypatch, [_Ended([-signal.SIGABRT]), _Ended([1])])
+    assert metrics["status"] == "error" and ": process 1 failed (exit code 1)" in metrics["error"], metrics["error"]
+
+
+def test_a_process_that_exited_0_beside_a_failed_one_is_not_called_failed(tmp_path, monkeypatch):
     # Was "process 0 of 2 failed (exit code 1); ...: process 1 failed (exit code 0)" when process 0 failed writing
     # what only it writes (its folder turned read-only) and process 1 ended its part.
-    from omegaconf import OmegaConf
+    import re
 
-    from gensbi_sharding.harness import local_cluster
-
-    cfg = OmegaConf.create({"distributed": {"heartbeat_s": 10, "run_timeout_s": 60}})
-    assert local_cluster._failure([1, 0], 0, 0.5, cfg, tmp_path) == (
-        "process 0 of 2 failed (exit code 1); the others ended 0.5 s later (bound: distributed.heartbeat_s=10 + 5 s): "
-        "process 1 ended (exit code 0)")
+    metrics = _run_with_children(tmp_path, monkeypatch, [_Ended([1]), _Ended([None] * 5 + [0])], heartbeat_s=10)
+    assert metrics["first_failed_process"] == 0 and metrics["process_exit_codes"] == [1, 0]
+    said = re.sub(r"ended \d+\.\d s later", "ended <lag> s later", metrics["error"])  # as long as its polls took
+    assert said.startswith(
+        "process 0 of 2 failed (exit code 1); the others ended <lag> s later (bound: distributed.heartbeat_s=10 + 5 s): "
+        "process 1 ended (exit code 0)"), metrics["error"]
 
 
 @pytest.mark.slow

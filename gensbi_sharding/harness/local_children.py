@@ -132,9 +132,10 @@ def refusals(out: Path, codes: list[int], reported: str | None) -> dict[int, str
     for rank, code in enumerate(codes):
         if code in (0, None) or code < 0:
             continue
-        if rank == 0:
-            text = reported if (reported or "").startswith("ConfigError: ") else None
-        else:
+        # Each rank's own: a failed process with no log (its output went to the console) refused nothing (was:
+        # UnboundLocalError out of the parent, or the rank before's refusal as its own).
+        text = reported if rank == 0 and (reported or "").startswith("ConfigError: ") else None
+        if rank:
             with contextlib.suppress(OSError):
                 text = (_REFUSAL.findall((out / f"process_{rank}.log").read_text(errors="replace")) or [None])[-1]
         if text:
