@@ -571,34 +571,40 @@ print(json.dumps({"errors": errors, "backend": jax.default_backend(), "n": jax.d
 
 
 @pytest.mark.parametrize("env", ["gpu", None])  # None: devices.platform=gpu
-def test_a_gpu_platform_jax_refuses_on_a_cuda_machine_is_told_cuda_not_gpu_again(env, monkeypatch):
+def test_a_gpu_platform_jax_refuses_on_a_cuda_machine_is_told_cuda_not_gpu_again(env):
     # JAX reads "gpu" as cuda, rocm and oneapi, each to start: on a CUDA machine rocm fails ("Unable to initialize
     # backend 'rocm'", jax-ml/jax#25315), leaving cuda started, and jax.devices("gpu") then works. Was: "JAX_PLATFORMS=gpu
     # is not available here: JAX has gpu; ... or set JAX_PLATFORMS=gpu", the value refused named as its fix.
-    import jax
+    # A fresh process: one that refused a JAX_PLATFORMS before refuses it again at once (a multirun's later job).
+    proc = subprocess.run([sys.executable, "-c", """
+import json, sys
+import jax
+from gensbi_sharding.harness.config import ConfigError
+from gensbi_sharding.harness.devices import check_platform
 
-    from gensbi_sharding.harness.devices import check_platform
+calls = []
 
-    calls = []
+def devices(backend=None):  # such a machine's answers (no config changed: started=True)
+    calls.append(backend)
+    if len(calls) == 1:  # the first start: cuda started, then rocm failed
+        raise RuntimeError("Unable to initialize backend 'rocm': Backend 'rocm' is not in the list of known "
+                           "backends: ['cpu', 'tpu', 'cuda']")
+    if backend in ("cuda", "gpu"):  # later calls: the backends JAX kept, cuda's alone
+        return ["cuda:0"]
+    raise RuntimeError(f"Unknown backend {backend}. Available backends are ['cuda']")
 
-    def devices(backend=None):  # such a machine's answers (no config changed: started=True)
-        calls.append(backend)
-        if len(calls) == 1:  # the first start: cuda started, then rocm failed
-            raise RuntimeError("Unable to initialize backend 'rocm': Backend 'rocm' is not in the list of known "
-                               "backends: ['cpu', 'tpu', 'cuda']")
-        if backend in ("cuda", "gpu"):  # later calls: the backends JAX kept, cuda's alone
-            return ["cuda:0"]
-        raise RuntimeError(f"Unknown backend {backend}. Available backends are ['cuda']")
-
-    monkeypatch.setattr(jax, "devices", devices)
-    monkeypatch.setattr(jax, "default_backend", lambda: devices())
-    monkeypatch.setattr(sys.modules[check_platform.__module__], "_REFUSED", set())  # this process's JAX_PLATFORMS kept
-    monkeypatch.setenv("JAX_PLATFORMS", env or "")
-    with pytest.raises(ConfigError) as refused:
-        check_platform(None if env else "gpu", started=True)
+jax.devices, jax.default_backend = devices, lambda: devices()
+try:
+    check_platform(None if sys.argv[1] else "gpu", started=True)
+except ConfigError as err:
+    print(json.dumps(str(err)))
+""", env or ""], cwd=REPO, capture_output=True, text=True, timeout=180,
+                          env={**__import__("os").environ, "JAX_PLATFORMS": env or ""})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    refused = json.loads(proc.stdout.strip().splitlines()[-1])
     named = "JAX_PLATFORMS=gpu" if env else "devices.platform=gpu"
-    assert str(refused.value).startswith(f"{named} is not available here: JAX has cuda; ")
-    assert f"set {named.split('=')[0]}=cuda" in str(refused.value)
+    assert refused.startswith(f"{named} is not available here: JAX has cuda; "), refused
+    assert f"set {named.split('=')[0]}=cuda" in refused
 
 
 def test_the_processes_settings_check_ignores_how_each_process_joined(monkeypatch):
