@@ -87,7 +87,7 @@ def stubbed_sweeps(tmp_path_factory):
     summary's figure) is imported there once too (~0.3 s of CPU less each)."""
     import os
 
-    from fork_launch import REPO as FORK_REPO, script_imports, run_forked
+    from fork_launch import REPO as FORK_REPO, run_forked, script_imports
 
     root = tmp_path_factory.mktemp("stubbed_sweeps")
     (root / "run.py").write_text("import runpy, sys\nrunpy.run_path(sys.argv[1], run_name='__main__')\n")
