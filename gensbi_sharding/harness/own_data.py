@@ -1,0 +1,97 @@
+"""What a registered data factory returned, checked before anything trains on it.
+
+A data set of one's own (``@register_data``) is any callable: its result reaches the pipeline and the dry run
+unchecked otherwise, where a wrong type, a 1-D array or a NaN surfaced far from its cause (an ``AttributeError``
+on ``dropped_non_finite``, a broadcasting error inside ``normalize_theta``, "training diverged ... lower
+train.learning_rate" for a NaN the factory kept). Each check names the factory, the field and the fix.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from gensbi_sharding.harness.config import ConfigError
+from gensbi_sharding.harness.simulation_data import STAT_FIELDS, SimulationData
+
+__all__ = ["check_factory_result"]
+
+_DOCS = "docs/gensbi_models.md#a-model-or-data-set-of-your-own-in-the-harness"
+
+
+def check_factory_result(data: Any, name: str, *, x_transform: str | None = None) -> SimulationData:
+    """``data`` if it is a usable ``SimulationData`` for ``data=<name>``, else a ``ConfigError``.
+
+    Parameters
+    ----------
+    data : Any
+        What ``get_data(name)(...)`` returned.
+    name : str
+        The data set's registered name (``data.name``).
+    x_transform : str, optional
+        The run's ``data.x_transform``, which the factory was asked to apply; None: not checked.
+
+    Returns
+    -------
+    SimulationData
+        ``data`` itself.
+
+    Raises
+    ------
+    ConfigError
+        If ``data`` is not a ``SimulationData``; an array is not 2-D (rows, dim) of real numbers, the train and
+        val splits disagree in rows or dims, ``observation`` is not ``(dim_x,)`` or a statistic not ``(dim,)``;
+        a value is NaN or inf (the factory must drop such simulations, as ``load_task`` does, and count them in
+        ``dropped_non_finite``); a std is not > 0; or its ``x_transform`` is not the one asked for.
+    """
+    where = f"data={name}'s factory"
+    if not isinstance(data, SimulationData):
+        raise ConfigError(f"{where} returned {type(data).__name__}, not a SimulationData "
+                          f"(gensbi_sharding.harness.simulation_data); return one, as load_task does ({_DOCS})")
+    dims = {}
+    for split in ("train", "val"):
+        for var in ("theta", "x"):
+            field = f"{var}_{split}"
+            value = np.asarray(getattr(data, field))
+            if value.ndim != 2 or not np.issubdtype(value.dtype, np.number) or np.iscomplexobj(value):
+                raise ConfigError(f"{where} returned {field} of shape {value.shape} and dtype {value.dtype}: "
+                                  f"give (rows, dim_{var}) real numbers, e.g. {field}[:, None] for one "
+                                  f"{'parameter' if var == 'theta' else 'feature'}")
+            if dims.setdefault(var, value.shape[1]) != value.shape[1]:
+                raise ConfigError(f"{where} returned {field} of {value.shape[1]} columns but {var}_train of "
+                                  f"{dims[var]}: both splits hold the same dim_{var}")
+            _finite(where, field, value, "drop those simulations in the factory and count them in "
+                                         "dropped_non_finite, as load_task does")
+        theta_rows, x_rows = (len(getattr(data, f"{var}_{split}")) for var in ("theta", "x"))
+        if theta_rows != x_rows:
+            raise ConfigError(f"{where} returned theta_{split} of {theta_rows} rows and x_{split} of {x_rows}: "
+                              "one row per simulation in each")
+    if len(data.theta_train) == 0:
+        raise ConfigError(f"{where} returned no training pairs; raise data.num_simulations")
+    for field, size in (("observation", dims["x"]), *((s, dims[s.split("_")[0]]) for s in STAT_FIELDS)):
+        value = np.asarray(getattr(data, field))
+        if value.shape != (size,):
+            raise ConfigError(f"{where} returned {field} of shape {value.shape}: give ({size},), one value per "
+                              f"column of {'x' if field == 'observation' or field[0] == 'x' else 'theta'}_train")
+        _finite(where, field, value, "compute it from finite training rows (global_stats)")
+        if field.endswith("_std") and not (value > 0).all():
+            raise ConfigError(f"{where} returned {field} with entries <= 0 ({value.tolist()}): z-scoring divides "
+                              "by it; store a zero std as 1, as global_stats does")
+    if x_transform is not None and data.x_transform != x_transform:
+        raise ConfigError(f"{where} returned x_transform={data.x_transform!r} for data.x_transform={x_transform}: "
+                          f"pass the factory's x_transform keyword on to SimulationData(x_transform=...), or set "
+                          f"data.x_transform={data.x_transform}")
+    for split in ("train", "val"):  # the transforms (log, the bijection's inverse) can send finite values off
+        for field, value in zip((f"theta_{split}", f"x_{split}"), data.normalized(split)):
+            _finite(where, f"{field} (z-scored, after its transforms)", value,
+                    "drop the simulations its x_transform or theta_bijection cannot map, as load_task does")
+    return data
+
+
+def _finite(where: str, field: str, value: np.ndarray, fix: str) -> None:
+    bad = ~np.isfinite(value)
+    if bad.any():
+        rows = int(bad.any(axis=1).sum()) if value.ndim == 2 else int(bad.sum())
+        raise ConfigError(f"{where} returned {field} with NaN or inf in {rows} "
+                          f"{'row(s)' if value.ndim == 2 else 'entries'} of {len(value)}: {fix}")

@@ -1,0 +1,121 @@
+"""Round 46b: GenSBI's models and a data set of one's own, tried as users do (brief r46-faults2).
+
+Each test names what was typed, what happened, and checks what happens now.
+"""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+
+def _own(**change):
+    """A data set of one's own (docs/gensbi_models.md): a factory returning a SimulationData, with ``change``
+    applied to it (a field -> a value, or a callable of the good SimulationData for what to return instead)."""
+    from gensbi_sharding.harness.data import split_sizes
+    from gensbi_sharding.harness.simulation_data import SimulationData, global_stats
+
+    def factory(*, num_simulations, val_fraction, seed, process_index, process_count, x_transform, **_):
+        rng = np.random.default_rng([seed, process_index])
+        n = num_simulations // process_count
+        theta = rng.normal(size=(n, 2)).astype(np.float32)
+        x = (theta + 0.1 * rng.normal(size=(n, 2))).astype(np.float32)
+        n_train, _ = split_sizes(n, val_fraction)
+        _, (tm, ts), (xm, xs) = global_stats([], [theta[:n_train], x[:n_train]], process_count)
+        good = SimulationData("mine", theta[:n_train], x[:n_train], theta[n_train:], x[n_train:],
+                              observation=np.zeros(2, np.float32), reference_samples=np.zeros((0, 2), np.float32),
+                              theta_mean=tm, theta_std=ts, x_mean=xm, x_std=xs, x_transform=x_transform)
+        if "returns" in change:
+            return change["returns"](good)
+        return dataclasses.replace(good, **{k: v(good) for k, v in change.items()})
+    return factory
+
+
+def _nan_row(field):
+    def put(good):
+        value = getattr(good, field).copy()
+        value[3, 0] = np.nan
+        return value
+    return put
+
+
+# (what the factory returns, what the old code did, words the refusal now holds)
+CASES = [
+    ({"returns": lambda g: {"theta": g.theta_train, "x": g.x_train}},
+     "AttributeError: 'dict' object has no attribute 'dropped_non_finite'", "returned dict, not a SimulationData"),
+    ({"theta_train": lambda g: g.theta_train[:, 0]},
+     "ValueError: operands could not be broadcast together with shapes (922,) (2,)", "theta_train of shape (922,)"),
+    ({"x_train": lambda g: g.x_train[:-3]},
+     "ValueError: theta and x must be 2-D with the same number of rows (from iterate_batches)",
+     "theta_train of 922 rows and x_train of 919"),
+    ({"x_train": _nan_row("x_train")},
+     "FloatingPointError: training diverged: mean loss nan ... lower train.learning_rate",
+     "x_train with NaN or inf in 1 row(s) of 922: drop those simulations"),
+    ({"theta_val": _nan_row("theta_val")}, "val loss nan, the best checkpoint never chosen",
+     "theta_val with NaN or inf in 1 row(s)"),
+    ({"x_std": lambda g: np.zeros(2, np.float32)}, "every batch inf / nan (z-scored by a std of 0)",
+     "x_std with entries <= 0"),
+    ({"observation": lambda g: np.zeros(5, np.float32)}, "trained, an observation of 5 values for x of 2 kept",
+     "observation of shape (5,): give (2,)"),
+    ({"x_val": lambda g: g.x_val[:, :1]}, "ValueError: operands could not be broadcast (at validation)",
+     "x_val of 1 columns but x_train of 2"),
+    ({"x_transform": lambda g: "none", "x_train": lambda g: np.abs(g.x_train) + 1, "x_val": lambda g: np.abs(g.x_val) + 1},
+     "trained on x untransformed while the run and its metrics.json said data.x_transform=log",
+     "returned x_transform='none' for data.x_transform=log"),
+]
+
+
+@pytest.mark.parametrize("change,old,refusal", CASES, ids=[c[2].split(":")[0][:30] for c in CASES])
+def test_what_a_data_factory_of_ones_own_returns_is_checked_before_training(monkeypatch, change, old, refusal):
+    # Typed: @register_data("mine") on a factory returning the wrong thing, then python launch.py experiment=quick
+    # data=mine eval.enabled=false (with data.x_transform=log for the last case). Was (``old``): an error far from
+    # its cause, or silently wrong training. Now: one ConfigError naming the factory, the field and the fix, raised
+    # where the data is built, before any model or checkpoint.
+    from gensbi_sharding.harness import registry
+    from gensbi_sharding.harness.config import ConfigError, DataConfig
+    from gensbi_sharding.harness.pipeline import build_pipeline
+
+    registry.data_names()
+    monkeypatch.setitem(registry._DATA, "mine", _own(**change))
+    log = "x_transform" in change
+    cfg = DataConfig(name="mine", num_simulations=1024, batch_size=64, theta_transform="none",
+                     x_transform="log" if log else "none")
+    with pytest.raises(ConfigError) as err:
+        build_pipeline(cfg, seed=0, mesh=None)
+    assert str(err.value).startswith("data=mine's factory returned "), str(err.value)
+    assert refusal in str(err.value), (old, str(err.value))
+
+
+def test_a_good_data_factory_of_ones_own_still_trains_and_log_x_applies(monkeypatch):
+    # The check passes what the docs describe, dim 1 too, and a factory that honours data.x_transform=log.
+    from gensbi_sharding.harness import registry
+    from gensbi_sharding.harness.config import DataConfig
+    from gensbi_sharding.harness.pipeline import build_pipeline
+
+    registry.data_names()
+    one = {k: (lambda g, k=k: getattr(g, k)[:, :1]) for k in ("theta_train", "theta_val")}
+    one.update(theta_mean=lambda g: g.theta_mean[:1], theta_std=lambda g: g.theta_std[:1],
+               x_train=lambda g: np.abs(g.x_train) + 1, x_val=lambda g: np.abs(g.x_val) + 1,
+               x_mean=lambda g: np.log(np.abs(g.x_train) + 1).mean(0), x_std=lambda g: np.log(np.abs(g.x_train) + 1).std(0))
+    monkeypatch.setitem(registry._DATA, "mine", _own(**one))
+    pipe = build_pipeline(DataConfig(name="mine", num_simulations=1024, batch_size=64, theta_transform="none",
+                                     x_transform="log"), seed=0, mesh=None)
+    batch = next(pipe.train_batches)
+    assert batch["theta"].shape == (64, 1) and batch["x"].shape == (64, 2)
+    assert np.isfinite(batch["x"]).all() and abs(float(batch["x"].mean())) < 0.5  # z-scored in log space
+
+
+def test_the_dry_run_of_a_data_set_of_ones_own_checks_its_factory_alike(monkeypatch):
+    # Typed: python launch.py dry_run=true data=mine, the factory returning a dict. Was: "AttributeError: 'dict'
+    # object has no attribute 'dim_theta'" from the dry run's reading of the task's dimensions.
+    from faults_helpers import compose_tiny
+
+    from gensbi_sharding.harness import registry
+    from gensbi_sharding.harness.config import ConfigError
+    from gensbi_sharding.harness.dry_run import _own_data_dims
+
+    registry.data_names()
+    monkeypatch.setitem(registry._DATA, "mine", _own(returns=lambda g: (g.theta_train, g.x_train)))
+    cfg = compose_tiny("data.name=mine", "data.theta_transform=none", "dry_run=true")
+    with pytest.raises(ConfigError, match="data=mine's factory returned tuple, not a SimulationData"):
+        _own_data_dims(cfg)
