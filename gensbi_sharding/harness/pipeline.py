@@ -97,6 +97,10 @@ def build_pipeline(data_cfg: Any, *, seed: int, mesh: Any, shards: int | None = 
     train_rows, val_rows, val_pairs = _across_processes(min(len(p.theta_train) for p in parts),
                                                         max(len(p.theta_val) for p in parts),
                                                         sum(len(p.theta_val) for p in parts))
+    if val_pairs == 0:  # only a factory of one's own gets here: the config checks keep load_task's split non-empty
+        raise ConfigError(f"data={data_cfg.name}'s factory returned no held-out pairs (theta_val, x_val empty) for "
+                          f"data.val_fraction={data_cfg.val_fraction}: the run would train unvalidated, with no best "
+                          "checkpoint; split its simulations with split_sizes(n, val_fraction) (harness/data.py), as load_task does")
     problem = batch_size_problem(data_cfg.batch_size, shards=shards, data_parallel=batch_size_divisor(mesh),
                                  dropped=dropped, train_rows=train_rows, per_process=per_process)
     if problem:
