@@ -117,9 +117,9 @@ def test_summary_table_reads_at_a_glance(sweep):
     lines = summary.md_path.read_text().splitlines()
     header = [cell.strip() for cell in lines[0].split("|")[1:-1]]
     assert header == ["job", "rule.embed", "activation", "mesh", "params/device", "optimizer/device", "step",
-                      "samples/s", "C2ST", "wall", "status", "error"]
+                      "samples/s", "best val loss", "C2ST", "wall", "status", "error"]
     first = [cell.strip() for cell in lines[2].split("|")[1:-1]]
-    assert first == ["0", "data", "{strategy:rule}", "8x1", "3.0 KB", "6.0 KB", "13.4 ms", "4,776",
+    assert first == ["0", "data", "{strategy:rule}", "8x1", "3.0 KB", "6.0 KB", "13.4 ms", "4,776", "",
                      "0.612 ± 0.011", "12.3 s", "ok", ""]
     assert "6,400,000" in lines[4] and "0.900" in lines[4]
     assert len({len(line) for line in lines}) == 1  # columns padded: it reads in a terminal too

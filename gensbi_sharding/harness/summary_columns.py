@@ -102,6 +102,10 @@ TRAIN_COLUMNS: tuple[Column, ...] = (
     Column("median_step_s", "step", lambda m: format_seconds(m.get("median_step_s")), _fixed("median_step_s", 6)),
     Column("samples_per_s", "samples/s", lambda m: format_count(m.get("samples_per_s")),
            _fixed("samples_per_s", 1)),
+    # The held-out loss the console's last line prints: a sweep with eval.enabled=false (every data set of one's
+    # own) was left with no column of how well a job trained (was: speed and memory only, C2ST blank).
+    Column("best_val_loss", "best val loss", _fixed("best_val_loss", 4), _fixed("best_val_loss", 6)),
+    Column("final_train_loss", "", lambda m: "", _fixed("final_train_loss", 6)),
     Column("c2st", "C2ST", lambda m: c2st_cell(m), _fixed("c2st", 4)),
     Column("c2st_sd_folds", "", lambda m: "", _fixed("c2st_sd_folds", 4)),  # the table: in the C2ST cell
     Column("c2st_sd_observations", "", lambda m: "", _fixed("c2st_sd_observations", 4)),
