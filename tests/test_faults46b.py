@@ -153,3 +153,31 @@ def test_a_sweeps_summary_shows_each_jobs_held_out_loss(tmp_path, monkeypatch):
     rows = list(csv.DictReader((tmp_path / "sweep_summary.csv").open()))
     assert [(r["best_val_loss"], r["final_train_loss"]) for r in rows] == [("2.087265", "1.994379"),
                                                                           ("2.500000", "2.400000")]
+
+
+def test_the_dry_run_of_a_data_set_that_needs_a_budget_reads_its_dims_at_the_runs_budget(monkeypatch):
+    # Typed: python launch.py dry_run=true data=mine data.num_simulations=768, the factory refusing fewer than 100
+    # simulations. Was: "[ERROR] ValueError: need at least 100 simulations, got 10": the dry run's own budget, which
+    # the user never asked for, and no dry run possible. Now its dims are read at the run's budget; a budget the
+    # factory refuses still fails with the factory's own words, naming the run's number.
+    from faults_helpers import compose_tiny
+
+    from gensbi_sharding.harness import registry
+    from gensbi_sharding.harness.dry_run import _own_data_dims
+
+    asked = []
+
+    def picky(**kw):
+        asked.append(kw["num_simulations"])
+        if kw["num_simulations"] < 100:
+            raise ValueError(f"need at least 100 simulations, got {kw['num_simulations']}")
+        return _own(theta_train=lambda g: g.theta_train[:, :1], theta_val=lambda g: g.theta_val[:, :1],
+                    theta_mean=lambda g: g.theta_mean[:1], theta_std=lambda g: g.theta_std[:1])(**kw)
+
+    registry.data_names()
+    monkeypatch.setitem(registry._DATA, "mine", picky)
+    cfg = compose_tiny("data.name=mine", "data.theta_transform=none", "dry_run=true")
+    assert _own_data_dims(cfg) == (1, 2) and asked == [10, 768]
+    cfg.data.num_simulations = 50
+    with pytest.raises(ValueError, match="need at least 100 simulations, got 50$"):
+        _own_data_dims(cfg)

@@ -96,14 +96,21 @@ def _log(report: dict[str, Any]) -> None:
 
 
 def _own_data_dims(cfg: DictConfig) -> tuple[int, int]:
-    """``(dim_theta, dim_x)`` of a registered data set that is no sbibm task: its factory run on 10 simulations."""
+    """``(dim_theta, dim_x)`` of a registered data set that is no sbibm task: its factory run on 10 simulations, or
+    on the run's ``data.num_simulations`` where it refuses so few."""
     from gensbi_sharding.harness.own_data import check_factory_result
     from gensbi_sharding.harness.registry import get_data
 
     d = cfg.data
-    sims = get_data(d.name)(num_simulations=10, val_fraction=d.val_fraction, seed=cfg.seed,
-                            num_observation=d.num_observation, theta_transform=d.theta_transform,
-                            x_transform=d.x_transform, process_index=0, process_count=1)
+
+    def simulate(n):
+        return get_data(d.name)(num_simulations=n, val_fraction=d.val_fraction, seed=cfg.seed,
+                                num_observation=d.num_observation, theta_transform=d.theta_transform,
+                                x_transform=d.x_transform, process_index=0, process_count=1)
+    try:
+        sims = simulate(min(10, d.num_simulations))
+    except Exception:  # e.g. "needs at least 100 simulations, got 10": a budget the user never asked for
+        sims = simulate(d.num_simulations)  # what training would simulate: its error is the user's own
     sims = check_factory_result(sims, d.name, x_transform=d.x_transform)
     return sims.dim_theta, sims.dim_x
 
