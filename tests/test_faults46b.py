@@ -181,3 +181,27 @@ def test_the_dry_run_of_a_data_set_that_needs_a_budget_reads_its_dims_at_the_run
     cfg.data.num_simulations = 50
     with pytest.raises(ValueError, match="need at least 100 simulations, got 50$"):
         _own_data_dims(cfg)
+
+
+def test_a_sweeps_plot_without_c2st_shows_the_held_out_loss(tmp_path, monkeypatch):
+    # The same sweep (eval.enabled=false): sweep_summary.png's third panel was "C2ST (0.5 = perfect)" with "n/a" for
+    # every job. Now that panel is the best validation loss, one bar per job of its value; a scored sweep keeps C2ST.
+    from gensbi_sharding.harness import plots
+
+    made = []
+    figure = plots._figure
+    monkeypatch.setattr(plots, "_figure", lambda *a, **k: made.append(figure(*a, **k)) or made[-1])
+
+    def row(job, rule, **metrics):
+        return {"job": job, "overrides": {"rule": rule}, "metrics": {
+            "status": "ok", "param_bytes_per_device": 8000, "opt_bytes_per_device": 16000, "median_step_s": 0.016,
+            **metrics}}
+
+    plots.plot_sweep([row(0, "fsdp", best_val_loss=2.087), row(1, "tensor", best_val_loss=2.5)], ["rule"],
+                     tmp_path / "a.png")
+    last = made[-1][1][-1]
+    assert last.get_title() == "best validation loss"
+    assert sorted(round(p.get_height(), 3) for p in last.patches) == [2.087, 2.5]
+    plots.plot_sweep([row(0, "fsdp", best_val_loss=2.087, c2st=0.6), row(1, "tensor", best_val_loss=2.5)], ["rule"],
+                     tmp_path / "b.png")
+    assert made[-1][1][-1].get_title() == "C2ST (0.5 = perfect)"

@@ -201,7 +201,7 @@ def plot_sweep(rows: Sequence[dict[str, Any]], keys: Sequence[str], path: Path, 
     sweeps: memory per device (parameters, with optimizer state stacked lighter, the EMA of
     the weights hatched and the best weights early stopping keeps cross-hatched: what a device
     holds), median step time, C2ST with its spread and
-    the 0.5 line. Dry runs: memory per device of one step (the best weights kept beside it cross-hatched)
+    the 0.5 line (no job scored: the best validation loss instead). Dry runs: memory per device of one step (the best weights kept beside it cross-hatched)
     and bytes of collectives per step.
 
     Parameters
@@ -220,9 +220,11 @@ def plot_sweep(rows: Sequence[dict[str, Any]], keys: Sequence[str], path: Path, 
         panels = [("memory per device, one step", ["step_memory_bytes_per_device", "best_weights_bytes_per_device"],
                    True),
                   ("collectives per step", ["collective_bytes_per_step"], True)]
-    else:
+    else:  # eval.enabled=false (every data set of one's own): was a C2ST panel of "n/a" only, no measure of training
+        quality = ("C2ST (0.5 = perfect)", ["c2st"]) if any(is_number(r["metrics"].get("c2st")) for r in rows) \
+            else ("best validation loss", ["best_val_loss"])
         panels = [("memory per device", ["param_bytes_per_device", "opt_bytes_per_device", "ema"], True),
-                  ("median step time (ms)", ["median_step_s"], False), ("C2ST (0.5 = perfect)", ["c2st"], False)]
+                  ("median step time (ms)", ["median_step_s"], False), (*quality, False)]
     panel_width, longest = min(10.0, max(3.8, 0.45 * len(rows) + 1.5)), 0.07 * max(map(len, "\n".join(groups).split("\n")))
     upright = longest > panel_width / len(groups)  # group names wider than their place (0.07 in a character): upright
     fig, axes = _figure(panel_width * len(panels), 4.2 + 0.3 * len(group_keys) + upright * longest, ncols=len(panels))
@@ -282,9 +284,7 @@ def plot_sweep(rows: Sequence[dict[str, Any]], keys: Sequence[str], path: Path, 
     handles, labels = axes[0].get_legend_handles_labels()
     if partial_drawn:
         from matplotlib.patches import Patch
-
-        handles.append(Patch(facecolor="lightgray", edgecolor="gray", linestyle="--"))
-        labels.append("partial: a stopped job, so far")
+        handles, labels = [*handles, Patch(facecolor="lightgray", edgecolor="gray", linestyle="--")], [*labels, "partial: a stopped job, so far"]
     counts = status_counts([r["metrics"].get("status") for r in rows], zero_failed=False)
     title = title or f"{len(rows)} job{'s' * (len(rows) != 1)}{counts}" + (f"; swept: {', '.join(keys)}" if keys else "")
     fig.suptitle(title)
