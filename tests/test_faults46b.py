@@ -205,3 +205,27 @@ def test_a_sweeps_plot_without_c2st_shows_the_held_out_loss(tmp_path, monkeypatc
     plots.plot_sweep([row(0, "fsdp", best_val_loss=2.087, c2st=0.6), row(1, "tensor", best_val_loss=2.5)], ["rule"],
                      tmp_path / "b.png")
     assert made[-1][1][-1].get_title() == "C2ST (0.5 = perfect)"
+
+
+def test_a_data_factory_returning_lists_or_other_dtypes_trains_as_its_float32_arrays(monkeypatch):
+    # Typed: a factory building SimulationData from Python lists (theta.tolist(), ...). Was: "TypeError: unsupported
+    # operand type(s) for -: 'list' and 'list'" from normalize_theta. Now the arrays are taken as NumPy float32, as
+    # SimulationData holds them: the batches equal those of the same factory returning float32 arrays.
+    from gensbi_sharding.harness import registry
+    from gensbi_sharding.harness.config import DataConfig
+    from gensbi_sharding.harness.pipeline import build_pipeline
+    from gensbi_sharding.harness.simulation_data import STAT_FIELDS
+
+    registry.data_names()
+    cfg = DataConfig(name="mine", num_simulations=1024, batch_size=64, theta_transform="none")
+    batches = {}
+    fields = ("theta_train", "x_train", "theta_val", "x_val", "observation", *STAT_FIELDS)
+    for kind, convert in (("arrays", None), ("lists", lambda v: v.tolist()), ("float64", lambda v: v.astype(float))):
+        change = {} if convert is None else {f: (lambda g, f=f: convert(getattr(g, f))) for f in fields}
+        monkeypatch.setitem(registry._DATA, "mine", _own(**change))
+        pipe = build_pipeline(cfg, seed=0, mesh=None)
+        assert pipe.sims.theta_train.dtype == np.float32 and pipe.sims.x_std.dtype == np.float32, kind
+        batches[kind] = next(pipe.train_batches)
+    for kind in ("lists", "float64"):
+        for key in ("theta", "x"):
+            np.testing.assert_array_equal(batches[kind][key], batches["arrays"][key])

@@ -8,6 +8,7 @@ train.learning_rate" for a NaN the factory kept). Each check names the factory, 
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -35,7 +36,8 @@ def check_factory_result(data: Any, name: str, *, x_transform: str | None = None
     Returns
     -------
     SimulationData
-        ``data`` itself.
+        ``data`` with its arrays as NumPy float32, as ``SimulationData`` holds them (a factory may give lists,
+        JAX arrays or other real dtypes).
 
     Raises
     ------
@@ -49,6 +51,14 @@ def check_factory_result(data: Any, name: str, *, x_transform: str | None = None
     if not isinstance(data, SimulationData):
         raise ConfigError(f"{where} returned {type(data).__name__}, not a SimulationData "
                           f"(gensbi_sharding.harness.simulation_data); return one, as load_task does ({_DOCS})")
+    fields = [f"{var}_{split}" for split in ("train", "val") for var in ("theta", "x")] + ["observation", *STAT_FIELDS]
+    for field in fields:  # was: lists failed at "unsupported operand type(s) for -: 'list' and 'list'"
+        try:
+            value = np.asarray(getattr(data, field))
+        except ValueError as err:  # ragged rows
+            raise ConfigError(f"{where} returned {field} that is no array ({err}): give a (rows, dim) NumPy array")
+        if np.issubdtype(value.dtype, np.number) and not np.iscomplexobj(value):
+            data = dataclasses.replace(data, **{field: value.astype(np.float32)})
     dims = {}
     for split in ("train", "val"):
         for var in ("theta", "x"):
