@@ -229,3 +229,29 @@ def test_a_data_factory_returning_lists_or_other_dtypes_trains_as_its_float32_ar
     for kind in ("lists", "float64"):
         for key in ("theta", "x"):
             np.testing.assert_array_equal(batches[kind][key], batches["arrays"][key])
+
+
+@pytest.mark.parametrize("ignores", ["process_count", "process_index"])
+def test_a_data_factory_that_ignores_its_shard_is_refused(monkeypatch, ignores):
+    # Typed: python launch.py experiment=quick data=mine data.shards=2 eval.enabled=false (or distributed=local with
+    # 2 processes), the factory simulating num_simulations pairs whatever process_count says, or drawing with a seed
+    # of its own whatever process_index says. Was: trained, "val loss ... over 204 pairs" of a budget of 1024
+    # simulations holding 102 (each shard simulated the whole budget), or both shards the very same pairs.
+    from gensbi_sharding.harness import registry
+    from gensbi_sharding.harness.config import ConfigError, DataConfig
+    from gensbi_sharding.harness.pipeline import build_pipeline
+
+    good = _own()
+
+    def careless(**kw):
+        if ignores == "process_count":
+            return good(**{**kw, "num_simulations": kw["num_simulations"] * kw["process_count"]})
+        return good(**{**kw, "process_index": 0})
+
+    registry.data_names()
+    monkeypatch.setitem(registry._DATA, "mine", careless)
+    cfg = DataConfig(name="mine", num_simulations=1024, batch_size=64, theta_transform="none", shards=2)
+    with pytest.raises(ConfigError, match=f"it ignores {ignores}"):
+        build_pipeline(cfg, seed=0, mesh=None, shards=2)
+    monkeypatch.setitem(registry._DATA, "mine", good)  # the same factory, honouring both: 2 x 51 held-out pairs
+    assert build_pipeline(cfg, seed=0, mesh=None, shards=2).val_pairs == 102

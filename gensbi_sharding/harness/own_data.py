@@ -16,7 +16,7 @@ import numpy as np
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.simulation_data import STAT_FIELDS, SimulationData
 
-__all__ = ["check_factory_result"]
+__all__ = ["check_factory_result", "check_shards"]
 
 _DOCS = "docs/gensbi_models.md#a-model-or-data-set-of-your-own-in-the-harness"
 
@@ -105,3 +105,38 @@ def _finite(where: str, field: str, value: np.ndarray, fix: str) -> None:
         rows = int(bad.any(axis=1).sum()) if value.ndim == 2 else int(bad.sum())
         raise ConfigError(f"{where} returned {field} with NaN or inf in {rows} "
                           f"{'row(s)' if value.ndim == 2 else 'entries'} of {len(value)}: {fix}")
+
+
+def check_shards(parts: list[SimulationData], name: str, *, num_simulations: int, shards: int) -> None:
+    """``ConfigError`` if a factory ignored its ``process_index`` / ``process_count``: a shard holds more pairs
+    than its share of ``num_simulations``, or two shards of this process hold the same simulations.
+
+    Parameters
+    ----------
+    parts : list of SimulationData
+        This process's shards, as their factory calls returned them (checked by ``check_factory_result``).
+    name : str
+        The data set's registered name (``data.name``).
+    num_simulations : int
+        ``data.num_simulations``, the whole budget of every shard together.
+    shards : int
+        How many shards share it (``process_count`` of each factory call).
+
+    Raises
+    ------
+    ConfigError
+        Naming the shard, its pairs and its share, and the keywords to honour.
+    """
+    share = -(-num_simulations // shards)  # load_task's largest share
+    fix = ("simulate num_simulations // process_count pairs with a seed stream of (seed, process_index), "
+           "as load_task does")
+    for part in parts:
+        pairs = len(part.theta_train) + len(part.theta_val)
+        if pairs > share:
+            raise ConfigError(f"data={name}'s factory returned {pairs} pairs for one of {shards} shards of "
+                              f"data.num_simulations={num_simulations}, more than its share of {share}: it ignores "
+                              f"process_count; {fix}")
+    for index, part in enumerate(parts[1:], 1):
+        if np.array_equal(part.theta_train, parts[0].theta_train) and np.array_equal(part.x_train, parts[0].x_train):
+            raise ConfigError(f"data={name}'s factory returned the same simulations for shards 0 and {index} of "
+                              f"{shards}: it ignores process_index, so every shard trains on one shard's pairs; {fix}")

@@ -22,7 +22,7 @@ import numpy as np
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.data import iterate_batches, shard_train_rows, simulations_for
 from gensbi_sharding.harness.hints import batch_size_problem, mesh_alternatives
-from gensbi_sharding.harness.own_data import check_factory_result
+from gensbi_sharding.harness.own_data import check_factory_result, check_shards
 from gensbi_sharding.harness.registry import get_data
 from gensbi_sharding.harness.simulation_data import SimulationData, global_stats
 from gensbi_sharding.harness.tasks import to_unconstrained, transform_x
@@ -83,6 +83,7 @@ def build_pipeline(data_cfg: Any, *, seed: int, mesh: Any, shards: int | None = 
                          theta_transform=data_cfg.theta_transform, x_transform=data_cfg.x_transform,
                          process_index=s, process_count=shards) for s in own]
     parts = [check_factory_result(part, data_cfg.name, x_transform=data_cfg.x_transform) for part in parts]
+    check_shards(parts, data_cfg.name, num_simulations=data_cfg.num_simulations, shards=shards)
     if shards > processes:  # several shards per process: statistics over all of them, every process's
         parts = _with_stats_of(parts, processes)
     if statistics is not None:
