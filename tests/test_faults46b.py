@@ -31,6 +31,18 @@ def _own(**change):
     return factory
 
 
+def _as_mine(request, factory):
+    """Register ``factory`` as data set ``mine`` as a user does (``@register_data``), replacing one this test
+    registered before; unregistered when the test ends."""
+    from gensbi_sharding.harness import registry
+
+    if "mine" in registry.data_names():
+        registry.unregister("data", "mine")
+    else:
+        request.addfinalizer(lambda: "mine" in registry.data_names() and registry.unregister("data", "mine"))
+    registry.register_data("mine")(factory)
+
+
 def _nan_row(field):
     def put(good):
         value = getattr(good, field).copy()
@@ -69,17 +81,15 @@ CASES = [
 
 
 @pytest.mark.parametrize("change,old,refusal", CASES, ids=[c[2].split(":")[0][:30] for c in CASES])
-def test_what_a_data_factory_of_ones_own_returns_is_checked_before_training(monkeypatch, change, old, refusal):
+def test_what_a_data_factory_of_ones_own_returns_is_checked_before_training(request, change, old, refusal):
     # Typed: @register_data("mine") on a factory returning the wrong thing, then python launch.py experiment=quick
     # data=mine eval.enabled=false (with data.x_transform=log for the last case). Was (``old``): an error far from
     # its cause, or silently wrong training. Now: one ConfigError naming the factory, the field and the fix, raised
     # where the data is built, before any model or checkpoint.
-    from gensbi_sharding.harness import registry
     from gensbi_sharding.harness.config import ConfigError, DataConfig
     from gensbi_sharding.harness.pipeline import build_pipeline
 
-    registry.data_names()
-    monkeypatch.setitem(registry._DATA, "mine", _own(**change))
+    _as_mine(request, _own(**change))
     log = "x_transform" in change
     cfg = DataConfig(name="mine", num_simulations=1024, batch_size=64, theta_transform="none",
                      x_transform="log" if log else "none")
@@ -89,18 +99,16 @@ def test_what_a_data_factory_of_ones_own_returns_is_checked_before_training(monk
     assert refusal in str(err.value), (old, str(err.value))
 
 
-def test_a_good_data_factory_of_ones_own_still_trains_and_log_x_applies(monkeypatch):
+def test_a_good_data_factory_of_ones_own_still_trains_and_log_x_applies(request):
     # The check passes what the docs describe, dim 1 too, and a factory that honours data.x_transform=log.
-    from gensbi_sharding.harness import registry
     from gensbi_sharding.harness.config import DataConfig
     from gensbi_sharding.harness.pipeline import build_pipeline
 
-    registry.data_names()
     one = {k: (lambda g, k=k: getattr(g, k)[:, :1]) for k in ("theta_train", "theta_val")}
     one.update(theta_mean=lambda g: g.theta_mean[:1], theta_std=lambda g: g.theta_std[:1],
                x_train=lambda g: np.abs(g.x_train) + 1, x_val=lambda g: np.abs(g.x_val) + 1,
                x_mean=lambda g: np.log(np.abs(g.x_train) + 1).mean(0), x_std=lambda g: np.log(np.abs(g.x_train) + 1).std(0))
-    monkeypatch.setitem(registry._DATA, "mine", _own(**one))
+    _as_mine(request, _own(**one))
     pipe = build_pipeline(DataConfig(name="mine", num_simulations=1024, batch_size=64, theta_transform="none",
                                      x_transform="log"), seed=0, mesh=None)
     batch = next(pipe.train_batches)
@@ -108,17 +116,15 @@ def test_a_good_data_factory_of_ones_own_still_trains_and_log_x_applies(monkeypa
     assert np.isfinite(batch["x"]).all() and abs(float(batch["x"].mean())) < 0.5  # z-scored in log space
 
 
-def test_the_dry_run_of_a_data_set_of_ones_own_checks_its_factory_alike(monkeypatch):
+def test_the_dry_run_of_a_data_set_of_ones_own_checks_its_factory_alike(request):
     # Typed: python launch.py dry_run=true data=mine, the factory returning a dict. Was: "AttributeError: 'dict'
     # object has no attribute 'dim_theta'" from the dry run's reading of the task's dimensions.
     from faults_helpers import compose_tiny
 
-    from gensbi_sharding.harness import registry
     from gensbi_sharding.harness.config import ConfigError
     from gensbi_sharding.harness.dry_run import _own_data_dims
 
-    registry.data_names()
-    monkeypatch.setitem(registry._DATA, "mine", _own(returns=lambda g: (g.theta_train, g.x_train)))
+    _as_mine(request, _own(returns=lambda g: (g.theta_train, g.x_train)))
     cfg = compose_tiny("data.name=mine", "data.theta_transform=none", "dry_run=true")
     with pytest.raises(ConfigError, match="data=mine's factory returned tuple, not a SimulationData"):
         _own_data_dims(cfg)
@@ -155,14 +161,13 @@ def test_a_sweeps_summary_shows_each_jobs_held_out_loss(tmp_path, monkeypatch):
                                                                           ("2.500000", "2.400000")]
 
 
-def test_the_dry_run_of_a_data_set_that_needs_a_budget_reads_its_dims_at_the_runs_budget(monkeypatch):
+def test_the_dry_run_of_a_data_set_that_needs_a_budget_reads_its_dims_at_the_runs_budget(request):
     # Typed: python launch.py dry_run=true data=mine data.num_simulations=768, the factory refusing fewer than 100
     # simulations. Was: "[ERROR] ValueError: need at least 100 simulations, got 10": the dry run's own budget, which
     # the user never asked for, and no dry run possible. Now its dims are read at the run's budget; a budget the
     # factory refuses still fails with the factory's own words, naming the run's number.
     from faults_helpers import compose_tiny
 
-    from gensbi_sharding.harness import registry
     from gensbi_sharding.harness.dry_run import _own_data_dims
 
     asked = []
@@ -174,8 +179,7 @@ def test_the_dry_run_of_a_data_set_that_needs_a_budget_reads_its_dims_at_the_run
         return _own(theta_train=lambda g: g.theta_train[:, :1], theta_val=lambda g: g.theta_val[:, :1],
                     theta_mean=lambda g: g.theta_mean[:1], theta_std=lambda g: g.theta_std[:1])(**kw)
 
-    registry.data_names()
-    monkeypatch.setitem(registry._DATA, "mine", picky)
+    _as_mine(request, picky)
     cfg = compose_tiny("data.name=mine", "data.theta_transform=none", "dry_run=true")
     assert _own_data_dims(cfg) == (1, 2) and asked == [10, 768]
     cfg.data.num_simulations = 50
@@ -188,9 +192,10 @@ def test_a_sweeps_plot_without_c2st_shows_the_held_out_loss(tmp_path, monkeypatc
     # every job. Now that panel is the best validation loss, one bar per job of its value; a scored sweep keeps C2ST.
     from gensbi_sharding.harness import plots
 
-    made = []
-    figure = plots._figure
-    monkeypatch.setattr(plots, "_figure", lambda *a, **k: made.append(figure(*a, **k)) or made[-1])
+    from matplotlib.figure import Figure
+
+    made, save = [], Figure.savefig
+    monkeypatch.setattr(Figure, "savefig", lambda fig, *a, **k: made.append(fig) or save(fig, *a, **k))
 
     def row(job, rule, **metrics):
         return {"job": job, "overrides": {"rule": rule}, "metrics": {
@@ -199,30 +204,28 @@ def test_a_sweeps_plot_without_c2st_shows_the_held_out_loss(tmp_path, monkeypatc
 
     plots.plot_sweep([row(0, "fsdp", best_val_loss=2.087), row(1, "tensor", best_val_loss=2.5)], ["rule"],
                      tmp_path / "a.png")
-    last = made[-1][1][-1]
+    last = made[-1].axes[2]
     assert last.get_title() == "best validation loss"
     assert sorted(round(p.get_height(), 3) for p in last.patches) == [2.087, 2.5]
     plots.plot_sweep([row(0, "fsdp", best_val_loss=2.087, c2st=0.6), row(1, "tensor", best_val_loss=2.5)], ["rule"],
                      tmp_path / "b.png")
-    assert made[-1][1][-1].get_title() == "C2ST (0.5 = perfect)"
+    assert made[-1].axes[2].get_title() == "C2ST (0.5 = perfect)"
 
 
-def test_a_data_factory_returning_lists_or_other_dtypes_trains_as_its_float32_arrays(monkeypatch):
+def test_a_data_factory_returning_lists_or_other_dtypes_trains_as_its_float32_arrays(request):
     # Typed: a factory building SimulationData from Python lists (theta.tolist(), ...). Was: "TypeError: unsupported
     # operand type(s) for -: 'list' and 'list'" from normalize_theta. Now the arrays are taken as NumPy float32, as
     # SimulationData holds them: the batches equal those of the same factory returning float32 arrays.
-    from gensbi_sharding.harness import registry
     from gensbi_sharding.harness.config import DataConfig
     from gensbi_sharding.harness.pipeline import build_pipeline
     from gensbi_sharding.harness.simulation_data import STAT_FIELDS
 
-    registry.data_names()
     cfg = DataConfig(name="mine", num_simulations=1024, batch_size=64, theta_transform="none")
     batches = {}
     fields = ("theta_train", "x_train", "theta_val", "x_val", "observation", *STAT_FIELDS)
     for kind, convert in (("arrays", None), ("lists", lambda v: v.tolist()), ("float64", lambda v: v.astype(float))):
         change = {} if convert is None else {f: (lambda g, f=f: convert(getattr(g, f))) for f in fields}
-        monkeypatch.setitem(registry._DATA, "mine", _own(**change))
+        _as_mine(request, _own(**change))
         pipe = build_pipeline(cfg, seed=0, mesh=None)
         assert pipe.sims.theta_train.dtype == np.float32 and pipe.sims.x_std.dtype == np.float32, kind
         batches[kind] = next(pipe.train_batches)
@@ -232,12 +235,11 @@ def test_a_data_factory_returning_lists_or_other_dtypes_trains_as_its_float32_ar
 
 
 @pytest.mark.parametrize("ignores", ["process_count", "process_index"])
-def test_a_data_factory_that_ignores_its_shard_is_refused(monkeypatch, ignores):
+def test_a_data_factory_that_ignores_its_shard_is_refused(request, ignores):
     # Typed: python launch.py experiment=quick data=mine data.shards=2 eval.enabled=false (or distributed=local with
     # 2 processes), the factory simulating num_simulations pairs whatever process_count says, or drawing with a seed
     # of its own whatever process_index says. Was: trained, "val loss ... over 204 pairs" of a budget of 1024
     # simulations holding 102 (each shard simulated the whole budget), or both shards the very same pairs.
-    from gensbi_sharding.harness import registry
     from gensbi_sharding.harness.config import ConfigError, DataConfig
     from gensbi_sharding.harness.pipeline import build_pipeline
 
@@ -248,10 +250,9 @@ def test_a_data_factory_that_ignores_its_shard_is_refused(monkeypatch, ignores):
             return good(**{**kw, "num_simulations": kw["num_simulations"] * kw["process_count"]})
         return good(**{**kw, "process_index": 0})
 
-    registry.data_names()
-    monkeypatch.setitem(registry._DATA, "mine", careless)
+    _as_mine(request, careless)
     cfg = DataConfig(name="mine", num_simulations=1024, batch_size=64, theta_transform="none", shards=2)
     with pytest.raises(ConfigError, match=f"it ignores {ignores}"):
         build_pipeline(cfg, seed=0, mesh=None, shards=2)
-    monkeypatch.setitem(registry._DATA, "mine", good)  # the same factory, honouring both: 2 x 51 held-out pairs
+    _as_mine(request, good)  # the same factory, honouring both: 2 x 51 held-out pairs
     assert build_pipeline(cfg, seed=0, mesh=None, shards=2).val_pairs == 102
