@@ -9,21 +9,24 @@ run (was: the overrides, under ``run(cfg)`` too). Pure Python: no JAX.
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 __all__ = ["in_python_words", "python_words"]
 
-#: An override as a refusal names it: plain, or as ``override_grammar.hydra_override`` quotes it for the shell
-#: (``'hydra.run.dir="runs/a(1)"'``), or a placeholder (``hydra.run.dir=<new folder>``).
-_OVERRIDE = re.compile(r"""'?(hydra\.run\.dir|train\.resume|train\.steps)="""
-                       r"""(?:"([^"]*)"|(<[^>]*>(?:/<[^>]*>)*)|([^\s'",;)]+))'?""")
+#: An override as a refusal names it, one shell word: plain (``hydra.run.dir=runs/a``, a sentence's ``.:,;)`` after it
+#: not its value's), as ``shlex.quote`` writes it (``'hydra.run.dir=/tmp/my runs'``, ``'hydra.run.dir="runs/a(1)"'``,
+#: a quote inside as ``'"'"'``), or a placeholder (``hydra.run.dir=<new folder>``).
+_KEYS = r"(?:hydra\.run\.dir|train\.resume|train\.steps)="
+_OVERRIDE = re.compile(rf"""'{_KEYS}[^']*'(?:"'"'[^']*')*|{_KEYS}(?:<[^>]*>(?:/<[^>]*>)*|[^\s'"]*[^\s'".:,;)])""")
 _SETTING = {"hydra.run.dir": "cfg.output_dir", "train.resume": "cfg.train.resume", "train.steps": "cfg.train.steps"}
 
 
 def python_words(message: str) -> str:
     """``message`` with each override of the run's folder, ``train.resume`` or ``train.steps`` written as the config
-    setting a Python caller sets (``hydra.run.dir=runs/a`` -> ``cfg.output_dir='runs/a'``).
+    setting a Python caller sets (``hydra.run.dir=runs/a`` -> ``cfg.output_dir='runs/a'``; a folder quoted for the
+    shell and Hydra, ``'hydra.run.dir=/tmp/my runs'``, by the value Python takes: ``cfg.output_dir='/tmp/my runs'``).
 
     Parameters
     ----------
@@ -34,20 +37,32 @@ def python_words(message: str) -> str:
     -------
     str
     """
-    said = _OVERRIDE.sub(_setting, message)
-    said = said.replace("hydra.run.dir (or hydra.sweep.dir)", "hydra.run.dir").replace("hydra.run.dir",
-                                                                                       "cfg.output_dir")
-    said = said.replace("with the same command plus", "by the same call with").replace("the same command with",
-                                                                                      "the same call with")
-    said = re.sub(r"(cfg\.\S+=\S+) (?=cfg\.)", r"\1 and ", said)  # train.resume=a hydra.run.dir=b: both set
+    said, end, joined = [], 0, False  # joined: the word before this one was a setting (both set: "and")
+    for found in _OVERRIDE.finditer(message):
+        between = _prose(message[end:found.start()])
+        said += [" and " if joined and between == " " else between, _setting(found[0])]
+        end, joined = found.end(), True
+    said = "".join(said) + _prose(message[end:])
     return said + ("; set cfg.output_dir in omegaconf.open_dict(cfg)" if "cfg.output_dir" in said else "")
 
 
-def _setting(override: re.Match) -> str:
-    value = next(v for v in override.groups()[1:] if v is not None)
-    stop = value[-1] if value[-1] in ":." else ""  # the sentence's (train.resume=auto: a dry run ...), not the value's
-    value = value.removesuffix(stop)
-    return f"{_SETTING[override[1]]}={value if value.isdigit() else repr(value)}{stop}"
+def _prose(text: str) -> str:
+    """The words around the overrides, in a Python caller's terms."""
+    text = text.replace("hydra.run.dir (or hydra.sweep.dir)", "hydra.run.dir").replace("hydra.run.dir",
+                                                                                     "cfg.output_dir")
+    return text.replace("with the same command plus", "by the same call with").replace("the same command with",
+                                                                                      "the same call with")
+
+
+def _setting(word: str) -> str:
+    """``word`` (one override, as ``_OVERRIDE`` finds it) as the setting: the value Hydra reads from it."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    key, written = (shlex.split(word)[0] if word.startswith("'") else word).split("=", 1)
+    value = written
+    if written[:1] in ("'", '"'):  # quoted for Hydra ("runs/a(1)"): the string it reads, escapes undone
+        value = OverridesParser.create().parse_override(f"key={written}").value()
+    return f"{_SETTING[key]}={value if value.isdigit() else repr(value)}"
 
 
 @contextmanager
