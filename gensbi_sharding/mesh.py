@@ -104,20 +104,23 @@ def resolve_mesh(spec: Any) -> Mesh | None:
 
 def _axis_sizes_hint(spec: Mapping, unknown: list) -> str:
     """The spec that builds a mesh given as its axes' sizes (``{'data': 2, 'model': 4}``, as ``Mesh.shape`` reads),
-    which only ``model_axis`` (and ``devices``) express; "" for other keys or sizes."""
+    which only ``model_axis`` (and ``devices``) express, checked by building it; "" for other keys or sizes."""
     if not set(unknown) <= {"data", MODEL_AXIS} or not all(is_int(spec[k]) and spec[k] > 0 for k in unknown):
         return ""
-    given = list(spec["devices"]) if spec.get("devices") is not None else None
-    count = len(_devices_from_ids(given)) if given is not None else jax.device_count()
-    model = spec.get(MODEL_AXIS, spec.get("model_axis"))
-    data = spec.get("data", count // model if model and count % model == 0 else None)
-    if model is None:
-        model = count // data if count % data == 0 else None
-    if model is None or data is None or data * model > count:
-        return (f" (the axes' sizes are not keys: a mesh spec gives model_axis, the data axis taking the rest of the "
-                f"{count} devices)")
-    fix = ({"model_axis": model} if data * model == count and given is None
-           else {"devices": (given or list(range(count)))[:data * model], "model_axis": model})
+    given, model, count = spec.get("devices"), spec.get(MODEL_AXIS, spec.get("model_axis")), None
+    try:  # a bad device list or model_axis is named once the keys are right (was: TypeError, or model=0 "fixes")
+        devices = jax.devices() if given is None else _devices_from_ids(given)
+        count = len(devices)
+        data = spec.get("data", count // model if is_int(model) and model > 0 and count % model == 0 else None)
+        model = count // data if model is None and count % data == 0 else model
+        fix = ({"model_axis": model} if given is None and data * model == count else
+               {"devices": [d.id for d in devices][:data * model], "model_axis": model})
+        built = make_mesh(**{**fix, "devices": devices[:data * model]})
+        if dict(built.shape) != {"data": data, MODEL_AXIS: model}:
+            raise ValueError(built.shape)
+    except (TypeError, ValueError):
+        return (" (the axes' sizes are not keys: a mesh spec gives model_axis, the data axis taking the rest of the "
+                + (f"{count} devices)" if count else "devices)"))
     return f"; the axes' sizes are not keys: for data={data} x model={model} write {fix}"
 
 

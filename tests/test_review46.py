@@ -34,3 +34,32 @@ def test_a_python_callers_folder_refusal_names_a_folder_with_a_space_or_quote_as
     # Sentence punctuation after a plain override is the sentence's; a number stays a number.
     assert python_words("rerun with train.resume=auto: or train.steps=16.") == (
         "rerun with cfg.train.resume='auto': or cfg.train.steps=16.")
+
+
+@pytest.mark.parametrize("spec", [{"data": 2, "model_axis": "x"}, {"data": 2, "model_axis": 0},
+                                  {"data": 2, "devices": []}, {"data": 2, "devices": [0, 0]},
+                                  {"data": 2, "model": 2, "devices": "0123"}])
+def test_resolve_mesh_given_axis_sizes_with_a_bad_model_axis_or_devices_suggests_no_spec_that_fails(devices, spec):
+    # Was: TypeError "unsupported operand type(s) for %: 'int' and 'str'" in place of the unknown key's message;
+    # "for data=2 x model=0 write {'devices': [], 'model_axis': 0}"; a fix naming device 0 twice; a string's
+    # characters counted as its devices. Now the key's refusal stands, with the rule and no spec to copy.
+    import gensbi_sharding as gs
+
+    with pytest.raises(ValueError) as err:
+        gs.resolve_mesh(spec)
+    assert re.fullmatch(r"unknown mesh spec key '(data|model)'; accepted keys: \('devices', 'model_axis'\) \(the "
+                        r"axes' sizes are not keys: a mesh spec gives model_axis, the data axis taking the rest of "
+                        r"the( \d+)? devices\)", str(err.value)), str(err.value)
+
+
+def test_resolve_mesh_given_axis_sizes_and_device_objects_suggests_the_ids_a_spec_takes(devices):
+    # Was: "write {'devices': [CpuDevice(id=4), ...], ...}", no value a config can hold.
+    import jax
+
+    import gensbi_sharding as gs
+
+    with pytest.raises(ValueError, match=r"for data=2 x model=1 write (\{.*\})$") as err:
+        gs.resolve_mesh({"data": 2, "devices": jax.devices()[4:6]})
+    fix = ast.literal_eval(re.search(r"write (\{.*\})$", str(err.value))[1])
+    assert fix == {"devices": [4, 5], "model_axis": 1}
+    assert [d.id for d in gs.resolve_mesh(fix).devices.flat] == [4, 5]
