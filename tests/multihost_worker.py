@@ -89,6 +89,12 @@ def case_placement(p: int) -> dict:
         {"seed": 0, "verbose": p == 1, "distributed": {"process_id": p}}))  # per-process settings may differ
     out["config_problem"] = processes_config_problem(OmegaConf.create(
         {"seed": 7 * p, "train": {"learning_rate": 0.001}, "distributed": {"process_id": p}}))
+    # The harness's z-score statistics over the processes' rows (x ~ 1000 +- 1, each process half of them).
+    from gensbi_sharding.harness.simulation_data import global_stats
+
+    every = (1000.0 + np.random.default_rng(0).standard_normal((64, 3))).astype(np.float32)
+    (total,), (mean, std) = global_stats([p + 1], [every[32 * p:32 * (p + 1)]], 2)
+    out["zscore"] = {"total": total, "mean": mean.tolist(), "std": std.tolist(), "every": every.tolist()}
     # A last collective after the error: the processes are still in step.
     multihost_utils.sync_global_devices("placement done")
     return out
