@@ -189,8 +189,9 @@ def pad_for_mesh(n: int, mesh: Mesh | None) -> tuple[int, int]:
     """
     if not is_int(n) or n < 0:  # an array passed for its row count is named by shape, not printed whole
         leaves = [leaf for leaf in jax.tree.leaves(n) if getattr(leaf, "ndim", 0)]  # a batch passed whole, to be padded
-        got = (f"an array of shape {n.shape}; pass n.shape[0]" if getattr(n, "ndim", 0) else f"{n!r}; pass int(n)"
-               if hasattr(n, "shape") else repr(n) if not leaves else
+        got = (f"an array of shape {n.shape}; pass n.shape[0]" if getattr(n, "ndim", 0) else f"{n!r}; pass " + (
+               "a static count (x.shape[0], or n in jax.jit's static_argnums)" if isinstance(n, jax.core.Tracer)
+               else "int(n)") if hasattr(n, "shape") else repr(n) if not leaves else
                f"a {type(n).__name__} of arrays; pad_for_mesh counts rows, it pads nothing: pass their leading size, "
                f"{leaves[0].shape[0]}")
         raise ValueError(f"pad_for_mesh needs a row count n >= 0 (an integer), got {got}")

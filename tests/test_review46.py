@@ -85,3 +85,18 @@ def test_z_score_statistics_over_processes_are_those_of_one_process_holding_ever
     assert dropped == 6
     np.testing.assert_array_equal(mean, rows.mean(0, dtype=np.float64).astype(np.float32))
     np.testing.assert_array_equal(std, rows.std(0, dtype=np.float64).astype(np.float32))
+
+
+def test_pad_for_mesh_given_a_traced_count_in_jit_names_a_fix_that_works_there(devices):
+    # Was (round 46's 0-d fix): "got JitTracer(~int32[]); pass int(n)", which raises inside jax.jit.
+    import jax
+    import jax.numpy as jnp
+
+    import gensbi_sharding as gs
+
+    mesh = gs.make_mesh(model_axis=2)
+    with pytest.raises(ValueError, match=r"got JitTracer\(~?int32\[\]\); pass a static count \(x\.shape\[0\], or n "
+                                         r"in jax\.jit's static_argnums\)"):
+        jax.jit(lambda n: gs.pad_for_mesh(n, mesh))(jnp.array(10))
+    assert jax.jit(lambda n: gs.pad_for_mesh(n, mesh), static_argnums=0)(10) == (12, 10)  # the fix named
+    assert jax.jit(lambda x: gs.pad_for_mesh(x.shape[0], mesh))(jnp.ones((10, 2))) == (12, 10)
