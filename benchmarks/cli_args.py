@@ -66,13 +66,23 @@ def _float(text: str) -> float | None:
 
 def positive_int(text: str) -> int:
     """An integer >= 1 (a count of layers, steps, trials, repeats ...)."""
-    # Imported here, not above: missing_dependency_line must work in a Python without this package.
-    from gensbi_sharding.harness.sample_output import whole_number
+    return count(example=2)(text)
 
-    value = whole_number(text, noun="an integer", example=2, minimum=1)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be >= 1")
-    return value
+
+def count(*, example: int, least: int = 1) -> Callable[[str], int]:
+    """The type of an integer option >= 1 whose own later check takes only some values: a refusal's example is
+    ``example``, one that check takes, and a whole float below ``least`` is refused naming ``least``; an int below
+    it is left to that check, which says why (was: ``positive_int``'s "e.g. 2", "write 10" and "0 must be >= 1",
+    each of which gensbi_pipeline's --steps check refused next)."""
+    def parse(text: str) -> int:
+        # Imported here, not above: missing_dependency_line must work in a Python without this package.
+        from gensbi_sharding.harness.sample_output import whole_number
+
+        value = whole_number(text, noun="an integer", example=example, minimum=max(least, 1))
+        if value < 1 and least == 1:
+            raise argparse.ArgumentTypeError(f"{value} must be >= 1")
+        return value
+    return parse
 
 
 def model_axis(devices: int) -> Callable[[str], int]:

@@ -45,7 +45,7 @@ REPO = Path(__file__).resolve().parents[1]
 # non-editable install): the numbers must be of the code beside this script.
 sys.path.insert(0, str(REPO))
 
-from cli_args import integer, new_parser, positive_int  # noqa: E402 (after the path above)
+from cli_args import count, integer, new_parser, positive_int  # noqa: E402 (after the path above)
 from hydra.errors import HydraException  # noqa: E402
 
 WARMUP_STEPS = 20  # GenSBI steps left out of its step time: compilation
@@ -210,7 +210,8 @@ def profile_gensbi(pipeline, steps: int) -> str:
 
 def main() -> None:
     parser = new_parser(__doc__)
-    parser.add_argument("--steps", type=positive_int, default=2000, help="training steps of each pipeline")
+    parser.add_argument("--steps", type=count(example=WARMUP_STEPS * 10, least=WARMUP_STEPS + 1), default=2000,
+                        help="training steps of each pipeline")
     parser.add_argument("--batch-size", type=positive_int, default=256, help="batch size of both")
     parser.add_argument("--num-samples", type=positive_int, default=10_000, help="posterior samples for C2ST")
     parser.add_argument("--folds", type=positive_int, default=5, help="C2ST cross-validation folds")

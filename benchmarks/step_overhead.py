@@ -20,7 +20,7 @@ from pathlib import Path
 # This checkout's package, not whichever copy the environment has installed (another clone, a
 # non-editable install): the numbers must be of the code beside this script.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from cli_args import jax_platform, model_axis, model_fits, new_parser, positive_int  # noqa: E402
+from cli_args import count, jax_platform, model_axis, model_fits, new_parser, positive_int  # noqa: E402
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 import jax  # noqa: E402
 
@@ -51,7 +51,7 @@ def main() -> int:
     parser.add_argument("--model-axis", type=model_axis(len(jax.devices())), default=2, help="size of the mesh's model axis (of 8 devices)")
     parser.add_argument("--width", type=positive_int, default=128, help="mlp width")
     parser.add_argument("--depth", type=positive_int, default=3, help="mlp depth")
-    parser.add_argument("--batch", type=positive_int, default=256, help="global batch size")
+    parser.add_argument("--batch", type=count(example=256), default=256, help="global batch size")
     parser.add_argument("--blocks", type=positive_int, default=9, help="timed blocks per step kind; median shown")
     parser.add_argument("--steps", type=positive_int, default=30, help="steps per block")
     args = parser.parse_args()

@@ -155,6 +155,11 @@ BENCHMARK_BAD_ARGS = [
     ("init.py", ["--model-axis", "3"], "argument --model-axis: 3 does not divide the 8 devices"),
     ("gensbi_pipeline.py", ["--steps", "10"], "argument --steps: 10 leaves no step to time after the first 20 "
                                               "(compilation); e.g. --steps 200"),
+    # Was "e.g. 2" and "write 10" (review 46): each a value the --steps check above refused next.
+    ("gensbi_pipeline.py", ["--steps", "-1e1"], "argument --steps: '-1e1' must be an integer >= 21; e.g. 200"),
+    ("gensbi_pipeline.py", ["--steps", "1e1"], "argument --steps: '1e1' must be an integer >= 21; e.g. 200"),
+    ("gensbi_pipeline.py", ["--steps", "0.5"], "argument --steps: '0.5' is not an integer; e.g. 200"),
+    ("step_overhead.py", ["--batch", "-1e1"], "argument --batch: '-1e1' must be an integer >= 1; e.g. 256"),
     ("gensbi_pipeline.py", ["--steps", "30", "mesh.bogus=1"],
      "harness overrides mesh.bogus=1: mesh.bogus is not a setting of mesh; its settings: spec, model_axis, devices"),
     # Was "model.depth (model=mlp): ...; e.g. model.depth=3": the default model's, where this script runs Flux1.
