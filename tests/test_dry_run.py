@@ -102,9 +102,9 @@ def test_dry_run_with_resume_is_refused_and_leaves_a_resumable_run_intact(tmp_pa
     metrics = run_tiny(folder, "dry_run=true", "train.resume=auto")
     # run(cfg) from Python: in the settings it sets (round 46; was launch.py's overrides, hydra.run.dir)
     assert metrics["status"] == "error" and metrics["error"] == (
-        "ConfigError: dry_run=true with cfg.train.resume='auto': a dry run trains nothing, continues no run and "
-        "never writes into a run's folder; drop train.resume (a dry run in another cfg.output_dir), or drop "
-        "dry_run=true to continue the run; set cfg.output_dir in omegaconf.open_dict(cfg)")
+        "ConfigError: cfg.dry_run=True with cfg.train.resume='auto': a dry run trains nothing, continues no run and "
+        "never writes into a run's folder; set cfg.train.resume=None (a dry run in another cfg.output_dir), or set "
+        "cfg.dry_run=False to continue the run; set cfg.output_dir in omegaconf.open_dict(cfg)")
     with pytest.raises(ConfigError, match="^dry_run=true with train.resume=/elsewhere: "):
         validate(compose_tiny("dry_run=true", "train.resume=/elsewhere"))
     # Hydra's folder check, before Hydra writes .hydra/ into the folder, says the same.

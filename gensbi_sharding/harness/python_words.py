@@ -50,6 +50,8 @@ def _prose(text: str) -> str:
     """The words around the overrides, in a Python caller's terms."""
     text = text.replace("hydra.run.dir (or hydra.sweep.dir)", "hydra.run.dir").replace("hydra.run.dir",
                                                                                      "cfg.output_dir")
+    text = text.replace("dry_run=true with", "cfg.dry_run=True with").replace("drop dry_run=true", "set "
+                        "cfg.dry_run=False").replace("drop train.resume", "set cfg.train.resume=None")
     return text.replace("with the same command plus", "by the same call with").replace("the same command with",
                                                                                       "the same call with")
 
