@@ -47,6 +47,7 @@ sys.path.insert(0, str(REPO))
 # Its sibling modules, also when loaded by file (the tests); last, so that they shadow nothing.
 sys.path.append(str(REPO / "benchmarks"))
 
+import cli_args  # noqa: E402, F401 (first: run by a Python without the dependencies, it ends in one line)
 from gensbi_sharding.harness.outputs import MAKE_ROOM  # noqa: E402 (after the path above)
 from gensbi_sharding.harness.override_grammar import hydra_value  # noqa: E402
 from sbibm_checks import extra_problem, read_published  # noqa: E402
