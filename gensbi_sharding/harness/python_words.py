@@ -58,12 +58,12 @@ def _prose(text: str) -> str:
 
 def _setting(word: str) -> str:
     """``word`` (one override, as ``_OVERRIDE`` finds it) as the setting: the value Hydra reads from it."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from gensbi_sharding.harness.override_grammar import parse
 
     key, written = (shlex.split(word)[0] if word.startswith("'") else word).split("=", 1)
     value = written
     if written[:1] in ("'", '"'):  # quoted for Hydra ("runs/a(1)"): the string it reads, escapes undone
-        value = OverridesParser.create().parse_override(f"key={written}").value()
+        value = parse([f"{key}={written}"]).parsed[0].hydra.value()
     return f"{_SETTING[key]}={value if value.isdigit() else repr(value)}"
 
 
