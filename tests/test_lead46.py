@@ -18,6 +18,7 @@ REPO = Path(__file__).resolve().parents[1]
     # Was "e.g. -10", itself refused.
     ("--ode-steps", "-10.5", "'-10.5' is not a whole number; e.g. 32", "32"),
     ("--num-samples", "0.4", "'0.4' is not a whole number; e.g. 10000", "10000"),
+    ("--seed", "-0.7", "'-0.7' is not a whole number; e.g. 0", "0"),  # a least value of 0 counts too
     # Still told the int to write when that int is taken.
     ("--seed", "1e3", "'1e3' is a whole number written as a float; write 1000", "1000"),
     ("--num-samples", "2.5", "'2.5' is not a whole number; e.g. 2", "2"),

@@ -57,7 +57,7 @@ def whole_number(text: str, *, noun: str = "a whole number", example: int = 1000
         if minimum is not None and value < minimum:
             raise argparse.ArgumentTypeError(f"{text!r} must be {noun} >= {minimum}; e.g. {max(example, minimum)}")
         raise argparse.ArgumentTypeError(f"{text!r} is a whole number written as a float; write {int(value)}")
-    example = round(value) if math.isfinite(value) and round(value) >= (minimum or -math.inf) else example
+    example = round(value) if math.isfinite(value) and round(value) >= (-math.inf if minimum is None else minimum) else example
     raise argparse.ArgumentTypeError(f"{text!r} is not {noun}; e.g. {example}")
 
 
