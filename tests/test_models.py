@@ -1,5 +1,6 @@
 """The registered velocity fields: outputs, annotations, sizes, and sharded == unsharded."""
 
+import functools
 import math
 
 import jax
@@ -171,6 +172,20 @@ def test_a_factory_of_ones_own_is_unregistered_and_a_built_in_stays():
     assert get_model("mlp") is make_mlp
     with pytest.raises(ValueError, match=r"^kind='models' is no registry: pass 'model' or 'data'$"):
         registry.unregister("models", "mlp")
+    # Was: judged by the factory's module, so the user's alias of a built-in could never be given back.
+    registry.register_model("mlp_alias")(get_model("mlp"))
+    assert registry.unregister("model", "mlp_alias") is make_mlp and "mlp_alias" not in model_names()
+    registry.register_data("two_moons_alias")(registry.get_data("two_moons"))
+    assert registry.unregister("data", "two_moons_alias").__name__ == "load_two_moons"
+    with pytest.raises(ValueError, match=r"^data 'two_moons' is built in \(.*load_two_moons\): it stays"):
+        registry.unregister("data", "two_moons")
+    # Was: AttributeError on the partial's missing __qualname__, instead of naming the name taken.
+    partial = functools.partial(mine, width=8)
+    registry.register_model("mine_partial")(partial)
+    with pytest.raises(ValueError, match=r"^model 'mine_partial' is already registered \(by functools\.partial\("
+                                         r".*\); pick another name$"):
+        registry.register_model("mine_partial")(mine)
+    assert registry.unregister("model", "mine_partial") is partial
 
 
 @pytest.mark.parametrize("name,bad,match", [

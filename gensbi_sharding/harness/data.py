@@ -247,7 +247,7 @@ def _register(name: str) -> None:
 
     load.__name__ = load.__qualname__ = f"load_{name}"
     load.__doc__ = f"``load_task({name!r}, **kwargs)``."
-    register_data(name)(load)
+    register_data(name, built_in=True)(load)
 
 
 # One registered factory per task: ``get_data(name)(**kwargs)`` is ``load_task(name, **kwargs)``.

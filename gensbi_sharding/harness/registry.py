@@ -49,18 +49,28 @@ GENSBI = Requirement("gensbi", 'pip install -e ".[gensbi]"', "gensbi")
 _MODELS: dict[str, Callable[..., Any]] = {}
 _DATA: dict[str, Callable[..., Any]] = {}
 _REQUIRES: dict[str, Requirement] = {}  # model name -> optional package it needs
+# (kind, name) registered by the harness's own modules. Judged by name, not by the factory's module: a user's alias
+# of a built-in factory (register_model("mlp2")(get_model("mlp"))) is the user's to unregister.
+_BUILT_IN: set[tuple[str, str]] = set()
 
 
-def _register(table: dict[str, Callable[..., Any]], kind: str, name: str):
+def _describe(factory: Callable[..., Any]) -> str:
+    # A functools.partial, a callable object or a lambda has no __qualname__ or no module of its own.
+    qualname = getattr(factory, "__qualname__", None)
+    module = getattr(factory, "__module__", None)
+    return f"{module}.{qualname}" if qualname and module else repr(factory)
+
+
+def _register(table: dict[str, Callable[..., Any]], kind: str, name: str, built_in: bool = False):
     if not isinstance(name, str) or not name:
         raise ValueError(f"a {kind} name must be a non-empty string, got {name!r}")
 
     def decorator(factory: Callable[..., Any]) -> Callable[..., Any]:
         if name in table and table[name] is not factory:
-            raise ValueError(
-                f"{kind} {name!r} is already registered (by {table[name].__module__}."
-                f"{table[name].__qualname__}); pick another name")
+            raise ValueError(f"{kind} {name!r} is already registered (by {_describe(table[name])}); pick another name")
         table[name] = factory
+        if built_in:
+            _BUILT_IN.add((kind, name))
         return factory
 
     return decorator
@@ -82,7 +92,7 @@ def _load_builtins() -> None:
     from gensbi_sharding.harness import data, models  # noqa: F401
 
 
-def register_model(name: str, *, requires: Requirement | None = None
+def register_model(name: str, *, requires: Requirement | None = None, built_in: bool = False
                    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register a model factory under ``name``.
 
@@ -91,14 +101,15 @@ def register_model(name: str, *, requires: Requirement | None = None
     the model's config section but ``name`` and ``init``) and returns a Flax NNX module ``v(theta_t, x, t) -> velocity`` whose parameters
     carry logical axis annotations (``gensbi_sharding.axes``). ``requires`` names an
     optional package the factory imports when called (never at registration):
-    ``get_model`` checks it is installed and otherwise says how to install it.
+    ``get_model`` checks it is installed and otherwise says how to install it. ``built_in``: for the
+    harness's own models only (``unregister`` refuses them).
 
     Raises
     ------
     ValueError
         If ``name`` is empty or already taken by another factory.
     """
-    register = _register(_MODELS, "model", name)
+    register = _register(_MODELS, "model", name, built_in)
 
     def decorator(factory: Callable[..., Any]) -> Callable[..., Any]:
         register(factory)
@@ -132,15 +143,16 @@ def import_required(module: str, model: str, requirement: Requirement):
         raise
 
 
-def register_data(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Register a data-set factory under ``name`` (see ``harness.data``).
+def register_data(name: str, *, built_in: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register a data-set factory under ``name`` (see ``harness.data``); ``built_in``: for the harness's own
+    data sets only (``unregister`` refuses them).
 
     Raises
     ------
     ValueError
         If ``name`` is empty or already taken by another factory.
     """
-    return _register(_DATA, "data", name)
+    return _register(_DATA, "data", name, built_in)
 
 
 def get_model(name: str) -> Callable[..., Any]:
@@ -204,9 +216,9 @@ def unregister(kind: str, name: str) -> Callable[..., Any]:
         raise ValueError(f"kind={kind!r} is no registry: pass 'model' or 'data'")
     table = _MODELS if kind == "model" else _DATA
     factory = _lookup(table, kind, name)
-    if getattr(factory, "__module__", "").startswith("gensbi_sharding."):
-        raise ValueError(f"{kind} {name!r} is built in ({factory.__module__}.{factory.__qualname__}): it stays "
-                         "registered; register yours under another name")
+    if (kind, name) in _BUILT_IN:
+        raise ValueError(f"{kind} {name!r} is built in ({_describe(factory)}): it stays registered; register yours "
+                         "under another name")
     del table[name]
     if kind == "model":
         _REQUIRES.pop(name, None)

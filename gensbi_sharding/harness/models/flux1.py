@@ -106,7 +106,7 @@ class Flux1Velocity(nnx.Module):
         return constrain(out[..., 0].astype(jnp.float32), ("batch", None), self.partition_axis)
 
 
-@register_model("flux1", requires=GENSBI)
+@register_model("flux1", requires=GENSBI, built_in=True)
 def make_flux1(*, dim_theta: int, dim_x: int, rngs: nnx.Rngs, mlp_ratio: float = 4.0,
                num_heads: int = 6, depth: int = 8, depth_single_blocks: int = 16,
                qkv_bias: bool = True, axes_dim=(6, 0), val_emb_dim: int | None = None,

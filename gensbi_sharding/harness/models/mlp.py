@@ -101,7 +101,7 @@ class MLPVelocity(nnx.Module):
         return self.out_proj(self.out_norm(h))
 
 
-@register_model("mlp")
+@register_model("mlp", built_in=True)
 def make_mlp(*, dim_theta: int, dim_x: int, rngs: nnx.Rngs, width: int = MLPConfig.width,
              depth: int = MLPConfig.depth, mlp_ratio: int = MLPConfig.mlp_ratio,
              time_embed_dim: int = MLPConfig.time_embed_dim,

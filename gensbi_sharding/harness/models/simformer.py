@@ -89,7 +89,7 @@ class SimformerVelocity(nnx.Module):
         return constrain(out[..., 0].astype(jnp.float32), ("batch", None), self.partition_axis)
 
 
-@register_model("simformer", requires=GENSBI)
+@register_model("simformer", requires=GENSBI, built_in=True)
 def make_simformer(*, dim_theta: int, dim_x: int, rngs: nnx.Rngs, val_emb_dim: int = 40,
                    id_emb_dim: int = 40, cond_emb_dim: int = 10, num_heads: int = 4, depth: int = 8,
                    num_hidden_layers: int = 1, fourier_features: int = 128, mlp_ratio: int = 3,

@@ -180,7 +180,7 @@ class TransformerVelocity(nnx.Module):
         return self.readout(h)[..., 0]
 
 
-@register_model("transformer")
+@register_model("transformer", built_in=True)
 def make_transformer(*, dim_theta: int, dim_x: int, rngs: nnx.Rngs, embed: int = TransformerConfig.embed,
                      depth: int = TransformerConfig.depth, heads: int = TransformerConfig.heads,
                      mlp_ratio: int = TransformerConfig.mlp_ratio,
