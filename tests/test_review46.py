@@ -31,6 +31,19 @@ def test_a_python_callers_folder_refusal_names_a_folder_with_a_space_or_quote_as
                              r"cfg\.output_dir; set cfg\.output_dir in omegaconf\.open_dict\(cfg\)", error)
         assert found and ast.literal_eval(found[1]) == str(tmp_path / name / "file" / "sub"), error
         assert found[2] == str(tmp_path / name / "file"), error
+    # Was (a folder whose name ends in punctuation, "killed."): "cfg.train.resume='<tmp>/killed'. cfg.output_dir=..."
+    # -- the sentence's reading of a plain word's last character took it out of the value.
+    for end in ".:,;":
+        killed = tmp_path / f"killed{end}"
+        (killed / "checkpoints" / "5").mkdir(parents=True)
+        error = run(compose_tiny(output_dir=killed))["error"]
+        found = re.search(r"or in a new folder with cfg\.train\.resume=(.*) and cfg\.output_dir='<new folder>'; set "
+                          r"cfg\.output_dir in omegaconf\.open_dict\(cfg\)$", error)
+        assert found and ast.literal_eval(found[1]) == str(killed), error
+        error = run(compose_tiny(output_dir=tmp_path / name / "file" / f"sub{end}"))["error"]
+        found = re.fullmatch(r"ConfigError: cfg\.output_dir=(.*): .* is a file, not a folder; choose another "
+                             r"cfg\.output_dir; set cfg\.output_dir in omegaconf\.open_dict\(cfg\)", error)
+        assert found and ast.literal_eval(found[1]) == str(tmp_path / name / "file" / f"sub{end}"), error
     # Sentence punctuation after a plain override is the sentence's; a number stays a number.
     assert python_words("rerun with train.resume=auto: or train.steps=16.") == (
         "rerun with cfg.train.resume='auto': or cfg.train.steps=16.")

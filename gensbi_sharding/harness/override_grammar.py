@@ -287,6 +287,8 @@ def hydra_override(key: str, value) -> str:
     Returns
     -------
     str
-        E.g. ``hydra.run.dir=runs/a`` or ``'hydra.run.dir="runs/a(1)"'``.
+        E.g. ``hydra.run.dir=runs/a``, ``'hydra.run.dir="runs/a(1)"'`` or ``'hydra.run.dir=runs/a.'`` (quoted, though
+        the shell needs no quotes: a sentence's punctuation after a plain word is read as the sentence's).
     """
-    return shlex.quote(f"{key}={hydra_value(value)}")
+    word = shlex.quote(f"{key}={hydra_value(value)}")
+    return f"'{word}'" if word[-1] in ".:,;" else word
