@@ -108,7 +108,8 @@ def check_batch_divisible(batch: Any, mesh: Mesh | None, what: str) -> None:
     size, divisor = check_same_rows(batch, f"{what} batch"), batch_size_divisor(mesh)
     if size is not None and size % divisor:
         raise ValueError(f"{what} batch size {size} is not divisible by the data-parallel size {divisor} "
-                         f"(mesh axes {batch_axes(mesh)}); nearest valid batch sizes: {_nearest(size, divisor)}")
+                         f"(mesh axes {batch_axes(mesh)}); nearest valid batch sizes: "
+                         f"{' or '.join(map(str, sorted(nearest_batch_sizes(size, divisor))))}")
 
 
 def check_same_rows(batch: Any, what: str) -> int | None:
@@ -189,11 +190,14 @@ def pad_for_mesh(n: int, mesh: Mesh | None) -> tuple[int, int]:
     """
     if not is_int(n) or n < 0:  # an array passed for its row count is named by shape, not printed whole
         leaves = [leaf for leaf in jax.tree.leaves(n) if getattr(leaf, "ndim", 0)]  # a batch passed whole, to be padded
+        # int(n) only where it keeps the value (was: told for 10.5, which it truncates; True, -3 and NaN alike)
+        whole = ((is_array(n) or isinstance(n, np.generic)) and not isinstance(n, jax.core.Tracer) and n.ndim == 0
+                 and n.dtype.kind in "iuf" and math.isfinite(float(n)) and float(n).is_integer() and float(n) >= 0)
         got = (f"an array of shape {n.shape}; pass n.shape[0]" if getattr(n, "ndim", 0) else f"{n!r}; pass " + (
                "a static count (x.shape[0], or n in jax.jit's static_argnums)" if isinstance(n, jax.core.Tracer)
-               else "int(n)") if hasattr(n, "shape") else repr(n) if not leaves else
-               f"a {type(n).__name__} of arrays; pad_for_mesh counts rows, it pads nothing: pass their leading size, "
-               f"{leaves[0].shape[0]}")
+               else "int(n)" if whole else "the whole row count, e.g. x.shape[0]") if hasattr(n, "shape") else
+               repr(n) if not leaves else f"a {type(n).__name__} of arrays; pad_for_mesh counts rows, it pads nothing: "
+               f"pass their leading size, {leaves[0].shape[0]}")
         raise ValueError(f"pad_for_mesh needs a row count n >= 0 (an integer), got {got}")
     return (divisor := batch_size_divisor(mesh)) * -(-int(n) // divisor), int(n)  # np.int64 n: ints, as documented
 
@@ -294,7 +298,3 @@ def _put_leaves(tree: Any, mesh: Mesh | None, what: str, split: bool) -> Any:
     return jax.tree.unflatten(treedef, [
         next(placed) if is_array(leaf) else leaf.update(sharding=sharding(path, leaf))
         if isinstance(leaf, jax.ShapeDtypeStruct) else leaf for path, leaf in leaves])
-
-
-def _nearest(size: int, divisor: int) -> str:
-    return " or ".join(map(str, sorted(nearest_batch_sizes(size, divisor))))

@@ -113,3 +113,13 @@ def test_pad_for_mesh_given_a_traced_count_in_jit_names_a_fix_that_works_there(d
         jax.jit(lambda n: gs.pad_for_mesh(n, mesh))(jnp.array(10))
     assert jax.jit(lambda n: gs.pad_for_mesh(n, mesh), static_argnums=0)(10) == (12, 10)  # the fix named
     assert jax.jit(lambda x: gs.pad_for_mesh(x.shape[0], mesh))(jnp.ones((10, 2))) == (12, 10)
+    # Was: "pass int(n)" for a count int() changes (10.5 -> 10, True -> 1) or that stays refused (-3, NaN).
+    import numpy as np
+
+    for count in (np.array(10.5), np.float32(10.5), jnp.array(10.5), np.array(True), np.array(-3), np.array(np.nan)):
+        with pytest.raises(ValueError, match=r"got .*; pass the whole row count, e\.g\. x\.shape\[0\]$"):
+            gs.pad_for_mesh(count, mesh)
+    for count in (np.array(10), np.float64(10.0), jnp.array(10)):  # int(n) keeps these: it is the fix named
+        with pytest.raises(ValueError, match=r"; pass int\(n\)$"):
+            gs.pad_for_mesh(count, mesh)
+        assert gs.pad_for_mesh(int(count), mesh) == (12, 10)
