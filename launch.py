@@ -79,7 +79,7 @@ try:
     from gensbi_sharding.harness.run_folder import output_dir
     from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
     from gensbi_sharding.harness.run_report import final_line
-    from gensbi_sharding.harness.console_lines import stopped_sweep_line
+    from gensbi_sharding.harness.console_lines import remember_stopped_sweep, stopped_sweep_line
     from gensbi_sharding.harness.signal_hold import hold_preemption_signals, ignore_preemption_signals, take_held
     from gensbi_sharding.harness.sweep_continue import current_job_dir, mark_not_started, stopped_between_jobs
     from gensbi_sharding.harness.sweep_hints import hydra_job_overrides
@@ -124,6 +124,7 @@ def main(cfg: DictConfig) -> float | None:
         sys.exit(EXIT_PREEMPTED)
     running.append(True)
     ran.append(output_dir(cfg))
+    remember_stopped_sweep(None)  # the outcome this job's stop gives (was: an earlier call's stopped sweep, said again)
     in_sweep[:] = [hydra_job_overrides()[1]]
     with quiet_console(cfg):  # third-party noise goes to the job's launch.log, not the console
         metrics = run(cfg)

@@ -205,6 +205,36 @@ def test_a_stopped_sweep_ends_with_its_outcome_line(tmp_path, monkeypatch):
         console_lines.remember_stopped_sweep(before)
 
 
+def test_a_stopped_sweeps_outcome_line_is_said_after_that_job_only(tmp_path, monkeypatch, caplog):
+    # Was: launch.main called again in one process (a notebook, a test) ended its run with the first call's
+    # "sweep stopped: ..." line: console_lines kept it for the process, not for the job that stopped.
+    import launch
+    from faults_helpers import compose_tiny
+
+    from gensbi_sharding.harness import console_lines
+
+    def run_stopping_a_sweep(cfg):  # the first job stops its sweep, as refresh_job_sweep_summary says it
+        if cfg.output_dir.endswith("first"):
+            console_lines.remember_stopped_sweep(f"sweep stopped: 0 ok, 1 interrupted; in {cfg.output_dir}")
+        return {"status": "ok"}
+
+    for state in ("failed_jobs", "running", "ran", "in_sweep"):  # launch.py's per-process lists, this test's own
+        monkeypatch.setattr(launch, state, [])
+    monkeypatch.setattr(launch, "run", run_stopping_a_sweep)
+    monkeypatch.setattr(launch, "final_line", lambda metrics, out: f"done: {out.name}")
+    before = console_lines.stopped_sweep_line()  # another test's sweep, in this process: kept for it afterwards
+    said = []
+    try:
+        for name in ("first", "second"):
+            caplog.clear()
+            with caplog.at_level(logging.INFO, logger="gensbi_sharding"):
+                launch.main.__wrapped__(compose_tiny(output_dir=tmp_path / name))  # the function Hydra calls per job
+            said.append([r.getMessage() for r in caplog.records if r.name == "gensbi_sharding"])
+    finally:
+        console_lines.remember_stopped_sweep(before)
+    assert said == [["done: first", f"sweep stopped: 0 ok, 1 interrupted; in {tmp_path / 'first'}"], ["done: second"]]
+
+
 def test_every_step_header_reads_step_colon_details():
     # Was: "[2/7] mesh data=8 x model=1 (...)" and "[6/7] sample 256 posterior draws ..." beside "[3/7] data: ..."
     # and the others: two of the seven without the colon after the step's name. Every header the harness can print,
