@@ -10,7 +10,8 @@ The rounds (``sequential_rounds.sequential_scores``: TSNPE-style truncated propo
 observations the config asks (``eval.observations``), each costing ``--budget`` simulations. The folder gets what
 an amortised job leaves there for ``run`` and ``table``: ``.hydra/config.yaml`` and ``.hydra/overrides.yaml``,
 ``c2st.csv`` (rewritten as each observation is scored), ``metrics.json`` (status ``ok``, or ``error`` / ``stopped``
-with why) and, its own, ``sequential.json`` (rounds, region, margin), which marks it as sequential. It holds
+with why) and, its own, ``sequential.json`` (rounds, region, margin), which marks it as sequential (written first, so
+a job stopped or killed while it writes the rest is started again in place). It holds
 the folder's lock while it runs. A stopped job saved no checkpoint: ``run`` starts it again. A ``--job`` that is a
 ``launch.py`` run's folder, or lies inside one, is refused before anything there is touched.
 """
@@ -103,16 +104,18 @@ def main(argv: list[str] | None = None) -> None:
             raise KeyboardInterrupt
 
     previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2)}
-    (job / ".hydra").mkdir(parents=True, exist_ok=True)
-    OmegaConf.save(cfg, job / ".hydra" / "config.yaml")
-    settings = ["experiment=sbibm", f"data={args.task}", f"data.num_simulations={args.budget}", *args.overrides]
-    write_atomic(job / ".hydra" / "overrides.yaml", "".join(f"- {o}\n" for o in settings))
-    write_record(job, method)
-    for stale in ("metrics.json", "c2st.csv"):  # the records are this run's alone
-        (job / stale).unlink(missing_ok=True)
     rows, record = [], {"method": method.label, "config": OmegaConf.to_container(cfg)}
-    amortised = amortised_scores(args.task, args.budget)
-    try:
+    try:  # the folder's records too: a stop or an error while they are written is said in metrics.json, lock freed
+        # The record first: a folder with .hydra (and an earlier attempt's metrics.json) but none is a launch.py run's,
+        # refused above (was: written after .hydra, so a job killed between the two could not be started again).
+        write_record(job, method)
+        (job / ".hydra").mkdir(parents=True, exist_ok=True)
+        OmegaConf.save(cfg, job / ".hydra" / "config.yaml")
+        settings = ["experiment=sbibm", f"data={args.task}", f"data.num_simulations={args.budget}", *args.overrides]
+        write_atomic(job / ".hydra" / "overrides.yaml", "".join(f"- {o}\n" for o in settings))
+        for stale in ("metrics.json", "c2st.csv"):  # the records are this run's alone
+            (job / stale).unlink(missing_ok=True)
+        amortised = amortised_scores(args.task, args.budget)
         for row in sequential_scores(cfg, args.budget, method, scored_observations(cfg)[0],
                                      say=lambda line: print(line, flush=True), stop_check=stop_check):
             rows.append(row)

@@ -208,6 +208,40 @@ def test_a_launch_runs_folder_is_refused_as_a_job_folder_its_records_kept(tmp_pa
     assert "--budget 100 in --rounds 2 gives 50 simulations a round, too few" in capsys.readouterr().err
 
 
+def test_a_job_stopped_while_it_writes_its_folders_records_is_started_again_in_place(tmp_path, capsys, monkeypatch):
+    """Was: sequential.json written after .hydra, and a stop between them left neither it nor a word: the folder
+    (with an earlier attempt's metrics.json) was refused next as a launch.py run's. The record comes first, a stop
+    while the rest is written is said in metrics.json, and the job starts again in its folder."""
+    import sequential_rounds
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness import devices
+    from gensbi_sharding.harness.folder_lock import FolderLock
+
+    def stopped_while_saving(cfg, path):
+        raise KeyboardInterrupt  # Ctrl-C (or a signal run passes on) lands while .hydra is written
+
+    def rounds(cfg, budget, method, observations, say=print, stop_check=None):
+        yield {"observation": 1, "c2st": 0.6, "c2st_sd_folds": 0.01, "c2st_scores": [0.59, 0.61], "n": 300}
+
+    monkeypatch.setattr(devices, "configure_devices", lambda *a: None)  # this process's JAX has started
+    monkeypatch.setattr(sequential_rounds, "sequential_scores", rounds)
+    job, handler = tmp_path / "job", signal.getsignal(signal.SIGTERM)
+    job.mkdir()
+    (job / "metrics.json").write_text('{"status": "error"}')  # an earlier attempt's
+    argv = ["--job", str(job), "--task", "two_moons", "--budget", "1000", "--", "eval.observations=[1]"]
+    with monkeypatch.context() as patch:
+        patch.setattr(OmegaConf, "save", stopped_while_saving)
+        with pytest.raises(SystemExit) as stop:
+            load("sequential").main(argv)
+    assert stop.value.code == 130 and json.loads((job / "sequential.json").read_text())["rounds"] == 2
+    assert json.loads((job / "metrics.json").read_text())["status"] == "stopped"
+    assert not (job / FolderLock.OWNER).exists() and signal.getsignal(signal.SIGTERM) is handler
+    load("sequential").main(argv)  # started again in place
+    assert json.loads((job / "metrics.json").read_text())["status"] == "ok"
+    assert "num_simulations: 1000" in (job / ".hydra" / "config.yaml").read_text()
+
+
 def test_the_share_check_suggests_budgets_rounds_and_batch_sizes_that_train():
     from gensbi_sharding.harness.data import split_sizes
 
