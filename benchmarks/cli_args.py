@@ -35,6 +35,29 @@ def _excepthook(kind, error, traceback):
 sys.excepthook = _excepthook
 
 
+class Refused(SystemExit):
+    """A refusal of what a script's command line names, found past argparse (``--root`` a file, a ``--from-results``
+    csv that is no table's): exit code 2, argparse's for a usage error, as every refusal of a script's arguments (was:
+    1, a run's failure's, beside argparse's 2). ``str()`` is the message; ``said`` prints it at the script's entry."""
+
+    def __init__(self, message: str):
+        super().__init__(2)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def said(main: Callable[[], object]) -> None:
+    """Run a script's ``main``: a ``Refused`` ends it in argparse's error line, ``<script>: error: <message>``,
+    exit code 2 (raised in a caller's process, it carries its message there)."""
+    try:
+        main()
+    except Refused as refused:
+        print(f"{Path(sys.argv[0]).name}: error: {refused}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
     """``--help`` keeps the script's docstring as written (what it measures, how to run it) and
     shows each option's default: a bare ``--layers LAYERS`` left a newcomer reading the source."""

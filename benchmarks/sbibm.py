@@ -47,7 +47,7 @@ sys.path.insert(0, str(REPO))
 # Its sibling modules, also when loaded by file (the tests); last, so that they shadow nothing.
 sys.path.append(str(REPO / "benchmarks"))
 
-import cli_args  # noqa: E402, F401 (first: run by a Python without the dependencies, it ends in one line)
+from cli_args import Refused, said  # noqa: E402 (first: run by a Python without the dependencies, it ends in one line)
 from gensbi_sharding.harness.outputs import MAKE_ROOM  # noqa: E402 (after the path above)
 from gensbi_sharding.harness.override_grammar import hydra_value  # noqa: E402
 from sbibm_checks import extra_problem, read_published  # noqa: E402
@@ -180,7 +180,7 @@ def table(folders: list[Path], out: Path) -> str:
                 left_out[cell] = "not run"
                 print(f"not run: {row_name(cell)}, {where}, has no job folder there; {then}", file=sys.stderr)
     if not cells:
-        raise SystemExit(f"no finished job (status ok, with a C2ST of each observation it asked) under "
+        raise Refused(f"no finished job (status ok, with a C2ST of each observation it asked) under "
                          f"{', '.join(map(str, folders))}: run the benchmark first (a job found there is named "
                          "above with why it is left out)")
     # The per-observation rows as sbibm_results.csv holds them, read back as --from-results reads that file:
@@ -222,7 +222,7 @@ def main(argv: list[str] | None = None) -> None:
         taken = [cell for task in args.tasks for budget in args.budgets  # was mkdir's FileExistsError traceback
                  if (cell := args.root / method.folder(task, budget)).exists() and not cell.is_dir()]
         if taken:
-            raise SystemExit(f"--root {args.root}: {taken[0]} is a file, where run keeps the job of that task and "
+            raise Refused(f"--root {args.root}: {taken[0]} is a file, where run keeps the job of that task and "
                              "budget; move it aside, or pass another --root")
         try:
             failed = run(args.root.absolute(), args.tasks, args.budgets, args.extra, grace_s=args.stop_grace,
@@ -274,4 +274,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    said(main)

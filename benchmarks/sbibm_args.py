@@ -7,7 +7,7 @@ import argparse
 from argparse import SUPPRESS
 from pathlib import Path
 
-from cli_args import HelpFormatter, new_parser, one_of, positive_int
+from cli_args import HelpFormatter, Refused, new_parser, one_of, positive_int
 from gensbi_sharding.harness.folder_lock import run_folder_holding, write_denied
 from sbibm_method import margin_arg, region_arg, rounds_arg
 from sbibm_tables import BUDGETS, TASKS
@@ -45,23 +45,24 @@ def sbibm_parsers(description: str) -> tuple[argparse.ArgumentParser, argparse.A
 
 
 def check_folder(path: Path, what: str, may_be_missing: bool = False) -> None:
-    """``SystemExit`` naming ``path`` when it is a file, lies under one, cannot be written or is or lies inside a
-    run's folder (a folder to be made or written, ``may_be_missing``), or is missing where a folder must exist."""
+    """``Refused`` (exit code 2) naming ``path`` when it is a file, lies under one, cannot be written or is or lies
+    inside a run's folder (a folder to be made or written, ``may_be_missing``), or is missing where a folder must
+    exist."""
     if path.is_file():
-        raise SystemExit(f"{what} {path} is a file, not a folder" if what.startswith("--")
+        raise Refused(f"{what} {path} is a file, not a folder" if what.startswith("--")
                          else f"{path} is a file, not a folder: pass the multirun or --root folder holding the jobs")
     if not may_be_missing:
         if not path.is_dir():
-            raise SystemExit(f"{path} does not exist: pass the multirun or --root folder holding the jobs")
+            raise Refused(f"{path} does not exist: pass the multirun or --root folder holding the jobs")
         return
     nearest = next(p for p in (path.absolute(), *path.absolute().parents) if p.exists())  # "/" always exists
     if not nearest.is_dir():  # mkdir would stop with NotADirectoryError's traceback
-        raise SystemExit(f"{what} {path} lies under {nearest}, a file, not a folder; pass another {what}")
+        raise Refused(f"{what} {path} lies under {nearest}, a file, not a folder; pass another {what}")
     if refusal := write_denied(nearest):
-        raise SystemExit(f"{what} {path}: {refusal}; pass another {what}, in a folder you can write to")
+        raise Refused(f"{what} {path}: {refusal}; pass another {what}, in a folder you can write to")
     # Was: sbibm_asked.json and job folders (run; each job then refused naming hydra.sweep.dir, which run refuses)
     # or the table's files (table) written into a finished run's folder
     if host := run_folder_holding(path):
         flag, where = what.split()[0], "is" if host == path.absolute() else "lies inside"
-        raise SystemExit(f"{what} {path} {where} the folder of the run {host}, which is never written into again; "
+        raise Refused(f"{what} {path} {where} the folder of the run {host}, which is never written into again; "
                          f"pass a folder outside it, e.g. {flag} {host}-{'sbibm' if flag == '--root' else 'table'}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from cli_args import Refused
 from sbibm_checks import read_scores
 from sbibm_jobs import asked_observations, job_status, running_in, scores_problem
 from sbibm_method import cell_of, job_method
@@ -76,12 +77,12 @@ def collect(folders: list[Path], jobs: dict | None = None,
             for r in rows:
                 other = seen.setdefault((*cell, int(r["observation"])), job)
                 if other != job:
-                    raise SystemExit(f"{row_name(cell)}, observation {r['observation']}, is scored "
+                    raise Refused(f"{row_name(cell)}, observation {r['observation']}, is scored "
                                      f"by two jobs, {other} and {job}: one table row averages one run; pass the "
                                      "folders of one run per (task, budget)")
             other = owner.setdefault(cell, job)
             if other != job:
-                raise SystemExit(f"{row_name(cell)} is scored by two jobs, {other} and {job} "
+                raise Refused(f"{row_name(cell)} is scored by two jobs, {other} and {job} "
                                  "(other observations): one table row averages one training run; pass the folders "
                                  "of one run per (task, budget)")
             cells.setdefault(cell, []).extend(rows)

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from cli_args import Refused
 from gensbi_sharding.harness.outputs import MAKE_ROOM, write_atomic
 from sbibm_method import AMORTISED, Method, cell_of, method_of
 
@@ -82,7 +83,7 @@ def parse_results(text: str, where: str, tasks: tuple | None = None) -> tuple[di
 
     Raises
     ------
-    SystemExit
+    Refused
         One line naming the file, the line and the value, and the fix: a missing column, a value that is not
         a C2ST, an unknown task or method, an observation twice, two settings in one cell, a cell both counted
         and not (or a not-counted row with a score), no row at all.
@@ -91,7 +92,7 @@ def parse_results(text: str, where: str, tasks: tuple | None = None) -> tuple[di
     reader = csv.DictReader(io.StringIO(text))
     lacking = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
     if lacking:
-        raise SystemExit(f"{where} lacks the column(s) {', '.join(lacking)} (its header: {reader.fieldnames}); "
+        raise Refused(f"{where} lacks the column(s) {', '.join(lacking)} (its header: {reader.fieldnames}); "
                          f"a sbibm_results.csv has {', '.join(REQUIRED)}[, method, settings]: {fix}")
     cells: dict[tuple, list[dict]] = {}
     settings: dict[tuple, str] = {}
@@ -106,33 +107,33 @@ def parse_results(text: str, where: str, tasks: tuple | None = None) -> tuple[di
             observation, c2st, sd = ((int(r["observation"]), float(r["c2st"]), float(r["c2st_sd_folds"])) if scored
                                      else (None, 1.0, 1.0))  # 1.0: passes the C2ST checks below
         except (KeyError, TypeError, ValueError):  # a field cut off, not a number, a method label not Method's
-            raise SystemExit(f"{where} line {line} ({shown!r}) is not a row of {', '.join(REQUIRED)}, method "
+            raise Refused(f"{where} line {line} ({shown!r}) is not a row of {', '.join(REQUIRED)}, method "
                              f"(amortised or e.g. 'sequential rounds=2 region=box margin=0.5'): {fix}") from None
         if None in r or budget < 1 or not (0.0 <= c2st <= 1.0 and np.isfinite(sd)):
-            raise SystemExit(f"{where} line {line} ({shown!r}) is not a C2ST row (a positive budget, c2st in "
+            raise Refused(f"{where} line {line} ({shown!r}) is not a C2ST row (a positive budget, c2st in "
                              f"[0, 1], a finite c2st_sd_folds, no extra field): {fix}")
         if tasks is not None and task not in tasks:
-            raise SystemExit(f"{where} line {line}: task {task!r} is not one of sbibm's published table "
+            raise Refused(f"{where} line {line}: task {task!r} is not one of sbibm's published table "
                              f"({', '.join(tasks)}); correct its name, or make the table from its job folders "
                              "(sbibm.py table <folders>), which lists it as not published")
         cell = cell_of(task, budget, method.label)
         if why or cell in left_out:
             if cell in left_out or cell in cells or scored:
-                raise SystemExit(f"{where} line {line} ({shown!r}): {row_name(cell)} is counted and not counted, "
+                raise Refused(f"{where} line {line} ({shown!r}): {row_name(cell)} is counted and not counted, "
                                  "or not counted twice (a not-counted row has no observation, c2st or "
                                  "c2st_sd_folds); keep its scores or one not-counted row")
             left_out[cell], settings[cell] = why, r.get("settings") or NOT_RECORDED
             continue
         if any(int(s["observation"]) == observation for s in cells.get(cell, [])):
-            raise SystemExit(f"{where} line {line}: observation {observation} of {row_name(cell)} a second time "
+            raise Refused(f"{where} line {line}: observation {observation} of {row_name(cell)} a second time "
                              f"(one table row averages one run); keep one of its rows")
         if settings.setdefault(cell, r.get("settings") or NOT_RECORDED) != (r.get("settings") or NOT_RECORDED):
-            raise SystemExit(f"{where} line {line}: settings {r.get('settings')!r}, but {settings[cell]!r} in the "
+            raise Refused(f"{where} line {line}: settings {r.get('settings')!r}, but {settings[cell]!r} in the "
                              f"rows of {row_name(cell)} before it (one table row averages one run); keep one run")
         cells.setdefault(cell, []).append({"observation": str(observation), "c2st": r["c2st"],
                                            "c2st_sd_folds": r["c2st_sd_folds"]})
     if not cells:
-        raise SystemExit(f"{where} holds no row{' with a score' if left_out else ''} (it is empty, or its header "
+        raise Refused(f"{where} holds no row{' with a score' if left_out else ''} (it is empty, or its header "
                          f"only): {fix}")
     return cells, settings, left_out
 
@@ -167,11 +168,11 @@ def write_tables(cells: dict, left_out: dict, settings: dict, published: tuple[d
     paper, origin = published
     taken = [str(out / name) for name in OUTPUTS if (out / name).is_dir()]
     if taken:  # checked before any is written: never a table beside another run's plot
-        raise SystemExit(f"{', '.join(taken)} is a folder, where table writes its file; pass another --out")
+        raise Refused(f"{', '.join(taken)} is a folder, where table writes its file; pass another --out")
     files: dict[str, bytes | str] = {"sbibm_results.csv": results_text(cells, settings, left_out)}
     problem = overwrite_problem(out / "sbibm_results.csv", files["sbibm_results.csv"], cells, source)
     if problem:
-        raise SystemExit(problem)
+        raise Refused(problem)
     lines = ["| task | simulations | this harness: C2ST mean +- sd (observations) | sbibm NPE | sbibm best |",
              "|---|---|---|---|---|"]
     summary = []
@@ -248,7 +249,7 @@ def overwrite_problem(there: Path, text: str, cells: dict, source: Path | None) 
                 f"{new[k] if k < len(new) else 'nothing'!r}); wrote nothing: pass another --out")
     try:
         kept, _, _ = parse_results(there.read_bytes().decode(), str(there))
-    except (SystemExit, UnicodeDecodeError):
+    except (Refused, UnicodeDecodeError):
         return None
     lost = [f"{row_name(cell)}, observation {r['observation']}" for cell, rows in sorted(kept.items(), key=lambda kv:
             row_order(kv[0])) for r in rows if r["observation"] not in {s["observation"] for s in cells.get(cell, [])}]
@@ -262,10 +263,10 @@ def overwrite_problem(there: Path, text: str, cells: dict, source: Path | None) 
 def read_results_file(path: Path, tasks: tuple) -> tuple[dict, dict, dict]:
     """``parse_results`` of the file ``path``, naming a missing or unreadable file with the fix."""
     if not path.is_file():
-        raise SystemExit(f"--from-results {path} {'is a folder' if path.is_dir() else 'does not exist'}: pass the "
+        raise Refused(f"--from-results {path} {'is a folder' if path.is_dir() else 'does not exist'}: pass the "
                          "sbibm_results.csv that sbibm.py table wrote (e.g. benchmarks/results/sbibm_results.csv)")
     try:
         text = path.read_bytes().decode()
     except (OSError, UnicodeDecodeError) as err:
-        raise SystemExit(f"--from-results {path} cannot be read ({err}): pass a readable sbibm_results.csv") from None
+        raise Refused(f"--from-results {path} cannot be read ({err}): pass a readable sbibm_results.csv") from None
     return parse_results(text, str(path), tasks)

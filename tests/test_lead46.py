@@ -30,7 +30,7 @@ def test_sample_py_names_a_value_its_own_checks_take(capsys, flag, typed, said, 
         main(["run", "x.npy", flag, typed])
     assert stop.value.code == 2 and f"sample.py: error: argument {flag}: {said}\n" in capsys.readouterr().err
     # The value named passes the option's type (the run folder is refused next, not the value).
-    assert main(["no-such-run", "x.npy", flag, accepted]) == 1
+    assert main(["no-such-run", "x.npy", flag, accepted]) == 2  # refused, as the value was: argparse's code
     err = capsys.readouterr().err
     assert flag not in err and "no-such-run" in err
 

@@ -262,7 +262,7 @@ def test_cli_names_a_folder_without_a_checkpoint_before_any_output(tmp_path, cap
     (tmp_path / "x_o_posterior.npz").write_bytes(b"mine")
     before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
     for out in ([], ["--out", str(tmp_path / "x_o_posterior.npz")], ["--out", str(tmp_path / "no" / "a.npz")]):
-        assert main([str(run), str(tmp_path / "x_o.npy"), *out]) == 1
+        assert main([str(run), str(tmp_path / "x_o.npy"), *out]) == 2
         err = capsys.readouterr().err
         assert err.startswith("[ERROR] ") and said in err and "posterior.npz" not in err and "--out" not in err, err
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before  # nothing written
@@ -272,9 +272,9 @@ def test_cli_names_a_folder_without_a_checkpoint_before_any_output(tmp_path, cap
 def test_cli_names_a_bad_observation_before_any_output(run_read, capsys):
     np.save(run_read / "x3.npy", np.zeros(3))  # the run's x has 2 values
     (run_read / "x3_posterior.npz").write_bytes(b"mine")
-    assert main([str(run_read), str(run_read / "x3.npy")]) == 1
+    assert main([str(run_read), str(run_read / "x3.npy")]) == 2
     assert "[ERROR] x_o has shape (3,)" in capsys.readouterr().err
-    assert main([str(run_read), str(run_read / "nope.npy"), "--out", str(run_read / "x3_posterior.npz")]) == 1
+    assert main([str(run_read), str(run_read / "nope.npy"), "--out", str(run_read / "x3_posterior.npz")]) == 2
     assert "observation file" in capsys.readouterr().err
 
 
@@ -390,7 +390,8 @@ def checkpoint_read(monkeypatch, tmp_path, saved_checkpoints):
 ])
 def test_cli_names_an_out_of_range_flag_as_typed(checkpoint_read, capsys, flags, named):
     # Was: 'num_samples=0 must be an integer >= 1', a keyword the command line never had.
-    assert main([str(checkpoint_read), str(checkpoint_read / "x_o.npy"), *flags]) == 1
+    # Was: exit code 1 (--seed -1 here), where argparse's refusal of --seed -1e1 exits 2: every refusal now 2.
+    assert main([str(checkpoint_read), str(checkpoint_read / "x_o.npy"), *flags]) == 2
     err = capsys.readouterr().err
     assert f"[ERROR] {named}" in err, err
     assert not any(f"{word}=" in err for word in ("num_samples", "seed", "ode_steps"))
@@ -539,7 +540,7 @@ def run_under_cuda(tmp_path, args):
 def test_cli_names_a_jax_platforms_not_here_and_writes_nothing(tmp_path):
     # Was: JAX_PLATFORMS=cuda on a CPU machine ended sample.py with a traceback ending in a bare AssertionError.
     proc = run_under_cuda(tmp_path, [str(REPO / "sample.py"), str(tmp_path), str(tmp_path / "x_o.npy")])
-    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
     assert proc.stderr.strip().splitlines()[-1] == (
         "[ERROR] JAX_PLATFORMS=cuda is not available here: JAX has cpu; unset JAX_PLATFORMS for JAX's default, "
         "or set JAX_PLATFORMS=cpu")

@@ -190,6 +190,7 @@ def test_run_refuses_a_root_in_a_runs_folder_before_writing(sbibm, tmp_path, mon
     root = run_dir / inside if inside else run_dir
     with pytest.raises(SystemExit) as stop:
         sbibm.main(["run", "--root", str(root), "--tasks", "two_moons", "--budgets", "1000", "--", "mesh=none"])
+    assert stop.value.code == 2  # a refusal of the arguments: argparse's code (was: 1)
     assert str(stop.value) == (
         f"--root {root} {'lies inside' if inside else 'is'} the folder of the run {run_dir}, which is never written "
         f"into again; pass a folder outside it, e.g. --root {run_dir}-sbibm")
@@ -209,6 +210,7 @@ def test_table_refuses_to_write_into_a_runs_folder(sbibm, tmp_path, out):
     given = job / out if out is not None else job
     flag = "--out" if out is not None else "--out (by default the first folder)"
     where = "lies inside" if out else "is"
+    assert stop.value.code == 2  # a refusal of the arguments: argparse's code (was: 1)
     assert str(stop.value) == (f"{flag} {given} {where} the folder of the run {job}, which is never written into "
                                f"again; pass a folder outside it, e.g. --out {job}-table")
     assert sorted(p.relative_to(job) for p in job.rglob("*")) == before
@@ -229,6 +231,7 @@ def test_run_runs_a_task_and_budget_given_twice_once(sbibm, tmp_path, monkeypatc
         sbibm.main(["run", "--root", str(tmp_path), "--tasks", "two_moons", "two_moons", "--budgets", "1000", "1000",
                     "--", "mesh=none"])
     assert len(jobs.commands) == 1
+    assert not isinstance(stop.value.code, int)  # failed jobs: exit 1, with the message
     assert str(stop.value).startswith("1 job(s) failed: two_moons 1000 (each named above with its error")
     # The failed job's reason is on its line (was only "exit 1").
     assert "two_moons 1000: exit 1 after 0 s, status error: boom: it broke" in capsys.readouterr().out
@@ -248,6 +251,7 @@ def test_a_job_whose_error_names_an_extra_argument_is_not_said_to_retry_as_it_is
         sbibm.main(["run", "--root", str(tmp_path), "--tasks", "two_moons", "--budgets", "1000", "--", "mesh=none",
                     *extra])
     ends = " to retry them (a failed job is moved aside and rerun, a stopped one continued)"
+    assert not isinstance(stop.value.code, int)  # a failure, not a refusal: exit 1, with the message
     assert str(stop.value) == (
         "1 job(s) failed: two_moons 1000 (its error names data.batch_size, given after --) (each named above with its "
         "error; its launch.log has the rest); change the arguments after -- that those errors name, as they say (as "
@@ -284,6 +288,7 @@ def test_run_names_a_finished_job_whose_recorded_overrides_are_damaged(sbibm, tm
     out = capsys.readouterr().out
     assert (f"two_moons 1000: finished with other settings (its {job / '.hydra' / 'overrides.yaml'} cannot be "
             "read: ") in out and f"or move {tmp_path / 'two_moons_1000'} aside to rerun it" in out
+    assert not isinstance(stop.value.code, int)  # failed jobs: exit 1, with the message
     assert str(stop.value).startswith("1 job(s) finished with other settings than asked: two_moons 1000")
     assert (job / "metrics.json").is_file()  # neither moved nor rerun
 
@@ -481,11 +486,18 @@ def test_a_job_that_does_not_stop_after_the_signal_is_killed_after_the_grace(sbi
     (["table", "{tmp}", "--out", "{tmp}/file/out"], "--out {tmp}/file/out lies under {tmp}/file, a file, not a folder; "
                                                     "pass another --out"),
 ])
-def test_a_folder_under_a_file_is_named(sbibm, tmp_path, argv, message):
+def test_a_folder_under_a_file_is_named(sbibm, tmp_path, argv, message, monkeypatch, capsys):
+    from cli_args import said
+
     (tmp_path / "file").write_text("mine")
     with pytest.raises(SystemExit) as stop:
         sbibm.main([a.format(tmp=tmp_path) for a in argv])
+    assert stop.value.code == 2  # a refusal of the arguments: argparse's code (was: 1)
     assert str(stop.value) == message.format(tmp=tmp_path)
+    monkeypatch.setattr(sys, "argv", ["sbibm.py"])  # as the script's entry point says it: argparse's error line
+    with pytest.raises(SystemExit) as stop:
+        said(lambda: sbibm.main([a.format(tmp=tmp_path) for a in argv]))
+    assert stop.value.code == 2 and capsys.readouterr().err == f"sbibm.py: error: {message.format(tmp=tmp_path)}\n"
     assert (tmp_path / "file").read_text() == "mine"
 
 
@@ -496,6 +508,7 @@ def test_a_file_where_a_job_folder_goes_is_named_before_any_job(sbibm, tmp_path,
     (tmp_path / "slcp_1000").write_text("mine")
     with pytest.raises(SystemExit) as stop:
         sbibm.main(["run", "--root", str(tmp_path), "--tasks", "two_moons", "slcp", "--budgets", "1000"])
+    assert stop.value.code == 2  # a refusal of the arguments: argparse's code (was: 1)
     assert str(stop.value) == (f"--root {tmp_path}: {tmp_path / 'slcp_1000'} is a file, where run keeps the job of "
                                "that task and budget; move it aside, or pass another --root")
     assert jobs.commands == [] and sorted(p.name for p in tmp_path.iterdir()) == ["slcp_1000"]
@@ -537,6 +550,7 @@ def test_a_folder_that_cannot_be_written_is_named(sbibm, tmp_path, unwritable, a
     argv = [a.format(tmp=tmp_path, parent=parent) for a in argv]
     with pytest.raises(SystemExit) as stop:
         sbibm.main(argv)
+    assert stop.value.code == 2  # a refusal of the arguments: argparse's code (was: 1)
     assert str(stop.value) == (f"{flag} {argv[argv.index(flag) + 1]}: cannot write in {parent} ({reason}); pass "
                                f"another {flag}, in a folder you can write to")
     assert not any(p.name.startswith(".write-probe-") for p in parent.iterdir())
@@ -596,6 +610,7 @@ def test_table_refuses_two_jobs_of_one_task_and_budget(sbibm, tmp_path):
     fake_job(tmp_path / "b" / "job", "two_moons", 1000, scores((2, 0.9)), overrides=["train.steps=20"])
     with pytest.raises(SystemExit) as stop:
         sbibm.main(["table", str(tmp_path), "--out", str(tmp_path / "out")])
+    assert stop.value.code == 2  # a refusal of the arguments: argparse's code (was: 1)
     assert str(stop.value) == (
         f"two_moons at 1,000 simulations is scored by two jobs, {tmp_path / 'a' / 'job'} and {tmp_path / 'b' / 'job'} "
         "(other observations): one table row averages one training run; pass the folders of one run per (task, "
@@ -645,6 +660,7 @@ def test_table_writes_nothing_when_an_output_name_is_a_folder(sbibm, tmp_path):
     (tmp_path / "out" / "sbibm.png").mkdir(parents=True)
     with pytest.raises(SystemExit) as stop:
         sbibm.table([tmp_path / "r"], tmp_path / "out")
+    assert stop.value.code == 2  # a refusal of the arguments: argparse's code (was: 1)
     assert str(stop.value) == (f"{tmp_path / 'out' / 'sbibm.png'} is a folder, where table writes its file; "
                                "pass another --out")
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["sbibm.png"]
@@ -691,6 +707,7 @@ def test_run_on_a_full_disk_names_the_file_and_what_is_kept(sbibm, tmp_path, mon
     root = tmp_path / "root é"
     with pytest.raises(SystemExit) as stop:
         sbibm.main(["run", "--root", str(root), "--tasks", "two_moons", "--budgets", "1000"])
+    assert not isinstance(stop.value.code, int)  # a failure, not a refusal: exit 1, with the message
     assert str(stop.value) == (
         f"{root / sbibm.ASKED} could not be written (No space left on device): the jobs that finished are kept in "
         f"their folders under {root}; free space there (or make it writable), then run the same command again: it "
@@ -716,6 +733,7 @@ def test_table_on_a_full_disk_names_the_file_and_what_is_kept(sbibm, tmp_path, m
     monkeypatch.setattr(sbibm_tables, "write_atomic", full_at_the_third)
     with pytest.raises(SystemExit) as stop:
         sbibm.table([tmp_path / "r"], out)
+    assert not isinstance(stop.value.code, int)  # a failure, not a refusal: exit 1, with the message
     assert str(stop.value) == (
         f"{out / 'sbibm_table.csv'} could not be written (No space left on device); sbibm_results.csv, sbibm_table.md "
         "written, the rest as they were, each whole; the scores are kept in the job folders: free space there (or "
@@ -1221,6 +1239,7 @@ def test_table_from_results_never_overwrites_another_results_csv(sbibm, tmp_path
     before = {p: p.read_bytes() for p in (src, out / "sbibm_results.csv")}
     with pytest.raises(SystemExit) as stop:
         sbibm.main(["table", "--from-results", str(src), "--out", str(out)])
+    assert stop.value.code == 2  # a refusal of the arguments: argparse's code (was: 1)
     assert str(stop.value) == message.format(out=out, src=src)
     assert {p: p.read_bytes() for p in before} == before and sorted(p.name for p in out.iterdir()) == \
         ["sbibm_results.csv"]
@@ -1259,6 +1278,7 @@ def test_table_from_a_bad_results_csv_names_it_and_writes_nothing(sbibm, tmp_pat
         src.write_text(text)
     with pytest.raises(SystemExit) as stop:
         sbibm.main(["table", "--from-results", str(src), "--out", str(tmp_path / "out")])
+    assert stop.value.code == 2  # a refusal of the arguments: argparse's code (was: 1)
     assert str(stop.value).startswith(message.format(src=src)) and "\n" not in str(stop.value)
     assert not (tmp_path / "out").exists() and [p.name for p in src.parent.iterdir()] == ([] if text is None else
                                                                                            [src.name])
@@ -1287,6 +1307,7 @@ def test_table_from_job_folders_never_drops_rows_of_the_results_csv_it_writes_ov
     with pytest.raises(SystemExit) as stop:
         sbibm.table([tmp_path / "r"], out)
     there = out / "sbibm_results.csv"
+    assert stop.value.code == 2  # a refusal of the arguments: argparse's code (was: 1)
     assert str(stop.value) == (
         f"{there} holds 2 row(s) these job folders do not make (sir at 10,000 simulations per observation (sequential "
         "rounds=2 region=box margin=0.5), observation 1; sir at 10,000 simulations per observation (sequential "

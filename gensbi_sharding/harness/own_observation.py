@@ -232,7 +232,8 @@ def _draw(cfg: Any, step_dir: Path, statistics: dict, x_o: np.ndarray, *, dim_th
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python sample.py <run folder> <x_o.npy> [--num-samples N] [--seed S] [--ode-steps K] [--out F]``."""
+    """``python sample.py <run folder> <x_o.npy> [--num-samples N] [--seed S] [--ode-steps K] [--out F]``: 0 once
+    written, 2 for a refusal of its arguments (argparse's code), 1 when the draw or the write fails."""
     parser = NumberParser(
         prog="sample.py", description="Draw posterior samples of theta at your own observation x_o from a trained "
         "run's folder (its newest checkpoint), with the run's model, weights (EMA, best) and transforms.")
@@ -257,9 +258,9 @@ def main(argv: list[str] | None = None) -> int:
         _, saved, info = _run_checkpoint(args.run_dir)
         check_observation(load_observation(obs), dim_x=len(info[NORMALIZATION]["x_mean"]), task=saved["data"]["name"],
                           x_transform=saved["data"]["x_transform"], source=obs)
-    except (FileNotFoundError, ValueError) as err:
+    except (FileNotFoundError, ValueError) as err:  # refusals of the arguments: argparse's code, 2 (was: 1)
         print(f"[ERROR] {err}", file=sys.stderr, flush=True)
-        return 1
+        return 2
     out = out_path(args.out, obs)
     rows = args.num_samples if args.num_samples is not None else saved["eval"]["num_samples"]
     dims = len(info[NORMALIZATION]["theta_mean"])
@@ -278,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
                                    ode_steps=args.ode_steps, details=details, flags=True)
     except (FileNotFoundError, ValueError, RuntimeError) as err:
         print(f"[ERROR] {err}", file=sys.stderr, flush=True)
-        return 1
+        return 1 if isinstance(err, RuntimeError) else 2  # --seed -5 as --seed -1e1 (was: 1): a draw's failure, 1
     finally:
         signal.signal(signal.SIGINT, previous)
     from gensbi_sharding.harness.outputs import write_npz
