@@ -9,6 +9,7 @@ train.learning_rate" for a NaN the factory kept). Each check names the factory, 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from typing import Any
 
 import numpy as np
@@ -127,16 +128,21 @@ def check_shards(parts: list[SimulationData], name: str, *, num_simulations: int
     ConfigError
         Naming the shard, its pairs and its share, and the keywords to honour.
     """
-    share = -(-num_simulations // shards)  # load_task's largest share
+    # A share may hold the remainder of an uneven split, wherever the factory puts it (load_task's first shards
+    # take one pair each; a factory may give the last one all of it).
+    share = num_simulations // shards + num_simulations % shards
     fix = ("simulate num_simulations // process_count pairs with a seed stream of (seed, process_index), "
            "as load_task does")
     for part in parts:
         pairs = len(part.theta_train) + len(part.theta_val)
         if pairs > share:
             raise ConfigError(f"data={name}'s factory returned {pairs} pairs for one of {shards} shards of "
-                              f"data.num_simulations={num_simulations}, more than its share of {share}: it ignores "
-                              f"process_count; {fix}")
-    for index, part in enumerate(parts[1:], 1):
-        if np.array_equal(part.theta_train, parts[0].theta_train) and np.array_equal(part.x_train, parts[0].x_train):
-            raise ConfigError(f"data={name}'s factory returned the same simulations for shards 0 and {index} of "
-                              f"{shards}: it ignores process_index, so every shard trains on one shard's pairs; {fix}")
+                              f"data.num_simulations={num_simulations}, more than a share holds ({share}): it "
+                              f"ignores process_count; {fix}")
+    first_of = {}  # each shard's training pairs, by their bytes' digest: any two alike, not only shard 0's
+    for index, part in enumerate(parts):
+        digest = hashlib.sha256(np.ascontiguousarray(part.theta_train))
+        digest.update(np.ascontiguousarray(part.x_train))
+        if (first := first_of.setdefault(digest.digest(), index)) != index:
+            raise ConfigError(f"data={name}'s factory returned the same simulations for shards {first} and {index} "
+                              f"of {shards}: it ignores process_index, so those shards train on the same pairs; {fix}")
