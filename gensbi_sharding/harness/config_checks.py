@@ -20,6 +20,7 @@ from gensbi_sharding.harness.hints import override_literal
 from gensbi_sharding.harness.config_values import check_lists, check_numbers, interpolation_problem
 from gensbi_sharding.harness.model_checks import check_model
 from gensbi_sharding.harness.name_hints import registered_name_problem
+from gensbi_sharding.harness.override_grammar import hydra_override
 from gensbi_sharding.harness.rule_config import (MESH_AXES, activation_axes_problem, check_table_against_mesh,
                                                  partition_axis_from_config, rule_table)
 from gensbi_sharding.harness.tasks import NUM_OBSERVATIONS, TASKS
@@ -106,8 +107,8 @@ def dry_run_resume_problem(cfg: DictConfig) -> str | None:
     resume = OmegaConf.select(cfg, "train.resume", default=None)
     if not OmegaConf.select(cfg, "dry_run", default=False) or resume is None:
         return None
-    return (f"dry_run=true with train.resume={resume}: a dry run trains nothing, continues no run and never "
-            "writes into a run's folder; drop train.resume (a dry run in another hydra.run.dir), "
+    return (f"dry_run=true with {hydra_override('train.resume', resume)}: a dry run trains nothing, continues no "
+            "run and never writes into a run's folder; drop train.resume (a dry run in another hydra.run.dir), "
             "or drop dry_run=true to continue the run")
 
 

@@ -53,7 +53,9 @@ atexit.register(remove_owner_notes)
 
 
 class FolderInUseError(RuntimeError):
-    """Another run holds the lock of the output folder."""
+    """Another run holds the lock of the output folder; ``holder`` names it, its command line as it ran."""
+
+    holder = ""
 
 
 class FolderLock:
@@ -87,10 +89,12 @@ class FolderLock:
         try:
             self._lock.acquire()
         except Timeout:
-            raise FolderInUseError(
-                f"{self.folder} is in use by another run ({self.holder()}): two runs must not write "
-                "into one folder; wait for it to end, or choose another hydra.run.dir (or "
-                "hydra.sweep.dir)") from None
+            holder = self.holder()
+            refused = FolderInUseError(f"{self.folder} is in use by another run ({holder}): two runs must not write "
+                                       "into one folder; wait for it to end, or choose another hydra.run.dir (or "
+                                       "hydra.sweep.dir)")
+            refused.holder = holder
+            raise refused from None
         if self._lock.lock_counter == 1:
             write_json(self.folder / self.OWNER, {
                 "pid": os.getpid(), "host": socket.gethostname(),

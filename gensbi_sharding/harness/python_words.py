@@ -60,11 +60,12 @@ def _setting(word: str) -> str:
     """``word`` (one override, as ``_OVERRIDE`` finds it) as the setting: the value Hydra reads from it."""
     from gensbi_sharding.harness.override_grammar import parse
 
-    key, written = (shlex.split(word)[0] if word.startswith("'") else word).split("=", 1)
-    value = written
-    if written[:1] in ("'", '"'):  # quoted for Hydra ("runs/a(1)"): the string it reads, escapes undone
-        value = parse([f"{key}={written}"]).parsed[0].hydra.value()
-    return f"{_SETTING[key]}={value if value.isdigit() else repr(value)}"
+    override = shlex.split(word)[0] if word.startswith("'") else word
+    key, written = override.split("=", 1)
+    # As Hydra reads it: "runs/a(1)" its string, escapes undone; 16 a number, "123" a folder (was: 123, a number);
+    # a placeholder (<new folder>) is none.
+    parsed = [] if written.startswith("<") else parse([override]).parsed
+    return f"{_SETTING[key]}={(parsed[0].hydra.value() if parsed else written)!r}"
 
 
 @contextmanager
@@ -79,6 +80,9 @@ def in_python_words() -> Iterator[None]:
     try:
         yield
     except (ConfigError, FileExistsError, FolderInUseError) as refused:
-        if HydraConfig.initialized() or python_words(str(refused)) == str(refused):
+        # Another run's command line, quoted in a FolderInUseError, is named as it ran (was: reworded as settings).
+        quoted = getattr(refused, "holder", "") or "\0"
+        said = python_words(str(refused).replace(quoted, "\0")).replace("\0", quoted)
+        if HydraConfig.initialized() or said == str(refused):
             raise
-        raise type(refused)(python_words(str(refused))) from None
+        raise type(refused)(said) from None
