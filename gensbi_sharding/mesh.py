@@ -113,11 +113,11 @@ def _axis_sizes_hint(spec: Mapping, unknown: list) -> str:
         count = len(devices)
         data = spec.get("data", count // model if is_int(model) and model > 0 and count % model == 0 else None)
         model = count // data if model is None and count % data == 0 else model
-        fix = ({"model_axis": model} if given is None and data * model == count else
-               {"devices": [d.id for d in devices][:data * model], "model_axis": model})
-        built = make_mesh(**{**fix, "devices": devices[:data * model]})
+        built = make_mesh(model_axis=model, devices=devices[:data * model])  # first: it refuses what is no device
         if dict(built.shape) != {"data": data, MODEL_AXIS: model}:
             raise ValueError(built.shape)
+        fix = ({"model_axis": model} if given is None and data * model == count else
+               {"devices": [d.id for d in built.devices.flat], "model_axis": model})
     except (TypeError, ValueError):
         return (" (the axes' sizes are not keys: a mesh spec gives model_axis, the data axis taking the rest of the "
                 + (f"{count} devices)" if count else "devices)"))

@@ -118,3 +118,15 @@ def test_a_dry_run_with_train_resume_names_a_folder_with_a_space_as_one_setting(
         typed = re.match(r"dry_run=true with (.*?): a dry run", dry_run_resume_problem(cfg))[1]
         assert parse(shlex.split(typed)).parsed[0].hydra.value() == old  # one word, as Hydra reads it back
     assert not (tmp_path / "dry").exists()
+
+
+@pytest.mark.parametrize("listed", [[0, "a"], [0, None], [0.0, 1.0]])
+def test_resolve_mesh_given_axis_sizes_and_a_list_of_no_devices_keeps_the_unknown_keys_refusal(devices, listed):
+    # Was: AttributeError "'str' object has no attribute 'id'" (the suggested spec's ids were read before any mesh
+    # was built of them). Now the key's refusal, with the rule and no spec to copy, as for the other bad lists.
+    import gensbi_sharding as gs
+
+    with pytest.raises(ValueError, match=r"^unknown mesh spec key 'data'; accepted keys: \('devices', 'model_axis'\) "
+                                         r"\(the axes' sizes are not keys: a mesh spec gives model_axis, the data "
+                                         r"axis taking the rest of the 2 devices\)$"):
+        gs.resolve_mesh({"data": 2, "devices": listed})
