@@ -95,6 +95,22 @@ def case_placement(p: int) -> dict:
     every = (1000.0 + np.random.default_rng(0).standard_normal((64, 3))).astype(np.float32)
     (total,), (mean, std) = global_stats([p + 1], [every[32 * p:32 * (p + 1)]], 2)
     out["zscore"] = {"total": total, "mean": mean.tolist(), "std": std.tolist(), "every": every.tolist()}
+    # A data factory of one's own, one shard per process: ignoring process_index (the same pairs on every process)
+    # is refused on each process alike; honouring it (each its own pairs) is not.
+    from gensbi_sharding.harness.config import ConfigError
+    from gensbi_sharding.harness.own_data import check_shards
+    from gensbi_sharding.harness.simulation_data import SimulationData
+
+    zeros, ones = np.zeros(2, np.float32), np.ones(2, np.float32)
+    for key, seed in (("shards_alike", 0), ("shards_own", p)):
+        pairs = np.random.default_rng(seed).standard_normal((8, 2)).astype(np.float32)
+        shard = SimulationData("mine", pairs[:6], pairs[:6] + 1, pairs[6:], pairs[6:] + 1, observation=zeros,
+                               reference_samples=np.zeros((0, 2), np.float32), theta_mean=zeros, theta_std=ones,
+                               x_mean=zeros, x_std=ones)
+        try:
+            out[key] = check_shards([shard], "mine", num_simulations=16, shards=2)
+        except ConfigError as err:
+            out[key] = str(err)
     # A last collective after the error: the processes are still in step.
     multihost_utils.sync_global_devices("placement done")
     return out

@@ -238,6 +238,18 @@ def test_z_score_statistics_over_processes_are_those_of_every_row(placement):
 
 @pytest.mark.slow
 @pytest.mark.timeout(180)
+def test_a_data_factory_ignoring_process_index_is_refused_on_every_process(placement):
+    # Was: each process trained on the very same pairs, unrefused (the shards of one process only were compared).
+    for result in placement:
+        assert result["shards_alike"] == (
+            "data=mine's factory returned the same simulations for shards 0 and 1 of 2: it ignores process_index, "
+            "so those shards train on the same pairs; simulate num_simulations // process_count pairs with a seed "
+            "stream of (seed, process_index), as load_task does")
+        assert result["shards_own"] is None
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
 def test_addressable_shards_hold_only_own_rows(placement):
     for p, result in enumerate(placement):
         rows = [row for row, _ in result["full_local_rows"]]

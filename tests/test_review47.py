@@ -130,3 +130,30 @@ def test_resolve_mesh_given_axis_sizes_and_a_list_of_no_devices_keeps_the_unknow
                                          r"\(the axes' sizes are not keys: a mesh spec gives model_axis, the data "
                                          r"axis taking the rest of the 2 devices\)$"):
         gs.resolve_mesh({"data": 2, "devices": listed})
+
+
+def _one_shard(seed):
+    from gensbi_sharding.harness.simulation_data import SimulationData
+
+    rows = np.random.default_rng(seed).standard_normal((8, 2)).astype(np.float32)
+    zeros, ones = np.zeros(2, np.float32), np.ones(2, np.float32)
+    return SimulationData("mine", rows[:6], rows[:6] + 1, rows[6:], rows[6:] + 1, observation=zeros,
+                          reference_samples=np.zeros((0, 2), np.float32), theta_mean=zeros, theta_std=ones,
+                          x_mean=zeros, x_std=ones)
+
+
+def test_a_data_factory_that_ignores_process_index_over_processes_is_refused(monkeypatch):
+    # Typed: distributed=local with 2 processes, data=mine, the factory drawing with a seed of its own whatever
+    # process_index says: each process one shard, the very same pairs. Was: trained, every process on the same
+    # pairs (only the shards of one process were compared). The all-gather is stood in for by what it does here:
+    # the other process's words, alike, stacked after this one's.
+    import jax
+    from jax.experimental import multihost_utils
+
+    from gensbi_sharding.harness.config import ConfigError
+    from gensbi_sharding.harness.own_data import check_shards
+
+    monkeypatch.setattr(jax, "process_count", lambda: 2)
+    monkeypatch.setattr(multihost_utils, "process_allgather", lambda words, **_: np.stack([words, words]))
+    with pytest.raises(ConfigError, match=r"the same simulations for shards 0 and 1 of 2: it ignores process_index"):
+        check_shards([_one_shard(0)], "mine", num_simulations=16, shards=2)

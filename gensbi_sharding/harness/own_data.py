@@ -110,7 +110,8 @@ def _finite(where: str, field: str, value: np.ndarray, fix: str) -> None:
 
 def check_shards(parts: list[SimulationData], name: str, *, num_simulations: int, shards: int) -> None:
     """``ConfigError`` if a factory ignored its ``process_index`` / ``process_count``: a shard holds more pairs
-    than its share of ``num_simulations``, or two shards of this process hold the same simulations.
+    than a share of ``num_simulations`` holds, or two shards hold the same simulations (those of every process
+    compared: one all-gather, which every process calls).
 
     Parameters
     ----------
@@ -139,10 +140,26 @@ def check_shards(parts: list[SimulationData], name: str, *, num_simulations: int
             raise ConfigError(f"data={name}'s factory returned {pairs} pairs for one of {shards} shards of "
                               f"data.num_simulations={num_simulations}, more than a share holds ({share}): it "
                               f"ignores process_count; {fix}")
-    first_of = {}  # each shard's training pairs, by their bytes' digest: any two alike, not only shard 0's
-    for index, part in enumerate(parts):
-        digest = hashlib.sha256(np.ascontiguousarray(part.theta_train))
-        digest.update(np.ascontiguousarray(part.x_train))
-        if (first := first_of.setdefault(digest.digest(), index)) != index:
+    first_of = {}  # every shard's training pairs, by digest: any two alike, of any process (was: this one's only)
+    for index, digest in enumerate(_every_digest(parts)):
+        if (first := first_of.setdefault(digest, index)) != index:
             raise ConfigError(f"data={name}'s factory returned the same simulations for shards {first} and {index} "
                               f"of {shards}: it ignores process_index, so those shards train on the same pairs; {fix}")
+
+
+def _every_digest(parts: list[SimulationData]) -> list[bytes]:
+    """A digest of each shard's training pairs, every process's shards in order (one all-gather: every process
+    gets the same list, so all refuse alike)."""
+    import jax
+
+    words = []
+    for part in parts:
+        digest = hashlib.sha256(np.ascontiguousarray(part.theta_train))
+        digest.update(np.ascontiguousarray(part.x_train))
+        words.append(np.frombuffer(digest.digest()[:16], np.uint32))
+    words = np.stack(words)
+    if jax.process_count() > 1:  # 32-bit words: an all-gather without jax_enable_x64 keeps those whole
+        from jax.experimental import multihost_utils
+
+        words = np.asarray(multihost_utils.process_allgather(words)).reshape(-1, words.shape[1])
+    return [row.tobytes() for row in words]
