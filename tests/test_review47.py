@@ -157,3 +157,21 @@ def test_a_data_factory_that_ignores_process_index_over_processes_is_refused(mon
     monkeypatch.setattr(multihost_utils, "process_allgather", lambda words, **_: np.stack([words, words]))
     with pytest.raises(ConfigError, match=r"the same simulations for shards 0 and 1 of 2: it ignores process_index"):
         check_shards([_one_shard(0)], "mine", num_simulations=16, shards=2)
+
+
+def test_a_data_factorys_float64_values_beyond_float32_are_named_so_not_as_nan_or_inf():
+    # A factory returning float64 x ~ 1e39 (finite). Was: "returned x_train with NaN or inf in 6 row(s) of 6: drop
+    # those simulations ... count them in dropped_non_finite" -- the infinities were the float32 cast's, not its own.
+    import dataclasses
+
+    from gensbi_sharding.harness.config import ConfigError
+    from gensbi_sharding.harness.own_data import check_factory_result
+
+    good = _one_shard(0)
+    huge = dataclasses.replace(good, x_train=np.full((6, 2), 1e39))
+    with pytest.raises(ConfigError, match=r"^data=mine's factory returned x_train with values beyond float32's range "
+                                          r"\(e\.g\. 1e\+39; the largest is 3\.4e\+38\), which SimulationData holds: "
+                                          r"rescale them in the factory$"):
+        check_factory_result(huge, "mine")
+    assert check_factory_result(dataclasses.replace(good, x_train=np.full((6, 2), 1e38)), "mine").x_train[0, 0] == (
+        np.float32(1e38))

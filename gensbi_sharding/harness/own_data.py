@@ -59,7 +59,13 @@ def check_factory_result(data: Any, name: str, *, x_transform: str | None = None
         except ValueError as err:  # ragged rows
             raise ConfigError(f"{where} returned {field} that is no array ({err}): give a (rows, dim) NumPy array")
         if np.issubdtype(value.dtype, np.number) and not np.iscomplexobj(value):
-            data = dataclasses.replace(data, **{field: value.astype(np.float32)})
+            with np.errstate(over="ignore"):
+                single = value.astype(np.float32)
+            if (overflow := np.isfinite(value) & ~np.isfinite(single)).any():  # else named NaN or inf below
+                raise ConfigError(f"{where} returned {field} with values beyond float32's range (e.g. "
+                                  f"{value[overflow].flat[0]:.3g}; the largest is {np.finfo(np.float32).max:.3g}), "
+                                  "which SimulationData holds: rescale them in the factory")
+            data = dataclasses.replace(data, **{field: single})
     dims = {}
     for split in ("train", "val"):
         for var in ("theta", "x"):
