@@ -175,3 +175,25 @@ def test_a_data_factorys_float64_values_beyond_float32_are_named_so_not_as_nan_o
         check_factory_result(huge, "mine")
     assert check_factory_result(dataclasses.replace(good, x_train=np.full((6, 2), 1e38)), "mine").x_train[0, 0] == (
         np.float32(1e38))
+
+
+def test_a_fixed_size_data_set_read_whole_is_refused_naming_num_simulations_and_the_fix_trains(request):
+    # Typed: data=mine, a factory reading a file of 2,000 pairs whole (split by process_index / process_count),
+    # data.num_simulations left at 1000. Was: "returned 2000 pairs for one of 1 shards ...: it ignores process_count"
+    # -- one shard, and process_count honoured. Now num_simulations is named, and the fix it names trains.
+    from faults_helpers import registered
+
+    from gensbi_sharding.harness.config import ConfigError, DataConfig
+    from gensbi_sharding.harness.pipeline import build_pipeline
+
+    registered(request, "data", "mine", _shards_of_mine(size=lambda n, index, count: 2000 // count,
+                                                        seed_of=lambda index: index))
+    cfg = DataConfig(name="mine", num_simulations=1000, batch_size=64, theta_transform="none")
+    with pytest.raises(ConfigError, match=r"returned 2000 pairs for a shard of data\.num_simulations=1000 over 1 "
+                                          r"shard\(s\), more than a share holds \(1000\): it ignores num_simulations "
+                                          r"or process_count; .* \(a data set of a fixed size: set "
+                                          r"data\.num_simulations to its size, and give each shard its "
+                                          r"process_index-th share\)$"):
+        build_pipeline(cfg, seed=0, mesh=None)
+    cfg = DataConfig(name="mine", num_simulations=2000, batch_size=64, theta_transform="none")
+    assert build_pipeline(cfg, seed=0, mesh=None).val_pairs == 200

@@ -142,10 +142,12 @@ def check_shards(parts: list[SimulationData], name: str, *, num_simulations: int
            "as load_task does")
     for part in parts:
         pairs = len(part.theta_train) + len(part.theta_val)
-        if pairs > share:
-            raise ConfigError(f"data={name}'s factory returned {pairs} pairs for one of {shards} shards of "
-                              f"data.num_simulations={num_simulations}, more than a share holds ({share}): it "
-                              f"ignores process_count; {fix}")
+        if pairs > share:  # a data set of a fixed size read whole, or each shard the whole budget (was: named the
+            # latter only, "it ignores process_count", also for one shard)
+            raise ConfigError(f"data={name}'s factory returned {pairs} pairs for a shard of data.num_simulations="
+                              f"{num_simulations} over {shards} shard(s), more than a share holds ({share}): it "
+                              f"ignores num_simulations or process_count; {fix} (a data set of a fixed size: set "
+                              "data.num_simulations to its size, and give each shard its process_index-th share)")
     first_of = {}  # every shard's training pairs, by digest: any two alike, of any process (was: this one's only)
     for index, digest in enumerate(_every_digest(parts)):
         if (first := first_of.setdefault(digest, index)) != index:
