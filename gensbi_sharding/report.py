@@ -30,7 +30,7 @@ def mesh_label(mesh: Any) -> str:
 
 def bytes_per_device(tree: Any) -> dict[int, int]:
     """``{device id: bytes}`` (sorted) this process's devices hold of the arrays of ``tree``: replicated arrays whole on
-    each device, abstract ones by their sharding, NumPy and unplaced leaves nowhere.
+    each device, abstract ones by their sharding, NumPy, unplaced and host-memory (``"pinned_host"``) leaves nowhere.
 
     Parameters
     ----------
@@ -77,8 +77,8 @@ class MeshSummary:
 @dataclasses.dataclass(frozen=True)
 class VariablePlacement:
     """One array variable of ``describe``. ``placement``: ``"P('data', None)"``, ``"single device"``, another sharding's
-    class name, ``"host"`` or ``"unplaced"``; ``max_device_bytes``: its share on the fullest device; ``replicated``:
-    whole on each of its devices."""
+    class name (`` in pinned_host`` added for host memory), ``"host"`` or ``"unplaced"``; ``max_device_bytes``: its
+    share on the fullest device; ``replicated``: whole on each of its devices."""
 
     path: str
     shape: tuple[int, ...]
@@ -186,7 +186,7 @@ def describe(node: Any, mesh: Mesh | None, *, top: int = 5) -> PlacementReport:
                          + ", ".join(f"{path} on {label}" for label, path in other.items())
                          + "; pass the mesh they are on, or mesh=None")
     splitting = any(v.placement.startswith("P(") and not v.replicated for v in variables)
-    replicated = sorted((v for v in variables if splitting and v.replicated and v.shape and v.nbytes),
+    replicated = sorted((v for v in variables if splitting and v.replicated and v.shape and v.max_device_bytes),
                         key=lambda v: (-v.nbytes, v.path))
     return PlacementReport(
         n_leaves=len(variables), n_scalars=sum(math.prod(v.shape) for v in variables), variables=tuple(variables),
@@ -233,7 +233,7 @@ def mesh_init_simulate(seed: Any, x: Any, features: Any, mesh_axes: Any) -> jax.
 def _device_bytes(value: Any, every: bool = False) -> dict[int, int]:
     """``{device id: bytes}`` of an array or ``jax.ShapeDtypeStruct`` by its sharding (``every``: all processes')."""
     sharding = getattr(value, "sharding", None)
-    if sharding is None:  # NumPy (host) or unplaced abstract values
+    if sharding is None or _in_host_memory(sharding):  # NumPy, unplaced abstract values, offloaded to host memory
         return {}
     return {device.id: _nbytes(math.prod(len(range(*s.indices(n))) for s, n in zip(index, value.shape)), value.dtype)
             for device, index in (sharding.devices_indices_map if every else
@@ -256,12 +256,18 @@ def _same_layout(a: Any, b: Mesh) -> bool:
         ids is None or np.array_equal(ids, b.device_ids))
 
 
+def _in_host_memory(sharding: Any) -> bool:
+    """Whether ``sharding`` puts its shards in host memory (``memory_kind`` ``"pinned_host"``, ``"unpinned_host"``)."""
+    return "host" in str(getattr(sharding, "memory_kind", None))
+
+
 def _placement(value: Any, sharding: Any) -> str:
+    if sharding is None:
+        return "host" if isinstance(value, np.ndarray) else "unplaced"
+    where = f" in {sharding.memory_kind}" if _in_host_memory(sharding) else ""  # offloaded: its bytes on no device
     if isinstance(sharding, NamedSharding):
-        return "P(" + ", ".join(repr(e) for e in sharding.spec) + ")"
-    if sharding is not None:
-        return "single device" if len(sharding.device_set) == 1 else type(sharding).__name__
-    return "host" if isinstance(value, np.ndarray) else "unplaced"
+        return "P(" + ", ".join(repr(e) for e in sharding.spec) + ")" + where
+    return ("single device" if len(sharding.device_set) == 1 else type(sharding).__name__) + where
 
 
 def _fmt(n: int) -> str:
