@@ -1,7 +1,10 @@
 """The library broken with bad and odd-but-valid input, round 47: variables offloaded to host memory counted as
-device bytes by ``describe``/``bytes_per_device``.
+device bytes by ``describe``/``bytes_per_device``; an activation name entry that is no str (a list) failing
+``constrain`` with "unhashable type".
 
 In-process, 8 simulated CPU devices (conftest); tiny arrays."""
+
+import re
 
 import jax
 import jax.numpy as jnp
@@ -36,3 +39,18 @@ def test_describe_counts_no_device_bytes_for_a_variable_in_host_memory(devices, 
     # An abstract state planned into host memory (a dry run of an offloaded state): no device bytes either.
     abstract = jax.ShapeDtypeStruct((8, 8), jnp.float32, sharding=NamedSharding(mesh, P(), memory_kind=kind))
     assert gs.bytes_per_device({"w": abstract}) == {}
+
+
+@pytest.mark.parametrize("entry", [["batch"], ("batch", "heads"), {"batch"}, 0])
+def test_constrain_names_an_activation_name_entry_that_is_no_str(devices, entry):
+    # Was: TypeError "unhashable type: 'list'" (or 'set') from the names' lookup, naming neither the entry nor the fix,
+    # on a mesh and without one; an int was already "unknown activation name 0".
+    mesh, x = gs.make_mesh(model_axis=2), jnp.ones((8, 4))
+    partition_axis = gs.PartitionAxis.for_rule("tensor", mesh)
+    message = rf"^unknown activation name {re.escape(repr(entry))}; known names: batch, .* \(or None for an unsplit"
+    for where in (mesh, None):
+        with pytest.raises(ValueError, match=message):
+            gs.constrain(x, (entry, None), partition_axis, where)
+    with pytest.raises(ValueError, match=message):
+        jax.jit(lambda y: gs.constrain(y, (entry, None), partition_axis, mesh))(x)
+    assert gs.constrain(x, ("batch", None), partition_axis, mesh).sharding.spec == P("data", None)
