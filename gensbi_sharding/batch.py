@@ -131,11 +131,6 @@ def check_numeric_leaves(tree: Any, what: str) -> None:
     for path, leaf in jax.tree_util.tree_leaves_with_path(tree):
         name = jax.tree_util.keystr(path) or "<root>"
         check_placeable(leaf, f"{what} leaf {name} (shape {getattr(leaf, 'shape', ())})")
-        # a jax.Array never is (a key's has no kind); ml_dtypes' bfloat16, float8, int4 are kind "V" too, and numbers
-        if isinstance(leaf, np.ndarray) and leaf.dtype.kind in "OSUV" and not jax.dtypes.issubdtype(leaf.dtype, np.number):
-            raise TypeError(f"{what} leaf {name} (shape {leaf.shape}) has dtype {leaf.dtype}, which no JAX array "
-                            "holds: pass numbers (e.g. integer codes, np.unique(x, return_inverse=True)[1]) or keep it "
-                            "out of the tree")
         if hasattr(leaf, "__array__") and not (is_array_like(leaf) or isinstance(leaf, np.generic)):
             raise TypeError(f"{what} leaf {name} is a {type(leaf).__name__}, an array-like that is no array: pass "
                             "np.asarray(it) (a torch tensor: .numpy())")
@@ -143,7 +138,12 @@ def check_numeric_leaves(tree: Any, what: str) -> None:
 
 def check_placeable(leaf: Any, where: str) -> None:
     """``ValueError`` naming ``where`` if NumPy array ``leaf`` holds a number its placed dtype cannot (JAX's cast would
-    change it silently: 2**40 -> 0); ``RuntimeError`` if JAX array ``leaf`` was deleted (donated)."""
+    change it silently: 2**40 -> 0), ``TypeError`` if no JAX array holds its dtype (str, datetime64); ``RuntimeError``
+    if JAX array ``leaf`` was deleted (donated)."""
+    if isinstance(leaf, np.ndarray) and not jax.numpy.isdtype(leaf.dtype, ("bool", "numeric")):  # str, datetime64:
+        # JAX's "Dtype datetime64[D] is not a valid JAX array type" named neither the leaf nor the fix
+        raise TypeError(f"{where} has dtype {leaf.dtype}, which no JAX array holds: pass numbers (e.g. integer codes, "
+                        "np.unique(x, return_inverse=True)[1]) or keep it out of the tree")
     if isinstance(leaf, jax.Array) and not isinstance(leaf, jax.core.Tracer) and leaf.is_deleted():
         raise RuntimeError(f"{where} was deleted: donated to a jitted step (donate_argnums) or .delete()d; pass the "
                            "arrays the step returned, e.g. state = step(state) then nnx.update(model, state)")

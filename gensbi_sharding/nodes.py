@@ -65,12 +65,13 @@ def check_value_leaves(values: Iterable[tuple[str, Any]], caller: str) -> list[t
     values = list(values)
     for name, value in values:
         for keys, leaf in jax.tree_util.tree_leaves_with_path(value):
-            if not (is_array_like(leaf) or is_scalar(leaf)):
+            held = not isinstance(leaf, np.ndarray) or jax.numpy.isdtype(leaf.dtype, ("bool", "numeric"))
+            if not (is_array_like(leaf) and held or is_scalar(leaf)):  # datetime64: JAX's, Orbax's errors named none
                 where = "/".join([name, *(jax.tree_util.keystr((k,), simple=True) for k in keys)])
-                raise TypeError(f"{caller}: {where} holds {type(leaf).__name__} {leaf!r:.40}; a "
-                                "variable's value, or each leaf of a pytree value, must be an array (JAX or NumPy) or "
-                                "a Python/NumPy number or bool: keep other data as a plain attribute of the Module "
-                                "(static, in its graph, not its state)")
+                what = f"an array of dtype {leaf.dtype}" if is_array(leaf) else f"{type(leaf).__name__} {leaf!r:.40}"
+                raise TypeError(f"{caller}: {where} holds {what}; a variable's value, or each leaf of a pytree value, "
+                                "must be an array (JAX or NumPy) or a Python/NumPy number or bool: keep other data as a "
+                                "plain attribute of the Module (static, in its graph, not its state)")
     return values
 
 
@@ -99,8 +100,7 @@ def mesh_axes_of(entry: Any) -> tuple:
 
 
 def spec_misfit(spec: Any, shape: Sequence[int], mesh: Any) -> str | None:
-    """Why PartitionSpec ``spec`` cannot split an array of ``shape`` on ``mesh``, else None (JAX's errors name no
-    variable)."""
+    """Why PartitionSpec ``spec`` cannot split a ``shape`` array on ``mesh``, else None (JAX's name no variable)."""
     if any(entry is PartitionSpec.UNCONSTRAINED for entry in spec):  # mesh_axes_of would raise TypeError on it
         return "PartitionSpec.UNCONSTRAINED leaves a layout to jit's compiler, and a placed array has one: give None"
     names = [a for entry in spec for a in mesh_axes_of(entry)]

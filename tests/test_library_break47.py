@@ -1,6 +1,6 @@
 """The library broken with bad and odd-but-valid input, round 47: variables offloaded to host memory counted as
 device bytes by ``describe``/``bytes_per_device``; an activation name entry that is no str (a list) failing
-``constrain`` with "unhashable type".
+``constrain`` with "unhashable type"; a NumPy array of a dtype JAX lacks (datetime64) failing deep in JAX or Orbax.
 
 In-process, 8 simulated CPU devices (conftest); tiny arrays."""
 
@@ -8,11 +8,13 @@ import re
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 from flax import nnx
 from jax.sharding import NamedSharding, PartitionSpec as P
 
 import gensbi_sharding as gs
+from gensbi_sharding.checkpoint import CheckpointWriter
 
 
 @pytest.mark.parametrize("kind", ["pinned_host", "unpinned_host"])
@@ -54,3 +56,40 @@ def test_constrain_names_an_activation_name_entry_that_is_no_str(devices, entry)
     with pytest.raises(ValueError, match=message):
         jax.jit(lambda y: gs.constrain(y, (entry, None), partition_axis, mesh))(x)
     assert gs.constrain(x, ("batch", None), partition_axis, mesh).sharding.spec == P("data", None)
+
+
+@pytest.mark.parametrize("dtype", ["datetime64[D]", "timedelta64[s]", "U3"])
+def test_a_numpy_array_of_a_dtype_jax_lacks_is_named_by_every_function_placing_or_saving_it(devices, tmp_path, dtype):
+    # Was: JAX's "Dtype datetime64[D] is not a valid JAX array type" (shard_batch, replicate, host_to_global_array,
+    # constrain, shard_model: its variables before this one already moved), "function build ... traced for jit returned
+    # a value of type <class 'numpy.ndarray'>" (init_sharded, abstract_sharded) and Orbax's "Unsupported data type"
+    # from its writing threads (CheckpointWriter.save), naming neither the leaf nor the fix. A str array was already
+    # refused as a batch leaf (a dtype of kind "U"); datetime64, timedelta64 and float128 (kind "M", "m", "f") were not.
+    mesh, odd = gs.make_mesh(model_axis=2), np.zeros(8, dtype=dtype)
+
+    class Model(nnx.Module):
+        def __init__(self):
+            self.kernel = nnx.Param(jnp.ones((8, 4)))
+            self.when = nnx.Variable(odd)  # after kernel: shard_model moved the kernel, then failed on this
+
+    lacking = rf"has dtype {re.escape(str(odd.dtype))}, which no JAX array holds: pass numbers"
+    for place in (lambda: gs.shard_batch({"x": np.ones(8), "when": odd}, mesh),
+                  lambda: gs.replicate({"when": odd}, mesh),
+                  lambda: gs.host_to_global_array({"when": odd}, mesh=mesh),
+                  lambda: gs.constrain(odd, ("batch",), gs.PartitionAxis(), mesh)):
+        with pytest.raises(TypeError, match=rf"(leaf \['when'\]|x) \(shape \(8,\)\) {lacking}"):
+            place()
+    model = Model()
+    with pytest.raises(TypeError, match=rf"^place / shard_model: when \(shape \(8,\)\) {lacking}"):
+        gs.shard_model(model, mesh)
+    assert model.kernel[...].sharding == jax.sharding.SingleDeviceSharding(jax.devices()[0])  # nothing moved
+    as_variable = rf": when holds an array of dtype {re.escape(str(odd.dtype))}; a variable's value"
+    for build in (gs.init_sharded, gs.abstract_sharded):
+        with pytest.raises(TypeError, match=rf"^{build.__name__}{as_variable}"):
+            build(Model, mesh)
+    with CheckpointWriter(tmp_path / "checkpoints", async_save=False) as writer:
+        with pytest.raises(TypeError, match=rf"^CheckpointWriter\.save{as_variable}"):
+            writer.save(1, model, jax.random.key(0))
+        assert list((tmp_path / "checkpoints").iterdir()) == []  # nothing written
+        model.when = nnx.Variable(np.arange(8))  # the fix the message names: numbers
+        assert writer.save(1, model, jax.random.key(0)) and writer.steps() == [1]
