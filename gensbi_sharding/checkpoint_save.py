@@ -32,7 +32,7 @@ _FORMAT = 1
 class CheckpointWriter:
     """Save the train state every ``every`` steps, keeping the last ``keep``; the caller saves the final step.
 
-    Built on Orbax's ``CheckpointManager``, which also removes the temporary folders of saves cut short.
+    Built on Orbax's ``CheckpointManager``; the temporary folders of saves cut short are removed when it is built.
 
     Parameters
     ----------
@@ -89,9 +89,11 @@ class CheckpointWriter:
         # Step folders made in ``save``, not by a background thread, which Python's exit refuses (the exit hung).
         asynchronous = ocp.AsyncOptions(create_directories_asynchronously=False,
                                         barrier_sync_fn=commit_barrier(self.commit_timeout_s))
-        options = ocp.CheckpointManagerOptions(max_to_keep=keep, cleanup_tmp_directories=True,
-                                               enable_async_checkpointing=async_save, async_options=asynchronous)
-        try:
+        options = ocp.CheckpointManagerOptions(max_to_keep=keep, enable_async_checkpointing=async_save,
+                                               async_options=asynchronous)
+        try:  # saves cut short removed here, not by Orbax's cleanup_tmp_directories: its thread ran on past close()
+            for temporary in ocp.step.all_temporary_paths(self.directory) if jax.process_index() == 0 else ():
+                temporary.get().rmtree()  # (a script ending then printed its traceback, "cannot schedule new futures")
             self._manager = ocp.CheckpointManager(self.directory, options=options,
                                                   item_handlers=item_handlers(saving=True))
         except BaseException:

@@ -1,10 +1,15 @@
 """The library broken with bad and odd-but-valid input, round 47: variables offloaded to host memory counted as
 device bytes by ``describe``/``bytes_per_device``; an activation name entry that is no str (a list) failing
-``constrain`` with "unhashable type"; a NumPy array of a dtype JAX lacks (datetime64) failing deep in JAX or Orbax.
+``constrain`` with "unhashable type"; a NumPy array of a dtype JAX lacks (datetime64) failing deep in JAX or Orbax; a writer leaving Orbax's
+cleanup of saves cut short running into the script's exit.
 
 In-process, 8 simulated CPU devices (conftest); tiny arrays."""
 
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -93,3 +98,28 @@ def test_a_numpy_array_of_a_dtype_jax_lacks_is_named_by_every_function_placing_o
         assert list((tmp_path / "checkpoints").iterdir()) == []  # nothing written
         model.when = nnx.Variable(np.arange(8))  # the fix the message names: numbers
         assert writer.save(1, model, jax.random.key(0)) and writer.steps() == [1]
+
+
+_OPEN_AND_CLOSE = """
+import sys
+from gensbi_sharding.checkpoint import CheckpointWriter
+CheckpointWriter(sys.argv[1]).close()  # nothing saved: the script ends at once
+"""
+
+
+def test_a_writer_removes_saves_cut_short_before_it_returns_leaving_no_thread_to_the_exit(tmp_path):
+    # Was: Orbax's CheckpointManager(cleanup_tmp_directories=True) removed them in a thread that close() never waited
+    # for: still there when the constructor returned, and a script ending soon after printed Orbax's traceback,
+    # "ERROR:absl ... cannot schedule new futures after interpreter shutdown" (3 runs in 5).
+    folder = tmp_path / "checkpoints"
+    (folder / "3.orbax-checkpoint-tmp" / "arrays").mkdir(parents=True)  # a save cut short, as Orbax names it
+    (folder / "3.orbax-checkpoint-tmp" / "arrays" / "shard").write_bytes(b"\0" * 1024)
+    (folder / "4.orbax-checkpoint-tmp-1700000000").mkdir()  # an older Orbax's name for one
+    (folder / "1.orbax-checkpoint-tmp").mkdir()
+    writer = CheckpointWriter(folder)
+    assert list(folder.iterdir()) == []
+    writer.close()
+    (folder / "5.orbax-checkpoint-tmp").mkdir()
+    done = subprocess.run([sys.executable, "-c", _OPEN_AND_CLOSE, str(folder)], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert (done.returncode, done.stderr, list(folder.iterdir())) == (0, "", [])
