@@ -233,7 +233,7 @@ def mesh_init_simulate(seed: Any, x: Any, features: Any, mesh_axes: Any) -> jax.
 def _device_bytes(value: Any, every: bool = False) -> dict[int, int]:
     """``{device id: bytes}`` of an array or ``jax.ShapeDtypeStruct`` by its sharding (``every``: all processes')."""
     sharding = getattr(value, "sharding", None)
-    if sharding is None or _in_host_memory(sharding):  # NumPy, unplaced abstract values, offloaded to host memory
+    if sharding is None or "host" in str(sharding.memory_kind):  # NumPy, unplaced, in host memory ("pinned_host")
         return {}
     return {device.id: _nbytes(math.prod(len(range(*s.indices(n))) for s, n in zip(index, value.shape)), value.dtype)
             for device, index in (sharding.devices_indices_map if every else
@@ -256,15 +256,10 @@ def _same_layout(a: Any, b: Mesh) -> bool:
         ids is None or np.array_equal(ids, b.device_ids))
 
 
-def _in_host_memory(sharding: Any) -> bool:
-    """Whether ``sharding`` puts its shards in host memory (``memory_kind`` ``"pinned_host"``, ``"unpinned_host"``)."""
-    return "host" in str(getattr(sharding, "memory_kind", None))
-
-
 def _placement(value: Any, sharding: Any) -> str:
     if sharding is None:
         return "host" if isinstance(value, np.ndarray) else "unplaced"
-    where = f" in {sharding.memory_kind}" if _in_host_memory(sharding) else ""  # offloaded: its bytes on no device
+    where = f" in {sharding.memory_kind}" if "host" in str(sharding.memory_kind) else ""  # offloaded: on no device
     if isinstance(sharding, NamedSharding):
         return "P(" + ", ".join(repr(e) for e in sharding.spec) + ")" + where
     return ("single device" if len(sharding.device_set) == 1 else type(sharding).__name__) + where
