@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import orbax.checkpoint as ocp
+from flax import nnx
 
 from gensbi_sharding.batch import check_placeable
 from gensbi_sharding.checkpoint_steps import (as_path, check_save_directory, committed_steps, flat_by_path,
@@ -169,7 +170,8 @@ class CheckpointWriter:
             If ``state`` is no NNX node, state or non-empty mapping (or holds a leaf neither an array nor a number, e.g.
             a ``str``, or an abstract one: named), ``key`` no typed PRNG key, or ``info`` no mapping.
         FloatingPointError
-            If a floating-point array holds NaN or inf: nothing written; names the latest finite checkpoint.
+            If a floating-point array holds NaN or inf (an optimizer's own state, ``nnx.OptState``, may hold inf: a
+            sentinel, as ``optax.contrib.reduce_on_plateau``'s): nothing written; names the latest finite checkpoint.
         """
         step = _checked_step(step)
         # Checked before the last step's early return: save(final, None, key) after maybe_save(final, ...) passed.
@@ -183,13 +185,15 @@ class CheckpointWriter:
             raise ValueError(f"step {step} {what} in {self.directory} (steps {steps}); save under a step after "
                              f"{max(steps)}, or write to another directory")
         # As nnx.state: a Module as a pytree would save tied weights twice, under two names.
-        named = dict(check_value_leaves(flat_by_path(node_state(state)).items(), "CheckpointWriter.save"))
+        named = dict(check_value_leaves(flat_by_path(tree := node_state(state)).items(), "CheckpointWriter.save"))
         for name, leaf in named.items():  # restore places every array: one it would change is not saved
             check_placeable(leaf, f"CheckpointWriter.save: {name} (shape {np.shape(leaf)})")
             if isinstance(leaf, jax.ShapeDtypeStruct):  # Orbax's "TypeHandler lookup failed" named no fix
                 raise TypeError(f"CheckpointWriter.save: {name} is abstract ({leaf}), a shape without values: save a "
                                 "built state (init_sharded's, a train step's), not abstract_sharded's or a restore target")
-        bad = non_finite(named)
+        # An optimizer's inf is a sentinel (reduce_on_plateau's best_value, lbfgs's value): every save was refused.
+        sentinels = flat_by_path(nnx.filter_state(tree, nnx.OptState)) if isinstance(tree, nnx.State) else {}
+        bad = non_finite(named, set(sentinels))
         if bad:
             latest = self.latest()
             raise FloatingPointError(

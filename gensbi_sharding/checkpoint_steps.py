@@ -5,6 +5,7 @@ Complete: listed by ``CheckpointManager.all_steps()``, holding every item of ``I
 
 from __future__ import annotations
 
+import functools
 import os
 from collections import Counter
 from collections.abc import Mapping
@@ -172,26 +173,27 @@ def nest_by_path(flat: Mapping[str, Any]) -> dict:
     return traverse_util.unflatten_dict(dict(flat), sep="/")
 
 
-def non_finite(flat: dict[str, Any]) -> list[str]:
-    """Names of the floating-point leaves of ``flat`` holding NaN or inf; one process's CPU arrays read in place (a
-    compiled check took 0.5 s), others by one compiled check every process agrees on."""
+def non_finite(flat: dict[str, Any], inf_allowed: set[str] = frozenset()) -> list[str]:
+    """Names of the floating-point leaves of ``flat`` holding NaN or inf (those in ``inf_allowed``: NaN); one process's
+    CPU arrays read in place (a compiled check took 0.5 s), others by one compiled check every process agrees on."""
     device = {name: leaf for name, leaf in flat.items()
               if isinstance(leaf, jax.Array) and jnp.issubdtype(leaf.dtype, jnp.inexact)}
+    fine = lambda name, a: ~np.isnan(a) if name in inf_allowed else np.isfinite(a)  # noqa: E731
     if jax.process_count() == 1 and all(d.platform == "cpu" for v in device.values() for d in v.sharding.device_set):
-        flags = [all(np.isfinite(np.asarray(shard.data)).all() for shard in v.addressable_shards
-                     if shard.replica_id == 0) for v in device.values()]
+        flags = [all(fine(name, np.asarray(shard.data)).all() for shard in v.addressable_shards
+                     if shard.replica_id == 0) for name, v in device.items()]
     else:
-        flags = np.asarray(_finite_flags(list(device.values()))) if device else []
+        flags = np.asarray(_finite_flags(list(device.values()), tuple(n in inf_allowed for n in device))) if device else []
     bad = {name for name, ok in zip(device, flags) if not ok} | {  # NumPy and scalars: checked on the host
         name for name, leaf in flat.items() if (isinstance(leaf, np.ndarray) or is_scalar(leaf))
-        and jnp.issubdtype(np.asarray(leaf).dtype, jnp.inexact) and not np.isfinite(leaf).all()}
+        and jnp.issubdtype(np.asarray(leaf).dtype, jnp.inexact) and not fine(name, leaf).all()}
     return [name for name in flat if name in bad]
 
 
-@jax.jit
-def _finite_flags(leaves: list[jax.Array]) -> jax.Array:
-    """One bool per leaf: all its values finite (one compiled reduction, one transfer)."""
-    return jnp.stack([jnp.all(jnp.isfinite(leaf)) for leaf in leaves])
+@functools.partial(jax.jit, static_argnums=1)
+def _finite_flags(leaves: list[jax.Array], nan_only: tuple[bool, ...]) -> jax.Array:
+    """One bool per leaf: all its values finite, or not NaN (``nan_only``) (one compiled reduction, one transfer)."""
+    return jnp.stack([jnp.all(~jnp.isnan(leaf) if n else jnp.isfinite(leaf)) for leaf, n in zip(leaves, nan_only)])
 
 
 def _step_folders(directory: str | os.PathLike) -> dict[int, bool]:

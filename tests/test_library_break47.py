@@ -1,7 +1,7 @@
 """The library broken with bad and odd-but-valid input, round 47: variables offloaded to host memory counted as
 device bytes by ``describe``/``bytes_per_device``; an activation name entry that is no str (a list) failing
 ``constrain`` with "unhashable type"; a NumPy array of a dtype JAX lacks (datetime64) failing deep in JAX or Orbax; a writer leaving Orbax's
-cleanup of saves cut short running into the script's exit.
+cleanup of saves cut short running into the script's exit; an optimizer holding inf as a sentinel never checkpointed.
 
 In-process, 8 simulated CPU devices (conftest); tiny arrays."""
 
@@ -14,12 +14,14 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 from flax import nnx
 from jax.sharding import NamedSharding, PartitionSpec as P
 
 import gensbi_sharding as gs
-from gensbi_sharding.checkpoint import CheckpointWriter
+from gensbi_sharding.checkpoint import CheckpointWriter, abstract_state_for, restore
+from gensbi_sharding.checkpoint_steps import non_finite
 
 
 @pytest.mark.parametrize("kind", ["pinned_host", "unpinned_host"])
@@ -123,3 +125,35 @@ def test_a_writer_removes_saves_cut_short_before_it_returns_leaving_no_thread_to
     done = subprocess.run([sys.executable, "-c", _OPEN_AND_CLOSE, str(folder)], capture_output=True, text=True,
                           timeout=120, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
     assert (done.returncode, done.stderr, list(folder.iterdir())) == (0, "", [])
+
+
+def test_an_optimizer_holding_inf_as_a_sentinel_is_checkpointed_and_nan_still_refused(tmp_path, devices, monkeypatch):
+    # Was: FloatingPointError "the train state at step 1 is not finite (1 array(s) hold NaN or inf, e.g.
+    # 1/opt_state/1/best_value)" at every save: optax.contrib.reduce_on_plateau starts best_value at inf (optax.lbfgs
+    # its value), so such an optimizer could never be checkpointed.
+    mesh = gs.make_mesh(model_axis=2)
+    build = lambda: nnx.Linear(8, 4, rngs=nnx.Rngs(0))  # noqa: E731
+    tx = lambda: optax.chain(optax.adam(1e-3), optax.contrib.reduce_on_plateau())  # noqa: E731
+    model = gs.init_sharded(build, mesh)
+    optimizer = gs.init_optimizer_sharded(model, tx())
+    assert float(optimizer.opt_state[1].best_value[...]) == np.inf
+    with CheckpointWriter(tmp_path / "checkpoints") as writer:
+        assert writer.save(1, (model, optimizer), jax.random.key(0))
+        # NaN in the optimizer's state, or inf in the model's, is still refused, naming it.
+        optimizer.opt_state[1].best_value[...] = jnp.nan
+        with pytest.raises(FloatingPointError, match=r"step 2 is not finite \(1 array\(s\) hold NaN or inf, e\.g\. "
+                                                     r"1/opt_state/1/best_value\)"):
+            writer.save(2, (model, optimizer), jax.random.key(0))
+        optimizer.opt_state[1].best_value[...] = jnp.inf
+        model.bias[...] = model.bias[...].at[0].set(jnp.inf)
+        with pytest.raises(FloatingPointError, match=r"step 2 is not finite \(1 array\(s\) hold NaN or inf, e\.g\. "
+                                                     r"0/bias\)"):
+            writer.save(2, (model, optimizer), jax.random.key(0))
+        assert writer.steps() == [1]
+    target = abstract_state_for(lambda: (build(), nnx.Optimizer(build(), tx(), wrt=nnx.Param)), mesh)
+    restored = restore(tmp_path / "checkpoints", target)
+    assert float(restored.state[1]["opt_state"][1]["best_value"][...]) == np.inf
+    # The same on the compiled check of several processes (or accelerators): inf allowed where named, NaN nowhere.
+    monkeypatch.setattr(jax, "process_count", lambda: 2)
+    flat = {"opt": jnp.array([np.inf, 1.0]), "param": jnp.array([np.inf, 1.0]), "nan": jnp.array([np.nan, 1.0])}
+    assert non_finite(flat, {"opt", "nan"}) == ["param", "nan"]
