@@ -208,14 +208,16 @@ def failed_save(err: BaseException, step: int | None, directory: Path, timeout_s
     kept = (f"the latest complete checkpoint, {directory / str(steps[-1])}, is kept: resume from it" if steps
             else "no earlier checkpoint was saved")
     what = f"{type(err).__name__}: {err}".strip().rstrip(":")
+    bound = (f"process 0's commit did not finish within {timeout_s:g} s (CheckpointWriter.commit_timeout_s, the "
+             f"other processes' bound on waiting for it; {what}), so this process stopped waiting")
+    raise_it = ("On a slow file system raise the bound before the writer is built, e.g. "
+                "CheckpointWriter.commit_timeout_s = 120")
+    if step in steps:  # complete on disk: committed late, or what follows the commit failed (keep deleting a step)
+        return RuntimeError(f"checkpoint step {step} in {directory} is complete and kept ({directory / str(step)}: "
+                            "resume from it), yet " + (f"{bound}. {raise_it}" if isinstance(err, TimeoutError) else
+                                                       f"what follows its commit failed, e.g. deleting older steps "
+                                                       f"(keep): {what}; check that folder's contents and permissions"))
     if isinstance(err, TimeoutError):  # the other processes: process 0's commit was slow, or failed
-        bound = (f"process 0's commit did not finish within {timeout_s:g} s (CheckpointWriter.commit_timeout_s, the "
-                 f"other processes' bound on waiting for it; {what}), so this process stopped waiting")
-        raise_it = ("On a slow file system raise the bound before the writer is built, e.g. "
-                    "CheckpointWriter.commit_timeout_s = 120")
-        if step in steps:  # committed late: complete on disk, yet the processes no longer save in step
-            return RuntimeError(f"checkpoint step {step} in {directory} is complete and kept ({directory / str(step)}: "
-                                f"resume from it), yet {bound}. {raise_it}")
         return RuntimeError(f"checkpoint step {step} was not saved in {directory} within {timeout_s:g} s: {bound}; it "
                             "is not complete: process 0 may still be committing it (a slow file system) or its commit "
                             f"failed (process 0's log names why, e.g. the folder turned read-only); {kept}. {raise_it}")

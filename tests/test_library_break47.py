@@ -1,7 +1,8 @@
 """The library broken with bad and odd-but-valid input, round 47: variables offloaded to host memory counted as
 device bytes by ``describe``/``bytes_per_device``; an activation name entry that is no str (a list) failing
 ``constrain`` with "unhashable type"; a NumPy array of a dtype JAX lacks (datetime64) failing deep in JAX or Orbax; a writer leaving Orbax's
-cleanup of saves cut short running into the script's exit; an optimizer holding inf as a sentinel never checkpointed.
+cleanup of saves cut short running into the script's exit; an optimizer holding inf as a sentinel never checkpointed;
+a committed step named unsaved when keep could not delete an older one.
 
 In-process, 8 simulated CPU devices (conftest); tiny arrays."""
 
@@ -20,7 +21,7 @@ from flax import nnx
 from jax.sharding import NamedSharding, PartitionSpec as P
 
 import gensbi_sharding as gs
-from gensbi_sharding.checkpoint import CheckpointWriter, abstract_state_for, restore
+from gensbi_sharding.checkpoint import CheckpointWriter, abstract_state_for, committed_steps, restore
 from gensbi_sharding.checkpoint_steps import non_finite
 
 
@@ -157,3 +158,22 @@ def test_an_optimizer_holding_inf_as_a_sentinel_is_checkpointed_and_nan_still_re
     monkeypatch.setattr(jax, "process_count", lambda: 2)
     flat = {"opt": jnp.array([np.inf, 1.0]), "param": jnp.array([np.inf, 1.0]), "nan": jnp.array([np.nan, 1.0])}
     assert non_finite(flat, {"opt", "nan"}) == ["param", "nan"]
+
+
+def test_a_step_committed_whose_older_step_keep_cannot_delete_is_named_complete(tmp_path, devices):
+    # Was: "checkpoint step 6 was not saved in ...: writing or committing it failed (OSError: Cannot call rmtree on a
+    # symbolic link) ...; the latest complete checkpoint, .../6, is kept": step 6 named unsaved and kept at once. Here
+    # keep=1 deletes step 5 after step 6's commit, and 5 is a link to another run's step (rmtree refuses links).
+    model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+    with CheckpointWriter(tmp_path / "other", async_save=False) as writer:
+        writer.save(5, model, jax.random.key(0))
+    folder = tmp_path / "checkpoints"
+    folder.mkdir()
+    (folder / "5").symlink_to(tmp_path / "other" / "5", target_is_directory=True)
+    with pytest.raises(RuntimeError) as err:
+        with CheckpointWriter(folder, keep=1, async_save=False) as writer:
+            writer.save(6, model, jax.random.key(0))
+    assert str(err.value).startswith(f"checkpoint step 6 in {folder} is complete and kept ({folder / '6'}: resume "
+                                     "from it), yet what follows its commit failed, e.g. deleting older steps (keep): "
+                                     "OSError: Cannot call rmtree on a symbolic link; check")
+    assert committed_steps(folder) == [5, 6] and committed_steps(tmp_path / "other") == [5]  # nothing lost
