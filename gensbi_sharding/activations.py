@@ -133,8 +133,7 @@ def check_names(names: Sequence[str | None], shape: Sequence[int]) -> None:
     if len(names) != len(shape):
         raise ValueError(f"activation names {tuple(names)} have {len(names)} entries for an array "
                          f"of shape {tuple(shape)}; give one name (or None) per dimension")
-    # a list entry (several names for one dimension?) was TypeError "unhashable type: 'list'" from the lookup
-    odd = next((n for n in names if n is not None and not (isinstance(n, str) and n in ACTIVATION_NAMES)), None)
+    odd = next((n for n in names if not (n is None or isinstance(n, str) and n in ACTIVATION_NAMES)), None)  # a list
     if odd is not None:
         raise ValueError(f"unknown activation name {odd!r}; known names: "
                          f"{', '.join(ACTIVATION_NAMES)} (or None for an unsplit dimension)")

@@ -5,7 +5,6 @@ Complete: listed by ``CheckpointManager.all_steps()``, holding every item of ``I
 
 from __future__ import annotations
 
-import functools
 import os
 from collections import Counter
 from collections.abc import Mapping
@@ -190,7 +189,7 @@ def non_finite(flat: dict[str, Any], inf_allowed: set[str] = frozenset()) -> lis
     return [name for name in flat if name in bad]
 
 
-@functools.partial(jax.jit, static_argnums=1)
+@jax.jit(static_argnums=1)
 def _finite_flags(leaves: list[jax.Array], nan_only: tuple[bool, ...]) -> jax.Array:
     """One bool per leaf: all its values finite, or not NaN (``nan_only``) (one compiled reduction, one transfer)."""
     return jnp.stack([jnp.all(~jnp.isnan(leaf) if n else jnp.isfinite(leaf)) for leaf, n in zip(leaves, nan_only)])
