@@ -65,10 +65,10 @@ def check_value_leaves(values: Iterable[tuple[str, Any]], caller: str) -> list[t
     values = list(values)
     for name, value in values:
         for keys, leaf in jax.tree_util.tree_leaves_with_path(value):
-            held = not isinstance(leaf, np.ndarray) or jax.numpy.isdtype(leaf.dtype, ("bool", "numeric"))
-            if not (is_array_like(leaf) and held or is_scalar(leaf)):  # datetime64: JAX's, Orbax's errors named none
+            held = not isinstance(leaf, (np.ndarray, np.generic)) or jax.numpy.isdtype(leaf.dtype, ("bool", "numeric"))
+            if not ((is_array_like(leaf) or is_scalar(leaf)) and held):  # datetime64: JAX's, Orbax's errors named none
                 where = "/".join([name, *(jax.tree_util.keystr((k,), simple=True) for k in keys)])
-                what = f"an array of dtype {leaf.dtype}" if is_array(leaf) else f"{type(leaf).__name__} {leaf!r:.40}"
+                what = type(leaf).__name__ + (f" {leaf!r:.40}" if held else f" of dtype {leaf.dtype}")
                 raise TypeError(f"{caller}: {where} holds {what}; a variable's value, or each leaf of a pytree value, "
                                 "must be an array (JAX or NumPy) or a Python/NumPy number or bool: keep other data as a "
                                 "plain attribute of the Module (static, in its graph, not its state)")

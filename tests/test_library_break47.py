@@ -91,7 +91,7 @@ def test_a_numpy_array_of_a_dtype_jax_lacks_is_named_by_every_function_placing_o
     with pytest.raises(TypeError, match=rf"^place / shard_model: when \(shape \(8,\)\) {lacking}"):
         gs.shard_model(model, mesh)
     assert model.kernel[...].sharding == jax.sharding.SingleDeviceSharding(jax.devices()[0])  # nothing moved
-    as_variable = rf": when holds an array of dtype {re.escape(str(odd.dtype))}; a variable's value"
+    as_variable = rf": when holds ndarray of dtype {re.escape(str(odd.dtype))}; a variable's value"
     for build in (gs.init_sharded, gs.abstract_sharded):
         with pytest.raises(TypeError, match=rf"^{build.__name__}{as_variable}"):
             build(Model, mesh)
@@ -101,6 +101,24 @@ def test_a_numpy_array_of_a_dtype_jax_lacks_is_named_by_every_function_placing_o
         assert list((tmp_path / "checkpoints").iterdir()) == []  # nothing written
         model.when = nnx.Variable(np.arange(8))  # the fix the message names: numbers
         assert writer.save(1, model, jax.random.key(0)) and writer.steps() == [1]
+
+
+@pytest.mark.skipif(np.dtype(np.longdouble).itemsize <= 8, reason="np.longdouble is float64 here: JAX holds it")
+def test_a_numpy_scalar_of_a_dtype_jax_lacks_is_named(devices, tmp_path):
+    # Was: np.longdouble(1.5) (float128), a NumPy number, kept as a scalar; Orbax's writing thread then failed,
+    # "Unsupported data type: float128", naming no variable.
+    class Model(nnx.Module):
+        def __init__(self):
+            self.kernel = nnx.Param(jnp.ones(4))
+            self.scale = nnx.Variable(np.longdouble(1.5))
+
+    message = r": scale holds longdouble of dtype float128; a variable's value"
+    with pytest.raises(TypeError, match=rf"^init_sharded{message}"):
+        gs.init_sharded(Model, gs.make_mesh(model_axis=2))
+    with CheckpointWriter(tmp_path / "checkpoints", async_save=False) as writer:
+        with pytest.raises(TypeError, match=rf"^CheckpointWriter\.save{message}"):
+            writer.save(1, Model(), jax.random.key(0))
+        assert writer.steps() == []
 
 
 _OPEN_AND_CLOSE = """
