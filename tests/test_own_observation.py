@@ -14,6 +14,7 @@ import pytest
 from faults_helpers import run_tiny, saved_checkpoint
 from gensbi_sharding.harness import own_observation, state
 from gensbi_sharding.harness.memory_check import check_draw_fits
+from gensbi_sharding.harness.observation_input import far_from_training
 from gensbi_sharding.harness.own_observation import check_observation, load_observation, main, sample_posterior
 
 
@@ -35,7 +36,7 @@ def observation_1(tmp_path_factory):
 
 
 @pytest.mark.slow  # trains a run
-def test_samples_at_observation_1_are_the_runs_own(evaluated_run, observation_1, tmp_path):
+def test_samples_at_observation_1_are_the_runs_own(evaluated_run, observation_1, tmp_path, caplog):
     run_samples = np.load(evaluated_run / "posterior_samples.npz")["samples"]
     assert run_samples.shape == (128, 2)
     details = {}
@@ -49,6 +50,11 @@ def test_samples_at_observation_1_are_the_runs_own(evaluated_run, observation_1,
         assert (details["step"], details["weights"], details["checkpoint_step"]) == (
             int(run["step"]), run["weights"].item(), int(run["checkpoint_step"]))
     assert not np.allclose(sample_posterior(evaluated_run, observation_1, seed=2, num_samples=128), run_samples)
+    # An x_o the run never trained near (observation 1 in other units) is named; observation 1 is not.
+    assert not [r for r in caplog.records if "standard deviations" in r.getMessage()]
+    sample_posterior(evaluated_run, 10 * np.load(observation_1), num_samples=16)
+    far = [r.getMessage() for r in caplog.records if "standard deviations" in r.getMessage()]
+    assert len(far) == 1 and far[0].startswith("x_o[0] = -6.39671 lies ") and "task 'two_moons'" in far[0], far
 
     out = tmp_path / "mine.npz"
     before = sorted(p.name for p in evaluated_run.iterdir())
@@ -110,6 +116,28 @@ def test_check_draw_fits_names_the_largest_bound():
     check_draw_fits(1000, 4, available=128_000)  # 1000 x 4 dims x 4 bytes x 8 copies: fits exactly
     with pytest.raises(ValueError, match=r"num_samples=1,001 needs over .* pass under 1,000 \(a lower bound"):
         check_draw_fits(1001, 4, available=128_000)
+
+
+@pytest.mark.parametrize("x_transform, x_o, named", [
+    ("none", [0.5, -3.0], None), ("none", [9.9, 19.9], None),  # within 10 of their standard deviations
+    ("none", [0.5, 30.0], "x_o[1] = 30 lies 15.0 standard deviations from the mean of the run's training "
+     "simulations; at most 1/15.0^2"),
+    ("none", [-12.0, 30.0], "x_o[1] = 30 lies 15.0 standard deviations from the mean of the run's training "
+     "simulations (2 of x_o's 2 values lie over 10)"),
+    ("log", [np.e ** 11, 1.0], "x_o[0] = 59874.1 lies 11.0 standard deviations from the mean of the run's training "
+     "simulations (of log x: data.x_transform=log)"),
+])
+def test_an_observation_far_from_the_training_simulations_is_named(x_transform, x_o, named, caplog):
+    # Was: sampled without a word (under data.theta_transform=support every draw lands in the prior all the same).
+    statistics = {"x_mean": [0.0, 0.0], "x_std": [1.0, 2.0], "theta_mean": [0.0], "theta_std": [1.0]}
+    with caplog.at_level("WARNING", logger="gensbi_sharding"):
+        why = far_from_training(np.asarray(x_o, np.float32), statistics, x_transform, "sir")
+    if named is None:
+        assert why is None and not caplog.records
+    else:
+        assert why.startswith(named) and why.endswith("check that x_o is data of task 'sir' in the simulator's "
+                                                      "raw units"), why
+        assert [r.getMessage() for r in caplog.records] == [why]
 
 
 def test_log_transform_refuses_non_positive_data():

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from gensbi_sharding.harness.config_values import INT32_MAX
-from gensbi_sharding.harness.observation_input import check_observation, load_observation
+from gensbi_sharding.harness.observation_input import check_observation, far_from_training, load_observation
 from gensbi_sharding.harness.override_grammar import hydra_override
 from gensbi_sharding.harness.runs_below import runs_note
 from gensbi_sharding.harness.sample_output import NumberParser, at_least, out_path, output_problem
@@ -153,6 +153,7 @@ def sample_posterior(run_dir: str | os.PathLike, x_o: Any, *, num_samples: int |
                          f"prior (support, bijection) is unknown here; sampling supports {', '.join(TASKS)}")
     dim_theta, dim_x = len(statistics["theta_mean"]), len(statistics["x_mean"])
     x_o = check_observation(x_o, dim_x=dim_x, x_transform=cfg.data.x_transform, task=cfg.data.name, source=source)
+    far_from_training(x_o, statistics, cfg.data.x_transform, cfg.data.name)  # a warning, if it is
     num_samples = cfg.eval.num_samples if num_samples is None else num_samples
     seed = cfg.seed if seed is None else seed
     ode_steps = cfg.eval.ode_steps if ode_steps is None else ode_steps
