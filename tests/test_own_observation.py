@@ -508,6 +508,19 @@ def test_a_file_of_several_observations_names_the_command_that_splits_it(tmp_pat
                                                                                           [0.0, 0.5]]
 
 
+@pytest.mark.parametrize("in_file", [True, False])
+def test_an_empty_file_or_array_is_named_as_holding_no_observation(tmp_path, in_file):
+    # Was: "holds 0 observations ...; save one file per row: python -c ...", a command that saves no file.
+    path = tmp_path / "none.npy"
+    np.save(path, np.zeros((0, 2)))
+    with pytest.raises(ValueError) as err:
+        check_observation(load_observation(path), dim_x=2, x_transform="none", task="two_moons",
+                          source=path if in_file else None)
+    assert str(err.value) == (f"{path} holds no observation (shape (0, 2)): give one, a (2,) vector or a (1, 2) row, "
+                              "saved with numpy.save('x_o.npy', x_o)" if in_file else
+                              "x_o holds no observation (shape (0, 2)): give one, a (2,) vector or a (1, 2) row")
+
+
 def test_cli_refuses_an_output_its_disk_has_no_room_for_before_sampling(run_read, monkeypatch, capsys):
     # Was: the whole draw, then an OSError traceback ("No space left on device") as the file was written.
     from types import SimpleNamespace

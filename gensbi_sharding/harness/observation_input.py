@@ -87,6 +87,9 @@ def check_observation(x_o: np.ndarray, *, dim_x: int, x_transform: str, task: st
     shape = x_o.shape
     if x_o.ndim == 2 and shape[0] == 1:
         x_o = x_o[0]
+    if x_o.ndim == 2 and shape[1] == dim_x and not shape[0]:  # was: "holds 0 observations; save one file per row"
+        raise ValueError(f"{source or 'x_o'} holds no observation (shape {shape}): give one, a ({dim_x},) vector or a "
+                         f"(1, {dim_x}) row" + (", saved with numpy.save('x_o.npy', x_o)" if source else ""))
     if x_o.ndim == 2 and shape[1] == dim_x:
         if source is None:
             raise ValueError(f"x_o has shape {shape}: {shape[0]} observations, but a posterior is drawn at one; "
