@@ -49,8 +49,7 @@ def collect(folders: list[Path], jobs: dict | None = None,
                 why, short = f"still running: {busy.split(': two runs')[0]}; run table again once it has ended", \
                     "still running"
             elif status != "ok":
-                then = ("continue it with its overrides plus train.resume=auto hydra.run.dir=<that folder>, or rerun it"
-                        if not (method and method.sequential) else  # its rounds keep no checkpoint
+                then = (_what_next(job, status) if not (method and method.sequential) else  # rounds keep no checkpoint
                         "sbibm.py run with its --rounds, --region and --margin starts it again")
                 why = f"status {status}, so its C2ST covers only the observations scored before it stopped, if any; {then}"
                 short = f"status {status.split(' (')[0]}"
@@ -89,6 +88,28 @@ def collect(folders: list[Path], jobs: dict | None = None,
     if jobs is not None:
         jobs.update(owner)
     return cells
+
+
+def _what_next(job: Path, status: str) -> str:
+    """What continues a job left out that stopped (its checkpoint) or failed (its error named, to fix first), as
+    ``sbibm.py run`` would (was, of every one: "continue it with ... train.resume=auto", which fails alike a job
+    whose error was its own settings', and continues nothing of one that saved no checkpoint)."""
+    import json
+
+    checkpoints = job / "checkpoints"
+    saved = checkpoints.is_dir() and any(checkpoints.iterdir())
+    resume = "its overrides plus train.resume=auto hydra.run.dir=<that folder>"
+    if status in ("preempted", "interrupted") or saved and status.startswith("unknown"):  # unknown: killed
+        return (f"continue it from its last checkpoint with {resume} (sbibm.py run continues it so)" if saved else
+                "it saved no checkpoint: rerun it (sbibm.py run starts it again)")
+    try:
+        error = json.loads((job / "metrics.json").read_text()).get("error")
+    except (OSError, ValueError, AttributeError):
+        error = None
+    error = " ".join(str(error).split())[:200] if error else "none recorded (see its launch.log)"
+    return (f"its error: {error}; fix its cause (one of its overrides, if the error names one), then rerun it "
+            "(sbibm.py run moves it aside and starts it again)"
+            + (f", or continue it from its last checkpoint with {resume}" if saved else ""))
 
 
 def row_settings(jobs: dict[tuple, Path]) -> dict[tuple, str]:

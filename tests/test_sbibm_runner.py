@@ -818,6 +818,7 @@ def test_table_keeps_a_row_saying_why_for_each_cell_it_cannot_count(sbibm, tmp_p
     fake_job(root / "sir_10000" / "job", "sir", 10000, scores((1, 0.6)), "error", observations=[1])
     fake_job(root / "gaussian_linear_10000" / "job", "gaussian_linear", 10000, HEADER + "1,0.96")
     fake_job(tmp_path / "other" / "job", "two_moons", 1000, None, "interrupted")  # its cell is counted elsewhere
+    (tmp_path / "other" / "job" / "checkpoints" / "40").mkdir(parents=True)
     record_asked(root, ["two_moons", "slcp", "lotka_volterra"], [1000])
     text = sbibm.table([root, tmp_path / "other"], tmp_path / "out")
     assert text.splitlines()[2:-2] == [
@@ -841,6 +842,15 @@ def test_table_keeps_a_row_saying_why_for_each_cell_it_cannot_count(sbibm, tmp_p
     assert (f"not run: lotka_volterra at 1,000 simulations, asked of sbibm.py run under {root}, has no job folder "
             "there; run that command again to run it") in err
     assert f"left out {tmp_path / 'other' / 'job'}: status interrupted" in err  # named, though its cell has a row
+    # What continues each, as sbibm.py run would: was "continue it with its overrides plus train.resume=auto ..." of
+    # every one, which fails alike a job whose error was its own settings', and continues nothing without a checkpoint.
+    said = {line.split(": ", 1)[0]: line.split("if any; ", 1)[1] for line in err.splitlines() if "if any; " in line}
+    assert said == {
+        f"left out {root / 'sir_10000' / 'job'}": "its error: boom: it broke; fix its cause (one of its overrides, if "
+        "the error names one), then rerun it (sbibm.py run moves it aside and starts it again)",
+        f"left out {root / 'slcp_1000' / 'job'}": "it saved no checkpoint: rerun it (sbibm.py run starts it again)",
+        f"left out {tmp_path / 'other' / 'job'}": "continue it from its last checkpoint with its overrides plus "
+        "train.resume=auto hydra.run.dir=<that folder> (sbibm.py run continues it so)"}
 
 
 def test_table_of_a_stopped_multirun_keeps_a_row_for_each_job_it_never_started(sbibm, tmp_path, capsys,
