@@ -17,24 +17,27 @@ from pathlib import Path
 
 #: Keys ``run`` sets itself per job: an extra override of one would contradict the job's folder name
 #: (``<root>/<task>_<budget>/job``), whose settings ``run`` and ``table`` read from it.
+#: ``{task}``, ``{budget}``, ``{root}``: the flags that set each (``RUN_FLAGS``; ``sequential.py``: its own).
 OWNED = {
     "experiment": "replaces the sbibm preset every job runs; leave it out",
-    "data": "sets the task, which --tasks gives each job (and its folder's name); use --tasks",
-    "data.name": "sets the task, which --tasks gives each job (and its folder's name); use --tasks",
-    "data.num_simulations": "sets the simulation budget, which --budgets gives each job (and its folder's name); "
-                            "use --budgets",
-    "hydra.sweep.dir": "sets the job's folder, which --root gives (<root>/<task>_<budget>/job); use --root",
-    "hydra.sweep.subdir": "sets the job's folder, which --root gives (<root>/<task>_<budget>/job); use --root",
-    "hydra.run.dir": "sets the job's folder, which --root gives (<root>/<task>_<budget>/job); use --root",
-    "hydra.mode": "would run the job outside the sweep --root lays out; leave it out",
+    "data": "sets the task, which {task} gives each job (and its folder's name); use {task}",
+    "data.name": "sets the task, which {task} gives each job (and its folder's name); use {task}",
+    "data.num_simulations": "sets the simulation budget, which {budget} gives each job (and its folder's name); "
+                            "use {budget}",
+    "hydra.sweep.dir": "sets the job's folder, which {root} gives{layout}; use {root}",
+    "hydra.sweep.subdir": "sets the job's folder, which {root} gives{layout}; use {root}",
+    "hydra.run.dir": "sets the job's folder, which {root} gives{layout}; use {root}",
+    "hydra.mode": "would run the job outside the folder {root} lays out; leave it out",
     "eval.enabled": "the jobs would score no observation, so the table would have nothing of them to show; "
                     "leave it out",
     "dry_run": "a dry run trains and scores nothing, so the table would have nothing of it to show; leave it out "
                "(python launch.py dry_run=true ... checks memory)",
 }
+#: ``run``'s flags, as ``OWNED`` names them.
+RUN_FLAGS = {"task": "--tasks", "budget": "--budgets", "root": "--root", "layout": " (<root>/<task>_<budget>/job)"}
 
 
-def extra_problem(extra: list[str], tasks: list[str], budgets: list[int]) -> str | None:
+def extra_problem(extra: list[str], tasks: list[str], budgets: list[int], flags: dict | None = None) -> str | None:
     """The one-line refusal of ``run``'s extra overrides (after ``--``), or None when every job can start.
 
     Refused, before any job: what Hydra's grammar cannot read, a key ``run`` sets per job (``OWNED``), a
@@ -48,6 +51,8 @@ def extra_problem(extra: list[str], tasks: list[str], budgets: list[int]) -> str
         The overrides given to every job.
     tasks, budgets : list
         The (task, budget) pairs about to run: each pair's composed config is validated.
+    flags : dict, optional
+        The flags that set the task, budget and folder where the message is read: ``RUN_FLAGS`` (``run``'s) by default.
 
     Returns
     -------
@@ -71,7 +76,7 @@ def extra_problem(extra: list[str], tasks: list[str], budgets: list[int]) -> str
                or override_problem(composed, sweeps_need_m=False))
     if problem:
         return f"extra argument {problem}"
-    parser = OverridesParser.create()
+    parser, named = OverridesParser.create(), {**RUN_FLAGS, **(flags or {})}
     for arg in extra:
         if arg.startswith("-"):  # e.g. a second "--" or a launch.py flag: argparse passed it on as an override
             return (f"extra argument {arg} is not a key=value override; pass only overrides after --, "
@@ -82,14 +87,16 @@ def extra_problem(extra: list[str], tasks: list[str], budgets: list[int]) -> str
             return f"extra argument {arg}: {(str(err).strip().splitlines() or [type(err).__name__])[0]}"
         key = override.key_or_group.lstrip("+~")
         if key in OWNED:
-            return f"extra argument {arg}: {OWNED[key]}"
+            return f"extra argument {arg}: {OWNED[key].format(**named)}"
         if override.is_sweep_override():
+            root = named["root"]
             return (f"extra argument {arg} sweeps several values, but each (task, budget) is one job in one folder; "
-                    f"run once per value, each with its own --root (e.g. --root <root>/{key}=<value> -- {key}=<value>)")
-    return _config_problem(extra, tasks, budgets)
+                    f"run once per value, each with its own {root} (e.g. {root} <{root[2:]}>/{key}=<value> -- "
+                    f"{key}=<value>)")
+    return _config_problem(extra, tasks, budgets, named["budget"])
 
 
-def _config_problem(extra: list[str], tasks: list[str], budgets: list[int]) -> str | None:
+def _config_problem(extra: list[str], tasks: list[str], budgets: list[int], budget_flag: str) -> str | None:
     """What composing and checking each pair's config refuses, as ``launch.py``'s check of its one-job sweep would
     (``sweep_check.job_problem``: the config's values, the mesh, the batch size and the host's memory)."""
     from hydra import compose, initialize_config_dir
@@ -131,7 +138,7 @@ def _config_problem(extra: list[str], tasks: list[str], budgets: list[int]) -> s
                 if reason:
                     reason = " ".join(reason.split())
                     # run sets the budget (its refusal names --budgets): "data.num_simulations=10000" was a fix it refuses
-                    reason = re.sub(r"(?<![\w.])data\.num_simulations(=?)", lambda m: "--budgets" + " " * len(m[1]),
+                    reason = re.sub(r"(?<![\w.])data\.num_simulations(=?)", lambda m: budget_flag + " " * len(m[1]),
                                     reason)
                     return f"extra arguments (after --), for {task} at {budget} simulations: {reason}"
     return None

@@ -72,13 +72,26 @@ def main(argv: list[str] | None = None) -> None:
                  if host == args.job.absolute() else "lies inside the folder of the run {}, which is never written into")
         parser.error(f"--job {args.job} {where.format(host)}; pass a new folder, e.g. --job {host}-sequential")
     from gensbi_sharding.harness.outputs import write_atomic, write_json
+    from sbibm_checks import extra_problem
+    from sbibm_method import sequential_problem
     from sequential_rounds import compose_config, sequential_scores, shares_problem
 
     method = Method(args.rounds, args.region, args.margin)
-    cfg = compose_config(args.task, args.budget, args.overrides)
-    problem = shares_problem(args.budget, args.rounds, cfg.data.val_fraction, cfg.data.batch_size)
+    # As run checks them (was, by hand: eval.enabled=false ignored, data=slcp trained beside --task two_moons, a
+    # typo a traceback; each recorded in the job's settings, which table names under its row)
+    try:
+        cfg = compose_config(args.task, args.budget, args.overrides)
+    except Exception:  # noqa: BLE001 (Hydra's or OmegaConf's): an override extra_problem names, next
+        cfg = None
+    # The share of round 1 first: the budget's own checks are an amortised job's (its whole budget trains at once)
+    problem = (cfg is not None and shares_problem(args.budget, args.rounds, cfg.data.val_fraction,
+                                                  cfg.data.batch_size)) \
+        or extra_problem(args.overrides, [args.task], [args.budget],
+                         {"task": "--task", "budget": "--budget", "root": "--job", "layout": ""}) \
+        or sequential_problem(method, [args.task], [args.budget], args.overrides)  # an extra train.resume
     if problem:
         parser.error(problem)
+    cfg = cfg if cfg is not None else compose_config(args.task, args.budget, args.overrides)
     from gensbi_sharding.harness.config import ConfigError
     from gensbi_sharding.harness.devices import configure_devices
 

@@ -142,6 +142,17 @@ def test_two_rounds_of_sbibm_run_land_in_the_results_csv_as_a_sequential_row(tmp
     (["--budget", "2", "--rounds", "3"], "--budget 2 in --rounds 3 gives 0 simulations a round"),
     (["--region", "sphere"], "argument --region: 'sphere' is not one of box, ellipsoid"),
     (["--rounds", "1"], "--rounds 1: one round is the amortised preset, which launch.py runs; pass --rounds 2"),
+    # Overrides, checked as sbibm.py run checks them (was, by hand: run, ignored or contradicting --task, a traceback)
+    (["--", "eval.enabled=false"], "extra argument eval.enabled=false: the jobs would score no observation"),
+    (["--", "dry_run=true"], "extra argument dry_run=true: a dry run trains and scores nothing"),
+    (["--", "data=slcp"], "extra argument data=slcp: sets the task, which --task gives each job (and its folder's "
+                          "name); use --task"),
+    (["--", "data.num_simulations=50"], "which --budget gives each job (and its folder's name); use --budget"),
+    (["--", "hydra.run.dir=/tmp/x"], "extra argument hydra.run.dir=/tmp/x: sets the job's folder, which --job "
+                                     "gives; use --job"),
+    (["--", "seed=0,1"], "run once per value, each with its own --job (e.g. --job <job>/seed=<value> -- seed=<value>)"),
+    (["--", "train.stepz=3"], "extra argument train.stepz is not a setting of train (did you mean train.steps?)"),
+    (["--", "train.resume=auto"], "extra argument train.resume=auto: a sequential job's rounds keep no checkpoint"),
 ])
 def test_bad_arguments_stop_before_any_work_naming_the_value_and_a_fix(argv, named, tmp_path, capsys):
     """A bad --margin or --region, or a budget whose round-1 share cannot fill a batch stop ``sequential.py``
