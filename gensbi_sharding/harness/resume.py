@@ -124,7 +124,7 @@ def check_resume_settings(step_dir: Path, cfg: DictConfig) -> None:
     from the saved config, all of them in one refusal (was: the model's first, the others once those were added);
     a learning-rate schedule that differs is said (a warning when the saved run was unfinished)."""
     from gensbi_sharding.checkpoint import saved_config
-    from gensbi_sharding.harness.schedule import schedule_change_note
+    from gensbi_sharding.harness.schedule import schedule_change_note, schedule_refusal
 
     saved, now = saved_config(step_dir), OmegaConf.to_container(cfg, resolve=True)
     fix, this, what = [], [], []
@@ -148,6 +148,8 @@ def check_resume_settings(step_dir: Path, cfg: DictConfig) -> None:
                           f"which decides {', '.join(what)}: its arrays mean nothing otherwise; add "
                           f"{' '.join([*fix, *beyond])}{at}, or start a new run without train.resume"
                           f"{launched_with(step_dir)}")
+    if (refused := schedule_refusal(saved, now)) is not None:  # before the restore: else "another optimizer"
+        raise ConfigError(f"checkpoint {step_dir} {refused}{launched_with(step_dir)}")
     if (note := schedule_change_note(saved, now, int(step_dir.name))) is not None:  # allowed, but said
         log.log(logging.WARNING if note[1] else logging.INFO, "%s", note[0], extra=EVERY_PROCESS)
 
@@ -207,8 +209,7 @@ def model_overrides(step_dir: Path, model_cfg: DictConfig, command: list[str] | 
         step_dir.name.isdigit() and int(steps) < int(step_dir.name) else []
     added = dict.fromkeys([*searched, *presets, *typed(rest).split(), *short, *also])  # each once
     return (f"the checkpoint was saved under {' '.join(presets)}{' with' if rest else ', which gives'} {fix} "
-            f"(this run: {this}): add {' '.join(added)} "
-            f"(or {fix}{more}). ")
+            f"(this run: {this}): add {' '.join(added)} (or {fix}{more}). ")
 
 
 def _saved_model_choice(step_dir: Path, name: str) -> str:

@@ -4,7 +4,9 @@ A run continued from a checkpoint takes its optimizer's step count and follows t
 *this* run's ``train.steps``, ``train.learning_rate``, ``train.schedule`` and ``train.warmup_steps``;
 with others than the run that saved it, the rate jumps at the resume step (a cosine to 3,000 steps
 continued with ``train.steps=300`` at step 250 drops from 2.8e-3 to 2.0e-4). ``schedule_change_note``
-says so, naming the values and the rate under each.
+says so, naming the values and the rate under each. The optimizer's state holds a step count only under a
+schedule (``counts_steps``): a resumed run builds its rate in the saved run's form, so its state restores
+whatever schedule it switches to, but for a schedule from a checkpoint without a count (``schedule_refusal``).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 
 import optax
 
-__all__ = ["SCHEDULES", "learning_rate_schedule", "schedule_change_note"]
+__all__ = ["SCHEDULES", "learning_rate_schedule", "counts_steps", "schedule_refusal", "schedule_change_note"]
 
 #: ``train.schedule`` choices.
 SCHEDULES = ("cosine", "constant")
@@ -23,7 +25,7 @@ SCHEDULE_KEYS = ("steps", "learning_rate", "schedule", "warmup_steps")
 
 
 def learning_rate_schedule(*, learning_rate: float, steps: int, schedule: str = "cosine",
-                           warmup_steps: int = 0) -> Any:
+                           warmup_steps: int = 0, counted: bool = False) -> Any:
     """The learning rate by optimizer step: a linear warm-up to ``learning_rate``, then cosine decay to 0 or constant.
 
     Parameters
@@ -36,11 +38,15 @@ def learning_rate_schedule(*, learning_rate: float, steps: int, schedule: str = 
         ``train.schedule``: cosine or constant.
     warmup_steps : int
         ``train.warmup_steps``, shorter than ``steps``.
+    counted : bool
+        A schedule even for a constant rate without warm-up (whose optimizer state then counts steps, as a
+        checkpoint saved under another schedule holds them: ``counts_steps``).
 
     Returns
     -------
     optax.Schedule or float
-        What ``optax.adamw`` takes: ``schedule(step)`` is the rate at a step; a float when constant without warm-up.
+        What ``optax.adamw`` takes: ``schedule(step)`` is the rate at a step; a float when constant without warm-up
+        and not ``counted``.
 
     Raises
     ------
@@ -56,7 +62,27 @@ def learning_rate_schedule(*, learning_rate: float, steps: int, schedule: str = 
     if warmup_steps:
         return optax.join_schedules([optax.linear_schedule(0.0, learning_rate, warmup_steps),
                                      optax.constant_schedule(learning_rate)], [warmup_steps])
-    return learning_rate
+    return optax.constant_schedule(learning_rate) if counted else learning_rate
+
+
+def counts_steps(train: dict) -> bool:
+    """Whether the optimizer of a run with these ``train`` settings counts steps: ``optax.adamw`` keeps a count
+    for a schedule, none for a constant rate without warm-up (an older checkpoint's config lacking them: a count)."""
+    return train.get("schedule", "cosine") != "constant" or bool(train.get("warmup_steps", 0))
+
+
+def schedule_refusal(saved: dict, now: dict) -> str | None:
+    """Why a checkpoint saved under ``saved``'s ``train`` cannot continue under ``now``'s schedule, with the fix;
+    None when it can: any change but a schedule continuing a constant rate without warm-up, whose optimizer state
+    holds no step count to read the schedule at (was: restored anyway, refused as "another optimizer")."""
+    old, new = saved.get("train") or {}, now.get("train") or {}
+    if counts_steps(old) or not counts_steps(new):
+        return None
+    this = " ".join(f"train.{k}={new[k]}" for k in ("schedule", "warmup_steps") if new[k] != old.get(k))
+    return (f"was saved with train.schedule=constant train.warmup_steps=0, a constant learning rate whose optimizer "
+            f"state holds no step count, so it cannot continue under a schedule (this run: {this}): add "
+            "train.schedule=constant train.warmup_steps=0 (train.learning_rate may change), or start a new run "
+            "without train.resume")
 
 
 def schedule_change_note(saved: dict, now: dict, step: int) -> tuple[str, bool] | None:

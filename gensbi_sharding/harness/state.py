@@ -69,20 +69,27 @@ class TrainState:
         return dict(self.plan.fallbacks) if self.plan is not None else {}
 
 
-def builder(cfg: DictConfig, *, dim_theta: int, dim_x: int, partition_axis: Any) -> Callable[[], tuple]:
+def builder(cfg: DictConfig, *, dim_theta: int, dim_x: int, partition_axis: Any,
+            resume_dir: Path | None = None) -> Callable[[], tuple]:
     """``build() -> (model, optimizer)``: the model of ``cfg.model`` and its AdamW optimizer.
 
     ``build`` makes its own ``nnx.Rngs(cfg.seed)``, so it can be traced (sharded
     initialisation, the dry run) as often as needed and always gives the same values.
+    ``resume_dir``: the checkpoint restored next, whose optimizer state counts steps when its run's schedule did
+    (``counts_steps``): this optimizer does then too, whatever ``cfg.train.schedule`` (was: a cosine run continued
+    with ``train.schedule=constant`` was refused as saved "with another optimizer").
     """
     from flax import nnx
 
+    from gensbi_sharding.checkpoint import saved_config
     from gensbi_sharding.harness.registry import get_model
+    from gensbi_sharding.harness.schedule import counts_steps
     from gensbi_sharding.harness.train import make_optimizer
 
     factory = get_model(cfg.model.name)
     hparams = {k: v for k, v in OmegaConf.to_container(cfg.model).items() if k not in ("name", "init")}
-    tx = make_optimizer(learning_rate=cfg.train.learning_rate, weight_decay=cfg.train.weight_decay,
+    counted = resume_dir is not None and counts_steps(saved_config(resume_dir).get("train") or {})
+    tx = make_optimizer(learning_rate=cfg.train.learning_rate, weight_decay=cfg.train.weight_decay, counted=counted,
                         steps=cfg.train.steps, schedule=cfg.train.schedule, warmup_steps=cfg.train.warmup_steps)
 
     def build():
@@ -107,7 +114,7 @@ def build_state(cfg: DictConfig, *, dim_theta: int, dim_x: int, mesh: Any, rule_
 
     rule = as_rule(rule_name, table)
     partition_axis = partition_axis_for(cfg, table, mesh)
-    build = builder(cfg, dim_theta=dim_theta, dim_x=dim_x, partition_axis=partition_axis)
+    build = builder(cfg, dim_theta=dim_theta, dim_x=dim_x, partition_axis=partition_axis, resume_dir=resume_dir)
     if mesh is None:
         model, optimizer = build()
         plan = None

@@ -77,16 +77,17 @@ def flow_matching_loss(model: Callable, theta: jax.Array, x: jax.Array, key: jax
 
 
 def make_optimizer(*, learning_rate: float, weight_decay: float, steps: int, schedule: str = "cosine",
-                   warmup_steps: int = 0) -> optax.GradientTransformation:
-    """AdamW under a linear warm-up to ``learning_rate``, then cosine decay to 0 at ``steps`` (or constant).
+                   warmup_steps: int = 0, counted: bool = False) -> optax.GradientTransformation:
+    """AdamW under a linear warm-up to ``learning_rate``, then cosine decay to 0 at ``steps`` (or constant);
+    ``counted``: a state that counts steps whatever the schedule (``learning_rate_schedule``).
 
     Raises
     ------
     ValueError
         For an unknown ``schedule`` or a warm-up not shorter than ``steps``.
     """
-    lr = learning_rate_schedule(learning_rate=learning_rate, steps=steps, schedule=schedule, warmup_steps=warmup_steps)
-    return optax.adamw(lr, weight_decay=weight_decay)
+    return optax.adamw(learning_rate_schedule(learning_rate=learning_rate, steps=steps, schedule=schedule,
+                                              warmup_steps=warmup_steps, counted=counted), weight_decay=weight_decay)
 
 
 @dataclasses.dataclass

@@ -1,0 +1,59 @@
+"""Round 47's faults, found by using the harness as a user does (training side), each fixed as a kind."""
+
+import pytest
+from flax import nnx
+from omegaconf import OmegaConf
+
+from faults_helpers import compose_tiny
+from gensbi_sharding.checkpoint import CheckpointWriter
+from gensbi_sharding.harness.config import ConfigError
+from gensbi_sharding.harness.resume import check_resume_settings
+from gensbi_sharding.harness.schedule import learning_rate_schedule
+from gensbi_sharding.harness.state import build_state
+from gensbi_sharding.harness.train import make_step_functions
+
+
+def _saved_checkpoint(folder, *overrides):
+    """A step-3 checkpoint of the tiny config under ``overrides`` (one device), and its step folder."""
+    saved = compose_tiny("mesh=none", *overrides)
+    ts = build_state(saved, dim_theta=2, dim_x=2, mesh=None, rule_name="replicated", table={}, resume_dir=None)
+    _, state = make_step_functions(ts.model, ts.optimizer, None, ema=ts.ema)
+    with CheckpointWriter(folder / "checkpoints", config=OmegaConf.to_container(saved, resolve=True)) as writer:
+        writer.save(3, state, ts.key)
+    return folder / "checkpoints" / "3"
+
+
+def _resumed(folder, step_dir, *overrides):
+    now = compose_tiny("mesh=none", f"train.resume={folder}", *overrides)
+    check_resume_settings(step_dir, now)
+    return build_state(now, dim_theta=2, dim_x=2, mesh=None, rule_name="replicated", table={}, resume_dir=step_dir)
+
+
+def _counts(state) -> int:
+    return sum(path[-1] == "count" for path, _ in nnx.to_flat_state(nnx.state(state.optimizer)))
+
+
+def test_a_run_resumed_under_another_schedule_restores_or_is_refused_naming_the_fix(tmp_path):
+    # Was: train.resume=<a cosine run> train.schedule=constant noted "from step 8 the learning rate follows this
+    # run's schedule, 0.003", then refused the checkpoint as saved "with another optimizer", advising
+    # nnx.Optimizer(model, new_tx, wrt=nnx.Param), Python no launch.py user can type: a constant rate without
+    # warm-up is a float to optax.adamw, whose state then holds no step count; a schedule's holds one.
+    cosine = _saved_checkpoint(tmp_path / "cosine")
+    resumed = _resumed(tmp_path / "cosine", cosine, "train.schedule=constant", "train.learning_rate=0.01")
+    assert resumed.start_step == 3
+    assert _counts(resumed) == 2  # Adam's and the schedule's, as saved: restored, not refused
+    schedule = learning_rate_schedule(learning_rate=0.01, steps=8, schedule="constant", counted=True)
+    assert [float(schedule(step)) for step in (0, 3, 7)] == pytest.approx([0.01] * 3)
+    # The other way, a constant run's checkpoint continued under a schedule, cannot restore: refused before,
+    # naming the settings it was saved with (was: the same "another optimizer" refusal).
+    constant = _saved_checkpoint(tmp_path / "constant", "train.schedule=constant")
+    for change in (["train.schedule=cosine"], ["train.schedule=constant", "train.warmup_steps=2"]):
+        with pytest.raises(ConfigError) as err:
+            _resumed(tmp_path / "constant", constant, *change)
+        assert str(err.value).startswith(
+            f"checkpoint {constant} was saved with train.schedule=constant train.warmup_steps=0, a constant learning "
+            f"rate whose optimizer state holds no step count, so it cannot continue under a schedule (this run: "
+            f"{' '.join(c for c in change if c != 'train.schedule=constant')}): add train.schedule=constant "
+            "train.warmup_steps=0 (train.learning_rate may change)"), str(err.value)
+    resumed = _resumed(tmp_path / "constant", constant, "train.schedule=constant", "train.learning_rate=0.01")
+    assert resumed.start_step == 3 and _counts(resumed) == 1  # Adam's only, as saved
