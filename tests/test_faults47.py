@@ -57,3 +57,35 @@ def test_a_run_resumed_under_another_schedule_restores_or_is_refused_naming_the_
             "train.warmup_steps=0 (train.learning_rate may change)"), str(err.value)
     resumed = _resumed(tmp_path / "constant", constant, "train.schedule=constant", "train.learning_rate=0.01")
     assert resumed.start_step == 3 and _counts(resumed) == 1  # Adam's only, as saved
+
+
+def test_a_launcher_given_without_m_is_refused_not_ignored(tmp_path, capsys):
+    # Was: python launch.py hydra/launcher=slurm ... (no -m) trained here, on the login node, with no word of SLURM:
+    # Hydra reads a launcher (and a sweeper, hydra.sweep.subdir) only in a multirun.
+    from hydra import compose, initialize_config_dir
+
+    from faults_helpers import REPO
+    from gensbi_sharding.harness import run_folder
+    from gensbi_sharding.harness.config import register_configs
+    from gensbi_sharding.harness.sweep_subdirs import unused_folder_problem
+
+    register_configs()
+
+    def composed(*overrides, run_dir=f"hydra.run.dir={tmp_path / 'run'}"):
+        with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+            return compose("config", overrides=[run_dir, *overrides], return_hydra_config=True)
+
+    config = composed("hydra/launcher=slurm")
+    with pytest.raises(SystemExit):
+        run_folder.RefuseCompletedRun().on_run_start(config)
+    assert capsys.readouterr().err.strip() == (
+        "[ERROR] hydra/launcher=slurm: only a multirun (-m) reads it; this single run would run here, in this "
+        "process, without it: add -m (python launch.py -m ...), or leave it out")
+    assert not (tmp_path / "run").exists()
+    assert unused_folder_problem(composed("hydra/launcher=submitit_local", "hydra.launcher.timeout_min=5",
+                                          "hydra.sweep.subdir=a"), multirun=False).startswith(
+        "hydra/launcher=submitit_local hydra.launcher.timeout_min=5 hydra.sweep.subdir=a: only a multirun (-m) "
+        "reads them; ")
+    assert unused_folder_problem(composed("hydra/launcher=slurm", run_dir=f"hydra.sweep.dir={tmp_path}"),
+                                 multirun=True) is None  # where it is read
+    assert unused_folder_problem(composed("hydra/launcher=basic"), multirun=False) is None  # the default: as is

@@ -124,12 +124,19 @@ def _flat(subdir: str) -> str:
     return flat or "${hydra.job.num}"
 
 
+#: Hydra settings only a multirun reads (a group, or a key and what lies under it), but for their defaults.
+_MULTIRUN_ONLY, _MULTIRUN_DEFAULTS = ("hydra/launcher", "hydra/sweeper", "hydra.launcher", "hydra.sweeper",
+                                      "hydra.sweep.subdir"), ("hydra/launcher=basic", "hydra/sweeper=basic")
+
+
 def unused_folder_problem(config: Any, multirun: bool) -> str | None:
-    """The refusal of a folder override this mode ignores; None if there is none.
+    """The refusal of a folder override this mode ignores, or of a launcher a single run ignores; None if none.
 
     A multirun writes into ``hydra.sweep.dir`` and ignores ``hydra.run.dir``; a single run the reverse. A
     folder typed for the other mode was ignored without a word: the outputs went to ``multirun/<date>/...``
-    (or ``outputs/<date>/...``) while the user looked in the folder they named.
+    (or ``outputs/<date>/...``) while the user looked in the folder they named. Likewise a single run ignores
+    ``hydra/launcher=``, ``hydra/sweeper=``, ``hydra.launcher.*``, ``hydra.sweeper.*`` and ``hydra.sweep.subdir``:
+    ``hydra/launcher=slurm`` without ``-m`` trained here, on the login node, with no word of SLURM.
 
     Parameters
     ----------
@@ -148,6 +155,13 @@ def unused_folder_problem(config: Any, multirun: bool) -> str | None:
     overrides = OmegaConf.select(config, "hydra.overrides.hydra", default=None)
     # As typed: an override holding "${...}" (hydra.sweep.subdir='${rule.name}') is text here, not resolved.
     typed = [str(o) for o in (OmegaConf.to_container(overrides, resolve=False) if overrides is not None else ())]
+    launching = [o for o in typed if not multirun and o not in _MULTIRUN_DEFAULTS and any(
+        (key := o.lstrip("+~").split("=", 1)[0]) == k or key.startswith(k + ".") for k in _MULTIRUN_ONLY)]
+    if launching:
+        return (f"{' '.join(map(shlex.quote, launching))}: only a multirun (-m) reads "
+                f"{'it' if len(launching) == 1 else 'them'}; this single run would run here, in this process, "
+                f"without {'it' if len(launching) == 1 else 'them'}: add -m (python launch.py -m ...), or leave "
+                f"{'it' if len(launching) == 1 else 'them'} out")
     unused, used = ("hydra.run.dir", "hydra.sweep.dir") if multirun else ("hydra.sweep.dir", "hydra.run.dir")
     named = [o.split("=", 1)[1] for o in typed if o.lstrip("+").split("=", 1)[0] == unused]
     if not named or any(o.lstrip("+").split("=", 1)[0] == used for o in typed):  # both given: as meant
