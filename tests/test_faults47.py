@@ -89,3 +89,22 @@ def test_a_launcher_given_without_m_is_refused_not_ignored(tmp_path, capsys):
     assert unused_folder_problem(composed("hydra/launcher=slurm", run_dir=f"hydra.sweep.dir={tmp_path}"),
                                  multirun=True) is None  # where it is read
     assert unused_folder_problem(composed("hydra/launcher=basic"), multirun=False) is None  # the default: as is
+
+
+@pytest.mark.parametrize("model", ["mlp", "simformer"])
+def test_activation_fields_set_where_no_activation_is_placed_are_named(model):
+    # Was: activation=none activation.head_axis=model and mesh=none activation.batch_axis=model ran without a word
+    # (the fields were checked against the model's reads only under activation=rule or fixed, on a mesh).
+    from gensbi_sharding.harness.model_checks import ignored_settings
+
+    cfg = compose_tiny(f"model={model}", "activation=none", "activation.head_axis=model")
+    assert ignored_settings(cfg.model, cfg.activation, cfg.mesh) == (
+        "no effect: activation.head_axis=model (activation=none adds no activation constraints; activation=rule or "
+        "activation=fixed applies them)")
+    cfg = compose_tiny(f"model={model}", "mesh=none", "activation.batch_axis=model", "activation.head_axis=null")
+    assert ignored_settings(cfg.model, cfg.activation, cfg.mesh) == (
+        "no effect: activation.batch_axis=model activation.head_axis=null (mesh=none: one device, no activation is "
+        "placed)")
+    for quiet in (("activation=none",), ("mesh=none",), ("activation.batch_axis=null",)):  # nothing set, or read
+        cfg = compose_tiny(f"model={model}", *quiet)
+        assert ignored_settings(cfg.model, cfg.activation, cfg.mesh) is None, quiet

@@ -93,7 +93,8 @@ ACTIVATION_FIELDS_READ = {"flux1": ("batch_axis",), "simformer": ("batch_axis",)
                                           "key_sequence_axis", "hidden_state_axis", "attention_dim_axis")}
 
 
-def ignored_settings(model: DictConfig, activation: DictConfig | None = None) -> str | None:
+def ignored_settings(model: DictConfig, activation: DictConfig | None = None,
+                     mesh: DictConfig | None = None) -> str | None:
     """The one-line warning naming ``model=flux1`` settings that have no effect, and what would make them apply.
 
     GenSBI's ``Flux1Params`` reads ``val_emb_dim`` / ``id_emb_dim`` only under
@@ -103,10 +104,18 @@ def ignored_settings(model: DictConfig, activation: DictConfig | None = None) ->
     (unused), or for ``axes_dim`` the schema's default, so another value was set by the
     user; ``qkv_bias`` is read by the double-stream blocks only (none under ``depth=0``). None when nothing
     set is ignored. ``activation`` (the run's section): an ``activation.*`` field set
-    that the built-in model does not read (``ACTIVATION_FIELDS_READ``) is named too, for every model.
+    that the built-in model does not read (``ACTIVATION_FIELDS_READ``) is named too, for every model; under
+    ``activation=none`` or ``mesh=none`` (``mesh``: the run's section), any field set (was: said of neither).
     """
     unused, read = [], ACTIVATION_FIELDS_READ.get(model.get("name"))
-    if read is not None and activation is not None and activation.strategy != "none":
+    placed_nowhere = ("activation=none adds no activation constraints; activation=rule or activation=fixed applies "
+                      "them" if activation is not None and activation.strategy == "none" else
+                      "mesh=none: one device, no activation is placed" if mesh is not None and mesh.spec is None
+                      else None)
+    if placed_nowhere and (fields := [f"activation.{k}={_literal(v)}" for k, v in activation.items()
+                                      if k != "strategy" and v != "auto"]):
+        unused.append(f"{' '.join(fields)} ({placed_nowhere})")
+    elif read is not None and activation is not None and activation.strategy != "none":
         fields = [f"activation.{k}={_literal(v)}" for k, v in activation.items()
                   if k != "strategy" and k not in read and v != "auto"]
         why = (f"GenSBI's {model.name} blocks set no activation layouts: the harness constrains the tokens it passes "

@@ -127,7 +127,7 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
     console.set_process(dist.process_id if several else 0, dist.num_processes if several else 1)
     validate(cfg)
     # Accepted, yet the model (or its program) is the same without them.
-    if (unused := ignored_settings(cfg.model, cfg.activation)) is not None:
+    if (unused := ignored_settings(cfg.model, cfg.activation, cfg.mesh)) is not None:
         log.warning("%s", unused, extra=console.EVERY_PROCESS)
     rule_name, table = rule_table(cfg.rule)
     metrics.update(rule=rule_name, model=cfg.model.name, data=cfg.data.name)
