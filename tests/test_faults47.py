@@ -108,3 +108,23 @@ def test_activation_fields_set_where_no_activation_is_placed_are_named(model):
     for quiet in (("activation=none",), ("mesh=none",), ("activation.batch_axis=null",)):  # nothing set, or read
         cfg = compose_tiny(f"model={model}", *quiet)
         assert ignored_settings(cfg.model, cfg.activation, cfg.mesh) is None, quiet
+
+
+def test_the_resume_note_names_every_setting_a_step_trains_under():
+    # Was: train.resume=<an unfinished run> train.weight_decay=0.5 (or another EMA decay, data.batch_size) trained on
+    # under the new value without a word; only the schedule's four settings were compared.
+    from gensbi_sharding.harness.schedule import schedule_change_note
+
+    train = {"steps": 20, "learning_rate": 0.003, "schedule": "cosine", "warmup_steps": 0, "weight_decay": 1e-4,
+             "ema_decay": 0.999}
+    saved = {"train": train, "data": {"batch_size": 64}}
+    now = {"train": {**train, "weight_decay": 0.5, "ema_decay": 0.9}, "data": {"batch_size": 128}}
+    assert schedule_change_note(saved, now, 7) == (
+        "train.resume: the checkpoint at step 7 trained with train.weight_decay=0.0001 train.ema_decay=0.999 "
+        "data.batch_size=64 (this run: train.weight_decay=0.5 train.ema_decay=0.9 data.batch_size=128): from step 7 "
+        "this run's values apply; add train.weight_decay=0.0001 train.ema_decay=0.999 data.batch_size=64 to continue "
+        "the run as it would have gone", True)
+    note, unfinished = schedule_change_note(saved, {**now, "train": {**now["train"], "steps": 30}}, 20)
+    assert not unfinished and note.startswith("train.resume: the checkpoint at step 20 trained with train.steps=20 "
+                                              "train.weight_decay=0.0001 ") and "gives 0" in note
+    assert schedule_change_note(saved, {"train": dict(train), "data": {"batch_size": 64}}, 7) is None

@@ -15,6 +15,8 @@ from typing import Any
 
 import optax
 
+from gensbi_sharding.harness.held_out import config_value
+
 __all__ = ["SCHEDULES", "learning_rate_schedule", "counts_steps", "schedule_refusal", "schedule_change_note"]
 
 #: ``train.schedule`` choices.
@@ -22,6 +24,8 @@ SCHEDULES = ("cosine", "constant")
 
 #: The settings that decide the learning rate at each step.
 SCHEDULE_KEYS = ("steps", "learning_rate", "schedule", "warmup_steps")
+#: The other settings each step trains under, a resumed run's own (the EMA's presence is fixed by the checkpoint).
+TRAINED_UNDER = ("train.weight_decay", "train.ema_decay", "data.batch_size")
 
 
 def learning_rate_schedule(*, learning_rate: float, steps: int, schedule: str = "cosine",
@@ -118,7 +122,10 @@ def schedule_change_note(saved: dict, now: dict, step: int) -> tuple[str, bool] 
     if new.get("steps") is not None and step >= new["steps"]:  # no step runs at a rate: was a note of the
         return None  # rate (e.g. "0 at step 20" of a 10-step schedule), then "beyond train.steps=10"'s refusal
     differ = [k for k in SCHEDULE_KEYS if old[k] != new[k]]
-    if not differ:
+    # The other settings a step trains under, said alike (was: train.weight_decay=0.5 on an unfinished run, unsaid).
+    values = {key: config_value(saved, key) for key in TRAINED_UNDER}
+    changed = [key for key, value in values.items() if value is not None and value != config_value(now, key)]
+    if not differ and not changed:
         return None
 
     def rate(train: dict) -> float:
@@ -126,9 +133,9 @@ def schedule_change_note(saved: dict, now: dict, step: int) -> tuple[str, bool] 
         return float(lr(step) if callable(lr) else lr)
 
     unfinished = step < old["steps"]
-    then = " ".join(f"train.{k}={old[k]}" for k in differ)
-    this = " ".join(f"train.{k}={new[k]}" for k in differ)
+    then = " ".join([*(f"train.{k}={old[k]}" for k in differ), *(f"{key}={values[key]}" for key in changed)])
+    this = " ".join([*(f"train.{k}={new[k]}" for k in differ), *(f"{key}={config_value(now, key)}" for key in changed)])
+    applies = (f"the learning rate follows this run's schedule, {rate(new):.3g} at step {step} where the saved run's "
+               f"gives {rate(old):.3g}" if differ else "this run's values apply")
     return (f"train.resume: the checkpoint at step {step} trained with {then} (this run: {this}): from step {step} "
-            f"the learning rate follows this run's schedule, {rate(new):.3g} at step {step} where the saved run's "
-            f"gives {rate(old):.3g}" + (f"; add {then} to continue the run as it would have gone" if unfinished
-                                        else ""), unfinished)
+            f"{applies}" + (f"; add {then} to continue the run as it would have gone" if unfinished else ""), unfinished)
