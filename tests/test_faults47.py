@@ -8,18 +8,20 @@ from faults_helpers import compose_tiny
 from gensbi_sharding.checkpoint import CheckpointWriter
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.resume import check_resume_settings
-from gensbi_sharding.harness.schedule import learning_rate_schedule
+from gensbi_sharding.harness.schedule import COUNTS_STEPS, learning_rate_schedule
 from gensbi_sharding.harness.state import build_state
 from gensbi_sharding.harness.train import make_step_functions
 
 
-def _saved_checkpoint(folder, *overrides):
-    """A step-3 checkpoint of the tiny config under ``overrides`` (one device), and its step folder."""
+def _saved_checkpoint(folder, *overrides, ts=None, info=None):
+    """A step-3 checkpoint of the tiny config under ``overrides`` (one device; ``ts``: that state, else a new one),
+    and its step folder."""
     saved = compose_tiny("mesh=none", *overrides)
-    ts = build_state(saved, dim_theta=2, dim_x=2, mesh=None, rule_name="replicated", table={}, resume_dir=None)
+    if ts is None:
+        ts = build_state(saved, dim_theta=2, dim_x=2, mesh=None, rule_name="replicated", table={}, resume_dir=None)
     _, state = make_step_functions(ts.model, ts.optimizer, None, ema=ts.ema)
     with CheckpointWriter(folder / "checkpoints", config=OmegaConf.to_container(saved, resolve=True)) as writer:
-        writer.save(3, state, ts.key)
+        writer.save(3, state, ts.key, info=info)
     return folder / "checkpoints" / "3"
 
 
@@ -42,6 +44,13 @@ def test_a_run_resumed_under_another_schedule_restores_or_is_refused_naming_the_
     resumed = _resumed(tmp_path / "cosine", cosine, "train.schedule=constant", "train.learning_rate=0.01")
     assert resumed.start_step == 3
     assert _counts(resumed) == 2  # Adam's and the schedule's, as saved: restored, not refused
+    # That run's own checkpoint (saved under train.schedule=constant, its state counting steps, as its info says)
+    # continues under either schedule (was: read by its config as uncounted, refused whatever the schedule).
+    assert resumed.counts_steps
+    again = _saved_checkpoint(tmp_path / "again", "train.schedule=constant", ts=resumed,
+                              info={COUNTS_STEPS: resumed.counts_steps})
+    for schedule in ("constant", "cosine"):
+        assert _counts(_resumed(tmp_path / "again", again, f"train.schedule={schedule}")) == 2
     schedule = learning_rate_schedule(learning_rate=0.01, steps=8, schedule="constant", counted=True)
     assert [float(schedule(step)) for step in (0, 3, 7)] == pytest.approx([0.01] * 3)
     # The other way, a constant run's checkpoint continued under a schedule, cannot restore: refused before,

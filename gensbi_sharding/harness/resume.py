@@ -123,7 +123,7 @@ def check_resume_settings(step_dir: Path, cfg: DictConfig) -> None:
     when a ``model.*`` field (but ``_FREE_MODEL_FIELDS``) or a setting of ``_FIXED_BY_CHECKPOINT`` differs
     from the saved config, all of them in one refusal (was: the model's first, the others once those were added);
     a learning-rate schedule that differs is said (a warning when the saved run was unfinished)."""
-    from gensbi_sharding.checkpoint import saved_config
+    from gensbi_sharding.checkpoint import saved_config, saved_info
     from gensbi_sharding.harness.schedule import schedule_change_note, schedule_refusal
 
     saved, now = saved_config(step_dir), OmegaConf.to_container(cfg, resolve=True)
@@ -148,7 +148,7 @@ def check_resume_settings(step_dir: Path, cfg: DictConfig) -> None:
                           f"which decides {', '.join(what)}: its arrays mean nothing otherwise; add "
                           f"{' '.join([*fix, *beyond])}{at}, or start a new run without train.resume"
                           f"{launched_with(step_dir)}")
-    if (refused := schedule_refusal(saved, now)) is not None:  # before the restore: else "another optimizer"
+    if (refused := schedule_refusal(saved, now, saved_info(step_dir))) is not None:  # before the restore: else "another optimizer"
         raise ConfigError(f"checkpoint {step_dir} {refused}{launched_with(step_dir)}")
     if (note := schedule_change_note(saved, now, int(step_dir.name))) is not None:  # allowed, but said
         log.log(logging.WARNING if note[1] else logging.INFO, "%s", note[0], extra=EVERY_PROCESS)

@@ -17,7 +17,8 @@ import optax
 
 from gensbi_sharding.harness.held_out import config_value
 
-__all__ = ["SCHEDULES", "learning_rate_schedule", "counts_steps", "schedule_refusal", "schedule_change_note"]
+__all__ = ["SCHEDULES", "COUNTS_STEPS", "learning_rate_schedule", "counts_steps", "saved_counts_steps", "schedule_refusal",
+           "schedule_change_note"]
 
 #: ``train.schedule`` choices.
 SCHEDULES = ("cosine", "constant")
@@ -69,18 +70,30 @@ def learning_rate_schedule(*, learning_rate: float, steps: int, schedule: str = 
     return optax.constant_schedule(learning_rate) if counted else learning_rate
 
 
+#: The checkpoint info's key: whether the saved optimizer state counts steps (``counts_steps``).
+COUNTS_STEPS = "optimizer_counts_steps"
+
+
 def counts_steps(train: dict) -> bool:
-    """Whether the optimizer of a run with these ``train`` settings counts steps: ``optax.adamw`` keeps a count
-    for a schedule, none for a constant rate without warm-up (an older checkpoint's config lacking them: a count)."""
+    """Whether the optimizer of a fresh run with these ``train`` settings counts steps: ``optax.adamw`` keeps a
+    count for a schedule, none for a constant rate without warm-up (an older checkpoint's config lacking them: a
+    count). A resumed run's counts as its checkpoint's did (``saved_counts_steps``), whatever its own settings."""
     return train.get("schedule", "cosine") != "constant" or bool(train.get("warmup_steps", 0))
 
 
-def schedule_refusal(saved: dict, now: dict) -> str | None:
-    """Why a checkpoint saved under ``saved``'s ``train`` cannot continue under ``now``'s schedule, with the fix;
-    None when it can: any change but a schedule continuing a constant rate without warm-up, whose optimizer state
+def saved_counts_steps(saved: dict, info: dict) -> bool:
+    """Whether the optimizer state of a checkpoint (its saved config and info) counts steps: as its info says, or,
+    saved before it said, as its run's settings gave (``counts_steps``; each run then built its own afresh)."""
+    said = info.get(COUNTS_STEPS)
+    return counts_steps(saved.get("train") or {}) if said is None else bool(said)
+
+
+def schedule_refusal(saved: dict, now: dict, info: dict) -> str | None:
+    """Why a checkpoint (its saved config and info) cannot continue under ``now``'s schedule, with the fix; None
+    when it can: any change but a schedule continuing a constant rate without warm-up, whose optimizer state
     holds no step count to read the schedule at (was: restored anyway, refused as "another optimizer")."""
     old, new = saved.get("train") or {}, now.get("train") or {}
-    if counts_steps(old) or not counts_steps(new):
+    if saved_counts_steps(saved, info) or not counts_steps(new):
         return None
     this = " ".join(f"train.{k}={new[k]}" for k in ("schedule", "warmup_steps") if new[k] != old.get(k))
     return (f"was saved with train.schedule=constant train.warmup_steps=0, a constant learning rate whose optimizer "

@@ -52,6 +52,7 @@ class TrainState:
     # The activation fields the model reads and their mesh axes (``activation_axes_read``): a mesh axis only they
     # split is in use too, so the placement block does not call it idle.
     activation_axes: dict = dataclasses.field(default_factory=dict)
+    counts_steps: bool = True  # whether the optimizer state counts steps (saved with each checkpoint: COUNTS_STEPS)
 
     @property
     def nodes(self) -> tuple:
@@ -70,25 +71,22 @@ class TrainState:
 
 
 def builder(cfg: DictConfig, *, dim_theta: int, dim_x: int, partition_axis: Any,
-            resume_dir: Path | None = None) -> Callable[[], tuple]:
+            counted: bool = False) -> Callable[[], tuple]:
     """``build() -> (model, optimizer)``: the model of ``cfg.model`` and its AdamW optimizer.
 
     ``build`` makes its own ``nnx.Rngs(cfg.seed)``, so it can be traced (sharded
     initialisation, the dry run) as often as needed and always gives the same values.
-    ``resume_dir``: the checkpoint restored next, whose optimizer state counts steps when its run's schedule did
-    (``counts_steps``): this optimizer does then too, whatever ``cfg.train.schedule`` (was: a cosine run continued
-    with ``train.schedule=constant`` was refused as saved "with another optimizer").
+    ``counted``: an optimizer state that counts steps whatever ``cfg.train.schedule``, as the checkpoint restored
+    next holds one (``schedule.saved_counts_steps``; was: a cosine run continued with ``train.schedule=constant``
+    was refused as saved "with another optimizer").
     """
     from flax import nnx
 
-    from gensbi_sharding.checkpoint import saved_config
     from gensbi_sharding.harness.registry import get_model
-    from gensbi_sharding.harness.schedule import counts_steps
     from gensbi_sharding.harness.train import make_optimizer
 
     factory = get_model(cfg.model.name)
     hparams = {k: v for k, v in OmegaConf.to_container(cfg.model).items() if k not in ("name", "init")}
-    counted = resume_dir is not None and counts_steps(saved_config(resume_dir).get("train") or {})
     tx = make_optimizer(learning_rate=cfg.train.learning_rate, weight_decay=cfg.train.weight_decay, counted=counted,
                         steps=cfg.train.steps, schedule=cfg.train.schedule, warmup_steps=cfg.train.warmup_steps)
 
@@ -110,11 +108,16 @@ def build_state(cfg: DictConfig, *, dim_theta: int, dim_x: int, mesh: Any, rule_
     import jax
 
     import gensbi_sharding as gs
+    from gensbi_sharding import checkpoint
     from gensbi_sharding.harness.ema import EMA
+    from gensbi_sharding.harness.schedule import counts_steps, saved_counts_steps
 
     rule = as_rule(rule_name, table)
     partition_axis = partition_axis_for(cfg, table, mesh)
-    build = builder(cfg, dim_theta=dim_theta, dim_x=dim_x, partition_axis=partition_axis, resume_dir=resume_dir)
+    # The optimizer state's form, counting steps or not: the checkpoint's (else it would not restore), or this run's.
+    counted = counts_steps(OmegaConf.to_container(cfg.train)) if resume_dir is None else saved_counts_steps(
+        checkpoint.saved_config(resume_dir), checkpoint.saved_info(resume_dir))
+    build = builder(cfg, dim_theta=dim_theta, dim_x=dim_x, partition_axis=partition_axis, counted=counted)
     if mesh is None:
         model, optimizer = build()
         plan = None
@@ -132,7 +135,8 @@ def build_state(cfg: DictConfig, *, dim_theta: int, dim_x: int, mesh: Any, rule_
     ema = EMA(model, cfg.train.ema_decay) if cfg.train.ema_decay > 0 else None
     if ema is not None and mesh is not None:
         gs.place(ema, gs.plan_shardings(ema, mesh, rule))
-    state = TrainState(model, optimizer, plan, key, ema=ema, activation_axes=activation_axes_read(cfg, partition_axis))
+    state = TrainState(model, optimizer, plan, key, ema=ema, activation_axes=activation_axes_read(cfg, partition_axis),
+                       counts_steps=counted)
     if resume_dir is not None:
         try:
             _restore(state, resume_dir, mesh, rule, cfg, sampling)

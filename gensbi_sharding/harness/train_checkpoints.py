@@ -53,6 +53,7 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
     from gensbi_sharding import checkpoint, mesh_context
     from gensbi_sharding.harness import train, validation
     from gensbi_sharding.harness.held_out import DATA_SHARDS
+    from gensbi_sharding.harness.schedule import COUNTS_STEPS
     from gensbi_sharding.harness.simulation_data import NORMALIZATION
     from gensbi_sharding.harness.state import EARLY_STOPPING, checkpoint_tree
     from gensbi_sharding.harness.step_timer import StepTimer
@@ -87,7 +88,8 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
         # A second Ctrl-C: once the checkpoint is written; the watchdog's stop of a hung step: never during a save.
         with timer.paused(current), hold_interrupt(), watch.stop_lock:
             writer.save(step, checkpoint_tree(current, best), ts.key,
-                        info={EARLY_STOPPING: stopper.scalars(), DATA_SHARDS: shards, NORMALIZATION: statistics})
+                        info={EARLY_STOPPING: stopper.scalars(), DATA_SHARDS: shards, NORMALIZATION: statistics,
+                              COUNTS_STEPS: ts.counts_steps})  # its optimizer state's form: a resume builds it alike
 
     stopped = []  # where a preemption stopped the loop: a step boundary or inside a validation
 
