@@ -137,3 +137,25 @@ def test_the_resume_note_names_every_setting_a_step_trains_under():
     assert not unfinished and note.startswith("train.resume: the checkpoint at step 20 trained with train.steps=20 "
                                               "train.weight_decay=0.0001 ") and "gives 0" in note
     assert schedule_change_note(saved, {"train": dict(train), "data": {"batch_size": 64}}, 7) is None
+
+
+def test_a_python_warning_takes_one_console_line():
+    # Was: model=transformer rule=fsdp_tensor mesh.model_axis=8 printed each activation fallback warning as three
+    # console lines: the warning, the indented source line that raised it ("  q = constrain(self.query(h), ...)")
+    # and a blank one. launch.log keeps the whole text.
+    import logging
+    import warnings
+
+    from gensbi_sharding.harness.console import ConsoleFormatter
+
+    text = warnings.formatwarning("activation ('batch', 'hidden') left unsplit", UserWarning, __file__, 1,
+                                  line="q = constrain(x, names, axes)")
+    assert text.endswith("\n  q = constrain(x, names, axes)\n")
+    record = logging.LogRecord("py.warnings", logging.WARNING, __file__, 1, "%s", (text,), None)
+    assert ConsoleFormatter("%(message)s").format(record) == (
+        f"[WARNING] {__file__}:1: UserWarning: activation ('batch', 'hidden') left unsplit")
+    several = logging.LogRecord("py.warnings", logging.WARNING, __file__, 1, "%s", ("a.py:1: UserWarning: one\ntwo\n",),
+                                None)  # no source line found: the message's own lines stay
+    assert ConsoleFormatter("%(message)s").format(several) == "[WARNING] a.py:1: UserWarning: one\ntwo"
+    ours = logging.LogRecord("gensbi_sharding", logging.WARNING, __file__, 1, "%s", ("a\n  b",), None)
+    assert ConsoleFormatter("%(message)s").format(ours) == "[WARNING] a\n  b"  # the harness's own: as written

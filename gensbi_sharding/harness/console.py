@@ -137,6 +137,7 @@ def tag_process_records(index: int, count: int) -> None:
 #: The shape in ``constrain``'s fallback warning, which names one traced call: training, validation and sampling
 #: batches differ, so Python's once-per-text left three of each on the console (30 lines for one quick run).
 _ACTIVATION_SHAPE = re.compile(r" of shape \([^)]*\)")
+_SOURCE_LINE = re.compile(r"\n  \S[^\n]*\s*\Z")  # warnings.formatwarning's last line, the code that warned
 
 
 class ConsoleFilter(logging.Filter):
@@ -183,6 +184,8 @@ class ConsoleFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         text = super().format(record)
+        if record.name == "py.warnings":  # was also the source line that warned, then a blank line (launch.log keeps it)
+            text = _SOURCE_LINE.sub("", text).rstrip()
         return text if record.levelno < logging.WARNING else tagged(record.levelname, text)
 
 
