@@ -27,7 +27,7 @@ from gensbi_sharding.harness.summary_columns import key_cell
     ({"spec": "dict", "model_axis": 2, "devices": None},
      "[2/7] mesh: data=4 x model=2 (8 devices; mesh=dict, mesh.model_axis=2)"),
     ({"spec": "dict", "model_axis": 2, "devices": [3, 2, 1, 0]},
-     "[2/7] mesh: data=2 x model=2 (4 devices; mesh=dict, mesh.model_axis=2, mesh.devices=[3, 2, 1, 0])"),
+     "[2/7] mesh: data=2 x model=2 (4 devices; mesh=dict, mesh.model_axis=2, mesh.devices=[3,2,1,0])"),  # as typed
     ({"spec": "auto"}, "[2/7] mesh: data=8 x model=1 (8 devices; mesh=auto)"),
     ({"spec": "dict", "model_axis": 1, "devices": [5]},  # was "(1 devices; ...)"
      "[2/7] mesh: data=1 x model=1 (1 device; mesh=dict, mesh.model_axis=1, mesh.devices=[5])"),

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from gensbi_sharding.harness.hints import override_literal
 from gensbi_sharding.harness.outputs import MAKE_ROOM
 from gensbi_sharding.harness.units import format_c2st, format_seconds, is_number
 
@@ -44,7 +45,7 @@ def mesh_step_line(mesh_cfg: Any, mesh: Any) -> str:
     if mesh_cfg.get("spec") == "dict":  # auto has no knob: all devices on "data"
         asked.append(f"mesh.model_axis={mesh_cfg.get('model_axis')}")
         if mesh_cfg.get("devices"):
-            asked.append(f"mesh.devices={list(mesh_cfg.get('devices'))}")
+            asked.append(f"mesh.devices={override_literal(list(mesh_cfg.get('devices')))}")  # as typed: [0,1]
     return f"[2/7] mesh: {shape} ({mesh.devices.size} device{'s' * (mesh.devices.size != 1)}; {', '.join(asked)})"
 
 

@@ -156,7 +156,7 @@ def mesh_devices_problem(devices: Sequence[int] | None, available: Sequence[int]
                        f"{sorted(known)}")
     kept = unique[:len(unique) // model_axis * model_axis]
     fix = f"mesh.devices=[{','.join(map(str, kept))}]" if kept else "mesh.devices=null"
-    return (f"mesh.devices={ids} {' and '.join(reasons)}; set {fix}"
+    return (f"mesh.devices={override_literal(ids)} {' and '.join(reasons)}; set {fix}"  # was [0, 1, 1]: as typed
             + (" (or mesh.devices=null for all of them)" if kept else " (all of them)"))
 
 
