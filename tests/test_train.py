@@ -405,5 +405,13 @@ def test_a_diverged_run_names_its_learning_rate_and_one_to_try(tmp_path, devices
     metrics = run_tiny(tmp_path / "run", "train.learning_rate=1e30")
     assert metrics["status"] == "error" and metrics["error"] == (
         "FloatingPointError: training diverged: mean loss nan over steps 1..4; lower train.learning_rate or check the "
-        "data (this run: train.learning_rate=1e+30; e.g. train.learning_rate=0.003); no finite checkpoint was saved "
-        "before it (train.checkpoint_every=N keeps some)")
+        "data (this run: train.learning_rate=1e+30; e.g. train.learning_rate=0.003); no finite checkpoint to resume "
+        "from: start afresh with a lower train.learning_rate (train.checkpoint_every=N keeps some)")
+    # A resumed run that diverges before its first save: the checkpoint it resumed from is finite, the one to go back
+    # to (was: "no finite checkpoint was saved before it (train.checkpoint_every=N keeps some)", that set or not).
+    assert run_tiny(tmp_path / "finite", "train.steps=4")["status"] == "ok"
+    metrics = run_tiny(tmp_path / "resumed", f"train.resume={tmp_path / 'finite'}", "train.learning_rate=1e30",
+                       "train.checkpoint_every=2")
+    assert metrics["status"] == "error" and metrics["error"].endswith(
+        f"resume from the last finite checkpoint with train.resume={tmp_path / 'finite' / 'checkpoints' / '4'} and a "
+        "lower train.learning_rate"), metrics["error"]

@@ -53,6 +53,7 @@ class TrainState:
     # split is in use too, so the placement block does not call it idle.
     activation_axes: dict = dataclasses.field(default_factory=dict)
     counts_steps: bool = True  # whether the optimizer state counts steps (saved with each checkpoint: COUNTS_STEPS)
+    resumed_from: Path | None = None  # the checkpoint restored: finite, one to go back to if training diverges
 
     @property
     def nodes(self) -> tuple:
@@ -210,7 +211,7 @@ def _restore(state: TrainState, step_dir: Path, mesh: Any, rule: Any, cfg: DictC
         else:  # patience is the run's own setting (train_with_checkpoints sets it), not the checkpoint's
             state.early_stopping = EarlyStopping.resumed(patience=0, scalars=scalars, best_weights=best)
     nnx.update(state.nodes, restored.state)
-    state.key, state.start_step = restored.key, restored.step
+    state.key, state.start_step, state.resumed_from = restored.key, restored.step, Path(restored.path)
     # No rule places anything without a mesh (sample.py's default): naming one there read as a placement.
     where = f"placed by rule {rule.name!r} on mesh {dict(mesh.shape)}" if mesh is not None else "on one device (no mesh)"
     best_step = None if scalars is None else scalars["best_step"]

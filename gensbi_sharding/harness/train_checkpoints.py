@@ -127,13 +127,16 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
                                  early_stopping=stopper, timer=timer, on_validated=on_validated)
             save(ts.start_step + result.steps, result.state)
     except FloatingPointError as err:
-        # The value that diverged and one to try (was unnamed); after 1e30 the default, not 1e29.
-        latest, lr = writer.latest(), cfg.train.learning_rate
+        # The value that diverged and one to try (was unnamed); after 1e30 the default, not 1e29. A resumed run's
+        # checkpoint is finite too (was: "no finite checkpoint was saved", and checkpoint_every=N advised when set).
+        latest, lr = writer.latest() or ts.resumed_from, cfg.train.learning_rate
         raise FloatingPointError(f"{err} (this run: train.learning_rate={lr:g}; e.g. train.learning_rate="
                                  f"{min(lr / 10, TrainConfig.learning_rate):g}); " + (
                                      "resume from the last finite checkpoint with "
-                                     f"{hydra_override('train.resume', latest)} and a lower train.learning_rate" if latest else "no finite checkpoint was saved "
-                                     "before it (train.checkpoint_every=N keeps some)")) from None
+                                     f"{hydra_override('train.resume', latest)} and a lower train.learning_rate" if latest
+                                     else "no finite checkpoint to resume from: start afresh with a lower "
+                                     "train.learning_rate" + " (train.checkpoint_every=N keeps some)" * (
+                                         not cfg.train.checkpoint_every))) from None
     finally:
         with hold_interrupt(), watch.stop_lock:  # its commit too (inside Orbax's wait, a KeyboardInterrupt printed a
             writer.close()  # traceback), never cut short by the watchdog
