@@ -168,3 +168,21 @@ def test_mesh_devices_is_named_as_typed():
 
     assert mesh_devices_problem([0, 1, 1, 9], range(8)).startswith(
         "mesh.devices=[0,1,1,9] lists device 1 more than once and names device id 9")
+
+
+def test_every_command_a_config_file_suggests_sets_nothing_without_effect():
+    # Was: conf/activation/fixed.yaml and rule.yaml suggested `activation=fixed activation.sequence_axis=model` and
+    # `... activation.head_axis=null` on the default model=mlp, which reads neither: "no effect" at once.
+    import re
+
+    from faults_helpers import REPO
+    from gensbi_sharding.harness.model_checks import ignored_settings
+
+    commands = [re.split(r"\s{2,}", line.split("python launch.py", 1)[1])[0].split()  # its description cut off
+                for path in sorted((REPO / "conf").rglob("*.yaml")) for line in path.read_text().splitlines()
+                if line.lstrip().startswith("# python launch.py")]
+    single = [words for words in commands if "-m" not in words and not any("<" in w for w in words)]
+    assert ["model=transformer", "activation=fixed", "activation.sequence_axis=model"] in single
+    for words in single:
+        cfg = compose_tiny(*words)
+        assert ignored_settings(cfg.model, cfg.activation, cfg.mesh) is None, words
