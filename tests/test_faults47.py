@@ -186,3 +186,18 @@ def test_every_command_a_config_file_suggests_sets_nothing_without_effect():
     for words in single:
         cfg = compose_tiny(*words)
         assert ignored_settings(cfg.model, cfg.activation, cfg.mesh) is None, words
+
+
+def test_the_override_that_splits_on_an_odd_device_count_splits():
+    # Was: devices.cpu_count=7 mesh=auto rule=tensor: "to split, run with mesh=dict mesh.model_axis=7", under which
+    # every mlp variable (width 64) fell back to replicated: the hint's own command split nothing either.
+    from gensbi_sharding import RULES
+    from gensbi_sharding.harness.run_report import splits_nothing_hint
+
+    for devices in (3, 7, 9):
+        hint = splits_nothing_hint({"data": devices, "model": 1}, dict(RULES["tensor"]), "tensor", "auto")
+        ids = ",".join(map(str, range(devices - 1)))
+        assert hint.endswith(f"; to split, run with mesh=dict mesh.model_axis=2 mesh.devices=[{ids}] (an odd count "
+                             "divides no power-of-2 width)"), hint
+    assert splits_nothing_hint({"data": 6, "model": 1}, dict(RULES["tensor"]), "tensor", "auto").endswith(
+        "; to split, run with mesh=dict mesh.model_axis=2")  # an even count: as it was
