@@ -162,8 +162,8 @@ def test_a_python_warning_takes_one_console_line():
 
 
 def test_mesh_devices_is_named_as_typed():
-    # Was: "mesh.devices=[0, 1, 1, 9] lists device 1 more than once ..." and "[2/7] mesh: ... mesh.devices=[0, 1, 2, 3]":
-    # Python's list, two words in a shell, where every other message writes a value as an override is typed.
+    # Was: "mesh.devices=[0, 1, 1, 9] lists device 1 more than once ..." and "[2/7] mesh: ... mesh.devices=[0, 1, 2,
+    # 3]": Python's list, words apart in a shell, where every other message writes a value as an override is typed.
     from gensbi_sharding.harness.hints import mesh_devices_problem
 
     assert mesh_devices_problem([0, 1, 1, 9], range(8)).startswith(

@@ -184,7 +184,7 @@ class ConsoleFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         text = super().format(record)
-        if record.name == "py.warnings":  # was also the source line that warned, then a blank line (launch.log keeps it)
+        if record.name == "py.warnings":  # was also the code line that warned, and a blank one (launch.log keeps them)
             text = _SOURCE_LINE.sub("", text).rstrip()
         return text if record.levelno < logging.WARNING else tagged(record.levelname, text)
 

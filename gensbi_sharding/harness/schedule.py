@@ -17,8 +17,8 @@ import optax
 
 from gensbi_sharding.harness.held_out import config_value
 
-__all__ = ["SCHEDULES", "COUNTS_STEPS", "learning_rate_schedule", "counts_steps", "saved_counts_steps", "schedule_refusal",
-           "schedule_change_note"]
+__all__ = ["SCHEDULES", "COUNTS_STEPS", "learning_rate_schedule", "counts_steps", "saved_counts_steps",
+           "schedule_refusal", "schedule_change_note"]
 
 #: ``train.schedule`` choices.
 SCHEDULES = ("cosine", "constant")
@@ -151,4 +151,4 @@ def schedule_change_note(saved: dict, now: dict, step: int) -> tuple[str, bool] 
     applies = (f"the learning rate follows this run's schedule, {rate(new):.3g} at step {step} where the saved run's "
                f"gives {rate(old):.3g}" if differ else "this run's values apply")
     return (f"train.resume: the checkpoint at step {step} trained with {then} (this run: {this}): from step {step} "
-            f"{applies}" + (f"; add {then} to continue the run as it would have gone" if unfinished else ""), unfinished)
+            f"{applies}" + f"; add {then} to continue the run as it would have gone" * unfinished, unfinished)
