@@ -220,3 +220,50 @@ def test_readme_quick_start_make_run_time_spans_the_latest_measured_one():
     assert round(low) <= round(measured) <= round(high), (
         f"README's Tests section measured make run at {measured} s, outside Quick start's {low}-{high} s: "
         "update Quick start")
+
+
+def _tables(text):
+    """The markdown tables of ``text`` outside code blocks: ``{header line: [its lines]}``."""
+    found, current = {}, None
+    for line in [*text.splitlines(), ""]:
+        if line.startswith("|"):
+            current = current if current is not None else found.setdefault(line, [])
+            current.append(line)
+        else:
+            current = None
+    return found
+
+
+def test_readme_sbibm_table_is_the_committed_one_and_that_is_rebuilt_from_the_committed_scores(tmp_path, monkeypatch):
+    # Read by a new user: "are the README's numbers backed by a file or a command?" The sbibm table's are: the README
+    # names `sbibm.py table --from-results benchmarks/results/sbibm_results.csv`, which rebuilds
+    # benchmarks/results/sbibm_table.md. Nothing checked that the README's rows, their bold ("below sbibm's best") or
+    # posterior_quality.md's copy agree with that file, so a rerun committed without the README edited went unseen.
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("sbibm_script", REPO / "benchmarks" / "sbibm.py")
+    sbibm = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sbibm)
+    monkeypatch.setattr(sbibm, "plot", lambda *a: b"")  # the table's numbers are under test, not its picture
+    results = REPO / "benchmarks" / "results"
+    rebuilt = sbibm.table_from_results(results / "sbibm_results.csv", tmp_path)
+    assert rebuilt == (results / "sbibm_table.md").read_text()
+    (header, committed), = _tables(rebuilt).items()
+    readme = _tables((REPO / "README.md").read_text())[header]
+    assert [row.replace("**", "") for row in readme] == committed
+    for row in readme[2:]:
+        ours, best = (float(re.search(r"[\d.]+", cell)[0]) for cell in row.replace("**", "").split("|")[3:6:2])
+        assert ("**" in row) == (ours < best), f"README: bold marks a row below sbibm's best, and only those: {row}"
+    assert _tables((REPO / "docs" / "posterior_quality.md").read_text())[header] == readme
+
+
+def test_readme_tables_are_their_docs_pages_tables():
+    # The README shortens each section and links its docs/ page, which repeats the section's tables (shard_model,
+    # step_overhead, GenSBI's pipeline, the GPU-sized Flux1, sbibm): one updated without the other shows a user
+    # two sets of numbers for one measurement.
+    readme = _tables((REPO / "README.md").read_text())
+    pages = {page.name: _tables(page.read_text()) for page in sorted((REPO / "docs").glob("*.md"))}
+    repeated = [(name, header) for header in readme for name, tables in pages.items() if header in tables]
+    assert len(repeated) >= 5, repeated
+    differ = [f"{name}: {header}" for name, header in repeated if pages[name][header] != readme[header]]
+    assert differ == [], differ
