@@ -267,3 +267,19 @@ def test_readme_tables_are_their_docs_pages_tables():
     assert len(repeated) >= 5, repeated
     differ = [f"{name}: {header}" for name, header in repeated if pages[name][header] != readme[header]]
     assert differ == [], differ
+
+
+def test_a_paragraph_ending_in_a_colon_is_followed_by_what_it_introduces():
+    # Read in docs/library.md: "A training script of your own, end to end (this runs as written ...): build ...
+    # and train on:", then "(The script is in the README ...)": the page promised a script and gave a pointer;
+    # gensbi_models.md's "wrap any model you built (this runs as written ...):" did the same. What a colon
+    # introduces comes next: a code block, a table (or its one-line caption, then the table), a list or a heading.
+    found = []
+    for page in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]:
+        paragraphs = [p.strip() for p in re.split(r"\n\s*\n", page.read_text())]
+        for before, after, then in zip(paragraphs, paragraphs[1:], [*paragraphs[2:], ""]):
+            introduced = after.startswith(("```", "|", "- ", "* ", "#")) or (
+                "\n" not in after and then.startswith("|"))
+            if before.endswith(":") and not introduced:
+                found.append(f"{page.name}: ...{before[-60:]!r} then {after[:60]!r}")
+    assert found == [], "\n".join(found)
