@@ -294,3 +294,16 @@ def test_benchmarks_md_names_every_benchmark_script():
     assert len(scripts) >= 7, scripts
     text = (REPO / "docs" / "benchmarks.md").read_text()
     assert [script for script in scripts if script not in text] == []
+
+
+def test_a_simulator_of_ones_own_is_found_from_the_readme_contents_and_the_harness_page():
+    # Read as a new user with a simulator of their own (the usual next step after make run): its steps were only in
+    # docs/gensbi_models.md, under "GenSBI's own models", named by the README at that section's end; neither the
+    # README's Contents nor the harness page, where a user looks for the data step, led there.
+    section = "docs/gensbi_models.md#a-model-or-data-set-of-your-own-in-the-harness"
+    page = (REPO / section.split("#")[0]).read_text()
+    assert "@register_data" in page.split("## A model or data set of your own in the harness")[1].split("\n## ")[0]
+    readme = (REPO / "README.md").read_text()
+    assert f"]({section})" in readme.split("## Contents")[1].split("\n## ")[0]
+    harness = (REPO / "docs" / "harness.md").read_text()
+    assert f"]({section.removeprefix('docs/')})" in harness.split("Contents:")[1].split("\n## ")[0]
