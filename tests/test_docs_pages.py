@@ -316,3 +316,20 @@ def test_library_md_names_every_exported_name():
     # reading the reference could not know they exist.
     text = (REPO / "docs" / "library.md").read_text()
     assert [name for name in gs.__all__ if not re.search(rf"`{name}\b", text)] == []
+
+
+def test_gensbi_models_md_bring_your_own_params_lists_each_models_settings():
+    # gensbi_models.md's "Bring your own Params" lists, per model, the Params fields a user sets as model.*: checked
+    # against the settings' dataclasses (whose match with GenSBI's Params test_noticed36 checks), so a field added to
+    # either without the page, or a name misspelt on it, fails here.
+    import dataclasses
+
+    from gensbi_sharding.harness.config import Flux1Config, SimformerConfig
+
+    text = " ".join((REPO / "docs" / "gensbi_models.md").read_text().split())
+    listed = re.search(r"\(`conf/model/flux1\.yaml`, `conf/model/simformer\.yaml`\): (.*?) for Flux1; (.*?) for Simformer\.",
+                       text)
+    assert listed, "gensbi_models.md no longer lists the Params fields per model as read here"
+    for config, fields in ((Flux1Config, listed[1]), (SimformerConfig, listed[2])):
+        settings = [f.name for f in dataclasses.fields(config) if f.name not in ("name", "init")]
+        assert re.findall(r"`(\w+)`", re.sub(r"\([^)]*\)", "", fields)) == settings, config.__name__  # (values) left out
