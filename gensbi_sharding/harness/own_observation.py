@@ -233,8 +233,7 @@ def _draw(cfg: Any, step_dir: Path, statistics: dict, x_o: np.ndarray, *, dim_th
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python sample.py <run folder> <x_o.npy> [--num-samples N] [--seed S] [--ode-steps K] [--out F]``: 0 once
-    written, 2 for a refusal of its arguments (argparse's code), 1 when the draw or the write fails."""
+    """``python sample.py <run folder> <x_o.npy> [options]``: exit 0 written, 2 arguments refused, 1 draw failed."""
     parser = NumberParser(
         prog="sample.py", description="Draw posterior samples of theta at your own observation x_o from a trained "
         "run's folder (its newest checkpoint), with the run's model, weights (EMA, best) and transforms.")
