@@ -100,6 +100,13 @@ def test_a_mesh_given_by_its_axes_sizes_is_refused_naming_the_spec_that_builds_i
                                    "taking the rest of the 8 devices)")
 
 
+def _two_processes_alike_but_their_shards(x, **_):
+    """An all-gather over two stand-in processes holding the same statistics but other shards: the shards' digests
+    (the one 2-d all-gather, one row per shard) differ on process 1, as a factory honouring process_index gives."""
+    x = np.asarray(x)
+    return np.stack([x, ~x if x.ndim == 2 else x])
+
+
 def test_a_data_set_of_ones_own_counts_every_processes_held_out_pairs(request, monkeypatch):
     # Typed: python launch.py distributed=local distributed.local_processes=2 experiment=quick data=mygauss
     # eval.enabled=false. Was: "val loss 1.4677 over 51 pairs", process 0's own, of the 102 validated: the count was the
@@ -114,7 +121,7 @@ def test_a_data_set_of_ones_own_counts_every_processes_held_out_pairs(request, m
 
     registered(request, "data", "mygauss", _my_simulator)
     monkeypatch.setattr(jax, "process_count", lambda: 2)
-    monkeypatch.setattr(multihost_utils, "process_allgather", lambda x, **_: np.stack([np.asarray(x)] * 2))
+    monkeypatch.setattr(multihost_utils, "process_allgather", _two_processes_alike_but_their_shards)
     pipe = build_pipeline(DataConfig(name="mygauss", num_simulations=1024, batch_size=64, theta_transform="none"),
                           seed=0, mesh=None)
     assert len(pipe.sims.theta_val) == 51 and pipe.val_pairs == 102
@@ -135,7 +142,7 @@ def test_several_shards_per_process_share_one_set_of_statistics(request, monkeyp
 
     registered(request, "data", "mygauss", _my_simulator)
     monkeypatch.setattr(jax, "process_count", lambda: 2)
-    monkeypatch.setattr(multihost_utils, "process_allgather", lambda x, **_: np.stack([np.asarray(x)] * 2))
+    monkeypatch.setattr(multihost_utils, "process_allgather", _two_processes_alike_but_their_shards)
     cfg = DataConfig(name="mygauss", num_simulations=1024, batch_size=64, theta_transform="none", shards=4)
     pipe = build_pipeline(cfg, seed=0, mesh=None, shards=cfg.shards)  # as the run passes data.shards
     with warnings.catch_warnings():
