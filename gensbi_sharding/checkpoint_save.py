@@ -191,8 +191,9 @@ class CheckpointWriter:
             if isinstance(leaf, jax.ShapeDtypeStruct):  # Orbax's "TypeHandler lookup failed" named no fix
                 raise TypeError(f"CheckpointWriter.save: {name} is abstract ({leaf}), a shape without values: save a "
                                 "built state (init_sharded's, a train step's), not abstract_sharded's or a restore target")
-        # An optimizer's inf is a sentinel (reduce_on_plateau's best_value, lbfgs's value): every save was refused.
-        sentinels = flat_by_path(nnx.filter_state(tree, nnx.OptState)) if isinstance(tree, nnx.State) else {}
+        # An optimizer's inf is a sentinel (reduce_on_plateau's best_value), in any tree (was: in one nnx.State only)
+        sentinels = flat_by_path(jax.tree.map(lambda v: v if isinstance(v, nnx.OptState) else None, tree,
+                                              is_leaf=lambda v: isinstance(v, nnx.Variable)))
         bad = non_finite(named, set(sentinels))
         if bad:
             latest = self.latest()
