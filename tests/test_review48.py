@@ -4,7 +4,6 @@ In-process, 8 simulated CPU devices (conftest); tiny arrays."""
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 import pytest
 from flax import nnx
@@ -15,7 +14,7 @@ from gensbi_sharding.checkpoint import CheckpointWriter, committed_steps
 
 def test_an_optimizers_inf_sentinel_is_checkpointed_in_a_mapping_of_states(tmp_path, devices):
     # Was: saved as a node or one nnx.State, yet refused as {"model": nnx.state(model), "opt": nnx.state(optimizer)}
-    # (a mapping of states, as the harness's checkpoint_tree passes): "not finite (... opt/opt_state/1/best_value)".
+    # (a mapping of states, a form save takes): "not finite (... e.g. opt/opt_state/1/best_value)".
     mesh = gs.make_mesh(model_axis=2)
     model = gs.init_sharded(lambda: nnx.Linear(8, 4, rngs=nnx.Rngs(0)), mesh)
     optimizer = gs.init_optimizer_sharded(model, optax.chain(optax.adam(1e-3), optax.contrib.reduce_on_plateau()))
