@@ -459,7 +459,7 @@ def test_the_docs_list_every_array_the_output_holds(run_read, monkeypatch):
 
 
 @pytest.mark.parametrize("given, written", [("mine", "mine.npz"), ("mine.npz", "mine.npz"), ("r.v2", "r.v2.npz"),
-                                            ("out", "out/x_o_posterior.npz")])
+                                            ("out", "out/x_o_posterior.npz"), ("MINE.NPZ", "MINE.NPZ")])
 def test_cli_out_is_the_file_written_and_printed(run_read, monkeypatch, capsys, given, written):
     # Was: --out mine wrote 'mine' (no suffix; np.savez would write mine.npz), and a folder was refused as existing.
     tmp_path = run_read
@@ -474,6 +474,22 @@ def test_cli_out_is_the_file_written_and_printed(run_read, monkeypatch, capsys, 
     with pytest.raises(SystemExit):  # the file it would write exists: refused, as typed
         main([str(tmp_path), str(tmp_path / "x_o.npy"), "--out", str(tmp_path / given)])
     assert f"{tmp_path / written} exists and is never overwritten" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("given", ["x.npy", "samples.CSV", "x.txt"])
+def test_cli_out_of_another_file_type_is_refused_naming_the_npz_to_pass(run_read, monkeypatch, capsys, given):
+    # Was: --out x.npy wrote x.npy.npz, a file the user did not name (and an .npy holds one array, not the record).
+    monkeypatch.setattr(own_observation, "sample_posterior", lambda *a, **k: pytest.fail("sampled"))
+    with pytest.raises(SystemExit) as refused:
+        main([str(run_read), str(run_read / "x_o.npy"), "--out", str(run_read / given)])
+    npz, suffix = (run_read / given).with_suffix(".npz"), Path(given).suffix
+    assert refused.value.code == 2 and capsys.readouterr().err.rstrip().endswith(
+        f"--out {run_read / given}: sample.py writes a .npz archive (the samples with their observation, seed and "
+        f"checkpoint), not a {suffix} file; pass --out {npz} (its 'samples' is the array of samples)")
+    assert sorted(p.name for p in run_read.iterdir()) == ["checkpoints", "x_o.npy"]
+    monkeypatch.setattr(own_observation, "sample_posterior", _fake_draws)  # the --out it names is written as named
+    assert main([str(run_read), str(run_read / "x_o.npy"), "--out", str(npz)]) == 0
+    assert np.load(npz)["samples"].shape == (3, 2)
 
 
 def test_a_npz_archive_is_named_as_one_with_the_command_that_saves_its_array(tmp_path):

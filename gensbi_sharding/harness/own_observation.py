@@ -243,8 +243,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=at_least(0, 0), help="noise seed; default: the run's seed")
     parser.add_argument("--ode-steps", type=at_least(1, 32), help="default: the run's eval.ode_steps")
     parser.add_argument("--out", default=None, help="new .npz file to write (default: <observation>_posterior.npz "
-                        "beside the observation file; .npz is appended to a name without it, as numpy.savez does; "
-                        "a folder: that file in it); an existing file is never overwritten")
+                        "beside the observation file; .npz is appended to a name without it, as numpy.savez does, "
+                        "another type, x.npy, refused; a folder: that file in it); an existing file is never overwritten")
     args = parser.parse_args(argv)
     from gensbi_sharding.harness.devices import check_platform
     from gensbi_sharding.harness.memory_check import check_draw_fits

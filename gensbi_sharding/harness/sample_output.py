@@ -135,14 +135,20 @@ def _negative_number(word: str) -> bool:
 def out_path(given: str | None, observation: Path) -> Path:
     """The file ``--out`` names: ``.npz`` appended where its name lacks it (numpy.savez's rule: was written without
     it, so ``np.load('mine.npz')`` found nothing), a folder's ``<observation>_posterior.npz`` (was: 'exists'), also
-    one typed with a trailing ``/`` that does not exist yet (refused by ``output_problem``, naming it)."""
+    one typed with a trailing ``/`` that does not exist yet (refused by ``output_problem``, naming it). A name of
+    another file type (``x.npy``) is kept as typed, for ``output_problem`` to refuse (was: ``x.npy.npz`` written)."""
     default = f"{observation.stem}_posterior.npz"
     if not given:
         return observation.with_name(default)
     out = Path(given)
     if out.is_dir() or given.endswith(("/", os.sep)):  # "new/" names a folder, made or not (was: wrote new.npz)
         return out / default
-    return out if out.name.endswith(".npz") else out.with_name(out.name + ".npz")
+    return out if out.suffix.lower() == ".npz" or _file_type(out) else out.with_name(out.name + ".npz")
+
+
+def _file_type(out: Path) -> str:
+    """The file type ``out``'s name ends in, e.g. ``.npy`` or ``.csv`` (letters only: ``r.v2`` names none)."""
+    return out.suffix if out.suffix[1:].isalpha() else ""
 
 
 def output_problem(out: Path, given: str | None, size: int = 0) -> str | None:
@@ -153,6 +159,10 @@ def output_problem(out: Path, given: str | None, size: int = 0) -> str | None:
     if out.name.startswith("posterior_samples") or out.name == "train_losses.npz":
         return (f"--out {out}: {out.name} is a name a run writes its outputs under; choose another "
                 "(a later run in that folder would take it for its own)")
+    if _file_type(out) and out.suffix.lower() != ".npz":  # an .npy holds one array; the record would be lost
+        return (f"--out {out}: sample.py writes a .npz archive (the samples with their observation, seed and "
+                f"checkpoint), not a {out.suffix} file; pass --out {out.with_suffix('.npz')} (its 'samples' is the "
+                "array of samples)")
     if out.exists():
         return f"{out} exists and is never overwritten: pass --out <a new file>.npz"
     if not out.parent.is_dir():
