@@ -147,12 +147,26 @@ def test_log_transform_refuses_non_positive_data():
     assert x_o.dtype == np.float32 and x_o.tolist() == [1.0, 2.0, 3.0]
 
 
-@pytest.mark.parametrize("x_o", [np.array([0.1 + 2j, -0.2]), np.array(["0.1", "0.2"]), [[1.0, 2.0], [3.0]]])
-def test_complex_or_text_values_are_refused_not_converted(tmp_path, x_o):
-    # was: complex lost its imaginary part (NumPy's ComplexWarning only), strings were parsed as floats
-    with pytest.raises(ValueError, match=r"is not an array of real numbers: give a \(dim_x,\) vector of floats"):
-        load_observation(x_o)
+@pytest.mark.parametrize("x_o, dtype", [(np.array([0.1 + 2j, -0.2]), " (dtype complex128)"),
+                                        (np.array(["0.1", "0.2"]), " (dtype <U3)"), ([[1.0, 2.0], [3.0]], ""),
+                                        (np.array([True, False]), " (dtype bool)"), ([True, False], " (dtype bool)"),
+                                        (np.array([1.0, 2.0], object), " (dtype object)"),
+                                        (np.array(["2026-12-04", "2026-12-05"], "datetime64[D]"), " (dtype datetime64[D])")])
+def test_values_not_real_numbers_are_refused_naming_their_dtype_not_converted(tmp_path, x_o, dtype):
+    # was: complex lost its imaginary part (NumPy's ComplexWarning only), strings were parsed as floats, a bool
+    # array was conditioned on as 1.0/0.0 (also through check_observation alone); no message named the dtype
+    fix = ", e.g. x_o.astype(float) where 1/0 are the values measured" if dtype == " (dtype bool)" else ""
+    for check in (load_observation, lambda x: check_observation(x, dim_x=2, x_transform="none", task="two_moons")):
+        with pytest.raises(ValueError) as err:
+            check(x_o)
+        assert str(err.value) == f"x_o={x_o!r}{dtype} is not an array of real numbers: give a (dim_x,) vector of floats{fix}"
     assert load_observation(np.array([1, 0], np.int64)).tolist() == [1.0, 0.0]
+    if isinstance(x_o, np.ndarray) and x_o.dtype != object:  # from a file, the file is named
+        np.save(tmp_path / "x_o.npy", x_o)
+        with pytest.raises(ValueError) as err:
+            load_observation(tmp_path / "x_o.npy")
+        assert str(err.value) == f"observation file {tmp_path / 'x_o.npy'}: x_o={x_o!r}{dtype} is not an array of real " \
+                                 f"numbers: give a (dim_x,) vector of floats{fix}"
 
 
 def test_the_run_folder_given_as_observation_names_the_order(tmp_path):

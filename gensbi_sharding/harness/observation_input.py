@@ -34,10 +34,13 @@ def load_observation(x_o: Any) -> np.ndarray:
     FileNotFoundError
         A path that does not exist, or is a folder.
     ValueError
-        A file numpy cannot read as one numeric array, or values that are not numbers.
+        A file numpy cannot read as one numeric array, or values that are not real numbers (bool, complex, text:
+        named with their dtype).
     """
+    where = ""  # the file x_o was read from, named in the refusal of its values
     if isinstance(x_o, (str, os.PathLike)):
         path = Path(x_o).expanduser()
+        where = f"observation file {path}: "
         if path.is_dir():  # e.g. the two arguments swapped: the run folder where x_o.npy goes
             raise FileNotFoundError(f"observation file {os.fspath(x_o)!r} is a folder ({path.absolute()}), not a .npy "
                                     "file: the order is sample.py <run folder> <x_o.npy>")
@@ -70,11 +73,14 @@ def load_observation(x_o: Any) -> np.ndarray:
                              f"not a .npy file; save the observation once: python -c {_shell_word(save)} and pass "
                              "x_o.npy")
     try:  # complex: float64 would drop the imaginary part (a warning only); text would be parsed silently
-        if np.asarray(x_o).dtype.kind in "biuf":
-            return np.asarray(x_o, dtype=np.float64)
-    except (TypeError, ValueError):
-        pass
-    raise ValueError(f"x_o={x_o!r} is not an array of real numbers: give a (dim_x,) vector of floats")
+        dtype = np.asarray(x_o).dtype
+    except (TypeError, ValueError):  # a ragged list
+        dtype = None
+    if dtype is not None and dtype.kind in "iuf":  # bool too refused: True/False were read as 1.0/0.0, no data
+        return np.asarray(x_o, dtype=np.float64)
+    what = f" (dtype {dtype})" if dtype is not None else ""
+    raise ValueError(f"{where}x_o={x_o!r}{what} is not an array of real numbers: give a (dim_x,) vector of floats"
+                     + (", e.g. x_o.astype(float) where 1/0 are the values measured" if what == " (dtype bool)" else ""))
 
 
 def check_observation(x_o: np.ndarray, *, dim_x: int, x_transform: str, task: str, source: Any = None) -> np.ndarray:
@@ -84,6 +90,7 @@ def check_observation(x_o: np.ndarray, *, dim_x: int, x_transform: str, task: st
     domain of the run's ``data.x_transform`` (log: every value > 0). ``source``: the file x_o was read from, if any
     (several observations in it: the command that saves one file per row).
     """
+    x_o = load_observation(x_o)  # refused as sample_posterior refuses it: a bool or text array, named by its dtype
     shape = x_o.shape
     if x_o.ndim == 2 and shape[0] == 1:
         x_o = x_o[0]
