@@ -272,3 +272,24 @@ def test_a_refused_sweep_counts_the_sweeps_jobs_not_its_job_folders(tmp_path, ca
     printed = capsys.readouterr().err
     assert printed.startswith(f"[ERROR] hydra.sweep.dir={sweep}: 1 of its 3 jobs complete (0); job 0: "), printed
     assert "(1 never started)" in printed and f"hydra.run.dir={sweep / '2'}" in printed
+
+
+@pytest.mark.parametrize("overrides, optimizer", [
+    ((), "AdamW(lr=0.003, cosine, weight decay 0.0001), EMA decay 0.999"),
+    (("train.ema_decay=0", "train.warmup_steps=2", "train.weight_decay=0", "train.schedule=constant",
+      "train.learning_rate=1e-4"), "AdamW(lr=0.0001, constant, warm-up 2 steps), no EMA"),
+])
+def test_the_model_step_says_the_optimizer_and_ema_the_run_trains_with(tmp_path, monkeypatch, caplog, devices,
+                                                                       overrides, optimizer):
+    # Was: "AdamW(lr=0.0001, constant), EMA decay 0": no warm-up, no weight decay, and an EMA the run does not keep.
+    from faults_helpers import run_tiny
+    from gensbi_sharding.harness import state
+
+    def stop(*args, **kwargs):  # the line is said before the model is built: nothing past it is needed
+        raise RuntimeError("stopped after [4/7]")
+
+    monkeypatch.setattr(state, "build_state", stop)
+    with caplog.at_level(logging.INFO, logger="gensbi_sharding"):
+        assert run_tiny(tmp_path / "run", *overrides)["status"] == "error"
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("[4/7]")]
+    assert lines == [f"[4/7] model + optimizer: mlp, rule 'replicated', init=sharded, {optimizer}"], lines

@@ -17,7 +17,7 @@ from gensbi_sharding.harness.hints import override_literal
 from gensbi_sharding.harness.outputs import MAKE_ROOM
 from gensbi_sharding.harness.units import format_c2st, format_seconds, is_number
 
-__all__ = ["mesh_step_line", "log_c2st_mean", "sweep_end_line", "remember_stopped_sweep", "stopped_sweep_line",
+__all__ = ["mesh_step_line", "model_step_line", "log_c2st_mean", "sweep_end_line", "remember_stopped_sweep", "stopped_sweep_line",
            "completed_jobs_lead", "summary_refused_line"]
 
 log = logging.getLogger("gensbi_sharding.harness.run")
@@ -47,6 +47,33 @@ def mesh_step_line(mesh_cfg: Any, mesh: Any) -> str:
         if mesh_cfg.get("devices"):
             asked.append(f"mesh.devices={override_literal(list(mesh_cfg.get('devices')))}")  # as typed: [0,1]
     return f"[2/7] mesh: {shape} ({mesh.devices.size} device{'s' * (mesh.devices.size != 1)}; {', '.join(asked)})"
+
+
+def model_step_line(cfg: Any, rule_name: str, mesh: Any) -> str:
+    """``"[4/7] model + optimizer: mlp, rule 'fsdp', init=sharded, AdamW(lr=0.003, cosine, warm-up 100 steps, weight
+    decay 0.0001), EMA decay 0.999"``: what the run trains with; warm-up and weight decay where set, "no EMA" under
+    ``train.ema_decay=0`` (was: neither, and "EMA decay 0" for an EMA the run does not keep).
+
+    Parameters
+    ----------
+    cfg : DictConfig
+        The run's config (``model.name``, ``model.init``, ``train.*``).
+    rule_name : str
+        The sharding rule's name, as the run resolved it.
+    mesh : jax.sharding.Mesh or None
+        None: the model is built eagerly on one device, whatever ``model.init`` says.
+
+    Returns
+    -------
+    str
+    """
+    train = cfg.train
+    adamw = [f"lr={train.learning_rate:g}", train.schedule]
+    adamw += [f"warm-up {train.warmup_steps} steps"] if train.warmup_steps else []
+    adamw += [f"weight decay {train.weight_decay:g}"] if train.weight_decay else []
+    ema = f"EMA decay {train.ema_decay:g}" if train.ema_decay > 0 else "no EMA"
+    init = cfg.model.init if mesh is not None else "eager (no mesh)"
+    return f"[4/7] model + optimizer: {cfg.model.name}, rule {rule_name!r}, init={init}, AdamW({', '.join(adamw)}), {ema}"
 
 
 def log_c2st_mean(metrics: dict[str, Any]) -> None:

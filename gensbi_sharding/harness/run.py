@@ -202,9 +202,7 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
     sims = pipe.sims
     metrics.update(val_pairs=pipe.val_pairs, non_finite_simulations=pipe.dropped_non_finite)
     watch.check()
-    log.info("[4/7] model + optimizer: %s, rule %r, init=%s, AdamW(lr=%g, %s), EMA decay %g", cfg.model.name,
-             rule_name, cfg.model.init if mesh is not None else "eager (no mesh)", cfg.train.learning_rate,
-             cfg.train.schedule, cfg.train.ema_decay)
+    log.info("%s", run_report.model_step_line(cfg, rule_name, mesh))  # what it trains with, as set
     with overrides_named("model", cfg.model, ConfigError):
         ts = build_state(cfg, dim_theta=sims.dim_theta, dim_x=sims.dim_x, mesh=mesh, rule_name=rule_name,
                          table=table, resume_dir=resume_dir)

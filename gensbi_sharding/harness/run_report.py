@@ -17,13 +17,13 @@ from typing import Any
 import numpy as np
 
 from gensbi_sharding.harness.console import DETAILS
-from gensbi_sharding.harness.console_lines import log_c2st_mean, mesh_step_line  # run's step lines, with final_line
+from gensbi_sharding.harness.console_lines import log_c2st_mean, mesh_step_line, model_step_line  # step lines
 from gensbi_sharding.harness.units import (c2st_spread, format_bytes, format_c2st, format_count, format_seconds,
                                           is_number)
 
 __all__ = ["annotations_of", "left_whole", "splits_nothing_hint", "idle_model_axis_hint", "placement_block",
-           "variable_table", "final_line", "state_figures", "report_placement", "mesh_step_line", "log_c2st_mean",
-           "x64_warning"]
+           "variable_table", "final_line", "state_figures", "report_placement", "mesh_step_line", "model_step_line",
+           "log_c2st_mean", "x64_warning"]
 
 log = logging.getLogger("gensbi_sharding")
 
