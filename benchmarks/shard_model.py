@@ -7,7 +7,8 @@ the reference first in odd ones), after a warm-up of each. For each call the tab
 shows the median wall time and the median peak resident memory above the resident
 memory before the call (Linux ``VmHWM``, reset per call through ``/proc/self/clear_refs``),
 and for ours the cost of a second call on the already-placed model, which must keep
-the very same buffers.
+the very same buffers. The time target is judged at the size it is set for (>= 64M
+parameters) only: a smaller model's placement is mostly per-call overhead.
 
 Run: ``.venv/bin/python benchmarks/shard_model.py [--trials 6] [--layers 16 --width 2048]``
 """
@@ -40,6 +41,10 @@ try:
     from gensbi.sharding import shard_model as reference_shard_model  # noqa: E402
 except ImportError:  # pragma: no cover
     raise SystemExit("the reference needs the gensbi extra: pip install -e '.[gensbi]'") from None
+
+
+#: The parameters the time target is set for (the defaults build 67.1M); below, a ratio of times judges nothing.
+TARGET_PARAMS = 64_000_000
 
 
 class Stack(nnx.Module):
@@ -98,7 +103,7 @@ def main() -> int:
           "| second call (s) | same buffers |")
     print("|---|---|---|---|---|---|---|---|")
     ways = {"ours": gs.shard_model, "reference": reference_shard_model}
-    ok = True
+    fast, same_all = True, True
     for rule in gs.RULES:
         for place in ways.values():  # warm-up: allocator pools and caches for both
             measured(place, nnx.clone(base), mesh, rule)
@@ -119,13 +124,19 @@ def main() -> int:
                     same &= all(a is b for a, b in zip(before, leaves(model)))
                 model = before = None  # free this trial's placed copies
         ours, ref = statistics.median(times["ours"]), statistics.median(times["reference"])
-        ok &= ours / ref <= 1.10 and same
+        fast &= ours / ref <= 1.10
+        same_all &= same
         print(f"| {rule} | {ours:.3f} | {ref:.3f} | {ours / ref:.2f} | {statistics.median(peaks['ours']):.0f} | "
               f"{statistics.median(peaks['reference']):.0f} | {statistics.median(second):.4f} | {same} |")
     print()
+    if n_params < TARGET_PARAMS:  # was: "targets ... met" at --width 8, timings of per-call overhead
+        print(f"time target not judged: {n_params:,} parameters, under the {TARGET_PARAMS / 1e6:.0f}M it is "
+              "set for (a placement this small is mostly per-call overhead; the defaults, --layers 16 --width 2048, "
+              "judge it); same buffers on a second call:", "met" if same_all else "NOT met")
+        return 0 if same_all else 1
     print("targets (ours / reference <= 1.10 for every rule, same buffers on a second call):",
-          "met" if ok else "NOT met")
-    return 0 if ok else 1
+          "met" if fast and same_all else "NOT met")
+    return 0 if fast and same_all else 1
 
 
 if __name__ == "__main__":

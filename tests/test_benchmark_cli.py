@@ -277,3 +277,21 @@ def test_a_jax_platforms_not_here_is_named_in_one_line(script):
     assert proc.stderr.strip().splitlines()[-1] == (
         f"{script}: error: JAX_PLATFORMS=cuda is not available here: JAX has cpu; unset JAX_PLATFORMS for JAX's "
         "default, or set JAX_PLATFORMS=cpu")
+
+
+def test_shard_model_judges_its_time_target_only_at_the_size_it_is_set_for(monkeypatch, capsys, devices):
+    # Was: --layers 1 --width 8 printed "targets (ours / reference <= 1.10 ...): met" (or NOT met, by noise): a
+    # ratio of per-call overheads claimed as the placement target set for a >= 64M-parameter model.
+    pytest.importorskip("gensbi")
+    module = load("shard_model")
+    monkeypatch.setattr(sys, "argv", ["shard_model.py", "--layers", "1", "--width", "8", "--trials", "1"])
+    assert module.main() == 0  # the same buffers kept: the one claim this size can judge
+    out = capsys.readouterr().out.splitlines()
+    assert out[-1] == ("time target not judged: 72 parameters, under the 64M it is set for (a placement this small "
+                       "is mostly per-call overhead; the defaults, --layers 16 --width 2048, judge it); same buffers "
+                       "on a second call: met"), out[-1]
+    assert not any(line.startswith("targets") for line in out)
+    monkeypatch.setattr(module, "TARGET_PARAMS", 72)  # at the size it is set for, judged as before
+    module.main()
+    assert capsys.readouterr().out.splitlines()[-1].startswith(
+        "targets (ours / reference <= 1.10 for every rule, same buffers on a second call): ")
