@@ -268,7 +268,8 @@ def _put_leaves(tree: Any, mesh: Mesh | None, what: str, split: bool) -> Any:
         if split and leaf.ndim and leaf.shape[0] % divisor:
             raise ValueError(f"{what} leaf {jax.tree_util.keystr(path) or '<root>'} (shape {leaf.shape}) has leading "
                              f"size {leaf.shape[0]}, not divisible by the data-parallel size {divisor}; use "
-                             f"{_nearest(leaf.shape[0], divisor)} rows (pad_for_mesh({leaf.shape[0]}, mesh) returns "
+                             f"{' or '.join(map(str, sorted(nearest_batch_sizes(leaf.shape[0], divisor))))} rows "
+                             f"(pad_for_mesh({leaf.shape[0]}, mesh) returns "
                              f"the rows to pad to and the real ones, {pad_for_mesh(leaf.shape[0], mesh)}: mask the "
                              "padding out of a mean)")
         return NamedSharding(mesh, rows if split and leaf.ndim else P())
