@@ -108,6 +108,16 @@ class PartitionAxis(NamedTuple):
             The first field not a ``MeshAxes``, naming an axis twice or one ``mesh`` lacks; ``mesh`` of another type.
         """
         check_mesh(mesh, abstract=True, optional=False)
+        resolved = self._formed()
+        for name, value in resolved._asdict().items():
+            for axis in mesh_axes_of(value):
+                if axis not in mesh.shape:
+                    raise ValueError(f"{name}={getattr(self, name)!r} names mesh axis {axis!r}, but the mesh has axes "
+                                     f"{tuple(mesh.axis_names)}; use one of them, a tuple of them, or None")
+        return resolved
+
+    def _formed(self) -> PartitionAxis:
+        """``resolve``'s checks that need no mesh (each field a ``MeshAxes``, no axis twice), lists made tuples."""
         resolved = {}
         for name, value in self._asdict().items():
             if not (value is None or isinstance(value, str) or isinstance(value, Sequence) and value
@@ -117,10 +127,6 @@ class PartitionAxis(NamedTuple):
             axes = mesh_axes_of(value)
             if len(set(axes)) != len(axes):
                 raise ValueError(f"{name}={value!r} names a mesh axis twice; list each mesh axis once")
-            for axis in axes:
-                if axis not in mesh.shape:
-                    raise ValueError(f"{name}={value!r} names mesh axis {axis!r}, but the mesh has axes "
-                                     f"{tuple(mesh.axis_names)}; use one of them, a tuple of them, or None")
             resolved[name] = value if value is None or isinstance(value, str) else axes
         return PartitionAxis(**resolved)
 
@@ -185,9 +191,9 @@ def constrain(x: jax.Array, names: Sequence[str | None], partition_axis: Partiti
     Raises
     ------
     ValueError, TypeError
-        ``names`` not one known name (or None) per dimension, ``partition_axis`` not fitting the mesh, or a NumPy ``x``
-        holding a value its placed dtype cannot (``check_placeable``); a ``partition_axis`` neither None nor a
-        ``PartitionAxis``, ``mesh`` neither None nor a Mesh, or ``x`` no array.
+        ``names`` not one known name (or None) per dimension, ``partition_axis`` malformed (without a mesh too) or not
+        fitting the mesh, or a NumPy ``x`` holding a value its placed dtype cannot (``check_placeable``); a
+        ``partition_axis`` neither None nor a ``PartitionAxis``, ``mesh`` neither None nor a Mesh, or ``x`` no array.
     """
     if partition_axis is None:
         return x
@@ -199,7 +205,8 @@ def constrain(x: jax.Array, names: Sequence[str | None], partition_axis: Partiti
         raise TypeError(f"constrain takes an array, got {type(x).__name__} {x!r:.40}; pass jnp.asarray(x)")
     check_names(names, x.shape)  # without a mesh too: else a bad name passed on one device, failed on a mesh
     active = jax.sharding.get_abstract_mesh() if mesh is None else mesh
-    if active.empty:
+    if active.empty:  # partition_axis's form checked all the same (was: a malformed one refused on a mesh only)
+        partition_axis._formed()
         return x
     check_placeable(x, f"constrain: x (shape {x.shape})")  # a NumPy array outside jit: placed here
     manual = frozenset(jax.sharding.get_abstract_mesh().manual_axes)

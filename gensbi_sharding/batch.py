@@ -103,10 +103,8 @@ def check_batch_divisible(batch: Any, mesh: Mesh | None, what: str) -> None:
     ValueError, TypeError
         Leading sizes differ or are not a multiple of ``batch_size_divisor(mesh)``; ``mesh`` of another type.
     """
-    if mesh is None:
-        return
-    size, divisor = check_same_rows(batch, f"{what} batch"), batch_size_divisor(mesh)
-    if size is not None and size % divisor:
+    size = check_same_rows(batch, f"{what} batch")  # without a mesh too (was: refused on a mesh only)
+    if mesh is not None and size is not None and size % (divisor := batch_size_divisor(mesh)):
         raise ValueError(f"{what} batch size {size} is not divisible by the data-parallel size {divisor} "
                          f"(mesh axes {batch_axes(mesh)}); nearest valid batch sizes: "
                          f"{' or '.join(map(str, sorted(nearest_batch_sizes(size, divisor))))}")
@@ -250,9 +248,7 @@ def replicate(tree: Any, mesh: Mesh | None) -> Any:
 def _put_leaves(tree: Any, mesh: Mesh | None, what: str, split: bool) -> Any:
     """All checks (the mesh's, then the rows'), then the placing: leading axes ``split`` over the batch axes."""
     check_mesh(mesh)
-    if mesh is None:
-        return tree
-    if (caller := _TRACING_FACTORY.get()) is not None:
+    if mesh is not None and (caller := _TRACING_FACTORY.get()) is not None:
         name = {"batch": "shard_batch", "replicate": "replicate"}.get(what, "shard_sample_init")
         raise ValueError(f"{name} called inside the model's constructor while {caller} traces it: {caller} computes "
                          "the model on one device, so an input placed on the mesh's devices cannot enter it; build "
@@ -262,6 +258,8 @@ def _put_leaves(tree: Any, mesh: Mesh | None, what: str, split: bool) -> Any:
     check_numeric_leaves(tree, what)  # before the rows: a Module's kernel and bias differ in rows
     if split:
         check_same_rows(tree, what)
+    if mesh is None:  # kept as given, checked all the same (was: a batch refused on a mesh passed without one)
+        return tree
     divisor, rows = batch_size_divisor(mesh), P(batch_axes(mesh) or None)
 
     def sharding(path, leaf) -> NamedSharding:

@@ -1,0 +1,56 @@
+"""The library broken with bad and odd-but-valid input, round 48: a malformed ``PartitionAxis`` (and a batch of
+differing rows or strings) refused on a mesh but passed without one; ``None`` in ``host_to_global_array``'s
+``partition`` read as a bare tree mismatch; an array offloaded to host memory put back in device memory by
+``shard_model`` (a second call too).
+
+In-process, 8 simulated CPU devices (conftest); tiny arrays."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import nnx
+from jax.sharding import NamedSharding, PartitionSpec as P
+
+import gensbi_sharding as gs
+from gensbi_sharding.batch import check_batch_divisible
+
+
+def _refusal(call):
+    with pytest.raises((ValueError, TypeError)) as err:
+        call()
+    return type(err.value), str(err.value)
+
+
+@pytest.mark.parametrize("partition_axis", [gs.PartitionAxis(batch_axis=3), gs.PartitionAxis(batch_axis=()),
+                                            gs.PartitionAxis(batch_axis=("data", "data")),
+                                            gs.PartitionAxis(head_axis=["model", 1])])
+def test_a_malformed_partition_axis_is_refused_without_a_mesh_as_on_one(devices, partition_axis):
+    # Was: constrain(x, names, PartitionAxis(batch_axis=3)) returned x without a mesh, and raised on one: a model
+    # built and tested on one device failed only once run on a mesh.
+    x = jnp.ones((8, 4))
+    with gs.mesh_context(gs.make_mesh(model_axis=2)):
+        on_mesh = _refusal(lambda: gs.constrain(x, ("batch", None), partition_axis))
+    assert on_mesh[0] is ValueError
+    assert _refusal(lambda: gs.constrain(x, ("batch", None), partition_axis)) == on_mesh
+    assert _refusal(lambda: jax.jit(lambda y: gs.constrain(y, ("batch", None), partition_axis))(x)) == on_mesh
+    # A well-formed one naming axes no mesh has yet is still no constraint without a mesh.
+    assert gs.constrain(x, ("batch", None), gs.PartitionAxis(batch_axis=("data", "model"))) is x
+
+
+@pytest.mark.parametrize("batch", [{"a": np.ones((8, 2)), "b": np.ones((6, 2))}, {"a": np.ones((8, 2)),
+                                                                               "b": np.array(["x"] * 8)}])
+def test_a_batch_refused_on_a_mesh_is_refused_without_one(devices, batch):
+    # Was: shard_batch(batch, None) (and replicate, shard_sample_init, check_batch_divisible) returned without a word
+    # for rows that differ or a leaf of strings, which the same call refuses on a mesh.
+    mesh = gs.make_mesh(model_axis=1)
+    for call in (gs.shard_batch, gs.shard_sample_init):
+        assert _refusal(lambda: call(batch, None)) == _refusal(lambda: call(batch, mesh))
+    if batch["b"].dtype.kind == "U":
+        assert _refusal(lambda: gs.replicate(batch, None)) == _refusal(lambda: gs.replicate(batch, mesh))
+    else:
+        assert _refusal(lambda: check_batch_divisible(batch, None, "train")) == _refusal(
+            lambda: check_batch_divisible(batch, mesh, "train"))
+    good = {"a": np.ones((8, 2)), "b": np.ones((8, 3))}
+    assert gs.shard_batch(good, None) is good and gs.replicate(good, None) is good
+    check_batch_divisible(good, None, "train")
