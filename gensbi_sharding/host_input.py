@@ -196,9 +196,12 @@ def _specs(partition: Any, host_arrays: Any, mesh: Mesh) -> list[P]:
     try:  # a spec for a subtree is every leaf's
         specs = jax.tree.broadcast(partition, host_arrays, is_leaf=lambda x: isinstance(x, P))
     except (ValueError, TypeError) as err:
+        none = next((jax.tree_util.keystr(path) for path, spec in jax.tree_util.tree_flatten_with_path(
+            partition, is_leaf=lambda x: x is None or isinstance(x, P))[0] if spec is None), None)
         raise ValueError(f"partition tree {spec_def} does not match the host_arrays tree "
-                         f"{jax.tree.structure(host_arrays)}; give one PartitionSpec per array (or per "
-                         "subtree)") from err
+                         f"{jax.tree.structure(host_arrays)}; give one PartitionSpec per array (or per subtree)" + (
+                             f"; partition{none} is None, which a pytree reads as no leaf, not as a spec: to "
+                             "replicate that array give PartitionSpec()" if none is not None else "")) from err
     return jax.tree.leaves(specs, is_leaf=lambda x: isinstance(x, P))
 
 

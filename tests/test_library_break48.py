@@ -54,3 +54,22 @@ def test_a_batch_refused_on_a_mesh_is_refused_without_one(devices, batch):
     good = {"a": np.ones((8, 2)), "b": np.ones((8, 3))}
     assert gs.shard_batch(good, None) is good and gs.replicate(good, None) is good
     check_batch_divisible(good, None, "train")
+
+
+def test_none_in_a_partition_is_named_with_what_it_means_and_the_spec_to_give(devices):
+    # Was: "partition tree PyTreeDef({'x': *, 'y': None}) does not match the host_arrays tree ...; give one
+    # PartitionSpec per array": None, read by JAX as an empty subtree, was never named.
+    mesh = gs.make_mesh(model_axis=1)
+    batch = {"x": np.ones((8, 2), np.float32), "y": np.arange(8, dtype=np.float32)}
+    with pytest.raises(ValueError) as err:
+        gs.host_to_global_array(batch, partition={"x": P("data"), "y": None}, mesh=mesh)
+    assert str(err.value) == (
+        "partition tree PyTreeDef({'x': *, 'y': None}) does not match the host_arrays tree PyTreeDef({'x': *, 'y': *}); "
+        "give one PartitionSpec per array (or per subtree); partition['y'] is None, which a pytree reads as no leaf, "
+        "not as a spec: to replicate that array give PartitionSpec()")
+    placed = gs.host_to_global_array(batch, partition={"x": P("data"), "y": P()}, mesh=mesh)  # the fix it names
+    assert placed["y"].sharding.is_fully_replicated and placed["y"].tolist() == list(range(8))
+    with pytest.raises(ValueError, match=r"; give one PartitionSpec per array \(or per subtree\); partition is None, "):
+        gs.host_to_global_array(batch, partition=None, mesh=mesh)
+    kept = gs.host_to_global_array({"x": batch["x"], "y": None}, partition={"x": P("data"), "y": None}, mesh=mesh)
+    assert kept["y"] is None  # None where host_arrays has None too: the trees match, as before
