@@ -188,7 +188,8 @@ def plan_shardings(node: Any, mesh: Mesh, rule: str | RuleTable | Rule = "replic
 
 
 def place(node: Any, plan: Plan) -> None:
-    """Move every planned variable of ``node`` to its sharding, in place (abstract ones take it); warns nothing.
+    """Move every planned variable of ``node`` to its sharding, in place (abstract ones take it); warns nothing. An array
+    offloaded (``memory_kind`` ``pinned_host``) stays in that memory where the plan's devices have it.
 
     Parameters
     ----------
@@ -215,14 +216,23 @@ def place(node: Any, plan: Plan) -> None:
         value, target = value_of(var), plan.sharding(key)
         # Kept only if on the plan's mesh itself; abstract values (device_put refuses them) take the sharding.
         if all(isinstance(v, jax.Array) and getattr(v.sharding, "mesh", None) == target.mesh
-               and v.sharding.is_equivalent_to(target, v.ndim) for v in array_leaves(value)):
+               and v.sharding.is_equivalent_to(_same_memory(v, target), v.ndim) for v in array_leaves(value)):
             continue
-        placed = jax.tree.map(lambda v: v.update(sharding=target) if isinstance(v, jax.ShapeDtypeStruct)
-                              else jax.device_put(host_view(v, target), target) if is_array(v) else v, value)
+        placed = jax.tree.map(lambda v: v.update(sharding=target) if isinstance(v, jax.ShapeDtypeStruct) else
+                              jax.device_put(host_view(v, target), _same_memory(v, target)) if is_array(v) else v, value)
         if isinstance(var.get_raw_value(), jax.Ref):  # ref=True: set_value writes into it, on its devices; JAX refused
             var.set_raw_value(jax.new_ref(placed))
         else:
             var.set_value(placed)
+
+
+def _same_memory(leaf: Any, target: NamedSharding) -> NamedSharding:
+    """``target`` in the memory ``leaf`` is offloaded to (``pinned_host``: not its devices' default) where ``target``'s
+    devices have it, else ``target`` (was: every array put in device memory, by a second ``shard_model`` too)."""
+    here = next(iter(leaf.sharding.addressable_devices), None) if isinstance(leaf, jax.Array) else None
+    kind = leaf.sharding.memory_kind if here is not None else None
+    there = {m.kind for device in list(target.addressable_devices)[:1] for m in device.addressable_memories()}
+    return target.with_memory_kind(kind) if kind in there and kind != here.default_memory().kind else target
 
 
 def shard_model(node: Any, mesh: Mesh | None, rule: str = "replicated") -> None:

@@ -73,3 +73,28 @@ def test_none_in_a_partition_is_named_with_what_it_means_and_the_spec_to_give(de
         gs.host_to_global_array(batch, partition=None, mesh=mesh)
     kept = gs.host_to_global_array({"x": batch["x"], "y": None}, partition={"x": P("data"), "y": None}, mesh=mesh)
     assert kept["y"] is None  # None where host_arrays has None too: the trees match, as before
+
+
+class Annotated(nnx.Module):
+    def __init__(self):
+        self.kernel = nnx.Param(jnp.arange(32.0).reshape(8, 4), **gs.axes("embed", "mlp"))
+        self.bias = nnx.Param(jnp.zeros((4,)), **gs.axes("mlp"))
+
+
+@pytest.mark.parametrize("kind", ["pinned_host", "unpinned_host"])
+def test_shard_model_keeps_an_array_offloaded_to_host_memory_there(devices, kind):
+    # Was: a kernel offloaded to host memory (as MaxText offloads optimizer state) went back to device memory at the
+    # next shard_model, under the same rule too (a new buffer, where a second call keeps the very same ones).
+    mesh = gs.make_mesh(model_axis=2)
+    model = Annotated()
+    gs.shard_model(model, mesh, "replicated")
+    offloaded = jax.device_put(model.kernel[...], model.kernel[...].sharding.with_memory_kind(kind))
+    model.kernel.set_value(offloaded)
+    gs.shard_model(model, mesh, "replicated")
+    assert model.kernel.get_value() is offloaded
+    with pytest.warns(gs.ExperimentalRuleWarning):
+        gs.shard_model(model, mesh, "tensor")
+    kernel, bias = model.kernel.get_value(), model.bias.get_value()
+    assert kernel.sharding == NamedSharding(mesh, P(None, "model"), memory_kind=kind)  # moved, in its memory
+    assert bias.sharding == NamedSharding(mesh, P("model"), memory_kind="device")  # the rest in the default memory
+    np.testing.assert_array_equal(np.asarray(kernel), np.arange(32.0).reshape(8, 4))
