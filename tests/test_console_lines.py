@@ -293,3 +293,15 @@ def test_the_model_step_says_the_optimizer_and_ema_the_run_trains_with(tmp_path,
         assert run_tiny(tmp_path / "run", *overrides)["status"] == "error"
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("[4/7]")]
     assert lines == [f"[4/7] model + optimizer: mlp, rule 'replicated', init=sharded, {optimizer}"], lines
+
+
+@pytest.mark.parametrize("ema, said", [("0.999", "the whole state, the EMA included: "),
+                                       ("0", "the whole state, with no EMA under train.ema_decay=0: ")])
+def test_the_dry_runs_state_line_names_an_ema_only_where_the_run_keeps_one(tmp_path, caplog, devices, ema, said):
+    # Was: "(the whole state, the EMA included: ...)" under train.ema_decay=0 too, for an EMA the run does not keep.
+    from faults_helpers import run_tiny
+
+    with caplog.at_level(logging.INFO, logger="gensbi_sharding"):
+        assert run_tiny(tmp_path / "run", "dry_run=true", f"train.ema_decay={ema}")["status"] == "ok"
+    lines = [r.getMessage() for r in caplog.records if "optimizer state" in r.getMessage()]
+    assert len(lines) == 1 and said in lines[0], lines

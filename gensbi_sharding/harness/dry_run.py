@@ -82,7 +82,8 @@ def _log(report: dict[str, Any]) -> None:
     state = report["state"]
     lines = [f"{state['param_count']:,} parameters; per device: parameters "
              f"{format_bytes(state['param_bytes_per_device'])}, optimizer state "
-             f"{format_bytes(state['opt_bytes_per_device'])} (the whole state, the EMA included: "
+             f"{format_bytes(state['opt_bytes_per_device'])} (the whole state"
+             f"{', the EMA included' if state['ema_bytes_per_device'] else ', with no EMA under train.ema_decay=0'}: "
              f"{format_bytes(state['state_bytes_per_device'])}); training also keeps the best weights for early "
              f"stopping beside the step: {format_bytes(state['best_weights_bytes_per_device'])}", "",
              "dry run: one train step, per device (the best weights not included)",
