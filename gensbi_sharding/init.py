@@ -22,7 +22,7 @@ from gensbi_sharding.rules import RULES, Rule, RuleTable, logical_axes_of, resol
 from gensbi_sharding.nodes import (array_leaves, array_variables, build_unplaced, check_node, is_array_like, is_scalar,
                                    is_prng_key, keep_scalars, leaf_paths, path_name, trace_factory, value_of)
 from gensbi_sharding.report import mesh_label
-from gensbi_sharding.sharding import Plan, plan_shardings
+from gensbi_sharding.sharding import Plan, in_memory_of, plan_shardings
 
 __all__ = ["GROUP_BYTES", "init_sharded", "abstract_sharded", "init_optimizer_sharded"]
 
@@ -205,8 +205,8 @@ def _check_placed_under(model: Any, mesh: Mesh, rule: Rule) -> None:
 
     def first_difference(plan: Plan) -> str | None:  # the first variable (an array of it) placed otherwise
         return next((path for path in plan.specs for leaf in array_leaves(value_of(variables[path]))
-                     if getattr(leaf, "sharding", None) is None
-                     or not leaf.sharding.is_equivalent_to(plan.sharding(path), len(leaf.shape))), None)
+                     if getattr(leaf, "sharding", None) is None or not leaf.sharding.is_equivalent_to(
+                         in_memory_of(leaf, plan.sharding(path)), len(leaf.shape))), None)  # offloaded: held alike
 
     path = first_difference(plan := plan_shardings(model, mesh, rule))
     if path is not None:

@@ -216,17 +216,18 @@ def place(node: Any, plan: Plan) -> None:
         value, target = value_of(var), plan.sharding(key)
         # Kept only if on the plan's mesh itself; abstract values (device_put refuses them) take the sharding.
         if all(isinstance(v, jax.Array) and getattr(v.sharding, "mesh", None) == target.mesh
-               and v.sharding.is_equivalent_to(_same_memory(v, target), v.ndim) for v in array_leaves(value)):
+               and v.sharding.is_equivalent_to(in_memory_of(v, target), v.ndim) for v in array_leaves(value)):
             continue
-        placed = jax.tree.map(lambda v: v.update(sharding=target) if isinstance(v, jax.ShapeDtypeStruct) else
-                              jax.device_put(host_view(v, target), _same_memory(v, target)) if is_array(v) else v, value)
+        placed = jax.tree.map(lambda v: v.update(sharding=target) if isinstance(v, jax.ShapeDtypeStruct)
+                              else jax.device_put(host_view(v, target), in_memory_of(v, target)) if is_array(v)
+                              else v, value)
         if isinstance(var.get_raw_value(), jax.Ref):  # ref=True: set_value writes into it, on its devices; JAX refused
             var.set_raw_value(jax.new_ref(placed))
         else:
             var.set_value(placed)
 
 
-def _same_memory(leaf: Any, target: NamedSharding) -> NamedSharding:
+def in_memory_of(leaf: Any, target: NamedSharding) -> NamedSharding:
     """``target`` in the memory ``leaf`` is offloaded to (``pinned_host``: not its devices' default) where ``target``'s
     devices have it, else ``target`` (was: every array put in device memory, by a second ``shard_model`` too)."""
     here = next(iter(leaf.sharding.addressable_devices), None) if isinstance(leaf, jax.Array) else None

@@ -98,3 +98,21 @@ def test_shard_model_keeps_an_array_offloaded_to_host_memory_there(devices, kind
     assert kernel.sharding == NamedSharding(mesh, P(None, "model"), memory_kind=kind)  # moved, in its memory
     assert bias.sharding == NamedSharding(mesh, P("model"), memory_kind="device")  # the rest in the default memory
     np.testing.assert_array_equal(np.asarray(kernel), np.arange(32.0).reshape(8, 4))
+
+
+def test_init_optimizer_sharded_takes_a_model_with_an_offloaded_variable_as_placed(devices):
+    # Was: "rule 'tensor' places kernel at P(None, 'model'), but the model holds it at P(None, 'model')": a kernel
+    # offloaded to host memory, placed as the rule places it, read as placed otherwise.
+    import optax
+
+    mesh = gs.make_mesh(model_axis=2)
+    model = Annotated()
+    with pytest.warns(gs.ExperimentalRuleWarning):
+        gs.shard_model(model, mesh, "tensor")
+    model.kernel.set_value(jax.device_put(model.kernel[...], model.kernel[...].sharding.with_memory_kind("pinned_host")))
+    optimizer = gs.init_optimizer_sharded(model, optax.adam(1e-3), "tensor")
+    assert optimizer.opt_state[0].mu["kernel"][...].sharding == NamedSharding(mesh, P(None, "model"))
+    with pytest.raises(ValueError, match=r"rule 'fsdp' places bias at P\(None,\), but the model holds it at "
+                                         r"P\('model',\); the model is placed as rule 'tensor' places it: pass "
+                                         r"rule='tensor'"):  # placed otherwise: still refused, the rule that fits named
+        gs.init_optimizer_sharded(model, optax.adam(1e-3), "fsdp")
