@@ -19,15 +19,17 @@ from gensbi_sharding.harness.override_grammar import CommandLine, flag_order_pro
 from gensbi_sharding.harness.override_keys import model_key_problem, unknown_key_problem
 from gensbi_sharding.harness.override_lists import list_override_problem
 from gensbi_sharding.harness.override_types import override_problem
+from gensbi_sharding.harness.rule_files import rule_file_problem
 from gensbi_sharding.harness.sweep_values import command_sweep_problem
 from gensbi_sharding.harness.task_fixed import task_fixed_problem
 
 __all__ = ["OVERRIDE_CHECKS", "command_problem"]
 
-# config_file_problem as soon as the overrides parse: the checks after it read the config files it names unreadable
+# config_file_problem as soon as the overrides parse: the checks after it read the config files it names unreadable;
+# rule_file_problem last: it composes, and an override another check refuses is no command to compose
 OVERRIDE_CHECKS = (config_flag_problem, flag_order_problem, grammar_problem, config_file_problem, task_fixed_problem,
                    command_sweep_problem, list_override_problem, model_key_problem, unknown_key_problem,
-                   hydra_key_problem, mode_flags_problem, override_problem, dict_override_problem)
+                   hydra_key_problem, mode_flags_problem, override_problem, dict_override_problem, rule_file_problem)
 
 
 def command_problem(args: Sequence[str] | CommandLine) -> str | None:

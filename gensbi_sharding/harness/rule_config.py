@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, Any
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from gensbi_sharding.rules import LOGICAL_AXES, RULES, Rule
-from gensbi_sharding.harness.config import require
+from gensbi_sharding.harness.config import ConfigError, require
 from gensbi_sharding.harness.hints import closest_name, mesh_axis_fix, override_literal
 
 if TYPE_CHECKING:  # imported where used: it imports JAX, which launch.py's imports (this module's) go without
     from gensbi_sharding.activations import PartitionAxis
 
 __all__ = ["rule_table", "as_rule", "check_table_against_mesh", "mesh_spec", "partition_axis_from_config",
-           "activation_axes_problem", "other_name_problem", "MESH_AXES"]
+           "activation_axes_problem", "other_name_problem", "rule_problem", "MESH_AXES"]
 
 #: The axes of every mesh the harness builds (``make_mesh``'s, under mesh=auto and mesh=dict alike): a setting
 #: naming another is refused with the config, before any device starts or any simulation (``validate``).
@@ -72,7 +72,8 @@ def rule_table(rule: Any) -> tuple[str, dict[str, Any]]:
             value = tuple(value)
         else:
             require(value is None or isinstance(value, str),
-                   f"rule.{key}={value!r} must be a mesh axis name, a list of them, or null")
+                   f"rule.{key}={override_literal(value)} must be a mesh axis name, a list of them, or null; e.g. "
+                   f"rule.{key}=data, or rule.{key}=null (unsplit)")
         table[key] = value
     for key in LOGICAL_AXES:
         table.setdefault(key, None)
@@ -135,6 +136,33 @@ def check_table_against_mesh(name: str, table: dict[str, Any], mesh_axes: tuple[
                    f"names mesh axis {axis}, which the mesh lacks; valid "
                    f"values: {', '.join(mesh_axes) or '(none: no mesh)'} or null; "
                    f"set rule.{key}={mesh_axis_fix(value, mesh_axes)}")
+
+
+def rule_problem(rule: Any, mesh_axes: tuple[str, ...] | None) -> str | None:
+    """The run's refusal of the rule config ``rule`` (``rule_table``, then ``check_table_against_mesh`` against
+    ``mesh_axes``; None: no mesh), as one line; None where the run takes it, or where only the run can tell (an
+    interpolation: ``validate`` names it).
+
+    Parameters
+    ----------
+    rule : Any
+        A rule config: a mapping of logical axes (a rule file, as composed) or a built-in rule's name.
+    mesh_axes : tuple of str or None
+        The mesh's axes (``MESH_AXES`` under any mesh the harness builds).
+
+    Returns
+    -------
+    str or None
+    """
+    try:
+        name, table = rule_table(rule)
+        if mesh_axes is not None:
+            check_table_against_mesh(name, table, mesh_axes)
+    except ConfigError as err:
+        return str(err)
+    except Exception:  # noqa: BLE001 (e.g. ${...} that does not resolve: validate's first check names it)
+        return None
+    return None
 
 
 #: ``activation.strategy`` values: from the weight rule, ``PartitionAxis()`` defaults, or none.

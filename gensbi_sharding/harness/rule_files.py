@@ -1,0 +1,81 @@
+"""A rule table the run would refuse (a key typo in one's own ``conf/rule/my_rule.yaml``), named before Hydra composes.
+
+The command line's ``rule.embd=data`` was refused before any folder was made (``override_keys``), yet the same key in a
+rule file was refused only by the run's own check (``config_checks.validate``), after Hydra had made the run's folder:
+a refused run left an outputs folder holding ``error.txt`` (was: ``python launch.py rule=my_rule`` with ``embd: data``).
+Here the rule table this command composes is put through that check (``rule_config.rule_problem``), so launch.py
+refuses it with the other checks of the command line, dry runs too. Composed only where a rule file of the command's
+config folders or a ``rule.*`` override could be refused: a command without either composes nothing. Pure Python.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+from gensbi_sharding.harness.groups import CONF
+from gensbi_sharding.harness.override_grammar import CommandLine
+from gensbi_sharding.harness.rule_config import MESH_AXES, rule_problem
+
+__all__ = ["rule_file_problem"]
+
+
+def _refused_files(folders: list[Path]) -> dict[Path, str]:
+    """Each rule file under ``folders`` whose table alone ``rule_problem`` refuses, with that refusal."""
+    refused = {}
+    for path in (p for f in folders for p in sorted((f / "rule").glob("*.yaml")) if p.is_file()):
+        try:
+            table = OmegaConf.load(path)
+        except Exception:  # YAML it cannot read: config_file_problem's
+            continue
+        if OmegaConf.is_dict(table):
+            table.pop("defaults", None)
+            if (problem := rule_problem(table, MESH_AXES)) is not None:
+                refused[path] = problem
+    return refused
+
+
+def rule_file_problem(command: CommandLine) -> str | None:
+    """The refusal of the rule table ``command`` composes, as the run would refuse it, naming the rule file that holds
+    it; None where every job's table would run (or a job does not compose: Hydra's, or another check's, to name).
+
+    Parameters
+    ----------
+    command : CommandLine
+        The command line as ``override_grammar.parse`` reads it.
+
+    Returns
+    -------
+    str or None
+        E.g. ``"rule.embd is not a logical axis; ...; did you mean rule.embed? (written in conf/rule/my_rule.yaml:
+        fix it there)"``.
+    """
+    from gensbi_sharding.harness.command_defaults import command_jobs, composed
+
+    folders = [CONF] + [Path(p[len("file://"):]) for p in command.search_paths if p.startswith("file://")]
+    refused = _refused_files(folders)
+    # The rule's overrides composed too (a swept one is sweep_check's: it refuses each job before any folder is made)
+    typed = [o.arg for o in command.parsed if o.key.startswith("rule.") and not o.sweep]
+    if not refused and not typed:
+        return None  # the common case: nothing to compose
+    for chosen, home, name in command_jobs(command) or []:
+        cfg = composed((*chosen, *typed), home, name)[0]
+        if cfg is None or OmegaConf.select(cfg, "rule") is None:
+            continue
+        axes = MESH_AXES if OmegaConf.select(cfg, "mesh.spec", default=None) is not None else None
+        if (problem := rule_problem(cfg.rule, axes)) is None:
+            continue
+        saying = [path for path, said in refused.items() if said == problem]
+        chosen_rule = [c.split("=", 1)[1] for c in chosen if c.startswith("rule=")]  # else a preset's or the default
+        written = next(iter([p for p in saying if chosen_rule and p.stem == chosen_rule[-1]] + saying), None)
+        return problem if written is None else f"{problem} (written in {_shown(written)}: fix it there)"
+    return None
+
+
+def _shown(path: Path) -> str:
+    """``path`` as the user knows it: relative to the working folder where it lies under it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
