@@ -66,3 +66,89 @@ def test_a_refused_rule_file_leaves_no_folder(tmp_path):
         "[ERROR] rule.embd is not a logical axis; valid keys: embed, mlp, heads, vocab, in, out (and name); did you "
         "mean rule.embed? (written in conf/rule/my_rule.yaml: fix it there)")
     assert not out.exists()
+
+
+
+def test_a_resume_refusal_names_the_folder_as_typed_and_under_run_cfg_as_python_sets_it(tmp_path):
+    # Was: "train.resume=/tmp/.../my runs/it's: checkpoint path ... does not exist" (the folder as is: pasted, the
+    # shell splits it at the space and waits for the quote to close), and in those launch.py words under run(cfg).
+    from hydra.core.hydra_config import HydraConfig
+
+    from hydra import compose, initialize_config_dir
+
+    from faults_helpers import compose_tiny
+    from gensbi_sharding.harness.config import ConfigError
+    from gensbi_sharding.harness.config_checks import validate
+    from gensbi_sharding.harness.override_grammar import hydra_override
+    from gensbi_sharding.harness.resume import resume_step_dir
+    from gensbi_sharding.harness.run import run
+
+    folder = tmp_path / "my runs" / "it's"
+    typed = hydra_override("train.resume", folder)
+    assert typed == f"""'train.resume="{str(folder).replace("'", "'\"'\"'")}"'"""  # one shell word, read back by Hydra
+    cfg = compose_tiny()
+    cfg.train.resume = str(folder)
+    with pytest.raises(ConfigError) as refused:  # as raised: launch.py's run names it so
+        resume_step_dir(cfg)
+    assert str(refused.value).startswith(f"{typed}: checkpoint path ")
+    assert str(refused.value).endswith("as train.resume=<folder>; or leave train.resume out to start fresh")
+
+    cfg = compose_tiny(output_dir=tmp_path / "py")
+    cfg.train.resume = str(folder)
+    metrics = run(cfg)  # refused before any simulation
+    assert metrics["status"] == "error"
+    assert metrics["error"].startswith(f"ConfigError: cfg.train.resume={str(folder)!r}: checkpoint path ")
+    assert metrics["error"].endswith("as cfg.train.resume='<folder>'; or set cfg.train.resume=None to start fresh")
+
+    for value, said in [("Auto ", "{} is read as a folder name; to continue from this run's own folder, pass {} "
+                                  "(lower case)"),
+                        ("", "{} is empty: pass {} (this run's folder), a run or checkpoint folder, or leave it out "
+                             "to start fresh")]:
+        cfg = compose_tiny()
+        cfg.train.resume = value
+        with pytest.raises(ConfigError) as refused:  # run(cfg) from Python: no Hydra app
+            validate(cfg)
+        assert str(refused.value) == said.format(f"cfg.train.resume={value!r}", "cfg.train.resume='auto'")
+        before = HydraConfig.instance().cfg
+        with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+            HydraConfig.instance().set_config(compose("config", return_hydra_config=True))
+        try:  # launch.py's run: its overrides, each one shell word
+            with pytest.raises(ConfigError) as refused:
+                validate(cfg)
+        finally:
+            HydraConfig.instance().cfg = before
+        assert str(refused.value) == said.format(hydra_override("train.resume", value) if value else "train.resume=''",
+                                                 "train.resume=auto")
+
+
+def test_a_checkpoint_beyond_train_steps_is_refused_naming_the_folder_as_typed(tmp_path):
+    # Was: "train.resume=/tmp/.../my runs is at step 8, ..." (run.py: the folder as is, launch.py's words from Python).
+    import jax
+    import jax.numpy as jnp
+    from hydra import compose, initialize_config_dir
+    from hydra.core.hydra_config import HydraConfig
+
+    from faults_helpers import compose_tiny
+    from gensbi_sharding.checkpoint import CheckpointWriter
+    from gensbi_sharding.harness.config import ConfigError
+    from gensbi_sharding.harness.resume import check_resume_settings
+
+    run_dir = tmp_path / "my runs"
+    with CheckpointWriter(run_dir / "checkpoints", async_save=False) as writer:
+        writer.save(8, {"w": jnp.zeros(2)}, jax.random.key(0))
+    cfg = compose_tiny("train.steps=6")
+    cfg.train.resume = str(run_dir)
+    with pytest.raises(ConfigError) as refused:  # run(cfg) from Python
+        check_resume_settings(run_dir / "checkpoints" / "8", cfg)
+    assert str(refused.value) == (f"cfg.train.resume={str(run_dir)!r} is at step 8, beyond cfg.train.steps=6; set "
+                                  "cfg.train.steps=8 to evaluate it, or more to train further")
+    before = HydraConfig.instance().cfg
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        HydraConfig.instance().set_config(compose("config", return_hydra_config=True))
+    try:  # launch.py's run
+        with pytest.raises(ConfigError) as refused:
+            check_resume_settings(run_dir / "checkpoints" / "8", cfg)
+    finally:
+        HydraConfig.instance().cfg = before
+    assert str(refused.value) == (f"'train.resume={run_dir}' is at step 8, beyond train.steps=6; set train.steps=8 "
+                                  "to evaluate it, or more to train further")

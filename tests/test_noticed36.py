@@ -265,7 +265,7 @@ def test_the_watchdog_stops_only_an_unanswered_training_step_and_never_during_a_
     (["mesh.spec=foo"], "mesh.spec=foo is not one of null, auto, dict"),
     (["model.init=foo"], "model.init=foo is not one of sharded, eager"),
     (["train.schedule=linear"], "train.schedule=linear is not one of cosine, constant"),
-    (["train.resume=AUTO"], "train.resume=AUTO is read as a folder name"),
+    # (train.resume=AUTO: outside Hydra's app in run(cfg)'s settings, cfg.train.resume='AUTO'; test_leftovers48)
     (["data.theta_transform=x"], "data.theta_transform=x is not one of support, none"),
     (["data.x_transform=x"], "data.x_transform=x is not one of none, log"),
     (["distributed.mode=x"], "distributed.mode=x is not one of none, auto, explicit"),

@@ -490,10 +490,11 @@ def test_a_finished_checkpoint_can_be_evaluated_again(tmp_path, devices):
     checkpoint = tmp_path / "a" / "checkpoints" / "8"
     beyond = run_tiny(tmp_path / "c", f"train.resume={checkpoint}", "train.steps=6")
     assert beyond["status"] == "error"
-    assert beyond["error"].endswith("is at step 8, beyond train.steps=6; set train.steps=8 to evaluate it, "
+    # run(cfg) from Python: in the settings it sets (round 48; was launch.py's overrides)
+    assert beyond["error"].endswith("is at step 8, beyond cfg.train.steps=6; set cfg.train.steps=8 to evaluate it, "
                                     "or more to train further")
     again = run_tiny(tmp_path / "b", f"train.resume={checkpoint}", "train.val_every=4",
-                     f"train.steps={hint(beyond['error'], 'train.steps')}")
+                     f"train.steps={hint(beyond['error'], 'cfg.train.steps')}")
     assert again["status"] == "ok"
     assert (again["steps"], again["resumed_from_step"], again["final_step"]) == (0, 8, 8)
     assert again["best_step"] == first["best_step"]

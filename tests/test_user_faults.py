@@ -627,10 +627,11 @@ def test_slurm_launcher_without_slurm_stops_before_writing_anything(tmp_path):
 # ------------------------------------------------- issue 15, case 5: hints that contradict or stay silent
 
 @pytest.mark.parametrize("value, message", [
-    ("Auto", "train.resume=Auto is read as a folder name; to continue from this run's own folder, pass "
-             "train.resume=auto (lower case)"),
-    ("''", "train.resume='' is empty: pass train.resume=auto (this run's folder), a run or checkpoint folder, "
-           "or leave it out to start fresh"),
+    # No Hydra app running: run(cfg) from Python, in the settings it sets (round 48)
+    ("Auto", "cfg.train.resume='Auto' is read as a folder name; to continue from this run's own folder, pass "
+             "cfg.train.resume='auto' (lower case)"),
+    ("''", "cfg.train.resume='' is empty: pass cfg.train.resume='auto' (this run's folder), a run or checkpoint "
+           "folder, or leave it out to start fresh"),
 ])
 def test_a_resume_hint_ends_without_a_contradicting_example(value, message):
     # Was: "...pass train.resume=auto (lower case); e.g. train.resume=null".

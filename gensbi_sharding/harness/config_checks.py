@@ -21,6 +21,7 @@ from gensbi_sharding.harness.config_values import check_lists, check_numbers, in
 from gensbi_sharding.harness.model_checks import check_model
 from gensbi_sharding.harness.name_hints import registered_name_problem
 from gensbi_sharding.harness.override_grammar import hydra_override
+from gensbi_sharding.harness.python_words import in_python_words
 from gensbi_sharding.harness.rule_config import (MESH_AXES, activation_axes_problem, check_table_against_mesh,
                                                  partition_axis_from_config, rule_table)
 from gensbi_sharding.harness.tasks import NUM_OBSERVATIONS, TASKS
@@ -212,12 +213,13 @@ def _validate(cfg: DictConfig) -> None:
     require(cfg.train.val_draws >= 1, f"train.val_draws={cfg.train.val_draws} must be >= 1")
     resume = cfg.train.resume
     # An unset shell variable (train.resume=$CKPT) must not start a fresh run without a word.
-    require(resume is None or str(resume).strip() != "",
-           f"train.resume={resume!r} is empty: pass train.resume=auto (this run's folder), a run or checkpoint "
-           "folder, or leave it out to start fresh")
-    require(resume is None or str(resume) == "auto" or str(resume).strip().lower() != "auto",
-           f"train.resume={override_literal(resume)} is read as a folder name; to continue from this run's own folder, "
-           "pass train.resume=auto (lower case)")
+    with in_python_words():  # run(cfg) from Python: in the settings it sets (was: launch.py's overrides, unquoted)
+        require(resume is None or str(resume).strip() != "",
+                f"train.resume={resume!r} is empty: pass train.resume=auto (this run's folder), a run or checkpoint "
+                "folder, or leave it out to start fresh")
+        require(resume is None or str(resume) == "auto" or str(resume).strip().lower() != "auto",
+                f"{hydra_override('train.resume', resume)} is read as a folder name; to continue from this run's own "
+                "folder, pass train.resume=auto (lower case)")
     require(cfg.data.theta_transform in ("support", "none"),
            f"data.theta_transform={override_literal(cfg.data.theta_transform)} is not one of support, none")
     require(cfg.data.x_transform in ("none", "log"),

@@ -17,9 +17,10 @@ __all__ = ["in_python_words", "python_words"]
 
 #: An override as a refusal names it, one shell word: plain (``hydra.run.dir=runs/a``, a sentence's ``.:,;)`` after it
 #: not its value's), as ``shlex.quote`` writes it (``'hydra.run.dir=/tmp/my runs'``, ``'hydra.run.dir="runs/a(1)"'``,
-#: a quote inside as ``'"'"'``), or a placeholder (``hydra.run.dir=<new folder>``).
-_KEYS = r"(?:hydra\.run\.dir|train\.resume|train\.steps)="
-_OVERRIDE = re.compile(rf"""'{_KEYS}[^']*'(?:"'"'[^']*')*|{_KEYS}(?:<[^>]*>(?:/<[^>]*>)*|[^\s'"]*[^\s'".:,;)])""")
+#: a quote inside as ``'"'"'``), a value quoted as typed (``train.resume=''``), or a placeholder
+#: (``hydra.run.dir=<new folder>``); never inside a setting already said (``cfg.train.resume=...``).
+_KEYS = r"(?<![\w.])(?:hydra\.run\.dir|train\.resume|train\.steps)="
+_OVERRIDE = re.compile(rf"""'{_KEYS}[^']*'(?:"'"'[^']*')*|{_KEYS}(?:'[^']*'|<[^>]*>(?:/<[^>]*>)*|[^\s'"]*[^\s'".:,;)])""")
 _SETTING = {"hydra.run.dir": "cfg.output_dir", "train.resume": "cfg.train.resume", "train.steps": "cfg.train.steps"}
 
 
@@ -52,6 +53,8 @@ def _prose(text: str) -> str:
                                                                                      "cfg.output_dir")
     text = text.replace("dry_run=true with", "cfg.dry_run=True with").replace("drop dry_run=true", "set "
                         "cfg.dry_run=False").replace("drop train.resume", "set cfg.train.resume=None")
+    text = text.replace("leave train.resume out", "set cfg.train.resume=None").replace(
+        "without train.resume", "with cfg.train.resume=None")
     return text.replace("with the same command plus", "by the same call with").replace("the same command with",
                                                                                       "the same call with")
 
@@ -79,7 +82,7 @@ def in_python_words() -> Iterator[None]:
 
     try:
         yield
-    except (ConfigError, FileExistsError, FolderInUseError) as refused:
+    except (ConfigError, FileExistsError, FileNotFoundError, FolderInUseError) as refused:
         # Another run's command line, quoted in a FolderInUseError, is named as it ran (was: reworded as settings).
         quoted = getattr(refused, "holder", "") or "\0"
         said = python_words(str(refused).replace(quoted, "\0")).replace("\0", quoted)

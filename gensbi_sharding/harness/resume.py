@@ -7,6 +7,7 @@ before simulating, settings under which the saved arrays mean something else, na
 from __future__ import annotations
 
 import logging
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +16,10 @@ from omegaconf import DictConfig, OmegaConf
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.console import EVERY_PROCESS
 from gensbi_sharding.harness.held_out import config_value
-from gensbi_sharding.harness.hints import launched_with, override_literal
+from gensbi_sharding.harness.hints import launched_with, override_literal, saving_overrides
 from gensbi_sharding.harness.runs_below import runs_note
 from gensbi_sharding.harness.override_grammar import hydra_override
+from gensbi_sharding.harness.python_words import in_python_words
 from gensbi_sharding.harness.resume_command import launch_dir, requeued_step
 
 __all__ = ["resume_step_dir", "resume_point", "check_resume_settings", "saved_statistics", "model_overrides"]
@@ -35,7 +37,7 @@ def resume_step_dir(cfg: DictConfig) -> Path | None:
     folder = launch_dir() / Path(cfg.train.resume).expanduser()
     if (folder / "multirun.yaml").is_file():  # a sweep's folder: its checkpoints are its jobs'
         jobs = sorted((j for j in folder.iterdir() if committed_steps(j / CHECKPOINT_SUBDIR)), key=lambda j: j.name)
-        raise ConfigError(f"train.resume={folder} is a sweep's folder: " + (
+        raise ConfigError(f"{hydra_override('train.resume', folder)} is a sweep's folder: " + (
             f"resume one of its jobs, e.g. {hydra_override('train.resume', jobs[0])} (jobs with a checkpoint: "
             f"{', '.join(j.name for j in jobs)})" if jobs else
             "none of its jobs saved a checkpoint (a dry run saves none): start a new run without train.resume"))
@@ -46,10 +48,9 @@ def resume_step_dir(cfg: DictConfig) -> Path | None:
     except FileNotFoundError as err:
         metrics = folder / "metrics.json"  # a run's folder that saved no checkpoint: say why
         if not metrics.is_file():  # the override named (was "FileNotFoundError: checkpoint path ...", no key)
-            raise ConfigError(f"train.resume={cfg.train.resume}: {err}, as train.resume=<folder>" + runs_note(
-                folder, "train.resume") + "; or leave train.resume out to start fresh") from None
-        previous = read_metrics(metrics)
-        status = previous.get("status")
+            raise ConfigError(f"{hydra_override('train.resume', cfg.train.resume)}: {err}, as train.resume=<folder>"
+                              f"{runs_note(folder, 'train.resume')}; or leave train.resume out to start fresh") from None
+        status = (previous := read_metrics(metrics)).get("status")
         why = ("holds a dry run (dry_run=true saves no checkpoint): start a new run without train.resume"
                if "dry_run" in previous else f"holds a completed run whose checkpoints are gone (no complete "
                f"step folder in {folder / CHECKPOINT_SUBDIR}): start a new run without train.resume"
@@ -78,10 +79,11 @@ def _writing_run(folder: Path) -> str | None:
             return None
     except Timeout:
         pass
-    return (f"train.resume={folder}: a run is still writing in {run} ({FolderLock(run).holder()}), and deletes "
+    return (f"{hydra_override('train.resume', folder)}: a run is still writing in {run} ({FolderLock(run).holder()}), "
+            "and deletes "
             f"older checkpoints as it saves new ones, so the one picked may be gone before it is read; wait for that "
             f"run to end, or copy its newest complete step folder (mkdir -p <copy>/checkpoints; cp -r "
-            f"{run}/checkpoints/<step> <copy>/checkpoints/) and give train.resume=<copy>")
+            f"{shlex.quote(str(run / 'checkpoints'))}/<step> <copy>/checkpoints/) and give train.resume=<copy>")
 
 
 def resume_point(cfg: Any, out: Any) -> Any:
@@ -98,7 +100,8 @@ def resume_point(cfg: Any, out: Any) -> Any:
 
     if cfg.train.resume != "auto":
         if (own := requeued_step(out, cfg.train.resume)) is None:
-            return resume_step_dir(cfg)
+            with in_python_words():  # run(cfg) from Python: its refusals in the settings it sets
+                return resume_step_dir(cfg)
         log.info("train.resume=%s: %s already holds its own checkpoint (step %d) of this continuation, as after a "
                  "requeue: resuming from it", cfg.train.resume, out, own)
         return (Path(out) / CHECKPOINT_SUBDIR / str(own)).resolve()
@@ -135,7 +138,7 @@ def check_resume_settings(step_dir: Path, cfg: DictConfig) -> None:
         fix.append(f"{override}={old}")
         this.append(f"{override}={new}")
         what.append(decides)
-    # A checkpoint beyond train.steps, refused next (run.py): named with the others (was: a second try).
+    # A checkpoint beyond train.steps: named with the others (was: a second try); alone, refused last
     beyond = [f"train.steps={step_dir.name}"] if step_dir.name.isdigit() and int(step_dir.name) > cfg.train.steps \
         else []
     if model := model_overrides(step_dir, cfg.model, also=[*fix, *beyond]):  # before the restore: shapes may fit
@@ -152,6 +155,10 @@ def check_resume_settings(step_dir: Path, cfg: DictConfig) -> None:
         raise ConfigError(f"checkpoint {step_dir} {refused}{launched_with(step_dir)}")
     if (note := schedule_change_note(saved, now, int(step_dir.name))) is not None:  # allowed, but said
         log.log(logging.WARNING if note[1] else logging.INFO, "%s", note[0], extra=EVERY_PROCESS)
+    if beyond:  # only its step refused; run(cfg) from Python: in the settings it sets
+        with in_python_words():
+            raise ConfigError(f"{hydra_override('train.resume', cfg.train.resume)} is at step {step_dir.name}, beyond "
+                              f"train.steps={cfg.train.steps}; set {beyond[0]} to evaluate it, or more to train further")
 
 
 def saved_statistics(step_dir: Path | None) -> dict | None:
@@ -215,11 +222,8 @@ def model_overrides(step_dir: Path, model_cfg: DictConfig, command: list[str] | 
 def _saved_model_choice(step_dir: Path, name: str) -> str:
     """``model=<name>``; or the preset of one's own the saving run chose for it, with the search path that finds it
     (``'hydra.searchpath=[file://.../my_conf]' model=my_flux1``; was ``model=flux1``, whose sizes were refused next)."""
-    import shlex
-
     from hydra.core.hydra_config import HydraConfig
 
-    from gensbi_sharding.harness.hints import saving_overrides
     from gensbi_sharding.harness.sweep_hints import search_path_of
 
     searched, overrides = saving_overrides(step_dir) or ([], [])
@@ -239,9 +243,6 @@ def _presets_giving(step_dir: Path, differ: dict[str, Any], command: list[str] |
     value this run types (``model.width=128``) still wins over the preset. Only the choices that give a value are
     named: the saving run's ``rule=tensor`` gives none, and adding it would move a run resumed under ``rule=fsdp``
     back onto the saving run's rule."""
-    import shlex
-
-    from gensbi_sharding.harness.hints import saving_overrides
     from gensbi_sharding.harness.override_keys import option_groups
     from gensbi_sharding.harness.sweep_hints import search_path_of
 
@@ -287,8 +288,7 @@ def _composed(overrides: tuple[str, ...]) -> dict | None:
     from gensbi_sharding.harness.groups import CONF
 
     register_configs()  # conf/model/*.yaml pull in the schemas it stores
-    running = HydraConfig.get() if HydraConfig.initialized() else None
-    name = OmegaConf.select(running, "job.config_name", default=None) if running is not None else None
+    name = OmegaConf.select(HydraConfig.get(), "job.config_name", default=None) if HydraConfig.initialized() else None
     try:
         if GlobalHydra.instance().is_initialized():
             cfg = compose(name or "config", overrides=list(overrides))

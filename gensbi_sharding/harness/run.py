@@ -184,9 +184,6 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
     metrics.update(resumed_from_step=None, resumed_from=None)
     if resume_dir is not None:
         check_resume_settings(resume_dir, cfg)
-    if start_step > cfg.train.steps:
-        raise ConfigError(f"train.resume={cfg.train.resume} is at step {start_step}, beyond train.steps="
-                          f"{cfg.train.steps}; set train.steps={start_step} to evaluate it, or more to train further")
     if resume_dir is not None and start_step == cfg.train.steps:  # e.g. to score it again with other eval.*
         log.info("train.resume: step %d is train.steps: nothing to train, evaluating its weights", start_step)
     registry.get_model(cfg.model.name)  # an unknown model fails here, before any simulation
