@@ -26,7 +26,7 @@ other job on stderr (still running, stopped, failed, damaged); a (task, budget) 
 or asked of ``run`` and never started, keeps its row saying so; a cell of fewer than 10 observations
 is marked with its count; an --out whose ``sbibm_results.csv`` holds rows the folders no longer make is
 refused, nothing written. ``run`` checks its extra arguments before any job, continues a job stopped
-by a preemption or Ctrl-C from its checkpoint and, stopped itself (Ctrl-C, SIGTERM), lets the job under
+by a preemption or Ctrl-C, or failed after a checkpoint (not its config), from its checkpoint and, stopped itself (Ctrl-C, SIGTERM), lets the job under
 way save a checkpoint first. sbibm's numbers come from
 ``benchmarks/sbibm_published.csv`` (its header names the source).
 """
@@ -50,6 +50,7 @@ sys.path.append(str(REPO / "benchmarks"))
 from cli_args import Refused, said  # noqa: E402 (first: run by a Python without the dependencies, it ends in one line)
 from gensbi_sharding.harness.outputs import MAKE_ROOM  # noqa: E402 (after the path above)
 from gensbi_sharding.harness.override_grammar import hydra_value  # noqa: E402
+from gensbi_sharding.harness.resume_command import holds_checkpoint  # noqa: E402
 from sbibm_checks import extra_problem, read_published  # noqa: E402
 from sbibm_args import check_folder, sbibm_parsers  # noqa: E402
 from sbibm_method import Method, job_method, method_from_args, sequential_problem  # noqa: E402
@@ -72,8 +73,9 @@ def run(root: Path, tasks: list[str], budgets: list[int], extra: list[str], grac
     (``method.rounds`` >= 2) is ``benchmarks/sequential.py``'s, in ``<root>/<task>_<budget>_sequential-...``
     (``Method.folder``), so neither kind is ever skipped, continued or moved aside for the other.
 
-    A job stopped by a preemption or Ctrl-C (status ``preempted`` / ``interrupted``), or killed after it
-    saved a checkpoint (no metrics.json), with the settings asked is continued in its folder from its last
+    A job stopped by a preemption or Ctrl-C (status ``preempted`` / ``interrupted``), killed after it
+    saved a checkpoint (no metrics.json), or failed after it committed one (status ``error``, an error other than
+    its config's ``ConfigError``), with the settings asked is continued in its folder from its last
     checkpoint (``train.resume=auto``), not restarted.
     Returns the "task budget" pairs whose job did not end with status ok.
     """
@@ -93,12 +95,18 @@ def run(root: Path, tasks: list[str], budgets: list[int], extra: list[str], grac
                 # Killed (SIGKILL, the OOM killer) after it saved a checkpoint (train.checkpoint_every): its steps
                 # are continued, as launch.py's train.resume=auto does, not moved aside and trained again.
                 status = "killed (no metrics.json; checkpoints kept)"
-            if (status in ("ok", "preempted", "interrupted") or status.startswith("killed")) \
+            # Failed after a committed checkpoint, not refused its config (which fails alike from any step): its
+            # steps are continued as launch.py's train.resume=auto continues them (was: moved aside, from step 0).
+            why = failure(metrics, job_root / "launch.log") if status == "error" else ""
+            failed_saved = (why and not why.startswith("ConfigError") and not method.sequential
+                            and holds_checkpoint(job_root / "job"))
+            if (status in ("ok", "preempted", "interrupted") or status.startswith("killed") or failed_saved) \
                     and not running_in(job_root / "job"):
                 ran, unread = job_method(job_root / "job")  # an amortised job's folder holding a sequential one
                 other = unread or (f"made {ran.label}, asked {method.label}" if ran != method else "") \
                     or other_settings(job_root / "job", settings)
-                if other:  # its results answer another question: neither reused nor thrown away
+                # (a failed one asked with other settings now: moved aside and run anew, as before)
+                if other and not failed_saved:  # its results answer another question: neither reused nor thrown away
                     print(f"{task} {budget}: {'finished' if status == 'ok' else status} with other settings ({other}): "
                           f"not rerun, not counted; pass another --root for these settings, or move {job_root} "
                           "aside to rerun it", flush=True)
@@ -112,9 +120,11 @@ def run(root: Path, tasks: list[str], budgets: list[int], extra: list[str], grac
                     print(f"{task} {budget}: finished, but {damaged}: rerun", flush=True)
                 elif method.sequential:  # its rounds keep no checkpoint: started again, the stopped one kept aside
                     print(f"{task} {budget}: {status}: no checkpoint of its rounds; starting it again", flush=True)
-                else:  # its checkpoint holds the steps trained so far; stopped before its first, it starts afresh
+                elif not other:  # its checkpoint holds the steps trained so far; stopped before its first, afresh
                     saved = checkpoints.is_dir() and any(checkpoints.iterdir())
-                    print(f"{task} {budget}: {status}: " + ("continuing from its last checkpoint" if saved else
+                    print(f"{task} {budget}: {f'failed ({why})' if failed_saved else status}: " + (
+                          "continuing from its last checkpoint (train.resume=auto; to start it again instead, move "
+                          f"{job_root} aside)" if failed_saved else "continuing from its last checkpoint" if saved else
                           "it saved no checkpoint: starting it again in its folder"), flush=True)
                     continuing = True
                     resume = [] if any(a.startswith("train.resume=") for a in extra) else ["train.resume=auto"]

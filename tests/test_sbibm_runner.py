@@ -272,6 +272,42 @@ def test_run_continues_a_preempted_job_from_its_checkpoint(sbibm, tmp_path, monk
     assert not list(tmp_path.glob("*.failed-*"))
 
 
+@pytest.mark.parametrize("error, saved, continued", [
+    ("XlaRuntimeError: RESOURCE_EXHAUSTED: out of memory", True, True),
+    ("ConfigError: data.batch_size=2000 cannot be used", True, False),  # its config fails alike from any step
+    ("XlaRuntimeError: RESOURCE_EXHAUSTED: out of memory", False, False),  # only a save cut short: nothing committed
+])
+def test_run_continues_a_job_that_failed_after_a_committed_checkpoint(sbibm, tmp_path, monkeypatch, capsys, error,
+                                                                      saved, continued):
+    # Was: any failed job moved aside as .failed-<time> and trained again from step 0, its committed steps lost.
+    import jax
+    import jax.numpy as jnp
+
+    from gensbi_sharding.checkpoint import CheckpointWriter
+
+    job = tmp_path / "two_moons_1000" / "job"
+    fake_job(job, "two_moons", 1000, None, "error", overrides=["mesh=none"])
+    (job / "metrics.json").write_text(json.dumps({"status": "error", "error": error}))
+    if saved:
+        with CheckpointWriter(job / "checkpoints", async_save=False) as writer:
+            writer.save(400, {"w": jnp.zeros(2)}, jax.random.key(0))
+    else:
+        (job / "checkpoints" / "400").mkdir(parents=True)
+    jobs = FakeJobs()
+    monkeypatch.setattr(subprocess, "Popen", jobs)
+    sbibm.main(["run", "--root", str(tmp_path), "--tasks", "two_moons", "--budgets", "1000", "--", "mesh=none"])
+    out = capsys.readouterr().out
+    aside = list(tmp_path.glob("two_moons_1000.failed-*"))
+    if continued:
+        assert [c[-2:] for c in jobs.commands] == [["mesh=none", "train.resume=auto"]]
+        assert (f"two_moons 1000: failed ({error}): continuing from its last checkpoint (train.resume=auto; to start "
+                f"it again instead, move {tmp_path / 'two_moons_1000'} aside)") in out
+        assert aside == []
+    else:
+        assert [c[-1] for c in jobs.commands] == ["mesh=none"]
+        assert len(aside) == 1 and "status error: its folder kept aside as" in out
+
+
 @pytest.mark.parametrize("recorded", ["- experiment=sbibm\n- [broken\n", "- experiment=sbibm\n- train.steps=(\n"])
 def test_run_names_a_finished_job_whose_recorded_overrides_are_damaged(sbibm, tmp_path, monkeypatch, capsys,
                                                                        recorded):
