@@ -4,6 +4,7 @@ Each test names what was typed, what happened, and checks what happens now.
 """
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -152,3 +153,76 @@ def test_a_checkpoint_beyond_train_steps_is_refused_naming_the_folder_as_typed(t
         HydraConfig.instance().cfg = before
     assert str(refused.value) == (f"'train.resume={run_dir}' is at step 8, beyond train.steps=6; set train.steps=8 "
                                   "to evaluate it, or more to train further")
+
+
+def _checks(args):
+    """The refusal of ``launch.py <args>`` before training: its command-line checks, then the checks of the config it
+    composes that need no started backend (``sweep_check.job_problem``: ranges, the mesh against 8 CPU devices (or
+    ``devices.cpu_count``), the batch); None where it would train."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.hydra_config import HydraConfig
+    from omegaconf import open_dict
+
+    from gensbi_sharding.harness.config import register_configs
+    from gensbi_sharding.harness.sweep_check import job_problem
+
+    if problem := command_problem(args):
+        return problem
+    register_configs()
+    before = HydraConfig.instance().cfg
+    try:
+        with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+            cfg = compose("config", overrides=list(args), return_hydra_config=True)
+            HydraConfig.instance().set_config(cfg)  # as launch.py's run holds it
+            with open_dict(cfg):
+                del cfg["hydra"]
+            return job_problem(cfg)
+    finally:
+        HydraConfig.instance().cfg = before
+
+
+_FIX = re.compile(r"(?:\bset|e\.g\.|\bwrite) ((?:[+~]?[a-z_][\w.]*=[^\s;,()]+(?:[ ,;]|$))+)")
+
+
+@pytest.mark.parametrize("args, refused, fix", [
+    # Was "e.g. eval.num_samples=2": refused next, "must be >= 2 * eval.c2st_folds ...; set eval.num_samples=4".
+    (["eval.num_samples=2.5"], "eval.num_samples=2.5", ["eval.num_samples=4"]),
+    # Was "set mesh.model_axis=3": refused next, "8 devices are not divisible by model_axis=3".
+    (["mesh={model:3}"], "mesh={model:3}", ["mesh.model_axis=2"]),
+    # Was "set mesh.model_axis=3" (data-parallel size 2): refused next, "data.batch_size=63 ... a multiple of 2".
+    (["devices.cpu_count=6", "mesh.model_axis=4", "data.batch_size=63"], "mesh.model_axis=4", ["mesh.model_axis=2"]),
+    # Was "set mesh.model_axis=1" (data-parallel size 3): refused next, "data.batch_size=64 ... a multiple of 3".
+    (["mesh.devices=[0,1,2]", "mesh.model_axis=2"], "mesh.model_axis=2", ["mesh.model_axis=3"]),
+    (["devices.cpu_count=6", "mesh.model_axis=4"], "mesh.model_axis=4", ["mesh.model_axis=3"]),
+    (["mesh.model_axis=3"], "mesh.model_axis=3", ["mesh.model_axis=2"]),
+    (["data.batch_size=45"], "data.batch_size=45", ["data.batch_size=48"]),
+    (["mesh=auto", "data.batch_size=60"], "data.batch_size=60", ["data.batch_size=56"]),
+    (["data.batch_size=2000"], "data.batch_size=2000", ["data.batch_size=920"]),
+    (["train.steps=1.5"], "train.steps=1.5", ["train.steps=2"]),
+    (["train.steps=0"], "train.steps=0", ["train.steps=20"]),
+    (["train.stepz=5"], "train.stepz=5", ["train.steps=5"]),
+    (["eval.c2st_folds=1"], "eval.c2st_folds=1", ["eval.c2st_folds=5"]),
+    (["eval.num_samples=3"], "eval.num_samples=3", ["eval.num_samples=4"]),
+    (["train.warmup_steps=50"], "train.warmup_steps=50", ["train.warmup_steps=0"]),
+    (["data.val_fraction=0.001"], "data.val_fraction=0.001", ["data.val_fraction=0.0098"]),
+    (["data.num_simulations=20"], "data.num_simulations=20", ["data.num_simulations=100"]),
+    (["data.num_observation=11"], "data.num_observation=11", ["data.num_observation=1"]),
+    (["train.val_every=0", "train.patience=5"], "train.val_every=0", ["train.val_every=5"]),
+    (["train.ema_decay=1.5"], "train.ema_decay=1.5", ["train.ema_decay=0.999"]),
+    (["distributed=local", "distributed.local_processes=3"], "distributed.local_processes=3",
+     ["distributed.local_processes=2"]),
+    (["eval.observations=[1,1]"], "eval.observations=[1,1]", ["eval.observations=[1]"]),
+    (["seed=-1"], "seed=-1", ["seed=0"]),
+    (["rule.embed=dta"], "rule.embed=dta", ["rule.embed=data"]),
+    (["activation.head_axis=foo"], "activation.head_axis=foo", ["activation.head_axis=null"]),
+])
+def test_every_setting_a_refusal_suggests_passes_the_checks(args, refused, fix):
+    # The kind: a refusal's fix, typed in place of the override refused, was refused by the next check, sending the
+    # user round a second time (or in a circle). Each fix here goes through the same checks, as the run makes them.
+    args = ["experiment=quick", *args]
+    problem = _checks(args)
+    assert problem is not None
+    suggested = _FIX.search(problem + " ")
+    assert suggested, problem
+    assert [w.rstrip(",;") for w in suggested[1].split()] == fix, problem
+    assert _checks([a for a in args if a != refused] + fix) is None, problem

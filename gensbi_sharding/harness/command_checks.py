@@ -8,6 +8,7 @@ Pure Python: no JAX.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from gensbi_sharding.harness.config_files import config_file_problem
@@ -48,7 +49,7 @@ def command_problem(args: Sequence[str] | CommandLine) -> str | None:
     """
     command = parse(args)
     problem = _first_problem(command)
-    return None if problem is None else _with_rewrite_problem(command, problem)
+    return None if problem is None else _with_checked_fix(command, _with_rewrite_problem(command, problem))
 
 
 def _first_problem(command: CommandLine) -> str | None:
@@ -69,3 +70,48 @@ def _with_rewrite_problem(command: CommandLine, problem: str) -> str:
     if then is None or not then.startswith((fixed, fixed.split("=", 1)[0])):  # another override's: refused on its own
         return problem
     return f"{problem}, though {fixed} is refused too: {then.removeprefix(f'{fixed}: ')}"
+
+
+def _with_checked_fix(command: CommandLine, problem: str) -> str:
+    """``problem``, where the config the command composes with its fix (the override it ends with, in place of the one
+    refused) would be refused by the run's own checks (``sweep_check.job_problem``): that refusal's fix of the same
+    key in its place where it passes, else that refusal appended (was: ``eval.num_samples=2.5`` -> "e.g.
+    eval.num_samples=2", refused next: at least 4; ``mesh={model:3}`` -> ``mesh.model_axis=3``, which 8 devices
+    refuse)."""
+    words = problem.split()
+    fixed = words[-1] if len(words) > 1 and words[-2] in ("write", "set", "e.g.") and "=" in words[-1] else ""
+    refused = next((o for o in command.parsed if fixed and problem.startswith((f"{o.arg}:", f"{o.arg} "))), None)
+    if refused is None or command.multirun or ", though " in problem:
+        return problem
+    key = fixed.split("=", 1)[0].lstrip("+")
+    then = _config_problem([fixed if arg == refused.arg else arg for arg in command.args])
+    if then is None:
+        return problem
+    better = re.search(rf"(?:set|e\.g\.) {re.escape(key)}=([^\s;,()]+)", then)
+    if better and _config_problem([f"{key}={better[1]}" if arg == refused.arg else arg for arg in command.args]) is None:
+        reason = then.removeprefix("ConfigError: ").split("; set ")[0].split("; e.g. ")[0]
+        reason = reason.removeprefix(fixed + ":").removeprefix(fixed).strip()  # the value said once
+        return f"{problem.removesuffix(fixed)}{key}={better[1]} ({fixed} is refused: {reason})"
+    return f"{problem}, though {fixed} is refused too: {then.removeprefix('ConfigError: ')}"
+
+
+def _config_problem(args: Sequence[str]) -> str | None:
+    """The run's refusal of the config the one-job command ``args`` composes (``sweep_check.job_problem``); None where
+    it runs, or where the command checks refuse it or it does not compose (those name their own fix)."""
+    from omegaconf import open_dict
+
+    from gensbi_sharding.harness.command_defaults import command_jobs, composed
+    from gensbi_sharding.harness.sweep_check import job_problem
+
+    command = parse(args)
+    if _first_problem(command) is not None or len(jobs := command_jobs(command) or []) != 1:
+        return None
+    chosen, home, name = jobs[0]
+    typed = [o.arg for o in command.parsed if not o.key.startswith("hydra")]
+    cfg = composed((*(c for c in chosen if c.startswith("hydra.searchpath=")), *typed), home, name)[0]
+    if cfg is None:
+        return None
+    cfg = cfg.copy()
+    with open_dict(cfg):
+        cfg.pop("hydra", None)
+    return job_problem(cfg)

@@ -113,25 +113,27 @@ def mesh_alternatives(batch_size: int, *, shards: int, train_rows: int, mesh: An
 
 
 def model_axis_problem(model_axis: int, devices: int, simulated: bool = False,
-                       listed: Sequence[int] | None = None) -> str | None:
+                       listed: Sequence[int] | None = None, batch_size: int | None = None) -> str | None:
     """None if ``devices`` split into ``model_axis`` groups; else the message naming the nearest divisor.
 
     ``simulated``: a dry run on simulated CPU devices whose count ``devices.cpu_count`` sets; a model axis
     wider than them is then likely a plan for a larger machine, and the message names that count too.
     ``listed``: the ``mesh.devices`` given; the message also names the longest start of it that keeps the axis.
+    ``batch_size``: the nearest divisor whose data-parallel size divides it is named, where one does (was: 6 devices,
+    ``mesh.model_axis=4`` -> "set mesh.model_axis=3", whose data-parallel size 2 then refused data.batch_size=63).
     """
     if devices % model_axis == 0:
         return None
     fits = [d for d in range(1, devices + 1) if devices % d == 0]
-    nearest = min(fits, key=lambda d: (abs(d - model_axis), d))
+    near = lambda among: min(among, key=lambda d: (abs(d - model_axis), d))  # noqa: E731
+    nearest = near([d for d in fits if batch_size is None or batch_size % (devices // d) == 0] or fits)
+    why = "" if nearest == near(fits) else f"; the nearest whose data-parallel size divides data.batch_size={batch_size}"
     more = (f"; or, to plan for a machine with {model_axis} devices, set devices.cpu_count={model_axis} (the dry "
             "run compiles for that many simulated CPU devices)" if simulated and model_axis > devices else "")
-    kept = list(listed or [])[:len(listed or []) // model_axis * model_axis]
-    if kept:  # the axis asked for, on fewer of the listed devices
-        more += f"; or keep it with mesh.devices=[{','.join(map(str, kept))}]"
-    are = "devices are" if devices != 1 else "device is"
-    return (f"mesh.model_axis={model_axis}: {devices} {are} not divisible by model_axis={model_axis}; "
-            f"set mesh.model_axis={nearest} (divisors of {devices}: {fits}){more}")
+    kept = list(listed or [])[:len(listed or []) // model_axis * model_axis]  # the axis asked, on fewer devices
+    more += f"; or keep it with mesh.devices=[{','.join(map(str, kept))}]" if kept else ""
+    return (f"mesh.model_axis={model_axis}: {devices} device{'s are' if devices != 1 else ' is'} not divisible by "
+            f"model_axis={model_axis}; set mesh.model_axis={nearest} (divisors of {devices}: {fits}{why}){more}")
 
 
 def mesh_devices_problem(devices: Sequence[int] | None, available: Sequence[int], model_axis: int = 1) -> str | None:
@@ -147,11 +149,9 @@ def mesh_devices_problem(devices: Sequence[int] | None, available: Sequence[int]
     if unique == ids:
         return None
     reasons = []
-    twice = sorted({d for d in ids if ids.count(d) > 1})
-    if twice:
+    if twice := sorted({d for d in ids if ids.count(d) > 1}):
         reasons.append(f"lists device {', '.join(map(str, twice))} more than once")
-    unknown = [d for d in ids if d not in known]
-    if unknown:
+    if unknown := [d for d in ids if d not in known]:
         reasons.append(f"names device id {', '.join(map(str, unknown))}, but the device ids are "
                        f"{sorted(known)}")
     kept = unique[:len(unique) // model_axis * model_axis]

@@ -10,6 +10,7 @@ config folders or a ``rule.*`` override could be refused: a command without eith
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from omegaconf import OmegaConf
@@ -23,17 +24,23 @@ __all__ = ["rule_file_problem"]
 
 def _refused_files(folders: list[Path]) -> dict[Path, str]:
     """Each rule file under ``folders`` whose table alone ``rule_problem`` refuses, with that refusal."""
-    refused = {}
-    for path in (p for f in folders for p in sorted((f / "rule").glob("*.yaml")) if p.is_file()):
-        try:
-            table = OmegaConf.load(path)
-        except Exception:  # YAML it cannot read: config_file_problem's
-            continue
-        if OmegaConf.is_dict(table):
-            table.pop("defaults", None)
-            if (problem := rule_problem(table, MESH_AXES)) is not None:
-                refused[path] = problem
-    return refused
+    from gensbi_sharding.harness.config_files import _version
+
+    files = (p for f in folders for p in sorted((f / "rule").glob("*.yaml")) if p.is_file())
+    return {path: problem for path in files if (problem := _file_problem(str(path), *_version(path))) is not None}
+
+
+@functools.lru_cache(maxsize=256)
+def _file_problem(path: str, mtime_ns: int, size: int) -> str | None:
+    """``rule_problem`` of the rule file ``path`` alone, read once per version of it (``config_files._version``)."""
+    try:
+        table = OmegaConf.load(path)
+    except Exception:  # YAML it cannot read: config_file_problem's
+        return None
+    if not OmegaConf.is_dict(table):
+        return None
+    table.pop("defaults", None)
+    return rule_problem(table, MESH_AXES)
 
 
 def rule_file_problem(command: CommandLine) -> str | None:

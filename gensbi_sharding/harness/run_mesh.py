@@ -34,7 +34,7 @@ def run_mesh(cfg: DictConfig, source: str, rule_name: str, table: dict) -> Any:
     simulated = (bool(cfg.dry_run) and jax.default_backend() == "cpu" and jax.process_count() == 1
                  and not cfg.mesh.devices and source in ("default", "devices.cpu_count"))
     problem = model_axis_problem(cfg.mesh.model_axis, len(cfg.mesh.devices or jax.devices()), simulated,
-                                 cfg.mesh.devices)
+                                 cfg.mesh.devices, cfg.data.batch_size)
     if cfg.mesh.spec == "dict" and problem:
         raise ConfigError(problem)
     problem = model_axis_problem(cfg.mesh.model_axis, jax.local_device_count())  # make_mesh's rule, named here

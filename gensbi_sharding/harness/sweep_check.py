@@ -130,9 +130,9 @@ def _mesh_problem(cfg: Any, devices: int | None, source: str) -> str | None:
     if devices is None or cfg.mesh.spec != "dict":
         return None
     listed = list(cfg.mesh.devices) if cfg.mesh.devices else None
-    problem = mesh_devices_problem(listed, list(range(devices)), cfg.mesh.model_axis)
     simulated = bool(cfg.dry_run) and not listed and source in ("default", "devices.cpu_count")
-    return problem or model_axis_problem(cfg.mesh.model_axis, len(listed or range(devices)), simulated, listed)
+    return mesh_devices_problem(listed, list(range(devices)), cfg.mesh.model_axis) or model_axis_problem(
+        cfg.mesh.model_axis, len(listed or range(devices)), simulated, listed, cfg.data.batch_size)
 
 
 def _batch_problem(cfg: Any, devices: int | None) -> str | None:
