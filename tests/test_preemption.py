@@ -1620,7 +1620,8 @@ def test_an_attempt_refused_before_it_restored_records_no_resume_point(usr1_at_3
     out = usr1_at_3.stopped_copy_2  # SIGUSR1 after step 3 of a train.resume=auto run, as the stop left it
     assert json.loads((out / "metrics.json").read_text())["status"] == "preempted"
     beyond = run_tiny(out, "train.resume=auto", "train.steps=2")
-    assert beyond["status"] == "error" and "is at step 3, beyond train.steps=2" in beyond["error"]
+    # run(cfg) from Python, as run_tiny runs it: the settings named as cfg's (da586b8)
+    assert beyond["status"] == "error" and "is at step 3, beyond cfg.train.steps=2" in beyond["error"]
     assert beyond["resumed_from_step"] is None and beyond["resumed_from"] is None
     other_task = run_tiny(out, "train.resume=auto", "data=gaussian_linear")
     assert other_task["status"] == "error" and "data=two_moons" in other_task["error"]

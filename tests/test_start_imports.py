@@ -3,7 +3,9 @@
 Every launch paid JAX's and Flax's import (~1.3 s of CPU) at its first line, through the package's
 ``__init__`` (``gensbi_sharding.harness.config`` is inside it), ``--help``, a command its checks refuse and a
 Hydra composition error too. Now each library name is imported when first read, and the harness imports JAX
-where it starts the devices (``run._run``). Each check runs in a fresh
+where it starts the devices (``run._run``). One exception: a refusal that suggests another value for the key it
+refused (``eval.num_samples=2.5`` -> 4) first puts that value through the run's own checks, which import JAX
+(``command_checks``); a misspelt name's refusal does not. Each check runs in a fresh
 interpreter (this one has JAX already) and reads its ``sys.modules``.
 """
 

@@ -81,9 +81,11 @@ def _with_checked_fix(command: CommandLine, problem: str) -> str:
     words = problem.split()
     fixed = words[-1] if len(words) > 1 and words[-2] in ("write", "set", "e.g.") and "=" in words[-1] else ""
     refused = next((o for o in command.parsed if fixed and problem.startswith((f"{o.arg}:", f"{o.arg} "))), None)
-    if refused is None or command.multirun or ", though " in problem:
-        return problem
     key = fixed.split("=", 1)[0].lstrip("+")
+    if refused is None or command.multirun or ", though " in problem or not f"{key}.".startswith(f"{refused.key}."):
+        # A fix that renames the key (rul=fsdp -> rule=fsdp) leaves the value the user's: the run's checks, which
+        # import JAX (~1.3 s), are for a value the refusal chose (eval.num_samples=2, mesh={model:3} -> model_axis)
+        return problem
     then = _config_problem([fixed if arg == refused.arg else arg for arg in command.args])
     if then is None:
         return problem

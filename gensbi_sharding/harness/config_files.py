@@ -17,7 +17,7 @@ from omegaconf import OmegaConf
 from gensbi_sharding.harness.groups import CONF
 from gensbi_sharding.harness.override_grammar import CommandLine
 
-__all__ = ["config_file_problem"]
+__all__ = ["config_file_problem", "file_version"]
 
 #: Where a config folder's files lie: the primary configs, ``<group>/<option>.yaml``, ``<group>/<sub>/<option>.yaml``
 #: (not deeper: ``--config-dir .`` would walk every run's ``.hydra/``).
@@ -30,15 +30,16 @@ def _unreadable(folders: list[Path]) -> tuple[set[str], dict[str, Path]]:
     broken, lists = set(), {}
     for folder in (f for f in folders if f.is_dir()):
         for path in (p for depth in _DEPTHS for p in folder.glob(depth) if p.is_file()):
-            if (read := _read_as(str(path), *_version(path))) == "list":
+            if (read := _read_as(str(path), *file_version(path))) == "list":
                 lists[path.relative_to(folder).with_suffix("").as_posix()] = path
             elif read == "broken":
                 broken.add(str(path.resolve()))
     return broken, lists
 
 
-def _version(path: Path) -> tuple[int, int]:
-    """What tells an edit of ``path`` apart: its modification time and size (read again after either changes)."""
+def file_version(path: Path) -> tuple[int, int]:
+    """What tells an edit of ``path`` apart, for a cache keyed by it: ``(st_mtime_ns, st_size)``, both ints
+    (nanoseconds, bytes); a file is read again after either changes."""
     stat = path.stat()
     return stat.st_mtime_ns, stat.st_size
 

@@ -24,15 +24,15 @@ __all__ = ["rule_file_problem"]
 
 def _refused_files(folders: list[Path]) -> dict[Path, str]:
     """Each rule file under ``folders`` whose table alone ``rule_problem`` refuses, with that refusal."""
-    from gensbi_sharding.harness.config_files import _version
+    from gensbi_sharding.harness.config_files import file_version
 
     files = (p for f in folders for p in sorted((f / "rule").glob("*.yaml")) if p.is_file())
-    return {path: problem for path in files if (problem := _file_problem(str(path), *_version(path))) is not None}
+    return {path: problem for path in files if (problem := _file_problem(str(path), *file_version(path))) is not None}
 
 
 @functools.lru_cache(maxsize=256)
 def _file_problem(path: str, mtime_ns: int, size: int) -> str | None:
-    """``rule_problem`` of the rule file ``path`` alone, read once per version of it (``config_files._version``)."""
+    """``rule_problem`` of the rule file ``path`` alone, read once per version of it (``config_files.file_version``)."""
     try:
         table = OmegaConf.load(path)
     except Exception:  # YAML it cannot read: config_file_problem's
