@@ -279,6 +279,7 @@ def test_a_jax_platforms_not_here_is_named_in_one_line(script):
         "default, or set JAX_PLATFORMS=cpu")
 
 
+@pytest.mark.slow  # two whole benchmark runs, each gc.collect()-ing per call: 6 s alone, 36 s in a full worker
 def test_shard_model_judges_its_time_target_only_at_the_size_it_is_set_for(monkeypatch, capsys, devices):
     # Was: --layers 1 --width 8 printed "targets (ours / reference <= 1.10 ...): met" (or NOT met, by noise): a
     # ratio of per-call overheads claimed as the placement target set for a >= 64M-parameter model.
