@@ -340,3 +340,45 @@ def test_gensbi_models_md_bring_your_own_params_lists_each_models_settings():
     for config, fields in ((Flux1Config, listed[1]), (SimformerConfig, listed[2])):
         settings = [f.name for f in dataclasses.fields(config) if f.name not in ("name", "init")]
         assert re.findall(r"`(\w+)`", re.sub(r"\([^)]*\)", "", fields)) == settings, config.__name__  # (values) left out
+
+
+def _flat(node, prefix=""):
+    """``node`` (a plain dict) as ``{dotted key: leaf value}``."""
+    flat = {}
+    for key, value in node.items():
+        flat.update(_flat(value, f"{prefix}{key}.") if isinstance(value, dict) else {f"{prefix}{key}": value})
+    return flat
+
+
+def test_harness_md_names_every_setting_with_its_composed_default():
+    # Read by a new user looking up train.log_every, eval.c2st_jobs or model.mlp_ratio: docs/harness.md had no list of
+    # the settings, so 30 of them were named on no page. Each row of its "Every setting" table names its keys (and the
+    # option they need, `model=transformer`) and their defaults; both are checked against what launch.py composes.
+    from omegaconf import OmegaConf
+
+    text = (REPO / "docs" / "harness.md").read_text()
+    assert "## Every setting and its default\n" in text, "docs/harness.md has no list of the settings"
+    section = text.split("## Every setting and its default\n", 1)[1].split("\n## ", 1)[0]
+    (header, rows), = _tables(section).items()
+    named, wrong = {}, []
+    for row in rows[2:]:
+        first, default = row.split("|")[1:3]
+        names = [token for token in re.findall(r"`([^`]+)`", first) if "=" not in token]
+        option = [token for token in re.findall(r"`([^`]+)`", first) if "=" in token]
+        composed = _flat(OmegaConf.to_container(_composed(option, REPO / "conf"), resolve=True))
+        values = re.findall(r"`([^`]+)`", default)
+        values = values * len(names) if len(values) == 1 else values
+        assert len(values) == len(names), row
+        for name, value in zip(names, values):
+            named.setdefault(tuple(option), set()).add(name)
+            true = composed.get(name, "<not a setting>")
+            typed = "null" if true is None else str(true).lower() if isinstance(true, bool) else str(true)
+            if typed != value and not (
+                    isinstance(true, float) and re.fullmatch(r"[\d.e-]+", value) and float(value) == true):
+                wrong.append(f"{name}: the page says {value}, {' '.join(option) or 'the default'} composes {true!r}")
+    assert wrong == [], wrong
+    for option in [(), ("model=transformer",)]:
+        composed = _flat(OmegaConf.to_container(_composed(list(option), REPO / "conf"), resolve=True))
+        shared = named[()] if option else set()  # a model's row names only what the default model lacks or sets else
+        missing = sorted(set(composed) - named[option] - shared - {"hydra"})
+        assert missing == [], f"docs/harness.md's Every setting lacks {missing} ({' '.join(option) or 'the default'})"
