@@ -382,3 +382,23 @@ def test_harness_md_names_every_setting_with_its_composed_default():
         shared = named[()] if option else set()  # a model's row names only what the default model lacks or sets else
         missing = sorted(set(composed) - named[option] - shared - {"hydra"})
         assert missing == [], f"docs/harness.md's Every setting lacks {missing} ({' '.join(option) or 'the default'})"
+
+
+def test_every_table_of_measurements_is_dated_beside_it():
+    # Read by a new user asking "when, and by what, was this measured?": step_overhead.py's table (README and
+    # docs/benchmarks.md, from 2026-11-29) and posterior_quality.md's defaults table (2026-11-30) carried no date, so a
+    # reader could not tell them from a measurement of the code they cloned. A table of measured numbers has a date in
+    # the two paragraphs before it or the one after; the sbibm table is its committed file's (tested above).
+    sbibm_header = next(iter(_tables((REPO / "benchmarks" / "results" / "sbibm_table.md").read_text())))
+    undated = []
+    for page in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]:
+        text = re.sub(r"```.*?```", "```", page.read_text(), flags=re.S)
+        paragraphs = [p.strip() for p in re.split(r"\n\s*\n", text)]
+        for i, paragraph in enumerate(paragraphs):
+            header = paragraph.splitlines()[0]
+            if not paragraph.startswith("|") or not re.search(r"\d\.\d", paragraph[len(header):]) or header in (
+                    sbibm_header, "| setting | default | what it sets |"):
+                continue
+            if not re.search(r"20\d\d-\d\d-\d\d", "\n".join(paragraphs[max(0, i - 2):i + 2])):
+                undated.append(f"{page.name}: {header}")
+    assert undated == [], undated
