@@ -103,6 +103,7 @@ def test_help_opens_with_the_apps_own_help(help_and_hydra_config):
     for text in ("make run ARGS=", "python launch.py mesh=dict mesh.model_axis=2 rule=tensor",
                  "experiment=quick model=transformer", "outputs/<date>/<time>/", "multirun/<date>/<time>/",
                  "--cfg job", "--hydra-help",
+                 "docs/harness.md#every-setting-and-its-default",  # was: no pointer to a list of the settings
                  # Was "continue a run", the README's word for train.resume=auto in the run's own folder.
                  "train that run further, to step 8000,",
                  "in a new folder (repeat its experiment=, model and data overrides)"):
