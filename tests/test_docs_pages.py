@@ -402,3 +402,32 @@ def test_every_table_of_measurements_is_dated_beside_it():
             if not re.search(r"20\d\d-\d\d-\d\d", "\n".join(paragraphs[max(0, i - 2):i + 2])):
                 undated.append(f"{page.name}: {header}")
     assert undated == [], undated
+
+
+def test_every_documented_sbibm_run_command_passes_runs_checks(tmp_path, monkeypatch):
+    # docs/posterior_quality.md now says how to try `sbibm.py run` tiny (a new user had only the hours-long commands);
+    # each `run` command the pages give, as typed (in a bash block or inline), passes the checks run makes before any
+    # job: its flags, its extra arguments composed for every (task, budget), its rounds. No job runs here.
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("sbibm_script", REPO / "benchmarks" / "sbibm.py")
+    sbibm = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sbibm)
+    started = []
+    monkeypatch.setattr(sbibm, "run", lambda root, tasks, budgets, extra, **kw: started.append(extra) or [])
+    commands = set()
+    for page in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]:
+        text = page.read_text()
+        lines = [line.split("  #")[0] for block in re.findall(r"```bash\n(.*?)```", text, re.S)
+                 for line in block.splitlines()]
+        inline = re.findall(r"`(python benchmarks/sbibm\.py run [^`<]+)`", re.sub(r"```.*?```", "", text, flags=re.S))
+        commands |= {" ".join(c.split()) for c in [*lines, *inline] if c.startswith("python benchmarks/sbibm.py run --root")}
+    assert any("train.steps=20" in command for command in commands), commands  # the tiny one
+    for command in sorted(commands):
+        args = shlex.split(command)[2:]
+        args[args.index("--root") + 1] = str(tmp_path / "root")
+        try:
+            sbibm.main(args)
+        except SystemExit as refused:
+            pytest.fail(f"{command}: refused ({refused.code})")
+    assert len(started) == len(commands)
