@@ -170,8 +170,9 @@ class CheckpointWriter:
             If ``state`` is no NNX node, state or non-empty mapping (or holds a leaf neither an array nor a number, e.g.
             a ``str``, or an abstract one: named), ``key`` no typed PRNG key, or ``info`` no mapping.
         FloatingPointError
-            If a floating-point array holds NaN or inf (an optimizer's own state, ``nnx.OptState``, may hold inf: a
-            sentinel, as ``optax.contrib.reduce_on_plateau``'s): nothing written; names the latest finite checkpoint.
+            If a floating-point array holds NaN or inf (an optimizer's own state may hold inf, as
+            ``optax.contrib.reduce_on_plateau``'s: ``nnx.OptState`` variables, and any leaf under an ``opt_state`` key
+            of a plain dict): nothing written; names the latest finite checkpoint.
         """
         step = _checked_step(step)
         # Checked before the last step's early return: save(final, None, key) after maybe_save(final, ...) passed.
@@ -191,10 +192,11 @@ class CheckpointWriter:
             if isinstance(leaf, jax.ShapeDtypeStruct):  # Orbax's "TypeHandler lookup failed" named no fix
                 raise TypeError(f"CheckpointWriter.save: {name} is abstract ({leaf}), a shape without values: save a "
                                 "built state (init_sharded's, a train step's), not abstract_sharded's or a restore target")
-        # An optimizer's inf is a sentinel (reduce_on_plateau's best_value), in any tree (was: in one nnx.State only)
-        sentinels = flat_by_path(jax.tree.map(lambda v: v if isinstance(v, nnx.OptState) else None, tree,
+        # An optimizer's state may hold inf anywhere (reduce_on_plateau's best_value, a user's running max): its
+        # OptState variables, and under nnx.Optimizer's opt_state once plain (nnx.to_pure_dict; was: refused there)
+        optimizer = flat_by_path(jax.tree.map(lambda v: v if isinstance(v, nnx.OptState) else None, tree,
                                               is_leaf=lambda v: isinstance(v, nnx.Variable)))
-        bad = non_finite(named, set(sentinels))
+        bad = non_finite(named, {*optimizer, *(name for name in named if "opt_state" in name.split("/"))})
         if bad:
             latest = self.latest()
             raise FloatingPointError(
