@@ -16,7 +16,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from gensbi_sharding.rules import MODEL_AXIS
 from gensbi_sharding.nodes import (check_mesh, check_no_module, is_array, is_array_like, is_int, is_prng_key,
-                                   placed_dtype)
+                                   placed_dtype, unheld_dtype_fix)
 
 __all__ = ["batch_axes", "batch_size_divisor", "nearest_batch_sizes", "check_batch_divisible", "pad_for_mesh",
            "shard_batch", "shard_sample_init", "replicate", "check_placeable", "host_view"]
@@ -138,10 +138,12 @@ def check_placeable(leaf: Any, where: str) -> None:
     """``ValueError`` naming ``where`` if NumPy array ``leaf`` holds a number its placed dtype cannot (JAX's cast would
     change it silently: 2**40 -> 0), ``TypeError`` if no JAX array holds its dtype (str, datetime64); ``RuntimeError``
     if JAX array ``leaf`` was deleted (donated)."""
-    if isinstance(leaf, np.ndarray) and not jax.numpy.isdtype(leaf.dtype, ("bool", "numeric")):  # str, datetime64:
-        # JAX's "Dtype datetime64[D] is not a valid JAX array type" named neither the leaf nor the fix
-        raise TypeError(f"{where} has dtype {leaf.dtype}, which no JAX array holds: pass numbers (e.g. integer codes, "
-                        "np.unique(x, return_inverse=True)[1]) or keep it out of the tree")
+    # str, datetime64, longdouble (a NumPy scalar too, else kept unplaced): JAX's "Dtype datetime64[D] is not a valid
+    # JAX array type" named neither the leaf nor the fix
+    if isinstance(leaf, (np.ndarray, np.generic)) and not jax.numpy.isdtype(leaf.dtype, ("bool", "numeric")):
+        raise TypeError(f"{where} has dtype {leaf.dtype}, which no JAX array holds: " + unheld_dtype_fix(leaf.dtype,
+                        "pass numbers (e.g. integer codes, np.unique(x, return_inverse=True)[1]) or keep it out of the "
+                        "tree"))
     if isinstance(leaf, jax.Array) and not isinstance(leaf, jax.core.Tracer) and leaf.is_deleted():
         raise RuntimeError(f"{where} was deleted: donated to a jitted step (donate_argnums) or .delete()d; pass the "
                            "arrays the step returned, e.g. state = step(state) then nnx.update(model, state)")

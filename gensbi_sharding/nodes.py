@@ -70,9 +70,18 @@ def check_value_leaves(values: Iterable[tuple[str, Any]], caller: str) -> list[t
                 where = "/".join([name, *(jax.tree_util.keystr((k,), simple=True) for k in keys)])
                 what = type(leaf).__name__ + (f" {leaf!r:.40}" if held else f" of dtype {leaf.dtype}")
                 raise TypeError(f"{caller}: {where} holds {what}; a variable's value, or each leaf of a pytree value, "
-                                "must be an array (JAX or NumPy) or a Python/NumPy number or bool: keep other data as a "
-                                "plain attribute of the Module (static, in its graph, not its state)")
+                                "must be an array (JAX or NumPy) or a Python/NumPy number or bool: " + unheld_dtype_fix(
+                                    getattr(leaf, "dtype", None), "keep other data as a plain attribute of the Module "
+                                    "(static, in its graph, not its state)"))
     return values
+
+
+def unheld_dtype_fix(dtype: Any, otherwise: str) -> str:
+    """The fix for data of ``dtype`` no JAX array holds: a cast for NumPy's longdouble (float128), else ``otherwise``."""
+    if dtype is None or np.dtype(dtype).kind not in "fc":
+        return otherwise
+    wide = "complex128" if np.dtype(dtype).kind == "c" else "float64"
+    return f"cast it to {wide}, x.astype(np.{wide}) (placed as {placed_dtype(wide)}: jax_enable_x64 keeps {wide})"
 
 
 def value_leaves(path: tuple, value: Any) -> list[tuple[tuple, Any]]:

@@ -1,5 +1,6 @@
 """The library broken with odd-but-valid input, round 49: an optimizer state holding inf outside the known sentinels
-(a user's running max) refused once saved as a plain dict.
+(a user's running max) refused once saved as a plain dict; NumPy's longdouble (float128) told to "pass numbers" or
+to keep it out of the state, when the fix is a cast, and as a NumPy scalar in a batch kept unplaced.
 
 In-process, 8 simulated CPU devices (conftest); tiny arrays."""
 
@@ -61,3 +62,38 @@ def test_an_optimizer_state_holding_inf_anywhere_is_saved_and_restored_as_is_in_
         state = restore(tmp_path / "checkpoints" / str(step), target).state["opt"]["opt_state"][1]
         assert np.all(np.asarray(state["largest"]["kernel"][...]) == -np.inf)
         assert np.asarray(state["bound"][...]).tolist() == [np.inf, 1.0]
+
+
+@pytest.mark.skipif(np.dtype(np.longdouble).itemsize <= 8, reason="np.longdouble is float64 here: JAX holds it")
+def test_numpy_longdouble_is_told_to_cast_wherever_it_is_refused(devices, tmp_path):
+    # Was: "pass numbers (e.g. integer codes ...)" as a batch leaf (it is numbers) and "keep other data as a plain
+    # attribute of the Module" as a variable's value (it is a model's number); a NumPy longdouble scalar in a batch was
+    # kept unplaced, failing in the jitted step. The fix is a cast.
+    mesh = gs.make_mesh(model_axis=2)
+    cast = r"which no JAX array holds: cast it to float64, x\.astype\(np\.float64\) \(placed as float32"
+    for leaf in (np.ones(8, np.longdouble), np.longdouble(1.5)):
+        with pytest.raises(TypeError, match=rf"leaf \['x'\] \(shape {re_shape(leaf)}\) has dtype float128, {cast}"):
+            gs.shard_batch({"x": leaf}, mesh)
+        # The cast told goes through: an array placed (as float32), a scalar kept as it is, as every NumPy scalar.
+        assert gs.shard_batch({"x": leaf.astype(np.float64)}, mesh)["x"].dtype == (jnp.float32 if leaf.ndim else
+                                                                                   np.float64)
+    with pytest.raises(TypeError, match=r"\['x'\] \(shape \(8,\)\) has dtype complex256, which no JAX array holds: "
+                                        r"cast it to complex128, x\.astype\(np\.complex128\)"):
+        gs.replicate({"x": np.ones(8, np.clongdouble)}, mesh)
+
+    class Model(nnx.Module):
+        def __init__(self):
+            self.kernel = nnx.Param(jnp.ones(4))
+            self.scale = nnx.Variable(np.longdouble(1.5))
+
+    told = r"must be an array \(JAX or NumPy\) or a Python/NumPy number or bool: cast it to float64, x\.astype"
+    with pytest.raises(TypeError, match=rf"^init_sharded: scale holds longdouble of dtype float128; .*{told}"):
+        gs.init_sharded(Model, mesh)
+    with CheckpointWriter(tmp_path / "checkpoints", async_save=False) as writer:
+        with pytest.raises(TypeError, match=rf"^CheckpointWriter\.save: scale holds longdouble .*{told}"):
+            writer.save(1, Model(), jax.random.key(0))
+
+
+def re_shape(leaf: np.ndarray) -> str:
+    """``leaf``'s shape as a regular expression."""
+    return str(leaf.shape).replace("(", r"\(").replace(")", r"\)")
