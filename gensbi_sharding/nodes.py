@@ -1,11 +1,10 @@
-"""Helpers every library module shares: node checks, "a/b/c" path keys, abstract states, int/array/mesh checks.
-They import nothing from the package, so every module may import them without a cycle."""
+"""Helpers every library module shares (node, array, mesh checks; path keys); importing nothing from the package."""
 
 from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any
 
 import flax.errors
@@ -40,8 +39,7 @@ def is_array_like(x: Any) -> bool:
 
 
 def value_of(var: nnx.Variable) -> Any:
-    """``var.get_value()``; a ``ref=True`` one's read with no mesh set (the read is a jitted program, and a mesh set over
-    other devices than the ref's refused it: shard_model of an unplaced model inside mesh_context)."""
+    """``var.get_value()``; a ``ref=True`` one's read with no mesh set (a jitted read, which a mesh set refused)."""
     ref = isinstance(raw := var.get_raw_value(), jax.Ref) and not isinstance(raw, jax.core.Tracer)  # in jit: none set
     with jax.set_mesh(None) if ref else contextlib.nullcontext():
         return var.get_value()
@@ -60,35 +58,32 @@ def keep_scalars(kept: Any, value: Any) -> Any:
     return value if kept is None else jax.tree.map(lambda k, v: k if is_scalar(k) else v, kept, value)
 
 
-def check_value_leaves(values: Iterable[tuple[str, Any]], caller: str) -> list[tuple[str, Any]]:
+def check_value_leaves(values: Collection[tuple[str, Any]], caller: str) -> list[tuple[str, Any]]:
     """``values`` (``("a/b", value)`` pairs) as a list; ``TypeError`` naming a leaf neither array nor scalar (a str)."""
-    values = list(values)
     for name, value in values:
         for keys, leaf in jax.tree_util.tree_leaves_with_path(value):
             held = not isinstance(leaf, (np.ndarray, np.generic)) or jax.numpy.isdtype(leaf.dtype, ("bool", "numeric"))
             if not ((is_array_like(leaf) or is_scalar(leaf)) and held):  # datetime64: JAX's, Orbax's errors named none
                 where = "/".join([name, *(jax.tree_util.keystr((k,), simple=True) for k in keys)])
                 what = type(leaf).__name__ + (f" {leaf!r:.40}" if held else f" of dtype {leaf.dtype}")
+                fix = unheld_dtype_fix(None if held else leaf.dtype, "keep other data as a plain attribute of the "
+                                       "Module (static, in its graph, not its state)")
                 raise TypeError(f"{caller}: {where} holds {what}; a variable's value, or each leaf of a pytree value, "
-                                "must be an array (JAX or NumPy) or a Python/NumPy number or bool: " + unheld_dtype_fix(
-                                    getattr(leaf, "dtype", None), "keep other data as a plain attribute of the Module "
-                                    "(static, in its graph, not its state)"))
-    return values
+                                f"must be an array (JAX or NumPy) or a Python/NumPy number or bool: {fix}")
+    return list(values)
 
 
 def unheld_dtype_fix(dtype: Any, otherwise: str) -> str:
     """The fix for data of ``dtype`` no JAX array holds: a cast for NumPy's longdouble (float128), else ``otherwise``."""
-    if dtype is None or np.dtype(dtype).kind not in "fc":
-        return otherwise
-    wide = "complex128" if np.dtype(dtype).kind == "c" else "float64"
-    return f"cast it to {wide}, x.astype(np.{wide}) (placed as {placed_dtype(wide)}: jax_enable_x64 keeps {wide})"
+    wide = None if dtype is None else {"f": "float64", "c": "complex128"}.get(np.dtype(dtype).kind)
+    return otherwise if wide is None else (f"cast it to {wide}, x.astype(np.{wide}) (placed as {placed_dtype(wide)}: "
+                                           f"jax_enable_x64 keeps {wide})")
 
 
 def value_leaves(path: tuple, value: Any) -> list[tuple[tuple, Any]]:
     """``[(path, value)]``, or for a pytree of arrays one ``(path + its keys, leaf)`` per leaf."""
-    if is_array_like(value) or not array_leaves(value):
-        return [(path, value)]
-    return [(tuple(path) + tuple(sub), leaf) for sub, leaf in jax.tree_util.tree_leaves_with_path(value)]
+    return [(path, value)] if is_array_like(value) or not array_leaves(value) else [
+        (tuple(path) + tuple(sub), leaf) for sub, leaf in jax.tree_util.tree_leaves_with_path(value)]
 
 
 def leaf_paths(node: Any) -> list[tuple[tuple, Any]]:
@@ -138,10 +133,9 @@ def check_mesh(mesh: Any, *, abstract: bool = False, optional: bool = True) -> N
 
 
 def is_node(node: Any, inner: bool = False) -> bool:
-    """Whether ``node`` is an NNX node: a graph node, ``nnx.State``, or a non-empty tuple, list or dict of them; an
-    ``nnx.Variable`` only in one (``inner``): alone its path is "", on which reports and init raised IndexError."""
-    if nnx.graph.is_graph_node(node) or isinstance(node, nnx.State):  # a Variable is a graph node too
-        return inner or not isinstance(node, nnx.Variable)
+    """Whether ``node`` is an NNX node: a graph node, ``nnx.State``, or a non-empty tuple, list or dict of them."""
+    if nnx.graph.is_graph_node(node) or isinstance(node, nnx.State):  # a Variable is a graph node too: only in one
+        return inner or not isinstance(node, nnx.Variable)  # alone its path is "": reports and init raised IndexError
     items = list(node.values() if isinstance(node, dict) else node if isinstance(node, (tuple, list)) else ())
     return bool(items) and all(is_node(item, inner=True) for item in items)
 
@@ -187,8 +181,8 @@ def node_state(tree: Any) -> Any:
 
 
 def check_no_module(tree: Any, what: str) -> None:
-    """``TypeError`` naming the first Module, node holding variables or (hijax) Variable leaf of ``tree``, a pytree to
-    place: ``jax.tree`` would copy it, its shared variables untied; an nnx.Pytree of plain arrays is placed as any."""
+    """``TypeError`` naming the first Module, node holding variables or Variable leaf of pytree ``tree`` (to place):
+    ``jax.tree`` would copy it, shared variables untied; an nnx.Pytree of plain arrays is placed as any pytree."""
     if found := [(p, x) for p, x in jax.tree_util.tree_leaves_with_path(tree, is_leaf=module_like) if isinstance(
             x, (nnx.Variable, nnx.Module)) or module_like(x) and any(isinstance(v, nnx.Variable) for _, v in
                                                                       nnx.graph.iter_graph(x))]:
@@ -218,8 +212,7 @@ def prefix_holding(names: Sequence[str], paths: Iterable[str]) -> str | None:
 
 
 def check_plan_fits(plan: Any, node: Any, caller: str) -> list[tuple[str, Any]]:
-    """``array_variables(node)``; ``ValueError`` naming variables ``plan`` lacks, has at another shape or cannot split;
-    ``TypeError`` for a ``plan`` or ``node`` of another type."""
+    """``array_variables(node)``, once ``plan`` fits it; else the error naming the variables not planned, or not so."""
     if not (hasattr(plan, "specs") and hasattr(plan, "shapes")):
         raise TypeError(f"{caller} takes a Plan (plan_shardings(node, mesh, rule)), got {type(plan).__name__} "
                         f"{plan!r:.60}; to place by a rule at once: shard_model(node, mesh, rule)")
@@ -251,8 +244,7 @@ def check_plan_fits(plan: Any, node: Any, caller: str) -> list[tuple[str, Any]]:
 def abstract_state(node: Any, sharding_for: Callable[[str, Any], jax.sharding.Sharding | None]) -> nnx.State:
     """``nnx.state(node)``, abstract at ``sharding_for(path, value)`` (None: kept as it is) and the placed dtype."""
     def abstract(path: tuple, var: nnx.Variable) -> nnx.Variable:
-        value = value_of(var)
-        sharding = sharding_for(path_name(path), value)
+        sharding = sharding_for(path_name(path), value := value_of(var))
         return var.replace(value if sharding is None else jax.tree.map(
             lambda v: jax.ShapeDtypeStruct(v.shape, placed_dtype(v.dtype), sharding=sharding)
             if is_array_like(v) else v, value))
@@ -288,7 +280,6 @@ def trace_factory(factory: Callable[[], Any], caller: str = "init_sharded", flag
         (flags if flags is not None else {}).update(kinds)
         graphdef, state = nnx.split(nnx.with_vars(node, ref=False, hijax=False) if any(kinds.values()) else node)
         values = check_value_leaves([(path_name(p), v.get_value()) for p, v in nnx.to_flat_state(state)], caller)
-        # The scalars of each value (a pytree value's too, {"n": 3}), the rest marked: keep_scalars puts them back.
         found.update(graphdef=graphdef, scalars={p: jax.tree.map(
             lambda leaf: leaf if is_scalar(leaf) else _NOT_SCALAR, v) for p, v in values})
         # Scalars leave as 0: eval_shape made 2**40 an int32 (OverflowError), and keep_scalars puts them back.
