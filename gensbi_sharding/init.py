@@ -90,8 +90,7 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Rule
         first = digest
         # Compiled while the previous group ran; run once that group is placed, so one group exists whole at a time.
         jax.block_until_ready(pending)
-        pending = [_place_whole(_with_constants(whole, constants[path]), plan.sharding(path))
-                   for path, whole in zip(group, program())]
+        pending = [_place_whole(whole, constants[path], plan.sharding(path)) for path, whole in zip(group, program())]
         for path, value in zip(group, pending):  # scalars in a pytree value stay scalars, as factory() holds them
             variables[path].set_value(keep_scalars(variables[path].get_value(), value))
     jax.block_until_ready(pending)
@@ -275,18 +274,14 @@ def _select(factory: Callable[[], Any], paths: list[str], constants: dict) -> Ca
     return build
 
 
-def _with_constants(out: Any, constant: Any) -> Any:
-    """A value of ``_select``'s program, its None leaves taken from ``constant`` (as arrays; scalars as they are)."""
-    return jax.tree.map(lambda c, o: o if c is None else c if is_scalar(c) else jnp.asarray(c), constant, out,
-                        is_leaf=lambda c: c is None)
-
-
-def _place_whole(whole: jax.Array, target: NamedSharding) -> jax.Array:
-    """Move a variable computed on one device (a pytree value's arrays; its scalars stay) to ``target``."""
-    def put(w: Any) -> Any:  # several processes: each computed the same value, and places its devices' shards
+def _place_whole(out: Any, constant: Any, target: NamedSharding) -> Any:
+    """A value of ``_select``'s program computed on one device, its None leaves taken from ``constant`` (scalars stay),
+    moved to ``target``."""
+    def put(c: Any, o: Any) -> Any:  # several processes: each computed the same value, and places its devices' shards
+        w = o if c is None else c if is_scalar(c) else jnp.asarray(c)
         return w if is_scalar(w) else jax.device_put(host_view(w, target), target) if jax.process_count() == 1 else (
             jax.make_array_from_callback(w.shape, target, lambda index: w[index]))
-    return jax.tree.map(put, whole)
+    return jax.tree.map(put, constant, out, is_leaf=lambda c: c is None)
 
 
 def trace_digest(jaxpr: Any, constants: dict[str, Any]) -> tuple:
