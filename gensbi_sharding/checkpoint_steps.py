@@ -196,13 +196,9 @@ def _finite_flags(leaves: list[jax.Array], nan_only: tuple[bool, ...]) -> jax.Ar
 
 
 def _step_folders(directory: str | os.PathLike) -> dict[int, bool]:
-    """``{step: complete}`` of Orbax's step folders holding any of ``ITEMS`` (a multirun job's folder holds none).
-
-    Read as a ``CheckpointManager`` lists them (its step name format, each step's metadata), without making one: its
-    constructor asks ``jax.process_index()``, which starts JAX's backend, and the harness lists a run's folder before
-    the run sets its device count (was: ``train.resume=auto`` into a continuation's folder failed, "the backend
-    already started with 1 CPU devices").
-    """
+    """``{step: complete}`` of Orbax's step folders holding any of ``ITEMS`` (a multirun job's folder holds none), read
+    as a ``CheckpointManager`` lists them without making one: its constructor starts JAX's backend (process_index), and
+    the harness lists a run's folder before the run sets its device count (``train.resume=auto``)."""
     directory = as_path(directory, "directory")
     if not directory.is_dir():
         return {}
