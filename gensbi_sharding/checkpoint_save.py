@@ -192,8 +192,7 @@ class CheckpointWriter:
             if isinstance(leaf, jax.ShapeDtypeStruct):  # Orbax's "TypeHandler lookup failed" named no fix
                 raise TypeError(f"CheckpointWriter.save: {name} is abstract ({leaf}), a shape without values: save a "
                                 "built state (init_sharded's, a train step's), not abstract_sharded's or a restore target")
-        # An optimizer's state may hold inf anywhere (reduce_on_plateau's best_value, a user's running max): its
-        # OptState variables, and under nnx.Optimizer's opt_state once plain (nnx.to_pure_dict; was: refused there)
+        # An optimizer's state may hold inf anywhere (a running max): its OptState variables, under opt_state if plain
         optimizer = flat_by_path(jax.tree.map(lambda v: v if isinstance(v, nnx.OptState) else None, tree,
                                               is_leaf=lambda v: isinstance(v, nnx.Variable)))
         bad = non_finite(named, {*optimizer, *(name for name in named if "opt_state" in name.split("/"))})
