@@ -135,11 +135,11 @@ def check_numeric_leaves(tree: Any, what: str) -> None:
 
 
 def check_placeable(leaf: Any, where: str) -> None:
-    """``ValueError`` naming ``where`` if NumPy array ``leaf`` holds a number its placed dtype cannot (JAX's cast would
-    change it silently: 2**40 -> 0), ``TypeError`` if no JAX array holds its dtype (str, datetime64); ``RuntimeError``
-    if JAX array ``leaf`` was deleted (donated)."""
-    # JAX's "Dtype datetime64[D] is not a valid JAX array type" named neither the leaf nor the fix (a scalar: kept)
-    if isinstance(leaf, (np.ndarray, np.generic)) and not jax.numpy.isdtype(leaf.dtype, ("bool", "numeric")):
+    """``ValueError`` naming ``where`` if NumPy ``leaf`` holds a number its placed dtype cannot (JAX's cast would change
+    it silently: 2**40 -> 0), ``TypeError`` if no JAX array holds its dtype, ``RuntimeError`` if it was donated."""
+    # JAX's "Dtype datetime64[D] is not a valid JAX array type" named no leaf nor fix; a str or datetime64 scalar: kept
+    if (isinstance(leaf, np.ndarray) or isinstance(leaf, np.generic) and leaf.dtype.kind in "fc") and not (
+            jax.numpy.isdtype(leaf.dtype, ("bool", "numeric"))):
         raise TypeError(f"{where} has dtype {leaf.dtype}, which no JAX array holds: " + unheld_dtype_fix(leaf.dtype,
                         "pass numbers (e.g. integer codes, np.unique(x, return_inverse=True)[1]) or keep it out of the "
                         "tree"))
