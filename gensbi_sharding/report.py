@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import nnx
-from jax.sharding import Mesh, NamedSharding
+from jax.sharding import AbstractMesh, Mesh, NamedSharding
 
 from gensbi_sharding.batch import batch_size_divisor
 from gensbi_sharding.nodes import (check_mesh, check_node, is_array, is_array_like, is_int, leaf_paths, node_state,
@@ -24,7 +24,7 @@ __all__ = ["bytes_per_device", "partition_specs", "MeshSummary", "VariablePlacem
 
 def mesh_label(mesh: Any) -> str:
     """A mesh as messages name it: its axis sizes and, but for an ``AbstractMesh``, its devices' ids in mesh order."""
-    ids = getattr(mesh, "device_ids", None)
+    ids = None if isinstance(mesh, AbstractMesh) else mesh.device_ids  # JAX raises for an AbstractMesh's device_ids
     return f"mesh {dict(mesh.shape)}" + ("" if ids is None else f" (devices {np.asarray(ids).flatten().tolist()})")
 
 
@@ -37,9 +37,9 @@ def bytes_per_device(tree: Any) -> dict[int, int]:
     tree : pytree or NNX node
     """
     totals: Counter[int] = Counter()
-    for leaf in jax.tree.leaves(node_state(tree)):  # a variable shared by two modules counts once
+    for path, leaf in jax.tree_util.tree_leaves_with_path(node_state(tree)):  # a variable shared by two counts once
         if isinstance(leaf, (jax.Array, jax.ShapeDtypeStruct)):
-            totals.update(_device_bytes(leaf))
+            totals.update(_device_bytes(leaf, path=jax.tree_util.keystr(path, simple=True, separator="/")))
     return dict(sorted(totals.items()))
 
 
@@ -167,7 +167,8 @@ def describe(node: Any, mesh: Mesh | None, *, top: int = 5) -> PlacementReport:
         if not is_array_like(value):
             continue
         # Every process's devices, so none reads 0 B with several processes.
-        shards, sharding = _device_bytes(value, every=True), getattr(value, "sharding", None)
+        sharding = getattr(value, "sharding", None)
+        shards = _device_bytes(value, every=True, mesh=mesh, path=path_name(path))
         per_device.update(shards)
         if mesh is not None and isinstance(sharding, NamedSharding):  # placed (unplaced arrays may be anywhere)
             outside.update(set(shards) - ids)
@@ -230,11 +231,18 @@ def mesh_init_simulate(seed: Any, x: Any, features: Any, mesh_axes: Any) -> jax.
     return jnp.asarray([ints["features"], ints["mesh_axes"], describe(layer, None).n_leaves], dtype=jnp.float32)
 
 
-def _device_bytes(value: Any, every: bool = False) -> dict[int, int]:
-    """``{device id: bytes}`` of an array or ``jax.ShapeDtypeStruct`` by its sharding (``every``: all processes')."""
+def _device_bytes(value: Any, every: bool = False, mesh: Mesh | None = None, path: str = "") -> dict[int, int]:
+    """``{device id: bytes}`` of an array or ``jax.ShapeDtypeStruct`` by its sharding (``every``: all processes'); one
+    on an ``AbstractMesh`` (``jax.typeof`` of an array, ``eval_shape`` under ``jax.set_mesh``) read on ``mesh``'s
+    devices, which must have its layout."""
     sharding = getattr(value, "sharding", None)
     if sharding is None or "host" in str(sharding.memory_kind):  # NumPy, unplaced, in host memory ("pinned_host")
         return {}
+    if isinstance(getattr(sharding, "mesh", None), AbstractMesh):  # axes, no devices: JAX cannot list its shards
+        if mesh is None or not _same_layout(sharding.mesh, mesh):
+            raise ValueError(f"{path} is placed on an abstract {mesh_label(sharding.mesh)}, which has no devices to "
+                             "count bytes on; pass its concrete mesh: describe(node, mesh) with a mesh of that layout")
+        sharding = NamedSharding(mesh, sharding.spec, memory_kind=sharding.memory_kind)
     return {device.id: _nbytes(math.prod(len(range(*s.indices(n))) for s, n in zip(index, value.shape)), value.dtype)
             for device, index in (sharding.devices_indices_map if every else
                                   sharding.addressable_devices_indices_map)(value.shape).items()}
@@ -251,9 +259,8 @@ def _nbytes(count: int, dtype: Any) -> int:
 
 def _same_layout(a: Any, b: Mesh) -> bool:
     """Whether mesh ``a`` has ``b``'s axis names, sizes and device order (axis types aside)."""
-    ids = getattr(a, "device_ids", None)  # an AbstractMesh (an abstract value's) has axes, no devices
     return dict(a.shape) == dict(b.shape) and tuple(a.axis_names) == tuple(b.axis_names) and (
-        ids is None or np.array_equal(ids, b.device_ids))
+        isinstance(a, AbstractMesh) or np.array_equal(a.device_ids, b.device_ids))  # an AbstractMesh has no devices
 
 
 def _placement(value: Any, sharding: Any) -> str:

@@ -12,6 +12,7 @@ import numpy as np
 import optax
 import pytest
 from flax import nnx
+from jax.sharding import PartitionSpec as P
 
 import gensbi_sharding as gs
 from gensbi_sharding.checkpoint import CheckpointWriter, abstract_state_for, restore
@@ -97,3 +98,29 @@ def test_numpy_longdouble_is_told_to_cast_wherever_it_is_refused(devices, tmp_pa
 def re_shape(leaf: np.ndarray) -> str:
     """``leaf``'s shape as a regular expression."""
     return str(leaf.shape).replace("(", r"\(").replace(")", r"\)")
+
+
+def _abstract_on(mesh, spec):
+    """A Linear's state as ``jax.ShapeDtypeStruct`` leaves placed at ``spec`` on ``mesh``'s ``AbstractMesh``."""
+    state = nnx.state(nnx.Linear(8, 4, rngs=nnx.Rngs(0)))
+    return jax.tree.map(lambda a: jax.ShapeDtypeStruct(
+        a.shape, a.dtype, sharding=jax.sharding.NamedSharding(mesh.abstract_mesh, spec if a.ndim == 2 else P())),
+        state)
+
+
+def test_a_state_on_an_abstract_mesh_is_counted_on_the_concrete_mesh_given_else_refused_naming_it(devices):
+    # Was: describe(state, mesh), describe(state, None) and bytes_per_device(state) all raised JAX's
+    # "_device_assignment is not implemented for `jax.sharding.AbstractMesh`", naming no variable and no fix.
+    mesh = gs.make_mesh(model_axis=2)
+    abstract = _abstract_on(mesh, P("data", "model"))
+    placed = jax.tree.map(lambda s: jax.device_put(jnp.zeros(s.shape, s.dtype),
+                                                   jax.sharding.NamedSharding(mesh, s.sharding.spec)), abstract)
+    report, expected = gs.describe(abstract, mesh), gs.describe(placed, mesh)
+    assert report.bytes_per_device == expected.bytes_per_device
+    assert report.placements == expected.placements == {"bias": "P()", "kernel": "P('data', 'model')"}
+    assert max(report.bytes_per_device.values()) == 4 * 4 + 16  # a (2, 2) float32 shard of the kernel + the bias
+    for call in (lambda: gs.describe(abstract, None), lambda: gs.bytes_per_device(abstract),
+                 lambda: gs.describe(abstract, gs.make_mesh(model_axis=4))):  # none, or another layout
+        with pytest.raises(ValueError, match=r"^bias\S* is placed on an abstract mesh \{'data': 4, 'model': 2\}"
+                                             r".*pass its concrete mesh: describe\(node, mesh\)"):
+            call()
