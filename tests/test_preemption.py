@@ -435,15 +435,33 @@ def test_ctrl_c_during_c2st_keeps_that_whole_score_and_stops(tmp_path, monkeypat
     shutil.copytree(out, fresh := tmp_path / "fresh")  # the stopped job again, with nothing scored
     for name in [*files, "c2st.csv", "posterior.png"]:
         (fresh / name).unlink(missing_ok=True)
+    # Continued without an evaluation, or scoring other observations, the folder holds no score of the stopped
+    # attempt under this attempt's names (was: its c2st.csv and samples beside a metrics.json with c2st null, or
+    # posterior_samples_2.npz beside a c2st.csv of observation 3 alone): they are kept as <name>.attempt1<suffix>.
+    for continued, overrides in ((tmp_path / "unscored", ("eval.enabled=false",)),
+                                 (tmp_path / "other", ("eval.enabled=true", "eval.observations=[3]"))):
+        shutil.copytree(out, continued)
+        record = run_tiny(continued, *overrides, "train.resume=auto")
+        assert record["status"] == "ok" and record["steps"] == 0, record.get("error")
+        assert (continued / "c2st.attempt1.csv").read_text() == scored
+        assert {p.name: p.read_bytes() for p in continued.glob("posterior_samples*.attempt1.npz")} == {
+            name.replace(".npz", ".attempt1.npz"): data for name, data in files.items()}
+        assert sorted(p.name for p in continued.glob("posterior_samples*.npz") if ".attempt" not in p.name) == (
+            [] if record["c2st"] is None else ["posterior_samples.npz"])  # observation 3's, this attempt's
+        if record["c2st"] is None:
+            assert not (continued / "c2st.csv").exists()
+        else:
+            assert [r["observation"] for r in csv.DictReader((continued / "c2st.csv").read_text().splitlines())] == ["3"]
     resumed = run_tiny(out, "eval.enabled=true", "eval.observations=[1,2,3]", "train.resume=auto")
-    assert resumed["status"] == "ok" and resumed["steps"] == 0 and len(calls) == 3  # one C2ST more: observation 3's
+    assert resumed["status"] == "ok" and resumed["steps"] == 0 and len(calls) == 4  # one C2ST more: observation 3's
     assert (out / "c2st.csv").read_text().startswith(scored) and len((out / "c2st.csv").read_text().splitlines()) == 4
     assert all((out / name).read_bytes() == data for name, data in files.items())  # the kept files, untouched
+    assert sorted(p.name for p in out.glob("*.attempt1.*")) == ["c2st.attempt1.csv"]  # the kept ones moved back
     assert [row["observation"] for row in resumed["c2st_observations"]] == [1, 2, 3]
     assert resumed["c2st"] == pytest.approx(np.mean([row["c2st"] for row in resumed["c2st_observations"]]))
     # The kept scores are those a fresh evaluation of that checkpoint writes (the same seed: the same samples).
     again = run_tiny(fresh, "eval.enabled=true", "eval.observations=[1,2,3]", "train.resume=auto")
-    assert again["steps"] == 0 and len(calls) == 6 and again["c2st_observations"] == resumed["c2st_observations"]
+    assert again["steps"] == 0 and len(calls) == 7 and again["c2st_observations"] == resumed["c2st_observations"]
     for name in files:
         with np.load(out / name) as kept, np.load(fresh / name) as written:
             assert sorted(kept.files) == sorted(written.files)

@@ -23,6 +23,8 @@ is scored, so an interrupted job keeps what it had scored:
   step the run reached (was ``step``'s value, though the weights sampled were an earlier step's).
 - ``c2st.csv``: one row per observation scored (observation, c2st, fold sd, folds, n).
 - ``posterior.png``: pair plot of the first observation.
+
+A continued run's folder holds none of an earlier attempt's under these names: ``earlier_attempts``.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
+
+from gensbi_sharding.harness.earlier_attempts import plotted_after, take_back, with_aside_copies
 
 __all__ = ["evaluate_observations", "sampled_weights", "samples_name", "draw_inside_support", "posterior_draws", "c2st_csv",
            "MIN_ACCEPTANCE", "LOW_ACCEPTANCE"]
@@ -158,8 +162,8 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
         lets no Ctrl-C cut a fit short), so one a signal waited for is kept (was: dropped).
     step, weights, checkpoint_step : optional
         ``sampled_weights``': the step of ``params``, which they are, the step reached (recorded only). Given (one
-        process), an observation whose samples file in
-        ``out`` was written from the same weights with the same ``num_samples``, ``ode_steps``, ``n_folds`` and
+        process), an observation whose samples file in ``out`` (or its copy ``earlier_attempts.set_aside`` made,
+        moved back) was written from the same weights with the same ``num_samples``, ``ode_steps``, ``n_folds`` and
         ``seed`` (under either file name: observations reordered) keeps its score: a job stopped during its
         evaluation and resumed scores only the rest (was:
         every observation again, minutes each, so a job preempted during each evaluation never finished).
@@ -226,7 +230,7 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
                  "from the reference posterior)%s", k, row["c2st"], row["c2st_sd_folds"], n_folds, n, n,
                  f"; scored by an earlier attempt at step {step}, kept: {path.name}" if kept is not None else "")
         if write:
-            if kept is None or source != path:  # kept under its other name: written under this one
+            if kept is None or (source != path and not take_back(source, path)):  # kept under its other name
                 outputs.write_npz(path, samples=samples, reference=reference[:n], observation=x_o, c2st=row["c2st"],
                                   c2st_scores=scores, acceptance=acceptance, **settings,
                                   **({} if checkpoint_step is None else {"checkpoint_step": checkpoint_step}))
@@ -256,13 +260,12 @@ def sampled_weights(metrics: dict[str, Any], ema: bool, one_process: bool = True
 
 def earlier_scores(out: Path, observations: list[int], n_of: dict[int, int],
                    settings_of: Callable[[int], dict[str, Any]]) -> dict[int, tuple]:
-    """Each observation's score an earlier attempt wrote (``scored_before``) under either of its file names, all read
-    before this evaluation writes one: a resume with the observations in another order keeps them too (was: scored
-    again, the first observation's file overwritten by another's before it was read)."""
+    """Each observation's score an earlier attempt wrote (``scored_before``) under either file name, or set aside
+    (``earlier_attempts``), all read before one is written (was: the first's overwritten before it was read)."""
     found = {}
     for k in observations:
-        for first in (True, False):
-            if (kept := scored_before(out / samples_name(k, first), n_of[k], settings_of(k))) is not None:
+        for path in with_aside_copies([out / samples_name(k, first) for first in (True, False)]):
+            if (kept := scored_before(path, n_of[k], settings_of(k))) is not None:
                 found[k] = kept
                 break
     return found
@@ -278,15 +281,6 @@ def scored_before(path: Path, n: int, settings: dict[str, Any]) -> tuple[np.ndar
             return saved["samples"], saved["c2st_scores"], float(saved["acceptance"]), path
     except Exception:  # noqa: BLE001 (an empty or cut-off file: EOFError, BadZipFile; a foreign one: KeyError, TypeError)
         return None  # was: EOFError or TypeError out of the resumed job, for a file it would have written over
-
-
-def plotted_after(plot: Path, samples: Path) -> bool:
-    """Whether ``plot`` was written after ``samples``: from those kept samples, not an earlier evaluation's (was: any
-    posterior.png kept, one from an earlier step where a job was killed between the samples file and its plot)."""
-    try:
-        return plot.stat().st_mtime_ns >= samples.stat().st_mtime_ns
-    except OSError:
-        return False
 
 
 def c2st_csv(rows: list[dict]) -> str:

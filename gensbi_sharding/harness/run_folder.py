@@ -19,6 +19,7 @@ from gensbi_sharding.harness.config_checks import dry_run_resume_problem
 from gensbi_sharding.harness.config_values import interpolation_problem
 from gensbi_sharding.harness.console import tagged
 from gensbi_sharding.harness.console_lines import completed_jobs_lead
+from gensbi_sharding.harness.earlier_attempts import set_aside
 from gensbi_sharding.harness.folder_lock import FolderInUseError, FolderLock, folder_problem
 from gensbi_sharding.harness.launch_record import keep_record, settle_record, step_folder_names
 from gensbi_sharding.harness.outputs import read_metrics, read_record, write_record
@@ -143,9 +144,8 @@ class RunFolder:
                 lock.release()
                 raise
         self._lock, self.claimed = lock, True
-        if self.previous and (self.out / "error.txt").exists():  # keep the earlier attempt's traceback
-            attempt = len(self.previous.get("previous_attempts", [])) + 1
-            os.replace(self.out / "error.txt", self.out / f"error.attempt{attempt}.txt")
+        if moved := set_aside(self.out, self.previous):  # this attempt's files are its own (was: error.txt only)
+            log.info("the earlier attempt's files, kept under new names: %s", ", ".join(moved))
 
     def release(self) -> None:
         if self._lock is not None:

@@ -1,0 +1,122 @@
+"""An earlier attempt's files in a continued run's folder: set aside as the folder is claimed, read back to keep scores.
+
+A run continued in its own folder (``train.resume=auto``, a requeue) writes ``error.txt`` and its evaluation's files
+(``c2st.csv``, ``posterior.png``, ``posterior_samples[_<k>].npz``) anew, or never: with ``eval.enabled=false``, other
+``eval.observations``, or a stop before its evaluation. Left under those names, an earlier attempt's scores read as this
+attempt's beside a ``metrics.json`` that says otherwise (was: a continuation with ``eval.enabled=false`` ended ``ok``
+with ``c2st`` null beside the interrupted attempt's ``c2st.csv``, which ``benchmarks/sbibm.py table`` counted; one
+scoring ``eval.observations=[1]`` kept the earlier ``posterior_samples_2.npz``). Each is renamed
+``<name>.attempt<N><suffix>`` (``c2st.attempt1.csv``), N the attempt that wrote it, so nothing is lost, and an
+observation scored before from the same weights and settings is still kept rather than sampled again
+(``posterior.earlier_scores`` reads those names too).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+__all__ = ["ATTEMPT_FILES", "set_aside", "with_aside_copies", "take_back", "plotted_after"]
+
+#: The files an attempt writes anew (or not at all), which an earlier attempt's would stand in for.
+ATTEMPT_FILES = re.compile(r"error\.txt|c2st\.csv|posterior\.png|posterior_samples(_\d+)?\.npz")
+_ASIDE = re.compile(r"(?P<stem>.+)\.attempt(?P<n>\d+)(?P<suffix>\.[a-z]+)")
+
+
+def _attempt_number(folder: Path, previous: dict | None) -> int:
+    """The earlier attempt's number: its record's count of attempts, else (no record: a run killed outright) one past
+    the highest already set aside."""
+    if previous:
+        return len(previous.get("previous_attempts", [])) + 1
+    return 1 + max((int(m["n"]) for p in folder.iterdir() if (m := _ASIDE.fullmatch(p.name))), default=0)
+
+
+def set_aside(folder: Path, previous: dict | None) -> list[str]:
+    """Rename the earlier attempt's files ``ATTEMPT_FILES`` names in ``folder`` to ``<stem>.attempt<N><suffix>``.
+
+    Parameters
+    ----------
+    folder : Path
+        The run's folder, just claimed for this attempt.
+    previous : dict or None
+        The earlier attempt's ``metrics.json``, None when it left none.
+
+    Returns
+    -------
+    list of str
+        The new names, sorted (empty in a fresh folder).
+    """
+    folder = Path(folder)
+    earlier = sorted(p for p in folder.iterdir() if ATTEMPT_FILES.fullmatch(p.name)) if folder.is_dir() else []
+    if not earlier:
+        return []
+    attempt, moved = _attempt_number(folder, previous), []
+    for path in earlier:
+        target = path.with_name(f"{path.stem}.attempt{attempt}{path.suffix}")
+        if target.exists():  # never over another attempt's copy
+            continue
+        os.replace(path, target)
+        moved.append(target.name)
+    return sorted(moved)
+
+
+def with_aside_copies(paths: list[Path]) -> list[Path]:
+    """``paths``, then the copies ``set_aside`` made of them (``posterior_samples_3.attempt2.npz`` of
+    ``posterior_samples_3.npz``), the newest attempt's first.
+
+    Parameters
+    ----------
+    paths : list of Path
+        Files under the names an attempt writes.
+
+    Returns
+    -------
+    list of Path
+        ``paths`` followed by their copies that exist.
+    """
+    copies = [(int(m["n"]), p) for path in map(Path, paths)
+              for p in path.parent.glob(f"{path.stem}.attempt*{path.suffix}")
+              if (m := _ASIDE.fullmatch(p.name)) and m["stem"] == path.stem]
+    return [*map(Path, paths), *(p for _, p in sorted(copies, key=lambda c: -c[0]))]
+
+
+def take_back(source: Path, path: Path) -> bool:
+    """Move ``source``, a copy ``set_aside`` made whose score this attempt keeps, to ``path``; False for any other file.
+
+    Parameters
+    ----------
+    source : Path
+        The file the kept score was read from.
+    path : Path
+        The name this attempt gives that observation's samples.
+
+    Returns
+    -------
+    bool
+        Whether ``source`` was such a copy, now ``path`` (its bytes as written: the score is this attempt's again).
+    """
+    if not _ASIDE.fullmatch(Path(source).name):
+        return False
+    os.replace(source, path)
+    return True
+
+
+def plotted_after(plot: Path, samples: Path) -> bool:
+    """Whether ``plot`` was written after ``samples``: from those kept samples, not an earlier evaluation's (was: any
+    posterior.png kept, one from an earlier step where a job was killed between the samples file and its plot).
+
+    Parameters
+    ----------
+    plot, samples : Path
+        The pair plot and the samples file it would show.
+
+    Returns
+    -------
+    bool
+        False also when either is missing.
+    """
+    try:
+        return Path(plot).stat().st_mtime_ns >= Path(samples).stat().st_mtime_ns
+    except OSError:
+        return False

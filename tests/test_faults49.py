@@ -1,0 +1,72 @@
+"""Faults found trying the harness as users do, round 49: an earlier attempt's outputs in a continued run's folder."""
+
+import json
+import logging
+
+import numpy as np
+
+from faults_helpers import compose_tiny
+
+
+def _stopped_run(folder, attempts=0):
+    """A run folder as a stop during its evaluation leaves it: its record, scores and samples of two observations."""
+    (folder / "checkpoints" / "8").mkdir(parents=True)
+    earlier = [{"status": "preempted", "steps": 4}] * attempts
+    (folder / "metrics.json").write_text(json.dumps({"status": "interrupted", "previous_attempts": earlier}))
+    (folder / "error.txt").write_text("Traceback: interrupted\n")
+    (folder / "c2st.csv").write_text("observation,c2st\n1,0.9\n2,0.8\n")
+    (folder / "posterior.png").write_bytes(b"png")
+    for name, k in (("posterior_samples.npz", 1), ("posterior_samples_2.npz", 2)):
+        np.savez(folder / name, samples=np.zeros((4, 2)), num_observation=k)
+    return {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+
+
+def test_a_continued_run_sets_its_earlier_attempts_outputs_aside_under_names_of_their_own(tmp_path, caplog):
+    # Was: only error.txt was renamed; the earlier attempt's c2st.csv, posterior.png and posterior_samples*.npz
+    # stayed under the names this attempt writes, so a continuation with eval.enabled=false ended ok (c2st null) beside
+    # them, and one scoring eval.observations=[3] beside the earlier observation 2's samples.
+    from gensbi_sharding.harness.folder_lock import folder_problem
+    from gensbi_sharding.harness.run_folder import RunFolder
+
+    for attempts in (0, 2):
+        out = tmp_path / f"run{attempts}"
+        before = _stopped_run(out, attempts)
+        folder = RunFolder(out, compose_tiny("train.resume=auto", output_dir=out))
+        with caplog.at_level(logging.INFO, logger="gensbi_sharding"):
+            folder.claim()
+        folder.release()
+        n = attempts + 1  # the attempt that wrote them
+        renamed = {"error.txt": f"error.attempt{n}.txt", "c2st.csv": f"c2st.attempt{n}.csv",
+                   "posterior.png": f"posterior.attempt{n}.png",
+                   "posterior_samples.npz": f"posterior_samples.attempt{n}.npz",
+                   "posterior_samples_2.npz": f"posterior_samples_2.attempt{n}.npz"}
+        after = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file() and p.name != ".run.lock"}
+        assert after == {renamed.get(name, name): data for name, data in before.items()}  # nothing lost
+        assert f"c2st.attempt{n}.csv" in caplog.text
+        assert folder_problem(out, sweep=False) is None  # still a run's folder, never a foreign file's
+
+
+def test_a_score_kept_from_an_earlier_attempt_is_moved_back_and_other_files_are_left_alone(tmp_path):
+    from gensbi_sharding.harness.earlier_attempts import set_aside, take_back, with_aside_copies
+
+    _stopped_run(tmp_path)
+    (tmp_path / "c2st.attempt1.csv").write_text("an attempt's copy is never written over")
+    assert set_aside(tmp_path, {"status": "interrupted"}) == [
+        "error.attempt1.txt", "posterior.attempt1.png", "posterior_samples.attempt1.npz",
+        "posterior_samples_2.attempt1.npz"]
+    assert (tmp_path / "c2st.csv").exists()  # its copy's name was taken: left as it was, not overwritten
+    (tmp_path / "c2st.csv").rename(tmp_path / "c2st.attempt2.csv")
+    (tmp_path / "error.txt").write_text("a run killed outright leaves no record")
+    assert set_aside(tmp_path, None) == ["error.attempt3.txt"]  # no record: one past the highest set aside
+    for name in ("posterior_samples.npz", "posterior_samples_2.npz"):
+        copy = tmp_path / name.replace(".npz", ".attempt1.npz")
+        copy.with_name(name.replace(".npz", ".attempt2.npz")).write_bytes(copy.read_bytes())
+    names = [tmp_path / "posterior_samples_2.npz", tmp_path / "posterior_samples.npz"]
+    assert with_aside_copies(names) == [*names, tmp_path / "posterior_samples_2.attempt2.npz",
+                                        tmp_path / "posterior_samples.attempt2.npz",
+                                        tmp_path / "posterior_samples_2.attempt1.npz",
+                                        tmp_path / "posterior_samples.attempt1.npz"]  # the newest attempt's first
+    data = (source := tmp_path / "posterior_samples_2.attempt2.npz").read_bytes()
+    assert take_back(source, tmp_path / "posterior_samples.npz") and not source.exists()
+    assert (tmp_path / "posterior_samples.npz").read_bytes() == data  # moved as written
+    assert not take_back(tmp_path / "posterior_samples.npz", tmp_path / "x.npz")  # a file of this attempt's: not moved
