@@ -70,3 +70,39 @@ def test_a_score_kept_from_an_earlier_attempt_is_moved_back_and_other_files_are_
     assert take_back(source, tmp_path / "posterior_samples.npz") and not source.exists()
     assert (tmp_path / "posterior_samples.npz").read_bytes() == data  # moved as written
     assert not take_back(tmp_path / "posterior_samples.npz", tmp_path / "x.npz")  # a file of this attempt's: not moved
+
+
+def test_an_evaluation_the_weights_failed_names_the_commands_that_get_past_it_not_the_one_that_fails_again(tmp_path):
+    # Was: "checkpoint .../40 was saved before it: once that is fixed, continue with: <the same command>", which samples
+    # the same weights and fails again; the fix the error named, data.theta_transform=support, is refused on resume.
+    import re
+
+    from faults_helpers import under_command
+    from gensbi_sharding.harness.stop_record import failure_error
+    from gensbi_sharding.harness.weights_failure import SamplingError
+
+    out = tmp_path / "run"
+    (out / "checkpoints" / "40").mkdir(parents=True)
+    command = ("experiment=quick", "train.steps=40", "data.theta_transform=none", f"hydra.run.dir={out}")
+    outside = SamplingError("only 0.00% of 12800 posterior draws lie inside the prior's support", outside=True)
+    for before in ([], [40]):  # saved by this attempt, or by the earlier one that only this attempt evaluated
+        error = under_command(command, lambda cfg: failure_error(out, before, outside))
+        assert "continue with" not in error and f"checkpoint {out}/checkpoints/40 holds the weights that failed" in error
+        further, fresh = re.search(r"further in this folder with: (.*); or train afresh through the prior's bijection "
+                                   r"in a new folder: (.*)$", error).groups()
+        assert further == f"python launch.py experiment=quick data.theta_transform=none train.steps=80 " \
+                          f"train.resume=auto hydra.run.dir={out}"
+        assert fresh == (f"python launch.py experiment=quick train.steps=40 data.theta_transform=support "
+                         f"hydra.run.dir={out}-support")
+    (tmp_path / "run-support").mkdir()  # used: the next free name
+    not_finite = SamplingError("50 of 50 posterior draws hold NaN or inf", outside=False)
+    error = under_command(command, lambda cfg: failure_error(out, [], not_finite))
+    assert error.endswith(f"would sample again: retrain in a new folder, with a lower train.learning_rate added to: "
+                          f"python launch.py experiment=quick train.steps=40 data.theta_transform=none "
+                          f"hydra.run.dir={out}-lower-lr")
+    # From Python: the settings of cfg that do so.
+    assert failure_error(out, [], outside).endswith(
+        f"train them further in this folder with: run(cfg) with cfg.train.steps=80, cfg.train.resume='auto' and "
+        f"cfg.output_dir={str(out)!r} set in omegaconf.open_dict(cfg); or train afresh through the prior's bijection "
+        f"in a new folder: a new run(cfg) with cfg.data.theta_transform='support' and "
+        f"cfg.output_dir={str(out) + '-support-2'!r}")

@@ -38,6 +38,7 @@ from typing import Any, Callable
 import numpy as np
 
 from gensbi_sharding.harness.earlier_attempts import plotted_after, take_back, with_aside_copies
+from gensbi_sharding.harness.weights_failure import SamplingError
 
 __all__ = ["evaluate_observations", "sampled_weights", "samples_name", "draw_inside_support", "posterior_draws", "c2st_csv",
            "MIN_ACCEPTANCE", "LOW_ACCEPTANCE"]
@@ -73,8 +74,8 @@ def draw_inside_support(draw: Callable[[int], np.ndarray], inside: Callable[[np.
 
     Raises
     ------
-    RuntimeError
-        If fewer than ``MIN_ACCEPTANCE`` of the draws lie inside: drawing on would take more
+    weights_failure.SamplingError
+        A RuntimeError. If fewer than ``MIN_ACCEPTANCE`` of the draws lie inside: drawing on would take more
         than ``1 / MIN_ACCEPTANCE`` times the samples; the message names the fix. At once, if a
         draw holds NaN or inf: the model's fault, which no prior's support explains (was: rejected
         as outside, 100 times the samples drawn, then the prior blamed).
@@ -84,20 +85,20 @@ def draw_inside_support(draw: Callable[[int], np.ndarray], inside: Callable[[np.
         samples = draw(m)
         bad = ~np.isfinite(samples).reshape(len(samples), -1).all(axis=1)
         if bad.any():
-            raise RuntimeError(f"{int(bad.sum())} of {m} posterior draws hold NaN or inf (the first at row "
+            raise SamplingError(f"{int(bad.sum())} of {m} posterior draws hold NaN or inf (the first at row "
                                f"{int(np.argmax(bad))}): the model's velocity field is not finite along the ODE path "
                                "(weights holding NaN or inf, or a field that overflows float32), which the prior's "
                                "support does not explain; sample an earlier checkpoint, or retrain with a lower "
-                               "train.learning_rate")
+                               "train.learning_rate", outside=False)
         kept = np.asarray(inside(samples), dtype=bool)
         acceptance = float(kept.mean())
         if kept.sum() >= num_samples:
             return samples[kept][:num_samples], acceptance
         if m >= cap:
-            raise RuntimeError(f"only {acceptance:.2%} of {m} posterior draws lie inside the prior's support "
+            raise SamplingError(f"only {acceptance:.2%} of {m} posterior draws lie inside the prior's support "
                                f"(fewer than {MIN_ACCEPTANCE:.0%}): the posterior trained on theta as simulated "
                                "puts its mass outside the prior; train longer, or set data.theta_transform=support "
-                               "(train through the prior's bijection: every draw inside)")
+                               "(train through the prior's bijection: every draw inside)", outside=True)
         # 10 % over the rows the acceptance so far predicts, so one more draw usually suffices
         m = min(cap, int(np.ceil(1.1 * num_samples / max(acceptance, MIN_ACCEPTANCE))) + 1)
 

@@ -135,13 +135,18 @@ def failure_resume_hint(out: Path, before: list[int], err: BaseException) -> str
 def failure_error(out: Path, before: list[int], err: BaseException) -> str:
     """A failed run's error: ``output_refused_error``'s, else the exception and ``failure_resume_hint``'s; a failure
     that names a disk's refusal (a checkpoint save's on a full disk) and saved no checkpoint, the command that runs it
-    again (was: "no earlier checkpoint was saved" only, and the same command refused the folder)."""
+    again (was: "no earlier checkpoint was saved" only, and the same command refused the folder); an evaluation the
+    weights failed (``weights_failure.SamplingError``), the commands that get past it, not the one that fails again."""
+    from gensbi_sharding.harness.launch_record import step_folder_names
     from gensbi_sharding.harness.sweep_hints import continue_command
+    from gensbi_sharding.harness.weights_failure import SamplingError, weights_failure_hint
 
     if (refused := output_refused_error(out, before, err)) is not None:
         return refused
     newest = _saved_checkpoint(out, before, err)
-    if newest is None:
+    if isinstance(err, SamplingError) and (steps := step_folder_names(Path(out))):  # its command fails again
+        hint = weights_failure_hint(out, steps[-1], err)  # an earlier attempt's checkpoint too: the same weights
+    elif newest is None:
         disk = any(os.strerror(code) in str(err) for code in DISK_REFUSALS)
         hint = f"; once that is fixed, run it again with: {continue_command(out)}" if disk else ""
     elif f"{newest}," in str(err):  # the save's own error named it kept (was: said twice)

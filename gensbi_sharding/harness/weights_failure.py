@@ -1,0 +1,81 @@
+"""An evaluation that failed for the trained weights' sake, and the commands that get past it.
+
+Too few posterior draws inside the prior's support, or draws holding NaN or inf, are the weights' doing: the command
+that continues the run samples the very same weights again and fails the same way (was: "once that is fixed, continue
+with: <that command>", and the fix its error named, ``data.theta_transform=support``, is refused on resume, as it changes
+what the saved arrays mean). ``weights_failure_hint`` names what does get past it: training those weights further in
+the run's folder (a larger ``train.steps``), or a new run in a new folder (the prior's bijection; a lower
+``train.learning_rate`` for draws that are not finite).
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+__all__ = ["SamplingError", "weights_failure_hint"]
+
+
+class SamplingError(RuntimeError):
+    """Posterior draws the trained weights cannot give: ``outside`` (fewer than ``posterior.MIN_ACCEPTANCE`` inside the
+    prior's support), else not finite."""
+
+    def __init__(self, message: str, *, outside: bool):
+        super().__init__(message)
+        self.outside = outside
+
+
+def _new_folder(run_dir: Path, tag: str, multirun: bool) -> Path:
+    """``<run_dir>-<tag>`` (a sweep's job: ``<sweep>-<job>-<tag>``, beside the sweep, where its table never reads it),
+    numbered past those that exist (a used folder would be refused in turn)."""
+    sweep = run_dir.parent if multirun or (run_dir.parent / "multirun.yaml").is_file() else None
+    base, copy = (sweep.with_name(f"{sweep.name}-{run_dir.name}") if sweep else run_dir), 1
+    while (folder := base.with_name(f"{base.name}-{tag}" + (f"-{copy}" if copy > 1 else ""))).exists():
+        copy += 1
+    return folder
+
+
+def weights_failure_hint(out: Path, step: int, err: SamplingError) -> str:
+    """What gets a run past ``err``, whose weights (checkpoint ``step`` in ``out``) the same command samples again.
+
+    Parameters
+    ----------
+    out : Path
+        The run's folder.
+    step : int
+        The step of its newest checkpoint, whose weights failed.
+    err : SamplingError
+        The failure.
+
+    Returns
+    -------
+    str
+        ``"; checkpoint <out>/checkpoints/<step> holds the weights that failed, which the same command would sample
+        again: ..."`` with the command that trains them further (``train.steps`` twice ``step``) and, for draws outside
+        the prior, the one that trains afresh through its bijection in a new folder; for draws not finite, a new folder
+        with a lower ``train.learning_rate``. From Python (no Hydra job), the ``cfg`` settings that do so.
+    """
+    from gensbi_sharding.harness.override_grammar import hydra_override
+    from gensbi_sharding.harness.sweep_hints import SEARCH_PATH, hydra_job_overrides, job_command, with_search_path
+
+    out, target = Path(out).absolute(), 2 * step
+    overrides, multirun = hydra_job_overrides()
+    fresh_dir = _new_folder(out, "support" if err.outside else "lower-lr", multirun)
+    lead = f"; checkpoint {out / 'checkpoints' / str(step)} holds the weights that failed, which the same command "
+    if overrides is None:  # run(cfg) from Python
+        further = (f"run(cfg) with cfg.train.steps={target}, cfg.train.resume='auto' and cfg.output_dir={str(out)!r} "
+                   "set in omegaconf.open_dict(cfg)")
+        fresh = ("a new run(cfg) with cfg.data.theta_transform='support'" if err.outside else
+                 "run(cfg) with") + f"{' and' if err.outside else ''} cfg.output_dir={str(fresh_dir)!r}"
+    else:
+        further = job_command([*(o for o in overrides if not o.startswith("train.steps=")), f"train.steps={target}"],
+                              out, multirun=multirun)
+        dropped = ("train.resume=", "hydra.", *(["data.theta_transform="] if err.outside else []))
+        kept = [shlex.quote(o) for o in with_search_path(overrides) if not o.startswith(dropped)
+                or o.startswith(SEARCH_PATH)]
+        fresh = " ".join(["python launch.py", *kept, *(["data.theta_transform=support"] if err.outside else []),
+                          *(["hydra.mode=RUN"] if multirun else []), hydra_override("hydra.run.dir", fresh_dir)])
+    if err.outside:
+        return (f"{lead}would sample again: train them further in this folder with: {further}; or train afresh "
+                f"through the prior's bijection in a new folder: {fresh}")
+    return f"{lead}would sample again: retrain in a new folder, with a lower train.learning_rate added to: {fresh}"
