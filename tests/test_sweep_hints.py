@@ -137,6 +137,14 @@ def test_a_sweep_stopped_in_its_last_unfinished_job_prints_its_command_once(tmp_
      "experiment=quick eval.num_samples=20000 train.resume=auto hydra.mode=RUN hydra.run.dir=/x/1", ""),
     ("OSError: [Errno 28] No space left on device; checkpoint /x/1/checkpoints/8 was saved before it: once that is "
      "fixed, continue with: python launch.py experiment=quick eval.num_samples=20000 train.resume=auto", ""),
+    # Round 49: its weights failed its evaluation; its command, as it ran, samples them again (was: "its error names
+    # eval.num_samples=20000: change it", read from the commands its error names to get past it).
+    ("SamplingError: only 0.00% of 12800 posterior draws lie inside the prior's support (fewer than 1%): train longer, "
+     "or set data.theta_transform=support; checkpoint /x/1/checkpoints/20 holds the weights that failed, which the same "
+     "command would sample again: train them further in this folder with: python launch.py experiment=quick "
+     "eval.num_samples=20000 train.steps=40 train.resume=auto hydra.mode=RUN hydra.run.dir=/x/1",
+     " (its weights failed its evaluation, and would again: its metrics.json's error names the commands that get past "
+     "it)"),
 ])
 def test_a_job_that_failed_naming_one_of_its_overrides_is_not_offered_as_it_ran(tmp_path, error, note):
     # Was, after `-m experiment=quick eval.num_samples=128,20000` (job 1 refused 20000) typed again with 128,10000:

@@ -266,18 +266,18 @@ def shared_folder_problem(subdir: Any, jobs: int, sweep_dir: Any) -> str | None:
 
 def _refused(job: Path, overrides: Sequence[str]) -> str:
     """" (its error names eval.num_samples=20000: change it in that command first)" when ``job`` failed naming one of
-    its ``overrides`` (was: its command as it ran, which failed it alike); "" otherwise."""
+    its ``overrides`` (was: its command as it ran, which failed it alike); ``weights_failure.error_cause``'s note; else ""."""
     from gensbi_sharding.harness.outputs import read_metrics
+    from gensbi_sharding.harness.weights_failure import error_cause
 
-    try:
-        # Its cause, not the command it names to continue (every override: was "change them", nothing to change)
-        error = str(read_metrics(job / "metrics.json").get("error") or "").split("continue with:")[0]
+    try:  # its cause, not the commands it names to continue (every override: was "change them", nothing to change)
+        error, note = error_cause(str(read_metrics(job / "metrics.json").get("error") or ""))
     except FileExistsError:
         return ""
     named = [o for o in overrides if "=" in o and re.search(
         rf"(?<![\w.]){re.escape(o.split('=', 1)[0].lstrip('+~'))}=", error)]
-    return f" (its error names {', '.join(named)}: change {'it' if len(named) == 1 else 'them'} in that command first)" \
-        if named else ""
+    return note or (f" (its error names {', '.join(named)}: change {'it' if len(named) == 1 else 'them'} in that "
+                    "command first)" if named else "")
 
 
 def _status(metrics: Any) -> str | None:

@@ -10,10 +10,14 @@ the run's folder (a larger ``train.steps``), or a new run in a new folder (the p
 
 from __future__ import annotations
 
+import re
 import shlex
 from pathlib import Path
 
-__all__ = ["SamplingError", "weights_failure_hint"]
+__all__ = ["SamplingError", "weights_failure_hint", "FAILED_WEIGHTS", "error_cause"]
+
+#: What ``weights_failure_hint`` says of the checkpoint (``sweep_hints`` reads a job's error up to it: its cause).
+FAILED_WEIGHTS = "holds the weights that failed"
 
 
 class SamplingError(RuntimeError):
@@ -61,7 +65,7 @@ def weights_failure_hint(out: Path, step: int, err: SamplingError) -> str:
     out, target = Path(out).absolute(), 2 * step
     overrides, multirun = hydra_job_overrides()
     fresh_dir = _new_folder(out, "support" if err.outside else "lower-lr", multirun)
-    lead = f"; checkpoint {out / 'checkpoints' / str(step)} holds the weights that failed, which the same command "
+    lead = f"; checkpoint {out / 'checkpoints' / str(step)} {FAILED_WEIGHTS}, which the same command "
     if overrides is None:  # run(cfg) from Python
         further = (f"run(cfg) with cfg.train.steps={target}, cfg.train.resume='auto' and cfg.output_dir={str(out)!r} "
                    "set in omegaconf.open_dict(cfg)")
@@ -79,3 +83,22 @@ def weights_failure_hint(out: Path, step: int, err: SamplingError) -> str:
         return (f"{lead}would sample again: train them further in this folder with: {further}; or train afresh "
                 f"through the prior's bijection in a new folder: {fresh}")
     return f"{lead}would sample again: retrain in a new folder, with a lower train.learning_rate added to: {fresh}"
+
+
+def error_cause(error: str) -> tuple[str, str]:
+    """A failed job's recorded ``error`` up to the commands it names, and the note a refused sweep gives that job.
+
+    Parameters
+    ----------
+    error : str
+        The job's ``metrics.json`` error.
+
+    Returns
+    -------
+    (str, str)
+        The cause (before "continue with:" or ``FAILED_WEIGHTS``); for a failure of its weights, a note that its
+        command would fail alike and where the commands that get past it are, else "".
+    """
+    cause = re.split(f"continue with:|{FAILED_WEIGHTS}", error)[0]
+    return cause, (" (its weights failed its evaluation, and would again: its metrics.json's error names the commands "
+                   "that get past it)" if FAILED_WEIGHTS in error else "")
