@@ -18,6 +18,9 @@ def _stopped_run(folder, attempts=0):
     (folder / "posterior.png").write_bytes(b"png")
     for name, k in (("posterior_samples.npz", 1), ("posterior_samples_2.npz", 2)):
         np.savez(folder / name, samples=np.zeros((4, 2)), num_observation=k)
+    for rank in (0, 1):  # distributed=local's processes append to their logs
+        (folder / f"process_{rank}.log").write_text("[2026-12-04 10:00:00][gensbi_sharding][ERROR] - [process "
+                                                    f"{rank}/2] ConfigError: refused\nPermissionError: [Errno 13] x\n")
     return {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
 
 
@@ -26,6 +29,7 @@ def test_a_continued_run_sets_its_earlier_attempts_outputs_aside_under_names_of_
     # stayed under the names this attempt writes, so a continuation with eval.enabled=false ended ok (c2st null) beside
     # them, and one scoring eval.observations=[3] beside the earlier observation 2's samples.
     from gensbi_sharding.harness.folder_lock import folder_problem
+    from gensbi_sharding.harness.local_children import refusals, stuck_errors
     from gensbi_sharding.harness.run_folder import RunFolder
 
     for attempts in (0, 2):
@@ -39,11 +43,14 @@ def test_a_continued_run_sets_its_earlier_attempts_outputs_aside_under_names_of_
         renamed = {"error.txt": f"error.attempt{n}.txt", "c2st.csv": f"c2st.attempt{n}.csv",
                    "posterior.png": f"posterior.attempt{n}.png",
                    "posterior_samples.npz": f"posterior_samples.attempt{n}.npz",
-                   "posterior_samples_2.npz": f"posterior_samples_2.attempt{n}.npz"}
+                   "posterior_samples_2.npz": f"posterior_samples_2.attempt{n}.npz",
+                   "process_0.log": f"process_0.attempt{n}.log", "process_1.log": f"process_1.attempt{n}.log"}
         after = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file() and p.name != ".run.lock"}
         assert after == {renamed.get(name, name): data for name, data in before.items()}  # nothing lost
         assert f"c2st.attempt{n}.csv" in caplog.text
         assert folder_problem(out, sweep=False) is None  # still a run's folder, never a foreign file's
+        # This attempt's processes, stuck or failed with nothing logged, are not said to have logged the earlier ones'.
+        assert stuck_errors(out, 2) == "" and refusals(out, [0, 1], None) == {}
 
 
 def test_a_score_kept_from_an_earlier_attempt_is_moved_back_and_other_files_are_left_alone(tmp_path):
@@ -53,7 +60,7 @@ def test_a_score_kept_from_an_earlier_attempt_is_moved_back_and_other_files_are_
     (tmp_path / "c2st.attempt1.csv").write_text("an attempt's copy is never written over")
     assert set_aside(tmp_path, {"status": "interrupted"}) == [
         "error.attempt1.txt", "posterior.attempt1.png", "posterior_samples.attempt1.npz",
-        "posterior_samples_2.attempt1.npz"]
+        "posterior_samples_2.attempt1.npz", "process_0.attempt1.log", "process_1.attempt1.log"]
     assert (tmp_path / "c2st.csv").exists()  # its copy's name was taken: left as it was, not overwritten
     (tmp_path / "c2st.csv").rename(tmp_path / "c2st.attempt2.csv")
     (tmp_path / "error.txt").write_text("a run killed outright leaves no record")

@@ -5,7 +5,9 @@ A run continued in its own folder (``train.resume=auto``, a requeue) writes ``er
 ``eval.observations``, or a stop before its evaluation. Left under those names, an earlier attempt's scores read as this
 attempt's beside a ``metrics.json`` that says otherwise (was: a continuation with ``eval.enabled=false`` ended ``ok``
 with ``c2st`` null beside the interrupted attempt's ``c2st.csv``, which ``benchmarks/sbibm.py table`` counted; one
-scoring ``eval.observations=[1]`` kept the earlier ``posterior_samples_2.npz``). Each is renamed
+scoring ``eval.observations=[1]`` kept the earlier ``posterior_samples_2.npz``). So do a ``distributed=local`` job's
+``process_<i>.log``, which its processes append to and its parent reads for their refusals and errors (was: an earlier
+attempt's error reported as this attempt's, "they were stuck, not slow: process 0 logged ..."). Each is renamed
 ``<name>.attempt<N><suffix>`` (``c2st.attempt1.csv``), N the attempt that wrote it, so nothing is lost, and an
 observation scored before from the same weights and settings is still kept rather than sampled again
 (``posterior.earlier_scores`` reads those names too).
@@ -20,7 +22,7 @@ from pathlib import Path
 __all__ = ["ATTEMPT_FILES", "set_aside", "with_aside_copies", "take_back", "plotted_after"]
 
 #: The files an attempt writes anew (or not at all), which an earlier attempt's would stand in for.
-ATTEMPT_FILES = re.compile(r"error\.txt|c2st\.csv|posterior\.png|posterior_samples(_\d+)?\.npz")
+ATTEMPT_FILES = re.compile(r"error\.txt|c2st\.csv|posterior\.png|posterior_samples(_\d+)?\.npz|process_\d+\.log")
 _ASIDE = re.compile(r"(?P<stem>.+)\.attempt(?P<n>\d+)(?P<suffix>\.[a-z]+)")
 
 

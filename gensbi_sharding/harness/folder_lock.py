@@ -23,7 +23,7 @@ __all__ = ["FolderLock", "FolderInUseError", "folder_problem", "remove_owner_not
 # mark that holds one of those names is someone else's, whose file the run would overwrite without a word.
 _RUN_OUTPUTS = re.compile(r"(metrics\.json|sharding\.txt|launch\.log|c2st(\.attempt\d+)?\.csv|posterior(\.attempt\d+)?\.png|"
                           r"train_losses\.npz|losses\.png|error(\.attempt\d+)?\.txt|checkpoints|"
-                          r"posterior_samples(_\d+)?(\.attempt\d+)?\.npz|process_\d+\.log)")  # earlier_attempts' names
+                          r"posterior_samples(_\d+)?(\.attempt\d+)?\.npz|process_\d+(\.attempt\d+)?\.log)")  # earlier_attempts' names
 _SWEEP_OUTPUTS = re.compile(r"(sweep_summary\.(csv|md|png)|continue_unfinished\.sh|\d+)")
 _MARKS = {False: (".run.lock", ".hydra", "metrics.json", "checkpoints"), True: (".run.lock", "multirun.yaml")}
 
