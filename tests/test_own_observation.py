@@ -237,7 +237,8 @@ def saved_checkpoints(tmp_path_factory):
     run's config and z-score statistics, what reading its folder finds; the arrays are no model's."""
     from gensbi_sharding.harness.simulation_data import NORMALIZATION
 
-    few = {"data": {"name": "two_moons", "x_transform": "none"}, "model": {"name": "mlp"}, "eval": {"num_samples": 16}}
+    few = {"data": {"name": "two_moons", "x_transform": "none"}, "model": {"name": "mlp"}, "seed": 0,
+           "eval": {"num_samples": 16, "ode_steps": 4}}
     full = {"data": {"name": "two_moons", "x_transform": "none", "shards": 1}, "model": {"name": "mlp"},
             "eval": {"num_samples": 16, "ode_steps": 4}, "seed": 0}
     stats = {"theta_mean": [0.0, 0.0], "theta_std": [1.0, 1.0], "x_mean": [0.0, 0.0], "x_std": [1.0, 1.0]}
@@ -438,6 +439,25 @@ def test_cli_names_an_out_of_range_flag_as_typed(checkpoint_read, capsys, flags,
     assert f"[ERROR] {named}" in err, err
     assert not any(f"{word}=" in err for word in ("num_samples", "seed", "ode_steps"))
     assert sorted(p.name for p in checkpoint_read.iterdir()) == ["checkpoints", "x_o.npy"]  # nothing written
+
+
+@pytest.mark.parametrize("failure", [
+    ValueError("checkpoint .../checkpoints/8 is corrupt: truncated file"),  # e.g. overwritten while read
+    FileNotFoundError("[Errno 2] No such file or directory: '.../checkpoints/8'"),  # deleted, no newer one
+    RuntimeError("a posterior draw holds NaN or inf"),
+])
+def test_cli_names_a_failed_draw_with_exit_1_not_argparse_s_2(checkpoint_read, monkeypatch, capsys, failure):
+    # Was: exit 2 (argparse's code for refused arguments) for a ValueError or FileNotFoundError raised while drawing,
+    # whose arguments had passed every check: scripts read it as a mistyped command. Now 1, one [ERROR] line.
+    def failing_draw(*args, **kwargs):
+        raise failure
+
+    monkeypatch.setattr(own_observation, "_draw", failing_draw)
+    assert main([str(checkpoint_read), str(checkpoint_read / "x_o.npy"), "--num-samples", "4"]) == 1
+    assert capsys.readouterr().err == f"[ERROR] {failure}\n"
+    assert sorted(p.name for p in checkpoint_read.iterdir()) == ["checkpoints", "x_o.npy"]  # nothing written
+    # a refusal of the same arguments' values is still argparse's 2, before any draw
+    assert main([str(checkpoint_read), str(checkpoint_read / "x_o.npy"), "--num-samples", "0"]) == 2
 
 
 def test_the_api_names_its_keywords(checkpoint_read):

@@ -22,6 +22,7 @@ from gensbi_sharding.harness.observation_input import check_observation, far_fro
 from gensbi_sharding.harness.override_grammar import hydra_override
 from gensbi_sharding.harness.runs_below import runs_note
 from gensbi_sharding.harness.sample_output import NumberParser, at_least, out_path, output_problem
+from gensbi_sharding.harness.simulation_data import NORMALIZATION
 
 __all__ = ["sample_posterior", "load_observation", "main"]
 
@@ -40,7 +41,6 @@ def _run_checkpoint(run_dir: Any) -> tuple[Path, dict, dict]:
     """``(step folder, saved config, saved info)`` of ``run_dir``'s newest checkpoint (or the step folder given)."""
     from gensbi_sharding.checkpoint import CHECKPOINT_SUBDIR, committed_steps, find_checkpoint, saved_config, saved_info
     from gensbi_sharding.harness.outputs import read_metrics
-    from gensbi_sharding.harness.simulation_data import NORMALIZATION
 
     folder = Path(run_dir).expanduser().absolute()
     if not folder.exists():
@@ -77,6 +77,38 @@ def _run_checkpoint(run_dir: Any) -> tuple[Path, dict, dict]:
                          "cannot be standardised as in training; resume the run once (python launch.py "
                          f"{hydra_override('train.resume', step_dir)} ... hydra.run.dir=<new folder>) and sample its folder")
     return step_dir, config, info
+
+
+def _request(run_dir: Any, x_o: Any, num_samples: Any, seed: Any, ode_steps: Any, flags: bool) -> tuple:
+    """Every check of a request, before any model is built: ``(step folder, saved config, saved info, config, x_o,
+    num_samples, seed, ode_steps)``, the counts' defaults the run's. Raises FileNotFoundError or ValueError."""
+    from omegaconf import OmegaConf
+    from gensbi_sharding.harness.devices import check_platform
+    from gensbi_sharding.harness.memory_check import check_draw_fits
+    from gensbi_sharding.harness.tasks import TASKS
+
+    check_platform(None, started=False)  # first: the checkpoint's reader starts JAX (was: a bare AssertionError)
+    source = x_o if isinstance(x_o, (str, os.PathLike)) else None
+    x_o = load_observation(x_o)
+    step_dir, saved, info = _run_checkpoint(run_dir)
+    statistics, cfg = info[NORMALIZATION], OmegaConf.create(saved)
+    if cfg.data.name not in TASKS:
+        raise ValueError(f"the run in {step_dir} trained on data={cfg.data.name}, which is no sbibm task: its "
+                         f"prior (support, bijection) is unknown here; sampling supports {', '.join(TASKS)}")
+    x_o = check_observation(x_o, dim_x=len(statistics["x_mean"]), x_transform=cfg.data.x_transform,
+                            task=cfg.data.name, source=source)
+    num_samples = cfg.eval.num_samples if num_samples is None else num_samples
+    seed = cfg.seed if seed is None else seed
+    ode_steps = cfg.eval.ode_steps if ode_steps is None else ode_steps
+    for what, value, minimum, maximum in (("num_samples", num_samples, 1, None), ("seed", seed, 0, SEED_MAX),
+                                          ("ode_steps", ode_steps, 1, INT32_MAX)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum or (
+                maximum is not None and value > maximum):
+            raise ValueError(f"{_named(what, value, flags)} must be an integer >= {minimum}"
+                             + (f" and <= {maximum:,}{BOUNDS[what]}" if maximum is not None else ""))
+    check_draw_fits(int(num_samples), len(statistics["theta_mean"]) + len(statistics["x_mean"]),
+                    setting=_named("num_samples", num_samples, True) if flags else None)
+    return step_dir, saved, info, cfg, x_o, num_samples, seed, ode_steps
 
 
 def _training_run(folder: Path) -> str | None:
@@ -134,37 +166,15 @@ def sample_posterior(run_dir: str | os.PathLike, x_o: Any, *, num_samples: int |
     RuntimeError
         Under 1 % of the draws inside the prior's support, or a draw holding NaN or inf (``posterior.draw_inside_support``).
     """
-    from omegaconf import OmegaConf, open_dict
-    from gensbi_sharding.harness.devices import check_platform
+    from omegaconf import open_dict
     from gensbi_sharding.harness.held_out import effective_shards
-    from gensbi_sharding.harness.memory_check import check_draw_fits
     from gensbi_sharding.harness.model_plan import details_dropped
-    from gensbi_sharding.harness.simulation_data import NORMALIZATION
-    from gensbi_sharding.harness.tasks import TASKS
 
-    check_platform(None, started=False)  # first: the checkpoint's reader starts JAX (was: a bare AssertionError)
-    source = x_o if isinstance(x_o, (str, os.PathLike)) else None
-    x_o = load_observation(x_o)
-    step_dir, saved, info = _run_checkpoint(run_dir)
+    step_dir, saved, info, cfg, x_o, num_samples, seed, ode_steps = _request(run_dir, x_o, num_samples, seed,
+                                                                             ode_steps, flags)
     statistics = info[NORMALIZATION]
-    cfg = OmegaConf.create(saved)
-    if cfg.data.name not in TASKS:
-        raise ValueError(f"the run in {step_dir} trained on data={cfg.data.name}, which is no sbibm task: its "
-                         f"prior (support, bijection) is unknown here; sampling supports {', '.join(TASKS)}")
     dim_theta, dim_x = len(statistics["theta_mean"]), len(statistics["x_mean"])
-    x_o = check_observation(x_o, dim_x=dim_x, x_transform=cfg.data.x_transform, task=cfg.data.name, source=source)
     far_from_training(x_o, statistics, cfg.data.x_transform, cfg.data.name)  # a warning, if it is
-    num_samples = cfg.eval.num_samples if num_samples is None else num_samples
-    seed = cfg.seed if seed is None else seed
-    ode_steps = cfg.eval.ode_steps if ode_steps is None else ode_steps
-    for what, value, minimum, maximum in (("num_samples", num_samples, 1, None), ("seed", seed, 0, SEED_MAX),
-                                          ("ode_steps", ode_steps, 1, INT32_MAX)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum or (
-                maximum is not None and value > maximum):
-            raise ValueError(f"{_named(what, value, flags)} must be an integer >= {minimum}"
-                             + (f" and <= {maximum:,}{BOUNDS[what]}" if maximum is not None else ""))
-    check_draw_fits(int(num_samples), dim_theta + dim_x, setting=_named("num_samples", num_samples, True) if flags
-                    else None)
     shards = effective_shards(saved, info)
     if shards is not None:  # its held-out pairs as saved: early stopping's best weights are kept, not started afresh
         with open_dict(cfg):
@@ -246,29 +256,16 @@ def main(argv: list[str] | None = None) -> int:
                         "beside the observation file; .npz is appended to a name without it, as numpy.savez does, "
                         "another type, x.npy, refused; a folder: that file in it); an existing file is never overwritten")
     args = parser.parse_args(argv)
-    from gensbi_sharding.harness.devices import check_platform
-    from gensbi_sharding.harness.memory_check import check_draw_fits
-    from gensbi_sharding.harness.simulation_data import NORMALIZATION
-
     obs = Path(args.observation)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")  # Orbax's and absl's info lines: not ours
     log.setLevel(logging.INFO)
-    try:  # the run folder, then the observation, before the output named after them (was: the output first)
-        check_platform(None, started=False)  # a JAX_PLATFORMS JAX cannot start (cuda here): named (was: AssertionError)
-        _, saved, info = _run_checkpoint(args.run_dir)
-        check_observation(load_observation(obs), dim_x=len(info[NORMALIZATION]["x_mean"]), task=saved["data"]["name"],
-                          x_transform=saved["data"]["x_transform"], source=obs)
+    try:  # every check of the arguments (run folder, observation, counts) before the output named after them
+        _, _, info, _, _, rows, _, _ = _request(args.run_dir, obs, args.num_samples, args.seed, args.ode_steps, True)
     except (FileNotFoundError, ValueError) as err:  # refusals of the arguments: argparse's code, 2 (was: 1)
         print(f"[ERROR] {err}", file=sys.stderr, flush=True)
         return 2
     out = out_path(args.out, obs)
-    rows = args.num_samples if args.num_samples is not None else saved["eval"]["num_samples"]
-    dims = len(info[NORMALIZATION]["theta_mean"])
-    try:  # a count beyond memory is sample_posterior's to refuse, naming the count that fits
-        check_draw_fits(max(rows, 0), dims + len(info[NORMALIZATION]["x_mean"]))
-        size = 4 * max(rows, 0) * dims + 8192  # its float32 samples, the rest under 8 KiB
-    except ValueError:
-        size = 0
+    size = 4 * rows * len(info[NORMALIZATION]["theta_mean"]) + 8192  # its float32 samples, the rest under 8 KiB
     if (problem := output_problem(out, args.out, size)) is not None:
         parser.error(problem)
     details: dict = {}
@@ -277,9 +274,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         samples = sample_posterior(args.run_dir, obs, num_samples=args.num_samples, seed=args.seed,
                                    ode_steps=args.ode_steps, details=details, flags=True)
-    except (FileNotFoundError, ValueError, RuntimeError) as err:
+    except (OSError, ValueError, RuntimeError) as err:  # the arguments passed their checks: the draw failed, 1
+        # was: 2, argparse's code, for a checkpoint deleted or corrupted while read or a numerical failure
         print(f"[ERROR] {err}", file=sys.stderr, flush=True)
-        return 1 if isinstance(err, RuntimeError) else 2  # --seed -5 as --seed -1e1 (was: 1): a draw's failure, 1
+        return 1
     finally:
         signal.signal(signal.SIGINT, previous)
     from gensbi_sharding.harness.outputs import write_npz
