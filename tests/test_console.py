@@ -5,6 +5,7 @@ The whole-run line counts are in test_user_view.py (launch.py end to end).
 
 import logging
 import os
+import sys
 import warnings
 from pathlib import Path
 
@@ -162,6 +163,32 @@ def test_an_error_gets_one_tag_on_the_console_in_launch_log_and_from_the_folder_
     printed = capsys.readouterr().err.strip()
     assert printed.startswith(f"[ERROR] {tmp_path / 'done' / 'metrics.json'} already exists (status ok)"), printed
     assert printed.count("[ERROR]") == 1 and "error:" not in printed.lower()
+
+
+def test_a_failed_run_under_disabled_job_logging_still_says_its_error_once_on_stderr(tmp_path, capfd, monkeypatch,
+                                                                                      devices):
+    # Was: python launch.py hydra/job_logging=disabled (its config disables every existing logger, ours too) ended a
+    # failed run with exit 1 and not one line. Its info lines stay as quiet as asked; its error is one [ERROR] line.
+    from faults_helpers import run_tiny
+
+    ours = logging.getLogger("gensbi_sharding")
+    monkeypatch.setattr(ours, "disabled", True)  # what disable_existing_loggers: true leaves
+    with console.quiet_console(OmegaConf.create({"distributed": {"mode": "none"}})):
+        metrics = run_tiny(tmp_path / "run", "mesh.model_axis=3")
+    out, err = capfd.readouterr()
+    assert metrics["status"] == "error" and out == ""
+    assert err == f"[ERROR] {metrics['error']}\n" and "mesh.model_axis=3" in err
+    assert ours.disabled and not ours.handlers  # the config in place again once the job ended
+    # A config whose console shows the errors (conf/hydra/job_logging/gensbi.yaml's): nothing said twice.
+    monkeypatch.setattr(ours, "disabled", False)
+    shown = logging.StreamHandler(sys.stdout)
+    ours.addHandler(shown)
+    try:
+        with console.quiet_console(OmegaConf.create({"distributed": {"mode": "none"}})):
+            ours.error("boom")
+    finally:
+        ours.removeHandler(shown)
+    assert capfd.readouterr() == ("boom\n", "")
 
 
 def test_xla_log_lines_leave_the_console_for_the_log_with_one_notice(capfd, caplog):

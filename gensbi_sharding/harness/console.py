@@ -205,9 +205,10 @@ def warnings_to_log() -> Iterator[None]:
 @contextlib.contextmanager
 def quiet_console(cfg: Any) -> Iterator[None]:
     """A job's noise to its launch.log: Python warnings, Gloo's lines and XLA's C++ log lines."""
-    from gensbi_sharding.harness.log_file import late_writes_to_log  # (log_file imports this module)
+    from gensbi_sharding.harness.log_file import errors_on_console, late_writes_to_log  # (log_file imports this one)
 
     with contextlib.ExitStack() as stack:
+        stack.enter_context(errors_on_console(logging.getLogger("gensbi_sharding")))  # hydra/job_logging=disabled
         stack.enter_context(warnings_to_log())
         stack.enter_context(late_writes_to_log())  # a failed checkpoint save's late callbacks: launch.log only
         stack.enter_context(native_output_to_log())

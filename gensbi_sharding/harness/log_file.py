@@ -14,10 +14,10 @@ import os
 import sys
 from collections.abc import Iterator
 
-from gensbi_sharding.harness.console import NATIVE, tagged
+from gensbi_sharding.harness.console import NATIVE, ConsoleFilter, ConsoleFormatter, tagged
 from gensbi_sharding.harness.outputs import MAKE_ROOM
 
-__all__ = ["JobLogFile", "Console", "late_writes_to_log"]
+__all__ = ["JobLogFile", "Console", "late_writes_to_log", "errors_on_console"]
 
 
 class JobLogFile(logging.FileHandler):
@@ -76,3 +76,41 @@ def late_writes_to_log() -> Iterator[None]:
         yield
     finally:
         sys.unraisablehook = previous
+
+
+def _shows_errors(logger: logging.Logger) -> bool:
+    """Whether an error ``logger`` logs reaches the console (stdout or stderr) through the logging config in place."""
+    if logger.disabled or not logger.isEnabledFor(logging.ERROR):
+        return False
+    consoles, current, found = (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__), logger, False
+    while current is not None:
+        for handler in current.handlers:
+            found = True
+            if (getattr(handler, "stream", None) in consoles and not isinstance(handler, logging.FileHandler)
+                    and handler.level <= logging.ERROR):
+                return True
+        current = current.parent if current.propagate else None
+    return not found  # no handler at all: logging's last resort prints it on stderr
+
+
+@contextlib.contextmanager
+def errors_on_console(logger: logging.Logger) -> Iterator[None]:
+    """While a job runs under a logging config that shows none of its errors on the console (``hydra/job_logging=
+    disabled``, or one writing only to files), each error ``logger`` logs is still one ``[ERROR]`` line on stderr
+    (was: a failed run said nothing and exited 1); its other lines stay as quiet as that config asked."""
+    if _shows_errors(logger):
+        yield
+        return
+    handler, was = logging.StreamHandler(sys.stderr), (logger.disabled, logger.level)
+    handler.setLevel(logging.ERROR)
+    handler.setFormatter(ConsoleFormatter("%(message)s"))
+    handler.addFilter(ConsoleFilter())  # a distributed=local process's error its parent reports: said once, there
+    logger.disabled = False
+    logger.setLevel(min(logger.getEffectiveLevel(), logging.ERROR))
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.disabled = was[0]
+        logger.setLevel(was[1])  # (clears logging's cache of levels, as assigning .level would not)
