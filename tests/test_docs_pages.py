@@ -325,21 +325,30 @@ def test_library_md_names_every_exported_name():
     assert [name for name in gs.__all__ if not re.search(rf"`{name}\b", text)] == []
 
 
-def test_gensbi_models_md_bring_your_own_params_lists_each_models_settings():
-    # gensbi_models.md's "Bring your own Params" lists, per model, the Params fields a user sets as model.*: checked
-    # against the settings' dataclasses (whose match with GenSBI's Params test_noticed36 checks), so a field added to
-    # either without the page, or a name misspelt on it, fails here.
+def test_gensbi_models_md_names_every_model_field_once_with_its_meaning_and_every_fixed_one():
+    # gensbi_models.md's "Bring your own Params": per model, a table of the Params fields a user sets as model.*, each
+    # with its meaning, checked against the settings' dataclasses (whose match with GenSBI's Params test_noticed36
+    # checks), then every field the harness fixes. Was: a bare list of names, and Flux1's vec_in_dim, context_in_dim
+    # and dim_cond named nowhere (a user reading GenSBI's Flux1Params could not tell whether to set them).
     import dataclasses
 
-    from gensbi_sharding.harness.config import Flux1Config, SimformerConfig
+    from gensbi_sharding.harness.config import Flux1Config, ModelConfig, SimformerConfig
+    from gensbi_sharding.harness.task_fixed import TASK_FIXED
 
-    text = " ".join((REPO / "docs" / "gensbi_models.md").read_text().split())
-    listed = re.search(r"\(`conf/model/flux1\.yaml`, `conf/model/simformer\.yaml`\): (.*?) for Flux1; (.*?) for Simformer\.",
-                       text)
-    assert listed, "gensbi_models.md no longer lists the Params fields per model as read here"
-    for config, fields in ((Flux1Config, listed[1]), (SimformerConfig, listed[2])):
-        settings = [f.name for f in dataclasses.fields(config) if f.name not in ("name", "init")]
-        assert re.findall(r"`(\w+)`", re.sub(r"\([^)]*\)", "", fields)) == settings, config.__name__  # (values) left out
+    text = (REPO / "docs" / "gensbi_models.md").read_text()
+    common = {f.name for f in dataclasses.fields(ModelConfig)}
+    for model, schema in (("flux1", Flux1Config), ("simformer", SimformerConfig)):
+        table = text.split(f"| `model={model}` field | What it sets |\n|---|---|\n", 1)[1].split("\n\n", 1)[0]
+        rows = [re.fullmatch(r"\| `(\w+)` \| (.+) \|", line) for line in table.splitlines()]
+        assert all(rows), table
+        named = [row[1] for row in rows]
+        assert named == [f.name for f in dataclasses.fields(schema) if f.name not in common], model
+        assert all(len(row[2]) > 10 for row in rows)  # a meaning, not a blank cell
+    fixed = " ".join(text.split("The harness fixes the other fields", 1)[1].split("\n\n", 1)[0].split())
+    for field, (where, models, *_) in TASK_FIXED.items():
+        if models:  # GenSBI's Params fields (dim_theta, dim_x, partition_axis: every factory's arguments)
+            assert f"`{field}` (" in fixed or f"`{field}` and" in fixed, field
+    assert "`model.init`" in text.split("The harness fixes the other fields", 1)[0].rsplit("\n\n", 1)[1]
 
 
 def _flat(node, prefix=""):
