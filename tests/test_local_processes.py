@@ -396,17 +396,48 @@ def test_a_model_group_no_process_can_hold_is_refused_as_each_process_would_refu
 
     cfg = OmegaConf.create({"mesh": {"spec": "dict", "devices": None, "model_axis": 3}})
     assert model_group_problem(cfg, 2, 4) == (  # all 8 devices: run_mesh's first check
-        "mesh.model_axis=3: 8 devices are not divisible by model_axis=3; set mesh.model_axis=2 (divisors of 8: "
-        "[1, 2, 4, 8])")
+        "mesh.model_axis=3: 8 devices are not divisible by model_axis=3; set mesh.model_axis=2; a model group stays "
+        "inside one process, and each of the 2 processes has 4 devices (divisors of 4: [1, 2, 4])")  # (was: 8 too)
     cfg.mesh.model_axis = 4
     assert model_group_problem(cfg, 4, 2) == (
-        "mesh.model_axis=4: 2 devices are not divisible by model_axis=4; set mesh.model_axis=2 (divisors of 2: "
-        "[1, 2]); a model group stays inside one process, and each of the 4 processes has 2 devices")
+        "mesh.model_axis=4: 2 devices are not divisible by model_axis=4; set mesh.model_axis=2; a model group stays "
+        "inside one process, and each of the 4 processes has 2 devices (divisors of 2: [1, 2])")
     assert model_group_problem(cfg, 2, 4) is None
     cfg.mesh.devices = [0, 1, 2, 3, 4, 5]  # the devices listed decide: each process checks them
     assert model_group_problem(cfg, 4, 2) is None
     cfg.mesh.devices, cfg.mesh.spec = None, "auto"  # auto: the facts only shape the mesh
     assert model_group_problem(cfg, 4, 2) is None
+
+
+@pytest.mark.parametrize("processes, devices, model_axis, batch_size, shards", [
+    (2, 3, 4, 63, None), (2, 3, 4, 64, None), (2, 3, 2, 63, None), (2, 4, 3, 60, None), (2, 4, 8, 36, None),
+    (4, 2, 4, 6, None), (3, 4, 3, 60, None), (2, 6, 4, 90, None), (2, 6, 4, 90, 5), (2, 4, 3, 64, 3),
+])
+def test_every_model_group_suggestion_passes_the_batch_checks_that_follow(processes, devices, model_axis, batch_size,
+                                                                          shards):
+    # Was: 6 devices over 2 processes, mesh.model_axis=4, data.batch_size=63: "set mesh.model_axis=3", whose processes
+    # started, simulated and then refused data.batch_size=63 (2 shards, data-parallel size 2); model_axis=8 over
+    # 2 x 4 devices: a divisor of the job's 8, refused next by each process (a group stays inside one process).
+    import re
+
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness.hints import batch_size_problem
+    from gensbi_sharding.harness.local_children import model_group_problem
+
+    cfg = OmegaConf.create({"mesh": {"spec": "dict", "devices": None, "model_axis": model_axis},
+                            "data": {"batch_size": batch_size, "shards": shards}})
+    problem = model_group_problem(cfg, processes, devices)
+    suggested = dict(re.findall(r"(mesh\.model_axis|data\.batch_size)=(\d+)", problem.split("; set ", 1)[1].split(" (")[0]))
+    axis, batch = int(suggested["mesh.model_axis"]), int(suggested.get("data.batch_size", batch_size))
+    cfg.mesh.model_axis, cfg.data.batch_size = axis, batch
+    assert model_group_problem(cfg, processes, devices) is None, problem
+    assert batch_size_problem(batch, shards=shards or processes, data_parallel=processes * devices // axis,
+                              train_rows=10_000, per_process=not shards) is None, problem
+    assert ("data.batch_size" in suggested) == all(  # a batch size only where no model axis keeps it
+        batch_size % math.lcm(shards or processes, processes * devices // d) for d in range(1, devices + 1)
+        if devices % d == 0), problem
+    assert batch <= batch_size  # never above it: within the training pairs it was within
 
 
 def test_processes_the_run_bound_killed_name_the_error_they_were_stuck_on(tmp_path):
@@ -478,9 +509,9 @@ def test_a_model_axis_wider_than_one_process_names_the_override_that_fits(refuse
     out = tmp_path / "wide"
     assert proc.returncode != 0 and not list(out.glob("process_*.log"))
     error = json.loads((out / "metrics.json").read_text())["error"]
-    assert ("ConfigError: mesh.model_axis=8: 4 devices are not divisible by model_axis=8; set mesh.model_axis=4 "
-            "(divisors of 4: [1, 2, 4]); a model group stays inside one process, and each of the 2 processes has "
-            "4 devices") in error
+    assert ("ConfigError: mesh.model_axis=8: 4 devices are not divisible by model_axis=8; set mesh.model_axis=4; a "
+            "model group stays inside one process, and each of the 2 processes has 4 devices (divisors of 4: "
+            "[1, 2, 4])") in error
 
 
 @pytest.mark.slow

@@ -205,25 +205,41 @@ def model_group_problem(cfg: Any, processes: int, devices: int) -> str | None:
     process imports and starts JAX only to refuse it. None if it can, or if only the devices say (``mesh.devices``
     listed, ``mesh=auto``).
 
+    The model axis it names divides each process's devices (a model group stays inside one process), and keeps
+    ``data.batch_size`` a multiple of its shards and of the data-parallel size it leaves where one does; where none
+    does, it names the ``data.batch_size`` below that fits too, so the batch checks that follow pass it as well (was: 6
+    devices over 2 processes, ``mesh.model_axis=4``: "set mesh.model_axis=3", then ``data.batch_size=63`` refused).
+
     Parameters
     ----------
     cfg : DictConfig
-        The job's config: ``mesh.spec``, ``mesh.devices``, ``mesh.model_axis``.
+        The job's config: ``mesh.spec``, ``mesh.devices``, ``mesh.model_axis``; ``data.batch_size``, ``data.shards``.
     processes : int
         ``distributed.local_processes``.
     devices : int
         The CPU devices of each process.
     """
-    from gensbi_sharding.harness.hints import model_axis_problem
+    import math
 
-    if cfg.mesh.spec != "dict" or cfg.mesh.devices:
+    axis, total, data = cfg.mesh.model_axis, processes * devices, cfg.get("data") or {}
+    if cfg.mesh.spec != "dict" or cfg.mesh.devices or devices % axis == 0:
         return None
-    if problem := model_axis_problem(cfg.mesh.model_axis, processes * devices):
-        return problem
-    if problem := model_axis_problem(cfg.mesh.model_axis, devices):  # make_mesh's rule: a group inside a process
-        return (f"{problem}; a model group stays inside one process, and each of the {processes} processes has "
-                f"{devices} device{'s' if devices != 1 else ''}")
-    return None
+    batch, shards = data.get("batch_size"), data.get("shards") or processes
+    fits = [d for d in range(1, devices + 1) if devices % d == 0]  # each divides the job's devices too
+    multiple = {d: math.lcm(shards, total // d) for d in fits}  # what data.batch_size must be a multiple of
+    keeps = [d for d in fits if batch is None or batch % multiple[d] == 0]
+    nearest = min(keeps or fits, key=lambda d: (abs(d - axis), d))
+    fix = f"set mesh.model_axis={nearest}"
+    if not keeps:  # no model axis keeps the batch size: the largest one below it that fits, as the batch check names
+        fix += (f" and data.batch_size={max(batch // multiple[nearest], 1) * multiple[nearest]} (the batch is split "
+                f"over {shards} data shards and the data-parallel size {total // nearest}; no model axis keeps "
+                f"data.batch_size={batch})")
+    elif nearest != min(fits, key=lambda d: (abs(d - axis), d)):
+        fix += f" (the nearest that keeps data.batch_size={batch})"
+    whole = (f"{total} devices are not divisible by model_axis={axis}" if total % axis else
+             f"{devices} devices are not divisible by model_axis={axis}")
+    return (f"mesh.model_axis={axis}: {whole}; {fix}; a model group stays inside one process, and each of the "
+            f"{processes} processes has {devices} device{'s' if devices != 1 else ''} (divisors of {devices}: {fits})")
 
 
 def file_stamp(path: Path) -> tuple[int, int, int] | None:
