@@ -111,6 +111,28 @@ def case_placement(p: int) -> dict:
             out[key] = check_shards([shard], "mine", num_simulations=16, shards=2)
         except ConfigError as err:
             out[key] = str(err)
+    # A factory refused on process 1 only (its own shard holds NaN; or it raised): agreed by both processes in the
+    # shards' one all-gather, each ending with process 1's refusal (was: process 0 waited in it for the heartbeat).
+    from gensbi_sharding.harness.own_data import agreed_shards, check_factory_result
+
+    def shard(refuse: bool, crash: bool = False):
+        def make():
+            if crash and p == 1:
+                raise ValueError("the simulator's file is missing")
+            pairs = np.random.default_rng(p).standard_normal((8, 2)).astype(np.float32)
+            pairs[0, 0] = np.nan if refuse and p == 1 else pairs[0, 0]
+            return [check_factory_result(SimulationData(
+                "mine", pairs[:6], pairs[:6] + 1, pairs[6:], pairs[6:] + 1, observation=zeros,
+                reference_samples=np.zeros((0, 2), np.float32), theta_mean=zeros, theta_std=ones, x_mean=zeros,
+                x_std=ones), "mine")]
+        return make
+
+    for key, make in (("one_refuses", shard(True)), ("one_crashes", shard(False, crash=True)),
+                      ("none_refuses", shard(False))):
+        try:
+            out[key] = len(agreed_shards(make, "mine", num_simulations=16, shards=2))
+        except Exception as err:
+            out[key] = f"{type(err).__name__}: {err}"
     # A last collective after the error: the processes are still in step.
     multihost_utils.sync_global_devices("placement done")
     return out

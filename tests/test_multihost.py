@@ -250,6 +250,22 @@ def test_a_data_factory_ignoring_process_index_is_refused_on_every_process(place
 
 @pytest.mark.slow
 @pytest.mark.timeout(180)
+def test_a_data_factory_refused_on_one_process_ends_every_process_with_its_refusal(placement):
+    # Was: process 1 refused its shard (NaN) and ended; process 0 waited for it in the shards' all-gather until
+    # distributed.heartbeat_s, then both died by SIGABRT and the job's error named no refusal. Now both raise process
+    # 1's refusal at that all-gather (the placement case goes on to a last collective: neither hung).
+    nan = ("ConfigError: data=mine's factory returned theta_train with NaN or inf in 1 row(s) of 6: drop those "
+           "simulations in the factory and count them in dropped_non_finite, as load_task does (process 1 of 2: its "
+           "data shards)")
+    assert [result["one_refuses"] for result in placement] == [nan, nan]
+    assert [result["one_crashes"] for result in placement] == [  # not a refusal: its own error where it came
+        "RuntimeError: process 1 of 2 failed making its data shards: ValueError: the simulator's file is missing",
+        "ValueError: the simulator's file is missing"]
+    assert [result["none_refuses"] for result in placement] == [1, 1]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
 def test_addressable_shards_hold_only_own_rows(placement):
     for p, result in enumerate(placement):
         rows = [row for row, _ in result["full_local_rows"]]

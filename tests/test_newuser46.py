@@ -102,9 +102,10 @@ def test_a_mesh_given_by_its_axes_sizes_is_refused_naming_the_spec_that_builds_i
 
 def _two_processes_alike_but_their_shards(x, **_):
     """An all-gather over two stand-in processes holding the same statistics but other shards: the shards' digests
-    (the one 2-d all-gather, one row per shard) differ on process 1, as a factory honouring process_index gives."""
+    (the one 2-d all-gather, a row of the digests, then the bytes of a refusal: zeros, none) differ on process 1, as
+    a factory honouring process_index gives."""
     x = np.asarray(x)
-    return np.stack([x, ~x if x.ndim == 2 else x])
+    return np.stack([x, np.where(x != 0, ~x, 0) if x.ndim == 2 else x])
 
 
 def test_a_data_set_of_ones_own_counts_every_processes_held_out_pairs(request, monkeypatch):

@@ -159,6 +159,34 @@ def test_a_data_factory_that_ignores_process_index_over_processes_is_refused(mon
         check_shards([_one_shard(0)], "mine", num_simulations=16, shards=2)
 
 
+def test_a_refusal_on_another_process_ends_this_one_at_the_shards_all_gather_naming_it(monkeypatch):
+    # distributed=local, 2 processes: process 1's shard refused (here: its NaN), process 0's fine. Was: process 1
+    # ended; process 0 waited for it in the shards' all-gather until distributed.heartbeat_s, then both died by
+    # SIGABRT and the job's error named no refusal. Stood in for: process 0's row, then process 1's as it gathers it.
+    import jax
+    from jax.experimental import multihost_utils
+
+    from gensbi_sharding.harness import own_data
+    from gensbi_sharding.harness.config import ConfigError
+
+    bad = _one_shard(1)
+    bad.theta_train[0, 0] = np.nan
+    with pytest.raises(ConfigError) as refused:  # process 1's own, in one process: as it always was
+        own_data.agreed_shards(lambda: [own_data.check_factory_result(bad, "mine")], "mine", num_simulations=16,
+                               shards=2)
+    theirs = str(refused.value)
+    said = f"CConfigError: {theirs}".encode()  # process 1's row: no digest (no shard), then its refusal's bytes
+    text = np.zeros(own_data._TEXT_BYTES, np.uint8)
+    text[:len(said)] = np.frombuffer(said, np.uint8)
+    row_1 = np.concatenate([np.zeros(4, np.uint32), text.view(np.uint32)])[None]
+    monkeypatch.setattr(jax, "process_count", lambda: 2)
+    monkeypatch.setattr(multihost_utils, "process_allgather", lambda rows, **_: np.stack([rows, row_1]))
+    with pytest.raises(ConfigError) as ours:
+        own_data.agreed_shards(lambda: [_one_shard(0)], "mine", num_simulations=16, shards=2)
+    assert str(ours.value) == f"{theirs} (process 1 of 2: its data shards)"
+    assert theirs.startswith("data=mine's factory returned theta_train with NaN or inf in 1 row(s) of 6")
+
+
 def test_a_data_factorys_float64_values_beyond_float32_are_named_so_not_as_nan_or_inf():
     # A factory returning float64 x ~ 1e39 (finite). Was: "returned x_train with NaN or inf in 6 row(s) of 6: drop
     # those simulations ... count them in dropped_non_finite" -- the infinities were the float32 cast's, not its own.

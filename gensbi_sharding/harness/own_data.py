@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -17,9 +18,11 @@ import numpy as np
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.simulation_data import STAT_FIELDS, SimulationData
 
-__all__ = ["check_factory_result", "check_shards"]
+__all__ = ["check_factory_result", "check_shards", "agreed_shards"]
 
 _DOCS = "docs/gensbi_models.md#a-model-or-data-set-of-your-own-in-the-harness"
+_TEXT_BYTES = 2048  # of a process's refusal, gathered with the shards' digests (a multiple of 4: uint32 words)
+_SEEDS = "simulate num_simulations // process_count pairs with a seed stream of (seed, process_index), as load_task does"
 
 
 def check_factory_result(data: Any, name: str, *, x_transform: str | None = None) -> SimulationData:
@@ -135,39 +138,104 @@ def check_shards(parts: list[SimulationData], name: str, *, num_simulations: int
     ConfigError
         Naming the shard, its pairs and its share, and the keywords to honour.
     """
+    _check_shares(parts, name, num_simulations=num_simulations, shards=shards)
+    _check_distinct(_every_digest(parts, count=len(parts), refusal="")[0], name, shards)
+
+
+def agreed_shards(make: Callable[[], list], name: str, *, num_simulations: int, shards: int) -> list[SimulationData]:
+    """This process's shards, ``make()`` (its factory calls, each checked by ``check_factory_result``), checked as
+    ``check_shards`` checks them, with a refusal in any one process agreed by all in ``check_shards``' one all-gather.
+
+    Was: a factory refused on one process only (its own shard: NaN, a wrong shape, a std of 0) ended that process,
+    while the others waited for it in the all-gather until ``distributed.heartbeat_s`` ran out; all were then killed
+    (SIGABRT) and the job's error named no refusal. Now every process raises the lowest refusing rank's error.
+
+    Parameters
+    ----------
+    make : callable
+        ``make()`` -> this process's shards, as ``check_factory_result`` returned them.
+    name, num_simulations, shards
+        As ``check_shards``'.
+
+    Returns
+    -------
+    list of SimulationData
+        ``make()``'s shards, checked on every process.
+
+    Raises
+    ------
+    ConfigError
+        A refusal of any process (its message, naming the process in a job of several), or ``check_shards``'.
+    Exception
+        What ``make()`` raised on a process, re-raised there; the others raise ``RuntimeError`` naming it.
+    """
+    import jax
+
+    try:
+        parts, failure = make(), None
+        _check_shares(parts, name, num_simulations=num_simulations, shards=shards)
+    except Exception as err:  # every process reaches the all-gather below, refused or not
+        if jax.process_count() == 1:
+            raise
+        parts, failure = [], err
+    count = shards // jax.process_count()
+    said = f"{'C' if type(failure).__name__ == 'ConfigError' else 'E'}{type(failure).__name__}: {failure}"
+    digests, refusals = _every_digest(parts, count=count, refusal=said if failure is not None else "")
+    if refused := [(rank, text) for rank, text in enumerate(refusals) if text]:
+        rank, text = refused[0]
+        where = f" (process {rank} of {jax.process_count()}: its data shards)"
+        if text[0] == "C":  # every process says it alike: the parent names it once (local_children.common_refusal)
+            raise ConfigError(text[1:].split(": ", 1)[1] + where) from failure
+        if failure is not None and rank == jax.process_index():
+            raise failure
+        raise RuntimeError(f"process {rank} of {jax.process_count()} failed making its data shards: {text[1:]}")
+    _check_distinct(digests, name, shards)
+    return parts
+
+
+def _check_shares(parts: list[SimulationData], name: str, *, num_simulations: int, shards: int) -> None:
+    """``ConfigError`` if a shard holds more pairs than a share of ``num_simulations`` holds (this process's)."""
     # A share may hold the remainder of an uneven split, wherever the factory puts it (load_task's first shards
     # take one pair each; a factory may give the last one all of it).
     share = num_simulations // shards + num_simulations % shards
-    fix = ("simulate num_simulations // process_count pairs with a seed stream of (seed, process_index), "
-           "as load_task does")
     for part in parts:
         pairs = len(part.theta_train) + len(part.theta_val)
         if pairs > share:  # a data set of a fixed size read whole, or each shard the whole budget (was: named the
             # latter only, "it ignores process_count", also for one shard)
             raise ConfigError(f"data={name}'s factory returned {pairs} pairs for a shard of data.num_simulations="
                               f"{num_simulations} over {shards} shard(s), more than a share holds ({share}): it "
-                              f"ignores num_simulations or process_count; {fix} (a data set of a fixed size: set "
+                              f"ignores num_simulations or process_count; {_SEEDS} (a data set of a fixed size: set "
                               "data.num_simulations to its size, and give each shard its process_index-th share)")
+
+
+def _check_distinct(digests: list[bytes], name: str, shards: int) -> None:
+    """``ConfigError`` if two shards (of any process) hold the same training pairs."""
     first_of = {}  # every shard's training pairs, by digest: any two alike, of any process (was: this one's only)
-    for index, digest in enumerate(_every_digest(parts)):
+    for index, digest in enumerate(digests):
         if (first := first_of.setdefault(digest, index)) != index:
             raise ConfigError(f"data={name}'s factory returned the same simulations for shards {first} and {index} "
-                              f"of {shards}: it ignores process_index, so those shards train on the same pairs; {fix}")
+                              f"of {shards}: it ignores process_index, so those shards train on the same pairs; {_SEEDS}")
 
 
-def _every_digest(parts: list[SimulationData]) -> list[bytes]:
-    """A digest of each shard's training pairs, every process's shards in order (one all-gather: every process
-    gets the same list, so all refuse alike)."""
+def _every_digest(parts: list[SimulationData], *, count: int, refusal: str) -> tuple[list[bytes], list[str]]:
+    """A digest of each shard's training pairs, every process's ``count`` shards in order (zeros for a process that
+    refused: it has none), and each process's ``refusal`` ("" for none; its first ``_TEXT_BYTES`` bytes): one
+    all-gather, so every process gets the same lists and all refuse alike."""
     import jax
 
-    words = []
-    for part in parts:
+    words = np.zeros((count, 4), np.uint32)
+    for index, part in enumerate(parts):
         digest = hashlib.sha256(np.ascontiguousarray(part.theta_train))
         digest.update(np.ascontiguousarray(part.x_train))
-        words.append(np.frombuffer(digest.digest()[:16], np.uint32))
-    words = np.stack(words)
+        words[index] = np.frombuffer(digest.digest()[:16], np.uint32)
+    text = np.zeros(_TEXT_BYTES, np.uint8)
+    said = refusal.encode()[:_TEXT_BYTES]
+    text[:len(said)] = np.frombuffer(said, np.uint8)
+    rows = np.concatenate([words.ravel(), text.view(np.uint32)])[None]  # this process's row
     if jax.process_count() > 1:  # 32-bit words: an all-gather without jax_enable_x64 keeps those whole
         from jax.experimental import multihost_utils
 
-        words = np.asarray(multihost_utils.process_allgather(words)).reshape(-1, words.shape[1])
-    return [row.tobytes() for row in words]
+        rows = np.asarray(multihost_utils.process_allgather(rows)).reshape(-1, rows.shape[1])
+    digests = [bytes(shard) for r in rows for shard in r[:4 * count].reshape(count, 4).view(np.uint8)]
+    texts = [r[4 * count:].view(np.uint8).tobytes().rstrip(b"\0").decode(errors="ignore") for r in rows]
+    return digests, texts

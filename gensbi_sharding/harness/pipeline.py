@@ -22,7 +22,7 @@ import numpy as np
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.data import iterate_batches, shard_train_rows, simulations_for
 from gensbi_sharding.harness.hints import batch_size_problem, mesh_alternatives
-from gensbi_sharding.harness.own_data import check_factory_result, check_shards
+from gensbi_sharding.harness.own_data import agreed_shards, check_factory_result
 from gensbi_sharding.harness.registry import get_data
 from gensbi_sharding.harness.simulation_data import SimulationData, global_stats
 from gensbi_sharding.harness.tasks import to_unconstrained, transform_x
@@ -75,15 +75,18 @@ def build_pipeline(data_cfg: Any, *, seed: int, mesh: Any, shards: int | None = 
     check_batch_config(data_cfg, mesh, shards=shards, per_process=per_process, processes=processes, mesh_cfg=mesh_cfg)
     own = range(rank * shards // processes, (rank + 1) * shards // processes)
     factory = get_data(data_cfg.name)
-    with warnings.catch_warnings():
-        # Emulated shards in one process: their statistics are combined just below.
-        warnings.filterwarnings("ignore", message="process_count=", category=UserWarning)
-        parts = [factory(num_simulations=data_cfg.num_simulations, val_fraction=data_cfg.val_fraction,
-                         seed=seed, num_observation=data_cfg.num_observation,
-                         theta_transform=data_cfg.theta_transform, x_transform=data_cfg.x_transform,
-                         process_index=s, process_count=shards) for s in own]
-    parts = [check_factory_result(part, data_cfg.name, x_transform=data_cfg.x_transform) for part in parts]
-    check_shards(parts, data_cfg.name, num_simulations=data_cfg.num_simulations, shards=shards)
+
+    def made() -> list:  # this process's shards; a refusal on any one process ends every process (agreed_shards)
+        with warnings.catch_warnings():
+            # Emulated shards in one process: their statistics are combined just below.
+            warnings.filterwarnings("ignore", message="process_count=", category=UserWarning)
+            return [check_factory_result(factory(
+                num_simulations=data_cfg.num_simulations, val_fraction=data_cfg.val_fraction, seed=seed,
+                num_observation=data_cfg.num_observation, theta_transform=data_cfg.theta_transform,
+                x_transform=data_cfg.x_transform, process_index=s, process_count=shards), data_cfg.name,
+                x_transform=data_cfg.x_transform) for s in own]
+
+    parts = agreed_shards(made, data_cfg.name, num_simulations=data_cfg.num_simulations, shards=shards)
     if shards > processes:  # several shards per process: statistics over all of them, every process's
         parts = _with_stats_of(parts, processes)
     if statistics is not None:
