@@ -81,7 +81,8 @@ def _run_checkpoint(run_dir: Any) -> tuple[Path, dict, dict]:
 
 def _request(run_dir: Any, x_o: Any, num_samples: Any, seed: Any, ode_steps: Any, flags: bool) -> tuple:
     """Every check of a request, before any model is built: ``(step folder, saved config, saved info, config, x_o,
-    num_samples, seed, ode_steps)``, the counts' defaults the run's. Raises FileNotFoundError or ValueError."""
+    num_samples, seed, ode_steps)``, the counts' defaults the run's; ``flags``: sample.py's words, and its arguments
+    checked in the order typed (the run folder before the observation). Raises FileNotFoundError or ValueError."""
     from omegaconf import OmegaConf
     from gensbi_sharding.harness.devices import check_platform
     from gensbi_sharding.harness.memory_check import check_draw_fits
@@ -89,8 +90,9 @@ def _request(run_dir: Any, x_o: Any, num_samples: Any, seed: Any, ode_steps: Any
 
     check_platform(None, started=False)  # first: the checkpoint's reader starts JAX (was: a bare AssertionError)
     source = x_o if isinstance(x_o, (str, os.PathLike)) else None
+    found = _run_checkpoint(run_dir) if flags else None
     x_o = load_observation(x_o)
-    step_dir, saved, info = _run_checkpoint(run_dir)
+    step_dir, saved, info = found or _run_checkpoint(run_dir)
     statistics, cfg = info[NORMALIZATION], OmegaConf.create(saved)
     if cfg.data.name not in TASKS:
         raise ValueError(f"the run in {step_dir} trained on data={cfg.data.name}, which is no sbibm task: its "
