@@ -221,9 +221,9 @@ def model_group_problem(cfg: Any, processes: int, devices: int) -> str | None:
     """
     import math
 
-    axis, total, data = cfg.mesh.model_axis, processes * devices, cfg.get("data") or {}
-    if cfg.mesh.spec != "dict" or cfg.mesh.devices or devices % axis == 0:
+    if cfg.mesh.spec != "dict" or cfg.mesh.devices or devices % cfg.mesh.model_axis == 0:
         return None
+    axis, total, data = cfg.mesh.model_axis, processes * devices, cfg.get("data") or {}
     batch, shards = data.get("batch_size"), data.get("shards") or processes
     fits = [d for d in range(1, devices + 1) if devices % d == 0]  # each divides the job's devices too
     multiple = {d: math.lcm(shards, total // d) for d in fits}  # what data.batch_size must be a multiple of
