@@ -241,7 +241,7 @@ def test_sample_py_refuses_an_output_folder_it_cannot_write_before_sampling(tmp_
         raise OSError(30, "Read-only file system")
 
     saved_checkpoint(tmp_path, {"data": {"name": "two_moons", "x_transform": "none"}, "model": {"name": "mlp"},
-                                "eval": {"num_samples": 8}},
+                                "eval": {"num_samples": 8, "ode_steps": 4}, "seed": 0},  # as a run saves them
                      {NORMALIZATION: {"x_mean": [0.0, 0.0], "theta_mean": [0.0, 0.0]}})  # a run's folder, found good
     np.save(tmp_path / "x_o.npy", np.zeros(2))
     monkeypatch.setattr(sample_output.tempfile, "mkdtemp", read_only)
