@@ -97,7 +97,13 @@ def _shows_errors(logger: logging.Logger) -> bool:
 def errors_on_console(logger: logging.Logger) -> Iterator[None]:
     """While a job runs under a logging config that shows none of its errors on the console (``hydra/job_logging=
     disabled``, or one writing only to files), each error ``logger`` logs is still one ``[ERROR]`` line on stderr
-    (was: a failed run said nothing and exited 1); its other lines stay as quiet as that config asked."""
+    (was: a failed run said nothing and exited 1); its other lines stay as quiet as that config asked.
+
+    Parameters
+    ----------
+    logger : logging.Logger
+        The job's logger (``gensbi_sharding``), whose errors are said.
+    """
     if _shows_errors(logger):
         yield
         return
