@@ -8,7 +8,6 @@ Pure Python: no JAX.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from gensbi_sharding.harness.config_files import config_file_problem
@@ -20,6 +19,7 @@ from gensbi_sharding.harness.override_grammar import CommandLine, flag_order_pro
 from gensbi_sharding.harness.override_keys import model_key_problem, unknown_key_problem
 from gensbi_sharding.harness.override_lists import list_override_problem
 from gensbi_sharding.harness.override_types import override_problem
+from gensbi_sharding.harness.refusal import fix_of
 from gensbi_sharding.harness.rule_files import rule_file_problem
 from gensbi_sharding.harness.sweep_values import command_sweep_problem
 from gensbi_sharding.harness.task_fixed import task_fixed_problem
@@ -48,8 +48,10 @@ def command_problem(args: Sequence[str] | CommandLine) -> str | None:
         E.g. ``"model.width=3: model=transformer has no field width; model=mlp has it: ..."``.
     """
     command = parse(args)
-    problem = _first_problem(command)
-    return None if problem is None else _with_checked_fix(command, _with_rewrite_problem(command, problem))
+    if (problem := _first_problem(command)) is None:
+        return None
+    rewritten = _with_rewrite_problem(command, problem)
+    return rewritten if rewritten is not problem else _with_checked_fix(command, problem)
 
 
 def _first_problem(command: CommandLine) -> str | None:
@@ -57,11 +59,10 @@ def _first_problem(command: CommandLine) -> str | None:
 
 
 def _with_rewrite_problem(command: CommandLine, problem: str) -> str:
-    """``problem``, and where the override it says to type instead (``write``/``set`` ``<key>=<the value as
-    typed>``) would be refused too, that refusal with its fix, in the same message (was: ``+train.resume=true``:
+    """``problem``, and where the override it offers (``Refusal.fix``) keeps the value as typed under another key or
+    prefix and would be refused too, that refusal with its fix, in the same message (was: ``+train.resume=true``:
     "write train.resume=true", refused the next run; ``train.stpes=1.5``: "set train.steps=1.5", refused next)."""
-    words = problem.split()
-    fixed = words[-1] if len(words) > 1 and words[-2] in ("write", "set") else ""  # every such fix ends its message
+    fixed = fix_of(problem) or ""
     typo = next((o for o in command.parsed if fixed.endswith(f"={o.raw}") and o.arg != fixed
                  and problem.startswith((o.arg, o.key))), None)
     if typo is None:
@@ -73,27 +74,25 @@ def _with_rewrite_problem(command: CommandLine, problem: str) -> str:
 
 
 def _with_checked_fix(command: CommandLine, problem: str) -> str:
-    """``problem``, where the config the command composes with its fix (the override it ends with, in place of the one
-    refused) would be refused by the run's own checks (``sweep_check.job_problem``): that refusal's fix of the same
+    """``problem``, where the config the command composes with its fix (``Refusal.fix``, in place of the override
+    refused) would be refused by the run's own checks (``sweep_check.job_problem``): that refusal's own fix of the same
     key in its place where it passes, else that refusal appended (was: ``eval.num_samples=2.5`` -> "e.g.
     eval.num_samples=2", refused next: at least 4; ``mesh={model:3}`` -> ``mesh.model_axis=3``, which 8 devices
     refuse)."""
-    words = problem.split()
-    fixed = words[-1] if len(words) > 1 and words[-2] in ("write", "set", "e.g.") and "=" in words[-1] else ""
+    fixed = fix_of(problem)
     refused = next((o for o in command.parsed if fixed and problem.startswith((f"{o.arg}:", f"{o.arg} "))), None)
-    key = fixed.split("=", 1)[0].lstrip("+")
-    if refused is None or command.multirun or ", though " in problem or not f"{key}.".startswith(f"{refused.key}."):
-        # A fix that renames the key (rul=fsdp -> rule=fsdp) leaves the value the user's: the run's checks, which
-        # import JAX (~1.3 s), are for a value the refusal chose (eval.num_samples=2, mesh={model:3} -> model_axis)
+    key = (fixed or "").split("=", 1)[0].lstrip("+")
+    if refused is None or command.multirun or not f"{key}.".startswith(f"{refused.key}."):
+        # A fix that renames the key (rul=fsdp -> rule=fsdp) leaves the value the user's: the run's checks (which
+        # import JAX past the range checks) are for a value the refusal chose (eval.num_samples=2, mesh.model_axis)
         return problem
-    then = _config_problem([fixed if arg == refused.arg else arg for arg in command.args])
-    if then is None:
+    if (then := _config_problem([fixed if arg == refused.arg else arg for arg in command.args])) is None:
         return problem
-    better = re.search(rf"(?:set|e\.g\.) {re.escape(key)}=([^\s;,()]+)", then)
-    if better and _config_problem([f"{key}={better[1]}" if arg == refused.arg else arg for arg in command.args]) is None:
-        reason = then.removeprefix("ConfigError: ").split("; set ")[0].split("; e.g. ")[0]
-        reason = reason.removeprefix(fixed + ":").removeprefix(fixed).strip()  # the value said once
-        return f"{problem.removesuffix(fixed)}{key}={better[1]} ({fixed} is refused: {reason})"
+    better = fix_of(then)
+    if better and better.split("=", 1)[0] == key and _config_problem(
+            [better if arg == refused.arg else arg for arg in command.args]) is None:
+        reason = then.reason.removeprefix("ConfigError: ").removeprefix(fixed + ":").removeprefix(fixed).strip()
+        return problem.fixed_by(better, f" ({fixed} is refused: {reason})")  # the value said once
     return f"{problem}, though {fixed} is refused too: {then.removeprefix('ConfigError: ')}"
 
 

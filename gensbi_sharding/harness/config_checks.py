@@ -22,6 +22,7 @@ from gensbi_sharding.harness.model_checks import check_model
 from gensbi_sharding.harness.name_hints import registered_name_problem
 from gensbi_sharding.harness.override_grammar import hydra_override
 from gensbi_sharding.harness.python_words import in_python_words
+from gensbi_sharding.harness.refusal import Refusal
 from gensbi_sharding.harness.rule_config import (MESH_AXES, activation_axes_problem, check_table_against_mesh,
                                                  partition_axis_from_config, rule_table)
 from gensbi_sharding.harness.tasks import NUM_OBSERVATIONS, TASKS
@@ -54,7 +55,7 @@ def validate(cfg: DictConfig) -> None:
         if problem is None:  # GenSBI checks these sections only after simulating; they need model.name's fields
             check_model(cfg.model, traced=cfg.mesh.spec is not None and not cfg.dry_run)
     except ConfigError as err:
-        raise ConfigError(_with_fix(str(err), cfg)) from None
+        raise ConfigError(_with_fix(err.args[0] if err.args else str(err), cfg)) from None  # a Refusal keeps its fix
     require(problem is None, problem)
 
 
@@ -141,7 +142,7 @@ def _with_fix(message: str, cfg: DictConfig) -> str:
         return message
     path = ".".join(named.groups())
     found, default = suggested_default(cfg, path)
-    return f"{message}; e.g. {path}={override_literal(default)}" if found else message
+    return Refusal(message, f"{path}={override_literal(default)}", how="; e.g. ") if found else message
 
 
 def _validate(cfg: DictConfig) -> None:
@@ -176,11 +177,12 @@ def _validate(cfg: DictConfig) -> None:
     require(cfg.train.keep >= 1, f"train.keep={cfg.train.keep} must be >= 1")
     # One condition per message (was: both named, "eval.num_samples=10000 must be >= 2 * eval.c2st_folds and
     # eval.c2st_folds=1 >= 2", when only the folds were wrong).
-    require(cfg.eval.c2st_folds >= 2, f"eval.c2st_folds={cfg.eval.c2st_folds} must be >= 2 (cross-validation "
-            "needs two folds); set eval.c2st_folds=5")
-    require(cfg.eval.num_samples >= 2 * cfg.eval.c2st_folds,
-           f"eval.num_samples={cfg.eval.num_samples} must be >= 2 * eval.c2st_folds (eval.c2st_folds="
-           f"{cfg.eval.c2st_folds}); set eval.num_samples={2 * cfg.eval.c2st_folds}")
+    require(cfg.eval.c2st_folds >= 2, Refusal(f"eval.c2st_folds={cfg.eval.c2st_folds} must be >= 2 (cross-validation "
+                                              "needs two folds)", "eval.c2st_folds=5"))
+    folds = cfg.eval.c2st_folds
+    require(cfg.eval.num_samples >= 2 * folds, Refusal(f"eval.num_samples={cfg.eval.num_samples} must be >= 2 * "
+                                                       f"eval.c2st_folds (eval.c2st_folds={folds})",
+                                                       f"eval.num_samples={2 * folds}"))
     require(cfg.eval.ode_steps >= 1, f"eval.ode_steps={cfg.eval.ode_steps} must be >= 1")
     if cfg.data.name in TASKS:  # another data source's observations are its own to check
         require(1 <= cfg.data.num_observation <= NUM_OBSERVATIONS,
@@ -206,10 +208,9 @@ def _validate(cfg: DictConfig) -> None:
         require(cfg.train[key] >= 0, f"train.{key}={cfg.train[key]} must be >= 0 (0: off)")
     every = max(1, min(250, cfg.train.steps // 4))
     # (val_every >= steps is let through: a short run of a preset with patience, e.g. experiment=sbibm train.steps=100)
-    require(cfg.train.patience == 0 or cfg.train.val_every > 0,
-           f"train.patience={cfg.train.patience} needs validations during training, but train.val_every=0 "
-           f"validates only after the last step; set train.val_every={every}, or train.patience=0 for no early "
-           "stopping")
+    require(cfg.train.patience == 0 or cfg.train.val_every > 0, Refusal(
+        f"train.patience={cfg.train.patience} needs validations during training, but train.val_every=0 validates "
+        "only after the last step", f"train.val_every={every}", after=", or train.patience=0 for no early stopping"))
     require(cfg.train.val_draws >= 1, f"train.val_draws={cfg.train.val_draws} must be >= 1")
     resume = cfg.train.resume
     # An unset shell variable (train.resume=$CKPT) must not start a fresh run without a word.

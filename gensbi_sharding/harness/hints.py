@@ -13,6 +13,9 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from gensbi_sharding.harness.refusal import Refusal
+from gensbi_sharding.harness.saving_record import launched_with, saving_overrides  # noqa: F401 (re-exported)
+
 __all__ = ["batch_size_problem", "mesh_alternatives", "model_axis_problem", "mesh_devices_problem", "overrides_named",
            "mesh_axis_fix", "closest_name", "launched_with", "saving_overrides", "override_literal"]
 
@@ -132,8 +135,9 @@ def model_axis_problem(model_axis: int, devices: int, simulated: bool = False,
             "run compiles for that many simulated CPU devices)" if simulated and model_axis > devices else "")
     kept = list(listed or [])[:len(listed or []) // model_axis * model_axis]  # the axis asked, on fewer devices
     more += f"; or keep it with mesh.devices=[{','.join(map(str, kept))}]" if kept else ""
-    return (f"mesh.model_axis={model_axis}: {devices} device{'s are' if devices != 1 else ' is'} not divisible by "
-            f"model_axis={model_axis}; set mesh.model_axis={nearest} (divisors of {devices}: {fits}{why}){more}")
+    return Refusal(f"mesh.model_axis={model_axis}: {devices} device{'s are' if devices != 1 else ' is'} not divisible "
+                   f"by model_axis={model_axis}", f"mesh.model_axis={nearest}",
+                   after=f" (divisors of {devices}: {fits}{why}){more}")
 
 
 def mesh_devices_problem(devices: Sequence[int] | None, available: Sequence[int], model_axis: int = 1) -> str | None:
@@ -201,58 +205,6 @@ def overrides_named(group: str, section: Mapping[str, Any], error: type[Exceptio
 
 
 _LITERALS = {"None": "null", "True": "true", "False": "false"}  # Python's spelling -> an override's
-
-
-def launched_with(step_dir: Any) -> str:
-    """"; the run that saved it was launched with: experiment=quick train.steps=6000" for a checkpoint's step
-    folder (``<run>/checkpoints/<step>``), from Hydra's record of that run; "" without one.
-
-    A refused resume names the settings that differ, but a preset (``experiment=quick``) sets several at once:
-    its own command line is the shorter, complete fix.
-    """
-    import shlex
-
-    record = saving_overrides(step_dir)
-    if record is None:
-        return ""
-    searched, kept = record
-    command = " ".join(map(shlex.quote, [*searched, *kept]))  # one shell word each, as job_command writes them
-    return f"; the run that saved it was launched with: {command or 'no overrides'}"
-
-
-def saving_overrides(step_dir: Any) -> tuple[list[str], list[str]] | None:
-    """``(search path overrides and --config-* flags, other overrides)`` the run that saved a checkpoint's step
-    folder (``<run>/checkpoints/<step>``) was launched with, from Hydra's record of it, ``train.resume`` and
-    ``hydra.*`` left out; None without a record, or with one that cannot be read (its refusal goes without).
-
-    For a checkpoint in the running job's own folder, whose record Hydra has replaced by this attempt's, the
-    copy kept before (``launch_record``).
-    """
-    from pathlib import Path
-
-    from hydra.core.hydra_config import HydraConfig
-    from omegaconf import OmegaConf
-
-    from gensbi_sharding.harness.launch_record import saved_record
-    from gensbi_sharding.harness.outputs import read_record
-    from gensbi_sharding.harness.sweep_hints import config_flags
-
-    recorded = Path(step_dir).parent.parent / ".hydra" / "overrides.yaml"
-    # A checkpoint of this run's own folder (train.resume=auto): Hydra has just rewritten the record with this
-    # attempt's overrides, which then read as the saving run's ("saved with model.num_heads=2 ... launched with
-    # ... model.num_heads=4").
-    running = Path(HydraConfig.get().runtime.output_dir) if HydraConfig.initialized() else None
-    if running is not None and running.resolve() == recorded.parent.parent.resolve():
-        recorded = saved_record(running) / "overrides.yaml"  # kept aside before Hydra rewrote it
-    # Hydra records a search path (a preset of one's own: model=my_flux1) apart, in hydra.yaml: without it the
-    # named command could not find that preset.
-    hydra_yaml = recorded.parent / "hydra.yaml"
-    hydra = getattr(read_record(hydra_yaml), "hydra", None)  # so are --config-dir and -name (damaged: none)
-    searched = [o for o in [*config_flags(hydra), *OmegaConf.to_container(hydra.overrides.hydra)]
-                if o.startswith(("hydra.searchpath=", "--config-"))] if hydra else []  # unresolved: ${hydra.job.num}
-    if not OmegaConf.is_list(overrides := read_record(recorded)):  # missing or damaged
-        return None
-    return searched, [str(o) for o in overrides if not str(o).startswith(("train.resume=", "hydra."))]
 
 
 def override_literal(value: Any) -> str:

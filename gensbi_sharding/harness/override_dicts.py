@@ -15,6 +15,7 @@ from hydra.core.override_parser.types import OverrideType
 
 from gensbi_sharding.harness.hints import override_literal
 from gensbi_sharding.harness.override_grammar import CommandLine, parse
+from gensbi_sharding.harness.refusal import rephrased
 
 __all__ = ["dict_override_problem", "mesh_sizes_hint"]
 
@@ -74,7 +75,7 @@ def dict_override_problem(args: Sequence[str] | CommandLine) -> str | None:
             for check in (task_fixed_problem, model_key_problem, unknown_key_problem, list_override_problem,
                           override_problem):
                 if problem := check([*rest, *dotted]):
-                    problem = next((problem[len(d) + 2:] for d in dotted if problem.startswith(f"{d}: ")), problem)
+                    said = next((f"{d}: " for d in dotted if problem.startswith(f"{d}: ")), "")
                     hint = mesh_sizes_hint(value) if o.key == "mesh" and "mesh.model_axis=" not in problem else ""
-                    return f"{o.arg} stands for {' '.join(dotted)}: {problem}{hint}"
+                    return rephrased(problem, lead=f"{o.arg} stands for {' '.join(dotted)}: ", drop=said, more=hint)
     return None

@@ -24,6 +24,7 @@ from gensbi_sharding.harness.hints import closest_name
 from gensbi_sharding.harness.key_paths import data_axis_hint, nearest_setting, setting_path_problem, unknown_part
 from gensbi_sharding.harness.model_choice import chosen_models, default_model, experiment_model
 from gensbi_sharding.harness.override_grammar import CommandLine, parse
+from gensbi_sharding.harness.refusal import Refusal
 from gensbi_sharding.harness.rule_config import other_name_problem
 from gensbi_sharding.rules import LOGICAL_AXES
 
@@ -226,15 +227,14 @@ def unknown_key_problem(args: Sequence[str] | CommandLine) -> str | None:
         if parts[0] == "rule" and len(parts) == 2 and not below and o.hydra is not None and o.values() and all(
                 other_name_problem(parts[1], v) is None for v in o.values()):  # as the library's tables take it
             return f"{key} is no key of the rule table ({shown}); add another name declared unsplit: +{key}={value}"
-        near = nearest_setting(parts[-1], below, keys)
-        meant = f" (did you mean {group}.{near}?)" if near else ""
+        meant = f" (did you mean {group}.{near}?)" if (near := nearest_setting(parts[-1], below, keys)) else ""
         if of_model and not near and (near := closest_name(parts[-1], sorted(set().union(*fields.values())))):
             meant = (f" (did you mean {group}.{near}, a setting of model="
                      f"{' or model='.join(sorted(m for m, f in fields.items() if near in f))}?)")
             near = None  # that model's, not this one's: no override to set here
         hint = data_axis_hint(parts[-1], value, command) if key.startswith("mesh.") and not below else None
-        return (f"{typed}{key} is not a setting of {choice.label if of_model else group}{meant}; its settings: {shown}"
-                + (hint if hint is not None else f"; set {group}.{near}={value}" if near else ""))
+        said = f"{typed}{key} is not a setting of {choice.label if of_model else group}{meant}; its settings: {shown}"
+        return said + hint if hint is not None else Refusal(said, f"{group}.{near}={value}" if near else None)
     return None
 
 

@@ -29,6 +29,7 @@ from gensbi_sharding.harness.model_choice import ModelChoice, chosen_models
 from gensbi_sharding.harness.override_grammar import CommandLine, Override, parse
 from gensbi_sharding.harness.override_keys import (OPTIONAL_GROUPS, group_keys, list_fields, model_fields,
                                                    option_groups, schema_name, sections, settings)
+from gensbi_sharding.harness.refusal import Refusal
 from gensbi_sharding.harness.rule_config import other_name_problem
 
 __all__ = ["prefix_problem"]
@@ -148,7 +149,7 @@ def _key_problem(o: Override, section: str, name: str, typed: dict, choice: Mode
             else setting_path_problem(o.arg, held, None if kind == OverrideType.DEL else raw, list_fields())
     if name in keys:
         if kind == OverrideType.ADD:
-            return f"{o.arg}: {key} exists (+ adds a key the config lacks); write {key}={raw}"
+            return Refusal(f"{o.arg}: {key} exists (+ adds a key the config lacks)", f"{key}={raw}", how="; write ")
         if kind == OverrideType.DEL:
             return (f"{o.arg}: a setting cannot be removed (every run reads it); set it instead, e.g. "
                     f"{key}={_suggested(command, o, typed, section, name, models)}")

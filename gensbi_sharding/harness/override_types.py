@@ -29,6 +29,7 @@ from gensbi_sharding.harness.groups import CONF
 from gensbi_sharding.harness.model_choice import chosen_models
 from gensbi_sharding.harness.override_prefixes import prefix_problem
 from gensbi_sharding.harness.override_grammar import CommandLine, parse
+from gensbi_sharding.harness.refusal import Refusal
 from gensbi_sharding.harness.override_keys import (group_keys, list_fields, option_groups, options, schema_default,
                                                    schema_name, sections, settings)
 
@@ -170,7 +171,7 @@ def override_problem(args: Sequence[str] | CommandLine, *, sweeps_need_m: bool =
                         fix = ",".join(fix if j == i else text for j, text in enumerate(strings))
                     else:
                         shown = ""
-                    return f"{arg}: {shown}{why.replace(key, key + of, 1)}; e.g. {key}={fix}"
+                    return Refusal(f"{arg}: {shown}{why.replace(key, key + of, 1)}", f"{key}={fix}", how="; e.g. ")
     return None
 
 

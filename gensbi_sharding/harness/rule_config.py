@@ -6,14 +6,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from gensbi_sharding.rules import LOGICAL_AXES, RULES, Rule
-from gensbi_sharding.harness.config import ConfigError, require
+from gensbi_sharding.harness.config import ActivationConfig, ConfigError, require
 from gensbi_sharding.harness.hints import closest_name, mesh_axis_fix, override_literal
+from gensbi_sharding.harness.refusal import Refusal
 
 if TYPE_CHECKING:  # imported where used: it imports JAX, which launch.py's imports (this module's) go without
     from gensbi_sharding.activations import PartitionAxis
@@ -131,11 +133,11 @@ def check_table_against_mesh(name: str, table: dict[str, Any], mesh_axes: tuple[
     """
     for key, value in table.items():
         for axis in (value,) if isinstance(value, str) else (value or ()):
-            require(axis in mesh_axes,
-                   f"rule.{key}={override_literal(value if isinstance(value, str) else list(value))} (rule {name}) "
-                   f"names mesh axis {axis}, which the mesh lacks; valid "
-                   f"values: {', '.join(mesh_axes) or '(none: no mesh)'} or null; "
-                   f"set rule.{key}={mesh_axis_fix(value, mesh_axes)}")
+            valid = ", ".join(mesh_axes) or "(none: no mesh)"
+            require(axis in mesh_axes, Refusal(
+                f"rule.{key}={override_literal(value if isinstance(value, str) else list(value))} (rule {name}) "
+                f"names mesh axis {axis}, which the mesh lacks; valid values: {valid} or null",
+                f"rule.{key}={mesh_axis_fix(value, mesh_axes)}"))
 
 
 def rule_problem(rule: Any, mesh_axes: tuple[str, ...] | None) -> str | None:
@@ -159,7 +161,7 @@ def rule_problem(rule: Any, mesh_axes: tuple[str, ...] | None) -> str | None:
         if mesh_axes is not None:
             check_table_against_mesh(name, table, mesh_axes)
     except ConfigError as err:
-        return str(err)
+        return err.args[0] if err.args else str(err)  # a Refusal keeps its fix
     except Exception:  # noqa: BLE001 (e.g. ${...} that does not resolve: validate's first check names it)
         return None
     return None
@@ -183,23 +185,25 @@ def partition_axis_from_config(cfg: Mapping[str, Any], rule: Any, mesh: Any) -> 
     ValueError
         For an unknown strategy or key, or a value that does not resolve on ``mesh``.
     """
-    from gensbi_sharding.activations import PartitionAxis  # not at the top (TYPE_CHECKING's note)
-
     strategy = cfg.get("strategy", "rule")
     if strategy not in ACTIVATION_STRATEGIES:
         raise ValueError(f"activation strategy {strategy!r} is not one of "
                          f"{', '.join(ACTIVATION_STRATEGIES)}; e.g. activation.strategy=rule")
     fields = {k: v for k, v in cfg.items() if k != "strategy"}
-    unknown = [k for k in fields if k not in PartitionAxis._fields]
+    # PartitionAxis's fields, as the config's schema lists them: validate's check without a mesh imports no JAX
+    names = [f.name for f in dataclasses.fields(ActivationConfig) if f.name != "strategy"]
+    unknown = [k for k in fields if k not in names]
     if unknown:
         raise ValueError(f"activation key {unknown[0]!r} is not a PartitionAxis field; valid keys: "
-                         f"strategy, {', '.join(PartitionAxis._fields)}")
+                         f"strategy, {', '.join(names)}")
     for key, value in fields.items():  # known without a mesh: refused at validation, before any work
         if isinstance(value, (list, tuple)) and len(set(value)) != len(value):
             raise ValueError(f"{key}={override_literal(list(value))} names a mesh axis twice; list each mesh axis once: set "
                              f"activation.{key}={_once(value)}")
     if strategy == "none" or mesh is None:
         return None
+    from gensbi_sharding.activations import PartitionAxis  # not at the top (TYPE_CHECKING's note)
+
     base = PartitionAxis.for_rule(rule, mesh) if strategy == "rule" else PartitionAxis()
     changes = {k: v for k, v in fields.items() if not (isinstance(v, str) and v == AUTO)}
     if (problem := activation_axes_problem(changes, tuple(mesh.axis_names))) is not None:

@@ -20,6 +20,8 @@ import shlex
 from collections.abc import Sequence
 from typing import Any
 
+from gensbi_sharding.harness.cpu_count import cpu_devices_known  # noqa: F401 (re-exported)
+
 __all__ = ["job_problem", "refused_jobs", "refused_jobs_message", "sweep_config_problem", "cpu_devices_known",
            "process_split_problem", "local_processes_problem"]
 
@@ -27,27 +29,6 @@ __all__ = ["job_problem", "refused_jobs", "refused_jobs_message", "sweep_config_
 #: product of the sweep's values, run one after another in this process.
 BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
 BASIC_LAUNCHER = "hydra._internal.core_plugins.basic_launcher.BasicLauncher"
-
-
-def cpu_devices_known(platform: str | None) -> bool:
-    """Whether a job's devices are the simulated CPU devices, known without starting JAX's backend.
-
-    True for ``devices.platform=cpu``, for ``JAX_PLATFORMS`` led by ``cpu``, and when no accelerator
-    plugin is installed (JAX finds GPU/TPU backends as ``jax_plugins`` packages or ``libtpu``); their
-    count is then ``resolve_cpu_count``'s. Otherwise only the started backend knows the devices.
-    """
-    import importlib.metadata
-    import importlib.util
-
-    import jax
-
-    if platform is not None:
-        return platform == "cpu"
-    chosen = jax.config.jax_platforms  # JAX_PLATFORMS, read by JAX's own config
-    if chosen:
-        return str(chosen).split(",")[0].strip() == "cpu"
-    plugins = list(importlib.metadata.entry_points(group="jax_plugins"))
-    return not plugins and all(importlib.util.find_spec(name) is None for name in ("jax_plugins", "libtpu"))
 
 
 def job_problem(cfg: Any, *, in_process: bool = True) -> str | None:
@@ -68,24 +49,26 @@ def job_problem(cfg: Any, *, in_process: bool = True) -> str | None:
     """
     from gensbi_sharding.harness.config import ConfigError
     from gensbi_sharding.harness.config_checks import validate
-    from gensbi_sharding.harness.devices import resolve_cpu_count
+    from gensbi_sharding.harness.cpu_count import resolve_cpu_count
+    from gensbi_sharding.harness.memory_check import simulations_problem
+    from gensbi_sharding.harness.refusal import fix_of, rephrased
 
     try:
         validate(cfg)  # its first check: every ${...} resolves
         if cfg.distributed.mode != "none":  # several processes: their count and devices are known once they join
             local = cfg.distributed.local_processes > 1 and cfg.distributed.process_id is None
             problem = local_processes_problem(cfg) if local else None  # distributed=local: this machine's
-            return None if problem is None else f"{ConfigError.__name__}: {problem}"
-        count, source = resolve_cpu_count(cfg.devices.cpu_count)
+        else:
+            count, source = resolve_cpu_count(cfg.devices.cpu_count)
     except Exception as err:  # as run() records it: any exception here would end the job before training
-        return f"{type(err).__name__}: {err}"
-    devices = count if in_process and cpu_devices_known(cfg.devices.platform) else None
-    problem = _mesh_problem(cfg, devices, source) or _batch_problem(cfg, devices)
-    if problem is None and not cfg.dry_run:  # the host's memory: known without a backend (a dry run simulates none)
-        from gensbi_sharding.harness.memory_check import simulations_problem
-
-        problem = simulations_problem(cfg)
-    return None if problem is None else f"{ConfigError.__name__}: {problem}"
+        said = next((said for said in err.args[:1] if fix_of(said) is not None), str(err))  # a Refusal keeps its fix
+        return rephrased(said, lead=f"{type(err).__name__}: ")
+    if cfg.distributed.mode == "none":  # one process: this machine's devices
+        devices = count if in_process and cpu_devices_known(cfg.devices.platform) else None
+        problem = _mesh_problem(cfg, devices, source) or _batch_problem(cfg, devices)
+        if problem is None and not cfg.dry_run:  # the host's memory: known without a backend (a dry run simulates none)
+            problem = simulations_problem(cfg)
+    return None if problem is None else rephrased(problem, lead=f"{ConfigError.__name__}: ")
 
 
 def local_processes_problem(cfg: Any) -> str | None:
@@ -108,7 +91,7 @@ def process_split_problem(cfg: Any) -> str | None:
     cfg : DictConfig
         The job's config: ``distributed.local_processes`` and ``devices.cpu_count`` (``resolve_cpu_count``).
     """
-    from gensbi_sharding.harness.devices import resolve_cpu_count
+    from gensbi_sharding.harness.cpu_count import resolve_cpu_count
 
     n = cfg.distributed.local_processes
     cpu, source = resolve_cpu_count(cfg.devices.cpu_count)
@@ -173,7 +156,7 @@ def refused_jobs(config: Any, jobs: Sequence[Sequence[str]], loader: Any, *,
     from omegaconf import OmegaConf, open_dict
 
     from gensbi_sharding.harness.command_checks import command_problem
-    from gensbi_sharding.harness.devices import resolve_cpu_count
+    from gensbi_sharding.harness.cpu_count import resolve_cpu_count
     from gensbi_sharding.harness.sweep_hints import config_flags, search_path_of
 
     refused, first_count, before = [], None, HydraConfig.instance().cfg

@@ -1,0 +1,96 @@
+"""The simulated CPU device count a job asks JAX for, and where it comes from; before JAX is imported.
+
+A job's device count is checked before it starts (``sweep_check.job_problem``, launch.py's refusal of a single run
+before Hydra makes its folder): importing ``devices`` for it imported JAX (~1 s of a refusal that needs none).
+``devices`` starts JAX with the count (``configure_devices``) and re-exports this. Pure Python: no JAX.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from gensbi_sharding.harness.config import ConfigError
+
+__all__ = ["DEFAULT_CPU_COUNT", "MAX_CPU_COUNT", "resolve_cpu_count", "cpu_devices_known"]
+
+#: Simulated CPU devices when neither the config nor the environment names a count.
+DEFAULT_CPU_COUNT = 8
+#: The most simulated CPU devices asked of JAX: its start-up grows with the count (14 s for 1,024 on 2 cores),
+#: and 100,000 did not start in minutes, deaf to SIGTERM. Planning and the dry run's figures need no more.
+MAX_CPU_COUNT = 1024
+_XLA_COUNT = re.compile(r"--xla_force_host_platform_device_count=(\d+)")
+_UNSET = {"JAX_NUM_CPU_DEVICES": "unset JAX_NUM_CPU_DEVICES", "XLA_FLAGS": "remove the count from XLA_FLAGS"}
+
+
+def resolve_cpu_count(configured: int | None, environ: dict | None = None) -> tuple[int, str]:
+    """The simulated CPU device count in force and where it comes from.
+
+    ``devices.cpu_count`` (``configured``) when given, else ``JAX_NUM_CPU_DEVICES``, else
+    the count in ``XLA_FLAGS``, else ``DEFAULT_CPU_COUNT``.
+
+    Returns
+    -------
+    (int, str)
+        The count and its source, e.g. ``(4, "XLA_FLAGS")``.
+
+    Raises
+    ------
+    ConfigError
+        If two of the sources that are set disagree; the message names both and a fix that is
+        accepted (between the two environment variables: unset one; no ``devices.cpu_count`` settles it),
+        or if the count in force exceeds ``MAX_CPU_COUNT``.
+    """
+    environ = os.environ if environ is None else environ
+    sources = []
+    if configured is not None:
+        sources.append(("devices.cpu_count", int(configured)))
+    if environ.get("JAX_NUM_CPU_DEVICES", "").strip().lstrip("-").isdigit():
+        sources.append(("JAX_NUM_CPU_DEVICES", int(environ["JAX_NUM_CPU_DEVICES"])))
+    flag = _XLA_COUNT.findall(environ.get("XLA_FLAGS", ""))
+    if flag:
+        sources.append(("XLA_FLAGS", int(flag[-1])))
+    sources = [(name, n) for name, n in sources if n > 0]  # JAX reads -1 as "not set"
+    environment = [(name, n) for name, n in sources if name != "devices.cpu_count"]
+    if len({n for _, n in environment}) > 1:  # no devices.cpu_count settles it: JAX reads both variables
+        (_, n), (_, m) = environment
+        raise ConfigError(
+            f"the environment sets two device counts that disagree: JAX_NUM_CPU_DEVICES={n} and XLA_FLAGS's "
+            f"--xla_force_host_platform_device_count={m}; unset one: {_UNSET['JAX_NUM_CPU_DEVICES']} to use {m}, "
+            f"or {_UNSET['XLA_FLAGS']} to use {n}")
+    if configured is not None and environment and environment[0][1] != int(configured):
+        count = environment[0][1]
+        names = " and ".join(name for name, _ in environment)
+        raise ConfigError(
+            f"two device counts disagree: devices.cpu_count={configured} and {names} "
+            f"{'gives' if len(environment) == 1 else 'give'} {count}; set devices.cpu_count={count} (or drop it) "
+            f"to use {names}'s, or {' and '.join(_UNSET[name] for name, _ in environment)} to use {configured}")
+    if not sources:
+        return DEFAULT_CPU_COUNT, "default"
+    name, count = sources[0]
+    if count > MAX_CPU_COUNT:
+        raise ConfigError(f"{name}={count} asks for more simulated CPU devices than {MAX_CPU_COUNT:,}: JAX's start-up "
+                          f"grows with the count and did not finish at 100,000; set devices.cpu_count={MAX_CPU_COUNT} "
+                          "or fewer (a plan's and the dry run's per-device figures need no more), or use real devices")
+    return count, name
+
+
+def cpu_devices_known(platform: str | None) -> bool:
+    """Whether a job's devices are the simulated CPU devices, known without starting JAX's backend.
+
+    True for ``devices.platform=cpu``, for ``JAX_PLATFORMS`` led by ``cpu``, and when no accelerator
+    plugin is installed (JAX finds GPU/TPU backends as ``jax_plugins`` packages or ``libtpu``); their
+    count is then ``resolve_cpu_count``'s. Otherwise only the started backend knows the devices.
+    """
+    import importlib.metadata
+    import importlib.util
+    import sys
+
+    if platform is not None:
+        return platform == "cpu"
+    # JAX's config once imported (JAX_PLATFORMS, read at import); before: the variable, so a refusal imports no JAX
+    chosen = sys.modules["jax"].config.jax_platforms if "jax" in sys.modules else os.environ.get("JAX_PLATFORMS")
+    if chosen:
+        return str(chosen).split(",")[0].strip() == "cpu"
+    plugins = list(importlib.metadata.entry_points(group="jax_plugins"))
+    return not plugins and all(importlib.util.find_spec(name) is None for name in ("jax_plugins", "libtpu"))

@@ -1,0 +1,93 @@
+"""A refusal that carries the override it suggests as data, not only in its words.
+
+A check's refusal ends with a fix to type ("...; set eval.num_samples=4"); ``command_checks`` puts that fix through
+the checks the run makes and, where they refuse it too, offers the value they accept instead. It read the fix back
+out of the message's last word (after "set", "write" or "e.g."), and the better one out of the next refusal's text:
+a fix reworded, or followed by a note, was lost or misread. Here the check that makes the suggestion keeps it:
+``Refusal`` is a ``str`` (every caller, log and ``metrics.json`` reads the message as before) with ``fix`` beside it.
+Pure Python: no JAX.
+"""
+
+from __future__ import annotations
+
+__all__ = ["Refusal", "fix_of", "rephrased"]
+
+
+class Refusal(str):
+    """A refusal's message, ``reason + how + fix + after``, with its parts kept.
+
+    Parameters
+    ----------
+    reason : str
+        What is refused and why, e.g. ``"eval.num_samples=3 must be >= 2 * eval.c2st_folds (eval.c2st_folds=2)"``.
+    fix : str or None
+        The override the message says to type instead, e.g. ``"eval.num_samples=4"``; None: the message offers none.
+    how : str
+        The words that offer it, e.g. ``"; set "``, ``"; e.g. "``, ``"; write "``.
+    after : str
+        What the message says after the fix (the divisors it chose from, another way out).
+    """
+
+    reason: str
+    fix: str | None
+    how: str
+    after: str
+
+    def __new__(cls, reason: str, fix: str | None = None, *, how: str = "; set ", after: str = "") -> Refusal:
+        message = super().__new__(cls, reason if fix is None else f"{reason}{how}{fix}{after}")
+        message.reason, message.fix, message.how, message.after = str(reason), fix, how, after
+        return message
+
+    def fixed_by(self, fix: str, note: str = "") -> Refusal:
+        """The same refusal offering ``fix`` instead, ``note`` said right after it.
+
+        Parameters
+        ----------
+        fix : str
+            The override offered now, e.g. ``"eval.num_samples=4"``.
+        note : str
+            E.g. ``" (eval.num_samples=2 is refused: must be >= 2 * eval.c2st_folds (eval.c2st_folds=2))"``.
+
+        Returns
+        -------
+        Refusal
+        """
+        return Refusal(self.reason, fix, how=self.how, after=note + self.after)
+
+
+def fix_of(problem: str | None) -> str | None:
+    """The override ``problem`` offers as its fix (``Refusal.fix``); None for a message that carries none.
+
+    Parameters
+    ----------
+    problem : str or None
+        A check's refusal.
+
+    Returns
+    -------
+    str or None
+    """
+    return problem.fix if isinstance(problem, Refusal) else None
+
+
+def rephrased(problem: str, *, lead: str = "", drop: str = "", more: str = "") -> str:
+    """``problem`` with its leading ``drop`` replaced by ``lead`` and ``more`` appended; a ``Refusal`` keeps its fix.
+
+    Parameters
+    ----------
+    problem : str
+        A check's refusal, e.g. ``"mesh.model=3: ...; set mesh.model_axis=3"``.
+    lead : str
+        Said first, e.g. ``"mesh={model:3} stands for mesh.model=3: "`` or ``"ConfigError: "``.
+    drop : str
+        Taken off the start of ``problem`` where it starts so, e.g. ``"mesh.model=3: "``.
+    more : str
+        Said last.
+
+    Returns
+    -------
+    str
+    """
+    if fix_of(problem) is None:
+        return f"{lead}{problem.removeprefix(drop)}{more}"
+    return Refusal(lead + problem.reason.removeprefix(drop), problem.fix, how=problem.how, after=problem.after + more)
