@@ -1,4 +1,4 @@
-"""Checks a multirun makes before Hydra creates its sweep folder or hands jobs to a launcher.
+"""Checks made before Hydra creates a multirun's sweep folder or hands jobs to a launcher, or makes a run's folder.
 
 A launcher that cannot work here should stop the command with one line that says why and
 what to type instead, not with a traceback from inside the launcher after the sweep folder
@@ -8,6 +8,8 @@ was made; a job whose config is refused stops the sweep before the first job tra
 
 from __future__ import annotations
 
+import copy
+import os
 import shutil
 import sys
 import traceback
@@ -21,7 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 from gensbi_sharding.harness.console import tagged
 from gensbi_sharding.harness.outputs import MAKE_ROOM
 
-__all__ = ["launcher_problem", "LauncherPreflight", "check_crashed", "folder_check_crashed"]
+__all__ = ["launcher_problem", "run_config_problem", "LauncherPreflight", "check_crashed", "folder_check_crashed"]
 
 #: Launchers that hand jobs to a scheduler, and the commands the scheduler must provide on this host
 #: (submitit looks for ``srun`` and submits with ``sbatch``).
@@ -122,14 +124,58 @@ def folder_check_crashed(folder: Path, err: BaseException, config: Any) -> None:
     check_crashed(f"the check of {folder} before Hydra writes into it", err, config, then=then, stop=held)
 
 
+def run_config_problem(config: Any) -> str | None:
+    """A single run's refusal by the checks ``run`` makes before training (``job_problem``); None where it would train.
+
+    Parameters
+    ----------
+    config : DictConfig
+        The run's config with its ``hydra`` section, as Hydra's ``on_run_start`` gets it: before Hydra makes the run's
+        folder (was: the run refused it inside that folder, which kept .hydra/, launch.log, error.txt, metrics.json).
+    """
+    from hydra.core.hydra_config import HydraConfig
+    from omegaconf import open_dict
+
+    from gensbi_sharding.harness.sweep_check import job_problem
+
+    cfg, before = copy.deepcopy(config), HydraConfig.instance().cfg  # as run_job hands the task its own copy
+    try:  # as Hydra's run_job: HydraConfig holds the run's section (validate reads its group choices), the task not
+        HydraConfig.instance().set_config(config)
+        with open_dict(cfg):
+            del cfg["hydra"]
+        return job_problem(cfg)
+    finally:
+        HydraConfig.instance().cfg = before
+
+
 class LauncherPreflight(Callback):
     """Hydra callback: stop a multirun whose launcher cannot work here, or any of whose jobs' configs is
-    refused, before anything is written (the first of ``hydra.callbacks``: before the folder lock).
+    refused, or a single run whose config is refused, before anything is written (the first of
+    ``hydra.callbacks``: before the folder lock).
 
     A crash of a check itself (a fault of ours, not of the command) never blocks the sweep: it is one
     ``[WARNING]`` line (``check_crashed``), and each job is still checked when it starts. Was: Hydra
     turned it into a UserWarning quoting its own source line, and the sweep went on unchecked.
     """
+
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        from gensbi_sharding.harness.config_checks import dry_run_resume_problem
+        from gensbi_sharding.harness.config_values import interpolation_problem
+        from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
+
+        # distributed=local's process: its parent checked the job. A ${...} that does not resolve and a dry run's
+        # resume: the folder check's to say (refuse_completed, next), as it said them before this check
+        if os.environ.get(LOCAL_CHILD_ENV) or interpolation_problem(config) or dry_run_resume_problem(config):
+            return
+        try:
+            problem = run_config_problem(config)
+        except Exception as err:  # noqa: BLE001 (a fault of ours: the run checks its config again as it starts)
+            check_crashed("the check of the run's config", err, config, then="the run starts, and checks its config "
+                          "again as it starts")
+            return
+        if problem:  # as the run would say it, but before Hydra makes its folder: nothing is written
+            print(tagged("ERROR", problem), file=sys.stderr, flush=True)
+            raise SystemExit(1)  # a refused run's exit code; Hydra turns an Exception raised here into a warning
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         from gensbi_sharding.harness import sweep_check
