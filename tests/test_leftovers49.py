@@ -54,6 +54,11 @@ def test_a_refused_run_imports_no_jax_where_its_check_needs_none(tmp_path):
     (["train.stepz=5"], "train.steps=5"),  # a misspelt key's "set"
     (["+train.steps=5"], "train.steps=5"),  # + on a key that exists: "write"
     (["rule.embed=dta"], "rule.embed=data"),  # the rule table's check against the mesh
+    (["data.batch_size=45.5"], "data.batch_size=48"),  # the type check's 46, then the batch check's
+    (["eval.observations=3"], "eval.observations=[3]"),  # the list check's "write"
+    (["experiment.steps=5"], "train.steps=5"),  # a preset group's "or set", said after its "e.g."
+    (["~train.steps"], "train.steps=20"),  # a removal's "e.g."
+    (["hydra.run.dirr=runs/a"], "hydra.run.dir=runs/a"),  # Hydra's own config's key
 ])
 def test_a_refusals_fix_is_data_beside_its_words(args, fix):
     # Was: command_checks read the fix back out of the message's last word (after "set", "write" or "e.g.") and a
@@ -76,6 +81,15 @@ def test_the_run_checks_refusals_carry_their_fix():
     assert refused.fix == "mesh.model_axis=2"
     assert refused.reason == "mesh.model_axis=4: 6 devices are not divisible by model_axis=4"
     assert job_problem(compose_tiny()) is None
+    from gensbi_sharding.harness.held_out import val_pairs_problem
+    from gensbi_sharding.harness.hints import batch_size_problem, mesh_devices_problem
+
+    assert fix_of(batch_size_problem(45, shards=1, data_parallel=8, train_rows=900)) == "data.batch_size=48"
+    assert fix_of(mesh_devices_problem([0, 1, 1], range(8))) == "mesh.devices=[0,1]"
+    refused = val_pairs_problem(1000, 0.001, 64)  # the first of two fixes, each followed by what it keeps
+    assert refused.fix == "data.val_fraction=0.01" and refused.endswith(
+        "set data.val_fraction=0.01 (the smallest that holds out 10) or data.num_simulations=10000 at this fraction "
+        "(the smallest that also leaves data.batch_size=64 training pairs)")
 
 
 def test_a_refusal_keeps_its_fix_as_it_is_reworded():

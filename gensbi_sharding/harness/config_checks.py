@@ -185,17 +185,18 @@ def _validate(cfg: DictConfig) -> None:
                                                        f"eval.num_samples={2 * folds}"))
     require(cfg.eval.ode_steps >= 1, f"eval.ode_steps={cfg.eval.ode_steps} must be >= 1")
     if cfg.data.name in TASKS:  # another data source's observations are its own to check
-        require(1 <= cfg.data.num_observation <= NUM_OBSERVATIONS,
-                f"data.num_observation={cfg.data.num_observation} is out of range: sbibm task {cfg.data.name!r} has "
-                f"observations 1..{NUM_OBSERVATIONS}; set data.num_observation=1 (or another of 1..{NUM_OBSERVATIONS})")
+        require(1 <= cfg.data.num_observation <= NUM_OBSERVATIONS, Refusal(
+            f"data.num_observation={cfg.data.num_observation} is out of range: sbibm task {cfg.data.name!r} has "
+            f"observations 1..{NUM_OBSERVATIONS}", "data.num_observation=1",
+            after=f" (or another of 1..{NUM_OBSERVATIONS})"))
     observations = override_literal(list(cfg.eval.observations or []))  # as typed: [1,2], not Python's [1, 2]
     require(all(1 <= o <= 10 for o in cfg.eval.observations or ()) and cfg.eval.observations != [],
            f"eval.observations={observations} must list sbibm observations 1..10, e.g. "
            "eval.observations=[1,2,3], or be null for data.num_observation")
     unique = list(dict.fromkeys(cfg.eval.observations or ()))
     require(len(unique) == len(cfg.eval.observations or ()),
-           f"eval.observations={observations} lists an observation twice (it would be scored and "
-           f"averaged twice); set eval.observations=[{','.join(map(str, unique))}]")
+            Refusal(f"eval.observations={observations} lists an observation twice (it would be scored and averaged "
+                    "twice)", f"eval.observations=[{','.join(map(str, unique))}]"))
     require(cfg.eval.c2st_jobs >= 1 or cfg.eval.c2st_jobs == -1,
            f"eval.c2st_jobs={cfg.eval.c2st_jobs} must be >= 1, or -1 for one per core")
     require(cfg.train.schedule in ("cosine", "constant"),
@@ -203,7 +204,8 @@ def _validate(cfg: DictConfig) -> None:
     require(0 <= cfg.train.warmup_steps < cfg.train.steps,
            f"train.warmup_steps={cfg.train.warmup_steps} must lie in 0..train.steps-1 ({cfg.train.steps - 1})")
     require(0.0 <= cfg.train.ema_decay < 1.0,
-           f"train.ema_decay={cfg.train.ema_decay} must lie in [0, 1) (0: no EMA), e.g. train.ema_decay=0.999")
+            Refusal(f"train.ema_decay={cfg.train.ema_decay} must lie in [0, 1) (0: no EMA)", "train.ema_decay=0.999",
+                    how=", e.g. "))
     for key in ("val_every", "patience"):
         require(cfg.train[key] >= 0, f"train.{key}={cfg.train[key]} must be >= 0 (0: off)")
     every = max(1, min(250, cfg.train.steps // 4))
@@ -232,8 +234,9 @@ def _validate(cfg: DictConfig) -> None:
            f"devices.cpu_count={cfg.devices.cpu_count} must be >= 1")
     # distributed=local (explicit, no coordinates) needs 2 or more: the schema's default 1 is refused there below.
     local = cfg.distributed.mode == "explicit" and cfg.distributed.coordinator_address is None
-    require(cfg.distributed.local_processes >= 1, f"distributed.local_processes={cfg.distributed.local_processes} "
-            f"must be >= 1; set distributed.local_processes={2 if local else 1}")
+    require(cfg.distributed.local_processes >= 1, Refusal(f"distributed.local_processes="
+                                                          f"{cfg.distributed.local_processes} must be >= 1",
+                                                          f"distributed.local_processes={2 if local else 1}"))
     for key in ("timeout_s", "heartbeat_s", "run_timeout_s"):
         require(cfg.distributed[key] >= 1, f"distributed.{key}={cfg.distributed[key]} must be >= 1")
     require(cfg.distributed.mode in ("none", "auto", "explicit"),

@@ -11,6 +11,7 @@ import os
 import re
 
 from gensbi_sharding.harness.config import ConfigError
+from gensbi_sharding.harness.refusal import Refusal
 
 __all__ = ["DEFAULT_CPU_COUNT", "MAX_CPU_COUNT", "resolve_cpu_count", "cpu_devices_known"]
 
@@ -61,17 +62,18 @@ def resolve_cpu_count(configured: int | None, environ: dict | None = None) -> tu
     if configured is not None and environment and environment[0][1] != int(configured):
         count = environment[0][1]
         names = " and ".join(name for name, _ in environment)
-        raise ConfigError(
+        raise ConfigError(Refusal(
             f"two device counts disagree: devices.cpu_count={configured} and {names} "
-            f"{'gives' if len(environment) == 1 else 'give'} {count}; set devices.cpu_count={count} (or drop it) "
-            f"to use {names}'s, or {' and '.join(_UNSET[name] for name, _ in environment)} to use {configured}")
+            f"{'gives' if len(environment) == 1 else 'give'} {count}", f"devices.cpu_count={count}", after=" (or drop "
+            f"it) to use {names}'s, or {' and '.join(_UNSET[name] for name, _ in environment)} to use {configured}"))
     if not sources:
         return DEFAULT_CPU_COUNT, "default"
     name, count = sources[0]
     if count > MAX_CPU_COUNT:
-        raise ConfigError(f"{name}={count} asks for more simulated CPU devices than {MAX_CPU_COUNT:,}: JAX's start-up "
-                          f"grows with the count and did not finish at 100,000; set devices.cpu_count={MAX_CPU_COUNT} "
-                          "or fewer (a plan's and the dry run's per-device figures need no more), or use real devices")
+        raise ConfigError(Refusal(f"{name}={count} asks for more simulated CPU devices than {MAX_CPU_COUNT:,}: JAX's "
+                                  "start-up grows with the count and did not finish at 100,000",
+                                  f"devices.cpu_count={MAX_CPU_COUNT}", after=" or fewer (a plan's and the dry run's "
+                                  "per-device figures need no more), or use real devices"))
     return count, name
 
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from gensbi_sharding.harness.refusal import Refusal
+
 __all__ = ["DATA_SHARDS", "MIN_VAL_PAIRS", "config_value", "effective_shards", "held_out_changes",
            "val_pairs_problem"]
 
@@ -132,13 +134,13 @@ def val_pairs_problem(num_simulations: int, val_fraction: float, batch_size: int
         scale = 10.0 ** (math.floor(math.log10(fraction)) - 1)  # two significant digits, rounded up
         text = f"{math.ceil(round(fraction / scale, 6)) * scale:.2g}"
         if float(text) < 1 and num_simulations - round(float(text) * num_simulations) >= batch_size:
-            fixes.append(f"data.val_fraction={text} (the smallest that holds out {MIN_VAL_PAIRS})")
+            fixes += [f"data.val_fraction={text}", f" (the smallest that holds out {MIN_VAL_PAIRS})"]
     budget = max(math.ceil(MIN_VAL_PAIRS / val_fraction), math.ceil(batch_size / (1 - val_fraction)) - 2)
     while round(val_fraction * budget) < MIN_VAL_PAIRS or budget - round(val_fraction * budget) < batch_size:
         budget += 1  # the smallest budget holding out the minimum and leaving a batch: a step or two
-    fixes.append(f"data.num_simulations={budget} at this fraction"
-                 + (f" (the smallest that also leaves data.batch_size={batch_size} training pairs)"
-                    if batch_size > 1 else ""))
-    return (f"data.val_fraction={val_fraction} holds out {held_out} of the {num_simulations} simulations "
-            f"(data.num_simulations) for validation, fewer than the {MIN_VAL_PAIRS} pairs a run validates on (the "
-            f"best weights and early stopping follow their loss): set {' or '.join(fixes)}")
+    fixes += [f"data.num_simulations={budget}", " at this fraction" + (
+        f" (the smallest that also leaves data.batch_size={batch_size} training pairs)" if batch_size > 1 else "")]
+    return Refusal(f"data.val_fraction={val_fraction} holds out {held_out} of the {num_simulations} simulations "
+                   f"(data.num_simulations) for validation, fewer than the {MIN_VAL_PAIRS} pairs a run validates on "
+                   "(the best weights and early stopping follow their loss)", fixes[0], how=": set ",
+                   after=fixes[1] + "".join(f" or {fix}{said}" for fix, said in zip(fixes[2::2], fixes[3::2])))

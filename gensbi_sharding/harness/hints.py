@@ -67,18 +67,19 @@ def batch_size_problem(batch_size: int, *, shards: int, data_parallel: int, trai
     from gensbi_sharding.batch import nearest_batch_sizes  # here: JAX's import, which it needs, only for a refusal
 
     fix = next(iter(nearest_batch_sizes(batch_size, multiple, at_most)), None)
-    if fix is None:
-        advice = (f"no batch size fits: one batch of {multiple} needs {multiple // shards} training pairs per shard, "
-                  f"but the smallest shard holds {train_rows}; raise data.num_simulations"
-                  + (f" to at least {budget(multiple // shards)}" if budget else ""))
-        if batch_size != multiple:  # that budget fills a batch of `multiple`, not this one: a second refusal
-            advice += f" and set data.batch_size={multiple}" + (
-                f", or to at least {budget(batch_size // shards)} to keep data.batch_size={batch_size}"
-                if budget and batch_size % multiple == 0 else "")
-    else:
-        advice = f"set data.batch_size={fix}"
-    return (f"data.batch_size={batch_size} cannot be used: the global batch size {batch_size} must be "
-            f"{' and '.join(reasons)}; {advice}")
+    said = (f"data.batch_size={batch_size} cannot be used: the global batch size {batch_size} must be "
+            f"{' and '.join(reasons)}")
+    if fix is not None:
+        return Refusal(said, f"data.batch_size={fix}")
+    said += (f"; no batch size fits: one batch of {multiple} needs {multiple // shards} training pairs per shard, "
+             f"but the smallest shard holds {train_rows}; raise data.num_simulations"
+             + (f" to at least {budget(multiple // shards)}" if budget else ""))
+    if batch_size == multiple:
+        return said
+    # that budget fills a batch of `multiple`, not this one: a second refusal
+    return Refusal(said, f"data.batch_size={multiple}", how=" and set ", after=(
+        f", or to at least {budget(batch_size // shards)} to keep data.batch_size={batch_size}"
+        if budget and batch_size % multiple == 0 else ""))
 
 
 def mesh_alternatives(batch_size: int, *, shards: int, train_rows: int, mesh: Any, mesh_cfg: Any = None) -> str:
@@ -160,8 +161,8 @@ def mesh_devices_problem(devices: Sequence[int] | None, available: Sequence[int]
                        f"{sorted(known)}")
     kept = unique[:len(unique) // model_axis * model_axis]
     fix = f"mesh.devices=[{','.join(map(str, kept))}]" if kept else "mesh.devices=null"
-    return (f"mesh.devices={override_literal(ids)} {' and '.join(reasons)}; set {fix}"  # was [0, 1, 1]: as typed
-            + (" (or mesh.devices=null for all of them)" if kept else " (all of them)"))
+    return Refusal(f"mesh.devices={override_literal(ids)} {' and '.join(reasons)}", fix,  # was [0, 1, 1]: as typed
+                   after=" (or mesh.devices=null for all of them)" if kept else " (all of them)")
 
 
 def mesh_axis_fix(value: Any, mesh_axes: Sequence[str]) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Sequence
 
 from gensbi_sharding.harness.hints import closest_name
+from gensbi_sharding.harness.refusal import Refusal
 
 __all__ = ["unknown_part", "nearest_setting", "setting_path_problem", "hydra_key_problem"]
 
@@ -67,8 +68,8 @@ def setting_path_problem(arg: str, held: Sequence[str], value: str | None, lists
     (``model.axes_dim.x=4``: ``model.axes_dim=[4]``, which the list check takes)."""
     setting = ".".join(held)
     value = f"[{value}]" if setting in lists and value is not None and not value.startswith("[") else value
-    return f"{arg}: {setting} is a setting, which holds no keys; " + (
-        f"set {setting}={value}" if value is not None else f"drop {arg}")
+    said = f"{arg}: {setting} is a setting, which holds no keys"
+    return Refusal(said, f"{setting}={value}", how="; set ") if value is not None else f"{said}; drop {arg}"
 
 
 def hydra_key_problem(args) -> str | None:
@@ -91,9 +92,9 @@ def hydra_key_problem(args) -> str | None:
             hints = {k: v for k, v in typing.get_type_hints(schema).items() if k != "defaults"}
             if part not in hints:
                 group, near = ".".join(["hydra", *parts[:i]]), nearest_setting(part, parts[i + 1:], list(hints))
-                return (f"{o.arg}: {group}.{part} is not a setting of {group}" + (f" (did you mean {group}.{near}?)"
-                        if near else "") + f"; its settings: {', '.join(hints)}"
-                        + (f"; set {group}.{near}={o.raw}" if near else ""))
+                return Refusal(f"{o.arg}: {group}.{part} is not a setting of {group}" + (
+                    f" (did you mean {group}.{near}?)" if near else "") + f"; its settings: {', '.join(hints)}",
+                    f"{group}.{near}={o.raw}" if near else None)
             if not dataclasses.is_dataclass(hints[part]):
                 break  # a value, or a part of no fixed schema (the launcher's, a dict): Hydra's to judge
             schema = hints[part]

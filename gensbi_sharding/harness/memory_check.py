@@ -20,6 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.composed_defaults import composed_section
 from gensbi_sharding.harness.override_keys import schema_default
+from gensbi_sharding.harness.refusal import Refusal
 from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
 from gensbi_sharding.harness.units import format_bytes
 
@@ -189,10 +190,11 @@ def simulations_problem(cfg: DictConfig, processes: int = 1, sharing: int = 1, h
     if host is None or data <= host:
         return None
     shared = f" ({sharing} processes of distributed=local share it)" if sharing > 1 else ""
-    return (f"data.num_simulations={cfg.data.num_simulations} cannot fit: its simulations need about "
-            f"{format_bytes(data)} on this host{shared} ({DATA_COPIES} copies of theta and x as float32), but "
-            f"{format_bytes(host)} is available; set data.num_simulations="
-            f"{_round_down(host // 2 // row // sharing * processes)} or fewer (half of it)")
+    return Refusal(f"data.num_simulations={cfg.data.num_simulations} cannot fit: its simulations need about "
+                   f"{format_bytes(data)} on this host{shared} ({DATA_COPIES} copies of theta and x as float32), but "
+                   f"{format_bytes(host)} is available",
+                   f"data.num_simulations={_round_down(host // 2 // row // sharing * processes)}",
+                   after=" or fewer (half of it)")
 
 
 def _responsible(cfg: DictConfig, mesh: Any, rule: Any, dims: tuple[int, int], devices: int, available: int) -> str:

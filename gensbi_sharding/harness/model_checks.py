@@ -14,6 +14,7 @@ from __future__ import annotations
 from omegaconf import DictConfig, ListConfig
 
 from gensbi_sharding.harness.config import ConfigError, Flux1Config
+from gensbi_sharding.harness.refusal import Refusal
 
 __all__ = ["check_model", "platform_problem", "ignored_settings", "ID_STRATEGIES_1D", "DTYPES", "MERGE_MODES",
            "ROPE_ID_AXES", "ACTIVATION_FIELDS_READ"]
@@ -60,14 +61,14 @@ def _own(model: DictConfig) -> None:
         if key in model:
             _require(model[key] >= 1, f"model.{key}={model[key]} must be >= 1")
     dim = model.get("time_embed_dim", 2)
-    _require(dim % 2 == 0, f"model.time_embed_dim={dim} must be even (as many sines as cosines); "
-                           f"e.g. model.time_embed_dim={dim + 1}")
+    _require(dim % 2 == 0, Refusal(f"model.time_embed_dim={dim} must be even (as many sines as cosines)",
+                                   f"model.time_embed_dim={dim + 1}", how="; e.g. "))
     if "embed" in model and "heads" in model and model.embed % model.heads:
         divisors = [d for d in range(1, model.embed + 1) if model.embed % d == 0]
         near = min(divisors, key=lambda d: (abs(d - model.heads), d))
-        _require(False, f"model.embed={model.embed} must be a multiple of model.heads={model.heads} (each head takes "
-                        f"embed / heads features); set model.heads={near}, or "
-                        f"model.embed={-(-model.embed // model.heads) * model.heads}")
+        _require(False, Refusal(f"model.embed={model.embed} must be a multiple of model.heads={model.heads} (each "
+                                "head takes embed / heads features)", f"model.heads={near}",
+                                after=f", or model.embed={-(-model.embed // model.heads) * model.heads}"))
 
 
 def platform_problem(model: DictConfig, platform: str) -> str | None:
@@ -209,8 +210,8 @@ def _flux1(model: DictConfig, *, traced: bool = True) -> None:
                  "the 1-D token ids (position, then parameter or observation); e.g. "
                  f"model.axes_dim=[{sum(axes) + sum(axes) % 2},0] (every size on the position)")
         _require(not rope or all(a % 2 == 0 for a in axes),
-                 f"model.axes_dim={_literal(axes)} must hold even sizes for the rope1d id strategy (rotary pairs); "
-                 f"e.g. model.axes_dim=[{','.join(str(a + a % 2) for a in axes)}]")
+                 Refusal(f"model.axes_dim={_literal(axes)} must hold even sizes for the rope1d id strategy (rotary "
+                         f"pairs)", f"model.axes_dim=[{','.join(str(a + a % 2) for a in axes)}]", how="; e.g. "))
         hidden = sum(axes) * model.num_heads
         # GenSBI's pos1d table is sin | cos halves of the id embedding's width: hidden size here (odd: its
         # "Hidden size (3) must be divisible by 2" after the simulations, naming no setting).
@@ -227,9 +228,10 @@ def _flux1(model: DictConfig, *, traced: bool = True) -> None:
                            "model.id_merge_mode=concat; e.g. model.id_embedding_strategy=[absolute,absolute]")
         hidden = (model.val_emb_dim + model.id_emb_dim) * model.num_heads
         _require("pos1d" not in strategies or model.id_emb_dim * model.num_heads % 2 == 0,
-                 f"model.id_emb_dim={model.id_emb_dim} with model.num_heads={model.num_heads}: the pos1d id strategy "
-                 f"needs an even id width (id_emb_dim * num_heads = {model.id_emb_dim * model.num_heads}, sine and "
-                 f"cosine halves); e.g. model.id_emb_dim={model.id_emb_dim + 1}")
+                 Refusal(f"model.id_emb_dim={model.id_emb_dim} with model.num_heads={model.num_heads}: the pos1d id "
+                         "strategy needs an even id width (id_emb_dim * num_heads = "
+                         f"{model.id_emb_dim * model.num_heads}, sine and cosine halves)",
+                         f"model.id_emb_dim={model.id_emb_dim + 1}", how="; e.g. "))
     _require(model.mlp_ratio > 0 and int(hidden * model.mlp_ratio) >= 1,
              f"model.mlp_ratio={model.mlp_ratio} must be > 0 with an MLP width int(hidden size {hidden} * "
              "mlp_ratio) >= 1; e.g. model.mlp_ratio=4.0 (GenSBI's default)")

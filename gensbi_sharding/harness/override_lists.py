@@ -21,6 +21,7 @@ from gensbi_sharding.harness.model_checks import ID_STRATEGIES_1D
 from gensbi_sharding.harness.model_choice import chosen_models
 from gensbi_sharding.harness.override_grammar import SWEEPS, CommandLine, parse
 from gensbi_sharding.harness.override_keys import list_fields, schema_name, sections, settings
+from gensbi_sharding.harness.refusal import Refusal
 
 __all__ = ["list_override_problem"]
 
@@ -68,8 +69,8 @@ def _element_problem(o, field, typed: str, owner: str) -> str | None:
             fixed.append(example if _refused(v, kind) else v)
         written = "[" + ",".join(map(str, fixed)) + "]"
         shown = ",".join(written if v is value else _as_list(v) for v in o.values()) if o.sweep else written
-        return (f"{o.typed}={o.raw}:{owner} {field.element.__name__} values are expected and "
-                f"'{override_literal(bad)}' is not one; write e.g. {typed}={shown}")
+        return Refusal(f"{o.typed}={o.raw}:{owner} {field.element.__name__} values are expected and "
+                       f"'{override_literal(bad)}' is not one", f"{typed}={shown}", how="; write e.g. ")
     return None
 
 
@@ -189,13 +190,13 @@ def list_override_problem(args: Sequence[str] | CommandLine) -> str | None:
         shown = value if isinstance(value, str) and raw.strip()[:1] in "'\"" else raw  # "3": [3], not ["3"]
         if key == "model.id_embedding_strategy":
             example = f"[{value},{value}]" if value in ID_STRATEGIES_1D else _list_example(command, o, "absolute,absolute")
-            return (f"{head}:{owner} a list is expected: give two of {', '.join(ID_STRATEGIES_1D)} "
-                    f"(parameters, observations), e.g. {typed}={example}")
+            return Refusal(f"{head}:{owner} a list is expected: give two of {', '.join(ID_STRATEGIES_1D)} "
+                           "(parameters, observations)", f"{typed}={example}", how=", e.g. ")
         try:  # OmegaConf's own conversion: "3" is an int, true and 1.5 are not (any value is an object)
             ListConfig([value], element_type=typing.Any if field.element is object else field.element)
         except ValidationError:  # [true] would be refused in turn: show a value of the element type
             name = field.element.__name__
-            return (f"{head}:{owner} a list of {name} values is expected and {raw!r} is not one; "
-                    f"write e.g. {typed}={_list_example(command, o, field.example)}")
-        return f"{head}:{owner} a list is expected; write {typed}=[{shown}]"
+            return Refusal(f"{head}:{owner} a list of {name} values is expected and {raw!r} is not one",
+                           f"{typed}={_list_example(command, o, field.example)}", how="; write e.g. ")
+        return Refusal(f"{head}:{owner} a list is expected", f"{typed}=[{shown}]", how="; write ")
     return None

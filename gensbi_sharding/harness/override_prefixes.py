@@ -84,10 +84,10 @@ def _group_problem(o: Override, group: str) -> str | None:
         # Hydra: "Multiple values for model. To override a value use 'override model: transformer'" (YAML)
         held = ("every run has a {0} already (conf/config.yaml picks one)" if group not in OPTIONAL_GROUPS else
                 "conf/config.yaml lists {0} already (none until {0}= picks one)").format(group)
-        return f"{o.arg}: {held}, so + adds a second; to pick this one, write {picked}"
+        return Refusal(f"{o.arg}: {held}, so + adds a second", picked, how="; to pick this one, write ")
     if o.hydra.type == OverrideType.FORCE_ADD:
-        return (f"{o.arg}: ++ cannot pick a group's option (Hydra: force-add of config groups is not supported); "
-                f"to pick this one, write {picked}")
+        return Refusal(f"{o.arg}: ++ cannot pick a group's option (Hydra: force-add of config groups is not "
+                       "supported)", picked, how="; to pick this one, write ")
     if group in OPTIONAL_GROUPS:
         if not _reads(group):
             return None  # ~sweep: nothing reads it, Hydra removes it
@@ -112,10 +112,12 @@ def _rule_problem(o: Override, name: str) -> str | None:
     if adding and o.values() and all(other_name_problem(name, value) is None for value in o.values()):
         return None  # another name declared unsplit (a model's own stacked-layer axis), as the library takes it
     near = closest_name(name, keys)
-    fix = (f"write rule.{near}={o.raw}" if adding and near else f"drop {o.arg}" + (
-        f", or declare it unsplit: +rule.{name}=null (only a logical axis is split)" if adding else ""))
-    return (f"{o.arg}: rule.{name} is not a logical axis" + (f" (did you mean rule.{near}?)" if near else "")
-            + f"; the rule table's keys: {', '.join(keys)}; {fix}")
+    said = (f"{o.arg}: rule.{name} is not a logical axis" + (f" (did you mean rule.{near}?)" if near else "")
+            + f"; the rule table's keys: {', '.join(keys)}")
+    if adding and near:
+        return Refusal(said, f"rule.{near}={o.raw}", how="; write ")
+    return f"{said}; drop {o.arg}" + (f", or declare it unsplit: +rule.{name}=null (only a logical axis is split)"
+                                      if adding else "")
 
 
 def _key_problem(o: Override, section: str, name: str, typed: dict, choice: ModelChoice | None,
@@ -129,9 +131,10 @@ def _key_problem(o: Override, section: str, name: str, typed: dict, choice: Mode
         if name in typed:  # ~devices, +devices=x
             first = settings(typed[name][0])[0]
             fix = f"{name}.{first}={_suggested(command, o, typed, name, first, None)}"
-            return (f"{o.arg}: the {name} section cannot be removed (every run reads it); set its settings instead, "
-                    f"e.g. {fix}" if kind == OverrideType.DEL else
-                    f"{o.arg}: {name} is a section of settings, not one value; set them one by one, e.g. {fix}")
+            return Refusal(f"{o.arg}: the {name} section cannot be removed (every run reads it); set its settings "
+                           "instead" if kind == OverrideType.DEL else
+                           f"{o.arg}: {name} is a section of settings, not one value; set them one by one", fix,
+                           how=", e.g. ")
     elif section in OPTIONAL_GROUPS:  # +experiment.quick=1 (was: "experiment is not a setting", ++sweep.x=1: "seed?")
         return (f"{o.arg}: {section} is a group of presets, not a section of settings; its options: "
                 f"{', '.join(group_options(section))}; pick one with {section}=<option>")
@@ -151,8 +154,8 @@ def _key_problem(o: Override, section: str, name: str, typed: dict, choice: Mode
         if kind == OverrideType.ADD:
             return Refusal(f"{o.arg}: {key} exists (+ adds a key the config lacks)", f"{key}={raw}", how="; write ")
         if kind == OverrideType.DEL:
-            return (f"{o.arg}: a setting cannot be removed (every run reads it); set it instead, e.g. "
-                    f"{key}={_suggested(command, o, typed, section, name, models)}")
+            return Refusal(f"{o.arg}: a setting cannot be removed (every run reads it); set it instead",
+                           f"{key}={_suggested(command, o, typed, section, name, models)}", how=", e.g. ")
         return None  # ++ on a key that exists: Hydra sets it
     if model and any(name in fields for fields in model_fields().values()):
         return None  # another model's key: model_key_problem names the model that has it
@@ -164,9 +167,9 @@ def _key_problem(o: Override, section: str, name: str, typed: dict, choice: Mode
         meant = (f" (did you mean {dotted}? it cannot be removed either: set it, e.g. {dotted}="
                  f"{_suggested(command, o, typed, section, near, models)})" if near else "")
         return f"{o.arg}: {key} is not a setting{of}, so there is nothing to remove{meant}; drop {o.arg}"
-    return (f"{o.arg}: {key} is not a setting{of}" + (f" (did you mean {dotted}?)" if near else "")
-            + f"; its settings: {shown}; a run takes no other key, so "
-            + (f"write {dotted}={raw}" if near else f"drop {o.arg}"))
+    said = (f"{o.arg}: {key} is not a setting{of}" + (f" (did you mean {dotted}?)" if near else "")
+            + f"; its settings: {shown}; a run takes no other key, so")
+    return Refusal(said, f"{dotted}={raw}", how=" write ") if near else f"{said} drop {o.arg}"
 
 
 def _suggested(command: CommandLine, o: Override, typed: dict, section: str, name: str,

@@ -140,15 +140,16 @@ def override_problem(args: Sequence[str] | CommandLine, *, sweeps_need_m: bool =
             near = closest_name(name, fields)
             if top and near is None and (group := closest_name(name, groups)):  # modle=flux1, sharding_rule=fsdp
                 choices = options(group, command.search_paths) or []
-                return (f"{arg}: {key} is not a setting or group (did you mean {group}=?); its settings: "
-                        f"{', '.join(fields)}; its groups: {', '.join(groups)}" + (
-                            f"; write {group}={o.raw}" if choices and all(v in choices for v in o.values())
-                            else f"; {group} options: {', '.join(choices)}" if choices else ""))
+                said = (f"{arg}: {key} is not a setting or group (did you mean {group}=?); its settings: "
+                        f"{', '.join(fields)}; its groups: {', '.join(groups)}")
+                if choices and all(v in choices for v in o.values()):
+                    return Refusal(said, f"{group}={o.raw}", how="; write ")
+                return said + (f"; {group} options: {', '.join(choices)}" if choices else "")
             of = f" of {choice.label}" if section == "model" and choice else f" of {section}" if section else ""
             dotted = f"{section}.{near}" if section else near
-            return (f"{arg}: {key} is not a setting{of}" + (f" (did you mean {dotted}?)" if near else "")
-                    + f"; its settings: {', '.join(f for f in fields if f != 'name' or section != 'model')}"
-                    + (f"; write {dotted}={o.raw}" if near else ""))
+            return Refusal(f"{arg}: {key} is not a setting{of}" + (f" (did you mean {dotted}?)" if near else "")
+                           + f"; its settings: {', '.join(f for f in fields if f != 'name' or section != 'model')}",
+                           f"{dotted}={o.raw}" if near else None, how="; write ")
         strings = list(override.sweep_string_iterator()) if override.value_type == ValueType.SIMPLE_CHOICE_SWEEP \
             else None
         candidates = [s for s in schemas if name in settings(s)]
@@ -186,15 +187,18 @@ def _section_problem(o, section: str, name: str, chosen) -> str | None:
         choices = options(section)  # "Key 'experiment' not in 'Config'", advising +experiment.quick=1)
         near = closest_name(name.split(".")[0], choices) or closest_name(o.raw, choices)
         owner = next((t for t in top if name in (group_keys([t], chosen) or ())), None)  # experiment.steps=5
-        return (f"{o.arg}: {section} is a group of presets, not a section of settings; its options: "
-                f"{', '.join(choices)}; pick one with {section}=<option>" + (f", e.g. {section}={near}" if near else "")
-                + (f"; or set {owner}.{name}={o.raw}" if owner else ""))
+        said = (f"{o.arg}: {section} is a group of presets, not a section of settings; its options: "
+                f"{', '.join(choices)}; pick one with {section}=<option>")
+        if owner:  # experiment.steps=5: the setting it meant, said last
+            return Refusal(said + (f", e.g. {section}={near}" if near else ""), f"{owner}.{name}={o.raw}",
+                           how="; or set ")
+        return Refusal(said, f"{section}={near}" if near else None, how=", e.g. ")
     near = closest_name(section, [t for t in top if t not in settings(Config)])
     inner = name if near is None or "." in name or name in (keys := group_keys([near], chosen) or ()) \
         else closest_name(name, keys)
-    return (f"{o.arg}: {section} is not a section of the config" + (f" (did you mean {near}?)" if near else "")
-            + f"; its sections: {', '.join(t for t in top if t not in settings(Config))}"
-            + (f"; write {near}.{inner}={o.raw}" if near and inner else ""))
+    return Refusal(f"{o.arg}: {section} is not a section of the config" + (f" (did you mean {near}?)" if near else "")
+                   + f"; its sections: {', '.join(t for t in top if t not in settings(Config))}",
+                   f"{near}.{inner}={o.raw}" if near and inner else None, how="; write ")
 
 
 def _preset_key_problem(o, path: Path, name: str) -> str | None:
@@ -234,8 +238,9 @@ def _option_problem(o, group: str, choices: list[str] | None, command: CommandLi
                 return (f"{o.arg}: Could not find '{group}/{value}' in this command's config folders; the run it "
                         f"resumes was launched with {searched}, whose folder holds it: add {searched}")
             near = closest_name(value, choices)
-            return (f"{o.arg}: Could not find '{group}/{value}' ({group} options: {', '.join(choices)})"
-                    + (f"; did you mean {group}={near}?" if near else f"; pick one, e.g. {group}={choices[0]}"))
+            said = f"{o.arg}: Could not find '{group}/{value}' ({group} options: {', '.join(choices)})"
+            return said + f"; did you mean {group}={near}?" if near else Refusal(said, f"{group}={choices[0]}",
+                                                                                 how="; pick one, e.g. ")
     return None
 
 

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from gensbi_sharding.harness.cpu_count import cpu_devices_known  # noqa: F401 (re-exported)
+from gensbi_sharding.harness.refusal import Refusal
 
 __all__ = ["job_problem", "refused_jobs", "refused_jobs_message", "sweep_config_problem", "cpu_devices_known",
            "process_split_problem", "local_processes_problem"]
@@ -102,8 +103,9 @@ def process_split_problem(cfg: Any) -> str | None:
     # The count goes where it came from: devices.cpu_count=N beside the environment's count is refused.
     setting = {"default": "devices.cpu_count=",
                "XLA_FLAGS": "XLA_FLAGS=--xla_force_host_platform_device_count="}.get(source, f"{source}=")
-    return (f"devices.cpu_count={cpu} does not split over distributed.local_processes={n} (the count from {source}); "
-            f"set distributed.local_processes={nearest} or {setting}{n * max(round(cpu / n), 1)}")
+    return Refusal(f"devices.cpu_count={cpu} does not split over distributed.local_processes={n} (the count from "
+                   f"{source})", f"distributed.local_processes={nearest}", how="; set ",
+                   after=f" or {setting}{n * max(round(cpu / n), 1)}")
 
 
 def _mesh_problem(cfg: Any, devices: int | None, source: str) -> str | None:
