@@ -53,21 +53,43 @@ def test_a_continued_run_sets_its_earlier_attempts_outputs_aside_under_names_of_
         assert stuck_errors(out, 2) == "" and refusals(out, [0, 1], None) == {}
 
 
+def test_a_third_attempt_after_one_killed_outright_sets_the_second_attempts_outputs_aside_too(tmp_path):
+    # Was: numbered by the record's count of attempts alone; an attempt killed outright (SIGKILL, out of memory) writes
+    # no record, so after it the next one's record counted one attempt fewer, named copies that exist, and skipped
+    # them: the second attempt's c2st.csv and process logs stayed under the names the third writes (its
+    # eval.enabled=false run ended ok beside a c2st.csv sbibm.py table counts; its parent read the old logs' errors).
+    from gensbi_sharding.harness.earlier_attempts import ATTEMPT_FILES
+    from gensbi_sharding.harness.run_folder import RunFolder
+
+    out = tmp_path / "run"
+    before = _stopped_run(out)  # the second attempt's record: no previous_attempts, as the first left none
+    for name in ("c2st.attempt1.csv", "process_0.attempt1.log", "error.attempt1.txt"):  # the first attempt's, aside
+        (out / name).write_text("the attempt killed outright")
+    folder = RunFolder(out, compose_tiny("train.resume=auto", output_dir=out))
+    folder.claim()
+    folder.release()
+    assert not [p.name for p in out.iterdir() if ATTEMPT_FILES.fullmatch(p.name)]
+    for name, data in before.items():
+        if ATTEMPT_FILES.fullmatch(name):
+            stem, suffix = name.rsplit(".", 1)
+            assert (out / f"{stem}.attempt2.{suffix}").read_bytes() == data
+    assert (out / "c2st.attempt1.csv").read_text() == "the attempt killed outright"
+
+
 def test_a_score_kept_from_an_earlier_attempt_is_moved_back_and_other_files_are_left_alone(tmp_path):
     from gensbi_sharding.harness.earlier_attempts import set_aside, take_back, with_aside_copies
 
     _stopped_run(tmp_path)
     (tmp_path / "c2st.attempt1.csv").write_text("an attempt's copy is never written over")
-    assert set_aside(tmp_path, {"status": "interrupted"}) == [
-        "error.attempt1.txt", "posterior.attempt1.png", "posterior_samples.attempt1.npz",
-        "posterior_samples_2.attempt1.npz", "process_0.attempt1.log", "process_1.attempt1.log"]
-    assert (tmp_path / "c2st.csv").exists()  # its copy's name was taken: left as it was, not overwritten
-    (tmp_path / "c2st.csv").rename(tmp_path / "c2st.attempt2.csv")
+    assert set_aside(tmp_path, {"status": "interrupted"}) == [  # past the copies there, all of them moved
+        "c2st.attempt2.csv", "error.attempt2.txt", "posterior.attempt2.png", "posterior_samples.attempt2.npz",
+        "posterior_samples_2.attempt2.npz", "process_0.attempt2.log", "process_1.attempt2.log"]
+    assert (tmp_path / "c2st.attempt1.csv").read_text() == "an attempt's copy is never written over"
     (tmp_path / "error.txt").write_text("a run killed outright leaves no record")
     assert set_aside(tmp_path, None) == ["error.attempt3.txt"]  # no record: one past the highest set aside
     for name in ("posterior_samples.npz", "posterior_samples_2.npz"):
-        copy = tmp_path / name.replace(".npz", ".attempt1.npz")
-        copy.with_name(name.replace(".npz", ".attempt2.npz")).write_bytes(copy.read_bytes())
+        copy = tmp_path / name.replace(".npz", ".attempt2.npz")
+        copy.with_name(name.replace(".npz", ".attempt1.npz")).write_bytes(copy.read_bytes())
     names = [tmp_path / "posterior_samples_2.npz", tmp_path / "posterior_samples.npz"]
     assert with_aside_copies(names) == [*names, tmp_path / "posterior_samples_2.attempt2.npz",
                                         tmp_path / "posterior_samples.attempt2.npz",

@@ -27,11 +27,11 @@ _ASIDE = re.compile(r"(?P<stem>.+)\.attempt(?P<n>\d+)(?P<suffix>\.[a-z]+)")
 
 
 def _attempt_number(folder: Path, previous: dict | None) -> int:
-    """The earlier attempt's number: its record's count of attempts, else (no record: a run killed outright) one past
-    the highest already set aside."""
-    if previous:
-        return len(previous.get("previous_attempts", [])) + 1
-    return 1 + max((int(m["n"]) for p in folder.iterdir() if (m := _ASIDE.fullmatch(p.name))), default=0)
+    """The earlier attempt's number: its record's count of attempts, and past every number already set aside, as an
+    attempt killed outright left no record to count (was: the record's count alone, which after such an attempt named
+    copies that exist, and its files stayed under the names this attempt writes)."""
+    recorded = len((previous or {}).get("previous_attempts", [])) + 1
+    return max(recorded, 1 + max((int(m["n"]) for p in folder.iterdir() if (m := _ASIDE.fullmatch(p.name))), default=0))
 
 
 def set_aside(folder: Path, previous: dict | None) -> list[str]:
