@@ -38,8 +38,9 @@ def bytes_per_device(tree: Any) -> dict[int, int]:
     """
     totals: Counter[int] = Counter()
     for path, leaf in jax.tree_util.tree_leaves_with_path(node_state(tree)):  # a variable shared by two counts once
+        _check_not_typeof(leaf, name := jax.tree_util.keystr(path, simple=True, separator="/"))
         if isinstance(leaf, (jax.Array, jax.ShapeDtypeStruct)):
-            totals.update(_device_bytes(leaf, path=jax.tree_util.keystr(path, simple=True, separator="/")))
+            totals.update(_device_bytes(leaf, path=name))
     return dict(sorted(totals.items()))
 
 
@@ -164,6 +165,7 @@ def describe(node: Any, mesh: Mesh | None, *, top: int = 5) -> PlacementReport:
     ids = {d.id for d in mesh.devices.flat} if mesh is not None else set()
     per_device, variables, outside, other = Counter(dict.fromkeys(ids, 0)), [], set(), {}
     for path, value in leaf_paths(node):
+        _check_not_typeof(value, path_name(path))
         if not is_array_like(value):
             continue
         # Every process's devices, so none reads 0 B with several processes.
@@ -233,7 +235,7 @@ def mesh_init_simulate(seed: Any, x: Any, features: Any, mesh_axes: Any) -> jax.
 
 def _device_bytes(value: Any, every: bool = False, mesh: Mesh | None = None, path: str = "") -> dict[int, int]:
     """``{device id: bytes}`` of an array or ``jax.ShapeDtypeStruct`` by its sharding (``every``: all processes'); one
-    on an ``AbstractMesh`` (``jax.typeof`` of an array, ``eval_shape`` under ``jax.set_mesh``) read on ``mesh``'s
+    on an ``AbstractMesh`` (``eval_shape`` under ``jax.set_mesh``) read on ``mesh``'s
     devices, which must have its layout."""
     sharding = getattr(value, "sharding", None)
     if sharding is None or "host" in str(sharding.memory_kind):  # NumPy, unplaced, in host memory ("pinned_host")
@@ -246,6 +248,14 @@ def _device_bytes(value: Any, every: bool = False, mesh: Mesh | None = None, pat
     return {device.id: _nbytes(math.prod(len(range(*s.indices(n))) for s, n in zip(index, value.shape)), value.dtype)
             for device, index in (sharding.devices_indices_map if every else
                                   sharding.addressable_devices_indices_map)(value.shape).items()}
+
+
+def _check_not_typeof(value: Any, path: str) -> None:
+    """Refuse ``jax.typeof``'s value: its sharding lists Explicit mesh axes only (an array split over Auto ones reads
+    replicated), so counted it misstates the bytes (was: skipped, a report of 0 leaves, 0 B)."""
+    if isinstance(value, jax.core.ShapedArray):
+        raise TypeError(f"{path} is {value} (jax.typeof's), whose sharding omits the mesh's Auto axes: pass the arrays, "
+                        "or jax.ShapeDtypeStruct leaves (jax.eval_shape's, abstract_sharded's)")
 
 
 def _nbytes(count: int, dtype: Any) -> int:

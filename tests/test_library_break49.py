@@ -124,3 +124,17 @@ def test_a_state_on_an_abstract_mesh_is_counted_on_the_concrete_mesh_given_else_
         with pytest.raises(ValueError, match=r"^bias\S* is placed on an abstract mesh \{'data': 4, 'model': 2\}"
                                              r".*pass its concrete mesh: describe\(node, mesh\)"):
             call()
+
+
+def test_a_state_of_jax_typeof_values_is_refused_naming_the_variable_not_reported_empty(devices):
+    # Was: describe skipped jax.typeof's ShapedArray leaves (a report of 0 leaves, 0 B) and bytes_per_device returned
+    # {}: its sharding lists Explicit mesh axes only, so a kernel split over Auto axes would read replicated.
+    mesh = gs.make_mesh(model_axis=2)
+    placed = jax.tree.map(lambda s: jax.device_put(jnp.zeros(s.shape, s.dtype), jax.sharding.NamedSharding(
+        mesh, s.sharding.spec)), _abstract_on(mesh, P("data", "model")))
+    typed = jax.tree.map(jax.typeof, placed)
+    for call in (lambda: gs.describe(typed, mesh), lambda: gs.describe(typed, None), lambda: gs.bytes_per_device(typed)):
+        with pytest.raises(TypeError, match=r"^bias\S* is float32\[4\] \(jax.typeof's\).*pass the arrays, or "
+                                            r"jax.ShapeDtypeStruct leaves"):
+            call()
+    assert gs.describe(placed, mesh).n_leaves == 2  # the arrays themselves: counted
