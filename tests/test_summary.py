@@ -117,13 +117,31 @@ def test_summary_table_reads_at_a_glance(sweep):
     lines = summary.md_path.read_text().splitlines()
     header = [cell.strip() for cell in lines[0].split("|")[1:-1]]
     assert header == ["job", "rule.embed", "activation", "mesh", "params/device", "optimizer/device", "step",
-                      "samples/s", "best val loss", "C2ST", "wall", "status", "error"]
+                      "samples/s", "best val loss", "C2ST", "wall", "fallbacks", "status", "error"]
     first = [cell.strip() for cell in lines[2].split("|")[1:-1]]
     assert first == ["0", "data", "{strategy:rule}", "8x1", "3.0 KB", "6.0 KB", "13.4 ms", "4,776", "",
-                     "0.612 ± 0.011", "12.3 s", "ok", ""]
+                     "0.612 ± 0.011", "12.3 s", "", "ok", ""]
     assert "6,400,000" in lines[4] and "0.900" in lines[4]
     assert len({len(line) for line in lines}) == 1  # columns padded: it reads in a terminal too
     assert summary.png_path.read_bytes()[:8] == PNG
+
+
+def test_training_sweep_shows_each_jobs_fallbacks(tmp_path):
+    """Was: the dry-run table's column alone; a training sweep over rules did not show that rule=tensor fell back
+    (flux1 on mesh.model_axis=4), its row read as split as its rule says though metrics.json listed the fallbacks."""
+    fell_back = {"model/blocks/0/qkv/kernel": "dimension 3 of 6 not divisible by model=4",
+                 "model/final/kernel": "dimension 1 of 2 not divisible by model=4"}
+    for job, (rule, fallbacks) in enumerate([("fsdp", {}), ("tensor", fell_back)]):
+        make_job(tmp_path, job, [f"rule={rule}"], **ok_metrics(3016, 0.01, 0.7), fallbacks=fallbacks)
+    make_job(tmp_path, 2, ["rule=none"], status="error", error="ValueError: boom")  # failed before placing its state
+    summary = write_summary(tmp_path, declared=["rule"])
+    with open(summary.csv_path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [(r["rule"], r["fallbacks"]) for r in rows] == [("fsdp", "0"), ("tensor", "2"), ("none", "")]
+    lines = summary.md_path.read_text().splitlines()
+    header = [cell.strip() for cell in lines[0].split("|")[1:-1]]
+    assert [[cell.strip() for cell in line.split("|")[1:-1]][header.index("fallbacks")] for line in lines[2:]] == [
+        "0", "2", ""]
 
 
 def test_dry_run_sweep_is_ranked_and_plotted(tmp_path):

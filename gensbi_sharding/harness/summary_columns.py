@@ -77,6 +77,11 @@ def c2st_cell(m: dict[str, Any]) -> str:
 
 _MESH = Column("mesh_shape", "mesh", mesh_cell, mesh_cell)
 _STATUS = Column("status", "status", _plain("status"), _plain("status"))
+# How many variables the rule could not split and replicated instead (rule=tensor on a model axis its dimensions do not
+# divide): a training sweep's rows too (was: the dry-run table's alone, so a sweep over rules read the fallen-back
+# job as split as its rule says); "" for a job that failed before placing its state.
+_FALLBACKS = Column("fallbacks", "fallbacks", lambda m: str(len(m["fallbacks"])) if "fallbacks" in m else "",
+                    lambda m: str(len(m["fallbacks"])) if "fallbacks" in m else "")
 ERROR_CELL = 120  # characters of an error the markdown table shows; the CSV and metrics.json hold all of it
 
 
@@ -116,7 +121,7 @@ TRAIN_COLUMNS: tuple[Column, ...] = (
     Column("c2st_step", "", lambda m: "", _integer("c2st_step")),
     Column("wall_s", "", lambda m: "", _fixed("wall_s", 2)),  # this attempt's, as metrics.json has it
     Column("wall_s_all_attempts", "wall", wall_cell, lambda m: _fixed("s", 2)({"s": all_attempts_wall(m)})),
-    _STATUS, ERROR_COLUMN)
+    _FALLBACKS, _STATUS, ERROR_COLUMN)
 
 #: CSV-only, before status and error (but for a swept key of the name): what produced each row's numbers, so
 #: rows of several sweeps compare (was: only the swept keys; task, model, seed and budget of the others unsaid).
@@ -134,9 +139,7 @@ DRY_RUN_COLUMNS: tuple[Column, ...] = (
     Column("collective_bytes_per_step", "collectives/step",
            lambda m: format_bytes(m.get("collective_bytes_per_step")), _integer("collective_bytes_per_step")),
     Column("compile_s", "compile", lambda m: format_seconds(m.get("compile_s")), _fixed("compile_s", 3)),
-    Column("fallbacks", "fallbacks", lambda m: str(len(m["fallbacks"])) if "fallbacks" in m else "",
-           lambda m: str(len(m["fallbacks"])) if "fallbacks" in m else ""),
-    _STATUS, ERROR_COLUMN)
+    _FALLBACKS, _STATUS, ERROR_COLUMN)
 
 
 def key_cell(row: Mapping[str, Any], key: str) -> str:
