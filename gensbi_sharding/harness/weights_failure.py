@@ -14,7 +14,7 @@ import re
 import shlex
 from pathlib import Path
 
-__all__ = ["SamplingError", "weights_failure_hint", "FAILED_WEIGHTS", "error_cause"]
+__all__ = ["SamplingError", "weights_failure_hint", "further_steps", "FAILED_WEIGHTS", "error_cause"]
 
 #: What ``weights_failure_hint`` says of the checkpoint (``sweep_hints`` reads a job's error up to it: its cause).
 FAILED_WEIGHTS = "holds the weights that failed"
@@ -39,6 +39,69 @@ def _new_folder(run_dir: Path, tag: str, multirun: bool) -> Path:
     return folder
 
 
+def _launched_train(out: Path, step: int) -> dict:
+    """The ``train`` settings the run was launched with: its Hydra record, else the checkpoint's saved config (a run
+    from Python); {} when neither reads."""
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness.outputs import read_record
+
+    recorded = read_record(out / ".hydra" / "config.yaml")
+    if OmegaConf.is_dict(recorded) and OmegaConf.is_dict(recorded.get("train")):
+        try:
+            return OmegaConf.to_container(recorded.train, resolve=True)
+        except Exception:  # noqa: BLE001 (an interpolation of Hydra's own, unset here): the values as written
+            return OmegaConf.to_container(recorded.train, resolve=False)
+    try:
+        from gensbi_sharding.checkpoint import saved_config
+
+        return dict(saved_config(out / "checkpoints" / str(step)).get("train") or {})
+    except (OSError, ValueError, TypeError):
+        return {}
+
+
+def further_steps(out: Path, step: int) -> tuple[int, str]:
+    """The ``train.steps`` that trains the weights of checkpoint ``step`` further than the run asked, and what it does.
+
+    Twice the larger of ``step`` and the ``train.steps`` the run was launched with (was: twice ``step``, which for a
+    run early stopping ended, at step 300 of 1,000, named 600: fewer steps than it asked for). A larger
+    ``train.steps`` redraws the cosine schedule to end there, so the learning rate jumps at ``step``: said, with both
+    rates, as early stopping's ``train.patience``, which stops it again at a validation without a new best.
+
+    Parameters
+    ----------
+    out : Path
+        The run's folder.
+    step : int
+        The step of its newest checkpoint.
+
+    Returns
+    -------
+    (int, str)
+        The step count and a note (", ..." or "" when the run's settings do not read).
+    """
+    from gensbi_sharding.harness.schedule import learning_rate_schedule
+
+    train = _launched_train(out, step)
+    asked = train.get("steps") if isinstance(train.get("steps"), int) else step
+    target = 2 * max(step, asked)
+    note = f" (twice the train.steps={asked} it was launched with: it stopped early at step {step})" * (step < asked)
+    try:
+        rates = [learning_rate_schedule(learning_rate=float(train["learning_rate"]), steps=steps,
+                                        schedule=str(train.get("schedule", "cosine")),
+                                        warmup_steps=int(train.get("warmup_steps", 0))) for steps in (asked, target)]
+    except (KeyError, TypeError, ValueError):  # settings that do not read: the step count alone
+        return target, note
+    old, new = (float(rate(step) if callable(rate) else rate) for rate in rates)
+    if train.get("schedule", "cosine") == "cosine":
+        note += (f"; its cosine schedule is redrawn to end at step {target}: the learning rate at step {step} goes "
+                 f"from {old:.3g} to {new:.3g}, then decays to 0")
+    if int(train.get("patience") or 0) and step < asked:
+        note += (f"; early stopping (train.patience={train['patience']}) ends it again at a validation without a new "
+                 "best: add train.patience=0 to train every step")
+    return target, note
+
+
 def weights_failure_hint(out: Path, step: int, err: SamplingError) -> str:
     """What gets a run past ``err``, whose weights (checkpoint ``step`` in ``out``) the same command samples again.
 
@@ -55,14 +118,15 @@ def weights_failure_hint(out: Path, step: int, err: SamplingError) -> str:
     -------
     str
         ``"; checkpoint <out>/checkpoints/<step> holds the weights that failed, which the same command would sample
-        again: ..."`` with the command that trains them further (``train.steps`` twice ``step``) and, for draws outside
+        again: ..."`` with the command that trains them further (``further_steps``) and, for draws outside
         the prior, the one that trains afresh through its bijection in a new folder; for draws not finite, a new folder
         with a lower ``train.learning_rate``. From Python (no Hydra job), the ``cfg`` settings that do so.
     """
     from gensbi_sharding.harness.override_grammar import hydra_override
     from gensbi_sharding.harness.sweep_hints import SEARCH_PATH, hydra_job_overrides, job_command, with_search_path
 
-    out, target = Path(out).absolute(), 2 * step
+    out = Path(out).absolute()
+    target, note = further_steps(out, step)
     overrides, multirun = hydra_job_overrides()
     fresh_dir = _new_folder(out, "support" if err.outside else "lower-lr", multirun)
     lead = f"; checkpoint {out / 'checkpoints' / str(step)} {FAILED_WEIGHTS}, which the same command "
@@ -80,7 +144,7 @@ def weights_failure_hint(out: Path, step: int, err: SamplingError) -> str:
         fresh = " ".join(["python launch.py", *kept, *(["data.theta_transform=support"] if err.outside else []),
                           *(["hydra.mode=RUN"] if multirun else []), hydra_override("hydra.run.dir", fresh_dir)])
     if err.outside:
-        return (f"{lead}would sample again: train them further in this folder with: {further}; or train afresh "
+        return (f"{lead}would sample again: train them further in this folder with: {further}{note}; or train afresh "
                 f"through the prior's bijection in a new folder: {fresh}")
     return f"{lead}would sample again: retrain in a new folder, with a lower train.learning_rate added to: {fresh}"
 
