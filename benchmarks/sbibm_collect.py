@@ -93,8 +93,11 @@ def collect(folders: list[Path], jobs: dict | None = None,
 def _what_next(job: Path, status: str) -> str:
     """What continues a job left out that stopped (its checkpoint) or failed (its error named, to fix first), as
     ``sbibm.py run`` would (was, of every one: "continue it with ... train.resume=auto", which fails alike a job
-    whose error was its own settings', and continues nothing of one that saved no checkpoint)."""
+    whose error was its own settings', and continues nothing of one that saved no checkpoint); a job whose weights
+    failed its evaluation, the commands its error names (``weights_failure``), not a rerun that fails alike."""
     import json
+
+    from gensbi_sharding.harness.weights_failure import FAILED_WEIGHTS
 
     checkpoints = job / "checkpoints"
     saved = checkpoints.is_dir() and any(checkpoints.iterdir())
@@ -106,6 +109,12 @@ def _what_next(job: Path, status: str) -> str:
         error = json.loads((job / "metrics.json").read_text()).get("error")
     except (OSError, ValueError, AttributeError):
         error = None
+    if error and FAILED_WEIGHTS in str(error):  # a rerun trains the same weights and fails alike (was: "fix its
+        # cause, then rerun it"): the commands its error names get past it, given whole (a cut command runs another)
+        error = str(error)
+        start = max(error.rfind("; checkpoint ", 0, error.index(FAILED_WEIGHTS)), 0)
+        return (f"its weights failed its evaluation: {' '.join(error[:start].split())[:200]}; a rerun (sbibm.py run) "
+                f"trains the same weights and fails alike{error[start:]}")
     error = " ".join(str(error).split())[:200] if error else "none recorded (see its launch.log)"
     return (f"its error: {error}; fix its cause (one of its overrides, if the error names one), then rerun it "
             "(sbibm.py run moves it aside and starts it again)"

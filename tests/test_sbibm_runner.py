@@ -1365,3 +1365,27 @@ def test_table_from_job_folders_never_drops_rows_of_the_results_csv_it_writes_ov
     (tmp_path / "r" / "c" / "job" / "sequential.json").write_text('{"rounds": 2, "region": "box", "margin": 0.5}')
     sbibm.table([tmp_path / "r"], out)
     assert [line.split(",")[3] for line in there.read_text().splitlines()[1:]] == ["0.700000", "0.550000", "0.560000"]
+
+
+def test_a_job_whose_weights_failed_its_evaluation_is_left_out_with_the_commands_that_get_past_it(sbibm, tmp_path,
+                                                                                                   capsys):
+    # Was: "its error: ...; fix its cause (one of its overrides, ...), then rerun it (sbibm.py run moves it aside and
+    # starts it again)": a rerun trains the same weights and fails alike; the commands were cut at 200 characters.
+    from sbibm_collect import collect
+
+    from gensbi_sharding.harness.weights_failure import FAILED_WEIGHTS
+
+    job = tmp_path / "r" / "slcp_1000" / "job"
+    fake_job(job, "slcp", 1000, None, "error", observations=[1])
+    (job / "checkpoints" / "40").mkdir(parents=True)
+    commands = (f"; checkpoint {job}/checkpoints/40 {FAILED_WEIGHTS}, which the same command would sample again: "
+                f"train them further in this folder with: python launch.py experiment=sbibm data=slcp "
+                f"data.num_simulations=1000 train.steps=80 train.resume=auto hydra.run.dir={job}; or train afresh "
+                f"through the prior's bijection in a new folder: python launch.py experiment=sbibm data=slcp "
+                f"data.num_simulations=1000 data.theta_transform=support hydra.run.dir={job}-support")
+    cause = "SamplingError: only 0.00% of 12800 posterior draws lie inside the prior's support"
+    (job / "metrics.json").write_text(json.dumps({"status": "error", "error": cause + commands}))
+    assert collect([tmp_path / "r"]) == {}
+    said = capsys.readouterr().err.split("if any; ", 1)[1].strip()
+    assert said == (f"its weights failed its evaluation: {cause}; a rerun (sbibm.py run) trains the same weights and "
+                    f"fails alike{commands}")
