@@ -16,6 +16,7 @@ def _stopped_run(folder, attempts=0):
     (folder / "error.txt").write_text("Traceback: interrupted\n")
     (folder / "c2st.csv").write_text("observation,c2st\n1,0.9\n2,0.8\n")
     (folder / "posterior.png").write_bytes(b"png")
+    (folder / "sharding.txt").write_text("rule fsdp, mesh data=8 x model=1: 8 devices\n")  # placed, then stopped
     for name, k in (("posterior_samples.npz", 1), ("posterior_samples_2.npz", 2)):
         np.savez(folder / name, samples=np.zeros((4, 2)), num_observation=k)
     for rank in (0, 1):  # distributed=local's processes append to their logs
@@ -44,7 +45,9 @@ def test_a_continued_run_sets_its_earlier_attempts_outputs_aside_under_names_of_
                    "posterior.png": f"posterior.attempt{n}.png",
                    "posterior_samples.npz": f"posterior_samples.attempt{n}.npz",
                    "posterior_samples_2.npz": f"posterior_samples_2.attempt{n}.npz",
-                   "process_0.log": f"process_0.attempt{n}.log", "process_1.log": f"process_1.attempt{n}.log"}
+                   "process_0.log": f"process_0.attempt{n}.log", "process_1.log": f"process_1.attempt{n}.log",
+                   # was left: a continuation failing before it placed its state showed the earlier mesh and rule
+                   "sharding.txt": f"sharding.attempt{n}.txt"}
         after = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file() and p.name != ".run.lock"}
         assert after == {renamed.get(name, name): data for name, data in before.items()}  # nothing lost
         assert f"c2st.attempt{n}.csv" in caplog.text
@@ -83,7 +86,7 @@ def test_a_score_kept_from_an_earlier_attempt_is_moved_back_and_other_files_are_
     (tmp_path / "c2st.attempt1.csv").write_text("an attempt's copy is never written over")
     assert set_aside(tmp_path, {"status": "interrupted"}) == [  # past the copies there, all of them moved
         "c2st.attempt2.csv", "error.attempt2.txt", "posterior.attempt2.png", "posterior_samples.attempt2.npz",
-        "posterior_samples_2.attempt2.npz", "process_0.attempt2.log", "process_1.attempt2.log"]
+        "posterior_samples_2.attempt2.npz", "process_0.attempt2.log", "process_1.attempt2.log", "sharding.attempt2.txt"]
     assert (tmp_path / "c2st.attempt1.csv").read_text() == "an attempt's copy is never written over"
     (tmp_path / "error.txt").write_text("a run killed outright leaves no record")
     assert set_aside(tmp_path, None) == ["error.attempt3.txt"]  # no record: one past the highest set aside

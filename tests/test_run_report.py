@@ -153,7 +153,8 @@ def test_a_rule_that_splits_nothing_says_so_and_names_the_override():
 
 def test_table_shows_every_variable_with_its_logical_axes(devices):
     _, _, report, annotations = placed("tensor", 2)
-    text = variable_table(report, annotations, {"raw": "why not"})
+    text = variable_table(report, annotations, {"raw": "why not"}, rule_name="tensor")
+    assert text.splitlines()[0] == f"rule tensor, {report.mesh}"  # was: the mesh alone, the rule unsaid
     rows = {line.split()[0]: line for line in text.splitlines() if line.startswith(("model/", "optimizer/"))}
     assert len(rows) == report.n_leaves
     assert re.search(r"\(embed, mlp\)\s+P\(None, 'model'\)", rows["model/up/kernel"])

@@ -7,7 +7,9 @@ attempt's beside a ``metrics.json`` that says otherwise (was: a continuation wit
 with ``c2st`` null beside the interrupted attempt's ``c2st.csv``, which ``benchmarks/sbibm.py table`` counted; one
 scoring ``eval.observations=[1]`` kept the earlier ``posterior_samples_2.npz``). So do a ``distributed=local`` job's
 ``process_<i>.log``, which its processes append to and its parent reads for their refusals and errors (was: an earlier
-attempt's error reported as this attempt's, "they were stuck, not slow: process 0 logged ..."). Each is renamed
+attempt's error reported as this attempt's, "they were stuck, not slow: process 0 logged ..."), and ``sharding.txt``,
+written once an attempt places its state (was: a continuation failing before then kept the earlier attempt's, whose mesh
+read as this attempt's beside its error). Each is renamed
 ``<name>.attempt<N><suffix>`` (``c2st.attempt1.csv``), N the attempt that wrote it, so nothing is lost, and an
 observation scored before from the same weights and settings is still kept rather than sampled again
 (``posterior.earlier_scores`` reads those names too).
@@ -22,7 +24,8 @@ from pathlib import Path
 __all__ = ["ATTEMPT_FILES", "set_aside", "with_aside_copies", "take_back", "plotted_after"]
 
 #: The files an attempt writes anew (or not at all), which an earlier attempt's would stand in for.
-ATTEMPT_FILES = re.compile(r"error\.txt|c2st\.csv|posterior\.png|posterior_samples(_\d+)?\.npz|process_\d+\.log")
+ATTEMPT_FILES = re.compile(r"error\.txt|c2st\.csv|posterior\.png|posterior_samples(_\d+)?\.npz|process_\d+\.log"
+                           r"|sharding\.txt")
 _ASIDE = re.compile(r"(?P<stem>.+)\.attempt(?P<n>\d+)(?P<suffix>\.[a-z]+)")
 
 

@@ -153,10 +153,10 @@ def placement_block(report: Any, *, rule_name: str, param_count: int, param_byte
 
 
 def variable_table(report: Any, annotations: dict[str, Any], fallbacks: dict[str, str],
-                   best_bytes: int | None = None) -> str:
-    """Every variable: shape, dtype, logical axes, placement and bytes on its fullest device; ``best_bytes``: per
-    device, the copy of the best weights early stopping keeps beside them (not a variable: not in the table)."""
-    head = [str(report.mesh) if report.mesh else "no mesh: one device",
+                   best_bytes: int | None = None, rule_name: str | None = None) -> str:
+    """Every variable: shape, dtype, logical axes, placement and bytes on its fullest device, under a head naming the
+    rule and mesh; ``best_bytes``: per device, the copy of the best weights early stopping keeps (not in the table)."""
+    head = [f"rule {rule_name}, " * bool(rule_name) + (str(report.mesh) if report.mesh else "no mesh: one device"),
             f"state: {report.n_leaves} leaves, {report.n_scalars:,} scalars, {format_bytes(report.total_bytes)}; "
             f"per device at most {format_bytes(report.max_bytes_per_device)}"]
     if best_bytes:  # on the device too, placed as the weights it copies
@@ -283,7 +283,8 @@ def report_placement(metrics: dict[str, Any], ts: Any, mesh: Any, *, table: dict
         largest_replicated=dict(report.largest_replicated),
         left_whole=dict(left_whole(report, annotations, table, ts.fallbacks)),
         mesh_summary=dataclasses.asdict(report.mesh) if report.mesh else None)
-    sharding_table = variable_table(report, annotations, ts.fallbacks, metrics["best_weights_bytes_per_device"])
+    sharding_table = variable_table(report, annotations, ts.fallbacks, metrics["best_weights_bytes_per_device"],
+                                    rule_name)
     other_paths = {"model/" + "/".join(map(str, path))
                    for path, _ in nnx.to_flat_state(nnx.state(ts.model, nnx.Not(nnx.Param)))}
     log.info("%s", "\n".join(placement_block(
