@@ -186,6 +186,37 @@ def test_window_means_cut_windows_like_the_training_loop():
         window_means(steps, losses, 0)
 
 
+def test_losses_plot_says_how_many_steps_each_shorter_window_holds(tmp_path, monkeypatch):
+    # Was: the legend said "mean of 100 steps" of every point, though the window cut at a resume and the last one are
+    # shorter (the console gave their true count): each such point is hollow, labelled with its number of steps.
+    from matplotlib.figure import Figure
+
+    drawn = {}  # the legend's labels, the markers' faces and the texts, as the PNG is saved
+    monkeypatch.setattr(Figure, "savefig", lambda fig, *a, **k: drawn.update(
+        labels=[t.get_text() for t in fig.axes[0].get_legend().get_texts()],
+        texts=[(t.get_text(), t.xy) for t in fig.axes[0].texts],
+        lines={line.get_label(): (line.get_markerfacecolor(), list(np.asarray(line.get_xdata())), line.get_markevery())
+               for line in fig.axes[0].lines}) or buffer_png(*a))
+    # 230 steps of log_every=100, resumed at step 150: windows 1-100, 101-150 (cut), 151-230 (the last, 80 steps).
+    plot_losses(tmp_path / "losses.png", steps=np.arange(1, 231), losses=np.linspace(2, 1, 230), window=100,
+                resumed_at=[150], title="two_moons")
+    assert drawn["labels"][:2] == ["train loss (mean of 100 steps)",
+                                   "train loss, mean of a shorter window (its steps beside it)"]
+    assert drawn["texts"] == [("50 steps", (150, pytest.approx(np.linspace(2, 1, 230)[100:150].mean()))),
+                              ("80 steps", (230, pytest.approx(np.linspace(2, 1, 230)[150:].mean())))]
+    short = drawn["lines"]["train loss, mean of a shorter window (its steps beside it)"]
+    assert short[0] == "none" and short[1] == [150, 230]  # hollow, at the cut windows' ends
+    assert drawn["lines"]["train loss (mean of 100 steps)"][2] == [0]  # the full window's marker only
+    # Every window shorter than log_every (8 steps of 100): no point claims 100 steps.
+    plot_losses(tmp_path / "losses.png", steps=np.arange(1, 9), losses=np.linspace(2, 1, 8), window=100)
+    assert drawn["labels"] == ["train loss", "train loss, mean of a shorter window (its steps beside it)"]
+    assert [text for text, _ in drawn["texts"]] == ["8 steps"]
+
+
+def buffer_png(buffer, *args):
+    buffer.write(PNG)
+
+
 def test_plots_are_written(tmp_path):
     path = plot_losses(tmp_path / "losses.png", steps=np.arange(1, 9), losses=np.linspace(2, 1, 8), window=2,
                        val_steps=[8], val_losses=[1.1], resumed_at=[4], title="two_moons")

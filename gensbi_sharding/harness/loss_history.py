@@ -1,4 +1,4 @@
-"""A run's loss history: the last logging window's mean, and a resumed run's losses joined to the earlier run's.
+"""A run's loss history: its logging windows' means, and a resumed run's losses joined to the earlier run's.
 
 ``write_losses`` writes the whole history to ``train_losses.npz`` and plots it to ``losses.png``.
 """
@@ -6,13 +6,14 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
 from gensbi_sharding.harness.units import is_number
 
-__all__ = ["last_window_mean", "LossHistory", "joined_loss_history", "write_losses"]
+__all__ = ["last_window_mean", "window_means", "windows", "LossHistory", "joined_loss_history", "write_losses"]
 
 
 def last_window_mean(losses: np.ndarray, window: int) -> float:
@@ -20,6 +21,67 @@ def last_window_mean(losses: np.ndarray, window: int) -> float:
     losses = np.asarray(losses, dtype=np.float64)
     size = len(losses) % window or window
     return float(losses[-size:].mean())
+
+
+def window_means(steps: np.ndarray, losses: np.ndarray, window: int,
+                 resumed_at: Sequence[int] = ()) -> tuple[np.ndarray, np.ndarray]:
+    """Mean train loss per window of ``window`` steps, as the progress bar reports it.
+
+    Windows start where each part of the run started (step 0 and every resume step) and the
+    last window of a part may be shorter, exactly as ``harness.train.train`` cuts them.
+
+    Parameters
+    ----------
+    steps : ndarray of int, shape (n,)
+        Global step number of each loss (1-based: the loss of step 1 is the first).
+    losses : ndarray of float, shape (n,)
+    window : int
+        ``train.log_every``, >= 1.
+    resumed_at : sequence of int
+        Global steps a resumed part started from.
+
+    Returns
+    -------
+    (ndarray, ndarray)
+        The global step at each window's end and the window's mean loss (``windows``: also its step count).
+
+    Raises
+    ------
+    ValueError
+        If the shapes differ or ``window`` < 1.
+    """
+    return windows(steps, losses, window, resumed_at)[:2]
+
+
+def windows(steps: np.ndarray, losses: np.ndarray, window: int,
+            resumed_at: Sequence[int] = ()) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``window_means``' ends and means, then each window's step count: ``window`` but for a window cut short.
+
+    Parameters
+    ----------
+    steps, losses, window, resumed_at
+        As ``window_means``.
+
+    Returns
+    -------
+    (ndarray, ndarray, ndarray)
+        The global step at each window's end, the window's mean loss and its number of steps.
+    """
+    steps, losses = np.asarray(steps), np.asarray(losses, dtype=np.float64)
+    if steps.shape != losses.shape or steps.ndim != 1:
+        raise ValueError(f"steps and losses must be 1-D of one length, got {steps.shape} and {losses.shape}")
+    if isinstance(window, bool) or not isinstance(window, int | np.integer) or window < 1:
+        raise ValueError(f"window={window!r} must be an integer >= 1 (train.log_every)")
+    ends, means, sizes = [], [], []
+    starts = sorted({0, *resumed_at})
+    for lo, hi in zip(starts, starts[1:] + [np.inf]):
+        part = (steps > lo) & (steps <= hi)
+        part_steps, part_losses = steps[part], losses[part]
+        for i in range(0, len(part_steps), window):
+            ends.append(part_steps[i:i + window][-1])
+            means.append(part_losses[i:i + window].mean())
+            sizes.append(len(part_steps[i:i + window]))
+    return np.asarray(ends, dtype=np.int64), np.asarray(means), np.asarray(sizes, dtype=np.int64)
 
 
 @dataclasses.dataclass

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from gensbi_sharding.harness.loss_history import window_means, windows
 from gensbi_sharding.harness.outputs import write_atomic
 from gensbi_sharding.harness.units import c2st_spread, compact_value, format_c2st, is_number
 
@@ -25,49 +26,6 @@ __all__ = ["window_means", "plot_losses", "memory_parts", "plot_sweep", "posteri
 
 #: Statuses of a job stopped with a checkpoint: what it measured before it stopped is drawn, marked partial.
 PARTIAL = ("interrupted", "preempted")
-
-
-def window_means(steps: np.ndarray, losses: np.ndarray, window: int,
-                 resumed_at: Sequence[int] = ()) -> tuple[np.ndarray, np.ndarray]:
-    """Mean train loss per window of ``window`` steps, as the progress bar reports it.
-
-    Windows start where each part of the run started (step 0 and every resume step) and the
-    last window of a part may be shorter, exactly as ``harness.train.train`` cuts them.
-
-    Parameters
-    ----------
-    steps : ndarray of int, shape (n,)
-        Global step number of each loss (1-based: the loss of step 1 is the first).
-    losses : ndarray of float, shape (n,)
-    window : int
-        ``train.log_every``, >= 1.
-    resumed_at : sequence of int
-        Global steps a resumed part started from.
-
-    Returns
-    -------
-    (ndarray, ndarray)
-        The global step at each window's end and the window's mean loss.
-
-    Raises
-    ------
-    ValueError
-        If the shapes differ or ``window`` < 1.
-    """
-    steps, losses = np.asarray(steps), np.asarray(losses, dtype=np.float64)
-    if steps.shape != losses.shape or steps.ndim != 1:
-        raise ValueError(f"steps and losses must be 1-D of one length, got {steps.shape} and {losses.shape}")
-    if isinstance(window, bool) or not isinstance(window, int | np.integer) or window < 1:
-        raise ValueError(f"window={window!r} must be an integer >= 1 (train.log_every)")
-    ends, means = [], []
-    starts = sorted({0, *resumed_at})
-    for lo, hi in zip(starts, starts[1:] + [np.inf]):
-        part = (steps > lo) & (steps <= hi)
-        part_steps, part_losses = steps[part], losses[part]
-        for i in range(0, len(part_steps), window):
-            ends.append(part_steps[i:i + window][-1])
-            means.append(part_losses[i:i + window].mean())
-    return np.asarray(ends, dtype=np.int64), np.asarray(means)
 
 
 def _figure(width: float, height: float, ncols: int = 1):
@@ -106,11 +64,20 @@ def plot_losses(path: Path, *, steps: np.ndarray, losses: np.ndarray, window: in
     """``losses.png``: train loss per window and validation loss against the global step.
 
     Parameters are those of ``window_means`` plus the validation points (global step, loss, held-out set:
-    ``validation_lines``) and a title. A dotted vertical line marks each step a resumed run started from.
+    ``validation_lines``) and a title. A dotted vertical line marks each step a resumed run started from. A window
+    shorter than ``window`` (cut at a resume, an early stop or the last step) is a hollow point labelled with its step
+    count (was: every point "mean of <window> steps").
     """
-    ends, means = window_means(steps, losses, window, resumed_at)
+    ends, means, sizes = windows(steps, losses, window, resumed_at)
     fig, (ax,) = _figure(7, 4)
-    ax.plot(ends, means, marker="o", markersize=3, color="C0", label=f"train loss (mean of {window} step{'s' * (window != 1)})")
+    full, short = np.flatnonzero(sizes == window).tolist(), sizes < window
+    ax.plot(ends, means, marker="o", markersize=3, color="C0", markevery=full,
+            label=f"train loss (mean of {window} step{'s' * (window != 1)})" if full else "train loss")
+    ax.plot(ends[short], means[short], "o", markersize=5, color="C0", markerfacecolor="none",
+            label="train loss, mean of a shorter window (its steps beside it)" if short.any() else None)
+    for end, mean, size in zip(ends[short], means[short], sizes[short].tolist()):
+        ax.annotate(f"{size} step{'s' * (size != 1)}", (end, mean), textcoords="offset points", xytext=(3, 3),
+                    fontsize="x-small", color="C0")
     for i, (at, values, label) in enumerate(validation_lines(val_steps, val_losses, val_sets)):
         current = label != OTHER_PAIRS
         ax.plot(at, values, marker="s", markersize=4, color="C1", alpha=1.0 if current else 0.45,
