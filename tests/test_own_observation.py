@@ -687,3 +687,58 @@ def test_a_checkpoint_without_statistics_names_the_resume_as_the_shell_and_hydra
         sample_posterior(step.parent.parent, np.zeros(2))
     assert f"(python launch.py {hydra_override('train.resume', step)} ... hydra.run.dir=<new folder>)" in str(
         refused.value) and hydra_override("train.resume", step).startswith("'train.resume=\"")
+
+
+def _damage(step: Path, item: str) -> None:
+    """``step``'s ``item`` unreadable: its JSON not JSON, or its arrays' data files gone."""
+    import shutil
+
+    if item == "arrays":
+        shutil.rmtree(step / "arrays" / "d")
+    else:
+        (step / item / "metadata").write_text("{not json")
+
+
+@pytest.mark.parametrize("item", ["config", "meta", "arrays"])  # the first two read by the checks, arrays by the draw
+def test_cli_names_a_damaged_checkpoint_with_exit_1_and_the_step_folder_to_sample(checkpoint_read, monkeypatch,
+                                                                                   capsys, item):
+    # Was: exit 2 (argparse's code for a mistyped argument) for a damaged config or meta item, 1 for damaged arrays;
+    # and the library's advice for training: "resume from another step folder: ... (or move ... aside".
+    import shutil
+
+    import jax.numpy as jnp
+
+    from gensbi_sharding.checkpoint import restore
+
+    checkpoints = checkpoint_read / "checkpoints"
+    shutil.copytree(checkpoints / "8", checkpoints / "9")
+    _damage(checkpoints / "9", item)
+    monkeypatch.setattr(own_observation, "_draw", lambda cfg, step_dir, *a, **k: restore(step_dir, {"w": jnp.zeros(2)}))
+    x_o = checkpoint_read / "x_o.npy"
+    assert main([str(checkpoint_read), str(x_o)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"[ERROR] checkpoint {checkpoints / '9'} is damaged: its '{item}' item cannot be read ("), err
+    assert err.endswith(f"); sample the run's newest intact step instead (sample.py samples the step folder it is "
+                        f"given): python sample.py {checkpoints / '8'} {x_o} with the same options\n"), err
+    assert "resume" not in err and "move" not in err
+    assert sorted(p.name for p in checkpoint_read.iterdir()) == ["checkpoints", "x_o.npy"]  # nothing written
+
+
+def test_a_damaged_checkpoint_without_an_intact_one_beside_it_says_none_can_be_sampled(checkpoint_read):
+    # Was: "no other step folder is complete: start without it", training's advice. Named by the API's words too.
+    import shutil
+
+    from gensbi_sharding.harness.sampled_checkpoint import DamagedCheckpoint
+
+    checkpoints = checkpoint_read / "checkpoints"
+    shutil.copytree(checkpoints / "8", checkpoints / "9")
+    _damage(checkpoints / "9", "config")
+    with pytest.raises(DamagedCheckpoint) as err:
+        sample_posterior(checkpoint_read, np.zeros(2))
+    assert str(err.value).endswith(f"; sample the run's newest intact step instead: "
+                                   f"sample_posterior({str(checkpoints / '8')!r}, x_o, ...)")
+    _damage(checkpoints / "8", "meta")
+    with pytest.raises(DamagedCheckpoint) as err:
+        sample_posterior(checkpoint_read, np.zeros(2))
+    assert str(err.value).endswith("; no other step folder of its run holds a readable checkpoint, so nothing there "
+                                   "can be sampled: train the run again and sample its new folder"), str(err.value)

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from gensbi_sharding.harness.config_values import INT32_MAX
+from gensbi_sharding.harness.sampled_checkpoint import DamagedCheckpoint, for_sampler, saved_items, training_run
 from gensbi_sharding.harness.observation_input import check_observation, far_from_training, load_observation
 from gensbi_sharding.harness.override_grammar import hydra_override
 from gensbi_sharding.harness.runs_below import runs_note
@@ -37,9 +38,9 @@ def _named(what: str, value: Any, flags: bool) -> str:
     return f"--{what.replace('_', '-')} {value}" if flags else f"{what}={value!r}"
 
 
-def _run_checkpoint(run_dir: Any) -> tuple[Path, dict, dict]:
+def _run_checkpoint(run_dir: Any, flags: bool = False, x_o: Any = None) -> tuple[Path, dict, dict]:
     """``(step folder, saved config, saved info)`` of ``run_dir``'s newest checkpoint (or the step folder given)."""
-    from gensbi_sharding.checkpoint import CHECKPOINT_SUBDIR, committed_steps, find_checkpoint, saved_config, saved_info
+    from gensbi_sharding.checkpoint import CHECKPOINT_SUBDIR, committed_steps, find_checkpoint
     from gensbi_sharding.harness.outputs import read_metrics
 
     folder = Path(run_dir).expanduser().absolute()
@@ -60,7 +61,7 @@ def _run_checkpoint(run_dir: Any) -> tuple[Path, dict, dict]:
             why = ("; it holds a dry run (dry_run=true saves no checkpoint)" if "dry_run" in previous else
                    f"; its run (status {previous.get('status')}) saved no complete checkpoint in "
                    f"{folder / CHECKPOINT_SUBDIR}")
-        elif (writer := _training_run(folder)) is not None:  # was: "pass the folder of a run that trained"
+        elif (writer := training_run(folder)) is not None:  # was: "pass the folder of a run that trained"
             why = (f"; its run is still training ({writer}) and has saved none yet: it saves one at its end, and every "
                    "train.checkpoint_every steps if set; sample it then")
         elif below := runs_note(folder):  # outputs/, a date's folder, an sbibm.py root (was: "pass a run dir")
@@ -68,7 +69,7 @@ def _run_checkpoint(run_dir: Any) -> tuple[Path, dict, dict]:
         raise FileNotFoundError(f"run folder {os.fspath(run_dir)!r} has no checkpoint to sample: {err}{why}" + (
             "" if "still training" in why or below else ". Sampling needs a trained run's saved weights: pass the "
             "folder of a run that trained (python launch.py ... writes checkpoints/ into its folder)")) from None
-    config, info = saved_config(step_dir), saved_info(step_dir)
+    config, info = saved_items(step_dir, flags=flags, x_o=x_o)  # damaged: named for who samples
     if not config.get("data") or not config.get("model"):
         raise ValueError(f"checkpoint {step_dir} holds no run config (saved by CheckpointWriter without one, not by "
                          "launch.py): the model it holds cannot be rebuilt; pass a run folder launch.py wrote")
@@ -90,9 +91,9 @@ def _request(run_dir: Any, x_o: Any, num_samples: Any, seed: Any, ode_steps: Any
 
     check_platform(None, started=False)  # first: the checkpoint's reader starts JAX (was: a bare AssertionError)
     source = x_o if isinstance(x_o, (str, os.PathLike)) else None
-    found = _run_checkpoint(run_dir) if flags else None
+    found = _run_checkpoint(run_dir, flags, source) if flags else None
     x_o = load_observation(x_o)
-    step_dir, saved, info = found or _run_checkpoint(run_dir)
+    step_dir, saved, info = found or _run_checkpoint(run_dir, flags, source)
     statistics, cfg = info[NORMALIZATION], OmegaConf.create(saved)
     if cfg.data.name not in TASKS:
         raise ValueError(f"the run in {step_dir} trained on data={cfg.data.name}, which is no sbibm task: its "
@@ -111,21 +112,6 @@ def _request(run_dir: Any, x_o: Any, num_samples: Any, seed: Any, ode_steps: Any
     check_draw_fits(int(num_samples), len(statistics["theta_mean"]) + len(statistics["x_mean"]),
                     setting=_named("num_samples", num_samples, True) if flags else None)
     return step_dir, saved, info, cfg, x_o, num_samples, seed, ode_steps
-
-
-def _training_run(folder: Path) -> str | None:
-    """Who holds ``folder``'s run lock (a run still writing there), None if no one does."""
-    from filelock import FileLock, Timeout
-
-    from gensbi_sharding.harness.folder_lock import FolderLock
-
-    if not (folder / FolderLock.LOCK).is_file():
-        return None
-    try:
-        with FileLock(folder / FolderLock.LOCK, timeout=0, is_singleton=True):
-            return None
-    except Timeout:
-        return FolderLock(folder).holder()
 
 
 def sample_posterior(run_dir: str | os.PathLike, x_o: Any, *, num_samples: int | None = None,
@@ -161,7 +147,8 @@ def sample_posterior(run_dir: str | os.PathLike, x_o: Any, *, num_samples: int |
     Raises
     ------
     FileNotFoundError
-        ``x_o`` names no file, or ``run_dir`` holds no complete checkpoint.
+        ``x_o`` names no file, or ``run_dir`` holds no complete checkpoint, or a damaged one (``DamagedCheckpoint``,
+        naming the run's newest intact step folder to sample instead).
     ValueError
         ``x_o`` of the wrong shape, non-finite, or outside the domain of the run's ``data.x_transform``;
         a checkpoint without a run config or z-score statistics; a task without a prior (not sbibm's).
@@ -172,6 +159,7 @@ def sample_posterior(run_dir: str | os.PathLike, x_o: Any, *, num_samples: int |
     from gensbi_sharding.harness.held_out import effective_shards
     from gensbi_sharding.harness.model_plan import details_dropped
 
+    source = x_o  # named in a damaged checkpoint's fix
     step_dir, saved, info, cfg, x_o, num_samples, seed, ode_steps = _request(run_dir, x_o, num_samples, seed,
                                                                              ode_steps, flags)
     statistics = info[NORMALIZATION]
@@ -188,12 +176,12 @@ def sample_posterior(run_dir: str | os.PathLike, x_o: Any, *, num_samples: int |
                                             num_samples=int(num_samples), seed=int(seed), ode_steps=int(ode_steps),
                                             mesh=mesh)
             break
-        except FileNotFoundError:
+        except FileNotFoundError as err:
             # A run still training deletes its older steps as it saves (train.keep): the one picked may go
             # while read (was: '[Errno 2] No such file or directory: <run>/checkpoints/2150'). Pick the newest again.
             newest = _run_checkpoint(run_dir)[0] if attempt < RETRIES else step_dir
-            if newest == step_dir:
-                raise
+            if newest == step_dir:  # damaged: named for who samples (was: the library's advice for training)
+                raise for_sampler(err, step_dir, flags=flags, x_o=source) from None
             log.warning("checkpoint %s was deleted while read (its run is still training): sampling its newest, %s",
                         step_dir, newest)
             step_dir = newest
@@ -245,7 +233,8 @@ def _draw(cfg: Any, step_dir: Path, statistics: dict, x_o: np.ndarray, *, dim_th
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python sample.py <run folder> <x_o.npy> [options]``: exit 0 written, 2 arguments refused, 1 draw failed."""
+    """``python sample.py <run folder> <x_o.npy> [options]``: exit 0 written, 2 arguments refused, 1 draw failed
+    or checkpoint damaged (no argument mistyped)."""
     parser = NumberParser(
         prog="sample.py", description="Draw posterior samples of theta at your own observation x_o from a trained "
         "run's folder (its newest checkpoint), with the run's model, weights (EMA, best) and transforms.")
@@ -265,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
         _, _, info, _, _, rows, _, _ = _request(args.run_dir, obs, args.num_samples, args.seed, args.ode_steps, True)
     except (FileNotFoundError, ValueError) as err:  # refusals of the arguments: argparse's code, 2 (was: 1)
         print(f"[ERROR] {err}", file=sys.stderr, flush=True)
-        return 2
+        return 1 if isinstance(err, DamagedCheckpoint) else 2  # no argument mistyped: as a failed draw (was: 2)
     out = out_path(args.out, obs)
     size = 4 * rows * len(info[NORMALIZATION]["theta_mean"]) + 8192  # its float32 samples, the rest under 8 KiB
     if (problem := output_problem(out, args.out, size)) is not None:

@@ -1,0 +1,111 @@
+"""The checkpoint ``sample.py`` (and ``sample_posterior``) reads, named for who samples: a damaged one (the library's
+refusal advises training, "resume from another step folder", "start without it"; a sampler's fix is another step folder
+of the run to sample), or a run still training that has saved none yet."""
+
+from __future__ import annotations
+
+import os
+import shlex
+from pathlib import Path
+from typing import Any
+
+__all__ = ["DamagedCheckpoint", "for_sampler", "saved_items", "training_run"]
+
+# The library's fixes (gensbi_sharding.checkpoint._read), cut off: the reason before them is kept as it is.
+_TRAINING_FIXES = ("; resume from another step folder", "; no other step folder is complete")
+
+
+class DamagedCheckpoint(FileNotFoundError):
+    """A step folder whose items cannot be read: no argument was mistyped (``sample.py`` exits 1, not argparse's 2)."""
+
+
+def _intact_other(step_dir: Path) -> Path | None:
+    """The newest other complete step folder beside ``step_dir`` whose config and info read, None if none does."""
+    from gensbi_sharding.checkpoint import committed_steps, saved_config, saved_info
+
+    for step in reversed(committed_steps(step_dir.parent)):
+        other = step_dir.parent / str(step)
+        if other == step_dir:
+            continue
+        try:
+            saved_config(other), saved_info(other)
+        except (FileNotFoundError, ValueError):
+            continue
+        return other
+    return None
+
+
+def for_sampler(err: FileNotFoundError, step_dir: Path, *, flags: bool, x_o: Any = None) -> FileNotFoundError:
+    """``err`` reworded for who samples (a ``DamagedCheckpoint``) where it names ``step_dir`` damaged, else ``err``.
+
+    Parameters
+    ----------
+    err : FileNotFoundError
+        Raised reading ``step_dir``'s items (``saved_config``, ``saved_info``, a restore).
+    step_dir : Path
+        The step folder being sampled.
+    flags : bool
+        Name the fix as ``sample.py``'s command line (True) or as a ``sample_posterior`` call.
+    x_o : Any, optional
+        The observation argument: its file, if it is one, goes into the command named.
+
+    Returns
+    -------
+    FileNotFoundError
+        A ``DamagedCheckpoint`` naming the step folder to sample instead (or that none is left), or ``err`` itself.
+    """
+    said = str(err)
+    if not said.startswith(f"checkpoint {step_dir} is damaged: "):
+        return err
+    cut = max(said.rfind(fix) for fix in _TRAINING_FIXES)
+    reason = said[:cut] if cut > 0 else said
+    other = _intact_other(step_dir)
+    if other is None:
+        fix = ("no other step folder of its run holds a readable checkpoint, so nothing there can be sampled: "
+               "train the run again and sample its new folder")
+    elif flags:
+        observation = shlex.quote(os.fspath(x_o)) if isinstance(x_o, (str, os.PathLike)) else "<x_o.npy>"
+        fix = (f"sample the run's newest intact step instead (sample.py samples the step folder it is given): "
+               f"python sample.py {shlex.quote(str(other))} {observation} with the same options")
+    else:
+        fix = f"sample the run's newest intact step instead: sample_posterior({str(other)!r}, x_o, ...)"
+    return DamagedCheckpoint(f"{reason}; {fix}")
+
+
+def saved_items(step_dir: Path, *, flags: bool, x_o: Any = None) -> tuple[dict, dict]:
+    """``(saved config, saved info)`` of ``step_dir``; damaged: ``for_sampler``'s ``DamagedCheckpoint``.
+
+    Parameters
+    ----------
+    step_dir : Path
+        A complete step folder (``find_checkpoint``'s).
+    flags, x_o : bool, Any
+        As ``for_sampler``.
+    """
+    from gensbi_sharding.checkpoint import saved_config, saved_info
+
+    try:  # was: the library's advice for training ("resume from another step folder"), and exit 2 from sample.py
+        return saved_config(step_dir), saved_info(step_dir)
+    except FileNotFoundError as err:
+        raise for_sampler(err, step_dir, flags=flags, x_o=x_o) from None
+
+
+def training_run(folder: Path) -> str | None:
+    """Who holds ``folder``'s run lock (a run still writing there), None if no one does.
+
+    Parameters
+    ----------
+    folder : Path
+        A run's folder.
+    """
+    from filelock import FileLock, Timeout
+
+    from gensbi_sharding.harness.folder_lock import FolderLock
+
+    if not (folder / FolderLock.LOCK).is_file():
+        return None
+    try:
+        with FileLock(folder / FolderLock.LOCK, timeout=0, is_singleton=True):
+            return None
+    except Timeout:
+        return FolderLock(folder).holder()
