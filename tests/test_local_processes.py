@@ -36,6 +36,7 @@ REFUSED = {  # jobs refused before training
     "none-True": (("distributed=local", "distributed.local_processes=2", "mesh=none", "mesh.model_axis=1",
                    "dry_run=True"), "none"),
     "wide": (("distributed=local", "distributed.local_processes=2", "mesh.model_axis=8"), "wide"),
+    "uneven-quiet": (("distributed=local", "data.batch_size=66", "hydra/job_logging=disabled"), "uneven"),
 }
 TRAINED = {  # jobs that train
     "two": (("distributed=local", "distributed.local_processes=2"), "two"),
@@ -219,9 +220,10 @@ class _Ended:
     kill = send_signal
 
 
-def _run_with_children(tmp_path, monkeypatch, children, heartbeat_s=5):
-    """``run_local_processes`` of a launch.py job with ``distributed=local``, its processes ``children`` (started in
-    rank order in place of ``subprocess.Popen``'s): the metrics it returns."""
+def _run_with_children(tmp_path, monkeypatch, children, heartbeat_s=5, hydra_overrides=(), commands=None):
+    """``run_local_processes`` of a launch.py job with ``distributed=local`` (and Hydra's ``hydra_overrides``), its
+    processes ``children`` (started in rank order in place of ``subprocess.Popen``'s, their command lines appended
+    to ``commands``): the metrics it returns."""
     from hydra.conf import HydraConf
     from hydra.core.hydra_config import HydraConfig
     from omegaconf import OmegaConf
@@ -230,10 +232,12 @@ def _run_with_children(tmp_path, monkeypatch, children, heartbeat_s=5):
 
     hydra = OmegaConf.create({"hydra": OmegaConf.structured(HydraConf)})  # a job of launch.py's
     hydra.hydra.runtime.output_dir, hydra.hydra.overrides.task = str(tmp_path), ["distributed=local"]
+    hydra.hydra.overrides.hydra = list(hydra_overrides)
     monkeypatch.setattr(HydraConfig.instance(), "cfg", None)
     HydraConfig.instance().set_config(hydra)
-    started = iter(children)
-    monkeypatch.setattr(local_cluster.subprocess, "Popen", lambda command, env, pass_fds, stderr=None: next(started))
+    started, commands = iter(children), [] if commands is None else commands
+    monkeypatch.setattr(local_cluster.subprocess, "Popen",
+                        lambda command, env, pass_fds, stderr=None: commands.append(command) or next(started))
     cfg = OmegaConf.create({"distributed": {"local_processes": len(children), "run_timeout_s": 60,
                                             "heartbeat_s": heartbeat_s},
                             "devices": {"cpu_count": 2 * len(children)}, "mesh": {"spec": "auto", "devices": None}})
@@ -374,6 +378,78 @@ def test_a_failing_process_ends_the_job_with_an_error(refused):
     assert f"[ERROR] {metrics['error']}\n" in console, console[-3000:]
     for rank in (0, 1):  # each process's log keeps its own
         assert "data.batch_size=66 cannot be used" in (tmp_path / "uneven" / f"process_{rank}.log").read_text()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_the_processes_console_follows_the_job_logging_chosen_and_their_refusal_is_said_once(refused):
+    # Was: under hydra/job_logging=disabled (one process: nothing but errors and its progress bar), the children,
+    # not given it, printed process 0's info lines ("[process 0/2] [1/7] devices: ..."); given it alone, they would
+    # write no process_<i>.log, where the parent reads a refusal of process 1.
+    proc, tmp_path = refused["uneven-quiet"]
+    metrics = json.loads((tmp_path / "uneven" / "metrics.json").read_text())
+    assert proc.returncode != 0 and metrics["error"].startswith("ConfigError: data.batch_size=66 cannot be used")
+    assert proc.stdout == "" and proc.stderr == f"[ERROR] {metrics['error']}\n", proc.stdout[-2000:] + proc.stderr
+    assert not (tmp_path / "uneven" / "launch.log").exists()  # the parent's: the config writes none
+    for rank in (0, 1):  # each process's log keeps its own refusal, under the config's levels: errors only
+        log_text = (tmp_path / "uneven" / f"process_{rank}.log").read_text()
+        assert f"[ERROR] - [process {rank}/2] ConfigError: data.batch_size=66 cannot be used" in log_text
+        assert "[INFO]" not in log_text
+
+
+def test_the_children_are_given_the_job_s_logging_overrides_only(tmp_path, monkeypatch):
+    # Was: only the job's task overrides: hydra/job_logging=disabled, hydra.verbose, ... reached no child.
+    chosen = ["hydra/job_logging=disabled", "+hydra.job_logging.root.level=WARNING", "hydra/hydra_logging=none",
+              "hydra.verbose=true"]
+    commands = []
+    _run_with_children(tmp_path, monkeypatch, [_Ended([0]), _Ended([0])], commands=commands, hydra_overrides=[
+        "hydra.run.dir=elsewhere", chosen[0], "hydra.mode=RUN", *chosen[1:3], "hydra.job.chdir=false", chosen[3],
+        "hydra.job_logging_x=1"])
+    assert len(commands) == 2
+    for rank, command in enumerate(commands):
+        given = [arg for arg in command if arg.startswith(("hydra", "+hydra"))]
+        assert given == [*chosen, f"hydra.run.dir={tmp_path}", f"hydra.job.name=process_{rank}",
+                         "hydra.output_subdir=null", "hydra.mode=RUN"], given
+
+
+@pytest.mark.parametrize("config", ["disabled", "none", "gensbi"])
+def test_a_child_keeps_its_process_log_whatever_logging_the_job_chose(tmp_path, config, capfd):
+    # Was: a child under hydra/job_logging=disabled (or none) wrote no process_<i>.log: its refusal unread.
+    import logging
+
+    from gensbi_sharding.harness.child_logging import LOG_FORMAT, keep_process_log
+    from gensbi_sharding.harness.local_children import refusals
+
+    root, ours, path = logging.getLogger(), logging.getLogger("gensbi_sharding"), tmp_path / "process_1.log"
+    before, own = (root.handlers[:], root.level), logging.StreamHandler(sys.stderr)
+    root.handlers[:] = []
+    if config == "disabled":  # root at ERROR, no handler; the job's errors on stderr (log_file.errors_on_console)
+        root.setLevel(logging.ERROR)
+        own.setLevel(logging.ERROR)
+        ours.addHandler(own)
+    elif config == "gensbi":  # the project's own config writes the file already: nothing added
+        root.addHandler(logging.FileHandler(path))
+        root.handlers[0].setFormatter(logging.Formatter(LOG_FORMAT))
+    try:
+        added = keep_process_log(path)
+        logger = logging.getLogger("gensbi_sharding.test_child")
+        logger.error("[process 1/2] ConfigError: refused here")
+        if added is not None:
+            added.close()
+        assert (added is None) == (config == "gensbi")
+        assert (logging.lastResort in root.handlers) == (config == "none"), root.handlers  # its stderr kept
+    finally:
+        for handler in root.handlers:
+            if handler not in before[0] and handler is not logging.lastResort:
+                handler.close()
+        root.handlers[:] = before[0]
+        root.setLevel(before[1])
+        ours.removeHandler(own)
+    assert refusals(tmp_path, [1, 1], None) == {1: "ConfigError: refused here"}
+    if config != "gensbi":
+        assert path.read_text().endswith("][gensbi_sharding.test_child][ERROR] - [process 1/2] ConfigError: "
+                                         "refused here\n") and LOG_FORMAT.startswith("[%(asctime)s]")
+    assert capfd.readouterr().err.count("ConfigError: refused here") == (config != "gensbi")  # once, as before
 
 
 def test_refusals_alike_up_to_a_measured_figure_are_said_once(tmp_path):

@@ -22,6 +22,7 @@ import threading
 from pathlib import Path
 from typing import IO, Any
 
+from gensbi_sharding.harness.child_logging import keep_process_log
 from gensbi_sharding.harness.launch_record import step_folder_names
 from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
 from gensbi_sharding.harness.sweep_hints import continue_command
@@ -99,10 +100,17 @@ def watch_parent() -> None:
     the parent is gone (even killed with SIGKILL), and the child kills itself. At exit the objects the run left
     are frozen (``gc.freeze``) before Python's finalisation, whose full collections over JAX's and Flax's objects
     took 1-5 s of each process's CPU after its last line while the job waited (nothing is left to free at exit).
+    Its ``process_<i>.log`` is kept whatever logging the job chose (``child_logging.keep_process_log``).
     """
+    from hydra.core.hydra_config import HydraConfig
+
+    from gensbi_sharding.harness.console import job_log_name
+
     fd = os.environ.get(LOCAL_CHILD_ENV)
     if not fd:
         return
+    if HydraConfig.initialized():  # where the parent reads its refusals (was: none under hydra/job_logging=disabled)
+        keep_process_log(Path(HydraConfig.get().runtime.output_dir) / job_log_name())
     atexit.unregister(gc.freeze)  # once, however many runs
     atexit.register(gc.freeze)  # runs before the handlers registered earlier (JAX's shutdown, logging's flush)
 

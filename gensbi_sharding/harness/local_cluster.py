@@ -30,6 +30,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
+from gensbi_sharding.harness.child_logging import logging_overrides
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.console import CONSOLE_TERMINAL_ENV, is_terminal
 from gensbi_sharding.harness.local_children import (ChildOutput, common_refusal, continue_hint, file_stamp, free_port,
@@ -88,6 +89,7 @@ def run_local_processes(cfg: DictConfig, out: Path, watch: Any = None) -> dict[s
         raise ConfigError("distributed.local_processes > 1 needs a Hydra job: run it through launch.py")
     # The search path too (Hydra keeps it apart from the task's): else no process finds a preset of one's own.
     overrides = with_search_path([o for o in HydraConfig.get().overrides.task if _key(o) not in _CHILD_KEYS])
+    overrides += logging_overrides(HydraConfig.get().overrides.hydra)  # was: the children's consoles ignored them
     port = free_port()
     script = Path(sys.argv[0]).absolute()
     lifeline, keep_open = os.pipe()  # the children read; only this process holds the write end
