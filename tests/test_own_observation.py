@@ -205,6 +205,10 @@ def test_a_missing_observation_file_is_named_before_the_run_folder_is_read(tmp_p
     (None, "Sampling needs a trained run's saved weights"),
     ({"status": "ok", "dry_run": {}}, "it holds a dry run (dry_run=true saves no checkpoint)"),
     ({"status": "preempted"}, "its run (status preempted) saved no complete checkpoint"),
+    # Was: "... saved no complete checkpoint ...: pass the folder of a run that trained": it is one, stopped early.
+    ({"status": "interrupted", "error": "interrupted by Ctrl-C (SIGINT); continue with: python launch.py "
+      "hydra.run.dir=x"}, ": its run was stopped (interrupted) before its first checkpoint; continue it, python "
+     "launch.py hydra.run.dir=x, and sample this folder once it has saved one"),
 ])
 def test_a_run_folder_without_checkpoints_is_refused(tmp_path, metrics, why):
     with pytest.raises(FileNotFoundError, match=r"run folder '.*gone' does not exist \(resolved to .*\): pass"):

@@ -58,9 +58,13 @@ def _run_checkpoint(run_dir: Any, flags: bool = False, x_o: Any = None) -> tuple
         metrics, why, below = folder / "metrics.json", "", ""
         if metrics.is_file():
             previous = read_metrics(metrics)
+            status, resume = previous.get("status"), str(previous.get("error") or "").partition("continue with: ")[2]
+            if status in ("preempted", "interrupted") and resume:  # was: "pass the folder of a run that trained"
+                raise FileNotFoundError(f"run folder {os.fspath(run_dir)!r} has no checkpoint to sample: its run was "
+                                        f"stopped ({status}) before its first checkpoint; continue it, {resume}, and "
+                                        "sample this folder once it has saved one") from None
             why = ("; it holds a dry run (dry_run=true saves no checkpoint)" if "dry_run" in previous else
-                   f"; its run (status {previous.get('status')}) saved no complete checkpoint in "
-                   f"{folder / CHECKPOINT_SUBDIR}")
+                   f"; its run (status {status}) saved no complete checkpoint in {folder / CHECKPOINT_SUBDIR}")
         elif (writer := training_run(folder)) is not None:  # was: "pass the folder of a run that trained"
             why = (f"; its run is still training ({writer}) and has saved none yet: it saves one at its end, and every "
                    "train.checkpoint_every steps if set; sample it then")
