@@ -140,6 +140,20 @@ def test_an_observation_far_from_the_training_simulations_is_named(x_transform, 
         assert [r.getMessage() for r in caplog.records] == [why]
 
 
+@pytest.mark.parametrize("size, theirs", [
+    (8, "; 8 values are what slcp observes: if x_o is their data, sample a run trained on it"),
+    (10, "; 10 values are what gaussian_linear, gaussian_linear_uniform, sir, bernoulli_glm observe: if x_o is their "
+         "data, sample a run trained on it"),
+    (3, ""),  # no task's
+])
+def test_an_observation_of_another_task_s_size_names_the_tasks_it_fits(size, theirs):
+    # Was: only "x_o has shape (8,), but the run's task 'two_moons' has dim_x=2", for slcp's observation given.
+    with pytest.raises(ValueError) as err:
+        check_observation(np.ones(size), dim_x=2, x_transform="none", task="two_moons")
+    assert str(err.value) == (f"x_o has shape ({size},), but the run's task 'two_moons' has dim_x=2: give a (2,) "
+                              f"vector or a (1, 2) row{theirs}")
+
+
 def test_log_transform_refuses_non_positive_data():
     with pytest.raises(ValueError, match=r"x_o\[1\] = -2 .*data.x_transform=log, which needs every value > 0"):
         check_observation(np.array([1.0, -2.0, 3.0]), dim_x=3, x_transform="log", task="lotka_volterra")

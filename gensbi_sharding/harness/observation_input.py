@@ -106,8 +106,14 @@ def check_observation(x_o: np.ndarray, *, dim_x: int, x_transform: str, task: st
                          f"save one file per row: python -c \"import numpy as np; [np.save(f'{stem}_{{i}}.npy', row) for "
                          f"i, row in enumerate(np.load('{source}'))]\", then run sample.py on each {stem.name}_<i>.npy")
     if x_o.ndim != 1 or x_o.size != dim_x:
+        from gensbi_sharding.harness.tasks import TASK_DIMS
+
+        # An observation of another task (was: its size named, not whose it may be)
+        theirs = [name for name, (_, size) in TASK_DIMS.items() if size == x_o.size and name != task]
         raise ValueError(f"x_o has shape {shape}, but the run's task {task!r} has dim_x={dim_x}: give a "
-                         f"({dim_x},) vector or a (1, {dim_x}) row")
+                         f"({dim_x},) vector or a (1, {dim_x}) row" + (
+                             f"; {x_o.size} values are what {', '.join(theirs)} observe{'s' * (len(theirs) == 1)}: "
+                             "if x_o is their data, sample a run trained on it" if theirs and x_o.ndim == 1 else ""))
     if not np.all(np.isfinite(x_o)):
         bad = np.flatnonzero(~np.isfinite(x_o)).tolist()
         raise ValueError(f"x_o holds non-finite values at index {bad} ({x_o[bad].tolist()}): the posterior cannot "
