@@ -3,10 +3,12 @@
 Every launch paid JAX's and Flax's import (~1.3 s of CPU) at its first line, through the package's
 ``__init__`` (``gensbi_sharding.harness.config`` is inside it), ``--help``, a command its checks refuse and a
 Hydra composition error too. Now each library name is imported when first read, and the harness imports JAX
-where it starts the devices (``run._run``). One exception: a refusal that suggests another value for the key it
-refused (``eval.num_samples=2.5`` -> 4) first puts that value through the run's own checks, which import JAX
-(``command_checks``); a misspelt name's refusal does not. Each check runs in a fresh
-interpreter (this one has JAX already) and reads its ``sys.modules``.
+where it starts the devices (``run._run``). A refusal that suggests another value for the key it refused
+(``eval.num_samples=2.5`` -> 4) first puts that value through the run's own checks (``command_checks``), which
+imported JAX, Flax and optax (~1.4 s of CPU) to list the registered model and data names and to split the
+simulations (``harness.data``); now a built-in name is known from ``registry.BUILT_IN_MODELS`` and the task list,
+and the split is ``harness.split_rows``'s. Each check runs in a fresh interpreter (this one has JAX already) and
+reads its ``sys.modules``.
 """
 
 import json
@@ -48,6 +50,13 @@ LAUNCH = "import runpy\nsys.argv = ['launch.py', {}]\nrunpy.run_path('launch.py'
     (LAUNCH.format("'--help'"), "0"),
     # refused by the command-line checks before Hydra composes (a misspelt group)
     (LAUNCH.format("'rul=fsdp'"), "[ERROR] rul=fsdp"),
+    # refused with a suggested value the run's own checks pass (2 refused, 4 offered; train.steps=2): was JAX's import
+    (LAUNCH.format("'experiment=quick', 'eval.num_samples=2.5'"),
+     "[ERROR] eval.num_samples=2.5: eval.num_samples takes a whole number (Value '2.5' of type 'float' could not be "
+     "converted to Integer); e.g. eval.num_samples=4 (eval.num_samples=2 is refused: must be >= 2 * "
+     "eval.c2st_folds (eval.c2st_folds=2))"),
+    (LAUNCH.format("'experiment=quick', 'train.steps=1.5'"), "[ERROR] train.steps=1.5: train.steps takes a whole "
+     "number (Value '1.5' of type 'float' could not be converted to Integer); e.g. train.steps=2"),
 ])
 def test_a_launch_imports_no_jax_before_its_run(code, stop):
     imported, stopped = imported_after(code)

@@ -17,6 +17,7 @@ import numpy as np
 from gensbi_sharding.harness.hints import batch_size_problem, mesh_alternatives
 from gensbi_sharding.harness.registry import register_data
 from gensbi_sharding.harness.simulation_data import SimulationData, global_stats
+from gensbi_sharding.harness.split_rows import shard_train_rows, simulations_for, split_sizes
 from gensbi_sharding.harness.tasks import (TASKS, check_observation, check_transforms, get_task,
                                            prior_bijection, reference_samples, simulate, task_dims,
                                            to_unconstrained, transform_x, usable_observation)
@@ -142,34 +143,6 @@ def _domain(x_transform: str, theta_transform: str) -> str:
     needs += ["data.theta_transform=support needs theta inside the prior's support"] \
         if theta_transform == "support" else []
     return "; ".join(needs)
-
-
-def split_sizes(n: int, val_fraction: float) -> tuple[int, int]:
-    """``(n_train, n_val)`` of ``n`` >= 2 simulations: at least one pair on each side."""
-    n_val = min(max(int(round(val_fraction * n)), 1), n - 1)
-    return n - n_val, n_val
-
-
-def shard_train_rows(num_simulations: int, val_fraction: float, shards: int) -> int:
-    """Training pairs of the smallest of ``shards`` data shards (before any non-finite drop)."""
-    smallest = num_simulations // shards
-    return split_sizes(smallest, val_fraction)[0] if smallest >= 2 else 0
-
-
-def simulations_for(rows: int, num_simulations: int, val_fraction: float, shards: int) -> int:
-    """The smallest ``data.num_simulations`` from ``num_simulations`` up whose every one of ``shards`` shards
-    trains on ``rows`` pairs (``shard_train_rows``, which grows with it: bisected, as the fraction held out
-    may leave 1 pair in 10,000)."""
-    if shard_train_rows(num_simulations, val_fraction, shards) >= rows:
-        return num_simulations
-    low, high = num_simulations // shards, max(num_simulations // shards, 2) * 2
-    while shard_train_rows(high * shards, val_fraction, shards) < rows:
-        low, high = high, high * 2
-    while high - low > 1:  # shard_train_rows(low * shards) < rows <= shard_train_rows(high * shards)
-        middle = (low + high) // 2
-        low, high = (low, middle) if shard_train_rows(middle * shards, val_fraction, shards) >= rows else (middle, high)
-    return high * shards
-
 
 
 def iterate_batches(theta: np.ndarray, x: np.ndarray, *, batch_size: int, seed: int, mesh: Any,

@@ -75,9 +75,9 @@ def registered_name_problem(cfg: Any, choices: Mapping[str, str] | None = None) 
     from gensbi_sharding.harness.groups import group_options
 
     choices = dict(choices or {})
-    models = registry.model_names()
     loaded = _schema_name(cfg.model)  # the model whose fields the config holds
-    if cfg.model.name not in models:
+    if not registry.is_registered("model", cfg.model.name):
+        models = registry.model_names()
         fix = loaded if loaded in models else closest_name(cfg.model.name, models) or "mlp"
         return unknown_name_problem("model.name", cfg.model.name, kind="model", registered=models, fix=fix,
                                     group="model", register=_new_model_steps(cfg.model.name),
@@ -100,8 +100,8 @@ def registered_name_problem(cfg: Any, choices: Mapping[str, str] | None = None) 
         return (f"model.name={cfg.model.name} does not fit the settings model={loaded} loaded (the fields of {loaded}); "
                 f"set model.name={loaded}, or drop model.name={cfg.model.name} and choose the model with "
                 f"model={cfg.model.name}, which loads its own")
-    tasks = registry.data_names()
-    if cfg.data.name not in tasks:
+    if not registry.is_registered("data", cfg.data.name):
+        tasks = registry.data_names()
         chosen = choices.get("data")
         fix = closest_name(cfg.data.name, tasks) or (chosen if chosen in tasks else "two_moons")
         return unknown_name_problem("data.name", cfg.data.name, kind="data", registered=tasks, fix=fix,

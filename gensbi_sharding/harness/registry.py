@@ -28,6 +28,8 @@ __all__ = [
     "get_data",
     "model_names",
     "data_names",
+    "is_registered",
+    "BUILT_IN_MODELS",
     "unregister",
     "Requirement",
     "GENSBI",
@@ -85,6 +87,17 @@ def _lookup(table: dict[str, Callable[..., Any]], kind: str, name: str) -> Calla
         raise ValueError(
             f"unknown {kind} {name!r}; known {'data sets' if kind == 'data' else kind + 's'}: {known}. "
             f"Register a new one with @register_{kind}({name!r}).") from None
+
+
+#: The models ``harness.models`` registers (tests/test_models.py checks they are the same), so that a check of a
+#: built-in name (every run's ``validate``, and the check of a refusal's suggested value) imports neither it nor JAX.
+BUILT_IN_MODELS = ("flux1", "mlp", "simformer", "transformer")
+
+
+def _built_in_names(kind: str) -> tuple[str, ...]:
+    from gensbi_sharding.harness.tasks import TASKS  # pure Python: harness.data registers one per task
+
+    return BUILT_IN_MODELS if kind == "model" else TASKS
 
 
 def _load_builtins() -> None:
@@ -188,6 +201,28 @@ def data_names() -> tuple[str, ...]:
     """Names of every registered data set, sorted."""
     _load_builtins()
     return tuple(sorted(_DATA))
+
+
+def is_registered(kind: str, name: str) -> bool:
+    """Whether a ``kind`` factory is registered as ``name``; a built-in name is known without importing the
+    modules that register it (``harness.models``, ``harness.data``: JAX, Flax, optax), any other name after.
+
+    Parameters
+    ----------
+    kind : {"model", "data"}
+        The registry: ``register_model``'s or ``register_data``'s.
+    name : str
+        E.g. ``"mlp"`` or ``"two_moons"``.
+
+    Returns
+    -------
+    bool
+    """
+    table = _MODELS if kind == "model" else _DATA
+    if name in table or name in _built_in_names(kind):
+        return True
+    _load_builtins()  # a name of the user's own registers where harness.models or harness.data imports it
+    return name in table
 
 
 def unregister(kind: str, name: str) -> Callable[..., Any]:

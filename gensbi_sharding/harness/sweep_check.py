@@ -122,7 +122,7 @@ def _mesh_problem(cfg: Any, devices: int | None, source: str) -> str | None:
 
 def _batch_problem(cfg: Any, devices: int | None) -> str | None:
     """``data.batch_size`` against the shards, the training pairs and (CPU devices known) the data-parallel size."""
-    from gensbi_sharding.harness.data import shard_train_rows, simulations_for
+    from gensbi_sharding.harness.split_rows import shard_train_rows, simulations_for
     from gensbi_sharding.harness.hints import batch_size_problem
 
     if cfg.dry_run and cfg.mesh.spec is None:  # a dry run without a mesh builds no batches
