@@ -109,3 +109,98 @@ def test_the_activation_fields_checked_without_jax_are_partition_axis_fields():
     from gensbi_sharding.harness.config import ActivationConfig
 
     assert tuple(f.name for f in dataclasses.fields(ActivationConfig) if f.name != "strategy") == PartitionAxis._fields
+
+
+FLUX = ("model=flux1",)
+
+
+@pytest.mark.parametrize("overrides, fix, offered", [
+    (["train.steps=${data.nope}"], "train.steps=3000", "; give a value, e.g. "),
+    (["eval.observations=${data.num_observation}"], "eval.observations=[${data.num_observation}]", "; set "),
+    (["train.learning_rate=inf"], "train.learning_rate=0.003", "; e.g. "),
+    (["data.num_simulations=3000000000"], "data.num_simulations=10000", "; e.g. "),
+    (["seed=-1"], "seed=0", "; e.g. "),
+    (["eval.observations=[11]"], "eval.observations=[1,2,3]", ", e.g. "),
+    (["distributed=local", "distributed.local_processes=1", "mesh=auto"], "distributed.local_processes=2", "; set "),
+    (["activation.strategy=bad"], "activation.strategy=rule", "; e.g. "),
+    (["+mseh=3"], "mesh=3", "; drop +mseh=3 and set "),
+    (["+model.dpeth=2"], "model.depth=2", "; drop +model.dpeth=2 and set "),
+    (["rule.embed=[data,data]"], "rule.embed=data", "; list each mesh axis once: set "),
+    (["rule.embed=[1]"], "rule.embed=model", "; e.g. "),
+    (["rule.embed=3"], "rule.embed=data", "; e.g. "),
+    (["model.name=nope"], "model.name=mlp", "; set "),
+    (["model.name=transformer"], "model.name=mlp", "; set "),
+    (["data.name=two_moon"], "data.name=two_moons", "; set "),
+    ([*FLUX, "model.num_heads=0"], "model.num_heads=6", "; e.g. "),
+    ([*FLUX, "model.param_dtype=float16"], "model.param_dtype=bfloat16", "; e.g. "),
+    ([*FLUX, "model.dtype=bad"], "model.dtype=float32", "; e.g. "),
+    ([*FLUX, "model.id_merge_mode=bad"], "model.id_merge_mode=sum", "; e.g. "),
+    ([*FLUX, "model.id_embedding_strategy=[x]"], "model.id_embedding_strategy=[absolute,absolute]", ", e.g. "),
+    ([*FLUX, "model.depth=0", "model.depth_single_blocks=0"], "model.depth_single_blocks=1", "; e.g. "),
+    ([*FLUX, "model.axes_dim=[0]"], "model.axes_dim=[6,0]", "; e.g. "),
+    ([*FLUX, "model.id_embedding_strategy=[rope1d,rope1d]", "model.axes_dim=[2,2,2]"], "model.axes_dim=[6,0]",
+     "; e.g. "),
+    ([*FLUX, "model.id_embedding_strategy=[pos1d,pos1d]", "model.axes_dim=[3,0]", "model.num_heads=1",
+      "model.init=eager"], "model.axes_dim=[4,0]", "; e.g. "),
+    ([*FLUX, "model.id_merge_mode=concat", "model.val_emb_dim=0", "model.id_emb_dim=4"], "model.val_emb_dim=4",
+     "; e.g. "),
+    ([*FLUX, "model.id_merge_mode=concat", "model.val_emb_dim=0", "model.id_emb_dim=0"], None, ""),  # two keys
+    ([*FLUX, "model.id_merge_mode=concat", "model.val_emb_dim=4", "model.id_emb_dim=4",
+      "model.id_embedding_strategy=[rope1d,rope1d]"], "model.id_embedding_strategy=[absolute,absolute]", "; e.g. "),
+    ([*FLUX, "model.mlp_ratio=0.0"], "model.mlp_ratio=4.0", "; e.g. "),
+    ([*FLUX, "model.id_embedding_strategy=[pos1d,pos1d]", "mesh=auto", "model.init=sharded"], "model.init=eager",
+     "; e.g. "),
+    (["model=simformer", "model.num_heads=7"], "model.num_heads=4", ", e.g. "),
+    (["model=simformer", "model.depth=0"], "model.depth=8", "; e.g. "),
+])
+def test_every_check_that_offers_one_override_carries_it_as_its_fix(overrides, fix, offered):
+    # Was: these offered their fix in words only (fix_of: None), so command_checks could not put it through the
+    # run's checks; the words stay as they were
+    from faults_helpers import compose_tiny
+    from gensbi_sharding.harness.sweep_check import job_problem
+
+    problem = job_problem(compose_tiny(*overrides))
+    assert problem is not None and fix_of(problem) == fix, problem
+    assert fix is None or offered + fix in problem
+
+
+def test_the_refusals_made_outside_validate_carry_their_fix_too():
+    from omegaconf import OmegaConf
+
+    from faults_helpers import compose_tiny
+    from gensbi_sharding.harness import registry
+    from gensbi_sharding.harness.config_checks import no_mesh_problem, scored_observations
+    from gensbi_sharding.harness.model_checks import platform_problem
+    from gensbi_sharding.harness.name_hints import registered_name_problem, unknown_name_problem
+    from gensbi_sharding.harness.rule_config import activation_axes_problem
+    from gensbi_sharding.harness.sweep_check import job_problem
+
+    assert fix_of(no_mesh_problem(2)) == "mesh=auto" and "; set mesh=auto (or mesh=dict) to train" in no_mesh_problem(2)
+    scored = scored_observations(compose_tiny("eval.observations=[2]"))[1]
+    assert fix_of(scored) == "eval.observations=null" and "it, or set eval.observations=null to score" in scored
+    cpu = platform_problem(OmegaConf.create({"name": "flux1", "dtype": "float16"}), "cpu")
+    assert fix_of(cpu) == "model.dtype=bfloat16" and cpu.endswith(
+        "; set model.dtype=bfloat16 or model.dtype=float32, or run on a GPU")
+    refused = activation_axes_problem({"embed": "nope"}, ("data", "model"))
+    assert fix_of(refused) == "activation.embed=null" and refused.endswith("; set activation.embed=null")
+    chose = unknown_name_problem("model.name", "tiny", kind="model", registered=["mlp"], fix="mlp", group="model",
+                                 register="register it", chosen="tiny")
+    assert fix_of(chose) == "model=mlp" and "(e.g. model=mlp) instead of model=tiny; to add 'tiny'" in chose
+    relabel = registered_name_problem(compose_tiny("rule.name=fsdp"), {"rule": "replicated"})
+    assert fix_of(relabel) == "rule=fsdp" and relabel.endswith("choose it with rule=fsdp (rule.name=fsdp may stay)")
+    registry.register_data("mine49")(lambda **kwargs: None)
+    try:
+        own = job_problem(compose_tiny("data.name=mine49", "eval.enabled=true"))
+    finally:
+        registry.unregister("data", "mine49")
+    assert fix_of(own) == "eval.enabled=false" and "; set eval.enabled=false to train it (checkpoints" in own
+
+
+def test_a_suggested_value_the_int32_check_refuses_is_replaced_by_its_fix():
+    # Was: "e.g. data.num_simulations=3000000000, though data.num_simulations=3000000000 is refused too: ..." (the
+    # int32 check's "e.g." was words only); now the value it offers, checked, in the one message
+    problem = command_problem(["experiment=quick", "data.num_simulations=3e9"])
+    assert fix_of(problem) == "data.num_simulations=10000", problem
+    assert problem.endswith("; e.g. data.num_simulations=10000 (data.num_simulations=3000000000 is refused: is "
+                            "beyond the largest whole number a run can use (2,147,483,647: JAX holds counts and "
+                            "seeds as 32-bit integers))")

@@ -22,7 +22,7 @@ from gensbi_sharding.harness.model_checks import check_model
 from gensbi_sharding.harness.name_hints import registered_name_problem
 from gensbi_sharding.harness.override_grammar import hydra_override
 from gensbi_sharding.harness.python_words import in_python_words
-from gensbi_sharding.harness.refusal import Refusal
+from gensbi_sharding.harness.refusal import Refusal, rephrased
 from gensbi_sharding.harness.rule_config import (MESH_AXES, activation_axes_problem, check_table_against_mesh,
                                                  partition_axis_from_config, rule_table)
 from gensbi_sharding.harness.tasks import NUM_OBSERVATIONS, TASKS
@@ -48,10 +48,10 @@ def validate(cfg: DictConfig) -> None:
         if problem is None and cfg.eval.enabled and not cfg.dry_run and cfg.data.name not in TASKS:
             # Evaluation reads sbibm's observations and reference samples by the task's name: refused after
             # training, naming sbibm's tasks ("e.g. data=slcp"), which is no fix for a data set of one's own.
-            problem = (f"data.name={cfg.data.name} is a data set of your own, not an sbibm task: the evaluation "
-                       "(posterior samples scored by C2ST) reads sbibm's observations and reference posterior "
-                       "samples, which it has none of; set eval.enabled=false to train it (checkpoints and "
-                       "losses are written as usual)")
+            problem = Refusal(f"data.name={cfg.data.name} is a data set of your own, not an sbibm task: the "
+                              "evaluation (posterior samples scored by C2ST) reads sbibm's observations and reference "
+                              "posterior samples, which it has none of", "eval.enabled=false",
+                              after=" to train it (checkpoints and losses are written as usual)")
         if problem is None:  # GenSBI checks these sections only after simulating; they need model.name's fields
             check_model(cfg.model, traced=cfg.mesh.spec is not None and not cfg.dry_run)
     except ConfigError as err:
@@ -65,9 +65,9 @@ def no_mesh_problem(processes: int) -> str:
     Without a mesh nothing syncs the processes' copies of the model, and no checkpoint can hold
     arrays local to each process (Orbax refuses them only when the first one is saved).
     """
-    return (f"mesh=none in a job of {processes} processes: each process would train its own copy of the model, "
-            "unsynchronised; set mesh=auto (or mesh=dict) to train one model on every process's devices, or "
-            "distributed=none for one process")
+    return Refusal(f"mesh=none in a job of {processes} processes: each process would train its own copy of the "
+                   "model, unsynchronised", "mesh=auto", after=" (or mesh=dict) to train one model on every process's "
+                   "devices, or distributed=none for one process")
 
 
 def processes_config_problem(cfg: DictConfig) -> str | None:
@@ -123,10 +123,10 @@ def scored_observations(cfg: DictConfig) -> tuple[list[int], str | None]:
     observations = list(cfg.eval.observations or [cfg.data.num_observation])
     if cfg.data.num_observation in observations:
         return observations, None
-    return observations, (f"eval.observations={override_literal(observations)} is scored, not data.num_observation="
-                          f"{cfg.data.num_observation}: eval.observations, when set, lists every observation scored "
-                          f"(add {cfg.data.num_observation} to it, or set eval.observations=null to score "
-                          "data.num_observation)")
+    return observations, Refusal(f"eval.observations={override_literal(observations)} is scored, not "
+                                 f"data.num_observation={cfg.data.num_observation}: eval.observations, when set, "
+                                 f"lists every observation scored (add {cfg.data.num_observation} to it",
+                                 "eval.observations=null", how=", or set ", after=" to score data.num_observation)")
 
 
 def _with_fix(message: str, cfg: DictConfig) -> str:
@@ -154,7 +154,8 @@ def _validate(cfg: DictConfig) -> None:
     check_numbers(cfg)
     _known_fields(cfg)
     require(cfg.mesh.spec in (None, "auto", "dict"),
-           f"mesh.spec={override_literal(cfg.mesh.spec)} is not one of null, auto, dict (e.g. mesh=auto)")
+           Refusal(f"mesh.spec={override_literal(cfg.mesh.spec)} is not one of null, auto, dict", "mesh=auto",
+                   how=" (e.g. ", after=")"))
     require(cfg.mesh.model_axis >= 1, f"mesh.model_axis={cfg.mesh.model_axis} must be >= 1")
     require(cfg.mesh.spec == "dict" or (cfg.mesh.model_axis == 1 and cfg.mesh.devices is None),
            f"mesh.model_axis / mesh.devices need the dict form: use mesh=dict "
@@ -169,7 +170,7 @@ def _validate(cfg: DictConfig) -> None:
     require(problem is None, problem or "")
     require(cfg.train.steps >= 1, f"train.steps={cfg.train.steps} must be >= 1")
     # Was: a negative seed passed, simulated, then failed in the batch shuffler ("seed=-1 must be >= 0").
-    require(cfg.seed >= 0, f"seed={cfg.seed} must be >= 0; e.g. seed=0")
+    require(cfg.seed >= 0, Refusal(f"seed={cfg.seed} must be >= 0", "seed=0", how="; e.g. "))
     require(cfg.train.log_every >= 1, f"train.log_every={cfg.train.log_every} must be >= 1")
     require(cfg.train.learning_rate > 0, f"train.learning_rate={cfg.train.learning_rate} must be > 0")
     require(cfg.train.checkpoint_every >= 0,
@@ -191,8 +192,8 @@ def _validate(cfg: DictConfig) -> None:
             after=f" (or another of 1..{NUM_OBSERVATIONS})"))
     observations = override_literal(list(cfg.eval.observations or []))  # as typed: [1,2], not Python's [1, 2]
     require(all(1 <= o <= 10 for o in cfg.eval.observations or ()) and cfg.eval.observations != [],
-           f"eval.observations={observations} must list sbibm observations 1..10, e.g. "
-           "eval.observations=[1,2,3], or be null for data.num_observation")
+           Refusal(f"eval.observations={observations} must list sbibm observations 1..10", "eval.observations=[1,2,3]",
+                   how=", e.g. ", after=", or be null for data.num_observation"))
     unique = list(dict.fromkeys(cfg.eval.observations or ()))
     require(len(unique) == len(cfg.eval.observations or ()),
             Refusal(f"eval.observations={observations} lists an observation twice (it would be scored and averaged "
@@ -246,20 +247,20 @@ def _validate(cfg: DictConfig) -> None:
     # distributed=local is mode explicit without coordinates: its parent hands them to the processes it starts.
     require(not (cfg.distributed.mode == "explicit" and cfg.distributed.local_processes == 1
                  and cfg.distributed.coordinator_address is None and cfg.distributed.process_id is None),
-            "distributed=local with distributed.local_processes=1 starts no processes; set "
-            "distributed.local_processes=2 (or more), or distributed=none for one process (distributed.mode="
-            "explicit: give distributed.coordinator_address, num_processes and process_id)")
+            Refusal("distributed=local with distributed.local_processes=1 starts no processes",
+                    "distributed.local_processes=2", after=" (or more), or distributed=none for one process "
+                    "(distributed.mode=explicit: give distributed.coordinator_address, num_processes and process_id)"))
     name, table = rule_table(cfg.rule)
     activation = OmegaConf.to_container(cfg.activation)
     try:  # keys and strategy
         partition_axis_from_config(activation, table, None)
     except ValueError as err:
-        raise ConfigError(f"activation: {err}") from None
+        raise ConfigError(rephrased(err.args[0] if err.args else str(err), lead="activation: ")) from None
     if cfg.mesh.spec is not None:  # the mesh's axes are known now: refused before devices start and data is simulated
         check_table_against_mesh(name, table, MESH_AXES)
         fields = {k: v for k, v in activation.items() if k != "strategy"}
         problem = activation_axes_problem(fields, MESH_AXES) if activation.get("strategy") != "none" else None
-        require(problem is None, f"activation: {problem}")
+        require(problem is None, rephrased(problem or "", lead="activation: "))
 
 
 def _known_fields(cfg: DictConfig) -> None:
@@ -272,9 +273,9 @@ def _known_fields(cfg: DictConfig) -> None:
     top = [f.name for f in dataclasses.fields(Config)]
     for key in (k for k in cfg.keys() if k not in top and k != "output_dir"):  # output_dir: run(cfg)'s folder
         near, value = closest_name(str(key), top), override_literal(OmegaConf.to_container(cfg, resolve=False)[key])
-        require(False, f"{key} is not a setting" + (f" (did you mean {near}?)" if near else "")
-                       + f"; drop +{key}={value}" + (f" and set {near}={value}" if near else "")
-                       + "; python launch.py --help lists them")
+        said, drop = f"{key} is not a setting" + (f" (did you mean {near}?)" if near else ""), f"; drop +{key}={value}"
+        require(False, Refusal(said, f"{near}={value}", how=f"{drop} and set ", after="; python launch.py --help "
+                               "lists them") if near else f"{said}{drop}; python launch.py --help lists them")
     for group in top:
         section = cfg.get(group)
         schema = OmegaConf.get_type(section) if isinstance(section, DictConfig) else None
@@ -286,7 +287,7 @@ def _known_fields(cfg: DictConfig) -> None:
             near, value = closest_name(str(key), fields), override_literal(OmegaConf.to_container(section)[key])
             fixed = group == "model" and task_fixed_problem([of, f"data={cfg.data.name}", f"+model.{key}={value}"])
             require(not fixed, fixed or "")  # run(cfg) from Python: as launch.py names it (true, not True)
-            require(False, f"{group}.{key} is not a setting of {of}"
-                           + (f" (did you mean {group}.{near}?)" if near else "")
-                           + f"; its settings: {', '.join(f for f in fields if f != 'name')}; drop +{group}.{key}="
-                           + value + (f" and set {group}.{near}={value}" if near else ""))
+            said = (f"{group}.{key} is not a setting of {of}" + (f" (did you mean {group}.{near}?)" if near else "")
+                    + f"; its settings: {', '.join(f for f in fields if f != 'name')}")
+            drop = f"; drop +{group}.{key}={value}"
+            require(False, Refusal(said, f"{group}.{near}={value}", how=f"{drop} and set ") if near else said + drop)

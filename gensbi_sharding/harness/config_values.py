@@ -15,6 +15,7 @@ from gensbi_sharding.harness.composed_defaults import suggested_default
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.hints import override_literal
 from gensbi_sharding.harness.override_keys import list_fields
+from gensbi_sharding.harness.refusal import Refusal
 
 __all__ = ["INT32_MAX", "check_lists", "check_numbers", "interpolation_problem"]
 
@@ -47,9 +48,10 @@ def interpolation_problem(cfg: DictConfig) -> str | None:
                 raw = raw[int(part)] if isinstance(raw, list) else raw[part]
             reason = str(err).strip().splitlines()[0]
             found, default = suggested_default(cfg, path)
-            example = f", e.g. {path}={override_literal(default)}" if found else ""
-            return (f"{path}={raw} cannot be resolved ({reason}); give a value{example}, or point the ${{...}} at "
-                    "an existing key of the right type (python launch.py --cfg job lists the keys)")
+            said = f"{path}={raw} cannot be resolved ({reason}); give a value"
+            after = ", or point the ${...} at an existing key of the right type (python launch.py --cfg job lists the keys)"
+            return Refusal(said, f"{path}={override_literal(default)}", how=", e.g. ", after=after) if found \
+                else said + after
     return None
 
 
@@ -68,7 +70,7 @@ def check_lists(cfg: DictConfig) -> None:
         if value is None or OmegaConf.is_list(value):
             continue
         typed = OmegaConf.to_container(section, resolve=False)[leaf]
-        raise ConfigError(f"{key}={typed} resolves to {value!r}, not a list; set {key}=[{typed}]")
+        raise ConfigError(Refusal(f"{key}={typed} resolves to {value!r}, not a list", f"{key}=[{typed}]"))
 
 
 #: The largest whole number a setting may hold: JAX (x64 off) holds a Python int as int32, so a larger count
@@ -91,12 +93,12 @@ def _leaves(cfg: DictConfig):
     yield from walk({k: v for k, v in OmegaConf.to_container(cfg, resolve=True).items() if k != "hydra"}, "")
 
 
-def _schema_fix(cfg: DictConfig, path: str, ok) -> str:
-    """"; e.g. <path>=<default>" when the command's default (``suggested_default``: ``experiment=quick``'s
-    train.steps=20, not the schema's 3000) is a number ``ok`` accepts; else ""."""
+def _schema_fix(cfg: DictConfig, path: str, ok) -> str | None:
+    """"<path>=<default>" when the command's default (``suggested_default``: ``experiment=quick``'s
+    train.steps=20, not the schema's 3000) is a number ``ok`` accepts; else None."""
     found, default = suggested_default(cfg, path)
     number = found and isinstance(default, (int, float)) and not isinstance(default, bool)
-    return f"; e.g. {path}={default}" if number and ok(default) else ""
+    return f"{path}={default}" if number and ok(default) else None
 
 
 def check_numbers(cfg: DictConfig) -> None:
@@ -108,8 +110,9 @@ def check_numbers(cfg: DictConfig) -> None:
     for path, value in _leaves(cfg):
         if isinstance(value, float) and not math.isfinite(value):
             fix = _schema_fix(cfg, path, math.isfinite)
-            raise ConfigError(f"{path}={value} is not a finite number{fix}")
+            raise ConfigError(Refusal(f"{path}={value} is not a finite number", fix, how="; e.g. "))
         if isinstance(value, int) and not isinstance(value, bool) and abs(value) > INT32_MAX:
             fix = _schema_fix(cfg, path, lambda d: not isinstance(d, bool) and abs(d) <= INT32_MAX)
-            raise ConfigError(f"{path}={value} is beyond the largest whole number a run can use ({INT32_MAX:,}: "
-                              f"JAX holds counts and seeds as 32-bit integers){fix or f'; e.g. {path}=1'}")
+            raise ConfigError(Refusal(f"{path}={value} is beyond the largest whole number a run can use "
+                                      f"({INT32_MAX:,}: JAX holds counts and seeds as 32-bit integers)",
+                                      fix or f"{path}=1", how="; e.g. "))

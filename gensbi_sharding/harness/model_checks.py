@@ -80,9 +80,9 @@ def platform_problem(model: DictConfig, platform: str) -> str | None:
     simulations). Simformer computes in float16 on CPU. (float16 parameters are refused on every platform: ``_dtypes``.)
     """
     if model.get("name") == "flux1" and model.get("dtype") == "float16" and platform == "cpu":
-        return ("model.dtype=float16 does not compile for model=flux1 on cpu: XLA's CPU backend has no float16 "
-                "matmul with float32 accumulation (F16_F16_F32, GPU only); set model.dtype=bfloat16 or "
-                "model.dtype=float32, or run on a GPU")
+        return Refusal("model.dtype=float16 does not compile for model=flux1 on cpu: XLA's CPU backend has no "
+                       "float16 matmul with float32 accumulation (F16_F16_F32, GPU only)", "model.dtype=bfloat16",
+                       after=" or model.dtype=float32, or run on a GPU")
     return None
 
 
@@ -165,50 +165,55 @@ def _require(ok: bool, message: str) -> None:
 def _at_least(model: DictConfig, key: str, low: int, default) -> None:
     value = model[key]
     _require(isinstance(value, int) and value >= low,
-             f"model.{key}={value} must be an integer >= {low}; e.g. model.{key}={default} (GenSBI's default)")
+             Refusal(f"model.{key}={value} must be an integer >= {low}", f"model.{key}={default}", how="; e.g. ",
+                     after=" (GenSBI's default)"))
 
 
 def _dtypes(model: DictConfig) -> None:
     for key in ("param_dtype", "dtype"):
-        _require(model[key] in DTYPES, f"model.{key}={model[key]!r} is not one of {', '.join(DTYPES)}; "
-                                       f"e.g. model.{key}=float32")
+        _require(model[key] in DTYPES, Refusal(f"model.{key}={model[key]!r} is not one of {', '.join(DTYPES)}",
+                                               f"model.{key}=float32", how="; e.g. "))
     # Measured: NaN from the first steps at any learning rate (1e-7 too), both models. AdamW keeps its
     # moments in the parameters' dtype, where eps=1e-8 and small squared gradients round to 0.
     _require(model["param_dtype"] != "float16",
-             "model.param_dtype=float16 trains to NaN from the first steps at any learning rate (AdamW keeps its "
-             "moments in the parameters' dtype, where its eps=1e-8 and small squared gradients round to 0; "
-             "model.dtype=float16, the compute dtype, is allowed where it compiles); e.g. model.param_dtype=bfloat16 (float32's range)")
+             Refusal("model.param_dtype=float16 trains to NaN from the first steps at any learning rate (AdamW keeps "
+                     "its moments in the parameters' dtype, where its eps=1e-8 and small squared gradients round to 0; "
+                     "model.dtype=float16, the compute dtype, is allowed where it compiles)", "model.param_dtype=bfloat16",
+                     how="; e.g. ", after=" (float32's range)"))
 
 
 def _flux1(model: DictConfig, *, traced: bool = True) -> None:
     mode = model.id_merge_mode
-    _require(mode in MERGE_MODES, f"model.id_merge_mode={_literal(mode)} is not one of {', '.join(MERGE_MODES)}; "
-                                  "e.g. model.id_merge_mode=sum (GenSBI's default)")
+    _require(mode in MERGE_MODES, Refusal(f"model.id_merge_mode={_literal(mode)} is not one of {', '.join(MERGE_MODES)}",
+                                          "model.id_merge_mode=sum", how="; e.g. ", after=" (GenSBI's default)"))
     strategies = list(model.id_embedding_strategy)
     _require(len(strategies) == 2 and all(s in ID_STRATEGIES_1D for s in strategies),
-             f"model.id_embedding_strategy={_literal(strategies)}: give two of {', '.join(ID_STRATEGIES_1D)} "
-             "(parameters, observations), e.g. model.id_embedding_strategy=[absolute,absolute] (GenSBI's default)")
+             Refusal(f"model.id_embedding_strategy={_literal(strategies)}: give two of {', '.join(ID_STRATEGIES_1D)} "
+                     "(parameters, observations)", "model.id_embedding_strategy=[absolute,absolute]", how=", e.g. ",
+                     after=" (GenSBI's default)"))
     for key, low, default in (("num_heads", 1, 6), ("depth", 0, 8), ("depth_single_blocks", 0, 16)):
         _at_least(model, key, low, default)
     # GenSBI builds either kind of block 0 times (depth=0: single-stream blocks only), but with neither the
     # parameter tokens never attend to the observation's: a velocity that ignores x.
     _require(model.depth + model.depth_single_blocks >= 1,
-             f"model.depth=0 and model.depth_single_blocks=0: no block lets the parameter tokens attend to the "
-             "observation tokens, so the velocity would ignore x; e.g. model.depth_single_blocks=1 (single-stream "
-             "blocks only) or model.depth=1")
+             Refusal("model.depth=0 and model.depth_single_blocks=0: no block lets the parameter tokens attend to the "
+                     "observation tokens, so the velocity would ignore x", "model.depth_single_blocks=1", how="; e.g. ",
+                     after=" (single-stream blocks only) or model.depth=1"))
     rope = any(s.startswith("rope") for s in strategies)
     if mode == "sum":
         axes = list(model.axes_dim) if model.axes_dim is not None else None
         _require(axes is not None and len(axes) >= 1 and all(a >= 0 for a in axes) and sum(axes) >= 1,
-                 f"model.axes_dim={_literal(axes)} must list sizes >= 0 with a sum >= 1 (hidden size = sum * num_heads) "
-                 "for model.id_merge_mode=sum; e.g. model.axes_dim=[6,0] (GenSBI's default)")
+                 Refusal(f"model.axes_dim={_literal(axes)} must list sizes >= 0 with a sum >= 1 (hidden size = sum * "
+                         "num_heads) for model.id_merge_mode=sum", "model.axes_dim=[6,0]", how="; e.g. ",
+                         after=" (GenSBI's default)"))
         # GenSBI's rope embeds id axis i with axes_dim[i] features, and the 1-D ids have two axes (position,
         # then parameter/observation): a third size was never used (a shape error in the first step), a
         # single one indexed past the end (an IndexError there).
         _require(not rope or len(axes) == ROPE_ID_AXES,
-                 f"model.axes_dim={_literal(axes)} must list {ROPE_ID_AXES} sizes for the rope1d id strategy, one per axis of "
-                 "the 1-D token ids (position, then parameter or observation); e.g. "
-                 f"model.axes_dim=[{sum(axes) + sum(axes) % 2},0] (every size on the position)")
+                 Refusal(f"model.axes_dim={_literal(axes)} must list {ROPE_ID_AXES} sizes for the rope1d id strategy, "
+                         "one per axis of the 1-D token ids (position, then parameter or observation)",
+                         f"model.axes_dim=[{sum(axes) + sum(axes) % 2},0]", how="; e.g. ",
+                         after=" (every size on the position)"))
         _require(not rope or all(a % 2 == 0 for a in axes),
                  Refusal(f"model.axes_dim={_literal(axes)} must hold even sizes for the rope1d id strategy (rotary "
                          f"pairs)", f"model.axes_dim=[{','.join(str(a + a % 2) for a in axes)}]", how="; e.g. "))
@@ -216,16 +221,20 @@ def _flux1(model: DictConfig, *, traced: bool = True) -> None:
         # GenSBI's pos1d table is sin | cos halves of the id embedding's width: hidden size here (odd: its
         # "Hidden size (3) must be divisible by 2" after the simulations, naming no setting).
         _require("pos1d" not in strategies or hidden % 2 == 0,
-                 f"model.axes_dim={_literal(axes)} with model.num_heads={model.num_heads}: the pos1d id strategy needs an even "
-                 f"hidden size (sum(axes_dim) * num_heads = {hidden}, sine and cosine halves); e.g. "
-                 f"model.axes_dim=[{','.join(str(a + (i == 0)) for i, a in enumerate(axes))}]")
+                 Refusal(f"model.axes_dim={_literal(axes)} with model.num_heads={model.num_heads}: the pos1d id strategy "
+                         f"needs an even hidden size (sum(axes_dim) * num_heads = {hidden}, sine and cosine halves)",
+                         f"model.axes_dim=[{','.join(str(a + (i == 0)) for i, a in enumerate(axes))}]", how="; e.g. "))
     else:
         bad = [k for k in ("val_emb_dim", "id_emb_dim") if not (isinstance(model[k], int) and model[k] >= 1)]
-        _require(not bad, f"{' and '.join(f'model.{k}={_literal(model[k])}' for k in bad)}: model.id_merge_mode=concat needs "
-                          "val_emb_dim and id_emb_dim, integers >= 1 (features per head); e.g. "
-                          f"{' '.join(f'model.{k}=4' for k in bad)} (GenSBI suggests 1:1), or model.id_merge_mode=sum")
-        _require(not rope, f"model.id_embedding_strategy={_literal(strategies)}: rope1d does not combine with "
-                           "model.id_merge_mode=concat; e.g. model.id_embedding_strategy=[absolute,absolute]")
+        said = (f"{' and '.join(f'model.{k}={_literal(model[k])}' for k in bad)}: model.id_merge_mode=concat needs "
+                "val_emb_dim and id_emb_dim, integers >= 1 (features per head)")
+        after = " (GenSBI suggests 1:1), or model.id_merge_mode=sum"
+        # A fix is one override: with both keys refused, the two the message names stay words
+        _require(not bad, Refusal(said, f"model.{bad[0]}=4", how="; e.g. ", after=after) if len(bad) == 1
+                 else f"{said}; e.g. {' '.join(f'model.{k}=4' for k in bad)}{after}")
+        _require(not rope, Refusal(f"model.id_embedding_strategy={_literal(strategies)}: rope1d does not combine "
+                                   "with model.id_merge_mode=concat", "model.id_embedding_strategy=[absolute,absolute]",
+                                   how="; e.g. "))
         hidden = (model.val_emb_dim + model.id_emb_dim) * model.num_heads
         _require("pos1d" not in strategies or model.id_emb_dim * model.num_heads % 2 == 0,
                  Refusal(f"model.id_emb_dim={model.id_emb_dim} with model.num_heads={model.num_heads}: the pos1d id "
@@ -233,19 +242,20 @@ def _flux1(model: DictConfig, *, traced: bool = True) -> None:
                          f"{model.id_emb_dim * model.num_heads}, sine and cosine halves)",
                          f"model.id_emb_dim={model.id_emb_dim + 1}", how="; e.g. "))
     _require(model.mlp_ratio > 0 and int(hidden * model.mlp_ratio) >= 1,
-             f"model.mlp_ratio={model.mlp_ratio} must be > 0 with an MLP width int(hidden size {hidden} * "
-             "mlp_ratio) >= 1; e.g. model.mlp_ratio=4.0 (GenSBI's default)")
+             Refusal(f"model.mlp_ratio={model.mlp_ratio} must be > 0 with an MLP width int(hidden size {hidden} * "
+                     "mlp_ratio) >= 1", "model.mlp_ratio=4.0", how="; e.g. ", after=" (GenSBI's default)"))
     _require(model.theta is None or model.theta >= 1,
-             f"model.theta={model.theta} (the rope base) must be >= 1; e.g. model.theta=null "
-             "(10 * (dim_theta + dim_x), GenSBI's default)")
+             Refusal(f"model.theta={model.theta} (the rope base) must be >= 1", "model.theta=null", how="; e.g. ",
+                     after=" (10 * (dim_theta + dim_x), GenSBI's default)"))
     _dtypes(model)
     # Known from the config: refused here, not once the model is traced after the simulations (in each process).
     # Not without a mesh (built whole whatever model.init says), nor in a dry run: model.init=eager would not let
     # that trace it, and the dry run's refusal names the whole fix (drop dry_run=true, train with model.init=eager).
     _require("pos1d" not in strategies or model.init == "eager" or not traced,
-             f"model.id_embedding_strategy=[{','.join(strategies)}] with model.init={model.init}: GenSBI's pos1d id "
-             "embedding sizes its table with jnp.maximum inside the constructor, which no trace can evaluate; e.g. "
-             "model.init=eager (built whole on one device, then placed), or absolute or rope1d ids")
+             Refusal(f"model.id_embedding_strategy=[{','.join(strategies)}] with model.init={model.init}: GenSBI's pos1d "
+                     "id embedding sizes its table with jnp.maximum inside the constructor, which no trace can "
+                     "evaluate", "model.init=eager", how="; e.g. ",
+                     after=" (built whole on one device, then placed), or absolute or rope1d ids"))
 
 
 def _simformer(model: DictConfig) -> None:
@@ -258,7 +268,7 @@ def _simformer(model: DictConfig) -> None:
     qkv = model.qkv_features or model.val_emb_dim + model.id_emb_dim + model.cond_emb_dim
     divisors = [d for d in range(1, qkv + 1) if qkv % d == 0]
     _require(qkv % model.num_heads == 0,
-             f"model.num_heads={model.num_heads} must divide the attention size {qkv} (model.qkv_features, or "
-             f"the token size when null); pick one of {divisors[:8]}, e.g. "
-             f"model.num_heads={max(d for d in divisors if d <= model.num_heads)}")
+             Refusal(f"model.num_heads={model.num_heads} must divide the attention size {qkv} (model.qkv_features, or "
+                     f"the token size when null); pick one of {divisors[:8]}",
+                     f"model.num_heads={max(d for d in divisors if d <= model.num_heads)}", how=", e.g. "))
     _dtypes(model)

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gensbi_sharding.harness.hints import closest_name
+from gensbi_sharding.harness.refusal import Refusal
 
 __all__ = ["unknown_name_problem", "registered_name_problem"]
 
@@ -29,12 +30,11 @@ def unknown_name_problem(key: str, value: str, *, kind: str, registered: Sequenc
     """
     names = ", ".join(sorted(registered))
     if chosen == value:  # there is no key=value to drop: the user typed group=value
-        return (f"unknown {kind} {value!r} ({group}={value}, whose file sets name: {value}); registered: {names}; "
-                f"choose one with {group}=<name> (e.g. {group}={fix}) instead of {group}={value}; "
-                f"to add {value!r}, {register}")
-    return (f"unknown {kind} {value!r} ({key}={value}); registered: {names}; "
-            f"set {key}={fix}, or drop {key}={value} and choose one with {group}=<name>; "
-            f"to add {value!r}, {register}")
+        return Refusal(f"unknown {kind} {value!r} ({group}={value}, whose file sets name: {value}); registered: "
+                       f"{names}", f"{group}={fix}", how=f"; choose one with {group}=<name> (e.g. ",
+                       after=f") instead of {group}={value}; to add {value!r}, {register}")
+    return Refusal(f"unknown {kind} {value!r} ({key}={value}); registered: {names}", f"{key}={fix}",
+                   after=f", or drop {key}={value} and choose one with {group}=<name>; to add {value!r}, {register}")
 
 
 def _schema_name(section: Any) -> str | None:
@@ -93,13 +93,13 @@ def registered_name_problem(cfg: Any, choices: Mapping[str, str] | None = None) 
                 f"build {loaded}")
     if loaded is not None and loaded != cfg.model.name and chosen not in (None, loaded):
         # A preset of the user's own (README: A preset of your own) naming one model and the schema of another.
-        return (f"model={chosen} holds the fields of {loaded} (its defaults name /{loaded}_schema) but names "
-                f"model {cfg.model.name}; set name: {loaded} in that file (or model.name={loaded}), or list "
-                f"/{cfg.model.name}_schema in its defaults to build {cfg.model.name}")
+        return Refusal(f"model={chosen} holds the fields of {loaded} (its defaults name /{loaded}_schema) but names "
+                       f"model {cfg.model.name}", f"model.name={loaded}", how=f"; set name: {loaded} in that file (or ",
+                       after=f"), or list /{cfg.model.name}_schema in its defaults to build {cfg.model.name}")
     if loaded is not None and loaded != cfg.model.name:
-        return (f"model.name={cfg.model.name} does not fit the settings model={loaded} loaded (the fields of {loaded}); "
-                f"set model.name={loaded}, or drop model.name={cfg.model.name} and choose the model with "
-                f"model={cfg.model.name}, which loads its own")
+        return Refusal(f"model.name={cfg.model.name} does not fit the settings model={loaded} loaded (the fields of "
+                       f"{loaded})", f"model.name={loaded}", after=f", or drop model.name={cfg.model.name} and choose "
+                       f"the model with model={cfg.model.name}, which loads its own")
     if not registry.is_registered("data", cfg.data.name):
         tasks = registry.data_names()
         chosen = choices.get("data")
@@ -121,8 +121,8 @@ def _rule_name_problem(rule: Any, choice: str | None, rules: list[str]) -> str |
     if choice is None or name is None or name == choice:
         return None
     if name in rules:  # rule.name=fsdp on replicated's table: the user meant rule=fsdp
-        return (f"rule.name={name} only labels the rule table, which rule={choice} loaded; to use the {name} rule, "
-                f"choose it with rule={name} (rule.name={name} may stay)")
+        return Refusal(f"rule.name={name} only labels the rule table, which rule={choice} loaded; to use the {name} "
+                       "rule, choose it", f"rule={name}", how=" with ", after=f" (rule.name={name} may stay)")
     untouched = choice in RULES and all(rule.get(k) == v for k, v in dict(RULES[choice]).items())
     if untouched:  # a new label on a preset's unchanged table: not a rule of its own
         return (unknown_name_problem("rule.name", name, kind="rule", registered=rules, fix=choice, group="rule",

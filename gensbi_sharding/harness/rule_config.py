@@ -67,15 +67,16 @@ def rule_table(rule: Any) -> tuple[str, dict[str, Any]]:
             continue
         if isinstance(value, (list, tuple, ListConfig)):
             require(len(value) > 0 and all(isinstance(v, str) for v in value),
-                   f"rule.{key}={override_literal(list(value))}: a list must hold mesh axis names; e.g. rule.{key}=model, or "
-                   f"rule.{key}=null (unsplit)")
-            require(len(set(value)) == len(value), f"rule.{key}={override_literal(list(value))} names a mesh axis twice; "
-                                                  f"list each mesh axis once: set rule.{key}={_once(value)}")
+                   Refusal(f"rule.{key}={override_literal(list(value))}: a list must hold mesh axis names",
+                           f"rule.{key}=model", how="; e.g. ", after=f", or rule.{key}=null (unsplit)"))
+            require(len(set(value)) == len(value), Refusal(f"rule.{key}={override_literal(list(value))} names a mesh "
+                                                           "axis twice", f"rule.{key}={_once(value)}",
+                                                           how="; list each mesh axis once: set "))
             value = tuple(value)
         else:
             require(value is None or isinstance(value, str),
-                   f"rule.{key}={override_literal(value)} must be a mesh axis name, a list of them, or null; e.g. "
-                   f"rule.{key}=data, or rule.{key}=null (unsplit)")
+                   Refusal(f"rule.{key}={override_literal(value)} must be a mesh axis name, a list of them, or null",
+                           f"rule.{key}=data", how="; e.g. ", after=f", or rule.{key}=null (unsplit)"))
         table[key] = value
     for key in LOGICAL_AXES:
         table.setdefault(key, None)
@@ -187,8 +188,8 @@ def partition_axis_from_config(cfg: Mapping[str, Any], rule: Any, mesh: Any) -> 
     """
     strategy = cfg.get("strategy", "rule")
     if strategy not in ACTIVATION_STRATEGIES:
-        raise ValueError(f"activation strategy {strategy!r} is not one of "
-                         f"{', '.join(ACTIVATION_STRATEGIES)}; e.g. activation.strategy=rule")
+        raise ValueError(Refusal(f"activation strategy {strategy!r} is not one of {', '.join(ACTIVATION_STRATEGIES)}",
+                                 "activation.strategy=rule", how="; e.g. "))
     fields = {k: v for k, v in cfg.items() if k != "strategy"}
     # PartitionAxis's fields, as the config's schema lists them: validate's check without a mesh imports no JAX
     names = [f.name for f in dataclasses.fields(ActivationConfig) if f.name != "strategy"]
@@ -198,8 +199,8 @@ def partition_axis_from_config(cfg: Mapping[str, Any], rule: Any, mesh: Any) -> 
                          f"strategy, {', '.join(names)}")
     for key, value in fields.items():  # known without a mesh: refused at validation, before any work
         if isinstance(value, (list, tuple)) and len(set(value)) != len(value):
-            raise ValueError(f"{key}={override_literal(list(value))} names a mesh axis twice; list each mesh axis once: set "
-                             f"activation.{key}={_once(value)}")
+            raise ValueError(Refusal(f"{key}={override_literal(list(value))} names a mesh axis twice",
+                                     f"activation.{key}={_once(value)}", how="; list each mesh axis once: set "))
     if strategy == "none" or mesh is None:
         return None
     from gensbi_sharding.activations import PartitionAxis  # not at the top (TYPE_CHECKING's note)
@@ -223,9 +224,9 @@ def activation_axes_problem(fields: Mapping[str, Any], mesh_axes: tuple[str, ...
         lacking = [a for a in ((value,) if isinstance(value, str) else value or ()) if a not in mesh_axes]
         if lacking:
             fix = mesh_axis_fix(value, mesh_axes)
-            return (f"{key}={override_literal(value)} names mesh axis {lacking[0]}, which the mesh lacks (axes: "
-                    f"{', '.join(mesh_axes)}); set activation.{key}={fix}" + ("" if fix == "null" else
-                                                                               " (or null: unsplit)"))
+            return Refusal(f"{key}={override_literal(value)} names mesh axis {lacking[0]}, which the mesh lacks "
+                           f"(axes: {', '.join(mesh_axes)})", f"activation.{key}={fix}",
+                           after="" if fix == "null" else " (or null: unsplit)")
     return None
 
 
