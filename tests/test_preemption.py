@@ -456,7 +456,8 @@ def test_ctrl_c_during_c2st_keeps_that_whole_score_and_stops(tmp_path, monkeypat
     assert resumed["status"] == "ok" and resumed["steps"] == 0 and len(calls) == 4  # one C2ST more: observation 3's
     assert (out / "c2st.csv").read_text().startswith(scored) and len((out / "c2st.csv").read_text().splitlines()) == 4
     assert all((out / name).read_bytes() == data for name, data in files.items())  # the kept files, untouched
-    assert sorted(p.name for p in out.glob("*.attempt1.*")) == ["c2st.attempt1.csv"]  # the kept ones moved back
+    # the kept ones moved back; the stopped attempt's placement stays set aside (this attempt wrote its own)
+    assert sorted(p.name for p in out.glob("*.attempt1.*")) == ["c2st.attempt1.csv", "sharding.attempt1.txt"]
     assert [row["observation"] for row in resumed["c2st_observations"]] == [1, 2, 3]
     assert resumed["c2st"] == pytest.approx(np.mean([row["c2st"] for row in resumed["c2st_observations"]]))
     # The kept scores are those a fresh evaluation of that checkpoint writes (the same seed: the same samples).

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness.child_logging import logging_overrides
 from gensbi_sharding.harness.config import ConfigError
@@ -89,7 +89,9 @@ def run_local_processes(cfg: DictConfig, out: Path, watch: Any = None) -> dict[s
         raise ConfigError("distributed.local_processes > 1 needs a Hydra job: run it through launch.py")
     # The search path too (Hydra keeps it apart from the task's): else no process finds a preset of one's own.
     overrides = with_search_path([o for o in HydraConfig.get().overrides.task if _key(o) not in _CHILD_KEYS])
-    overrides += logging_overrides(HydraConfig.get().overrides.hydra)  # was: the children's consoles ignored them
+    # Read unresolved, as typed: the children's Hydra resolves them (hydra.sweep.subdir=${hydra.job.num} has no value
+    # in a run); was: the children's consoles ignored them
+    overrides += logging_overrides(OmegaConf.to_container(HydraConfig.get().overrides.hydra))
     port = free_port()
     script = Path(sys.argv[0]).absolute()
     lifeline, keep_open = os.pipe()  # the children read; only this process holds the write end
