@@ -96,9 +96,10 @@ def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.
     Raises
     ------
     FileNotFoundError, TypeError, ValueError
-        No complete checkpoint, or a damaged step folder (named, with the reason); an argument of another type (or a
-        path ``""``); a target leaf without a sharding or one (``key_sharding`` too) that cannot split it, or variables
-        missing, extra or of another shape or dtype (named). A key saved typed or raw comes back as the target holds it.
+        No complete checkpoint, or a damaged step folder (named; its ``reason`` attribute: the words without the fix);
+        an argument of another type (or a path ``""``); a target leaf without a sharding or one (``key_sharding`` too)
+        that cannot split it, or variables missing, extra or of another shape or dtype (named). A key saved typed or
+        raw comes back as the target holds it.
     """
     step_dir = find_checkpoint(path, base_dir)
     if key_sharding is not None and not isinstance(key_sharding, jax.sharding.Sharding):
@@ -196,8 +197,11 @@ def _read(step_dir: Path, items: str, read: Callable[[], Any]) -> Any:
         fix = (f"resume from another step folder: {step_dir.parent / str(others[-1])} (or move {step_dir} aside, "
                f"e.g. to {step_dir}.damaged, and the newest is {others[-1]})" if others
                else "no other step folder is complete: start without it")
-        raise FileNotFoundError(f"checkpoint {step_dir} is damaged: its {items} item cannot be read "
-                                f"({type(err).__name__}: {str(err)[:120]}); {fix}") from None
+        reason = (f"checkpoint {step_dir} is damaged: its {items} item cannot be read "
+                  f"({type(err).__name__}: {str(err)[:120]})")
+        damaged_error = FileNotFoundError(f"{reason}; {fix}")
+        damaged_error.reason = reason  # the fix is for training: a sampler words its own (harness.sampled_checkpoint)
+        raise damaged_error from None
 
 
 def _storage_target(name: str, leaf: Any) -> jax.ShapeDtypeStruct:

@@ -11,9 +11,6 @@ from typing import Any
 
 __all__ = ["DamagedCheckpoint", "for_sampler", "saved_items", "training_run"]
 
-# The library's fixes (gensbi_sharding.checkpoint._read), cut off: the reason before them is kept as it is.
-_TRAINING_FIXES = ("; resume from another step folder", "; no other step folder is complete")
-
 
 class DamagedCheckpoint(FileNotFoundError):
     """A step folder whose items cannot be read: no argument was mistyped (``sample.py`` exits 1, not argparse's 2)."""
@@ -54,11 +51,9 @@ def for_sampler(err: FileNotFoundError, step_dir: Path, *, flags: bool, x_o: Any
     FileNotFoundError
         A ``DamagedCheckpoint`` naming the step folder to sample instead (or that none is left), or ``err`` itself.
     """
-    said = str(err)
-    if not said.startswith(f"checkpoint {step_dir} is damaged: "):
+    reason = getattr(err, "reason", None)  # the library's damaged-checkpoint refusal without its training advice
+    if reason is None:
         return err
-    cut = max(said.rfind(fix) for fix in _TRAINING_FIXES)
-    reason = said[:cut] if cut > 0 else said
     other = _intact_other(step_dir)
     if other is None:
         fix = ("no other step folder of its run holds a readable checkpoint, so nothing there can be sampled: "
