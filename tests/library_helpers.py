@@ -1,0 +1,46 @@
+"""Modules, fixtures and helpers shared by the library's input tests (test_*_inputs.py, test_argument_types.py)."""
+
+import jax.numpy as jnp
+import pytest
+from flax import nnx
+
+import gensbi_sharding as gs
+
+
+def _refusal(call):
+    with pytest.raises((ValueError, TypeError)) as err:
+        call()
+    return type(err.value), str(err.value)
+
+
+class Annotated(nnx.Module):
+    def __init__(self):
+        self.kernel = nnx.Param(jnp.arange(32.0).reshape(8, 4), **gs.axes("embed", "mlp"))
+        self.bias = nnx.Param(jnp.zeros((4,)), **gs.axes("mlp"))
+
+
+class Block(nnx.Module):
+    def __init__(self, rngs):
+        self.up = nnx.Linear(8, 16, rngs=rngs,
+                             kernel_init=gs.partitioned(nnx.initializers.lecun_normal(), ("embed", "mlp")))
+
+
+@pytest.fixture(scope="module")
+def mesh(devices):
+    return gs.make_mesh(model_axis=2)
+
+
+@pytest.fixture
+def model():
+    return Block(nnx.Rngs(0))
+
+
+class OddAnnotation(nnx.Module):
+    def __init__(self, entry):
+        self.w = nnx.Param(jnp.ones((8, 8)), out_sharding=(entry, "mlp"), eager_sharding=False)
+
+
+class AxesBlock(nnx.Module):
+    def __init__(self, rngs, hidden=16):
+        self.up = nnx.Linear(8, hidden, rngs=rngs, kernel_metadata=gs.axes("embed", "mlp"),
+                             bias_metadata=gs.axes("mlp"))

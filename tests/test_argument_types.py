@@ -1,0 +1,80 @@
+"""The public API under wrong argument types: a ``TypeError``/``ValueError`` naming the value and the fix.
+
+In-process, 8 simulated CPU devices (conftest); tiny modules.
+"""
+
+import jax
+import numpy as np
+import pytest
+from flax import nnx
+
+import gensbi_sharding as gs
+from gensbi_sharding import checkpoint
+from library_helpers import Block, mesh, model
+
+
+@pytest.mark.parametrize("call, error, needles", [
+    # A string or number where a module goes: an empty plan / IndexError / "'int' object is not callable".
+    (lambda m, mesh: gs.plan_shardings("model", mesh), TypeError, ["got str", "Module"]),
+    (lambda m, mesh: gs.describe(3, mesh), TypeError, ["got int", "Module"]),
+    (lambda m, mesh: checkpoint.abstract_state_for(3, mesh), TypeError, ["got int", "Module", "factory"]),
+    # A factory that builds no module: AttributeError "'int' object has no attribute '_mapping'".
+    (lambda m, mesh: gs.init_sharded(lambda: 3, mesh, "fsdp"), TypeError,
+     ["init_sharded (what the factory returned)", "got int", "Module"]),
+    (lambda m, mesh: gs.abstract_sharded(lambda: "model", mesh, "fsdp"), TypeError, ["got str", "Module"]),
+    # A mesh spec where a Mesh goes: AttributeError 'str' object has no attribute 'devices', JAX's ValueError.
+    (lambda m, mesh: gs.describe(m, "auto"), TypeError, ["got 'auto'", "resolve_mesh(spec)"]),
+    (lambda m, mesh: gs.mesh_context("auto").__enter__(), TypeError, ["got 'auto'", "resolve_mesh(spec)"]),
+    # A count where a device list goes: "'int' object is not iterable".
+    (lambda m, mesh: gs.make_mesh(devices=4), TypeError, ["devices=4", "jax.devices()[:4]"]),
+    # A rule table holding a number, or a mistyped logical axis (which silently split nothing).
+    (lambda m, mesh: gs.shard_model_by_table(m, mesh, {"embed": 3}), ValueError,
+     ["'embed': 3", "mesh axis name"]),
+    (lambda m, mesh: gs.plan_shardings(m, mesh, {"embd": "data"}), ValueError,
+     ["'embd'", "embed, mlp, heads, vocab, in, out"]),
+    (lambda m, mesh: gs.resolve_rule({("embed",): "data"}), ValueError, ["('embed',)"]),
+    # A table given to shard_model, which takes names: the message names the function that takes tables.
+    (lambda m, mesh: gs.shard_model(m, mesh, {"embed": "data"}), ValueError, ["shard_model_by_table"]),
+    # A mesh spec where a Mesh goes, in the functions that did not check it: AttributeError 'str' object has no ...
+    (lambda m, mesh: gs.check_model_groups_local("auto"), TypeError, ["got 'auto'", "make_mesh"]),
+    (lambda m, mesh: gs.input_partition_spec("auto"), TypeError, ["got 'auto'", "make_mesh"]),
+    (lambda m, mesh: gs.PartitionAxis.for_rule("tensor", "auto"), TypeError, ["got 'auto'", "make_mesh"]),
+    (lambda m, mesh: gs.partition_spec_for(("mlp",), (8,), {"mlp": "model"}, "auto"), TypeError, ["got 'auto'"]),
+    (lambda m, mesh: gs.constrain(np.ones((8, 4)), ("batch", None), gs.PartitionAxis(), "auto"), TypeError,
+     ["got 'auto'"]),
+    # A rule name where a PartitionAxis goes (AttributeError 'str' object has no attribute 'resolve'), and one
+    # name where a sequence goes (read as ('b', 'a', 't', 'c', 'h')).
+    (lambda m, mesh: gs.constrain(np.ones((8, 4)), ("batch", None), "tensor", mesh), TypeError,
+     ["partition_axis='tensor'", "PartitionAxis.for_rule(rule, mesh)"]),
+    (lambda m, mesh: gs.constrain(np.ones(8), "batch", gs.PartitionAxis(), mesh), ValueError, ["('batch',)"]),
+    # A pytree or a class where a node goes: AttributeError 'ArrayImpl' ... 'get_value', IndexError in flax.
+    (lambda m, mesh: gs.sharding_of({"w": np.ones(3)}), TypeError, ["sharding_of", "got dict"]),
+    (lambda m, mesh: gs.partition_specs(Block), TypeError, ["partition_specs", "got ModuleMeta"]),
+    (lambda m, mesh: gs.init_optimizer_sharded(Block, None), TypeError, ["init_optimizer_sharded", "got ModuleMeta"]),
+    # No optimizer (AttributeError 'NoneType' object has no attribute 'init', inside nnx.Optimizer).
+    (lambda m, mesh: gs.init_optimizer_sharded(m, "adam"), TypeError, ["tx='adam'", "optax.adam(1e-3)"]),
+    # A class needing arguments as the factory: Flax's "missing 1 required positional argument" on tracing.
+    (lambda m, mesh: gs.init_sharded(Block, mesh), ValueError, ["factory 'Block'", "'rngs'", "lambda:"]),
+    # Without a mesh the factory's result went unchecked: None was returned as the model.
+    (lambda m, mesh: gs.init_sharded(lambda: None, None), TypeError, ["what the factory returned", "got NoneType"]),
+    # (It named the abstracted value, "got ShapeDtypeStruct", until mesh=None traced as with a mesh.)
+    (lambda m, mesh: gs.abstract_sharded(lambda: 3, None), TypeError,
+     ["abstract_sharded (what the factory returned)", "got int 3"]),
+    # A Lowered (not compiled) program: AttributeError 'Lowered' object has no attribute 'memory_analysis'.
+    (lambda m, mesh: gs.compiled_report(jax.jit(lambda x: x).lower(np.ones(2))), ValueError, [".compile()"]),
+])
+def test_wrong_arguments_get_a_clear_error(model, mesh, call, error, needles):
+    with pytest.raises(error) as err:
+        call(model, mesh)
+    for needle in needles:
+        assert needle in str(err.value), (needle, str(err.value))
+
+
+@pytest.mark.parametrize("call, flag", [
+    (lambda mesh: gs.init_sharded(lambda: nnx.Linear(2, 2, rngs=nnx.Rngs(0)), mesh, warn="no"), "warn"),
+    (lambda mesh: gs.abstract_sharded(lambda: nnx.Linear(2, 2, rngs=nnx.Rngs(0)), mesh, warn="no"), "warn"),
+    (lambda mesh: gs.host_to_global_array({"x": np.ones((8, 2))}, mesh=mesh, check_processes="no"), "check_processes")])
+def test_a_flag_that_is_no_bool_is_refused(mesh, call, flag):
+    # Was taken as truthy: warn="no" warned, check_processes="no" ran the collective.
+    with pytest.raises(TypeError, match=rf"^{flag}='no' must be True or False$"):
+        call(mesh)

@@ -1,0 +1,392 @@
+"""``shard_batch``, ``replicate``, ``host_to_global_array`` and ``pad_for_mesh`` given odd-but-valid or bad batches:
+narrow and foreign dtypes, rows that differ, modules given as batches, calls inside ``jit`` and ``shard_map``.
+
+In-process, 8 simulated CPU devices (conftest); tiny arrays.
+"""
+
+import re
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import nnx
+from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
+
+import gensbi_sharding as gs
+from gensbi_sharding.batch import check_batch_divisible
+from gensbi_sharding.checkpoint import CheckpointWriter
+from library_helpers import _refusal, mesh, model
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float8_e4m3fn", "int4"])
+def test_a_numpy_batch_of_jax_narrow_dtypes_is_placed_as_it_holds(dtype):
+    # np.asarray of a bfloat16 jax.Array (or a dataset stored so) is an ml_dtypes array, of NumPy kind "V": it was
+    # refused as a dtype "which no JAX array holds".
+    mesh = gs.make_mesh(model_axis=2)
+    host = np.arange(8 * 3).reshape(8, 3).astype(jnp.dtype(dtype))
+    for placed in (gs.shard_batch({"x": host}, mesh)["x"], gs.replicate({"x": host}, mesh)["x"],
+                   gs.host_to_global_array({"x": host}, mesh=mesh)["x"]):
+        assert placed.dtype == host.dtype
+        np.testing.assert_array_equal(np.asarray(placed).astype(np.float32), host.astype(np.float32))
+    with pytest.raises(TypeError, match="which no JAX array holds"):  # a structured (void) dtype still is refused
+        gs.shard_batch({"x": np.zeros(8, dtype=[("a", np.int32)])}, mesh)
+
+
+def test_shard_batch_inside_jit_splits_the_batch_and_inside_shard_map_names_the_fix():
+    # A batch simulated inside the jitted step, then shard_batch'ed (or a sampler's x_init by shard_sample_init):
+    # jax.device_put under jit left its layout to the compiler and the batch came out replicated, P(), silently.
+    mesh = gs.make_mesh(model_axis=2)
+    host = np.arange(32.0).reshape(32, 1)  # a NumPy constant beside the traced leaf is split alike
+
+    @jax.jit
+    def step(key):
+        theta = jax.random.normal(key, (32, 4))
+        batch = gs.shard_batch({"theta": theta, "c": host}, mesh)
+        return batch, gs.shard_sample_init(theta, mesh), gs.replicate(theta, mesh)
+
+    batch, x_init, whole = step(jax.random.key(0))
+    assert batch["theta"].sharding.spec == P("data") and batch["c"].sharding.spec == P("data")
+    assert x_init.sharding.spec == P("data") and whole.sharding.spec == P()
+    expected = jax.random.normal(jax.random.key(0), (32, 4))
+    np.testing.assert_array_equal(np.asarray(batch["theta"]), np.asarray(expected))
+    np.testing.assert_array_equal(np.asarray(batch["c"]), host.astype(np.float32))
+    mapped = jax.shard_map(lambda x: gs.shard_batch(x, mesh), mesh=mesh, in_specs=P("data"), out_specs=P("data"))
+    with pytest.raises(ValueError, match=r"batch inside jax.shard_map: .*place the batch before the shard_map"):
+        jax.jit(mapped)(jnp.ones((32, 4)))
+
+
+@pytest.mark.parametrize("mesh", ["auto", {"model_axis": 2}, 8])
+def test_host_to_global_array_given_a_mesh_of_another_type_names_how_to_build_one(devices, mesh):
+    # Was: "mesh must be a concrete jax.sharding.Mesh, got str", naming no fix (each other function's names one).
+    with pytest.raises(ValueError, match=r"mesh must be a concrete jax.sharding.Mesh, got \w+ .*; build one with "
+                                         r"make_mesh\(...\) or resolve_mesh\(spec\), or pass mesh=None"):
+        gs.host_to_global_array({"x": np.ones((8, 2))}, mesh=mesh)
+
+
+@pytest.mark.parametrize("types", [("Explicit", "Explicit"), ("Explicit", "Auto"), ("Auto", "Explicit")])
+def test_shard_batch_inside_jit_on_an_explicit_mesh_pins_by_the_batch_axes_type_or_names_mesh_context(devices, types):
+    # Was, with an Explicit batch axis and the mesh not active: JAX's error at compilation, "Length of device assignment
+    # 1 is not equal to the size of the mesh 8", or "cannot reshape array of size 1 into shape (4,2)" on a mesh of both
+    # axis types; with an Auto batch axis beside an Explicit "model", even active: "PartitionSpec passed to reshard
+    # cannot contain axis names that are of type Auto".
+    mesh = jax.make_mesh((4, 2), ("data", "model"), axis_types=tuple(getattr(AxisType, t) for t in types))
+    x = jnp.arange(16.0).reshape(8, 2)
+    step = jax.jit(lambda v: gs.shard_batch(v, mesh) * 2)
+    outputs = []
+    if types[0] == "Explicit":  # reshard pins it, which reads the axis types from the active mesh
+        with pytest.raises(ValueError, match=r"batch inside jax.jit on a mesh with AxisType.Explicit axes \(.*\) needs "
+                                             r"it active while the step is traced: call the step inside `with "
+                                             r"mesh_context\(mesh\):`, or build the mesh with make_mesh"):
+            step(x)
+    else:
+        outputs.append(step(x))
+    with gs.mesh_context(mesh):  # the fix, as named
+        outputs.append(step(x))
+    for y in outputs:
+        assert y.sharding.is_equivalent_to(NamedSharding(mesh, P("data")), 2)
+        np.testing.assert_array_equal(np.asarray(y), 2 * np.asarray(x))
+
+
+class _Tied(nnx.Module):
+    def __init__(self):
+        self.a = nnx.Linear(4, 4, rngs=nnx.Rngs(0))
+        self.b = self.a  # tied: one variable under two names
+
+
+@pytest.mark.parametrize("place, tree, where", [
+    (lambda tree, mesh: gs.replicate(tree, mesh), "model", "replicate <root> is an NNX _Tied"),
+    (lambda tree, mesh: gs.shard_batch(tree, mesh), {"x": "rows", "model": "model"}, "batch ['model'] is an NNX _Tied"),
+    (lambda tree, mesh: gs.shard_sample_init(tree, mesh), ["optimizer"], "sampler initial state [0] is an NNX Optimizer"),
+    (lambda tree, mesh: gs.host_to_global_array(tree, mesh=mesh), {"x": "rows", "model": "model"},
+     "host_arrays ['model'] is an NNX _Tied")])
+def test_placing_a_module_as_a_pytree_is_refused_naming_shard_model(devices, place, tree, where):
+    # Was: replicate(model, mesh) returned a copy of the Module, its tied variables untied (copy.a is not copy.b) and
+    # the model itself left on one device; shard_batch split its (4, 4) kernel over "data" as if rows, or raised
+    # "batch leaves have differing leading sizes [4, 4, 8]" for a batch holding it.
+    import optax
+
+    mesh = gs.make_mesh(model_axis=2)
+    model = _Tied()
+    parts = {"model": model, "rows": np.ones((8, 2), np.float32),
+             "optimizer": nnx.Optimizer(model, optax.sgd(0.1), wrt=nnx.Param)}
+    tree = jax.tree.map(parts.get, tree)
+    with pytest.raises(TypeError) as err:
+        place(tree, mesh)
+    assert str(err.value).startswith(where + ", which this would copy (shared variables untied), leaving it where it "
+                                             "was: place a Module, nnx.Optimizer or a tuple of them in place with "
+                                             "shard_model(node, mesh, rule) (rule 'replicated': whole on every device)")
+    assert model.a is model.b and len(model.a.kernel[...].sharding.device_set) == 1  # untouched
+    # Its state is a pytree of arrays (each shared variable once): replicated as such, and nnx.update puts it back.
+    state = gs.replicate(nnx.state(model), mesh)
+    assert state["a"]["kernel"][...].sharding.is_fully_replicated and "b" not in state
+    nnx.update(model, state)
+    assert model.a is model.b and len(model.a.kernel[...].sharding.device_set) == 8
+
+
+def test_pad_for_mesh_returns_ints_and_names_the_fix_for_a_0d_count(devices):
+    mesh = gs.make_mesh(model_axis=2)
+    # Was (np.int64(12), np.int64(10)): json.dumps of them raised TypeError.
+    padded = gs.pad_for_mesh(np.int64(10), mesh)
+    assert padded == (12, 10) and all(type(n) is int for n in padded)
+    # Was "got an array of shape (); pass n.shape[0]", which a 0-d array has not.
+    for count in (np.array(10), jnp.array(10)):
+        with pytest.raises(ValueError, match=r"got ([Aa]rray)\(10.*; pass int\(n\)$"):
+            gs.pad_for_mesh(count, mesh)
+    with pytest.raises(ValueError, match=r"got an array of shape \(10, 2\); pass n\.shape\[0\]$"):
+        gs.pad_for_mesh(np.ones((10, 2)), mesh)
+
+
+@pytest.mark.parametrize("where", ["outside", "jit"])
+@pytest.mark.parametrize("other", [2.0, np.float32(2.0), np.array(2.0), jnp.array(2.0)],
+                         ids=["python", "numpy-scalar", "numpy-0d", "jax-0d"])
+def test_a_batch_leaf_the_mesh_cannot_split_is_named_by_its_path_in_jit_and_out(devices, where, other):
+    # Was "batch leaf of shape (6, 3) has leading size 6": which leaf of the batch, it did not say.
+    mesh = gs.make_mesh(model_axis=2)
+    batch = {"scale": other, "theta": jnp.ones((6, 3))}
+    place = (lambda b: gs.shard_batch(b, mesh)) if where == "outside" else jax.jit(lambda b: gs.shard_batch(b, mesh))
+    with pytest.raises(ValueError, match=r"^batch leaf \['theta'\] \(shape \(6, 3\)\) has leading size 6, not "
+                                         r"divisible by the data-parallel size 4; use 4 or 8 rows \(pad_for_mesh"):
+        place(batch)
+    placed = place({"scale": other, "theta": jnp.ones((8, 3))})
+    assert placed["theta"].sharding.spec == P("data") and float(placed["scale"]) == 2.0
+
+
+def test_a_numpy_batch_placed_inside_jit_is_split_over_the_batch_axes(devices):
+    # Was P(): inside jax.jit device_put placed nothing on Auto axes, and the batch stayed whole on every device.
+    mesh = gs.make_mesh(model_axis=2)
+    x = np.arange(24.0).reshape(8, 3)
+    for place in (gs.shard_batch, gs.shard_sample_init):
+        out = jax.jit(lambda: place({"x": x, "n": np.array(3)}, mesh))()
+        assert out["x"].sharding.spec == P("data") and out["n"].sharding.spec == P()
+        np.testing.assert_array_equal(out["x"], x)
+        assert {shard.data.shape for shard in out["x"].addressable_shards} == {(2, 3)}
+    # On an Explicit mesh it was, and is, placed by device_put, with or without the mesh set.
+    explicit = jax.make_mesh((4, 2), ("data", "model"), axis_types=(AxisType.Explicit,) * 2)
+    out = jax.jit(lambda: gs.shard_batch({"x": x}, explicit))()
+    assert out["x"].sharding.spec == P("data", None)
+    # replicate leaves it whole, as it did.
+    assert jax.jit(lambda: gs.replicate({"x": x}, mesh))()["x"].sharding.is_fully_replicated
+    # Inside jax.shard_map, refused as a traced batch is (the pin would have raised JAX's "contains a manual axes").
+    blocks = jax.shard_map(lambda b: b + gs.shard_batch({"x": x}, mesh)["x"][:2], mesh=mesh, in_specs=P("data"),
+                           out_specs=P("data"))
+    with pytest.raises(ValueError, match=r"^batch inside jax\.shard_map: each array there is one device's block"):
+        jax.jit(blocks)(jnp.ones((8, 3)))
+
+
+class _HijaxModel(nnx.Module):
+    def __init__(self):
+        self.w = nnx.Param(jnp.ones((16, 8)), hijax=True, **gs.axes("embed", "mlp"))
+
+
+@pytest.mark.parametrize("place", ["replicate", "shard_batch", "host_to_global_array"])
+def test_the_state_of_a_hijax_model_given_as_a_batch_names_shard_model_not_np_asarray(place):
+    # Was: "batch leaf ['w'] is a HijaxVariable, an array-like that is no array: pass np.asarray(it) (a torch tensor:
+    # .numpy())", advice that drops the variable; nnx.state of a hijax model holds Variables, not arrays.
+    model = _HijaxModel()
+    mesh = gs.make_mesh(model_axis=2)
+    with pytest.raises(TypeError) as err:
+        if place == "host_to_global_array":
+            gs.host_to_global_array(nnx.state(model), mesh=mesh)
+        else:
+            getattr(gs, place)(nnx.state(model), mesh)
+    message = str(err.value)
+    assert "['w'] is an NNX HijaxVariable, which this would copy" in message and "np.asarray" not in message
+    assert message.endswith("shard_model(node, mesh, rule) (rule 'replicated': whole on every device)")
+    gs.shard_model(model, mesh, "tensor")  # the fix named works
+    assert model.w.hijax and model.w[...].sharding.spec == P(None, "model")
+
+
+@pytest.mark.parametrize("dtype", ["datetime64[D]", "timedelta64[s]", "U3"])
+def test_a_numpy_array_of_a_dtype_jax_lacks_is_named_by_every_function_placing_or_saving_it(devices, tmp_path, dtype):
+    # Was: JAX's "Dtype datetime64[D] is not a valid JAX array type" (shard_batch, replicate, host_to_global_array,
+    # constrain, shard_model: its variables before this one already moved), "function build ... traced for jit returned
+    # a value of type <class 'numpy.ndarray'>" (init_sharded, abstract_sharded) and Orbax's "Unsupported data type"
+    # from its writing threads (CheckpointWriter.save), naming neither the leaf nor the fix. A str array was already
+    # refused as a batch leaf (a dtype of kind "U"); datetime64, timedelta64 and float128 (kind "M", "m", "f") were not.
+    mesh, odd = gs.make_mesh(model_axis=2), np.zeros(8, dtype=dtype)
+
+    class Model(nnx.Module):
+        def __init__(self):
+            self.kernel = nnx.Param(jnp.ones((8, 4)))
+            self.when = nnx.Variable(odd)  # after kernel: shard_model moved the kernel, then failed on this
+
+    lacking = rf"has dtype {re.escape(str(odd.dtype))}, which no JAX array holds: pass numbers"
+    for place in (lambda: gs.shard_batch({"x": np.ones(8), "when": odd}, mesh),
+                  lambda: gs.replicate({"when": odd}, mesh),
+                  lambda: gs.host_to_global_array({"when": odd}, mesh=mesh),
+                  lambda: gs.constrain(odd, ("batch",), gs.PartitionAxis(), mesh)):
+        with pytest.raises(TypeError, match=rf"(leaf \['when'\]|x) \(shape \(8,\)\) {lacking}"):
+            place()
+    model = Model()
+    with pytest.raises(TypeError, match=rf"^place / shard_model: when \(shape \(8,\)\) {lacking}"):
+        gs.shard_model(model, mesh)
+    assert model.kernel[...].sharding == jax.sharding.SingleDeviceSharding(jax.devices()[0])  # nothing moved
+    as_variable = rf": when holds ndarray of dtype {re.escape(str(odd.dtype))}; a variable's value"
+    for build in (gs.init_sharded, gs.abstract_sharded):
+        with pytest.raises(TypeError, match=rf"^{build.__name__}{as_variable}"):
+            build(Model, mesh)
+    with CheckpointWriter(tmp_path / "checkpoints", async_save=False) as writer:
+        with pytest.raises(TypeError, match=rf"^CheckpointWriter\.save{as_variable}"):
+            writer.save(1, model, jax.random.key(0))
+        assert list((tmp_path / "checkpoints").iterdir()) == []  # nothing written
+        model.when = nnx.Variable(np.arange(8))  # the fix the message names: numbers
+        assert writer.save(1, model, jax.random.key(0)) and writer.steps() == [1]
+
+
+@pytest.mark.skipif(np.dtype(np.longdouble).itemsize <= 8, reason="np.longdouble is float64 here: JAX holds it")
+def test_a_numpy_scalar_of_a_dtype_jax_lacks_is_named(devices, tmp_path):
+    # Was: np.longdouble(1.5) (float128), a NumPy number, kept as a scalar; Orbax's writing thread then failed,
+    # "Unsupported data type: float128", naming no variable.
+    class Model(nnx.Module):
+        def __init__(self):
+            self.kernel = nnx.Param(jnp.ones(4))
+            self.scale = nnx.Variable(np.longdouble(1.5))
+
+    message = r": scale holds longdouble of dtype float128; a variable's value"
+    with pytest.raises(TypeError, match=rf"^init_sharded{message}"):
+        gs.init_sharded(Model, gs.make_mesh(model_axis=2))
+    with CheckpointWriter(tmp_path / "checkpoints", async_save=False) as writer:
+        with pytest.raises(TypeError, match=rf"^CheckpointWriter\.save{message}"):
+            writer.save(1, Model(), jax.random.key(0))
+        assert writer.steps() == []
+
+
+@pytest.mark.parametrize("batch", [{"a": np.ones((8, 2)), "b": np.ones((6, 2))}, {"a": np.ones((8, 2)),
+                                                                               "b": np.array(["x"] * 8)}])
+def test_a_batch_refused_on_a_mesh_is_refused_without_one(devices, batch):
+    # Was: shard_batch(batch, None) (and replicate, shard_sample_init, check_batch_divisible) returned without a word
+    # for rows that differ or a leaf of strings, which the same call refuses on a mesh.
+    mesh = gs.make_mesh(model_axis=1)
+    for call in (gs.shard_batch, gs.shard_sample_init):
+        assert _refusal(lambda: call(batch, None)) == _refusal(lambda: call(batch, mesh))
+    if batch["b"].dtype.kind == "U":
+        assert _refusal(lambda: gs.replicate(batch, None)) == _refusal(lambda: gs.replicate(batch, mesh))
+    else:
+        assert _refusal(lambda: check_batch_divisible(batch, None, "train")) == _refusal(
+            lambda: check_batch_divisible(batch, mesh, "train"))
+    good = {"a": np.ones((8, 2)), "b": np.ones((8, 3))}
+    assert gs.shard_batch(good, None) is good and gs.replicate(good, None) is good
+    check_batch_divisible(good, None, "train")
+
+
+@pytest.mark.skipif(np.dtype(np.longdouble).itemsize <= 8, reason="np.longdouble is float64 here: JAX holds it")
+def test_numpy_longdouble_is_told_to_cast_wherever_it_is_refused(devices, tmp_path):
+    # Was: "pass numbers (e.g. integer codes ...)" as a batch leaf (it is numbers) and "keep other data as a plain
+    # attribute of the Module" as a variable's value (it is a model's number); a NumPy longdouble scalar in a batch was
+    # kept unplaced, failing in the jitted step. The fix is a cast.
+    mesh = gs.make_mesh(model_axis=2)
+    cast = r"which no JAX array holds: cast it to float64, x\.astype\(np\.float64\) \(placed as float32"
+    for leaf in (np.ones(8, np.longdouble), np.longdouble(1.5)):
+        with pytest.raises(TypeError, match=rf"leaf \['x'\] \(shape {re_shape(leaf)}\) has dtype float128, {cast}"):
+            gs.shard_batch({"x": leaf}, mesh)
+        # The cast told goes through: an array placed (as float32), a scalar kept as it is, as every NumPy scalar.
+        assert gs.shard_batch({"x": leaf.astype(np.float64)}, mesh)["x"].dtype == (jnp.float32 if leaf.ndim else
+                                                                                   np.float64)
+    with pytest.raises(TypeError, match=r"\['x'\] \(shape \(8,\)\) has dtype complex256, which no JAX array holds: "
+                                        r"cast it to complex128, x\.astype\(np\.complex128\)"):
+        gs.replicate({"x": np.ones(8, np.clongdouble)}, mesh)
+
+    class Model(nnx.Module):
+        def __init__(self):
+            self.kernel = nnx.Param(jnp.ones(4))
+            self.scale = nnx.Variable(np.longdouble(1.5))
+
+    told = r"must be an array \(JAX or NumPy\) or a Python/NumPy number or bool: cast it to float64, x\.astype"
+    with pytest.raises(TypeError, match=rf"^init_sharded: scale holds longdouble of dtype float128; .*{told}"):
+        gs.init_sharded(Model, mesh)
+    with CheckpointWriter(tmp_path / "checkpoints", async_save=False) as writer:
+        with pytest.raises(TypeError, match=rf"^CheckpointWriter\.save: scale holds longdouble .*{told}"):
+            writer.save(1, Model(), jax.random.key(0))
+
+
+def re_shape(leaf: np.ndarray) -> str:
+    """``leaf``'s shape as a regular expression."""
+    return str(leaf.shape).replace("(", r"\(").replace(")", r"\)")
+
+
+@pytest.mark.parametrize("spec, twice, fixed", [
+    (P("data", "data"), "data", "P('data', None)"),
+    (P(("data", "model"), "data"), "data", "P(('data', 'model'), None)"),
+    (P(("model", "model")), "model", "P('model',)"),
+])
+def test_host_to_global_array_names_a_mesh_axis_used_twice(mesh, spec, twice, fixed):
+    # Was JAX's DuplicateSpecError from inside NamedSharding, raised while the arrays were built.
+    with pytest.raises(ValueError) as err:
+        gs.host_to_global_array(np.ones((8, 8)), partition=spec, mesh=mesh)
+    assert f"PartitionSpec {spec} for leaf <root> names mesh axis {twice!r} twice" in str(err.value)
+    assert f"use e.g. {fixed}" in str(err.value)
+
+
+@pytest.mark.parametrize("call", [
+    lambda batch, mesh: gs.shard_batch(batch, mesh),
+    lambda batch, mesh: gs.shard_sample_init(batch, mesh),
+    lambda batch, mesh: gs.host_to_global_array(batch, mesh=mesh),
+    lambda batch, mesh: gs.host_to_global_array(batch, partition="data", mesh=mesh),
+    lambda batch, mesh: gs.check_batch_divisible(batch, mesh, "train"),
+])
+def test_batch_leaves_with_differing_rows_are_refused_alike(mesh, call):
+    # shard_batch placed both (rows of x and y no longer lined up); host_to_global_array did too.
+    with pytest.raises(ValueError, match=r"leaves have differing leading sizes \[8, 16\] \(\['x'\] 8, \['y'\] 16\)"):
+        call({"x": np.ones((8, 3)), "y": np.ones((16,)), "s": np.ones(())}, mesh)
+
+
+def test_leaves_not_split_along_rows_may_differ(mesh):
+    got = gs.host_to_global_array({"x": np.ones((8, 3)), "table": np.ones((3,))},
+                                  partition={"x": P("data"), "table": P()}, mesh=mesh)
+    assert got["x"].shape == (8, 3) and got["table"].shape == (3,) and got["table"].sharding.spec == P()
+    assert gs.host_to_global_array({"x": np.ones((8, 3)), "y": np.ones((5,))}, partition="replicated",
+                                   mesh=mesh)["y"].shape == (5,)
+
+
+class Series:
+    """What pandas' Series shows JAX: an object (a pytree leaf) with ``__array__``."""
+
+    def __init__(self, values):
+        self.values = values
+
+    def __array__(self, dtype=None, copy=None):
+        return np.asarray(self.values, dtype)
+
+
+@pytest.mark.parametrize("place", [gs.shard_batch, gs.shard_sample_init, gs.replicate,
+                                   lambda tree, mesh: gs.host_to_global_array(tree, mesh=mesh)])
+@pytest.mark.parametrize("bad", [np.array(["a"] * 8), np.array([object()] * 8)])
+def test_a_leaf_of_strings_or_objects_is_named(mesh, place, bad):
+    # Was JAX's "Dtype <U1 is not a valid JAX array type", naming neither the leaf nor the fix.
+    with pytest.raises(TypeError, match=rf"leaf \['tag'\] \(shape \(8,\)\) has dtype {bad.dtype}, which no JAX "
+                                        r"array holds: pass numbers \(e\.g\. integer codes"):
+        place({"x": np.ones((8, 2), np.float32), "tag": bad}, mesh)
+    # An array-like that is no array (a pandas Series, a torch tensor): was kept as it was, unplaced.
+    with pytest.raises(TypeError, match=r"leaf \['tag'\] is a Series, an array-like that is no array: pass "
+                                        r"np\.asarray\(it\)"):
+        place({"x": np.ones((8, 2), np.float32), "tag": Series(np.arange(8.0))}, mesh)
+    # Numbers, booleans and PRNG keys still go through.
+    placed = place({"x": np.ones((8, 2), np.float32), "done": np.ones(8, bool),
+                    "keys": jax.random.split(jax.random.key(0), 8)}, mesh)
+    assert (placed["done"].dtype, placed["keys"].shape) == (np.dtype(bool), (8,))
+
+
+def test_shard_batch_places_an_abstract_batch_as_it_places_the_concrete_one(devices):
+    # Was: jax.ShapeDtypeStruct leaves came back unplaced, so jax.jit(step).lower(state, batch) of a dry run compiled
+    # for a batch whole on one device: compiled_report gave the wrong per-device memory, and no size was checked.
+    mesh = gs.make_mesh(model_axis=2)
+    abstract = gs.shard_batch({"x": jax.ShapeDtypeStruct((32, 64), jnp.float32),
+                               "t": jax.ShapeDtypeStruct((), jnp.float32), "n": 3}, mesh)
+    concrete = gs.shard_batch({"x": jnp.ones((32, 64)), "t": jnp.float32(0), "n": 3}, mesh)
+    assert abstract["x"].sharding == concrete["x"].sharding == NamedSharding(mesh, P("data"))
+    assert abstract["t"].sharding == concrete["t"].sharding == NamedSharding(mesh, P()) and abstract["n"] == 3
+    step = jax.jit(lambda batch: batch["x"].sum() * batch["t"])
+    memory = [gs.compiled_report(step.lower(batch).compile())["memory"] for batch in (abstract, concrete)]
+    assert memory[0] == memory[1] and memory[0]["argument_bytes"] < 32 * 64 * 4  # each device's rows only
+    assert gs.replicate(jax.ShapeDtypeStruct((3,), jnp.float32), mesh).sharding == NamedSharding(mesh, P())
+    with pytest.raises(ValueError, match=r"shape \(30, 3\)\) has leading size 30, not divisible by the data-parallel "
+                                         r"size 4; use 28 or 32 rows \(pad_for_mesh\(30, mesh\) returns"):
+        gs.shard_batch(jax.ShapeDtypeStruct((30, 3), jnp.float32), mesh)
+    with pytest.raises(ValueError, match=r"differing leading sizes \[8, 12\]"):
+        gs.shard_batch((jax.ShapeDtypeStruct((8, 3), jnp.float32), jnp.ones((12,))), mesh)
+    with pytest.raises(ValueError) as error:  # each process's rows: no abstract global array to build (was returned)
+        gs.host_to_global_array({"x": jax.ShapeDtypeStruct((8, 3), jnp.float32)}, mesh=mesh)
+    assert str(error.value) == ("leaf ['x'] is abstract (ShapeDtypeStruct(shape=(8, 3), dtype=float32)); "
+                                "host_to_global_array builds arrays from each process's rows: for a dry run's batch, "
+                                "shard_batch(the global batch as jax.ShapeDtypeStruct, mesh)")

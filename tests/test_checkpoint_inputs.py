@@ -1,0 +1,285 @@
+"""Checkpoint saving and restoring (``CheckpointWriter``, ``save``, ``maybe_save``, ``restore``,
+``abstract_state_for``) given bad paths, states, keys, steps and restore targets: each named with its fix,
+nothing written or overwritten.
+
+In-process, 8 simulated CPU devices (conftest); tiny states.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+from flax import nnx
+from jax.sharding import NamedSharding, PartitionSpec as P
+
+import gensbi_sharding as gs
+from gensbi_sharding import checkpoint
+from gensbi_sharding.checkpoint import CheckpointWriter
+from library_helpers import AxesBlock, mesh, model
+
+
+def test_a_state_donated_to_a_step_is_named_by_save_and_shard_model_and_nothing_is_written(tmp_path):
+    # A script that donates its state (jax.jit(step, donate_argnums=0)) and then saves or places the old one got JAX's
+    # "Array has been deleted with shape=float32[4]": no variable named, no fix; now both name it and the fix.
+    from flax import nnx
+
+    from gensbi_sharding.checkpoint import CheckpointWriter
+
+    mesh = gs.make_mesh(model_axis=2)
+    model = gs.init_sharded(lambda: nnx.Linear(8, 4, rngs=nnx.Rngs(0)), mesh, "fsdp")
+    graphdef, state = nnx.split(model)
+    new = jax.jit(lambda s: jax.tree.map(lambda a: a * 0.5, s), donate_argnums=0)(state)
+    with CheckpointWriter(tmp_path / "ckpt") as writer:
+        with pytest.raises(RuntimeError, match=r"CheckpointWriter.save: bias \(shape \(4,\)\) was deleted: donated"):
+            writer.save(1, state, jax.random.key(0))
+        assert writer.steps() == []
+        assert writer.save(1, new, jax.random.key(0))  # the state the step returned saves
+    with pytest.raises(RuntimeError, match=r"shard_model: bias \(shape \(4,\)\) was deleted.*state = step\(state\)"):
+        gs.shard_model(model, mesh, "tensor")
+    x = jnp.ones((8, 3))
+    x.delete()
+    with pytest.raises(RuntimeError, match=r"batch leaf \['x'\] \(shape \(8, 3\)\) was deleted"):
+        gs.shard_batch({"x": x}, mesh)
+    with pytest.raises(RuntimeError, match=r"host_arrays leaf \[.x.\] \(shape \(8, 3\)\) was deleted"):
+        gs.host_to_global_array({"x": x}, mesh=mesh)
+
+
+@pytest.mark.parametrize("every", [0, 2])
+@pytest.mark.parametrize("step", ["4", "3", None, 2.0, -2, jnp.array(4.0)])
+def test_a_step_no_integer_is_named_by_due_and_maybe_save_whatever_every(tmp_path, devices, every, step):
+    # Was: maybe_save("4", ...) raised TypeError "not all arguments converted during string formatting" ("4" % 2),
+    # None a TypeError on %, and every=0 returned False for any of them without a word.
+    state = nnx.state(nnx.Linear(2, 2, rngs=nnx.Rngs(0)))
+    with CheckpointWriter(tmp_path / "ckpt", every=every, async_save=False) as writer:
+        for call in (lambda: writer.due(step), lambda: writer.maybe_save(step, state, jax.random.key(0))):
+            with pytest.raises(ValueError, match=r"step=.* must be an integer >= 0 .*int\(optimizer.step\[...\]\)"):
+                call()
+        assert writer.steps() == []
+        # The forms it takes still save: a NumPy integer and a 0-d integer array (optimizer.step[...]).
+        assert writer.due(np.int64(4)) is (every == 2) and writer.due(jnp.array(6)) is (every == 2)
+        assert writer.maybe_save(np.int64(4), state, jax.random.key(0)) is (every == 2)
+    assert (every == 2) is (tmp_path / "ckpt" / "4").is_dir()
+
+
+def test_an_empty_checkpoint_path_is_refused_by_every_checkpoint_function(tmp_path, monkeypatch, devices):
+    # Was: "" (an unset config field) read as the current folder: CheckpointWriter("") saved step folders among the
+    # user's own files there, and restore("") / committed_steps("") read them back.
+    from gensbi_sharding.checkpoint import abstract_state_for, committed_steps, find_checkpoint, restore, saved_config
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "notes.txt").write_text("mine")
+    model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+    calls = {"directory": [lambda: CheckpointWriter(""), lambda: committed_steps("")],
+             "path": [lambda: restore("", abstract_state_for(model, None)), lambda: find_checkpoint(""),
+                      lambda: saved_config("")],
+             "base_dir": [lambda: find_checkpoint("1", base_dir="")]}
+    for name, refused in calls.items():
+        for call in refused:
+            with pytest.raises(ValueError, match=rf"{name}='' is empty, which Path reads as the current folder "
+                                                 rf"\({tmp_path}\); pass a folder, e.g. {name}=.*or '.' to mean"):
+                call()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+    with CheckpointWriter(".", async_save=False) as writer:  # the current folder, said so, still works
+        writer.save(1, nnx.state(model), jax.random.key(0))
+    assert committed_steps(".") == [1] and find_checkpoint(".") == tmp_path / "1"
+
+
+def test_a_checkpoint_directory_under_a_file_names_the_file(tmp_path, devices):
+    # Was: mkdir's NotADirectoryError "[Errno 20] Not a directory: '<dir>/run/checkpoints'", naming no file.
+    (tmp_path / "run").write_text("a file where the run folder should be")
+    for directory in (tmp_path / "run" / "checkpoints", tmp_path / "run" / "a" / "b"):
+        with pytest.raises(NotADirectoryError, match=rf"checkpoint directory {directory} is under {tmp_path / 'run'}, "
+                                                     "a file; pass a folder path"):
+            CheckpointWriter(directory)
+    with pytest.raises(NotADirectoryError, match=rf"checkpoint directory {tmp_path / 'run'} is a file; pass"):
+        CheckpointWriter(tmp_path / "run")
+    assert [p.name for p in tmp_path.iterdir()] == ["run"] and (tmp_path / "run").is_file()
+
+
+def test_a_restore_target_without_shardings_names_the_rule_argument_and_the_one_device_form(tmp_path, devices):
+    # Was: "build the target with abstract_state_for(node, mesh, table)", a parameter abstract_state_for does not
+    # have, for the target abstract_sharded(factory, None) gives (shapes, no shardings).
+    from gensbi_sharding.checkpoint import abstract_state_for, restore
+    factory = lambda: nnx.Linear(2, 4, rngs=nnx.Rngs(0))  # noqa: E731
+    with CheckpointWriter(tmp_path, async_save=False) as writer:
+        writer.save(1, nnx.state(factory()), jax.random.key(0))
+    with pytest.raises(ValueError, match=r"restore target state/(bias|kernel) is ShapeDtypeStruct without a sharding; "
+                                         r"build the target with abstract_state_for\(node, mesh, rule\) \(mesh=None: "
+                                         r"on one device\)$"):
+        restore(tmp_path, gs.abstract_sharded(factory, None))
+    restored = restore(tmp_path, abstract_state_for(factory, None))  # the fix, as named
+    np.testing.assert_array_equal(np.asarray(restored.state["kernel"][...]), np.asarray(factory().kernel[...]))
+
+
+def test_a_writer_given_a_checkpoints_step_folder_is_refused_and_that_checkpoint_kept(tmp_path, devices):
+    # Was: CheckpointWriter(restored.path) opened in <ckpt>/1 and saved <ckpt>/1/2: restore(<ckpt>) still read step 1,
+    # and a writer of <ckpt> keeping 1 step deleted <ckpt>/1 with the steps inside it.
+    from gensbi_sharding.checkpoint import committed_steps, restore
+    state = nnx.state(nnx.Linear(2, 2, rngs=nnx.Rngs(0)))
+    with CheckpointWriter(tmp_path / "ckpt", async_save=False) as writer:
+        writer.save(1, state, jax.random.key(0))
+    step_dir = restore(tmp_path / "ckpt", state).path
+    with pytest.raises(FileExistsError, match=rf"checkpoint directory {step_dir} is a checkpoint's step folder \(step 1 "
+                                              rf"of {tmp_path / 'ckpt'}\): steps saved inside it are never restored "
+                                              r"from .*; pass a folder of its own"):
+        CheckpointWriter(step_dir)
+    assert {"arrays", "config", "meta"} <= {p.name for p in step_dir.iterdir()} and not (step_dir / "2").exists()
+    assert committed_steps(tmp_path / "ckpt") == [1]
+    # A user's folder that holds arrays/, meta/ and config/ folders of its own is no step folder: saved into.
+    mine = tmp_path / "project"
+    for item in ("arrays", "meta", "config"):
+        (mine / item).mkdir(parents=True)
+    with CheckpointWriter(mine, async_save=False) as writer:
+        writer.save(3, state, jax.random.key(0))
+    assert committed_steps(mine) == [3] and (mine / "config").is_dir()
+
+
+@pytest.mark.parametrize("bad", [
+    {"state": None}, {"state": 3}, {"key": None}, {"key": jax.random.PRNGKey(0)}, {"info": 3}, {"info": {1: "a"}}])
+def test_save_at_the_step_it_last_saved_still_names_a_bad_state_key_or_info(tmp_path, devices, bad):
+    # Was: save(step, ...) at the writer's last saved step returned False before any check: maybe_save(30, ...) then
+    # save(30, None, key) (the final save of a loop, state forgotten) passed without a word.
+    state = nnx.state(nnx.Linear(2, 2, rngs=nnx.Rngs(0)))
+    with CheckpointWriter(tmp_path / "ckpt", every=10, async_save=False) as writer:
+        assert writer.maybe_save(10, state, jax.random.key(0))
+        args = {"state": state, "key": jax.random.key(0), "info": None, **bad}
+        with pytest.raises((TypeError, ValueError), match=r"(state|key|info)=|JSON keys are str"):
+            writer.save(10, args["state"], args["key"], info=args["info"])
+        assert writer.save(10, state, jax.random.key(0)) is False  # the same step, good arguments: nothing written
+        assert writer.steps() == [10]
+
+
+def test_restore_into_part_of_what_was_saved_names_the_whole_not_hyperparameters(tmp_path, devices):
+    # Was: "6 variable(s) differ: state/1/opt_state/...: in the checkpoint, not in the model; ... Build the model with
+    # the hyperparameters saved in .../config", though every variable of the target was saved at its shape: a target
+    # of (model,) or the Params of (model, optimizer), under no prefix the "saved from a tuple" hint looks for.
+    import optax
+
+    from gensbi_sharding.checkpoint import abstract_state_for, restore
+
+    mesh = gs.make_mesh(model_axis=2)
+
+    def pair():
+        model = nnx.Linear(4, 8, rngs=nnx.Rngs(0))
+        return model, nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)
+
+    with CheckpointWriter(tmp_path / "ckpt", async_save=False) as writer:
+        writer.save(1, nnx.state(pair()), jax.random.key(0))
+    for target in (abstract_state_for(lambda: (pair()[0],), mesh, "fsdp"),
+                   nnx.state(gs.abstract_sharded(pair, mesh, "fsdp"), nnx.Param)):
+        with pytest.raises(ValueError) as err:
+            restore(tmp_path / "ckpt", target)
+        assert str(err.value).endswith(
+            "6 more variable(s): restore into a target of all it holds, e.g. abstract_state_for((model, optimizer), "
+            "mesh, rule), and keep the part you need"), str(err.value)
+        assert "hyperparameters" not in str(err.value)
+    restored = restore(tmp_path / "ckpt", abstract_state_for(pair, mesh, "fsdp"))
+    assert restored.step == 1 and restored.state[0]["kernel"][...].shape == (4, 8)
+
+
+@pytest.mark.parametrize("step, state, key, error, needle", [
+    ("a", "state", "key", ValueError, "step='a'"),  # was int()'s "invalid literal for int() with base 10"
+    (-1, "state", "key", ValueError, "step=-1"),  # was saved as step -1
+    (1, "model", "key", TypeError, "state='model'"),  # was saved: a checkpoint holding a string
+    (1, "state", None, TypeError, "key=None"),  # was saved without a key, then restore failed on it
+])
+def test_checkpoint_save_checks_its_arguments(tmp_path, model, step, state, key, error, needle):
+    real = {"state": nnx.state(model), "key": jax.random.key(0)}
+    writer = checkpoint.CheckpointWriter(tmp_path / "ck", every=1)
+    with pytest.raises(error, match=needle.replace("(", r"\(")):
+        writer.save(step, real.get(state, state) if isinstance(state, str) else state,
+                    real.get(key, key) if isinstance(key, str) else key)
+    writer.close()
+    assert not any((tmp_path / "ck").glob("*")) if (tmp_path / "ck").exists() else True
+
+
+@pytest.mark.parametrize("call, needle", [
+    # Each was pathlib's "argument should be a str or an os.PathLike object ..., not 'int'" from deep
+    # inside (or dict()'s "'int' object is not iterable"), raised after nothing was checked.
+    (lambda ck: checkpoint.CheckpointWriter(5), "directory=5: pass a str or os.PathLike, e.g. directory='checkpoints'"),
+    (lambda ck: checkpoint.CheckpointWriter(ck, config=5), "config=5 must be a mapping"),
+    (lambda ck: checkpoint.CheckpointWriter(ck, async_save="no"), "async_save='no' must be True or False"),
+    (lambda ck: checkpoint.restore(5, {"w": 1}), "path=5: pass a str or os.PathLike"),
+    (lambda ck: checkpoint.saved_config(None), "path=None: pass a str or os.PathLike"),
+    (lambda ck: checkpoint.find_checkpoint("ck", base_dir=5), "base_dir=5: pass a str or os.PathLike"),
+    (lambda ck: checkpoint.committed_steps(5), "directory=5: pass a str or os.PathLike"),
+])
+def test_checkpoint_paths_and_options_get_a_clear_type_error(tmp_path, call, needle):
+    with pytest.raises(TypeError) as err:
+        call(tmp_path / "ck")
+    assert needle in str(err.value), str(err.value)
+    assert not (tmp_path / "ck").exists()  # refused before Orbax made the folder
+
+
+def test_restore_without_a_target_names_abstract_state_for(tmp_path, model):
+    # Was "does not fit the current model, 51 variable(s) differ: ... in the checkpoint, not in the model".
+    with checkpoint.CheckpointWriter(tmp_path / "ck", every=1) as writer:
+        writer.save(1, nnx.state(model), jax.random.key(0))
+    with pytest.raises(TypeError, match=r"abstract_state=None .*abstract_state_for\(model, mesh, rule\)"):
+        checkpoint.restore(tmp_path / "ck", None)
+
+
+@pytest.mark.parametrize("saved_typed", [True, False])
+@pytest.mark.parametrize("target_typed", [True, False])
+def test_restore_gives_a_key_as_the_target_holds_it(tmp_path, mesh, saved_typed, target_typed):
+    # Was the saved kind whatever the target: a raw uint32 (2,) array where the model held a typed key, or the reverse.
+    with checkpoint.CheckpointWriter(tmp_path) as writer:
+        writer.save(1, {"k": jax.random.key(3) if saved_typed else jax.random.PRNGKey(3)}, jax.random.key(0))
+    key = jax.random.key(0) if target_typed else jax.random.PRNGKey(0)
+    target = {"k": jax.ShapeDtypeStruct(key.shape, key.dtype, sharding=NamedSharding(mesh, P()))}
+    restored = checkpoint.restore(tmp_path, target)
+    value = restored.state["k"]
+    assert (value.dtype, value.shape) == (key.dtype, key.shape)
+    assert (jax.random.key_data(value) if target_typed else value).tolist() == [0, 3]
+    assert jax.random.key_data(restored.key).tolist() == [0, 0]  # the saved RNG key stays typed
+
+
+def test_a_zero_size_key_array_is_saved_and_restored_as_its_target_holds_it(tmp_path, mesh):
+    # Was Orbax's 'Cannot save arrays with zero size' inside save, then a TimeoutError when the writer exited.
+    with checkpoint.CheckpointWriter(tmp_path) as writer:
+        writer.save(1, {"none": jax.random.split(jax.random.key(1), 0), "two": jax.random.split(jax.random.key(1), 2)},
+                    jax.random.key(0))
+    keys = {"none": jax.random.split(jax.random.key(0), 0), "two": jax.random.split(jax.random.key(0), 2)}
+    target = {k: jax.ShapeDtypeStruct(v.shape, v.dtype, sharding=NamedSharding(mesh, P())) for k, v in keys.items()}
+    state = checkpoint.restore(tmp_path, target).state
+    assert [(state[k].dtype, state[k].shape) for k in keys] == [(keys[k].dtype, keys[k].shape) for k in keys]
+    assert (jax.random.key_data(state["two"]) == jax.random.key_data(jax.random.split(jax.random.key(1), 2))).all()
+
+
+@pytest.mark.parametrize("spec", [P("data"), P(None, "model")])
+def test_restore_refuses_a_key_sharding_that_cannot_split_the_key(tmp_path, mesh, spec):
+    # Was "checkpoint ... is damaged ... (IndivisibleError ...); ... start without it" for a sound checkpoint, or
+    # JAX's rank error naming no argument.
+    with checkpoint.CheckpointWriter(tmp_path) as writer:
+        writer.save(1, {"a": jnp.ones(8)}, jax.random.key(0))
+    target = {"a": jax.ShapeDtypeStruct((8,), jnp.float32, sharding=NamedSharding(mesh, P("data")))}
+    with pytest.raises(ValueError, match=r"restore target rng \(shape \(2,\)\) cannot be split as .* key_sharding "
+                                         r"must fit the saved key's data, e\.g\. PartitionSpec\(\)"):
+        checkpoint.restore(tmp_path, target, key_sharding=NamedSharding(mesh, spec))
+    assert checkpoint.restore(tmp_path, target).state["a"].tolist() == [1.0] * 8
+
+
+def test_restore_into_one_node_of_a_saved_tuple_or_the_reverse_names_the_target_that_fits(tmp_path, devices):
+    # Was: "14 variable(s) differ: state/up/kernel: missing from the checkpoint; ... Build the model with the
+    # hyperparameters saved in .../config", though every shape fit: the pair (model, optimizer) was saved.
+    mesh = gs.make_mesh(model_axis=2)
+    model = AxesBlock(nnx.Rngs(0))
+    optimizer = nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)
+    with checkpoint.CheckpointWriter(tmp_path, keep=5) as writer:
+        writer.save(1, nnx.state((model, optimizer)), jax.random.key(0))
+        writer.save(2, nnx.state(model), jax.random.key(0))
+    for step, target, needle in (
+            (1, model, "The checkpoint holds every variable of the target under '0/': it was saved from a tuple or "
+                       "dict holding this node, e.g. nnx.state((model, optimizer)); build the target from the same: "
+                       "abstract_state_for((model, optimizer), mesh, rule)"),
+            (2, (model, optimizer), "The target holds every variable of the checkpoint under '0/': the checkpoint "
+                                    "was saved from that one node; build the target from it alone, e.g. "
+                                    "abstract_state_for(model, mesh, rule)")):
+        with pytest.raises(ValueError) as error:
+            checkpoint.restore(tmp_path / str(step), checkpoint.abstract_state_for(target, mesh, "fsdp"))
+        assert str(error.value).endswith(needle), str(error.value)
+        assert "hyperparameters" not in str(error.value)
+    restored = checkpoint.restore(tmp_path / "1", checkpoint.abstract_state_for((model, optimizer), mesh, "fsdp"))
+    np.testing.assert_array_equal(restored.state[0]["up"]["kernel"][...], model.up.kernel[...])
+    with pytest.raises(ValueError, match=r"Build the model with the hyperparameters saved in"):  # shapes do differ
+        checkpoint.restore(tmp_path / "2", checkpoint.abstract_state_for(AxesBlock(nnx.Rngs(0), hidden=32), mesh))

@@ -1,0 +1,148 @@
+"""``constrain`` (activations) given odd meshes and bad names: inside ``shard_map``, outside ``jit``, on explicit
+and mixed axis types.
+
+In-process, 8 simulated CPU devices (conftest).
+"""
+
+import re
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
+
+import gensbi_sharding as gs
+from library_helpers import mesh
+
+
+@pytest.mark.parametrize("manual", [None, {"data"}])
+def test_constrain_inside_shard_map_leaves_its_manual_axes_and_pins_the_rest(manual):
+    # Inside shard_map x is one device's block, already split over the Manual axes: constraining it over them
+    # raised "can only refer to Auto axes", and a block too small for them warned of a fallback that was none.
+    mesh = gs.make_mesh(model_axis=2)
+    pa = gs.PartitionAxis(hidden_state_axis="model") if manual else gs.PartitionAxis.for_rule("tensor", mesh)
+    x = jnp.arange(32 * 4 * 6, dtype=jnp.float32).reshape(32, 4, 6)
+
+    def body(block, mesh_arg=None):
+        return gs.constrain(block, ("batch", None, "hidden"), pa, mesh_arg) * 2
+
+    kwargs = {} if manual is None else {"axis_names": manual}
+    for fn in (body, lambda b: body(b, mesh), lambda b: body(b[:1], mesh)):
+        mapped = jax.jit(jax.shard_map(fn, mesh=mesh, in_specs=P("data"), out_specs=P("data"), **kwargs))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no fallback: nothing was left unsplit that could be split
+            with gs.mesh_context(mesh):
+                out = mapped(x)
+        rows = out.shape[0]  # 32, or 4 where each block kept one row
+        expected = 2 * np.asarray(x).reshape(4, -1, 4, 6)[:, :rows // 4].reshape(rows, 4, 6)
+        np.testing.assert_array_equal(np.asarray(out), expected)
+        if manual:  # the Auto axis "model" still pins the hidden dimension
+            assert out.sharding.spec == P("data", None, "model")
+
+
+@pytest.mark.parametrize("types", [("Explicit", "Auto"), ("Auto", "Explicit"), ("Explicit", "Explicit")])
+@pytest.mark.parametrize("rule, expected", [("fsdp", P("data", None)), ("tensor", P("data", "model"))])
+def test_constrain_outside_jit_on_a_mesh_of_both_axis_types_places_every_axis(devices, types, rule, expected):
+    # Was, outside jit on a mesh of Explicit and Auto axes: the reshard of the Explicit axes, then a sharding constraint
+    # of the Auto ones that undid it: ("batch", "heads") under fsdp came back P(None, None), under tensor P(None,
+    # 'model') (or P('data', None)), with XLA's "Involuntary full rematerialization".
+    mesh = jax.make_mesh((4, 2), ("data", "model"), axis_types=tuple(getattr(AxisType, t) for t in types))
+    pa = gs.PartitionAxis.for_rule(rule, mesh)
+    x = jnp.arange(32.0).reshape(8, 4)
+    outside = gs.constrain(x, ("batch", "heads"), pa, mesh)
+    with gs.mesh_context(mesh):
+        active = gs.constrain(x, ("batch", "heads"), pa)
+        inside = jax.jit(lambda v: gs.constrain(v, ("batch", "heads"), pa))(x)
+    for y in (outside, active, inside):
+        assert y.sharding.is_equivalent_to(NamedSharding(mesh, expected), 2)
+        np.testing.assert_array_equal(np.asarray(y), np.asarray(x))
+
+
+def test_constrain_outside_jit_moves_an_array_committed_to_one_device_under_the_active_mesh(devices):
+    # Was, with the mesh active (mesh_context) and no mesh argument: with_sharding_constraint's TypeError "The sharding
+    # on the input must be a `NamedSharding` since the target sharding has an `AbstractMesh` in it" for an array
+    # committed to one device (jax.device_put(x, device)); a NumPy x was placed.
+    mesh = gs.make_mesh(model_axis=2)
+    pa, x = gs.PartitionAxis.for_rule("tensor", mesh), jnp.arange(32.0).reshape(8, 4)
+    with gs.mesh_context(mesh):
+        for given in (jax.device_put(x, jax.devices()[5]), np.asarray(x)):
+            y = gs.constrain(given, ("batch", "heads"), pa)
+            assert y.sharding.is_equivalent_to(NamedSharding(mesh, P("data", "model")), 2)
+            np.testing.assert_array_equal(np.asarray(y), np.asarray(x))
+
+
+@pytest.mark.parametrize("names, message", [
+    ("batch", r"activation names 'batch' must be a sequence, one per dimension: e\.g\. \('batch',\)"),
+    (("batch",), r"activation names \('batch',\) have 1 entries for an array of shape \(8, 4\)"),
+    (("batch", "embed"), r"unknown activation name 'embed'; known names: batch, sequence"),
+    ((1, None), r"unknown activation name 1; known names")])
+def test_constrain_without_a_mesh_names_bad_activation_names(devices, names, message):
+    # Was: without a mesh (one device, a dry test of the model) constrain returned x for any names: the model's typo
+    # surfaced only once it ran on a mesh.
+    x = jnp.ones((8, 4))
+    with pytest.raises(ValueError, match=message):
+        gs.constrain(x, names, gs.PartitionAxis())
+    with pytest.raises(ValueError, match=message):
+        jax.jit(lambda v: gs.constrain(v, names, gs.PartitionAxis()))(x)
+    assert gs.constrain(x, ("batch", None), gs.PartitionAxis()) is x  # good names: x itself, as before
+    assert gs.constrain(x, ("batch", "embed"), None) is x  # no PartitionAxis: no constraint, names unread
+
+
+@pytest.mark.parametrize("entry", [["batch"], ("batch", "heads"), {"batch"}, 0])
+def test_constrain_names_an_activation_name_entry_that_is_no_str(devices, entry):
+    # Was: TypeError "unhashable type: 'list'" (or 'set') from the names' lookup, naming neither the entry nor the fix,
+    # on a mesh and without one; an int was already "unknown activation name 0".
+    mesh, x = gs.make_mesh(model_axis=2), jnp.ones((8, 4))
+    partition_axis = gs.PartitionAxis.for_rule("tensor", mesh)
+    message = rf"^unknown activation name {re.escape(repr(entry))}; known names: batch, .* \(or None for an unsplit"
+    for where in (mesh, None):
+        with pytest.raises(ValueError, match=message):
+            gs.constrain(x, (entry, None), partition_axis, where)
+    with pytest.raises(ValueError, match=message):
+        jax.jit(lambda y: gs.constrain(y, (entry, None), partition_axis, mesh))(x)
+    assert gs.constrain(x, ("batch", None), partition_axis, mesh).sharding.spec == P("data", None)
+
+
+def test_constrain_names_an_activation_that_is_no_array(mesh):
+    # Was AttributeError "'list' object has no attribute 'shape'".
+    with pytest.raises(TypeError, match=r"^constrain takes an array, got list \[\[1\.0, 2\.0\]\]; pass "
+                                        r"jnp\.asarray\(x\)$"):
+        gs.constrain([[1.0, 2.0]], ("batch", None), gs.PartitionAxis(), mesh)
+    assert gs.constrain(np.ones((8, 2)), ("batch", None), gs.PartitionAxis(), mesh).sharding.spec == P("data", None)
+
+
+@pytest.mark.parametrize("where", ["mesh=", "mesh_context + jit"])
+def test_constrain_moves_explicit_mesh_axes(devices, where):
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
+
+    from gensbi_sharding import PartitionAxis, constrain, mesh_context
+
+    mesh = jax.make_mesh((4, 2), ("data", "model"), axis_types=(AxisType.Explicit,) * 2)
+    x = jax.device_put(jnp.arange(64.0).reshape(8, 2, 4), NamedSharding(mesh, P("data")))
+    pa = PartitionAxis.for_rule("tensor", mesh)
+    # Was: ValueError "can only refer to Auto axes" (mesh=) or AssertionError "acts as an assert" (under jit).
+    if where == "mesh=":
+        y = constrain(x, ("batch", None, "heads"), pa, mesh)
+    else:
+        with mesh_context(mesh):
+            y = jax.jit(lambda v: constrain(v, ("batch", None, "heads"), pa))(x)
+    assert y.sharding.spec == P("data", None, "model")
+    assert (jax.device_get(y) == jax.device_get(x)).all()
+
+
+def test_constrain_on_a_mesh_mixing_explicit_and_auto_axes_under_jit(devices):
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
+
+    from gensbi_sharding import PartitionAxis, constrain, mesh_context
+
+    mesh = jax.make_mesh((4, 2), ("data", "model"), axis_types=(AxisType.Explicit, AxisType.Auto))
+    x = jax.device_put(jnp.ones((8, 4)), NamedSharding(mesh, P()))
+    with mesh_context(mesh):
+        step = jax.jit(lambda v: constrain(v, ("batch", "heads"), PartitionAxis()))
+        assert step(x).sharding.spec == P("data", "model")

@@ -1,0 +1,159 @@
+"""Plans (``plan_shardings``, ``Plan`` built by hand, ``Plan.warn``, ``fallback_message``) and the annotations
+they read: bad fields and arguments named, odd annotations a fallback saying so.
+
+In-process, 8 simulated CPU devices (conftest); tiny modules.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+from flax import nnx
+from jax.sharding import PartitionSpec as P
+
+import gensbi_sharding as gs
+from library_helpers import OddAnnotation, mesh
+
+
+@pytest.mark.parametrize("field, value", [("specs", [("w", P())]), ("specs", None), ("fallbacks", None),
+                                          ("shapes", None), ("shapes", [(8, 4)])])
+def test_a_plan_built_by_hand_with_a_field_no_dict_is_named(devices, field, value):
+    # Was: AttributeError ('list' object has no attribute 'items') at Plan(...), or later in place / warn ('NoneType'
+    # object has no attribute 'get' / 'values'), the model half-checked.
+    mesh = gs.make_mesh(model_axis=2)
+    fields = {"specs": {"w": P("data")}, "fallbacks": {}, "shapes": {"w": (8, 4)}, field: value}
+    with pytest.raises(TypeError, match=rf"Plan {field}=.* must be a dict keyed by variable path.*plan_shardings"):
+        gs.Plan(mesh, "fsdp", **fields)
+
+
+@pytest.mark.parametrize("key", ["sharding_names", "out_sharding"])
+def test_a_flax_annotation_no_sequence_is_a_fallback_naming_it_not_a_crash(devices, key):
+    # Was: shard_model / plan_shardings raised TypeError "'int' object is not iterable" from logical_axes_of for
+    # nnx.Linear(..., kernel_metadata={"sharding_names": 5}); an entry of the wrong type in a tuple was already a
+    # fallback naming it, as is a bare int now.
+    mesh = gs.make_mesh(model_axis=2)
+    model = nnx.Linear(8, 16, kernel_metadata={key: 5, "eager_sharding": False}, rngs=nnx.Rngs(0))
+    assert gs.logical_axes_of(model.kernel) == (5,)
+    with pytest.warns(gs.ShardingFallbackWarning, match=r"kernel \(annotation entry 5 \(int\) is no logical axis "
+                                                        r"name: give one str \(e\.g\. 'embed'\) or None per dimension"):
+        gs.shard_model(model, mesh, "fsdp")
+    assert gs.sharding_of(model)["kernel"].spec == P()
+    assert gs.partition_spec_for(5, (8,), "fsdp", mesh)[0] == P()
+
+
+@pytest.mark.parametrize("stacklevel", ["2", 2.0, None])
+def test_plan_warn_names_a_stacklevel_no_int_before_any_warning(devices, stacklevel):
+    # Was: TypeError "can only concatenate str (not "int") to str" (or "'float' object cannot be interpreted as an
+    # integer" from warnings.warn, after the ExperimentalRuleWarning was already given).
+    mesh = gs.make_mesh(model_axis=2)
+    model = nnx.Linear(8, 16, rngs=nnx.Rngs(0))  # unannotated: fallbacks to warn
+    plan = gs.plan_shardings(model, mesh, "fsdp")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(TypeError, match=r"^stacklevel=.* must be an int, as for warnings\.warn: e\.g\. "
+                                            r"stacklevel=2$"):
+            plan.warn(stacklevel=stacklevel)
+    assert caught == []
+    with pytest.warns(gs.ShardingFallbackWarning):
+        plan.warn(stacklevel=np.int64(2))
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("fallbacks", {"kernel": 3}, "Plan fallbacks['kernel']=3 must be a str, e.g. 'no annotation'"),
+    ("shapes", {"kernel": 8}, "Plan shapes['kernel']=8 must be a tuple of sizes, e.g. (8, 16)"),
+    ("shapes", {"kernel": None}, "Plan shapes['kernel']=None must be a tuple of sizes, e.g. (8, 16)")])
+def test_a_plan_built_by_hand_with_a_value_of_another_type_is_named(devices, field, value, message):
+    # Was: accepted; a reason 3 raised AttributeError ('int' object has no attribute 'startswith') in warn, a shape 8
+    # TypeError ("'int' object is not iterable") in place.
+    mesh = gs.make_mesh(model_axis=2)
+    model = nnx.Linear(8, 16, rngs=nnx.Rngs(0))
+    fields = {"specs": {"kernel": P(), "bias": P()}, "fallbacks": {}, "shapes": {}, field: value}
+    with pytest.raises(TypeError) as err:
+        gs.Plan(mesh, "fsdp", **fields)
+    assert str(err.value) == message
+    placed = gs.Plan(mesh, "fsdp", {"kernel": P("data"), "bias": P()}, {"bias": "no annotation"},
+                     {"kernel": [8, 16], "bias": (16,)})  # a list, as a plan read back from JSON holds
+    gs.place(model, placed)
+    assert gs.sharding_of(model)["kernel"].spec == P("data")
+
+
+@pytest.mark.parametrize("entry, shown", [
+    (["embed"], "['embed'] (list)"), (("embed", "mlp"), "('embed', 'mlp') (tuple)"), (1, "1 (int)")])
+def test_an_annotation_entry_that_is_no_name_falls_back_saying_so(mesh, entry, shown):
+    # Was TypeError "unhashable type: 'list'" from shard_model; a tuple or int was "unknown logical axis" with the
+    # fix "a rule table with {1: None}", which check_table refuses.
+    model = OddAnnotation(entry)
+    plan = gs.plan_shardings(model, mesh, "tensor")
+    assert plan.specs["w"] == P()
+    assert plan.fallbacks["w"] == (f"annotation entry {shown} is no logical axis name: give one str (e.g. 'embed') "
+                                   f"or None per dimension, got {(entry, 'mlp')!r}")
+    with pytest.warns(gs.ShardingFallbackWarning, match=r"w \(annotation entry"):
+        gs.shard_model_by_table(model, mesh, dict(gs.RULES["tensor"]))
+
+
+def linear():
+    kernel_init = gs.partitioned(nnx.initializers.lecun_normal(), ("embed", "mlp"))
+    return nnx.Linear(8, 8, rngs=nnx.Rngs(0), kernel_init=kernel_init)
+
+
+@pytest.mark.parametrize("specs, error, message", [
+    # Was JAX's "Resource axis: mdl of P(None, 'mdl') is not found in mesh" / "only valid for values of rank at least
+    # 2" from device_put, naming no variable; AttributeError "'tuple' object has no attribute 'partitions'".
+    ({"kernel": P(None, "mdl"), "bias": P()}, ValueError,
+     "place: the plan splits kernel as P(None, 'mdl'), but mesh axis 'mdl' is not in the mesh ('data', 'model')"),
+    ({"kernel": P(), "bias": P("data", "model")}, ValueError,
+     "place: the plan splits bias as P('data', 'model'), but it has 2 entries for an array of shape (8,)"),
+    ({"kernel": P(None, "model"), "bias": P("model")}, None, None),  # fits: placed
+    ({"kernel": (None, "model"), "bias": P()}, TypeError,
+     "Plan specs['kernel']=(None, 'model') must be a PartitionSpec, e.g. P(None, 'model')"),
+])
+def test_a_plan_built_by_hand_is_checked_naming_the_variable(mesh, specs, error, message):
+    model = linear()
+    if error is None:
+        gs.place(model, gs.Plan(mesh, "tensor", specs, {}))
+        assert model.kernel.get_value().sharding.spec == P(None, "model")
+        return
+    with pytest.raises(error) as caught:
+        gs.place(model, gs.Plan(mesh, "tensor", specs, {}))
+    assert str(caught.value).startswith(message)
+    if error is ValueError:  # an abstract state too: an unfit spec was taken as it was, refused only by the compiler
+        with pytest.raises(ValueError) as caught:
+            gs.Plan(mesh, "tensor", specs, {}).abstract_state(nnx.eval_shape(linear))
+        assert str(caught.value).startswith(message.replace("place:", "Plan.abstract_state:"))
+
+
+def test_a_plan_built_by_hand_takes_a_rule_name(mesh):
+    # Was AttributeError "'str' object has no attribute 'builtin'" from Plan.warn.
+    plan = gs.Plan(mesh, "tensor", {"kernel": P(None, "model"), "bias": P()}, {"bias": "no annotation"})
+    assert plan.rule == gs.resolve_rule("tensor")
+    with pytest.warns(gs.ShardingFallbackWarning, match=r"bias \(no annotation\)"):
+        with pytest.warns(gs.ExperimentalRuleWarning):  # a built-in splitting rule, as plan_shardings' plan warns
+            plan.warn()
+    with pytest.raises(TypeError, match="mesh must be a jax.sharding.Mesh, got None"):
+        gs.Plan(None, "tensor", {}, {})
+
+
+def _plan_with_two_fallbacks():
+    from flax import nnx
+
+    from gensbi_sharding import make_mesh, partitioned, plan_shardings
+
+    layer = nnx.Linear(3, 6, rngs=nnx.Rngs(0),
+                       kernel_init=partitioned(nnx.initializers.lecun_normal(), ("embed", "mlp")))
+    return plan_shardings(nnx.state(layer), make_mesh(model_axis=2), {"embed": "model", "mlp": "model"})
+
+
+@pytest.mark.parametrize("kwargs, bad", [({"max_paths": -1}, "max_paths must be a non-negative integer or None "
+                                           r"\(all\), got -1"), ({"max_reasons": -2}, "max_reasons .* got -2"),
+                                          ({"max_paths": 1.5}, "got 1.5"), ({"max_reasons": True}, "got True")])
+def test_fallback_message_rejects_negative_or_non_integer_limits(devices, kwargs, bad):
+    # Was: max_paths=-1 printed "and 2 more (no annotation)" with no path; max_reasons=-2 hid every reason.
+    with pytest.raises(ValueError, match=bad):
+        _plan_with_two_fallbacks().fallback_message(**kwargs)
+
+
+def test_fallback_message_with_zero_paths_counts_each_reason(devices):
+    message = _plan_with_two_fallbacks().fallback_message(max_paths=0)
+    # Was ":  and 1 more (no annotation);  and 1 more (...)".
+    assert ": 1 variable(s) (no annotation); 1 variable(s) (size 3 of logical axis 'embed'" in message
+    assert " and " not in message.split(": ", 1)[1]
