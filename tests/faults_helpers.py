@@ -167,3 +167,16 @@ def registered(request, kind: str, name: str, factory):
     (registry.register_model if kind == "model" else registry.register_data)(name)(factory)
     request.addfinalizer(lambda: registry.unregister(kind, name))
     return factory
+
+
+def save_step_with_info(out, step, resume=None):
+    """A complete checkpoint of ``step`` in ``out/checkpoints`` (a tiny state), as a job's own save, with
+    ``train.resume=<resume>`` in its config as the harness saves it (None: no config)."""
+    import jax
+    import jax.numpy as jnp
+
+    from gensbi_sharding.checkpoint import CheckpointWriter
+
+    config = None if resume is None else {"train": {"resume": resume, "steps": 3000}}
+    with CheckpointWriter(out / "checkpoints", async_save=False, config=config) as writer:
+        writer.save(step, {"w": jnp.zeros(2)}, jax.random.key(0), info={"n": 1})

@@ -390,3 +390,55 @@ def test_shard_batch_places_an_abstract_batch_as_it_places_the_concrete_one(devi
     assert str(error.value) == ("leaf ['x'] is abstract (ShapeDtypeStruct(shape=(8, 3), dtype=float32)); "
                                 "host_to_global_array builds arrays from each process's rows: for a dry run's batch, "
                                 "shard_batch(the global batch as jax.ShapeDtypeStruct, mesh)")
+
+
+class _Batch(nnx.Pytree):  # a batch container as Flax suggests one: plain arrays, no nnx.Variable
+    def __init__(self, theta, x):
+        self.theta, self.x = nnx.data(theta), nnx.data(x)
+
+
+def test_an_nnx_pytree_of_plain_arrays_is_placed_as_a_batch(devices):
+    # Was (round 45's Module refusal): TypeError "batch <root> is an NNX _Batch, which this would copy (shared
+    # variables untied)" for a container holding no variable; placed as any pytree before, as now. A Module inside
+    # it is still refused.
+    import numpy as np
+
+    mesh = gs.make_mesh(model_axis=2)
+    batch = _Batch(np.arange(16, dtype=np.float32).reshape(8, 2), np.ones((8, 3), np.float32))
+    placed = gs.shard_batch(batch, mesh)
+    assert isinstance(placed, _Batch) and placed.theta.sharding.spec == P("data")
+    np.testing.assert_array_equal(np.asarray(placed.theta), batch.theta)
+    assert gs.replicate(batch, mesh).x.sharding.is_fully_replicated
+    assert gs.shard_sample_init(batch, mesh).x.sharding.spec == P("data")
+    holding = _Batch(np.ones((8, 2), np.float32), nnx.Linear(2, 2, rngs=nnx.Rngs(0)))
+    try:
+        gs.shard_batch(holding, mesh)
+    except TypeError as err:
+        assert str(err).startswith("batch <root> is an NNX _Batch, which this would copy")
+    else:
+        raise AssertionError("a container holding a Linear was copied")
+
+
+def test_pad_for_mesh_given_a_traced_count_in_jit_names_a_fix_that_works_there(devices):
+    # Was (round 46's 0-d fix): "got JitTracer(~int32[]); pass int(n)", which raises inside jax.jit.
+    import jax
+    import jax.numpy as jnp
+
+    import gensbi_sharding as gs
+
+    mesh = gs.make_mesh(model_axis=2)
+    with pytest.raises(ValueError, match=r"got JitTracer\(~?int32\[\]\); pass a static count \(x\.shape\[0\], or n "
+                                         r"in jax\.jit's static_argnums\)"):
+        jax.jit(lambda n: gs.pad_for_mesh(n, mesh))(jnp.array(10))
+    assert jax.jit(lambda n: gs.pad_for_mesh(n, mesh), static_argnums=0)(10) == (12, 10)  # the fix named
+    assert jax.jit(lambda x: gs.pad_for_mesh(x.shape[0], mesh))(jnp.ones((10, 2))) == (12, 10)
+    # Was: "pass int(n)" for a count int() changes (10.5 -> 10, True -> 1) or that stays refused (-3, NaN).
+    import numpy as np
+
+    for count in (np.array(10.5), np.float32(10.5), jnp.array(10.5), np.array(True), np.array(-3), np.array(np.nan)):
+        with pytest.raises(ValueError, match=r"got .*; pass the whole row count, e\.g\. x\.shape\[0\]$"):
+            gs.pad_for_mesh(count, mesh)
+    for count in (np.array(10), np.float64(10.0), jnp.array(10)):  # int(n) keeps these: it is the fix named
+        with pytest.raises(ValueError, match=r"; pass int\(n\)$"):
+            gs.pad_for_mesh(count, mesh)
+        assert gs.pad_for_mesh(int(count), mesh) == (12, 10)

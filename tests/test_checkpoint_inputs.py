@@ -283,3 +283,80 @@ def test_restore_into_one_node_of_a_saved_tuple_or_the_reverse_names_the_target_
     np.testing.assert_array_equal(restored.state[0]["up"]["kernel"][...], model.up.kernel[...])
     with pytest.raises(ValueError, match=r"Build the model with the hyperparameters saved in"):  # shapes do differ
         checkpoint.restore(tmp_path / "2", checkpoint.abstract_state_for(AxesBlock(nnx.Rngs(0), hidden=32), mesh))
+
+
+class _Two(nnx.Module):
+    def __init__(self, rngs):
+        self.a = nnx.Linear(2, 3, rngs=rngs)
+        self.b = nnx.Linear(3, 2, rngs=rngs)
+
+
+def _save_train_state(directory, tx, wrt):
+    from gensbi_sharding import checkpoint
+    model = _Two(nnx.Rngs(0))
+    with checkpoint.CheckpointWriter(directory) as writer:
+        writer.save(1, nnx.state((model, nnx.Optimizer(model, tx, wrt=wrt))), jax.random.key(0))
+
+
+@pytest.mark.parametrize("saved_wrt, target_wrt, example", [
+    (nnx.Param, nnx.PathContains("a"), r"the checkpoint's covers b/(bias|kernel) \(state/1/opt_state/0/mu/b/"),
+    (nnx.PathContains("a"), nnx.Param, r"the target's covers b/(bias|kernel) \(state/1/opt_state/0/mu/b/"),
+], ids=["target-covers-fewer", "target-covers-more"])
+def test_restoring_into_an_optimizer_of_another_wrt_names_wrt(tmp_path, saved_wrt, target_wrt, example):
+    # Was: "another optax transformation or settings", never naming wrt= (the optimizer's transformation was the same).
+    import optax
+    from gensbi_sharding import checkpoint
+    _save_train_state(tmp_path, optax.adam(1e-3), saved_wrt)
+    model = _Two(nnx.Rngs(1))
+    target = checkpoint.abstract_state_for((model, nnx.Optimizer(model, optax.adam(1e-3), wrt=target_wrt)), None)
+    with pytest.raises(ValueError, match=rf"cover different parameters .*{example}.*another wrt= filter"):
+        checkpoint.restore(tmp_path / "1", target)
+
+
+def test_restoring_into_an_optimizer_of_another_transformation_still_names_it(tmp_path):
+    # Same parameters covered, another transformation (adam saved, sgd with momentum now): not a wrt= difference.
+    import optax
+    from gensbi_sharding import checkpoint
+    _save_train_state(tmp_path, optax.adam(1e-3), nnx.Param)
+    model = _Two(nnx.Rngs(1))
+    target = checkpoint.abstract_state_for((model, nnx.Optimizer(model, optax.sgd(1e-3, momentum=0.9), wrt=nnx.Param)),
+                                           None)
+    with pytest.raises(ValueError, match=r"another optax transformation or settings") as info:
+        checkpoint.restore(tmp_path / "1", target)
+    assert "wrt=" not in str(info.value).split("Only the optimizer state differs")[0]
+
+
+def test_restoring_into_a_stateless_optimizer_names_the_transformation_not_wrt(tmp_path):
+    # Plain sgd keeps no per-parameter state: its optimizer covers none, which is another transformation, not wrt=.
+    import optax
+    from gensbi_sharding import checkpoint
+    _save_train_state(tmp_path, optax.adam(1e-3), nnx.Param)
+    model = _Two(nnx.Rngs(1))
+    target = checkpoint.abstract_state_for((model, nnx.Optimizer(model, optax.sgd(1e-3), wrt=nnx.Param)), None)
+    with pytest.raises(ValueError, match=r"another optax transformation or settings") as info:
+        checkpoint.restore(tmp_path / "1", target)
+    assert "cover different parameters" not in str(info.value)
+
+
+def test_maybe_save_at_a_step_not_due_still_names_a_bad_state_key_info_or_a_closed_writer(tmp_path, devices):
+    # Was: round 45 made save() check its arguments before its no-op at the last saved step; maybe_save(step, ...) at
+    # a step not due returned False for any state, key or info, or a closed writer, until its first due step.
+    import jax.numpy as jnp
+    import pytest
+
+    from gensbi_sharding.checkpoint import CheckpointWriter
+
+    state, key = nnx.state(nnx.Linear(2, 2, rngs=nnx.Rngs(0))), jax.random.key(0)
+    writer = CheckpointWriter(tmp_path / "ck", every=10, async_save=False)
+    assert writer.maybe_save(3, state, key, info={"best_step": 3}) is False  # valid and not due: nothing written
+    for bad_state, bad_key, bad_info, error, message in [
+            (None, key, None, TypeError, r"^state=None must be an nnx\.State"),
+            (state, jnp.zeros(2), None, TypeError, r"must be a typed JAX PRNG key"),
+            (state, key, {"when": object()}, ValueError, r"^info=.* must be JSON-serialisable")]:
+        with pytest.raises(error, match=message):
+            writer.maybe_save(3, bad_state, bad_key, info=bad_info)
+    assert writer.maybe_save(10, state, key) is True and writer.steps() == [10]
+    writer.close()
+    with pytest.raises(RuntimeError, match="is closed; open a new one to save"):
+        writer.maybe_save(11, state, key)
+    assert writer.steps() == [10]

@@ -305,3 +305,25 @@ def test_the_dry_runs_state_line_names_an_ema_only_where_the_run_keeps_one(tmp_p
         assert run_tiny(tmp_path / "run", "dry_run=true", f"train.ema_decay={ema}")["status"] == "ok"
     lines = [r.getMessage() for r in caplog.records if "optimizer state" in r.getMessage()]
     assert len(lines) == 1 and said in lines[0], lines
+
+
+def test_a_python_warning_takes_one_console_line():
+    # Was: model=transformer rule=fsdp_tensor mesh.model_axis=8 printed each activation fallback warning as three
+    # console lines: the warning, the indented source line that raised it ("  q = constrain(self.query(h), ...)")
+    # and a blank one. launch.log keeps the whole text.
+    import logging
+    import warnings
+
+    from gensbi_sharding.harness.console import ConsoleFormatter
+
+    text = warnings.formatwarning("activation ('batch', 'hidden') left unsplit", UserWarning, __file__, 1,
+                                  line="q = constrain(x, names, axes)")
+    assert text.endswith("\n  q = constrain(x, names, axes)\n")
+    record = logging.LogRecord("py.warnings", logging.WARNING, __file__, 1, "%s", (text,), None)
+    assert ConsoleFormatter("%(message)s").format(record) == (
+        f"[WARNING] {__file__}:1: UserWarning: activation ('batch', 'hidden') left unsplit")
+    several = logging.LogRecord("py.warnings", logging.WARNING, __file__, 1, "%s", ("a.py:1: UserWarning: one\ntwo\n",),
+                                None)  # no source line found: the message's own lines stay
+    assert ConsoleFormatter("%(message)s").format(several) == "[WARNING] a.py:1: UserWarning: one\ntwo"
+    ours = logging.LogRecord("gensbi_sharding", logging.WARNING, __file__, 1, "%s", ("a\n  b",), None)
+    assert ConsoleFormatter("%(message)s").format(ours) == "[WARNING] a\n  b"  # the harness's own: as written

@@ -4,6 +4,9 @@ call that builds the mesh meant.
 In-process, 8 simulated CPU devices (conftest).
 """
 
+import ast
+import re
+
 import jax
 import numpy as np
 import pytest
@@ -32,3 +35,44 @@ def test_make_mesh_of_a_device_array_of_two_dimensions_names_both_fixes(devices)
     mesh = gs.make_mesh(list(grid.flat), model_axis=2)  # the first fix: the very layout asked for
     assert mesh.devices.tolist() == grid.tolist() and mesh == jax.sharding.Mesh(grid, ("data", "model"))
     assert gs.make_mesh(np.array(jax.devices()[:4])).shape == {"data": 4, "model": 1}  # a flat array as before
+
+
+@pytest.mark.parametrize("spec", [{"data": 2, "model_axis": "x"}, {"data": 2, "model_axis": 0},
+                                  {"data": 2, "devices": []}, {"data": 2, "devices": [0, 0]},
+                                  {"data": 2, "model": 2, "devices": "0123"}])
+def test_resolve_mesh_given_axis_sizes_with_a_bad_model_axis_or_devices_suggests_no_spec_that_fails(devices, spec):
+    # Was: TypeError "unsupported operand type(s) for %: 'int' and 'str'" in place of the unknown key's message;
+    # "for data=2 x model=0 write {'devices': [], 'model_axis': 0}"; a fix naming device 0 twice; a string's
+    # characters counted as its devices. Now the key's refusal stands, with the rule and no spec to copy.
+    import gensbi_sharding as gs
+
+    with pytest.raises(ValueError) as err:
+        gs.resolve_mesh(spec)
+    assert re.fullmatch(r"unknown mesh spec key '(data|model)'; accepted keys: \('devices', 'model_axis'\) \(the "
+                        r"axes' sizes are not keys: a mesh spec gives model_axis, the data axis taking the rest of "
+                        r"the( \d+)? devices\)", str(err.value)), str(err.value)
+
+
+def test_resolve_mesh_given_axis_sizes_and_device_objects_suggests_the_ids_a_spec_takes(devices):
+    # Was: "write {'devices': [CpuDevice(id=4), ...], ...}", no value a config can hold.
+    import jax
+
+    import gensbi_sharding as gs
+
+    with pytest.raises(ValueError, match=r"for data=2 x model=1 write (\{.*\})$") as err:
+        gs.resolve_mesh({"data": 2, "devices": jax.devices()[4:6]})
+    fix = ast.literal_eval(re.search(r"write (\{.*\})$", str(err.value))[1])
+    assert fix == {"devices": [4, 5], "model_axis": 1}
+    assert [d.id for d in gs.resolve_mesh(fix).devices.flat] == [4, 5]
+
+
+@pytest.mark.parametrize("listed", [[0, "a"], [0, None], [0.0, 1.0]])
+def test_resolve_mesh_given_axis_sizes_and_a_list_of_no_devices_keeps_the_unknown_keys_refusal(devices, listed):
+    # Was: AttributeError "'str' object has no attribute 'id'" (the suggested spec's ids were read before any mesh
+    # was built of them). Now the key's refusal, with the rule and no spec to copy, as for the other bad lists.
+    import gensbi_sharding as gs
+
+    with pytest.raises(ValueError, match=r"^unknown mesh spec key 'data'; accepted keys: \('devices', 'model_axis'\) "
+                                         r"\(the axes' sizes are not keys: a mesh spec gives model_axis, the data "
+                                         r"axis taking the rest of the 2 devices\)$"):
+        gs.resolve_mesh({"data": 2, "devices": listed})

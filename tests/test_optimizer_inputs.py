@@ -116,3 +116,22 @@ def test_a_model_partly_off_the_mesh_names_a_variable_of_each_placement(mesh, mo
     message = str(err.value)
     assert "on 1 mesh(es) and 1 other placement(s)" in message and needle in message, message
     assert "up/kernel on mesh {'data': 4, 'model': 2}" in message, message
+
+
+def test_init_optimizer_sharded_takes_a_nested_filter_tuple(devices):
+    # Was (round 45's wrt check): TypeError "wrt=... must be an nnx filter" for (nnx.Param, (nnx.BatchStat,)),
+    # which Flax reads as Any(Param, Any(BatchStat)); a nested non-filter is still refused.
+    mesh = gs.make_mesh(model_axis=2)
+    model = nnx.Linear(4, 8, rngs=nnx.Rngs(0))
+    gs.shard_model(model, mesh, "replicated")
+    for wrt in [(nnx.Param, (nnx.BatchStat,)), [nnx.Param, [nnx.BatchStat, "tag"]]]:
+        optimizer = gs.init_optimizer_sharded(model, optax.adam(1e-3), "replicated", wrt=wrt)
+        assert isinstance(optimizer, nnx.Optimizer)
+        counts = jax.tree.leaves(nnx.state(optimizer.opt_state))
+        assert sorted(leaf.shape for leaf in counts if leaf.ndim) == [(4, 8), (4, 8), (8,), (8,)]
+    try:
+        gs.init_optimizer_sharded(model, optax.adam(1e-3), "replicated", wrt=(nnx.Param, (3,)))
+    except TypeError as err:
+        assert str(err).startswith("wrt=(") and "must be an nnx filter" in str(err)
+    else:
+        raise AssertionError("a nested 3 was taken as a filter")

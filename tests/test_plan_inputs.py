@@ -157,3 +157,23 @@ def test_fallback_message_with_zero_paths_counts_each_reason(devices):
     # Was ":  and 1 more (no annotation);  and 1 more (...)".
     assert ": 1 variable(s) (no annotation); 1 variable(s) (size 3 of logical axis 'embed'" in message
     assert " and " not in message.split(": ", 1)[1]
+
+
+def _annotated_by_a_partition_spec() -> nnx.Linear:
+    init = nnx.with_partitioning(nnx.initializers.lecun_normal(), P(None, "mlp"), eager_sharding=False)
+    return nnx.Linear(4, 8, kernel_init=init, rngs=nnx.Rngs(0))
+
+
+def test_a_partition_spec_annotation_is_planned_by_its_entries(devices):
+    # Was (round 45's 'a bare 5 is one odd entry'): a PartitionSpec, no Sequence in this JAX, read as one entry,
+    # the kernel replicated with "annotation entry P(None, 'mlp') (P) is no logical axis name".
+    mesh = gs.make_mesh(model_axis=2)
+    model = _annotated_by_a_partition_spec()
+    assert gs.logical_axes_of(model.kernel) == (None, "mlp")
+    assert gs.partition_spec_for(P(None, "mlp"), (4, 8), "tensor", mesh) == (P(None, "model"), None)
+    plan = gs.plan_shardings(model, mesh, "tensor")
+    assert plan.specs["kernel"] == P(None, "model") and "kernel" not in plan.fallbacks
+    gs.shard_model(model, mesh, "tensor")  # in place
+    assert model.kernel.get_value().sharding.spec == P(None, "model")
+    # A bare int stays one odd entry, a fallback naming it (round 45's fix kept).
+    assert gs.partition_spec_for(5, (8,), "tensor", mesh)[0] == P()

@@ -1,50 +1,104 @@
-"""Round 49's leftovers: a refused run writes nothing, carries its fix as data, and imports no JAX where none is needed.
+"""A refusal carries its fix as data beside its words, and every setting a refusal suggests passes the checks."""
 
-Each test names what was typed, what happened, and checks what happens now.
-"""
-
-import dataclasses
-import os
-import subprocess
-import sys
-from pathlib import Path
+import re
 
 import pytest
 
+from faults_helpers import REPO
 from gensbi_sharding.harness.command_checks import command_problem
 from gensbi_sharding.harness.refusal import Refusal, fix_of, rephrased
-from test_start_imports import LAUNCH, imported_after
-
-REPO = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.parametrize("args, said", [
-    (["eval.num_samples=3"], "eval.num_samples=3 must be >= 2 * eval.c2st_folds (eval.c2st_folds=2); set "
-                             "eval.num_samples=4"),
-    (["mesh.model_axis=3"], "mesh.model_axis=3: 8 devices are not divisible by model_axis=3; set mesh.model_axis=2 "
-                            "(divisors of 8: [1, 2, 4, 8])"),
+def test_a_refusal_whose_fix_keeps_a_refused_value_names_both_fixes_in_one_message():
+    # Was: `python launch.py +train.resume=true` said "write train.resume=true"; typed, that was refused next run
+    # ("true is a yes/no ... e.g. train.resume=auto"). So for every rewrite keeping the value as typed: a misspelled
+    # key (set/write the nearest one) and a + on a key or group that exists.
+    from gensbi_sharding.harness.command_checks import command_problem
+
+    assert command_problem(["+train.resume=true"]) == (
+        "+train.resume=true: train.resume exists (+ adds a key the config lacks); write train.resume=true, though "
+        "train.resume=true is refused too: train.resume takes a name, and true is a yes/no (it would read the text "
+        "'True'; the word itself, quoted: \"train.resume='true'\"); e.g. train.resume=auto")
+    for typed, tail in [("train.stpes=1.5", "set train.steps=1.5, though train.steps=1.5 is refused too: train.steps "
+                         "takes a whole number"),
+                        ("trian.steps=1.5", "write train.steps=1.5, though train.steps=1.5 is refused too: train.steps "
+                         "takes a whole number"),
+                        ("+train.steps=1,2", "write train.steps=1,2, though train.steps=1,2 is refused too: several "
+                         "values are a sweep, one job per value, which needs -m"),
+                        ("+model=mlpp", "write model=mlpp, though model=mlpp is refused too: Could not find "
+                         "'model/mlpp'")]:
+        problem = command_problem(["experiment=quick", typed])
+        assert tail in problem and problem.endswith(("e.g. train.steps=2", "python launch.py -m ... train.steps=1,2",
+                                                     "did you mean model=mlp?")), problem
+    # A fix that is enough stays as it was; another override's refusal is its own.
+    assert command_problem(["+train.steps=5"]).endswith("write train.steps=5")
+    assert command_problem(["+train.steps=5", "seed=1.5"]).endswith("write train.steps=5")
+
+
+def _checks(args):
+    """The refusal of ``launch.py <args>`` before training: its command-line checks, then the checks of the config it
+    composes that need no started backend (``sweep_check.job_problem``: ranges, the mesh against 8 CPU devices (or
+    ``devices.cpu_count``), the batch); None where it would train."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.hydra_config import HydraConfig
+    from omegaconf import open_dict
+
+    from gensbi_sharding.harness.config import register_configs
+    from gensbi_sharding.harness.sweep_check import job_problem
+
+    if problem := command_problem(args):
+        return problem
+    register_configs()
+    before = HydraConfig.instance().cfg
+    try:
+        with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+            cfg = compose("config", overrides=list(args), return_hydra_config=True)
+            HydraConfig.instance().set_config(cfg)  # as launch.py's run holds it
+            with open_dict(cfg):
+                del cfg["hydra"]
+            return job_problem(cfg)
+    finally:
+        HydraConfig.instance().cfg = before
+
+
+_FIX = re.compile(r"(?:\bset|e\.g\.|\bwrite) ((?:[+~]?[a-z_][\w.]*=[^\s;,()]+(?:[ ,;]|$))+)")
+
+
+@pytest.mark.parametrize("args, refused, fix", [
+    # Was "e.g. eval.num_samples=2": refused next, "must be >= 2 * eval.c2st_folds ...; set eval.num_samples=4".
+    (["eval.num_samples=2.5"], "eval.num_samples=2.5", ["eval.num_samples=4"]),
+    # Was "set mesh.model_axis=3": refused next, "8 devices are not divisible by model_axis=3".
+    (["mesh={model:3}"], "mesh={model:3}", ["mesh.model_axis=2"]),
+    # Was "set mesh.model_axis=3" (data-parallel size 2): refused next, "data.batch_size=63 ... a multiple of 2".
+    (["devices.cpu_count=6", "mesh.model_axis=4", "data.batch_size=63"], "mesh.model_axis=4", ["mesh.model_axis=2"]),
+    # Was "set mesh.model_axis=1" (data-parallel size 3): refused next, "data.batch_size=64 ... a multiple of 3".
+    (["mesh.devices=[0,1,2]", "mesh.model_axis=2"], "mesh.model_axis=2", ["mesh.model_axis=3"]),
+    (["devices.cpu_count=6", "mesh.model_axis=4"], "mesh.model_axis=4", ["mesh.model_axis=3"]),
+    (["mesh.model_axis=3"], "mesh.model_axis=3", ["mesh.model_axis=2"]),
+    (["data.batch_size=45"], "data.batch_size=45", ["data.batch_size=48"]),
+    (["mesh=auto", "data.batch_size=60"], "data.batch_size=60", ["data.batch_size=56"]),
+    (["data.batch_size=2000"], "data.batch_size=2000", ["data.batch_size=920"]),
+    (["train.steps=1.5"], "train.steps=1.5", ["train.steps=2"]),
+    (["train.stepz=5"], "train.stepz=5", ["train.steps=5"]),
+    (["eval.num_samples=3"], "eval.num_samples=3", ["eval.num_samples=4"]),
+    (["data.val_fraction=0.001"], "data.val_fraction=0.001", ["data.val_fraction=0.0098"]),
+    (["data.num_simulations=20"], "data.num_simulations=20", ["data.num_simulations=100"]),
+    (["train.val_every=0", "train.patience=5"], "train.val_every=0", ["train.val_every=5"]),
+    (["distributed=local", "distributed.local_processes=3"], "distributed.local_processes=3",
+     ["distributed.local_processes=2"]),
+    (["rule.embed=dta"], "rule.embed=dta", ["rule.embed=data"]),
+    (["activation.head_axis=foo"], "activation.head_axis=foo", ["activation.head_axis=null"]),
 ])
-def test_a_run_its_config_checks_refuse_leaves_no_folder(tmp_path, args, said):
-    # Was: values the command-line checks pass but the run's own checks refuse (validate, the mesh against the
-    # devices) were refused inside the run's folder, which Hydra had made: .hydra/, .run.lock, launch.log, error.txt
-    # and metrics.json were left behind ("error after 27.7 ms; traceback in .../error.txt").
-    out = tmp_path / "out"
-    ran = subprocess.run([sys.executable, str(REPO / "launch.py"), "experiment=quick", *args, f"hydra.run.dir={out}"],
-                         capture_output=True, text=True, cwd=tmp_path, timeout=120,
-                         env={**os.environ, "PYTHONPATH": str(REPO)})
-    assert ran.returncode == 1, ran.stderr
-    assert not out.exists()
-    assert ran.stderr.strip().splitlines() == [f"[ERROR] ConfigError: {said}"] and ran.stdout == ""  # the run's words
-    assert "Traceback" not in ran.stderr + ran.stdout and "error.txt" not in ran.stderr + ran.stdout
-
-
-def test_a_refused_run_imports_no_jax_where_its_check_needs_none(tmp_path):
-    # A range refusal needs no device: the check of the run's config before its folder is made imports no JAX
-    # (was: resolve_cpu_count's module and the activation fields' check imported it, ~1 s).
-    imported, stop = imported_after(LAUNCH.format(
-        f"'experiment=quick', 'train.val_every=0', 'train.patience=5', 'hydra.run.dir={tmp_path / 'out'}'"))
-    assert (imported, stop) == ([], "1")
-    assert not (tmp_path / "out").exists()
+def test_every_setting_a_refusal_suggests_passes_the_checks(args, refused, fix):
+    # The kind: a refusal's fix, typed in place of the override refused, was refused by the next check, sending the
+    # user round a second time (or in a circle). Each fix here goes through the same checks, as the run makes them.
+    args = ["experiment=quick", *args]
+    problem = _checks(args)
+    assert problem is not None
+    suggested = _FIX.search(problem + " ")
+    assert suggested, problem
+    assert [w.rstrip(",;") for w in suggested[1].split()] == fix, problem
+    assert _checks([a for a in args if a != refused] + fix) is None, problem
 
 
 @pytest.mark.parametrize("args, fix", [
@@ -100,15 +154,6 @@ def test_a_refusal_keeps_its_fix_as_it_is_reworded():
     better = refused.fixed_by("a.b=5", " (a.b=4 is refused: odd)")
     assert better == "a.b=3 must be >= 4; set a.b=5 (a.b=4 is refused: odd) (or a.c=2)" and better.fix == "a.b=5"
     assert rephrased("plain words", lead="ConfigError: ") == "ConfigError: plain words" and fix_of("plain") is None
-
-
-def test_the_activation_fields_checked_without_jax_are_partition_axis_fields():
-    # validate's check of the activation keys reads them from the config's schema (no JAX); they must stay the
-    # library's PartitionAxis fields, in its order (the refusal lists them).
-    from gensbi_sharding.activations import PartitionAxis
-    from gensbi_sharding.harness.config import ActivationConfig
-
-    assert tuple(f.name for f in dataclasses.fields(ActivationConfig) if f.name != "strategy") == PartitionAxis._fields
 
 
 FLUX = ("model=flux1",)

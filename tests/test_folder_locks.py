@@ -1,0 +1,169 @@
+"""Output folders another run holds, or a run's refusal names: each folder named as the shell, Hydra and Python
+read it back; a run and a sweep never share a job folder.
+"""
+
+import ast
+import os
+import re
+import subprocess
+import sys
+
+from faults_helpers import REPO
+
+
+def test_every_folder_a_refusal_names_as_an_override_is_one_the_shell_and_hydra_read_back(tmp_path):
+    # Was: "hydra.sweep.dir=<sweep> holds a sweep whose jobs continue other runs ..." (dropped_runs), and each
+    # refusal of a folder ("hydra.run.dir=<folder> is a sweep's folder ..."), named the folder as is: with a space
+    # or a parenthesis in it, no override one could paste. Now as the commands the harness prints write it.
+    import shlex
+
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness import outputs
+    from gensbi_sharding.harness.console_lines import completed_jobs_lead
+    from gensbi_sharding.harness.folder_lock import folder_problem
+    from gensbi_sharding.harness.resume_command import dropped_runs
+
+    sweep = tmp_path / "my sweep (2)"
+    sweep.mkdir()
+    record = {"hydra": {"overrides": {"task": ["train.resume=r1,r2"]}}}
+    OmegaConf.save(OmegaConf.create(record), sweep / "multirun.yaml")
+    refused = dropped_runs(sweep, [["train.resume=auto"]])
+    assert refused is not None and shlex.split(refused)[0] == f'hydra.sweep.dir="{sweep}"', refused
+    assert folder_problem(sweep, sweep=False).startswith(f"'hydra.run.dir=\"{sweep}\"' is a sweep's folder")
+    (sweep / "0").mkdir()
+    outputs.write_json(sweep / "0" / "metrics.json", {"status": "ok"})
+    assert completed_jobs_lead(sweep, [sweep / "0"], "", 2).startswith(f"'hydra.sweep.dir=\"{sweep}\"': 1 of its 2")
+
+
+_HOLD_LOCK = """
+import sys, time
+from gensbi_sharding.harness.folder_lock import FolderLock
+lock = FolderLock(sys.argv[1])
+lock.acquire()
+print("locked", flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_folder_refusal_of_a_run_started_from_python_names_the_settings_it_sets(tmp_path, monkeypatch):
+    # Was: run(cfg) from Python into a folder holding a run was told "choose another hydra.run.dir", "rerun with
+    # train.resume=auto", "the same command plus train.resume=auto ... hydra.run.dir=<new folder>": launch.py's
+    # overrides, which no Python call takes (its continue hint already said cfg.output_dir in open_dict, round 45).
+    import pytest
+    from faults_helpers import compose_tiny
+    from hydra.conf import HydraConf
+    from hydra.core.hydra_config import HydraConfig
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness import outputs, run_folder
+    from gensbi_sharding.harness.folder_lock import FolderInUseError
+    from gensbi_sharding.harness.run import run
+
+    done, stopped, killed, used = (tmp_path / name for name in ("done", "stopped", "killed", "used"))
+    outputs.write_json(done / "metrics.json", {"status": "ok", "final_step": 8})
+    outputs.write_json(stopped / "metrics.json", {"status": "preempted", "stopped_at_step": 3})
+    (killed / "checkpoints" / "5").mkdir(parents=True)
+    python = "; set cfg.output_dir in omegaconf.open_dict(cfg)"
+    for out, said in [
+        (done, "which are never overwritten; choose another cfg.output_dir" + python),
+        (stopped, "rerun with cfg.train.resume='auto' to continue it in this folder, or choose another cfg.output_dir"
+                  + python),
+        (killed, f"continue it here by the same call with cfg.train.resume='auto', or in a new folder with "
+                 f"cfg.train.resume={str(killed)!r} and cfg.output_dir='<new folder>'" + python),
+    ]:
+        metrics = run(compose_tiny(output_dir=out))
+        assert metrics["status"] == "error" and metrics["error"].endswith(said), metrics["error"]
+        assert "hydra" not in metrics["error"]
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD_LOCK, str(used)], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": str(REPO)})  # another run writing there
+    try:
+        assert holder.stdout.readline() == "locked\n"
+        with pytest.raises(FolderInUseError, match=r"wait for it to end, or choose another cfg\.output_dir; set "):
+            run_folder.RunFolder(used, compose_tiny()).claim()
+    finally:
+        holder.kill()
+        holder.wait()
+    # Under launch.py (a Hydra job) the overrides it takes, as before.
+    hydra = OmegaConf.create({"hydra": OmegaConf.structured(HydraConf)})
+    hydra.hydra.runtime.output_dir, hydra.hydra.overrides.task = str(stopped), []
+    monkeypatch.setattr(HydraConfig.instance(), "cfg", None)
+    HydraConfig.instance().set_config(hydra)
+    with pytest.raises(FileExistsError, match="rerun with train.resume=auto to continue it in this folder, or choose "
+                                              "another hydra.run.dir$"):
+        run_folder.RunFolder(stopped, compose_tiny()).claim()
+
+
+def test_a_python_callers_folder_refusal_names_a_folder_with_a_space_or_quote_as_python_takes_it(tmp_path):
+    # Was (run(cfg) from Python, the folder "my runs/killed"): "... or in a new folder with
+    # cfg.train.resume='<tmp>/my' runs/killed' hydra.run.dir ..." -- the shell's quotes read as the value's end, the
+    # folder cut at its space, and the two settings not joined; a quote in the folder's name came out as '"'"'.
+    from faults_helpers import compose_tiny
+
+    from gensbi_sharding.harness.python_words import python_words
+    from gensbi_sharding.harness.run import run
+
+    for name in ("my runs", "it's (1), a=b"):
+        killed = tmp_path / name / "killed"
+        (killed / "checkpoints" / "5").mkdir(parents=True)
+        error = run(compose_tiny(output_dir=killed))["error"]
+        found = re.search(r"or in a new folder with cfg\.train\.resume=(.*) and cfg\.output_dir='<new folder>'; set "
+                          r"cfg\.output_dir in omegaconf\.open_dict\(cfg\)$", error)
+        assert found and ast.literal_eval(found[1]) == str(killed), error
+        # A refusal before the lock (folder_problem): the folder it names, as Python's repr.
+        (tmp_path / name / "file").write_text("")
+        error = run(compose_tiny(output_dir=tmp_path / name / "file" / "sub"))["error"]
+        found = re.fullmatch(r"ConfigError: cfg\.output_dir=(.*): (.*) is a file, not a folder; choose another "
+                             r"cfg\.output_dir; set cfg\.output_dir in omegaconf\.open_dict\(cfg\)", error)
+        assert found and ast.literal_eval(found[1]) == str(tmp_path / name / "file" / "sub"), error
+        assert found[2] == str(tmp_path / name / "file"), error
+    # Was (a folder whose name ends in punctuation, "killed."): "cfg.train.resume='<tmp>/killed'. cfg.output_dir=..."
+    # -- the sentence's reading of a plain word's last character took it out of the value.
+    for end in ".:,;":
+        killed = tmp_path / f"killed{end}"
+        (killed / "checkpoints" / "5").mkdir(parents=True)
+        error = run(compose_tiny(output_dir=killed))["error"]
+        found = re.search(r"or in a new folder with cfg\.train\.resume=(.*) and cfg\.output_dir='<new folder>'; set "
+                          r"cfg\.output_dir in omegaconf\.open_dict\(cfg\)$", error)
+        assert found and ast.literal_eval(found[1]) == str(killed), error
+        error = run(compose_tiny(output_dir=tmp_path / name / "file" / f"sub{end}"))["error"]
+        found = re.fullmatch(r"ConfigError: cfg\.output_dir=(.*): .* is a file, not a folder; choose another "
+                             r"cfg\.output_dir; set cfg\.output_dir in omegaconf\.open_dict\(cfg\)", error)
+        assert found and ast.literal_eval(found[1]) == str(tmp_path / name / "file" / f"sub{end}"), error
+    # Sentence punctuation after a plain override is the sentence's; a number stays a number.
+    assert python_words("rerun with train.resume=auto: or train.steps=16.") == (
+        "rerun with cfg.train.resume='auto': or cfg.train.steps=16.")
+
+
+HOLD = ("import sys; from filelock import FileLock; lock = FileLock(sys.argv[1], timeout=0); lock.acquire(); "
+        "print('held', flush=True); sys.stdin.read()")
+
+
+def test_a_python_callers_refusal_of_a_busy_folder_quotes_the_other_runs_command_as_it_ran(tmp_path):
+    # run(cfg) from Python into a folder another run (launch.py ... hydra.run.dir=<it> train.steps=100) holds. Was:
+    # "(pid 4321 ...: launch.py cfg.output_dir='<it>' and cfg.train.steps=100)": the other run's command line
+    # reworded into settings it was never given. Now as it ran; only this call's fix is in Python's words.
+    import json
+    import subprocess
+    import sys
+
+    from faults_helpers import compose_tiny
+
+    from gensbi_sharding.harness.folder_lock import FolderLock
+    from gensbi_sharding.harness.run import run
+
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    command = f"launch.py experiment=quick hydra.run.dir={busy} train.steps=100 train.resume=auto"
+    (busy / FolderLock.OWNER).write_text(json.dumps({"pid": 4321, "host": "node7", "started": "2026-12-04 07:00:00",
+                                                     "command": command}))
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(busy / FolderLock.LOCK)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        error = run(compose_tiny(output_dir=busy))["error"]
+    finally:
+        holder.communicate("", timeout=30)  # stdin closed: it lets go and ends
+    assert error == (f"FolderInUseError: {busy} is in use by another run (pid 4321 on node7, started 2026-12-04 "
+                     f"07:00:00: {command}): two runs must not write into one folder; wait for it to end, or choose "
+                     "another cfg.output_dir; set cfg.output_dir in omegaconf.open_dict(cfg)")

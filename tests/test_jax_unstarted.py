@@ -1,0 +1,100 @@
+"""Reading a run's checkpoints or config, and refusing a run, leave JAX's backend unstarted (no JAX import where the
+check needs none).
+"""
+
+import dataclasses
+import os
+import subprocess
+import sys
+
+from faults_helpers import REPO, save_step_with_info
+from test_start_imports import LAUNCH, imported_after
+
+
+def _save_step(out, step):
+    """A complete checkpoint of ``step`` in ``out/checkpoints`` (a tiny state), as a job's own save."""
+    import jax
+    import jax.numpy as jnp
+
+    from gensbi_sharding.checkpoint import CheckpointWriter
+
+    with CheckpointWriter(out / "checkpoints", async_save=False) as writer:
+        writer.save(step, {"w": jnp.zeros(2)}, jax.random.key(0))
+
+
+_LIST_THEN_START = """
+import sys, jax
+from gensbi_sharding.harness.resume_command import holds_checkpoint
+from gensbi_sharding.checkpoint import committed_steps
+print(holds_checkpoint(sys.argv[1]), committed_steps(sys.argv[1] + "/checkpoints"))
+jax.config.update("jax_num_cpu_devices", 3)  # refused (RuntimeError) once the backend started
+print(jax.device_count())
+"""
+
+
+def test_listing_a_run_folders_checkpoints_leaves_jax_backend_unstarted(tmp_path):
+    # Was: `python launch.py experiment=quick train.resume=auto hydra.run.dir=cont` (the command a preempted
+    # continuation, launched with train.resume=<run>, printed) failed: "devices.cpu_count=8 was asked for, but JAX's
+    # backend already started with 1 CPU devices": the folder check listed its checkpoints with an Orbax
+    # CheckpointManager, whose constructor starts the backend, before the run set its device count (status error).
+    out = tmp_path / "cont"
+    _save_step(out, 20)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("JAX_NUM_CPU_DEVICES", None)
+    proc = subprocess.run([sys.executable, "-c", _LIST_THEN_START, str(out)], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split("\n")[:2] == ["True [20]", "3"], proc.stdout
+
+
+_READ_THEN_START = """
+import sys, jax
+from omegaconf import OmegaConf
+from gensbi_sharding.checkpoint import saved_config, saved_info
+from gensbi_sharding.harness import run_folder
+out = sys.argv[1]
+print(saved_config(out)["train"]["resume"], saved_info(out))
+config = OmegaConf.create({"hydra": {"run": {"dir": out}, "sweep": {"dir": None},
+                                     "overrides": {"task": ["train.resume=a"]}},
+                           "train": {"resume": "a", "steps": 3000}, "distributed": {"mode": "none", "process_id": None}})
+callback = run_folder.RefuseCompletedRun()
+callback.on_run_start(config)  # launch.py's folder check of a requeue: reads the newest checkpoint's config
+callback.on_run_end(config)
+jax.config.update("jax_num_cpu_devices", 3)  # refused (RuntimeError) once the backend started
+print(jax.device_count())
+"""
+
+
+def test_reading_a_checkpoints_config_and_info_leaves_jax_backend_unstarted(tmp_path):
+    # Was: checkpoint.saved_config / saved_info read the JSON item through an Orbax Checkpointer, which starts JAX's
+    # backend: any check before a run sets its device count that read one (the requeue check did, until round 45
+    # read it another way) made the run fail "devices.cpu_count=8 was asked for, but JAX's backend already started".
+    from gensbi_sharding.harness import outputs
+
+    out = tmp_path / "b"
+    save_step_with_info(out, 30, resume="a")
+    outputs.write_json(out / "metrics.json", {"status": "preempted", "stopped_at_step": 30})
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("JAX_NUM_CPU_DEVICES", None)
+    proc = subprocess.run([sys.executable, "-c", _READ_THEN_START, str(out)], capture_output=True, text=True,
+                          env=env, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split("\n")[:2] == ["a {'n': 1}", "3"], proc.stdout
+
+
+def test_a_refused_run_imports_no_jax_where_its_check_needs_none(tmp_path):
+    # A range refusal needs no device: the check of the run's config before its folder is made imports no JAX
+    # (was: resolve_cpu_count's module and the activation fields' check imported it, ~1 s).
+    imported, stop = imported_after(LAUNCH.format(
+        f"'experiment=quick', 'train.val_every=0', 'train.patience=5', 'hydra.run.dir={tmp_path / 'out'}'"))
+    assert (imported, stop) == ([], "1")
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_activation_fields_checked_without_jax_are_partition_axis_fields():
+    # validate's check of the activation keys reads them from the config's schema (no JAX); they must stay the
+    # library's PartitionAxis fields, in its order (the refusal lists them).
+    from gensbi_sharding.activations import PartitionAxis
+    from gensbi_sharding.harness.config import ActivationConfig
+
+    assert tuple(f.name for f in dataclasses.fields(ActivationConfig) if f.name != "strategy") == PartitionAxis._fields

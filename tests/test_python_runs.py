@@ -1,0 +1,73 @@
+"""Runs started from Python (``run(cfg)``): refused as launch.py refuses them, and told how to continue from Python."""
+
+import pytest
+
+
+def test_a_run_started_from_python_is_told_how_to_continue_it_from_python(tmp_path):
+    # Was: run(cfg) from Python, stopped, said "continue with: the same command plus train.resume=auto
+    # hydra.run.dir=<folder>": launch.py's overrides, which no Python call takes (run(cfg) reads cfg.output_dir).
+    # Under launch.py (Hydra's job) the command stays launch.py's own.
+    from gensbi_sharding.harness.stop_record import at_once_error
+    from gensbi_sharding.harness.sweep_hints import continue_command
+
+    out = tmp_path / "my run"
+    assert continue_command(out) == f"run(cfg) with cfg.train.resume='auto' and cfg.output_dir='{out}' set in omegaconf.open_dict(cfg)"
+    assert at_once_error(out, 40).endswith(f"continue with: run(cfg) with cfg.train.resume='auto' and "
+                                           f"cfg.output_dir='{out}' set in omegaconf.open_dict(cfg)")
+
+
+def test_the_continue_hint_of_a_run_started_from_python_works_as_written(tmp_path):
+    # Was (round 45's run(cfg) hint): "run(cfg) with cfg.train.resume='auto' and cfg.output_dir='<folder>'", and
+    # cfg.output_dir = ... on the config compose gives (as launch.py's, no output_dir set) raised
+    # ConfigAttributeError "Key 'output_dir' not in 'Config'": output_dir is no field of the schema.
+    import ast
+
+    import pytest
+    from faults_helpers import compose_tiny
+    from omegaconf import open_dict
+    from omegaconf.errors import ConfigAttributeError
+
+    from gensbi_sharding.harness.run_folder import output_dir
+    from gensbi_sharding.harness.sweep_hints import continue_command
+
+    folder = tmp_path / "my run's"
+    hint = continue_command(folder)
+    assert hint == f"run(cfg) with cfg.train.resume='auto' and cfg.output_dir={str(folder)!r} set in omegaconf.open_dict(cfg)"
+    named = ast.literal_eval(hint.split("cfg.output_dir=", 1)[1].removesuffix(" set in omegaconf.open_dict(cfg)"))
+    cfg = compose_tiny()
+    with pytest.raises(ConfigAttributeError):
+        cfg.output_dir = named  # as the hint said before
+    with open_dict(cfg):  # as it says now
+        cfg.train.resume, cfg.output_dir = "auto", named
+    assert output_dir(cfg) == folder and cfg.train.resume == "auto"
+
+
+def test_run_cfg_from_python_returns_the_refusal_launch_py_prints(tmp_path, devices):
+    # The one check of the composed config serves both callers: run(cfg) from Python gets the line in metrics["error"].
+    from faults_helpers import run_tiny
+
+    metrics = run_tiny(tmp_path / "run", "eval.observations=[1,1]", "mesh.spec=dict")
+    assert metrics["status"] == "error" and metrics["error"] == (
+        "ConfigError: eval.observations=[1,1] lists an observation twice (it would be scored and averaged twice); set "
+        "eval.observations=[1]"), metrics["error"]
+
+
+@pytest.mark.parametrize("overrides, expected", [
+    (["model=flux1", "+model.guidance_embed=true"],
+     "+model.guidance_embed=true: Flux1Params.guidance_embed (model=flux1) is no setting: the harness sets it to false"),
+    (["model=simformer", "data=slcp", "+model.dim_joint=3"],
+     "+model.dim_joint=3: SimformerParams.dim_joint (model=simformer) is no setting: the harness sets it to one token "
+     "per theta and x dimension: the task's dim_theta + dim_x (data=slcp: 13)"),
+    (["+foo=null"], "foo is not a setting; drop +foo=null;"),
+    (["+mesh.modle_axis=[1,2]"], "drop +mesh.modle_axis=[1,2] and set mesh.model_axis=[1,2]"),
+])
+def test_a_key_added_by_compose_is_refused_by_run_cfg_as_launch_py_refuses_it(compose_config, overrides, expected):
+    # Was, from Python (compose, then run(cfg), which launch.py's override checks never saw): "drop
+    # +model.guidance_embed=True" (Python's True; launch.py says true), "+foo=None", "[1, 2]", and no word that the
+    # harness sets guidance_embed or dim_joint from the task.
+    from gensbi_sharding.harness.config import ConfigError
+    from gensbi_sharding.harness.config_checks import validate
+
+    with pytest.raises(ConfigError) as raised:
+        validate(compose_config(*overrides))
+    assert expected in str(raised.value), str(raised.value)

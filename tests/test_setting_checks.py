@@ -1,0 +1,210 @@
+"""Settings checked as typed: a value named as the override that gives it, settings without effect named, rule
+overrides and rule files refused before Hydra, a refused run leaving no folder.
+"""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from faults_helpers import REPO, compose_tiny
+from gensbi_sharding.harness.command_checks import command_problem
+
+
+@pytest.mark.parametrize("text, said", [
+    ("name: my_rule\nembd: data\n", "rule.embd is not a logical axis; valid keys: embed, mlp, heads, vocab, in, out "
+                                    "(and name); did you mean rule.embed?"),
+    ("name: my_rule\nembed: 3\n", "rule.embed=3 must be a mesh axis name, a list of them, or null; e.g. "
+                                  "rule.embed=data, or rule.embed=null (unsplit)"),
+    ("name: my_rule\nembed: [data, data]\n", "rule.embed=[data,data] names a mesh axis twice; list each mesh axis "
+                                             "once: set rule.embed=data"),
+    ("name: my_rule\nembed: dta\n", "rule.embed=dta (rule my_rule) names mesh axis dta, which the mesh lacks; valid "
+                                    "values: data, model or null; set rule.embed=data"),
+])
+def test_a_rule_files_table_is_refused_with_the_command_lines_checks(tmp_path, text, said):
+    # Was: `python launch.py rule=my_rule` with a key typo in conf/rule/my_rule.yaml passed launch.py's checks of the
+    # command line; the run refused the table after Hydra had made its folder, which kept error.txt and metrics.json.
+    (tmp_path / "rule").mkdir()
+    (tmp_path / "rule" / "my_rule.yaml").write_text(text)
+    searched = f"hydra.searchpath=[file://{tmp_path}]"
+    written = f" (written in {tmp_path / 'rule' / 'my_rule.yaml'}: fix it there)"
+    assert command_problem([searched, "rule=my_rule"]) == said + written
+    assert command_problem([searched, "experiment=quick", "dry_run=true", "rule=my_rule"]) == said + written
+    assert command_problem(["-m", searched, "rule=fsdp,my_rule"]) == said + written
+    assert command_problem([searched, "rule=fsdp"]) is None  # a file this command never reads stops nothing
+    if "dta" in text:  # no mesh: no mesh axis to lack (as the run takes it)
+        assert command_problem([searched, "rule=my_rule", "mesh=none"]) is None
+        assert command_problem([searched, "rule=my_rule", "rule.embed=data"]) is None  # the override wins
+
+
+@pytest.mark.parametrize("typed, said", [
+    ("rule.embed=dta", "rule.embed=dta (rule replicated+overrides) names mesh axis dta, which the mesh lacks; "
+                       "valid values: data, model or null; set rule.embed=data"),
+    ("rule.embed=3", "rule.embed=3 must be a mesh axis name, a list of them, or null; e.g. rule.embed=data, or "
+                     "rule.embed=null (unsplit)"),
+])
+def test_a_rule_override_the_run_would_refuse_is_refused_before_hydra(typed, said):
+    # The same tables typed on the command line: refused too only after the run's folder was made.
+    assert command_problem(["experiment=quick", typed]) == said
+    assert command_problem(["experiment=quick", "rule.embed=data"]) is None
+
+
+def test_a_refused_rule_file_leaves_no_folder(tmp_path):
+    (tmp_path / "conf" / "rule").mkdir(parents=True)
+    (tmp_path / "conf" / "rule" / "my_rule.yaml").write_text("name: my_rule\nembd: data\n")
+    out = tmp_path / "out"
+    ran = subprocess.run([sys.executable, str(REPO / "launch.py"), f"hydra.searchpath=[file://{tmp_path / 'conf'}]",
+                          "experiment=quick", "rule=my_rule", f"hydra.run.dir={out}"],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert ran.returncode == 1
+    assert ran.stderr.strip().splitlines()[-1] == (
+        "[ERROR] rule.embd is not a logical axis; valid keys: embed, mlp, heads, vocab, in, out (and name); did you "
+        "mean rule.embed? (written in conf/rule/my_rule.yaml: fix it there)")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("args, said", [
+    (["eval.num_samples=3"], "eval.num_samples=3 must be >= 2 * eval.c2st_folds (eval.c2st_folds=2); set "
+                             "eval.num_samples=4"),
+    (["mesh.model_axis=3"], "mesh.model_axis=3: 8 devices are not divisible by model_axis=3; set mesh.model_axis=2 "
+                            "(divisors of 8: [1, 2, 4, 8])"),
+])
+def test_a_run_its_config_checks_refuse_leaves_no_folder(tmp_path, args, said):
+    # Was: values the command-line checks pass but the run's own checks refuse (validate, the mesh against the
+    # devices) were refused inside the run's folder, which Hydra had made: .hydra/, .run.lock, launch.log, error.txt
+    # and metrics.json were left behind ("error after 27.7 ms; traceback in .../error.txt").
+    out = tmp_path / "out"
+    ran = subprocess.run([sys.executable, str(REPO / "launch.py"), "experiment=quick", *args, f"hydra.run.dir={out}"],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert ran.returncode == 1, ran.stderr
+    assert not out.exists()
+    assert ran.stderr.strip().splitlines() == [f"[ERROR] ConfigError: {said}"] and ran.stdout == ""  # the run's words
+    assert "Traceback" not in ran.stderr + ran.stdout and "error.txt" not in ran.stderr + ran.stdout
+
+
+# --- 2. a refusal of run(cfg) names the value as it is typed, from the command line and from Python ------------
+@pytest.mark.parametrize("overrides, named", [
+    (["eval.observations=[1,1]"], "eval.observations=[1,1] lists an observation twice"),
+    (["eval.observations=[1,2]", "data.num_observation=3"], "eval.observations=[1,2] is scored"),
+    (["mesh.spec=foo"], "mesh.spec=foo is not one of null, auto, dict"),
+    (["model.init=foo"], "model.init=foo is not one of sharded, eager"),
+    (["train.schedule=linear"], "train.schedule=linear is not one of cosine, constant"),
+    # (train.resume=AUTO: outside Hydra's app in run(cfg)'s settings, cfg.train.resume='AUTO'; test_leftovers48)
+    (["data.theta_transform=x"], "data.theta_transform=x is not one of support, none"),
+    (["data.x_transform=x"], "data.x_transform=x is not one of none, log"),
+    (["distributed.mode=x"], "distributed.mode=x is not one of none, auto, explicit"),
+    (["model=flux1", "model.id_merge_mode=x"], "model.id_merge_mode=x is not one of"),
+    (["rule.embed=[data,data]"], "rule.embed=[data,data] names a mesh axis twice"),
+    (["activation.batch_axis=[data,model,data]"], "batch_axis=[data,model,data] names a mesh axis twice"),
+    (["activation.head_axis=foo"], "head_axis=foo names mesh axis foo, which the mesh lacks"),
+])
+def test_a_refusal_names_the_value_as_the_override_that_gives_it(compose_config, overrides, named):
+    # Was: Python's repr, for launch.py and run(cfg) alike (the same check of the composed config):
+    # "eval.observations=[1, 1]" (two shell words), "mesh.spec='foo'", "batch_axis=['data', 'model', 'data']".
+    from gensbi_sharding.harness.config import ConfigError
+    from gensbi_sharding.harness.config_checks import scored_observations, validate
+
+    cfg = compose_config(*overrides)
+    if "is scored" in named:
+        problem = scored_observations(cfg)[1]
+    else:
+        with pytest.raises(ConfigError) as raised:
+            validate(cfg)
+        problem = str(raised.value)
+    assert named in problem and "'" not in problem.split(" is ")[0].split(" names ")[0], problem
+
+
+def test_a_launcher_given_without_m_is_refused_not_ignored(tmp_path, capsys):
+    # Was: python launch.py hydra/launcher=slurm ... (no -m) trained here, on the login node, with no word of SLURM:
+    # Hydra reads a launcher (and a sweeper, hydra.sweep.subdir) only in a multirun.
+    from hydra import compose, initialize_config_dir
+
+    from faults_helpers import REPO
+    from gensbi_sharding.harness import run_folder
+    from gensbi_sharding.harness.config import register_configs
+    from gensbi_sharding.harness.sweep_subdirs import unused_folder_problem
+
+    register_configs()
+
+    def composed(*overrides, run_dir=f"hydra.run.dir={tmp_path / 'run'}"):
+        with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+            return compose("config", overrides=[run_dir, *overrides], return_hydra_config=True)
+
+    config = composed("hydra/launcher=slurm")
+    with pytest.raises(SystemExit):
+        run_folder.RefuseCompletedRun().on_run_start(config)
+    assert capsys.readouterr().err.strip() == (
+        "[ERROR] hydra/launcher=slurm: only a multirun (-m) reads it; this single run would run here, in this "
+        "process, without it: add -m (python launch.py -m ...), or leave it out")
+    assert not (tmp_path / "run").exists()
+    assert unused_folder_problem(composed("hydra/launcher=submitit_local", "hydra.launcher.timeout_min=5",
+                                          "hydra.sweep.subdir=a"), multirun=False).startswith(
+        "hydra/launcher=submitit_local hydra.launcher.timeout_min=5 hydra.sweep.subdir=a: only a multirun (-m) "
+        "reads them; ")
+    assert unused_folder_problem(composed("hydra/launcher=slurm", run_dir=f"hydra.sweep.dir={tmp_path}"),
+                                 multirun=True) is None  # where it is read
+    assert unused_folder_problem(composed("hydra/launcher=basic"), multirun=False) is None  # the default: as is
+
+
+@pytest.mark.parametrize("model", ["mlp", "simformer"])
+def test_activation_fields_set_where_no_activation_is_placed_are_named(model):
+    # Was: activation=none activation.head_axis=model and mesh=none activation.batch_axis=model ran without a word
+    # (the fields were checked against the model's reads only under activation=rule or fixed, on a mesh).
+    from gensbi_sharding.harness.model_checks import ignored_settings
+
+    cfg = compose_tiny(f"model={model}", "activation=none", "activation.head_axis=model")
+    assert ignored_settings(cfg.model, cfg.activation, cfg.mesh) == (
+        "no effect: activation.head_axis=model (activation=none adds no activation constraints; activation=rule or "
+        "activation=fixed applies them)")
+    cfg = compose_tiny(f"model={model}", "mesh=none", "activation.batch_axis=model", "activation.head_axis=null")
+    assert ignored_settings(cfg.model, cfg.activation, cfg.mesh) == (
+        "no effect: activation.batch_axis=model activation.head_axis=null (mesh=none: one device, no activation is "
+        "placed)")
+    for quiet in (("activation=none",), ("mesh=none",), ("activation.batch_axis=null",)):  # nothing set, or read
+        cfg = compose_tiny(f"model={model}", *quiet)
+        assert ignored_settings(cfg.model, cfg.activation, cfg.mesh) is None, quiet
+
+
+def test_mesh_devices_is_named_as_typed():
+    # Was: "mesh.devices=[0, 1, 1, 9] lists device 1 more than once ..." and "[2/7] mesh: ... mesh.devices=[0, 1, 2,
+    # 3]": Python's list, words apart in a shell, where every other message writes a value as an override is typed.
+    from gensbi_sharding.harness.hints import mesh_devices_problem
+
+    assert mesh_devices_problem([0, 1, 1, 9], range(8)).startswith(
+        "mesh.devices=[0,1,1,9] lists device 1 more than once and names device id 9")
+
+
+def test_every_command_a_config_file_suggests_sets_nothing_without_effect():
+    # Was: conf/activation/fixed.yaml and rule.yaml suggested `activation=fixed activation.sequence_axis=model` and
+    # `... activation.head_axis=null` on the default model=mlp, which reads neither: "no effect" at once.
+    import re
+
+    from faults_helpers import REPO
+    from gensbi_sharding.harness.model_checks import ignored_settings
+
+    commands = [re.split(r"\s{2,}", line.split("python launch.py", 1)[1])[0].split()  # its description cut off
+                for path in sorted((REPO / "conf").rglob("*.yaml")) for line in path.read_text().splitlines()
+                if line.lstrip().startswith("# python launch.py")]
+    single = [words for words in commands if "-m" not in words and not any("<" in w for w in words)]
+    assert ["model=transformer", "activation=fixed", "activation.sequence_axis=model"] in single
+    for words in single:
+        cfg = compose_tiny(*words)
+        assert ignored_settings(cfg.model, cfg.activation, cfg.mesh) is None, words
+
+
+def test_the_override_that_splits_on_an_odd_device_count_splits():
+    # Was: devices.cpu_count=7 mesh=auto rule=tensor: "to split, run with mesh=dict mesh.model_axis=7", under which
+    # every mlp variable (width 64) fell back to replicated: the hint's own command split nothing either.
+    from gensbi_sharding import RULES
+    from gensbi_sharding.harness.run_report import splits_nothing_hint
+
+    for devices in (3, 7, 9):
+        hint = splits_nothing_hint({"data": devices, "model": 1}, dict(RULES["tensor"]), "tensor", "auto")
+        ids = ",".join(map(str, range(devices - 1)))
+        assert hint.endswith(f"; to split, run with mesh=dict mesh.model_axis=2 mesh.devices=[{ids}] (an odd count "
+                             "divides no power-of-2 width)"), hint
+    assert splits_nothing_hint({"data": 6, "model": 1}, dict(RULES["tensor"]), "tensor", "auto").endswith(
+        "; to split, run with mesh=dict mesh.model_axis=2")  # an even count: as it was
