@@ -296,3 +296,14 @@ def test_shard_model_judges_its_time_target_only_at_the_size_it_is_set_for(monke
     module.main()
     assert capsys.readouterr().out.splitlines()[-1].startswith(
         "targets (ours / reference <= 1.10 for every rule, same buffers on a second call): ")
+
+
+def test_benchmark_help_names_each_default_once():
+    # Typed: python benchmarks/gensbi_scale.py --help. Was: "--timeout TIMEOUT  seconds the dry-run sweep ... may
+    # run (default 3600) (default: 3600)": the help text said its default, and the scripts' formatter adds it again.
+    import re
+
+    for script in sorted((REPO / "benchmarks").glob("*.py")):
+        source = script.read_text()
+        if "new_parser" in source or "HelpFormatter" in source:  # cli_args's: argparse's defaults formatter
+            assert not re.findall(r"help=[^\n]*\(default \d+\)", source), script.name

@@ -150,7 +150,6 @@ def test_the_folder_lock_of_a_writer_let_go_a_forked_child_and_symbolic_links(tm
         os.waitpid(pid, 0)
 
 
-# --- 3, 4. a checkpoint commit that fails (async_save=False) or outlasts commit_timeout_s -------------------------
 def _refuse_commit_of(monkeypatch, name: str) -> None:
     """The folder turns read-only as step ``name`` is committed: Orbax's rename of its temporary folder fails."""
     rename = os.rename

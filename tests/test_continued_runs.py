@@ -2,7 +2,19 @@
 continues the run it should, sets an earlier attempt's outputs aside, and names the commands that continue it.
 """
 
-from faults_helpers import save_step_with_info
+import csv
+import json
+import logging
+import shlex
+
+import numpy as np
+import pytest
+from omegaconf import OmegaConf
+
+from faults_helpers import compose_tiny, save_step_with_info
+from gensbi_sharding.harness import outputs, run_folder, sweep_continue
+from gensbi_sharding.harness.summary import write_summary
+from gensbi_sharding.harness.sweep_hints import CONTINUE_ENV, continue_command, job_command
 
 
 def test_a_requeued_continuation_continued_once_by_auto_still_resumes_its_own_checkpoint(tmp_path, monkeypatch,
@@ -40,3 +52,492 @@ def test_a_requeued_continuation_continued_once_by_auto_still_resumes_its_own_ch
     assert committed_steps(out / "checkpoints") == [40, 50]
     with pytest.raises(FileExistsError, match="rerun with train.resume=auto to continue it in this folder"):
         run_folder.ensure_fresh(out, resume="a")
+
+
+def _as_hydra_job(monkeypatch, out, task):
+    """Make Hydra's config say this process is the (single-run) job in ``out``, launched with overrides ``task``."""
+    from hydra.conf import HydraConf
+    from hydra.core.hydra_config import HydraConfig
+
+    hydra = OmegaConf.create({"hydra": OmegaConf.structured(HydraConf)})
+    hydra.hydra.runtime.output_dir, hydra.hydra.overrides.task = str(out), task
+    monkeypatch.setattr(HydraConfig.instance(), "cfg", None)
+    HydraConfig.instance().set_config(hydra)
+
+
+def _accepted(args, resume):
+    """``args`` (one printed command's words after ``python launch.py``) as launch.py's folder callback sees them:
+    raises SystemExit where that folder would be refused."""
+    out = dict(a.split("=", 1) for a in args if a.startswith("hydra.run.dir="))["hydra.run.dir"]
+    config = OmegaConf.create({"hydra": {"run": {"dir": out}, "sweep": {"dir": None},
+                                         "overrides": {"task": [a for a in args if not a.startswith("hydra.")]}},
+                               "train": {"resume": resume, "steps": 3000},
+                               "distributed": {"mode": "none", "process_id": None}})
+    callback = run_folder.RefuseCompletedRun()
+    callback.on_run_start(config)
+    callback.on_run_end(config)
+
+
+def _save_step(out, step, resume=None):
+    """A complete checkpoint of ``step`` in ``out/checkpoints`` (a tiny state), as the job's own first save; saved
+    with ``train.resume=<resume>`` in its config as the harness saves it (None: no config, as a save of its own)."""
+    import jax
+    import jax.numpy as jnp
+
+    from gensbi_sharding.checkpoint import CheckpointWriter
+
+    config = None if resume is None else {"train": {"resume": resume, "steps": 3000}}
+    with CheckpointWriter(out / "checkpoints", async_save=False, config=config) as writer:
+        writer.save(step, {"w": jnp.zeros(2)}, jax.random.key(0))
+
+
+def test_a_continuation_stopped_during_its_first_save_is_still_continued_from_the_run_it_continues(
+        tmp_path, monkeypatch):
+    # Was: killed while its first save was written (checkpoints/ holding only Orbax's temporary folder), the printed
+    # command was train.resume=auto, which said "no checkpoint in <cont> yet, starting fresh" and trained from step 0,
+    # and the job's own train.resume=r1 was refused ("rerun with train.resume=auto").
+    out, task = tmp_path / "cont", ["experiment=quick", "train.steps=3000", "train.resume=r1"]
+    (out / "checkpoints" / "20.orbax-checkpoint-tmp-1700000000" / "arrays").mkdir(parents=True)
+    outputs.write_json(out / "metrics.json", {"status": "interrupted", "stopped_at_step": 20})
+    command = job_command(task, out, multirun=False)
+    assert command == f"python launch.py experiment=quick train.steps=3000 train.resume=r1 hydra.run.dir={out}"
+    _accepted(shlex.split(command)[2:], "r1")
+    _save_step(out, 20, resume="r0")  # a complete one of its own, saved continuing another run: auto, not r1
+    assert "train.resume=auto" in job_command(task, out, multirun=False)
+    with pytest.raises(SystemExit):
+        _accepted(shlex.split(command)[2:], "r1")
+    # Saved continuing r1 (this command's own save): the same command, requeued, is taken (a deliberate change, was
+    # refused "rerun with train.resume=auto": a SLURM/submitit requeue of the very same command ended in error).
+    _save_step(out, 40, resume="r1")
+    _accepted(shlex.split(command)[2:], "r1")
+    assert "train.resume=auto" in job_command(task, out, multirun=False)  # auto continues it as well
+
+
+def test_a_requeued_continuation_resumes_its_own_checkpoint_and_another_lineage_is_still_refused(
+        tmp_path, monkeypatch, caplog):
+    # Was: `python launch.py train.resume=a hydra.run.dir=b` preempted after b's own first save, then requeued by
+    # SLURM/submitit with the very same command: refused, "rerun with train.resume=auto to continue it in this
+    # folder", the requeued job ended in error until someone retyped it.
+    from gensbi_sharding.harness.resume import resume_point
+
+    monkeypatch.chdir(tmp_path)  # the launch folder, which a relative train.resume is read against
+    run_a, out = tmp_path / "a", tmp_path / "b"
+    _save_step(run_a, 10)
+    _save_step(out, 30, resume="a")  # b's own save, its config as typed: train.resume=a
+    outputs.write_json(out / "metrics.json", {"status": "preempted", "stopped_at_step": 30})
+    _accepted(["train.resume=a", f"hydra.run.dir={out}"], "a")
+    for resume in ("a", str(run_a), "./a/"):  # as typed, or the same folder typed otherwise
+        assert run_folder.ensure_fresh(out, resume=resume)["status"] == "preempted"
+        assert run_folder.ensure_fresh(out, resume=resume, multirun=True)["status"] == "preempted"  # a sweep's job
+    cfg = OmegaConf.create({"train": {"resume": str(run_a)}})
+    with caplog.at_level("INFO", logger="gensbi_sharding"):
+        assert resume_point(cfg, out) == (out / "checkpoints" / "30").resolve()  # its own, not a's step 10
+    assert f"{out} already holds its own checkpoint (step 30) of this continuation, as after a requeue" in caplog.text
+    # Killed (checkpoints, no record): the same.
+    (out / "metrics.json").unlink()
+    assert run_folder.ensure_fresh(out, resume="a") is None
+    with pytest.raises(FileExistsError, match="holds the checkpoints of a run with no record"):
+        run_folder.ensure_fresh(out, resume_from=True)  # no run named: not known to be this continuation
+    # Another lineage, no train.resume, a completed run, a dry run: refused as before.
+    _save_step(tmp_path / "a2", 5)
+    outputs.write_json(out / "metrics.json", {"status": "preempted", "stopped_at_step": 30})
+    with pytest.raises(FileExistsError, match="rerun with train.resume=auto to continue it in this folder"):
+        run_folder.ensure_fresh(out, resume="a2")
+    with pytest.raises(SystemExit):
+        _accepted(["train.resume=a2", f"hydra.run.dir={out}"], "a2")
+    assert resume_point(OmegaConf.create({"train": {"resume": "a2"}}), out) == (tmp_path / "a2" / "checkpoints" / "5")
+    _save_step(out, 50)  # a newer save of its own with no train.resume: the newest decides
+    with pytest.raises(FileExistsError, match="rerun with train.resume=auto"):
+        run_folder.ensure_fresh(out, resume="a")
+    _save_step(out, 60, resume="a")
+    with pytest.raises(FileExistsError, match="writes only into a fresh folder"):
+        run_folder.ensure_fresh(out, resume="a", dry_run=True)
+    outputs.write_json(out / "metrics.json", {"status": "ok", "final_step": 60})
+    with pytest.raises(FileExistsError, match="status ok"):
+        run_folder.ensure_fresh(out, resume="a")
+
+
+def test_a_continuation_refused_rerun_without_its_run_names_the_run_to_keep(tmp_path, capsys):
+    # Was: `python launch.py experiment=quick train.resume=r1 hydra.run.dir=cont` stopped before its first save, then
+    # rerun as `python launch.py experiment=quick hydra.run.dir=cont`: refused, "rerun with train.resume=auto to
+    # continue it in this folder", which trained from step 0 (r1 unused, status ok).
+    out = tmp_path / "cont"
+    (out / ".hydra").mkdir(parents=True)
+    (out / ".hydra" / "overrides.yaml").write_text("- experiment=quick\n- train.resume=r1\n")
+    outputs.write_json(out / "metrics.json", {"status": "interrupted", "stopped_at_step": None})
+    with pytest.raises(FileExistsError, match="rerun with train.resume=r1 to continue it in this folder"):
+        run_folder.ensure_fresh(out)
+    run_folder.ensure_fresh(out, resume_from=True)  # as named: the folder takes it
+    # train.resume=auto there (was: accepted, "no checkpoint in <cont> yet, starting fresh", trained from step 0).
+    auto = ["experiment=quick", "train.resume=auto", f"hydra.run.dir={out}"]
+    with pytest.raises(SystemExit):
+        _accepted(auto, "auto")
+    assert "train.resume=auto would train it from step 0 instead; rerun with train.resume=r1" in capsys.readouterr().err
+    _accepted(["experiment=quick", "train.resume=r1", f"hydra.run.dir={out}"], "r1")
+    _save_step(out, 20)
+    with pytest.raises(FileExistsError, match="rerun with train.resume=auto to continue it in this folder"):
+        run_folder.ensure_fresh(out)
+    _accepted(auto, "auto")  # its own checkpoint now: auto continues it
+
+
+def test_a_continuation_stopped_before_its_first_checkpoint_is_continued_from_the_run_it_continues(
+        tmp_path, monkeypatch):
+    # Was: `python launch.py experiment=quick train.steps=3000 train.resume=r1 hydra.run.dir=cont` Ctrl-C'd while
+    # compiling printed "continue with: python launch.py ... train.resume=auto hydra.run.dir=<cont>", which, run,
+    # said "no checkpoint in <cont> yet, starting fresh" and trained steps 0..3000: r1's 20 steps unused, status ok.
+    out, task = tmp_path / "cont", ["experiment=quick", "train.steps=3000", "train.resume=r1"]
+    out.mkdir()
+    _as_hydra_job(monkeypatch, out, task)
+    command = continue_command(out)
+    assert command == f"python launch.py experiment=quick train.steps=3000 train.resume=r1 hydra.run.dir={out}"
+    outputs.write_json(out / "metrics.json", {"status": "interrupted", "stopped_at_step": None})
+    _accepted(shlex.split(command)[2:], "r1")  # the folder takes the retry (run_folder.ensure_fresh)
+    # distributed=local's parent makes its processes' command as they start, before any checkpoint.
+    monkeypatch.setenv(CONTINUE_ENV, command)
+    assert continue_command(out) == command
+    _save_step(out, 20)  # once it saved, its own checkpoint is the one to continue
+    auto = f"python launch.py experiment=quick train.steps=3000 train.resume=auto hydra.run.dir={out}"
+    assert continue_command(out) == auto
+    monkeypatch.delenv(CONTINUE_ENV)
+    assert continue_command(out) == auto
+    _accepted(shlex.split(auto)[2:], "auto")
+    # A job that named no run to continue: auto, as before (null as well).
+    assert "train.resume=auto" in job_command(["train.resume=null"], tmp_path / "new", multirun=False)
+
+
+def test_a_stopped_sweep_over_runs_to_continue_names_each_jobs_own_command(tmp_path, monkeypatch):
+    # Was: `-m experiment=quick train.steps=3000 train.resume=/r1,/int1` SIGTERM'd in job 0 printed "to continue the
+    # whole sweep, this job and those not started: python launch.py -m experiment=quick train.steps=3000
+    # train.resume=auto hydra.sweep.dir=<sweep>", which, run, ran job 0 alone and ended "sweep done: 1 ok, 0 failed"
+    # (its multirun.yaml rewritten): job 1, to continue /int1, dropped without a word.
+    sweep, task = tmp_path / "sw", ["experiment=quick", "train.steps=3000", "train.resume=/r1,/int1"]
+    sweep.mkdir()
+    OmegaConf.save({"hydra": {"overrides": {"task": task, "hydra": [f"hydra.sweep.dir={sweep}"]}}},
+                   sweep / "multirun.yaml")
+    job0 = ["experiment=quick", "train.steps=3000", "train.resume=/r1"]
+    (sweep / "0" / ".hydra").mkdir(parents=True)
+    (sweep / "0" / ".hydra" / "overrides.yaml").write_text("".join(f"- {o}\n" for o in job0))
+    _save_step(sweep / "0", 1034)
+    monkeypatch.setattr(sweep_continue, "hydra_job_overrides", lambda: (job0, True))
+    hint = sweep_continue.whole_sweep_hint(sweep / "0", ["/repo/launch.py", "-m", *task])
+    outputs.write_json(sweep / "0" / "metrics.json", {"status": "preempted", "stopped_at_step": 1034})
+    assert " -m " not in hint and "no one command for the sweep can" in hint, hint
+    commands = [shlex.split(c) for c in hint.split(": python launch.py ", 1)[1].split(" ; ")]
+    assert [c[-1] for c in commands] == [f"hydra.run.dir={sweep / '0'}", f"hydra.run.dir={sweep / '1'}"]
+    assert "train.resume=auto" in commands[0] and "train.resume=/int1" in commands[1]
+    for args, resume in zip(commands, ("auto", "/int1")):
+        _accepted([a for a in args if a not in ("python", "launch.py")], resume)
+
+
+def test_a_sweeps_summary_says_which_run_each_job_continued(tmp_path):
+    # Was: `-m train.resume=<run a>,<run b> train.steps=3000` wrote a table with no train.resume column (how a job
+    # ran was never a swept key): two rows alike but for their numbers, which run each continued said nowhere.
+    jobs = [["train.steps=3000", "train.resume=/runs/a"], ["train.steps=3000", "train.resume=/runs/b"],
+            ["train.steps=3000", "train.resume=/runs/c"]]
+    for number, recorded in enumerate([["train.steps=3000", "train.resume=auto"], jobs[1]]):  # job 0 continued alone
+        (tmp_path / str(number) / ".hydra").mkdir(parents=True)
+        OmegaConf.save(OmegaConf.create(recorded), tmp_path / str(number) / ".hydra" / "overrides.yaml")
+        (tmp_path / str(number) / "metrics.json").write_text(json.dumps({"config": {"dry_run": False},
+                                                                          "status": "ok", "c2st": 0.6 + number / 10}))
+    summary = write_summary(tmp_path, ["train.resume"], all_jobs=jobs)
+    assert summary.keys == ["train.resume"]
+    rows = list(csv.DictReader((tmp_path / "sweep_summary.csv").open()))
+    assert [(r["job"], r["train.resume"], r["status"]) for r in rows] == [
+        ("0", "/runs/a", "ok"), ("1", "/runs/b", "ok"), ("2", "/runs/c", "not run")]
+    assert "| train.resume |" in summary.text and "/runs/b" in summary.text
+    # Job 1 retried in its folder with its path corrected: the run it continued, as its record says.
+    OmegaConf.save(OmegaConf.create(["train.steps=3000", "train.resume=/runs/b2"]),
+                   tmp_path / "1" / ".hydra" / "overrides.yaml")
+    write_summary(tmp_path, ["train.resume"], all_jobs=jobs)
+    rows = list(csv.DictReader((tmp_path / "sweep_summary.csv").open()))
+    assert [r["train.resume"] for r in rows] == ["/runs/a", "/runs/b2", "/runs/c"]
+    # Not declared (a job continued alone records train.resume=auto): still no column.
+    assert write_summary(tmp_path, [], all_jobs=[j[:1] for j in jobs]).keys == []
+
+
+@pytest.mark.parametrize("words", [["train.resume=auto"], ["train.resume=null"], ["++train.resume=/x"], [],
+                                   ["train.resume='auto'"], ['train.resume="auto"']])  # quoted as typed: auto too
+def test_named_resume_reads_only_a_run(words):
+    from gensbi_sharding.harness.resume_command import named_resume
+
+    assert named_resume(words) == ("train.resume=/x" if words == ["++train.resume=/x"] else None)
+
+
+@pytest.mark.parametrize("typed, fix", [
+    ("train.resume=true", "train.resume=auto"), ("train.resume=false", "train.resume=null"),
+    ("mesh.spec=false", "mesh.spec=null"), ("data.x_transform=false", "data.x_transform=none"),
+    ("activation.strategy=False", "activation.strategy=rule"),
+    ("-m train.schedule=cosine,true", "train.schedule=cosine,cosine"),
+])
+def test_a_yes_no_for_a_setting_that_takes_a_name_is_refused_as_typed(typed, fix):
+    # Was: `train.resume=true` (meaning "resume") trained to "[3/7] data", then "train.resume=True: checkpoint path
+    # 'True' does not exist"; `mesh.spec=false` (meaning no mesh) "mesh.spec=True is not one of null, auto, dict":
+    # OmegaConf turns a YAML boolean given to a text setting into the text 'True', and every message echoed that.
+    from gensbi_sharding.harness.override_types import override_problem
+
+    problem = override_problem(["experiment=quick", *typed.split()])
+    assert problem is not None and "takes a name" in problem and problem.endswith(f"e.g. {fix}"), problem
+    value = typed.rsplit("=", 1)[1].split(",")[-1].lower()
+    assert f"{value} is a yes/no" in problem and "True" not in problem.split("(it would read")[0], problem
+    assert override_problem(["experiment=quick", "train.resume=auto", "mesh.spec=null"]) is None
+    # A folder or name that is the word itself (was: refused naming no way to pass it): quoted as the refusal shows.
+    quoted = problem.split("quoted: ", 1)[1].split(")", 1)[0]
+    assert override_problem(["experiment=quick", *shlex.split(quoted)]) is None, quoted
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    assert OverridesParser.create().parse_overrides(shlex.split(quoted))[0].value() == value  # the text, as Hydra reads it
+
+
+def test_a_yes_no_in_a_list_for_one_value_is_swept_as_typed():
+    # Was: `train.resume=[true]` "for one job per value, sweep them: -m train.resume=True", Python's spelling.
+    from gensbi_sharding.harness.override_types import override_problem
+
+    problem = override_problem(["experiment=quick", "train.schedule=[cosine,false]"])
+    assert "sweep them: -m train.schedule=cosine,false;" in problem, problem
+
+
+@pytest.mark.parametrize("resume", ["/r1,/int1", "auto"])
+def test_a_sweep_over_runs_to_continue_rerun_as_a_whole_is_refused_naming_each_jobs_command(
+        tmp_path, monkeypatch, capsys, resume):
+    # Was, after `-m experiment=quick train.resume=/r1,/int1` stopped in job 0: rerun as typed, "rerun with
+    # train.resume=auto to continue it in this folder"; and `-m experiment=quick train.resume=auto
+    # hydra.sweep.dir=<it>` was accepted: it ran job 0 alone, rewrote multirun.yaml and ended "sweep done: 1 ok,
+    # 0 failed", the job to continue /int1 gone from the sweep and its summary.
+    monkeypatch.chdir(tmp_path)
+    sweep, task = tmp_path / "sw", ["experiment=quick", "train.resume=/r1,/int1"]
+    (sweep / "0" / ".hydra").mkdir(parents=True)
+    OmegaConf.save({"hydra": {"overrides": {"task": task, "hydra": []}}}, sweep / "multirun.yaml")
+    (sweep / "0" / ".hydra" / "overrides.yaml").write_text("- experiment=quick\n- train.resume=/r1\n")
+    _save_step(sweep / "0", 1034)
+    outputs.write_json(sweep / "0" / "metrics.json", {"status": "preempted", "stopped_at_step": 1034})
+    saved = (sweep / "multirun.yaml").read_text()
+    config = OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep), "subdir": "${hydra.job.num}"},
+                                         "overrides": {"task": ["experiment=quick", f"train.resume={resume}"],
+                                                       "hydra": []}},
+                               "train": {"resume": "auto" if resume == "auto" else None, "steps": 20},
+                               "dry_run": False, "distributed": {"mode": "none", "process_id": None}})
+    with pytest.raises(SystemExit):
+        run_folder.RefuseCompletedRun().on_multirun_start(config)
+    refusal = capsys.readouterr().err
+    assert "train.resume=auto to continue it" not in refusal and "no one command for the sweep can" in refusal
+    commands = refusal.split("one by one: ")[1].strip().split(" ; ")
+    assert commands == [f"python launch.py experiment=quick {resumed} hydra.mode=RUN hydra.run.dir={sweep / job}"
+                        for resumed, job in (("train.resume=auto", "0"), ("train.resume=/int1", "1"))]
+    assert (sweep / "multirun.yaml").read_text() == saved  # refused before Hydra writes
+
+
+@pytest.mark.parametrize("saved", ["/r1", "/r0"])
+def test_a_sweep_continuing_one_run_rerun_as_typed_takes_the_jobs_that_saved_continuing_it(
+        tmp_path, monkeypatch, capsys, saved):
+    # Was: `-m experiment=quick train.resume=/r1 seed=0,1` stopped in job 0 after its first save, rerun as typed (a
+    # requeue): refused, "continue it by its own command". Now the same rule as a single run's: job 0's newest
+    # checkpoint saved under train.resume=/r1 is this sweep's own, continued; one saved under /r0 is still refused.
+    monkeypatch.chdir(tmp_path)
+    sweep, task = tmp_path / "sw", ["experiment=quick", "train.resume=/r1", "seed=0,1"]
+    (sweep / "0" / ".hydra").mkdir(parents=True)
+    OmegaConf.save({"hydra": {"overrides": {"task": task, "hydra": []}}}, sweep / "multirun.yaml")
+    (sweep / "0" / ".hydra" / "overrides.yaml").write_text("- experiment=quick\n- train.resume=/r1\n- seed=0\n")
+    _save_step(sweep / "0", 1034, resume=saved)
+    outputs.write_json(sweep / "0" / "metrics.json", {"status": "preempted", "stopped_at_step": 1034})
+    config = OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep), "subdir": "${hydra.job.num}"},
+                                         "overrides": {"task": task, "hydra": []}},
+                               "train": {"resume": "/r1", "steps": 20},
+                               "dry_run": False, "distributed": {"mode": "none", "process_id": None}})
+    callback = run_folder.RefuseCompletedRun()
+    if saved == "/r1":
+        callback.on_multirun_start(config)
+        callback.on_multirun_end(config)
+        return
+    with pytest.raises(SystemExit):
+        callback.on_multirun_start(config)
+    assert "continue it by its own command" in capsys.readouterr().err
+
+
+def _stopped_run(folder, attempts=0):
+    """A run folder as a stop during its evaluation leaves it: its record, scores and samples of two observations."""
+    (folder / "checkpoints" / "8").mkdir(parents=True)
+    earlier = [{"status": "preempted", "steps": 4}] * attempts
+    (folder / "metrics.json").write_text(json.dumps({"status": "interrupted", "previous_attempts": earlier}))
+    (folder / "error.txt").write_text("Traceback: interrupted\n")
+    (folder / "c2st.csv").write_text("observation,c2st\n1,0.9\n2,0.8\n")
+    (folder / "posterior.png").write_bytes(b"png")
+    (folder / "sharding.txt").write_text("rule fsdp, mesh data=8 x model=1: 8 devices\n")  # placed, then stopped
+    for name, k in (("posterior_samples.npz", 1), ("posterior_samples_2.npz", 2)):
+        np.savez(folder / name, samples=np.zeros((4, 2)), num_observation=k)
+    for rank in (0, 1):  # distributed=local's processes append to their logs
+        (folder / f"process_{rank}.log").write_text("[2026-12-04 10:00:00][gensbi_sharding][ERROR] - [process "
+                                                    f"{rank}/2] ConfigError: refused\nPermissionError: [Errno 13] x\n")
+    return {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+
+
+def test_a_continued_run_sets_its_earlier_attempts_outputs_aside_under_names_of_their_own(tmp_path, caplog):
+    # Was: only error.txt was renamed; the earlier attempt's c2st.csv, posterior.png and posterior_samples*.npz
+    # stayed under the names this attempt writes, so a continuation with eval.enabled=false ended ok (c2st null) beside
+    # them, and one scoring eval.observations=[3] beside the earlier observation 2's samples.
+    from gensbi_sharding.harness.folder_lock import folder_problem
+    from gensbi_sharding.harness.local_children import refusals, stuck_errors
+    from gensbi_sharding.harness.run_folder import RunFolder
+
+    for attempts in (0, 2):
+        out = tmp_path / f"run{attempts}"
+        before = _stopped_run(out, attempts)
+        folder = RunFolder(out, compose_tiny("train.resume=auto", output_dir=out))
+        with caplog.at_level(logging.INFO, logger="gensbi_sharding"):
+            folder.claim()
+        folder.release()
+        n = attempts + 1  # the attempt that wrote them
+        renamed = {"error.txt": f"error.attempt{n}.txt", "c2st.csv": f"c2st.attempt{n}.csv",
+                   "posterior.png": f"posterior.attempt{n}.png",
+                   "posterior_samples.npz": f"posterior_samples.attempt{n}.npz",
+                   "posterior_samples_2.npz": f"posterior_samples_2.attempt{n}.npz",
+                   "process_0.log": f"process_0.attempt{n}.log", "process_1.log": f"process_1.attempt{n}.log",
+                   # was left: a continuation failing before it placed its state showed the earlier mesh and rule
+                   "sharding.txt": f"sharding.attempt{n}.txt"}
+        after = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file() and p.name != ".run.lock"}
+        assert after == {renamed.get(name, name): data for name, data in before.items()}  # nothing lost
+        assert f"c2st.attempt{n}.csv" in caplog.text
+        assert folder_problem(out, sweep=False) is None  # still a run's folder, never a foreign file's
+        # This attempt's processes, stuck or failed with nothing logged, are not said to have logged the earlier ones'.
+        assert stuck_errors(out, 2) == "" and refusals(out, [0, 1], None) == {}
+
+
+def test_a_third_attempt_after_one_killed_outright_sets_the_second_attempts_outputs_aside_too(tmp_path):
+    # Was: numbered by the record's count of attempts alone; an attempt killed outright (SIGKILL, out of memory) writes
+    # no record, so after it the next one's record counted one attempt fewer, named copies that exist, and skipped
+    # them: the second attempt's c2st.csv and process logs stayed under the names the third writes (its
+    # eval.enabled=false run ended ok beside a c2st.csv sbibm.py table counts; its parent read the old logs' errors).
+    from gensbi_sharding.harness.earlier_attempts import ATTEMPT_FILES
+    from gensbi_sharding.harness.run_folder import RunFolder
+
+    out = tmp_path / "run"
+    before = _stopped_run(out)  # the second attempt's record: no previous_attempts, as the first left none
+    for name in ("c2st.attempt1.csv", "process_0.attempt1.log", "error.attempt1.txt"):  # the first attempt's, aside
+        (out / name).write_text("the attempt killed outright")
+    folder = RunFolder(out, compose_tiny("train.resume=auto", output_dir=out))
+    folder.claim()
+    folder.release()
+    assert not [p.name for p in out.iterdir() if ATTEMPT_FILES.fullmatch(p.name)]
+    for name, data in before.items():
+        if ATTEMPT_FILES.fullmatch(name):
+            stem, suffix = name.rsplit(".", 1)
+            assert (out / f"{stem}.attempt2.{suffix}").read_bytes() == data
+    assert (out / "c2st.attempt1.csv").read_text() == "the attempt killed outright"
+
+
+def test_a_score_kept_from_an_earlier_attempt_is_moved_back_and_other_files_are_left_alone(tmp_path):
+    from gensbi_sharding.harness.earlier_attempts import set_aside, take_back, with_aside_copies
+
+    _stopped_run(tmp_path)
+    (tmp_path / "c2st.attempt1.csv").write_text("an attempt's copy is never written over")
+    assert set_aside(tmp_path, {"status": "interrupted"}) == [  # past the copies there, all of them moved
+        "c2st.attempt2.csv", "error.attempt2.txt", "posterior.attempt2.png", "posterior_samples.attempt2.npz",
+        "posterior_samples_2.attempt2.npz", "process_0.attempt2.log", "process_1.attempt2.log", "sharding.attempt2.txt"]
+    assert (tmp_path / "c2st.attempt1.csv").read_text() == "an attempt's copy is never written over"
+    (tmp_path / "error.txt").write_text("a run killed outright leaves no record")
+    assert set_aside(tmp_path, None) == ["error.attempt3.txt"]  # no record: one past the highest set aside
+    for name in ("posterior_samples.npz", "posterior_samples_2.npz"):
+        copy = tmp_path / name.replace(".npz", ".attempt2.npz")
+        copy.with_name(name.replace(".npz", ".attempt1.npz")).write_bytes(copy.read_bytes())
+    names = [tmp_path / "posterior_samples_2.npz", tmp_path / "posterior_samples.npz"]
+    assert with_aside_copies(names) == [*names, tmp_path / "posterior_samples_2.attempt2.npz",
+                                        tmp_path / "posterior_samples.attempt2.npz",
+                                        tmp_path / "posterior_samples_2.attempt1.npz",
+                                        tmp_path / "posterior_samples.attempt1.npz"]  # the newest attempt's first
+    data = (source := tmp_path / "posterior_samples_2.attempt2.npz").read_bytes()
+    assert take_back(source, tmp_path / "posterior_samples.npz") and not source.exists()
+    assert (tmp_path / "posterior_samples.npz").read_bytes() == data  # moved as written
+    assert not take_back(tmp_path / "posterior_samples.npz", tmp_path / "x.npz")  # a file of this attempt's: not moved
+
+
+def test_an_evaluation_the_weights_failed_names_the_commands_that_get_past_it_not_the_one_that_fails_again(tmp_path):
+    # Was: "checkpoint .../40 was saved before it: once that is fixed, continue with: <the same command>", which samples
+    # the same weights and fails again; the fix the error named, data.theta_transform=support, is refused on resume.
+    import re
+
+    from faults_helpers import under_command
+    from gensbi_sharding.harness.stop_record import failure_error
+    from gensbi_sharding.harness.weights_failure import SamplingError
+
+    out = tmp_path / "run"
+    (out / "checkpoints" / "40").mkdir(parents=True)
+    command = ("experiment=quick", "train.steps=40", "data.theta_transform=none", f"hydra.run.dir={out}")
+    outside = SamplingError("only 0.00% of 12800 posterior draws lie inside the prior's support", outside=True)
+    for before in ([], [40]):  # saved by this attempt, or by the earlier one that only this attempt evaluated
+        error = under_command(command, lambda cfg: failure_error(out, before, outside))
+        assert "continue with" not in error and f"checkpoint {out}/checkpoints/40 holds the weights that failed" in error
+        further, fresh = re.search(r"further in this folder with: (.*); or train afresh through the prior's bijection "
+                                   r"in a new folder: (.*)$", error).groups()
+        assert further == f"python launch.py experiment=quick data.theta_transform=none train.steps=80 " \
+                          f"train.resume=auto hydra.run.dir={out}"
+        assert fresh == (f"python launch.py experiment=quick train.steps=40 data.theta_transform=support "
+                         f"hydra.run.dir={out}-support")
+    (tmp_path / "run-support").mkdir()  # used: the next free name
+    not_finite = SamplingError("50 of 50 posterior draws hold NaN or inf", outside=False)
+    error = under_command(command, lambda cfg: failure_error(out, [], not_finite))
+    assert error.endswith(f"would sample again: retrain in a new folder, with a lower train.learning_rate added to: "
+                          f"python launch.py experiment=quick train.steps=40 data.theta_transform=none "
+                          f"hydra.run.dir={out}-lower-lr")
+    # From Python: the settings of cfg that do so.
+    assert failure_error(out, [], outside).endswith(
+        f"train them further in this folder with: run(cfg) with cfg.train.steps=80, cfg.train.resume='auto' and "
+        f"cfg.output_dir={str(out)!r} set in omegaconf.open_dict(cfg); or train afresh through the prior's bijection "
+        f"in a new folder: a new run(cfg) with cfg.data.theta_transform='support' and "
+        f"cfg.output_dir={str(out) + '-support-2'!r}")
+
+
+def test_train_further_names_more_steps_than_an_early_stopped_run_asked_for_and_what_the_schedule_does(tmp_path):
+    # Was: train.steps twice the checkpoint's step, 600 for a run early stopping ended at step 300 of train.steps=1000:
+    # fewer steps than the run asked for, and the jump of its cosine learning rate at the resume step unsaid.
+    import math
+    import re
+
+    from omegaconf import OmegaConf
+
+    from faults_helpers import under_command
+    from gensbi_sharding.harness.stop_record import failure_error
+    from gensbi_sharding.harness.weights_failure import SamplingError
+
+    out = tmp_path / "run"
+    (out / "checkpoints" / "300").mkdir(parents=True)
+    (out / ".hydra").mkdir()
+    OmegaConf.save({"train": {"steps": 1000, "learning_rate": 1e-3, "schedule": "cosine", "warmup_steps": 0,
+                              "patience": 3}}, out / ".hydra" / "config.yaml")
+    outside = SamplingError("only 0.00% of 12800 posterior draws lie inside the prior's support", outside=True)
+    command = ("experiment=quick", "train.steps=1000", "train.patience=3", f"hydra.run.dir={out}")
+    error = under_command(command, lambda cfg: failure_error(out, [], outside))
+    further = re.search(r"further in this folder with: (.*?); or train afresh", error)[1]
+    assert further.startswith("python launch.py experiment=quick train.patience=3 train.steps=2000 train.resume=auto "
+                              f"hydra.run.dir={out} (twice the train.steps=1000 it was launched with: it stopped "
+                              "early at step 300)")
+    old, new = (1e-3 * (1 + math.cos(math.pi * 300 / steps)) / 2 for steps in (1000, 2000))
+    assert f"its cosine schedule is redrawn to end at step 2000: the learning rate at step 300 goes from {old:.3g} " \
+           f"to {new:.3g}, then decays to 0" in further
+    assert further.endswith("early stopping (train.patience=3) ends it again at a validation without a new best: add "
+                            "train.patience=0 to train every step")
+
+
+def test_a_sweep_whose_job_was_continued_alone_on_another_rule_names_its_unfinished_jobs(tmp_path):
+    # Typed: python launch.py -m experiment=quick rule=replicated,fsdp train.checkpoint_every=500 hydra.sweep.dir=sp,
+    # SIGTERM in job 0; its printed command, edited to continue on another mesh and rule (the README: resume onto
+    # whatever mesh and rule you have): ... rule=tensor mesh.model_axis=2 train.resume=auto hydra.mode=RUN
+    # hydra.run.dir=sp/0 (completed); then the sweep's own command with train.resume=auto, for job 1. Was: "job 0 of
+    # this sweep (rule=replicated) would continue folder sp/0, which ran rule=tensor: ... rerun the sweep with its
+    # values in the order it first ran" (they were), and no command for job 1, which never started.
+    from gensbi_sharding.harness.run_folder import RESUMABLE
+    from gensbi_sharding.harness.sweep_hints import moved_jobs_problem, unfinished_jobs_hint
+
+    job = tmp_path / "0"
+    (job / ".hydra").mkdir(parents=True)
+    (job / ".hydra" / "overrides.yaml").write_text("- experiment=quick\n- rule=tensor\n- mesh.model_axis=2\n"
+                                                   "- train.resume=auto\n")
+    OmegaConf.save({"hydra": {"mode": "RUN"}}, job / ".hydra" / "hydra.yaml")  # a job continued alone
+    (job / "metrics.json").write_text('{"status": "ok"}')
+    jobs = [["experiment=quick", "rule=replicated"], ["experiment=quick", "rule=fsdp"]]
+    assert moved_jobs_problem(tmp_path, jobs) is None
+    assert unfinished_jobs_hint([job], RESUMABLE, jobs, sweep_dir=tmp_path) == (
+        "; a sweep folder holding completed jobs is never rerun as a whole: continue its one unfinished job (never "
+        "started) with: python launch.py experiment=quick rule=fsdp train.resume=auto hydra.mode=RUN "
+        f"hydra.run.dir={tmp_path / '1'}")
+    # Written by a sweep (its jobs' record says MULTIRUN), other values still mean another sweep's folder.
+    OmegaConf.save({"hydra": {"mode": "MULTIRUN"}}, job / ".hydra" / "hydra.yaml")
+    assert "which ran rule=tensor" in moved_jobs_problem(tmp_path, jobs)

@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 from faults_helpers import REPO
 
@@ -167,3 +168,46 @@ def test_a_python_callers_refusal_of_a_busy_folder_quotes_the_other_runs_command
     assert error == (f"FolderInUseError: {busy} is in use by another run (pid 4321 on node7, started 2026-12-04 "
                      f"07:00:00: {command}): two runs must not write into one folder; wait for it to end, or choose "
                      "another cfg.output_dir; set cfg.output_dir in omegaconf.open_dict(cfg)")
+
+
+def _held_elsewhere(folder: Path) -> subprocess.Popen:
+    """A process holding ``folder``'s run lock and owner note (as ``FolderLock`` does for a running run or sweep)."""
+    code = ("import json, os, sys, time\nfrom filelock import FileLock\nfolder = sys.argv[1]\n"
+            "lock = FileLock(os.path.join(folder, '.run.lock'), timeout=0)\nlock.acquire()\n"
+            "json.dump({'pid': os.getpid(), 'host': 'here', 'started': 'now', 'command': 'launch.py'}, "
+            "open(os.path.join(folder, '.run.owner.json'), 'w'))\nprint('held', flush=True)\ntime.sleep(120)\n")
+    holder = subprocess.Popen([sys.executable, "-c", code, str(folder)], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    return holder
+
+
+def test_a_run_and_a_sweep_never_share_a_job_folder_while_either_runs(tmp_path):
+    # launch.py ... hydra.run.dir=<sweep>/1 while `-m` ran that sweep: the sweep, reaching job 1, had Hydra replace the
+    # run's .hydra/ record, then failed the job (FolderInUseError) and still ended "sweep done: 1 ok, 0 failed" with
+    # exit code 1. Now each is refused before Hydra writes: the run while the sweep runs, the sweep while the run does.
+    from gensbi_sharding.harness.folder_lock import folder_problem
+
+    sweep = tmp_path / "sweep"
+    (sweep / "1").mkdir(parents=True)
+    (sweep / "multirun.yaml").write_text("")
+    holder = _held_elsewhere(sweep)
+    try:
+        refusal = folder_problem(sweep / "1", sweep=False, before_hydra=True)
+        assert refusal == (f"hydra.run.dir={sweep / '1'} is a job folder of the sweep {sweep}, which is running (pid "
+                           f"{holder.pid} on here, started now: launch.py): the sweep writes its jobs; wait for it to end, "
+                           "or choose another hydra.run.dir")
+        assert folder_problem(sweep / "1", sweep=False) is None  # the sweep's own job: its sweep holds the lock
+    finally:
+        holder.kill()
+        holder.wait()
+    assert folder_problem(sweep / "1", sweep=False, before_hydra=True) is None  # a stopped sweep's job, continued
+    holder = _held_elsewhere(sweep / "1")
+    try:
+        refusal = folder_problem(sweep, sweep=True, before_hydra=True)
+        assert refusal == (f"hydra.sweep.dir={sweep}: its job folder {sweep / '1'} is in use by a run (pid "
+                           f"{holder.pid} on here, started now: launch.py); wait for that run to end, or choose another "
+                           "hydra.sweep.dir")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert folder_problem(sweep, sweep=True, before_hydra=True) is None

@@ -76,3 +76,45 @@ def test_resolve_mesh_given_axis_sizes_and_a_list_of_no_devices_keeps_the_unknow
                                          r"\(the axes' sizes are not keys: a mesh spec gives model_axis, the data "
                                          r"axis taking the rest of the 2 devices\)$"):
         gs.resolve_mesh({"data": 2, "devices": listed})
+
+
+def test_a_mesh_wider_than_the_cpu_devices_names_how_to_simulate_them(devices):
+    # Typed: the README's training script without its jax_num_cpu_devices line ("real GPUs need nothing"), on a
+    # laptop's CPU. Was: "1 devices are not divisible by model_axis=2: choose a model_axis among [1]", which names
+    # no way to get the 2 devices the example needs.
+    import gensbi_sharding as gs
+
+    with pytest.raises(ValueError) as err:
+        gs.make_mesh(jax.devices()[:1], model_axis=2)
+    assert str(err.value) == ("1 device is not divisible by model_axis=2: choose a model_axis among [1], or "
+                              "simulate 2 CPU devices: jax.config.update('jax_num_cpu_devices', 2) first thing, "
+                              "before JAX starts")
+    with pytest.raises(ValueError) as err:  # fewer than the devices there are: no simulation helps
+        gs.make_mesh(model_axis=3)
+    assert str(err.value) == "8 devices are not divisible by model_axis=3: choose a model_axis among [1, 2, 4, 8]"
+
+
+def test_a_mesh_given_by_its_axes_sizes_is_refused_naming_the_spec_that_builds_it(devices):
+    # Typed, a JAX user's mesh as Mesh.shape reads: gs.resolve_mesh({"data": 2, "model": 4}). Was only "unknown mesh
+    # spec key 'data'; accepted keys: ('devices', 'model_axis')", leaving the user to work out model_axis (and which
+    # devices give a (2, 2) mesh on 8).
+    import ast
+
+    import pytest
+
+    import gensbi_sharding as gs
+
+    for spec, shape in [({"data": 2, "model": 4}, (2, 4)), ({"data": 2, "model": 2}, (2, 2)), ({"data": 4}, (4, 2)),
+                        ({"model": 8}, (1, 8)), ({"data": 2, "model": 2, "devices": [4, 5, 6, 7]}, (2, 2))]:
+        with pytest.raises(ValueError, match="unknown mesh spec key") as err:
+            gs.resolve_mesh(spec)
+        assert " write " in str(err.value), str(err.value)
+        fix = ast.literal_eval(str(err.value).partition(" write ")[2])
+        mesh = gs.resolve_mesh(fix)
+        assert (mesh.shape["data"], mesh.shape["model"]) == shape, (spec, fix)
+        if "devices" in spec:
+            assert [d.id for d in mesh.devices.flat] == spec["devices"]
+    with pytest.raises(ValueError) as err:  # no mesh of these sizes on 8 devices: the rule, no spec to copy
+        gs.resolve_mesh({"data": 4, "model": 4})
+    assert str(err.value).endswith("(the axes' sizes are not keys: a mesh spec gives model_axis, the data axis "
+                                   "taking the rest of the 8 devices)")

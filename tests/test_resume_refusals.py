@@ -2,6 +2,10 @@
 typed, the presets and overrides that give the saved model, and the steps a preset would cut short.
 """
 
+import shlex
+
+import jax
+import jax.numpy as jnp
 import pytest
 from flax import nnx
 from omegaconf import OmegaConf
@@ -201,3 +205,136 @@ def test_the_resume_note_names_every_setting_a_step_trains_under():
     assert not unfinished and note.startswith("train.resume: the checkpoint at step 20 trained with train.steps=20 "
                                               "train.weight_decay=0.0001 ") and "gives 0" in note
     assert schedule_change_note(saved, {"train": dict(train), "data": {"batch_size": 64}}, 7) is None
+
+
+def _as_hydra_job(monkeypatch, out, task, hydra_overrides=()):
+    """Make Hydra's config say this process is the job in ``out``, launched with overrides ``task`` (and
+    ``hydra_overrides``, which Hydra records apart: ``hydra.searchpath=...``)."""
+    from hydra.conf import HydraConf
+    from hydra.core.hydra_config import HydraConfig
+
+    hydra = OmegaConf.create({"hydra": OmegaConf.structured(HydraConf)})
+    hydra.hydra.runtime.output_dir, hydra.hydra.overrides.task = str(out), task
+    hydra.hydra.overrides.hydra = list(hydra_overrides)
+    monkeypatch.setattr(HydraConfig.instance(), "cfg", None)
+    HydraConfig.instance().set_config(hydra)
+
+
+def _saved_run(run, saved_cfg, overrides, hydra_overrides=()):
+    """A run folder as a finished run leaves it: checkpoint 3 of ``saved_cfg`` and Hydra's record of its command."""
+    with CheckpointWriter(run / "checkpoints", config=OmegaConf.to_container(saved_cfg, resolve=True)) as writer:
+        writer.save(3, {"w": jnp.ones(3)}, jax.random.key(0))
+    (run / ".hydra").mkdir()
+    (run / ".hydra" / "overrides.yaml").write_text("".join(f"- {o}\n" for o in overrides))
+    if hydra_overrides:
+        OmegaConf.save({"hydra": {"overrides": {"hydra": list(hydra_overrides)}}}, run / ".hydra" / "hydra.yaml")
+    return run / "checkpoints" / "3"
+
+
+def _refusal(monkeypatch, step_dir, out, *task, searchpath=None):
+    """The refusal ``python launch.py <task> train.resume=<run>`` gets, up to "The saved weights"."""
+    from hydra import compose, initialize_config_dir
+
+    from gensbi_sharding.harness.config import register_configs
+    from gensbi_sharding.harness.resume import check_resume_settings
+
+    register_configs()
+    searched = [f"hydra.searchpath=[file://{searchpath}]"] if searchpath else []
+    _as_hydra_job(monkeypatch, out, [*task, f"train.resume={step_dir.parent.parent}"], searched)
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        cfg = compose("config", overrides=[*task, *searched])
+    with pytest.raises(ConfigError) as err:
+        check_resume_settings(step_dir, cfg)
+    return str(err.value).split(" The saved weights")[0]
+
+
+def test_a_refused_resume_names_only_the_presets_that_give_the_saved_model(tmp_path, devices, monkeypatch):
+    # Typed: python launch.py model=flux1 rule=fsdp train.steps=30 train.resume=runs/f, runs/f saved by
+    # experiment=quick model=flux1 rule=tensor mesh.model_axis=2. Was: "the checkpoint was saved under
+    # experiment=quick rule=tensor, which gives model.mlp_ratio=2.0 ...: add experiment=quick rule=tensor": the
+    # saving run's rule gives no model setting, and adding it would put the resumed run back on the old rule,
+    # where the README says a run resumes onto whatever rule it is given.
+    step_dir = _saved_run(tmp_path / "run", compose_tiny("rule=tensor", "mesh.model_axis=2", "model.init=eager"),
+                          ["experiment=quick", "rule=tensor", "mesh.model_axis=2", "train.steps=8"])
+    assert _refusal(monkeypatch, step_dir, tmp_path / "new", "rule=fsdp", "train.steps=30") == (
+        "the checkpoint was saved under experiment=quick, which gives model.width=32 model.depth=1 (this run: "
+        "model.width=128 model.depth=3): add experiment=quick (or model.width=32 model.depth=1).")
+
+
+def test_a_refused_resume_names_every_override_it_needs_at_once(tmp_path, devices, monkeypatch):
+    # Typed: python launch.py model=flux1 train.resume=runs/f, runs/f saved by model=flux1 experiment=quick
+    # train.ema_decay=0.0 data.theta_transform=support. Was: two tries, the first naming experiment=quick alone
+    # (the model's sizes), the run with it added then refused for data.theta_transform and train.ema_decay.
+    from hydra import compose, initialize_config_dir
+
+    from gensbi_sharding.harness.resume import check_resume_settings
+
+    saved = ["model=flux1", "train.ema_decay=0.0", "data.theta_transform=support"]
+    step_dir = _saved_run(tmp_path / "run", compose_tiny(*saved, "model.init=eager"),
+                          ["experiment=quick", *saved, "train.steps=8"])
+    needed = "data.theta_transform=support train.ema_decay=0.0"
+    assert _refusal(monkeypatch, step_dir, tmp_path / "new", "model=flux1", "train.steps=30") == (
+        "the checkpoint was saved under experiment=quick, which gives model.mlp_ratio=2.0 model.num_heads=2 "
+        "model.depth=1 model.depth_single_blocks=1 (this run: model.mlp_ratio=4.0 model.num_heads=4 model.depth=2 "
+        f"model.depth_single_blocks=4): add experiment=quick {needed} (or model.mlp_ratio=2.0 model.num_heads=2 "
+        f"model.depth=1 model.depth_single_blocks=1 {needed}).")
+    # train.steps short of the checkpoint's step (3), refused next: named with them (was: a third try).
+    assert _refusal(monkeypatch, step_dir, tmp_path / "new", "model=flux1", "train.steps=2").endswith(
+        f"add experiment=quick train.steps=3 {needed} (or model.mlp_ratio=2.0 model.num_heads=2 model.depth=1 "
+        f"model.depth_single_blocks=1 {needed} train.steps=3).")
+    with pytest.raises(ConfigError) as err:  # the task's settings alone differing: the same
+        with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+            cfg = compose("config", overrides=["model=flux1", "experiment=quick", "train.steps=2"])
+        check_resume_settings(step_dir, cfg)
+    assert f"add {needed} train.steps=3 (it is at step 3, beyond train.steps=2), or start" in str(err.value)
+    for fix in (["experiment=quick"], ["model.mlp_ratio=2.0", "model.num_heads=2", "model.depth=1",
+                                       "model.depth_single_blocks=1"]):  # either fix, as named, resumes it
+        with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+            cfg = compose("config", overrides=["model=flux1", "train.steps=30", *fix, *needed.split()])
+        check_resume_settings(step_dir, cfg)
+
+
+def test_a_refused_resume_names_the_steps_its_preset_would_cut_short(tmp_path, devices, monkeypatch):
+    # Typed: python launch.py model=flux1 train.resume=runs/f, runs/f saved at step 40 by model=flux1
+    # experiment=quick train.steps=40. Was: "add experiment=quick", then, with it, "train.resume=runs/f is at step
+    # 40, beyond train.steps=20" (the preset's steps): a second try.
+    from hydra import compose, initialize_config_dir
+
+    from gensbi_sharding.harness.resume import check_resume_settings
+
+    run = tmp_path / "run"
+    saved = OmegaConf.to_container(compose_tiny("model=flux1", "model.init=eager", "train.steps=40"), resolve=True)
+    with CheckpointWriter(run / "checkpoints", config=saved) as writer:
+        writer.save(40, {"w": jnp.ones(3)}, jax.random.key(0))
+    (run / ".hydra").mkdir()
+    (run / ".hydra" / "overrides.yaml").write_text("- model=flux1\n- experiment=quick\n- train.steps=40\n")
+    step_dir = run / "checkpoints" / "40"
+    assert _refusal(monkeypatch, step_dir, tmp_path / "new", "model=flux1").startswith(
+        "the checkpoint was saved under experiment=quick, which gives model.mlp_ratio=2.0 ")
+    assert _refusal(monkeypatch, step_dir, tmp_path / "new", "model=flux1").endswith(
+        "add experiment=quick train.steps=40 (or model.mlp_ratio=2.0 model.num_heads=2 model.depth=1 "
+        "model.depth_single_blocks=1).")
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        cfg = compose("config", overrides=["model=flux1", "experiment=quick", "train.steps=40"])
+    check_resume_settings(step_dir, cfg)  # the fix named, as typed: no refusal, and step 40 is within train.steps
+    assert cfg.train.steps >= 40
+
+
+    # A preset whose steps reach the checkpoint's: no train.steps named (test above: step 3 under quick's 20).
+def test_a_refused_resume_of_a_preset_of_one_s_own_names_its_search_path(tmp_path, devices, monkeypatch):
+    # Typed (README, "A preset of your own"): python launch.py "hydra.searchpath=[file://$PWD/my_conf]"
+    # model=my_flux1 rule=tensor ...; then train.resume=<it> with model=flux1 rule=fsdp. Was: "add model=my_flux1
+    # rule=tensor": model=my_flux1 without its search path is refused ("model=my_flux1: no such option").
+    conf = tmp_path / "my_conf"
+    (conf / "model").mkdir(parents=True)
+    (conf / "model" / "my_mlp.yaml").write_text("defaults:\n  - /mlp_schema\n  - _self_\nname: mlp\nwidth: 24\n"
+                                                 "depth: 2\n")
+    search = f"hydra.searchpath=[file://{conf}]"
+    saved = compose_tiny(search, "model=my_mlp", "rule=tensor", "model.init=eager")
+    step_dir = _saved_run(tmp_path / "run", saved, ["model=my_mlp", "rule=tensor", "train.steps=8"], [search])
+    assert _refusal(monkeypatch, step_dir, tmp_path / "new", "rule=fsdp", "train.steps=30") == (
+        "the checkpoint was saved under model=my_mlp, which gives model.width=24 model.depth=2 (this run: "
+        f"model.width=128 model.depth=3): add {shlex.quote(search)} model=my_mlp (or model.width=24 model.depth=2).")
+    # This run searches the folder too: the preset alone.
+    assert _refusal(monkeypatch, step_dir, tmp_path / "new", "rule=fsdp", searchpath=conf).endswith(
+        "add model=my_mlp (or model.width=24 model.depth=2).")

@@ -8,10 +8,13 @@ from pathlib import Path
 
 import jax
 import numpy as np
+import pytest
 from flax import nnx
+from omegaconf import OmegaConf
 
-from faults_helpers import REPO
+from faults_helpers import REPO, compose_tiny, saved_checkpoint
 from gensbi_sharding import make_mesh
+from gensbi_sharding.checkpoint import CheckpointWriter
 
 
 def test_sample_posterior_on_a_mesh_says_a_fallback_once(monkeypatch, caplog, tmp_path):
@@ -105,3 +108,86 @@ def test_the_own_observation_example_writes_under_outputs_not_the_checkouts_root
         assert sorted(p.relative_to(cwd).as_posix() for p in cwd.rglob("*")) == ["outputs", "outputs/x_o.npy"], page
         observation = Path(sample[3])
         assert (cwd / observation).is_file() and out_path(None, observation).as_posix() == "outputs/x_o_posterior.npz"
+
+
+def test_sampling_a_checkpoint_says_what_it_samples_not_that_it_resumed(tmp_path, devices, caplog):
+    # Typed: python sample.py runs/f x_o.npy (README, "Your own observation"). Was, on the console: "resumed from
+    # runs/f/checkpoints/20 at step 20, placed by rule 'tensor' on one device (no mesh); early stopping: best step
+    # 20, 1 validation(s)": nothing is resumed, no rule places anything on one device, and no early stopping runs;
+    # for a checkpoint without early-stopping state, a warning that early stopping starts afresh. Still, after
+    # that fix: "sampling checkpoint ..., placed by rule 'tensor' on one device (no mesh)" (the run's rule named).
+    import logging
+
+    import gensbi_sharding as gs
+    from gensbi_sharding.harness.state import build_state
+    from gensbi_sharding.harness.train import make_step_functions
+
+    cfg = compose_tiny("model.init=eager")
+    table = dict(gs.RULES["replicated"])
+    ts = build_state(cfg, dim_theta=2, dim_x=2, mesh=None, rule_name="replicated", table=table, resume_dir=None)
+    _, state = make_step_functions(ts.model, ts.optimizer, None, ema=ts.ema)
+    with CheckpointWriter(tmp_path / "checkpoints", config=OmegaConf.to_container(cfg, resolve=True)) as writer:
+        writer.save(3, state, ts.key)
+    step_dir = tmp_path / "checkpoints" / "3"
+    for sampling, said in ((True, f"sampling checkpoint {step_dir} (step 3), on one device (no mesh); "
+                                   "its newest weights"),
+                           (False, f"resumed from {step_dir} at step 3, on one device (no mesh)")):
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="gensbi_sharding"):
+            build_state(cfg, dim_theta=2, dim_x=2, mesh=None, rule_name="replicated", table=table,
+                        resume_dir=step_dir, sampling=sampling)
+        assert any(r.getMessage().startswith(said) for r in caplog.records), caplog.text
+        assert ("early stopping starts afresh" in caplog.text) is not sampling
+
+
+def test_sampling_a_run_still_training_before_its_first_checkpoint_says_so(tmp_path):
+    # Typed: python sample.py multirun/.../1 x_o.npy while that sweep job trained (train.checkpoint_every=0: a
+    # checkpoint only at its end). Was: "has no checkpoint to sample ... Sampling needs a trained run's saved weights:
+    # pass the folder of a run that trained", about a run that was training there and would save one.
+    import subprocess
+    import sys
+
+    import numpy as np
+
+    from gensbi_sharding.harness.own_observation import sample_posterior
+
+    run = tmp_path / "run"
+    run.mkdir()
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom gensbi_sharding.harness.folder_lock "
+                               f"import FolderLock\nlock = FolderLock({str(run)!r})\nlock.acquire()\nprint('held', flush=True)\n"
+                               "time.sleep(60)"], stdout=subprocess.PIPE, text=True, env={"PYTHONPATH": str(REPO)})
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(FileNotFoundError) as err:
+            sample_posterior(run, np.zeros(2))
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
+    assert f"; its run is still training (pid {holder.pid} on " in str(err.value)
+    assert str(err.value).split(") and has saved none yet")[1] == (
+        ": it saves one at its end, and every train.checkpoint_every steps if set; sample it then")
+
+
+@pytest.mark.parametrize("given", [None, "mine.npz"])
+def test_sample_py_refuses_an_output_folder_it_cannot_write_before_sampling(tmp_path, monkeypatch, capsys, given):
+    # python sample.py <run> /data/readonly/x_o.npy: was the posterior drawn, then an OSError traceback as the default
+    # output beside the observation (or --out's) was written. Now refused first, naming the folder and --out.
+    from gensbi_sharding.harness import own_observation, sample_output
+    from gensbi_sharding.harness.simulation_data import NORMALIZATION
+
+    def read_only(**kwargs):
+        raise OSError(30, "Read-only file system")
+
+    saved_checkpoint(tmp_path, {"data": {"name": "two_moons", "x_transform": "none"}, "model": {"name": "mlp"},
+                                "eval": {"num_samples": 8, "ode_steps": 4}, "seed": 0},  # as a run saves them
+                     {NORMALIZATION: {"x_mean": [0.0, 0.0], "theta_mean": [0.0, 0.0]}})  # a run's folder, found good
+    np.save(tmp_path / "x_o.npy", np.zeros(2))
+    monkeypatch.setattr(sample_output.tempfile, "mkdtemp", read_only)
+    monkeypatch.setattr(own_observation, "sample_posterior", lambda *a, **k: pytest.fail("sampled"))
+    out = tmp_path / ("mine.npz" if given else "x_o_posterior.npz")
+    with pytest.raises(SystemExit):
+        own_observation.main([str(tmp_path), str(tmp_path / "x_o.npy"), *(["--out", str(out)] if given else [])])
+    which = f"--out {out}" if given else f"the default output {out} (beside the observation file)"
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"sample.py: error: {which}: cannot write in {tmp_path} (Read-only file system); pass --out <a file in a folder "
+        "you can write to>.npz")

@@ -85,14 +85,13 @@ def test_a_run_its_config_checks_refuse_leaves_no_folder(tmp_path, args, said):
     assert "Traceback" not in ran.stderr + ran.stdout and "error.txt" not in ran.stderr + ran.stdout
 
 
-# --- 2. a refusal of run(cfg) names the value as it is typed, from the command line and from Python ------------
 @pytest.mark.parametrize("overrides, named", [
     (["eval.observations=[1,1]"], "eval.observations=[1,1] lists an observation twice"),
     (["eval.observations=[1,2]", "data.num_observation=3"], "eval.observations=[1,2] is scored"),
     (["mesh.spec=foo"], "mesh.spec=foo is not one of null, auto, dict"),
     (["model.init=foo"], "model.init=foo is not one of sharded, eager"),
     (["train.schedule=linear"], "train.schedule=linear is not one of cosine, constant"),
-    # (train.resume=AUTO: outside Hydra's app in run(cfg)'s settings, cfg.train.resume='AUTO'; test_leftovers48)
+    # (train.resume=AUTO: outside Hydra's app in run(cfg)'s settings, cfg.train.resume='AUTO'; test_resume_refusals)
     (["data.theta_transform=x"], "data.theta_transform=x is not one of support, none"),
     (["data.x_transform=x"], "data.x_transform=x is not one of none, log"),
     (["distributed.mode=x"], "distributed.mode=x is not one of none, auto, explicit"),
@@ -208,3 +207,24 @@ def test_the_override_that_splits_on_an_odd_device_count_splits():
                              "divides no power-of-2 width)"), hint
     assert splits_nothing_hint({"data": 6, "model": 1}, dict(RULES["tensor"]), "tensor", "auto").endswith(
         "; to split, run with mesh=dict mesh.model_axis=2")  # an even count: as it was
+
+
+def test_a_model_file_listing_a_schema_never_stored_names_the_missing_step(tmp_path):
+    # Typed (README, "A model of your own in the harness", its steps begun with the config file):
+    # conf/model/tiny.yaml listing /tiny_schema, then python launch.py model=tiny experiment=quick. Was Hydra's
+    # "In 'model/tiny': Could not load 'tiny_schema'." and its config search path, naming no step.
+    from gensbi_sharding.harness.override_types import override_problem
+
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "tiny.yaml").write_text("defaults:\n  - /tiny_schema\n  - _self_\n")
+    (tmp_path / "model" / "wide.yaml").write_text("defaults:\n  - /mlp_schema\n  - _self_\nwidth: 256\n")
+    search = f"hydra.searchpath=[file://{tmp_path}]"
+    assert override_problem([search, "model=tiny", "experiment=quick"]) == (
+        f"model=tiny: {tmp_path / 'model' / 'tiny.yaml'} lists /tiny_schema, which no schema is stored as: add its "
+        "settings' dataclass to gensbi_sharding/harness/config.py (subclassing ModelConfig, name: str = \"tiny\"), "
+        "stored by register_configs as tiny_schema, or list one that is: /flux1_schema, /mlp_schema, "
+        "/simformer_schema, /transformer_schema (README: A model of your own in the harness)")
+    assert override_problem([search, "-m", "model=wide,tiny"]).startswith("model=wide,tiny: ")  # one of a sweep
+    assert override_problem([search, "model=wide"]) is None and override_problem(["model=flux1"]) is None
+    (tmp_path / "model" / "broken.yaml").write_text("defaults: [\n")  # YAML cannot read it: Hydra's error names it
+    assert override_problem([search, "model=broken"]) is None

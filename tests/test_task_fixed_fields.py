@@ -11,7 +11,6 @@ from gensbi_sharding.harness.override_keys import model_fields
 from gensbi_sharding.harness.task_fixed import TASK_FIXED, task_fixed_problem
 
 
-# --- 1. fields the harness sets from the task -------------------------------------------------------------------
 @pytest.mark.parametrize("args, expected", [
     (["model=flux1", "model.guidance_embed=true"],
      "model.guidance_embed=true: Flux1Params.guidance_embed (model=flux1) is no setting: the harness sets it to "

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 
-# --- 5. SIGTERM while a training step hangs --------------------------------------------------------------------
 _HUNG_RUN = """
 import os, signal, sys, threading
 from pathlib import Path
