@@ -251,7 +251,7 @@ def test_wrong_type_is_rejected_with_its_name(compose_config, override, key, kin
     (("+seeed=1",), "seeed is not a setting (did you mean seed?); drop +seeed=1 and set seed=1"),
     (("rule.embed=5",), "rule.embed=5 must be a mesh axis name, a list of them, or null"),
     (("rule.mlp=[]",), "rule.mlp=[]: a list must hold mesh axis names"),
-    # No Hydra app running: run(cfg) from Python, in the settings it sets (round 48; launch.py's: test_leftovers48)
+    # No Hydra app running: run(cfg) from Python, in the settings it sets (round 48; launch.py's: test_resume_refusals)
     (("train.resume=''",), "cfg.train.resume='' is empty: pass cfg.train.resume='auto'"),
     (("train.resume=AUTO",), "cfg.train.resume='AUTO' is read as a folder name; to continue from this run's own "
                              "folder, pass cfg.train.resume='auto'"),

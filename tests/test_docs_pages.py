@@ -327,9 +327,10 @@ def test_library_md_names_every_exported_name():
 
 def test_gensbi_models_md_names_every_model_field_once_with_its_meaning_and_every_fixed_one():
     # gensbi_models.md's "Bring your own Params": per model, a table of the Params fields a user sets as model.*, each
-    # with its meaning, checked against the settings' dataclasses (whose match with GenSBI's Params test_noticed36
-    # checks), then every field the harness fixes. Was: a bare list of names, and Flux1's vec_in_dim, context_in_dim
-    # and dim_cond named nowhere (a user reading GenSBI's Flux1Params could not tell whether to set them).
+    # with its meaning, checked against the settings' dataclasses (whose match with GenSBI's Params
+    # test_task_fixed_fields checks), then every field the harness fixes. Was: a bare list of names, and Flux1's
+    # vec_in_dim, context_in_dim and dim_cond named nowhere (a user reading GenSBI's Flux1Params could not tell whether
+    # to set them).
     import dataclasses
 
     from gensbi_sharding.harness.config import Flux1Config, ModelConfig, SimformerConfig

@@ -26,7 +26,7 @@ PATCHES = {
                           "f.RefuseCompletedRun.on_run_start = interrupted\n"),  # after Hydra composed, before run()
 }
 AFTER = ("interrupted by Ctrl-C between the sweep's jobs: 1 job(s) ended, each recorded in its folder's metrics.json; "
-         "no later job started")  # then how to continue, and the sweep's summary (test_harness_break34)
+         "no later job started")  # then how to continue, and the sweep's summary (test_interrupts)
 
 
 @pytest.fixture(scope="module")
