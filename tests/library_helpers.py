@@ -1,6 +1,7 @@
 """Modules, fixtures and helpers shared by the library's input tests (test_*_inputs.py, test_argument_types.py)."""
 
 import jax.numpy as jnp
+import numpy as np
 import pytest
 from flax import nnx
 
@@ -44,3 +45,29 @@ class AxesBlock(nnx.Module):
     def __init__(self, rngs, hidden=16):
         self.up = nnx.Linear(8, hidden, rngs=rngs, kernel_metadata=gs.axes("embed", "mlp"),
                              bias_metadata=gs.axes("mlp"))
+
+
+class Small(nnx.Module):
+    def __init__(self, rngs, first="up"):
+        setattr(self, first, nnx.Linear(4, 8, rngs=rngs, kernel_init=gs.partitioned(
+            nnx.initializers.lecun_normal(), ("embed", "mlp"))))
+        self.down = nnx.Linear(8, 4, rngs=rngs)
+
+
+BIG = np.array([2**40 + i for i in range(8)], np.int64)  # an id or a nanosecond clock: beyond int32
+
+
+class WithIds(nnx.Module):
+    def __init__(self, rngs, ids=BIG):
+        self.ids = nnx.Variable(ids)
+        self.lin = nnx.Linear(2, 4, rngs=rngs)
+
+
+class Counted(nnx.Module):
+    """A step count and a seed kept as Python numbers (values, not arrays), one beyond int32."""
+
+    def __init__(self):
+        self.seen = nnx.Variable(2**40)
+        self.flag = nnx.Variable(True)
+        self.stats = nnx.Variable({"n": 2**40, "mean": jnp.ones((8,))})
+        self.w = nnx.Param(jnp.ones((8, 4)), **gs.axes("embed", None))

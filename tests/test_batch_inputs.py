@@ -16,7 +16,7 @@ from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
 import gensbi_sharding as gs
 from gensbi_sharding.batch import check_batch_divisible
 from gensbi_sharding.checkpoint import CheckpointWriter
-from library_helpers import _refusal, mesh, model
+from library_helpers import BIG, _refusal, mesh, model
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float8_e4m3fn", "int4"])
@@ -442,3 +442,24 @@ def test_pad_for_mesh_given_a_traced_count_in_jit_names_a_fix_that_works_there(d
         with pytest.raises(ValueError, match=r"; pass int\(n\)$"):
             gs.pad_for_mesh(count, mesh)
         assert gs.pad_for_mesh(int(count), mesh) == (12, 10)
+
+
+@pytest.mark.parametrize("place, name", [
+    (lambda tree, mesh: gs.shard_batch(tree, mesh), "batch"),
+    (lambda tree, mesh: gs.shard_sample_init(tree, mesh), "sampler initial state"),
+    (lambda tree, mesh: gs.replicate(tree, mesh), "replicate"),
+    (lambda tree, mesh: gs.host_to_global_array(tree, mesh=mesh), "host_arrays"),
+    (lambda tree, mesh: {"ids": gs.constrain(tree["ids"], ("batch",), gs.PartitionAxis(), mesh)}, "constrain: x")])
+def test_a_batch_value_its_32_bit_place_cannot_hold_is_refused(place, name, devices):
+    """With 64-bit types off (JAX's default), int64 2**40 was placed as 0 and float64 1e300 as inf, without a word."""
+    mesh = gs.make_mesh(model_axis=2)
+    for leaf, got, changed in ((BIG, r"1099511627776 \(int64\)", "0"), (np.full(8, 1e300), r"1e\+300 \(float64\)", "inf"),
+                               (np.full(8, 2.0**63, np.uint64), r"9223372036854775808 \(uint64\)", "0")):
+        with pytest.raises(ValueError, match=rf"{name}( leaf \['ids'\])? \(shape \(8,\)\) holds {got}, beyond .*change it "
+                                             rf"silently \(to {changed}\); enable 64-bit types.*jax_enable_x64"):
+            place({"x": np.ones((8, 2)), "ids": leaf}, mesh)
+    # Values that fit (NaN and inf stay themselves), and 64-bit types on, as the message says: placed unchanged.
+    kept = np.array([np.nan, np.inf, -np.inf, 1e30, -3e38, 0.5, 2.0**31 - 1, -(2.0**31)])
+    np.testing.assert_array_equal(place({"ids": kept}, mesh)["ids"], kept.astype(np.float32))
+    with jax.enable_x64(True):
+        np.testing.assert_array_equal(place({"ids": BIG}, mesh)["ids"], BIG)

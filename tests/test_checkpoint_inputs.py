@@ -15,8 +15,8 @@ from jax.sharding import NamedSharding, PartitionSpec as P
 
 import gensbi_sharding as gs
 from gensbi_sharding import checkpoint
-from gensbi_sharding.checkpoint import CheckpointWriter
-from library_helpers import AxesBlock, mesh, model
+from gensbi_sharding.checkpoint import CheckpointWriter, abstract_state_for, committed_steps, find_checkpoint, restore
+from library_helpers import AxesBlock, Small, mesh, model
 
 
 def test_a_state_donated_to_a_step_is_named_by_save_and_shard_model_and_nothing_is_written(tmp_path):
@@ -360,3 +360,197 @@ def test_maybe_save_at_a_step_not_due_still_names_a_bad_state_key_info_or_a_clos
     with pytest.raises(RuntimeError, match="is closed; open a new one to save"):
         writer.maybe_save(11, state, key)
     assert writer.steps() == [10]
+
+
+def save(directory, state, step=1, **kwargs):
+    with CheckpointWriter(directory, **kwargs) as writer:
+        assert writer.save(step, state, jax.random.key(0))
+        return writer.directory
+
+
+def test_a_path_with_a_tilde_is_the_home_folder_for_every_checkpoint_function(tmp_path, monkeypatch, devices):
+    """``CheckpointWriter("~/ck")`` wrote into a folder named ``~`` under the working directory, and
+    ``committed_steps`` and ``base_dir`` read it there, while ``restore("~/ck")`` looked in the home folder."""
+    home, cwd = tmp_path / "home", tmp_path / "cwd"
+    home.mkdir()
+    cwd.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(cwd)
+    model = Small(nnx.Rngs(0))
+    assert save("~/run/checkpoints", nnx.state(model)) == home / "run" / "checkpoints"
+    assert not (cwd / "~").exists()
+    assert committed_steps("~/run/checkpoints") == [1]
+    mesh = gs.make_mesh(model_axis=2)
+    restored = restore("~/run", abstract_state_for(Small(nnx.Rngs(1)), mesh, "fsdp"))
+    assert restored.path == home / "run" / "checkpoints" / "1"
+    np.testing.assert_array_equal(restored.state["up"]["kernel"].get_value(), model.up.kernel.get_value())
+    assert find_checkpoint("run", base_dir="~") == restored.path
+
+
+@pytest.fixture(scope="module")
+def adam_run(tmp_path_factory, devices):
+    """A (model, adam optimizer) checkpoint saved under tensor on (4, 2)."""
+    mesh = gs.make_mesh(model_axis=2)
+    model = gs.init_sharded(lambda: Small(nnx.Rngs(0)), mesh, "tensor", warn=False)
+    optimizer = gs.init_optimizer_sharded(model, optax.adam(1e-3), "tensor")
+    return save(tmp_path_factory.mktemp("adam") / "checkpoints", nnx.state((model, optimizer))), model
+
+
+def test_a_checkpoint_of_another_optimizer_names_the_optimizer_and_how_to_switch(adam_run, devices):
+    """adam saved, sgd restored: every difference is optimizer state, but the fix named the model's hyperparameters;
+    following the fix given (the optimizer as saved, then the new one over the restored model) restores the weights."""
+    directory, saved = adam_run
+    mesh = gs.make_mesh(model_axis=1)
+    model = Small(nnx.Rngs(1))
+    for tx in (optax.sgd(1e-3), optax.sgd(1e-3, momentum=0.9), optax.lion(1e-3)):
+        with pytest.raises(ValueError, match=r"opt_state.*Only the optimizer state differs: the checkpoint was saved "
+                                             r"with another optimizer.*nnx.Optimizer\(model, new_tx") as error:
+            restore(directory, abstract_state_for((model, nnx.Optimizer(model, tx, wrt=nnx.Param)), mesh, "fsdp"))
+        assert "hyperparameters" not in str(error.value)
+    restored = restore(directory, abstract_state_for((model, nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)),
+                                                     mesh, "fsdp"))
+    nnx.update(model, restored.state[0])
+    switched = nnx.Optimizer(model, optax.sgd(1e-3), wrt=nnx.Param)
+    np.testing.assert_array_equal(model.up.kernel.get_value(), saved.up.kernel.get_value())
+    assert switched.step.get_value() == 0 and jax.tree.leaves(switched.opt_state) == []  # plain sgd keeps no state
+
+
+def test_a_renamed_attribute_is_named_with_both_names(adam_run, devices):
+    """self.up renamed self.up_proj: every difference is that name (in the model and in the optimizer's moments), but
+    the fix named the model's hyperparameters; a layer added still names them."""
+    directory, saved = adam_run
+    mesh = gs.make_mesh(model_axis=2)
+
+    def target(model):
+        return abstract_state_for((model, nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)), mesh, "tensor")
+
+    with pytest.raises(ValueError, match=r"up_proj/kernel: missing.*Every difference is one name: the checkpoint's "
+                                         r"'up' is the target's 'up_proj'.*name it 'up' again"):
+        restore(directory, target(Small(nnx.Rngs(1), first="up_proj")))
+    bigger = Small(nnx.Rngs(1))
+    bigger.extra = nnx.Linear(4, 4, rngs=nnx.Rngs(2))
+    with pytest.raises(ValueError, match="extra/kernel: missing.*Build the model with the hyperparameters"):
+        restore(directory, target(bigger))
+    restored = restore(directory, target(Small(nnx.Rngs(1))))
+    np.testing.assert_array_equal(restored.state[0]["up"]["kernel"].get_value(), saved.up.kernel.get_value())
+
+
+def test_the_optimizers_own_step_counter_is_a_step(tmp_path, devices):
+    """optimizer.step[...] (a 0-d uint32 array) was refused as no integer, naming no fix, and due() gave an array."""
+    model = Small(nnx.Rngs(0))
+    optimizer = nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)
+    optimizer.step.set_value(optimizer.step.get_value() + 4)
+    with CheckpointWriter(tmp_path / "checkpoints", every=2) as writer:
+        assert writer.due(optimizer.step[...]) is True and writer.due(np.int64(3)) is False
+        assert writer.maybe_save(optimizer.step[...], nnx.state((model, optimizer)), jax.random.key(0)) is True
+        assert writer.last_saved == 4 and type(writer.last_saved) is int
+        assert writer.save(np.asarray(6), nnx.state((model, optimizer)), jax.random.key(0))
+        with pytest.raises(ValueError, match=r"step=8.0 must be an integer >= 0 .*e.g. int\(optimizer.step\[...\]\)"):
+            writer.save(8.0, nnx.state((model, optimizer)), jax.random.key(0))
+    assert committed_steps(tmp_path / "checkpoints") == [4, 6]
+
+
+def test_saving_an_abstract_state_is_refused_naming_the_variable(tmp_path, devices):
+    """abstract_sharded's model saved by mistake: Orbax's ValueError ('TypeHandler lookup failed for: type=<class
+    'jax.ShapeDtypeStruct'>, keypath=(DictKey(key='state'), ...') named no fix, and left a temporary step folder."""
+    mesh = gs.make_mesh(model_axis=2)
+    abstract = gs.abstract_sharded(lambda: Small(nnx.Rngs(0)), mesh, "fsdp", warn=False)
+    with CheckpointWriter(tmp_path / "checkpoints") as writer:
+        with pytest.raises(TypeError, match=r"CheckpointWriter.save: down/bias is abstract \(ShapeDtypeStruct.*save a "
+                                            r"built state \(init_sharded's"):
+            writer.save(1, nnx.state(abstract), jax.random.key(0))
+        assert writer.last_saved is None and list((tmp_path / "checkpoints").iterdir()) == []
+        assert writer.save(1, nnx.state(gs.init_sharded(lambda: Small(nnx.Rngs(0)), mesh, "fsdp", warn=False)),
+                           jax.random.key(0))
+    assert committed_steps(tmp_path / "checkpoints") == [1]
+
+
+def test_the_key_restored_by_default_goes_where_a_one_device_target_is(tmp_path, devices):
+    """A target on device 3 (no mesh): the key went to device 0, and the first step mixing them raised 'Received
+    incompatible devices for jitted computation'."""
+    model = Small(nnx.Rngs(0))
+    save(tmp_path / "checkpoints", nnx.state(model))
+    three = jax.sharding.SingleDeviceSharding(jax.devices()[3])
+    target = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=three), nnx.state(Small(nnx.Rngs(1))))
+    restored = restore(tmp_path / "checkpoints", target)
+    assert restored.key.sharding == three == restored.state["up"]["kernel"].get_value().sharding
+    noised = jax.jit(lambda s, k: jax.tree.map(lambda a: a + jax.random.normal(k, a.shape), s))(restored.state, restored.key)
+    assert jax.tree.leaves(noised)[0].sharding == three
+
+
+def test_a_key_holding_a_dot_beside_a_nested_key_is_refused(tmp_path, devices):
+    """{"a.b": ones, "a": {"b": zeros}}: Orbax joins its arrays' keys with ".", so both were one array, saved once and
+    restored into both places, without a word (as a key holding "/" was, which is refused)."""
+    mesh = gs.make_mesh()
+    for value in ({"a.b": jnp.ones(3), "a": {"b": jnp.zeros(3)}}, {"a": {"b.c": jnp.ones(3), "b": {"c": jnp.zeros(3)}}}):
+        state = nnx.State({"stats": nnx.BatchStat(value)})
+        with CheckpointWriter(tmp_path / "c") as writer, pytest.raises(
+                ValueError, match=r"two leaves of the state are named 'stats/a/?.*' or one inside the other: a dict key "
+                                  r"holding '/' or '.' beside a nested key"):
+            writer.save(1, state, jax.random.key(0))
+        assert committed_steps(tmp_path / "c") == []
+    # A key holding "." alone, or beside other names, is saved and restored as it was.
+    value = {"a.b": jnp.arange(3.0), "a": {"c": jnp.arange(3.0) + 10}}
+    save(tmp_path / "ok", nnx.State({"stats": nnx.BatchStat(value)}))
+    target = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=jax.sharding.NamedSharding(
+        mesh, jax.sharding.PartitionSpec())), nnx.State({"stats": nnx.BatchStat(value)}))
+    restored = restore(tmp_path / "ok", target).state["stats"].get_value()
+    np.testing.assert_array_equal(restored["a.b"], np.arange(3.0))
+    np.testing.assert_array_equal(restored["a"]["c"], np.arange(3.0) + 10)
+
+
+def test_a_step_that_is_not_there_names_the_steps_that_are(tmp_path, devices):
+    """runs/a/checkpoints/1 after keep=2 deleted it, or a step never saved: 'does not exist', naming none of those on
+    disk; now they are named, and the one given restores."""
+    model = Small(nnx.Rngs(0))
+    with CheckpointWriter(tmp_path / "checkpoints", keep=2) as writer:
+        for step in (1, 2, 3):
+            writer.save(step, nnx.state(model), jax.random.key(0))
+    for step in (1, 99):
+        with pytest.raises(FileNotFoundError, match=rf"checkpoints/{step}' does not exist .*checkpoints holds steps "
+                                                    rf"\[2, 3\]: pass one, e.g. .*checkpoints/3"):
+            restore(tmp_path / "checkpoints" / str(step), abstract_state_for(model, None))
+    assert restore(tmp_path / "checkpoints" / "3", abstract_state_for(model, None)).step == 3
+    with pytest.raises(FileNotFoundError, match="nowhere/5' does not exist .*; pass a run dir, its checkpoints/ dir"):
+        find_checkpoint(tmp_path / "nowhere" / "5")
+
+
+@pytest.mark.parametrize("value, kept", [(1 + 2j, True), (np.str_("abc"), False), (np.datetime64("2020-01-01"), False),
+                                         (np.void(b"ab"), False)])
+def test_a_scalar_variable_is_saved_as_it_is_or_refused_by_name(tmp_path, devices, value, kept):
+    """A Python complex was taken as a scalar and refused by Orbax ('TypeHandler lookup failed for: type=<class
+    'complex'>'), a temporary step folder left; np.str_, np.datetime64 and np.void (np.generic, not numbers) were taken
+    as scalars too, and refused alike, naming no fix, where a str is refused naming it."""
+    class Holds(nnx.Module):
+        def __init__(self):
+            self.v = nnx.Variable(value)
+            self.w = nnx.Param(jnp.ones(2))
+
+    mesh = gs.make_mesh()
+    with CheckpointWriter(tmp_path / "checkpoints") as writer:
+        if kept:
+            assert writer.save(1, nnx.state(Holds()), jax.random.key(0))
+        else:
+            for call in (lambda: writer.save(1, nnx.state(Holds()), jax.random.key(0)),
+                         lambda: gs.init_sharded(Holds, mesh)):
+                with pytest.raises(TypeError, match=rf"v holds {type(value).__name__} .*must be an array \(JAX or "
+                                                    r"NumPy\) or a Python/NumPy number or bool"):
+                    call()
+    if kept:
+        restored = restore(tmp_path / "checkpoints", abstract_state_for(Holds(), mesh)).state["v"].get_value()
+        assert type(restored) is complex and restored == value
+        assert gs.init_sharded(Holds, mesh).v.get_value() == value
+    else:
+        assert list((tmp_path / "checkpoints").iterdir()) == []
+
+
+def test_a_writer_given_a_run_folder_is_refused_naming_its_checkpoints_folder(tmp_path, devices):
+    """CheckpointWriter(run) beside run/checkpoints/: its steps went to run/<step>, while restore(run) reads
+    run/checkpoints and gave the older step there, without a word."""
+    model = Small(nnx.Rngs(0))
+    save(tmp_path / "run" / "checkpoints", nnx.state(model), step=1)
+    with pytest.raises(FileExistsError, match=rf"{tmp_path / 'run'} is a run folder, holding checkpoints/, which "
+                                              rf"restore reads.*pass {tmp_path / 'run' / 'checkpoints'}"):
+        CheckpointWriter(tmp_path / "run")
+    save(tmp_path / "run" / "checkpoints", nnx.state(model), step=2)  # the folder given
+    assert restore(tmp_path / "run", abstract_state_for(model, None)).step == 2

@@ -16,7 +16,8 @@ from jax.sharding import PartitionSpec as P
 import gensbi_sharding as gs
 import gensbi_sharding.init
 from gensbi_sharding import abstract_sharded, checkpoint, init_sharded, make_mesh, replicate, shard_batch
-from library_helpers import mesh
+from gensbi_sharding.checkpoint import abstract_state_for
+from library_helpers import Counted, WithIds, mesh
 
 
 class FlaxAnnotated(nnx.Module):
@@ -172,3 +173,30 @@ def test_init_sharded_inside_jit_without_mesh_still_builds():
     # mesh=None builds eagerly (no program of its own): inside jit that stays allowed.
     out = jax.jit(lambda x: init_sharded(lambda: nnx.Linear(2, 3, rngs=nnx.Rngs(0)), None).kernel.get_value() + x)
     assert out(jnp.zeros(())).shape == (2, 3)
+
+
+def test_a_python_int_beyond_int32_in_a_factory_keeps_its_value(devices):
+    """init_sharded, abstract_sharded and abstract_state_for(factory) raised OverflowError ('Python int 1099511627776
+    too large to convert to int32', from the trace), though a scalar variable stays a value, as factory() holds it."""
+    mesh = gs.make_mesh(model_axis=2)
+    built = gs.init_sharded(Counted, mesh, "fsdp", warn=False)
+    assert (built.seen.get_value(), built.flag.get_value(), built.stats.get_value()["n"]) == (2**40, True, 2**40)
+    assert type(built.seen.get_value()) is int and built.w.get_value().sharding.spec == jax.sharding.PartitionSpec(
+        "data", None)
+    assert gs.abstract_sharded(Counted, mesh, "fsdp", warn=False).seen.get_value() == 2**40
+    assert abstract_state_for(Counted, mesh, "fsdp")["stats"].get_value()["n"] == 2**40
+
+
+def test_init_sharded_refuses_a_value_its_place_cannot_hold_before_placing_any_group(devices, monkeypatch):
+    """Checked group by group, a later group's value was refused after earlier groups had moved to the mesh."""
+    import gensbi_sharding.init as init
+
+    monkeypatch.setattr(init, "GROUP_BYTES", 16)  # one variable a group: ids (32 B) comes last
+    mesh = gs.make_mesh(model_axis=2)
+    before = {id(a) for a in jax.live_arrays()}
+    with pytest.raises(ValueError, match=r"init_sharded: ids \(shape \(8,\)\) holds 1099511627776") as refused:
+        gs.init_sharded(lambda: WithIds(nnx.Rngs(0)), mesh)
+    # The traceback keeps init_sharded's frame, and with it every group it had placed: none is on the mesh.
+    spread = set(mesh.devices.flat)
+    on_mesh = [a.shape for a in jax.live_arrays() if id(a) not in before and a.sharding.device_set == spread]
+    assert refused.tb is not None and on_mesh == []

@@ -14,7 +14,7 @@ from flax import nnx
 from jax.sharding import NamedSharding, PartitionSpec as P
 
 import gensbi_sharding as gs
-from library_helpers import Annotated, Block, mesh, model
+from library_helpers import Annotated, Block, Counted, mesh, model
 
 
 def test_init_optimizer_sharded_inside_a_jitted_function_is_refused_naming_the_variable():
@@ -135,3 +135,14 @@ def test_init_optimizer_sharded_takes_a_nested_filter_tuple(devices):
         assert str(err).startswith("wrt=(") and "must be an nnx filter" in str(err)
     else:
         raise AssertionError("a nested 3 was taken as a filter")
+
+
+def test_an_optimizer_over_a_model_holding_a_python_int_beyond_int32(devices):
+    """init_optimizer_sharded passed the model's state to jit, scalars too: OverflowError ('An overflow was encountered
+    while parsing an argument to a jitted computation ... model_state['seen'].value')."""
+    mesh = gs.make_mesh(model_axis=2)
+    model = gs.init_sharded(Counted, mesh, "fsdp", warn=False)
+    optimizer = gs.init_optimizer_sharded(model, optax.adam(1e-3), "fsdp")
+    assert model.seen.get_value() == 2**40 and model.stats.get_value()["n"] == 2**40
+    assert gs.sharding_of(optimizer)["opt_state/0/mu/w"].spec == jax.sharding.PartitionSpec("data", None)
+    np.testing.assert_array_equal(optimizer.opt_state[0].mu["w"].get_value(), np.zeros((8, 4)))

@@ -12,7 +12,7 @@ from flax import nnx
 from jax.sharding import PartitionSpec as P
 
 import gensbi_sharding as gs
-from library_helpers import Block, OddAnnotation, _refusal, mesh, model
+from library_helpers import Block, OddAnnotation, Small, _refusal, mesh, model
 
 
 def test_a_partition_axis_given_lists_is_a_static_module_attribute_as_one_given_tuples():
@@ -201,3 +201,20 @@ def test_for_rule_takes_an_empty_entry_as_plans_do(devices, empty):
     pa = PartitionAxis.for_rule(table, mesh)
     assert (pa.batch_axis, pa.head_axis, pa.hidden_state_axis, pa.generation_head_axis) == ("data", None, "model",
                                                                                                None)
+
+
+def test_a_table_of_rules_passed_as_a_rule_names_one_rule_to_pass(devices):
+    """gs.RULES itself (or {'fsdp': table}) as a rule: the message offered {'replicated': None}, which fixes nothing."""
+    mesh = gs.make_mesh(model_axis=2)
+    model = Small(nnx.Rngs(0))
+    for wrong, name in ((gs.RULES, "replicated"), ({"fsdp": dict(gs.RULES["fsdp"])}, "fsdp")):
+        for call in (lambda: gs.shard_model_by_table(model, mesh, wrong), lambda: gs.PartitionAxis.for_rule(wrong, mesh),
+                     lambda: gs.plan_shardings(model, mesh, wrong)):
+            with pytest.raises(ValueError, match=rf"key '{name}' is not a logical axis.*'{name}' names a rule: this is "
+                                                 rf"a table of rules \(RULES itself\?\); pass one rule, e.g. '{name}' or "
+                                                 rf"RULES\['{name}'\]") as error:
+                call()
+            assert f"{{'{name}': None}}" not in str(error.value)
+    with pytest.warns(gs.ShardingFallbackWarning, match="no annotation"):  # down/kernel, and the biases
+        gs.shard_model_by_table(model, mesh, gs.RULES["fsdp"])  # the fix given
+    assert gs.sharding_of(model)["up/kernel"].spec == jax.sharding.PartitionSpec("data", None)

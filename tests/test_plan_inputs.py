@@ -6,13 +6,14 @@ In-process, 8 simulated CPU devices (conftest); tiny modules.
 
 import warnings
 
+import jax
 import numpy as np
 import pytest
 from flax import nnx
 from jax.sharding import PartitionSpec as P
 
 import gensbi_sharding as gs
-from library_helpers import OddAnnotation, mesh
+from library_helpers import OddAnnotation, Small, mesh
 
 
 @pytest.mark.parametrize("field, value", [("specs", [("w", P())]), ("specs", None), ("fallbacks", None),
@@ -177,3 +178,25 @@ def test_a_partition_spec_annotation_is_planned_by_its_entries(devices):
     assert model.kernel.get_value().sharding.spec == P(None, "model")
     # A bare int stays one odd entry, a fallback naming it (round 45's fix kept).
     assert gs.partition_spec_for(5, (8,), "tensor", mesh)[0] == P()
+
+
+def test_a_hand_built_spec_naming_a_mesh_axis_twice_or_unconstrained_is_named_with_its_variable(devices):
+    """A Plan built by hand: P('data', 'data') raised JAX's DuplicateSpecError naming no variable, P(('data', 'data'))
+    was 'not divisible by ... of size 16', P(UNCONSTRAINED) a TypeError ('UnconstrainedSingleton' object is not
+    iterable), in host_to_global_array's partition too; now each names the variable (leaf) and the fix."""
+    P = jax.sharding.PartitionSpec
+    mesh = gs.make_mesh(model_axis=2)
+    model = Small(nnx.Rngs(0))
+    plan = gs.plan_shardings(model, mesh, "fsdp")
+    before = gs.sharding_of(model)
+    for spec, why in ((P("data", "data"), "names mesh axis 'data' twice"), (P(("data", "data")), "'data' twice"),
+                      (P(P.UNCONSTRAINED), "UNCONSTRAINED leaves a layout to jit's compiler.*give None")):
+        bad = gs.Plan(mesh, "fsdp", {**plan.specs, "up/kernel": spec}, {})
+        for call, name in ((lambda: gs.place(model, bad), "place"), (lambda: bad.abstract_state(model),
+                                                                     "Plan.abstract_state")):
+            with pytest.raises(ValueError, match=rf"{name}: the plan splits up/kernel as .*{why}.*fix that spec"):
+                call()
+        assert gs.sharding_of(model) == before  # nothing moved
+    for spec in (P(P.UNCONSTRAINED), P("data", P.UNCONSTRAINED)):
+        with pytest.raises(ValueError, match=r"for leaf \['x'\] holds PartitionSpec.UNCONSTRAINED.*give None"):
+            gs.host_to_global_array({"x": np.ones((8, 8))}, mesh=mesh, partition={"x": spec})

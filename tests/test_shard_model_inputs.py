@@ -16,8 +16,8 @@ from jax.sharding import NamedSharding, PartitionSpec as P
 
 import gensbi_sharding as gs
 from gensbi_sharding import checkpoint
-from gensbi_sharding.checkpoint import CheckpointWriter, abstract_state_for, restore
-from library_helpers import Annotated, AxesBlock, mesh
+from gensbi_sharding.checkpoint import CheckpointWriter, abstract_state_for, committed_steps, restore
+from library_helpers import Annotated, AxesBlock, BIG, WithIds, mesh
 
 
 class WithRef(nnx.Module):
@@ -133,3 +133,59 @@ def test_shard_model_puts_every_array_on_the_plans_mesh_even_where_its_layout_al
     first = model.up.kernel[...]
     gs.shard_model(model, mesh, "tensor")  # again: exactly as planned, the very arrays kept
     assert model.up.kernel[...] is first
+
+
+def test_a_model_value_its_32_bit_place_cannot_hold_is_refused(tmp_path, devices):
+    """shard_model, init_sharded and CheckpointWriter.save (whose restore places every array) placed or saved int64 2**40
+    to come back 0; now each names the variable, before anything moves or is written."""
+    mesh = gs.make_mesh(model_axis=2)
+    model = WithIds(nnx.Rngs(0))
+    before = gs.sharding_of(model)
+    with pytest.raises(ValueError, match=r"place / shard_model: ids \(shape \(8,\)\) holds 1099511627776 \(int64\)"):
+        gs.shard_model(model, mesh, "replicated")
+    assert gs.sharding_of(model) == before and isinstance(model.ids.get_value(), np.ndarray)  # nothing moved
+    with pytest.raises(ValueError, match=r"init_sharded: ids \(shape \(8,\)\) holds 1099511627776 \(int64\)"):
+        gs.init_sharded(lambda: WithIds(nnx.Rngs(0)), mesh)
+    writer = CheckpointWriter(tmp_path / "checkpoints")
+    with writer, pytest.raises(ValueError, match=r"CheckpointWriter.save: ids \(shape \(8,\)\) holds 1099511627776"):
+        writer.save(1, nnx.state(model), jax.random.key(0))
+    assert committed_steps(tmp_path / "checkpoints") == []
+    small = gs.init_sharded(lambda: WithIds(nnx.Rngs(0), ids=BIG - 2**40), mesh)
+    np.testing.assert_array_equal(small.ids.get_value(), np.arange(8))
+    with jax.enable_x64(True):
+        np.testing.assert_array_equal(gs.init_sharded(lambda: WithIds(nnx.Rngs(0)), mesh).ids.get_value(), BIG)
+
+
+def test_a_bare_variable_is_refused_naming_the_tuple_that_works(tmp_path, devices):
+    """model.up.kernel passed alone: shard_model placed it under the path "", sharding_of, describe, partition_specs,
+    abstract_state_for and init_optimizer_sharded raised IndexError (tuple index out of range), init_sharded
+    AttributeError (DynamicJaxprTracer has no attribute _mapping); (variable,) works everywhere."""
+    mesh = gs.make_mesh(model_axis=2)
+
+    def variable():
+        return nnx.Param(jnp.ones((8, 4)), **gs.axes("embed", None))
+
+    bare = variable()
+    calls = {"shard_model": lambda: gs.shard_model(bare, mesh, "fsdp"),
+             "plan_shardings": lambda: gs.plan_shardings(bare, mesh, "fsdp"), "sharding_of": lambda: gs.sharding_of(bare),
+             "partition_specs": lambda: gs.partition_specs(bare), "describe": lambda: gs.describe(bare, mesh),
+             "init_sharded": lambda: gs.init_sharded(variable, mesh, "fsdp", warn=False),
+             "abstract_state_for": lambda: abstract_state_for(bare, mesh, "fsdp"),
+             "init_optimizer_sharded": lambda: gs.init_optimizer_sharded(bare, optax.adam(1e-3), "fsdp")}
+    for caller, call in calls.items():
+        with pytest.raises(TypeError, match=rf"{caller}.*a bare nnx.Variable is a node's part: pass the Module holding "
+                                            r"it, or \(variable,\) or \{'w': variable\}"):
+            call()
+    with CheckpointWriter(tmp_path / "checkpoints") as writer, pytest.raises(TypeError, match=r"a bare nnx.Variable"):
+        writer.save(1, bare, jax.random.key(0))
+    for build in (gs.init_sharded, gs.abstract_sharded):  # the variable itself as the factory: it is callable
+        with pytest.raises(ValueError, match=r"factory must be a zero-argument callable building the module, got a "
+                                             r"Param"):
+            build(bare, mesh)
+    # The fix given: a tuple of it.
+    with pytest.warns(gs.ExperimentalRuleWarning):
+        gs.shard_model((bare,), mesh, "fsdp")
+    assert gs.sharding_of((bare,))["0"].spec == jax.sharding.PartitionSpec("data", None)
+    assert gs.describe((bare,), mesh).variables[0].path == "0"
+    built = gs.init_sharded(lambda: (variable(),), mesh, "fsdp", warn=False)
+    assert built[0].get_value().sharding.spec == jax.sharding.PartitionSpec("data", None)
