@@ -102,26 +102,25 @@ def devices():
 # and 1,079 s; this one 1,124 and 1,125 s, and 1,086 and 1,086 s; for the fast subset's tests 447 and 423 s, and
 # 388 and 414 s, against 437 and 433 s, and 401 and 401 s.)
 LONGEST_FIRST = (  # seconds per file: the mean of two make test runs' junit (2026-12-03 12:12 and 13:35); the files
-    # named for their subject in round 50 (tests moved out of test_user_round34.py, test_noticed36.py, ...): their tests'
-    # seconds in the fresh clone's junit of 2026-12-04 16:43, times 1.75 (those five files' sum there, 100 s, against
-    # 175 s here)
+    # named for their subject in round 50 (tests moved out of test_user_faults.py, test_run_faults.py, ...): their tests'
+    # seconds in the fresh clone's junit of 2026-12-04 16:43, times 1.75 (the dissolved files listed here took 216 s
+    # there, 382 s here)
     "test_equivalence.py",  # ~260
     "test_preemption.py",  # ~260
     "test_launch.py",  # ~145
-    "test_user_faults.py",  # ~129
     "test_local_processes.py",  # ~100
     "test_param_dtype.py",  # ~90
     "test_init.py",  # ~89
     "test_refusal_fixes.py",  # ~82
-    "test_run_faults.py",  # ~78
     "test_config.py",  # ~67
+    "test_setting_checks.py",  # ~67
     "test_dry_run.py",  # ~65
     "test_gensbi_models.py",  # ~64
     "test_checkpoint.py",  # ~60
     "test_user_view.py",  # ~54
+    "test_resume_refusals.py",  # ~54
     "test_sbibm_runner.py",  # ~44
     "test_train.py",  # ~41
-    "test_setting_checks.py",  # ~40
     "test_data_faults.py",  # ~33
     "test_readme_examples.py",  # ~31
     "test_suggested_defaults.py",  # ~30
@@ -129,15 +128,20 @@ LONGEST_FIRST = (  # seconds per file: the mean of two make test runs' junit (20
     "test_data.py",  # ~27
     "test_checkpoint_commits.py",  # ~27
     "test_cross_process_checks.py",  # ~24
+    "test_local_process_stops.py",  # ~24
     "test_override_types.py",  # ~24
     "test_gensbi_overrides.py",  # ~23
+    "test_benchmark_arguments.py",  # ~22
     "test_sbibm_preset.py",  # ~22
+    "test_untraceable_constructors.py",  # ~21
     "test_evaluate.py",  # ~20
     "test_start_imports.py",  # ~19
     "test_sweep_check.py",  # ~18
     "test_sweep_subdirs.py",  # ~18
+    "test_list_settings.py",  # ~18
     "test_interrupts.py",  # ~18
     "test_gensbi_wrappers.py",  # ~17
+    "test_sbibm_script_inputs.py",  # ~16
     "test_launch_interrupt.py",  # ~16
     "test_presets.py",  # ~16
     "test_override_dicts.py",  # ~15

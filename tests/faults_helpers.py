@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 from hydra import compose, initialize_config_dir
-from omegaconf import open_dict
+from omegaconf import OmegaConf, open_dict
 
 from gensbi_sharding.harness.config import register_configs
 
@@ -180,3 +180,23 @@ def save_step_with_info(out, step, resume=None):
     config = None if resume is None else {"train": {"resume": resume, "steps": 3000}}
     with CheckpointWriter(out / "checkpoints", async_save=False, config=config) as writer:
         writer.save(step, {"w": jnp.zeros(2)}, jax.random.key(0), info={"n": 1})
+
+
+def assert_refused_before_training(metrics: dict, out, *needles: str) -> None:
+    assert metrics["status"] == "error", metrics
+    for needle in needles:
+        assert needle in metrics["error"], (needle, metrics["error"])
+    assert not (out / "train_losses.npz").exists() and not (out / "checkpoints").exists()
+
+
+def as_hydra_job(monkeypatch, out, task, mode=None):
+    """Make Hydra's config say this process is the job in ``out``, launched with overrides ``task``."""
+    from hydra.conf import HydraConf
+    from hydra.core.hydra_config import HydraConfig
+
+    hydra = OmegaConf.create({"hydra": OmegaConf.structured(HydraConf)})
+    hydra.hydra.runtime.output_dir, hydra.hydra.overrides.task = str(out), task
+    if mode is not None:
+        hydra.hydra.mode = mode
+    monkeypatch.setattr(HydraConfig.instance(), "cfg", None)
+    HydraConfig.instance().set_config(hydra)

@@ -3,13 +3,17 @@ read it back; a run and a sweep never share a job folder.
 """
 
 import ast
+import json
 import os
 import re
+import socket
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
-from faults_helpers import REPO
+from faults_helpers import REPO, run_tiny
+from gensbi_sharding.harness import folder_lock
 
 
 def test_every_folder_a_refusal_names_as_an_override_is_one_the_shell_and_hydra_read_back(tmp_path):
@@ -211,3 +215,29 @@ def test_a_run_and_a_sweep_never_share_a_job_folder_while_either_runs(tmp_path):
         holder.kill()
         holder.wait()
     assert folder_problem(sweep, sweep=True, before_hydra=True) is None
+
+
+HOLD_LOCK = textwrap.dedent("""
+    import sys, time
+    from gensbi_sharding.harness.folder_lock import FolderLock
+    with FolderLock(sys.argv[1]):
+        print("locked", flush=True)
+        time.sleep(60)
+""")
+
+
+def test_a_second_run_into_a_busy_folder_stops_naming_the_other(tmp_path, devices):
+    out = tmp_path / "run"
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(out)], cwd=REPO, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        metrics = run_tiny(out)
+        assert metrics["status"] == "error"
+        assert f"{out} is in use by another run (pid {holder.pid} on {socket.gethostname()}" in metrics["error"]
+        assert "two runs must not write into one folder" in metrics["error"]
+        assert sorted(p.name for p in out.iterdir()) == [".run.lock", ".run.owner.json"]  # nothing written
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
+    with folder_lock.FolderLock(out):  # the lock went with its holder
+        assert json.loads((out / folder_lock.FolderLock.OWNER).read_text())["pid"] == os.getpid()

@@ -2,16 +2,23 @@
 typed, the presets and overrides that give the saved model, and the steps a preset would cut short.
 """
 
+import logging
+import os
 import shlex
+import shutil
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 from flax import nnx
 from omegaconf import OmegaConf
 
-from faults_helpers import REPO, compose_tiny
+import gensbi_sharding as contract
+from faults_helpers import REPO, as_hydra_job, assert_refused_before_training, compose_tiny, hint, run_tiny
 from gensbi_sharding.checkpoint import CheckpointWriter
+from gensbi_sharding.harness import outputs
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.resume import check_resume_settings
 from gensbi_sharding.harness.schedule import COUNTS_STEPS, learning_rate_schedule
@@ -338,3 +345,340 @@ def test_a_refused_resume_of_a_preset_of_one_s_own_names_its_search_path(tmp_pat
     # This run searches the folder too: the preset alone.
     assert _refusal(monkeypatch, step_dir, tmp_path / "new", "rule=fsdp", searchpath=conf).endswith(
         "add model=my_mlp (or model.width=24 model.depth=2).")
+
+
+# The resumed runs the fixes lead to, by composed config: the three cases' fixes each compose the same config
+# (train.ema_decay=0 on two_moons' own data settings), and a run of one config from one checkpoint ends alike.
+_FOLLOWED = {}
+
+
+def run_followed(out, *overrides: str) -> dict:
+    """``run_tiny(out, *overrides)``, run once per composed config (the output folder aside): a case whose fix
+    composes the config another case's fix ran reads that run's metrics."""
+    from omegaconf import OmegaConf
+
+    from faults_helpers import compose_tiny
+
+    key = OmegaConf.to_yaml(compose_tiny(*overrides))
+    if key not in _FOLLOWED:
+        _FOLLOWED[key] = run_tiny(out, *overrides)
+    return _FOLLOWED[key]
+
+
+@pytest.fixture(scope="module")
+def no_ema_run(tmp_path_factory, devices):
+    out = tmp_path_factory.mktemp("no_ema")
+    assert run_tiny(out, "train.ema_decay=0")["status"] == "ok"
+    return out
+
+
+@pytest.mark.slow  # end-to-end runs (run_tiny: a refused one per case, and the fixes' one)
+@pytest.mark.parametrize("changed, fix", [
+    # The EMA on or off: restore failed listing 12 "missing from the checkpoint" paths and pointing at a folder.
+    (("train.ema_decay=0.999",), "train.ema_decay=0"),
+    # Another parameter space or data space: the restore fitted and training went on, silently wrong.
+    (("train.ema_decay=0", "data.theta_transform=support"), "data.theta_transform=none"),  # two_moons': none
+    # Another task: a shape error listing paths, no word of data=.
+    (("train.ema_decay=0", "data=slcp", "data.batch_size=64"), "data=two_moons"),
+])
+def test_resume_under_other_settings_names_the_override_that_fits(no_ema_run, tmp_path, changed, fix):
+    out = tmp_path / "b"
+    metrics = run_tiny(out, f"train.resume={no_ema_run}", "train.steps=16", *changed)
+    assert_refused_before_training(metrics, out, f"add {fix}", str(no_ema_run / "checkpoints" / "8"))
+    assert "missing from the checkpoint" not in metrics["error"]
+    key, value = fix.split("=")
+    # The fix replaces what it names; the data settings go with data= (the task's own defaults).
+    followed = [o for o in changed if o.startswith("train.") and not o.startswith(key + "=")] + [fix]
+    again = run_followed(tmp_path / "c", f"train.resume={no_ema_run}", "train.steps=16", *followed)
+    assert again["status"] == "ok" and again["start_step"] == 8, again.get("error")
+
+
+@pytest.mark.slow
+def test_a_resume_on_other_simulations_keeps_the_checkpoints_z_scores(no_ema_run, tmp_path):
+    # A resume with another data.num_simulations (or seed) recomputed the z-score statistics from the
+    # new simulations, so the saved weights met shifted inputs and outputs without a word: the same
+    # weights, evaluated at their own step, scored C2ST 0.883 with the original budget and 0.900 with 1000.
+    from gensbi_sharding.checkpoint import saved_info
+    from gensbi_sharding.harness.simulation_data import NORMALIZATION
+
+    saved = saved_info(no_ema_run / "checkpoints" / "8")[NORMALIZATION]
+    assert len(saved["theta_mean"]) == 2 and len(saved["x_std"]) == 2 and min(saved["theta_std"]) > 0
+    scored = ("train.steps=8", "train.ema_decay=0", "eval.enabled=true", "eval.num_samples=300", "eval.c2st_folds=2")
+    same = run_tiny(tmp_path / "same", f"train.resume={no_ema_run}", *scored)
+    other = run_tiny(tmp_path / "other", f"train.resume={no_ema_run}", *scored, "data.num_simulations=1536")
+    assert same["status"] == other["status"] == "ok", (same.get("error"), other.get("error"))
+    samples = [np.load(t / "posterior_samples.npz")["samples"] for t in (tmp_path / "same", tmp_path / "other")]
+    np.testing.assert_array_equal(samples[0], samples[1])  # the same weights in the same coordinates
+    assert same["c2st"] == other["c2st"]
+
+
+@pytest.mark.parametrize("value, message", [
+    # No Hydra app running: run(cfg) from Python, in the settings it sets (round 48)
+    ("Auto", "cfg.train.resume='Auto' is read as a folder name; to continue from this run's own folder, pass "
+             "cfg.train.resume='auto' (lower case)"),
+    ("''", "cfg.train.resume='' is empty: pass cfg.train.resume='auto' (this run's folder), a run or checkpoint "
+           "folder, or leave it out to start fresh"),
+])
+def test_a_resume_hint_ends_without_a_contradicting_example(value, message):
+    # Was: "...pass train.resume=auto (lower case); e.g. train.resume=null".
+    from faults_helpers import compose_tiny
+    from gensbi_sharding.harness.config import ConfigError
+    from gensbi_sharding.harness.config_checks import validate
+
+    with pytest.raises(ConfigError) as err:
+        validate(compose_tiny(f"train.resume={value}"))
+    assert str(err.value) == message
+
+
+def test_resume_of_another_shape_names_the_model_overrides(tmp_path, devices, caplog):
+    mesh = contract.make_mesh(model_axis=1)
+    table = dict(contract.RULES["replicated"])
+    saved = compose_tiny("model.width=16", "model.init=eager")
+    ts = build_state(saved, dim_theta=2, dim_x=2, mesh=mesh, rule_name="replicated", table=table, resume_dir=None)
+    _, state = make_step_functions(ts.model, ts.optimizer, mesh, ema=ts.ema)
+    with CheckpointWriter(tmp_path / "checkpoints", config=OmegaConf.to_container(saved, resolve=True)) as w:
+        w.save(3, state, ts.key)
+    step_dir = tmp_path / "checkpoints" / "3"
+    now = compose_tiny(f"train.resume={tmp_path}", "model.init=eager")
+    with pytest.raises(ConfigError) as err:
+        build_state(now, dim_theta=2, dim_x=2, mesh=mesh, rule_name="replicated", table=table, resume_dir=step_dir)
+    assert str(err.value).startswith("the checkpoint was saved with model.width=16 (this run: model.width=32): "
+                                     "add model.width=16. checkpoint")
+    assert "launched with" not in str(err.value)  # no record of the run's command line here
+    # With Hydra's record of the run that saved it, its command line too: a preset (experiment=quick) sets
+    # several settings at once, and naming only those that differ sent a user off with half of them.
+    (tmp_path / ".hydra").mkdir()
+    OmegaConf.save(OmegaConf.create(["experiment=quick", "model.width=16", "train.resume=x", "hydra.run.dir=y"]),
+                   tmp_path / ".hydra" / "overrides.yaml")
+    with pytest.raises(ConfigError) as err:
+        build_state(now, dim_theta=2, dim_x=2, mesh=mesh, rule_name="replicated", table=table, resume_dir=step_dir)
+    assert str(err.value).endswith("; the run that saved it was launched with: experiment=quick model.width=16")
+    fixed = compose_tiny(f"train.resume={tmp_path}", "model.init=eager",
+                         f"model.width={hint(str(err.value), 'model.width')}")
+    with caplog.at_level(logging.WARNING, logger="gensbi_sharding"):
+        resumed = build_state(fixed, dim_theta=2, dim_x=2, mesh=mesh, rule_name="replicated", table=table,
+                              resume_dir=step_dir)
+    assert resumed.start_step == 3
+    # Saved without info: no early-stopping state to continue, and the run says so.
+    assert resumed.early_stopping is None
+    assert f"early stopping starts afresh: the checkpoint {step_dir} holds no early-stopping state" in caplog.text
+    assert nnx.state(resumed.model, nnx.Param)["in_proj"]["kernel"].shape[1] == 16
+
+
+def _quick_checkpoint(run: Path) -> Path:
+    """Checkpoint 3 of a run saved with experiment=quick's mlp sizes in ``run``, with an empty ``.hydra`` folder for
+    the test to write the saving run's overrides into: the step folder."""
+    saved = OmegaConf.to_container(compose_tiny("model.init=eager"), resolve=True)  # experiment=quick's mlp
+    with CheckpointWriter(run / "checkpoints", config=saved) as writer:
+        writer.save(3, {"w": jnp.ones(3)}, jax.random.key(0))
+    (run / ".hydra").mkdir()
+    return run / "checkpoints" / "3"
+
+
+def test_resume_of_sizes_a_preset_gave_leads_with_the_preset(tmp_path, devices, monkeypatch):
+    # Was: "the checkpoint was saved with model.width=32 model.depth=1 (this run: model.width=128 model.depth=3):
+    # add model.width=32 model.depth=1 ...; the run that saved it was launched with: experiment=quick ...": the
+    # preset that gave both sizes (and is the whole fix) came last, behind the values it sets.
+    from hydra import compose, initialize_config_dir
+
+    from gensbi_sharding.harness.resume import check_resume_settings
+
+    step_dir = _quick_checkpoint(tmp_path)
+    (tmp_path / ".hydra" / "overrides.yaml").write_text("- experiment=quick\n- train.steps=4\n")
+
+    def refusal(*task):  # as launch.py's run of python launch.py <task> train.resume=<tmp_path> would say it
+        as_hydra_job(monkeypatch, tmp_path / "new", [*task, f"train.resume={tmp_path}"])
+        with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+            cfg = compose("config", overrides=list(task))
+        with pytest.raises(ConfigError) as err:
+            check_resume_settings(step_dir, cfg)
+        return str(err.value).split(" The saved weights")[0]
+
+    assert refusal("train.steps=8") == (
+        "the checkpoint was saved under experiment=quick, which gives model.width=32 model.depth=1 (this run: "
+        "model.width=128 model.depth=3): add experiment=quick (or model.width=32 model.depth=1).")
+    # A size this run types wins over the preset: added after it.
+    assert refusal("train.steps=8", "model.width=64") == (
+        "the checkpoint was saved under experiment=quick with model.width=32 model.depth=1 (this run: "
+        "model.width=64 model.depth=3): add experiment=quick model.width=32 (or model.width=32 model.depth=1).")
+    # This run chose the preset too (its size typed over it): the value alone.
+    assert refusal("experiment=quick", "model.width=64") == (
+        "the checkpoint was saved with model.width=32 (this run: model.width=64): add model.width=32.")
+
+
+def test_a_refused_resume_composes_only_the_configs_its_hint_needs(tmp_path, devices, monkeypatch):
+    # Was 2 Hydra compositions for a preset the saving run chose (the second asked whether the preset is found without
+    # the saving run's search path, where it had none), and every group's options looked up (a Hydra search each)
+    # where the saving run chose no group at all: 0.6 s and 0.26 s before the refusal on 2 cores. The same words.
+    import hydra
+    from hydra import initialize_config_dir
+
+    from gensbi_sharding.harness import override_keys
+    from gensbi_sharding.harness.resume import check_resume_settings
+
+    step_dir = _quick_checkpoint(tmp_path)
+    calls = {"compose": 0, "option_groups": 0}
+
+    def counted(name, call):
+        def counting(*args, **kwargs):
+            calls[name] += 1
+            return call(*args, **kwargs)
+        return counting
+
+    def refusal(record, *task):
+        (tmp_path / ".hydra" / "overrides.yaml").write_text("".join(f"- {o}\n" for o in record))
+        as_hydra_job(monkeypatch, tmp_path / "new", [*task, f"train.resume={tmp_path}"])
+        with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+            cfg = hydra.compose("config", overrides=list(task))
+            calls.update(compose=0, option_groups=0)
+            with monkeypatch.context() as patched:
+                patched.setattr(hydra, "compose", counted("compose", hydra.compose))
+                patched.setattr(override_keys, "option_groups", counted("option_groups", override_keys.option_groups))
+                with pytest.raises(ConfigError) as err:
+                    check_resume_settings(step_dir, cfg)
+        return str(err.value).split(" The saved weights")[0], calls["compose"], calls["option_groups"]
+
+    assert refusal(["experiment=quick", "train.steps=4"], "train.steps=8") == (
+        "the checkpoint was saved under experiment=quick, which gives model.width=32 model.depth=1 (this run: "
+        "model.width=128 model.depth=3): add experiment=quick (or model.width=32 model.depth=1).", 1, 1)
+    assert refusal(["model.width=32", "model.depth=1", "train.steps=4"], "train.steps=8") == (
+        "the checkpoint was saved with model.width=32 model.depth=1 (this run: model.width=128 model.depth=3): add "
+        "model.width=32 model.depth=1.", 0, 0)
+
+
+def test_the_kept_record_is_put_back_only_after_an_attempt_that_continued_nothing(tmp_path):
+    from gensbi_sharding.harness.launch_record import keep_record, saved_record, settle_record
+
+    run = tmp_path / "run"
+    (run / "checkpoints" / "3").mkdir(parents=True)
+    (run / ".hydra").mkdir()
+    record = run / ".hydra" / "overrides.yaml"
+    record.write_text("- model.width=16\n")
+    keep_record(run)
+    record.write_text("- model.width=32\n- train.resume=auto\n")  # what Hydra writes for the next attempt
+    settle_record(run, continued=True)  # it restored and trained: its record is now the truth
+    assert record.read_text() == "- model.width=32\n- train.resume=auto\n" and not saved_record(run).exists()
+    keep_record(run)
+    record.write_text("- model.width=64\n")
+    keep_record(run)  # an attempt killed before it settled, which saved nothing: the older copy is kept
+    record.write_text("- model.width=8\n")
+    settle_record(run, continued=False)
+    assert record.read_text() == "- model.width=32\n- train.resume=auto\n" and not saved_record(run).exists()
+    keep_record(run)
+    (run / "checkpoints" / "5").mkdir()  # a killed attempt that saved step 5 trained: its record replaces the copy
+    record.write_text("- model.width=32\n- train.steps=9\n")
+    keep_record(run)
+    record.write_text("- model.width=1\n")
+    settle_record(run, continued=False)
+    assert record.read_text() == "- model.width=32\n- train.steps=9\n"
+    fresh = tmp_path / "fresh"
+    (fresh / ".hydra").mkdir(parents=True)
+    (fresh / ".hydra" / "overrides.yaml").write_text("- a=1\n")
+    keep_record(fresh)  # no checkpoint: nothing to keep
+    assert not saved_record(fresh).exists()
+
+
+@pytest.mark.slow  # an end-to-end run (a training run)
+def test_resume_from_a_folder_that_saved_no_checkpoint_says_why_and_where_to_look(tmp_path, devices):
+    # Was: a dry run's folder, a failed job's or a whole sweep's got "no checkpoint in <folder>" (a failed
+    # sweep job: "the save was cut short; pass its parent"), and Orbax's warnings about every job folder.
+    from gensbi_sharding.harness.resume import resume_step_dir
+
+    def refusal(path):
+        with pytest.raises((FileNotFoundError, ConfigError)) as err:
+            resume_step_dir(OmegaConf.create({"train": {"resume": str(path)}}))
+        return str(err.value)
+
+    sweep = tmp_path / "sweep"
+    assert run_tiny(sweep / "0")["status"] == "ok"
+    (sweep / "multirun.yaml").write_text("{}\n")
+    (sweep / "1" / ".hydra").mkdir(parents=True)
+    outputs.write_json(sweep / "1" / "metrics.json", {"status": "error", "error": "ConfigError: ..."})
+    outputs.write_json(tmp_path / "dry" / "metrics.json", {"status": "ok", "dry_run": {"memory": {}}})
+    assert refusal(sweep) == (f"train.resume={sweep} is a sweep's folder: resume one of its jobs, "
+                              f"e.g. train.resume={sweep / '0'} (jobs with a checkpoint: 0)")
+    # Was, for any such run, "resume the run it failed to continue": a fresh run continued none.
+    assert refusal(sweep / "1").endswith(f"; {sweep / '1'} holds a run that saved no complete checkpoint (status "
+                                         "error): start a new run without train.resume")
+    outputs.write_json(sweep / "1" / "metrics.json", {"status": "error", "resumed_from": "/runs/a/checkpoints/4"})
+    assert refusal(sweep / "1").endswith(f"; {sweep / '1'} holds a run that saved no complete checkpoint (status "
+                                         "error): resume the checkpoint it continued, train.resume=/runs/a/"
+                                         "checkpoints/4, or start a new run without train.resume")
+    assert refusal(tmp_path / "dry").endswith(f"; {tmp_path / 'dry'} holds a dry run (dry_run=true saves no "
+                                              "checkpoint): start a new run without train.resume")
+    found = resume_step_dir(OmegaConf.create({"train": {"resume": str(sweep / "0")}}))
+    assert found == sweep / "0" / "checkpoints" / "8"
+    # Round 45: a folder of runs (outputs/, a date's, an sbibm.py root) said only "pass a run dir"; now it names the
+    # newest run with a checkpoint under it, as the override (resume) or the folder (sample.py) to type.
+    from gensbi_sharding.harness.own_observation import sample_posterior
+
+    shutil.copytree(sweep / "0", tmp_path / "outputs" / "2026-12-03" / "10-00-00")
+    newer = tmp_path / "outputs" / "2026-12-04" / "09-00-00"
+    shutil.copytree(sweep / "0", newer)
+    os.utime(newer / "checkpoints" / "8")  # its step the newest
+    for where in ("outputs", "outputs/2026-12-04"):
+        count = 2 if where == "outputs" else 1
+        assert f"; it holds {count} run folder(s) with a checkpoint, the newest: train.resume={newer}; or leave " \
+               "train.resume out to start fresh" in refusal(tmp_path / where)
+        with pytest.raises(FileNotFoundError) as err:
+            sample_posterior(tmp_path / where, np.zeros(2))
+        assert str(err.value).endswith(f"; it holds {count} run folder(s) with a checkpoint, the newest: {newer}: "
+                                       "pass one of them"), str(err.value)
+    assert resume_step_dir(OmegaConf.create({"train": {"resume": str(newer)}})) == newer / "checkpoints" / "8"
+    assert sample_posterior(newer, np.zeros(2), num_samples=4).shape == (4, 2)  # the folder named samples
+    shutil.rmtree(tmp_path / "outputs")
+    shutil.rmtree(sweep / "0" / "checkpoints")
+    assert refusal(sweep / "0").endswith(f"; {sweep / '0'} holds a completed run whose checkpoints are gone (no "
+                                         f"complete step folder in {sweep / '0' / 'checkpoints'}): start a new run "
+                                         "without train.resume")
+    assert refusal(sweep) == (f"train.resume={sweep} is a sweep's folder: none of its jobs saved a checkpoint "
+                              "(a dry run saves none): start a new run without train.resume")
+
+
+def test_resume_names_the_checkpoint_a_failed_run_continued_as_the_shell_and_hydra_read_it_back(tmp_path):
+    """Was: ``train.resume=/tmp/my runs é (1)/checkpoints/4`` as it is: pasted, the shell splits it and Hydra's
+    grammar refuses the rest (round 43)."""
+    from gensbi_sharding.harness.override_grammar import hydra_override
+    from gensbi_sharding.harness.resume import resume_step_dir
+
+    continued = tmp_path / "my runs é (1)" / "checkpoints" / "4"
+    outputs.write_json(tmp_path / "b" / "metrics.json", {"status": "error", "resumed_from": str(continued)})
+    with pytest.raises(FileNotFoundError) as refused:
+        resume_step_dir(OmegaConf.create({"train": {"resume": str(tmp_path / "b")}}))
+    assert (f"resume the checkpoint it continued, 'train.resume=\"{continued}\"', or start a new run without "
+            "train.resume") in str(refused.value)
+    assert hydra_override("train.resume", continued) == f"'train.resume=\"{continued}\"'"
+
+
+@pytest.mark.slow  # an end-to-end run (resume, a stop, or processes)
+def test_a_finished_checkpoint_can_be_evaluated_again(tmp_path, devices):
+    # Resuming a checkpoint at train.steps trains nothing and scores its best weights (e.g. with
+    # other eval.* settings); one beyond train.steps names the train.steps that evaluates it.
+    first = run_tiny(tmp_path / "a", "train.val_every=4")
+    checkpoint = tmp_path / "a" / "checkpoints" / "8"
+    beyond = run_tiny(tmp_path / "c", f"train.resume={checkpoint}", "train.steps=6")
+    assert beyond["status"] == "error"
+    # run(cfg) from Python: in the settings it sets (round 48; was launch.py's overrides)
+    assert beyond["error"].endswith("is at step 8, beyond cfg.train.steps=6; set cfg.train.steps=8 to evaluate it, "
+                                    "or more to train further")
+    again = run_tiny(tmp_path / "b", f"train.resume={checkpoint}", "train.val_every=4",
+                     f"train.steps={hint(beyond['error'], 'cfg.train.steps')}")
+    assert again["status"] == "ok"
+    assert (again["steps"], again["resumed_from_step"], again["final_step"]) == (0, 8, 8)
+    assert again["best_step"] == first["best_step"]
+    assert again["final_val_loss"] == pytest.approx(first["final_val_loss"], rel=1e-6)
+
+
+@pytest.mark.slow  # an end-to-end run (resume, a stop, or processes)
+def test_a_resume_before_the_first_validation_says_so(tmp_path, devices, caplog):
+    # The checkpoint at step 4 came before any validation (val_every=100): the console said
+    # "early stopping: best step None, 0 validation(s)", Python's None shown to the user.
+    # train.steps as the tiny config's (8, which the learning-rate schedule compiles into the step): its programs,
+    # compiled once for the session, are loaded, not compiled again (was train.steps=4, then 6: two compiles).
+    first = run_tiny(tmp_path / "a", "train.val_every=100", "train.checkpoint_every=4")
+    assert first["status"] == "ok" and (tmp_path / "a" / "checkpoints" / "4").is_dir()
+    with caplog.at_level(logging.INFO, logger="gensbi_sharding"):
+        second = run_tiny(tmp_path / "b", "train.val_every=100", f"train.resume={tmp_path / 'a' / 'checkpoints' / '4'}")
+    assert second["status"] == "ok", second.get("error")
+    resumed = [r.getMessage() for r in caplog.records if r.getMessage().startswith("resumed from")]
+    assert len(resumed) == 1 and resumed[0].endswith("; early stopping: no validation yet"), resumed

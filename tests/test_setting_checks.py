@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from faults_helpers import REPO, compose_tiny
+from faults_helpers import REPO, compose_tiny, registered
 from gensbi_sharding.harness.command_checks import command_problem
 
 
@@ -228,3 +228,197 @@ def test_a_model_file_listing_a_schema_never_stored_names_the_missing_step(tmp_p
     assert override_problem([search, "model=wide"]) is None and override_problem(["model=flux1"]) is None
     (tmp_path / "model" / "broken.yaml").write_text("defaults: [\n")  # YAML cannot read it: Hydra's error names it
     assert override_problem([search, "model=broken"]) is None
+
+
+BAD_VALUES = [
+    ("mesh.model_axis=0",), ("data.num_simulations=0",), ("data.batch_size=-1",), ("data.num_observation=0",),
+    ("data.val_fraction=1.5",), ("train.steps=0",), ("train.log_every=0",), ("train.learning_rate=0",),
+    ("train.checkpoint_every=-1",), ("train.keep=0",), ("eval.c2st_folds=1",), ("eval.ode_steps=0",),
+    ("eval.num_samples=5", "eval.c2st_folds=3"), ("eval.observations=[0,3]",), ("eval.c2st_jobs=0",),
+    ("train.schedule=linear",), ("train.warmup_steps=4000",), ("train.ema_decay=1.0",), ("train.ema_decay=-0.5",),
+    ("train.val_every=-1",), ("train.patience=-1",), ("train.val_draws=0",), ("data.theta_transform=logit",),
+    ("data.x_transform=sqrt",), ("train.weight_decay=-1",), ("data.shards=0",), ("devices.cpu_count=0",),
+    ("distributed.timeout_s=0",), ("distributed.heartbeat_s=0",), ("distributed.mode=mpi",), ("model.init=lazy",),
+    # Scored twice and counted twice in the mean and spread over observations; files named _1 for the second.
+    ("eval.observations=[1,1]",),
+    # Early stopping without validations during training: silently never stopped.
+    ("train.patience=3", "train.val_every=0"),
+]
+
+
+@pytest.mark.parametrize("overrides", BAD_VALUES, ids=lambda o: " ".join(o))
+def test_every_refused_value_names_an_override_that_fixes_it(overrides):
+    import re
+
+    from faults_helpers import compose_tiny
+    from gensbi_sharding.harness.config import ConfigError
+    from gensbi_sharding.harness.config_checks import validate
+
+    bad = compose_tiny("train.steps=4000", *overrides)
+    with pytest.raises(ConfigError) as err:
+        validate(bad)
+    message = str(err.value)
+    assert overrides[0].split("=")[0] in message
+    fixes = re.findall(r"(?:e\.g\.|set|add|use) ((?:[a-z_]+\.)+[a-z0-9_]+=(?:\[[^\]]*\]|[^\s;,)]+))", message)
+    assert fixes, message
+    followed = compose_tiny("train.steps=4000", *overrides, *fixes)
+    validate(followed)  # the hint is enough: the run then passes validation
+
+
+#: Hydra's choices of launch.py's default config (compose() alone does not record them).
+CHOICES = {"model": "mlp", "data": "two_moons", "rule": "replicated"}
+
+
+UNKNOWN_NAMES = [  # (overrides, the value named, the names listed, the fix, the second option)
+    (("model.name=nope",), "model.name=nope", "flux1, mlp, simformer, transformer", "model.name=mlp",
+     "@register_model('nope')"),
+    (("model=transformer", "model.name=mlpp"), "model.name=mlpp", "flux1, mlp, simformer, transformer",
+     "model.name=transformer", "@register_model('mlpp')"),
+    (("model.name=transformer",), "model.name=transformer", "model=mlp loaded", "model.name=mlp",
+     "choose the model with model=transformer"),
+    (("data.name=two_moon",), "data.name=two_moon", "sir, slcp, two_moons", "data.name=two_moons",
+     "@register_data('two_moon')"),
+    (("rule.name=nope",), "rule.name=nope", "fsdp, fsdp_tensor, replicated, tensor", "rule.name=replicated",
+     "write conf/rule/nope.yaml"),
+    (("rule.name=fsdp",), "rule.name=fsdp", "rule=replicated loaded", "rule=fsdp", None),
+]
+
+
+@pytest.mark.parametrize("overrides, named, listed, fix, second", UNKNOWN_NAMES, ids=lambda o: str(o))
+def test_an_unknown_name_names_the_override_that_fixes_it(overrides, named, listed, fix, second):
+    # Was: "unknown model 'nope'; known models: ... Register a new one with @register_model('nope')."
+    import re
+
+    from faults_helpers import compose_tiny
+    from gensbi_sharding.harness.config import ConfigError
+    from gensbi_sharding.harness.config_checks import validate
+    from gensbi_sharding.harness.name_hints import registered_name_problem
+
+    choices = {**CHOICES, **dict(o.split("=") for o in overrides if "." not in o.split("=")[0])}
+    message = registered_name_problem(compose_tiny(*overrides), choices)
+    assert message and named in message and listed in message, message
+    found = re.findall(r"(?:set|choose it with) ((?:[a-z_]+\.)?[a-z_]+=\w+)", message)
+    assert found and found[0] == fix, message
+    assert second is None or message.index(second) > message.index(fix)  # registering comes second
+    if not named.startswith("rule."):  # only Hydra knows which file a rule table came from
+        with pytest.raises(ConfigError, match=re.escape(named)):
+            validate(compose_tiny(*overrides))
+    followed = compose_tiny(*overrides, fix)  # the fix typed after the bad override is enough
+    validate(followed)
+    assert registered_name_problem(followed, {**choices, **dict([fix.split("=")] if "." not in fix else [])}) is None
+
+
+def test_a_model_of_ones_own_is_told_every_step_and_its_borrowed_schema_is_named(tmp_path, request):
+    # Was, for model=tiny (conf/model/tiny.yaml: /mlp_schema, name: tiny): "register it with
+    # @register_model('tiny') and add conf/model/tiny.yaml" (a factory registered in the user's own module is
+    # never imported); registered, "model.name=tiny does not fit the settings model=mlp loaded ...; choose the
+    # model with model=tiny", the very choice the command made.
+    from dataclasses import dataclass
+
+    from hydra.core.config_store import ConfigStore
+
+    from faults_helpers import compose_tiny
+    from gensbi_sharding.harness.config import MLPConfig
+    from gensbi_sharding.harness.models.mlp import make_mlp
+    from gensbi_sharding.harness.name_hints import registered_name_problem
+
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "tiny.yaml").write_text("defaults:\n  - /mlp_schema\n  - _self_\nname: tiny\n")
+    search = f"hydra.searchpath=[file://{tmp_path}]"
+    choices = {**CHOICES, "model": "tiny"}
+    unknown = registered_name_problem(compose_tiny(search, "model=tiny"), choices)
+    # Was "(model.name=tiny); ...; set model.name=mlp, or drop model.name=tiny": the user typed model=tiny.
+    assert unknown.startswith("unknown model 'tiny' (model=tiny, whose file sets name: tiny); registered: flux1, "
+                              "mlp, simformer, transformer; choose one with model=<name> (e.g. model=mlp) instead of "
+                              "model=tiny; to add 'tiny', "), unknown
+    assert "model.name" not in unknown
+    assert unknown.endswith("to add 'tiny', register its factory with @register_model('tiny') in a module that "
+                            "gensbi_sharding/harness/models/__init__.py imports, give it a schema in "
+                            "gensbi_sharding/harness/config.py stored as tiny_schema, and add conf/model/tiny.yaml "
+                            "listing /tiny_schema (README: A model of your own in the harness)"), unknown
+    registered(request, "model", "tiny", lambda **kw: make_mlp(**kw))  # a factory of ones own, built as mlp
+    borrowed = registered_name_problem(compose_tiny(search, "model=tiny"), choices)
+    assert borrowed == (
+        "model=tiny holds the fields of mlp (its defaults name /mlp_schema); a model of your own needs a schema of "
+        "its own: a dataclass in gensbi_sharding/harness/config.py (as MLPConfig is mlp's) stored as tiny_schema by "
+        "register_configs, listed in conf/model/tiny.yaml's defaults (README: A model of your own in the "
+        "harness); or set name: mlp in that file to build mlp")
+
+    @dataclass
+    class TinyConfig(MLPConfig):
+        name: str = "tiny"
+
+    ConfigStore.instance().store(name="tiny_schema", node=TinyConfig)  # the steps it names, followed
+    try:
+        (tmp_path / "model" / "tiny.yaml").write_text("defaults:\n  - /tiny_schema\n  - _self_\nname: tiny\n")
+        assert registered_name_problem(compose_tiny(search, "model=tiny"), choices) is None
+    finally:
+        ConfigStore.instance().repo.pop("tiny_schema.yaml")
+
+
+def test_an_unknown_data_set_chosen_by_its_file_is_named_as_typed(tmp_path):
+    # Was "(data.name=mysim); ...; set data.name=mysim, or drop data.name=mysim" for data=mysim (a file of the
+    # user's own saying name: mysim): the fix named the bad value itself, and a key the user never typed.
+    from faults_helpers import compose_tiny
+    from gensbi_sharding.harness.name_hints import registered_name_problem
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "mysim.yaml").write_text("defaults:\n  - two_moons\n  - _self_\nname: mysim\n")
+    cfg = compose_tiny(f"hydra.searchpath=[file://{tmp_path}]", "data=mysim")
+    unknown = registered_name_problem(cfg, {**CHOICES, "data": "mysim"})
+    assert unknown.startswith("unknown data 'mysim' (data=mysim, whose file sets name: mysim); registered: "), unknown
+    assert "; choose one with data=<name> (e.g. data=two_moons) instead of data=mysim; to add 'mysim', " in unknown
+    assert "data.name" not in unknown.split("; to add")[0]
+
+
+def test_a_data_set_of_ones_own_is_refused_evaluation_before_training(request):
+    # Was: trained every step, then "ValueError: unknown sbibm task 'mysim'; registered here: two_moons, ...
+    # (e.g. data=slcp)" at evaluation, status error; eval.enabled=false, the fix, named nowhere.
+    import dataclasses
+
+    from faults_helpers import compose_tiny
+    from gensbi_sharding.harness.config import ConfigError
+    from gensbi_sharding.harness.config_checks import validate
+    from gensbi_sharding.harness.data import load_task
+
+    from gensbi_sharding.harness.name_hints import registered_name_problem
+
+    unknown = registered_name_problem(compose_tiny("data.name=mysim"), CHOICES)
+    assert unknown.endswith(  # was "register it with @register_data('mysim') and add conf/data/mysim.yaml"
+        "to add 'mysim', register its factory, returning a SimulationData (harness/simulation_data.py), with "
+        "@register_data('mysim') in gensbi_sharding/harness/data.py or a module it imports, and add "
+        "conf/data/mysim.yaml; with no sbibm reference posterior it trains with eval.enabled=false"), unknown
+    registered(request, "data", "mysim",
+               lambda **kw: dataclasses.replace(load_task("two_moons", **kw), name="mysim"))
+    with pytest.raises(ConfigError) as err:
+        validate(compose_tiny("data.name=mysim", "eval.enabled=true"))
+    assert str(err.value) == (
+        "data.name=mysim is a data set of your own, not an sbibm task: the evaluation (posterior samples scored by "
+        "C2ST) reads sbibm's observations and reference posterior samples, which it has none of; set "
+        "eval.enabled=false to train it (checkpoints and losses are written as usual)")
+    validate(compose_tiny("data.name=mysim", "eval.enabled=false"))  # the fix it names
+    validate(compose_tiny("data.name=mysim", "eval.enabled=true", "dry_run=true"))  # a dry run evaluates nothing
+
+
+@pytest.mark.parametrize("override, fix", [
+    ("rule.embed=modle", "rule.embed=model"), ("rule.embed=[data,modle]", "rule.embed=[data,model]"),
+    ("activation.head_axis=modle", "activation.head_axis=model"), ("activation.head_axis=xyz", "activation.head_axis=null")])
+def test_a_mesh_axis_the_mesh_lacks_names_the_override_that_fixes_it(override, fix):
+    # Was "valid values: data, model or null" / "use one of them, a tuple of them, or None" (no override).
+    from faults_helpers import compose_tiny
+    from gensbi_sharding import make_mesh
+    from gensbi_sharding.harness.config import ConfigError
+    from gensbi_sharding.harness.rule_config import check_table_against_mesh, rule_table
+    from gensbi_sharding.harness.state import partition_axis_for
+
+    mesh = make_mesh(model_axis=2)
+
+    def check(cfg):
+        name, table = rule_table(cfg.rule)
+        check_table_against_mesh(name, table, tuple(mesh.axis_names))
+        partition_axis_for(cfg, table, mesh)
+
+    with pytest.raises(ConfigError) as err:
+        check(compose_tiny(override))
+    assert f"set {fix}" in str(err.value), str(err.value)
+    check(compose_tiny(override, fix))  # the hint, followed, passes

@@ -1,0 +1,130 @@
+"""Where a run's device count comes from (config, environment) and the platform: conflicting, unreadable or
+unstartable counts refused naming both sources and a fix that runs.
+"""
+
+import os
+import subprocess
+import sys
+
+import pytest
+from omegaconf import OmegaConf
+
+from faults_helpers import REPO, hint, run_tiny
+from gensbi_sharding.harness.config import ConfigError
+from gensbi_sharding.harness.devices import resolve_cpu_count
+
+
+@pytest.mark.parametrize("configured, environ, expected", [
+    (None, {}, (8, "default")),
+    (4, {}, (4, "devices.cpu_count")),
+    (None, {"XLA_FLAGS": "--xla_cpu_foo --xla_force_host_platform_device_count=4"}, (4, "XLA_FLAGS")),
+    (None, {"JAX_NUM_CPU_DEVICES": "2"}, (2, "JAX_NUM_CPU_DEVICES")),
+    (4, {"XLA_FLAGS": "--xla_force_host_platform_device_count=4"}, (4, "devices.cpu_count")),
+])
+def test_device_count_source(configured, environ, expected):
+    assert resolve_cpu_count(configured, environ) == expected
+
+
+@pytest.mark.parametrize("configured, environ", [(100000, {}), (None, {"JAX_NUM_CPU_DEVICES": "2048"})])
+def test_a_device_count_jax_cannot_start_with_is_refused_naming_the_limit(configured, environ):
+    # devices.cpu_count=100000 hung in JAX's start-up, deaf to SIGTERM; 1,024 starts in seconds.
+    assert resolve_cpu_count(1024, {}) == (1024, "devices.cpu_count")
+    with pytest.raises(ConfigError, match=r"more simulated CPU devices than 1,024: .*set devices.cpu_count=1024 or fewer"):
+        resolve_cpu_count(configured, environ)
+
+
+def test_conflicting_device_counts_stop_the_run_naming_both(tmp_path, monkeypatch, devices):
+    monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=4")
+    metrics = run_tiny(tmp_path / "run", "devices.cpu_count=8")
+    assert metrics["status"] == "error"
+    assert "two device counts disagree: devices.cpu_count=8 and XLA_FLAGS gives 4; set devices.cpu_count=4 " \
+           "(or drop it) to use XLA_FLAGS's, or remove the count from XLA_FLAGS to use 8" in metrics["error"]
+
+
+@pytest.mark.parametrize("environ, fix", [
+    ({}, "devices.cpu_count=9"),
+    ({"XLA_FLAGS": "--xla_force_host_platform_device_count=8"}, "XLA_FLAGS=--xla_force_host_platform_device_count=9"),
+    ({"JAX_NUM_CPU_DEVICES": "8"}, "JAX_NUM_CPU_DEVICES=9"),
+])
+def test_local_processes_that_do_not_split_the_devices_name_a_fix_that_runs(monkeypatch, environ, fix):
+    # Was "set ... or devices.cpu_count=9" with the count from XLA_FLAGS: that override then stops the run
+    # as a second count that disagrees with XLA_FLAGS'.
+    from gensbi_sharding.harness.local_cluster import run_local_processes
+
+    for name in ("XLA_FLAGS", "JAX_NUM_CPU_DEVICES"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    cfg = OmegaConf.create({"distributed": {"local_processes": 3}, "devices": {"cpu_count": None}})
+    with pytest.raises(ConfigError) as err:
+        run_local_processes(cfg, None)
+    assert str(err.value).endswith(f"set distributed.local_processes=2 or {fix}")
+
+
+@pytest.mark.slow  # an end-to-end run (resume, a stop, or processes)
+def test_two_environment_device_counts_are_named_and_every_hint_leads_to_a_run(tmp_path, monkeypatch, devices):
+    # Was circular: JAX_NUM_CPU_DEVICES=2 with XLA_FLAGS' 4 said "set devices.cpu_count=4"; that, "set 2"; and so on.
+    monkeypatch.setenv("JAX_NUM_CPU_DEVICES", "2")
+    # The session's compile flags kept (conftest): JAX's cache key holds XLA_FLAGS (all but the device count), so the
+    # runs below load the session's programs (was: the count alone, a key of its own: every program compiled again).
+    monkeypatch.setenv("XLA_FLAGS", f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=8")
+    for configured in ((), ("devices.cpu_count=4",), ("devices.cpu_count=8",)):  # no devices.cpu_count settles it
+        metrics = run_tiny(tmp_path / f"run{len(configured)}{configured}", *configured)
+        assert metrics["error"] == (
+            "ConfigError: the environment sets two device counts that disagree: JAX_NUM_CPU_DEVICES=2 and "
+            "XLA_FLAGS's --xla_force_host_platform_device_count=8; unset one: unset JAX_NUM_CPU_DEVICES to use 8, "
+            "or remove the count from XLA_FLAGS to use 2")
+    monkeypatch.delenv("JAX_NUM_CPU_DEVICES")  # the hint's first fix: this process has 8 devices
+    assert run_tiny(tmp_path / "unset")["status"] == "ok"
+    # Both variables agreeing, against devices.cpu_count: the hint's count is then accepted.
+    monkeypatch.setenv("JAX_NUM_CPU_DEVICES", "8")
+    metrics = run_tiny(tmp_path / "configured", "devices.cpu_count=4")
+    assert metrics["error"] == (
+        "ConfigError: two device counts disagree: devices.cpu_count=4 and JAX_NUM_CPU_DEVICES and XLA_FLAGS give 8; "
+        "set devices.cpu_count=8 (or drop it) to use JAX_NUM_CPU_DEVICES and XLA_FLAGS's, or unset "
+        "JAX_NUM_CPU_DEVICES and remove the count from XLA_FLAGS to use 4")
+    assert run_tiny(tmp_path / "followed", f"devices.cpu_count={hint(metrics['error'], 'devices.cpu_count')}")[
+        "status"] == "ok"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("environ, message", [
+    ({"JAX_NUM_CPU_DEVICES": "abc"},
+     "JAX_NUM_CPU_DEVICES='abc' is not a whole number of simulated CPU devices; unset JAX_NUM_CPU_DEVICES "
+     "(devices.cpu_count then gives the count), or set e.g. JAX_NUM_CPU_DEVICES=8"),
+    ({"XLA_FLAGS": "--xla_force_host_platform_device_count=four"},
+     "XLA_FLAGS's --xla_force_host_platform_device_count=four is not a whole number of simulated CPU devices; "
+     "remove it from XLA_FLAGS (devices.cpu_count then gives the count), or give a count, e.g. "
+     "--xla_force_host_platform_device_count=8"),
+])
+def test_an_unreadable_environment_device_count_is_one_line_before_jax(environ, message):
+    # Was: a 29-line traceback from JAX's import (JAX_NUM_CPU_DEVICES=abc), or XLA's whole flag list.
+    env = {k: v for k, v in os.environ.items() if k not in ("JAX_NUM_CPU_DEVICES", "XLA_FLAGS")}
+    proc = subprocess.run([sys.executable, "-c", "import runpy, sys; sys.modules['jax'] = None; "
+                           f"sys.argv = ['launch.py']; runpy.run_path({str(REPO / 'launch.py')!r}, run_name='__main__')"],
+                          env={**env, **environ}, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and proc.stderr == f"[ERROR] {message}\n"
+
+
+PLATFORM_GPU = ("devices.platform=gpu is not available here: JAX has cpu; set devices.platform=cpu, or "
+                "devices.platform=null for JAX's default")
+
+
+@pytest.mark.slow  # an end-to-end run (the hint followed: a training run)
+def test_an_unavailable_platform_names_the_ones_jax_has_and_the_fix(tmp_path, devices):
+    # Was: "RuntimeError: Unable to initialize backend 'rocm' ..." naming neither devices.platform nor the fix
+    # (and, once JAX had started, devices.platform=gpu was silently ignored).
+    metrics = run_tiny(tmp_path / "gpu", "devices.platform=gpu")
+    assert metrics["error"] == f"ConfigError: {PLATFORM_GPU}"
+    followed = run_tiny(tmp_path / "cpu", f"devices.platform={hint(metrics['error'], 'devices.platform')}")
+    assert followed["status"] == "ok"
+
+
+@pytest.mark.slow
+def test_an_unavailable_platform_in_a_fresh_process_is_named_before_jax_starts():
+    code = ("from gensbi_sharding.harness.devices import configure_devices\n"
+            "try:\n    configure_devices(2, 'gpu')\nexcept Exception as err:\n    print(type(err).__name__, err)\n"
+            "import jax\nprint(jax.default_backend(), jax.device_count())")
+    env = {k: v for k, v in os.environ.items() if k not in ("JAX_PLATFORMS", "JAX_NUM_CPU_DEVICES", "XLA_FLAGS")}
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.stdout.splitlines() == [f"ConfigError {PLATFORM_GPU}", "cpu 2"], proc.stderr[-2000:]

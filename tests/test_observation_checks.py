@@ -1,0 +1,64 @@
+"""The observations a run scores (``eval.observations``, ``data.num_observation``, ``eval.num_samples``) checked
+before training: each refusal names the observation and the fix.
+"""
+
+import numpy as np
+import pytest
+
+from faults_helpers import assert_refused_before_training, hint, patch_task, run_tiny
+
+
+def test_log_of_a_non_positive_observation_is_refused_before_training(tmp_path, devices):
+    # two_moons' observation 1 holds a negative value: its log is NaN, so every posterior sample
+    # was NaN, and the run failed after training with "fix the sampler".
+    metrics = run_tiny(tmp_path / "a", "data.x_transform=log")
+    assert_refused_before_training(metrics, tmp_path / "a", "data.x_transform=log needs positive data",
+                                   "observation 1 of task 'two_moons'", "set data.x_transform=none")
+    assert hint(metrics["error"], "data.x_transform") == "none"
+
+
+def test_every_scored_observation_is_checked_before_training(monkeypatch, tmp_path, devices):
+    patch_task(monkeypatch, {}, observation={2: [np.nan, 0.1]})
+    metrics = run_tiny(tmp_path / "a", "eval.enabled=true", "eval.observations=[1,2]")
+    assert_refused_before_training(metrics, tmp_path / "a", "observation 2 of task 'two_moons' holds "
+                                   "non-finite values [nan, 0.1", "eval.observations")
+
+
+def test_more_samples_than_the_reference_is_refused_before_training(tmp_path, devices):
+    # C2ST compares as many rows of each: 20,000 samples were drawn and 10,000 silently scored.
+    metrics = run_tiny(tmp_path / "a", "eval.enabled=true", "eval.num_samples=10001")
+    assert_refused_before_training(metrics, tmp_path / "a", "eval.num_samples=10001 exceeds the 10000 "
+                                   "reference posterior samples", "set eval.num_samples=10000")
+
+
+def test_an_observation_beyond_the_task_is_refused_naming_the_range():
+    # Was: accepted by validation, then a late error at the data step naming keys but no value.
+    from faults_helpers import compose_tiny
+    from gensbi_sharding.harness.config import ConfigError
+    from gensbi_sharding.harness.config_checks import validate
+
+    with pytest.raises(ConfigError) as err:
+        validate(compose_tiny("data.num_observation=11"))
+    assert str(err.value) == ("data.num_observation=11 is out of range: sbibm task 'two_moons' has observations "
+                              "1..10; set data.num_observation=1 (or another of 1..10)")
+    validate(compose_tiny("data.num_observation=10"))
+
+
+@pytest.mark.slow  # an end-to-end run (resume, a stop, or processes)
+def test_eval_observations_winning_over_num_observation_is_said_in_one_line(tmp_path, devices, caplog):
+    # Was: eval.observations=[2] data.num_observation=3 scored only 2 without a word.
+    import logging
+
+    from faults_helpers import compose_tiny
+    from gensbi_sharding.harness.config_checks import scored_observations
+
+    assert scored_observations(compose_tiny("eval.observations=[2,3]", "data.num_observation=3")) == ([2, 3], None)
+    assert scored_observations(compose_tiny("data.num_observation=3")) == ([3], None)
+    note = ("eval.observations=[2] is scored, not data.num_observation=3: eval.observations, when set, lists every "
+            "observation scored (add 3 to it, or set eval.observations=null to score data.num_observation)")
+    assert scored_observations(compose_tiny("eval.observations=[2]", "data.num_observation=3")) == ([2], note)
+    with caplog.at_level(logging.INFO, logger="gensbi_sharding"):
+        metrics = run_tiny(tmp_path / "run", "eval.enabled=true", "eval.observations=[2]", "data.num_observation=3",
+                           "eval.num_samples=200", "eval.c2st_folds=2", "eval.ode_steps=2", "eval.plot=false")
+    assert metrics["status"] == "ok" and [row["observation"] for row in metrics["c2st_observations"]] == [2]
+    assert [r.getMessage() for r in caplog.records].count(note) == 1
