@@ -6,10 +6,12 @@ from faults_helpers import REPO
 
 
 def _readme_python(holding):
-    """The README's ```python block whose text holds ``holding``."""
+    """The ```python block whose text holds ``holding``, in the README or the page it links for it (the training
+    script is on docs/library.md, the wrapping of GenSBI's models on docs/gensbi_models.md)."""
     import re
 
-    blocks = re.findall(r"```python\n(.*?)```", (REPO / "README.md").read_text(), re.S)
+    pages = [REPO / "README.md", REPO / "docs" / "library.md", REPO / "docs" / "gensbi_models.md"]
+    blocks = [block for page in pages for block in re.findall(r"```python\n(.*?)```", page.read_text(), re.S)]
     return next(block for block in blocks if holding in block)
 
 
