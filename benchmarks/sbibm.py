@@ -3,17 +3,18 @@
 Two commands (``table`` in two forms):
 
     # Resumable: one ``launch.py -m experiment=sbibm`` job per (task, budget) under --root,
-    # skipping the pairs whose job already finished; extra arguments go to every job.
-    python benchmarks/sbibm.py run --root benchmarks/results --tasks two_moons slcp --budgets 10000 -- mesh=none
+    # skipping the pairs whose job already finished; extra arguments go to every job. A root of your own:
+    # benchmarks/results holds the committed table, which a job there would be added to.
+    python benchmarks/sbibm.py run --root runs/sbibm --tasks two_moons slcp --budgets 10000 -- mesh=none
 
     # The same, sequential: per observation, 2 rounds of truncated proposals (benchmarks/sequential.py), each
     # (task, budget) in its own folder (<task>_<budget>_sequential-2-box-0.5) and its own table row.
-    python benchmarks/sbibm.py run --root benchmarks/results --tasks sir --budgets 10000 --rounds 2 \
+    python benchmarks/sbibm.py run --root runs/sbibm --tasks sir --budgets 10000 --rounds 2 \
         --region box --margin 0.5 -- mesh=none
 
     # The table (markdown + CSV) and the plot from any job folders: a multirun of
     # ``python launch.py -m experiment=sbibm`` or a --root of ``run``.
-    python benchmarks/sbibm.py table multirun/2026-11-30/12-00-00 --out benchmarks/results
+    python benchmarks/sbibm.py table multirun/2026-11-30/12-00-00 --out runs/sbibm-table
 
     # The same from the per-observation rows table wrote (sbibm_results.csv), no job folder needed: the
     # committed table and plot are made so. An --out holding another sbibm_results.csv is refused.

@@ -443,3 +443,36 @@ def test_every_documented_sbibm_run_command_passes_runs_checks(tmp_path, monkeyp
         except SystemExit as refused:
             pytest.fail(f"{command}: refused ({refused.code})")
     assert len(started) == len(commands)
+
+
+def _sbibm_commands(text):
+    """Each ``python benchmarks/sbibm.py run|table ...`` command of ``text``: its bash-block and indented lines (a
+    line ending in ``\\`` joined to the next) and its inline ones, comments dropped."""
+    lines = [line.strip().split("  #")[0] for line in text.replace("\\\n", " ").splitlines()]
+    inline = re.findall(r"`(python benchmarks/sbibm\.py (?:run|table) [^`]+)`", text)
+    return {" ".join(c.split()) for c in [*lines, *inline] if re.match(r"python benchmarks/sbibm\.py (run|table) ", c)}
+
+
+def test_no_documented_sbibm_command_writes_into_the_shipped_results():
+    # Read by a new user: the README, docs/posterior_quality.md and sbibm.py's --help gave `sbibm.py run --root
+    # benchmarks/results` (and `table ... --out benchmarks/results`), so re-running the documented command added jobs
+    # to the committed results folder. Every run and table they show writes under a folder of the user's own; the one
+    # that writes benchmarks/results is the committed table's provenance, rebuilt from its own sbibm_results.csv.
+    shipped = (REPO / "benchmarks" / "results").resolve()
+    commands = set()
+    for source in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), REPO / "benchmarks" / "sbibm.py"]:
+        commands |= {(source.name, command) for command in _sbibm_commands(source.read_text())}
+    assert len({c for _, c in commands if " run " in c}) >= 5 and any(" table " in c for _, c in commands), commands
+    into_shipped = []
+    for where, command in sorted(commands):
+        args = shlex.split(command)[2:]
+        flag = "--root" if args[0] == "run" else "--out"
+        folders = [a for a in args[1:] if not a.startswith("-")]  # table's default --out: its first folder
+        target = args[args.index(flag) + 1] if flag in args else folders[0] if folders else None  # None: --help
+        if target is None:
+            continue
+        rebuilds_itself = "--from-results" in args and args[args.index("--from-results") + 1] == (
+            "benchmarks/results/sbibm_results.csv")
+        if (REPO / target).resolve().is_relative_to(shipped) and not rebuilds_itself:
+            into_shipped.append(f"{where}: {command}")
+    assert into_shipped == [], "\n".join(into_shipped)
