@@ -20,6 +20,12 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ["XLA_FLAGS"] = " ".join([os.environ.get("XLA_FLAGS", ""), "--xla_backend_optimization_level=0",
                                     "--xla_llvm_disable_expensive_passes=true"]).strip()
 
+import pytest  # noqa: E402
+
+# The shared helper modules assert too: rewrite their asserts as pytest does a test file's, so a failing check there
+# shows its values (they are imported by test files, after this conftest).
+pytest.register_assert_rewrite("faults_helpers", "library_helpers")
+
 import jax  # noqa: E402
 
 jax.config.update("jax_platforms", "cpu")
@@ -43,7 +49,6 @@ jax.config.update("jax_compilation_cache_max_size", 4 * 2**30)
 os.environ.update(JAX_COMPILATION_CACHE_DIR=_COMPILATION_CACHE, JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0.1",
                   JAX_COMPILATION_CACHE_MAX_SIZE=str(4 * 2**30))
 
-import pytest  # noqa: E402
 
 N_DEVICES = 8
 
