@@ -17,7 +17,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 from flax import nnx, traverse_util
 
-from gensbi_sharding.nodes import is_scalar, placed_dtype, prefix_holding, value_leaves, value_of
+from gensbi_sharding.nodes import is_scalar, named_leaves, placed_dtype, prefix_holding
 
 __all__ = ["CHECKPOINT_SUBDIR", "ITEMS", "as_path", "check_save_directory", "committed_steps", "find_checkpoint",
            "item_handlers", "is_variable", "path_key", "flat_by_path", "nest_by_path", "non_finite", "nesting_fix",
@@ -153,9 +153,7 @@ def path_key(path: tuple) -> str:
 
 def flat_by_path(tree: Any) -> dict[str, Any]:
     """``{"a/b/c": leaf}`` in leaf order, a variable by its value's leaves; ``ValueError`` if two get one name."""
-    pairs = jax.tree_util.tree_leaves_with_path(tree, is_leaf=is_variable)
-    named = [(path_key(sub), value) for path, leaf in pairs for sub, value in (
-        value_leaves(path, value_of(leaf)) if is_variable(leaf) else [(path, leaf)])]
+    named = named_leaves(tree)
     flat, alike = dict(named), Counter(name.replace(".", "/") for name, _ in named)
     # A key holding "/" ({"x/y": ...}) beside a nested one ({"x": {"y": ...}}) names two leaves alike; "." in Orbax.
     clash = next((name for name, _ in named if any(name.rsplit("/", i)[0] in flat for i in range(

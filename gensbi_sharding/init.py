@@ -20,7 +20,7 @@ from jax.sharding import Mesh, NamedSharding, SingleDeviceSharding
 from gensbi_sharding.batch import check_placeable, host_view, tracing_factory
 from gensbi_sharding.rules import RULES, Rule, RuleTable, logical_axes_of, resolve_rule
 from gensbi_sharding.nodes import (array_leaves, array_variables, build_unplaced, check_node, is_array_like, is_scalar,
-                                   is_prng_key, keep_scalars, leaf_paths, path_name, trace_factory, value_of)
+                                   is_prng_key, keep_scalars, named_leaves, path_name, trace_factory, value_of)
 from gensbi_sharding.report import mesh_label
 from gensbi_sharding.sharding import Plan, in_memory_of, plan_shardings
 
@@ -149,7 +149,7 @@ def init_optimizer_sharded(model: Any, tx: Any, rule: str | RuleTable | Rule = "
     filters = jax.tree.leaves(wrt, is_leaf=lambda f: not isinstance(f, (list, tuple)))
     if not all(f is None or f is ... or isinstance(f, (str, bool)) or callable(f) for f in filters):
         raise TypeError(f"wrt={wrt!r:.60} must be an nnx filter, e.g. nnx.Param or (nnx.Param, nnx.BatchStat)")
-    traced = next((path_name(p) for p, v in leaf_paths(model) if isinstance(v, jax.core.Tracer)), None)
+    traced = next((name for name, v in named_leaves(model) if isinstance(v, jax.core.Tracer)), None)
     if traced is not None:  # a tracer has no mesh: a plain Optimizer came back, its state laid out as jit chose
         raise ValueError(f"init_optimizer_sharded got {traced} as a traced array: call it outside jax.jit and nnx.jit "
                          "(it compiles its own program, the state at its plan), on the placed model")
@@ -183,10 +183,10 @@ def init_optimizer_sharded(model: Any, tx: Any, rule: str | RuleTable | Rule = "
 def _model_mesh(model: Any) -> tuple[Mesh | None, bool]:
     """The one mesh ``model``'s arrays are on (None: none is) and whether it is abstract; else name each placement."""
     where, abstract = {}, False
-    for path, value in leaf_paths(model):
+    for name, value in named_leaves(model):
         if is_array_like(value):
             sharding, abstract = getattr(value, "sharding", None), abstract or isinstance(value, jax.ShapeDtypeStruct)
-            where.setdefault(sharding.mesh if isinstance(sharding, NamedSharding) else sharding, path_name(path))
+            where.setdefault(sharding.mesh if isinstance(sharding, NamedSharding) else sharding, name)
     meshes = [m for m in where if isinstance(m, Mesh)]
     if len(where) > 1 and meshes:
         def label(m):

@@ -86,11 +86,11 @@ def value_leaves(path: tuple, value: Any) -> list[tuple[tuple, Any]]:
         (tuple(path) + tuple(sub), leaf) for sub, leaf in jax.tree_util.tree_leaves_with_path(value)]
 
 
-def leaf_paths(node: Any) -> list[tuple[tuple, Any]]:
-    """``value_leaves`` of every variable of ``nnx.state(node)``, keys as text: ``("stats", "mean")``."""
-    name = lambda k: k if isinstance(k, (str, int)) else jax.tree_util.keystr((k,), simple=True)  # noqa: E731
-    return [(tuple(map(name, sub)), leaf) for path, var in nnx.to_flat_state(nnx.state(node))
-            for sub, leaf in value_leaves(path, value_of(var))]
+def named_leaves(tree: Any) -> list[tuple[str, Any]]:
+    """``("a/b/c", leaf)`` of each leaf of ``tree`` (a node's ``nnx.state``), as reports and checkpoints name it."""
+    pairs = jax.tree_util.tree_leaves_with_path(node_state(tree), is_leaf=lambda x: isinstance(x, nnx.Variable))
+    return [(jax.tree_util.keystr(sub, simple=True, separator="/"), leaf) for path, x in pairs for sub, leaf in (
+        value_leaves(path, value_of(x)) if isinstance(x, nnx.Variable) else [(path, x)])]  # "kernel", "stats/mean"
 
 
 def path_name(path: Sequence[Any]) -> str:
@@ -163,8 +163,7 @@ def non_node_part(node: Any) -> str:
         return "; a bare nnx.Variable is a node's part: pass the Module holding it, or (variable,) or {'w': variable}"
     path, item = "", node
     while isinstance(item, (tuple, list, dict)) and item and not is_node(item):
-        key, item = next((k, v) for k, v in (item.items() if isinstance(item, dict) else enumerate(item))
-                         if not is_node(v))
+        key, item = next(kv for kv in (item.items() if isinstance(item, dict) else enumerate(item)) if not is_node(kv[1]))
         path += f"[{key!r}]"
     return (f"; its {path} is {type(item).__name__} {item!r:.40}, no NNX node: keep other values (a step count, "
             "arrays) out of it") if path else ""

@@ -15,8 +15,7 @@ from flax import nnx
 from jax.sharding import AbstractMesh, Mesh, NamedSharding
 
 from gensbi_sharding.batch import batch_size_divisor
-from gensbi_sharding.nodes import (check_mesh, check_node, is_array, is_array_like, is_int, leaf_paths, node_state,
-                                   path_name)
+from gensbi_sharding.nodes import check_mesh, check_node, is_array, is_array_like, is_int, named_leaves
 
 __all__ = ["bytes_per_device", "partition_specs", "MeshSummary", "VariablePlacement", "PlacementReport",
            "describe", "summarize_mesh", "mesh_init_simulate"]
@@ -37,8 +36,8 @@ def bytes_per_device(tree: Any) -> dict[int, int]:
     tree : pytree or NNX node
     """
     totals: Counter[int] = Counter()
-    for path, leaf in jax.tree_util.tree_leaves_with_path(node_state(tree)):  # a variable shared by two counts once
-        _check_not_typeof(leaf, name := jax.tree_util.keystr(path, simple=True, separator="/"))
+    for name, leaf in named_leaves(tree):  # a variable shared by two counts once
+        _check_not_typeof(leaf, name)
         if isinstance(leaf, (jax.Array, jax.ShapeDtypeStruct)):
             totals.update(_device_bytes(leaf, path=name))
     return dict(sorted(totals.items()))
@@ -53,8 +52,8 @@ def partition_specs(node: Any) -> dict[str, str]:
     node : NNX node
     """
     check_node(node, "partition_specs")
-    return {path_name(path): str(getattr(getattr(value, "sharding", None), "spec", "host" if is_array(value)
-                                         else "unplaced")) for path, value in leaf_paths(node) if is_array_like(value)}
+    return {name: str(getattr(getattr(value, "sharding", None), "spec", "host" if is_array(value) else "unplaced"))
+            for name, value in named_leaves(node) if is_array_like(value)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -164,20 +163,20 @@ def describe(node: Any, mesh: Mesh | None, *, top: int = 5) -> PlacementReport:
     check_mesh(mesh)
     ids = {d.id for d in mesh.devices.flat} if mesh is not None else set()
     per_device, variables, outside, other = Counter(dict.fromkeys(ids, 0)), [], set(), {}
-    for path, value in leaf_paths(node):
-        _check_not_typeof(value, path_name(path))
+    for name, value in named_leaves(node):
+        _check_not_typeof(value, name)
         if not is_array_like(value):
             continue
         # Every process's devices, so none reads 0 B with several processes.
         sharding = getattr(value, "sharding", None)
-        shards = _device_bytes(value, every=True, mesh=mesh, path=path_name(path))
+        shards = _device_bytes(value, every=True, mesh=mesh, path=name)
         per_device.update(shards)
         if mesh is not None and isinstance(sharding, NamedSharding):  # placed (unplaced arrays may be anywhere)
             outside.update(set(shards) - ids)
             if not _same_layout(sharding.mesh, mesh):  # P('data') would read against the wrong axis sizes
-                other.setdefault(mesh_label(sharding.mesh), path_name(path))
+                other.setdefault(mesh_label(sharding.mesh), name)
         variables.append(VariablePlacement(
-            path=path_name(path), shape=tuple(value.shape), dtype=str(value.dtype),
+            path=name, shape=tuple(value.shape), dtype=str(value.dtype),
             placement=_placement(value, sharding), nbytes=_nbytes(math.prod(value.shape), value.dtype),
             max_device_bytes=max(shards.values(), default=0),
             replicated=sharding is not None and sharding.is_fully_replicated))
@@ -252,10 +251,12 @@ def _device_bytes(value: Any, every: bool = False, mesh: Mesh | None = None, pat
 
 def _check_not_typeof(value: Any, path: str) -> None:
     """Refuse ``jax.typeof``'s value: its sharding lists Explicit mesh axes only (an array split over Auto ones reads
-    replicated), so counted it misstates the bytes (was: skipped, a report of 0 leaves, 0 B)."""
-    if isinstance(value, jax.core.ShapedArray):
-        raise TypeError(f"{path} is {value} (jax.typeof's), whose sharding omits the mesh's Auto axes: pass the arrays, "
-                        "or jax.ShapeDtypeStruct leaves (jax.eval_shape's, abstract_sharded's)")
+    replicated), so counted it misstates the bytes (was: skipped, a report of 0 leaves, 0 B), in a pytree value too."""
+    for keys, leaf in jax.tree_util.tree_leaves_with_path(value):
+        if isinstance(leaf, jax.core.ShapedArray):
+            raise TypeError(f"{'/'.join(filter(None, (path, jax.tree_util.keystr(keys, simple=True, separator='/'))))} "
+                            f"is {leaf} (jax.typeof's), whose sharding omits the mesh's Auto axes: pass the arrays, "
+                            "or jax.ShapeDtypeStruct leaves (jax.eval_shape's, abstract_sharded's)")
 
 
 def _nbytes(count: int, dtype: Any) -> int:

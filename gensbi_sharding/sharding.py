@@ -18,8 +18,8 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from gensbi_sharding.batch import check_placeable, host_view
 from gensbi_sharding.nodes import (abstract_state, array_leaves, array_variables, check_mesh, check_node,
-                                   check_plan_fits, is_array, is_array_like, is_int, is_node, leaf_paths, listing,
-                                   non_node_part, path_name, shape_of, value_of)
+                                   check_plan_fits, is_array, is_array_like, is_int, is_node, listing, named_leaves,
+                                   non_node_part, shape_of, value_of)
 from gensbi_sharding.rules import (RULES, ExperimentalRuleWarning, Rule, RuleTable, ShardingFallbackWarning,
                                    logical_axes_of, partition_spec_for, resolve_rule)
 
@@ -297,4 +297,4 @@ def sharding_of(node: Any) -> dict[str, jax.sharding.Sharding | None]:
     node : NNX node
     """
     check_node(node, "sharding_of")
-    return {path_name(path): getattr(leaf, "sharding", None) for path, leaf in leaf_paths(node)}
+    return {name: getattr(leaf, "sharding", None) for name, leaf in named_leaves(node)}

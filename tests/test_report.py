@@ -174,3 +174,28 @@ def test_a_one_device_mesh_is_counted_in_the_singular():
     mesh = make_mesh(jax.devices()[:1], model_axis=1)
     text = str(describe(placed(splittable(nnx.Rngs(0)), mesh, "fsdp"), mesh).mesh)
     assert text == "mesh data=1 x model=1: 1 device, 1 per process (1 process), data-parallel size 1"
+
+
+def test_every_report_names_a_variable_by_one_path():
+    """Was: bytes_per_device named the variable describe calls "kernel" "kernel/value" (its errors the only place it
+    names one), a pytree value's leaf "stats/value/mean"."""
+    from jax.sharding import NamedSharding, PartitionSpec as P
+
+    from gensbi_sharding import bytes_per_device, partition_specs, sharding_of
+    model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+    model.stats = nnx.BatchStat({"mean": jnp.zeros(3)})
+    assert [v.path for v in describe(model, None).variables] == ["bias", "kernel", "stats/mean"]
+    assert list(partition_specs(model)) == list(sharding_of(model)) == ["bias", "kernel", "stats/mean"]
+    abstract = make_mesh(model_axis=2).abstract_mesh
+    typeof = jax.typeof(jnp.zeros((2, 3)))
+    unplaced = jax.ShapeDtypeStruct((2, 3), jnp.float32, sharding=NamedSharding(abstract, P()))
+    for leaf, error, words in ((typeof, TypeError, r" is float32\[2,3\] \(jax.typeof's\)"),
+                               (unplaced, ValueError, " is placed on an abstract mesh")):
+        for path, variable in (("kernel", nnx.Param(leaf)), ("stats/mean", nnx.BatchStat({"mean": leaf}))):
+            broken = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+            setattr(broken, path.split("/")[0], variable)  # a variable, or one leaf of a variable's pytree value
+            reports = ((bytes_per_device, path), (lambda node: describe(node, None), path),
+                       (lambda node: bytes_per_device({"model": node}), f"model/{path}"))  # a pytree holding it
+            for report, named in reports:
+                with pytest.raises(error, match=f"^{named}{words}"):
+                    report(broken)
