@@ -20,7 +20,7 @@ from flax import nnx
 
 from gensbi_sharding.batch import check_placeable
 from gensbi_sharding.checkpoint_steps import (as_path, check_save_directory, committed_steps, flat_by_path,
-                                              item_handlers, nest_by_path, non_finite)
+                                              is_variable, item_handlers, nest_by_path, non_finite)
 from gensbi_sharding.checkpoint_lock import (commit_barrier, failed_save, finish_and_unlock, lock_directory, unlock,
                                              watch_exit)
 from gensbi_sharding.nodes import check_value_leaves, is_int, is_node, is_prng_key, node_state, non_node_part
@@ -171,8 +171,9 @@ class CheckpointWriter:
             a ``str``, or an abstract one: named), ``key`` no typed PRNG key, or ``info`` no mapping.
         FloatingPointError
             If a floating-point array holds NaN or inf (an optimizer's own state may hold inf, as
-            ``optax.contrib.reduce_on_plateau``'s: ``nnx.OptState`` variables, and any leaf under an ``opt_state`` key
-            of a plain dict): nothing written; names the latest finite checkpoint.
+            ``optax.contrib.reduce_on_plateau``'s: ``nnx.OptState`` variables, and a plain leaf, in no variable, under
+            an ``opt_state`` key: a plain dict has no types, so there the key's name is all there is to go by, and a
+            parameter kept so may hold inf): nothing written; names the latest finite checkpoint.
         """
         step = _checked_step(step)
         # Checked before the last step's early return: save(final, None, key) after maybe_save(final, ...) passed.
@@ -192,10 +193,11 @@ class CheckpointWriter:
             if isinstance(leaf, jax.ShapeDtypeStruct):  # Orbax's "TypeHandler lookup failed" named no fix
                 raise TypeError(f"CheckpointWriter.save: {name} is abstract ({leaf}), a shape without values: save a "
                                 "built state (init_sharded's, a train step's), not abstract_sharded's or a restore target")
-        # An optimizer's state may hold inf anywhere (a running max): its OptState variables, under opt_state if plain
+        # An optimizer's state may hold inf (a running max): a variable's type says so, a plain (typeless) leaf's path
         optimizer = flat_by_path(jax.tree.map(lambda v: v if isinstance(v, nnx.OptState) else None, tree,
-                                              is_leaf=lambda v: isinstance(v, nnx.Variable)))
-        bad = non_finite(named, {*optimizer, *(name for name in named if "opt_state" in name.split("/"))})
+                                              is_leaf=is_variable))
+        plain = flat_by_path(jax.tree.map(lambda v: None if is_variable(v) else v, tree, is_leaf=is_variable))
+        bad = non_finite(named, {*optimizer, *(name for name in plain if "opt_state" in name.split("/"))})
         if bad:
             latest = self.latest()
             raise FloatingPointError(

@@ -695,3 +695,31 @@ def test_restore_names_a_step_folder_whose_array_data_files_are_gone(tmp_path, d
         f"; resume from another step folder: {tmp_path / 'checkpoints' / '3'} (or move {step} aside, e.g. to "
         f"{step}.damaged, and the newest is 3)")
     assert restore(tmp_path / "checkpoints" / "3", abstract_state_for(model, mesh, "replicated")).step == 3  # the fix
+
+
+class _ParamNamedOptState(nnx.Module):
+    """A model whose parameter sits under an attribute named like an optimizer's state."""
+
+    def __init__(self):
+        self.opt_state = nnx.Param(jax.numpy.array([np.inf, 1.0]))
+        self.w = nnx.Param(jax.numpy.ones(2))
+
+
+def test_inf_is_allowed_by_the_variable_type_not_an_opt_state_name(tmp_path, devices):
+    # Was: saved, inf and all: the exemption went by a path component "opt_state", so a parameter under a module
+    # attribute of that name passed. Now a typed state goes by type (nnx.OptState only); a plain dict, typeless,
+    # still by the key's name (the documented limit).
+    model = _ParamNamedOptState()
+    optimizer = nnx.Optimizer(nnx.Linear(2, 2, rngs=nnx.Rngs(0)), optax.adam(1e-3), wrt=nnx.Param)
+    optimizer.opt_state[0].mu["kernel"][...] = jax.numpy.full((2, 2), np.inf)  # an optimizer's own, held as OptState
+    with CheckpointWriter(tmp_path / "checkpoints", async_save=False) as writer:
+        for state in (nnx.state(model), model, {"m": nnx.state(model)}, (model, optimizer)):
+            with pytest.raises(FloatingPointError, match=r"step 1 is not finite \(1 array\(s\) hold NaN or inf, "
+                                                         r"e\.g\. (m/|0/)?opt_state\)"):
+                writer.save(1, state, jax.random.key(0))
+        assert writer.save(1, optimizer, jax.random.key(0))  # the optimizer's inf: its OptState variable's
+        # Plain (nnx.to_pure_dict): no types, so the key's name decides: inf under opt_state kept, elsewhere refused.
+        assert writer.save(2, nnx.to_pure_dict(nnx.state(model)), jax.random.key(0))
+        with pytest.raises(FloatingPointError, match=r"e\.g\. w\)"):
+            writer.save(3, {"w": jax.numpy.array([np.inf])}, jax.random.key(0))
+        assert writer.steps() == [1, 2]
