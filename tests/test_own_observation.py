@@ -761,3 +761,32 @@ def test_a_damaged_checkpoint_without_an_intact_one_beside_it_says_none_can_be_s
         sample_posterior(checkpoint_read, np.zeros(2))
     assert str(err.value).endswith("; no other step folder of its run holds a readable checkpoint, so nothing there "
                                    "can be sampled: train the run again and sample its new folder"), str(err.value)
+
+
+@pytest.mark.parametrize("how", ["deleted", "cut short"])
+def test_a_step_folder_whose_array_files_are_gone_is_damaged_not_intact(checkpoint_read, capsys, how):
+    # Was: a step folder was judged intact by its config and meta alone: its arrays' data files gone or cut short, it
+    # was named "the run's newest intact step" to sample instead, and sampled, the model was built before its restore
+    # failed. Now its arrays are read (into host memory) first; checkpoint_read fails any model build.
+    import shutil
+
+    checkpoints = checkpoint_read / "checkpoints"
+    for step in ("9", "10"):
+        shutil.copytree(checkpoints / "8", checkpoints / step)
+    _damage(checkpoints / "10", "config")
+    data = [f for f in (checkpoints / "9" / "arrays").rglob("*") if f.is_file() and f.parent.name == "d"]
+    assert data
+    for f in data:
+        f.unlink() if how == "deleted" else f.write_bytes(f.read_bytes()[:len(f.read_bytes()) // 2])
+    x_o = checkpoint_read / "x_o.npy"
+    fix = f"; sample the run's newest intact step instead (sample.py samples the step folder it is given): " \
+          f"python sample.py {checkpoints / '8'} {x_o} with the same options\n"
+    assert main([str(checkpoint_read), str(x_o)]) == 1  # the newest, 10, damaged: 8 named, not 9
+    err = capsys.readouterr().err
+    assert err.startswith(f"[ERROR] checkpoint {checkpoints / '10'} is damaged: its 'config' item") and err.endswith(
+        fix), err
+    assert main([str(checkpoints / "9"), str(x_o)]) == 1  # 9 itself: named damaged, no model built
+    err = capsys.readouterr().err
+    assert err.startswith(f"[ERROR] checkpoint {checkpoints / '9'} is damaged: its 'arrays' item cannot be read ("), err
+    assert err.endswith(fix) and "\n" not in err[:-1], err
+    assert sorted(p.name for p in checkpoint_read.iterdir()) == ["checkpoints", "x_o.npy"]  # nothing written

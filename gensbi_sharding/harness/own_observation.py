@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 
 from gensbi_sharding.harness.config_values import INT32_MAX
-from gensbi_sharding.harness.sampled_checkpoint import DamagedCheckpoint, for_sampler, saved_items, training_run
+from gensbi_sharding.harness.sampled_checkpoint import (DamagedCheckpoint, arrays_read, for_sampler, saved_items,
+                                                         training_run)
 from gensbi_sharding.harness.observation_input import check_observation, far_from_training, load_observation
 from gensbi_sharding.harness.override_grammar import hydra_override
 from gensbi_sharding.harness.runs_below import runs_note
@@ -81,6 +82,7 @@ def _run_checkpoint(run_dir: Any, flags: bool = False, x_o: Any = None) -> tuple
         raise ValueError(f"checkpoint {step_dir} holds no z-score statistics (saved by an earlier version): x_o "
                          "cannot be standardised as in training; resume the run once (python launch.py "
                          f"{hydra_override('train.resume', step_dir)} ... hydra.run.dir=<new folder>) and sample its folder")
+    arrays_read(step_dir, flags=flags, x_o=x_o)  # its data files gone or cut short: named before the model is built
     return step_dir, config, info
 
 

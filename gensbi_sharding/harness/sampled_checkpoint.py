@@ -9,15 +9,45 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DamagedCheckpoint", "for_sampler", "saved_items", "training_run"]
+__all__ = ["DamagedCheckpoint", "arrays_read", "for_sampler", "saved_items", "training_run"]
 
 
 class DamagedCheckpoint(FileNotFoundError):
     """A step folder whose items cannot be read: no argument was mistyped (``sample.py`` exits 1, not argparse's 2)."""
 
 
+_DAMAGE = (KeyError, ValueError, AttributeError, OSError)  # what a lost or cut file raises, as the library reads it
+
+
+def _read_arrays(step_dir: Path) -> None:
+    """Read every array of ``step_dir`` into host memory, as a restore reads it (its metadata reads with the data files
+    gone or cut short); ``FileNotFoundError`` as the library's for a damaged folder, its ``reason`` set."""
+    import numpy as np
+    import orbax.checkpoint as ocp
+
+    from gensbi_sharding.checkpoint_steps import flat_by_path, item_handlers, nest_by_path
+
+    # A PyTree handler: its restore_args read each array as NumPy, needing neither the model nor a mesh. Every item
+    # is read: of one left unread, Orbax warns on the console.
+    try:
+        with ocp.Checkpointer(ocp.CompositeCheckpointHandler(**item_handlers(saving=True))) as reader:
+            names = flat_by_path(reader.metadata(step_dir).item_metadata["arrays"].tree)
+            host = nest_by_path(dict.fromkeys(names, ocp.RestoreArgs(restore_type=np.ndarray)))
+            reader.restore(step_dir, args=ocp.args.Composite(arrays=ocp.args.PyTreeRestore(restore_args=host),
+                                                             meta=ocp.args.JsonRestore(), config=ocp.args.JsonRestore()))
+    except Exception as raised:  # lost data: Orbax's bare Exception, raised from TensorStore's ValueError
+        err = raised if isinstance(raised, _DAMAGE) else raised.__cause__ or raised.__context__
+        if not isinstance(err, _DAMAGE):
+            raise
+        damaged = FileNotFoundError(f"checkpoint {step_dir} is damaged: its 'arrays' item cannot be read "
+                                    f"({type(err).__name__}: {str(err)[:120]})")
+        damaged.reason = str(damaged)  # as the library's (checkpoint.restore): for_sampler words the fix
+        raise damaged from None
+
+
 def _intact_other(step_dir: Path) -> Path | None:
-    """The newest other complete step folder beside ``step_dir`` whose config and info read, None if none does."""
+    """The newest other complete step folder beside ``step_dir`` whose config, info and arrays read, None if none does
+    (was: config and info only, so a folder whose arrays' data files were gone was named to sample)."""
     from gensbi_sharding.checkpoint import committed_steps, saved_config, saved_info
 
     for step in reversed(committed_steps(step_dir.parent)):
@@ -25,7 +55,7 @@ def _intact_other(step_dir: Path) -> Path | None:
         if other == step_dir:
             continue
         try:
-            saved_config(other), saved_info(other)
+            saved_config(other), saved_info(other), _read_arrays(other)
         except (FileNotFoundError, ValueError):
             continue
         return other
@@ -81,6 +111,23 @@ def saved_items(step_dir: Path, *, flags: bool, x_o: Any = None) -> tuple[dict, 
 
     try:  # was: the library's advice for training ("resume from another step folder"), and exit 2 from sample.py
         return saved_config(step_dir), saved_info(step_dir)
+    except FileNotFoundError as err:
+        raise for_sampler(err, step_dir, flags=flags, x_o=x_o) from None
+
+
+def arrays_read(step_dir: Path, *, flags: bool, x_o: Any = None) -> None:
+    """Read every array of ``step_dir`` before any model is built (was: a folder whose data files were gone passed the
+    checks, the model was built, and its restore failed); damaged: ``for_sampler``'s ``DamagedCheckpoint``.
+
+    Parameters
+    ----------
+    step_dir : Path
+        A complete step folder (``find_checkpoint``'s).
+    flags, x_o : bool, Any
+        As ``for_sampler``.
+    """
+    try:
+        _read_arrays(step_dir)
     except FileNotFoundError as err:
         raise for_sampler(err, step_dir, flags=flags, x_o=x_o) from None
 
