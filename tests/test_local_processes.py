@@ -434,10 +434,11 @@ def test_a_child_keeps_its_process_log_whatever_logging_the_job_chose(tmp_path, 
         added = keep_process_log(path)
         logger = logging.getLogger("gensbi_sharding.test_child")
         logger.error("[process 1/2] ConfigError: refused here")
+        # A library's logger, none of the job's: under disabled (was: the file only) and none, stderr as in one process.
+        logging.getLogger("some_library.test_child").error("OSError: a library's own error")
         if added is not None:
             added.close()
         assert (added is None) == (config == "gensbi")
-        assert (logging.lastResort in root.handlers) == (config == "none"), root.handlers  # its stderr kept
     finally:
         for handler in root.handlers:
             if handler not in before[0] and handler is not logging.lastResort:
@@ -447,9 +448,13 @@ def test_a_child_keeps_its_process_log_whatever_logging_the_job_chose(tmp_path, 
         ours.removeHandler(own)
     assert refusals(tmp_path, [1, 1], None) == {1: "ConfigError: refused here"}
     if config != "gensbi":
-        assert path.read_text().endswith("][gensbi_sharding.test_child][ERROR] - [process 1/2] ConfigError: "
-                                         "refused here\n") and LOG_FORMAT.startswith("[%(asctime)s]")
-    assert capfd.readouterr().err.count("ConfigError: refused here") == (config != "gensbi")  # once, as before
+        assert ("][gensbi_sharding.test_child][ERROR] - [process 1/2] ConfigError: refused here\n[" in path.read_text()
+                and LOG_FORMAT.startswith("[%(asctime)s]"))
+    err = capfd.readouterr().err
+    assert err.count("ConfigError: refused here") == (config != "gensbi")  # once, as before
+    assert err.count("OSError: a library's own error") == (config != "gensbi"), err  # gensbi: its file handler only
+    if config != "gensbi":
+        assert path.read_text().count("OSError: a library's own error") == 1  # and in the file, once
 
 
 def test_refusals_alike_up_to_a_measured_figure_are_said_once(tmp_path):

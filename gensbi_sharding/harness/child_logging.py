@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from pathlib import Path
 from typing import Sequence
 
@@ -33,12 +34,24 @@ def logging_overrides(hydra_overrides: Sequence[str]) -> list[str]:
     return [o for o in hydra_overrides if any(key(o) == k or key(o).startswith(k + ".") for k in _LOGGING_KEYS)]
 
 
+def _unhandled(record: logging.LogRecord) -> bool:
+    """Whether no logger between ``record``'s and the root has a handler: what logging's last resort would print."""
+    logger = logging.getLogger(record.name)
+    while logger.parent is not None:  # (a record reaching the root came up from one that propagates)
+        if logger.handlers:
+            return False
+        logger = logger.parent
+    return True
+
+
 def keep_process_log(path: Path) -> logging.Handler | None:
     """In a ``distributed=local`` child: log to ``path`` (its ``process_<i>.log``) too, where the job's logging config
     writes nothing there (``disabled``, ``none``, one of the user's); the handler added, or None where one writes there.
 
     What reaches the file is what the config's levels let through (under ``disabled``: errors, the refusals its parent
-    reads); a config with no handler at all keeps logging's last resort on stderr, which a handler here would end.
+    reads). Where the root logger has no handler, what logging's last resort printed on stderr (the console, through
+    the parent) it still prints: a record no logger below the root handles, a library's error (was, under
+    ``disabled``: in the file only, as the job's own logger had the handler that says its errors).
 
     Parameters
     ----------
@@ -51,8 +64,11 @@ def keep_process_log(path: Path) -> logging.Handler | None:
         return None
     from gensbi_sharding.harness.log_file import JobLogFile
 
-    if not handlers and logging.lastResort is not None:  # what printed this process's warnings on stderr until now
-        root.addHandler(logging.lastResort)
+    if not root.handlers and logging.lastResort is not None:  # what printed such records on stderr until now
+        last_resort = logging.StreamHandler(sys.stderr)
+        last_resort.setLevel(logging.lastResort.level)
+        last_resort.addFilter(_unhandled)  # a record a handler below the root shows (the job's errors): said there, once
+        root.addHandler(last_resort)
     handler = JobLogFile(target)
     handler.setFormatter(logging.Formatter(LOG_FORMAT))
     root.addHandler(handler)
