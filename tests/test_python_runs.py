@@ -1,6 +1,11 @@
 """Runs started from Python (``run(cfg)``): refused as launch.py refuses them, and told how to continue from Python."""
 
+import json
+
 import pytest
+from omegaconf import OmegaConf
+
+from faults_helpers import compose_tiny, run_tiny
 
 
 def test_a_run_started_from_python_is_told_how_to_continue_it_from_python(tmp_path):
@@ -71,3 +76,28 @@ def test_a_key_added_by_compose_is_refused_by_run_cfg_as_launch_py_refuses_it(co
     with pytest.raises(ConfigError) as raised:
         validate(compose_config(*overrides))
     assert expected in str(raised.value), str(raised.value)
+
+
+def test_a_run_from_python_records_its_own_config_over_another_launch_s_record(tmp_path, devices):
+    # Was: run(cfg) from Python into a folder holding another launch's .hydra record left that record as the folder's:
+    # its config.yaml (model.width=24) read as this run's, and its overrides.yaml named in a refused resume of this
+    # run's checkpoints as "the run that saved it was launched with: experiment=quick model.width=24".
+    out, width = tmp_path / "run", compose_tiny().model.width
+    record = out / ".hydra"
+    record.mkdir(parents=True)
+    OmegaConf.save(compose_tiny("model.width=24"), record / "config.yaml")
+    OmegaConf.save(OmegaConf.create(["experiment=quick", "model.width=24"]), record / "overrides.yaml")
+    OmegaConf.save(OmegaConf.create({"hydra": {"overrides": {"hydra": [], "task": ["model.width=24"]}}}),
+                   record / "hydra.yaml")
+    assert run_tiny(out, "train.steps=4")["status"] == "ok" and width != 24
+    assert sorted(p.name for p in record.iterdir()) == ["config.yaml"]  # its own config; no command was typed
+    assert OmegaConf.load(record / "config.yaml").model.width == width
+    metrics = json.loads((out / "metrics.json").read_text())
+    (out / "metrics.json").write_text(json.dumps({**metrics, "status": "preempted"}))  # stopped: auto continues it
+    refused = run_tiny(out, "train.resume=auto", "model.width=24")
+    assert refused["error"].startswith(f"ConfigError: the checkpoint was saved with model.width={width} (this run: "
+                                       "model.width=24)"), refused["error"]
+    assert "launched with" not in refused["error"], refused["error"]  # the saving run typed no command
+    # The refused attempt continued nothing: the record is the run's that saved the checkpoints, as before it.
+    assert sorted(p.name for p in record.iterdir()) == ["config.yaml"]
+    assert OmegaConf.load(record / "config.yaml").model.width == width

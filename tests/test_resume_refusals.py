@@ -682,3 +682,18 @@ def test_a_resume_before_the_first_validation_says_so(tmp_path, devices, caplog)
     assert second["status"] == "ok", second.get("error")
     resumed = [r.getMessage() for r in caplog.records if r.getMessage().startswith("resumed from")]
     assert len(resumed) == 1 and resumed[0].endswith("; early stopping: no validation yet"), resumed
+
+
+def test_the_command_that_saved_a_step_is_the_kept_record_s_up_to_its_step(tmp_path):
+    # Was: the folder's own record for every step of another run's folder, though an attempt killed before it settled
+    # (or a run from Python) left .hydra/saved_by/ holding the record of the launch that saved the steps up to its own.
+    from gensbi_sharding.harness.hints import launched_with
+
+    run = tmp_path / "run"
+    (run / ".hydra" / "saved_by").mkdir(parents=True)
+    (run / ".hydra" / "overrides.yaml").write_text("- model.width=48\n")  # the killed attempt's, saved step 12
+    (run / ".hydra" / "saved_by" / "overrides.yaml").write_text("- model.width=24\n")
+    (run / ".hydra" / "saved_by" / "step").write_text("8")
+    said = "; the run that saved it was launched with: model.width="
+    assert [launched_with(run / "checkpoints" / step) for step in ("4", "8", "12")] == [
+        f"{said}24", f"{said}24", f"{said}48"]

@@ -14,8 +14,9 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
-__all__ = ["keep_record", "settle_record", "saved_record", "step_folder_names"]
+__all__ = ["keep_record", "settle_record", "saved_record", "step_folder_names", "record_python_run", "saving_record"]
 
 _FILES = ("config.yaml", "hydra.yaml", "overrides.yaml")
 
@@ -44,7 +45,7 @@ def keep_record(run_dir: Path) -> None:
     run_dir, kept = Path(run_dir), saved_record(run_dir)
     steps = step_folder_names(run_dir)  # any step folder tells a later attempt's from this one's
     step = str(steps[-1]) if steps else None
-    if step is None or not (run_dir / ".hydra" / "overrides.yaml").is_file():
+    if step is None or not any((run_dir / ".hydra" / name).is_file() for name in _FILES):  # a Python run's: config
         return
     if kept.is_dir() and (kept / "step").is_file() and (kept / "step").read_text() == step:
         return
@@ -69,3 +70,54 @@ def settle_record(run_dir: Path, *, continued: bool) -> None:
             if (kept / name).is_file():
                 os.replace(kept / name, Path(run_dir) / ".hydra" / name)
     shutil.rmtree(kept, ignore_errors=True)
+
+
+def record_python_run(run_dir: Path, config: Any) -> None:
+    """For ``run(cfg)`` called from Python, which Hydra records nothing of: ``run_dir``'s Hydra record, another
+    launch's, set aside as a launch sets it aside (``keep_record``; ``settle_record`` puts it back if this attempt
+    continues nothing), and in its place ``config`` as Hydra records a run's, with no command (no overrides were
+    typed). Was: the other launch's record kept as this run's, its command named as the one that saved this run's
+    checkpoints. A folder without a record gets none.
+
+    Parameters
+    ----------
+    run_dir : Path
+        The run's folder, claimed.
+    config : DictConfig
+        The config the run was given.
+    """
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness.outputs import write_atomic
+
+    record = Path(run_dir) / ".hydra"
+    if not record.is_dir():
+        return
+    keep_record(run_dir)
+    for name in _FILES[1:]:  # hydra.yaml, overrides.yaml: the command of another launch
+        (record / name).unlink(missing_ok=True)
+    write_atomic(record / "config.yaml", OmegaConf.to_yaml(config))  # unresolved, as Hydra writes it
+
+
+def saving_record(step_dir: Path) -> Path:
+    """The Hydra record (its folder) of the launch that saved the step folder ``step_dir`` (``<run>/checkpoints/<step>``):
+    in the running Hydra job's own folder, whose record Hydra has replaced by this attempt's, the copy ``keep_record``
+    made; elsewhere that copy for a step not after the one it kept (one a run from Python, or an attempt killed
+    before it settled, left: a later attempt's record replaced the folder's), else the folder's own.
+
+    Parameters
+    ----------
+    step_dir : Path
+        A checkpoint's step folder.
+    """
+    from hydra.core.hydra_config import HydraConfig
+
+    run_dir, step = Path(step_dir).parent.parent, Path(step_dir).name
+    kept = saved_record(run_dir)
+    if HydraConfig.initialized() and Path(HydraConfig.get().runtime.output_dir).resolve() == run_dir.resolve():
+        return kept
+    try:
+        older = step.isdigit() and int(step) <= int((kept / "step").read_text())
+    except (OSError, ValueError):  # no copy, or one cut short
+        older = False
+    return kept if older else run_dir / ".hydra"

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from hydra.core.hydra_config import HydraConfig
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
@@ -21,7 +22,7 @@ from gensbi_sharding.harness.console import tagged
 from gensbi_sharding.harness.console_lines import completed_jobs_lead
 from gensbi_sharding.harness.earlier_attempts import set_aside
 from gensbi_sharding.harness.folder_lock import FolderInUseError, FolderLock, folder_problem
-from gensbi_sharding.harness.launch_record import keep_record, settle_record, step_folder_names
+from gensbi_sharding.harness.launch_record import keep_record, record_python_run, settle_record, step_folder_names
 from gensbi_sharding.harness.outputs import read_metrics, read_record, write_record
 from gensbi_sharding.harness.preflight import folder_check_crashed
 from gensbi_sharding.harness.python_words import in_python_words
@@ -49,8 +50,6 @@ RESUMABLE, _DIR = ("preempted", "interrupted", "error"), {False: "hydra.run.dir"
 
 def output_dir(cfg: DictConfig) -> Path:
     """The job's output folder: Hydra's, made absolute whatever ``hydra.job.chdir`` says."""
-    from hydra.core.hydra_config import HydraConfig
-
     if HydraConfig.initialized():
         return Path(HydraConfig.get().runtime.output_dir).absolute()
     return Path(cfg.get("output_dir") or "outputs/run").absolute()
@@ -126,6 +125,7 @@ class RunFolder:
         self.resume = cfg.train.resume  # auto, or a run to continue
         self.dry_run, self.dry_run_problem = bool(cfg.get("dry_run")), dry_run_resume_problem(cfg)
         self.claimed, self.previous, self._lock, self.steps = False, None, None, cfg.train.steps
+        self.config = None if HydraConfig.initialized() else cfg  # run(cfg) from Python: recorded here
 
     def claim(self) -> None:
         """Lock the folder and check it is fresh (or resumable); raises as those do (``ConfigError`` first), from
@@ -144,6 +144,8 @@ class RunFolder:
                 lock.release()
                 raise
         self._lock, self.claimed = lock, True
+        if self.config is not None:  # from Python: Hydra recorded nothing of this run (was: another launch's record)
+            record_python_run(self.out, self.config)
         if moved := set_aside(self.out, self.previous):  # this attempt's files are its own (was: error.txt only)
             log.info("the earlier attempt's files, kept under new names: %s", ", ".join(moved))
 

@@ -36,22 +36,16 @@ def saving_overrides(step_dir: Any) -> tuple[list[str], list[str]] | None:
     For a checkpoint in the running job's own folder, whose record Hydra has replaced by this attempt's, the
     copy kept before (``launch_record``).
     """
-    from pathlib import Path
-
-    from hydra.core.hydra_config import HydraConfig
     from omegaconf import OmegaConf
 
-    from gensbi_sharding.harness.launch_record import saved_record
+    from gensbi_sharding.harness.launch_record import saving_record
     from gensbi_sharding.harness.outputs import read_record
     from gensbi_sharding.harness.sweep_hints import config_flags
 
-    recorded = Path(step_dir).parent.parent / ".hydra" / "overrides.yaml"
-    # A checkpoint of this run's own folder (train.resume=auto): Hydra has just rewritten the record with this
-    # attempt's overrides, which then read as the saving run's ("saved with model.num_heads=2 ... launched with
-    # ... model.num_heads=4").
-    running = Path(HydraConfig.get().runtime.output_dir) if HydraConfig.initialized() else None
-    if running is not None and running.resolve() == recorded.parent.parent.resolve():
-        recorded = saved_record(running) / "overrides.yaml"  # kept aside before Hydra rewrote it
+    # A checkpoint of this run's own folder (train.resume=auto): Hydra (or a run from Python) has just replaced the
+    # record with this attempt's, which would read as the saving run's ("saved with model.num_heads=2 ... launched
+    # with ... model.num_heads=4"): the copy kept before (saving_record).
+    recorded = saving_record(step_dir) / "overrides.yaml"
     # Hydra records a search path (a preset of one's own: model=my_flux1) apart, in hydra.yaml: without it the
     # named command could not find that preset.
     hydra_yaml = recorded.parent / "hydra.yaml"
