@@ -10,8 +10,9 @@ import importlib
 #: Each public name's module (``gensbi_sharding.<module>``), imported when the name is first read.
 _MODULES = {
     "activations": ("PartitionAxis", "constrain"),
-    "batch": ("batch_axes", "batch_size_divisor", "check_batch_divisible", "nearest_batch_sizes", "pad_for_mesh",
-              "replicate", "shard_batch", "shard_sample_init"),
+    "batch": ("batch_axes", "batch_size_divisor", "check_batch_divisible", "pad_for_mesh", "replicate", "shard_batch",
+              "shard_sample_init"),
+    "batch_sizes": ("nearest_batch_sizes",),
     "host_input": ("DataPartitionType", "host_to_global_array", "input_partition_spec"),
     "init": ("abstract_sharded", "init_optimizer_sharded", "init_sharded"),
     "mesh": ("check_model_groups_local", "make_mesh", "mesh_context", "resolve_mesh"),

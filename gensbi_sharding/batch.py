@@ -14,6 +14,7 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
+from gensbi_sharding.batch_sizes import nearest_batch_sizes
 from gensbi_sharding.rules import MODEL_AXIS
 from gensbi_sharding.nodes import (check_mesh, check_no_module, is_array, is_array_like, is_int, is_prng_key,
                                    placed_dtype, unheld_dtype_fix)
@@ -56,36 +57,6 @@ def batch_size_divisor(mesh: Mesh | None) -> int:
     mesh : jax.sharding.Mesh or None
     """
     return 1 if mesh is None else math.prod(mesh.shape[name] for name in batch_axes(mesh))
-
-
-def nearest_batch_sizes(requested: int, multiple: int, at_most: int | None = None) -> tuple[int, ...]:
-    """The valid batch sizes next to ``requested``, nearest first (ties: smaller): the multiples of ``multiple`` just
-    below and above it within ``[multiple, at_most]``; ``(requested,)`` if valid, ``()`` if ``at_most < multiple``.
-
-    Parameters
-    ----------
-    requested, multiple : int
-        The batch size asked for (rows); what a valid size is a multiple of (the data-parallel size).
-    at_most : int, optional
-        The largest usable size (e.g. the training pairs).
-
-    Raises
-    ------
-    TypeError, ValueError
-        An argument not an integer (bools are not); ``multiple < 1``.
-    """
-    for name, value in (("requested", requested), ("multiple", multiple), ("at_most", at_most)):
-        if not is_int(value) and not (name == "at_most" and value is None):
-            raise TypeError(f"nearest_batch_sizes: {name}={value!r} must be an integer (rows)")
-    if multiple < 1:
-        raise ValueError(f"nearest_batch_sizes: multiple={multiple} must be >= 1 (the data-parallel size)")
-    requested, multiple = int(requested), int(multiple)
-    largest = int(at_most) // multiple * multiple if at_most is not None else max(requested, multiple) + multiple
-    if largest < multiple:
-        return ()
-    clamp = lambda b: min(max(b, multiple), largest)  # noqa: E731
-    candidates = {clamp(requested // multiple * multiple), clamp(-(-requested // multiple) * multiple)}
-    return tuple(sorted(candidates, key=lambda b: (abs(b - requested), b)))
 
 
 def check_batch_divisible(batch: Any, mesh: Mesh | None, what: str) -> None:

@@ -102,3 +102,19 @@ def test_the_memory_check_and_a_dry_run_take_a_tasks_sizes_from_task_dims(device
     check_fits(cfg, gs.make_mesh(), as_rule(*rule_table(cfg.rule)))
     metrics = run_tiny(tmp_path / "dry", "dry_run=true")
     assert metrics["status"] == "ok" and metrics["dry_run"], metrics.get("error")
+
+
+def test_a_refused_batch_size_whose_suggestion_is_refused_too_imports_no_jax():
+    # Was: data.batch_size=2.5 -> "e.g. data.batch_size=2", which the batch check refuses (not a multiple of the 8
+    # devices); that check named its own fix through the library's batch.py, importing JAX and NumPy's array layer.
+    # The one rule (nearest_batch_sizes) lives in the pure gensbi_sharding.batch_sizes, which batch.py uses too.
+    import gensbi_sharding as gs
+    from gensbi_sharding import batch, batch_sizes
+
+    assert gs.nearest_batch_sizes is batch.nearest_batch_sizes is batch_sizes.nearest_batch_sizes
+    imported, stop = imported_after(LAUNCH.format("'data.batch_size=2.5'"))
+    assert imported == []
+    assert stop.startswith("[ERROR] data.batch_size=2.5: data.batch_size takes a whole number"), stop
+    assert "; e.g. data.batch_size=8 (data.batch_size=2 is refused" in stop, stop
+    assert imported_after("from gensbi_sharding import nearest_batch_sizes\n"
+                          "assert nearest_batch_sizes(10, 4) == (8, 12)") == ([], None)

@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from gensbi_sharding.batch_sizes import nearest_batch_sizes
 from gensbi_sharding.harness.refusal import Refusal
 from gensbi_sharding.harness.saving_record import launched_with, saving_overrides  # noqa: F401 (re-exported)
 
@@ -64,8 +65,6 @@ def batch_size_problem(batch_size: int, *, shards: int, data_parallel: int, trai
                        + (f", after dropping {dropped} non-finite simulations" if dropped else "") + ")")
     if not reasons:
         return None
-    from gensbi_sharding.batch import nearest_batch_sizes  # here: JAX's import, which it needs, only for a refusal
-
     fix = next(iter(nearest_batch_sizes(batch_size, multiple, at_most)), None)
     said = (f"data.batch_size={batch_size} cannot be used: the global batch size {batch_size} must be "
             f"{' and '.join(reasons)}")

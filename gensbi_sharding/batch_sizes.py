@@ -1,0 +1,37 @@
+"""The one rule for the valid batch size nearest a refused one, named by every batch-size message: the library's and
+the command-line checks', which run before JAX is imported (pure Python: numbers.Integral holds NumPy's integers)."""
+
+import numbers
+
+__all__ = ["nearest_batch_sizes"]
+
+
+def nearest_batch_sizes(requested: int, multiple: int, at_most: int | None = None) -> tuple[int, ...]:
+    """The valid batch sizes next to ``requested``, nearest first (ties: smaller): the multiples of ``multiple`` just
+    below and above it within ``[multiple, at_most]``; ``(requested,)`` if valid, ``()`` if ``at_most < multiple``.
+
+    Parameters
+    ----------
+    requested, multiple : int
+        The batch size asked for (rows); what a valid size is a multiple of (the data-parallel size).
+    at_most : int, optional
+        The largest usable size (e.g. the training pairs).
+
+    Raises
+    ------
+    TypeError, ValueError
+        An argument not an integer (bools are not); ``multiple < 1``.
+    """
+    for name, value in (("requested", requested), ("multiple", multiple), ("at_most", at_most)):
+        if not (isinstance(value, numbers.Integral) and not isinstance(value, bool)) and not (
+                name == "at_most" and value is None):
+            raise TypeError(f"nearest_batch_sizes: {name}={value!r} must be an integer (rows)")
+    if multiple < 1:
+        raise ValueError(f"nearest_batch_sizes: multiple={multiple} must be >= 1 (the data-parallel size)")
+    requested, multiple = int(requested), int(multiple)
+    largest = int(at_most) // multiple * multiple if at_most is not None else max(requested, multiple) + multiple
+    if largest < multiple:
+        return ()
+    clamp = lambda b: min(max(b, multiple), largest)  # noqa: E731
+    candidates = {clamp(requested // multiple * multiple), clamp(-(-requested // multiple) * multiple)}
+    return tuple(sorted(candidates, key=lambda b: (abs(b - requested), b)))
