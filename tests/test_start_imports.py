@@ -53,7 +53,7 @@ LAUNCH = "import runpy\nsys.argv = ['launch.py', {}]\nrunpy.run_path('launch.py'
     # refused with a suggested value the run's own checks pass (2 refused, 4 offered; train.steps=2): was JAX's import
     (LAUNCH.format("'experiment=quick', 'eval.num_samples=2.5'"),
      "[ERROR] eval.num_samples=2.5: eval.num_samples takes a whole number (Value '2.5' of type 'float' could not be "
-     "converted to Integer); e.g. eval.num_samples=4 (eval.num_samples=2 is refused: must be >= 2 * "
+     "converted to Integer); e.g. eval.num_samples=4 (eval.num_samples=2 is refused too: it must be >= 2 * "
      "eval.c2st_folds (eval.c2st_folds=2))"),
     (LAUNCH.format("'experiment=quick', 'train.steps=1.5'"), "[ERROR] train.steps=1.5: train.steps takes a whole "
      "number (Value '1.5' of type 'float' could not be converted to Integer); e.g. train.steps=2"),
@@ -115,6 +115,6 @@ def test_a_refused_batch_size_whose_suggestion_is_refused_too_imports_no_jax():
     imported, stop = imported_after(LAUNCH.format("'data.batch_size=2.5'"))
     assert imported == []
     assert stop.startswith("[ERROR] data.batch_size=2.5: data.batch_size takes a whole number"), stop
-    assert "; e.g. data.batch_size=8 (data.batch_size=2 is refused" in stop, stop
+    assert "; e.g. data.batch_size=8 (data.batch_size=2 is refused too: it cannot be used" in stop, stop
     assert imported_after("from gensbi_sharding import nearest_batch_sizes\n"
                           "assert nearest_batch_sizes(10, 4) == (8, 12)") == ([], None)

@@ -19,7 +19,7 @@ from gensbi_sharding.harness.override_grammar import CommandLine, flag_order_pro
 from gensbi_sharding.harness.override_keys import model_key_problem, unknown_key_problem
 from gensbi_sharding.harness.override_lists import list_override_problem
 from gensbi_sharding.harness.override_types import override_problem
-from gensbi_sharding.harness.refusal import fix_of
+from gensbi_sharding.harness.refusal import fix_of, fixes_of
 from gensbi_sharding.harness.rule_files import rule_file_problem
 from gensbi_sharding.harness.sweep_values import command_sweep_problem
 from gensbi_sharding.harness.task_fixed import task_fixed_problem
@@ -62,7 +62,7 @@ def _with_rewrite_problem(command: CommandLine, problem: str) -> str:
     """``problem``, and where the override it offers (``Refusal.fix``) keeps the value as typed under another key or
     prefix and would be refused too, that refusal with its fix, in the same message (was: ``+train.resume=true``:
     "write train.resume=true", refused the next run; ``train.stpes=1.5``: "set train.steps=1.5", refused next)."""
-    fixed = fix_of(problem) or ""
+    fixed = fix if isinstance(fix := fix_of(problem), str) else ""  # one override: the typed value under a new key
     typo = next((o for o in command.parsed if fixed.endswith(f"={o.raw}") and o.arg != fixed
                  and problem.startswith((o.arg, o.key))), None)
     if typo is None:
@@ -75,25 +75,41 @@ def _with_rewrite_problem(command: CommandLine, problem: str) -> str:
 
 def _with_checked_fix(command: CommandLine, problem: str) -> str:
     """``problem``, where the config the command composes with its fix (``Refusal.fix``, in place of the override
-    refused) would be refused by the run's own checks (``sweep_check.job_problem``): that refusal's own fix of the same
-    key in its place where it passes, else that refusal appended (was: ``eval.num_samples=2.5`` -> "e.g.
+    refused) would be refused by the run's own checks (``sweep_check.job_problem``: the range checks and GenSBI's model
+    checks alike): that refusal's own fix in its place where it sets the same key and passes, the overrides it names
+    together (a tuple) checked together, else that refusal appended (was: ``eval.num_samples=2.5`` -> "e.g.
     eval.num_samples=2", refused next: at least 4; ``mesh={model:3}`` -> ``mesh.model_axis=3``, which 8 devices
-    refuse)."""
-    fixed = fix_of(problem)
-    refused = next((o for o in command.parsed if fixed and problem.startswith((f"{o.arg}:", f"{o.arg} "))), None)
-    key = (fixed or "").split("=", 1)[0].lstrip("+")
-    if refused is None or command.multirun or not f"{key}.".startswith(f"{refused.key}."):
+    refuse; ``model.id_merge_mode=concat model.val_emb_dim=0.5`` -> "e.g. model.val_emb_dim=null", which the concat
+    check refuses, naming the two emb dims together, which no check tried)."""
+    fixes = fixes_of(fix_of(problem))
+    refused = next((o for o in command.parsed if fixes and problem.startswith((f"{o.arg}:", f"{o.arg} "))), None)
+    keys = [_key(fix) for fix in fixes]
+    key = next((k for k in keys if refused is not None and f"{k}.".startswith(f"{refused.key}.")), None)
+    if refused is None or command.multirun or key is None:
         # A fix that renames the key (rul=fsdp -> rule=fsdp) leaves the value the user's: the run's checks (which
         # import JAX past the range checks) are for a value the refusal chose (eval.num_samples=2, mesh.model_axis)
         return problem
-    if (then := _config_problem([fixed if arg == refused.arg else arg for arg in command.args])) is None:
+    if (then := _config_problem(_with_fixes(command.args, refused.arg, fixes))) is None:
         return problem
-    better = fix_of(then)
-    if better and better.split("=", 1)[0] == key and _config_problem(
-            [better if arg == refused.arg else arg for arg in command.args]) is None:
-        reason = then.reason.removeprefix("ConfigError: ").removeprefix(fixed + ":").removeprefix(fixed).strip()
-        return problem.fixed_by(better, f" ({fixed} is refused: {reason})")  # the value said once
+    better, fixed = fixes_of(fix_of(then)), " ".join(fixes)
+    if key in map(_key, better) and _config_problem(_with_fixes(command.args, refused.arg, better)) is None:
+        reason = then.reason.removeprefix("ConfigError: ")
+        rest = reason[len(fixed) + 1:] if reason.startswith((f"{fixed}:", f"{fixed} ")) else None
+        # "X is refused too: it must be ...", the value said once; a reason naming more than X stays whole
+        said = (reason if rest is None or rest.startswith(("and ", "with ", "or ")) else
+                rest.strip() if reason.startswith(f"{fixed}:") else f"it {rest}")
+        return problem.fixed_by(fix_of(then), f" ({fixed} is refused too: {said})")
     return f"{problem}, though {fixed} is refused too: {then.removeprefix('ConfigError: ')}"
+
+
+def _key(override: str) -> str:
+    return override.split("=", 1)[0].lstrip("+~")
+
+
+def _with_fixes(args: Sequence[str], refused: str, fixes: Sequence[str]) -> list[str]:
+    """``args`` with ``fixes`` in place of the override ``refused``, and without any other of the keys they set."""
+    keys = {_key(fix) for fix in fixes}
+    return [new for arg in args for new in (fixes if arg == refused else () if _key(arg) in keys else (arg,))]
 
 
 def _config_problem(args: Sequence[str]) -> str | None:

@@ -71,14 +71,16 @@ def batch_size_problem(batch_size: int, *, shards: int, data_parallel: int, trai
     if fix is not None:
         return Refusal(said, f"data.batch_size={fix}")
     said += (f"; no batch size fits: one batch of {multiple} needs {multiple // shards} training pairs per shard, "
-             f"but the smallest shard holds {train_rows}; raise data.num_simulations"
-             + (f" to at least {budget(multiple // shards)}" if budget else ""))
-    if batch_size == multiple:
-        return said
-    # that budget fills a batch of `multiple`, not this one: a second refusal
-    return Refusal(said, f"data.batch_size={multiple}", how=" and set ", after=(
-        f", or to at least {budget(batch_size // shards)} to keep data.batch_size={batch_size}"
-        if budget and batch_size % multiple == 0 else ""))
+             f"but the smallest shard holds {train_rows}")
+    least = budget(multiple // shards) if budget else None
+    # that budget fills a batch of `multiple`, not this one: both overrides, typed together (no budget: no fix to type)
+    fix = (f"data.num_simulations={least}", *([f"data.batch_size={multiple}"] * (batch_size != multiple))) * bool(budget)
+    shown = ("raise data.num_simulations" + (f" to at least {least}" if budget else "")
+             + (f" and set data.batch_size={multiple}" if batch_size != multiple else ""))
+    keep = (f", or to at least {budget(batch_size // shards)} to keep data.batch_size={batch_size}"
+            if budget and batch_size != multiple and batch_size % multiple == 0 else "")
+    return Refusal(said, fix, how="; ", after=keep, shown=shown) if fix else (
+        f"{said}; {shown}")
 
 
 def mesh_alternatives(batch_size: int, *, shards: int, train_rows: int, mesh: Any, mesh_cfg: Any = None) -> str:

@@ -229,6 +229,9 @@ def model_group_problem(cfg: Any, processes: int, devices: int) -> str | None:
     """
     import math
 
+    from gensbi_sharding.batch_sizes import nearest_batch_sizes
+    from gensbi_sharding.harness.refusal import Refusal
+
     if cfg.mesh.spec != "dict" or cfg.mesh.devices or devices % cfg.mesh.model_axis == 0:
         return None
     axis, total, data = cfg.mesh.model_axis, processes * devices, cfg.get("data") or {}
@@ -237,17 +240,19 @@ def model_group_problem(cfg: Any, processes: int, devices: int) -> str | None:
     multiple = {d: math.lcm(shards, total // d) for d in fits}  # what data.batch_size must be a multiple of
     keeps = [d for d in fits if batch is None or batch % multiple[d] == 0]
     nearest = min(keeps or fits, key=lambda d: (abs(d - axis), d))
-    fix = f"set mesh.model_axis={nearest}"
-    if not keeps:  # no model axis keeps the batch size: the largest one below it that fits, as the batch check names
-        fix += (f" and data.batch_size={max(batch // multiple[nearest], 1) * multiple[nearest]} (the batch is split "
-                f"over {shards} data shards and the data-parallel size {total // nearest}; no model axis keeps "
-                f"data.batch_size={batch})")
+    fix, note = f"mesh.model_axis={nearest}", ""
+    if not keeps:  # no model axis keeps the batch size: the nearest that fits, typed together; at most the one asked
+        # for (its simulations are known to hold that many pairs), as the batch check's rule names it
+        fix = (fix, f"data.batch_size={nearest_batch_sizes(batch, multiple[nearest], max(batch, multiple[nearest]))[0]}")
+        note = (f" (the batch is split over {shards} data shards and the data-parallel size {total // nearest}; no "
+                f"model axis keeps data.batch_size={batch})")
     elif nearest != min(fits, key=lambda d: (abs(d - axis), d)):
-        fix += f" (the nearest that keeps data.batch_size={batch})"
+        note = f" (the nearest that keeps data.batch_size={batch})"
     whole = (f"{total} devices are not divisible by model_axis={axis}" if total % axis else
              f"{devices} devices are not divisible by model_axis={axis}")
-    return (f"mesh.model_axis={axis}: {whole}; {fix}; a model group stays inside one process, and each of the "
-            f"{processes} processes has {devices} device{'s' if devices != 1 else ''} (divisors of {devices}: {fits})")
+    return Refusal(f"mesh.model_axis={axis}: {whole}", fix, shown=" and ".join(fix) if not keeps else None,
+                   after=f"{note}; a model group stays inside one process, and each of the {processes} processes has "
+                   f"{devices} device{'s' if devices != 1 else ''} (divisors of {devices}: {fits})")
 
 
 def file_stamp(path: Path) -> tuple[int, int, int] | None:

@@ -229,9 +229,8 @@ def _flux1(model: DictConfig, *, traced: bool = True) -> None:
         said = (f"{' and '.join(f'model.{k}={_literal(model[k])}' for k in bad)}: model.id_merge_mode=concat needs "
                 "val_emb_dim and id_emb_dim, integers >= 1 (features per head)")
         after = " (GenSBI suggests 1:1), or model.id_merge_mode=sum"
-        # A fix is one override: with both keys refused, the two the message names stay words
-        _require(not bad, Refusal(said, f"model.{bad[0]}=4", how="; e.g. ", after=after) if len(bad) == 1
-                 else f"{said}; e.g. {' '.join(f'model.{k}=4' for k in bad)}{after}")
+        # With both keys refused, the fix is the two together (was: words only, which no check could try)
+        _require(not bad, Refusal(said, tuple(f"model.{k}=4" for k in bad), how="; e.g. ", after=after))
         _require(not rope, Refusal(f"model.id_embedding_strategy={_literal(strategies)}: rope1d does not combine "
                                    "with model.id_merge_mode=concat", "model.id_embedding_strategy=[absolute,absolute]",
                                    how="; e.g. "))

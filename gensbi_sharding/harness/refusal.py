@@ -10,7 +10,7 @@ Pure Python: no JAX.
 
 from __future__ import annotations
 
-__all__ = ["Refusal", "fix_of", "rephrased"]
+__all__ = ["Refusal", "fix_of", "fixes_of", "rephrased"]
 
 
 class Refusal(str):
@@ -20,33 +20,42 @@ class Refusal(str):
     ----------
     reason : str
         What is refused and why, e.g. ``"eval.num_samples=3 must be >= 2 * eval.c2st_folds (eval.c2st_folds=2)"``.
-    fix : str or None
-        The override the message says to type instead, e.g. ``"eval.num_samples=4"``; None: the message offers none.
+    fix : str or tuple of str or None
+        The override the message says to type instead, e.g. ``"eval.num_samples=4"``; a tuple where the fix is several
+        typed together (``("model.val_emb_dim=4", "model.id_emb_dim=4")``), checked together; None: the message offers
+        none, or a fix that is no override (an environment variable, another command), which no check can try.
     how : str
         The words that offer it, e.g. ``"; set "``, ``"; e.g. "``, ``"; write "``.
     after : str
         What the message says after the fix (the divisors it chose from, another way out).
+    shown : str, optional
+        The words that give a tuple ``fix`` (e.g. ``"raise data.num_simulations to at least 40 and set
+        data.batch_size=8"``); by default its overrides as typed, space-separated.
     """
 
     reason: str
-    fix: str | None
+    fix: str | tuple[str, ...] | None
     how: str
     after: str
+    shown: str | None
 
-    def __new__(cls, reason: str, fix: str | None = None, *, how: str = "; set ", after: str = "") -> Refusal:
-        message = super().__new__(cls, reason if fix is None else f"{reason}{how}{fix}{after}")
-        message.reason, message.fix, message.how, message.after = str(reason), fix, how, after
+    def __new__(cls, reason: str, fix: str | tuple[str, ...] | None = None, *, how: str = "; set ", after: str = "",
+                shown: str | None = None) -> Refusal:
+        fix = fix[0] if isinstance(fix, tuple) and len(fix) == 1 else fix  # one override: a str, as fix_of compares
+        words = shown if shown is not None else " ".join(fixes_of(fix))
+        message = super().__new__(cls, reason if fix is None else f"{reason}{how}{words}{after}")
+        message.reason, message.fix, message.how, message.after, message.shown = str(reason), fix, how, after, shown
         return message
 
-    def fixed_by(self, fix: str, note: str = "") -> Refusal:
+    def fixed_by(self, fix: str | tuple[str, ...], note: str = "") -> Refusal:
         """The same refusal offering ``fix`` instead, ``note`` said right after it.
 
         Parameters
         ----------
-        fix : str
-            The override offered now, e.g. ``"eval.num_samples=4"``.
+        fix : str or tuple of str
+            The override (or overrides) offered now, e.g. ``"eval.num_samples=4"``.
         note : str
-            E.g. ``" (eval.num_samples=2 is refused: must be >= 2 * eval.c2st_folds (eval.c2st_folds=2))"``.
+            E.g. ``" (eval.num_samples=2 is refused too: it must be >= 2 * eval.c2st_folds (eval.c2st_folds=2))"``.
 
         Returns
         -------
@@ -55,8 +64,9 @@ class Refusal(str):
         return Refusal(self.reason, fix, how=self.how, after=note + self.after)
 
 
-def fix_of(problem: str | None) -> str | None:
-    """The override ``problem`` offers as its fix (``Refusal.fix``); None for a message that carries none.
+def fix_of(problem: str | None) -> str | tuple[str, ...] | None:
+    """The override ``problem`` offers as its fix (``Refusal.fix``, a tuple for several); None for a message that
+    carries none.
 
     Parameters
     ----------
@@ -65,9 +75,23 @@ def fix_of(problem: str | None) -> str | None:
 
     Returns
     -------
-    str or None
+    str or tuple of str or None
     """
     return problem.fix if isinstance(problem, Refusal) else None
+
+
+def fixes_of(fix: str | tuple[str, ...] | None) -> tuple[str, ...]:
+    """A fix (``Refusal.fix``) as the tuple of overrides it types: ``"a=1"`` -> ``("a=1",)``, None -> ``()``.
+
+    Parameters
+    ----------
+    fix : str or tuple of str or None
+
+    Returns
+    -------
+    tuple of str
+    """
+    return (fix,) if isinstance(fix, str) else tuple(fix or ())
 
 
 def rephrased(problem: str, *, lead: str = "", drop: str = "", more: str = "") -> str:
@@ -90,4 +114,5 @@ def rephrased(problem: str, *, lead: str = "", drop: str = "", more: str = "") -
     """
     if fix_of(problem) is None:
         return f"{lead}{problem.removeprefix(drop)}{more}"
-    return Refusal(lead + problem.reason.removeprefix(drop), problem.fix, how=problem.how, after=problem.after + more)
+    return Refusal(lead + problem.reason.removeprefix(drop), problem.fix, how=problem.how, after=problem.after + more,
+                   shown=problem.shown)
