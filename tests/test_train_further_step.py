@@ -24,3 +24,41 @@ def test_the_train_further_hint_names_the_newest_step_folder(tmp_path):
     assert str(err.value).endswith(
         f"; to train it further from its final checkpoint (step 15) into a new folder: the same command with "
         f"train.steps=20 train.resume={run} hydra.run.dir={run}-steps20")
+
+
+def test_training_an_early_stopped_runs_weights_further_prints_every_override_it_needs(tmp_path):
+    # Was: "... train.steps=2000 train.resume=auto hydra.run.dir=...; ... early stopping (train.patience=3) ends it
+    # again at a validation without a new best: add train.patience=0 to train every step": the command as printed
+    # stopped again. Now it sets train.patience=0 itself, and runs as printed: the command checks pass it, and it
+    # composes those settings.
+    import re
+    import shlex
+
+    from omegaconf import OmegaConf
+
+    from faults_helpers import under_command
+    from gensbi_sharding.harness.command_checks import command_problem
+    from gensbi_sharding.harness.stop_record import failure_error
+    from gensbi_sharding.harness.sweep_check import job_problem
+    from gensbi_sharding.harness.weights_failure import SamplingError
+
+    out = tmp_path / "run"
+    (out / "checkpoints" / "300").mkdir(parents=True)
+    (out / ".hydra").mkdir()
+    OmegaConf.save({"train": {"steps": 1000, "learning_rate": 1e-3, "schedule": "cosine", "warmup_steps": 0,
+                              "patience": 3}}, out / ".hydra" / "config.yaml")
+    outside = SamplingError("only 0.00% of 12800 posterior draws lie inside the prior's support", outside=True)
+    command = ("experiment=quick", "train.steps=1000", "train.patience=3", f"hydra.run.dir={out}")
+    error = under_command(command, lambda cfg: failure_error(out, [], outside))
+    printed = re.search(r"further in this folder with: (python launch\.py .*?) \(twice", error)[1]
+    assert printed == (f"python launch.py experiment=quick train.steps=2000 train.patience=0 train.resume=auto "
+                       f"hydra.run.dir={out}"), error
+    assert "train.patience=0: early stopping (train.patience=3) would end it again" in error
+    args = shlex.split(printed)[2:]
+    assert command_problem(args) is None
+    cfg = under_command(args, lambda cfg: cfg)
+    assert (cfg.train.steps, cfg.train.patience, cfg.train.resume) == (2000, 0, "auto")
+    assert job_problem(cfg) is None
+    # From Python: the same settings of cfg
+    assert "run(cfg) with cfg.train.steps=2000, cfg.train.patience=0, cfg.train.resume='auto' and " in \
+        failure_error(out, [], outside)

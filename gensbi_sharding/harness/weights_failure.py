@@ -60,13 +60,14 @@ def _launched_train(out: Path, step: int) -> dict:
         return {}
 
 
-def further_steps(out: Path, step: int) -> tuple[int, str]:
-    """The ``train.steps`` that trains the weights of checkpoint ``step`` further than the run asked, and what it does.
+def further_steps(out: Path, step: int) -> tuple[dict[str, int], str]:
+    """The ``train`` settings that train the weights of checkpoint ``step`` further than the run asked, and what they do.
 
-    Twice the larger of ``step`` and the ``train.steps`` the run was launched with (was: twice ``step``, which for a
-    run early stopping ended, at step 300 of 1,000, named 600: fewer steps than it asked for). A larger
-    ``train.steps`` redraws the cosine schedule to end there, so the learning rate jumps at ``step``: said, with both
-    rates, as early stopping's ``train.patience``, which stops it again at a validation without a new best.
+    ``train.steps``: twice the larger of ``step`` and the ``train.steps`` the run was launched with (was: twice
+    ``step``, which for a run early stopping ended, at step 300 of 1,000, named 600: fewer steps than it asked for).
+    A larger ``train.steps`` redraws the cosine schedule to end there, so the learning rate jumps at ``step``: said,
+    with both rates. ``train.patience=0`` too where early stopping ended the run: it would end it again at a validation
+    without a new best (was: asked for in words only, the command printed without it).
 
     Parameters
     ----------
@@ -77,29 +78,32 @@ def further_steps(out: Path, step: int) -> tuple[int, str]:
 
     Returns
     -------
-    (int, str)
-        The step count and a note (", ..." or "" when the run's settings do not read).
+    (dict, str)
+        The settings, e.g. ``{"steps": 2000, "patience": 0}``, and a note (", ..." or "" when the run's settings do not
+        read).
     """
     from gensbi_sharding.harness.schedule import learning_rate_schedule
 
     train = _launched_train(out, step)
     asked = train.get("steps") if isinstance(train.get("steps"), int) else step
     target = 2 * max(step, asked)
+    settings = {"steps": target}
     note = f" (twice the train.steps={asked} it was launched with: it stopped early at step {step})" * (step < asked)
+    if isinstance(train.get("patience"), int) and train["patience"] and step < asked:
+        settings["patience"] = 0
+        note += (f"; train.patience=0: early stopping (train.patience={train['patience']}) would end it again at a "
+                 "validation without a new best")
     try:
         rates = [learning_rate_schedule(learning_rate=float(train["learning_rate"]), steps=steps,
                                         schedule=str(train.get("schedule", "cosine")),
                                         warmup_steps=int(train.get("warmup_steps", 0))) for steps in (asked, target)]
     except (KeyError, TypeError, ValueError):  # settings that do not read: the step count alone
-        return target, note
+        return settings, note
     old, new = (float(rate(step) if callable(rate) else rate) for rate in rates)
     if train.get("schedule", "cosine") == "cosine":
         note += (f"; its cosine schedule is redrawn to end at step {target}: the learning rate at step {step} goes "
                  f"from {old:.3g} to {new:.3g}, then decays to 0")
-    if int(train.get("patience") or 0) and step < asked:
-        note += (f"; early stopping (train.patience={train['patience']}) ends it again at a validation without a new "
-                 "best: add train.patience=0 to train every step")
-    return target, note
+    return settings, note
 
 
 def weights_failure_hint(out: Path, step: int, err: SamplingError) -> str:
@@ -126,18 +130,19 @@ def weights_failure_hint(out: Path, step: int, err: SamplingError) -> str:
     from gensbi_sharding.harness.sweep_hints import SEARCH_PATH, hydra_job_overrides, job_command, with_search_path
 
     out = Path(out).absolute()
-    target, note = further_steps(out, step)
+    settings, note = further_steps(out, step)
     overrides, multirun = hydra_job_overrides()
     fresh_dir = _new_folder(out, "support" if err.outside else "lower-lr", multirun)
     lead = f"; checkpoint {out / 'checkpoints' / str(step)} {FAILED_WEIGHTS}, which the same command "
     if overrides is None:  # run(cfg) from Python
-        further = (f"run(cfg) with cfg.train.steps={target}, cfg.train.resume='auto' and cfg.output_dir={str(out)!r} "
-                   "set in omegaconf.open_dict(cfg)")
+        further = ("run(cfg) with " + "".join(f"cfg.train.{k}={v}, " for k, v in settings.items())
+                   + f"cfg.train.resume='auto' and cfg.output_dir={str(out)!r} set in omegaconf.open_dict(cfg)")
         fresh = ("a new run(cfg) with cfg.data.theta_transform='support'" if err.outside else
                  "run(cfg) with") + f"{' and' if err.outside else ''} cfg.output_dir={str(fresh_dir)!r}"
     else:
-        further = job_command([*(o for o in overrides if not o.startswith("train.steps=")), f"train.steps={target}"],
-                              out, multirun=multirun)
+        typed = tuple(f"train.{k}=" for k in settings)  # each as the command sets it, typed once
+        further = job_command([*(o for o in overrides if not o.lstrip("+").startswith(typed)),
+                               *(f"train.{k}={v}" for k, v in settings.items())], out, multirun=multirun)
         dropped = ("train.resume=", "hydra.", *(["data.theta_transform="] if err.outside else []))
         kept = [shlex.quote(o) for o in with_search_path(overrides) if not o.startswith(dropped)
                 or o.startswith(SEARCH_PATH)]
