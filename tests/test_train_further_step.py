@@ -62,3 +62,31 @@ def test_training_an_early_stopped_runs_weights_further_prints_every_override_it
     # From Python: the same settings of cfg
     assert "run(cfg) with cfg.train.steps=2000, cfg.train.patience=0, cfg.train.resume='auto' and " in \
         failure_error(out, [], outside)
+
+
+def test_training_an_early_stopped_completed_run_further_sets_train_patience_0(tmp_path):
+    # Was: "... train.steps=1000 train.resume=<run> hydra.run.dir=<run>-steps1000": resumed at step 300 with the run's
+    # own train.patience=3, the new run stopped again at a validation without a new best. Runs as printed.
+    import shlex
+
+    from faults_helpers import under_command
+    from gensbi_sharding.harness.command_checks import command_problem
+
+    run = tmp_path / "run"
+    (run / "checkpoints" / "300").mkdir(parents=True)
+    write_json(run / "metrics.json", {"status": "ok", "final_step": 300, "stopped_early": True})
+    typed = ["experiment=quick", "train.steps=1000", "train.patience=3"]
+    with pytest.raises(FileExistsError) as err:
+        ensure_fresh(run, resume_auto=True, steps=1000, overrides=typed)
+    printed = str(err.value).split("into a new folder: ")[1]
+    assert printed == (f"python launch.py experiment=quick train.steps=1000 train.patience=0 train.resume={run} "
+                       f"hydra.run.dir={run}-steps1000")
+    args = shlex.split(printed)[2:]
+    assert command_problem(args) is None
+    cfg = under_command(args, lambda cfg: cfg)
+    assert (cfg.train.steps, cfg.train.patience, cfg.train.resume) == (1000, 0, str(run))
+    # a run that trained every step it asked for keeps its patience
+    write_json(run / "metrics.json", {"status": "ok", "final_step": 300, "stopped_early": False})
+    with pytest.raises(FileExistsError) as err:
+        ensure_fresh(run, resume_auto=True, steps=300, overrides=typed)
+    assert "experiment=quick train.patience=3 train.steps=600 train.resume=" in str(err.value)

@@ -145,7 +145,7 @@ def hydra_job_overrides() -> tuple[list[str] | None, bool]:
 
 
 def train_further_hint(run_dir: Any, saved_step: int | None, steps: int | None, overrides: Sequence[str] | None,
-                       *, multirun: bool = False) -> str:
+                       *, multirun: bool = False, stopped_early: bool = False) -> str:
     """How to train a completed run further: from its final checkpoint, into a new folder.
 
     A completed run's folder is never written into again (not by ``train.resume=auto`` either), and a new folder with
@@ -162,8 +162,9 @@ def train_further_hint(run_dir: Any, saved_step: int | None, steps: int | None, 
         The ``train.steps`` asked for; one not above the checkpoint's step gives twice that step (any above will do).
     overrides : sequence of str or None
         The command's overrides (Hydra's ``overrides.task``); None: "the same command with ...".
-    multirun : bool
-        Whether the run was a sweep's job: ``hydra.mode=RUN`` is added, as in ``job_command``.
+    multirun, stopped_early : bool
+        Whether the run was a sweep's job: ``hydra.mode=RUN`` is added, as in ``job_command``; whether early stopping
+        ended it: ``train.patience=0`` is added, or it ends again at a validation without a new best.
 
     Returns
     -------
@@ -176,16 +177,15 @@ def train_further_hint(run_dir: Any, saved_step: int | None, steps: int | None, 
     if saved_step is None:
         return ""
     run_dir = Path(run_dir).absolute()
-    more = steps is not None and steps > saved_step
-    target = steps if more else max(2 * saved_step, saved_step + 1)  # was <more than N>: bash read a redirection
+    target = steps if (steps or 0) > saved_step else max(2 * saved_step, saved_step + 1)  # was <more than N>: bash's <
     sweep = run_dir.parent if multirun or (run_dir.parent / "multirun.yaml").is_file() else None  # a sweep's job
     name, copy = f"{sweep.name + '-' if sweep else ''}{run_dir.name}-steps{target}", 1
     while (new_dir := (sweep or run_dir).with_name(name + (f"-{copy}" if copy > 1 else ""))).exists():
         copy += 1  # a folder not used yet, or the command would be refused in turn
-    tail = [f"train.steps={target}", hydra_override("train.resume", run_dir), *(["hydra.mode=RUN"] if multirun else []),
-            hydra_override("hydra.run.dir", new_dir)]
+    tail = [f"train.steps={target}", *["train.patience=0"] * stopped_early, hydra_override("train.resume", run_dir),
+            *(["hydra.mode=RUN"] if multirun else []), hydra_override("hydra.run.dir", new_dir)]
     kept = [shlex.quote(o) for o in with_search_path(overrides or ()) if o.startswith(SEARCH_PATH)
-            or not o.startswith(("train.resume=", "train.steps=", "hydra."))]
+            or not o.startswith(("train.resume=", "train.steps=", *["train.patience="] * stopped_early, "hydra."))]
     command = ("the same command with " if overrides is None else "python launch.py ") + " ".join([*kept, *tail])
     return f"; to train it further from its final checkpoint (step {saved_step}) into a new folder: {command}"
 
