@@ -80,3 +80,26 @@ def test_every_refusal_of_two_overrides_carries_both():
     group = model_group_problem(cfg, 2, 3)
     assert fix_of(group) == ("mesh.model_axis=3", "data.batch_size=62"), group
     assert "; set mesh.model_axis=3 and data.batch_size=62 (the batch is split over 2 data shards" in group
+
+
+@pytest.mark.parametrize("overrides, fix, note", [
+    # GenSBI's default 4 does not divide the attention size 10 that qkv_features sets
+    (["model=simformer", "model.num_heads=0", "model.qkv_features=10"], "model.num_heads=2",
+     "; e.g. model.num_heads=2 (model.num_heads=4 is refused too: it must divide the attention size 10 "
+     "(model.qkv_features, or the token size when null); pick one of [1, 2, 5, 10])"),
+    # a fix that passes is offered as it was, its note kept
+    (["model=flux1", "model.num_heads=0"], "model.num_heads=6", "; e.g. model.num_heads=6 (GenSBI's default)"),
+])
+def test_a_config_refusals_fix_passes_every_check_of_the_run(devices, overrides, fix, note):
+    # Was: a refusal made once the config composed (range checks, model checks, at launch or in a sweep's
+    # preflight) offered its fix unchecked: "e.g. model.num_heads=4 (GenSBI's default)", refused next.
+    from omegaconf import OmegaConf
+
+    from faults_helpers import compose_tiny
+    from gensbi_sharding.harness.sweep_check import job_problem
+
+    cfg = compose_tiny(*overrides)
+    problem = job_problem(cfg)
+    assert fix_of(problem) == fix and problem.endswith(note), problem
+    OmegaConf.update(cfg, fix.split("=")[0], int(fix.split("=")[1]), merge=False)
+    assert job_problem(cfg) is None

@@ -19,7 +19,7 @@ from gensbi_sharding.harness.override_grammar import CommandLine, flag_order_pro
 from gensbi_sharding.harness.override_keys import model_key_problem, unknown_key_problem
 from gensbi_sharding.harness.override_lists import list_override_problem
 from gensbi_sharding.harness.override_types import override_problem
-from gensbi_sharding.harness.refusal import fix_of, fixes_of
+from gensbi_sharding.harness.refusal import fix_of, fixes_of, refused_too
 from gensbi_sharding.harness.rule_files import rule_file_problem
 from gensbi_sharding.harness.sweep_values import command_sweep_problem
 from gensbi_sharding.harness.task_fixed import task_fixed_problem
@@ -93,12 +93,7 @@ def _with_checked_fix(command: CommandLine, problem: str) -> str:
         return problem
     better, fixed = fixes_of(fix_of(then)), " ".join(fixes)
     if key in map(_key, better) and _config_problem(_with_fixes(command.args, refused.arg, better)) is None:
-        reason = then.reason.removeprefix("ConfigError: ")
-        rest = reason[len(fixed) + 1:] if reason.startswith((f"{fixed}:", f"{fixed} ")) else None
-        # "X is refused too: it must be ...", the value said once; a reason naming more than X stays whole
-        said = (reason if rest is None or rest.startswith(("and ", "with ", "or ")) else
-                rest.strip() if reason.startswith(f"{fixed}:") else f"it {rest}")
-        return problem.fixed_by(fix_of(then), f" ({fixed} is refused too: {said})")
+        return problem.fixed_by(fix_of(then), refused_too(fixed, then.reason))
     return f"{problem}, though {fixed} is refused too: {then.removeprefix('ConfigError: ')}"
 
 

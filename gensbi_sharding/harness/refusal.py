@@ -10,7 +10,7 @@ Pure Python: no JAX.
 
 from __future__ import annotations
 
-__all__ = ["Refusal", "fix_of", "fixes_of", "rephrased"]
+__all__ = ["Refusal", "fix_of", "fixes_of", "refused_too", "rephrased"]
 
 
 class Refusal(str):
@@ -92,6 +92,29 @@ def fixes_of(fix: str | tuple[str, ...] | None) -> tuple[str, ...]:
     tuple of str
     """
     return (fix,) if isinstance(fix, str) else tuple(fix or ())
+
+
+def refused_too(fixed: str, reason: str) -> str:
+    """The note that says a suggested fix is refused in turn, as a sentence, the value said once.
+
+    Parameters
+    ----------
+    fixed : str
+        The fix refused, as typed, e.g. ``"eval.num_samples=2"``.
+    reason : str
+        Its refusal's reason, e.g. ``"eval.num_samples=2 must be >= 4"``.
+
+    Returns
+    -------
+    str
+        E.g. ``" (eval.num_samples=2 is refused too: it must be >= 4)"`` (was ``"(... is refused: must be >= 4)"``);
+        a reason that names more than ``fixed`` (``"a=0 and b=0: ..."``) is said whole.
+    """
+    reason = reason.removeprefix("ConfigError: ")
+    rest = reason[len(fixed) + 1:] if reason.startswith((f"{fixed}:", f"{fixed} ")) else None
+    said = (reason if rest is None or rest.startswith(("and ", "with ", "or ")) else
+            rest.strip() if reason.startswith(f"{fixed}:") else f"it {rest}")
+    return f" ({fixed} is refused too: {said})"
 
 
 def rephrased(problem: str, *, lead: str = "", drop: str = "", more: str = "") -> str:

@@ -46,8 +46,16 @@ def job_problem(cfg: Any, *, in_process: bool = True) -> str | None:
     Returns
     -------
     str or None
-        ``"ConfigError: <the check's message, naming the value and the override that fixes it>"``.
+        ``"ConfigError: <the check's message, naming the value and the override that fixes it>"``, that override
+        itself checked (``checked_fix.with_checked_fix``).
     """
+    from gensbi_sharding.harness.checked_fix import with_checked_fix
+
+    check = lambda cfg: _job_problem(cfg, in_process)  # noqa: E731
+    return with_checked_fix(cfg, check(cfg), check)
+
+
+def _job_problem(cfg: Any, in_process: bool) -> str | None:
     from gensbi_sharding.harness.config import ConfigError
     from gensbi_sharding.harness.config_checks import validate
     from gensbi_sharding.harness.cpu_count import resolve_cpu_count

@@ -1,0 +1,75 @@
+"""The fix a config refusal offers, put through the run's own checks before it is offered.
+
+A check names one value that fixes what it refused, chosen by its own rule only: ``model=simformer
+model.num_heads=0 model.qkv_features=10`` was told "e.g. model.num_heads=4 (GenSBI's default)", which the next
+model check refuses (4 does not divide the attention size 10). ``command_checks`` checked the fix of a command-line
+refusal; here ``sweep_check.job_problem`` checks the fix of every config refusal (the range checks', GenSBI's model
+checks', the batch and mesh checks') on the config with it applied. Pure Python: no JAX.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from gensbi_sharding.harness.refusal import Refusal, fix_of, fixes_of, refused_too
+
+__all__ = ["with_checked_fix"]
+
+
+def with_checked_fix(cfg: Any, problem: str | None, check: Callable[[Any], str | None]) -> str | None:
+    """``problem``, where ``check`` refuses ``cfg`` with its fix applied: that refusal's own fix where it sets the same
+    key and passes, else that refusal appended; ``problem`` as it is where its fix passes or sets no config value.
+
+    Parameters
+    ----------
+    cfg : DictConfig
+        The job's config, refused with ``problem``.
+    problem : str or None
+        ``check(cfg)``'s refusal.
+    check : callable
+        The run's checks of a config (``sweep_check.job_problem`` without this step).
+
+    Returns
+    -------
+    str or None
+    """
+    fixes = fixes_of(fix_of(problem))
+    fixed = _applied(cfg, fixes)
+    if fixed is None or (then := check(fixed)) is None or then == problem:  # the same: set, it fixes nothing
+        return problem  # (its words name more: "drop +model.dpeth=2 and set model.depth=2")
+    words, better = " ".join(fixes), fixes_of(fix_of(then))
+    if {_key(fix) for fix in fixes} & {_key(fix) for fix in better} and (
+            again := _applied(cfg, better)) is not None and check(again) is None:
+        # the note its first fix had ("(GenSBI's default)") is not the new one's; another way out still is
+        after = problem.after if " or " in problem.after else ""
+        return Refusal(problem.reason, fix_of(then), how=problem.how, after=refused_too(words, then.reason) + after)
+    return f"{problem}, though {words} is refused too: {then.removeprefix('ConfigError: ')}"
+
+
+def _key(override: str) -> str:
+    return override.split("=", 1)[0].lstrip("+~")
+
+
+def _applied(cfg: Any, fixes: tuple[str, ...]) -> Any:
+    """A copy of ``cfg`` with each of ``fixes`` set; None where one is no value of the config (a group such as
+    ``mesh=auto``, a renamed or added key), which composing, not setting, would give."""
+    import copy
+
+    from omegaconf import DictConfig, OmegaConf
+
+    from gensbi_sharding.harness.override_grammar import parse
+
+    overrides = parse(fixes).parsed
+    if not fixes or len(overrides) != len(fixes):
+        return None
+    fixed = copy.deepcopy(cfg)
+    for o in overrides:
+        held = OmegaConf.select(cfg, o.key, default=DictConfig({}), throw_on_resolution_failure=False)
+        if o.error or o.sweep or o.typed != o.key or "." not in o.key or isinstance(held, DictConfig):
+            return None
+        try:
+            OmegaConf.update(fixed, o.key, o.values()[0], merge=False)
+        except Exception:  # noqa: BLE001 (a value the schema refuses: the fix's own check's to name)
+            return None
+    return fixed
