@@ -89,21 +89,22 @@ def further_steps(out: Path, step: int) -> tuple[dict[str, int], str]:
     target = 2 * max(step, asked)
     settings = {"steps": target}
     note = f" (twice the train.steps={asked} it was launched with: it stopped early at step {step})" * (step < asked)
+    patience = ""
     if isinstance(train.get("patience"), int) and train["patience"] and step < asked:
         settings["patience"] = 0
-        note += (f"; train.patience=0: early stopping (train.patience={train['patience']}) would end it again at a "
-                 "validation without a new best")
+        patience = (f"; train.patience=0: early stopping (train.patience={train['patience']}) would end it again at a "
+                    "validation without a new best")
     try:
         rates = [learning_rate_schedule(learning_rate=float(train["learning_rate"]), steps=steps,
                                         schedule=str(train.get("schedule", "cosine")),
                                         warmup_steps=int(train.get("warmup_steps", 0))) for steps in (asked, target)]
     except (KeyError, TypeError, ValueError):  # settings that do not read: the step count alone
-        return settings, note
+        return settings, note + patience
     old, new = (float(rate(step) if callable(rate) else rate) for rate in rates)
     if train.get("schedule", "cosine") == "cosine":
         note += (f"; its cosine schedule is redrawn to end at step {target}: the learning rate at step {step} goes "
                  f"from {old:.3g} to {new:.3g}, then decays to 0")
-    return settings, note
+    return settings, note + patience
 
 
 def weights_failure_hint(out: Path, step: int, err: SamplingError) -> str:
