@@ -506,14 +506,14 @@ def test_train_further_names_more_steps_than_an_early_stopped_run_asked_for_and_
     command = ("experiment=quick", "train.steps=1000", "train.patience=3", f"hydra.run.dir={out}")
     error = under_command(command, lambda cfg: failure_error(out, [], outside))
     further = re.search(r"further in this folder with: (.*?); or train afresh", error)[1]
-    assert further.startswith("python launch.py experiment=quick train.patience=3 train.steps=2000 train.resume=auto "
+    assert further.startswith("python launch.py experiment=quick train.steps=2000 train.patience=0 train.resume=auto "
                               f"hydra.run.dir={out} (twice the train.steps=1000 it was launched with: it stopped "
                               "early at step 300)")
     old, new = (1e-3 * (1 + math.cos(math.pi * 300 / steps)) / 2 for steps in (1000, 2000))
     assert f"its cosine schedule is redrawn to end at step 2000: the learning rate at step 300 goes from {old:.3g} " \
            f"to {new:.3g}, then decays to 0" in further
-    assert further.endswith("early stopping (train.patience=3) ends it again at a validation without a new best: add "
-                            "train.patience=0 to train every step")
+    assert further.endswith("; train.patience=0: early stopping (train.patience=3) would end it again at a validation "
+                            "without a new best")
 
 
 def test_a_sweep_whose_job_was_continued_alone_on_another_rule_names_its_unfinished_jobs(tmp_path):
