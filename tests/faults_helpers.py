@@ -169,9 +169,9 @@ def registered(request, kind: str, name: str, factory):
     return factory
 
 
-def save_step_with_info(out, step, resume=None):
+def save_step(out, step, resume=None, info=None):
     """A complete checkpoint of ``step`` in ``out/checkpoints`` (a tiny state), as a job's own save, with
-    ``train.resume=<resume>`` in its config as the harness saves it (None: no config)."""
+    ``train.resume=<resume>`` in its config as the harness saves it (None: no config) and ``info`` beside it."""
     import jax
     import jax.numpy as jnp
 
@@ -179,7 +179,7 @@ def save_step_with_info(out, step, resume=None):
 
     config = None if resume is None else {"train": {"resume": resume, "steps": 3000}}
     with CheckpointWriter(out / "checkpoints", async_save=False, config=config) as writer:
-        writer.save(step, {"w": jnp.zeros(2)}, jax.random.key(0), info={"n": 1})
+        writer.save(step, {"w": jnp.zeros(2)}, jax.random.key(0), info=info)
 
 
 def assert_refused_before_training(metrics: dict, out, *needles: str) -> None:
@@ -189,13 +189,15 @@ def assert_refused_before_training(metrics: dict, out, *needles: str) -> None:
     assert not (out / "train_losses.npz").exists() and not (out / "checkpoints").exists()
 
 
-def as_hydra_job(monkeypatch, out, task, mode=None):
-    """Make Hydra's config say this process is the job in ``out``, launched with overrides ``task``."""
+def as_hydra_job(monkeypatch, out, task, mode=None, hydra_overrides=()):
+    """Make Hydra's config say this process is the job in ``out`` (of Hydra's ``mode``; None: a single run), launched
+    with overrides ``task`` (and ``hydra_overrides``, which Hydra records apart: ``hydra.searchpath=...``)."""
     from hydra.conf import HydraConf
     from hydra.core.hydra_config import HydraConfig
 
     hydra = OmegaConf.create({"hydra": OmegaConf.structured(HydraConf)})
     hydra.hydra.runtime.output_dir, hydra.hydra.overrides.task = str(out), task
+    hydra.hydra.overrides.hydra = list(hydra_overrides)
     if mode is not None:
         hydra.hydra.mode = mode
     monkeypatch.setattr(HydraConfig.instance(), "cfg", None)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
-from faults_helpers import compose_tiny, save_step_with_info
+from faults_helpers import as_hydra_job, compose_tiny, save_step
 from gensbi_sharding.harness import outputs, run_folder, sweep_continue
 from gensbi_sharding.harness.summary import write_summary
 from gensbi_sharding.harness.sweep_hints import CONTINUE_ENV, continue_command, job_command
@@ -33,36 +33,25 @@ def test_a_requeued_continuation_continued_once_by_auto_still_resumes_its_own_ch
 
     monkeypatch.chdir(tmp_path)  # the launch folder, which a relative train.resume is read against
     out = tmp_path / "b"
-    save_step_with_info(tmp_path / "a", 10)
-    save_step_with_info(out, 30, resume="a")  # the original command's own save
-    save_step_with_info(out, 40, resume="auto")  # the attempt continued by hand
+    save_step(tmp_path / "a", 10, info={"n": 1})
+    save_step(out, 30, resume="a", info={"n": 1})  # the original command's own save
+    save_step(out, 40, resume="auto", info={"n": 1})  # the attempt continued by hand
     outputs.write_json(out / "metrics.json", {"status": "preempted", "stopped_at_step": 40})
     assert run_folder.ensure_fresh(out, resume="a")["status"] == "preempted"
     with caplog.at_level("INFO", logger="gensbi_sharding"):
         assert resume_point(OmegaConf.create({"train": {"resume": "a"}}), out) == (out / "checkpoints" / "40").resolve()
     assert f"{out} already holds its own checkpoint (step 40) of this continuation" in caplog.text
     # Another lineage under the auto save: refused as before, naming the override that continues it here.
-    save_step_with_info(tmp_path / "a2", 5)
+    save_step(tmp_path / "a2", 5, info={"n": 1})
     with pytest.raises(FileExistsError, match="rerun with train.resume=auto to continue it in this folder"):
         run_folder.ensure_fresh(out, resume="a2")
     # Every checkpoint kept saved by auto (the original's deleted, train.keep): which run b continues is not known,
     # so the requeue is refused, naming the one override that continues it.
-    save_step_with_info(out, 50, resume="auto")
+    save_step(out, 50, resume="auto", info={"n": 1})
     shutil.rmtree(out / "checkpoints" / "30", ignore_errors=True)  # the writer keeps two: gone already
     assert committed_steps(out / "checkpoints") == [40, 50]
     with pytest.raises(FileExistsError, match="rerun with train.resume=auto to continue it in this folder"):
         run_folder.ensure_fresh(out, resume="a")
-
-
-def _as_hydra_job(monkeypatch, out, task):
-    """Make Hydra's config say this process is the (single-run) job in ``out``, launched with overrides ``task``."""
-    from hydra.conf import HydraConf
-    from hydra.core.hydra_config import HydraConfig
-
-    hydra = OmegaConf.create({"hydra": OmegaConf.structured(HydraConf)})
-    hydra.hydra.runtime.output_dir, hydra.hydra.overrides.task = str(out), task
-    monkeypatch.setattr(HydraConfig.instance(), "cfg", None)
-    HydraConfig.instance().set_config(hydra)
 
 
 def _accepted(args, resume):
@@ -78,19 +67,6 @@ def _accepted(args, resume):
     callback.on_run_end(config)
 
 
-def _save_step(out, step, resume=None):
-    """A complete checkpoint of ``step`` in ``out/checkpoints`` (a tiny state), as the job's own first save; saved
-    with ``train.resume=<resume>`` in its config as the harness saves it (None: no config, as a save of its own)."""
-    import jax
-    import jax.numpy as jnp
-
-    from gensbi_sharding.checkpoint import CheckpointWriter
-
-    config = None if resume is None else {"train": {"resume": resume, "steps": 3000}}
-    with CheckpointWriter(out / "checkpoints", async_save=False, config=config) as writer:
-        writer.save(step, {"w": jnp.zeros(2)}, jax.random.key(0))
-
-
 def test_a_continuation_stopped_during_its_first_save_is_still_continued_from_the_run_it_continues(
         tmp_path, monkeypatch):
     # Was: killed while its first save was written (checkpoints/ holding only Orbax's temporary folder), the printed
@@ -102,13 +78,13 @@ def test_a_continuation_stopped_during_its_first_save_is_still_continued_from_th
     command = job_command(task, out, multirun=False)
     assert command == f"python launch.py experiment=quick train.steps=3000 train.resume=r1 hydra.run.dir={out}"
     _accepted(shlex.split(command)[2:], "r1")
-    _save_step(out, 20, resume="r0")  # a complete one of its own, saved continuing another run: auto, not r1
+    save_step(out, 20, resume="r0")  # a complete one of its own, saved continuing another run: auto, not r1
     assert "train.resume=auto" in job_command(task, out, multirun=False)
     with pytest.raises(SystemExit):
         _accepted(shlex.split(command)[2:], "r1")
     # Saved continuing r1 (this command's own save): the same command, requeued, is taken (a deliberate change, was
     # refused "rerun with train.resume=auto": a SLURM/submitit requeue of the very same command ended in error).
-    _save_step(out, 40, resume="r1")
+    save_step(out, 40, resume="r1")
     _accepted(shlex.split(command)[2:], "r1")
     assert "train.resume=auto" in job_command(task, out, multirun=False)  # auto continues it as well
 
@@ -122,8 +98,8 @@ def test_a_requeued_continuation_resumes_its_own_checkpoint_and_another_lineage_
 
     monkeypatch.chdir(tmp_path)  # the launch folder, which a relative train.resume is read against
     run_a, out = tmp_path / "a", tmp_path / "b"
-    _save_step(run_a, 10)
-    _save_step(out, 30, resume="a")  # b's own save, its config as typed: train.resume=a
+    save_step(run_a, 10)
+    save_step(out, 30, resume="a")  # b's own save, its config as typed: train.resume=a
     outputs.write_json(out / "metrics.json", {"status": "preempted", "stopped_at_step": 30})
     _accepted(["train.resume=a", f"hydra.run.dir={out}"], "a")
     for resume in ("a", str(run_a), "./a/"):  # as typed, or the same folder typed otherwise
@@ -139,17 +115,17 @@ def test_a_requeued_continuation_resumes_its_own_checkpoint_and_another_lineage_
     with pytest.raises(FileExistsError, match="holds the checkpoints of a run with no record"):
         run_folder.ensure_fresh(out, resume_from=True)  # no run named: not known to be this continuation
     # Another lineage, no train.resume, a completed run, a dry run: refused as before.
-    _save_step(tmp_path / "a2", 5)
+    save_step(tmp_path / "a2", 5)
     outputs.write_json(out / "metrics.json", {"status": "preempted", "stopped_at_step": 30})
     with pytest.raises(FileExistsError, match="rerun with train.resume=auto to continue it in this folder"):
         run_folder.ensure_fresh(out, resume="a2")
     with pytest.raises(SystemExit):
         _accepted(["train.resume=a2", f"hydra.run.dir={out}"], "a2")
     assert resume_point(OmegaConf.create({"train": {"resume": "a2"}}), out) == (tmp_path / "a2" / "checkpoints" / "5")
-    _save_step(out, 50)  # a newer save of its own with no train.resume: the newest decides
+    save_step(out, 50)  # a newer save of its own with no train.resume: the newest decides
     with pytest.raises(FileExistsError, match="rerun with train.resume=auto"):
         run_folder.ensure_fresh(out, resume="a")
-    _save_step(out, 60, resume="a")
+    save_step(out, 60, resume="a")
     with pytest.raises(FileExistsError, match="writes only into a fresh folder"):
         run_folder.ensure_fresh(out, resume="a", dry_run=True)
     outputs.write_json(out / "metrics.json", {"status": "ok", "final_step": 60})
@@ -174,7 +150,7 @@ def test_a_continuation_refused_rerun_without_its_run_names_the_run_to_keep(tmp_
         _accepted(auto, "auto")
     assert "train.resume=auto would train it from step 0 instead; rerun with train.resume=r1" in capsys.readouterr().err
     _accepted(["experiment=quick", "train.resume=r1", f"hydra.run.dir={out}"], "r1")
-    _save_step(out, 20)
+    save_step(out, 20)
     with pytest.raises(FileExistsError, match="rerun with train.resume=auto to continue it in this folder"):
         run_folder.ensure_fresh(out)
     _accepted(auto, "auto")  # its own checkpoint now: auto continues it
@@ -187,7 +163,7 @@ def test_a_continuation_stopped_before_its_first_checkpoint_is_continued_from_th
     # said "no checkpoint in <cont> yet, starting fresh" and trained steps 0..3000: r1's 20 steps unused, status ok.
     out, task = tmp_path / "cont", ["experiment=quick", "train.steps=3000", "train.resume=r1"]
     out.mkdir()
-    _as_hydra_job(monkeypatch, out, task)
+    as_hydra_job(monkeypatch, out, task)
     command = continue_command(out)
     assert command == f"python launch.py experiment=quick train.steps=3000 train.resume=r1 hydra.run.dir={out}"
     outputs.write_json(out / "metrics.json", {"status": "interrupted", "stopped_at_step": None})
@@ -195,7 +171,7 @@ def test_a_continuation_stopped_before_its_first_checkpoint_is_continued_from_th
     # distributed=local's parent makes its processes' command as they start, before any checkpoint.
     monkeypatch.setenv(CONTINUE_ENV, command)
     assert continue_command(out) == command
-    _save_step(out, 20)  # once it saved, its own checkpoint is the one to continue
+    save_step(out, 20)  # once it saved, its own checkpoint is the one to continue
     auto = f"python launch.py experiment=quick train.steps=3000 train.resume=auto hydra.run.dir={out}"
     assert continue_command(out) == auto
     monkeypatch.delenv(CONTINUE_ENV)
@@ -217,7 +193,7 @@ def test_a_stopped_sweep_over_runs_to_continue_names_each_jobs_own_command(tmp_p
     job0 = ["experiment=quick", "train.steps=3000", "train.resume=/r1"]
     (sweep / "0" / ".hydra").mkdir(parents=True)
     (sweep / "0" / ".hydra" / "overrides.yaml").write_text("".join(f"- {o}\n" for o in job0))
-    _save_step(sweep / "0", 1034)
+    save_step(sweep / "0", 1034)
     monkeypatch.setattr(sweep_continue, "hydra_job_overrides", lambda: (job0, True))
     hint = sweep_continue.whole_sweep_hint(sweep / "0", ["/repo/launch.py", "-m", *task])
     outputs.write_json(sweep / "0" / "metrics.json", {"status": "preempted", "stopped_at_step": 1034})
@@ -308,7 +284,7 @@ def test_a_sweep_over_runs_to_continue_rerun_as_a_whole_is_refused_naming_each_j
     (sweep / "0" / ".hydra").mkdir(parents=True)
     OmegaConf.save({"hydra": {"overrides": {"task": task, "hydra": []}}}, sweep / "multirun.yaml")
     (sweep / "0" / ".hydra" / "overrides.yaml").write_text("- experiment=quick\n- train.resume=/r1\n")
-    _save_step(sweep / "0", 1034)
+    save_step(sweep / "0", 1034)
     outputs.write_json(sweep / "0" / "metrics.json", {"status": "preempted", "stopped_at_step": 1034})
     saved = (sweep / "multirun.yaml").read_text()
     config = OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep), "subdir": "${hydra.job.num}"},
@@ -337,7 +313,7 @@ def test_a_sweep_continuing_one_run_rerun_as_typed_takes_the_jobs_that_saved_con
     (sweep / "0" / ".hydra").mkdir(parents=True)
     OmegaConf.save({"hydra": {"overrides": {"task": task, "hydra": []}}}, sweep / "multirun.yaml")
     (sweep / "0" / ".hydra" / "overrides.yaml").write_text("- experiment=quick\n- train.resume=/r1\n- seed=0\n")
-    _save_step(sweep / "0", 1034, resume=saved)
+    save_step(sweep / "0", 1034, resume=saved)
     outputs.write_json(sweep / "0" / "metrics.json", {"status": "preempted", "stopped_at_step": 1034})
     config = OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep), "subdir": "${hydra.job.num}"},
                                          "overrides": {"task": task, "hydra": []}},

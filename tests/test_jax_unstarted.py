@@ -7,19 +7,8 @@ import os
 import subprocess
 import sys
 
-from faults_helpers import REPO, save_step_with_info
+from faults_helpers import REPO, save_step
 from test_start_imports import LAUNCH, imported_after
-
-
-def _save_step(out, step):
-    """A complete checkpoint of ``step`` in ``out/checkpoints`` (a tiny state), as a job's own save."""
-    import jax
-    import jax.numpy as jnp
-
-    from gensbi_sharding.checkpoint import CheckpointWriter
-
-    with CheckpointWriter(out / "checkpoints", async_save=False) as writer:
-        writer.save(step, {"w": jnp.zeros(2)}, jax.random.key(0))
 
 
 _LIST_THEN_START = """
@@ -38,7 +27,7 @@ def test_listing_a_run_folders_checkpoints_leaves_jax_backend_unstarted(tmp_path
     # backend already started with 1 CPU devices": the folder check listed its checkpoints with an Orbax
     # CheckpointManager, whose constructor starts the backend, before the run set its device count (status error).
     out = tmp_path / "cont"
-    _save_step(out, 20)
+    save_step(out, 20)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("JAX_NUM_CPU_DEVICES", None)
     proc = subprocess.run([sys.executable, "-c", _LIST_THEN_START, str(out)], capture_output=True, text=True,
@@ -72,7 +61,7 @@ def test_reading_a_checkpoints_config_and_info_leaves_jax_backend_unstarted(tmp_
     from gensbi_sharding.harness import outputs
 
     out = tmp_path / "b"
-    save_step_with_info(out, 30, resume="a")
+    save_step(out, 30, resume="a", info={"n": 1})
     outputs.write_json(out / "metrics.json", {"status": "preempted", "stopped_at_step": 30})
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("JAX_NUM_CPU_DEVICES", None)

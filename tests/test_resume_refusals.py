@@ -214,19 +214,6 @@ def test_the_resume_note_names_every_setting_a_step_trains_under():
     assert schedule_change_note(saved, {"train": dict(train), "data": {"batch_size": 64}}, 7) is None
 
 
-def _as_hydra_job(monkeypatch, out, task, hydra_overrides=()):
-    """Make Hydra's config say this process is the job in ``out``, launched with overrides ``task`` (and
-    ``hydra_overrides``, which Hydra records apart: ``hydra.searchpath=...``)."""
-    from hydra.conf import HydraConf
-    from hydra.core.hydra_config import HydraConfig
-
-    hydra = OmegaConf.create({"hydra": OmegaConf.structured(HydraConf)})
-    hydra.hydra.runtime.output_dir, hydra.hydra.overrides.task = str(out), task
-    hydra.hydra.overrides.hydra = list(hydra_overrides)
-    monkeypatch.setattr(HydraConfig.instance(), "cfg", None)
-    HydraConfig.instance().set_config(hydra)
-
-
 def _saved_run(run, saved_cfg, overrides, hydra_overrides=()):
     """A run folder as a finished run leaves it: checkpoint 3 of ``saved_cfg`` and Hydra's record of its command."""
     with CheckpointWriter(run / "checkpoints", config=OmegaConf.to_container(saved_cfg, resolve=True)) as writer:
@@ -247,7 +234,7 @@ def _refusal(monkeypatch, step_dir, out, *task, searchpath=None):
 
     register_configs()
     searched = [f"hydra.searchpath=[file://{searchpath}]"] if searchpath else []
-    _as_hydra_job(monkeypatch, out, [*task, f"train.resume={step_dir.parent.parent}"], searched)
+    as_hydra_job(monkeypatch, out, [*task, f"train.resume={step_dir.parent.parent}"], hydra_overrides=searched)
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
         cfg = compose("config", overrides=[*task, *searched])
     with pytest.raises(ConfigError) as err:
