@@ -96,71 +96,64 @@ def devices():
     return devs
 
 
-# The test files that take longest, longest first (seconds in `make test` on the 2-core machine). Under
-# pytest-xdist (`make test`: --dist loadfile --no-loadscope-reorder) a worker that finishes a file takes the next
-# one in collection order, so starting the long files first leaves the short ones to even out the two workers'
-# ends. In xdist's default order (most tests first) files with few long tests came last: one worker could
-# start test_local_processes.py (~90 s) as the other ran out of files. The files not listed take under
-# ~8 s each: they come last, in alphabetical order. (Was, until round 42: the seconds of 2026-12-02 23:40, with
-# test_user_round34.py and test_user_view.py (~73 and ~54 s now) 13th and 14th behind files of ~35 s. Filling the
-# two workers with each of the two runs' seconds named below, that order gave sums of 1,149 and 1,100 s, and 1,094
-# and 1,079 s; this one 1,124 and 1,125 s, and 1,086 and 1,086 s; for the fast subset's tests 447 and 423 s, and
-# 388 and 414 s, against 437 and 433 s, and 401 and 401 s.)
-LONGEST_FIRST = (  # seconds per file: the mean of two make test runs' junit (2026-12-03 12:12 and 13:35); the files
-    # named for their subject in round 50 (tests moved out of test_user_faults.py, test_run_faults.py, ...): their tests'
-    # seconds in the fresh clone's junit of 2026-12-04 16:43, times 1.75 (the dissolved files listed here took 216 s
-    # there, 382 s here)
-    "test_equivalence.py",  # ~260
-    "test_preemption.py",  # ~260
-    "test_launch.py",  # ~145
-    "test_local_processes.py",  # ~100
-    "test_param_dtype.py",  # ~90
-    "test_init.py",  # ~89
-    "test_refusal_fixes.py",  # ~82
-    "test_config.py",  # ~67
-    "test_setting_checks.py",  # ~67
-    "test_dry_run.py",  # ~65
-    "test_gensbi_models.py",  # ~64
-    "test_checkpoint.py",  # ~60
-    "test_user_view.py",  # ~54
-    "test_resume_refusals.py",  # ~54
-    "test_sbibm_runner.py",  # ~44
-    "test_train.py",  # ~41
-    "test_data_faults.py",  # ~33
-    "test_readme_examples.py",  # ~31
-    "test_suggested_defaults.py",  # ~30
-    "test_sequential.py",  # ~29
-    "test_data.py",  # ~27
-    "test_checkpoint_commits.py",  # ~27
-    "test_cross_process_checks.py",  # ~24
-    "test_local_process_stops.py",  # ~24
-    "test_override_types.py",  # ~24
-    "test_gensbi_overrides.py",  # ~23
-    "test_benchmark_arguments.py",  # ~22
-    "test_sbibm_preset.py",  # ~22
-    "test_untraceable_constructors.py",  # ~21
-    "test_evaluate.py",  # ~20
-    "test_start_imports.py",  # ~19
-    "test_sweep_check.py",  # ~18
-    "test_sweep_subdirs.py",  # ~18
-    "test_list_settings.py",  # ~18
-    "test_interrupts.py",  # ~18
-    "test_gensbi_wrappers.py",  # ~17
-    "test_sbibm_script_inputs.py",  # ~16
-    "test_launch_interrupt.py",  # ~16
-    "test_presets.py",  # ~16
-    "test_override_dicts.py",  # ~15
-    "test_multihost.py",  # ~14
-    "test_watchdog.py",  # ~14
-    "test_flax_idioms.py",  # ~13
-    "test_report.py",  # ~11
-    "test_override_prefixes.py",  # ~11
-    "test_gensbi_harness_faults.py",  # ~10
-    "test_summary.py",  # ~10
-    "test_schedule.py",  # ~10
-    "test_val_history_sets.py",  # ~10
-    "test_sweep_not_started.py",  # ~10
-    "test_rules.py",  # ~9
+# The test files that take longest, longest first. Under pytest-xdist (`make test`: --dist loadfile
+# --no-loadscope-reorder) a worker that finishes a file takes the next one in collection order, so starting the long
+# files first leaves the short ones to even out the two workers' ends (in xdist's default order, most tests first,
+# one worker could start a ~90 s file as the other ran out of files). The files not listed take under ~7 s each
+# (quiet): they come last, in alphabetical order.
+LONGEST_FIRST = (  # seconds per file in one make test junit (2026-12-04 17:41, the files named for their subject;
+    # the machine was shared with four other jobs, so the seconds are about 1.8x a quiet run's: the order is what counts)
+    "test_preemption.py",  # ~278
+    "test_equivalence.py",  # ~249
+    "test_local_processes.py",  # ~119
+    "test_launch.py",  # ~117
+    "test_setting_checks.py",  # ~116
+    "test_refusal_fixes.py",  # ~110
+    "test_param_dtype.py",  # ~99
+    "test_init.py",  # ~97
+    "test_dry_run.py",  # ~83
+    "test_evaluate.py",  # ~79
+    "test_gensbi_models.py",  # ~71
+    "test_config.py",  # ~64
+    "test_resume_refusals.py",  # ~56
+    "test_checkpoint.py",  # ~54
+    "test_benchmark_cli.py",  # ~49
+    "test_user_view.py",  # ~48
+    "test_sbibm_preset.py",  # ~46
+    "test_override_types.py",  # ~44
+    "test_start_imports.py",  # ~39
+    "test_sweep_check.py",  # ~38
+    "test_own_observation.py",  # ~35
+    "test_interrupts.py",  # ~32
+    "test_gensbi_overrides.py",  # ~32
+    "test_override_dicts.py",  # ~31
+    "test_sequential.py",  # ~31
+    "test_suggested_defaults.py",  # ~28
+    "test_untraceable_constructors.py",  # ~28
+    "test_sbibm_runner.py",  # ~27
+    "test_summary.py",  # ~26
+    "test_launch_interrupt.py",  # ~25
+    "test_train.py",  # ~25
+    "test_sbibm_script_inputs.py",  # ~24
+    "test_sweep_subdirs.py",  # ~23
+    "test_presets.py",  # ~23
+    "test_docs_pages.py",  # ~20
+    "test_list_settings.py",  # ~20
+    "test_benchmark_arguments.py",  # ~20
+    "test_readme_examples.py",  # ~20
+    "test_run_report.py",  # ~19
+    "test_override_prefixes.py",  # ~19
+    "test_gensbi_wrappers.py",  # ~18
+    "test_gensbi_harness_faults.py",  # ~16
+    "test_flax_idioms.py",  # ~15
+    "test_data_faults.py",  # ~14
+    "test_local_process_stops.py",  # ~14
+    "test_val_history_sets.py",  # ~13
+    "test_checkpoint_commits.py",  # ~13
+    "test_multihost.py",  # ~13
+    "test_rules.py",  # ~12
+    "test_console.py",  # ~12
+    "test_watchdog.py",  # ~12
 )
 
 
