@@ -95,9 +95,8 @@ def ensure_fresh(out_dir: Path, *, resume_auto: bool = False, resume_from: bool 
                 if status in RESUMABLE and not dry_run else "choose another "
                 + ("hydra.sweep.dir" if multirun else "hydra.run.dir (or hydra.sweep.dir)")
                 + (" for the dry run (a dry run writes only into a fresh folder)" if dry_run else
-                   train_further_hint(out_dir, (step_folder_names(out_dir) or [None])[-1], steps,  # not final_step:
-                                      overrides, multirun=multirun,  # its step may be deleted
-                                      stopped_early=bool(previous.get("stopped_early")))))
+                   train_further_hint(out_dir, (step_folder_names(out_dir) or [None])[-1], steps, overrides,
+                                      multirun=multirun, stopped_early=bool(previous.get("stopped_early")))))
         raise FileExistsError(
             f"{metrics} already exists (status {status}): this folder holds an earlier run's outputs, "
             f"which are never overwritten; {hint}")
