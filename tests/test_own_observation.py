@@ -790,3 +790,37 @@ def test_a_step_folder_whose_array_files_are_gone_is_damaged_not_intact(checkpoi
     assert err.startswith(f"[ERROR] checkpoint {checkpoints / '9'} is damaged: its 'arrays' item cannot be read ("), err
     assert err.endswith(fix) and "\n" not in err[:-1], err
     assert sorted(p.name for p in checkpoint_read.iterdir()) == ["checkpoints", "x_o.npy"]  # nothing written
+
+
+def test_a_checkpoint_s_arrays_are_checked_a_part_at_a_time_each_read_once(tmp_path, monkeypatch):
+    # Was: every array read in one restore before the model was built: a 1.2 GB checkpoint held whole in host memory
+    # (1.98 GB peak for the check alone, where the parts' 0.83 GB), besides what the run's own restore then holds.
+    import jax
+    import jax.numpy as jnp
+    import orbax.checkpoint as ocp
+
+    from gensbi_sharding.checkpoint import CheckpointWriter
+    from gensbi_sharding.harness import sampled_checkpoint
+
+    with CheckpointWriter(tmp_path / "checkpoints", config={"seed": 0}, async_save=False) as writer:
+        writer.save(8, {f"layer{i}": jnp.ones(64 * (i + 1)) for i in range(6)}, jax.random.key(0), info={})
+    step = tmp_path / "checkpoints" / "8"
+    original, read = ocp.Checkpointer.restore, []
+
+    def restore(self, *args, **kwargs):
+        restored = original(self, *args, **kwargs)
+        read.append({jax.tree_util.keystr(path): leaf.nbytes for path, leaf in
+                     jax.tree_util.tree_leaves_with_path(restored["arrays"])})
+        return restored
+
+    monkeypatch.setattr(ocp.Checkpointer, "restore", restore)
+    sampled_checkpoint.arrays_read(step, flags=True)
+    everything = read.pop()
+    assert len(everything) > 4 and not read
+    cap = max(everything.values())  # small enough to need several parts, room for the largest
+    assert sum(everything.values()) > 2 * cap
+    monkeypatch.setattr(sampled_checkpoint, "READ_BYTES", cap, raising=False)
+    sampled_checkpoint.arrays_read(step, flags=True)
+    assert len(read) > 2 and all(sum(part.values()) <= cap for part in read), [sum(p.values()) for p in read]
+    names = [name for part in read for name in part]
+    assert sorted(names) == sorted(everything)  # each array read, once

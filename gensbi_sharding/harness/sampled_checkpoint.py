@@ -17,11 +17,30 @@ class DamagedCheckpoint(FileNotFoundError):
 
 
 _DAMAGE = (KeyError, ValueError, AttributeError, OSError)  # what a lost or cut file raises, as the library reads it
+READ_BYTES = 256 << 20  # the most of a checkpoint's arrays held in host memory at once while they are checked
+
+
+def _in_parts(names: dict) -> list[list[str]]:
+    """``names`` (``{path: its array's metadata}``) in runs of at most ``READ_BYTES`` (an array larger: alone)."""
+    import numpy as np
+
+    parts, size = [[]], 0
+    for name, array in names.items():
+        try:  # a dtype NumPy does not know (a PRNG key's) or a plain scalar's metadata: counted as 8 bytes each
+            nbytes = int(np.prod(array.shape)) * np.dtype(array.dtype).itemsize
+        except (AttributeError, TypeError):
+            nbytes = 8 * int(np.prod(getattr(array, "shape", ())))
+        if parts[-1] and size + nbytes > READ_BYTES:
+            parts, size = [*parts, []], 0
+        parts[-1].append(name)
+        size += nbytes
+    return parts
 
 
 def _read_arrays(step_dir: Path) -> None:
-    """Read every array of ``step_dir`` into host memory, as a restore reads it (its metadata reads with the data files
-    gone or cut short); ``FileNotFoundError`` as the library's for a damaged folder, its ``reason`` set."""
+    """Read every array of ``step_dir`` into host memory, ``READ_BYTES`` at a time, as a restore reads it (its metadata
+    reads with the data files gone or cut short); ``FileNotFoundError`` as the library's for a damaged folder, its
+    ``reason`` set. Was: all at once, a 1.2 GB checkpoint's whole arrays held on the host before the model was built."""
     import numpy as np
     import orbax.checkpoint as ocp
 
@@ -32,9 +51,11 @@ def _read_arrays(step_dir: Path) -> None:
     try:
         with ocp.Checkpointer(ocp.CompositeCheckpointHandler(**item_handlers(saving=True))) as reader:
             names = flat_by_path(reader.metadata(step_dir).item_metadata["arrays"].tree)
-            host = nest_by_path(dict.fromkeys(names, ocp.RestoreArgs(restore_type=np.ndarray)))
-            reader.restore(step_dir, args=ocp.args.Composite(arrays=ocp.args.PyTreeRestore(restore_args=host),
-                                                             meta=ocp.args.JsonRestore(), config=ocp.args.JsonRestore()))
+            for part in _in_parts(names):  # each part's arrays dropped before the next is read
+                host = nest_by_path(dict.fromkeys(part, ocp.RestoreArgs(restore_type=np.ndarray)))
+                reader.restore(step_dir, args=ocp.args.Composite(
+                    arrays=ocp.args.PyTreeRestore(item=host, restore_args=host, partial_restore=True),
+                    meta=ocp.args.JsonRestore(), config=ocp.args.JsonRestore()))
     except Exception as raised:  # lost data: Orbax's bare Exception, raised from TensorStore's ValueError
         err = raised if isinstance(raised, _DAMAGE) else raised.__cause__ or raised.__context__
         if not isinstance(err, _DAMAGE):
