@@ -345,3 +345,16 @@ def test_a_config_refusals_fix_passes_every_check_of_the_run(devices, overrides,
     assert fix_of(problem) == fix and problem.endswith(note), problem
     OmegaConf.update(cfg, fix.split("=")[0], int(fix.split("=")[1]), merge=False)
     assert job_problem(cfg) is None
+
+
+def test_a_fix_is_not_called_refused_for_a_value_it_left_as_it_was(devices):
+    # Was: data.batch_size=-8 mesh.model_axis=3 -> "e.g. data.batch_size=64, though data.batch_size=64 is refused too:
+    # mesh.model_axis=3: 8 devices are not divisible by model_axis=3": 64 is fine, the mesh was refused as typed.
+    from faults_helpers import compose_tiny
+    from gensbi_sharding.harness.sweep_check import job_problem
+
+    problem = job_problem(compose_tiny("data.batch_size=-8", "mesh.model_axis=3"))
+    assert problem == "ConfigError: data.batch_size=-8 must be >= 1; e.g. data.batch_size=256", problem  # the preset's
+    assert fix_of(problem) == "data.batch_size=256"
+    fixed = job_problem(compose_tiny("data.batch_size=256", "mesh.model_axis=3"))  # the mesh named next, as it is
+    assert fixed.startswith("ConfigError: mesh.model_axis=3: 8 devices are not divisible by model_axis=3"), fixed

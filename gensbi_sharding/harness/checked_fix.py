@@ -39,7 +39,12 @@ def with_checked_fix(cfg: Any, problem: str | None, check: Callable[[Any], str |
     if fixed is None or (then := check(fixed)) is None or then == problem:  # the same: set, it fixes nothing
         return problem  # (its words name more: "drop +model.dpeth=2 and set model.depth=2")
     words, better = " ".join(fixes), fixes_of(fix_of(then))
-    if {_key(fix) for fix in fixes} & {_key(fix) for fix in better} and (
+    keys = {_key(fix) for fix in fixes}
+    if not keys & {_key(fix) for fix in better} and not any(key in then for key in keys):
+        # refused for a value the fix left as it was (data.batch_size=-8 mesh.model_axis=3: the mesh): not the fix's
+        # fault, and the run names that refusal itself once the fix is typed
+        return problem
+    if keys & {_key(fix) for fix in better} and (
             again := _applied(cfg, better)) is not None and check(again) is None:
         # the note its first fix had ("(GenSBI's default)") is not the new one's; another way out still is
         after = problem.after if " or " in problem.after else ""
