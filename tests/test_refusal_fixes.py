@@ -348,8 +348,16 @@ def test_a_config_refusals_fix_passes_every_check_of_the_run(devices, overrides,
 
 
 def test_a_fix_is_not_called_refused_for_a_value_it_left_as_it_was(devices):
-    # Was: data.batch_size=-8 mesh.model_axis=3 -> "e.g. data.batch_size=64, though data.batch_size=64 is refused too:
-    # mesh.model_axis=3: 8 devices are not divisible by model_axis=3": 64 is fine, the mesh was refused as typed.
+    # Was: data.batch_size=-8 mesh.model_axis=3 -> "e.g. data.batch_size=256, though data.batch_size=256 is refused
+    # too: mesh.model_axis=3: 8 devices are not divisible by model_axis=3": 256 is fine, the mesh was refused as typed.
+    # On the command line: eval.num_samples=2.5 seed=-1 -> "e.g. eval.num_samples=2, though eval.num_samples=2 is
+    # refused too: seed=-1 must be >= 0" (the seed's own fault; 2 itself refused, unsaid).
+    for other in ("seed=-1", "mesh.model_axis=3"):
+        problem = command_problem(["experiment=quick", "eval.num_samples=2.5", other])
+        assert problem.endswith("; e.g. eval.num_samples=4 (eval.num_samples=2 is refused too: it must be >= 2 * "
+                                "eval.c2st_folds (eval.c2st_folds=2))"), problem
+    problem = command_problem(["experiment=quick", "data.batch_size=2.5", "mesh.model_axis=3"])
+    assert problem.endswith("; e.g. data.batch_size=2"), problem  # 2 runs on the mesh's fix (model_axis=4)
     from faults_helpers import compose_tiny
     from gensbi_sharding.harness.sweep_check import job_problem
 

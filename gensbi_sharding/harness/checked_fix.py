@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from gensbi_sharding.harness.refusal import Refusal, fix_of, fixes_of, refused_too
+from gensbi_sharding.harness.refusal import Refusal, fix_of, fix_refusal, fixes_of, refused_too
 
 __all__ = ["with_checked_fix"]
 
@@ -36,16 +36,12 @@ def with_checked_fix(cfg: Any, problem: str | None, check: Callable[[Any], str |
     """
     fixes = fixes_of(fix_of(problem))
     fixed = _applied(cfg, fixes)
-    if fixed is None or (then := check(fixed)) is None or then == problem:  # the same: set, it fixes nothing
-        return problem  # (its words name more: "drop +model.dpeth=2 and set model.depth=2")
+    # a refusal of another value typed wrong beside it (data.batch_size=-8 mesh.model_axis=3: the mesh) is skipped
+    if fixed is None or (then := fix_refusal(check, _applied, fixed, fixes)) is None or then == problem:
+        return problem  # the same: set, it fixes nothing (its words name more: "drop +model.dpeth=2 and set ...")
     words, better = " ".join(fixes), fixes_of(fix_of(then))
-    keys = {_key(fix) for fix in fixes}
-    if not keys & {_key(fix) for fix in better} and not any(key in then for key in keys):
-        # refused for a value the fix left as it was (data.batch_size=-8 mesh.model_axis=3: the mesh): not the fix's
-        # fault, and the run names that refusal itself once the fix is typed
-        return problem
-    if keys & {_key(fix) for fix in better} and (
-            again := _applied(cfg, better)) is not None and check(again) is None:
+    if {_key(fix) for fix in fixes} & {_key(fix) for fix in better} and (again := _applied(cfg, better)) is not None \
+            and fix_refusal(check, _applied, again, better) is None:
         # the note its first fix had ("(GenSBI's default)") is not the new one's; another way out still is
         after = problem.after if " or " in problem.after else ""
         return Refusal(problem.reason, fix_of(then), how=problem.how, after=refused_too(words, then.reason) + after)

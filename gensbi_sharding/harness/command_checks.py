@@ -19,7 +19,7 @@ from gensbi_sharding.harness.override_grammar import CommandLine, flag_order_pro
 from gensbi_sharding.harness.override_keys import model_key_problem, unknown_key_problem
 from gensbi_sharding.harness.override_lists import list_override_problem
 from gensbi_sharding.harness.override_types import override_problem
-from gensbi_sharding.harness.refusal import fix_of, fixes_of, refused_too
+from gensbi_sharding.harness.refusal import fix_of, fix_refusal, fixes_of, refused_too
 from gensbi_sharding.harness.rule_files import rule_file_problem
 from gensbi_sharding.harness.sweep_values import command_sweep_problem
 from gensbi_sharding.harness.task_fixed import task_fixed_problem
@@ -89,10 +89,12 @@ def _with_checked_fix(command: CommandLine, problem: str) -> str:
         # A fix that renames the key (rul=fsdp -> rule=fsdp) leaves the value the user's: the run's checks (which
         # import JAX past the range checks) are for a value the refusal chose (eval.num_samples=2, mesh.model_axis)
         return problem
-    if (then := _config_problem(_with_fixes(command.args, refused.arg, fixes))) is None:
+    then = fix_refusal(_config_problem, _retyped, _with_fixes(command.args, refused.arg, fixes), fixes)
+    if then is None:  # passes, or refused for another override typed wrong beside it: that one is named on its own
         return problem
     better, fixed = fixes_of(fix_of(then)), " ".join(fixes)
-    if key in map(_key, better) and _config_problem(_with_fixes(command.args, refused.arg, better)) is None:
+    if key in map(_key, better) and fix_refusal(_config_problem, _retyped, _with_fixes(
+            command.args, refused.arg, better), better) is None:
         return problem.fixed_by(fix_of(then), refused_too(fixed, then.reason))
     return f"{problem}, though {fixed} is refused too: {then.removeprefix('ConfigError: ')}"
 
@@ -105,6 +107,12 @@ def _with_fixes(args: Sequence[str], refused: str, fixes: Sequence[str]) -> list
     """``args`` with ``fixes`` in place of the override ``refused``, and without any other of the keys they set."""
     keys = {_key(fix) for fix in fixes}
     return [new for arg in args for new in (fixes if arg == refused else () if _key(arg) in keys else (arg,))]
+
+
+def _retyped(args: Sequence[str], fixes: Sequence[str]) -> list[str]:
+    """``args`` with ``fixes`` typed in place of any override of the keys they set."""
+    keys = {_key(fix) for fix in fixes}
+    return [*(arg for arg in args if _key(arg) not in keys), *fixes]
 
 
 def _config_problem(args: Sequence[str]) -> str | None:

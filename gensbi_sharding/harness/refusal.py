@@ -10,7 +10,9 @@ Pure Python: no JAX.
 
 from __future__ import annotations
 
-__all__ = ["Refusal", "fix_of", "fixes_of", "refused_too", "rephrased"]
+from typing import Any
+
+__all__ = ["Refusal", "fix_of", "fixes_of", "fix_refusal", "refused_too", "rephrased"]
 
 
 class Refusal(str):
@@ -92,6 +94,41 @@ def fixes_of(fix: str | tuple[str, ...] | None) -> tuple[str, ...]:
     tuple of str
     """
     return (fix,) if isinstance(fix, str) else tuple(fix or ())
+
+
+def fix_refusal(check: Any, apply: Any, fixed: Any, fixes: tuple[str, ...], tries: int = 4) -> str | None:
+    """The run's refusal of ``fixed`` (a config or command with ``fixes`` typed) that names a key of ``fixes``; None
+    where none does. A refusal of another value, typed wrong beside it (``seed=-1``), is no verdict on the fix: its
+    own fix is applied and the check made again, ``tries`` times at most (was: "e.g. data.batch_size=2, though
+    data.batch_size=2 is refused too: seed=-1 must be >= 0").
+
+    Parameters
+    ----------
+    check : callable
+        ``check(fixed)``: the run's refusal, or None.
+    apply : callable
+        ``apply(fixed, overrides)``: ``fixed`` with ``overrides`` set, or None where they cannot be.
+    fixed : Any
+        What ``check`` reads, ``fixes`` set.
+    fixes : tuple of str
+        The overrides offered, e.g. ``("data.batch_size=8",)``.
+    tries : int
+        How many other refusals to fix on the way.
+
+    Returns
+    -------
+    str or None
+    """
+    keys = {fix.split("=", 1)[0].lstrip("+~") for fix in fixes}
+    for _ in range(tries):
+        then = check(fixed)
+        # its reason, not what it says after its fix ("the nearest ... that divides data.batch_size=2")
+        if then is None or any(key in (then.reason if isinstance(then, Refusal) else then) for key in keys):
+            return then
+        other = fixes_of(fix_of(then))
+        if not other or (fixed := apply(fixed, other)) is None:  # no verdict to be had: the fix as it is
+            return None
+    return None
 
 
 def refused_too(fixed: str, reason: str) -> str:
