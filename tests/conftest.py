@@ -11,6 +11,7 @@ jits a fresh closure per call, so a program with the same HLO is loaded instead 
 import atexit
 import os
 import shutil
+import sys
 import tempfile
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
@@ -87,6 +88,17 @@ def compose_config():
         return cfg
 
     return _compose
+
+
+@pytest.fixture(autouse=True)
+def _one_process_console():
+    """Each test starts with the console of one process: a multi-process run made in a test's own process
+    (``distributed.process_id=1``) tags every later log line ``[process 1/2]`` (``run`` sets that for the job's life),
+    which a later test in the same worker read in its captured messages."""
+    yield
+    console = sys.modules.get("gensbi_sharding.harness.console")  # imported by a test: else nothing was set
+    if console is not None:
+        console.set_process(0, 1)
 
 
 @pytest.fixture(scope="session")
