@@ -9,9 +9,6 @@ command composed conf/config.yaml instead of ``my``.
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 from hydra.conf import ConfigSourceInfo, HydraConf
 from hydra.core.hydra_config import HydraConfig

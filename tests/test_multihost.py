@@ -11,9 +11,6 @@ import os
 import re
 import shutil
 import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import jax
