@@ -461,37 +461,6 @@ def test_an_evaluation_the_weights_failed_names_the_commands_that_get_past_it_no
         f"cfg.output_dir={str(out) + '-support-2'!r}")
 
 
-def test_train_further_names_more_steps_than_an_early_stopped_run_asked_for_and_what_the_schedule_does(tmp_path):
-    # Was: train.steps twice the checkpoint's step, 600 for a run early stopping ended at step 300 of train.steps=1000:
-    # fewer steps than the run asked for, and the jump of its cosine learning rate at the resume step unsaid.
-    import math
-    import re
-
-    from omegaconf import OmegaConf
-
-    from faults_helpers import under_command
-    from gensbi_sharding.harness.stop_record import failure_error
-    from gensbi_sharding.harness.weights_failure import SamplingError
-
-    out = tmp_path / "run"
-    (out / "checkpoints" / "300").mkdir(parents=True)
-    (out / ".hydra").mkdir()
-    OmegaConf.save({"train": {"steps": 1000, "learning_rate": 1e-3, "schedule": "cosine", "warmup_steps": 0,
-                              "patience": 3}}, out / ".hydra" / "config.yaml")
-    outside = SamplingError("only 0.00% of 12800 posterior draws lie inside the prior's support", outside=True)
-    command = ("experiment=quick", "train.steps=1000", "train.patience=3", f"hydra.run.dir={out}")
-    error = under_command(command, lambda cfg: failure_error(out, [], outside))
-    further = re.search(r"further in this folder with: (.*?); or train afresh", error)[1]
-    assert further.startswith("python launch.py experiment=quick train.steps=2000 train.patience=0 train.resume=auto "
-                              f"hydra.run.dir={out} (twice the train.steps=1000 it was launched with: it stopped "
-                              "early at step 300)")
-    old, new = (1e-3 * (1 + math.cos(math.pi * 300 / steps)) / 2 for steps in (1000, 2000))
-    assert f"its cosine schedule is redrawn to end at step 2000: the learning rate at step 300 goes from {old:.3g} " \
-           f"to {new:.3g}, then decays to 0" in further
-    assert further.endswith("; train.patience=0: early stopping (train.patience=3) would end it again at a validation "
-                            "without a new best")
-
-
 def test_a_sweep_whose_job_was_continued_alone_on_another_rule_names_its_unfinished_jobs(tmp_path):
     # Typed: python launch.py -m experiment=quick rule=replicated,fsdp train.checkpoint_every=500 hydra.sweep.dir=sp,
     # SIGTERM in job 0; its printed command, edited to continue on another mesh and rule (the README: resume onto

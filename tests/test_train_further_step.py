@@ -26,20 +26,13 @@ def test_the_train_further_hint_names_the_newest_step_folder(tmp_path):
         f"train.steps=20 train.resume={run} hydra.run.dir={run}-steps20")
 
 
-def test_training_an_early_stopped_runs_weights_further_prints_every_override_it_needs(tmp_path):
-    # Was: "... train.steps=2000 train.resume=auto hydra.run.dir=...; ... early stopping (train.patience=3) ends it
-    # again at a validation without a new best: add train.patience=0 to train every step": the command as printed
-    # stopped again. Now it sets train.patience=0 itself, and runs as printed: the command checks pass it, and it
-    # composes those settings.
-    import re
-    import shlex
-
+def _early_stopped_failure(tmp_path):
+    """``(folder, outside, error)``: a run early stopping ended at step 300 of ``train.steps=1000`` (patience 3, cosine),
+    whose posterior draws then all fell outside the prior (``outside``, the evaluation's SamplingError): the error its evaluation ends with."""
     from omegaconf import OmegaConf
 
     from faults_helpers import under_command
-    from gensbi_sharding.harness.command_checks import command_problem
     from gensbi_sharding.harness.stop_record import failure_error
-    from gensbi_sharding.harness.sweep_check import job_problem
     from gensbi_sharding.harness.weights_failure import SamplingError
 
     out = tmp_path / "run"
@@ -50,6 +43,23 @@ def test_training_an_early_stopped_runs_weights_further_prints_every_override_it
     outside = SamplingError("only 0.00% of 12800 posterior draws lie inside the prior's support", outside=True)
     command = ("experiment=quick", "train.steps=1000", "train.patience=3", f"hydra.run.dir={out}")
     error = under_command(command, lambda cfg: failure_error(out, [], outside))
+    return out, outside, error
+
+
+def test_training_an_early_stopped_runs_weights_further_prints_every_override_it_needs(tmp_path):
+    # Was: "... train.steps=2000 train.resume=auto hydra.run.dir=...; ... early stopping (train.patience=3) ends it
+    # again at a validation without a new best: add train.patience=0 to train every step": the command as printed
+    # stopped again. Now it sets train.patience=0 itself, and runs as printed: the command checks pass it, and it
+    # composes those settings.
+    import re
+    import shlex
+
+    from faults_helpers import under_command
+    from gensbi_sharding.harness.command_checks import command_problem
+    from gensbi_sharding.harness.stop_record import failure_error
+    from gensbi_sharding.harness.sweep_check import job_problem
+
+    out, outside, error = _early_stopped_failure(tmp_path)
     printed = re.search(r"further in this folder with: (python launch\.py .*?) \(twice", error)[1]
     assert printed == (f"python launch.py experiment=quick train.steps=2000 train.patience=0 train.resume=auto "
                        f"hydra.run.dir={out}"), error
@@ -90,3 +100,21 @@ def test_training_an_early_stopped_completed_run_further_sets_train_patience_0(t
     with pytest.raises(FileExistsError) as err:
         ensure_fresh(run, resume_auto=True, steps=300, overrides=typed)
     assert "experiment=quick train.patience=3 train.steps=600 train.resume=" in str(err.value)
+
+
+def test_train_further_names_more_steps_than_an_early_stopped_run_asked_for_and_what_the_schedule_does(tmp_path):
+    # Was: train.steps twice the checkpoint's step, 600 for a run early stopping ended at step 300 of train.steps=1000:
+    # fewer steps than the run asked for, and the jump of its cosine learning rate at the resume step unsaid.
+    import math
+    import re
+
+    out, outside, error = _early_stopped_failure(tmp_path)
+    further = re.search(r"further in this folder with: (.*?); or train afresh", error)[1]
+    assert further.startswith("python launch.py experiment=quick train.steps=2000 train.patience=0 train.resume=auto "
+                              f"hydra.run.dir={out} (twice the train.steps=1000 it was launched with: it stopped "
+                              "early at step 300)")
+    old, new = (1e-3 * (1 + math.cos(math.pi * 300 / steps)) / 2 for steps in (1000, 2000))
+    assert f"its cosine schedule is redrawn to end at step 2000: the learning rate at step 300 goes from {old:.3g} " \
+           f"to {new:.3g}, then decays to 0" in further
+    assert further.endswith("; train.patience=0: early stopping (train.patience=3) would end it again at a validation "
+                            "without a new best")
