@@ -366,3 +366,17 @@ def test_a_fix_is_not_called_refused_for_a_value_it_left_as_it_was(devices):
     assert fix_of(problem) == "data.batch_size=256"
     fixed = job_problem(compose_tiny("data.batch_size=256", "mesh.model_axis=3"))  # the mesh named next, as it is
     assert fixed.startswith("ConfigError: mesh.model_axis=3: 8 devices are not divisible by model_axis=3"), fixed
+
+
+@pytest.mark.parametrize("preset", ["replicated", "fsdp", "tensor"])
+def test_a_new_rule_label_names_an_entry_change_that_then_passes(preset):
+    # Was: rule=fsdp rule.name=my named "change entries of this table (rule.embed=data rule.name=my)", fsdp's own
+    # embed, so that command was refused again alike; now an entry the preset's table does not already hold
+    from faults_helpers import compose_tiny
+    from gensbi_sharding.harness.name_hints import registered_name_problem
+
+    problem = registered_name_problem(compose_tiny(f"rule={preset}", "rule.name=my"), {"rule": preset})
+    change = re.search(r"change entries of this table \((rule\.\w+=\w+) rule\.name=my\)", problem).group(1)
+    assert change == {"fsdp": "rule.mlp=model"}.get(preset, "rule.embed=data"), problem
+    fixed = compose_tiny(f"rule={preset}", change, "rule.name=my")
+    assert registered_name_problem(fixed, {"rule": preset}) is None

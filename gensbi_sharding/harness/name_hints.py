@@ -127,5 +127,14 @@ def _rule_name_problem(rule: Any, choice: str | None, rules: list[str]) -> str |
     if untouched:  # a new label on a preset's unchanged table: not a rule of its own
         return (unknown_name_problem("rule.name", name, kind="rule", registered=rules, fix=choice, group="rule",
                                      register=f"write conf/rule/{name}.yaml (README: Writing your own rule), or "
-                                     f"change entries of this table (rule.embed=data rule.name={name})"))
+                                     f"change entries of this table ({_changed_entry(rule)} rule.name={name})"))
     return None
+
+
+def _changed_entry(rule: Any) -> str:
+    """An override that changes an entry of the preset table ``rule``: one it already holds (was: rule.embed=data,
+    fsdp's own value, so the suggested command was refused again as a label on an unchanged table)."""
+    for key, value in (("embed", "data"), ("mlp", "model"), ("embed", None)):
+        if rule.get(key) != value:
+            return f"rule.{key}={'null' if value is None else value}"
+    return "rule.heads=null"  # unreachable for a preset: embed is data or not
