@@ -95,9 +95,32 @@ def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None 
     folder = resolved / CHECKPOINT_SUBDIR if is_run else resolved
     steps = committed_steps(folder)
     if not steps:
-        raise FileNotFoundError(f"no checkpoint in {resolved}: looked for complete Orbax step folders <step>/ in "
-                                f"{folder}; pass a run dir, its {CHECKPOINT_SUBDIR}/ dir or one step dir")
+        foreign, where = _foreign_steps(folder), folder
+        if not foreign and resolved.name.isdigit():  # one step folder of another writer's: named by its parent
+            foreign, where = _foreign_steps(resolved.parent, resolved.name), resolved.parent
+        raise FileNotFoundError(f"no checkpoint in {resolved}: " + (_foreign_fix(where, foreign) if foreign else
+                                f"looked for complete Orbax step folders <step>/ in {folder}; pass a run dir, its "
+                                f"{CHECKPOINT_SUBDIR}/ dir or one step dir"))
     return folder / str(steps[-1])
+
+
+def _foreign_steps(folder: Path, name: str | None = None) -> dict[int, list[str]]:
+    """Orbax step folders of ``folder`` (or its ``name``) of another writer's: step -> item folders (``[]``: unnamed)."""
+    paths = {s.step: Path(s.path) for s in ocp.step.standard_name_format().find_all(folder) if name in (
+        None, Path(s.path).name) and (Path(s.path) / "_CHECKPOINT_METADATA").is_file()} if folder.is_dir() else {}
+    return {step: sorted(p.name for p in path.iterdir() if (p / "_METADATA").is_file() or (p / "metadata").is_file())
+            for step, path in paths.items() if not any((path / item).exists() for item in ITEMS)}
+
+
+def _foreign_fix(folder: Path, foreign: dict[int, list[str]]) -> str:
+    """Another writer's checkpoints named, and how Orbax reads one (was: "looked for complete Orbax step folders")."""
+    (step, items), path = max(foreign.items()), repr(str(folder))
+    read = (f"ocp.CheckpointManager({path}).restore({step}, args=ocp.args.Composite({items[0]}=ocp.args.StandardRestore"
+            "(target)))" if items else f"ocp.StandardCheckpointer().restore({str(folder / str(step))!r}, target)")
+    listed = "; ".join(f"step {s}: {', '.join(map(repr, i)) or 'one unnamed item'}" for s, i in sorted(foreign.items()))
+    return (f"{folder} holds Orbax checkpoints another writer saved ({listed}), without the items {', '.join(ITEMS)} "
+            "that CheckpointWriter saves and restore reads; from Python, read one with Orbax onto the same target: "
+            f"target = abstract_state_for(model, mesh, rule); {read}")
 
 
 def check_save_directory(directory: Path) -> None:
