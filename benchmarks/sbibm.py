@@ -53,7 +53,7 @@ from gensbi_sharding.harness.outputs import MAKE_ROOM  # noqa: E402 (after the p
 from gensbi_sharding.harness.override_grammar import hydra_value  # noqa: E402
 from gensbi_sharding.harness.resume_command import holds_checkpoint  # noqa: E402
 from sbibm_checks import extra_problem, read_published  # noqa: E402
-from sbibm_args import check_folder, sbibm_parsers  # noqa: E402
+from sbibm_args import check_folder, check_root, sbibm_parsers  # noqa: E402
 from sbibm_method import Method, job_method, method_from_args, sequential_problem  # noqa: E402
 # OUTPUTS, row_order: sbibm.py's names before they moved, kept for its readers
 from sbibm_tables import (BUDGETS, OUTPUTS, TASKS, parse_results, read_results_file, results_text,  # noqa: E402, F401
@@ -224,6 +224,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.command == "run":
         check_folder(args.root, "--root", may_be_missing=True)
+        check_root(args.root)
         method, problem = method_from_args(args.rounds, args.region, args.margin)
         # every job would fail the same way, or run other settings than its folder says
         problem = problem or extra_problem(args.extra, args.tasks, args.budgets) \

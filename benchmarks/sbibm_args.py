@@ -66,3 +66,23 @@ def check_folder(path: Path, what: str, may_be_missing: bool = False) -> None:
         flag, where = what.split()[0], "is" if host == path.absolute() else "lies inside"
         raise Refused(f"{what} {path} {where} the folder of the run {host}, which is never written into again; "
                          f"pass a folder outside it, e.g. {flag} {host}-{'sbibm' if flag == '--root' else 'table'}")
+
+
+def check_root(root: Path) -> None:
+    """``Refused`` for a ``--root`` that is or lies inside a sweep's folder (a launch.py multirun, or one (task, budget)
+    folder of another ``--root``) or lies inside another ``--root``: ``table`` over that folder, which reads every job
+    below it, would then find two jobs of one (task, budget) and refuse (was: run there, and that table refused)."""
+    from sbibm_jobs import ASKED
+
+    path = root.absolute()
+    for above in (path, *path.parents):
+        sweep, other = (above / "multirun.yaml").is_file(), above != path and (above / ASKED).is_file()
+        if sweep or other:
+            where = "is" if above == path else "lies inside"
+            what = "the sweep folder" if sweep else "the --root of another sbibm.py run,"
+            owner = above.parent if sweep and (above.parent / ASKED).is_file() else None if sweep else above
+            fix = (f"--root {owner}, whose jobs done are skipped, or a folder outside it" if owner else
+                   f"a folder outside it, e.g. --root {above}-sbibm")
+            raise Refused(f"--root {root} {where} {what} {above}: sbibm.py table {owner or above} counts every job "
+                          "below it, so a (task, budget) run here too would be found twice, and that table refused; "
+                          f"pass {fix}")

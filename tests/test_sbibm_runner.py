@@ -197,6 +197,37 @@ def test_run_refuses_a_root_in_a_runs_folder_before_writing(sbibm, tmp_path, mon
     assert jobs.commands == [] and sorted(p.relative_to(run_dir) for p in run_dir.rglob("*")) == before
 
 
+@pytest.mark.parametrize("given", ["root/two_moons_1000", "root/two_moons_1000/again", "root/sub", "multirun"])
+def test_run_refuses_a_root_inside_another_roots_or_a_sweeps_folder_before_writing(sbibm, tmp_path, monkeypatch,
+                                                                                    given):
+    # Was: --root <root>/two_moons_1000 (one (task, budget) folder of a root) ran its jobs there, and then
+    # "table <root>" refused for good: "two_moons at 1,000 simulations, observation 1, is scored by two jobs".
+    root, multirun = tmp_path / "root", tmp_path / "multirun"
+    fake_job(root / "two_moons_1000" / "job", "two_moons", 1000, scores((1, 0.6)))
+    (root / "sbibm_asked.json").write_text('[["two_moons", 1000]]')
+    (root / "two_moons_1000" / "multirun.yaml").write_text("hydra: {}\n")
+    fake_job(multirun / "0", "two_moons", 1000, scores((1, 0.6)))  # a launch.py -m experiment=sbibm folder
+    (multirun / "multirun.yaml").write_text("hydra: {}\n")
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    jobs = FakeJobs()
+    monkeypatch.setattr(subprocess, "Popen", jobs)
+    with pytest.raises(SystemExit) as stop:
+        sbibm.main(["run", "--root", str(tmp_path / given), "--tasks", "two_moons", "--budgets", "1000", "--",
+                    "mesh=none"])
+    assert stop.value.code == 2
+    where = "is" if given in ("root/two_moons_1000", "multirun") else "lies inside"
+    folder = {"root/sub": root, "multirun": multirun}.get(given, root / "two_moons_1000")
+    what = "the --root of another sbibm.py run," if given == "root/sub" else "the sweep folder"
+    table, fix = (multirun, f"a folder outside it, e.g. --root {multirun}-sbibm") if given == "multirun" else (
+        root, f"--root {root}, whose jobs done are skipped, or a folder outside it")
+    assert str(stop.value) == (f"--root {tmp_path / given} {where} {what} {folder}: sbibm.py table {table} counts "
+                               "every job below it, so a (task, budget) run here too would be found twice, and that "
+                               f"table refused; pass {fix}")
+    assert jobs.commands == [] and sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+    sbibm.main(["table", str(root), "--out", str(tmp_path / "table")])  # the root's table is as it was
+    assert "| two_moons | 1,000 | 0.600" in (tmp_path / "table" / "sbibm_table.md").read_text()
+
+
 @pytest.mark.parametrize("out", [None, "", "plots"])
 def test_table_refuses_to_write_into_a_runs_folder(sbibm, tmp_path, out):
     # Was: sbibm_results.csv, sbibm_table.md/.csv and sbibm.png written into the finished run's folder given (its
