@@ -260,11 +260,32 @@ def _check_against(saved: Mapping[str, Any], target: Mapping[str, Any], step_dir
         fix = (f"Only dtypes differ: build the model with the dtypes it was saved with (its param_dtype: "
                f"{step_dir / 'config'}), or, where a train step changed them (optax.inject_hyperparams makes a "
                "bfloat16 parameter's moments float32), the target from such a state (abstract_state_for after a step)"
-               if dtypes_only else nesting_fix(saved, target) or renamed_fix(saved, target) or
-               (f"The checkpoint holds the whole target as saved and {len(extra)} more variable(s): restore into "
-                "a target of all it holds, e.g. abstract_state_for((model, optimizer), mesh, rule), and keep the part "
-                "you need" if len(extra) == len(problems) else f"Build the model with the hyperparameters saved in "
-                f"{step_dir / 'config'}"))
+               if dtypes_only else nesting_fix(saved, target, _whole(saved)) or renamed_fix(saved, target) or
+               (f"The checkpoint holds the whole target as saved and {len(extra)} more variable(s)"
+                f"{_lacked(extra, target)}: restore into a target of all it holds, e.g. abstract_state_for("
+                f"{_whole(saved)}, mesh, rule), and keep the part you need" if len(extra) == len(problems) else
+                f"Build the model with the hyperparameters saved in {step_dir / 'config'}"))
         raise ValueError(f"checkpoint {step_dir} does not fit the current model, {len(problems)} variable(s) "
                          f"differ: {listed}. {fix}")
 
+
+
+def _tops(names: Any) -> list[str]:
+    """The top-level entries of a state's saved names, in order (``state/1/opt_state/...``: ``1``)."""
+    return list(dict.fromkeys(n.split("/")[1] for n in names if n.startswith("state/") and n.count("/") > 1))
+
+
+def _whole(saved: Mapping[str, Any]) -> str:
+    """A restore target of the saved state's top level: ``(model, optimizer, <node 2>)`` for a tuple's, a dict's by
+    its keys (was: ``(model, optimizer)`` for every one, which a checkpoint of three nodes refused again)."""
+    tops = _tops(saved)
+    if tops == [str(i) for i in range(len(tops))] and len(tops) > 1:
+        return f"({', '.join(['model', 'optimizer', *(f'<node {t}>' for t in tops[2:])])})"
+    return "{" + ", ".join(f"{t!r}: <node>" for t in tops) + "}" if len(tops) > 1 else "(model, optimizer)"
+
+
+def _lacked(extra: list[str], target: Mapping[str, Any]) -> str:
+    """How many of the ``extra`` saved names lie under top-level entries the target lacks, named; or ""."""
+    lacked = [t for t in _tops(extra) if t not in _tops(target)]
+    under = [n for n in extra if n.split("/")[1:2] and n.split("/")[1] in lacked and n.startswith("state/")]
+    return f" ({len(under)} under {', '.join(map(repr, lacked))}, which the target lacks)" if lacked else ""

@@ -264,8 +264,8 @@ def wrt_difference(saved: Mapping[str, Any], target: Mapping[str, Any]) -> str |
             "restore, then make the new one over the restored model")
 
 
-def nesting_fix(saved: Mapping[str, Any], target: Mapping[str, Any]) -> str | None:
-    """The fix when one side holds all the other's variables under one prefix (``(model, optimizer)``), else None."""
+def nesting_fix(saved: Mapping[str, Any], target: Mapping[str, Any], whole: str = "(model, optimizer)") -> str | None:
+    """The fix when one side holds all the other's variables under one prefix (``whole``, as saved), else None."""
     def variables(names):  # the train state's, without the RNG key
         return [name.removeprefix("state/") for name in names if name.startswith("state/")]
 
@@ -275,8 +275,8 @@ def nesting_fix(saved: Mapping[str, Any], target: Mapping[str, Any]) -> str | No
             return (f"The target holds every variable of the checkpoint under '{head}/': the checkpoint was saved from "
                     "that one node; build the target from it alone, e.g. abstract_state_for(model, mesh, rule)"
                     if saved_one else f"The checkpoint holds every variable of the target under '{head}/': it was "
-                    "saved from a tuple or dict holding this node, e.g. nnx.state((model, optimizer)); build the target "
-                    "from the same: abstract_state_for((model, optimizer), mesh, rule)")
+                    f"saved from a tuple or dict holding this node, e.g. nnx.state({whole}); build the target from "
+                    f"the same: abstract_state_for({whole}, mesh, rule)")
     return None
 
 

@@ -170,8 +170,8 @@ def test_restore_into_part_of_what_was_saved_names_the_whole_not_hyperparameters
         with pytest.raises(ValueError) as err:
             restore(tmp_path / "ckpt", target)
         assert str(err.value).endswith(
-            "6 more variable(s): restore into a target of all it holds, e.g. abstract_state_for((model, optimizer), "
-            "mesh, rule), and keep the part you need"), str(err.value)
+            "6 more variable(s) (6 under '1', which the target lacks): restore into a target of all it holds, e.g. "
+            "abstract_state_for((model, optimizer), mesh, rule), and keep the part you need"), str(err.value)
         assert "hyperparameters" not in str(err.value)
     restored = restore(tmp_path / "ckpt", abstract_state_for(pair, mesh, "fsdp"))
     assert restored.step == 1 and restored.state[0]["kernel"][...].shape == (4, 8)
@@ -283,6 +283,39 @@ def test_restore_into_one_node_of_a_saved_tuple_or_the_reverse_names_the_target_
     np.testing.assert_array_equal(restored.state[0]["up"]["kernel"][...], model.up.kernel[...])
     with pytest.raises(ValueError, match=r"Build the model with the hyperparameters saved in"):  # shapes do differ
         checkpoint.restore(tmp_path / "2", checkpoint.abstract_state_for(AxesBlock(nnx.Rngs(0), hidden=32), mesh))
+
+
+@pytest.mark.parametrize("saved_as", ["tuple", "dict"])
+def test_restore_from_a_checkpoint_of_three_nodes_names_a_target_of_all_three(tmp_path, devices, saved_as):
+    # Was: restored into the model, "build the target from the same: abstract_state_for((model, optimizer), mesh,
+    # rule)"; restored into that pair, "restore into a target of all it holds, e.g. abstract_state_for((model,
+    # optimizer), mesh, rule)" again, the target just refused: a checkpoint of (model, optimizer, ema), or a harness
+    # run's {'0', '1', '2', 'best'}, was never named
+    mesh = gs.make_mesh(model_axis=2)
+    model = AxesBlock(nnx.Rngs(0))
+    optimizer, ema = nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param), nnx.clone(model)
+    nodes = (model, optimizer, ema) if saved_as == "tuple" else {"model": model, "opt": optimizer, "ema": ema}
+    whole = ("(model, optimizer, <node 2>)" if saved_as == "tuple" else
+             "{'ema': <node>, 'model': <node>, 'opt': <node>}")
+    with checkpoint.CheckpointWriter(tmp_path) as writer:
+        writer.save(1, nnx.state(nodes), jax.random.key(0))
+    alone = model if saved_as == "tuple" else {"model": model}
+    with pytest.raises(ValueError) as error:
+        checkpoint.restore(tmp_path, checkpoint.abstract_state_for(alone, mesh, "fsdp"))
+    if saved_as == "tuple":  # the model alone: under '0/' of the checkpoint
+        assert str(error.value).endswith(f"e.g. nnx.state({whole}); build the target from the same: "
+                                         f"abstract_state_for({whole}, mesh, rule)"), str(error.value)
+    pair = (model, optimizer) if saved_as == "tuple" else {"model": model, "opt": optimizer}
+    with pytest.raises(ValueError) as error:
+        checkpoint.restore(tmp_path, checkpoint.abstract_state_for(pair, mesh, "fsdp"))
+    lacked = "'2'" if saved_as == "tuple" else "'ema'"
+    assert str(error.value).endswith(
+        f"The checkpoint holds the whole target as saved and 2 more variable(s) (2 under {lacked}, which the target "
+        f"lacks): restore into a target of all it holds, e.g. abstract_state_for({whole}, mesh, rule), and keep the "
+        "part you need"), str(error.value)
+    restored = checkpoint.restore(tmp_path, checkpoint.abstract_state_for(nodes, mesh, "fsdp"))  # the target named
+    kernel = restored.state[2 if saved_as == "tuple" else "ema"]["up"]["kernel"][...]
+    np.testing.assert_array_equal(kernel, model.up.kernel[...])
 
 
 class _Two(nnx.Module):
