@@ -178,3 +178,23 @@ def test_a_checkpoint_of_a_preset_of_ones_own_names_that_preset_when_the_model_d
     (record / "overrides.yaml").write_text("- model=flux1\n- experiment=quick\n")  # the registered model: as before
     assert model_overrides(step, mlp, command=["experiment=quick"]) == (
         "the checkpoint holds model=flux1 (this run: model=mlp): add model=flux1. ")
+
+
+def test_a_checkpoint_of_another_model_names_its_sizes_with_the_model_in_one_fix(tmp_path, monkeypatch):
+    # python launch.py experiment=quick model=simformer train.resume=<an experiment=quick model=flux1
+    # model.num_heads=3 run>: was "add model=flux1", and that command refused in turn: "the checkpoint was saved with
+    # model.num_heads=3 (this run: model.num_heads=2): add model.num_heads=3"; now both at once, which then fits
+    from omegaconf import OmegaConf
+
+    import gensbi_sharding.checkpoint
+    from faults_helpers import TINY, compose_tiny
+    from gensbi_sharding.harness.resume import model_overrides
+
+    saved = OmegaConf.to_container(compose_tiny("model=flux1", "model.num_heads=3").model, resolve=True)
+    monkeypatch.setattr(gensbi_sharding.checkpoint, "saved_config", lambda path: {"model": saved})
+    step = tmp_path / "run" / "checkpoints" / "8"
+    command = [*TINY, "model=simformer", "model.depth=1"]  # a field of this run's model: not the saved one's
+    assert model_overrides(step, compose_tiny("model=simformer", "model.depth=1").model, command=command) == (
+        "the checkpoint holds model=flux1 (this run: model=simformer): add model=flux1 model.num_heads=3. ")
+    fixed = [*TINY, "model=flux1", "model.num_heads=3"]  # the fix, as named
+    assert model_overrides(step, compose_tiny(*fixed[len(TINY):]).model, command=fixed) == ""

@@ -16,6 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.console import EVERY_PROCESS
 from gensbi_sharding.harness.held_out import config_value
+from gensbi_sharding.harness.model_switch import switched_model_fix
 from gensbi_sharding.harness.hints import launched_with, override_literal, saving_overrides
 from gensbi_sharding.harness.runs_below import runs_note
 from gensbi_sharding.harness.override_grammar import hydra_override
@@ -123,7 +124,7 @@ _FIXED_BY_CHECKPOINT = (("data.name", "data", "the task"), ("data.theta_transfor
 
 def check_resume_settings(step_dir: Path, cfg: DictConfig) -> None:
     """Before simulating: ``ConfigError`` naming the overrides that match the checkpoint in ``step_dir``
-    when a ``model.*`` field (but ``_FREE_MODEL_FIELDS``) or a setting of ``_FIXED_BY_CHECKPOINT`` differs
+    when a ``model.*`` field (but ``FREE_MODEL_FIELDS``) or a setting of ``_FIXED_BY_CHECKPOINT`` differs
     from the saved config, all of them in one refusal (was: the model's first, the others once those were added);
     a learning-rate schedule that differs is said (a warning when the saved run was unfinished)."""
     from gensbi_sharding.checkpoint import saved_config, saved_info
@@ -179,7 +180,7 @@ def saved_statistics(step_dir: Path | None) -> dict | None:
 
 #: Model fields a resumed run may change: how it is built and the compute dtype. Every other one decides what
 #: the saved weights compute, even where all shapes fit (Flux1's rope base, or the heads one width is cut into).
-_FREE_MODEL_FIELDS = ("init", "dtype")
+FREE_MODEL_FIELDS = ("init", "dtype")
 
 
 def model_overrides(step_dir: Path, model_cfg: DictConfig, command: list[str] | None = None,
@@ -198,10 +199,9 @@ def model_overrides(step_dir: Path, model_cfg: DictConfig, command: list[str] | 
     saved = saved_config(step_dir).get("model") or {}
     now = OmegaConf.to_container(model_cfg, resolve=True)
     more = "".join(f" {o}" for o in also)
-    if saved.get("name", now.get("name")) != now.get("name"):
-        return (f"the checkpoint holds model={saved['name']} (this run: model={now.get('name')}): add "
-                f"{_saved_model_choice(step_dir, saved['name'])}{more}. ")
-    differ = {k: v for k, v in saved.items() if k not in _FREE_MODEL_FIELDS and now.get(k) != v}
+    if saved.get("name", now.get("name")) != now.get("name"):  # the model, and the sizes it leaves differing
+        return switched_model_fix(step_dir, saved, now.get("name"), command, more)
+    differ = {k: v for k, v in saved.items() if k not in FREE_MODEL_FIELDS and now.get(k) != v}
     if not differ:
         return ""
     typed = lambda keys: " ".join(f"model.{k}={override_literal(differ[k])}" for k in keys)  # noqa: E731
@@ -219,7 +219,7 @@ def model_overrides(step_dir: Path, model_cfg: DictConfig, command: list[str] | 
             f"(this run: {this}): add {' '.join(added)} (or {fix}{more}). ")
 
 
-def _saved_model_choice(step_dir: Path, name: str) -> str:
+def saved_model_choice(step_dir: Path, name: str) -> str:
     """``model=<name>``; or the preset of one's own the saving run chose for it, with the search path that finds it
     (``'hydra.searchpath=[file://.../my_conf]' model=my_flux1``; was ``model=flux1``, whose sizes were refused next)."""
     from hydra.core.hydra_config import HydraConfig
@@ -262,7 +262,7 @@ def _presets_giving(step_dir: Path, differ: dict[str, Any], command: list[str] |
     composed: dict[tuple[str, ...], dict | None] = {}  # chosen -> its model and train sections
 
     def left(chosen: list[str]) -> list[str] | None:  # the keys still differing with ``chosen`` added
-        sections = composed[tuple(chosen)] = _composed(tuple([*record[0], *kept, *chosen]))
+        sections = composed[tuple(chosen)] = composed_sections(tuple([*record[0], *kept, *chosen]))
         return None if sections is None else [k for k, v in differ.items() if sections["model"].get(k) != v]
 
     rest = left(presets) if presets else None
@@ -273,11 +273,11 @@ def _presets_giving(step_dir: Path, differ: dict[str, Any], command: list[str] |
         if fewer and left(fewer) == rest:
             presets = fewer
     searched = [shlex.quote(o) for o in record[0] if o not in this_search]  # composed only if it adds a folder
-    found = not searched or _composed(tuple([*this_search, *kept, *presets])) is not None  # without it
+    found = not searched or composed_sections(tuple([*this_search, *kept, *presets])) is not None  # without it
     return presets, rest, [] if found else searched, composed[tuple(presets)]["train"].get("steps")
 
 
-def _composed(overrides: tuple[str, ...]) -> dict | None:
+def composed_sections(overrides: tuple[str, ...]) -> dict | None:
     """The ``model`` and ``train`` sections ``overrides`` compose to, by name (inside Hydra's app, its config folder
     and primary config, ``--config-name``; else ``conf/config.yaml``)."""
     from hydra import compose, initialize_config_dir
