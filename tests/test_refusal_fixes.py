@@ -380,3 +380,21 @@ def test_a_new_rule_label_names_an_entry_change_that_then_passes(preset):
     assert change == {"fsdp": "rule.mlp=model"}.get(preset, "rule.embed=data"), problem
     fixed = compose_tiny(f"rule={preset}", change, "rule.name=my")
     assert registered_name_problem(fixed, {"rule": preset}) is None
+
+
+def test_a_rule_file_labelled_with_a_builtins_name_is_refused_naming_a_label_that_keeps_its_table(tmp_path):
+    # Was: a rule file of one's own with "name: fsdp" over another table refused as "rule.name=fsdp only labels the
+    # rule table, which rule=mine loaded; to use the fsdp rule, choose it with rule=fsdp", a fix that drops the table
+    from faults_helpers import compose_tiny
+    from gensbi_sharding.harness.name_hints import registered_name_problem
+
+    (tmp_path / "rule").mkdir()
+    (tmp_path / "rule" / "mine.yaml").write_text("name: fsdp\nembed: null\nmlp: model\n")
+    searched = f"hydra.searchpath=[file://{tmp_path}]"
+    problem = registered_name_problem(compose_tiny(searched, "rule=mine"), {"rule": "mine"})
+    assert fix_of(problem) == "rule.name=mine", problem
+    assert problem == ("rule.name=fsdp labels the table rule=mine loaded, which is not the fsdp rule's: the run would "
+                       "be reported as fsdp; name it otherwise: rule.name=mine (or name: mine in its file), or choose "
+                       "the fsdp rule with rule=fsdp")
+    fixed = compose_tiny(searched, "rule=mine", "rule.name=mine")
+    assert registered_name_problem(fixed, {"rule": "mine"}) is None and fixed.rule.mlp == "model"

@@ -120,6 +120,11 @@ def _rule_name_problem(rule: Any, choice: str | None, rules: list[str]) -> str |
     name = rule.get("name") if hasattr(rule, "get") else None
     if choice is None or name is None or name == choice:
         return None
+    if name in RULES and choice not in RULES and any(rule.get(k) != v for k, v in dict(RULES[name]).items()):
+        # name: fsdp in one's own rule file of another table (was: "choose it with rule=fsdp", which drops that table)
+        return Refusal(f"rule.name={name} labels the table rule={choice} loaded, which is not the {name} rule's: "
+                       f"the run would be reported as {name}", f"rule.name={choice}", how="; name it otherwise: ",
+                       after=f" (or name: {choice} in its file), or choose the {name} rule with rule={name}")
     if name in rules:  # rule.name=fsdp on replicated's table: the user meant rule=fsdp
         return Refusal(f"rule.name={name} only labels the rule table, which rule={choice} loaded; to use the {name} "
                        "rule, choose it", f"rule={name}", how=" with ", after=f" (rule.name={name} may stay)")
