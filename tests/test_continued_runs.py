@@ -486,3 +486,56 @@ def test_a_sweep_whose_job_was_continued_alone_on_another_rule_names_its_unfinis
     # Written by a sweep (its jobs' record says MULTIRUN), other values still mean another sweep's folder.
     OmegaConf.save({"hydra": {"mode": "MULTIRUN"}}, job / ".hydra" / "hydra.yaml")
     assert "which ran rule=tensor" in moved_jobs_problem(tmp_path, jobs)
+
+
+def _launch_record(folder, *task):
+    """``folder``'s Hydra record as a launch of ``task`` that died before its first checkpoint leaves it."""
+    (folder / ".hydra").mkdir(parents=True)
+    OmegaConf.save(OmegaConf.create(list(task)), folder / ".hydra" / "overrides.yaml")
+    OmegaConf.save({"hydra": {"overrides": {"task": list(task), "hydra": []}}}, folder / ".hydra" / "hydra.yaml")
+    OmegaConf.save({"train": {"steps": 3000}}, folder / ".hydra" / "config.yaml")
+    (folder / "launch.log").write_text("[1/7] devices\n")
+    return {p.name: p.read_bytes() for p in (folder / ".hydra").iterdir()}
+
+
+def test_a_launch_into_a_folder_whose_launch_died_before_its_first_checkpoint_sets_that_record_aside(tmp_path):
+    # Was: only a record of checkpoints was kept (.hydra/saved_by/, dropped once the new attempt trained); a launch
+    # killed before its first save had its command record overwritten by Hydra as the next launch started.
+    out = tmp_path / "run"
+    before = _launch_record(out, "experiment=quick", "model.width=24")
+    config = OmegaConf.create({"hydra": {"run": {"dir": str(out)}, "sweep": {"dir": None},
+                                         "overrides": {"task": ["experiment=quick"]}},
+                               "train": {"resume": None, "steps": 3000},
+                               "distributed": {"mode": "none", "process_id": None}})
+    callback = run_folder.RefuseCompletedRun()
+    callback.on_run_start(config)
+    callback.on_run_end(config)
+    assert {p.name: p.read_bytes() for p in (out / ".hydra").iterdir()} == {
+        name.replace(".yaml", ".attempt1.yaml"): data for name, data in before.items()}
+
+
+def test_a_sweep_sets_aside_the_records_of_jobs_killed_before_their_metrics_only_once_no_job_is_refused(
+        tmp_path, monkeypatch):
+    # Was: a sweep job killed before it wrote metrics.json had its record rewritten by Hydra as the rerun sweep
+    # started it (only the jobs with metrics.json were looked at).
+    monkeypatch.chdir(tmp_path)
+    sweep, task = tmp_path / "sw", ["experiment=quick", "seed=0,1"]
+    first = _launch_record(sweep / "0", "experiment=quick", "seed=0")
+    OmegaConf.save({"hydra": {"overrides": {"task": task, "hydra": []}}}, sweep / "multirun.yaml")
+    killed = _launch_record(sweep / "1", "experiment=quick", "seed=1")
+    outputs.write_json(sweep / "0" / "metrics.json", {"status": "ok"})  # completed: the sweep is refused
+    config = OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep), "subdir": "${hydra.job.num}"},
+                                         "overrides": {"task": task, "hydra": []}},
+                               "train": {"resume": "auto", "steps": 20},
+                               "dry_run": False, "distributed": {"mode": "none", "process_id": None}})
+    with pytest.raises(SystemExit):
+        run_folder.RefuseCompletedRun().on_multirun_start(config)
+    for job, record in (("0", first), ("1", killed)):  # refused: nothing moved
+        assert {p.name: p.read_bytes() for p in (sweep / job / ".hydra").iterdir()} == record
+    outputs.write_json(sweep / "0" / "metrics.json", {"status": "preempted"})  # stopped: auto continues the sweep
+    callback = run_folder.RefuseCompletedRun()
+    callback.on_multirun_start(config)
+    callback.on_multirun_end(config)
+    for job, record in (("0", first), ("1", killed)):
+        assert {p.name: p.read_bytes() for p in (sweep / job / ".hydra").iterdir()} == {
+            name.replace(".yaml", ".attempt1.yaml"): data for name, data in record.items()}

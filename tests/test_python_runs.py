@@ -89,8 +89,12 @@ def test_a_run_from_python_records_its_own_config_over_another_launch_s_record(t
     OmegaConf.save(OmegaConf.create(["experiment=quick", "model.width=24"]), record / "overrides.yaml")
     OmegaConf.save(OmegaConf.create({"hydra": {"overrides": {"hydra": [], "task": ["model.width=24"]}}}),
                    record / "hydra.yaml")
+    other = {p.name: p.read_bytes() for p in record.iterdir()}
     assert run_tiny(out, "train.steps=4")["status"] == "ok" and width != 24
-    assert sorted(p.name for p in record.iterdir()) == ["config.yaml"]  # its own config; no command was typed
+    # Its own config, no command typed; the other launch's record aside, whole (was: deleted, as that launch saved no
+    # checkpoint: only config.yaml was left).
+    aside = {name.replace(".yaml", ".attempt1.yaml"): data for name, data in other.items()}
+    assert {p.name: p.read_bytes() for p in record.iterdir() if p.name != "config.yaml"} == aside
     assert OmegaConf.load(record / "config.yaml").model.width == width
     metrics = json.loads((out / "metrics.json").read_text())
     (out / "metrics.json").write_text(json.dumps({**metrics, "status": "preempted"}))  # stopped: auto continues it
@@ -98,6 +102,9 @@ def test_a_run_from_python_records_its_own_config_over_another_launch_s_record(t
     assert refused["error"].startswith(f"ConfigError: the checkpoint was saved with model.width={width} (this run: "
                                        "model.width=24)"), refused["error"]
     assert "launched with" not in refused["error"], refused["error"]  # the saving run typed no command
-    # The refused attempt continued nothing: the record is the run's that saved the checkpoints, as before it.
-    assert sorted(p.name for p in record.iterdir()) == ["config.yaml"]
+    # The refused attempt continued nothing: the record is the run's that saved the checkpoints, as before it; the
+    # copies set aside stay (that run's config also as attempt 2's, which the refused attempt set aside).
+    assert sorted(p.name for p in record.iterdir()) == ["config.attempt1.yaml", "config.attempt2.yaml", "config.yaml",
+                                                        "hydra.attempt1.yaml", "overrides.attempt1.yaml"]
     assert OmegaConf.load(record / "config.yaml").model.width == width
+    assert {p.name: p.read_bytes() for p in record.glob("*.attempt1.yaml")} == aside

@@ -37,8 +37,8 @@ def _attempt_number(folder: Path, previous: dict | None) -> int:
     return max(recorded, 1 + max((int(m["n"]) for p in folder.iterdir() if (m := _ASIDE.fullmatch(p.name))), default=0))
 
 
-def set_aside(folder: Path, previous: dict | None) -> list[str]:
-    """Rename the earlier attempt's files ``ATTEMPT_FILES`` names in ``folder`` to ``<stem>.attempt<N><suffix>``.
+def set_aside(folder: Path, previous: dict | None, names: re.Pattern = ATTEMPT_FILES) -> list[str]:
+    """Rename the earlier attempt's files ``names`` matches in ``folder`` to ``<stem>.attempt<N><suffix>``.
 
     Parameters
     ----------
@@ -46,6 +46,8 @@ def set_aside(folder: Path, previous: dict | None) -> list[str]:
         The run's folder, just claimed for this attempt.
     previous : dict or None
         The earlier attempt's ``metrics.json``, None when it left none.
+    names : re.Pattern
+        The file names to set aside: ``ATTEMPT_FILES``, or ``launch_record``'s Hydra record in ``<run>/.hydra``.
 
     Returns
     -------
@@ -53,7 +55,7 @@ def set_aside(folder: Path, previous: dict | None) -> list[str]:
         The new names, sorted (empty in a fresh folder).
     """
     folder = Path(folder)
-    earlier = sorted(p for p in folder.iterdir() if ATTEMPT_FILES.fullmatch(p.name)) if folder.is_dir() else []
+    earlier = sorted(p for p in folder.iterdir() if names.fullmatch(p.name)) if folder.is_dir() else []
     if not earlier:
         return []
     attempt, moved = _attempt_number(folder, previous), []

@@ -7,18 +7,26 @@ later hint built from that record (the command that continues a stopped sweep jo
 that saved it was launched with") would name the refused command. So before Hydra writes,
 the record is copied to ``.hydra/saved_by/``; once the attempt ends, it is put back if the
 attempt restored and trained nothing, and dropped otherwise (the new record is then the truth).
+Every earlier record, with checkpoints or without, is also set aside as ``.hydra/<name>.attempt<N>.yaml``
+(``earlier_attempts.set_aside``) before the new attempt's replaces it: nothing an attempt typed is lost (was: a
+launch that died before its first checkpoint had its record overwritten by the next launch, or deleted by a
+``run(cfg)`` from Python).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Any
 
+from gensbi_sharding.harness.earlier_attempts import set_aside
+
 __all__ = ["keep_record", "settle_record", "saved_record", "step_folder_names", "record_python_run", "saving_record"]
 
 _FILES = ("config.yaml", "hydra.yaml", "overrides.yaml")
+_RECORD = re.compile("|".join(map(re.escape, _FILES)))
 
 
 def saved_record(run_dir: Path) -> Path:
@@ -36,13 +44,27 @@ def step_folder_names(run_dir: Path) -> list[int]:
     return sorted(int(p.name) for p in folder.iterdir() if p.is_dir() and p.name.isdigit()) if folder.is_dir() else []
 
 
-def keep_record(run_dir: Path) -> None:
-    """Copy ``run_dir``'s Hydra record aside if the folder holds checkpoints (called before Hydra writes).
+def keep_record(run_dir: Path, previous: dict | None = None) -> None:
+    """Copy ``run_dir``'s Hydra record aside if the folder holds checkpoints, then set the record aside as
+    ``<name>.attempt<N>.yaml`` (called before Hydra writes, or ``run(cfg)`` records its config).
 
     A copy left by an attempt killed before it settled is kept, unless that attempt saved a newer
     checkpoint (it then trained, so the record Hydra wrote for it is the truth).
+
+    Parameters
+    ----------
+    run_dir : Path
+        The run's folder, claimed.
+    previous : dict or None
+        The earlier attempt's ``metrics.json`` (numbers the copies as ``earlier_attempts.set_aside`` does).
     """
-    run_dir, kept = Path(run_dir), saved_record(run_dir)
+    _copy_for_put_back(Path(run_dir))
+    set_aside(Path(run_dir) / ".hydra", previous, names=_RECORD)
+
+
+def _copy_for_put_back(run_dir: Path) -> None:
+    """The record of the launch that saved the folder's checkpoints, copied to ``saved_by/``; none without them."""
+    kept = saved_record(run_dir)
     steps = step_folder_names(run_dir)  # any step folder tells a later attempt's from this one's
     step = str(steps[-1]) if steps else None
     if step is None or not any((run_dir / ".hydra" / name).is_file() for name in _FILES):  # a Python run's: config
@@ -72,12 +94,13 @@ def settle_record(run_dir: Path, *, continued: bool) -> None:
     shutil.rmtree(kept, ignore_errors=True)
 
 
-def record_python_run(run_dir: Path, config: Any) -> None:
+def record_python_run(run_dir: Path, config: Any, previous: dict | None = None) -> None:
     """For ``run(cfg)`` called from Python, which Hydra records nothing of: ``run_dir``'s Hydra record, another
-    launch's, set aside as a launch sets it aside (``keep_record``; ``settle_record`` puts it back if this attempt
-    continues nothing), and in its place ``config`` as Hydra records a run's, with no command (no overrides were
-    typed). Was: the other launch's record kept as this run's, its command named as the one that saved this run's
-    checkpoints. A folder without a record gets none.
+    launch's, set aside as a launch sets it aside (``keep_record``: ``<name>.attempt<N>.yaml``, and ``settle_record``
+    puts it back if this attempt continues nothing), and in its place ``config`` as Hydra records a run's, with no
+    command (no overrides were typed). Was: the other launch's record kept as this run's, its command named as the one
+    that saved this run's checkpoints; then, where that launch saved no checkpoint, its record deleted. A folder
+    without a record gets none.
 
     Parameters
     ----------
@@ -85,6 +108,8 @@ def record_python_run(run_dir: Path, config: Any) -> None:
         The run's folder, claimed.
     config : DictConfig
         The config the run was given.
+    previous : dict or None
+        The earlier attempt's ``metrics.json``, None when it left none.
     """
     from omegaconf import OmegaConf
 
@@ -93,9 +118,7 @@ def record_python_run(run_dir: Path, config: Any) -> None:
     record = Path(run_dir) / ".hydra"
     if not record.is_dir():
         return
-    keep_record(run_dir)
-    for name in _FILES[1:]:  # hydra.yaml, overrides.yaml: the command of another launch
-        (record / name).unlink(missing_ok=True)
+    keep_record(run_dir, previous)  # hydra.yaml, overrides.yaml, the command of another launch, go aside too
     write_atomic(record / "config.yaml", OmegaConf.to_yaml(config))  # unresolved, as Hydra writes it
 
 

@@ -114,10 +114,9 @@ def ensure_fresh(out_dir: Path, *, resume_auto: bool = False, resume_from: bool 
 class RunFolder:
     """What this process may do in the job's folder: claim it, and record the job's outcome.
 
-    The owner (``folder_owner``) claims the folder (``FolderLock`` plus ``ensure_fresh``)
-    before writing anything; process 0 of a ``distributed=local`` child writes the run's
-    files and its parent records the final outcome over them. A run refused a folder
-    writes nothing into it.
+    The owner (``folder_owner``) claims the folder (``FolderLock`` plus ``ensure_fresh``) before writing anything;
+    process 0 of a ``distributed=local`` child writes the run's files and its parent records the final outcome over
+    them. A run refused a folder writes nothing into it.
     """
 
     def __init__(self, out: Path, cfg: DictConfig):
@@ -145,7 +144,7 @@ class RunFolder:
                 raise
         self._lock, self.claimed = lock, True
         if self.config is not None:  # from Python: Hydra recorded nothing of this run (was: another launch's record)
-            record_python_run(self.out, self.config)
+            record_python_run(self.out, self.config, self.previous)
         if moved := set_aside(self.out, self.previous):  # this attempt's files are its own (was: error.txt only)
             log.info("the earlier attempt's files, kept under new names: %s", ", ".join(moved))
 
@@ -163,8 +162,8 @@ class RunFolder:
         if jax.distributed.is_initialized():  # a local child's process 0 writes the run's files
             return bool(os.environ.get(LOCAL_CHILD_ENV)) and jax.process_index() == 0
         if self.owner is False and not os.environ.get(LOCAL_CHILD_ENV):
-            # A process that failed before joining (coordinator unreachable) is the only one
-            # that knows: it records, unless the folder is another's.
+            # A process that failed before joining (coordinator unreachable) is the only one that knows: it records,
+            # unless the folder is another's.
             try:
                 self.claim()
             except (FolderInUseError, FileExistsError, ConfigError):  # a folder it may not write into
@@ -202,9 +201,8 @@ class RunFolder:
 def folder_owner(cfg: DictConfig) -> bool | None:
     """Whether this process owns the job's folder (locks it, records its outcome).
 
-    False for a ``distributed=local`` child (its parent owns the folder) and for a
-    process other than 0 of ``distributed.mode=explicit``; None where only JAX knows
-    the rank (``distributed=auto``: process 0 owns it, known once JAX started).
+    False for a ``distributed=local`` child (its parent owns the folder) and for a process other than 0 of
+    ``distributed.mode=explicit``; None where only JAX knows the rank (``distributed=auto``: process 0 owns it).
     """
     if os.environ.get(LOCAL_CHILD_ENV):
         return False
@@ -220,9 +218,8 @@ LOCAL_CHILD_ENV = "GENSBI_SHARDING_PARENT_FD"
 class RefuseCompletedRun(Callback):
     """Hydra callback: lock the folder and refuse one that holds a completed run, before Hydra writes.
 
-    Hydra saves ``.hydra/*.yaml`` and opens the job's log before the task runs, so
-    ``ensure_fresh`` and the lock inside ``run()`` alone come too late to leave such a
-    folder intact.
+    Hydra saves ``.hydra/*.yaml`` and opens the job's log before the task runs, so ``ensure_fresh`` and the lock
+    inside ``run()`` alone come too late to leave such a folder intact.
     """
 
     def __init__(self) -> None:
@@ -257,18 +254,21 @@ class RefuseCompletedRun(Callback):
                 raise ConfigError(problem)
             (lock := FolderLock(folder)).acquire()
             self._locks.append(lock)
-            searched = [*config_flags(OmegaConf.select(config, "hydra", default=None)),
-                        *search_path_of(OmegaConf.select(config, "hydra.overrides.hydra", default=None))]
+            earlier, searched = {}, [*config_flags(OmegaConf.select(config, "hydra", default=None)),
+                                     *search_path_of(OmegaConf.select(config, "hydra.overrides.hydra", default=None))]
             for run_dir in runs:
                 resume, task = OmegaConf.select(config, "train.resume", default=None), command_overrides(config)[0]
                 named = sweep and bool(named_resume(task or []))  # -m train.resume=<a>,<b>: not in the sweep's config
                 recorded = run_dir / ".hydra" / "overrides.yaml"
                 if sweep and OmegaConf.is_list(read_record(recorded)):  # the job's own values, not the comma lists
                     task = read_record(recorded)
-                ensure_fresh(run_dir, resume=resume, resume_from=named, steps=OmegaConf.select(config, "train.steps"),
-                             dry_run=bool(OmegaConf.select(config, "dry_run")), multirun=sweep,
-                             overrides=None if task is None else [*searched, *task])
-                keep_record(run_dir)  # the command that saved its checkpoints, before Hydra rewrites it
+                earlier[run_dir] = ensure_fresh(
+                    run_dir, resume=resume, resume_from=named, steps=OmegaConf.select(config, "train.steps"),
+                    dry_run=bool(OmegaConf.select(config, "dry_run")), multirun=sweep,
+                    overrides=None if task is None else [*searched, *task])
+            killed = [folder / job for job in job_folders(config, jobs) or []] if sweep else []  # no metrics.json
+            for run_dir in dict.fromkeys([*runs, *killed]):  # once no folder is refused; before Hydra rewrites them
+                keep_record(run_dir, earlier.get(run_dir))
         except (FileExistsError, FolderInUseError, ConfigError) as err:
             self._release()
             hint = lead = ""
