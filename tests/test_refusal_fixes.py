@@ -6,7 +6,7 @@ import pytest
 
 from faults_helpers import REPO
 from gensbi_sharding.harness.command_checks import _config_problem, command_problem
-from gensbi_sharding.harness.refusal import Refusal, fix_of, fixes_of, rephrased
+from gensbi_sharding.harness.refusal import Refusal, fix_of, fixes_of, rephrased, said
 
 
 def test_a_refusal_whose_fix_keeps_a_refused_value_names_both_fixes_in_one_message():
@@ -168,8 +168,9 @@ FLUX = ("model=flux1",)
     (["eval.observations=[11]"], "eval.observations=[1,2,3]", ", e.g. "),
     (["distributed=local", "distributed.local_processes=1", "mesh=auto"], "distributed.local_processes=2", "; set "),
     (["activation.strategy=bad"], "activation.strategy=rule", "; e.g. "),
-    (["+mseh=3"], "mesh=3", "; drop +mseh=3 and set "),
-    (["+model.dpeth=2"], "model.depth=2", "; drop +model.dpeth=2 and set "),
+    # The key + added is dropped by the fix too (was: "model.depth=2" alone, which left +model.dpeth=2 in the config)
+    (["+mseh=3"], ("~mseh=3", "mesh=3"), "; "),
+    (["+model.dpeth=2"], ("~model.dpeth=2", "model.depth=2"), "; "),
     (["rule.embed=[data,data]"], "rule.embed=data", "; list each mesh axis once: set "),
     (["rule.embed=[1]"], "rule.embed=model", "; e.g. "),
     (["rule.embed=3"], "rule.embed=data", "; e.g. "),
@@ -207,7 +208,37 @@ def test_every_check_that_offers_one_override_carries_it_as_its_fix(overrides, f
 
     problem = job_problem(compose_tiny(*overrides))
     assert problem is not None and fix_of(problem) == fix, problem
-    assert fix is None or offered + " ".join(fixes_of(fix)) in problem
+    assert fix is None or offered + said(fix) in problem
+
+
+def _typed(args, fix):
+    """``args`` as the user types them again, ``fix`` followed: a key it drops (``~key=value``) left out, the values
+    it sets in place of any override of their keys."""
+    dropped = {f[1:].split("=", 1)[0] for f in fixes_of(fix) if f.startswith("~")}
+    sets = [f for f in fixes_of(fix) if not f.startswith("~")]
+    keys = dropped | {f.split("=", 1)[0] for f in sets}
+    return [a for a in args if a.split("=", 1)[0].lstrip("+~") not in keys] + sets
+
+
+@pytest.mark.parametrize("overrides, words", [
+    (["+model.dpeth=2"], "drop +model.dpeth=2 and set model.depth=2"),
+    (["+train.stpes=5"], "drop +train.stpes=5 and set train.steps=5"),
+    # the value it keeps is refused in turn: the better one offered, the key still dropped
+    (["+model.dpeth=0"], "drop +model.dpeth=0 and set model.depth=3 (model.depth=0 is refused too: it must be >= 1)"),
+    (["mesh=dict", "+mesh.modle_axis=3"], "drop +mesh.modle_axis=3 and set mesh.model_axis=2 (mesh.model_axis=3 is "
+     "refused too: 8 devices are not divisible by model_axis=3)"),
+    (["+model.foo=1"], "drop +model.foo=1"),
+])
+def test_a_refusal_that_says_drop_a_key_and_set_another_carries_both_and_the_command_it_leads_to_runs(
+        overrides, words):
+    # Was: "drop +model.dpeth=0 and set model.depth=0" carried only model.depth=0 as its fix, so the check of the fix
+    # set it beside model.dpeth, was refused the same, and offered model.depth=0 unchecked: refused the next run.
+    from faults_helpers import compose_tiny
+    from gensbi_sharding.harness.sweep_check import job_problem
+
+    problem = job_problem(compose_tiny(*overrides))
+    assert problem.endswith(words) and fixes_of(fix_of(problem))[0] == "~" + overrides[-1][1:], problem
+    assert job_problem(compose_tiny(*_typed(overrides, fix_of(problem)))) is None
 
 
 def test_the_refusals_made_outside_validate_carry_their_fix_too():

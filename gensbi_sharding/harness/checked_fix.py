@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from gensbi_sharding.harness.refusal import Refusal, fix_of, fix_refusal, fixes_of, refused_too
+from gensbi_sharding.harness.refusal import Refusal, fix_of, fix_refusal, fixes_of, refused_too, said
 
 __all__ = ["with_checked_fix"]
 
@@ -39,12 +39,13 @@ def with_checked_fix(cfg: Any, problem: str | None, check: Callable[[Any], str |
     # a refusal of another value typed wrong beside it (data.batch_size=-8 mesh.model_axis=3: the mesh) is skipped
     if fixed is None or (then := fix_refusal(check, _applied, fixed, fixes)) is None or then == problem:
         return problem  # the same: set, it fixes nothing (its words name more: "drop +model.dpeth=2 and set ...")
-    words, better = " ".join(fixes), fixes_of(fix_of(then))
-    if {_key(fix) for fix in fixes} & {_key(fix) for fix in better} and (again := _applied(cfg, better)) is not None \
-            and fix_refusal(check, _applied, again, better) is None:
+    drops = tuple(fix for fix in fixes if fix.startswith("~"))  # dropped still, beside a better value of what it sets
+    words, better = said(tuple(fix for fix in fixes if not fix.startswith("~"))), (*drops, *fixes_of(fix_of(then)))
+    if {_key(fix) for fix in fixes} & {_key(fix) for fix in better[len(drops):]} and \
+            (again := _applied(cfg, better)) is not None and fix_refusal(check, _applied, again, better) is None:
         # the note its first fix had ("(GenSBI's default)") is not the new one's; another way out still is
         after = problem.after if " or " in problem.after else ""
-        return Refusal(problem.reason, fix_of(then), how=problem.how, after=refused_too(words, then.reason) + after)
+        return Refusal(problem.reason, better, how=problem.how, after=refused_too(words, then.reason) + after)
     return f"{problem}, though {words} is refused too: {then.removeprefix('ConfigError: ')}"
 
 
@@ -53,8 +54,8 @@ def _key(override: str) -> str:
 
 
 def _applied(cfg: Any, fixes: tuple[str, ...]) -> Any:
-    """A copy of ``cfg`` with each of ``fixes`` set; None where one is no value of the config (a group such as
-    ``mesh=auto``, a renamed or added key), which composing, not setting, would give."""
+    """A copy of ``cfg`` with each of ``fixes`` set, or dropped (``~key=value``: a key ``+`` added); None where one is
+    no value of the config (a group such as ``mesh=auto``, a renamed or added key), which composing would give."""
     import copy
 
     from omegaconf import DictConfig, OmegaConf
@@ -67,6 +68,9 @@ def _applied(cfg: Any, fixes: tuple[str, ...]) -> Any:
     fixed = copy.deepcopy(cfg)
     for o in overrides:
         held = OmegaConf.select(cfg, o.key, default=DictConfig({}), throw_on_resolution_failure=False)
+        if o.typed == f"~{o.key}" and not o.error and not isinstance(held, DictConfig):
+            fixed = _dropped(fixed, o.key)
+            continue
         if o.error or o.sweep or o.typed != o.key or "." not in o.key or isinstance(held, DictConfig):
             return None
         try:
@@ -74,3 +78,21 @@ def _applied(cfg: Any, fixes: tuple[str, ...]) -> Any:
         except Exception:  # noqa: BLE001 (a value the schema refuses: the fix's own check's to name)
             return None
     return fixed
+
+
+def _dropped(cfg: Any, key: str) -> Any:
+    """``cfg`` without ``key``; a typed section, which refuses ``del`` (as it refuses Hydra's ``~``), built again on
+    its schema from its other keys."""
+    from omegaconf import OmegaConf, open_dict
+    from omegaconf.errors import ConfigTypeError
+
+    parent, _, name = key.rpartition(".")
+    section = OmegaConf.select(cfg, parent) if parent else cfg
+    try:
+        with open_dict(section):
+            del section[name]
+    except ConfigTypeError:
+        kept = OmegaConf.masked_copy(section, [k for k in section.keys() if k != name])
+        OmegaConf.update(cfg, parent, OmegaConf.merge(OmegaConf.structured(OmegaConf.get_type(section)), kept),
+                         merge=False)
+    return cfg

@@ -273,9 +273,9 @@ def _known_fields(cfg: DictConfig) -> None:
     top = [f.name for f in dataclasses.fields(Config)]
     for key in (k for k in cfg.keys() if k not in top and k != "output_dir"):  # output_dir: run(cfg)'s folder
         near, value = closest_name(str(key), top), override_literal(OmegaConf.to_container(cfg, resolve=False)[key])
-        said, drop = f"{key} is not a setting" + (f" (did you mean {near}?)" if near else ""), f"; drop +{key}={value}"
-        require(False, Refusal(said, f"{near}={value}", how=f"{drop} and set ", after="; python launch.py --help "
-                               "lists them") if near else f"{said}{drop}; python launch.py --help lists them")
+        said, drop = f"{key} is not a setting" + (f" (did you mean {near}?)" if near else ""), f"~{key}={value}"
+        require(False, Refusal(said, (drop, f"{near}={value}") if near else drop, how="; ",
+                               after="; python launch.py --help lists them"))
     for group in top:
         section = cfg.get(group)
         schema = OmegaConf.get_type(section) if isinstance(section, DictConfig) else None
@@ -289,5 +289,5 @@ def _known_fields(cfg: DictConfig) -> None:
             require(not fixed, fixed or "")  # run(cfg) from Python: as launch.py names it (true, not True)
             said = (f"{group}.{key} is not a setting of {of}" + (f" (did you mean {group}.{near}?)" if near else "")
                     + f"; its settings: {', '.join(f for f in fields if f != 'name')}")
-            drop = f"; drop +{group}.{key}={value}"
-            require(False, Refusal(said, f"{group}.{near}={value}", how=f"{drop} and set ") if near else said + drop)
+            drop = f"~{group}.{key}={value}"  # the fix drops the key, as Hydra deletes it: a command that runs
+            require(False, Refusal(said, (drop, f"{group}.{near}={value}") if near else drop, how="; "))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["Refusal", "fix_of", "fixes_of", "fix_refusal", "refused_too", "rephrased"]
+__all__ = ["Refusal", "fix_of", "fixes_of", "said", "fix_refusal", "refused_too", "rephrased"]
 
 
 class Refusal(str):
@@ -24,8 +24,10 @@ class Refusal(str):
         What is refused and why, e.g. ``"eval.num_samples=3 must be >= 2 * eval.c2st_folds (eval.c2st_folds=2)"``.
     fix : str or tuple of str or None
         The override the message says to type instead, e.g. ``"eval.num_samples=4"``; a tuple where the fix is several
-        typed together (``("model.val_emb_dim=4", "model.id_emb_dim=4")``), checked together; None: the message offers
-        none, or a fix that is no override (an environment variable, another command), which no check can try.
+        typed together (``("model.val_emb_dim=4", "model.id_emb_dim=4")``), checked together, a key to drop as Hydra
+        deletes it (``("~model.dpeth=2", "model.depth=2")``, said "drop +model.dpeth=2 and set model.depth=2"); None:
+        the message offers none, or a fix that is no override (an environment variable, another command), which no
+        check can try.
     how : str
         The words that offer it, e.g. ``"; set "``, ``"; e.g. "``, ``"; write "``.
     after : str
@@ -44,7 +46,7 @@ class Refusal(str):
     def __new__(cls, reason: str, fix: str | tuple[str, ...] | None = None, *, how: str = "; set ", after: str = "",
                 shown: str | None = None) -> Refusal:
         fix = fix[0] if isinstance(fix, tuple) and len(fix) == 1 else fix  # one override: a str, as fix_of compares
-        words = shown if shown is not None else " ".join(fixes_of(fix))
+        words = shown if shown is not None else said(fix)
         message = super().__new__(cls, reason if fix is None else f"{reason}{how}{words}{after}")
         message.reason, message.fix, message.how, message.after, message.shown = str(reason), fix, how, after, shown
         return message
@@ -94,6 +96,26 @@ def fixes_of(fix: str | tuple[str, ...] | None) -> tuple[str, ...]:
     tuple of str
     """
     return (fix,) if isinstance(fix, str) else tuple(fix or ())
+
+
+def said(fix: str | tuple[str, ...] | None) -> str:
+    """A fix as a message offers it: its overrides as typed, space-separated; the keys it drops (``~key=value``, as
+    Hydra deletes them) first, as "drop +key=value and set ..." (was: only the set, so the command the message led to
+    still held the ``+key`` refused).
+
+    Parameters
+    ----------
+    fix : str or tuple of str or None
+        E.g. ``("~model.dpeth=2", "model.depth=2")``.
+
+    Returns
+    -------
+    str
+        E.g. ``"drop +model.dpeth=2 and set model.depth=2"``.
+    """
+    drops = [f"+{f[1:]}" for f in fixes_of(fix) if f.startswith("~")]
+    sets = " ".join(f for f in fixes_of(fix) if not f.startswith("~"))
+    return f"drop {' '.join(drops)}" + (f" and set {sets}" if sets else "") if drops else sets
 
 
 def fix_refusal(check: Any, apply: Any, fixed: Any, fixes: tuple[str, ...], tries: int = 4) -> str | None:
