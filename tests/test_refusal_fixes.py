@@ -6,7 +6,7 @@ import pytest
 
 from faults_helpers import REPO
 from gensbi_sharding.harness.command_checks import _config_problem, command_problem
-from gensbi_sharding.harness.refusal import Refusal, fix_of, fixes_of, rephrased, said
+from gensbi_sharding.harness.refusal import Refusal, fix_of, fixes_of, parts_of, rephrased, said
 
 
 def test_a_refusal_whose_fix_keeps_a_refused_value_names_both_fixes_in_one_message():
@@ -30,9 +30,10 @@ def test_a_refusal_whose_fix_keeps_a_refused_value_names_both_fixes_in_one_messa
         problem = command_problem(["experiment=quick", typed])
         assert tail in problem and problem.endswith(("e.g. train.steps=2", "python launch.py -m ... train.steps=1,2",
                                                      "did you mean model=mlp?")), problem
-    # A fix that is enough stays as it was; another override's refusal is its own.
+    # A fix that is enough stays as it was; another override's refusal is its own, on a line of its own.
     assert command_problem(["+train.steps=5"]).endswith("write train.steps=5")
-    assert command_problem(["+train.steps=5", "seed=1.5"]).endswith("write train.steps=5")
+    first, other = parts_of(command_problem(["+train.steps=5", "seed=1.5"]))
+    assert first.endswith("write train.steps=5") and other.startswith("seed=1.5: ")
 
 
 def _checks(args):
@@ -393,8 +394,9 @@ def test_a_fix_is_not_called_refused_for_a_value_it_left_as_it_was(devices):
     from gensbi_sharding.harness.sweep_check import job_problem
 
     problem = job_problem(compose_tiny("data.batch_size=-8", "mesh.model_axis=3"))
-    assert problem == "ConfigError: data.batch_size=-8 must be >= 1; e.g. data.batch_size=256", problem  # the preset's
-    assert fix_of(problem) == "data.batch_size=256"
+    first, mesh = parts_of(problem)  # each on a line of its own (was: the batch alone, the mesh said the next run)
+    assert first == "ConfigError: data.batch_size=-8 must be >= 1; e.g. data.batch_size=256", problem  # the preset's
+    assert fix_of(first) == "data.batch_size=256" and mesh.startswith("ConfigError: mesh.model_axis=3: 8 devices")
     fixed = job_problem(compose_tiny("data.batch_size=256", "mesh.model_axis=3"))  # the mesh named next, as it is
     assert fixed.startswith("ConfigError: mesh.model_axis=3: 8 devices are not divisible by model_axis=3"), fixed
 
@@ -429,3 +431,19 @@ def test_a_rule_file_labelled_with_a_builtins_name_is_refused_naming_a_label_tha
                        "the fsdp rule with rule=fsdp")
     fixed = compose_tiny(searched, "rule=mine", "rule.name=mine")
     assert registered_name_problem(fixed, {"rule": "mine"}) is None and fixed.rule.mlp == "model"
+
+
+def test_several_overrides_refused_at_once_are_one_list_whose_fixes_together_pass():
+    # Was: "+seeed=2: ... write seed=2" alone; train.steps=1.5 and data.batch_size=x were refused one run later each.
+    args = ["experiment=quick", "train.steps=1.5", "data.batch_size=x", "+seeed=2"]
+    problem = command_problem(args)
+    assert problem.splitlines() == [
+        "3 overrides are refused, each with its fix:",
+        "  +seeed=2: seeed is not a setting (did you mean seed?); its settings: seed, strict, dry_run, debug, verbose; "
+        "a run takes no other key, so write seed=2",
+        "  train.steps=1.5: train.steps takes a whole number (Value '1.5' of type 'float' could not be converted to "
+        "Integer); e.g. train.steps=2",
+        "  data.batch_size=x: data.batch_size: Value 'x' of type 'str' could not be converted to Integer; e.g. "
+        "data.batch_size=64",
+        "  all fixed together: seed=2 train.steps=2 data.batch_size=64"]
+    assert _checks(["experiment=quick", *fixes_of(fix_of(problem))]) is None  # the command it leads to runs

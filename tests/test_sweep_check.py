@@ -247,3 +247,38 @@ def test_a_refused_job_names_a_swept_float_compactly():
     message = refused_jobs_message([(0, jobs[0], "ConfigError: x"), (1, jobs[1], "ConfigError: y")], jobs)
     assert "  job 0 (train.weight_decay=1e12): ConfigError: x" in message.splitlines()
     assert "  job 1 (train.weight_decay=0.0001): ConfigError: y" in message.splitlines()
+
+
+BAD = ("train.steps=-1", "data.batch_size=0", "mesh=dict", "mesh.model_axis=3")
+
+
+def test_several_bad_values_of_a_run_are_one_list_each_with_its_fix_whose_fixes_together_pass():
+    # Was: "ConfigError: data.batch_size=0 must be >= 1; e.g. data.batch_size=256" alone; train.steps=-1 and
+    # mesh.model_axis=3 were said one run later each, once the value before them was fixed.
+    from faults_helpers import compose_tiny
+    from gensbi_sharding.harness.refusal import fix_of, fixes_of
+    from gensbi_sharding.harness.sweep_check import job_problem
+
+    problem = job_problem(compose_tiny(*BAD))
+    assert problem.splitlines() == [
+        "ConfigError: 3 settings are refused, each with its fix:",
+        "  data.batch_size=0 must be >= 1; e.g. data.batch_size=256",
+        "  train.steps=-1 must be >= 1; e.g. train.steps=3000",
+        "  " + AXIS_3.removeprefix("ConfigError: "),
+        "  all fixed together: data.batch_size=256 train.steps=3000 mesh.model_axis=2"]
+    assert fix_of(problem) == ("data.batch_size=256", "train.steps=3000", "mesh.model_axis=2")
+    assert job_problem(compose_tiny(*BAD, *fixes_of(fix_of(problem)))) is None  # the command it leads to runs
+    assert job_problem(compose_tiny("train.steps=-1")) == (  # one: as it was
+        "ConfigError: train.steps=-1 must be >= 1; e.g. train.steps=3000")
+
+
+def test_several_bad_values_of_a_sweep_are_one_refusal_listing_each_job_s_each_value():
+    # Was: each job's first refusal only, in a plain str the refusal type could not read.
+    from gensbi_sharding.harness.refusal import Refusal, parts_of
+
+    refusal = sweep_refusal("experiment=quick", *BAD, "seed=0,1")
+    lines = ["ConfigError: data.batch_size=0 must be >= 1; e.g. data.batch_size=64",
+             "ConfigError: train.steps=-1 must be >= 1; e.g. train.steps=20", AXIS_3]
+    assert isinstance(refusal, Refusal) and refusal.splitlines() == [
+        HEAD.format("2 of the 2"), *(f"  job {n} (seed={n}): {line}" for n in (0, 1) for line in lines)]
+    assert parts_of(refusal) == lines * 2

@@ -12,9 +12,42 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from gensbi_sharding.harness.refusal import Refusal, fix_of, fix_refusal, fixes_of, refused_too, said
+from gensbi_sharding.harness.refusal import Refusal, fix_of, fix_refusal, fixes_of, listed, refused_too, said
 
-__all__ = ["with_checked_fix"]
+__all__ = ["with_checked_fix", "every_refusal", "MOST_LISTED"]
+
+#: The most refusals one list names (each found with the fixes of those before it set).
+MOST_LISTED = 10
+
+
+def every_refusal(cfg: Any, check: Callable[[Any], str | None]) -> str | None:
+    """Every refusal of ``cfg``, each with its checked fix (``with_checked_fix``), as one (``refusal.listed``): the
+    next found with the fixes of those before it set (was: the first only, the next said once that was fixed). One
+    refusal is as it is; the list ends at one whose fix sets no config value (a group, an environment variable), so
+    the checks after it cannot be made.
+
+    Parameters
+    ----------
+    cfg : DictConfig
+        A job's config.
+    check : callable
+        The run's checks of a config: its first refusal, ``"ConfigError: ..."``, or None.
+
+    Returns
+    -------
+    str or None
+        E.g. ``"ConfigError: 2 settings are refused, each with its fix:\n  train.steps=-1 must be >= 1; e.g.
+        train.steps=3000\n  seed=-1 must be >= 0; e.g. seed=0\n  all fixed together: train.steps=3000 seed=0"``.
+    """
+    found, fixed = [], cfg
+    while len(found) < MOST_LISTED and (problem := with_checked_fix(fixed, check(fixed), check)) not in (None, *found):
+        found.append(problem)
+        if (fixed := _applied(fixed, fixes_of(fix_of(problem)))) is None:
+            break
+    if len(found) < 2:
+        return found[0] if found else None
+    lead = "ConfigError: " if all(p.startswith("ConfigError: ") for p in found) else ""
+    return listed(f"{lead}{len(found)} settings are refused, each with its fix:", found, lead=lead)
 
 
 def with_checked_fix(cfg: Any, problem: str | None, check: Callable[[Any], str | None]) -> str | None:
@@ -38,7 +71,7 @@ def with_checked_fix(cfg: Any, problem: str | None, check: Callable[[Any], str |
     fixed = _applied(cfg, fixes)
     # a refusal of another value typed wrong beside it (data.batch_size=-8 mesh.model_axis=3: the mesh) is skipped
     if fixed is None or (then := fix_refusal(check, _applied, fixed, fixes)) is None or then == problem:
-        return problem  # the same: set, it fixes nothing (its words name more: "drop +model.dpeth=2 and set ...")
+        return problem  # the same: set, it fixes nothing
     drops = tuple(fix for fix in fixes if fix.startswith("~"))  # dropped still, beside a better value of what it sets
     words, better = said(tuple(fix for fix in fixes if not fix.startswith("~"))), (*drops, *fixes_of(fix_of(then)))
     if {_key(fix) for fix in fixes} & {_key(fix) for fix in better[len(drops):]} and \

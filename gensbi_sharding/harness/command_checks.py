@@ -19,7 +19,7 @@ from gensbi_sharding.harness.override_grammar import CommandLine, flag_order_pro
 from gensbi_sharding.harness.override_keys import model_key_problem, unknown_key_problem
 from gensbi_sharding.harness.override_lists import list_override_problem
 from gensbi_sharding.harness.override_types import override_problem
-from gensbi_sharding.harness.refusal import fix_of, fix_refusal, fixes_of, refused_too
+from gensbi_sharding.harness.refusal import fix_of, fix_refusal, fixes_of, listed, parts_of, refused_too
 from gensbi_sharding.harness.rule_files import rule_file_problem
 from gensbi_sharding.harness.sweep_values import command_sweep_problem
 from gensbi_sharding.harness.task_fixed import task_fixed_problem
@@ -34,8 +34,10 @@ OVERRIDE_CHECKS = (config_flag_problem, flag_order_problem, grammar_problem, con
 
 
 def command_problem(args: Sequence[str] | CommandLine) -> str | None:
-    """The first refusal of ``OVERRIDE_CHECKS`` over the command line ``args``; None when every check passes. Where
-    the override it says to type instead would be refused too, its refusal follows, so one run names both fixes.
+    """The refusals of ``OVERRIDE_CHECKS`` over the command line ``args``; None when every check passes. Where the
+    override one says to type instead would be refused too, its refusal follows, so one run names both fixes. Several
+    overrides refused are listed, one a line (``refusal.listed``): each found with the fixes of those before typed in
+    their place; the list ends at one whose fix names no override to type in place of the one refused.
 
     Parameters
     ----------
@@ -47,7 +49,22 @@ def command_problem(args: Sequence[str] | CommandLine) -> str | None:
     str or None
         E.g. ``"model.width=3: model=transformer has no field width; model=mlp has it: ..."``.
     """
-    command = parse(args)
+    from gensbi_sharding.harness.checked_fix import MOST_LISTED
+
+    command, found = parse(args), []
+    while len(found) < MOST_LISTED and (problem := _checked_problem(command)) not in (None, *found):
+        found.append(problem)
+        fixes = fixes_of(fix_of(problem))
+        refused = next((o for o in command.parsed if problem.startswith((f"{o.arg}:", f"{o.arg} ", f"{o.key} "))), None)
+        if refused is None or not fixes:
+            break
+        command = parse(_with_fixes(command.args, refused.arg, fixes))
+    if len(found) < 2:
+        return found[0] if found else None
+    return listed(f"{len(found)} overrides are refused, each with its fix:", found)
+
+
+def _checked_problem(command: CommandLine) -> str | None:
     if (problem := _first_problem(command)) is None:
         return None
     rewritten = _with_rewrite_problem(command, problem)
@@ -134,4 +151,4 @@ def _config_problem(args: Sequence[str]) -> str | None:
     cfg = cfg.copy()
     with open_dict(cfg):
         cfg.pop("hydra", None)
-    return job_problem(cfg)
+    return next(iter(parts_of(job_problem(cfg))), None)  # the first: the fix is checked against one refusal at a time

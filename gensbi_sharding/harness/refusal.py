@@ -10,9 +10,10 @@ Pure Python: no JAX.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["Refusal", "fix_of", "fixes_of", "said", "fix_refusal", "refused_too", "rephrased"]
+__all__ = ["Refusal", "fix_of", "fixes_of", "said", "listed", "parts_of", "fix_refusal", "refused_too", "rephrased"]
 
 
 class Refusal(str):
@@ -116,6 +117,54 @@ def said(fix: str | tuple[str, ...] | None) -> str:
     drops = [f"+{f[1:]}" for f in fixes_of(fix) if f.startswith("~")]
     sets = " ".join(f for f in fixes_of(fix) if not f.startswith("~"))
     return f"drop {' '.join(drops)}" + (f" and set {sets}" if sets else "") if drops else sets
+
+
+def listed(head: str, problems: Sequence[str], labels: Sequence[str] = (), *, lead: str = "",
+           together: bool = True) -> Refusal:
+    """Several refusals as one: ``head``, then each problem on a line of its own (its key, value and fix), ``parts``
+    the problems; its fix, with ``together``, every problem's fix typed together, where each offers one and no two set
+    one key (was: the first refusal alone, the next said once it was fixed, or chained after it in one sentence).
+
+    Parameters
+    ----------
+    head : str
+        The first line, e.g. ``"ConfigError: 2 settings are refused, each with its fix:"``.
+    problems : sequence of str
+        The refusals, e.g. ``["ConfigError: seed=-1 must be >= 0; e.g. seed=0", ...]``.
+    labels : sequence of str
+        Said before each problem, e.g. ``"job 0 (seed=0): "``; none by default.
+    lead : str
+        Left off the start of each problem's line (said once in ``head``), e.g. ``"ConfigError: "``.
+    together : bool
+        Whether the problems' fixes are one command's (a sweep's jobs' are not: each job's values differ).
+
+    Returns
+    -------
+    Refusal
+        Its ``parts``: ``problems``.
+    """
+    fixes = [fixes_of(fix_of(problem)) for problem in problems]
+    typed = tuple(dict.fromkeys(fix for each in fixes for fix in each))
+    one_each = together and all(fixes) and len({f.split("=", 1)[0].lstrip("+~") for f in typed}) == len(typed)
+    lines = "".join(f"\n  {label}{problem.removeprefix(lead)}"
+                    for label, problem in zip([*labels] or [""] * len(problems), problems))
+    refusal = Refusal(head + lines, typed if one_each else None, how="\n  all fixed together: ")
+    refusal.parts = tuple(problems)
+    return refusal
+
+
+def parts_of(problem: str | None) -> list[str]:
+    """The refusals ``problem`` lists (``listed``), else ``[problem]``; ``[]`` for None.
+
+    Parameters
+    ----------
+    problem : str or None
+
+    Returns
+    -------
+    list of str
+    """
+    return list(getattr(problem, "parts", None) or ([problem] if problem else []))
 
 
 def fix_refusal(check: Any, apply: Any, fixed: Any, fixes: tuple[str, ...], tries: int = 4) -> str | None:

@@ -47,12 +47,11 @@ def job_problem(cfg: Any, *, in_process: bool = True) -> str | None:
     -------
     str or None
         ``"ConfigError: <the check's message, naming the value and the override that fixes it>"``, that override
-        itself checked (``checked_fix.with_checked_fix``).
+        itself checked (``checked_fix.with_checked_fix``); several, one a line (``checked_fix.every_refusal``).
     """
-    from gensbi_sharding.harness.checked_fix import with_checked_fix
+    from gensbi_sharding.harness.checked_fix import every_refusal
 
-    check = lambda cfg: _job_problem(cfg, in_process)  # noqa: E731
-    return with_checked_fix(cfg, check(cfg), check)
+    return every_refusal(cfg, lambda cfg: _job_problem(cfg, in_process))
 
 
 def _job_problem(cfg: Any, in_process: bool) -> str | None:
@@ -218,20 +217,22 @@ def refused_jobs_message(refused: Sequence[tuple[int, Sequence[str], str]], jobs
     """
     import re
 
+    from gensbi_sharding.harness.refusal import listed, parts_of
     from gensbi_sharding.harness.sweep_plan import job_configuration
     from gensbi_sharding.harness.units import compact_value
 
     wanted = [job_configuration(job) for job in jobs]
     swept = {k for k in (wanted[0] if wanted else {}) if len({w.get(k) for w in wanted}) > 1}
-    lines = []
-    for number, job, problem in refused:
+    labels, problems = [], []
+    for number, job, problem in refused:  # each refusal of a job on a line of its own, as a single run lists them
         named = [o for o in job if o.split("=", 1)[0].lstrip("+~") in swept] or list(job)
         named = [re.sub(r"\\(.)", r"\1", o) for o in named]  # as typed: Hydra escapes a swept ${...} as $\{...\}
         named = [re.sub(r"=(.*)", lambda m: "=" + compact_value(m[1]), o, count=1) for o in named]  # 1e12, not 1000000000000.0
-        lines.append(f"  job {number} ({' '.join(named)}): {problem}")
+        problems += (parts := parts_of(problem))
+        labels += [f"job {number} ({' '.join(named)}): "] * len(parts)
     count = f"{len(refused)} of the {len(jobs)} jobs" if len(jobs) > 1 else "its job"
-    return (f"this sweep's config is refused for {count}, before any job ran (nothing was written); fix or drop "
-            "the values named, then run the sweep again:\n" + "\n".join(lines))
+    return listed(f"this sweep's config is refused for {count}, before any job ran (nothing was written); fix or drop "
+                  "the values named, then run the sweep again:", problems, labels, together=False)
 
 
 def sweep_config_problem(config: Any) -> str | None:
