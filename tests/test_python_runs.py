@@ -102,9 +102,9 @@ def test_a_run_from_python_records_its_own_config_over_another_launch_s_record(t
     assert refused["error"].startswith(f"ConfigError: the checkpoint was saved with model.width={width} (this run: "
                                        "model.width=24)"), refused["error"]
     assert "launched with" not in refused["error"], refused["error"]  # the saving run typed no command
-    # The refused attempt continued nothing: the record is the run's that saved the checkpoints, as before it; the
-    # copies set aside stay (that run's config also as attempt 2's, which the refused attempt set aside).
-    assert sorted(p.name for p in record.iterdir()) == ["config.attempt1.yaml", "config.attempt2.yaml", "config.yaml",
-                                                        "hydra.attempt1.yaml", "overrides.attempt1.yaml"]
+    # The refused attempt continued nothing: the record is the run's that saved the checkpoints, as before it, and the
+    # other launch's still aside.
+    assert sorted(p.name for p in record.iterdir()) == ["config.attempt1.yaml", "config.yaml", "hydra.attempt1.yaml",
+                                                        "overrides.attempt1.yaml"]
     assert OmegaConf.load(record / "config.yaml").model.width == width
     assert {p.name: p.read_bytes() for p in record.glob("*.attempt1.yaml")} == aside

@@ -21,7 +21,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from gensbi_sharding.harness.earlier_attempts import set_aside
+from gensbi_sharding.harness.earlier_attempts import set_aside, with_aside_copies
 
 __all__ = ["keep_record", "settle_record", "saved_record", "step_folder_names", "record_python_run", "saving_record"]
 
@@ -83,14 +83,18 @@ def _copy_for_put_back(run_dir: Path) -> None:
 
 
 def settle_record(run_dir: Path, *, continued: bool) -> None:
-    """Put the kept record back unless this attempt ``continued`` the run (restored or trained); drop the copy."""
+    """Put the kept record back unless this attempt ``continued`` the run (restored or trained); drop the copy. Put
+    back, the record is as the attempt found it: the copy ``keep_record`` set aside of it, the same bytes, goes too."""
     kept = saved_record(run_dir)
     if not kept.is_dir():
         return
     if not continued:
         for name in _FILES:
             if (kept / name).is_file():
-                os.replace(kept / name, Path(run_dir) / ".hydra" / name)
+                os.replace(kept / name, record := Path(run_dir) / ".hydra" / name)
+                newest = with_aside_copies([record])[1:2]  # set aside by this attempt: past every earlier number
+                if newest and newest[0].read_bytes() == record.read_bytes():
+                    newest[0].unlink()
     shutil.rmtree(kept, ignore_errors=True)
 
 
