@@ -500,7 +500,8 @@ def _launch_record(folder, *task):
 
 def test_a_launch_into_a_folder_whose_launch_died_before_its_first_checkpoint_sets_that_record_aside(tmp_path):
     # Was: only a record of checkpoints was kept (.hydra/saved_by/, dropped once the new attempt trained); a launch
-    # killed before its first save had its command record overwritten by Hydra as the next launch started.
+    # killed before its first save had its command record overwritten by Hydra as the next launch started. Copied
+    # (Hydra writes over the record as the job starts), not moved.
     out = tmp_path / "run"
     before = _launch_record(out, "experiment=quick", "model.width=24")
     config = OmegaConf.create({"hydra": {"run": {"dir": str(out)}, "sweep": {"dir": None},
@@ -510,8 +511,11 @@ def test_a_launch_into_a_folder_whose_launch_died_before_its_first_checkpoint_se
     callback = run_folder.RefuseCompletedRun()
     callback.on_run_start(config)
     callback.on_run_end(config)
-    assert {p.name: p.read_bytes() for p in (out / ".hydra").iterdir()} == {
-        name.replace(".yaml", ".attempt1.yaml"): data for name, data in before.items()}
+    assert {p.name: p.read_bytes() for p in (out / ".hydra").iterdir()} == {  # Hydra writes over the record next
+        **before, **{name.replace(".yaml", ".attempt1.yaml"): data for name, data in before.items()}}
+    callback.on_run_start(config)  # the same record again (a launch refused later): not copied twice
+    callback.on_run_end(config)
+    assert len(list((out / ".hydra").iterdir())) == 6
 
 
 def test_a_sweep_sets_aside_the_records_of_jobs_killed_before_their_metrics_only_once_no_job_is_refused(
@@ -536,6 +540,6 @@ def test_a_sweep_sets_aside_the_records_of_jobs_killed_before_their_metrics_only
     callback = run_folder.RefuseCompletedRun()
     callback.on_multirun_start(config)
     callback.on_multirun_end(config)
-    for job, record in (("0", first), ("1", killed)):
+    for job, record in (("0", first), ("1", killed)):  # copies: a job not reached keeps its record, which a rerun reads
         assert {p.name: p.read_bytes() for p in (sweep / job / ".hydra").iterdir()} == {
-            name.replace(".yaml", ".attempt1.yaml"): data for name, data in record.items()}
+            **record, **{name.replace(".yaml", ".attempt1.yaml"): data for name, data in record.items()}}

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 from pathlib import Path
 
 __all__ = ["ATTEMPT_FILES", "set_aside", "with_aside_copies", "take_back", "plotted_after"]
@@ -37,7 +38,8 @@ def _attempt_number(folder: Path, previous: dict | None) -> int:
     return max(recorded, 1 + max((int(m["n"]) for p in folder.iterdir() if (m := _ASIDE.fullmatch(p.name))), default=0))
 
 
-def set_aside(folder: Path, previous: dict | None, names: re.Pattern = ATTEMPT_FILES) -> list[str]:
+def set_aside(folder: Path, previous: dict | None, names: re.Pattern = ATTEMPT_FILES, *,
+              copy: bool = False) -> list[str]:
     """Rename the earlier attempt's files ``names`` matches in ``folder`` to ``<stem>.attempt<N><suffix>``.
 
     Parameters
@@ -48,6 +50,9 @@ def set_aside(folder: Path, previous: dict | None, names: re.Pattern = ATTEMPT_F
         The earlier attempt's ``metrics.json``, None when it left none.
     names : re.Pattern
         The file names to set aside: ``ATTEMPT_FILES``, or ``launch_record``'s Hydra record in ``<run>/.hydra``.
+    copy : bool
+        Copy rather than rename: the files stay until the new attempt writes its own (a sweep's job not yet started
+        keeps its record, which a rerun reads); a file whose newest copy holds the same bytes is not copied again.
 
     Returns
     -------
@@ -61,9 +66,10 @@ def set_aside(folder: Path, previous: dict | None, names: re.Pattern = ATTEMPT_F
     attempt, moved = _attempt_number(folder, previous), []
     for path in earlier:
         target = path.with_name(f"{path.stem}.attempt{attempt}{path.suffix}")
-        if target.exists():  # never over another attempt's copy
+        if target.exists() or copy and (kept := with_aside_copies([path])[1:2]) and \
+                kept[0].read_bytes() == path.read_bytes():  # never over another attempt's copy, nor twice the same
             continue
-        os.replace(path, target)
+        shutil.copy2(path, target) if copy else os.replace(path, target)
         moved.append(target.name)
     return sorted(moved)
 

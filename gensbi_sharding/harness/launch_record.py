@@ -45,8 +45,8 @@ def step_folder_names(run_dir: Path) -> list[int]:
 
 
 def keep_record(run_dir: Path, previous: dict | None = None) -> None:
-    """Copy ``run_dir``'s Hydra record aside if the folder holds checkpoints, then set the record aside as
-    ``<name>.attempt<N>.yaml`` (called before Hydra writes, or ``run(cfg)`` records its config).
+    """Copy ``run_dir``'s Hydra record aside if the folder holds checkpoints, and copy the record to
+    ``<name>.attempt<N>.yaml`` (called before Hydra writes over it, or ``run(cfg)`` records its config).
 
     A copy left by an attempt killed before it settled is kept, unless that attempt saved a newer
     checkpoint (it then trained, so the record Hydra wrote for it is the truth).
@@ -59,7 +59,7 @@ def keep_record(run_dir: Path, previous: dict | None = None) -> None:
         The earlier attempt's ``metrics.json`` (numbers the copies as ``earlier_attempts.set_aside`` does).
     """
     _copy_for_put_back(Path(run_dir))
-    set_aside(Path(run_dir) / ".hydra", previous, names=_RECORD)
+    set_aside(Path(run_dir) / ".hydra", previous, names=_RECORD, copy=True)  # Hydra writes over it as the job starts
 
 
 def _copy_for_put_back(run_dir: Path) -> None:
@@ -122,7 +122,9 @@ def record_python_run(run_dir: Path, config: Any, previous: dict | None = None) 
     record = Path(run_dir) / ".hydra"
     if not record.is_dir():
         return
-    keep_record(run_dir, previous)  # hydra.yaml, overrides.yaml, the command of another launch, go aside too
+    keep_record(run_dir, previous)
+    for name in _FILES[1:]:  # hydra.yaml, overrides.yaml: the command of another launch, kept aside now
+        (record / name).unlink(missing_ok=True)
     write_atomic(record / "config.yaml", OmegaConf.to_yaml(config))  # unresolved, as Hydra writes it
 
 
