@@ -9,6 +9,8 @@ and left a sweep folder holding only multirun.yaml.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from gensbi_sharding.harness.config_checks import validate
@@ -241,6 +243,22 @@ def test_the_model_of_ones_own_primary_config_is_the_default(tmp_path):
                                                         "then sets")
     assert chosen_models(["-cd", str(tmp_path), "--config-name=plain", "model.width=3"]).models == ["mlp"]
     assert chosen_models(["-cn", "absent", "model.width=3"]) is None  # Hydra's to find (or refuse)
+
+
+def test_a_primary_config_edited_between_two_commands_is_read_as_it_is_now(tmp_path):
+    # The defaults lists are read once per file version (a command's checks look the model up about ten times):
+    # a file written again, as a user edits it between two commands of one process, is read again.
+    from gensbi_sharding.harness.model_choice import chosen_models
+
+    mine = tmp_path / "my.yaml"
+    mine.write_text("defaults:\n  - config\n  - override model: transformer\n  - _self_\n")
+    own = ["-cd", str(tmp_path), "-cn", "my", "model.width=3"]
+    assert chosen_models(own).models == ["transformer"]
+    mine.write_text("defaults:\n  - config\n  - override model: mlp  \n  - _self_\n")
+    assert chosen_models(own).models == ["mlp"]
+    mine.write_text("defaults:\n  - config\n  - override model: flux1\n  - _self_\n")  # the same size
+    os.utime(mine, ns=(mine.stat().st_atime_ns, mine.stat().st_mtime_ns + 1))
+    assert chosen_models(own).models == ["flux1"]
 
 
 @pytest.mark.parametrize("args, message", [

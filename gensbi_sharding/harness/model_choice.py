@@ -8,6 +8,7 @@ fields of the model the run would build, not every model's. Pure Python: no JAX.
 
 from __future__ import annotations
 
+import functools
 import typing
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,10 +31,23 @@ class ModelChoice(typing.NamedTuple):
     given: bool
 
 
-def _picked(path: Path, entry: str) -> str | None:
+def _picked(defaults: list, entry: str) -> str | None:
     """The option a defaults list's ``entry`` picks (``model: mlp``, ``override /model: transformer``), or None."""
-    return next((e[entry] for e in OmegaConf.load(path).get("defaults", []) if not isinstance(e, str) and entry in e),
-                None)
+    return next((e[entry] for e in defaults if not isinstance(e, str) and entry in e), None)
+
+
+def _defaults(path: Path) -> list:
+    """The defaults list of the config file ``path`` as it is now on disk.
+
+    A command's checks look the model up about ten times, each reading conf/config.yaml (~25 ms): that was over
+    half of a refused command's time. Read again whenever the file's modification time or size changes."""
+    stat = path.stat()
+    return _read_defaults(path, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=32)
+def _read_defaults(path: Path, mtime_ns: int, size: int) -> list:
+    return OmegaConf.load(path).get("defaults", [])
 
 
 def default_model(args: Sequence[str] = ()) -> str | None:
@@ -54,10 +68,11 @@ def _primary_model(name: str, folders: list[Path], depth: int) -> str | None:
     path = next((f / f"{name}.yaml" for f in folders if (f / f"{name}.yaml").is_file()), None)
     if path is None or depth == 0:
         return None
+    defaults = _defaults(path)
     for entry in ("override model", "override /model", "model", "/model"):
-        if (picked := _picked(path, entry)) is not None:
+        if (picked := _picked(defaults, entry)) is not None:
             return picked
-    included = [e for e in OmegaConf.load(path).get("defaults", []) if isinstance(e, str) and e != "_self_"]
+    included = [e for e in defaults if isinstance(e, str) and e != "_self_"]
     return next(filter(None, (_primary_model(e.lstrip("/"), folders, depth - 1) for e in included)), None)
 
 
@@ -65,7 +80,7 @@ def experiment_model(name: str) -> str | None:
     """The model ``conf/experiment/<name>.yaml`` picks (``override /model: transformer``), None if it picks none;
     "?" for an experiment not in ``conf/`` (a search path's), which may pick one."""
     path = CONF / "experiment" / f"{name}.yaml"
-    return _picked(path, "override /model") if path.is_file() else "?"
+    return _picked(_defaults(path), "override /model") if path.is_file() else "?"
 
 
 def chosen_models(args: Sequence[str] | CommandLine) -> ModelChoice | None:
