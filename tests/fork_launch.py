@@ -21,6 +21,7 @@ environment is this process's, as the commands' would be (the callers launch the
 """
 
 import ast
+import gc
 import importlib
 import json
 import os
@@ -123,6 +124,11 @@ def main(spec_path: str) -> None:
     sys.path[0] = str(script.parent)  # as `python <script>` has it (this file's folder otherwise)
     for name in [*(name for s in scripts for name in script_imports(s)), *spec.get("imports", [])]:
         importlib.import_module(name)
+    # What the imports built is moved out of the cycle collector's reach, in this process and so in every child: a
+    # child's collections (Python's last one at its exit among them) walked all of JAX's, Flax's and Hydra's objects,
+    # ~0.6 s of a refused command's 0.8 s, and wrote to every page they share with this process. The child's own
+    # objects, from the script's first line on, are collected as in `python <script>`.
+    gc.freeze()
     if spec.get("group_deadline_s") is not None:
         return _groups(script, runs, spec["group_deadline_s"])
     for i, run in enumerate(runs):

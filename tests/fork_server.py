@@ -13,6 +13,7 @@ child starts its own, with the XLA_FLAGS it was given.
     python tests/fork_server.py <script> [<module> ...]    (requests on stdin, one JSON line each; pids on stdout)
 """
 
+import gc
 import importlib
 import json
 import os
@@ -62,6 +63,7 @@ def serve(script: Path, imports: list[str]) -> None:
     sys.path[0] = str(script.parent)  # as `python <script>` has it (this file's folder otherwise)
     for name in [*script_imports(script), *imports]:
         importlib.import_module(name)
+    gc.freeze()  # the imports' objects out of each child's collections, as in fork_launch.main
     os.write(1, b"ready\n")
     children, pending, open_ = {}, b"", True
     while open_ or children:
