@@ -384,12 +384,13 @@ def test_a_fix_is_not_called_refused_for_a_value_it_left_as_it_was(devices):
     # too: mesh.model_axis=3: 8 devices are not divisible by model_axis=3": 256 is fine, the mesh was refused as typed.
     # On the command line: eval.num_samples=2.5 seed=-1 -> "e.g. eval.num_samples=2, though eval.num_samples=2 is
     # refused too: seed=-1 must be >= 0" (the seed's own fault; 2 itself refused, unsaid).
+    # (the other value is then the list's next line, its own refusal)
     for other in ("seed=-1", "mesh.model_axis=3"):
-        problem = command_problem(["experiment=quick", "eval.num_samples=2.5", other])
-        assert problem.endswith("; e.g. eval.num_samples=4 (eval.num_samples=2 is refused too: it must be >= 2 * "
-                                "eval.c2st_folds (eval.c2st_folds=2))"), problem
-    problem = command_problem(["experiment=quick", "data.batch_size=2.5", "mesh.model_axis=3"])
-    assert problem.endswith("; e.g. data.batch_size=2"), problem  # 2 runs on the mesh's fix (model_axis=4)
+        first, then = parts_of(problem := command_problem(["experiment=quick", "eval.num_samples=2.5", other]))
+        assert first.endswith("; e.g. eval.num_samples=4 (eval.num_samples=2 is refused too: it must be >= 2 * "
+                              "eval.c2st_folds (eval.c2st_folds=2))") and then.startswith(f"ConfigError: {other}"), problem
+    first, then = parts_of(problem := command_problem(["experiment=quick", "data.batch_size=2.5", "mesh.model_axis=3"]))
+    assert first.endswith("; e.g. data.batch_size=2"), problem  # 2 runs on the mesh's fix (model_axis=4)
     from faults_helpers import compose_tiny
     from gensbi_sharding.harness.sweep_check import job_problem
 
@@ -447,3 +448,18 @@ def test_several_overrides_refused_at_once_are_one_list_whose_fixes_together_pas
         "data.batch_size=64",
         "  all fixed together: seed=2 train.steps=2 data.batch_size=64"]
     assert _checks(["experiment=quick", *fixes_of(fix_of(problem))]) is None  # the command it leads to runs
+
+
+def test_an_override_refused_beside_a_value_the_run_refuses_lists_both_in_one_refusal():
+    # Was: `launch.py train.steps=1.5 seed=-1` named train.steps=1.5 alone; once fixed, seed=-1 was refused next run
+    # (the command checks' list ended where the run's own checks of the config begin)
+    problem = command_problem(["experiment=quick", "train.steps=1.5", "seed=-1"])
+    assert problem.splitlines() == [
+        "2 overrides are refused, each with its fix:",
+        "  train.steps=1.5: train.steps takes a whole number (Value '1.5' of type 'float' could not be converted to "
+        "Integer); e.g. train.steps=2",
+        "  seed=-1 must be >= 0; e.g. seed=0",
+        "  all fixed together: train.steps=2 seed=0"]
+    assert _checks(["experiment=quick", *fixes_of(fix_of(problem))]) is None  # the command it leads to runs
+    # one override refused, the config passing once it is fixed: that refusal alone, as before
+    assert command_problem(["experiment=quick", "train.steps=1.5"]).endswith("e.g. train.steps=2")

@@ -59,9 +59,13 @@ def command_problem(args: Sequence[str] | CommandLine) -> str | None:
         if refused is None or not fixes:
             break
         command = parse(_with_fixes(command.args, refused.arg, fixes))
+    else:  # the fixed command passes these checks: the run's own checks of it follow in the same list
+        # (was: train.steps=1.5 seed=-1 named seed=-1 only once train.steps was fixed)
+        found += [p for p in parts_of(found and problem is None and _config_problem(command.args, every=True))
+                  if p not in found][:MOST_LISTED - len(found)]
     if len(found) < 2:
         return found[0] if found else None
-    return listed(f"{len(found)} overrides are refused, each with its fix:", found)
+    return listed(f"{len(found)} overrides are refused, each with its fix:", found, lead="ConfigError: ")
 
 
 def _checked_problem(command: CommandLine) -> str | None:
@@ -132,9 +136,10 @@ def _retyped(args: Sequence[str], fixes: Sequence[str]) -> list[str]:
     return [*(arg for arg in args if _key(arg) not in keys), *fixes]
 
 
-def _config_problem(args: Sequence[str]) -> str | None:
+def _config_problem(args: Sequence[str], every: bool = False) -> str | None:
     """The run's refusal of the config the one-job command ``args`` composes (``sweep_check.job_problem``); None where
-    it runs, or where the command checks refuse it or it does not compose (those name their own fix)."""
+    it runs, or where the command checks refuse it or it does not compose (those name their own fix). The first of
+    several (a fix is checked against one refusal at a time), or, with ``every``, all of them as one list."""
     from omegaconf import open_dict
 
     from gensbi_sharding.harness.command_defaults import command_jobs, composed
@@ -151,4 +156,5 @@ def _config_problem(args: Sequence[str]) -> str | None:
     cfg = cfg.copy()
     with open_dict(cfg):
         cfg.pop("hydra", None)
-    return next(iter(parts_of(job_problem(cfg))), None)  # the first: the fix is checked against one refusal at a time
+    problem = job_problem(cfg)
+    return problem if every else next(iter(parts_of(problem)), None)
