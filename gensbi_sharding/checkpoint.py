@@ -269,7 +269,6 @@ def _check_against(saved: Mapping[str, Any], target: Mapping[str, Any], step_dir
                          f"differ: {listed}. {fix}")
 
 
-
 def _tops(names: Any) -> list[str]:
     """The top-level entries of a state's saved names, in order (``state/1/opt_state/...``: ``1``)."""
     return list(dict.fromkeys(n.split("/")[1] for n in names if n.startswith("state/") and n.count("/") > 1))

@@ -139,7 +139,7 @@ def _rule_name_problem(rule: Any, choice: str | None, rules: list[str]) -> str |
 def _changed_entry(rule: Any) -> str:
     """An override that changes an entry of the preset table ``rule``: one it already holds (was: rule.embed=data,
     fsdp's own value, so the suggested command was refused again as a label on an unchanged table)."""
-    for key, value in (("embed", "data"), ("mlp", "model"), ("embed", None)):
+    for key, value in (("embed", "data"), ("mlp", "model")):
         if rule.get(key) != value:
-            return f"rule.{key}={'null' if value is None else value}"
-    return "rule.heads=null"  # unreachable for a preset: embed is data or not
+            return f"rule.{key}={value}"
+    return "rule.embed=null"  # embed is data here
