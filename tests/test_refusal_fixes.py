@@ -463,3 +463,28 @@ def test_an_override_refused_beside_a_value_the_run_refuses_lists_both_in_one_re
     assert _checks(["experiment=quick", *fixes_of(fix_of(problem))]) is None  # the command it leads to runs
     # one override refused, the config passing once it is fixed: that refusal alone, as before
     assert command_problem(["experiment=quick", "train.steps=1.5"]).endswith("e.g. train.steps=2")
+
+
+def test_a_top_level_value_refused_first_does_not_hide_the_values_refused_after_it():
+    # Was: seed=-1 model.depth=0 named seed=-1 alone: its fix, seed=0, a key without a dot, was taken for a group
+    # (mesh=auto) that only composing sets, so the list ended there and model.depth=0 was refused the next run
+    from faults_helpers import compose_tiny
+    from gensbi_sharding.harness.sweep_check import job_problem
+
+    problem = job_problem(compose_tiny("model.depth=0", "seed=-1"))
+    assert problem.splitlines() == ["ConfigError: 2 settings are refused, each with its fix:",
+                                    "  seed=-1 must be >= 0; e.g. seed=0",
+                                    "  model.depth=0 must be >= 1; e.g. model.depth=3",
+                                    "  all fixed together: seed=0 model.depth=3"]
+    assert job_problem(compose_tiny("model.depth=3", "seed=0")) is None
+
+
+def test_a_renamed_key_whose_value_is_refused_next_is_fixed_together_by_that_refusals_fix():
+    # Was: +model.dpeth=0 seed=-1 listed "write model.depth=0", then "model.depth=0 must be >= 1; e.g. model.depth=3",
+    # and no fix together (two fixes set model.depth): the later, found with the earlier set, is the one to type
+    problem = command_problem(["experiment=quick", "+model.dpeth=0", "seed=-1"])
+    assert [line.split(": ")[0] for line in problem.splitlines()[1:]] == [
+        "  +model.dpeth=0", "  seed=-1 must be >= 0; e.g. seed=0", "  model.depth=0 must be >= 1; e.g. model.depth=3",
+        "  all fixed together"], problem
+    assert fixes_of(fix_of(problem)) == ("model.depth=3", "seed=0")
+    assert _checks(["experiment=quick", *fixes_of(fix_of(problem))]) is None

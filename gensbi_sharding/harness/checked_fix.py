@@ -104,7 +104,7 @@ def _applied(cfg: Any, fixes: tuple[str, ...]) -> Any:
         if o.typed == f"~{o.key}" and not o.error and not isinstance(held, DictConfig):
             fixed = _dropped(fixed, o.key)
             continue
-        if o.error or o.sweep or o.typed != o.key or "." not in o.key or isinstance(held, DictConfig):
+        if o.error or o.sweep or o.typed != o.key or isinstance(held, DictConfig):
             return None
         try:
             OmegaConf.update(fixed, o.key, o.values()[0], merge=False)

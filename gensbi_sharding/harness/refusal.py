@@ -122,8 +122,8 @@ def said(fix: str | tuple[str, ...] | None) -> str:
 def listed(head: str, problems: Sequence[str], labels: Sequence[str] = (), *, lead: str = "",
            together: bool = True) -> Refusal:
     """Several refusals as one: ``head``, then each problem on a line of its own (its key, value and fix), ``parts``
-    the problems; its fix, with ``together``, every problem's fix typed together, where each offers one and no two set
-    one key (was: the first refusal alone, the next said once it was fixed, or chained after it in one sentence).
+    the problems; its fix, with ``together``, every problem's fix typed together, where each offers one, a later fix of a
+    key in place of an earlier (was: the first refusal alone, the next said once it was fixed, or chained after it in one sentence).
 
     Parameters
     ----------
@@ -144,8 +144,10 @@ def listed(head: str, problems: Sequence[str], labels: Sequence[str] = (), *, le
         Its ``parts``: ``problems``.
     """
     fixes = [fixes_of(fix_of(problem)) for problem in problems]
-    typed = tuple(dict.fromkeys(fix for each in fixes for fix in each))
-    one_each = together and all(fixes) and len({f.split("=", 1)[0].lstrip("+~") for f in typed}) == len(typed)
+    # a later fix of one key wins: it was found with the earlier set (+model.dpeth=0: write model.depth=0; then
+    # model.depth=0 must be >= 1; e.g. model.depth=3), so the earlier is the value it refused (was: no fix together)
+    typed = tuple({f.split("=", 1)[0].lstrip("+~"): f for each in fixes for f in each}.values())
+    one_each = together and all(fixes)
     lines = "".join(f"\n  {label}{problem.removeprefix(lead)}"
                     for label, problem in zip([*labels] or [""] * len(problems), problems))
     refusal = Refusal(head + lines, typed if one_each else None, how="\n  all fixed together: ")
