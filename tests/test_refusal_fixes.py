@@ -388,7 +388,8 @@ def test_a_fix_is_not_called_refused_for_a_value_it_left_as_it_was(devices):
     for other in ("seed=-1", "mesh.model_axis=3"):
         first, then = parts_of(problem := command_problem(["experiment=quick", "eval.num_samples=2.5", other]))
         assert first.endswith("; e.g. eval.num_samples=4 (eval.num_samples=2 is refused too: it must be >= 2 * "
-                              "eval.c2st_folds (eval.c2st_folds=2))") and then.startswith(f"ConfigError: {other}"), problem
+                              "eval.c2st_folds (eval.c2st_folds=2))"), problem
+        assert then.startswith(f"ConfigError: {other}"), problem
     first, then = parts_of(problem := command_problem(["experiment=quick", "data.batch_size=2.5", "mesh.model_axis=3"]))
     assert first.endswith("; e.g. data.batch_size=2"), problem  # 2 runs on the mesh's fix (model_axis=4)
     from faults_helpers import compose_tiny

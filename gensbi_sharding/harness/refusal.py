@@ -122,8 +122,9 @@ def said(fix: str | tuple[str, ...] | None) -> str:
 def listed(head: str, problems: Sequence[str], labels: Sequence[str] = (), *, lead: str = "",
            together: bool = True) -> Refusal:
     """Several refusals as one: ``head``, then each problem on a line of its own (its key, value and fix), ``parts``
-    the problems; its fix, with ``together``, every problem's fix typed together, where each offers one, a later fix of a
-    key in place of an earlier (was: the first refusal alone, the next said once it was fixed, or chained after it in one sentence).
+    the problems; its fix, with ``together``, every problem's fix typed together, where each offers one, a later fix
+    of a key in place of an earlier (was: the first refusal alone, the next said once it was fixed, or chained after it
+    in one sentence).
 
     Parameters
     ----------
