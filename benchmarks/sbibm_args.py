@@ -70,8 +70,9 @@ def check_folder(path: Path, what: str, may_be_missing: bool = False) -> None:
 
 def check_root(root: Path) -> None:
     """``Refused`` for a ``--root`` that is or lies inside a sweep's folder (a launch.py multirun, or one (task, budget)
-    folder of another ``--root``) or lies inside another ``--root``: ``table`` over that folder, which reads every job
-    below it, would then find two jobs of one (task, budget) and refuse (was: run there, and that table refused)."""
+    folder of another ``--root``), lies inside another ``--root`` or holds one: ``table`` over that folder, which reads
+    every job below it, would then find two jobs of one (task, budget) and refuse (was: run there, and that table
+    refused)."""
     from sbibm_jobs import ASKED
 
     path = root.absolute()
@@ -86,3 +87,10 @@ def check_root(root: Path) -> None:
             raise Refused(f"--root {root} {where} {what} {above}: sbibm.py table {owner or above} counts every job "
                           "below it, so a (task, budget) run here too would be found twice, and that table refused; "
                           f"pass {fix}")
+    # and the reverse: table over this --root would count the jobs of another --root below it
+    inner = next((r.parent for r in sorted(path.rglob(ASKED)) if r.parent != path), None) if path.is_dir() else None
+    if inner is not None:
+        raise Refused(f"--root {root} holds the --root of another sbibm.py run, {inner}: sbibm.py table {root} counts "
+                      "every job below it, so a (task, budget) run here too would be found twice, and that table "
+                      f"refused; pass --root {inner}, whose jobs done are skipped, or a folder outside {root}, e.g. "
+                      f"--root {path}-sbibm")

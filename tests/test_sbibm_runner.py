@@ -228,6 +228,26 @@ def test_run_refuses_a_root_inside_another_roots_or_a_sweeps_folder_before_writi
     assert "| two_moons | 1,000 | 0.600" in (tmp_path / "table" / "sbibm_table.md").read_text()
 
 
+def test_run_refuses_a_root_holding_another_roots_folder_before_writing(sbibm, tmp_path, monkeypatch):
+    # Was: --root <parent> of an earlier --root ran its jobs there, and then "table <parent>", which reads every job
+    # below it, found two jobs of one (task, budget) and refused (only a --root inside another was refused).
+    inner = tmp_path / "results" / "first"
+    fake_job(inner / "two_moons_1000" / "job", "two_moons", 1000, scores((1, 0.6)))
+    (inner / "sbibm_asked.json").write_text('[["two_moons", 1000]]')
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    jobs = FakeJobs()
+    monkeypatch.setattr(subprocess, "Popen", jobs)
+    parent = tmp_path / "results"
+    with pytest.raises(SystemExit) as stop:
+        sbibm.main(["run", "--root", str(parent), "--tasks", "two_moons", "--budgets", "1000", "--", "mesh=none"])
+    assert stop.value.code == 2
+    assert str(stop.value) == (f"--root {parent} holds the --root of another sbibm.py run, {inner}: sbibm.py table "
+                               f"{parent} counts every job below it, so a (task, budget) run here too would be found "
+                               f"twice, and that table refused; pass --root {inner}, whose jobs done are skipped, or a "
+                               f"folder outside {parent}, e.g. --root {parent}-sbibm")
+    assert jobs.commands == [] and sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+
+
 @pytest.mark.parametrize("out", [None, "", "plots"])
 def test_table_refuses_to_write_into_a_runs_folder(sbibm, tmp_path, out):
     # Was: sbibm_results.csv, sbibm_table.md/.csv and sbibm.png written into the finished run's folder given (its
