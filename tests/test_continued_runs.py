@@ -543,3 +543,40 @@ def test_a_sweep_sets_aside_the_records_of_jobs_killed_before_their_metrics_only
     for job, record in (("0", first), ("1", killed)):  # copies: a job not reached keeps its record, which a rerun reads
         assert {p.name: p.read_bytes() for p in (sweep / job / ".hydra").iterdir()} == {
             **record, **{name.replace(".yaml", ".attempt1.yaml"): data for name, data in record.items()}}
+
+
+def test_a_sweep_job_refused_its_folder_puts_back_the_record_of_the_launch_that_saved_its_checkpoints(tmp_path):
+    # Was: a job killed after a checkpoint, before its metrics.json, rerun in a sweep without train.resume: its run()
+    # refused the folder, leaving the record Hydra wrote for the refused command as the one that saved the checkpoints
+    # (.hydra/saved_by/ and a copy of the saver's record beside it, never put back)
+    from gensbi_sharding.harness.launch_record import keep_record
+
+    job = tmp_path / "sw" / "1"
+    saver = _launch_record(job, "experiment=quick", "seed=1")
+    (job / "checkpoints" / "2").mkdir(parents=True)
+    keep_record(job)  # as the sweep's start does for a job killed before its metrics.json
+    OmegaConf.save(OmegaConf.create(["experiment=quick", "seed=1", "train.learning_rate=0.002"]),
+                   job / ".hydra" / "overrides.yaml")  # Hydra's record of the rerun job
+    folder = run_folder.RunFolder(job, compose_tiny(output_dir=job))
+    with pytest.raises(FileExistsError, match="holds the checkpoints of a run with no record"):
+        folder.claim()
+    assert {p.name: p.read_bytes() for p in (job / ".hydra").iterdir()} == saver
+
+
+def test_a_run_refused_its_folder_keeps_the_record_of_a_newer_checkpoint_over_an_older_ones_copy(tmp_path):
+    # A copy in .hydra/saved_by/ of the record of step 2's launch, left by an attempt killed after it saved step 4:
+    # refused before it copied anything, a later run drops that copy and keeps step 4's record in place (putting it
+    # back would name step 2's command as the one that saved the checkpoints)
+    from gensbi_sharding.harness.launch_record import keep_record
+
+    job = tmp_path / "run"
+    _launch_record(job, "experiment=quick", "seed=1")
+    (job / "checkpoints" / "2").mkdir(parents=True)
+    keep_record(job)  # the launch that continued step 2 ...
+    OmegaConf.save(OmegaConf.create(["experiment=quick", "seed=1", "train.resume=auto"]),
+                   job / ".hydra" / "overrides.yaml")
+    (job / "checkpoints" / "4").mkdir()  # ... saved step 4 and was killed before it settled
+    newer = {p.name: p.read_bytes() for p in (job / ".hydra").iterdir() if p.is_file()}
+    with pytest.raises(FileExistsError, match="holds the checkpoints of a run with no record"):
+        run_folder.RunFolder(job, compose_tiny(output_dir=job)).claim()
+    assert {p.name: p.read_bytes() for p in (job / ".hydra").iterdir()} == newer

@@ -84,11 +84,13 @@ def _copy_for_put_back(run_dir: Path) -> None:
 
 def settle_record(run_dir: Path, *, continued: bool) -> None:
     """Put the kept record back unless this attempt ``continued`` the run (restored or trained); drop the copy. Put
-    back, the record is as the attempt found it: the copy ``keep_record`` set aside of it, the same bytes, goes too."""
-    kept = saved_record(run_dir)
+    back, the record is as the attempt found it: the copy ``keep_record`` set aside of it, the same bytes, goes too.
+    A copy of an older checkpoint's record (left by an attempt killed after it saved a newer one, and found by an
+    attempt refused before ``keep_record``) is only dropped: the record in place is the newer one's."""
+    kept, steps = saved_record(run_dir), step_folder_names(run_dir)
     if not kept.is_dir():
         return
-    if not continued:
+    if not continued and steps and (kept / "step").is_file() and (kept / "step").read_text() == str(steps[-1]):
         for name in _FILES:
             if (kept / name).is_file():
                 os.replace(kept / name, record := Path(run_dir) / ".hydra" / name)

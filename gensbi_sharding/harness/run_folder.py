@@ -97,9 +97,8 @@ def ensure_fresh(out_dir: Path, *, resume_auto: bool = False, resume_from: bool 
                 + (" for the dry run (a dry run writes only into a fresh folder)" if dry_run else
                    train_further_hint(out_dir, (step_folder_names(out_dir) or [None])[-1], steps, overrides,
                                       multirun=multirun, stopped_early=bool(previous.get("stopped_early")))))
-        raise FileExistsError(
-            f"{metrics} already exists (status {status}): this folder holds an earlier run's outputs, "
-            f"which are never overwritten; {hint}")
+        raise FileExistsError(f"{metrics} already exists (status {status}): this folder holds an earlier run's "
+                              f"outputs, which are never overwritten; {hint}")
     if dry_run and has_checkpoints:
         raise FileExistsError(f"{checkpoints} holds a run's checkpoints; a dry run writes only into a fresh "
                               "folder: choose another hydra.run.dir for the dry run")
@@ -140,6 +139,7 @@ class RunFolder:
                 self.previous = ensure_fresh(self.out, resume=self.resume, dry_run=self.dry_run, steps=self.steps,
                                              overrides=overrides, multirun=multirun)
             except BaseException:
+                settle_record(self.out, continued=False)  # refused: a sweep job's record as its start found it
                 lock.release()
                 raise
         self._lock, self.claimed = lock, True
