@@ -12,7 +12,7 @@ from gensbi_sharding.harness.hints import override_literal
 
 
 def switched_model_fix(step_dir: Path, saved: dict[str, Any], name: str, command: list[str] | None, more: str) -> str:
-    """"the checkpoint holds model=flux1 (this run: model=mlp): add model=flux1 model.num_heads=3. "
+    """The resume's words for a checkpoint of another model: the model to choose, the sizes it leaves differing.
 
     Parameters
     ----------
@@ -27,6 +27,11 @@ def switched_model_fix(step_dir: Path, saved: dict[str, Any], name: str, command
         are left out of the composition: they set fields of this run's model, not the saved one's.
     more : str
         Other overrides the resume needs (`` data.theta_transform=support``), added to the fix.
+
+    Returns
+    -------
+    str
+        E.g. ``"the checkpoint holds model=flux1 (this run: model=mlp): add model=flux1 model.num_heads=3. "``.
     """
     from gensbi_sharding.harness.resume import FREE_MODEL_FIELDS, composed_sections, saved_model_choice
 
