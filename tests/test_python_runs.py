@@ -57,6 +57,18 @@ def test_run_cfg_from_python_returns_the_refusal_launch_py_prints(tmp_path, devi
         "eval.observations=[1]"), metrics["error"]
 
 
+def test_run_cfg_from_python_names_every_refused_value_as_launch_py_does(tmp_path, devices):
+    # Was: run(cfg) named only train.steps=-1 (its first check), seed=-1 once that was fixed, where launch.py's check of
+    # the same command listed both with the fixes together.
+    from faults_helpers import run_tiny
+
+    metrics = run_tiny(tmp_path / "run", "train.steps=-1", "seed=-1")
+    assert metrics["status"] == "error" and metrics["error"].splitlines() == [
+        "ConfigError: 2 settings are refused, each with its fix:", "  train.steps=-1 must be >= 1; e.g. train.steps=3000",
+        "  seed=-1 must be >= 0; e.g. seed=0", "  all fixed together: train.steps=3000 seed=0"], metrics["error"]
+    assert run_tiny(tmp_path / "fixed", "train.steps=3", "seed=0", "eval.enabled=false")["status"] == "ok"
+
+
 @pytest.mark.parametrize("overrides, expected", [
     (["model=flux1", "+model.guidance_embed=true"],
      "+model.guidance_embed=true: Flux1Params.guidance_embed (model=flux1) is no setting: the harness sets it to false"),

@@ -14,7 +14,7 @@ from typing import Any
 
 from gensbi_sharding.harness.refusal import Refusal, fix_of, fix_refusal, fixes_of, listed, refused_too, said
 
-__all__ = ["with_checked_fix", "every_refusal", "MOST_LISTED"]
+__all__ = ["with_checked_fix", "every_refusal", "validate_every", "MOST_LISTED"]
 
 #: The most refusals one list names (each found with the fixes of those before it set).
 MOST_LISTED = 10
@@ -48,6 +48,41 @@ def every_refusal(cfg: Any, check: Callable[[Any], str | None]) -> str | None:
         return found[0] if found else None
     lead = "ConfigError: " if all(p.startswith("ConfigError: ") for p in found) else ""
     return listed(f"{lead}{len(found)} settings are refused, each with its fix:", found, lead=lead)
+
+
+def validate_every(cfg: Any) -> None:
+    """``config_checks.validate(cfg)``, its error naming every refused value, one a line with its fix, as launch.py's
+    check of a command does (was: ``run(cfg)`` from Python named the first only, the next once that was fixed).
+
+    Parameters
+    ----------
+    cfg : DictConfig
+        The run's config.
+
+    Raises
+    ------
+    ConfigError
+        ``validate``'s own, where it refuses one value; else ``"3 settings are refused, each with its fix:\n  ...
+        \n  all fixed together: ..."`` (``every_refusal``).
+    """
+    from gensbi_sharding.harness.config import ConfigError
+    from gensbi_sharding.harness.config_checks import validate
+    from gensbi_sharding.harness.refusal import parts_of
+
+    def refusal(cfg: Any) -> str | None:
+        try:
+            validate(cfg)
+        except ConfigError as err:
+            return err.args[0] if err.args else str(err)
+        return None
+
+    try:
+        validate(cfg)
+    except ConfigError:
+        every = every_refusal(cfg, refusal)
+        if len(parts_of(every)) < 2:
+            raise  # one value: validate's words, as they were
+        raise ConfigError(every) from None
 
 
 def with_checked_fix(cfg: Any, problem: str | None, check: Callable[[Any], str | None]) -> str | None:

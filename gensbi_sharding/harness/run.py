@@ -21,7 +21,8 @@ from omegaconf import DictConfig, OmegaConf
 from gensbi_sharding.harness import (console, interrupt_hold, loss_history, outputs, run_folder, run_report,
                                      launch_record, stop_record, summary, sweep_continue, sweep_hints)
 from gensbi_sharding.harness.config import ConfigError
-from gensbi_sharding.harness.config_checks import processes_config_problem, scored_observations, validate
+from gensbi_sharding.harness.checked_fix import validate_every
+from gensbi_sharding.harness.config_checks import processes_config_problem, scored_observations
 from gensbi_sharding.harness.config_values import interpolation_problem
 from gensbi_sharding.harness.dry_run import dry_run_metrics
 from gensbi_sharding.harness.hints import overrides_named
@@ -64,7 +65,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                 folder.claim()
                 watch.check()  # a signal held since launch.py's start (signal_hold): recorded in the folder now
             if cfg.distributed.local_processes > 1 and cfg.distributed.process_id is None:
-                validate(cfg)
+                validate_every(cfg)
                 failure = run_local_job(cfg, out, metrics, watch)
             else:
                 watch_setup(cfg, watch, metrics=metrics, out=out, start=start, folder=folder)  # XLA is not waited for
@@ -125,7 +126,7 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
     # reach their one console (else each printed "[1/7]"); else one process (reset: an earlier run may have set it).
     several = dist.mode == "explicit" and dist.process_id is not None and (dist.num_processes or 0) > 1
     console.set_process(dist.process_id if several else 0, dist.num_processes if several else 1)
-    validate(cfg)
+    validate_every(cfg)
     # Accepted, yet the model (or its program) is the same without them.
     if (unused := ignored_settings(cfg.model, cfg.activation, cfg.mesh)) is not None:
         log.warning("%s", unused, extra=console.EVERY_PROCESS)
