@@ -17,8 +17,8 @@ from jax.sharding import AbstractMesh, Mesh, NamedSharding
 from gensbi_sharding.batch import batch_size_divisor
 from gensbi_sharding.nodes import check_mesh, check_node, is_array, is_array_like, is_int, named_leaves
 
-__all__ = ["bytes_per_device", "partition_specs", "MeshSummary", "VariablePlacement", "PlacementReport",
-           "describe", "summarize_mesh", "mesh_init_simulate"]
+__all__ = ["bytes_per_device", "partition_specs", "MeshSummary", "VariablePlacement", "PlacementReport", "describe",
+           "mesh_init_simulate"]
 
 
 def mesh_label(mesh: Any) -> str:
@@ -58,7 +58,7 @@ def partition_specs(node: Any) -> dict[str, str]:
 
 @dataclasses.dataclass(frozen=True)
 class MeshSummary:
-    """A mesh in numbers (``summarize_mesh``); ``str()`` is one line. ``data_parallel_size``: ``batch_size_divisor``."""
+    """A mesh in numbers (``describe``'s); ``str()`` is one line. ``data_parallel_size``: ``batch_size_divisor``."""
 
     axis_names: tuple[str, ...]
     axis_sizes: dict[str, int]
@@ -131,14 +131,6 @@ class PlacementReport:
     __str__ = table
 
 
-def summarize_mesh(mesh: Mesh) -> MeshSummary:
-    """A ``MeshSummary`` of ``mesh``: axes, devices in all and per process, data-parallel size."""
-    processes = [d.process_index for d in mesh.devices.flat]
-    return MeshSummary(axis_names=tuple(mesh.axis_names), axis_sizes=dict(mesh.shape), n_devices=len(processes),
-                       devices_per_process=processes.count(jax.process_index()),
-                       n_processes=len(set(processes)), data_parallel_size=batch_size_divisor(mesh))
-
-
 def describe(node: Any, mesh: Mesh | None, *, top: int = 5) -> PlacementReport:
     """Count, size and locate every array variable of ``node``: a ``PlacementReport``.
 
@@ -190,11 +182,13 @@ def describe(node: Any, mesh: Mesh | None, *, top: int = 5) -> PlacementReport:
     splitting = any(v.placement.startswith("P(") and not v.replicated for v in variables)
     replicated = sorted((v for v in variables if splitting and v.replicated and v.shape and v.max_device_bytes),
                         key=lambda v: (-v.nbytes, v.path))
+    processes = [d.process_index for d in mesh.devices.flat] if mesh is not None else []
     return PlacementReport(
         n_leaves=len(variables), n_scalars=sum(math.prod(v.shape) for v in variables), variables=tuple(variables),
         total_bytes=sum(v.nbytes for v in variables), bytes_per_device=dict(sorted(per_device.items())),
         largest_replicated=tuple((v.path, v.nbytes) for v in replicated[:top]),
-        mesh=summarize_mesh(mesh) if mesh is not None else None)
+        mesh=MeshSummary(tuple(mesh.axis_names), dict(mesh.shape), len(processes), processes.count(jax.process_index()),
+                         len(set(processes)), batch_size_divisor(mesh)) if mesh is not None else None)
 
 
 def mesh_init_simulate(seed: Any, x: Any, features: Any, mesh_axes: Any) -> jax.Array:
@@ -234,8 +228,7 @@ def mesh_init_simulate(seed: Any, x: Any, features: Any, mesh_axes: Any) -> jax.
 
 def _device_bytes(value: Any, every: bool = False, mesh: Mesh | None = None, path: str = "") -> dict[int, int]:
     """``{device id: bytes}`` of an array or ``jax.ShapeDtypeStruct`` by its sharding (``every``: all processes'); one
-    on an ``AbstractMesh`` (``eval_shape`` under ``jax.set_mesh``) read on ``mesh``'s
-    devices, which must have its layout."""
+    on an ``AbstractMesh`` (``eval_shape`` under ``jax.set_mesh``) read on ``mesh``'s devices, of its layout."""
     sharding = getattr(value, "sharding", None)
     if sharding is None or "host" in str(sharding.memory_kind):  # NumPy, unplaced, in host memory ("pinned_host")
         return {}
