@@ -46,11 +46,10 @@ class CheckpointWriter:
     config : mapping or None, default None
         The resolved config, JSON-serialisable, stored with every checkpoint (``saved_config`` reads it).
     async_save : bool, default True
-        Write in the background: ``save`` returns once arrays are off the devices (the state may then be
-        donated); ``close`` waits for the files. A writer still open when the script ends finishes its save then
-        (waiting at most ``exit_timeout_s``, default 300 s, an attribute) and warns that it was not closed. A save
-        that failed (in several processes: also one process 0 did not commit within ``commit_timeout_s``, default
-        30 s, an attribute read when the writer is built) is a RuntimeError at the next ``save``, ``steps``, ``close``.
+        Write in the background: ``save`` returns once arrays are off the devices (the state may then be donated);
+        ``close`` waits for the files. A writer open when the script ends finishes its save then (at most
+        ``exit_timeout_s``) and warns. A failed save (several processes: also a commit process 0 did not finish
+        within ``commit_timeout_s``) is a RuntimeError at the next ``save``, ``steps``, ``close``.
 
     Raises
     ------
@@ -71,7 +70,7 @@ class CheckpointWriter:
     """
 
     exit_timeout_s: float = 300.0  # the longest wait at the script's end for a save still under way
-    commit_timeout_s: float = 30.0  # the other processes' wait for process 0's commit (a rename)
+    commit_timeout_s: float = 30.0  # the other processes' wait for process 0's commit (a rename); read at __init__
 
     def __init__(self, directory: str | os.PathLike, *, every: int = 0, keep: int = 2,
                  config: Mapping[str, Any] | None = None, async_save: bool = True):
@@ -170,10 +169,9 @@ class CheckpointWriter:
             If ``state`` is no NNX node, state or non-empty mapping (or holds a leaf neither an array nor a number, e.g.
             a ``str``, or an abstract one: named), ``key`` no typed PRNG key, or ``info`` no mapping.
         FloatingPointError
-            If a floating-point array holds NaN or inf (an optimizer's own state may hold inf, as
-            ``optax.contrib.reduce_on_plateau``'s: ``nnx.OptState`` variables, and a plain leaf, in no variable, under
-            an ``opt_state`` key: a plain dict has no types, so there the key's name is all there is to go by, and a
-            parameter kept so may hold inf): nothing written; names the latest finite checkpoint.
+            If a floating-point array holds NaN, or inf outside optimizer state (which may, as ``reduce_on_plateau``'s:
+            ``nnx.OptState`` variables; in a plain dict, leaves under an ``opt_state`` key): nothing written; names the
+            latest finite checkpoint.
         """
         step = _checked_step(step)
         # Checked before the last step's early return: save(final, None, key) after maybe_save(final, ...) passed.
