@@ -249,10 +249,8 @@ def shard_model(node: Any, mesh: Mesh | None, rule: str = "replicated") -> None:
 
     Raises
     ------
-    ValueError, TypeError
-        ``rule`` not a key of ``RULES`` (even when ``mesh`` is None); ``node`` or ``mesh`` of another type.
-    RuntimeError
-        A variable's array deleted (donated to a jitted step): named, nothing moves.
+    ValueError, TypeError, RuntimeError
+        ``rule`` not in ``RULES`` (even when ``mesh`` is None); ``node`` or ``mesh`` of another type; else as ``place``.
     """
     if not isinstance(rule, str) or rule not in RULES:
         table = (" (a rule table, (logical axis, mesh axes) pairs or a Rule go to shard_model_by_table(node, mesh, "
