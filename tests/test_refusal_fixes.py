@@ -36,6 +36,28 @@ def test_a_refusal_whose_fix_keeps_a_refused_value_names_both_fixes_in_one_messa
     assert first.endswith("write train.steps=5") and other.startswith("seed=1.5: ")
 
 
+
+@pytest.mark.parametrize("typed, fix", [
+    ("train.stpes=1.5", "train.steps=2"),  # a misspelled key whose value, moved over, is refused too
+    ("trian.steps=1.5", "train.steps=2"),
+    ("+train.resume=true", "train.resume=auto"),  # a + on a key that exists, its value refused
+    ("+model=mlpp", "model=mlp"),  # a + on a group, its option mistyped too
+    ("model=mlpp", "model=mlp"),  # a mistyped option: "did you mean model=mlp?"
+    ("experiment=quik", "experiment=quick"),
+])
+def test_a_fix_refused_in_turn_carries_the_value_offered_so_the_list_goes_on_to_every_value_refused(typed, fix):
+    # Was: `python launch.py train.stpes=1.5 seed=-1` said "set train.steps=1.5, though train.steps=1.5 is refused
+    # too: ...; e.g. train.steps=2" in words only (no fix as data), so the list stopped there and seed=-1 was refused
+    # only on the next run; a mistyped group option ("did you mean model=mlp?") stopped it alike.
+    first, then = parts_of(problem := command_problem([typed, "seed=-1"]))
+    assert fix_of(first) == fix, problem
+    assert then == "ConfigError: seed=-1 must be >= 0; e.g. seed=0", problem
+    assert fix_of(problem) == (fix, "seed=0")
+    # the fixes together, typed, pass every check: the command line's and the run's
+    assert command_problem(list(fix_of(problem))) is None and _config_problem(list(fix_of(problem))) is None
+    assert command_problem([typed]) == first  # alone, its words as they were
+
+
 def _checks(args):
     """The refusal of ``launch.py <args>`` before training: its command-line checks, then the checks of the config it
     composes that need no started backend (``sweep_check.job_problem``: ranges, the mesh against 8 CPU devices (or

@@ -19,7 +19,7 @@ from gensbi_sharding.harness.override_grammar import CommandLine, flag_order_pro
 from gensbi_sharding.harness.override_keys import model_key_problem, unknown_key_problem
 from gensbi_sharding.harness.override_lists import list_override_problem
 from gensbi_sharding.harness.override_types import override_problem
-from gensbi_sharding.harness.refusal import fix_of, fix_refusal, fixes_of, listed, parts_of, refused_too
+from gensbi_sharding.harness.refusal import Refusal, fix_of, fix_refusal, fixes_of, listed, parts_of, refused_too
 from gensbi_sharding.harness.rule_files import rule_file_problem
 from gensbi_sharding.harness.sweep_values import command_sweep_problem
 from gensbi_sharding.harness.task_fixed import task_fixed_problem
@@ -91,7 +91,13 @@ def _with_rewrite_problem(command: CommandLine, problem: str) -> str:
     then = _first_problem(parse([fixed if arg == typo.arg else arg for arg in command.args]))
     if then is None or not then.startswith((fixed, fixed.split("=", 1)[0])):  # another override's: refused on its own
         return problem
-    return f"{problem}, though {fixed} is refused too: {then.removeprefix(f'{fixed}: ')}"
+    said = f"{problem}, though {fixed} is refused too: "
+    if _key(fixed) not in map(_key, fixes_of(fix_of(then))):  # its fix is no value of that key: words only
+        return f"{said}{then.removeprefix(f'{fixed}: ')}"
+    # the value it offers carried as the fix, so a list goes on to the next value refused (was: words only, and
+    # train.stpes=1.5 seed=-1 named seed=-1 only on the next run)
+    return Refusal(said + then.reason.removeprefix(f"{fixed}: "), then.fix, how=then.how, after=then.after,
+                   shown=then.shown)
 
 
 def _with_checked_fix(command: CommandLine, problem: str) -> str:
