@@ -58,6 +58,24 @@ def test_a_fix_refused_in_turn_carries_the_value_offered_so_the_list_goes_on_to_
     assert command_problem([typed]) == first  # alone, its words as they were
 
 
+def test_a_multiruns_fix_is_checked_against_every_job_before_the_sweep_starts():
+    # Was: `python launch.py -m +model.dpeth=0 seed=0,1` said "write model.depth=0" and stopped: no job's config was
+    # checked on the command line, so the fix typed was refused by every job as the sweep started.
+    problem = command_problem(["-m", "+model.dpeth=0", "seed=0,1"])
+    assert parts_of(problem)[1:] == ["ConfigError: model.depth=0 must be >= 1; e.g. model.depth=3"], problem
+    assert fix_of(problem) == "model.depth=3"
+    # jobs that refuse one value with fixes of their own: each said for its jobs, the fixes together pass them all
+    problem = command_problem(["-m", "+model.dpeth=0", "model=mlp,transformer", "seed=0,1"])
+    assert parts_of(problem)[1:] == ["ConfigError: for model=mlp: model.depth=0 must be >= 1; e.g. model.depth=3",
+                                     "ConfigError: for model=transformer: model.depth=0 must be >= 1; e.g. "
+                                     "model.depth=2"], problem
+    for swept in (["seed=0,1"], ["model=mlp,transformer", "seed=0,1"]):
+        fixed = ["-m", *fixes_of(fix_of(command_problem(["-m", "+model.dpeth=0", *swept]))), *swept]
+        assert command_problem(fixed) is None and _config_problem(fixed) is None, fixed
+    # a swept value's own refusal is the sweep check's, job by job: no fix here types its sweep away
+    assert parts_of(command_problem(["-m", "+model.dpeth=0", "seed=0,-1"]))[1:] == [
+        "ConfigError: model.depth=0 must be >= 1; e.g. model.depth=3"]
+
 def _checks(args):
     """The refusal of ``launch.py <args>`` before training: its command-line checks, then the checks of the config it
     composes that need no started backend (``sweep_check.job_problem``: ranges, the mesh against 8 CPU devices (or

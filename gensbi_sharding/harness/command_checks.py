@@ -19,7 +19,8 @@ from gensbi_sharding.harness.override_grammar import CommandLine, flag_order_pro
 from gensbi_sharding.harness.override_keys import model_key_problem, unknown_key_problem
 from gensbi_sharding.harness.override_lists import list_override_problem
 from gensbi_sharding.harness.override_types import override_problem
-from gensbi_sharding.harness.refusal import Refusal, fix_of, fix_refusal, fixes_of, listed, parts_of, refused_too
+from gensbi_sharding.harness.refusal import Refusal, fix_of, fix_refusal, fixes_of, listed, parts_of, refused_too, \
+    rephrased
 from gensbi_sharding.harness.rule_files import rule_file_problem
 from gensbi_sharding.harness.sweep_values import command_sweep_problem
 from gensbi_sharding.harness.task_fixed import task_fixed_problem
@@ -112,7 +113,7 @@ def _with_checked_fix(command: CommandLine, problem: str) -> str:
     refused = next((o for o in command.parsed if fixes and problem.startswith((f"{o.arg}:", f"{o.arg} "))), None)
     keys = [_key(fix) for fix in fixes]
     key = next((k for k in keys if refused is not None and f"{k}.".startswith(f"{refused.key}.")), None)
-    if refused is None or command.multirun or key is None:
+    if refused is None or refused.sweep or key is None:
         # A fix that renames the key (rul=fsdp -> rule=fsdp) leaves the value the user's: the run's checks (which
         # import JAX past the range checks) are for a value the refusal chose (eval.num_samples=2, mesh.model_axis)
         return problem
@@ -143,24 +144,49 @@ def _retyped(args: Sequence[str], fixes: Sequence[str]) -> list[str]:
 
 
 def _config_problem(args: Sequence[str], every: bool = False) -> str | None:
-    """The run's refusal of the config the one-job command ``args`` composes (``sweep_check.job_problem``); None where
-    it runs, or where the command checks refuse it or it does not compose (those name their own fix). The first of
-    several (a fix is checked against one refusal at a time), or, with ``every``, all of them as one list."""
-    from omegaconf import open_dict
+    """The run's refusal of the config the command ``args`` composes (``sweep_check.job_problem``); None where it
+    runs, or where the command checks refuse it or it does not compose (those name their own fix). The first of
+    several (a fix is checked against one refusal at a time), or, with ``every``, all of them as one list. A multirun's
+    jobs are each checked, and only refusals of values every job shares are said: a swept value's are the sweep
+    check's, job by job (was: no job checked, so ``-m +model.dpeth=0 seed=0,1`` offered model.depth=0, which every job
+    then refused as the sweep started)."""
+    from omegaconf import OmegaConf, open_dict
 
-    from gensbi_sharding.harness.command_defaults import command_jobs, composed
+    from gensbi_sharding.harness.command_defaults import MAX_JOBS, command_jobs, composed
     from gensbi_sharding.harness.sweep_check import job_problem
+    from gensbi_sharding.harness.sweep_plan import sweep_jobs
 
     command = parse(args)
-    if _first_problem(command) is not None or len(jobs := command_jobs(command) or []) != 1:
+    if _first_problem(command) is not None or not (groups := command_jobs(command) or []):
         return None
-    chosen, home, name = jobs[0]
+    if not command.multirun and len(groups) != 1:
+        return None
+    _, home, name = groups[0]
+    searched = [c for c in groups[0][0] if c.startswith("hydra.searchpath=")]
     typed = [o.arg for o in command.parsed if not o.key.startswith("hydra")]
-    cfg = composed((*(c for c in chosen if c.startswith("hydra.searchpath=")), *typed), home, name)[0]
-    if cfg is None:
-        return None
-    cfg = cfg.copy()
-    with open_dict(cfg):
-        cfg.pop("hydra", None)
-    problem = job_problem(cfg)
-    return problem if every else next(iter(parts_of(problem)), None)
+    swept = {o.key for o in command.parsed if o.sweep}
+    jobs_of: dict[str, list[list[str]]] = {}  # each refusal, and the jobs refused so
+    for job in sweep_jobs(typed)[:MAX_JOBS] if command.multirun else [typed]:
+        cfg = composed((*searched, *job), home, name)[0]
+        if cfg is None or OmegaConf.select(cfg, "hydra.sweeper.params"):  # a preset's own sweep: its jobs unknown here
+            return None
+        cfg = cfg.copy()
+        with open_dict(cfg):
+            cfg.pop("hydra", None)
+        for part in parts_of(job_problem(cfg)):
+            if not _names_any(part, swept):
+                jobs_of.setdefault(part, []).append([o for o in job if _key(o) in swept])
+    reasons = [getattr(part, "reason", part) for part in jobs_of]
+    # a value the jobs refuse with fixes of their own (model=mlp,transformer: model.depth=3, 2): each said for its jobs
+    found = [part if reasons.count(getattr(part, "reason", part)) == 1 else
+             rephrased(part, lead=f"ConfigError: for {' '.join(o for o in jobs[0] if all(o in j for j in jobs))}: ",
+                       drop="ConfigError: ") for part, jobs in jobs_of.items()]
+    if not every or len(found) < 2:
+        return next(iter(found), None)
+    return listed(f"ConfigError: {len(found)} settings are refused, each with its fix:", found, lead="ConfigError: ")
+
+
+def _names_any(problem: str, keys: set[str]) -> bool:
+    """Whether ``problem`` refuses, or its fix sets, one of ``keys`` (a sweep's swept keys)."""
+    reason = problem.reason if isinstance(problem, Refusal) else problem
+    return any(f"{key}=" in reason for key in keys) or bool(keys & set(map(_key, fixes_of(fix_of(problem)))))
