@@ -302,6 +302,38 @@ def test_a_sweep_over_runs_to_continue_rerun_as_a_whole_is_refused_naming_each_j
     assert (sweep / "multirun.yaml").read_text() == saved  # refused before Hydra writes
 
 
+def test_a_sweep_rerun_over_jobs_stopped_with_checkpoints_is_refused_before_any_job_naming_each_and_the_fix(
+        tmp_path, monkeypatch, capsys):
+    # Was: `-m experiment=quick seed=0,1,2 hydra.sweep.dir=<it>` rerun after jobs 0 and 1 were killed (checkpoints, no
+    # metrics.json) started the sweep: each such job was refused its folder inside its own run, one after another
+    # (a job before it trained first), each naming hydra.run.dir, and the sweep ended "no job metrics".
+    monkeypatch.chdir(tmp_path)
+    sweep, task = tmp_path / "sw", ["experiment=quick", "seed=0,1,2"]
+    for job in ("0", "1"):  # job 2 never started
+        (sweep / job / ".hydra").mkdir(parents=True)
+        (sweep / job / ".hydra" / "overrides.yaml").write_text(f"- experiment=quick\n- seed={job}\n")
+        save_step(sweep / job, 8)
+    config = OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep), "subdir": "${hydra.job.num}"},
+                                         "overrides": {"task": task, "hydra": []}},
+                               "train": {"resume": None, "steps": 20},
+                               "dry_run": False, "distributed": {"mode": "none", "process_id": None}})
+    with pytest.raises(SystemExit):
+        run_folder.RefuseCompletedRun().on_multirun_start(config)
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[0] == (f"[ERROR] hydra.sweep.dir={sweep}: 2 of the sweep's 3 jobs would be refused their folders, "
+                        "before any job ran (nothing was written):"), lines
+    for line, job in zip(lines[1:3], ("0", "1")):
+        assert line.startswith(f"  job {job} (seed={job}): {sweep / job / 'checkpoints'} holds the checkpoints of a "
+                               "run with no record"), line
+    assert lines[3:] == [f"  continue them all from their checkpoints: python launch.py -m experiment=quick seed=0,1,2 "
+                         f"train.resume=auto hydra.sweep.dir={sweep}, or choose another hydra.sweep.dir"]
+    assert not (sweep / "multirun.yaml").exists() and not (sweep / "2").exists()  # nothing written
+    # the command it names passes the sweep's start
+    config.train.resume = "auto"
+    config.hydra.overrides.task.append("train.resume=auto")
+    (callback := run_folder.RefuseCompletedRun()).on_multirun_start(config)
+    callback.on_multirun_end(config)
+
 @pytest.mark.parametrize("saved", ["/r1", "/r0"])
 def test_a_sweep_continuing_one_run_rerun_as_typed_takes_the_jobs_that_saved_continuing_it(
         tmp_path, monkeypatch, capsys, saved):

@@ -29,6 +29,7 @@ from gensbi_sharding.harness.python_words import in_python_words
 from gensbi_sharding.harness.resume_command import (auto_problem, folder_resume, holds_checkpoint, named_resume,
                                                     requeued_step)
 from gensbi_sharding.harness.stop_record import stopped_at_step  # noqa: F401 (its name here before it moved)
+from gensbi_sharding.harness.stopped_jobs import fresh_settings, stopped_jobs_problem
 from gensbi_sharding.harness.sweep_hints import (config_flags, hydra_job_overrides, moved_jobs_problem, search_path_of,
                                                  shared_folder_problem, train_further_hint, unfinished_jobs_hint)
 from gensbi_sharding.harness.sweep_plan import command_overrides, every_job, job_folders
@@ -256,17 +257,15 @@ class RefuseCompletedRun(Callback):
             self._locks.append(lock)
             earlier, searched = {}, [*config_flags(OmegaConf.select(config, "hydra", default=None)),
                                      *search_path_of(OmegaConf.select(config, "hydra.overrides.hydra", default=None))]
-            for run_dir in runs:
-                resume, task = OmegaConf.select(config, "train.resume", default=None), command_overrides(config)[0]
-                named = sweep and bool(named_resume(task or []))  # -m train.resume=<a>,<b>: not in the sweep's config
-                recorded = run_dir / ".hydra" / "overrides.yaml"
-                if sweep and OmegaConf.is_list(read_record(recorded)):  # the job's own values, not the comma lists
-                    task = read_record(recorded)
-                earlier[run_dir] = ensure_fresh(
-                    run_dir, resume=resume, resume_from=named, steps=OmegaConf.select(config, "train.steps"),
-                    dry_run=bool(OmegaConf.select(config, "dry_run")), multirun=sweep,
-                    overrides=None if task is None else [*searched, *task])
+            command, fresh = command_overrides(config)[0], fresh_settings(config, sweep)
+            for run_dir in runs:  # a sweep's job: its own values (its record), not the comma lists
+                job = read_record(run_dir / ".hydra" / "overrides.yaml")
+                task = job if sweep and OmegaConf.is_list(job) else command
+                earlier[run_dir] = ensure_fresh(run_dir, **fresh,
+                                                overrides=None if task is None else [*searched, *task])
             killed = [folder / job for job in job_folders(config, jobs) or []] if sweep else []  # no metrics.json
+            if sweep and (problem := stopped_jobs_problem(folder, killed, jobs, [*searched, *(command or [])], fresh)):
+                raise FileExistsError(problem)  # every job refused before the first starts (was: one by one in run())
             for run_dir in dict.fromkeys([*runs, *killed]):  # once no folder is refused; before Hydra rewrites them
                 keep_record(run_dir, earlier.get(run_dir))
         except (FileExistsError, FolderInUseError, ConfigError) as err:
