@@ -43,6 +43,11 @@ def test_a_rule_files_table_is_refused_with_the_command_lines_checks(tmp_path, t
                        "valid values: data, model or null; set rule.embed=data"),
     ("rule.embed=3", "rule.embed=3 must be a mesh axis name, a list of them, or null; e.g. rule.embed=data, or "
                      "rule.embed=null (unsplit)"),
+    # an empty value said as typed (was: "rule.embed= ... names mesh axis , which the mesh lacks")
+    ("rule.embed=''", "rule.embed='' (rule replicated+overrides) names mesh axis '', which the mesh lacks; valid "
+                      "values: data, model or null; set rule.embed=null"),
+    ("rule.embed=[data,'']", "rule.embed=[data,''] (rule replicated+overrides) names mesh axis '', which the mesh "
+                             "lacks; valid values: data, model or null; set rule.embed=[data]"),
 ])
 def test_a_rule_override_the_run_would_refuse_is_refused_before_hydra(typed, said):
     # The same tables typed on the command line: refused too only after the run's folder was made.
@@ -115,6 +120,16 @@ def test_a_refusal_names_the_value_as_the_override_that_gives_it(compose_config,
         problem = str(raised.value)
     assert named in problem and "'" not in problem.split(" is ")[0].split(" names ")[0], problem
 
+
+def test_an_empty_mesh_axis_is_said_as_typed(compose_config):
+    # Was: "activation: head_axis= names mesh axis , which the mesh lacks" (rule.embed='' alike: above)
+    from gensbi_sharding.harness.config import ConfigError
+    from gensbi_sharding.harness.config_checks import validate
+
+    with pytest.raises(ConfigError) as raised:
+        validate(compose_config("activation.head_axis=''"))
+    assert str(raised.value) == ("activation: head_axis='' names mesh axis '', which the mesh lacks (axes: data, "
+                                 "model); set activation.head_axis=null")
 
 def test_a_launcher_given_without_m_is_refused_not_ignored(tmp_path, capsys):
     # Was: python launch.py hydra/launcher=slurm ... (no -m) trained here, on the login node, with no word of SLURM:

@@ -210,7 +210,8 @@ _LITERALS = {"None": "null", "True": "true", "False": "false"}  # Python's spell
 
 
 def override_literal(value: Any) -> str:
-    """A config value as it is typed in an override: ``null``, ``true``, ``false``, a list as ``[8,0]``, else ``str``.
+    """A config value as it is typed in an override: ``null``, ``true``, ``false``, ``''``, a list as ``[8,0]``, else
+    ``str``.
 
     A list without spaces: ``model.axes_dim=[8, 0]`` pasted into a shell is two words, and Hydra refuses both.
 
@@ -226,6 +227,8 @@ def override_literal(value: Any) -> str:
     """
     if isinstance(value, (list, tuple)):
         return "[" + ",".join(override_literal(v) for v in value) + "]"
+    if value == "":  # said as typed (was: "rule.embed= ... names mesh axis , which the mesh lacks")
+        return "''"
     return _LITERALS[str(value)] if value is None or isinstance(value, bool) else str(value)
 
 

@@ -137,7 +137,7 @@ def check_table_against_mesh(name: str, table: dict[str, Any], mesh_axes: tuple[
             valid = ", ".join(mesh_axes) or "(none: no mesh)"
             require(axis in mesh_axes, Refusal(
                 f"rule.{key}={override_literal(value if isinstance(value, str) else list(value))} (rule {name}) "
-                f"names mesh axis {axis}, which the mesh lacks; valid values: {valid} or null",
+                f"names mesh axis {override_literal(axis)}, which the mesh lacks; valid values: {valid} or null",
                 f"rule.{key}={mesh_axis_fix(value, mesh_axes)}"))
 
 
@@ -224,8 +224,8 @@ def activation_axes_problem(fields: Mapping[str, Any], mesh_axes: tuple[str, ...
         lacking = [a for a in ((value,) if isinstance(value, str) else value or ()) if a not in mesh_axes]
         if lacking:
             fix = mesh_axis_fix(value, mesh_axes)
-            return Refusal(f"{key}={override_literal(value)} names mesh axis {lacking[0]}, which the mesh lacks "
-                           f"(axes: {', '.join(mesh_axes)})", f"activation.{key}={fix}",
+            return Refusal(f"{key}={override_literal(value)} names mesh axis {override_literal(lacking[0])}, which the "
+                           f"mesh lacks (axes: {', '.join(mesh_axes)})", f"activation.{key}={fix}",
                            after="" if fix == "null" else " (or null: unsplit)")
     return None
 
