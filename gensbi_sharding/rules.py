@@ -67,7 +67,6 @@ def partitioned(init, names: tuple[str | None, ...]):
     if not callable(init):  # Flax's "'int' object is not callable" came only when the layer was built
         raise TypeError(f"partitioned: init={init!r:.40} must be an initializer, e.g. nnx.initializers.lecun_normal()")
     from flax import nnx  # not at the top (TYPE_CHECKING's note)
-
     return nnx.with_partitioning(init, names, eager_sharding=False)
 
 
@@ -101,6 +100,9 @@ RULES: dict[str, tuple[tuple[str, str | None], ...]] = {
     "fsdp": tuple((name, "data" if name == "embed" else None) for name in LOGICAL_AXES),
     "tensor": tuple((name, MODEL_AXIS if name in ("mlp", "heads", "vocab") else None) for name in LOGICAL_AXES),
 }
+#: Said with an unknown rule name (was: "unknown sharding rule 'fsdp_tensor'", the harness's rule file not named).
+RULE_FILES = ("a harness rule file, conf/rule/<name>.yaml, is a rule table once its name: key is dropped, e.g. {k: v "
+              "for k, v in OmegaConf.load('conf/rule/fsdp_tensor.yaml').items() if k != 'name'}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -126,8 +128,7 @@ class Rule:
     builtin: bool = False
 
     def __post_init__(self) -> None:
-        # Checked however a Rule is made: a mistyped key would silently split nothing.
-        if not isinstance(self.table, Mapping):
+        if not isinstance(self.table, Mapping):  # checked however a Rule is made: a mistyped key would split nothing
             raise ValueError(f"Rule table={self.table!r:.60} must be a mapping of logical axis -> mesh axes, "
                              "e.g. {'embed': 'data'}")
         object.__setattr__(self, "table", {key: _plain(value) for key, value in self.table.items()})
@@ -145,8 +146,7 @@ class Rule:
 
     @property
     def label(self) -> str:
-        """The rule as messages name it: ``"rule 'fsdp'"`` (a built-in or named table), ``"... with an edited table"``,
-        or ``"custom rule table"``."""
+        """How messages name it: ``"rule 'fsdp'"`` (built-in, named), ``"... with an edited table"``, or custom."""
         if self.builtin or (self.name != "custom" and self.name not in RULES):
             return f"rule {self.name!r}"  # a user who chose rule=fsdp_tensor looks for that name
         # rule=fsdp rule.embed=model: not what "fsdp" means
@@ -185,7 +185,7 @@ def resolve_rule(rule: str | RuleTable | Rule) -> Rule:
         if rule in RULES:
             return Rule(rule, dict(RULES[rule]), builtin=True)
         raise ValueError(f"unknown sharding rule {rule!r}; choose one of {tuple(RULES)} or pass a rule "
-                         "table (logical axis -> mesh axis or None)")
+                         f"table (logical axis -> mesh axis or None); {RULE_FILES}")
     raise ValueError(f"rule must be a name in {tuple(RULES)}, a rule table mapping or (logical axis, mesh axes) "
                      f"pairs, got {rule!r:.120}; e.g. {{'embed': 'data'}} or RULES['fsdp']")
 
@@ -205,11 +205,11 @@ def check_table(table: Mapping) -> None:
     ``()``: declared unsplit) and each value None, a mesh axis name or a list naming each mesh axis once."""
     for key, value in table.items():
         names = [] if value is None else list(value) if _is_sequence(value) else [value]
-        # Another name (a stacked-layer axis) may be declared unsplit: only a split needs the vocabulary.
         if key not in LOGICAL_AXES and (names or not isinstance(key, str)):
             other = (f"a key is a logical axis name, a str: got {type(key).__name__}" if not isinstance(key, str) else
                      f"{key!r} names a rule: this is a table of rules (RULES itself?); pass one rule, e.g. {key!r} "
                      f"or RULES[{key!r}]" if key in RULES else  # {'replicated': None} below would fix nothing
+                     "'name' names a harness rule file's table (conf/rule/*.yaml): drop it" if key == "name" else
                      f"annotations name logical axes, which a rule maps onto mesh axes: annotate with one mapped onto "
                      f"{key!r} ({_onto(table, key)})" if key in names else  # {'model': 'model'}: Flax's guide's names
                      f"another name, e.g. a stacked-layer axis, can only be left unsplit: {{{key!r}: None}}")

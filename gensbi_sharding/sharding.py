@@ -21,7 +21,7 @@ from gensbi_sharding.nodes import (abstract_state, array_leaves, array_variables
                                    check_plan_fits, is_array, is_array_like, is_int, is_node, listing, named_leaves,
                                    non_node_part, shape_of, value_of)
 from gensbi_sharding.rules import (RULES, ExperimentalRuleWarning, Rule, RuleTable, ShardingFallbackWarning,
-                                   logical_axes_of, partition_spec_for, resolve_rule)
+                                   RULE_FILES, logical_axes_of, partition_spec_for, resolve_rule)
 
 __all__ = ["Plan", "plan_shardings", "place", "shard_model", "shard_model_by_table", "sharding_of"]
 
@@ -253,8 +253,8 @@ def shard_model(node: Any, mesh: Mesh | None, rule: str = "replicated") -> None:
         ``rule`` not in ``RULES`` (even when ``mesh`` is None); ``node`` or ``mesh`` of another type; else as ``place``.
     """
     if not isinstance(rule, str) or rule not in RULES:
-        table = (" (a rule table, (logical axis, mesh axes) pairs or a Rule go to shard_model_by_table(node, mesh, "
-                 "rule))") if isinstance(rule, (Mapping, list, tuple, Rule)) else ""
+        table = (" (a rule table, (logical axis, mesh axes) pairs or a Rule go to shard_model_by_table(node, mesh, rule))"
+                 if isinstance(rule, (Mapping, list, tuple, Rule)) else f"; {RULE_FILES}, for shard_model_by_table")
         raise ValueError(f"unknown sharding rule {rule!r}; choose one of {tuple(RULES)}{table}")
     _plan_warn_place(node, mesh, rule)
 

@@ -223,3 +223,27 @@ def test_a_rule_file_written_as_a_list_is_named_with_the_fix(tmp_path):
         f"{tmp_path / 'rule' / 'my_rule.yaml'} holds a list (its lines start with '- '), and a config file is a "
         "mapping: write each setting as key: value, without the '- '")
     assert command_problem([searched, "rule=tensor"]) is None
+
+
+def test_an_unknown_rule_name_names_the_harness_rule_file_as_a_table_and_a_kept_name_key_is_said_to_be_dropped():
+    # Was: plan_shardings(model, mesh, "fsdp_tensor") said "unknown sharding rule" alone, though the harness holds
+    # conf/rule/fsdp_tensor.yaml; that file's table, its name: key kept, was told to write {'name': None}.
+    from omegaconf import OmegaConf
+
+    import gensbi_sharding as gs
+
+    model, mesh = make_mlp(dim_theta=2, dim_x=3, rngs=nnx.Rngs(0), width=16, depth=1), make_mesh(model_axis=2)
+    example = "{k: v for k, v in OmegaConf.load('conf/rule/fsdp_tensor.yaml').items() if k != 'name'}"
+    for refused in (lambda: gs.plan_shardings(model, mesh, "fsdp_tensor"), lambda: gs.shard_model(model, mesh,
+                                                                                                   "fsdp_tensor")):
+        with pytest.raises(ValueError, match="unknown sharding rule 'fsdp_tensor'") as err:
+            refused()
+        assert f"a harness rule file, conf/rule/<name>.yaml, is a rule table once its name: key is dropped, e.g. " \
+               f"{example}" in str(err.value), err.value
+    file = OmegaConf.load(CONF / "rule" / "fsdp_tensor.yaml")
+    with pytest.raises(ValueError) as err:
+        gs.plan_shardings(model, mesh, dict(file))
+    assert str(err.value).endswith("('name' names a harness rule file's table (conf/rule/*.yaml): drop it)")
+    assert "{'name': None}" not in str(err.value)
+    table = {k: v for k, v in file.items() if k != "name"}  # the example, as said, places
+    assert gs.plan_shardings(model, mesh, table).specs
