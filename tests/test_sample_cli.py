@@ -191,3 +191,24 @@ def test_sample_py_refuses_an_output_folder_it_cannot_write_before_sampling(tmp_
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
         f"sample.py: error: {which}: cannot write in {tmp_path} (Read-only file system); pass --out <a file in a folder "
         "you can write to>.npz")
+
+
+def test_sample_py_refuses_every_argument_at_once(tmp_path, capsys):
+    # Was: one refusal a run: `sample.py <no folder> <no file> --seed -1 --ode-steps 0` named the run folder only, and
+    # the observation, then each count, were refused on the runs after it was fixed.
+    from gensbi_sharding.harness.own_observation import main
+
+    run, x_o = tmp_path / "nope", tmp_path / "nope.npy"
+    assert main([str(run), str(x_o), "--seed", "-1", "--ode-steps", "0"]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[0] == "[ERROR] sample.py: 4 arguments are refused:", lines
+    assert lines[1].startswith(f"  run folder '{run}' does not exist"), lines
+    assert lines[2].startswith(f"  observation file '{x_o}' does not exist"), lines
+    assert lines[3:] == ["  --seed -1 must be an integer >= 0 and <= 9,223,372,036,854,775,807 (the .npz stores it as "
+                         "a 64-bit integer)", "  --ode-steps 0 must be an integer >= 1 and <= 2,147,483,647 (as a "
+                         "run's eval.ode_steps)"]
+    assert main([str(run), str(x_o)]) == 2  # two: the same list
+    assert capsys.readouterr().err.startswith("[ERROR] sample.py: 2 arguments are refused:\n  run folder ")
+    np.save(x_o, np.zeros(2))
+    assert main([str(run), str(x_o)]) == 2  # one: its own words, as before
+    assert capsys.readouterr().err.startswith(f"[ERROR] run folder '{run}' does not exist")

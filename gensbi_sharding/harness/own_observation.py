@@ -17,26 +17,19 @@ from typing import Any
 
 import numpy as np
 
-from gensbi_sharding.harness.config_values import INT32_MAX
 from gensbi_sharding.harness.sampled_checkpoint import (DamagedCheckpoint, arrays_read, for_sampler, saved_items,
                                                          training_run)
 from gensbi_sharding.harness.observation_input import check_observation, far_from_training, load_observation
 from gensbi_sharding.harness.override_grammar import hydra_override
 from gensbi_sharding.harness.runs_below import runs_note
-from gensbi_sharding.harness.sample_output import NumberParser, at_least, out_path, output_problem
+from gensbi_sharding.harness.sample_output import (NumberParser, at_least, count_problems, named, out_path,
+                                                   output_problem, tried)
 from gensbi_sharding.harness.simulation_data import NORMALIZATION
 
 __all__ = ["sample_posterior", "load_observation", "main"]
 
 log = logging.getLogger("gensbi_sharding")
 RETRIES = 3  # newest checkpoints picked again after one was deleted while read (a run still training)
-SEED_MAX = 2**63 - 1  # saved in the .npz as int64: beyond it numpy writes an object array np.load refuses
-BOUNDS = {"seed": " (the .npz stores it as a 64-bit integer)", "ode_steps": " (as a run's eval.ode_steps)"}
-
-
-def _named(what: str, value: Any, flags: bool) -> str:
-    """``num_samples=0`` (the keyword), or ``--num-samples 0`` (``sample.py``'s flag: what its user typed)."""
-    return f"--{what.replace('_', '-')} {value}" if flags else f"{what}={value!r}"
 
 
 def _run_checkpoint(run_dir: Any, flags: bool = False, x_o: Any = None) -> tuple[Path, dict, dict]:
@@ -93,30 +86,36 @@ def _request(run_dir: Any, x_o: Any, num_samples: Any, seed: Any, ode_steps: Any
     from omegaconf import OmegaConf
     from gensbi_sharding.harness.devices import check_platform
     from gensbi_sharding.harness.memory_check import check_draw_fits
+    from gensbi_sharding.harness.refusal import listed
     from gensbi_sharding.harness.tasks import TASKS
 
     check_platform(None, started=False)  # first: the checkpoint's reader starts JAX (was: a bare AssertionError)
-    source = x_o if isinstance(x_o, (str, os.PathLike)) else None
-    found = _run_checkpoint(run_dir, flags, source) if flags else None
-    x_o = load_observation(x_o)
-    step_dir, saved, info = found or _run_checkpoint(run_dir, flags, source)
-    statistics, cfg = info[NORMALIZATION], OmegaConf.create(saved)
-    if cfg.data.name not in TASKS:
+    source, refused = x_o if isinstance(x_o, (str, os.PathLike)) else None, []
+    # each argument checked whatever another's refusal, all refused at once (was: one a run, the next once fixed)
+    found = tried(refused, _run_checkpoint, run_dir, flags, source) if flags else None
+    x_o = tried(refused, load_observation, x_o)
+    found = found if flags else tried(refused, _run_checkpoint, run_dir, flags, source)
+    step_dir, saved, info = found or (None, None, None)
+    cfg = None if found is None else OmegaConf.create(saved)
+    if cfg is not None and cfg.data.name not in TASKS:
         raise ValueError(f"the run in {step_dir} trained on data={cfg.data.name}, which is no sbibm task: its "
                          f"prior (support, bijection) is unknown here; sampling supports {', '.join(TASKS)}")
-    x_o = check_observation(x_o, dim_x=len(statistics["x_mean"]), x_transform=cfg.data.x_transform,
-                            task=cfg.data.name, source=source)
-    num_samples = cfg.eval.num_samples if num_samples is None else num_samples
-    seed = cfg.seed if seed is None else seed
-    ode_steps = cfg.eval.ode_steps if ode_steps is None else ode_steps
-    for what, value, minimum, maximum in (("num_samples", num_samples, 1, None), ("seed", seed, 0, SEED_MAX),
-                                          ("ode_steps", ode_steps, 1, INT32_MAX)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum or (
-                maximum is not None and value > maximum):
-            raise ValueError(f"{_named(what, value, flags)} must be an integer >= {minimum}"
-                             + (f" and <= {maximum:,}{BOUNDS[what]}" if maximum is not None else ""))
-    check_draw_fits(int(num_samples), len(statistics["theta_mean"]) + len(statistics["x_mean"]),
-                    setting=_named("num_samples", num_samples, True) if flags else None)
+    if cfg is not None and x_o is not None:
+        x_o = tried(refused, lambda: check_observation(x_o, dim_x=len(info[NORMALIZATION]["x_mean"]),
+                                                        x_transform=cfg.data.x_transform, task=cfg.data.name,
+                                                        source=source))
+    if cfg is not None:  # the run's own where not given
+        num_samples = cfg.eval.num_samples if num_samples is None else num_samples
+        seed = cfg.seed if seed is None else seed
+        ode_steps = cfg.eval.ode_steps if ode_steps is None else ode_steps
+    refused += map(ValueError, count_problems(dict(num_samples=num_samples, seed=seed, ode_steps=ode_steps), flags))
+    if len(refused) == 1:
+        raise refused[0]
+    if refused:  # FileNotFoundError where each is one, as for one
+        kind = ValueError if any(isinstance(err, ValueError) for err in refused) else FileNotFoundError
+        raise kind(listed(f"{'sample.py: ' * flags}{len(refused)} arguments are refused:", list(map(str, refused))))
+    check_draw_fits(int(num_samples), len(info[NORMALIZATION]["theta_mean"]) + len(info[NORMALIZATION]["x_mean"]),
+                    setting=named("num_samples", num_samples, True) if flags else None)
     return step_dir, saved, info, cfg, x_o, num_samples, seed, ode_steps
 
 

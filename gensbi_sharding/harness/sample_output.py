@@ -8,14 +8,20 @@ from __future__ import annotations
 
 import argparse
 import math
+import numbers
 import os
 import shutil
 import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-__all__ = ["out_path", "output_problem", "whole_number", "at_least", "NumberParser"]
+__all__ = ["out_path", "output_problem", "whole_number", "at_least", "NumberParser", "named", "count_problems",
+           "tried"]
+
+SEED_MAX = 2**63 - 1  # saved in the .npz as int64: beyond it numpy writes an object array np.load refuses
+BOUNDS = {"seed": " (the .npz stores it as a 64-bit integer)", "ode_steps": " (as a run's eval.ode_steps)"}
 
 
 def whole_number(text: str, *, noun: str = "a whole number", example: int = 10000, minimum: int | None = None) -> int:
@@ -178,4 +184,38 @@ def output_problem(out: Path, given: str | None, size: int = 0) -> str | None:
         which = f"--out {out}" if given else f"the default output {out} (beside the observation file)"
         return (f"{which}: its disk has {free:,} bytes free, and the samples take {size:,}; free space there, or "
                 "pass --out <a file on a disk with room>.npz (or fewer --num-samples)")
+    return None
+
+
+def named(what: str, value: Any, flags: bool) -> str:
+    """``num_samples=0`` (the keyword), or ``--num-samples 0`` (``sample.py``'s flag: what its user typed)."""
+    return f"--{what.replace('_', '-')} {value}" if flags else f"{what}={value!r}"
+
+
+def count_problems(counts: dict[str, Any], flags: bool) -> list[str]:
+    """The refusal of each of ``counts`` (``num_samples``, ``seed``, ``ode_steps``: None, not given, is passed) out of
+    its range; ``flags``: said as ``sample.py``'s options."""
+    from gensbi_sharding.harness.config_values import INT32_MAX
+
+    ranges = {"num_samples": (1, None), "seed": (0, SEED_MAX), "ode_steps": (1, INT32_MAX)}
+    return [f"{named(what, value, flags)} must be an integer >= {low}"
+            + (f" and <= {high:,}{BOUNDS[what]}" if high is not None else "")
+            for what, value in counts.items() if value is not None
+            for low, high in [ranges[what]]
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low
+            or (high is not None and value > high)]
+
+
+def tried(refused: list, check: Callable[..., Any], *args: Any) -> Any:
+    """``check(*args)``; or None, its refusal of an argument (``FileNotFoundError``, ``ValueError``) appended to
+    ``refused``, so that every argument is checked and all refused are said at once. A damaged checkpoint
+    (``sampled_checkpoint.DamagedCheckpoint``) is raised: no argument was mistyped."""
+    from gensbi_sharding.harness.sampled_checkpoint import DamagedCheckpoint
+
+    try:
+        return check(*args)
+    except (FileNotFoundError, ValueError) as err:
+        if isinstance(err, DamagedCheckpoint):
+            raise
+        refused.append(err)
     return None
