@@ -137,8 +137,12 @@ def one_of(choices: tuple, kind: Callable[[str], object] = str, *, argument: str
             value = None
         if value is None and kind is int and _float(text) in choices:  # --budgets 1e3: named as the
             integer(text)  # whole number to write (was: "not one of 1000, ...")
-        if value not in choices:
-            raise argparse.ArgumentTypeError(f"{text!r} is not one of {', '.join(map(str, choices))}")
+        if value not in choices:  # the nearest named, as launch.py names a mistyped data= (was: the list alone)
+            from gensbi_sharding.harness.hints import closest_name
+
+            near = closest_name(text, [str(c) for c in choices]) if kind is str else None
+            raise argparse.ArgumentTypeError(f"{text!r} is not one of {', '.join(map(str, choices))}"
+                                             + (f"; did you mean {near}?" if near else ""))
         return value
 
     parse.__name__ = argument.lstrip("-")

@@ -1036,6 +1036,9 @@ def test_gensbi_scale_table_names_a_failed_dry_run_job_by_its_overrides(tmp_path
                                                  "of --tasks: put overrides after --, e.g. --tasks ... -- train.steps=20"),
     (["--budgets", "1000", "train.steps=20"], "argument --budgets: 'train.steps=20' is an override"),
     (["--tasks", "two_mons"], "argument --tasks: 'two_mons' is not one of two_moons, gaussian_linear,"),
+    # the nearest task named, as launch.py names a mistyped data= (was: the list alone)
+    (["--tasks", "slpc", "two_moons"], "'slpc' is not one of two_moons, gaussian_linear, gaussian_linear_uniform, "
+                                       "gaussian_mixture, slcp, sir, lotka_volterra, bernoulli_glm; did you mean slcp?"),
     (["--budgets", "500"], "argument --budgets: '500' is not one of 1000, 10000, 100000"),
 ])
 def test_sbibm_run_names_an_override_typed_before_the_double_dash(sbibm, tmp_path, capsys, argv, message):
