@@ -681,3 +681,29 @@ def test_processes_killed_at_a_second_ctrl_c_say_nothing_on_the_console(tmp_path
     assert all(child.poll() is not None for child in started)
     assert "coordinator gone" not in capfd.readouterr().err
     assert "F fatal: coordinator gone" in (tmp_path / "process_1.log").read_text()
+
+
+@pytest.mark.parametrize("typed", ["distributed.process_id=0", "distributed.coordinator_address=10.0.0.1:1234",
+                                   "distributed.num_processes=4"])
+def test_a_setting_distributed_local_gives_its_processes_typed_on_its_command_is_refused_naming_it(typed, monkeypatch):
+    # Was: distributed=local distributed.process_id=0 ran as one of its processes, a child's, and was refused after
+    # its folder was made ("distributed.mode=explicit needs distributed.coordinator_address"); an address or a count
+    # typed was dropped without a word (the parent gives each process its own).
+    from faults_helpers import compose_tiny
+    from gensbi_sharding.harness.command_checks import _config_problem
+    from gensbi_sharding.harness.config import ConfigError
+    from gensbi_sharding.harness.config_checks import validate
+
+    monkeypatch.delenv("GENSBI_SHARDING_PARENT_FD", raising=False)
+    key, value = typed.split("=")
+    # the run's checks, which launch.py makes before Hydra makes the run's folder
+    assert _config_problem(["experiment=quick", "distributed=local", typed]) == (
+        f"ConfigError: {key}={value}: distributed=local gives each process it starts its own process_id, "
+        f"coordinator_address and num_processes; set {key}=null")
+    # one of its processes, which its parent gives them to, runs
+    monkeypatch.setenv("GENSBI_SHARDING_PARENT_FD", "3")
+    cfg = compose_tiny("distributed=local", typed)
+    try:
+        validate(cfg)
+    except ConfigError as err:
+        assert "distributed=local gives each process" not in str(err), err

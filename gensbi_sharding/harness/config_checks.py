@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import re
 
 from omegaconf import DictConfig, OmegaConf
@@ -250,6 +251,12 @@ def _validate(cfg: DictConfig) -> None:
             Refusal("distributed=local with distributed.local_processes=1 starts no processes",
                     "distributed.local_processes=2", after=" (or more), or distributed=none for one process "
                     "(distributed.mode=explicit: give distributed.coordinator_address, num_processes and process_id)"))
+    # distributed=local numbers and connects its processes (local_cluster drops these); its children hold the env
+    typed = [k for k in ("process_id", "coordinator_address", "num_processes") if cfg.distributed[k] is not None]
+    if typed and cfg.distributed.local_processes > 1 and not os.environ.get("GENSBI_SHARDING_PARENT_FD"):
+        require(False, Refusal(f"distributed.{typed[0]}={override_literal(cfg.distributed[typed[0]])}: distributed="
+                               "local gives each process it starts its own process_id, coordinator_address and "
+                               "num_processes", f"distributed.{typed[0]}=null"))
     name, table = rule_table(cfg.rule)
     activation = OmegaConf.to_container(cfg.activation)
     try:  # keys and strategy
