@@ -166,7 +166,11 @@ def _config_problem(args: Sequence[str], every: bool = False) -> str | None:
     typed = [o.arg for o in command.parsed if not o.key.startswith("hydra")]
     swept = {o.key for o in command.parsed if o.sweep}
     jobs_of: dict[str, list[list[str]]] = {}  # each refusal, and the jobs refused so
-    for job in sweep_jobs(typed)[:MAX_JOBS] if command.multirun else [typed]:
+    try:
+        expanded = sweep_jobs(typed)[:MAX_JOBS] if command.multirun else [typed]
+    except Exception:  # noqa: BLE001 (a sweep Hydra's sweeper cannot expand: the sweep check's to name)
+        return None
+    for job in expanded:
         cfg = composed((*searched, *job), home, name)[0]
         if cfg is None or OmegaConf.select(cfg, "hydra.sweeper.params"):  # a preset's own sweep: its jobs unknown here
             return None
