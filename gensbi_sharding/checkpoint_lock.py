@@ -22,6 +22,7 @@ import inspect
 import logging
 import os
 import sys
+import tempfile
 import threading
 import time
 import warnings
@@ -50,7 +51,13 @@ def lock_directory(directory: Path) -> Lock:
     without locks (some network mounts: unguarded); ``RuntimeError`` if another writer holds it (here or elsewhere)."""
     if jax.process_index() != 0:
         return None
-    directory.mkdir(parents=True, exist_ok=True)
+    try:  # was: mkdir's bare "[Errno 1] Operation not permitted", or a read-only folder taken and its first save,
+        directory.mkdir(parents=True, exist_ok=True)  # after all the training before it, failed
+        os.rmdir(tempfile.mkdtemp(prefix=".write-probe-", dir=directory))
+    except OSError as err:
+        where = Path(err.filename).parent if err.filename else directory
+        raise type(err)(f"checkpoint directory {directory}: cannot write in {where} ({err.strerror or err}); pass a "
+                        "folder you can write to (check its permissions, or a read-only mount)") from None
     fd = os.open(directory, os.O_RDONLY)
     identity = (os.fstat(fd).st_dev, os.fstat(fd).st_ino)
     try:

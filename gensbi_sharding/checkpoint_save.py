@@ -56,8 +56,8 @@ class CheckpointWriter:
     ValueError
         If ``every`` < 0 or ``keep`` < 1 (or either is not an integer), ``config`` is not JSON data (as ``info``), or
         ``directory`` is ``""``.
-    NotADirectoryError
-        If ``directory`` is a file, or under one.
+    NotADirectoryError, OSError
+        If ``directory`` is a file, or under one; cannot be created or written in (e.g. ``PermissionError``).
     FileNotFoundError
         If ``directory`` is a symbolic link to nothing.
     RuntimeError

@@ -1,5 +1,9 @@
 """Modules, fixtures and helpers shared by the library's input tests (test_*_inputs.py, test_argument_types.py)."""
 
+import os
+import tempfile
+from pathlib import Path
+
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -71,3 +75,22 @@ class Counted(nnx.Module):
         self.flag = nnx.Variable(True)
         self.stats = nnx.Variable({"n": 2**40, "mean": jnp.ones((8,))})
         self.w = nnx.Param(jnp.ones((8, 4)), **gs.axes("embed", None))
+
+
+@pytest.fixture
+def unwritable(tmp_path):
+    """(an existing folder nothing can be created in, the reason): a 0o555 folder, or, for root, who ignores mode
+    bits, /sys (read-only for every user on Linux); skipped where neither refuses a new entry."""
+    folder = tmp_path / "readonly"
+    folder.mkdir()
+    folder.chmod(0o555)
+    try:
+        for candidate in (folder, Path("/sys")):
+            try:
+                os.rmdir(tempfile.mkdtemp(dir=candidate))
+            except OSError as err:
+                yield candidate, err.strerror
+                return
+        pytest.skip("no folder here refuses a new entry")
+    finally:
+        folder.chmod(0o755)

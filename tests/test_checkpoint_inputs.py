@@ -16,7 +16,7 @@ from jax.sharding import NamedSharding, PartitionSpec as P
 import gensbi_sharding as gs
 from gensbi_sharding import checkpoint
 from gensbi_sharding.checkpoint import CheckpointWriter, abstract_state_for, committed_steps, find_checkpoint, restore
-from library_helpers import AxesBlock, Small, mesh, model
+from library_helpers import AxesBlock, Small, mesh, model, unwritable
 
 
 def test_a_state_donated_to_a_step_is_named_by_save_and_shard_model_and_nothing_is_written(tmp_path):
@@ -94,6 +94,20 @@ def test_a_checkpoint_directory_under_a_file_names_the_file(tmp_path, devices):
     with pytest.raises(NotADirectoryError, match=rf"checkpoint directory {tmp_path / 'run'} is a file; pass"):
         CheckpointWriter(tmp_path / "run")
     assert [p.name for p in tmp_path.iterdir()] == ["run"] and (tmp_path / "run").is_file()
+
+
+@pytest.mark.parametrize("below", [None, "gensbi-ckpt/a"])
+def test_a_checkpoint_directory_that_cannot_be_written_is_refused_as_the_writer_is_built(unwritable, devices, below):
+    # Was: a read-only folder was taken, its first save (after all the training before it) failing; one to be made
+    # under it raised mkdir's bare "PermissionError: [Errno 1] Operation not permitted: '/sys/gensbi-ckpt'".
+    parent, reason = unwritable
+    directory = parent / below if below else parent
+    with pytest.raises(OSError) as err:
+        CheckpointWriter(directory, async_save=False)
+    assert str(err.value) == (f"checkpoint directory {directory}: cannot write in {parent} ({reason}); pass a folder "
+                              "you can write to (check its permissions, or a read-only mount)")
+    assert not (parent / "gensbi-ckpt").exists()
+    assert not any(p.name.startswith(".write-probe-") for p in parent.iterdir())
 
 
 def test_a_restore_target_without_shardings_names_the_rule_argument_and_the_one_device_form(tmp_path, devices):
