@@ -50,17 +50,17 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Rule
     Raises
     ------
     ValueError
-        ``factory`` not callable or a built Module; ``rule`` unknown (even with ``mesh=None``); called inside jax.jit;
-        the constructor reads back a value it computed, places an input (shard_batch), changes an ``nnx.Rngs`` made
-        outside it or builds other values in each group's trace (an unseeded global RNG), or a NumPy value its placed
-        dtype cannot hold; ``mesh`` holds no local device.
+        ``factory`` not callable, a built Module or building an abstract one; ``rule`` unknown (``mesh=None`` too);
+        called inside jax.jit; the constructor reads back a value it computed, places an input (shard_batch), changes
+        an ``nnx.Rngs`` made outside it or builds other values in each group's trace (an unseeded global RNG), or a
+        NumPy value its placed dtype cannot hold; ``mesh`` holds no local device.
     TypeError
         ``factory()`` returns no NNX node; ``mesh`` of another type; a leaf neither array nor number; ``warn`` not bool.
     """
     rule = _check(factory, rule, warn)
     if mesh is None:
         check_node(node := build_unplaced(factory), "init_sharded (what the factory returned)")
-        return node
+        return _check_concrete(named_leaves(node)) or node
     if isinstance(jnp.zeros(()), jax.core.Tracer):  # under jit: set_mesh (each group's program) raised JAX's words
         raise ValueError("init_sharded was called inside jax.jit (or nnx.jit): call it outside, it compiles its own "
                          "programs (one per group of variables); pass the placed model to the jitted function")
@@ -267,6 +267,7 @@ def _select(factory: Callable[[], Any], paths: list[str], constants: dict) -> Ca
     """Traceable ``factory()``'s values at ``paths``, leaves built from no traced array None (kept in ``constants``)."""
     def build():
         values = {path_name(p): v.get_value() for p, v in nnx.to_flat_state(nnx.state(build_unplaced(factory)))}
+        _check_concrete((p, leaf) for p, value in values.items() for leaf in jax.tree.leaves(value))
         # Returned, such a leaf would be a constant of its own group's trace alone: the groups' digests would differ.
         constants.update((p, jax.tree.map(lambda v: None if isinstance(v, jax.core.Tracer) else v, value))
                          for p, value in values.items())
@@ -274,9 +275,15 @@ def _select(factory: Callable[[], Any], paths: list[str], constants: dict) -> Ca
     return build
 
 
+def _check_concrete(leaves: Any) -> None:  # was: "float() argument must be ... not 'ShapeDtypeStruct'", from JAX
+    if (name := next((n for n, leaf in leaves if isinstance(leaf, jax.ShapeDtypeStruct)), None)) is not None:
+        raise ValueError(f"init_sharded: the factory built an abstract model ({name} is a jax.ShapeDtypeStruct, as "
+                         "nnx.eval_shape's), holding no values; pass one that builds it: lambda: Model(..., "
+                         "rngs=nnx.Rngs(0)) (for a dry run: abstract_sharded(factory, mesh, rule))")
+
+
 def _place_whole(out: Any, constant: Any, target: NamedSharding) -> Any:
-    """A value of ``_select``'s program computed on one device, its None leaves taken from ``constant`` (scalars stay),
-    moved to ``target``."""
+    """``_select``'s value from one device, its None leaves from ``constant`` (scalars stay), moved to ``target``."""
     def put(c: Any, o: Any) -> Any:  # several processes: each computed the same value, and places its devices' shards
         w = o if c is None else c if is_scalar(c) else jnp.asarray(c)
         return w if is_scalar(w) else jax.device_put(host_view(w, target), target) if jax.process_count() == 1 else (

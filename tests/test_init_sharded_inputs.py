@@ -200,3 +200,29 @@ def test_init_sharded_refuses_a_value_its_place_cannot_hold_before_placing_any_g
     spread = set(mesh.devices.flat)
     on_mesh = [a.shape for a in jax.live_arrays() if id(a) not in before and a.sharding.device_set == spread]
     assert refused.tb is not None and on_mesh == []
+
+
+@pytest.mark.parametrize("on_mesh", [True, False])
+@pytest.mark.parametrize("abstract", ["eval_shape", "abstract_sharded", "one submodule"])
+def test_a_factory_building_an_abstract_model_is_refused_naming_abstract_sharded(mesh, on_mesh, abstract):
+    # Was, on a mesh: jnp.asarray's "TypeError: float() argument must be a string or a real number, not
+    # 'ShapeDtypeStruct'" from inside JAX; with mesh=None the abstract model came back as if built.
+    def linear():
+        return nnx.Linear(8, 16, rngs=nnx.Rngs(0), kernel_metadata=gs.axes("embed", "mlp"))
+
+    class Half(nnx.Module):
+        def __init__(self):
+            self.built, self.shape = linear(), nnx.eval_shape(linear)
+
+    factory = {"eval_shape": lambda: nnx.eval_shape(linear), "one submodule": Half,
+               "abstract_sharded": lambda: abstract_sharded(linear, mesh, "tensor")}[abstract]
+    first = "shape/bias" if abstract == "one submodule" else "bias"
+    with pytest.raises(ValueError) as err:
+        init_sharded(factory, mesh if on_mesh else None, "tensor")
+    assert str(err.value) == (
+        f"init_sharded: the factory built an abstract model ({first} is a jax.ShapeDtypeStruct, as nnx.eval_shape's), "
+        "holding no values; pass one that builds it: lambda: Model(..., rngs=nnx.Rngs(0)) (for a dry run: "
+        "abstract_sharded(factory, mesh, rule))")
+    built = init_sharded(linear, mesh if on_mesh else None, "tensor")  # the factory that builds it still does
+    assert built.kernel[...].sharding.is_equivalent_to(
+        jax.sharding.NamedSharding(mesh, P(None, "model")) if on_mesh else built.kernel[...].sharding, 2)
