@@ -108,6 +108,9 @@ def check_numeric_leaves(tree: Any, what: str) -> None:
 def check_placeable(leaf: Any, where: str) -> None:
     """``ValueError`` naming ``where`` if NumPy ``leaf`` holds a number its placed dtype cannot (JAX's cast would change
     it silently: 2**40 -> 0), ``TypeError`` if no JAX array holds its dtype, ``RuntimeError`` if it was donated."""
+    if isinstance(leaf, np.ma.MaskedArray):  # JAX's "numpy masked arrays are not supported" named no leaf
+        raise TypeError(f"{where} is a NumPy masked array, whose mask no JAX array holds: pass x.filled(value), and "
+                        "the mask as a leaf of its own if a step needs it (np.ma.getmaskarray(x))")
     # JAX's "Dtype datetime64[D] is not a valid JAX array type" named no leaf nor fix; a str or datetime64 scalar: kept
     if (isinstance(leaf, np.ndarray) or isinstance(leaf, np.generic) and leaf.dtype.kind in "fc") and not (
             jax.numpy.isdtype(leaf.dtype, ("bool", "numeric"))):
@@ -179,7 +182,7 @@ def shard_batch(batch: Any, mesh: Mesh | None) -> Any:
     (float64 -> float32 unless ``jax_enable_x64``). ``ValueError`` (nothing placed) if leading sizes differ or are no
     multiple of ``batch_size_divisor(mesh)`` (``pad_for_mesh``), or a 64-bit NumPy leaf holds a value its placed dtype
     cannot (``check_placeable``), or called inside ``jax.shard_map`` or a constructor ``init_sharded`` traces;
-    ``TypeError`` for a mesh neither None nor a Mesh, a leaf of strings or objects, or a Module (``shard_model``'s).
+    ``TypeError`` for a mesh of another type, a leaf of strings or objects or masked, a Module (``shard_model``'s).
     In ``jax.jit`` leaves (NumPy's too) are pinned by a sharding constraint (Explicit axes, no mesh set: ValueError).
 
     Parameters

@@ -463,3 +463,36 @@ def test_a_batch_value_its_32_bit_place_cannot_hold_is_refused(place, name, devi
     np.testing.assert_array_equal(place({"ids": kept}, mesh)["ids"], kept.astype(np.float32))
     with jax.enable_x64(True):
         np.testing.assert_array_equal(place({"ids": BIG}, mesh)["ids"], BIG)
+
+
+def test_a_numpy_masked_array_is_named_by_every_function_placing_or_saving_it(devices, tmp_path):
+    # Was: JAX's "numpy masked arrays are not supported as direct inputs to JAX functions" (shard_batch, replicate,
+    # shard_sample_init, host_to_global_array, constrain, shard_model, CheckpointWriter.save), naming no leaf.
+    mesh = gs.make_mesh(model_axis=2)
+    masked = np.ma.masked_array(np.ones((8, 2)), mask=np.eye(8, 2, dtype=bool))
+    fix = (r"\(shape \(8, 2\)\) is a NumPy masked array, whose mask no JAX array holds: pass x\.filled\(value\), and "
+           r"the mask as a leaf of its own if a step needs it \(np\.ma\.getmaskarray\(x\)\)$")
+
+    class Model(nnx.Module):
+        def __init__(self):
+            self.kernel = nnx.Param(jnp.ones((8, 4)))
+            self.seen = nnx.Variable(masked)
+
+    for place, where in ((lambda: gs.shard_batch({"x": masked}, mesh), r"batch leaf \['x'\]"),
+                         (lambda: gs.shard_batch({"x": masked}, None), r"batch leaf \['x'\]"),
+                         (lambda: gs.replicate({"x": masked}, mesh), r"replicate leaf \['x'\]"),
+                         (lambda: gs.shard_sample_init(masked, mesh), "sampler initial state leaf <root>"),
+                         (lambda: gs.host_to_global_array({"x": masked}, mesh=mesh), r"host_arrays leaf \['x'\]"),
+                         (lambda: gs.constrain(masked, ("batch", None), gs.PartitionAxis(), mesh), "constrain: x")):
+        with pytest.raises(TypeError, match=f"^{where} {fix}"):
+            place()
+    model = Model()
+    with pytest.raises(TypeError, match=f"^place / shard_model: seen {fix}"):
+        gs.shard_model(model, mesh)
+    assert model.kernel[...].sharding == jax.sharding.SingleDeviceSharding(jax.devices()[0])  # nothing moved
+    with CheckpointWriter(tmp_path / "checkpoints", async_save=False) as writer:
+        with pytest.raises(TypeError, match=f"^CheckpointWriter.save: seen {fix}"):
+            writer.save(1, model, jax.random.key(0))
+        assert list((tmp_path / "checkpoints").iterdir()) == []  # nothing written
+        model.seen = nnx.Variable(masked.filled(0.0))  # the fix the message names
+        assert writer.save(1, model, jax.random.key(0)) and writer.steps() == [1]
