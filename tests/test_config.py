@@ -148,6 +148,26 @@ def test_model_groups_are_typed_by_their_schema(compose_config):
     assert OmegaConf.get_type(compose_config("model=simformer").model) is SimformerConfig
 
 
+def test_register_configs_stores_again_what_the_store_no_longer_holds_as_it_stored_it(compose_config):
+    """register_configs skips a schema the store still holds as it stored it (storing rebuilds it), and stores
+    again one removed or replaced there: a schema someone else stored under the name is not kept."""
+    from hydra.core.config_store import ConfigStore
+
+    from gensbi_sharding.harness.config import register_configs
+
+    repo = ConfigStore.instance().repo
+    register_configs()
+    held = repo["mlp_schema.yaml"]
+    register_configs()
+    assert repo["mlp_schema.yaml"] is held  # not built again
+    del repo["mlp_schema.yaml"]
+    repo["transformer_schema.yaml"] = repo["flux1_schema.yaml"]  # another schema under its name
+    register_configs()
+    assert OmegaConf.get_type(repo["mlp_schema.yaml"].node) is MLPConfig
+    assert OmegaConf.get_type(repo["transformer_schema.yaml"].node) is TransformerConfig
+    assert OmegaConf.get_type(compose_config("model=transformer", "model.depth=3").model) is TransformerConfig
+
+
 def test_defaults(compose_config):
     cfg = compose_config(hydra=True)
     assert cfg.mesh.spec == "dict" and cfg.mesh.model_axis == 1

@@ -196,17 +196,26 @@ class Config:
     verbose: bool = False  # print every variable's placement (always in sharding.txt and launch.log)
 
 
+# name -> (dataclass, the ConfigNode storing it made): a schema the store still holds as stored is not stored again.
+_STORED: dict = {}
+
+
 def register_configs() -> None:
     """Store the schemas in Hydra's ConfigStore (idempotent)."""
     store = ConfigStore.instance()
-    store.store(name="base_config", node=Config)
     # Model schemas are stored outside every config group (conf/model/mlp.yaml pulls in "/mlp_schema"),
     # so they are never listed as options nor selectable as model=mlp_schema.
     # Every model's settings dataclass defined here, a user's own too, so adding the dataclass is the whole
     # step (docs/gensbi_models.md#a-model-or-data-set-of-your-own-in-the-harness): a store line was one more.
-    for schema in [c for c in globals().values() if isinstance(c, type) and issubclass(c, ModelConfig)
-                   and c is not ModelConfig and "name" in vars(c)]:
-        store.store(name=f"{schema.name}_schema", node=schema)
+    schemas = [c for c in globals().values() if isinstance(c, type) and issubclass(c, ModelConfig)
+               and c is not ModelConfig and "name" in vars(c)]
+    for name, node in [("base_config", Config), *((f"{schema.name}_schema", schema) for schema in schemas)]:
+        # Storing builds the schema's structured config again (~23 ms for all, each call; the command checks call
+        # this many times a command). Hydra deep-copies a stored node as it loads it, so the held one is unchanged.
+        held = store.repo.get(f"{name}.yaml")
+        if held is None or _STORED.get(name, (None, None))[0] is not node or _STORED[name][1] is not held:
+            store.store(name=name, node=node)
+            _STORED[name] = (node, store.repo[f"{name}.yaml"])
     # --help's group list (conf/config.yaml's template): Hydra's $APP_CONFIG_GROUPS would show internal groups.
     if not OmegaConf.has_resolver("gensbi_option_groups"):
         OmegaConf.register_new_resolver("gensbi_option_groups", option_groups_text)
