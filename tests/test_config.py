@@ -122,6 +122,30 @@ def test_every_option_on_disk_is_covered():
         assert on_disk == set(options), f"conf/{group}: files {sorted(on_disk)}, tested {sorted(options)}"
 
 
+def test_a_group_s_options_follow_its_folder_as_files_come_and_go(tmp_path, monkeypatch):
+    """group_options reads a group's folder once per version of it (the checks ask thousands of times): a file
+    added, removed or renamed there is seen at once, also within the file system's coarse modification time."""
+    import os
+
+    from gensbi_sharding.harness import groups
+
+    monkeypatch.setattr(groups, "CONF", tmp_path)
+    (tmp_path / "model").mkdir()
+    assert groups.group_options("model") == [] and groups.group_options("nope") == []
+    for name in ("b", "a"):
+        (tmp_path / "model" / f"{name}.yaml").write_text("x: 1\n")
+        assert groups.group_options("model") == (["b"] if name == "b" else ["a", "b"])
+    old = 1_000_000_000  # an unchanged folder (changed long ago) is read once, and again once it changes
+    os.utime(tmp_path / "model", ns=(old, old))
+    assert groups.group_options("model") == ["a", "b"] and groups.group_options("model") == ["a", "b"]
+    (tmp_path / "model" / "b.yaml").rename(tmp_path / "model" / "c.yml")
+    assert groups.group_options("model") == ["a"]
+    os.utime(tmp_path / "model", ns=(old + 1, old + 1))
+    (tmp_path / "model" / "d.yaml").write_text("x: 1\n")
+    os.utime(tmp_path / "model", ns=(old + 2, old + 2))
+    assert groups.group_options("model") == ["a", "d"]
+
+
 @pytest.mark.parametrize("group,option", OPTION_CASES, ids=[f"{g}={o}" for g, o in OPTION_CASES])
 def test_group_option_composes_to_its_values(compose_config, group, option):
     expected = GROUP_OPTIONS[group][option]

@@ -8,7 +8,9 @@ leaves out the typed schemas (those are stored outside every group).
 
 from __future__ import annotations
 
+import functools
 import os
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -35,7 +37,21 @@ def group_options(group: str) -> list[str]:
         from hydra.core.object_type import ObjectType
 
         return sorted(loader.get_group_options(group, ObjectType.CONFIG))
-    return sorted(p.stem for p in (CONF / group).glob("*.yaml"))
+    folder = CONF / group
+    try:
+        changed = folder.stat().st_mtime_ns  # a file made, removed or renamed there changes it
+    except OSError:
+        return []
+    if time.time_ns() - changed < 2 * 10**9:  # changed just now: a second change may keep its coarse time, read it
+        return sorted(p.stem for p in folder.glob("*.yaml"))
+    return list(_yaml_stems(folder, changed))
+
+
+@functools.lru_cache(maxsize=64)
+def _yaml_stems(folder: Path, changed: int) -> tuple[str, ...]:
+    """The ``*.yaml`` names in ``folder`` as it was at modification time ``changed``, sorted: read once per
+    version (the command checks ask thousands of times in a test session, ~0.3 ms a read)."""
+    return tuple(sorted(p.stem for p in folder.glob("*.yaml")))
 
 
 def hydra_flag_values(args: Sequence[str], short: str, long: str) -> list[str]:
