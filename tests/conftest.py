@@ -111,61 +111,103 @@ def devices():
 # The test files that take longest, longest first. Under pytest-xdist (`make test`: --dist loadfile
 # --no-loadscope-reorder) a worker that finishes a file takes the next one in collection order, so starting the long
 # files first leaves the short ones to even out the two workers' ends (in xdist's default order, most tests first,
-# one worker could start a ~90 s file as the other ran out of files). The files not listed take under ~7 s each
-# (quiet): they come last, in alphabetical order.
-LONGEST_FIRST = (  # seconds per file in one make test junit (2026-12-04 17:41, the files named for their subject;
-    # the machine was shared with four other jobs, so the seconds are about 1.8x a quiet run's: the order is what counts)
-    "test_preemption.py",  # ~278
-    "test_equivalence.py",  # ~249
-    "test_local_processes.py",  # ~119
-    "test_launch.py",  # ~117
-    "test_setting_checks.py",  # ~116
-    "test_refusal_fixes.py",  # ~110
-    "test_param_dtype.py",  # ~99
-    "test_init.py",  # ~97
-    "test_dry_run.py",  # ~83
-    "test_evaluate.py",  # ~79
-    "test_gensbi_models.py",  # ~71
-    "test_config.py",  # ~64
-    "test_resume_refusals.py",  # ~56
-    "test_checkpoint.py",  # ~54
-    "test_benchmark_cli.py",  # ~49
-    "test_user_view.py",  # ~48
-    "test_sbibm_preset.py",  # ~46
-    "test_override_types.py",  # ~44
-    "test_start_imports.py",  # ~39
-    "test_sweep_check.py",  # ~38
-    "test_own_observation.py",  # ~35
-    "test_interrupts.py",  # ~32
-    "test_gensbi_overrides.py",  # ~32
-    "test_override_dicts.py",  # ~31
-    "test_sequential.py",  # ~31
-    "test_suggested_defaults.py",  # ~28
-    "test_untraceable_constructors.py",  # ~28
-    "test_sbibm_runner.py",  # ~27
-    "test_summary.py",  # ~26
-    "test_launch_interrupt.py",  # ~25
-    "test_train.py",  # ~25
-    "test_sbibm_script_inputs.py",  # ~24
-    "test_sweep_subdirs.py",  # ~23
-    "test_presets.py",  # ~23
-    "test_docs_pages.py",  # ~20
-    "test_list_settings.py",  # ~20
-    "test_benchmark_arguments.py",  # ~20
-    "test_readme_examples.py",  # ~20
-    "test_run_report.py",  # ~19
-    "test_override_prefixes.py",  # ~19
-    "test_gensbi_wrappers.py",  # ~18
-    "test_gensbi_harness_faults.py",  # ~16
-    "test_flax_idioms.py",  # ~15
-    "test_data_faults.py",  # ~14
-    "test_local_process_stops.py",  # ~14
-    "test_val_history_sets.py",  # ~13
+# one worker could start a ~90 s file as the other ran out of files). The files not listed take under ~5 s each
+# (quiet): they come last, in alphabetical order. Seconds per file (one worker's) from the junit of a quiet `make test`
+# in a fresh clone (2026-12-04 21:12, session 51's end); LONGEST_FIRST_FAST from the same tests `make test-fast` runs
+# (-m "not slow"), whose order differs: test_preemption.py is nearly all slow.
+LONGEST_FIRST = (
+    "test_preemption.py",  # ~170
+    "test_equivalence.py",  # ~146
+    "test_local_processes.py",  # ~69
+    "test_launch.py",  # ~63
+    "test_refusal_fixes.py",  # ~35
+    "test_param_dtype.py",  # ~34
+    "test_init.py",  # ~33
+    "test_gensbi_models.py",  # ~32
+    "test_config.py",  # ~31
+    "test_resume_refusals.py",  # ~29
+    "test_setting_checks.py",  # ~27
+    "test_dry_run.py",  # ~25
+    "test_checkpoint.py",  # ~24
+    "test_evaluate.py",  # ~24
+    "test_sequential.py",  # ~22
+    "test_sbibm_runner.py",  # ~21
+    "test_train.py",  # ~21
+    "test_user_view.py",  # ~20
+    "test_own_observation.py",  # ~17
+    "test_sweep_check.py",  # ~17
+    "test_readme_examples.py",  # ~16
+    "test_sbibm_preset.py",  # ~14
+    "test_local_process_stops.py",  # ~13
     "test_checkpoint_commits.py",  # ~13
-    "test_multihost.py",  # ~13
-    "test_rules.py",  # ~12
-    "test_console.py",  # ~12
-    "test_watchdog.py",  # ~12
+    "test_data_faults.py",  # ~13
+    "test_docs_pages.py",  # ~13
+    "test_suggested_defaults.py",  # ~12
+    "test_interrupts.py",  # ~11
+    "test_start_imports.py",  # ~11
+    "test_sweep_subdirs.py",  # ~11
+    "test_data.py",  # ~11
+    "test_console.py",  # ~10
+    "test_benchmark_cli.py",  # ~10
+    "test_summary.py",  # ~9
+    "test_presets.py",  # ~8
+    "test_cross_process_checks.py",  # ~8
+    "test_flax_idioms.py",  # ~8
+    "test_watchdog.py",  # ~8
+    "test_sbibm_script_inputs.py",  # ~8
+    "test_run_report.py",  # ~8
+    "test_untraceable_constructors.py",  # ~8
+    "test_gensbi_harness_faults.py",  # ~7
+    "test_launch_interrupt.py",  # ~7
+    "test_multihost.py",  # ~7
+    "test_override_types.py",  # ~7
+    "test_list_settings.py",  # ~7
+    "test_gensbi_overrides.py",  # ~7
+    "test_gensbi_wrappers.py",  # ~6
+    "test_distributed_modes.py",  # ~6
+    "test_model_checks.py",  # ~6
+    "test_models.py",  # ~6
+    "test_benchmark_arguments.py",  # ~6
+)
+LONGEST_FIRST_FAST = (
+    "test_refusal_fixes.py",  # ~35
+    "test_config.py",  # ~31
+    "test_setting_checks.py",  # ~27
+    "test_equivalence.py",  # ~27
+    "test_init.py",  # ~25
+    "test_evaluate.py",  # ~22
+    "test_sbibm_runner.py",  # ~19
+    "test_sweep_check.py",  # ~17
+    "test_readme_examples.py",  # ~16
+    "test_gensbi_models.py",  # ~13
+    "test_docs_pages.py",  # ~13
+    "test_resume_refusals.py",  # ~12
+    "test_suggested_defaults.py",  # ~12
+    "test_start_imports.py",  # ~11
+    "test_data.py",  # ~11
+    "test_data_faults.py",  # ~10
+    "test_summary.py",  # ~9
+    "test_console.py",  # ~9
+    "test_presets.py",  # ~8
+    "test_sweep_subdirs.py",  # ~8
+    "test_param_dtype.py",  # ~8
+    "test_flax_idioms.py",  # ~8
+    "test_benchmark_cli.py",  # ~8
+    "test_train.py",  # ~8
+    "test_override_types.py",  # ~7
+    "test_sequential.py",  # ~7
+    "test_gensbi_overrides.py",  # ~7
+    "test_gensbi_wrappers.py",  # ~6
+    "test_checkpoint.py",  # ~6
+    "test_model_checks.py",  # ~6
+    "test_gensbi_harness_faults.py",  # ~6
+    "test_models.py",  # ~6
+    "test_memory_check.py",  # ~5
+    "test_own_observation.py",  # ~5
+    "test_sbibm_script_inputs.py",  # ~4
+    "test_checkpoint_inputs.py",  # ~4
+    "test_jax_unstarted.py",  # ~4
+    "test_preemption.py",  # ~4
 )
 
 
@@ -173,5 +215,6 @@ def pytest_collection_modifyitems(config, items):
     """In an xdist worker, order the files longest first (the tests of a file keep their order)."""
     if not hasattr(config, "workerinput"):
         return  # one process: the order does not change the run's length
-    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    fast = (config.getoption("markexpr", "") or "").replace(" ", "") == "notslow"
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST_FAST if fast else LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest stay alphabetical
