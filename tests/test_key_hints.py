@@ -255,3 +255,20 @@ def test_a_data_axis_of_no_size_names_no_value_to_set(args):
     problem = unknown_key_problem(args)
     assert problem == ("mesh.data_axis is not a setting of mesh (did you mean mesh.model_axis?); its settings: "
                        "spec, model_axis, devices")
+
+
+def test_a_model_settings_dataclass_defined_outside_config_py_is_no_model_the_checks_name():
+    """Was: any subclass of ModelConfig alive in the process counted as a model (``ModelConfig.__subclasses__()``), so
+    one a test defined for itself, kept until the cycle collector freed it, made the next test's refusal read
+    "model=mlp, model=tiny have it"; register_configs stores only config.py's, which alone a run can compose."""
+    from gensbi_sharding.harness.config import MLPConfig
+    from gensbi_sharding.harness.override_keys import model_key_problem, model_schemas
+
+    @dataclasses.dataclass
+    class TinyConfig(MLPConfig):  # noqa: F841 (alive while this test runs: a subclass of MLPConfig)
+        name: str = "tiny"
+
+    assert sorted(model_schemas()) == ["flux1", "mlp", "simformer", "transformer"]
+    assert model_key_problem(["model=transformer", "model.width=3"]) == (
+        "model.width=3: model=transformer has no field width; model=mlp has it: set model=mlp for it, or drop "
+        "model.width=3")

@@ -17,7 +17,7 @@ from omegaconf import MISSING, OmegaConf
 
 from gensbi_sharding.harness.groups import option_groups_text
 
-__all__ = ["ConfigError", "Config", "register_configs", "require"]
+__all__ = ["ConfigError", "Config", "register_configs", "model_schema_classes", "require"]
 
 
 #: A mesh axis field: "auto", null, a mesh axis name or a list of them. Typed ``Any`` because
@@ -205,11 +205,8 @@ def register_configs() -> None:
     store = ConfigStore.instance()
     # Model schemas are stored outside every config group (conf/model/mlp.yaml pulls in "/mlp_schema"),
     # so they are never listed as options nor selectable as model=mlp_schema.
-    # Every model's settings dataclass defined here, a user's own too, so adding the dataclass is the whole
-    # step (docs/gensbi_models.md#a-model-or-data-set-of-your-own-in-the-harness): a store line was one more.
-    schemas = [c for c in globals().values() if isinstance(c, type) and issubclass(c, ModelConfig)
-               and c is not ModelConfig and "name" in vars(c)]
-    for name, node in [("base_config", Config), *((f"{schema.name}_schema", schema) for schema in schemas)]:
+    schemas = [(f"{schema.name}_schema", schema) for schema in model_schema_classes()]
+    for name, node in [("base_config", Config), *schemas]:
         # Storing builds the schema's structured config again (~23 ms for all, each call; the command checks call
         # this many times a command). Hydra deep-copies a stored node as it loads it, so the held one is unchanged.
         held = store.repo.get(f"{name}.yaml")
@@ -219,6 +216,14 @@ def register_configs() -> None:
     # --help's group list (conf/config.yaml's template): Hydra's $APP_CONFIG_GROUPS would show internal groups.
     if not OmegaConf.has_resolver("gensbi_option_groups"):
         OmegaConf.register_new_resolver("gensbi_option_groups", option_groups_text)
+
+
+def model_schema_classes() -> list[type]:
+    """Every model's settings dataclass defined in this module, a user's own too, so adding the dataclass is the whole
+    step (docs/gensbi_models.md#a-model-or-data-set-of-your-own-in-the-harness): what ``register_configs`` stores and
+    the command-line checks know as models (was: those checks took any subclass alive, one a test defined too)."""
+    return [c for c in globals().values() if isinstance(c, type) and issubclass(c, ModelConfig)
+            and c is not ModelConfig and "name" in vars(c)]
 
 
 def require(ok: bool, message: str) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 from hydra.core.override_parser.types import OverrideType
 from omegaconf import OmegaConf
 
-from gensbi_sharding.harness.config import Config, ModelConfig
+from gensbi_sharding.harness.config import Config, ModelConfig, model_schema_classes
 from gensbi_sharding.harness.groups import CONF, group_options
 from gensbi_sharding.harness.hints import closest_name
 from gensbi_sharding.harness.key_paths import data_axis_hint, nearest_setting, setting_path_problem, unknown_part
@@ -51,14 +51,9 @@ def schema_name(schema: type) -> str | None:
 
 
 def model_schemas() -> dict[str, type]:
-    """Every model schema by the model it builds (``ModelConfig``'s subclasses, recursively): ``{"mlp": MLPConfig, ...}``."""
-    found, todo = {}, list(ModelConfig.__subclasses__())
-    while todo:
-        schema = todo.pop()
-        todo.extend(schema.__subclasses__())
-        if (name := schema_name(schema)) is not None:
-            found[name] = schema
-    return found
+    """Every model schema by the model it builds (``config.model_schema_classes``): ``{"mlp": MLPConfig, ...}``, the
+    last defined first (the order the checks take their examples in: ``e.g. model.depth=2``, simformer's)."""
+    return {name: schema for schema in reversed(model_schema_classes()) if (name := schema_name(schema)) is not None}
 
 
 def sections() -> dict[str, list[type]]:
