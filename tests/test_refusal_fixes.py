@@ -529,3 +529,15 @@ def test_a_renamed_key_whose_value_is_refused_next_is_fixed_together_by_that_ref
         "  all fixed together"], problem
     assert fixes_of(fix_of(problem)) == ("model.depth=3", "seed=0")
     assert _checks(["experiment=quick", *fixes_of(fix_of(problem))]) is None
+
+
+def test_the_runs_refusals_in_launch_pys_list_are_said_as_overrides_not_as_python_settings():
+    # Was: `python launch.py experiment=quick train.stpes=5 train.resume=''` listed "cfg.train.resume='' is empty: pass
+    # cfg.train.resume='auto' ...": the run's check, made by the command-line checks before Hydra's app starts, took
+    # itself for run(cfg) from Python.
+    problem = command_problem(["experiment=quick", "train.stpes=5", "train.resume=''"])
+    assert parts_of(problem)[1] == ("ConfigError: train.resume='' is empty: pass train.resume=auto (this run's "
+                                    "folder), a run or checkpoint folder, or leave it out to start fresh"), problem
+    assert _config_problem(["experiment=quick", "train.resume=AUTO"]) == (
+        "ConfigError: train.resume=AUTO is read as a folder name; to continue from this run's own folder, pass "
+        "train.resume=auto (lower case)")

@@ -153,6 +153,7 @@ def _config_problem(args: Sequence[str], every: bool = False) -> str | None:
     from omegaconf import OmegaConf, open_dict
 
     from gensbi_sharding.harness.command_defaults import MAX_JOBS, command_jobs, composed
+    from gensbi_sharding.harness.python_words import as_overrides
     from gensbi_sharding.harness.sweep_check import job_problem
     from gensbi_sharding.harness.sweep_plan import sweep_jobs
 
@@ -177,7 +178,9 @@ def _config_problem(args: Sequence[str], every: bool = False) -> str | None:
         cfg = cfg.copy()
         with open_dict(cfg):
             cfg.pop("hydra", None)
-        for part in parts_of(job_problem(cfg)):
+        with as_overrides():  # launch.py's words: no Hydra app runs yet
+            problem = job_problem(cfg)
+        for part in parts_of(problem):
             if not _names_any(part, swept):
                 jobs_of.setdefault(part, []).append([o for o in job if _key(o) in swept])
     reasons = [getattr(part, "reason", part) for part in jobs_of]

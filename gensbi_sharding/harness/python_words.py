@@ -8,12 +8,15 @@ run (was: the overrides, under ``run(cfg)`` too). Pure Python: no JAX.
 
 from __future__ import annotations
 
+import contextvars
 import re
 import shlex
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["in_python_words", "python_words"]
+__all__ = ["in_python_words", "python_words", "as_overrides"]
+
+_COMMAND_LINE = contextvars.ContextVar("command_line", default=False)  # inside as_overrides
 
 #: An override as a refusal names it, one shell word: plain (``hydra.run.dir=runs/a``, a sentence's ``.:,;)`` after it
 #: not its value's), as ``shlex.quote`` writes it (``'hydra.run.dir=/tmp/my runs'``, ``'hydra.run.dir="runs/a(1)"'``,
@@ -86,6 +89,17 @@ def in_python_words() -> Iterator[None]:
         # Another run's command line, quoted in a FolderInUseError, is named as it ran (was: reworded as settings).
         quoted = getattr(refused, "holder", "") or "\0"
         said = python_words(str(refused).replace(quoted, "\0")).replace("\0", quoted)
-        if HydraConfig.initialized() or said == str(refused):
+        if HydraConfig.initialized() or _COMMAND_LINE.get() or said == str(refused):
             raise
         raise type(refused)(said) from None
+
+
+@contextmanager
+def as_overrides() -> Iterator[None]:
+    """Refusals inside said as launch.py's overrides, though no Hydra app runs yet: its command-line checks run the
+    run's checks on the config they compose (was: "pass cfg.train.resume='auto'" in launch.py's list)."""
+    token = _COMMAND_LINE.set(True)
+    try:
+        yield
+    finally:
+        _COMMAND_LINE.reset(token)
