@@ -131,6 +131,22 @@ def test_an_empty_mesh_axis_is_said_as_typed(compose_config):
     assert str(raised.value) == ("activation: head_axis='' names mesh axis '', which the mesh lacks (axes: data, "
                                  "model); set activation.head_axis=null")
 
+@pytest.mark.parametrize("key, registered, fix", [
+    ("data.name", "bernoulli_glm, gaussian_linear, gaussian_linear_uniform, gaussian_mixture, lotka_volterra, sir, "
+     "slcp, two_moons", "two_moons"),
+    ("model.name", "flux1, mlp, simformer, transformer", "mlp"),
+    ("rule.name", "fsdp, fsdp_tensor, replicated, tensor", "replicated")])
+def test_an_empty_name_is_said_as_typed_with_no_steps_to_add_it(key, registered, fix):
+    # Was: "unknown data '' (data.name=); ...; or drop data.name= and choose one with data=<name>; to add '', register
+    # its factory ... with @register_data('') ... and add conf/data/.yaml" (rule.name='' and model.name='' alike).
+    from gensbi_sharding.harness.name_hints import registered_name_problem
+
+    kind = key.split(".")[0]
+    assert registered_name_problem(compose_tiny(f"{key}=''"), CHOICES) == (
+        f"unknown {kind} '' ({key}=''); registered: {registered}; set {key}={fix}, or drop {key}='' and choose one "
+        f"with {kind}=<name>")
+
+
 def test_a_launcher_given_without_m_is_refused_not_ignored(tmp_path, capsys):
     # Was: python launch.py hydra/launcher=slurm ... (no -m) trained here, on the login node, with no word of SLURM:
     # Hydra reads a launcher (and a sweeper, hydra.sweep.subdir) only in a multirun.

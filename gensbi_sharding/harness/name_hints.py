@@ -10,7 +10,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gensbi_sharding.harness.hints import closest_name
+from gensbi_sharding.harness.hints import closest_name, override_literal
 from gensbi_sharding.harness.refusal import Refusal
 
 __all__ = ["unknown_name_problem", "registered_name_problem"]
@@ -28,13 +28,14 @@ def unknown_name_problem(key: str, value: str, *, kind: str, registered: Sequenc
     ``name: tiny``), so the message names ``group=value``, the override typed, and ``fix`` as
     the option to choose instead.
     """
-    names = ", ".join(sorted(registered))
+    names, typed = ", ".join(sorted(registered)), override_literal(value)  # '' as typed (was: "drop data.name=")
+    adding = f"; to add {value!r}, {register}" if value else ""  # no file nor factory is named ''
     if chosen == value:  # there is no key=value to drop: the user typed group=value
-        return Refusal(f"unknown {kind} {value!r} ({group}={value}, whose file sets name: {value}); registered: "
+        return Refusal(f"unknown {kind} {value!r} ({group}={typed}, whose file sets name: {typed}); registered: "
                        f"{names}", f"{group}={fix}", how=f"; choose one with {group}=<name> (e.g. ",
-                       after=f") instead of {group}={value}; to add {value!r}, {register}")
-    return Refusal(f"unknown {kind} {value!r} ({key}={value}); registered: {names}", f"{key}={fix}",
-                   after=f", or drop {key}={value} and choose one with {group}=<name>; to add {value!r}, {register}")
+                       after=f") instead of {group}={typed}{adding}")
+    return Refusal(f"unknown {kind} {value!r} ({key}={typed}); registered: {names}", f"{key}={fix}",
+                   after=f", or drop {key}={typed} and choose one with {group}=<name>{adding}")
 
 
 def _schema_name(section: Any) -> str | None:
