@@ -541,3 +541,20 @@ def test_the_runs_refusals_in_launch_pys_list_are_said_as_overrides_not_as_pytho
     assert _config_problem(["experiment=quick", "train.resume=AUTO"]) == (
         "ConfigError: train.resume=AUTO is read as a folder name; to continue from this run's own folder, pass "
         "train.resume=auto (lower case)")
+
+
+def test_a_multiruns_refusal_composes_each_job_once(monkeypatch):
+    # Was: `-m train.stpes=1.5 +model.dpeth=0 eval.num_samples=2 seed=0,1 model.width=8,16 train.learning_rate=0.1,0.01`
+    # composed its jobs 36 times, 25 of them distinct (each fix checked against the 8 jobs): the cache of 8
+    # compositions dropped a job before the next check of the same command composed it again.
+    import hydra
+
+    from gensbi_sharding.harness import command_defaults
+
+    composed, real = [], hydra.compose
+    monkeypatch.setattr(hydra, "compose", lambda **kw: composed.append(tuple(kw["overrides"])) or real(**kw))
+    command_defaults.composed.cache_clear()
+    problem = command_problem(["-m", "train.stpes=1.5", "+model.dpeth=0", "eval.num_samples=2", "seed=0,1",
+                               "model.width=8,16", "train.learning_rate=0.1,0.01"])
+    assert fix_of(problem) == ("train.steps=2", "model.depth=3", "eval.num_samples=10"), problem
+    assert len(composed) == len(set(composed)) > 8, composed

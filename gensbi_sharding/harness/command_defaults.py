@@ -116,7 +116,9 @@ def _compose(overrides: tuple[str, ...], config_dir: str, config_name: str) -> A
     return composed(overrides, config_dir, config_name)[0]  # a suggestion is worth no failure: None, the schema's
 
 
-@functools.lru_cache(maxsize=8)
+# a multirun's command line is checked job by job for each fix in turn: every job of a few commands kept (was 8: a
+# refusal of 8 jobs composed them 36 times, 25 of them distinct)
+@functools.lru_cache(maxsize=4 * MAX_JOBS)
 def composed(overrides: tuple[str, ...], config_dir: str, config_name: str) -> tuple[Any, Exception | None]:
     """Hydra's composition of one of ``command_jobs``' jobs, and None; or None and the error composing it."""
     from hydra import compose, initialize_config_dir
