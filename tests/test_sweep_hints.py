@@ -199,3 +199,20 @@ def test_the_unfinished_jobs_script_the_disk_refuses_leaves_the_commands_inline(
                 for n in range(3, 8)]
     assert hint.endswith("continue its unfinished jobs one by one: " + " ; ".join(commands)), hint
     assert not (tmp_path / "continue_unfinished.sh").exists()
+
+
+def test_a_job_stopped_with_checkpoints_and_no_record_is_not_said_never_started(tmp_path):
+    # Was: "continue its unfinished jobs (2 never started) one by one" for a sweep of seed=0,1,2 rerun after job 0
+    # completed and job 1 was killed (checkpoints, no metrics.json): job 1 had trained, as its command continues it.
+    runs = finished_sweep(tmp_path, [["seed=0"]])
+    (tmp_path / "1" / "checkpoints" / "8").mkdir(parents=True)
+    jobs = [["seed=0"], ["seed=1"], ["seed=2"]]
+    hint = unfinished_jobs_hint(runs, ("preempted",), jobs, sweep_dir=tmp_path)
+    assert hint.startswith("; a sweep folder holding completed jobs is never rerun as a whole: continue its unfinished "
+                           "jobs (1 never started, 1 stopped without a record) one by one: python launch.py seed=1 "
+                           "train.resume=auto "), hint
+    (tmp_path / "2" / "checkpoints").mkdir(parents=True)  # both stopped so
+    assert "unfinished jobs (2 stopped without a record) one by one" in unfinished_jobs_hint(
+        runs, ("preempted",), jobs, sweep_dir=tmp_path)
+    hint = unfinished_jobs_hint(runs, ("preempted",), jobs[:2], sweep_dir=tmp_path)  # one left
+    assert "continue its one unfinished job (stopped without a record) with: python launch.py seed=1" in hint, hint

@@ -14,7 +14,7 @@ from typing import Any
 
 # moved_jobs_problem: named here too, beside the hints (its home is sweep_plan, which reads each job's folder)
 from gensbi_sharding.harness.sweep_plan import (folder_of, job_configuration, moved_job, moved_jobs_problem,
-                                                never_started)
+                                                never_started, unstarted_words)
 
 __all__ = ["unfinished_jobs_hint", "shared_folder_problem", "moved_jobs_problem", "job_command", "continue_command",
            "CONTINUE_ENV", "INLINE_COMMANDS", "CONTINUE_SCRIPT", "train_further_hint",
@@ -233,9 +233,9 @@ def unfinished_jobs_hint(jobs: Sequence[Any], resumable: Sequence[str], all_jobs
         commands.append(job_command([*search_path, *ran_with], job, multirun=True) + _refused(job, ran_with))
     for number, job in never:  # in the folder Hydra would have given it
         commands.append(job_command([*search_path, *job], Path(sweep_dir) / folder_of(number, folders), multirun=True))
+    started = f" ({unstarted_words(never, sweep_dir, folders)})" if never else ""  # (was: "never started" if killed)
     if len(commands) == 1:  # one job left: one command, not a list to run "one by one"
-        return f"; {whole}: continue its one unfinished job{' (never started)' if never else ''} with: {commands[0]}"
-    started = f" ({len(never)} never started)" if never else ""
+        return f"; {whole}: continue its one unfinished job{started.replace('(1 ', '(')} with: {commands[0]}"
     listed = " ; ".join(commands)
     if len(commands) > INLINE_COMMANDS and sweep_dir is not None:  # one line of 20 commands helps no one
         from gensbi_sharding.harness.outputs import write_atomic

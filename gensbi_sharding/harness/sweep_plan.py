@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["sweep_jobs", "command_overrides", "every_job", "job_folders", "folder_of", "job_order", "never_started",
-           "job_configuration", "declared_resume", "moved_job", "moved_jobs_problem"]
+           "job_configuration", "declared_resume", "moved_job", "moved_jobs_problem", "unstarted_words"]
 
 #: Hydra's default ``hydra.sweep.subdir``: job ``i`` in folder ``i``.
 DEFAULT_SUBDIR = "${hydra.job.num}"
@@ -190,6 +190,14 @@ def never_started(all_jobs: Sequence[Sequence[str]], ran: Mapping[str, dict[str,
             continue
         never.append((number, list(job)))
     return never
+
+
+def unstarted_words(never: Sequence[tuple[int, Any]], sweep_dir: Any, folders: Sequence[str] | None) -> str:
+    """``never_started``'s jobs as a hint counts them: ``"2 never started"``, ``"1 stopped without a record"`` (a
+    folder of checkpoints and no record: a job killed, which its folder's record never listed), or both."""
+    stopped = sum((Path(sweep_dir) / folder_of(number, folders) / "checkpoints").is_dir() for number, _ in never)
+    return ", ".join(f"{count} {words}" for count, words in ((len(never) - stopped, "never started"),
+                                                             (stopped, "stopped without a record")) if count)
 
 
 def job_configuration(overrides: Sequence[str]) -> dict[str, str]:
