@@ -72,6 +72,10 @@ def test_a_multiruns_fix_is_checked_against_every_job_before_the_sweep_starts():
     for swept in (["seed=0,1"], ["model=mlp,transformer", "seed=0,1"]):
         fixed = ["-m", *fixes_of(fix_of(command_problem(["-m", "+model.dpeth=0", *swept]))), *swept]
         assert command_problem(fixed) is None and _config_problem(fixed) is None, fixed
+    # jobs past the first 8 too: each model's own (was: the first 8 jobs, all model=mlp's, checked alone)
+    assert parts_of(command_problem(["-m", "+model.dpeth=0", "model=mlp,transformer", "seed=range(0,10)"]))[1:] == [
+        "ConfigError: for model=mlp: model.depth=0 must be >= 1; e.g. model.depth=3",
+        "ConfigError: for model=transformer: model.depth=0 must be >= 1; e.g. model.depth=2"]
     # a swept value's own refusal is the sweep check's, job by job: no fix here types its sweep away
     assert parts_of(command_problem(["-m", "+model.dpeth=0", "seed=0,-1"]))[1:] == [
         "ConfigError: model.depth=0 must be >= 1; e.g. model.depth=3"]

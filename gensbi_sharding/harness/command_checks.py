@@ -8,6 +8,7 @@ Pure Python: no JAX.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 from gensbi_sharding.harness.config_files import config_file_problem
@@ -168,9 +169,16 @@ def _config_problem(args: Sequence[str], every: bool = False) -> str | None:
     swept = {o.key for o in command.parsed if o.sweep}
     jobs_of: dict[str, list[list[str]]] = {}  # each refusal, and the jobs refused so
     try:
-        expanded = sweep_jobs(typed)[:MAX_JOBS] if command.multirun else [typed]
+        expanded = sweep_jobs(typed) if command.multirun else [typed]
     except Exception:  # noqa: BLE001 (a sweep Hydra's sweeper cannot expand: the sweep check's to name)
         return None
+    # the jobs of each choice of groups (command_jobs: at most MAX_JOBS) in turn, so every model's are checked (was:
+    # the first MAX_JOBS alone, all model=mlp's for -m model=mlp,transformer seed=range(0,10))
+    chosen, by_choice = {_key(c) for job in groups for c in job[0] if not c.startswith("hydra.")}, {}
+    for job in expanded:
+        by_choice.setdefault(tuple(o for o in job if _key(o) in chosen), []).append(job)
+    turns = itertools.zip_longest(*by_choice.values())
+    expanded = [job for turn in turns for job in turn if job is not None][:MAX_JOBS]
     for job in expanded:
         cfg = composed((*searched, *job), home, name)[0]
         if cfg is None or OmegaConf.select(cfg, "hydra.sweeper.params"):  # a preset's own sweep: its jobs unknown here
