@@ -63,7 +63,7 @@ CASES = [
     ("rule=fdsp", "rule=fdsp: Could not find 'rule/fdsp' (rule options: fsdp, fsdp_tensor, replicated, tensor); "
                   "did you mean rule=fsdp?"),
     ("-m rule=replicated,fdsp", "rule=replicated,fdsp: Could not find 'rule/fdsp' (rule options: fsdp, fsdp_tensor, "
-                             "replicated, tensor); did you mean rule=fsdp?"),
+                             "replicated, tensor); did you mean rule=replicated,fsdp?"),  # the sweep, fixed
 ]
 
 

@@ -58,6 +58,18 @@ def test_a_fix_refused_in_turn_carries_the_value_offered_so_the_list_goes_on_to_
     assert command_problem([typed]) == first  # alone, its words as they were
 
 
+@pytest.mark.parametrize("sweep, fixed", [("model=xyzzy,mlp", "model=flux1,mlp"), ("model=mlpp,transformer",
+                                                                                  "model=mlp,transformer"),
+                                           ("model=mlpp,mlp", "model=mlp")])
+def test_a_mistyped_option_of_a_sweep_is_fixed_in_its_place_keeping_the_sweeps_other_values(sweep, fixed):
+    # Was: `-m model=xyzzy,mlp seed=-1` ended "all fixed together: model=flux1 seed=0", the mlp jobs typed away;
+    # `-m model=mlpp,transformer seed=-1` said "did you mean model=mlp?" (the transformer jobs dropped alike) and
+    # stopped there, seed=-1 named only on the next run.
+    problem = command_problem(["-m", sweep, "seed=-1"])
+    assert fix_of(problem) == (fixed, "seed=0"), problem
+    assert command_problem(["-m", fixed, "seed=0"]) is None
+
+
 def test_a_multiruns_fix_is_checked_against_every_job_before_the_sweep_starts():
     # Was: `python launch.py -m +model.dpeth=0 seed=0,1` said "write model.depth=0" and stopped: no job's config was
     # checked on the command line, so the fix typed was refused by every job as the sweep started.

@@ -239,11 +239,11 @@ def _option_problem(o, group: str, choices: list[str] | None, command: CommandLi
                         f"resumes was launched with {searched}, whose folder holds it: add {searched}")
             near = closest_name(value, choices)
             said = f"{o.arg}: Could not find '{group}/{value}' ({group} options: {', '.join(choices)})"
-            if near and o.sweep:  # one value of several: words, as a fix would type the others away
-                return f"{said}; did you mean {group}={near}?"
-            # the option carried as the fix, so a list of refusals goes on past it (was: words only)
-            return Refusal(said, f"{o.arg.split('=', 1)[0]}={near or choices[0]}",
-                           how="; did you mean " if near else "; pick one, e.g. ", after="?" if near else "")
+            # the option carried as the fix, so a list of refusals goes on past it, a sweep's in that value's place
+            # (was: -m model=xyzzy,mlp seed=-1's "all fixed together: model=flux1 seed=0", mlp's jobs typed away)
+            put = ",".join(dict.fromkeys(near or choices[0] if v == value else str(v) for v in o.values()))
+            return Refusal(said, f"{o.arg.split('=', 1)[0]}={put}", how="; did you mean " if near else
+                           "; pick one, e.g. ", after="?" if near else "")
     return None
 
 
