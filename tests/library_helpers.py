@@ -80,12 +80,15 @@ class Counted(nnx.Module):
 @pytest.fixture
 def unwritable(tmp_path):
     """(an existing folder nothing can be created in, the reason): a 0o555 folder, or, for root, who ignores mode
-    bits, /sys (read-only for every user on Linux); skipped where neither refuses a new entry."""
+    bits, /sys (read-only for every user on Linux); skipped where neither refuses a new entry. One fixture for the
+    library's and the harness's tests (a checkpoint writer, an output folder, a benchmark root)."""
     folder = tmp_path / "readonly"
     folder.mkdir()
     folder.chmod(0o555)
     try:
         for candidate in (folder, Path("/sys")):
+            if not candidate.is_dir():
+                continue
             try:
                 os.rmdir(tempfile.mkdtemp(dir=candidate))
             except OSError as err:

@@ -6,7 +6,6 @@ PermissionError", then Hydra's own ``PermissionError`` traceback from its ``mkdi
 ``launch.log``: "ValueError: Unable to configure handler 'file'"), naming no override.
 """
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,36 +14,9 @@ import pytest
 from omegaconf import OmegaConf
 
 from gensbi_sharding.harness import run_folder
+from library_helpers import unwritable  # noqa: F401 (a fixture, shared)
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def _refusal(folder: Path) -> str | None:
-    """The reason ``folder`` refuses a new entry (its ``strerror``), or None when it takes one."""
-    probe = folder / f"probe-{os.getpid()}"
-    try:
-        probe.mkdir()
-    except OSError as err:
-        return err.strerror
-    probe.rmdir()
-    return None
-
-
-@pytest.fixture
-def unwritable(tmp_path):
-    """(an existing folder nothing can be created in, the reason): a 0o555 folder, or, for root, who ignores
-    mode bits, /sys (read-only for every user on Linux)."""
-    folder = tmp_path / "readonly"
-    folder.mkdir()
-    folder.chmod(0o555)
-    try:
-        for candidate in (folder, Path("/sys")):
-            if candidate.is_dir() and (reason := _refusal(candidate)):
-                yield candidate, reason
-                return
-        pytest.skip("no folder here refuses a new entry")
-    finally:
-        folder.chmod(0o755)
 
 
 @pytest.mark.parametrize("multirun", [False, True])

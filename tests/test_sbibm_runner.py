@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from library_helpers import unwritable  # noqa: F401 (a fixture, shared)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -600,29 +601,6 @@ def test_a_file_where_a_job_folder_goes_is_named_before_any_job(sbibm, tmp_path,
                                "that task and budget; move it aside, or pass another --root")
     assert jobs.commands == [] and sorted(p.name for p in tmp_path.iterdir()) == ["slcp_1000"]
     assert (tmp_path / "slcp_1000").read_text() == "mine"
-
-
-@pytest.fixture
-def unwritable(tmp_path):
-    """(an existing folder nothing can be made in, the reason): a 0o555 folder, or, for root, who ignores mode
-    bits, /sys (read-only for every user on Linux)."""
-    import os
-    import tempfile
-
-    folder = tmp_path / "readonly"
-    folder.mkdir()
-    folder.chmod(0o555)
-    try:
-        for candidate in (folder, Path("/sys")):
-            try:
-                os.rmdir(tempfile.mkdtemp(dir=candidate))
-            except OSError as err:
-                if candidate.is_dir():
-                    yield candidate, err.strerror
-                    return
-        pytest.skip("no folder here refuses a new entry")
-    finally:
-        folder.chmod(0o755)
 
 
 @pytest.mark.parametrize("argv, flag", [
