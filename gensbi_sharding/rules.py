@@ -7,6 +7,7 @@ mesh axes) is Flax's logical axis rules (``flax.linen.partitioning``, ``nnx.with
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 import sys
 from collections.abc import Mapping, Sequence
@@ -149,7 +150,6 @@ class Rule:
         """How messages name it: ``"rule 'fsdp'"`` (built-in, named), ``"... with an edited table"``, or custom."""
         if self.builtin or (self.name != "custom" and self.name not in RULES):
             return f"rule {self.name!r}"  # a user who chose rule=fsdp_tensor looks for that name
-        # rule=fsdp rule.embed=model: not what "fsdp" means
         return f"rule {self.name!r} with an edited table" if self.name in RULES else "custom rule table"
 
 
@@ -184,8 +184,9 @@ def resolve_rule(rule: str | RuleTable | Rule) -> Rule:
     if rule is None or isinstance(rule, str):
         if rule in RULES:
             return Rule(rule, dict(RULES[rule]), builtin=True)
-        raise ValueError(f"unknown sharding rule {rule!r}; choose one of {tuple(RULES)} or pass a rule "
-                         f"table (logical axis -> mesh axis or None); {RULE_FILES}")
+        near = difflib.get_close_matches(str(rule), RULES, cutoff=0.8)  # a typo: not the rule files
+        raise ValueError(f"unknown sharding rule {rule!r}; choose one of {tuple(RULES)} or pass a rule table (logical "
+                         f"axis -> mesh axis or None); {f'did you mean {near[0]!r}?' if near else RULE_FILES}")
     raise ValueError(f"rule must be a name in {tuple(RULES)}, a rule table mapping or (logical axis, mesh axes) "
                      f"pairs, got {rule!r:.120}; e.g. {{'embed': 'data'}} or RULES['fsdp']")
 
@@ -195,8 +196,7 @@ def _is_sequence(value: Any) -> bool:  # but a str; a ListConfig too, and a Part
     return isinstance(value, (Sequence, spec)) and not isinstance(value, (str, bytes))
 
 
-def _plain(value: Any) -> Any:
-    """A table value with a non-list sequence (``ListConfig``) as a list."""
+def _plain(value: Any) -> Any:  # a table value with a non-list sequence (ListConfig) as a list
     return list(value) if _is_sequence(value) and not isinstance(value, (list, tuple)) else value
 
 
@@ -294,7 +294,6 @@ def partition_spec_for(names: Sequence[str | None] | str | None, shape: Sequence
             owner[axis] = name
         size = math.prod(mesh.shape[axis] for axis in mesh_axes)
         if dim % size:
-            return P(), (f"size {dim} of logical axis {name!r} is not divisible by mesh axis "
-                         f"{target!r} of size {size}")
+            return P(), f"size {dim} of logical axis {name!r} is not divisible by mesh axis {target!r} of size {size}"
         entries.append(target if isinstance(target, str) else mesh_axes)
     return P(*entries), None

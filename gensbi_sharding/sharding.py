@@ -7,6 +7,7 @@ or dict of them (``nodes.is_node``), concrete or abstract."""
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 import warnings
 from collections.abc import Mapping
@@ -214,10 +215,9 @@ def place(node: Any, plan: Plan) -> None:
             check_placeable(leaf, f"place / shard_model: {key} (shape {leaf.shape})")
     for key, var in variables:
         value, target = value_of(var), plan.sharding(key)
-        # Kept only if on the plan's mesh itself; abstract values (device_put refuses them) take the sharding.
         if all(isinstance(v, jax.Array) and getattr(v.sharding, "mesh", None) == target.mesh
                and v.sharding.is_equivalent_to(in_memory_of(v, target), v.ndim) for v in array_leaves(value)):
-            continue
+            continue  # kept only if on the plan's mesh itself; abstract values (device_put refuses them) are placed
         placed = jax.tree.map(lambda v: v.update(sharding=target) if isinstance(v, jax.ShapeDtypeStruct)
                               else jax.device_put(host_view(v, target), in_memory_of(v, target)) if is_array(v)
                               else v, value)
@@ -253,8 +253,10 @@ def shard_model(node: Any, mesh: Mesh | None, rule: str = "replicated") -> None:
         ``rule`` not in ``RULES`` (even when ``mesh`` is None); ``node`` or ``mesh`` of another type; else as ``place``.
     """
     if not isinstance(rule, str) or rule not in RULES:
+        near = difflib.get_close_matches(str(rule), RULES, cutoff=0.8)  # a typo: 'fsdpp' (not the rule files)
         table = (" (a rule table, (logical axis, mesh axes) pairs or a Rule go to shard_model_by_table(node, mesh, rule))"
-                 if isinstance(rule, (Mapping, list, tuple, Rule)) else f"; {RULE_FILES}, for shard_model_by_table")
+                 if isinstance(rule, (Mapping, list, tuple, Rule)) else f"; did you mean {near[0]!r}?" if near else
+                 f"; {RULE_FILES}, for shard_model_by_table")
         raise ValueError(f"unknown sharding rule {rule!r}; choose one of {tuple(RULES)}{table}")
     _plan_warn_place(node, mesh, rule)
 

@@ -247,3 +247,19 @@ def test_an_unknown_rule_name_names_the_harness_rule_file_as_a_table_and_a_kept_
     assert "{'name': None}" not in str(err.value)
     table = {k: v for k, v in file.items() if k != "name"}  # the example, as said, places
     assert gs.plan_shardings(model, mesh, table).specs
+
+
+@pytest.mark.parametrize("typed, meant", [("fsdpp", "fsdp"), ("tensr", "tensor"), ("replicate", "replicated")])
+def test_a_rule_name_near_a_named_rule_is_told_that_rule_not_the_harness_rule_files(typed, meant):
+    # Was: 'fsdpp' got "a harness rule file, conf/rule/<name>.yaml, is a rule table once its name: key is dropped"
+    # and no word of fsdp; resolve_rule, plan_shardings and shard_model alike.
+    import gensbi_sharding as gs
+
+    model, mesh = make_mlp(dim_theta=2, dim_x=3, rngs=nnx.Rngs(0), width=16, depth=1), make_mesh(model_axis=2)
+    for refused in (lambda: gs.resolve_rule(typed), lambda: gs.plan_shardings(model, mesh, typed),
+                    lambda: gs.shard_model(model, mesh, typed)):
+        with pytest.raises(ValueError, match=f"unknown sharding rule '{typed}'") as err:
+            refused()
+        assert str(err.value).endswith(f"; did you mean '{meant}'?"), err.value
+        assert "conf/rule" not in str(err.value)
+    assert gs.resolve_rule(meant).name == meant  # the name offered resolves
