@@ -112,6 +112,21 @@ def test_summary_csv_names_what_produced_each_rows_numbers(tmp_path):
     assert "c2st_weights" not in summary.md_path.read_text()  # the table stays as it was: the CSV holds them
 
 
+def test_summary_csv_names_the_checkpoint_a_resumed_job_started_from(tmp_path):
+    """Was: a job of `-m train.resume=runs/a model.width=32,64 train.steps=30` read as a fresh run of 30 steps (its
+    step time, samples/s and losses are of steps 20..30 alone); a fresh job's cells stay empty."""
+    make_job(tmp_path, 0, ["seed=0"], **ok_metrics(3016, 0.01, 0.9), final_step=30, resumed_from_step=20,
+             resumed_from="/runs/a/checkpoints/20")
+    make_job(tmp_path, 1, ["seed=1"], **ok_metrics(3016, 0.01, 0.9), final_step=30, resumed_from_step=None,
+             resumed_from=None)
+    summary = write_summary(tmp_path, declared=["seed"])
+    with open(summary.csv_path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [(r["final_step"], r["resumed_from_step"], r["resumed_from"]) for r in rows] == [
+        ("30", "20", "/runs/a/checkpoints/20"), ("30", "", "")]
+    assert list(rows[0])[-2:] == ["status", "error"]
+
+
 def test_summary_table_reads_at_a_glance(sweep):
     summary = write_summary(sweep, declared=["rule.embed", "activation"])
     lines = summary.md_path.read_text().splitlines()

@@ -125,9 +125,13 @@ TRAIN_COLUMNS: tuple[Column, ...] = (
 
 #: CSV-only, before status and error (but for a swept key of the name): what produced each row's numbers, so
 #: rows of several sweeps compare (was: only the swept keys; task, model, seed and budget of the others unsaid).
+#: A job started from a checkpoint (train.resume) names it and its step: its step time, samples/s and losses are of
+#: the steps after it alone (was: unsaid, the row read as a fresh run's of train.steps steps).
 PROVENANCE_COLUMNS: tuple[Column, ...] = tuple(Column(key, "", lambda m: "", _config(key)) for key in (
     "data.name", "model.name", "seed", "data.num_simulations", "train.steps")) + (
-    Column("final_step", "", lambda m: "", _integer("final_step")),)
+    Column("final_step", "", lambda m: "", _integer("final_step")),
+    Column("resumed_from_step", "", lambda m: "", _integer("resumed_from_step")),
+    Column("resumed_from", "", lambda m: "", _plain("resumed_from")))
 
 DRY_RUN_COLUMNS: tuple[Column, ...] = (
     _MESH,
