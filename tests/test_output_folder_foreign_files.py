@@ -10,7 +10,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from gensbi_sharding.harness import run_folder
-from gensbi_sharding.harness.folder_lock import folder_problem
+from gensbi_sharding.harness.folder_lock import FolderLock, folder_problem
 
 
 @pytest.mark.parametrize("sweep, names, shown", [
@@ -81,6 +81,28 @@ def test_a_folder_holding_other_runs_folders_is_refused_for_a_run(tmp_path):
         f"choose a new folder, e.g. hydra.run.dir={tmp_path / 'new_run'}")
     assert folder_problem(tmp_path / "new_run", sweep=False) is None
     assert folder_problem(tmp_path / "a", sweep=False) is None  # a run's own folder: its own checks follow
+
+
+@pytest.mark.parametrize("layout, shown", [
+    (["2026-12-05/10-00-00", "2026-12-05/11-00-00"], "2026-12-05/10-00-00, 2026-12-05/11-00-00"),  # outputs
+    (["runs/a", "outputs/2026-12-05/10-00-00", "multirun/2026-12-05/12-00-00/0"],  # a checkout: hydra.run.dir=.
+     "multirun/2026-12-05/12-00-00, outputs/2026-12-05/10-00-00, runs/a")])
+def test_a_folder_holding_runs_below_its_children_is_refused_for_a_run(tmp_path, capsys, layout, shown):
+    # Was: only its children were looked at, so hydra.run.dir=outputs (runs at <date>/<time>) or hydra.run.dir=. in
+    # the checkout wrote a run around them, and each default run after it (outputs/<date>/<time>) was refused as
+    # lying inside that run's folder.
+    for name in layout:
+        (tmp_path / name / ".hydra").mkdir(parents=True)
+        (tmp_path / name / "launch.log").write_text("")
+        if name.startswith("multirun"):  # a sweep's folder: its multirun.yaml above its job folders
+            (tmp_path / name).parent.joinpath("multirun.yaml").write_text("")
+    (tmp_path / "conf" / "model").mkdir(parents=True)  # folders of one's own: no run's
+    expected = (f"hydra.run.dir={tmp_path} holds the folders of other runs ({shown}): a run never writes around "
+                f"other runs; choose a new folder, e.g. hydra.run.dir={tmp_path / 'new_run'}")
+    assert folder_problem(tmp_path, sweep=False) == expected
+    assert refusal_at_start(tmp_path, False, capsys) == f"[ERROR] {expected}"
+    assert not (tmp_path / ".hydra").exists() and not (tmp_path / FolderLock.LOCK).exists()  # nothing written
+    assert folder_problem(tmp_path / "conf", sweep=False) is None  # a folder without runs below: accepted
 
 
 def refusal_at_start(folder, sweep, capsys):

@@ -163,7 +163,7 @@ def folder_problem(folder: Path, *, sweep: bool, before_hydra: bool = False) -> 
         return (f"{named} lies inside the folder of the run {host}: a {'sweep' if sweep else 'run'} never "
                 f"writes into another run's folder; choose one outside it, e.g. {instead}")
     # Was: hydra.run.dir=outputs (the folder of every run) wrote a run there, and each run after it lay inside it.
-    if not sweep and folder.is_dir() and (runs := sorted(p.name for p in folder.iterdir() if _is_run_folder(p))):
+    if not sweep and folder.is_dir() and (runs := _runs_under(folder)):
         return (f"{named} holds the folders of other runs ({', '.join(runs[:3])}{', ...' if len(runs) > 3 else ''}"
                 f"): a run never writes around other runs; choose a new folder, e.g. {typed(key, folder / 'new_run')}")
     if blocker is not None and (denied := write_denied(blocker)):
@@ -203,6 +203,31 @@ def _is_run_folder(path: Path) -> bool:
     """Whether ``path`` is a run's folder (Hydra's ``.hydra`` record, and the run's log, metrics or checkpoints)."""
     return (path / ".hydra").is_dir() and any((path / mark).exists() for mark in ("metrics.json", "launch.log",
                                                                                    "checkpoints"))
+
+
+def _runs_under(folder: Path, depth: int = 3, most: int = 2000) -> list[str]:
+    """The run and sweep folders under ``folder`` (``depth`` levels, ``most`` folders looked at), relative to it.
+
+    Was: its children alone, so ``hydra.run.dir=outputs`` (runs at ``<date>/<time>``) or ``.`` in a checkout
+    (``runs/a``) wrote a run around them, and every run after it in ``outputs/<date>/<time>`` was then refused
+    as inside that run's folder. A run's or sweep's own folders are not looked into, nor hidden ones.
+    """
+    found, level, seen = [], [folder], 0
+    for _ in range(depth):
+        below = []
+        for parent in level:
+            try:
+                children = sorted(c for c in parent.iterdir() if c.is_dir() and not c.name.startswith("."))
+            except OSError:  # unreadable, or gone meanwhile: nothing of a run's to keep apart
+                continue
+            for child in children[:max(most - seen, 0)]:
+                seen += 1
+                if _is_run_folder(child) or (child / "multirun.yaml").is_file():
+                    found.append(child.relative_to(folder).as_posix())
+                else:
+                    below.append(child)
+        level = below
+    return sorted(found)
 
 
 def _shared_with_running(folder: Path, sweep: bool, key: str) -> str | None:
