@@ -15,7 +15,8 @@ from omegaconf import OmegaConf, open_dict
 from gensbi_sharding.harness import run_folder
 from gensbi_sharding.harness.config import register_configs
 from gensbi_sharding.harness.sweep_plan import every_job
-from gensbi_sharding.harness.sweep_subdirs import colliding_subdirs_problem, job_subdirs, unused_folder_problem
+from gensbi_sharding.harness.sweep_subdirs import (colliding_subdirs_problem, foreign_runs_problem, job_subdirs,
+                                                   unused_folder_problem)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -195,3 +196,24 @@ def test_a_folder_override_the_mode_ignores_is_refused_naming_the_one_to_use(tmp
     assert proc.stderr.strip().endswith("); set hydra.run.dir=mine instead, or add -m for a sweep")
     assert list(cwd.iterdir()) == []  # nothing written: not outputs/ either
     claim_sweep(tmp_path / "sweep", "${hydra.job.num}", ["rule=fsdp,tensor"])  # hydra.sweep.dir given: as meant
+
+
+def test_a_sweep_folder_holding_other_runs_and_no_sweeps_record_is_refused_before_any_job(tmp_path, capsys):
+    # Was: -m seed=0,1 hydra.sweep.dir=runs (a folder of one's own runs a, b) read them as the sweep's jobs: "2 of its 2
+    # jobs complete (a, b)", then offered to continue jobs 0 and 1 one by one into runs/0 and runs/1, among them.
+    sweep = tmp_path / "runs"
+    for name in ("a", "b"):
+        (sweep / name / ".hydra").mkdir(parents=True)
+        (sweep / name / "metrics.json").write_text('{"status": "ok"}')
+    before = sorted(sweep.rglob("*"))
+    with pytest.raises(SystemExit):
+        claim_sweep(sweep, "${hydra.job.num}", ["seed=0,1", "experiment=quick"])
+    assert capsys.readouterr().err.strip() == (
+        f"[ERROR] hydra.sweep.dir={sweep} holds the folders of other runs (a, b), none of this sweep's jobs (0, 1), and "
+        f"no sweep's multirun.yaml: a sweep never writes among other runs; choose a new folder, e.g. "
+        f"hydra.sweep.dir={sweep / 'new_sweep'}")
+    assert sorted(sweep.rglob("*")) == before  # nothing written, not even a lock
+    claim_sweep(sweep / "new_sweep", "${hydra.job.num}", ["seed=0,1", "experiment=quick"])  # the folder it names
+    assert foreign_runs_problem(sweep, ["a", "b"]) is None  # the sweep's own jobs: its completed-job checks judge
+    (sweep / "multirun.yaml").write_text("")  # a sweep's folder whose jobs a custom subdir named: likewise
+    assert foreign_runs_problem(sweep, ["0", "1"]) is None

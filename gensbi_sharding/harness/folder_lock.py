@@ -17,7 +17,7 @@ from pathlib import Path
 from gensbi_sharding.harness.outputs import read_metrics, write_json
 
 __all__ = ["FolderLock", "FolderInUseError", "folder_problem", "remove_owner_notes", "run_folder_holding",
-           "write_denied"]
+           "runs_under", "write_denied"]
 
 # What a run (a sweep) writes at the top of its folder, and what marks a folder one has used: a folder without such a
 # mark that holds one of those names is someone else's, whose file the run would overwrite without a word.
@@ -163,7 +163,7 @@ def folder_problem(folder: Path, *, sweep: bool, before_hydra: bool = False) -> 
         return (f"{named} lies inside the folder of the run {host}: a {'sweep' if sweep else 'run'} never "
                 f"writes into another run's folder; choose one outside it, e.g. {instead}")
     # Was: hydra.run.dir=outputs (the folder of every run) wrote a run there, and each run after it lay inside it.
-    if not sweep and folder.is_dir() and (runs := _runs_under(folder)):
+    if not sweep and folder.is_dir() and (runs := runs_under(folder)):
         return (f"{named} holds the folders of other runs ({', '.join(runs[:3])}{', ...' if len(runs) > 3 else ''}"
                 f"): a run never writes around other runs; choose a new folder, e.g. {typed(key, folder / 'new_run')}")
     if blocker is not None and (denied := write_denied(blocker)):
@@ -205,12 +205,26 @@ def _is_run_folder(path: Path) -> bool:
                                                                                    "checkpoints"))
 
 
-def _runs_under(folder: Path, depth: int = 3, most: int = 2000) -> list[str]:
+def runs_under(folder: Path, depth: int = 3, most: int = 2000) -> list[str]:
     """The run and sweep folders under ``folder`` (``depth`` levels, ``most`` folders looked at), relative to it.
 
     Was: its children alone, so ``hydra.run.dir=outputs`` (runs at ``<date>/<time>``) or ``.`` in a checkout
     (``runs/a``) wrote a run around them, and every run after it in ``outputs/<date>/<time>`` was then refused
     as inside that run's folder. A run's or sweep's own folders are not looked into, nor hidden ones.
+
+    Parameters
+    ----------
+    folder : Path
+        An existing folder.
+    depth : int
+        Levels below it looked at (``outputs/<date>/<time>``: 2; ``multirun/<date>/<time>``, a sweep's: 2).
+    most : int
+        Folders looked at, at most (a home folder given by mistake is not walked whole).
+
+    Returns
+    -------
+    list of str
+        Each run's or sweep's folder, relative to ``folder``, sorted; ``[]`` when none.
     """
     found, level, seen = [], [folder], 0
     for _ in range(depth):

@@ -33,7 +33,7 @@ from gensbi_sharding.harness.stopped_jobs import fresh_settings, stopped_jobs_pr
 from gensbi_sharding.harness.sweep_hints import (config_flags, hydra_job_overrides, moved_jobs_problem, search_path_of,
                                                  shared_folder_problem, train_further_hint, unfinished_jobs_hint)
 from gensbi_sharding.harness.sweep_plan import command_overrides, every_job, job_folders
-from gensbi_sharding.harness.sweep_subdirs import colliding_subdirs_problem, unused_folder_problem
+from gensbi_sharding.harness.sweep_subdirs import colliding_subdirs_problem, foreign_runs_problem, unused_folder_problem
 
 __all__ = ["output_dir", "ensure_fresh", "RunFolder", "folder_owner", "RESUMABLE", "RefuseCompletedRun",
            "LOCAL_CHILD_ENV", "is_writer", "stopped_at_step"]
@@ -247,8 +247,8 @@ class RefuseCompletedRun(Callback):
             if sweep and not problem:  # Hydra writes a job's .hydra/ record before any check of ours could run
                 raw = OmegaConf.to_container(config.hydra.sweep, resolve=False) if "sweep" in config.hydra else {}
                 jobs = every_job(config)
-                problem = (shared_folder_problem(raw.get("subdir"), len(jobs), folder)
-                           or colliding_subdirs_problem(config, raw.get("subdir"), jobs, folder))
+                problem = (shared_folder_problem(raw.get("subdir"), len(jobs), folder) or foreign_runs_problem(
+                    folder, job_folders(config, jobs)) or colliding_subdirs_problem(config, raw.get("subdir"), jobs, folder))
                 if OmegaConf.select(config, "train.resume", default=None) == "auto":
                     problem = problem or moved_jobs_problem(folder, jobs, job_folders(config, jobs))
             if problem:

@@ -13,7 +13,7 @@ import shlex
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["job_subdirs", "colliding_subdirs_problem", "unused_folder_problem"]
+__all__ = ["job_subdirs", "colliding_subdirs_problem", "foreign_runs_problem", "unused_folder_problem"]
 
 #: Subdirs that name the job's number (or its launcher id): one folder per job whatever the swept values.
 _PER_JOB = ("hydra.job.num", "hydra.job.id")
@@ -127,6 +127,42 @@ def _flat(subdir: str) -> str:
 #: Hydra settings only a multirun reads (a group, or a key and what lies under it), but for their defaults.
 _MULTIRUN_ONLY, _MULTIRUN_DEFAULTS = ("hydra/launcher", "hydra/sweeper", "hydra.launcher", "hydra.sweeper",
                                       "hydra.sweep.subdir"), ("hydra/launcher=basic", "hydra/sweeper=basic")
+
+
+def foreign_runs_problem(sweep_dir: Any, folders: Sequence[str] | None) -> str | None:
+    """The refusal of a sweep folder holding runs that are none of its jobs, without a sweep's record; None if none.
+
+    Was: ``-m ... hydra.sweep.dir=runs`` (a folder of one's runs a, b) took them for the sweep's jobs: "2 of its 2
+    jobs complete (a, b)", and offered to continue jobs 0 and 1 one by one into runs/0, runs/1, among them.
+
+    Parameters
+    ----------
+    sweep_dir : str or Path
+        The multirun's ``hydra.sweep.dir``.
+    folders : sequence of str or None
+        The sweep's job folders (``sweep_plan.job_folders``); None or none where unknown: nothing is refused.
+
+    Returns
+    -------
+    str or None
+        One line naming those runs, the sweep's own job folders and a new folder to choose.
+    """
+    from pathlib import Path
+
+    from gensbi_sharding.harness.folder_lock import runs_under
+    from gensbi_sharding.harness.override_grammar import hydra_override
+
+    sweep_dir = Path(sweep_dir).absolute()
+    if not folders or (sweep_dir / "multirun.yaml").is_file() or not sweep_dir.is_dir():  # no jobs: unknown
+        return None
+    others = [run for run in runs_under(sweep_dir) if run not in folders]
+    if not others:
+        return None
+    return (f"{hydra_override('hydra.sweep.dir', sweep_dir)} holds the folders of other runs ("
+            f"{', '.join(others[:3])}{', ...' if len(others) > 3 else ''}), none of this sweep's jobs "
+            f"({', '.join(folders[:3])}{', ...' if len(folders) > 3 else ''}), and no sweep's multirun.yaml: a sweep "
+            f"never writes among other runs; choose a new folder, e.g. "
+            f"{hydra_override('hydra.sweep.dir', sweep_dir / 'new_sweep')}")
 
 
 def unused_folder_problem(config: Any, multirun: bool) -> str | None:
