@@ -136,3 +136,37 @@ def test_overrides_on_both_sides_of_a_flag_are_refused_naming_the_order(args, wo
                                   ["-m", "a=1", "--cfg", "job"], ["--help"], []])
 def test_overrides_in_one_run_pass(args):
     assert flag_order_problem(args) is None
+
+
+@pytest.mark.parametrize("args, refused, fixed", [
+    (["--info", "experiment=quick"], "--info experiment=quick", "--info all experiment=quick"),
+    (["-i", "experiment=quick", "seed=1"], "-i experiment=quick", "-i all experiment=quick seed=1"),
+    (["experiment=quick", "--info", "seed=1"], "--info seed=1", "--info all experiment=quick seed=1")])
+def test_info_reading_an_override_as_what_to_show_is_refused_naming_the_command(args, refused, fixed):
+    # Was: Hydra's whole usage text and "argument --info/-i: invalid choice: 'experiment=quick'", though --cfg job
+    # takes the overrides after it so.
+    from gensbi_sharding.harness.command_checks import command_problem
+
+    flag = refused.split()[0]
+    assert command_problem(args) == (
+        f"{refused}: Hydra reads the word after {flag} as what to show (all, config, defaults, defaults-tree, plugins, "
+        f"searchpath), not as an override; name it first: python launch.py {fixed}")
+    assert command_problem(fixed.split()) is None  # the command it names passes
+
+
+@pytest.mark.parametrize("args", [["--info"], ["experiment=quick", "--info"], ["--info", "config", "seed=1"],
+                                  ["--shell-completion", "install=bash"], ["-sc", "query=launch.py"]])
+def test_info_and_shell_completion_as_hydra_reads_them_pass(args):
+    from gensbi_sharding.harness.command_checks import command_problem
+
+    assert command_problem(args) is None
+
+
+def test_shell_completion_without_what_to_do_is_refused_naming_it():
+    # Was: Hydra's ValueError traceback, "Expecting one subcommand from ['install', 'uninstall', 'query'] to be set";
+    # and with it, --shell-completion install=bash was refused as "install is not a setting" (the case above).
+    from gensbi_sharding.harness.command_checks import command_problem
+
+    assert command_problem(["--shell-completion"]) == (
+        "--shell-completion needs what to do: python launch.py --shell-completion install=bash (or install=zsh, "
+        "install=fish; uninstall=bash; query=<the words>), without other overrides")

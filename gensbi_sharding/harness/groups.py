@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 __all__ = ["INTERNAL_GROUPS", "CONF", "hydra_flag_values", "config_folders", "config_flag_problem",
-           "group_options", "option_groups_text", "chosen_options", "preset_is_multirun"]
+           "info_flag_problem", "group_options", "option_groups_text", "chosen_options", "preset_is_multirun"]
 
 #: Groups no user picks from (not listed by ``--help``).
 INTERNAL_GROUPS = ("experiment_model",)
@@ -94,6 +94,45 @@ def config_flag_problem(args: Sequence[str]) -> str | None:
         return (f"--config-name {names[-1]}: no {names[-1]}.yaml in {', '.join(map(str, folders))}; its configs: "
                 f"{', '.join(found)}" + (f"; did you mean --config-name {near}?" if near else
                                          "; add --config-dir <the folder that holds it>"))
+    return None
+
+
+#: What Hydra's ``--info`` shows, the word after it (bare ``--info``: all).
+INFO_CHOICES = ("all", "config", "defaults", "defaults-tree", "plugins", "searchpath")
+
+
+def info_flag_problem(args: Sequence[str]) -> str | None:
+    """The one-line refusal of ``--info`` read with an override as its value, or of ``--shell-completion`` without
+    its subcommand; else None.
+
+    Was: ``--info experiment=quick`` (as ``--cfg job experiment=quick`` is typed) ended in Hydra's whole usage text,
+    "invalid choice: 'experiment=quick'", and ``--shell-completion`` alone in a ValueError traceback.
+
+    Parameters
+    ----------
+    args : sequence of str
+        The command line after the program name (or a ``CommandLine``).
+
+    Returns
+    -------
+    str or None
+        E.g. ``"--info experiment=quick: ...; name what to show first: python launch.py --info all experiment=quick"``.
+    """
+    import shlex
+
+    args = list(getattr(args, "args", args))
+    for i, word in enumerate(args):
+        if word in ("-i", "--info") and i + 1 < len(args) and not args[i + 1].startswith("-") and (
+                args[i + 1] not in INFO_CHOICES):
+            words = [*args[:i + 1], "all", *args[i + 1:]]
+            overrides = [not w.startswith("-") and ("=" in w or w.startswith("~")) for w in words]  # flags first
+            fix = shlex.join([w for w, o in zip(words, overrides) if not o] + [w for w, o in zip(words, overrides) if o])
+            return (f"{word} {args[i + 1]}: Hydra reads the word after {word} as what to show "
+                    f"({', '.join(INFO_CHOICES)}), not as an override; name it first: python launch.py {fix}")
+    if any(w in ("-sc", "--shell-completion") for w in args) and not any(
+            w.split("=", 1)[0] in ("install", "uninstall", "query") for w in args):
+        return ("--shell-completion needs what to do: python launch.py --shell-completion install=bash (or "
+                "install=zsh, install=fish; uninstall=bash; query=<the words>), without other overrides")
     return None
 
 
