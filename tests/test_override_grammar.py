@@ -170,3 +170,26 @@ def test_shell_completion_without_what_to_do_is_refused_naming_it():
     assert command_problem(["--shell-completion"]) == (
         "--shell-completion needs what to do: python launch.py --shell-completion install=bash (or install=zsh, "
         "install=fish; uninstall=bash; query=<the words>), without other overrides")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--hydra-help", "seed=1"], "--hydra-help seed=1: --hydra-help shows Hydra's own help, which takes no overrides; "
+     "run python launch.py --hydra-help, or see a job's config with python launch.py --cfg job seed=1"),
+    (["--resolve", "experiment=quick"], "--resolve only changes what --cfg or --help print (interpolations resolved): "
+     "add one, e.g. python launch.py --cfg job --resolve experiment=quick"),
+    (["--info", "--resolve"], "--resolve only changes what --cfg or --help print (interpolations resolved): add one, "
+     "e.g. python launch.py --cfg job --resolve")])
+def test_hydra_flags_hydra_cannot_use_so_are_refused_naming_the_command(args, message):
+    # Was: a traceback each, Hydra's "Could not override 'seed'. To append to your config use +seed=1" (its help
+    # config has no seed; +seed=1 is refused in turn) and "The --resolve flag can only be used in conjunction with
+    # --cfg or --help".
+    from gensbi_sharding.harness.command_checks import command_problem
+
+    assert command_problem(args) == message
+
+
+@pytest.mark.parametrize("args", [["--hydra-help"], ["--cfg", "job", "--resolve", "seed=1"], ["--help", "--resolve"]])
+def test_hydra_help_and_resolve_as_hydra_reads_them_pass(args):
+    from gensbi_sharding.harness.command_checks import command_problem
+
+    assert command_problem(args) is None

@@ -12,7 +12,7 @@ import itertools
 from collections.abc import Sequence
 
 from gensbi_sharding.harness.config_files import config_file_problem
-from gensbi_sharding.harness.groups import config_flag_problem, info_flag_problem
+from gensbi_sharding.harness.groups import config_flag_problem, flag_use_problem
 from gensbi_sharding.harness.key_paths import hydra_key_problem
 from gensbi_sharding.harness.override_dicts import dict_override_problem
 from gensbi_sharding.harness.override_grammar import CommandLine, flag_order_problem, grammar_problem, \
@@ -30,7 +30,7 @@ __all__ = ["OVERRIDE_CHECKS", "command_problem"]
 
 # config_file_problem as soon as the overrides parse: the checks after it read the config files it names unreadable;
 # rule_file_problem last: it composes, and an override another check refuses is no command to compose
-OVERRIDE_CHECKS = (config_flag_problem, info_flag_problem, flag_order_problem, grammar_problem, config_file_problem, task_fixed_problem,
+OVERRIDE_CHECKS = (config_flag_problem, flag_use_problem, flag_order_problem, grammar_problem, config_file_problem, task_fixed_problem,
                    command_sweep_problem, list_override_problem, model_key_problem, unknown_key_problem,
                    hydra_key_problem, mode_flags_problem, override_problem, dict_override_problem, rule_file_problem)
 
@@ -55,7 +55,7 @@ def command_problem(args: Sequence[str] | CommandLine) -> str | None:
 
     command, found = parse(args), []
     if any(word in ("-sc", "--shell-completion") for word in command.args):  # install=bash: Hydra's words, no setting
-        return info_flag_problem(command)  # (was: "install is not a setting", so shell completion could not install)
+        return flag_use_problem(command)  # (was: "install is not a setting", so shell completion could not install)
     while len(found) < MOST_LISTED and (problem := _checked_problem(command)) not in (None, *found):
         found.append(problem)
         fixes = fixes_of(fix_of(problem))

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 __all__ = ["INTERNAL_GROUPS", "CONF", "hydra_flag_values", "config_folders", "config_flag_problem",
-           "info_flag_problem", "group_options", "option_groups_text", "chosen_options", "preset_is_multirun"]
+           "flag_use_problem", "group_options", "option_groups_text", "chosen_options", "preset_is_multirun"]
 
 #: Groups no user picks from (not listed by ``--help``).
 INTERNAL_GROUPS = ("experiment_model",)
@@ -101,12 +101,14 @@ def config_flag_problem(args: Sequence[str]) -> str | None:
 INFO_CHOICES = ("all", "config", "defaults", "defaults-tree", "plugins", "searchpath")
 
 
-def info_flag_problem(args: Sequence[str]) -> str | None:
-    """The one-line refusal of ``--info`` read with an override as its value, or of ``--shell-completion`` without
-    its subcommand; else None.
+def flag_use_problem(args: Sequence[str]) -> str | None:
+    """The one-line refusal of one of Hydra's flags used as Hydra cannot: ``--info`` read with an override as its
+    value, ``--shell-completion`` without its subcommand, ``--hydra-help`` beside overrides, ``--resolve`` without
+    ``--cfg`` or ``--help``; else None.
 
     Was: ``--info experiment=quick`` (as ``--cfg job experiment=quick`` is typed) ended in Hydra's whole usage text,
-    "invalid choice: 'experiment=quick'", and ``--shell-completion`` alone in a ValueError traceback.
+    "invalid choice: 'experiment=quick'"; ``--shell-completion`` alone, ``--hydra-help seed=1`` (Hydra's help config
+    has no ``seed``: "To append to your config use +seed=1") and ``--resolve`` alone in a traceback.
 
     Parameters
     ----------
@@ -133,6 +135,14 @@ def info_flag_problem(args: Sequence[str]) -> str | None:
             w.split("=", 1)[0] in ("install", "uninstall", "query") for w in args):
         return ("--shell-completion needs what to do: python launch.py --shell-completion install=bash (or "
                 "install=zsh, install=fish; uninstall=bash; query=<the words>), without other overrides")
+    overrides = [w for w in args if not w.startswith("-") and ("=" in w or w.startswith("~"))]
+    if "--hydra-help" in args and overrides:
+        return (f"--hydra-help {shlex.join(overrides)}: --hydra-help shows Hydra's own help, which takes no overrides; "
+                "run python launch.py --hydra-help, or see a job's config with python launch.py --cfg job "
+                f"{shlex.join(overrides)}")
+    if "--resolve" in args and not any(w in ("--cfg", "-c", "--help", "-h") or w.startswith("--cfg=") for w in args):
+        return ("--resolve only changes what --cfg or --help print (interpolations resolved): add one, e.g. "
+                f"python launch.py --cfg job --resolve {shlex.join(overrides)}".rstrip())
     return None
 
 
