@@ -105,6 +105,20 @@ def test_a_folder_holding_runs_below_its_children_is_refused_for_a_run(tmp_path,
     assert folder_problem(tmp_path / "conf", sweep=False) is None  # a folder without runs below: accepted
 
 
+def test_a_folder_named_through_dot_dot_is_judged_where_it_lies(tmp_path, capsys):
+    # Was: hydra.run.dir=runs/a/../new was refused as "inside the folder of the run runs/a" (its parents were read as
+    # typed), naming runs/a-new; runs/x/../a, a completed run, made runs/x for its lock before it was refused.
+    host = tmp_path / "a"
+    (host / ".hydra").mkdir(parents=True)
+    (host / "metrics.json").write_text('{"status": "ok"}')
+    assert folder_problem(host / ".." / "new", sweep=False) is None
+    assert folder_problem(host / ".." / "a" / "sub", sweep=False).startswith(
+        f"hydra.run.dir={host / 'sub'} lies inside the folder of the run {host}:")
+    assert refusal_at_start(tmp_path / "x" / ".." / "a", False, capsys).startswith(
+        f"[ERROR] {host / 'metrics.json'} already exists (status ok)")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a"]  # no x made
+
+
 def refusal_at_start(folder, sweep, capsys):
     """What Hydra's run (or multirun) start prints for output folder ``folder``; it must exit."""
     config = OmegaConf.create({"hydra": {"sweep": {"dir": str(folder)}, "run": {"dir": str(folder)}},

@@ -17,7 +17,7 @@ from pathlib import Path
 from gensbi_sharding.harness.outputs import read_metrics, write_json
 
 __all__ = ["FolderLock", "FolderInUseError", "folder_problem", "remove_owner_notes", "run_folder_holding",
-           "runs_under", "write_denied"]
+           "physical", "runs_under", "write_denied"]
 
 # What a run (a sweep) writes at the top of its folder, and what marks a folder one has used: a folder without such a
 # mark that holds one of those names is someone else's, whose file the run would overwrite without a word.
@@ -124,6 +124,13 @@ class FolderLock:
             return "its owner note is not written yet"
 
 
+def physical(path: str | os.PathLike) -> Path:
+    """``path`` made absolute, a ``..`` in it resolved as the file system will (was: ``runs/a/../b`` refused as lying
+    inside the run ``runs/a``, and ``runs/x/../a`` made ``runs/x`` for its lock); any other path as it is."""
+    path = Path(path).absolute()
+    return Path(os.path.realpath(path)) if ".." in path.parts else path
+
+
 def folder_problem(folder: Path, *, sweep: bool, before_hydra: bool = False) -> str | None:
     """Why ``folder`` cannot be this job's output folder, naming the override to change; None if it can.
 
@@ -137,7 +144,7 @@ def folder_problem(folder: Path, *, sweep: bool, before_hydra: bool = False) -> 
     from gensbi_sharding.harness.override_grammar import hydra_override as typed  # a folder as Hydra and the shell
     # read it back (was: hydra.run.dir=<path> as is: a path with a space or ( was no override one could type)
     key = "hydra.sweep.dir" if sweep else "hydra.run.dir"
-    folder = Path(folder).absolute()
+    folder = physical(folder)
     named = typed(key, folder)
     blocker = next((p for p in (folder, *folder.parents) if p.exists()), None)
     # A symbolic link to nothing (its target moved, not made yet) cannot be made a folder: was "[Errno 17] File

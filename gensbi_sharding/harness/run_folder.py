@@ -21,7 +21,7 @@ from gensbi_sharding.harness.config_values import interpolation_problem
 from gensbi_sharding.harness.console import tagged
 from gensbi_sharding.harness.console_lines import completed_jobs_lead
 from gensbi_sharding.harness.earlier_attempts import set_aside
-from gensbi_sharding.harness.folder_lock import FolderInUseError, FolderLock, folder_problem
+from gensbi_sharding.harness.folder_lock import FolderInUseError, FolderLock, folder_problem, physical
 from gensbi_sharding.harness.launch_record import keep_record, record_python_run, settle_record, step_folder_names
 from gensbi_sharding.harness.outputs import read_metrics, read_record, write_record
 from gensbi_sharding.harness.preflight import folder_check_crashed
@@ -233,10 +233,10 @@ class RefuseCompletedRun(Callback):
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         if folder_owner(config):
-            self._claim(Path(config.hydra.run.dir), [Path(config.hydra.run.dir)], config)
+            self._claim(physical(config.hydra.run.dir), [physical(config.hydra.run.dir)], config)
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        sweep = Path(config.hydra.sweep.dir)
+        sweep = physical(config.hydra.sweep.dir)
         self._claim(sweep, [m.parent for m in sorted(sweep.glob("*/metrics.json"))], config, sweep=True)
 
     def _claim(self, folder: Path, runs: list[Path], config: DictConfig, sweep: bool = False) -> None:
