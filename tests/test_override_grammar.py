@@ -178,7 +178,11 @@ def test_shell_completion_without_what_to_do_is_refused_naming_it():
     (["--resolve", "experiment=quick"], "--resolve only changes what --cfg or --help print (interpolations resolved): "
      "add one, e.g. python launch.py --cfg job --resolve experiment=quick"),
     (["--info", "--resolve"], "--resolve only changes what --cfg or --help print (interpolations resolved): add one, "
-     "e.g. python launch.py --cfg job --resolve")])
+     "e.g. python launch.py --cfg job --resolve"),
+    (["--experimental-rerun", "runs/nope/.hydra/config.pickle"], "--experimental-rerun runs/nope/.hydra/config.pickle: "
+     "no such file; it takes a job's .hydra/config.pickle, which Hydra writes only under hydra.callbacks.save_job_info "
+     "(its PickleJobInfoCallback); to run a job again, give its overrides (<its folder>/.hydra/overrides.yaml) and a "
+     "new hydra.run.dir")])
 def test_hydra_flags_hydra_cannot_use_so_are_refused_naming_the_command(args, message):
     # Was: a traceback each, Hydra's "Could not override 'seed'. To append to your config use +seed=1" (its help
     # config has no seed; +seed=1 is refused in turn) and "The --resolve flag can only be used in conjunction with

@@ -104,11 +104,12 @@ INFO_CHOICES = ("all", "config", "defaults", "defaults-tree", "plugins", "search
 def flag_use_problem(args: Sequence[str]) -> str | None:
     """The one-line refusal of one of Hydra's flags used as Hydra cannot: ``--info`` read with an override as its
     value, ``--shell-completion`` without its subcommand, ``--hydra-help`` beside overrides, ``--resolve`` without
-    ``--cfg`` or ``--help``; else None.
+    ``--cfg`` or ``--help``, ``--experimental-rerun`` of no file; else None.
 
     Was: ``--info experiment=quick`` (as ``--cfg job experiment=quick`` is typed) ended in Hydra's whole usage text,
     "invalid choice: 'experiment=quick'"; ``--shell-completion`` alone, ``--hydra-help seed=1`` (Hydra's help config
-    has no ``seed``: "To append to your config use +seed=1") and ``--resolve`` alone in a traceback.
+    has no ``seed``: "To append to your config use +seed=1"), ``--resolve`` alone and ``--experimental-rerun <no file>``
+    in a traceback.
 
     Parameters
     ----------
@@ -128,7 +129,8 @@ def flag_use_problem(args: Sequence[str]) -> str | None:
                 args[i + 1] not in INFO_CHOICES):
             words = [*args[:i + 1], "all", *args[i + 1:]]
             overrides = [not w.startswith("-") and ("=" in w or w.startswith("~")) for w in words]  # flags first
-            fix = shlex.join([w for w, o in zip(words, overrides) if not o] + [w for w, o in zip(words, overrides) if o])
+            fix = shlex.join([w for w, o in zip(words, overrides) if not o] + [w for w, o in zip(words, overrides)
+                                                                                   if o])
             return (f"{word} {args[i + 1]}: Hydra reads the word after {word} as what to show "
                     f"({', '.join(INFO_CHOICES)}), not as an override; name it first: python launch.py {fix}")
     if any(w in ("-sc", "--shell-completion") for w in args) and not any(
@@ -143,6 +145,11 @@ def flag_use_problem(args: Sequence[str]) -> str | None:
     if "--resolve" in args and not any(w in ("--cfg", "-c", "--help", "-h") or w.startswith("--cfg=") for w in args):
         return ("--resolve only changes what --cfg or --help print (interpolations resolved): add one, e.g. "
                 f"python launch.py --cfg job --resolve {shlex.join(overrides)}".rstrip())
+    rerun = hydra_flag_values(args, "--experimental-rerun", "--experimental-rerun")
+    if missing := [f for f in rerun if not os.path.isfile(f)]:
+        return (f"--experimental-rerun {missing[0]}: no such file; it takes a job's .hydra/config.pickle, which Hydra "
+                "writes only under hydra.callbacks.save_job_info (its PickleJobInfoCallback); to run a job again, give "
+                "its overrides (<its folder>/.hydra/overrides.yaml) and a new hydra.run.dir")
     return None
 
 
