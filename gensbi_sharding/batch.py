@@ -4,10 +4,7 @@ Without a mesh, inputs come back as they are."""
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import math
-from collections.abc import Iterator
 from typing import Any
 
 import jax
@@ -15,26 +12,13 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from gensbi_sharding.batch_sizes import nearest_batch_sizes
+from gensbi_sharding.factory import refuse_in_factory
 from gensbi_sharding.rules import MODEL_AXIS
 from gensbi_sharding.nodes import (check_mesh, check_no_module, is_array, is_array_like, is_int, is_prng_key,
                                    placed_dtype, unheld_dtype_fix)
 
 __all__ = ["batch_axes", "batch_size_divisor", "nearest_batch_sizes", "check_batch_divisible", "pad_for_mesh",
            "shard_batch", "shard_sample_init", "replicate", "check_placeable", "host_view"]
-
-
-# The caller (init_sharded, abstract_sharded) while it traces a model's constructor, computed on one device.
-_TRACING_FACTORY: contextvars.ContextVar[str | None] = contextvars.ContextVar("tracing_factory", default=None)
-
-
-@contextlib.contextmanager
-def tracing_factory(caller: str) -> Iterator[None]:
-    """While open, ``shard_batch``/``replicate`` with a mesh refuse, naming ``caller`` and the fix."""
-    token = _TRACING_FACTORY.set(caller)
-    try:
-        yield
-    finally:
-        _TRACING_FACTORY.reset(token)
 
 
 def batch_axes(mesh: Mesh) -> tuple[str, ...]:
@@ -223,13 +207,12 @@ def replicate(tree: Any, mesh: Mesh | None) -> Any:
 def _put_leaves(tree: Any, mesh: Mesh | None, what: str, split: bool) -> Any:
     """All checks (the mesh's, then the rows'), then the placing: leading axes ``split`` over the batch axes."""
     check_mesh(mesh)
-    if mesh is not None and (caller := _TRACING_FACTORY.get()) is not None:
-        name = {"batch": "shard_batch", "replicate": "replicate"}.get(what, "shard_sample_init")
-        raise ValueError(f"{name} called inside the model's constructor while {caller} traces it: {caller} computes "
-                         "the model on one device, so an input placed on the mesh's devices cannot enter it; build "
-                         "the sample input unplaced inside the factory (a NumPy or jnp array: jnp.ones((8, dim))), "
-                         "or build the model eagerly and place it: shard_model(factory(), mesh, rule) (in the harness: "
-                         "model.init=eager)")
+    if mesh is not None:
+        refuse_in_factory({"batch": "shard_batch", "replicate": "replicate"}.get(what, "shard_sample_init"),
+                          "{caller} computes the model on one device, so an input placed on the mesh's devices cannot "
+                          "enter it; build the sample input unplaced inside the factory (a NumPy or jnp array: "
+                          "jnp.ones((8, dim))), or build the model eagerly and place it: shard_model(factory(), mesh, "
+                          "rule) (in the harness: model.init=eager)")
     check_numeric_leaves(tree, what)  # before the rows: a Module's kernel and bias differ in rows
     if split:
         check_same_rows(tree, what)

@@ -22,9 +22,10 @@ from gensbi_sharding.checkpoint_save import CheckpointWriter
 from gensbi_sharding.checkpoint_steps import (CHECKPOINT_SUBDIR, committed_steps, find_checkpoint, flat_by_path,
                                               is_variable, item_handlers, nest_by_path, nesting_fix, path_key,
                                               renamed_fix)
+from gensbi_sharding.factory import trace_factory
 from gensbi_sharding.rules import Rule, RuleTable
 from gensbi_sharding.nodes import (abstract_state, array_leaves, check_node, is_node, is_prng_key, is_scalar,
-                                   node_state, placed_dtype, spec_misfit, trace_factory, value_leaves)
+                                   node_state, placed_dtype, spec_misfit, value_leaves)
 from gensbi_sharding.sharding import plan_shardings
 
 __all__ = ["CHECKPOINT_SUBDIR", "CheckpointWriter", "Restored", "abstract_state_for",

@@ -17,10 +17,11 @@ import numpy as np
 from flax import nnx
 from jax.sharding import Mesh, NamedSharding, SingleDeviceSharding
 
-from gensbi_sharding.batch import check_placeable, host_view, tracing_factory
+from gensbi_sharding.batch import check_placeable, host_view
+from gensbi_sharding.factory import build_unplaced, check_concrete, trace_factory, tracing_factory
 from gensbi_sharding.rules import RULES, Rule, RuleTable, logical_axes_of, resolve_rule
-from gensbi_sharding.nodes import (array_leaves, array_variables, build_unplaced, check_node, is_array_like, is_scalar,
-                                   is_prng_key, keep_scalars, named_leaves, path_name, trace_factory, value_of)
+from gensbi_sharding.nodes import (array_leaves, array_variables, check_node, is_array_like, is_scalar, is_prng_key,
+                                   keep_scalars, named_leaves, path_name, value_of)
 from gensbi_sharding.report import mesh_label
 from gensbi_sharding.sharding import Plan, in_memory_of, plan_shardings
 
@@ -60,7 +61,7 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Rule
     rule = _check(factory, rule, warn)
     if mesh is None:
         check_node(node := build_unplaced(factory), "init_sharded (what the factory returned)")
-        return _check_concrete(named_leaves(node)) or node
+        return check_concrete(named_leaves(node)) or node
     if isinstance(jnp.zeros(()), jax.core.Tracer):  # under jit: set_mesh (each group's program) raised JAX's words
         raise ValueError("init_sharded was called inside jax.jit (or nnx.jit): call it outside, it compiles its own "
                          "programs (one per group of variables); pass the placed model to the jitted function")
@@ -267,19 +268,12 @@ def _select(factory: Callable[[], Any], paths: list[str], constants: dict) -> Ca
     """Traceable ``factory()``'s values at ``paths``, leaves built from no traced array None (kept in ``constants``)."""
     def build():
         values = {path_name(p): v.get_value() for p, v in nnx.to_flat_state(nnx.state(build_unplaced(factory)))}
-        _check_concrete((p, leaf) for p, value in values.items() for leaf in jax.tree.leaves(value))
+        check_concrete((p, leaf) for p, value in values.items() for leaf in jax.tree.leaves(value))
         # Returned, such a leaf would be a constant of its own group's trace alone: the groups' digests would differ.
         constants.update((p, jax.tree.map(lambda v: None if isinstance(v, jax.core.Tracer) else v, value))
                          for p, value in values.items())
         return [jax.tree.map(lambda v: v if isinstance(v, jax.core.Tracer) else None, values[p]) for p in paths]
     return build
-
-
-def _check_concrete(leaves: Any) -> None:  # was: "float() argument must be ... not 'ShapeDtypeStruct'", from JAX
-    if (name := next((n for n, leaf in leaves if isinstance(leaf, jax.ShapeDtypeStruct)), None)) is not None:
-        raise ValueError(f"init_sharded: the factory built an abstract model ({name} is a jax.ShapeDtypeStruct, as "
-                         "nnx.eval_shape's), holding no values; pass one that builds it: lambda: Model(..., "
-                         "rngs=nnx.Rngs(0)) (for a dry run: abstract_sharded(factory, mesh, rule))")
 
 
 def _place_whole(out: Any, constant: Any, target: NamedSharding) -> Any:

@@ -7,7 +7,6 @@ import math
 from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any
 
-import flax.errors
 import jax
 import numpy as np
 from flax import nnx
@@ -48,9 +47,6 @@ def value_of(var: nnx.Variable) -> Any:
 def array_leaves(value: Any) -> list:
     """The arrays of a variable's value: itself, or the leaves of a pytree it holds (``{"mean": ...}``)."""
     return [leaf for leaf in jax.tree.leaves(value) if is_array_like(leaf)]
-
-
-_NOT_SCALAR = object()  # a leaf to jax.tree (no pytree node): trace_factory's stand-in for a traced leaf
 
 
 def keep_scalars(kept: Any, value: Any) -> Any:
@@ -253,47 +249,3 @@ def abstract_state(node: Any, sharding_for: Callable[[str, Any], jax.sharding.Sh
 def placed_dtype(dtype: Any) -> Any:
     """The dtype an array of ``dtype`` has on a device: 64-bit types narrowed unless ``jax_enable_x64``."""
     return jax.dtypes.canonicalize_dtype(dtype, allow_extended_dtype=True)
-
-
-def build_unplaced(factory: Callable[[], Any]) -> Any:
-    """``factory()`` with Flax's eager sharding off: Flax-style annotations stay logical names, not mesh axes."""
-    with nnx.use_eager_sharding(False):
-        return factory()
-
-
-def trace_factory(factory: Callable[[], Any], caller: str = "init_sharded", flags: dict | None = None) -> tuple:
-    """Trace ``factory()`` into its graphdef and abstract state, scalars kept; ``ValueError`` naming ``caller`` if the
-    constructor reads a traced value. ``ref=True``/``hijax=True`` variables come back plain (paths in ``flags``)."""
-    found = {}
-
-    def build():
-        try:
-            node = build_unplaced(factory)
-        except flax.errors.TraceContextError as error:  # Flax's names neither the caller nor the fix
-            raise ValueError(f"{caller} traces the factory, which changed an NNX object made outside it, e.g. an "
-                             f"nnx.Rngs ({str(error).splitlines()[0][:100]}); make it inside the factory: "
-                             "lambda: Model(..., rngs=nnx.Rngs(0)), not lambda: Model(..., rngs=rngs)") from error
-        check_node(node, f"{caller} (what the factory returned)")
-        kinds = {kind: {p for p, v in nnx.graph.iter_graph(node) if isinstance(v, nnx.Variable) and getattr(v, kind)}
-                 for kind in ("ref", "hijax")}
-        (flags if flags is not None else {}).update(kinds)
-        graphdef, state = nnx.split(nnx.with_vars(node, ref=False, hijax=False) if any(kinds.values()) else node)
-        values = check_value_leaves([(path_name(p), v.get_value()) for p, v in nnx.to_flat_state(state)], caller)
-        found.update(graphdef=graphdef, scalars={p: jax.tree.map(
-            lambda leaf: leaf if is_scalar(leaf) else _NOT_SCALAR, v) for p, v in values})
-        # Scalars leave as 0: eval_shape made 2**40 an int32 (OverflowError), and keep_scalars puts them back.
-        return jax.tree.map(lambda leaf: 0 if is_scalar(leaf) else leaf, state)
-
-    try:
-        state = jax.eval_shape(build)
-    except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError,  # TracerBoolConversionError
-            jax.errors.TracerIntegerConversionError) as error:  # is a ConcretizationTypeError
-        eager = ("pass the built model: abstract_state_for(factory(), mesh, rule)" if caller == "abstract_state_for"
-                 else "place it: shard_model(factory(), mesh, rule) (in the harness: model.init=eager)")
-        raise ValueError(f"{caller} traces the constructor, which reads a value it computed ({type(error).__name__}"
-                         f": {str(error).splitlines()[0]}); compute that value under jax.ensure_compile_time_eval() "
-                         f"if it depends on no random draw, or build it eagerly and {eager}") from error
-    for path, var in nnx.to_flat_state(state):
-        var.set_value(keep_scalars(found["scalars"].get(path_name(path)), var.get_value()))
-    return found["graphdef"], state
-

@@ -1,0 +1,87 @@
+"""Tracing a model's factory (``init_sharded``, ``abstract_sharded``, ``abstract_state_for``), and the one refusal of
+what places arrays on a mesh inside the constructor it traces."""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import flax.errors
+import jax
+from flax import nnx
+
+from gensbi_sharding.nodes import check_node, check_value_leaves, is_scalar, keep_scalars, path_name
+
+_NOT_SCALAR = object()  # a leaf to jax.tree (no pytree node): trace_factory's stand-in for a traced leaf
+# The caller (init_sharded, abstract_sharded) while it traces a model's constructor, computed on one device.
+_TRACING_FACTORY: contextvars.ContextVar[str | None] = contextvars.ContextVar("tracing_factory", default=None)
+
+
+@contextlib.contextmanager
+def tracing_factory(caller: str) -> Iterator[None]:
+    """While open, ``refuse_in_factory`` refuses, naming ``caller``."""
+    token = _TRACING_FACTORY.set(caller)
+    try:
+        yield
+    finally:
+        _TRACING_FACTORY.reset(token)
+
+
+def refuse_in_factory(name: str, fix: str) -> None:
+    """``ValueError``: ``name`` called while a constructor is traced, naming the caller and ``fix`` (``{caller}`` in it)."""
+    if (caller := _TRACING_FACTORY.get()) is not None:
+        raise ValueError(f"{name} called inside the model's constructor while {caller} traces it: "
+                         + fix.format(caller=caller))
+
+
+def build_unplaced(factory: Callable[[], Any]) -> Any:
+    """``factory()`` with Flax's eager sharding off: Flax-style annotations stay logical names, not mesh axes."""
+    with nnx.use_eager_sharding(False):
+        return factory()
+
+
+def trace_factory(factory: Callable[[], Any], caller: str = "init_sharded", flags: dict | None = None) -> tuple:
+    """Trace ``factory()`` into its graphdef and abstract state, scalars kept; ``ValueError`` naming ``caller`` if the
+    constructor reads a traced value. ``ref=True``/``hijax=True`` variables come back plain (paths in ``flags``)."""
+    found = {}
+
+    def build():
+        try:
+            node = build_unplaced(factory)
+        except flax.errors.TraceContextError as error:  # Flax's names neither the caller nor the fix
+            raise ValueError(f"{caller} traces the factory, which changed an NNX object made outside it, e.g. an "
+                             f"nnx.Rngs ({str(error).splitlines()[0][:100]}); make it inside the factory: "
+                             "lambda: Model(..., rngs=nnx.Rngs(0)), not lambda: Model(..., rngs=rngs)") from error
+        check_node(node, f"{caller} (what the factory returned)")
+        kinds = {kind: {p for p, v in nnx.graph.iter_graph(node) if isinstance(v, nnx.Variable) and getattr(v, kind)}
+                 for kind in ("ref", "hijax")}
+        (flags if flags is not None else {}).update(kinds)
+        graphdef, state = nnx.split(nnx.with_vars(node, ref=False, hijax=False) if any(kinds.values()) else node)
+        values = check_value_leaves([(path_name(p), v.get_value()) for p, v in nnx.to_flat_state(state)], caller)
+        found.update(graphdef=graphdef, scalars={p: jax.tree.map(
+            lambda leaf: leaf if is_scalar(leaf) else _NOT_SCALAR, v) for p, v in values})
+        # Scalars leave as 0: eval_shape made 2**40 an int32 (OverflowError), and keep_scalars puts them back.
+        return jax.tree.map(lambda leaf: 0 if is_scalar(leaf) else leaf, state)
+
+    try:
+        state = jax.eval_shape(build)
+    except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError,  # TracerBoolConversionError
+            jax.errors.TracerIntegerConversionError) as error:  # is a ConcretizationTypeError
+        eager = ("pass the built model: abstract_state_for(factory(), mesh, rule)" if caller == "abstract_state_for"
+                 else "place it: shard_model(factory(), mesh, rule) (in the harness: model.init=eager)")
+        raise ValueError(f"{caller} traces the constructor, which reads a value it computed ({type(error).__name__}"
+                         f": {str(error).splitlines()[0]}); compute that value under jax.ensure_compile_time_eval() "
+                         f"if it depends on no random draw, or build it eagerly and {eager}") from error
+    for path, var in nnx.to_flat_state(state):
+        var.set_value(keep_scalars(found["scalars"].get(path_name(path)), var.get_value()))
+    return found["graphdef"], state
+
+
+def check_concrete(leaves: Any) -> None:
+    """``ValueError`` if a leaf of ``(name, leaf)`` pairs is abstract (was JAX's "float() argument must be ...")."""
+    if (name := next((n for n, leaf in leaves if isinstance(leaf, jax.ShapeDtypeStruct)), None)) is not None:
+        raise ValueError(f"init_sharded: the factory built an abstract model ({name} is a jax.ShapeDtypeStruct, as "
+                         "nnx.eval_shape's), holding no values; pass one that builds it: lambda: Model(..., "
+                         "rngs=nnx.Rngs(0)) (for a dry run: abstract_sharded(factory, mesh, rule))")
