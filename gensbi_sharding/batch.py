@@ -12,7 +12,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from gensbi_sharding.batch_sizes import nearest_batch_sizes
-from gensbi_sharding.factory import refuse_in_factory
+from gensbi_sharding.factory import INPUT_IN_FACTORY, refuse_in_factory
 from gensbi_sharding.rules import MODEL_AXIS
 from gensbi_sharding.nodes import (check_mesh, check_no_module, is_array, is_array_like, is_int, is_prng_key,
                                    placed_dtype, unheld_dtype_fix)
@@ -209,10 +209,7 @@ def _put_leaves(tree: Any, mesh: Mesh | None, what: str, split: bool) -> Any:
     check_mesh(mesh)
     if mesh is not None:
         refuse_in_factory({"batch": "shard_batch", "replicate": "replicate"}.get(what, "shard_sample_init"),
-                          "{caller} computes the model on one device, so an input placed on the mesh's devices cannot "
-                          "enter it; build the sample input unplaced inside the factory (a NumPy or jnp array: "
-                          "jnp.ones((8, dim))), or build the model eagerly and place it: shard_model(factory(), mesh, "
-                          "rule) (in the harness: model.init=eager)")
+                          INPUT_IN_FACTORY)
     check_numeric_leaves(tree, what)  # before the rows: a Module's kernel and bias differ in rows
     if split:
         check_same_rows(tree, what)

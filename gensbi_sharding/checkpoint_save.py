@@ -23,6 +23,7 @@ from gensbi_sharding.checkpoint_steps import (as_path, check_save_directory, com
                                               is_variable, item_handlers, nest_by_path, non_finite)
 from gensbi_sharding.checkpoint_lock import (commit_barrier, failed_save, finish_and_unlock, lock_directory, unlock,
                                              watch_exit)
+from gensbi_sharding.factory import refuse_in_factory
 from gensbi_sharding.nodes import check_value_leaves, is_int, is_node, is_prng_key, node_state, non_node_part
 
 __all__ = ["CheckpointWriter"]
@@ -218,6 +219,7 @@ class CheckpointWriter:
 
     def _checked_arguments(self, state: Any, key: Any, info: Any) -> Any:
         """``info`` as ``save`` writes it, once a closed writer, ``state``, ``key`` and ``info`` are checked."""
+        refuse_in_factory("CheckpointWriter.save", "save the model it returns")
         if self._closed:
             raise RuntimeError(f"this CheckpointWriter of {self.directory} is closed; open a new one to save")
         if not is_node(state) and not (isinstance(state, Mapping) and state):

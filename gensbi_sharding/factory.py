@@ -3,9 +3,8 @@ what places arrays on a mesh inside the constructor it traces."""
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import flax.errors
@@ -15,25 +14,21 @@ from flax import nnx
 from gensbi_sharding.nodes import check_node, check_value_leaves, is_scalar, keep_scalars, path_name
 
 _NOT_SCALAR = object()  # a leaf to jax.tree (no pytree node): trace_factory's stand-in for a traced leaf
-# The caller (init_sharded, abstract_sharded) while it traces a model's constructor, computed on one device.
+# The caller (init_sharded, abstract_sharded, abstract_state_for) while trace_factory traces a model's constructor.
 _TRACING_FACTORY: contextvars.ContextVar[str | None] = contextvars.ContextVar("tracing_factory", default=None)
-
-
-@contextlib.contextmanager
-def tracing_factory(caller: str) -> Iterator[None]:
-    """While open, ``refuse_in_factory`` refuses, naming ``caller``."""
-    token = _TRACING_FACTORY.set(caller)
-    try:
-        yield
-    finally:
-        _TRACING_FACTORY.reset(token)
+#: ``refuse_in_factory``'s fixes: an input placed inside the constructor; the model placed there (its own placing).
+INPUT_IN_FACTORY = ("an input placed on the mesh's devices cannot enter it: build the sample input unplaced inside the "
+                    "factory (a NumPy or jnp array: jnp.ones((8, dim))), or build the model eagerly and place it: "
+                    "shard_model(factory(), mesh, rule) (in the harness: model.init=eager)")
+MODEL_IN_FACTORY = "drop the call: the model comes back placed (to place it otherwise, call shard_model on it then)"
 
 
 def refuse_in_factory(name: str, fix: str) -> None:
-    """``ValueError``: ``name`` called while a constructor is traced, naming the caller and ``fix`` (``{caller}`` in it)."""
+    """``ValueError`` naming ``name``, the caller and ``fix`` (``{caller}`` filled in) while ``trace_factory`` traces a
+    constructor: what places arrays or compiles there met JAX's words for tracers (one refusal, every entry point)."""
     if (caller := _TRACING_FACTORY.get()) is not None:
-        raise ValueError(f"{name} called inside the model's constructor while {caller} traces it: "
-                         + fix.format(caller=caller))
+        raise ValueError(f"{name} called inside the model's constructor while {caller} traces it: {caller} builds "
+                         "the model itself, on one device, then places it by its plan; " + fix.format(caller=caller))
 
 
 def build_unplaced(factory: Callable[[], Any]) -> Any:
@@ -65,6 +60,7 @@ def trace_factory(factory: Callable[[], Any], caller: str = "init_sharded", flag
         # Scalars leave as 0: eval_shape made 2**40 an int32 (OverflowError), and keep_scalars puts them back.
         return jax.tree.map(lambda leaf: 0 if is_scalar(leaf) else leaf, state)
 
+    token = _TRACING_FACTORY.set(caller)  # refuse_in_factory refuses while it is set
     try:
         state = jax.eval_shape(build)
     except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError,  # TracerBoolConversionError
@@ -74,6 +70,8 @@ def trace_factory(factory: Callable[[], Any], caller: str = "init_sharded", flag
         raise ValueError(f"{caller} traces the constructor, which reads a value it computed ({type(error).__name__}"
                          f": {str(error).splitlines()[0]}); compute that value under jax.ensure_compile_time_eval() "
                          f"if it depends on no random draw, or build it eagerly and {eager}") from error
+    finally:
+        _TRACING_FACTORY.reset(token)
     for path, var in nnx.to_flat_state(state):
         var.set_value(keep_scalars(found["scalars"].get(path_name(path)), var.get_value()))
     return found["graphdef"], state

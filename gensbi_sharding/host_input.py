@@ -16,6 +16,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from gensbi_sharding.batch import batch_axes, check_numeric_leaves, check_same_rows
+from gensbi_sharding.factory import INPUT_IN_FACTORY, refuse_in_factory
 from gensbi_sharding.nodes import check_mesh, is_array, mesh_axes_of
 
 __all__ = ["DataPartitionType", "input_partition_spec", "host_to_global_array"]
@@ -75,6 +76,7 @@ def host_to_global_array(host_arrays: Any, *, partition: Any = DataPartitionType
     RuntimeError
         A leaf deleted (donated to a jitted step): named; raised on every process as the errors above.
     """
+    refuse_in_factory("host_to_global_array", INPUT_IN_FACTORY)  # each process alike: no collective is left waiting
     if not isinstance(check_processes, (bool, np.bool_)):  # "no" is truthy: a collective the caller meant to skip
         raise TypeError(f"check_processes={check_processes!r:.40} must be True or False")
     mesh = _concrete_mesh(mesh)

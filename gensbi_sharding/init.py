@@ -18,7 +18,7 @@ from flax import nnx
 from jax.sharding import Mesh, NamedSharding, SingleDeviceSharding
 
 from gensbi_sharding.batch import check_placeable, host_view
-from gensbi_sharding.factory import build_unplaced, check_concrete, trace_factory, tracing_factory
+from gensbi_sharding.factory import build_unplaced, check_concrete, refuse_in_factory, trace_factory
 from gensbi_sharding.rules import RULES, Rule, RuleTable, logical_axes_of, resolve_rule
 from gensbi_sharding.nodes import (array_leaves, array_variables, check_node, is_array_like, is_scalar, is_prng_key,
                                    keep_scalars, named_leaves, path_name, value_of)
@@ -62,6 +62,7 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Rule
     if mesh is None:
         check_node(node := build_unplaced(factory), "init_sharded (what the factory returned)")
         return check_concrete(named_leaves(node)) or node
+    refuse_in_factory("init_sharded", "build that part unplaced there (e.g. Inner(rngs)): the outer call places it all")
     if isinstance(jnp.zeros(()), jax.core.Tracer):  # under jit: set_mesh (each group's program) raised JAX's words
         raise ValueError("init_sharded was called inside jax.jit (or nnx.jit): call it outside, it compiles its own "
                          "programs (one per group of variables); pass the placed model to the jitted function")
@@ -142,6 +143,8 @@ def init_optimizer_sharded(model: Any, tx: Any, rule: str | RuleTable | Rule = "
         parameter elsewhere than it is; ``model`` not an NNX node, ``tx`` no optax ``GradientTransformation``, or
         ``wrt`` no nnx filter (a type, str, bool, None, ``...``, callable, or a tuple or list of them).
     """
+    refuse_in_factory("init_optimizer_sharded", "build nnx.Optimizer(model, tx, wrt=nnx.Param) there instead (placed "
+                      "with the model), or init_optimizer_sharded(model, tx, rule) on the model {caller} returns")
     rule = resolve_rule(rule)
     check_node(model, "init_optimizer_sharded")
     if not (callable(getattr(tx, "init", None)) and callable(getattr(tx, "update", None))):
@@ -242,8 +245,7 @@ def _check(factory: Any, rule: Any, warn: Any) -> Rule:
 def _trace_and_plan(factory: Callable[[], Any], mesh: Mesh, rule: Rule, warn: bool, caller: str,
                     flags: dict | None = None) -> tuple:
     """``trace_factory`` (errors naming ``caller``, ``flags`` as it takes them); plan; warn at the caller's caller."""
-    with tracing_factory(caller):  # shard_batch/replicate inside the constructor: refused naming the cause (batch.py)
-        graphdef, state = trace_factory(factory, caller, flags)
+    graphdef, state = trace_factory(factory, caller, flags)  # placing inside it refused (refuse_in_factory)
     plan = plan_shardings(nnx.merge(graphdef, state), mesh, rule)
     if warn:
         plan.warn(stacklevel=3)

@@ -18,6 +18,7 @@ from flax import nnx
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from gensbi_sharding.batch import check_placeable, host_view
+from gensbi_sharding.factory import MODEL_IN_FACTORY, refuse_in_factory
 from gensbi_sharding.nodes import (abstract_state, array_leaves, array_variables, check_mesh, check_node,
                                    check_plan_fits, is_array, is_array_like, is_int, is_node, listing, named_leaves,
                                    non_node_part, shape_of, value_of)
@@ -56,14 +57,13 @@ class Plan:
     def __post_init__(self) -> None:
         check_mesh(self.mesh, optional=False)
         object.__setattr__(self, "rule", resolve_rule(self.rule))  # any form plan_shardings takes
-        for name in ("specs", "fallbacks", "shapes"):  # a list or None raised AttributeError (.items) in place or warn
-            if not isinstance(getattr(self, name), Mapping):
-                raise TypeError(f"Plan {name}={getattr(self, name)!r:.60} must be a dict keyed by variable path, "
-                                "e.g. {'up/kernel': ...}; plan_shardings(node, mesh, rule) builds one")
         for name, kind, what in (("specs", P, "PartitionSpec, e.g. P(None, 'model')"), ("fallbacks", str, "str, "
                                   "e.g. 'no annotation'"), ("shapes", (tuple, list), "tuple of sizes, e.g. (8, 16)")):
+            if not isinstance(field := getattr(self, name), Mapping):  # a list or None: AttributeError (.items) later
+                raise TypeError(f"Plan {name}={field!r:.60} must be a dict keyed by variable path, "
+                                "e.g. {'up/kernel': ...}; plan_shardings(node, mesh, rule) builds one")
             # a fallback 3 or a shape 8 raised AttributeError (.startswith) in warn, TypeError (tuple()) in place
-            odd = next(((path, v) for path, v in getattr(self, name).items() if not isinstance(v, kind)), None)
+            odd = next(((path, v) for path, v in field.items() if not isinstance(v, kind)), None)
             if odd is not None:
                 raise TypeError(f"Plan {name}[{odd[0]!r}]={odd[1]!r:.60} must be a {what}")
 
@@ -205,6 +205,7 @@ def place(node: Any, plan: Plan) -> None:
     RuntimeError
         A variable's array deleted (donated to a jitted step): named, nothing moves.
     """
+    refuse_in_factory("place", MODEL_IN_FACTORY)
     variables = check_plan_fits(plan, node, "place")
     for key, var in variables:  # before anything moves
         for leaf in array_leaves(value_of(var)):
@@ -228,8 +229,7 @@ def place(node: Any, plan: Plan) -> None:
 
 
 def in_memory_of(leaf: Any, target: NamedSharding) -> NamedSharding:
-    """``target`` in the memory ``leaf`` is offloaded to (``pinned_host``: not its devices' default) where ``target``'s
-    devices have it, else ``target`` (was: every array put in device memory, by a second ``shard_model`` too)."""
+    """``target`` in the memory ``leaf`` is offloaded to (``pinned_host``) where ``target``'s devices have it, else it."""
     here = next(iter(leaf.sharding.addressable_devices), None) if isinstance(leaf, jax.Array) else None
     kind = leaf.sharding.memory_kind if here is not None else None
     there = {m.kind for device in list(target.addressable_devices)[:1] for m in device.addressable_memories()}
@@ -258,23 +258,22 @@ def shard_model(node: Any, mesh: Mesh | None, rule: str = "replicated") -> None:
                  if isinstance(rule, (Mapping, list, tuple, Rule)) else f"; did you mean {near[0]!r}?" if near else
                  f"; {RULE_FILES}, for shard_model_by_table")
         raise ValueError(f"unknown sharding rule {rule!r}; choose one of {tuple(RULES)}{table}")
-    _plan_warn_place(node, mesh, rule)
+    _plan_warn_place(node, mesh, rule, "shard_model")
 
 
 def shard_model_by_table(node: Any, mesh: Mesh | None, table: RuleTable) -> None:
-    """``shard_model`` under a user's rule table, e.g. ``{**dict(RULES["tensor"]), "embed": "data"}``: no
-    ``ExperimentalRuleWarning`` (a built-in rule's name warns it, as in ``shard_model``). Refuses what ``shard_model``
-    does, and a ``table`` ``resolve_rule`` rejects.
+    """``shard_model`` under a user's rule table, e.g. ``{**dict(RULES["tensor"]), "embed": "data"}``, refusing what it
+    does and a ``table`` ``resolve_rule`` rejects; no ``ExperimentalRuleWarning`` (a built-in rule's name warns it).
 
     Parameters
     ----------
     node, mesh : as ``shard_model``
     table : RuleTable, or (logical axis, mesh axes) pairs, or Rule, or a rule name
     """
-    _plan_warn_place(node, mesh, table)
+    _plan_warn_place(node, mesh, table, "shard_model_by_table")
 
 
-def _plan_warn_place(node: Any, mesh: Mesh | None, rule: str | RuleTable) -> None:
+def _plan_warn_place(node: Any, mesh: Mesh | None, rule: str | RuleTable, caller: str) -> None:
     """``shard_model(_by_table)``'s body: check ``node`` and the rule, then plan, warn, place (with a mesh)."""
     if not is_node(node):
         raise TypeError(f"shard_model places NNX graph nodes (a Module, nnx.Optimizer, nnx.State, or a tuple or dict "
@@ -283,6 +282,7 @@ def _plan_warn_place(node: Any, mesh: Mesh | None, rule: str | RuleTable) -> Non
     rule = resolve_rule(rule)  # checked with or without a mesh: a bad table fails before the run gets one
     check_mesh(mesh)  # its message offers None (plan_shardings' does not)
     if mesh is not None:
+        refuse_in_factory(caller, MODEL_IN_FACTORY)  # before the plan's warnings
         plan = plan_shardings(node, mesh, rule)
         plan.warn(stacklevel=3)  # at the caller of shard_model(_by_table)
         place(node, plan)

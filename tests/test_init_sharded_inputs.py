@@ -143,6 +143,60 @@ def test_placing_inside_a_traced_constructor_names_the_cause_and_fix(place, init
         init(factory, mesh)
 
 
+def _placing_the_model(call, mesh, tmp_path):
+    """``call`` run on the Module a constructor is building (``model``), as a user might place it there."""
+    import optax
+    from gensbi_sharding.checkpoint import CheckpointWriter, restore
+    if call == "restore":
+        source = nnx.Linear(4, 4, rngs=nnx.Rngs(1))
+        with CheckpointWriter(tmp_path / "ckpt") as writer:
+            writer.save(0, nnx.state(source), jax.random.key(0))
+
+    def save(model):
+        with CheckpointWriter(tmp_path / "out") as writer:
+            writer.save(0, nnx.state(model), jax.random.key(0))
+    return {"shard_model": lambda model: gs.shard_model(model, mesh, "fsdp"),
+            "shard_model_by_table": lambda model: gs.shard_model_by_table(model, mesh, "tensor"),
+            "place": lambda model: gs.place(model, gs.plan_shardings(model, mesh)),
+            "init_sharded": lambda model: init_sharded(lambda: nnx.Linear(2, 2, rngs=nnx.Rngs(0)), mesh),
+            "init_optimizer_sharded": lambda model: gs.init_optimizer_sharded(model, optax.adam(1e-3)),
+            "host_to_global_array": lambda model: gs.host_to_global_array(np.ones((8, 4), np.float32), mesh=mesh),
+            "restore": lambda model: restore(tmp_path / "ckpt", abstract_state_for(model, mesh)),
+            "CheckpointWriter.save": save}[call]
+
+
+@pytest.mark.parametrize("call, fix", [
+    ("shard_model", r"drop the call: the model comes back placed"),
+    ("shard_model_by_table", r"drop the call: the model comes back placed"),
+    ("place", r"drop the call: the model comes back placed"),
+    ("init_sharded", r"build that part unplaced there"),
+    ("init_optimizer_sharded", r"build nnx.Optimizer\(model, tx, wrt=nnx.Param\) there instead"),
+    ("host_to_global_array", r"build the sample input unplaced inside the factory"),
+    ("restore", r"restore into the model it returns: nnx.update\(model, restore\("),
+    ("CheckpointWriter.save", r"save the model it returns")])
+@pytest.mark.parametrize("init", [init_sharded, abstract_sharded, abstract_state_for],
+                         ids=["init_sharded", "abstract_sharded", "abstract_state_for"])
+def test_every_placing_entry_point_inside_a_traced_constructor_is_refused_naming_the_tracer_and_fix(
+        call, fix, init, mesh, tmp_path):
+    # Was JAX's or our words for a traced array, naming neither init_sharded nor the fix: shard_model, place
+    # "place / shard_model got l/bias as a traced array: it places a model outside jax.jit"; a nested init_sharded
+    # "called inside jax.jit"; host_to_global_array "Received incompatible devices for jitted computation"; restore
+    # "checkpoint ... is damaged"; CheckpointWriter.save "The 'sharding' attribute is not available on traced array".
+    run = _placing_the_model(call, mesh, tmp_path)
+
+    class Placing(nnx.Module):
+        def __init__(self):
+            self.linear = nnx.Linear(4, 4, rngs=nnx.Rngs(0))
+            run(self)
+
+    with pytest.raises(ValueError, match=rf"^{call} called inside the model's constructor while {init.__name__} "
+                       rf"traces it: {init.__name__} builds the model itself, .*; .*{fix}"), warnings.catch_warnings():
+        warnings.simplefilter("error")  # refused before any plan warns (fsdp's ExperimentalRuleWarning)
+        init(Placing, mesh)
+    with warnings.catch_warnings(action="ignore"):
+        run(nnx.Linear(4, 4, rngs=nnx.Rngs(0)))  # the same call outside a trace is not refused
+
+
 def test_placing_outside_a_traced_constructor_still_places():
     # The refusal holds only while a sharded init traces the constructor: afterwards shard_batch places again.
     factory, mesh = _lazy_model(shard_batch)
