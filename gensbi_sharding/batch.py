@@ -14,8 +14,8 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from gensbi_sharding.batch_sizes import nearest_batch_sizes
 from gensbi_sharding.factory import INPUT_IN_FACTORY, refuse_in_factory
 from gensbi_sharding.rules import MODEL_AXIS
-from gensbi_sharding.nodes import (check_mesh, check_no_module, is_array, is_array_like, is_int, is_prng_key,
-                                   placed_dtype, unheld_dtype_fix)
+from gensbi_sharding.nodes import (check_mesh, check_no_module, check_unmasked, is_array, is_array_like, is_int,
+                                   is_prng_key, placed_dtype, unheld_dtype_fix)
 
 __all__ = ["batch_axes", "batch_size_divisor", "nearest_batch_sizes", "check_batch_divisible", "pad_for_mesh",
            "shard_batch", "shard_sample_init", "replicate", "check_placeable", "host_view"]
@@ -92,9 +92,7 @@ def check_numeric_leaves(tree: Any, what: str) -> None:
 def check_placeable(leaf: Any, where: str) -> None:
     """``ValueError`` naming ``where`` if NumPy ``leaf`` holds a number its placed dtype cannot (JAX's cast would change
     it silently: 2**40 -> 0), ``TypeError`` if no JAX array holds its dtype, ``RuntimeError`` if it was donated."""
-    if isinstance(leaf, np.ma.MaskedArray):  # JAX's "numpy masked arrays are not supported" named no leaf
-        raise TypeError(f"{where} is a NumPy masked array, whose mask no JAX array holds: pass x.filled(value), and "
-                        "the mask as a leaf of its own if a step needs it (np.ma.getmaskarray(x))")
+    check_unmasked(leaf, where)
     # JAX's "Dtype datetime64[D] is not a valid JAX array type" named no leaf nor fix; a str or datetime64 scalar: kept
     if (isinstance(leaf, np.ndarray) or isinstance(leaf, np.generic) and leaf.dtype.kind in "fc") and not (
             jax.numpy.isdtype(leaf.dtype, ("bool", "numeric"))):

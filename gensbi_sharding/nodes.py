@@ -58,15 +58,23 @@ def check_value_leaves(values: Collection[tuple[str, Any]], caller: str) -> list
     """``values`` (``("a/b", value)`` pairs) as a list; ``TypeError`` naming a leaf neither array nor scalar (a str)."""
     for name, value in values:
         for keys, leaf in jax.tree_util.tree_leaves_with_path(value):
+            where = "/".join([name, *(jax.tree_util.keystr((k,), simple=True) for k in keys)])
+            check_unmasked(leaf, f"{caller}: {where} (shape {np.shape(leaf)})")  # a traced factory's: JAX's words
             held = not isinstance(leaf, (np.ndarray, np.generic)) or jax.numpy.isdtype(leaf.dtype, ("bool", "numeric"))
             if not ((is_array_like(leaf) or is_scalar(leaf)) and held):  # datetime64: JAX's, Orbax's errors named none
-                where = "/".join([name, *(jax.tree_util.keystr((k,), simple=True) for k in keys)])
                 what = type(leaf).__name__ + (f" {leaf!r:.40}" if held else f" of dtype {leaf.dtype}")
                 fix = unheld_dtype_fix(None if held else leaf.dtype, "keep other data as a plain attribute of the "
                                        "Module (static, in its graph, not its state)")
                 raise TypeError(f"{caller}: {where} holds {what}; a variable's value, or each leaf of a pytree value, "
                                 f"must be an array (JAX or NumPy) or a Python/NumPy number or bool: {fix}")
     return list(values)
+
+
+def check_unmasked(leaf: Any, where: str) -> None:
+    """``TypeError`` naming ``where`` if ``leaf`` is a NumPy masked array (JAX's "not supported" named no leaf)."""
+    if isinstance(leaf, np.ma.MaskedArray):  # np.ma.masked too
+        raise TypeError(f"{where} is a NumPy masked array, whose mask no JAX array holds: pass x.filled(value), and "
+                        "the mask as a leaf of its own if a step needs it (np.ma.getmaskarray(x))")
 
 
 def unheld_dtype_fix(dtype: Any, otherwise: str) -> str:

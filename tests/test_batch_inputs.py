@@ -15,7 +15,7 @@ from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
 
 import gensbi_sharding as gs
 from gensbi_sharding.batch import check_batch_divisible
-from gensbi_sharding.checkpoint import CheckpointWriter
+from gensbi_sharding.checkpoint import CheckpointWriter, abstract_state_for
 from library_helpers import BIG, _refusal, mesh, model
 
 
@@ -496,3 +496,22 @@ def test_a_numpy_masked_array_is_named_by_every_function_placing_or_saving_it(de
         assert list((tmp_path / "checkpoints").iterdir()) == []  # nothing written
         model.seen = nnx.Variable(masked.filled(0.0))  # the fix the message names
         assert writer.save(1, model, jax.random.key(0)) and writer.steps() == [1]
+
+
+@pytest.mark.parametrize("value, where", [(np.ma.masked, r"seen \(shape \(\)\)"),
+                                          ({"first": np.ma.masked_array([1.0, 2.0], mask=[0, 1])},
+                                           r"seen/first \(shape \(2,\)\)")], ids=["np.ma.masked", "in a dict"])
+def test_a_masked_value_a_traced_factory_builds_is_refused_as_every_placing_function_refuses_it(mesh, value, where):
+    # Was JAX's "numpy masked arrays are not supported as direct inputs to JAX functions. Use arr.filled() ...",
+    # naming no leaf, from init_sharded, abstract_sharded and abstract_state_for (shard_model named it, as above).
+    class Model(nnx.Module):
+        def __init__(self, seen):
+            self.kernel = nnx.Param(jnp.ones((8, 4)))
+            self.seen = nnx.Variable(seen)
+
+    for build in (gs.init_sharded, gs.abstract_sharded, abstract_state_for):
+        with pytest.raises(TypeError, match=rf"^{build.__name__}: {where} is a NumPy masked array, whose mask no JAX "
+                           r"array holds: pass x\.filled\(value\), and the mask as a leaf of its own if a step needs"):
+            build(lambda: Model(value), mesh)
+    filled = jax.tree.map(lambda v: np.ma.filled(v, 0.0), value)  # the fix the message names
+    assert gs.init_sharded(lambda: Model(filled), mesh).kernel[...].sharding.mesh == mesh
