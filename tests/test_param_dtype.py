@@ -113,6 +113,18 @@ def test_the_launcher_trains_flux1_with_bfloat16_parameters(flux1_bfloat16_run):
     assert metrics["steps"] == 8
 
 
+@pytest.fixture
+def patch_traced(monkeypatch):
+    """``patch_traced(target, name, value)``: monkeypatch code the train step traces. The step's programs are kept
+    per split graph (``step_programs.jitted_steps``), which a patched method leaves equal, so JAX's caches are
+    cleared after the patch and at the test's end: the step is traced again with the patch, and again without it."""
+    def patch(target, name, value):
+        monkeypatch.setattr(target, name, value)
+        jax.clear_caches()
+    yield patch
+    jax.clear_caches()
+
+
 def drifting_update(self, model, updates):
     """The EMA update as it was before the fix, made to drift on a float32 model: averages come back bfloat16."""
     new = nnx.state(model, nnx.Param)
@@ -120,7 +132,7 @@ def drifting_update(self, model, updates):
                  is_leaf=lambda x: isinstance(x, nnx.Variable))
 
 
-def test_the_dry_run_refuses_a_step_that_changes_a_dtype(monkeypatch, devices):
+def test_the_dry_run_refuses_a_step_that_changes_a_dtype(patch_traced, devices):
     cfg = compose_tiny("model.width=16", "model.depth=1")
     name, table = rule_table(cfg.rule)
     from gensbi_sharding import make_mesh
@@ -128,7 +140,7 @@ def test_the_dry_run_refuses_a_step_that_changes_a_dtype(monkeypatch, devices):
     report = dry_run(cfg, mesh=make_mesh(model_axis=1), rule_name=name, table=table, dim_theta=2, dim_x=2,
                      partition_axis=None)
     assert report["memory"]["argument_bytes"] > 0  # the honest step passes
-    monkeypatch.setattr(EMA, "update", drifting_update)
+    patch_traced(EMA, "update", drifting_update)
     with pytest.raises(StateDriftError) as err:
         dry_run(cfg, mesh=make_mesh(model_axis=1), rule_name=name, table=table, dim_theta=2, dim_x=2,
                 partition_axis=None)
@@ -137,8 +149,8 @@ def test_the_dry_run_refuses_a_step_that_changes_a_dtype(monkeypatch, devices):
     assert "train.ema_decay=0" in message and "model/" not in message
 
 
-def test_training_refuses_a_dtype_changing_step_before_its_first_step(monkeypatch):
-    monkeypatch.setattr(EMA, "update", drifting_update)
+def test_training_refuses_a_dtype_changing_step_before_its_first_step(patch_traced):
+    patch_traced(EMA, "update", drifting_update)
     from gensbi_sharding.harness.models.mlp import make_mlp
 
     model = make_mlp(dim_theta=2, dim_x=3, rngs=nnx.Rngs(0), width=16, depth=1, time_embed_dim=8)

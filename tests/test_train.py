@@ -20,17 +20,17 @@ from gensbi_sharding.harness.models.mlp import make_mlp
 pytestmark = pytest.mark.filterwarnings("ignore::gensbi_sharding.sharding.ExperimentalRuleWarning")
 
 
-def tiny_state(mesh=None, ema_decay=0.9, lr=1e-2, steps=40):
-    model = make_mlp(dim_theta=2, dim_x=3, rngs=nnx.Rngs(0), width=16, depth=1, time_embed_dim=8)
+def tiny_state(mesh=None, ema_decay=0.9, lr=1e-2, steps=40, rule="tensor", width=16, weight_decay=0.0):
+    model = make_mlp(dim_theta=2, dim_x=3, rngs=nnx.Rngs(0), width=width, depth=1, time_embed_dim=8)
     if mesh is not None:
-        gs.shard_model(model, mesh, "tensor")
-    tx = T.make_optimizer(learning_rate=lr, weight_decay=0.0, steps=steps, schedule="constant")
+        gs.shard_model(model, mesh, rule)
+    tx = T.make_optimizer(learning_rate=lr, weight_decay=weight_decay, steps=steps, schedule="constant")
     optimizer = nnx.Optimizer(model, tx, wrt=nnx.Param)
     if mesh is not None:
-        gs.shard_model(optimizer, mesh, "tensor")
+        gs.shard_model(optimizer, mesh, rule)
     ema = EMA(model, ema_decay) if ema_decay else None
     if ema is not None and mesh is not None:
-        gs.shard_model(ema, mesh, "tensor")
+        gs.shard_model(ema, mesh, rule)
     return model, optimizer, ema
 
 
@@ -102,6 +102,59 @@ def test_ema_is_placed_and_checkpointed_like_the_params(devices, tmp_path):
     kernel = restored.state[2]["params"]["blocks"][0]["up"]["kernel"].get_value()
     assert kernel.sharding.is_equivalent_to(NamedSharding(mesh_b, gs.sharding_of(fresh[0])[
         "blocks/0/up/kernel"].spec), 2)
+
+
+def test_a_second_step_of_the_same_graph_mesh_and_placements_reuses_its_programs(devices):
+    # Was: a new jitted pair per call, so every run in one process (a sweep's next job, an in-process run) traced,
+    # lowered and compiled its step and validation loss again: about 0.9 s of a tiny run's 1.6 s.
+    mesh = gs.make_mesh(model_axis=2)
+    model, optimizer, ema = tiny_state(mesh)
+    first, state = T.make_step_functions(model, optimizer, mesh, ema=ema)
+    model, optimizer, ema = tiny_state(mesh)  # new objects, the same settings
+    again, state_again = T.make_step_functions(model, optimizer, mesh, ema=ema)
+    assert again is not first and again.train_step is first.train_step and again.eval_loss is first.eval_loss
+    assert T.make_optimizer(learning_rate=1e-2, weight_decay=0.0, steps=40, schedule="constant") is optimizer.tx
+    ran = T.train(first, state, batches(), steps=3, key=jax.random.key(0), mesh=mesh, batch_size=16, progress=False)
+    with compiles() as compiled:
+        rerun = T.train(again, state_again, batches(), steps=3, key=jax.random.key(0), mesh=mesh, batch_size=16,
+                        progress=False)
+    assert not [name for name in compiled if "train_step" in name], compiled
+    np.testing.assert_array_equal(rerun.losses, ran.losses)
+
+
+def test_a_step_of_another_setting_mesh_or_placement_gets_programs_of_its_own(devices):
+    mesh = gs.make_mesh(model_axis=2)
+
+    def step_of(mesh=mesh, **settings):
+        model, optimizer, ema = tiny_state(mesh, **settings)
+        return T.make_step_functions(model, optimizer, mesh, ema=ema)[0].train_step
+
+    shared = step_of()
+    assert step_of() is shared
+    others = {"mesh": [gs.make_mesh(model_axis=4), None], "rule": ["fsdp"], "ema_decay": [0.5, 0], "lr": [1e-3],
+              "steps": [41], "width": [8], "weight_decay": [1e-4]}
+    for field, values in others.items():
+        for value in values:
+            assert step_of(**{field: value}) is not shared, (field, value)
+    # The learning rate 1 and 1.0 make the same program, but the settings' types are kept apart, not mixed up.
+    assert T.make_optimizer(learning_rate=1, weight_decay=0.0, steps=4) is not T.make_optimizer(
+        learning_rate=1.0, weight_decay=0.0, steps=4)
+    from gensbi_sharding.harness.step_programs import jitted_steps
+
+    assert jitted_steps.cache_info().currsize <= jitted_steps.cache_info().maxsize == 8  # 10 keys made above
+
+
+def test_a_graph_that_cannot_be_hashed_gets_a_step_of_its_own():
+    model, optimizer, ema = tiny_state()
+    model.notes = {"data": [1, 2]}  # a static attribute holding a dict: the split graph cannot be hashed
+    with pytest.raises(TypeError, match="unhashable"):
+        hash(nnx.split((model, optimizer, ema))[0])
+    first, state = T.make_step_functions(model, optimizer, None, ema=ema)
+    again, _ = T.make_step_functions(model, optimizer, None, ema=ema)
+    assert again.train_step is not first.train_step
+    result = T.train(first, state, batches(), steps=2, key=jax.random.key(0), mesh=None, batch_size=16,
+                     progress=False)
+    assert result.steps == 2 and np.all(np.isfinite(result.losses))
 
 
 def test_a_bfloat16_models_ema_starts_in_float32_compiling_one_program(devices):

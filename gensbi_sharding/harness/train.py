@@ -21,16 +21,16 @@ before the loop, so nothing but the new batch crosses to the devices per step.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import optax
 from flax import nnx
-from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+from jax.sharding import Mesh
 from tqdm.auto import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
 
@@ -38,48 +38,20 @@ from gensbi_sharding import mesh_context
 from gensbi_sharding.harness.progress import progress_bar
 from gensbi_sharding.harness.schedule import SCHEDULES, learning_rate_schedule
 from gensbi_sharding.harness.step_check import check_step_keeps_state
+from gensbi_sharding.harness.step_programs import flow_matching_loss, jitted_steps
 from gensbi_sharding.harness.step_timer import StepTimer
 from gensbi_sharding.harness.validation import EarlyStopping, record_validation, validates_at, validation_loss
 
 __all__ = ["flow_matching_loss", "make_optimizer", "StepFunctions", "make_step_functions", "train",
            "TrainResult", "SCHEDULES"]
 
-def flow_matching_loss(model: Callable, theta: jax.Array, x: jax.Array, key: jax.Array,
-                       weight: jax.Array | None = None) -> jax.Array:
-    """Mean squared error of the predicted velocity on the straight path.
-
-    Parameters
-    ----------
-    model : callable
-        ``model(theta_t (B, d_theta), x (B, d_x), t (B,)) -> (B, d_theta)``.
-    theta, x : jax.Array
-        Float32 parameters (B, d_theta) and simulations (B, d_x), z-scored.
-    key : jax.Array
-        A typed PRNG key; draws t ~ U(0, 1) and z ~ N(0, I).
-    weight : jax.Array, optional
-        (B,) float32 row weights (1 for a real pair, 0 for padding): the loss is then
-        the weighted mean over rows. None: every row counts.
-
-    Returns
-    -------
-    jax.Array
-        Scalar float32 loss.
-    """
-    t_key, z_key = jax.random.split(key)
-    t = jax.random.uniform(t_key, (theta.shape[0],), theta.dtype)
-    z = jax.random.normal(z_key, theta.shape, theta.dtype)
-    theta_t = (1.0 - t)[:, None] * z + t[:, None] * theta
-    velocity = model(theta_t, x, t)
-    if weight is None:
-        return jnp.mean((velocity - (theta - z)) ** 2)
-    per_row = jnp.mean((velocity - (theta - z)) ** 2, axis=-1)
-    return jnp.sum(weight * per_row) / jnp.maximum(jnp.sum(weight), 1.0)
-
-
+@functools.lru_cache(maxsize=32, typed=True)
 def make_optimizer(*, learning_rate: float, weight_decay: float, steps: int, schedule: str = "cosine",
                    warmup_steps: int = 0, counted: bool = False) -> optax.GradientTransformation:
     """AdamW under a linear warm-up to ``learning_rate``, then cosine decay to 0 at ``steps`` (or constant);
-    ``counted``: a state that counts steps whatever the schedule (``learning_rate_schedule``).
+    ``counted``: a state that counts steps whatever the schedule (``learning_rate_schedule``). The same settings
+    give the same (stateless) object, so two runs' optimizers, and their split graphs, compare equal: the key under
+    which ``make_step_functions`` shares a jitted step.
 
     Raises
     ------
@@ -117,40 +89,22 @@ def make_step_functions(model: nnx.Module, optimizer: nnx.Optimizer, mesh: Mesh 
                         ema: Any = None) -> tuple[StepFunctions, Any]:
     """Split ``(model, optimizer[, ema])`` and jit their step, keeping every placement fixed.
 
-    Returns the step functions and the split state; a new pair per call, so jobs of a
-    multirun never share a compiled step.
+    Returns new step functions and the split state. Their jitted functions are those of an earlier call with an equal
+    split graph (the modules and their settings, the optimizer: ``make_optimizer``'s), mesh and state placements
+    (``step_programs.jitted_steps``, the last 8 kept), so a run of the same shapes in this process (a sweep's next
+    job) reuses the programs JAX traced, lowered and compiled for them (JAX keys them on the arguments' shapes,
+    dtypes and shardings too); a graph that cannot be hashed gets a pair of its own.
     """
     nodes = (model, optimizer) if ema is None else (model, optimizer, ema)
     graphdef, state = nnx.split(nodes)
-
-    def train_step(state, batch, key):
-        model, optimizer, *average = nnx.merge(graphdef, state)
-        count = optimizer.step[...]  # updates so far: the step's key and the EMA's warm-up
-        step_key = jax.random.fold_in(key, count)
-        loss, grads = nnx.value_and_grad(
-            lambda m: flow_matching_loss(m, batch["theta"], batch["x"], step_key))(model)
-        optimizer.update(model, grads)
-        for ema in average:
-            ema.update(model, count)
-        return nnx.state((model, optimizer, *average)), loss
-
-    def eval_loss(state, batch, key):
-        model, _, *average = nnx.merge(graphdef, state)
-        if average:
-            graph, _, rest = nnx.split(model, nnx.Param, ...)
-            model = nnx.merge(graph, average[0].param_state(model), rest)
-        weight = batch.get("weight")
-        count = jnp.sum(weight) if weight is not None else jnp.float32(batch["theta"].shape[0])
-        return flow_matching_loss(model, batch["theta"], batch["x"], key, weight), count
-
-    has_ema = ema is not None
-    if mesh is None:
-        return StepFunctions(graphdef, jax.jit(train_step, donate_argnums=0), jax.jit(eval_loss),
-                             has_ema), state
-    state_shardings = jax.tree.map(lambda leaf: leaf.sharding, state)
-    scalar = NamedSharding(mesh, P())
-    jitted = jax.jit(train_step, donate_argnums=0, out_shardings=(state_shardings, scalar))
-    return StepFunctions(graphdef, jitted, jax.jit(eval_loss, out_shardings=scalar), has_ema), state
+    placed = mesh is not None
+    shardings, treedef = jax.tree.flatten(jax.tree.map(lambda leaf: leaf.sharding, state)) if placed else ([], None)
+    key = (graphdef, mesh, tuple(shardings), treedef)
+    try:
+        hash(key)
+    except TypeError:  # a static attribute that cannot be hashed: no key, a pair of its own
+        return StepFunctions(graphdef, *jitted_steps.__wrapped__(*key), ema is not None), state
+    return StepFunctions(graphdef, *jitted_steps(*key), ema is not None), state
 
 
 @dataclasses.dataclass

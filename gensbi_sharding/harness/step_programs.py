@@ -1,0 +1,86 @@
+"""The programs of a train step and a validation loss over a split NNX state, jitted once per program key.
+
+``harness.train.make_step_functions`` asks for them by the split graph, mesh and state placements; equal keys get the
+same jitted functions, whose traced, lowered and compiled programs JAX keeps by the arguments' shapes, dtypes and
+shardings: a second run of the same shapes in one process (a sweep's next job) compiles nothing again.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+__all__ = ["flow_matching_loss", "jitted_steps"]
+
+
+def flow_matching_loss(model: Callable, theta: jax.Array, x: jax.Array, key: jax.Array,
+                       weight: jax.Array | None = None) -> jax.Array:
+    """Mean squared error of the predicted velocity on the straight path.
+
+    Parameters
+    ----------
+    model : callable
+        ``model(theta_t (B, d_theta), x (B, d_x), t (B,)) -> (B, d_theta)``.
+    theta, x : jax.Array
+        Float32 parameters (B, d_theta) and simulations (B, d_x), z-scored.
+    key : jax.Array
+        A typed PRNG key; draws t ~ U(0, 1) and z ~ N(0, I).
+    weight : jax.Array, optional
+        (B,) float32 row weights (1 for a real pair, 0 for padding): the loss is then
+        the weighted mean over rows. None: every row counts.
+
+    Returns
+    -------
+    jax.Array
+        Scalar float32 loss.
+    """
+    t_key, z_key = jax.random.split(key)
+    t = jax.random.uniform(t_key, (theta.shape[0],), theta.dtype)
+    z = jax.random.normal(z_key, theta.shape, theta.dtype)
+    theta_t = (1.0 - t)[:, None] * z + t[:, None] * theta
+    velocity = model(theta_t, x, t)
+    if weight is None:
+        return jnp.mean((velocity - (theta - z)) ** 2)
+    per_row = jnp.mean((velocity - (theta - z)) ** 2, axis=-1)
+    return jnp.sum(weight * per_row) / jnp.maximum(jnp.sum(weight), 1.0)
+
+
+@functools.lru_cache(maxsize=8)
+def jitted_steps(graphdef: Any, mesh: Mesh | None, leaf_shardings: tuple = (), treedef: Any = None) -> tuple:
+    """The jitted ``(train_step, eval_loss)`` of the split state of ``graphdef`` (model, optimizer[, EMA]).
+
+    The step donates the state and returns it at ``leaf_shardings`` (its leaves' shardings, flattened with ``treedef``;
+    none without a mesh). The last 8 keys' pairs are kept: each holds the programs JAX compiled for it.
+    """
+    def train_step(state, batch, key):
+        model, optimizer, *average = nnx.merge(graphdef, state)
+        count = optimizer.step[...]  # updates so far: the step's key and the EMA's warm-up
+        step_key = jax.random.fold_in(key, count)
+        loss, grads = nnx.value_and_grad(
+            lambda m: flow_matching_loss(m, batch["theta"], batch["x"], step_key))(model)
+        optimizer.update(model, grads)
+        for ema in average:
+            ema.update(model, count)
+        return nnx.state((model, optimizer, *average)), loss
+
+    def eval_loss(state, batch, key):
+        model, _, *average = nnx.merge(graphdef, state)
+        if average:
+            graph, _, rest = nnx.split(model, nnx.Param, ...)
+            model = nnx.merge(graph, average[0].param_state(model), rest)
+        weight = batch.get("weight")
+        count = jnp.sum(weight) if weight is not None else jnp.float32(batch["theta"].shape[0])
+        return flow_matching_loss(model, batch["theta"], batch["x"], key, weight), count
+
+    if mesh is None:
+        return jax.jit(train_step, donate_argnums=0), jax.jit(eval_loss)
+    scalar = NamedSharding(mesh, P())
+    state_shardings = jax.tree.unflatten(treedef, leaf_shardings)
+    return (jax.jit(train_step, donate_argnums=0, out_shardings=(state_shardings, scalar)),
+            jax.jit(eval_loss, out_shardings=scalar))
