@@ -93,7 +93,8 @@ def make_step_functions(model: nnx.Module, optimizer: nnx.Optimizer, mesh: Mesh 
     split graph (the modules and their settings, the optimizer: ``make_optimizer``'s), mesh and state placements
     (``step_programs.jitted_steps``, the last 8 kept), so a run of the same shapes in this process (a sweep's next
     job) reuses the programs JAX traced, lowered and compiled for them (JAX keys them on the arguments' shapes,
-    dtypes and shardings too); a graph that cannot be hashed gets a pair of its own.
+    dtypes and shardings too); a graph that cannot be hashed gets a pair of its own. A function the step calls,
+    replaced in this process later (a monkeypatched method), is traced again only after ``jax.clear_caches()``.
     """
     nodes = (model, optimizer) if ema is None else (model, optimizer, ema)
     graphdef, state = nnx.split(nodes)
