@@ -36,7 +36,8 @@ import orbax.checkpoint as ocp
 
 from gensbi_sharding.checkpoint_steps import committed_steps
 
-__all__ = ["Lock", "lock_directory", "unlock", "finish_and_unlock", "watch_exit", "commit_barrier", "failed_save"]
+__all__ = ["Lock", "lock_directory", "unlock", "finish_and_unlock", "watch_exit", "commit_barrier", "failed_save",
+           "check_none_cut_short"]
 
 #: ``(fd, (device, inode), pid)`` of a held folder, or None (not process 0, or a file system without locks).
 Lock = tuple[int, tuple[int, int], int] | None
@@ -231,6 +232,19 @@ def failed_save(err: BaseException, step: int | None, directory: Path, timeout_s
     return RuntimeError(f"checkpoint step {step} was not saved in {directory}: writing or committing it failed "
                         f"({what}). Keep the checkpoint folder writable while the run saves (check its permissions, "
                         f"free space, 'chattr -i'); {kept}")
+
+
+def check_none_cut_short(directory: Path) -> None:
+    """Refuse step folders of ``directory`` without a commit (a copy cut short: Orbax commits its saves by a rename),
+    which Orbax lists as saved and restore skips (was: save refused every step up to them, "step 2 is older than step
+    7, the newest"); checked under the folder's lock, whose other writer's save under way is no such folder."""
+    done = {str(step) for step in committed_steps(directory)}  # other step-named folders: check_save_directory's
+    if cut := sorted((p.name for p in directory.glob("*") if p.is_dir() and p.name.isdigit() and p.name not in done),
+                      key=int):
+        raise FileExistsError(f"checkpoint directory {directory} holds step folders that are no complete checkpoints "
+                              f"(a save or copy cut short): {', '.join(cut)}; restore skips them, and saving any step "
+                              f"up to {cut[-1]} would be refused: move them aside, e.g. {directory / cut[0]} to "
+                              f"{directory / cut[0]}.incomplete, or delete them")
 
 
 def _release_in_child() -> None:

@@ -21,8 +21,8 @@ from flax import nnx
 from gensbi_sharding.batch import check_placeable
 from gensbi_sharding.checkpoint_steps import (as_path, check_save_directory, committed_steps, flat_by_path,
                                               is_variable, item_handlers, nest_by_path, non_finite)
-from gensbi_sharding.checkpoint_lock import (commit_barrier, failed_save, finish_and_unlock, lock_directory, unlock,
-                                             watch_exit)
+from gensbi_sharding.checkpoint_lock import (check_none_cut_short, commit_barrier, failed_save, finish_and_unlock,
+                                             lock_directory, unlock, watch_exit)
 from gensbi_sharding.factory import refuse_in_factory
 from gensbi_sharding.nodes import check_value_leaves, is_int, is_node, is_prng_key, node_state, non_node_part
 
@@ -64,8 +64,8 @@ class CheckpointWriter:
     RuntimeError
         If another ``CheckpointWriter``, in this process or another, has ``directory`` open (``close`` it first).
     FileExistsError
-        If ``directory`` holds step-named folders (``7/``) that are no checkpoints (``keep`` would delete them), or a
-        ``checkpoints/`` folder (a run folder: restore reads that one), or is a checkpoint's step folder.
+        If ``directory`` holds step-named folders (``7/``) that are no checkpoints (``keep`` would delete them) or cut
+        short, or a ``checkpoints/`` folder (a run folder: restore reads that one), or is a checkpoint's step folder.
     TypeError
         If ``async_save`` is not a bool, ``config`` not a mapping or None, or ``directory`` not a str or PathLike.
     """
@@ -95,6 +95,7 @@ class CheckpointWriter:
         try:  # saves cut short removed here, not by Orbax's cleanup_tmp_directories: its thread ran on past close()
             for temporary in ocp.step.all_temporary_paths(self.directory) if jax.process_index() == 0 else ():
                 temporary.get().rmtree()  # (a script ending then printed its traceback, "cannot schedule new futures")
+            check_none_cut_short(self.directory)
             self._manager = ocp.CheckpointManager(self.directory, options=options,
                                                   item_handlers=item_handlers(saving=True))
         except BaseException:

@@ -4,6 +4,7 @@
 
 import gc
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -28,6 +29,29 @@ def test_a_writer_removes_saves_cut_short_before_its_constructor_returns(tmp_pat
     writer = CheckpointWriter(folder)
     assert list(folder.iterdir()) == []
     writer.close()
+
+
+def test_a_step_folder_cut_short_is_refused_when_the_writer_is_built_naming_how_to_move_it_aside(tmp_path, devices):
+    # Was: accepted; restore resumed from step 1, then the run's first save, of step 2, was refused: "step 2 is older
+    # than step 7, the newest ... (steps [1, 7])", step 7 a copy cut short (no commit) Orbax lists and restore skips.
+    model, folder = nnx.Linear(2, 2, rngs=nnx.Rngs(0)), tmp_path / "checkpoints"
+    with CheckpointWriter(folder, async_save=False) as writer:
+        writer.save(1, model, jax.random.key(0))
+    for step in ("7", "9"):
+        shutil.copytree(folder / "1", folder / step)
+        (folder / step / "_CHECKPOINT_METADATA").unlink()
+    assert committed_steps(folder) == [1] and checkpoint.find_checkpoint(folder) == folder / "1"
+    with pytest.raises(FileExistsError) as err:
+        CheckpointWriter(folder)
+    assert str(err.value) == (
+        f"checkpoint directory {folder} holds step folders that are no complete checkpoints (a save or copy cut short): "
+        f"7, 9; restore skips them, and saving any step up to 9 would be refused: move them aside, e.g. {folder / '7'} "
+        f"to {folder / '7'}.incomplete, or delete them")
+    for step in ("7", "9"):
+        (folder / step).rename(folder / f"{step}.incomplete")
+    with CheckpointWriter(folder, async_save=False) as writer:  # the refused writer let the folder go
+        writer.save(2, model, jax.random.key(0))
+    assert committed_steps(folder) == [1, 2] and (folder / "7.incomplete" / "arrays").is_dir()
 
 
 _OPEN_AND_CLOSE = """
