@@ -1,4 +1,4 @@
-"""``CheckpointWriter`` across processes and the script's end: its folder lock, its exit, its commit.
+"""``CheckpointWriter`` across processes and the script's end: its folder's checks and lock, its exit, its commit.
 
 Two writers of one folder deleted each other's saves under way (Orbax's temporary folders), losing steps. The lock
 is a ``flock`` of the folder itself (no file left behind, even by a killed run), taken by process 0 only: every
@@ -34,10 +34,10 @@ from typing import Any
 import jax
 import orbax.checkpoint as ocp
 
-from gensbi_sharding.checkpoint_steps import committed_steps
+from gensbi_sharding.checkpoint_steps import CHECKPOINT_SUBDIR, ITEMS, committed_steps
 
 __all__ = ["Lock", "lock_directory", "unlock", "finish_and_unlock", "watch_exit", "commit_barrier", "failed_save",
-           "check_none_cut_short"]
+           "check_save_directory", "check_none_cut_short"]
 
 #: ``(fd, (device, inode), pid)`` of a held folder, or None (not process 0, or a file system without locks).
 Lock = tuple[int, tuple[int, int], int] | None
@@ -232,6 +232,36 @@ def failed_save(err: BaseException, step: int | None, directory: Path, timeout_s
     return RuntimeError(f"checkpoint step {step} was not saved in {directory}: writing or committing it failed "
                         f"({what}). Keep the checkpoint folder writable while the run saves (check its permissions, "
                         f"free space, 'chattr -i'); {kept}")
+
+
+def check_save_directory(directory: Path) -> None:
+    """Refuse absolute ``directory`` for ``CheckpointWriter``: a file (or under one), a dangling link, a checkpoint's
+    step folder, a run folder, or one holding step-named folders that are no checkpoints (``keep`` would delete them),
+    naming it and the fix."""
+    if directory.is_symlink() and not directory.exists():  # mkdir said only "[Errno 17] File exists"
+        raise FileNotFoundError(f"checkpoint directory {directory} is a symbolic link to {os.readlink(directory)}, "
+                                "which does not exist; create that folder first, or pass another directory")
+    # A file above it too: mkdir's "[Errno 20] Not a directory" named the path, not the file in the way.
+    file = next((p for p in (directory, *directory.parents) if p.exists() and not p.is_dir()), None)
+    if file is not None:
+        raise NotADirectoryError(f"checkpoint directory {directory} " + ("is a file" if file == directory else
+                                 f"is under {file}, a file") + "; pass a folder path, e.g. <run>/checkpoints")
+    # Our own item folders mark a checkpoint (Orbax commits a step by renaming a finished temporary folder).
+    foreign = sorted(p.name for p in directory.iterdir() if p.is_dir() and p.name.isdigit()
+                     and not set(ITEMS) & {c.name for c in p.iterdir()}) if directory.is_dir() else []
+    # e.g. Restored.path: its steps hidden, deleted by keep. Named by a step: a user's folder of arrays/, meta/ and
+    # config/ folders is no checkpoint (was: refused as "step <its name>").
+    if directory.name.isdigit() and all((directory / item).is_dir() for item in ITEMS):
+        raise FileExistsError(f"checkpoint directory {directory} is a checkpoint's step folder (step {directory.name} "
+                              f"of {directory.parent}): steps saved inside it are never restored from "
+                              f"{directory.parent}, and go with it when keep deletes it; pass a folder of its own")
+    if (directory / CHECKPOINT_SUBDIR).is_dir():  # restore(directory) reads that one: steps saved here, never
+        raise FileExistsError(f"checkpoint directory {directory} is a run folder, holding {CHECKPOINT_SUBDIR}/, which "
+                              f"restore reads, not steps saved beside it: pass {directory / CHECKPOINT_SUBDIR}")
+    if foreign:
+        raise FileExistsError(f"checkpoint directory {directory} holds folders named like steps that are no "
+                              f"checkpoints ({', '.join(foreign[:6])}); old steps there are deleted as new ones "
+                              "are saved: pass an empty folder or one holding only checkpoints")
 
 
 def check_none_cut_short(directory: Path) -> None:

@@ -19,10 +19,10 @@ import orbax.checkpoint as ocp
 from flax import nnx
 
 from gensbi_sharding.batch import check_placeable
-from gensbi_sharding.checkpoint_steps import (as_path, check_save_directory, committed_steps, flat_by_path,
-                                              is_variable, item_handlers, nest_by_path, non_finite)
-from gensbi_sharding.checkpoint_lock import (check_none_cut_short, commit_barrier, failed_save, finish_and_unlock,
-                                             lock_directory, unlock, watch_exit)
+from gensbi_sharding.checkpoint_steps import (as_path, committed_steps, flat_by_path, is_variable, item_handlers,
+                                              nest_by_path, non_finite)
+from gensbi_sharding.checkpoint_lock import (check_none_cut_short, check_save_directory, commit_barrier, failed_save,
+                                             finish_and_unlock, lock_directory, unlock, watch_exit)
 from gensbi_sharding.factory import refuse_in_factory
 from gensbi_sharding.nodes import check_value_leaves, is_int, is_node, is_prng_key, node_state, non_node_part
 

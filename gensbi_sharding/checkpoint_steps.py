@@ -17,9 +17,9 @@ import numpy as np
 import orbax.checkpoint as ocp
 from flax import nnx, traverse_util
 
-from gensbi_sharding.nodes import is_scalar, named_leaves, placed_dtype, prefix_holding
+from gensbi_sharding.nodes import is_scalar, named_leaves, placed_dtype, prefixes_holding
 
-__all__ = ["CHECKPOINT_SUBDIR", "ITEMS", "as_path", "check_save_directory", "committed_steps", "find_checkpoint",
+__all__ = ["CHECKPOINT_SUBDIR", "ITEMS", "as_path", "committed_steps", "find_checkpoint",
            "item_handlers", "is_variable", "path_key", "flat_by_path", "nest_by_path", "non_finite", "nesting_fix",
            "renamed_fix", "wrt_difference"]
 
@@ -121,36 +121,6 @@ def _foreign_fix(folder: Path, foreign: dict[int, list[str]]) -> str:
     return (f"{folder} holds Orbax checkpoints another writer saved ({listed}), without the items {', '.join(ITEMS)} "
             "that CheckpointWriter saves and restore reads; from Python, read one with Orbax onto the same target: "
             f"target = abstract_state_for(model, mesh, rule); {read}")
-
-
-def check_save_directory(directory: Path) -> None:
-    """Refuse absolute ``directory`` for ``CheckpointWriter``: a file (or under one), a dangling link, a checkpoint's
-    step folder, a run folder, or one holding step-named folders that are no checkpoints (``keep`` would delete them),
-    naming it and the fix."""
-    if directory.is_symlink() and not directory.exists():  # mkdir said only "[Errno 17] File exists"
-        raise FileNotFoundError(f"checkpoint directory {directory} is a symbolic link to {os.readlink(directory)}, "
-                                "which does not exist; create that folder first, or pass another directory")
-    # A file above it too: mkdir's "[Errno 20] Not a directory" named the path, not the file in the way.
-    file = next((p for p in (directory, *directory.parents) if p.exists() and not p.is_dir()), None)
-    if file is not None:
-        raise NotADirectoryError(f"checkpoint directory {directory} " + ("is a file" if file == directory else
-                                 f"is under {file}, a file") + "; pass a folder path, e.g. <run>/checkpoints")
-    # Our own item folders mark a checkpoint (Orbax commits a step by renaming a finished temporary folder).
-    foreign = sorted(p.name for p in directory.iterdir() if p.is_dir() and p.name.isdigit()
-                     and not set(ITEMS) & {c.name for c in p.iterdir()}) if directory.is_dir() else []
-    # e.g. Restored.path: its steps hidden, deleted by keep. Named by a step: a user's folder of arrays/, meta/ and
-    # config/ folders is no checkpoint (was: refused as "step <its name>").
-    if directory.name.isdigit() and all((directory / item).is_dir() for item in ITEMS):
-        raise FileExistsError(f"checkpoint directory {directory} is a checkpoint's step folder (step {directory.name} "
-                              f"of {directory.parent}): steps saved inside it are never restored from "
-                              f"{directory.parent}, and go with it when keep deletes it; pass a folder of its own")
-    if (directory / CHECKPOINT_SUBDIR).is_dir():  # restore(directory) reads that one: steps saved here, never
-        raise FileExistsError(f"checkpoint directory {directory} is a run folder, holding {CHECKPOINT_SUBDIR}/, which "
-                              f"restore reads, not steps saved beside it: pass {directory / CHECKPOINT_SUBDIR}")
-    if foreign:
-        raise FileExistsError(f"checkpoint directory {directory} holds folders named like steps that are no "
-                              f"checkpoints ({', '.join(foreign[:6])}); old steps there are deleted as new ones "
-                              "are saved: pass an empty folder or one holding only checkpoints")
 
 
 def item_handlers(saving: bool = False) -> dict[str, Any]:
@@ -265,16 +235,22 @@ def wrt_difference(saved: Mapping[str, Any], target: Mapping[str, Any]) -> str |
 
 
 def nesting_fix(saved: Mapping[str, Any], target: Mapping[str, Any], whole: str = "(model, optimizer)") -> str | None:
-    """The fix when one side holds all the other's variables under one prefix (``whole``, as saved), else None."""
-    def variables(names):  # the train state's, without the RNG key
-        return [name.removeprefix("state/") for name in names if name.startswith("state/")]
-
-    for inner, outer, saved_one in ((target, saved, False), (saved, target, True)):
-        head = prefix_holding(variables(inner), variables(outer))
-        if head is not None:
-            return (f"The target holds every variable of the checkpoint under '{head}/': the checkpoint was saved from "
-                    "that one node; build the target from it alone, e.g. abstract_state_for(model, mesh, rule)"
-                    if saved_one else f"The checkpoint holds every variable of the target under '{head}/': it was "
+    """The fix when one side holds all the other's variables under nodes' prefixes (``whole``, as saved), else None."""
+    names = [[name.removeprefix("state/") for name in d if name.startswith("state/")] for d in (saved, target)]
+    for saved_one in (False, True):  # the target inside the checkpoint, then the reverse
+        heads = prefixes_holding(names[1 - saved_one], names[saved_one])
+        nodes = [head for head in heads if "opt_state" not in head.split("/")]  # was: the first head, mu/ if first
+        under = " and ".join(f"'{head}/'" for head in nodes or heads)
+        if heads and not nodes:  # an optimizer's moments (mu/): the other side an nnx.Optimizer alone, holding no model
+            return (f"The {('checkpoint', 'target')[saved_one]} holds the other's variables only as an optimizer's "
+                    f"moments, under {under}: the checkpoint was saved from {('an nnx.Optimizer', 'a model')[saved_one]}"
+                    f" alone; build the target from the same: abstract_state_for({('optimizer', 'model')[saved_one]}, "
+                    "mesh, rule)")
+        if nodes:
+            return (f"The target holds every variable of the checkpoint under {under}: the checkpoint was saved from "
+                    f"{'that one node' if len(nodes) == 1 else 'one of them'}; build the target from it alone, e.g. "
+                    f"abstract_state_for({ {'0': 'model', '1': 'optimizer'}.get(nodes[0], nodes[0])}, mesh, rule)"
+                    if saved_one else f"The checkpoint holds every variable of the target under {under}: it was "
                     f"saved from a tuple or dict holding this node, e.g. nnx.state({whole}); build the target from "
                     f"the same: abstract_state_for({whole}, mesh, rule)")
     return None

@@ -207,11 +207,11 @@ def shape_of(value: Any) -> tuple:
     return tuple(value.shape) if hasattr(value, "shape") else tuple(tuple(a.shape) for a in array_leaves(value))
 
 
-def prefix_holding(names: Sequence[str], paths: Iterable[str]) -> str | None:
-    """The first prefix ``p`` with ``f"{p}/{name}"`` in ``paths`` for all ``names`` (``"0"`` of ``(model, opt)``)."""
+def prefixes_holding(names: Sequence[str], paths: Iterable[str]) -> list[str]:
+    """Every prefix ``p`` with ``f"{p}/{name}"`` in ``paths`` for all ``names``, sorted (``"0"``, ``opt_state/0/mu``)."""
     paths = set(paths)
     heads = sorted({path[:-len(names[0]) - 1] for path in paths if names and path.endswith("/" + names[0])})
-    return next((head for head in heads if all(f"{head}/{name}" in paths for name in names)), None)
+    return [head for head in heads if all(f"{head}/{name}" in paths for name in names)]
 
 
 def check_plan_fits(plan: Any, node: Any, caller: str) -> list[tuple[str, Any]]:
@@ -236,8 +236,8 @@ def check_plan_fits(plan: Any, node: Any, caller: str) -> list[tuple[str, Any]]:
     parts = [f"{len(missing)} of the node's {len(variables)} array variable(s) are not in the plan ({listing(missing)}; the "
              f"plan's paths: {listing([path for path in planned if path not in mine]) or 'none other'})"] * bool(missing)
     parts += [f"{len(reshaped)} of another shape ({listing(reshaped)})"] * bool(reshaped)
-    # A plan of (model, optimizer) used on the model holds every path under "0/": say so, and what places it.
-    within = prefix_holding(missing, planned)
+    # A plan of (model, optimizer) used on the model holds every path under "0/": say so (not opt_state/0/mu/, no node).
+    within = next((head for head in prefixes_holding(missing, planned) if "opt_state" not in head.split("/")), None)
     held = "" if within is None else (f"; the plan holds each under '{within}/': it was made for a tuple, list or "
                                       "dict holding this node (e.g. (model, optimizer)); place that, or")
     raise ValueError(f"{caller}: the plan was made for another node: " + "; ".join(parts) + (held or ";") +

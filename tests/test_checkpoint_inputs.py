@@ -299,6 +299,57 @@ def test_restore_into_one_node_of_a_saved_tuple_or_the_reverse_names_the_target_
         checkpoint.restore(tmp_path / "2", checkpoint.abstract_state_for(AxesBlock(nnx.Rngs(0), hidden=32), mesh))
 
 
+def test_restore_across_a_model_and_an_optimizer_alone_names_the_moments_not_a_node(tmp_path, devices):
+    # Was: "The checkpoint holds every variable of the target under 'opt_state/0/mu/': it was saved from a tuple or dict
+    # holding this node, e.g. nnx.state((model, optimizer))" (and the reverse, "saved from that one node"), a target
+    # refused again: an nnx.Optimizer holds no model, only moments named as its parameters.
+    mesh = gs.make_mesh(model_axis=2)
+    model = AxesBlock(nnx.Rngs(0))
+    optimizer = nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)
+    with checkpoint.CheckpointWriter(tmp_path, keep=5) as writer:
+        writer.save(1, nnx.state(optimizer), jax.random.key(0))
+        writer.save(2, nnx.state(model), jax.random.key(0))
+    under = "under 'opt_state/0/mu/' and 'opt_state/0/nu/'"
+    for step, target, fix in (
+            (1, model, f"The checkpoint holds the other's variables only as an optimizer's moments, {under}: the "
+                       "checkpoint was saved from an nnx.Optimizer alone; build the target from the same: "
+                       "abstract_state_for(optimizer, mesh, rule)"),
+            (2, optimizer, f"The target holds the other's variables only as an optimizer's moments, {under}: the "
+                           "checkpoint was saved from a model alone; build the target from the same: "
+                           "abstract_state_for(model, mesh, rule)")):
+        with pytest.raises(ValueError) as error:
+            restore(tmp_path / str(step), abstract_state_for(target, mesh, "fsdp"))
+        assert str(error.value).endswith(fix), str(error.value)
+    restored = restore(tmp_path / "1", abstract_state_for(optimizer, mesh, "fsdp"))  # the fix given restores it
+    assert int(restored.state["step"][...]) == 0
+
+
+def test_restore_names_every_node_holding_the_target_and_the_node_itself_to_build(tmp_path, devices):
+    # Was: only the first in sorted order, "under 'ema/'" where 'model/' held it as well; and the target of one node
+    # of a pair was "e.g. abstract_state_for(model, mesh, rule)" whichever node that was (the optimizer here).
+    mesh = gs.make_mesh(model_axis=2)
+    model = AxesBlock(nnx.Rngs(0))
+    optimizer = nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)
+    with checkpoint.CheckpointWriter(tmp_path, keep=5) as writer:
+        writer.save(1, nnx.state({"model": model, "ema": nnx.clone(model)}), jax.random.key(0))
+        writer.save(2, nnx.state(model), jax.random.key(0))
+        writer.save(3, nnx.state(optimizer), jax.random.key(0))
+    for step, target, fix in (
+            (1, model, "The checkpoint holds every variable of the target under 'ema/' and 'model/': it was saved "
+                       "from a tuple or dict holding this node, e.g. nnx.state({'ema': <node>, 'model': <node>}); "
+                       "build the target from the same: abstract_state_for({'ema': <node>, 'model': <node>}, mesh, "
+                       "rule)"),
+            (2, {"model": model, "ema": nnx.clone(model)}, "The target holds every variable of the checkpoint under "
+             "'ema/' and 'model/': the checkpoint was saved from one of them; build the target from it alone, e.g. "
+             "abstract_state_for(ema, mesh, rule)"),
+            (3, (model, optimizer), "The target holds every variable of the checkpoint under '1/': the checkpoint "
+                                    "was saved from that one node; build the target from it alone, e.g. "
+                                    "abstract_state_for(optimizer, mesh, rule)")):
+        with pytest.raises(ValueError) as error:
+            restore(tmp_path / str(step), abstract_state_for(target, mesh, "fsdp"))
+        assert str(error.value).endswith(fix), str(error.value)
+
+
 @pytest.mark.parametrize("saved_as", ["tuple", "dict"])
 def test_restore_from_a_checkpoint_of_three_nodes_names_a_target_of_all_three(tmp_path, devices, saved_as):
     # Was: restored into the model, "build the target from the same: abstract_state_for((model, optimizer), mesh,

@@ -441,6 +441,18 @@ def test_place_refuses_a_pytree_of_arrays_and_what_is_not_a_plan_naming_what_to_
         gs.place(model, plan)
 
 
+def test_a_plan_of_an_optimizer_used_on_its_model_names_no_node_holding_it(devices):
+    # Was: "the plan holds each under 'opt_state/0/mu/': it was made for a tuple, list or dict holding this node (e.g.
+    # (model, optimizer)); place that": Adam's moments mirror the model's paths, yet no node is there to place.
+    mesh = make_mesh(model_axis=2)
+    model = nnx.Linear(8, 16, rngs=nnx.Rngs(0), kernel_metadata=axes("embed", "mlp"))
+    optimizer_plan = gs.plan_shardings(nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param), mesh, "tensor")
+    with pytest.raises(ValueError) as error:
+        gs.place(model, optimizer_plan)
+    assert "opt_state/0/mu/'" not in str(error.value) and "holding this node" not in str(error.value)
+    assert str(error.value).endswith(" more); plan this node instead: plan_shardings(node, plan.mesh, plan.rule)")
+
+
 def test_adafactors_factored_moments_are_planned_whole_without_a_warning(devices):
     # Was the fallback warning "annotation rank 2 != array rank 1" for Adafactor's row and column vectors (and
     # its (1,) placeholders): they carry their parameter's annotation but not its shape, and nothing fixes that.
