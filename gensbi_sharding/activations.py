@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 import jax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from gensbi_sharding.batch import batch_axes, check_placeable
+from gensbi_sharding.batch import batch_axes, check_active_mesh, check_placeable
 from gensbi_sharding.nodes import check_mesh, mesh_axes_of
 from gensbi_sharding.rules import MeshAxes, Rule, ShardingFallbackWarning, resolve_rule
 
@@ -212,6 +212,8 @@ def constrain(x: jax.Array, names: Sequence[str | None], partition_axis: Partiti
     manual = frozenset(jax.sharding.get_abstract_mesh().manual_axes)
     if manual:  # in shard_map: its mesh's Manual axis types, which a NamedSharding of `mesh` (Auto) would contradict
         active, mesh = jax.sharding.get_abstract_mesh(), None
+    elif mesh is not None and isinstance(x, jax.core.Tracer):
+        check_active_mesh(mesh, "constrain")
     spec, unsplit = activation_spec(names, x.shape, partition_axis, active, manual)
     if unsplit:
         warnings.warn(f"activation {tuple(names)} of shape {tuple(x.shape)} left unsplit on mesh "

@@ -18,7 +18,7 @@ from gensbi_sharding.nodes import (check_mesh, check_no_module, check_unmasked, 
                                    is_prng_key, is_scalar, placed_dtype, unheld_dtype_fix)
 
 __all__ = ["batch_axes", "batch_size_divisor", "nearest_batch_sizes", "check_batch_divisible", "pad_for_mesh",
-           "shard_batch", "shard_sample_init", "replicate", "check_placeable", "host_view"]
+           "shard_batch", "shard_sample_init", "replicate", "check_placeable", "host_view", "check_active_mesh"]
 
 
 def batch_axes(mesh: Mesh) -> tuple[str, ...]:
@@ -219,12 +219,22 @@ def replicate(tree: Any, mesh: Mesh | None) -> Any:
     return _put_leaves(tree, mesh, "replicate", split=False)
 
 
+def check_active_mesh(mesh: Mesh, caller: str) -> None:
+    """In a trace, ``ValueError`` if a mesh of another layout than ``mesh`` is active (``jax.set_mesh``), which JAX
+    refused naming no fix: "Received incompatible devices for jitted computation" (a trace sees no devices)."""
+    active = jax.sharding.get_abstract_mesh()
+    if not active.empty and (dict(active.shape), tuple(active.axis_names)) != (dict(mesh.shape), mesh.axis_names):
+        raise ValueError(f"{caller} inside jax.jit was given mesh {dict(mesh.shape)} while mesh {dict(active.shape)} "
+                         "is active (jax.set_mesh or mesh_context), the one the step is traced on: pass that one, or "
+                         "call the step under this one: `with mesh_context(mesh):`")
+
+
 def _put_leaves(tree: Any, mesh: Mesh | None, what: str, split: bool) -> Any:
     """All checks (the mesh's, then the rows'), then the placing: leading axes ``split`` over the batch axes."""
     check_mesh(mesh)
+    name = {"batch": "shard_batch", "replicate": "replicate"}.get(what, "shard_sample_init")
     if mesh is not None:
-        refuse_in_factory({"batch": "shard_batch", "replicate": "replicate"}.get(what, "shard_sample_init"),
-                          INPUT_IN_FACTORY)
+        refuse_in_factory(name, INPUT_IN_FACTORY)
     check_numeric_leaves(tree, what)  # before the rows: a Module's kernel and bias differ in rows
     if split:
         check_same_rows(tree, what)
@@ -252,6 +262,8 @@ def _put_leaves(tree: Any, mesh: Mesh | None, what: str, split: bool) -> Any:
         raise ValueError(f"{what} inside jax.shard_map: each array there is one device's block, already split over "
                          f"its manual axes {tuple(active.manual_axes)}; place the batch before the shard_map (in the "
                          "jitted step or outside it), or pin a block with constrain")
+    if traced and not active.manual_axes:
+        check_active_mesh(mesh, name)
     if traced and active.empty and pin is jax.sharding.reshard:  # JAX's error, at compilation: "cannot reshape array"
         raise ValueError(f"{what} inside jax.jit on a mesh with AxisType.Explicit axes {mesh.explicit_axes} needs "
                          "it active while the step is traced: call the step inside `with mesh_context(mesh):`, "

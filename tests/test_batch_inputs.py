@@ -56,6 +56,21 @@ def test_shard_batch_inside_jit_splits_the_batch_and_inside_shard_map_names_the_
         jax.jit(mapped)(jnp.ones((32, 4)))
 
 
+@pytest.mark.parametrize("place", [gs.shard_batch, gs.shard_sample_init, gs.replicate])
+def test_placing_inside_jit_on_a_mesh_other_than_the_active_one_names_both_meshes(devices, place):
+    # Was JAX's "Received incompatible devices for jitted computation. Got jit's context mesh with device ids [0, 1, 2,
+    # 3] ... and sharding_constraint inside jit with device ids [0, ..., 7] ... (_put_leaves)", naming no fix.
+    given, active = gs.make_mesh(model_axis=2), gs.make_mesh(jax.devices()[:4], model_axis=2)
+    with gs.mesh_context(active), pytest.raises(ValueError) as error:
+        jax.jit(lambda x: place(x, given))(jnp.ones((8, 4)))
+    assert str(error.value) == (
+        f"{place.__name__} inside jax.jit was given mesh {{'data': 4, 'model': 2}} while mesh {{'data': 2, 'model': 2}} "
+        "is active (jax.set_mesh or mesh_context), the one the step is traced on: pass that one, or call the step "
+        "under this one: `with mesh_context(mesh):`")
+    with gs.mesh_context(active):  # the active mesh itself is placed on
+        assert jax.jit(lambda x: place(x, active))(jnp.ones((8, 4))).sharding.mesh.shape == active.shape
+
+
 @pytest.mark.parametrize("mesh", ["auto", {"model_axis": 2}, 8])
 def test_host_to_global_array_given_a_mesh_of_another_type_names_how_to_build_one(devices, mesh):
     # Was: "mesh must be a concrete jax.sharding.Mesh, got str", naming no fix (each other function's names one).

@@ -146,3 +146,18 @@ def test_constrain_on_a_mesh_mixing_explicit_and_auto_axes_under_jit(devices):
     with mesh_context(mesh):
         step = jax.jit(lambda v: constrain(v, ("batch", "heads"), PartitionAxis()))
         assert step(x).sharding.spec == P("data", "model")
+
+
+def test_constrain_inside_jit_given_a_mesh_other_than_the_active_one_names_both_meshes():
+    # Was JAX's "Received incompatible devices for jitted computation ... sharding_constraint inside jit with device
+    # ids [0, ..., 7] ... (constrain)", naming no fix; outside jit it moves x onto the mesh given, as before.
+    given, active = gs.make_mesh(model_axis=2), gs.make_mesh(jax.devices()[:4], model_axis=2)
+    pa, x = gs.PartitionAxis.for_rule("tensor", given), jnp.ones((8, 4, 6))
+    with gs.mesh_context(active):
+        with pytest.raises(ValueError) as error:
+            jax.jit(lambda y: gs.constrain(y, ("batch", None, "heads"), pa, given))(x)
+        assert str(error.value).startswith("constrain inside jax.jit was given mesh {'data': 4, 'model': 2} while mesh "
+                                           "{'data': 2, 'model': 2} is active (jax.set_mesh or mesh_context)")
+        assert gs.constrain(x, ("batch", None, "heads"), pa, given).sharding.spec == P("data", None, "model")
+        traced = jax.jit(lambda y: gs.constrain(y, ("batch", None, "heads"), pa))(x)  # mesh=None: the active one
+        assert traced.sharding.mesh.shape == active.shape and traced.sharding.spec == P("data", None, "model")
