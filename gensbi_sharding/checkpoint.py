@@ -19,9 +19,9 @@ from flax import nnx
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from gensbi_sharding.checkpoint_save import CheckpointWriter
-from gensbi_sharding.checkpoint_steps import (CHECKPOINT_SUBDIR, committed_steps, find_checkpoint, flat_by_path,
-                                              is_variable, item_handlers, nest_by_path, nesting_fix, path_key,
-                                              renamed_fix)
+from gensbi_sharding.checkpoint_steps import (CHECKPOINT_SUBDIR, check_array_path, committed_steps, find_checkpoint,
+                                              flat_by_path, is_variable, item_handlers, nest_by_path, nesting_fix,
+                                              path_key, renamed_fix)
 from gensbi_sharding.factory import refuse_in_factory, trace_factory
 from gensbi_sharding.rules import Rule, RuleTable
 from gensbi_sharding.nodes import (abstract_state, array_leaves, check_node, is_node, is_prng_key, is_scalar,
@@ -99,12 +99,13 @@ def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.
     FileNotFoundError, TypeError, ValueError
         No complete checkpoint, or a damaged step folder (named; its ``reason`` attribute: the words without the fix);
         an argument of another type (or a path ``""``); a target leaf without a sharding or one (``key_sharding`` too)
-        that cannot split it, or variables missing, extra or of another shape or dtype (named). A key saved typed or
-        raw comes back as the target holds it.
+        that cannot split it, or variables missing, extra or of another shape or dtype (named), or a step folder whose
+        path TensorStore misreads (``\\``, ``[x]``: named). A key saved typed or raw comes back as the target holds it.
     """
     refuse_in_factory("restore", "restore into the model it returns: nnx.update(model, restore(path, "
                       "abstract_state_for(model, mesh, rule)).state)")  # was: "checkpoint ... is damaged"
     step_dir = find_checkpoint(path, base_dir)
+    check_array_path(step_dir, "checkpoint", saving=False)  # was: named damaged, to be moved aside
     if key_sharding is not None and not isinstance(key_sharding, jax.sharding.Sharding):
         raise TypeError(f"key_sharding={key_sharding!r:.80} must be a jax.sharding.Sharding or None, e.g. "
                         "NamedSharding(mesh, PartitionSpec()) (a replicated key)")

@@ -34,7 +34,7 @@ from typing import Any
 import jax
 import orbax.checkpoint as ocp
 
-from gensbi_sharding.checkpoint_steps import CHECKPOINT_SUBDIR, ITEMS, committed_steps
+from gensbi_sharding.checkpoint_steps import CHECKPOINT_SUBDIR, ITEMS, check_array_path, committed_steps
 
 __all__ = ["Lock", "lock_directory", "unlock", "finish_and_unlock", "watch_exit", "commit_barrier", "failed_save",
            "check_save_directory", "check_none_cut_short"]
@@ -237,7 +237,8 @@ def failed_save(err: BaseException, step: int | None, directory: Path, timeout_s
 def check_save_directory(directory: Path) -> None:
     """Refuse absolute ``directory`` for ``CheckpointWriter``: a file (or under one), a dangling link, a checkpoint's
     step folder, a run folder, or one holding step-named folders that are no checkpoints (``keep`` would delete them),
-    naming it and the fix."""
+    naming it and the fix; or one whose path TensorStore misreads (``check_array_path``)."""
+    check_array_path(directory, "checkpoint directory", saving=True)
     if directory.is_symlink() and not directory.exists():  # mkdir said only "[Errno 17] File exists"
         raise FileNotFoundError(f"checkpoint directory {directory} is a symbolic link to {os.readlink(directory)}, "
                                 "which does not exist; create that folder first, or pass another directory")

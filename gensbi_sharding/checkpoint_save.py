@@ -56,7 +56,7 @@ class CheckpointWriter:
     ------
     ValueError
         If ``every`` < 0 or ``keep`` < 1 (or either is not an integer), ``config`` is not JSON data (as ``info``), or
-        ``directory`` is ``""``.
+        ``directory`` is ``""`` or holds what TensorStore misreads in a path (``\\``, ``[x]``).
     NotADirectoryError, OSError
         If ``directory`` is a file, or under one; cannot be created or written in (e.g. ``PermissionError``).
     FileNotFoundError

@@ -6,6 +6,7 @@ Complete: listed by ``CheckpointManager.all_steps()``, holding every item of ``I
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
@@ -19,7 +20,7 @@ from flax import nnx, traverse_util
 
 from gensbi_sharding.nodes import is_scalar, named_leaves, placed_dtype, prefixes_holding
 
-__all__ = ["CHECKPOINT_SUBDIR", "ITEMS", "as_path", "committed_steps", "find_checkpoint",
+__all__ = ["CHECKPOINT_SUBDIR", "ITEMS", "as_path", "check_array_path", "committed_steps", "find_checkpoint",
            "item_handlers", "is_variable", "path_key", "flat_by_path", "nest_by_path", "non_finite", "nesting_fix",
            "renamed_fix", "wrt_difference"]
 
@@ -38,6 +39,17 @@ def as_path(value: Any, name: str, example: str = "checkpoints") -> Path:
         raise ValueError(f"{name}='' is empty, which Path reads as the current folder ({os.getcwd()}); pass a folder, "
                          f"e.g. {name}={example!r}, or '.' to mean the current one")
     return Path(value).expanduser()
+
+
+def check_array_path(path: Path, what: str, saving: bool) -> None:
+    """``ValueError`` if TensorStore, which Orbax stores arrays with, misreads ``path`` (Orbax itself says nothing): a
+    ``\\`` as a folder separator (arrays written beside it), ``[x]`` as a pattern (arrays saved, never found again)."""
+    if odd := re.search(r"\\|\[[^]/]+]", str(path)):
+        why = ("a folder separator", ": arrays would be written outside it") if odd[0] == "\\" else (
+            "a pattern", ": arrays saved there would never be read back")
+        raise ValueError(f"{what} {path} holds {odd[0]!r}, which TensorStore (Orbax's array storage) reads as {why[0]}"
+                         + (f"{why[1]}; rename that folder, or pass another one" if saving else
+                            ": its arrays cannot be read from there; rename that folder and restore from its new path"))
 
 
 def committed_steps(directory: str | os.PathLike) -> list[int]:

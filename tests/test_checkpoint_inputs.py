@@ -110,6 +110,32 @@ def test_a_checkpoint_directory_that_cannot_be_written_is_refused_as_the_writer_
     assert not any(p.name.startswith(".write-probe-") for p in parent.iterdir())
 
 
+@pytest.mark.parametrize("odd, why", [
+    ("\\", "a folder separator: arrays would be written outside it"),
+    ("[x]", "a pattern: arrays saved there would never be read back")])
+def test_a_checkpoint_folder_tensorstore_misreads_is_refused_by_the_writer_and_named_by_restore(tmp_path, devices, odd,
+                                                                                                why):
+    # Was: saved without a word, then restore said "checkpoint .../1 is damaged: its 'arrays' item cannot be read
+    # (ValueError: NOT_FOUND: ...)", telling to move it aside; "a\\b" wrote its arrays into a/b/ beside it.
+    model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+    folder = tmp_path / f"run{odd}1" / "checkpoints"
+    with pytest.raises(ValueError) as err:
+        CheckpointWriter(folder)
+    assert str(err.value) == (f"checkpoint directory {folder} holds {odd!r}, which TensorStore (Orbax's array storage) "
+                              f"reads as {why}; rename that folder, or pass another one")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # nothing made, here or beside it
+    with CheckpointWriter(tmp_path / "run1" / "checkpoints", async_save=False) as writer:
+        writer.save(1, model, jax.random.key(0))
+    (tmp_path / "run1").rename(tmp_path / f"run{odd}1")  # a run folder renamed after its save
+    with pytest.raises(ValueError) as err:
+        restore(tmp_path / f"run{odd}1", abstract_state_for(model, None))
+    assert str(err.value) == (f"checkpoint {folder / '1'} holds {odd!r}, which TensorStore (Orbax's array storage) "
+                              f"reads as {why.split(':')[0]}: its arrays cannot be read from there; rename that folder "
+                              "and restore from its new path")
+    (tmp_path / f"run{odd}1").rename(tmp_path / "run1")  # the fix given restores it
+    assert restore(tmp_path / "run1", abstract_state_for(model, None)).step == 1
+
+
 def test_a_restore_target_without_shardings_names_the_rule_argument_and_the_one_device_form(tmp_path, devices):
     # Was: "build the target with abstract_state_for(node, mesh, table)", a parameter abstract_state_for does not
     # have, for the target abstract_sharded(factory, None) gives (shapes, no shardings).
