@@ -32,13 +32,20 @@ ITEMS = ("arrays", "meta", "config")
 
 def as_path(value: Any, name: str, example: str = "checkpoints") -> Path:
     """``Path(value)`` with ``~`` expanded (every checkpoint path argument), not resolved; else ``TypeError``, or
-    ``ValueError`` for ``""`` (an unset config field: ``Path("")`` is the current folder, saves among its files)."""
+    ``ValueError`` for ``""`` (an unset config field: ``Path("")`` is the current folder, saves among its files), a NUL
+    or ``~nosuchuser``."""
     if not isinstance(value, (str, os.PathLike)):
         raise TypeError(f"{name}={value!r:.60}: pass a str or os.PathLike, e.g. {name}={example!r}")
     if value == "":
         raise ValueError(f"{name}='' is empty, which Path reads as the current folder ({os.getcwd()}); pass a folder, "
                          f"e.g. {name}={example!r}, or '.' to mean the current one")
-    return Path(value).expanduser()
+    if "\x00" in os.fspath(value):  # os's "embedded null byte" named no argument
+        raise ValueError(f"{name}={value!r}: holds a NUL character, which no path can; pass the folder's path without it")
+    try:
+        return Path(value).expanduser()
+    except RuntimeError as err:  # "~nosuchuser": "Could not determine home directory.", naming no argument
+        raise ValueError(f"{name}={value!r}: {Path(value).parts[0]!r} names no home folder here ({err}); pass the "
+                         "folder's full path") from None
 
 
 def check_array_path(path: Path, what: str, saving: bool) -> None:

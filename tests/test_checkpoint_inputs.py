@@ -84,6 +84,26 @@ def test_an_empty_checkpoint_path_is_refused_by_every_checkpoint_function(tmp_pa
     assert committed_steps(".") == [1] and find_checkpoint(".") == tmp_path / "1"
 
 
+@pytest.mark.parametrize("value, why", [
+    ("~nosuchuser_53/ck", "'~nosuchuser_53' names no home folder here (Could not determine home directory.); pass the "
+                          "folder's full path"),
+    ("ck\x00/1", "holds a NUL character, which no path can; pass the folder's path without it")])
+def test_a_checkpoint_path_no_folder_can_have_is_named_by_every_checkpoint_function(tmp_path, devices, value, why):
+    # Was: Path.expanduser's RuntimeError "Could not determine home directory." and os's ValueError "embedded null
+    # byte", naming neither the argument nor the value.
+    from gensbi_sharding.checkpoint import abstract_state_for, committed_steps, find_checkpoint, restore, saved_config
+    model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+    calls = {"directory": [lambda: CheckpointWriter(value), lambda: committed_steps(value)],
+             "path": [lambda: restore(value, abstract_state_for(model, None)), lambda: find_checkpoint(value),
+                      lambda: saved_config(value)],
+             "base_dir": [lambda: find_checkpoint("1", base_dir=value)]}
+    for name, refused in calls.items():
+        for call in refused:
+            with pytest.raises(ValueError) as err:
+                call()
+            assert str(err.value) == f"{name}={value!r}: {why}", str(err.value)
+
+
 def test_a_checkpoint_directory_under_a_file_names_the_file(tmp_path, devices):
     # Was: mkdir's NotADirectoryError "[Errno 20] Not a directory: '<dir>/run/checkpoints'", naming no file.
     (tmp_path / "run").write_text("a file where the run folder should be")
