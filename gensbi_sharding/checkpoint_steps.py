@@ -108,18 +108,22 @@ def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None 
         complete = _step_folders(resolved.parent).get(int(resolved.name))
         if complete:
             return resolved
-        if complete is False:
-            raise FileNotFoundError(f"{resolved} is not a complete checkpoint (Orbax recorded no commit: "
-                                    "the save was cut short); pass its parent for the latest complete step")
+        if complete is False:  # was "pass its parent" whatever it held, refused there when it held no complete step
+            steps = committed_steps(resolved.parent)
+            raise FileNotFoundError(f"{resolved} is not a complete checkpoint (Orbax recorded no commit: the save was "
+                                    f"cut short); " + (f"pass its parent for the latest complete step, {steps[-1]}"
+                                                       if steps else f"{resolved.parent} holds no complete step: start without it"))
     folder = resolved / CHECKPOINT_SUBDIR if is_run else resolved
     steps = committed_steps(folder)
     if not steps:
         foreign, where = _foreign_steps(folder), folder
         if not foreign and resolved.name.isdigit():  # one step folder of another writer's: named by its parent
             foreign, where = _foreign_steps(resolved.parent, resolved.name), resolved.parent
+        cut = [str(step) for step, done in _step_folders(folder).items() if not done]  # were not named
         raise FileNotFoundError(f"no checkpoint in {resolved}: " + (_foreign_fix(where, foreign) if foreign else
-                                f"looked for complete Orbax step folders <step>/ in {folder}; pass a run dir, its "
-                                f"{CHECKPOINT_SUBDIR}/ dir or one step dir"))
+                                f"looked for complete Orbax step folders <step>/ in {folder}" + (
+                                    f" (step {', '.join(cut)}: cut short, no commit recorded)" if cut else "")
+                                + f"; pass a run dir, its {CHECKPOINT_SUBDIR}/ dir or one step dir"))
     return folder / str(steps[-1])
 
 

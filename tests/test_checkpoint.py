@@ -231,6 +231,26 @@ def test_half_written_latest_is_never_picked(saved_run, tmp_path):
         find_checkpoint(cut)
 
 
+def test_a_folder_holding_only_steps_cut_short_names_them_and_no_parent_to_pass(saved_run, tmp_path):
+    # Was: "no checkpoint in <run>: looked for complete Orbax step folders <step>/ in <run>/checkpoints", step 7 there
+    # unnamed; and ".../7 is not a complete checkpoint (...); pass its parent for the latest complete step", which held
+    # none: passed, it was refused again.
+    folder = tmp_path / "job" / "checkpoints"
+    shutil.copytree(saved_run[0] / "checkpoints" / "1" / "arrays", folder / "7" / "arrays")  # cut short
+    with pytest.raises(FileNotFoundError) as err:
+        find_checkpoint(tmp_path / "job")
+    assert str(err.value) == (f"no checkpoint in {tmp_path / 'job'}: looked for complete Orbax step folders <step>/ in "
+                              f"{folder} (step 7: cut short, no commit recorded); pass a run dir, its checkpoints/ dir "
+                              "or one step dir")
+    with pytest.raises(FileNotFoundError) as err:
+        find_checkpoint(folder / "7")
+    assert str(err.value) == (f"{folder / '7'} is not a complete checkpoint (Orbax recorded no commit: the save was cut "
+                              f"short); {folder} holds no complete step: start without it")
+    shutil.copytree(saved_run[0] / "checkpoints" / "1", folder / "1")
+    with pytest.raises(FileNotFoundError, match=r"cut short\); pass its parent for the latest complete step, 1$"):
+        find_checkpoint(folder / "7")
+
+
 def test_multirun_job_dir_named_by_a_number(saved_run, tmp_path):
     job = tmp_path / "sweep" / "0"  # Hydra names multirun jobs 0, 1, ...
     shutil.copytree(saved_run[0] / "checkpoints", job / "checkpoints")
