@@ -28,7 +28,8 @@ PARENT = textwrap.dedent("""
     from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
     read_end, write_end = os.pipe()
     child = subprocess.Popen([sys.executable, "-c",
-        "from gensbi_sharding.harness.local_cluster import watch_parent; import time; watch_parent(); time.sleep(60)"],
+        "from gensbi_sharding.harness.local_cluster import watch_parent; import time; watch_parent(); "
+        "print('watching', flush=True); time.sleep(60)"],
         env={**os.environ, LOCAL_CHILD_ENV: str(read_end)}, pass_fds=(read_end,))
     os.close(read_end)
     print(child.pid, flush=True)
@@ -40,7 +41,8 @@ PARENT = textwrap.dedent("""
 def test_a_local_child_dies_with_its_parent():
     parent = subprocess.Popen([sys.executable, "-c", PARENT], cwd=REPO, stdout=subprocess.PIPE, text=True)
     child = int(parent.stdout.readline())
-    time.sleep(1.0)  # the child has started its watch
+    # The child has started its watch: it says so on the stdout it shares with the parent (was a fixed 1 s sleep).
+    assert parent.stdout.readline() == "watching\n"
     parent.send_signal(signal.SIGKILL)  # no cleanup code of the parent runs
     parent.wait(timeout=30)
     deadline = time.monotonic() + 30

@@ -1176,8 +1176,10 @@ def test_a_terminals_ctrl_c_of_a_local_job_says_each_thing_once(tmp_path, forks)
     parent = _launch(forks, "rule=fsdp", "mesh.model_axis=2", "train.steps=100000", "distributed=local",
                      f"hydra.run.dir={out}", cwd=tmp_path, start_new_session=True)
     try:
-        _wait_for(out / "process_1.log", "[5/7] train", parent)
-        time.sleep(1)
+        # Both processes at their step boundaries ("[5/7] train" is logged inside them): the Ctrl-C is one of training
+        # in each (was a fixed 1 s sleep after process 1's line).
+        for rank in (1, 0):
+            _wait_for(out / f"process_{rank}.log", "[5/7] train", parent)
         os.killpg(parent.pid, signal.SIGINT)
         log = parent.communicate(timeout=180)[0]
     finally:
