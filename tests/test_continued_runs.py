@@ -334,6 +334,31 @@ def test_a_sweep_rerun_over_jobs_stopped_with_checkpoints_is_refused_before_any_
     (callback := run_folder.RefuseCompletedRun()).on_multirun_start(config)
     callback.on_multirun_end(config)
 
+
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_a_sweeps_stopped_jobs_are_each_said_in_what_their_folder_holds_and_the_fix_once(tmp_path, dry_run):
+    # Was: each job's line went on with a single run's fix ("continue it here with the same command plus
+    # train.resume=auto, or in a new folder with train.resume=<job> hydra.run.dir=<new folder>"; a dry run's: "choose
+    # another hydra.run.dir"), wrong for a sweep's job and beside the one fix the last line names for them all.
+    from gensbi_sharding.harness.stopped_jobs import stopped_jobs_problem
+
+    sweep = tmp_path / "sw"
+    save_step(sweep / "0", 4)
+    save_step(sweep / "0", 8)
+    save_step(sweep / "2", 6)
+    jobs = [["experiment=quick", f"seed={n}"] for n in range(3)]
+    fresh = dict(resume=None, resume_from=False, steps=20, dry_run=dry_run, multirun=True)
+    lines = stopped_jobs_problem(sweep, [sweep / str(n) for n in range(3)], jobs, ["experiment=quick", "seed=0,1,2"],
+                                 fresh).splitlines()
+    held = ("holds a run's checkpoints" if dry_run else
+            "holds the checkpoints of a run with no record (stopped, or its record could not be written)")
+    assert lines[1:3] == [f"  job 0 (seed=0): {sweep / '0' / 'checkpoints'} {held}, newest step 8",
+                          f"  job 2 (seed=2): {sweep / '2' / 'checkpoints'} {held}, newest step 6"]
+    assert lines[3:] == [("  choose another hydra.sweep.dir for the dry run (a dry run writes only into fresh folders)"
+                          if dry_run else "  continue them all from their checkpoints: python launch.py -m "
+                          f"experiment=quick seed=0,1,2 train.resume=auto hydra.sweep.dir={sweep}, or choose another "
+                          "hydra.sweep.dir")]
+
 @pytest.mark.parametrize("saved", ["/r1", "/r0"])
 def test_a_sweep_continuing_one_run_rerun_as_typed_takes_the_jobs_that_saved_continuing_it(
         tmp_path, monkeypatch, capsys, saved):

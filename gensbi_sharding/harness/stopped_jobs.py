@@ -43,6 +43,7 @@ def stopped_jobs_problem(sweep_dir: Any, job_dirs: Sequence[Any], jobs: Sequence
     -------
     str or None
     """
+    from gensbi_sharding.harness.launch_record import step_folder_names
     from gensbi_sharding.harness.override_grammar import hydra_override
     from gensbi_sharding.harness.refusal import listed
     from gensbi_sharding.harness.run_folder import ensure_fresh
@@ -62,6 +63,7 @@ def stopped_jobs_problem(sweep_dir: Any, job_dirs: Sequence[Any], jobs: Sequence
     labels = [f"job {n} ({' '.join(o for o in jobs[n] if o.split('=', 1)[0] in swept) or 'its only job'}): "
               for n, _ in refused]
     where = hydra_override("hydra.sweep.dir", sweep_dir)
+    one_fix = True  # the fix below, for every job: each line says what its folder holds (was: and a single run's fix)
     if all(held) and fresh.get("resume") in (None, "") and not fresh.get("dry_run"):  # stopped, checkpoints kept
         words = ["python launch.py", "-m", *map(shlex.quote, (o for o in command if not o.startswith("train.resume="))),
                  AUTO, where]
@@ -69,7 +71,10 @@ def stopped_jobs_problem(sweep_dir: Any, job_dirs: Sequence[Any], jobs: Sequence
     elif fresh.get("dry_run"):
         fix = "choose another hydra.sweep.dir for the dry run (a dry run writes only into fresh folders)"
     else:
-        fix = "fix each job's folder as its line says, or choose another hydra.sweep.dir"
+        one_fix, fix = False, "fix each job's folder as its line says, or choose another hydra.sweep.dir"
+    if one_fix:  # "<checkpoints> holds ...; continue it here with ... hydra.run.dir=<new folder>", a run's fix
+        refused = [(n, p.split("; ", 1)[0] + "".join(f", newest step {step}" for step in
+                                                    step_folder_names(Path(job_dirs[n]))[-1:])) for n, p in refused]
     head = (f"{where}: {len(refused)} of the sweep's {len(jobs)} jobs would be refused their folders, before any job "
             "ran (nothing was written):")
     return f"{listed(head, [p for _, p in refused], labels, together=False)}\n  {fix}"
