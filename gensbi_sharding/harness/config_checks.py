@@ -147,9 +147,7 @@ def _with_fix(message: str, cfg: DictConfig) -> str:
 
 
 def _validate(cfg: DictConfig) -> None:
-    problem = interpolation_problem(cfg)  # first: every check below reads resolved values
-    require(problem is None, problem or "")
-    problem = dry_run_resume_problem(cfg)
+    problem = interpolation_problem(cfg) or dry_run_resume_problem(cfg)  # first: the checks below read resolved values
     require(problem is None, problem or "")
     check_lists(cfg)
     check_numbers(cfg)
@@ -252,8 +250,10 @@ def _validate(cfg: DictConfig) -> None:
                     "distributed.local_processes=2", after=" (or more), or distributed=none for one process "
                     "(distributed.mode=explicit: give distributed.coordinator_address, num_processes and process_id)"))
     # distributed=local numbers and connects its processes (local_cluster drops these); its children hold the env
+    from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV  # (it imports this module: not at the top)
+
     typed = [k for k in ("process_id", "coordinator_address", "num_processes") if cfg.distributed[k] is not None]
-    if typed and cfg.distributed.local_processes > 1 and not os.environ.get("GENSBI_SHARDING_PARENT_FD"):
+    if typed and cfg.distributed.local_processes > 1 and not os.environ.get(LOCAL_CHILD_ENV):
         require(False, Refusal(f"distributed.{typed[0]}={override_literal(cfg.distributed[typed[0]])}: distributed="
                                "local gives each process it starts its own process_id, coordinator_address and "
                                "num_processes", f"distributed.{typed[0]}=null"))
