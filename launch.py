@@ -73,7 +73,7 @@ try:
 
     from gensbi_sharding.harness.config import register_configs
     from gensbi_sharding.harness.console import quiet_console
-    from gensbi_sharding.harness.command_checks import command_problem
+    from gensbi_sharding.harness.command_checks import command_problem, shown_config_problem
     from gensbi_sharding.harness.preemption import EXIT_INTERRUPTED, EXIT_PREEMPTED
     from gensbi_sharding.harness.run import run
     from gensbi_sharding.harness.run_folder import output_dir
@@ -150,6 +150,11 @@ if __name__ == "__main__":
     atexit.register(gc.freeze)
     try:
         main()
+        if not ran and (problem := shown_config_problem(sys.argv[1:])):  # --cfg, --info: shown, never checked
+            sys.stdout.flush()
+            print(f"[ERROR] a run of the config shown is refused: {problem.removeprefix('ConfigError: ')}",
+                  file=sys.stderr)
+            failed_jobs.append(problem)
     except BrokenPipeError:  # the console's reader left (`--help | head`): the rest unread (was: a traceback)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's flush at exit goes nowhere too
     except KeyboardInterrupt:

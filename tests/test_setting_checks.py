@@ -453,3 +453,79 @@ def test_a_mesh_axis_the_mesh_lacks_names_the_override_that_fixes_it(override, f
         check(compose_tiny(override))
     assert f"set {fix}" in str(err.value), str(err.value)
     check(compose_tiny(override, fix))  # the hint, followed, passes
+
+
+#: Commands the run would refuse, each (name, its args, what it leaves): run by ``refused_launches``, one launch.py
+#: process each. {tmp} is the test's folder; "out" and "sweep" the folders the command names for its outputs.
+REFUSED_LAUNCHES = {
+    "cfg job": ["--cfg", "job", "experiment=quick", "train.steps=-1"],
+    "cfg hydra": ["--cfg", "hydra", "experiment=quick", "train.steps=-1", "seed=-1"],
+    "info": ["--info", "defaults", "experiment=quick", "mesh.model_axis=3"],
+    "cfg passes": ["--cfg", "job", "experiment=quick"],
+    "resume a sweep": ["experiment=quick", "train.resume={tmp}/sw", "hydra.run.dir={tmp}/out"],
+    "resume nothing": ["experiment=quick", "train.resume={tmp}/none", "hydra.run.dir={tmp}/out"],
+    "sweep resumes a sweep": ["-m", "experiment=quick", "seed=0,1", "train.resume={tmp}/sw", "hydra.sweep.dir={tmp}/out"],
+}
+
+
+@pytest.fixture(scope="module")
+def refused_launches(tmp_path_factory):
+    """``{name: (its process, its folder)}`` for ``REFUSED_LAUNCHES``, forked from one process (tests/fork_launch.py);
+    each folder holds ``sw``, a sweep's folder whose job 0 saved a checkpoint (step 8) and job 1 none."""
+    from faults_helpers import save_step
+    from fork_launch import run_forked, script_imports
+
+    root = tmp_path_factory.mktemp("refused_launches")
+    runs = []
+    for name, args in REFUSED_LAUNCHES.items():
+        folder = root / name.replace(" ", "_")
+        (folder / "sw" / "1").mkdir(parents=True)
+        (folder / "sw" / "multirun.yaml").write_text("{}\n")
+        save_step(folder / "sw" / "0", 8)
+        runs.append({"args": [a.format(tmp=folder) for a in args], "cwd": folder})
+    (root / "fork").mkdir()
+    procs = run_forked(runs, env={**os.environ, "JAX_PLATFORMS": "cpu"}, timeout=600, workdir=root / "fork",
+                       imports=tuple(script_imports(REPO / "launch.py")))
+    return {name: (proc, run["cwd"]) for name, proc, run in zip(REFUSED_LAUNCHES, procs, runs)}
+
+
+@pytest.mark.slow  # launch.py processes (forked: about a second each)
+@pytest.mark.parametrize("name, shown, said", [
+    ("cfg job", "steps: -1", ["train.steps=-1 must be >= 1; e.g. train.steps=3000"]),
+    ("cfg hydra", "run:", ["2 settings are refused, each with its fix:",
+                           "  train.steps=-1 must be >= 1; e.g. train.steps=3000", "  seed=-1 must be >= 0; e.g. seed=0",
+                           "  all fixed together: train.steps=3000 seed=0"]),
+    ("info", "Defaults List", ["mesh.model_axis=3: 8 devices are not divisible by model_axis=3; set mesh.model_axis=2 "
+                               "(divisors of 8: [1, 2, 4, 8])"])])
+def test_a_config_shown_that_a_run_refuses_says_so_after_it(refused_launches, name, shown, said):
+    # Was: --cfg (job, hydra, all) and --info printed the config and exited 0, no word that a run of it is refused: a
+    # user checking a config before a long run was misled.
+    proc, _ = refused_launches[name]
+    assert proc.returncode == 1 and shown in proc.stdout, proc.stderr
+    assert proc.stderr.strip().splitlines() == [f"[ERROR] a run of the config shown is refused: {said[0]}", *said[1:]]
+    passes, _ = refused_launches["cfg passes"]
+    assert passes.returncode == 0 and "steps: 20" in passes.stdout and passes.stderr == ""
+
+
+@pytest.mark.slow  # launch.py processes (forked: about a second each)
+@pytest.mark.parametrize("name", ["resume a sweep", "resume nothing", "sweep resumes a sweep"])
+def test_a_resume_of_no_checkpoint_is_refused_before_any_folder_is_made(refused_launches, name):
+    # Was: train.resume=<a sweep's folder> (or a folder that does not exist) was refused by the run, inside the folder
+    # Hydra had made for it (.hydra/, .run.lock, launch.log, error.txt, metrics.json left behind); a sweep ran every
+    # job, each failing so, and wrote its summary.
+    proc, folder = refused_launches[name]
+    assert proc.returncode == 1 and not (folder / "out").exists(), proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
+    said = proc.stderr.strip().splitlines()
+    if name == "resume nothing":
+        assert said == [f"[ERROR] ConfigError: train.resume={folder / 'none'}: checkpoint path '{folder / 'none'}' does "
+                        f"not exist (resolved to {folder / 'none'}); pass a run dir, its checkpoints/ dir or one step "
+                        "dir, as train.resume=<folder>; or leave train.resume out to start fresh"]
+        return
+    sweep = folder / "sw"
+    refusal = (f"ConfigError: train.resume={sweep} is a sweep's folder: resume one of its jobs, e.g. "
+               f"train.resume={sweep / '0'} (jobs with a checkpoint: 0)")
+    assert said == ([f"[ERROR] {refusal}"] if name == "resume a sweep" else [
+        "[ERROR] this sweep's config is refused for 2 of the 2 jobs, before any job ran (nothing was written); fix or "
+        "drop the values named, then run the sweep again:", f"  job 0 (seed=0): {refusal}",
+        f"  job 1 (seed=1): {refusal}"])

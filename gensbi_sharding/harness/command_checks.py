@@ -26,7 +26,7 @@ from gensbi_sharding.harness.rule_files import rule_file_problem
 from gensbi_sharding.harness.sweep_values import command_sweep_problem
 from gensbi_sharding.harness.task_fixed import task_fixed_problem
 
-__all__ = ["OVERRIDE_CHECKS", "command_problem"]
+__all__ = ["OVERRIDE_CHECKS", "command_problem", "shown_config_problem"]
 
 # config_file_problem as soon as the overrides parse: the checks after it read the config files it names unreadable;
 # rule_file_problem last: it composes, and an override another check refuses is no command to compose
@@ -70,6 +70,25 @@ def command_problem(args: Sequence[str] | CommandLine) -> str | None:
     if len(found) < 2:
         return found[0] if found else None
     return listed(f"{len(found)} overrides are refused, each with its fix:", found, lead="ConfigError: ")
+
+
+def shown_config_problem(args: Sequence[str]) -> str | None:
+    """The run's refusal of the config a ``--cfg`` (job, hydra, all) or ``--info`` command showed, which Hydra prints
+    without checking it; None where a run of it would start, or where the command shows no config. Was: ``--cfg job
+    train.steps=-1`` printed the config and exited 0, no word that its run is refused.
+
+    Parameters
+    ----------
+    args : sequence of str
+        The command line after the program name, as ``command_problem`` passed it.
+
+    Returns
+    -------
+    str or None
+        E.g. ``"ConfigError: train.steps=-1 must be >= 1; e.g. train.steps=3000"`` (several: one a line).
+    """
+    shows = any(w in ("-c", "--cfg", "-i", "--info") or w.startswith(("--cfg=", "--info=")) for w in args)
+    return _config_problem(args, every=True) if shows else None
 
 
 def _checked_problem(command: CommandLine) -> str | None:

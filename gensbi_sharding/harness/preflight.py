@@ -136,6 +136,7 @@ def run_config_problem(config: Any) -> str | None:
     from hydra.core.hydra_config import HydraConfig
     from omegaconf import open_dict
 
+    from gensbi_sharding.harness.resume_source import resume_source_problem
     from gensbi_sharding.harness.sweep_check import job_problem
 
     cfg, before = copy.deepcopy(config), HydraConfig.instance().cfg  # as run_job hands the task its own copy
@@ -143,9 +144,11 @@ def run_config_problem(config: Any) -> str | None:
         HydraConfig.instance().set_config(config)
         with open_dict(cfg):
             del cfg["hydra"]
-        return job_problem(cfg)
+        problem = job_problem(cfg)
     finally:
         HydraConfig.instance().cfg = before
+    # the checkpoint train.resume names (was: refused by the run, inside the folder Hydra had made for it)
+    return problem or resume_source_problem(cfg, OmegaConf.select(config, "hydra.run.dir", default=None))
 
 
 class LauncherPreflight(Callback):

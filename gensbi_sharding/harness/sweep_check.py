@@ -166,6 +166,7 @@ def refused_jobs(config: Any, jobs: Sequence[Sequence[str]], loader: Any, *,
 
     from gensbi_sharding.harness.command_checks import command_problem
     from gensbi_sharding.harness.cpu_count import resolve_cpu_count
+    from gensbi_sharding.harness.resume_source import resume_source_problem, sweep_job_folder
     from gensbi_sharding.harness.sweep_hints import config_flags, search_path_of
 
     refused, first_count, before = [], None, HydraConfig.instance().cfg
@@ -183,7 +184,7 @@ def refused_jobs(config: Any, jobs: Sequence[Sequence[str]], loader: Any, *,
                 problem = f"{type(err).__name__}: {err}{cause}"
             refused.append((number, list(job), problem))
             continue
-        lost = _lost_sweep(config, cfg, job)
+        lost, out = _lost_sweep(config, cfg, job), sweep_job_folder(cfg, number)
         try:  # as Hydra's run_job: HydraConfig holds the job's Hydra section (validate reads its group choices
             HydraConfig.instance().set_config(cfg)  # there), and the task gets its config without it
             with open_dict(cfg):
@@ -191,6 +192,7 @@ def refused_jobs(config: Any, jobs: Sequence[Sequence[str]], loader: Any, *,
             problem = lost or job_problem(cfg, in_process=in_process)
         finally:
             HydraConfig.instance().cfg = before
+        problem = problem or resume_source_problem(cfg, out)  # the checkpoint it names (was: each job refused it)
         one_process = problem is None and in_process and cfg.distributed.mode == "none"
         if one_process and cpu_devices_known(cfg.devices.platform):
             count = resolve_cpu_count(cfg.devices.cpu_count)[0]
