@@ -824,3 +824,31 @@ def test_a_checkpoint_s_arrays_are_checked_a_part_at_a_time_each_read_once(tmp_p
     assert len(read) > 2 and all(sum(part.values()) <= cap for part in read), [sum(p.values()) for p in read]
     names = [name for part in read for name in part]
     assert sorted(names) == sorted(everything)  # each array read, once
+
+
+@pytest.mark.parametrize("x_o", [[1e30, 0.0], [0.5, 0.0]])
+def test_draws_failing_at_an_observation_far_from_training_name_it_not_the_weights(checkpoint_read, monkeypatch,
+                                                                                    capsys, x_o):
+    # Was: python sample.py <run> x_o.npy with x_o = [1e30, 0] (another unit, another task's data): a warning that x_o
+    # lies far from the training simulations, then "[ERROR] ... hold NaN or inf ...: the model's velocity field is
+    # not finite ... (weights holding NaN or inf ...); sample an earlier checkpoint, or retrain with a lower
+    # train.learning_rate", a retraining for nothing. Near the training data the weights are still named.
+    from gensbi_sharding.harness.posterior import draw_inside_support
+
+    def non_finite_draws(*args, **kwargs):  # what the model's field gives there, through the run's own check
+        return draw_inside_support(lambda m: np.full((m, 2), np.nan), lambda s: np.ones(len(s), bool), 4)
+
+    monkeypatch.setattr(own_observation, "_draw", non_finite_draws)
+    np.save(checkpoint_read / "x_o.npy", np.asarray(x_o))
+    assert main([str(checkpoint_read), str(checkpoint_read / "x_o.npy"), "--num-samples", "4"]) == 1
+    said = capsys.readouterr().err.strip().splitlines()[-1]
+    if x_o[0] < 1e6:
+        assert said.startswith("[ERROR] 4 of 4 posterior draws hold NaN or inf (the first at row 0): the model's "
+                               "velocity field is not finite"), said
+        return
+    assert said == ("[ERROR] 4 of 4 posterior draws hold NaN or inf (the first at row 0) at an x_o far from the run's "
+                    "training simulations (the likely cause, not the weights): x_o[0] = 1e+30 lies 1e+30 standard "
+                    "deviations from the mean of the run's training simulations; at most 1/1e+30^2 of them lie that "
+                    "far (Chebyshev): the model saw few or none there, and its samples may be far off: check that x_o "
+                    "is data of task 'two_moons' in the simulator's raw units")
+    assert sorted(p.name for p in checkpoint_read.iterdir()) == ["checkpoints", "x_o.npy"]  # nothing written

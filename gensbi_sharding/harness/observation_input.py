@@ -147,8 +147,9 @@ def far_from_training(x_o: np.ndarray, statistics: dict, x_transform: str, task:
     worst = int(far[np.argmax(z[far])])
     units = " (of log x: data.x_transform=log)" if x_transform == "log" else ""
     many = f" ({far.size} of x_o's {z.size} values lie over {FAR_SD:g})" if far.size > 1 else ""
-    why = (f"x_o[{worst}] = {float(x_o[worst]):g} lies {z[worst]:.1f} standard deviations from the mean of the "
-           f"run's training simulations{units}{many}; at most 1/{z[worst]:.1f}^2 of them lie that far (Chebyshev): "
+    sd = f"{z[worst]:.1f}" if z[worst] < 1e6 else f"{z[worst]:.3g}"  # 3e+30, not 30 digits
+    why = (f"x_o[{worst}] = {float(x_o[worst]):g} lies {sd} standard deviations from the mean of the "
+           f"run's training simulations{units}{many}; at most 1/{sd}^2 of them lie that far (Chebyshev): "
            "the model saw few or none there, and its samples may be far off: check that x_o is data of task "
            f"{task!r} in the simulator's raw units")
     logging.getLogger("gensbi_sharding").warning(why)

@@ -163,13 +163,14 @@ def sample_posterior(run_dir: str | os.PathLike, x_o: Any, *, num_samples: int |
     from omegaconf import open_dict
     from gensbi_sharding.harness.held_out import effective_shards
     from gensbi_sharding.harness.model_plan import details_dropped
+    from gensbi_sharding.harness.weights_failure import SamplingError
 
     source = x_o  # named in a damaged checkpoint's fix
     step_dir, saved, info, cfg, x_o, num_samples, seed, ode_steps = _request(run_dir, x_o, num_samples, seed,
                                                                              ode_steps, flags)
     statistics = info[NORMALIZATION]
     dim_theta, dim_x = len(statistics["theta_mean"]), len(statistics["x_mean"])
-    far_from_training(x_o, statistics, cfg.data.x_transform, cfg.data.name)  # a warning, if it is
+    far = far_from_training(x_o, statistics, cfg.data.x_transform, cfg.data.name)  # a warning, if it is
     shards = effective_shards(saved, info)
     if shards is not None:  # its held-out pairs as saved: early stopping's best weights are kept, not started afresh
         with open_dict(cfg):
@@ -181,6 +182,11 @@ def sample_posterior(run_dir: str | os.PathLike, x_o: Any, *, num_samples: int |
                                             num_samples=int(num_samples), seed=int(seed), ode_steps=int(ode_steps),
                                             mesh=mesh)
             break
+        except SamplingError as err:  # far from training, x_o is the likely cause (was: the weights blamed, "retrain")
+            if far is None:
+                raise
+            raise SamplingError(f"{str(err).split('): ', 1)[0]}) at an x_o far from the run's training simulations "
+                                f"(the likely cause, not the weights): {far}", outside=err.outside) from None
         except FileNotFoundError as err:
             # A run still training deletes its older steps as it saves (train.keep): the one picked may go
             # while read (was: '[Errno 2] No such file or directory: <run>/checkpoints/2150'). Pick the newest again.
