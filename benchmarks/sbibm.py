@@ -222,6 +222,7 @@ def main(argv: list[str] | None = None) -> None:
         parser.error("there is no plot command: table writes the plot (sbibm.png) beside the table, e.g. "
                      f"sbibm.py table {' '.join(given[1:]) or '<folders>'}")
     args = parser.parse_args(argv)
+    args.folders = [*getattr(args, "roots", []), *getattr(args, "folders", [])]  # table --root r, as run took it
     if args.command == "run":
         check_folder(args.root, "--root", may_be_missing=True)
         check_root(args.root)

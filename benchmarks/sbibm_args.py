@@ -37,6 +37,8 @@ def sbibm_parsers(description: str) -> tuple[argparse.ArgumentParser, argparse.A
     t = sub.add_parser("table", help="table and plot from job folders, or from a sbibm_results.csv",
                        formatter_class=HelpFormatter)
     t.add_argument("folders", nargs="*", type=Path, help="--root folders of run (or --from-results)")
+    t.add_argument("--root", type=Path, action="append", default=[], dest="roots", metavar="ROOT",  # as run takes it
+                   help="a --root of run, as run took it: the same as naming it as a folder (may be repeated)")
     t.add_argument("--from-results", type=Path, default=None, metavar="CSV",
                    help="rebuild from the rows of a sbibm_results.csv, not job folders (None: from the folders)")
     t.add_argument("--out", type=Path, default=None,

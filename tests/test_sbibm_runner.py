@@ -229,6 +229,21 @@ def test_run_refuses_a_root_inside_another_roots_or_a_sweeps_folder_before_writi
     assert "| two_moons | 1,000 | 0.600" in (tmp_path / "table" / "sbibm_table.md").read_text()
 
 
+
+def test_table_takes_the_root_as_run_took_it(sbibm, tmp_path):
+    # Was: "sbibm.py table --root <root>", typed as "run --root <root>" was, ended "sbibm.py: error: unrecognized
+    # arguments: --root", though table reads exactly that folder.
+    for root, budget in (("a", 1000), ("b", 10000)):
+        fake_job(tmp_path / root / f"two_moons_{budget}" / "job", "two_moons", budget, scores((1, 0.6)))
+    sbibm.main(["table", "--root", str(tmp_path / "a"), "--out", str(tmp_path / "t1")])
+    sbibm.main(["table", str(tmp_path / "a"), "--out", str(tmp_path / "t2")])
+    assert (tmp_path / "t1" / "sbibm_table.md").read_text() == (tmp_path / "t2" / "sbibm_table.md").read_text()
+    assert "| two_moons | 1,000 | 0.600" in (tmp_path / "t1" / "sbibm_table.md").read_text()
+    sbibm.main(["table", "--root", str(tmp_path / "a"), "--root", str(tmp_path / "b"), "--out", str(tmp_path / "t3")])
+    sbibm.main(["table", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "t4")])
+    assert (tmp_path / "t3" / "sbibm_table.md").read_text() == (tmp_path / "t4" / "sbibm_table.md").read_text()
+    assert "| two_moons | 10,000 | 0.600" in (tmp_path / "t3" / "sbibm_table.md").read_text()
+
 def test_run_refuses_a_root_holding_another_roots_folder_before_writing(sbibm, tmp_path, monkeypatch):
     # Was: --root <parent> of an earlier --root ran its jobs there, and then "table <parent>", which reads every job
     # below it, found two jobs of one (task, budget) and refused (only a --root inside another was refused).
