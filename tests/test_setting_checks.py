@@ -462,6 +462,7 @@ REFUSED_LAUNCHES = {
     "cfg hydra": ["--cfg", "hydra", "experiment=quick", "train.steps=-1", "seed=-1"],
     "info": ["--info", "defaults", "experiment=quick", "mesh.model_axis=3"],
     "cfg passes": ["--cfg", "job", "experiment=quick"],
+    "cfg resumes a sweep": ["--cfg", "job", "experiment=quick", "train.resume=sw"],
     "resume a sweep": ["experiment=quick", "train.resume={tmp}/sw", "hydra.run.dir={tmp}/out"],
     "resume nothing": ["experiment=quick", "train.resume={tmp}/none", "hydra.run.dir={tmp}/out"],
     "sweep resumes a sweep": ["-m", "experiment=quick", "seed=0,1", "train.resume={tmp}/sw", "hydra.sweep.dir={tmp}/out"],
@@ -496,13 +497,16 @@ def refused_launches(tmp_path_factory):
                            "  train.steps=-1 must be >= 1; e.g. train.steps=3000", "  seed=-1 must be >= 0; e.g. seed=0",
                            "  all fixed together: train.steps=3000 seed=0"]),
     ("info", "Defaults List", ["mesh.model_axis=3: 8 devices are not divisible by model_axis=3; set mesh.model_axis=2 "
-                               "(divisors of 8: [1, 2, 4, 8])"])])
+                               "(divisors of 8: [1, 2, 4, 8])"]),
+    ("cfg resumes a sweep", "resume: sw", ["train.resume={sw} is a sweep's folder: resume one of its jobs, e.g. "
+                                           "train.resume={sw}/0 (jobs with a checkpoint: 0)"])])
 def test_a_config_shown_that_a_run_refuses_says_so_after_it(refused_launches, name, shown, said):
     # Was: --cfg (job, hydra, all) and --info printed the config and exited 0, no word that a run of it is refused: a
     # user checking a config before a long run was misled.
-    proc, _ = refused_launches[name]
+    proc, folder = refused_launches[name]
     assert proc.returncode == 1 and shown in proc.stdout, proc.stderr
-    assert proc.stderr.strip().splitlines() == [f"[ERROR] a run of the config shown is refused: {said[0]}", *said[1:]]
+    assert proc.stderr.strip().splitlines() == [
+        f"[ERROR] a run of the config shown is refused: {said[0].format(sw=folder / 'sw')}", *said[1:]]
     passes, _ = refused_launches["cfg passes"]
     assert passes.returncode == 0 and "steps: 20" in passes.stdout and passes.stderr == ""
 

@@ -87,8 +87,27 @@ def shown_config_problem(args: Sequence[str]) -> str | None:
     str or None
         E.g. ``"ConfigError: train.steps=-1 must be >= 1; e.g. train.steps=3000"`` (several: one a line).
     """
-    shows = any(w in ("-c", "--cfg", "-i", "--info") or w.startswith(("--cfg=", "--info=")) for w in args)
-    return _config_problem(args, every=True) if shows else None
+    if not any(w in ("-c", "--cfg", "-i", "--info") or w.startswith(("--cfg=", "--info=")) for w in args):
+        return None
+    return _config_problem(args, every=True) or _resume_problem(parse(args))
+
+
+def _resume_problem(command: CommandLine) -> str | None:
+    """The run's refusal of the checkpoint the config of ``command`` resumes (``resume_source``), as the run makes it
+    before Hydra makes its folder (``hydra.run.dir`` as typed, else a new one); None where it resumes none or can."""
+    from gensbi_sharding.harness.command_defaults import command_jobs, composed
+    from gensbi_sharding.harness.resume_source import resume_source_problem
+
+    if _first_problem(command) is not None or len(groups := command_jobs(command) or []) != 1:
+        return None
+    (chosen, home, name), = groups
+    typed = [o.arg for o in command.parsed if not o.key.startswith("hydra")]
+    cfg = composed((*(c for c in chosen if c.startswith("hydra.searchpath=")), *typed), home, name)[0]
+    out = next((o.arg.split("=", 1)[1] for o in command.parsed if o.key == "hydra.run.dir"), "outputs/<a new run>")
+    try:
+        return None if cfg is None else resume_source_problem(cfg, out)
+    except Exception:  # noqa: BLE001 (e.g. an interpolation that resolves only in Hydra's app: the run's to say)
+        return None
 
 
 def _checked_problem(command: CommandLine) -> str | None:

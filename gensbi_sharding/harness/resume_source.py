@@ -34,6 +34,8 @@ def resume_source_problem(cfg: Any, out: Any) -> str | None:
     str or None
         E.g. ``"ConfigError: train.resume=multirun/x is a sweep's folder: resume one of its jobs, ..."``.
     """
+    from hydra.core.hydra_config import HydraConfig
+
     from gensbi_sharding.harness.config import ConfigError
     from gensbi_sharding.harness.launch_record import step_folder_names
     from gensbi_sharding.harness.resume import resume_step_dir
@@ -48,12 +50,15 @@ def resume_source_problem(cfg: Any, out: Any) -> str | None:
         return None
     absl, level = logging.getLogger("absl"), logging.getLogger("absl").level
     absl.setLevel(logging.WARNING)  # Orbax's notes as it reads the checkpoint ("Read Metadata=..."): no console's
+    hydra, before = HydraConfig.instance(), HydraConfig.instance().cfg
+    hydra.cfg = None  # no job's folder yet (--cfg's app, a sweep's start): out, checked above, is the run's own
     try:
         resume_step_dir(cfg)
     except (ConfigError, FileNotFoundError) as refused:  # as run() records them
         return f"{type(refused).__name__}: {refused}"
     finally:
         absl.setLevel(level)
+        hydra.cfg = before
     return None
 
 
