@@ -119,9 +119,10 @@ in_sweep: list[bool] = []  # [True] once a multirun's job started (Hydra forgets
 def main(cfg: DictConfig) -> float | None:
     if ran and (held := take_held()):  # a preemption after a sweep's job ended: the sweep's, this job never starts
         ignore_preemption_signals()  # answered: a second SIGTERM must not turn 75 into 143
-        for line in stopped_between_jobs(output_dir(cfg), held[0], len(ran), sys.argv):
-            log.log(logging.WARNING if line.startswith("preempted") else logging.INFO, "%s", line)
-        sys.exit(EXIT_PREEMPTED)
+        interrupted = held[0] == signal.SIGINT  # a Ctrl-C the last job finished before answering (stop_after_run)
+        for line in stopped_between_jobs(output_dir(cfg), None if interrupted else held[0], len(ran), sys.argv):
+            log.log(logging.WARNING if line.startswith(("preempted", "interrupted")) else logging.INFO, "%s", line)
+        sys.exit(EXIT_INTERRUPTED if interrupted else EXIT_PREEMPTED)
     running.append(True)
     ran.append(output_dir(cfg))
     remember_stopped_sweep(None)  # the outcome this job's stop gives (was: an earlier call's stopped sweep, said again)

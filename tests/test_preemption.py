@@ -1729,3 +1729,43 @@ def test_a_failed_attempt_that_saved_nothing_is_run_again_not_continued(tmp_path
     (tmp_path / "checkpoints" / "5").mkdir(parents=True)
     with pytest.raises(FileExistsError, match="train.resume=auto to continue it in this folder"):
         run_folder.ensure_fresh(tmp_path)
+
+
+@pytest.mark.slow  # end-to-end run with evaluation
+@pytest.mark.parametrize("held", [True, False])  # launch.py's hold (a sweep's next job), or run() from Python
+def test_a_stop_during_the_last_c2st_ends_the_run_finished_and_stops_its_sweep(tmp_path, monkeypatch, held):
+    # Was: the last observation's score written, yet status interrupted, c2st null, "before the evaluation
+    # finished", and a rerun asked for that had nothing left to score.
+    from gensbi_sharding.harness import evaluate, signal_hold
+
+    real, calls = evaluate.c2st_scores, []
+
+    def interrupted_scores(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:  # while observation 2, the last, is scored
+            os.kill(os.getpid(), signal.SIGINT)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(evaluate, "c2st_scores", interrupted_scores)
+    before = {signum: signal.getsignal(signum) for signum in signal_hold.PREEMPT_SIGNALS}
+    out = tmp_path / "run"
+    try:
+        if held:
+            signal_hold.hold_preemption_signals()
+        try:
+            run_tiny(out, "eval.enabled=true", "eval.observations=[1,2]")
+            raised = False
+        except KeyboardInterrupt:
+            raised = True
+        taken = signal_hold.take_held()
+    finally:
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
+    # Held, launch.py's next job never starts (stopped_between_jobs); from Python, the Ctrl-C is Python's own
+    assert (taken, raised) == (([signal.SIGINT], False) if held else ([], True))
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["status"] == "ok" and "error" not in metrics and len(calls) == 2
+    assert [row["observation"] for row in metrics["c2st_observations"]] == [1, 2]
+    assert metrics["c2st"] == pytest.approx(np.mean([row["c2st"] for row in metrics["c2st_observations"]]))
+    with open(out / "c2st.csv") as f:
+        assert [row["observation"] for row in csv.DictReader(f)] == ["1", "2"]

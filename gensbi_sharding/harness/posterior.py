@@ -158,8 +158,8 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
     title : callable
         ``title(num_observation, c2st, c2st_sd_folds)`` of the pair plot.
     stop_check : callable, optional
-        Called before each observation and once its C2ST is computed and written: it raises to
-        stop (``PreemptionWatch.check``). A score computed is whole (``evaluate.c2st_scores``
+        Called before each observation and once its C2ST is computed and written, but the last's
+        (the evaluation is then whole): it raises to stop (``PreemptionWatch.check``). A score computed is whole (``evaluate.c2st_scores``
         lets no Ctrl-C cut a fit short), so one a signal waited for is kept (was: dropped).
     step, weights, checkpoint_step : optional
         ``sampled_weights``': the step of ``params``, which they are, the step reached (recorded only). Given (one
@@ -240,7 +240,8 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
                 evaluate.pair_plot(samples, reference, out / "posterior.png",
                                    title=title(k, row["c2st"], row["c2st_sd_folds"]),
                                    labels=[str(label) for label in task.get_labels_parameters()])
-        stop_check()  # after the score is written: a stop waited for it (was: dropped, the wait for nothing)
+        if index + 1 < len(observations):  # after the score is written: a stop waited for it (was: dropped)
+            stop_check()  # after the last one the evaluation is whole (was: the run ended interrupted, c2st null)
     means = [r["c2st"] for r in rows]
     return {"c2st": float(np.mean(means)),
             "c2st_sd_folds": float(np.mean([r["c2st_sd_folds"] for r in rows])),

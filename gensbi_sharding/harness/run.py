@@ -19,7 +19,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness import (console, interrupt_hold, loss_history, outputs, run_folder, run_report,
-                                     launch_record, stop_record, summary, sweep_continue, sweep_hints)
+                                     launch_record, signal_hold, stop_record, summary, sweep_continue, sweep_hints)
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.checked_fix import validate_every
 from gensbi_sharding.harness.config_checks import processes_config_problem, scored_observations
@@ -116,6 +116,10 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             watch.chain(metrics.get("stop_signal"))  # under submitit: requeue the job
     if metrics["status"] == "interrupted":  # distributed=local's processes stopped for Ctrl-C: so does the sweep
         raise KeyboardInterrupt
+    if metrics["status"] == "ok" and watch.signum is not None and not os.environ.get(run_folder.LOCAL_CHILD_ENV):
+        # Asked to stop as its last observation was scored: the run finished, its sweep stops here (was: status
+        # interrupted, c2st null, "before the evaluation finished", with every score written)
+        signal_hold.stop_after_run(stop_signal(watch.signum))
     return metrics
 
 

@@ -17,7 +17,8 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["PREEMPT_SIGNALS", "hold_preemption_signals", "ignore_preemption_signals", "take_held"]
+__all__ = ["PREEMPT_SIGNALS", "hold_preemption_signals", "ignore_preemption_signals", "take_held",
+           "stop_after_run"]
 
 #: The signals that ask a run to stop for a requeue: SLURM's SIGTERM (or the one chosen with ``--signal``) and
 #: submitit's SIGUSR2.
@@ -42,6 +43,29 @@ def hold_preemption_signals(received: Iterable[int] = ()) -> None:
         for signum in PREEMPT_SIGNALS:
             signal.signal(signum, _hold)
     _held[:0] = received  # after: one the earlier holder receives now is not lost between the two; before it
+
+
+def stop_after_run(signum: int) -> None:
+    """A stop a run finished before answering (it came as its last observation was scored): the next job's.
+
+    Where ``launch.py`` holds (its hold is back once the run's watch ended) the signal is held, so the sweep's next job
+    never starts and a single run ends as finished; elsewhere (``run`` called from Python) a Ctrl-C is raised as
+    ``KeyboardInterrupt``, as Python raises one, and a preemption signal is dropped: the run it asked to stop is over.
+
+    Parameters
+    ----------
+    signum : int
+        The signal the run's watch recorded (SIGINT for a Ctrl-C).
+
+    Raises
+    ------
+    KeyboardInterrupt
+        For a Ctrl-C where nothing holds signals.
+    """
+    if signal.getsignal(signal.SIGTERM) is _hold:
+        _held.append(signum)
+    elif signum == signal.SIGINT:
+        raise KeyboardInterrupt
 
 
 def take_held() -> list[int]:
