@@ -62,3 +62,28 @@ def test_eval_observations_winning_over_num_observation_is_said_in_one_line(tmp_
                            "eval.num_samples=200", "eval.c2st_folds=2", "eval.ode_steps=2", "eval.plot=false")
     assert metrics["status"] == "ok" and [row["observation"] for row in metrics["c2st_observations"]] == [2]
     assert [r.getMessage() for r in caplog.records].count(note) == 1
+
+
+def test_more_samples_than_the_reference_is_refused_by_the_config_checks():
+    # Was: accepted by the config checks, then refused at step [3/7] inside the run's folder (a half-made run).
+    from faults_helpers import compose_tiny
+    from gensbi_sharding.harness.config import ConfigError
+    from gensbi_sharding.harness.config_checks import validate
+
+    with pytest.raises(ConfigError) as err:
+        validate(compose_tiny("eval.enabled=true", "eval.num_samples=20000"))
+    assert str(err.value) == ("eval.num_samples=20000 exceeds the 10000 reference posterior samples of task "
+                              "'two_moons' (per observation) that C2ST compares them with, row for row; set "
+                              "eval.num_samples=10000")
+    assert hint(str(err.value), "eval.num_samples") == "10000"
+    validate(compose_tiny("eval.enabled=true", "eval.num_samples=10000"))
+    validate(compose_tiny("eval.enabled=false", "eval.num_samples=20000"))  # nothing scored: nothing drawn
+
+
+@pytest.mark.slow  # loads every task's reference samples (80 files)
+def test_the_reference_sample_count_the_config_checks_assume_is_every_tasks():
+    from gensbi_sharding.harness.tasks import NUM_OBSERVATIONS, REFERENCE_SAMPLES, TASKS, get_task, reference_samples
+
+    rows = {(name, k): len(reference_samples(get_task(name), k)) for name in TASKS
+            for k in range(1, NUM_OBSERVATIONS + 1)}
+    assert set(rows.values()) == {REFERENCE_SAMPLES}, rows

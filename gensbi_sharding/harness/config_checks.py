@@ -26,7 +26,7 @@ from gensbi_sharding.harness.python_words import in_python_words
 from gensbi_sharding.harness.refusal import Refusal, rephrased
 from gensbi_sharding.harness.rule_config import (MESH_AXES, activation_axes_problem, check_table_against_mesh,
                                                  partition_axis_from_config, rule_table)
-from gensbi_sharding.harness.tasks import NUM_OBSERVATIONS, TASKS
+from gensbi_sharding.harness.tasks import NUM_OBSERVATIONS, TASKS, num_samples_problem
 
 __all__ = ["validate", "dry_run_resume_problem", "no_mesh_problem", "scored_observations", "processes_config_problem"]
 # What each process may set alone: its rank, its output, how it joins (the coordinator as its host sees it: joined)
@@ -179,11 +179,11 @@ def _validate(cfg: DictConfig) -> None:
     # eval.c2st_folds=1 >= 2", when only the folds were wrong).
     require(cfg.eval.c2st_folds >= 2, Refusal(f"eval.c2st_folds={cfg.eval.c2st_folds} must be >= 2 (cross-validation "
                                               "needs two folds)", "eval.c2st_folds=5"))
-    folds = cfg.eval.c2st_folds
-    require(cfg.eval.num_samples >= 2 * folds, Refusal(f"eval.num_samples={cfg.eval.num_samples} must be >= 2 * "
-                                                       f"eval.c2st_folds (eval.c2st_folds={folds})",
-                                                       f"eval.num_samples={2 * folds}"))
+    require(cfg.eval.num_samples >= 2 * (folds := cfg.eval.c2st_folds), Refusal(
+        f"eval.num_samples={cfg.eval.num_samples} must be >= 2 * eval.c2st_folds (eval.c2st_folds={folds})",
+        f"eval.num_samples={2 * folds}"))
     require(cfg.eval.ode_steps >= 1, f"eval.ode_steps={cfg.eval.ode_steps} must be >= 1")
+    require((problem := num_samples_problem(cfg.data.name, cfg.eval)) is None, problem or "")  # before any folder
     if cfg.data.name in TASKS:  # another data source's observations are its own to check
         require(1 <= cfg.data.num_observation <= NUM_OBSERVATIONS, Refusal(
             f"data.num_observation={cfg.data.num_observation} is out of range: sbibm task {cfg.data.name!r} has "

@@ -23,7 +23,7 @@ import numpy as np
 __all__ = ["TASKS", "TASK_DIMS", "NUM_OBSERVATIONS", "THETA_TRANSFORMS", "X_TRANSFORMS", "get_task", "task_dims",
            "simulate", "simulate_at", "prior_bijection", "to_unconstrained", "to_constrained", "transform_x",
            "check_transforms", "observation", "reference_samples", "check_observation", "usable_observation",
-           "check_evaluation"]
+           "check_evaluation", "REFERENCE_SAMPLES", "num_samples_problem"]
 
 #: sbibm tasks with reference posteriors, registered as data sets (``data=<name>``).
 TASKS: tuple[str, ...] = ("two_moons", "gaussian_linear", "gaussian_linear_uniform", "gaussian_mixture",
@@ -35,6 +35,9 @@ TASK_DIMS: dict[str, tuple[int, int]] = {
     "gaussian_mixture": (2, 2), "slcp": (5, 8), "sir": (2, 10), "lotka_volterra": (4, 20), "bernoulli_glm": (10, 10)}
 #: Observations per task, numbered 1..10 as in sbibm.
 NUM_OBSERVATIONS = 10
+#: Reference posterior samples sbibm-jax ships per task and observation (a test loads them all): the config checks
+#: refuse more eval.num_samples before any folder is made, loading none (was: refused at step [3/7], in the run's folder).
+REFERENCE_SAMPLES = 10_000
 #: ``data.theta_transform``: through the prior's support bijection, or as simulated (draws outside rejected).
 THETA_TRANSFORMS = ("support", "none")
 #: ``data.x_transform``: "log" for positive data spanning decades (lotka_volterra).
@@ -229,6 +232,16 @@ def check_evaluation(name: str, observations: list[int], *, x_transform: str, nu
             raise ValueError(f"eval.num_samples={num_samples} exceeds the {rows} reference posterior samples "
                              f"of task {name!r} (observation {k}) that C2ST compares them with, row for row; "
                              f"set eval.num_samples={rows}")
+
+
+def num_samples_problem(name: str, evaluation: Any) -> str | None:
+    """Why ``evaluation`` (a config's ``eval``) draws more than task ``name``'s ``REFERENCE_SAMPLES`` rows (None: it
+    does not, scores nothing, or ``name`` is no sbibm task)."""
+    if name in TASKS and evaluation.enabled and (num_samples := evaluation.num_samples) > REFERENCE_SAMPLES:
+        return (f"eval.num_samples={num_samples} exceeds the {REFERENCE_SAMPLES} reference posterior samples of "
+                f"task {name!r} (per observation) that C2ST compares them with, row for row; set "
+                f"eval.num_samples={REFERENCE_SAMPLES}")
+    return None
 
 
 def reference_samples(task: Any, num_observation: int) -> np.ndarray:
