@@ -1,6 +1,8 @@
 """harness.train and harness.ema: the schedule, the EMA, early stopping that restores the best weights,
 a diverging run that stops, and the EMA placed and checkpointed like the parameters."""
 
+import warnings
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -142,6 +144,33 @@ def test_a_step_of_another_setting_mesh_or_placement_gets_programs_of_its_own(de
     from gensbi_sharding.harness.step_programs import jitted_steps
 
     assert jitted_steps.cache_info().currsize <= jitted_steps.cache_info().maxsize == 8  # 10 keys made above
+
+
+def test_a_reused_step_says_the_warnings_of_its_trace_again(devices):
+    # Was: said by the run that traced the step only. A sweep's next job (experiment=quick model=transformer
+    # rule=tensor mesh.model_axis=8 seed=0,1, in one process) reused the step, so its launch.log lacked the
+    # "activation ... left unsplit" warning the first job's held.
+    mesh = gs.make_mesh(model_axis=4)
+
+    def unsplit_run():
+        model = make_mlp(dim_theta=2, dim_x=3, rngs=nnx.Rngs(0), width=6, depth=1, time_embed_dim=8,
+                         partition_axis=gs.PartitionAxis(hidden_state_axis="model"))  # width 6 over 4 devices
+        optimizer = nnx.Optimizer(model, T.make_optimizer(learning_rate=1e-2, weight_decay=0.0, steps=40,
+                                                          schedule="constant"), wrt=nnx.Param)
+        gs.shard_model(model, mesh, "replicated")
+        gs.shard_model(optimizer, mesh, "replicated")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            functions, state = T.make_step_functions(model, optimizer, mesh)
+            T.train(functions, state, batches(), steps=2, key=jax.random.key(0), mesh=mesh, batch_size=16,
+                    progress=False)
+        return functions, sorted({str(w.message) for w in caught if "left unsplit" in str(w.message)})
+
+    first, said = unsplit_run()
+    again, said_again = unsplit_run()
+    assert again.train_step is first.train_step  # reused: traced once
+    assert said and said_again == said, (said, said_again)
+    assert "activation ('batch', 'hidden') of shape (16, 6) left unsplit" in said[0]
 
 
 def test_a_graph_that_cannot_be_hashed_gets_a_step_of_its_own():

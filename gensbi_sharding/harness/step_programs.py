@@ -2,12 +2,14 @@
 
 ``harness.train.make_step_functions`` asks for them by the split graph, mesh and state placements; equal keys get the
 same jitted functions, whose traced, lowered and compiled programs JAX keeps by the arguments' shapes, dtypes and
-shardings: a second run of the same shapes in one process (a sweep's next job) compiles nothing again.
+shardings: a second run of the same shapes in one process (a sweep's next job) compiles nothing again. What tracing
+warned (an activation ``constrain`` left unsplit) is kept with them, for each run that reuses them to say again.
 """
 
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -16,7 +18,7 @@ import jax.numpy as jnp
 from flax import nnx
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-__all__ = ["flow_matching_loss", "jitted_steps"]
+__all__ = ["flow_matching_loss", "jitted_steps", "say_again"]
 
 
 def flow_matching_loss(model: Callable, theta: jax.Array, x: jax.Array, key: jax.Array,
@@ -51,13 +53,37 @@ def flow_matching_loss(model: Callable, theta: jax.Array, x: jax.Array, key: jax
     return jnp.sum(weight * per_row) / jnp.maximum(jnp.sum(weight), 1.0)
 
 
+def said_when_traced(function: Callable, said: dict) -> Callable:
+    """``function``, whose warnings while traced are said as ever and kept in ``said`` (by text, kind and place)."""
+    @functools.wraps(function)
+    def traced(*args):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out = function(*args)
+        for w in caught:  # said after the block, to the filters and the log handler of the caller
+            said.setdefault((str(w.message), w.category, w.filename, w.lineno), w)
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
+        return out
+    return traced
+
+
+def say_again(said: dict) -> None:
+    """Warn what ``said_when_traced`` kept: a run reusing programs traced before hears what their tracing said."""
+    for w in list(said.values()):
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
+
+
 @functools.lru_cache(maxsize=8)
 def jitted_steps(graphdef: Any, mesh: Mesh | None, leaf_shardings: tuple = (), treedef: Any = None) -> tuple:
-    """The jitted ``(train_step, eval_loss)`` of the split state of ``graphdef`` (model, optimizer[, EMA]).
+    """The jitted ``(train_step, eval_loss, said)`` of the split state of ``graphdef`` (model, optimizer[, EMA]).
 
     The step donates the state and returns it at ``leaf_shardings`` (its leaves' shardings, flattened with ``treedef``;
-    none without a mesh). The last 8 keys' pairs are kept: each holds the programs JAX compiled for it.
+    none without a mesh). ``said``: the warnings their tracing gave so far (``say_again``). The last 8 keys' are kept:
+    each holds the programs JAX compiled for it.
     """
+    said = {}
+
+    @functools.partial(said_when_traced, said=said)
     def train_step(state, batch, key):
         model, optimizer, *average = nnx.merge(graphdef, state)
         count = optimizer.step[...]  # updates so far: the step's key and the EMA's warm-up
@@ -69,6 +95,7 @@ def jitted_steps(graphdef: Any, mesh: Mesh | None, leaf_shardings: tuple = (), t
             ema.update(model, count)
         return nnx.state((model, optimizer, *average)), loss
 
+    @functools.partial(said_when_traced, said=said)
     def eval_loss(state, batch, key):
         model, _, *average = nnx.merge(graphdef, state)
         if average:
@@ -79,8 +106,8 @@ def jitted_steps(graphdef: Any, mesh: Mesh | None, leaf_shardings: tuple = (), t
         return flow_matching_loss(model, batch["theta"], batch["x"], key, weight), count
 
     if mesh is None:
-        return jax.jit(train_step, donate_argnums=0), jax.jit(eval_loss)
+        return jax.jit(train_step, donate_argnums=0), jax.jit(eval_loss), said
     scalar = NamedSharding(mesh, P())
     state_shardings = jax.tree.unflatten(treedef, leaf_shardings)
     return (jax.jit(train_step, donate_argnums=0, out_shardings=(state_shardings, scalar)),
-            jax.jit(eval_loss, out_shardings=scalar))
+            jax.jit(eval_loss, out_shardings=scalar), said)

@@ -38,7 +38,7 @@ from gensbi_sharding import mesh_context
 from gensbi_sharding.harness.progress import progress_bar
 from gensbi_sharding.harness.schedule import SCHEDULES, learning_rate_schedule
 from gensbi_sharding.harness.step_check import check_step_keeps_state
-from gensbi_sharding.harness.step_programs import flow_matching_loss, jitted_steps
+from gensbi_sharding.harness.step_programs import flow_matching_loss, jitted_steps, say_again
 from gensbi_sharding.harness.step_timer import StepTimer
 from gensbi_sharding.harness.validation import EarlyStopping, record_validation, validates_at, validation_loss
 
@@ -93,8 +93,9 @@ def make_step_functions(model: nnx.Module, optimizer: nnx.Optimizer, mesh: Mesh 
     split graph (the modules and their settings, the optimizer: ``make_optimizer``'s), mesh and state placements
     (``step_programs.jitted_steps``, the last 8 kept), so a run of the same shapes in this process (a sweep's next
     job) reuses the programs JAX traced, lowered and compiled for them (JAX keys them on the arguments' shapes,
-    dtypes and shardings too); a graph that cannot be hashed gets a pair of its own. A function the step calls,
-    replaced in this process later (a monkeypatched method), is traced again only after ``jax.clear_caches()``.
+    dtypes and shardings too), and warns again what their tracing warned; a graph that cannot be hashed gets a pair
+    of its own. A function the step calls, replaced in this process later (a monkeypatched method), is traced again
+    only after ``jax.clear_caches()``.
     """
     nodes = (model, optimizer) if ema is None else (model, optimizer, ema)
     graphdef, state = nnx.split(nodes)
@@ -104,8 +105,11 @@ def make_step_functions(model: nnx.Module, optimizer: nnx.Optimizer, mesh: Mesh 
     try:
         hash(key)
     except TypeError:  # a static attribute that cannot be hashed: no key, a pair of its own
-        return StepFunctions(graphdef, *jitted_steps.__wrapped__(*key), ema is not None), state
-    return StepFunctions(graphdef, *jitted_steps(*key), ema is not None), state
+        train_step, eval_loss, said = jitted_steps.__wrapped__(*key)
+    else:
+        train_step, eval_loss, said = jitted_steps(*key)
+    say_again(said)  # what tracing them warned, said in this run too (none yet for new programs)
+    return StepFunctions(graphdef, train_step, eval_loss, ema is not None), state
 
 
 @dataclasses.dataclass
