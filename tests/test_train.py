@@ -66,6 +66,17 @@ def test_schedules():
         T.make_optimizer(learning_rate=1e-3, weight_decay=0.0, steps=100, warmup_steps=100)
 
 
+def test_an_optimizer_of_array_settings_is_made_as_optax_makes_it():
+    # Was (make_optimizer cached by its settings): TypeError "unhashable type: 'ArrayImpl'" for a learning rate that
+    # is an array, which optax.adamw takes; such an optimizer is made afresh each call, others are shared.
+    params = {"w": jnp.zeros(())}
+    for learning_rate in (jnp.float32(1e-3), np.array(1e-3)):
+        tx = T.make_optimizer(learning_rate=learning_rate, weight_decay=0.0, steps=100, schedule="constant")
+        updates, _ = tx.update({"w": jnp.ones(())}, tx.init(params), params)
+        assert float(updates["w"]) == pytest.approx(-1e-3, rel=1e-3)
+        assert T.make_optimizer(learning_rate=learning_rate, weight_decay=0.0, steps=100) is not tx
+
+
 def test_ema_follows_the_warmed_up_decay():
     model, _, ema = tiny_state(ema_decay=0.999)
     start = leaves(ema.params)

@@ -45,19 +45,30 @@ from gensbi_sharding.harness.validation import EarlyStopping, record_validation,
 __all__ = ["flow_matching_loss", "make_optimizer", "StepFunctions", "make_step_functions", "train",
            "TrainResult", "SCHEDULES"]
 
-@functools.lru_cache(maxsize=32, typed=True)
 def make_optimizer(*, learning_rate: float, weight_decay: float, steps: int, schedule: str = "cosine",
                    warmup_steps: int = 0, counted: bool = False) -> optax.GradientTransformation:
     """AdamW under a linear warm-up to ``learning_rate``, then cosine decay to 0 at ``steps`` (or constant);
     ``counted``: a state that counts steps whatever the schedule (``learning_rate_schedule``). The same settings
     give the same (stateless) object, so two runs' optimizers, and their split graphs, compare equal: the key under
-    which ``make_step_functions`` shares a jitted step.
+    which ``make_step_functions`` shares a jitted step (settings that cannot be hashed, an array: a new object).
 
     Raises
     ------
     ValueError
         For an unknown ``schedule`` or a warm-up not shorter than ``steps``.
     """
+    settings = dict(learning_rate=learning_rate, weight_decay=weight_decay, steps=steps, schedule=schedule,
+                    warmup_steps=warmup_steps, counted=counted)
+    try:
+        hash(tuple(settings.values()))
+    except TypeError:  # an array setting, which optax takes: an optimizer of its own
+        return _adamw.__wrapped__(**settings)
+    return _adamw(**settings)
+
+
+@functools.lru_cache(maxsize=32, typed=True)
+def _adamw(*, learning_rate: Any, weight_decay: Any, steps: int, schedule: str, warmup_steps: int,
+           counted: bool) -> optax.GradientTransformation:
     return optax.adamw(learning_rate_schedule(learning_rate=learning_rate, steps=steps, schedule=schedule,
                                               warmup_steps=warmup_steps, counted=counted), weight_decay=weight_decay)
 
