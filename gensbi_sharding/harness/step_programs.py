@@ -54,23 +54,27 @@ def flow_matching_loss(model: Callable, theta: jax.Array, x: jax.Array, key: jax
 
 
 def said_when_traced(function: Callable, said: dict) -> Callable:
-    """``function``, whose warnings while traced are said as ever and kept in ``said`` (by text, kind and place)."""
+    """``function``, whose warnings shown while it is traced are kept in ``said`` (by text, kind and place)."""
     @functools.wraps(function)
     def traced(*args):
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            out = function(*args)
-        for w in caught:  # said after the block, to the filters and the log handler of the caller
-            said.setdefault((str(w.message), w.category, w.filename, w.lineno), w)
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
-        return out
+        shown = warnings.showwarning  # swapped, not catch_warnings: that resets the registries, saying repeats again
+
+        def keep(message, category, filename, lineno, file=None, line=None):
+            said.setdefault((str(message), category, filename, lineno), (message, category, filename, lineno))
+            shown(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = keep
+        try:
+            return function(*args)
+        finally:
+            warnings.showwarning = shown
     return traced
 
 
 def say_again(said: dict) -> None:
     """Warn what ``said_when_traced`` kept: a run reusing programs traced before hears what their tracing said."""
-    for w in list(said.values()):
-        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
+    for message, category, filename, lineno in list(said.values()):
+        warnings.warn_explicit(message, category, filename, lineno)
 
 
 @functools.lru_cache(maxsize=8)
