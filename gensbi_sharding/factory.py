@@ -20,15 +20,19 @@ _TRACING_FACTORY: contextvars.ContextVar[str | None] = contextvars.ContextVar("t
 INPUT_IN_FACTORY = ("an input placed on the mesh's devices cannot enter it: build the sample input unplaced inside the "
                     "factory (a NumPy or jnp array: jnp.ones((8, dim))), or build the model eagerly and place it: "
                     "shard_model(factory(), mesh, rule) (in the harness: model.init=eager)")
-MODEL_IN_FACTORY = "drop the call: the model comes back placed (to place it otherwise, call shard_model on it then)"
+MODEL_IN_FACTORY = ("drop the call: what {caller} returns is laid out by its plan (another layout: another rule, or "
+                    "shard_model on the model then)")
+# What each caller does with the constructor (abstract_sharded and abstract_state_for: no values, nothing placed).
+_TRACERS_WORK = {"init_sharded": "builds the model itself, on one device, then places it by its plan"}
+_ABSTRACT_WORK = "traces the model itself, holding no values, and lays it out by its plan"
 
 
 def refuse_in_factory(name: str, fix: str) -> None:
     """``ValueError`` naming ``name``, the caller and ``fix`` (``{caller}`` filled in) while ``trace_factory`` traces a
     constructor: what places arrays or compiles there met JAX's words for tracers (one refusal, every entry point)."""
     if (caller := _TRACING_FACTORY.get()) is not None:
-        raise ValueError(f"{name} called inside the model's constructor while {caller} traces it: {caller} builds "
-                         "the model itself, on one device, then places it by its plan; " + fix.format(caller=caller))
+        raise ValueError(f"{name} called inside the model's constructor while {caller} traces it: {caller} "
+                         f"{_TRACERS_WORK.get(caller, _ABSTRACT_WORK)}; " + fix.format(caller=caller))
 
 
 def build_unplaced(factory: Callable[[], Any]) -> Any:

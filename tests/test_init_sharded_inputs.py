@@ -166,9 +166,9 @@ def _placing_the_model(call, mesh, tmp_path):
 
 
 @pytest.mark.parametrize("call, fix", [
-    ("shard_model", r"drop the call: the model comes back placed"),
-    ("shard_model_by_table", r"drop the call: the model comes back placed"),
-    ("place", r"drop the call: the model comes back placed"),
+    ("shard_model", r"drop the call: what {init} returns is laid out by its plan"),
+    ("shard_model_by_table", r"drop the call: what {init} returns is laid out by its plan"),
+    ("place", r"drop the call: what {init} returns is laid out by its plan"),
     ("init_sharded", r"build that part unplaced there"),
     ("init_optimizer_sharded", r"build nnx.Optimizer\(model, tx, wrt=nnx.Param\) there instead"),
     ("host_to_global_array", r"build the sample input unplaced inside the factory"),
@@ -189,8 +189,13 @@ def test_every_placing_entry_point_inside_a_traced_constructor_is_refused_naming
             self.linear = nnx.Linear(4, 4, rngs=nnx.Rngs(0))
             run(self)
 
+    # Was, for abstract_sharded and abstract_state_for too: "builds the model itself, on one device, then places it
+    # by its plan; drop the call: the model comes back placed", though they hold no values and place nothing.
+    work = ("builds the model itself, on one device, then places it by its plan" if init is init_sharded else
+            "traces the model itself, holding no values, and lays it out by its plan")
     with pytest.raises(ValueError, match=rf"^{call} called inside the model's constructor while {init.__name__} "
-                       rf"traces it: {init.__name__} builds the model itself, .*; .*{fix}"), warnings.catch_warnings():
+                       rf"traces it: {init.__name__} {work}; .*{fix.format(init=init.__name__)}"), \
+            warnings.catch_warnings():
         warnings.simplefilter("error")  # refused before any plan warns (fsdp's ExperimentalRuleWarning)
         init(Placing, mesh)
     with warnings.catch_warnings(action="ignore"):
