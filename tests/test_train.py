@@ -163,13 +163,17 @@ def test_a_reused_step_says_the_warnings_of_its_trace_again(devices):
     # "activation ... left unsplit" warning the first job's held.
     mesh = gs.make_mesh(model_axis=4)
 
-    def unsplit_run():
+    def unsplit_state():
         model = make_mlp(dim_theta=2, dim_x=3, rngs=nnx.Rngs(0), width=6, depth=1, time_embed_dim=8,
                          partition_axis=gs.PartitionAxis(hidden_state_axis="model"))  # width 6 over 4 devices
         optimizer = nnx.Optimizer(model, T.make_optimizer(learning_rate=1e-2, weight_decay=0.0, steps=40,
                                                           schedule="constant"), wrt=nnx.Param)
         gs.shard_model(model, mesh, "replicated")
         gs.shard_model(optimizer, mesh, "replicated")
+        return model, optimizer
+
+    def unsplit_run():
+        model, optimizer = unsplit_state()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("default")  # as a job's: a repeat from the same line is said once
             functions, state = T.make_step_functions(model, optimizer, mesh)
@@ -184,6 +188,12 @@ def test_a_reused_step_says_the_warnings_of_its_trace_again(devices):
     assert again.train_step is first.train_step  # reused: traced once
     assert len(said) == 2 and sorted(said_again) == sorted(said), (said, said_again)  # the input's and the block's
     assert "activation ('batch', 'hidden') of shape (16, 6) left unsplit" in said[0][0]
+    # sample.py's own observation only merges the state, running no step: the step's trace is not said there (was,
+    # with the step cache: every warning of the training run's trace, in sample.py's output).
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        merged, _ = T.make_step_functions(*unsplit_state(), mesh, warn_again=False)
+    assert merged.train_step is first.train_step and [str(w.message) for w in caught] == []
 
 
 def test_a_graph_that_cannot_be_hashed_gets_a_step_of_its_own():

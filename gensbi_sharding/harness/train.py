@@ -97,7 +97,7 @@ class StepFunctions:
 
 
 def make_step_functions(model: nnx.Module, optimizer: nnx.Optimizer, mesh: Mesh | None,
-                        ema: Any = None) -> tuple[StepFunctions, Any]:
+                        ema: Any = None, warn_again: bool = True) -> tuple[StepFunctions, Any]:
     """Split ``(model, optimizer[, ema])`` and jit their step, keeping every placement fixed.
 
     Returns new step functions and the split state. Their jitted functions are those of an earlier call with an equal
@@ -106,7 +106,7 @@ def make_step_functions(model: nnx.Module, optimizer: nnx.Optimizer, mesh: Mesh 
     job) reuses the programs JAX traced, lowered and compiled for them (JAX keys them on the arguments' shapes,
     dtypes and shardings too), and warns again what their tracing warned; a graph that cannot be hashed gets a pair
     of its own. A function the step calls, replaced in this process later (a monkeypatched method), is traced again
-    only after ``jax.clear_caches()``.
+    only after ``jax.clear_caches()``. ``warn_again=False``: for a caller that runs no step, only merges the state.
     """
     nodes = (model, optimizer) if ema is None else (model, optimizer, ema)
     graphdef, state = nnx.split(nodes)
@@ -119,7 +119,8 @@ def make_step_functions(model: nnx.Module, optimizer: nnx.Optimizer, mesh: Mesh 
         train_step, eval_loss, said = jitted_steps.__wrapped__(*key)
     else:
         train_step, eval_loss, said = jitted_steps(*key)
-    say_again(said)  # what tracing them warned, said in this run too (none yet for new programs)
+    if warn_again:
+        say_again(said)  # what tracing them warned, said in this run too (none yet for new programs)
     return StepFunctions(graphdef, train_step, eval_loss, ema is not None), state
 
 
