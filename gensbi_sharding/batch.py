@@ -15,7 +15,7 @@ from gensbi_sharding.batch_sizes import nearest_batch_sizes
 from gensbi_sharding.factory import INPUT_IN_FACTORY, refuse_in_factory
 from gensbi_sharding.rules import MODEL_AXIS
 from gensbi_sharding.nodes import (check_mesh, check_no_module, check_unmasked, is_array, is_array_like, is_int,
-                                   is_prng_key, is_scalar, placed_dtype, unheld_dtype_fix)
+                                   is_prng_key, placed_dtype, unheld_dtype_fix)
 
 __all__ = ["batch_axes", "batch_size_divisor", "nearest_batch_sizes", "check_batch_divisible", "pad_for_mesh",
            "shard_batch", "shard_sample_init", "replicate", "check_placeable", "host_view", "check_active_mesh"]
@@ -67,7 +67,6 @@ def check_batch_divisible(batch: Any, mesh: Mesh | None, what: str) -> None:
 
 def check_same_rows(batch: Any, what: str) -> int | None:
     """The leading size shared by the array leaves of ``batch`` with ``ndim > 0`` (None if none), else ValueError."""
-    check_array_rows(batch, what)
     rows = {jax.tree_util.keystr(path) or "<root>": leaf.shape[0] for path, leaf in
             jax.tree_util.tree_leaves_with_path(batch) if is_array_like(leaf) and leaf.ndim > 0}
     sizes = list(rows.values())
@@ -76,21 +75,6 @@ def check_same_rows(batch: Any, what: str) -> int | None:
         raise ValueError(f"{what} leaves have differing leading sizes {sizes} ({named}); "
                          "every leaf of a batch needs the same number of rows")
     return sizes[0] if sizes else None
-
-
-def check_array_rows(batch: Any, what: str) -> None:
-    """``TypeError`` naming a list or tuple of numbers or str in ``batch`` (rows as Python lists), which was kept
-    unplaced and unsplit: a jitted step took each number as a scalar of its own, or refused the str. A bare str stays."""
-    for path, leaf in jax.tree_util.tree_leaves_with_path(batch):
-        outer = path
-        while outer and isinstance(outer[-1], jax.tree_util.SequenceKey):  # the list (of lists) holding it
-            outer = outer[:-1]
-        if (is_scalar(leaf) or isinstance(leaf, str)) and outer != path:
-            raise TypeError(f"{what} leaf {jax.tree_util.keystr(outer) or '<root>'} is a Python list or tuple of "
-                            f"{'str' if isinstance(leaf, str) else 'numbers'} ({jax.tree_util.keystr(path)} is "
-                            f"{leaf!r:.40}), which would stay unplaced and unsplit: pass an array, "
-                            + ("integer codes (np.unique(x, return_inverse=True)[1]), or keep it out of the batch"
-                               if isinstance(leaf, str) else "np.asarray(rows, np.float32)"))
 
 
 def check_numeric_leaves(tree: Any, what: str) -> None:
@@ -180,15 +164,15 @@ def shard_batch(batch: Any, mesh: Mesh | None) -> Any:
     (float64 -> float32 unless ``jax_enable_x64``). ``ValueError`` (nothing placed) if leading sizes differ or are no
     multiple of ``batch_size_divisor(mesh)`` (``pad_for_mesh``), or a 64-bit NumPy leaf holds a value its placed dtype
     cannot (``check_placeable``), or called inside ``jax.shard_map`` or a constructor ``init_sharded`` traces;
-    ``TypeError`` for a mesh of another type, a leaf of strings or objects or masked, a list or tuple of numbers or str
-    (rows as Python lists: ``check_array_rows``), a Module (``shard_model``'s).
+    ``TypeError`` for a mesh of another type, a leaf of strings or objects or masked, a Module (``shard_model``'s).
     In ``jax.jit`` leaves (NumPy's too) are pinned by a sharding constraint (Explicit axes, no mesh set: ValueError).
 
     Parameters
     ----------
     batch : pytree
         ``jax.Array``, ``numpy.ndarray`` or ``jax.ShapeDtypeStruct`` (a dry run's) leaves of shape ``(B, ...)``;
-        scalars, str and None kept.
+        other leaves kept, as the published contract keeps them (a Python scalar, ``str``, None; a list of numbers
+        is a pytree of scalars, so kept unplaced: pass rows as an array, ``np.asarray(rows, np.float32)``).
     mesh : jax.sharding.Mesh or None
     """
     return _put_leaves(batch, mesh, "batch", split=True)

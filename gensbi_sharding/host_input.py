@@ -15,7 +15,7 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from gensbi_sharding.batch import batch_axes, check_array_rows, check_numeric_leaves, check_same_rows
+from gensbi_sharding.batch import batch_axes, check_numeric_leaves, check_same_rows
 from gensbi_sharding.factory import INPUT_IN_FACTORY, refuse_in_factory
 from gensbi_sharding.nodes import check_mesh, is_array, mesh_axes_of
 
@@ -54,7 +54,7 @@ def host_to_global_array(host_arrays: Any, *, partition: Any = DataPartitionType
     ----------
     host_arrays : pytree
         ``numpy.ndarray`` or process-local ``jax.Array`` leaves of shape ``(b, ...)``, ``b`` this process's rows;
-        scalars, str and None kept (a list or tuple of numbers or str refused, as by ``shard_batch``).
+        others (scalars, None) kept.
     partition : DataPartitionType or str or pytree of jax.sharding.PartitionSpec, default DataPartitionType.FULL
         A member or its value (0-d leaves then replicated), or PartitionSpecs forming a prefix of ``host_arrays``.
     mesh : jax.sharding.Mesh, optional
@@ -86,7 +86,6 @@ def host_to_global_array(host_arrays: Any, *, partition: Any = DataPartitionType
     try:  # caught, so every process reaches the one collective of _check_processes_agree and raises too
         specs = _specs(partition, host_arrays, mesh)
         check_numeric_leaves(host_arrays, "host_arrays")
-        check_array_rows(host_arrays, "host_arrays")  # its non-array leaves are None below
         # The leaves split along their leading axis are one batch: their rows must line up (as shard_batch's).
         check_same_rows(jax.tree.unflatten(treedef, [leaf if is_array(leaf) and len(spec) and spec[0] is not None
                                                      else None for leaf, spec in zip(leaves, specs)]), "host_arrays")

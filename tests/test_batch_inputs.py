@@ -513,32 +513,6 @@ def test_a_numpy_masked_array_is_named_by_every_function_placing_or_saving_it(de
         assert writer.save(1, model, jax.random.key(0)) and writer.steps() == [1]
 
 
-@pytest.mark.parametrize("place", [lambda b, mesh: gs.shard_batch(b, mesh), lambda b, mesh: gs.shard_batch(b, None),
-                                   lambda b, mesh: gs.shard_sample_init(b, mesh),
-                                   lambda b, mesh: gs.check_batch_divisible(b, mesh, "train"),
-                                   lambda b, mesh: gs.host_to_global_array(b, mesh=mesh)],
-                         ids=["shard_batch", "shard_batch-no-mesh", "shard_sample_init", "check_batch_divisible",
-                              "host_to_global_array"])
-def test_rows_as_python_lists_in_a_batch_are_refused_naming_the_leaf_and_fix(mesh, place):
-    # Was: passed through unplaced and unsplit, without a word; a jitted step then took each of the 16 numbers as a
-    # scalar of its own, or refused the str (JAX's "Error interpreting argument ... as an abstract array").
-    rows = [[0.1, 0.2]] * 8
-    as_lists = (r"^(train )?(batch|host_arrays|sampler initial state) leaf \['theta'\] is a Python list or tuple of "
-                r"numbers \(\['theta'\]\[0\]\[0\] is 0\.1\), which would stay unplaced and unsplit: pass an array, "
-                r"np\.asarray\(rows, np\.float32\)$")
-    for batch, told in (({"theta": rows, "x": np.ones((8, 2))}, as_lists),
-                        ({"theta": tuple(map(tuple, rows))}, as_lists),
-                        ({"x": np.ones((8, 2)), "ids": ["a"] * 8}, r"leaf \['ids'\] is a Python list or tuple of str "
-                         r"\(\['ids'\]\[0\] is 'a'\), .*: pass an array, integer codes .*, or keep it out of the batch$")):
-        with pytest.raises(TypeError, match=told):
-            place(batch, mesh)
-    # The fix; a bare scalar, str or None beside the rows is metadata, kept as before.
-    placed = place({"theta": np.asarray(rows, np.float32), "n": 3, "task": "two_moons", "none": None}, mesh)
-    if placed is not None:
-        assert placed["theta"].shape == (8, 2) and (placed["n"], placed["task"], placed["none"]) == (3, "two_moons", None)
-    assert gs.replicate({"ids": ["a"], "rows": rows}, mesh) == {"ids": ["a"], "rows": rows}  # nothing split: kept
-
-
 @pytest.mark.parametrize("value, where", [(np.ma.masked, r"seen \(shape \(\)\)"),
                                           ({"first": np.ma.masked_array([1.0, 2.0], mask=[0, 1])},
                                            r"seen/first \(shape \(2,\)\)")], ids=["np.ma.masked", "in a dict"])
