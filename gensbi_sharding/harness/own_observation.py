@@ -226,7 +226,6 @@ def _draw(cfg: Any, step_dir: Path, statistics: dict, x_o: np.ndarray, *, dim_th
     rule_name, table = rule_table(cfg.rule)
     ts = build_state(cfg, dim_theta=dim_theta, dim_x=dim_x, mesh=mesh, rule_name=rule_name, table=table,
                      resume_dir=step_dir, sampling=True)
-    # Only the split state and graph: no step runs here, so its trace's warnings (a cached step's) are not said again.
     functions, state = train.make_step_functions(ts.model, ts.optimizer, mesh, ema=ts.ema, warn_again=False)
     stopper = ts.early_stopping if ts.early_stopping is not None and ts.early_stopping.history else None
     best = stopper.with_best(functions, state) if stopper else state  # as the run's evaluation: the best weights
