@@ -113,101 +113,84 @@ def devices():
 # files first leaves the short ones to even out the two workers' ends (in xdist's default order, most tests first,
 # one worker could start a ~90 s file as the other ran out of files). The files not listed take under ~5 s each
 # (quiet): they come last, in alphabetical order. Seconds per file (one worker's) from the junit of a quiet `make test`
-# in a fresh clone (2026-12-04 21:12, session 51's end); LONGEST_FIRST_FAST from the same tests `make test-fast` runs
+# in a fresh clone (2026-12-05 02:48, session 53's end); LONGEST_FIRST_FAST from the same tests `make test-fast` runs
 # (-m "not slow"), whose order differs: test_preemption.py is nearly all slow.
 LONGEST_FIRST = (
-    "test_preemption.py",  # ~170
-    "test_equivalence.py",  # ~146
-    "test_local_processes.py",  # ~69
-    "test_launch.py",  # ~63
-    "test_refusal_fixes.py",  # ~35
-    "test_param_dtype.py",  # ~34
-    "test_init.py",  # ~33
-    "test_gensbi_models.py",  # ~32
-    "test_config.py",  # ~31
-    "test_resume_refusals.py",  # ~29
-    "test_setting_checks.py",  # ~27
-    "test_dry_run.py",  # ~25
+    "test_preemption.py",  # ~156
+    "test_equivalence.py",  # ~156
+    "test_launch.py",  # ~66
+    "test_local_processes.py",  # ~61
+    "test_refusal_fixes.py",  # ~42
+    "test_init.py",  # ~34
+    "test_setting_checks.py",  # ~32
+    "test_param_dtype.py",  # ~31
+    "test_gensbi_models.py",  # ~30
+    "test_config.py",  # ~29
+    "test_train.py",  # ~24
     "test_checkpoint.py",  # ~24
-    "test_evaluate.py",  # ~24
-    "test_sequential.py",  # ~22
-    "test_sbibm_runner.py",  # ~21
-    "test_train.py",  # ~21
-    "test_user_view.py",  # ~20
-    "test_own_observation.py",  # ~17
+    "test_resume_refusals.py",  # ~24
+    "test_dry_run.py",  # ~23
+    "test_sbibm_runner.py",  # ~23
+    "test_evaluate.py",  # ~22
+    "test_sequential.py",  # ~20
+    "test_user_view.py",  # ~19
     "test_sweep_check.py",  # ~17
-    "test_readme_examples.py",  # ~16
-    "test_sbibm_preset.py",  # ~14
+    "test_sweep_subdirs.py",  # ~16
+    "test_own_observation.py",  # ~15
+    "test_readme_examples.py",  # ~13
+    "test_sbibm_preset.py",  # ~13
     "test_local_process_stops.py",  # ~13
-    "test_checkpoint_commits.py",  # ~13
-    "test_data_faults.py",  # ~13
-    "test_docs_pages.py",  # ~13
-    "test_suggested_defaults.py",  # ~12
-    "test_interrupts.py",  # ~11
-    "test_start_imports.py",  # ~11
-    "test_sweep_subdirs.py",  # ~11
-    "test_data.py",  # ~11
-    "test_console.py",  # ~10
-    "test_benchmark_cli.py",  # ~10
-    "test_summary.py",  # ~9
-    "test_presets.py",  # ~8
-    "test_cross_process_checks.py",  # ~8
+    "test_checkpoint_commits.py",  # ~11
+    "test_data_faults.py",  # ~10
+    "test_docs_pages.py",  # ~10
+    "test_suggested_defaults.py",  # ~10
+    "test_start_imports.py",  # ~9
+    "test_cross_process_checks.py",  # ~9
+    "test_data.py",  # ~8
+    "test_interrupts.py",  # ~8
     "test_flax_idioms.py",  # ~8
+    "test_presets.py",  # ~8
     "test_watchdog.py",  # ~8
-    "test_sbibm_script_inputs.py",  # ~8
-    "test_run_report.py",  # ~8
-    "test_untraceable_constructors.py",  # ~8
-    "test_gensbi_harness_faults.py",  # ~7
-    "test_launch_interrupt.py",  # ~7
-    "test_multihost.py",  # ~7
+    "test_summary.py",  # ~7
     "test_override_types.py",  # ~7
-    "test_list_settings.py",  # ~7
-    "test_gensbi_overrides.py",  # ~7
+    "test_run_report.py",  # ~7
+    "test_multihost.py",  # ~7
+    "test_console.py",  # ~7
+    "test_launch_interrupt.py",  # ~6
+    "test_checkpoint_inputs.py",  # ~6
+    "test_untraceable_constructors.py",  # ~6
     "test_gensbi_wrappers.py",  # ~6
-    "test_distributed_modes.py",  # ~6
-    "test_model_checks.py",  # ~6
-    "test_models.py",  # ~6
-    "test_benchmark_arguments.py",  # ~6
+    "test_benchmark_cli.py",  # ~6
 )
 LONGEST_FIRST_FAST = (
-    "test_refusal_fixes.py",  # ~35
-    "test_config.py",  # ~31
-    "test_setting_checks.py",  # ~27
-    "test_equivalence.py",  # ~27
+    "test_refusal_fixes.py",  # ~42
+    "test_config.py",  # ~29
+    "test_equivalence.py",  # ~25
     "test_init.py",  # ~25
-    "test_evaluate.py",  # ~22
-    "test_sbibm_runner.py",  # ~19
+    "test_setting_checks.py",  # ~24
+    "test_sbibm_runner.py",  # ~21
+    "test_evaluate.py",  # ~19
     "test_sweep_check.py",  # ~17
-    "test_readme_examples.py",  # ~16
-    "test_gensbi_models.py",  # ~13
-    "test_docs_pages.py",  # ~13
-    "test_resume_refusals.py",  # ~12
-    "test_suggested_defaults.py",  # ~12
-    "test_start_imports.py",  # ~11
-    "test_data.py",  # ~11
-    "test_data_faults.py",  # ~10
-    "test_summary.py",  # ~9
-    "test_console.py",  # ~9
-    "test_presets.py",  # ~8
-    "test_sweep_subdirs.py",  # ~8
-    "test_param_dtype.py",  # ~8
+    "test_sweep_subdirs.py",  # ~14
+    "test_readme_examples.py",  # ~13
+    "test_gensbi_models.py",  # ~11
+    "test_docs_pages.py",  # ~10
+    "test_resume_refusals.py",  # ~10
+    "test_train.py",  # ~10
+    "test_suggested_defaults.py",  # ~10
+    "test_param_dtype.py",  # ~9
+    "test_start_imports.py",  # ~9
+    "test_data.py",  # ~8
     "test_flax_idioms.py",  # ~8
-    "test_benchmark_cli.py",  # ~8
-    "test_train.py",  # ~8
+    "test_presets.py",  # ~8
+    "test_data_faults.py",  # ~8
+    "test_summary.py",  # ~7
     "test_override_types.py",  # ~7
-    "test_sequential.py",  # ~7
-    "test_gensbi_overrides.py",  # ~7
+    "test_checkpoint_inputs.py",  # ~6
     "test_gensbi_wrappers.py",  # ~6
+    "test_sequential.py",  # ~6
     "test_checkpoint.py",  # ~6
-    "test_model_checks.py",  # ~6
-    "test_gensbi_harness_faults.py",  # ~6
-    "test_models.py",  # ~6
-    "test_memory_check.py",  # ~5
-    "test_own_observation.py",  # ~5
-    "test_sbibm_script_inputs.py",  # ~4
-    "test_checkpoint_inputs.py",  # ~4
-    "test_jax_unstarted.py",  # ~4
-    "test_preemption.py",  # ~4
+    "test_console.py",  # ~6
 )
 
 
