@@ -319,15 +319,24 @@ def test_restore_refuses_a_key_sharding_that_cannot_split_the_key(tmp_path, mesh
     assert checkpoint.restore(tmp_path, target).state["a"].tolist() == [1.0] * 8
 
 
+def block_and_optimizer():
+    """A (4, 2) mesh, an ``AxesBlock`` and its Adam optimizer: the nodes the restore-across-nodes tests save."""
+    model = AxesBlock(nnx.Rngs(0))
+    return gs.make_mesh(model_axis=2), model, nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)
+
+
+def save_steps(folder, *nodes):
+    """Save ``nnx.state`` of each of ``nodes`` (a node, or a tuple or dict of them) at steps 1, 2, ... in ``folder``."""
+    with checkpoint.CheckpointWriter(folder, keep=5) as writer:
+        for step, node in enumerate(nodes, start=1):
+            writer.save(step, nnx.state(node), jax.random.key(0))
+
+
 def test_restore_into_one_node_of_a_saved_tuple_or_the_reverse_names_the_target_that_fits(tmp_path, devices):
     # Was: "14 variable(s) differ: state/up/kernel: missing from the checkpoint; ... Build the model with the
     # hyperparameters saved in .../config", though every shape fit: the pair (model, optimizer) was saved.
-    mesh = gs.make_mesh(model_axis=2)
-    model = AxesBlock(nnx.Rngs(0))
-    optimizer = nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)
-    with checkpoint.CheckpointWriter(tmp_path, keep=5) as writer:
-        writer.save(1, nnx.state((model, optimizer)), jax.random.key(0))
-        writer.save(2, nnx.state(model), jax.random.key(0))
+    mesh, model, optimizer = block_and_optimizer()
+    save_steps(tmp_path, (model, optimizer), model)
     for step, target, needle in (
             (1, model, "The checkpoint holds every variable of the target under '0/': it was saved from a tuple or "
                        "dict holding this node, e.g. nnx.state((model, optimizer)); build the target from the same: "
@@ -349,12 +358,8 @@ def test_restore_across_a_model_and_an_optimizer_alone_names_the_moments_not_a_n
     # Was: "The checkpoint holds every variable of the target under 'opt_state/0/mu/': it was saved from a tuple or dict
     # holding this node, e.g. nnx.state((model, optimizer))" (and the reverse, "saved from that one node"), a target
     # refused again: an nnx.Optimizer holds no model, only moments named as its parameters.
-    mesh = gs.make_mesh(model_axis=2)
-    model = AxesBlock(nnx.Rngs(0))
-    optimizer = nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)
-    with checkpoint.CheckpointWriter(tmp_path, keep=5) as writer:
-        writer.save(1, nnx.state(optimizer), jax.random.key(0))
-        writer.save(2, nnx.state(model), jax.random.key(0))
+    mesh, model, optimizer = block_and_optimizer()
+    save_steps(tmp_path, optimizer, model)
     under = "under 'opt_state/0/mu/' and 'opt_state/0/nu/'"
     for step, target, fix in (
             (1, model, f"The checkpoint holds the other's variables only as an optimizer's moments, {under}: the "
@@ -373,13 +378,8 @@ def test_restore_across_a_model_and_an_optimizer_alone_names_the_moments_not_a_n
 def test_restore_names_every_node_holding_the_target_and_the_node_itself_to_build(tmp_path, devices):
     # Was: only the first in sorted order, "under 'ema/'" where 'model/' held it as well; and the target of one node
     # of a pair was "e.g. abstract_state_for(model, mesh, rule)" whichever node that was (the optimizer here).
-    mesh = gs.make_mesh(model_axis=2)
-    model = AxesBlock(nnx.Rngs(0))
-    optimizer = nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)
-    with checkpoint.CheckpointWriter(tmp_path, keep=5) as writer:
-        writer.save(1, nnx.state({"model": model, "ema": nnx.clone(model)}), jax.random.key(0))
-        writer.save(2, nnx.state(model), jax.random.key(0))
-        writer.save(3, nnx.state(optimizer), jax.random.key(0))
+    mesh, model, optimizer = block_and_optimizer()
+    save_steps(tmp_path, {"model": model, "ema": nnx.clone(model)}, model, optimizer)
     for step, target, fix in (
             (1, model, "The checkpoint holds every variable of the target under 'ema/' and 'model/': it was saved "
                        "from a tuple or dict holding this node, e.g. nnx.state({'ema': <node>, 'model': <node>}); "
