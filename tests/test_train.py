@@ -157,6 +157,49 @@ def test_a_step_of_another_setting_mesh_or_placement_gets_programs_of_its_own(de
     assert jitted_steps.cache_info().currsize <= jitted_steps.cache_info().maxsize == 8  # 10 keys made above
 
 
+class ScaledVelocity(nnx.Module):
+    """A bfloat16 velocity scaled by a setting (or a tuple of them): a Python float keeps it bfloat16 (JAX's weak
+    type), a NumPy one makes it float32, though the two settings compare (and hash) equal."""
+
+    def __init__(self, scale):
+        self.linear = nnx.Linear(2 + 3 + 1, 2, dtype=jnp.bfloat16, param_dtype=jnp.bfloat16, rngs=nnx.Rngs(0))
+        self.scales = scale if isinstance(scale, tuple) else (scale,)
+
+    def __call__(self, theta, x, t):
+        velocity = self.linear(jnp.concatenate([theta, x, t[:, None]], axis=-1))
+        for scale in self.scales:
+            velocity = velocity * scale
+        return velocity
+
+
+@pytest.mark.parametrize("setting, equal_setting", [(0.75, np.float32(0.75)), (1, 1.0), (True, 1),
+                                                    ((0.75, 2), (np.float32(0.75), 2))])
+def test_settings_equal_in_value_but_not_in_type_get_steps_of_their_own(setting, equal_setting):
+    # Was: one jitted step for both (the split graphs compare equal), traced with the first's settings: a bfloat16
+    # batch's loss under np.float32(0.75) came back bfloat16, as under 0.75, where its own program gives float32.
+    from gensbi_sharding.harness.step_programs import jitted_steps
+
+    def steps_of(scale):
+        model = ScaledVelocity(scale)
+        tx = T.make_optimizer(learning_rate=1e-2, weight_decay=0.0, steps=4, schedule="constant")
+        return T.make_step_functions(model, nnx.Optimizer(model, tx, wrt=nnx.Param), None)
+
+    rng = np.random.default_rng(0)
+    batch = {"theta": jnp.asarray(rng.standard_normal((16, 2)), jnp.bfloat16),
+             "x": jnp.asarray(rng.standard_normal((16, 3)), jnp.bfloat16)}
+    first, _ = steps_of(setting)
+    second, state = steps_of(equal_setting)
+    own_eval_loss = jitted_steps.__wrapped__(second.graphdef, None)[1]
+    loss, _ = second.eval_loss(state, batch, jax.random.key(0))
+    own_loss, _ = own_eval_loss(state, batch, jax.random.key(0))
+    assert loss.dtype == own_loss.dtype and float(loss) == float(own_loss)
+    if np.float32(0.75) in (equal_setting if isinstance(equal_setting, tuple) else (equal_setting,)):
+        assert loss.dtype == jnp.float32  # the NumPy scalar's promotion, not the Python float's bfloat16
+    assert first.graphdef == second.graphdef and second.eval_loss is not first.eval_loss
+    assert second.train_step is not first.train_step
+    assert steps_of(equal_setting)[0].eval_loss is second.eval_loss  # the same types again: shared
+
+
 def test_a_reused_step_says_the_warnings_of_its_trace_again(devices):
     # Was: said by the run that traced the step only. A sweep's next job (experiment=quick model=transformer
     # rule=tensor mesh.model_axis=8 seed=0,1, in one process) reused the step, so its launch.log lacked the

@@ -1,16 +1,19 @@
 """The programs of a train step and a validation loss over a split NNX state, jitted once per program key.
 
 ``harness.train.make_step_functions`` asks for them by the split graph, mesh and state placements; equal keys get the
-same jitted functions, whose traced, lowered and compiled programs JAX keeps by the arguments' shapes, dtypes and
-shardings: a second run of the same shapes in one process (a sweep's next job) compiles nothing again. What tracing
-warned (an activation ``constrain`` left unsplit) is kept with them, for each run that reuses them to say again.
+same jitted functions (settings that compare equal but differ in type, ``0.5`` and ``np.float32(0.5)``, are kept
+apart: JAX promotes a Python scalar weakly, a NumPy one strongly, so their programs differ), whose traced, lowered
+and compiled programs JAX keeps by the arguments' shapes, dtypes and shardings: a second run of the same shapes in one
+process (a sweep's next job) compiles nothing again. What tracing warned (an activation ``constrain`` left unsplit) is
+kept with them, for each run that reuses them to say again.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import jax
@@ -18,7 +21,7 @@ import jax.numpy as jnp
 from flax import nnx
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-__all__ = ["flow_matching_loss", "jitted_steps", "say_again"]
+__all__ = ["flow_matching_loss", "jitted_steps", "say_again", "types_of"]
 
 
 def flow_matching_loss(model: Callable, theta: jax.Array, x: jax.Array, key: jax.Array,
@@ -77,12 +80,28 @@ def say_again(said: dict) -> None:
         warnings.warn_explicit(message, category, filename, lineno)
 
 
+def types_of(value: Any) -> Any:
+    """The types in ``value``, through tuples, lists, mappings and dataclasses (a split graph and its settings).
+
+    Equal settings can trace differently: ``x * 0.5`` keeps a bfloat16 ``x`` bfloat16, ``x * np.float32(0.5)``
+    makes it float32; ``True``, ``1`` and ``1.0`` differ so too. A key of ``(value, types_of(value))`` tells them apart.
+    """
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return type(value), tuple(types_of(getattr(value, field.name)) for field in dataclasses.fields(value))
+    if isinstance(value, (tuple, list)):
+        return type(value), tuple(types_of(item) for item in value)
+    if isinstance(value, Mapping):
+        return type(value), tuple((types_of(name), types_of(item)) for name, item in value.items())
+    return type(value)
+
+
 @functools.lru_cache(maxsize=8)
-def jitted_steps(graphdef: Any, mesh: Mesh | None, leaf_shardings: tuple = (), treedef: Any = None) -> tuple:
+def jitted_steps(graphdef: Any, mesh: Mesh | None, leaf_shardings: tuple = (), treedef: Any = None,
+                 setting_types: Any = None) -> tuple:
     """The jitted ``(train_step, eval_loss, said)`` of the split state of ``graphdef`` (model, optimizer[, EMA]).
 
     The step donates the state and returns it at ``leaf_shardings`` (its leaves' shardings, flattened with ``treedef``;
-    none without a mesh). ``said``: the warnings their tracing gave so far (``say_again``). The last 8 keys' are kept:
+    none without a mesh). ``setting_types``: ``types_of(graphdef)``, only a part of the key. ``said``: the warnings their tracing gave so far (``say_again``). The last 8 keys' are kept:
     each holds the programs JAX compiled for it.
     """
     said = {}

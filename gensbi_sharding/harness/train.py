@@ -38,7 +38,7 @@ from gensbi_sharding import mesh_context
 from gensbi_sharding.harness.progress import progress_bar
 from gensbi_sharding.harness.schedule import SCHEDULES, learning_rate_schedule
 from gensbi_sharding.harness.step_check import check_step_keeps_state
-from gensbi_sharding.harness.step_programs import flow_matching_loss, jitted_steps, say_again
+from gensbi_sharding.harness.step_programs import flow_matching_loss, jitted_steps, say_again, types_of
 from gensbi_sharding.harness.step_timer import StepTimer
 from gensbi_sharding.harness.validation import EarlyStopping, record_validation, validates_at, validation_loss
 
@@ -101,18 +101,19 @@ def make_step_functions(model: nnx.Module, optimizer: nnx.Optimizer, mesh: Mesh 
     """Split ``(model, optimizer[, ema])`` and jit their step, keeping every placement fixed.
 
     Returns new step functions and the split state. Their jitted functions are those of an earlier call with an equal
-    split graph (the modules and their settings, the optimizer: ``make_optimizer``'s), mesh and state placements
-    (``step_programs.jitted_steps``, the last 8 kept), so a run of the same shapes in this process (a sweep's next
-    job) reuses the programs JAX traced, lowered and compiled for them (JAX keys them on the arguments' shapes,
-    dtypes and shardings too), and warns again what their tracing warned; a graph that cannot be hashed gets a pair
-    of its own. A function the step calls, replaced in this process later (a monkeypatched method), is traced again
-    only after ``jax.clear_caches()``. ``warn_again=False``: for a caller that runs no step, only merges the state.
+    split graph (the modules and their settings, of the same types: ``0.5`` and ``np.float32(0.5)`` trace apart; the
+    optimizer: ``make_optimizer``'s), mesh and state placements (``step_programs.jitted_steps``, the last 8 kept),
+    so a run of the same shapes in this process (a sweep's next job) reuses the programs JAX traced, lowered and
+    compiled for them (JAX keys them on the arguments' shapes, dtypes and shardings too), and warns again what their
+    tracing warned; a graph that cannot be hashed gets a pair of its own. A function the step calls, replaced in this
+    process later (a monkeypatched method), is traced again only after ``jax.clear_caches()``. ``warn_again=False``:
+    for a caller that runs no step, only merges the state.
     """
     nodes = (model, optimizer) if ema is None else (model, optimizer, ema)
     graphdef, state = nnx.split(nodes)
     placed = mesh is not None
     shardings, treedef = jax.tree.flatten(jax.tree.map(lambda leaf: leaf.sharding, state)) if placed else ([], None)
-    key = (graphdef, mesh, tuple(shardings), treedef)
+    key = (graphdef, mesh, tuple(shardings), treedef, types_of(graphdef))
     try:
         hash(key)
     except TypeError:  # a static attribute that cannot be hashed: no key, a pair of its own
