@@ -204,13 +204,34 @@ def replicate(tree: Any, mesh: Mesh | None) -> Any:
 
 
 def check_active_mesh(mesh: Mesh, caller: str) -> None:
-    """In a trace, ``ValueError`` if a mesh of another layout than ``mesh`` is active (``jax.set_mesh``), which JAX
-    refused naming no fix: "Received incompatible devices for jitted computation" (a trace sees no devices)."""
+    """In a trace, ``ValueError`` if a mesh of another layout than ``mesh``, or of its layout on other devices (or in
+    another order), is active (``jax.set_mesh``), which JAX refused naming no fix: "Received incompatible devices for
+    jitted computation"."""
     active = jax.sharding.get_abstract_mesh()
-    if not active.empty and (dict(active.shape), tuple(active.axis_names)) != (dict(mesh.shape), mesh.axis_names):
+    if active.empty:
+        return
+    fix = ("is active (jax.set_mesh or mesh_context), the one the step is traced on: pass that one, or call the step "
+           "under this one: `with mesh_context(mesh):`")
+    if (dict(active.shape), tuple(active.axis_names)) != (dict(mesh.shape), mesh.axis_names):
         raise ValueError(f"{caller} inside jax.jit was given mesh {dict(mesh.shape)} while mesh {dict(active.shape)} "
-                         "is active (jax.set_mesh or mesh_context), the one the step is traced on: pass that one, or "
-                         "call the step under this one: `with mesh_context(mesh):`")
+                         + fix)
+    given, traced_on = mesh.device_ids.ravel().tolist(), _traced_mesh_device_ids()
+    if traced_on is not None and traced_on != given:
+        raise ValueError(f"{caller} inside jax.jit was given mesh {dict(mesh.shape)} on devices {given} while that "
+                         f"layout on devices {traced_on} " + fix)
+
+
+_ON_ACTIVE_MESH = jax.jit(lambda: np.float32(0), out_shardings=P())  # one function: its trace is kept
+
+
+def _traced_mesh_device_ids() -> list[int] | None:
+    """The device ids, in mesh order, of the mesh a trace runs under (None where none can be read). A trace shows none
+    (``jax.sharding.get_mesh`` refuses there), but a program lowered in it is placed on them."""
+    try:
+        probe = _ON_ACTIVE_MESH.lower()
+    except (ValueError, RuntimeError):  # an abstract mesh only (jax.sharding.use_abstract_mesh): no devices to read
+        return None
+    return probe.out_info.sharding.mesh.device_ids.ravel().tolist()
 
 
 def _put_leaves(tree: Any, mesh: Mesh | None, what: str, split: bool) -> Any:

@@ -71,6 +71,30 @@ def test_placing_inside_jit_on_a_mesh_other_than_the_active_one_names_both_meshe
         assert jax.jit(lambda x: place(x, active))(jnp.ones((8, 4))).sharding.mesh.shape == active.shape
 
 
+@pytest.mark.parametrize("place", [gs.shard_batch, gs.shard_sample_init, gs.replicate])
+@pytest.mark.parametrize("order", ["reversed", "other devices"])
+def test_placing_inside_jit_on_the_active_layout_over_other_devices_names_both_device_orders(devices, place, order):
+    # Was JAX's "Received incompatible devices for jitted computation. Got jit's context mesh with device ids [0, 1, 2,
+    # 3, 4, 5, 6, 7] ... and sharding_constraint inside jit with device ids [6, 7, 4, 5, 2, 3, 0, 1]", naming no fix:
+    # the two meshes' layouts (all a trace shows) are the same.
+    active = gs.make_mesh(jax.devices()[:4], model_axis=2)
+    others = np.asarray(active.devices)[::-1] if order == "reversed" else np.asarray(jax.devices()[4:]).reshape(2, 2)
+    given = jax.sharding.Mesh(others, active.axis_names, axis_types=active.axis_types)
+    with gs.mesh_context(active), pytest.raises(ValueError) as error:
+        jax.jit(lambda x: place(x, given))(jnp.ones((8, 4)))
+    given_ids = [2, 3, 0, 1] if order == "reversed" else [4, 5, 6, 7]
+    assert str(error.value) == (
+        f"{place.__name__} inside jax.jit was given mesh {{'data': 2, 'model': 2}} on devices {given_ids} while that "
+        "layout on devices [0, 1, 2, 3] is active (jax.set_mesh or mesh_context), the one the step is traced on: pass "
+        "that one, or call the step under this one: `with mesh_context(mesh):`")
+    same = jax.sharding.Mesh(np.asarray(active.devices), active.axis_names, axis_types=active.axis_types)
+    with gs.mesh_context(active):  # another Mesh object of the same devices in the same order is placed on
+        assert jax.jit(lambda x: place(x, same))(jnp.ones((8, 4))).sharding.mesh.device_ids.ravel().tolist() == [
+            0, 1, 2, 3]
+    with jax.sharding.use_abstract_mesh(active.abstract_mesh):  # no devices to compare: traced as before
+        assert jax.jit(lambda x: place(x, given)).trace(jnp.ones((8, 4))).out_info.shape == (8, 4)
+
+
 @pytest.mark.parametrize("mesh", ["auto", {"model_axis": 2}, 8])
 def test_host_to_global_array_given_a_mesh_of_another_type_names_how_to_build_one(devices, mesh):
     # Was: "mesh must be a concrete jax.sharding.Mesh, got str", naming no fix (each other function's names one).

@@ -148,6 +148,23 @@ def test_constrain_on_a_mesh_mixing_explicit_and_auto_axes_under_jit(devices):
         assert step(x).sharding.spec == P("data", "model")
 
 
+def test_constrain_inside_jit_given_the_active_layout_in_another_device_order_names_both_orders():
+    # Was JAX's "Received incompatible devices for jitted computation ... sharding_constraint inside jit with device
+    # ids [6, 7, 4, 5, 2, 3, 0, 1] ... (constrain)", naming no fix: a trace shows the meshes' layout, the same.
+    active = gs.make_mesh(model_axis=2)
+    given = jax.sharding.Mesh(np.asarray(active.devices)[::-1], active.axis_names, axis_types=active.axis_types)
+    pa, x = gs.PartitionAxis.for_rule("tensor", given), jnp.ones((8, 4, 6))
+    with gs.mesh_context(active):
+        with pytest.raises(ValueError) as error:
+            jax.jit(lambda y: gs.constrain(y, ("batch", None, "heads"), pa, given))(x)
+        assert str(error.value) == (
+            "constrain inside jax.jit was given mesh {'data': 4, 'model': 2} on devices [6, 7, 4, 5, 2, 3, 0, 1] while "
+            "that layout on devices [0, 1, 2, 3, 4, 5, 6, 7] is active (jax.set_mesh or mesh_context), the one the "
+            "step is traced on: pass that one, or call the step under this one: `with mesh_context(mesh):`")
+        traced = jax.jit(lambda y: gs.constrain(y, ("batch", None, "heads"), pa, active))(x)
+        assert traced.sharding.spec == P("data", None, "model")
+
+
 def test_constrain_inside_jit_given_a_mesh_other_than_the_active_one_names_both_meshes():
     # Was JAX's "Received incompatible devices for jitted computation ... sharding_constraint inside jit with device
     # ids [0, ..., 7] ... (constrain)", naming no fix; outside jit it moves x onto the mesh given, as before.
