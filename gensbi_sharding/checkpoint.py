@@ -102,7 +102,7 @@ def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.
         that cannot split it, or variables missing, extra or of another shape or dtype (named), or a step folder whose
         path TensorStore misreads (``\\``, ``[x]``: named). A key saved typed or raw comes back as the target holds it.
     """
-    refuse_in_factory("restore", "restore into the model it returns: nnx.update(model, restore(path, "
+    refuse_in_factory("restore", "build the model first, then restore into it: nnx.update(model, restore(path, "
                       "abstract_state_for(model, mesh, rule)).state)")  # was: "checkpoint ... is damaged"
     step_dir = find_checkpoint(path, base_dir)
     check_array_path(step_dir, "checkpoint", saving=False)  # was: named damaged, to be moved aside

@@ -220,7 +220,7 @@ class CheckpointWriter:
 
     def _checked_arguments(self, state: Any, key: Any, info: Any) -> Any:
         """``info`` as ``save`` writes it, once a closed writer, ``state``, ``key`` and ``info`` are checked."""
-        refuse_in_factory("CheckpointWriter.save", "save the model it returns")
+        refuse_in_factory("CheckpointWriter.save", "save the model once built: writer.save(step, nnx.state(model), key)")
         if self._closed:
             raise RuntimeError(f"this CheckpointWriter of {self.directory} is closed; open a new one to save")
         if not is_node(state) and not (isinstance(state, Mapping) and state):

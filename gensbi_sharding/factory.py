@@ -18,21 +18,30 @@ _NOT_SCALAR = object()  # a leaf to jax.tree (no pytree node): trace_factory's s
 _TRACING_FACTORY: contextvars.ContextVar[str | None] = contextvars.ContextVar("tracing_factory", default=None)
 #: ``refuse_in_factory``'s fixes: an input placed inside the constructor; the model placed there (its own placing).
 INPUT_IN_FACTORY = ("an input placed on the mesh's devices cannot enter it: build the sample input unplaced inside the "
-                    "factory (a NumPy or jnp array: jnp.ones((8, dim))), or build the model eagerly and place it: "
-                    "shard_model(factory(), mesh, rule) (in the harness: model.init=eager)")
-MODEL_IN_FACTORY = ("drop the call: what {caller} returns is laid out by its plan (another layout: another rule, or "
-                    "shard_model on the model then)")
-# What each caller does with the constructor (abstract_sharded and abstract_state_for: no values, nothing placed).
+                    "factory (a NumPy or jnp array: jnp.ones((8, dim))), or build the model eagerly and {eager}")
+MODEL_IN_FACTORY = "drop the call: {result} is laid out by its plan (another layout: another rule)"
+# What each caller does with the constructor (abstract_sharded and abstract_state_for: no values, nothing placed),
+# and what it returns: the fixes' words must hold for each (abstract_state_for returns a state, not a model).
 _TRACERS_WORK = {"init_sharded": "builds the model itself, on one device, then places it by its plan"}
 _ABSTRACT_WORK = "traces the model itself, holding no values, and lays it out by its plan"
+_RESULTS = {"init_sharded": "the model init_sharded returns", "abstract_sharded": "the abstract model abstract_sharded "
+            "returns", "abstract_state_for": "the abstract state abstract_state_for returns"}
+
+
+def _eager(caller: str) -> str:
+    """How to build the model outside ``caller``'s trace, then do what it does."""
+    return ("pass the built model: abstract_state_for(factory(), mesh, rule)" if caller == "abstract_state_for" else
+            "place it: shard_model(factory(), mesh, rule) (in the harness: model.init=eager)")
 
 
 def refuse_in_factory(name: str, fix: str) -> None:
     """``ValueError`` naming ``name``, the caller and ``fix`` (``{caller}`` filled in) while ``trace_factory`` traces a
-    constructor: what places arrays or compiles there met JAX's words for tracers (one refusal, every entry point)."""
+    constructor: what places arrays or compiles there met JAX's words for tracers (one refusal, every entry point).
+    ``fix`` may name ``{result}`` (what the caller returns) and ``{eager}`` (how to build the model outside it)."""
     if (caller := _TRACING_FACTORY.get()) is not None:
         raise ValueError(f"{name} called inside the model's constructor while {caller} traces it: {caller} "
-                         f"{_TRACERS_WORK.get(caller, _ABSTRACT_WORK)}; " + fix.format(caller=caller))
+                         f"{_TRACERS_WORK.get(caller, _ABSTRACT_WORK)}; " + fix.format(
+                             caller=caller, result=_RESULTS.get(caller, f"what {caller} returns"), eager=_eager(caller)))
 
 
 def build_unplaced(factory: Callable[[], Any]) -> Any:
@@ -69,11 +78,9 @@ def trace_factory(factory: Callable[[], Any], caller: str = "init_sharded", flag
         state = jax.eval_shape(build)
     except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError,  # TracerBoolConversionError
             jax.errors.TracerIntegerConversionError) as error:  # is a ConcretizationTypeError
-        eager = ("pass the built model: abstract_state_for(factory(), mesh, rule)" if caller == "abstract_state_for"
-                 else "place it: shard_model(factory(), mesh, rule) (in the harness: model.init=eager)")
         raise ValueError(f"{caller} traces the constructor, which reads a value it computed ({type(error).__name__}"
                          f": {str(error).splitlines()[0]}); compute that value under jax.ensure_compile_time_eval() "
-                         f"if it depends on no random draw, or build it eagerly and {eager}") from error
+                         f"if it depends on no random draw, or build it eagerly and {_eager(caller)}") from error
     finally:
         _TRACING_FACTORY.reset(token)
     for path, var in nnx.to_flat_state(state):

@@ -62,7 +62,7 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Rule
     if mesh is None:
         check_node(node := build_unplaced(factory), "init_sharded (what the factory returned)")
         return check_concrete(named_leaves(node)) or node
-    refuse_in_factory("init_sharded", "build that part unplaced there (e.g. Inner(rngs)): the outer call places it all")
+    refuse_in_factory("init_sharded", "build that part unplaced there (e.g. Inner(rngs)): {caller} lays it all out")
     if isinstance(jnp.zeros(()), jax.core.Tracer):  # under jit: set_mesh (each group's program) raised JAX's words
         raise ValueError("init_sharded was called inside jax.jit (or nnx.jit): call it outside, it compiles its own "
                          "programs (one per group of variables); pass the placed model to the jitted function")
@@ -143,8 +143,8 @@ def init_optimizer_sharded(model: Any, tx: Any, rule: str | RuleTable | Rule = "
         parameter elsewhere than it is; ``model`` not an NNX node, ``tx`` no optax ``GradientTransformation``, or
         ``wrt`` no nnx filter (a type, str, bool, None, ``...``, callable, or a tuple or list of them).
     """
-    refuse_in_factory("init_optimizer_sharded", "build nnx.Optimizer(model, tx, wrt=nnx.Param) there instead (placed "
-                      "with the model), or init_optimizer_sharded(model, tx, rule) on the model {caller} returns")
+    refuse_in_factory("init_optimizer_sharded", "build nnx.Optimizer(model, tx, wrt=nnx.Param) there instead: "
+                      "{caller} lays it out with the model")
     rule = resolve_rule(rule)
     check_node(model, "init_optimizer_sharded")
     if not (callable(getattr(tx, "init", None)) and callable(getattr(tx, "update", None))):

@@ -161,19 +161,35 @@ def _placing_the_model(call, mesh, tmp_path):
             "init_sharded": lambda model: init_sharded(lambda: nnx.Linear(2, 2, rngs=nnx.Rngs(0)), mesh),
             "init_optimizer_sharded": lambda model: gs.init_optimizer_sharded(model, optax.adam(1e-3)),
             "host_to_global_array": lambda model: gs.host_to_global_array(np.ones((8, 4), np.float32), mesh=mesh),
+            "shard_batch": lambda model: shard_batch(np.ones((8, 4), np.float32), mesh),
+            "shard_sample_init": lambda model: gs.shard_sample_init(np.ones((8, 4), np.float32), mesh),
+            "replicate": lambda model: replicate(np.ones((8, 4), np.float32), mesh),
             "restore": lambda model: restore(tmp_path / "ckpt", abstract_state_for(model, mesh)),
             "CheckpointWriter.save": save}[call]
 
 
+# What each tracer returns, and how to build the model outside it: each fix's words hold for each tracer.
+_RESULTS = {"init_sharded": "the model init_sharded returns", "abstract_sharded": "the abstract model abstract_sharded "
+            "returns", "abstract_state_for": "the abstract state abstract_state_for returns"}
+_EAGER = {"init_sharded": "place it: shard_model(factory(), mesh, rule) (in the harness: model.init=eager)",
+          "abstract_sharded": "place it: shard_model(factory(), mesh, rule) (in the harness: model.init=eager)",
+          "abstract_state_for": "pass the built model: abstract_state_for(factory(), mesh, rule)"}
+_PLACED_INPUT = ("an input placed on the mesh's devices cannot enter it: build the sample input unplaced inside the "
+                 "factory (a NumPy or jnp array: jnp.ones((8, dim))), or build the model eagerly and {eager}")
+
+
 @pytest.mark.parametrize("call, fix", [
-    ("shard_model", r"drop the call: what {init} returns is laid out by its plan"),
-    ("shard_model_by_table", r"drop the call: what {init} returns is laid out by its plan"),
-    ("place", r"drop the call: what {init} returns is laid out by its plan"),
-    ("init_sharded", r"build that part unplaced there"),
-    ("init_optimizer_sharded", r"build nnx.Optimizer\(model, tx, wrt=nnx.Param\) there instead"),
-    ("host_to_global_array", r"build the sample input unplaced inside the factory"),
-    ("restore", r"restore into the model it returns: nnx.update\(model, restore\("),
-    ("CheckpointWriter.save", r"save the model it returns")])
+    ("shard_model", "drop the call: {result} is laid out by its plan (another layout: another rule)"),
+    ("shard_model_by_table", "drop the call: {result} is laid out by its plan (another layout: another rule)"),
+    ("place", "drop the call: {result} is laid out by its plan (another layout: another rule)"),
+    ("init_sharded", "build that part unplaced there (e.g. Inner(rngs)): {init} lays it all out"),
+    ("init_optimizer_sharded", "build nnx.Optimizer(model, tx, wrt=nnx.Param) there instead: {init} lays it out with "
+                               "the model"),
+    ("host_to_global_array", _PLACED_INPUT), ("shard_batch", _PLACED_INPUT), ("shard_sample_init", _PLACED_INPUT),
+    ("replicate", _PLACED_INPUT),
+    ("restore", "build the model first, then restore into it: nnx.update(model, restore(path, "
+                "abstract_state_for(model, mesh, rule)).state)"),
+    ("CheckpointWriter.save", "save the model once built: writer.save(step, nnx.state(model), key)")])
 @pytest.mark.parametrize("init", [init_sharded, abstract_sharded, abstract_state_for],
                          ids=["init_sharded", "abstract_sharded", "abstract_state_for"])
 def test_every_placing_entry_point_inside_a_traced_constructor_is_refused_naming_the_tracer_and_fix(
@@ -182,6 +198,11 @@ def test_every_placing_entry_point_inside_a_traced_constructor_is_refused_naming
     # "place / shard_model got l/bias as a traced array: it places a model outside jax.jit"; a nested init_sharded
     # "called inside jax.jit"; host_to_global_array "Received incompatible devices for jitted computation"; restore
     # "checkpoint ... is damaged"; CheckpointWriter.save "The 'sharding' attribute is not available on traced array".
+    # Then fixes untrue for some tracers: init_optimizer_sharded "... on the model abstract_state_for returns" (a
+    # state), restore "restore into the model it returns" and save "save the model it returns" (abstract_sharded's
+    # and abstract_state_for's hold no values), a nested init_sharded "the outer call places it all" (they place
+    # nothing), "shard_model on the model then" (no model to place), a placed input's "place it: shard_model(...)"
+    # under abstract_state_for.
     run = _placing_the_model(call, mesh, tmp_path)
 
     class Placing(nnx.Module):
@@ -193,11 +214,12 @@ def test_every_placing_entry_point_inside_a_traced_constructor_is_refused_naming
     # by its plan; drop the call: the model comes back placed", though they hold no values and place nothing.
     work = ("builds the model itself, on one device, then places it by its plan" if init is init_sharded else
             "traces the model itself, holding no values, and lays it out by its plan")
-    with pytest.raises(ValueError, match=rf"^{call} called inside the model's constructor while {init.__name__} "
-                       rf"traces it: {init.__name__} {work}; .*{fix.format(init=init.__name__)}"), \
-            warnings.catch_warnings():
+    name = init.__name__
+    with pytest.raises(ValueError) as error, warnings.catch_warnings():
         warnings.simplefilter("error")  # refused before any plan warns (fsdp's ExperimentalRuleWarning)
         init(Placing, mesh)
+    assert str(error.value) == f"{call} called inside the model's constructor while {name} traces it: {name} {work}; " + \
+        fix.format(init=name, result=_RESULTS[name], eager=_EAGER[name])
     with warnings.catch_warnings(action="ignore"):
         run(nnx.Linear(4, 4, rngs=nnx.Rngs(0)))  # the same call outside a trace is not refused
 
