@@ -332,6 +332,13 @@ def save_steps(folder, *nodes):
             writer.save(step, nnx.state(node), jax.random.key(0))
 
 
+def restore_refusal(folder, target, mesh):
+    """The words of the ``ValueError`` ``restore`` raises for ``folder`` into ``target`` laid out by fsdp on ``mesh``."""
+    with pytest.raises(ValueError) as error:
+        restore(folder, abstract_state_for(target, mesh, "fsdp"))
+    return str(error.value)
+
+
 def test_restore_into_one_node_of_a_saved_tuple_or_the_reverse_names_the_target_that_fits(tmp_path, devices):
     # Was: "14 variable(s) differ: state/up/kernel: missing from the checkpoint; ... Build the model with the
     # hyperparameters saved in .../config", though every shape fit: the pair (model, optimizer) was saved.
@@ -344,10 +351,9 @@ def test_restore_into_one_node_of_a_saved_tuple_or_the_reverse_names_the_target_
             (2, (model, optimizer), "The target holds every variable of the checkpoint under '0/': the checkpoint "
                                     "was saved from that one node; build the target from it alone, e.g. "
                                     "abstract_state_for(model, mesh, rule)")):
-        with pytest.raises(ValueError) as error:
-            checkpoint.restore(tmp_path / str(step), checkpoint.abstract_state_for(target, mesh, "fsdp"))
-        assert str(error.value).endswith(needle), str(error.value)
-        assert "hyperparameters" not in str(error.value)
+        refusal = restore_refusal(tmp_path / str(step), target, mesh)
+        assert refusal.endswith(needle), refusal
+        assert "hyperparameters" not in refusal
     restored = checkpoint.restore(tmp_path / "1", checkpoint.abstract_state_for((model, optimizer), mesh, "fsdp"))
     np.testing.assert_array_equal(restored.state[0]["up"]["kernel"][...], model.up.kernel[...])
     with pytest.raises(ValueError, match=r"Build the model with the hyperparameters saved in"):  # shapes do differ
@@ -368,9 +374,8 @@ def test_restore_across_a_model_and_an_optimizer_alone_names_the_moments_not_a_n
             (2, optimizer, f"The target holds the other's variables only as an optimizer's moments, {under}: the "
                            "checkpoint was saved from a model alone; build the target from the same: "
                            "abstract_state_for(model, mesh, rule)")):
-        with pytest.raises(ValueError) as error:
-            restore(tmp_path / str(step), abstract_state_for(target, mesh, "fsdp"))
-        assert str(error.value).endswith(fix), str(error.value)
+        refusal = restore_refusal(tmp_path / str(step), target, mesh)
+        assert refusal.endswith(fix), refusal
     restored = restore(tmp_path / "1", abstract_state_for(optimizer, mesh, "fsdp"))  # the fix given restores it
     assert int(restored.state["step"][...]) == 0
 
@@ -391,9 +396,8 @@ def test_restore_names_every_node_holding_the_target_and_the_node_itself_to_buil
             (3, (model, optimizer), "The target holds every variable of the checkpoint under '1/': the checkpoint "
                                     "was saved from that one node; build the target from it alone, e.g. "
                                     "abstract_state_for(optimizer, mesh, rule)")):
-        with pytest.raises(ValueError) as error:
-            restore(tmp_path / str(step), abstract_state_for(target, mesh, "fsdp"))
-        assert str(error.value).endswith(fix), str(error.value)
+        refusal = restore_refusal(tmp_path / str(step), target, mesh)
+        assert refusal.endswith(fix), refusal
 
 
 @pytest.mark.parametrize("saved_as", ["tuple", "dict"])
@@ -411,19 +415,17 @@ def test_restore_from_a_checkpoint_of_three_nodes_names_a_target_of_all_three(tm
     with checkpoint.CheckpointWriter(tmp_path) as writer:
         writer.save(1, nnx.state(nodes), jax.random.key(0))
     alone = model if saved_as == "tuple" else {"model": model}
-    with pytest.raises(ValueError) as error:
-        checkpoint.restore(tmp_path, checkpoint.abstract_state_for(alone, mesh, "fsdp"))
+    refusal = restore_refusal(tmp_path, alone, mesh)
     if saved_as == "tuple":  # the model alone: under '0/' of the checkpoint
-        assert str(error.value).endswith(f"e.g. nnx.state({whole}); build the target from the same: "
-                                         f"abstract_state_for({whole}, mesh, rule)"), str(error.value)
+        assert refusal.endswith(f"e.g. nnx.state({whole}); build the target from the same: "
+                                f"abstract_state_for({whole}, mesh, rule)"), refusal
     pair = (model, optimizer) if saved_as == "tuple" else {"model": model, "opt": optimizer}
-    with pytest.raises(ValueError) as error:
-        checkpoint.restore(tmp_path, checkpoint.abstract_state_for(pair, mesh, "fsdp"))
+    refusal = restore_refusal(tmp_path, pair, mesh)
     lacked = "'2'" if saved_as == "tuple" else "'ema'"
-    assert str(error.value).endswith(
+    assert refusal.endswith(
         f"The checkpoint holds the whole target as saved and 2 more variable(s) (2 under {lacked}, which the target "
         f"lacks): restore into a target of all it holds, e.g. abstract_state_for({whole}, mesh, rule), and keep the "
-        "part you need"), str(error.value)
+        "part you need"), refusal
     restored = checkpoint.restore(tmp_path, checkpoint.abstract_state_for(nodes, mesh, "fsdp"))  # the target named
     kernel = restored.state[2 if saved_as == "tuple" else "ema"]["up"]["kernel"][...]
     np.testing.assert_array_equal(kernel, model.up.kernel[...])

@@ -6,12 +6,17 @@ Key 'modle_axis' not in 'MeshConfig'": it listed no setting, and its advice (app
 """
 
 import dataclasses
+import re
 
 import pytest
 
-from gensbi_sharding.harness.config import Config, DataConfig, TrainConfig
-from gensbi_sharding.harness.override_keys import unknown_key_problem
+from gensbi_sharding.harness.command_checks import command_problem
+from gensbi_sharding.harness.config import Config, DataConfig, MLPConfig, TrainConfig
+from gensbi_sharding.harness.hints import mesh_devices_problem, model_axis_problem
+from gensbi_sharding.harness.key_paths import hydra_key_problem
 from gensbi_sharding.harness.override_grammar import mode_flags_problem
+from gensbi_sharding.harness.override_keys import model_key_problem, model_schemas, unknown_key_problem
+from gensbi_sharding.harness.override_types import override_problem
 
 
 @pytest.mark.parametrize("args,message", [
@@ -131,8 +136,6 @@ def test_two_hydra_modes_are_refused_in_one_line(args, message):
      "model.num_heads is a setting of model=flux1 or model=simformer, not of model=mlp; its settings: "),
 ])
 def test_the_last_model_choice_is_the_one_checked_as_hydra_applies_it(args, problem):
-    from gensbi_sharding.harness.override_keys import model_key_problem
-
     found = unknown_key_problem(args)
     assert found is None if problem is None else found.startswith(problem), found
     assert (model_key_problem(args) is None) == (problem is None)
@@ -178,8 +181,6 @@ MLP = "init, width, depth, mlp_ratio, time_embed_dim"
                                                        "model.width?); its settings: axes_dim, "),  # unknown model
 ])
 def test_a_misspelt_key_is_matched_against_the_chosen_models_fields(args, message):
-    from gensbi_sharding.harness.override_types import override_problem
-
     problem = unknown_key_problem(args)
     assert (problem is None) if message is None else problem.startswith(message), problem
     if message and "; set " in message:  # the fix it names is itself accepted
@@ -206,9 +207,6 @@ def test_a_misspelt_key_is_matched_against_the_chosen_models_fields(args, messag
       "hydra.launcher.timeout_min=5", "hydra.sweeper.params.seed=1,2", "hydra/launcher=basic"], None),
 ])
 def test_a_mistyped_key_of_hydra_s_own_config_names_the_setting_meant(args, message):
-    from gensbi_sharding.harness.command_checks import command_problem
-    from gensbi_sharding.harness.key_paths import hydra_key_problem
-
     problem = hydra_key_problem(args)
     assert (problem is None) if message is None else problem.startswith(message), problem
     if message is not None:
@@ -222,10 +220,6 @@ def test_a_mistyped_key_of_hydra_s_own_config_names_the_setting_meant(args, mess
 def test_a_data_axis_size_is_answered_with_a_mesh_the_mesh_checks_accept(args):
     """``mesh.data_axis=3`` on 8 devices was answered "set mesh.model_axis=3", which 8 devices refuse (and which
     is no data axis of 3): each mesh named now passes the checks the run makes of it."""
-    import re
-
-    from gensbi_sharding.harness.hints import mesh_devices_problem, model_axis_problem
-
     problem = unknown_key_problem(args)
     data = int(args[0].split("=")[1])
     found = re.search(r"mesh\.model_axis=(\d+) on (\d+) devices \(devices\.cpu_count=(\d+), or mesh\.devices=\[([\d,]+)\]",
@@ -240,8 +234,6 @@ def test_a_data_axis_size_is_answered_with_a_mesh_the_mesh_checks_accept(args):
 
 def test_a_model_axis_wider_than_one_device_counts_it_in_the_singular():
     """Was "mesh.model_axis=2: 1 devices are not divisible by model_axis=2"."""
-    from gensbi_sharding.harness.hints import model_axis_problem
-
     assert model_axis_problem(2, 1).startswith("mesh.model_axis=2: 1 device is not divisible by model_axis=2; "
                                                "set mesh.model_axis=1 (divisors of 1: [1])")
     assert model_axis_problem(3, 8).startswith("mesh.model_axis=3: 8 devices are not divisible by model_axis=3; ")
@@ -261,9 +253,6 @@ def test_a_model_settings_dataclass_defined_outside_config_py_is_no_model_the_ch
     """Was: any subclass of ModelConfig alive in the process counted as a model (``ModelConfig.__subclasses__()``), so
     one a test defined for itself, kept until the cycle collector freed it, made the next test's refusal read
     "model=mlp, model=tiny have it"; register_configs stores only config.py's, which alone a run can compose."""
-    from gensbi_sharding.harness.config import MLPConfig
-    from gensbi_sharding.harness.override_keys import model_key_problem, model_schemas
-
     @dataclasses.dataclass
     class TinyConfig(MLPConfig):  # noqa: F841 (alive while this test runs: a subclass of MLPConfig)
         name: str = "tiny"

@@ -16,7 +16,9 @@ from pathlib import Path
 import pytest
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
-from gensbi_sharding.harness.override_grammar import flag_order_problem, grammar_problem, hydra_override, hydra_value
+from gensbi_sharding.harness.command_checks import command_problem
+from gensbi_sharding.harness.override_grammar import (flag_order_problem, grammar_problem, hydra_override,
+                                                      hydra_value, parse)
 from gensbi_sharding.harness.sweep_hints import job_command, train_further_hint
 
 REPO = Path(__file__).resolve().parents[1]
@@ -100,8 +102,6 @@ def test_printed_commands_give_hydra_the_folder_back(folder):
 def test_one_module_parses_the_command_line_for_every_check():
     # Five checkers each parsed the command line their own way (and disagreed on which model= counts); now
     # override_grammar.parse reads it once and command_checks (launch.py's) hands that one reading to every check.
-    from gensbi_sharding.harness.override_grammar import parse
-
     harness = REPO / "gensbi_sharding" / "harness"
     parsers = sorted(p.name for p in harness.glob("*.py") if "parse_override(" in p.read_text())
     assert parsers == ["override_grammar.py"]
@@ -145,8 +145,6 @@ def test_overrides_in_one_run_pass(args):
 def test_info_reading_an_override_as_what_to_show_is_refused_naming_the_command(args, refused, fixed):
     # Was: Hydra's whole usage text and "argument --info/-i: invalid choice: 'experiment=quick'", though --cfg job
     # takes the overrides after it so.
-    from gensbi_sharding.harness.command_checks import command_problem
-
     flag = refused.split()[0]
     assert command_problem(args) == (
         f"{refused}: Hydra reads the word after {flag} as what to show (all, config, defaults, defaults-tree, plugins, "
@@ -157,16 +155,12 @@ def test_info_reading_an_override_as_what_to_show_is_refused_naming_the_command(
 @pytest.mark.parametrize("args", [["--info"], ["experiment=quick", "--info"], ["--info", "config", "seed=1"],
                                   ["--shell-completion", "install=bash"], ["-sc", "query=launch.py"]])
 def test_info_and_shell_completion_as_hydra_reads_them_pass(args):
-    from gensbi_sharding.harness.command_checks import command_problem
-
     assert command_problem(args) is None
 
 
 def test_shell_completion_without_what_to_do_is_refused_naming_it():
     # Was: Hydra's ValueError traceback, "Expecting one subcommand from ['install', 'uninstall', 'query'] to be set";
     # and with it, --shell-completion install=bash was refused as "install is not a setting" (the case above).
-    from gensbi_sharding.harness.command_checks import command_problem
-
     assert command_problem(["--shell-completion"]) == (
         "--shell-completion needs what to do: python launch.py --shell-completion install=bash (or install=zsh, "
         "install=fish; uninstall=bash; query=<the words>), without other overrides")
@@ -187,13 +181,9 @@ def test_hydra_flags_hydra_cannot_use_so_are_refused_naming_the_command(args, me
     # Was: a traceback each, Hydra's "Could not override 'seed'. To append to your config use +seed=1" (its help
     # config has no seed; +seed=1 is refused in turn) and "The --resolve flag can only be used in conjunction with
     # --cfg or --help".
-    from gensbi_sharding.harness.command_checks import command_problem
-
     assert command_problem(args) == message
 
 
 @pytest.mark.parametrize("args", [["--hydra-help"], ["--cfg", "job", "--resolve", "seed=1"], ["--help", "--resolve"]])
 def test_hydra_help_and_resolve_as_hydra_reads_them_pass(args):
-    from gensbi_sharding.harness.command_checks import command_problem
-
     assert command_problem(args) is None
