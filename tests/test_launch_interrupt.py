@@ -5,10 +5,13 @@ Was: a Ctrl-C in the first seconds (importing JAX, registering the schema, Hydra
 which no job had written. The Ctrl-C is raised where it lands, deterministically, by patching that step.
 """
 
+import csv
+import json
 import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -127,3 +130,39 @@ def test_sigterm_between_a_sweeps_jobs_stops_the_sweep_before_its_next_job(tmp_p
     assert lines[-1] == (f"sweep {outcome}: {int(first == 'ok')} ok, {int(first == 'error')} failed, 1 not run; "
                          f"sweep_summary.csv/.md/.png in {sweep}"), lines
     assert not (sweep / "1" / "metrics.json").exists()  # no record of a job that never ran
+
+
+@pytest.mark.slow  # a launched sweep of two tiny jobs, the first trained and evaluated
+def test_ctrl_c_during_a_jobs_last_c2st_ends_it_finished_and_stops_the_sweep_before_the_next(tmp_path, forks):
+    # launch.py's hold (signal_hold) took a Ctrl-C during job 0's last C2ST: that job ends finished, its score
+    # whole, and job 1 never starts (the in-process test_preemption case holds the signal as launch.py does).
+    # The C2ST waits for the test, which signals once it is in: no race with the run's other steps.
+    sweep, inside, signalled = tmp_path / "sweep", tmp_path / "in_c2st", tmp_path / "signalled"
+    patch = ("import pathlib, time\nimport gensbi_sharding.harness.evaluate as e\nreal, calls = e.c2st_scores, []\n"
+             "def scores(*args, **kwargs):\n    calls.append(1)\n"
+             f"    if len(calls) == 1:\n        pathlib.Path({str(inside)!r}).write_text('')\n"
+             "        end = time.monotonic() + 120  # bounded: the test signals, then writes the file\n"
+             f"        while not pathlib.Path({str(signalled)!r}).exists() and time.monotonic() < end:\n"
+             "            time.sleep(0.01)\n"
+             "    return real(*args, **kwargs)\n"
+             "e.c2st_scores = scores\n")
+    proc = forks.launch(["-m", "experiment=quick", "train.steps=8,9", "data.num_simulations=768",
+                         f"hydra.sweep.dir={sweep}"], cwd=REPO, prelude=patch, argv0="launch.py", stderr_apart=True)
+    try:
+        while not inside.exists() and proc.poll() is None:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+    finally:
+        signalled.write_text("")  # the C2ST goes on whatever happened
+    out, err = proc.communicate(timeout=300)
+    lines = (out + err).strip().splitlines()
+    assert proc.returncode == 130 and "Traceback" not in err, (out + err)[-3000:]
+    assert ("[WARNING] interrupted by Ctrl-C between the sweep's jobs: 1 job(s) ended, each recorded in its folder's "
+            "metrics.json; job 1 and those after it did not start") in lines, "\n".join(lines[-12:])
+    assert f"sweep stopped: 1 ok, 0 failed, 1 not run; sweep_summary.csv/.md/.png in {sweep}" in lines
+    metrics = json.loads((sweep / "0" / "metrics.json").read_text())
+    assert metrics["status"] == "ok" and "error" not in metrics and 0 < metrics["c2st"] <= 1, metrics
+    assert [row["observation"] for row in metrics["c2st_observations"]] == [1]
+    assert not (sweep / "1" / "metrics.json").exists()
+    with open(sweep / "sweep_summary.csv", newline="") as f:
+        assert [(row["job"], row["status"]) for row in csv.DictReader(f)] == [("0", "ok"), ("1", "not run")]
