@@ -163,21 +163,23 @@ def init_optimizer_sharded(model: Any, tx: Any, rule: str | RuleTable | Rule = "
             return nnx.Optimizer(model, tx, wrt=wrt)
     if mesh is not None:
         _check_placed_under(model, mesh, rule)
+    model_graph, model_state = nnx.split(model)
+    # Scalars go in as 0: a jit argument of 2**40 (a step count kept as a Python int) raised OverflowError.
+    arrays = jax.tree.map(lambda v: 0 if is_scalar(v) else v, model_state)
+
+    def build(arrays):  # the model's arrays as arguments: inject_hyperparams' init read a closed-over abstract one
+        return nnx.Optimizer(nnx.merge(model_graph, keep_scalars(model_state, arrays)), tx, wrt=wrt)  # scalars kept
     with jax.set_mesh(None):  # under a mesh Flax would read logical axes as mesh axes and raise
-        optimizer = nnx.eval_shape(lambda: nnx.Optimizer(model, tx, wrt=wrt))
+        optimizer = nnx.eval_shape(build, arrays)
     if mesh is None:
         return optimizer
     plan = plan_shardings(optimizer, mesh, rule)
     if abstract:
         return nnx.merge(nnx.graphdef(optimizer), plan.abstract_state(optimizer))
-    model_graph, model_state = nnx.split(model)
 
     def create(arrays):  # the values of the variables plan.specs lists, in its order (both array_variables')
-        merged = nnx.merge(model_graph, keep_scalars(model_state, arrays))  # scalars as the model holds them
-        return [v.get_value() for _, v in array_variables(nnx.Optimizer(merged, tx, wrt=wrt))]
+        return [v.get_value() for _, v in array_variables(build(arrays))]
 
-    # Scalars go in as 0: a jit argument of 2**40 (a step count kept as a Python int) raised OverflowError.
-    arrays = jax.tree.map(lambda v: 0 if is_scalar(v) else v, model_state)
     created = jax.jit(create, out_shardings=[plan.sharding(p) for p in plan.specs])(arrays)
     for (_, var), value in zip(array_variables(optimizer), created):
         var.set_value(value)

@@ -146,3 +146,22 @@ def test_an_optimizer_over_a_model_holding_a_python_int_beyond_int32(devices):
     assert model.seen.get_value() == 2**40 and model.stats.get_value()["n"] == 2**40
     assert gs.sharding_of(optimizer)["opt_state/0/mu/w"].spec == jax.sharding.PartitionSpec("data", None)
     np.testing.assert_array_equal(optimizer.opt_state[0].mu["w"].get_value(), np.zeros((8, 4)))
+
+
+@pytest.mark.parametrize("make_tx", [
+    lambda: optax.inject_hyperparams(optax.adamw)(learning_rate=1e-3, weight_decay=1e-4),
+    lambda: optax.contrib.schedule_free_adamw(1e-3),
+])
+@pytest.mark.parametrize("on_mesh", [True, False])
+def test_an_abstract_model_takes_an_optimizer_whose_init_reads_its_parameters(mesh, make_tx, on_mesh):
+    """Was: TypeError "float() argument must be a string or a real number, not 'ShapeDtypeStruct'" from inside optax's
+    init (inject_hyperparams' tree dtype, schedule_free's copy), which read the abstract model closed over by eval_shape."""
+    tx, factory = make_tx(), lambda: Block(nnx.Rngs(0))
+    abstract = gs.abstract_sharded(factory, mesh if on_mesh else None, "tensor", warn=False)
+    optimizer = gs.init_optimizer_sharded(abstract, tx, "tensor")
+    want = nnx.state(gs.init_optimizer_sharded(gs.init_sharded(factory, mesh, "tensor", warn=False), tx, "tensor"))
+    got = nnx.state(optimizer)
+    assert jax.tree.structure(got) == jax.tree.structure(want)
+    for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
+        assert isinstance(a, jax.ShapeDtypeStruct) and (a.shape, a.dtype) == (b.shape, b.dtype)
+        assert a.sharding.is_equivalent_to(b.sharding, b.ndim) if on_mesh else a.sharding is None
