@@ -112,7 +112,7 @@ def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.
     if not is_node(abstract_state) and not (isinstance(abstract_state, Mapping) and abstract_state):
         raise TypeError(f"abstract_state={abstract_state!r:.60} must be the restore target: build it with "
                         "checkpoint.abstract_state_for(model, mesh, rule)")
-    abstract_state = node_state(abstract_state)  # a Module: its nnx.state, tied weights once (as saved)
+    abstract_state = node_state(abstract_state, False)  # a Module: its nnx.state, tied weights once, none sown (as saved)
     with ocp.Checkpointer(ocp.CompositeCheckpointHandler(**item_handlers())) as checkpointer:
         metadata = _read(step_dir, "'arrays'", lambda: checkpointer.metadata(step_dir).item_metadata["arrays"].tree)
         saved = flat_by_path(metadata)

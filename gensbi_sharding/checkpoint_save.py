@@ -186,8 +186,8 @@ class CheckpointWriter:
             what = "is already saved" if step in steps else f"is older than step {max(steps)}, the newest"
             raise ValueError(f"step {step} {what} in {self.directory} (steps {steps}); save under a step after "
                              f"{max(steps)}, or write to another directory")
-        # As nnx.state: a Module as a pytree would save tied weights twice, under two names.
-        named = dict(check_value_leaves(flat_by_path(tree := node_state(state)).items(), "CheckpointWriter.save"))
+        # As nnx.state: a Module as a pytree would save tied weights twice. No sown values: a fresh target has none.
+        named = dict(check_value_leaves(flat_by_path(tree := node_state(state, False)).items(), "CheckpointWriter.save"))
         for name, leaf in named.items():  # restore places every array: one it would change is not saved
             check_placeable(leaf, f"CheckpointWriter.save: {name} (shape {np.shape(leaf)})")
             if isinstance(leaf, jax.ShapeDtypeStruct):  # Orbax's "TypeHandler lookup failed" named no fix

@@ -178,9 +178,12 @@ def module_like(x: Any) -> bool:
     return nnx.graph.is_graph_node(x) and not isinstance(x, nnx.Variable)
 
 
-def node_state(tree: Any) -> Any:
-    """``nnx.state(tree)`` if ``tree`` is or holds a graph node (a shared variable counts once), else ``tree``."""
-    return nnx.state(tree) if any(map(module_like, jax.tree.leaves(tree, is_leaf=module_like))) else tree
+def node_state(tree: Any, sown: bool = True) -> Any:
+    """``nnx.state(tree)`` if ``tree`` is or holds a graph node (a shared variable counts once), else ``tree``;
+    ``sown=False``: each ``nnx.State`` in it without ``nnx.Intermediate`` variables (``sow``'s, of the last call)."""
+    state = nnx.state(tree) if any(map(module_like, jax.tree.leaves(tree, is_leaf=module_like))) else tree
+    return state if sown else jax.tree.map(lambda s: nnx.filter_state(s, nnx.Not(nnx.Intermediate)) if isinstance(
+        s, nnx.State) else s, state, is_leaf=lambda x: isinstance(x, (nnx.State, nnx.Variable)))
 
 
 def check_no_module(tree: Any, what: str) -> None:

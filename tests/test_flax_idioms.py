@@ -1,5 +1,7 @@
 """Models written with today's Flax NNX idioms (flax 0.12), through the library's workflow on 8 CPU devices."""
 
+import warnings
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -319,3 +321,39 @@ def test_a_new_optimizer_after_a_jitted_step_names_the_relayout_and_the_fix():
     fresh = gs.init_optimizer_sharded(model, optax.adam(1e-2), "tensor")
     assert gs.sharding_of(fresh)["opt_state/0/mu/up/kernel"].spec == P(None, "model")
     assert all(s.spec == P() for path, s in gs.sharding_of(model).items() if path.startswith("norm/"))
+
+
+class Sows(nnx.Module):
+    """Flax's ``sow`` without ``nnx.capture`` (its guides' older idiom): the call leaves an ``nnx.Intermediate``."""
+
+    def __init__(self, rngs):
+        self.inner = nnx.Linear(16, 16, kernel_init=_kernel(("embed", "mlp"), flax_way=False), rngs=rngs)
+
+    def __call__(self, x):
+        with warnings.catch_warnings(action="ignore", category=DeprecationWarning):  # sow outside nnx.capture
+            self.inner.sow(nnx.Intermediate, "features", y := self.inner(x))
+        return y
+
+
+@pytest.mark.parametrize("saved_called, target_called", [(True, False), (False, True), (True, True)])
+def test_values_sown_by_a_call_are_not_saved_and_a_target_with_or_without_them_restores(
+        tmp_path, saved_called, target_called):
+    # Was: ValueError "state/0/inner/features/0: in the checkpoint, not in the model ... restore into a target of all it
+    # holds, e.g. abstract_state_for((model, optimizer), ...)" (the target already was), or "missing from the checkpoint.
+    # Build the model with the hyperparameters saved in .../config": a fresh model has sown nothing, and a called one has.
+    mesh, x = gs.make_mesh(model_axis=2), jax.random.normal(jax.random.key(1), (8, 16))
+    model = gs.init_sharded(lambda: Sows(nnx.Rngs(0)), mesh, "fsdp", warn=False)
+    saved = (model, gs.init_optimizer_sharded(model, optax.adam(1e-2), "fsdp"))
+    if saved_called:
+        model(x)
+    with checkpoint.CheckpointWriter(tmp_path) as writer:
+        writer.save(1, saved, jax.random.key(0))
+    target = Sows(nnx.Rngs(7))
+    sown = np.asarray(target(x + 1)) if target_called else None
+    target = (target, nnx.Optimizer(target, optax.adam(1e-2), wrt=nnx.Param))
+    restored = checkpoint.restore(tmp_path, checkpoint.abstract_state_for(target, gs.make_mesh(model_axis=4), "tensor"))
+    nnx.update(target, restored.state)
+    _assert_same(nnx.state(target, nnx.Not(nnx.Intermediate)), nnx.state(saved, nnx.Not(nnx.Intermediate)))
+    assert gs.sharding_of(target)["0/inner/kernel"].spec == P(None, "model")
+    if target_called:  # the target's own sown values stay as its call left them
+        np.testing.assert_array_equal(target[0].inner.features[0], sown)
