@@ -11,7 +11,7 @@ import flax.errors
 import jax
 from flax import nnx
 
-from gensbi_sharding.nodes import check_node, check_value_leaves, is_scalar, keep_scalars, path_name
+from gensbi_sharding.nodes import check_node, check_value_leaves, is_array, is_scalar, keep_scalars, path_name
 
 _NOT_SCALAR = object()  # a leaf to jax.tree (no pytree node): trace_factory's stand-in for a traced leaf
 # The caller (init_sharded, abstract_sharded, abstract_state_for) while trace_factory traces a model's constructor.
@@ -68,7 +68,7 @@ def trace_factory(factory: Callable[[], Any], caller: str = "init_sharded", flag
         (flags if flags is not None else {}).update(kinds)
         graphdef, state = nnx.split(nnx.with_vars(node, ref=False, hijax=False) if any(kinds.values()) else node)
         values = check_value_leaves([(path_name(p), v.get_value()) for p, v in nnx.to_flat_state(state)], caller)
-        found.update(graphdef=graphdef, scalars={p: jax.tree.map(
+        found.update(node=node, graphdef=graphdef, scalars={p: jax.tree.map(
             lambda leaf: leaf if is_scalar(leaf) else _NOT_SCALAR, v) for p, v in values})
         # Scalars leave as 0: eval_shape made 2**40 an int32 (OverflowError), and keep_scalars puts them back.
         return jax.tree.map(lambda leaf: 0 if is_scalar(leaf) else leaf, state)
@@ -81,6 +81,14 @@ def trace_factory(factory: Callable[[], Any], caller: str = "init_sharded", flag
         raise ValueError(f"{caller} traces the constructor, which reads a value it computed ({type(error).__name__}"
                          f": {str(error).splitlines()[0]}); compute that value under jax.ensure_compile_time_eval() "
                          f"if it depends on no random draw, or build it eagerly and {_eager(caller)}") from error
+    except ValueError as error:  # JAX's cache compares states' metadata: an array there fails once a trace is cached
+        odd = next(((path_name(p), k) for p, v in nnx.graph.iter_graph(found["node"]) if isinstance(v, nnx.Variable)
+                    for k, m in v.get_metadata().items() if is_array(m)), None) if "node" in found else None
+        if odd is None:
+            raise
+        raise TypeError(f"{caller} traces the factory, and {odd[0]}'s metadata {odd[1]!r} is an array, which a "
+                        "trace's state holds as metadata, compared by equality (JAX's caches, nnx.jit of a model built "
+                        "anew, refuse it): hold it as a tuple, tuple(x.tolist()), or as a value, nnx.Variable(x)") from error
     finally:
         _TRACING_FACTORY.reset(token)
     for path, var in nnx.to_flat_state(state):

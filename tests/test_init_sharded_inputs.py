@@ -307,3 +307,19 @@ def test_a_factory_building_an_abstract_model_is_refused_naming_abstract_sharded
     built = init_sharded(linear, mesh if on_mesh else None, "tensor")  # the factory that builds it still does
     assert built.kernel[...].sharding.is_equivalent_to(
         jax.sharding.NamedSharding(mesh, P(None, "model")) if on_mesh else built.kernel[...].sharding, 2)
+
+
+class ArrayInMetadata(nnx.Module):
+    def __init__(self):
+        self.w = nnx.Param(jnp.ones((8, 4)), **gs.axes("embed", "mlp"), scale=np.ones(3))  # a fresh array each build
+
+
+@pytest.mark.parametrize("build", [gs.abstract_sharded, gs.init_sharded])
+def test_an_array_in_a_variables_metadata_is_named_once_a_trace_compares_it(devices, build):
+    # Was: ValueError "Cache keys should be comparable using __eq__ ... checking equality of metadata fields of pytree
+    # node of type Param" from JAX's trace cache, on the second trace of such a factory (the first passed), no variable.
+    name = build.__name__
+    with pytest.raises(TypeError, match=rf"{name} traces the factory, and w's metadata 'scale' is an array, .*"
+                                        r"tuple\(x.tolist\(\)\), or as a value, nnx.Variable\(x\)"):
+        for _ in range(3):
+            build(ArrayInMetadata, gs.make_mesh(model_axis=2), "fsdp", warn=False)
