@@ -267,7 +267,8 @@ def _check_against(saved: Mapping[str, Any], target: Mapping[str, Any], step_dir
                if dtypes_only else nesting_fix(saved, target, _whole(saved)) or renamed_fix(saved, target) or
                (f"The checkpoint holds the whole target as saved and {len(extra)} more variable(s)"
                 f"{_lacked(extra, target)}: restore into a target of all it holds, e.g. abstract_state_for("
-                f"{_whole(saved)}, mesh, rule), and keep the part you need" if len(extra) == len(problems) else
+                f"{_whole(saved)}, mesh, rule), and keep the part you need" if len(extra) == len(problems) and
+                _lacked(extra, target) else  # extras inside the target's own nodes: another model (use_bias=True)
                 f"Build the model with the hyperparameters saved in {step_dir / 'config'}"))
         raise ValueError(f"checkpoint {step_dir} does not fit the current model, {len(problems)} variable(s) "
                          f"differ: {listed}. {fix}")

@@ -734,3 +734,21 @@ def test_another_writers_orbax_checkpoint_is_named_with_the_orbax_call_that_read
     (tmp_path / "job" / "0").mkdir(parents=True)  # a sweep's job folder, no checkpoint of anyone's: as before
     with pytest.raises(FileNotFoundError, match="looked for complete Orbax step folders <step>/ in"):
         restore(tmp_path / "job" / "0", target)
+
+
+@pytest.mark.parametrize("pair", [False, True])
+def test_a_variable_the_saved_model_held_beyond_the_targets_names_the_hyperparameters_not_more_nodes(
+        tmp_path, devices, pair):
+    # Was: "The checkpoint holds the whole target as saved and 1 more variable(s): restore into a target of all it
+    # holds, e.g. abstract_state_for((model, optimizer), mesh, rule)": the extra lies inside the target's own nodes
+    # (a model built with use_bias=True, restored into use_bias=False), which no other target of nodes holds.
+    def nodes(use_bias):
+        model = nnx.Linear(16, 32, use_bias=use_bias, rngs=nnx.Rngs(0))
+        return (model, nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)) if pair else model
+    with checkpoint.CheckpointWriter(tmp_path, config={"use_bias": True}) as writer:
+        writer.save(1, nodes(True), jax.random.key(0))
+    with pytest.raises(ValueError) as error:
+        checkpoint.restore(tmp_path, checkpoint.abstract_state_for(nodes(False), gs.make_mesh(model_axis=2)))
+    message = str(error.value)
+    assert f"state/{'0/' * pair}bias: in the checkpoint, not in the model" in message, message
+    assert message.endswith(f"Build the model with the hyperparameters saved in {tmp_path / '1' / 'config'}"), message
