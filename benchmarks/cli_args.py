@@ -121,16 +121,36 @@ def model_axis(devices: int) -> Callable[[str], int]:
     return parse
 
 
-def one_of(choices: tuple, kind: Callable[[str], object] = str, *, argument: str) -> Callable[[str], object]:
-    """The type of a list argument (``--tasks``, ``--budgets``) whose values are ``choices``.
+def one_of(choices: tuple, kind: Callable[[str], object] = str, *, argument: str,
+           several: bool = True) -> Callable[[str], object]:
+    """The type of a list argument (``--tasks``, ``--budgets``; ``several=False``: one value, ``--task``) whose
+    values are ``choices``.
 
     A Hydra override typed among them (``--tasks two_moons train.steps=20``) is named as one:
-    argparse alone answered "invalid choice", which does not say where overrides go.
+    argparse alone answered "invalid choice", which does not say where overrides go. Values joined by commas, as
+    launch.py's sweeps write them (``--tasks two_moons,slcp``), are named as several: "did you mean two_moons?"
+    alone led to a run without slcp.
     """
     def parse(text: str):
         if "=" in text:
             raise argparse.ArgumentTypeError(f"{text!r} is an override, not a value of {argument}: put overrides "
                                              f"after --, e.g. {argument} ... -- {text}")
+        parts = text.replace(",", " ").split()
+        if len(parts) > 1:
+            raise argparse.ArgumentTypeError(f"{text!r} is {len(parts)} values in one; " + (
+                f"separate them with spaces: {argument} {' '.join(map(str, map(parse_or_near, parts)))}"
+                if several else f"{argument} takes one: run once per value, e.g. {argument} {parse_or_near(parts[0])}"))
+        return parse_one(text)
+
+    def parse_or_near(text: str):  # a part of "two_moons,slcpp" as it is to be typed: slcp
+        try:
+            return parse_one(text)
+        except argparse.ArgumentTypeError:
+            from gensbi_sharding.harness.hints import closest_name
+
+            return (closest_name(text, [str(c) for c in choices]) if kind is str else None) or text
+
+    def parse_one(text: str):
         try:
             value = kind(text)
         except ValueError:

@@ -46,7 +46,7 @@ def amortised_scores(task: str, budget: int, results: Path = RESULTS) -> dict[in
 def main(argv: list[str] | None = None) -> None:
     parser = new_parser(__doc__)
     parser.add_argument("--job", type=Path, required=True, help="the job's folder (run: <root>/<cell>/job)")
-    parser.add_argument("--task", type=one_of(TASKS, argument="--task"), required=True, help="the sbibm task")
+    parser.add_argument("--task", type=one_of(TASKS, argument="--task", several=False), required=True, help="the sbibm task")
     parser.add_argument("--budget", type=positive_int, required=True, help="simulations per observation")
     parser.add_argument("--rounds", type=rounds_arg, default=2, help="rounds per observation, equal shares")
     parser.add_argument("--region", type=region_arg, default="box",

@@ -153,3 +153,33 @@ def test_sbibm_run_leaves_a_job_another_runner_is_writing_alone(tmp_path, capsys
     finally:
         holder.kill()
         holder.wait(timeout=30)
+
+
+@pytest.mark.parametrize("argv, message", [
+    # Was "'two_moons,slcp' is not one of ...; did you mean two_moons?": typed as launch.py's sweeps are, the fix
+    # offered dropped slcp.
+    (["--tasks", "two_moons,slcp"], "'two_moons,slcp' is 2 values in one; separate them with spaces: "
+                                    "--tasks two_moons slcp"),
+    (["--tasks", "two_moons,slcpp"], "separate them with spaces: --tasks two_moons slcp"),
+    (["--budgets", "1000,10000"], "'1000,10000' is 2 values in one; separate them with spaces: --budgets 1000 10000"),
+])
+def test_sbibm_run_names_values_joined_by_commas_as_several(tmp_path, capsys, argv, message):
+    with pytest.raises(SystemExit) as stop:
+        sbibm_main()(["run", "--root", str(tmp_path / "root"), *argv])
+    assert stop.value.code == 2
+    assert message in capsys.readouterr().err.strip().splitlines()[-1]
+    assert not (tmp_path / "root").exists()  # nothing started
+
+
+def test_sequential_script_names_several_tasks_in_its_one_task_argument(tmp_path, capsys):
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(
+        "sequential_script", Path(__file__).resolve().parents[1] / "benchmarks" / "sequential.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with pytest.raises(SystemExit):
+        module.main(["--job", str(tmp_path / "job"), "--task", "two_moons,slcp", "--budget", "1000"])
+    assert ("argument --task: 'two_moons,slcp' is 2 values in one; --task takes one: run once per value, e.g. "
+            "--task two_moons") in capsys.readouterr().err
