@@ -308,3 +308,36 @@ def test_a_config_dir_or_name_hydra_cannot_find_is_refused_naming_the_fix(tmp_pa
     for fine in (["-cd", str(tmp_path), "-cn", "my"], ["-cn", "config"], ["-cn", "base_config"],  # a schema too
                  ["-cp", "pkg://elsewhere", "-cn", "theirs"]):  # Hydra's to find
         assert command_problem(fine) is None, fine
+
+
+MODELS = "flux1, mlp, simformer, transformer"
+
+
+@pytest.mark.parametrize("args, message", [
+    # Was Hydra's traceback: "ValueError: Config group override must be a string or a list. Got NoneType".
+    (["model=null"], f"model=null: model takes one of its options ({MODELS}), not null; pick one, e.g. model=mlp"),
+    (["mesh=null"], "mesh=null: mesh takes one of its options (auto, dict, none), not null; for none, write mesh=none"),
+    (["experiment=null"], "experiment=null: experiment takes one of its options (quick, sbibm, slcp_transformer), "
+                          "not null; for no experiment, leave experiment=null out"),
+    (["-m", "model=mlp,null"], f"model=mlp,null: model takes one of its options ({MODELS}), not null; drop it: "
+                               "model=mlp"),
+    # Was Hydra's "Error resolving interpolation '${experiment}/${model}'": a list merges its options into one config.
+    (["model=[mlp,transformer]"], "model=[mlp,transformer]: model takes one option per job, not a list (Hydra would "
+     "merge them into one config); for one job per option, sweep them: python launch.py -m ... model=mlp,transformer"),
+    (["-m", "model=[mlp,transformer]"], "model=[mlp,transformer]: model takes one option per job, not a list (Hydra "
+     "would merge them into one config); sweep them: model=mlp,transformer"),
+    (["rule=[fsdp]"], "rule=[fsdp]: rule takes one option per job, not a list (Hydra would merge them into one "
+                      "config); write rule=fsdp"),
+])
+def test_a_group_given_null_or_a_list_is_refused_naming_an_option(args, message):
+    from faults_helpers import compose_tiny
+
+    from gensbi_sharding.harness.command_checks import command_problem
+
+    assert command_problem(args) == message
+    fix = message.rsplit(" ", 1)[1]
+    if "=" in fix and "," not in fix:  # one option: it composes
+        assert command_problem([fix]) is None
+        group, option = fix.split("=")
+        cfg = compose_tiny(fix)
+        assert cfg[group].name == option if group in ("model", "rule") else cfg.mesh.spec is None  # mesh=none

@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 __all__ = ["INTERNAL_GROUPS", "CONF", "hydra_flag_values", "config_folders", "config_flag_problem",
-           "flag_use_problem", "group_options", "option_groups_text", "chosen_options", "preset_is_multirun"]
+           "flag_use_problem", "group_options", "option_groups_text", "chosen_options", "preset_is_multirun",
+           "option_value_problem"]
 
 #: Groups no user picks from (not listed by ``--help``).
 INTERNAL_GROUPS = ("experiment_model",)
@@ -151,6 +152,45 @@ def flag_use_problem(args: Sequence[str]) -> str | None:
                 "writes only under hydra.callbacks.save_job_info (its PickleJobInfoCallback); to run a job again, give "
                 "its overrides (<its folder>/.hydra/overrides.yaml) and a new hydra.run.dir")
     return None
+
+
+def option_value_problem(override, group: str, choices: Sequence[str] | None, multirun: bool):
+    """``model=null``, ``mesh=null`` or ``model=[mlp,transformer]``: a group given null or a list, not an option's
+    name (was Hydra's traceback, "Config group override must be a string or a list. Got NoneType", or its
+    "Error resolving interpolation '${experiment}/${model}'": a list merges every option listed into one config).
+    ``override``: as ``override_grammar.parse`` reads it (``.arg``, ``.values()``: a sweep's several). A refusal
+    naming the override to type; None where every value is a name.
+    """
+    from gensbi_sharding.harness.refusal import Refusal
+
+    arg, values, choices = override.arg, override.values(), choices or []
+    if all(isinstance(v, str) for v in values) or any(isinstance(v, dict) for v in values):  # a dict: its settings,
+        return None  # override_dicts' to check
+    key, named = arg.split("=", 1)[0], [str(v) for v in values if isinstance(v, str)]
+    listed = [str(e) for v in values if isinstance(v, (list, tuple)) for e in v]
+    if listed:  # each listed option its own job, as a sweep writes them
+        put = f"{key}={','.join(options := list(dict.fromkeys(named + listed)))}"
+        reason = f"{arg}: {group} takes one option per job, not a list (Hydra would merge them into one config)"
+        return (Refusal(reason, put, how="; write " if len(options) == 1 else "; sweep them: ")
+                if multirun or len(options) == 1 else
+                f"{reason}; for one job per option, sweep them: python launch.py -m ... {put}")
+    empty = any(isinstance(v, (list, tuple)) for v in values)  # model=[]
+    reason = f"{arg}: {group} takes one of its options ({', '.join(choices)}), not {'a list' if empty else 'null'}"
+    if "none" in choices and not named and not empty:  # mesh=null meant no mesh
+        return Refusal(reason, f"{key}=none", how="; for none, write ")
+    if named:  # a sweep's other values
+        return Refusal(reason, f"{key}={','.join(named)}", how="; drop it: ")
+    if (default := chosen_default(group)) is None:  # experiment=null: a group a run may leave unset
+        return f"{reason}; for no {group}, leave {arg} out"
+    return Refusal(reason, f"{key}={default}", how="; pick one, e.g. ")
+
+
+def chosen_default(group: str) -> str | None:
+    """The option ``conf/config.yaml``'s defaults list picks for ``group`` (``model`` -> ``mlp``); None for none."""
+    from omegaconf import OmegaConf
+
+    entries = OmegaConf.to_container(OmegaConf.load(CONF / "config.yaml")).get("defaults", [])
+    return next((str(e[group]) for e in entries if isinstance(e, dict) and e.get(group) is not None), None)
 
 
 def preset_is_multirun(group: str, option: str, search_paths: Sequence[str] = ()) -> bool:

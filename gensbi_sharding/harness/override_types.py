@@ -25,13 +25,13 @@ from omegaconf import OmegaConf, ValidationError
 from gensbi_sharding.harness.command_defaults import command_default
 from gensbi_sharding.harness.config import Config
 from gensbi_sharding.harness.hints import closest_name, override_literal
-from gensbi_sharding.harness.groups import CONF
+from gensbi_sharding.harness.groups import CONF, option_value_problem
 from gensbi_sharding.harness.model_choice import chosen_models
 from gensbi_sharding.harness.override_prefixes import prefix_problem
 from gensbi_sharding.harness.override_grammar import CommandLine, parse
 from gensbi_sharding.harness.refusal import Refusal
-from gensbi_sharding.harness.override_keys import (group_keys, list_fields, option_groups, options, schema_default,
-                                                   schema_name, sections, settings)
+from gensbi_sharding.harness.override_keys import (group_keys, list_fields, option_groups,
+                                                   options, schema_default, schema_name, sections, settings)
 
 __all__ = ["override_problem"]
 
@@ -121,7 +121,8 @@ def override_problem(args: Sequence[str] | CommandLine, *, sweeps_need_m: bool =
         if override.type not in (OverrideType.CHANGE, OverrideType.FORCE_ADD):  # + and ~: prefix_problem's
             continue
         if section in groups and not name:
-            if (problem := _option_problem(o, section, options(section, command.search_paths), command)
+            if (problem := option_value_problem(o, section, options(section, command.search_paths), command.multirun)
+                    or _option_problem(o, section, options(section, command.search_paths), command)
                     or _schema_problem(o, section, command.search_paths)) is not None:
                 return problem
             continue
