@@ -328,6 +328,8 @@ MODELS = "flux1, mlp, simformer, transformer"
      "would merge them into one config); sweep them: model=mlp,transformer"),
     (["rule=[fsdp]"], "rule=[fsdp]: rule takes one option per job, not a list (Hydra would merge them into one "
                       "config); write rule=fsdp"),
+    (["-m", "hydra/launcher=null"], "hydra/launcher=null: hydra/launcher takes one of its options, not null; for "
+                                    "Hydra's default, leave hydra/launcher=null out"),
 ])
 def test_a_group_given_null_or_a_list_is_refused_naming_an_option(args, message):
     from faults_helpers import compose_tiny

@@ -95,7 +95,8 @@ def override_problem(args: Sequence[str] | CommandLine, *, sweeps_need_m: bool =
         Integer); e.g. train.steps=2"``.
     """
     command, typed, lists, groups = parse(args), sections(), list_fields(), option_groups()
-    if problem := prefix_problem(command):  # +, ++ and ~ overrides, which launch.py's checks reach first here
+    if problem := prefix_problem(command) or next(filter(None, (  # +, ++ and ~ overrides; a group given null
+            option_value_problem(o, command.search_paths, command.multirun) for o in command.parsed)), None):
         return problem
     choice = chosen_models(command)  # the models this command may run; None where its experiment= is unknown
     chosen = set(choice.models) if choice else None
@@ -121,8 +122,7 @@ def override_problem(args: Sequence[str] | CommandLine, *, sweeps_need_m: bool =
         if override.type not in (OverrideType.CHANGE, OverrideType.FORCE_ADD):  # + and ~: prefix_problem's
             continue
         if section in groups and not name:
-            if (problem := option_value_problem(o, section, options(section, command.search_paths), command.multirun)
-                    or _option_problem(o, section, options(section, command.search_paths), command)
+            if (problem := _option_problem(o, section, options(section, command.search_paths), command)
                     or _schema_problem(o, section, command.search_paths)) is not None:
                 return problem
             continue
