@@ -93,3 +93,27 @@ def test_an_output_folder_through_a_symbolic_link_to_nothing_is_refused_naming_t
         f"(mkdir -p {target}), or choose another {key}")
     target.mkdir()  # the fix: the folder it names
     assert folder_problem(folder, sweep=sweep) is None
+
+
+@pytest.mark.parametrize("multirun", [False, True])
+@pytest.mark.parametrize("typed, reason", [
+    ("runs/${oc.env:GENSBI_TEST_UNSET}", "KeyError raised while resolving interpolation: \"Environment variable "
+                                         "'GENSBI_TEST_UNSET' not found\""),
+    ("runs/${nope.key}", "Interpolation key 'nope.key' not found"),
+])
+def test_an_output_folder_whose_interpolation_cannot_resolve_is_refused_in_one_line(monkeypatch, capsys, multirun,
+                                                                                     typed, reason):
+    # Was the folder callback's InterpolationResolutionError traceback, after a [WARNING] calling the config
+    # check's crash "a fault of gensbi_sharding's own".
+    from gensbi_sharding.harness.preflight import LauncherPreflight
+
+    monkeypatch.delenv("GENSBI_TEST_UNSET", raising=False)
+    key = "hydra.sweep.dir" if multirun else "hydra.run.dir"
+    config = OmegaConf.create({"hydra": {"mode": "RunMode.MULTIRUN" if multirun else "RunMode.RUN",
+                                         "sweep": {"dir": typed}, "run": {"dir": typed}}})
+    with pytest.raises(SystemExit) as stop:
+        (LauncherPreflight().on_multirun_start if multirun else LauncherPreflight().on_run_start)(config)
+    assert stop.value.code == 1
+    assert capsys.readouterr().err.strip() == (
+        f"[ERROR] {key}={typed} cannot be resolved ({reason}); give a folder whose ${{...}} resolves (an environment "
+        "variable set, or a default: ${oc.env:NAME,runs/a}), or a plain path")

@@ -17,7 +17,7 @@ from gensbi_sharding.harness.hints import override_literal
 from gensbi_sharding.harness.override_keys import list_fields
 from gensbi_sharding.harness.refusal import Refusal
 
-__all__ = ["INT32_MAX", "check_lists", "check_numbers", "interpolation_problem"]
+__all__ = ["INT32_MAX", "check_lists", "check_numbers", "interpolation_problem", "folder_interpolation_problem"]
 
 
 def interpolation_problem(cfg: DictConfig) -> str | None:
@@ -52,6 +52,24 @@ def interpolation_problem(cfg: DictConfig) -> str | None:
             after = ", or point the ${...} at an existing key of the right type (python launch.py --cfg job lists the keys)"
             return Refusal(said, f"{path}={override_literal(default)}", how=", e.g. ", after=after) if found \
                 else said + after
+    return None
+
+
+def folder_interpolation_problem(cfg: DictConfig) -> str | None:
+    """The one-line refusal of an output folder whose ``${...}`` cannot be resolved: ``hydra.run.dir`` of a run,
+    ``hydra.sweep.dir`` of a multirun (``hydra.run.dir=runs/${oc.env:UNSET}``); None when it resolves.
+
+    ``interpolation_problem`` leaves the ``hydra`` section to Hydra, which resolves these only once the folder
+    callback reads them: was that callback's traceback, after a warning calling it a fault of gensbi_sharding's own.
+    """
+    multirun = str(OmegaConf.select(cfg, "hydra.mode", default="")).endswith("MULTIRUN")
+    path = "hydra.sweep.dir" if multirun else "hydra.run.dir"
+    try:
+        OmegaConf.select(cfg, path, throw_on_resolution_failure=True)
+    except (InterpolationResolutionError, GrammarParseError) as err:
+        raw = OmegaConf.to_container(cfg.hydra, resolve=False)[path.split(".")[1]]["dir"]  # as typed
+        return (f"{path}={raw} cannot be resolved ({str(err).strip().splitlines()[0]}); give a folder whose ${{...}} "
+                f"resolves (an environment variable set, or a default: ${{oc.env:NAME,runs/a}}), or a plain path")
     return None
 
 

@@ -163,9 +163,12 @@ class LauncherPreflight(Callback):
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         from gensbi_sharding.harness.config_checks import dry_run_resume_problem
-        from gensbi_sharding.harness.config_values import interpolation_problem
+        from gensbi_sharding.harness.config_values import folder_interpolation_problem, interpolation_problem
         from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
 
+        if problem := folder_interpolation_problem(config):  # the folder callback next would end in its traceback
+            print(tagged("ERROR", problem), file=sys.stderr, flush=True)
+            raise SystemExit(1)
         # distributed=local's process: its parent checked the job. A ${...} that does not resolve and a dry run's
         # resume: the folder check's to say (refuse_completed, next), as it said them before this check
         if os.environ.get(LOCAL_CHILD_ENV) or interpolation_problem(config) or dry_run_resume_problem(config):
@@ -182,8 +185,10 @@ class LauncherPreflight(Callback):
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         from gensbi_sharding.harness import sweep_check
+        from gensbi_sharding.harness.config_values import folder_interpolation_problem
 
-        checks = (("the launcher", 2, lambda: launcher_problem(OmegaConf.select(config, "hydra.launcher._target_",
+        checks = (("the sweep's folder", 1, lambda: folder_interpolation_problem(config)),  # before the folder callback
+                  ("the launcher", 2, lambda: launcher_problem(OmegaConf.select(config, "hydra.launcher._target_",
                                                                                default=None))),
                   ("every job's config", 1, lambda: sweep_check.sweep_config_problem(config)))  # 1: as a refused run
         for name, code, check in checks:
