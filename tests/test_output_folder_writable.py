@@ -117,3 +117,19 @@ def test_an_output_folder_whose_interpolation_cannot_resolve_is_refused_in_one_l
     assert capsys.readouterr().err.strip() == (
         f"[ERROR] {key}={typed} cannot be resolved ({reason}); give a folder whose ${{...}} resolves (an environment "
         "variable set, or a default: ${oc.env:NAME,runs/a}), or a plain path")
+
+
+def test_a_hydra_key_the_command_sets_whose_interpolation_cannot_resolve_is_refused_in_one_line(monkeypatch, capsys):
+    # Was Hydra's traceback, with the run's folder already made (holding .run.lock).
+    from gensbi_sharding.harness.preflight import LauncherPreflight
+
+    monkeypatch.delenv("GENSBI_TEST_UNSET", raising=False)
+    typed = "${oc.env:GENSBI_TEST_UNSET}"
+    config = OmegaConf.create({"hydra": {"mode": "RunMode.RUN", "run": {"dir": "runs/a"}, "job": {"name": typed},
+                                         "overrides": {"hydra": [f"hydra.job.name={typed}", "hydra.run.dir=runs/a"]}}})
+    with pytest.raises(SystemExit):
+        LauncherPreflight().on_run_start(config)
+    assert capsys.readouterr().err.strip() == (
+        f"[ERROR] hydra.job.name={typed} cannot be resolved (KeyError raised while resolving interpolation: "
+        "\"Environment variable 'GENSBI_TEST_UNSET' not found\"); give a value whose ${...} resolves (an environment "
+        "variable set, or a default: ${oc.env:NAME,x}), or a plain one")

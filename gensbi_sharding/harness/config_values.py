@@ -56,21 +56,37 @@ def interpolation_problem(cfg: DictConfig) -> str | None:
 
 
 def folder_interpolation_problem(cfg: DictConfig) -> str | None:
-    """The one-line refusal of an output folder whose ``${...}`` cannot be resolved: ``hydra.run.dir`` of a run,
-    ``hydra.sweep.dir`` of a multirun (``hydra.run.dir=runs/${oc.env:UNSET}``); None when it resolves.
+    """The one-line refusal of a ``hydra.*`` value whose ``${...}`` cannot be resolved: the output folder,
+    ``hydra.run.dir`` of a run, ``hydra.sweep.dir`` of a multirun (``hydra.run.dir=runs/${oc.env:UNSET}``), and any
+    other ``hydra.*`` key the command sets (``hydra.job.name=${oc.env:UNSET}``); None when they resolve.
 
     ``interpolation_problem`` leaves the ``hydra`` section to Hydra, which resolves these only once the folder
-    callback reads them: was that callback's traceback, after a warning calling it a fault of gensbi_sharding's own.
+    callback reads them: was that callback's traceback (after a warning calling it a fault of gensbi_sharding's own),
+    or Hydra's, a folder already made. ``hydra.sweep.subdir`` resolves per job: ``sweep_subdirs``' to check.
     """
     multirun = str(OmegaConf.select(cfg, "hydra.mode", default="")).endswith("MULTIRUN")
-    path = "hydra.sweep.dir" if multirun else "hydra.run.dir"
-    try:
-        OmegaConf.select(cfg, path, throw_on_resolution_failure=True)
-    except (InterpolationResolutionError, GrammarParseError) as err:
-        raw = OmegaConf.to_container(cfg.hydra, resolve=False)[path.split(".")[1]]["dir"]  # as typed
-        return (f"{path}={raw} cannot be resolved ({str(err).strip().splitlines()[0]}); give a folder whose ${{...}} "
-                f"resolves (an environment variable set, or a default: ${{oc.env:NAME,runs/a}}), or a plain path")
+    given = OmegaConf.select(cfg, "hydra.overrides.hydra", default=None)  # as typed: read resolved, each would raise
+    typed = [o.split("=", 1)[0].lstrip("+") for o in (OmegaConf.to_container(given) if given is not None else [])
+             if "${" in o]  # the hydra.* overrides of the command line that interpolate
+    other = ("hydra.run.", "hydra.sweep.subdir") if multirun else ("hydra.sweep.",)  # read by the other mode or later
+    paths = ["hydra.sweep.dir" if multirun else "hydra.run.dir"] + [k for k in typed if not k.startswith(other)]
+    for path in dict.fromkeys(paths):
+        try:
+            OmegaConf.select(cfg, path, throw_on_resolution_failure=True)
+        except (InterpolationResolutionError, GrammarParseError) as err:
+            what, plain, default = ("a folder", "path", "runs/a") if path.endswith(".dir") else ("a value", "one", "x")
+            return (f"{path}={_typed(cfg, path)} cannot be resolved ({str(err).strip().splitlines()[0]}); give {what} "
+                    f"whose ${{...}} resolves (an environment variable set, or a default: ${{oc.env:NAME,{default}}}), "
+                    f"or a plain {plain}")
     return None
+
+
+def _typed(cfg: DictConfig, path: str):
+    """The value at dotted ``path`` as typed, its ``${...}`` unresolved."""
+    raw = OmegaConf.to_container(cfg, resolve=False)
+    for part in path.split("."):
+        raw = raw[part]
+    return raw
 
 
 def check_lists(cfg: DictConfig) -> None:
