@@ -133,3 +133,27 @@ def test_a_hydra_key_the_command_sets_whose_interpolation_cannot_resolve_is_refu
         f"[ERROR] hydra.job.name={typed} cannot be resolved (KeyError raised while resolving interpolation: "
         "\"Environment variable 'GENSBI_TEST_UNSET' not found\"); give a value whose ${...} resolves (an environment "
         "variable set, or a default: ${oc.env:NAME,x}), or a plain one")
+
+
+@pytest.mark.slow  # launches launch.py (forked from one process that imported it once)
+def test_launch_with_a_hydra_value_that_cannot_resolve_ends_in_one_line_and_makes_no_folder(tmp_path):
+    import os
+
+    from fork_launch import run_forked
+
+    env = {k: v for k, v in os.environ.items() if k != "GENSBI_TEST_UNSET"}
+    cases = [["experiment=quick", "hydra.run.dir=runs/${oc.env:GENSBI_TEST_UNSET}"],
+             ["-m", "experiment=quick", "train.steps=2,3", "hydra.sweep.dir=runs/${oc.env:GENSBI_TEST_UNSET}"],
+             ["experiment=quick", "hydra.run.dir=runs/a", "hydra.job.name=${oc.env:GENSBI_TEST_UNSET}"]]
+    folders = [tmp_path / str(i) for i in range(len(cases))]
+    for folder in [*folders, tmp_path / "fork"]:
+        folder.mkdir()
+    procs = run_forked([{"args": args, "cwd": folder} for args, folder in zip(cases, folders)],
+                       env={**env, "JAX_PLATFORMS": "cpu"}, timeout=300, workdir=tmp_path / "fork")
+    for args, folder, proc in zip(cases, folders, procs):
+        assert proc.returncode == 1, proc.stderr
+        assert "Traceback" not in proc.stderr and "Warning" not in proc.stderr, proc.stderr
+        last = proc.stderr.strip().splitlines()[-1]
+        assert last.startswith(f"[ERROR] {args[-1]} cannot be resolved (KeyError raised while resolving "
+                               "interpolation: \"Environment variable 'GENSBI_TEST_UNSET' not found\"); give a "), last
+        assert list(folder.iterdir()) == []  # no folder made: runs/, outputs/, multirun/
