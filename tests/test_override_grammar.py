@@ -187,3 +187,21 @@ def test_hydra_flags_hydra_cannot_use_so_are_refused_naming_the_command(args, me
 @pytest.mark.parametrize("args", [["--hydra-help"], ["--cfg", "job", "--resolve", "seed=1"], ["--help", "--resolve"]])
 def test_hydra_help_and_resolve_as_hydra_reads_them_pass(args):
     assert command_problem(args) is None
+
+
+@pytest.mark.parametrize("args, message", [
+    # Was "Hydra's override grammar cannot read the value replicated, (mismatched input '<EOF>' ...); quote it for
+    # Hydra inside the shell's quotes: 'rule=\"replicated,\"'": a one-string rule, not the sweep the user typed.
+    (["-m", "rule=replicated,", "fsdp,", "tensor", "seed=1"], "rule=replicated,: a value cannot end in a comma (the "
+     "shell split fsdp,tensor from it at a space); write rule=replicated,fsdp,tensor"),
+    (["-m", "train.steps=20,", "30"], "train.steps=20,: a value cannot end in a comma (the shell split 30 from it at "
+     "a space); write train.steps=20,30"),
+    (["rule=replicated,"], "rule=replicated,: a value cannot end in a comma; write rule=replicated"),
+])
+def test_a_value_ending_in_a_comma_names_the_words_the_shell_split_off(args, message):
+    from gensbi_sharding.harness.command_checks import command_problem
+
+    assert grammar_problem(args) == message
+    fixed = [a for a in args if a.startswith("-") or "=" in a]
+    fixed[fixed.index(args[1] if args[0] == "-m" else args[0])] = message.rsplit("write ", 1)[1]
+    assert grammar_problem(fixed) is None and command_problem(fixed) is None

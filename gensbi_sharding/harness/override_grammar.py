@@ -12,6 +12,7 @@ override nor the fix; ``hydra_value`` / ``hydra_override`` write a folder into t
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import re
 import shlex
@@ -157,10 +158,15 @@ def grammar_problem(args: Sequence[str] | CommandLine) -> str | None:
         ``"hydra.run.dir=runs/a(1): Hydra's override grammar cannot read the value runs/a(1) (mismatched input
         '(' expecting <EOF>); quote it for Hydra inside the shell's quotes: 'hydra.run.dir=\"runs/a(1)\"'"``.
     """
-    for o in parse(args).overrides:
+    for o in (command := parse(args)).overrides:
         if "=" not in o.arg or not re.fullmatch(r"[+~]{0,2}[\w./@-]+", o.typed):  # not a key=value Hydra could mean
             continue
         key, value, parsed = o.typed, o.raw, o.hydra
+        if parsed is None and value.endswith(","):  # -m rule=replicated, fsdp: the shell split the sweep at a space
+            rest = "".join(itertools.takewhile(lambda a: not re.match(r"-|.*=", a), command.args[command.args.index(
+                o.arg) + 1:]))  # the words after it up to the next override or flag: fsdp, tensor -> fsdp,tensor
+            return (f"{o.arg}: a value cannot end in a comma" + (f" (the shell split {rest} from it at a space)" if rest
+                    else "") + f"; write {shlex.quote(f'{key}={value}{rest}') if rest else f'{key}={value[:-1]}'}")
         if parsed is None:
             if re.match(r"\s*(\[|\{|\w+\()", value):  # a list, dict or sweep: quoting would make it a string
                 return (f"{o.arg}: Hydra's override grammar cannot read the value {value} ({o.error}); check its "
