@@ -112,7 +112,8 @@ def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.
     if not is_node(abstract_state) and not (isinstance(abstract_state, Mapping) and abstract_state):
         raise TypeError(f"abstract_state={abstract_state!r:.60} must be the restore target: build it with "
                         "checkpoint.abstract_state_for(model, mesh, rule)")
-    abstract_state = node_state(abstract_state, False)  # a Module: its nnx.state, tied weights once, none sown (as saved)
+    whole, abstract_state = node_state(abstract_state), node_state(abstract_state, False)  # nnx.state, none sown
+    sown = {f"state/{name}" for name in set(flat_by_path(whole)) - set(flat_by_path(abstract_state))}  # kept as is
     with ocp.Checkpointer(ocp.CompositeCheckpointHandler(**item_handlers())) as checkpointer:
         metadata = _read(step_dir, "'arrays'", lambda: checkpointer.metadata(step_dir).item_metadata["arrays"].tree)
         saved = flat_by_path(metadata)
@@ -129,7 +130,9 @@ def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.
         target = {name: _storage_target(name, leaf) for name, leaf in target.items()}
         # Zero-size arrays are never saved (Orbax refuses them): built here at their target shardings.
         empty = {name: target.pop(name) for name in [n for n, t in target.items() if t.size == 0 and n not in saved]}
-        _check_against(saved, target, step_dir)
+        _check_against({name: m for name, m in saved.items() if name not in sown}, target, step_dir)
+        target.update({name: jax.ShapeDtypeStruct(m.shape, m.dtype, sharding=_replicated_like(target)) for name, m in
+                       saved.items() if name in sown})  # older checkpoints saved them: read (Orbax reads all), dropped
         args = ocp.args.Composite(arrays=ocp.args.StandardRestore(nest_by_path(target)),
                                   meta=ocp.args.JsonRestore(), config=ocp.args.JsonRestore())
         loaded = _read(step_dir, "'arrays', 'meta' or 'config'", lambda: checkpointer.restore(step_dir, args=args))
@@ -269,7 +272,9 @@ def _check_against(saved: Mapping[str, Any], target: Mapping[str, Any], step_dir
                 f"{_lacked(extra, target)}: restore into a target of all it holds, e.g. abstract_state_for("
                 f"{_whole(saved)}, mesh, rule), and keep the part you need" if len(extra) == len(problems) and
                 _lacked(extra, target) else  # extras inside the target's own nodes: another model (use_bias=True)
-                f"Build the model with the hyperparameters saved in {step_dir / 'config'}"))
+                f"Build the model with the hyperparameters saved in {step_dir / 'config'}" + ("; if they are values a "
+                "call sowed (nnx.Intermediate, which older checkpoints hold), call the target once before abstract_"
+                "state_for" if len(extra) == len(problems) and all(n.split("/")[-1].isdigit() for n in extra) else "")))
         raise ValueError(f"checkpoint {step_dir} does not fit the current model, {len(problems)} variable(s) "
                          f"differ: {listed}. {fix}")
 

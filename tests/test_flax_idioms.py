@@ -357,3 +357,29 @@ def test_values_sown_by_a_call_are_not_saved_and_a_target_with_or_without_them_r
     assert gs.sharding_of(target)["0/inner/kernel"].spec == P(None, "model")
     if target_called:  # the target's own sown values stay as its call left them
         np.testing.assert_array_equal(target[0].inner.features[0], sown)
+
+
+def test_a_checkpoint_holding_sown_values_restores_into_a_called_target_and_names_the_call_for_a_fresh_one(
+        tmp_path, monkeypatch):
+    # A checkpoint written before sown values were left out holds them. Was: a called target, which restored it before,
+    # refused it ("state/0/inner/features/0: in the checkpoint, not in the model. Build the model with the
+    # hyperparameters saved in .../config"), its own sown values left out of the target but not of the saved names.
+    from gensbi_sharding import checkpoint_save, nodes
+    mesh, x = gs.make_mesh(model_axis=2), jax.random.normal(jax.random.key(1), (8, 16))
+    model = gs.init_sharded(lambda: Sows(nnx.Rngs(0)), mesh, "fsdp", warn=False)
+    model(x)
+    with monkeypatch.context() as patch, checkpoint.CheckpointWriter(tmp_path) as writer:
+        patch.setattr(checkpoint_save, "node_state", lambda state, sown=True: nodes.node_state(state))  # as it was
+        writer.save(1, model, jax.random.key(0))
+    with pytest.raises(ValueError) as error:  # a fresh target has sown nothing: the fix says to call it
+        checkpoint.restore(tmp_path, checkpoint.abstract_state_for(Sows(nnx.Rngs(7)), mesh, "fsdp"))
+    assert str(error.value) == (
+        f"checkpoint {tmp_path / '1'} does not fit the current model, 1 variable(s) differ: state/inner/features/0: in "
+        f"the checkpoint, not in the model. Build the model with the hyperparameters saved in {tmp_path / '1' / 'config'}"
+        "; if they are values a call sowed (nnx.Intermediate, which older checkpoints hold), call the target once "
+        "before abstract_state_for")
+    target = Sows(nnx.Rngs(7))
+    sown = np.asarray(target(x + 1))
+    nnx.update(target, checkpoint.restore(tmp_path, checkpoint.abstract_state_for(target, mesh, "fsdp")).state)
+    _assert_same(nnx.state(target, nnx.Not(nnx.Intermediate)), nnx.state(model, nnx.Not(nnx.Intermediate)))
+    np.testing.assert_array_equal(target.inner.features[0], sown)  # the target's own, not the saved ones
