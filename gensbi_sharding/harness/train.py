@@ -113,13 +113,13 @@ def make_step_functions(model: nnx.Module, optimizer: nnx.Optimizer, mesh: Mesh 
     graphdef, state = nnx.split(nodes)
     placed = mesh is not None
     shardings, treedef = jax.tree.flatten(jax.tree.map(lambda leaf: leaf.sharding, state)) if placed else ([], None)
-    key = (graphdef, mesh, tuple(shardings), treedef, types_of(graphdef))
+    key = (graphdef, mesh, tuple(shardings), treedef)
     try:
         hash(key)
-    except TypeError:  # a static attribute that cannot be hashed: no key, a pair of its own
+    except TypeError:  # a static attribute that cannot be hashed: no key, a pair of its own (its types not read)
         train_step, eval_loss, said = jitted_steps.__wrapped__(*key)
     else:
-        train_step, eval_loss, said = jitted_steps(*key)
+        train_step, eval_loss, said = jitted_steps(*key, types_of(graphdef))
     if warn_again:
         say_again(said)  # what tracing them warned, said in this run too (none yet for new programs)
     return StepFunctions(graphdef, train_step, eval_loss, ema is not None), state
