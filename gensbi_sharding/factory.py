@@ -82,11 +82,12 @@ def trace_factory(factory: Callable[[], Any], caller: str = "init_sharded", flag
                          f": {str(error).splitlines()[0]}); compute that value under jax.ensure_compile_time_eval() "
                          f"if it depends on no random draw, or build it eagerly and {_eager(caller)}") from error
     except ValueError as error:  # JAX's cache compares states' metadata: an array there fails once a trace is cached
-        odd = next(((path_name(p), k) for p, v in nnx.graph.iter_graph(found["node"]) if isinstance(v, nnx.Variable)
-                    for k, m in v.get_metadata().items() if is_array(m)), None) if "node" in found else None
+        odd = next(((path_name(p), k, "is" if is_array(m) else "holds") for p, v in nnx.graph.iter_graph(found["node"])
+                    if isinstance(v, nnx.Variable) for k, m in v.get_metadata().items()
+                    if any(map(is_array, jax.tree.leaves(m)))), None) if "node" in found else None  # [x], {"a": x} too
         if odd is None:
             raise
-        raise TypeError(f"{caller} traces the factory, and {odd[0]}'s metadata {odd[1]!r} is an array, which a "
+        raise TypeError(f"{caller} traces the factory, and {odd[0]}'s metadata {odd[1]!r} {odd[2]} an array, which a "
                         "trace's state holds as metadata, compared by equality (JAX's caches, nnx.jit of a model built "
                         "anew, refuse it): hold it as a tuple, tuple(x.tolist()), or as a value, nnx.Variable(x)") from error
     finally:

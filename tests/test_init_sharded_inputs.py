@@ -323,3 +323,21 @@ def test_an_array_in_a_variables_metadata_is_named_once_a_trace_compares_it(devi
                                         r"tuple\(x.tolist\(\)\), or as a value, nnx.Variable\(x\)"):
         for _ in range(3):
             build(ArrayInMetadata, gs.make_mesh(model_axis=2), "fsdp", warn=False)
+
+
+class ArraysInMetadata(nnx.Module):
+    def __init__(self, scale):
+        self.w = nnx.Param(jnp.ones((8, 4)), **gs.axes("embed", "mlp"), scale=scale())  # [array] or {"x": array}
+
+
+@pytest.mark.parametrize("scale", [lambda: [np.ones(3)], lambda: {"x": np.ones(3)}], ids=["list", "dict"])
+def test_arrays_inside_a_variables_metadata_are_named_once_a_trace_compares_them(devices, scale):
+    # Was JAX's ValueError "Cache keys should be comparable using __eq__ ... metadata fields of pytree node of type
+    # Param ... (Note: arrays cannot be passed as metadata fields!)", naming no variable: only a bare array was named.
+    with pytest.raises(TypeError) as error:
+        for _ in range(3):
+            gs.abstract_sharded(lambda: ArraysInMetadata(scale), gs.make_mesh(model_axis=2), "fsdp", warn=False)
+    assert str(error.value) == (
+        "abstract_sharded traces the factory, and w's metadata 'scale' holds an array, which a trace's state holds as "
+        "metadata, compared by equality (JAX's caches, nnx.jit of a model built anew, refuse it): hold it as a tuple, "
+        "tuple(x.tolist()), or as a value, nnx.Variable(x)")
