@@ -101,8 +101,9 @@ def jitted_steps(graphdef: Any, mesh: Mesh | None, leaf_shardings: tuple = (), t
     """The jitted ``(train_step, eval_loss, said)`` of the split state of ``graphdef`` (model, optimizer[, EMA]).
 
     The step donates the state and returns it at ``leaf_shardings`` (its leaves' shardings, flattened with ``treedef``;
-    none without a mesh). ``setting_types``: ``types_of(graphdef)``, only a part of the key. ``said``: the warnings their tracing gave so far (``say_again``). The last 8 keys' are kept:
-    each holds the programs JAX compiled for it.
+    none without a mesh). ``setting_types``: ``types_of(graphdef)``, unused but in the key (settings equal in value,
+    not in type, get their own pair). ``said``: the warnings their tracing gave so far (``say_again``). The last 8
+    keys' are kept: each holds the programs JAX compiled for it.
     """
     said = {}
 
