@@ -177,8 +177,9 @@ def init_optimizer_sharded(model: Any, tx: Any, rule: str | RuleTable | Rule = "
     if abstract:
         return nnx.merge(nnx.graphdef(optimizer), plan.abstract_state(optimizer))
 
-    def create(arrays):  # the values of the variables plan.specs lists, in its order (both array_variables')
-        return [v.get_value() for _, v in array_variables(build(arrays))]
+    def create(arrays):  # the values of the variables plan.specs lists, by path: a NumPy scalar optax copied (as
+        built = {path_name(p): v for p, v in nnx.graph.iter_graph(build(arrays)) if isinstance(v, nnx.Variable)}
+        return [jax.tree.map(jnp.asarray, built[p].get_value()) for p in plan.specs]  # schedule_free's z) as planned
 
     created = jax.jit(create, out_shardings=[plan.sharding(p) for p in plan.specs])(arrays)
     for (_, var), value in zip(array_variables(optimizer), created):

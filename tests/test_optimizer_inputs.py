@@ -165,3 +165,26 @@ def test_an_abstract_model_takes_an_optimizer_whose_init_reads_its_parameters(me
     for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
         assert isinstance(a, jax.ShapeDtypeStruct) and (a.shape, a.dtype) == (b.shape, b.dtype)
         assert a.sharding.is_equivalent_to(b.sharding, b.ndim) if on_mesh else a.sharding is None
+
+
+class ScaledBlock(nnx.Module):
+    """A linear layer and a learned NumPy-scalar gain: optax's schedule-free state copies it as such (its ``z``)."""
+
+    def __init__(self, rngs):
+        self.linear = nnx.Linear(8, 4, rngs=rngs, kernel_init=gs.partitioned(nnx.initializers.lecun_normal(),
+                                                                             ("embed", "mlp")))
+        self.gain = nnx.Param(np.float32(0.5))
+
+
+def test_an_optimizer_state_copying_a_numpy_scalar_parameter_is_placed_as_planned(devices):
+    # Was: ValueError "pytree structure error: different lengths of list at key path pjit out_shardings ... of
+    # length 12, but the full pytree ... of length 11": eval_shape's optimizer (the plan) held z/gain as an array,
+    # the state created in jit as the NumPy scalar optax copied, so the two lists of variables differed.
+    mesh = gs.make_mesh(model_axis=2)
+    model = gs.init_sharded(lambda: ScaledBlock(nnx.Rngs(0)), mesh, "tensor", warn=False)
+    optimizer = gs.init_optimizer_sharded(model, optax.contrib.schedule_free_adamw(1e-3), "tensor")
+    z = optimizer.opt_state.z
+    assert gs.sharding_of(optimizer)["opt_state/z/linear/kernel"].spec == P(None, "model")
+    assert z["gain"].get_value().sharding.spec == P() and z["gain"].get_value().dtype == np.float32
+    assert float(z["gain"].get_value()) == 0.5
+    np.testing.assert_array_equal(z["linear"]["kernel"].get_value(), model.linear.kernel.get_value())
