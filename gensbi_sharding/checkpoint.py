@@ -25,7 +25,7 @@ from gensbi_sharding.checkpoint_steps import (CHECKPOINT_SUBDIR, check_array_pat
 from gensbi_sharding.factory import refuse_in_factory, trace_factory
 from gensbi_sharding.rules import Rule, RuleTable
 from gensbi_sharding.nodes import (abstract_state, array_leaves, check_node, is_node, is_prng_key, is_scalar,
-                                   node_state, placed_dtype, spec_misfit, value_leaves)
+                                   node_state, placed_dtype, spec_misfit, top_entries, value_leaves, whole_target)
 from gensbi_sharding.sharding import plan_shardings
 
 __all__ = ["CHECKPOINT_SUBDIR", "CheckpointWriter", "Restored", "abstract_state_for",
@@ -267,34 +267,25 @@ def _check_against(saved: Mapping[str, Any], target: Mapping[str, Any], step_dir
         fix = (f"Only dtypes differ: build the model with the dtypes it was saved with (its param_dtype: "
                f"{step_dir / 'config'}), or, where a train step changed them (optax.inject_hyperparams makes a "
                "bfloat16 parameter's moments float32), the target from such a state (abstract_state_for after a step)"
-               if dtypes_only else nesting_fix(saved, target, _whole(saved)) or renamed_fix(saved, target) or
-               (f"The checkpoint holds the whole target as saved and {len(extra)} more variable(s)"
-                f"{_lacked(extra, target)}: restore into a target of all it holds, e.g. abstract_state_for("
-                f"{_whole(saved)}, mesh, rule), and keep the part you need" if len(extra) == len(problems) and
-                _lacked(extra, target) else  # extras inside the target's own nodes: another model (use_bias=True)
-                f"Build the model with the hyperparameters saved in {step_dir / 'config'}" + ("; if they are values a "
-                "call sowed (nnx.Intermediate, which older checkpoints hold), call the target once before abstract_"
-                "state_for" if len(extra) == len(problems) and all(n.split("/")[-1].isdigit() for n in extra) else "")))
+               if dtypes_only else nesting_fix(saved, target, whole_target(saved)) or renamed_fix(saved, target) or
+               _extra_fix(extra, target, whole_target(saved), step_dir, len(extra) == len(problems)))
         raise ValueError(f"checkpoint {step_dir} does not fit the current model, {len(problems)} variable(s) "
                          f"differ: {listed}. {fix}")
 
 
-def _tops(names: Any) -> list[str]:
-    """The top-level entries of a state's saved names, in order (``state/1/opt_state/...``: ``1``)."""
-    return list(dict.fromkeys(n.split("/")[1] for n in names if n.startswith("state/") and n.count("/") > 1))
-
-
-def _whole(saved: Mapping[str, Any]) -> str:
-    """A restore target of the saved state's top level: ``(model, optimizer, <node 2>)`` for a tuple's, a dict's by
-    its keys (was: ``(model, optimizer)`` for every one, which a checkpoint of three nodes refused again)."""
-    tops = _tops(saved)
-    if tops == [str(i) for i in range(len(tops))] and len(tops) > 1:
-        return f"({', '.join(['model', 'optimizer', *(f'<node {t}>' for t in tops[2:])])})"
-    return "{" + ", ".join(f"{t!r}: <node>" for t in tops) + "}" if len(tops) > 1 else "(model, optimizer)"
-
-
-def _lacked(extra: list[str], target: Mapping[str, Any]) -> str:
-    """How many of the ``extra`` saved names lie under top-level entries the target lacks, named; or ""."""
-    lacked = [t for t in _tops(extra) if t not in _tops(target)]
-    under = [n for n in extra if n.split("/")[1:2] and n.split("/")[1] in lacked and n.startswith("state/")]
-    return f" ({len(under)} under {', '.join(map(repr, lacked))}, which the target lacks)" if lacked else ""
+def _extra_fix(extra: list[str], target: Mapping[str, Any], whole: str, step_dir: Path, only_extra: bool) -> str:
+    """The fix for ``extra`` saved names: a target of more nodes for those under top-level entries it lacks, the saved
+    hyperparameters for those inside its own nodes (a use_bias=True model's bias), both where both are (was: more
+    nodes alone, which hold the inner ones no more); calling the target first for values sow left (``.../<index>``)."""
+    lacked = [t for t in top_entries(extra) if t not in top_entries(target)]
+    inner = [n for n in extra if not (n.startswith("state/") and n.count("/") > 1 and n.split("/")[1] in lacked)]
+    build = f"build the model with the hyperparameters saved in {step_dir / 'config'}" + (
+        "; if they are values a call sowed (nnx.Intermediate, which older checkpoints hold), call the target once before "
+        "abstract_state_for" if only_extra and inner and all(n.split("/")[-1].isdigit() for n in inner) else "")
+    if not (only_extra and lacked):
+        return build[0].upper() + build[1:]
+    return (f"The checkpoint holds the whole target as saved and {len(extra)} more variable(s) ({len(extra) - len(inner)}"
+            f" under {', '.join(map(repr, lacked))}, which the target lacks" + (
+                f"; {len(inner)} inside its own nodes, e.g. {inner[0]}): {build}; then" if inner else "):") +
+            f" restore into a target of all it holds, e.g. abstract_state_for({whole}, mesh, rule), and keep the part "
+            "you need")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 import jax
@@ -260,3 +260,17 @@ def abstract_state(node: Any, sharding_for: Callable[[str, Any], jax.sharding.Sh
 def placed_dtype(dtype: Any) -> Any:
     """The dtype an array of ``dtype`` has on a device: 64-bit types narrowed unless ``jax_enable_x64``."""
     return jax.dtypes.canonicalize_dtype(dtype, allow_extended_dtype=True)
+
+
+def top_entries(names: Any) -> list[str]:
+    """The top-level entries of a state's saved names, in order (``state/1/opt_state/...``: ``1``)."""
+    return list(dict.fromkeys(n.split("/")[1] for n in names if n.startswith("state/") and n.count("/") > 1))
+
+
+def whole_target(saved: Mapping[str, Any]) -> str:
+    """A restore target of the saved state's top level: ``(model, optimizer, <node 2>)`` for a tuple's, a dict's by
+    its keys (was: ``(model, optimizer)`` for every one, which a checkpoint of three nodes refused again)."""
+    tops = top_entries(saved)
+    if tops == [str(i) for i in range(len(tops))] and len(tops) > 1:
+        return f"({', '.join(['model', 'optimizer', *(f'<node {t}>' for t in tops[2:])])})"
+    return "{" + ", ".join(f"{t!r}: <node>" for t in tops) + "}" if len(tops) > 1 else "(model, optimizer)"

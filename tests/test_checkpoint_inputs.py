@@ -752,3 +752,24 @@ def test_a_variable_the_saved_model_held_beyond_the_targets_names_the_hyperparam
     message = str(error.value)
     assert f"state/{'0/' * pair}bias: in the checkpoint, not in the model" in message, message
     assert message.endswith(f"Build the model with the hyperparameters saved in {tmp_path / '1' / 'config'}"), message
+
+
+def test_variables_saved_under_nodes_the_target_lacks_and_inside_its_own_name_both_fixes(tmp_path, devices):
+    # Was: "... 7 more variable(s) (6 under '1', which the target lacks): restore into a target of all it holds, e.g.
+    # abstract_state_for((model, optimizer), mesh, rule)", which holds the use_bias=True model's bias no more.
+    def nodes(use_bias):
+        model = nnx.Linear(16, 32, use_bias=use_bias, rngs=nnx.Rngs(0))
+        return model, nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)
+    with CheckpointWriter(tmp_path, config={"use_bias": True}) as writer:
+        writer.save(1, nodes(True), jax.random.key(0))
+    mesh = gs.make_mesh(model_axis=2)
+    with pytest.raises(ValueError) as error:
+        restore(tmp_path, abstract_state_for((nodes(False)[0],), mesh))
+    message = str(error.value)
+    assert message.endswith(
+        "The checkpoint holds the whole target as saved and 7 more variable(s) (6 under '1', which the target lacks; 1 "
+        f"inside its own nodes, e.g. state/0/bias): build the model with the hyperparameters saved in {tmp_path / '1'}"
+        "/config; then restore into a target of all it holds, e.g. abstract_state_for((model, optimizer), mesh, rule), "
+        "and keep the part you need"), message
+    # Both fixes taken, it restores.
+    assert restore(tmp_path, abstract_state_for(nodes(True), mesh)).state[0]["bias"][...].shape == (32,)
