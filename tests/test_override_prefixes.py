@@ -89,6 +89,16 @@ CASES = [
     ("experiment=quick ~experiment", "~experiment: the experiment entry cannot be removed (conf/config.yaml's "
                                      "defaults read ${experiment}); for no experiment, drop ~experiment and leave "
                                      "experiment= out"),
+    # Hydra's groups every run needs: removed, Hydra stopped at "Missing mandatory value: hydra.job_logging"
+    ("~hydra/job_logging", "~hydra/job_logging: Hydra's hydra/job_logging group cannot be removed (Hydra's config "
+                           "requires a hydra.job_logging); to log errors only, write hydra/job_logging=disabled"),
+    ("~hydra/hydra_logging=default", "~hydra/hydra_logging=default: Hydra's hydra/hydra_logging group cannot be "
+                                     "removed (Hydra's config requires a hydra.hydra_logging); to log errors only, "
+                                     "write hydra/hydra_logging=disabled"),
+    ("-m ~hydra/launcher", "~hydra/launcher: Hydra's hydra/launcher group cannot be removed (Hydra's config requires "
+                           "a hydra.launcher); for Hydra's own, write hydra/launcher=basic"),
+    ("-m ~hydra/sweeper", "~hydra/sweeper: Hydra's hydra/sweeper group cannot be removed (Hydra's config requires "
+                          "a hydra.sweeper); for Hydra's own, write hydra/sweeper=basic"),
 ]
 
 
@@ -107,7 +117,7 @@ def test_a_prefixed_override_is_refused_naming_the_one_to_type(compose_config, c
 @pytest.mark.parametrize("command", [
     "++train.steps=5", "++seed=2", "++model.width=64",  # ++ on a key that exists: Hydra sets it
     "+rule.embed=data", "++rule.mlp=model",  # the rule table: any logical axis (the config check names a bad one)
-    "~sweep",  # an optional group nothing reads
+    "~sweep", "~hydra/output", "~hydra/help",  # an optional group nothing reads, Hydra's groups it can do without
     "+hydra.job.env_set.X=1", "train.steps=5", "model=transformer model.depth=2",
     "model=flux1 ++model.axes_dim.0=4",  # an item of a list setting: Hydra sets it
 ])

@@ -4,7 +4,8 @@ Hydra refused these naming no fix, or the wrong one: ``+train.steps=5`` ("Could 
 already at 'train.steps'", advising ``++``), ``~train.stpes`` ("Could not delete from config. 'train.stpes' does not
 exist."), ``+experiment=quick`` ("Multiple values for experiment": conf/config.yaml lists it, unset),
 ``++model=transformer`` ("force-add of config groups is not supported"), ``~experiment`` (an interpolation error
-from conf/config.yaml's ``${experiment}/${model}``). A key the schema lacks, added with ``+`` or ``++``
+from conf/config.yaml's ``${experiment}/${model}``), ``~hydra/job_logging`` (after composing, "Missing mandatory
+value: hydra.job_logging"). A key the schema lacks, added with ``+`` or ``++``
 (``+train.stpes=5``, ``++seeed=1``), composed and was refused only by the config check, after Hydra made the run's
 folder. Hydra's semantics are kept where they are valid: ``++key=value`` for a key that exists (it sets it),
 ``+``/``++`` of a logical axis on the rule table (a table of one's own may lack it), ``~`` of an optional group
@@ -42,7 +43,8 @@ def prefix_problem(args: Sequence[str] | CommandLine) -> str | None:
     ``train.steps=5``) or on a group (``+model=transformer``, ``+experiment=quick``: every run lists one);
     ``+`` or ``++`` of a key its section lacks (``+train.stpes=5``: the nearest setting, else drop it); ``++`` on
     a group; ``~`` of a setting or group every run reads (what to set instead), of a key that does not exist
-    (nothing to remove), or of ``experiment`` (conf/config.yaml reads it).
+    (nothing to remove), or of ``experiment`` (conf/config.yaml reads it); ``~`` of one of Hydra's groups a run needs
+    (``~hydra/job_logging``: ``hydra/job_logging=disabled``).
 
     Parameters
     ----------
@@ -57,6 +59,8 @@ def prefix_problem(args: Sequence[str] | CommandLine) -> str | None:
     command = parse(args)
     typed, groups, choice = sections(), option_groups(), chosen_models(command)
     for o in command.parsed:
+        if o.hydra.type == OverrideType.DEL and o.key.removeprefix("hydra/") in _HYDRA_NEEDED:
+            return _hydra_group_problem(o)
         if (o.hydra.type == OverrideType.CHANGE or o.key.startswith("hydra") or o.hydra.package is not None
                 or "/" in o.key):
             continue
@@ -70,6 +74,21 @@ def prefix_problem(args: Sequence[str] | CommandLine) -> str | None:
         if problem:
             return problem
     return None
+
+
+#: Hydra's own groups every run needs (``hydra.conf.HydraConf`` leaves them mandatory, ``???``, once removed) and the
+#: option that stands for removing one: ``~hydra/job_logging`` ended in Hydra's "Missing mandatory value:
+#: hydra.job_logging" after composing, ``-m ~hydra/launcher`` likewise.
+_HYDRA_NEEDED = {"job_logging": ("disabled", "to log errors only"), "hydra_logging": ("disabled", "to log errors only"),
+                 "launcher": ("basic", "for Hydra's own"), "sweeper": ("basic", "for Hydra's own")}
+
+
+def _hydra_group_problem(o: Override) -> Refusal:
+    """``~`` on one of Hydra's groups every run needs: its option that stands for none (or Hydra's own) instead."""
+    name = o.key.removeprefix("hydra/")
+    option, meant = _HYDRA_NEEDED[name]
+    return Refusal(f"{o.arg}: Hydra's {o.key} group cannot be removed (Hydra's config requires a hydra.{name})",
+                   f"hydra/{name}={option}", how=f"; {meant}, write ")
 
 
 def _reads(group: str) -> bool:
