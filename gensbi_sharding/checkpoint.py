@@ -267,7 +267,7 @@ def _check_against(saved: Mapping[str, Any], target: Mapping[str, Any], step_dir
         fix = (f"Only dtypes differ: build the model with the dtypes it was saved with (its param_dtype: "
                f"{step_dir / 'config'}), or, where a train step changed them (optax.inject_hyperparams makes a "
                "bfloat16 parameter's moments float32), the target from such a state (abstract_state_for after a step)"
-               if dtypes_only else nesting_fix(saved, target, whole_target(saved)) or renamed_fix(saved, target) or
+               if dtypes_only else nesting_fix(saved, target, whole_target(saved), step_dir) or renamed_fix(saved, target) or
                _extra_fix(extra, target, whole_target(saved), step_dir, len(extra) == len(problems)))
         raise ValueError(f"checkpoint {step_dir} does not fit the current model, {len(problems)} variable(s) "
                          f"differ: {listed}. {fix}")

@@ -114,8 +114,7 @@ def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None 
                                     f"cut short); " + (f"pass its parent for the latest complete step, {steps[-1]}"
                                                        if steps else f"{resolved.parent} holds no complete step: start without it"))
     folder = resolved / CHECKPOINT_SUBDIR if is_run else resolved
-    steps = committed_steps(folder)
-    if not steps:
+    if not (steps := committed_steps(folder)):
         foreign, where = _foreign_steps(folder), folder
         if not foreign and resolved.name.isdigit():  # one step folder of another writer's: named by its parent
             foreign, where = _foreign_steps(resolved.parent, resolved.name), resolved.parent
@@ -213,8 +212,7 @@ def _step_folders(directory: str | os.PathLike) -> dict[int, bool]:
     """``{step: complete}`` of Orbax's step folders holding any of ``ITEMS`` (a multirun job's folder holds none), read
     as a ``CheckpointManager`` lists them without making one: its constructor starts JAX's backend (process_index), and
     the harness lists a run's folder before the run sets its device count (``train.resume=auto``)."""
-    directory = as_path(directory, "directory")
-    if not directory.is_dir():
+    if not (directory := as_path(directory, "directory")).is_dir():
         return {}
     found = {}
     for step in ocp.step.standard_name_format().find_all(directory):
@@ -233,16 +231,10 @@ def wrt_difference(saved: Mapping[str, Any], target: Mapping[str, Any]) -> str |
     outside = [n.split("/") for n in (*saved, *target) if "opt_state" not in n.split("/")]
     tails = {"/".join(parts[j:]) for parts in outside for j in range(1, len(parts))}
 
-    def covered(names) -> dict[str, str]:  # parameter tail -> one state path covering it
-        found: dict[str, str] = {}
-        for name in names:
-            parts = name.split("/")
-            if "opt_state" in parts:
-                tail = next((t for j in range(parts.index("opt_state") + 1, len(parts))
-                             if (t := "/".join(parts[j:])) in tails), None)
-                if tail is not None:
-                    found.setdefault(tail, name)
-        return found
+    def covered(names) -> dict[str, str]:  # parameter tail -> the first state path covering it
+        found = [(next((t for j in range(parts.index("opt_state") + 1, len(parts)) if (t := "/".join(parts[j:]))
+                        in tails), None), name) for name in names if "opt_state" in (parts := name.split("/"))]
+        return {tail: name for tail, name in reversed(found) if tail is not None}
 
     in_saved, in_target = covered(saved), covered(target)
     only_saved, only_target = ([t for t in a if t not in b] for a, b in ((in_saved, in_target), (in_target, in_saved)))
@@ -257,25 +249,34 @@ def wrt_difference(saved: Mapping[str, Any], target: Mapping[str, Any]) -> str |
             "restore, then make the new one over the restored model")
 
 
-def nesting_fix(saved: Mapping[str, Any], target: Mapping[str, Any], whole: str = "(model, optimizer)") -> str | None:
-    """The fix when one side holds all the other's variables under nodes' prefixes (``whole``, as saved), else None."""
+def nesting_fix(saved: Mapping[str, Any], target: Mapping[str, Any], whole: str = "(model, optimizer)",
+                step_dir: Any = "<step folder>") -> str | None:
+    """The fix when one side holds all the other's variables under nodes' prefixes (``whole``, as saved), else None;
+    a target inside a checkpoint also read alone, by Orbax (a harness run's optimizer and EMA are not the user's)."""
     names = [[name.removeprefix("state/") for name in d if name.startswith("state/")] for d in (saved, target)]
     for saved_one in (False, True):  # the target inside the checkpoint, then the reverse
         heads = prefixes_holding(names[1 - saved_one], names[saved_one])
         nodes = [head for head in heads if "opt_state" not in head.split("/")]  # was: the first head, mu/ if first
         under = " and ".join(f"'{head}/'" for head in nodes or heads)
         if heads and not nodes:  # an optimizer's moments (mu/): the other side an nnx.Optimizer alone, holding no model
+            saver, node = ("an nnx.Optimizer", "optimizer") if not saved_one else ("a model", "model")
             return (f"The {('checkpoint', 'target')[saved_one]} holds the other's variables only as an optimizer's "
-                    f"moments, under {under}: the checkpoint was saved from {('an nnx.Optimizer', 'a model')[saved_one]}"
-                    f" alone; build the target from the same: abstract_state_for({('optimizer', 'model')[saved_one]}, "
-                    "mesh, rule)")
+                    f"moments, under {under}: the checkpoint was saved from {saver} alone; build the target from the "
+                    f"same: abstract_state_for({node}, mesh, rule)")
+        keys = ["state", *(nodes or ["0"])[0].split("/")]  # Orbax reads the first part holding the target alone:
+        item = "".join(f"{{{key!r}: " for key in keys) + "nnx.to_pure_dict(target)" + "}" * len(keys)  # {'state': ..}
         if nodes:
             return (f"The target holds every variable of the checkpoint under {under}: the checkpoint was saved from "
                     f"{'that one node' if len(nodes) == 1 else 'one of them'}; build the target from it alone, e.g. "
                     f"abstract_state_for({ {'0': 'model', '1': 'optimizer'}.get(nodes[0], nodes[0])}, mesh, rule)"
                     if saved_one else f"The checkpoint holds every variable of the target under {under}: it was "
                     f"saved from a tuple or dict holding this node, e.g. nnx.state({whole}); build the target from "
-                    f"the same: abstract_state_for({whole}, mesh, rule)")
+                    f"the same: abstract_state_for({whole}, mesh, rule); or read the part under '{nodes[0]}/' alone "
+                    f"with Orbax: target = abstract_state_for(model, mesh, rule); item = {item}; part = ocp.Checkpointer("
+                    f"ocp.CompositeCheckpointHandler()).restore({str(step_dir)!r}, args=ocp.args.Composite(arrays=ocp."
+                    "args.PyTreeRestore(item, restore_args=ocp.checkpoint_utils.construct_restore_args(item), partial_"
+                    "restore=True)))['arrays']" + "".join(f"[{key!r}]" for key in keys) + "; nnx.replace_by_pure_dict("
+                    "target, part); nnx.update(model, target)")
     return None
 
 

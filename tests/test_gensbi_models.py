@@ -202,3 +202,43 @@ def test_launch_runs_flux1_end_to_end_and_reports_fallbacks(tmp_path):
     assert "flux/cond_ids_embedder/embedder/embed/embedding" in metrics["fallbacks"]
     assert "replicated instead of split under rule 'tensor'" in out
     assert metrics["placements"]["flux/single_blocks/layers/0/linear1/kernel"] == "P(None, 'model')"
+
+
+@pytest.mark.slow
+def test_a_flux1_runs_weights_go_into_gensbis_own_flux1_by_the_read_the_refusal_names(tmp_path):
+    # Was: restore(<run>, abstract_state_for(<Flux1 from Flux1Params>, mesh, rule)) refused, naming only a target of
+    # the run's every node, abstract_state_for({'0': <node>, '1': <node>, '2': <node>, 'best': <node>}, mesh, rule):
+    # the harness's optimizer, EMA and best weights, which a GenSBI user cannot build.
+    import re
+
+    import orbax.checkpoint as ocp
+    from faults_helpers import run_tiny
+    from gensbi.models import Flux1, Flux1Params
+
+    from gensbi_sharding.harness.models.flux1 import Flux1Velocity
+
+    metrics = run_tiny(tmp_path, "model=flux1", "rule=tensor", "mesh.model_axis=2")  # quick: 2 heads of 8, 1 + 1
+    assert metrics["status"] == "ok", metrics.get("error")
+
+    def flux1_factory():  # as docs/gensbi_models.md builds it, the run's sizes (two_moons: 2 and 2 tokens)
+        with jax.ensure_compile_time_eval():
+            params = Flux1Params(in_channels=1, vec_in_dim=None, context_in_dim=1, mlp_ratio=2.0, num_heads=2,
+                                 depth=1, depth_single_blocks=1, qkv_bias=True, rngs=nnx.Rngs(0), dim_obs=2,
+                                 dim_cond=2, axes_dim=[8], dtype="float32")
+        return Flux1Velocity(Flux1(params))
+
+    mesh = contract.make_mesh(model_axis=1)  # another mesh and rule than the run's
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", contract.ExperimentalRuleWarning)
+        with pytest.raises(ValueError) as refused:
+            restore(tmp_path, abstract_state_for(flux1_factory, mesh, "fsdp"))
+        call = re.search(r"or read the part under '0/' alone with Orbax: target = abstract_state_for\(model, mesh, "
+                         r"rule\); (.*)$", str(refused.value)).group(1)
+        model, fresh = contract.abstract_sharded(flux1_factory, mesh, "fsdp"), flux1_factory()
+        exec(call, {"ocp": ocp, "nnx": nnx, "model": model, "target": abstract_state_for(flux1_factory, mesh, "fsdp")})
+    trained, initial = flat(model), flat(fresh)
+    assert sorted(trained) == sorted(initial) and any(not np.array_equal(trained[k], initial[k]) for k in trained)
+    kernel = model.flux.double_blocks.layers[0].obs_mlp.layers[0].kernel[...]  # ("embed", "mlp"): fsdp's split
+    assert kernel.sharding.spec == jax.sharding.PartitionSpec("data", None)
+    velocity = model(jnp.zeros((8, 2)), jnp.zeros((8, 2)), jnp.full((8,), 0.5))
+    assert velocity.shape == (8, 2) and bool(jnp.isfinite(velocity).all())
