@@ -120,7 +120,9 @@ def test_pos1d_ids_are_refused_only_where_init_sharded_traces_them(compose_confi
     with pytest.raises(ConfigError, match=r"with model.init=sharded: GenSBI's pos1d .* e.g. model.init=eager"):
         validate(compose_config(*pos1d))  # a mesh: init_sharded traces it
     cfg = compose_config(*pos1d, "dry_run=true")
-    validate(cfg)  # the dry run's own refusal, which names the whole fix:
+    with pytest.raises(ConfigError, match=r"\[pos1d,pos1d\] with dry_run=true: GenSBI's pos1d .* so this model has no "
+                                          r"dry run; drop dry_run=true and train it with model.init=eager"):
+        validate(cfg)  # the dry run's refusal, known from the config (was: passed, refused once traced, below)
     with pytest.raises(ConfigError, match=r"cannot be traced .* drop dry_run=true and train it with model.init=eager"):
         trace_model(builder(cfg, dim_theta=DIM_THETA, dim_x=DIM_X, partition_axis=None), cfg, needed_by=DRY_RUN_TRACES)
 
@@ -136,3 +138,31 @@ def test_simformer_dim_theta_that_is_no_token_count_is_refused_when_wrapped(dim_
         import numpy as np
 
         assert SimformerVelocity(_simformer(), dim_theta=np.int64(2))(*_inputs()).shape == (4, DIM_THETA)
+
+
+@pytest.mark.slow  # launch.py processes (forked from one that imported the harness)
+def test_a_dry_run_of_pos1d_ids_is_refused_in_one_line_before_any_folder(tmp_path):
+    # Was: "[dry run] compile one train step ...", then "[ERROR] ConfigError: model=flux1 cannot be traced ..." and
+    # "traceback in outputs/<date>/<time>/error.txt": a run folder made (.hydra/, launch.log, error.txt) for a dry run
+    # the config alone refuses, with or without a mesh.
+    import os
+
+    from fork_launch import run_forked, script_imports
+
+    from faults_helpers import REPO
+    commands = [["model=flux1", "model.id_embedding_strategy=[pos1d,absolute]", "dry_run=true", *mesh]
+                for mesh in ([], ["mesh=none"])]
+    runs = [{"args": args, "cwd": tmp_path / str(i)} for i, args in enumerate(commands)]
+    for run in runs:
+        run["cwd"].mkdir()
+    (tmp_path / "fork").mkdir()
+    procs = run_forked(runs, env={**os.environ, "JAX_PLATFORMS": "cpu"}, timeout=300, workdir=tmp_path / "fork",
+                       imports=tuple(script_imports(REPO / "launch.py")))
+    for proc, run in zip(procs, runs):
+        assert proc.returncode == 1, proc.stderr
+        assert (proc.stdout + proc.stderr).strip().splitlines() == [
+            "[ERROR] ConfigError: model.id_embedding_strategy=[pos1d,absolute] with dry_run=true: GenSBI's pos1d id "
+            "embedding sizes its table with jnp.maximum inside the constructor, which the dry run's trace (it allocates "
+            "nothing) cannot evaluate, so this model has no dry run; drop dry_run=true and train it with "
+            "model.init=eager; e.g. model.id_embedding_strategy=[absolute,absolute]"]
+        assert list(run["cwd"].iterdir()) == []  # no outputs/ folder

@@ -54,7 +54,7 @@ def validate(cfg: DictConfig) -> None:
                               "posterior samples, which it has none of", "eval.enabled=false",
                               after=" to train it (checkpoints and losses are written as usual)")
         if problem is None:  # GenSBI checks these sections only after simulating; they need model.name's fields
-            check_model(cfg.model, traced=cfg.mesh.spec is not None and not cfg.dry_run)
+            check_model(cfg.model, traced=cfg.mesh.spec is not None and not cfg.dry_run, dry_run=cfg.dry_run)
     except ConfigError as err:
         raise ConfigError(_with_fix(err.args[0] if err.args else str(err), cfg)) from None  # a Refusal keeps its fix
     require(problem is None, problem)

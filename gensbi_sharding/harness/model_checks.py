@@ -28,7 +28,7 @@ MERGE_MODES = ("sum", "concat")  # Flux1Params.id_merge_mode
 ROPE_ID_AXES = 2
 
 
-def check_model(model: DictConfig, *, traced: bool = True) -> None:
+def check_model(model: DictConfig, *, traced: bool = True, dry_run: bool = False) -> None:
     """Refuse a model section that cannot be built (GenSBI's ``flux1`` / ``simformer``, ``mlp``, ``transformer``).
 
     Parameters
@@ -39,6 +39,8 @@ def check_model(model: DictConfig, *, traced: bool = True) -> None:
         Whether ``model.init=sharded`` would trace the constructor to build it: False without a mesh (built
         whole, nothing placed) and in a dry run (which traces it whatever ``model.init`` says: a constructor that
         cannot be traced is refused there, naming the dry run, not ``model.init``, as what to change).
+    dry_run : bool
+        Whether the run is a dry run, which traces the constructor whatever ``model.init`` and the mesh say.
 
     Raises
     ------
@@ -47,7 +49,7 @@ def check_model(model: DictConfig, *, traced: bool = True) -> None:
     """
     checks = {"flux1": _flux1, "simformer": _simformer, "mlp": _own, "transformer": _own}.get(model.get("name"))
     if checks is _flux1:
-        _flux1(model, traced=traced)
+        _flux1(model, traced=traced, dry_run=dry_run)
     elif checks is not None:
         checks(model)
 
@@ -182,7 +184,7 @@ def _dtypes(model: DictConfig) -> None:
                      how="; e.g. ", after=" (float32's range)"))
 
 
-def _flux1(model: DictConfig, *, traced: bool = True) -> None:
+def _flux1(model: DictConfig, *, traced: bool = True, dry_run: bool = False) -> None:
     mode = model.id_merge_mode
     _require(mode in MERGE_MODES, Refusal(f"model.id_merge_mode={_literal(mode)} is not one of {', '.join(MERGE_MODES)}",
                                           "model.id_merge_mode=sum", how="; e.g. ", after=" (GenSBI's default)"))
@@ -248,8 +250,13 @@ def _flux1(model: DictConfig, *, traced: bool = True) -> None:
                      after=" (10 * (dim_theta + dim_x), GenSBI's default)"))
     _dtypes(model)
     # Known from the config: refused here, not once the model is traced after the simulations (in each process).
-    # Not without a mesh (built whole whatever model.init says), nor in a dry run: model.init=eager would not let
-    # that trace it, and the dry run's refusal names the whole fix (drop dry_run=true, train with model.init=eager).
+    # Not without a mesh (built whole whatever model.init says); a dry run traces it whatever model.init says, so
+    # its refusal names the whole fix (was: refused once traced, in a run folder of its own).
+    _require("pos1d" not in strategies or not dry_run,
+             Refusal(f"model.id_embedding_strategy=[{','.join(strategies)}] with dry_run=true: GenSBI's pos1d id "
+                     "embedding sizes its table with jnp.maximum inside the constructor, which the dry run's trace (it "
+                     "allocates nothing) cannot evaluate, so this model has no dry run", ("dry_run=false",
+                     "model.init=eager"), how="; ", shown="drop dry_run=true and train it with model.init=eager"))
     _require("pos1d" not in strategies or model.init == "eager" or not traced,
              Refusal(f"model.id_embedding_strategy=[{','.join(strategies)}] with model.init={model.init}: GenSBI's pos1d "
                      "id embedding sizes its table with jnp.maximum inside the constructor, which no trace can "
