@@ -88,8 +88,7 @@ def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None 
         ``path`` or ``base_dir`` not a str or ``os.PathLike``, or ``""``; ``path`` missing, a file, one item of a step
         dir (the folder to pass named), a step dir cut short, or holding no complete checkpoint.
     """
-    given = as_path(path, "path", "outputs/run")
-    base = as_path(os.getcwd() if base_dir is None else base_dir, "base_dir", ".")
+    given, base = as_path(path, "path", "outputs/run"), as_path(os.getcwd() if base_dir is None else base_dir, "base_dir", ".")
     resolved = (base.absolute() / given).resolve()  # an absolute ``given`` replaces ``base``
     if not resolved.exists():
         steps = committed_steps(resolved.parent) if resolved.name.isdigit() else []  # never saved, or gone by keep
@@ -102,8 +101,7 @@ def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None 
     if resolved.name in ITEMS and resolved.parent.name.isdigit():  # one item of a step folder
         raise FileNotFoundError(f"{resolved} is the {resolved.name!r} item of the step folder {resolved.parent}: "
                                 f"pass {resolved.parent}")
-    is_run = (resolved / CHECKPOINT_SUBDIR).is_dir()  # a multirun job dir is named by a number too
-    # Only a folder holding an item of ours is a step folder: a sweep's job folder is named by a number too.
+    is_run = (resolved / CHECKPOINT_SUBDIR).is_dir()  # a sweep's job is named by a number too: a step holds our items
     if resolved.name.isdigit() and not is_run and any((resolved / item).exists() for item in ITEMS):
         complete = _step_folders(resolved.parent).get(int(resolved.name))
         if complete:
@@ -231,10 +229,13 @@ def wrt_difference(saved: Mapping[str, Any], target: Mapping[str, Any]) -> str |
     outside = [n.split("/") for n in (*saved, *target) if "opt_state" not in n.split("/")]
     tails = {"/".join(parts[j:]) for parts in outside for j in range(1, len(parts))}
 
-    def covered(names) -> dict[str, str]:  # parameter tail -> the first state path covering it
-        found = [(next((t for j in range(parts.index("opt_state") + 1, len(parts)) if (t := "/".join(parts[j:]))
-                        in tails), None), name) for name in names if "opt_state" in (parts := name.split("/"))]
-        return {tail: name for tail, name in reversed(found) if tail is not None}
+    def covered(names) -> dict[str, str]:  # parameter tail -> one state path covering it
+        found: dict[str, str] = {}
+        for name, parts in ((name, name.split("/")) for name in names if "opt_state" in name.split("/")):
+            if (tail := next((t for j in range(parts.index("opt_state") + 1, len(parts))
+                              if (t := "/".join(parts[j:])) in tails), None)) is not None:
+                found.setdefault(tail, name)
+        return found
 
     in_saved, in_target = covered(saved), covered(target)
     only_saved, only_target = ([t for t in a if t not in b] for a, b in ((in_saved, in_target), (in_target, in_saved)))
@@ -251,8 +252,7 @@ def wrt_difference(saved: Mapping[str, Any], target: Mapping[str, Any]) -> str |
 
 def nesting_fix(saved: Mapping[str, Any], target: Mapping[str, Any], whole: str = "(model, optimizer)",
                 step_dir: Any = "<step folder>") -> str | None:
-    """The fix when one side holds all the other's variables under nodes' prefixes (``whole``, as saved), else None;
-    a target inside a checkpoint also read alone, by Orbax (a harness run's optimizer and EMA are not the user's)."""
+    """The fix when one side holds all the other's variables under nodes' prefixes (``whole``, as saved), else None."""
     names = [[name.removeprefix("state/") for name in d if name.startswith("state/")] for d in (saved, target)]
     for saved_one in (False, True):  # the target inside the checkpoint, then the reverse
         heads = prefixes_holding(names[1 - saved_one], names[saved_one])
@@ -263,8 +263,8 @@ def nesting_fix(saved: Mapping[str, Any], target: Mapping[str, Any], whole: str 
             return (f"The {('checkpoint', 'target')[saved_one]} holds the other's variables only as an optimizer's "
                     f"moments, under {under}: the checkpoint was saved from {saver} alone; build the target from the "
                     f"same: abstract_state_for({node}, mesh, rule)")
-        keys = ["state", *(nodes or ["0"])[0].split("/")]  # Orbax reads the first part holding the target alone:
-        item = "".join(f"{{{key!r}: " for key in keys) + "nnx.to_pure_dict(target)" + "}" * len(keys)  # {'state': ..}
+        keys = ["state", *(nodes or ["0"])[0].split("/")]  # Orbax reads the first part holding the target alone
+        item = "".join(f"{{{key!r}: " for key in keys) + "nnx.to_pure_dict(target)" + "}" * len(keys)
         if nodes:
             return (f"The target holds every variable of the checkpoint under {under}: the checkpoint was saved from "
                     f"{'that one node' if len(nodes) == 1 else 'one of them'}; build the target from it alone, e.g. "
