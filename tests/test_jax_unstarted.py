@@ -87,3 +87,35 @@ def test_the_activation_fields_checked_without_jax_are_partition_axis_fields():
     from gensbi_sharding.harness.config import ActivationConfig
 
     assert tuple(f.name for f in dataclasses.fields(ActivationConfig) if f.name != "strategy") == PartitionAxis._fields
+
+
+_RESUME_CHECK_THEN_START = """
+import sys, jax
+from faults_helpers import compose_tiny
+from gensbi_sharding.harness.resume_source import resume_source_problem
+resumed = compose_tiny("train.steps=12", "train.learning_rate=0.1", f"train.resume={sys.argv[1]}")
+print(resume_source_problem(resumed, "elsewhere"))  # passes: another schedule is the run's to say (its rates: JAX)
+print(resume_source_problem(compose_tiny("model.width=16", f"train.resume={sys.argv[1]}"), "elsewhere"))
+jax.config.update("jax_num_cpu_devices", 3)  # refused (RuntimeError) once the backend started
+print(jax.device_count())
+"""
+
+
+def test_the_check_of_a_resumes_settings_before_its_folder_leaves_jax_backend_unstarted(tmp_path):
+    # The settings a checkpoint refuses are checked before Hydra makes the run's folder (resume_settings), which is
+    # before the run sets its device count: the check compares configs only (a first try at it also said what a
+    # changed schedule does, which evaluates the rates with JAX).
+    from omegaconf import OmegaConf
+
+    from faults_helpers import compose_tiny, saved_checkpoint
+
+    saved_checkpoint(tmp_path / "saved", OmegaConf.to_container(compose_tiny("train.steps=20"), resolve=True), {})
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "tests")])}
+    env.pop("JAX_NUM_CPU_DEVICES", None)
+    proc = subprocess.run([sys.executable, "-c", _RESUME_CHECK_THEN_START, str(tmp_path / "saved")],
+                          capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split("\n")[:3] == [
+        "None", "ConfigError: the checkpoint was saved with model.width=32 (this run: model.width=16): add "
+        "model.width=32. The saved weights compute that model, not this one; or start a new run without "
+        "train.resume", "3"], proc.stdout

@@ -684,3 +684,67 @@ def test_the_command_that_saved_a_step_is_the_kept_record_s_up_to_its_step(tmp_p
     said = "; the run that saved it was launched with: model.width="
     assert [launched_with(run / "checkpoints" / step) for step in ("4", "8", "12")] == [
         f"{said}24", f"{said}24", f"{said}48"]
+
+
+#: Resumes of ``saved`` (step 8 of a 20-step run under experiment=quick) its settings refuse, each (args, its
+#: refusal's lines after "[ERROR] "): run by ``refused_resumes``, one launch.py process each; {tmp} is the test's
+#: folder, {step} the checkpoint's step folder; "out" the folder the command names for its outputs.
+REFUSED_RESUMES = {
+    "another model": (["train.resume={tmp}/saved", "hydra.run.dir={tmp}/out"], [
+        "ConfigError: the checkpoint was saved under experiment=quick, which gives model.width=32 model.depth=1 (this "
+        "run: model.width=128 model.depth=3): add experiment=quick (or model.width=32 model.depth=1). The saved "
+        "weights compute that model, not this one; or start a new run without train.resume; the run that saved it "
+        "was launched with: experiment=quick"]),
+    "another task": (["experiment=quick", "data=slcp", "train.resume={tmp}/saved", "hydra.run.dir={tmp}/out"], [
+        "ConfigError: checkpoint {step} was saved with data=two_moons (this run: data=slcp), which decides the task: "
+        "its arrays mean nothing otherwise; add data=two_moons, or start a new run without train.resume; the run "
+        "that saved it was launched with: experiment=quick"]),
+    "beyond train.steps": (["experiment=quick", "train.steps=4", "train.resume={tmp}/saved",
+                            "hydra.run.dir={tmp}/out"], [
+        "ConfigError: train.resume={tmp}/saved is at step 8, beyond train.steps=4; set train.steps=8 to evaluate it, "
+        "or more to train further (train.steps=20 finishes the run that saved it)"]),
+    "a sweep of another model": (["-m", "seed=0,1", "train.resume={tmp}/saved", "hydra.sweep.dir={tmp}/out"], [
+        "this sweep's config is refused for 2 of the 2 jobs, before any job ran (nothing was written); fix or drop the "
+        "values named, then run the sweep again:", *(
+            f"  job {n} (seed={n}): ConfigError: the checkpoint was saved under experiment=quick, which gives "
+            "model.width=32 model.depth=1 (this run: model.width=128 model.depth=3): add experiment=quick (or "
+            "model.width=32 model.depth=1). The saved weights compute that model, not this one; or start a new run "
+            "without train.resume; the run that saved it was launched with: experiment=quick" for n in (0, 1))]),
+}
+
+
+@pytest.fixture(scope="module")
+def refused_resumes(tmp_path_factory):
+    """``{name: (its process, its folder)}`` for ``REFUSED_RESUMES``, forked from one process (tests/fork_launch.py);
+    each folder holds ``saved``, a run's folder with a step-8 checkpoint and Hydra's record of its command."""
+    from faults_helpers import saved_checkpoint
+    from fork_launch import run_forked, script_imports
+
+    root, runs = tmp_path_factory.mktemp("refused_resumes"), []
+    for name, (args, _) in REFUSED_RESUMES.items():
+        folder = root / name.replace(" ", "_")
+        saved_checkpoint(folder / "saved", {"model": {"name": "mlp", "width": 32, "depth": 1},
+                                            "data": {"name": "two_moons"}, "train": {"steps": 20}}, {})
+        (folder / "saved" / ".hydra").mkdir()
+        (folder / "saved" / ".hydra" / "overrides.yaml").write_text("- experiment=quick\n")
+        runs.append({"args": [a.format(tmp=folder) for a in args], "cwd": folder})
+    (root / "fork").mkdir()
+    procs = run_forked(runs, env={**os.environ, "JAX_PLATFORMS": "cpu"}, timeout=600, workdir=root / "fork",
+                       imports=tuple(script_imports(REPO / "launch.py")))
+    return {name: (proc, run["cwd"]) for name, proc, run in zip(REFUSED_RESUMES, procs, runs)}
+
+
+@pytest.mark.slow  # launch.py processes (forked: about a second each)
+@pytest.mark.parametrize("name", list(REFUSED_RESUMES))
+def test_a_resume_its_settings_refuse_is_refused_before_any_folder_is_made(refused_resumes, name):
+    # Was: `python launch.py train.resume=<run> model.width=32` (another model, task or transform, a step beyond
+    # train.steps) was refused by the run, inside the folder Hydra had made for it: .hydra/, .run.lock, launch.log,
+    # error.txt and metrics.json left behind ("error after 214.2 ms; traceback in outputs/.../error.txt"); a sweep
+    # ran every job, each refused so. The step beyond train.steps of an unfinished run now names the steps that
+    # finish it in the refusal (the run warned of it before refusing; the check before the folder warns of nothing).
+    proc, folder = refused_resumes[name]
+    assert proc.returncode == 1 and not (folder / "out").exists() and not (folder / "outputs").exists(), proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
+    said = [line.format(tmp=folder, step=folder / "saved" / "checkpoints" / "8")
+            for line in REFUSED_RESUMES[name][1]]
+    assert proc.stderr.strip().splitlines() == [f"[ERROR] {said[0]}", *said[1:]]

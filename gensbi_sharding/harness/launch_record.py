@@ -142,10 +142,14 @@ def saving_record(step_dir: Path) -> Path:
         A checkpoint's step folder.
     """
     from hydra.core.hydra_config import HydraConfig
+    from omegaconf import OmegaConf
 
     run_dir, step = Path(step_dir).parent.parent, Path(step_dir).name
     kept = saved_record(run_dir)
-    if HydraConfig.initialized() and Path(HydraConfig.get().runtime.output_dir).resolve() == run_dir.resolve():
+    # Its output_dir is unset (???) before Hydra makes the job's folder: the check of a resume's settings then reads
+    # the record (was: MissingMandatoryValue, which stopped that check)
+    own = OmegaConf.select(HydraConfig.get(), "runtime.output_dir", default=None) if HydraConfig.initialized() else None
+    if own is not None and Path(own).resolve() == run_dir.resolve():
         return kept
     try:
         older = step.isdigit() and int(step) <= int((kept / "step").read_text())

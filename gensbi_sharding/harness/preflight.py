@@ -145,10 +145,11 @@ def run_config_problem(config: Any) -> str | None:
         with open_dict(cfg):
             del cfg["hydra"]
         problem = job_problem(cfg)
+        # the checkpoint train.resume names, and the settings it resumes under (was: refused by the run, inside the
+        # folder Hydra had made for it); the run's Hydra config held: its overrides name the presets of a fix
+        return problem or resume_source_problem(cfg, OmegaConf.select(config, "hydra.run.dir", default=None))
     finally:
         HydraConfig.instance().cfg = before
-    # the checkpoint train.resume names (was: refused by the run, inside the folder Hydra had made for it)
-    return problem or resume_source_problem(cfg, OmegaConf.select(config, "hydra.run.dir", default=None))
 
 
 class LauncherPreflight(Callback):

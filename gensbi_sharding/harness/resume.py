@@ -15,12 +15,12 @@ from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.console import EVERY_PROCESS
-from gensbi_sharding.harness.held_out import config_value
 from gensbi_sharding.harness.model_switch import switched_model_fix
-from gensbi_sharding.harness.hints import launched_with, override_literal, saving_overrides
+from gensbi_sharding.harness.hints import override_literal, saving_overrides
 from gensbi_sharding.harness.runs_below import runs_note
 from gensbi_sharding.harness.override_grammar import hydra_override
 from gensbi_sharding.harness.python_words import in_python_words
+from gensbi_sharding.harness.resume_settings import refuse_resume_settings
 from gensbi_sharding.harness.resume_command import launch_dir, requeued_step
 
 __all__ = ["resume_step_dir", "resume_point", "check_resume_settings", "saved_statistics", "model_overrides"]
@@ -113,53 +113,17 @@ def resume_point(cfg: Any, out: Any) -> Any:
     return (out / CHECKPOINT_SUBDIR / str(steps[-1])).resolve() if steps else None
 
 
-#: Settings a checkpoint's arrays hold only under: what the model's inputs and outputs mean (the
-#: task and its transforms), and whether an EMA is saved beside the weights. A change of any of
-#: them may still fit every shape, so it is checked before the restore, not left to it.
-#: (key in the saved config, the override that sets it, what it decides)
-_FIXED_BY_CHECKPOINT = (("data.name", "data", "the task"), ("data.theta_transform", "data.theta_transform",
-                        "the parameter space"), ("data.x_transform", "data.x_transform", "the data space"),
-                        ("train.ema_decay", "train.ema_decay", "whether an EMA is saved"))
-
-
 def check_resume_settings(step_dir: Path, cfg: DictConfig) -> None:
-    """Before simulating: ``ConfigError`` naming the overrides that match the checkpoint in ``step_dir``
-    when a ``model.*`` field (but ``FREE_MODEL_FIELDS``) or a setting of ``_FIXED_BY_CHECKPOINT`` differs
-    from the saved config, all of them in one refusal (was: the model's first, the others once those were added);
-    a learning-rate schedule that differs is said (a warning when the saved run was unfinished)."""
-    from gensbi_sharding.checkpoint import saved_config, saved_info
-    from gensbi_sharding.harness.schedule import schedule_change_note, schedule_refusal
+    """Before simulating: ``resume_settings.refuse_resume_settings`` (the overrides that match the checkpoint in
+    ``step_dir``, as the check before the run's folder refused them), then a learning-rate schedule that differs
+    is said (a warning when the saved run was unfinished)."""
+    from gensbi_sharding.checkpoint import saved_config
+    from gensbi_sharding.harness.schedule import schedule_change_note
 
+    refuse_resume_settings(step_dir, cfg)
     saved, now = saved_config(step_dir), OmegaConf.to_container(cfg, resolve=True)
-    fix, this, what = [], [], []
-    for key, override, decides in _FIXED_BY_CHECKPOINT:
-        old, new = config_value(saved, key), config_value(now, key)
-        if old is None or old == new or (key == "train.ema_decay" and (old > 0) == (new > 0)):
-            continue  # an older checkpoint without the key, or another EMA decay: both fine
-        fix.append(f"{override}={old}")
-        this.append(f"{override}={new}")
-        what.append(decides)
-    # A checkpoint beyond train.steps: named with the others (was: a second try); alone, refused last
-    beyond = [f"train.steps={step_dir.name}"] if step_dir.name.isdigit() and int(step_dir.name) > cfg.train.steps \
-        else []
-    if model := model_overrides(step_dir, cfg.model, also=[*fix, *beyond]):  # before the restore: shapes may fit
-        held = f", and {' '.join(fix)} (this run: {' '.join(this)}) decide {', '.join(what)}" if fix else ""
-        raise ConfigError(f"{model}The saved weights compute that model, not this one{held}; or start a new run "
-                          f"without train.resume{launched_with(step_dir)}")
-    if fix:
-        at = f" (it is at step {step_dir.name}, beyond train.steps={cfg.train.steps})" if beyond else ""
-        raise ConfigError(f"checkpoint {step_dir} was saved with {' '.join(fix)} (this run: {' '.join(this)}), "
-                          f"which decides {', '.join(what)}: its arrays mean nothing otherwise; add "
-                          f"{' '.join([*fix, *beyond])}{at}, or start a new run without train.resume"
-                          f"{launched_with(step_dir)}")
-    if (refused := schedule_refusal(saved, now, saved_info(step_dir))) is not None:  # before the restore: else "another optimizer"
-        raise ConfigError(f"checkpoint {step_dir} {refused}{launched_with(step_dir)}")
     if (note := schedule_change_note(saved, now, int(step_dir.name))) is not None:  # allowed, but said
         log.log(logging.WARNING if note[1] else logging.INFO, "%s", note[0], extra=EVERY_PROCESS)
-    if beyond:  # only its step refused; run(cfg) from Python: in the settings it sets
-        with in_python_words():
-            raise ConfigError(f"{hydra_override('train.resume', cfg.train.resume)} is at step {step_dir.name}, beyond "
-                              f"train.steps={cfg.train.steps}; set {beyond[0]} to evaluate it, or more to train further")
 
 
 def saved_statistics(step_dir: Path | None) -> dict | None:

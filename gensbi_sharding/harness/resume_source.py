@@ -17,8 +17,9 @@ __all__ = ["resume_source_problem", "sweep_job_folder"]
 
 def resume_source_problem(cfg: Any, out: Any) -> str | None:
     """Why the run of ``cfg`` would refuse the checkpoint its ``train.resume`` names (``resume.resume_step_dir``: a
-    sweep's folder, nothing there, no complete checkpoint, a run still writing there), as the run says it; None where
-    it would resume it, or where the run's own folder ``out`` decides (it holds a checkpoint of its own, as a requeued
+    sweep's folder, nothing there, no complete checkpoint, a run still writing there) or the settings it resumes it
+    under (``resume_settings``: another model, task or transform, a step beyond ``train.steps``), as the run says
+    it; None where it would resume it, or where the run's own folder ``out`` decides (it holds a checkpoint of its own, as a requeued
     continuation's, or ``train.resume`` names it): the run reads that itself.
 
     Parameters
@@ -38,7 +39,9 @@ def resume_source_problem(cfg: Any, out: Any) -> str | None:
 
     from gensbi_sharding.harness.config import ConfigError
     from gensbi_sharding.harness.launch_record import step_folder_names
+    from gensbi_sharding.harness.python_words import as_overrides
     from gensbi_sharding.harness.resume import resume_step_dir
+    from gensbi_sharding.harness.resume_settings import refuse_resume_settings
     from gensbi_sharding.harness.resume_command import launch_dir
 
     resume = cfg.train.resume
@@ -53,12 +56,17 @@ def resume_source_problem(cfg: Any, out: Any) -> str | None:
     hydra, before = HydraConfig.instance(), HydraConfig.instance().cfg
     hydra.cfg = None  # no job's folder yet (--cfg's app, a sweep's start): out, checked above, is the run's own
     try:
-        resume_step_dir(cfg)
+        step_dir = resume_step_dir(cfg)
     except (ConfigError, FileNotFoundError) as refused:  # as run() records them
         return f"{type(refused).__name__}: {refused}"
     finally:
         absl.setLevel(level)
         hydra.cfg = before
+    try:  # the caller's Hydra config (the job's, if set): its overrides name the presets that give the saved model
+        with as_overrides():  # launch.py's words, though no run holds the app yet
+            refuse_resume_settings(step_dir, cfg)
+    except ConfigError as refused:
+        return f"{type(refused).__name__}: {refused}"
     return None
 
 

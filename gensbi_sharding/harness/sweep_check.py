@@ -190,9 +190,9 @@ def refused_jobs(config: Any, jobs: Sequence[Sequence[str]], loader: Any, *,
             with open_dict(cfg):
                 del cfg["hydra"]
             problem = lost or job_problem(cfg, in_process=in_process)
+            problem = problem or resume_source_problem(cfg, out)  # its checkpoint and settings (was: each job's)
         finally:
             HydraConfig.instance().cfg = before
-        problem = problem or resume_source_problem(cfg, out)  # the checkpoint it names (was: each job refused it)
         one_process = problem is None and in_process and cfg.distributed.mode == "none"
         if one_process and cpu_devices_known(cfg.devices.platform):
             count = resolve_cpu_count(cfg.devices.cpu_count)[0]

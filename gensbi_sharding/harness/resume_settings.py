@@ -1,0 +1,85 @@
+"""Whether a checkpoint's saved config lets this run's config continue it: the two configs compared, nothing else.
+
+Pure Python (JAX's backend stays unstarted: the run sets its device count later), so it runs twice: before Hydra
+makes the run's folder (``resume_source``, through ``preflight`` and ``sweep_check``) and in the run itself
+(``resume.check_resume_settings``, which then says what a changed schedule does: that evaluates the rates, JAX).
+Was: only in the run, so a refused ``train.resume=<run> model.width=32`` left a folder (``.hydra/``, ``.run.lock``,
+``launch.log``, ``error.txt``, ``metrics.json``) holding nothing but the refusal.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+
+from gensbi_sharding.harness.config import ConfigError
+from gensbi_sharding.harness.held_out import config_value
+from gensbi_sharding.harness.hints import launched_with
+from gensbi_sharding.harness.override_grammar import hydra_override
+from gensbi_sharding.harness.python_words import in_python_words
+
+__all__ = ["FIXED_BY_CHECKPOINT", "refuse_resume_settings"]
+
+#: Settings a checkpoint's arrays hold only under: what the model's inputs and outputs mean (the
+#: task and its transforms), and whether an EMA is saved beside the weights. A change of any of
+#: them may still fit every shape, so it is checked before the restore, not left to it.
+#: (key in the saved config, the override that sets it, what it decides)
+FIXED_BY_CHECKPOINT = (("data.name", "data", "the task"), ("data.theta_transform", "data.theta_transform",
+                       "the parameter space"), ("data.x_transform", "data.x_transform", "the data space"),
+                       ("train.ema_decay", "train.ema_decay", "whether an EMA is saved"))
+
+
+def refuse_resume_settings(step_dir: Path, cfg: DictConfig) -> None:
+    """``ConfigError`` naming the overrides that match the checkpoint in ``step_dir`` when this run's config cannot
+    continue it; returns where it can.
+
+    Refused, all in one line: a ``model.*`` field (but ``resume.FREE_MODEL_FIELDS``) or a setting of
+    ``FIXED_BY_CHECKPOINT`` that differs from the saved config (with a step beyond ``train.steps``, its
+    ``train.steps`` too); a schedule the saved optimizer state cannot follow; alone, a step beyond ``train.steps``
+    (its fix naming the ``train.steps`` that finishes the saved run, where it was unfinished).
+
+    Parameters
+    ----------
+    step_dir : pathlib.Path
+        The checkpoint's step folder (``resume.resume_step_dir``).
+    cfg : DictConfig
+        This run's config, without its ``hydra`` section.
+    """
+    from gensbi_sharding.checkpoint import saved_config, saved_info
+    from gensbi_sharding.harness.resume import model_overrides
+    from gensbi_sharding.harness.schedule import schedule_refusal
+
+    saved, now = saved_config(step_dir), OmegaConf.to_container(cfg, resolve=True)
+    fix, this, what = [], [], []
+    for key, override, decides in FIXED_BY_CHECKPOINT:
+        old, new = config_value(saved, key), config_value(now, key)
+        if old is None or old == new or (key == "train.ema_decay" and (old > 0) == (new > 0)):
+            continue  # an older checkpoint without the key, or another EMA decay: both fine
+        fix.append(f"{override}={old}")
+        this.append(f"{override}={new}")
+        what.append(decides)
+    # A checkpoint beyond train.steps: named with the others (was: a second try); alone, refused last
+    beyond = [f"train.steps={step_dir.name}"] if step_dir.name.isdigit() and int(step_dir.name) > cfg.train.steps \
+        else []
+    if model := model_overrides(step_dir, cfg.model, also=[*fix, *beyond]):  # before the restore: shapes may fit
+        held = f", and {' '.join(fix)} (this run: {' '.join(this)}) decide {', '.join(what)}" if fix else ""
+        raise ConfigError(f"{model}The saved weights compute that model, not this one{held}; or start a new run "
+                          f"without train.resume{launched_with(step_dir)}")
+    if fix:
+        at = f" (it is at step {step_dir.name}, beyond train.steps={cfg.train.steps})" if beyond else ""
+        raise ConfigError(f"checkpoint {step_dir} was saved with {' '.join(fix)} (this run: {' '.join(this)}), "
+                          f"which decides {', '.join(what)}: its arrays mean nothing otherwise; add "
+                          f"{' '.join([*fix, *beyond])}{at}, or start a new run without train.resume"
+                          f"{launched_with(step_dir)}")
+    if (refused := schedule_refusal(saved, now, saved_info(step_dir))) is not None:  # else: "another optimizer"
+        raise ConfigError(f"checkpoint {step_dir} {refused}{launched_with(step_dir)}")
+    if beyond:  # only its step refused; run(cfg) from Python: in the settings it sets
+        saved_steps = config_value(saved, "train.steps")
+        # An unfinished run's own train.steps, which the run warned of before it refused this (now refused first)
+        finish = f" (train.steps={saved_steps} finishes the run that saved it)" if isinstance(saved_steps, int) and \
+            saved_steps > int(step_dir.name) else ""
+        with in_python_words():
+            raise ConfigError(f"{hydra_override('train.resume', cfg.train.resume)} is at step {step_dir.name}, beyond "
+                              f"train.steps={cfg.train.steps}; set {beyond[0]} to evaluate it, or more to train "
+                              f"further{finish}")
