@@ -218,3 +218,18 @@ def test_flux1_axes_dim_under_concat_is_named_with_the_setting_that_applies_it()
     for overrides in [concat, (*concat, "model.axes_dim=null"),
                       ("model.axes_dim=[4,4]", "model.id_embedding_strategy=[rope1d,rope1d]")]:
         assert ignored_settings(compose_tiny("model=flux1", *overrides).model) is None, overrides
+
+
+def test_flux1_float16_compute_on_cpu_is_refused_by_the_check_before_any_folder_where_cpu_is_known():
+    # Was: job_problem (the check of a run's or each sweep job's config before Hydra makes a folder) left it to the
+    # run, which refused it once JAX had started, inside the job's folder; a sweep ran every earlier job first.
+    from gensbi_sharding.harness.sweep_check import job_problem
+
+    message = platform_problem(compose_tiny("model=flux1", "model.dtype=float16").model, "cpu")
+    assert job_problem(compose_tiny("model=flux1", "model.dtype=float16")) == f"ConfigError: {message}"
+    assert job_problem(compose_tiny("model=flux1", "model.dtype=float16", "dry_run=true")) == f"ConfigError: {message}"
+    # Jobs a scheduler runs elsewhere (in_process=False) may get a GPU: refused only where the config says cpu
+    assert job_problem(compose_tiny("model=flux1", "model.dtype=float16"), in_process=False) is None
+    assert job_problem(compose_tiny("model=flux1", "model.dtype=float16", "devices.platform=cpu"),
+                       in_process=False) == f"ConfigError: {message}"
+    assert job_problem(compose_tiny("model=flux1", "model.dtype=bfloat16")) is None

@@ -75,6 +75,10 @@ def test_a_refused_rule_file_leaves_no_folder(tmp_path):
                              "eval.num_samples=4"),
     (["mesh.model_axis=3"], "mesh.model_axis=3: 8 devices are not divisible by model_axis=3; set mesh.model_axis=2 "
                             "(divisors of 8: [1, 2, 4, 8])"),
+    # Was: refused by the run once JAX had started (platform_problem), inside the folder Hydra had made
+    (["model=flux1", "model.dtype=float16"], "model.dtype=float16 does not compile for model=flux1 on cpu: XLA's CPU "
+     "backend has no float16 matmul with float32 accumulation (F16_F16_F32, GPU only); set model.dtype=bfloat16 or "
+     "model.dtype=float32, or run on a GPU"),
 ])
 def test_a_run_its_config_checks_refuse_leaves_no_folder(tmp_path, args, said):
     # Was: values the command-line checks pass but the run's own checks refuse (validate, the mesh against the

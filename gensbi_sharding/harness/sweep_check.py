@@ -6,12 +6,10 @@ was refused only once every earlier job had trained, which may take hours. Here 
 Hydra's launcher composes it and put through the checks ``run`` makes before training that need no JAX
 backend; one refused job stops the whole sweep before any folder is made.
 
-Left to each job (they need what only a started backend, the job's folder or the task's files know):
-the device count on GPU/TPU or across processes (``run_mesh``), the batch size against a GPU/TPU
-mesh's data-parallel size, ``devices.platform`` and the model's platform (``platform_problem``), the
-state's memory estimate (``check_fits``: the devices' memory; the simulations' share of the host's memory is checked
-here, ``simulations_problem``), ``train.resume``'s folder and checkpoint, and the
-sbibm task's reference samples (``check_evaluation``: the task's files, seconds per task).
+Left to each job (what only a started backend or the task's files know): the device count on GPU/TPU or across
+processes (``run_mesh``), the batch size against a GPU/TPU mesh's data-parallel size, the model on a GPU/TPU
+(``platform_problem``: CPU's, here), the state's memory estimate (``check_fits``: the devices' memory; the simulations'
+share of the host's is here, ``simulations_problem``), and the sbibm task's reference samples (``check_evaluation``).
 """
 
 from __future__ import annotations
@@ -59,8 +57,10 @@ def _job_problem(cfg: Any, in_process: bool) -> str | None:
     from gensbi_sharding.harness.config_checks import validate
     from gensbi_sharding.harness.cpu_count import resolve_cpu_count
     from gensbi_sharding.harness.memory_check import simulations_problem
+    from gensbi_sharding.harness.model_checks import platform_problem
     from gensbi_sharding.harness.refusal import fix_of, rephrased
 
+    problem, local = None, False
     try:
         validate(cfg)  # its first check: every ${...} resolves
         if cfg.distributed.mode != "none":  # several processes: their count and devices are known once they join
@@ -71,9 +71,12 @@ def _job_problem(cfg: Any, in_process: bool) -> str | None:
     except Exception as err:  # as run() records it: any exception here would end the job before training
         said = next((said for said in err.args[:1] if fix_of(said) is not None), str(err))  # a Refusal keeps its fix
         return rephrased(said, lead=f"{type(err).__name__}: ")
+    here = in_process and (cfg.distributed.mode == "none" or local)  # the model on cpu, known (was: the run's, in its
+    on_cpu = cfg.devices.platform == "cpu" or (here and cpu_devices_known(cfg.devices.platform))  # folder, JAX started)
+    problem = problem or (platform_problem(cfg.model, "cpu") if on_cpu else None)
     if cfg.distributed.mode == "none":  # one process: this machine's devices
         devices = count if in_process and cpu_devices_known(cfg.devices.platform) else None
-        problem = _mesh_problem(cfg, devices, source) or _batch_problem(cfg, devices)
+        problem = problem or _mesh_problem(cfg, devices, source) or _batch_problem(cfg, devices)
         if problem is None and not cfg.dry_run:  # the host's memory: known without a backend (a dry run simulates none)
             problem = simulations_problem(cfg)
     return None if problem is None else rephrased(problem, lead=f"{ConfigError.__name__}: ")
