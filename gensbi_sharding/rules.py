@@ -262,8 +262,7 @@ def partition_spec_for(names: Sequence[str | None] | str | None, shape: Sequence
     if names is None:
         return P(), None
     names = tuple(names) if _is_sequence(names) else (names,)  # "embed" is one name, not five characters
-    odd = [name for name in names if not (name is None or isinstance(name, str))]
-    if odd:  # a list would be unhashable in table.get; no rule table can name an int
+    if odd := [n for n in names if not (n is None or isinstance(n, str))]:  # a list: unhashable; an int: in no table
         return P(), (f"annotation entry {odd[0]!r} ({type(odd[0]).__name__}) is no logical axis name: give one str "
                      f"(e.g. 'embed') or None per dimension, got {names!r}")
     if len(names) != len(shape):
@@ -274,7 +273,7 @@ def partition_spec_for(names: Sequence[str | None] | str | None, shape: Sequence
                    ) if len(shape) == len(names) + 1 else ""
         return P(), f"annotation rank {len(names)} != array rank {len(shape)}{stacked}"
     entries, owner = [], {}
-    for name, dim in zip(names, shape):
+    for at, (name, dim) in enumerate(zip(names, shape)):
         if name is not None and name not in table and name not in LOGICAL_AXES:
             # Flax's GSPMD guide annotates with mesh axes: leaving the name unsplit (the fix below) would split nothing.
             return P(), (f"{name!r} is a mesh axis, not a logical axis: a rule maps logical axes onto mesh axes; "
@@ -290,7 +289,9 @@ def partition_spec_for(names: Sequence[str | None] | str | None, shape: Sequence
                              f"{tuple(mesh.axis_names)}; build the mesh with make_mesh (axes 'data', 'model') or map "
                              f"{name!r} to one of its axes in a rule table")
             if axis in owner:
-                return P(), f"logical axes {owner[axis]!r} and {name!r} both map to mesh axis {axis!r}"
+                return P(), f"logical axes {owner[axis]!r} and {name!r} both map to mesh axis {axis!r}" + (
+                    f"; annotate one of those dimensions with another logical axis or None (unsplit), e.g. "
+                    f"{names[:at] + (None,) + names[at + 1:]}" * (owner[axis] == name))  # one name twice: the fix
             owner[axis] = name
         size = math.prod(mesh.shape[axis] for axis in mesh_axes)
         if dim % size:

@@ -292,7 +292,8 @@ def test_one_fallback_warning_lists_every_problem(devices):
     for part in ("unknown (unknown logical axis 'sequence'",
                  "rank (annotation rank 1 != array rank 2: one leading dimension more",
                  "odd (size 6 of logical axis 'embed' is not divisible by mesh axis 'data' of size 4)",
-                 "square (logical axes 'embed' and 'embed' both map to mesh axis 'data')",
+                 "square (logical axes 'embed' and 'embed' both map to mesh axis 'data'; annotate one of those "
+                 "dimensions with another logical axis or None (unsplit), e.g. ('embed', None))",
                  "down/bias, plain (no annotation)"):  # one reason, its paths together
         assert part in text, (part, text)
     assert "buffer" not in text and "up/kernel" not in text
@@ -320,6 +321,21 @@ def test_the_fallback_warning_is_bounded_and_groups_one_reason_over_many_variabl
     assert of_type(caught(plan.warn), ShardingFallbackWarning) == [message]
     every = plan.fallback_message(max_reasons=None, max_paths=None, every="x")
     assert all(path in every for path in plan.fallbacks) and "every one" not in every
+
+
+@pytest.mark.parametrize("names, fix", [
+    (("embed", "embed"), ('embed', None)),
+    (("embed", "mlp", "embed"), ('embed', 'mlp', None)),
+    ((None, "embed", "embed"), (None, 'embed', None)),
+])
+def test_one_logical_axis_named_twice_falls_back_naming_the_annotation_that_splits(names, fix):
+    # Was: "logical axes 'embed' and 'embed' both map to mesh axis 'data'", with no word of what to write instead.
+    mesh = make_mesh(model_axis=2)
+    spec, reason = gs.partition_spec_for(names, (8,) * len(names), "fsdp", mesh)
+    assert spec == P() and reason == ("logical axes 'embed' and 'embed' both map to mesh axis 'data'; annotate one of "
+                                      f"those dimensions with another logical axis or None (unsplit), e.g. {fix}")
+    assert gs.partition_spec_for(fix, (8,) * len(names), "fsdp", mesh) == (P(*("data" if n == "embed" else None for n in fix)),
+                                                                           None)  # the fix followed splits
 
 
 def test_two_logical_axes_on_the_model_axis_fall_back_under_tensor():
