@@ -87,3 +87,40 @@ def test_the_reference_sample_count_the_config_checks_assume_is_every_tasks():
     rows = {(name, k): len(reference_samples(get_task(name), k)) for name in TASKS
             for k in range(1, NUM_OBSERVATIONS + 1)}
     assert set(rows.values()) == {REFERENCE_SAMPLES}, rows
+
+
+def test_the_observations_log_can_condition_on_are_those_of_sbibm_jaxs_files():
+    # LOG_OBSERVATIONS lets the config checks refuse data.x_transform=log before any folder is made, without loading
+    # a task (sbibm_jax's tasks start JAX's backend): it must say what the files hold.
+    from gensbi_sharding.harness.tasks import (LOG_OBSERVATIONS, NUM_OBSERVATIONS, TASKS, get_task, observation,
+                                               transform_x)
+
+    for name in TASKS:
+        task = get_task(name)
+        positive = tuple(k for k in range(1, NUM_OBSERVATIONS + 1)
+                         if np.all(np.isfinite(transform_x("log", observation(task, k)))))
+        assert LOG_OBSERVATIONS.get(name, ()) == positive, name
+
+
+@pytest.mark.parametrize("overrides, refused", [
+    (["data.x_transform=log"], 1),  # data.num_observation=1, read by the data step though nothing is scored
+    (["data.x_transform=log", "data.num_observation=7"], None),
+    (["data.x_transform=log", "data.num_observation=7", "eval.enabled=true", "eval.observations=[7,8]"], None),
+    (["data.x_transform=log", "data.num_observation=7", "eval.enabled=true", "eval.observations=[7,1]"], 1),
+    (["data.x_transform=log", "data.num_observation=9", "eval.enabled=true", "eval.observations=[7]"], 9),
+    (["data.x_transform=log", "dry_run=true"], None),  # a dry run reads no observation
+    (["data.x_transform=log", "data=slcp", "data.num_observation=3"], 3),
+    (["data.x_transform=log", "data=lotka_volterra", "eval.enabled=true", "eval.observations=[1,10]"], None),
+])
+def test_log_of_a_non_positive_observation_is_refused_by_the_check_before_any_folder(overrides, refused):
+    # Was: left to the run (usable_observation, once the task was loaded), which refused it inside the folder Hydra
+    # had made (.hydra/, .run.lock, launch.log, error.txt, metrics.json); a sweep ran its earlier jobs first.
+    from faults_helpers import compose_tiny
+    from gensbi_sharding.harness.sweep_check import job_problem
+
+    cfg = compose_tiny(*overrides)
+    problem = job_problem(cfg)
+    assert problem == (None if refused is None else (
+        f"ConfigError: data.x_transform=log needs positive data, but observation {refused} of task "
+        f"{cfg.data.name!r} holds values <= 0: the posterior cannot be conditioned on its log; set "
+        "data.x_transform=none (log suits positive data spanning decades, as data=lotka_volterra's)")), problem

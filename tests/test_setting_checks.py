@@ -79,6 +79,10 @@ def test_a_refused_rule_file_leaves_no_folder(tmp_path):
     (["model=flux1", "model.dtype=float16"], "model.dtype=float16 does not compile for model=flux1 on cpu: XLA's CPU "
      "backend has no float16 matmul with float32 accumulation (F16_F16_F32, GPU only); set model.dtype=bfloat16 or "
      "model.dtype=float32, or run on a GPU"),
+    # Was: refused by the run's data step, once the task was loaded, inside the folder Hydra had made
+    (["data.x_transform=log"], "data.x_transform=log needs positive data, but observation 1 of task 'two_moons' holds "
+     "values <= 0: the posterior cannot be conditioned on its log; set data.x_transform=none (log suits positive "
+     "data spanning decades, as data=lotka_volterra's)"),
 ])
 def test_a_run_its_config_checks_refuse_leaves_no_folder(tmp_path, args, said):
     # Was: values the command-line checks pass but the run's own checks refuse (validate, the mesh against the

@@ -59,6 +59,7 @@ def _job_problem(cfg: Any, in_process: bool) -> str | None:
     from gensbi_sharding.harness.memory_check import simulations_problem
     from gensbi_sharding.harness.model_checks import platform_problem
     from gensbi_sharding.harness.refusal import fix_of, rephrased
+    from gensbi_sharding.harness.tasks import log_observation_problem
 
     problem, local = None, False
     try:
@@ -79,6 +80,7 @@ def _job_problem(cfg: Any, in_process: bool) -> str | None:
         problem = problem or _mesh_problem(cfg, devices, source) or _batch_problem(cfg, devices)
         if problem is None and not cfg.dry_run:  # the host's memory: known without a backend (a dry run simulates none)
             problem = simulations_problem(cfg)
+    problem = problem or (None if cfg.dry_run else log_observation_problem(cfg.data, cfg.eval))  # the data step's
     return None if problem is None else rephrased(problem, lead=f"{ConfigError.__name__}: ")
 
 
@@ -89,9 +91,8 @@ def local_processes_problem(cfg: Any) -> str | None:
     from gensbi_sharding.harness.memory_check import simulations_problem
 
     n = cfg.distributed.local_processes
-    if problem := process_split_problem(cfg):
-        return problem
-    return None if cfg.get("dry_run") or cfg.get("data") is None else simulations_problem(cfg, n, n)
+    return process_split_problem(cfg) or (
+        None if cfg.get("dry_run") or cfg.get("data") is None else simulations_problem(cfg, n, n))
 
 
 def process_split_problem(cfg: Any) -> str | None:

@@ -23,7 +23,8 @@ import numpy as np
 __all__ = ["TASKS", "TASK_DIMS", "NUM_OBSERVATIONS", "THETA_TRANSFORMS", "X_TRANSFORMS", "get_task", "task_dims",
            "simulate", "simulate_at", "prior_bijection", "to_unconstrained", "to_constrained", "transform_x",
            "check_transforms", "observation", "reference_samples", "check_observation", "usable_observation",
-           "check_evaluation", "REFERENCE_SAMPLES", "num_samples_problem"]
+           "check_evaluation", "REFERENCE_SAMPLES", "num_samples_problem", "LOG_OBSERVATIONS",
+           "log_observation_problem"]
 
 #: sbibm tasks with reference posteriors, registered as data sets (``data=<name>``).
 TASKS: tuple[str, ...] = ("two_moons", "gaussian_linear", "gaussian_linear_uniform", "gaussian_mixture",
@@ -38,6 +39,11 @@ NUM_OBSERVATIONS = 10
 #: Reference posterior samples sbibm-jax ships per task and observation (a test loads them all): the config checks
 #: refuse more eval.num_samples before any folder is made, loading none (was: refused at step [3/7], in the run's folder).
 REFERENCE_SAMPLES = 10_000
+#: The observations (of 1..10) whose every value is > 0, by task: the only ones ``data.x_transform=log`` can condition
+#: on; known without sbibm_jax (whose tasks start JAX's backend): the config checks refuse the others before any folder
+#: is made (was: at step [3/7], in the run's folder). tests/test_observation_checks.py checks them against the files.
+LOG_OBSERVATIONS: dict[str, tuple[int, ...]] = {"two_moons": (7, 8), "gaussian_mixture": (5, 9),
+                                                "lotka_volterra": tuple(range(1, NUM_OBSERVATIONS + 1))}
 #: ``data.theta_transform``: through the prior's support bijection, or as simulated (draws outside rejected).
 THETA_TRANSFORMS = ("support", "none")
 #: ``data.x_transform``: "log" for positive data spanning decades (lotka_volterra).
@@ -242,6 +248,20 @@ def num_samples_problem(name: str, evaluation: Any) -> str | None:
                 f"task {name!r} (per observation) that C2ST compares them with, row for row; set "
                 f"eval.num_samples={REFERENCE_SAMPLES}")
     return None
+
+
+def log_observation_problem(data: Any, evaluation: Any) -> str | None:
+    """Why ``data.x_transform=log`` (a config's ``data``) cannot condition on an observation the run reads (those
+    ``evaluation``, its ``eval``, scores, then ``data.num_observation``: ``LOG_OBSERVATIONS``), as ``usable_observation``
+    refuses it once the task is loaded; None where it can, for another transform, or where it is no sbibm task's."""
+    if data.x_transform != "log" or (name := data.name) not in TASKS:
+        return None
+    scored = list(evaluation.observations or [data.num_observation]) if evaluation.enabled else []
+    bad = next((k for k in [*scored, data.num_observation] if k not in LOG_OBSERVATIONS.get(name, ())), None)
+    return None if bad is None else (
+        f"data.x_transform=log needs positive data, but observation {bad} of task {name!r} holds values <= 0: the "
+        "posterior cannot be conditioned on its log; set data.x_transform=none (log suits positive data spanning "
+        "decades, as data=lotka_volterra's)")
 
 
 def reference_samples(task: Any, num_observation: int) -> np.ndarray:
