@@ -2,6 +2,8 @@
 before training: each refusal names the observation and the fix.
 """
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -89,17 +91,38 @@ def test_the_reference_sample_count_the_config_checks_assume_is_every_tasks():
     assert set(rows.values()) == {REFERENCE_SAMPLES}, rows
 
 
-def test_the_observations_log_can_condition_on_are_those_of_sbibm_jaxs_files():
-    # LOG_OBSERVATIONS lets the config checks refuse data.x_transform=log before any folder is made, without loading
-    # a task (sbibm_jax's tasks start JAX's backend): it must say what the files hold.
-    from gensbi_sharding.harness.tasks import (LOG_OBSERVATIONS, NUM_OBSERVATIONS, TASKS, get_task, observation,
-                                               transform_x)
+def test_the_observation_files_the_config_checks_read_are_those_sbibm_jaxs_tasks_read():
+    # log_observation_problem refuses data.x_transform=log before any folder is made, reading the package's files
+    # without loading a task (sbibm_jax's tasks start JAX's backend): each file must hold what the task returns.
+    from gensbi_sharding.harness.tasks import NUM_OBSERVATIONS, TASKS, get_task, observation, observation_file
 
     for name in TASKS:
         task = get_task(name)
-        positive = tuple(k for k in range(1, NUM_OBSERVATIONS + 1)
-                         if np.all(np.isfinite(transform_x("log", observation(task, k)))))
-        assert LOG_OBSERVATIONS.get(name, ()) == positive, name
+        for k in range(1, NUM_OBSERVATIONS + 1):
+            read = np.loadtxt(observation_file(name, k), delimiter=",", skiprows=1, dtype=np.float32, ndmin=1)
+            np.testing.assert_array_equal(read, observation(task, k), err_msg=f"{name} {k}")
+
+
+def test_the_log_check_reads_the_installed_packages_observations(tmp_path, monkeypatch):
+    # Was: a table of the observations log could condition on (two_moons 7, 8, ...), which refused a run whose
+    # installed sbibm_jax holds other observations: here two_moons' observation 1 is positive, slcp's 3 holds a 0.
+    from faults_helpers import compose_tiny
+    from gensbi_sharding.harness.sweep_check import job_problem
+
+    for name, k, values in (("two_moons", 1, "0.5,0.25"), ("slcp", 3, "1.0,0.0")):
+        folder = tmp_path / "sbibm_jax" / "tasks" / name / "files" / f"num_observation_{k}"
+        folder.mkdir(parents=True)
+        (folder / "observation.csv").write_text(f"data_1,data_2\n{values}\n")
+    (tmp_path / "sbibm_jax" / "__init__.py").write_text("")
+    monkeypatch.delitem(sys.modules, "sbibm_jax", raising=False)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert job_problem(compose_tiny("data.x_transform=log")) is None
+    assert job_problem(compose_tiny("data.x_transform=log", "data=slcp", "data.num_observation=3")) == (
+        "ConfigError: data.x_transform=log needs positive data, but observation 3 of task 'slcp' holds values <= 0: "
+        "the posterior cannot be conditioned on its log; set data.x_transform=none (log suits positive data spanning "
+        "decades, as data=lotka_volterra's)")
+    # An observation the package holds no file of is the run's to check (it loads the task): no refusal here
+    assert job_problem(compose_tiny("data.x_transform=log", "data=slcp", "data.num_observation=4")) is None
 
 
 @pytest.mark.parametrize("overrides, refused", [

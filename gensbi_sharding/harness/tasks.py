@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -23,7 +24,7 @@ import numpy as np
 __all__ = ["TASKS", "TASK_DIMS", "NUM_OBSERVATIONS", "THETA_TRANSFORMS", "X_TRANSFORMS", "get_task", "task_dims",
            "simulate", "simulate_at", "prior_bijection", "to_unconstrained", "to_constrained", "transform_x",
            "check_transforms", "observation", "reference_samples", "check_observation", "usable_observation",
-           "check_evaluation", "REFERENCE_SAMPLES", "num_samples_problem", "LOG_OBSERVATIONS",
+           "check_evaluation", "REFERENCE_SAMPLES", "num_samples_problem", "observation_file",
            "log_observation_problem"]
 
 #: sbibm tasks with reference posteriors, registered as data sets (``data=<name>``).
@@ -39,11 +40,6 @@ NUM_OBSERVATIONS = 10
 #: Reference posterior samples sbibm-jax ships per task and observation (a test loads them all): the config checks
 #: refuse more eval.num_samples before any folder is made, loading none (was: refused at step [3/7], in the run's folder).
 REFERENCE_SAMPLES = 10_000
-#: The observations (of 1..10) whose every value is > 0, by task: the only ones ``data.x_transform=log`` can condition
-#: on; known without sbibm_jax (whose tasks start JAX's backend): the config checks refuse the others before any folder
-#: is made (was: at step [3/7], in the run's folder). tests/test_observation_checks.py checks them against the files.
-LOG_OBSERVATIONS: dict[str, tuple[int, ...]] = {"two_moons": (7, 8), "gaussian_mixture": (5, 9),
-                                                "lotka_volterra": tuple(range(1, NUM_OBSERVATIONS + 1))}
 #: ``data.theta_transform``: through the prior's support bijection, or as simulated (draws outside rejected).
 THETA_TRANSFORMS = ("support", "none")
 #: ``data.x_transform``: "log" for positive data spanning decades (lotka_volterra).
@@ -250,18 +246,37 @@ def num_samples_problem(name: str, evaluation: Any) -> str | None:
     return None
 
 
+def observation_file(name: str, num_observation: int) -> Path | None:
+    """The file ``sbibm_jax``'s task ``name`` reads observation ``num_observation`` from (``get_observation``:
+    ``tasks/<name>/files/num_observation_<k>/observation.csv`` in the package), found without importing the package
+    (its tasks start JAX's backend); None where the installed package holds no such file."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("sbibm_jax")  # locates, imports nothing
+    roots = (spec.submodule_search_locations or []) if spec is not None else []
+    where = ("tasks", name, "files", f"num_observation_{num_observation}", "observation.csv")
+    return next((path for root in roots if (path := Path(root, *where)).is_file()), None)
+
+
 def log_observation_problem(data: Any, evaluation: Any) -> str | None:
     """Why ``data.x_transform=log`` (a config's ``data``) cannot condition on an observation the run reads (those
-    ``evaluation``, its ``eval``, scores, then ``data.num_observation``: ``LOG_OBSERVATIONS``), as ``usable_observation``
-    refuses it once the task is loaded; None where it can, for another transform, or where it is no sbibm task's."""
+    ``evaluation``, its ``eval``, scores, then ``data.num_observation``), read from the installed package's file
+    (``observation_file``), as ``usable_observation`` refuses it once the task is loaded; None where it can, for
+    another transform, where it is no sbibm task's, or where no file reads: the run then checks it.
+    (Was: a table of the observations log could condition on, which a new sbibm_jax would have left stale.)"""
     if data.x_transform != "log" or (name := data.name) not in TASKS:
         return None
     scored = list(evaluation.observations or [data.num_observation]) if evaluation.enabled else []
-    bad = next((k for k in [*scored, data.num_observation] if k not in LOG_OBSERVATIONS.get(name, ())), None)
-    return None if bad is None else (
-        f"data.x_transform=log needs positive data, but observation {bad} of task {name!r} holds values <= 0: the "
-        "posterior cannot be conditioned on its log; set data.x_transform=none (log suits positive data spanning "
-        "decades, as data=lotka_volterra's)")
+    for k in dict.fromkeys([*scored, data.num_observation]):
+        try:  # the file's header row, then one row of values
+            x_o = np.loadtxt(observation_file(name, k), delimiter=",", skiprows=1, dtype=np.float32, ndmin=1)
+        except (TypeError, OSError, ValueError):  # no such file, or not one row of numbers: left to the run
+            continue
+        if not np.all(np.isfinite(transform_x("log", x_o))):
+            return (f"data.x_transform=log needs positive data, but observation {k} of task {name!r} holds values "
+                    "<= 0: the posterior cannot be conditioned on its log; set data.x_transform=none (log suits "
+                    "positive data spanning decades, as data=lotka_volterra's)")
+    return None
 
 
 def reference_samples(task: Any, num_observation: int) -> np.ndarray:
