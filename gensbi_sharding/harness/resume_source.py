@@ -19,8 +19,8 @@ def resume_source_problem(cfg: Any, out: Any) -> str | None:
     """Why the run of ``cfg`` would refuse the checkpoint its ``train.resume`` names (``resume.resume_step_dir``: a
     sweep's folder, nothing there, no complete checkpoint, a run still writing there) or the settings it resumes it
     under (``resume_settings``: another model, task or transform, a step beyond ``train.steps``), as the run says
-    it; None where it would resume it, or where the run's own folder ``out`` decides (it holds a checkpoint of its own, as a requeued
-    continuation's, or ``train.resume`` names it): the run reads that itself.
+    it; None where it would resume it, or where the run's own folder ``out`` decides (it holds a checkpoint of its
+    own, as a requeued continuation's, or ``train.resume`` names it): the run reads that itself.
 
     Parameters
     ----------
