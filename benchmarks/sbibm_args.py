@@ -8,7 +8,7 @@ from argparse import SUPPRESS
 from pathlib import Path
 
 from cli_args import HelpFormatter, Refused, new_parser, one_of, positive_int
-from gensbi_sharding.harness.folder_lock import run_folder_holding, write_denied
+from gensbi_sharding.harness.folder_lock import run_folder_holding, runs_under, write_denied
 from sbibm_method import margin_arg, region_arg, rounds_arg
 from sbibm_tables import BUDGETS, TASKS
 
@@ -51,7 +51,7 @@ def check_folder(path: Path, what: str, may_be_missing: bool = False) -> None:
     inside a run's folder (a folder to be made or written, ``may_be_missing``), or is missing where a folder must
     exist."""
     if path.is_file():
-        raise Refused(f"{what} {path} is a file, not a folder" if what.startswith("--")
+        raise Refused(f"{what} {path} is a file, not a folder; pass another {what}" if what.startswith("--")
                          else f"{path} is a file, not a folder: pass the multirun or --root folder holding the jobs")
     if not may_be_missing:
         if not path.is_dir():
@@ -96,3 +96,38 @@ def check_root(root: Path) -> None:
                       "every job below it, so a (task, budget) run here too would be found twice, and that table "
                       f"refused; pass --root {inner}, whose jobs done are skipped, or a folder outside {root}, e.g. "
                       f"--root {path}-sbibm")
+
+
+
+def job_folder_problem(job: Path, cell: str) -> str | None:
+    """Why ``--job`` (no run's folder: ``sequential.py`` refuses those first) cannot be a sequential job's folder, or
+    None. Taken: a new or empty folder, a sequential job's own (its ``RECORD``) or one holding only what a job
+    writes. Refused: a file, a path under one, an unwritable folder, and a folder of other files (an sbibm.py
+    ``--root``, ``outputs/``, a checkout), among which the job's ``.hydra`` and ``metrics.json`` would make it a
+    run's folder, every run below it then refused as inside that run; a ``c2st.csv`` of no job, which it would
+    delete. ``cell``: the folder ``run`` gives this job under a ``--root``."""
+    from sbibm_jobs import ASKED
+    from sbibm_method import RECORD
+
+    try:
+        check_folder(job, "--job", may_be_missing=True)
+    except Refused as refusal:  # was: FileExistsError's or NotADirectoryError's traceback from the folder's lock
+        return str(refusal)
+    path = job.absolute()
+    if not path.is_dir() or (path / RECORD).is_file():  # new, or a sequential job's own: started again in place
+        return None
+    then = "where this job's .hydra and metrics.json would make it a run's folder, every run below it refused"
+    if (path / ASKED).is_file():
+        return (f"--job {job} is the --root of an sbibm.py run ({ASKED}): {then}; pass the folder run gives this "
+                f"job there, --job {path / cell / 'job'}")
+    held = (["multirun.yaml"] if (path / "multirun.yaml").is_file() else []) + runs_under(path)
+    others = held or sorted(p.name for p in path.iterdir() if p.name not in (RECORD, ".hydra", "metrics.json",
+                                                                          "c2st.csv", ".run.lock", ".run.owner.json"))
+    if others:
+        return (f"--job {job} holds {'other runs or sweeps (' * bool(held)}{', '.join(others[:3])}"
+                f"{f' and {len(others) - 3} more' * (len(others) > 3)}{')' * bool(held)}, not a sequential job's "
+                f"folder ({RECORD}): {then}; pass a new or empty folder, e.g. --job {path / cell}")
+    if (path / "c2st.csv").is_file() and not any((path / m).exists() for m in (".run.lock", ".hydra", "metrics.json")):
+        return (f"--job {job} holds a c2st.csv of no job, which this job would delete; pass a new or empty folder, "
+                f"e.g. --job {path / cell}, or move it out")
+    return None

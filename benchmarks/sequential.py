@@ -99,6 +99,11 @@ def main(argv: list[str] | None = None) -> None:
         configure_devices(1, cfg.devices.platform)
     except ConfigError as err:  # (was: a traceback, after the job's metrics.json was removed)
         parser.exit(2, f"{parser.prog}: error: {err}\n")
+    from sbibm_args import job_folder_problem
+
+    # (was: a file a traceback; an sbibm.py --root, or outputs/, became one run's folder, run and table refused it)
+    if host is None and (problem := job_folder_problem(args.job, method.folder(args.task, args.budget))):
+        parser.error(problem)
     job = args.job.absolute()
     lock = FolderLock(job)
     lock.acquire()  # table and run see it as running, as a launch.py job

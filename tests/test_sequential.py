@@ -331,3 +331,68 @@ def test_the_share_check_of_sbibm_run_suggests_only_budgets_run_takes():
     assert seq.shares_problem(1000, 600, 0.1, 100_000, "--budgets", budgets).endswith(
         "(111111 needed: data.batch_size=100000 training pairs after data.val_fraction=0.1 is held out); pass fewer "
         "--rounds with a smaller data.batch_size (after --), e.g. --rounds 2 -- data.batch_size=450")
+
+
+def _folders(root):
+    """Every path under ``root`` with its file's text (None for a folder)."""
+    return {str(p.relative_to(root)): None if p.is_dir() else p.read_text() for p in sorted(root.rglob("*"))}
+
+
+@pytest.mark.parametrize("case", ["a file", "under a file", "an sbibm root", "holds runs", "a sweep's", "a checkout",
+                                  "a c2st.csv"])
+def test_a_job_folder_that_is_no_jobs_is_refused_in_one_line_before_anything_is_written(tmp_path, capsys,
+                                                                                        monkeypatch, case):
+    """Typed: ``sequential.py --job <x> --task two_moons --budget 1000``. Was: a file (or a path under one) a
+    FileExistsError's (NotADirectoryError's) traceback; an sbibm.py --root (or outputs/, or a sweep's folder) got
+    the job's .hydra and metrics.json among its jobs, which made it a run's folder: ``sbibm.py run --root`` and
+    ``table`` on it were then refused ("is the folder of the run"), as was every launch.py run under a checkout
+    given as --job; a c2st.csv of one's own was deleted. An empty folder is still taken."""
+    import sequential_rounds
+
+    from gensbi_sharding.harness import devices
+
+    def never(*args, **kwargs):
+        raise AssertionError("the job started its rounds")
+
+    monkeypatch.setattr(devices, "configure_devices", lambda *a: None)  # this process's JAX has started
+    monkeypatch.setattr(sequential_rounds, "sequential_scores", never)
+    (tmp_path / "notes.txt").write_text("mine")
+    if case == "a checkout":  # (was: its .hydra and metrics.json made every run in its outputs/ "inside a run")
+        (tmp_path / "README.md").write_text("# mine\n")
+        (tmp_path / "gensbi_sharding").mkdir()
+    job = {"a file": tmp_path / "notes.txt", "under a file": tmp_path / "notes.txt" / "job"}.get(case, tmp_path)
+    cell = tmp_path / "two_moons_1000"
+    if case in ("an sbibm root", "holds runs", "a sweep's"):
+        (cell / "job" / ".hydra").mkdir(parents=True)
+        (cell / "job" / "metrics.json").write_text('{"status": "ok"}')
+        (cell / "multirun.yaml").write_text("hydra: {}\n")
+    if case == "an sbibm root":
+        (tmp_path / "sbibm_asked.json").write_text('{"cells": [["two_moons", 1000]]}\n')
+    if case == "a sweep's":
+        job = cell
+    if case == "a c2st.csv":
+        (tmp_path / "notes.txt").unlink()
+        (tmp_path / "c2st.csv").write_text("observation,c2st\n1,0.6\n")
+    before = _folders(tmp_path)
+    with pytest.raises(SystemExit) as stop:
+        load("sequential").main(["--job", str(job), "--task", "two_moons", "--budget", "1000"])
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert stop.value.code == 2 and f": error: --job {job} " in err
+    then = ("not a sequential job's folder (sequential.json): where this job's .hydra and metrics.json would "
+            "make it a run's folder, every run below it refused; pass a new or empty folder, e.g. --job "
+            f"{job / 'two_moons_1000_sequential-2-box-0.5'}")
+    assert err.endswith({
+        "a file": "is a file, not a folder; pass another --job",
+        "under a file": f"lies under {tmp_path / 'notes.txt'}, a file, not a folder; pass another --job",
+        "an sbibm root": f"is the --root of an sbibm.py run (sbibm_asked.json): where this job's .hydra and "
+                         "metrics.json would make it a run's folder, every run below it refused; pass the folder run "
+                         f"gives this job there, --job {tmp_path / 'two_moons_1000_sequential-2-box-0.5' / 'job'}",
+        "holds runs": f"holds other runs or sweeps (two_moons_1000), {then}",
+        "a sweep's": f"holds other runs or sweeps (multirun.yaml, job), {then}",
+        "a checkout": f"holds README.md, gensbi_sharding, notes.txt, {then}",
+        "a c2st.csv": "holds a c2st.csv of no job, which this job would delete; pass a new or empty folder, e.g. "
+                      f"--job {tmp_path / 'two_moons_1000_sequential-2-box-0.5'}, or move it out"}[case]), err
+    assert _folders(tmp_path) == before  # nothing written, made or deleted
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(AssertionError, match="started its rounds"):  # an empty folder is a new job's
+        load("sequential").main(["--job", str(tmp_path / "empty"), "--task", "two_moons", "--budget", "1000"])
