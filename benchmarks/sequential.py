@@ -138,9 +138,10 @@ def main(argv: list[str] | None = None) -> None:
                                      say=lambda line: print(line, flush=True), stop_check=stop_check):
             rows.append(row)
             write_atomic(job / "c2st.csv", c2st_csv(rows))
+            beside = (f"amortised {amortised[row['observation']]:.3f}" if row["observation"] in amortised else  # was:
+                      f"no amortised score of {args.task} at {args.budget} simulations in")  # "amortised nan"
             print(f"observation {row['observation']}: sequential C2ST {row['c2st']:.3f} +- "
-                  f"{row['c2st_sd_folds']:.3f}, amortised {amortised.get(row['observation'], float('nan')):.3f} "
-                  f"({RESULTS.relative_to(REPO)})", flush=True)
+                  f"{row['c2st_sd_folds']:.3f}, {beside} ({RESULTS.relative_to(REPO)})", flush=True)
         means = [r["c2st"] for r in rows]
         write_json(job / "metrics.json", {**record, "status": "ok", "c2st": sum(means) / len(means),
                                           "c2st_observations": rows})

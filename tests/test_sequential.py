@@ -396,3 +396,24 @@ def test_a_job_folder_that_is_no_jobs_is_refused_in_one_line_before_anything_is_
     (tmp_path / "empty").mkdir()
     with pytest.raises(AssertionError, match="started its rounds"):  # an empty folder is a new job's
         load("sequential").main(["--job", str(tmp_path / "empty"), "--task", "two_moons", "--budget", "1000"])
+
+
+@pytest.mark.parametrize("budget, said", [(10000, "amortised 0.546 (benchmarks/results/sbibm_results.csv)"),
+                                          (1001, "no amortised score of sir at 1001 simulations in "
+                                                 "(benchmarks/results/sbibm_results.csv)")])
+def test_each_score_is_printed_beside_the_committed_amortised_one_or_says_there_is_none(budget, said, tmp_path,
+                                                                                      capsys, monkeypatch):
+    """Typed: ``sequential.py --job <new> --task sir --budget 1001``, a budget no committed row has. Was:
+    "observation 1: sequential C2ST 0.600 +- 0.010, amortised nan (...)", a number that is none."""
+    import sequential_rounds
+
+    from gensbi_sharding.harness import devices
+
+    def rounds(cfg, budget, method, observations, say=print, stop_check=None):
+        yield {"observation": 1, "c2st": 0.6, "c2st_sd_folds": 0.01, "c2st_scores": [0.59, 0.61], "n": 300}
+
+    monkeypatch.setattr(devices, "configure_devices", lambda *a: None)  # this process's JAX has started
+    monkeypatch.setattr(sequential_rounds, "sequential_scores", rounds)
+    load("sequential").main(["--job", str(tmp_path / "job"), "--task", "sir", "--budget", str(budget), "--",
+                             "eval.observations=[1]"])
+    assert f"observation 1: sequential C2ST 0.600 +- 0.010, {said}\n" in capsys.readouterr().out
