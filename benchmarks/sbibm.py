@@ -269,8 +269,9 @@ def main(argv: list[str] | None = None) -> None:
                      "alike), and run the command again" if any(f.endswith("given after --)") for f in failed) else
                      "run the same command again")
             raise SystemExit(f"{len(failed)} job(s) failed: {', '.join(failed)} (each named above with its error; its "
-                             f"launch.log has the rest); {retry} to retry them (a failed job is "
-                             "moved aside and rerun, a stopped one continued)")
+                             f"launch.log has the rest); {retry} to retry them (" + (  # was, sequential too: "...,
+                             "a failed or stopped job is moved aside and started again: its rounds keep no checkpoint)"
+                             if method.sequential else "a failed job is moved aside and rerun, a stopped one continued)"))
     elif args.from_results is not None or not args.folders:
         if args.folders or args.from_results is None:  # which rows the table would hold is unclear
             t.error(f"pass job folders ({' '.join(map(str, args.folders))}) or --from-results {args.from_results}, "

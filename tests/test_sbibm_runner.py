@@ -497,6 +497,25 @@ def test_a_sequential_run_refuses_a_resume_its_rounds_would_ignore(sbibm, tmp_pa
         "one is started again), so it would be ignored; leave it out")
 
 
+@pytest.mark.parametrize("status", ["stopped", "error"])
+def test_a_failed_or_stopped_sequential_job_is_said_to_start_again_not_to_continue(sbibm, tmp_path, monkeypatch,
+                                                                                    status):
+    # Typed: sbibm.py run --rounds 2, its job stopped alone (a signal to sequential.py, not to the runner) or failed.
+    # Was: "... to retry them (a failed job is moved aside and rerun, a stopped one continued)": its rounds keep no
+    # checkpoint, and the next run moves it aside and starts it again.
+    monkeypatch.setattr(subprocess, "Popen", FakeJobs(status=status))
+    argv = ["run", "--root", str(tmp_path), "--tasks", "two_moons", "--budgets", "1000", "--rounds", "2", "--",
+            "mesh=none"]
+    with pytest.raises(SystemExit) as stop:
+        sbibm.main(argv)
+    assert str(stop.value).endswith(
+        "run the same command again to retry them (a failed or stopped job is moved aside and started again: its "
+        "rounds keep no checkpoint)")
+    with pytest.raises(SystemExit):  # as said: moved aside, started again
+        sbibm.main(argv)
+    assert len(list(tmp_path.glob("two_moons_1000_sequential-2-box-0.5.failed-*"))) == 1
+
+
 @pytest.mark.parametrize("saved", [False, True])
 def test_a_job_stopped_before_its_first_checkpoint_is_not_said_to_continue_from_one(sbibm, tmp_path, monkeypatch,
                                                                                      capsys, saved):
