@@ -261,7 +261,9 @@ def plot_sweep(rows: Sequence[dict[str, Any]], keys: Sequence[str], path: Path, 
         # sweep's second, its full height as tall as the first's) wherever matplotlib's "best" put it.
         legend = fig.legend(handles, labels, title=hue_key, fontsize="small", loc="lower center",
                             ncols=min(len(handles), 4))
-        fig.canvas.draw()
-        legend_height = legend.get_window_extent().height / fig.bbox.height + 0.02  # tight_layout is approximate
+        # The legend's own extent, laid out for the canvas's renderer: the same height a whole draw of the figure
+        # (was) measured first, without drawing every panel one time more than the saved picture needs
+        legend_height = (legend.get_window_extent(fig.canvas.get_renderer()).height / fig.bbox.height
+                         + 0.02)  # tight_layout is approximate
     fig.tight_layout(rect=(0, legend_height, 1, 1))
     return _save(fig, path, title)
