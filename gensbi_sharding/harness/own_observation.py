@@ -17,11 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from gensbi_sharding.harness.sampled_checkpoint import (DamagedCheckpoint, arrays_read, for_sampler, saved_items,
-                                                         training_run)
+from gensbi_sharding.harness.sampled_checkpoint import (DamagedCheckpoint, arrays_read, for_sampler, no_checkpoint,
+                                                         saved_items, sweep_refusal)
 from gensbi_sharding.harness.observation_input import check_observation, far_from_training, load_observation
 from gensbi_sharding.harness.override_grammar import hydra_override
-from gensbi_sharding.harness.runs_below import runs_note
 from gensbi_sharding.harness.sample_output import (NumberParser, at_least, count_problems, named, out_path,
                                                    output_problem, tried)
 from gensbi_sharding.harness.simulation_data import NORMALIZATION
@@ -34,39 +33,18 @@ RETRIES = 3  # newest checkpoints picked again after one was deleted while read 
 
 def _run_checkpoint(run_dir: Any, flags: bool = False, x_o: Any = None) -> tuple[Path, dict, dict]:
     """``(step folder, saved config, saved info)`` of ``run_dir``'s newest checkpoint (or the step folder given)."""
-    from gensbi_sharding.checkpoint import CHECKPOINT_SUBDIR, committed_steps, find_checkpoint
-    from gensbi_sharding.harness.outputs import read_metrics
+    from gensbi_sharding.checkpoint import find_checkpoint
 
     folder = Path(run_dir).expanduser().absolute()
     if not folder.exists():
         raise FileNotFoundError(f"run folder {os.fspath(run_dir)!r} does not exist (resolved to {folder}): pass the "
                                 "folder a run wrote (launch.py's last line names it, e.g. outputs/<date>/<time>)")
     if (folder / "multirun.yaml").is_file():  # a sweep's folder: its checkpoints are its jobs'
-        jobs = sorted((j for j in folder.iterdir() if committed_steps(j / CHECKPOINT_SUBDIR)), key=lambda j: j.name)
-        raise FileNotFoundError(f"{folder} is a sweep's folder, one run per job: " + (
-            f"sample one job's, e.g. {jobs[0]} (jobs with a checkpoint: {', '.join(j.name for j in jobs)})" if jobs
-            else "none of its jobs saved a checkpoint (a dry run saves none)"))
+        raise sweep_refusal(folder)
     try:
         step_dir = find_checkpoint(folder)
-    except FileNotFoundError as err:
-        metrics, why, below = folder / "metrics.json", "", ""
-        if metrics.is_file():
-            previous = read_metrics(metrics)
-            status, resume = previous.get("status"), str(previous.get("error") or "").partition("continue with: ")[2]
-            if status in ("preempted", "interrupted") and resume:  # was: "pass the folder of a run that trained"
-                raise FileNotFoundError(f"run folder {os.fspath(run_dir)!r} has no checkpoint to sample: its run was "
-                                        f"stopped ({status}) before its first checkpoint; continue it, {resume}, and "
-                                        "sample this folder once it has saved one") from None
-            why = ("; it holds a dry run (dry_run=true saves no checkpoint)" if "dry_run" in previous else
-                   f"; its run (status {status}) saved no complete checkpoint in {folder / CHECKPOINT_SUBDIR}")
-        elif (writer := training_run(folder)) is not None:  # was: "pass the folder of a run that trained"
-            why = (f"; its run is still training ({writer}) and has saved none yet: it saves one at its end, and every "
-                   "train.checkpoint_every steps if set; sample it then")
-        elif below := runs_note(folder):  # outputs/, a date's folder, an sbibm.py root (was: "pass a run dir")
-            why = below
-        raise FileNotFoundError(f"run folder {os.fspath(run_dir)!r} has no checkpoint to sample: {err}{why}" + (
-            "" if "still training" in why or below else ". Sampling needs a trained run's saved weights: pass the "
-            "folder of a run that trained (python launch.py ... writes checkpoints/ into its folder)")) from None
+    except FileNotFoundError as err:  # why, where its folder says (a sequential job's, a stopped run's)
+        raise no_checkpoint(run_dir, folder, err) from None
     config, info = saved_items(step_dir, flags=flags, x_o=x_o)  # damaged: named for who samples
     if not config.get("data") or not config.get("model"):
         raise ValueError(f"checkpoint {step_dir} holds no run config (saved by CheckpointWriter without one, not by "

@@ -17,7 +17,7 @@ from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.console import EVERY_PROCESS
 from gensbi_sharding.harness.model_switch import switched_model_fix
 from gensbi_sharding.harness.hints import override_literal, saving_overrides
-from gensbi_sharding.harness.runs_below import runs_note
+from gensbi_sharding.harness.runs_below import runs_note, sweep_jobs
 from gensbi_sharding.harness.override_grammar import hydra_override
 from gensbi_sharding.harness.python_words import in_python_words
 from gensbi_sharding.harness.resume_settings import refuse_resume_settings
@@ -32,12 +32,12 @@ def resume_step_dir(cfg: DictConfig) -> Path | None:
     """The checkpoint step folder ``train.resume`` points at (relative to the launch folder)."""
     if not cfg.train.resume:
         return None
-    from gensbi_sharding.checkpoint import CHECKPOINT_SUBDIR, committed_steps, find_checkpoint
+    from gensbi_sharding.checkpoint import CHECKPOINT_SUBDIR, find_checkpoint
     from gensbi_sharding.harness.outputs import read_metrics
 
     folder = launch_dir() / Path(cfg.train.resume).expanduser()
     if (folder / "multirun.yaml").is_file():  # a sweep's folder: its checkpoints are its jobs'
-        jobs = sorted((j for j in folder.iterdir() if committed_steps(j / CHECKPOINT_SUBDIR)), key=lambda j: j.name)
+        jobs = sweep_jobs(folder)  # by job number (was: as strings, "0, 1, 10, 11, 2")
         raise ConfigError(f"{hydra_override('train.resume', folder)} is a sweep's folder: " + (
             f"resume one of its jobs, e.g. {hydra_override('train.resume', jobs[0])} (jobs with a checkpoint: "
             f"{', '.join(j.name for j in jobs)})" if jobs else

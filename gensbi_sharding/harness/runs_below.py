@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["runs_below", "runs_note"]
+__all__ = ["runs_below", "runs_note", "sweep_jobs"]
 
 
 def runs_below(folder: str | os.PathLike, depth: int = 4) -> list[Path]:
@@ -73,3 +73,18 @@ def runs_note(folder: str | os.PathLike, key: str | None = None) -> str:
     newest = hydra_override(key, below[0]) if key else str(below[0])
     return f"; it holds {len(below)} run folder(s) with a checkpoint, the newest: {newest}" + ("" if key else
                                                                                               ": pass one of them")
+
+
+def sweep_jobs(sweep: str | os.PathLike) -> list[Path]:
+    """The job folders of the sweep folder ``sweep`` holding a complete checkpoint, by job number: 0, 1, 2, ..., 10
+    (was: as strings, "0, 1, 10, 11, 2"), other names after them, alphabetically.
+
+    Parameters
+    ----------
+    sweep : str or os.PathLike
+        A sweep's folder (``multirun.yaml`` in it): its jobs' folders are its children.
+    """
+    from gensbi_sharding.checkpoint import CHECKPOINT_SUBDIR, committed_steps
+
+    jobs = [j for j in Path(sweep).iterdir() if committed_steps(j / CHECKPOINT_SUBDIR)]
+    return sorted(jobs, key=lambda j: (not j.name.isdigit(), int(j.name) if j.name.isdigit() else 0, j.name))

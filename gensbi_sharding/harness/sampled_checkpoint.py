@@ -1,6 +1,6 @@
 """The checkpoint ``sample.py`` (and ``sample_posterior``) reads, named for who samples: a damaged one (the library's
 refusal advises training, "resume from another step folder", "start without it"; a sampler's fix is another step folder
-of the run to sample), or a run still training that has saved none yet."""
+of the run to sample), or a folder with none: a sweep's, a run still training, a sequential job's, a stopped run's."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DamagedCheckpoint", "arrays_read", "for_sampler", "saved_items", "training_run"]
+__all__ = ["DamagedCheckpoint", "arrays_read", "for_sampler", "no_checkpoint", "saved_items", "sweep_refusal",
+           "training_run"]
 
 
 class DamagedCheckpoint(FileNotFoundError):
@@ -18,6 +19,7 @@ class DamagedCheckpoint(FileNotFoundError):
 
 _DAMAGE = (KeyError, ValueError, AttributeError, OSError)  # what a lost or cut file raises, as the library reads it
 READ_BYTES = 256 << 20  # the most of a checkpoint's arrays held in host memory at once while they are checked
+SEQUENTIAL = "sequential.json"  # benchmarks/sequential.py's job record (sbibm_method.RECORD: benchmarks/ is no package)
 
 
 def _in_parts(names: dict) -> list[list[str]]:
@@ -172,3 +174,61 @@ def training_run(folder: Path) -> str | None:
             return None
     except Timeout:
         return FolderLock(folder).holder()
+
+
+def sweep_refusal(folder: Path) -> FileNotFoundError:
+    """``sample.py``'s refusal of the sweep folder ``folder``, naming its jobs with a checkpoint by number."""
+    from gensbi_sharding.harness.runs_below import sweep_jobs
+
+    jobs = sweep_jobs(folder)  # was: as strings, "0, 1, 10, 11, 2"
+    return FileNotFoundError(f"{folder} is a sweep's folder, one run per job: " + (
+        f"sample one job's, e.g. {jobs[0]} (jobs with a checkpoint: {', '.join(j.name for j in jobs)})" if jobs
+        else "none of its jobs saved a checkpoint (a dry run saves none)"))
+
+
+def _sequential_fix(folder: Path) -> str:
+    """What to sample instead of the sequential job ``folder``: the amortised job of its cell in its
+    ``benchmarks/sbibm.py`` root where that saved a checkpoint, else the ``launch.py`` command training one."""
+    from gensbi_sharding.checkpoint import CHECKPOINT_SUBDIR, committed_steps
+
+    cell, _, method = folder.parent.name.partition("_sequential-")  # <root>/<task>_<budget>_sequential-.../job
+    if method and committed_steps(folder.parent.parent / cell / folder.name / CHECKPOINT_SUBDIR):
+        return f"sample the amortised job of its task and budget instead: {folder.parent.parent / cell / folder.name}"
+    try:  # the job's settings, as benchmarks/sequential.py wrote them: launch.py's overrides
+        settings = [line[2:] for line in (folder / ".hydra" / "overrides.yaml").read_text().splitlines()
+                    if line.startswith("- ")]
+    except OSError:
+        settings = []
+    command = " ".join(map(shlex.quote, settings or ["experiment=sbibm", "data=<task>"]))
+    return f"train an amortised run to sample (python launch.py {command}) and sample its folder"
+
+
+def no_checkpoint(run_dir: Any, folder: Path, err: FileNotFoundError) -> FileNotFoundError:
+    """``sample.py``'s refusal of ``run_dir`` (resolved: ``folder``), which holds no complete checkpoint (``err``,
+    ``find_checkpoint``'s), saying why where its folder does: a sequential job's, a stopped, dry or training run's."""
+    from gensbi_sharding.checkpoint import CHECKPOINT_SUBDIR
+    from gensbi_sharding.harness.outputs import read_metrics
+    from gensbi_sharding.harness.runs_below import runs_note
+
+    given = f"run folder {os.fspath(run_dir)!r} has no checkpoint to sample"
+    if (folder / SEQUENTIAL).is_file():  # was: "its run (status ok) saved no complete checkpoint in .../checkpoints"
+        return FileNotFoundError(f"{given}: it is a sequential job's folder (benchmarks/sequential.py), whose rounds "
+                                 "train a network per observation and keep neither weights nor samples, only their "
+                                 f"C2ST scores ({folder / 'c2st.csv'}); {_sequential_fix(folder)}")
+    metrics, why, below = folder / "metrics.json", "", ""
+    if metrics.is_file():
+        previous = read_metrics(metrics)
+        status, resume = previous.get("status"), str(previous.get("error") or "").partition("continue with: ")[2]
+        if status in ("preempted", "interrupted") and resume:  # was: "pass the folder of a run that trained"
+            return FileNotFoundError(f"{given}: its run was stopped ({status}) before its first checkpoint; continue "
+                                     f"it, {resume}, and sample this folder once it has saved one")
+        why = ("; it holds a dry run (dry_run=true saves no checkpoint)" if "dry_run" in previous else
+               f"; its run (status {status}) saved no complete checkpoint in {folder / CHECKPOINT_SUBDIR}")
+    elif (writer := training_run(folder)) is not None:  # was: "pass the folder of a run that trained"
+        why = (f"; its run is still training ({writer}) and has saved none yet: it saves one at its end, and every "
+               "train.checkpoint_every steps if set; sample it then")
+    elif below := runs_note(folder):  # outputs/, a date's folder, an sbibm.py root (was: "pass a run dir")
+        why = below
+    return FileNotFoundError(f"{given}: {err}{why}" + ("" if "still training" in why or below else
+                             ". Sampling needs a trained run's saved weights: pass the folder of a run that trained "
+                             "(python launch.py ... writes checkpoints/ into its folder)"))

@@ -1,0 +1,75 @@
+"""``sample.py`` (``sample_posterior``) and ``train.resume=`` given a folder holding no run's checkpoint of its own: a
+sweep's (its jobs named by number) or a ``benchmarks/sequential.py`` job's (which keeps none, said so)."""
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+from omegaconf import OmegaConf
+
+from faults_helpers import saved_checkpoint
+from gensbi_sharding.harness.config import ConfigError
+from gensbi_sharding.harness.own_observation import main, sample_posterior
+from gensbi_sharding.harness.resume import resume_step_dir
+
+
+@pytest.fixture(scope="module")
+def one_run(tmp_path_factory):
+    """A two_moons run's folder holding one checkpoint (written by the library; the arrays are no model's)."""
+    from gensbi_sharding.harness.simulation_data import NORMALIZATION
+
+    config = {"data": {"name": "two_moons", "x_transform": "none"}, "model": {"name": "mlp"}, "seed": 0,
+              "eval": {"num_samples": 16, "ode_steps": 4}}
+    stats = {"theta_mean": [0.0, 0.0], "theta_std": [1.0, 1.0], "x_mean": [0.0, 0.0], "x_std": [1.0, 1.0]}
+    return saved_checkpoint(tmp_path_factory.mktemp("run"), config, {NORMALIZATION: stats}).parents[1]
+
+
+def test_a_sweeps_jobs_are_named_by_number(tmp_path, one_run):
+    # Was: "(jobs with a checkpoint: 0, 1, 10, 11, 2)", the job names sorted as strings (sample.py and train.resume)
+    sweep = tmp_path / "sweep"
+    for job in ("11", "2", "10", "0", "1"):
+        shutil.copytree(one_run, sweep / job)
+    (sweep / "3").mkdir()  # no checkpoint: not named
+    (sweep / "multirun.yaml").write_text("")
+    with pytest.raises(FileNotFoundError) as err:
+        sample_posterior(sweep, np.zeros(2))
+    assert str(err.value) == (f"{sweep} is a sweep's folder, one run per job: sample one job's, e.g. {sweep / '0'} "
+                              "(jobs with a checkpoint: 0, 1, 2, 10, 11)")
+    with pytest.raises(ConfigError) as err:
+        resume_step_dir(OmegaConf.create({"train": {"resume": str(sweep)}}))
+    assert str(err.value).endswith(f"e.g. train.resume={sweep / '0'} (jobs with a checkpoint: 0, 1, 2, 10, 11)")
+
+
+def _sequential_job(root, status="stopped"):
+    """A ``benchmarks/sequential.py`` job's folder under the ``sbibm.py`` root ``root``, as the job leaves it."""
+    job = root / "two_moons_1000_sequential-2-box-0.5" / "job"
+    (job / ".hydra").mkdir(parents=True)
+    (job / "sequential.json").write_text(json.dumps({"rounds": 2, "region": "box", "margin": 0.5}))
+    (job / ".hydra" / "overrides.yaml").write_text(
+        "- experiment=sbibm\n- data=two_moons\n- data.num_simulations=1000\n- eval.observations=[1, 2]\n")
+    (job / "c2st.csv").write_text("observation,c2st\n1,0.6\n")
+    (job / "metrics.json").write_text(json.dumps({"status": status, "error": "stopped by Ctrl-C or a signal"}))
+    return job
+
+
+@pytest.mark.parametrize("status", ["ok", "stopped"])
+def test_a_sequential_jobs_folder_is_said_to_keep_no_checkpoint(tmp_path, one_run, capsys, status):
+    # Was: "... its run (status stopped) saved no complete checkpoint in <job>/checkpoints. Sampling needs a trained
+    # run's saved weights": its rounds never save one, whatever its status
+    job = _sequential_job(tmp_path, status)
+    np.save(tmp_path / "x_o.npy", np.zeros(2))
+    said = (f"run folder '{job}' has no checkpoint to sample: it is a sequential job's folder (benchmarks/sequential"
+            ".py), whose rounds train a network per observation and keep neither weights nor samples, only their C2ST "
+            f"scores ({job / 'c2st.csv'}); ")
+    assert main([str(job), str(tmp_path / "x_o.npy")]) == 2
+    assert capsys.readouterr().err == (f"[ERROR] {said}train an amortised run to sample (python launch.py "
+                                       "experiment=sbibm data=two_moons data.num_simulations=1000 "
+                                       "'eval.observations=[1, 2]') and sample its folder\n")
+    shutil.copytree(one_run, tmp_path / "two_moons_1000" / "job")  # the amortised job of its cell, trained
+    with pytest.raises(FileNotFoundError) as err:
+        sample_posterior(job, np.zeros(2))
+    assert str(err.value) == (f"{said}sample the amortised job of its task and budget instead: "
+                              f"{tmp_path / 'two_moons_1000' / 'job'}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["two_moons_1000", "two_moons_1000_sequential-2-box-0.5",
+                                                          "x_o.npy"]  # nothing written
