@@ -10,6 +10,7 @@ import argparse
 import math
 import numbers
 import os
+import shlex
 import shutil
 import sys
 import tempfile
@@ -144,7 +145,7 @@ def out_path(given: str | None, observation: Path) -> Path:
     one typed with a trailing ``/`` that does not exist yet (refused by ``output_problem``, naming it). A name of
     another file type (``x.npy``) is kept as typed, for ``output_problem`` to refuse (was: ``x.npy.npz`` written)."""
     default = f"{observation.stem}_posterior.npz"
-    if not given:
+    if not (given or "").strip():  # a blank one: refused by output_problem, naming this default
         return observation.with_name(default)
     out = Path(given)
     if out.is_dir() or given.endswith(("/", os.sep)):  # "new/" names a folder, made or not (was: wrote new.npz)
@@ -161,6 +162,9 @@ def output_problem(out: Path, given: str | None, size: int = 0) -> str | None:
     """Why ``sample.py`` may not write ``out`` (``given``: ``--out`` as typed, None for the default; ``size``: the
     bytes it will write, which its disk must have free: was a traceback after the draw), as one line naming the
     fix; None where it may."""
+    if given is not None and not given.strip():  # was: --out '' wrote the default output, silently
+        return (f"--out {shlex.quote(given)} names no file; pass --out <a file>.npz, or drop --out to write the default "
+                f"beside the observation file, {out}")
     # A run's own names: a stopped run's folder holding one it did not write is refused when continued.
     if out.name.startswith("posterior_samples") or out.name == "train_losses.npz":
         return (f"--out {out}: {out.name} is a name a run writes its outputs under; choose another "

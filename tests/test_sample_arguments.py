@@ -1,5 +1,5 @@
-"""``sample.py`` (``sample_posterior``) and ``train.resume=`` given a folder holding no run's checkpoint of its own: a
-sweep's (its jobs named by number) or a ``benchmarks/sequential.py`` job's (which keeps none, said so)."""
+"""``sample.py`` (``sample_posterior``) and ``train.resume=`` given a folder holding no run's checkpoint of its own
+(a sweep's, its jobs named by number; a ``benchmarks/sequential.py`` job's, which keeps none); ``sample.py --out``."""
 
 import json
 import shutil
@@ -10,6 +10,7 @@ from omegaconf import OmegaConf
 
 from faults_helpers import saved_checkpoint
 from gensbi_sharding.harness.config import ConfigError
+from gensbi_sharding.harness import own_observation
 from gensbi_sharding.harness.own_observation import main, sample_posterior
 from gensbi_sharding.harness.resume import resume_step_dir
 
@@ -73,3 +74,18 @@ def test_a_sequential_jobs_folder_is_said_to_keep_no_checkpoint(tmp_path, one_ru
                               f"{tmp_path / 'two_moons_1000' / 'job'}")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["two_moons_1000", "two_moons_1000_sequential-2-box-0.5",
                                                           "x_o.npy"]  # nothing written
+
+
+@pytest.mark.parametrize("blank, typed", [("", "''"), ("  ", "'  '")])
+def test_a_blank_out_is_refused_naming_the_default(tmp_path, one_run, monkeypatch, capsys, blank, typed):
+    # Was: --out '' wrote the default output, x_o_posterior.npz, as if --out were not given
+    shutil.copytree(one_run, tmp_path / "run")
+    np.save(tmp_path / "x_o.npy", np.zeros(2))
+    monkeypatch.setattr(own_observation, "sample_posterior", lambda *a, **k: pytest.fail("sampled"))
+    with pytest.raises(SystemExit) as code:
+        main([str(tmp_path / "run"), str(tmp_path / "x_o.npy"), "--out", blank])
+    assert code.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"sample.py: error: --out {typed} names no file; pass --out <a file>.npz, or drop --out to write the default "
+        f"beside the observation file, {tmp_path / 'x_o_posterior.npz'}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run", "x_o.npy"]
