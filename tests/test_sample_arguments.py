@@ -89,3 +89,23 @@ def test_a_blank_out_is_refused_naming_the_default(tmp_path, one_run, monkeypatc
         f"sample.py: error: --out {typed} names no file; pass --out <a file>.npz, or drop --out to write the default "
         f"beside the observation file, {tmp_path / 'x_o_posterior.npz'}")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run", "x_o.npy"]
+
+
+@pytest.mark.parametrize("name, text", [
+    ("observation.csv", "data_1,data_2\n0.5,-0.25\n"),  # sbibm's own files: a header row (was: the command failed)
+    ("x.csv", "# x_o\nx1;x2\n\n0.5;-0.25\n"),  # a comment, column names, a blank line, ';'
+    ("x.txt", "0.5, -0.25\n"),  # commas in a .txt (was: no delimiter, the command failed)
+    ("x.dat", "x1\tx2\n0.5\t-0.25  # mine\n"),
+])
+def test_a_text_observations_conversion_command_reads_it(tmp_path, name, text):
+    import subprocess
+    import sys
+
+    from gensbi_sharding.harness.observation_input import load_observation
+
+    (tmp_path / name).write_text(text)
+    with pytest.raises(ValueError) as refused:
+        load_observation(tmp_path / name)
+    command = str(refused.value).split('convert it once: python -c "')[1].removesuffix('" and pass x_o.npy')
+    subprocess.run([sys.executable, "-c", command], cwd=tmp_path, check=True, timeout=60, capture_output=True)
+    np.testing.assert_array_equal(np.load(tmp_path / "x_o.npy"), [0.5, -0.25])

@@ -26,6 +26,27 @@ def _shell_word(code: str) -> str:
     return f'"{code}"' if not set(code) & set('"$`\\!') else shlex.quote(code)
 
 
+def _text_keywords(path: Path) -> str:
+    """The ``numpy.loadtxt`` keywords reading the text file ``path`` (its first 64 KiB looked at): ``delimiter`` where
+    its first row of numbers is split by ``,`` or ``;`` (not whitespace), ``skiprows`` past rows of column names
+    before it (sbibm's observation.csv: ``data_1,data_2``). Was: ``delimiter=','`` for any ``.csv``, none for a
+    ``.txt``; a header row made the command printed fail ("could not convert string to float: 'x1'")."""
+    def numbers(line: str, delimiter: str | None) -> bool:
+        try:
+            [float(value) for value in line.split(delimiter)]
+        except ValueError:
+            return False
+        return True
+
+    with open(path, "rb") as f:  # loadtxt's comments (# to the line's end) and blank lines: it skips both
+        lines = [line.partition("#")[0].strip() for line in f.read(1 << 16).decode("utf-8", "replace").splitlines()]
+    for at, line in enumerate(lines):
+        delimiter = next((d for d in (None, ",", ";") if line and numbers(line, d)), "?")
+        if delimiter != "?":
+            return f"{'' if delimiter is None else f', delimiter={delimiter!r}'}{f', skiprows={at}' * any(lines[:at])}"
+    return ", delimiter=','" if path.suffix.lower() == ".csv" else ""  # no row of numbers: as numpy reads a .csv
+
+
 def load_observation(x_o: Any) -> np.ndarray:
     """``x_o`` as a float array: an array as given, or a path to a ``.npy`` file read with ``numpy.load``.
 
@@ -53,9 +74,8 @@ def load_observation(x_o: Any) -> np.ndarray:
         with open(path, "rb") as f:
             head = f.read(6)
         if head != b"\x93NUMPY" and head[:2] != b"PK":  # numpy's own error for text: 'pickled data', misleading
-            delimiter = ", delimiter=','" if path.suffix.lower() == ".csv" else ""
             # The path as Python and the shell read it back (was: inside '...' as is: a quote or $ broke the command)
-            convert = f"import numpy as np; np.save('x_o.npy', np.loadtxt({os.fspath(path)!r}{delimiter}))"
+            convert = f"import numpy as np; np.save('x_o.npy', np.loadtxt({os.fspath(path)!r}{_text_keywords(path)}))"
             raise ValueError(f"observation file {path} is not a .npy file (text? a .npy starts with \\x93NUMPY); "
                              f"convert it once: python -c {_shell_word(convert)} and pass x_o.npy")
         try:
