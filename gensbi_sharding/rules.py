@@ -288,11 +288,11 @@ def partition_spec_for(names: Sequence[str | None] | str | None, shape: Sequence
                 return P(), (f"logical axis {name!r} maps to mesh axis {axis!r}, absent from the mesh "
                              f"{tuple(mesh.axis_names)}; build the mesh with make_mesh (axes 'data', 'model') or map "
                              f"{name!r} to one of its axes in a rule table")
-            if axis in owner:
-                return P(), f"logical axes {owner[axis]!r} and {name!r} both map to mesh axis {axis!r}" + (
-                    f"; annotate one of those dimensions with another logical axis or None (unsplit), e.g. "
-                    f"{names[:at] + (None,) + names[at + 1:]}" * (owner[axis] == name))  # one name twice: the fix
-            owner[axis] = name
+            if (first := owner.setdefault(axis, at)) != at or mesh_axes.count(axis) > 1:  # split over it twice
+                return P(), (f"logical axes {names[first]!r} and {name!r} both map to mesh axis {axis!r}; annotate "
+                             f"one of those dimensions with another logical axis or None (unsplit), e.g. "
+                             f"{names[:at] + (None,) + names[at + 1:]}" + f", or a rule table with {{{name!r}: None}}"
+                             * (names[first] != name))  # its fix; two names: or the rule moves one
         size = math.prod(mesh.shape[axis] for axis in mesh_axes)
         if dim % size:
             return P(), f"size {dim} of logical axis {name!r} is not divisible by mesh axis {target!r} of size {size}"

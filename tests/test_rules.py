@@ -144,6 +144,7 @@ def test_two_logical_names_on_one_mesh_axis_replicate_with_one_warning(mesh):
     for path in ("blocks/0/up/kernel", "blocks/0/down/kernel"):
         assert f"{path} (logical axes" in messages[0]
     assert "'embed' and 'mlp' both map to mesh axis 'model'" in messages[0]
+    assert "e.g. ('embed', None), or a rule table with {'mlp': None})" in messages[0]  # its fix (was: none)
     assert messages[0].startswith("2 variable(s) replicated instead of split under custom rule table")
     assert_placed(arrays, mesh, {
         "blocks/0/up/kernel": P(), "blocks/0/down/kernel": P(), "blocks/0/up/bias": P("model"),

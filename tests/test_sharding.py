@@ -343,8 +343,14 @@ def test_two_logical_axes_on_the_model_axis_fall_back_under_tensor():
     model.w = nnx.Param(jnp.ones((8, 8)), **axes("mlp", "heads"))
     record = caught(shard_model, model, make_mesh(model_axis=2), "tensor")
     (text,) = of_type(record, ShardingFallbackWarning)
-    assert "w (logical axes 'mlp' and 'heads' both map to mesh axis 'model')" in text
+    # Was: "w (logical axes 'mlp' and 'heads' both map to mesh axis 'model')", with no word of what to write instead.
+    assert ("w (logical axes 'mlp' and 'heads' both map to mesh axis 'model'; annotate one of those dimensions with "
+            "another logical axis or None (unsplit), e.g. ('mlp', None), or a rule table with {'heads': None})") in text
     assert placed(model, "w").is_fully_replicated
+    mesh, tensor = make_mesh(model_axis=2), dict(gs.RULES["tensor"])
+    for names, table in ((("mlp", None), tensor), (("mlp", "heads"), {**tensor, "heads": None})):  # either fix splits
+        assert gs.partition_spec_for(names, (8, 8), table, mesh) == (P("model", None), None)
+    assert gs.partition_spec_for(("embed",), (8,), {"embed": ("data", "data")}, mesh)[0] == P()  # one axis twice in one
 
 
 def test_mapped_axis_absent_from_the_mesh_falls_back(devices):
