@@ -118,7 +118,7 @@ def test_the_log_check_reads_the_installed_packages_observations(tmp_path, monke
     monkeypatch.syspath_prepend(str(tmp_path))
     assert job_problem(compose_tiny("data.x_transform=log")) is None
     assert job_problem(compose_tiny("data.x_transform=log", "data=slcp", "data.num_observation=3")) == (
-        "ConfigError: data.x_transform=log needs positive data, but observation 3 of task 'slcp' holds values <= 0: "
+        "ConfigError: data.x_transform=log needs positive data, but observation 3 of task 'slcp' holds 0: "
         "the posterior cannot be conditioned on its log; set data.x_transform=none (log suits positive data spanning "
         "decades, as data=lotka_volterra's)")
     # An observation the package holds no file of is the run's to check (it loads the task): no refusal here
@@ -126,13 +126,18 @@ def test_the_log_check_reads_the_installed_packages_observations(tmp_path, monke
 
 
 @pytest.mark.parametrize("overrides, refused", [
-    (["data.x_transform=log"], 1),  # data.num_observation=1, read by the data step though nothing is scored
+    # data.num_observation=1, read by the data step though nothing is scored
+    (["data.x_transform=log"], (1, -0.639671, "data.num_observation=7")),
     (["data.x_transform=log", "data.num_observation=7"], None),
     (["data.x_transform=log", "data.num_observation=7", "eval.enabled=true", "eval.observations=[7,8]"], None),
-    (["data.x_transform=log", "data.num_observation=7", "eval.enabled=true", "eval.observations=[7,1]"], 1),
-    (["data.x_transform=log", "data.num_observation=9", "eval.enabled=true", "eval.observations=[7]"], 9),
+    (["data.x_transform=log", "data.num_observation=7", "eval.enabled=true", "eval.observations=[7,1]"],
+     (1, -0.639671, "eval.observations=[7]")),
+    (["data.x_transform=log", "data.num_observation=9", "eval.enabled=true", "eval.observations=[7]"],
+     (9, -0.545246, "data.num_observation=7")),
+    (["data.x_transform=log", "eval.enabled=true", "eval.observations=[1,2]"],
+     (1, -0.639671, "data.num_observation=7 eval.observations=[7,8]")),
     (["data.x_transform=log", "dry_run=true"], None),  # a dry run reads no observation
-    (["data.x_transform=log", "data=slcp", "data.num_observation=3"], 3),
+    (["data.x_transform=log", "data=slcp", "data.num_observation=3"], (3, -5.71116, None)),  # none positive
     (["data.x_transform=log", "data=lotka_volterra", "eval.enabled=true", "eval.observations=[1,10]"], None),
 ])
 def test_log_of_a_non_positive_observation_is_refused_by_the_check_before_any_folder(overrides, refused):
@@ -143,7 +148,15 @@ def test_log_of_a_non_positive_observation_is_refused_by_the_check_before_any_fo
 
     cfg = compose_tiny(*overrides)
     problem = job_problem(cfg)
-    assert problem == (None if refused is None else (
-        f"ConfigError: data.x_transform=log needs positive data, but observation {refused} of task "
-        f"{cfg.data.name!r} holds values <= 0: the posterior cannot be conditioned on its log; set "
-        "data.x_transform=none (log suits positive data spanning decades, as data=lotka_volterra's)")), problem
+    if refused is None:
+        assert problem is None, problem
+        return
+    k, held, fix = refused  # was: "holds values <= 0", and data.x_transform=none the one fix
+    assert problem == (
+        f"ConfigError: data.x_transform=log needs positive data, but observation {k} of task "
+        f"{cfg.data.name!r} holds {held:g}: the posterior cannot be conditioned on its log; set "
+        "data.x_transform=none (log suits positive data spanning decades, as data=lotka_volterra's)" + (
+            f", or keep it and read only observations of positive data (two_moons's 7, 8): {fix}" if fix else "")
+    ), problem
+    if fix:  # the second fix followed, the check passes
+        assert job_problem(compose_tiny(*overrides, *fix.split())) is None

@@ -81,8 +81,9 @@ def test_a_refused_rule_file_leaves_no_folder(tmp_path):
      "model.dtype=float32, or run on a GPU"),
     # Was: refused by the run's data step, once the task was loaded, inside the folder Hydra had made
     (["data.x_transform=log"], "data.x_transform=log needs positive data, but observation 1 of task 'two_moons' holds "
-     "values <= 0: the posterior cannot be conditioned on its log; set data.x_transform=none (log suits positive "
-     "data spanning decades, as data=lotka_volterra's)"),
+     "-0.639671: the posterior cannot be conditioned on its log; set data.x_transform=none (log suits positive "
+     "data spanning decades, as data=lotka_volterra's), or keep it and read only observations of positive data "
+     "(two_moons's 7, 8): data.num_observation=7"),
 ])
 def test_a_run_its_config_checks_refuse_leaves_no_folder(tmp_path, args, said):
     # Was: values the command-line checks pass but the run's own checks refuse (validate, the mesh against the

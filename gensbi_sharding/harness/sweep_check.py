@@ -59,7 +59,7 @@ def _job_problem(cfg: Any, in_process: bool) -> str | None:
     from gensbi_sharding.harness.memory_check import simulations_problem
     from gensbi_sharding.harness.model_checks import platform_problem
     from gensbi_sharding.harness.refusal import fix_of, rephrased
-    from gensbi_sharding.harness.tasks import log_observation_problem
+    from gensbi_sharding.harness.log_observations import log_observation_problem
 
     problem, local = None, False
     try:

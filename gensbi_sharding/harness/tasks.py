@@ -24,8 +24,7 @@ import numpy as np
 __all__ = ["TASKS", "TASK_DIMS", "NUM_OBSERVATIONS", "THETA_TRANSFORMS", "X_TRANSFORMS", "get_task", "task_dims",
            "simulate", "simulate_at", "prior_bijection", "to_unconstrained", "to_constrained", "transform_x",
            "check_transforms", "observation", "reference_samples", "check_observation", "usable_observation",
-           "check_evaluation", "REFERENCE_SAMPLES", "num_samples_problem", "observation_file",
-           "log_observation_problem"]
+           "check_evaluation", "REFERENCE_SAMPLES", "num_samples_problem", "observation_file"]
 
 #: sbibm tasks with reference posteriors, registered as data sets (``data=<name>``).
 TASKS: tuple[str, ...] = ("two_moons", "gaussian_linear", "gaussian_linear_uniform", "gaussian_mixture",
@@ -256,27 +255,6 @@ def observation_file(name: str, num_observation: int) -> Path | None:
     roots = (spec.submodule_search_locations or []) if spec is not None else []
     where = ("tasks", name, "files", f"num_observation_{num_observation}", "observation.csv")
     return next((path for root in roots if (path := Path(root, *where)).is_file()), None)
-
-
-def log_observation_problem(data: Any, evaluation: Any) -> str | None:
-    """Why ``data.x_transform=log`` (a config's ``data``) cannot condition on an observation the run reads (those
-    ``evaluation``, its ``eval``, scores, then ``data.num_observation``), read from the installed package's file
-    (``observation_file``), as ``usable_observation`` refuses it once the task is loaded; None where it can, for
-    another transform, where it is no sbibm task's, or where no file reads: the run then checks it.
-    (Was: a table of the observations log could condition on, which a new sbibm_jax would have left stale.)"""
-    if data.x_transform != "log" or (name := data.name) not in TASKS:
-        return None
-    scored = list(evaluation.observations or [data.num_observation]) if evaluation.enabled else []
-    for k in dict.fromkeys([*scored, data.num_observation]):
-        try:  # the file's header row, then one row of values
-            x_o = np.loadtxt(observation_file(name, k), delimiter=",", skiprows=1, dtype=np.float32, ndmin=1)
-        except (TypeError, OSError, ValueError):  # no such file, or not one row of numbers: left to the run
-            continue
-        if not np.all(np.isfinite(transform_x("log", x_o))):
-            return (f"data.x_transform=log needs positive data, but observation {k} of task {name!r} holds values "
-                    "<= 0: the posterior cannot be conditioned on its log; set data.x_transform=none (log suits "
-                    "positive data spanning decades, as data=lotka_volterra's)")
-    return None
 
 
 def reference_samples(task: Any, num_observation: int) -> np.ndarray:
