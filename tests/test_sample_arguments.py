@@ -1,5 +1,6 @@
 """``sample.py`` (``sample_posterior``) and ``train.resume=`` given a folder holding no run's checkpoint of its own
-(a sweep's, its jobs named by number; a ``benchmarks/sequential.py`` job's, which keeps none); ``sample.py --out``."""
+(a sweep's, its jobs named by number; a ``benchmarks/sequential.py`` job's, which keeps none); ``sample.py --out``;
+the conversion command of a text observation."""
 
 import json
 import shutil
@@ -74,6 +75,12 @@ def test_a_sequential_jobs_folder_is_said_to_keep_no_checkpoint(tmp_path, one_ru
                               f"{tmp_path / 'two_moons_1000' / 'job'}")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["two_moons_1000", "two_moons_1000_sequential-2-box-0.5",
                                                           "x_o.npy"]  # nothing written
+    # train.resume=<it>: was "holds a completed run whose checkpoints are gone" (status ok), or "a run that saved no
+    # complete checkpoint (status stopped)"
+    with pytest.raises(FileNotFoundError) as err:
+        resume_step_dir(OmegaConf.create({"train": {"resume": str(job)}}))
+    assert str(err.value).endswith(f"; {job} is a sequential job's folder (benchmarks/sequential.py), whose rounds "
+                                   "keep no checkpoint: start a new run without train.resume")
 
 
 @pytest.mark.parametrize("blank, typed", [("", "''"), ("  ", "'  '")])

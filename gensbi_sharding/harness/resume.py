@@ -34,6 +34,7 @@ def resume_step_dir(cfg: DictConfig) -> Path | None:
         return None
     from gensbi_sharding.checkpoint import CHECKPOINT_SUBDIR, find_checkpoint
     from gensbi_sharding.harness.outputs import read_metrics
+    from gensbi_sharding.harness.sampled_checkpoint import SEQUENTIAL
 
     folder = launch_dir() / Path(cfg.train.resume).expanduser()
     if (folder / "multirun.yaml").is_file():  # a sweep's folder: its checkpoints are its jobs'
@@ -52,7 +53,9 @@ def resume_step_dir(cfg: DictConfig) -> Path | None:
             raise ConfigError(f"{hydra_override('train.resume', cfg.train.resume)}: {err}, as train.resume=<folder>"
                               f"{runs_note(folder, 'train.resume')}; or leave train.resume out to start fresh") from None
         status = (previous := read_metrics(metrics)).get("status")
-        why = ("holds a dry run (dry_run=true saves no checkpoint): start a new run without train.resume"
+        why = ("is a sequential job's folder (benchmarks/sequential.py), whose rounds keep no checkpoint: start a new "
+               "run without train.resume" if (folder / SEQUENTIAL).is_file() else  # was: "... are gone"
+               "holds a dry run (dry_run=true saves no checkpoint): start a new run without train.resume"
                if "dry_run" in previous else f"holds a completed run whose checkpoints are gone (no complete "
                f"step folder in {folder / CHECKPOINT_SUBDIR}): start a new run without train.resume"
                if status == "ok" else f"holds a run that saved no complete checkpoint (status {status}): " + (
