@@ -343,3 +343,26 @@ def test_a_group_given_null_or_a_list_is_refused_naming_an_option(args, message)
         group, option = fix.split("=")
         cfg = compose_tiny(fix)
         assert cfg[group].name == option if group in ("model", "rule") else cfg.mesh.spec is None  # mesh=none
+
+
+def test_an_accepted_command_composes_nothing_for_a_suggestion_a_refused_one_gets_its_own(monkeypatch):
+    """The value a refusal suggests is the command's own composition (``command_defaults.composed``, ~0.3 s of
+    CPU, Hydra composing); an accepted command's checks ask for none (was: each accepted launch composed the
+    command once for suggestions it never showed)."""
+    from gensbi_sharding.harness import command_defaults
+
+    asked = []
+    real = command_defaults.composed.__wrapped__  # past its cache: every composition asked for is counted
+
+    def counted(*args):
+        asked.append(args)
+        return real(*args)
+
+    monkeypatch.setattr(command_defaults, "composed", counted)
+    tiny = ["experiment=quick", "train.steps=4", "train.log_every=2", "eval.num_samples=64", "data.num_simulations=768"]
+    assert override_problem(tiny) is None
+    assert asked == []
+    assert override_problem([*tiny[:1], "train.steps=abc"]) == (
+        "train.steps=abc: train.steps: Value 'abc' of type 'str' could not be converted to Integer; "
+        "e.g. train.steps=20")
+    assert len(asked) == 1
