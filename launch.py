@@ -149,6 +149,9 @@ if __name__ == "__main__":
     # Python's finalisation sweeps JAX's and Flax's objects in full collections: ~1 s of CPU after the last line,
     # with nothing left to free at exit. Registered after JAX's own handlers, so it runs before them (LIFO).
     atexit.register(gc.freeze)
+    # What the imports above built (Hydra, OmegaConf, the harness) is moved out of the cycle collector's reach: each
+    # full collection of the run walked it again (~0.2 s of CPU in a tiny run). Garbage made later is collected.
+    gc.freeze()
     try:
         main()
         if not ran and (problem := shown_config_problem(sys.argv[1:])):  # --cfg, --info: shown, never checked
