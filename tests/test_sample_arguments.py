@@ -103,6 +103,9 @@ def test_a_blank_out_is_refused_naming_the_default(tmp_path, one_run, monkeypatc
     ("x.csv", "# x_o\nx1;x2\n\n0.5;-0.25\n"),  # a comment, column names, a blank line, ';'
     ("x.txt", "0.5, -0.25\n"),  # commas in a .txt (was: no delimiter, the command failed)
     ("x.dat", "x1\tx2\n0.5\t-0.25  # mine\n"),
+    # A spreadsheet's "CSV UTF-8" starts with a byte order mark (was: "could not convert string '\ufeff0.5'")
+    ("excel.csv", "\ufeff0.5,-0.25\r\n"),
+    ("excel_named.csv", "\ufeffx1,x2\r\n0.5,-0.25\r\n"),
 ])
 def test_a_text_observations_conversion_command_reads_it(tmp_path, name, text):
     import subprocess
@@ -110,7 +113,7 @@ def test_a_text_observations_conversion_command_reads_it(tmp_path, name, text):
 
     from gensbi_sharding.harness.observation_input import load_observation
 
-    (tmp_path / name).write_text(text)
+    (tmp_path / name).write_text(text, encoding="utf-8")
     with pytest.raises(ValueError) as refused:
         load_observation(tmp_path / name)
     command = str(refused.value).split('convert it once: python -c "')[1].removesuffix('" and pass x_o.npy')

@@ -29,8 +29,9 @@ def _shell_word(code: str) -> str:
 def _text_keywords(path: Path) -> str:
     """The ``numpy.loadtxt`` keywords reading the text file ``path`` (its first 64 KiB looked at): ``delimiter`` where
     its first row of numbers is split by ``,`` or ``;`` (not whitespace), ``skiprows`` past rows of column names
-    before it (sbibm's observation.csv: ``data_1,data_2``). Was: ``delimiter=','`` for any ``.csv``, none for a
-    ``.txt``; a header row made the command printed fail ("could not convert string to float: 'x1'")."""
+    before it (sbibm's observation.csv: ``data_1,data_2``), ``encoding`` past a UTF-8 byte order mark (a
+    spreadsheet's "CSV UTF-8"; was: "could not convert string '\\ufeff0.5' to float64"). Was: ``delimiter=','`` for
+    any ``.csv``, none for a ``.txt``; a header row made the command printed fail ("could not convert ... 'x1'")."""
     def numbers(line: str, delimiter: str | None) -> bool:
         try:
             [float(value) for value in line.split(delimiter)]
@@ -39,12 +40,15 @@ def _text_keywords(path: Path) -> str:
         return True
 
     with open(path, "rb") as f:  # loadtxt's comments (# to the line's end) and blank lines: it skips both
-        lines = [line.partition("#")[0].strip() for line in f.read(1 << 16).decode("utf-8", "replace").splitlines()]
+        head = f.read(1 << 16)
+    bom = ", encoding='utf-8-sig'" * head.startswith(b"\xef\xbb\xbf")  # else the first value reads '\ufeff0.5'
+    lines = [line.partition("#")[0].strip() for line in head.decode("utf-8-sig", "replace").splitlines()]
     for at, line in enumerate(lines):
         delimiter = next((d for d in (None, ",", ";") if line and numbers(line, d)), "?")
         if delimiter != "?":
-            return f"{'' if delimiter is None else f', delimiter={delimiter!r}'}{f', skiprows={at}' * any(lines[:at])}"
-    return ", delimiter=','" if path.suffix.lower() == ".csv" else ""  # no row of numbers: as numpy reads a .csv
+            return (f"{'' if delimiter is None else f', delimiter={delimiter!r}'}{f', skiprows={at}' * any(lines[:at])}"
+                    f"{bom}")
+    return (", delimiter=','" if path.suffix.lower() == ".csv" else "") + bom  # no row of numbers: as numpy reads
 
 
 def load_observation(x_o: Any) -> np.ndarray:
