@@ -136,6 +136,9 @@ def test_the_log_check_reads_the_installed_packages_observations(tmp_path, monke
      (9, -0.545246, "data.num_observation=7")),
     (["data.x_transform=log", "eval.enabled=true", "eval.observations=[1,2]"],
      (1, -0.639671, "data.num_observation=7 eval.observations=[7,8]")),
+    # data.num_observation one of those kept (was: =7 beside eval.observations=[8], which scores 8 alone: a note)
+    (["data.x_transform=log", "eval.enabled=true", "eval.observations=[1,8]"],
+     (1, -0.639671, "data.num_observation=8 eval.observations=[8]")),
     (["data.x_transform=log", "dry_run=true"], None),  # a dry run reads no observation
     (["data.x_transform=log", "data=slcp", "data.num_observation=3"], (3, -5.71116, None)),  # none positive
     (["data.x_transform=log", "data=lotka_volterra", "eval.enabled=true", "eval.observations=[1,10]"], None),
@@ -144,6 +147,7 @@ def test_log_of_a_non_positive_observation_is_refused_by_the_check_before_any_fo
     # Was: left to the run (usable_observation, once the task was loaded), which refused it inside the folder Hydra
     # had made (.hydra/, .run.lock, launch.log, error.txt, metrics.json); a sweep ran its earlier jobs first.
     from faults_helpers import compose_tiny
+    from gensbi_sharding.harness.config_checks import scored_observations
     from gensbi_sharding.harness.sweep_check import job_problem
 
     cfg = compose_tiny(*overrides)
@@ -160,3 +164,5 @@ def test_log_of_a_non_positive_observation_is_refused_by_the_check_before_any_fo
     ), problem
     if fix:  # the second fix followed, the check passes
         assert job_problem(compose_tiny(*overrides, *fix.split())) is None
+        # and the run scores data.num_observation, saying no "eval.observations=[8] is scored, not ..." note
+        assert scored_observations(compose_tiny(*overrides, *fix.split()))[1] is None

@@ -58,7 +58,8 @@ def log_observation_problem(data: Any, evaluation: Any) -> str | None:
         if not good:
             return refusal
         keep = [j for j in asked if j in good] or good  # eval.observations: the usable ones asked, else all usable
-        fix = [f"data.num_observation={good[0]}"] * (data.num_observation not in good) + [
+        # data.num_observation one of those scored (was: good[0], beside eval.observations=[8]: not scored, a note)
+        fix = [f"data.num_observation={keep[0]}"] * (data.num_observation not in good) + [
             f"eval.observations=[{','.join(map(str, keep))}]"] * bool(set(asked) - set(good))
         return (f"{refusal}, or keep it and read only observations of positive data ({name}'s "
                 f"{', '.join(map(str, good))}): {' '.join(fix)}")
