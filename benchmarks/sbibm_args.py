@@ -123,10 +123,13 @@ def job_folder_problem(job: Path, cell: str) -> str | None:
     held = (["multirun.yaml"] if (path / "multirun.yaml").is_file() else []) + runs_under(path)
     others = held or sorted(p.name for p in path.iterdir() if p.name not in (RECORD, ".hydra", "metrics.json",
                                                                           "c2st.csv", ".run.lock", ".run.owner.json"))
+    # The cell's own folder (job/ left off the --job run gives): its job/ (was: e.g. --job <cell>/<cell>, not found)
+    fix = (f"pass the folder run gives this job there, --job {path / 'job'}" if path.name == cell else
+           f"pass a new or empty folder, e.g. --job {path / cell}")
     if others:
         return (f"--job {job} holds {'other runs or sweeps (' * bool(held)}{', '.join(others[:3])}"
                 f"{f' and {len(others) - 3} more' * (len(others) > 3)}{')' * bool(held)}, not a sequential job's "
-                f"folder ({RECORD}): {then}; pass a new or empty folder, e.g. --job {path / cell}")
+                f"folder ({RECORD}): {then}; {fix}")
     if (path / "c2st.csv").is_file() and not any((path / m).exists() for m in (".run.lock", ".hydra", "metrics.json")):
         return (f"--job {job} holds a c2st.csv of no job, which this job would delete; pass a new or empty folder, "
                 f"e.g. --job {path / cell}, or move it out")

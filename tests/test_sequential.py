@@ -398,6 +398,35 @@ def test_a_job_folder_that_is_no_jobs_is_refused_in_one_line_before_anything_is_
         load("sequential").main(["--job", str(tmp_path / "empty"), "--task", "two_moons", "--budget", "1000"])
 
 
+def test_a_cells_folder_given_as_job_names_its_job_folder(tmp_path, capsys, monkeypatch):
+    """Typed: ``sequential.py --job <root>/two_moons_1000_sequential-2-box-0.5`` (``/job`` left off), a cell of a
+    stopped ``sbibm.py run --rounds 2``. Was: "pass a new or empty folder, e.g. --job <cell>/<cell>", a folder run
+    and table never read; now its job's folder, which is started again in place."""
+    import sequential_rounds
+
+    from gensbi_sharding.harness import devices
+
+    def never(*args, **kwargs):
+        raise AssertionError("the job started its rounds")
+
+    monkeypatch.setattr(devices, "configure_devices", lambda *a: None)  # this process's JAX has started
+    monkeypatch.setattr(sequential_rounds, "sequential_scores", never)
+    cell = tmp_path / "two_moons_1000_sequential-2-box-0.5"
+    (cell / "job" / ".hydra").mkdir(parents=True)
+    (cell / "job" / "sequential.json").write_text('{"rounds": 2, "region": "box", "margin": 0.5}\n')
+    (cell / "job" / "metrics.json").write_text('{"status": "stopped"}')
+    (cell / "launch.log").write_text("stopped\n")
+    (tmp_path / "sbibm_asked.json").write_text('{"cells": [["two_moons", 1000, "sequential rounds=2"]]}\n')
+    before = _folders(tmp_path)
+    with pytest.raises(SystemExit) as stop:
+        load("sequential").main(["--job", str(cell), "--task", "two_moons", "--budget", "1000"])
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert stop.value.code == 2 and err.endswith(f"pass the folder run gives this job there, --job {cell / 'job'}"), err
+    assert _folders(tmp_path) == before
+    with pytest.raises(AssertionError, match="started its rounds"):  # the fix followed: the job starts again
+        load("sequential").main(["--job", str(cell / "job"), "--task", "two_moons", "--budget", "1000"])
+
+
 @pytest.mark.parametrize("budget, said", [(10000, "amortised 0.546 (benchmarks/results/sbibm_results.csv)"),
                                           (1001, "no amortised score of sir at 1001 simulations in "
                                                  "(benchmarks/results/sbibm_results.csv)")])
