@@ -256,8 +256,9 @@ def main(argv: list[str] | None = None) -> None:
         except OSError as err:  # the runner's own writes on a full or read-only disk (was: an OSError's traceback)
             raise SystemExit(f"{err.filename or args.root} could not be written ({err.strerror or err}): the jobs that "
                              f"finished are kept in their folders under {args.root}; {MAKE_ROOM}, then run the "
-                             "same command again: it skips the finished jobs and continues "
-                             "the stopped ones") from None
+                             "same command again: it skips the finished jobs and " + (  # (was, sequential too:
+                             "starts the stopped ones again" if method.sequential else  # "continues the stopped")
+                             "continues the stopped ones")) from None
         other = [f for f in failed if f.endswith("(other settings)")]
         if other:  # rerunning the same command would change nothing for these
             raise SystemExit(f"{len(other)} job(s) finished with other settings than asked: {', '.join(other)} (each "

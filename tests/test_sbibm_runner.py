@@ -814,6 +814,26 @@ def test_run_on_a_full_disk_names_the_file_and_what_is_kept(sbibm, tmp_path, mon
     assert sorted(p.name for p in root.iterdir()) == []  # nothing half-written, no job started
 
 
+def test_run_rounds_on_a_full_disk_says_the_stopped_jobs_start_again(sbibm, tmp_path, monkeypatch):
+    # Typed: sbibm.py run --rounds 2 --root <a full disk>. Was: "... continues the stopped ones", but a sequential
+    # job's rounds keep no checkpoint: run moves a stopped one aside and starts it again.
+    import errno
+    import os
+
+    from gensbi_sharding.harness import outputs
+
+    def full(path, data, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+    monkeypatch.setattr(outputs, "write_atomic", full)
+    root = tmp_path / "root"
+    with pytest.raises(SystemExit) as stop:
+        sbibm.main(["run", "--root", str(root), "--tasks", "two_moons", "--budgets", "1000", "--rounds", "2"])
+    assert str(stop.value).endswith("then run the same command again: it skips the finished jobs and starts the "
+                                    "stopped ones again"), stop.value
+    assert sorted(p.name for p in root.iterdir()) == []  # nothing half-written, no job started
+
+
 def test_table_on_a_full_disk_names_the_file_and_what_is_kept(sbibm, tmp_path, monkeypatch):
     # Round 43: sbibm.py table <root> --out <a full disk> was an OSError's traceback ("No space left on device").
     import errno
