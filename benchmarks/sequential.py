@@ -66,7 +66,8 @@ def main(argv: list[str] | None = None) -> None:
 
     # Only a sequential job's own folder is started again in place (was: a launch.py run's folder, or one inside it,
     # lost its c2st.csv, metrics.json and .hydra record to this job's, which are rewritten as it starts)
-    host = run_folder_holding(args.job)
+    # also where a symlink leads (was: --job <a link to a folder inside a run's> wrote a run inside that run)
+    host = run_folder_holding(args.job) or run_folder_holding(args.job.resolve())
     if host is not None and not (host == args.job.absolute() and (host / RECORD).is_file()):
         where = ("is the folder of the run {}, whose c2st.csv, metrics.json and .hydra record this job would replace"
                  if host == args.job.absolute() else "lies inside the folder of the run {}, which is never written into")

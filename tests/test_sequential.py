@@ -219,6 +219,37 @@ def test_a_launch_runs_folder_is_refused_as_a_job_folder_its_records_kept(tmp_pa
     assert "--budget 100 in --rounds 2 gives 50 simulations a round, too few" in capsys.readouterr().err
 
 
+def test_a_symlink_into_a_launch_runs_folder_is_refused_as_the_folder_it_leads_to(tmp_path, capsys, monkeypatch):
+    """Typed: ``sequential.py --job link``, ``link`` a symlink to ``<a launch.py run>/sub``. Was: taken as a new
+    folder (the link's own path lies in no run), the job's .hydra and metrics.json written inside that run. A link to
+    a sequential job's own folder is still started again in place."""
+    import sequential_rounds
+    from gensbi_sharding.harness import devices
+    from sbibm_method import Method, write_record
+
+    def never(*args, **kwargs):
+        raise AssertionError("the job started its rounds")
+
+    monkeypatch.setattr(devices, "configure_devices", lambda *a: None)  # this process's JAX has started
+    monkeypatch.setattr(sequential_rounds, "sequential_scores", never)
+    run_dir = tmp_path / "a_run"
+    (run_dir / ".hydra").mkdir(parents=True)
+    (run_dir / "metrics.json").write_text('{"status": "ok"}')
+    (run_dir / "sub").mkdir()
+    (tmp_path / "link").symlink_to(run_dir / "sub")
+    with pytest.raises(SystemExit) as stop:
+        load("sequential").main(["--job", str(tmp_path / "link"), "--task", "two_moons", "--budget", "1000"])
+    assert stop.value.code == 2 and capsys.readouterr().err.endswith(
+        f"error: --job {tmp_path / 'link'} lies inside the folder of the run {run_dir}, which is never written into; "
+        f"pass a new folder, e.g. --job {run_dir}-sequential\n")
+    assert list((run_dir / "sub").iterdir()) == []
+    (tmp_path / "mine").mkdir()
+    write_record(tmp_path / "mine", Method(2, "box", 0.5))
+    (tmp_path / "to_mine").symlink_to(tmp_path / "mine")
+    with pytest.raises(AssertionError, match="started its rounds"):
+        load("sequential").main(["--job", str(tmp_path / "to_mine"), "--task", "two_moons", "--budget", "1000"])
+
+
 def test_a_job_stopped_while_it_writes_its_folders_records_is_started_again_in_place(tmp_path, capsys, monkeypatch):
     """Was: sequential.json written after .hydra, and a stop between them left neither it nor a word: the folder
     (with an earlier attempt's metrics.json) was refused next as a launch.py run's. The record comes first, a stop
