@@ -106,6 +106,7 @@ def test_a_blank_out_is_refused_naming_the_default(tmp_path, one_run, monkeypatc
     # A spreadsheet's "CSV UTF-8" starts with a byte order mark (was: "could not convert string '\ufeff0.5'")
     ("excel.csv", "\ufeff0.5,-0.25\r\n"),
     ("excel_named.csv", "\ufeffx1,x2\r\n0.5,-0.25\r\n"),
+    ("excel_1252.csv", b"temp\xe9rature,x\r\n0.5,-0.25\r\n"),  # its plain "CSV" (was: UnicodeDecodeError)
 ])
 def test_a_text_observations_conversion_command_reads_it(tmp_path, name, text):
     import subprocess
@@ -113,7 +114,7 @@ def test_a_text_observations_conversion_command_reads_it(tmp_path, name, text):
 
     from gensbi_sharding.harness.observation_input import load_observation
 
-    (tmp_path / name).write_text(text, encoding="utf-8")
+    (tmp_path / name).write_bytes(text if isinstance(text, bytes) else text.encode())
     with pytest.raises(ValueError) as refused:
         load_observation(tmp_path / name)
     command = str(refused.value).split('convert it once: python -c "')[1].removesuffix('" and pass x_o.npy')

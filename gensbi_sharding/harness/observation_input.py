@@ -30,8 +30,9 @@ def _text_keywords(path: Path) -> str:
     """The ``numpy.loadtxt`` keywords reading the text file ``path`` (its first 64 KiB looked at): ``delimiter`` where
     its first row of numbers is split by ``,`` or ``;`` (not whitespace), ``skiprows`` past rows of column names
     before it (sbibm's observation.csv: ``data_1,data_2``), ``encoding`` past a UTF-8 byte order mark (a
-    spreadsheet's "CSV UTF-8"; was: "could not convert string '\\ufeff0.5' to float64"). Was: ``delimiter=','`` for
-    any ``.csv``, none for a ``.txt``; a header row made the command printed fail ("could not convert ... 'x1'")."""
+    spreadsheet's "CSV UTF-8"; was: "could not convert string '\\ufeff0.5' to float64") or bytes UTF-8 cannot
+    read (a Windows-1252 "CSV"'s column names). Was: ``delimiter=','`` for any ``.csv``, none for a ``.txt``; a
+    header row made the command printed fail ("could not convert string to float: 'x1'")."""
     def numbers(line: str, delimiter: str | None) -> bool:
         try:
             [float(value) for value in line.split(delimiter)]
@@ -41,7 +42,11 @@ def _text_keywords(path: Path) -> str:
 
     with open(path, "rb") as f:  # loadtxt's comments (# to the line's end) and blank lines: it skips both
         head = f.read(1 << 16)
-    bom = ", encoding='utf-8-sig'" * head.startswith(b"\xef\xbb\xbf")  # else the first value reads '\ufeff0.5'
+    try:
+        head.decode("utf-8")
+        bom = ", encoding='utf-8-sig'" * head.startswith(b"\xef\xbb\xbf")  # else the first value reads '\ufeff0.5'
+    except UnicodeDecodeError:  # a Windows-1252 'température' (or a character cut at 64 KiB): latin-1 reads any byte
+        bom = ", encoding='latin-1'"  # (was: the command's UnicodeDecodeError); the numbers are ASCII, read alike
     lines = [line.partition("#")[0].strip() for line in head.decode("utf-8-sig", "replace").splitlines()]
     for at, line in enumerate(lines):
         delimiter = next((d for d in (None, ",", ";") if line and numbers(line, d)), "?")
