@@ -252,7 +252,7 @@ def partition_spec_for(names: Sequence[str | None] | str | None, shape: Sequence
         A ``mesh`` no Mesh or a ``shape`` no sequence of int sizes; a ``table`` ``resolve_rule`` rejects.
     """
     from jax.sharding import PartitionSpec as P  # not at the top (TYPE_CHECKING's note)
-    from gensbi_sharding.nodes import check_mesh, is_int, mesh_axes_of
+    from gensbi_sharding.nodes import check_mesh, is_int, mesh_axes_of, split_twice
 
     check_mesh(mesh, optional=False)
     shape = shape.tolist() if getattr(shape, "ndim", 0) == 1 and hasattr(shape, "tolist") else shape  # np.array(...)
@@ -289,10 +289,7 @@ def partition_spec_for(names: Sequence[str | None] | str | None, shape: Sequence
                              f"{tuple(mesh.axis_names)}; build the mesh with make_mesh (axes 'data', 'model') or map "
                              f"{name!r} to one of its axes in a rule table")
             if (first := owner.setdefault(axis, at)) != at or mesh_axes.count(axis) > 1:  # split over it twice
-                return P(), (f"logical axes {names[first]!r} and {name!r} both map to mesh axis {axis!r}; annotate "
-                             f"one of those dimensions with another logical axis or None (unsplit), e.g. "
-                             f"{names[:at] + (None,) + names[at + 1:]}" + f", or a rule table with {{{name!r}: None}}"
-                             * (names[first] != name))  # its fix; two names: or the rule moves one
+                return P(), split_twice(names, first, at, axis, table)  # with the fix that splits the rest
         size = math.prod(mesh.shape[axis] for axis in mesh_axes)
         if dim % size:
             return P(), f"size {dim} of logical axis {name!r} is not divisible by mesh axis {target!r} of size {size}"

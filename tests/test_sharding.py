@@ -353,6 +353,33 @@ def test_two_logical_axes_on_the_model_axis_fall_back_under_tensor():
     assert gs.partition_spec_for(("embed",), (8,), {"embed": ("data", "data")}, mesh)[0] == P()  # one axis twice in one
 
 
+@pytest.mark.parametrize("names, fix, table_fix", [
+    (("mlp", "heads", "vocab"), ("mlp", None, None), {"heads": None, "vocab": None}),
+    (("mlp", "heads", "mlp"), ("mlp", None, None), None),  # 'mlp' itself twice: no table leaves it split once
+])
+def test_three_dimensions_on_one_mesh_axis_fall_back_with_a_fix_that_splits(names, fix, table_fix):
+    # Was: "e.g. ('mlp', None, 'vocab'), or a rule table with {'heads': None}" ('mlp', None, 'mlp' the second): each
+    # fix followed fell back again, a third dimension still on 'model'.
+    mesh, tensor = make_mesh(model_axis=2), dict(gs.RULES["tensor"])
+    spec, reason = gs.partition_spec_for(names, (8, 8, 8), tensor, mesh)
+    assert spec == P() and reason == (
+        "logical axes 'mlp' and 'heads' both map to mesh axis 'model'; annotate one of those dimensions with another "
+        f"logical axis or None (unsplit), e.g. {fix}" + (f", or a rule table with {table_fix}" if table_fix else ""))
+    assert gs.partition_spec_for(fix, (8, 8, 8), tensor, mesh) == (P("model", None, None), None)  # the fix splits
+    if table_fix:
+        assert gs.partition_spec_for(names, (8, 8, 8), {**tensor, **table_fix}, mesh) == (P("model", None, None), None)
+
+
+def test_a_table_mapping_one_logical_axis_onto_a_mesh_axis_twice_names_the_table_as_the_fix():
+    # Was: "logical axes 'embed' and 'embed' both map to mesh axis 'data'; annotate one of those dimensions with
+    # another logical axis or None (unsplit), e.g. (None,)": one dimension, and unsplit it splits nothing.
+    mesh = make_mesh(model_axis=2)
+    spec, reason = gs.partition_spec_for(("embed",), (8,), {"embed": ("data", "data")}, mesh)
+    assert spec == P() and reason == ("logical axis 'embed' maps to mesh axis 'data' twice (('data', 'data')); map "
+                                      "it onto 'data' once in the rule table")
+    assert gs.partition_spec_for(("embed",), (8,), {"embed": "data"}, mesh) == (P("data"), None)  # the fix followed
+
+
 def test_mapped_axis_absent_from_the_mesh_falls_back(devices):
     model = Tiny(rngs=nnx.Rngs(0))
     model_only = Mesh(np.array(devices), ("model",))
