@@ -121,8 +121,10 @@ def job_folder_problem(job: Path, cell: str) -> str | None:
         return (f"--job {job} is the --root of an sbibm.py run ({ASKED}): {then}; pass the folder run gives this "
                 f"job there, --job {path / cell / 'job'}")
     held = (["multirun.yaml"] if (path / "multirun.yaml").is_file() else []) + runs_under(path)
-    others = held or sorted(p.name for p in path.iterdir() if p.name not in (RECORD, ".hydra", "metrics.json",
-                                                                          "c2st.csv", ".run.lock", ".run.owner.json"))
+    # Hidden names are a file manager's or notebook's clutter (.DS_Store, .ipynb_checkpoints) or a job's own (.hydra,
+    # a temporary record left by a kill): none is another's work (was: "holds .DS_Store", a false refusal)
+    others = held or sorted(p.name for p in path.iterdir() if p.name not in (RECORD, "metrics.json", "c2st.csv")
+                            and not p.name.startswith("."))
     # The cell's own folder (job/ left off the --job run gives): its job/ (was: e.g. --job <cell>/<cell>, not found)
     fix = (f"pass the folder run gives this job there, --job {path / 'job'}" if path.name == cell else
            f"pass a new or empty folder, e.g. --job {path / cell}")

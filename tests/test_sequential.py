@@ -429,6 +429,26 @@ def test_a_job_folder_that_is_no_jobs_is_refused_in_one_line_before_anything_is_
         load("sequential").main(["--job", str(tmp_path / "empty"), "--task", "two_moons", "--budget", "1000"])
 
 
+def test_a_job_folder_holding_only_hidden_clutter_is_taken(tmp_path, monkeypatch):
+    """Typed: ``sequential.py --job <x>`` where <x> holds only what a file manager, a notebook or a killed job leaves
+    (``.DS_Store``, ``.ipynb_checkpoints/``, a ``.sequential.json.<pid>.<hex>.tmp``). Was: refused as "holds
+    .DS_Store, ... not a sequential job's folder"; none of them is another's work, so the job starts there."""
+    import sequential_rounds
+
+    from gensbi_sharding.harness import devices
+
+    def started(*args, **kwargs):
+        raise AssertionError("the job started its rounds")
+
+    monkeypatch.setattr(devices, "configure_devices", lambda *a: None)  # this process's JAX has started
+    monkeypatch.setattr(sequential_rounds, "sequential_scores", started)
+    (tmp_path / ".DS_Store").write_bytes(b"\0\0\0\1Bud1")
+    (tmp_path / ".ipynb_checkpoints").mkdir()
+    (tmp_path / ".sequential.json.4242.1f2e.tmp").write_text("{")
+    with pytest.raises(AssertionError, match="started its rounds"):
+        load("sequential").main(["--job", str(tmp_path), "--task", "two_moons", "--budget", "1000"])
+
+
 def test_a_cells_folder_given_as_job_names_its_job_folder(tmp_path, capsys, monkeypatch):
     """Typed: ``sequential.py --job <root>/two_moons_1000_sequential-2-box-0.5`` (``/job`` left off), a cell of a
     stopped ``sbibm.py run --rounds 2``. Was: "pass a new or empty folder, e.g. --job <cell>/<cell>", a folder run
