@@ -20,8 +20,8 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from gensbi_sharding.checkpoint_save import CheckpointWriter
 from gensbi_sharding.checkpoint_steps import (CHECKPOINT_SUBDIR, check_array_path, committed_steps, find_checkpoint,
-                                              flat_by_path, is_variable, item_handlers, nest_by_path, nesting_fix,
-                                              path_key, renamed_fix)
+                                              flat_by_path, item_handlers, nest_by_path, nesting_fix, path_key,
+                                              renamed_fix)
 from gensbi_sharding.factory import refuse_in_factory, trace_factory
 from gensbi_sharding.rules import Rule, RuleTable
 from gensbi_sharding.nodes import (abstract_state, array_leaves, check_node, is_node, is_prng_key, is_scalar,
@@ -143,7 +143,7 @@ def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.
     impls.update({name: impl for name, impl in meta.get("key_impls", {}).items() if name == "rng"})
     for name, impl in impls.items():
         values[name] = jax.random.wrap_key_data(values[name], impl=impl)
-    pairs, treedef = jax.tree_util.tree_flatten_with_path(abstract_state, is_leaf=is_variable)
+    pairs, treedef = jax.tree.flatten_with_path(abstract_state, is_leaf=lambda x: isinstance(x, nnx.Variable))
     leaves = [_rebuilt(keypath, old, values) for keypath, old in pairs]
     return Restored(state=jax.tree.unflatten(treedef, leaves), key=values.get("rng"),
                     step=int(meta["step"]), config=loaded["config"], path=step_dir, info=meta.get("info", {}))
@@ -151,7 +151,7 @@ def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.
 
 def _rebuilt(keypath: tuple, old: Any, values: Mapping[str, Any]) -> Any:
     """The restored leaf at ``keypath``: a value, or a variable (a pytree value rebuilt from its leaves)."""
-    if not is_variable(old):
+    if not isinstance(old, nnx.Variable):
         return values[f"state/{path_key(keypath)}"]
     leaves = value_leaves(keypath, old.get_value())
     if len(leaves) == 1 and len(leaves[0][0]) == len(keypath):  # one value, not a pytree of arrays

@@ -19,7 +19,7 @@ import orbax.checkpoint as ocp
 from flax import nnx
 
 from gensbi_sharding.batch import check_placeable
-from gensbi_sharding.checkpoint_steps import (as_path, committed_steps, flat_by_path, is_variable, item_handlers,
+from gensbi_sharding.checkpoint_steps import (as_path, committed_steps, flat_by_path, item_handlers,
                                               nest_by_path, non_finite)
 from gensbi_sharding.checkpoint_lock import (check_none_cut_short, check_save_directory, commit_barrier, failed_save,
                                              finish_and_unlock, lock_directory, unlock, watch_exit)
@@ -194,9 +194,9 @@ class CheckpointWriter:
                 raise TypeError(f"CheckpointWriter.save: {name} is abstract ({leaf}), a shape without values: save a "
                                 "built state (init_sharded's, a train step's), not abstract_sharded's or a restore target")
         # An optimizer's state may hold inf (a running max): a variable's type says so, a plain (typeless) leaf's path
-        optimizer = flat_by_path(jax.tree.map(lambda v: v if isinstance(v, nnx.OptState) else None, tree,
-                                              is_leaf=is_variable))
-        plain = flat_by_path(jax.tree.map(lambda v: None if is_variable(v) else v, tree, is_leaf=is_variable))
+        var = lambda v: isinstance(v, nnx.Variable)  # noqa: E731
+        optimizer = flat_by_path(jax.tree.map(lambda v: v if isinstance(v, nnx.OptState) else None, tree, is_leaf=var))
+        plain = flat_by_path(jax.tree.map(lambda v: None if var(v) else v, tree, is_leaf=var))
         bad = non_finite(named, {*optimizer, *(name for name in plain if "opt_state" in name.split("/"))})
         if bad:
             latest = self.latest()

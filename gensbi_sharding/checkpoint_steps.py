@@ -16,12 +16,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import orbax.checkpoint as ocp
-from flax import nnx, traverse_util
+from flax import traverse_util
 
 from gensbi_sharding.nodes import is_scalar, named_leaves, placed_dtype, prefixes_holding
 
 __all__ = ["CHECKPOINT_SUBDIR", "ITEMS", "as_path", "check_array_path", "committed_steps", "find_checkpoint",
-           "item_handlers", "is_variable", "path_key", "flat_by_path", "nest_by_path", "non_finite", "nesting_fix",
+           "item_handlers", "path_key", "flat_by_path", "nest_by_path", "non_finite", "nesting_fix",
            "renamed_fix", "wrt_difference"]
 
 #: Folder of a run directory that holds its checkpoints.
@@ -152,11 +152,6 @@ def item_handlers(saving: bool = False) -> dict[str, Any]:
             *((kind, th.ScalarHandler()) for kind in (int, float, complex, np.number, np.bool_)),
             (np.ndarray, th.NumpyHandler()), (jax.Array, th.ArrayHandler(use_replica_parallel=parallel))))
     return dict(zip(ITEMS, (arrays, ocp.JsonCheckpointHandler(), ocp.JsonCheckpointHandler())))
-
-
-def is_variable(x: Any) -> bool:
-    """Whether ``x`` is an ``nnx.Variable`` (a leaf when flattening a state by path)."""
-    return isinstance(x, nnx.Variable)
 
 
 def path_key(path: tuple) -> str:
