@@ -2,8 +2,6 @@
 
 A ``PartitionAxis`` is a static model attribute, never global state (not in ``jax.jit``'s cache key)."""
 
-from __future__ import annotations
-
 import math
 import warnings
 from collections.abc import Mapping, Sequence
@@ -59,7 +57,7 @@ class PartitionAxis(NamedTuple):
         return hash(tuple(tuple(v) if isinstance(v, list) else v for v in self))
 
     @classmethod
-    def for_rule(cls, rule: str | Mapping[str, Any] | Rule, mesh: Mesh | None) -> PartitionAxis | None:
+    def for_rule(cls, rule: str | Mapping[str, Any] | Rule, mesh: Mesh | None) -> "PartitionAxis | None":
         """Activations split where the weights of ``rule`` are (Megatron-LM, Shoeybi et al. 2019, arXiv:1909.08053):
         batch over the batch axes of size > 1; heads (and ``generation_head_axis``) where the rule puts ``"heads"``,
         hidden state where it puts ``"embed"``, less the batch's axes and axes of size 1; other fields None.
@@ -95,7 +93,7 @@ class PartitionAxis(NamedTuple):
         return cls(batch_axis=_pack(batch), head_axis=heads, hidden_state_axis=follow("embed"),
                    generation_head_axis=heads)
 
-    def resolve(self, mesh: Mesh) -> PartitionAxis:
+    def resolve(self, mesh: Mesh) -> "PartitionAxis":
         """This strategy checked against ``mesh``, lists made tuples (hashable: fit for a static model attribute).
 
         Parameters
@@ -116,7 +114,7 @@ class PartitionAxis(NamedTuple):
                                      f"{tuple(mesh.axis_names)}; use one of them, a tuple of them, or None")
         return resolved
 
-    def _formed(self) -> PartitionAxis:
+    def _formed(self) -> "PartitionAxis":
         """``resolve``'s checks that need no mesh (each field a ``MeshAxes``, no axis twice), lists made tuples."""
         resolved = {}
         for name, value in self._asdict().items():

@@ -2,8 +2,6 @@
 devices. ``shard_batch`` takes the *global* batch; each process's own rows go through ``host_to_global_array``.
 Without a mesh, inputs come back as they are."""
 
-from __future__ import annotations
-
 import math
 from typing import Any
 

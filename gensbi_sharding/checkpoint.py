@@ -3,8 +3,6 @@
 Imported on its own (Orbax). Restoring is here; saving in ``checkpoint_save`` (``CheckpointWriter``), the on-disk
 layout and complete steps in ``checkpoint_steps``. ``path, base_dir`` below are as ``find_checkpoint`` takes them."""
 
-from __future__ import annotations
-
 import dataclasses
 import os
 from collections.abc import Callable, Mapping

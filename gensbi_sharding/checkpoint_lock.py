@@ -14,8 +14,6 @@ commit that fails there never reaches that barrier: the others waited out Orbax'
 ``commit_barrier`` bounds that one wait; ``failed_save`` is the error the writer raises then, on every process.
 """
 
-from __future__ import annotations
-
 import atexit
 import fcntl
 import inspect

@@ -3,8 +3,6 @@
 Items per step (``checkpoint_steps.ITEMS``): arrays (train state by "a/b/c" name, RNG key data), meta (format,
 step, key types, the caller's ``info``), config. Imported through ``gensbi_sharding.checkpoint``."""
 
-from __future__ import annotations
-
 import json
 import os
 import weakref
@@ -260,7 +258,7 @@ class CheckpointWriter:
         except errors as err:  # Orbax's own: process 0's OSError, the others' TimeoutError
             raise failed_save(err, self.last_saved if step is None else step, self.directory, self.commit_timeout_s) from err
 
-    def __enter__(self) -> CheckpointWriter:
+    def __enter__(self) -> "CheckpointWriter":
         return self
 
     def __exit__(self, *exc) -> None:

@@ -3,8 +3,6 @@ Complete: listed by ``CheckpointManager.all_steps()``, holding every item of ``I
 (none if cut short). Saving (``checkpoint_save``, refusing the arrays ``non_finite`` names) and restoring
 (``checkpoint``) share this layout."""
 
-from __future__ import annotations
-
 import os
 import re
 from collections import Counter

@@ -1,8 +1,6 @@
 """What a compiled step costs per device: memory from XLA's analysis, collectives counted in its HLO text.
 Works on ``jax.jit(f).lower(*args).compile()`` of abstract state (``abstract_sharded``): nothing is allocated."""
 
-from __future__ import annotations
-
 import math
 import re
 from typing import Any

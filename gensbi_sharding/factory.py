@@ -1,8 +1,6 @@
 """Tracing a model's factory (``init_sharded``, ``abstract_sharded``, ``abstract_state_for``), and the one refusal of
 what places arrays on a mesh inside the constructor it traces."""
 
-from __future__ import annotations
-
 import contextvars
 from collections.abc import Callable
 from typing import Any

@@ -4,8 +4,6 @@ All input is checked, then compared across processes (one small allgather), befo
 unequal input is a ``ValueError`` on every process, none left waiting in a collective. After AXLearn
 (apple/axlearn, ``axlearn/common/utils.py``)."""
 
-from __future__ import annotations
-
 import enum
 import hashlib
 import math

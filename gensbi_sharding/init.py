@@ -3,8 +3,6 @@
 Each group is computed by ``jax.jit`` on one device (values bit-identical on every mesh), then moved to
 its sharding while the next compiles. Why not straight into shards: docs/memory.md#how-sharded-initialisation-works."""
 
-from __future__ import annotations
-
 import hashlib
 import inspect
 import warnings

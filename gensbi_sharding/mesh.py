@@ -1,7 +1,5 @@
 """The ``("data", "model")`` mesh: built from one knob (``model_axis``), resolved from a config, activated."""
 
-from __future__ import annotations
-
 import contextlib
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any

@@ -1,7 +1,5 @@
 """Helpers every library module shares (node, array, mesh checks; path keys); importing nothing from the package."""
 
-from __future__ import annotations
-
 import contextlib
 import math
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence

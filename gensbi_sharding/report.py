@@ -1,8 +1,6 @@
 """What a placement costs: bytes per device of a state (abstract too: nothing allocated), where each variable lives.
 A compiled step's memory and collectives: ``gensbi_sharding.compiled``."""
 
-from __future__ import annotations
-
 import dataclasses
 import math
 from collections import Counter

@@ -4,8 +4,6 @@
 mesh axes) is Flax's logical axis rules (``flax.linen.partitioning``, ``nnx.with_partitioning``) and MaxText's
 ``logical_axis_rules``; its placements are GSPMD's (Xu et al. 2021, arXiv:2105.04663)."""
 
-from __future__ import annotations
-
 import dataclasses
 import difflib
 import math
@@ -71,7 +69,7 @@ def partitioned(init, names: tuple[str | None, ...]):
     return nnx.with_partitioning(init, names, eager_sharding=False)
 
 
-def logical_axes_of(var: nnx.Variable) -> tuple[str | None, ...] | None:
+def logical_axes_of(var: "nnx.Variable") -> tuple[str | None, ...] | None:
     """The logical axis names on ``var``, one per dimension (a bare str: one), or None without an annotation; read from
     every key Flax has used (``out_sharding``, ``sharding_names``, ``sharding``).
 
@@ -233,7 +231,7 @@ def _onto(table: Mapping, axis: str) -> str:
 
 
 def partition_spec_for(names: Sequence[str | None] | str | None, shape: Sequence[int],
-                       table: RuleTable | str | Rule, mesh: Mesh) -> tuple[P, str | None]:
+                       table: RuleTable | str | Rule, mesh: "Mesh") -> "tuple[P, str | None]":
     """``(spec, None)``: the PartitionSpec of one variable under ``table`` on ``mesh`` (Flax's ``logical_to_mesh_axes``
     plus checks); or ``(P(), why)`` it must be replicated (never raised): an unknown logical axis (or an entry not a
     str), another rank, a mesh axis absent or used twice, a size the mesh axes do not divide.

@@ -4,8 +4,6 @@
 An *NNX node* (here and in every module): a Module, ``nnx.Optimizer``, ``nnx.State``, or a non-empty tuple, list
 or dict of them (``nodes.is_node``), concrete or abstract."""
 
-from __future__ import annotations
-
 import dataclasses
 import difflib
 import math
