@@ -169,6 +169,24 @@ def test_compiled_report_rejects_non_programs():
         compiled_report(lambda: None)
 
 
+def test_unknown_hlo_types_and_backends_without_memory_analysis():
+    # Guards no test showed: an element type XLA adds later is named, not counted as 0 bytes; a backend whose
+    # memory_analysis is not implemented gives memory None, the collectives still counted.
+    with pytest.raises(ValueError, match=r"unknown HLO element type 'q9x' in shape '\(f32\[2\], q9x\[3\]\)'"):
+        hlo_shape_bytes("(f32[2], q9x[3])")
+
+    class NoMemoryAnalysis:
+        def as_text(self):
+            return "  %r = f32[4]{0} all-reduce(f32[4]{0} %p), to_apply=%add"
+
+        def memory_analysis(self):
+            raise NotImplementedError
+
+    report = compiled_report(NoMemoryAnalysis())
+    assert report["memory"] is None and report["collective_bytes"] == 16
+    assert report["collectives"]["all-reduce"] == {"count": 1, "bytes": 16}
+
+
 def test_a_one_device_mesh_is_counted_in_the_singular():
     """Was "mesh data=1 x model=1: 1 devices, 1 per process (1 process(es)), ...". """
     mesh = make_mesh(jax.devices()[:1], model_axis=1)
