@@ -46,6 +46,19 @@ def test_linear_counts_leaves_scalars_and_bytes():
     assert {v.path: v.shape for v in report.variables} == {"bias": (3,), "kernel": (4, 3)}
 
 
+def test_scalar_variables_are_left_out_and_sizes_read_in_units():
+    # Branches no test ran: a variable holding a Python number is no array (not a leaf of the report), and a
+    # size of 1,000 B or more reads in KB.
+    class WithCount(nnx.Module):
+        def __init__(self):
+            self.w = nnx.Param(jnp.zeros((1000,)))
+            self.count = nnx.Variable(3)
+
+    report = describe(WithCount(), None)
+    assert (report.n_leaves, report.total_bytes, [v.path for v in report.variables]) == (1, 4000, ["w"])
+    assert "state: 1 leaves, 1,000 scalars, 4.0 KB; per device max 4.0 KB" in str(report)
+
+
 def test_fsdp_bytes_per_device_are_total_over_data_size():
     mesh = make_mesh(model_axis=1)
     report = describe(placed(splittable(nnx.Rngs(0)), mesh, "fsdp"), mesh)

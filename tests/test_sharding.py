@@ -593,3 +593,10 @@ def test_sharding_of_paths():
     model = Tiny(rngs=nnx.Rngs(0))
     assert set(gs.sharding_of(model)) == {"up/kernel", "up/bias", "down/kernel", "down/bias",
                                           "heads", "count"}
+
+
+def test_a_plan_without_fallbacks_has_no_fallback_message(devices):
+    # A branch no test ran: nothing replicated against its annotation, so there is nothing to say (None, not "").
+    plan = gs.plan_shardings(nnx.Linear(8, 8, rngs=nnx.Rngs(0), kernel_metadata=axes("embed", "mlp"),
+                                        bias_metadata=axes("mlp")), make_mesh(model_axis=2), "fsdp")
+    assert plan.fallbacks == {} and plan.fallback_message() is None
