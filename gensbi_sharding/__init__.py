@@ -35,8 +35,7 @@ def __getattr__(name: str):
         return importlib.import_module(f"gensbi_sharding.{name}")
     if name not in _MODULE_OF:
         raise AttributeError(f"module 'gensbi_sharding' has no attribute {name!r}")
-    value = globals()[name] = getattr(importlib.import_module(f"gensbi_sharding.{_MODULE_OF[name]}"), name)
-    return value
+    return globals().setdefault(name, getattr(importlib.import_module(f"gensbi_sharding.{_MODULE_OF[name]}"), name))
 
 
 def __dir__() -> list[str]:
