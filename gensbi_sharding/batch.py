@@ -223,8 +223,7 @@ _ON_ACTIVE_MESH = jax.jit(lambda: np.float32(0), out_shardings=P())  # one funct
 
 
 def _traced_mesh_device_ids() -> list[int] | None:
-    """The device ids, in mesh order, of the mesh a trace runs under (None where none can be read). A trace shows none
-    (``jax.sharding.get_mesh`` refuses there), but a program lowered in it is placed on them."""
+    """Device ids, in mesh order, of a trace's mesh (get_mesh refuses there), read off a lowered program; or None."""
     try:
         probe = _ON_ACTIVE_MESH.lower()
     except (ValueError, RuntimeError):  # an abstract mesh only (jax.sharding.use_abstract_mesh): no devices to read

@@ -181,8 +181,7 @@ def saved_info(path: str | os.PathLike, base_dir: str | os.PathLike | None = Non
 
 
 def _json_item(step_dir: Path, item: str) -> dict:
-    """The JSON item ``item`` of a complete step folder, read by its own handler: an Orbax Checkpointer would start
-    JAX's backend, and folder checks run before a run sets its device count (was: ``jax_num_cpu_devices`` refused)."""
+    """A step's JSON ``item`` by its own handler: a Checkpointer would start JAX before a run sets its device count."""
     return _read(step_dir, repr(item), lambda: ocp.JsonCheckpointHandler().restore(step_dir / item,
                                                                                    ocp.args.JsonRestore()))
 

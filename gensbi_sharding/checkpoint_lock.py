@@ -149,8 +149,7 @@ def _module_ended(frame: Any) -> None:
 
 
 def _disarm() -> None:
-    """Stop watching; at exit too, where the script's end was not seen (a C program's embedded Python): not a
-    callback left to run while Python takes its modules apart."""
+    """Stop watching (at exit too, the script's end unseen): no callback left to run while Python tears modules down."""
     if _SCRIPT.get("tool") is not None:
         sys.monitoring.set_events(_SCRIPT["tool"], 0)
         sys.monitoring.free_tool_id(_SCRIPT.pop("tool"))

@@ -200,9 +200,7 @@ def _finite_flags(leaves: list[jax.Array], nan_only: tuple[bool, ...]) -> jax.Ar
 
 
 def _step_folders(directory: str | os.PathLike) -> dict[int, bool]:
-    """``{step: complete}`` of Orbax's step folders holding any of ``ITEMS`` (a multirun job's folder holds none), read
-    as a ``CheckpointManager`` lists them without making one: its constructor starts JAX's backend (process_index), and
-    the harness lists a run's folder before the run sets its device count (``train.resume=auto``)."""
+    """``{step: complete}`` of step folders with an item of ``ITEMS``, read with no CheckpointManager (starts JAX)."""
     if not (directory := as_path(directory, "directory")).is_dir():
         return {}
     found = {}

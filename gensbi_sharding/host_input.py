@@ -117,8 +117,7 @@ def host_to_global_array(host_arrays: Any, *, partition: Any = DataPartitionType
 
 
 def _check_processes_agree(error: Exception | None, treedef: Any, leaves: list) -> None:
-    """Raise on every process if one failed its checks or passes other leaves (unequal inputs give wrong arrays or a
-    hang); a process whose own check failed raises that error instead."""
+    """Raise on every process if one failed or passes other leaves (wrong arrays, a hang); a failed one, its error."""
     said = texts_if_processes_differ(f"failed: {error}" if error else f"passes tree {treedef}, leaves " + ", ".join(
         f"{path} {shape} {dtype} at {spec}" + (f" values {digest}" if digest else "")
         for path, shape, dtype, spec, digest in leaves))

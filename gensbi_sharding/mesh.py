@@ -101,8 +101,7 @@ def resolve_mesh(spec: Any) -> Mesh | None:
 
 
 def _axis_sizes_hint(spec: Mapping, unknown: list) -> str:
-    """The spec that builds a mesh given as its axes' sizes (``{'data': 2, 'model': 4}``, as ``Mesh.shape`` reads),
-    which only ``model_axis`` (and ``devices``) express, checked by building it; "" for other keys or sizes."""
+    """The model_axis (and devices) spec of a mesh given by axis sizes (``{'data': 2, 'model': 4}``), built; else ""."""
     if not set(unknown) <= {"data", MODEL_AXIS} or not all(is_int(spec[k]) and spec[k] > 0 for k in unknown):
         return ""
     given, model, count = spec.get("devices"), spec.get(MODEL_AXIS, spec.get("model_axis")), None

@@ -225,8 +225,7 @@ def mesh_init_simulate(seed: Any, x: Any, features: Any, mesh_axes: Any) -> jax.
 
 
 def _device_bytes(value: Any, every: bool = False, mesh: Mesh | None = None, path: str = "") -> dict[int, int]:
-    """``{device id: bytes}`` of an array or ``jax.ShapeDtypeStruct`` by its sharding (``every``: all processes'); one
-    on an ``AbstractMesh`` (``eval_shape`` under ``jax.set_mesh``) read on ``mesh``'s devices, of its layout."""
+    """``{device id: bytes}`` of an array by its sharding (``every``: all processes'); an AbstractMesh's on ``mesh``."""
     sharding = getattr(value, "sharding", None)
     if sharding is None or "host" in str(sharding.memory_kind):  # NumPy, unplaced, in host memory ("pinned_host")
         return {}
@@ -241,8 +240,7 @@ def _device_bytes(value: Any, every: bool = False, mesh: Mesh | None = None, pat
 
 
 def _check_not_typeof(value: Any, path: str) -> None:
-    """Refuse ``jax.typeof``'s value: its sharding lists Explicit mesh axes only (an array split over Auto ones reads
-    replicated), so counted it misstates the bytes (was: skipped, a report of 0 leaves, 0 B), in a pytree value too."""
+    """Refuse ``jax.typeof``'s values (in a pytree too): their sharding omits Auto mesh axes, misstating the bytes."""
     for keys, leaf in jax.tree_util.tree_leaves_with_path(value):
         if isinstance(leaf, jax.core.ShapedArray):
             raise TypeError(f"{'/'.join(filter(None, (path, jax.tree_util.keystr(keys, simple=True, separator='/'))))} "
