@@ -43,6 +43,18 @@ def test_a_sweeps_jobs_are_named_by_number(tmp_path, one_run):
     assert str(err.value).endswith(f"e.g. train.resume={sweep / '0'} (jobs with a checkpoint: 0, 1, 2, 10, 11)")
 
 
+def test_a_sweeps_jobs_named_by_subdir_are_ordered_by_their_numbers(tmp_path, one_run):
+    # hydra.sweep.subdir=${hydra.job.num}_${rule.name}: was "10_fsdp" before "1_fsdp" and "2_fsdp" (as strings)
+    sweep = tmp_path / "sweep"
+    for job in ("10_fsdp", "2_fsdp", "1_fsdp", "notes", "0_tensor"):
+        shutil.copytree(one_run, sweep / job)
+    (sweep / "multirun.yaml").write_text("")
+    with pytest.raises(FileNotFoundError) as err:
+        sample_posterior(sweep, np.zeros(2))
+    assert str(err.value).endswith(f"e.g. {sweep / '0_tensor'} (jobs with a checkpoint: 0_tensor, 1_fsdp, 2_fsdp, "
+                                   "10_fsdp, notes)")
+
+
 def _sequential_job(root, status="stopped"):
     """A ``benchmarks/sequential.py`` job's folder under the ``sbibm.py`` root ``root``, as the job leaves it."""
     job = root / "two_moons_1000_sequential-2-box-0.5" / "job"

@@ -7,6 +7,7 @@ Given where one run's folder belongs (``sample.py``'s run folder, ``train.resume
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 __all__ = ["runs_below", "runs_note", "sweep_jobs"]
@@ -77,7 +78,8 @@ def runs_note(folder: str | os.PathLike, key: str | None = None) -> str:
 
 def sweep_jobs(sweep: str | os.PathLike) -> list[Path]:
     """The job folders of the sweep folder ``sweep`` holding a complete checkpoint, by job number: 0, 1, 2, ..., 10
-    (was: as strings, "0, 1, 10, 11, 2"), other names after them, alphabetically.
+    (was: as strings, "0, 1, 10, 11, 2"); a ``hydra.sweep.subdir`` like ``${hydra.job.num}_${rule.name}`` by its
+    numbers too ("1_fsdp" before "10_fsdp"), other names after them, alphabetically.
 
     Parameters
     ----------
@@ -87,4 +89,6 @@ def sweep_jobs(sweep: str | os.PathLike) -> list[Path]:
     from gensbi_sharding.checkpoint import CHECKPOINT_SUBDIR, committed_steps
 
     jobs = [j for j in Path(sweep).iterdir() if committed_steps(j / CHECKPOINT_SUBDIR)]
-    return sorted(jobs, key=lambda j: (not j.name.isdigit(), int(j.name) if j.name.isdigit() else 0, j.name))
+    # Runs of ASCII digits compare as numbers (str.isdigit also holds for '²', which int() refuses)
+    numbered = lambda name: [int(part) if k % 2 else part for k, part in enumerate(re.split(r"([0-9]+)", name))]  # noqa: E731
+    return sorted(jobs, key=lambda j: (not j.name[:1].isdigit(), numbered(j.name)))
