@@ -186,20 +186,28 @@ def test_a_platform_jax_cannot_start_stops_before_the_folder_is_touched_in_one_l
     assert sorted(p.name for p in (tmp_path / "job").iterdir()) == ["metrics.json"]
 
 
+@pytest.fixture
+def rounds_never_start(monkeypatch):
+    """A sequential job that passes every check fails at once with "the job started its rounds" (its rounds are what
+    these tests never run); this process's JAX has started, so the device set-up is left out."""
+    import sequential_rounds
+
+    from gensbi_sharding.harness import devices
+
+    def started(*args, **kwargs):
+        raise AssertionError("the job started its rounds")
+
+    monkeypatch.setattr(devices, "configure_devices", lambda *a: None)
+    monkeypatch.setattr(sequential_rounds, "sequential_scores", started)
+
+
 @pytest.mark.parametrize("inside", ["", "sub"])
-def test_a_launch_runs_folder_is_refused_as_a_job_folder_its_records_kept(tmp_path, capsys, monkeypatch, inside):
+def test_a_launch_runs_folder_is_refused_as_a_job_folder_its_records_kept(rounds_never_start, tmp_path, capsys, inside):
     """Was: ``--job <a launch.py run>`` deleted its c2st.csv and metrics.json and rewrote its .hydra record with this
     job's; ``--job <a run>/sub`` wrote into a completed run's folder. A sequential job's own folder (its
     sequential.json) is still started again in place."""
-    import sequential_rounds
-    from gensbi_sharding.harness import devices
     from sbibm_method import Method, write_record
 
-    def never(*args, **kwargs):
-        raise AssertionError("the job started its rounds")
-
-    monkeypatch.setattr(devices, "configure_devices", lambda *a: None)  # this process's JAX has started
-    monkeypatch.setattr(sequential_rounds, "sequential_scores", never)
     run_dir = tmp_path / "a_run"
     (run_dir / ".hydra").mkdir(parents=True)
     files = {".hydra/overrides.yaml": "- train.steps=20\n", "metrics.json": '{"status": "ok"}', "c2st.csv": "1,0.6\n"}
@@ -219,19 +227,12 @@ def test_a_launch_runs_folder_is_refused_as_a_job_folder_its_records_kept(tmp_pa
     assert "--budget 100 in --rounds 2 gives 50 simulations a round, too few" in capsys.readouterr().err
 
 
-def test_a_symlink_into_a_launch_runs_folder_is_refused_as_the_folder_it_leads_to(tmp_path, capsys, monkeypatch):
+def test_a_symlink_into_a_launch_runs_folder_is_refused_as_the_folder_it_leads_to(rounds_never_start, tmp_path, capsys):
     """Typed: ``sequential.py --job link``, ``link`` a symlink to ``<a launch.py run>/sub``. Was: taken as a new
     folder (the link's own path lies in no run), the job's .hydra and metrics.json written inside that run. A link to
     a sequential job's own folder is still started again in place."""
-    import sequential_rounds
-    from gensbi_sharding.harness import devices
     from sbibm_method import Method, write_record
 
-    def never(*args, **kwargs):
-        raise AssertionError("the job started its rounds")
-
-    monkeypatch.setattr(devices, "configure_devices", lambda *a: None)  # this process's JAX has started
-    monkeypatch.setattr(sequential_rounds, "sequential_scores", never)
     run_dir = tmp_path / "a_run"
     (run_dir / ".hydra").mkdir(parents=True)
     (run_dir / "metrics.json").write_text('{"status": "ok"}')
@@ -371,22 +372,14 @@ def _folders(root):
 
 @pytest.mark.parametrize("case", ["a file", "under a file", "an sbibm root", "holds runs", "a sweep's", "a checkout",
                                   "a c2st.csv"])
-def test_a_job_folder_that_is_no_jobs_is_refused_in_one_line_before_anything_is_written(tmp_path, capsys,
-                                                                                        monkeypatch, case):
+def test_a_job_folder_that_is_no_jobs_is_refused_in_one_line_before_anything_is_written(rounds_never_start, tmp_path,
+                                                                                        capsys, case):
     """Typed: ``sequential.py --job <x> --task two_moons --budget 1000``. Was: a file (or a path under one) a
     FileExistsError's (NotADirectoryError's) traceback; an sbibm.py --root (or outputs/, or a sweep's folder) got
     the job's .hydra and metrics.json among its jobs, which made it a run's folder: ``sbibm.py run --root`` and
     ``table`` on it were then refused ("is the folder of the run"), as was every launch.py run under a checkout
     given as --job; a c2st.csv of one's own was deleted. An empty folder is still taken."""
-    import sequential_rounds
 
-    from gensbi_sharding.harness import devices
-
-    def never(*args, **kwargs):
-        raise AssertionError("the job started its rounds")
-
-    monkeypatch.setattr(devices, "configure_devices", lambda *a: None)  # this process's JAX has started
-    monkeypatch.setattr(sequential_rounds, "sequential_scores", never)
     (tmp_path / "notes.txt").write_text("mine")
     if case == "a checkout":  # (was: its .hydra and metrics.json made every run in its outputs/ "inside a run")
         (tmp_path / "README.md").write_text("# mine\n")
@@ -429,19 +422,11 @@ def test_a_job_folder_that_is_no_jobs_is_refused_in_one_line_before_anything_is_
         load("sequential").main(["--job", str(tmp_path / "empty"), "--task", "two_moons", "--budget", "1000"])
 
 
-def test_a_job_folder_holding_only_hidden_clutter_is_taken(tmp_path, monkeypatch):
+def test_a_job_folder_holding_only_hidden_clutter_is_taken(rounds_never_start, tmp_path):
     """Typed: ``sequential.py --job <x>`` where <x> holds only what a file manager, a notebook or a killed job leaves
     (``.DS_Store``, ``.ipynb_checkpoints/``, a ``.sequential.json.<pid>.<hex>.tmp``). Was: refused as "holds
     .DS_Store, ... not a sequential job's folder"; none of them is another's work, so the job starts there."""
-    import sequential_rounds
 
-    from gensbi_sharding.harness import devices
-
-    def started(*args, **kwargs):
-        raise AssertionError("the job started its rounds")
-
-    monkeypatch.setattr(devices, "configure_devices", lambda *a: None)  # this process's JAX has started
-    monkeypatch.setattr(sequential_rounds, "sequential_scores", started)
     (tmp_path / ".DS_Store").write_bytes(b"\0\0\0\1Bud1")
     (tmp_path / ".ipynb_checkpoints").mkdir()
     (tmp_path / ".sequential.json.4242.1f2e.tmp").write_text("{")
@@ -449,19 +434,11 @@ def test_a_job_folder_holding_only_hidden_clutter_is_taken(tmp_path, monkeypatch
         load("sequential").main(["--job", str(tmp_path), "--task", "two_moons", "--budget", "1000"])
 
 
-def test_a_cells_folder_given_as_job_names_its_job_folder(tmp_path, capsys, monkeypatch):
+def test_a_cells_folder_given_as_job_names_its_job_folder(rounds_never_start, tmp_path, capsys):
     """Typed: ``sequential.py --job <root>/two_moons_1000_sequential-2-box-0.5`` (``/job`` left off), a cell of a
     stopped ``sbibm.py run --rounds 2``. Was: "pass a new or empty folder, e.g. --job <cell>/<cell>", a folder run
     and table never read; now its job's folder, which is started again in place."""
-    import sequential_rounds
 
-    from gensbi_sharding.harness import devices
-
-    def never(*args, **kwargs):
-        raise AssertionError("the job started its rounds")
-
-    monkeypatch.setattr(devices, "configure_devices", lambda *a: None)  # this process's JAX has started
-    monkeypatch.setattr(sequential_rounds, "sequential_scores", never)
     cell = tmp_path / "two_moons_1000_sequential-2-box-0.5"
     (cell / "job" / ".hydra").mkdir(parents=True)
     (cell / "job" / "sequential.json").write_text('{"rounds": 2, "region": "box", "margin": 0.5}\n')
