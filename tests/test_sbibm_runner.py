@@ -791,9 +791,9 @@ def test_table_that_fails_part_way_leaves_the_last_table_whole(sbibm, tmp_path, 
     assert {p.name: p.read_text() for p in out.iterdir()} == {n: f"the last table's {n}" for n in sbibm.OUTPUTS}
 
 
-def test_run_on_a_full_disk_names_the_file_and_what_is_kept(sbibm, tmp_path, monkeypatch):
-    # Round 43: sbibm.py run --root <a full disk> stopped with an OSError's traceback ("No space left on device") as it
-    # recorded the cells asked.
+@pytest.fixture
+def full_disk(monkeypatch):
+    """Every file the harness writes atomically fails as on a full disk (ENOSPC)."""
     import errno
     import os
 
@@ -803,6 +803,11 @@ def test_run_on_a_full_disk_names_the_file_and_what_is_kept(sbibm, tmp_path, mon
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
 
     monkeypatch.setattr(outputs, "write_atomic", full)
+
+
+def test_run_on_a_full_disk_names_the_file_and_what_is_kept(sbibm, tmp_path, full_disk):
+    # Round 43: sbibm.py run --root <a full disk> stopped with an OSError's traceback ("No space left on device") as it
+    # recorded the cells asked.
     root = tmp_path / "root é"
     with pytest.raises(SystemExit) as stop:
         sbibm.main(["run", "--root", str(root), "--tasks", "two_moons", "--budgets", "1000"])
@@ -814,18 +819,9 @@ def test_run_on_a_full_disk_names_the_file_and_what_is_kept(sbibm, tmp_path, mon
     assert sorted(p.name for p in root.iterdir()) == []  # nothing half-written, no job started
 
 
-def test_run_rounds_on_a_full_disk_says_the_stopped_jobs_start_again(sbibm, tmp_path, monkeypatch):
+def test_run_rounds_on_a_full_disk_says_the_stopped_jobs_start_again(sbibm, tmp_path, full_disk):
     # Typed: sbibm.py run --rounds 2 --root <a full disk>. Was: "... continues the stopped ones", but a sequential
     # job's rounds keep no checkpoint: run moves a stopped one aside and starts it again.
-    import errno
-    import os
-
-    from gensbi_sharding.harness import outputs
-
-    def full(path, data, **kwargs):
-        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
-
-    monkeypatch.setattr(outputs, "write_atomic", full)
     root = tmp_path / "root"
     with pytest.raises(SystemExit) as stop:
         sbibm.main(["run", "--root", str(root), "--tasks", "two_moons", "--budgets", "1000", "--rounds", "2"])
