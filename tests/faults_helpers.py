@@ -202,3 +202,22 @@ def as_hydra_job(monkeypatch, out, task, mode=None, hydra_overrides=()):
         hydra.hydra.mode = mode
     monkeypatch.setattr(HydraConfig.instance(), "cfg", None)
     HydraConfig.instance().set_config(hydra)
+
+
+def launches_in_folders(root: Path, commands: dict, prepare) -> dict:
+    """``{name: (its process, its folder)}``: each ``launch.py`` command of ``commands`` (``{name: args}``, ``{tmp}``
+    in an argument standing for its folder) run in a folder of its own under ``root``, filled first by
+    ``prepare(folder)``; all forked from one process that imported launch.py's modules once (tests/fork_launch.py)."""
+    import os
+
+    from fork_launch import REPO, run_forked, script_imports
+
+    runs = []
+    for name, args in commands.items():
+        folder = root / name.replace(" ", "_")
+        prepare(folder)
+        runs.append({"args": [a.format(tmp=folder) for a in args], "cwd": folder})
+    (root / "fork").mkdir()
+    procs = run_forked(runs, env={**os.environ, "JAX_PLATFORMS": "cpu"}, timeout=600, workdir=root / "fork",
+                       imports=tuple(script_imports(REPO / "launch.py")))
+    return {name: (proc, run["cwd"]) for name, proc, run in zip(commands, procs, runs)}

@@ -717,21 +717,16 @@ REFUSED_RESUMES = {
 def refused_resumes(tmp_path_factory):
     """``{name: (its process, its folder)}`` for ``REFUSED_RESUMES``, forked from one process (tests/fork_launch.py);
     each folder holds ``saved``, a run's folder with a step-8 checkpoint and Hydra's record of its command."""
-    from faults_helpers import saved_checkpoint
-    from fork_launch import run_forked, script_imports
+    from faults_helpers import launches_in_folders, saved_checkpoint
 
-    root, runs = tmp_path_factory.mktemp("refused_resumes"), []
-    for name, (args, _) in REFUSED_RESUMES.items():
-        folder = root / name.replace(" ", "_")
+    def saved_run(folder):
         saved_checkpoint(folder / "saved", {"model": {"name": "mlp", "width": 32, "depth": 1},
                                             "data": {"name": "two_moons"}, "train": {"steps": 20}}, {})
         (folder / "saved" / ".hydra").mkdir()
         (folder / "saved" / ".hydra" / "overrides.yaml").write_text("- experiment=quick\n")
-        runs.append({"args": [a.format(tmp=folder) for a in args], "cwd": folder})
-    (root / "fork").mkdir()
-    procs = run_forked(runs, env={**os.environ, "JAX_PLATFORMS": "cpu"}, timeout=600, workdir=root / "fork",
-                       imports=tuple(script_imports(REPO / "launch.py")))
-    return {name: (proc, run["cwd"]) for name, proc, run in zip(REFUSED_RESUMES, procs, runs)}
+
+    return launches_in_folders(tmp_path_factory.mktemp("refused_resumes"),
+                               {name: args for name, (args, _) in REFUSED_RESUMES.items()}, saved_run)
 
 
 @pytest.mark.slow  # launch.py processes (forked: about a second each)

@@ -482,21 +482,14 @@ REFUSED_LAUNCHES = {
 def refused_launches(tmp_path_factory):
     """``{name: (its process, its folder)}`` for ``REFUSED_LAUNCHES``, forked from one process (tests/fork_launch.py);
     each folder holds ``sw``, a sweep's folder whose job 0 saved a checkpoint (step 8) and job 1 none."""
-    from faults_helpers import save_step
-    from fork_launch import run_forked, script_imports
+    from faults_helpers import launches_in_folders, save_step
 
-    root = tmp_path_factory.mktemp("refused_launches")
-    runs = []
-    for name, args in REFUSED_LAUNCHES.items():
-        folder = root / name.replace(" ", "_")
+    def sweep_folder(folder):
         (folder / "sw" / "1").mkdir(parents=True)
         (folder / "sw" / "multirun.yaml").write_text("{}\n")
         save_step(folder / "sw" / "0", 8)
-        runs.append({"args": [a.format(tmp=folder) for a in args], "cwd": folder})
-    (root / "fork").mkdir()
-    procs = run_forked(runs, env={**os.environ, "JAX_PLATFORMS": "cpu"}, timeout=600, workdir=root / "fork",
-                       imports=tuple(script_imports(REPO / "launch.py")))
-    return {name: (proc, run["cwd"]) for name, proc, run in zip(REFUSED_LAUNCHES, procs, runs)}
+
+    return launches_in_folders(tmp_path_factory.mktemp("refused_launches"), REFUSED_LAUNCHES, sweep_folder)
 
 
 @pytest.mark.slow  # launch.py processes (forked: about a second each)
