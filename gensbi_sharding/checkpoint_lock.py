@@ -102,38 +102,32 @@ def watch_exit(writer: Any) -> None:
     """Finish ``writer``'s save under way when the script ends, if it is open then; warn once that it was not closed.
     Armed once per process, for a script (``python script.py``, ``-c``, ``-m``), not an interactive session."""
     _OPEN.add(writer)
-    if _SCRIPT or sys.flags.interactive or hasattr(sys, "ps1"):
-        return
-    monitoring = sys.monitoring
+    monitoring, events = sys.monitoring, sys.monitoring.events
     # 3 and 4 are unnamed, 5 (OPTIMIZER_ID) unclaimed; 0-2 are a debugger's, coverage's and cProfile's.
     tool = next((t for t in (4, 3, 5) if monitoring.get_tool(t) is None), None)
-    if tool is None:
+    if _SCRIPT or sys.flags.interactive or hasattr(sys, "ps1") or tool is None:
         return
     monitoring.use_tool_id(tool, "gensbi_sharding.checkpoint exit")
-    monitoring.register_callback(tool, monitoring.events.PY_RETURN, _returned)
-    monitoring.register_callback(tool, monitoring.events.PY_UNWIND, _unwound)  # sys.exit or an exception
+    monitoring.register_callback(tool, events.PY_RETURN, _returned)
+    monitoring.register_callback(tool, events.PY_UNWIND, _ended)  # sys.exit or an exception (not to be disabled)
     _SCRIPT["tool"] = tool
     # Every frame's end, in every thread (another thread's frames have no public API); each return place reports once.
-    monitoring.set_events(tool, monitoring.events.PY_RETURN | monitoring.events.PY_UNWIND)
+    monitoring.set_events(tool, events.PY_RETURN | events.PY_UNWIND)
 
 
 def _returned(code: Any, offset: int, value: Any) -> Any:
     """``sys.monitoring`` PY_RETURN callback: a function's return is never the script's end, and is not seen again."""
-    if code.co_name != "<module>":
-        return sys.monitoring.DISABLE
-    _module_ended(inspect.currentframe().f_back)
+    return _ended(code) if code.co_name == "<module>" else sys.monitoring.DISABLE
 
 
-def _unwound(code: Any, offset: int, error: BaseException) -> None:
-    """``sys.monitoring`` PY_UNWIND callback (not to be disabled): an exception left ``code``'s frame."""
-    if code.co_name == "<module>":
-        _module_ended(inspect.currentframe().f_back)
-
-
-def _module_ended(frame: Any) -> None:
-    """A module's code ended on ``frame``: if it is the script's (run by nothing but ``runpy``), finish the writers."""
-    main = getattr(sys.modules.get("__main__"), "__dict__", None)
-    if frame.f_globals is not main or threading.current_thread() is not threading.main_thread():
+def _ended(code: Any, *_: Any) -> None:
+    """A frame of ``code`` ended: if it is the script's (run by nothing but ``runpy``), finish the open writers."""
+    if code.co_name != "<module>" or threading.current_thread() is not threading.main_thread():
+        return
+    main, frame = getattr(sys.modules.get("__main__"), "__dict__", None), inspect.currentframe()
+    while frame.f_code is not code:  # the frame ending: the nearest one running ``code``
+        frame = frame.f_back
+    if frame.f_globals is not main:
         return
     outer = []  # its callers (inspect.getouterframes would read every module's file name: 26 ms at the exit)
     while (frame := frame.f_back) is not None:
@@ -157,19 +151,20 @@ def _disarm() -> None:
 
 def _finish_at_exit(writer: Any) -> None:
     """Wait (at most ``writer.exit_timeout_s``) for its save under way, close it, and say it was left open."""
-    done, errors = threading.Event(), []
+    errors = []
 
     def wait() -> None:
         try:
             writer._manager.wait_until_finished()
         except Exception as err:
             errors.append(err)
-        done.set()
 
     start, step = time.monotonic(), writer.last_saved
-    threading.Thread(target=wait, name="CheckpointWriter exit", daemon=True).start()  # a thread: a bounded wait
+    waiter = threading.Thread(target=wait, name="CheckpointWriter exit", daemon=True)  # a thread: a bounded wait
+    waiter.start()
+    waiter.join(writer.exit_timeout_s)
     where = f"CheckpointWriter({str(writer.directory)!r}) was still open when the script ended"
-    if done.wait(writer.exit_timeout_s) and not errors:
+    if not waiter.is_alive() and not errors:
         writer.close()  # Orbax's manager and the folder let go now, while Python still runs threads
         saved = (f"its save of step {step} was finished ({time.monotonic() - start:.1f} s)" if step is not None
                  else "it had saved nothing")

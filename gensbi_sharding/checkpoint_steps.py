@@ -111,27 +111,26 @@ def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None 
                                                        if steps else f"{resolved.parent} holds no complete step: start without it"))
     folder = resolved / CHECKPOINT_SUBDIR if is_run else resolved
     if not (steps := committed_steps(folder)):
-        foreign, where = _foreign_steps(folder), folder
-        if not foreign and resolved.name.isdigit():  # one step folder of another writer's: named by its parent
-            foreign, where = _foreign_steps(resolved.parent, resolved.name), resolved.parent
+        # another writer's steps; one step folder of another writer's is named by its parent
+        foreign = _foreign_fix(folder) or (_foreign_fix(resolved.parent, resolved.name) if resolved.name.isdigit()
+                                           else None)
         cut = [str(step) for step, done in _step_folders(folder).items() if not done]  # were not named
-        raise FileNotFoundError(f"no checkpoint in {resolved}: " + (_foreign_fix(where, foreign) if foreign else
+        raise FileNotFoundError(f"no checkpoint in {resolved}: " + (foreign or
                                 f"looked for complete Orbax step folders <step>/ in {folder}" + (
                                     f" (step {', '.join(cut)}: cut short, no commit recorded)" if cut else "")
                                 + f"; pass a run dir, its {CHECKPOINT_SUBDIR}/ dir or one step dir"))
     return folder / str(steps[-1])
 
 
-def _foreign_steps(folder: Path, name: str | None = None) -> dict[int, list[str]]:
-    """Orbax step folders of ``folder`` (or its ``name``) of another writer's: step -> item folders (``[]``: unnamed)."""
+def _foreign_fix(folder: Path, name: str | None = None) -> str | None:
+    """Orbax step folders of ``folder`` (or its ``name``) another writer saved, named with how Orbax reads one; else
+    None (was: "looked for complete Orbax step folders")."""
     paths = {s.step: Path(s.path) for s in ocp.step.standard_name_format().find_all(folder) if name in (
         None, Path(s.path).name) and (Path(s.path) / "_CHECKPOINT_METADATA").is_file()} if folder.is_dir() else {}
-    return {step: sorted(p.name for p in path.iterdir() if (p / "_METADATA").is_file() or (p / "metadata").is_file())
-            for step, path in paths.items() if not any((path / item).exists() for item in ITEMS)}
-
-
-def _foreign_fix(folder: Path, foreign: dict[int, list[str]]) -> str:
-    """Another writer's checkpoints named, and how Orbax reads one (was: "looked for complete Orbax step folders")."""
+    foreign = {step: sorted(p.name for p in path.iterdir() if (p / "_METADATA").is_file() or (p / "metadata").is_file())
+               for step, path in paths.items() if not any((path / item).exists() for item in ITEMS)}  # [] : unnamed
+    if not foreign:
+        return None
     (step, items), path = max(foreign.items()), repr(str(folder))
     read = (f"ocp.CheckpointManager({path}).restore({step}, args=ocp.args.Composite({items[0]}=ocp.args.StandardRestore"
             "(target)))" if items else f"ocp.StandardCheckpointer().restore({str(folder / str(step))!r}, target)")
