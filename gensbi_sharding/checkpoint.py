@@ -18,12 +18,11 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from gensbi_sharding.checkpoint_save import CheckpointWriter
 from gensbi_sharding.checkpoint_steps import (CHECKPOINT_SUBDIR, check_array_path, committed_steps, find_checkpoint,
-                                              flat_by_path, item_handlers, nest_by_path, nesting_fix, path_key,
-                                              renamed_fix)
+                                              flat_by_path, item_handlers, nest_by_path, nesting_fix, renamed_fix)
 from gensbi_sharding.factory import refuse_in_factory, trace_factory
 from gensbi_sharding.rules import Rule, RuleTable
 from gensbi_sharding.nodes import (abstract_state, array_leaves, check_node, is_node, is_prng_key, is_scalar,
-                                   node_state, placed_dtype, spec_misfit, top_entries, value_leaves, whole_target)
+                                   node_state, path_key, placed_dtype, spec_misfit, top_entries, value_leaves, whole_target)
 from gensbi_sharding.sharding import plan_shardings
 
 __all__ = ["CHECKPOINT_SUBDIR", "CheckpointWriter", "Restored", "abstract_state_for",

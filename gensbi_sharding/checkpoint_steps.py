@@ -19,7 +19,7 @@ from flax import traverse_util
 from gensbi_sharding.nodes import is_scalar, named_leaves, placed_dtype, prefixes_holding
 
 __all__ = ["CHECKPOINT_SUBDIR", "ITEMS", "as_path", "check_array_path", "committed_steps", "find_checkpoint",
-           "item_handlers", "path_key", "flat_by_path", "nest_by_path", "non_finite", "nesting_fix",
+           "item_handlers", "flat_by_path", "nest_by_path", "non_finite", "nesting_fix",
            "renamed_fix", "wrt_difference"]
 
 #: Folder of a run directory that holds its checkpoints.
@@ -149,11 +149,6 @@ def item_handlers(saving: bool = False) -> dict[str, Any]:
             *((kind, th.ScalarHandler()) for kind in (int, float, complex, np.number, np.bool_)),
             (np.ndarray, th.NumpyHandler()), (jax.Array, th.ArrayHandler(use_replica_parallel=parallel))))
     return dict(zip(ITEMS, (arrays, ocp.JsonCheckpointHandler(), ocp.JsonCheckpointHandler())))
-
-
-def path_key(path: tuple) -> str:
-    """Name a pytree key path ``"a/b/c"``, the name a leaf is saved under."""
-    return jax.tree_util.keystr(path, simple=True, separator="/")
 
 
 def flat_by_path(tree: Any) -> dict[str, Any]:

@@ -56,7 +56,7 @@ def check_value_leaves(values: Collection[tuple[str, Any]], caller: str) -> list
     """``values`` (``("a/b", value)`` pairs) as a list; ``TypeError`` naming a leaf neither array nor scalar (a str)."""
     for name, value in values:
         for keys, leaf in jax.tree_util.tree_leaves_with_path(value):
-            where = "/".join([name, *(jax.tree_util.keystr((k,), simple=True) for k in keys)])
+            where = path_key(keys, name)
             check_unmasked(leaf, f"{caller}: {where} (shape {np.shape(leaf)})")  # a traced factory's: JAX's words
             held = not isinstance(leaf, (np.ndarray, np.generic)) or jax.numpy.isdtype(leaf.dtype, ("bool", "numeric"))
             if not ((is_array_like(leaf) or is_scalar(leaf)) and held):  # datetime64: JAX's, Orbax's errors named none
@@ -91,8 +91,13 @@ def value_leaves(path: tuple, value: Any) -> list[tuple[tuple, Any]]:
 def named_leaves(tree: Any) -> list[tuple[str, Any]]:
     """``("a/b/c", leaf)`` of each leaf of ``tree`` (a node's ``nnx.state``), as reports and checkpoints name it."""
     pairs = jax.tree_util.tree_leaves_with_path(node_state(tree), is_leaf=lambda x: isinstance(x, nnx.Variable))
-    return [(jax.tree_util.keystr(sub, simple=True, separator="/"), leaf) for path, x in pairs for sub, leaf in (
+    return [(path_key(sub), leaf) for path, x in pairs for sub, leaf in (
         value_leaves(path, value_of(x)) if isinstance(x, nnx.Variable) else [(path, x)])]  # "kernel", "stats/mean"
+
+
+def path_key(keys: Sequence[Any], head: str = "") -> str:
+    """Name a pytree key path ``"a/b/c"`` (below ``head``, if given): how checkpoints save a leaf and messages name it."""
+    return "/".join(filter(None, (head, jax.tree_util.keystr(tuple(keys), simple=True, separator="/"))))
 
 
 def path_name(path: Sequence[Any]) -> str:

@@ -13,7 +13,7 @@ from flax import nnx
 from jax.sharding import AbstractMesh, Mesh, NamedSharding
 
 from gensbi_sharding.batch import batch_size_divisor
-from gensbi_sharding.nodes import check_mesh, check_node, is_array, is_array_like, is_int, named_leaves
+from gensbi_sharding.nodes import check_mesh, check_node, is_array, is_array_like, is_int, named_leaves, path_key
 
 __all__ = ["bytes_per_device", "partition_specs", "MeshSummary", "VariablePlacement", "PlacementReport", "describe",
            "mesh_init_simulate"]
@@ -243,9 +243,9 @@ def _check_not_typeof(value: Any, path: str) -> None:
     """Refuse ``jax.typeof``'s values (in a pytree too): their sharding omits Auto mesh axes, misstating the bytes."""
     for keys, leaf in jax.tree_util.tree_leaves_with_path(value):
         if isinstance(leaf, jax.core.ShapedArray):
-            raise TypeError(f"{'/'.join(filter(None, (path, jax.tree_util.keystr(keys, simple=True, separator='/'))))} "
-                            f"is {leaf} (jax.typeof's), whose sharding omits the mesh's Auto axes: pass the arrays, "
-                            "or jax.ShapeDtypeStruct leaves (jax.eval_shape's, abstract_sharded's)")
+            raise TypeError(f"{path_key(keys, path)} is {leaf} (jax.typeof's), whose sharding omits the mesh's "
+                            "Auto axes: pass the arrays, or jax.ShapeDtypeStruct leaves (jax.eval_shape's, "
+                            "abstract_sharded's)")
 
 
 def _nbytes(count: int, dtype: Any) -> int:
