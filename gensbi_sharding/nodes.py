@@ -76,7 +76,10 @@ def check_unmasked(leaf: Any, where: str) -> None:
 
 
 def unheld_dtype_fix(dtype: Any, otherwise: str) -> str:
-    """The fix for data of ``dtype`` no JAX array holds: a cast for NumPy's longdouble (float128), else ``otherwise``."""
+    """The fix for data of ``dtype`` no JAX array holds: a cast for NumPy's longdouble (float128) or a non-native byte
+    order (FITS files' big-endian data: was a float64 cast, or for integers "pass numbers"), else ``otherwise``."""
+    if dtype is not None and not np.dtype(dtype).isnative:
+        return f"convert it to native byte order, x.astype(x.dtype.newbyteorder('=')) ({np.dtype(dtype).name})"
     wide = None if dtype is None else {"f": "float64", "c": "complex128"}.get(np.dtype(dtype).kind)
     return otherwise if wide is None else (f"cast it to {wide}, x.astype(np.{wide}) (placed as {placed_dtype(wide)}: "
                                            f"jax_enable_x64 keeps {wide})")

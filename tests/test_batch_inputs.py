@@ -554,3 +554,25 @@ def test_a_masked_value_a_traced_factory_builds_is_refused_as_every_placing_func
             build(lambda: Model(value), mesh)
     filled = jax.tree.map(lambda v: np.ma.filled(v, 0.0), value)  # the fix the message names
     assert gs.init_sharded(lambda: Model(filled), mesh).kernel[...].sharding.mesh == mesh
+
+
+@pytest.mark.parametrize("dtype", [">f4", ">i8"])
+def test_big_endian_numpy_data_is_told_to_take_native_byte_order(devices, dtype):
+    # Was, for big-endian data (as FITS files and some HDF5 files hold): ">f4 ... cast it to float64, x.astype(
+    # np.float64)", a widening that kept the byte order JAX refuses; ">i8 ... pass numbers (e.g. integer codes", which
+    # it is. JAX holds the values once in native byte order.
+    mesh, host = gs.make_mesh(model_axis=2), np.arange(16).reshape(8, 2).astype(dtype)
+
+    class Model(nnx.Module):
+        def __init__(self):
+            self.kernel = nnx.Param(host)
+
+    told = (rf"has dtype {re.escape(dtype)}, which no JAX array holds: convert it to native byte order, "
+            rf"x\.astype\(x\.dtype\.newbyteorder\('='\)\) \({np.dtype(dtype).name}\)$")
+    for place in (lambda x: gs.shard_batch(x, mesh), lambda x: gs.host_to_global_array(x, mesh=mesh),
+                  lambda x: gs.replicate(x, mesh), lambda x: gs.constrain(x, ("batch", None), gs.PartitionAxis(), mesh)):
+        with pytest.raises(TypeError, match=told):
+            place(host)
+        np.testing.assert_array_equal(np.asarray(place(host.astype(host.dtype.newbyteorder("=")))), np.asarray(host))
+    with pytest.raises(TypeError, match=rf"^place / shard_model: kernel \(shape \(8, 2\)\) {told}"):
+        gs.shard_model(Model(), mesh)
