@@ -219,7 +219,9 @@ def constrain(x: jax.Array, names: Sequence[str | None], partition_axis: Partiti
                       ShardingFallbackWarning, stacklevel=2)
     wrap = (lambda s: NamedSharding(mesh, s)) if isinstance(mesh, Mesh) else (lambda s: s)
     if not isinstance(x, jax.core.Tracer):  # one move, any axis types: on a mesh of both kinds the constraint
-        return jax.device_put(x, wrap(spec))  # below undid the reshard (P('data', None) came back P(None, None))
+        x = jax.device_put(x, wrap(spec))  # below undid the reshard (P('data', None) came back P(None, None))
+        if not isinstance(x, jax.core.Tracer):  # in jit a constant x came back traced, unplaced (P()): pinned below
+            return x
     explicit, free = set(active.explicit_axes), set(active.axis_names) - manual
     if explicit:  # with_sharding_constraint refuses Explicit axes (or asserts on them): reshard moves those
         x = jax.sharding.reshard(x, wrap(_keep(spec, explicit)))

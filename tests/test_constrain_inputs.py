@@ -178,3 +178,16 @@ def test_constrain_inside_jit_given_a_mesh_other_than_the_active_one_names_both_
         assert gs.constrain(x, ("batch", None, "heads"), pa, given).sharding.spec == P("data", None, "model")
         traced = jax.jit(lambda y: gs.constrain(y, ("batch", None, "heads"), pa))(x)  # mesh=None: the active one
         assert traced.sharding.mesh.shape == active.shape and traced.sharding.spec == P("data", None, "model")
+
+
+def test_constrain_inside_jit_places_an_array_that_is_no_tracer():
+    # Was: a NumPy array or a jax.Array closed over (a constant of the step, e.g. a table kept on the Module) came back
+    # replicated, P(), on a mesh of Auto axes (make_mesh's), without a word: jax.device_put in a trace places nothing.
+    mesh = gs.make_mesh(model_axis=2)
+    pa, table = gs.PartitionAxis.for_rule("tensor", mesh), np.arange(192.0, dtype=np.float32).reshape(8, 6, 4)
+    for given in (table, jnp.asarray(table)):
+        for where in (None, mesh):
+            with gs.mesh_context(mesh):
+                y = jax.jit(lambda: gs.constrain(given, ("batch", "heads", None), pa, where))()
+            assert y.sharding.is_equivalent_to(NamedSharding(mesh, P("data", "model")), 3)
+            np.testing.assert_array_equal(np.asarray(y), table)
