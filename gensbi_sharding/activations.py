@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 import jax
+import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from gensbi_sharding.batch import batch_axes, check_active_mesh, check_placeable
@@ -179,7 +180,7 @@ def constrain(x: jax.Array, names: Sequence[str | None], partition_axis: Partiti
         One ``ACTIVATION_NAMES`` key (or None) per dimension of ``x``, e.g. ``("batch", "sequence", "hidden")``.
     partition_axis : PartitionAxis or None
     mesh : jax.sharding.Mesh, optional
-        Default: the active mesh (``mesh_context`` / ``jax.set_mesh``).
+        Default: the active mesh (``mesh_context`` / ``jax.set_mesh``, or JAX's deprecated ``with mesh:``).
 
     Warns
     -----
@@ -203,7 +204,7 @@ def constrain(x: jax.Array, names: Sequence[str | None], partition_axis: Partiti
         raise TypeError(f"constrain takes an array, got {type(x).__name__} {x!r:.40}; pass jnp.asarray(x)")
     check_names(names, x.shape)  # without a mesh too: else a bad name passed on one device, failed on a mesh
     active = jax.sharding.get_abstract_mesh() if mesh is None else mesh
-    if active.empty:  # partition_axis's form checked all the same (was: a malformed one refused on a mesh only)
+    if active.empty and (active := (mesh := entered_mesh())) is None:  # partition_axis's form checked all the same
         partition_axis._formed()
         return x
     check_placeable(x, f"constrain: x (shape {x.shape})")  # a NumPy array outside jit: placed here
@@ -228,6 +229,18 @@ def constrain(x: jax.Array, names: Sequence[str | None], partition_axis: Partiti
     if free - explicit:
         x = jax.lax.with_sharding_constraint(x, wrap(_keep(spec, free - explicit)))
     return x
+
+
+def entered_mesh() -> Mesh | None:
+    """The mesh a ``with mesh:`` block entered (deprecated by JAX; its constraints read it) if no other is active, else
+    None: unseen by ``get_abstract_mesh``, it left ``constrain`` a no-op, ``host_to_global_array`` saying none."""
+    if not jax.sharding.get_abstract_mesh().empty:  # an abstract one only: the probe below asserts
+        return None
+    try:
+        with jax.ensure_compile_time_eval():  # evaluated here, in a trace too; a few microseconds without a mesh
+            return jax.lax.with_sharding_constraint(np.float32(0), P()).sharding.mesh
+    except RuntimeError:  # "requires a non-empty mesh in context"
+        return None
 
 
 def _keep(spec: P, names: set[str]) -> P:

@@ -13,6 +13,7 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
+from gensbi_sharding.activations import entered_mesh
 from gensbi_sharding.batch import batch_axes, check_numeric_leaves, check_same_rows
 from gensbi_sharding.factory import INPUT_IN_FACTORY, refuse_in_factory
 from gensbi_sharding.nodes import check_mesh, is_array, mesh_axes_of
@@ -56,7 +57,7 @@ def host_to_global_array(host_arrays: Any, *, partition: Any = DataPartitionType
     partition : DataPartitionType or str or pytree of jax.sharding.PartitionSpec, default DataPartitionType.FULL
         A member or its value (0-d leaves then replicated), or PartitionSpecs forming a prefix of ``host_arrays``.
     mesh : jax.sharding.Mesh, optional
-        Default: the active concrete mesh (``mesh_context(mesh)``).
+        Default: the active concrete mesh (``mesh_context(mesh)``, or JAX's deprecated ``with mesh:``).
     check_processes : bool, default True
         Compare the processes' inputs (a blocking collective): a loop whose batches keep one shape passes True on
         its first call and False after, on every process alike.
@@ -168,7 +169,7 @@ def _concrete_mesh(mesh: Mesh | None) -> Mesh:
         active = jax.sharding.get_mesh()
     except ValueError as err:  # inside jit: only the abstract mesh exists
         raise ValueError(_OUTSIDE_JIT) from err
-    if active.empty:
+    if active.empty and (active := entered_mesh()) is None:
         what = ("only an abstract mesh is active (jax.sharding.use_abstract_mesh), which has "
                 "no devices" if not jax.sharding.get_abstract_mesh().empty else "no mesh is active")
         raise ValueError(f"host_to_global_array needs a concrete mesh, but {what}; call it inside "

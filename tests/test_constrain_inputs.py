@@ -191,3 +191,22 @@ def test_constrain_inside_jit_places_an_array_that_is_no_tracer():
                 y = jax.jit(lambda: gs.constrain(given, ("batch", "heads", None), pa, where))()
             assert y.sharding.is_equivalent_to(NamedSharding(mesh, P("data", "model")), 3)
             np.testing.assert_array_equal(np.asarray(y), table)
+
+
+def test_a_mesh_entered_by_with_mesh_is_the_active_one_for_constrain_and_host_to_global_array():
+    # Was, inside `with mesh:` (JAX's deprecated form, on which its own with_sharding_constraint(x, P('data')) splits):
+    # constrain(x, names, pa) returned x unplaced, in jit and outside it, without a word; host_to_global_array(batch)
+    # said "no mesh is active".
+    mesh = gs.make_mesh(model_axis=2)
+    pa, x = gs.PartitionAxis.for_rule("tensor", mesh), jnp.arange(192.0).reshape(8, 6, 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # JAX's, for `with mesh:`
+        with mesh:
+            outside = gs.constrain(x, ("batch", "heads", None), pa)
+            inside = jax.jit(lambda y: gs.constrain(y, ("batch", "heads", None), pa))(x)
+            batch = gs.host_to_global_array({"x": np.ones((8, 2), np.float32)})
+    for y in (outside, inside):
+        assert y.sharding.is_equivalent_to(NamedSharding(mesh, P("data", "model")), 3)
+        np.testing.assert_array_equal(np.asarray(y), np.asarray(x))
+    assert batch["x"].sharding == NamedSharding(mesh, P(("data", "model")))
+    assert gs.constrain(x, ("batch", "heads", None), pa) is x  # no mesh entered: x itself, as before
