@@ -66,8 +66,9 @@ class PartitionAxis(NamedTuple):
         Parameters
         ----------
         rule : str or RuleTable or Rule
-        mesh : jax.sharding.Mesh or None
-            None: None is returned (``rule`` is checked), which ``constrain`` takes as no constraint.
+        mesh : jax.sharding.Mesh or jax.sharding.AbstractMesh or None
+            None (or an empty mesh: ``get_abstract_mesh()`` with none active): None is returned (``rule`` is
+            checked), which ``constrain`` takes as no constraint.
 
         Raises
         ------
@@ -76,9 +77,9 @@ class PartitionAxis(NamedTuple):
             another type.
         """
         table = resolve_rule(rule).table
-        if mesh is None:  # a model built for one device: constrain(x, names, None) is a no-op
+        check_mesh(mesh, abstract=True)  # get_abstract_mesh()'s too, in a jitted call (was: "build one with make_mesh")
+        if mesh is None or mesh.empty:  # a model built for one device: constrain(x, names, None) is a no-op
             return None
-        check_mesh(mesh)
         sizes = dict(mesh.shape)
         batch = tuple(a for a in batch_axes(mesh) if sizes[a] > 1)
 

@@ -24,9 +24,9 @@ def batch_axes(mesh: Mesh) -> tuple[str, ...]:
 
     Parameters
     ----------
-    mesh : jax.sharding.Mesh
+    mesh : jax.sharding.Mesh or jax.sharding.AbstractMesh
     """
-    check_mesh(mesh, optional=False)
+    check_mesh(mesh, abstract=True, optional=False)
     return tuple(name for name in mesh.axis_names if name != MODEL_AXIS)
 
 

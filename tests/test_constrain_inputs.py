@@ -210,3 +210,22 @@ def test_a_mesh_entered_by_with_mesh_is_the_active_one_for_constrain_and_host_to
         np.testing.assert_array_equal(np.asarray(y), np.asarray(x))
     assert batch["x"].sharding == NamedSharding(mesh, P(("data", "model")))
     assert gs.constrain(x, ("batch", "heads", None), pa) is x  # no mesh entered: x itself, as before
+
+
+def test_for_rule_takes_the_abstract_mesh_a_jitted_call_reads():
+    # Was TypeError "mesh must be a jax.sharding.Mesh or None, got AbstractMesh(...); build one with make_mesh(...)"
+    # for PartitionAxis.for_rule(rule, jax.sharding.get_abstract_mesh()), the mesh a Module's __call__ reads in jit
+    # (get_mesh() refuses there); it reads only the mesh's axes. Without a mesh that mesh is empty: None, as for None.
+    mesh, x = gs.make_mesh(model_axis=2), jnp.arange(32.0).reshape(8, 4)
+    assert gs.PartitionAxis.for_rule("tensor", mesh.abstract_mesh) == gs.PartitionAxis.for_rule("tensor", mesh)
+    assert gs.batch_axes(mesh.abstract_mesh) == ("data",)
+
+    def step(y):
+        return gs.constrain(y, ("batch", "heads"), gs.PartitionAxis.for_rule("tensor", jax.sharding.get_abstract_mesh()))
+
+    with gs.mesh_context(mesh):
+        y = jax.jit(step)(x)
+    assert y.sharding.is_equivalent_to(NamedSharding(mesh, P("data", "model")), 2)
+    np.testing.assert_array_equal(np.asarray(y), np.asarray(x))
+    assert gs.PartitionAxis.for_rule("tensor", jax.sharding.get_abstract_mesh()) is None  # no mesh active
+    np.testing.assert_array_equal(np.asarray(jax.jit(step)(x)), np.asarray(x))
