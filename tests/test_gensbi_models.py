@@ -179,9 +179,11 @@ def test_dry_run_reports_memory_and_collectives():
     assert "simformer/condition_embedding" in report["fallbacks"]
 
 
-@pytest.mark.slow
-def test_launch_runs_flux1_end_to_end_and_reports_fallbacks(tmp_path):
-    """launch.py with model=flux1 under tensor on a (2, 4) mesh: trains, samples, prints a C2ST."""
+@pytest.fixture(scope="module")
+def flux1_launch(tmp_path_factory):
+    """launch.py with model=flux1 under tensor on a (2, 4) mesh, and its folder: read by the end-to-end test, and its
+    checkpoint restored into GenSBI's own Flux1 (a Flux1 run in this process cost ~10 s of CPU more)."""
+    tmp_path = tmp_path_factory.mktemp("flux1_launch")
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
     env.pop("HYDRA_FULL_ERROR", None)
     proc = subprocess.run(
@@ -192,6 +194,13 @@ def test_launch_runs_flux1_end_to_end_and_reports_fallbacks(tmp_path):
          # ~3 s of CPU; test_launch.py's mesh=none run checks that path).
          "data.theta_transform=support", f"hydra.run.dir={tmp_path}"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    return proc, tmp_path
+
+
+@pytest.mark.slow
+def test_launch_runs_flux1_end_to_end_and_reports_fallbacks(flux1_launch):
+    """launch.py with model=flux1 under tensor on a (2, 4) mesh: trains, samples, prints a C2ST."""
+    proc, tmp_path = flux1_launch
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-3000:]
     metrics = json.loads((tmp_path / "metrics.json").read_text())
@@ -205,19 +214,19 @@ def test_launch_runs_flux1_end_to_end_and_reports_fallbacks(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_flux1_runs_weights_go_into_gensbis_own_flux1_by_the_read_the_refusal_names(tmp_path):
+def test_a_flux1_runs_weights_go_into_gensbis_own_flux1_by_the_read_the_refusal_names(flux1_launch):
     # Was: restore(<run>, abstract_state_for(<Flux1 from Flux1Params>, mesh, rule)) refused, naming only a target of
     # the run's every node, abstract_state_for({'0': <node>, '1': <node>, '2': <node>, 'best': <node>}, mesh, rule):
     # the harness's optimizer, EMA and best weights, which a GenSBI user cannot build.
     import re
 
     import orbax.checkpoint as ocp
-    from faults_helpers import run_tiny
     from gensbi.models import Flux1, Flux1Params
 
     from gensbi_sharding.harness.models.flux1 import Flux1Velocity
 
-    metrics = run_tiny(tmp_path, "model=flux1", "rule=tensor", "mesh.model_axis=2")  # quick: 2 heads of 8, 1 + 1
+    _, tmp_path = flux1_launch  # experiment=quick's Flux1: 2 heads of 8, 1 + 1 blocks
+    metrics = json.loads((tmp_path / "metrics.json").read_text())
     assert metrics["status"] == "ok", metrics.get("error")
 
     def flux1_factory():  # as docs/gensbi_models.md builds it, the run's sizes (two_moons: 2 and 2 tokens)
