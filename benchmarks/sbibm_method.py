@@ -17,11 +17,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from cli_args import integer
+from gensbi_sharding.harness.sampled_checkpoint import SEQUENTIAL
 
 AMORTISED = "amortised"
 REGIONS = ("box", "ellipsoid")
-#: What a sequential job keeps in its folder: its rounds, region and margin (an amortised job has none).
-RECORD = "sequential.json"
+#: What a sequential job keeps in its folder: its rounds, region and margin (an amortised job has none). Named once,
+#: in the harness, which reads it to tell a sequential job's folder from a run's (resume, sample.py).
+RECORD = SEQUENTIAL
 
 
 @dataclass(frozen=True)

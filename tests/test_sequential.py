@@ -474,3 +474,22 @@ def test_each_score_is_printed_beside_the_committed_amortised_one_or_says_there_
     load("sequential").main(["--job", str(tmp_path / "job"), "--task", "sir", "--budget", str(budget), "--",
                              "eval.observations=[1]"])
     assert f"observation 1: sequential C2ST 0.600 +- 0.010, {said}\n" in capsys.readouterr().out
+
+
+def test_the_sequential_jobs_record_is_named_in_one_place_the_benchmark_and_the_harness_read():
+    # Was: "sequential.json" written twice, sbibm_method.RECORD (the benchmark writes it) and
+    # sampled_checkpoint.SEQUENTIAL (resume and sample.py tell a sequential job's folder by it): renaming one would
+    # have left the harness taking a sequential job's folder for a run whose checkpoints are gone.
+    import ast
+
+    from gensbi_sharding.harness.sampled_checkpoint import SEQUENTIAL
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import sbibm_method
+
+    named = [path.relative_to(REPO).as_posix() for path in sorted(REPO.glob("**/*.py"))
+             if "tests" not in path.parts and ".venv" not in path.parts
+             for node in ast.walk(ast.parse(path.read_text())) if getattr(node, "value", None) == SEQUENTIAL
+             and isinstance(node, ast.Constant)]
+    assert named == ["gensbi_sharding/harness/sampled_checkpoint.py"]
+    assert sbibm_method.RECORD is SEQUENTIAL

@@ -19,7 +19,7 @@ class DamagedCheckpoint(FileNotFoundError):
 
 _DAMAGE = (KeyError, ValueError, AttributeError, OSError)  # what a lost or cut file raises, as the library reads it
 READ_BYTES = 256 << 20  # the most of a checkpoint's arrays held in host memory at once while they are checked
-SEQUENTIAL = "sequential.json"  # benchmarks/sequential.py's job record (sbibm_method.RECORD: benchmarks/ is no package)
+SEQUENTIAL = "sequential.json"  # benchmarks/sequential.py's job record: sbibm_method.RECORD is this name, imported
 
 
 def _in_parts(names: dict) -> list[list[str]]:
