@@ -166,3 +166,26 @@ def test_log_of_a_non_positive_observation_is_refused_by_the_check_before_any_fo
         assert job_problem(compose_tiny(*overrides, *fix.split())) is None
         # and the run scores data.num_observation, saying no "eval.observations=[8] is scored, not ..." note
         assert scored_observations(compose_tiny(*overrides, *fix.split()))[1] is None
+
+
+@pytest.mark.parametrize("overrides", [
+    [],  # data.num_observation=1, the data step's (nothing scored)
+    ["eval.enabled=true", "eval.observations=[1,8]"],
+    ["data.num_observation=9", "eval.enabled=true", "eval.observations=[8]"],  # the data step's, beside [8] scored
+    ["data=slcp", "data.num_observation=3"],  # no observation of positive data: data.x_transform=none alone
+])
+def test_the_runs_own_log_check_says_what_the_check_before_any_folder_says(overrides):
+    # Was: the run's check, once the task is loaded (a run from Python, or a file the check before any folder could
+    # not read), offered only data.x_transform=none, not the observations a log can read.
+    from faults_helpers import compose_tiny
+    from gensbi_sharding.harness.config_checks import scored_observations
+    from gensbi_sharding.harness.sweep_check import job_problem
+    from gensbi_sharding.harness.tasks import check_evaluation, get_task, usable_observation
+
+    cfg = compose_tiny("data.x_transform=log", *overrides)
+    with pytest.raises(ValueError) as refused:
+        if cfg.eval.enabled:  # as run() checks before training, then its data step (load_task)
+            check_evaluation(cfg.data, cfg.eval, scored_observations(cfg)[0])
+        usable_observation(get_task(cfg.data.name), cfg.data.num_observation, "log")
+    assert f"ConfigError: {refused.value}" == job_problem(cfg)
+    assert ("read only observations of positive data" in str(refused.value)) == (cfg.data.name == "two_moons")

@@ -4,13 +4,14 @@ as the run's data step (``tasks.usable_observation``) refuses one once the task 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from gensbi_sharding.harness.tasks import NUM_OBSERVATIONS, TASKS, observation_file, transform_x
 
-__all__ = ["log_observation_problem"]
+__all__ = ["log_observation_problem", "log_refusal"]
 
 
 def _read(name: str, k: int) -> np.ndarray | None:
@@ -51,16 +52,31 @@ def log_observation_problem(data: Any, evaluation: Any) -> str | None:
     for k in dict.fromkeys([*scored, data.num_observation]):
         if (x_o := _read(name, k)) is None or _logged(x_o):
             continue
-        good = [j for j in range(1, NUM_OBSERVATIONS + 1) if _logged(_read(name, j))]
-        refusal = (f"data.x_transform=log needs positive data, but observation {k} of task {name!r} holds "
-                   f"{float(x_o.min()):g}: the posterior cannot be conditioned on its log; set data.x_transform=none "
-                   "(log suits positive data spanning decades, as data=lotka_volterra's)")
-        if not good:
-            return refusal
-        keep = [j for j in asked if j in good] or good  # eval.observations: the usable ones asked, else all usable
-        # data.num_observation one of those scored (was: good[0], beside eval.observations=[8]: not scored, a note)
-        fix = [f"data.num_observation={keep[0]}"] * (data.num_observation not in good) + [
-            f"eval.observations=[{','.join(map(str, keep))}]"] * bool(set(asked) - set(good))
-        return (f"{refusal}, or keep it and read only observations of positive data ({name}'s "
-                f"{', '.join(map(str, good))}): {' '.join(fix)}")
+        return log_refusal(name, k, float(x_o.min()), lambda j: _read(name, j), asked, data.num_observation)
     return None
+
+
+def log_refusal(name: str, k: int, smallest: float, read: Callable[[int], np.ndarray | None],
+                asked: Sequence[int] = (), num_observation: int | None = None) -> str:
+    """The one refusal of ``data.x_transform=log`` on observation ``k`` of task ``name``, whose smallest value is
+    ``smallest``: the check before any folder (``log_observation_problem``) and the run's once the task is loaded
+    (``tasks.usable_observation``) say the same (was: the run's offered data.x_transform=none alone).
+
+    ``read(j)``: observation ``j`` (None where none reads); ``asked``: ``eval.observations`` (scored; empty: none
+    asked); ``num_observation``: ``data.num_observation`` (default ``k``). Where the task has observations of
+    positive data, the overrides reading only those are a second fix.
+    """
+    num_observation = k if num_observation is None else num_observation
+    refusal = (f"data.x_transform=log needs positive data, but observation {k} of task {name!r} holds "
+               f"{smallest:g}: the posterior cannot be conditioned on its log; set data.x_transform=none "
+               "(log suits positive data spanning decades, as data=lotka_volterra's)")
+    good = [j for j in range(1, NUM_OBSERVATIONS + 1) if _logged(read(j))]
+    if not good:
+        return refusal
+    asked = list(asked)
+    keep = [j for j in asked if j in good] or good  # eval.observations: the usable ones asked, else all usable
+    # data.num_observation one of those scored (was: good[0], beside eval.observations=[8]: not scored, a note)
+    fix = [f"data.num_observation={keep[0]}"] * (num_observation not in good) + [
+        f"eval.observations=[{','.join(map(str, keep))}]"] * bool(set(asked) - set(good))
+    return (f"{refusal}, or keep it and read only observations of positive data ({name}'s "
+            f"{', '.join(map(str, good))}): {' '.join(fix)}")

@@ -197,8 +197,7 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
     if cfg.eval.enabled and note:  # both set and disagreeing: say which one is scored
         log.info("%s", note)
     if cfg.eval.enabled and cfg.data.name in TASKS:  # what evaluation will need, checked before training
-        check_evaluation(cfg.data.name, observations,
-                         x_transform=cfg.data.x_transform, num_samples=cfg.eval.num_samples)
+        check_evaluation(cfg.data, cfg.eval, observations)
     pipe = build_pipeline(cfg.data, seed=cfg.seed, mesh=mesh, shards=cfg.data.shards, skip=start_step,
                           statistics=saved_statistics(resume_dir), mesh_cfg=cfg.mesh)
     sims = pipe.sims

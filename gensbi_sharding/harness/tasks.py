@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -193,8 +194,12 @@ def observation(task: Any, num_observation: int) -> np.ndarray:
     return np.asarray(task.get_observation(num_observation), dtype=np.float32).reshape(-1)
 
 
-def usable_observation(task: Any, num_observation: int, x_transform: str = "none") -> np.ndarray:
+def usable_observation(task: Any, num_observation: int, x_transform: str = "none", *, asked: Sequence[int] = (),
+                       chosen: int | None = None) -> np.ndarray:
     """``observation``, checked finite and inside the domain of ``x_transform`` (log: every value > 0).
+
+    ``asked`` (``eval.observations``) and ``chosen`` (``data.num_observation``, default ``num_observation``): what
+    the refusal of a log offers to read instead (``log_observations.log_refusal``, as the check before any folder).
 
     Raises
     ------
@@ -207,15 +212,17 @@ def usable_observation(task: Any, num_observation: int, x_transform: str = "none
                          f"{x_o.tolist()}: the posterior cannot be conditioned on it; choose another with "
                          "data.num_observation=<1..10> (or leave it out of eval.observations)")
     if not np.all(np.isfinite(transform_x(x_transform, x_o))):
-        raise ValueError(f"data.x_transform={x_transform} needs positive data, but observation {num_observation} "
-                         f"of task {task.name!r} holds {float(x_o.min()):g}: the posterior cannot be conditioned "
-                         "on its log; set data.x_transform=none (log suits positive data spanning decades, "
-                         "as data=lotka_volterra's)")
+        from gensbi_sharding.harness.log_observations import log_refusal  # it imports this module
+
+        raise ValueError(log_refusal(task.name, num_observation, float(x_o.min()), lambda j: observation(task, j),
+                                     asked, chosen))
     return x_o
 
 
-def check_evaluation(name: str, observations: list[int], *, x_transform: str, num_samples: int) -> None:
-    """Before training: every observation to score is usable and has ``num_samples`` reference rows.
+def check_evaluation(data: Any, evaluation: Any, observations: list[int]) -> None:
+    """Before training: every observation to score (``observations``) and ``data.num_observation`` is usable under
+    ``data.x_transform``, and each scored one has ``evaluation.num_samples`` reference rows; ``data``, ``evaluation``:
+    a config's ``data`` and ``eval``.
 
     C2ST compares as many posterior samples as reference samples (sbibm: 10,000 each),
     so more samples than the reference holds would be drawn and not scored.
@@ -225,10 +232,10 @@ def check_evaluation(name: str, observations: list[int], *, x_transform: str, nu
     ValueError
         Naming the observation or ``eval.num_samples`` and the override that fixes it.
     """
-    task = get_task(name)
-    for k in observations:
-        usable_observation(task, k, x_transform)
-        rows = len(reference_samples(task, k))
+    name, num_samples, task = data.name, evaluation.num_samples, get_task(data.name)
+    for k in dict.fromkeys([*observations, data.num_observation]):  # as the check before any folder reads them
+        usable_observation(task, k, data.x_transform, asked=evaluation.observations or (), chosen=data.num_observation)
+        rows = len(reference_samples(task, k)) if k in observations else num_samples
         if num_samples > rows:
             raise ValueError(f"eval.num_samples={num_samples} exceeds the {rows} reference posterior samples "
                              f"of task {name!r} (observation {k}) that C2ST compares them with, row for row; "
