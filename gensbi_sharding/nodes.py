@@ -151,9 +151,10 @@ def listing(items: Sequence[str], n: int = 3) -> str:
     return ", ".join(items[:n]) + (f" and {len(items) - n} more" if len(items) > n else "")
 
 
-def check_mesh(mesh: Any, *, abstract: bool = False, optional: bool = True) -> None:
-    """``TypeError`` unless ``mesh`` is a ``Mesh`` (``abstract``: or ``AbstractMesh``), or None when ``optional``."""
-    if not (isinstance(mesh, (Mesh, AbstractMesh) if abstract else Mesh) or (optional and mesh is None)):
+def check_mesh(mesh: Any, *, abstract: bool = False, optional: bool = True, plans: bool = False) -> None:
+    """``TypeError`` unless ``mesh`` is a ``Mesh`` (``abstract``: or ``AbstractMesh``), or None when ``optional``;
+    ``plans``: an ``AbstractMesh`` passes too, unnamed in the message (planning reads only a mesh's axes)."""
+    if not (isinstance(mesh, (Mesh, AbstractMesh) if abstract or plans else Mesh) or (optional and mesh is None)):
         kind = "a jax.sharding.Mesh" + (" or AbstractMesh" if abstract else "") + (" or None" if optional else "")
         got = "None: it reads the mesh's axes, so it needs one" if mesh is None and not optional else repr(mesh)
         raise TypeError(f"mesh must be {kind}, got {got}; build one with make_mesh(...) or resolve_mesh(spec)")

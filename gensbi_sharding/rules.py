@@ -242,7 +242,7 @@ def partition_spec_for(names: Sequence[str | None] | str | None, shape: Sequence
         Logical axis per dimension (``logical_axes_of``; a bare str or int: one entry); None: not annotated (``P()``).
     shape : sequence of int (Python or NumPy ints >= 0, no bools), or a 1-d integer array (``np.array(x.shape)``)
     table : RuleTable, or anything ``resolve_rule`` takes (a rule name, ``RULES[name]``'s pairs, a ``Rule``)
-    mesh : jax.sharding.Mesh
+    mesh : jax.sharding.Mesh or jax.sharding.AbstractMesh
 
     Raises
     ------
@@ -252,7 +252,7 @@ def partition_spec_for(names: Sequence[str | None] | str | None, shape: Sequence
     from jax.sharding import PartitionSpec as P  # not at the top (TYPE_CHECKING's note)
     from gensbi_sharding.nodes import check_mesh, is_int, mesh_axes_of, split_twice
 
-    check_mesh(mesh, optional=False)
+    check_mesh(mesh, optional=False, plans=True)
     shape = shape.tolist() if getattr(shape, "ndim", 0) == 1 and hasattr(shape, "tolist") else shape  # np.array(...)
     if not (_is_sequence(shape) and all(is_int(n) and n >= 0 for n in shape)):  # shape=8: TypeError "no len()"
         raise TypeError(f"shape={shape!r:.60} must be a sequence of sizes (int >= 0), e.g. (8,) or value.shape")

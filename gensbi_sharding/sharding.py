@@ -13,7 +13,7 @@ from typing import Any
 
 import jax
 from flax import nnx
-from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+from jax.sharding import AbstractMesh, Mesh, NamedSharding, PartitionSpec as P
 
 from gensbi_sharding.batch import check_placeable, host_view
 from gensbi_sharding.factory import MODEL_IN_FACTORY, refuse_in_factory
@@ -35,7 +35,7 @@ class Plan:
 
     Parameters
     ----------
-    mesh : jax.sharding.Mesh
+    mesh : jax.sharding.Mesh or jax.sharding.AbstractMesh
     rule : str or RuleTable or Rule
         Resolved (``resolve_rule``); ``TypeError`` for a ``mesh`` no Mesh, a dict field no mapping, or a value of one
         of another type (a spec no PartitionSpec, a reason no str, a shape no tuple).
@@ -53,7 +53,7 @@ class Plan:
     shapes: dict[str, tuple[int, ...]] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        check_mesh(self.mesh, optional=False)
+        check_mesh(self.mesh, optional=False, plans=True)
         object.__setattr__(self, "rule", resolve_rule(self.rule))  # any form plan_shardings takes
         for name, kind, what in (("specs", P, "PartitionSpec, e.g. P(None, 'model')"), ("fallbacks", str, "str, "
                                   "e.g. 'no annotation'"), ("shapes", (tuple, list), "tuple of sizes, e.g. (8, 16)")):
@@ -150,12 +150,12 @@ class Plan:
 
 
 def plan_shardings(node: Any, mesh: Mesh, rule: str | RuleTable | Rule = "replicated") -> Plan:
-    """Plan every array variable of ``node`` on ``mesh`` under ``rule``; moves nothing.
+    """Plan every array variable of ``node`` on ``mesh`` under ``rule``; moves nothing (an AbstractMesh's axes suffice).
 
     Parameters
     ----------
     node : NNX node
-    mesh : jax.sharding.Mesh
+    mesh : jax.sharding.Mesh or jax.sharding.AbstractMesh
     rule : str or RuleTable or Rule, default "replicated"
 
     Raises
@@ -164,7 +164,7 @@ def plan_shardings(node: Any, mesh: Mesh, rule: str | RuleTable | Rule = "replic
         ``rule`` rejected by ``resolve_rule``; ``mesh`` not a ``jax.sharding.Mesh`` or ``node`` not an NNX node.
     """
     rule = resolve_rule(rule)
-    check_mesh(mesh, optional=False)
+    check_mesh(mesh, optional=False, plans=True)
     check_node(node, "plan_shardings")
     specs, fallbacks, shapes = {}, {}, {}
     for key, var in array_variables(node):
@@ -199,12 +199,14 @@ def place(node: Any, plan: Plan) -> None:
     ------
     ValueError, TypeError
         ``plan`` made for another node (a variable it lacks, or at another shape: nothing moves), ``node`` traced
-        (called inside ``jax.jit``), or a NumPy value beyond its placed dtype (``check_placeable``); no Plan; no node.
+        (in ``jax.jit``), a NumPy value beyond its placed dtype (``check_placeable``); no Plan or an AbstractMesh's; no node.
     RuntimeError
         A variable's array deleted (donated to a jitted step): named, nothing moves.
     """
     refuse_in_factory("place", MODEL_IN_FACTORY)
     variables = check_plan_fits(plan, node, "place")
+    if isinstance(plan.mesh, AbstractMesh):  # JAX's device_put refused it naming no variable
+        raise ValueError("place / shard_model got a plan on an AbstractMesh (axes, no devices): plan on a Mesh")
     for key, var in variables:  # before anything moves
         for leaf in array_leaves(value_of(var)):
             if isinstance(leaf, jax.core.Tracer):  # JAX's AttributeError on tracer.sharding named neither it nor a fix

@@ -82,9 +82,11 @@ def shared_launches(tmp_path_factory):
         "refused": ["-m", *TINY, f"rule={','.join(RULES)}", "mesh.model_axis=3,1,2",
                     f"hydra.sweep.dir={roots['refused'] / 'multirun'}"],
         "none": [*TINY, "mesh=none", "eval.plot=true", f"hydra.run.dir={roots['none'] / 'run'}"],
-        # width 36 under fsdp on (8, 1): embed dims of 36 cannot split 8 ways. strict on, then off. Its tests read
-        # the failed job, the lenient job's placements and the summary, never a C2ST: no evaluation (~2 s of CPU).
-        "strict": ["-m", *TINY, "rule=fsdp", "model.width=36", "strict=true,false", "eval.enabled=false",
+        # width 36 under fsdp on (8, 1): embed dims of 36 cannot split 8 ways, so strict=false replicates them.
+        # Job 0's learning rate diverges as it trains (what no check before the sweep knows; strict=true is refused
+        # before any job since state_check), job 1 trains. Its tests read the failed job, the lenient job's
+        # placements and the summary, never a C2ST: no evaluation (~2 s of CPU).
+        "strict": ["-m", *TINY, "rule=fsdp", "model.width=36", "train.learning_rate=1e25,3e-3", "eval.enabled=false",
                    f"hydra.sweep.dir={roots['strict'] / 'multirun'}"],
         # Another run (seed=1) into none's completed folder, once none has ended; the folder as this run found it
         # is copied to second/before first (second_run compares).
@@ -128,7 +130,7 @@ def no_mesh_run(shared_launches):
 
 @pytest.fixture(scope="module")
 def strict_sweep(shared_launches):
-    """width 36 under fsdp on (8, 1): embed dims of 36 cannot split 8 ways. strict on, then off."""
+    """width 36 under fsdp on (8, 1): embed dims of 36 cannot split 8 ways. A diverging job, then one that trains."""
     proc, root = shared_launches["strict"]
     assert (root / "multirun" / "1" / "metrics.json").exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc, root / "multirun"
@@ -340,19 +342,20 @@ def test_a_sweep_one_of_whose_jobs_is_refused_runs_none_and_names_each(shared_la
 
 @pytest.mark.slow
 def test_a_job_failing_as_it_runs_is_recorded_and_the_next_runs(strict_sweep):
-    # What no check before the sweep can know (here: which variables the rule cannot split) still ends only its job.
+    # What no check before the sweep can know (here: a learning rate that diverges; was: which variables the rule
+    # cannot split under strict=true, refused before any job since state_check) still ends only its job.
     proc, sweep_dir = strict_sweep
     assert proc.returncode != 0
     failed, following = sweep_dir / "0", sweep_dir / "1"
     m = read_metrics(failed)
-    assert m["status"] == "error" and "strict=true" in m["error"]
-    assert (failed / "error.txt").is_file() and not (failed / "train_losses.npz").exists()
+    assert m["status"] == "error" and "training diverged" in m["error"]
+    assert (failed / "error.txt").is_file()
     after = read_metrics(following)
-    assert after["config"]["strict"] is False
+    assert after["config"]["train"]["learning_rate"] == 3e-3
     assert after["status"] == "ok" and after["mesh_shape"] == [8, 1]
     with open(sweep_dir / "sweep_summary.csv", newline="") as f:
         errors = [row["error"] for row in csv.DictReader(f) if row["status"] == "error"]
-    assert len(errors) == 1 and "strict=true" in errors[0]
+    assert len(errors) == 1 and "training diverged" in errors[0]
     assert "Traceback" not in proc.stderr and "Traceback" not in proc.stdout
     # One tag per error line in a multirun too (was "[ERROR] error: ...").
     tagged = [line for line in proc.stdout.splitlines() if line.startswith("[ERROR]")]
@@ -417,19 +420,20 @@ def test_bad_input_fails_in_one_line_before_training(bad_input_launches, overrid
 # ------------------------------------------------------------------ (f) strict
 
 @pytest.mark.slow
-def test_strict_turns_an_unsplittable_variable_into_an_error(strict_sweep):
+def test_strict_turns_an_unsplittable_variable_into_an_error(strict_sweep, devices):
+    # strict=true is refused by the check before any folder (was: by the run, inside job 0's folder of a sweep
+    # 'strict=true,false', its launch.log holding every path; tests/test_state_check.py launches it).
+    from gensbi_sharding.harness.sweep_check import job_problem
+
     proc, sweep_dir = strict_sweep
-    assert proc.returncode != 0
-    strict, lenient = read_metrics(sweep_dir / "0"), read_metrics(sweep_dir / "1")
-    assert strict["config"]["strict"] is True and strict["status"] == "error"
-    assert "strict=true and rule 'fsdp' cannot split 10 variable(s)" in strict["error"]
+    lenient = read_metrics(sweep_dir / "1")
+    strict = job_problem(compose_tiny("rule=fsdp", "model.width=36", "eval.enabled=false", "strict=true"))
+    assert "strict=true and rule 'fsdp' cannot split 10 variable(s)" in strict
     # Grouped by reason (a few paths each), the reason saying the size that does not divide; every path in launch.log.
     assert ("blocks/0/down/bias, blocks/0/down/kernel, blocks/0/norm/bias and 7 more (size 36 of logical axis "
-            "'embed' is not divisible by mesh axis 'data' of size 8) (every one: launch.log)") in strict["error"]
-    assert all(f"  {path}: " in (sweep_dir / "0" / "launch.log").read_text()
+            "'embed' is not divisible by mesh axis 'data' of size 8) (every one: launch.log)") in strict
+    assert all(f"  {path}: " in (sweep_dir / "1" / "launch.log").read_text()
                for path in ("in_proj/kernel", "blocks/0/norm/scale", "out_proj/kernel"))
-    assert not (sweep_dir / "0" / "train_losses.npz").exists()
-    assert not (sweep_dir / "0" / "checkpoints").exists()
     # strict=false: the same fallbacks are a warning and a list in metrics.json; the run completes.
     assert lenient["status"] == "ok"
     assert set(lenient["fallbacks"]) == {

@@ -200,3 +200,23 @@ def test_a_hand_built_spec_naming_a_mesh_axis_twice_or_unconstrained_is_named_wi
     for spec in (P(P.UNCONSTRAINED), P("data", P.UNCONSTRAINED)):
         with pytest.raises(ValueError, match=r"for leaf \['x'\] holds PartitionSpec.UNCONSTRAINED.*give None"):
             gs.host_to_global_array({"x": np.ones((8, 8))}, mesh=mesh, partition={"x": spec})
+
+
+def test_a_plan_on_an_abstract_mesh_is_the_meshs_plan_and_places_nothing(devices):
+    # Was: TypeError "mesh must be a jax.sharding.Mesh, got AbstractMesh(...)": a plan needed devices, so a check
+    # before JAX's backend starts (the harness's strict=true and memory checks, before any run folder) could not plan.
+    from jax.sharding import AbstractMesh, AxisType
+
+    layer = nnx.Linear(6, 16, rngs=nnx.Rngs(0),
+                       kernel_init=gs.partitioned(nnx.initializers.lecun_normal(), ("embed", "mlp")))
+    real = gs.plan_shardings(layer, gs.make_mesh(model_axis=2), "fsdp")
+    abstract = gs.plan_shardings(layer, AbstractMesh((4, 2), ("data", "model"), axis_types=(AxisType.Auto,) * 2),
+                                 "fsdp")
+    assert (abstract.specs, abstract.fallbacks) == (real.specs, real.fallbacks)
+    assert abstract.fallbacks == {"kernel": "size 6 of logical axis 'embed' is not divisible by mesh axis 'data' of "
+                                            "size 4", "bias": "no annotation"}
+    assert abstract.fallback_message() == real.fallback_message()
+    with pytest.raises(ValueError, match=r"^place / shard_model got a plan on an AbstractMesh \(axes, no devices\): "
+                                         r"plan on a Mesh$"):
+        gs.place(layer, abstract)
+    assert layer.kernel[...].sharding == jax.sharding.SingleDeviceSharding(jax.devices()[0])  # nothing moved

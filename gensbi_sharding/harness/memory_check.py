@@ -24,7 +24,7 @@ from gensbi_sharding.harness.refusal import Refusal
 from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
 from gensbi_sharding.harness.units import format_bytes
 
-__all__ = ["check_fits", "check_draw_fits", "simulations_problem", "state_bytes_per_device", "host_available_bytes",
+__all__ = ["check_fits", "fits_problem", "check_draw_fits", "simulations_problem", "state_bytes_per_device", "host_available_bytes",
            "MOMENTS", "DATA_COPIES"]
 
 MOMENTS = 2  # AdamW's mu and nu, each shaped and placed like the parameters
@@ -136,40 +136,56 @@ def check_fits(cfg: DictConfig, mesh: Any, rule: Any, available: int | None = No
     """
     import jax
 
-    from gensbi_sharding.harness.tasks import TASK_DIMS
-
-    if cfg.data.name not in TASK_DIMS:
-        return
-    dims = TASK_DIMS[cfg.data.name]  # not task_dims: sbibm_jax's import (~1 s) is the data step's, not a refusal's
     cpu = jax.default_backend() == "cpu"
-    host = available if available is not None else host_available_bytes()
     # distributed=local's processes all live on this host: each checked its own share against the whole host
     # (and was told a budget that fit one share), so together they ran into the kernel's OOM killer.
     sharing = jax.process_count() if os.environ.get(LOCAL_CHILD_ENV) else 1
-    data = cfg.data.num_simulations // jax.process_count() * sum(dims) * 4 * DATA_COPIES * sharing
-    if (problem := simulations_problem(cfg, jax.process_count(), sharing, host)) is not None:
+    limits = None if cpu or available is not None else [
+        (d.memory_stats() or {}).get("bytes_limit") for d in jax.local_devices()]
+    problem = fits_problem(cfg, mesh, rule, cpu=cpu, devices=jax.local_device_count(), processes=jax.process_count(),
+                           sharing=sharing, limits=limits, available=available)
+    if problem is not None:
         raise ConfigError(problem)
+
+
+def fits_problem(cfg: DictConfig, mesh: Any, rule: Any, *, cpu: bool, devices: int, processes: int = 1,
+                 sharing: int = 1, limits: list | None = None, available: int | None = None) -> str | None:
+    """``check_fits``' refusal, or None, from facts a caller gives: needs no JAX backend, so the check before any
+    folder (``state_check``) asks it of a job on this host's CPU devices, its mesh an ``AbstractMesh``.
+
+    ``cpu``: the devices are the host's (simulated) CPUs; ``devices``: this process's; ``processes``: the JAX
+    processes, ``sharing`` of them on this host; ``limits``: each device's ``bytes_limit`` (not CPU); ``available``:
+    the bytes to compare with (default the host's).
+    """
+    from gensbi_sharding.harness.tasks import TASK_DIMS
+
+    if cfg.data.name not in TASK_DIMS:
+        return None
+    dims = TASK_DIMS[cfg.data.name]  # not task_dims: sbibm_jax's import (~1 s) is the data step's, not a refusal's
+    host = available if available is not None else host_available_bytes()
+    data = cfg.data.num_simulations // processes * sum(dims) * 4 * DATA_COPIES * sharing
+    if (problem := simulations_problem(cfg, processes, sharing, host)) is not None:
+        return problem
     if cpu or available is not None:  # CPU devices share the host's memory with the simulations
         room = None if host is None else host - data * cpu
     else:
-        limits = [(d.memory_stats() or {}).get("bytes_limit") for d in jax.local_devices()]
         room = min(limits) if limits and None not in limits else None
     if room is None:
-        return
-    devices = jax.local_device_count() * sharing if cpu and mesh is not None else 1
-    if available is None and _at_most_defaults(cfg):
-        return  # a model no larger than its preset's defaults fits anywhere the harness runs: spare the trace
+        return None
+    devices = devices * sharing if cpu and mesh is not None else 1
+    if available is None and at_most_defaults(cfg):
+        return None  # a model no larger than its preset's defaults fits anywhere the harness runs: spare the trace
     try:
         need = state_bytes_per_device(cfg, mesh, rule, dims) * devices
     except Exception:  # a model that cannot be traced, or a bad setting: the run names it where it builds the model
-        return
+        return None
     if need <= room:
-        return
+        return None
     where = f"{devices} simulated devices x {format_bytes(need // devices)}" if devices > 1 else "per device"
-    raise ConfigError(f"the training state cannot fit: model={cfg.model.name} under rule {rule.name!r} needs at "
-                      f"least {format_bytes(need)} ({where}: parameters x (1 + {MOMENTS} AdamW moments + the EMA + "
-                      f"the best weights), activations not counted), but {format_bytes(room)} is available"
-                      f"{_responsible(cfg, mesh, rule, dims, devices, room)}")
+    return (f"the training state cannot fit: model={cfg.model.name} under rule {rule.name!r} needs at "
+            f"least {format_bytes(need)} ({where}: parameters x (1 + {MOMENTS} AdamW moments + the EMA + "
+            f"the best weights), activations not counted), but {format_bytes(room)} is available"
+            f"{_responsible(cfg, mesh, rule, dims, devices, room)}")
 
 
 def simulations_problem(cfg: DictConfig, processes: int = 1, sharing: int = 1, host: int | None = None) -> str | None:
@@ -228,7 +244,7 @@ def _defaults(cfg: DictConfig) -> dict:
     return {k: value for k, (has, value) in found.items() if has}
 
 
-def _at_most_defaults(cfg: DictConfig) -> bool:
+def at_most_defaults(cfg: DictConfig) -> bool:
     """Whether every integer setting of a typed model config is at or below its default (none raised)."""
     defaults = _defaults(cfg)
     return bool(defaults) and not any(k in defaults and _raised(v, defaults[k]) for k, v in _hparams(cfg).items())

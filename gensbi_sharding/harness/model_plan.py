@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -19,7 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.console import DETAILS, EVERY_PROCESS, job_log_name
 
-__all__ = ["trace_model", "model_plan", "details_dropped", "SHARDED_INIT_TRACES", "DRY_RUN_TRACES"]
+__all__ = ["trace_model", "model_plan", "strict_problem", "details_dropped", "SHARDED_INIT_TRACES", "DRY_RUN_TRACES"]
 
 log = logging.getLogger("gensbi_sharding")
 
@@ -70,13 +71,21 @@ def model_plan(model: Any, mesh: Any, rule: Any, *, strict: bool) -> Any:
     logging.getLogger(DETAILS).warning("every variable rule %r cannot split (%d):\n%s", rule.name,
                                        len(plan.fallbacks), "\n".join(f"  {p}: {r}" for p, r in plan.fallbacks.items()))
     if strict:
-        widths = _model_axes_without_fallbacks(model, mesh, rule)
-        fix = f"Set mesh.model_axis={' or '.join(map(str, widths))} (every annotation honoured), or f" if widths else "F"
-        raise ConfigError(f"strict=true and rule {rule.name!r} cannot split {len(plan.fallbacks)} variable(s); "
-                          f"without strict, {plan.fallback_message(every=job_log_name())}. {fix}ix the annotation "
-                          "or dimension, or set strict=false")
+        raise ConfigError(strict_problem(model, plan))
     log.warning("%s", plan.fallback_message(every=f"metrics.json 'fallbacks' and {job_log_name()}"), extra=EVERY_PROCESS)
     return plan
+
+
+def strict_problem(model: Any, plan: Any) -> str | None:
+    """Why ``strict=true`` refuses ``plan`` of ``model`` (its fallbacks, and the ``mesh.model_axis`` sizes under which
+    its rule honours every annotation); None without fallbacks. ``plan``'s mesh may be an ``AbstractMesh``: the check
+    before any folder plans on the mesh's axes alone (``state_check``)."""
+    if not plan.fallbacks:
+        return None
+    widths = _model_axes_without_fallbacks(model, plan.mesh, plan.rule)
+    fix = f"Set mesh.model_axis={' or '.join(map(str, widths))} (every annotation honoured), or f" if widths else "F"
+    return (f"strict=true and rule {plan.rule.name!r} cannot split {len(plan.fallbacks)} variable(s); without strict, "
+            f"{plan.fallback_message(every=job_log_name())}. {fix}ix the annotation or dimension, or set strict=false")
 
 
 @contextlib.contextmanager
@@ -96,15 +105,15 @@ def details_dropped() -> Iterator[None]:
 
 
 def _model_axes_without_fallbacks(model: Any, mesh: Any, rule: Any) -> list[int]:
-    """The other sizes of the "model" axis of a ("data", "model") mesh, over the same devices, with both axes
-    over 1 (on an axis of size 1 every annotation holds and nothing is split), under which ``rule`` honours
-    every annotation of ``model``, largest first (planning only: nothing moves)."""
+    """The other sizes of the "model" axis of a ("data", "model") mesh of as many devices, with both axes over 1 (on
+    an axis of size 1 every annotation holds and nothing is split), under which ``rule`` honours every annotation of
+    ``model``, largest first (planning on an ``AbstractMesh``: its axes alone, nothing moves)."""
     import gensbi_sharding as gs
-    from jax.sharding import Mesh
+    from jax.sharding import AbstractMesh, AxisType
 
     if tuple(mesh.axis_names) != ("data", gs.MODEL_AXIS):
         return []
-    devices, now = mesh.devices.reshape(-1), mesh.shape[gs.MODEL_AXIS]
-    sizes = [m for m in range(devices.size - 1, 1, -1) if devices.size % m == 0 and m != now]
-    return [m for m in sizes if not gs.plan_shardings(model, Mesh(devices.reshape(-1, m), mesh.axis_names),
-                                                                rule).fallbacks]
+    size, now = math.prod(mesh.shape.values()), mesh.shape[gs.MODEL_AXIS]
+    sizes = [m for m in range(size - 1, 1, -1) if size % m == 0 and m != now]
+    return [m for m in sizes if not gs.plan_shardings(
+        model, AbstractMesh((size // m, m), tuple(mesh.axis_names), axis_types=(AxisType.Auto,) * 2), rule).fallbacks]

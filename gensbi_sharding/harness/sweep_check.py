@@ -6,10 +6,9 @@ was refused only once every earlier job had trained, which may take hours. Here 
 Hydra's launcher composes it and put through the checks ``run`` makes before training that need no JAX
 backend; one refused job stops the whole sweep before any folder is made.
 
-Left to each job (what only a started backend or the task's files know): the device count on GPU/TPU or across
-processes (``run_mesh``), the batch size against a GPU/TPU mesh's data-parallel size, the model on a GPU/TPU
-(``platform_problem``: CPU's, here), the state's memory estimate (``check_fits``: the devices' memory; the simulations'
-share of the host's is here, ``simulations_problem``), and the sbibm task's reference samples (``check_evaluation``).
+Left to each job (what only a started backend or the task's files know): on GPU/TPU or across processes the device
+count (``run_mesh``), the batch size against the data-parallel size, the model (``platform_problem``), the state's
+memory and strict=true's fallbacks (``check_fits``, ``model_plan``; on CPU: ``state_check``); the reference samples.
 """
 
 from __future__ import annotations
@@ -60,6 +59,7 @@ def _job_problem(cfg: Any, in_process: bool) -> str | None:
     from gensbi_sharding.harness.model_checks import platform_problem
     from gensbi_sharding.harness.refusal import fix_of, rephrased
     from gensbi_sharding.harness.log_observations import log_observation_problem
+    from gensbi_sharding.harness.state_check import state_problem
 
     problem, local = None, False
     try:
@@ -78,8 +78,8 @@ def _job_problem(cfg: Any, in_process: bool) -> str | None:
     if cfg.distributed.mode == "none":  # one process: this machine's devices
         devices = count if in_process and cpu_devices_known(cfg.devices.platform) else None
         problem = problem or _mesh_problem(cfg, devices, source) or _batch_problem(cfg, devices)
-        if problem is None and not cfg.dry_run:  # the host's memory: known without a backend (a dry run simulates none)
-            problem = simulations_problem(cfg)
+        # the host's memory (a dry run simulates none); on CPU devices, strict=true's fallbacks and the state's memory
+        problem = problem or (None if cfg.dry_run else simulations_problem(cfg)) or (devices and state_problem(cfg, devices))
     problem = problem or (None if cfg.dry_run else log_observation_problem(cfg.data, cfg.eval))  # the data step's
     return None if problem is None else rephrased(problem, lead=f"{ConfigError.__name__}: ")
 

@@ -1,0 +1,83 @@
+"""The training state of a job on this host's CPU devices, checked before any folder is made: what ``strict=true``
+refuses (a variable the rule cannot split) and whether the state fits in memory (``memory_check.fits_problem``).
+
+Both were the run's alone (``model_plan`` as it built the model, ``check_fits`` once JAX had started its devices):
+``python launch.py strict=true rule=tensor mesh=dict mesh.model_axis=8`` or ``model.width=100000`` was refused inside a
+new ``outputs/<date>/<time>`` (``.hydra/``, ``launch.log``, ``error.txt``, ``metrics.json``), and a sweep ran its
+earlier jobs first. Both need only the model's shapes (``nnx.eval_shape``) planned on the mesh's axes (an
+``AbstractMesh``: no devices), and the host's memory: known before JAX's backend starts, which stays unstarted (the
+run sets its device count after). Where the devices are a GPU's or several processes', the run checks them alone.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["abstract_mesh", "state_problem"]
+
+
+def abstract_mesh(mesh: Any, devices: int) -> Any:
+    """The ``("data", "model")`` mesh ``run_mesh`` builds of ``devices`` devices, as axes alone (a
+    ``jax.sharding.AbstractMesh``); None for ``mesh=none``, or where ``mesh.*`` does not split them (refused by
+    its own check, or a dry run's simulated devices: the run's to say).
+
+    Parameters
+    ----------
+    mesh : DictConfig
+        A config's ``mesh`` (``spec``, ``model_axis``, ``devices``).
+    devices : int
+        The job's device count (``resolve_cpu_count``).
+    """
+    from jax.sharding import AbstractMesh, AxisType
+
+    from gensbi_sharding.harness.rule_config import MESH_AXES
+
+    if mesh.spec is None:
+        return None
+    width = mesh.model_axis if mesh.spec == "dict" else 1
+    count = len(mesh.devices) if mesh.spec == "dict" and mesh.devices else devices
+    if width < 1 or count < width or count % width:
+        return None
+    return AbstractMesh((count // width, width), MESH_AXES, axis_types=(AxisType.Auto,) * len(MESH_AXES))
+
+
+def state_problem(cfg: Any, devices: int) -> str | None:
+    """Why a run on ``devices`` CPU devices of this host, in one process, would be refused as it builds its state:
+    ``strict=true`` and a variable its rule cannot split (``model_plan.strict_problem``), or a state too large for
+    the host's memory (``fits_problem``; not for a dry run, which allocates none); None where neither is known.
+
+    Parameters
+    ----------
+    cfg : DictConfig
+        The job's config (an sbibm task's: another data source's sizes are known once it runs).
+    devices : int
+        The job's CPU device count.
+    """
+    from gensbi_sharding.harness.memory_check import at_most_defaults
+    from gensbi_sharding.harness.tasks import TASK_DIMS
+
+    if cfg.data.name not in TASK_DIMS or not (cfg.strict or (not cfg.dry_run and not at_most_defaults(cfg))):
+        return None  # a model at its preset's sizes without strict: nothing to trace (no JAX import)
+    from flax import nnx
+    from omegaconf import OmegaConf
+
+    import gensbi_sharding as gs
+    from gensbi_sharding.harness.memory_check import fits_problem
+    from gensbi_sharding.harness.model_plan import strict_problem, trace_model
+    from gensbi_sharding.harness.registry import get_model
+    from gensbi_sharding.harness.rule_config import as_rule, rule_table
+
+    mesh, rule, dims = abstract_mesh(cfg.mesh, devices), as_rule(*rule_table(cfg.rule)), TASK_DIMS[cfg.data.name]
+    if mesh is None and cfg.mesh.spec is not None:  # mesh.* refused by its own check, or a dry run's simulated mesh
+        return None
+    try:
+        if cfg.strict and mesh is not None:  # the model as the run builds it (state.builder), its optimizer left out
+            factory = get_model(cfg.model.name)
+            hparams = {k: v for k, v in OmegaConf.to_container(cfg.model).items() if k not in ("name", "init")}
+            model = trace_model(lambda: (factory(dim_theta=dims[0], dim_x=dims[1], rngs=nnx.Rngs(cfg.seed),
+                                                 partition_axis=None, **hparams),), cfg, needed_by="")
+            if (problem := strict_problem(model, gs.plan_shardings(model, mesh, rule))) is not None:
+                return problem
+        return None if cfg.dry_run else fits_problem(cfg, mesh, rule, cpu=True, devices=devices)
+    except Exception:  # noqa: BLE001 (a model that cannot be traced, a bad setting: the run names it as it builds)
+        return None

@@ -1,0 +1,116 @@
+"""``strict=true``'s fallbacks and a training state too big for the host are refused before any folder is made
+(``harness/state_check``), in the words the run uses, with JAX's backend left unstarted.
+
+Was: both were refused by the run once JAX had started its devices, inside a new ``outputs/<date>/<time>``
+(``.hydra/``, ``.run.lock``, ``launch.log``, ``error.txt``, ``metrics.json``); a sweep ran its earlier jobs first.
+"""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+import gensbi_sharding as gs
+from gensbi_sharding.harness.config import ConfigError
+from gensbi_sharding.harness.rule_config import as_rule, rule_table
+
+from faults_helpers import REPO, compose_tiny
+
+GB = 10**9
+STRICT = ("strict=true", "rule=fsdp", "model.width=36")  # embed 36 cannot split 8 ways: 10 variables fall back
+
+
+def _run_refusal(cfg, check):
+    """What the run's own check (``check(cfg, mesh, rule)`` on this process's 8 devices) raises, as job_problem
+    words a ConfigError."""
+    with pytest.raises(ConfigError) as err:
+        check(cfg, gs.make_mesh(), as_rule(*rule_table(cfg.rule)))
+    return f"ConfigError: {err.value}"
+
+
+def _strict_in_run(cfg, mesh, rule):
+    from gensbi_sharding.harness.model_plan import model_plan, trace_model
+    from gensbi_sharding.harness.state import builder
+
+    model = trace_model(builder(cfg, dim_theta=2, dim_x=2, partition_axis=None), cfg, needed_by="")
+    model_plan(model, mesh, rule, strict=True)
+
+
+@pytest.mark.parametrize("extra", [(), ("dry_run=true",)])  # a dry run plans as strict=true does: refused too
+def test_strict_fallbacks_are_refused_before_any_folder_as_the_run_refuses_them(devices, extra):
+    from gensbi_sharding.harness.sweep_check import job_problem
+
+    problem = job_problem(compose_tiny(*STRICT, *extra))
+    assert problem == _run_refusal(compose_tiny(*STRICT), _strict_in_run)
+    assert problem.startswith("ConfigError: strict=true and rule 'fsdp' cannot split 10 variable(s)")
+    assert "Set mesh.model_axis=4 or 2 (every annotation honoured)" in problem, problem
+    assert job_problem(compose_tiny(*STRICT[:-1], "model.width=32")) is None  # 32 splits 8 ways: nothing falls back
+    assert job_problem(compose_tiny(*STRICT, "mesh=none")) is None  # no mesh: nothing to split
+
+
+def test_a_state_too_big_is_refused_before_any_folder_as_the_run_refuses_it(devices, monkeypatch):
+    from gensbi_sharding.harness import memory_check
+    from gensbi_sharding.harness.sweep_check import job_problem
+
+    monkeypatch.setattr(memory_check, "host_available_bytes", lambda: 16 * GB)  # as the run reads it
+    cfg = compose_tiny("model.width=100000")
+    problem = job_problem(cfg)
+    assert problem == _run_refusal(cfg, memory_check.check_fits)
+    assert problem.startswith("ConfigError: the training state cannot fit: model=mlp under rule 'replicated' needs "
+                              "at least ") and "model.width=100000" in problem, problem
+    assert job_problem(compose_tiny("model.width=100000", "dry_run=true")) is None  # a dry run allocates none
+    assert job_problem(compose_tiny("model.width=64")) is None
+
+
+def test_the_abstract_mesh_is_the_one_the_run_builds():
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness.state_check import abstract_mesh
+
+    def shape(**mesh):
+        found = abstract_mesh(OmegaConf.create({"spec": "dict", "model_axis": 1, "devices": None, **mesh}), 8)
+        return None if found is None else dict(found.shape)
+
+    assert shape(spec=None) is None and shape(model_axis=3) is None  # no mesh; refused by the mesh check
+    assert shape(spec="auto", model_axis=4) == {"data": 8, "model": 1}  # auto: every device on data
+    assert shape(model_axis=2) == {"data": 4, "model": 2}
+    assert shape(model_axis=2, devices=[0, 1, 2, 3]) == {"data": 2, "model": 2}
+
+
+_LAUNCH_THEN_START = """
+import runpy, sys
+sys.argv = ["launch.py", *sys.argv[1:]]
+try:
+    runpy.run_path("launch.py", run_name="__main__")
+except SystemExit as stop:
+    print("exit", stop.code)
+import jax
+jax.config.update("jax_num_cpu_devices", 3)  # refused (RuntimeError) once the backend started
+print(jax.device_count())
+"""
+
+
+def _launch(tmp_path, *args):
+    env = {**os.environ, "PYTHONPATH": str(REPO), "JAX_PLATFORMS": "cpu"}
+    env.pop("JAX_NUM_CPU_DEVICES", None)
+    return subprocess.run([sys.executable, "-c", _LAUNCH_THEN_START, *args], cwd=REPO,
+                          capture_output=True, text=True, env=env, timeout=300)
+
+
+def test_a_strict_run_is_refused_before_its_folder_leaving_the_backend_unstarted(tmp_path):
+    proc = _launch(tmp_path, "experiment=quick", *STRICT, f"hydra.run.dir={tmp_path / 'run'}")
+    assert proc.stdout.split("\n")[-3:] == ["exit 1", "3", ""], proc.stdout + proc.stderr[-2000:]
+    assert proc.stderr.startswith("[ERROR] ConfigError: strict=true and rule 'fsdp' cannot split 10 variable(s)")
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert not (tmp_path / "run").exists()  # was: .hydra/, .run.lock, launch.log, error.txt, metrics.json
+
+
+@pytest.mark.slow  # a sweep (refused before its first job: nothing trains)
+def test_a_sweep_with_a_strict_job_is_refused_before_any_job_runs(tmp_path):
+    proc = _launch(tmp_path, "-m", "experiment=quick", *STRICT[1:], "strict=false,true",
+                   f"hydra.sweep.dir={tmp_path / 'sweep'}")
+    assert proc.stdout.split("\n")[-3:] == ["exit 1", "3", ""], proc.stdout + proc.stderr[-2000:]
+    assert proc.stderr.startswith("[ERROR] this sweep's config is refused for 1 of the 2 jobs, before any job ran")
+    assert "  job 1 (strict=true): ConfigError: strict=true and rule 'fsdp' cannot split 10 variable(s)" in proc.stderr
+    assert not (tmp_path / "sweep").exists()  # was: job 0 trained, then job 1 refused in its own folder
