@@ -800,3 +800,26 @@ def test_restore_of_a_model_out_of_a_harness_run_s_checkpoint_names_orbax_s_read
     for got, saved in zip(jax.tree.leaves(nnx.state(mine)), jax.tree.leaves(nnx.state(model)), strict=True):
         np.testing.assert_array_equal(got, saved)  # the trained weights under '0/', not the EMA's or best's
     assert mine.up.kernel[...].sharding.spec == P(None, "model")  # read straight into the target's tensor shards
+
+
+class TwoLayers(nnx.Module):
+    def __init__(self, rngs, third=False):
+        self.a, self.b = nnx.Linear(4, 8, rngs=rngs), nnx.Linear(8, 4, rngs=rngs)
+        if third:
+            self.c = nnx.Linear(4, 4, rngs=rngs)
+
+
+def test_a_model_saved_with_a_submodule_more_names_the_hyperparameters_not_only_a_dict_of_nodes(tmp_path, devices):
+    # Was: "... 2 more variable(s) (2 under 'c', which the target lacks): restore into a target of all it holds, e.g.
+    # abstract_state_for({'a': <node>, 'b': <node>, 'c': <node>}, mesh, rule)": the model's submodules advised as
+    # the nodes of a dict; the model was built with a submodule more, which its saved hyperparameters say.
+    with checkpoint.CheckpointWriter(tmp_path) as writer:
+        writer.save(1, TwoLayers(nnx.Rngs(0), third=True), jax.random.key(0))
+    refusal = restore_refusal(tmp_path, TwoLayers(nnx.Rngs(1)), gs.make_mesh(model_axis=2))
+    assert refusal.endswith(
+        "The checkpoint holds the whole target as saved and 2 more variable(s) (2 under 'c', which the target lacks): "
+        f"if the model was saved with more submodules, build the model with the hyperparameters saved in "
+        f"{tmp_path / '1' / 'config'}; if among more nodes, restore into a target of all it holds, e.g. "
+        "abstract_state_for({'a': <node>, 'b': <node>, 'c': <node>}, mesh, rule), and keep the part you need"), refusal
+    restored = restore(tmp_path, abstract_state_for(TwoLayers(nnx.Rngs(1), third=True), gs.make_mesh(model_axis=2)))
+    assert restored.step == 1  # the model built as saved restores
