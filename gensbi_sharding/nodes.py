@@ -76,11 +76,12 @@ def check_unmasked(leaf: Any, where: str) -> None:
 
 
 def unheld_dtype_fix(dtype: Any, otherwise: str) -> str:
-    """The fix for data of ``dtype`` no JAX array holds: a cast for NumPy's longdouble (float128) or a non-native byte
-    order (FITS files' big-endian data: was a float64 cast, or for integers "pass numbers"), else ``otherwise``."""
-    if dtype is not None and not np.dtype(dtype).isnative:
-        return f"convert it to native byte order, x.astype(x.dtype.newbyteorder('=')) ({np.dtype(dtype).name})"
-    wide = None if dtype is None else {"f": "float64", "c": "complex128"}.get(np.dtype(dtype).kind)
+    """The fix for data of ``dtype`` no JAX array holds: native byte order where JAX holds it so (big-endian FITS data),
+    else that of its native form: a cast for NumPy's longdouble (float128), else ``otherwise``."""
+    native = None if dtype is None else np.dtype(dtype).newbyteorder("=")
+    if native is not None and native != np.dtype(dtype) and jax.numpy.isdtype(native, ("bool", "numeric")):
+        return f"convert it to native byte order, x.astype(x.dtype.newbyteorder('=')) ({native.name})"
+    wide = None if native is None else {"f": "float64", "c": "complex128"}.get(native.kind)
     return otherwise if wide is None else (f"cast it to {wide}, x.astype(np.{wide}) (placed as {placed_dtype(wide)}: "
                                            f"jax_enable_x64 keeps {wide})")
 
