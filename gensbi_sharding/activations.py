@@ -238,7 +238,7 @@ def entered_mesh() -> Mesh | None:
     if not jax.sharding.get_abstract_mesh().empty:  # an abstract one only: the probe below asserts
         return None
     try:
-        with jax.ensure_compile_time_eval():  # evaluated here, in a trace too; a few microseconds without a mesh
+        with jax.ensure_compile_time_eval():  # evaluated here, in a trace too: ~15 us without a mesh, ~1 ms with
             return jax.lax.with_sharding_constraint(np.float32(0), P()).sharding.mesh
     except RuntimeError:  # "requires a non-empty mesh in context"
         return None

@@ -36,7 +36,7 @@ def batch_size_divisor(mesh: Mesh | None) -> int:
 
     Parameters
     ----------
-    mesh : jax.sharding.Mesh or None
+    mesh : jax.sharding.Mesh or jax.sharding.AbstractMesh or None
     """
     return 1 if mesh is None else math.prod(mesh.shape[name] for name in batch_axes(mesh))
 
