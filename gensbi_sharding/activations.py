@@ -68,7 +68,8 @@ class PartitionAxis(NamedTuple):
         rule : str or RuleTable or Rule
         mesh : jax.sharding.Mesh or jax.sharding.AbstractMesh or None
             None (or an empty mesh: ``get_abstract_mesh()`` with none active): None is returned (``rule`` is
-            checked), which ``constrain`` takes as no constraint.
+            checked), which ``constrain`` takes as no constraint. An empty one under JAX's deprecated ``with mesh:``
+            is that mesh, as for ``constrain``.
 
         Raises
         ------
@@ -78,7 +79,7 @@ class PartitionAxis(NamedTuple):
         """
         table = resolve_rule(rule).table
         check_mesh(mesh, abstract=True)  # get_abstract_mesh()'s too, in a jitted call (was: "build one with make_mesh")
-        if mesh is None or mesh.empty:  # a model built for one device: constrain(x, names, None) is a no-op
+        if mesh is None or mesh.empty and (mesh := entered_mesh()) is None:  # one device: constrain's no-op
             return None
         sizes = dict(mesh.shape)
         batch = tuple(a for a in batch_axes(mesh) if sizes[a] > 1)

@@ -229,3 +229,21 @@ def test_for_rule_takes_the_abstract_mesh_a_jitted_call_reads():
     np.testing.assert_array_equal(np.asarray(y), np.asarray(x))
     assert gs.PartitionAxis.for_rule("tensor", jax.sharding.get_abstract_mesh()) is None  # no mesh active
     np.testing.assert_array_equal(np.asarray(jax.jit(step)(x)), np.asarray(x))
+
+
+def test_for_rule_of_the_empty_abstract_mesh_under_with_mesh_is_that_meshs():
+    # Was None (no constraint, without a word) for for_rule(rule, jax.sharding.get_abstract_mesh()) under JAX's
+    # deprecated `with mesh:`, which JAX's abstract mesh does not show, while constrain places on that mesh there.
+    mesh, x = gs.make_mesh(model_axis=2), jnp.arange(32.0).reshape(8, 4)
+
+    def step(y):
+        return gs.constrain(y, ("batch", "heads"), gs.PartitionAxis.for_rule("tensor", jax.sharding.get_abstract_mesh()))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # JAX's, for `with mesh:`
+        with mesh:
+            outside = gs.PartitionAxis.for_rule("tensor", jax.sharding.get_abstract_mesh())
+            y = jax.jit(step)(x)
+    assert outside == gs.PartitionAxis.for_rule("tensor", mesh)
+    assert y.sharding.is_equivalent_to(NamedSharding(mesh, P("data", "model")), 2)
+    np.testing.assert_array_equal(np.asarray(y), np.asarray(x))
