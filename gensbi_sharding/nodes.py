@@ -76,8 +76,7 @@ def check_unmasked(leaf: Any, where: str) -> None:
 
 
 def unheld_dtype_fix(dtype: Any, otherwise: str) -> str:
-    """The fix for data of ``dtype`` no JAX array holds: native byte order where JAX holds it so (big-endian FITS data),
-    else that of its native form: a cast for NumPy's longdouble (float128), else ``otherwise``."""
+    """Fix for ``dtype`` no JAX array holds: native byte order if held so (FITS), a float128 cast, else ``otherwise``."""
     native = None if dtype is None else np.dtype(dtype).newbyteorder("=")
     if native is not None and native != np.dtype(dtype) and jax.numpy.isdtype(native, ("bool", "numeric")):
         return f"convert it to native byte order, x.astype(x.dtype.newbyteorder('=')) ({native.name})"
