@@ -289,7 +289,10 @@ def partition_spec_for(names: Sequence[str | None] | str | None, shape: Sequence
             if (first := owner.setdefault(axis, at)) != at or mesh_axes.count(axis) > 1:  # split over it twice
                 return P(), split_twice(names, first, at, axis, table)  # with the fix that splits the rest
         size = math.prod(mesh.shape[axis] for axis in mesh_axes)
-        if dim % size:
-            return P(), f"size {dim} of logical axis {name!r} is not divisible by mesh axis {target!r} of size {size}"
+        if dim % size:  # the fix: the splits both dim and the device count allow (was: no fix named)
+            g = math.gcd(dim, mesh.size)
+            fit = [str(k) for k in range(2, g + 1) if not g % k]
+            return P(), (f"size {dim} of logical axis {name!r} is not divisible by mesh axis {target!r} of size {size}"
+                         f"; map {name!r} to None" + f" or to mesh axes of total size {' or '.join(fit)}" * bool(fit))
         entries.append(target if isinstance(target, str) else mesh_axes)
     return P(*entries), None

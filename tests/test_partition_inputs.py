@@ -101,7 +101,18 @@ def test_partition_spec_for_takes_the_sizes_of_an_integer_array(devices, shape):
     assert gs.partition_spec_for(("embed", "mlp"), shape, "tensor", mesh) == (P(None, "model"), None)
     # The sizes are read, not the array: one the mesh cannot split falls back, naming the size.
     assert gs.partition_spec_for(("embed",), np.array([6]), "fsdp", mesh) == (
-        P(), "size 6 of logical axis 'embed' is not divisible by mesh axis 'data' of size 4")
+        P(), "size 6 of logical axis 'embed' is not divisible by mesh axis 'data' of size 4; map 'embed' to None or "
+        "to mesh axes of total size 2")
+
+
+@pytest.mark.parametrize("size,fit", [
+    (12, "; map 'embed' to None or to mesh axes of total size 2 or 4"),  # ['data'] of 8 and ['model'] of 1 neither
+    (7, "; map 'embed' to None"),  # no split of 8 devices divides 7: None is the one fix
+])
+def test_a_size_the_mesh_axes_do_not_divide_names_the_splits_that_do(devices, size, fit):
+    # Was: "size 12 of logical axis 'embed' is not divisible by mesh axis ('data', 'model') of size 8", naming no fix.
+    assert gs.partition_spec_for(("embed",), (size,), {"embed": ["data", "model"]}, gs.make_mesh(model_axis=1)) == (
+        P(), f"size {size} of logical axis 'embed' is not divisible by mesh axis ['data', 'model'] of size 8{fit}")
 
 
 @pytest.mark.parametrize("shape", [np.array((8.0, 16.0)), np.array((True, True)), np.array((-8, 16)),

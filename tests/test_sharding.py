@@ -291,7 +291,8 @@ def test_one_fallback_warning_lists_every_problem(devices):
     text = fallback[0]
     for part in ("unknown (unknown logical axis 'sequence'",
                  "rank (annotation rank 1 != array rank 2: one leading dimension more",
-                 "odd (size 6 of logical axis 'embed' is not divisible by mesh axis 'data' of size 4)",
+                 "odd (size 6 of logical axis 'embed' is not divisible by mesh axis 'data' of size 4; map 'embed' "
+                 "to None or to mesh axes of total size 2)",
                  "square (logical axes 'embed' and 'embed' both map to mesh axis 'data'; annotate one of those "
                  "dimensions with another logical axis or None (unsplit), e.g. ('embed', None))",
                  "down/bias, plain (no annotation)"):  # one reason, its paths together
@@ -315,8 +316,9 @@ def test_the_fallback_warning_is_bounded_and_groups_one_reason_over_many_variabl
     assert message == (
         "48 variable(s) replicated instead of split under rule 'fsdp' on mesh {'data': 4, 'model': 2}: blocks/0, "
         "blocks/1, blocks/2 and 37 more (size 6 of logical axis 'embed' is not divisible by mesh axis 'data' of "
-        "size 4); " + "; ".join(f"{a} (unknown logical axis '{a}' {known}; to split the other dimensions, leave it "
-                                f"unsplit: a rule table with {{'{a}': None}})" for a in "abcde")
+        "size 4; map 'embed' to None or to mesh axes of total size 2); "
+        + "; ".join(f"{a} (unknown logical axis '{a}' {known}; to split the other dimensions, leave it "
+                    f"unsplit: a rule table with {{'{a}': None}})" for a in "abcde")
         + "; 3 more for 3 other reason(s) (every one: Plan.fallbacks)")
     assert of_type(caught(plan.warn), ShardingFallbackWarning) == [message]
     every = plan.fallback_message(max_reasons=None, max_paths=None, every="x")
@@ -513,7 +515,7 @@ def test_adafactors_factored_moments_are_planned_whole_without_a_warning(devices
     unlike = gs.sharding.UNLIKE_PARAMETER
     assert plan.fallbacks["1/opt_state/0/v_row/up/kernel"] == f"{unlike}; annotation rank 2 != array rank 1"
     assert plan.fallbacks["1/opt_state/0/v_col/up/bias"] == (  # a (1,) placeholder for the unfactored bias
-        f"{unlike}; size 1 of logical axis 'mlp' is not divisible by mesh axis 'model' of size 2")
+        f"{unlike}; size 1 of logical axis 'mlp' is not divisible by mesh axis 'model' of size 2; map 'mlp' to None")
     assert all(reason.startswith(unlike) for reason in plan.fallbacks.values()) and len(plan.fallbacks) == 10
     assert plan.specs["1/opt_state/0/v/up/bias"] == P("model")  # the unfactored moment follows its parameter
     record = caught(shard_model, (model, optimizer), mesh, "tensor")
