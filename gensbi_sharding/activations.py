@@ -13,7 +13,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from gensbi_sharding.batch import batch_axes, check_active_mesh, check_placeable
 from gensbi_sharding.nodes import check_mesh, mesh_axes_of
-from gensbi_sharding.rules import MeshAxes, Rule, ShardingFallbackWarning, resolve_rule
+from gensbi_sharding.rules import ABSENT_AXIS, MeshAxes, Rule, ShardingFallbackWarning, resolve_rule
 
 __all__ = ["PartitionAxis", "ACTIVATION_NAMES", "activation_spec", "constrain"]
 
@@ -71,25 +71,33 @@ class PartitionAxis(NamedTuple):
             checked), which ``constrain`` takes as no constraint. An empty one under JAX's deprecated ``with mesh:``
             is that mesh, as for ``constrain``.
 
+        Warns
+        -----
+        ShardingFallbackWarning
+            ``rule`` maps ``"heads"`` or ``"embed"`` to a mesh axis ``mesh`` lacks: that field None, as ``shard_model``
+            replicates those weights.
+
         Raises
         ------
         ValueError, TypeError
-            A bad ``rule``, or one mapping ``"heads"`` or ``"embed"`` to a mesh axis ``mesh`` lacks; ``mesh`` of
-            another type.
+            A bad ``rule``; ``mesh`` of another type.
         """
-        table = resolve_rule(rule).table
+        table = (rule := resolve_rule(rule)).table
         check_mesh(mesh, abstract=True)  # get_abstract_mesh()'s too, in a jitted call (was: "build one with make_mesh")
         if mesh is None or mesh.empty and (mesh := entered_mesh()) is None:  # one device: constrain's no-op
             return None
         sizes = dict(mesh.shape)
         batch = tuple(a for a in batch_axes(mesh) if sizes[a] > 1)
+        # Warned, as shard_model warns and replicates those weights (was: ValueError "rule table maps" for "tensor")
+        absent = {k: ABSENT_AXIS.format(name=k, axis=a, axes=tuple(sizes))
+                  for k in ("heads", "embed") for a in mesh_axes_of(table.get(k)) if a not in sizes}
+        if absent:
+            warnings.warn(f"PartitionAxis.for_rule: {rule.label} leaves activations' {' and '.join(absent)} unsplit on "
+                          f"mesh {sizes}, as shard_model replicates those weights: {'; '.join(absent.values())}",
+                          ShardingFallbackWarning, stacklevel=2)
 
         def follow(logical: str) -> MeshAxes:
-            target = mesh_axes_of(table.get(logical))  # an empty list splits nothing, as in plans
-            for axis in target:
-                if axis not in sizes:
-                    raise ValueError(f"rule table maps {logical!r} to mesh axis {axis!r}, absent "
-                                     f"from the mesh {tuple(sizes)}; use one of them or None")
+            target = () if logical in absent else mesh_axes_of(table.get(logical))  # [] splits nothing, as in plans
             return _pack(tuple(a for a in target if sizes[a] > 1 and a not in batch))
 
         heads = follow("heads")

@@ -99,6 +99,9 @@ RULES: dict[str, tuple[tuple[str, str | None], ...]] = {
     "fsdp": tuple((name, "data" if name == "embed" else None) for name in LOGICAL_AXES),
     "tensor": tuple((name, MODEL_AXIS if name in ("mlp", "heads", "vocab") else None) for name in LOGICAL_AXES),
 }
+#: Why a logical axis is unsplit (``.format(name=, axis=, axes=)``) by plans and ``PartitionAxis.for_rule`` alike.
+ABSENT_AXIS = ("logical axis {name!r} maps to mesh axis {axis!r}, absent from the mesh {axes}; build the mesh with "
+               "make_mesh (axes 'data', 'model') or map {name!r} to one of its axes in a rule table")
 #: Said with an unknown rule name (was: "unknown sharding rule 'fsdp_tensor'", the harness's rule file not named).
 RULE_FILES = ("a harness rule file, conf/rule/<name>.yaml, is a rule table once its name: key is dropped, e.g. {k: v "
               "for k, v in OmegaConf.load('conf/rule/fsdp_tensor.yaml').items() if k != 'name'}")
@@ -283,9 +286,7 @@ def partition_spec_for(names: Sequence[str | None] | str | None, shape: Sequence
         mesh_axes = mesh_axes_of(target)  # () unsplit: P(()) is P(None)
         for axis in mesh_axes:
             if axis not in mesh.shape:
-                return P(), (f"logical axis {name!r} maps to mesh axis {axis!r}, absent from the mesh "
-                             f"{tuple(mesh.axis_names)}; build the mesh with make_mesh (axes 'data', 'model') or map "
-                             f"{name!r} to one of its axes in a rule table")
+                return P(), ABSENT_AXIS.format(name=name, axis=axis, axes=tuple(mesh.axis_names))
             if (first := owner.setdefault(axis, at)) != at or mesh_axes.count(axis) > 1:  # split over it twice
                 return P(), split_twice(names, first, at, axis, table)  # with the fix that splits the rest
         size = math.prod(mesh.shape[axis] for axis in mesh_axes)

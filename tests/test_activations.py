@@ -13,7 +13,8 @@ from gensbi_sharding.activations import ACTIVATION_NAMES, PartitionAxis, activat
 from gensbi_sharding.harness.models.mlp import make_mlp
 from gensbi_sharding.harness.models.transformer import make_transformer
 from gensbi_sharding.harness.rule_config import partition_axis_from_config
-from gensbi_sharding import ShardingFallbackWarning, make_mesh, mesh_context
+import gensbi_sharding as gs
+from gensbi_sharding import ShardingFallbackWarning, make_mesh, mesh_context, resolve_rule
 
 EASYDEL_FIELDS = (
     "batch_axis", "sequence_axis", "query_sequence_axis", "head_axis", "key_sequence_axis",
@@ -55,11 +56,33 @@ def test_for_rule(devices, rule, model_axis, expected):
 
 @pytest.mark.parametrize("rule,match", [
     ("tensr", r"unknown sharding rule 'tensr'; choose one of \('replicated', 'fsdp', 'tensor'\)"),
-    ({"heads": "tensor"}, r"maps 'heads' to mesh axis 'tensor', absent from the mesh \('data', 'model'\)"),
 ])
 def test_for_rule_errors(mesh, rule, match):
     with pytest.raises(ValueError, match=match):
         PartitionAxis.for_rule(rule, mesh)
+
+
+@pytest.mark.parametrize("rule,axes,label,axis", [
+    ("tensor", ("dp", "tp"), "rule 'tensor'", "model"),
+    ({"heads": "tensor", "embed": "data"}, ("data", "model"), "custom rule table", "tensor"),
+])
+def test_for_rule_warns_and_leaves_unsplit_a_mesh_axis_absent_as_shard_model_does(devices, rule, axes, label, axis):
+    # Was: ValueError "rule table maps 'heads' to mesh axis 'model'" (for rule "tensor", no table written), where
+    # shard_model, given the same rule and mesh, warned and replicated those weights.
+    mesh = jax.make_mesh((4, 2), axes, axis_types=(jax.sharding.AxisType.Auto,) * 2)
+    with pytest.warns(ShardingFallbackWarning) as record:
+        pa = PartitionAxis.for_rule(rule, mesh)
+    assert [str(w.message) for w in record] == [
+        f"PartitionAxis.for_rule: {label} leaves activations' heads unsplit on mesh {{'{axes[0]}': 4, '{axes[1]}': 2}}, "
+        f"as shard_model replicates those weights: logical axis 'heads' maps to mesh axis '{axis}', absent from the "
+        f"mesh {axes}; build the mesh with make_mesh (axes 'data', 'model') or map 'heads' to one of its axes in a rule "
+        "table"]
+    assert (pa.head_axis, pa.generation_head_axis, pa.hidden_state_axis) == (None, None, None)
+    model = nnx.Module()
+    model.w = nnx.Param(jnp.ones((8, 4)), **gs.axes("embed", "heads"))
+    with pytest.warns(ShardingFallbackWarning, match=f"logical axis 'heads' maps to mesh axis '{axis}', absent"):
+        gs.shard_model_by_table(model, mesh, resolve_rule(rule).table)
+    assert model.w[...].sharding.is_fully_replicated  # the weights, as the activations: unsplit
 
 
 @pytest.mark.parametrize("pa,match", [
