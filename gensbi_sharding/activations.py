@@ -13,7 +13,8 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from gensbi_sharding.batch import batch_axes, check_active_mesh, check_placeable
 from gensbi_sharding.nodes import check_mesh, mesh_axes_of
-from gensbi_sharding.rules import ABSENT_AXIS, MeshAxes, Rule, ShardingFallbackWarning, resolve_rule
+from gensbi_sharding.rules import (ABSENT_AXIS, MODEL_AXIS, RULES, MeshAxes, Rule, ShardingFallbackWarning,
+                                   resolve_rule)
 
 __all__ = ["PartitionAxis", "ACTIVATION_NAMES", "activation_spec", "constrain"]
 
@@ -60,8 +61,9 @@ class PartitionAxis(NamedTuple):
     @classmethod
     def for_rule(cls, rule: str | Mapping[str, Any] | Rule, mesh: Mesh | None) -> "PartitionAxis | None":
         """Activations split where the weights of ``rule`` are (Megatron-LM, Shoeybi et al. 2019, arXiv:1909.08053):
-        batch over the batch axes of size > 1; heads (and ``generation_head_axis``) where the rule puts ``"heads"``,
-        hidden state where it puts ``"embed"``, less the batch's axes and axes of size 1; other fields None.
+        batch over the batch axes of size > 1 (on a mesh without ``"model"``, less those ``rule`` gives ``"mlp"``,
+        ``"heads"`` or ``"vocab"``, its tensor-parallel axes); heads (and ``generation_head_axis``) where the rule puts
+        ``"heads"``, hidden state where it puts ``"embed"``, less the batch's axes and axes of size 1; others None.
 
         Parameters
         ----------
@@ -87,7 +89,10 @@ class PartitionAxis(NamedTuple):
         if mesh is None or mesh.empty and (mesh := entered_mesh()) is None:  # one device: constrain's no-op
             return None
         sizes = dict(mesh.shape)
-        batch = tuple(a for a in batch_axes(mesh) if sizes[a] > 1)
+        # No "model" axis: the rule's axes where "tensor" puts "model" stand in for it: off the batch
+        # (was: heads -> "tp" on ("dp", "tp") dropped, the batch over both, while shard_model split the weights over tp)
+        tp = () if MODEL_AXIS in sizes else [a for k, v in RULES["tensor"] if v for a in mesh_axes_of(table.get(k))]
+        batch = tuple(a for a in batch_axes(mesh) if sizes[a] > 1 and a not in tp)
         # Warned, as shard_model warns and replicates those weights (was: ValueError "rule table maps" for "tensor")
         absent = {k: ABSENT_AXIS.format(name=k, axis=a, axes=tuple(sizes))
                   for k in ("heads", "embed") for a in mesh_axes_of(table.get(k)) if a not in sizes}

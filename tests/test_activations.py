@@ -54,6 +54,23 @@ def test_for_rule(devices, rule, model_axis, expected):
     assert pa.sequence_axis is None and pa.attention_dim_axis is None
 
 
+@pytest.mark.parametrize("rule,expected", [
+    ({"heads": "tp"}, ("dp", "tp", None)),
+    ({"embed": "dp", "mlp": "tp", "heads": "tp"}, ("dp", "tp", None)),  # fsdp_tensor's layout, named otherwise
+    ({"mlp": "tp"}, ("dp", None, None)),  # an MLP's tensor-parallel axis: off the batch as well
+    ({"embed": "tp"}, (("dp", "tp"), None, None)),  # "embed" is FSDP's axis, the batch's too (as "data" in "fsdp")
+    ({"embed": "tp", "heads": "tp"}, ("dp", "tp", "tp")),  # as {"embed": "model", "heads": "model"} on make_mesh
+])
+def test_for_rule_keeps_a_tensor_parallel_axis_named_otherwise_off_the_batch(devices, rule, expected):
+    # Was: batch_axis=('dp', 'tp'), head_axis=None for {"heads": "tp"}: every axis but "model" went to the batch, so
+    # the activations' heads were never split while shard_model split the weights' heads over "tp".
+    mesh = jax.make_mesh((4, 2), ("dp", "tp"), axis_types=(jax.sharding.AxisType.Auto,) * 2)
+    pa = PartitionAxis.for_rule(rule, mesh)
+    assert (pa.batch_axis, pa.head_axis, pa.hidden_state_axis) == expected
+    assert gs.partition_spec_for(("heads",), (4,), rule, mesh) == (P(pa.head_axis), None)  # where the weights are
+    assert activation_spec(("batch", "heads"), (8, 4), pa, mesh) == (P(*expected[:2]), {})
+
+
 @pytest.mark.parametrize("rule,match", [
     ("tensr", r"unknown sharding rule 'tensr'; choose one of \('replicated', 'fsdp', 'tensor'\)"),
 ])
