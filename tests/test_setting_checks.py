@@ -2,6 +2,8 @@
 overrides and rule files refused before Hydra, a refused run leaving no folder.
 """
 
+import importlib.metadata
+import importlib.util
 import os
 import subprocess
 import sys
@@ -97,6 +99,53 @@ def test_a_run_its_config_checks_refuse_leaves_no_folder(tmp_path, args, said):
     assert not out.exists()
     assert ran.stderr.strip().splitlines() == [f"[ERROR] ConfigError: {said}"] and ran.stdout == ""  # the run's words
     assert "Traceback" not in ran.stderr + ran.stdout and "error.txt" not in ran.stderr + ran.stdout
+
+
+NOT_HERE = "is not available here: JAX has cpu; "
+NO_ACCELERATOR = pytest.mark.skipif(  # JAX finds GPU/TPU backends as jax_plugins packages or libtpu
+    bool(importlib.metadata.entry_points(group="jax_plugins"))
+    or any(importlib.util.find_spec(name) for name in ("jax_plugins", "libtpu")), reason="an accelerator plugin is here")
+
+
+@NO_ACCELERATOR
+@pytest.mark.parametrize("env, args, said", [
+    ({"JAX_PLATFORMS": "cuda"}, [], f"JAX_PLATFORMS=cuda {NOT_HERE}unset JAX_PLATFORMS for JAX's default, or set "
+     "JAX_PLATFORMS=cpu"),
+    ({"JAX_PLATFORMS": "CPU"}, ["-m", "seed=0,1"], f"JAX_PLATFORMS=CPU {NOT_HERE}unset JAX_PLATFORMS for JAX's "
+     "default, or set JAX_PLATFORMS=cpu"),
+    ({}, ["devices.platform=gpu"], f"devices.platform=gpu {NOT_HERE}set devices.platform=cpu, or "
+     "devices.platform=null for JAX's default"),
+    ({}, ["-m", "devices.platform=cpu,tpu"], f"devices.platform=tpu {NOT_HERE}set devices.platform=cpu, or "
+     "devices.platform=null for JAX's default"),
+])
+def test_a_platform_no_plugin_here_can_start_is_refused_before_any_folder(tmp_path, env, args, said):
+    # Was: `JAX_PLATFORMS=cuda python launch.py` (devices.platform=gpu alike) on a machine with no CUDA plugin was
+    # refused by the run once it probed JAX, inside the folder Hydra had made (.hydra/, .run.lock, launch.log,
+    # error.txt, metrics.json), which then refused the corrected command: "metrics.json already exists (status
+    # error)"; a sweep's devices.platform=tpu job was refused only after the cpu job had trained.
+    out = tmp_path / "out"
+    folder = "hydra.sweep.dir" if "-m" in args else "hydra.run.dir"
+    ran = subprocess.run([sys.executable, str(REPO / "launch.py"), *args, "experiment=quick", f"{folder}={out}"],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                         env={**os.environ, "PYTHONPATH": str(REPO), **env})
+    assert ran.returncode == 1, ran.stderr
+    assert not out.exists()
+    assert f"ConfigError: {said}" in ran.stderr.strip().splitlines()[-1] and "Traceback" not in ran.stderr
+
+
+@NO_ACCELERATOR
+@pytest.mark.parametrize("platform, env, refused", [
+    (None, "cuda,cpu", False), (None, "cpu,cuda", False),  # JAX skips cuda beside cpu: the run's probe decides
+    (None, "", False), (None, None, False), ("cpu", "cuda", False),  # devices.platform wins over JAX_PLATFORMS
+    (None, "rocm", True), ("cuda", None, True), ("gpu", "cpu", True), (None, " cpu", True),
+])
+def test_only_a_platform_list_without_cpu_is_refused_before_jax_starts(monkeypatch, platform, env, refused):
+    from gensbi_sharding.harness.cpu_count import platform_start_problem
+
+    monkeypatch.delenv("JAX_PLATFORMS", raising=False)
+    if env is not None:
+        monkeypatch.setenv("JAX_PLATFORMS", env)
+    assert (platform_start_problem(platform) is not None) == refused
 
 
 @pytest.mark.parametrize("overrides, named", [

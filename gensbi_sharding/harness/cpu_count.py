@@ -13,7 +13,7 @@ import re
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.refusal import Refusal
 
-__all__ = ["DEFAULT_CPU_COUNT", "MAX_CPU_COUNT", "resolve_cpu_count", "cpu_devices_known"]
+__all__ = ["DEFAULT_CPU_COUNT", "MAX_CPU_COUNT", "resolve_cpu_count", "cpu_devices_known", "platform_start_problem"]
 
 #: Simulated CPU devices when neither the config nor the environment names a count.
 DEFAULT_CPU_COUNT = 8
@@ -84,8 +84,6 @@ def cpu_devices_known(platform: str | None) -> bool:
     plugin is installed (JAX finds GPU/TPU backends as ``jax_plugins`` packages or ``libtpu``); their
     count is then ``resolve_cpu_count``'s. Otherwise only the started backend knows the devices.
     """
-    import importlib.metadata
-    import importlib.util
     import sys
 
     if platform is not None:
@@ -94,5 +92,32 @@ def cpu_devices_known(platform: str | None) -> bool:
     chosen = sys.modules["jax"].config.jax_platforms if "jax" in sys.modules else os.environ.get("JAX_PLATFORMS")
     if chosen:
         return str(chosen).split(",")[0].strip() == "cpu"
+    return not _accelerators_installed()
+
+
+def _accelerators_installed() -> bool:
+    import importlib.metadata
+    import importlib.util
+
     plugins = list(importlib.metadata.entry_points(group="jax_plugins"))
-    return not plugins and all(importlib.util.find_spec(name) is None for name in ("jax_plugins", "libtpu"))
+    return bool(plugins) or any(importlib.util.find_spec(name) is not None for name in ("jax_plugins", "libtpu"))
+
+
+def platform_start_problem(platform: str | None) -> str | None:
+    """Why JAX cannot start ``devices.platform`` (else ``JAX_PLATFORMS``) on this machine, known without starting it.
+
+    Where no accelerator plugin is installed only ``cpu`` starts, so a setting that lists no ``cpu``
+    (``cuda``, ``gpu``, ``tpu``, ``CPU``) is refused here as ``devices.check_platform`` refuses it once the
+    backend starts (was: only then, inside the run's new folder). A list with ``cpu`` is left to that probe: JAX
+    skips an unavailable ``cuda`` beside it, not ``rocm``. None where it may start.
+    """
+    env = os.environ.get("JAX_PLATFORMS") if platform is None else None
+    chosen = env if platform is None else platform
+    if not chosen or "cpu" in str(chosen).split(",") or _accelerators_installed():
+        return None
+    have = "is not available here: JAX has cpu"
+    if env:  # the environment's, not the config's: no override fixes it
+        return (f"JAX_PLATFORMS={env if env.strip() == env else repr(env)} {have}; unset JAX_PLATFORMS for JAX's "
+                "default, or set JAX_PLATFORMS=cpu")
+    return Refusal(f"devices.platform={platform} {have}", "devices.platform=cpu",
+                   after=", or devices.platform=null for JAX's default")
