@@ -40,6 +40,28 @@ def test_a_rule_files_table_is_refused_with_the_command_lines_checks(tmp_path, t
         assert command_problem([searched, "rule=my_rule", "rule.embed=data"]) is None  # the override wins
 
 
+@pytest.mark.parametrize("folder", ["work", "my dir/ünï"])
+@pytest.mark.parametrize("where", ["conf/rule", "rule"])
+def test_a_rule_file_beside_a_launch_from_another_folder_is_named_with_the_search_path_to_add(tmp_path, monkeypatch,
+                                                                                           folder, where):
+    # Was: `cd my_project && python /path/to/launch.py rule=my_rule` beside the README's conf/rule/my_rule.yaml:
+    # "Could not find 'rule/my_rule' (rule options: ...); pick one, e.g. rule=fsdp", which drops the user's rule.
+    import shlex
+
+    here = tmp_path / folder
+    (here / where).mkdir(parents=True)
+    (here / where / "my_rule.yaml").write_text("name: my_rule\nembed: data\nmlp: model\n")
+    monkeypatch.chdir(here)
+    said = command_problem(["rule=my_rule", "mesh.model_axis=2"])
+    conf = here / where.removesuffix("rule").rstrip("/")
+    assert said.startswith("rule=my_rule: Could not find 'rule/my_rule' (rule options: fsdp, fsdp_tensor, replicated, "
+                           f"tensor); {where}/my_rule.yaml here is not read: launch.py reads its own "), said
+    add = said.rsplit("; add ", 1)[1]
+    assert shlex.split(add)[0].startswith("hydra.searchpath=[") and f"file://{conf}" in add, add
+    assert command_problem([*shlex.split(add), "rule=my_rule", "mesh.model_axis=2"]) is None  # the fix, followed
+    assert command_problem(["rule=my_rul"]).endswith("; pick one, e.g. rule=fsdp")  # no such file here: as before
+
+
 @pytest.mark.parametrize("typed, said", [
     ("rule.embed=dta", "rule.embed=dta (rule replicated+overrides) names mesh axis dta, which the mesh lacks; "
                        "valid values: data, model or null; set rule.embed=data"),

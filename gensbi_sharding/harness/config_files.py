@@ -4,7 +4,9 @@ A user's own ``conf/rule/my_rule.yaml`` or ``my_conf/model/my_flux1.yaml`` with 
 Hydra's 87-line traceback of its defaults list and PyYAML's scanner, the file and line only in its last lines; one
 written as a list (``- embed: data``) was Hydra's "list is not a subclass of Dict[str, Any]", naming no fix.
 ``config_file_problem`` names the file, line and column, YAML's reason and the fix in one line, for a file the
-command's composition reads; a broken file the command never reads (another preset) stops nothing. Pure Python.
+command's composition reads; a broken file the command never reads (another preset) stops nothing. A file of one's
+own in no folder the command reads is named with the search path to add (``unsearched_file``, ``resumed_search_path``).
+Pure Python.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from omegaconf import OmegaConf
 from gensbi_sharding.harness.groups import CONF
 from gensbi_sharding.harness.override_grammar import CommandLine
 
-__all__ = ["config_file_problem", "file_version"]
+__all__ = ["config_file_problem", "file_version", "resumed_search_path", "unsearched_file"]
 
 #: Where a config folder's files lie: the primary configs, ``<group>/<option>.yaml``, ``<group>/<sub>/<option>.yaml``
 #: (not deeper: ``--config-dir .`` would walk every run's ``.hydra/``).
@@ -97,4 +99,45 @@ def config_file_problem(command: CommandLine) -> str | None:
             reason = str(err.problem or err.context)
             return (f"{mark.name}, line {mark.line + 1}, column {mark.column + 1}: YAML cannot read it ({reason}); "
                     + _fix(reason, mark))
+    return None
+
+
+def unsearched_file(group: str, value: str, search_paths: list[str]) -> str | None:
+    """Where ``<group>/<value>.yaml`` lies under the current folder's ``conf/`` (or the folder itself) but launch.py
+    reads neither (its own ``conf/`` and the search path's are its config folders): the clause naming that file and
+    the search path to add. Was: "Could not find 'rule/my_rule' ...; pick one, e.g. rule=fsdp" for the README's
+    ``conf/rule/my_rule.yaml`` written beside a ``python /path/to/launch.py`` run from another folder. None where no
+    such file lies here."""
+    import shlex
+
+    from gensbi_sharding.harness.override_grammar import hydra_value
+
+    read = {CONF.resolve()} | {Path(p[len("file://"):]).resolve() for p in search_paths if p.startswith("file://")}
+    for folder in (Path.cwd() / "conf", Path.cwd()):
+        if (folder / group / f"{value}.yaml").is_file() and folder.resolve() not in read:
+            add = shlex.quote(f"hydra.searchpath=[{hydra_value(f'file://{folder.resolve()}')}]")
+            return (f"{(folder / group / value).relative_to(Path.cwd())}.yaml here is not read: launch.py reads its "
+                    f"own {CONF} and the search path's folders; add {add}")
+    return None
+
+
+def resumed_search_path(command: CommandLine, group: str, value: str) -> str | None:
+    """The search path flags (``'hydra.searchpath=[file://.../my_conf]'``, ``--config-dir ...``) of the run
+    ``train.resume`` names (``auto``: ``hydra.run.dir``'s), where one of their folders holds ``<group>/<value>.yaml``:
+    a preset of one's own resumed without them (was: "did you mean model=flux1?", whose sizes the resume refuses)."""
+    import shlex
+
+    from gensbi_sharding.harness.hints import saving_overrides
+    from gensbi_sharding.harness.override_grammar import parse
+
+    given = {p.key: p.raw for p in command.parsed if p.key in ("train.resume", "hydra.run.dir")}
+    run = given.get("hydra.run.dir") if given.get("train.resume") == "auto" else given.get("train.resume")
+    if not run:
+        return None
+    path = Path(run).expanduser()  # a run folder, its checkpoints/ or a step folder
+    found = [f for f in (path, path.parent, path.parent.parent) if (f / ".hydra").is_dir()]
+    searched = (saving_overrides(found[0] / "checkpoints" / "0") or ([], []))[0] if found else []
+    folders = [Path(e[len("file://"):]) for e in parse(searched).search_paths if e.startswith("file://")]
+    if any((f / group / f"{value}.yaml").is_file() for f in folders):
+        return " ".join(map(shlex.quote, searched))
     return None

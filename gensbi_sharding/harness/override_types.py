@@ -24,6 +24,7 @@ from omegaconf import OmegaConf, ValidationError
 
 from gensbi_sharding.harness.command_defaults import command_default
 from gensbi_sharding.harness.config import Config
+from gensbi_sharding.harness.config_files import resumed_search_path, unsearched_file
 from gensbi_sharding.harness.hints import closest_name, override_literal
 from gensbi_sharding.harness.groups import CONF, option_value_problem
 from gensbi_sharding.harness.model_choice import chosen_models
@@ -235,37 +236,18 @@ def _option_problem(o, group: str, choices: list[str] | None, command: CommandLi
     A preset of one's own that the run ``train.resume`` names was launched with: its search path, to add."""
     for value in o.values() if choices is not None else ():
         if isinstance(value, str) and "${" not in value and value not in choices:
-            if command is not None and (searched := _resumed_search_path(command, group, value)) is not None:
+            if command is not None and (searched := resumed_search_path(command, group, value)) is not None:
                 return (f"{o.arg}: Could not find '{group}/{value}' in this command's config folders; the run it "
                         f"resumes was launched with {searched}, whose folder holds it: add {searched}")
             near = closest_name(value, choices)
             said = f"{o.arg}: Could not find '{group}/{value}' ({group} options: {', '.join(choices)})"
+            if command is not None and (here := unsearched_file(group, value, command.search_paths)) is not None:
+                return f"{said}; {here}"
             # the option carried as the fix, so a list of refusals goes on past it, a sweep's in that value's place
             # (was: -m model=xyzzy,mlp seed=-1's "all fixed together: model=flux1 seed=0", mlp's jobs typed away)
             put = ",".join(dict.fromkeys(near or choices[0] if v == value else str(v) for v in o.values()))
             return Refusal(said, f"{o.arg.split('=', 1)[0]}={put}", how="; did you mean " if near else
                            "; pick one, e.g. ", after="?" if near else "")
-    return None
-
-
-def _resumed_search_path(command: CommandLine, group: str, value: str) -> str | None:
-    """The search path flags (``'hydra.searchpath=[file://.../my_conf]'``, ``--config-dir ...``) of the run
-    ``train.resume`` names (``auto``: ``hydra.run.dir``'s), where one of their folders holds ``<group>/<value>.yaml``:
-    a preset of one's own resumed without them (was: "did you mean model=flux1?", whose sizes the resume refuses)."""
-    import shlex
-
-    from gensbi_sharding.harness.hints import saving_overrides
-
-    given = {p.key: p.raw for p in command.parsed if p.key in ("train.resume", "hydra.run.dir")}
-    run = given.get("hydra.run.dir") if given.get("train.resume") == "auto" else given.get("train.resume")
-    if not run:
-        return None
-    path = Path(run).expanduser()  # a run folder, its checkpoints/ or a step folder
-    found = [f for f in (path, path.parent, path.parent.parent) if (f / ".hydra").is_dir()]
-    searched = (saving_overrides(found[0] / "checkpoints" / "0") or ([], []))[0] if found else []
-    folders = [Path(e[len("file://"):]) for e in parse(searched).search_paths if e.startswith("file://")]
-    if any((f / group / f"{value}.yaml").is_file() for f in folders):
-        return " ".join(map(shlex.quote, searched))
     return None
 
 
