@@ -155,6 +155,26 @@ def test_a_platform_no_plugin_here_can_start_is_refused_before_any_folder(tmp_pa
     assert f"ConfigError: {said}" in ran.stderr.strip().splitlines()[-1] and "Traceback" not in ran.stderr
 
 
+@pytest.mark.parametrize("value, refused", [("1", True), ("True", True), ("0", False), ("off", False)])
+def test_a_training_run_with_jit_disabled_is_refused_before_any_folder(tmp_path, value, refused):
+    # Was: `JAX_DISABLE_JIT=1 python launch.py ...` (a user debugging) trained nothing: minutes later "[ERROR]
+    # ValueError: Disable jit is not supported in the AOT path since the function is not available for (jit(build))",
+    # naming no fix, inside the run's new folder. A dry run compiles with it, and is left to run.
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "JAX_DISABLE_JIT": value}
+    ran = subprocess.run([sys.executable, str(REPO / "launch.py"), "experiment=quick", f"hydra.run.dir={out}",
+                          "--cfg", "job"], capture_output=True, text=True, cwd=tmp_path, timeout=120, env=env)
+    said = (f"JAX_DISABLE_JIT={value}: a run compiles its steps ahead of time (jax.jit(...).lower()), which JAX "
+            "refuses with jit disabled; unset JAX_DISABLE_JIT (debug=true gives a failing run's whole traceback; "
+            "dry_run=true runs with it)")
+    assert (said in ran.stderr) == refused and "Traceback" not in ran.stderr, ran.stderr
+    if refused:  # the run itself: refused before its folder
+        ran = subprocess.run([sys.executable, str(REPO / "launch.py"), "experiment=quick", f"hydra.run.dir={out}"],
+                             capture_output=True, text=True, cwd=tmp_path, timeout=120, env=env)
+        assert ran.returncode == 1 and ran.stderr.strip().splitlines() == [f"[ERROR] ConfigError: {said}"]
+        assert not out.exists()
+
+
 @NO_ACCELERATOR
 @pytest.mark.parametrize("platform, env, refused", [
     (None, "cuda,cpu", False), (None, "cpu,cuda", False),  # JAX skips cuda beside cpu: the run's probe decides

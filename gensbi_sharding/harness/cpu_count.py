@@ -13,7 +13,8 @@ import re
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.refusal import Refusal
 
-__all__ = ["DEFAULT_CPU_COUNT", "MAX_CPU_COUNT", "resolve_cpu_count", "cpu_devices_known", "platform_start_problem"]
+__all__ = ["DEFAULT_CPU_COUNT", "MAX_CPU_COUNT", "resolve_cpu_count", "cpu_devices_known", "platform_start_problem",
+           "start_problem", "jit_disabled_problem"]
 
 #: Simulated CPU devices when neither the config nor the environment names a count.
 DEFAULT_CPU_COUNT = 8
@@ -121,3 +122,27 @@ def platform_start_problem(platform: str | None) -> str | None:
                 "default, or set JAX_PLATFORMS=cpu")
     return Refusal(f"devices.platform={platform} {have}", "devices.platform=cpu",
                    after=", or devices.platform=null for JAX's default")
+
+
+def jit_disabled_problem() -> str | None:
+    """Why a training run cannot run with JAX's jit disabled (``JAX_DISABLE_JIT=1``, or ``jax_disable_jit`` set before
+    the run); None where it is not. A run compiles its programs ahead of time (``jax.jit(...).lower()``), which JAX
+    refuses then: was "ValueError: Disable jit is not supported in the AOT path ... (jit(build))" after minutes,
+    inside the run's new folder. (A dry run and ``sample.py`` run with it.)"""
+    import sys
+
+    env = os.environ.get("JAX_DISABLE_JIT", "")
+    on = sys.modules["jax"].config.jax_disable_jit if "jax" in sys.modules else env.lower() in (
+        "y", "yes", "t", "true", "on", "1")  # JAX's own reading of the variable
+    if not on:
+        return None
+    said = f"JAX_DISABLE_JIT={env}" if env else "jax_disable_jit=True"
+    return (f"{said}: a run compiles its steps ahead of time (jax.jit(...).lower()), which JAX refuses with jit "
+            f"disabled; {'unset JAX_DISABLE_JIT' if env else 'set it back to False'} (debug=true gives a failing run's "
+            "whole traceback; dry_run=true runs with it)")
+
+
+def start_problem(platform: str | None, dry_run: bool) -> str | None:
+    """``platform_start_problem``, then (a training run) ``jit_disabled_problem``: JAX's environment a run on this
+    machine cannot start with, known before its folder is made; None where it can."""
+    return platform_start_problem(platform) or (None if dry_run else jit_disabled_problem())

@@ -54,7 +54,7 @@ def job_problem(cfg: Any, *, in_process: bool = True) -> str | None:
 def _job_problem(cfg: Any, in_process: bool) -> str | None:
     from gensbi_sharding.harness.config import ConfigError
     from gensbi_sharding.harness.config_checks import validate
-    from gensbi_sharding.harness.cpu_count import platform_start_problem, resolve_cpu_count
+    from gensbi_sharding.harness.cpu_count import resolve_cpu_count, start_problem
     from gensbi_sharding.harness.memory_check import simulations_problem
     from gensbi_sharding.harness.model_checks import platform_problem
     from gensbi_sharding.harness.refusal import fix_of, rephrased
@@ -74,7 +74,7 @@ def _job_problem(cfg: Any, in_process: bool) -> str | None:
         return rephrased(said, lead=f"{type(err).__name__}: ")
     here = in_process and (cfg.distributed.mode == "none" or local)  # the model on cpu, known (was: the run's, in its
     on_cpu = cfg.devices.platform == "cpu" or (here and cpu_devices_known(cfg.devices.platform))  # folder, JAX started)
-    problem = problem or (platform_start_problem(cfg.devices.platform) if here else None)  # this machine's plugins
+    problem = problem or (start_problem(cfg.devices.platform, cfg.dry_run) if here else None)  # this machine's JAX
     problem = problem or (platform_problem(cfg.model, "cpu") if on_cpu else None)
     if cfg.distributed.mode == "none":  # one process: this machine's devices
         devices = count if in_process and cpu_devices_known(cfg.devices.platform) else None
