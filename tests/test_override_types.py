@@ -34,6 +34,12 @@ CASES = [
     ("seed=1.5", f"seed=1.5: seed takes a whole number (Value '1.5' of type 'float' {INT}); e.g. seed=2"),
     ("model.width=64.5", f"model.width=64.5: model.width (model=mlp) takes a whole number (Value '64.5' of type "
                          f"'float' {INT}); e.g. model.width=64"),
+    # a count written short: the count it means (was: "e.g. data.num_simulations=10000", the default, for 20k)
+    ("data.num_simulations=20k", "data.num_simulations=20k: data.num_simulations takes a whole number written out, "
+                                 f"not 20k (Value '20k' of type 'str' {INT}); e.g. data.num_simulations=20000"),
+    ("train.steps=1.5M", "train.steps=1.5M: train.steps takes a whole number written out, not 1.5M (Value '1.5M' of "
+                         f"type 'str' {INT}); e.g. train.steps=1500000"),
+    ("train.steps=1.5k5", f"train.steps=1.5k5: train.steps: Value '1.5k5' of type 'str' {INT}; e.g. train.steps=3000"),
     ("model=flux1 model.dtype=null", "model.dtype=null: model.dtype (model=flux1) cannot be null (field 'dtype' is "
                                      "not Optional); e.g. model.dtype=float32"),
     # in a sweep: the one bad value, and the sweep with it replaced

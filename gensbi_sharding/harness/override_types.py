@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import re
 import shlex
 import typing
 from collections.abc import Sequence
@@ -65,6 +66,11 @@ def _value_problem(schema: type, name: str, key: str, value, suggest=None) -> tu
     if int in (kind, *typing.get_args(kind)) and isinstance(value, float) and math.isfinite(value):
         # A value below 1 rounds to one the range checks may refuse next (train.steps=-1e3: -1000): the default
         return f"{key} takes a whole number ({reason})", str(round(value)) if round(value) >= 1 else example()
+    short = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmM])", value.strip()) if isinstance(value, str) else None
+    if short and int in (kind, *typing.get_args(kind)):  # 10k (was: "e.g. data.num_simulations=1024", the preset's)
+        whole = float(short[1]) * (1_000 if short[2] in "kK" else 1_000_000)
+        if whole == round(whole):
+            return f"{key} takes a whole number written out, not {value} ({reason})", str(round(whole))
     return f"{key}: {reason}", example()
 
 
