@@ -60,7 +60,7 @@ from sbibm_tables import (BUDGETS, OUTPUTS, TASKS, parse_results, read_results_f
                           row_name, row_order, write_tables)
 from sbibm_tables import settings_note as note_of  # noqa: E402
 from sbibm_jobs import (ASKED, JobsStopped, failure, job_status, launch, other_settings, read_asked,  # noqa: E402
-                        record_asked, running_in, scores_problem, sweep_never_started)
+                        record_asked, running_in, score_said, scores_problem, sweep_never_started)
 from sbibm_collect import collect, row_settings  # noqa: E402
 from sbibm_plot import plot  # noqa: E402
 PUBLISHED = REPO / "benchmarks" / "sbibm_published.csv"
@@ -151,7 +151,7 @@ def run(root: Path, tasks: list[str], budgets: list[int], extra: list[str], grac
             code, stopped = launch(command, job_root / "launch.log", grace_s, checkpoints=not method.sequential)
             status, why = job_status(metrics), failure(metrics, job_root / "launch.log")
             print(f"{task} {budget}: exit {code} after {time.perf_counter() - start:.0f} s"
-                  + ("" if status == "ok" else f", status {status}: {why}"), flush=True)
+                  + (score_said(job_root / "job") if status == "ok" else f", status {status}: {why}"), flush=True)
             if status != "ok":  # an error naming an argument after -- (its fix): rerun as is, it fails alike
                 named = [key for key in dict.fromkeys(a.split("=", 1)[0].lstrip("+~") for a in extra if "=" in a)
                          if re.search(rf"(?<![\w.]){re.escape(key)}=", why)]
@@ -273,6 +273,10 @@ def main(argv: list[str] | None = None) -> None:
                              f"launch.log has the rest); {retry} to retry them (" + (  # was, sequential too: "...,
                              "a failed or stopped job is moved aside and started again: its rounds keep no checkpoint)"
                              if method.sequential else "a failed job is moved aside and rerun, a stopped one continued)"))
+        # Was silent: the last line was a job's exit code, and the table that scores them all was left to the docs
+        # (on stderr, as the runner's other advice: stdout stays one line per job).
+        print(f"every job done; their table and plot: python benchmarks/sbibm.py table {shlex.quote(str(args.root))}",
+              file=sys.stderr)
     elif args.from_results is not None or not args.folders:
         if args.folders or args.from_results is None:  # which rows the table would hold is unclear
             t.error(f"pass job folders ({' '.join(map(str, args.folders))}) or --from-results {args.from_results}, "

@@ -1,5 +1,6 @@
 """One job of ``benchmarks/sbibm.py run``: its process (``launch``, which passes a stop on to it) and what
-its folder says (``job_status``, ``running_in``, ``other_settings``, ``scores_problem``, ``failure``)."""
+its folder says (``job_status``, ``running_in``, ``other_settings``, ``scores_problem``, ``score_said``,
+``failure``)."""
 
 from __future__ import annotations
 
@@ -98,6 +99,21 @@ def scores_problem(job: Path) -> str | None:
         return f"it has no {scores.name}: it scored no observation (eval.enabled=false or dry_run=true)"
     problem = read_scores(scores, asked_observations(job))[1]
     return f"its {scores} {problem}" if problem else None
+
+
+def score_said(job: Path) -> str:
+    """A finished ``job``'s C2ST as its ``run`` line ends, ``", C2ST 0.964 +- 0.013 over 10 observations"``, or "".
+
+    The mean and sd over its observations, as ``table``'s row for it reads (the job's only output on the runner's
+    console: without it, a finished job said only its exit code, and its score needed ``table``).
+    """
+    rows = read_scores(job / "c2st.csv", None)[0] if (job / "c2st.csv").is_file() else []
+    if not rows:  # none scored, or a damaged file (said on the next run, which reruns it): no number to give
+        return ""
+    values = [float(row["c2st"]) for row in rows]  # kept as the file spells them
+    mean = sum(values) / len(values)
+    spread = f" +- {(sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5:.3f}" if len(values) > 1 else ""
+    return f", C2ST {mean:.3f}{spread} over {len(values)} observation{'s' if len(values) > 1 else ''}"
 
 
 def asked_observations(job: Path) -> list[int] | None:

@@ -426,6 +426,39 @@ def test_run_prints_each_command_as_a_shell_reads_it_back(sbibm, tmp_path, monke
     assert shlex.split(line.split(": ", 1)[1]) == jobs.commands[0][1:]
 
 
+def test_run_says_each_finished_jobs_c2st_and_the_table_command(sbibm, tmp_path, monkeypatch, capsys):
+    # Was "two_moons 1000: exit 0 after 27 s" and nothing more: the README's tiny job promises "a C2ST near 1",
+    # which only `table` showed, and `run` never named that command.
+    class TwoObservations(FakeJobs):
+        def __call__(self, command, **kwargs):
+            proc = super().__call__(command, **kwargs)
+            finish = proc.finish
+
+            def two_scored(status):
+                code = finish(status)
+                (proc.job / "c2st.csv").write_text(scores((1, 0.96), (2, 0.98)))
+                return code
+
+            proc.finish = two_scored
+            return proc
+
+    monkeypatch.setattr(subprocess, "Popen", TwoObservations())
+    root = tmp_path / "a b"
+    sbibm.main(["run", "--root", str(root), "--tasks", "two_moons", "--budgets", "1000", "--", "mesh=none"])
+    said = capsys.readouterr()
+    assert said.out.splitlines()[-1] == "two_moons 1000: exit 0 after 0 s, C2ST 0.970 +- 0.014 over 2 observations"
+    assert said.err == f"every job done; their table and plot: python benchmarks/sbibm.py table '{root}'\n"
+
+
+def test_a_finished_job_with_one_observation_has_no_spread(sbibm, tmp_path):
+    from sbibm_jobs import score_said
+
+    fake_job(tmp_path, "two_moons", 1000, scores((3, 0.6)))
+    assert score_said(tmp_path) == ", C2ST 0.600 over 1 observation"
+    (tmp_path / "c2st.csv").write_text(HEADER + "1,0.96")  # cut off: no number given (the next run reruns it)
+    assert score_said(tmp_path) == ""
+
+
 def test_run_reruns_a_finished_job_whose_scores_are_damaged(sbibm, tmp_path, monkeypatch, capsys):
     # Was "done, skipped": the table then left it out (or read its cut-off row) and run never mended it.
     fake_job(tmp_path / "two_moons_1000" / "job", "two_moons", 1000, HEADER + "1,0.96", overrides=["mesh=none"])
