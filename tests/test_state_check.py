@@ -114,3 +114,32 @@ def test_a_sweep_with_a_strict_job_is_refused_before_any_job_runs(tmp_path):
     assert proc.stderr.startswith("[ERROR] this sweep's config is refused for 1 of the 2 jobs, before any job ran")
     assert "  job 1 (strict=true): ConfigError: strict=true and rule 'fsdp' cannot split 10 variable(s)" in proc.stderr
     assert not (tmp_path / "sweep").exists()  # was: job 0 trained, then job 1 refused in its own folder
+
+
+_CHECK_THEN_START = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from faults_helpers import compose_tiny
+from gensbi_sharding.harness.registry import BUILT_IN_MODELS
+from gensbi_sharding.harness.sweep_check import job_problem
+for model in BUILT_IN_MODELS:  # strict=true (the plan), and a model above its preset's sizes (the state's memory)
+    for extra in (["strict=true"], ["model.depth=3"]):
+        print(model, *extra, job_problem(compose_tiny(f"model={model}", "mesh.model_axis=2", "rule=tensor", *extra)))
+import jax
+jax.config.update("jax_num_cpu_devices", 3)  # refused (RuntimeError) once the backend started
+print(jax.device_count())
+"""
+
+
+def test_checking_every_built_in_model_leaves_the_backend_unstarted():
+    # Was: `python launch.py experiment=quick model=flux1 strict=true` (or model.depth=3) was refused "devices.cpu_count=8
+    # was asked for, but JAX's backend already started with 1 CPU devices": tracing flux1 before any folder started
+    # JAX's backend (GenSBI's Flux1Params evaluates jnp at once), so the run could no longer set its device count.
+    env = {**os.environ, "PYTHONPATH": str(REPO), "JAX_PLATFORMS": "cpu"}
+    env.pop("JAX_NUM_CPU_DEVICES", None)
+    proc = subprocess.run([sys.executable, "-c", _CHECK_THEN_START, str(REPO / "tests")], cwd=REPO,
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
+    lines = proc.stdout.strip().splitlines()
+    assert lines[-1] == "3" and len(lines) == 9, proc.stdout  # each model's runs would train: nothing refused
+    assert all(line.endswith(" None") for line in lines[:-1]), proc.stdout
