@@ -61,8 +61,8 @@ class PartitionAxis(NamedTuple):
     @classmethod
     def for_rule(cls, rule: str | Mapping[str, Any] | Rule, mesh: Mesh | None) -> "PartitionAxis | None":
         """Activations split where the weights of ``rule`` are (Megatron-LM, Shoeybi et al. 2019, arXiv:1909.08053):
-        batch over the batch axes of size > 1 (on a mesh without ``"model"``, less those ``rule`` gives ``"mlp"``,
-        ``"heads"`` or ``"vocab"``, its tensor-parallel axes); heads (and ``generation_head_axis``) where the rule puts
+        batch over the batch axes of size > 1 (on a mesh without ``"model"``, less those but ``"data"`` that ``rule``
+        gives ``"mlp"``, ``"heads"`` or ``"vocab"``, its tensor-parallel axes); heads (and ``generation_head_axis``) where the rule puts
         ``"heads"``, hidden state where it puts ``"embed"``, less the batch's axes and axes of size 1; others None.
 
         Parameters
@@ -91,7 +91,9 @@ class PartitionAxis(NamedTuple):
         sizes = dict(mesh.shape)
         # No "model" axis: the rule's axes where "tensor" puts "model" stand in for it: off the batch
         # (was: heads -> "tp" on ("dp", "tp") dropped, the batch over both, while shard_model split the weights over tp)
-        tp = () if MODEL_AXIS in sizes else [a for k, v in RULES["tensor"] if v for a in mesh_axes_of(table.get(k))]
+        # "data" stays the batch's (was: {"mlp": "data"} on a ("data",) mesh gave batch None, on make_mesh's "data")
+        tp = () if MODEL_AXIS in sizes else [a for k, v in RULES["tensor"] if v for a in mesh_axes_of(table.get(k))
+                                             if a != "data"]
         batch = tuple(a for a in batch_axes(mesh) if sizes[a] > 1 and a not in tp)
         # Warned, as shard_model warns and replicates those weights (was: ValueError "rule table maps" for "tensor")
         absent = {k: ABSENT_AXIS.format(name=k, axis=a, axes=tuple(sizes))

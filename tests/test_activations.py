@@ -231,3 +231,19 @@ def test_activation_presets(mesh, preset, expected):
     path = Path(__file__).resolve().parents[1] / "conf" / "activation" / f"{preset}.yaml"
     assert path.read_text().startswith("# Use this when")
     assert partition_axis_from_config(OmegaConf.load(path), "tensor", mesh) == expected(mesh)
+
+
+@pytest.mark.parametrize("rule,axes,expected", [
+    ({"mlp": "data"}, ("data",), ("data", None, None)),
+    ({"heads": "data", "embed": "data"}, ("data",), ("data", None, None)),
+    ({"mlp": "data", "heads": "tp"}, ("data", "tp"), ("data", "tp", None)),
+])
+def test_for_rule_keeps_the_data_axis_on_the_batch_on_a_mesh_without_model(devices, rule, axes, expected):
+    # Was: batch_axis=None for {"mlp": "data"} on a ("data",) mesh (its mlp weights split over "data" taken for tensor
+    # parallelism: every activation's batch whole on each device), where make_mesh()'s ("data", "model") gave "data".
+    shape = (8,) if len(axes) == 1 else (4, 2)
+    pa = PartitionAxis.for_rule(rule, jax.make_mesh(shape, axes, axis_types=(jax.sharding.AxisType.Auto,) * len(axes)))
+    assert (pa.batch_axis, pa.head_axis, pa.hidden_state_axis) == expected
+    if len(axes) == 1:  # as on make_mesh's ("data", "model") mesh of as many devices
+        same = PartitionAxis.for_rule(rule, gs.make_mesh())
+        assert (same.batch_axis, same.head_axis, same.hidden_state_axis) == expected
