@@ -15,6 +15,8 @@ import math
 import re
 from pathlib import Path
 
+from gensbi_sharding.harness.paste_command import command_for
+
 #: Keys ``run`` sets itself per job: an extra override of one would contradict the job's folder name
 #: (``<root>/<task>_<budget>/job``), whose settings ``run`` and ``table`` read from it.
 #: ``{task}``, ``{budget}``, ``{root}``: the flags that set each (``RUN_FLAGS``; ``sequential.py``: its own).
@@ -31,7 +33,7 @@ OWNED = {
     "eval.enabled": "the jobs would score no observation, so the table would have nothing of them to show; "
                     "leave it out",
     "dry_run": "a dry run trains and scores nothing, so the table would have nothing of it to show; leave it out "
-               "(python launch.py dry_run=true ... checks memory)",
+               "({launch} dry_run=true ... checks memory)",
 }
 #: ``run``'s flags, as ``OWNED`` names them.
 RUN_FLAGS = {"task": "--tasks", "budget": "--budgets", "root": "--root", "layout": " (<root>/<task>_<budget>/job)"}
@@ -87,7 +89,7 @@ def extra_problem(extra: list[str], tasks: list[str], budgets: list[int], flags:
             return f"extra argument {arg}: {(str(err).strip().splitlines() or [type(err).__name__])[0]}"
         key = override.key_or_group.lstrip("+~")
         if key in OWNED:
-            return f"extra argument {arg}: {OWNED[key].format(**named)}"
+            return f"extra argument {arg}: {OWNED[key].format(**named, launch=command_for())}"
         if override.is_sweep_override():
             root = named["root"]
             return (f"extra argument {arg} sweeps several values, but each (task, budget) is one job in one folder; "

@@ -13,6 +13,7 @@ from omegaconf import OmegaConf
 
 from faults_helpers import as_hydra_job, compose_tiny, save_step
 from gensbi_sharding.harness import outputs, run_folder, sweep_continue
+from gensbi_sharding.harness.paste_command import command_for
 from gensbi_sharding.harness.summary import write_summary
 from gensbi_sharding.harness.sweep_hints import CONTINUE_ENV, continue_command, job_command
 
@@ -297,7 +298,8 @@ def test_a_sweep_over_runs_to_continue_rerun_as_a_whole_is_refused_naming_each_j
     refusal = capsys.readouterr().err
     assert "train.resume=auto to continue it" not in refusal and "no one command for the sweep can" in refusal
     commands = refusal.split("one by one: ")[1].strip().split(" ; ")
-    assert commands == [f"python launch.py experiment=quick {resumed} hydra.mode=RUN hydra.run.dir={sweep / job}"
+    # launch.py's path: in tmp_path, "python launch.py" pasted finds no launch.py (was pinned, the fault)
+    assert commands == [f"{command_for()} experiment=quick {resumed} hydra.mode=RUN hydra.run.dir={sweep / job}"
                         for resumed, job in (("train.resume=auto", "0"), ("train.resume=/int1", "1"))]
     assert (sweep / "multirun.yaml").read_text() == saved  # refused before Hydra writes
 
@@ -325,7 +327,8 @@ def test_a_sweep_rerun_over_jobs_stopped_with_checkpoints_is_refused_before_any_
     for line, job in zip(lines[1:3], ("0", "1")):
         assert line.startswith(f"  job {job} (seed={job}): {sweep / job / 'checkpoints'} holds the checkpoints of a "
                                "run with no record"), line
-    assert lines[3:] == [f"  continue them all from their checkpoints: python launch.py -m experiment=quick seed=0,1,2 "
+    assert command_for() == command_for(folder=tmp_path) != "python launch.py"  # its path, pasted in tmp_path
+    assert lines[3:] == [f"  continue them all from their checkpoints: {command_for()} -m experiment=quick seed=0,1,2 "
                          f"train.resume=auto hydra.sweep.dir={sweep}, or choose another hydra.sweep.dir"]
     assert not (sweep / "multirun.yaml").exists() and not (sweep / "2").exists()  # nothing written
     # the command it names passes the sweep's start

@@ -446,6 +446,7 @@ def test_launch_into_a_completed_run_of_a_preset_of_ones_own_names_its_search_pa
     import sys
 
     from faults_helpers import REPO
+    from gensbi_sharding.harness.paste_command import command_for
 
     (tmp_path / "my_conf" / "model").mkdir(parents=True)
     (tmp_path / "my_conf" / "model" / "my_flux1.yaml").write_text("defaults:\n  - /flux1_schema\n  - _self_\n"
@@ -456,7 +457,9 @@ def test_launch_into_a_completed_run_of_a_preset_of_ones_own_names_its_search_pa
     search = f"hydra.searchpath=[file://{tmp_path / 'my_conf'}]"
     proc = subprocess.run([sys.executable, str(REPO / "launch.py"), search, "model=my_flux1", "train.steps=20",
                            f"hydra.run.dir={done}"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 1 and f"into a new folder: python launch.py '{search}' model=my_flux1 " in proc.stderr, \
+    # launch.py's path, as pasted in tmp_path, where no launch.py is (was pinned: python launch.py, which fails there)
+    typed = command_for(folder=tmp_path)
+    assert proc.returncode == 1 and f"into a new folder: {typed} '{search}' model=my_flux1 " in proc.stderr, \
         proc.stderr
 
 

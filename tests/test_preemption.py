@@ -26,6 +26,7 @@ from faults_helpers import REPO, TINY, run_tiny
 from gensbi_sharding.checkpoint import committed_steps
 from gensbi_sharding.harness import folder_lock, outputs, run_folder
 from gensbi_sharding.harness import train as train_module
+from gensbi_sharding.harness.paste_command import command_for
 from gensbi_sharding.harness.preemption import EXIT_PREEMPTED, Preempted, PreemptionWatch
 
 
@@ -1037,7 +1038,8 @@ def trained_further(tmp_path_factory, reference_run, forks):
     refused = _launch(forks, "train.checkpoint_every=0", "train.resume=auto", "train.steps=16",
                       f"hydra.run.dir={out}", cwd=tmp_path)
     text = refused.communicate(timeout=300)[0]
-    command = re.search(r"into a new folder: python launch.py (.*)$", text, re.M)
+    # launch.py's path as typed in tmp_path (was "python launch.py", which fails pasted there)
+    command = re.search(rf"into a new folder: {re.escape(command_for(folder=tmp_path))} (.*)$", text, re.M)
     further = sent = log = None
     if command:
         further = forks.launch(shlex.split(command.group(1)), cwd=tmp_path)
@@ -1244,7 +1246,7 @@ def test_sigterm_while_one_local_process_still_starts_up_ends_the_job_as_preempt
     assert metrics["process_exit_codes"][1] == -signal.SIGTERM, metrics  # its start-up ended by the signal
     assert metrics["error"].startswith(
         "preempted by SIGTERM while the processes were starting up, before training (nothing trained: no checkpoint "
-        "to save); continue with: python launch.py "), metrics["error"]
+        f"to save); continue with: {command_for(folder=tmp_path)} "), metrics["error"]  # launch.py's path there
     assert metrics["error"].endswith(f" distributed=local train.resume=auto hydra.run.dir={out}"), metrics["error"]
     assert "died" not in log and not re.search(r"^[EF]\d{4} |Terminating process", log, re.M), log[-3000:]
     assert [line for line in log.splitlines() if "starting up" in line] == [
@@ -1293,7 +1295,8 @@ def test_a_stopped_sweep_names_the_command_that_continues_it_whole(interrupted_s
     assert interrupted_sweep.returncode == 130, log[-3000:]
     error = json.loads((sweep / "0" / "metrics.json").read_text())["error"]
     assert f" train.resume=auto hydra.mode=RUN hydra.run.dir={sweep / '0'}" in error  # the job's own, as before
-    whole = (f"to continue the whole sweep, this job and those not started: python launch.py -m {' '.join(TINY)} "
+    typed = command_for(folder=sweep.parent)  # where it was launched: launch.py's path (was "python launch.py")
+    whole = (f"to continue the whole sweep, this job and those not started: {typed} -m {' '.join(TINY)} "
              f"model.width=16,24 train.steps=100000 train.resume=auto hydra.sweep.dir={sweep}")
     lines = log.replace("\r", "\n").splitlines()
     assert [line for line in lines if "whole sweep" in line] == [whole], log[-3000:]
@@ -1581,11 +1584,12 @@ def test_a_preempted_sweep_job_names_the_command_that_continues_it(preempted_swe
     # command starts a new sweep from scratch, and hydra.run.dir means nothing there.
     sweep, log = preempted_sweep.sweep, preempted_sweep.log
     assert preempted_sweep.returncode == EXIT_PREEMPTED, log[-3000:]
-    assert (f"to continue the whole sweep, this job and those not started: python launch.py -m {' '.join(TINY)} "
+    typed = command_for(folder=sweep.parent)  # where it was launched: launch.py's path (was "python launch.py")
+    assert (f"to continue the whole sweep, this job and those not started: {typed} -m {' '.join(TINY)} "
             f"model.width=16,24 train.steps=100 train.log_every=50 train.resume=auto hydra.sweep.dir={sweep}") in log
     stopped, command, again = (preempted_job_continued.stopped, preempted_job_continued.command,
                                preempted_job_continued.again)
-    assert command.startswith("python launch.py experiment=quick ")
+    assert command.startswith(f"{typed} experiment=quick ")
     assert command.endswith(f" train.resume=auto hydra.mode=RUN hydra.run.dir={sweep / '0'}")
     assert {"model.width=16", "train.steps=100"} <= set(command.split())  # the job's own overrides, not the sweep's
     assert again.returncode == 0, preempted_job_continued.output[-3000:]

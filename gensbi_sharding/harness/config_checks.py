@@ -22,6 +22,7 @@ from gensbi_sharding.harness.config_values import check_lists, check_numbers, in
 from gensbi_sharding.harness.model_checks import check_model
 from gensbi_sharding.harness.name_hints import registered_name_problem
 from gensbi_sharding.harness.override_grammar import hydra_override
+from gensbi_sharding.harness.paste_command import command_for
 from gensbi_sharding.harness.python_words import in_python_words
 from gensbi_sharding.harness.refusal import Refusal, rephrased
 from gensbi_sharding.harness.rule_config import (MESH_AXES, activation_axes_problem, check_table_against_mesh,
@@ -104,8 +105,8 @@ def _flat(tree: object, prefix: str = "") -> list[tuple[str, object]]:
 def dry_run_resume_problem(cfg: DictConfig) -> str | None:
     """The one-line refusal of ``dry_run=true`` together with a ``train.resume``; None when not both.
 
-    A dry run compiles one step and trains nothing, so it continues no run; it would
-    otherwise ignore ``train.resume`` and write its record over the resumable one.
+    A dry run compiles one step and trains nothing, so it continues no run; it would otherwise ignore ``train.resume``
+    and write its record over the resumable one.
     """
     resume = OmegaConf.select(cfg, "train.resume", default=None)
     if not OmegaConf.select(cfg, "dry_run", default=False) or resume is None:
@@ -118,8 +119,7 @@ def dry_run_resume_problem(cfg: DictConfig) -> str | None:
 def scored_observations(cfg: DictConfig) -> tuple[list[int], str | None]:
     """The observations evaluation scores, and a one-line note when ``data.num_observation`` is not one of them.
 
-    ``eval.observations``, when set, lists every observation scored (it wins over
-    ``data.num_observation``); null scores ``[data.num_observation]``.
+    ``eval.observations``, when set, lists every observation scored (over data.num_observation); null: that one.
     """
     observations = list(cfg.eval.observations or [cfg.data.num_observation])
     if cfg.data.num_observation in observations:
@@ -282,7 +282,7 @@ def _known_fields(cfg: DictConfig) -> None:
         near, value = closest_name(str(key), top), override_literal(OmegaConf.to_container(cfg, resolve=False)[key])
         said, drop = f"{key} is not a setting" + (f" (did you mean {near}?)" if near else ""), f"~{key}={value}"
         require(False, Refusal(said, (drop, f"{near}={value}") if near else drop, how="; ",
-                               after="; python launch.py --help lists them"))
+                               after=f"; {command_for()} --help lists them"))
     for group in top:
         section = cfg.get(group)
         schema = OmegaConf.get_type(section) if isinstance(section, DictConfig) else None

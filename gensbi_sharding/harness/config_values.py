@@ -15,6 +15,7 @@ from gensbi_sharding.harness.composed_defaults import suggested_default
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.hints import override_literal
 from gensbi_sharding.harness.override_keys import list_fields
+from gensbi_sharding.harness.paste_command import command_for
 from gensbi_sharding.harness.refusal import Refusal
 
 __all__ = ["INT32_MAX", "check_lists", "check_numbers", "interpolation_problem", "folder_interpolation_problem"]
@@ -49,7 +50,7 @@ def interpolation_problem(cfg: DictConfig) -> str | None:
             reason = str(err).strip().splitlines()[0]
             found, default = suggested_default(cfg, path)
             said = f"{path}={raw} cannot be resolved ({reason}); give a value"
-            after = ", or point the ${...} at an existing key of the right type (python launch.py --cfg job lists the keys)"
+            after = f", or point the ${{...}} at an existing key of the right type ({command_for()} --cfg job lists the keys)"
             return Refusal(said, f"{path}={override_literal(default)}", how=", e.g. ", after=after) if found \
                 else said + after
     return None

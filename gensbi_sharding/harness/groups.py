@@ -14,6 +14,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from gensbi_sharding.harness.paste_command import command_for
+
 __all__ = ["INTERNAL_GROUPS", "CONF", "hydra_flag_values", "config_folders", "config_flag_problem",
            "flag_use_problem", "group_options", "option_groups_text", "chosen_options", "preset_is_multirun",
            "option_value_problem"]
@@ -133,19 +135,19 @@ def flag_use_problem(args: Sequence[str]) -> str | None:
             fix = shlex.join([w for w, o in zip(words, overrides) if not o] + [w for w, o in zip(words, overrides)
                                                                                    if o])
             return (f"{word} {args[i + 1]}: Hydra reads the word after {word} as what to show "
-                    f"({', '.join(INFO_CHOICES)}), not as an override; name it first: python launch.py {fix}")
+                    f"({', '.join(INFO_CHOICES)}), not as an override; name it first: {command_for()} {fix}")
     if any(w in ("-sc", "--shell-completion") for w in args) and not any(
             w.split("=", 1)[0] in ("install", "uninstall", "query") for w in args):
-        return ("--shell-completion needs what to do: python launch.py --shell-completion install=bash (or "
+        return (f"--shell-completion needs what to do: {command_for()} --shell-completion install=bash (or "
                 "install=zsh, install=fish; uninstall=bash; query=<the words>), without other overrides")
     overrides = [w for w in args if not w.startswith("-") and ("=" in w or w.startswith("~"))]
     if "--hydra-help" in args and overrides:
         return (f"--hydra-help {shlex.join(overrides)}: --hydra-help shows Hydra's own help, which takes no overrides; "
-                "run python launch.py --hydra-help, or see a job's config with python launch.py --cfg job "
+                f"run {command_for()} --hydra-help, or see a job's config with {command_for()} --cfg job "
                 f"{shlex.join(overrides)}")
     if "--resolve" in args and not any(w in ("--cfg", "-c", "--help", "-h") or w.startswith("--cfg=") for w in args):
         return ("--resolve only changes what --cfg or --help print (interpolations resolved): add one, e.g. "
-                f"python launch.py --cfg job --resolve {shlex.join(overrides)}".rstrip())
+                f"{command_for()} --cfg job --resolve {shlex.join(overrides)}".rstrip())
     rerun = hydra_flag_values(args, "--experimental-rerun", "--experimental-rerun")
     if missing := [f for f in rerun if not os.path.isfile(f)]:
         return (f"--experimental-rerun {missing[0]}: no such file; it takes a job's .hydra/config.pickle, which Hydra "
@@ -179,7 +181,7 @@ def option_value_problem(override, search_paths: Sequence[str], multirun: bool):
         reason = f"{arg}: {group} takes one option per job, not a list (Hydra would merge them into one config)"
         return (Refusal(reason, put, how="; write " if len(options) == 1 else "; sweep them: ")
                 if multirun or len(options) == 1 else
-                f"{reason}; for one job per option, sweep them: python launch.py -m ... {put}")
+                f"{reason}; for one job per option, sweep them: {command_for()} -m ... {put}")
     empty = any(isinstance(v, (list, tuple)) for v in values)  # model=[]
     listing = f" ({', '.join(choices)})" if choices else ""
     reason = f"{arg}: {group} takes one of its options{listing}, not {'a list' if empty else 'null'}"

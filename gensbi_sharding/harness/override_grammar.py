@@ -1,12 +1,11 @@
 """The command line, parsed once; what Hydra's grammar cannot read; values written so that it reads them back.
 
-``parse(args)`` is the one reading of launch.py's command line that every override check shares
-(``override_keys``, ``override_types``): each ``key=value`` or ``~key`` as typed and as Hydra's grammar
-reads it, the model(s) it picks, the mode flags, whether it runs a sweep, its ``hydra.searchpath`` (with
-``--config-dir``'s). ``grammar_problem`` and ``mode_flags_problem`` refuse what Hydra refuses naming neither the
-override nor the fix; ``hydra_value`` / ``hydra_override`` write a folder into the commands the harness prints or starts
-(continue a job, train it further, the processes of ``distributed=local``), so that a folder such as
-``runs/a(1)`` survives them. Pure Python: no JAX.
+``parse(args)`` is the one reading of launch.py's command line that every override check shares (``override_keys``,
+``override_types``): each ``key=value`` or ``~key`` as typed and as Hydra's grammar reads it, the model(s) it picks, the
+mode flags, whether it runs a sweep, its ``hydra.searchpath`` (with ``--config-dir``'s). ``grammar_problem`` and
+``mode_flags_problem`` refuse what Hydra refuses naming neither the override nor the fix; ``hydra_value`` /
+``hydra_override`` write a folder into the commands the harness prints or starts (continue a job, train it further, the
+processes of ``distributed=local``), so that a folder such as ``runs/a(1)`` survives them. Pure Python: no JAX.
 """
 
 from __future__ import annotations
@@ -23,6 +22,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import OverrideType, QuotedString, ValueType
 
 from gensbi_sharding.harness.groups import config_folders, group_options, preset_is_multirun
+from gensbi_sharding.harness.paste_command import command_for
 
 __all__ = ["SWEEPS", "Override", "CommandLine", "parse", "grammar_problem", "mode_flags_problem",
            "flag_order_problem", "hydra_value", "hydra_override"]
@@ -206,8 +206,8 @@ def mode_flags_problem(args: Sequence[str] | CommandLine) -> str | None:
     given = list(dict.fromkeys(_MODES[a.split("=", 1)[0]] for a in words if a.split("=", 1)[0] in _MODES))
     if len(given) < 2:
         return None
-    fix = ("to see a job's composed config, leave out -m and give each swept key one value: python launch.py "
-           "<overrides> --cfg job") if "-m" in given and "--cfg" in given else f"keep one of {', '.join(given)}"
+    fix = ("to see a job's composed config, leave out -m and give each swept key one value: "
+           f"{command_for()} <overrides> --cfg job") if "-m" in given and "--cfg" in given else f"keep one of {', '.join(given)}"
     return f"{' and '.join(given)} cannot be combined (Hydra runs one mode); {fix}"
 
 
@@ -240,7 +240,7 @@ def flag_order_problem(args: Sequence[str] | CommandLine) -> str | None:
         overrides = [w for w, o in zip(words, is_override) if o]
         return (f"{word} comes after {words[flag]}, which follows the override {first}: Hydra reads the overrides "
                 "as one run of words (it refused the rest as 'unrecognized arguments'); put the flags first: "
-                f"python launch.py {shlex.join(flags + overrides)}")
+                f"{command_for()} {shlex.join(flags + overrides)}")
     return None
 
 

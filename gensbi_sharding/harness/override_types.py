@@ -31,6 +31,7 @@ from gensbi_sharding.harness.groups import CONF, option_value_problem
 from gensbi_sharding.harness.model_choice import chosen_models
 from gensbi_sharding.harness.override_prefixes import prefix_problem
 from gensbi_sharding.harness.override_grammar import CommandLine, parse
+from gensbi_sharding.harness.paste_command import command_for
 from gensbi_sharding.harness.refusal import Refusal
 from gensbi_sharding.harness.override_keys import (group_keys, list_fields, option_groups,
                                                    options, schema_default, schema_name, sections, settings)
@@ -121,7 +122,7 @@ def override_problem(args: Sequence[str] | CommandLine, *, sweeps_need_m: bool =
             # Hydra's "Ambiguous value" offered a list and a quoted string too, which a scalar setting refuses.
             listed = (f", or one list for this run: {key}=[{','.join(strings)}]"
                       if o.sweep and (key in lists or key.split(".", 1)[0] in ("rule", "activation")) else "")
-            return (f"{arg}: several values are a sweep, one job per value, which needs -m: python launch.py -m "
+            return (f"{arg}: several values are a sweep, one job per value, which needs -m: {command_for()} -m "
                     f"... {shlex.quote(arg)}{listed}")
         if key.startswith("hydra") or override.package is not None or key in lists:
             continue

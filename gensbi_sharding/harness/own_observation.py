@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from gensbi_sharding.harness.paste_command import command_for
 from gensbi_sharding.harness.sampled_checkpoint import (DamagedCheckpoint, arrays_read, for_sampler, no_checkpoint,
                                                          saved_items, sweep_refusal)
 from gensbi_sharding.harness.observation_input import check_observation, far_from_training, load_observation
@@ -51,8 +52,8 @@ def _run_checkpoint(run_dir: Any, flags: bool = False, x_o: Any = None) -> tuple
                          "launch.py): the model it holds cannot be rebuilt; pass a run folder launch.py wrote")
     if info.get(NORMALIZATION) is None:
         raise ValueError(f"checkpoint {step_dir} holds no z-score statistics (saved by an earlier version): x_o "
-                         "cannot be standardised as in training; resume the run once (python launch.py "
-                         f"{hydra_override('train.resume', step_dir)} ... hydra.run.dir=<new folder>) and sample its folder")
+                         "cannot be standardised as in training; resume the run once ("
+                         f"{command_for()} {hydra_override('train.resume', step_dir)} ... hydra.run.dir=<new folder>) and sample its folder")
     arrays_read(step_dir, flags=flags, x_o=x_o)  # its data files gone or cut short: named before the model is built
     return step_dir, config, info
 

@@ -9,6 +9,8 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from gensbi_sharding.harness.paste_command import command_for
+
 __all__ = ["DamagedCheckpoint", "arrays_read", "for_sampler", "no_checkpoint", "saved_items", "sweep_refusal",
            "training_run"]
 
@@ -114,7 +116,7 @@ def for_sampler(err: FileNotFoundError, step_dir: Path, *, flags: bool, x_o: Any
     elif flags:
         observation = shlex.quote(os.fspath(x_o)) if isinstance(x_o, (str, os.PathLike)) else "<x_o.npy>"
         fix = (f"sample the run's newest intact step instead (sample.py samples the step folder it is given): "
-               f"python sample.py {shlex.quote(str(other))} {observation} with the same options")
+               f"{command_for('sample.py')} {shlex.quote(str(other))} {observation} with the same options")
     else:
         fix = f"sample the run's newest intact step instead: sample_posterior({str(other)!r}, x_o, ...)"
     return DamagedCheckpoint(f"{reason}; {fix}")
@@ -200,7 +202,7 @@ def _sequential_fix(folder: Path) -> str:
     except OSError:
         settings = []
     command = " ".join(map(shlex.quote, settings or ["experiment=sbibm", "data=<task>"]))
-    return f"train an amortised run to sample (python launch.py {command}) and sample its folder"
+    return f"train an amortised run to sample ({command_for()} {command}) and sample its folder"
 
 
 def no_checkpoint(run_dir: Any, folder: Path, err: FileNotFoundError) -> FileNotFoundError:
@@ -231,4 +233,4 @@ def no_checkpoint(run_dir: Any, folder: Path, err: FileNotFoundError) -> FileNot
         why = below
     return FileNotFoundError(f"{given}: {err}{why}" + ("" if "still training" in why or below else
                              ". Sampling needs a trained run's saved weights: pass the folder of a run that trained "
-                             "(python launch.py ... writes checkpoints/ into its folder)"))
+                             f"({command_for()} ... writes checkpoints/ into its folder)"))

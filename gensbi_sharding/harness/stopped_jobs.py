@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from gensbi_sharding.harness.paste_command import command_for
 from gensbi_sharding.harness.resume_command import AUTO, named_resume
 
 __all__ = ["fresh_settings", "stopped_jobs_problem"]
@@ -65,7 +66,7 @@ def stopped_jobs_problem(sweep_dir: Any, job_dirs: Sequence[Any], jobs: Sequence
     where = hydra_override("hydra.sweep.dir", sweep_dir)
     one_fix = True  # the fix below, for every job: each line says what its folder holds (was: and a single run's fix)
     if all(held) and fresh.get("resume") in (None, "") and not fresh.get("dry_run"):  # stopped, checkpoints kept
-        words = ["python launch.py", "-m", *map(shlex.quote, (o for o in command if not o.startswith("train.resume="))),
+        words = [command_for(), "-m", *map(shlex.quote, (o for o in command if not o.startswith("train.resume="))),
                  AUTO, where]
         fix = f"continue them all from their checkpoints: {' '.join(words)}, or choose another hydra.sweep.dir"
     elif fresh.get("dry_run"):

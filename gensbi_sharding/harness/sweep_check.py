@@ -1,10 +1,9 @@
 """Every job of a multirun composed and checked before the first one starts.
 
-Each job's config is checked again when it starts (``run``); a value that only that job's config refuses
-(``-m train.steps=100,-5``, ``mesh.model_axis=1,2,3`` on 8 devices, a batch larger than one job's data)
-was refused only once every earlier job had trained, which may take hours. Here every job is composed as
-Hydra's launcher composes it and put through the checks ``run`` makes before training that need no JAX
-backend; one refused job stops the whole sweep before any folder is made.
+Each job's config is checked again when it starts (``run``); a value that only that job's config refuses (``-m
+train.steps=100,-5``, ``mesh.model_axis=1,2,3`` on 8 devices, a batch larger than one job's data) was refused only once
+every earlier job had trained (hours). Here every job is composed as Hydra's launcher does and put through the checks
+``run`` makes before training without a JAX backend; one refused job stops the sweep before any folder is made.
 
 Left to each job (what only a started backend or the task's files know): on GPU/TPU or across processes the device
 count (``run_mesh``), the batch size against the data-parallel size, the model (``platform_problem``), the state's
@@ -18,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from gensbi_sharding.harness.cpu_count import cpu_devices_known  # noqa: F401 (re-exported)
+from gensbi_sharding.harness.paste_command import command_for
 from gensbi_sharding.harness.refusal import Refusal
 
 __all__ = ["job_problem", "refused_jobs", "refused_jobs_message", "sweep_config_problem", "cpu_devices_known",
@@ -251,6 +251,7 @@ def sweep_config_problem(config: Any) -> str | None:
     from hydra.errors import HydraException
     from omegaconf import OmegaConf
 
+    from gensbi_sharding.harness.groups import group_options  # on Hydra's whole search path
     from gensbi_sharding.harness.sweep_plan import command_overrides, sweep_jobs
     from gensbi_sharding.harness.sweep_values import sweep_values_problem
 
@@ -263,7 +264,7 @@ def sweep_config_problem(config: Any) -> str | None:
     # A preset's interval(...) or empty sweep: the basic sweeper's traceback, or 0 jobs and exit 0 (the command
     # line's are launch.py's, checked before Hydra composed).
     preset = [f"{k}={v}" for k, v in (params or {}).items()]
-    if problem := sweep_values_problem(preset, _group_options(loader), " (in the preset's hydra.sweeper.params)"):
+    if problem := sweep_values_problem(preset, group_options, " (in the preset's hydra.sweeper.params)"):
         return problem
     try:
         jobs = sweep_jobs(task or [], params, config_loader=loader)
@@ -275,13 +276,6 @@ def sweep_config_problem(config: Any) -> str | None:
     in_process = OmegaConf.select(config, "hydra.launcher._target_", default=None) == BASIC_LAUNCHER
     refused = refused_jobs(config, jobs, loader, in_process=in_process)
     return refused_jobs_message(refused, jobs) if refused else None
-
-
-def _group_options(loader: Any):
-    """``options(group)`` for ``sweep_values_problem``: the group's options on Hydra's whole search path."""
-    from hydra.core.object_type import ObjectType
-
-    return lambda group: sorted(loader.get_group_options(group, ObjectType.CONFIG))
 
 
 def _lost_sweep(config: Any, cfg: Any, job: Sequence[str]) -> str | None:
@@ -297,4 +291,4 @@ def _lost_sweep(config: Any, cfg: Any, job: Sequence[str]) -> str | None:
     presets = [o for o in job if o.split("=", 1)[0] in ("experiment", "sweep")] or list(job)
     return (f"{' '.join(presets)} is a sweep of its own (hydra.sweeper.params: {', '.join(extra)}), which Hydra starts "
             f"only from a command's own config: in this sweep it would run as one job; run it in a command of its own: "
-            f"python launch.py {shlex.join(presets)} ...")
+            f"{command_for()} {shlex.join(presets)} ...")

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from gensbi_sharding.harness.paste_command import command_for
 from gensbi_sharding.harness.resume_command import BY_JOB, named_resume
 from gensbi_sharding.harness.sweep_hints import config_flags, hydra_job_overrides, search_path_of, unfinished_jobs_hint
 
@@ -57,7 +58,7 @@ def whole_sweep_hint(run_dir: Any, argv: Sequence[str], *, started: bool = True)
     kept = [a for a in argv[1:] if not a.startswith(("train.resume=", "hydra.sweep.dir="))]
     which = "this job and those not started" if started else "its unfinished jobs and those not started"
     return f"to continue the whole sweep, {which}: " + " ".join(
-        ["python launch.py", *map(shlex.quote, kept), "train.resume=auto",
+        [command_for(), *map(shlex.quote, kept), "train.resume=auto",
          hydra_override("hydra.sweep.dir", run_dir.parent)])
 
 

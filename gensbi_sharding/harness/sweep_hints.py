@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from gensbi_sharding.harness.paste_command import command_for
 # moved_jobs_problem: named here too, beside the hints (its home is sweep_plan, which reads each job's folder)
 from gensbi_sharding.harness.sweep_plan import (folder_of, job_configuration, moved_job, moved_jobs_problem,
                                                 never_started, unstarted_words)
@@ -34,8 +35,7 @@ SEARCH_PATH = "hydra.searchpath="
 
 
 def with_search_path(overrides: Sequence[str]) -> list[str]:
-    """``overrides`` led by the running job's ``hydra.searchpath=...`` (Hydra keeps it apart from the job's own)
-    and by its ``config_flags``, unless they hold them already."""
+    """``overrides`` led by the job's ``hydra.searchpath=...`` (Hydra keeps it apart) and ``config_flags`` if absent."""
     from hydra.core.hydra_config import HydraConfig
 
     if not HydraConfig.initialized():
@@ -99,7 +99,7 @@ def job_command(overrides: Sequence[str], run_dir: Any, *, multirun: bool) -> st
 
     kept = [o for o in with_search_path(overrides) if not o.startswith(("train.resume=", "hydra."))
             or o.startswith(SEARCH_PATH)]
-    return " ".join(["python launch.py", *map(shlex.quote, kept), shlex.quote(resume_override(overrides, run_dir)),
+    return " ".join([command_for(), *map(shlex.quote, kept), shlex.quote(resume_override(overrides, run_dir)),
                      *(["hydra.mode=RUN"] if multirun else []), hydra_override("hydra.run.dir", run_dir)])
 
 
@@ -186,7 +186,7 @@ def train_further_hint(run_dir: Any, saved_step: int | None, steps: int | None, 
             *(["hydra.mode=RUN"] if multirun else []), hydra_override("hydra.run.dir", new_dir)]
     kept = [shlex.quote(o) for o in with_search_path(overrides or ()) if o.startswith(SEARCH_PATH)
             or not o.startswith(("train.resume=", "train.steps=", *["train.patience="] * stopped_early, "hydra."))]
-    command = ("the same command with " if overrides is None else "python launch.py ") + " ".join([*kept, *tail])
+    command = ("the same command with " if overrides is None else command_for() + " ") + " ".join([*kept, *tail])
     return f"; to train it further from its final checkpoint (step {saved_step}) into a new folder: {command}"
 
 

@@ -13,6 +13,8 @@ import shlex
 from collections.abc import Sequence
 from typing import Any
 
+from gensbi_sharding.harness.paste_command import command_for
+
 __all__ = ["job_subdirs", "colliding_subdirs_problem", "foreign_runs_problem", "unused_folder_problem"]
 
 #: Subdirs that name the job's number (or its launcher id): one folder per job whatever the swept values.
@@ -196,7 +198,7 @@ def unused_folder_problem(config: Any, multirun: bool) -> str | None:
     if launching:
         return (f"{' '.join(map(shlex.quote, launching))}: only a multirun (-m) reads "
                 f"{'it' if len(launching) == 1 else 'them'}; this single run would run here, in this process, "
-                f"without {'it' if len(launching) == 1 else 'them'}: add -m (python launch.py -m ...), or leave "
+                f"without {'it' if len(launching) == 1 else 'them'}: add -m ({command_for()} -m ...), or leave "
                 f"{'it' if len(launching) == 1 else 'them'} out")
     unused, used = ("hydra.run.dir", "hydra.sweep.dir") if multirun else ("hydra.sweep.dir", "hydra.run.dir")
     named = [o.split("=", 1)[1] for o in typed if o.lstrip("+").split("=", 1)[0] == unused]

@@ -14,6 +14,8 @@ import re
 import shlex
 from pathlib import Path
 
+from gensbi_sharding.harness.paste_command import command_for
+
 __all__ = ["SamplingError", "weights_failure_hint", "further_steps", "FAILED_WEIGHTS", "error_cause"]
 
 #: What ``weights_failure_hint`` says of the checkpoint (``sweep_hints`` reads a job's error up to it: its cause).
@@ -147,7 +149,7 @@ def weights_failure_hint(out: Path, step: int, err: SamplingError) -> str:
         dropped = ("train.resume=", "hydra.", *(["data.theta_transform="] if err.outside else []))
         kept = [shlex.quote(o) for o in with_search_path(overrides) if not o.startswith(dropped)
                 or o.startswith(SEARCH_PATH)]
-        fresh = " ".join(["python launch.py", *kept, *(["data.theta_transform=support"] if err.outside else []),
+        fresh = " ".join([command_for(), *kept, *(["data.theta_transform=support"] if err.outside else []),
                           *(["hydra.mode=RUN"] if multirun else []), hydra_override("hydra.run.dir", fresh_dir)])
     if err.outside:
         return (f"{lead}would sample again: train them further in this folder with: {further}{note}; or train afresh "

@@ -1,0 +1,63 @@
+"""The words that start a command the harness prints for the user to paste: ``python launch.py`` from the checkout.
+
+Every fix the harness prints ("continue with: python launch.py ... train.resume=auto ...") started
+``python launch.py``; run from another folder (``cd /tmp/work && python ~/gensbi_sharding/launch.py ...``), that
+pasted line failed, ``can't open file '/tmp/work/launch.py'``. ``command_for`` names the script so that the line
+runs where the user typed the first: ``python launch.py`` where the folder's ``launch.py`` is this checkout's, else
+its path. Pure Python: no JAX.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from pathlib import Path
+
+__all__ = ["CHECKOUT", "command_for"]
+
+CHECKOUT = Path(__file__).resolve().parents[2]  # gensbi_sharding/harness/ -> the folder holding launch.py
+
+
+def _user_folder() -> Path:
+    """The folder the user typed the command in: Hydra's record of it inside a job (``hydra.job.chdir=true`` moves
+    the process into the job's folder), else the process's."""
+    try:
+        from hydra.core.hydra_config import HydraConfig
+        from omegaconf import OmegaConf
+    except ImportError:
+        return Path.cwd()
+    # A config set by hand (a test, compose()) has no runtime.cwd: "???", Hydra's missing value
+    known = HydraConfig.initialized() and OmegaConf.select(HydraConfig.get(), "runtime.cwd", default=None)
+    return Path(known) if known else Path.cwd()
+
+
+def command_for(script: str = "launch.py", folder: str | os.PathLike | None = None) -> str:
+    """``python <script>`` as the user types it in ``folder`` to run this checkout's ``script``.
+
+    Parameters
+    ----------
+    script : str
+        The script's path inside the checkout: ``"launch.py"``, ``"sample.py"``, ``"benchmarks/sbibm.py"``.
+    folder : path-like, optional
+        Where the command is typed; default the folder the user ran the harness from.
+
+    Returns
+    -------
+    str
+        ``"python launch.py"`` where ``folder/launch.py`` is this checkout's; else ``"python <path>"``, the path
+        relative to ``folder`` where that is shorter than the absolute one, shell-quoted (a path with spaces).
+    """
+    target = CHECKOUT / script
+    here = Path(folder) if folder is not None else _user_folder()
+    try:
+        if (here / script).samefile(target):
+            return f"python {script}"
+    except OSError:  # no such file in that folder (or no checkout file: an installed copy), so a path is needed
+        pass
+    path = str(target)
+    try:
+        relative = os.path.relpath(target, here)
+        path = relative if len(relative) < len(path) else path
+    except ValueError:  # another drive (Windows): only the absolute path reaches it
+        pass
+    return f"python {shlex.quote(path)}"
