@@ -108,9 +108,12 @@ def _config_problem(extra: list[str], tasks: list[str], budgets: list[int], budg
     from omegaconf.errors import OmegaConfBaseException
 
     from gensbi_sharding.harness.config import ConfigError, register_configs
+    from gensbi_sharding.harness.cpu_count import jit_disabled_problem, platform_start_problem
     from gensbi_sharding.harness.sweep_check import job_problem
 
     register_configs()
+    # The environment's refusals (was: prefixed "extra arguments (after --), for two_moons at ...", as the arguments')
+    environment = {" ".join(str(p).split()) for p in (platform_start_problem(None), jit_disabled_problem()) if p}
     job = [o for o in extra if not o.lstrip("+~").startswith("hydra")]  # compose() takes no hydra overrides
     # Each job is a launch.py -m of one job, run in its own process unless another launcher is asked for
     in_process = not any(o.lstrip("+~").startswith("hydra/launcher") for o in extra)
@@ -142,6 +145,8 @@ def _config_problem(extra: list[str], tasks: list[str], budgets: list[int], budg
                     # run sets the budget (its refusal names --budgets): "data.num_simulations=10000" was a fix it refuses
                     reason = re.sub(r"(?<![\w.])data\.num_simulations(=?)", lambda m: budget_flag + " " * len(m[1]),
                                     reason)
+                    if reason in environment:  # JAX_PLATFORMS=cuda on a CPU machine: no extra argument fixes it
+                        return reason
                     return f"extra arguments (after --), for {task} at {budget} simulations: {reason}"
     return None
 

@@ -177,6 +177,24 @@ def test_run_checks_the_batch_against_the_mesh_each_job_makes_before_any_job(sbi
     assert extra_problem(["mesh=none", "data.batch_size=100"], ["two_moons"], [10000, 1000]) is None
 
 
+
+@pytest.mark.parametrize("env, said", [("JAX_PLATFORMS", "cuda"), ("JAX_PLATFORMS", "tpu")])
+def test_run_names_an_environment_refusal_as_the_environments(sbibm, tmp_path, monkeypatch, capsys, env, said):
+    """Was "extra arguments (after --), for two_moons at 1000 simulations: JAX_PLATFORMS=cuda is not available
+    here ...": the environment's refusal, said as the arguments'."""
+    from gensbi_sharding.harness import cpu_count
+
+    monkeypatch.setenv(env, said)
+    monkeypatch.setattr(cpu_count, "_accelerators_installed", lambda: False)  # a CPU machine
+    monkeypatch.setattr(subprocess, "Popen", jobs := FakeJobs())
+    with pytest.raises(SystemExit) as stop:
+        sbibm.main(["run", "--root", str(tmp_path / "r"), "--tasks", "two_moons", "--budgets", "1000"])
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert stop.value.code == 2 and last.endswith(f" run: error: {env}={said} is not available here: JAX has cpu; "
+                                                  f"unset {env} for JAX's default, or set {env}=cpu"), last
+    assert "extra arguments" not in last and jobs.commands == [] and not (tmp_path / "r").exists()
+
+
 @pytest.mark.parametrize("inside", ["", "sbibm", "checkpoints"])
 def test_run_refuses_a_root_in_a_runs_folder_before_writing(sbibm, tmp_path, monkeypatch, inside):
     # Was: sbibm_asked.json and <task>_<budget>/ written into the run's folder, every job then refused by launch.py
