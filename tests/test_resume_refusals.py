@@ -705,11 +705,11 @@ REFUSED_RESUMES = {
         "or more to train further (train.steps=20 finishes the run that saved it)"]),
     "a sweep of another model": (["-m", "seed=0,1", "train.resume={tmp}/saved", "hydra.sweep.dir={tmp}/out"], [
         "this sweep's config is refused for 2 of the 2 jobs, before any job ran (nothing was written); fix or drop the "
-        "values named, then run the sweep again:", *(
-            f"  job {n} (seed={n}): ConfigError: the checkpoint was saved under experiment=quick, which gives "
-            "model.width=32 model.depth=1 (this run: model.width=128 model.depth=3): add experiment=quick (or "
-            "model.width=32 model.depth=1). The saved weights compute that model, not this one; or start a new run "
-            "without train.resume; the run that saved it was launched with: experiment=quick" for n in (0, 1))]),
+        "values named, then run the sweep again:",  # every job's one refusal, once (was: once per job, alike)
+        "  all 2 jobs: ConfigError: the checkpoint was saved under experiment=quick, which gives "
+        "model.width=32 model.depth=1 (this run: model.width=128 model.depth=3): add experiment=quick (or "
+        "model.width=32 model.depth=1). The saved weights compute that model, not this one; or start a new run "
+        "without train.resume; the run that saved it was launched with: experiment=quick"]),
 }
 
 

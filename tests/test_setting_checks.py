@@ -624,5 +624,4 @@ def test_a_resume_of_no_checkpoint_is_refused_before_any_folder_is_made(refused_
                f"train.resume={sweep / '0'} (jobs with a checkpoint: 0)")
     assert said == ([f"[ERROR] {refusal}"] if name == "resume a sweep" else [
         "[ERROR] this sweep's config is refused for 2 of the 2 jobs, before any job ran (nothing was written); fix or "
-        "drop the values named, then run the sweep again:", f"  job 0 (seed=0): {refusal}",
-        f"  job 1 (seed=1): {refusal}"])
+        "drop the values named, then run the sweep again:", f"  all 2 jobs: {refusal}"])  # once (was: once a job)

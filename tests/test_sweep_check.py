@@ -249,6 +249,27 @@ def test_a_refused_job_names_a_swept_float_compactly():
     assert "  job 1 (train.weight_decay=0.0001): ConfigError: y" in message.splitlines()
 
 
+
+def test_a_refusal_every_job_of_a_sweep_shares_is_said_once():
+    """Was ``JAX_PLATFORMS=tpu python launch.py -m seed=0,1``: the environment's one refusal, once per job; a job's own
+    refusal beside it keeps its job's line."""
+    from gensbi_sharding.harness.refusal import listed
+    from gensbi_sharding.harness.sweep_check import refused_jobs_message
+
+    env = "ConfigError: JAX_PLATFORMS=tpu is not available here: JAX has cpu; unset JAX_PLATFORMS"
+    jobs = [["seed=0", "train.steps=-5"], ["seed=0", "train.steps=4"], ["seed=1", "train.steps=-5"],
+            ["seed=1", "train.steps=4"]]
+    steps = "ConfigError: train.steps=-5 must be >= 1; e.g. train.steps=3000"
+    refused = [(n, job, listed("2 settings:", [env, steps]) if "train.steps=-5" in job else env)
+               for n, job in enumerate(jobs)]
+    lines = refused_jobs_message(refused, jobs).splitlines()
+    assert lines[1:] == [f"  all 4 jobs: {env}", f"  job 0 (seed=0 train.steps=-5): {steps}",
+                         f"  job 2 (seed=1 train.steps=-5): {steps}"]
+    # one job of two refused: its line names it, as before
+    assert refused_jobs_message(refused[:1], jobs[:2]).splitlines()[1:] == [
+        f"  job 0 (train.steps=-5): {env}", f"  job 0 (train.steps=-5): {steps}"]
+
+
 BAD = ("train.steps=-1", "data.batch_size=0", "mesh=dict", "mesh.model_axis=3")
 
 
@@ -279,6 +300,7 @@ def test_several_bad_values_of_a_sweep_are_one_refusal_listing_each_job_s_each_v
     refusal = sweep_refusal("experiment=quick", *BAD, "seed=0,1")
     lines = ["ConfigError: data.batch_size=0 must be >= 1; e.g. data.batch_size=64",
              "ConfigError: train.steps=-1 must be >= 1; e.g. train.steps=20", AXIS_3]
+    # each refusal every job shares, once (was: once per job, each job's lines alike)
     assert isinstance(refusal, Refusal) and refusal.splitlines() == [
-        HEAD.format("2 of the 2"), *(f"  job {n} (seed={n}): {line}" for n in (0, 1) for line in lines)]
-    assert parts_of(refusal) == lines * 2
+        HEAD.format("2 of the 2"), *(f"  all 2 jobs: {line}" for line in lines)]
+    assert parts_of(refusal) == lines

@@ -229,12 +229,14 @@ def refused_jobs_message(refused: Sequence[tuple[int, Sequence[str], str]], jobs
 
     wanted = [job_configuration(job) for job in jobs]
     swept = {k for k in (wanted[0] if wanted else {}) if len({w.get(k) for w in wanted}) > 1}
-    labels, problems = [], []
-    for number, job, problem in refused:  # each refusal of a job on a line of its own, as a single run lists them
+    each = [parts_of(problem) for _, _, problem in refused]  # a refusal every job has is said once (was: per job, as
+    alike = [p for p in each[0] if all(p in parts for parts in each)] if len(refused) == len(jobs) > 1 else []  # the
+    labels, problems = [f"all {len(jobs)} jobs: "] * len(alike), list(alike)  # environment's JAX_PLATFORMS=tpu, twice)
+    for (number, job, _), parts in zip(refused, each):  # each refusal of a job on a line of its own, as a run lists
         named = [o for o in job if o.split("=", 1)[0].lstrip("+~") in swept] or list(job)
         named = [re.sub(r"\\(.)", r"\1", o) for o in named]  # as typed: Hydra escapes a swept ${...} as $\{...\}
         named = [re.sub(r"=(.*)", lambda m: "=" + compact_value(m[1]), o, count=1) for o in named]  # 1e12, not 1000000000000.0
-        problems += (parts := parts_of(problem))
+        problems += (parts := [p for p in parts if p not in alike])
         labels += [f"job {number} ({' '.join(named)}): "] * len(parts)
     count = f"{len(refused)} of the {len(jobs)} jobs" if len(jobs) > 1 else "its job"
     return listed(f"this sweep's config is refused for {count}, before any job ran (nothing was written); fix or drop "
