@@ -40,6 +40,14 @@ CASES = [
     ("train.steps=1.5M", "train.steps=1.5M: train.steps takes a whole number written out, not 1.5M (Value '1.5M' of "
                          f"type 'str' {INT}); e.g. train.steps=1500000"),
     ("train.steps=1.5k5", f"train.steps=1.5k5: train.steps: Value '1.5k5' of type 'str' {INT}; e.g. train.steps=3000"),
+    # an exponent written with a decimal point: the number it means (was: "e.g. train.learning_rate=0.003", the default)
+    ("train.learning_rate=1e-3.0", "train.learning_rate=1e-3.0: train.learning_rate takes a whole exponent, with no "
+                                   "decimal point, not 1e-3.0 (Value '1e-3.0' of type 'str' could not be converted to "
+                                   "Float); e.g. train.learning_rate=0.001"),
+    ("train.steps=1.5e3.0", "train.steps=1.5e3.0: train.steps takes a whole exponent, with no decimal point, not "
+                            f"1.5e3.0 (Value '1.5e3.0' of type 'str' {INT}); e.g. train.steps=1500"),
+    ("train.learning_rate=1e-3.5", "train.learning_rate=1e-3.5: train.learning_rate: Value '1e-3.5' of type 'str' "
+                                   "could not be converted to Float; e.g. train.learning_rate=0.003"),
     ("model=flux1 model.dtype=null", "model.dtype=null: model.dtype (model=flux1) cannot be null (field 'dtype' is "
                                      "not Optional); e.g. model.dtype=float32"),
     # in a sweep: the one bad value, and the sweep with it replaced

@@ -72,6 +72,10 @@ def _value_problem(schema: type, name: str, key: str, value, suggest=None) -> tu
         whole = float(short[1]) * (1_000 if short[2] in "kK" else 1_000_000)
         if whole == round(whole):
             return f"{key} takes a whole number written out, not {value} ({reason})", str(round(whole))
+    power = re.fullmatch(r"([+-]?(?:\d+\.?\d*|\.\d+)[eE][+-]?\d+)\.0*", value.strip()) if isinstance(value, str) else None
+    if power and ((real := float in (kind, *typing.get_args(kind))) or float(power[1]).is_integer()):  # 1e-3.0 (was:
+        number = float(power[1]) if real else round(float(power[1]))  # "e.g. train.learning_rate=0.003", the default)
+        return f"{key} takes a whole exponent, with no decimal point, not {value} ({reason})", override_literal(number)
     return f"{key}: {reason}", example()
 
 
