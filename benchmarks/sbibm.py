@@ -57,7 +57,7 @@ from sbibm_args import check_folder, check_root, sbibm_parsers  # noqa: E402
 from sbibm_method import Method, job_method, method_from_args, sequential_problem  # noqa: E402
 # OUTPUTS, row_order: sbibm.py's names before they moved, kept for its readers
 from sbibm_tables import (BUDGETS, OUTPUTS, TASKS, parse_results, read_results_file, results_text,  # noqa: E402, F401
-                          row_name, row_order, write_tables)
+                          row_name, row_order, task_settings, write_tables)
 from sbibm_tables import settings_note as note_of  # noqa: E402
 from sbibm_jobs import (ASKED, JobsStopped, failure, job_status, launch, other_settings, read_asked,  # noqa: E402
                         record_asked, running_in, score_said, scores_problem, sweep_never_started)
@@ -89,7 +89,10 @@ def run(root: Path, tasks: list[str], budgets: list[int], extra: list[str], grac
             budget = f"{cell_budget}" + (f" ({method.label})" if method.sequential else "")
             job_root = root / method.folder(task, cell_budget)
             metrics = job_root / "job" / "metrics.json"
-            settings = ["experiment=sbibm", f"data={task}", f"data.num_simulations={cell_budget}", *extra]
+            # The task's own settings (TASK_SETTINGS, amortised jobs only) go before the user's: recorded with them,
+            # so a finished job of the preset's model is not counted as done for the task's (was: no per-task model)
+            own = [] if method.sequential else task_settings(task, extra)
+            settings = ["experiment=sbibm", f"data={task}", f"data.num_simulations={cell_budget}", *own, *extra]
             status, resume, continuing = job_status(metrics), [], False
             checkpoints = job_root / "job" / "checkpoints"
             if status.startswith("unknown") and checkpoints.is_dir() and any(checkpoints.iterdir()):
@@ -145,7 +148,7 @@ def run(root: Path, tasks: list[str], budgets: list[int], extra: list[str], grac
                         "--task", task, "--budget", str(cell_budget), "--rounds", str(method.rounds), "--region",
                         method.region, "--margin", repr(float(method.margin)), "--", *extra] if method.sequential else
                        [sys.executable, str(REPO / "launch.py"), "-m", *settings[:3],
-                        f"hydra.sweep.dir={hydra_value(job_root)}", "hydra.sweep.subdir=job", *extra, *resume])
+                        f"hydra.sweep.dir={hydra_value(job_root)}", "hydra.sweep.subdir=job", *settings[3:], *resume])
             print(f"{task} {budget}: {' '.join(map(shlex.quote, command[1:]))}", flush=True)  # as a shell reads it back
             start = time.perf_counter()
             code, stopped = launch(command, job_root / "launch.log", grace_s, checkpoints=not method.sequential)
@@ -227,8 +230,9 @@ def main(argv: list[str] | None = None) -> None:
         check_folder(args.root, "--root", may_be_missing=True)
         check_root(args.root)
         method, problem = method_from_args(args.rounds, args.region, args.margin)
-        # every job would fail the same way, or run other settings than its folder says
-        problem = problem or extra_problem(args.extra, args.tasks, args.budgets) \
+        # every job would fail the same way, or run other settings than its folder says (per_task, positional: an
+        # amortised job composes its task's own settings too)
+        problem = problem or extra_problem(args.extra, args.tasks, args.budgets, None, not method.sequential) \
             or sequential_problem(method, args.tasks, args.budgets, args.extra, BUDGETS)
         if problem:
             r.error(problem)

@@ -10,7 +10,7 @@ from pathlib import Path
 from cli_args import HelpFormatter, Refused, new_parser, one_of, positive_int
 from gensbi_sharding.harness.folder_lock import run_folder_holding, runs_under, write_denied
 from sbibm_method import margin_arg, region_arg, rounds_arg
-from sbibm_tables import BUDGETS, TASKS
+from sbibm_tables import BUDGETS, TASK_SETTINGS, TASKS
 
 
 def sbibm_parsers(description: str) -> tuple[argparse.ArgumentParser, argparse.ArgumentParser,
@@ -33,7 +33,10 @@ def sbibm_parsers(description: str) -> tuple[argparse.ArgumentParser, argparse.A
     r.add_argument("--margin", type=margin_arg, default=None,
                    help="with --rounds >= 2: box widening, times its range, per side; ellipsoid: radius times "
                         "1 + margin (None: 0.5)")
-    r.add_argument("extra", nargs="*", default=[], help="overrides for every job, after --")
+    own = "; ".join(f"{task}: {' '.join(v)}" for task, v in TASK_SETTINGS.items())
+    r.add_argument("extra", nargs="*", default=[], help=f"overrides for every job, after --; an amortised job gets its "
+                   f"task's own settings first ({own}; why: docs/posterior_quality.md), each replaced by the same key "
+                   "given here (e.g. model=mlp)")
     t = sub.add_parser("table", help="table and plot from job folders, or from a sbibm_results.csv",
                        formatter_class=HelpFormatter)
     t.add_argument("folders", nargs="*", type=Path, help="--root folders of run (or --from-results)")

@@ -39,7 +39,8 @@ OWNED = {
 RUN_FLAGS = {"task": "--tasks", "budget": "--budgets", "root": "--root", "layout": " (<root>/<task>_<budget>/job)"}
 
 
-def extra_problem(extra: list[str], tasks: list[str], budgets: list[int], flags: dict | None = None) -> str | None:
+def extra_problem(extra: list[str], tasks: list[str], budgets: list[int], flags: dict | None = None,
+                  per_task: bool = False) -> str | None:
     """The one-line refusal of ``run``'s extra overrides (after ``--``), or None when every job can start.
 
     Refused, before any job: what Hydra's grammar cannot read, a key ``run`` sets per job (``OWNED``), a
@@ -55,6 +56,8 @@ def extra_problem(extra: list[str], tasks: list[str], budgets: list[int], flags:
         The (task, budget) pairs about to run: each pair's composed config is validated.
     flags : dict, optional
         The flags that set the task, budget and folder where the message is read: ``RUN_FLAGS`` (``run``'s) by default.
+    per_task : bool, optional
+        Compose each task's config with its ``sbibm_tables.TASK_SETTINGS`` too, as ``run``'s amortised jobs are.
 
     Returns
     -------
@@ -95,10 +98,11 @@ def extra_problem(extra: list[str], tasks: list[str], budgets: list[int], flags:
             return (f"extra argument {arg} sweeps several values, but each (task, budget) is one job in one folder; "
                     f"run once per value, each with its own {root} (e.g. {root} <{root[2:]}>/{key}=<value> -- "
                     f"{key}=<value>)")
-    return _config_problem(extra, tasks, budgets, named["budget"])
+    return _config_problem(extra, tasks, budgets, named["budget"], per_task)
 
 
-def _config_problem(extra: list[str], tasks: list[str], budgets: list[int], budget_flag: str) -> str | None:
+def _config_problem(extra: list[str], tasks: list[str], budgets: list[int], budget_flag: str,
+                    per_task: bool = False) -> str | None:
     """What composing and checking each pair's config refuses, as ``launch.py``'s check of its one-job sweep would
     (``sweep_check.job_problem``: the config's values, the mesh, the batch size and the host's memory)."""
     from hydra import compose, initialize_config_dir
@@ -110,6 +114,7 @@ def _config_problem(extra: list[str], tasks: list[str], budgets: list[int], budg
     from gensbi_sharding.harness.config import ConfigError, register_configs
     from gensbi_sharding.harness.cpu_count import jit_disabled_problem, platform_start_problem
     from gensbi_sharding.harness.sweep_check import job_problem
+    from sbibm_tables import task_settings
 
     register_configs()
     # The environment's refusals (was: prefixed "extra arguments (after --), for two_moons at ...", as the arguments')
@@ -121,10 +126,11 @@ def _config_problem(extra: list[str], tasks: list[str], budgets: list[int], budg
     with initialize_config_dir(config_dir=str(conf), version_base="1.3"):
         for task in tasks:
             for budget in budgets:
-                before = HydraConfig.instance().cfg
+                before, own = HydraConfig.instance().cfg, task_settings(task, job) if per_task else []
                 try:
                     cfg = compose("config", overrides=["experiment=sbibm", f"data={task}",
-                                                       f"data.num_simulations={budget}", *job], return_hydra_config=True)
+                                                       f"data.num_simulations={budget}", *own, *job],
+                                      return_hydra_config=True)
                     # As the job's launch.py holds it: a refusal's example is then the preset's (train.steps=20000),
                     # as launch.py's is (was: the schema's, train.steps=3000, which is no sbibm setting)
                     HydraConfig.instance().set_config(cfg)
@@ -147,7 +153,10 @@ def _config_problem(extra: list[str], tasks: list[str], budgets: list[int], budg
                                     reason)
                     if reason in environment:  # JAX_PLATFORMS=cuda on a CPU machine: no extra argument fixes it
                         return reason
-                    return f"extra arguments (after --), for {task} at {budget} simulations: {reason}"
+                    # the task's own settings named: a refusal of model.width=64 read as of the preset's MLP
+                    return (f"extra arguments (after --), for {task} at {budget} simulations: {reason}" + (
+                            f"; {task}'s job runs with {' '.join(own)} before them, each replaced by the same key "
+                            "after -- (e.g. model=mlp)" if own else ""))
     return None
 
 

@@ -1522,3 +1522,79 @@ def test_a_job_whose_weights_failed_its_evaluation_is_left_out_with_the_commands
     said = capsys.readouterr().err.split("if any; ", 1)[1].strip()
     assert said == (f"its weights failed its evaluation: {cause}; a rerun (sbibm.py run) trains the same weights and "
                     f"fails alike{commands}")
+
+
+def _job_extra(command):
+    """The overrides a launch.py job command gives after its task and budget, its hydra.* folder ones left out."""
+    start = next(i for i, a in enumerate(command) if a.startswith("data.num_simulations=")) + 1
+    return [a for a in command[start:] if not a.startswith("hydra.")]
+
+
+def test_run_gives_a_tasks_own_settings_to_that_tasks_jobs_only(sbibm, tmp_path, monkeypatch):
+    # Was: every task's job ran the preset's MLP (gaussian_linear_uniform scores better with the transformer).
+    jobs = FakeJobs()
+    monkeypatch.setattr(subprocess, "Popen", jobs)
+    sbibm.main(["run", "--root", str(tmp_path), "--tasks", "two_moons", "gaussian_linear_uniform", "--budgets",
+                "1000", "--", "mesh=none"])
+    assert [_job_extra(c) for c in jobs.commands] == [
+        ["mesh=none"], ["model=transformer", "train.steps=6000", "mesh=none"]]
+    # recorded with the job (table's settings column reads them from there)
+    recorded = (tmp_path / "gaussian_linear_uniform_1000" / "job" / ".hydra" / "overrides.yaml").read_text()
+    assert "- model=transformer\n- train.steps=6000\n- mesh=none\n" in recorded
+
+
+def test_a_key_given_after_the_double_dash_replaces_the_tasks_own_setting(sbibm, tmp_path, monkeypatch):
+    jobs = FakeJobs()
+    monkeypatch.setattr(subprocess, "Popen", jobs)
+    sbibm.main(["run", "--root", str(tmp_path), "--tasks", "gaussian_linear_uniform", "--budgets", "1000", "--",
+                "mesh=none", "model=mlp"])
+    assert [_job_extra(c) for c in jobs.commands] == [["train.steps=6000", "mesh=none", "model=mlp"]]
+
+
+@pytest.mark.parametrize("ran, asked, skipped", [
+    (["mesh=none"], [], False),  # a job of the preset's MLP: not done for the task's transformer
+    (["model=transformer", "train.steps=6000", "mesh=none"], [], True),
+    (["model=transformer", "train.steps=6000", "mesh=none"], ["model=mlp"], False),
+    (["train.steps=6000", "mesh=none", "model=mlp"], ["model=mlp"], True),
+])
+def test_run_counts_a_job_done_only_for_the_tasks_own_settings_it_ran(sbibm, tmp_path, monkeypatch, capsys, ran, asked,
+                                                                      skipped):
+    fake_job(tmp_path / "gaussian_linear_uniform_1000" / "job", "gaussian_linear_uniform", 1000, scores((1, 0.6)),
+             overrides=ran)
+    jobs = FakeJobs()
+    monkeypatch.setattr(subprocess, "Popen", jobs)
+    argv = ["run", "--root", str(tmp_path), "--tasks", "gaussian_linear_uniform", "--budgets", "1000", "--",
+            "mesh=none", *asked]
+    if skipped:
+        sbibm.main(argv)
+        assert "gaussian_linear_uniform 1000: done, skipped" in capsys.readouterr().out
+    else:
+        with pytest.raises(SystemExit, match="finished with other settings than asked: gaussian_linear_uniform 1000"):
+            sbibm.main(argv)
+        differ = ("model=unset, asked transformer, train.steps=unset, asked 6000" if ran == ["mesh=none"] else
+                  "model=transformer, asked mlp")
+        assert f"gaussian_linear_uniform 1000: finished with other settings ({differ})" in capsys.readouterr().out
+    assert jobs.commands == []
+
+
+def test_run_checks_extra_arguments_against_a_tasks_own_model_before_any_job(sbibm):
+    from sbibm_checks import extra_problem
+
+    # model.width is the MLP's: gaussian_linear_uniform's transformer has none, and its job would refuse it
+    problem = extra_problem(["mesh=none", "model.width=64"], ["two_moons", "gaussian_linear_uniform"], [1000],
+                            per_task=True)
+    assert problem.startswith("extra arguments (after --), for gaussian_linear_uniform at 1000 simulations: ")
+    assert "Key 'width' not in 'TransformerConfig'" in problem
+    assert problem.endswith("; gaussian_linear_uniform's job runs with model=transformer train.steps=6000 before them, "
+                            "each replaced by the same key after -- (e.g. model=mlp)")
+    assert extra_problem(["mesh=none", "model.width=64", "model=mlp"], ["gaussian_linear_uniform"], [1000],
+                         per_task=True) is None
+
+
+def test_a_sequential_job_keeps_the_presets_model(sbibm, tmp_path, monkeypatch):
+    # The task's own settings were measured amortised; a sequential job's rounds train the preset's MLP, as before.
+    jobs = FakeJobs()
+    monkeypatch.setattr(subprocess, "Popen", jobs)
+    sbibm.main(["run", "--root", str(tmp_path), "--tasks", "gaussian_linear_uniform", "--budgets", "1000",
+                "--rounds", "2", "--", "mesh=none"])
+    assert [c[c.index("--") + 1:] for c in jobs.commands] == [["mesh=none"]]
