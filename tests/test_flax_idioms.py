@@ -364,13 +364,7 @@ def test_a_checkpoint_holding_sown_values_restores_into_a_called_target_and_name
     # A checkpoint written before sown values were left out holds them. Was: a called target, which restored it before,
     # refused it ("state/0/inner/features/0: in the checkpoint, not in the model. Build the model with the
     # hyperparameters saved in .../config"), its own sown values left out of the target but not of the saved names.
-    from gensbi_sharding import checkpoint_save, nodes
-    mesh, x = gs.make_mesh(model_axis=2), jax.random.normal(jax.random.key(1), (8, 16))
-    model = gs.init_sharded(lambda: Sows(nnx.Rngs(0)), mesh, "fsdp", warn=False)
-    model(x)
-    with monkeypatch.context() as patch, checkpoint.CheckpointWriter(tmp_path) as writer:
-        patch.setattr(checkpoint_save, "node_state", lambda state, sown=True: nodes.node_state(state))  # as it was
-        writer.save(1, model, jax.random.key(0))
+    mesh, x, model = _called_and_saved_as_before(Sows, tmp_path, monkeypatch)
     with pytest.raises(ValueError) as error:  # a fresh target has sown nothing: the fix says to call it
         checkpoint.restore(tmp_path, checkpoint.abstract_state_for(Sows(nnx.Rngs(7)), mesh, "fsdp"))
     assert str(error.value) == (
@@ -383,6 +377,19 @@ def test_a_checkpoint_holding_sown_values_restores_into_a_called_target_and_name
     nnx.update(target, checkpoint.restore(tmp_path, checkpoint.abstract_state_for(target, mesh, "fsdp")).state)
     _assert_same(nnx.state(target, nnx.Not(nnx.Intermediate)), nnx.state(model, nnx.Not(nnx.Intermediate)))
     np.testing.assert_array_equal(target.inner.features[0], sown)  # the target's own, not the saved ones
+
+
+def _called_and_saved_as_before(module, tmp_path, monkeypatch):
+    """``(mesh, x, model)``: ``module`` placed by fsdp, called once on ``x`` and saved at step 1 under ``tmp_path`` as
+    checkpoints were written before sown and perturbed values were left out (they hold those values)."""
+    from gensbi_sharding import checkpoint_save, nodes
+    mesh, x = gs.make_mesh(model_axis=2), jax.random.normal(jax.random.key(1), (8, 16))
+    model = gs.init_sharded(lambda: module(nnx.Rngs(0)), mesh, "fsdp", warn=False)
+    model(x)
+    with monkeypatch.context() as patch, checkpoint.CheckpointWriter(tmp_path) as writer:
+        patch.setattr(checkpoint_save, "node_state", lambda state, sown=True: nodes.node_state(state))  # as it was
+        writer.save(1, model, jax.random.key(0))
+    return mesh, x, model
 
 
 class Perturbs(nnx.Module):
@@ -401,13 +408,7 @@ def test_a_checkpoint_holding_perturbed_values_names_the_call_for_a_fresh_target
     # A checkpoint written before perturb's values were left out (d05cee9) holds them. Was: a fresh target got only
     # "state/features: in the checkpoint, not in the model. Build the model with the hyperparameters saved in
     # .../config" (sow's values got the call named, perturb's not), though a called target restores it.
-    from gensbi_sharding import checkpoint_save, nodes
-    mesh, x = gs.make_mesh(model_axis=2), jax.random.normal(jax.random.key(1), (8, 16))
-    model = gs.init_sharded(lambda: Perturbs(nnx.Rngs(0)), mesh, "fsdp", warn=False)
-    model(x)
-    with monkeypatch.context() as patch, checkpoint.CheckpointWriter(tmp_path) as writer:
-        patch.setattr(checkpoint_save, "node_state", lambda state, sown=True: nodes.node_state(state))  # as it was
-        writer.save(1, model, jax.random.key(0))
+    mesh, x, model = _called_and_saved_as_before(Perturbs, tmp_path, monkeypatch)
     with pytest.raises(ValueError) as error:
         checkpoint.restore(tmp_path, checkpoint.abstract_state_for(Perturbs(nnx.Rngs(7)), mesh, "fsdp"))
     assert str(error.value) == (
