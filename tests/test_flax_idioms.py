@@ -365,9 +365,8 @@ def test_a_checkpoint_holding_sown_values_restores_into_a_called_target_and_name
     # refused it ("state/0/inner/features/0: in the checkpoint, not in the model. Build the model with the
     # hyperparameters saved in .../config"), its own sown values left out of the target but not of the saved names.
     mesh, x, model = _called_and_saved_as_before(Sows, tmp_path, monkeypatch)
-    with pytest.raises(ValueError) as error:  # a fresh target has sown nothing: the fix says to call it
-        checkpoint.restore(tmp_path, checkpoint.abstract_state_for(Sows(nnx.Rngs(7)), mesh, "fsdp"))
-    assert str(error.value) == (
+    # a fresh target has sown nothing: the fix says to call it
+    assert _fresh_target_refusal(Sows, tmp_path, mesh) == (
         f"checkpoint {tmp_path / '1'} does not fit the current model, 1 variable(s) differ: state/inner/features/0: in "
         f"the checkpoint, not in the model. Build the model with the hyperparameters saved in {tmp_path / '1' / 'config'}"
         "; if they are values a call sowed (nnx.Intermediate, which older checkpoints hold), call the target once "
@@ -392,6 +391,13 @@ def _called_and_saved_as_before(module, tmp_path, monkeypatch):
     return mesh, x, model
 
 
+def _fresh_target_refusal(module, tmp_path, mesh) -> str:
+    """The refusal of restoring ``tmp_path``'s checkpoint into a fresh, never called ``module``."""
+    with pytest.raises(ValueError) as error:
+        checkpoint.restore(tmp_path, checkpoint.abstract_state_for(module(nnx.Rngs(7)), mesh, "fsdp"))
+    return str(error.value)
+
+
 class Perturbs(nnx.Module):
     """Flax's ``perturb`` (its guides' idiom for gradients of intermediates): the call leaves an ``nnx.Perturbation``,
     a bare array of the module beside its submodules."""
@@ -409,9 +415,7 @@ def test_a_checkpoint_holding_perturbed_values_names_the_call_for_a_fresh_target
     # "state/features: in the checkpoint, not in the model. Build the model with the hyperparameters saved in
     # .../config" (sow's values got the call named, perturb's not), though a called target restores it.
     mesh, x, model = _called_and_saved_as_before(Perturbs, tmp_path, monkeypatch)
-    with pytest.raises(ValueError) as error:
-        checkpoint.restore(tmp_path, checkpoint.abstract_state_for(Perturbs(nnx.Rngs(7)), mesh, "fsdp"))
-    assert str(error.value) == (
+    assert _fresh_target_refusal(Perturbs, tmp_path, mesh) == (
         f"checkpoint {tmp_path / '1'} does not fit the current model, 1 variable(s) differ: state/features: in the "
         f"checkpoint, not in the model. Build the model with the hyperparameters saved in {tmp_path / '1' / 'config'}"
         "; if they are values nnx.Module.perturb left (nnx.Perturbation, which older checkpoints hold), call the "
