@@ -366,11 +366,8 @@ def test_a_checkpoint_holding_sown_values_restores_into_a_called_target_and_name
     # hyperparameters saved in .../config"), its own sown values left out of the target but not of the saved names.
     mesh, x, model = _called_and_saved_as_before(Sows, tmp_path, monkeypatch)
     # a fresh target has sown nothing: the fix says to call it
-    assert _fresh_target_refusal(Sows, tmp_path, mesh) == (
-        f"checkpoint {tmp_path / '1'} does not fit the current model, 1 variable(s) differ: state/inner/features/0: in "
-        f"the checkpoint, not in the model. Build the model with the hyperparameters saved in {tmp_path / '1' / 'config'}"
-        "; if they are values a call sowed (nnx.Intermediate, which older checkpoints hold), call the target once "
-        "before abstract_state_for")
+    assert _fresh_target_refusal(Sows, tmp_path, mesh) == _call_named(
+        tmp_path, "state/inner/features/0", "values a call sowed (nnx.Intermediate")
     target = Sows(nnx.Rngs(7))
     sown = np.asarray(target(x + 1))
     nnx.update(target, checkpoint.restore(tmp_path, checkpoint.abstract_state_for(target, mesh, "fsdp")).state)
@@ -398,6 +395,14 @@ def _fresh_target_refusal(module, tmp_path, mesh) -> str:
     return str(error.value)
 
 
+def _call_named(tmp_path, path: str, values: str) -> str:
+    """The whole refusal that names ``path`` (saved, not in a fresh target) and the call that would sow ``values``."""
+    return (f"checkpoint {tmp_path / '1'} does not fit the current model, 1 variable(s) differ: {path}: in the "
+            f"checkpoint, not in the model. Build the model with the hyperparameters saved in "
+            f"{tmp_path / '1' / 'config'}; if they are {values}, which older checkpoints hold), call the target once "
+            "before abstract_state_for")
+
+
 class Perturbs(nnx.Module):
     """Flax's ``perturb`` (its guides' idiom for gradients of intermediates): the call leaves an ``nnx.Perturbation``,
     a bare array of the module beside its submodules."""
@@ -415,11 +420,8 @@ def test_a_checkpoint_holding_perturbed_values_names_the_call_for_a_fresh_target
     # "state/features: in the checkpoint, not in the model. Build the model with the hyperparameters saved in
     # .../config" (sow's values got the call named, perturb's not), though a called target restores it.
     mesh, x, model = _called_and_saved_as_before(Perturbs, tmp_path, monkeypatch)
-    assert _fresh_target_refusal(Perturbs, tmp_path, mesh) == (
-        f"checkpoint {tmp_path / '1'} does not fit the current model, 1 variable(s) differ: state/features: in the "
-        f"checkpoint, not in the model. Build the model with the hyperparameters saved in {tmp_path / '1' / 'config'}"
-        "; if they are values nnx.Module.perturb left (nnx.Perturbation, which older checkpoints hold), call the "
-        "target once before abstract_state_for")
+    assert _fresh_target_refusal(Perturbs, tmp_path, mesh) == _call_named(
+        tmp_path, "state/features", "values nnx.Module.perturb left (nnx.Perturbation")
     target = Perturbs(nnx.Rngs(7))
     target(x + 1)  # the fix named: the target called once
     nnx.update(target, checkpoint.restore(tmp_path, checkpoint.abstract_state_for(target, mesh, "fsdp")).state)
