@@ -423,6 +423,7 @@ def test_a_failed_saves_late_callbacks_go_to_the_log_file_once(monkeypatch, capl
 
     from gensbi_sharding.harness.log_file import late_writes_to_log
 
+    gc.collect()  # an earlier test's garbage (a failed TensorStore read's error in a cycle) goes to pytest's hook first
     printed = []  # what Python's own hook (pytest's, here) is given to print
     monkeypatch.setattr(sys, "unraisablehook", lambda unraisable: printed.append(repr(unraisable.exc_value)))
     with caplog.at_level(logging.INFO, logger=console.NATIVE), late_writes_to_log():
