@@ -89,9 +89,8 @@ def run(root: Path, tasks: list[str], budgets: list[int], extra: list[str], grac
             budget = f"{cell_budget}" + (f" ({method.label})" if method.sequential else "")
             job_root = root / method.folder(task, cell_budget)
             metrics = job_root / "job" / "metrics.json"
-            # The task's own settings (TASK_SETTINGS, amortised jobs only) go before the user's: recorded with them,
-            # so a finished job of the preset's model is not counted as done for the task's (was: no per-task model)
-            own = [] if method.sequential else task_settings(task, extra)
+            # The task's own settings (TASK_SETTINGS, amortised jobs) go first, recorded: a job of others is not done
+            own, left = ([], "") if method.sequential else task_settings(task, cell_budget, extra)
             settings = ["experiment=sbibm", f"data={task}", f"data.num_simulations={cell_budget}", *own, *extra]
             status, resume, continuing = job_status(metrics), [], False
             checkpoints = job_root / "job" / "checkpoints"
@@ -149,7 +148,8 @@ def run(root: Path, tasks: list[str], budgets: list[int], extra: list[str], grac
                         method.region, "--margin", repr(float(method.margin)), "--", *extra] if method.sequential else
                        [sys.executable, str(REPO / "launch.py"), "-m", *settings[:3],
                         f"hydra.sweep.dir={hydra_value(job_root)}", "hydra.sweep.subdir=job", *settings[3:], *resume])
-            print(f"{task} {budget}: {' '.join(map(shlex.quote, command[1:]))}", flush=True)  # as a shell reads it back
+            print(f"{task} {budget}: {' '.join(map(shlex.quote, command[1:]))}" + (f"  # {left}" if left else ""),
+                  flush=True)  # as a shell reads it back: what it says of the task's own settings, a comment
             start = time.perf_counter()
             code, stopped = launch(command, job_root / "launch.log", grace_s, checkpoints=not method.sequential)
             status, why = job_status(metrics), failure(metrics, job_root / "launch.log")

@@ -33,10 +33,10 @@ def sbibm_parsers(description: str) -> tuple[argparse.ArgumentParser, argparse.A
     r.add_argument("--margin", type=margin_arg, default=None,
                    help="with --rounds >= 2: box widening, times its range, per side; ellipsoid: radius times "
                         "1 + margin (None: 0.5)")
-    own = "; ".join(f"{task}: {' '.join(v)}" for task, v in TASK_SETTINGS.items())
+    own = "; ".join(f"{task} at {budget}: {' '.join(v)}" for (task, budget), v in TASK_SETTINGS.items())
     r.add_argument("extra", nargs="*", default=[], help=f"overrides for every job, after --; an amortised job gets its "
-                   f"task's own settings first ({own}; why: docs/posterior_quality.md), each replaced by the same key "
-                   "given here (e.g. model=mlp)")
+                   f"task's own settings at the budget they were measured at first ({own}; why: "
+                   "docs/posterior_quality.md), all left out when one of their keys is given here (e.g. model=mlp)")
     t = sub.add_parser("table", help="table and plot from job folders, or from a sbibm_results.csv",
                        formatter_class=HelpFormatter)
     t.add_argument("folders", nargs="*", type=Path, help="--root folders of run (or --from-results)")

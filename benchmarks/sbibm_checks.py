@@ -57,7 +57,7 @@ def extra_problem(extra: list[str], tasks: list[str], budgets: list[int], flags:
     flags : dict, optional
         The flags that set the task, budget and folder where the message is read: ``RUN_FLAGS`` (``run``'s) by default.
     per_task : bool, optional
-        Compose each task's config with its ``sbibm_tables.TASK_SETTINGS`` too, as ``run``'s amortised jobs are.
+        Compose each (task, budget)'s config with its ``sbibm_tables.TASK_SETTINGS`` too, as ``run``'s amortised jobs are.
 
     Returns
     -------
@@ -126,7 +126,7 @@ def _config_problem(extra: list[str], tasks: list[str], budgets: list[int], budg
     with initialize_config_dir(config_dir=str(conf), version_base="1.3"):
         for task in tasks:
             for budget in budgets:
-                before, own = HydraConfig.instance().cfg, task_settings(task, job) if per_task else []
+                before, own = HydraConfig.instance().cfg, task_settings(task, budget, job)[0] if per_task else []
                 try:
                     cfg = compose("config", overrides=["experiment=sbibm", f"data={task}",
                                                        f"data.num_simulations={budget}", *own, *job],
@@ -155,8 +155,8 @@ def _config_problem(extra: list[str], tasks: list[str], budgets: list[int], budg
                         return reason
                     # the task's own settings named: a refusal of model.width=64 read as of the preset's MLP
                     return (f"extra arguments (after --), for {task} at {budget} simulations: {reason}" + (
-                            f"; {task}'s job runs with {' '.join(own)} before them, each replaced by the same key "
-                            "after -- (e.g. model=mlp)" if own else ""))
+                            f"; {task}'s job at {budget} runs with {' '.join(own)} before them, all left out when "
+                            "one of their keys is given after -- (e.g. model=mlp)" if own else ""))
     return None
 
 

@@ -1535,45 +1535,76 @@ def test_run_gives_a_tasks_own_settings_to_that_tasks_jobs_only(sbibm, tmp_path,
     jobs = FakeJobs()
     monkeypatch.setattr(subprocess, "Popen", jobs)
     sbibm.main(["run", "--root", str(tmp_path), "--tasks", "two_moons", "gaussian_linear_uniform", "--budgets",
-                "1000", "--", "mesh=none"])
+                "10000", "--", "mesh=none"])
     assert [_job_extra(c) for c in jobs.commands] == [
         ["mesh=none"], ["model=transformer", "train.steps=6000", "mesh=none"]]
     # recorded with the job (table's settings column reads them from there)
-    recorded = (tmp_path / "gaussian_linear_uniform_1000" / "job" / ".hydra" / "overrides.yaml").read_text()
+    recorded = (tmp_path / "gaussian_linear_uniform_10000" / "job" / ".hydra" / "overrides.yaml").read_text()
     assert "- model=transformer\n- train.steps=6000\n- mesh=none\n" in recorded
 
 
-def test_a_key_given_after_the_double_dash_replaces_the_tasks_own_setting(sbibm, tmp_path, monkeypatch):
+def test_a_tasks_own_settings_apply_only_at_the_budget_they_were_measured_at(sbibm, tmp_path, monkeypatch, capsys):
+    # Was: the transformer measured at 10^4 ran at 10^3 and 10^5 too, where the table's rows are the MLP's.
     jobs = FakeJobs()
     monkeypatch.setattr(subprocess, "Popen", jobs)
-    sbibm.main(["run", "--root", str(tmp_path), "--tasks", "gaussian_linear_uniform", "--budgets", "1000", "--",
-                "mesh=none", "model=mlp"])
-    assert [_job_extra(c) for c in jobs.commands] == [["train.steps=6000", "mesh=none", "model=mlp"]]
+    sbibm.main(["run", "--root", str(tmp_path), "--tasks", "gaussian_linear_uniform", "--budgets", "1000", "10000",
+                "100000", "--", "mesh=none"])
+    assert [_job_extra(c) for c in jobs.commands] == [
+        ["mesh=none"], ["model=transformer", "train.steps=6000", "mesh=none"], ["mesh=none"]]
+    assert "left out" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("given", [["model=mlp"], ["train.steps=500"], ["model=mlp", "train.steps=20000"]])
+def test_a_key_given_after_the_double_dash_replaces_the_tasks_own_settings_whole(sbibm, tmp_path, monkeypatch, capsys,
+                                                                                  given):
+    # Was: model=mlp replaced model=transformer only, its job an MLP trained the transformer's 6000 steps
+    jobs = FakeJobs()
+    monkeypatch.setattr(subprocess, "Popen", jobs)
+    sbibm.main(["run", "--root", str(tmp_path), "--tasks", "gaussian_linear_uniform", "--budgets", "10000", "--",
+                "mesh=none", *given])
+    assert [_job_extra(c) for c in jobs.commands] == [["mesh=none", *given]]
+    line = next(li for li in capsys.readouterr().out.splitlines() if "launch.py" in li)
+    assert line.endswith(f"  # the task's own model=transformer train.steps=6000 left out whole: {' '.join(given)} "
+                         "given after --")
 
 
 @pytest.mark.parametrize("ran, asked, skipped", [
     (["mesh=none"], [], False),  # a job of the preset's MLP: not done for the task's transformer
     (["model=transformer", "train.steps=6000", "mesh=none"], [], True),
     (["model=transformer", "train.steps=6000", "mesh=none"], ["model=mlp"], False),
-    (["train.steps=6000", "mesh=none", "model=mlp"], ["model=mlp"], True),
+    (["mesh=none", "model=mlp"], ["model=mlp"], True),
+    (["train.steps=6000", "mesh=none", "model=mlp"], ["model=mlp"], False),  # the mixed job the old key-by-key made
 ])
 def test_run_counts_a_job_done_only_for_the_tasks_own_settings_it_ran(sbibm, tmp_path, monkeypatch, capsys, ran, asked,
                                                                       skipped):
-    fake_job(tmp_path / "gaussian_linear_uniform_1000" / "job", "gaussian_linear_uniform", 1000, scores((1, 0.6)),
+    fake_job(tmp_path / "gaussian_linear_uniform_10000" / "job", "gaussian_linear_uniform", 10000, scores((1, 0.6)),
              overrides=ran)
     jobs = FakeJobs()
     monkeypatch.setattr(subprocess, "Popen", jobs)
-    argv = ["run", "--root", str(tmp_path), "--tasks", "gaussian_linear_uniform", "--budgets", "1000", "--",
+    argv = ["run", "--root", str(tmp_path), "--tasks", "gaussian_linear_uniform", "--budgets", "10000", "--",
             "mesh=none", *asked]
     if skipped:
         sbibm.main(argv)
-        assert "gaussian_linear_uniform 1000: done, skipped" in capsys.readouterr().out
+        assert "gaussian_linear_uniform 10000: done, skipped" in capsys.readouterr().out
     else:
-        with pytest.raises(SystemExit, match="finished with other settings than asked: gaussian_linear_uniform 1000"):
+        with pytest.raises(SystemExit, match="finished with other settings than asked: gaussian_linear_uniform 10000"):
             sbibm.main(argv)
         differ = ("model=unset, asked transformer, train.steps=unset, asked 6000" if ran == ["mesh=none"] else
-                  "model=transformer, asked mlp")
-        assert f"gaussian_linear_uniform 1000: finished with other settings ({differ})" in capsys.readouterr().out
+                  "model=transformer, asked mlp, train.steps=6000, asked unset" if ran[0] == "model=transformer" else
+                  "train.steps=6000, asked unset")
+        assert f"gaussian_linear_uniform 10000: finished with other settings ({differ})" in capsys.readouterr().out
+    assert jobs.commands == []
+
+
+def test_a_job_of_the_mlp_at_10_3_stays_done(sbibm, tmp_path, monkeypatch, capsys):
+    # The table's 10^3 and 10^5 rows are the MLP's: their jobs are not "other settings" for the task's transformer
+    fake_job(tmp_path / "gaussian_linear_uniform_1000" / "job", "gaussian_linear_uniform", 1000, scores((1, 0.6)),
+             overrides=["mesh=none"])
+    jobs = FakeJobs()
+    monkeypatch.setattr(subprocess, "Popen", jobs)
+    sbibm.main(["run", "--root", str(tmp_path), "--tasks", "gaussian_linear_uniform", "--budgets", "1000", "--",
+                "mesh=none"])
+    assert "gaussian_linear_uniform 1000: done, skipped" in capsys.readouterr().out
     assert jobs.commands == []
 
 
@@ -1581,14 +1612,16 @@ def test_run_checks_extra_arguments_against_a_tasks_own_model_before_any_job(sbi
     from sbibm_checks import extra_problem
 
     # model.width is the MLP's: gaussian_linear_uniform's transformer has none, and its job would refuse it
-    problem = extra_problem(["mesh=none", "model.width=64"], ["two_moons", "gaussian_linear_uniform"], [1000],
+    problem = extra_problem(["mesh=none", "model.width=64"], ["two_moons", "gaussian_linear_uniform"], [10000],
                             per_task=True)
-    assert problem.startswith("extra arguments (after --), for gaussian_linear_uniform at 1000 simulations: ")
+    assert problem.startswith("extra arguments (after --), for gaussian_linear_uniform at 10000 simulations: ")
     assert "Key 'width' not in 'TransformerConfig'" in problem
-    assert problem.endswith("; gaussian_linear_uniform's job runs with model=transformer train.steps=6000 before them, "
-                            "each replaced by the same key after -- (e.g. model=mlp)")
-    assert extra_problem(["mesh=none", "model.width=64", "model=mlp"], ["gaussian_linear_uniform"], [1000],
+    assert problem.endswith("; gaussian_linear_uniform's job at 10000 runs with model=transformer train.steps=6000 "
+                            "before them, all left out when one of their keys is given after -- (e.g. model=mlp)")
+    assert extra_problem(["mesh=none", "model.width=64", "model=mlp"], ["gaussian_linear_uniform"], [10000],
                          per_task=True) is None
+    # at 10^3 the job is the preset's MLP, whose width it is
+    assert extra_problem(["mesh=none", "model.width=64"], ["gaussian_linear_uniform"], [1000], per_task=True) is None
 
 
 def test_a_sequential_job_keeps_the_presets_model(sbibm, tmp_path, monkeypatch):
