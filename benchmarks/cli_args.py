@@ -58,6 +58,16 @@ def said(main: Callable[[], object]) -> None:
         raise SystemExit(2) from None
 
 
+def command_line(script: str, *words: str) -> str:
+    """``python <script> <words>``, a command a script prints for the user to paste where they typed theirs: the
+    script as ``paste_command.command_for`` names it, ``benchmarks/sbibm.py`` in the checkout, its path from another
+    folder (was ``sbibm.py table ...``: no python, and a path that ran nowhere). ``words`` as given: quote a path
+    (``shlex.quote``), leave a placeholder (``<folders>``) bare."""
+    from gensbi_sharding.harness.paste_command import command_for  # here: see integer
+
+    return " ".join([command_for(script), *words])
+
+
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
     """``--help`` keeps the script's docstring as written (what it measures, how to run it) and
     shows each option's default: a bare ``--layers LAYERS`` left a newcomer reading the source."""

@@ -20,16 +20,15 @@ Two commands (``table`` in two forms):
     # committed table and plot are made so. An --out holding another sbibm_results.csv is refused.
     python benchmarks/sbibm.py table --from-results benchmarks/results/sbibm_results.csv --out benchmarks/results
 
-Every job (amortised or sequential; ``sbibm_results.csv`` and ``sbibm_table.csv`` say which in their
-``method`` column) writes ``c2st.csv`` (one row per observation, rewritten as each is scored); ``table``
-counts a job only once it ended ``ok`` with a C2ST of each observation it asked, and names every
-other job on stderr (still running, stopped, failed, damaged); a (task, budget) with no job counted,
-or asked of ``run`` and never started, keeps its row saying so; a cell of fewer than 10 observations
-is marked with its count; an --out whose ``sbibm_results.csv`` holds rows the folders no longer make is
-refused, nothing written. ``run`` checks its extra arguments before any job, continues a job stopped
-by a preemption or Ctrl-C, or failed after a checkpoint (not its config), from its checkpoint and, stopped itself (Ctrl-C, SIGTERM), lets the job under
-way save a checkpoint first. sbibm's numbers come from
-``benchmarks/sbibm_published.csv`` (its header names the source).
+Every job (amortised or sequential; ``sbibm_results.csv`` and ``sbibm_table.csv`` say which in their ``method`` column)
+writes ``c2st.csv`` (one row per observation, rewritten as each is scored); ``table`` counts a job only once it ended
+``ok`` with a C2ST of each observation it asked, and names every other job on stderr (still running, stopped, failed,
+damaged); a (task, budget) with no job counted, or asked of ``run`` and never started, keeps its row saying so; a cell
+of fewer than 10 observations is marked with its count; an --out whose ``sbibm_results.csv`` holds rows the folders no
+longer make is refused, nothing written. ``run`` checks its extra arguments before any job, continues a job stopped by
+a preemption or Ctrl-C, or failed after a checkpoint (not its config), from its checkpoint and, stopped itself (Ctrl-C,
+SIGTERM), lets the job under way save a checkpoint first. sbibm's numbers: ``benchmarks/sbibm_published.csv``, whose
+header names their source.
 """
 
 from __future__ import annotations
@@ -48,7 +47,7 @@ sys.path.insert(0, str(REPO))
 # Its sibling modules, also when loaded by file (the tests); last, so that they shadow nothing.
 sys.path.append(str(REPO / "benchmarks"))
 
-from cli_args import Refused, said  # noqa: E402 (first: run by a Python without the dependencies, it ends in one line)
+from cli_args import Refused, command_line, said  # noqa: E402 (first: run by a Python without the dependencies, it ends in one line)
 from gensbi_sharding.harness.outputs import MAKE_ROOM  # noqa: E402 (after the path above)
 from gensbi_sharding.harness.override_grammar import hydra_value  # noqa: E402
 from gensbi_sharding.harness.resume_command import holds_checkpoint  # noqa: E402
@@ -57,8 +56,7 @@ from sbibm_args import check_folder, check_root, sbibm_parsers  # noqa: E402
 from sbibm_method import Method, job_method, method_from_args, sequential_problem  # noqa: E402
 # OUTPUTS, row_order: sbibm.py's names before they moved, kept for its readers
 from sbibm_tables import (BUDGETS, OUTPUTS, TASKS, parse_results, read_results_file, results_text,  # noqa: E402, F401
-                          row_name, row_order, task_settings, write_tables)
-from sbibm_tables import settings_note as note_of  # noqa: E402
+                          row_name, row_order, settings_note as note_of, task_settings, write_tables)
 from sbibm_jobs import (ASKED, JobsStopped, failure, job_status, launch, other_settings, read_asked,  # noqa: E402
                         record_asked, running_in, score_said, scores_problem, sweep_never_started)
 from sbibm_collect import collect, row_settings  # noqa: E402
@@ -222,18 +220,21 @@ def main(argv: list[str] | None = None) -> None:
     parser, r, t = sbibm_parsers(__doc__.split("\n\n")[0])
     given = sys.argv[1:] if argv is None else argv
     if given[:1] == ["plot"]:  # argparse's "invalid choice" did not say where the plot comes from
+        folders = " ".join(map(shlex.quote, given[1:])) or "<folders>"
         parser.error("there is no plot command: table writes the plot (sbibm.png) beside the table, e.g. "
-                     f"sbibm.py table {' '.join(given[1:]) or '<folders>'}")
+                     + command_line("benchmarks/sbibm.py", "table", folders))
     args = parser.parse_args(argv)
     args.folders = [*getattr(args, "roots", []), *getattr(args, "folders", [])]  # table --root r, as run took it
     if args.command == "run":
         check_folder(args.root, "--root", may_be_missing=True)
         check_root(args.root)
         method, problem = method_from_args(args.rounds, args.region, args.margin)
-        # every job would fail the same way, or run other settings than its folder says (per_task, positional: an
-        # amortised job composes its task's own settings too)
-        problem = problem or extra_problem(args.extra, args.tasks, args.budgets, None, not method.sequential) \
-            or sequential_problem(method, args.tasks, args.budgets, args.extra, BUDGETS)
+        try:  # every job would fail the same way, or run other settings than its folder says (per_task, positional:
+            # an amortised job composes its task's own settings too)
+            problem = problem or extra_problem(args.extra, args.tasks, args.budgets, None, not method.sequential) \
+                or sequential_problem(method, args.tasks, args.budgets, args.extra, BUDGETS)
+        except Refused as environment:  # JAX_PLATFORMS=cuda on a CPU machine: argparse's line, not its usage text
+            r.exit(2, f"{r.prog}: error: {environment}\n")
         if problem:
             r.error(problem)
         taken = [cell for task in args.tasks for budget in args.budgets  # was mkdir's FileExistsError traceback
@@ -277,10 +278,9 @@ def main(argv: list[str] | None = None) -> None:
                              f"launch.log has the rest); {retry} to retry them (" + (  # was, sequential too: "...,
                              "a failed or stopped job is moved aside and started again: its rounds keep no checkpoint)"
                              if method.sequential else "a failed job is moved aside and rerun, a stopped one continued)"))
-        # Was silent: the last line was a job's exit code, and the table that scores them all was left to the docs
-        # (on stderr, as the runner's other advice: stdout stays one line per job).
-        print(f"every job done; their table and plot: python benchmarks/sbibm.py table {shlex.quote(str(args.root))}",
-              file=sys.stderr)
+        # Was silent (the last line a job's exit code); on stderr, as the runner's other advice (stdout: a line per job)
+        print("every job done; their table and plot: " + command_line("benchmarks/sbibm.py", "table",
+              shlex.quote(str(args.root))), file=sys.stderr)
     elif args.from_results is not None or not args.folders:
         if args.folders or args.from_results is None:  # which rows the table would hold is unclear
             t.error(f"pass job folders ({' '.join(map(str, args.folders))}) or --from-results {args.from_results}, "

@@ -4,10 +4,11 @@ argument (``--root``, ``--out``, a job folder) before anything is written."""
 from __future__ import annotations
 
 import argparse
+import shlex
 from argparse import SUPPRESS
 from pathlib import Path
 
-from cli_args import HelpFormatter, Refused, new_parser, one_of, positive_int
+from cli_args import HelpFormatter, Refused, command_line, new_parser, one_of, positive_int
 from gensbi_sharding.harness.folder_lock import run_folder_holding, runs_under, write_denied
 from sbibm_method import margin_arg, region_arg, rounds_arg
 from sbibm_tables import BUDGETS, TASK_SETTINGS, TASKS
@@ -89,13 +90,15 @@ def check_root(root: Path) -> None:
             owner = above.parent if sweep and (above.parent / ASKED).is_file() else None if sweep else above
             fix = (f"--root {owner}, whose jobs done are skipped, or a folder outside it" if owner else
                    f"a folder outside it, e.g. --root {above}-sbibm")
-            raise Refused(f"--root {root} {where} {what} {above}: sbibm.py table {owner or above} counts every job "
+            table = command_line("benchmarks/sbibm.py", "table", shlex.quote(str(owner or above)))
+            raise Refused(f"--root {root} {where} {what} {above}: {table} counts every job "
                           "below it, so a (task, budget) run here too would be found twice, and that table refused; "
                           f"pass {fix}")
     # and the reverse: table over this --root would count the jobs of another --root below it
     inner = next((r.parent for r in sorted(path.rglob(ASKED)) if r.parent != path), None) if path.is_dir() else None
     if inner is not None:
-        raise Refused(f"--root {root} holds the --root of another sbibm.py run, {inner}: sbibm.py table {root} counts "
+        table = command_line("benchmarks/sbibm.py", "table", shlex.quote(str(root)))
+        raise Refused(f"--root {root} holds the --root of another sbibm.py run, {inner}: {table} counts "
                       "every job below it, so a (task, budget) run here too would be found twice, and that table "
                       f"refused; pass --root {inner}, whose jobs done are skipped, or a folder outside {root}, e.g. "
                       f"--root {path}-sbibm")

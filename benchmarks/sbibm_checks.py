@@ -15,6 +15,7 @@ import math
 import re
 from pathlib import Path
 
+from cli_args import Refused
 from gensbi_sharding.harness.paste_command import command_for
 
 #: Keys ``run`` sets itself per job: an extra override of one would contradict the job's folder name
@@ -57,13 +58,19 @@ def extra_problem(extra: list[str], tasks: list[str], budgets: list[int], flags:
     flags : dict, optional
         The flags that set the task, budget and folder where the message is read: ``RUN_FLAGS`` (``run``'s) by default.
     per_task : bool, optional
-        Compose each (task, budget)'s config with its ``sbibm_tables.TASK_SETTINGS`` too, as ``run``'s amortised jobs are.
+        Compose each (task, budget)'s config with its ``sbibm_tables.TASK_SETTINGS`` too, as ``run``'s amortised
+        jobs are.
 
     Returns
     -------
     str or None
         E.g. ``"extra argument data=slcp: sets the task, which --tasks gives each job (and its folder's
         name); use --tasks"``.
+
+    Raises
+    ------
+    cli_args.Refused
+        The environment's refusal (``JAX_PLATFORMS=cuda`` on a CPU machine), which no argument fixes.
     """
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
@@ -151,8 +158,8 @@ def _config_problem(extra: list[str], tasks: list[str], budgets: list[int], budg
                     # run sets the budget (its refusal names --budgets): "data.num_simulations=10000" was a fix it refuses
                     reason = re.sub(r"(?<![\w.])data\.num_simulations(=?)", lambda m: budget_flag + " " * len(m[1]),
                                     reason)
-                    if reason in environment:  # JAX_PLATFORMS=cuda on a CPU machine: no extra argument fixes it
-                        return reason
+                    if reason in environment:  # JAX_PLATFORMS=cuda on a CPU machine: no extra argument fixes it, so
+                        raise Refused(reason)  # a refusal without the usage text (was: argparse's usage above it)
                     # the task's own settings named: a refusal of model.width=64 read as of the preset's MLP
                     return (f"extra arguments (after --), for {task} at {budget} simulations: {reason}" + (
                             f"; {task}'s job at {budget} runs with {' '.join(own)} before them, all left out when "

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from cli_args import Refused
+from cli_args import Refused, command_line
 from gensbi_sharding.harness.outputs import MAKE_ROOM, write_atomic
 from sbibm_method import AMORTISED, Method, cell_of, method_of
 
@@ -135,7 +135,8 @@ def parse_results(text: str, where: str, tasks: tuple | None = None) -> tuple[di
         if tasks is not None and task not in tasks:
             raise Refused(f"{where} line {line}: task {task!r} is not one of sbibm's published table "
                              f"({', '.join(tasks)}); correct its name, or make the table from its job folders "
-                             "(sbibm.py table <folders>), which lists it as not published")
+                             f"({command_line('benchmarks/sbibm.py', 'table', '<folders>')}), which lists it as not "
+                             "published")
         cell = cell_of(task, budget, method.label)
         if why or cell in left_out:
             if cell in left_out or cell in cells or scored:
@@ -277,7 +278,8 @@ def overwrite_problem(there: Path, text: str, cells: dict, source: Path | None) 
         return None
     return (f"{there} holds {len(lost)} row(s) these job folders do not make ({'; '.join(lost[:3])}"
             f"{'; ...' if len(lost) > 3 else ''}), which writing it would lose; wrote nothing: pass another --out, or "
-            f"move {there} aside (sbibm.py table --from-results <it> --out <another folder> rebuilds its table)")
+            f"move {there} aside ({command_line('benchmarks/sbibm.py', 'table', '--from-results <it>', '--out <another '
+            'folder>')} rebuilds its table)")
 
 
 def read_results_file(path: Path, tasks: tuple) -> tuple[dict, dict, dict]:

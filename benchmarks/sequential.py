@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # this checkout's package, not an installed copy
 sys.path.append(str(REPO / "benchmarks"))
 
-from cli_args import new_parser, one_of, positive_int  # noqa: E402
+from cli_args import Refused, new_parser, one_of, positive_int  # noqa: E402
 from gensbi_sharding.harness.posterior import c2st_csv  # noqa: E402
 from gensbi_sharding.harness.tasks import TASKS  # noqa: E402
 from sbibm_method import Method, margin_arg, read_results, region_arg, rounds_arg, write_record  # noqa: E402
@@ -85,11 +85,14 @@ def main(argv: list[str] | None = None) -> None:
     except Exception:  # noqa: BLE001 (Hydra's or OmegaConf's): an override extra_problem names, next
         cfg = None
     # The share of round 1 first: the budget's own checks are an amortised job's (its whole budget trains at once)
-    problem = (cfg is not None and shares_problem(args.budget, args.rounds, cfg.data.val_fraction,
-                                                  cfg.data.batch_size)) \
-        or extra_problem(args.overrides, [args.task], [args.budget],
-                         {"task": "--task", "budget": "--budget", "root": "--job", "layout": ""}) \
-        or sequential_problem(method, [args.task], [args.budget], args.overrides)  # an extra train.resume
+    try:
+        problem = (cfg is not None and shares_problem(args.budget, args.rounds, cfg.data.val_fraction,
+                                                      cfg.data.batch_size)) \
+            or extra_problem(args.overrides, [args.task], [args.budget],
+                             {"task": "--task", "budget": "--budget", "root": "--job", "layout": ""}) \
+            or sequential_problem(method, [args.task], [args.budget], args.overrides)  # an extra train.resume
+    except Refused as environment:  # JAX_PLATFORMS=cuda on a CPU machine: argparse's line, not its usage text
+        parser.exit(2, f"{parser.prog}: error: {environment}\n")
     if problem:
         parser.error(problem)
     cfg = cfg if cfg is not None else compose_config(args.task, args.budget, args.overrides)

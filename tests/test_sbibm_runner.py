@@ -195,6 +195,19 @@ def test_run_names_an_environment_refusal_as_the_environments(sbibm, tmp_path, m
     assert "extra arguments" not in last and jobs.commands == [] and not (tmp_path / "r").exists()
 
 
+def test_run_refuses_the_environment_without_the_usage_text(sbibm, tmp_path, monkeypatch, capsys):
+    # Was: argparse's usage lines above "JAX_PLATFORMS=cuda is not available here", which no argument fixes
+    from gensbi_sharding.harness import cpu_count
+
+    monkeypatch.setenv("JAX_PLATFORMS", "cuda")
+    monkeypatch.setattr(cpu_count, "_accelerators_installed", lambda: False)  # a CPU machine
+    with pytest.raises(SystemExit) as stop:
+        sbibm.main(["run", "--root", str(tmp_path / "r"), "--tasks", "two_moons", "--budgets", "1000"])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.startswith(" run: error: JAX_PLATFORMS=cuda is not available here", err.find(" "))
+    assert "usage:" not in err and len(err.splitlines()) == 1 and not (tmp_path / "r").exists()
+
+
 @pytest.mark.parametrize("inside", ["", "sbibm", "checkpoints"])
 def test_run_refuses_a_root_in_a_runs_folder_before_writing(sbibm, tmp_path, monkeypatch, inside):
     # Was: sbibm_asked.json and <task>_<budget>/ written into the run's folder, every job then refused by launch.py
@@ -239,7 +252,8 @@ def test_run_refuses_a_root_inside_another_roots_or_a_sweeps_folder_before_writi
     what = "the --root of another sbibm.py run," if given == "root/sub" else "the sweep folder"
     table, fix = (multirun, f"a folder outside it, e.g. --root {multirun}-sbibm") if given == "multirun" else (
         root, f"--root {root}, whose jobs done are skipped, or a folder outside it")
-    assert str(stop.value) == (f"--root {tmp_path / given} {where} {what} {folder}: sbibm.py table {table} counts "
+    assert str(stop.value) == (f"--root {tmp_path / given} {where} {what} {folder}: python benchmarks/sbibm.py table {table} "
+                               "counts "
                                "every job below it, so a (task, budget) run here too would be found twice, and that "
                                f"table refused; pass {fix}")
     assert jobs.commands == [] and sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
@@ -275,8 +289,8 @@ def test_run_refuses_a_root_holding_another_roots_folder_before_writing(sbibm, t
     with pytest.raises(SystemExit) as stop:
         sbibm.main(["run", "--root", str(parent), "--tasks", "two_moons", "--budgets", "1000", "--", "mesh=none"])
     assert stop.value.code == 2
-    assert str(stop.value) == (f"--root {parent} holds the --root of another sbibm.py run, {inner}: sbibm.py table "
-                               f"{parent} counts every job below it, so a (task, budget) run here too would be found "
+    assert str(stop.value) == (f"--root {parent} holds the --root of another sbibm.py run, {inner}: python "
+                               f"benchmarks/sbibm.py table {parent} counts every job below it, so a (task, budget) run here too would be found "
                                f"twice, and that table refused; pass --root {inner}, whose jobs done are skipped, or a "
                                f"folder outside {parent}, e.g. --root {parent}-sbibm")
     assert jobs.commands == [] and sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
@@ -1133,7 +1147,31 @@ def test_sbibm_plot_names_the_command_that_writes_the_plot(sbibm, capsys):
         sbibm.main(["plot", "results/r1"])
     assert stop.value.code == 2 and capsys.readouterr().err.strip().splitlines()[-1].split(": ", 1)[1] == (
         "error: there is no plot command: table writes the plot (sbibm.png) beside the table, e.g. "
-        "sbibm.py table results/r1")
+        "python benchmarks/sbibm.py table results/r1")
+
+
+def _script_of(line, folder):
+    """The script a command printed in ``line`` (``python <path> table ...``) runs when pasted in ``folder``."""
+    words = line[line.index("python "):].split()
+    return (folder / words[1]).resolve()
+
+
+def test_printed_sbibm_commands_run_when_pasted_in_another_folder(sbibm, tmp_path, monkeypatch, capsys):
+    # Was "e.g. sbibm.py table x" (no python) and "python benchmarks/sbibm.py table ...": pasted where the user
+    # typed theirs, outside the checkout, neither ran ("can't open file .../benchmarks/sbibm.py").
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit):
+        sbibm.main(["plot", "r1"])
+    assert _script_of(capsys.readouterr().err.strip().splitlines()[-1], tmp_path) == REPO / "benchmarks" / "sbibm.py"
+    monkeypatch.setattr(subprocess, "Popen", FakeJobs())
+    sbibm.main(["run", "--root", "r", "--tasks", "two_moons", "--budgets", "1000", "--", "mesh=none"])
+    line = capsys.readouterr().err.strip()
+    assert line.startswith("every job done;") and line.endswith(" table r")
+    assert _script_of(line, tmp_path) == REPO / "benchmarks" / "sbibm.py"
+    (tmp_path / "r" / "sub").mkdir()
+    with pytest.raises(SystemExit) as stop:  # a --root inside another's: its refusal names that root's table
+        sbibm.main(["run", "--root", "r/sub", "--tasks", "two_moons", "--budgets", "1000"])
+    assert _script_of(str(stop.value), tmp_path) == REPO / "benchmarks" / "sbibm.py"
 
 
 def test_sbibm_run_keeps_typed_tasks_and_budgets(sbibm, tmp_path, monkeypatch):
@@ -1436,7 +1474,7 @@ def test_table_from_results_never_overwrites_another_results_csv(sbibm, tmp_path
     ("task,num_simulations,observation,c2st,c2st_sd_folds\ntwo_moon,1000,1,0.6,0.01\n", "{src} line 2: task "
      "'two_moon' is not one of sbibm's published table (two_moons, gaussian_linear, gaussian_linear_uniform, "
      "gaussian_mixture, slcp, sir, lotka_volterra, bernoulli_glm); correct its name, or make the table from its "
-     "job folders (sbibm.py table <folders>), which lists it as not published"),
+     "job folders (python benchmarks/sbibm.py table <folders>), which lists it as not published"),
     ("task,num_simulations,observation,c2st,c2st_sd_folds\nsir,10000,1,abc,0.01\n", "{src} line 2 ('sir,10000,1,"
      "abc,0.01') is not a row of task, num_simulations, observation, c2st, c2st_sd_folds, method"),
     ("task,num_simulations,observation,c2st,c2st_sd_folds\nsir,10000,1,1.6,0.01\n", "{src} line 2 ('sir,10000,1,"
@@ -1491,7 +1529,8 @@ def test_table_from_job_folders_never_drops_rows_of_the_results_csv_it_writes_ov
         f"{there} holds 2 row(s) these job folders do not make (sir at 10,000 simulations per observation (sequential "
         "rounds=2 region=box margin=0.5), observation 1; sir at 10,000 simulations per observation (sequential "
         f"rounds=2 region=box margin=0.5), observation 2), which writing it would lose; wrote nothing: pass another "
-        f"--out, or move {there} aside (sbibm.py table --from-results <it> --out <another folder> rebuilds its table)")
+        f"--out, or move {there} aside (python benchmarks/sbibm.py table --from-results <it> --out <another folder> "
+        "rebuilds its table)")
     assert there.read_bytes() == kept.encode() and [p.name for p in out.iterdir()] == ["sbibm_results.csv"]
     # Every row made again (the amortised one rerun, other scores): written over, as before.
     fake_job(tmp_path / "r" / "c" / "job", "sir", 10000, scores((1, 0.55), (2, 0.56)))

@@ -186,6 +186,20 @@ def test_a_platform_jax_cannot_start_stops_before_the_folder_is_touched_in_one_l
     assert sorted(p.name for p in (tmp_path / "job").iterdir()) == ["metrics.json"]
 
 
+def test_the_environments_refusal_comes_without_the_usage_text(tmp_path, capsys, monkeypatch):
+    # Was: argparse's usage lines above "JAX_PLATFORMS=cuda is not available here", which no argument fixes
+    from gensbi_sharding.harness import cpu_count
+
+    monkeypatch.setenv("JAX_PLATFORMS", "cuda")
+    monkeypatch.setattr(cpu_count, "_accelerators_installed", lambda: False)  # a CPU machine
+    with pytest.raises(SystemExit) as stop:
+        load("sequential").main(["--job", str(tmp_path / "job"), "--task", "two_moons", "--budget", "1000"])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.endswith(": error: JAX_PLATFORMS=cuda is not available here: JAX has cpu; "
+                                                 "unset JAX_PLATFORMS for JAX's default, or set JAX_PLATFORMS=cpu\n")
+    assert "usage:" not in err and len(err.splitlines()) == 1 and not (tmp_path / "job").exists()
+
+
 @pytest.fixture
 def rounds_never_start(monkeypatch):
     """A sequential job that passes every check fails at once with "the job started its rounds" (its rounds are what
