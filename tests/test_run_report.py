@@ -302,6 +302,20 @@ def test_a_run_under_jax_enable_x64_says_so_and_records_it(tmp_path, caplog):
 
 
 @pytest.mark.slow  # a tiny run
+def test_a_run_names_its_folder_once(tmp_path, caplog):
+    # Was: "[7/7] outputs: <folder>" and, on the next line, "done in ...; outputs in <folder>"
+    import logging
+
+    from faults_helpers import run_tiny
+
+    caplog.set_level(logging.INFO, logger="gensbi_sharding")
+    metrics = run_tiny(tmp_path / "r", "eval.enabled=false")
+    lines = [r.getMessage() for r in caplog.records] + [final_line(metrics, tmp_path / "r")]
+    assert [line for line in lines if str(tmp_path / "r") in line] == [lines[-1]]
+    assert lines[-1].startswith("done in ") and "[7/7] outputs: written (the last line names their folder)" in lines
+
+
+@pytest.mark.slow  # a tiny run
 def test_a_run_that_fails_after_placing_its_state_still_writes_sharding_txt(tmp_path):
     # Was: sharding.txt was written at [7/7] only: a run that diverged, was Ctrl-C'd or preempted had placed its
     # state (metrics.json listed every placement) but left no sharding.txt for a user's tools to read.

@@ -295,5 +295,6 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
     elif metrics.get("device_peak_bytes_at_most") is not None:
         log.info("peak device memory at most %s (an earlier job in this process peaked higher: not measurable)",
                  format_bytes(metrics["device_peak_bytes_at_most"]))
-    log.info("[7/7] outputs: %s", out)
+    # The folder once: the run's last line (run_report.final_line) names it (was here too, two lines apart)
+    log.info("[7/7] outputs: written (the last line names their folder)")
     return metrics
