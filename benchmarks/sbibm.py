@@ -53,10 +53,10 @@ from gensbi_sharding.harness.override_grammar import hydra_value  # noqa: E402
 from gensbi_sharding.harness.resume_command import holds_checkpoint  # noqa: E402
 from sbibm_checks import extra_problem, read_published  # noqa: E402
 from sbibm_args import check_folder, check_root, sbibm_parsers  # noqa: E402
-from sbibm_method import Method, job_method, method_from_args, sequential_problem  # noqa: E402
+from sbibm_method import Method, job_method, method_from_args, sequential_problem, task_settings  # noqa: E402
 # OUTPUTS, row_order: sbibm.py's names before they moved, kept for its readers
 from sbibm_tables import (BUDGETS, OUTPUTS, TASKS, parse_results, read_results_file, results_text,  # noqa: E402, F401
-                          row_name, row_order, settings_note as note_of, task_settings, write_tables)
+                          row_name, row_order, settings_note as note_of, write_tables)
 from sbibm_jobs import (ASKED, JobsStopped, failure, job_status, launch, other_settings, read_asked,  # noqa: E402
                         record_asked, running_in, score_said, scores_problem, sweep_never_started)
 from sbibm_collect import collect, row_settings  # noqa: E402

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from cli_args import HelpFormatter, Refused, command_line, new_parser, one_of, positive_int
 from gensbi_sharding.harness.folder_lock import run_folder_holding, runs_under, write_denied
-from sbibm_method import margin_arg, region_arg, rounds_arg
-from sbibm_tables import BUDGETS, TASK_SETTINGS, TASKS
+from sbibm_method import TASK_SETTINGS, margin_arg, region_arg, rounds_arg
+from sbibm_tables import BUDGETS, TASKS
 
 
 def sbibm_parsers(description: str) -> tuple[argparse.ArgumentParser, argparse.ArgumentParser,

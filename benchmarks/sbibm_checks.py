@@ -58,7 +58,7 @@ def extra_problem(extra: list[str], tasks: list[str], budgets: list[int], flags:
     flags : dict, optional
         The flags that set the task, budget and folder where the message is read: ``RUN_FLAGS`` (``run``'s) by default.
     per_task : bool, optional
-        Compose each (task, budget)'s config with its ``sbibm_tables.TASK_SETTINGS`` too, as ``run``'s amortised
+        Compose each (task, budget)'s config with its ``sbibm_method.TASK_SETTINGS`` too, as ``run``'s amortised
         jobs are.
 
     Returns
@@ -121,7 +121,7 @@ def _config_problem(extra: list[str], tasks: list[str], budgets: list[int], budg
     from gensbi_sharding.harness.config import ConfigError, register_configs
     from gensbi_sharding.harness.cpu_count import jit_disabled_problem, platform_start_problem
     from gensbi_sharding.harness.sweep_check import job_problem
-    from sbibm_tables import task_settings
+    from sbibm_method import task_settings
 
     register_configs()
     # The environment's refusals (was: prefixed "extra arguments (after --), for two_moons at ...", as the arguments')

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from pathlib import Path
 
 import numpy as np
@@ -27,26 +28,6 @@ from sbibm_method import AMORTISED, Method, cell_of, method_of
 TASKS = ("two_moons", "gaussian_linear", "gaussian_linear_uniform", "gaussian_mixture", "slcp", "sir",
          "lotka_volterra", "bernoulli_glm")
 BUDGETS = (1000, 10_000, 100_000)
-#: Per-(task, budget) settings of ``sbibm.py run``'s amortised jobs, before the arguments after ``--``: one group, which
-#: any of its keys given there replaces whole (was: key by key, so model=mlp kept train.steps=6000, an MLP neither row
-#: measured). gaussian_linear_uniform (x_i = theta_i + noise, dimension by dimension): the transformer's weights,
-#: shared across one token per scalar, scored 0.517 against the preset MLP's 0.552 at 10^4 simulations
-#: (docs/posterior_quality.md, "A token model with weights shared across dimensions"); sir's was worse (0.628 against
-#: 0.585), so per task; measured at 10^4 only, so at 10^4 only (was: every budget, the 10^3 and 10^5 rows the MLP's).
-TASK_SETTINGS = {("gaussian_linear_uniform", 10_000): ("model=transformer", "train.steps=6000")}
-
-
-def task_settings(task: str, budget: int, extra: list[str] = ()) -> tuple[list[str], str]:
-    """``(settings, note)``: ``task``'s ``TASK_SETTINGS`` at ``budget``, or none when ``extra`` (the overrides after
-    ``--``) sets a key of them, ``note`` then saying which were left out and why ("" otherwise)."""
-    own = list(TASK_SETTINGS.get((task, budget), ()))
-    keys = {s.split("=", 1)[0] for s in own}
-    given = [a for a in extra if a.split("=", 1)[0].lstrip("+~") in keys]
-    if not given:
-        return own, ""
-    return [], f"the task's own {' '.join(own)} left out whole: {' '.join(given)} given after --"
-
-
 OUTPUTS = ("sbibm_results.csv", "sbibm_table.md", "sbibm_table.csv", "sbibm.png")  # what table writes into --out
 REQUIRED = ("task", "num_simulations", "observation", "c2st", "c2st_sd_folds")
 # method and settings last: a reader of the columns before them by position reads them as before
@@ -160,20 +141,28 @@ def parse_results(text: str, where: str, tasks: tuple | None = None) -> tuple[di
 
 
 def settings_note(settings: dict[tuple, str]) -> str | None:
-    """One line naming the rows' settings beyond the preset, task and budget, each row's when they differ
-    (``train.steps=20`` in one, the preset's in another): a table that mixes them says so, and one made
-    with other settings than the preset's says which; None when every row is the preset's alone."""
+    """One line naming the rows' settings beyond the preset, task and budget: a table that mixes them says which rows
+    have which (``train.steps=20`` in one, the preset's in another), a setting every recorded row shares said once (was:
+    ``mesh=none`` after each of 15 rows); None when every row is the preset's alone."""
     rows = {f"{cell[0]} {cell[1]:,}" + (f" {method_of(cell)}" if len(cell) > 2 else ""): value or "not recorded"
             for cell, value in sorted(settings.items(), key=lambda kv: row_order(kv[0]))}
+    beyond = "beyond experiment=sbibm, the task and the budget"
     if set(rows.values()) <= {"none"}:
         return None
     if set(rows.values()) == {"not recorded"}:
-        return ("the settings the rows were made with (beyond experiment=sbibm, the task and the budget) are not "
-                "recorded: their sbibm_results.csv has no settings column")
+        return (f"the settings the rows were made with ({beyond}) are not recorded: their sbibm_results.csv has no "
+                "settings column")
     if len(set(rows.values())) == 1:
-        return f"every row made with settings beyond experiment=sbibm, the task and the budget: {rows.popitem()[1]}"
-    return ("rows made with different settings (beyond experiment=sbibm, the task and the budget): "
-            + "; ".join(f"{row}: {value}" for row, value in rows.items()))
+        return f"every row made with settings {beyond}: {rows.popitem()[1]}"
+    # a value split into its overrides (a space inside one, as in a list's, stays); unrecorded rows share none
+    words = {row: re.split(r" (?=[^ =]+=)", value) for row, value in rows.items()
+             if value != "not recorded" and not value.startswith("unknown")}
+    shared = [w for w in next(iter(words.values()), []) if w != "none" and all(w in ws for ws in words.values())]
+    rest = {row: " ".join(w for w in words[row] if w not in shared) if row in words else value for row, value in
+            rows.items()}  # a row of the shared settings alone is not listed again
+    every = "every row" if len(words) == len(rows) else "every row whose settings are recorded"
+    return (f"rows made with different settings ({beyond}): " + (f"{' '.join(shared)} in {every}; besides it, "
+            if shared else "") + "; ".join(f"{row}: {value}" for row, value in rest.items() if value))
 
 
 def write_tables(cells: dict, left_out: dict, settings: dict, published: tuple[dict, str], out: Path, plot,

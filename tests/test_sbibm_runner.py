@@ -933,8 +933,8 @@ def test_table_names_rows_made_with_different_settings(sbibm, tmp_path, capsys, 
     jobs = {}
     sbibm.collect([tmp_path], jobs)
     assert sbibm.settings_note(jobs) == (
-        "rows made with different settings (beyond experiment=sbibm, the task and the budget): two_moons 1,000: "
-        "mesh=none train.steps=20; slcp 1,000: mesh=none")
+        "rows made with different settings (beyond experiment=sbibm, the task and the budget): mesh=none in every "
+        "row; besides it, two_moons 1,000: train.steps=20")
     # Written under the table itself (was stderr only: sbibm_table.md, read on its own, did not say).
     monkeypatch.setattr(sbibm, "plot", lambda *a: b"")  # the table's text is under test, not its plot
     text = sbibm.table([tmp_path], tmp_path / "out")
@@ -947,6 +947,30 @@ def test_table_names_rows_made_with_different_settings(sbibm, tmp_path, capsys, 
     for job in ("a", "b"):
         (tmp_path / job / "job" / ".hydra" / "overrides.yaml").write_text("- experiment=sbibm\n")
     assert sbibm.settings_note(jobs) is None  # the preset alone: nothing to say
+
+
+def test_table_says_a_setting_every_row_shares_once(sbibm):
+    # Was: "two_moons 1,000: data.batch_size=64 mesh=none; two_moons 10,000: mesh=none; ..." (15 rows, mesh=none in
+    # each): the settings that differ were lost in the list
+    from sbibm_tables import settings_note
+
+    note = settings_note({("two_moons", 1000): "data.batch_size=64 mesh=none", ("two_moons", 10000): "mesh=none",
+                          ("slcp", 1000): "data.batch_size=64 mesh=none", ("sir", 10000): "mesh=none",
+                          ("gaussian_linear_uniform", 10000): "model=transformer train.steps=6000 mesh=none",
+                          ("sir", 10000, "sequential rounds=2 region=box margin=0.5"): ""})
+    assert note == ("rows made with different settings (beyond experiment=sbibm, the task and the budget): mesh=none "
+                    "in every row whose settings are recorded; besides it, two_moons 1,000: data.batch_size=64; "
+                    "gaussian_linear_uniform 10,000: model=transformer train.steps=6000; slcp 1,000: data.batch_size=64; "
+                    "sir 10,000 sequential rounds=2 region=box margin=0.5: not recorded")
+    assert note.count("mesh=none") == 1
+    # none shared: each row's own, the preset's alone named so
+    assert settings_note({("two_moons", 1000): "train.steps=20", ("slcp", 1000): "none"}) == (
+        "rows made with different settings (beyond experiment=sbibm, the task and the budget): two_moons 1,000: "
+        "train.steps=20; slcp 1,000: none")
+    # an override whose value holds a space is one setting, not split at it
+    assert settings_note({("two_moons", 1000): "eval.observations=[1, 2] mesh=none", ("slcp", 1000): "mesh=none"}) \
+        == ("rows made with different settings (beyond experiment=sbibm, the task and the budget): mesh=none in every "
+            "row; besides it, two_moons 1,000: eval.observations=[1, 2]")
 
 
 @pytest.mark.parametrize("recorded, named", [(["experiment=quick"], "experiment=quick"),
