@@ -200,6 +200,41 @@ def test_the_environments_refusal_comes_without_the_usage_text(tmp_path, capsys,
     assert "usage:" not in err and len(err.splitlines()) == 1 and not (tmp_path / "job").exists()
 
 
+class _Fitted(Exception):
+    """Raised by a stand-in for the rounds' first fit: the data before it loaded."""
+
+
+def test_the_rounds_load_the_observation_the_checks_passed(monkeypatch):
+    # Was: data.num_observation=7 eval.observations=[7,8] under data.x_transform=log (the check's own fix for two_moons)
+    # passed every check, made the job's folder, then failed loading round 1 on observation 1 (load_task's default)
+    rounds = load()
+    from sbibm_method import Method
+
+    def fitted(cfg, sims):
+        raise _Fitted
+
+    monkeypatch.setattr(rounds, "fit", fitted)
+    cfg = rounds.compose_config("two_moons", 100, ["data.x_transform=log", "data.num_observation=7",
+                                                   "eval.observations=[7,8]"])
+    with pytest.raises(_Fitted):
+        next(rounds.sequential_scores(cfg, 100, Method(2), [7, 8], say=lambda line: None))
+
+
+def test_an_unusable_observation_in_the_rounds_names_the_scored_set(monkeypatch):
+    # Was: "... (two_moons's 7, 8): data.num_observation=7", the override already given, not the observations scored
+    rounds = load()
+    from sbibm_method import Method
+
+    monkeypatch.setattr(rounds, "fit", lambda cfg, sims: (None, None, 1, 1))
+    cfg = rounds.compose_config("two_moons", 100, ["data.x_transform=log", "data.num_observation=7"])
+    with pytest.raises(ValueError) as refusal:
+        next(rounds.sequential_scores(cfg, 100, Method(2), [1], say=lambda line: None))
+    assert str(refusal.value).startswith("data.x_transform=log needs positive data, but observation 1 of task "
+                                         "'two_moons' holds ")
+    assert str(refusal.value).endswith("or keep it and read only observations of positive data (two_moons's 7, 8): "
+                                       "eval.observations=[7,8]")
+
+
 @pytest.fixture
 def rounds_never_start(monkeypatch):
     """A sequential job that passes every check fails at once with "the job started its rounds" (its rounds are what
