@@ -190,6 +190,23 @@ def test_only_a_platform_list_without_cpu_is_refused_before_jax_starts(monkeypat
     assert (platform_start_problem(platform) is not None) == refused
 
 
+@NO_ACCELERATOR
+def test_jax_platforms_is_read_alike_by_both_checks_before_jax_starts():
+    # Was: cpu_devices_known stripped JAX_PLATFORMS (' cpu': the simulated CPU devices, counted in the checks) while
+    # platform_start_problem, as JAX, did not (' cpu': refused, JAX fails "Unknown backend ' cpu'")
+    values = [" cpu", "cpu ", "cpu", "cpu,cuda", "cuda,cpu", "CPU"]
+    code = ("import os, sys\nfrom gensbi_sharding.harness.cpu_count import cpu_devices_known, platform_start_problem\n"
+            "for v in sys.argv[1:]:\n    os.environ['JAX_PLATFORMS'] = v\n"
+            "    print(cpu_devices_known(None), platform_start_problem(None) is None, 'jax' in sys.modules)")
+    env = {k: v for k, v in os.environ.items() if k != "JAX_PLATFORMS"}
+    proc = subprocess.run([sys.executable, "-c", code, *values], capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    said = [line.split() for line in proc.stdout.splitlines()]
+    assert said == [[known, starts, "False"] for known, starts in (
+        ("False", "False"), ("False", "False"), ("True", "True"), ("True", "True"), ("False", "True"),
+        ("False", "False"))]
+
+
 @pytest.mark.parametrize("overrides, named", [
     (["eval.observations=[1,1]"], "eval.observations=[1,1] lists an observation twice"),
     (["eval.observations=[1,2]", "data.num_observation=3"], "eval.observations=[1,2] is scored"),

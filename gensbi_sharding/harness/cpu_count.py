@@ -85,15 +85,22 @@ def cpu_devices_known(platform: str | None) -> bool:
     plugin is installed (JAX finds GPU/TPU backends as ``jax_plugins`` packages or ``libtpu``); their
     count is then ``resolve_cpu_count``'s. Otherwise only the started backend knows the devices.
     """
-    import sys
-
     if platform is not None:
         return platform == "cpu"
-    # JAX's config once imported (JAX_PLATFORMS, read at import); before: the variable, so a refusal imports no JAX
-    chosen = sys.modules["jax"].config.jax_platforms if "jax" in sys.modules else os.environ.get("JAX_PLATFORMS")
-    if chosen:
-        return str(chosen).split(",")[0].strip() == "cpu"
+    chosen = _jax_platforms()[1]
+    if chosen:  # as JAX reads the list: ' cpu' is no platform it knows (was stripped here, and refused below)
+        return str(chosen).split(",")[0] == "cpu"
     return not _accelerators_installed()
+
+
+def _jax_platforms() -> tuple[str | None, str | None]:
+    """``(JAX_PLATFORMS, what JAX starts)``, the one reading of the variable for both checks here: as set (what a
+    refusal names, fixed in the shell), and JAX's own setting: its config once JAX is imported (it read the variable
+    then), before that the variable, so that a refusal imports no JAX."""
+    import sys
+
+    env = os.environ.get("JAX_PLATFORMS")
+    return env, (sys.modules["jax"].config.jax_platforms if "jax" in sys.modules else env)
 
 
 def _accelerators_installed() -> bool:
@@ -112,7 +119,7 @@ def platform_start_problem(platform: str | None) -> str | None:
     backend starts (was: only then, inside the run's new folder). A list with ``cpu`` is left to that probe: JAX
     skips an unavailable ``cuda`` beside it, not ``rocm``. None where it may start.
     """
-    env = os.environ.get("JAX_PLATFORMS") if platform is None else None
+    env = _jax_platforms()[0] if platform is None else None
     chosen = env if platform is None else platform
     if not chosen or "cpu" in str(chosen).split(",") or _accelerators_installed():
         return None
