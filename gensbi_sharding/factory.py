@@ -44,8 +44,15 @@ def refuse_in_factory(name: str, fix: str) -> None:
 
 def build_unplaced(factory: Callable[[], Any]) -> Any:
     """``factory()`` with Flax's eager sharding off: Flax-style annotations stay logical names, not mesh axes."""
+    default = nnx.using_eager_sharding()
     with nnx.use_eager_sharding(False):
-        return factory()
+        node = factory()
+    # An unannotated variable, which the flag never places, keeps Flax's default: it is pytree metadata, and
+    # jax.tree.map over this model's and factory()'s states raised "different pytree metadata".
+    for _, var in nnx.graph.iter_graph(node):  # not one made outside the factory: mutating it inside a trace fails
+        if isinstance(var, nnx.Variable) and "out_sharding" not in var.get_metadata() and var.eager_sharding != default:
+            var.set_metadata("eager_sharding", default)
+    return node
 
 
 def trace_factory(factory: Callable[[], Any], caller: str = "init_sharded", flags: dict | None = None) -> tuple:

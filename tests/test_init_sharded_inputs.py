@@ -9,6 +9,7 @@ import warnings
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 from flax import nnx
 from jax.sharding import PartitionSpec as P
@@ -341,3 +342,36 @@ def test_arrays_inside_a_variables_metadata_are_named_once_a_trace_compares_them
         "abstract_sharded traces the factory, and w's metadata 'scale' holds an array, which a trace's state holds as "
         "metadata, compared by equality (JAX's caches, nnx.jit of a model built anew, refuse it): hold it as a tuple, "
         "tuple(x.tolist()), or as a value, nnx.Variable(x)")
+
+
+class Unannotated(nnx.Module):
+    """One annotated layer (gs.partitioned: eager sharding off, as Flax keeps it) and plain ones, a norm's statistics."""
+
+    def __init__(self, rngs):
+        self.up = nnx.Linear(8, 16, rngs=rngs, kernel_init=gs.partitioned(nnx.initializers.lecun_normal(),
+                                                                          ("embed", "mlp")))
+        self.down = nnx.Linear(16, 8, rngs=rngs)
+        self.norm = nnx.BatchNorm(8, rngs=rngs)
+
+
+@pytest.mark.parametrize("mesh_or_none", ["mesh", None])
+def test_a_built_model_is_the_same_pytree_as_the_factorys_own(mesh_or_none, request):
+    # Was: every variable came back with eager_sharding=False, Flax's default for an unannotated one being True, so
+    # jax.tree.map(f, nnx.state(factory()), nnx.state(init_sharded(...))) (comparing them, a target network's soft
+    # update) raised "pytree structure error: different pytree metadata at key path ['down']['bias']".
+    target = request.getfixturevalue("mesh") if mesh_or_none else None
+
+    def factory():
+        model = Unannotated(nnx.Rngs(0))
+        return model, nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", gs.ExperimentalRuleWarning)
+        built = init_sharded(factory, target, "fsdp")
+    abstract = abstract_sharded(factory, target, "fsdp")
+    eager = nnx.state(factory())
+    same = jax.tree.map(lambda a, b: bool(np.array_equal(a, b)), eager, nnx.state(built))
+    assert all(jax.tree.leaves(same))
+    assert jax.tree.structure(nnx.state(abstract)) == jax.tree.structure(eager)
+    assert jax.tree.structure(abstract_state_for(factory, target, "fsdp")) == jax.tree.structure(eager)
+    assert built[0].up.kernel.get_metadata()["eager_sharding"] is False  # annotated: never placed at construction
