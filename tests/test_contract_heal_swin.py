@@ -5,11 +5,14 @@ test runs, it never skips.
 """
 
 import warnings
+from pathlib import Path
 
+import jax
 import jax.numpy as jnp
 import pytest
 from flax import nnx
 from heal_swin_nnx import sharding as reference
+from jax.sharding import PartitionSpec as P
 
 import gensbi_sharding as ours
 
@@ -67,3 +70,39 @@ def test_placements_are_equal(rule, model_axis):
         assert mine_shardings[path].is_equivalent_to(sharding, ndim), (path, mine_shardings[path], sharding)
     assert ours.batch_axes(mesh) == reference.batch_axes(reference_mesh)
     assert ours.batch_size_divisor(mesh) == reference.batch_size_divisor(reference_mesh)
+
+
+class TwoOnOneAxis(nnx.Module):
+    def __init__(self):
+        self.w = nnx.Param(jnp.ones((8, 4)), **ours.axes("mlp", "heads"))  # both on "model" under tensor
+
+
+class OneAnnotated(nnx.Module):
+    def __init__(self):
+        self.w = nnx.Param(jnp.ones((8, 4)), **ours.axes("embed", "mlp"))
+
+
+class PythonScalar(nnx.Module):
+    def __init__(self):
+        self.w, self.scale = nnx.Param(jnp.ones((8, 4))), nnx.Param(2.0)
+
+
+@pytest.mark.parametrize("model, axes, error, placed, readme", [
+    (TwoOnOneAxis, ("data", "model"), "DuplicateSpecError", {"w": P()}, "`DuplicateSpecError` there"),
+    (OneAnnotated, ("dp", "tp"), "KeyError", {"w": P()}, "heal_swin_nnx's `KeyError: 'model'`"),
+    (PythonScalar, ("data", "model"), "TypeError", {"w": P(), "scale": 2.0}, "`nnx.Param(2.0)`"),
+])
+def test_where_the_contract_raises_ours_places_and_the_readme_says_so(model, axes, error, placed, readme):
+    # The README said "this package is that contract, exactly"; these three raise there and place here.
+    mesh = jax.make_mesh((4, 2), axes, axis_types=(jax.sharding.AxisType.Auto,) * 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(Exception) as raised:
+            reference.shard_model(model(), mesh, "tensor")
+        mine = model()
+        ours.shard_model(mine, mesh, "tensor")
+    assert type(raised.value).__name__ == error
+    got = {path: getattr(v, "sharding", v) for path, v in
+           (("/".join(map(str, p)), var.get_value()) for p, var in nnx.to_flat_state(nnx.state(mine)))}
+    assert {k: v.spec if isinstance(v, jax.sharding.NamedSharding) else v for k, v in got.items()} == placed
+    assert readme in " ".join((Path(__file__).resolve().parents[1] / "README.md").read_text().split())
