@@ -186,7 +186,8 @@ def activation_spec(names: Sequence[str | None], shape: Sequence[int], partition
 def constrain(x: jax.Array, names: Sequence[str | None], partition_axis: PartitionAxis | None,
               mesh: Mesh | None = None) -> jax.Array:
     """Pin the layout of activation ``x`` (``jax.lax.with_sharding_constraint``, GSPMD's sharding constraint, Xu et al.
-    2021, arXiv:2105.04663); same shape, dtype, values. ``x`` itself without ``partition_axis`` or a mesh.
+    2021, arXiv:2105.04663); same shape, dtype, values. ``x`` itself without ``partition_axis`` or a mesh, its names
+    checked all the same.
     Outside jit ``x`` is moved (``jax.device_put``); inside, ``AxisType.Explicit`` mesh axes with ``jax.sharding.reshard``.
     Inside ``jax.shard_map`` ``x`` is one device's block: its Manual axes are left out (split already), the rest pinned.
 
@@ -211,7 +212,8 @@ def constrain(x: jax.Array, names: Sequence[str | None], partition_axis: Partiti
         fitting the mesh, or a NumPy ``x`` holding a value its placed dtype cannot (``check_placeable``); a
         ``partition_axis`` neither None nor a ``PartitionAxis``, ``mesh`` neither None nor a Mesh, or ``x`` no array.
     """
-    if partition_axis is None:
+    if partition_axis is None:  # for_rule(rule, None)'s: names checked all the same (a typo passed on one device)
+        check_names(names, np.shape(x))
         return x
     if not isinstance(partition_axis, PartitionAxis):
         raise TypeError(f"partition_axis={partition_axis!r:.60} must be a PartitionAxis or None; build it with "

@@ -87,7 +87,21 @@ def test_constrain_without_a_mesh_names_bad_activation_names(devices, names, mes
     with pytest.raises(ValueError, match=message):
         jax.jit(lambda v: gs.constrain(v, names, gs.PartitionAxis()))(x)
     assert gs.constrain(x, ("batch", None), gs.PartitionAxis()) is x  # good names: x itself, as before
-    assert gs.constrain(x, ("batch", "embed"), None) is x  # no PartitionAxis: no constraint, names unread
+    with pytest.raises(ValueError, match=message):  # no PartitionAxis: no constraint, the names checked all the same
+        gs.constrain(x, names, None)
+    assert gs.constrain(x, ("batch", None), None) is x
+
+
+def test_constrain_names_bad_names_where_for_rule_gives_none(devices):
+    # Was: PartitionAxis.for_rule(rule, None), a model's partition_axis in a run without a mesh (one device, mesh=none),
+    # is None, and constrain returned x for any names: a typo passed there and failed once the model ran on a mesh.
+    partition_axis = gs.PartitionAxis.for_rule("tensor", None)
+    assert partition_axis is None
+    with pytest.raises(ValueError, match=r"unknown activation name 'hiden'; known names"):
+        jax.jit(lambda v: gs.constrain(v, ("batch", "hiden"), partition_axis))(jnp.ones((8, 4)))
+    with pytest.raises(ValueError, match=r"activation names \('batch',\) have 1 entries for an array of shape \(\)"):
+        gs.constrain(3.0, ("batch",), partition_axis)  # a Python scalar: shape ()
+    assert gs.constrain(3.0, (), partition_axis) == 3.0  # returned as given, as before
 
 
 @pytest.mark.parametrize("entry", [["batch"], ("batch", "heads"), {"batch"}, 0])
