@@ -20,7 +20,7 @@ from gensbi_sharding.checkpoint_save import CheckpointWriter
 from gensbi_sharding.checkpoint_steps import (CHECKPOINT_SUBDIR, check_array_path, committed_steps, find_checkpoint,
                                               flat_by_path, item_handlers, nest_by_path, nesting_fix, renamed_fix)
 from gensbi_sharding.factory import refuse_in_factory, trace_factory
-from gensbi_sharding.rules import Rule, RuleTable
+from gensbi_sharding.rules import Rule, RuleTable, resolve_rule
 from gensbi_sharding.nodes import (abstract_state, array_leaves, check_node, is_node, is_prng_key, is_scalar,
                                    node_state, path_key, placed_dtype, spec_misfit, top_entries, value_leaves, whole_target)
 from gensbi_sharding.sharding import plan_shardings
@@ -40,11 +40,12 @@ def abstract_state_for(node: Any, mesh: Mesh | None, rule: str | RuleTable | Rul
     node : NNX node or zero-argument factory
         The model (and optimizer) as built for this run; only shapes and dtypes are read (a factory is traced).
     mesh : jax.sharding.Mesh or None
-        None: every array on this process's first device (``rule`` not read).
+        None: every array on this process's first device (``rule`` checked, not read).
     rule : str or RuleTable or Rule, default "replicated"
         The rule to restore under, whatever the checkpoint was saved under.
     """
     check_node(node, "abstract_state_for", factory=True)
+    resolve_rule(rule)  # read on a mesh only, checked without one too: a typo passed on one device, failed on a mesh
     abstract = node if is_node(node) else nnx.merge(*trace_factory(node, "abstract_state_for"))
     if mesh is not None:
         return plan_shardings(abstract, mesh, rule).abstract_state(abstract)

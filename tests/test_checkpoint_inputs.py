@@ -823,3 +823,19 @@ def test_a_model_saved_with_a_submodule_more_names_the_hyperparameters_not_only_
         "abstract_state_for({'a': <node>, 'b': <node>, 'c': <node>}, mesh, rule), and keep the part you need"), refusal
     restored = restore(tmp_path, abstract_state_for(TwoLayers(nnx.Rngs(1), third=True), gs.make_mesh(model_axis=2)))
     assert restored.step == 1  # the model built as saved restores
+
+
+@pytest.mark.parametrize("rule, message", [
+    ("tensr", r"unknown sharding rule 'tensr'.*did you mean 'tensor'\?"),
+    ({"embd": "data"}, r"rule table key 'embd' is not a logical axis"),
+    (3, r"rule must be a name in \('replicated', 'fsdp', 'tensor'\)")])
+def test_abstract_state_for_without_a_mesh_checks_its_rule_as_abstract_sharded_does(rule, message):
+    # Was: abstract_state_for(factory, None, rule) read no rule, so a restore script's typo passed on one device (the
+    # target built, the checkpoint restored) and failed on a mesh; init_sharded and abstract_sharded refused it there.
+    def factory():
+        return nnx.Linear(2, 4, rngs=nnx.Rngs(0))
+
+    for build in (gs.abstract_sharded, abstract_state_for):
+        with pytest.raises(ValueError, match=message):
+            build(factory, None, rule)
+    assert abstract_state_for(factory, None, "tensor")["kernel"].get_value().shape == (2, 4)
