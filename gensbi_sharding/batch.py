@@ -12,8 +12,8 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from gensbi_sharding.batch_sizes import nearest_batch_sizes
 from gensbi_sharding.factory import INPUT_IN_FACTORY, refuse_in_factory
 from gensbi_sharding.rules import MODEL_AXIS
-from gensbi_sharding.nodes import (check_mesh, check_no_module, check_unmasked, is_array, is_array_like, is_int,
-                                   is_prng_key, placed_dtype, unheld_dtype_fix)
+from gensbi_sharding.nodes import (array_leaves, check_mesh, check_no_module, check_unmasked, is_array, is_array_like,
+                                   is_int, is_prng_key, placed_dtype, unheld_dtype_fix, value_of)
 
 __all__ = ["batch_axes", "batch_size_divisor", "nearest_batch_sizes", "check_batch_divisible", "pad_for_mesh",
            "shard_batch", "shard_sample_init", "replicate", "check_placeable", "host_view", "check_active_mesh"]
@@ -85,6 +85,17 @@ def check_numeric_leaves(tree: Any, what: str) -> None:
         if hasattr(leaf, "__array__") and not (is_array_like(leaf) or isinstance(leaf, np.generic)):
             raise TypeError(f"{what} leaf {name} is a {type(leaf).__name__}, an array-like that is no array: pass "
                             "np.asarray(it) (a torch tensor: .numpy())")
+
+
+def check_values(variables: list[tuple[str, Any]]) -> None:
+    """``ValueError`` (or ``check_placeable``'s error) naming a variable whose array ``place`` cannot place."""
+    for key, var in variables:
+        for leaf in array_leaves(value_of(var)):
+            if isinstance(leaf, jax.core.Tracer):  # JAX's AttributeError on tracer.sharding named neither it nor a fix
+                raise ValueError(f"place / shard_model got {key} as a traced array: it places a model outside jax.jit "
+                                 "and nnx.jit (its arrays keep their shardings through the step): place it before the "
+                                 "step function; inside one, pin activations with constrain(x, names, partition_axis)")
+            check_placeable(leaf, f"place / shard_model: {key} (shape {leaf.shape})")
 
 
 def check_placeable(leaf: Any, where: str) -> None:

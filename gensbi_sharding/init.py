@@ -18,8 +18,8 @@ from jax.sharding import Mesh, NamedSharding, SingleDeviceSharding
 from gensbi_sharding.batch import check_placeable, host_view
 from gensbi_sharding.factory import build_unplaced, check_concrete, refuse_in_factory, trace_factory
 from gensbi_sharding.rules import RULES, Rule, RuleTable, logical_axes_of, resolve_rule
-from gensbi_sharding.nodes import (array_leaves, array_variables, check_node, is_array_like, is_scalar, is_prng_key,
-                                   keep_scalars, named_leaves, path_name, value_of)
+from gensbi_sharding.nodes import (array_leaves, array_variables, check_node, check_value_leaves, is_array_like,
+                                   is_scalar, is_prng_key, keep_scalars, named_leaves, path_name, value_of)
 from gensbi_sharding.report import mesh_label
 from gensbi_sharding.sharding import Plan, in_memory_of, plan_shardings
 
@@ -41,7 +41,7 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Rule
     factory : callable
         ``factory() -> node``, traced once per group: deterministic, building its own ``nnx.Rngs(seed)``.
     mesh : jax.sharding.Mesh or None
-        Holding a device of this process. None: ``factory()``, built eagerly, placed nowhere.
+        Holding a device of this process. None: ``factory()``, built eagerly, placed nowhere (its values checked alike).
     rule : str or RuleTable or Rule, default "replicated"
     warn : bool, default True
         Emit the plan's warnings (``Plan.warn``) at the caller, as ``shard_model`` does (the constructor's: once).
@@ -59,7 +59,10 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Rule
     rule = _check(factory, rule, warn)
     if mesh is None:
         check_node(node := build_unplaced(factory), "init_sharded (what the factory returned)")
-        return check_concrete(named_leaves(node)) or node
+        check_concrete(leaves := named_leaves(node))  # then what a mesh's run refuses (it passed on one device)
+        for name, leaf in check_value_leaves(leaves, "init_sharded"):  # its words for a str, as on a mesh
+            check_placeable(leaf, f"init_sharded: {name} (shape {np.shape(leaf)})")
+        return node
     refuse_in_factory("init_sharded", "build that part unplaced there (e.g. Inner(rngs)): {caller} lays it all out")
     if isinstance(jnp.zeros(()), jax.core.Tracer):  # under jit: set_mesh (each group's program) raised JAX's words
         raise ValueError("init_sharded was called inside jax.jit (or nnx.jit): call it outside, it compiles its own "

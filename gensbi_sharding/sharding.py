@@ -15,7 +15,7 @@ import jax
 from flax import nnx
 from jax.sharding import AbstractMesh, Mesh, NamedSharding, PartitionSpec as P
 
-from gensbi_sharding.batch import check_placeable, host_view
+from gensbi_sharding.batch import check_values, host_view
 from gensbi_sharding.factory import MODEL_IN_FACTORY, refuse_in_factory
 from gensbi_sharding.nodes import (abstract_state, array_leaves, array_variables, check_mesh, check_node,
                                    check_plan_fits, is_array, is_array_like, is_int, is_node, listing, named_leaves,
@@ -207,13 +207,7 @@ def place(node: Any, plan: Plan) -> None:
     variables = check_plan_fits(plan, node, "place")
     if isinstance(plan.mesh, AbstractMesh):  # JAX's device_put refused it naming no variable
         raise ValueError("place / shard_model got a plan on an AbstractMesh (axes, no devices): plan on a Mesh")
-    for key, var in variables:  # before anything moves
-        for leaf in array_leaves(value_of(var)):
-            if isinstance(leaf, jax.core.Tracer):  # JAX's AttributeError on tracer.sharding named neither it nor a fix
-                raise ValueError(f"place / shard_model got {key} as a traced array: it places a model outside jax.jit "
-                                 "and nnx.jit (its arrays keep their shardings through the step): place it before the "
-                                 "step function; inside one, pin activations with constrain(x, names, partition_axis)")
-            check_placeable(leaf, f"place / shard_model: {key} (shape {leaf.shape})")
+    check_values(variables)  # before anything moves
     for key, var in variables:
         value, target = value_of(var), plan.sharding(key)
         if all(isinstance(v, jax.Array) and getattr(v.sharding, "mesh", None) == target.mesh
@@ -243,7 +237,7 @@ def shard_model(node: Any, mesh: Mesh | None, rule: str = "replicated") -> None:
     ----------
     node : NNX node
     mesh : jax.sharding.Mesh or None
-        None: nothing moves, nothing warns.
+        None: nothing moves, nothing warns; what ``place`` refuses is refused.
     rule : str, default "replicated"
         A key of ``RULES``; a rule table goes to ``shard_model_by_table``.
 
@@ -281,11 +275,13 @@ def _plan_warn_place(node: Any, mesh: Mesh | None, rule: str | RuleTable, caller
                         "shard_batch or replicate")
     rule = resolve_rule(rule)  # checked with or without a mesh: a bad table fails before the run gets one
     check_mesh(mesh)  # its message offers None (plan_shardings' does not)
-    if mesh is not None:
-        refuse_in_factory(caller, MODEL_IN_FACTORY)  # before the plan's warnings
-        plan = plan_shardings(node, mesh, rule)
-        plan.warn(stacklevel=3)  # at the caller of shard_model(_by_table)
-        place(node, plan)
+    if mesh is None:  # nothing moves, but what a mesh's run refuses is refused: it passed on one device
+        check_node(node, caller)
+        return check_values(array_variables(node))
+    refuse_in_factory(caller, MODEL_IN_FACTORY)  # before the plan's warnings
+    plan = plan_shardings(node, mesh, rule)
+    plan.warn(stacklevel=3)  # at the caller of shard_model(_by_table)
+    place(node, plan)
 
 
 def sharding_of(node: Any) -> dict[str, jax.sharding.Sharding | None]:

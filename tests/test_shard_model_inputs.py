@@ -189,3 +189,37 @@ def test_a_bare_variable_is_refused_naming_the_tuple_that_works(tmp_path, device
     assert gs.describe((bare,), mesh).variables[0].path == "0"
     built = gs.init_sharded(lambda: (variable(),), mesh, "fsdp", warn=False)
     assert built[0].get_value().sharding.spec == jax.sharding.PartitionSpec("data", None)
+
+
+class _Holding(nnx.Module):
+    """A variable holding what no mesh's placement takes, or an array in no variable."""
+
+    def __init__(self, kind):
+        if kind == "in no variable":
+            self.buf = jnp.ones(3)
+        else:
+            self.v = nnx.Variable({"int64 beyond int32": np.full((8,), 2**40), "str": np.array(["a"] * 8),
+                                   "masked": np.ma.masked_array(np.ones(8), mask=[0] * 7 + [1])}[kind])
+
+
+@pytest.mark.parametrize("kind, error, message", [
+    ("int64 beyond int32", ValueError, r": v \(shape \(8,\)\) holds 1099511627776 \(int64\), beyond int32"),
+    ("str", TypeError, r": v (\(shape \(8,\)\) has|holds ndarray of) dtype <U1"),
+    ("masked", TypeError, r": v \(shape \(8,\)\) is a NumPy masked array"),
+    ("in no variable", TypeError, r": buf is an array in no nnx.Variable")])
+def test_without_a_mesh_what_a_mesh_refuses_is_refused(devices, kind, error, message):
+    # Was: shard_model(model, None, rule) and init_sharded(factory, None, rule) returned at once, so a model whose
+    # values a mesh's run refuses (2**40 that JAX's cast makes 0, a mask it drops) passed on one device.
+    one_device_mesh = gs.make_mesh(devices[:1])
+    for mesh in (one_device_mesh, None):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with pytest.raises(error, match=message):
+                gs.shard_model(_Holding(kind), mesh, "fsdp")
+            if kind != "in no variable":  # init_sharded refuses that one on either already
+                with pytest.raises(error, match=message):
+                    gs.init_sharded(lambda: _Holding(kind), mesh, "fsdp")
+    model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+    kernel = model.kernel.get_value()
+    gs.shard_model(model, None, "tensor")
+    assert model.kernel.get_value() is kernel  # a good model: nothing moves, as before
