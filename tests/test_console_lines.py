@@ -327,3 +327,23 @@ def test_a_python_warning_takes_one_console_line():
     assert ConsoleFormatter("%(message)s").format(several) == "[WARNING] a.py:1: UserWarning: one\ntwo"
     ours = logging.LogRecord("gensbi_sharding", logging.WARNING, __file__, 1, "%s", ("a\n  b",), None)
     assert ConsoleFormatter("%(message)s").format(ours) == "[WARNING] a\n  b"  # the harness's own: as written
+
+
+def test_a_sweep_into_another_sweeps_folder_of_as_many_jobs_is_named_as_such(tmp_path, capsys):
+    # Was: `-m rule=fsdp,tensor hydra.sweep.dir=<a finished -m train.learning_rate=0.003,1e30,0.001 sweep>` said
+    # "2 of its 2 jobs complete (0, 2)" (job 2 no job of this sweep) and offered the other sweep's job 1 to continue,
+    # and its job 0 to train further: the other sweep was named only when one of this sweep's jobs had no folder.
+    sweep = tmp_path / "sw"
+    for job, (rate, status) in enumerate([("0.003", "ok"), ("1e+30", "error"), ("0.001", "ok")]):
+        outputs.write_json(sweep / str(job) / "metrics.json", {"status": status, "final_step": 5})
+        (sweep / str(job) / ".hydra").mkdir(parents=True)
+        (sweep / str(job) / ".hydra" / "overrides.yaml").write_text(f"- train.learning_rate={rate}\n")
+    (sweep / "multirun.yaml").write_text("hydra:\n  mode: MULTIRUN\n")
+    config = OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep)},
+                                         "overrides": {"task": ["rule=fsdp,tensor", "train.steps=5"]}},
+                               "train": {"resume": None, "steps": 5}})
+    with pytest.raises(SystemExit):
+        run_folder.RefuseCompletedRun().on_multirun_start(config)
+    assert capsys.readouterr().err == (
+        f"[ERROR] {sweep} holds another sweep (its job 0, {sweep / '0'}, ran rule unset; this sweep's job 0 is "
+        "rule=fsdp): run this sweep in another hydra.sweep.dir\n")

@@ -216,3 +216,13 @@ def test_a_job_stopped_with_checkpoints_and_no_record_is_not_said_never_started(
         runs, ("preempted",), jobs, sweep_dir=tmp_path)
     hint = unfinished_jobs_hint(runs, ("preempted",), jobs[:2], sweep_dir=tmp_path)  # one left
     assert "continue its one unfinished job (stopped without a record) with: python launch.py seed=1" in hint, hint
+
+
+def test_another_sweep_of_as_many_jobs_is_named_too(tmp_path):
+    # Was: only a sweep with a job lacking a folder there was told the folder holds another sweep; one of as many
+    # jobs or fewer was offered the other sweep's unfinished job to continue.
+    runs = finished_sweep(tmp_path, [["train.learning_rate=0.003"], ["train.learning_rate=0.001"]])
+    (runs[1] / "metrics.json").write_text('{"status": "preempted"}')
+    hint = unfinished_jobs_hint(runs, ("preempted",), [["rule=fsdp"], ["rule=tensor"]], sweep_dir=tmp_path)
+    assert hint == (f"; {tmp_path} holds another sweep (its job 0, {tmp_path / '0'}, ran rule unset; this sweep's job 0 "
+                    "is rule=fsdp): run this sweep in another hydra.sweep.dir")

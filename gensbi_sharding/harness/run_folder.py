@@ -32,7 +32,7 @@ from gensbi_sharding.harness.stop_record import stopped_at_step  # noqa: F401 (i
 from gensbi_sharding.harness.stopped_jobs import fresh_settings, stopped_jobs_problem
 from gensbi_sharding.harness.sweep_hints import (config_flags, hydra_job_overrides, moved_jobs_problem, search_path_of,
                                                  shared_folder_problem, train_further_hint, unfinished_jobs_hint)
-from gensbi_sharding.harness.sweep_plan import command_overrides, every_job, job_folders
+from gensbi_sharding.harness.sweep_plan import another_sweep, command_overrides, every_job, job_folders
 from gensbi_sharding.harness.sweep_subdirs import colliding_subdirs_problem, foreign_runs_problem, unused_folder_problem
 
 __all__ = ["output_dir", "ensure_fresh", "RunFolder", "folder_owner", "RESUMABLE", "RefuseCompletedRun",
@@ -270,11 +270,12 @@ class RefuseCompletedRun(Callback):
                 keep_record(run_dir, earlier.get(run_dir))
         except (FileExistsError, FolderInUseError, ConfigError) as err:
             self._release()
-            hint = lead = ""
-            if sweep and isinstance(err, FileExistsError):  # the sweep folder first, its completed jobs counted
-                lead = completed_jobs_lead(folder, runs, str(err), len(jobs := every_job(config)))  # not started too
-                hint = unfinished_jobs_hint(runs, RESUMABLE, jobs, folder, searched, folders=job_folders(config, jobs))
-            print(tagged("ERROR", f"{lead}{err}{hint}"), file=sys.stderr, flush=True)  # as the job's own errors look
+            hint = lead = other = ""  # another sweep's folder: that alone (was: its jobs counted, offered as ours)
+            if sweep and isinstance(err, FileExistsError) and not (other := another_sweep(
+                    folder, jobs := every_job(config), folders := job_folders(config, jobs))):  # its completed counted
+                lead = completed_jobs_lead(folder, runs, str(err), len(jobs))  # not started too
+                hint = unfinished_jobs_hint(runs, RESUMABLE, jobs, folder, searched, folders=folders)
+            print(tagged("ERROR", other or f"{lead}{err}{hint}"), file=sys.stderr, flush=True)  # as its jobs' errors
             raise SystemExit(1) from None  # Hydra turns a callback's Exception into a warning; this stops the run
         except Exception as err:  # the check's own fault, not the folder's (Hydra would only warn, then write into it)
             self._release()

@@ -14,7 +14,7 @@ from typing import Any
 
 from gensbi_sharding.harness.paste_command import command_for
 # moved_jobs_problem: named here too, beside the hints (its home is sweep_plan, which reads each job's folder)
-from gensbi_sharding.harness.sweep_plan import (folder_of, job_configuration, moved_job, moved_jobs_problem,
+from gensbi_sharding.harness.sweep_plan import (another_sweep, folder_of, job_configuration, moved_jobs_problem,
                                                 never_started, unstarted_words)
 
 __all__ = ["unfinished_jobs_hint", "shared_folder_problem", "moved_jobs_problem", "job_command", "continue_command",
@@ -214,11 +214,8 @@ def unfinished_jobs_hint(jobs: Sequence[Any], resumable: Sequence[str], all_jobs
     recorded = all(v is not None for v in lists.values())  # else which ran is unknown
     ran = {name: job_configuration(v) for name, v in lists.items()} if recorded else {}
     never = never_started(all_jobs, ran, folders) if recorded and sweep_dir is not None else []
-    other = moved_job(sweep_dir, all_jobs, folders) if never else None
-    if other:  # the folder holds another sweep: this one's jobs would join it, numbered as its jobs
-        number, want, folder, done = other
-        return (f"; {sweep_dir} holds another sweep (its job {number}, {folder}, ran {done}; this sweep's job {number} "
-                f"is {want}): run this sweep in another hydra.sweep.dir")
+    if recorded and sweep_dir is not None and (other := another_sweep(sweep_dir, all_jobs, folders, bool(never))):
+        return f"; {other}"  # this one's jobs would join it, numbered as its jobs
     unfinished = sorted((j for j, s in status.items() if s in resumable), key=lambda j: j != stopped)
     if not (unfinished or never) or (not reason and all(s in resumable for s in status.values())):
         return ""

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["sweep_jobs", "command_overrides", "every_job", "job_folders", "folder_of", "job_order", "never_started",
-           "job_configuration", "declared_resume", "moved_job", "moved_jobs_problem", "unstarted_words"]
+           "job_configuration", "declared_resume", "moved_job", "moved_jobs_problem", "unstarted_words",
+           "another_sweep"]
 
 #: Hydra's default ``hydra.sweep.subdir``: job ``i`` in folder ``i``.
 DEFAULT_SUBDIR = "${hydra.job.num}"
@@ -250,18 +251,19 @@ def moved_jobs_problem(sweep_dir: Any, all_jobs: Sequence[Sequence[str]],
             "with its values in the order it first ran, or choose another hydra.sweep.dir")
 
 
-def moved_job(sweep_dir: Any, all_jobs: Sequence[Sequence[str]],
-              folders: Sequence[str] | None = None) -> tuple[int, str, Any, str] | None:
+def moved_job(sweep_dir: Any, all_jobs: Sequence[Sequence[str]], folders: Sequence[str] | None = None,
+              every: bool = False) -> tuple[int, str, Any, str] | None:
     """The first job of ``all_jobs`` whose folder recorded other values of a swept key: (number, its values, the
-    folder, the values it ran); None if every job folder there matches. Only swept keys, and only folders a sweep
-    wrote last: a job continued alone (``hydra.mode=RUN``) may be on another rule or mesh on purpose. ``folders``:
-    each job's folder name (``job_folders``), where known; else job ``i``'s is ``i``."""
+    folder, the values it ran); None if every job folder there matches (``every``: if any one matches). Only swept
+    keys, and only folders a sweep wrote last: a job continued alone (``hydra.mode=RUN``) may be on another rule or
+    mesh on purpose. ``folders``: each job's folder name (``job_folders``), where known; else job ``i``'s is ``i``."""
     from omegaconf import OmegaConf
 
     from gensbi_sharding.harness.outputs import read_record
 
     wanted = [job_configuration(job) for job in all_jobs]
     swept = [k for k in (wanted[0] if wanted else {}) if len({w.get(k) for w in wanted}) > 1]
+    first, matched = None, False
     for number, want in enumerate(wanted):
         record = Path(sweep_dir) / folder_of(number, folders) / ".hydra"
         recorded, hydra = record / "overrides.yaml", record / "hydra.yaml"
@@ -270,8 +272,24 @@ def moved_job(sweep_dir: Any, all_jobs: Sequence[Sequence[str]],
                 hydra, "hydra.mode", default=None) == "RUN"):
             continue
         ran = job_configuration([str(o) for o in overrides])
-        differ = [k for k in swept if ran.get(k) != want.get(k)]
-        if differ:
-            return (number, " ".join(f"{k}={want.get(k)}" for k in differ), recorded.parent.parent,
-                    " ".join(f"{k}={ran[k]}" if k in ran else f"{k} unset" for k in differ))
-    return None
+        if not (differ := [k for k in swept if ran.get(k) != want.get(k)]):
+            matched = True  # under ``every``: one job of this sweep there, so the others are its jobs changed
+            continue
+        first = first or (number, " ".join(f"{k}={want.get(k)}" for k in differ), recorded.parent.parent,
+                          " ".join(f"{k}={ran[k]}" if k in ran else f"{k} unset" for k in differ))
+        if not every:
+            return first
+    return None if matched else first
+
+
+def another_sweep(sweep_dir: Any, all_jobs: Sequence[Sequence[str]], folders: Sequence[str] | None = None,
+                  any_job: bool = False) -> str | None:
+    """``"<sweep_dir> holds another sweep (...): run this sweep in another hydra.sweep.dir"`` where no job folder
+    there ran this sweep's values of the keys it varies (``any_job``: where one did not, ``moved_job``); else None.
+    A sweep with no job of its own there is named so however many jobs it has (was: only one with a job lacking a
+    folder; one of as many jobs or fewer was counted as the other sweep's and offered its jobs to continue)."""
+    if (other := moved_job(sweep_dir, all_jobs, folders, every=not any_job)) is None:
+        return None
+    number, want, folder, done = other
+    return (f"{sweep_dir} holds another sweep (its job {number}, {folder}, ran {done}; this sweep's job {number} is "
+            f"{want}): run this sweep in another hydra.sweep.dir")
