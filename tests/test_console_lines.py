@@ -347,3 +347,16 @@ def test_a_sweep_into_another_sweeps_folder_of_as_many_jobs_is_named_as_such(tmp
     assert capsys.readouterr().err == (
         f"[ERROR] {sweep} holds another sweep (its job 0, {sweep / '0'}, ran rule unset; this sweep's job 0 is "
         "rule=fsdp): run this sweep in another hydra.sweep.dir\n")
+
+
+def test_a_refused_sweep_counts_only_its_own_job_folders_complete(tmp_path):
+    # Was "2 of its 2 jobs complete (0, 2)" for -m train.learning_rate=0.003,1e30 rerun into the folder of its 3-job
+    # run -m train.learning_rate=0.003,1e30,0.001 (job 1 failed): folder 2 is no job of this sweep.
+    sweep = tmp_path / "sw"
+    jobs = [sweep / str(job) for job in range(3)]
+    for job, status in zip(jobs, ("ok", "error", "ok")):
+        outputs.write_json(job / "metrics.json", {"status": status})
+    assert completed_jobs_lead(sweep, jobs, f"{jobs[0] / 'metrics.json'} already exists", 2) == (
+        f"hydra.sweep.dir={sweep}: 1 of its 2 jobs complete (0); job 0: ")
+    assert completed_jobs_lead(sweep, jobs, "", 2, ["a", "b"]) == ""  # its jobs' folders are named a and b: none there
+    assert completed_jobs_lead(sweep, jobs, "", 0).startswith(f"hydra.sweep.dir={sweep}: 2 of its 3 jobs complete")

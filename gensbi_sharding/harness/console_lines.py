@@ -146,7 +146,8 @@ def stopped_sweep_line() -> str | None:
     return _STOPPED[0] if _STOPPED else None
 
 
-def completed_jobs_lead(sweep_dir: Path, job_dirs: Sequence[Path], refusal: str = "", jobs: int = 0) -> str:
+def completed_jobs_lead(sweep_dir: Path, job_dirs: Sequence[Path], refusal: str = "", jobs: int = 0,
+                        folders: Sequence[str] | None = None) -> str:
     """``"hydra.sweep.dir=<dir>: 2 of its 2 jobs complete (0, 1); job 0: "``: the start of a refused
     multirun's error, before the first refused job's own reason; "" when none of its jobs completed (the
     reason alone says it: a damaged record, a job to continue).
@@ -163,6 +164,9 @@ def completed_jobs_lead(sweep_dir: Path, job_dirs: Sequence[Path], refusal: str 
         How many jobs the sweep has as Hydra's sweeper expands it (``sweep_plan.every_job``); 0: unknown (the job
         folders there are are counted). The folders alone undercount an interrupted sweep: "1 of its 2 jobs" for
         three jobs, one never started.
+    folders : sequence of str, optional
+        Each job's folder name (``sweep_plan.job_folders``); with ``jobs``, only this sweep's job folders are counted
+        (was: "2 of its 2 jobs complete (0, 2)" for a 2-job sweep rerun into its 3-job earlier run's folder).
 
     Returns
     -------
@@ -177,7 +181,10 @@ def completed_jobs_lead(sweep_dir: Path, job_dirs: Sequence[Path], refusal: str 
         except (OSError, ValueError):  # a damaged record: not a completed job
             return None
 
-    done = [job.name for job in job_dirs if status(job) == "ok"]
+    from gensbi_sharding.harness.sweep_plan import folder_of
+
+    mine = {folder_of(number, folders) for number in range(jobs)} if jobs else None  # else: unknown, all counted
+    done = [job.name for job in job_dirs if status(job) == "ok" and (mine is None or job.name in mine)]
     if not done:
         return ""
     named = ", ".join(done[:5]) + (f", ... ({len(done) - 5} more)" if len(done) > 5 else "")

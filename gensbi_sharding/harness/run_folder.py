@@ -273,7 +273,7 @@ class RefuseCompletedRun(Callback):
             hint = lead = other = ""  # another sweep's folder: that alone (was: its jobs counted, offered as ours)
             if sweep and isinstance(err, FileExistsError) and not (other := another_sweep(
                     folder, jobs := every_job(config), folders := job_folders(config, jobs))):  # its completed counted
-                lead = completed_jobs_lead(folder, runs, str(err), len(jobs))  # not started too
+                lead = completed_jobs_lead(folder, runs, str(err), len(jobs), folders)  # not started too
                 hint = unfinished_jobs_hint(runs, RESUMABLE, jobs, folder, searched, folders=folders)
             print(tagged("ERROR", other or f"{lead}{err}{hint}"), file=sys.stderr, flush=True)  # as its jobs' errors
             raise SystemExit(1) from None  # Hydra turns a callback's Exception into a warning; this stops the run
