@@ -1,0 +1,70 @@
+"""Hydra's launcher and sweeper as users copy them from Hydra's docs (harness/hydra_plugins.py), refused in one line.
+
+Was: ``-m rule=fsdp,tensor hydra/launcher=joblib`` ended in Hydra's multi-line "Could not find 'hydra/launcher/joblib'"
+and its search path; ``hydra.launcher.n_jobs=2`` (or the README's ``hydra.launcher.nodes=2`` without
+``hydra/launcher=slurm``) in "To append to your config use +hydra.launcher.n_jobs=2", which, typed, ended in
+"TypeError: BasicLauncher.__init__() got an unexpected keyword argument 'n_jobs'".
+"""
+
+import pytest
+
+from gensbi_sharding.harness.command_checks import command_problem
+from gensbi_sharding.harness.hydra_plugins import hydra_plugin_problem, plugin_options, plugin_settings
+
+
+def test_the_options_are_the_installed_plugins_and_the_config_folders():
+    assert plugin_options("launcher") == ["basic", "slurm", "submitit_local", "submitit_slurm"]
+    assert plugin_options("sweeper") == ["basic"]
+    assert plugin_settings("launcher", "basic") == []
+    assert {"nodes", "timeout_min", "signal_delay_s"} <= set(plugin_settings("launcher", "slurm"))
+    assert plugin_settings("sweeper", "basic") == ["max_batch_size", "params"]
+    assert plugin_settings("launcher", "joblib") is None
+
+
+@pytest.mark.parametrize("arg, plugin, package", [
+    ("hydra/launcher=joblib", "launcher", "hydra-joblib-launcher"),
+    ("hydra/sweeper=optuna", "sweeper", "hydra-optuna-sweeper"),
+])
+def test_a_plugin_not_installed_names_its_package_and_the_options(arg, plugin, package):
+    options = "basic, slurm, submitit_local, submitit_slurm" if plugin == "launcher" else "basic"
+    assert hydra_plugin_problem(["-m", "rule=fsdp,tensor", arg]).startswith(
+        f"{arg}: no {plugin} '{arg.split('=')[1]}' is installed here (hydra/{plugin} options: {options}); it is "
+        f"Hydra's plugin {package}: .venv/bin/python -m pip install {package}, or leave hydra/{plugin}= out")
+
+
+def test_a_misspelt_option_offers_the_nearest():
+    assert hydra_plugin_problem(["-m", "hydra/launcher=submitit_locl"]).endswith(
+        "; did you mean hydra/launcher=submitit_local?")
+
+
+def test_a_setting_of_another_launcher_names_the_launcher_to_add():
+    problem = command_problem(["-m", "rule=fsdp,tensor", "hydra.launcher.nodes=2"])
+    assert problem == ("hydra.launcher.nodes=2: hydra/launcher=basic (Hydra's default) has no setting nodes; its "
+                       "settings: none (it runs the jobs one after another in this process); nodes is a setting of "
+                       "hydra/launcher=slurm, submitit_local, submitit_slurm: add hydra/launcher=slurm")
+
+
+def test_a_setting_no_launcher_here_has_names_the_plugin_it_comes_with():
+    assert hydra_plugin_problem(["-m", "hydra.launcher.n_jobs=2"]).endswith(
+        "its settings: none (it runs the jobs one after another in this process); a plugin's settings come with its "
+        "option (hydra/launcher=<option>), installed first, e.g. n_jobs with hydra/launcher=joblib "
+        "(pip install hydra-joblib-launcher)")
+    assert hydra_plugin_problem(["-m", "hydra.sweeper.n_trials=3"]).startswith(
+        "hydra.sweeper.n_trials=3: hydra/sweeper=basic (Hydra's default) has no setting n_trials; its settings: "
+        "max_batch_size, params")
+
+
+def test_a_misspelt_setting_of_the_chosen_launcher_offers_the_nearest():
+    assert hydra_plugin_problem(["-m", "hydra/launcher=slurm", "hydra.launcher.nodez=2"]).endswith(
+        "; did you mean hydra.launcher.nodes=2?")
+
+
+@pytest.mark.parametrize("args", [
+    ["-m", "hydra/launcher=slurm", "distributed=auto", "rule=fsdp", "hydra.launcher.nodes=2"],  # the README's
+    ["-m", "hydra/launcher=slurm", "hydra.launcher.max_num_timeout=3", "hydra.launcher.additional_parameters.x=1"],
+    ["-m", "rule=fsdp,tensor", "hydra.sweeper.max_batch_size=2"],
+    ["-m", "hydra/launcher=submitit_local", "hydra.launcher.timeout_min=5"],
+    ["-m", "++hydra.launcher.n_jobs=2"],  # ++ adds on purpose: Hydra's to judge
+])
+def test_settings_the_chosen_plugin_has_pass(args):
+    assert hydra_plugin_problem(args) is None
