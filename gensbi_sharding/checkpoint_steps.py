@@ -3,6 +3,7 @@ Complete: listed by ``CheckpointManager.all_steps()``, holding every item of ``I
 (none if cut short). Saving (``checkpoint_save``, refusing the arrays ``non_finite`` names) and restoring
 (``checkpoint``) share this layout."""
 
+import logging
 import os
 import re
 from collections import Counter
@@ -193,18 +194,28 @@ def _finite_flags(leaves: list[jax.Array], nan_only: tuple[bool, ...]) -> jax.Ar
     return jnp.stack([jnp.all(~jnp.isnan(leaf) if n else jnp.isfinite(leaf)) for leaf, n in zip(leaves, nan_only)])
 
 
+def _said_here(record: logging.LogRecord) -> bool:
+    """False for Orbax's "Metadata file does not exist" (was on sample.py's and launch.py's console before the
+    refusal that names the step "cut short, no commit recorded"); True for every other record."""
+    return not str(record.msg).startswith("Metadata file does not exist")
+
+
 def _step_folders(directory: str | os.PathLike) -> dict[int, bool]:
     """``{step: complete}`` of step folders with an item of ``ITEMS``, read with no CheckpointManager (starts JAX)."""
     if not (directory := as_path(directory, "directory")).is_dir():
         return {}
-    found = {}
-    for step in ocp.step.standard_name_format().find_all(directory):
-        try:
-            metadata = ocp.metadata.get_step_metadata(step.path)
-        except ValueError:  # no step metadata written: never committed; an item's folder still marks it a save's
-            found[step.step] = (False, {item for item in ITEMS if (Path(step.path) / item).is_dir()})
-        else:
-            found[step.step] = (metadata.commit_timestamp_nsecs is not None, set(metadata.item_handlers or ()))
+    found, absl = {}, logging.getLogger("absl")
+    absl.addFilter(_said_here)  # Orbax's warning of an uncommitted folder, said twice each: the caller names it
+    try:
+        for step in ocp.step.standard_name_format().find_all(directory):
+            try:
+                metadata = ocp.metadata.get_step_metadata(step.path)
+            except ValueError:  # no step metadata written: never committed; an item's folder still marks it a save's
+                found[step.step] = (False, {item for item in ITEMS if (Path(step.path) / item).is_dir()})
+            else:
+                found[step.step] = (metadata.commit_timestamp_nsecs is not None, set(metadata.item_handlers or ()))
+    finally:
+        absl.removeFilter(_said_here)
     return {step: committed and set(ITEMS) <= items for step, (committed, items) in found.items() if set(ITEMS) & items}
 
 

@@ -330,3 +330,18 @@ def test_a_commit_that_outlasts_the_bound_in_two_processes_is_named_complete_not
             f"checkpoint step 2 in {folder} is complete and kept ({folder / '2'}: resume from it), yet process 0's "
             "commit did not finish within 2 s (CheckpointWriter.commit_timeout_s"), result["error"]
         assert result["error"].endswith("e.g. CheckpointWriter.commit_timeout_s = 120"), result["error"]
+
+
+def test_a_step_folder_without_its_metadata_is_named_cut_short_without_orbaxs_warning(tmp_path, caplog):
+    # Was: a run folder whose checkpoints/5/_CHECKPOINT_METADATA was deleted printed Orbax's "Metadata file does not
+    # exist: .../5/_CHECKPOINT_METADATA" twice on sample.py's and launch.py's console before the refusal naming step 5.
+    import logging
+
+    for item in ("arrays", "config", "meta"):  # CheckpointWriter's items
+        (tmp_path / "checkpoints" / "5" / item).mkdir(parents=True)
+    with caplog.at_level(logging.WARNING), pytest.raises(FileNotFoundError, match=r"step 5: cut short, no commit"):
+        checkpoint.find_checkpoint(tmp_path)
+    assert committed_steps(tmp_path / "checkpoints") == []
+    assert caplog.records == []
+    logging.getLogger("absl").warning("Metadata file does not exist: elsewhere")  # said where we did not read
+    assert [r.getMessage() for r in caplog.records] == ["Metadata file does not exist: elsewhere"]
