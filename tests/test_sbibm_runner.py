@@ -7,6 +7,7 @@ faked (no training): each test takes well under a second."""
 import argparse
 import importlib.util
 import json
+import shlex
 import signal
 import subprocess
 import sys
@@ -1626,9 +1627,13 @@ def test_a_key_given_after_the_double_dash_replaces_the_tasks_own_settings_whole
     sbibm.main(["run", "--root", str(tmp_path), "--tasks", "gaussian_linear_uniform", "--budgets", "10000", "--",
                 "mesh=none", *given])
     assert [_job_extra(c) for c in jobs.commands] == [["mesh=none", *given]]
-    line = next(li for li in capsys.readouterr().out.splitlines() if "launch.py" in li)
-    assert line.endswith(f"  # the task's own model=transformer train.steps=6000 left out whole: {' '.join(given)} "
-                         "given after --")
+    lines = capsys.readouterr().out.splitlines()
+    at = next(i for i, li in enumerate(lines) if "launch.py" in li)
+    # The note on the line before the command (was: '  # ...' after it, which an interactive zsh, comments off by
+    # default, read as arguments, its "task's" an unclosed quote); the command line pastes as it is
+    assert lines[at - 1] == (f"gaussian_linear_uniform 10000: the task's own model=transformer train.steps=6000 left "
+                             f"out whole: {' '.join(given)} given after --")
+    assert shlex.split(lines[at].split(": ", 1)[1]) == jobs.commands[0][1:]
 
 
 @pytest.mark.parametrize("ran, asked, skipped", [
