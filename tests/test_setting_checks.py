@@ -155,6 +155,21 @@ def test_a_platform_no_plugin_here_can_start_is_refused_before_any_folder(tmp_pa
     assert f"ConfigError: {said}" in ran.stderr.strip().splitlines()[-1] and "Traceback" not in ran.stderr
 
 
+@NO_ACCELERATOR
+@pytest.mark.parametrize("env, failing", [("cpu,", "''"), ("tpu,cpu", "'tpu'")])
+def test_a_platform_list_with_cpu_jax_fails_on_is_refused_before_any_folder(tmp_path, env, failing):
+    # Was: let through as a list with cpu, then refused by the run's probe inside the folder Hydra had made
+    # ("JAX_PLATFORMS=cpu, is not available here: JAX has cpu", naming no entry), which refused the corrected command
+    out = tmp_path / "out"
+    ran = subprocess.run([sys.executable, str(REPO / "launch.py"), "experiment=quick", f"hydra.run.dir={out}"],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                         env={**os.environ, "PYTHONPATH": str(REPO), "JAX_PLATFORMS": env})
+    assert ran.returncode == 1 and not out.exists(), ran.stderr
+    assert ran.stderr.strip().splitlines()[-1] == (
+        f"[ERROR] ConfigError: JAX_PLATFORMS={env} {NOT_HERE.rstrip('; ')}, and fails on {failing} in the list; unset "
+        "JAX_PLATFORMS for JAX's default, or set JAX_PLATFORMS=cpu")
+
+
 @pytest.mark.parametrize("value, refused", [("1", True), ("True", True), ("0", False), ("off", False)])
 def test_a_training_run_with_jit_disabled_is_refused_before_any_folder(tmp_path, value, refused):
     # Was: `JAX_DISABLE_JIT=1 python launch.py ...` (a user debugging) trained nothing: minutes later "[ERROR]
@@ -180,8 +195,10 @@ def test_a_training_run_with_jit_disabled_is_refused_before_any_folder(tmp_path,
     (None, "cuda,cpu", False), (None, "cpu,cuda", False),  # JAX skips cuda beside cpu: the run's probe decides
     (None, "", False), (None, None, False), ("cpu", "cuda", False),  # devices.platform wins over JAX_PLATFORMS
     (None, "rocm", True), ("cuda", None, True), ("gpu", "cpu", True), (None, " cpu", True),
+    # JAX starts every entry beside cpu, skipping only cuda: "Unable to initialize backend ''" ('tpu', 'rocm')
+    (None, "cpu,", True), (None, "tpu,cpu", True), (None, "gpu,cpu", True), (None, "cpu,cpu", False),
 ])
-def test_only_a_platform_list_without_cpu_is_refused_before_jax_starts(monkeypatch, platform, env, refused):
+def test_only_a_platform_list_jax_can_start_here_is_let_through_before_jax_starts(monkeypatch, platform, env, refused):
     from gensbi_sharding.harness.cpu_count import platform_start_problem
 
     monkeypatch.delenv("JAX_PLATFORMS", raising=False)

@@ -116,14 +116,17 @@ def platform_start_problem(platform: str | None) -> str | None:
 
     Where no accelerator plugin is installed only ``cpu`` starts, so a setting that lists no ``cpu``
     (``cuda``, ``gpu``, ``tpu``, ``CPU``) is refused here as ``devices.check_platform`` refuses it once the
-    backend starts (was: only then, inside the run's new folder). A list with ``cpu`` is left to that probe: JAX
-    skips an unavailable ``cuda`` beside it, not ``rocm``. None where it may start.
+    backend starts (was: only then, inside the run's new folder). So is a list with ``cpu`` and another entry JAX
+    fails on (``cpu,``, ``tpu,cpu``, ``gpu,cpu``): JAX starts every entry, skipping only an unavailable ``cuda`` (was:
+    let through, and refused by that probe inside the run's new folder). None where it may start.
     """
     env = _jax_platforms()[0] if platform is None else None
     chosen = env if platform is None else platform
-    if not chosen or "cpu" in str(chosen).split(",") or _accelerators_installed():
+    entries = str(chosen).split(",")
+    if not chosen or ("cpu" in entries and {*entries} <= {"cpu", "cuda"}) or _accelerators_installed():
         return None
-    have = "is not available here: JAX has cpu"
+    failing = ", ".join(map(repr, dict.fromkeys(e for e in entries if e not in ("cpu", "cuda"))))
+    have = "is not available here: JAX has cpu" + (f", and fails on {failing} in the list" if "cpu" in entries else "")
     if env:  # the environment's, not the config's: no override fixes it
         return (f"JAX_PLATFORMS={env if env.strip() == env else repr(env)} {have}; unset JAX_PLATFORMS for JAX's "
                 "default, or set JAX_PLATFORMS=cpu")
