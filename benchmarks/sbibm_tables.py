@@ -160,6 +160,8 @@ def settings_note(settings: dict[tuple, str]) -> str | None:
     shared = [w for w in next(iter(words.values()), []) if w != "none" and all(w in ws for ws in words.values())]
     rest = {row: " ".join(w for w in words[row] if w not in shared) if row in words else value for row, value in
             rows.items()}  # a row of the shared settings alone is not listed again
+    if not any(rest.values()):  # the same settings in another order (a csv's rows, as written): one recipe
+        return f"every row made with settings {beyond}: {' '.join(shared)}"
     every = "every row" if len(words) == len(rows) else "every row whose settings are recorded"
     return (f"rows made with different settings ({beyond}): " + (f"{' '.join(shared)} in {every}; besides it, "
             if shared else "") + "; ".join(f"{row}: {value}" for row, value in rest.items() if value))

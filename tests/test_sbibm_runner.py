@@ -972,6 +972,10 @@ def test_table_says_a_setting_every_row_shares_once(sbibm):
     assert settings_note({("two_moons", 1000): "eval.observations=[1, 2] mesh=none", ("slcp", 1000): "mesh=none"}) \
         == ("rows made with different settings (beyond experiment=sbibm, the task and the budget): mesh=none in every "
             "row; besides it, two_moons 1,000: eval.observations=[1, 2]")
+    # the same settings in another order (rows of a csv as written, unsorted): one recipe (was: "rows made with
+    # different settings (...): mesh=none seed=1 in every row; besides it, ", nothing after it)
+    assert settings_note({("two_moons", 1000): "mesh=none seed=1", ("slcp", 1000): "seed=1 mesh=none"}) == (
+        "every row made with settings beyond experiment=sbibm, the task and the budget: mesh=none seed=1")
 
 
 @pytest.mark.parametrize("recorded, named", [(["experiment=quick"], "experiment=quick"),
