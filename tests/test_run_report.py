@@ -316,6 +316,23 @@ def test_a_run_names_its_folder_once(tmp_path, caplog):
 
 
 @pytest.mark.slow  # a tiny run
+def test_a_process_that_writes_no_outputs_does_not_say_it_wrote_them(tmp_path, caplog, monkeypatch):
+    # Was "[7/7] outputs: written (the last line names their folder)" in process_1.log too, where the process wrote
+    # none, and (distributed=local) no last line of its own followed
+    import logging
+
+    from faults_helpers import run_tiny
+
+    from gensbi_sharding.harness import run_folder
+
+    caplog.set_level(logging.INFO, logger="gensbi_sharding")
+    monkeypatch.setattr(run_folder, "is_writer", lambda: False)  # as jax.distributed's process 1 is
+    run_tiny(tmp_path / "r", "eval.enabled=false")
+    said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("[7/7]")]
+    assert said == ["[7/7] outputs: process 0 writes them (its last line names their folder)"]
+
+
+@pytest.mark.slow  # a tiny run
 def test_a_run_that_fails_after_placing_its_state_still_writes_sharding_txt(tmp_path):
     # Was: sharding.txt was written at [7/7] only: a run that diverged, was Ctrl-C'd or preempted had placed its
     # state (metrics.json listed every placement) but left no sharding.txt for a user's tools to read.

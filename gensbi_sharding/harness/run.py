@@ -295,6 +295,6 @@ def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder
     elif metrics.get("device_peak_bytes_at_most") is not None:
         log.info("peak device memory at most %s (an earlier job in this process peaked higher: not measurable)",
                  format_bytes(metrics["device_peak_bytes_at_most"]))
-    # The folder once: the run's last line (run_report.final_line) names it (was here too, two lines apart)
-    log.info("[7/7] outputs: written (the last line names their folder)")
+    log.info("[7/7] outputs: %s", "written (the last line names their folder)" if run_folder.is_writer() else
+             "process 0 writes them (its last line names their folder)")  # the folder once: in final_line's line
     return metrics
