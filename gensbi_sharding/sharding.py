@@ -19,7 +19,7 @@ from gensbi_sharding.batch import check_values, host_view
 from gensbi_sharding.factory import MODEL_IN_FACTORY, refuse_in_factory
 from gensbi_sharding.nodes import (abstract_state, array_leaves, array_variables, check_mesh, check_node,
                                    check_plan_fits, is_array, is_array_like, is_int, is_node, listing, named_leaves,
-                                   non_node_part, shape_of, value_of)
+                                   non_node_part, path_key, shape_of, value_of)
 from gensbi_sharding.rules import (RULES, ExperimentalRuleWarning, Rule, RuleTable, ShardingFallbackWarning,
                                    RULE_FILES, logical_axes_of, partition_spec_for, resolve_rule)
 
@@ -61,17 +61,27 @@ class Plan:
                 raise TypeError(f"Plan {name}={field!r:.60} must be a dict keyed by variable path, "
                                 "e.g. {'up/kernel': ...}; plan_shardings(node, mesh, rule) builds one")
             # a fallback 3 or a shape 8 raised AttributeError (.startswith) in warn, TypeError (tuple()) in place
-            odd = next(((path, v) for path, v in field.items() if not isinstance(v, kind)), None)
-            if odd is not None:
+            if (odd := next(((path, v) for path, v in field.items() if not isinstance(v, kind)), None)) is not None:
                 raise TypeError(f"Plan {name}[{odd[0]!r}]={odd[1]!r:.60} must be a {what}")
 
-    def sharding(self, path: str) -> NamedSharding:
-        """The ``NamedSharding`` of the variable at ``path`` (a key of ``specs``; else ``KeyError``).
+    def sharding(self, path: str | tuple) -> NamedSharding:
+        """The ``NamedSharding`` of the variable at ``path``.
 
         Parameters
         ----------
-        path : str
+        path : str or tuple
+            ``"a/b"`` (a key of ``specs``), or its keys as ``nnx.to_flat_state`` or ``jax.tree_util`` give them.
+
+        Raises
+        ------
+        KeyError
+            No variable planned at ``path``, naming the nearest.
         """
+        if not isinstance(path, str):  # a jax.tree_util path ends at the Variable's .value: not part of its name
+            path = path_key(path[:-1] if tuple(path[-1:]) == (jax.tree_util.GetAttrKey("value"),) else path)
+        if path not in self.specs:  # was a bare KeyError: ('lin', 'kernel'), or a typo
+            near = difflib.get_close_matches(path, self.specs, n=3, cutoff=0.5) or list(self.specs)[:3]
+            raise KeyError(f"Plan.sharding: no variable planned at {path!r}; nearest: {', '.join(near) or 'none'}")
         return NamedSharding(self.mesh, self.specs[path])
 
     def fallback_message(self, max_reasons: int | None = 6, max_paths: int | None = 3,
@@ -95,9 +105,7 @@ class Plan:
                 raise ValueError(f"{name} must be a non-negative integer or None (all), got {n!r}; pass e.g. {name}=3")
         if not self.fallbacks:
             return None
-        groups: dict[str, list[str]] = {}
-        for path, reason in self.fallbacks.items():
-            groups.setdefault(reason, []).append(path)
+        groups = {r: [p for p, q in self.fallbacks.items() if q == r] for r in dict.fromkeys(self.fallbacks.values())}
         reasons, paths_each = (len(self.fallbacks) if n is None else n for n in (max_reasons, max_paths))
         ordered = sorted(groups.items(), key=lambda group: (group[0].startswith(UNLIKE_PARAMETER), -len(group[1])))
         shown, hidden = ordered[:reasons], [paths for _, paths in ordered[reasons:]]
@@ -127,12 +135,11 @@ class Plan:
         if self.rule.builtin and self.rule.reads_annotations:
             warnings.warn(f"sharding rule {self.rule.name!r} is experimental: placements are checked, but the "
                           "contract gives no convergence guarantee", ExperimentalRuleWarning, stacklevel=stacklevel + 1)
-        names, explicit = tuple(self.mesh.axis_names), self.mesh.explicit_axes
-        if explicit:  # jax.make_mesh's default
-            warnings.warn(f"mesh axes {names} include AxisType.Explicit ({', '.join(explicit)}); only Auto axes are "
-                          "supported: the arrays are placed, but a model computing with them may raise "
+        if explicit := self.mesh.explicit_axes:  # jax.make_mesh's default
+            warnings.warn(f"mesh axes {tuple(self.mesh.axis_names)} include AxisType.Explicit ({', '.join(explicit)}); "
+                          "only Auto axes are supported: the arrays are placed, but a model computing with them may raise "
                           "ShardingTypeError (the axis is in each array's type); build the mesh with make_mesh(...) "
-                          f"or jax.make_mesh(..., axis_types=(AxisType.Auto,) * {len(names)})",
+                          f"or jax.make_mesh(..., axis_types=(AxisType.Auto,) * {len(self.mesh.axis_names)})",
                           UserWarning, stacklevel=stacklevel + 1)
         if any(not reason.startswith(UNLIKE_PARAMETER) for reason in self.fallbacks.values()):
             warnings.warn(self.fallback_message(), ShardingFallbackWarning, stacklevel=stacklevel + 1)
@@ -169,7 +176,6 @@ def plan_shardings(node: Any, mesh: Mesh, rule: str | RuleTable | Rule = "replic
     specs, fallbacks, shapes = {}, {}, {}
     for key, var in array_variables(node):
         value, spec = value_of(var), P()
-        shapes[key] = shape_of(value)
         if rule.reads_annotations:
             names, one = logical_axes_of(var), is_array_like(value)
             spec, reason = partition_spec_for(names if one else None, value.shape if one else (), rule.table, mesh)
@@ -182,7 +188,7 @@ def plan_shardings(node: Any, mesh: Mesh, rule: str | RuleTable | Rule = "replic
                 reason = f"{UNLIKE_PARAMETER}; {reason}"  # the annotation was copied from a parameter
             if reason is not None:
                 fallbacks[key] = reason
-        specs[key] = spec
+        specs[key], shapes[key] = spec, shape_of(value)
     return Plan(mesh, rule, specs, fallbacks, shapes)
 
 
@@ -216,10 +222,8 @@ def place(node: Any, plan: Plan) -> None:
         placed = jax.tree.map(lambda v: v.update(sharding=target) if isinstance(v, jax.ShapeDtypeStruct)
                               else jax.device_put(host_view(v, target), in_memory_of(v, target)) if is_array(v)
                               else v, value)
-        if isinstance(var.get_raw_value(), jax.Ref):  # ref=True: set_value writes into it, on its devices; JAX refused
-            var.set_raw_value(jax.new_ref(placed))
-        else:
-            var.set_value(placed)
+        ref = isinstance(var.get_raw_value(), jax.Ref)  # ref=True: set_value writes into it, on its devices; JAX refused
+        var.set_raw_value(jax.new_ref(placed)) if ref else var.set_value(placed)
 
 
 def in_memory_of(leaf: Any, target: NamedSharding) -> NamedSharding:

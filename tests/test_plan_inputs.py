@@ -221,3 +221,23 @@ def test_a_plan_on_an_abstract_mesh_is_the_meshs_plan_and_places_nothing(devices
                                          r"plan on a Mesh$"):
         gs.place(layer, abstract)
     assert layer.kernel[...].sharding == jax.sharding.SingleDeviceSharding(jax.devices()[0])  # nothing moved
+
+
+def test_plan_sharding_takes_the_paths_flax_and_jax_give_and_names_near_keys_on_a_miss(devices):
+    # Was: plan.sharding(("up", "kernel")) (nnx.to_flat_state's key) and plan.sharding("up/kernal") raised a bare
+    # KeyError naming only the path given; only the "a/b" string was found.
+    mesh = gs.make_mesh(model_axis=2)
+    model = Small(nnx.Rngs(0))
+    plan = gs.plan_shardings(model, mesh, "fsdp")
+    want = plan.sharding("up/kernel")
+    assert want.spec == P("data", None)
+    flat = dict(nnx.to_flat_state(nnx.state(model)))
+    assert ("up", "kernel") in flat and plan.sharding(("up", "kernel")) == want
+    assert plan.sharding(["up", "kernel"]) == want
+    tree_paths = [path for path, _ in jax.tree_util.tree_flatten_with_path(nnx.state(model))[0]]
+    by_tree = {jax.tree_util.keystr(p[:-1], simple=True, separator="/"): plan.sharding(p) for p in tree_paths}
+    assert by_tree == {key: plan.sharding(key) for key in plan.specs} and by_tree["up/kernel"] == want
+    with pytest.raises(KeyError, match=r"no variable planned at 'up/kernal'; nearest: up/kernel"):
+        plan.sharding("up/kernal")
+    with pytest.raises(KeyError, match=r"no variable planned at 'up/weight'; nearest: up/"):
+        plan.sharding(("up", "weight"))
