@@ -235,7 +235,9 @@ def _check_local_shape(name: str, shape: tuple[int, ...], spec: P, mesh: Mesh) -
                              "build the mesh over devices of every process (make_mesh() does)")
         divisor = len({index[0].start for index in held.values()})  # distinct slices this process holds
         if shape[dim] % divisor:
-            what = "leading size" if dim == 0 else f"size of dim {dim}"
-            raise ValueError(f"process {jax.process_index()} passes {what} {shape[dim]} for leaf {name} (shape "
-                             f"{shape}), not a multiple of {divisor}, the number of shards it holds along mesh "
-                             f"axes {names}; pass a multiple of {divisor} per process")
+            # was "passes size of dim 1 3 for leaf": two numbers run together; a dim past the batch's can stay whole
+            what = f"leading size {shape[dim]} for" if dim == 0 else f"size {shape[dim]} in dim {dim} of"
+            fix = (f"pass a multiple of {divisor} per process" if dim == 0 else f"make dim {dim} a multiple of "
+                   f"{divisor}, or leave it unsplit: {P(*(None if i == dim else e for i, e in enumerate(spec)))}")
+            raise ValueError(f"process {jax.process_index()} passes {what} leaf {name} (shape {shape}), not a "
+                             f"multiple of {divisor}, the number of shards it holds along mesh axes {names}; {fix}")

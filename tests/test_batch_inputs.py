@@ -590,3 +590,15 @@ def test_big_endian_data_no_jax_array_holds_even_native_is_told_the_fix_of_its_n
     host = np.zeros((8, 2), dtype)
     with pytest.raises(TypeError, match=rf"has dtype {re.escape(str(host.dtype))}, which no JAX array holds: {told}"):
         gs.shard_batch({"x": host}, gs.make_mesh(model_axis=2))
+
+
+def test_host_to_global_array_names_a_later_dim_the_mesh_does_not_divide_and_how_to_leave_it_whole(mesh):
+    # Was "process 0 passes size of dim 1 3 for leaf ['x']": the dim and its size ran together, and the fix offered
+    # ("a multiple of 2 per process") was for the batch dimension, not this one.
+    x = {"x": np.ones((8, 3), np.float32), "y": np.arange(8)}
+    with pytest.raises(ValueError, match=re.escape(
+            "process 0 passes size 3 in dim 1 of leaf ['x'] (shape (8, 3)), not a multiple of 2, the number of shards "
+            "it holds along mesh axes ('model',); make dim 1 a multiple of 2, or leave it unsplit: P('data', None)")):
+        gs.host_to_global_array(x, partition={"x": P("data", "model"), "y": P()}, mesh=mesh)
+    placed = gs.host_to_global_array(x, partition={"x": P("data", None), "y": P()}, mesh=mesh)
+    assert placed["x"].sharding.spec == P("data", None) and placed["x"].shape == (8, 3)
