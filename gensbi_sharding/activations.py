@@ -63,7 +63,9 @@ class PartitionAxis(NamedTuple):
         """Activations split where the weights of ``rule`` are (Megatron-LM, Shoeybi et al. 2019, arXiv:1909.08053):
         batch over the batch axes of size > 1 (on a mesh without ``"model"``, less those but ``"data"`` that ``rule``
         gives ``"mlp"``, ``"heads"`` or ``"vocab"``, its tensor-parallel axes); heads (and ``generation_head_axis``) where the rule puts
-        ``"heads"``, hidden state where it puts ``"embed"``, less the batch's axes and axes of size 1; others None.
+        ``"heads"``, hidden state where it puts ``"embed"``, less the batch's axes and axes of size 1; others None. A mesh
+        axis splits one dimension of an activation, the batch first: ``{"heads": ("data", "model")}`` gives
+        ``head_axis="model"`` (``"data"`` splits the weights' heads, stored as FSDP stores them, and the batch).
 
         Parameters
         ----------

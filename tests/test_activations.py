@@ -45,7 +45,7 @@ def test_fields_and_defaults():
     ("tensor", 2, ("data", "model", None)),
     ("tensor", 8, (None, "model", None)),  # data axis of size 1
     ({"embed": "model", "heads": None}, 2, ("data", None, "model")),
-    ({"heads": ["data", "model"]}, 4, ("data", "model", None)),
+    ({"heads": ["data", "model"]}, 4, ("data", "model", None)),  # "data" stays the batch's (docstring, docs/rules.md)
 ])
 def test_for_rule(devices, rule, model_axis, expected):
     pa = PartitionAxis.for_rule(rule, make_mesh(model_axis=model_axis))
