@@ -13,7 +13,8 @@ from flax import nnx
 from jax.sharding import AbstractMesh, Mesh, NamedSharding
 
 from gensbi_sharding.batch import batch_size_divisor
-from gensbi_sharding.nodes import check_mesh, check_node, is_array, is_array_like, is_int, named_leaves, path_key
+from gensbi_sharding.nodes import (check_mesh, check_node, is_array, is_array_like, is_int, listing, named_leaves,
+                                   path_key)
 
 __all__ = ["bytes_per_device", "partition_specs", "MeshSummary", "VariablePlacement", "PlacementReport", "describe",
            "mesh_init_simulate"]
@@ -91,7 +92,8 @@ class VariablePlacement:
 class PlacementReport:
     """What ``describe`` found about a node's array variables; ``str(report)`` is ``table()``. ``bytes_per_device``
     lists every mesh device; ``largest_replicated``: ``(path, bytes)`` of at most ``top`` non-empty variables whole on
-    every device while another is split, largest first (after MaxText's ``assert_params_sufficiently_sharded``)."""
+    every device while another is split, largest first (after MaxText's ``assert_params_sufficiently_sharded``);
+    ``left_out``: ``"path (type)"`` of each leaf no array (a Python scalar, ``nnx.Variable(3.0)``), in no count."""
 
     n_leaves: int
     n_scalars: int
@@ -100,6 +102,7 @@ class PlacementReport:
     variables: tuple[VariablePlacement, ...]
     largest_replicated: tuple[tuple[str, int], ...]
     mesh: MeshSummary | None
+    left_out: tuple[str, ...] = ()
 
     @property
     def max_bytes_per_device(self) -> int:
@@ -124,6 +127,8 @@ class PlacementReport:
         if self.largest_replicated:
             lines.append("largest replicated under a splitting rule (by the rule's table, or a missing annotation): "
                          + ", ".join(f"{path} ({_fmt(size)})" for path, size in self.largest_replicated))
+        if self.left_out:  # was: dropped silently, the leaf count short of the state's
+            lines.append(f"left out, no array (on no device): {listing(self.left_out, 5)}")
         return "\n".join(lines)
 
     __str__ = table
@@ -152,10 +157,11 @@ def describe(node: Any, mesh: Mesh | None, *, top: int = 5) -> PlacementReport:
     check_node(node, "describe")
     check_mesh(mesh)
     ids = {d.id for d in mesh.devices.flat} if mesh is not None else set()
-    per_device, variables, outside, other = Counter(dict.fromkeys(ids, 0)), [], set(), {}
+    per_device, variables, outside, other, left_out = Counter(dict.fromkeys(ids, 0)), [], set(), {}, []
     for name, value in named_leaves(node):
         _check_not_typeof(value, name)
         if not is_array_like(value):
+            left_out.append(f"{name} ({type(value).__name__})")
             continue
         # Every process's devices, so none reads 0 B with several processes.
         sharding = getattr(value, "sharding", None)
@@ -186,7 +192,8 @@ def describe(node: Any, mesh: Mesh | None, *, top: int = 5) -> PlacementReport:
         total_bytes=sum(v.nbytes for v in variables), bytes_per_device=dict(sorted(per_device.items())),
         largest_replicated=tuple((v.path, v.nbytes) for v in replicated[:top]),
         mesh=MeshSummary(tuple(mesh.axis_names), dict(mesh.shape), len(processes), processes.count(jax.process_index()),
-                         len(set(processes)), batch_size_divisor(mesh)) if mesh is not None else None)
+                         len(set(processes)), batch_size_divisor(mesh)) if mesh is not None else None,
+        left_out=tuple(left_out))
 
 
 def mesh_init_simulate(seed: Any, x: Any, features: Any, mesh_axes: Any) -> jax.Array:

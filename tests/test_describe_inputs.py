@@ -153,3 +153,19 @@ def test_describe_on_another_mesh_than_the_arrays_names_both(devices):
                                          r"\[0, 1, 2, 3\]\); pass the mesh they are on, or mesh=None"):
         describe(layer, other)
     assert describe(layer, on).bytes_per_device == {4: 160, 5: 160, 6: 160, 7: 160}
+
+
+class WithScalars(nnx.Module):
+    def __init__(self, rngs):
+        self.lin = nnx.Linear(2, 3, rngs=rngs)
+        self.temperature = nnx.Variable(3.0)  # Python scalars: state, but no array on any device
+        self.calls = nnx.Variable(7)
+
+
+def test_describe_names_the_python_scalars_it_leaves_out_of_its_table_and_counts(devices):
+    # Was: temperature and calls were in no row, no count and no line: the table read as the whole state.
+    report = gs.describe(WithScalars(nnx.Rngs(0)), gs.make_mesh(model_axis=2))
+    assert report.n_leaves == 2 and set(report.placements) == {"lin/bias", "lin/kernel"}
+    assert report.left_out == ("calls (int)", "temperature (float)")
+    assert str(report).splitlines()[-1] == "left out, no array (on no device): calls (int), temperature (float)"
+    assert "left out" not in str(gs.describe(nnx.Linear(2, 3, rngs=nnx.Rngs(0)), None))
