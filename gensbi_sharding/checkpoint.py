@@ -213,8 +213,8 @@ def _storage_target(name: str, leaf: Any) -> jax.ShapeDtypeStruct:
     if is_scalar(leaf):
         return np.asarray(leaf)
     if not isinstance(leaf, (jax.ShapeDtypeStruct, jax.Array)) or leaf.sharding is None:
-        raise ValueError(f"restore target {name} is {type(leaf).__name__} without a sharding; build "
-                         "the target with abstract_state_for(node, mesh, rule) (mesh=None: on one device)")
+        raise ValueError(f"restore target {name.removeprefix('state/')} is {type(leaf).__name__} without a sharding; "
+                         "build the target with abstract_state_for(node, mesh, rule) (mesh=None: on one device)")
     shape = jax.eval_shape(jax.random.key_data, leaf) if is_prng_key(leaf) else leaf
     _check_fits(name, shape.shape, leaf.sharding)
     return jax.ShapeDtypeStruct(shape.shape, shape.dtype, sharding=leaf.sharding)
@@ -226,8 +226,8 @@ def _check_fits(name: str, shape: tuple, sharding: jax.sharding.Sharding) -> Non
     if why is not None:
         fix = ("key_sharding must fit the saved key's data" if name == "rng" else "build the target with "
                "abstract_state_for(node, mesh, rule), whose shardings fit")
-        raise ValueError(f"restore target {name} (shape {tuple(shape)}) cannot be split as {sharding.spec}: {why}; "
-                         f"{fix}, e.g. PartitionSpec()")
+        raise ValueError(f"restore target {name.removeprefix('state/')} (shape {tuple(shape)}) cannot be split as "
+                         f"{sharding.spec}: {why}; {fix}, e.g. PartitionSpec()")
 
 
 def _key_impl(leaf: Any) -> str:
@@ -258,8 +258,8 @@ def _check_against(saved: Mapping[str, Any], target: Mapping[str, Any], step_dir
             dtypes_only = dtypes_only and tuple(s.shape) == tuple(t.shape)
             problems.append(f"{name}: saved {tuple(s.shape)} {s.dtype}, target {tuple(t.shape)} {t.dtype}")
     if problems:
-        more = len(problems) - _MAX_LISTED
-        listed = "; ".join(problems[:_MAX_LISTED]) + (f"; and {more} more" if more > 0 else "")
+        listed = "; ".join(p.removeprefix("state/") for p in problems[:_MAX_LISTED])  # as the target and fix name them
+        listed += f"; and {len(problems) - _MAX_LISTED} more" if len(problems) > _MAX_LISTED else ""
         # Same shapes: no hyperparameter differs; the saved state's dtypes are those training left it with.
         fix = (f"Only dtypes differ: build the model with the dtypes it was saved with (its param_dtype: "
                f"{step_dir / 'config'}), or, where a train step changed them (optax.inject_hyperparams makes a "
@@ -287,7 +287,7 @@ def _extra_fix(extra: list[str], target: Mapping[str, Any], whole: str, step_dir
         n.split("/")[2:3] == ["opt_state"] for n in target)  # or a dict's keys: one holding an optimizer is of nodes
     return (f"The checkpoint holds the whole target as saved and {len(extra)} more variable(s) ({len(extra) - len(inner)}"
             f" under {', '.join(map(repr, lacked))}, which the target lacks" + (
-                f"; {len(inner)} inside its own nodes, e.g. {inner[0]}): {build}; then" if inner else "):") +
+                f"; {len(inner)} inside its own nodes, e.g. {inner[0].removeprefix('state/')}): {build}; then" if inner else "):") +
             (f" if the model was saved with more submodules, {build}; if among more nodes," if module else "") +
             f" restore into a target of all it holds, e.g. abstract_state_for({whole}, mesh, rule), and keep the part "
             "you need")

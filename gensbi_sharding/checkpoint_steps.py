@@ -230,7 +230,7 @@ def wrt_difference(saved: Mapping[str, Any], target: Mapping[str, Any]) -> str |
         for name, parts in ((name, name.split("/")) for name in names if "opt_state" in name.split("/")):
             if (tail := next((t for j in range(parts.index("opt_state") + 1, len(parts))
                               if (t := "/".join(parts[j:])) in tails), None)) is not None:
-                found.setdefault(tail, name)
+                found.setdefault(tail, name.removeprefix("state/"))  # as the target names it
         return found
 
     in_saved, in_target = covered(saved), covered(target)

@@ -207,9 +207,9 @@ def test_no_checkpoint_names_the_path(tmp_path):
 def test_wrong_width_names_the_variables_and_shapes(saved_run):
     mesh = contract.make_mesh(model_axis=1)
     with pytest.raises(ValueError, match=r"33 variable\(s\) differ: .*"
-                       r"state/0/blocks/0/up/kernel: saved \(16, 64\) float32, target \(32, 128\)"):
+                       r"0/blocks/0/up/kernel: saved \(16, 64\) float32, target \(32, 128\)"):
         restore(saved_run[0], fsdp_target(mesh, width=32))
-    with pytest.raises(ValueError, match="state/0/blocks/1/up/kernel: missing from the checkpoint"):
+    with pytest.raises(ValueError, match="0/blocks/1/up/kernel: missing from the checkpoint"):
         restore(saved_run[0], fsdp_target(mesh, depth=2))
 
 

@@ -163,7 +163,7 @@ def test_a_restore_target_without_shardings_names_the_rule_argument_and_the_one_
     factory = lambda: nnx.Linear(2, 4, rngs=nnx.Rngs(0))  # noqa: E731
     with CheckpointWriter(tmp_path, async_save=False) as writer:
         writer.save(1, nnx.state(factory()), jax.random.key(0))
-    with pytest.raises(ValueError, match=r"restore target state/(bias|kernel) is ShapeDtypeStruct without a sharding; "
+    with pytest.raises(ValueError, match=r"restore target (bias|kernel) is ShapeDtypeStruct without a sharding; "
                                          r"build the target with abstract_state_for\(node, mesh, rule\) \(mesh=None: "
                                          r"on one device\)$"):
         restore(tmp_path, gs.abstract_sharded(factory, None))
@@ -445,8 +445,8 @@ def _save_train_state(directory, tx, wrt):
 
 
 @pytest.mark.parametrize("saved_wrt, target_wrt, example", [
-    (nnx.Param, nnx.PathContains("a"), r"the checkpoint's covers b/(bias|kernel) \(state/1/opt_state/0/mu/b/"),
-    (nnx.PathContains("a"), nnx.Param, r"the target's covers b/(bias|kernel) \(state/1/opt_state/0/mu/b/"),
+    (nnx.Param, nnx.PathContains("a"), r"the checkpoint's covers b/(bias|kernel) \(1/opt_state/0/mu/b/"),
+    (nnx.PathContains("a"), nnx.Param, r"the target's covers b/(bias|kernel) \(1/opt_state/0/mu/b/"),
 ], ids=["target-covers-fewer", "target-covers-more"])
 def test_restoring_into_an_optimizer_of_another_wrt_names_wrt(tmp_path, saved_wrt, target_wrt, example):
     # Was: "another optax transformation or settings", never naming wrt= (the optimizer's transformation was the same).
@@ -750,7 +750,7 @@ def test_a_variable_the_saved_model_held_beyond_the_targets_names_the_hyperparam
     with pytest.raises(ValueError) as error:
         checkpoint.restore(tmp_path, checkpoint.abstract_state_for(nodes(False), gs.make_mesh(model_axis=2)))
     message = str(error.value)
-    assert f"state/{'0/' * pair}bias: in the checkpoint, not in the model" in message, message
+    assert f"{'0/' * pair}bias: in the checkpoint, not in the model" in message, message
     assert message.endswith(f"Build the model with the hyperparameters saved in {tmp_path / '1' / 'config'}"), message
 
 
@@ -768,7 +768,7 @@ def test_variables_saved_under_nodes_the_target_lacks_and_inside_its_own_name_bo
     message = str(error.value)
     assert message.endswith(
         "The checkpoint holds the whole target as saved and 7 more variable(s) (6 under '1', which the target lacks; 1 "
-        f"inside its own nodes, e.g. state/0/bias): build the model with the hyperparameters saved in {tmp_path / '1'}"
+        f"inside its own nodes, e.g. 0/bias): build the model with the hyperparameters saved in {tmp_path / '1'}"
         "/config; then restore into a target of all it holds, e.g. abstract_state_for((model, optimizer), mesh, rule), "
         "and keep the part you need"), message
     # Both fixes taken, it restores.
@@ -839,3 +839,20 @@ def test_abstract_state_for_without_a_mesh_checks_its_rule_as_abstract_sharded_d
         with pytest.raises(ValueError, match=message):
             build(factory, None, rule)
     assert abstract_state_for(factory, None, "tensor")["kernel"].get_value().shape == (2, 4)
+
+
+def test_a_restore_mismatch_names_paths_as_the_target_and_its_fix_name_them(tmp_path):
+    # Was: "state/bias: missing from the checkpoint; ...; state/0/bias: in the checkpoint, not in the model; ... The
+    # checkpoint holds every variable of the target under '0/'": the list named the checkpoint's item prefix state/,
+    # which neither the user's target (nnx.to_flat_state: ('bias',)) nor the fix's '0/' holds.
+    model = nnx.Linear(4, 8, rngs=nnx.Rngs(0))
+    with CheckpointWriter(tmp_path) as writer:
+        writer.save(1, nnx.state((model, nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param))), jax.random.key(0))
+    target = abstract_state_for(model, None)
+    with pytest.raises(ValueError) as refused:
+        restore(tmp_path / "1", target)
+    message = str(refused.value)
+    assert "differ: bias: missing from the checkpoint; kernel: missing from the checkpoint; 0/bias: in the " in message
+    listed = message.split(" differ: ")[1].split(". The")[0].split("; ")
+    assert "every variable of the target under '0/'" in message and not any(n.startswith("state/") for n in listed)
+    assert {"/".join(map(str, k)) for k, _ in nnx.to_flat_state(target)} == {"bias", "kernel"}

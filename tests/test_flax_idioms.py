@@ -367,7 +367,7 @@ def test_a_checkpoint_holding_sown_values_restores_into_a_called_target_and_name
     mesh, x, model = _called_and_saved_as_before(Sows, tmp_path, monkeypatch)
     # a fresh target has sown nothing: the fix says to call it
     assert _fresh_target_refusal(Sows, tmp_path, mesh) == _call_named(
-        tmp_path, "state/inner/features/0", "values a call sowed (nnx.Intermediate")
+        tmp_path, "inner/features/0", "values a call sowed (nnx.Intermediate")
     target = Sows(nnx.Rngs(7))
     sown = np.asarray(target(x + 1))
     nnx.update(target, checkpoint.restore(tmp_path, checkpoint.abstract_state_for(target, mesh, "fsdp")).state)
@@ -421,7 +421,7 @@ def test_a_checkpoint_holding_perturbed_values_names_the_call_for_a_fresh_target
     # .../config" (sow's values got the call named, perturb's not), though a called target restores it.
     mesh, x, model = _called_and_saved_as_before(Perturbs, tmp_path, monkeypatch)
     assert _fresh_target_refusal(Perturbs, tmp_path, mesh) == _call_named(
-        tmp_path, "state/features", "values nnx.Module.perturb left (nnx.Perturbation")
+        tmp_path, "features", "values nnx.Module.perturb left (nnx.Perturbation")
     target = Perturbs(nnx.Rngs(7))
     target(x + 1)  # the fix named: the target called once
     nnx.update(target, checkpoint.restore(tmp_path, checkpoint.abstract_state_for(target, mesh, "fsdp")).state)
