@@ -16,13 +16,14 @@ import orbax.checkpoint as ocp
 from flax import nnx
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
+from gensbi_sharding.checkpoint_fixes import extra_fix, nesting_fix, renamed_fix
 from gensbi_sharding.checkpoint_save import CheckpointWriter
 from gensbi_sharding.checkpoint_steps import (CHECKPOINT_SUBDIR, check_array_path, committed_steps, find_checkpoint,
-                                              flat_by_path, item_handlers, nest_by_path, nesting_fix, renamed_fix)
+                                              flat_by_path, item_handlers, nest_by_path)
 from gensbi_sharding.factory import refuse_in_factory, trace_factory
 from gensbi_sharding.rules import Rule, RuleTable, resolve_rule
 from gensbi_sharding.nodes import (abstract_state, array_leaves, check_node, is_node, is_prng_key, is_scalar,
-                                   node_state, path_key, placed_dtype, spec_misfit, top_entries, value_leaves, whole_target)
+                                   node_state, path_key, placed_dtype, spec_misfit, value_leaves, whole_target)
 from gensbi_sharding.sharding import plan_shardings
 
 __all__ = ["CHECKPOINT_SUBDIR", "CheckpointWriter", "Restored", "abstract_state_for",
@@ -265,36 +266,6 @@ def _check_against(saved: Mapping[str, Any], target: Mapping[str, Any], step_dir
                f"{step_dir / 'config'}), or, where a train step changed them (optax.inject_hyperparams makes a "
                "bfloat16 parameter's moments float32), the target from such a state (abstract_state_for after a step)"
                if dtypes_only else nesting_fix(saved, target, whole_target(saved), step_dir) or renamed_fix(saved, target) or
-               _extra_fix(extra, target, whole_target(saved), step_dir, len(extra) == len(problems)))
+               extra_fix(extra, target, whole_target(saved), step_dir, len(extra) == len(problems)))
         raise ValueError(f"checkpoint {step_dir} does not fit the current model, {len(problems)} variable(s) "
                          f"differ: {listed}. {fix}")
-
-
-def _extra_fix(extra: list[str], target: Mapping[str, Any], whole: str, step_dir: Path, only_extra: bool) -> str:
-    """The fix for ``extra`` saved names: more nodes for those under top entries the target lacks (a Module's: first a
-    submodule more), the saved hyperparameters for those inside its nodes, both; a call first for sow's or perturb's."""
-    lacked = [t for t in top_entries(extra) if t not in top_entries(target)]
-    inner = [n for n in extra if not (n.startswith("state/") and n.count("/") > 1 and n.split("/")[1] in lacked)]
-    called = [n for n in inner if n.split("/")[-1].isdigit() or _beside_submodules(n, target)]
-    how = ("a call sowed (nnx.Intermediate" if all(n.split("/")[-1].isdigit() for n in inner) else
-           "nnx.Module.perturb left (nnx.Perturbation")
-    build = f"build the model with the hyperparameters saved in {step_dir / 'config'}" + (
-        f"; if they are values {how}, which older checkpoints hold), call the target once before abstract_state_for"
-        if only_extra and inner and len(called) == len(inner) else "")
-    if not (only_extra and lacked):
-        return build[0].upper() + build[1:]
-    module = not inner and not all(t.isdigit() for t in top_entries(target)) and not any(  # a Module's attributes,
-        n.split("/")[2:3] == ["opt_state"] for n in target)  # or a dict's keys: one holding an optimizer is of nodes
-    return (f"The checkpoint holds the whole target as saved and {len(extra)} more variable(s) ({len(extra) - len(inner)}"
-            f" under {', '.join(map(repr, lacked))}, which the target lacks" + (
-                f"; {len(inner)} inside its own nodes, e.g. {inner[0].removeprefix('state/')}): {build}; then" if inner else "):") +
-            (f" if the model was saved with more submodules, {build}; if among more nodes," if module else "") +
-            f" restore into a target of all it holds, e.g. abstract_state_for({whole}, mesh, rule), and keep the part "
-            "you need")
-
-
-def _beside_submodules(name: str, target: Mapping[str, Any]) -> bool:
-    """Whether ``name`` is an array of a node holding submodules alone in the target (perturb's, not a layer's bias)."""
-    parent = name.rsplit("/", 1)[0] + "/"
-    own = [t[len(parent):] for t in target if t.startswith(parent)]
-    return bool(own) and all("/" in t for t in own)

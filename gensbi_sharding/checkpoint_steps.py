@@ -1,7 +1,7 @@
 """A checkpoint on disk: its Orbax items and names, which step folders are complete, which one a path designates.
-Complete: listed by ``CheckpointManager.all_steps()``, holding every item of ``ITEMS``, with a commit in its metadata
-(none if cut short). Saving (``checkpoint_save``, refusing the arrays ``non_finite`` names) and restoring
-(``checkpoint``) share this layout."""
+Complete: listed by ``CheckpointManager.all_steps()``, holding every item of ``ITEMS``, with a commit in its Orbax step
+metadata (none if cut short), read through ``ocp.step`` and ``ocp.metadata``, never by Orbax's file names. Saving
+(``checkpoint_save``, refusing the arrays ``non_finite`` names) and restoring (``checkpoint``) share this layout."""
 
 import logging
 import os
@@ -17,16 +17,17 @@ import numpy as np
 import orbax.checkpoint as ocp
 from flax import traverse_util
 
-from gensbi_sharding.nodes import is_scalar, named_leaves, placed_dtype, prefixes_holding
+from gensbi_sharding.nodes import is_scalar, named_leaves
 
 __all__ = ["CHECKPOINT_SUBDIR", "ITEMS", "as_path", "check_array_path", "committed_steps", "find_checkpoint",
-           "item_handlers", "flat_by_path", "nest_by_path", "non_finite", "nesting_fix",
-           "renamed_fix", "wrt_difference"]
+           "item_handlers", "flat_by_path", "nest_by_path", "non_finite"]
 
 #: Folder of a run directory that holds its checkpoints.
 CHECKPOINT_SUBDIR = "checkpoints"
 #: The Orbax items every checkpoint holds: the arrays (train state, RNG key data), meta (JSON), config (JSON).
 ITEMS = ("arrays", "meta", "config")
+#: Why a step folder is no complete checkpoint: an item missing, or no commit in Orbax's step metadata.
+_CUT = "cut short, no commit recorded"
 
 
 def as_path(value: Any, name: str, example: str = "checkpoints") -> Path:
@@ -67,7 +68,7 @@ def committed_steps(directory: str | os.PathLike) -> list[int]:
     directory : str or os.PathLike
         A checkpoints folder (``<run>/checkpoints``); ``~`` is expanded.
     """
-    return sorted(step for step, complete in _step_folders(directory).items() if complete)
+    return sorted(step for step, why in _step_folders(directory).items() if why is None)
 
 
 def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None = None) -> Path:
@@ -102,23 +103,26 @@ def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None 
                                 f"pass {resolved.parent}")
     is_run = (resolved / CHECKPOINT_SUBDIR).is_dir()  # a sweep's job is named by a number too: a step holds our items
     if resolved.name.isdigit() and not is_run and any((resolved / item).exists() for item in ITEMS):
-        complete = _step_folders(resolved.parent).get(int(resolved.name))
-        if complete:
+        if (why := _step_folders(resolved.parent).get(int(resolved.name), "")) is None:
             return resolved
-        if complete is False:  # was "pass its parent" whatever it held, refused there when it held no complete step
+        if why:  # was "pass its parent" whatever it held, refused there when it held no complete step
             steps = committed_steps(resolved.parent)
-            raise FileNotFoundError(f"{resolved} is not a complete checkpoint (Orbax recorded no commit: the save was "
-                                    f"cut short); " + (f"pass its parent for the latest complete step, {steps[-1]}"
-                                                       if steps else f"{resolved.parent} holds no complete step: start without it"))
+            why = "Orbax recorded no commit: the save was cut short" if why == _CUT else why
+            raise FileNotFoundError(f"{resolved} is not a complete checkpoint ({why}); " + (
+                f"pass its parent for the latest complete step, {steps[-1]}" if steps
+                else f"{resolved.parent} holds no complete step: start without it"))
     folder = resolved / CHECKPOINT_SUBDIR if is_run else resolved
     if not (steps := committed_steps(folder)):
         # another writer's steps; one step folder of another writer's is named by its parent
         foreign = _foreign_fix(folder) or (_foreign_fix(resolved.parent, resolved.name) if resolved.name.isdigit()
                                            else None)
-        cut = [str(step) for step, done in _step_folders(folder).items() if not done]  # were not named
+        cut: dict[str, list[str]] = {}  # were not named
+        for step, why in sorted((step, why) for step, why in _step_folders(folder).items() if why):
+            cut.setdefault(why, []).append(str(step))
         raise FileNotFoundError(f"no checkpoint in {resolved}: " + (foreign or
                                 f"looked for complete Orbax step folders <step>/ in {folder}" + (
-                                    f" (step {', '.join(cut)}: cut short, no commit recorded)" if cut else "")
+                                    " (" + "; ".join(f"step {', '.join(s)}: {w}" for w, s in cut.items()) + ")"
+                                    if cut else "")
                                 + f"; pass a run dir, its {CHECKPOINT_SUBDIR}/ dir or one step dir"))
     return folder / str(steps[-1])
 
@@ -126,10 +130,11 @@ def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None 
 def _foreign_fix(folder: Path, name: str | None = None) -> str | None:
     """Orbax step folders of ``folder`` (or its ``name``) another writer saved, named with how Orbax reads one; else
     None (was: "looked for complete Orbax step folders")."""
-    paths = {s.step: Path(s.path) for s in ocp.step.standard_name_format().find_all(folder) if name in (
-        None, Path(s.path).name) and (Path(s.path) / "_CHECKPOINT_METADATA").is_file()} if folder.is_dir() else {}
-    foreign = {step: sorted(p.name for p in path.iterdir() if (p / "_METADATA").is_file() or (p / "metadata").is_file())
-               for step, path in paths.items() if not any((path / item).exists() for item in ITEMS)}  # [] : unnamed
+    paths = {s.step: Path(s.path) for s in ocp.step.standard_name_format().find_all(folder)
+             if name in (None, Path(s.path).name)} if folder.is_dir() else {}
+    saved = {step: _items(metadata) for step, path in paths.items() if (metadata := _step_metadata(path)) is not None}
+    foreign = {step: sorted(items) for step, items in saved.items()  # [] : one unnamed item
+               if not any((paths[step] / item).exists() for item in ITEMS)}
     if not foreign:
         return None
     (step, items), path = max(foreign.items()), repr(str(folder))
@@ -196,101 +201,38 @@ def _finite_flags(leaves: list[jax.Array], nan_only: tuple[bool, ...]) -> jax.Ar
 
 def _said_here(record: logging.LogRecord) -> bool:
     """False for Orbax's "Metadata file does not exist" (was on sample.py's and launch.py's console before the
-    refusal that names the step "cut short, no commit recorded"); True for every other record."""
+    refusal that names the step and what it lacks); True for every other record."""
     return not str(record.msg).startswith("Metadata file does not exist")
 
 
-def _step_folders(directory: str | os.PathLike) -> dict[int, bool]:
-    """``{step: complete}`` of step folders with an item of ``ITEMS``, read with no CheckpointManager (starts JAX)."""
-    if not (directory := as_path(directory, "directory")).is_dir():
-        return {}
-    found, absl = {}, logging.getLogger("absl")
-    absl.addFilter(_said_here)  # Orbax's warning of an uncommitted folder, said twice each: the caller names it
+def _step_metadata(path: Path) -> Any:
+    """Orbax's ``StepMetadata`` of the step folder ``path`` (``ocp.metadata.get_step_metadata``); None if none."""
+    absl = logging.getLogger("absl")
+    absl.addFilter(_said_here)  # Orbax's warning of a folder without one, said twice each: the caller names it
     try:
-        for step in ocp.step.standard_name_format().find_all(directory):
-            try:
-                metadata = ocp.metadata.get_step_metadata(step.path)
-            except ValueError:  # no step metadata written: never committed; an item's folder still marks it a save's
-                found[step.step] = (False, {item for item in ITEMS if (Path(step.path) / item).is_dir()})
-            else:
-                found[step.step] = (metadata.commit_timestamp_nsecs is not None, set(metadata.item_handlers or ()))
+        return ocp.metadata.get_step_metadata(path)
+    except ValueError:  # none written: never committed, or the file lost since
+        return None
     finally:
         absl.removeFilter(_said_here)
-    return {step: committed and set(ITEMS) <= items for step, (committed, items) in found.items() if set(ITEMS) & items}
 
 
-def wrt_difference(saved: Mapping[str, Any], target: Mapping[str, Any]) -> str | None:
-    """The fix when both optimizer states cover other parameters (another ``wrt=``), else None; a leaf covers its path's
-    longest tail after ``opt_state`` ending a variable path (``.../opt_state/0/mu/b/bias``: ``b/bias``)."""
-    outside = [n.split("/") for n in (*saved, *target) if "opt_state" not in n.split("/")]
-    tails = {"/".join(parts[j:]) for parts in outside for j in range(1, len(parts))}
-
-    def covered(names) -> dict[str, str]:  # parameter tail -> one state path covering it
-        found: dict[str, str] = {}
-        for name, parts in ((name, name.split("/")) for name in names if "opt_state" in name.split("/")):
-            if (tail := next((t for j in range(parts.index("opt_state") + 1, len(parts))
-                              if (t := "/".join(parts[j:])) in tails), None)) is not None:
-                found.setdefault(tail, name.removeprefix("state/"))  # as the target names it
-        return found
-
-    in_saved, in_target = covered(saved), covered(target)
-    only_saved, only_target = ([t for t in a if t not in b] for a, b in ((in_saved, in_target), (in_target, in_saved)))
-    if not (in_saved and in_target and (only_saved or only_target)):  # one holds none: a stateless tx (plain sgd)
-        return None
-    example = (f"the checkpoint's covers {only_saved[0]} ({in_saved[only_saved[0]]}), the target's does not"
-               if only_saved else
-               f"the target's covers {only_target[0]} ({in_target[only_target[0]]}), the checkpoint's does not")
-    return (f"The optimizer states cover different parameters ({len(only_saved)} only in the checkpoint's, "
-            f"{len(only_target)} only in the target's; e.g. {example}): the target's nnx.Optimizer was built with "
-            "another wrt= filter. Build it with the wrt= it was saved with (nnx.Optimizer(model, tx, wrt=...)), "
-            "restore, then make the new one over the restored model")
+def _items(metadata: Any) -> set[str]:
+    """The item names a step's metadata records (a composite save's; none for one unnamed item, a handler's name)."""
+    return set(metadata.item_handlers) if isinstance(metadata.item_handlers, dict) else set()
 
 
-def nesting_fix(saved: Mapping[str, Any], target: Mapping[str, Any], whole: str = "(model, optimizer)",
-                step_dir: Any = "<step folder>") -> str | None:
-    """The fix when one side holds all the other's variables under nodes' prefixes (``whole``, as saved), else None."""
-    names = [[name.removeprefix("state/") for name in d if name.startswith("state/")] for d in (saved, target)]
-    for saved_one in (False, True):  # the target inside the checkpoint, then the reverse
-        heads = prefixes_holding(names[1 - saved_one], names[saved_one])
-        nodes = [head for head in heads if "opt_state" not in head.split("/")]  # was: the first head, mu/ if first
-        under = " and ".join(f"'{head}/'" for head in nodes or heads)
-        if heads and not nodes:  # an optimizer's moments (mu/): the other side an nnx.Optimizer alone, holding no model
-            saver, node = ("an nnx.Optimizer", "optimizer") if not saved_one else ("a model", "model")
-            return (f"The {('checkpoint', 'target')[saved_one]} holds the other's variables only as an optimizer's "
-                    f"moments, under {under}: the checkpoint was saved from {saver} alone; build the target from the "
-                    f"same: abstract_state_for({node}, mesh, rule)")
-        keys = ["state", *(nodes or ["0"])[0].split("/")]  # Orbax reads the first part holding the target alone
-        item = "".join(f"{{{key!r}: " for key in keys) + "nnx.to_pure_dict(target)" + "}" * len(keys)
-        if nodes:
-            return (f"The target holds every variable of the checkpoint under {under}: the checkpoint was saved from "
-                    f"{'that one node' if len(nodes) == 1 else 'one of them'}; build the target from it alone, e.g. "
-                    f"abstract_state_for({ {'0': 'model', '1': 'optimizer'}.get(nodes[0], nodes[0])}, mesh, rule)"
-                    if saved_one else f"The checkpoint holds every variable of the target under {under}: it was "
-                    f"saved from a tuple or dict holding this node, e.g. nnx.state({whole}); build the target from "
-                    f"the same: abstract_state_for({whole}, mesh, rule); or read the part under '{nodes[0]}/' alone "
-                    f"with Orbax: target = abstract_state_for(model, mesh, rule); item = {item}; part = ocp.Checkpointer("
-                    f"ocp.CompositeCheckpointHandler()).restore({str(step_dir)!r}, args=ocp.args.Composite(arrays=ocp."
-                    "args.PyTreeRestore(item, restore_args=ocp.checkpoint_utils.construct_restore_args(item), partial_"
-                    "restore=True)))['arrays']" + "".join(f"[{key!r}]" for key in keys) + "; nnx.replace_by_pure_dict("
-                    "target, part); nnx.update(model, target)")
-    return None
-
-
-def renamed_fix(saved: Mapping[str, Any], target: Mapping[str, Any]) -> str | None:
-    """The fix when only optimizer state differs, or one name in every differing path (renamed), else None."""
-    kind = lambda leaf: (tuple(leaf.shape), placed_dtype(leaf.dtype))  # noqa: E731
-    missing, extra = ({n: kind(d[n]) for n in d if n not in o} for d, o in ((target, saved), (saved, target)))
-    unlike = [n for n in target if n in saved and kind(saved[n]) != kind(target[n])]
-    if all("opt_state" in n.split("/") for n in [*missing, *extra, *unlike]):  # another wrt= filter, or tx
-        return wrt_difference(saved, target) or (
-            "Only the optimizer state differs: the checkpoint was saved with another optimizer (another optax "
-            "transformation or settings); build the target's optimizer as saved, restore, then make the new one "
-            "over the restored model: nnx.Optimizer(model, new_tx, wrt=nnx.Param)")
-    first = next(iter(missing), "").split("/")  # a name renamed in every path renames this one's too
-    for old, new in {(a, b) for m in extra if len(m.split("/")) == len(first)
-                     for a, b in zip(m.split("/"), first) if a != b}:
-        if not unlike and missing == {"/".join(new if p == old else p for p in m.split("/")): k
-                                      for m, k in extra.items()}:
-            return (f"Every difference is one name: the checkpoint's {old!r} is the target's {new!r} (an attribute "
-                    f"renamed since the save, e.g. self.{old} -> self.{new}); name it {old!r} again to restore")
-    return None
+def _step_folders(directory: str | os.PathLike) -> dict[int, str | None]:
+    """``{step: None if complete, else why not}`` of step folders with an item of ``ITEMS``, read with no
+    CheckpointManager (starts JAX)."""
+    if not (directory := as_path(directory, "directory")).is_dir():
+        return {}
+    found = {}
+    for step in ocp.step.standard_name_format().find_all(directory):
+        if (metadata := _step_metadata(Path(step.path))) is None:  # an item's folder still marks it a save's
+            found[step.step] = (None, {item for item in ITEMS if (Path(step.path) / item).is_dir()})
+        else:
+            found[step.step] = (metadata.commit_timestamp_nsecs is not None, _items(metadata))
+    whole = set(ITEMS)
+    return {step: None if committed and whole <= items else _CUT for step, (committed, items) in found.items()
+            if whole & items}

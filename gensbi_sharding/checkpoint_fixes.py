@@ -1,0 +1,118 @@
+"""What to do when a checkpoint's variables differ from a restore target's: another ``wrt=`` filter or optimizer, one
+side nested in the other (the node it was saved from), an attribute renamed since the save, more variables saved
+(``restore``'s fixes)."""
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from gensbi_sharding.nodes import placed_dtype, prefixes_holding, top_entries
+
+__all__ = ["extra_fix", "nesting_fix", "renamed_fix", "wrt_difference"]
+
+
+def wrt_difference(saved: Mapping[str, Any], target: Mapping[str, Any]) -> str | None:
+    """The fix when both optimizer states cover other parameters (another ``wrt=``), else None; a leaf covers its path's
+    longest tail after ``opt_state`` ending a variable path (``.../opt_state/0/mu/b/bias``: ``b/bias``)."""
+    outside = [n.split("/") for n in (*saved, *target) if "opt_state" not in n.split("/")]
+    tails = {"/".join(parts[j:]) for parts in outside for j in range(1, len(parts))}
+
+    def covered(names) -> dict[str, str]:  # parameter tail -> one state path covering it
+        found: dict[str, str] = {}
+        for name, parts in ((name, name.split("/")) for name in names if "opt_state" in name.split("/")):
+            if (tail := next((t for j in range(parts.index("opt_state") + 1, len(parts))
+                              if (t := "/".join(parts[j:])) in tails), None)) is not None:
+                found.setdefault(tail, name.removeprefix("state/"))  # as the target names it
+        return found
+
+    in_saved, in_target = covered(saved), covered(target)
+    only_saved, only_target = ([t for t in a if t not in b] for a, b in ((in_saved, in_target), (in_target, in_saved)))
+    if not (in_saved and in_target and (only_saved or only_target)):  # one holds none: a stateless tx (plain sgd)
+        return None
+    example = (f"the checkpoint's covers {only_saved[0]} ({in_saved[only_saved[0]]}), the target's does not"
+               if only_saved else
+               f"the target's covers {only_target[0]} ({in_target[only_target[0]]}), the checkpoint's does not")
+    return (f"The optimizer states cover different parameters ({len(only_saved)} only in the checkpoint's, "
+            f"{len(only_target)} only in the target's; e.g. {example}): the target's nnx.Optimizer was built with "
+            "another wrt= filter. Build it with the wrt= it was saved with (nnx.Optimizer(model, tx, wrt=...)), "
+            "restore, then make the new one over the restored model")
+
+
+def nesting_fix(saved: Mapping[str, Any], target: Mapping[str, Any], whole: str = "(model, optimizer)",
+                step_dir: Any = "<step folder>") -> str | None:
+    """The fix when one side holds all the other's variables under nodes' prefixes (``whole``, as saved), else None."""
+    names = [[name.removeprefix("state/") for name in d if name.startswith("state/")] for d in (saved, target)]
+    for saved_one in (False, True):  # the target inside the checkpoint, then the reverse
+        heads = prefixes_holding(names[1 - saved_one], names[saved_one])
+        nodes = [head for head in heads if "opt_state" not in head.split("/")]  # was: the first head, mu/ if first
+        under = " and ".join(f"'{head}/'" for head in nodes or heads)
+        if heads and not nodes:  # an optimizer's moments (mu/): the other side an nnx.Optimizer alone, holding no model
+            saver, node = ("an nnx.Optimizer", "optimizer") if not saved_one else ("a model", "model")
+            return (f"The {('checkpoint', 'target')[saved_one]} holds the other's variables only as an optimizer's "
+                    f"moments, under {under}: the checkpoint was saved from {saver} alone; build the target from the "
+                    f"same: abstract_state_for({node}, mesh, rule)")
+        keys = ["state", *(nodes or ["0"])[0].split("/")]  # Orbax reads the first part holding the target alone
+        item = "".join(f"{{{key!r}: " for key in keys) + "nnx.to_pure_dict(target)" + "}" * len(keys)
+        if nodes:
+            return (f"The target holds every variable of the checkpoint under {under}: the checkpoint was saved from "
+                    f"{'that one node' if len(nodes) == 1 else 'one of them'}; build the target from it alone, e.g. "
+                    f"abstract_state_for({ {'0': 'model', '1': 'optimizer'}.get(nodes[0], nodes[0])}, mesh, rule)"
+                    if saved_one else f"The checkpoint holds every variable of the target under {under}: it was "
+                    f"saved from a tuple or dict holding this node, e.g. nnx.state({whole}); build the target from "
+                    f"the same: abstract_state_for({whole}, mesh, rule); or read the part under '{nodes[0]}/' alone "
+                    f"with Orbax: target = abstract_state_for(model, mesh, rule); item = {item}; part = ocp.Checkpointer("
+                    f"ocp.CompositeCheckpointHandler()).restore({str(step_dir)!r}, args=ocp.args.Composite(arrays=ocp."
+                    "args.PyTreeRestore(item, restore_args=ocp.checkpoint_utils.construct_restore_args(item), partial_"
+                    "restore=True)))['arrays']" + "".join(f"[{key!r}]" for key in keys) + "; nnx.replace_by_pure_dict("
+                    "target, part); nnx.update(model, target)")
+    return None
+
+
+def renamed_fix(saved: Mapping[str, Any], target: Mapping[str, Any]) -> str | None:
+    """The fix when only optimizer state differs, or one name in every differing path (renamed), else None."""
+    kind = lambda leaf: (tuple(leaf.shape), placed_dtype(leaf.dtype))  # noqa: E731
+    missing, extra = ({n: kind(d[n]) for n in d if n not in o} for d, o in ((target, saved), (saved, target)))
+    unlike = [n for n in target if n in saved and kind(saved[n]) != kind(target[n])]
+    if all("opt_state" in n.split("/") for n in [*missing, *extra, *unlike]):  # another wrt= filter, or tx
+        return wrt_difference(saved, target) or (
+            "Only the optimizer state differs: the checkpoint was saved with another optimizer (another optax "
+            "transformation or settings); build the target's optimizer as saved, restore, then make the new one "
+            "over the restored model: nnx.Optimizer(model, new_tx, wrt=nnx.Param)")
+    first = next(iter(missing), "").split("/")  # a name renamed in every path renames this one's too
+    for old, new in {(a, b) for m in extra if len(m.split("/")) == len(first)
+                     for a, b in zip(m.split("/"), first) if a != b}:
+        if not unlike and missing == {"/".join(new if p == old else p for p in m.split("/")): k
+                                      for m, k in extra.items()}:
+            return (f"Every difference is one name: the checkpoint's {old!r} is the target's {new!r} (an attribute "
+                    f"renamed since the save, e.g. self.{old} -> self.{new}); name it {old!r} again to restore")
+    return None
+
+
+def extra_fix(extra: list[str], target: Mapping[str, Any], whole: str, step_dir: Path, only_extra: bool) -> str:
+    """The fix for ``extra`` saved names: more nodes for those under top entries the target lacks (a Module's: first a
+    submodule more), the saved hyperparameters for those inside its nodes, both; a call first for sow's or perturb's."""
+    lacked = [t for t in top_entries(extra) if t not in top_entries(target)]
+    inner = [n for n in extra if not (n.startswith("state/") and n.count("/") > 1 and n.split("/")[1] in lacked)]
+    called = [n for n in inner if n.split("/")[-1].isdigit() or _beside_submodules(n, target)]
+    how = ("a call sowed (nnx.Intermediate" if all(n.split("/")[-1].isdigit() for n in inner) else
+           "nnx.Module.perturb left (nnx.Perturbation")
+    build = f"build the model with the hyperparameters saved in {step_dir / 'config'}" + (
+        f"; if they are values {how}, which older checkpoints hold), call the target once before abstract_state_for"
+        if only_extra and inner and len(called) == len(inner) else "")
+    if not (only_extra and lacked):
+        return build[0].upper() + build[1:]
+    module = not inner and not all(t.isdigit() for t in top_entries(target)) and not any(  # a Module's attributes,
+        n.split("/")[2:3] == ["opt_state"] for n in target)  # or a dict's keys: one holding an optimizer is of nodes
+    return (f"The checkpoint holds the whole target as saved and {len(extra)} more variable(s) ({len(extra) - len(inner)}"
+            f" under {', '.join(map(repr, lacked))}, which the target lacks" + (
+                f"; {len(inner)} inside its own nodes, e.g. {inner[0].removeprefix('state/')}): {build}; then" if inner else "):") +
+            (f" if the model was saved with more submodules, {build}; if among more nodes," if module else "") +
+            f" restore into a target of all it holds, e.g. abstract_state_for({whole}, mesh, rule), and keep the part "
+            "you need")
+
+
+def _beside_submodules(name: str, target: Mapping[str, Any]) -> bool:
+    """Whether ``name`` is an array of a node holding submodules alone in the target (perturb's, not a layer's bias)."""
+    parent = name.rsplit("/", 1)[0] + "/"
+    own = [t[len(parent):] for t in target if t.startswith(parent)]
+    return bool(own) and all("/" in t for t in own)
