@@ -20,14 +20,17 @@ from flax import traverse_util
 from gensbi_sharding.nodes import is_scalar, named_leaves
 
 __all__ = ["CHECKPOINT_SUBDIR", "ITEMS", "as_path", "check_array_path", "committed_steps", "find_checkpoint",
-           "item_handlers", "flat_by_path", "nest_by_path", "non_finite"]
+           "item_handlers", "flat_by_path", "nest_by_path", "non_finite", "unconfirmed_steps"]
 
 #: Folder of a run directory that holds its checkpoints.
 CHECKPOINT_SUBDIR = "checkpoints"
 #: The Orbax items every checkpoint holds: the arrays (train state, RNG key data), meta (JSON), config (JSON).
 ITEMS = ("arrays", "meta", "config")
-#: Why a step folder is no complete checkpoint: an item missing, or no commit in Orbax's step metadata.
+#: Why a step folder is no complete checkpoint: an item missing, or no commit in Orbax's step metadata; or every item
+#: there, that metadata (its commit's record) gone (was called cut short too).
 _CUT = "cut short, no commit recorded"
+_UNCONFIRMED = ("its items are there, but not Orbax's step metadata, the record of its commit (deleted, or left out of "
+                "a copy): copy the step folder again whole from where it was saved")
 
 
 def as_path(value: Any, name: str, example: str = "checkpoints") -> Path:
@@ -71,6 +74,12 @@ def committed_steps(directory: str | os.PathLike) -> list[int]:
     return sorted(step for step, why in _step_folders(directory).items() if why is None)
 
 
+def unconfirmed_steps(directory: str | os.PathLike) -> list[int]:
+    """The steps under ``directory`` holding every item of ``ITEMS`` but no Orbax step metadata (deleted, or left out of
+    a copy), ascending: saved, yet no commit can be confirmed (``committed_steps`` leaves them out)."""
+    return sorted(step for step, why in _step_folders(directory).items() if why == _UNCONFIRMED)
+
+
 def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None = None) -> Path:
     """The step folder (``.../<step>``) ``path`` designates, absolute with symlinks and ``..`` resolved, so a record of
     it still names the checkpoint after a symlink (``runs/latest``) moves on.
@@ -86,7 +95,8 @@ def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None 
     ------
     TypeError, ValueError, FileNotFoundError
         ``path`` or ``base_dir`` not a str or ``os.PathLike``, or ``""``; ``path`` missing, a file, one item of a step
-        dir (the folder to pass named), a step dir cut short, or holding no complete checkpoint.
+        dir (the folder to pass named), a step dir cut short or without its Orbax step metadata, or holding no complete
+        checkpoint.
     """
     given, base = as_path(path, "path", "outputs/run"), as_path(os.getcwd() if base_dir is None else base_dir, "base_dir", ".")
     resolved = (base.absolute() / given).resolve()  # an absolute ``given`` replaces ``base``
@@ -106,7 +116,7 @@ def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None 
         if (why := _step_folders(resolved.parent).get(int(resolved.name), "")) is None:
             return resolved
         if why:  # was "pass its parent" whatever it held, refused there when it held no complete step
-            steps = committed_steps(resolved.parent)
+            steps = committed_steps(resolved.parent)  # was "cut short" too with its items there, its metadata gone
             why = "Orbax recorded no commit: the save was cut short" if why == _CUT else why
             raise FileNotFoundError(f"{resolved} is not a complete checkpoint ({why}); " + (
                 f"pass its parent for the latest complete step, {steps[-1]}" if steps
@@ -116,7 +126,7 @@ def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None 
         # another writer's steps; one step folder of another writer's is named by its parent
         foreign = _foreign_fix(folder) or (_foreign_fix(resolved.parent, resolved.name) if resolved.name.isdigit()
                                            else None)
-        cut: dict[str, list[str]] = {}  # were not named
+        cut: dict[str, list[str]] = {}  # were not named; was "cut short" too with its items there, its metadata gone
         for step, why in sorted((step, why) for step, why in _step_folders(folder).items() if why):
             cut.setdefault(why, []).append(str(step))
         raise FileNotFoundError(f"no checkpoint in {resolved}: " + (foreign or
@@ -234,5 +244,5 @@ def _step_folders(directory: str | os.PathLike) -> dict[int, str | None]:
         else:
             found[step.step] = (metadata.commit_timestamp_nsecs is not None, _items(metadata))
     whole = set(ITEMS)
-    return {step: None if committed and whole <= items else _CUT for step, (committed, items) in found.items()
-            if whole & items}
+    return {step: None if committed and whole <= items else _UNCONFIRMED if committed is None and whole <= items
+            else _CUT for step, (committed, items) in found.items() if whole & items}

@@ -13,7 +13,7 @@ import jax
 import pytest
 from flax import nnx
 
-from gensbi_sharding import checkpoint
+from gensbi_sharding import checkpoint, checkpoint_steps
 from gensbi_sharding.checkpoint import CheckpointWriter, committed_steps
 from library_helpers import AxesBlock
 
@@ -332,16 +332,44 @@ def test_a_commit_that_outlasts_the_bound_in_two_processes_is_named_complete_not
         assert result["error"].endswith("e.g. CheckpointWriter.commit_timeout_s = 120"), result["error"]
 
 
-def test_a_step_folder_without_its_metadata_is_named_cut_short_without_orbaxs_warning(tmp_path, caplog):
+def test_a_step_folder_without_its_metadata_is_named_so_without_orbaxs_warning(tmp_path, caplog):
     # Was: a run folder whose checkpoints/5/_CHECKPOINT_METADATA was deleted printed Orbax's "Metadata file does not
-    # exist: .../5/_CHECKPOINT_METADATA" twice on sample.py's and launch.py's console before the refusal naming step 5.
+    # exist: .../5/_CHECKPOINT_METADATA" twice on sample.py's and launch.py's console before the refusal naming step 5;
+    # and that refusal called step 5 "cut short, no commit recorded", its items all there.
     import logging
 
     for item in ("arrays", "config", "meta"):  # CheckpointWriter's items
         (tmp_path / "checkpoints" / "5" / item).mkdir(parents=True)
-    with caplog.at_level(logging.WARNING), pytest.raises(FileNotFoundError, match=r"step 5: cut short, no commit"):
+    lost = r"step 5: its items are there, but not Orbax's step metadata, the record of its commit"
+    with caplog.at_level(logging.WARNING), pytest.raises(FileNotFoundError, match=lost):
         checkpoint.find_checkpoint(tmp_path)
     assert committed_steps(tmp_path / "checkpoints") == []
     assert caplog.records == []
     logging.getLogger("absl").warning("Metadata file does not exist: elsewhere")  # said where we did not read
     assert [r.getMessage() for r in caplog.records] == ["Metadata file does not exist: elsewhere"]
+
+
+def test_a_saved_step_that_lost_only_its_orbax_metadata_is_named_so_not_cut_short(tmp_path):
+    # Was: "(step 5: cut short, no commit recorded)" and "<run>/checkpoints/5 is not a complete checkpoint (Orbax
+    # recorded no commit: the save was cut short)", of a save that finished (its items and commit files there), its
+    # step metadata deleted or left out of a copy since.
+    folder = tmp_path / "run" / "checkpoints"
+    with CheckpointWriter(folder, async_save=False) as writer:
+        writer.save(5, nnx.Linear(2, 2, rngs=nnx.Rngs(0)), jax.random.key(0))
+    (folder / "5" / "_CHECKPOINT_METADATA").unlink()
+    assert committed_steps(folder) == [] and checkpoint_steps.unconfirmed_steps(folder) == [5]
+    lost = ("its items are there, but not Orbax's step metadata, the record of its commit (deleted, or left out of a "
+            "copy): copy the step folder again whole from where it was saved")
+    with pytest.raises(FileNotFoundError) as err:
+        checkpoint.find_checkpoint(tmp_path / "run")
+    assert str(err.value) == (f"no checkpoint in {tmp_path / 'run'}: looked for complete Orbax step folders <step>/ in "
+                              f"{folder} (step 5: {lost}); pass a run dir, its checkpoints/ dir or one step dir")
+    with pytest.raises(FileNotFoundError) as err:
+        checkpoint.find_checkpoint(folder / "5")
+    assert str(err.value) == (f"{folder / '5'} is not a complete checkpoint ({lost}); {folder} holds no complete step: "
+                              "start without it")
+    shutil.copytree(folder / "5" / "arrays", folder / "7" / "arrays")  # a save cut short beside it: named apart
+    with pytest.raises(FileNotFoundError, match=r"\(step 5: its items are there, .*; step 7: cut short, no commit "
+                                                r"recorded\); pass a run dir"):
+        checkpoint.find_checkpoint(tmp_path / "run")
+    assert checkpoint_steps.unconfirmed_steps(folder) == [5]

@@ -234,6 +234,29 @@ def test_a_run_folder_without_checkpoints_is_refused(tmp_path, metrics, why):
     assert why in str(err.value)
 
 
+def test_a_run_whose_step_lost_its_orbax_metadata_is_not_called_one_that_never_trained(tmp_path):
+    # Was: "... (step 5: cut short, no commit recorded); ...; its run (status ok) saved no complete checkpoint in
+    # <run>/checkpoints. Sampling needs a trained run's saved weights: pass the folder of a run that trained", of a run
+    # that trained and saved step 5, whose step metadata was deleted (or left out of a copy) since.
+    import jax
+    from flax import nnx
+
+    from gensbi_sharding.checkpoint import CheckpointWriter, find_checkpoint
+
+    with CheckpointWriter(tmp_path / "checkpoints", async_save=False) as writer:
+        writer.save(5, nnx.Linear(2, 2, rngs=nnx.Rngs(0)), jax.random.key(0))
+    (tmp_path / "checkpoints" / "5" / "_CHECKPOINT_METADATA").unlink()
+    (tmp_path / "metrics.json").write_text(json.dumps({"status": "ok"}))
+    for given in (tmp_path, tmp_path / "checkpoints", tmp_path / "checkpoints" / "5"):
+        with pytest.raises(FileNotFoundError) as found:
+            find_checkpoint(given)
+        assert "(step 5: its items are there, but not Orbax's step metadata" in str(found.value) or str(
+            found.value).startswith(f"{given} is not a complete checkpoint (its items are there, but not Orbax's")
+        with pytest.raises(FileNotFoundError) as err:
+            sample_posterior(given, np.zeros(2))
+        assert str(err.value) == f"run folder {str(given)!r} has no checkpoint to sample: {found.value}"
+
+
 def test_a_sweep_folder_names_its_jobs(tmp_path):
     (tmp_path / "multirun.yaml").write_text("")
     (tmp_path / "0").mkdir()

@@ -209,10 +209,15 @@ def no_checkpoint(run_dir: Any, folder: Path, err: FileNotFoundError) -> FileNot
     """``sample.py``'s refusal of ``run_dir`` (resolved: ``folder``), which holds no complete checkpoint (``err``,
     ``find_checkpoint``'s), saying why where its folder does: a sequential job's, a stopped, dry or training run's."""
     from gensbi_sharding.checkpoint import CHECKPOINT_SUBDIR
+    from gensbi_sharding.checkpoint_steps import unconfirmed_steps
     from gensbi_sharding.harness.outputs import read_metrics
     from gensbi_sharding.harness.runs_below import runs_note
 
     given = f"run folder {os.fspath(run_dir)!r} has no checkpoint to sample"
+    if unconfirmed_steps(folder / CHECKPOINT_SUBDIR) or unconfirmed_steps(folder) or (
+            folder.name.isdigit() and int(folder.name) in unconfirmed_steps(folder.parent)):  # ``err`` names the fix
+        return FileNotFoundError(f"{given}: {err}")  # was: "its run (status ok) saved no complete checkpoint ...: pass
+        # the folder of a run that trained", of a run that trained and saved, one step's Orbax metadata lost since
     if (folder / SEQUENTIAL).is_file():  # was: "its run (status ok) saved no complete checkpoint in .../checkpoints"
         return FileNotFoundError(f"{given}: it is a sequential job's folder (benchmarks/sequential.py), whose rounds "
                                  "train a network per observation and keep neither weights nor samples, only their "
