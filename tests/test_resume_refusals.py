@@ -622,6 +622,26 @@ def test_resume_from_a_folder_that_saved_no_checkpoint_says_why_and_where_to_loo
                               "(a dry run saves none): start a new run without train.resume")
 
 
+def test_resume_from_a_run_whose_step_lost_its_orbax_metadata_names_it_not_checkpoints_gone(tmp_path):
+    # Was: "... (step 5: cut short, no commit recorded); ...; <run> holds a completed run whose checkpoints are gone (no
+    # complete step folder in <run>/checkpoints)", of a run that trained and saved step 5, whose step metadata was
+    # deleted (or left out of a copy) since: the step is there.
+    from gensbi_sharding.checkpoint import find_checkpoint
+    from gensbi_sharding.harness.resume import resume_step_dir
+
+    with CheckpointWriter(tmp_path / "run" / "checkpoints", async_save=False) as writer:
+        writer.save(5, nnx.Linear(2, 2, rngs=nnx.Rngs(0)), jax.random.key(0))
+    (tmp_path / "run" / "checkpoints" / "5" / "_CHECKPOINT_METADATA").unlink()
+    outputs.write_json(tmp_path / "run" / "metrics.json", {"status": "ok"})
+    for given in (tmp_path / "run", tmp_path / "run" / "checkpoints", tmp_path / "run" / "checkpoints" / "5"):
+        with pytest.raises(FileNotFoundError) as found:
+            find_checkpoint(given)
+        assert "its items are there, but not Orbax's step metadata, the record of its commit" in str(found.value)
+        with pytest.raises(FileNotFoundError) as err:
+            resume_step_dir(OmegaConf.create({"train": {"resume": str(given)}}))
+        assert str(err.value) == str(found.value)
+
+
 def test_resume_names_the_checkpoint_a_failed_run_continued_as_the_shell_and_hydra_read_it_back(tmp_path):
     """Was: ``train.resume=/tmp/my runs é (1)/checkpoints/4`` as it is: pasted, the shell splits it and Hydra's
     grammar refuses the rest (round 43)."""

@@ -34,7 +34,7 @@ def resume_step_dir(cfg: DictConfig) -> Path | None:
         return None
     from gensbi_sharding.checkpoint import CHECKPOINT_SUBDIR, find_checkpoint
     from gensbi_sharding.harness.outputs import read_metrics
-    from gensbi_sharding.harness.sampled_checkpoint import SEQUENTIAL
+    from gensbi_sharding.harness.sampled_checkpoint import SEQUENTIAL, lost_step_metadata
 
     folder = launch_dir() / Path(cfg.train.resume).expanduser()
     if (folder / "multirun.yaml").is_file():  # a sweep's folder: its checkpoints are its jobs'
@@ -48,6 +48,8 @@ def resume_step_dir(cfg: DictConfig) -> Path | None:
     try:
         return find_checkpoint(cfg.train.resume, base_dir=launch_dir())
     except FileNotFoundError as err:
+        if lost_step_metadata(folder):  # ``err`` names the step and the fix (was, status ok: "holds a completed run
+            raise  # whose checkpoints are gone (no complete step folder in ...)", its step there)
         metrics = folder / "metrics.json"  # a run's folder that saved no checkpoint: say why
         if not metrics.is_file():  # the override named (was "FileNotFoundError: checkpoint path ...", no key)
             raise ConfigError(f"{hydra_override('train.resume', cfg.train.resume)}: {err}, as train.resume=<folder>"

@@ -11,8 +11,8 @@ from typing import Any
 
 from gensbi_sharding.harness.paste_command import command_for
 
-__all__ = ["DamagedCheckpoint", "arrays_read", "for_sampler", "no_checkpoint", "saved_items", "sweep_refusal",
-           "training_run"]
+__all__ = ["DamagedCheckpoint", "arrays_read", "for_sampler", "lost_step_metadata", "no_checkpoint", "saved_items",
+           "sweep_refusal", "training_run"]
 
 
 class DamagedCheckpoint(FileNotFoundError):
@@ -205,19 +205,26 @@ def _sequential_fix(folder: Path) -> str:
     return f"train an amortised run to sample ({command_for()} {command}) and sample its folder"
 
 
+def lost_step_metadata(folder: Path) -> bool:
+    """Whether the run folder, checkpoints folder or step folder ``folder`` holds a step saved whole but for its Orbax
+    step metadata (``unconfirmed_steps``): ``find_checkpoint``'s refusal then names it and its fix, the run's status
+    says nothing more (a run that trained and saved)."""
+    from gensbi_sharding.checkpoint_steps import CHECKPOINT_SUBDIR, unconfirmed_steps
+
+    return bool(unconfirmed_steps(folder / CHECKPOINT_SUBDIR) or unconfirmed_steps(folder) or (
+        folder.name.isdigit() and int(folder.name) in unconfirmed_steps(folder.parent)))
+
+
 def no_checkpoint(run_dir: Any, folder: Path, err: FileNotFoundError) -> FileNotFoundError:
     """``sample.py``'s refusal of ``run_dir`` (resolved: ``folder``), which holds no complete checkpoint (``err``,
     ``find_checkpoint``'s), saying why where its folder does: a sequential job's, a stopped, dry or training run's."""
     from gensbi_sharding.checkpoint import CHECKPOINT_SUBDIR
-    from gensbi_sharding.checkpoint_steps import unconfirmed_steps
     from gensbi_sharding.harness.outputs import read_metrics
     from gensbi_sharding.harness.runs_below import runs_note
 
     given = f"run folder {os.fspath(run_dir)!r} has no checkpoint to sample"
-    if unconfirmed_steps(folder / CHECKPOINT_SUBDIR) or unconfirmed_steps(folder) or (
-            folder.name.isdigit() and int(folder.name) in unconfirmed_steps(folder.parent)):  # ``err`` names the fix
-        return FileNotFoundError(f"{given}: {err}")  # was: "its run (status ok) saved no complete checkpoint ...: pass
-        # the folder of a run that trained", of a run that trained and saved, one step's Orbax metadata lost since
+    if lost_step_metadata(folder):  # ``err`` names the fix; was: "its run (status ok) saved no complete checkpoint
+        return FileNotFoundError(f"{given}: {err}")  # ...: pass the folder of a run that trained", of one that did
     if (folder / SEQUENTIAL).is_file():  # was: "its run (status ok) saved no complete checkpoint in .../checkpoints"
         return FileNotFoundError(f"{given}: it is a sequential job's folder (benchmarks/sequential.py), whose rounds "
                                  "train a network per observation and keep neither weights nor samples, only their "
