@@ -80,14 +80,27 @@ def extra_problem(extra: list[str], tasks: list[str], budgets: list[int], flags:
     from gensbi_sharding.harness.override_types import override_problem
     from gensbi_sharding.harness.task_fixed import task_fixed_problem
 
-    command = parse(extra)  # read once, for each of launch.py's checks that applies to a job's extra overrides
-    # As each job composes them: after experiment=sbibm, whose values a refusal suggests (train.steps=20000, not 4000)
-    composed = parse(["experiment=sbibm", *extra])
-    problem = (grammar_problem(command) or task_fixed_problem([f"data={','.join(tasks)}", *extra]) or list_override_problem(composed)
-               or unknown_key_problem(command)
-               or override_problem(composed, sweeps_need_m=False))
-    if problem:
-        return f"extra argument {problem}"
+    from sbibm_method import task_settings
+
+    # Once per settings group the jobs get: a job of TASK_SETTINGS composes its task's own (model=transformer) before
+    # the extra ones (was: checked against the preset's MLP alone, so +model.foo=1 named the MLP's settings, and
+    # +model.widht=64 suggested model.width=64, which the transformer's check then refused)
+    groups: dict[tuple, list[tuple[str, int]]] = {}
+    for task in tasks:
+        for budget in budgets:
+            groups.setdefault(tuple(task_settings(task, budget, extra)[0]) if per_task else (), []).append((task, budget))
+    for own, cells in groups.items():
+        command = parse([*own, *extra])  # read once, for each of launch.py's checks that applies to a job's overrides
+        # As each job composes them: after experiment=sbibm, whose values a refusal suggests (train.steps=20000)
+        composed = parse(["experiment=sbibm", *own, *extra])
+        group = ",".join(dict.fromkeys(task for task, _ in cells))
+        problem = (grammar_problem(command) or task_fixed_problem([f"data={group}", *own, *extra])
+                   or list_override_problem(composed) or unknown_key_problem(command)
+                   or override_problem(composed, sweeps_need_m=False))
+        if problem and own:  # named as _config_problem names the task's own settings, with their way out
+            return _own_problem(problem, *cells[0], own)
+        if problem:
+            return f"extra argument {problem}"
     parser, named = OverridesParser.create(), {**RUN_FLAGS, **(flags or {})}
     for arg in extra:
         if arg.startswith("-"):  # e.g. a second "--" or a launch.py flag: argparse passed it on as an override
@@ -161,10 +174,15 @@ def _config_problem(extra: list[str], tasks: list[str], budgets: list[int], budg
                     if reason in environment:  # JAX_PLATFORMS=cuda on a CPU machine: no extra argument fixes it, so
                         raise Refused(reason)  # a refusal without the usage text (was: argparse's usage above it)
                     # the task's own settings named: a refusal of model.width=64 read as of the preset's MLP
-                    return (f"extra arguments (after --), for {task} at {budget} simulations: {reason}" + (
-                            f"; {task}'s job at {budget} runs with {' '.join(own)} before them, all left out when "
-                            "one of their keys is given after -- (e.g. model=mlp)" if own else ""))
+                    return _own_problem(reason, task, budget, own)
     return None
+
+
+def _own_problem(reason: str, task: str, budget: int, own) -> str:
+    """``reason``, refused for ``task``'s job at ``budget``, which composes its own settings ``own`` first."""
+    return (f"extra arguments (after --), for {task} at {budget} simulations: {reason}" + (
+            f"; {task}'s job at {budget} runs with {' '.join(own)} before them, all left out when "
+            "one of their keys is given after -- (e.g. model=mlp)" if own else ""))
 
 
 def read_scores(scores: Path, observations: list[int] | None) -> tuple[list[dict], str | None]:

@@ -1687,13 +1687,34 @@ def test_run_checks_extra_arguments_against_a_tasks_own_model_before_any_job(sbi
     problem = extra_problem(["mesh=none", "model.width=64"], ["two_moons", "gaussian_linear_uniform"], [10000],
                             per_task=True)
     assert problem.startswith("extra arguments (after --), for gaussian_linear_uniform at 10000 simulations: ")
-    assert "Key 'width' not in 'TransformerConfig'" in problem
+    # checked with the task's settings before composing (was OmegaConf's "Key 'width' not in 'TransformerConfig'")
+    assert "model.width is a setting of model=mlp, not of model=transformer" in problem
     assert problem.endswith("; gaussian_linear_uniform's job at 10000 runs with model=transformer train.steps=6000 "
                             "before them, all left out when one of their keys is given after -- (e.g. model=mlp)")
     assert extra_problem(["mesh=none", "model.width=64", "model=mlp"], ["gaussian_linear_uniform"], [10000],
                          per_task=True) is None
     # at 10^3 the job is the preset's MLP, whose width it is
     assert extra_problem(["mesh=none", "model.width=64"], ["gaussian_linear_uniform"], [1000], per_task=True) is None
+
+
+def test_run_checks_an_unknown_key_against_the_tasks_own_model(sbibm):
+    from sbibm_checks import extra_problem
+
+    # Was: "model.foo is not a setting of the default model=mlp; its settings: init, width, ...", and
+    # +model.widht=64 suggested model.width=64, which the transformer's job refuses
+    own = ("; gaussian_linear_uniform's job at 10000 runs with model=transformer train.steps=6000 before them, all "
+           "left out when one of their keys is given after -- (e.g. model=mlp)")
+    settings = "its settings: init, embed, depth, heads, mlp_ratio, time_embed_dim; a run takes no other key"
+    assert extra_problem(["mesh=none", "+model.foo=1"], ["gaussian_linear_uniform"], [10000], per_task=True) == (
+        "extra arguments (after --), for gaussian_linear_uniform at 10000 simulations: +model.foo=1: model.foo is not "
+        f"a setting of model=transformer; {settings}, so drop +model.foo=1{own}")
+    assert extra_problem(["mesh=none", "+model.embedd=3"], ["gaussian_linear_uniform"], [10000],
+                         per_task=True).endswith(f"did you mean model.embed?); {settings}, so write model.embed=3{own}")
+    # each settings group once: the preset's MLP for the other pairs, named as before
+    assert extra_problem(["mesh=none", "+model.widht=64"], ["gaussian_linear_uniform"], [1000], per_task=True) == (
+        "extra argument +model.widht=64: model.widht is not a setting of the default model=mlp (did you mean "
+        "model.width?); its settings: init, width, depth, mlp_ratio, time_embed_dim; a run takes no other key, so "
+        "write model.width=64")
 
 
 def test_a_sequential_job_keeps_the_presets_model(sbibm, tmp_path, monkeypatch):
