@@ -35,3 +35,30 @@ def test_slurm_launcher_without_slurm_stops_before_writing_anything(tmp_path):
     assert "Traceback" not in proc.stdout + proc.stderr
     assert proc.stderr.strip().startswith("[ERROR] hydra/launcher=slurm submits the jobs to SLURM")
     assert list(tmp_path.iterdir()) == []  # no sweep folder, lock or multirun.yaml left behind
+
+
+def test_submitit_local_on_several_nodes_is_named_with_its_fix():
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness.preflight import launcher_problem
+
+    local = "hydra_plugins.hydra_submitit_launcher.submitit_launcher.LocalLauncher"
+    assert launcher_problem(local, launcher=OmegaConf.create({"nodes": 2, "tasks_per_node": 1})) == (
+        "hydra.launcher.nodes=2: hydra/launcher=submitit_local runs the jobs on this host, one node; pass "
+        "hydra.launcher.nodes=1 (hydra.launcher.tasks_per_node sets the processes on it), or hydra/launcher=slurm on "
+        "a cluster for several nodes")
+    assert launcher_problem(local, launcher=OmegaConf.create({"nodes": 1, "tasks_per_node": 2})) is None
+
+
+@pytest.mark.slow  # a launch.py process (refused before any folder: about 2 s)
+def test_submitit_local_on_two_nodes_stops_before_writing_anything(tmp_path):
+    # Was: submitit's traceback ("LocalExecutor can use only one node"), and the sweep folder kept multirun.yaml,
+    # .run.lock and .submitit
+    env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
+    proc = subprocess.run([sys.executable, str(REPO / "launch.py"), "-m", "hydra/launcher=submitit_local",
+                           "hydra.launcher.nodes=2", "experiment=quick", f"hydra.sweep.dir={tmp_path / 'sweep'}"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stdout + proc.stderr
+    assert proc.stderr.strip().startswith("[ERROR] hydra.launcher.nodes=2: hydra/launcher=submitit_local runs")
+    assert list(tmp_path.iterdir()) == []  # no sweep folder, lock or multirun.yaml left behind

@@ -30,7 +30,8 @@ __all__ = ["launcher_problem", "run_config_problem", "LauncherPreflight", "check
 _SCHEDULER_COMMANDS = {"SlurmLauncher": ("slurm", ("srun", "sbatch"))}
 
 
-def launcher_problem(target: str | None, which: Callable[[str], str | None] = shutil.which) -> str | None:
+def launcher_problem(target: str | None, which: Callable[[str], str | None] = shutil.which,
+                     launcher: Any = None) -> str | None:
     """What stops the launcher ``target`` (``hydra.launcher._target_``) from working on this host.
 
     Parameters
@@ -40,6 +41,8 @@ def launcher_problem(target: str | None, which: Callable[[str], str | None] = sh
         ``hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher``.
     which : callable, optional
         ``shutil.which``: the path of a command on PATH, or None.
+    launcher : DictConfig, optional
+        ``hydra.launcher``: the settings submitit's local executor is given (``nodes``), checked as it checks them.
 
     Returns
     -------
@@ -48,6 +51,8 @@ def launcher_problem(target: str | None, which: Callable[[str], str | None] = sh
         message naming the launcher, the missing commands, and what to do instead.
     """
     name = (target or "").rsplit(".", 1)[-1]
+    if name == "LocalLauncher" and launcher is not None:
+        return _local_problem(launcher)
     if name not in _SCHEDULER_COMMANDS:
         return None
     group, commands = _SCHEDULER_COMMANDS[name]
@@ -59,6 +64,17 @@ def launcher_problem(target: str | None, which: Callable[[str], str | None] = sh
             f"{'is' if len(missing) == 1 else 'are'} not on PATH on this host (not a {group.upper()} login "
             f"node?): run the same command on the cluster, or leave out hydra/launcher={group} to run the jobs "
             "here one after another")
+
+
+def _local_problem(launcher: Any) -> str | None:
+    """What submitit's local executor refuses of ``hydra.launcher``, before any job (was: its traceback, "LocalExecutor
+    can use only one node", from inside the launcher, after Hydra had made the sweep's folder, lock and .submitit)."""
+    nodes = OmegaConf.select(launcher, "nodes", default=1)
+    if isinstance(nodes, int) and nodes > 1:
+        return (f"hydra.launcher.nodes={nodes}: hydra/launcher=submitit_local runs the jobs on this host, one node; "
+                "pass hydra.launcher.nodes=1 (hydra.launcher.tasks_per_node sets the processes on it), or "
+                "hydra/launcher=slurm on a cluster for several nodes")
+    return None
 
 
 def check_crashed(check: str, err: BaseException, config: Any, *, then: str, stop: bool = False) -> None:
@@ -190,7 +206,8 @@ class LauncherPreflight(Callback):
 
         checks = (("the sweep's folder", 1, lambda: folder_interpolation_problem(config)),  # before the folder callback
                   ("the launcher", 2, lambda: launcher_problem(OmegaConf.select(config, "hydra.launcher._target_",
-                                                                               default=None))),
+                                                                               default=None),
+                                                              launcher=OmegaConf.select(config, "hydra.launcher"))),
                   ("every job's config", 1, lambda: sweep_check.sweep_config_problem(config)))  # 1: as a refused run
         for name, code, check in checks:
             try:
