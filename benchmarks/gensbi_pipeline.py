@@ -72,7 +72,7 @@ FLAGS = {key: flag for key, flag in FIXED.items() if flag.startswith("--")}
 
 def in_flags(message: str) -> str:
     """``message`` (the harness's) with each key this script sets named by its flag: ``eval.c2st_folds=1 >= 2; set
-    eval.c2st_folds=5`` -> ``--folds 1 >= 2; pass --folds 5`` (was: the harness's fix, which this script refuses)."""
+    eval.c2st_folds=2`` -> ``--folds 1 >= 2; pass --folds 2`` (was: the harness's fix, which this script refuses)."""
     for key, flag in FLAGS.items():
         name = re.escape(key)
         message = re.sub(rf"\bset {name}=", f"pass {key}=", message)

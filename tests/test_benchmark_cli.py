@@ -181,7 +181,7 @@ def test_gensbi_scale_table_ranks_no_sweep_that_died_part_way(monkeypatch):
 @pytest.mark.parametrize("argv, message", [
     # Were the harness's keys and fixes, which this script refuses in turn ("set eval.c2st_folds=5": "this script
     # sets eval.c2st_folds for both sides; use --folds").
-    (["--folds", "1"], "--folds 1 must be >= 2 (cross-validation needs two folds); pass --folds 5"),
+    (["--folds", "1"], "--folds 1 must be >= 2 (cross-validation needs two folds); pass --folds 2"),
     (["--seed", "-1"], "--seed -1 must be >= 0; e.g. --seed 0"),
     # Were refused by the harness's run, "harness run failed", exit 1 (argparse's refusals exit 2), suggesting the
     # schema's value, not the one this script's composition (data=two_moons) runs with: data.theta_transform=support.

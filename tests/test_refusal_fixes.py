@@ -574,3 +574,15 @@ def test_a_multiruns_refusal_composes_each_job_once(monkeypatch):
                                "model.width=8,16", "train.learning_rate=0.1,0.01"])
     assert fix_of(problem) == ("train.steps=2", "model.depth=3", "eval.num_samples=10"), problem
     assert len(composed) == len(set(composed)) > 8, composed
+
+
+def test_too_few_c2st_folds_are_fixed_by_the_nearest_valid_values():
+    # Was: "set eval.c2st_folds=5" (the default), and with eval.num_samples=1 "set eval.num_samples=10", where two
+    # folds of four samples would do
+    assert _config_problem(["eval.c2st_folds=1"]) == (
+        "ConfigError: eval.c2st_folds=1 must be >= 2 (cross-validation needs two folds); set eval.c2st_folds=2")
+    assert _config_problem(["eval.c2st_folds=1", "eval.num_samples=1"]) == (
+        "ConfigError: eval.c2st_folds=1 must be >= 2 (cross-validation needs two folds); set eval.c2st_folds=2, "
+        "though eval.c2st_folds=2 is refused too: eval.num_samples=1 must be >= 2 * eval.c2st_folds "
+        "(eval.c2st_folds=2); set eval.num_samples=4")
+    assert _config_problem(["eval.c2st_folds=2", "eval.num_samples=4"]) is None

@@ -178,7 +178,7 @@ def _validate(cfg: DictConfig) -> None:
     # One condition per message (was: both named, "eval.num_samples=10000 must be >= 2 * eval.c2st_folds and
     # eval.c2st_folds=1 >= 2", when only the folds were wrong).
     require(cfg.eval.c2st_folds >= 2, Refusal(f"eval.c2st_folds={cfg.eval.c2st_folds} must be >= 2 (cross-validation "
-                                              "needs two folds)", "eval.c2st_folds=5"))
+                                              "needs two folds)", "eval.c2st_folds=2"))
     require(cfg.eval.num_samples >= 2 * (folds := cfg.eval.c2st_folds), Refusal(
         f"eval.num_samples={cfg.eval.num_samples} must be >= 2 * eval.c2st_folds (eval.c2st_folds={folds})",
         f"eval.num_samples={2 * folds}"))
