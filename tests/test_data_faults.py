@@ -351,3 +351,21 @@ def test_an_empty_device_list_names_the_override_that_works(tmp_path, devices):
     metrics = run_tiny(tmp_path / "run", "mesh.devices=[]")
     assert metrics["status"] == "error" and metrics["error"].endswith("pass mesh.devices=null for all devices")
     assert run_tiny(tmp_path / "fixed", "mesh.devices=null")["status"] == "ok"
+
+
+@pytest.mark.parametrize("mesh, batch, want", [
+    ((), 64, "mesh.model_axis=3 (data-parallel size 2) or devices.cpu_count=4 (data-parallel size 4)"),
+    (("mesh=auto",), 64, "mesh=dict mesh.model_axis=3 (data-parallel size 2) or devices.cpu_count=4 (data-parallel "
+                         "size 4)"),
+    (("mesh.devices=[0,1,2,3,4,5]",), 100, "mesh.model_axis=3 (data-parallel size 2)")])
+def test_the_check_before_a_runs_folder_names_the_meshes_that_keep_its_batch(mesh, batch, want):
+    # Was: devices.cpu_count=6 data.batch_size=64 (a resume on fewer devices) said only "set data.batch_size=66"
+    # before the run's folder, the run's "or keep data.batch_size=64 on another mesh: ..." (docs/harness.md) unsaid
+    from gensbi_sharding.harness.refusal import fix_of
+    from gensbi_sharding.harness.sweep_check import job_problem
+
+    problem = job_problem(compose_tiny(*mesh, "devices.cpu_count=6", f"data.batch_size={batch}"))
+    assert problem == (f"ConfigError: data.batch_size={batch} cannot be used: the global batch size {batch} must be a "
+                       f"multiple of 6 (it is split over the data-parallel size 6); set data.batch_size="
+                       f"{nearest_batch_sizes(batch, 6)[0]}; or keep data.batch_size={batch} on another mesh: {want}")
+    assert fix_of(problem) == f"data.batch_size={nearest_batch_sizes(batch, 6)[0]}"  # the fix kept as data

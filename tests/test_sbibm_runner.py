@@ -174,7 +174,8 @@ def test_run_checks_the_batch_against_the_mesh_each_job_makes_before_any_job(sbi
     assert extra_problem(["data.batch_size=100"], ["two_moons"], [10000, 1000]) == (
         "extra arguments (after --), for two_moons at 10000 simulations: data.batch_size=100 cannot be used: the "
         "global batch size 100 must be a multiple of 8 (it is split over the data-parallel size 8); set "
-        "data.batch_size=96")
+        "data.batch_size=96; or keep data.batch_size=100 on another mesh: mesh=dict mesh.model_axis=2 (data-parallel "
+        "size 4) or devices.cpu_count=10 (data-parallel size 10)")
     assert extra_problem(["mesh=none", "data.batch_size=100"], ["two_moons"], [10000, 1000]) is None
 
 

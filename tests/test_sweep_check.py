@@ -42,7 +42,8 @@ AXIS_3 = ("ConfigError: mesh.model_axis=3: 8 devices are not divisible by model_
     # Only with the other key of the job: 7 does not split over 8 devices, 2000 is more than 1000 simulations hold.
     (("experiment=quick", "data.batch_size=256,7,2000", "data.num_simulations=1000"), "2 of the 3",
      ["job 1 (data.batch_size=7): ConfigError: data.batch_size=7 cannot be used: the global batch size 7 must be a "
-      "multiple of 8 (it is split over the data-parallel size 8); set data.batch_size=8",
+      "multiple of 8 (it is split over the data-parallel size 8); set data.batch_size=8; or keep data.batch_size=7 "
+      "on another mesh: mesh.model_axis=8 (data-parallel size 1) or devices.cpu_count=7 (data-parallel size 7)",
       "job 2 (data.batch_size=2000): ConfigError: data.batch_size=2000 cannot be used: the global batch size 2000 "
       "must be at most 900 (the 900 training pairs); set data.batch_size=896"]),
     (("experiment=quick", "mesh.model_axis=2,3"), "1 of the 2", [f"job 1 (mesh.model_axis=3): {AXIS_3}"]),

@@ -17,8 +17,9 @@ from gensbi_sharding.batch_sizes import nearest_batch_sizes
 from gensbi_sharding.harness.refusal import Refusal
 from gensbi_sharding.harness.saving_record import launched_with, saving_overrides  # noqa: F401 (re-exported)
 
-__all__ = ["batch_size_problem", "mesh_alternatives", "model_axis_problem", "mesh_devices_problem", "overrides_named",
-           "mesh_axis_fix", "closest_name", "launched_with", "saving_overrides", "override_literal"]
+__all__ = ["batch_size_problem", "mesh_alternatives", "device_alternatives", "kept_on_other_meshes",
+           "model_axis_problem", "mesh_devices_problem", "overrides_named", "mesh_axis_fix", "closest_name",
+           "launched_with", "saving_overrides", "override_literal"]
 
 
 def batch_size_problem(batch_size: int, *, shards: int, data_parallel: int, train_rows: int,
@@ -95,7 +96,15 @@ def mesh_alternatives(batch_size: int, *, shards: int, train_rows: int, mesh: An
 
     if mesh is None or "model" not in mesh.shape:
         return ""
-    devices, axis, processes = mesh.devices.size, mesh.shape["model"], jax.process_count()
+    return device_alternatives(batch_size, shards=shards, train_rows=train_rows, devices=mesh.devices.size,
+                               axis=mesh.shape["model"], processes=jax.process_count(),
+                               cpu=mesh.devices.flat[0].platform == "cpu", mesh_cfg=mesh_cfg)
+
+
+def device_alternatives(batch_size: int, *, shards: int, train_rows: int, devices: int, axis: int,
+                        processes: int = 1, cpu: bool = True, mesh_cfg: Any = None) -> str:
+    """``mesh_alternatives`` of a mesh of ``devices`` (``cpu``: simulated CPU ones) over ``processes``, model axis
+    ``axis``, known before JAX starts (the check before a run's folder, which said only "set data.batch_size=66")."""
     local = devices // processes
 
     def fits(data_parallel: int) -> bool:
@@ -108,13 +117,26 @@ def mesh_alternatives(batch_size: int, *, shards: int, train_rows: int, mesh: An
         auto = mesh_cfg is not None and mesh_cfg.spec == "auto"
         options.append(f"{'mesh=dict ' * auto}mesh.model_axis={m} (data-parallel size {devices // m})")
     listed = mesh_cfg is not None and mesh_cfg.spec == "dict" and mesh_cfg.devices
-    if mesh.devices.flat[0].platform == "cpu" and not listed:
+    if cpu and not listed:
         step = processes * axis
         counts = [c for c in range(step, 2 * devices + 1, step) if c != devices and fits(c // axis)]
         if counts:
             c = min(counts, key=lambda c: (abs(c - devices), c))
             options.append(f"devices.cpu_count={c} (data-parallel size {c // axis})")
     return f"; or keep data.batch_size={batch_size} on another mesh: {' or '.join(options)}" if options else ""
+
+
+def kept_on_other_meshes(problem: str | None, batch_size: int, mesh_cfg: Any, *, shards: int, train_rows: int,
+                         devices: int) -> Any:
+    """A batch size's refusal (``Refusal``) on ``devices`` CPU devices, known before JAX starts, with the meshes that
+    keep it (``device_alternatives``), as the run says it on its started mesh (was: "set data.batch_size=66" alone)."""
+    if not isinstance(problem, Refusal) or mesh_cfg.spec not in ("auto", "dict"):
+        return problem
+    listed = mesh_cfg.spec == "dict" and mesh_cfg.devices
+    other = device_alternatives(batch_size, shards=shards, train_rows=train_rows,
+                                devices=len(mesh_cfg.devices) if listed else devices,
+                                axis=mesh_cfg.model_axis if mesh_cfg.spec == "dict" else 1, mesh_cfg=mesh_cfg)
+    return Refusal(problem.reason, problem.fix, how=problem.how, after=problem.after + other, shown=problem.shown)
 
 
 def model_axis_problem(model_axis: int, devices: int, simulated: bool = False,

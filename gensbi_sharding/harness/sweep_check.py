@@ -135,7 +135,7 @@ def _mesh_problem(cfg: Any, devices: int | None, source: str) -> str | None:
 def _batch_problem(cfg: Any, devices: int | None) -> str | None:
     """``data.batch_size`` against the shards, the training pairs and (CPU devices known) the data-parallel size."""
     from gensbi_sharding.harness.split_rows import shard_train_rows, simulations_for
-    from gensbi_sharding.harness.hints import batch_size_problem
+    from gensbi_sharding.harness.hints import batch_size_problem, kept_on_other_meshes
 
     if cfg.dry_run and cfg.mesh.spec is None:  # a dry run without a mesh builds no batches
         return None
@@ -146,9 +146,13 @@ def _batch_problem(cfg: Any, devices: int | None) -> str | None:
     elif devices is not None and cfg.mesh.spec == "dict":
         data_parallel = len(cfg.mesh.devices or range(devices)) // cfg.mesh.model_axis
     budget, vf = cfg.data.num_simulations, cfg.data.val_fraction
-    return batch_size_problem(cfg.data.batch_size, shards=shards, data_parallel=data_parallel,
-                              train_rows=shard_train_rows(budget, vf, shards), per_process=cfg.data.shards is None,
-                              budget=lambda need: simulations_for(need, budget, vf, shards))
+    rows = shard_train_rows(budget, vf, shards)
+    problem = batch_size_problem(cfg.data.batch_size, shards=shards, data_parallel=data_parallel, train_rows=rows,
+                                 per_process=cfg.data.shards is None,
+                                 budget=lambda need: simulations_for(need, budget, vf, shards))
+    # the CPU devices known: the meshes that keep the batch, as the run's check names them (was: unsaid here)
+    return problem if devices is None else kept_on_other_meshes(problem, cfg.data.batch_size, cfg.mesh, shards=shards,
+                                                                train_rows=rows, devices=devices)
 
 
 def refused_jobs(config: Any, jobs: Sequence[Sequence[str]], loader: Any, *,
