@@ -11,6 +11,8 @@ from flax import nnx
 
 from gensbi_sharding.nodes import check_node, check_value_leaves, is_array, is_scalar, keep_scalars, path_name
 
+# Flax's eager_sharding flag while build_unplaced runs a factory: off (0 == False), told apart from a user's False.
+_FLAG_OFF = type("EagerShardingOff", (int,), {})(0)
 _NOT_SCALAR = object()  # a leaf to jax.tree (no pytree node): trace_factory's stand-in for a traced leaf
 # The caller (init_sharded, abstract_sharded, abstract_state_for) while trace_factory traces a model's constructor.
 _TRACING_FACTORY: contextvars.ContextVar[str | None] = contextvars.ContextVar("tracing_factory", default=None)
@@ -45,13 +47,14 @@ def refuse_in_factory(name: str, fix: str) -> None:
 def build_unplaced(factory: Callable[[], Any]) -> Any:
     """``factory()`` with Flax's eager sharding off: Flax-style annotations stay logical names, not mesh axes."""
     default = nnx.using_eager_sharding()
-    with nnx.use_eager_sharding(False):
+    with nnx.use_eager_sharding(_FLAG_OFF):
         node = factory()
-    # An unannotated variable, which the flag never places, keeps Flax's default: it is pytree metadata, and
-    # jax.tree.map over this model's and factory()'s states raised "different pytree metadata".
-    for _, var in nnx.graph.iter_graph(node):  # not one made outside the factory: mutating it inside a trace fails
-        if isinstance(var, nnx.Variable) and "out_sharding" not in var.get_metadata() and var.eager_sharding != default:
-            var.set_metadata("eager_sharding", default)
+    # A variable the flag set (never a user's eager_sharding=False, nor one made outside the factory: mutating it
+    # inside a trace fails) keeps Flax's default if unannotated, which the flag never places: it is pytree metadata,
+    # and jax.tree.map over this model's and factory()'s states raised "different pytree metadata".
+    for _, var in nnx.graph.iter_graph(node):
+        if isinstance(var, nnx.Variable) and var.get_metadata().get("eager_sharding") is _FLAG_OFF:
+            var.set_metadata("eager_sharding", "out_sharding" not in var.get_metadata() and default)
     return node
 
 

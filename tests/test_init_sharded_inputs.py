@@ -375,3 +375,26 @@ def test_a_built_model_is_the_same_pytree_as_the_factorys_own(mesh_or_none, requ
     assert jax.tree.structure(nnx.state(abstract)) == jax.tree.structure(eager)
     assert jax.tree.structure(abstract_state_for(factory, target, "fsdp")) == jax.tree.structure(eager)
     assert built[0].up.kernel.get_metadata()["eager_sharding"] is False  # annotated: never placed at construction
+
+
+class ExplicitFlags(nnx.Module):
+    """Unannotated variables whose eager_sharding the user set, each against Flax's default."""
+
+    def __init__(self, rngs):
+        self.kept_off = nnx.Param(jnp.ones(4), eager_sharding=False)
+        self.kept_on = nnx.BatchStat(jnp.zeros(4), eager_sharding=True)
+        self.dense = nnx.Linear(4, 4, rngs=rngs)
+
+
+@pytest.mark.parametrize("mesh_or_none", ["mesh", None])
+def test_a_users_own_eager_sharding_flag_is_kept(mesh_or_none, request):
+    # Was: build_unplaced set every unannotated variable to Flax's default (True), a user's eager_sharding=False too,
+    # so jax.tree.map over nnx.state(factory()) and the built model's state raised "different pytree metadata at key
+    # path ['kept_off']".
+    target = request.getfixturevalue("mesh") if mesh_or_none else None
+    factory = lambda: ExplicitFlags(nnx.Rngs(0))  # noqa: E731
+    eager = nnx.state(factory())
+    for built in (init_sharded(factory, target), abstract_sharded(factory, target)):
+        assert jax.tree.structure(nnx.state(built)) == jax.tree.structure(eager)
+        assert [built.kept_off.eager_sharding, built.kept_on.eager_sharding, built.dense.bias.eager_sharding] == [
+            False, True, nnx.using_eager_sharding()]
