@@ -64,7 +64,18 @@ def test_a_misspelt_setting_of_the_chosen_launcher_offers_the_nearest():
     ["-m", "hydra/launcher=slurm", "hydra.launcher.max_num_timeout=3", "hydra.launcher.additional_parameters.x=1"],
     ["-m", "rule=fsdp,tensor", "hydra.sweeper.max_batch_size=2"],
     ["-m", "hydra/launcher=submitit_local", "hydra.launcher.timeout_min=5"],
-    ["-m", "++hydra.launcher.n_jobs=2"],  # ++ adds on purpose: Hydra's to judge
+    ["-m", "hydra/launcher=slurm", "++hydra.launcher.additional_parameters.x=1"],  # adds inside a setting it has
+    ["-m", "+hydra.sweeper.params.rule=fsdp,tensor"],
 ])
 def test_settings_the_chosen_plugin_has_pass(args):
     assert hydra_plugin_problem(args) is None
+
+
+@pytest.mark.parametrize("arg", ["+hydra.launcher.n_jobs=2", "++hydra.launcher.n_jobs=2"])
+def test_a_setting_added_with_a_plus_is_refused_as_typed_without(arg):
+    # Was: passed to Hydra, whose BasicLauncher(**hydra.launcher) ended the run in "TypeError: BasicLauncher.__init__()
+    # got an unexpected keyword argument 'n_jobs'" (submitit's: a NameError, its sweep folder left behind).
+    assert hydra_plugin_problem(["-m", arg]).startswith(
+        f"{arg}: hydra/launcher=basic (Hydra's default) has no setting n_jobs; its settings: none")
+    assert hydra_plugin_problem(["-m", "hydra/launcher=submitit_local", arg.replace("n_jobs", "nodez")]).endswith(
+        "; did you mean hydra.launcher.nodes=2?")

@@ -91,9 +91,10 @@ def hydra_plugin_problem(args) -> str | None:
                 return (said + (f"; it is Hydra's plugin {package}: .venv/bin/python -m pip install {package}, or"
                                 if package else ";") + f" leave hydra/{part}= out (Hydra's basic {part} "
                         f"{DEFAULTS[part]})")
-    for o in command.overrides:  # a plain assignment; + and ++ are Hydra's to judge (++ may add on purpose)
-        part, _, name = o.typed.removeprefix("hydra.").partition(".")
-        if not o.typed.startswith(("hydra.launcher.", "hydra.sweeper.")) or not name or "=" not in o.arg:
+    for o in command.overrides:  # + and ++ too: a setting is its plugin class's argument (BasicLauncher's TypeError)
+        typed = o.typed.removeprefix("++").removeprefix("+")
+        part, _, name = typed.removeprefix("hydra.").partition(".")
+        if not typed.startswith(("hydra.launcher.", "hydra.sweeper.")) or not name or "=" not in o.arg:
             continue
         option = (chosen.get(part) or ["basic"])[-1] if len(chosen.get(part) or [0]) == 1 else None
         setting = name.split(".")[0]
