@@ -79,3 +79,15 @@ def test_a_setting_added_with_a_plus_is_refused_as_typed_without(arg):
         f"{arg}: hydra/launcher=basic (Hydra's default) has no setting n_jobs; its settings: none")
     assert hydra_plugin_problem(["-m", "hydra/launcher=submitit_local", arg.replace("n_jobs", "nodez")]).endswith(
         "; did you mean hydra.launcher.nodes=2?")
+
+
+@pytest.mark.parametrize("line", ["  - override /hydra/launcher: submitit_slurm", "  - override hydra/launcher: slurm"])
+def test_a_launcher_a_preset_picks_is_not_taken_for_the_basic_one(tmp_path, line):
+    # Was: "hydra.launcher.nodes=4: hydra/launcher=basic (Hydra's default) has no setting nodes" for a preset of the
+    # user's own config folder whose defaults list picks the launcher, which Hydra composes (SlurmLauncher, nodes: 4).
+    (tmp_path / "experiment").mkdir()
+    (tmp_path / "experiment" / "cluster.yaml").write_text(f"# @package _global_\ndefaults:\n{line}\n")
+    args = ["-m", "--config-dir", str(tmp_path), "experiment=cluster", "hydra.launcher.nodes=4", "rule=fsdp,tensor"]
+    assert command_problem(args) is None
+    (tmp_path / "experiment" / "cluster.yaml").write_text("# @package _global_\ntrain:\n  steps: 10\n")
+    assert command_problem(args).startswith("hydra.launcher.nodes=4: hydra/launcher=basic (Hydra's default) has no")

@@ -6,12 +6,13 @@ use +hydra.launcher.n_jobs=2", which, typed, ended in a TypeError from the basic
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
 from gensbi_sharding.harness.refusal import Refusal
 
-__all__ = ["PLUGIN_PACKAGES", "plugin_options", "plugin_settings", "hydra_plugin_problem"]
+__all__ = ["PLUGIN_PACKAGES", "plugin_options", "plugin_settings", "picked_in_configs", "hydra_plugin_problem"]
 
 #: Hydra's own plugins for options users copy from its docs: the option -> the package that adds it.
 PLUGIN_PACKAGES = {"launcher": {"joblib": "hydra-joblib-launcher", "ray": "hydra-ray-launcher",
@@ -69,6 +70,25 @@ def plugin_settings(part: str, option: str, search_paths: Sequence[str] = ()) ->
     return [k for k in keys if k != "_target_"] if found else None
 
 
+def picked_in_configs(part: str, search_paths: Sequence[str] = ()) -> bool:
+    """Whether a config file (``conf/``'s, a search path's, three folders deep) picks ``hydra/<part>`` in its defaults
+    list, ``override /hydra/launcher: submitit_slurm`` in a preset: then the command alone does not say which runs."""
+    from gensbi_sharding.harness.groups import CONF
+
+    if any(not s.startswith("file://") for s in search_paths):  # pkg://: Hydra's to list
+        return True
+    picks = re.compile(rf"^[\s-]*(override\s+)?/?hydra/{part}\s*:", re.MULTILINE)
+    for folder in [CONF] + [Path(s[len("file://"):]) for s in search_paths]:
+        for depth in ("*.yaml", "*/*.yaml", "*/*/*.yaml"):
+            for path in folder.glob(depth):
+                try:
+                    if picks.search(path.read_text(errors="replace")):
+                        return True
+                except OSError:  # unreadable: Hydra's own error names it
+                    continue
+    return False
+
+
 def hydra_plugin_problem(args) -> str | None:
     """The one-line refusal of ``hydra/launcher=joblib`` (or a sweeper) not installed here, or of a
     ``hydra.launcher.<key>`` the chosen launcher (``hydra/launcher=``'s, else Hydra's ``basic``) lacks: the options,
@@ -97,6 +117,8 @@ def hydra_plugin_problem(args) -> str | None:
         if not typed.startswith(("hydra.launcher.", "hydra.sweeper.")) or not name or "=" not in o.arg:
             continue
         option = (chosen.get(part) or ["basic"])[-1] if len(chosen.get(part) or [0]) == 1 else None
+        if part not in chosen and picked_in_configs(part, command.search_paths):  # a preset's launcher: not basic
+            continue
         setting = name.split(".")[0]
         if option is None or (fields := plugin_settings(part, option, command.search_paths)) is None \
                 or setting in fields:
