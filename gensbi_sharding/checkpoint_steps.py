@@ -218,13 +218,14 @@ def _said_here(record: logging.LogRecord) -> bool:
 def _step_metadata(path: Path) -> Any:
     """Orbax's ``StepMetadata`` of the step folder ``path`` (``ocp.metadata.get_step_metadata``); None if none."""
     absl = logging.getLogger("absl")
-    absl.addFilter(_said_here)  # Orbax's warning of a folder without one, said twice each: the caller names it
+    absl.filters.append(_said_here)  # one per read under way, any thread's (addFilter keeps one: the first to end
+    # took it off every other read), Orbax's warning of a folder without one, said twice each: the caller names it
     try:
         return ocp.metadata.get_step_metadata(path)
     except ValueError:  # none written: never committed, or the file lost since
         return None
     finally:
-        absl.removeFilter(_said_here)
+        absl.filters.remove(_said_here)  # this read's: the others' stay
 
 
 def _items(metadata: Any) -> set[str]:

@@ -373,3 +373,28 @@ def test_a_saved_step_that_lost_only_its_orbax_metadata_is_named_so_not_cut_shor
                                                 r"recorded\); pass a run dir"):
         checkpoint.find_checkpoint(tmp_path / "run")
     assert checkpoint_steps.unconfirmed_steps(folder) == [5]
+
+
+def test_orbaxs_warning_stays_off_while_another_thread_ends_its_read(tmp_path, caplog, monkeypatch):
+    # Was: one absl filter added and removed by each read, so a second thread's read (the stop watchdog's beside the
+    # run's own) ending in the middle of this one's took it off: "Metadata file does not exist" reached the console.
+    import logging
+    import threading
+
+    import orbax.checkpoint as ocp
+
+    for run in ("mine", "other"):
+        for item in ("arrays", "config", "meta"):
+            (tmp_path / run / "5" / item).mkdir(parents=True)
+    read = ocp.metadata.get_step_metadata
+
+    def read_beside(path):  # this thread's read of step 5 waits for another thread's whole read
+        if "mine" in str(path):
+            (other := threading.Thread(target=committed_steps, args=(tmp_path / "other",))).start()
+            other.join(10)
+        return read(path)
+
+    monkeypatch.setattr(ocp.metadata, "get_step_metadata", read_beside)
+    with caplog.at_level(logging.WARNING):
+        assert committed_steps(tmp_path / "mine") == []
+    assert [r.getMessage() for r in caplog.records] == []
