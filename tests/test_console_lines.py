@@ -360,3 +360,24 @@ def test_a_refused_sweep_counts_only_its_own_job_folders_complete(tmp_path):
         f"hydra.sweep.dir={sweep}: 1 of its 2 jobs complete (0); job 0: ")
     assert completed_jobs_lead(sweep, jobs, "", 2, ["a", "b"]) == ""  # its jobs' folders are named a and b: none there
     assert completed_jobs_lead(sweep, jobs, "", 0).startswith(f"hydra.sweep.dir={sweep}: 2 of its 3 jobs complete")
+
+
+def test_a_refused_sweep_offers_no_other_sweeps_job_to_continue(tmp_path, capsys):
+    # Was: -m rule=fsdp (one job) into the folder of a finished -m train.learning_rate=0.003,1e30,0.001 said "1 of its
+    # 1 job complete (0)" and then "continue its one unfinished job with: ... train.learning_rate=1e+30 ... <dir>/1",
+    # folder 1 no job of this sweep.
+    sweep = tmp_path / "sw"
+    for job, (rate, status) in enumerate([("0.003", "ok"), ("1e+30", "error"), ("0.001", "ok")]):
+        outputs.write_json(sweep / str(job) / "metrics.json", {"status": status, "final_step": 5})
+        (sweep / str(job) / ".hydra").mkdir(parents=True)
+        (sweep / str(job) / ".hydra" / "overrides.yaml").write_text(f"- train.learning_rate={rate}\n")
+    (sweep / "multirun.yaml").write_text("hydra:\n  mode: MULTIRUN\n")
+    config = OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep)},
+                                         "overrides": {"task": ["rule=fsdp", "train.steps=5"]}},
+                               "train": {"resume": None, "steps": 5}})
+    with pytest.raises(SystemExit):
+        run_folder.RefuseCompletedRun().on_multirun_start(config)
+    assert capsys.readouterr().err == (
+        f"[ERROR] hydra.sweep.dir={sweep}: 1 of its 1 job complete (0); job 0: {sweep / '0' / 'metrics.json'} already "
+        "exists (status ok): this folder holds an earlier run's outputs, which are never overwritten; choose another "
+        "hydra.sweep.dir\n")

@@ -216,7 +216,9 @@ def unfinished_jobs_hint(jobs: Sequence[Any], resumable: Sequence[str], all_jobs
     never = never_started(all_jobs, ran, folders) if recorded and sweep_dir is not None else []
     if recorded and sweep_dir is not None and (other := another_sweep(sweep_dir, all_jobs, folders, bool(never))):
         return f"; {other}"  # this one's jobs would join it, numbered as its jobs
-    unfinished = sorted((j for j, s in status.items() if s in resumable), key=lambda j: j != stopped)
+    mine = {folder_of(n, folders) for n in range(len(all_jobs))} if all_jobs else None  # not another sweep's job
+    unfinished = sorted((j for j, s in status.items() if s in resumable and (mine is None or j.name in mine)),
+                        key=lambda j: j != stopped)
     if not (unfinished or never) or (not reason and all(s in resumable for s in status.values())):
         return ""
     whole = reason or "a sweep folder holding completed jobs is never rerun as a whole"
