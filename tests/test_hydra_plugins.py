@@ -88,6 +88,6 @@ def test_a_launcher_a_preset_picks_is_not_taken_for_the_basic_one(tmp_path, line
     (tmp_path / "experiment").mkdir()
     (tmp_path / "experiment" / "cluster.yaml").write_text(f"# @package _global_\ndefaults:\n{line}\n")
     args = ["-m", "--config-dir", str(tmp_path), "experiment=cluster", "hydra.launcher.nodes=4", "rule=fsdp,tensor"]
-    assert command_problem(args) is None
+    assert hydra_plugin_problem(args) is None
     (tmp_path / "experiment" / "cluster.yaml").write_text("# @package _global_\ntrain:\n  steps: 10\n")
-    assert command_problem(args).startswith("hydra.launcher.nodes=4: hydra/launcher=basic (Hydra's default) has no")
+    assert hydra_plugin_problem(args).startswith("hydra.launcher.nodes=4: hydra/launcher=basic (Hydra's default) has no")
