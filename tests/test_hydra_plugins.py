@@ -81,7 +81,10 @@ def test_a_setting_added_with_a_plus_is_refused_as_typed_without(arg):
         "; did you mean hydra.launcher.nodes=2?")
 
 
-@pytest.mark.parametrize("line", ["  - override /hydra/launcher: submitit_slurm", "  - override hydra/launcher: slurm"])
+@pytest.mark.parametrize("line", ["  - override /hydra/launcher: submitit_slurm", "  - override hydra/launcher: slurm",
+                                  # were refused still: spellings Hydra composes as SlurmLauncher too
+                                  "  - 'override /hydra/launcher': submitit_slurm",
+                                  "  - {override /hydra/launcher: submitit_slurm}", "  [{override hydra/launcher: slurm}]"])
 def test_a_launcher_a_preset_picks_is_not_taken_for_the_basic_one(tmp_path, line):
     # Was: "hydra.launcher.nodes=4: hydra/launcher=basic (Hydra's default) has no setting nodes" for a preset of the
     # user's own config folder whose defaults list picks the launcher, which Hydra composes (SlurmLauncher, nodes: 4).
@@ -90,4 +93,13 @@ def test_a_launcher_a_preset_picks_is_not_taken_for_the_basic_one(tmp_path, line
     args = ["-m", "--config-dir", str(tmp_path), "experiment=cluster", "hydra.launcher.nodes=4", "rule=fsdp,tensor"]
     assert hydra_plugin_problem(args) is None
     (tmp_path / "experiment" / "cluster.yaml").write_text("# @package _global_\ntrain:\n  steps: 10\n")
+    assert hydra_plugin_problem(args).startswith("hydra.launcher.nodes=4: hydra/launcher=basic (Hydra's default) has no")
+
+
+def test_a_launcher_pick_commented_out_is_no_pick(tmp_path):
+    # A preset whose pick is commented out composes Hydra's basic launcher: its setting is refused as before
+    (tmp_path / "experiment").mkdir()
+    (tmp_path / "experiment" / "cluster.yaml").write_text(
+        "# @package _global_\ndefaults:\n  # - {override /hydra/launcher: submitit_slurm}\n  - _self_\n")
+    args = ["-m", "--config-dir", str(tmp_path), "experiment=cluster", "hydra.launcher.nodes=4"]
     assert hydra_plugin_problem(args).startswith("hydra.launcher.nodes=4: hydra/launcher=basic (Hydra's default) has no")

@@ -77,7 +77,9 @@ def picked_in_configs(part: str, search_paths: Sequence[str] = ()) -> bool:
 
     if any(not s.startswith("file://") for s in search_paths):  # pkg://: Hydra's to list
         return True
-    picks = re.compile(rf"^[\s-]*(override\s+)?/?hydra/{part}\s*:", re.MULTILINE)
+    # any YAML spelling Hydra composes, "- override /hydra/launcher: x", "- 'override ...': x", "[{override ...: x}]",
+    # outside a comment (one commented out picks nothing)
+    picks = re.compile(rf"^[^#\n]*?(?<![\w/.])/?hydra/{part}['\"]?\s*:", re.MULTILINE)
     for folder in [CONF] + [Path(s[len("file://"):]) for s in search_paths]:
         for depth in ("*.yaml", "*/*.yaml", "*/*/*.yaml"):
             for path in folder.glob(depth):
