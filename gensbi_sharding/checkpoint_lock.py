@@ -32,7 +32,8 @@ from typing import Any
 import jax
 import orbax.checkpoint as ocp
 
-from gensbi_sharding.checkpoint_steps import CHECKPOINT_SUBDIR, ITEMS, check_array_path, committed_steps
+from gensbi_sharding.checkpoint_steps import (CHECKPOINT_SUBDIR, ITEMS, check_array_path, committed_steps,
+                                              unconfirmed_steps)
 
 __all__ = ["Lock", "lock_directory", "unlock", "finish_and_unlock", "watch_exit", "commit_barrier", "failed_save",
            "check_save_directory", "check_none_cut_short"]
@@ -260,13 +261,23 @@ def check_save_directory(directory: Path) -> None:
 def check_none_cut_short(directory: Path) -> None:
     """Refuse step folders of ``directory`` without a commit (a copy cut short: Orbax commits its saves by a rename),
     which Orbax lists as saved and restore skips (was: save refused every step up to them, "step 2 is older than step
-    7, the newest"); checked under the folder's lock, whose other writer's save under way is no such folder."""
+    7, the newest"), one whose items are all there but its step metadata named so (``unconfirmed_steps``); checked
+    under the folder's lock, whose other writer's save under way is no such folder."""
     done = {str(step) for step in committed_steps(directory)}  # other step-named folders: check_save_directory's
     if cut := sorted((p.name for p in directory.glob("*") if p.is_dir() and p.name.isdigit() and p.name not in done),
                       key=int):
+        # a step whose items are all there, its step metadata alone gone, is named as find_checkpoint names it (was
+        # "a save or copy cut short ... or delete them", a whole save among them)
+        lost = [str(step) for step in unconfirmed_steps(directory) if str(step) in cut]
+        short = [step for step in cut if step not in lost]
+        gone = ("every item there, but not Orbax's step metadata, the record of its commit (deleted, or left out of "
+                "a copy)")
+        why = (f"step {', '.join(short)}: a save or copy cut short; step {', '.join(lost)}: {gone}" if short and lost
+               else gone if lost else "a save or copy cut short")
+        fix = f"copy step {', '.join(lost)} again whole from where it was saved, or " if lost else ""
         raise FileExistsError(f"checkpoint directory {directory} holds step folders that are no complete checkpoints "
-                              f"(a save or copy cut short): {', '.join(cut)}; restore skips them, and saving any step "
-                              f"up to {cut[-1]} would be refused: move them aside, e.g. {directory / cut[0]} to "
+                              f"({why}): {', '.join(cut)}; restore skips them, and saving any step up to {cut[-1]} "
+                              f"would be refused: {fix}move them aside, e.g. {directory / cut[0]} to "
                               f"{directory / cut[0]}.incomplete, or delete them")
 
 

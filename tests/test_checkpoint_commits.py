@@ -43,15 +43,43 @@ def test_a_step_folder_cut_short_is_refused_when_the_writer_is_built_naming_how_
     assert committed_steps(folder) == [1] and checkpoint.find_checkpoint(folder) == folder / "1"
     with pytest.raises(FileExistsError) as err:
         CheckpointWriter(folder)
-    assert str(err.value) == (
-        f"checkpoint directory {folder} holds step folders that are no complete checkpoints (a save or copy cut short): "
-        f"7, 9; restore skips them, and saving any step up to 9 would be refused: move them aside, e.g. {folder / '7'} "
-        f"to {folder / '7'}.incomplete, or delete them")
+    assert str(err.value) == (  # every item there, its step metadata alone left out of the copy: named so
+        f"checkpoint directory {folder} holds step folders that are no complete checkpoints (every item there, but not "
+        "Orbax's step metadata, the record of its commit (deleted, or left out of a copy)): 7, 9; restore skips them, "
+        "and saving any step up to 9 would be refused: copy step 7, 9 again whole from where it was saved, or move "
+        f"them aside, e.g. {folder / '7'} to {folder / '7'}.incomplete, or delete them")
     for step in ("7", "9"):
         (folder / step).rename(folder / f"{step}.incomplete")
     with CheckpointWriter(folder, async_save=False) as writer:  # the refused writer let the folder go
         writer.save(2, model, jax.random.key(0))
     assert committed_steps(folder) == [1, 2] and (folder / "7.incomplete" / "arrays").is_dir()
+
+
+
+def test_the_writer_names_a_step_that_lost_only_its_metadata_apart_from_one_cut_short(tmp_path):
+    # Was: "(a save or copy cut short): 3, 5; ...: move them aside, ..., or delete them" for step 5, saved whole but for
+    # its step metadata (deleted since), which find_checkpoint names "its items are there, but not Orbax's step
+    # metadata ...: copy the step folder again whole from where it was saved"
+    folder = tmp_path / "checkpoints"
+    with CheckpointWriter(folder, async_save=False) as writer:
+        writer.save(5, nnx.Linear(2, 2, rngs=nnx.Rngs(0)), jax.random.key(0))
+    (folder / "5" / "_CHECKPOINT_METADATA").unlink()
+    (folder / "3" / "arrays").mkdir(parents=True)  # a save cut short: one item
+    with pytest.raises(FileExistsError) as err:
+        CheckpointWriter(folder)
+    assert str(err.value) == (
+        f"checkpoint directory {folder} holds step folders that are no complete checkpoints (step 3: a save or copy "
+        "cut short; step 5: every item there, but not Orbax's step metadata, the record of its commit (deleted, or "
+        "left out of a copy)): 3, 5; restore skips them, and saving any step up to 5 would be refused: copy step 5 "
+        f"again whole from where it was saved, or move them aside, e.g. {folder / '3'} to {folder / '3'}.incomplete, "
+        "or delete them")
+    shutil.rmtree(folder / "5")  # the one cut short alone: as before
+    with pytest.raises(FileExistsError) as err:
+        CheckpointWriter(folder)
+    assert str(err.value) == (
+        f"checkpoint directory {folder} holds step folders that are no complete checkpoints (a save or copy cut short): "
+        f"3; restore skips them, and saving any step up to 3 would be refused: move them aside, e.g. {folder / '3'} "
+        f"to {folder / '3'}.incomplete, or delete them")
 
 
 _OPEN_AND_CLOSE = """
