@@ -142,14 +142,20 @@ def _foreign_fix(folder: Path, name: str | None = None) -> str | None:
     None (was: "looked for complete Orbax step folders")."""
     paths = {s.step: Path(s.path) for s in ocp.step.standard_name_format().find_all(folder)
              if name in (None, Path(s.path).name)} if folder.is_dir() else {}
-    saved = {step: _items(metadata) for step, path in paths.items() if (metadata := _step_metadata(path)) is not None}
-    foreign = {step: sorted(items) for step, items in saved.items()  # [] : one unnamed item
-               if not any((paths[step] / item).exists() for item in ITEMS)}
+    saved = {step: metadata.item_handlers for step, path in paths.items()
+             if (metadata := _step_metadata(path)) is not None}
+    foreign = {step: dict(sorted(handlers.items())) if isinstance(handlers, dict) else {}  # {}: one unnamed item
+               for step, handlers in saved.items() if not any((paths[step] / item).exists() for item in ITEMS)}
     if not foreign:
         return None
     (step, items), path = max(foreign.items()), repr(str(folder))
-    read = (f"ocp.CheckpointManager({path}).restore({step}, args=ocp.args.Composite({items[0]}=ocp.args.StandardRestore"
-            "(target)))" if items else f"ocp.StandardCheckpointer().restore({str(folder / str(step))!r}, target)")
+    # an item of arrays, not a JSON one (was the first by name: 'extra' of Composite(extra=JsonSave, state=...));
+    # a manager's one unnamed item, 'default', is read without Composite (which Orbax refuses for it)
+    arrays = [n for n, h in items.items() if str(h).endswith(("StandardCheckpointHandler", "PyTreeCheckpointHandler"))]
+    read = (f"ocp.CheckpointManager({path}).restore({step}, args=" + (
+        "ocp.args.StandardRestore(target))" if list(items) == ["default"] else
+        f"ocp.args.Composite({(arrays or list(items))[0]}=ocp.args.StandardRestore(target)))") if items
+        else f"ocp.StandardCheckpointer().restore({str(folder / str(step))!r}, target)")
     listed = "; ".join(f"step {s}: {', '.join(map(repr, i)) or 'one unnamed item'}" for s, i in sorted(foreign.items()))
     return (f"{folder} holds Orbax checkpoints another writer saved ({listed}), without the items {', '.join(ITEMS)} "
             "that CheckpointWriter saves and restore reads; from Python, read one with Orbax onto the same target: "

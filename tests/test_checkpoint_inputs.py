@@ -702,7 +702,7 @@ def test_a_writer_given_a_run_folder_is_refused_naming_its_checkpoints_folder(tm
     assert restore(tmp_path / "run", abstract_state_for(model, None)).step == 2
 
 
-@pytest.mark.parametrize("writer", ["manager", "standard"])
+@pytest.mark.parametrize("writer", ["manager", "standard", "unnamed", "json first"])
 def test_another_writers_orbax_checkpoint_is_named_with_the_orbax_call_that_reads_it(tmp_path, mesh, writer):
     # Was: a folder of GenSBI's pipeline (an Orbax CheckpointManager, item 'state') or a StandardCheckpointer's save
     # read "no checkpoint in ...: looked for complete Orbax step folders <step>/", of complete Orbax step folders;
@@ -716,19 +716,26 @@ def test_another_writers_orbax_checkpoint_is_named_with_the_orbax_call_that_read
     if writer == "manager":  # as gensbi.recipes.pipeline saves: Composite(state=StandardSave(state)), step = its id
         with ocp.CheckpointManager(tmp_path / "ckpt", options=ocp.CheckpointManagerOptions(create=True)) as manager:
             manager.save(7, args=ocp.args.Composite(state=ocp.args.StandardSave(state)))
-    else:
+    elif writer == "standard":
         with ocp.StandardCheckpointer() as saver:
             saver.save(tmp_path / "ckpt" / "7", state)
+    else:  # were suggested Composite(default=...), which Orbax refuses for the one unnamed item ("Cannot provide
+        # `args` of type `Composite`"), and Composite(extra=StandardRestore(...)) of a JSON item ("_METADATA does not
+        # exist")
+        with ocp.CheckpointManager(tmp_path / "ckpt", options=ocp.CheckpointManagerOptions(create=True)) as manager:
+            manager.save(7, args=ocp.args.StandardSave(state) if writer == "unnamed" else ocp.args.Composite(
+                extra=ocp.args.JsonSave({"epoch": 7}), state=ocp.args.StandardSave(state)))
     target = abstract_state_for(AxesBlock(nnx.Rngs(0)), mesh, "tensor")
     for path in (tmp_path / "ckpt", tmp_path / "ckpt" / "7"):
         with pytest.raises(FileNotFoundError) as refused:
             restore(path, target)
-        item = "'state'" if writer == "manager" else "one unnamed item"
+        item = {"manager": "'state'", "standard": "one unnamed item", "unnamed": "'default'",
+                "json first": "'extra', 'state'"}[writer]
         assert f"{tmp_path / 'ckpt'} holds Orbax checkpoints another writer saved (step 7: {item}), without the " \
                "items arrays, meta, config that CheckpointWriter saves and restore reads" in str(refused.value)
         call = re.search(r"target = abstract_state_for\(model, mesh, rule\); (.*)$", str(refused.value)).group(1)
         read = eval(call, {"ocp": ocp, "target": target})  # the suggested call, as printed
-        restored = read["state"] if writer == "manager" else read
+        restored = read["state"] if writer in ("manager", "json first") else read
         assert restored["up"]["kernel"].get_value().sharding.spec == P(None, "model")
         np.testing.assert_array_equal(restored["up"]["kernel"].get_value(), model.up.kernel.get_value())
     (tmp_path / "job" / "0").mkdir(parents=True)  # a sweep's job folder, no checkpoint of anyone's: as before
