@@ -103,3 +103,25 @@ def test_a_launcher_pick_commented_out_is_no_pick(tmp_path):
         "# @package _global_\ndefaults:\n  # - {override /hydra/launcher: submitit_slurm}\n  - _self_\n")
     args = ["-m", "--config-dir", str(tmp_path), "experiment=cluster", "hydra.launcher.nodes=4"]
     assert hydra_plugin_problem(args).startswith("hydra.launcher.nodes=4: hydra/launcher=basic (Hydra's default) has no")
+
+
+def test_a_fifo_named_yaml_in_a_search_path_does_not_block_the_launch(tmp_path):
+    # Was: picked_in_configs read every *.yaml up to three folders deep, a FIFO too, whose read blocks until a
+    # writer opens it: the launch hung before any output. Run in a thread so the old code fails, not hangs.
+    import os
+    import threading
+
+    (tmp_path / "experiment").mkdir()
+    os.mkfifo(tmp_path / "experiment" / "pipe.yaml")
+    (tmp_path / "experiment" / "cluster.yaml").write_text("# @package _global_\ndefaults:\n  - _self_\n")
+    args = ["-m", "--config-dir", str(tmp_path), "experiment=cluster", "hydra.launcher.nodes=4"]
+    answer = []
+    reader = threading.Thread(target=lambda: answer.append(hydra_plugin_problem(args)), daemon=True)
+    reader.start()
+    reader.join(timeout=30)
+    if reader.is_alive():  # unblock the old code's read so the worker does not keep a stuck thread
+        with open(tmp_path / "experiment" / "pipe.yaml", "w"):
+            pass
+        reader.join(timeout=5)
+        pytest.fail("hydra_plugin_problem blocked on a FIFO named *.yaml")
+    assert answer[0].startswith("hydra.launcher.nodes=4: hydra/launcher=basic (Hydra's default) has no"), answer

@@ -83,8 +83,8 @@ def picked_in_configs(part: str, search_paths: Sequence[str] = ()) -> bool:
     for folder in [CONF] + [Path(s[len("file://"):]) for s in search_paths]:
         for depth in ("*.yaml", "*/*.yaml", "*/*/*.yaml"):
             for path in folder.glob(depth):
-                try:
-                    if picks.search(path.read_text(errors="replace")):
+                try:  # a FIFO or device named *.yaml would block the read forever: files only
+                    if path.is_file() and picks.search(path.read_text(errors="replace")):
                         return True
                 except OSError:  # unreadable: Hydra's own error names it
                     continue

@@ -48,12 +48,12 @@ def resume_step_dir(cfg: DictConfig) -> Path | None:
     try:
         return find_checkpoint(cfg.train.resume, base_dir=launch_dir())
     except FileNotFoundError as err:
-        if lost_step_metadata(folder):  # ``err`` names the step and the fix (was, status ok: "holds a completed run
-            raise  # whose checkpoints are gone (no complete step folder in ...)", its step there)
         metrics = folder / "metrics.json"  # a run's folder that saved no checkpoint: say why
         if not metrics.is_file():  # the override named (was "FileNotFoundError: checkpoint path ...", no key)
             raise ConfigError(f"{hydra_override('train.resume', cfg.train.resume)}: {err}, as train.resume=<folder>"
                               f"{runs_note(folder, 'train.resume')}; or leave train.resume out to start fresh") from None
+        if lost_step_metadata(folder):  # ``err`` names the step and the fix (was, status ok: "holds a completed run
+            raise  # whose checkpoints are gone (no complete step folder in ...)", its step there)
         status = (previous := read_metrics(metrics)).get("status")
         why = ("is a sequential job's folder (benchmarks/sequential.py), whose rounds keep no checkpoint: start a new "
                "run without train.resume" if (folder / SEQUENTIAL).is_file() else  # was: "... are gone"
