@@ -298,3 +298,16 @@ def test_the_run_bound_says_on_the_console_to_raise_it_when_continuing(tmp_path,
                                 "distributed.run_timeout_s for the rest")
     assert caplog.messages[-1] == ("when you continue, raise distributed.run_timeout_s (e.g. "
                                    "distributed.run_timeout_s=2): with 1 s every attempt stops there again")
+
+
+def test_a_peer_dying_mid_collective_is_said_without_xlas_repeated_wrappers(tmp_path):
+    # A SIGKILLed process 1 left process 0 with XLA's error, "Error dispatching computation: " 13 times over before
+    # the cause, in its console line, metrics.json and the parent's "process 0 reported: ..." line.
+    from gensbi_sharding.harness import stop_record
+
+    err = RuntimeError("INTERNAL: " + "Error dispatching computation: " * 13
+                       + "Gloo AllGather failed: [pair.cc:538] Read error [127.0.0.1]:15071: Connection reset by peer")
+    assert stop_record.failure_error(tmp_path, [], err) == (
+        "RuntimeError: INTERNAL: Error dispatching computation: Gloo AllGather failed: [pair.cc:538] Read error "
+        "[127.0.0.1]:15071: Connection reset by peer")
+    assert stop_record.exception_text(ValueError("a: b: a: b")) == "ValueError: a: b: a: b"  # not back to back

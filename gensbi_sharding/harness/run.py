@@ -99,7 +99,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                 raise
             if stop_signal(watch.signum) == signal.SIGINT:  # e.g. C2ST's worker processes, stopped by the same Ctrl-C
                 saved = stop_record.record_resume_point(metrics, out)
-                stop = stop_record.at_once_error(out, saved, f"{type(err).__name__}: {err}")
+                stop = stop_record.at_once_error(out, saved, stop_record.exception_text(err))
                 stop_record.record_interrupt(metrics, stop, start, folder)
                 raise KeyboardInterrupt from err
             metrics["error"] = stop_record.failure_error(out, saved_before, err)  # a file the disk refused: named

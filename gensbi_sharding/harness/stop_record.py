@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["record_interrupt", "record_resume_point", "failure_resume_hint", "failure_error",
-           "output_refused_error", "at_once_error", "stopped_at_step"]
+           "output_refused_error", "at_once_error", "stopped_at_step", "exception_text"]
 
 log = logging.getLogger("gensbi_sharding")
 
@@ -153,7 +153,18 @@ def failure_error(out: Path, before: list[int], err: BaseException) -> str:
         hint = f"; once that is fixed, continue with: {continue_command(out)}"
     else:
         hint = failure_resume_hint(out, before, err)
-    return f"{type(err).__name__}: {err}{hint}"
+    return f"{exception_text(err)}{hint}"
+
+
+def exception_text(err: BaseException) -> str:
+    """``"<type>: <message>"`` on one line, a phrase the message repeats back to back said once.
+
+    XLA wraps a failed collective once per dispatch level: a peer that died read "Error dispatching computation: "
+    13 times over before "Gloo AllGather failed: ... Connection reset by peer", on the console and in metrics.json.
+    """
+    import re
+
+    return re.sub(r"([A-Za-z][^:;\n]{2,80}: )\1+", r"\1", f"{type(err).__name__}: {err}")
 
 
 #: What a disk says when it takes no more (full, over quota) or refuses writes (read-only, no permission).
