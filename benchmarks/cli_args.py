@@ -22,6 +22,24 @@ def missing_dependency_line(error: ModuleNotFoundError) -> str | None:
             f"{script} (make run creates .venv; elsewhere pip install -e \".[test,gensbi]\")")
 
 
+def require_gensbi(parser: argparse.ArgumentParser) -> None:
+    """Stop with one line, before any work, when the Python running the script lacks the gensbi extra.
+
+    Was: ``gensbi_scale.py table`` ran its 12 dry-run jobs to print the missing package 12 times in one line,
+    ``init`` printed its table's header, then "benchmarks/-c: 'gensbi' is not installed" (its child's name), and
+    ``gensbi_pipeline.py`` simulated and ran the harness's setup first, then said it twice.
+    """
+    import importlib
+
+    try:
+        importlib.import_module("gensbi")
+    except ModuleNotFoundError as missing:
+        if (missing.name or "").split(".")[0] != "gensbi":
+            raise
+        parser.exit(2, f"{parser.prog}: error: needs GenSBI, which is not installed for {sys.executable}: "
+                       f"{sys.executable} -m pip install -e \".[gensbi]\" (make run installs it into .venv)\n")
+
+
 def _excepthook(kind, error, traceback):
     line = missing_dependency_line(error) if issubclass(kind, ModuleNotFoundError) else None
     if line is None:

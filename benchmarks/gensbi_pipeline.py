@@ -45,7 +45,7 @@ REPO = Path(__file__).resolve().parents[1]
 # non-editable install): the numbers must be of the code beside this script.
 sys.path.insert(0, str(REPO))
 
-from cli_args import count, integer, new_parser, positive_int  # noqa: E402 (after the path above)
+from cli_args import count, integer, new_parser, positive_int, require_gensbi  # noqa: E402 (after the path above)
 from hydra.errors import HydraException  # noqa: E402
 
 WARMUP_STEPS = 20  # GenSBI steps left out of its step time: compilation
@@ -229,6 +229,7 @@ def main() -> None:
             use = FIXED[key]
             instead = f"use {use}" if use.startswith("--") else f"leave it out ({use.removeprefix('nothing: ')})"
             parser.error(f"harness override {override}: this script sets {key} for both sides; {instead}")
+    require_gensbi(parser)
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     warnings.filterwarnings("ignore", category=UserWarning)
     from gensbi_sharding.harness.config import ConfigError

@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.append(str(REPO / "benchmarks"))  # its sibling cli_args, also when loaded by file (the tests)
 
-from cli_args import new_parser, positive_int, run_bounded  # noqa: E402 (after the path above)
+from cli_args import new_parser, positive_int, require_gensbi, run_bounded  # noqa: E402 (after the path above)
 from gensbi_sharding.harness.override_grammar import hydra_value  # noqa: E402
 
 GPU_SIZED = {"depth": 8, "depth_single_blocks": 16, "num_heads": 12, "axes_dim": [64, 0]}
@@ -208,6 +208,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.what == "table" and args.eager:
         parser.error("--eager applies to init only (table runs the dry run, which builds nothing)")
+    require_gensbi(parser)
     if args.what == "table":
         os.environ["JAX_PLATFORMS"] = "cpu"
         import jax

@@ -2,6 +2,7 @@
 ``gensbi_pipeline.py``, ``gensbi_scale.py``) used as someone reproducing the README's tables uses them."""
 
 import argparse
+import os
 import subprocess
 import sys
 import tempfile
@@ -322,3 +323,22 @@ def test_benchmark_help_names_each_default_once():
         source = script.read_text()
         if "new_parser" in source or "HelpFormatter" in source:  # cli_args's: argparse's defaults formatter
             assert not re.findall(r"help=[^\n]*\(default \d+\)", source), script.name
+
+
+@pytest.mark.slow  # up to three subprocesses; on the old code each did its work first (a sweep, a child, a setup)
+@pytest.mark.parametrize("argv", [["gensbi_scale.py", "table", "--timeout", "20"], ["gensbi_scale.py", "init"],
+                                  ["gensbi_pipeline.py", "--steps", "21", "--num-samples", "100", "--folds", "2"]])
+def test_a_script_that_needs_gensbi_says_so_in_one_line_before_any_work(tmp_path, argv):
+    # Was, without the gensbi extra: table ran its 12 dry-run jobs and printed the missing package 12 times in one
+    # line; init printed its table's header, then "benchmarks/-c: 'gensbi' is not installed"; gensbi_pipeline.py
+    # simulated and ran the harness's setup, then said it twice. A package that raises as a missing one does
+    # stands in for it (children inherit PYTHONPATH, as they would the Python that lacks it).
+    (tmp_path / "gensbi").mkdir()
+    (tmp_path / "gensbi" / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'gensbi'\", "
+                                                     "name='gensbi')\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    proc = subprocess.run([sys.executable, f"benchmarks/{argv[0]}", *argv[1:]], cwd=REPO, env=env, text=True,
+                          capture_output=True, timeout=240)
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == (f"{argv[0]}: error: needs GenSBI, which is not installed for {sys.executable}: "
+                           f"{sys.executable} -m pip install -e \".[gensbi]\" (make run installs it into .venv)\n")
