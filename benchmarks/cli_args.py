@@ -42,6 +42,8 @@ def require_gensbi(parser: argparse.ArgumentParser) -> None:
 
 def _excepthook(kind, error, traceback):
     line = missing_dependency_line(error) if issubclass(kind, ModuleNotFoundError) else None
+    if issubclass(kind, KeyboardInterrupt):  # was a traceback into JAX; Python still exits 130 (by SIGINT)
+        line = f"benchmarks/{Path(sys.argv[0]).name}: stopped by Ctrl-C; run it again to measure"
     if line is None:
         sys.__excepthook__(kind, error, traceback)
     else:
@@ -222,7 +224,8 @@ def run_bounded(command: list[str], *, timeout_s: float, what: str, **kwargs) ->
         raise SystemExit(f"{what} ran past --timeout {timeout_s:g} s and was stopped; on a slower or busier machine "
                          f"pass a larger one, e.g. --timeout {timeout_s * 4:g}") from None
     except KeyboardInterrupt:
-        raise SystemExit(f"{what}: stopped by Ctrl-C; nothing of it was kept") from None
+        print(f"{what}: stopped by Ctrl-C; nothing of it was kept", file=sys.stderr)
+        raise SystemExit(130) from None  # 130, as any command Ctrl-C stops (was 1: a failure, to make or a script)
 
 
 def jax_platform(parser: argparse.ArgumentParser) -> None:

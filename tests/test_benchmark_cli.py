@@ -3,6 +3,7 @@
 
 import argparse
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -342,3 +343,26 @@ def test_a_script_that_needs_gensbi_says_so_in_one_line_before_any_work(tmp_path
     assert (proc.returncode, proc.stdout) == (2, "")
     assert proc.stderr == (f"{argv[0]}: error: needs GenSBI, which is not installed for {sys.executable}: "
                            f"{sys.executable} -m pip install -e \".[gensbi]\" (make run installs it into .venv)\n")
+
+
+def test_ctrl_c_in_a_script_is_one_line_and_exit_code_130():
+    # Was: step_overhead.py (shard_model.py, gensbi_pipeline.py) stopped by Ctrl-C printed a traceback into JAX.
+    code = ("import sys; sys.argv = ['benchmarks/step_overhead.py']; sys.path.insert(0, 'benchmarks'); "
+            "import cli_args; raise KeyboardInterrupt")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, text=True, capture_output=True, timeout=60)
+    assert (proc.returncode, proc.stdout) == (-signal.SIGINT, "")  # Python ends by SIGINT: a shell's 130
+    assert proc.stderr == "benchmarks/step_overhead.py: stopped by Ctrl-C; run it again to measure\n"
+
+
+def test_ctrl_c_while_a_scripts_child_runs_exits_130(monkeypatch, capsys):
+    # Was exit code 1 (a failure: make and scripts could not tell a Ctrl-C from a crash), as a SystemExit's text.
+    from cli_args import run_bounded
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(subprocess, "run", interrupted)
+    with pytest.raises(SystemExit) as stop:
+        run_bounded(["true"], timeout_s=5, what="the eager way")
+    assert stop.value.code == 130
+    assert capsys.readouterr().err == "the eager way: stopped by Ctrl-C; nothing of it was kept\n"
