@@ -709,3 +709,26 @@ def test_a_setting_distributed_local_gives_its_processes_typed_on_its_command_is
         validate(cfg)
     except ConfigError as err:
         assert "distributed=local gives each process" not in str(err), err
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["mesh.model_axis=8"], "ConfigError: mesh.model_axis=8: 4 devices are not divisible by model_axis=8; set "
+     "mesh.model_axis=4; a model group stays inside one process, and each of the 2 processes has 4 devices (divisors "
+     "of 4: [1, 2, 4])"),
+    (["distributed.local_processes=4", "mesh.model_axis=4", "data.batch_size=6"],
+     "ConfigError: mesh.model_axis=4: 2 devices are not divisible by model_axis=4; set mesh.model_axis=2 and "
+     "data.batch_size=4 (the batch is split over 4 data shards and the data-parallel size 4; no model axis keeps "
+     "data.batch_size=6); a model group stays inside one process, and each of the 4 processes has 2 devices "
+     "(divisors of 2: [1, 2])")])
+def test_a_model_group_across_local_processes_is_refused_before_the_run_folder_is_made(tmp_path, overrides, message):
+    # Was: launch.py distributed=local mesh.model_axis=8 made the run folder (.hydra, metrics.json, error.txt,
+    # launch.log), then refused it there: the preflight checked only the processes' device split.
+    from faults_helpers import compose_tiny
+    from gensbi_sharding.harness.sweep_check import job_problem
+
+    local = ["distributed=local", "distributed.local_processes=2"]
+    assert job_problem(compose_tiny(*local, *overrides)) == message
+    out = tmp_path / "run"
+    proc = subprocess.run([sys.executable, "launch.py", *local, *overrides, f"hydra.run.dir={out}"], cwd=REPO,
+                          text=True, capture_output=True, timeout=120)
+    assert proc.returncode == 1 and message in proc.stderr + proc.stdout and not out.exists(), proc.stderr

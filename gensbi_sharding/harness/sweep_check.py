@@ -86,13 +86,17 @@ def _job_problem(cfg: Any, in_process: bool) -> str | None:
 
 
 def local_processes_problem(cfg: Any) -> str | None:
-    """Why ``distributed=local``'s processes cannot start: their device split, then their simulations' share of
-    this host (``simulations_problem``; a dry run simulates none). None if they can. Checked by their parent
-    before any process starts (was: each process refused the budget once started, after JAX's import)."""
+    """Why ``distributed=local``'s processes cannot start: their device split, a model group across them, their
+    simulations' share of this host (``simulations_problem``; a dry run simulates none). None if they can. Checked
+    by their parent before any process starts (was: each process refused the budget once started, after JAX's import)."""
     from gensbi_sharding.harness.memory_check import simulations_problem
 
+    from gensbi_sharding.harness.cpu_count import resolve_cpu_count
+    from gensbi_sharding.harness.local_children import model_group_problem
+
     n = cfg.distributed.local_processes
-    return process_split_problem(cfg) or (
+    each = resolve_cpu_count(cfg.devices.cpu_count)[0] // n  # its mesh's model groups too: was checked only once
+    return process_split_problem(cfg) or model_group_problem(cfg, n, each) or (  # the folder was made: left behind
         None if cfg.get("dry_run") or cfg.get("data") is None else simulations_problem(cfg, n, n))
 
 
