@@ -36,6 +36,7 @@ import jax.numpy as jnp  # noqa: E402
 from flax import nnx  # noqa: E402
 
 import gensbi_sharding as gs  # noqa: E402
+from gensbi_sharding.harness.units import format_bytes  # noqa: E402
 
 try:
     from gensbi.sharding import shard_model as reference_shard_model  # noqa: E402
@@ -96,7 +97,8 @@ def main() -> int:
     jax.block_until_ready(leaves(base))
     n_params = sum(x.size for x in leaves(base))
     mesh = gs.make_mesh(model_axis=2)
-    print(f"{n_params / 1e6:.1f}M float32 parameters ({n_params * 4 / 1e6:.0f} MB), "
+    # The count itself (was "0.0M float32 parameters (0 MB)" for --layers 1 --width 64's 4,160)
+    print(f"{n_params:,} float32 parameters ({format_bytes(4 * n_params)}), "
           f"{len(jax.devices())} devices, mesh {dict(mesh.shape)}, medians of {args.trials} alternating trials")
     print()
     print("| rule | ours (s) | reference (s) | ratio | ours peak (MB) | reference peak (MB) "

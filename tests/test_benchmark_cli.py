@@ -366,3 +366,14 @@ def test_ctrl_c_while_a_scripts_child_runs_exits_130(monkeypatch, capsys):
         run_bounded(["true"], timeout_s=5, what="the eager way")
     assert stop.value.code == 130
     assert capsys.readouterr().err == "the eager way: stopped by Ctrl-C; nothing of it was kept\n"
+
+
+@pytest.mark.slow  # a whole benchmark run, gc.collect()-ing per call
+def test_shard_model_names_the_parameter_count_it_places(monkeypatch, capsys, devices, frozen_heap):
+    # Was "0.0M float32 parameters (0 MB)" at --layers 1 --width 8 (72), where its last line said 72 parameters.
+    pytest.importorskip("gensbi")
+    module = load("shard_model")
+    monkeypatch.setattr(sys, "argv", ["shard_model.py", "--layers", "1", "--width", "8", "--trials", "1"])
+    module.main()
+    assert capsys.readouterr().out.splitlines()[0] == (
+        "72 float32 parameters (288 B), 8 devices, mesh {'data': 4, 'model': 2}, medians of 1 alternating trials")
