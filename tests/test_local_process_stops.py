@@ -311,3 +311,31 @@ def test_a_peer_dying_mid_collective_is_said_without_xlas_repeated_wrappers(tmp_
         "RuntimeError: INTERNAL: Error dispatching computation: Gloo AllGather failed: [pair.cc:538] Read error "
         "[127.0.0.1]:15071: Connection reset by peer")
     assert stop_record.exception_text(ValueError("a: b: a: b")) == "ValueError: a: b: a: b"  # not back to back
+
+
+def test_a_process_killed_before_any_checkpoint_while_process_0_reports_names_the_command_to_rerun(tmp_path,
+                                                                                                 monkeypatch):
+    # Was, process 1 SIGKILLed before the first save: "process 1 of 2 died (killed by SIGKILL) ...; process 0
+    # reported: JaxRuntimeError: ... Connection closed by peer", and no command (one without process 0's report had it).
+    from gensbi_sharding.harness import local_cluster
+
+    out = tmp_path / "run"
+    out.mkdir()
+    as_hydra_job(monkeypatch, out, ["distributed=local", "train.steps=2000"])
+    real_popen = subprocess.Popen
+    lost = "JaxRuntimeError: UNKNOWN: Gloo AllGather failed: Connection closed by peer"
+
+    def killed_child(command, env, pass_fds, stderr):  # rank 1 is killed; rank 0 records its error, then aborts
+        rank = int(next(c for c in command if c.startswith("distributed.process_id=")).split("=")[1])
+        record = f"open({str(out / 'metrics.json')!r}, 'w').write(json.dumps({{'status': 'error', 'error': {lost!r}}}))"
+        code = ("import json, os, signal, time; time.sleep(0.1); os.kill(os.getpid(), signal.SIGKILL)" if rank else
+                f"import json, os, signal, time; time.sleep(0.4); {record}; os.kill(os.getpid(), signal.SIGABRT)")
+        return real_popen([sys.executable, "-c", code], stderr=stderr)
+
+    monkeypatch.setattr(local_cluster.subprocess, "Popen", killed_child)
+    cfg = OmegaConf.create({"distributed": {"local_processes": 2, "run_timeout_s": 60, "heartbeat_s": 1},
+                            "devices": {"cpu_count": 8}, "mesh": {"spec": "auto", "devices": None}})
+    error = local_cluster.run_local_processes(cfg, out)["error"]
+    assert error.startswith("process 1 of 2 died (killed by SIGKILL)") and error.endswith(
+        f"; process 0 reported: {lost}; it saved no checkpoint: run it again with: python launch.py distributed=local "
+        f"train.steps=2000 train.resume=auto hydra.run.dir={out}"), error

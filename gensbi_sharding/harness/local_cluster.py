@@ -202,8 +202,12 @@ def run_local_processes(cfg: DictConfig, out: Path, watch: Any = None) -> dict[s
         if (refusal := common_refusal(found, codes)) is not None:  # said once, as a one-process job says it
             metrics.update(status="error", error=refusal)
             return metrics
+        # One killed from outside: the command that reruns or continues it, unless process 0's error names it (was
+        # none where process 0 reported "Gloo AllGather failed: ... Connection closed by peer" and nothing was saved)
+        killed = first_dead is not None and codes[first_dead] < 0 and "with: " not in (reported or "")
         metrics.update(status="error", first_failed_process=first_dead, error=_failure(codes, first_dead, lag, cfg, out)
-                       + (f"; process 0 reported: {reported}" if reported else continue_hint(out, again=True))
+                       + (f"; process 0 reported: {reported}" if reported else "")
+                       + (continue_hint(out, again=True) if killed or not reported else "")
                        + "".join(f"; process {rank} refused: {text}" for rank, text in found.items() if rank))
     return metrics
 
