@@ -86,17 +86,15 @@ def _job_problem(cfg: Any, in_process: bool) -> str | None:
 
 
 def local_processes_problem(cfg: Any) -> str | None:
-    """Why ``distributed=local``'s processes cannot start: their device split, a model group across them, their
-    simulations' share of this host (``simulations_problem``; a dry run simulates none). None if they can. Checked
-    by their parent before any process starts (was: each process refused the budget once started, after JAX's import)."""
-    from gensbi_sharding.harness.memory_check import simulations_problem
-
+    """Why ``distributed=local``'s processes cannot start (their device split, a model group across them, their
+    simulations' share of this host; a dry run simulates none); None if they can. Checked by their parent before any
+    process starts (was: each process refused the budget, or a model group, once started, after its run folder)."""
     from gensbi_sharding.harness.cpu_count import resolve_cpu_count
     from gensbi_sharding.harness.local_children import model_group_problem
+    from gensbi_sharding.harness.memory_check import simulations_problem
 
     n = cfg.distributed.local_processes
-    each = resolve_cpu_count(cfg.devices.cpu_count)[0] // n  # its mesh's model groups too: was checked only once
-    return process_split_problem(cfg) or model_group_problem(cfg, n, each) or (  # the folder was made: left behind
+    return process_split_problem(cfg) or model_group_problem(cfg, n, resolve_cpu_count(cfg.devices.cpu_count)[0] // n) or (
         None if cfg.get("dry_run") or cfg.get("data") is None else simulations_problem(cfg, n, n))
 
 
@@ -144,11 +142,8 @@ def _batch_problem(cfg: Any, devices: int | None) -> str | None:
     if cfg.dry_run and cfg.mesh.spec is None:  # a dry run without a mesh builds no batches
         return None
     shards = cfg.data.shards or 1  # one process: one shard unless data.shards says more
-    data_parallel = 1
-    if devices is not None and cfg.mesh.spec == "auto":
-        data_parallel = devices
-    elif devices is not None and cfg.mesh.spec == "dict":
-        data_parallel = len(cfg.mesh.devices or range(devices)) // cfg.mesh.model_axis
+    data_parallel = 1 if devices is None or cfg.mesh.spec not in ("auto", "dict") else (
+        devices if cfg.mesh.spec == "auto" else len(cfg.mesh.devices or range(devices)) // cfg.mesh.model_axis)
     budget, vf = cfg.data.num_simulations, cfg.data.val_fraction
     rows = shard_train_rows(budget, vf, shards)
     problem = batch_size_problem(cfg.data.batch_size, shards=shards, data_parallel=data_parallel, train_rows=rows,
