@@ -329,21 +329,27 @@ def test_a_python_warning_takes_one_console_line():
     assert ConsoleFormatter("%(message)s").format(ours) == "[WARNING] a\n  b"  # the harness's own: as written
 
 
-def test_a_sweep_into_another_sweeps_folder_of_as_many_jobs_is_named_as_such(tmp_path, capsys):
-    # Was: `-m rule=fsdp,tensor hydra.sweep.dir=<a finished -m train.learning_rate=0.003,1e30,0.001 sweep>` said
-    # "2 of its 2 jobs complete (0, 2)" (job 2 no job of this sweep) and offered the other sweep's job 1 to continue,
-    # and its job 0 to train further: the other sweep was named only when one of this sweep's jobs had no folder.
+def _refuse_a_sweep_into_a_finished_learning_rate_sweep(tmp_path, swept):
+    """``-m <swept>`` started into the folder of a finished ``-m train.learning_rate=0.003,1e30,0.001`` (job 1 failed);
+    the refusal is on stderr. Returns the sweep folder."""
     sweep = tmp_path / "sw"
     for job, (rate, status) in enumerate([("0.003", "ok"), ("1e+30", "error"), ("0.001", "ok")]):
         outputs.write_json(sweep / str(job) / "metrics.json", {"status": status, "final_step": 5})
         (sweep / str(job) / ".hydra").mkdir(parents=True)
         (sweep / str(job) / ".hydra" / "overrides.yaml").write_text(f"- train.learning_rate={rate}\n")
     (sweep / "multirun.yaml").write_text("hydra:\n  mode: MULTIRUN\n")
-    config = OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep)},
-                                         "overrides": {"task": ["rule=fsdp,tensor", "train.steps=5"]}},
+    config = OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep)}, "overrides": {"task": [swept, "train.steps=5"]}},
                                "train": {"resume": None, "steps": 5}})
     with pytest.raises(SystemExit):
         run_folder.RefuseCompletedRun().on_multirun_start(config)
+    return sweep
+
+
+def test_a_sweep_into_another_sweeps_folder_of_as_many_jobs_is_named_as_such(tmp_path, capsys):
+    # Was: `-m rule=fsdp,tensor hydra.sweep.dir=<a finished -m train.learning_rate=0.003,1e30,0.001 sweep>` said
+    # "2 of its 2 jobs complete (0, 2)" (job 2 no job of this sweep) and offered the other sweep's job 1 to continue,
+    # and its job 0 to train further: the other sweep was named only when one of this sweep's jobs had no folder.
+    sweep = _refuse_a_sweep_into_a_finished_learning_rate_sweep(tmp_path, "rule=fsdp,tensor")
     assert capsys.readouterr().err == (
         f"[ERROR] {sweep} holds another sweep (its job 0, {sweep / '0'}, ran rule unset; this sweep's job 0 is "
         "rule=fsdp): run this sweep in another hydra.sweep.dir\n")
@@ -366,17 +372,7 @@ def test_a_refused_sweep_offers_no_other_sweeps_job_to_continue(tmp_path, capsys
     # Was: -m rule=fsdp (one job) into the folder of a finished -m train.learning_rate=0.003,1e30,0.001 said "1 of its
     # 1 job complete (0)" and then "continue its one unfinished job with: ... train.learning_rate=1e+30 ... <dir>/1",
     # folder 1 no job of this sweep.
-    sweep = tmp_path / "sw"
-    for job, (rate, status) in enumerate([("0.003", "ok"), ("1e+30", "error"), ("0.001", "ok")]):
-        outputs.write_json(sweep / str(job) / "metrics.json", {"status": status, "final_step": 5})
-        (sweep / str(job) / ".hydra").mkdir(parents=True)
-        (sweep / str(job) / ".hydra" / "overrides.yaml").write_text(f"- train.learning_rate={rate}\n")
-    (sweep / "multirun.yaml").write_text("hydra:\n  mode: MULTIRUN\n")
-    config = OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep)},
-                                         "overrides": {"task": ["rule=fsdp", "train.steps=5"]}},
-                               "train": {"resume": None, "steps": 5}})
-    with pytest.raises(SystemExit):
-        run_folder.RefuseCompletedRun().on_multirun_start(config)
+    sweep = _refuse_a_sweep_into_a_finished_learning_rate_sweep(tmp_path, "rule=fsdp")
     assert capsys.readouterr().err == (
         f"[ERROR] hydra.sweep.dir={sweep}: 1 of its 1 job complete (0); job 0: {sweep / '0' / 'metrics.json'} already "
         "exists (status ok): this folder holds an earlier run's outputs, which are never overwritten; choose another "
