@@ -3,7 +3,8 @@
 Same model, same shardings (rule placed by ``shard_model``), same placed batch, one
 process. Both steps are compiled first, then timed alternately in blocks; the
 table reports median seconds per step and the ratio harness / hand-written
-(target <= 1.05).
+(target <= 1.05), judged at the size it is set for (the defaults' 203,778 parameters, --width 128
+--depth 3, or more) only: a smaller model's step is mostly per-call overhead.
 
 Run: ``.venv/bin/python benchmarks/step_overhead.py [--rule tensor --model-axis 2 --blocks 9]``
 """
@@ -34,6 +35,11 @@ from gensbi_sharding import (RULES, make_mesh, mesh_context, nearest_batch_sizes
                              shard_model)
 from gensbi_sharding.harness.registry import get_model  # noqa: E402
 from gensbi_sharding.harness.train import flow_matching_loss, make_step_functions  # noqa: E402
+
+
+#: The parameters the ratio target is set for (the defaults, --width 128 --depth 3, build 203,778); below, a ratio
+#: of per-call overheads judges nothing.
+TARGET_PARAMS = 203_778
 
 
 def build(rule: str, mesh, width: int, depth: int):
@@ -107,6 +113,7 @@ def main() -> int:
             ours.append(time_harness())
             hand.append(time_hand())
     m_ours, m_hand = statistics.median(ours), statistics.median(hand)
+    n_params = sum(leaf.size for leaf in jax.tree.leaves(nnx.state(model, nnx.Param)))
     ratio = m_ours / m_hand
     print(f"mlp width {args.width} depth {args.depth}, batch {args.batch}, rule {args.rule}, "
           f"mesh {dict(mesh.shape)}; median of {args.blocks} block{'s' * (args.blocks != 1)} of {args.steps} step{'s' * (args.steps != 1)}")
@@ -116,6 +123,10 @@ def main() -> int:
     print(f"| hand-written nnx.jit | {m_hand:.5f} |")
     print(f"| ratio harness / hand-written | {ratio:.3f} |")
     print()
+    if n_params < TARGET_PARAMS:  # was: "target (ratio <= 1.05): met" at --width 8, a ratio of per-call overheads
+        print(f"target not judged: {n_params:,} parameters, under the {TARGET_PARAMS:,} it is set for (a step this "
+              "small is mostly per-call overhead; the defaults, --width 128 --depth 3, judge it)")
+        return 0
     print("target (ratio <= 1.05):", "met" if ratio <= 1.05 else "NOT met")
     return 0 if ratio <= 1.05 else 1
 
