@@ -482,13 +482,31 @@ def test_a_model_group_no_process_can_hold_is_refused_as_each_process_would_refu
         "inside one process, and each of the 2 processes has 4 devices (divisors of 4: [1, 2, 4])")  # (was: 8 too)
     cfg.mesh.model_axis = 4
     assert model_group_problem(cfg, 4, 2) == (
-        "mesh.model_axis=4: 2 devices are not divisible by model_axis=4; set mesh.model_axis=2; a model group stays "
-        "inside one process, and each of the 4 processes has 2 devices (divisors of 2: [1, 2])")
+        "mesh.model_axis=4: each of the 4 processes holds 2 devices; 2 devices are not divisible by model_axis=4; set "
+        "mesh.model_axis=2; a model group stays inside one process (divisors of 2: [1, 2])")  # was: "2 devices", first
     assert model_group_problem(cfg, 2, 4) is None
     cfg.mesh.devices = [0, 1, 2, 3, 4, 5]  # the devices listed decide: each process checks them
     assert model_group_problem(cfg, 4, 2) is None
     cfg.mesh.devices, cfg.mesh.spec = None, "auto"  # auto: the facts only shape the mesh
     assert model_group_problem(cfg, 4, 2) is None
+
+
+def test_a_model_group_wider_than_a_joined_process_names_each_processs_devices(monkeypatch, devices):
+    # Was, in a process of a joined job (distributed=auto / explicit): "mesh.model_axis=4: 2 devices are not
+    # divisible by model_axis=4", read as the job's 8 devices: it meant each of its 4 processes' 2.
+    import jax
+    from faults_helpers import compose_tiny
+
+    from gensbi_sharding.harness.config import ConfigError
+    from gensbi_sharding.harness.run_mesh import run_mesh
+
+    monkeypatch.setattr(jax, "process_count", lambda: 4)
+    monkeypatch.setattr(jax, "local_device_count", lambda: 2)
+    with pytest.raises(ConfigError) as refused:
+        run_mesh(compose_tiny("mesh.model_axis=4"), "default", "fsdp", {})
+    assert str(refused.value) == (
+        "mesh.model_axis=4: each of the 4 processes holds 2 devices; 2 devices are not divisible by model_axis=4; "
+        "set mesh.model_axis=2 (divisors of 2: [1, 2]); a model group stays inside one process")
 
 
 @pytest.mark.parametrize("processes, devices, model_axis, batch_size, shards", [
@@ -590,8 +608,8 @@ def test_a_model_axis_wider_than_one_process_names_the_override_that_fits(refuse
     proc, tmp_path = refused["wide"]
     out = tmp_path / "wide"
     assert proc.returncode != 0 and not out.exists()
-    assert ("ConfigError: mesh.model_axis=8: 4 devices are not divisible by model_axis=8; set mesh.model_axis=4; a "
-            "model group stays inside one process, and each of the 2 processes has 4 devices (divisors of 4: "
+    assert ("ConfigError: mesh.model_axis=8: each of the 2 processes holds 4 devices; 4 devices are not divisible by "
+            "model_axis=8; set mesh.model_axis=4; a model group stays inside one process (divisors of 4: "
             "[1, 2, 4])") in proc.stderr
 
 
@@ -712,14 +730,14 @@ def test_a_setting_distributed_local_gives_its_processes_typed_on_its_command_is
 
 
 @pytest.mark.parametrize("overrides, message", [
-    (["mesh.model_axis=8"], "ConfigError: mesh.model_axis=8: 4 devices are not divisible by model_axis=8; set "
-     "mesh.model_axis=4; a model group stays inside one process, and each of the 2 processes has 4 devices (divisors "
-     "of 4: [1, 2, 4])"),
+    (["mesh.model_axis=8"], "ConfigError: mesh.model_axis=8: each of the 2 processes holds 4 devices; 4 devices are "
+     "not divisible by model_axis=8; set mesh.model_axis=4; a model group stays inside one process (divisors of 4: "
+     "[1, 2, 4])"),
     (["distributed.local_processes=4", "mesh.model_axis=4", "data.batch_size=6"],
-     "ConfigError: mesh.model_axis=4: 2 devices are not divisible by model_axis=4; set mesh.model_axis=2 and "
-     "data.batch_size=4 (the batch is split over 4 data shards and the data-parallel size 4; no model axis keeps "
-     "data.batch_size=6); a model group stays inside one process, and each of the 4 processes has 2 devices "
-     "(divisors of 2: [1, 2])")])
+     "ConfigError: mesh.model_axis=4: each of the 4 processes holds 2 devices; 2 devices are not divisible by "
+     "model_axis=4; set mesh.model_axis=2 and data.batch_size=4 (the batch is split over 4 data shards and the "
+     "data-parallel size 4; no model axis keeps data.batch_size=6); a model group stays inside one process (divisors "
+     "of 2: [1, 2])")])
 def test_a_model_group_across_local_processes_is_refused_before_the_run_folder_is_made(tmp_path, overrides, message):
     # Was: launch.py distributed=local mesh.model_axis=8 made the run folder (.hydra, metrics.json, error.txt,
     # launch.log), then refused it there: the preflight checked only the processes' device split.

@@ -248,11 +248,14 @@ def model_group_problem(cfg: Any, processes: int, devices: int) -> str | None:
                 f"model axis keeps data.batch_size={batch})")
     elif nearest != min(fits, key=lambda d: (abs(d - axis), d)):
         note = f" (the nearest that keeps data.batch_size={batch})"
-    whole = (f"{total} devices are not divisible by model_axis={axis}" if total % axis else
-             f"{devices} devices are not divisible by model_axis={axis}")
-    return Refusal(f"mesh.model_axis={axis}: {whole}", fix, shown=" and ".join(fix) if not keeps else None,
-                   after=f"{note}; a model group stays inside one process, and each of the {processes} processes has "
-                   f"{devices} device{'s' if devices != 1 else ''} (divisors of {devices}: {fits})")
+    each = f"each of the {processes} processes {{}} {devices} device{'s' if devices != 1 else ''}"
+    if total % axis:  # the job's devices refuse it already: run_mesh's first check, said as it says it
+        reason, where = f"{total} devices are not divisible by model_axis={axis}", f", and {each.format('has')}"
+    else:  # was "2 devices are not divisible by model_axis=4", read as the job's 8 devices: it meant each process's
+        reason, where = (f"{each.format('holds')}; {devices} device{'s are' if devices != 1 else ' is'} not divisible "
+                         f"by model_axis={axis}"), ""
+    return Refusal(f"mesh.model_axis={axis}: {reason}", fix, shown=" and ".join(fix) if not keeps else None,
+                   after=f"{note}; a model group stays inside one process{where} (divisors of {devices}: {fits})")
 
 
 def file_stamp(path: Path) -> tuple[int, int, int] | None:

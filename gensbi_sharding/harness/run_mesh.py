@@ -13,6 +13,7 @@ from omegaconf import DictConfig
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.config_checks import no_mesh_problem
 from gensbi_sharding.harness.hints import mesh_devices_problem, model_axis_problem, overrides_named
+from gensbi_sharding.harness.refusal import Refusal
 from gensbi_sharding.harness.rule_config import check_table_against_mesh, mesh_spec
 
 __all__ = ["run_mesh"]
@@ -39,9 +40,10 @@ def run_mesh(cfg: DictConfig, source: str, rule_name: str, table: dict) -> Any:
         raise ConfigError(problem)
     problem = model_axis_problem(cfg.mesh.model_axis, jax.local_device_count())  # make_mesh's rule, named here
     if cfg.mesh.spec == "dict" and not cfg.mesh.devices and jax.process_count() > 1 and problem:
-        raise ConfigError(f"{problem}; a model group stays inside one process, and each of the "
-                          f"{jax.process_count()} processes has {jax.local_device_count()} "
-                          f"device{'s' if jax.local_device_count() != 1 else ''}")
+        # was "2 devices are not divisible by model_axis=4", read as the job's devices: it meant each process's
+        held = f"each of the {jax.process_count()} processes holds {jax.local_device_count()} device"
+        raise ConfigError(Refusal(problem.reason.replace(": ", f": {held}{'s' * (jax.local_device_count() != 1)}; ", 1),
+                                  problem.fix, after=f"{problem.after}; a model group stays inside one process"))
     with overrides_named("mesh", cfg.mesh, ConfigError):
         mesh = contract.resolve_mesh(mesh_spec(cfg.mesh))
     if mesh is None and jax.process_count() > 1:  # distributed=auto / explicit: known once JAX joined them
