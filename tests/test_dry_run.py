@@ -252,3 +252,31 @@ def test_listed_devices_that_do_not_split_into_the_model_axis_name_the_list_that
         "(divisors of 6: [1, 2, 3, 6]); or keep it with mesh.devices=[0,1,2,3]")
     kept = run_tiny(tmp_path / "four", "dry_run=true", "rule=tensor", "mesh.devices=[0,1,2,3]", "mesh.model_axis=4")
     assert kept["status"] == "ok" and kept["mesh_shape"] == [1, 4]
+
+
+def test_a_dry_run_says_when_a_real_run_on_this_host_would_be_refused_for_memory(devices, caplog, monkeypatch):
+    # Was: dry_run=true model.width=30000 reported 25.2 GB per device on a 23 GB host, with no word that a real run
+    # here would be refused (memory_check.check_fits). The dry run still runs: it sizes runs for larger machines.
+    import logging
+
+    from faults_helpers import compose_tiny
+    from gensbi_sharding.harness import memory_check
+    from gensbi_sharding.harness.dry_run import dry_run_metrics
+
+    monkeypatch.setattr(memory_check, "host_available_bytes", lambda: 10_000_000)  # a host of 10 MB
+    cfg = compose_tiny("dry_run=true", "model.width=300")  # 59.8 MB of state on the 8 simulated devices
+    name, table = rule_table(cfg.rule)
+    with caplog.at_level(logging.INFO, logger="gensbi_sharding"):
+        metrics = dry_run_metrics(cfg, make_mesh(model_axis=cfg.mesh.model_axis), name, table)
+    assert metrics["param_count"] > 0  # the report as before
+    said = [m for m in caplog.messages if m.startswith("a real run on this host would be refused")]
+    assert said == ["a real run on this host would be refused by its memory check (memory_check.check_fits): the "
+                    "training state cannot fit: model=mlp under rule 'replicated' needs at least 59.8 MB (8 simulated "
+                    "devices x 7.5 MB: parameters x (1 + 2 AdamW moments + the EMA + the best weights), activations "
+                    "not counted), but 10.0 MB is available; the setting(s) responsible: model.width=300 (at its "
+                    "default 128: 11.4 MB); lower it, e.g. model.width=128"], said
+    caplog.clear()
+    monkeypatch.setattr(memory_check, "host_available_bytes", lambda: 100_000_000)  # where it fits: no such line
+    with caplog.at_level(logging.INFO, logger="gensbi_sharding"):
+        dry_run_metrics(cfg, make_mesh(model_axis=cfg.mesh.model_axis), name, table)
+    assert not [m for m in caplog.messages if "would be refused" in m]

@@ -96,6 +96,24 @@ def _log(report: dict[str, Any]) -> None:
     log.info("\n%s", "\n".join(lines))
 
 
+def _real_run_fits(cfg: DictConfig, mesh: Any, rule_name: str, table: dict) -> None:
+    """Logs the refusal a real run of ``cfg`` would meet on this host (``memory_check.check_fits``), if any.
+
+    The dry run itself runs on (it sizes runs for larger machines); was: 25.2 GB per device reported on a 23 GB
+    host with no word that training here would be refused.
+    """
+    from gensbi_sharding.harness.config import ConfigError
+    from gensbi_sharding.harness.memory_check import check_fits
+    from gensbi_sharding.harness.rule_config import as_rule
+
+    try:
+        check_fits(cfg, mesh, as_rule(rule_name, table))
+    except ConfigError as refused:  # the line is the whole change: the dry run's report and status stay as they were
+        log.info("a real run on this host would be refused by its memory check (memory_check.check_fits): %s", refused)
+    except Exception:  # e.g. devices that report no memory (a mocked GPU topology): nothing to compare, nothing said
+        return
+
+
 def _own_data_dims(cfg: DictConfig) -> tuple[int, int]:
     """``(dim_theta, dim_x)`` of a registered data set that is no sbibm task: its factory run on 10 simulations, or
     on the run's ``data.num_simulations`` where it refuses so few."""
@@ -157,6 +175,7 @@ def dry_run_metrics(cfg: DictConfig, mesh: Any, rule_name: str, table: dict) -> 
         log.info("%s", hint)
     report = dry_run(cfg, mesh=mesh, rule_name=rule_name, table=table, dim_theta=dim_theta, dim_x=dim_x,
                      partition_axis=partition_axis)
+    _real_run_fits(cfg, mesh, rule_name, table)
     memory = report["memory"] or {}
     return {"dry_run": report, "fallbacks": report["fallbacks"], "compile_s": report["compile_s"], **report["state"],
             "step_memory_bytes_per_device": memory.get("total_bytes"),
