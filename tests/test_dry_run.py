@@ -269,12 +269,14 @@ def test_a_dry_run_says_when_a_real_run_on_this_host_would_be_refused_for_memory
     with caplog.at_level(logging.INFO, logger="gensbi_sharding"):
         metrics = dry_run_metrics(cfg, make_mesh(model_axis=cfg.mesh.model_axis), name, table)
     assert metrics["param_count"] > 0  # the report as before
+    # Was "| collective | count | bytes |": not said whether per device or summed over the mesh (per device).
+    assert any("| collective | count | bytes per device |" in m for m in caplog.messages), caplog.messages
     said = [m for m in caplog.messages if m.startswith("a real run on this host would be refused")]
     assert said == ["a real run on this host would be refused by its memory check (memory_check.check_fits): the "
                     "training state cannot fit: model=mlp under rule 'replicated' needs at least 59.8 MB (8 simulated "
                     "devices x 7.5 MB: parameters x (1 + 2 AdamW moments + the EMA + the best weights), activations "
                     "not counted), but 10.0 MB is available; the setting(s) responsible: model.width=300 (at its "
-                    "default 128: 11.4 MB); lower it, e.g. model.width=128"], said
+                    "default 128: 11.4 MB); lower it, e.g. model.width=64"], said  # was width 128: 11.4 MB, over the 10 MB
     caplog.clear()
     monkeypatch.setattr(memory_check, "host_available_bytes", lambda: 100_000_000)  # where it fits: no such line
     with caplog.at_level(logging.INFO, logger="gensbi_sharding"):

@@ -124,3 +124,29 @@ def test_the_default_a_message_names_is_the_one_the_commands_composition_gives(d
 
     message = under_command(overrides, refused)
     assert named in message and message.endswith(f"lower it, e.g. {fix}"), message
+
+
+@pytest.mark.parametrize("overrides, fix", [
+    (("model.width=300",), "model.width=64"),  # width 128, its default, needs 11.4 MB: halved to 64
+    (("model.width=300", "model.depth=50"), "model.width=64 model.depth=1"),  # neither default fits alone
+])
+def test_the_value_offered_fits_where_the_default_does_not(devices, overrides, fix):
+    # Was "model.width=300 (at its default 128: 11.4 MB); lower it, e.g. model.width=128" with 10 MB available:
+    # the advice, followed, was refused in turn.
+    cfg = compose_tiny(*overrides)
+    with pytest.raises(ConfigError) as err:
+        check_fits(cfg, gs.make_mesh(), _rule(cfg), available=10_000_000)
+    assert str(err.value).endswith(f"e.g. {fix}"), str(err.value)
+    check_fits(compose_tiny(*overrides, *fix.split()), gs.make_mesh(), _rule(cfg), available=10_000_000)
+
+
+def test_where_no_smaller_value_fits_the_message_says_so_and_names_splitting(devices):
+    cfg = compose_tiny("model.width=300")  # its simulations take 49.2 KB of the 52 KB: 2.8 KB left for the state
+    with pytest.raises(ConfigError) as err:
+        check_fits(cfg, gs.make_mesh(), _rule(cfg), available=52_000)
+    assert str(err.value).endswith("but 2.8 KB is available; the setting(s) responsible: model.width=300 (at its "
+                                   "default 128: 11.4 MB); no smaller value fits (model.width=1 still needs 8.3 KB): "
+                                   "split the weights (rule=fsdp, or rule=tensor with mesh.model_axis > 1) or use "
+                                   "fewer devices"), str(err.value)
+    with pytest.raises(ConfigError):  # the width it names is refused too: the message did not hide a fitting value
+        check_fits(compose_tiny("model.width=1"), gs.make_mesh(), _rule(cfg), available=52_000)

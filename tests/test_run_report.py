@@ -206,6 +206,8 @@ def test_final_line(tmp_path):
     dry = {"status": "ok", "wall_s": 3.1, "dry_run": {"memory": {}}, "step_memory_bytes_per_device": 1_900_000,
            "collective_bytes_per_step": 620_000}
     assert final_line(dry, tmp_path).startswith("dry run done in 3.1 s: 1.9 MB per device, 620.0 KB of collectives")
+    # Was "620.0 KB of collectives per step": not said whether per device or summed over the mesh.
+    assert "620.0 KB of collectives per step per device; outputs in" in final_line(dry, tmp_path)
     (tmp_path / "error.txt").write_text("Traceback ...")
     assert final_line({"status": "error", "wall_s": 1.0}, tmp_path) == (
         f"error after 1.0 s; traceback in {tmp_path / 'error.txt'}")

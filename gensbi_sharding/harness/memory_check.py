@@ -214,23 +214,38 @@ def simulations_problem(cfg: DictConfig, processes: int = 1, sharing: int = 1, h
 
 
 def _responsible(cfg: DictConfig, mesh: Any, rule: Any, dims: tuple[int, int], devices: int, available: int) -> str:
-    """"; model.width=100000 is responsible (at its default 128: 2.4 MB): lower it" or the like; "" if none found."""
+    """"; the setting(s) responsible: model.width=100000 (...); lower it, e.g. model.width=128" or the like: a value
+    offered is estimated as the check does, and fits (was: width 128 offered, needing 11.4 MB of 10 MB)."""
     # The defaults named are those the command's composition gives (experiment=quick's width 32, not 128).
     hparams, defaults = _hparams(cfg), composed_section(cfg, "model")
     raised = [k for k, v in hparams.items() if k in defaults and _raised(v, defaults[k])]
+    need = lambda values: state_bytes_per_device(cfg, mesh, rule, dims, {**hparams, **values}) * devices  # noqa: E731
     try:
-        at_default = {k: state_bytes_per_device(cfg, mesh, rule, dims, {**hparams, k: defaults[k]}) * devices
-                      for k in raised}
+        at_default = {k: need({k: defaults[k]}) for k in raised}
+        alone = [k for k in raised if at_default[k] <= available]
+        start = {k: defaults[k] for k in alone or raised}
+        fix, least = (start, None) if alone else _halved(need, start, need(start), available)
     except Exception:  # a default that does not go with the other settings: name none
         raised = []
+    split = "split the weights (rule=fsdp, or rule=tensor with mesh.model_axis > 1) or use fewer devices"
     if not raised:
-        return "; split the weights (rule=fsdp, or rule=tensor with mesh.model_axis > 1) or use fewer devices"
-    alone = [k for k in raised if at_default[k] <= available] or raised
+        return f"; {split}"
     named = ", ".join(f"model.{k}={_override(hparams[k])} (at its default {_override(defaults[k])}: "
-                      f"{format_bytes(at_default[k])})"
-                      for k in sorted(alone, key=at_default.get))
-    fix = " ".join(f"model.{k}={_override(defaults[k])}" for k in alone)
-    return f"; the setting(s) responsible: {named}; lower {'it' if len(alone) == 1 else 'them'}, e.g. {fix}"
+                      f"{format_bytes(at_default[k])})" for k in sorted(start, key=at_default.get))
+    if fix is None:  # no smaller value fits either: the state must be split, not shrunk
+        return (f"; the setting(s) responsible: {named}; no smaller value fits ({_override(least[0])} still "
+                f"needs {format_bytes(least[1])}): {split}")
+    return f"; the setting(s) responsible: {named}; lower {'it' if len(fix) == 1 else 'them'}, e.g. {_override(fix)}"
+
+
+def _halved(need: Any, values: dict, size: int, available: int) -> tuple[dict | None, tuple[dict, int] | None]:
+    """``(values that fit, None)`` or ``(None, (the smallest tried, its bytes))``: numbers halved, integers to 1."""
+    for _ in range(12):
+        smaller = {k: (max(v // 2, 1) if _is_int(v) else v / 2) if _is_number(v) else v for k, v in values.items()}
+        if size <= available or smaller == values:
+            break
+        size, values = need(smaller), smaller  # one the model cannot be built with: the caller names none
+    return (values, None) if size <= available else (None, (values, size))
 
 
 def _hparams(cfg: DictConfig) -> dict:
@@ -269,7 +284,9 @@ def _is_number(value: Any) -> bool:
 
 
 def _override(value: Any) -> str:
-    """``[8, 0]`` -> ``[8,0]``: a list as one command-line override (no space to split it)."""
+    """``[8, 0]`` -> ``[8,0]``: a list as one command-line override (no space to split it); a dict: its overrides."""
+    if isinstance(value, dict):
+        return " ".join(f"model.{k}={_override(v)}" for k, v in value.items())
     return f"[{','.join(map(_override, value))}]" if isinstance(value, (list, tuple)) else str(value)
 
 

@@ -191,7 +191,7 @@ def final_line(metrics: dict[str, Any], out: Path) -> str:
         best = metrics.get("best_weights_bytes_per_device")  # held beside the step; an older folder lacks it
         return (f"dry run done in {wall}: {format_bytes(metrics.get('step_memory_bytes_per_device'))} per device"
                 + (f" (+ {format_bytes(best)} of best weights kept for early stopping)" if best else "") + ", "
-                f"{format_bytes(metrics.get('collective_bytes_per_step'))} of collectives per step; outputs in {out}")
+                f"{format_bytes(metrics.get('collective_bytes_per_step'))} of collectives per step per device; outputs in {out}")
     c2st = format_c2st(metrics.get("c2st"), c2st_spread(metrics))
     if c2st and is_number(metrics.get("c2st_sd_observations")):  # the spread is over observations, not folds
         c2st += f" over {(n := len(metrics.get('c2st_observations') or []))} observation{'s' * (n != 1)}"
