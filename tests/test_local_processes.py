@@ -30,12 +30,15 @@ def launch_env():
 REFUSED = {  # jobs refused before training
     "bad": (("distributed=local", "distributed.local_processes=3"), "bad"),
     "uneven": (("distributed=local", "data.batch_size=66"), "uneven"),
+    # A refusal only the processes can make: strict=true and a variable fsdp cannot split (width 34 over the data
+    # axis 4), known once each process traces its model (the check before the folder plans no model across processes).
+    "strict": (("distributed=local", "strict=true", "model.width=34"), "strict"),
     "none-False": (("distributed=local", "distributed.local_processes=2", "mesh=none", "mesh.model_axis=1",
                     "dry_run=False"), "none"),
     "none-True": (("distributed=local", "distributed.local_processes=2", "mesh=none", "mesh.model_axis=1",
                    "dry_run=True"), "none"),
     "wide": (("distributed=local", "distributed.local_processes=2", "mesh.model_axis=8"), "wide"),
-    "uneven-quiet": (("distributed=local", "data.batch_size=66", "hydra/job_logging=disabled"), "uneven"),
+    "strict-quiet": (("distributed=local", "strict=true", "model.width=34", "hydra/job_logging=disabled"), "strict"),
 }
 TRAINED = {  # jobs that train
     "two": (("distributed=local", "distributed.local_processes=2"), "two"),
@@ -363,22 +366,37 @@ def test_a_failing_process_ends_the_job_with_an_error(refused):
     assert bad.returncode != 0
     assert "devices.cpu_count=8 does not split over distributed.local_processes=3" in bad.stderr + bad.stdout
     assert "set distributed.local_processes=2 or devices.cpu_count=9" in bad.stderr + bad.stdout
-    # A batch the per-process devices cannot split fails in both processes, bounded, non-zero.
-    uneven, tmp_path = refused["uneven"]
-    assert uneven.returncode != 0
-    metrics = json.loads((tmp_path / "uneven" / "metrics.json").read_text())
+    # A refusal of the processes' (strict=true and a variable fsdp cannot split) fails in both, bounded, non-zero.
+    strict, tmp_path = refused["strict"]
+    assert strict.returncode != 0
+    metrics = json.loads((tmp_path / "strict" / "metrics.json").read_text())
     assert metrics["status"] == "error"
-    assert "data.batch_size=66 cannot be used: the global batch size 66 must be a multiple of 4 (it is split " \
-           "over 2 data shards (one per process) and over the data-parallel size 4)" in metrics["error"]
-    assert "set data.batch_size=64" in metrics["error"]
+    assert "strict=true and rule 'fsdp' cannot split 10 variable(s); without strict, 10 variable(s) replicated " \
+           "instead of split under rule 'fsdp' on mesh {'data': 4, 'model': 2}" in metrics["error"]
+    assert "or set strict=false" in metrics["error"]
     # Was said three times (each process's console line, then the parent's "process 1 of 2 failed ...; process 0
     # reported: ..."): a refusal every process raises is said once, by the parent, as a one-process job says it.
-    assert metrics["error"].startswith("ConfigError: data.batch_size=66 cannot be used"), metrics["error"]
-    console = uneven.stderr + uneven.stdout
-    assert console.count("data.batch_size=66 cannot be used") == 1, console[-3000:]
+    assert metrics["error"].startswith("ConfigError: strict=true and rule 'fsdp' cannot split"), metrics["error"]
+    console = strict.stderr + strict.stdout
+    assert console.count("strict=true and rule 'fsdp' cannot split") == 1, console[-3000:]
     assert f"[ERROR] {metrics['error']}\n" in console, console[-3000:]
     for rank in (0, 1):  # each process's log keeps its own
-        assert "data.batch_size=66 cannot be used" in (tmp_path / "uneven" / f"process_{rank}.log").read_text()
+        assert "strict=true and rule 'fsdp' cannot split" in (tmp_path / "strict" / f"process_{rank}.log").read_text()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_a_batch_the_processes_cannot_split_is_refused_before_any_folder(refused):
+    # Was: refused by each process once started (~14 s), in the run's folder, left behind; one process's same
+    # command was refused by the check before any folder. Now the processes' batch is checked there too, as they
+    # word it (the meshes that keep it: each process's 2 devices and model_axis=2 at devices.cpu_count=4).
+    uneven, tmp_path = refused["uneven"]
+    assert uneven.returncode == 1 and not (tmp_path / "uneven").exists()
+    assert uneven.stderr == (
+        "[ERROR] ConfigError: data.batch_size=66 cannot be used: the global batch size 66 must be a multiple of 4 "
+        "(it is split over 2 data shards (one per process) and over the data-parallel size 4); set "
+        "data.batch_size=64; or keep data.batch_size=66 on another mesh: mesh.model_axis=4 (data-parallel size 2) "
+        "or devices.cpu_count=4 (data-parallel size 2)\n"), uneven.stderr
 
 
 @pytest.mark.slow
@@ -387,14 +405,14 @@ def test_the_processes_console_follows_the_job_logging_chosen_and_their_refusal_
     # Was: under hydra/job_logging=disabled (one process: nothing but errors and its progress bar), the children,
     # not given it, printed process 0's info lines ("[process 0/2] [1/7] devices: ..."); given it alone, they would
     # write no process_<i>.log, where the parent reads a refusal of process 1.
-    proc, tmp_path = refused["uneven-quiet"]
-    metrics = json.loads((tmp_path / "uneven" / "metrics.json").read_text())
-    assert proc.returncode != 0 and metrics["error"].startswith("ConfigError: data.batch_size=66 cannot be used")
+    proc, tmp_path = refused["strict-quiet"]
+    metrics = json.loads((tmp_path / "strict" / "metrics.json").read_text())
+    assert proc.returncode != 0 and metrics["error"].startswith("ConfigError: strict=true and rule 'fsdp' cannot split")
     assert proc.stdout == "" and proc.stderr == f"[ERROR] {metrics['error']}\n", proc.stdout[-2000:] + proc.stderr
-    assert not (tmp_path / "uneven" / "launch.log").exists()  # the parent's: the config writes none
+    assert not (tmp_path / "strict" / "launch.log").exists()  # the parent's: the config writes none
     for rank in (0, 1):  # each process's log keeps its own refusal, under the config's levels: errors only
-        log_text = (tmp_path / "uneven" / f"process_{rank}.log").read_text()
-        assert f"[ERROR] - [process {rank}/2] ConfigError: data.batch_size=66 cannot be used" in log_text
+        log_text = (tmp_path / "strict" / f"process_{rank}.log").read_text()
+        assert f"[ERROR] - [process {rank}/2] ConfigError: strict=true and rule 'fsdp' cannot split" in log_text
         assert "[INFO]" not in log_text
 
 

@@ -127,15 +127,17 @@ def device_alternatives(batch_size: int, *, shards: int, train_rows: int, device
 
 
 def kept_on_other_meshes(problem: str | None, batch_size: int, mesh_cfg: Any, *, shards: int, train_rows: int,
-                         devices: int) -> Any:
-    """A batch size's refusal (``Refusal``) on ``devices`` CPU devices, known before JAX starts, with the meshes that
-    keep it (``device_alternatives``), as the run says it on its started mesh (was: "set data.batch_size=66" alone)."""
+                         devices: int, processes: int = 1) -> Any:
+    """A batch size's refusal (``Refusal``) on ``devices`` CPU devices over ``processes``, known before JAX starts,
+    with the meshes that keep it (``device_alternatives``), as the run says it on its started mesh (was: "set
+    data.batch_size=66" alone)."""
     if not isinstance(problem, Refusal) or mesh_cfg.spec not in ("auto", "dict"):
         return problem
     listed = mesh_cfg.spec == "dict" and mesh_cfg.devices
     other = device_alternatives(batch_size, shards=shards, train_rows=train_rows,
                                 devices=len(mesh_cfg.devices) if listed else devices,
-                                axis=mesh_cfg.model_axis if mesh_cfg.spec == "dict" else 1, mesh_cfg=mesh_cfg)
+                                axis=mesh_cfg.model_axis if mesh_cfg.spec == "dict" else 1, processes=processes,
+                                mesh_cfg=mesh_cfg)
     return Refusal(problem.reason, problem.fix, how=problem.how, after=problem.after + other, shown=problem.shown)
 
 

@@ -86,16 +86,17 @@ def _job_problem(cfg: Any, in_process: bool) -> str | None:
 
 
 def local_processes_problem(cfg: Any) -> str | None:
-    """Why ``distributed=local``'s processes cannot start (their device split, a model group across them, their
-    simulations' share of this host; a dry run simulates none); None if they can. Checked by their parent before any
-    process starts (was: each process refused the budget, or a model group, once started, after its run folder)."""
+    """Why ``distributed=local``'s processes cannot start (their device split, a model group across them, the batch
+    over their shards and mesh, their simulations' share of this host; a dry run simulates none); None if they can.
+    Checked by their parent before any process starts (was: each process refused them once started, in its folder)."""
     from gensbi_sharding.harness.cpu_count import resolve_cpu_count
     from gensbi_sharding.harness.local_children import model_group_problem
     from gensbi_sharding.harness.memory_check import simulations_problem
 
-    n = cfg.distributed.local_processes
-    return process_split_problem(cfg) or model_group_problem(cfg, n, resolve_cpu_count(cfg.devices.cpu_count)[0] // n) or (
-        None if cfg.get("dry_run") or cfg.get("data") is None else simulations_problem(cfg, n, n))
+    n, cpu = cfg.distributed.local_processes, resolve_cpu_count(cfg.devices.cpu_count)[0]
+    data = cfg.get("data") is not None  # a bare config (no data): the split and the model group only
+    return process_split_problem(cfg) or model_group_problem(cfg, n, cpu // n) or (data and _batch_problem(cfg, cpu, n)) \
+        or (None if cfg.get("dry_run") or not data else simulations_problem(cfg, n, n))
 
 
 def process_split_problem(cfg: Any) -> str | None:
@@ -134,14 +135,14 @@ def _mesh_problem(cfg: Any, devices: int | None, source: str) -> str | None:
         cfg.mesh.model_axis, len(listed or range(devices)), simulated, listed, cfg.data.batch_size)
 
 
-def _batch_problem(cfg: Any, devices: int | None) -> str | None:
+def _batch_problem(cfg: Any, devices: int | None, processes: int = 1) -> str | None:
     """``data.batch_size`` against the shards, the training pairs and (CPU devices known) the data-parallel size."""
     from gensbi_sharding.harness.split_rows import shard_train_rows, simulations_for
     from gensbi_sharding.harness.hints import batch_size_problem, kept_on_other_meshes
 
     if cfg.dry_run and cfg.mesh.spec is None:  # a dry run without a mesh builds no batches
         return None
-    shards = cfg.data.shards or 1  # one process: one shard unless data.shards says more
+    shards = cfg.data.shards or processes  # one per process unless data.shards says more
     data_parallel = 1 if devices is None or cfg.mesh.spec not in ("auto", "dict") else (
         devices if cfg.mesh.spec == "auto" else len(cfg.mesh.devices or range(devices)) // cfg.mesh.model_axis)
     budget, vf = cfg.data.num_simulations, cfg.data.val_fraction
@@ -151,7 +152,7 @@ def _batch_problem(cfg: Any, devices: int | None) -> str | None:
                                  budget=lambda need: simulations_for(need, budget, vf, shards))
     # the CPU devices known: the meshes that keep the batch, as the run's check names them (was: unsaid here)
     return problem if devices is None else kept_on_other_meshes(problem, cfg.data.batch_size, cfg.mesh, shards=shards,
-                                                                train_rows=rows, devices=devices)
+                                                                train_rows=rows, devices=devices, processes=processes)
 
 
 def refused_jobs(config: Any, jobs: Sequence[Sequence[str]], loader: Any, *,
