@@ -118,9 +118,13 @@ def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None 
         if why:  # was "pass its parent" whatever it held, refused there when it held no complete step
             steps = committed_steps(resolved.parent)  # was "cut short" too with its items there, its metadata gone
             why = "Orbax recorded no commit: the save was cut short" if why == _CUT else why
-            raise FileNotFoundError(f"{resolved} is not a complete checkpoint ({why}); " + (
-                f"pass its parent for the latest complete step, {steps[-1]}" if steps
-                else f"{resolved.parent} holds no complete step: start without it"))
+            if steps:
+                raise FileNotFoundError(f"{resolved} is not a complete checkpoint ({why}); pass its parent for the "
+                                        f"latest complete step, {steps[-1]}")
+            reason = f"{resolved} is not a complete checkpoint ({why}); {resolved.parent} holds no complete step"
+            none = FileNotFoundError(f"{reason}: start without it")
+            none.reason = reason  # the fix is for training: a sampler words its own (harness.sampled_checkpoint)
+            raise none
     folder = resolved / CHECKPOINT_SUBDIR if is_run else resolved
     if not (steps := committed_steps(folder)):
         # another writer's steps; one step folder of another writer's is named by its parent
@@ -130,7 +134,7 @@ def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None 
         for step, why in sorted((step, why) for step, why in _step_folders(folder).items() if why):
             cut.setdefault(why, []).append(str(step))
         raise FileNotFoundError(f"no checkpoint in {resolved}: " + (foreign or
-                                f"looked for complete Orbax step folders <step>/ in {folder}" + (
+                                "looked for complete Orbax step folders <step>/ in " + ("it" if folder == resolved else str(folder)) + (
                                     " (" + "; ".join(f"step {', '.join(s)}: {w}" for w, s in cut.items()) + ")"
                                     if cut else "")
                                 + f"; pass a run dir, its {CHECKPOINT_SUBDIR}/ dir or one step dir"))

@@ -202,6 +202,11 @@ def test_no_checkpoint_names_the_path(tmp_path):
     (tmp_path / "empty" / "checkpoints").mkdir(parents=True)
     with pytest.raises(FileNotFoundError, match=r"no checkpoint in .*empty.*complete Orbax step folders"):
         restore(tmp_path / "empty", None)
+    # Was "no checkpoint in <it>: looked for complete Orbax step folders <step>/ in <it>", the folder named twice
+    with pytest.raises(FileNotFoundError) as err:
+        find_checkpoint(tmp_path / "empty" / "checkpoints")
+    assert str(err.value) == (f"no checkpoint in {tmp_path / 'empty' / 'checkpoints'}: looked for complete Orbax step "
+                              "folders <step>/ in it; pass a run dir, its checkpoints/ dir or one step dir")
 
 
 def test_wrong_width_names_the_variables_and_shapes(saved_run):

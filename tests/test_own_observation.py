@@ -254,7 +254,48 @@ def test_a_run_whose_step_lost_its_orbax_metadata_is_not_called_one_that_never_t
             found.value).startswith(f"{given} is not a complete checkpoint (its items are there, but not Orbax's")
         with pytest.raises(FileNotFoundError) as err:
             sample_posterior(given, np.zeros(2))
-        assert str(err.value) == f"run folder {str(given)!r} has no checkpoint to sample: {found.value}"
+        # was == f"...: {found.value}", which pinned training's "start without it" for the step folder given
+        assert str(err.value) == f"run folder {str(given)!r} has no checkpoint to sample: " + (
+            str(found.value) if given.name != "5" else found.value.reason + ": pass the folder of a run that saved a "
+            "complete step, or, if its run is still training, sample it after its first save")
+
+
+def test_a_step_cut_short_without_a_complete_one_beside_it_gets_a_samplers_fix_not_trainings(tmp_path):
+    # Was: "... .../checkpoints holds no complete step: start without it. Sampling needs a trained run's saved
+    # weights: pass the folder of a run that trained", the library's resume advice, which means nothing to a sampler.
+    import shutil
+
+    import jax
+    from flax import nnx
+
+    from gensbi_sharding.checkpoint import CheckpointWriter
+
+    with CheckpointWriter(tmp_path / "run" / "checkpoints", async_save=False) as writer:
+        writer.save(5, nnx.Linear(2, 2, rngs=nnx.Rngs(0)), jax.random.key(0))
+    folder = tmp_path / "cut" / "checkpoints"
+    shutil.copytree(tmp_path / "run" / "checkpoints" / "5" / "arrays", folder / "7" / "arrays")
+    with pytest.raises(FileNotFoundError) as err:
+        sample_posterior(folder / "7", np.zeros(2))
+    assert str(err.value) == (f"run folder {str(folder / '7')!r} has no checkpoint to sample: {folder / '7'} is not a "
+                              "complete checkpoint (Orbax recorded no commit: the save was cut short); "
+                              f"{folder} holds no complete step: pass the folder of a run that saved a complete step, "
+                              "or, if its run is still training, sample it after its first save")
+
+
+def test_a_folder_of_runs_is_named_once_with_its_newest_run(tmp_path):
+    # Was: "run folder 'X' has no checkpoint to sample: no checkpoint in X: looked for complete Orbax step folders
+    # <step>/ in X; pass a run dir, its checkpoints/ dir or one step dir; it holds 1 run folder(s) ...": X thrice.
+    import jax
+    from flax import nnx
+
+    from gensbi_sharding.checkpoint import CheckpointWriter
+
+    with CheckpointWriter(tmp_path / "12-00-00" / "checkpoints", async_save=False) as writer:
+        writer.save(5, nnx.Linear(2, 2, rngs=nnx.Rngs(0)), jax.random.key(0))
+    with pytest.raises(FileNotFoundError) as err:
+        sample_posterior(tmp_path, np.zeros(2))
+    assert str(err.value) == (f"run folder {str(tmp_path)!r} has no checkpoint to sample; it holds 1 run folder(s) "
+                              f"with a checkpoint, the newest: {tmp_path / '12-00-00'}: pass one of them")
 
 
 def test_a_sweep_folder_names_its_jobs(tmp_path):

@@ -223,13 +223,18 @@ def no_checkpoint(run_dir: Any, folder: Path, err: FileNotFoundError) -> FileNot
     from gensbi_sharding.harness.runs_below import runs_note
 
     given = f"run folder {os.fspath(run_dir)!r} has no checkpoint to sample"
+    if below := runs_note(folder):  # outputs/, a date's folder, an sbibm.py root (was: "pass a run dir"; and "no
+        return FileNotFoundError(f"{given}{below}")  # checkpoint in X: looked for ... in X", the folder named thrice)
+    if (reason := getattr(err, "reason", None)) is not None:  # a step folder, none complete beside it (was: "start
+        return FileNotFoundError(f"{given}: {reason}: pass the folder of a run that saved a complete step, or, if its "
+                                 "run is still training, sample it after its first save")  # without it", training's)
     if lost_step_metadata(folder):  # ``err`` names the fix; was: "its run (status ok) saved no complete checkpoint
         return FileNotFoundError(f"{given}: {err}")  # ...: pass the folder of a run that trained", of one that did
     if (folder / SEQUENTIAL).is_file():  # was: "its run (status ok) saved no complete checkpoint in .../checkpoints"
         return FileNotFoundError(f"{given}: it is a sequential job's folder (benchmarks/sequential.py), whose rounds "
                                  "train a network per observation and keep neither weights nor samples, only their "
                                  f"C2ST scores ({folder / 'c2st.csv'}); {_sequential_fix(folder)}")
-    metrics, why, below = folder / "metrics.json", "", ""
+    metrics, why = folder / "metrics.json", ""
     if metrics.is_file():
         previous = read_metrics(metrics)
         status, resume = previous.get("status"), str(previous.get("error") or "").partition("continue with: ")[2]
@@ -241,8 +246,6 @@ def no_checkpoint(run_dir: Any, folder: Path, err: FileNotFoundError) -> FileNot
     elif (writer := training_run(folder)) is not None:  # was: "pass the folder of a run that trained"
         why = (f"; its run is still training ({writer}) and has saved none yet: it saves one at its end, and every "
                "train.checkpoint_every steps if set; sample it then")
-    elif below := runs_note(folder):  # outputs/, a date's folder, an sbibm.py root (was: "pass a run dir")
-        why = below
-    return FileNotFoundError(f"{given}: {err}{why}" + ("" if "still training" in why or below else
+    return FileNotFoundError(f"{given}: {err}{why}" + ("" if "still training" in why else
                              ". Sampling needs a trained run's saved weights: pass the folder of a run that trained "
                              f"({command_for()} ... writes checkpoints/ into its folder)"))
