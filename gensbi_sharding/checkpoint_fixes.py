@@ -45,6 +45,9 @@ def nesting_fix(saved: Mapping[str, Any], target: Mapping[str, Any], whole: str 
     for saved_one in (False, True):  # the target inside the checkpoint, then the reverse
         heads = prefixes_holding(names[1 - saved_one], names[saved_one])
         nodes = [head for head in heads if "opt_state" not in head.split("/")]  # was: the first head, mu/ if first
+        if not saved_one:  # those whose shapes fit too (was 'lin/' and 'out/' for a Linear of lin's, 'lin/' read)
+            nodes = [h for h in nodes if all(tuple(saved[f"state/{h}/{n}"].shape) == tuple(target[f"state/{n}"].shape)
+                                             for n in names[1])] or nodes
         under = " and ".join(f"'{head}/'" for head in nodes or heads)
         if heads and not nodes:  # an optimizer's moments (mu/): the other side an nnx.Optimizer alone, holding no model
             saver, node = ("an nnx.Optimizer", "optimizer") if not saved_one else ("a model", "model")
@@ -57,9 +60,15 @@ def nesting_fix(saved: Mapping[str, Any], target: Mapping[str, Any], whole: str 
             return (f"The target holds every variable of the checkpoint under {under}: the checkpoint was saved from "
                     f"{'that one node' if len(nodes) == 1 else 'one of them'}; build the target from it alone, e.g. "
                     f"abstract_state_for({ {'0': 'model', '1': 'optimizer'}.get(nodes[0], nodes[0])}, mesh, rule)"
-                    if saved_one else f"The checkpoint holds every variable of the target under {under}: it was "
-                    f"saved from a tuple or dict holding this node, e.g. nnx.state({whole}); build the target from "
-                    f"the same: abstract_state_for({whole}, mesh, rule); or read the part under '{nodes[0]}/' alone "
+                    if saved_one else f"The checkpoint holds every variable of the target under {under}: " + (
+                        f"it was saved from a tuple or dict holding this node, e.g. nnx.state({whole}); build the "
+                        f"target from the same: abstract_state_for({whole}, mesh, rule)" if nodes[0][0].isdigit() else
+                        # a Module's attributes or a dict's keys, alike in a checkpoint (was: "a tuple or dict" only)
+                        f"it was saved from a parent holding this node as {nodes[0]!r} (a Module with it as attribute "
+                        f"self.{nodes[0].replace('/', '.')}, or a dict under that key; the checkpoint's top level: "
+                        f"{whole}); restore that parent and take the node from it: restored = restore({str(step_dir)!r}, "
+                        f"abstract_state_for(parent, mesh, rule)); nnx.update(parent, restored.state); parent."
+                        f"{nodes[0].replace('/', '.')} is it") + f"; or read the part under '{nodes[0]}/' alone "
                     f"with Orbax: target = abstract_state_for(model, mesh, rule); item = {item}; part = ocp.Checkpointer("
                     f"ocp.CompositeCheckpointHandler()).restore({str(step_dir)!r}, args=ocp.args.Composite(arrays=ocp."
                     "args.PyTreeRestore(item, restore_args=ocp.checkpoint_utils.construct_restore_args(item), partial_"

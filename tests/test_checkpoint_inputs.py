@@ -380,6 +380,40 @@ def test_restore_across_a_model_and_an_optimizer_alone_names_the_moments_not_a_n
     assert int(restored.state["step"][...]) == 0
 
 
+class _Net(nnx.Module):
+    """A parent Module holding two Linears of other shapes as attributes ``lin`` and ``out``."""
+
+    def __init__(self, rngs):
+        self.lin, self.out = nnx.Linear(4, 8, rngs=rngs), nnx.Linear(8, 2, rngs=rngs)
+
+
+@pytest.mark.parametrize("part", ["lin", "out"])
+def test_restore_of_one_attribute_of_a_saved_module_names_the_parent_and_both_fixes_restore(tmp_path, devices, part):
+    # Was: "under 'lin/' and 'out/': it was saved from a tuple or dict holding this node, e.g. nnx.state({'lin':
+    # <node>, 'out': <node>}); build the target from the same", of a Module's checkpoint (its attribute lin), naming
+    # 'out/' too, whose shapes do not fit, and for a Linear of out's shapes Orbax's read of the part under 'lin/'.
+    import orbax.checkpoint as ocp
+
+    mesh, rule, saved = gs.make_mesh(model_axis=2), "fsdp", _Net(nnx.Rngs(0))
+    save_steps(tmp_path, saved)
+    model = getattr(_Net(nnx.Rngs(1)), part)
+    refusal = restore_refusal(tmp_path / "1", model, mesh)
+    assert refusal.split(". ", 1)[1].startswith(
+        f"The checkpoint holds every variable of the target under '{part}/': it was saved from a parent holding this "
+        f"node as '{part}' (a Module with it as attribute self.{part}, or a dict under that key; the checkpoint's top "
+        "level: {'lin': <node>, 'out': <node>}); restore that parent and take the node from it: restored = restore("
+        f"{str(tmp_path / '1')!r}, abstract_state_for(parent, mesh, rule)); nnx.update(parent, restored.state); "
+        f"parent.{part} is it; or read the part under '{part}/' alone with Orbax: "), refusal
+    parent = _Net(nnx.Rngs(2))  # the first fix, as written
+    exec(refusal.split("take the node from it: ")[1].split(f"; parent.{part} is it")[0],
+         {"restore": restore, "abstract_state_for": abstract_state_for, "nnx": nnx, "mesh": mesh, "rule": rule,
+          "parent": parent})
+    np.testing.assert_array_equal(getattr(parent, part).kernel[...], getattr(saved, part).kernel[...])
+    exec(refusal.split("alone with Orbax: ")[1], {"ocp": ocp, "nnx": nnx, "abstract_state_for": abstract_state_for,
+                                                  "mesh": mesh, "rule": rule, "model": model})  # the second
+    np.testing.assert_array_equal(model.kernel[...], getattr(saved, part).kernel[...])
+
+
 def test_restore_names_every_node_holding_the_target_and_the_node_itself_to_build(tmp_path, devices):
     # Was: only the first in sorted order, "under 'ema/'" where 'model/' held it as well; and the target of one node
     # of a pair was "e.g. abstract_state_for(model, mesh, rule)" whichever node that was (the optimizer here).
@@ -387,9 +421,9 @@ def test_restore_names_every_node_holding_the_target_and_the_node_itself_to_buil
     save_steps(tmp_path, {"model": model, "ema": nnx.clone(model)}, model, optimizer)
     for step, target, fix in (
             (1, model, "The checkpoint holds every variable of the target under 'ema/' and 'model/': it was saved "
-                       "from a tuple or dict holding this node, e.g. nnx.state({'ema': <node>, 'model': <node>}); "
-                       "build the target from the same: abstract_state_for({'ema': <node>, 'model': <node>}, mesh, "
-                       "rule)"),
+                       "from a parent holding this node as 'ema' (a Module with it as attribute self.ema, or a dict "
+                       "under that key; the checkpoint's top level: {'ema': <node>, 'model': <node>}); restore that "
+                       "parent and take the node from it: restored = restore("),
             (2, {"model": model, "ema": nnx.clone(model)}, "The target holds every variable of the checkpoint under "
              "'ema/' and 'model/': the checkpoint was saved from one of them; build the target from it alone, e.g. "
              "abstract_state_for(ema, mesh, rule)"),
