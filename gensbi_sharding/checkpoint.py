@@ -19,7 +19,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from gensbi_sharding.checkpoint_fixes import extra_fix, nesting_fix, renamed_fix
 from gensbi_sharding.checkpoint_save import CheckpointWriter
 from gensbi_sharding.checkpoint_steps import (CHECKPOINT_SUBDIR, check_array_path, committed_steps, find_checkpoint,
-                                              flat_by_path, item_handlers, nest_by_path)
+                                              flat_by_path, item_handlers, nest_by_path, reasoned)
 from gensbi_sharding.factory import refuse_in_factory, trace_factory
 from gensbi_sharding.rules import Rule, RuleTable, resolve_rule
 from gensbi_sharding.nodes import (abstract_state, array_leaves, check_node, is_node, is_prng_key, is_scalar,
@@ -46,7 +46,7 @@ def abstract_state_for(node: Any, mesh: Mesh | None, rule: str | RuleTable | Rul
         The rule to restore under, whatever the checkpoint was saved under.
     """
     check_node(node, "abstract_state_for", factory=True)
-    resolve_rule(rule)  # read on a mesh only, checked without one too: a typo passed on one device, failed on a mesh
+    resolve_rule(rule)  # checked without a mesh too: a typo would fail only on one
     abstract = node if is_node(node) else nnx.merge(*trace_factory(node, "abstract_state_for"))
     if mesh is not None:
         return plan_shardings(abstract, mesh, rule).abstract_state(abstract)
@@ -102,9 +102,9 @@ def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.
         path TensorStore misreads (``\\``, ``[x]``: named). A key saved typed or raw comes back as the target holds it.
     """
     refuse_in_factory("restore", "build the model first, then restore into it: nnx.update(model, restore(path, "
-                      "abstract_state_for(model, mesh, rule)).state)")  # was: "checkpoint ... is damaged"
+                      "abstract_state_for(model, mesh, rule)).state)")
     step_dir = find_checkpoint(path, base_dir)
-    check_array_path(step_dir, "checkpoint", saving=False)  # was: named damaged, to be moved aside
+    check_array_path(step_dir, "checkpoint", saving=False)
     if key_sharding is not None and not isinstance(key_sharding, jax.sharding.Sharding):
         raise TypeError(f"key_sharding={key_sharding!r:.80} must be a jax.sharding.Sharding or None, e.g. "
                         "NamedSharding(mesh, PartitionSpec()) (a replicated key)")
@@ -202,11 +202,8 @@ def _read(step_dir: Path, items: str, read: Callable[[], Any]) -> Any:
         fix = (f"resume from another step folder: {step_dir.parent / str(others[-1])} (or move {step_dir} aside, "
                f"e.g. to {step_dir}.damaged, and the newest is {others[-1]})" if others
                else "no other step folder is complete: start without it")
-        reason = (f"checkpoint {step_dir} is damaged: its {items} item cannot be read "
-                  f"({type(err).__name__}: {str(err)[:120]})")
-        damaged_error = FileNotFoundError(f"{reason}; {fix}")
-        damaged_error.reason = reason  # the fix is for training: a sampler words its own (harness.sampled_checkpoint)
-        raise damaged_error from None
+        raise reasoned(f"checkpoint {step_dir} is damaged: its {items} item cannot be read ({type(err).__name__}: "
+                       f"{str(err)[:120]})", f"; {fix}") from None
 
 
 def _storage_target(name: str, leaf: Any) -> jax.ShapeDtypeStruct:

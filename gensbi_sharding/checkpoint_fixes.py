@@ -44,8 +44,8 @@ def nesting_fix(saved: Mapping[str, Any], target: Mapping[str, Any], whole: str 
     names = [[name.removeprefix("state/") for name in d if name.startswith("state/")] for d in (saved, target)]
     for saved_one in (False, True):  # the target inside the checkpoint, then the reverse
         heads = prefixes_holding(names[1 - saved_one], names[saved_one])
-        nodes = [head for head in heads if "opt_state" not in head.split("/")]  # was: the first head, mu/ if first
-        if not saved_one:  # those whose shapes fit too (was 'lin/' and 'out/' for a Linear of lin's, 'lin/' read)
+        nodes = [head for head in heads if "opt_state" not in head.split("/")]
+        if not saved_one:  # those whose shapes fit too (a Linear named beside the Linear it holds)
             nodes = [h for h in nodes if all(tuple(saved[f"state/{h}/{n}"].shape) == tuple(target[f"state/{n}"].shape)
                                              for n in names[1])] or nodes
         under = " and ".join(f"'{head}/'" for head in nodes or heads)
@@ -63,7 +63,7 @@ def nesting_fix(saved: Mapping[str, Any], target: Mapping[str, Any], whole: str 
                     if saved_one else f"The checkpoint holds every variable of the target under {under}: " + (
                         f"it was saved from a tuple or dict holding this node, e.g. nnx.state({whole}); build the "
                         f"target from the same: abstract_state_for({whole}, mesh, rule)" if nodes[0][0].isdigit() else
-                        # a Module's attributes or a dict's keys, alike in a checkpoint (was: "a tuple or dict" only)
+                        # a Module's attributes or a dict's keys, alike in a checkpoint
                         f"it was saved from a parent holding this node as {nodes[0]!r} (a Module with it as attribute "
                         f"self.{nodes[0].replace('/', '.')}, or a dict under that key; the checkpoint's top level: "
                         f"{whole}); restore that parent and take the node from it: restored = restore({str(step_dir)!r}, "

@@ -1,18 +1,9 @@
-"""``CheckpointWriter`` across processes and the script's end: its folder's checks and lock, its exit, its commit.
+"""``CheckpointWriter`` across processes and the script's end: its folder's checks and ``flock`` (process 0's: two
+writers of one folder delete each other's saves under way), its exit, its commit (docs/library.md).
 
-Two writers of one folder deleted each other's saves under way (Orbax's temporary folders), losing steps. The lock
-is a ``flock`` of the folder itself (no file left behind, even by a killed run), taken by process 0 only: every
-process of a job writes its part of one checkpoint there.
-
-A writer still open when the script ends has its save under way finished then (``watch_exit``): from the moment
-Python's exit begins it refuses new threads and thread-pool work, which Orbax needs to finish an asynchronous
-save, and that is before any ``atexit`` or ``weakref.finalize`` hook runs. So the hook is the end of the script
-itself, seen through ``sys.monitoring``: its module code returning, or an exception (``sys.exit``) leaving it.
-
-Orbax commits a step on process 0 (renaming its temporary folder) while the other processes wait at a barrier. A
-commit that fails there never reaches that barrier: the others waited out Orbax's whole save timeout (20 minutes).
-``commit_barrier`` bounds that one wait; ``failed_save`` is the error the writer raises then, on every process.
-"""
+Python's exit refuses the threads Orbax needs to finish an asynchronous save before any ``atexit`` hook runs, so
+``watch_exit`` sees the script's own end through ``sys.monitoring``. A commit failing on process 0 never reaches
+Orbax's barrier: ``commit_barrier`` bounds the others' wait for it (Orbax's own is 20 minutes)."""
 
 import atexit
 import fcntl
@@ -51,8 +42,8 @@ def lock_directory(directory: Path) -> Lock:
     without locks (some network mounts: unguarded); ``RuntimeError`` if another writer holds it (here or elsewhere)."""
     if jax.process_index() != 0:
         return None
-    try:  # was: mkdir's bare "[Errno 1] Operation not permitted", or a read-only folder taken and its first save,
-        directory.mkdir(parents=True, exist_ok=True)  # after all the training before it, failed
+    try:  # a read-only folder refused now, not at the first save after all the training before it
+        directory.mkdir(parents=True, exist_ok=True)
         os.rmdir(tempfile.mkdtemp(prefix=".write-probe-", dir=directory))
     except OSError as err:
         where = Path(err.filename).parent if err.filename else directory
@@ -82,9 +73,7 @@ def unlock(lock: Lock) -> None:
 
 
 def finish_and_unlock(manager: ocp.CheckpointManager, lock: Lock, status: dict | None = None) -> None:
-    """Wait for ``manager``'s pending writes, close it, then ``unlock``: at ``close``, or when an unclosed writer is
-    collected (else the next writer's manager deleted its save under way as unfinished). At interpreter exit a save
-    cut short is one ``RuntimeWarning`` naming ``status`` (the writer's directory, step, warned), not a traceback."""
+    """Wait for ``manager``'s writes, close it, ``unlock`` (at exit, a save cut short warns naming ``status``)."""
     try:
         if lock is None or lock[2] == os.getpid():  # a forked child's copy has no save of its own to wait for
             manager.wait_until_finished()
@@ -100,8 +89,7 @@ def finish_and_unlock(manager: ocp.CheckpointManager, lock: Lock, status: dict |
 
 
 def watch_exit(writer: Any) -> None:
-    """Finish ``writer``'s save under way when the script ends, if it is open then; warn once that it was not closed.
-    Armed once per process, for a script (``python script.py``, ``-c``, ``-m``), not an interactive session."""
+    """Finish ``writer``'s save under way when a script (not an interactive session) ends with it open, and warn."""
     _OPEN.add(writer)
     monitoring, events = sys.monitoring, sys.monitoring.events
     # 3 and 4 are unnamed, 5 (OPTIMIZER_ID) unclaimed; 0-2 are a debugger's, coverage's and cProfile's.
@@ -112,12 +100,11 @@ def watch_exit(writer: Any) -> None:
     monitoring.register_callback(tool, events.PY_RETURN, _returned)
     monitoring.register_callback(tool, events.PY_UNWIND, _ended)  # sys.exit or an exception (not to be disabled)
     _SCRIPT["tool"] = tool
-    # Every frame's end, in every thread (another thread's frames have no public API); each return place reports once.
     monitoring.set_events(tool, events.PY_RETURN | events.PY_UNWIND)
 
 
 def _returned(code: Any, offset: int, value: Any) -> Any:
-    """``sys.monitoring`` PY_RETURN callback: a function's return is never the script's end, and is not seen again."""
+    """PY_RETURN callback: a function's return is never the script's end, and is not seen again."""
     return _ended(code) if code.co_name == "<module>" else sys.monitoring.DISABLE
 
 
@@ -130,7 +117,7 @@ def _ended(code: Any, *_: Any) -> None:
         frame = frame.f_back
     if frame.f_globals is not main:
         return
-    outer = []  # its callers (inspect.getouterframes would read every module's file name: 26 ms at the exit)
+    outer = []  # its callers (inspect.getouterframes reads every module's file name: 26 ms)
     while (frame := frame.f_back) is not None:
         outer.append(frame)
     if any(f.f_globals is main and f.f_code.co_name == "<module>" for f in outer):
@@ -144,7 +131,7 @@ def _ended(code: Any, *_: Any) -> None:
 
 
 def _disarm() -> None:
-    """Stop watching (at exit too, the script's end unseen): no callback left to run while Python tears modules down."""
+    """Stop watching: no callback left to run while Python tears modules down."""
     if _SCRIPT.get("tool") is not None:
         sys.monitoring.set_events(_SCRIPT["tool"], 0)
         sys.monitoring.free_tool_id(_SCRIPT.pop("tool"))
@@ -185,8 +172,7 @@ def _warn(message: str) -> None:
     warnings.warn_explicit(message, RuntimeWarning, "CheckpointWriter", 0)  # no source line: the exit is no caller's
 
 
-# The key of Orbax's barrier after process 0's commit (its public ``AsyncOptions.barrier_sync_fn`` sees it). Only it
-# gets the short bound: the one before waits for every process's writes. Renamed by Orbax, Orbax's timeout applies.
+# Orbax's barrier after process 0's commit: only it gets the short bound (the one before waits for every write).
 _COMMIT_BARRIER = "async_commit_complete"
 
 
@@ -203,9 +189,8 @@ def commit_barrier(timeout_s: float) -> Callable[..., None]:
 
 
 def failed_save(err: BaseException, step: int | None, directory: Path, timeout_s: float) -> RuntimeError:
-    """The error for a save of ``step`` in ``directory`` that raised ``err`` (process 0's ``OSError``, another process's
-    ``TimeoutError`` after ``timeout_s``, a background write's error): where, the latest complete step, the fix."""
-    steps = committed_steps(directory)  # Orbax's own record of each step's commit (CheckpointManager.all_steps)
+    """The error for a save of ``step`` that raised ``err`` (an ``OSError``, ``TimeoutError``): the latest step, the fix."""
+    steps = committed_steps(directory)
     kept = (f"the latest complete checkpoint, {directory / str(steps[-1])}, is kept: resume from it" if steps
             else "no earlier checkpoint was saved")
     what = f"{type(err).__name__}: {err}".strip().rstrip(":")
@@ -228,23 +213,17 @@ def failed_save(err: BaseException, step: int | None, directory: Path, timeout_s
 
 
 def check_save_directory(directory: Path) -> None:
-    """Refuse absolute ``directory`` for ``CheckpointWriter``: a file (or under one), a dangling link, a checkpoint's
-    step folder, a run folder, or one holding step-named folders that are no checkpoints (``keep`` would delete them),
-    naming it and the fix; or one whose path TensorStore misreads (``check_array_path``)."""
+    """Refuse ``directory`` for ``CheckpointWriter`` as its docstring's Raises say, naming it and the fix."""
     check_array_path(directory, "checkpoint directory", saving=True)
-    if directory.is_symlink() and not directory.exists():  # mkdir said only "[Errno 17] File exists"
+    if directory.is_symlink() and not directory.exists():
         raise FileNotFoundError(f"checkpoint directory {directory} is a symbolic link to {os.readlink(directory)}, "
                                 "which does not exist; create that folder first, or pass another directory")
-    # A file above it too: mkdir's "[Errno 20] Not a directory" named the path, not the file in the way.
     file = next((p for p in (directory, *directory.parents) if p.exists() and not p.is_dir()), None)
     if file is not None:
         raise NotADirectoryError(f"checkpoint directory {directory} " + ("is a file" if file == directory else
                                  f"is under {file}, a file") + "; pass a folder path, e.g. <run>/checkpoints")
-    # Our own item folders mark a checkpoint (Orbax commits a step by renaming a finished temporary folder).
     foreign = sorted(p.name for p in directory.iterdir() if p.is_dir() and p.name.isdigit()
                      and not set(ITEMS) & {c.name for c in p.iterdir()}) if directory.is_dir() else []
-    # e.g. Restored.path: its steps hidden, deleted by keep. Named by a step: a user's folder of arrays/, meta/ and
-    # config/ folders is no checkpoint (was: refused as "step <its name>").
     if directory.name.isdigit() and all((directory / item).is_dir() for item in ITEMS):
         raise FileExistsError(f"checkpoint directory {directory} is a checkpoint's step folder (step {directory.name} "
                               f"of {directory.parent}): steps saved inside it are never restored from "
@@ -259,15 +238,10 @@ def check_save_directory(directory: Path) -> None:
 
 
 def check_none_cut_short(directory: Path) -> None:
-    """Refuse step folders of ``directory`` without a commit (a copy cut short: Orbax commits its saves by a rename),
-    which Orbax lists as saved and restore skips (was: save refused every step up to them, "step 2 is older than step
-    7, the newest"), one whose items are all there but its step metadata named so (``unconfirmed_steps``); checked
-    under the folder's lock, whose other writer's save under way is no such folder."""
+    """Refuse step folders of ``directory`` without a commit (Orbax lists them, restore skips them); under the lock."""
     done = {str(step) for step in committed_steps(directory)}  # other step-named folders: check_save_directory's
     if cut := sorted((p.name for p in directory.glob("*") if p.is_dir() and p.name.isdigit() and p.name not in done),
                       key=int):
-        # a step whose items are all there, its step metadata alone gone, is named as find_checkpoint names it (was
-        # "a save or copy cut short ... or delete them", a whole save among them)
         lost = [str(step) for step in unconfirmed_steps(directory) if str(step) in cut]
         short = [step for step in cut if step not in lost]
         gone = ("every item there, but not Orbax's step metadata, the record of its commit (deleted, or left out of "

@@ -112,7 +112,7 @@ class CheckpointWriter:
         ----------
         step : int (or a 0-d integer array, as ``save`` takes); else ``ValueError``, whatever ``every``
         """
-        step = _checked_step(step)  # "3" % 2 was string formatting: TypeError "not all arguments converted"
+        step = _checked_step(step)
         return self.every > 0 and step % self.every == 0
 
     def maybe_save(self, step: int, state: Any, key: jax.Array, *, info: Mapping[str, Any] | None = None) -> bool:

@@ -1,7 +1,6 @@
 """A checkpoint on disk: its Orbax items and names, which step folders are complete, which one a path designates.
-Complete: listed by ``CheckpointManager.all_steps()``, holding every item of ``ITEMS``, with a commit in its Orbax step
-metadata (none if cut short), read through ``ocp.step`` and ``ocp.metadata``, never by Orbax's file names. Saving
-(``checkpoint_save``, refusing the arrays ``non_finite`` names) and restoring (``checkpoint``) share this layout."""
+Complete: holding every item of ``ITEMS`` and a commit in its Orbax step metadata (read through ``ocp.step`` and
+``ocp.metadata``, never by Orbax's file names)."""
 
 import logging
 import os
@@ -20,40 +19,37 @@ from flax import traverse_util
 from gensbi_sharding.nodes import is_scalar, named_leaves
 
 __all__ = ["CHECKPOINT_SUBDIR", "ITEMS", "as_path", "check_array_path", "committed_steps", "find_checkpoint",
-           "item_handlers", "flat_by_path", "nest_by_path", "non_finite", "unconfirmed_steps"]
+           "item_handlers", "flat_by_path", "nest_by_path", "non_finite", "reasoned", "unconfirmed_steps"]
 
 #: Folder of a run directory that holds its checkpoints.
 CHECKPOINT_SUBDIR = "checkpoints"
 #: The Orbax items every checkpoint holds: the arrays (train state, RNG key data), meta (JSON), config (JSON).
 ITEMS = ("arrays", "meta", "config")
-#: Why a step folder is no complete checkpoint: an item missing, or no commit in Orbax's step metadata; or every item
-#: there, that metadata (its commit's record) gone (was called cut short too).
+#: Why a step folder is no complete checkpoint: an item missing or no commit recorded; or its step metadata gone.
 _CUT = "cut short, no commit recorded"
 _UNCONFIRMED = ("its items are there, but not Orbax's step metadata, the record of its commit (deleted, or left out of "
                 "a copy): copy the step folder again whole from where it was saved")
+_PASS = f"a run dir, its {CHECKPOINT_SUBDIR}/ dir or one step dir"  # what find_checkpoint takes
 
 
 def as_path(value: Any, name: str, example: str = "checkpoints") -> Path:
-    """``Path(value)`` with ``~`` expanded (every checkpoint path argument), not resolved; else ``TypeError``, or
-    ``ValueError`` for ``""`` (an unset config field: ``Path("")`` is the current folder, saves among its files), a NUL
-    or ``~nosuchuser``."""
+    """``Path(value)`` with ``~`` expanded; ``TypeError``, or ``ValueError`` for ``""``, a NUL or ``~nosuchuser``."""
     if not isinstance(value, (str, os.PathLike)):
         raise TypeError(f"{name}={value!r:.60}: pass a str or os.PathLike, e.g. {name}={example!r}")
     if value == "":
         raise ValueError(f"{name}='' is empty, which Path reads as the current folder ({os.getcwd()}); pass a folder, "
                          f"e.g. {name}={example!r}, or '.' to mean the current one")
-    if "\x00" in os.fspath(value):  # os's "embedded null byte" named no argument
+    if "\x00" in os.fspath(value):
         raise ValueError(f"{name}={value!r}: holds a NUL character, which no path can; pass the folder's path without it")
     try:
         return Path(value).expanduser()
-    except RuntimeError as err:  # "~nosuchuser": "Could not determine home directory.", naming no argument
+    except RuntimeError as err:  # "~nosuchuser": "Could not determine home directory."
         raise ValueError(f"{name}={value!r}: {Path(value).parts[0]!r} names no home folder here ({err}); pass the "
                          "folder's full path") from None
 
 
 def check_array_path(path: Path, what: str, saving: bool) -> None:
-    """``ValueError`` if TensorStore, which Orbax stores arrays with, misreads ``path`` (Orbax itself says nothing): a
-    ``\\`` as a folder separator (arrays written beside it), ``[x]`` as a pattern (arrays saved, never found again)."""
+    """``ValueError`` if TensorStore, Orbax's array storage, misreads ``path`` (``\\``, ``[x]``); Orbax says nothing."""
     if odd := re.search(r"\\|\[[^]/]+]", str(path)):
         why = ("a folder separator", ": arrays would be written outside it") if odd[0] == "\\" else (
             "a pattern", ": arrays saved there would never be read back")
@@ -75,8 +71,7 @@ def committed_steps(directory: str | os.PathLike) -> list[int]:
 
 
 def unconfirmed_steps(directory: str | os.PathLike) -> list[int]:
-    """The steps under ``directory`` holding every item of ``ITEMS`` but no Orbax step metadata (deleted, or left out of
-    a copy), ascending: saved, yet no commit can be confirmed (``committed_steps`` leaves them out)."""
+    """The steps under ``directory`` holding every item of ``ITEMS`` but no Orbax step metadata, ascending."""
     return sorted(step for step, why in _step_folders(directory).items() if why == _UNCONFIRMED)
 
 
@@ -103,7 +98,7 @@ def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None 
     if not resolved.exists():
         steps = committed_steps(resolved.parent) if resolved.name.isdigit() else []  # never saved, or gone by keep
         fix = (f"{resolved.parent} holds steps {steps}: pass one, e.g. {resolved.parent / str(steps[-1])}" if steps
-               else f"pass a run dir, its {CHECKPOINT_SUBDIR}/ dir or one step dir")
+               else f"pass {_PASS}")
         raise FileNotFoundError(f"checkpoint path {str(path)!r} does not exist (resolved to {resolved}); {fix}")
     if not resolved.is_dir():
         raise FileNotFoundError(f"{resolved} is a file, not a folder: pass a run dir (e.g. {resolved.parent}), "
@@ -115,35 +110,39 @@ def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None 
     if resolved.name.isdigit() and not is_run and any((resolved / item).exists() for item in ITEMS):
         if (why := _step_folders(resolved.parent).get(int(resolved.name), "")) is None:
             return resolved
-        if why:  # was "pass its parent" whatever it held, refused there when it held no complete step
-            steps = committed_steps(resolved.parent)  # was "cut short" too with its items there, its metadata gone
+        if why:
+            steps = committed_steps(resolved.parent)
             why = "Orbax recorded no commit: the save was cut short" if why == _CUT else why
             if steps:
                 raise FileNotFoundError(f"{resolved} is not a complete checkpoint ({why}); pass its parent for the "
                                         f"latest complete step, {steps[-1]}")
-            reason = f"{resolved} is not a complete checkpoint ({why}); {resolved.parent} holds no complete step"
-            none = FileNotFoundError(f"{reason}: start without it")
-            none.reason = reason  # the fix is for training: a sampler words its own (harness.sampled_checkpoint)
-            raise none
+            raise reasoned(f"{resolved} is not a complete checkpoint ({why}); {resolved.parent} holds no complete "
+                           "step", ": start without it")
     folder = resolved / CHECKPOINT_SUBDIR if is_run else resolved
-    if not (steps := committed_steps(folder)):
-        # another writer's steps; one step folder of another writer's is named by its parent
-        foreign = _foreign_fix(folder) or (_foreign_fix(resolved.parent, resolved.name) if resolved.name.isdigit()
-                                           else None)
-        cut: dict[str, list[str]] = {}  # were not named; was "cut short" too with its items there, its metadata gone
-        for step, why in sorted((step, why) for step, why in _step_folders(folder).items() if why):
-            cut.setdefault(why, []).append(str(step))
-        raise FileNotFoundError(f"no checkpoint in {resolved}: " + (foreign or
-                                "looked for complete Orbax step folders <step>/ in " + ("it" if folder == resolved else str(folder)) + (
-                                    " (" + "; ".join(f"step {', '.join(s)}: {w}" for w, s in cut.items()) + ")"
-                                    if cut else "")
-                                + f"; pass a run dir, its {CHECKPOINT_SUBDIR}/ dir or one step dir"))
-    return folder / str(steps[-1])
+    if steps := committed_steps(folder):
+        return folder / str(steps[-1])
+    # another writer's steps; one step folder of another writer's is named by its parent
+    if foreign := _foreign_fix(folder) or (_foreign_fix(resolved.parent, resolved.name) if resolved.name.isdigit()
+                                           else None):
+        raise FileNotFoundError(f"no checkpoint in {resolved}: {foreign}")
+    cut: dict[str, list[str]] = {}
+    for step, why in sorted((step, why) for step, why in _step_folders(folder).items() if why):
+        cut.setdefault(why, []).append(str(step))
+    listed = " (" + "; ".join(f"step {', '.join(s)}: {w}" for w, s in cut.items()) + ")" if cut else ""
+    raise FileNotFoundError(f"no checkpoint in {resolved}: looked for complete Orbax step folders <step>/ in "
+                            f"{'it' if folder == resolved else folder}{listed}; pass {_PASS}")
+
+
+def reasoned(reason: str, fix: str) -> FileNotFoundError:
+    """``FileNotFoundError(reason + fix)``, its ``reason`` kept apart: a sampler words its own fix."""
+    error = FileNotFoundError(reason + fix)
+    error.reason = reason
+    return error
 
 
 def _foreign_fix(folder: Path, name: str | None = None) -> str | None:
     """Orbax step folders of ``folder`` (or its ``name``) another writer saved, named with how Orbax reads one; else
-    None (was: "looked for complete Orbax step folders")."""
+    None."""
     paths = {s.step: Path(s.path) for s in ocp.step.standard_name_format().find_all(folder)
              if name in (None, Path(s.path).name)} if folder.is_dir() else {}
     saved = {step: metadata.item_handlers for step, path in paths.items()
@@ -153,8 +152,7 @@ def _foreign_fix(folder: Path, name: str | None = None) -> str | None:
     if not foreign:
         return None
     (step, items), path = max(foreign.items()), repr(str(folder))
-    # an item of arrays, not a JSON one (was the first by name: 'extra' of Composite(extra=JsonSave, state=...));
-    # a manager's one unnamed item, 'default', is read without Composite (which Orbax refuses for it)
+    # an item of arrays, not a JSON one; a manager's one unnamed item, 'default', is read without Composite
     arrays = [n for n, h in items.items() if str(h).endswith(("StandardCheckpointHandler", "PyTreeCheckpointHandler"))]
     read = (f"ocp.CheckpointManager({path}).restore({step}, args=" + (
         "ocp.args.StandardRestore(target))" if list(items) == ["default"] else
@@ -220,8 +218,7 @@ def _finite_flags(leaves: list[jax.Array], nan_only: tuple[bool, ...]) -> jax.Ar
 
 
 def _said_here(record: logging.LogRecord) -> bool:
-    """False for Orbax's "Metadata file does not exist" (was on sample.py's and launch.py's console before the
-    refusal that names the step and what it lacks); True for every other record."""
+    """False for Orbax's "Metadata file does not exist" (the refusal names what a step lacks); True for others."""
     return not str(record.msg).startswith("Metadata file does not exist")
 
 
@@ -229,18 +226,13 @@ def _step_metadata(path: Path) -> Any:
     """Orbax's ``StepMetadata`` of the step folder ``path`` (``ocp.metadata.get_step_metadata``); None if none."""
     absl = logging.getLogger("absl")
     absl.filters.append(_said_here)  # one per read under way, any thread's (addFilter keeps one: the first to end
-    # took it off every other read), Orbax's warning of a folder without one, said twice each: the caller names it
+    # took it off every other read)
     try:
         return ocp.metadata.get_step_metadata(path)
     except ValueError:  # none written: never committed, or the file lost since
         return None
     finally:
         absl.filters.remove(_said_here)  # this read's: the others' stay
-
-
-def _items(metadata: Any) -> set[str]:
-    """The item names a step's metadata records (a composite save's; none for one unnamed item, a handler's name)."""
-    return set(metadata.item_handlers) if isinstance(metadata.item_handlers, dict) else set()
 
 
 def _step_folders(directory: str | os.PathLike) -> dict[int, str | None]:
@@ -253,7 +245,9 @@ def _step_folders(directory: str | os.PathLike) -> dict[int, str | None]:
         if (metadata := _step_metadata(Path(step.path))) is None:  # an item's folder still marks it a save's
             found[step.step] = (None, {item for item in ITEMS if (Path(step.path) / item).is_dir()})
         else:
-            found[step.step] = (metadata.commit_timestamp_nsecs is not None, _items(metadata))
+            items = metadata.item_handlers  # a composite save's names (one unnamed item: its handler's name)
+            committed = metadata.commit_timestamp_nsecs is not None
+            found[step.step] = (committed, set(items) if isinstance(items, dict) else set())
     whole = set(ITEMS)
     return {step: None if committed and whole <= items else _UNCONFIRMED if committed is None and whole <= items
             else _CUT for step, (committed, items) in found.items() if whole & items}
