@@ -222,8 +222,6 @@ def check_save_directory(directory: Path) -> None:
     if file is not None:
         raise NotADirectoryError(f"checkpoint directory {directory} " + ("is a file" if file == directory else
                                  f"is under {file}, a file") + "; pass a folder path, e.g. <run>/checkpoints")
-    foreign = sorted(p.name for p in directory.iterdir() if p.is_dir() and p.name.isdigit()
-                     and not set(ITEMS) & {c.name for c in p.iterdir()}) if directory.is_dir() else []
     if directory.name.isdigit() and all((directory / item).is_dir() for item in ITEMS):
         raise FileExistsError(f"checkpoint directory {directory} is a checkpoint's step folder (step {directory.name} "
                               f"of {directory.parent}): steps saved inside it are never restored from "
@@ -231,7 +229,8 @@ def check_save_directory(directory: Path) -> None:
     if (directory / CHECKPOINT_SUBDIR).is_dir():  # restore(directory) reads that one: steps saved here, never
         raise FileExistsError(f"checkpoint directory {directory} is a run folder, holding {CHECKPOINT_SUBDIR}/, which "
                               f"restore reads, not steps saved beside it: pass {directory / CHECKPOINT_SUBDIR}")
-    if foreign:
+    if foreign := sorted(p.name for p in (directory.iterdir() if directory.is_dir() else ()) if p.is_dir()
+                         and p.name.isdigit() and not set(ITEMS) & {c.name for c in p.iterdir()}):
         raise FileExistsError(f"checkpoint directory {directory} holds folders named like steps that are no "
                               f"checkpoints ({', '.join(foreign[:6])}); old steps there are deleted as new ones "
                               "are saved: pass an empty folder or one holding only checkpoints")
@@ -240,19 +239,19 @@ def check_save_directory(directory: Path) -> None:
 def check_none_cut_short(directory: Path) -> None:
     """Refuse step folders of ``directory`` without a commit (Orbax lists them, restore skips them); under the lock."""
     done = {str(step) for step in committed_steps(directory)}  # other step-named folders: check_save_directory's
-    if cut := sorted((p.name for p in directory.glob("*") if p.is_dir() and p.name.isdigit() and p.name not in done),
-                      key=int):
-        lost = [str(step) for step in unconfirmed_steps(directory) if str(step) in cut]
-        short = [step for step in cut if step not in lost]
-        gone = ("every item there, but not Orbax's step metadata, the record of its commit (deleted, or left out of "
-                "a copy)")
-        why = (f"step {', '.join(short)}: a save or copy cut short; step {', '.join(lost)}: {gone}" if short and lost
-               else gone if lost else "a save or copy cut short")
-        fix = f"copy step {', '.join(lost)} again whole from where it was saved, or " if lost else ""
-        raise FileExistsError(f"checkpoint directory {directory} holds step folders that are no complete checkpoints "
-                              f"({why}): {', '.join(cut)}; restore skips them, and saving any step up to {cut[-1]} "
-                              f"would be refused: {fix}move them aside, e.g. {directory / cut[0]} to "
-                              f"{directory / cut[0]}.incomplete, or delete them")
+    cut = sorted((p.name for p in directory.glob("*") if p.is_dir() and p.name.isdigit() and p.name not in done), key=int)
+    if not cut:
+        return
+    lost = [str(step) for step in unconfirmed_steps(directory) if str(step) in cut]
+    short = [step for step in cut if step not in lost]
+    gone = "every item there, but not Orbax's step metadata, the record of its commit (deleted, or left out of a copy)"
+    why = (f"step {', '.join(short)}: a save or copy cut short; step {', '.join(lost)}: {gone}" if short and lost
+           else gone if lost else "a save or copy cut short")
+    fix = f"copy step {', '.join(lost)} again whole from where it was saved, or " if lost else ""
+    raise FileExistsError(f"checkpoint directory {directory} holds step folders that are no complete checkpoints "
+                          f"({why}): {', '.join(cut)}; restore skips them, and saving any step up to {cut[-1]} would "
+                          f"be refused: {fix}move them aside, e.g. {directory / cut[0]} to {directory / cut[0]}"
+                          ".incomplete, or delete them")
 
 
 def _release_in_child() -> None:

@@ -1,7 +1,5 @@
-"""Save the train state as an Orbax checkpoint: every N steps, the last K kept, never a non-finite one.
-
-Items per step (``checkpoint_steps.ITEMS``): arrays (train state by "a/b/c" name, RNG key data), meta (format,
-step, key types, the caller's ``info``), config. Imported through ``gensbi_sharding.checkpoint``."""
+"""Save the train state as an Orbax checkpoint (``checkpoint_steps.ITEMS``): every N steps, the last K kept, never a
+non-finite one. Imported through ``gensbi_sharding.checkpoint``."""
 
 import json
 import os
@@ -32,8 +30,6 @@ _FORMAT = 1
 class CheckpointWriter:
     """Save the train state every ``every`` steps, keeping the last ``keep``; the caller saves the final step.
 
-    Built on Orbax's ``CheckpointManager``; the temporary folders of saves cut short are removed when it is built.
-
     Parameters
     ----------
     directory : str or os.PathLike
@@ -43,29 +39,23 @@ class CheckpointWriter:
     keep : int, default 2
         Newest checkpoints kept, >= 1.
     config : mapping or None, default None
-        The resolved config, JSON-serialisable, stored with every checkpoint (``saved_config`` reads it).
+        The resolved config, JSON data, stored with every checkpoint (``saved_config`` reads it).
     async_save : bool, default True
-        Write in the background: ``save`` returns once arrays are off the devices (the state may then be donated);
-        ``close`` waits for the files. A writer open when the script ends finishes its save then (at most
-        ``exit_timeout_s``) and warns. A failed save (several processes: also a commit process 0 did not finish
-        within ``commit_timeout_s``) is a RuntimeError at the next ``save``, ``steps``, ``close``.
+        Write in the background (``close`` waits; an unclosed writer finishes at the script's end, at most
+        ``exit_timeout_s``, and warns); a failed save is a RuntimeError at the next ``save``, ``steps``, ``close``.
 
     Raises
     ------
-    ValueError
-        If ``every`` < 0 or ``keep`` < 1 (or either is not an integer), ``config`` is not JSON data (as ``info``), or
-        ``directory`` is ``""`` or holds what TensorStore misreads in a path (``\\``, ``[x]``).
-    NotADirectoryError, OSError
-        If ``directory`` is a file, or under one; cannot be created or written in (e.g. ``PermissionError``).
-    FileNotFoundError
-        If ``directory`` is a symbolic link to nothing.
+    ValueError, TypeError
+        A bad ``every`` (< 0), ``keep`` (< 1), ``async_save``, ``config`` (no JSON mapping) or ``directory`` (``""``,
+        ``\\`` or ``[x]``, which TensorStore misreads).
+    NotADirectoryError, OSError, FileNotFoundError
+        ``directory`` a file or under one, not writable, or a symbolic link to nothing.
     RuntimeError
-        If another ``CheckpointWriter``, in this process or another, has ``directory`` open (``close`` it first).
+        Another ``CheckpointWriter``, in this process or another, has ``directory`` open (``close`` it first).
     FileExistsError
-        If ``directory`` holds step-named folders (``7/``) that are no checkpoints (``keep`` would delete them) or cut
-        short, or a ``checkpoints/`` folder (a run folder: restore reads that one), or is a checkpoint's step folder.
-    TypeError
-        If ``async_save`` is not a bool, ``config`` not a mapping or None, or ``directory`` not a str or PathLike.
+        ``directory`` holds step-named folders that are no checkpoints or cut short, or ``checkpoints/`` (a run
+        folder), or is a checkpoint's step folder.
     """
 
     exit_timeout_s: float = 300.0  # the longest wait at the script's end for a save still under way
@@ -106,7 +96,7 @@ class CheckpointWriter:
         watch_exit(self)
 
     def due(self, step: int) -> bool:
-        """Whether ``maybe_save`` saves at ``step``: ``every > 0`` and ``step`` is a multiple of ``every``.
+        """Whether ``maybe_save`` saves at ``step`` (a multiple of ``every`` > 0).
 
         Parameters
         ----------
@@ -120,8 +110,7 @@ class CheckpointWriter:
 
         Parameters
         ----------
-        step, state, key, info
-            As ``save``.
+        step, state, key, info : as ``save``
 
         Raises
         ------
@@ -136,22 +125,16 @@ class CheckpointWriter:
     def save(self, step: int, state: Any, key: jax.Array, *, info: Mapping[str, Any] | None = None) -> bool:
         """Save ``state`` and the RNG ``key`` as checkpoint ``step``, unless ``step`` was the last one saved.
 
-        Typed PRNG keys (``key`` and any in ``state``) are stored as key data and implementation name; ``restore``
-        rewraps them.
-
         Parameters
         ----------
         step : int
-            The training step of ``state``, >= 0 (a 0-d integer array too, ``optimizer.step[...]``); the step folder's
-            name.
+            The training step of ``state``, >= 0 (a 0-d integer array too, ``optimizer.step[...]``).
         state : nnx.State or mapping of arrays
-            The train state (``nnx.state((model, optimizer))``; graph nodes are read as their ``nnx.state``), any
-            mesh; zero-size arrays (Orbax cannot save them) are left out and rebuilt by ``restore``.
+            The train state (``nnx.state((model, optimizer))``; a graph node is read as its ``nnx.state``), any mesh.
         key : jax.Array
             A typed PRNG key (``jax.random.key(0)``), any shape.
         info : mapping or None, default None
-            JSON data with str keys and no NaN or inf, e.g. a training loop's own state, saved beside the arrays;
-            returned as ``Restored.info`` and by ``saved_info``. None saves ``{}``.
+            JSON data (str keys, no NaN or inf) saved beside the arrays: ``Restored.info``, ``saved_info``.
 
         Returns
         -------
@@ -161,17 +144,16 @@ class CheckpointWriter:
         Raises
         ------
         ValueError
-            If ``step`` is not an integer >= 0 or not after every step on disk, ``info`` is not JSON data, or a NumPy
-            array holds a value its placed dtype cannot (``restore`` would change it) (nothing is written).
+            ``step`` not an integer >= 0 after every step on disk, ``info`` no JSON data, or a NumPy value its placed
+            dtype cannot hold (nothing is written).
         RuntimeError
-            If the writer is closed, the previous save failed, or an array of ``state`` was deleted (donated): named.
+            The writer closed, the previous save failed, or an array of ``state`` deleted (donated).
         TypeError
-            If ``state`` is no NNX node, state or non-empty mapping (or holds a leaf neither an array nor a number, e.g.
-            a ``str``, or an abstract one: named), ``key`` no typed PRNG key, or ``info`` no mapping.
+            ``state`` no NNX node, state or non-empty mapping (or holding a leaf neither an array nor a number, or an
+            abstract one), ``key`` no typed PRNG key, or ``info`` no mapping.
         FloatingPointError
-            If a floating-point array holds NaN, or inf outside optimizer state (which may, as ``reduce_on_plateau``'s:
-            ``nnx.OptState`` variables; in a plain dict, leaves under an ``opt_state`` key): nothing written; names the
-            latest finite checkpoint.
+            NaN anywhere, or inf outside optimizer state (``nnx.OptState``, or under an ``opt_state`` key): nothing
+            written; the latest finite checkpoint named.
         """
         step = _checked_step(step)
         # Checked before the last step's early return: save(final, None, key) after maybe_save(final, ...) passed.
