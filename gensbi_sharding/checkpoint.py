@@ -81,25 +81,23 @@ class Restored:
 
 def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.PathLike | None = None,
             key_sharding: jax.sharding.Sharding | None = None) -> Restored:
-    """Restore the checkpoint ``path`` designates onto ``abstract_state``'s shardings, whatever it was saved under
-    (Orbax reads each array straight into its target sharding), as a ``Restored``; all checks come first.
+    """Restore the checkpoint ``path`` designates onto ``abstract_state``'s shardings, whatever it was saved under.
 
     Parameters
     ----------
     path, base_dir : str or os.PathLike (base_dir also None, the default)
     abstract_state : nnx.State or non-empty mapping
-        ``abstract_state_for(model, mesh, rule)``; every leaf needs a sharding (a graph node is read as its
-        ``nnx.state``). Values holding no array (optax's ``MaskedNode``, None) come back as the target holds them.
+        ``abstract_state_for(model, mesh, rule)``; every array leaf needs a sharding (a node: its ``nnx.state``).
     key_sharding : jax.sharding.Sharding or None, default None
         Where the RNG key goes; None: replicated on the target's mesh (or its one device; else this process's first).
 
     Raises
     ------
     FileNotFoundError, TypeError, ValueError
-        No complete checkpoint, or a damaged step folder (named; its ``reason`` attribute: the words without the fix);
-        an argument of another type (or a path ``""``); a target leaf without a sharding or one (``key_sharding`` too)
-        that cannot split it, or variables missing, extra or of another shape or dtype (named), or a step folder whose
-        path TensorStore misreads (``\\``, ``[x]``: named). A key saved typed or raw comes back as the target holds it.
+        No complete checkpoint, or a damaged step folder (its ``reason`` attribute: the words without the fix); an
+        argument of another type (or a path ``""``); a target leaf without a sharding or one (``key_sharding`` too)
+        that cannot split it; variables missing, extra or of another shape or dtype; a step folder whose path
+        TensorStore misreads (``\\``, ``[x]``).
     """
     refuse_in_factory("restore", "build the model first, then restore into it: nnx.update(model, restore(path, "
                       "abstract_state_for(model, mesh, rule)).state)")
@@ -196,9 +194,8 @@ def _read(step_dir: Path, items: str, read: Callable[[], Any]) -> Any:
         err = raised if isinstance(raised, damaged) else raised.__cause__ or raised.__context__  # from tensorstore's
         if not isinstance(err, damaged):
             raise
-        # Name the newest other complete step: "the newest" would pick this damaged one again.
+        # The newest other step by name: "the newest" picks this damaged one again (moved aside, it no longer is).
         others = [s for s in committed_steps(step_dir.parent) if str(s) != step_dir.name]
-        # A run continued in its own folder picks the newest step again: moved aside, it no longer is.
         fix = (f"resume from another step folder: {step_dir.parent / str(others[-1])} (or move {step_dir} aside, "
                f"e.g. to {step_dir}.damaged, and the newest is {others[-1]})" if others
                else "no other step folder is complete: start without it")

@@ -38,8 +38,7 @@ def wrt_difference(saved: Mapping[str, Any], target: Mapping[str, Any]) -> str |
             "restore, then make the new one over the restored model")
 
 
-def nesting_fix(saved: Mapping[str, Any], target: Mapping[str, Any], whole: str = "(model, optimizer)",
-                step_dir: Any = "<step folder>") -> str | None:
+def nesting_fix(saved: Mapping[str, Any], target: Mapping[str, Any], whole: str, step_dir: Path) -> str | None:
     """The fix when one side holds all the other's variables under nodes' prefixes (``whole``, as saved), else None."""
     names = [[name.removeprefix("state/") for name in d if name.startswith("state/")] for d in (saved, target)]
     for saved_one in (False, True):  # the target inside the checkpoint, then the reverse
