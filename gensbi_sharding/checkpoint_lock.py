@@ -189,7 +189,7 @@ def commit_barrier(timeout_s: float) -> Callable[..., None]:
 
 
 def failed_save(err: BaseException, step: int | None, directory: Path, timeout_s: float) -> RuntimeError:
-    """The error for a save of ``step`` that raised ``err`` (an ``OSError``, ``TimeoutError``): the latest step, the fix."""
+    """The error for a save of ``step`` that raised ``err`` (``OSError``, ``TimeoutError``), naming the latest step."""
     steps = committed_steps(directory)
     kept = (f"the latest complete checkpoint, {directory / str(steps[-1])}, is kept: resume from it" if steps
             else "no earlier checkpoint was saved")
@@ -239,7 +239,8 @@ def check_save_directory(directory: Path) -> None:
 def check_none_cut_short(directory: Path) -> None:
     """Refuse step folders of ``directory`` without a commit (Orbax lists them, restore skips them); under the lock."""
     done = {str(step) for step in committed_steps(directory)}  # other step-named folders: check_save_directory's
-    cut = sorted((p.name for p in directory.glob("*") if p.is_dir() and p.name.isdigit() and p.name not in done), key=int)
+    cut = sorted((p.name for p in directory.glob("*") if p.is_dir() and p.name.isdigit() and p.name not in done),
+                 key=int)
     if not cut:
         return
     lost = [str(step) for step in unconfirmed_steps(directory) if str(step) in cut]

@@ -141,14 +141,12 @@ def reasoned(reason: str, fix: str) -> FileNotFoundError:
 
 
 def _foreign_fix(folder: Path, name: str | None = None) -> str | None:
-    """Orbax step folders of ``folder`` (or its ``name``) another writer saved, named with how Orbax reads one; else
-    None."""
+    """Orbax step folders of ``folder`` (or its ``name``) another writer saved, named with how Orbax reads one."""
     paths = {s.step: Path(s.path) for s in ocp.step.standard_name_format().find_all(folder)
              if name in (None, Path(s.path).name)} if folder.is_dir() else {}
-    saved = {step: metadata.item_handlers for step, path in paths.items()
-             if (metadata := _step_metadata(path)) is not None}
-    foreign = {step: dict(sorted(handlers.items())) if isinstance(handlers, dict) else {}  # {}: one unnamed item
-               for step, handlers in saved.items() if not any((paths[step] / item).exists() for item in ITEMS)}
+    saved = {step: metadata.item_handlers for step, path in paths.items() if not any((path / item).exists() for item
+             in ITEMS) and (metadata := _step_metadata(path)) is not None}
+    foreign = {step: dict(sorted(h.items())) if isinstance(h, dict) else {} for step, h in saved.items()}  # {}: unnamed
     if not foreign:
         return None
     (step, items), path = max(foreign.items()), repr(str(folder))
