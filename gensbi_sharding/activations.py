@@ -55,25 +55,22 @@ class PartitionAxis(NamedTuple):
     generation_attention_dim_axis: MeshAxes = None
 
     def __hash__(self) -> int:
-        # Lists hashed as tuples: a Module holding this (static, in its graphdef) is hashed by nnx.split.
+        # Lists hashed as tuples: nnx.split hashes a Module's graphdef, which holds this
         return hash(tuple(tuple(v) if isinstance(v, list) else v for v in self))
 
     @classmethod
     def for_rule(cls, rule: str | Mapping[str, Any] | Rule, mesh: Mesh | None) -> "PartitionAxis | None":
-        """Activations split where the weights of ``rule`` are (Megatron-LM, Shoeybi et al. 2019, arXiv:1909.08053):
-        batch over the batch axes of size > 1 (on a mesh without ``"model"``, less those but ``"data"`` that ``rule``
-        gives ``"mlp"``, ``"heads"`` or ``"vocab"``, its tensor-parallel axes); heads (and ``generation_head_axis``) where the rule puts
-        ``"heads"``, hidden state where it puts ``"embed"``, less the batch's axes and axes of size 1; others None. A mesh
-        axis splits one dimension of an activation, the batch first: ``{"heads": ("data", "model")}`` gives
-        ``head_axis="model"`` (``"data"`` splits the weights' heads, stored as FSDP stores them, and the batch).
+        """Activations split where the weights of ``rule`` are (Megatron-LM, arXiv:1909.08053): the batch over the
+        batch axes of size > 1 (less the rule's tensor-parallel axes on a mesh without ``"model"``), heads where the
+        rule puts ``"heads"``, hidden state where it puts ``"embed"``, less the batch's axes and axes of size 1; others
+        None. A mesh axis splits one dimension, the batch first: ``{"heads": ("data", "model")}`` gives
+        ``head_axis="model"``.
 
         Parameters
         ----------
         rule : str or RuleTable or Rule
         mesh : jax.sharding.Mesh or jax.sharding.AbstractMesh or None
-            None (or an empty mesh: ``get_abstract_mesh()`` with none active): None is returned (``rule`` is
-            checked), which ``constrain`` takes as no constraint. An empty one under JAX's deprecated ``with mesh:``
-            is that mesh, as for ``constrain``.
+            None or an empty mesh (none active): None, which ``constrain`` takes as no constraint (``rule`` checked).
 
         Warns
         -----
@@ -87,17 +84,15 @@ class PartitionAxis(NamedTuple):
             A bad ``rule``; ``mesh`` of another type.
         """
         table = (rule := resolve_rule(rule)).table
-        check_mesh(mesh, abstract=True)  # get_abstract_mesh()'s too, in a jitted call (was: "build one with make_mesh")
+        check_mesh(mesh, abstract=True)
         if mesh is None or mesh.empty and (mesh := entered_mesh()) is None:  # one device: constrain's no-op
             return None
         sizes = dict(mesh.shape)
-        # No "model" axis: the rule's axes where "tensor" puts "model" stand in for it: off the batch
-        # (was: heads -> "tp" on ("dp", "tp") dropped, the batch over both, while shard_model split the weights over tp)
-        # "data" stays the batch's (was: {"mlp": "data"} on a ("data",) mesh gave batch None, on make_mesh's "data")
+        # No "model" axis: the rule's axes where "tensor" puts "model" stand in for it, off the batch; "data" stays it
         tp = () if MODEL_AXIS in sizes else [a for k, v in RULES["tensor"] if v for a in mesh_axes_of(table.get(k))
                                              if a != "data"]
         batch = tuple(a for a in batch_axes(mesh) if sizes[a] > 1 and a not in tp)
-        # Warned, as shard_model warns and replicates those weights (was: ValueError "rule table maps" for "tensor")
+        # Warned, not refused: shard_model warns and replicates those weights
         absent = {k: ABSENT_AXIS.format(name=k, axis=a, axes=tuple(sizes))
                   for k in ("heads", "embed") for a in mesh_axes_of(table.get(k)) if a not in sizes}
         if absent:
@@ -114,7 +109,7 @@ class PartitionAxis(NamedTuple):
                    generation_head_axis=heads)
 
     def resolve(self, mesh: Mesh) -> "PartitionAxis":
-        """This strategy checked against ``mesh``, lists made tuples (hashable: fit for a static model attribute).
+        """This strategy checked against ``mesh``, lists made tuples (hashable: a static model attribute).
 
         Parameters
         ----------
@@ -187,11 +182,9 @@ def activation_spec(names: Sequence[str | None], shape: Sequence[int], partition
 
 def constrain(x: jax.Array, names: Sequence[str | None], partition_axis: PartitionAxis | None,
               mesh: Mesh | None = None) -> jax.Array:
-    """Pin the layout of activation ``x`` (``jax.lax.with_sharding_constraint``, GSPMD's sharding constraint, Xu et al.
-    2021, arXiv:2105.04663); same shape, dtype, values. ``x`` itself without ``partition_axis`` or a mesh, its names
-    checked all the same.
-    Outside jit ``x`` is moved (``jax.device_put``); inside, ``AxisType.Explicit`` mesh axes with ``jax.sharding.reshard``.
-    Inside ``jax.shard_map`` ``x`` is one device's block: its Manual axes are left out (split already), the rest pinned.
+    """Pin the layout of activation ``x`` (GSPMD's sharding constraint, arXiv:2105.04663; outside jit a
+    ``jax.device_put``, Explicit axes by ``jax.sharding.reshard``, a ``shard_map``'s Manual axes left out); same
+    shape, dtype, values. ``x`` itself without ``partition_axis`` or a mesh, its names checked all the same.
 
     Parameters
     ----------
@@ -210,20 +203,19 @@ def constrain(x: jax.Array, names: Sequence[str | None], partition_axis: Partiti
     Raises
     ------
     ValueError, TypeError
-        ``names`` not one known name (or None) per dimension, ``partition_axis`` malformed (without a mesh too) or not
-        fitting the mesh, or a NumPy ``x`` holding a value its placed dtype cannot (``check_placeable``); a
-        ``partition_axis`` neither None nor a ``PartitionAxis``, ``mesh`` neither None nor a Mesh, or ``x`` no array.
+        ``names`` not one known name (or None) per dimension, ``partition_axis`` malformed or not fitting the mesh,
+        a NumPy ``x`` holding a value beyond its placed dtype; ``partition_axis``, ``mesh`` or ``x`` of another type.
     """
-    if partition_axis is None:  # for_rule(rule, None)'s: names checked all the same (a typo passed on one device)
+    if partition_axis is None:  # for_rule(rule, None)'s: names checked all the same
         check_names(names, np.shape(x))
         return x
     if not isinstance(partition_axis, PartitionAxis):
         raise TypeError(f"partition_axis={partition_axis!r:.60} must be a PartitionAxis or None; build it with "
                         "PartitionAxis.for_rule(rule, mesh)")
     check_mesh(mesh)
-    if not hasattr(x, "shape"):  # a list: AttributeError 'list' object has no attribute 'shape'
+    if not hasattr(x, "shape"):  # a list
         raise TypeError(f"constrain takes an array, got {type(x).__name__} {x!r:.40}; pass jnp.asarray(x)")
-    check_names(names, x.shape)  # without a mesh too: else a bad name passed on one device, failed on a mesh
+    check_names(names, x.shape)  # without a mesh too: a bad name fails on one device as on a mesh
     active = jax.sharding.get_abstract_mesh() if mesh is None else mesh
     if active.empty and (active := (mesh := entered_mesh())) is None:  # partition_axis's form checked all the same
         partition_axis._formed()
@@ -253,8 +245,7 @@ def constrain(x: jax.Array, names: Sequence[str | None], partition_axis: Partiti
 
 
 def entered_mesh() -> Mesh | None:
-    """The mesh a ``with mesh:`` block entered (deprecated by JAX; its constraints read it) if no other is active, else
-    None: unseen by ``get_abstract_mesh``, it left ``constrain`` a no-op, ``host_to_global_array`` saying none."""
+    """The mesh a (deprecated) ``with mesh:`` block entered, unseen by ``get_abstract_mesh``, if no other is active."""
     if not jax.sharding.get_abstract_mesh().empty:  # an abstract one only: the probe below asserts
         return None
     try:

@@ -56,7 +56,7 @@ def check_batch_divisible(batch: Any, mesh: Mesh | None, what: str) -> None:
     ValueError, TypeError
         Leading sizes differ or are not a multiple of ``batch_size_divisor(mesh)``; ``mesh`` of another type.
     """
-    size = check_same_rows(batch, f"{what} batch")  # without a mesh too (was: refused on a mesh only)
+    size = check_same_rows(batch, f"{what} batch")
     if mesh is not None and size is not None and size % (divisor := batch_size_divisor(mesh)):
         raise ValueError(f"{what} batch size {size} is not divisible by the data-parallel size {divisor} "
                          f"(mesh axes {batch_axes(mesh)}); nearest valid batch sizes: "
@@ -91,7 +91,7 @@ def check_values(variables: list[tuple[str, Any]]) -> None:
     """``ValueError`` (or ``check_placeable``'s error) naming a variable whose array ``place`` cannot place."""
     for key, var in variables:
         for leaf in array_leaves(value_of(var)):
-            if isinstance(leaf, jax.core.Tracer):  # JAX's AttributeError on tracer.sharding named neither it nor a fix
+            if isinstance(leaf, jax.core.Tracer):
                 raise ValueError(f"place / shard_model got {key} as a traced array: it places a model outside jax.jit "
                                  "and nnx.jit (its arrays keep their shardings through the step): place it before the "
                                  "step function; inside one, pin activations with constrain(x, names, partition_axis)")
@@ -102,7 +102,6 @@ def check_placeable(leaf: Any, where: str) -> None:
     """``ValueError`` naming ``where`` if NumPy ``leaf`` holds a number its placed dtype cannot (JAX's cast would change
     it silently: 2**40 -> 0), ``TypeError`` if no JAX array holds its dtype, ``RuntimeError`` if it was donated."""
     check_unmasked(leaf, where)
-    # JAX's "Dtype datetime64[D] is not a valid JAX array type" named no leaf nor fix; a str or datetime64 scalar: kept
     if (isinstance(leaf, np.ndarray) or isinstance(leaf, np.generic) and leaf.dtype.kind in "fc") and not (
             jax.numpy.isdtype(leaf.dtype, ("bool", "numeric"))):
         raise TypeError(f"{where} has dtype {leaf.dtype}, which no JAX array holds: " + unheld_dtype_fix(leaf.dtype,
@@ -152,36 +151,38 @@ def pad_for_mesh(n: int, mesh: Mesh | None) -> tuple[int, int]:
     ValueError, TypeError
         ``n`` not a non-negative integer (``bool`` is not); ``mesh`` neither None nor a ``jax.sharding.Mesh``.
     """
-    if not is_int(n) or n < 0:  # an array passed for its row count is named by shape, not printed whole
-        leaves = [leaf for leaf in jax.tree.leaves(n) if getattr(leaf, "ndim", 0)]  # a batch passed whole, to be padded
-        # int(n) only where it keeps the value (was: told for 10.5, which it truncates; True, -3 and NaN alike)
-        whole = ((is_array(n) or isinstance(n, np.generic)) and not isinstance(n, jax.core.Tracer) and n.ndim == 0
-                 and n.dtype.kind in "iuf" and math.isfinite(float(n)) and float(n).is_integer() and float(n) >= 0)
-        got = (f"an array of shape {n.shape}; pass n.shape[0]" if getattr(n, "ndim", 0) else f"{n!r}; pass " + (
-               "a static count (x.shape[0], or n in jax.jit's static_argnums)" if isinstance(n, jax.core.Tracer)
-               else "int(n)" if whole else "the whole row count, e.g. x.shape[0]") if hasattr(n, "shape") else
-               repr(n) if not leaves else f"a {type(n).__name__} of arrays; pad_for_mesh counts rows, it pads nothing: "
-               f"pass their leading size, {leaves[0].shape[0]}")
-        raise ValueError(f"pad_for_mesh needs a row count n >= 0 (an integer), got {got}")
+    if not is_int(n) or n < 0:
+        raise ValueError(f"pad_for_mesh needs a row count n >= 0 (an integer), got {_count_and_fix(n)}")
     return (divisor := batch_size_divisor(mesh)) * -(-int(n) // divisor), int(n)  # np.int64 n: ints, as documented
 
 
-def shard_batch(batch: Any, mesh: Mesh | None) -> Any:
-    """Split the leading axis of every array leaf of ``batch`` over ``batch_axes(mesh)``: data parallelism.
+def _count_and_fix(n: Any) -> str:
+    """A bad row count as ``pad_for_mesh`` names it (an array by shape, not printed whole), with its fix."""
+    if getattr(n, "ndim", 0):
+        return f"an array of shape {n.shape}; pass n.shape[0]"
+    if isinstance(n, jax.core.Tracer):
+        return f"{n!r}; pass a static count (x.shape[0], or n in jax.jit's static_argnums)"
+    if hasattr(n, "shape"):  # int(n) only where it keeps the value: not 10.5, True, -3 or NaN
+        whole = ((is_array(n) or isinstance(n, np.generic)) and n.dtype.kind in "iuf" and math.isfinite(float(n))
+                 and float(n).is_integer() and float(n) >= 0)
+        return f"{n!r}; pass " + ("int(n)" if whole else "the whole row count, e.g. x.shape[0]")
+    leaves = [leaf for leaf in jax.tree.leaves(n) if getattr(leaf, "ndim", 0)]  # a batch passed whole, to be padded
+    return repr(n) if not leaves else (f"a {type(n).__name__} of arrays; pad_for_mesh counts rows, it pads nothing: "
+                                       f"pass their leading size, {leaves[0].shape[0]}")
 
-    Leaves go to ``NamedSharding(mesh, P(batch_axes(mesh)))`` (0-d: ``P()``), at the dtypes ``jax.device_put`` gives
-    (float64 -> float32 unless ``jax_enable_x64``). ``ValueError`` (nothing placed) if leading sizes differ or are no
-    multiple of ``batch_size_divisor(mesh)`` (``pad_for_mesh``), or a 64-bit NumPy leaf holds a value its placed dtype
-    cannot (``check_placeable``), or called inside ``jax.shard_map`` or a constructor ``init_sharded`` traces;
-    ``TypeError`` for a mesh of another type, a leaf of strings or objects or masked, a Module (``shard_model``'s).
-    In ``jax.jit`` leaves (NumPy's too) are pinned by a sharding constraint (Explicit axes, no mesh set: ValueError).
+
+def shard_batch(batch: Any, mesh: Mesh | None) -> Any:
+    """Split the leading axis of every array leaf of ``batch`` over ``batch_axes(mesh)`` (0-d leaves: ``P()``), at
+    ``jax.device_put``'s dtypes; in ``jax.jit`` by a sharding constraint. Nothing is placed if a check fails:
+    ``ValueError`` for leading sizes that differ or are no multiple of ``batch_size_divisor(mesh)``, a value beyond
+    its placed dtype, a call inside ``jax.shard_map`` or ``init_sharded``'s constructor; ``TypeError`` for a mesh of
+    another type, a leaf no JAX array holds, a Module.
 
     Parameters
     ----------
     batch : pytree
-        ``jax.Array``, ``numpy.ndarray`` or ``jax.ShapeDtypeStruct`` (a dry run's) leaves of shape ``(B, ...)``;
-        other leaves kept, as the published contract keeps them (a Python scalar, ``str``, None; a list of numbers
-        is a pytree of scalars, so kept unplaced: pass rows as an array, ``np.asarray(rows, np.float32)``).
+        ``jax.Array``, ``numpy.ndarray`` or ``jax.ShapeDtypeStruct`` leaves of shape ``(B, ...)``; others (scalars,
+        ``str``, None, a list of numbers) kept unplaced.
     mesh : jax.sharding.Mesh or None
     """
     return _put_leaves(batch, mesh, "batch", split=True)
@@ -251,7 +252,7 @@ def _put_leaves(tree: Any, mesh: Mesh | None, what: str, split: bool) -> Any:
     check_numeric_leaves(tree, what)  # before the rows: a Module's kernel and bias differ in rows
     if split:
         check_same_rows(tree, what)
-    if mesh is None:  # kept as given, checked all the same (was: a batch refused on a mesh passed without one)
+    if mesh is None:  # kept as given, checked all the same
         return tree
     divisor, rows = batch_size_divisor(mesh), P(batch_axes(mesh) or None)
 

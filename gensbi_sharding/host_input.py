@@ -65,15 +65,14 @@ def host_to_global_array(host_arrays: Any, *, partition: Any = DataPartitionType
     Raises
     ------
     ValueError
-        Before any array is built, naming the fix: no concrete mesh (given or active); a bad ``partition``; a leaf
-        already global or abstract; a spec too long or naming an axis ``mesh`` lacks; no device of ``mesh`` here; a
-        local size no multiple of its local shards; a value beyond its placed dtype (``check_placeable``). With
+        Before any array is built: no concrete mesh; a bad ``partition`` or spec; a leaf already global or abstract;
+        no device of ``mesh`` here; a local size no multiple of its local shards; a value beyond its placed dtype. With
         ``check_processes``, on every process: another process failed, or passes another tree, dtype, shape, or values
-        for a leaf split over no axis spanning processes.
+        for a leaf it replicates.
     TypeError
-        A leaf of strings or objects (named), which no JAX array holds, or a Module; ``check_processes`` not a bool.
+        A leaf no JAX array holds, or a Module; ``check_processes`` not a bool.
     RuntimeError
-        A leaf deleted (donated to a jitted step): named; raised on every process as the errors above.
+        A leaf deleted (donated to a jitted step), raised on every process as the errors above.
     """
     refuse_in_factory("host_to_global_array", INPUT_IN_FACTORY)  # each process alike: no collective is left waiting
     if not isinstance(check_processes, (bool, np.bool_)):  # "no" is truthy: a collective the caller meant to skip
@@ -206,7 +205,7 @@ def _specs(partition: Any, host_arrays: Any, mesh: Mesh) -> list[P]:
 
 
 def _check_local_shape(name: str, shape: tuple[int, ...], spec: P, mesh: Mesh) -> None:
-    if any(entry is P.UNCONSTRAINED for entry in spec):  # mesh_axes_of's TypeError named neither the leaf nor the fix
+    if any(entry is P.UNCONSTRAINED for entry in spec):
         raise ValueError(f"PartitionSpec {spec} for leaf {name} holds PartitionSpec.UNCONSTRAINED, which leaves a layout "
                          "to jit's compiler; an input array needs one: give None for that dimension")
     if len(spec) > len(shape):
@@ -234,8 +233,7 @@ def _check_local_shape(name: str, shape: tuple[int, ...], spec: P, mesh: Mesh) -
             raise ValueError(f"process {jax.process_index()} holds no device of the mesh {dict(mesh.shape)}; "
                              "build the mesh over devices of every process (make_mesh() does)")
         divisor = len({index[0].start for index in held.values()})  # distinct slices this process holds
-        if shape[dim] % divisor:
-            # was "passes size of dim 1 3 for leaf": two numbers run together; a dim past the batch's can stay whole
+        if shape[dim] % divisor:  # a dim past the batch's can stay whole
             what = f"leading size {shape[dim]} for" if dim == 0 else f"size {shape[dim]} in dim {dim} of"
             fix = (f"pass a multiple of {divisor} per process" if dim == 0 else f"make dim {dim} a multiple of "
                    f"{divisor}, or leave it unsplit: {P(*(None if i == dim else e for i, e in enumerate(spec)))}")

@@ -105,7 +105,7 @@ def _axis_sizes_hint(spec: Mapping, unknown: list) -> str:
     if not set(unknown) <= {"data", MODEL_AXIS} or not all(is_int(spec[k]) and spec[k] > 0 for k in unknown):
         return ""
     given, model, count = spec.get("devices"), spec.get(MODEL_AXIS, spec.get("model_axis")), None
-    try:  # a bad device list or model_axis is named once the keys are right (was: TypeError, or model=0 "fixes")
+    try:  # a bad device list or model_axis is named once the keys are right
         devices = jax.devices() if given is None else _devices_from_ids(given)
         count = len(devices)
         data = spec.get("data", count // model if is_int(model) and model > 0 and count % model == 0 else None)
@@ -156,9 +156,10 @@ def check_model_groups_local(mesh: Mesh) -> None:
         processes = [d.process_index for d in group]
         n, local = len(group), len(mesh.local_devices)
         if len(set(processes)) > 1:  # a size that divides the local devices spans processes by the axes' order
-            fix = (f"Choose a model_axis (now {n}) that divides this process's {local} device{'s' * (local != 1)}, and order devices "
-                   "by process (jax.devices() does)" if local % n else f"The size {n} divides this process's "
-                   f"{local} devices: make \"model\" the last mesh axis {tuple(mesh.axis_names)} (make_mesh does)")
+            fix = (f"Choose a model_axis (now {n}) that divides this process's {local} device{'s' * (local != 1)}, "
+                   "and order devices by process (jax.devices() does)" if local % n else f"The size {n} divides this "
+                   f"process's {local} devices: make \"model\" the last mesh axis {tuple(mesh.axis_names)} (make_mesh "
+                   "does)")
             raise ValueError(f"model group of devices {[d.id for d in group]} spans processes {processes}: "
                              f"tensor-parallel groups must stay inside one process. {fix}")
 

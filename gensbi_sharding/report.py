@@ -127,7 +127,7 @@ class PlacementReport:
         if self.largest_replicated:
             lines.append("largest replicated under a splitting rule (by the rule's table, or a missing annotation): "
                          + ", ".join(f"{path} ({_fmt(size)})" for path, size in self.largest_replicated))
-        if self.left_out:  # was: dropped silently, the leaf count short of the state's
+        if self.left_out:
             lines.append(f"left out, no array (on no device): {listing(self.left_out, 5)}")
         return "\n".join(lines)
 
