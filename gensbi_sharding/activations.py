@@ -37,7 +37,7 @@ class PartitionAxis(NamedTuple):
     sequence_axis, query_sequence_axis, key_sequence_axis : MeshAxes, default None
     bias_head_sequence_axis, bias_key_sequence_axis, generation_query_sequence_axis : MeshAxes, default None
     generation_key_sequence_axis, generation_attention_dim_axis : MeshAxes, default None
-        Validated only, as every ``generation_*`` and ``bias_*`` field.
+        The ``bias_*`` and ``generation_*`` fields are validated only.
     """
 
     batch_axis: MeshAxes = "data"

@@ -276,7 +276,7 @@ def _put_leaves(tree: Any, mesh: Mesh | None, what: str, split: bool) -> Any:
         raise ValueError(f"{what} inside jax.shard_map: each array there is one device's block, already split over "
                          f"its manual axes {tuple(active.manual_axes)}; place the batch before the shard_map (in the "
                          "jitted step or outside it), or pin a block with constrain")
-    if traced and not active.manual_axes:
+    if traced:  # not in a shard_map: refused above
         check_active_mesh(mesh, name)
     if traced and active.empty and pin is jax.sharding.reshard:  # JAX's error, at compilation: "cannot reshape array"
         raise ValueError(f"{what} inside jax.jit on a mesh with AxisType.Explicit axes {mesh.explicit_axes} needs "

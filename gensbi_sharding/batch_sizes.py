@@ -1,5 +1,5 @@
-"""The one rule for the valid batch size nearest a refused one, named by every batch-size message: the library's and
-the command-line checks', which run before JAX is imported (pure Python: numbers.Integral holds NumPy's integers)."""
+"""The valid batch sizes nearest a refused one, for every batch-size message: pure Python, so the command-line
+checks run it before JAX is imported (``numbers.Integral`` holds NumPy's integers)."""
 
 import numbers
 
@@ -22,9 +22,9 @@ def nearest_batch_sizes(requested: int, multiple: int, at_most: int | None = Non
     TypeError, ValueError
         An argument not an integer (bools are not); ``multiple < 1``.
     """
-    for name, value in (("requested", requested), ("multiple", multiple), ("at_most", at_most)):
-        if not (isinstance(value, numbers.Integral) and not isinstance(value, bool)) and not (
-                name == "at_most" and value is None):
+    given = {"requested": requested, "multiple": multiple} | ({} if at_most is None else {"at_most": at_most})
+    for name, value in given.items():
+        if not isinstance(value, numbers.Integral) or isinstance(value, bool):
             raise TypeError(f"nearest_batch_sizes: {name}={value!r} must be an integer (rows)")
     if multiple < 1:
         raise ValueError(f"nearest_batch_sizes: multiple={multiple} must be >= 1 (the data-parallel size)")

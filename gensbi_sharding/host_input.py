@@ -1,8 +1,5 @@
-"""Multi-host input: each process's own rows of a batch become global ``jax.Array``s on the mesh.
-
-All input is checked, then compared across processes (one small allgather), before any array is built: bad or
-unequal input is a ``ValueError`` on every process, none left waiting in a collective. After AXLearn
-(apple/axlearn, ``axlearn/common/utils.py``)."""
+"""Multi-host input: each process's own rows of a batch become global ``jax.Array``s on the mesh (after AXLearn's
+``axlearn/common/utils.py``). Input is checked, then compared across processes, before any array is built."""
 
 import enum
 import hashlib
