@@ -185,7 +185,7 @@ def shard_batch(batch: Any, mesh: Mesh | None) -> Any:
         ``str``, None, a list of numbers) kept unplaced.
     mesh : jax.sharding.Mesh or None
     """
-    return _put_leaves(batch, mesh, "batch", split=True)
+    return _put_leaves(batch, mesh, "batch", "shard_batch", split=True)
 
 
 def shard_sample_init(x_init: Any, mesh: Mesh | None) -> Any:
@@ -197,7 +197,7 @@ def shard_sample_init(x_init: Any, mesh: Mesh | None) -> Any:
     x_init : jax.Array or numpy.ndarray or pytree of them, shape ``(N, ...)``
     mesh : jax.sharding.Mesh or None
     """
-    return _put_leaves(x_init, mesh, "sampler initial state", split=True)
+    return _put_leaves(x_init, mesh, "sampler initial state", "shard_sample_init", split=True)
 
 
 def replicate(tree: Any, mesh: Mesh | None) -> Any:
@@ -210,7 +210,7 @@ def replicate(tree: Any, mesh: Mesh | None) -> Any:
         ``jax.Array`` (committed elsewhere too), ``numpy.ndarray`` or ``jax.ShapeDtypeStruct`` leaves.
     mesh : jax.sharding.Mesh or None
     """
-    return _put_leaves(tree, mesh, "replicate", split=False)
+    return _put_leaves(tree, mesh, "replicate", "replicate", split=False)
 
 
 def check_active_mesh(mesh: Mesh, caller: str) -> None:
@@ -243,12 +243,11 @@ def _traced_mesh_device_ids() -> list[int] | None:
     return probe.out_info.sharding.mesh.device_ids.ravel().tolist()
 
 
-def _put_leaves(tree: Any, mesh: Mesh | None, what: str, split: bool) -> Any:
+def _put_leaves(tree: Any, mesh: Mesh | None, what: str, caller: str, split: bool) -> Any:
     """All checks (the mesh's, then the rows'), then the placing: leading axes ``split`` over the batch axes."""
     check_mesh(mesh)
-    name = {"batch": "shard_batch", "replicate": "replicate"}.get(what, "shard_sample_init")
     if mesh is not None:
-        refuse_in_factory(name, INPUT_IN_FACTORY)
+        refuse_in_factory(caller, INPUT_IN_FACTORY)
     check_numeric_leaves(tree, what)  # before the rows: a Module's kernel and bias differ in rows
     if split:
         check_same_rows(tree, what)
@@ -277,7 +276,7 @@ def _put_leaves(tree: Any, mesh: Mesh | None, what: str, split: bool) -> Any:
                          f"its manual axes {tuple(active.manual_axes)}; place the batch before the shard_map (in the "
                          "jitted step or outside it), or pin a block with constrain")
     if traced:  # not in a shard_map: refused above
-        check_active_mesh(mesh, name)
+        check_active_mesh(mesh, caller)
     if traced and active.empty and pin is jax.sharding.reshard:  # JAX's error, at compilation: "cannot reshape array"
         raise ValueError(f"{what} inside jax.jit on a mesh with AxisType.Explicit axes {mesh.explicit_axes} needs "
                          "it active while the step is traced: call the step inside `with mesh_context(mesh):`, "
