@@ -11,21 +11,18 @@ from flax import nnx
 
 from gensbi_sharding.nodes import check_node, check_value_leaves, is_array, is_scalar, keep_scalars, path_name
 
-# Flax's eager_sharding flag while build_unplaced runs a factory: off (0 == False), told apart from a user's False.
-_FLAG_OFF = type("EagerShardingOff", (int,), {})(0)
+_FLAG_OFF = type("EagerShardingOff", (int,), {})(0)  # Flax's eager_sharding off (0 == False), not a user's False
 _NOT_SCALAR = object()  # a leaf to jax.tree (no pytree node): trace_factory's stand-in for a traced leaf
-# The caller (init_sharded, abstract_sharded, abstract_state_for) while trace_factory traces a model's constructor.
 _TRACING_FACTORY: contextvars.ContextVar[str | None] = contextvars.ContextVar("tracing_factory", default=None)
 #: ``refuse_in_factory``'s fixes: an input placed inside the constructor; the model placed there (its own placing).
 INPUT_IN_FACTORY = ("an input placed on the mesh's devices cannot enter it: build the sample input unplaced inside the "
                     "factory (a NumPy or jnp array: jnp.ones((8, dim))), or build the model eagerly and {eager}")
 MODEL_IN_FACTORY = "drop the call: {result} is laid out by its plan (another layout: another rule)"
-# What each caller does with the constructor (abstract_sharded and abstract_state_for: no values, nothing placed),
-# and what it returns: the fixes' words must hold for each (abstract_state_for returns a state, not a model).
-_TRACERS_WORK = {"init_sharded": "builds the model itself, on one device, then places it by its plan"}
+# What each caller of trace_factory does with the constructor, and returns: the fixes' words hold for each.
 _ABSTRACT_WORK = "traces the model itself, holding no values, and lays it out by its plan"
-_RESULTS = {"init_sharded": "the model init_sharded returns", "abstract_sharded": "the abstract model abstract_sharded "
-            "returns", "abstract_state_for": "the abstract state abstract_state_for returns"}
+_CALLERS = {"init_sharded": ("builds the model itself, on one device, then places it by its plan", "the model"),
+            "abstract_sharded": (_ABSTRACT_WORK, "the abstract model"),
+            "abstract_state_for": (_ABSTRACT_WORK, "the abstract state")}
 
 
 def _eager(caller: str) -> str:
@@ -39,9 +36,9 @@ def refuse_in_factory(name: str, fix: str) -> None:
     constructor: what places arrays or compiles there met JAX's words for tracers (one refusal, every entry point).
     ``fix`` may name ``{result}`` (what the caller returns) and ``{eager}`` (how to build the model outside it)."""
     if (caller := _TRACING_FACTORY.get()) is not None:
-        raise ValueError(f"{name} called inside the model's constructor while {caller} traces it: {caller} "
-                         f"{_TRACERS_WORK.get(caller, _ABSTRACT_WORK)}; " + fix.format(
-                             caller=caller, result=_RESULTS.get(caller, f"what {caller} returns"), eager=_eager(caller)))
+        work, result = _CALLERS[caller]
+        raise ValueError(f"{name} called inside the model's constructor while {caller} traces it: {caller} {work}; "
+                         + fix.format(caller=caller, result=f"{result} {caller} returns", eager=_eager(caller)))
 
 
 def build_unplaced(factory: Callable[[], Any]) -> Any:
@@ -49,9 +46,7 @@ def build_unplaced(factory: Callable[[], Any]) -> Any:
     default = nnx.using_eager_sharding()
     with nnx.use_eager_sharding(_FLAG_OFF):
         node = factory()
-    # A variable the flag set (never a user's eager_sharding=False, nor one made outside the factory: mutating it
-    # inside a trace fails) keeps Flax's default if unannotated, which the flag never places: it is pytree metadata,
-    # and jax.tree.map over this model's and factory()'s states raised "different pytree metadata".
+    # A variable the flag set keeps Flax's default if unannotated: it is pytree metadata, compared with factory()'s.
     for _, var in nnx.graph.iter_graph(node):
         if isinstance(var, nnx.Variable) and var.get_metadata().get("eager_sharding") is _FLAG_OFF:
             var.set_metadata("eager_sharding", "out_sharding" not in var.get_metadata() and default)
@@ -78,8 +73,7 @@ def trace_factory(factory: Callable[[], Any], caller: str = "init_sharded", flag
         values = check_value_leaves([(path_name(p), v.get_value()) for p, v in nnx.to_flat_state(state)], caller)
         found.update(node=node, graphdef=graphdef, scalars={p: jax.tree.map(
             lambda leaf: leaf if is_scalar(leaf) else _NOT_SCALAR, v) for p, v in values})
-        # Scalars leave as 0: eval_shape made 2**40 an int32 (OverflowError), and keep_scalars puts them back.
-        return jax.tree.map(lambda leaf: 0 if is_scalar(leaf) else leaf, state)
+        return jax.tree.map(lambda leaf: 0 if is_scalar(leaf) else leaf, state)  # keep_scalars puts them back
 
     token = _TRACING_FACTORY.set(caller)  # refuse_in_factory refuses while it is set
     try:
