@@ -31,10 +31,8 @@ GROUP_BYTES = 64 * 2**20
 
 def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | RuleTable | Rule = "replicated",
                  *, warn: bool = True) -> Any:
-    """``factory()`` placed as ``shard_model(factory(), mesh, rule)`` places it, never whole on one device.
-
-    Traced, planned, computed group by group (module docstring); equal to eager construction up to float rounding.
-    Source: Flax's guide "Scale up on multiple devices" (``docs_nnx/guides/flax_gspmd``): jit with output shardings.
+    """``factory()`` placed as ``shard_model(factory(), mesh, rule)`` places it, never whole on one device: traced,
+    planned, computed group by group (module docstring; Flax's guide ``flax_gspmd``: jit with output shardings).
 
     Parameters
     ----------
@@ -49,18 +47,16 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Rule
     Raises
     ------
     ValueError
-        ``factory`` not callable, a built Module or building an abstract one; ``rule`` unknown (``mesh=None`` too);
-        called inside jax.jit; the constructor reads back a value it computed, places an input (shard_batch), changes
-        an ``nnx.Rngs`` made outside it or builds other values in each group's trace (an unseeded global RNG), or a
-        NumPy value its placed dtype cannot hold; ``mesh`` holds no local device.
+        ``factory`` or ``rule`` refused (``mesh=None`` too); inside jax.jit; a constructor that reads back a value it
+        computed, places an input, changes an outside ``nnx.Rngs`` or draws unseeded; a ``mesh`` with no local device.
     TypeError
         ``factory()`` returns no NNX node; ``mesh`` of another type; a leaf neither array nor number; ``warn`` not bool.
     """
     rule = _check(factory, rule, warn)
     if mesh is None:
         check_node(node := build_unplaced(factory), "init_sharded (what the factory returned)")
-        check_concrete(leaves := named_leaves(node))  # then what a mesh's run refuses (it passed on one device)
-        for name, leaf in check_value_leaves(leaves, "init_sharded"):  # its words for a str, as on a mesh
+        check_concrete(leaves := named_leaves(node))  # and what a mesh's run refuses
+        for name, leaf in check_value_leaves(leaves, "init_sharded"):
             check_placeable(leaf, f"init_sharded: {name} (shape {np.shape(leaf)})")
         return node
     refuse_in_factory("init_sharded", "build that part unplaced there (e.g. Inner(rngs)): {caller} lays it all out")
@@ -74,13 +70,11 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Rule
                          "build it over every process's devices, e.g. make_mesh() on each process")
     pending, first, groups = [], None, _groups(variables, mesh.size)
     for group in groups:
-        # The constructor's own warnings were shown once; jit refuses one device under an active mesh.
-        with warnings.catch_warnings(action="ignore"), jax.set_mesh(None):
+        with warnings.catch_warnings(action="ignore"), jax.set_mesh(None):  # the constructor's warnings: once
             constants: dict = {}  # the leaves each variable's value holds built from no traced array
             traced = jax.jit(_select(factory, group, constants), out_shardings=SingleDeviceSharding(mesh.local_devices[0])).trace()
             program = traced.lower().compile()
-        # One group (most models): nothing to compare, and the digest cost ~0.5 s per 2,700 operations.
-        digest = trace_digest(traced.jaxpr, constants) if len(groups) > 1 else None
+        digest = trace_digest(traced.jaxpr, constants) if len(groups) > 1 else None  # costly: one group, no need
         if first not in (None, digest):  # each group's values come from its own trace: one construction's, or mixed
             raise ValueError(f"init_sharded traces the factory {getattr(factory, '__name__', factory)!r} once per "
                              "group of variables, and two traces built different values (a draw from NumPy's or "
@@ -91,8 +85,7 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Rule
             jax.tree.map(lambda c, path=path: check_placeable(  # holds all), checked before any group is placed
                 c, f"init_sharded: {path} (shape {np.shape(c)})"), constants[path])
         first = digest
-        # Compiled while the previous group ran; run once that group is placed, so one group exists whole at a time.
-        jax.block_until_ready(pending)
+        jax.block_until_ready(pending)  # compiled while the last group ran: one group whole at a time
         pending = [_place_whole(whole, constants[path], plan.sharding(path)) for path, whole in zip(group, program())]
         for path, value in zip(group, pending):  # scalars in a pytree value stay scalars, as factory() holds them
             variables[path].set_value(keep_scalars(variables[path].get_value(), value))
@@ -106,8 +99,7 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Rule
 
 def abstract_sharded(factory: Callable[[], Any], mesh: Mesh | None,
                      rule: str | RuleTable | Rule = "replicated", *, warn: bool = True) -> Any:
-    """``init_sharded``'s result (and errors), abstract (only traced, for dry runs): arrays as ``jax.ShapeDtypeStruct``,
-    in plain variables (``ref=True`` and ``hijax=True`` ones hold no abstract value).
+    """``init_sharded``'s result (and errors), abstract (traced, for dry runs): arrays as ``jax.ShapeDtypeStruct``.
 
     Parameters
     ----------
@@ -130,8 +122,7 @@ def init_optimizer_sharded(model: Any, tx: Any, rule: str | RuleTable | Rule = "
     Parameters
     ----------
     model : nnx.Module
-        Placed under ``rule`` on one mesh, abstract (``abstract_sharded``: the state too), or on no mesh (then a plain
-        ``nnx.Optimizer``).
+        Placed under ``rule`` on one mesh, abstract (then so is the state), or on no mesh (a plain ``nnx.Optimizer``).
     tx : optax.GradientTransformation
     rule : str or RuleTable or Rule, default "replicated"
         The rule ``model`` was placed under.
@@ -140,9 +131,8 @@ def init_optimizer_sharded(model: Any, tx: Any, rule: str | RuleTable | Rule = "
     Raises
     ------
     ValueError, TypeError
-        ``rule`` unknown, the model's arrays not all on one mesh or traced (inside ``jax.jit``), or ``rule`` placing a
-        parameter elsewhere than it is; ``model`` not an NNX node, ``tx`` no optax ``GradientTransformation``, or
-        ``wrt`` no nnx filter (a type, str, bool, None, ``...``, callable, or a tuple or list of them).
+        ``rule`` unknown or placing a parameter elsewhere than it is, the model's arrays not on one mesh or traced;
+        ``model`` no NNX node, ``tx`` no optax ``GradientTransformation``, ``wrt`` no nnx filter.
     """
     refuse_in_factory("init_optimizer_sharded", "build nnx.Optimizer(model, tx, wrt=nnx.Param) there instead: "
                       "{caller} lays it out with the model")
@@ -150,8 +140,7 @@ def init_optimizer_sharded(model: Any, tx: Any, rule: str | RuleTable | Rule = "
     check_node(model, "init_optimizer_sharded")
     if not (callable(getattr(tx, "init", None)) and callable(getattr(tx, "update", None))):
         raise TypeError(f"tx={tx!r:.60} must be an optax GradientTransformation, e.g. optax.adam(1e-3)")
-    # Flax's error for wrt=3 failed to format; its tuples and lists nest: (nnx.Param, (nnx.BatchStat,)) is a filter
-    filters = jax.tree.leaves(wrt, is_leaf=lambda f: not isinstance(f, (list, tuple)))
+    filters = jax.tree.leaves(wrt, is_leaf=lambda f: not isinstance(f, (list, tuple)))  # Flax's nest
     if not all(f is None or f is ... or isinstance(f, (str, bool)) or callable(f) for f in filters):
         raise TypeError(f"wrt={wrt!r:.60} must be an nnx filter, e.g. nnx.Param or (nnx.Param, nnx.BatchStat)")
     traced = next((name for name, v in named_leaves(model) if isinstance(v, jax.core.Tracer)), None)
@@ -165,8 +154,7 @@ def init_optimizer_sharded(model: Any, tx: Any, rule: str | RuleTable | Rule = "
     if mesh is not None:
         _check_placed_under(model, mesh, rule)
     model_graph, model_state = nnx.split(model)
-    # Scalars go in as 0: a jit argument of 2**40 (a step count kept as a Python int) raised OverflowError.
-    arrays = jax.tree.map(lambda v: 0 if is_scalar(v) else v, model_state)
+    arrays = jax.tree.map(lambda v: 0 if is_scalar(v) else v, model_state)  # a jit argument 2**40: OverflowError
 
     def build(arrays):  # the model's arrays as arguments: inject_hyperparams' init read a closed-over abstract one
         return nnx.Optimizer(nnx.merge(model_graph, keep_scalars(model_state, arrays)), tx, wrt=wrt)  # scalars kept
@@ -275,7 +263,6 @@ def _select(factory: Callable[[], Any], paths: list[str], constants: dict) -> Ca
     def build():
         values = {path_name(p): v.get_value() for p, v in nnx.to_flat_state(nnx.state(build_unplaced(factory)))}
         check_concrete((p, leaf) for p, value in values.items() for leaf in jax.tree.leaves(value))
-        # Returned, such a leaf would be a constant of its own group's trace alone: the groups' digests would differ.
         constants.update((p, jax.tree.map(lambda v: None if isinstance(v, jax.core.Tracer) else v, value))
                          for p, value in values.items())
         return [jax.tree.map(lambda v: v if isinstance(v, jax.core.Tracer) else None, values[p]) for p in paths]

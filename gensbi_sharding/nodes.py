@@ -114,11 +114,8 @@ def mesh_axes_of(entry: Any) -> tuple:
 
 
 def split_twice(names: tuple, first: int, at: int, axis: str, table: Mapping) -> str:
-    """Why the annotation ``names`` falls back: dimension ``at`` splits over mesh ``axis`` as ``first`` does (or,
-    ``at`` being ``first``, ``table`` maps its name onto ``axis`` twice), with a fix that splits the rest: every
-    later dimension on ``axis`` left unsplit, or a table leaving their names unsplit where ``names[first]`` is none
-    of them. (Was: dimension ``at`` alone unsplit, or ``{names[at]: None}``: a third on ``axis``, or
-    ``names[first]`` repeated, fell back again; a table's ``('data', 'data')`` got an unsplit dimension's fix.)"""
+    """Why ``names`` falls back: dimension ``at`` splits over mesh ``axis`` as ``first`` does (or ``table`` maps it
+    there twice), with a fix that splits the rest: every later dimension on ``axis`` unsplit, or their names."""
     if first == at:
         return (f"logical axis {names[at]!r} maps to mesh axis {axis!r} twice ({table.get(names[at])!r}); map it "
                 f"onto {axis!r} once in the rule table")
@@ -162,16 +159,15 @@ def check_mesh(mesh: Any, *, abstract: bool = False, optional: bool = True, plan
 
 def is_node(node: Any, inner: bool = False) -> bool:
     """Whether ``node`` is an NNX node: a graph node, ``nnx.State``, or a non-empty tuple, list or dict of them."""
-    if nnx.graph.is_graph_node(node) or isinstance(node, nnx.State):  # a Variable is a graph node too: only in one
-        return inner or not isinstance(node, nnx.Variable)  # alone its path is "": reports and init raised IndexError
+    if nnx.graph.is_graph_node(node) or isinstance(node, nnx.State):  # a Variable only inside one (alone its path is "")
+        return inner or not isinstance(node, nnx.Variable)
     items = list(node.values() if isinstance(node, dict) else node if isinstance(node, (tuple, list)) else ())
     return bool(items) and all(is_node(item, inner=True) for item in items)
 
 
 def check_node(node: Any, caller: str, *, factory: bool = False) -> None:
     """``TypeError`` naming ``caller`` unless ``node`` passes ``is_node`` (``factory``: or is callable)."""
-    if is_node(node):  # Flax 0.12 keeps an array attribute (self.buf = jnp.ones(3)) as state, in no variable
-        # iter_graph: built in a trace (init_sharded), such an attribute is in the graphdef, not the state
+    if is_node(node):  # Flax 0.12 keeps an array attribute (self.buf = jnp.ones(3)) as state (iter_graph: or graphdef)
         name = next((path_name(p) for p, v in nnx.graph.iter_graph(node) if is_array_like(v)), None)
         if name is not None:
             raise TypeError(f"{caller}: {name} is an array in no nnx.Variable (this library places variables): "
@@ -263,7 +259,6 @@ def check_plan_fits(plan: Any, node: Any, caller: str) -> list[tuple[str, Any]]:
     parts = [f"{len(missing)} of the node's {len(variables)} array variable(s) are not in the plan ({listing(missing)}; the "
              f"plan's paths: {listing([path for path in planned if path not in mine]) or 'none other'})"] * bool(missing)
     parts += [f"{len(reshaped)} of another shape ({listing(reshaped)})"] * bool(reshaped)
-    # A plan of (model, optimizer) used on the model holds every path under "0/": say so (not opt_state/0/mu/, no node).
     within = next((head for head in prefixes_holding(missing, planned) if "opt_state" not in head.split("/")), None)
     held = "" if within is None else (f"; the plan holds each under '{within}/': it was made for a tuple, list or "
                                       "dict holding this node (e.g. (model, optimizer)); place that, or")
@@ -292,8 +287,7 @@ def top_entries(names: Any) -> list[str]:
 
 
 def whole_target(saved: Mapping[str, Any]) -> str:
-    """A restore target of the saved state's top level: ``(model, optimizer, <node 2>)`` for a tuple's, a dict's by
-    its keys (was: ``(model, optimizer)`` for every one, which a checkpoint of three nodes refused again)."""
+    """A restore target of the saved top level: ``(model, optimizer, <node 2>)`` for a tuple's, a dict's keys."""
     tops = top_entries(saved)
     if tops == [str(i) for i in range(len(tops))] and len(tops) > 1:
         return f"({', '.join(['model', 'optimizer', *(f'<node {t}>' for t in tops[2:])])})"

@@ -82,7 +82,7 @@ def logical_axes_of(var: "nnx.Variable") -> tuple[str | None, ...] | None:
     TypeError
         ``var`` no variable (an array, ``var[...]``, holds no annotation).
     """
-    if not callable(getattr(var, "get_metadata", None)):  # was AttributeError: no attribute 'get_metadata'
+    if not callable(getattr(var, "get_metadata", None)):
         raise TypeError(f"logical_axes_of takes an nnx.Variable, e.g. model.up.kernel, got a {type(var).__name__}: "
                         "the annotation is the variable's metadata, not its value's")
     names = next((found for key in ("out_sharding", "sharding_names", "sharding")
@@ -102,7 +102,7 @@ RULES: dict[str, tuple[tuple[str, str | None], ...]] = {
 #: Why a logical axis is unsplit (``.format(name=, axis=, axes=)``) by plans and ``PartitionAxis.for_rule`` alike.
 ABSENT_AXIS = ("logical axis {name!r} maps to mesh axis {axis!r}, absent from the mesh {axes}; build the mesh with "
                "make_mesh (axes 'data', 'model') or map {name!r} to one of its axes in a rule table")
-#: Said with an unknown rule name (was: "unknown sharding rule 'fsdp_tensor'", the harness's rule file not named).
+#: Said with an unknown rule name: the harness's rule files are tables, not names.
 RULE_FILES = ("a harness rule file, conf/rule/<name>.yaml, is a rule table once its name: key is dropped, e.g. {k: v "
               "for k, v in OmegaConf.load('conf/rule/fsdp_tensor.yaml').items() if k != 'name'}")
 
@@ -135,8 +135,7 @@ class Rule:
                              "e.g. {'embed': 'data'}")
         object.__setattr__(self, "table", {key: _plain(value) for key, value in self.table.items()})
         check_table(self.table)
-        # builtin="no" was truthy, and builtin=True made any table the contract's ("replicated" ignored it whole).
-        if not isinstance(self.name, str) or self.builtin not in (False, True) or (
+        if not isinstance(self.name, str) or self.builtin not in (False, True) or (  # builtin="no" is truthy
                 self.builtin and self.table != dict(RULES.get(self.name, ()))):
             raise ValueError(f"Rule(name={self.name!r}, builtin={self.builtin!r}): name is a str, and builtin=True "
                              "marks a contract rule with RULES' own table: build those with resolve_rule(name)")
@@ -236,15 +235,14 @@ def _onto(table: Mapping, axis: str) -> str:
 def partition_spec_for(names: Sequence[str | None] | str | None, shape: Sequence[int],
                        table: RuleTable | str | Rule, mesh: "Mesh") -> "tuple[P, str | None]":
     """``(spec, None)``: the PartitionSpec of one variable under ``table`` on ``mesh`` (Flax's ``logical_to_mesh_axes``
-    plus checks); or ``(P(), why)`` it must be replicated (never raised): an unknown logical axis (or an entry not a
-    str), another rank, a mesh axis absent or used twice, a size the mesh axes do not divide.
+    plus checks); or ``(P(), why)`` it must be replicated (an unknown axis, another rank, an indivisible size...).
 
     Parameters
     ----------
     names : sequence of str or None, or str, or None
-        Logical axis per dimension (``logical_axes_of``; a bare str or int: one entry); None: not annotated (``P()``).
-    shape : sequence of int (Python or NumPy ints >= 0, no bools), or a 1-d integer array (``np.array(x.shape)``)
-    table : RuleTable, or anything ``resolve_rule`` takes (a rule name, ``RULES[name]``'s pairs, a ``Rule``)
+        Logical axis per dimension (``logical_axes_of``; a bare str: one entry); None: not annotated (``P()``).
+    shape : sequence of int >= 0, or a 1-d integer array (``np.array(x.shape)``)
+    table : RuleTable, or anything ``resolve_rule`` takes
     mesh : jax.sharding.Mesh or jax.sharding.AbstractMesh
 
     Raises
@@ -275,8 +273,7 @@ def partition_spec_for(names: Sequence[str | None] | str | None, shape: Sequence
         return P(), f"annotation rank {len(names)} != array rank {len(shape)}{stacked}"
     entries, owner = [], {}
     for at, (name, dim) in enumerate(zip(names, shape)):
-        if name is not None and name not in table and name not in LOGICAL_AXES:
-            # Flax's GSPMD guide annotates with mesh axes: leaving the name unsplit (the fix below) would split nothing.
+        if name is not None and name not in table and name not in LOGICAL_AXES:  # a mesh axis: Flax's GSPMD guide's
             return P(), (f"{name!r} is a mesh axis, not a logical axis: a rule maps logical axes onto mesh axes; "
                          f"annotate that dimension with a logical axis this rule maps onto {name!r} "
                          f"({_onto(table, name)})" if name in mesh.shape else f"unknown logical axis {name!r} "
@@ -290,7 +287,7 @@ def partition_spec_for(names: Sequence[str | None] | str | None, shape: Sequence
             if (first := owner.setdefault(axis, at)) != at or mesh_axes.count(axis) > 1:  # split over it twice
                 return P(), split_twice(names, first, at, axis, table)  # with the fix that splits the rest
         size = math.prod(mesh.shape[axis] for axis in mesh_axes)
-        if dim % size:  # the fix: the splits both dim and the device count allow (was: no fix named)
+        if dim % size:  # the fix: the splits both dim and the device count allow
             g = math.gcd(dim, mesh.size)
             fit = [str(k) for k in range(2, g + 1) if not g % k]
             return P(), (f"size {dim} of logical axis {name!r} is not divisible by mesh axis {target!r} of size {size}"

@@ -37,8 +37,7 @@ class Plan:
     ----------
     mesh : jax.sharding.Mesh or jax.sharding.AbstractMesh
     rule : str or RuleTable or Rule
-        Resolved (``resolve_rule``); ``TypeError`` for a ``mesh`` no Mesh, a dict field no mapping, or a value of one
-        of another type (a spec no PartitionSpec, a reason no str, a shape no tuple).
+        Resolved (``resolve_rule``). ``TypeError`` for a ``mesh`` no Mesh, a field no dict or a value of another type.
     specs : dict of str to jax.sharding.PartitionSpec
         ``"a/b/c"`` path -> spec of every variable that is or holds arrays.
     fallbacks : dict of str to str
@@ -57,10 +56,9 @@ class Plan:
         object.__setattr__(self, "rule", resolve_rule(self.rule))  # any form plan_shardings takes
         for name, kind, what in (("specs", P, "PartitionSpec, e.g. P(None, 'model')"), ("fallbacks", str, "str, "
                                   "e.g. 'no annotation'"), ("shapes", (tuple, list), "tuple of sizes, e.g. (8, 16)")):
-            if not isinstance(field := getattr(self, name), Mapping):  # a list or None: AttributeError (.items) later
+            if not isinstance(field := getattr(self, name), Mapping):
                 raise TypeError(f"Plan {name}={field!r:.60} must be a dict keyed by variable path, "
                                 "e.g. {'up/kernel': ...}; plan_shardings(node, mesh, rule) builds one")
-            # a fallback 3 or a shape 8 raised AttributeError (.startswith) in warn, TypeError (tuple()) in place
             if (odd := next(((path, v) for path, v in field.items() if not isinstance(v, kind)), None)) is not None:
                 raise TypeError(f"Plan {name}[{odd[0]!r}]={odd[1]!r:.60} must be a {what}")
 
@@ -79,7 +77,7 @@ class Plan:
         """
         if not isinstance(path, str):  # a jax.tree_util path ends at the Variable's .value: not part of its name
             path = path_key(path[:-1] if tuple(path[-1:]) == (jax.tree_util.GetAttrKey("value"),) else path)
-        if path not in self.specs:  # was a bare KeyError: ('lin', 'kernel'), or a typo
+        if path not in self.specs:
             near = difflib.get_close_matches(path, self.specs, n=3, cutoff=0.5) or list(self.specs)[:3]
             raise KeyError(f"Plan.sharding: no variable planned at {path!r}; nearest: {', '.join(near) or 'none'}")
         return NamedSharding(self.mesh, self.specs[path])
@@ -117,8 +115,8 @@ class Plan:
                 f"on mesh {dict(self.mesh.shape)}: " + "; ".join(parts) + (f" (every one: {every})" if cut else ""))
 
     def warn(self, stacklevel: int = 2) -> None:
-        """Warn once each: ``ExperimentalRuleWarning`` (a built-in splitting rule), ``UserWarning`` (an
-        ``AxisType.Explicit`` mesh axis), ``ShardingFallbackWarning`` (unless every fallback is ``UNLIKE_PARAMETER``).
+        """Warn once each: ``ExperimentalRuleWarning`` (built-in splitting rule), ``UserWarning`` (``AxisType.Explicit``
+        mesh axis), ``ShardingFallbackWarning`` (unless every fallback is ``UNLIKE_PARAMETER``).
 
         Parameters
         ----------
@@ -130,7 +128,7 @@ class Plan:
         TypeError
             ``stacklevel`` no int (``"2"``), before any warning.
         """
-        if not is_int(stacklevel):  # "2" raised TypeError "can only concatenate str", after a warning or none
+        if not is_int(stacklevel):  # checked before any warning
             raise TypeError(f"stacklevel={stacklevel!r:.40} must be an int, as for warnings.warn: e.g. stacklevel=2")
         if self.rule.builtin and self.rule.reads_annotations:
             warnings.warn(f"sharding rule {self.rule.name!r} is experimental: placements are checked, but the "
@@ -145,8 +143,7 @@ class Plan:
             warnings.warn(self.fallback_message(), ShardingFallbackWarning, stacklevel=stacklevel + 1)
 
     def abstract_state(self, node: Any) -> nnx.State:
-        """``nnx.state(node)``, each planned variable a ``jax.ShapeDtypeStruct`` at its sharding; others unchanged.
-        Refuses ``node`` as ``place`` does.
+        """``nnx.state(node)``, each planned variable a ``jax.ShapeDtypeStruct`` at its sharding; refusing as ``place``.
 
         Parameters
         ----------
@@ -203,11 +200,9 @@ def place(node: Any, plan: Plan) -> None:
 
     Raises
     ------
-    ValueError, TypeError
-        ``plan`` made for another node (a variable it lacks, or at another shape: nothing moves), ``node`` traced
-        (in ``jax.jit``), a NumPy value beyond its placed dtype (``check_placeable``); no Plan or an AbstractMesh's; no node.
-    RuntimeError
-        A variable's array deleted (donated to a jitted step): named, nothing moves.
+    ValueError, TypeError, RuntimeError
+        Before anything moves: ``plan`` made for another node or on an AbstractMesh, or no Plan; ``node`` no node or
+        traced; a NumPy value beyond its placed dtype (``check_placeable``); a variable's array deleted (donated).
     """
     refuse_in_factory("place", MODEL_IN_FACTORY)
     variables = check_plan_fits(plan, node, "place")
@@ -260,8 +255,8 @@ def shard_model(node: Any, mesh: Mesh | None, rule: str = "replicated") -> None:
 
 
 def shard_model_by_table(node: Any, mesh: Mesh | None, table: RuleTable) -> None:
-    """``shard_model`` under a user's rule table, e.g. ``{**dict(RULES["tensor"]), "embed": "data"}``, refusing what it
-    does and a ``table`` ``resolve_rule`` rejects; no ``ExperimentalRuleWarning`` (a built-in rule's name warns it).
+    """``shard_model`` under a user's rule table, e.g. ``{**dict(RULES["tensor"]), "embed": "data"}`` (and what
+    ``resolve_rule`` rejects refused); no ``ExperimentalRuleWarning``.
 
     Parameters
     ----------
