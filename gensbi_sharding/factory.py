@@ -18,17 +18,14 @@ _TRACING_FACTORY: contextvars.ContextVar[str | None] = contextvars.ContextVar("t
 INPUT_IN_FACTORY = ("an input placed on the mesh's devices cannot enter it: build the sample input unplaced inside the "
                     "factory (a NumPy or jnp array: jnp.ones((8, dim))), or build the model eagerly and {eager}")
 MODEL_IN_FACTORY = "drop the call: {result} is laid out by its plan (another layout: another rule)"
-# What each caller of trace_factory does with the constructor, and returns: the fixes' words hold for each.
+# Per caller of trace_factory: what it does with the constructor, what it returns, how to build the model eagerly and
+# do the same (the fixes' words hold for each).
 _ABSTRACT_WORK = "traces the model itself, holding no values, and lays it out by its plan"
-_CALLERS = {"init_sharded": ("builds the model itself, on one device, then places it by its plan", "the model"),
-            "abstract_sharded": (_ABSTRACT_WORK, "the abstract model"),
-            "abstract_state_for": (_ABSTRACT_WORK, "the abstract state")}
-
-
-def _eager(caller: str) -> str:
-    """How to build the model outside ``caller``'s trace, then do what it does."""
-    return ("pass the built model: abstract_state_for(factory(), mesh, rule)" if caller == "abstract_state_for" else
-            "place it: shard_model(factory(), mesh, rule) (in the harness: model.init=eager)")
+_PLACE_IT = "place it: shard_model(factory(), mesh, rule) (in the harness: model.init=eager)"
+_CALLERS = {"init_sharded": ("builds the model itself, on one device, then places it by its plan", "the model",
+                             _PLACE_IT), "abstract_sharded": (_ABSTRACT_WORK, "the abstract model", _PLACE_IT),
+            "abstract_state_for": (_ABSTRACT_WORK, "the abstract state",
+                                   "pass the built model: abstract_state_for(factory(), mesh, rule)")}
 
 
 def refuse_in_factory(name: str, fix: str) -> None:
@@ -36,9 +33,9 @@ def refuse_in_factory(name: str, fix: str) -> None:
     constructor: what places arrays or compiles there met JAX's words for tracers (one refusal, every entry point).
     ``fix`` may name ``{result}`` (what the caller returns) and ``{eager}`` (how to build the model outside it)."""
     if (caller := _TRACING_FACTORY.get()) is not None:
-        work, result = _CALLERS[caller]
+        work, result, eager = _CALLERS[caller]
         raise ValueError(f"{name} called inside the model's constructor while {caller} traces it: {caller} {work}; "
-                         + fix.format(caller=caller, result=f"{result} {caller} returns", eager=_eager(caller)))
+                         + fix.format(caller=caller, result=f"{result} {caller} returns", eager=eager))
 
 
 def build_unplaced(factory: Callable[[], Any]) -> Any:
@@ -82,7 +79,7 @@ def trace_factory(factory: Callable[[], Any], caller: str = "init_sharded", flag
             jax.errors.TracerIntegerConversionError) as error:  # is a ConcretizationTypeError
         raise ValueError(f"{caller} traces the constructor, which reads a value it computed ({type(error).__name__}"
                          f": {str(error).splitlines()[0]}); compute that value under jax.ensure_compile_time_eval() "
-                         f"if it depends on no random draw, or build it eagerly and {_eager(caller)}") from error
+                         f"if it depends on no random draw, or build it eagerly and {_CALLERS[caller][2]}") from error
     except ValueError as error:  # JAX's cache compares states' metadata: an array there fails once a trace is cached
         odd = next(((path_name(p), k, "is" if is_array(m) else "holds") for p, v in nnx.graph.iter_graph(found["node"])
                     if isinstance(v, nnx.Variable) for k, m in v.get_metadata().items()
