@@ -185,11 +185,10 @@ def _model_mesh(model: Any) -> tuple[Mesh | None, bool]:
             where.setdefault(sharding.mesh if isinstance(sharding, NamedSharding) else sharding, name)
     meshes = [m for m in where if isinstance(m, Mesh)]
     if len(where) > 1 and meshes:
-        def label(m):
-            return (mesh_label(m) if isinstance(m, Mesh) else
-                    "no device" if m is None else f"{type(m).__name__} on {', '.join(map(str, m.device_set))}")
+        label = {m: mesh_label(m) if isinstance(m, Mesh) else "no device" if m is None else
+                 f"{type(m).__name__} on {', '.join(map(str, m.device_set))}" for m in where}
         raise ValueError(f"the model's arrays are on {len(meshes)} mesh(es) and {len(where) - len(meshes)} other "
-                         "placement(s): " + ", ".join(f"{path} on {label(m)}" for m, path in where.items()) +
+                         "placement(s): " + ", ".join(f"{path} on {label[m]}" for m, path in where.items()) +
                          "; place the whole model first (init_sharded or shard_model)")
     return (meshes[0] if meshes else None), abstract
 

@@ -6,6 +6,7 @@ jitted programs, eager construction runs them one by one (largest difference mea
 ``EAGER_ATOL``: a gamma draw of ``Unusual``; the harness's models are bit-identical).
 """
 
+import functools
 import warnings
 
 import jax
@@ -404,6 +405,12 @@ def test_factory_that_needs_arguments_is_named_before_tracing():
 
     with pytest.raises(ValueError, match=r"factory 'make' must be callable with no arguments .*width.*lambda"):
         init_sharded(make, make_mesh(), "fsdp")
+
+
+def test_factory_without_an_inspectable_signature_is_called():
+    # inspect.signature raises ValueError for some C callables (next, a partial of one): calling the factory tells.
+    model = factory_for("mlp")()
+    assert init_sharded(functools.partial(next, iter([model])), None) is model
 
 
 def test_values_equal_with_threefry_partitionable_off():
