@@ -29,9 +29,8 @@ _CALLERS = {"init_sharded": ("builds the model itself, on one device, then place
 
 
 def refuse_in_factory(name: str, fix: str) -> None:
-    """``ValueError`` naming ``name``, the caller and ``fix`` (``{caller}`` filled in) while ``trace_factory`` traces a
-    constructor: what places arrays or compiles there met JAX's words for tracers (one refusal, every entry point).
-    ``fix`` may name ``{result}`` (what the caller returns) and ``{eager}`` (how to build the model outside it)."""
+    """``ValueError`` naming ``name``, the caller and ``fix`` while ``trace_factory`` traces a constructor (else JAX's
+    words for tracers); ``fix`` may name ``{caller}``, ``{result}`` (what it returns) and ``{eager}`` (``_CALLERS``)."""
     if (caller := _TRACING_FACTORY.get()) is not None:
         work, result, eager = _CALLERS[caller]
         raise ValueError(f"{name} called inside the model's constructor while {caller} traces it: {caller} {work}; "

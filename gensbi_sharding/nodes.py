@@ -207,8 +207,7 @@ def node_state(tree: Any, sown: bool = True) -> Any:
 
 
 def check_no_module(tree: Any, what: str) -> None:
-    """``TypeError`` naming the first Module, node holding variables or Variable leaf of pytree ``tree`` (to place):
-    ``jax.tree`` would copy it, shared variables untied; an nnx.Pytree of plain arrays is placed as any pytree."""
+    """``TypeError`` naming a Module, Variable or node holding variables in pytree ``tree``: jax.tree would copy it."""
     if found := [(p, x) for p, x in jax.tree_util.tree_leaves_with_path(tree, is_leaf=module_like) if isinstance(
             x, (nnx.Variable, nnx.Module)) or module_like(x) and any(isinstance(v, nnx.Variable) for _, v in
                                                                       nnx.graph.iter_graph(x))]:
