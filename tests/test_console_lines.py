@@ -329,12 +329,19 @@ def test_a_python_warning_takes_one_console_line():
     assert ConsoleFormatter("%(message)s").format(ours) == "[WARNING] a\n  b"  # the harness's own: as written
 
 
-def _refuse_a_sweep_into_a_finished_learning_rate_sweep(tmp_path, swept):
-    """``-m <swept>`` started into the folder of a finished ``-m train.learning_rate=0.003,1e30,0.001`` (job 1 failed);
-    the refusal is on stderr. Returns the sweep folder."""
+#: Job 1's error, as a run with train.learning_rate=1e30 records it (test_train.py).
+DIVERGED = ("FloatingPointError: training diverged: mean loss nan over steps 1..4; lower train.learning_rate or check "
+            "the data (this run: train.learning_rate=1e+30; e.g. train.learning_rate=0.003); no finite checkpoint to "
+            "resume from: start afresh with a lower train.learning_rate (train.checkpoint_every=N keeps some)")
+
+
+def _refuse_a_sweep_into_a_finished_learning_rate_sweep(tmp_path, swept, error=None):
+    """``-m <swept>`` started into the folder of a finished ``-m train.learning_rate=0.003,1e30,0.001`` (job 1 failed,
+    its metrics' ``error`` as given); the refusal is on stderr. Returns the sweep folder."""
     sweep = tmp_path / "sw"
     for job, (rate, status) in enumerate([("0.003", "ok"), ("1e+30", "error"), ("0.001", "ok")]):
-        outputs.write_json(sweep / str(job) / "metrics.json", {"status": status, "final_step": 5})
+        outputs.write_json(sweep / str(job) / "metrics.json", {"status": status, "final_step": 5,
+                                                               **({"error": error} if job == 1 and error else {})})
         (sweep / str(job) / ".hydra").mkdir(parents=True)
         (sweep / str(job) / ".hydra" / "overrides.yaml").write_text(f"- train.learning_rate={rate}\n")
     (sweep / "multirun.yaml").write_text("hydra:\n  mode: MULTIRUN\n")
@@ -377,3 +384,41 @@ def test_a_refused_sweep_offers_no_other_sweeps_job_to_continue(tmp_path, capsys
         f"[ERROR] hydra.sweep.dir={sweep}: 1 of its 1 job complete (0); job 0: {sweep / '0' / 'metrics.json'} already "
         "exists (status ok): this folder holds an earlier run's outputs, which are never overwritten; choose another "
         "hydra.sweep.dir\n")
+
+
+def test_a_retyped_sweep_continues_the_folder_of_the_job_that_failed_on_its_value_with_this_sweeps_value(tmp_path,
+                                                                                                          capsys):
+    # Was: -m train.learning_rate=0.003,0.002 into the folder of a finished -m train.learning_rate=0.003,1e30,0.001
+    # (job 1 diverged, its error naming train.learning_rate=1e+30) offered "continue its one unfinished job with:
+    # python launch.py train.learning_rate=1e+30 ... hydra.run.dir=<dir>/1": the value that failed it, again.
+    import shlex
+
+    sweep = _refuse_a_sweep_into_a_finished_learning_rate_sweep(tmp_path, "train.learning_rate=0.003,0.002", DIVERGED)
+    command = (f"python launch.py train.learning_rate=0.002 train.resume=auto hydra.mode=RUN "
+               f"hydra.run.dir={sweep / '1'}")
+    assert capsys.readouterr().err == (
+        f"[ERROR] hydra.sweep.dir={sweep}: 1 of its 2 jobs complete (0); job 0: {sweep / '0' / 'metrics.json'} already "
+        "exists (status ok): this folder holds an earlier run's outputs, which are never overwritten; choose another "
+        "hydra.sweep.dir; a sweep folder holding completed jobs is never rerun as a whole: continue its one unfinished "
+        f"job with: {command} (its error names train.learning_rate=1e+30: this sweep's train.learning_rate=0.002 in "
+        "its place)\n")
+    args = shlex.split(command)[2:]  # the command, as launch.py's Hydra callback sees it: accepted
+    config = OmegaConf.create({"hydra": {"run": {"dir": str(sweep / "1")}, "overrides": {"task": [
+        a for a in args if not a.startswith("hydra.")]}}, "train": {"resume": "auto", "steps": 5},
+        "distributed": {"mode": "none", "process_id": None}})
+    callback = run_folder.RefuseCompletedRun()
+    callback.on_run_start(config)
+    callback.on_run_end(config)
+
+
+def test_a_retyped_sweep_names_a_failed_folder_whose_error_names_not_the_value_it_changes(tmp_path, capsys):
+    # Was, job 1 failing for another cause (the device went away): "continue ... train.learning_rate=1e+30 ...
+    # <dir>/1", another value than this sweep's job 1; its value changed, the folder would hold two runs' attempts.
+    sweep = _refuse_a_sweep_into_a_finished_learning_rate_sweep(tmp_path, "train.learning_rate=0.003,0.002",
+                                                                "RuntimeError: the device went away")
+    assert capsys.readouterr().err == (
+        f"[ERROR] hydra.sweep.dir={sweep}: 1 of its 2 jobs complete (0); job 0: {sweep / '0' / 'metrics.json'} already "
+        "exists (status ok): this folder holds an earlier run's outputs, which are never overwritten; choose another "
+        f"hydra.sweep.dir; folder {sweep / '1'} ran train.learning_rate=1e+30 where this sweep's job 1 is "
+        "train.learning_rate=0.002, and its error does not name train.learning_rate (a job folder takes this sweep's "
+        "value only where its error named the key that changed): run this sweep in another hydra.sweep.dir\n")

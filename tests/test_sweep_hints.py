@@ -155,12 +155,25 @@ def test_a_job_that_failed_naming_one_of_its_overrides_is_not_offered_as_it_ran(
     runs = finished_sweep(tmp_path, [["experiment=quick", "eval.num_samples=128"],
                                      ["experiment=quick", "eval.num_samples=20000"]])
     (runs[1] / "metrics.json").write_text(json.dumps({"status": "error", "error": error}))
-    hint = unfinished_jobs_hint(runs, ("preempted", "interrupted", "error"),
-                                [["experiment=quick", "eval.num_samples=128"], ["experiment=quick", "eval.num_samples=10000"]],
+    hint = unfinished_jobs_hint(runs, ("preempted", "interrupted", "error"),  # typed again as it ran
+                                [["experiment=quick", "eval.num_samples=128"], ["experiment=quick", "eval.num_samples=20000"]],
                                 sweep_dir=tmp_path)
     assert hint == ("; a sweep folder holding completed jobs is never rerun as a whole: continue its one unfinished job "
                     "with: python launch.py experiment=quick eval.num_samples=20000 train.resume=auto hydra.mode=RUN "
                     f"hydra.run.dir={tmp_path / '1'}{note}")
+    # Typed again with 128,10000 (was: offered with 20000, as it ran): where its error named eval.num_samples, folder 1
+    # continues with this sweep's 10000; else it is named, and why, never offered with another value than this sweep's.
+    hint = unfinished_jobs_hint(runs, ("preempted", "interrupted", "error"),
+                                [["experiment=quick", "eval.num_samples=128"], ["experiment=quick", "eval.num_samples=10000"]],
+                                sweep_dir=tmp_path)
+    assert hint == ("; a sweep folder holding completed jobs is never rerun as a whole: continue its one unfinished job "
+                    "with: python launch.py experiment=quick eval.num_samples=10000 train.resume=auto hydra.mode=RUN "
+                    f"hydra.run.dir={tmp_path / '1'} (its error names eval.num_samples=20000: this sweep's "
+                    "eval.num_samples=10000 in its place)" if "its error names" in note else
+                    f"; folder {tmp_path / '1'} ran eval.num_samples=20000 where this sweep's job 1 is "
+                    "eval.num_samples=10000, and its error does not name eval.num_samples (a job folder takes this "
+                    "sweep's value only where its error named the key that changed): run this sweep in another "
+                    "hydra.sweep.dir")
 
 
 def test_a_job_whose_record_is_damaged_is_continued_without_reading_it(tmp_path):
@@ -226,3 +239,41 @@ def test_another_sweep_of_as_many_jobs_is_named_too(tmp_path):
     hint = unfinished_jobs_hint(runs, ("preempted",), [["rule=fsdp"], ["rule=tensor"]], sweep_dir=tmp_path)
     assert hint == (f"; {tmp_path} holds another sweep (its job 0, {tmp_path / '0'}, ran rule unset; this sweep's job 0 "
                     "is rule=fsdp): run this sweep in another hydra.sweep.dir")
+
+
+def test_a_folder_that_ran_other_values_than_this_sweeps_job_of_its_number_is_never_offered(tmp_path):
+    # Was: -m train.learning_rate=0.003,0.002,0.001 into the folder of -m train.learning_rate=0.003,1e30,0.001 (jobs 1
+    # and 2 preempted) offered "python launch.py train.learning_rate=1e+30 ... hydra.run.dir=<dir>/1" beside job 2's
+    # command: folder 1 ran 1e30, this sweep's job 1 is 0.002, and no error of its own names the learning rate (its
+    # checkpoints are of 1e30). Job 0 matches, so it is no other sweep.
+    runs = finished_sweep(tmp_path, [[f"train.learning_rate={r}"] for r in ("0.003", "1e+30", "0.001")])
+    for run in runs[1:]:
+        (run / "metrics.json").write_text('{"status": "preempted"}')
+    jobs = [[f"train.learning_rate={r}"] for r in ("0.003", "0.002", "0.001")]
+    moved = (f"; folder {runs[1]} ran train.learning_rate=1e+30 where this sweep's job 1 is train.learning_rate=0.002, "
+             "and it ended preempted, no error naming train.learning_rate (a job folder takes this sweep's value only "
+             "where its error named the key that changed): run this sweep in another hydra.sweep.dir")
+    hint = unfinished_jobs_hint(runs, ("preempted",), jobs, sweep_dir=tmp_path)
+    assert hint == (f"{moved}; a sweep folder holding completed jobs is never rerun as a whole: continue its one "
+                    "unfinished job with: python launch.py train.learning_rate=0.001 train.resume=auto hydra.mode=RUN "
+                    f"hydra.run.dir={runs[2]}")
+    assert unfinished_jobs_hint(runs[:2], ("preempted",), jobs[:2], sweep_dir=tmp_path) == moved  # the one left
+
+
+def test_a_sweep_over_folders_that_failed_on_the_value_it_changes_continues_them_with_its_values(tmp_path):
+    # -m train.learning_rate=1e30,1e31 (both diverged) typed again as -m train.learning_rate=0.003,0.002
+    # train.resume=auto: each folder failed naming train.learning_rate, so each is this sweep's job, its value
+    # corrected (was: "job 0 of this sweep (train.learning_rate=0.003) would continue folder .../0, which ran
+    # train.learning_rate=1e+30 ...: rerun the sweep with its values in the order it first ran", the values that failed).
+    import json
+
+    from gensbi_sharding.harness.sweep_plan import another_sweep, moved_jobs_problem
+
+    runs = finished_sweep(tmp_path, [["train.learning_rate=1e+30"], ["train.learning_rate=1e+31"]])
+    for run, rate in zip(runs, ("1e+30", "1e+31")):
+        (run / "metrics.json").write_text(json.dumps({"status": "error", "error": "FloatingPointError: training "
+                                                      f"diverged: ... (this run: train.learning_rate={rate}; ...)"}))
+    jobs = [["train.learning_rate=0.003"], ["train.learning_rate=0.002"]]
+    assert moved_jobs_problem(tmp_path, jobs) is None and another_sweep(tmp_path, jobs) is None
+    (runs[1] / "metrics.json").write_text('{"status": "preempted"}')  # one that did not fail on it: still refused
+    assert "job 1 of this sweep (train.learning_rate=0.002) would continue folder" in moved_jobs_problem(tmp_path, jobs)

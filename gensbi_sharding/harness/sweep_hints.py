@@ -6,7 +6,6 @@ A sweep folder holding completed jobs is never rerun as a whole; these name each
 from __future__ import annotations
 
 import os
-import re
 import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -16,6 +15,7 @@ from gensbi_sharding.harness.paste_command import command_for
 # moved_jobs_problem: named here too, beside the hints (its home is sweep_plan, which reads each job's folder)
 from gensbi_sharding.harness.sweep_plan import (another_sweep, folder_of, job_configuration, moved_jobs_problem,
                                                 never_started, unstarted_words)
+from gensbi_sharding.harness.sweep_retyped import retyped_job
 
 __all__ = ["unfinished_jobs_hint", "shared_folder_problem", "moved_jobs_problem", "job_command", "continue_command",
            "CONTINUE_ENV", "INLINE_COMMANDS", "CONTINUE_SCRIPT", "train_further_hint",
@@ -195,12 +195,12 @@ def unfinished_jobs_hint(jobs: Sequence[Any], resumable: Sequence[str], all_jobs
                          stopped_told: bool = False, folders: Sequence[str] | None = None, reason: str = "") -> str:
     """How to continue a sweep's unfinished jobs when its folder, holding completed ones, is refused.
 
-    A sweep folder with a completed job is never rerun as a whole (its files are never
-    overwritten), so ``-m ... train.resume=auto`` cannot finish it; each unfinished job
-    (status in ``resumable``) continues in its own folder, with the overrides it ran with
-    (``<job>/.hydra/overrides.yaml``), and each job of ``all_jobs`` (``sweep_jobs``) that never
-    started (no folder with its overrides) runs in a new folder of ``sweep_dir``. "" when no
-    job is unfinished or none completed. ``search_path``: the sweep's ``hydra.searchpath=`` override, led in each.
+    A sweep folder with a completed job is never rerun as a whole (its files are never overwritten), so ``-m ...
+    train.resume=auto`` cannot finish it; each unfinished job (status in ``resumable``) continues in its own folder,
+    with the overrides it ran with (``<job>/.hydra/overrides.yaml``), or this sweep's values where it failed naming
+    the swept keys that changed (``sweep_retyped.retyped_job``; a folder that ran other values otherwise is named, never
+    offered), and each job of ``all_jobs`` (``sweep_jobs``) that never started (no folder with its overrides) runs in
+    a new folder of ``sweep_dir``. "" when no job is unfinished or none completed. ``search_path``: the sweep's ``hydra.searchpath=`` override, led in each.
     ``stopped``: a job of ``jobs`` stopped just now (its record not written yet): unfinished, listed first;
     ``stopped_told``: its own command was printed just before this hint, so when it is the one job left the
     hint points there instead of printing it again. ``folders``: each job's folder name (``sweep_plan.job_folders``).
@@ -216,25 +216,27 @@ def unfinished_jobs_hint(jobs: Sequence[Any], resumable: Sequence[str], all_jobs
     never = never_started(all_jobs, ran, folders) if recorded and sweep_dir is not None else []
     if recorded and sweep_dir is not None and (other := another_sweep(sweep_dir, all_jobs, folders, bool(never))):
         return f"; {other}"  # this one's jobs would join it, numbered as its jobs
-    mine = {folder_of(n, folders) for n in range(len(all_jobs))} if all_jobs else None  # not another sweep's job
-    unfinished = sorted((j for j, s in status.items() if s in resumable and (mine is None or j.name in mine)),
-                        key=lambda j: j != stopped)
+    mine = {folder_of(n, folders): n for n in range(len(all_jobs))} if all_jobs else None  # not another sweep's job
+    offered, told = {}, ""  # each folder as this sweep's job (was: as it ran, another value: 1e+30 where it is 0.002)
+    for job in (j for j, s in status.items() if s in resumable and (mine is None or j.name in mine)):
+        ran_with = lists[job.name] if lists[job.name] is not None else ["<its overrides>"]
+        got, words = retyped_job(job, None if mine is None or lists[job.name] is None else mine[job.name], all_jobs,
+                                 ran_with)
+        offered.update({job: (got, words)} if got is not None else {})
+        told += "" if got is not None else f"; {words}"
+    unfinished = sorted(offered, key=lambda j: j != stopped)
     if not (unfinished or never) or (not reason and all(s in resumable for s in status.values())):
-        return ""
-    whole = reason or "a sweep folder holding completed jobs is never rerun as a whole"
+        return told
+    whole = told + "; " + (reason or "a sweep folder holding completed jobs is never rerun as a whole")
     if stopped_told and unfinished == [stopped] and not never:  # its command is on the line above: not twice
-        return f"; the command above is enough: this job is the sweep's one unfinished job ({whole})"
-    commands = []
-    for job in unfinished:
-        saved = job / ".hydra" / "overrides.yaml"
-        ran_with = _yaml_list(saved)
-        ran_with = ["<its overrides>"] if ran_with is None else ran_with
-        commands.append(job_command([*search_path, *ran_with], job, multirun=True) + _refused(job, ran_with))
+        return f"; the command above is enough: this job is the sweep's one unfinished job ({whole[2:]})"
+    commands = [job_command([*search_path, *offered[job][0]], job, multirun=True) + offered[job][1]
+                for job in unfinished]
     for number, job in never:  # in the folder Hydra would have given it
         commands.append(job_command([*search_path, *job], Path(sweep_dir) / folder_of(number, folders), multirun=True))
     started = f" ({unstarted_words(never, sweep_dir, folders)})" if never else ""  # (was: "never started" if killed)
     if len(commands) == 1:  # one job left: one command, not a list to run "one by one"
-        return f"; {whole}: continue its one unfinished job{started.replace('(1 ', '(')} with: {commands[0]}"
+        return f"{whole}: continue its one unfinished job{started.replace('(1 ', '(')} with: {commands[0]}"
     listed = " ; ".join(commands)
     if len(commands) > INLINE_COMMANDS and sweep_dir is not None:  # one line of 20 commands helps no one
         from gensbi_sharding.harness.outputs import write_atomic
@@ -244,9 +246,9 @@ def unfinished_jobs_hint(jobs: Sequence[Any], resumable: Sequence[str], all_jobs
                                   "jobs, one command each, each continuing in its own folder (written when the sweep "
                                   "folder was refused).\n" + "\n".join(commands) + "\n")
         except OSError:  # a full or read-only sweep folder: the commands inline (was: the OSError, the refusal lost)
-            return f"; {whole}: continue its unfinished jobs{started} one by one: {listed}"
+            return f"{whole}: continue its unfinished jobs{started} one by one: {listed}"
         listed = f"bash {shlex.quote(str(script))} ({len(commands)} commands, one per line; the first: {commands[0]})"
-    return f"; {whole}: continue its unfinished jobs{started} one by one: {listed}"
+    return f"{whole}: continue its unfinished jobs{started} one by one: {listed}"
 
 
 def shared_folder_problem(subdir: Any, jobs: int, sweep_dir: Any) -> str | None:
@@ -261,22 +263,6 @@ def shared_folder_problem(subdir: Any, jobs: int, sweep_dir: Any) -> str | None:
     return (f"hydra.sweep.subdir={subdir} gives all {jobs} jobs of this sweep one folder ({Path(sweep_dir) / subdir}); "
             "leave hydra.sweep.subdir out (a folder per job number) or make it differ per job, e.g. "
             f"hydra.sweep.subdir='${{hydra.job.num}}_{subdir}'")
-
-
-def _refused(job: Path, overrides: Sequence[str]) -> str:
-    """" (its error names eval.num_samples=20000: change it in that command first)" when ``job`` failed naming one of
-    its ``overrides`` (was: its command as it ran, which failed it alike); ``weights_failure.error_cause``'s note; else ""."""
-    from gensbi_sharding.harness.outputs import read_metrics
-    from gensbi_sharding.harness.weights_failure import error_cause
-
-    try:  # its cause, not the commands it names to continue (every override: was "change them", nothing to change)
-        error, note = error_cause(str(read_metrics(job / "metrics.json").get("error") or ""))
-    except FileExistsError:
-        return ""
-    named = [o for o in overrides if "=" in o and re.search(
-        rf"(?<![\w.]){re.escape(o.split('=', 1)[0].lstrip('+~'))}=", error)]
-    return note or (f" (its error names {', '.join(named)}: change {'it' if len(named) == 1 else 'them'} in that "
-                    "command first)" if named else "")
 
 
 def _status(metrics: Any) -> str | None:

@@ -256,27 +256,20 @@ def moved_job(sweep_dir: Any, all_jobs: Sequence[Sequence[str]], folders: Sequen
     """The first job of ``all_jobs`` whose folder recorded other values of a swept key: (number, its values, the
     folder, the values it ran); None if every job folder there matches (``every``: if any one matches). Only swept
     keys, and only folders a sweep wrote last: a job continued alone (``hydra.mode=RUN``) may be on another rule or
-    mesh on purpose. ``folders``: each job's folder name (``job_folders``), where known; else job ``i``'s is ``i``."""
-    from omegaconf import OmegaConf
-
-    from gensbi_sharding.harness.outputs import read_record
+    mesh on purpose. A folder whose run failed naming each swept key that changed (``sweep_retyped.failed_on``) is
+    this sweep's job there, its value corrected. ``folders``: each job's folder name (``job_folders``), where known;
+    else job ``i``'s is ``i``."""
+    from gensbi_sharding.harness.sweep_retyped import changed_keys, failed_on, swept_keys, values_words
 
     wanted = [job_configuration(job) for job in all_jobs]
-    swept = [k for k in (wanted[0] if wanted else {}) if len({w.get(k) for w in wanted}) > 1]
-    first, matched = None, False
+    swept, first, matched = swept_keys(wanted), None, False
     for number, want in enumerate(wanted):
-        record = Path(sweep_dir) / folder_of(number, folders) / ".hydra"
-        recorded, hydra = record / "overrides.yaml", record / "hydra.yaml"
-        overrides, hydra = read_record(recorded), read_record(hydra)  # missing or damaged: None, passed over
-        if not swept or not OmegaConf.is_list(overrides) or (OmegaConf.is_dict(hydra) and OmegaConf.select(
-                hydra, "hydra.mode", default=None) == "RUN"):
+        if (changed := changed_keys(folder := Path(sweep_dir) / folder_of(number, folders), want, swept)) is None:
             continue
-        ran = job_configuration([str(o) for o in overrides])
-        if not (differ := [k for k in swept if ran.get(k) != want.get(k)]):
+        if not (differ := changed[0]) or failed_on(folder, differ):  # (was: 1e+30 that failed it: another sweep's)
             matched = True  # under ``every``: one job of this sweep there, so the others are its jobs changed
             continue
-        first = first or (number, " ".join(f"{k}={want.get(k)}" for k in differ), recorded.parent.parent,
-                          " ".join(f"{k}={ran[k]}" if k in ran else f"{k} unset" for k in differ))
+        first = first or (number, values_words(want, differ), folder, values_words(changed[1], differ))
         if not every:
             return first
     return None if matched else first

@@ -1,0 +1,124 @@
+"""A sweep typed again into its own folder with a value changed: which job folders still stand for its jobs.
+
+Job ``i`` of a sweep continues folder ``i``. A folder that ran other values of a key the sweep varies is another job,
+except one whose run failed naming each key that changed: ``-m train.learning_rate=0.003,1e30,0.001`` (job 1 diverged,
+its error naming ``train.learning_rate=1e+30``) typed again as ``-m train.learning_rate=0.003,0.002`` continues folder
+1 with 0.002, the value that failed corrected (was: offered with 1e+30, which fails it alike). Any other such folder is
+named, with why, and never offered: its checkpoints or record belong to the value it ran.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["swept_keys", "changed_keys", "failed_on", "named_overrides", "retyped_job", "values_words"]
+
+
+def swept_keys(wanted: Sequence[Mapping[str, str]]) -> list[str]:
+    """The keys whose value differs between a sweep's jobs (``sweep_plan.job_configuration`` of each)."""
+    return [k for k in (wanted[0] if wanted else {}) if len({w.get(k) for w in wanted}) > 1]
+
+
+def values_words(configuration: Mapping[str, str], keys: Sequence[str]) -> str:
+    """``"k=v k2 unset"``: the values of ``keys`` in a job's configuration."""
+    return " ".join(f"{k}={configuration[k]}" if k in configuration else f"{k} unset" for k in keys)
+
+
+def changed_keys(job_dir: Any, want: Mapping[str, str],
+                 swept: Sequence[str]) -> tuple[list[str], dict[str, str]] | None:
+    """The keys of ``swept`` that job folder ``job_dir`` ran with other values than ``want``, and what it ran; None
+    where nothing is swept, its record is missing or damaged, or it was continued alone (``hydra.mode=RUN``: then it
+    may be on another rule or mesh on purpose)."""
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness.outputs import read_record
+    from gensbi_sharding.harness.sweep_plan import job_configuration
+
+    record = Path(job_dir) / ".hydra"
+    overrides, hydra = read_record(record / "overrides.yaml"), read_record(record / "hydra.yaml")
+    if not swept or not OmegaConf.is_list(overrides) or (OmegaConf.is_dict(hydra) and OmegaConf.select(
+            hydra, "hydra.mode", default=None) == "RUN"):
+        return None
+    ran = job_configuration([str(o) for o in overrides])
+    return [k for k in swept if ran.get(k) != want.get(k)], ran
+
+
+def _error(job_dir: Any) -> tuple[str | None, str, str]:
+    """Job ``job_dir``'s status, its error's cause and ``weights_failure.error_cause``'s note; (None, "", "") when
+    its metrics.json is missing or cannot be read."""
+    from gensbi_sharding.harness.outputs import read_metrics
+    from gensbi_sharding.harness.weights_failure import error_cause
+
+    try:  # its cause, not the commands it names to continue (each repeats every override: nothing to change there)
+        metrics = read_metrics(Path(job_dir) / "metrics.json")
+    except FileExistsError:
+        return None, "", ""
+    return (metrics.get("status"), *error_cause(str(metrics.get("error") or "")))
+
+
+def _names(cause: str, key: str) -> bool:
+    return re.search(rf"(?<![\w.]){re.escape(key)}=", cause) is not None
+
+
+def failed_on(job_dir: Any, keys: Sequence[str]) -> bool:
+    """Whether job ``job_dir`` failed (status error) with an error whose cause names each of ``keys`` (``key=``)."""
+    status, cause, _ = _error(job_dir)
+    return status == "error" and bool(keys) and all(_names(cause, k) for k in keys)
+
+
+def _key(override: str) -> str:
+    return override.split("=", 1)[0].lstrip("+~")
+
+
+def named_overrides(job_dir: Any, overrides: Sequence[str]) -> str:
+    """" (its error names eval.num_samples=20000: change it in that command first)" when ``job_dir`` failed naming one
+    of its ``overrides`` (was: its command as it ran, which failed it alike); ``weights_failure.error_cause``'s note;
+    else ""."""
+    _, cause, note = _error(job_dir)
+    named = [o for o in overrides if "=" in o and _names(cause, _key(o))]
+    return note or (f" (its error names {', '.join(named)}: change {'it' if len(named) == 1 else 'them'} in that "
+                    "command first)" if named else "")
+
+
+def retyped_job(job_dir: Any, number: int | None, all_jobs: Sequence[Sequence[str]],
+                ran_with: Sequence[str]) -> tuple[list[str] | None, str]:
+    """How a refused sweep offers its unfinished job folder ``job_dir``, the folder of its job ``number``.
+
+    Parameters
+    ----------
+    job_dir : path-like
+        The job's folder.
+    number : int or None
+        This sweep's job whose folder it is; None: not known (its overrides are offered as it ran).
+    all_jobs : sequence of sequence of str
+        Every job of this sweep (``sweep_plan.sweep_jobs``).
+    ran_with : sequence of str
+        The overrides the folder recorded.
+
+    Returns
+    -------
+    (list of str or None, str)
+        The overrides that continue it and a note for its command: as it ran where it ran this sweep's job; with this
+        sweep's values where it failed naming each swept key that changed. Otherwise (None, the sentence that names the
+        folder, the values it ran and why it is not offered).
+    """
+    from gensbi_sharding.harness.sweep_plan import job_configuration
+
+    wanted = [job_configuration(job) for job in all_jobs]
+    changed = None if number is None else changed_keys(job_dir, wanted[number], swept_keys(wanted))
+    if not changed or not changed[0]:
+        return list(ran_with), named_overrides(job_dir, ran_with)
+    (keys, ran), status = changed, _error(job_dir)[0]
+    was, now = values_words(ran, keys), values_words(wanted[number], keys)
+    if failed_on(job_dir, keys):  # the value that failed it, corrected: this sweep's job continues that folder
+        typed = {_key(o): o for o in all_jobs[number] if "=" in o}
+        offered = [typed.get(_key(o), "") if _key(o) in keys else o for o in ran_with]
+        offered = [o for o in offered if o] + [typed[k] for k in keys if k not in ran and k in typed]
+        return offered, f" (its error names {was}: this sweep's {now} in its place)"
+    why = "its error does not name" if status == "error" else f"it ended {status or 'without a record'}, no error naming"
+    return None, (f"folder {job_dir} ran {was} where this sweep's job {number} is {now}, and {why} "
+                  f"{' '.join(keys)} (a job folder takes this sweep's value only where its error named the key that "
+                  "changed): run this sweep in another hydra.sweep.dir")
