@@ -54,6 +54,8 @@ def nesting_fix(saved: Mapping[str, Any], target: Mapping[str, Any], whole: str,
                     f"moments, under {under}: the checkpoint was saved from {saver} alone; build the target from the "
                     f"same: abstract_state_for({node}, mesh, rule)")
         keys = ["state", *(nodes or ["0"])[0].split("/")]  # Orbax reads the first part holding the target alone
+        reach = lambda of: "".join(f"[{k}]" if k.isdigit() else f"[{k!r}]" if of == dict else f".{k}"  # noqa: E731
+                                   for k in keys[1:])  # Python's words for it: self.layers[0], parent['lin']
         item = "".join(f"{{{key!r}: " for key in keys) + "nnx.to_pure_dict(target)" + "}" * len(keys)
         if nodes:
             return (f"The target holds every variable of the checkpoint under {under}: the checkpoint was saved from "
@@ -64,10 +66,10 @@ def nesting_fix(saved: Mapping[str, Any], target: Mapping[str, Any], whole: str,
                         f"target from the same: abstract_state_for({whole}, mesh, rule)" if nodes[0][0].isdigit() else
                         # a Module's attributes or a dict's keys, alike in a checkpoint
                         f"it was saved from a parent holding this node as {nodes[0]!r} (a Module with it as attribute "
-                        f"self.{nodes[0].replace('/', '.')}, or a dict under that key; the checkpoint's top level: "
+                        f"self{reach(object)}, or a dict under that key; the checkpoint's top level: "
                         f"{whole}); restore that parent and take the node from it: restored = restore({str(step_dir)!r}, "
-                        f"abstract_state_for(parent, mesh, rule)); nnx.update(parent, restored.state); parent."
-                        f"{nodes[0].replace('/', '.')} is it") + f"; or read the part under '{nodes[0]}/' alone "
+                        f"abstract_state_for(parent, mesh, rule)); nnx.update(parent, restored.state); parent"
+                        f"{reach(object)} is it (a dict's: parent{reach(dict)})") + f"; or read the part under '{nodes[0]}/' alone "
                     f"with Orbax: target = abstract_state_for(model, mesh, rule); item = {item}; part = ocp.Checkpointer("
                     f"ocp.CompositeCheckpointHandler()).restore({str(step_dir)!r}, args=ocp.args.Composite(arrays=ocp."
                     "args.PyTreeRestore(item, restore_args=ocp.checkpoint_utils.construct_restore_args(item), partial_"

@@ -403,7 +403,7 @@ def test_restore_of_one_attribute_of_a_saved_module_names_the_parent_and_both_fi
         f"node as '{part}' (a Module with it as attribute self.{part}, or a dict under that key; the checkpoint's top "
         "level: {'lin': <node>, 'out': <node>}); restore that parent and take the node from it: restored = restore("
         f"{str(tmp_path / '1')!r}, abstract_state_for(parent, mesh, rule)); nnx.update(parent, restored.state); "
-        f"parent.{part} is it; or read the part under '{part}/' alone with Orbax: "), refusal
+        f"parent.{part} is it (a dict's: parent[{part!r}]); or read the part under '{part}/' alone with Orbax: "), refusal
     parent = _Net(nnx.Rngs(2))  # the first fix, as written
     exec(refusal.split("take the node from it: ")[1].split(f"; parent.{part} is it")[0],
          {"restore": restore, "abstract_state_for": abstract_state_for, "nnx": nnx, "mesh": mesh, "rule": rule,
@@ -412,6 +412,36 @@ def test_restore_of_one_attribute_of_a_saved_module_names_the_parent_and_both_fi
     exec(refusal.split("alone with Orbax: ")[1], {"ocp": ocp, "nnx": nnx, "abstract_state_for": abstract_state_for,
                                                   "mesh": mesh, "rule": rule, "model": model})  # the second
     np.testing.assert_array_equal(model.kernel[...], getattr(saved, part).kernel[...])
+
+
+class _Stack(nnx.Module):
+    """A parent Module holding two Linears of other shapes in a list, ``layers``."""
+
+    def __init__(self, rngs):
+        self.layers = nnx.List([nnx.Linear(4, 8, rngs=rngs), nnx.Linear(8, 2, rngs=rngs)])
+
+
+@pytest.mark.parametrize("parent_of, words", [
+    (lambda rngs: {"lin": nnx.Linear(4, 8, rngs=rngs), "out": nnx.Linear(8, 2, rngs=rngs)}, "parent['lin']"),
+    (_Stack, "parent.layers[0]")])
+def test_restore_of_one_node_of_a_saved_dict_or_list_names_it_as_python_reaches_it(tmp_path, devices, parent_of,
+                                                                                   words):
+    # Was: "...; parent.lin is it" of a saved dict {'lin': ..., 'out': ...} (parent['lin'] there: parent.lin is an
+    # AttributeError), and "a Module with it as attribute self.layers.0 ...; parent.layers.0 is it" of a list's item,
+    # no Python at all (self.layers[0]).
+    mesh, rule, saved = gs.make_mesh(model_axis=2), "fsdp", parent_of(nnx.Rngs(0))
+    save_steps(tmp_path, saved)
+    node = eval(words, {"parent": parent_of(nnx.Rngs(1))})
+    refusal = restore_refusal(tmp_path / "1", node, mesh)
+    said = ("parent.layers[0] is it (a dict's: parent['layers'][0])" if "layers" in words else
+            "parent.lin is it (a dict's: parent['lin'])")
+    assert f"(a Module with it as attribute self{said.split(' is it')[0].removeprefix('parent')}, or a dict" in refusal
+    assert f"nnx.update(parent, restored.state); {said}; or read the part" in refusal, refusal
+    parent = parent_of(nnx.Rngs(2))  # the fix, as written, then the node as the words name it
+    exec(refusal.split("take the node from it: ")[1].split("; parent")[0],
+         {"restore": restore, "abstract_state_for": abstract_state_for, "nnx": nnx, "mesh": mesh, "rule": rule,
+          "parent": parent})
+    np.testing.assert_array_equal(eval(words, {"parent": parent}).kernel[...], eval(words, {"parent": saved}).kernel[...])
 
 
 def test_restore_names_every_node_holding_the_target_and_the_node_itself_to_build(tmp_path, devices):
