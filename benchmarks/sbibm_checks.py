@@ -41,7 +41,7 @@ RUN_FLAGS = {"task": "--tasks", "budget": "--budgets", "root": "--root", "layout
 
 
 def extra_problem(extra: list[str], tasks: list[str], budgets: list[int], flags: dict | None = None,
-                  per_task: bool = False) -> str | None:
+                  per_task: bool = False, across: bool = True) -> str | None:
     """The one-line refusal of ``run``'s extra overrides (after ``--``), or None when every job can start.
 
     Refused, before any job: what Hydra's grammar cannot read, a key ``run`` sets per job (``OWNED``), a
@@ -60,6 +60,9 @@ def extra_problem(extra: list[str], tasks: list[str], budgets: list[int], flags:
     per_task : bool, optional
         Compose each (task, budget)'s config with its ``sbibm_method.TASK_SETTINGS`` too, as ``run``'s amortised
         jobs are.
+    across : bool, optional
+        Check the fix a settings group's refusal offers against every group of the run, and say which refuses it
+        (``_refused_elsewhere``); False: that check itself, each group's refusal named by its task.
 
     Returns
     -------
@@ -75,7 +78,7 @@ def extra_problem(extra: list[str], tasks: list[str], budgets: list[int], flags:
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     from gensbi_sharding.harness.override_grammar import grammar_problem, parse
-    from gensbi_sharding.harness.override_keys import unknown_key_problem
+    from gensbi_sharding.harness.override_keys import model_key_problem, unknown_key_problem
     from gensbi_sharding.harness.override_lists import list_override_problem
     from gensbi_sharding.harness.override_types import override_problem
     from gensbi_sharding.harness.task_fixed import task_fixed_problem
@@ -95,12 +98,12 @@ def extra_problem(extra: list[str], tasks: list[str], budgets: list[int], flags:
         composed = parse(["experiment=sbibm", *own, *extra])
         group = ",".join(dict.fromkeys(task for task, _ in cells))
         problem = (grammar_problem(command) or task_fixed_problem([f"data={group}", *own, *extra])
-                   or list_override_problem(composed) or unknown_key_problem(command)
+                   or list_override_problem(composed) or unknown_key_problem(command) or model_key_problem(composed)
                    or override_problem(composed, sweeps_need_m=False))
-        if problem and own:  # named as _config_problem names the task's own settings, with their way out
-            return _own_problem(problem, *cells[0], own)
-        if problem:
-            return f"extra argument {problem}"
+        if problem:  # the task's own settings named as _config_problem names them, with their way out
+            problem += _refused_elsewhere(problem, extra, lambda fixed: extra_problem(
+                fixed, tasks, budgets, flags, per_task, across=False), _own_problem("", *cells[0], own)) if across else ""
+            return _own_problem(problem, *cells[0], own) if own or not across else f"extra argument {problem}"
     parser, named = OverridesParser.create(), {**RUN_FLAGS, **(flags or {})}
     for arg in extra:
         if arg.startswith("-"):  # e.g. a second "--" or a launch.py flag: argparse passed it on as an override
@@ -176,6 +179,25 @@ def _config_problem(extra: list[str], tasks: list[str], budgets: list[int], budg
                     # the task's own settings named: a refusal of model.width=64 read as of the preset's MLP
                     return _own_problem(reason, task, budget, own)
     return None
+
+
+def _refused_elsewhere(problem: str, extra: list[str], check, said_after: str) -> str:
+    """", though <fix> is refused too, for <task> at <budget> simulations: <its refusal>" where the fix ``problem``
+    offers (in place of the override it refuses) is refused by ``check`` (``extra_problem`` of every group) naming its
+    key, without the note ``said_after`` (``_own_problem``'s, which the message ends with anyway); else "". Was: ``--tasks two_moons gaussian_linear_uniform -- +model.widht=64`` advised ``model.width=64`` from
+    the first group's MLP, which the transformer of gaussian_linear_uniform at 10^4 refused once typed."""
+    from gensbi_sharding.harness.refusal import fix_of, fixes_of, said
+
+    fixes, key = fixes_of(fix_of(problem)), lambda o: o.split("=", 1)[0].lstrip("+~")  # noqa: E731
+    refused = next((o for o in extra if problem.startswith(f"{o}:")), None)
+    if not fixes or refused is None:
+        return ""
+    keys = {key(fix) for fix in fixes}
+    then = check([new for o in extra for new in (fixes if o == refused else () if key(o) in keys else (o,))])
+    if not then or not any(k in then for k in keys):
+        return ""
+    then = then.removeprefix("extra arguments (after --), ").removesuffix(said_after.split(": ", 1)[1])
+    return f", though {said(fix_of(problem))} is refused too, {then}"
 
 
 def _own_problem(reason: str, task: str, budget: int, own) -> str:

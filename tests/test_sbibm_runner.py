@@ -1710,12 +1710,47 @@ def test_run_checks_an_unknown_key_against_the_tasks_own_model(sbibm):
         "extra arguments (after --), for gaussian_linear_uniform at 10000 simulations: +model.foo=1: model.foo is not "
         f"a setting of model=transformer; {settings}, so drop +model.foo=1{own}")
     assert extra_problem(["mesh=none", "+model.embedd=3"], ["gaussian_linear_uniform"], [10000],
-                         per_task=True).endswith(f"did you mean model.embed?); {settings}, so write model.embed=3{own}")
+                         per_task=True).endswith(f"did you mean model.embed?); {settings}, so write model.embed=3, "
+                                                 "though model.embed=3 is refused too, for gaussian_linear_uniform at "
+                                                 "10000 simulations: model.embed=3 must be a multiple of model.heads=8 "
+                                                 "(each head takes embed / heads features); set model.heads=3, or "
+                                                 f"model.embed=8{own}")  # was: the fix alone, its job refusing it
     # each settings group once: the preset's MLP for the other pairs, named as before
     assert extra_problem(["mesh=none", "+model.widht=64"], ["gaussian_linear_uniform"], [1000], per_task=True) == (
         "extra argument +model.widht=64: model.widht is not a setting of the default model=mlp (did you mean "
         "model.width?); its settings: init, width, depth, mlp_ratio, time_embed_dim; a run takes no other key, so "
         "write model.width=64")
+
+
+
+def test_run_of_mixed_tasks_says_which_settings_group_refuses_the_fix_another_offers(sbibm):
+    # Was: run --tasks two_moons gaussian_linear_uniform --budgets 10000 -- +model.widht=64 advised "write
+    # model.width=64" (the first group's MLP), which gaussian_linear_uniform's transformer at 10^4 then refused.
+    from sbibm_checks import extra_problem
+
+    own = ("gaussian_linear_uniform's job at 10000 runs with model=transformer train.steps=6000 before them, all left "
+           "out when one of their keys is given after -- (e.g. model=mlp)")
+    assert extra_problem(["mesh=none", "+model.widht=64"], ["two_moons", "gaussian_linear_uniform"], [10000],
+                         per_task=True) == (
+        "extra argument +model.widht=64: model.widht is not a setting of the default model=mlp (did you mean "
+        "model.width?); its settings: init, width, depth, mlp_ratio, time_embed_dim; a run takes no other key, so "
+        "write model.width=64, though model.width=64 is refused too, for gaussian_linear_uniform at 10000 simulations: "
+        "model.width is a setting of model=mlp, not of model=transformer; its settings: init, embed, depth, heads, "
+        f"mlp_ratio, time_embed_dim; {own}")
+    # The other way round: the transformer's fix, refused by the MLP's group, said beside it before its own note
+    problem = extra_problem(["mesh=none", "+model.embd=64"], ["gaussian_linear_uniform", "two_moons"], [10000],
+                            per_task=True)
+    assert problem == (
+        "extra arguments (after --), for gaussian_linear_uniform at 10000 simulations: +model.embd=64: model.embd is "
+        "not a setting of model=transformer (did you mean model.embed?); its settings: init, embed, depth, heads, "
+        "mlp_ratio, time_embed_dim; a run takes no other key, so write model.embed=64, though model.embed=64 is "
+        "refused too, for two_moons at 10000 simulations: model.embed=64: model=mlp (the default) has no field embed; "
+        f"model=transformer has it: add model=transformer, whose section it then sets; {own}"), problem
+    # a fix every group accepts is said as before; so is the transformer's "drop", which every group accepts
+    assert extra_problem(["mesh=none", "+model.dpeth=2"], ["two_moons", "gaussian_linear_uniform"], [10000],
+                         per_task=True).endswith("so write model.depth=2")
+    assert extra_problem(["mesh=none", "+model.widht=64"], ["gaussian_linear_uniform", "two_moons"], [10000],
+                         per_task=True).endswith(f"so drop +model.widht=64; {own}")
 
 
 def test_a_sequential_job_keeps_the_presets_model(sbibm, tmp_path, monkeypatch):
