@@ -645,6 +645,34 @@ def test_resume_from_a_run_whose_step_lost_its_orbax_metadata_names_it_not_check
         assert (given == tmp_path / "run") or str(err.value).startswith("train.resume="), str(err.value)
 
 
+def test_resume_from_a_copied_step_that_lost_its_metadata_says_what_to_do_when_its_source_is_gone(tmp_path):
+    # Was: "... copy the step folder again whole from where it was saved); ...", and nothing else, for a copy whose
+    # source may be gone: now the newest complete step left beside it, named as an override that resumes it, or that
+    # none is left.
+    from gensbi_sharding.harness.resume import resume_step_dir
+
+    with CheckpointWriter(tmp_path / "run" / "checkpoints", async_save=False, keep=5) as writer:
+        for step in (3, 5):
+            writer.save(step, nnx.Linear(2, 2, rngs=nnx.Rngs(0)), jax.random.key(0))
+    shutil.copytree(tmp_path / "run" / "checkpoints", tmp_path / "copy" / "checkpoints")
+    (tmp_path / "copy" / "checkpoints" / "5" / "_CHECKPOINT_METADATA").unlink()
+    shutil.rmtree(tmp_path / "run")  # the source is gone
+    with pytest.raises(ConfigError) as err:
+        resume_step_dir(OmegaConf.create({"train": {"resume": str(tmp_path / "copy" / "checkpoints" / "5")}}))
+    fix = f"train.resume={tmp_path / 'copy' / 'checkpoints' / '3'}"
+    assert str(err.value).endswith(f"; if the folder it was copied from is gone, resume the newest complete step "
+                                   f"left, {fix}; or leave train.resume out to start fresh"), str(err.value)
+    assert resume_step_dir(OmegaConf.create({"train": {"resume": fix.split("=", 1)[1]}})) == (
+        tmp_path / "copy" / "checkpoints" / "3")  # the fix, as given, resumes
+    shutil.rmtree(tmp_path / "copy" / "checkpoints" / "3")  # none left: said so, of each folder that designates it
+    outputs.write_json(tmp_path / "copy" / "metrics.json", {"status": "ok"})
+    for given in ("copy", "copy/checkpoints", "copy/checkpoints/5"):
+        with pytest.raises((ConfigError, FileNotFoundError)) as err:
+            resume_step_dir(OmegaConf.create({"train": {"resume": str(tmp_path / given)}}))
+        assert (f"; if the folder it was copied from is gone, no complete step is left in "
+                f"{tmp_path / 'copy' / 'checkpoints'} to resume; or ") in str(err.value), str(err.value)
+
+
 def test_resume_names_the_checkpoint_a_failed_run_continued_as_the_shell_and_hydra_read_it_back(tmp_path):
     """Was: ``train.resume=/tmp/my runs é (1)/checkpoints/4`` as it is: pasted, the shell splits it and Hydra's
     grammar refuses the rest (round 43)."""

@@ -49,11 +49,12 @@ def resume_step_dir(cfg: DictConfig) -> Path | None:
         return find_checkpoint(cfg.train.resume, base_dir=launch_dir())
     except FileNotFoundError as err:
         metrics = folder / "metrics.json"  # a run's folder that saved no checkpoint: say why
+        gone = _source_gone(folder) if lost_step_metadata(folder) else ""  # was: only "copy the step folder again"
         if not metrics.is_file():  # the override named (was "FileNotFoundError: checkpoint path ...", no key)
             raise ConfigError(f"{hydra_override('train.resume', cfg.train.resume)}: {err}, as train.resume=<folder>"
-                              f"{runs_note(folder, 'train.resume')}; or leave train.resume out to start fresh") from None
-        if lost_step_metadata(folder):  # ``err`` names the step and the fix (was, status ok: "holds a completed run
-            raise  # whose checkpoints are gone (no complete step folder in ...)", its step there)
+                              f"{runs_note(folder, 'train.resume')}{gone}; or leave train.resume out to start fresh") from None
+        if gone:  # ``err`` names the step and the fix (was, status ok: "holds a completed run whose checkpoints are
+            raise FileNotFoundError(f"{err}{gone}; or start a new run without train.resume") from None  # gone ...")
         status = (previous := read_metrics(metrics)).get("status")
         why = ("is a sequential job's folder (benchmarks/sequential.py), whose rounds keep no checkpoint: start a new "
                "run without train.resume" if (folder / SEQUENTIAL).is_file() else  # was: "... are gone"
@@ -65,6 +66,20 @@ def resume_step_dir(cfg: DictConfig) -> Path | None:
                    "or start a new run without train.resume" if previous.get("resumed_from") else  # was said of any run:
                    "start a new run without train.resume"))  # "the run it failed to continue", for one that continued none
         raise FileNotFoundError(f"{err}; {folder} {why}") from None
+
+
+def _source_gone(folder: Path) -> str:
+    """What to do where the step ``folder`` designates lost its Orbax step metadata and the folder it was copied from
+    is gone (``find_checkpoint``'s fix, copying it again, then cannot be followed): resume the newest complete step
+    beside it, named, or, where there is none, say so."""
+    from gensbi_sharding.checkpoint_steps import CHECKPOINT_SUBDIR, committed_steps
+
+    checkpoints = folder.parent if folder.name.isdigit() and not (folder / CHECKPOINT_SUBDIR).is_dir() else (
+        folder / CHECKPOINT_SUBDIR if (folder / CHECKPOINT_SUBDIR).is_dir() else folder)
+    steps = committed_steps(checkpoints)
+    return "; if the folder it was copied from is gone, " + (
+        f"resume the newest complete step left, {hydra_override('train.resume', checkpoints / str(steps[-1]))}" if steps
+        else f"no complete step is left in {checkpoints} to resume")
 
 
 def _writing_run(folder: Path) -> str | None:
