@@ -335,14 +335,17 @@ DIVERGED = ("FloatingPointError: training diverged: mean loss nan over steps 1..
             "resume from: start afresh with a lower train.learning_rate (train.checkpoint_every=N keeps some)")
 
 
-def _refuse_a_sweep_into_a_finished_learning_rate_sweep(tmp_path, swept, error=None):
+def _refuse_a_sweep_into_a_finished_learning_rate_sweep(tmp_path, swept, error=None, saved=False):
     """``-m <swept>`` started into the folder of a finished ``-m train.learning_rate=0.003,1e30,0.001`` (job 1 failed,
-    its metrics' ``error`` as given); the refusal is on stderr. Returns the sweep folder."""
+    its metrics' ``error`` as given; ``saved``: each job holds a checkpoint of step 5); the refusal is on stderr.
+    Returns the sweep folder."""
     sweep = tmp_path / "sw"
     for job, (rate, status) in enumerate([("0.003", "ok"), ("1e+30", "error"), ("0.001", "ok")]):
         outputs.write_json(sweep / str(job) / "metrics.json", {"status": status, "final_step": 5,
                                                                **({"error": error} if job == 1 and error else {})})
         (sweep / str(job) / ".hydra").mkdir(parents=True)
+        if saved:
+            (sweep / str(job) / "checkpoints" / "5").mkdir(parents=True)
         (sweep / str(job) / ".hydra" / "overrides.yaml").write_text(f"- train.learning_rate={rate}\n")
     (sweep / "multirun.yaml").write_text("hydra:\n  mode: MULTIRUN\n")
     config = OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep)}, "overrides": {"task": [swept, "train.steps=5"]}},
@@ -422,3 +425,18 @@ def test_a_retyped_sweep_names_a_failed_folder_whose_error_names_not_the_value_i
         f"hydra.sweep.dir; folder {sweep / '1'} ran train.learning_rate=1e+30 where this sweep's job 1 is "
         "train.learning_rate=0.002, and its error does not name train.learning_rate (a job folder takes this sweep's "
         "value only where its error named the key that changed): run this sweep in another hydra.sweep.dir\n")
+
+
+def test_a_refused_sweep_never_counts_or_trains_further_a_folder_that_ran_another_value_of_its_job(tmp_path, capsys):
+    # Was: -m train.learning_rate=0.005,1e30,0.001 into the folder of a finished -m train.learning_rate=0.003,1e30,0.001
+    # said "2 of its 3 jobs complete (0, 2); job 0: ... to train it further ...: python launch.py
+    # train.learning_rate=0.003 ... train.resume=<dir>/0 ...": folder 0 ran 0.003 where this sweep's job 0 is 0.005.
+    sweep = _refuse_a_sweep_into_a_finished_learning_rate_sweep(tmp_path, "train.learning_rate=0.005,1e30,0.001",
+                                                                saved=True)
+    assert capsys.readouterr().err == (
+        f"[ERROR] hydra.sweep.dir={sweep}: 1 of its 3 jobs complete (2); folder {sweep / '0'} ran "
+        "train.learning_rate=0.003 where this sweep's job 0 is train.learning_rate=0.005, and it completed (a job "
+        "folder takes this sweep's value only where its error named the key that changed): run this sweep in another "
+        "hydra.sweep.dir; a sweep folder holding completed jobs is never rerun as a whole: continue its one unfinished "
+        "job with: python launch.py train.learning_rate=1e+30 train.resume=auto hydra.mode=RUN "
+        f"hydra.run.dir={sweep / '1'}\n")

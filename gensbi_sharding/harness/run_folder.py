@@ -26,13 +26,12 @@ from gensbi_sharding.harness.launch_record import keep_record, record_python_run
 from gensbi_sharding.harness.outputs import read_metrics, read_record, write_record
 from gensbi_sharding.harness.preflight import folder_check_crashed
 from gensbi_sharding.harness.python_words import in_python_words
-from gensbi_sharding.harness.resume_command import (auto_problem, folder_resume, holds_checkpoint, named_resume,
-                                                    requeued_step)
+from gensbi_sharding.harness.resume_command import auto_problem, folder_resume, holds_checkpoint, requeued_step
 from gensbi_sharding.harness.stop_record import stopped_at_step  # noqa: F401 (its name here before it moved)
 from gensbi_sharding.harness.stopped_jobs import fresh_settings, stopped_jobs_problem
 from gensbi_sharding.harness.sweep_hints import (config_flags, hydra_job_overrides, moved_jobs_problem, search_path_of,
                                                  shared_folder_problem, train_further_hint, unfinished_jobs_hint)
-from gensbi_sharding.harness.sweep_plan import another_sweep, command_overrides, every_job, job_folders
+from gensbi_sharding.harness.sweep_plan import another_sweep, command_overrides, every_job, job_folders, moved_folders
 from gensbi_sharding.harness.sweep_subdirs import colliding_subdirs_problem, foreign_runs_problem, unused_folder_problem
 
 __all__ = ["output_dir", "ensure_fresh", "RunFolder", "folder_owner", "RESUMABLE", "RefuseCompletedRun",
@@ -246,11 +245,10 @@ class RefuseCompletedRun(Callback):
                        or folder_problem(folder, sweep=sweep, before_hydra=True))
             if sweep and not problem:  # Hydra writes a job's .hydra/ record before any check of ours could run
                 raw = OmegaConf.to_container(config.hydra.sweep, resolve=False) if "sweep" in config.hydra else {}
-                jobs = every_job(config)
-                problem = (shared_folder_problem(raw.get("subdir"), len(jobs), folder) or foreign_runs_problem(
-                    folder, job_folders(config, jobs)) or colliding_subdirs_problem(config, raw.get("subdir"), jobs, folder))
-                if OmegaConf.select(config, "train.resume", default=None) == "auto":
-                    problem = problem or moved_jobs_problem(folder, jobs, job_folders(config, jobs))
+                folders = job_folders(config, jobs := every_job(config))
+                problem = (shared_folder_problem(raw.get("subdir"), len(jobs), folder) or foreign_runs_problem(folder, folders)
+                           or colliding_subdirs_problem(config, raw.get("subdir"), jobs, folder) or OmegaConf.select(
+                               config, "train.resume", default=None) == "auto" and moved_jobs_problem(folder, jobs, folders))
             if problem:
                 raise ConfigError(problem)
             (lock := FolderLock(folder)).acquire()
@@ -263,7 +261,7 @@ class RefuseCompletedRun(Callback):
                 task = job if sweep and OmegaConf.is_list(job) else command
                 earlier[run_dir] = ensure_fresh(run_dir, **fresh,
                                                 overrides=None if task is None else [*searched, *task])
-            killed = [folder / job for job in job_folders(config, jobs) or []] if sweep else []  # no metrics.json
+            killed = [folder / job for job in folders or []] if sweep else []  # no metrics.json
             if sweep and (problem := stopped_jobs_problem(folder, killed, jobs, [*searched, *(command or [])], fresh)):
                 raise FileExistsError(problem)  # every job refused before the first starts (was: one by one in run())
             for run_dir in dict.fromkeys([*runs, *killed]):  # once no folder is refused; before Hydra rewrites them
@@ -273,7 +271,9 @@ class RefuseCompletedRun(Callback):
             hint = lead = other = ""  # another sweep's folder: that alone (was: its jobs counted, offered as ours)
             if sweep and isinstance(err, FileExistsError) and not (other := another_sweep(
                     folder, jobs := every_job(config), folders := job_folders(config, jobs))):  # its completed counted
-                lead = completed_jobs_lead(folder, runs, str(err), len(jobs), folders)  # not started too
+                moved = moved_folders(folder, jobs, folders)  # no job of this sweep: said, never counted complete
+                err = next((w for n, w in moved.items() if str(err).startswith(f"{folder / n}/")), err)
+                lead = completed_jobs_lead(folder, [r for r in runs if r.name not in moved], str(err), len(jobs), folders)
                 hint = unfinished_jobs_hint(runs, RESUMABLE, jobs, folder, searched, folders=folders)
             print(tagged("ERROR", other or f"{lead}{err}{hint}"), file=sys.stderr, flush=True)  # as its jobs' errors
             raise SystemExit(1) from None  # Hydra turns a callback's Exception into a warning; this stops the run

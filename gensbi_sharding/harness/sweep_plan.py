@@ -11,9 +11,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+# moved_folders: named here too, beside moved_job and another_sweep (its home reads each job folder's outcome)
+from gensbi_sharding.harness.sweep_retyped import changed_keys, failed_on, moved_folders, swept_keys, values_words
+
 __all__ = ["sweep_jobs", "command_overrides", "every_job", "job_folders", "folder_of", "job_order", "never_started",
            "job_configuration", "declared_resume", "moved_job", "moved_jobs_problem", "unstarted_words",
-           "another_sweep"]
+           "another_sweep", "moved_folders"]
 
 #: Hydra's default ``hydra.sweep.subdir``: job ``i`` in folder ``i``.
 DEFAULT_SUBDIR = "${hydra.job.num}"
@@ -259,8 +262,6 @@ def moved_job(sweep_dir: Any, all_jobs: Sequence[Sequence[str]], folders: Sequen
     mesh on purpose. A folder whose run failed naming each swept key that changed (``sweep_retyped.failed_on``) is
     this sweep's job there, its value corrected. ``folders``: each job's folder name (``job_folders``), where known;
     else job ``i``'s is ``i``."""
-    from gensbi_sharding.harness.sweep_retyped import changed_keys, failed_on, swept_keys, values_words
-
     wanted = [job_configuration(job) for job in all_jobs]
     swept, first, matched = swept_keys(wanted), None, False
     for number, want in enumerate(wanted):

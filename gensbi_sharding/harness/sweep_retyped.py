@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-__all__ = ["swept_keys", "changed_keys", "failed_on", "named_overrides", "retyped_job", "values_words"]
+__all__ = ["swept_keys", "changed_keys", "failed_on", "named_overrides", "retyped_job", "values_words",
+           "moved_folders"]
 
 
 def swept_keys(wanted: Sequence[Mapping[str, str]]) -> list[str]:
@@ -105,10 +107,8 @@ def retyped_job(job_dir: Any, number: int | None, all_jobs: Sequence[Sequence[st
         sweep's values where it failed naming each swept key that changed. Otherwise (None, the sentence that names the
         folder, the values it ran and why it is not offered).
     """
-    from gensbi_sharding.harness.sweep_plan import job_configuration
-
-    wanted = [job_configuration(job) for job in all_jobs]
-    changed = None if number is None else changed_keys(job_dir, wanted[number], swept_keys(wanted))
+    wanted, swept = _wanted(tuple(map(tuple, all_jobs)))
+    changed = None if number is None else changed_keys(job_dir, wanted[number], swept)
     if not changed or not changed[0]:
         return list(ran_with), named_overrides(job_dir, ran_with)
     (keys, ran), status = changed, _error(job_dir)[0]
@@ -118,7 +118,33 @@ def retyped_job(job_dir: Any, number: int | None, all_jobs: Sequence[Sequence[st
         offered = [typed.get(_key(o), "") if _key(o) in keys else o for o in ran_with]
         offered = [o for o in offered if o] + [typed[k] for k in keys if k not in ran and k in typed]
         return offered, f" (its error names {was}: this sweep's {now} in its place)"
-    why = "its error does not name" if status == "error" else f"it ended {status or 'without a record'}, no error naming"
-    return None, (f"folder {job_dir} ran {was} where this sweep's job {number} is {now}, and {why} "
-                  f"{' '.join(keys)} (a job folder takes this sweep's value only where its error named the key that "
-                  "changed): run this sweep in another hydra.sweep.dir")
+    why = ("it completed" if status == "ok" else f"its error does not name {' '.join(keys)}"
+           if status == "error" else f"it ended {status or 'without a record'}, no error naming {' '.join(keys)}")
+    return None, (f"folder {job_dir} ran {was} where this sweep's job {number} is {now}, and {why} (a job folder "
+                  "takes this sweep's value only where its error named the key that changed): run this sweep in "
+                  "another hydra.sweep.dir")
+
+
+def moved_folders(sweep_dir: Any, all_jobs: Sequence[Sequence[str]],
+                  folders: Sequence[str] | None = None) -> dict[str, str]:
+    """``{folder name: retyped_job's sentence}`` of each job folder of ``sweep_dir`` that ran other swept values than
+    this sweep's job of its number and is not offered with this sweep's: no job of this sweep, never counted complete
+    (was: "2 of its 3 jobs complete (0, 2); job 0: ...; to train it further ...: train.learning_rate=0.003", folder 0
+    where this sweep's job 0 is 0.005). ``folders``: each job's folder name (``sweep_plan.job_folders``)."""
+    from gensbi_sharding.harness.sweep_plan import folder_of
+
+    found = {}
+    for number in range(len(all_jobs)):
+        job = Path(sweep_dir) / folder_of(number, folders)
+        if job.is_dir() and (moved := retyped_job(job, number, all_jobs, ()))[0] is None:
+            found[job.name] = moved[1]
+    return found
+
+
+@lru_cache(maxsize=4)
+def _wanted(all_jobs: tuple[tuple[str, ...], ...]) -> tuple[list[dict[str, str]], list[str]]:
+    """Each job's configuration and the keys the sweep varies, read once per sweep (not once per folder)."""
+    from gensbi_sharding.harness.sweep_plan import job_configuration
+
+    wanted = [job_configuration(job) for job in all_jobs]
+    return wanted, swept_keys(wanted)
