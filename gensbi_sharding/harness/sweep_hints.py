@@ -200,7 +200,8 @@ def unfinished_jobs_hint(jobs: Sequence[Any], resumable: Sequence[str], all_jobs
     with the overrides it ran with (``<job>/.hydra/overrides.yaml``), or this sweep's values where it failed naming
     the swept keys that changed (``sweep_retyped.retyped_job``; a folder that ran other values otherwise is named, never
     offered), and each job of ``all_jobs`` (``sweep_jobs``) that never started (no folder with its overrides) runs in
-    a new folder of ``sweep_dir``. "" when no job is unfinished or none completed. ``search_path``: the sweep's ``hydra.searchpath=`` override, led in each.
+    a new folder of ``sweep_dir``. "" when no job is unfinished or none completed. ``search_path``: the sweep's
+    ``hydra.searchpath=`` override, led in each.
     ``stopped``: a job of ``jobs`` stopped just now (its record not written yet): unfinished, listed first;
     ``stopped_told``: its own command was printed just before this hint, so when it is the one job left the
     hint points there instead of printing it again. ``folders``: each job's folder name (``sweep_plan.job_folders``).
@@ -227,9 +228,10 @@ def unfinished_jobs_hint(jobs: Sequence[Any], resumable: Sequence[str], all_jobs
     unfinished = sorted(offered, key=lambda j: j != stopped)
     if not (unfinished or never) or (not reason and all(s in resumable for s in status.values())):
         return told
-    whole = told + "; " + (reason or "a sweep folder holding completed jobs is never rerun as a whole")
+    whole = reason or "a sweep folder holding completed jobs is never rerun as a whole"
     if stopped_told and unfinished == [stopped] and not never:  # its command is on the line above: not twice
-        return f"; the command above is enough: this job is the sweep's one unfinished job ({whole[2:]})"
+        return f"{told}; the command above is enough: this job is the sweep's one unfinished job ({whole})"
+    whole = f"{told}; {whole}"  # a folder not offered named first
     commands = [job_command([*search_path, *offered[job][0]], job, multirun=True) + offered[job][1]
                 for job in unfinished]
     for number, job in never:  # in the folder Hydra would have given it
