@@ -673,6 +673,30 @@ def test_resume_from_a_copied_step_that_lost_its_metadata_says_what_to_do_when_i
                 f"{tmp_path / 'copy' / 'checkpoints'} to resume; or ") in str(err.value), str(err.value)
 
 
+def test_resume_of_a_copy_whose_newest_step_lost_its_metadata_is_refused_naming_both_steps(tmp_path):
+    # Was: train.resume=<copy> (or <copy>/checkpoints) resumed step 3 without a word, step 5 there whole but for its
+    # Orbax step metadata (left out of the copy): two saves of training dropped.
+    from gensbi_sharding.harness.resume import resume_step_dir
+
+    with CheckpointWriter(tmp_path / "run" / "checkpoints", async_save=False, keep=5) as writer:
+        for step in (3, 5):
+            writer.save(step, nnx.Linear(2, 2, rngs=nnx.Rngs(0)), jax.random.key(0))
+    shutil.copytree(tmp_path / "run", tmp_path / "copy")
+    (tmp_path / "copy" / "checkpoints" / "5" / "_CHECKPOINT_METADATA").unlink()
+    checkpoints = tmp_path / "copy" / "checkpoints"
+    for given in (tmp_path / "copy", checkpoints):
+        with pytest.raises(ConfigError) as err:
+            resume_step_dir(OmegaConf.create({"train": {"resume": str(given)}}))
+        assert str(err.value) == (
+            f"train.resume={given}: step 5 in {checkpoints} is newer than its newest complete step, 3, but lost "
+            "Orbax's step metadata, the record of its commit (deleted, or left out of a copy): copy that step folder "
+            "again whole from where it was saved; if the folder it was copied from is gone, resume the newest "
+            f"complete step left, train.resume={checkpoints / '3'}")
+    assert resume_step_dir(OmegaConf.create({"train": {"resume": str(checkpoints / "3")}})) == checkpoints / "3"
+    assert resume_step_dir(OmegaConf.create({"train": {"resume": str(tmp_path / "run")}})) == (
+        tmp_path / "run" / "checkpoints" / "5")  # the source, whole: its newest step, as before
+
+
 def test_resume_names_the_checkpoint_a_failed_run_continued_as_the_shell_and_hydra_read_it_back(tmp_path):
     """Was: ``train.resume=/tmp/my runs é (1)/checkpoints/4`` as it is: pasted, the shell splits it and Hydra's
     grammar refuses the rest (round 43)."""
