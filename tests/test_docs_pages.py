@@ -321,6 +321,16 @@ def test_library_md_names_every_exported_name():
     assert [name for name in gs.__all__ if not re.search(rf"`{name}\b", text)] == []
 
 
+def test_readme_and_library_md_module_lists_name_every_library_module():
+    # Read as "Modules, one job each": the README's list and docs/library.md's left out batch_sizes (the nearest
+    # valid batch size) and the README's checkpoint_fixes (restore's advice), so a reader looking for where a
+    # message comes from was sent to modules that do not hold it.
+    modules = sorted(path.stem for path in (REPO / "gensbi_sharding").glob("*.py") if path.stem != "__init__")
+    for page in (REPO / "README.md", REPO / "docs" / "library.md"):
+        listed = page.read_text().split("Modules, one job each")[1].split("No module is over")[0]
+        assert [name for name in modules if f"`{name}`" not in listed] == [], page.name
+
+
 def test_gensbi_models_md_names_every_model_field_once_with_its_meaning_and_every_fixed_one():
     # gensbi_models.md's "Bring your own Params": per model, a table of the Params fields a user sets as model.*, each
     # with its meaning, checked against the settings' dataclasses (whose match with GenSBI's Params
