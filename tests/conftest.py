@@ -77,7 +77,10 @@ def _cache_config_file_loads():
         path = os.path.realpath(name) if isinstance(name, str) else None
         if path is None or not path.startswith(roots):
             return load(file_)
-        stat = os.stat(path)
+        try:
+            stat = os.stat(path)
+        except OSError:  # gone, or unreadable: the load says so, in its own words
+            return load(file_)
         key = (path, stat.st_mtime_ns, stat.st_size)
         if key not in parsed:
             parsed[key] = load(file_)
