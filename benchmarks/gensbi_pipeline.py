@@ -45,7 +45,7 @@ REPO = Path(__file__).resolve().parents[1]
 # non-editable install): the numbers must be of the code beside this script.
 sys.path.insert(0, str(REPO))
 
-from cli_args import count, integer, new_parser, positive_int, require_gensbi  # noqa: E402 (after the path above)
+from cli_args import count, integer, new_parser, require_gensbi  # noqa: E402 (after the path above)
 from hydra.errors import HydraException  # noqa: E402
 
 WARMUP_STEPS = 20  # GenSBI steps left out of its step time: compilation
@@ -212,12 +212,12 @@ def main() -> None:
     parser = new_parser(__doc__)
     parser.add_argument("--steps", type=count(example=WARMUP_STEPS * 10, least=WARMUP_STEPS + 1), default=2000,
                         help="training steps of each pipeline")
-    parser.add_argument("--batch-size", type=positive_int, default=256, help="batch size of both")
-    parser.add_argument("--num-samples", type=positive_int, default=10_000, help="posterior samples for C2ST")
-    parser.add_argument("--folds", type=positive_int, default=5, help="C2ST cross-validation folds")
+    parser.add_argument("--batch-size", type=count(example=256), default=256, help="batch size of both")
+    parser.add_argument("--num-samples", type=count(example=10_000, least=2), default=10_000, help="posterior samples for C2ST")
+    parser.add_argument("--folds", type=count(example=5, least=2), default=5, help="C2ST cross-validation folds")
     parser.add_argument("--seed", type=integer, default=0, help="harness seed (data, initialisation, batches)")
     parser.add_argument("--profile", action="store_true", help="cProfile GenSBI's steps, print where host time goes")
-    parser.add_argument("--profile-steps", type=positive_int, default=200, help="GenSBI steps profiled")
+    parser.add_argument("--profile-steps", type=count(example=200), default=200, help="GenSBI steps profiled")
     parser.add_argument("overrides", nargs="*", default=[], help="more harness overrides, e.g. model.depth=4")
     args = parser.parse_args()
     if args.steps <= WARMUP_STEPS:  # GenSBI's step time is taken after them: none would be left

@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.append(str(REPO / "benchmarks"))  # its sibling cli_args, also when loaded by file (the tests)
 
-from cli_args import new_parser, positive_int, require_gensbi, run_bounded  # noqa: E402 (after the path above)
+from cli_args import count, new_parser, require_gensbi, run_bounded  # noqa: E402 (after the path above)
 from gensbi_sharding.harness.override_grammar import hydra_value  # noqa: E402
 
 GPU_SIZED = {"depth": 8, "depth_single_blocks": 16, "num_heads": 12, "axes_dim": [64, 0]}
@@ -203,7 +203,7 @@ def main() -> None:
     parser = new_parser(__doc__)
     parser.add_argument("what", choices=["table", "init"], help="table: the dry-run multirun; init: sharded init memory")
     parser.add_argument("--eager", action="store_true", help="init: also eager construction + shard_model")
-    parser.add_argument("--timeout", type=positive_int, default=3600,
+    parser.add_argument("--timeout", type=count(example=3600), default=3600,
                         help="seconds the dry-run sweep (table), or each way (init), may run")
     args = parser.parse_args()
     if args.what == "table" and args.eager:

@@ -185,6 +185,12 @@ def test_gensbi_scale_table_ranks_no_sweep_that_died_part_way(monkeypatch):
     # sets eval.c2st_folds for both sides; use --folds").
     (["--folds", "1"], "--folds 1 must be >= 2 (cross-validation needs two folds); pass --folds 2"),
     (["--seed", "-1"], "--seed -1 must be >= 0; e.g. --seed 0"),
+    # Were "argument --folds: 0 must be >= 1" and "--num-samples: 'abc' is not an integer; e.g. 2": values the
+    # checks here refused next (--folds 1; --num-samples 2 < 2 * --folds), and "e.g. 2" for --batch-size too.
+    (["--folds", "0"], "--folds 0 must be >= 2 (cross-validation needs two folds); pass --folds 2"),
+    (["--num-samples", "0"], "--num-samples 0 must be >= 2 * --folds (--folds 5); pass --num-samples 10"),
+    (["--num-samples", "abc"], "argument --num-samples: 'abc' is not an integer; e.g. 10000"),
+    (["--batch-size", "abc"], "argument --batch-size: 'abc' is not an integer; e.g. 256"),
     # Were refused by the harness's run, "harness run failed", exit 1 (argparse's refusals exit 2), suggesting the
     # schema's value, not the one this script's composition (data=two_moons) runs with: data.theta_transform=support.
     (["train.val_every=-1"], "train.val_every=-1 must be >= 0 (0: off); e.g. train.val_every=250"),
@@ -200,6 +206,16 @@ def test_gensbi_pipeline_names_its_flags_where_the_harness_refuses_their_values(
     with pytest.raises(SystemExit) as stop:
         module.main()
     assert stop.value.code == 2 and capsys.readouterr().err.endswith(f"gensbi_pipeline.py: error: {message}\n")
+
+
+def test_gensbi_scale_names_a_timeout_a_sweep_can_finish_in(monkeypatch, capsys):
+    # Was "'abc' is not an integer; e.g. 2": two seconds, which stops the sweep of dry runs before its first compiles.
+    module = load("gensbi_scale")
+    monkeypatch.setattr(sys, "argv", ["gensbi_scale.py", "table", "--timeout", "abc"])
+    with pytest.raises(SystemExit) as stop:
+        module.main()
+    assert stop.value.code == 2
+    assert capsys.readouterr().err.endswith("error: argument --timeout: 'abc' is not an integer; e.g. 3600\n")
 
 
 def test_gensbi_pipeline_names_its_flags_in_the_harness_runs_own_failure(monkeypatch, caplog):
