@@ -282,3 +282,23 @@ def test_a_dry_run_says_when_a_real_run_on_this_host_would_be_refused_for_memory
     with caplog.at_level(logging.INFO, logger="gensbi_sharding"):
         dry_run_metrics(cfg, make_mesh(model_axis=cfg.mesh.model_axis), name, table)
     assert not [m for m in caplog.messages if "would be refused" in m]
+
+
+@pytest.mark.slow  # a training run beside the dry run
+def test_a_run_and_its_dry_run_say_the_model_axis_is_idle_where_every_split_falls_back(tmp_path, devices, caplog):
+    # Was silent: rule=tensor on data=1 x model=8 of a model whose widths 8 does not divide (here 36; GenSBI's Flux1
+    # at model.num_heads=3 model.axes_dim=[5,0]) replicated every variable: 8 devices computing the same step, which a
+    # sweep then ranked first by collectives (0 B).
+    from faults_helpers import run_tiny
+
+    for name, extra in (("dry", ("dry_run=true",)), ("real", ())):
+        caplog.clear()
+        with caplog.at_level("INFO", logger="gensbi_sharding"):
+            metrics = run_tiny(tmp_path / name, *extra, "rule=tensor", "mesh.model_axis=8", "model.width=36",
+                               "model.mlp_ratio=1", "model.time_embed_dim=36")
+        assert metrics["status"] == "ok", (name, metrics.get("error"))
+        idle = [line for message in caplog.messages for line in message.splitlines() if "model axis idle" in line]
+        assert idle == ["rule tensor leaves the model axis idle: every variable it splits over 'model', of size 8 on "
+                        "data=1 x model=8 (mesh=dict), fell back to replicated: the 8 devices along it repeat the same "
+                        "work; run with mesh.model_axis=1 so every device takes data, or a mesh.model_axis the widths "
+                        "divide by"], (name, caplog.messages)

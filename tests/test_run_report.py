@@ -130,6 +130,13 @@ def test_a_rule_that_leaves_the_model_axis_idle_says_so_and_names_both_fixes():
     assert idle_model_axis_hint({"data": 2, "model": 4}, replicated, "replicated", "dict").startswith(
         "rule replicated leaves the model axis idle: it splits nothing over 'model', of size 4 on data=2 x model=4")
     assert idle_model_axis_hint({"data": 4, "model": 2}, tensor, "tensor", "dict") is None  # splits over it
+    # Was silent: rule=tensor of a Flux1 whose widths 8 does not divide (model.num_heads=3 model.axes_dim=[5,0]) on
+    # data=1 x model=8 replicated every variable, and a sweep ranked it first by collectives (0 B).
+    assert idle_model_axis_hint({"data": 1, "model": 8}, tensor, "tensor", "dict", placed_on_model=False) == (
+        "rule tensor leaves the model axis idle: every variable it splits over 'model', of size 8 on data=1 x model=8 "
+        "(mesh=dict), fell back to replicated: the 8 devices along it repeat the same work; run with mesh.model_axis=1 "
+        "so every device takes data, or a mesh.model_axis the widths divide by")
+    assert idle_model_axis_hint({"data": 1, "model": 8}, tensor, "tensor", "dict", placed_on_model=True) is None
     assert idle_model_axis_hint({"data": 8, "model": 1}, fsdp, "fsdp", "auto") is None  # no model axis to idle
     assert idle_model_axis_hint(None, fsdp, "fsdp", "none") is None
     # Overrides that split over "model" use it: a table's value (a list too), or an activation the model reads.

@@ -35,7 +35,7 @@ def dry_run(cfg: DictConfig, *, mesh: Any, rule_name: str, table: dict, dim_thet
     import jax.numpy as jnp
     from jax.sharding import NamedSharding, PartitionSpec as P
 
-    from gensbi_sharding import abstract_sharded, batch_axes, compiled_report
+    from gensbi_sharding import MODEL_AXIS, abstract_sharded, batch_axes, compiled_report, partition_specs
     from gensbi_sharding.harness.run_report import state_figures
     from gensbi_sharding.harness.rule_config import as_rule
     from gensbi_sharding.harness.model_plan import DRY_RUN_TRACES, model_plan, trace_model
@@ -71,6 +71,7 @@ def dry_run(cfg: DictConfig, *, mesh: Any, rule_name: str, table: dict, dim_thet
     # the step's memory above adds the batch and XLA's temporaries.
     nodes = {"model": model, "optimizer": optimizer, **({"ema": ema} if ema is not None else {})}
     report["state"] = state_figures(nodes, mesh)
+    report["placed_on_model"] = any(f"'{MODEL_AXIS}'" in spec for spec in partition_specs(model).values())
     _log(report)
     return report
 
@@ -176,6 +177,9 @@ def dry_run_metrics(cfg: DictConfig, mesh: Any, rule_name: str, table: dict) -> 
         log.info("%s", hint)
     report = dry_run(cfg, mesh=mesh, rule_name=rule_name, table=table, dim_theta=dim_theta, dim_x=dim_x,
                      partition_axis=partition_axis)
+    if not hint and (hint := idle_model_axis_hint(shape, table, rule_name, spec, activation_axes_read(
+            cfg, partition_axis), report["placed_on_model"])):  # known once the plan placed the variables
+        log.info("%s", hint)
     _real_run_fits(cfg, mesh, rule_name, table)
     memory = report["memory"] or {}
     return {"dry_run": report, "fallbacks": report["fallbacks"], "compile_s": report["compile_s"], **report["state"],

@@ -1,10 +1,9 @@
 """What one run tells its user: a compact placement block, the full table, the final line.
 
-The console gets a few lines per run (``placement_block``: mesh, rule, parameter count, bytes
-per device, fallbacks and the largest variables left whole, and one line when the rule splits
-nothing on this mesh, naming the override that does, or leaves its model axis idle, naming the
-two fixes); ``sharding.txt`` and ``verbose=true`` get every variable (``variable_table``); the run
-ends with ``final_line``. The loss history is ``harness.loss_history``'s.
+The console gets a few lines per run (``placement_block``: mesh, rule, parameter count, bytes per device, fallbacks
+and the largest variables left whole, and one line when the rule splits nothing on this mesh, naming the override that
+does, or leaves its model axis idle, naming the two fixes); ``sharding.txt`` and ``verbose=true`` get every variable
+(``variable_table``); the run ends with ``final_line``. The loss history is ``harness.loss_history``'s.
 """
 
 from __future__ import annotations
@@ -94,22 +93,25 @@ def splits_nothing_hint(mesh_axis_sizes: dict[str, int] | None, table: dict[str,
 
 
 def idle_model_axis_hint(mesh_axis_sizes: dict[str, int] | None, table: dict[str, Any], rule_name: str,
-                         mesh_choice: str, activation_axes: dict[str, Any] | None = None) -> str | None:
-    """One line when the mesh's model axis has size > 1 but neither the rule nor the activations split over it.
+                         mesh_choice: str, activation_axes: dict[str, Any] | None = None,
+                         placed_on_model: bool | None = None) -> str | None:
+    """One line when the mesh's model axis has size > 1 but neither the rule nor the activations split over it, or
+    (``placed_on_model=False``: the plan placed nothing over it) every variable its table splits over it fell back.
 
-    The batch is split over the other axes only (``batch_axes``), so the devices along "model" then
-    repeat the same work: e.g. ``rule=fsdp mesh.model_axis=2`` trains on half the devices' worth of
-    data. ``activation_axes``: the activation fields the model reads, ``{field: mesh axes}``.
+    The batch is split over the other axes only, so the devices along "model" repeat the same work: ``rule=fsdp
+    mesh.model_axis=2`` trains on half the devices' worth of data. ``activation_axes``: the fields the model reads.
     """
     from gensbi_sharding import MODEL_AXIS
 
-    size = (mesh_axis_sizes or {}).get(MODEL_AXIS, 1)
-    if size < 2 or MODEL_AXIS in _split_axes(table) | _split_axes(activation_axes or {}):
+    size, split = (mesh_axis_sizes or {}).get(MODEL_AXIS, 1), MODEL_AXIS in _split_axes(table)
+    if size < 2 or MODEL_AXIS in _split_axes(activation_axes or {}) or (split and placed_on_model is not False):
         return None
-    shape = " x ".join(f"{name}={n}" for name, n in mesh_axis_sizes.items())
-    return (f"rule {rule_name} leaves the model axis idle: it splits nothing over {MODEL_AXIS!r}, of size {size} on "
-            f"{shape} (mesh={mesh_choice}): the {size} devices along it repeat the same work; run with "
-            f"mesh.model_axis=1 so every device takes data, or rule=tensor")
+    shape, what = " x ".join(f"{k}={n}" for k, n in mesh_axis_sizes.items()), ("every variable it splits" if split else
+                                                                                 "it splits nothing")
+    return (f"rule {rule_name} leaves the model axis idle: {what} over {MODEL_AXIS!r}, of size {size} on {shape} (mesh="
+            f"{mesh_choice}){', fell back to replicated' * split}: the {size} devices along it repeat the same work; "
+            f"run with mesh.model_axis=1 so every device takes data, or "
+            f"{'a mesh.model_axis the widths divide by' if split else 'rule=tensor'}")
 
 
 def placement_block(report: Any, *, rule_name: str, param_count: int, param_bytes: int, opt_bytes: int,
@@ -119,8 +121,7 @@ def placement_block(report: Any, *, rule_name: str, param_count: int, param_byte
     """The console's few lines about placement (the full table: ``variable_table``); ``others``: the model's
     variables that are not parameters (path -> bytes), counted apart from them and named from 1 % of their size;
     ``ema_bytes``, ``best_bytes``: per device, the EMA and the copy of the best weights early stopping keeps."""
-    others = others or {}
-    model_bytes = sum(v.nbytes for v in report.variables if v.path.startswith("model/")) - sum(others.values())
+    model_bytes = sum(v.nbytes for v in report.variables if v.path.startswith("model/")) - sum((others := others or {}).values())
     opt_total = sum(v.nbytes for v in report.variables if v.path.startswith("optimizer/"))
     if report.mesh is None:
         lines = [f"no mesh (mesh=none): one device, nothing placed; {format_count(param_count)} parameters"]
@@ -146,8 +147,7 @@ def placement_block(report: Any, *, rule_name: str, param_count: int, param_byte
         lines.append(f"left whole without logical axes (missing annotation?): {largest}")
     elif report.mesh is not None:
         lines.append("fallbacks: none")
-    if hint:
-        lines.append(hint)
+    lines += [hint] if hint else []
     lines.append("every variable's placement: sharding.txt" + ("" if verbose else " (verbose=true prints it here)"))
     return lines
 
@@ -163,7 +163,6 @@ def variable_table(report: Any, annotations: dict[str, Any], fallbacks: dict[str
         copied = "ema" if any(v.path.startswith("ema/") for v in report.variables) else "model"
         head.append(f"plus the best weights early stopping keeps (a copy of the {copied} below, placed alike): "
                     f"{format_bytes(best_bytes)} per device")
-    head.append("")
     columns = ("variable", "shape", "dtype", "logical axes", "placement", "per device")
     rows = [(v.path, str(v.shape), v.dtype, _axes_text(annotations.get(v.path)), v.placement,
              format_bytes(v.max_device_bytes)) for v in report.variables]
@@ -172,7 +171,7 @@ def variable_table(report: Any, annotations: dict[str, Any], fallbacks: dict[str
     if fallbacks:
         lines += ["", "fallbacks (replicated: the rule cannot split them):"]
         lines += [f"  {path}: {reason}" for path, reason in fallbacks.items()]
-    return "\n".join(head + lines) + "\n"
+    return "\n".join(head + [""] + lines) + "\n"
 
 
 def _axes_text(axes: tuple[str | None, ...] | None) -> str:
@@ -185,8 +184,8 @@ def final_line(metrics: dict[str, Any], out: Path) -> str:
     if metrics.get("status") != "ok":
         if metrics.get("wall_s") is None:  # refused before it started (a sweep job's unresolvable ${...}): was
             return "not run: its config was refused before it started (the error above names the fix)"  # "0.0 us"
-        trace = out / "error.txt"
-        return f"{metrics.get('status', 'error')} after {wall}" + (f"; traceback in {trace}" if trace.exists() else "")
+        return f"{metrics.get('status', 'error')} after {wall}" + (
+            f"; traceback in {trace}" if (trace := out / "error.txt").exists() else "")
     if metrics.get("dry_run"):
         best = metrics.get("best_weights_bytes_per_device")  # held beside the step; an older folder lacks it
         return (f"dry run done in {wall}: {format_bytes(metrics.get('step_memory_bytes_per_device'))} per device"
@@ -294,7 +293,8 @@ def report_placement(metrics: dict[str, Any], ts: Any, mesh: Any, *, table: dict
         ema_bytes=metrics["ema_bytes_per_device"], best_bytes=metrics["best_weights_bytes_per_device"],
         whole=list(metrics["left_whole"].items()),
         hint=splits_nothing_hint(dict(mesh.shape) if mesh else None, table, rule_name, mesh_spec)
-        or idle_model_axis_hint(dict(mesh.shape) if mesh else None, table, rule_name, mesh_spec, ts.activation_axes),
+        or idle_model_axis_hint(dict(mesh.shape) if mesh else None, table, rule_name, mesh_spec, ts.activation_axes,
+                                any("'model'" in v.placement for v in report.variables if v.path.startswith("model/"))),
         verbose=verbose)))
     logging.getLogger(DETAILS).info("every variable of the model and optimizer state:\n%s", sharding_table)
     return sharding_table
