@@ -100,7 +100,9 @@ def harness_config(args, out_dir: str):
     from omegaconf import open_dict
 
     from gensbi_sharding.harness.config import register_configs
+    from gensbi_sharding.harness.config import ConfigError
     from gensbi_sharding.harness.config_checks import validate
+    from gensbi_sharding.harness.sweep_check import job_problem
 
     register_configs()
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
@@ -116,6 +118,10 @@ def harness_config(args, out_dir: str):
                 del cfg["hydra"]
                 cfg.output_dir = out_dir
             validate(cfg)
+            # What launch.py refuses before its job starts (was: --batch-size 100000 refused by the run, after JAX
+            # started, as "harness run failed", exit 1, and once more in the harness's own log line).
+            if (problem := job_problem(cfg)) is not None:
+                raise ConfigError(problem.removeprefix("ConfigError: "))
         finally:  # the run itself is no Hydra job: its folder is cfg.output_dir
             HydraConfig.instance().cfg = before
     return cfg

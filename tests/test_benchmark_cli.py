@@ -191,6 +191,9 @@ def test_gensbi_scale_table_ranks_no_sweep_that_died_part_way(monkeypatch):
     (["--num-samples", "0"], "--num-samples 0 must be >= 2 * --folds (--folds 5); pass --num-samples 10"),
     (["--num-samples", "abc"], "argument --num-samples: 'abc' is not an integer; e.g. 10000"),
     (["--batch-size", "abc"], "argument --batch-size: 'abc' is not an integer; e.g. 256"),
+    # Was refused by the harness's run once JAX started: "harness run failed: ...", exit 1, after the same line logged.
+    (["--batch-size", "100000"], "--batch-size 100000 cannot be used: the global batch size 100000 must be at most "
+                                 "9000 (the 9000 training pairs); pass --batch-size 9000"),
     # Were refused by the harness's run, "harness run failed", exit 1 (argparse's refusals exit 2), suggesting the
     # schema's value, not the one this script's composition (data=two_moons) runs with: data.theta_transform=support.
     (["train.val_every=-1"], "train.val_every=-1 must be >= 0 (0: off); e.g. train.val_every=250"),
