@@ -6,6 +6,8 @@ experiment=quick train.steps=4 train.resume=auto hydra.mode=RUN hydra.run.dir=<t
 written into the old sweep's folder, numbered as its third job, its summary mixing both.
 """
 
+import json
+
 import pytest
 
 from gensbi_sharding.harness.sweep_hints import unfinished_jobs_hint
@@ -150,7 +152,6 @@ def test_a_job_that_failed_naming_one_of_its_overrides_is_not_offered_as_it_ran(
     # Was, after `-m experiment=quick eval.num_samples=128,20000` (job 1 refused 20000) typed again with 128,10000:
     # "continue its one unfinished job with: python launch.py experiment=quick eval.num_samples=20000 ...", which
     # failed it alike.
-    import json
 
     runs = finished_sweep(tmp_path, [["experiment=quick", "eval.num_samples=128"],
                                      ["experiment=quick", "eval.num_samples=20000"]])
@@ -265,7 +266,6 @@ def test_a_sweep_over_folders_that_failed_on_the_value_it_changes_continues_them
     # train.resume=auto: each folder failed naming train.learning_rate, so each is this sweep's job, its value
     # corrected (was: "job 0 of this sweep (train.learning_rate=0.003) would continue folder .../0, which ran
     # train.learning_rate=1e+30 ...: rerun the sweep with its values in the order it first ran", the values that failed).
-    import json
 
     from gensbi_sharding.harness.sweep_plan import another_sweep, moved_jobs_problem
 
@@ -277,3 +277,34 @@ def test_a_sweep_over_folders_that_failed_on_the_value_it_changes_continues_them
     assert moved_jobs_problem(tmp_path, jobs) is None and another_sweep(tmp_path, jobs) is None
     (runs[1] / "metrics.json").write_text('{"status": "preempted"}')  # one that did not fail on it: still refused
     assert "job 1 of this sweep (train.learning_rate=0.002) would continue folder" in moved_jobs_problem(tmp_path, jobs)
+
+
+@pytest.mark.parametrize("error", [
+    "FileNotFoundError: /runs/train.learning_rate=1e+30/data.npz is missing",  # the key inside a path
+    "ValueError: my-train.learning_rate=1e+30 is refused",  # inside a longer name
+])
+def test_a_folder_whose_error_names_the_changed_key_only_inside_a_path_or_word_is_not_offered(tmp_path, error):
+    # Was: offered "python launch.py train.learning_rate=0.002 ... hydra.run.dir=<dir>/1 (its error names
+    # train.learning_rate=1e+30 ...)": the error named a folder, not the value that failed the job.
+    runs = finished_sweep(tmp_path, [[f"train.learning_rate={r}"] for r in ("0.003", "1e+30")])
+    (runs[1] / "metrics.json").write_text(json.dumps({"status": "error", "error": error}))
+    hint = unfinished_jobs_hint(runs, ("error",), [[f"train.learning_rate={r}"] for r in ("0.003", "0.002")],
+                                sweep_dir=tmp_path)
+    assert hint == (f"; folder {runs[1]} ran train.learning_rate=1e+30 where this sweep's job 1 is "
+                    "train.learning_rate=0.002, and its error does not name train.learning_rate (a job folder takes "
+                    "this sweep's value only where its error named the key that changed): run this sweep in another "
+                    "hydra.sweep.dir")
+
+
+def test_a_folder_whose_error_names_one_of_two_changed_keys_is_said_to_miss_the_other(tmp_path):
+    # Was: "its error does not name train.learning_rate train.seed", where it names train.learning_rate=1e+30.
+    runs = finished_sweep(tmp_path, [["train.learning_rate=0.003", "train.seed=1"],
+                                     ["train.learning_rate=1e+30", "train.seed=2"]])
+    (runs[1] / "metrics.json").write_text(json.dumps({"status": "error", "error": (
+        "FloatingPointError: training diverged (this run: train.learning_rate=1e+30)")}))
+    hint = unfinished_jobs_hint(runs, ("error",), [["train.learning_rate=0.003", "train.seed=1"],
+                                                   ["train.learning_rate=0.002", "train.seed=3"]], sweep_dir=tmp_path)
+    assert hint == (f"; folder {runs[1]} ran train.learning_rate=1e+30 train.seed=2 where this sweep's job 1 is "
+                    "train.learning_rate=0.002 train.seed=3, and its error does not name train.seed (a job folder "
+                    "takes this sweep's value only where its error named the key that changed): run this sweep in "
+                    "another hydra.sweep.dir")

@@ -62,7 +62,8 @@ def _error(job_dir: Any) -> tuple[str | None, str, str]:
 
 
 def _names(cause: str, key: str) -> bool:
-    return re.search(rf"(?<![\w.]){re.escape(key)}=", cause) is not None
+    """Whether ``cause`` names ``key=``: not inside a path (``/runs/lr=1e+30/``) or a longer name (``my-lr=``)."""
+    return re.search(rf"(?<![\w./\\-]){re.escape(key)}=", cause) is not None
 
 
 def failed_on(job_dir: Any, keys: Sequence[str]) -> bool:
@@ -111,15 +112,16 @@ def retyped_job(job_dir: Any, number: int | None, all_jobs: Sequence[Sequence[st
     changed = None if number is None else changed_keys(job_dir, wanted[number], swept)
     if not changed or not changed[0]:
         return list(ran_with), named_overrides(job_dir, ran_with)
-    (keys, ran), status = changed, _error(job_dir)[0]
+    (keys, ran), (status, cause, _) = changed, _error(job_dir)
     was, now = values_words(ran, keys), values_words(wanted[number], keys)
     if failed_on(job_dir, keys):  # the value that failed it, corrected: this sweep's job continues that folder
         typed = {_key(o): o for o in all_jobs[number] if "=" in o}
         offered = [typed.get(_key(o), "") if _key(o) in keys else o for o in ran_with]
         offered = [o for o in offered if o] + [typed[k] for k in keys if k not in ran and k in typed]
         return offered, f" (its error names {was}: this sweep's {now} in its place)"
-    why = ("it completed" if status == "ok" else f"its error does not name {' '.join(keys)}"
-           if status == "error" else f"it ended {status or 'without a record'}, no error naming {' '.join(keys)}")
+    unnamed = " ".join(k for k in keys if not _names(cause, k))  # the others it names
+    why = ("it completed" if status == "ok" else f"its error does not name {unnamed}" if status == "error" else
+           f"it ended {status or 'without a record'}, no error naming {' '.join(keys)}")
     return None, (f"folder {job_dir} ran {was} where this sweep's job {number} is {now}, and {why} (a job folder "
                   "takes this sweep's value only where its error named the key that changed): run this sweep in "
                   "another hydra.sweep.dir")
