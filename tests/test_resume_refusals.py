@@ -697,6 +697,29 @@ def test_resume_of_a_copy_whose_newest_step_lost_its_metadata_is_refused_naming_
         tmp_path / "run" / "checkpoints" / "5")  # the source, whole: its newest step, as before
 
 
+def test_resume_of_a_copied_step_that_lost_its_metadata_advises_no_parent_that_is_refused(tmp_path):
+    # Was: train.resume=<copy>/checkpoints/5 said "... pass its parent for the latest complete step, 3, as
+    # train.resume=<folder>": passed, <copy>/checkpoints was refused in turn (step 5 newer than 3, its metadata lost).
+    from gensbi_sharding.harness.resume import resume_step_dir
+
+    with CheckpointWriter(tmp_path / "run" / "checkpoints", async_save=False, keep=5) as writer:
+        for step in (3, 5):
+            writer.save(step, nnx.Linear(2, 2, rngs=nnx.Rngs(0)), jax.random.key(0))
+    checkpoints = tmp_path / "copy" / "checkpoints"
+    shutil.copytree(tmp_path / "run" / "checkpoints", checkpoints)
+    (checkpoints / "5" / "_CHECKPOINT_METADATA").unlink()
+    with pytest.raises(ConfigError) as err:
+        resume_step_dir(OmegaConf.create({"train": {"resume": str(checkpoints / "5")}}))
+    assert str(err.value) == (
+        f"train.resume={checkpoints / '5'}: {checkpoints / '5'} is not a complete checkpoint (its items are there, but "
+        "not Orbax's step metadata, the record of its commit (deleted, or left out of a copy): copy the step folder "
+        "again whole from where it was saved); if the folder it was copied from is gone, resume the newest complete "
+        f"step left, train.resume={checkpoints / '3'}; or leave train.resume out to start fresh")
+    with pytest.raises(ConfigError, match="step 5 in .* is newer than its newest complete step, 3"):
+        resume_step_dir(OmegaConf.create({"train": {"resume": str(checkpoints)}}))  # the parent: refused
+    assert resume_step_dir(OmegaConf.create({"train": {"resume": str(checkpoints / "3")}})) == checkpoints / "3"
+
+
 def test_resume_names_the_checkpoint_a_failed_run_continued_as_the_shell_and_hydra_read_it_back(tmp_path):
     """Was: ``train.resume=/tmp/my runs é (1)/checkpoints/4`` as it is: pasted, the shell splits it and Hydra's
     grammar refuses the rest (round 43)."""

@@ -55,12 +55,13 @@ def resume_step_dir(cfg: DictConfig) -> Path | None:
         return found
     except FileNotFoundError as err:
         metrics = folder / "metrics.json"  # a run's folder that saved no checkpoint: say why
-        gone = _source_gone(folder) if lost_step_metadata(folder) else ""  # was: only "copy the step folder again"
+        gone = _source_gone(folder) if lost_step_metadata(folder) else ""  # the step to resume, by its path
+        said = str(err).split("; pass its parent")[0] if gone else f"{err}, as train.resume=<folder>"  # was: parent
         if not metrics.is_file():  # the override named (was "FileNotFoundError: checkpoint path ...", no key)
-            raise ConfigError(f"{hydra_override('train.resume', cfg.train.resume)}: {err}, as train.resume=<folder>"
+            raise ConfigError(f"{hydra_override('train.resume', cfg.train.resume)}: {said}"
                               f"{runs_note(folder, 'train.resume')}{gone}; or leave train.resume out to start fresh") from None
         if gone:  # ``err`` names the step and the fix (was, status ok: "holds a completed run whose checkpoints are
-            raise FileNotFoundError(f"{err}{gone}; or start a new run without train.resume") from None  # gone ...")
+            raise FileNotFoundError(f"{said}{gone}; or start a new run without train.resume") from None  # gone ...")
         status = (previous := read_metrics(metrics)).get("status")
         why = ("is a sequential job's folder (benchmarks/sequential.py), whose rounds keep no checkpoint: start a new "
                "run without train.resume" if (folder / SEQUENTIAL).is_file() else  # was: "... are gone"
@@ -75,9 +76,8 @@ def resume_step_dir(cfg: DictConfig) -> Path | None:
 
 
 def _newer_unconfirmed(found: Path, given: Path) -> int | None:
-    """The newest step beside ``found`` (the step ``find_checkpoint`` picked for the folder ``given``) that is newer,
-    every item saved, but without Orbax's step metadata (``unconfirmed_steps``); None where there is none, or where
-    ``given`` named that step folder itself."""
+    """The newest step beside ``found`` (``find_checkpoint``'s pick for ``given``) newer than it, saved whole but for its
+    Orbax step metadata (``unconfirmed_steps``); None where there is none, or ``given`` named ``found`` itself."""
     from gensbi_sharding.checkpoint_steps import unconfirmed_steps
 
     newer = [s for s in unconfirmed_steps(found.parent) if s > int(found.name)]
