@@ -189,7 +189,7 @@ def _refused_elsewhere(problem: str, extra: list[str], check, said_after: str) -
     from gensbi_sharding.harness.refusal import fix_of, fixes_of, said
 
     fixes, key = fixes_of(fix_of(problem)), lambda o: o.split("=", 1)[0].lstrip("+~")  # noqa: E731
-    refused = next((o for o in extra if problem.startswith(f"{o}:")), None)
+    refused = next((o for o in extra if problem.startswith((f"{o}:", f"{key(o)} "))), None)  # +k=v: or k is not
     if not fixes or refused is None:
         return ""
     keys = {key(fix) for fix in fixes}

@@ -1753,6 +1753,25 @@ def test_run_of_mixed_tasks_says_which_settings_group_refuses_the_fix_another_of
                          per_task=True).endswith(f"so drop +model.widht=64; {own}")
 
 
+def test_run_of_mixed_tasks_rechecks_the_fix_for_a_misspelt_key_given_without_a_plus(sbibm):
+    # Was: run --tasks two_moons gaussian_linear_uniform --budgets 10000 -- model.widht=64 advised "set
+    # model.width=64" alone, which gaussian_linear_uniform's transformer at 10^4 then refused: the re-check against
+    # every group read only refusals led by the override itself (+model.widht=64: ...), not by its key.
+    from sbibm_checks import extra_problem
+
+    own = ("gaussian_linear_uniform's job at 10000 runs with model=transformer train.steps=6000 before them, all left "
+           "out when one of their keys is given after -- (e.g. model=mlp)")
+    assert extra_problem(["mesh=none", "model.widht=64"], ["two_moons", "gaussian_linear_uniform"], [10000],
+                         per_task=True) == (
+        "extra argument model.widht is not a setting of the default model=mlp (did you mean model.width?); its "
+        "settings: init, width, depth, mlp_ratio, time_embed_dim; set model.width=64, though model.width=64 is refused "
+        "too, for gaussian_linear_uniform at 10000 simulations: model.width is a setting of model=mlp, not of "
+        f"model=transformer; its settings: init, embed, depth, heads, mlp_ratio, time_embed_dim; {own}")
+    assert extra_problem(["mesh=none", "model.dpeth=2"], ["two_moons", "gaussian_linear_uniform"], [10000],
+                         per_task=True).endswith("did you mean model.depth?); its settings: init, width, depth, "
+                                                 "mlp_ratio, time_embed_dim; set model.depth=2")  # accepted by both
+
+
 def test_a_sequential_job_keeps_the_presets_model(sbibm, tmp_path, monkeypatch):
     # The task's own settings were measured amortised; a sequential job's rounds train the preset's MLP, as before.
     jobs = FakeJobs()
