@@ -184,8 +184,8 @@ def _config_problem(extra: list[str], tasks: list[str], budgets: list[int], budg
 def _refused_elsewhere(problem: str, extra: list[str], check, said_after: str) -> str:
     """", though <fix> is refused too, for <task> at <budget> simulations: <its refusal>" where the fix ``problem``
     offers (in place of the override it refuses) is refused by ``check`` (``extra_problem`` of every group) naming its
-    key, without the note ``said_after`` (``_own_problem``'s, which the message ends with anyway); else "". Was: ``--tasks two_moons gaussian_linear_uniform -- +model.widht=64`` advised ``model.width=64`` from
-    the first group's MLP, which the transformer of gaussian_linear_uniform at 10^4 refused once typed."""
+    key, without the note ``said_after`` (``_own_problem``'s, which the message ends with anyway); else "". Was:
+    ``-- +model.widht=64`` advised ``model.width=64`` (the MLP's), which gaussian_linear_uniform's transformer refused."""
     from gensbi_sharding.harness.refusal import fix_of, fixes_of, said
 
     fixes, key = fixes_of(fix_of(problem)), lambda o: o.split("=", 1)[0].lstrip("+~")  # noqa: E731
