@@ -440,3 +440,22 @@ def test_a_refused_sweep_never_counts_or_trains_further_a_folder_that_ran_anothe
         "hydra.sweep.dir; a sweep folder holding completed jobs is never rerun as a whole: continue its one unfinished "
         "job with: python launch.py train.learning_rate=1e+30 train.resume=auto hydra.mode=RUN "
         f"hydra.run.dir={sweep / '1'}\n")
+
+
+def test_a_refused_sweep_names_every_folder_that_ran_another_value_of_its_job_not_only_the_first_refused(tmp_path,
+                                                                                                         capsys):
+    # Was: -m train.learning_rate=0.003,1e30,0.005 into the folder of a finished -m train.learning_rate=0.003,1e30,0.001
+    # named folder 0 (refused first) and job 1's command, and nothing of folder 2, which ran 0.001 where this sweep's
+    # job 2 is 0.005: that job was neither offered nor said to need another hydra.sweep.dir.
+    sweep = _refuse_a_sweep_into_a_finished_learning_rate_sweep(tmp_path, "train.learning_rate=0.003,1e30,0.005",
+                                                                saved=True)
+    assert capsys.readouterr().err == (
+        f"[ERROR] hydra.sweep.dir={sweep}: 1 of its 3 jobs complete (0); job 0: {sweep / '0' / 'metrics.json'} already "
+        "exists (status ok): this folder holds an earlier run's outputs, which are never overwritten; choose another "
+        "hydra.sweep.dir; to train it further from its final checkpoint (step 5) into a new folder: python launch.py "
+        f"train.learning_rate=0.003 train.steps=10 train.resume={sweep / '0'} hydra.mode=RUN "
+        f"hydra.run.dir={sweep}-0-steps10; folder {sweep / '2'} ran train.learning_rate=0.001 where this sweep's job 2 "
+        "is train.learning_rate=0.005, and it completed (a job folder takes this sweep's value only where its error "
+        "named the key that changed): run this sweep in another hydra.sweep.dir; a sweep folder holding completed jobs "
+        "is never rerun as a whole: continue its one unfinished job with: python launch.py train.learning_rate=1e+30 "
+        f"train.resume=auto hydra.mode=RUN hydra.run.dir={sweep / '1'}\n")

@@ -1,7 +1,6 @@
 """A job's output folder: who owns it, refusing one that holds another run's results, recording the outcome.
 
-A folder holding a completed run is never written into again; one run at a time writes into a folder (``folder_lock``).
-"""
+A folder holding a completed run is never written again; one run at a time writes into a folder (``folder_lock``)."""
 
 from __future__ import annotations
 
@@ -275,6 +274,7 @@ class RefuseCompletedRun(Callback):
                 err = next((w for n, w in moved.items() if str(err).startswith(f"{folder / n}/")), err)
                 lead = completed_jobs_lead(folder, [r for r in runs if r.name not in moved], str(err), len(jobs), folders)
                 hint = unfinished_jobs_hint(runs, RESUMABLE, jobs, folder, searched, folders=folders)
+                hint = "".join(f"; {w}" for w in moved.values() if w is not err and w not in hint) + hint  # all named
             print(tagged("ERROR", other or f"{lead}{err}{hint}"), file=sys.stderr, flush=True)  # as its jobs' errors
             raise SystemExit(1) from None  # Hydra turns a callback's Exception into a warning; this stops the run
         except Exception as err:  # the check's own fault, not the folder's (Hydra would only warn, then write into it)
