@@ -87,15 +87,15 @@ def check_numeric_leaves(tree: Any, what: str) -> None:
                             "np.asarray(it) (a torch tensor: .numpy())")
 
 
-def check_values(variables: list[tuple[str, Any]]) -> None:
-    """``ValueError`` (or ``check_placeable``'s error) naming a variable whose array ``place`` cannot place."""
+def check_values(variables: list[tuple[str, Any]], caller: str) -> None:
+    """``ValueError`` (or ``check_placeable``'s error) naming ``caller`` and a variable whose array it cannot place."""
     for key, var in variables:
         for leaf in array_leaves(value_of(var)):
             if isinstance(leaf, jax.core.Tracer):
-                raise ValueError(f"place / shard_model got {key} as a traced array: it places a model outside jax.jit "
+                raise ValueError(f"{caller} got {key} as a traced array: it places a model outside jax.jit "
                                  "and nnx.jit (its arrays keep their shardings through the step): place it before the "
                                  "step function; inside one, pin activations with constrain(x, names, partition_axis)")
-            check_placeable(leaf, f"place / shard_model: {key} (shape {leaf.shape})")
+            check_placeable(leaf, f"{caller}: {key} (shape {leaf.shape})")
 
 
 def check_placeable(leaf: Any, where: str) -> None:

@@ -204,11 +204,16 @@ def place(node: Any, plan: Plan) -> None:
         Before anything moves: ``plan`` made for another node or on an AbstractMesh, or no Plan; ``node`` no node or
         traced; a NumPy value beyond its placed dtype (``check_placeable``); a variable's array deleted (donated).
     """
-    refuse_in_factory("place", MODEL_IN_FACTORY)
-    variables = check_plan_fits(plan, node, "place")
+    _place(node, plan, "place")
+
+
+def _place(node: Any, plan: Plan, caller: str) -> None:
+    """``place``, its errors naming ``caller`` (the function the user called: ``place``, ``shard_model``, ...)."""
+    refuse_in_factory(caller, MODEL_IN_FACTORY)
+    variables = check_plan_fits(plan, node, caller)
     if isinstance(plan.mesh, AbstractMesh):  # JAX's device_put refused it naming no variable
-        raise ValueError("place / shard_model got a plan on an AbstractMesh (axes, no devices): plan on a Mesh")
-    check_values(variables)  # before anything moves
+        raise ValueError(f"{caller} got a plan on an AbstractMesh (axes, no devices): plan on a Mesh")
+    check_values(variables, caller)  # before anything moves
     for key, var in variables:
         value, target = value_of(var), plan.sharding(key)
         if all(isinstance(v, jax.Array) and getattr(v.sharding, "mesh", None) == target.mesh
@@ -269,18 +274,18 @@ def shard_model_by_table(node: Any, mesh: Mesh | None, table: RuleTable) -> None
 def _plan_warn_place(node: Any, mesh: Mesh | None, rule: str | RuleTable, caller: str) -> None:
     """``shard_model(_by_table)``'s body: check ``node`` and the rule, then plan, warn, place (with a mesh)."""
     if not is_node(node):
-        raise TypeError(f"shard_model places NNX graph nodes (a Module, nnx.Optimizer, nnx.State, or a tuple or dict "
+        raise TypeError(f"{caller} places NNX graph nodes (a Module, nnx.Optimizer, nnx.State, or a tuple or dict "
                         f"of them), got {type(node).__name__}{non_node_part(node)}; for a pytree of arrays use "
                         "shard_batch or replicate")
     rule = resolve_rule(rule)  # checked with or without a mesh: a bad table fails before the run gets one
     check_mesh(mesh)  # its message offers None (plan_shardings' does not)
+    check_node(node, caller)  # before plan_shardings, whose message would name it, not the function called
     if mesh is None:  # nothing moves, but what a mesh's run refuses is refused: it passed on one device
-        check_node(node, caller)
-        return check_values(array_variables(node))
+        return check_values(array_variables(node), caller)
     refuse_in_factory(caller, MODEL_IN_FACTORY)  # before the plan's warnings
     plan = plan_shardings(node, mesh, rule)
     plan.warn(stacklevel=3)  # at the caller of shard_model(_by_table)
-    place(node, plan)
+    _place(node, plan, caller)
 
 
 def sharding_of(node: Any) -> dict[str, jax.sharding.Sharding | None]:

@@ -107,7 +107,8 @@ class BareArrays(nnx.Module):
 
 @pytest.mark.parametrize("where, name", [("attribute", "buf"), ("nnx.data dict", "tree/buf"), ("Conv", "conv/mask")])
 @pytest.mark.parametrize("call, caller", [
-    (lambda f, mesh: gs.shard_model(f(), mesh, "fsdp"), "plan_shardings"),
+    (lambda f, mesh: gs.shard_model(f(), mesh, "fsdp"), "shard_model"),
+    (lambda f, mesh: gs.shard_model_by_table(f(), mesh, dict(gs.RULES["fsdp"])), "shard_model_by_table"),
     (lambda f, mesh: gs.init_sharded(f, mesh, "fsdp"), r"init_sharded \(what the factory returned\)"),
     (lambda f, mesh: gs.abstract_sharded(f, mesh), r"abstract_sharded \(what the factory returned\)"),
     (lambda f, mesh: gs.sharding_of(f()), "sharding_of"),

@@ -217,7 +217,7 @@ def test_a_plan_on_an_abstract_mesh_is_the_meshs_plan_and_places_nothing(devices
                                             "size 4; map 'embed' to None or to mesh axes of total size 2",
                                  "bias": "no annotation"}
     assert abstract.fallback_message() == real.fallback_message()
-    with pytest.raises(ValueError, match=r"^place / shard_model got a plan on an AbstractMesh \(axes, no devices\): "
+    with pytest.raises(ValueError, match=r"^place got a plan on an AbstractMesh \(axes, no devices\): "
                                          r"plan on a Mesh$"):
         gs.place(layer, abstract)
     assert layer.kernel[...].sharding == jax.sharding.SingleDeviceSharding(jax.devices()[0])  # nothing moved

@@ -79,7 +79,7 @@ def test_shard_model_inside_jit_names_the_variable_and_where_to_place_it(mesh):
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the experimental rule, the bias's missing annotation
-        with pytest.raises(ValueError, match=r"place / shard_model got (bias|kernel) as a traced array: it places a "
+        with pytest.raises(ValueError, match=r"shard_model got (bias|kernel) as a traced array: it places a "
                                              r"model outside jax\.jit and nnx\.jit .* place it before the step"):
             step(model)
         gs.shard_model(model, mesh, "tensor")  # outside: placed
@@ -141,7 +141,7 @@ def test_a_model_value_its_32_bit_place_cannot_hold_is_refused(tmp_path, devices
     mesh = gs.make_mesh(model_axis=2)
     model = WithIds(nnx.Rngs(0))
     before = gs.sharding_of(model)
-    with pytest.raises(ValueError, match=r"place / shard_model: ids \(shape \(8,\)\) holds 1099511627776 \(int64\)"):
+    with pytest.raises(ValueError, match=r"shard_model: ids \(shape \(8,\)\) holds 1099511627776 \(int64\)"):
         gs.shard_model(model, mesh, "replicated")
     assert gs.sharding_of(model) == before and isinstance(model.ids.get_value(), np.ndarray)  # nothing moved
     with pytest.raises(ValueError, match=r"init_sharded: ids \(shape \(8,\)\) holds 1099511627776 \(int64\)"):
@@ -223,3 +223,27 @@ def test_without_a_mesh_what_a_mesh_refuses_is_refused(devices, kind, error, mes
     kernel = model.kernel.get_value()
     gs.shard_model(model, None, "tensor")
     assert model.kernel.get_value() is kernel  # a good model: nothing moves, as before
+
+
+@pytest.mark.parametrize("call, caller", [
+    (lambda node, mesh: gs.shard_model(node, mesh, "fsdp"), "shard_model"),
+    (lambda node, mesh: gs.shard_model(node, None, "fsdp"), "shard_model"),
+    (lambda node, mesh: gs.shard_model_by_table(node, mesh, dict(gs.RULES["fsdp"])), "shard_model_by_table"),
+    (lambda node, mesh: gs.shard_model_by_table(node, None, dict(gs.RULES["fsdp"])), "shard_model_by_table"),
+    (lambda node, mesh: gs.place(node, gs.plan_shardings(node, mesh, "fsdp")), "place")])
+def test_each_placing_entry_point_names_itself_in_its_errors(mesh, call, caller):
+    # Was: shard_model(_by_table) named plan_shardings for an array in no variable, shard_model_by_table said
+    # "place / shard_model" for a value it cannot place and "shard_model places NNX graph nodes" for a non-node.
+    class Bare(nnx.Module):
+        def __init__(self):
+            self.buf = jnp.ones(8)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the experimental rule
+        with pytest.raises(ValueError, match=rf"^{caller}: ids \(shape \(8,\)\) holds 1099511627776 \(int64\)"):
+            call(WithIds(nnx.Rngs(0)), mesh)
+        if caller != "place":  # place plans first: plan_shardings, the function called, names it
+            with pytest.raises(TypeError, match=rf"^{caller}: buf is an array in no nnx.Variable"):
+                call(Bare(), mesh)
+            with pytest.raises(TypeError, match=rf"^{caller} places NNX graph nodes .* got int"):
+                call(3, mesh)
