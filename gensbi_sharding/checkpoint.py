@@ -256,10 +256,11 @@ def _check_against(saved: Mapping[str, Any], target: Mapping[str, Any], step_dir
         listed = "; ".join(p.removeprefix("state/") for p in problems[:_MAX_LISTED])  # as the target and fix name them
         listed += f"; and {len(problems) - _MAX_LISTED} more" if len(problems) > _MAX_LISTED else ""
         # Same shapes: no hyperparameter differs; the saved state's dtypes are those training left it with.
-        fix = (f"Only dtypes differ: build the model with the dtypes it was saved with (its param_dtype: "
-               f"{step_dir / 'config'}), or, where a train step changed them (optax.inject_hyperparams makes a "
+        config = step_dir / "config" if _json_item(step_dir, "config") else None  # {}: a writer given no config=
+        fix = (f"Only dtypes differ: build the model with the dtypes it was saved with (its param_dtype"
+               f"{f': {config}' if config else ''}), or, where a train step changed them (optax.inject_hyperparams makes a "
                "bfloat16 parameter's moments float32), the target from such a state (abstract_state_for after a step)"
                if dtypes_only else nesting_fix(saved, target, whole_target(saved), step_dir) or renamed_fix(saved, target) or
-               extra_fix(extra, target, whole_target(saved), step_dir, len(extra) == len(problems)))
+               extra_fix(extra, target, whole_target(saved), config, len(extra) == len(problems)))
         raise ValueError(f"checkpoint {step_dir} does not fit the current model, {len(problems)} variable(s) "
                          f"differ: {listed}. {fix}")

@@ -98,15 +98,17 @@ def renamed_fix(saved: Mapping[str, Any], target: Mapping[str, Any]) -> str | No
     return None
 
 
-def extra_fix(extra: list[str], target: Mapping[str, Any], whole: str, step_dir: Path, only_extra: bool) -> str:
+def extra_fix(extra: list[str], target: Mapping[str, Any], whole: str, config: Path | None, only_extra: bool) -> str:
     """The fix for ``extra`` saved names: more nodes for those under top entries the target lacks (a Module's: first a
-    submodule more), the saved hyperparameters for those inside its nodes, both; a call first for sow's or perturb's."""
+    submodule more), the saved hyperparameters (``config``: their item, None if none saved) for those inside its nodes,
+    both; a call first for sow's or perturb's."""
     lacked = [t for t in top_entries(extra) if t not in top_entries(target)]
     inner = [n for n in extra if not (n.startswith("state/") and n.count("/") > 1 and n.split("/")[1] in lacked)]
     called = [n for n in inner if n.split("/")[-1].isdigit() or _beside_submodules(n, target)]
     how = ("a call sowed (nnx.Intermediate" if all(n.split("/")[-1].isdigit() for n in inner) else
            "nnx.Module.perturb left (nnx.Perturbation")
-    build = f"build the model with the hyperparameters saved in {step_dir / 'config'}" + (
+    build = "build the model with the hyperparameters " + (f"saved in {config}" if config else "it was saved with "
+                                                           "(none saved: CheckpointWriter(..., config=...) saves them)") + (
         f"; if they are values {how}, which older checkpoints hold), call the target once before abstract_state_for"
         if only_extra and inner and len(called) == len(inner) else "")
     if not (only_extra and lacked):

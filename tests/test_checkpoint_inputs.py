@@ -356,7 +356,7 @@ def test_restore_into_one_node_of_a_saved_tuple_or_the_reverse_names_the_target_
         assert "hyperparameters" not in refusal
     restored = checkpoint.restore(tmp_path / "1", checkpoint.abstract_state_for((model, optimizer), mesh, "fsdp"))
     np.testing.assert_array_equal(restored.state[0]["up"]["kernel"][...], model.up.kernel[...])
-    with pytest.raises(ValueError, match=r"Build the model with the hyperparameters saved in"):  # shapes do differ
+    with pytest.raises(ValueError, match=r"Build the model with the hyperparameters it was saved with"):  # shapes differ
         checkpoint.restore(tmp_path / "2", checkpoint.abstract_state_for(AxesBlock(nnx.Rngs(0), hidden=32), mesh))
 
 
@@ -889,8 +889,8 @@ def test_a_model_saved_with_a_submodule_more_names_the_hyperparameters_not_only_
     refusal = restore_refusal(tmp_path, TwoLayers(nnx.Rngs(1)), gs.make_mesh(model_axis=2))
     assert refusal.endswith(
         "The checkpoint holds the whole target as saved and 2 more variable(s) (2 under 'c', which the target lacks): "
-        f"if the model was saved with more submodules, build the model with the hyperparameters saved in "
-        f"{tmp_path / '1' / 'config'}; if among more nodes, restore into a target of all it holds, e.g. "
+        "if the model was saved with more submodules, build the model with the hyperparameters it was saved with "
+        "(none saved: CheckpointWriter(..., config=...) saves them); if among more nodes, restore into a target of all it holds, e.g. "
         "abstract_state_for({'a': <node>, 'b': <node>, 'c': <node>}, mesh, rule), and keep the part you need"), refusal
     restored = restore(tmp_path, abstract_state_for(TwoLayers(nnx.Rngs(1), third=True), gs.make_mesh(model_axis=2)))
     assert restored.step == 1  # the model built as saved restores
@@ -927,3 +927,24 @@ def test_a_restore_mismatch_names_paths_as_the_target_and_its_fix_name_them(tmp_
     listed = message.split(" differ: ")[1].split(". The")[0].split("; ")
     assert "every variable of the target under '0/'" in message and not any(n.startswith("state/") for n in listed)
     assert {"/".join(map(str, k)) for k, _ in nnx.to_flat_state(target)} == {"bias", "kernel"}
+
+
+@pytest.mark.parametrize("config", [None, {"use_bias": True}])
+def test_a_refusal_points_at_the_saved_hyperparameters_only_when_some_were_saved(tmp_path, devices, config):
+    # Was: a writer given no config= saved {} as <step>/config, and restore still said "build the model with the
+    # hyperparameters saved in <step>/config" (a submodule more, a bias more) or "(its param_dtype: <step>/config)".
+    class Two(nnx.Module):
+        def __init__(self, more, dtype=jnp.float32):
+            self.a = nnx.Linear(4, 8, param_dtype=dtype, rngs=nnx.Rngs(0))
+            if more:
+                self.b = nnx.Linear(8, 8, rngs=nnx.Rngs(1))
+    with CheckpointWriter(tmp_path, config=config) as writer:
+        writer.save(1, Two(True), jax.random.key(0))
+    mesh, saved_in = gs.make_mesh(model_axis=2), str(tmp_path / "1" / "config")
+    for target, told in ((Two(False), "with more submodules, build the model with the hyperparameters "),
+                         (Two(True, jnp.bfloat16), "build the model with the dtypes it was saved with (its param_dtype")):
+        with pytest.raises(ValueError) as refused:
+            restore(tmp_path, abstract_state_for(target, mesh))
+        message = str(refused.value)
+        assert told in message and (saved_in in message) == bool(config), message
+        assert ("CheckpointWriter(..., config=...) saves them" in message) == (config is None and "submodules" in told)

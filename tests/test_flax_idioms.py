@@ -399,8 +399,9 @@ def _fresh_target_refusal(module, tmp_path, mesh) -> str:
 def _call_named(tmp_path, path: str, values: str) -> str:
     """The whole refusal that names ``path`` (saved, not in a fresh target) and the call that would sow ``values``."""
     return (f"checkpoint {tmp_path / '1'} does not fit the current model, 1 variable(s) differ: {path}: in the "
-            f"checkpoint, not in the model. Build the model with the hyperparameters saved in "
-            f"{tmp_path / '1' / 'config'}; if they are {values}, which older checkpoints hold), call the target once "
+            "checkpoint, not in the model. Build the model with the hyperparameters it was saved with (none saved: "
+            f"CheckpointWriter(..., config=...) saves them); if they are {values}, which older checkpoints hold), "
+            "call the target once "
             "before abstract_state_for")
 
 
