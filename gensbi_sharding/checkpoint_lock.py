@@ -249,8 +249,10 @@ def check_none_cut_short(directory: Path) -> None:
     why = (f"step {', '.join(short)}: a save or copy cut short; step {', '.join(lost)}: {gone}" if short and lost
            else gone if lost else "a save or copy cut short")
     fix = f"copy step {', '.join(lost)} again whole from where it was saved, or " if lost else ""
+    skips = (f"restore of the folder refuses step {lost[-1]}, newer than its newest complete step" if done and lost
+             and int(lost[-1]) > max(map(int, done)) else "restore skips them")  # find_checkpoint's refusal
     raise FileExistsError(f"checkpoint directory {directory} holds step folders that are no complete checkpoints "
-                          f"({why}): {', '.join(cut)}; restore skips them, and saving any step up to {cut[-1]} would "
+                          f"({why}): {', '.join(cut)}; {skips}, and saving any step up to {cut[-1]} would "
                           f"be refused: {fix}move them aside, e.g. {directory / cut[0]} to {directory / cut[0]}"
                           ".incomplete, or delete them")
 

@@ -91,7 +91,7 @@ def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None 
     TypeError, ValueError, FileNotFoundError
         ``path`` or ``base_dir`` not a str or ``os.PathLike``, or ``""``; ``path`` missing, a file, one item of a step
         dir (the folder to pass named), a step dir cut short or without its Orbax step metadata, or holding no complete
-        checkpoint.
+        checkpoint; a folder whose step newer than its newest complete one lost only that metadata (both named).
     """
     given, base = as_path(path, "path", "outputs/run"), as_path(os.getcwd() if base_dir is None else base_dir, "base_dir", ".")
     resolved = (base.absolute() / given).resolve()  # an absolute ``given`` replaces ``base``
@@ -120,6 +120,14 @@ def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None 
                            "step", ": start without it")
     folder = resolved / CHECKPOINT_SUBDIR if is_run else resolved
     if steps := committed_steps(folder):
+        if newer := [s for s in unconfirmed_steps(folder) if s > steps[-1]]:  # was: the older step, without a word
+            lost = (f"step {newer[-1]} in {folder} is newer than its newest complete step, {steps[-1]}, but lost "
+                    "Orbax's step metadata, the record of its commit (deleted, or left out of a copy): copy that step "
+                    "folder again whole from where it was saved")  # kept apart: the harness words its own fix after it
+            error = FileNotFoundError(f"{lost}; if the folder it was copied from is gone, pass the newest complete "
+                                      f"step left, {folder / str(steps[-1])}")
+            error.unconfirmed = lost
+            raise error
         return folder / str(steps[-1])
     # another writer's steps; one step folder of another writer's is named by its parent
     if foreign := _foreign_fix(folder) or (_foreign_fix(resolved.parent, resolved.name) if resolved.name.isdigit()

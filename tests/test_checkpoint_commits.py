@@ -40,13 +40,15 @@ def test_a_step_folder_cut_short_is_refused_when_the_writer_is_built_naming_how_
     for step in ("7", "9"):
         shutil.copytree(folder / "1", folder / step)
         (folder / step / "_CHECKPOINT_METADATA").unlink()
-    assert committed_steps(folder) == [1] and checkpoint.find_checkpoint(folder) == folder / "1"
+    assert committed_steps(folder) == [1] and checkpoint.find_checkpoint(folder / "1") == folder / "1"
+    with pytest.raises(FileNotFoundError, match=rf"^step 9 in {folder} is newer than its newest complete step, 1, "):
+        checkpoint.find_checkpoint(folder)  # was: step 1, without a word
     with pytest.raises(FileExistsError) as err:
         CheckpointWriter(folder)
     assert str(err.value) == (  # every item there, its step metadata alone left out of the copy: named so
         f"checkpoint directory {folder} holds step folders that are no complete checkpoints (every item there, but not "
-        "Orbax's step metadata, the record of its commit (deleted, or left out of a copy)): 7, 9; restore skips them, "
-        "and saving any step up to 9 would be refused: copy step 7, 9 again whole from where it was saved, or move "
+        "Orbax's step metadata, the record of its commit (deleted, or left out of a copy)): 7, 9; restore of the folder "
+        "refuses step 9, newer than its newest complete step, and saving any step up to 9 would be refused: copy step 7, 9 again whole from where it was saved, or move "
         f"them aside, e.g. {folder / '7'} to {folder / '7'}.incomplete, or delete them")
     for step in ("7", "9"):
         (folder / step).rename(folder / f"{step}.incomplete")
@@ -426,3 +428,24 @@ def test_orbaxs_warning_stays_off_while_another_thread_ends_its_read(tmp_path, c
     with caplog.at_level(logging.WARNING):
         assert committed_steps(tmp_path / "mine") == []
     assert [r.getMessage() for r in caplog.records] == []
+
+
+def test_the_newest_step_of_a_folder_whose_newer_step_lost_its_metadata_is_refused_naming_both(tmp_path):
+    # Was: find_checkpoint(<copy>) returned step 3 without a word, step 5 there whole but for its Orbax step metadata
+    # (left out of a copy), so restore(<copy>/checkpoints, ...), saved_config and sample.py <copy> read an older model
+    # than "the newest"; only train.resume refused it (harness/resume.py), now by this refusal.
+    folder = tmp_path / "copy" / "checkpoints"
+    with CheckpointWriter(folder, async_save=False, keep=5) as writer:
+        for step in (3, 5):
+            writer.save(step, nnx.Linear(2, 2, rngs=nnx.Rngs(0)), jax.random.key(0))
+    (folder / "5" / "_CHECKPOINT_METADATA").unlink()
+    said = (f"step 5 in {folder} is newer than its newest complete step, 3, but lost Orbax's step metadata, the record "
+            "of its commit (deleted, or left out of a copy): copy that step folder again whole from where it was "
+            f"saved; if the folder it was copied from is gone, pass the newest complete step left, {folder / '3'}")
+    target = checkpoint.abstract_state_for(nnx.Linear(2, 2, rngs=nnx.Rngs(0)), None)
+    for read in (checkpoint.find_checkpoint, checkpoint.saved_config, lambda path: checkpoint.restore(path, target)):
+        for given in (tmp_path / "copy", folder):
+            with pytest.raises(FileNotFoundError) as err:
+                read(given)
+            assert str(err.value) == said
+    assert checkpoint.restore(folder / "3", target).step == 3  # the step named itself, as the fix says: as before

@@ -916,3 +916,26 @@ def test_draws_failing_at_an_observation_far_from_training_name_it_not_the_weigh
                     "far (Chebyshev): the model saw few or none there, and its samples may be far off: check that x_o "
                     "is data of task 'two_moons' in the simulator's raw units")
     assert sorted(p.name for p in checkpoint_read.iterdir()) == ["checkpoints", "x_o.npy"]  # nothing written
+
+
+def test_a_copy_whose_newest_step_lost_its_metadata_is_not_sampled_at_an_older_step(tmp_path):
+    # Was: sample.py <copy> (sample_posterior) sampled step 3 without a word, step 5 there whole but for its Orbax step
+    # metadata (left out of the copy): an older model than the newest. Now refused naming both steps and the fix.
+    import jax
+    from flax import nnx
+
+    from gensbi_sharding.checkpoint import CheckpointWriter
+
+    folder = tmp_path / "copy" / "checkpoints"
+    with CheckpointWriter(folder, async_save=False, keep=5) as writer:
+        for step in (3, 5):
+            writer.save(step, nnx.Linear(2, 2, rngs=nnx.Rngs(0)), jax.random.key(0))
+    (folder / "5" / "_CHECKPOINT_METADATA").unlink()
+    for given in (tmp_path / "copy", folder):
+        with pytest.raises(FileNotFoundError) as err:
+            sample_posterior(given, np.zeros(2))
+        assert str(err.value) == (
+            f"run folder {str(given)!r}: step 5 in {folder} is newer than its newest complete step, 3, but lost Orbax's "
+            "step metadata, the record of its commit (deleted, or left out of a copy): copy that step folder again "
+            f"whole from where it was saved; if the folder it was copied from is gone, pass the newest complete step "
+            f"left, {folder / '3'}")

@@ -46,14 +46,11 @@ def resume_step_dir(cfg: DictConfig) -> Path | None:
     if (writer := _writing_run(folder)) is not None:
         raise ConfigError(writer)
     try:
-        found = find_checkpoint(cfg.train.resume, base_dir=launch_dir())
-        if newer := _newer_unconfirmed(found, folder):  # was: its older complete step resumed without a word
-            raise ConfigError(f"{hydra_override('train.resume', cfg.train.resume)}: step {newer} in {found.parent} is "
-                              f"newer than its newest complete step, {found.name}, but lost Orbax's step metadata, the "
-                              "record of its commit (deleted, or left out of a copy): copy that step folder again whole "
-                              f"from where it was saved{_source_gone(found.parent)}")
-        return found
+        return find_checkpoint(cfg.train.resume, base_dir=launch_dir())
     except FileNotFoundError as err:
+        if lost := getattr(err, "unconfirmed", None):  # a step newer than the newest complete one lost its metadata
+            raise ConfigError(f"{hydra_override('train.resume', cfg.train.resume)}: {lost}"
+                              f"{_source_gone(folder.resolve())}") from None
         metrics = folder / "metrics.json"  # a run's folder that saved no checkpoint: say why
         gone = _source_gone(folder) if lost_step_metadata(folder) else ""  # the step to resume, by its path
         said = str(err).split("; pass its parent")[0] if gone else f"{err}, as train.resume=<folder>"  # was: parent
@@ -73,15 +70,6 @@ def resume_step_dir(cfg: DictConfig) -> Path | None:
                    "or start a new run without train.resume" if previous.get("resumed_from") else  # was said of any run:
                    "start a new run without train.resume"))  # "the run it failed to continue", for one that continued none
         raise FileNotFoundError(f"{err}; {folder} {why}") from None
-
-
-def _newer_unconfirmed(found: Path, given: Path) -> int | None:
-    """The newest step beside ``found`` (``find_checkpoint``'s pick for ``given``) newer than it, saved whole but for its
-    Orbax step metadata (``unconfirmed_steps``); None where there is none, or ``given`` named ``found`` itself."""
-    from gensbi_sharding.checkpoint_steps import unconfirmed_steps
-
-    newer = [s for s in unconfirmed_steps(found.parent) if s > int(found.name)]
-    return newer[-1] if newer and given.resolve() != found else None
 
 
 def _source_gone(folder: Path) -> str:

@@ -222,6 +222,8 @@ def no_checkpoint(run_dir: Any, folder: Path, err: FileNotFoundError) -> FileNot
     from gensbi_sharding.harness.outputs import read_metrics
     from gensbi_sharding.harness.runs_below import runs_note
 
+    if getattr(err, "unconfirmed", None):  # a newer step lost its metadata (was: the older one sampled, silently)
+        return FileNotFoundError(f"run folder {os.fspath(run_dir)!r}: {err}")
     given = f"run folder {os.fspath(run_dir)!r} has no checkpoint to sample"
     if below := runs_note(folder):  # outputs/, a date's folder, an sbibm.py root (was: "pass a run dir"; and "no
         return FileNotFoundError(f"{given}{below}")  # checkpoint in X: looked for ... in X", the folder named thrice)
