@@ -98,17 +98,20 @@ def types_of(value: Any) -> Any:
 @functools.lru_cache(maxsize=8)
 def jitted_steps(graphdef: Any, mesh: Mesh | None, leaf_shardings: tuple = (), treedef: Any = None,
                  setting_types: Any = None) -> tuple:
-    """The jitted ``(train_step, eval_loss, said)`` of the split state of ``graphdef`` (model, optimizer[, EMA]).
+    """The jitted ``(train_step, eval_loss, said, train_arrays)`` of the split state of ``graphdef`` (model,
+    optimizer[, EMA]).
 
     The step donates the state and returns it at ``leaf_shardings`` (its leaves' shardings, flattened with ``treedef``;
-    none without a mesh). ``setting_types``: ``types_of(graphdef)``, unused but in the key (settings equal in value,
-    not in type, get their own pair). ``said``: the warnings their tracing gave so far (``say_again``). The last 8
-    keys' are kept: each holds the programs JAX compiled for it.
+    none without a mesh). ``train_arrays`` is that step over the state's arrays (``nnx.to_pure_dict`` of it, the same
+    leaves in the same order), returning them so: a call flattens and rebuilds no ``nnx.Variable`` (about 3 ms of
+    host work per step for Flux1's 379), which ``harness.train.train``'s loop saves. ``setting_types``:
+    ``types_of(graphdef)``, unused but in the key (settings equal in value, not in type, get their own pair).
+    ``said``: the warnings their tracing gave so far (``say_again``). The last 8 keys' are kept: each holds the
+    programs JAX compiled for it.
     """
     said = {}
 
-    @functools.partial(said_when_traced, said=said)
-    def train_step(state, batch, key):
+    def step(state, batch, key):  # nnx.merge takes the arrays as the variables alike
         model, optimizer, *average = nnx.merge(graphdef, state)
         count = optimizer.step[...]  # updates so far: the step's key and the EMA's warm-up
         step_key = jax.random.fold_in(key, count)
@@ -118,6 +121,16 @@ def jitted_steps(graphdef: Any, mesh: Mesh | None, leaf_shardings: tuple = (), t
         for ema in average:
             ema.update(model, count)
         return nnx.state((model, optimizer, *average)), loss
+
+    @functools.partial(said_when_traced, said=said)
+    def train_step(state, batch, key):
+        return step(state, batch, key)
+
+    @functools.partial(said_when_traced, said=said)
+    def train_arrays(arrays, batch, key):
+        state, loss = step(arrays, batch, key)
+        return nnx.to_pure_dict(state), loss
+    train_arrays.__name__ = train_arrays.__qualname__ = "train_step"  # its compiles are the train step's
 
     @functools.partial(said_when_traced, said=said)
     def eval_loss(state, batch, key):
@@ -130,8 +143,10 @@ def jitted_steps(graphdef: Any, mesh: Mesh | None, leaf_shardings: tuple = (), t
         return flow_matching_loss(model, batch["theta"], batch["x"], key, weight), count
 
     if mesh is None:
-        return jax.jit(train_step, donate_argnums=0), jax.jit(eval_loss), said
+        return (jax.jit(train_step, donate_argnums=0), jax.jit(eval_loss), said,
+                jax.jit(train_arrays, donate_argnums=0))
     scalar = NamedSharding(mesh, P())
     state_shardings = jax.tree.unflatten(treedef, leaf_shardings)
     return (jax.jit(train_step, donate_argnums=0, out_shardings=(state_shardings, scalar)),
-            jax.jit(eval_loss, out_shardings=scalar), said)
+            jax.jit(eval_loss, out_shardings=scalar), said,
+            jax.jit(train_arrays, donate_argnums=0, out_shardings=(nnx.to_pure_dict(state_shardings), scalar)))

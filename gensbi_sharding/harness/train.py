@@ -79,13 +79,26 @@ class StepFunctions:
 
     ``eval_loss`` scores the weights that are sampled: the EMA when there is one.
     ``weights(state)`` is that part of the state (to keep a copy of the best);
-    ``with_weights(state, weights)`` puts such a copy back.
+    ``with_weights(state, weights)`` puts such a copy back. ``train_arrays`` is ``train_step`` over the state's
+    arrays (``arrays(state)``), which ``train`` runs: no ``nnx.Variable`` is flattened or rebuilt per step;
+    ``variables(arrays)`` makes them the split state again.
     """
 
     graphdef: Any
     train_step: Callable[[Any, dict, jax.Array], tuple[Any, jax.Array]]
     eval_loss: Callable[[Any, dict, jax.Array], tuple[jax.Array, jax.Array]]  # (mean loss, rows counted)
     has_ema: bool = False
+    train_arrays: Callable[[dict, dict, jax.Array], tuple[dict, jax.Array]] | None = None
+    state_def: Any = None  # the split state's tree structure, Variables included
+
+    @staticmethod
+    def arrays(state: Any) -> Any:
+        """The split state's arrays, nested as its variables (``nnx.to_pure_dict``); arrays as they are."""
+        return nnx.to_pure_dict(state) if isinstance(state, nnx.State) else state
+
+    def variables(self, state: Any) -> Any:
+        """The split ``nnx.State`` of ``state``'s arrays (which may hold variables: the same leaves, in one order)."""
+        return jax.tree.unflatten(self.state_def, jax.tree.leaves(state))
 
     def weights(self, state: Any) -> Any:
         return state[2] if self.has_ema else state[0]
@@ -117,12 +130,12 @@ def make_step_functions(model: nnx.Module, optimizer: nnx.Optimizer, mesh: Mesh 
     try:
         hash(key)
     except TypeError:  # a static attribute that cannot be hashed: no key, a pair of its own (its types not read)
-        train_step, eval_loss, said = jitted_steps.__wrapped__(*key)
+        train_step, eval_loss, said, train_arrays = jitted_steps.__wrapped__(*key)
     else:
-        train_step, eval_loss, said = jitted_steps(*key, types_of(graphdef))
+        train_step, eval_loss, said, train_arrays = jitted_steps(*key, types_of(graphdef))
     if warn_again:
         say_again(said)  # what tracing them warned, said in this run too (none yet for new programs)
-    return StepFunctions(graphdef, train_step, eval_loss, ema is not None), state
+    return StepFunctions(graphdef, train_step, eval_loss, ema is not None, train_arrays, jax.tree.structure(state)), state
 
 
 @dataclasses.dataclass
@@ -164,13 +177,14 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
     fixed draws of (t, z) at every validation (more draws: less noise). The best are
     copied; after ``patience`` validations without a new best the loop stops, and at
     the end the best weights are put back into the returned state. ``val_every=0``
-    validates only once, at the end. ``on_step(step, state)`` runs after every step;
-    when it returns True (e.g. preemption) the loop ends at that step boundary, without
+    validates only once, at the end. ``on_step(step, arrays)`` runs after every step, given
+    the state as the step's arrays (``functions.variables(arrays)``: the split state), so no
+    step rebuilds its variables; when it returns True (e.g. preemption) the loop ends at that step boundary, without
     validation, and ``TrainResult.steps`` counts the steps done. ``stop_requested()`` is
     asked between validation batches: True abandons that validation and ends the loop at
     the step it followed, so a preemption never waits for a long validation. Either way
     the returned state is that step's (the best weights are put back only when the loop
-    was not stopped so). ``on_validated(step, state)`` runs after each completed validation,
+    was not stopped so). ``on_validated(step, arrays)`` runs after each completed validation,
     before the best weights are put back (a checkpoint saved there holds the validation in
     its early-stopping state). ``early_stopping``: the state to continue (a resumed run's, with
     its best so far and its history; updated in place); None: a fresh one with
@@ -208,7 +222,8 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
     with mesh_context(mesh), logging_redirect_tqdm(tqdm_class=tqdm):
         first = next(batches)
         start = time.perf_counter()
-        lowered = functions.train_step.lower(state, first, key)
+        state = functions.arrays(state)  # the loop steps the arrays: no variable is flattened or rebuilt per step
+        lowered = functions.train_arrays.lower(state, first, key)
         check_step_keeps_state(state, lowered.out_info[0])  # else the second step fails on XLA's types
         compiled = lowered.compile()
         compile_s = time.perf_counter() - start
@@ -231,7 +246,7 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
                 window_steps += 1
                 if val_batches and not halted and validates_at(step, val_every=val_every, last_step=start_step + steps):
                     with timer.paused(state):  # validation is not step time; the queued steps are
-                        stop, halted = validate(state, step)
+                        stop, halted = validate(functions.variables(state), step)  # eval_loss's one program
                     if on_validated is not None and not halted:
                         on_validated(step, state)
                 if window_steps == log_every or last or stop or halted:
@@ -262,6 +277,7 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
             bar.close()
         if not halted:
             state = stopper.with_best(functions, state)
+        state = functions.variables(state)
     # The first window holds the warm-up of the first dispatches; prefer the rest when there are any.
     steady = windows[1:] if len(windows) > 2 else windows
     median = float(np.median(steady))

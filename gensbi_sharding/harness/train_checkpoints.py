@@ -85,6 +85,9 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
 
     def save(step: int, current: Any) -> None:  # the early-stopping state too: state.checkpoint_tree
         best = stopper.best_weights if stopper.best_weights is not None else functions.weights(current)
+        # The loop's arrays (on_step's) as the split state's variables: what a resume restores (typed optimizer state)
+        best = functions.weights(functions.variables(functions.with_weights(current, best)))
+        current = functions.variables(current)
         # A second Ctrl-C: once the checkpoint is written; the watchdog's stop of a hung step: never during a save.
         with timer.paused(current), hold_interrupt(), watch.stop_lock:
             writer.save(step, checkpoint_tree(current, best), ts.key,
