@@ -11,9 +11,9 @@ validated and sampled, and early stopping on the validation loss with a fixed ke
 (the same t and noise draws at every validation, so two validations differ only by
 the weights), which restores the best weights at the end.
 
-The step is a pure function of the split NNX state (graph traversal happens once,
-not per step), jitted with the state's own shardings as input and output
-shardings and the state buffers donated. Everything it needs but the batch
+The step is a pure function of the split NNX state's arrays (graph traversal happens
+once, not per step, and no ``nnx.Variable`` is flattened or rebuilt per step), jitted
+with the state's own shardings as input and output shardings and the state buffers donated. Everything it needs but the batch
 (parameters, optimizer state with its step counter, EMA, the base RNG key) is placed
 before the loop, so nothing but the new batch crosses to the devices per step.
 """
