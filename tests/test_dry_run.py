@@ -302,3 +302,16 @@ def test_a_run_and_its_dry_run_say_the_model_axis_is_idle_where_every_split_fall
                         "data=1 x model=8 (mesh=dict), fell back to replicated: the 8 devices along it repeat the same "
                         "work; run with mesh.model_axis=1 so every device takes data, or a mesh.model_axis the widths "
                         "divide by"], (name, caplog.messages)
+        assert metrics["model_axis_idle"] is True, name  # the sweep's summary marks the job by it
+
+
+def test_a_dry_run_records_whether_its_model_axis_is_idle(devices):
+    # The sweep's summary marks such a job and ranks it after the others (was: said in the job's log alone).
+    from faults_helpers import compose_tiny
+    from gensbi_sharding.harness.dry_run import dry_run_metrics
+
+    for width, idle in ((36, True), (32, False)):  # 36 is not divisible by 8: every split falls back
+        cfg = compose_tiny("dry_run=true", "rule=tensor", "mesh.model_axis=8", f"model.width={width}",
+                           "model.mlp_ratio=1", f"model.time_embed_dim={width}")
+        name, table = rule_table(cfg.rule)
+        assert dry_run_metrics(cfg, make_mesh(model_axis=8), name, table)["model_axis_idle"] is idle, width

@@ -572,3 +572,50 @@ def test_the_sweep_plot_s_group_names_never_overlap(tmp_path, drawn):
         boxes = [label.get_window_extent() for label in ax.get_xticklabels()]
         assert len(boxes) == len(tasks)
         assert not any(a.overlaps(b) for a, b in zip(boxes, boxes[1:])), [b.x0 for b in boxes]
+
+
+def _dry_job(sweep_dir, job, overrides, **metrics):
+    make_job(sweep_dir, job, overrides, **metrics)
+    data = json.loads((sweep_dir / str(job) / "metrics.json").read_text())
+    data["config"]["dry_run"] = True
+    (sweep_dir / str(job) / "metrics.json").write_text(json.dumps(data))
+
+
+def test_a_dry_run_sweep_marks_and_ranks_last_the_jobs_whose_model_axis_is_idle(tmp_path):
+    # Was: `-m dry_run=true rule=tensor mesh.model_axis=1,8` of a model whose widths 8 does not divide ranked the
+    # model_axis=8 job first by collectives (0 B: every variable replicated, 8 devices computing the same step), with
+    # nothing in the table to say so; its log alone said the model axis was idle.
+    from gensbi_sharding.harness.summary_columns import IDLE_NOTE
+
+    for job, (axis, comm, idle) in enumerate([(1, 620_000, False), (8, 0, True), (2, 410_000, False)]):
+        _dry_job(tmp_path, job, [f"mesh.model_axis={axis}"], status="ok", mesh_shape=[8 // axis, axis],
+                 step_memory_bytes_per_device=4_100_000 + job, collective_bytes_per_step=comm, compile_s=1.5,
+                 fallbacks={"w": "size 36 ..."} if idle else {}, model_axis_idle=idle)
+    _dry_job(tmp_path, 3, ["mesh.model_axis=4"], status="error", error="ValueError: boom")
+    summary = write_summary(tmp_path, declared=["mesh.model_axis"])
+    by_memory, by_comm = summary.text.split("\n\n")
+    for table, title in ((by_memory, "memory per device"), (by_comm, "bytes of collectives per step")):
+        lines = table.splitlines()
+        assert lines[0] == f"ranked by {title} (smallest first; jobs whose model axis is idle last):"
+        header = [cell.strip() for cell in lines[1].split("|")[1:-1]]
+        cells = [[cell.strip() for cell in line.split("|")[1:-1]] for line in lines[3:]]
+        assert header[-3:] == ["model axis", "status", "error"]
+        assert [(row[1], row[-3]) for row in cells] == [
+            *((a, "") for a in (("2", "1") if "collectives" in title else ("1", "2"))), ("8", IDLE_NOTE), ("4", "")]
+    with open(summary.csv_path, newline="") as f:
+        assert [r["model_axis_idle"] for r in csv.DictReader(f)] == ["false", "true", "false", ""]
+
+
+def test_the_model_axis_column_and_note_show_only_where_a_job_leaves_its_model_axis_idle(tmp_path):
+    for job in range(2):
+        _dry_job(tmp_path, job, [f"rule={('fsdp', 'tensor')[job]}"], status="ok", mesh_shape=[4, 2],
+                 step_memory_bytes_per_device=100 + job, collective_bytes_per_step=10 - job, compile_s=1.5,
+                 fallbacks={}, model_axis_idle=False)
+    text = write_summary(tmp_path, declared=["rule"]).text
+    assert text.startswith("ranked by memory per device (smallest first):\n") and "model axis" not in text
+    make_job(tmp_path / "train", 0, ["seed=0"], **ok_metrics(3016, 0.01, 0.7), model_axis_idle=True)
+    make_job(tmp_path / "train", 1, ["seed=1"], **ok_metrics(3016, 0.01, 0.7), model_axis_idle=False)
+    lines = write_summary(tmp_path / "train", declared=["seed"]).md_path.read_text().splitlines()
+    header = [cell.strip() for cell in lines[0].split("|")[1:-1]]
+    assert [line.split("|")[1:-1][header.index("model axis")].strip() for line in lines[2:]] == [
+        "idle: nothing split over it, its devices repeat the same work", ""]

@@ -177,11 +177,12 @@ def dry_run_metrics(cfg: DictConfig, mesh: Any, rule_name: str, table: dict) -> 
         log.info("%s", hint)
     report = dry_run(cfg, mesh=mesh, rule_name=rule_name, table=table, dim_theta=dim_theta, dim_x=dim_x,
                      partition_axis=partition_axis)
-    if not hint and (hint := idle_model_axis_hint(shape, table, rule_name, spec, activation_axes_read(
-            cfg, partition_axis), report["placed_on_model"])):  # known once the plan placed the variables
-        log.info("%s", hint)
+    idle = idle_model_axis_hint(shape, table, rule_name, spec, activation_axes_read(cfg, partition_axis),
+                                report["placed_on_model"])  # known once the plan placed the variables
+    if idle and not hint:
+        log.info("%s", idle)
     _real_run_fits(cfg, mesh, rule_name, table)
     memory = report["memory"] or {}
     return {"dry_run": report, "fallbacks": report["fallbacks"], "compile_s": report["compile_s"], **report["state"],
             "step_memory_bytes_per_device": memory.get("total_bytes"),
-            "collective_bytes_per_step": report["collective_bytes"]}
+            "collective_bytes_per_step": report["collective_bytes"], "model_axis_idle": idle is not None}

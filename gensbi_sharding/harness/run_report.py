@@ -275,13 +275,15 @@ def report_placement(metrics: dict[str, Any], ts: Any, mesh: Any, *, table: dict
         nodes["ema"] = ts.ema  # a device holds it too
     report, annotations = describe(nodes, mesh), annotations_of(nodes)
     placements = {v.path.removeprefix("model/"): v.placement for v in report.variables if v.path.startswith("model/")}
+    idle = idle_model_axis_hint((shape := dict(mesh.shape) if mesh else None), table, rule_name, mesh_spec,
+                                ts.activation_axes, any("'model'" in p for p in placements.values()))  # a sweep summary's mark
     metrics.update(
         fallbacks=ts.fallbacks, **state_figures(nodes, mesh, report),
         state_leaf_count=len(jax.tree.leaves(nnx.state(ts.nodes))),
         placements=placements, start_step=ts.start_step, state_scalar_count=report.n_scalars,
         largest_replicated=dict(report.largest_replicated),
         left_whole=dict(left_whole(report, annotations, table, ts.fallbacks)),
-        mesh_summary=dataclasses.asdict(report.mesh) if report.mesh else None)
+        mesh_summary=dataclasses.asdict(report.mesh) if report.mesh else None, model_axis_idle=idle is not None)
     sharding_table = variable_table(report, annotations, ts.fallbacks, metrics["best_weights_bytes_per_device"],
                                     rule_name)
     other_paths = {"model/" + "/".join(map(str, path))
@@ -292,9 +294,7 @@ def report_placement(metrics: dict[str, Any], ts: Any, mesh: Any, *, table: dict
         param_bytes=metrics["param_bytes_per_device"], opt_bytes=metrics["opt_bytes_per_device"],
         ema_bytes=metrics["ema_bytes_per_device"], best_bytes=metrics["best_weights_bytes_per_device"],
         whole=list(metrics["left_whole"].items()),
-        hint=splits_nothing_hint(dict(mesh.shape) if mesh else None, table, rule_name, mesh_spec)
-        or idle_model_axis_hint(dict(mesh.shape) if mesh else None, table, rule_name, mesh_spec, ts.activation_axes,
-                                any("'model'" in v.placement for v in report.variables if v.path.startswith("model/"))),
+        hint=splits_nothing_hint(shape, table, rule_name, mesh_spec) or idle,
         verbose=verbose)))
     logging.getLogger(DETAILS).info("every variable of the model and optimizer state:\n%s", sharding_table)
     return sharding_table

@@ -31,8 +31,8 @@ from omegaconf import DictConfig, OmegaConf
 from gensbi_sharding.harness.console_lines import remember_stopped_sweep, summary_refused_line, sweep_end_line
 from gensbi_sharding.harness.outputs import read_metrics, read_record, write_atomic
 from gensbi_sharding.harness.plots import status_counts
-from gensbi_sharding.harness.summary_columns import (DRY_RUN_COLUMNS, ERROR_COLUMN, PROVENANCE_COLUMNS, TRAIN_COLUMNS,
-                                                      Column, key_cell)
+from gensbi_sharding.harness.summary_columns import (DRY_RUN_COLUMNS, PROVENANCE_COLUMNS, TRAIN_COLUMNS, Column,
+                                                      key_cell, ranked_heading)
 from gensbi_sharding.harness.sweep_plan import (command_overrides, declared_resume, every_job, folder_of,
                                                 job_configuration, job_folders, job_order, never_started, sweep_jobs)
 from gensbi_sharding.harness.units import is_number
@@ -118,7 +118,7 @@ def markdown_table(headers: Sequence[str], cells: Sequence[Sequence[str]]) -> st
 
 
 def _table(rows: Sequence[dict[str, Any]], keys: Sequence[str], columns: Sequence[Column]) -> str:
-    shown = [c for c in columns if c.title and (c is not ERROR_COLUMN or any(r["metrics"].get("error") for r in rows))]
+    shown = [c for c in columns if c.title and (not c.optional or any(c.text(r["metrics"]) for r in rows))]
     # A measured column titled as a swept key (mesh=none,auto beside the mesh's shape) is named as in the CSV.
     headers = ["job", *keys, *(c.name if c.title in keys else c.title for c in shown)]
     cells = [[row["job"], *(key_cell(row, k) for k in keys), *(c.text(row["metrics"]) for c in shown)]
@@ -127,10 +127,10 @@ def _table(rows: Sequence[dict[str, Any]], keys: Sequence[str], columns: Sequenc
 
 
 def _ranked(rows: Sequence[dict[str, Any]], key: str) -> list[dict[str, Any]]:
-    """Completed jobs by ``key``, smallest first; failed jobs after them."""
+    """Completed jobs by ``key``, smallest first, those whose model axis is idle after them; failed jobs last."""
     def rank(row):
-        value = row["metrics"].get(key)
-        return (row["metrics"].get("status") != "ok", not is_number(value), value if is_number(value) else 0)
+        value, idle = row["metrics"].get(key), bool(row["metrics"].get("model_axis_idle"))
+        return (row["metrics"].get("status") != "ok", idle, not is_number(value), value if is_number(value) else 0)
     return sorted(rows, key=rank)
 
 
@@ -190,7 +190,7 @@ def write_summary(sweep_dir: Path, declared: Sequence[str] = (), all_jobs: Seque
                          *(c.exact(row["metrics"]) for c in csv_columns)])
     csv_path = write_atomic(sweep_dir / "sweep_summary.csv", buffer.getvalue())
     if dry:  # a dry-run sweep is for choosing: rank the configurations
-        text = "\n\n".join(f"ranked by {title} (smallest first):\n" + _table(_ranked(rows, key), keys, columns)
+        text = "\n\n".join(ranked_heading(title, rows) + _table(_ranked(rows, key), keys, columns)
                            for key, title in (("step_memory_bytes_per_device", "memory per device"),
                                               ("collective_bytes_per_step", "bytes of collectives per step")))
     else:

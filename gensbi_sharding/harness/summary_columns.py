@@ -11,17 +11,20 @@ from gensbi_sharding.harness.units import (c2st_spread, compact_value, format_by
                                             format_seconds, is_number)
 
 __all__ = ["Column", "TRAIN_COLUMNS", "DRY_RUN_COLUMNS", "PROVENANCE_COLUMNS", "mesh_cell", "all_attempts_wall",
-           "wall_cell", "c2st_cell", "error_cell", "ERROR_CELL", "ERROR_COLUMN", "key_cell"]
+           "wall_cell", "c2st_cell", "error_cell", "ERROR_CELL", "ERROR_COLUMN", "IDLE_NOTE", "ranked_heading",
+           "key_cell"]
 
 
 @dataclass(frozen=True)
 class Column:
-    """A measured column: its CSV name (exact value) and its table title (readable value)."""
+    """A measured column: its CSV name (exact value) and its table title (readable value); ``optional``: in the
+    table only where a row's text is not empty."""
 
     name: str
     title: str
     text: Callable[[dict[str, Any]], str]
     exact: Callable[[dict[str, Any]], str]
+    optional: bool = False
 
 
 def _fixed(key: str, digits: int) -> Callable[[dict[str, Any]], str]:
@@ -96,7 +99,21 @@ def error_cell(m: dict[str, Any]) -> str:
     return (reason if len(reason) <= ERROR_CELL else reason[:ERROR_CELL - 3] + "...") + tail
 
 
-ERROR_COLUMN = Column("error", "error", error_cell, lambda m: m.get("error") or "")
+ERROR_COLUMN = Column("error", "error", error_cell, lambda m: m.get("error") or "", optional=True)
+# A model axis of size > 1 over which nothing is split (every variable the rule splits over it fell back, or it splits
+# none): its devices repeat one another's work, so 0 B of collectives ranked such a job first, and its row read as a
+# use of the whole mesh (was: said in the job's log alone, ``run_report.idle_model_axis_hint``).
+IDLE_NOTE = "idle: nothing split over it, its devices repeat the same work"
+_IDLE = Column("model_axis_idle", "model axis", lambda m: IDLE_NOTE if m.get("model_axis_idle") else "",
+               lambda m: "" if m.get("model_axis_idle") is None else str(bool(m["model_axis_idle"])).lower(), True)
+
+
+def ranked_heading(title: str, rows: Any) -> str:
+    """The line above a dry-run sweep's table ranked by ``title``: smallest first, jobs whose model axis is idle
+    after the others (their figures are of devices that repeat one another's work)."""
+    idle = any(row["metrics"].get("model_axis_idle") for row in rows)
+    return f"ranked by {title} (smallest first{'; jobs whose model axis is idle last' * idle}):\n"
+
 
 TRAIN_COLUMNS: tuple[Column, ...] = (
     _MESH,
@@ -121,7 +138,7 @@ TRAIN_COLUMNS: tuple[Column, ...] = (
     Column("c2st_step", "", lambda m: "", _integer("c2st_step")),
     Column("wall_s", "", lambda m: "", _fixed("wall_s", 2)),  # this attempt's, as metrics.json has it
     Column("wall_s_all_attempts", "wall", wall_cell, lambda m: _fixed("s", 2)({"s": all_attempts_wall(m)})),
-    _FALLBACKS, _STATUS, ERROR_COLUMN)
+    _FALLBACKS, _IDLE, _STATUS, ERROR_COLUMN)
 
 #: CSV-only, before status and error (but for a swept key of the name): what produced each row's numbers, so
 #: rows of several sweeps compare (was: only the swept keys; task, model, seed and budget of the others unsaid).
@@ -143,7 +160,7 @@ DRY_RUN_COLUMNS: tuple[Column, ...] = (
     Column("collective_bytes_per_step", "collectives/step",
            lambda m: format_bytes(m.get("collective_bytes_per_step")), _integer("collective_bytes_per_step")),
     Column("compile_s", "compile", lambda m: format_seconds(m.get("compile_s")), _fixed("compile_s", 3)),
-    _FALLBACKS, _STATUS, ERROR_COLUMN)
+    _FALLBACKS, _IDLE, _STATUS, ERROR_COLUMN)
 
 
 def key_cell(row: Mapping[str, Any], key: str) -> str:
