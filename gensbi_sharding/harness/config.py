@@ -9,6 +9,9 @@ as ``ConfigError`` naming the key and the fix.
 
 from __future__ import annotations
 
+import functools
+import types
+import typing
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
@@ -17,7 +20,7 @@ from omegaconf import MISSING, OmegaConf
 
 from gensbi_sharding.harness.groups import option_groups_text
 
-__all__ = ["ConfigError", "Config", "register_configs", "model_schema_classes", "require"]
+__all__ = ["ConfigError", "Config", "register_configs", "model_schema_classes", "type_hints", "require"]
 
 
 #: A mesh axis field: "auto", null, a mesh axis name or a list of them. Typed ``Any`` because
@@ -224,6 +227,13 @@ def model_schema_classes() -> list[type]:
     the command-line checks know as models (was: those checks took any subclass alive, one a test defined too)."""
     return [c for c in globals().values() if isinstance(c, type) and issubclass(c, ModelConfig)
             and c is not ModelConfig and "name" in vars(c)]
+
+
+@functools.cache
+def type_hints(schema: type) -> types.MappingProxyType:
+    """``typing.get_type_hints(schema)``, read-only, resolved once per class: this module's annotations are strings
+    (postponed evaluation), and resolving them per field was ~6 % of the command-line checks' CPU."""
+    return types.MappingProxyType(typing.get_type_hints(schema))
 
 
 def require(ok: bool, message: str) -> None:

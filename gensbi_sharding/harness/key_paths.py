@@ -78,10 +78,10 @@ def hydra_key_problem(args) -> str | None:
     config use +hydra.run.dirr=runs/a ... Key 'dirr' not in 'RunDir'"); None when there is none. Keys under a part of
     no fixed schema (``hydra.launcher.*``, ``hydra.job.env_set.*``), and ``+``/``++``/``~`` ones, are Hydra's."""
     import dataclasses
-    import typing
 
     from hydra.conf import HydraConf
 
+    from gensbi_sharding.harness.config import type_hints
     from gensbi_sharding.harness.override_grammar import parse
 
     for o in parse(args).overrides:
@@ -89,7 +89,7 @@ def hydra_key_problem(args) -> str | None:
             continue
         schema, parts = HydraConf, o.typed.split(".")[1:]
         for i, part in enumerate(parts):
-            hints = {k: v for k, v in typing.get_type_hints(schema).items() if k != "defaults"}
+            hints = {k: v for k, v in type_hints(schema).items() if k != "defaults"}
             if part not in hints:
                 group, near = ".".join(["hydra", *parts[:i]]), nearest_setting(part, parts[i + 1:], list(hints))
                 return Refusal(f"{o.arg}: {group}.{part} is not a setting of {group}" + (

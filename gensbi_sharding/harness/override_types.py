@@ -24,7 +24,7 @@ from hydra.core.override_parser.types import OverrideType, ValueType
 from omegaconf import OmegaConf, ValidationError
 
 from gensbi_sharding.harness.command_defaults import command_default
-from gensbi_sharding.harness.config import Config
+from gensbi_sharding.harness.config import Config, type_hints
 from gensbi_sharding.harness.config_files import resumed_search_path, unsearched_file
 from gensbi_sharding.harness.hints import closest_name, override_literal
 from gensbi_sharding.harness.groups import CONF, option_value_problem
@@ -43,7 +43,7 @@ def _value_problem(schema: type, name: str, key: str, value, suggest=None) -> tu
     """Why ``value`` cannot be assigned to field ``name`` of ``schema`` (OmegaConf's reason), and a value to type:
     ``suggest()``'s (the command's composition, ~0.3 s of CPU: made for a refused value only), else the schema's."""
     example = lambda: override_literal(suggest() if suggest else schema_default(schema, name)[1])  # noqa: E731
-    kind = typing.get_type_hints(schema)[name]
+    kind = type_hints(schema)[name]
     if isinstance(value, bool) and str in (kind, *typing.get_args(kind)):  # OmegaConf took it as the text 'True'
         # (was: train.resume=true looked for a folder named True; mesh.spec=true was named as mesh.spec=True)
         optional = type(None) in typing.get_args(kind)  # false: off, where null is (no mesh, no resume)
