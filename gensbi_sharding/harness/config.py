@@ -16,11 +16,12 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING, OmegaConf
+from omegaconf import MISSING, OmegaConf, ValidationError
 
 from gensbi_sharding.harness.groups import option_groups_text
 
-__all__ = ["ConfigError", "Config", "register_configs", "model_schema_classes", "type_hints", "require"]
+__all__ = ["ConfigError", "Config", "register_configs", "model_schema_classes", "type_hints", "assignment_reason",
+           "require"]
 
 
 #: A mesh axis field: "auto", null, a mesh axis name or a list of them. Typed ``Any`` because
@@ -234,6 +235,26 @@ def type_hints(schema: type) -> types.MappingProxyType:
     """``typing.get_type_hints(schema)``, read-only, resolved once per class: this module's annotations are strings
     (postponed evaluation), and resolving them per field was ~6 % of the command-line checks' CPU."""
     return types.MappingProxyType(typing.get_type_hints(schema))
+
+
+def assignment_reason(schema: type, name: str, value: Any) -> str | None:
+    """OmegaConf's reason (its message's first line) that ``value`` cannot be set as field ``name`` of ``schema``;
+    None where it can. A command's checks ask of the same value several times (each check, job and checked fix),
+    and building the schema's structured config was ~5 % of their CPU: a hashable value is judged once a process."""
+    try:
+        hash(value)
+    except TypeError:  # a list or a dict: judged each time
+        return _reason.__wrapped__(schema, name, repr(value), value)
+    return _reason(schema, name, repr(value), value)
+
+
+@functools.lru_cache(maxsize=1024)
+def _reason(schema: type, name: str, shown: str, value: Any) -> str | None:  # shown: 1, 1.0 and True apart
+    try:
+        OmegaConf.structured(schema)[name] = value
+    except ValidationError as err:
+        return str(err).strip().splitlines()[0]
+    return None
 
 
 def require(ok: bool, message: str) -> None:

@@ -21,10 +21,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hydra.core.override_parser.types import OverrideType, ValueType
-from omegaconf import OmegaConf, ValidationError
+from omegaconf import OmegaConf
 
 from gensbi_sharding.harness.command_defaults import command_default
-from gensbi_sharding.harness.config import Config, type_hints
+from gensbi_sharding.harness.config import Config, assignment_reason, type_hints
 from gensbi_sharding.harness.config_files import resumed_search_path, unsearched_file
 from gensbi_sharding.harness.hints import closest_name, override_literal
 from gensbi_sharding.harness.groups import CONF, option_value_problem
@@ -51,11 +51,8 @@ def _value_problem(schema: type, name: str, key: str, value, suggest=None) -> tu
         return (f"{key} takes a name, and {word} is a yes/no (it would read the text '{value}'; the word itself, "
                 f"quoted: \"{key}='{word}'\")",
                 "auto" if value and key == "train.resume" else "null" if optional and not value else example())
-    try:
-        OmegaConf.structured(schema)[name] = value
+    if (reason := assignment_reason(schema, name, value)) is None:
         return None
-    except ValidationError as err:
-        reason = str(err).strip().splitlines()[0]
     if value is None:
         return f"{key} cannot be null ({reason})", example()
     if isinstance(value, str) and not value.strip():
@@ -231,12 +228,11 @@ def _preset_key_problem(o, path: Path, name: str) -> str | None:
                     + (f" (did you mean {near}?)" if near else "") + f"; its settings: "
                     + f"{', '.join(f for f in fields if f != 'name')}; remove {key} from that file"
                     + (f" or rename it {near}" if near else ""))
-        try:
-            if not (isinstance(value, str) and "${" in value):  # resolved once composed
-                OmegaConf.structured(schema)[key] = value
-        except ValidationError as err:
+        if isinstance(value, str) and "${" in value:  # resolved once composed
+            continue
+        if (reason := assignment_reason(schema, key, value)) is not None:
             return (f"{o.arg}: {path} sets {key}: {override_literal(value)}, which it cannot take "
-                    f"({str(err).strip().splitlines()[0]}); write e.g. {key}: "
+                    f"({reason}); write e.g. {key}: "
                     f"{override_literal(schema_default(schema, key)[1])} there")
     return None
 
