@@ -300,8 +300,8 @@ def test_a_run_and_its_dry_run_say_the_model_axis_is_idle_where_every_split_fall
         idle = [line for message in caplog.messages for line in message.splitlines() if "model axis idle" in line]
         assert idle == ["rule tensor leaves the model axis idle: every variable it splits over 'model', of size 8 on "
                         "data=1 x model=8 (mesh=dict), fell back to replicated: the 8 devices along it repeat the same "
-                        "work; run with mesh.model_axis=1 so every device takes data, or a mesh.model_axis the widths "
-                        "divide by"], (name, caplog.messages)
+                        "work; run with mesh.model_axis=1 so every device takes data, or mesh.model_axis=4 or 2, under "
+                        "which it splits some"], (name, caplog.messages)
         assert metrics["model_axis_idle"] is True, name  # the sweep's summary marks the job by it
 
 

@@ -146,6 +146,27 @@ def test_a_rule_that_leaves_the_model_axis_idle_says_so_and_names_both_fixes():
                                 {"batch_axis": "data", "head_axis": "model"}) is None
 
 
+def test_an_idle_model_axis_names_the_model_axes_that_split_a_variable_or_none():
+    # Was "or a mesh.model_axis the widths divide by": rule=tensor of model=flux1 model.num_heads=3
+    # model.axes_dim=[5,0] on data=1 x model=8, which a user then ran at mesh.model_axis=4 (the next size that
+    # divides 8): idle again, as only 2 splits a width (30); where no size splits one, no such fix exists.
+    from gensbi_sharding.harness.model_plan import model_axes_that_split
+
+    class Wide(nnx.Module):
+        def __init__(self, hidden):
+            self.kernel = nnx.Param(jnp.zeros((4, hidden)), **gs.axes("embed", "mlp"))
+
+    tensor, mesh = dict(RULES["tensor"]), gs.make_mesh(model_axis=8)
+    assert model_axes_that_split(Wide(6), mesh, tensor) == [2]
+    assert model_axes_that_split(Wide(12), mesh, tensor) == [4, 2]
+    assert model_axes_that_split(Wide(5), mesh, tensor) == []
+    assert model_axes_that_split(Wide(6), None, tensor) is None
+    assert idle_model_axis_hint({"data": 1, "model": 8}, tensor, "tensor", "dict", None, False, [4, 2]).endswith(
+        "run with mesh.model_axis=1 so every device takes data, or mesh.model_axis=4 or 2, under which it splits some")
+    assert idle_model_axis_hint({"data": 1, "model": 8}, tensor, "tensor", "dict", None, False, []).endswith(
+        "run with mesh.model_axis=1 so every device takes data, as no other mesh.model_axis splits a width")
+
+
 def test_a_rule_that_splits_nothing_says_so_and_names_the_override():
     tensor, fsdp = dict(RULES["tensor"]), dict(RULES["fsdp"])
     hint = splits_nothing_hint({"data": 8, "model": 1}, tensor, "tensor", "auto")

@@ -38,7 +38,7 @@ def dry_run(cfg: DictConfig, *, mesh: Any, rule_name: str, table: dict, dim_thet
     from gensbi_sharding import MODEL_AXIS, abstract_sharded, batch_axes, compiled_report, partition_specs
     from gensbi_sharding.harness.run_report import state_figures
     from gensbi_sharding.harness.rule_config import as_rule
-    from gensbi_sharding.harness.model_plan import DRY_RUN_TRACES, model_plan, trace_model
+    from gensbi_sharding.harness.model_plan import DRY_RUN_TRACES, model_axes_that_split, model_plan, trace_model
     from gensbi_sharding.harness.state import builder
     from gensbi_sharding.harness.ema import EMA
     from gensbi_sharding.harness.step_check import check_step_keeps_state
@@ -72,6 +72,7 @@ def dry_run(cfg: DictConfig, *, mesh: Any, rule_name: str, table: dict, dim_thet
     nodes = {"model": model, "optimizer": optimizer, **({"ema": ema} if ema is not None else {})}
     report["state"] = state_figures(nodes, mesh)
     report["placed_on_model"] = any(f"'{MODEL_AXIS}'" in spec for spec in partition_specs(model).values())
+    report["model_axes_that_split"] = None if report["placed_on_model"] else model_axes_that_split(model, mesh, rule)
     _log(report)
     return report
 
@@ -178,7 +179,7 @@ def dry_run_metrics(cfg: DictConfig, mesh: Any, rule_name: str, table: dict) -> 
     report = dry_run(cfg, mesh=mesh, rule_name=rule_name, table=table, dim_theta=dim_theta, dim_x=dim_x,
                      partition_axis=partition_axis)
     idle = idle_model_axis_hint(shape, table, rule_name, spec, activation_axes_read(cfg, partition_axis),
-                                report["placed_on_model"])  # known once the plan placed the variables
+                                report["placed_on_model"], report["model_axes_that_split"])  # known once planned
     if idle and not hint:
         log.info("%s", idle)
     _real_run_fits(cfg, mesh, rule_name, table)

@@ -117,3 +117,21 @@ def _model_axes_without_fallbacks(model: Any, mesh: Any, rule: Any) -> list[int]
     sizes = [m for m in range(size - 1, 1, -1) if size % m == 0 and m != now]
     return [m for m in sizes if not gs.plan_shardings(
         model, AbstractMesh((size // m, m), tuple(mesh.axis_names), axis_types=(AxisType.Auto,) * 2), rule).fallbacks]
+
+
+def model_axes_that_split(model: Any, mesh: Any, rule: Any) -> list[int] | None:
+    """The other sizes of the "model" axis of a ("data", "model") mesh of as many devices under which ``rule`` splits
+    some variable of ``model`` over "model", largest first (None: no such mesh); what an idle model axis's hint names
+    (was "a mesh.model_axis the widths divide by", where none might, and a divisor of one width need not be)."""
+    import gensbi_sharding as gs
+    from jax.sharding import AbstractMesh, AxisType
+
+    if mesh is None or tuple(mesh.axis_names) != ("data", gs.MODEL_AXIS):
+        return None
+    size, now = math.prod(mesh.shape.values()), mesh.shape[gs.MODEL_AXIS]
+
+    def splits(m: int) -> bool:
+        abstract = AbstractMesh((size // m, m), tuple(mesh.axis_names), axis_types=(AxisType.Auto,) * 2)
+        return any(f"'{gs.MODEL_AXIS}'" in str(s) for s in gs.plan_shardings(model, abstract, rule).specs.values())
+
+    return [m for m in range(size, 1, -1) if size % m == 0 and m != now and splits(m)]

@@ -94,24 +94,24 @@ def splits_nothing_hint(mesh_axis_sizes: dict[str, int] | None, table: dict[str,
 
 def idle_model_axis_hint(mesh_axis_sizes: dict[str, int] | None, table: dict[str, Any], rule_name: str,
                          mesh_choice: str, activation_axes: dict[str, Any] | None = None,
-                         placed_on_model: bool | None = None) -> str | None:
+                         placed_on_model: bool | None = None, splits_at: list[int] | None = None) -> str | None:
     """One line when the mesh's model axis has size > 1 but neither the rule nor the activations split over it, or
-    (``placed_on_model=False``: the plan placed nothing over it) every variable its table splits over it fell back.
-
-    The batch is split over the other axes only, so the devices along "model" repeat the same work: ``rule=fsdp
-    mesh.model_axis=2`` trains on half the devices' worth of data. ``activation_axes``: the fields the model reads.
-    """
+    (``placed_on_model=False``) every variable its table splits over it fell back; ``splits_at``: the model axis sizes
+    under which it splits some (``model_axes_that_split``). The devices along "model" then repeat the same work (the
+    batch is split over the others): ``rule=fsdp mesh.model_axis=2`` trains on half the devices' worth of data.
+    ``activation_axes``: the fields the model reads."""
     from gensbi_sharding import MODEL_AXIS
 
     size, split = (mesh_axis_sizes or {}).get(MODEL_AXIS, 1), MODEL_AXIS in _split_axes(table)
     if size < 2 or MODEL_AXIS in _split_axes(activation_axes or {}) or (split and placed_on_model is not False):
         return None
-    shape, what = " x ".join(f"{k}={n}" for k, n in mesh_axis_sizes.items()), ("every variable it splits" if split else
-                                                                                 "it splits nothing")
-    return (f"rule {rule_name} leaves the model axis idle: {what} over {MODEL_AXIS!r}, of size {size} on {shape} (mesh="
-            f"{mesh_choice}){', fell back to replicated' * split}: the {size} devices along it repeat the same work; "
-            f"run with mesh.model_axis=1 so every device takes data, or "
-            f"{'a mesh.model_axis the widths divide by' if split else 'rule=tensor'}")
+    shape, what = " x ".join(f"{k}={n}" for k, n in mesh_axis_sizes.items()), "every variable it splits" * split
+    fix = ("rule=tensor" if not split else "a mesh.model_axis the widths divide by" if splits_at is None else
+           f"mesh.model_axis={' or '.join(map(str, splits_at))}, under which it splits some" if splits_at else None)
+    return (f"rule {rule_name} leaves the model axis idle: {what or 'it splits nothing'} over {MODEL_AXIS!r}, of "
+            f"size {size} on {shape} (mesh={mesh_choice}){', fell back to replicated' * split}: the {size} devices"
+            f" along it repeat the same work; run with mesh.model_axis=1 so every device takes data"
+            + (f", or {fix}" if fix else ", as no other mesh.model_axis splits a width"))
 
 
 def placement_block(report: Any, *, rule_name: str, param_count: int, param_bytes: int, opt_bytes: int,
@@ -246,8 +246,7 @@ def report_placement(metrics: dict[str, Any], ts: Any, mesh: Any, *, table: dict
     Parameters
     ----------
     metrics : dict
-        The run's metrics, updated in place (fallbacks, parameter count, bytes per
-        device, placements, variables left whole, ...).
+        The run's metrics, updated in place (fallbacks, parameter count, bytes per device, placements, ...).
     ts : harness.state.TrainState
         The built model, optimizer and EMA.
     mesh : jax.sharding.Mesh or None
@@ -262,13 +261,13 @@ def report_placement(metrics: dict[str, Any], ts: Any, mesh: Any, *, table: dict
     Returns
     -------
     str
-        Every variable's placement (``variable_table``), for ``sharding.txt``; logged in
-        full to the details logger (launch.log).
+        Every variable's placement (``variable_table``), for ``sharding.txt``; logged in full to launch.log.
     """
     import jax
     from flax import nnx
 
     from gensbi_sharding import describe
+    from gensbi_sharding.harness.model_plan import model_axes_that_split
 
     nodes = {"model": ts.model, "optimizer": ts.optimizer}
     if ts.ema is not None:
@@ -276,7 +275,8 @@ def report_placement(metrics: dict[str, Any], ts: Any, mesh: Any, *, table: dict
     report, annotations = describe(nodes, mesh), annotations_of(nodes)
     placements = {v.path.removeprefix("model/"): v.placement for v in report.variables if v.path.startswith("model/")}
     idle = idle_model_axis_hint((shape := dict(mesh.shape) if mesh else None), table, rule_name, mesh_spec,
-                                ts.activation_axes, any("'model'" in p for p in placements.values()))  # a sweep summary's mark
+                                ts.activation_axes, placed := any("'model'" in p for p in placements.values()),
+                                None if placed else model_axes_that_split(ts.model, mesh, table))  # the summary's mark
     metrics.update(
         fallbacks=ts.fallbacks, **state_figures(nodes, mesh, report),
         state_leaf_count=len(jax.tree.leaves(nnx.state(ts.nodes))),
