@@ -216,7 +216,7 @@ def profile_gensbi(pipeline, steps: int) -> str:
 
 def main() -> None:
     parser = new_parser(__doc__)
-    parser.add_argument("--steps", type=count(example=WARMUP_STEPS * 10, least=WARMUP_STEPS + 1), default=2000,
+    parser.add_argument("--steps", type=count(example=WARMUP_STEPS * 10, least=WARMUP_STEPS + 2), default=2000,
                         help="training steps of each pipeline")
     parser.add_argument("--batch-size", type=count(example=256), default=256, help="batch size of both")
     parser.add_argument("--num-samples", type=count(example=10_000, least=2), default=10_000, help="posterior samples for C2ST")
@@ -226,7 +226,7 @@ def main() -> None:
     parser.add_argument("--profile-steps", type=count(example=200), default=200, help="GenSBI steps profiled")
     parser.add_argument("overrides", nargs="*", default=[], help="more harness overrides, e.g. model.depth=4")
     args = parser.parse_args()
-    if args.steps <= WARMUP_STEPS:  # GenSBI's step time is taken after them: none would be left
+    if args.steps <= WARMUP_STEPS + 1:  # its step time: the intervals between requests after them (21: none, nan)
         parser.error(f"argument --steps: {args.steps} leaves no step to time after the first {WARMUP_STEPS} "
                      f"(compilation); e.g. --steps {WARMUP_STEPS * 10}")
     for override in args.overrides:

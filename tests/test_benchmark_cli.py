@@ -362,7 +362,7 @@ def test_benchmark_help_names_each_default_once():
 
 @pytest.mark.slow  # up to three subprocesses; on the old code each did its work first (a sweep, a child, a setup)
 @pytest.mark.parametrize("argv", [["gensbi_scale.py", "table", "--timeout", "20"], ["gensbi_scale.py", "init"],
-                                  ["gensbi_pipeline.py", "--steps", "21", "--num-samples", "100", "--folds", "2"]])
+                                  ["gensbi_pipeline.py", "--steps", "22", "--num-samples", "100", "--folds", "2"]])
 def test_a_script_that_needs_gensbi_says_so_in_one_line_before_any_work(tmp_path, argv):
     # Was, without the gensbi extra: table ran its 12 dry-run jobs and printed the missing package 12 times in one
     # line; init printed its table's header, then "benchmarks/-c: 'gensbi' is not installed"; gensbi_pipeline.py
