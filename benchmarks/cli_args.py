@@ -4,6 +4,8 @@ parsed, in argparse's error line naming the argument and a value that works, bef
 from __future__ import annotations
 
 import argparse
+import contextlib
+import math
 import subprocess
 import sys
 from collections.abc import Callable
@@ -119,18 +121,22 @@ def _float(text: str) -> float | None:
 
 def positive_int(text: str) -> int:
     """An integer >= 1 (a count of layers, steps, trials, repeats ...)."""
-    return count(example=2)(text)
+    return count(example=2, rounded=True)(text)  # any integer >= 1 is taken: a fraction's nearest one too
 
 
-def count(*, example: int, least: int = 1) -> Callable[[str], int]:
+def count(*, example: int, least: int = 1, rounded: bool = False) -> Callable[[str], int]:
     """The type of an integer option >= 1 whose own later check takes only some values: a refusal's example is
     ``example``, one that check takes, and a whole float below ``least`` is refused naming ``least``; an int below
     it is left to that check, which says why (was: ``positive_int``'s "e.g. 2", "write 10" and "0 must be >= 1",
-    each of which gensbi_pipeline's --steps check refused next)."""
+    each of which gensbi_pipeline's --steps check refused next); a fraction's is ``example`` too, unless ``rounded``
+    (was its nearest integer: --num-samples 2.5 "e.g. 2", < 2 * --folds; gensbi_scale's --timeout 1.5 "e.g. 2")."""
     def parse(text: str) -> int:
         # Imported here, not above: missing_dependency_line must work in a Python without this package.
         from gensbi_sharding.harness.sample_output import whole_number
 
+        with contextlib.suppress(ValueError):  # a fraction's nearest integer need not pass the later check
+            if not rounded and math.isfinite(number := float(text)) and not number.is_integer():
+                raise argparse.ArgumentTypeError(f"{text!r} is not an integer; e.g. {example}")
         value = whole_number(text, noun="an integer", example=example, minimum=max(least, 1))
         if value < 1 and least == 1:
             raise argparse.ArgumentTypeError(f"{value} must be >= 1")

@@ -191,6 +191,8 @@ def test_gensbi_scale_table_ranks_no_sweep_that_died_part_way(monkeypatch):
     (["--num-samples", "0"], "--num-samples 0 must be >= 2 * --folds (--folds 5); pass --num-samples 10"),
     (["--num-samples", "abc"], "argument --num-samples: 'abc' is not an integer; e.g. 10000"),
     (["--batch-size", "abc"], "argument --batch-size: 'abc' is not an integer; e.g. 256"),
+    # Was "e.g. 2", the fraction rounded: a value the check of --num-samples against 2 * --folds refused next.
+    (["--num-samples", "2.5"], "argument --num-samples: '2.5' is not an integer; e.g. 10000"),
     # Was refused by the harness's run once JAX started: "harness run failed: ...", exit 1, after the same line logged.
     (["--batch-size", "100000"], "--batch-size 100000 cannot be used: the global batch size 100000 must be at most "
                                  "9000 (the 9000 training pairs); pass --batch-size 9000"),
@@ -219,6 +221,16 @@ def test_gensbi_scale_names_a_timeout_a_sweep_can_finish_in(monkeypatch, capsys)
         module.main()
     assert stop.value.code == 2
     assert capsys.readouterr().err.endswith("error: argument --timeout: 'abc' is not an integer; e.g. 3600\n")
+
+
+def test_gensbi_scale_names_a_timeout_a_sweep_can_finish_in_for_a_fraction_too(monkeypatch, capsys):
+    # Was "'1.5' is not an integer; e.g. 2", the fraction rounded: two seconds, which stops the sweep, as 'abc' did.
+    module = load("gensbi_scale")
+    monkeypatch.setattr(sys, "argv", ["gensbi_scale.py", "table", "--timeout", "1.5"])
+    with pytest.raises(SystemExit) as stop:
+        module.main()
+    assert stop.value.code == 2
+    assert capsys.readouterr().err.endswith("error: argument --timeout: '1.5' is not an integer; e.g. 3600\n")
 
 
 def test_gensbi_pipeline_names_its_flags_in_the_harness_runs_own_failure(monkeypatch, caplog):
