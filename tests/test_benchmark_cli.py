@@ -213,24 +213,16 @@ def test_gensbi_pipeline_names_its_flags_where_the_harness_refuses_their_values(
     assert stop.value.code == 2 and capsys.readouterr().err.endswith(f"gensbi_pipeline.py: error: {message}\n")
 
 
-def test_gensbi_scale_names_a_timeout_a_sweep_can_finish_in(monkeypatch, capsys):
-    # Was "'abc' is not an integer; e.g. 2": two seconds, which stops the sweep of dry runs before its first compiles.
+@pytest.mark.parametrize("value", ["abc", "1.5"])
+def test_gensbi_scale_names_a_timeout_a_sweep_can_finish_in(monkeypatch, capsys, value):
+    # Was "'abc' is not an integer; e.g. 2" (and for '1.5', the fraction rounded, the same): two seconds, which stops
+    # the sweep of dry runs before its first compiles.
     module = load("gensbi_scale")
-    monkeypatch.setattr(sys, "argv", ["gensbi_scale.py", "table", "--timeout", "abc"])
+    monkeypatch.setattr(sys, "argv", ["gensbi_scale.py", "table", "--timeout", value])
     with pytest.raises(SystemExit) as stop:
         module.main()
     assert stop.value.code == 2
-    assert capsys.readouterr().err.endswith("error: argument --timeout: 'abc' is not an integer; e.g. 3600\n")
-
-
-def test_gensbi_scale_names_a_timeout_a_sweep_can_finish_in_for_a_fraction_too(monkeypatch, capsys):
-    # Was "'1.5' is not an integer; e.g. 2", the fraction rounded: two seconds, which stops the sweep, as 'abc' did.
-    module = load("gensbi_scale")
-    monkeypatch.setattr(sys, "argv", ["gensbi_scale.py", "table", "--timeout", "1.5"])
-    with pytest.raises(SystemExit) as stop:
-        module.main()
-    assert stop.value.code == 2
-    assert capsys.readouterr().err.endswith("error: argument --timeout: '1.5' is not an integer; e.g. 3600\n")
+    assert capsys.readouterr().err.endswith(f"error: argument --timeout: '{value}' is not an integer; e.g. 3600\n")
 
 
 def test_gensbi_pipeline_names_its_flags_in_the_harness_runs_own_failure(monkeypatch, caplog):
