@@ -140,6 +140,17 @@ def main(spec_path: str) -> None:
     _wait(pids, runs, spec.get("deadline"))  # all at once
 
 
+def end_group(proc: subprocess.Popen, wait_s: float = 30) -> None:
+    """Kill ``proc`` (started with ``start_new_session=True``) and every process of its group (what it forked), then
+    reap it, waiting at most ``wait_s``: nothing a timed-out run started outlives the test. The group is killed
+    before ``proc`` is reaped, so its id (``proc``'s pid) names no other process's group."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:  # the group has ended already
+        pass
+    proc.wait(timeout=wait_s)
+
+
 def run_forked(runs: list[dict], *, env: dict, timeout: float, workdir: Path, script: Path = REPO / "launch.py",
                together: bool = False, imports: tuple[str, ...] = (), deadline_s: float | None = None,
                grouped: bool = False) -> list[subprocess.CompletedProcess]:
@@ -169,9 +180,15 @@ def run_forked(runs: list[dict], *, env: dict, timeout: float, workdir: Path, sc
                       "snapshot": [str(p) for p in run["snapshot"]] if run.get("snapshot") else None}
                      for i, run in enumerate(runs)]}
     (workdir / "spec.json").write_text(json.dumps(spec))
-    driver = subprocess.run([sys.executable, __file__, str(workdir / "spec.json")], env=env,
-                            capture_output=True, text=True, timeout=timeout)
-    assert driver.returncode == 0, driver.stderr[-3000:]
+    # A session of its own: a timeout (or pytest-timeout's exception, a ^C) kills the driver and every child it forked.
+    with subprocess.Popen([sys.executable, __file__, str(workdir / "spec.json")], env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, start_new_session=True) as driver:
+        try:
+            _, stderr = driver.communicate(timeout=timeout)
+        except BaseException:
+            end_group(driver)
+            raise
+    assert driver.returncode == 0, stderr[-3000:]
     done = []
     for run, files in zip(runs, spec["runs"]):
         out = Path(files["stdout"])

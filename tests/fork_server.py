@@ -13,6 +13,7 @@ child starts its own, with the XLA_FLAGS it was given.
     python tests/fork_server.py <script> [<module> ...]    (requests on stdin, one JSON line each; pids on stdout)
 """
 
+import contextlib
 import gc
 import importlib
 import json
@@ -136,8 +137,10 @@ class ForkServer:
     def __init__(self, workdir: Path, env: dict, script: Path = REPO / "launch.py",
                  imports: tuple[str, ...] = RUN_IMPORTS):
         self.workdir, self.count = Path(workdir), 0
+        # A session of its own: close() can end the server with every child it forked (but those in their own session).
         self.proc = subprocess.Popen([sys.executable, __file__, str(script), *imports], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, env=env)
+                                     stdout=subprocess.PIPE, env=env, start_new_session=True)
+        self.forked = []
         ready = self.proc.stdout.readline()
         assert ready == b"ready\n", f"the fork server did not start (exit {self.proc.wait(timeout=60)})"
 
@@ -155,12 +158,23 @@ class ForkServer:
                    "errors": errors and str(errors)}
         self.proc.stdin.write(json.dumps(request).encode() + b"\n")
         self.proc.stdin.flush()
-        return Forked([sys.executable, "launch.py", *args], int(self.proc.stdout.readline()), output, errors)
+        self.forked.append(Forked([sys.executable, "launch.py", *args], int(self.proc.stdout.readline()), output,
+                                  errors))
+        return self.forked[-1]
 
-    def close(self) -> None:
-        """End the server; a child still running is killed."""
+    def close(self, timeout: float = 60) -> None:
+        """End the server; a child still running is killed. A server not ended ``timeout`` seconds after its stdin
+        closed is killed with its process group and its children in sessions of their own: none outlives the tests."""
+        from fork_launch import end_group
+
         self.proc.stdin.close()
-        self.proc.wait(timeout=60)
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            for child in self.forked:  # not reaped (no exit code written): its pid is still its own
+                with contextlib.suppress(ProcessLookupError):
+                    child.kill()
+            end_group(self.proc)
 
 
 if __name__ == "__main__":
