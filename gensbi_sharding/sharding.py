@@ -114,14 +114,14 @@ class Plan:
         return (f"{len(self.fallbacks)} variable(s) replicated instead of split under {self.rule.label} "
                 f"on mesh {dict(self.mesh.shape)}: " + "; ".join(parts) + (f" (every one: {every})" if cut else ""))
 
-    def warn(self, stacklevel: int = 2) -> None:
+    def warn(self, stacklevel: int = 2, every: str = "Plan.fallbacks") -> None:
         """Warn once each: ``ExperimentalRuleWarning`` (built-in splitting rule), ``UserWarning`` (``AxisType.Explicit``
         mesh axis), ``ShardingFallbackWarning`` (unless every fallback is ``UNLIKE_PARAMETER``).
 
         Parameters
         ----------
-        stacklevel : int, default 2
-            As for ``warnings.warn``, from the caller of ``warn``.
+        stacklevel, every : int and str, default 2 and "Plan.fallbacks"
+            As for ``warnings.warn``, from the caller of ``warn``; as for ``fallback_message``.
 
         Raises
         ------
@@ -140,7 +140,7 @@ class Plan:
                           f"or jax.make_mesh(..., axis_types=(AxisType.Auto,) * {len(self.mesh.axis_names)})",
                           UserWarning, stacklevel=stacklevel + 1)
         if any(not reason.startswith(UNLIKE_PARAMETER) for reason in self.fallbacks.values()):
-            warnings.warn(self.fallback_message(), ShardingFallbackWarning, stacklevel=stacklevel + 1)
+            warnings.warn(self.fallback_message(every=every), ShardingFallbackWarning, stacklevel=stacklevel + 1)
 
     def abstract_state(self, node: Any) -> nnx.State:
         """``nnx.state(node)``, each planned variable a ``jax.ShapeDtypeStruct`` at its sharding; refusing as ``place``.
@@ -272,7 +272,7 @@ def shard_model_by_table(node: Any, mesh: Mesh | None, table: RuleTable) -> None
 
 
 def _plan_warn_place(node: Any, mesh: Mesh | None, rule: str | RuleTable, caller: str) -> None:
-    """``shard_model(_by_table)``'s body: check ``node`` and the rule, then plan, warn, place (with a mesh)."""
+    """``shard_model(_by_table)``'s body: check, plan, warn (at its caller, who holds no Plan), place (with a mesh)."""
     if not is_node(node):
         raise TypeError(f"{caller} places NNX graph nodes (a Module, nnx.Optimizer, nnx.State, or a tuple or dict "
                         f"of them), got {type(node).__name__}{non_node_part(node)}; for a pytree of arrays use "
@@ -284,7 +284,7 @@ def _plan_warn_place(node: Any, mesh: Mesh | None, rule: str | RuleTable, caller
         return check_values(array_variables(node), caller)
     refuse_in_factory(caller, MODEL_IN_FACTORY)  # before the plan's warnings
     plan = plan_shardings(node, mesh, rule)
-    plan.warn(stacklevel=3)  # at the caller of shard_model(_by_table)
+    plan.warn(3, f"gs.plan_shardings(node, mesh, {'rule' if caller == 'shard_model' else 'table'}).fallbacks")
     _place(node, plan, caller)
 
 

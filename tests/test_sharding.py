@@ -325,6 +325,23 @@ def test_the_fallback_warning_is_bounded_and_groups_one_reason_over_many_variabl
     assert all(path in every for path in plan.fallbacks) and "every one" not in every
 
 
+@pytest.mark.parametrize("place, rule, call", [(gs.shard_model, "fsdp", "rule"),
+                                                 (gs.shard_model_by_table, {"embed": "data"}, "table")])
+def test_a_cut_fallback_warning_from_shard_model_names_what_its_caller_can_call(devices, place, rule, call):
+    # Was: "(every one: Plan.fallbacks)", but a shard_model(_by_table) caller holds no Plan; plan.warn() keeps it
+    # (test_the_fallback_warning_is_bounded_and_groups_one_reason_over_many_variables).
+    model = nnx.Module()
+    model.blocks = nnx.List([nnx.Param(jnp.ones((6, 8)), **axes("embed", "mlp")) for _ in range(4)])
+    mesh = make_mesh(model_axis=2)
+    [message] = of_type(caught(place, model, mesh, rule), ShardingFallbackWarning)
+    assert message == (
+        "4 variable(s) replicated instead of split under " + gs.plan_shardings(model, mesh, rule).rule.label
+        + " on mesh {'data': 4, 'model': 2}: blocks/0, blocks/1, blocks/2 and 1 more (size 6 of logical axis "
+        "'embed' is not divisible by mesh axis 'data' of size 4; map 'embed' to None or to mesh axes of total "
+        f"size 2) (every one: gs.plan_shardings(node, mesh, {call}).fallbacks)")
+    assert set(gs.plan_shardings(model, mesh, rule).fallbacks) == {f"blocks/{i}" for i in range(4)}
+
+
 @pytest.mark.parametrize("names, fix", [
     (("embed", "embed"), ('embed', None)),
     (("embed", "mlp", "embed"), ('embed', 'mlp', None)),
