@@ -239,7 +239,7 @@ def _trace_and_plan(factory: Callable[[], Any], mesh: Mesh, rule: Rule, warn: bo
     graphdef, state = trace_factory(factory, caller, flags)  # placing inside it refused (refuse_in_factory)
     plan = plan_shardings(nnx.merge(graphdef, state), mesh, rule)
     if warn:
-        plan.warn(stacklevel=3)
+        plan.warn(3, "gs.plan_shardings(node, mesh, rule).fallbacks")  # as shard_model's: its caller holds no Plan
     return graphdef, state, plan
 
 

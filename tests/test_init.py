@@ -351,6 +351,22 @@ def test_fallback_warning_parity_with_shard_model():
     assert flat(built)["odd"].sharding.spec == P()
 
 
+def test_a_cut_fallback_warning_from_init_sharded_names_plan_shardings_as_shard_models_does():
+    # Was: "(every one: Plan.fallbacks)", but an init_sharded / abstract_sharded caller holds no Plan.
+    def factory():
+        model = nnx.Module()
+        model.blocks = nnx.List([nnx.Param(jnp.ones((6, 8)), **axes("embed", "mlp")) for _ in range(4)])
+        return model
+
+    mesh = make_mesh(model_axis=2)
+    expected = [str(w.message) for w in recorded(lambda: shard_model(factory(), mesh, "fsdp"))[1]
+                if issubclass(w.category, ShardingFallbackWarning)]
+    assert len(expected) == 1 and expected[0].endswith("(every one: gs.plan_shardings(node, mesh, rule).fallbacks)")
+    for build in (init_sharded, abstract_sharded):
+        caught = recorded(lambda: build(factory, mesh, "fsdp"))[1]
+        assert [str(w.message) for w in caught if issubclass(w.category, ShardingFallbackWarning)] == expected
+
+
 def test_abstract_sharded_plans_and_warns_like_init_sharded():
     mesh = make_mesh(model_axis=2)
     built, expected = recorded(lambda: init_sharded(lambda: Annotated(nnx.Rngs(0)), mesh, "fsdp"))
