@@ -97,3 +97,21 @@ def unwritable(tmp_path):
         pytest.skip("no folder here refuses a new entry")
     finally:
         folder.chmod(0o755)
+
+
+def lose_step_metadata(step_dir: Path) -> None:
+    """Delete Orbax's step metadata of ``step_dir`` (a copy that left it out): its items stay, its commit record goes.
+    The one place the tests name Orbax's file; the library reads it through ``ocp.metadata`` only."""
+    (Path(step_dir) / "_CHECKPOINT_METADATA").unlink()
+
+
+def steps_with_the_newest_unconfirmed(folder: Path, steps: tuple[int, ...] = (3, 5)) -> None:
+    """Save an ``nnx.Linear(2, 2)`` at each of ``steps`` into ``folder``, then lose the newest step's metadata."""
+    import jax
+
+    from gensbi_sharding.checkpoint import CheckpointWriter
+
+    with CheckpointWriter(folder, async_save=False, keep=len(steps)) as writer:
+        for step in steps:
+            writer.save(step, nnx.Linear(2, 2, rngs=nnx.Rngs(0)), jax.random.key(0))
+    lose_step_metadata(Path(folder) / str(steps[-1]))

@@ -15,7 +15,7 @@ from flax import nnx
 
 from gensbi_sharding import checkpoint, checkpoint_steps
 from gensbi_sharding.checkpoint import CheckpointWriter, committed_steps
-from library_helpers import AxesBlock
+from library_helpers import AxesBlock, lose_step_metadata, steps_with_the_newest_unconfirmed
 
 
 def test_a_writer_removes_saves_cut_short_before_its_constructor_returns(tmp_path):
@@ -39,7 +39,7 @@ def test_a_step_folder_cut_short_is_refused_when_the_writer_is_built_naming_how_
         writer.save(1, model, jax.random.key(0))
     for step in ("7", "9"):
         shutil.copytree(folder / "1", folder / step)
-        (folder / step / "_CHECKPOINT_METADATA").unlink()
+        lose_step_metadata(folder / step)
     assert committed_steps(folder) == [1] and checkpoint.find_checkpoint(folder / "1") == folder / "1"
     with pytest.raises(FileNotFoundError, match=rf"^step 9 in {folder} is newer than its newest complete step, 1, "):
         checkpoint.find_checkpoint(folder)  # was: step 1, without a word
@@ -65,7 +65,7 @@ def test_the_writer_names_a_step_that_lost_only_its_metadata_apart_from_one_cut_
     folder = tmp_path / "checkpoints"
     with CheckpointWriter(folder, async_save=False) as writer:
         writer.save(5, nnx.Linear(2, 2, rngs=nnx.Rngs(0)), jax.random.key(0))
-    (folder / "5" / "_CHECKPOINT_METADATA").unlink()
+    lose_step_metadata(folder / "5")
     (folder / "3" / "arrays").mkdir(parents=True)  # a save cut short: one item
     with pytest.raises(FileExistsError) as err:
         CheckpointWriter(folder)
@@ -386,7 +386,7 @@ def test_a_saved_step_that_lost_only_its_orbax_metadata_is_named_so_not_cut_shor
     folder = tmp_path / "run" / "checkpoints"
     with CheckpointWriter(folder, async_save=False) as writer:
         writer.save(5, nnx.Linear(2, 2, rngs=nnx.Rngs(0)), jax.random.key(0))
-    (folder / "5" / "_CHECKPOINT_METADATA").unlink()
+    lose_step_metadata(folder / "5")
     assert committed_steps(folder) == [] and checkpoint_steps.unconfirmed_steps(folder) == [5]
     lost = ("its items are there, but not Orbax's step metadata, the record of its commit (deleted, or left out of a "
             "copy): copy the step folder again whole from where it was saved")
@@ -435,10 +435,7 @@ def test_the_newest_step_of_a_folder_whose_newer_step_lost_its_metadata_is_refus
     # (left out of a copy), so restore(<copy>/checkpoints, ...), saved_config and sample.py <copy> read an older model
     # than "the newest"; only train.resume refused it (harness/resume.py), now by this refusal.
     folder = tmp_path / "copy" / "checkpoints"
-    with CheckpointWriter(folder, async_save=False, keep=5) as writer:
-        for step in (3, 5):
-            writer.save(step, nnx.Linear(2, 2, rngs=nnx.Rngs(0)), jax.random.key(0))
-    (folder / "5" / "_CHECKPOINT_METADATA").unlink()
+    steps_with_the_newest_unconfirmed(folder)
     said = (f"step 5 in {folder} is newer than its newest complete step, 3, but lost Orbax's step metadata, the record "
             "of its commit (deleted, or left out of a copy): copy that step folder again whole from where it was "
             f"saved; if the folder it was copied from is gone, pass the newest complete step left, {folder / '3'}")

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from faults_helpers import run_tiny, saved_checkpoint
+from library_helpers import lose_step_metadata, steps_with_the_newest_unconfirmed
 from gensbi_sharding.harness import own_observation, state
 from gensbi_sharding.harness.memory_check import check_draw_fits
 from gensbi_sharding.harness.observation_input import far_from_training
@@ -245,7 +246,7 @@ def test_a_run_whose_step_lost_its_orbax_metadata_is_not_called_one_that_never_t
 
     with CheckpointWriter(tmp_path / "checkpoints", async_save=False) as writer:
         writer.save(5, nnx.Linear(2, 2, rngs=nnx.Rngs(0)), jax.random.key(0))
-    (tmp_path / "checkpoints" / "5" / "_CHECKPOINT_METADATA").unlink()
+    lose_step_metadata(tmp_path / "checkpoints" / "5")
     (tmp_path / "metrics.json").write_text(json.dumps({"status": "ok"}))
     for given in (tmp_path, tmp_path / "checkpoints", tmp_path / "checkpoints" / "5"):
         with pytest.raises(FileNotFoundError) as found:
@@ -921,16 +922,8 @@ def test_draws_failing_at_an_observation_far_from_training_name_it_not_the_weigh
 def test_a_copy_whose_newest_step_lost_its_metadata_is_not_sampled_at_an_older_step(tmp_path):
     # Was: sample.py <copy> (sample_posterior) sampled step 3 without a word, step 5 there whole but for its Orbax step
     # metadata (left out of the copy): an older model than the newest. Now refused naming both steps and the fix.
-    import jax
-    from flax import nnx
-
-    from gensbi_sharding.checkpoint import CheckpointWriter
-
     folder = tmp_path / "copy" / "checkpoints"
-    with CheckpointWriter(folder, async_save=False, keep=5) as writer:
-        for step in (3, 5):
-            writer.save(step, nnx.Linear(2, 2, rngs=nnx.Rngs(0)), jax.random.key(0))
-    (folder / "5" / "_CHECKPOINT_METADATA").unlink()
+    steps_with_the_newest_unconfirmed(folder)
     for given in (tmp_path / "copy", folder):
         with pytest.raises(FileNotFoundError) as err:
             sample_posterior(given, np.zeros(2))

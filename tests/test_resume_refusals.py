@@ -17,6 +17,7 @@ from omegaconf import OmegaConf
 
 import gensbi_sharding as contract
 from faults_helpers import REPO, as_hydra_job, assert_refused_before_training, compose_tiny, hint, run_tiny
+from library_helpers import lose_step_metadata
 from gensbi_sharding.checkpoint import CheckpointWriter
 from gensbi_sharding.harness import outputs
 from gensbi_sharding.harness.config import ConfigError
@@ -631,7 +632,7 @@ def test_resume_from_a_run_whose_step_lost_its_orbax_metadata_names_it_not_check
 
     with CheckpointWriter(tmp_path / "run" / "checkpoints", async_save=False) as writer:
         writer.save(5, nnx.Linear(2, 2, rngs=nnx.Rngs(0)), jax.random.key(0))
-    (tmp_path / "run" / "checkpoints" / "5" / "_CHECKPOINT_METADATA").unlink()
+    lose_step_metadata(tmp_path / "run" / "checkpoints" / "5")
     outputs.write_json(tmp_path / "run" / "metrics.json", {"status": "ok"})
     for given in (tmp_path / "run", tmp_path / "run" / "checkpoints", tmp_path / "run" / "checkpoints" / "5"):
         with pytest.raises(FileNotFoundError) as found:
@@ -655,7 +656,7 @@ def test_resume_from_a_copied_step_that_lost_its_metadata_says_what_to_do_when_i
         for step in (3, 5):
             writer.save(step, nnx.Linear(2, 2, rngs=nnx.Rngs(0)), jax.random.key(0))
     shutil.copytree(tmp_path / "run" / "checkpoints", tmp_path / "copy" / "checkpoints")
-    (tmp_path / "copy" / "checkpoints" / "5" / "_CHECKPOINT_METADATA").unlink()
+    lose_step_metadata(tmp_path / "copy" / "checkpoints" / "5")
     shutil.rmtree(tmp_path / "run")  # the source is gone
     with pytest.raises(ConfigError) as err:
         resume_step_dir(OmegaConf.create({"train": {"resume": str(tmp_path / "copy" / "checkpoints" / "5")}}))
@@ -682,7 +683,7 @@ def test_resume_of_a_copy_whose_newest_step_lost_its_metadata_is_refused_naming_
         for step in (3, 5):
             writer.save(step, nnx.Linear(2, 2, rngs=nnx.Rngs(0)), jax.random.key(0))
     shutil.copytree(tmp_path / "run", tmp_path / "copy")
-    (tmp_path / "copy" / "checkpoints" / "5" / "_CHECKPOINT_METADATA").unlink()
+    lose_step_metadata(tmp_path / "copy" / "checkpoints" / "5")
     checkpoints = tmp_path / "copy" / "checkpoints"
     for given in (tmp_path / "copy", checkpoints):
         with pytest.raises(ConfigError) as err:
@@ -707,7 +708,7 @@ def test_resume_of_a_copied_step_that_lost_its_metadata_advises_no_parent_that_i
             writer.save(step, nnx.Linear(2, 2, rngs=nnx.Rngs(0)), jax.random.key(0))
     checkpoints = tmp_path / "copy" / "checkpoints"
     shutil.copytree(tmp_path / "run" / "checkpoints", checkpoints)
-    (checkpoints / "5" / "_CHECKPOINT_METADATA").unlink()
+    lose_step_metadata(checkpoints / "5")
     with pytest.raises(ConfigError) as err:
         resume_step_dir(OmegaConf.create({"train": {"resume": str(checkpoints / "5")}}))
     assert str(err.value) == (
