@@ -11,7 +11,7 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from gensbi_sharding.batch import batch_axes, check_active_mesh, check_placeable
+from gensbi_sharding.batch import batch_axes, check_active_mesh, check_placeable, traced_mesh
 from gensbi_sharding.nodes import check_mesh, mesh_axes_of
 from gensbi_sharding.rules import (ABSENT_AXIS, MODEL_AXIS, RULES, MeshAxes, Rule, ShardingFallbackWarning,
                                    resolve_rule)
@@ -226,6 +226,8 @@ def constrain(x: jax.Array, names: Sequence[str | None], partition_axis: Partiti
         active, mesh = jax.sharding.get_abstract_mesh(), None
     elif mesh is not None and isinstance(x, jax.core.Tracer):
         check_active_mesh(mesh, "constrain")
+    elif isinstance(x, jax.core.Tracer):  # eager jax.grad/vmap/jvp: x's value sits on one device, which a constraint
+        mesh = traced_mesh()  # on the abstract mesh refused (JAX's "must be a NamedSharding"); the concrete one moves it
     spec, unsplit = activation_spec(names, x.shape, partition_axis, active, manual)
     if unsplit:
         warnings.warn(f"activation {tuple(names)} of shape {tuple(x.shape)} left unsplit on mesh "

@@ -225,8 +225,8 @@ def check_active_mesh(mesh: Mesh, caller: str) -> None:
     if (dict(active.shape), tuple(active.axis_names)) != (dict(mesh.shape), mesh.axis_names):
         raise ValueError(f"{caller} inside jax.jit was given mesh {dict(mesh.shape)} while mesh {dict(active.shape)} "
                          + fix)
-    given, traced_on = mesh.device_ids.ravel().tolist(), _traced_mesh_device_ids()
-    if traced_on is not None and traced_on != given:
+    given, traced_on = mesh.device_ids.ravel().tolist(), traced_mesh()
+    if traced_on is not None and (traced_on := traced_on.device_ids.ravel().tolist()) != given:
         raise ValueError(f"{caller} inside jax.jit was given mesh {dict(mesh.shape)} on devices {given} while that "
                          f"layout on devices {traced_on} " + fix)
 
@@ -234,13 +234,12 @@ def check_active_mesh(mesh: Mesh, caller: str) -> None:
 _ON_ACTIVE_MESH = jax.jit(lambda: np.float32(0), out_shardings=P())  # one function: its trace is kept
 
 
-def _traced_mesh_device_ids() -> list[int] | None:
-    """Device ids, in mesh order, of a trace's mesh (get_mesh refuses there), read off a lowered program; or None."""
+def traced_mesh() -> Mesh | None:
+    """The active concrete mesh in a trace (get_mesh refuses there), read off a lowered program (~0.1 ms); or None."""
     try:
-        probe = _ON_ACTIVE_MESH.lower()
+        return _ON_ACTIVE_MESH.lower().out_info.sharding.mesh
     except (ValueError, RuntimeError):  # an abstract mesh only (jax.sharding.use_abstract_mesh): no devices to read
         return None
-    return probe.out_info.sharding.mesh.device_ids.ravel().tolist()
 
 
 def _put_leaves(tree: Any, mesh: Mesh | None, what: str, caller: str, split: bool) -> Any:

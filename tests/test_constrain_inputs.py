@@ -261,3 +261,27 @@ def test_for_rule_of_the_empty_abstract_mesh_under_with_mesh_is_that_meshs():
     assert outside == gs.PartitionAxis.for_rule("tensor", mesh)
     assert y.sharding.is_equivalent_to(NamedSharding(mesh, P("data", "model")), 2)
     np.testing.assert_array_equal(np.asarray(y), np.asarray(x))
+
+
+@pytest.mark.parametrize("transform", ["grad", "vmap", "jvp"])
+def test_constrain_under_an_eager_transformation_places_on_the_active_mesh(transform):
+    # Was, under mesh_context with no jit around: jax.grad / vmap / jvp of a function calling constrain raised JAX's
+    # "The sharding on the input must be a `NamedSharding` since the target sharding has an `AbstractMesh` in it":
+    # the tracer's value sits on one device, the constraint named only the abstract mesh.
+    mesh = gs.make_mesh(model_axis=2)
+    pa = gs.PartitionAxis.for_rule("tensor", mesh)
+    x = jnp.arange(8 * 4 * 6, dtype=jnp.float32).reshape(8, 4, 6)
+    names = ("batch", None, "heads")
+    with gs.mesh_context(mesh):
+        if transform == "grad":
+            out = jax.grad(lambda v: (gs.constrain(v, names, pa) ** 2).sum())(x)
+            expected, spec = 2 * np.asarray(x), P("data", None, "model")
+        elif transform == "vmap":  # per row: ("length", "heads")
+            out = jax.vmap(lambda v: gs.constrain(v, names[1:], pa) * 3)(x)
+            expected, spec = 3 * np.asarray(x), P(None, None, "model")
+        else:
+            out = jax.jvp(lambda v: gs.constrain(v, names, pa), (x,), (2 * x,))[1]
+            expected, spec = 2 * np.asarray(x), P("data", None, "model")
+    np.testing.assert_array_equal(np.asarray(out), expected)
+    if transform != "grad":  # the gradient's layout is the transpose's: the value is what the constraint must keep
+        assert out.sharding.is_equivalent_to(NamedSharding(mesh, spec), 3)
