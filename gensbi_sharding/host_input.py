@@ -210,7 +210,10 @@ def _check_local_shape(name: str, shape: tuple[int, ...], spec: P, mesh: Mesh) -
                          f"leaf has rank {len(shape)} (shape {shape}); use at most {len(shape)}")
     seen, kept, twice = set(), [], []  # kept: each mesh axis at its first use only, the spec suggested
     for entry in spec:
-        names = mesh_axes_of(entry)
+        try:
+            names = mesh_axes_of(entry)
+        except ValueError as err:
+            raise ValueError(f"PartitionSpec {spec} for leaf {name}: {err}") from None
         fresh = tuple(dict.fromkeys(a for a in names if a not in seen))
         twice += [a for a in names if a in seen or names.count(a) > 1]
         seen.update(names)

@@ -109,8 +109,13 @@ def path_name(path: Sequence[Any]) -> str:
 
 
 def mesh_axes_of(entry: Any) -> tuple:
-    """The mesh axes of a PartitionSpec entry or a checked rule-table value: None -> (), "data" -> ("data",)."""
-    return () if entry is None else (entry,) if isinstance(entry, str) else tuple(entry)
+    """The mesh axes of a PartitionSpec entry or a checked rule-table value: None -> (), "data" -> ("data",);
+    ``ValueError`` for another (3 raised "'int' object is not iterable", b"data" named its bytes as mesh axes)."""
+    axes = () if entry is None else tuple(entry) if isinstance(entry, Sequence) and not isinstance(entry, str) else (entry,)
+    if all(isinstance(axis, str) for axis in axes):
+        return axes
+    raise ValueError(f"PartitionSpec entry {entry!r:.40} names no mesh axis: give a mesh axis name (e.g. 'data'), a "
+                     "tuple of them, or None")
 
 
 def split_twice(names: tuple, first: int, at: int, axis: str, table: Mapping) -> str:
@@ -129,9 +134,11 @@ def split_twice(names: tuple, first: int, at: int, axis: str, table: Mapping) ->
 
 def spec_misfit(spec: Any, shape: Sequence[int], mesh: Any) -> str | None:
     """Why PartitionSpec ``spec`` cannot split a ``shape`` array on ``mesh``, else None (JAX's name no variable)."""
-    if any(entry is PartitionSpec.UNCONSTRAINED for entry in spec):  # mesh_axes_of would raise TypeError on it
-        return "PartitionSpec.UNCONSTRAINED leaves a layout to jit's compiler, and a placed array has one: give None"
-    names = [a for entry in spec for a in mesh_axes_of(entry)]
+    try:
+        names = [a for entry in spec for a in mesh_axes_of(entry)]
+    except ValueError as err:  # UNCONSTRAINED too, named as such
+        return ("PartitionSpec.UNCONSTRAINED leaves a layout to jit's compiler, and a placed array has one: give None"
+                if any(entry is PartitionSpec.UNCONSTRAINED for entry in spec) else str(err))
     missing, twice = [a for a in names if a not in mesh.shape], [a for a in names if names.count(a) > 1]
     if missing or twice:  # twice: JAX's DuplicateSpecError named no variable
         return (f"mesh axis {missing[0]!r} is not in the mesh {tuple(mesh.axis_names)}" if missing else

@@ -4,6 +4,7 @@ they read: bad fields and arguments named, odd annotations a fallback saying so.
 In-process, 8 simulated CPU devices (conftest); tiny modules.
 """
 
+import re
 import warnings
 
 import jax
@@ -200,6 +201,24 @@ def test_a_hand_built_spec_naming_a_mesh_axis_twice_or_unconstrained_is_named_wi
     for spec in (P(P.UNCONSTRAINED), P("data", P.UNCONSTRAINED)):
         with pytest.raises(ValueError, match=r"for leaf \['x'\] holds PartitionSpec.UNCONSTRAINED.*give None"):
             gs.host_to_global_array({"x": np.ones((8, 8))}, mesh=mesh, partition={"x": spec})
+
+
+@pytest.mark.parametrize("entry", [3, 2.5, b"data", ("data", 3)])
+def test_a_spec_entry_naming_no_mesh_axis_is_named_with_its_variable(devices, entry):
+    """A hand-built Plan or host_to_global_array partition holding P(3) raised "'int' object is not iterable" (P(2.5)
+    too), P(b"data") was 'names mesh axis 97 twice ... use e.g. P((100, 97, 116),)' (its bytes read as axes); now each
+    names the entry, its variable (leaf) and the fix, and nothing moves."""
+    mesh = gs.make_mesh(model_axis=2)
+    model = Small(nnx.Rngs(0))
+    plan = gs.plan_shardings(model, mesh, "fsdp")
+    before = gs.sharding_of(model)
+    bad = gs.Plan(mesh, "fsdp", {**plan.specs, "up/kernel": P(entry)}, {})
+    why = rf"PartitionSpec entry {re.escape(repr(entry))} names no mesh axis: give a mesh axis name \(e\.g\. 'data'\)"
+    with pytest.raises(ValueError, match=rf"place: the plan splits up/kernel as .*{why}.*fix that spec"):
+        gs.place(model, bad)
+    assert gs.sharding_of(model) == before
+    with pytest.raises(ValueError, match=rf"for leaf \['x'\]: {why}"):
+        gs.host_to_global_array({"x": np.ones((8, 8))}, mesh=mesh, partition={"x": P(entry)})
 
 
 def test_a_plan_on_an_abstract_mesh_is_the_meshs_plan_and_places_nothing(devices):
