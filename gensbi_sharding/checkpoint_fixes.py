@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from gensbi_sharding.nodes import placed_dtype, prefixes_holding, top_entries
+from gensbi_sharding.nodes import placed_dtype, prefixes_holding, top_entries, whole_target
 
 __all__ = ["extra_fix", "nesting_fix", "renamed_fix", "wrt_difference"]
 
@@ -79,7 +79,8 @@ def nesting_fix(saved: Mapping[str, Any], target: Mapping[str, Any], whole: str,
 
 
 def renamed_fix(saved: Mapping[str, Any], target: Mapping[str, Any]) -> str | None:
-    """The fix when only optimizer state differs, or one name in every differing path (renamed), else None."""
+    """The fix when only optimizer state differs, one name in every differing path (renamed), or every top-level
+    entry (a dict's keys saved, a tuple's positions restored, or the reverse), else None."""
     kind = lambda leaf: (tuple(leaf.shape), placed_dtype(leaf.dtype))  # noqa: E731
     missing, extra = ({n: kind(d[n]) for n in d if n not in o} for d, o in ((target, saved), (saved, target)))
     unlike = [n for n in target if n in saved and kind(saved[n]) != kind(target[n])]
@@ -88,6 +89,14 @@ def renamed_fix(saved: Mapping[str, Any], target: Mapping[str, Any]) -> str | No
             "Only the optimizer state differs: the checkpoint was saved with another optimizer (another optax "
             "transformation or settings); build the target's optimizer as saved, restore, then make the new one "
             "over the restored model: nnx.Optimizer(model, new_tx, wrt=nnx.Param)")
+    tops = [top_entries(d) for d in (saved, target)]  # each top entry's own names alike: the nodes themselves fit
+    rest = lambda d: sorted((n.split("/", 2)[2], kind(d[n])) for n in d  # noqa: E731
+                            if n.startswith("state/") and n.count("/") > 1)
+    if tops[1] and not set(tops[0]) & set(tops[1]) and rest(saved) == rest(target):
+        return (f"Only the top-level entries differ: the checkpoint's are {', '.join(map(repr, tops[0]))}, the "
+                f"target's {', '.join(map(repr, tops[1]))} (a tuple's positions, a dict's keys or a Module's "
+                f"attributes): build the target as the state was saved, e.g. abstract_state_for({whole_target(saved)}, "
+                "mesh, rule)")
     first = next(iter(missing), "").split("/")  # a name renamed in every path renames this one's too
     for old, new in {(a, b) for m in extra if len(m.split("/")) == len(first)
                      for a, b in zip(m.split("/"), first) if a != b}:

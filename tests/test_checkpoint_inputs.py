@@ -948,3 +948,24 @@ def test_a_refusal_points_at_the_saved_hyperparameters_only_when_some_were_saved
         message = str(refused.value)
         assert told in message and (saved_in in message) == bool(config), message
         assert ("CheckpointWriter(..., config=...) saves them" in message) == (config is None and "submodules" in told)
+
+
+def test_a_tuple_restored_from_a_saved_dict_or_the_reverse_names_the_top_level_entries(adam_run, tmp_path, devices):
+    """(model, optimizer) saved, {'model': ..., 'opt': ...} restored (or the reverse, or a dict's keys renamed): every
+    node fit but the fix named the model's hyperparameters; now the top-level entries of both and the target as saved."""
+    directory, saved = adam_run
+    mesh = gs.make_mesh(model_axis=2)
+    model = Small(nnx.Rngs(1))
+    optimizer = nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)
+    with pytest.raises(ValueError, match=r"Only the top-level entries differ: the checkpoint's are '0', '1', the "
+                                         r"target's 'model', 'opt' \(a tuple's positions.*abstract_state_for\(\(model, "
+                                         r"optimizer\), mesh, rule\)") as refusal:
+        restore(directory, abstract_state_for({"model": model, "opt": optimizer}, mesh, "tensor"))
+    assert "hyperparameters" not in str(refusal.value)
+    as_dict = save(tmp_path / "dict", nnx.state({"model": saved, "opt": optimizer}))
+    for target, theirs in (((model, optimizer), "'0', '1'"), ({"m": model, "o": optimizer}, "'m', 'o'")):
+        with pytest.raises(ValueError, match=rf"the checkpoint's are 'model', 'opt', the target's {theirs} .*"
+                                             r"abstract_state_for\(\{'model': <node>, 'opt': <node>\}, mesh, rule\)"):
+            restore(as_dict, abstract_state_for(target, mesh, "tensor"))
+    restored = restore(as_dict, abstract_state_for({"model": model, "opt": optimizer}, mesh, "tensor"))  # as saved
+    np.testing.assert_array_equal(restored.state["model"]["up"]["kernel"][...], saved.up.kernel[...])
