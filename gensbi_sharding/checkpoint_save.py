@@ -12,6 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import orbax.checkpoint as ocp
+import tensorstore as ts
 from flax import nnx
 
 from gensbi_sharding.batch import check_placeable
@@ -149,8 +150,9 @@ class CheckpointWriter:
         RuntimeError
             The writer closed, the previous save failed, or an array of ``state`` deleted (donated).
         TypeError
-            ``state`` no NNX node, state or non-empty mapping (or holding a leaf neither an array nor a number, or an
-            abstract one), ``key`` no typed PRNG key, or ``info`` no mapping.
+            ``state`` no NNX node, state or non-empty mapping (or holding a leaf neither an array nor a number, an
+            abstract one, or one of a dtype TensorStore cannot hold: uint4), ``key`` no typed PRNG key, or ``info`` no
+            mapping.
         FloatingPointError
             NaN anywhere, or inf outside optimizer state (``nnx.OptState``, or under an ``opt_state`` key): nothing
             written; the latest finite checkpoint named.
@@ -173,6 +175,10 @@ class CheckpointWriter:
             if isinstance(leaf, jax.ShapeDtypeStruct):  # Orbax's "TypeHandler lookup failed" named no fix
                 raise TypeError(f"CheckpointWriter.save: {name} is abstract ({leaf}), a shape without values: save a "
                                 "built state (init_sharded's, a train step's), not abstract_sharded's or a restore target")
+            if not is_prng_key(leaf) and not _stored(dtype := getattr(leaf, "dtype", np.float32)):  # Orbax's thread failed, its error
+                wider = "uint8" if jnp.issubdtype(dtype, jnp.unsignedinteger) else "float16"  # named the folder
+                raise TypeError(f"CheckpointWriter.save: {name} is {dtype}, which TensorStore, Orbax's array storage, "
+                                f"cannot hold: keep it as a dtype it holds (e.g. {wider}) or out of the saved state")
         # An optimizer's state may hold inf (a running max): a variable's type says so, a plain (typeless) leaf's path
         var = lambda v: isinstance(v, nnx.Variable)  # noqa: E731
         optimizer = flat_by_path(jax.tree.map(lambda v: v if isinstance(v, nnx.OptState) else None, tree, is_leaf=var))
@@ -245,6 +251,14 @@ class CheckpointWriter:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _stored(dtype: Any) -> bool:
+    """Whether TensorStore has a data type for ``dtype`` (none for uint4, uint2, float8_e4m3)."""
+    try:
+        return bool(ts.dtype(np.dtype(dtype).name))
+    except (ValueError, TypeError):
+        return False
 
 
 def _checked_step(step: Any) -> int:

@@ -969,3 +969,20 @@ def test_a_tuple_restored_from_a_saved_dict_or_the_reverse_names_the_top_level_e
             restore(as_dict, abstract_state_for(target, mesh, "tensor"))
     restored = restore(as_dict, abstract_state_for({"model": model, "opt": optimizer}, mesh, "tensor"))  # as saved
     np.testing.assert_array_equal(restored.state["model"]["up"]["kernel"][...], saved.up.kernel[...])
+
+
+@pytest.mark.parametrize("dtype, wider", [("uint4", "uint8"), ("float8_e4m3", "float16")])
+def test_a_dtype_tensorstore_cannot_hold_is_refused_naming_the_variable_and_nothing_is_written(tmp_path, devices, dtype,
+                                                                                                  wider):
+    """A state holding a uint4 (or float8_e4m3) array: Orbax's background thread failed ('Unsupported data type:
+    "uint4"') with screens of tracebacks, and the writer's RuntimeError then told to keep the folder writable (its
+    permissions, free space); now save refuses it up front naming the variable, its dtype and a dtype that holds it.
+    Keys and scalars beside it still save."""
+    state = {"w": jnp.arange(8).astype(getattr(jnp, dtype)), "k": jax.random.key(1), "s": 1.5, "x": jnp.ones(3)}
+    with CheckpointWriter(tmp_path / "checkpoints") as writer:
+        with pytest.raises(TypeError, match=rf"CheckpointWriter.save: w is {dtype}, which TensorStore, Orbax's array "
+                                            rf"storage, cannot hold: keep it as a dtype it holds \(e\.g\. {wider}\)"):
+            writer.save(1, state, jax.random.key(0))
+        assert writer.last_saved is None and list((tmp_path / "checkpoints").iterdir()) == []
+        assert writer.save(1, {**state, "w": state["w"].astype(wider)}, jax.random.key(0))
+    assert committed_steps(tmp_path / "checkpoints") == [1]
