@@ -79,6 +79,12 @@ def trace_factory(factory: Callable[[], Any], caller: str = "init_sharded", flag
         raise ValueError(f"{caller} traces the constructor, which reads a value it computed ({type(error).__name__}"
                          f": {str(error).splitlines()[0]}); compute that value under jax.ensure_compile_time_eval() "
                          f"if it depends on no random draw, or build it eagerly and {_CALLERS[caller][2]}") from error
+    except AttributeError as error:  # w.block_until_ready(), w.sharding: JAX's words named no caller, no fix
+        if "traced array" not in str(error):
+            raise
+        raise ValueError(f"{caller} traces the constructor, which asks an array it computed for what only a built "
+                         f"array has ({str(error).splitlines()[0]}); leave that until the model is built, or build it "
+                         f"eagerly and {_CALLERS[caller][2]}") from error
     except ValueError as error:  # JAX's cache compares states' metadata: an array there fails once a trace is cached
         odd = next(((path_name(p), k, "is" if is_array(m) else "holds") for p, v in nnx.graph.iter_graph(found["node"])
                     if isinstance(v, nnx.Variable) for k, m in v.get_metadata().items()

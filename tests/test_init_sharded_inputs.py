@@ -399,3 +399,28 @@ def test_a_users_own_eager_sharding_flag_is_kept(mesh_or_none, request):
         flags = [built.kept_off.eager_sharding, built.kept_on.eager_sharding, built.dense.bias.eager_sharding]
         assert flags == [False, True, nnx.using_eager_sharding()]
         assert all(type(flag) is bool for flag in flags), flags  # build_unplaced's marker (== False) never leaks
+
+
+@pytest.mark.parametrize("ask", ["block_until_ready", "sharding"])
+def test_a_constructor_asking_its_array_what_only_a_built_one_has_is_named_with_the_caller_and_fix(ask):
+    # Was: JAX's AttributeError "The 'block_until_ready' method is not available on traced array with shape
+    # float32[8,4]. The error occurred while tracing the function build at .../factory.py ..." (or 'sharding'),
+    # naming neither init_sharded nor what to do, where reading a value (float(w.max())) names both.
+    mesh = make_mesh(model_axis=2)
+
+    class Asks(nnx.Module):
+        def __init__(self):
+            w = jax.random.normal(jax.random.key(0), (8, 4))
+            getattr(w, ask)() if ask == "block_until_ready" else getattr(w, ask)
+            self.w = nnx.Param(w, **gs.axes("embed", None))
+
+    for build, caller in ((init_sharded, "init_sharded"), (abstract_sharded, "abstract_sharded")):
+        with pytest.raises(ValueError, match=rf"{caller} traces the constructor, which asks an array it computed for "
+                                             rf"what only a built array has \(The '{ask}' .* not available on traced "
+                                             r"array.*build it eagerly and place it: shard_model\(factory\(\), mesh"):
+            build(Asks, mesh, "fsdp")
+    with pytest.raises(ValueError, match=r"abstract_state_for traces the constructor.*pass the built model"):
+        abstract_state_for(Asks, mesh, "fsdp")
+    placed = Asks()  # eagerly, then placed: the fix given
+    gs.shard_model(placed, mesh, "replicated")
+    assert placed.w.get_value().sharding.spec == P()
