@@ -276,7 +276,7 @@ def test_a_dry_run_says_when_a_real_run_on_this_host_would_be_refused_for_memory
                     "training state cannot fit: model=mlp under rule 'replicated' needs at least 59.8 MB (8 simulated "
                     "devices x 7.5 MB: parameters x (1 + 2 AdamW moments + the EMA + the best weights), activations "
                     "not counted), but 10.0 MB is available; the setting(s) responsible: model.width=300 (at its "
-                    "default 128: 11.4 MB); lower it, e.g. model.width=64"], said  # was width 128: 11.4 MB, over the 10 MB
+                    "default 128: 11.4 MB); lower it, e.g. model.width=119"], said  # was 128 (over 10 MB), 64
     caplog.clear()
     monkeypatch.setattr(memory_check, "host_available_bytes", lambda: 100_000_000)  # where it fits: no such line
     with caplog.at_level(logging.INFO, logger="gensbi_sharding"):

@@ -126,18 +126,37 @@ def test_the_default_a_message_names_is_the_one_the_commands_composition_gives(d
     assert named in message and message.endswith(f"lower it, e.g. {fix}"), message
 
 
-@pytest.mark.parametrize("overrides, fix", [
-    (("model.width=300",), "model.width=64"),  # width 128, its default, needs 11.4 MB: halved to 64
-    (("model.width=300", "model.depth=50"), "model.width=64 model.depth=1"),  # neither default fits alone
+@pytest.mark.parametrize("overrides, fix, above", [
+    (("model.width=300",), "model.width=119", "model.width=120"),  # width 128, its default, needs 11.4 MB
+    (("model.width=300", "model.depth=50"), "model.width=119 model.depth=1", "model.width=120 model.depth=1"),
+    (("model.width=300", "model.depth=50"), "model.width=119 model.depth=1", "model.width=119 model.depth=2"),
 ])
-def test_the_value_offered_fits_where_the_default_does_not(devices, overrides, fix):
+def test_the_value_offered_fits_where_the_default_does_not(devices, overrides, fix, above):
     # Was "model.width=300 (at its default 128: 11.4 MB); lower it, e.g. model.width=128" with 10 MB available:
-    # the advice, followed, was refused in turn.
+    # the advice, followed, was refused in turn. Then "e.g. model.width=64": halved, where 119 fits by the same
+    # estimate; the value offered is the largest that fits (one more is refused), each setting in turn.
     cfg = compose_tiny(*overrides)
     with pytest.raises(ConfigError) as err:
         check_fits(cfg, gs.make_mesh(), _rule(cfg), available=10_000_000)
     assert str(err.value).endswith(f"e.g. {fix}"), str(err.value)
     check_fits(compose_tiny(*overrides, *fix.split()), gs.make_mesh(), _rule(cfg), available=10_000_000)
+    with pytest.raises(ConfigError):
+        check_fits(compose_tiny(*overrides, *above.split()), gs.make_mesh(), _rule(cfg), available=10_000_000)
+
+
+def test_a_float_setting_offered_is_the_largest_that_fits_to_two_digits(devices):
+    # flux1's mlp_ratio: its default 4.0 (3.0 MB) does not fit 2.8 MB; was halved to 2.0, now the largest of two
+    # significant digits that fits (2.9), and one step of the second digit more is refused.
+    overrides = ("model=flux1", "model.mlp_ratio=100000.0")
+    cfg = compose_tiny(*overrides)
+    with pytest.raises(ConfigError) as err:
+        check_fits(cfg, gs.make_mesh(), _rule(cfg), available=2_800_000)
+    fix = re.search(r"e\.g\. model\.mlp_ratio=([0-9.]+)$", str(err.value)).group(1)
+    assert 2.0 < float(fix) < 4.0, str(err.value)
+    check_fits(compose_tiny(*overrides, f"model.mlp_ratio={fix}"), gs.make_mesh(), _rule(cfg), available=2_800_000)
+    with pytest.raises(ConfigError):
+        check_fits(compose_tiny(*overrides, f"model.mlp_ratio={float(fix) + 0.1:.12g}"), gs.make_mesh(), _rule(cfg),
+                   available=2_800_000)
 
 
 def test_where_no_smaller_value_fits_the_message_says_so_and_names_splitting(devices):

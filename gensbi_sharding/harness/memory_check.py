@@ -19,6 +19,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.composed_defaults import composed_section
+from gensbi_sharding.harness.fitting_values import largest_fitting
+from gensbi_sharding.harness.model_checks import check_model
 from gensbi_sharding.harness.override_keys import schema_default
 from gensbi_sharding.harness.refusal import Refusal
 from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
@@ -215,16 +217,18 @@ def simulations_problem(cfg: DictConfig, processes: int = 1, sharing: int = 1, h
 
 def _responsible(cfg: DictConfig, mesh: Any, rule: Any, dims: tuple[int, int], devices: int, available: int) -> str:
     """"; the setting(s) responsible: model.width=100000 (...); lower it, e.g. model.width=128" or the like: a value
-    offered is estimated as the check does, and fits (was: width 128 offered, needing 11.4 MB of 10 MB)."""
+    offered is estimated as the check does, and fits (was: width 128 offered, needing 11.4 MB of 10 MB): the
+    default, or the largest that fits (``fitting_values``; was: halved, width 64 where 119 fits)."""
     # The defaults named are those the command's composition gives (experiment=quick's width 32, not 128).
     hparams, defaults = _hparams(cfg), composed_section(cfg, "model")
     raised = [k for k, v in hparams.items() if k in defaults and _raised(v, defaults[k])]
     need = lambda values: state_bytes_per_device(cfg, mesh, rule, dims, {**hparams, **values}) * devices  # noqa: E731
+    checked = lambda values: (check_model(OmegaConf.merge(cfg.model, values)), need(values))[1]  # noqa: E731
     try:
         at_default = {k: need({k: defaults[k]}) for k in raised}
         alone = [k for k in raised if at_default[k] <= available]
         start = {k: defaults[k] for k in alone or raised}
-        fix, least = (start, None) if alone else _halved(need, start, need(start), available)
+        fix, least = (start, None) if alone else largest_fitting(checked, start, available)
     except Exception:  # a default that does not go with the other settings: name none
         raised = []
     split = "split the weights (rule=fsdp, or rule=tensor with mesh.model_axis > 1) or use fewer devices"
@@ -236,16 +240,6 @@ def _responsible(cfg: DictConfig, mesh: Any, rule: Any, dims: tuple[int, int], d
         return (f"; the setting(s) responsible: {named}; no smaller value fits ({_override(least[0])} still "
                 f"needs {format_bytes(least[1])}): {split}")
     return f"; the setting(s) responsible: {named}; lower {'it' if len(fix) == 1 else 'them'}, e.g. {_override(fix)}"
-
-
-def _halved(need: Any, values: dict, size: int, available: int) -> tuple[dict | None, tuple[dict, int] | None]:
-    """``(values that fit, None)`` or ``(None, (the smallest tried, its bytes))``: numbers halved, integers to 1."""
-    for _ in range(12):
-        smaller = {k: (max(v // 2, 1) if _is_int(v) else v / 2) if _is_number(v) else v for k, v in values.items()}
-        if size <= available or smaller == values:
-            break
-        size, values = need(smaller), smaller  # one the model cannot be built with: the caller names none
-    return (values, None) if size <= available else (None, (values, size))
 
 
 def _hparams(cfg: DictConfig) -> dict:
