@@ -308,3 +308,25 @@ def test_a_folder_whose_error_names_one_of_two_changed_keys_is_said_to_miss_the_
                     "train.learning_rate=0.002 train.seed=3, and its error does not name train.seed (a job folder "
                     "takes this sweep's value only where its error named the key that changed): run this sweep in "
                     "another hydra.sweep.dir")
+
+
+def test_a_folder_continued_alone_with_a_corrected_value_is_not_the_original_sweeps_complete_job(tmp_path):
+    # -m train.learning_rate=0.003,1e30 (job 1 diverged), folder 1 continued as advised with 0.002 (hydra.mode=RUN),
+    # then the first sweep typed again into its folder: was "2 of its 2 jobs complete (0, 1)", 0.002's run counted as
+    # 1e+30's result. Now folder 1 is named with the value it holds; the corrected sweep still counts it.
+    from gensbi_sharding.harness.console_lines import completed_jobs_lead
+    from gensbi_sharding.harness.sweep_retyped import moved_folders
+
+    runs = finished_sweep(tmp_path, [["train.learning_rate=0.003"], ["train.learning_rate=0.002", "train.resume=auto"]])
+    (runs[1] / ".hydra" / "hydra.yaml").write_text("hydra:\n  mode: RUN\n")
+    original = [["train.learning_rate=0.003"], ["train.learning_rate=1e+30"]]
+    moved = moved_folders(tmp_path, original)
+    assert moved == {"1": f"folder {runs[1]} holds a completed run of train.learning_rate=0.002, continued alone, "
+                          "where this sweep's job 1 is train.learning_rate=1e+30: its result is that value's, kept "
+                          "there, not counted as this job's; run this sweep in another hydra.sweep.dir"}
+    lead = completed_jobs_lead(tmp_path, [r for r in runs if r.name not in moved], jobs=2)
+    assert lead == f"hydra.sweep.dir={tmp_path}: 1 of its 2 jobs complete (0); "
+    corrected = [["train.learning_rate=0.003"], ["train.learning_rate=0.002"]]
+    assert moved_folders(tmp_path, corrected) == {}  # the sweep of the value it ran: its job, complete
+    (runs[1] / "metrics.json").write_text('{"status": "preempted"}')  # not complete: offered as it ran, as before
+    assert moved_folders(tmp_path, original) == {}

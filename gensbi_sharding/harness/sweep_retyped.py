@@ -29,11 +29,11 @@ def values_words(configuration: Mapping[str, str], keys: Sequence[str]) -> str:
     return " ".join(f"{k}={configuration[k]}" if k in configuration else f"{k} unset" for k in keys)
 
 
-def changed_keys(job_dir: Any, want: Mapping[str, str],
-                 swept: Sequence[str]) -> tuple[list[str], dict[str, str]] | None:
+def changed_keys(job_dir: Any, want: Mapping[str, str], swept: Sequence[str],
+                 alone: bool = False) -> tuple[list[str], dict[str, str]] | None:
     """The keys of ``swept`` that job folder ``job_dir`` ran with other values than ``want``, and what it ran; None
     where nothing is swept, its record is missing or damaged, or it was continued alone (``hydra.mode=RUN``: then it
-    may be on another rule or mesh on purpose)."""
+    may be on another rule or mesh on purpose), unless ``alone`` (its values compared all the same)."""
     from omegaconf import OmegaConf
 
     from gensbi_sharding.harness.outputs import read_record
@@ -41,7 +41,7 @@ def changed_keys(job_dir: Any, want: Mapping[str, str],
 
     record = Path(job_dir) / ".hydra"
     overrides, hydra = read_record(record / "overrides.yaml"), read_record(record / "hydra.yaml")
-    if not swept or not OmegaConf.is_list(overrides) or (OmegaConf.is_dict(hydra) and OmegaConf.select(
+    if not swept or not OmegaConf.is_list(overrides) or (not alone and OmegaConf.is_dict(hydra) and OmegaConf.select(
             hydra, "hydra.mode", default=None) == "RUN"):
         return None
     ran = job_configuration([str(o) for o in overrides])
@@ -132,7 +132,9 @@ def moved_folders(sweep_dir: Any, all_jobs: Sequence[Sequence[str]],
     """``{folder name: retyped_job's sentence}`` of each job folder of ``sweep_dir`` that ran other swept values than
     this sweep's job of its number and is not offered with this sweep's: no job of this sweep, never counted complete
     (was: "2 of its 3 jobs complete (0, 2); job 0: ...; to train it further ...: train.learning_rate=0.003", folder 0
-    where this sweep's job 0 is 0.005). ``folders``: each job's folder name (``sweep_plan.job_folders``)."""
+    where this sweep's job 0 is 0.005). ``folders``: each job's folder name (``sweep_plan.job_folders``).
+
+    A folder continued alone with another value and completed is named too (``_completed_alone``)."""
     from gensbi_sharding.harness.sweep_plan import folder_of
 
     found = {}
@@ -140,7 +142,26 @@ def moved_folders(sweep_dir: Any, all_jobs: Sequence[Sequence[str]],
         job = Path(sweep_dir) / folder_of(number, folders)
         if job.is_dir() and (moved := retyped_job(job, number, all_jobs, ()))[0] is None:
             found[job.name] = moved[1]
+        elif job.is_dir() and (alone := _completed_alone(job, number, all_jobs)):
+            found[job.name] = alone
     return found
+
+
+def _completed_alone(job_dir: Path, number: int, all_jobs: Sequence[Sequence[str]]) -> str | None:
+    """The sentence naming job folder ``job_dir`` where it completed a run of other swept values than this sweep's
+    job ``number`` (continued alone, ``hydra.mode=RUN``: a failed job's value corrected); else None.
+
+    ``-m train.learning_rate=0.003,1e30`` (job 1 diverged), its folder 1 continued as advised with 0.002, then the
+    first sweep typed again: "2 of its 2 jobs complete (0, 1)", folder 1's 0.002 counted as 1e+30's result.
+    """
+    wanted, swept = _wanted(tuple(map(tuple, all_jobs)))
+    changed = changed_keys(job_dir, wanted[number], swept, alone=True)
+    if not changed or not changed[0] or _error(job_dir)[0] != "ok":
+        return None
+    keys, ran = changed
+    return (f"folder {job_dir} holds a completed run of {values_words(ran, keys)}, continued alone, where this "
+            f"sweep's job {number} is {values_words(wanted[number], keys)}: its result is that value's, kept there, "
+            "not counted as this job's; run this sweep in another hydra.sweep.dir")
 
 
 @lru_cache(maxsize=4)
