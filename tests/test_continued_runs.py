@@ -640,3 +640,29 @@ def test_a_run_refused_its_folder_keeps_the_record_of_a_newer_checkpoint_over_an
     with pytest.raises(FileExistsError, match="holds the checkpoints of a run with no record"):
         run_folder.RunFolder(job, compose_tiny(output_dir=job)).claim()
     assert {p.name: p.read_bytes() for p in (job / ".hydra").iterdir()} == newer
+
+
+def test_a_completed_runs_train_further_command_resumes_its_newest_complete_step(tmp_path):
+    # Was: "... already exists (status ok) ...; to train it further from its final checkpoint (step 5) into a new
+    # folder: ... train.resume=<run> ...", step 5 read from its folder's name though it lost its Orbax step metadata:
+    # pasted, that command was refused in turn, naming step 3. Now step 3 is offered, resumed by its own folder.
+    from gensbi_sharding.checkpoint import find_checkpoint
+    from library_helpers import steps_with_the_newest_unconfirmed
+
+    run = tmp_path / "run"
+    steps_with_the_newest_unconfirmed(run / "checkpoints")
+    outputs.write_json(run / "metrics.json", {"status": "ok", "final_step": 5})
+    with pytest.raises(FileExistsError) as err:
+        run_folder.ensure_fresh(run, steps=5, overrides=["experiment=quick", "train.steps=5"])
+    said = str(err.value).split("; to train it further ")[1]
+    assert said.startswith("from its newest complete checkpoint (step 3; step 5, newer, is not complete) into a new "
+                           "folder: "), said
+    resume = shlex.split(said)[-2]  # the command's train.resume=..., which the run's own check accepts
+    assert resume == f"train.resume={run / 'checkpoints' / '3'}" and said.endswith(f"train.steps=5 {resume} hydra.run.dir={run}-steps5")
+    assert find_checkpoint(resume.split("=", 1)[1]) == run / "checkpoints" / "3"
+    for step in (3, 5):  # every step lost its metadata: no command offered (it would be refused)
+        (run / "checkpoints" / str(step) / "_CHECKPOINT_METADATA").unlink(missing_ok=True)
+    with pytest.raises(FileExistsError) as err:
+        run_folder.ensure_fresh(run, steps=5, overrides=["experiment=quick"])
+    assert "train it further" not in str(err.value) and str(err.value).endswith("choose another hydra.run.dir "
+                                                                                "(or hydra.sweep.dir)"), str(err.value)

@@ -23,7 +23,8 @@ from typing import Any
 
 from gensbi_sharding.harness.earlier_attempts import set_aside, with_aside_copies
 
-__all__ = ["keep_record", "settle_record", "saved_record", "step_folder_names", "record_python_run", "saving_record"]
+__all__ = ["keep_record", "settle_record", "saved_record", "step_folder_names", "complete_step", "record_python_run",
+           "saving_record"]
 
 _FILES = ("config.yaml", "hydra.yaml", "overrides.yaml")
 _RECORD = re.compile("|".join(map(re.escape, _FILES)))
@@ -42,6 +43,26 @@ def step_folder_names(run_dir: Path) -> list[int]:
     """
     folder = Path(run_dir) / "checkpoints"
     return sorted(int(p.name) for p in folder.iterdir() if p.is_dir() and p.name.isdigit()) if folder.is_dir() else []
+
+
+def complete_step(run_dir: Path, named: int) -> tuple[int | None, Path, str]:
+    """``(step, train.resume's folder, note)`` of ``run_dir``'s newest complete checkpoint, ``named`` its newest step
+    folder by name (``step_folder_names``): where that one is no complete checkpoint (its Orbax step metadata lost, a
+    save cut short), the complete step before it, resumed by its own folder (its run folder is refused:
+    ``find_checkpoint`` names the newer step), and a note naming both; ``(None, run_dir, "")``: none is complete.
+    Asked of the library (Orbax's step metadata; it imports JAX, starts no backend) only where step ``named``'s
+    folder holds anything: an empty one, no checkpoint the library reads, is named as before."""
+    if not any((Path(run_dir) / "checkpoints" / str(named)).iterdir()):
+        return named, Path(run_dir), ""
+    from gensbi_sharding.checkpoint import CHECKPOINT_SUBDIR, committed_steps, find_checkpoint
+
+    try:
+        return int(find_checkpoint(run_dir).name), Path(run_dir), ""
+    except FileNotFoundError:  # the newest step is not complete: the one before it, if any, is
+        steps = committed_steps(checkpoints := Path(run_dir) / CHECKPOINT_SUBDIR)
+    if not steps:
+        return None, Path(run_dir), ""
+    return steps[-1], checkpoints / str(steps[-1]), f"; step {named}, newer, is not complete"
 
 
 def keep_record(run_dir: Path, previous: dict | None = None) -> None:

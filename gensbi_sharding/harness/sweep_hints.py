@@ -170,24 +170,30 @@ def train_further_hint(run_dir: Any, saved_step: int | None, steps: int | None, 
     -------
     str
         "; to train it further from its final checkpoint (step N) into a new folder: <command>",
-        or "" when ``saved_step`` is None.
+        or "" when ``saved_step`` is None or no step is complete. Where step N, the newest by name, is not complete
+        (``launch_record.complete_step``; its Orbax step metadata lost): "from its newest complete checkpoint (step
+        M; step N, newer, is not complete)", resuming step M's folder (was: step N, refused when pasted).
     """
     from gensbi_sharding.harness.override_grammar import hydra_override
 
+    from gensbi_sharding.harness.launch_record import complete_step
+
+    if saved_step is not None:  # the newest step by name may be no complete checkpoint: then the one before it
+        saved_step, resume, newer = complete_step(run_dir := Path(run_dir).absolute(), saved_step)
     if saved_step is None:
         return ""
-    run_dir = Path(run_dir).absolute()
     target = steps if (steps or 0) > saved_step else max(2 * saved_step, saved_step + 1)  # was <more than N>: bash's <
     sweep = run_dir.parent if multirun or (run_dir.parent / "multirun.yaml").is_file() else None  # a sweep's job
     name, copy = f"{sweep.name + '-' if sweep else ''}{run_dir.name}-steps{target}", 1
     while (new_dir := (sweep or run_dir).with_name(name + (f"-{copy}" if copy > 1 else ""))).exists():
         copy += 1  # a folder not used yet, or the command would be refused in turn
-    tail = [f"train.steps={target}", *["train.patience=0"] * stopped_early, hydra_override("train.resume", run_dir),
+    tail = [f"train.steps={target}", *["train.patience=0"] * stopped_early, hydra_override("train.resume", resume),
             *(["hydra.mode=RUN"] if multirun else []), hydra_override("hydra.run.dir", new_dir)]
     kept = [shlex.quote(o) for o in with_search_path(overrides or ()) if o.startswith(SEARCH_PATH)
             or not o.startswith(("train.resume=", "train.steps=", *["train.patience="] * stopped_early, "hydra."))]
     command = ("the same command with " if overrides is None else command_for() + " ") + " ".join([*kept, *tail])
-    return f"; to train it further from its final checkpoint (step {saved_step}) into a new folder: {command}"
+    final = "newest complete" if newer else "final"
+    return f"; to train it further from its {final} checkpoint (step {saved_step}{newer}) into a new folder: {command}"
 
 
 def unfinished_jobs_hint(jobs: Sequence[Any], resumable: Sequence[str], all_jobs: Sequence[Sequence[str]] = (),
