@@ -721,6 +721,31 @@ def test_resume_of_a_copied_step_that_lost_its_metadata_advises_no_parent_that_i
     assert resume_step_dir(OmegaConf.create({"train": {"resume": str(checkpoints / "3")}})) == checkpoints / "3"
 
 
+def test_the_refusal_of_a_copied_step_that_lost_its_metadata_is_worded_from_its_folders(tmp_path, monkeypatch):
+    # Was: find_checkpoint's message cut at "; pass its parent": a library refusal worded otherwise leaked its advice
+    # to pass the parent (refused) into the harness's message. Now the folders say what the message is.
+    from gensbi_sharding import checkpoint
+    from gensbi_sharding.harness.resume import resume_step_dir
+    from library_helpers import steps_with_the_newest_unconfirmed
+
+    checkpoints = tmp_path / "copy" / "checkpoints"
+    steps_with_the_newest_unconfirmed(checkpoints)
+    with pytest.raises(ConfigError) as err:
+        resume_step_dir(OmegaConf.create({"train": {"resume": str(checkpoints / "5")}}))
+    found = checkpoint.find_checkpoint
+
+    def reworded(path, base_dir=None):
+        try:
+            return found(path, base_dir)
+        except FileNotFoundError as refused:
+            raise FileNotFoundError(str(refused).replace("; pass its parent for", "; use the parent folder for"))
+
+    monkeypatch.setattr(checkpoint, "find_checkpoint", reworded)
+    with pytest.raises(ConfigError) as again:
+        resume_step_dir(OmegaConf.create({"train": {"resume": str(checkpoints / "5")}}))
+    assert str(again.value) == str(err.value) and "parent" not in str(err.value), str(again.value)
+
+
 def test_resume_names_the_checkpoint_a_failed_run_continued_as_the_shell_and_hydra_read_it_back(tmp_path):
     """Was: ``train.resume=/tmp/my runs é (1)/checkpoints/4`` as it is: pasted, the shell splits it and Hydra's
     grammar refuses the rest (round 43)."""

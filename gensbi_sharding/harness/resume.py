@@ -53,7 +53,7 @@ def resume_step_dir(cfg: DictConfig) -> Path | None:
                               f"{_source_gone(folder.resolve())}") from None
         metrics = folder / "metrics.json"  # a run's folder that saved no checkpoint: say why
         gone = _source_gone(folder) if lost_step_metadata(folder) else ""  # the step to resume, by its path
-        said = str(err).split("; pass its parent")[0] if gone else f"{err}, as train.resume=<folder>"  # was: parent
+        said = _lost_here(folder.resolve()) or str(err) if gone else f"{err}, as train.resume=<folder>"  # was: parent
         if not metrics.is_file():  # the override named (was "FileNotFoundError: checkpoint path ...", no key)
             raise ConfigError(f"{hydra_override('train.resume', cfg.train.resume)}: {said}"
                               f"{runs_note(folder, 'train.resume')}{gone}; or leave train.resume out to start fresh") from None
@@ -70,6 +70,18 @@ def resume_step_dir(cfg: DictConfig) -> Path | None:
                    "or start a new run without train.resume" if previous.get("resumed_from") else  # was said of any run:
                    "start a new run without train.resume"))  # "the run it failed to continue", for one that continued none
         raise FileNotFoundError(f"{err}; {folder} {why}") from None
+
+
+def _lost_here(step: Path) -> str | None:
+    """"<step> is not a complete checkpoint (...)" where ``step`` is a step folder that lost its Orbax step metadata
+    beside a complete one (``find_checkpoint`` then says to pass its parent, refused: a newer step lost it); else None.
+    Worded from the folders (was: ``find_checkpoint``'s message cut at "; pass its parent")."""
+    from gensbi_sharding.checkpoint_steps import committed_steps, unconfirmed_steps
+
+    if not (step.name.isdigit() and int(step.name) in unconfirmed_steps(step.parent) and committed_steps(step.parent)):
+        return None
+    return (f"{step} is not a complete checkpoint (its items are there, but not Orbax's step metadata, the record of "
+            "its commit (deleted, or left out of a copy): copy the step folder again whole from where it was saved)")
 
 
 def _source_gone(folder: Path) -> str:
