@@ -179,6 +179,27 @@ def test_dry_run_reports_memory_and_collectives():
     assert "simformer/condition_embedding" in report["fallbacks"]
 
 
+
+_TRACED_FIRST = """
+import math, sys
+from flax import nnx
+import gensbi_sharding.harness.models
+from gensbi_sharding.harness.registry import get_model
+nnx.eval_shape(lambda: get_model(sys.argv[1])(dim_theta=2, dim_x=3, rngs=nnx.Rngs(0)))
+import gensbi.models.tarflow.model as tarflow
+print(math.isclose(float(tarflow._LOG2PI), math.log(2 * math.pi), rel_tol=1e-6))
+"""
+
+
+@pytest.mark.parametrize("name", ["flux1", "simformer"])
+def test_a_gensbi_model_traced_first_leaves_no_tracer_in_gensbi(name):
+    # Was: a process's first GenSBI model built under a trace (model.init=sharded, the dry run, the check before
+    # any folder) imported gensbi.models inside it: tarflow's module constant _LOG2PI (jnp at import) was left a
+    # leaked tracer, and float() of it raised ConcretizationTypeError.
+    proc = subprocess.run([sys.executable, "-c", _TRACED_FIRST, name], cwd=REPO, capture_output=True, text=True,
+                          env={**os.environ, "JAX_PLATFORMS": "cpu"}, timeout=300)
+    assert proc.returncode == 0 and proc.stdout == "True\n", proc.stdout + proc.stderr[-2000:]
+
 @pytest.fixture(scope="module")
 def flux1_launch(tmp_path_factory):
     """launch.py with model=flux1 under tensor on a (2, 4) mesh, and its folder: read by the end-to-end test, and its

@@ -91,10 +91,10 @@ print(jax.device_count())
 """
 
 
-def _launch(tmp_path, *args):
+def _launch(tmp_path, *args, script=_LAUNCH_THEN_START):
     env = {**os.environ, "PYTHONPATH": str(REPO), "JAX_PLATFORMS": "cpu"}
     env.pop("JAX_NUM_CPU_DEVICES", None)
-    return subprocess.run([sys.executable, "-c", _LAUNCH_THEN_START, *args], cwd=REPO,
+    return subprocess.run([sys.executable, "-c", script, *args], cwd=REPO,
                           capture_output=True, text=True, env=env, timeout=300)
 
 
@@ -117,29 +117,92 @@ def test_a_sweep_with_a_strict_job_is_refused_before_any_job_runs(tmp_path):
 
 
 _CHECK_THEN_START = """
-import sys
+import math, sys
 sys.path.insert(0, sys.argv[1])
 from faults_helpers import compose_tiny
-from gensbi_sharding.harness.registry import BUILT_IN_MODELS
 from gensbi_sharding.harness.sweep_check import job_problem
-for model in BUILT_IN_MODELS:  # strict=true (the plan), and a model above its preset's sizes (the state's memory)
-    for extra in (["strict=true"], ["model.depth=3"]):
-        print(model, *extra, job_problem(compose_tiny(f"model={model}", "mesh.model_axis=2", "rule=tensor", *extra)))
+def check(models):  # strict=true (the plan), and a model above its preset's sizes (the state's memory)
+    for model in models:
+        for extra in (["strict=true"], ["model.depth=3"]):
+            print(model, *extra, job_problem(compose_tiny(f"model={model}", "mesh.model_axis=2", "rule=tensor", *extra)))
+check(["mlp", "transformer"])
 import jax
 jax.config.update("jax_num_cpu_devices", 3)  # refused (RuntimeError) once the backend started
-print(jax.device_count())
+check(["flux1", "simformer"])  # these start it, with the run's count (8, not 3): the run's own call accepts it
+from gensbi_sharding.harness.devices import configure_devices
+configure_devices(8)
+import gensbi.models.tarflow.model as tarflow
+print(jax.device_count(), math.isclose(float(tarflow._LOG2PI), math.log(2 * math.pi), rel_tol=1e-6))
 """
 
 
-def test_checking_every_built_in_model_leaves_the_backend_unstarted():
+def test_checking_every_built_in_model_leaves_the_run_its_device_count():
     # Was: `python launch.py experiment=quick model=flux1 strict=true` (or model.depth=3) was refused "devices.cpu_count=8
     # was asked for, but JAX's backend already started with 1 CPU devices": tracing flux1 before any folder started
     # JAX's backend (GenSBI's Flux1Params evaluates jnp at once), so the run could no longer set its device count.
+    # mlp and transformer leave the backend unstarted; flux1 and simformer start it as the run does. And simformer's
+    # check imported gensbi.models inside its trace: tarflow's _LOG2PI was left a leaked tracer (float() raised).
     env = {**os.environ, "PYTHONPATH": str(REPO), "JAX_PLATFORMS": "cpu"}
     env.pop("JAX_NUM_CPU_DEVICES", None)
     proc = subprocess.run([sys.executable, "-c", _CHECK_THEN_START, str(REPO / "tests")], cwd=REPO,
                           capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
     lines = proc.stdout.strip().splitlines()
-    assert lines[-1] == "3" and len(lines) == 9, proc.stdout  # each model's runs would train: nothing refused
+    assert lines[-1] == "8 True" and len(lines) == 9, proc.stdout  # each model's runs would train: nothing refused
     assert all(line.endswith(" None") for line in lines[:-1]), proc.stdout
+
+
+FLUX1_BIG = ("model=flux1", "model.axes_dim=[800000,0]")  # hidden size 4.8M: terabytes of state
+FLUX1_STRICT = ("model=flux1", "model.num_heads=3", "model.axes_dim=[5,0]", "strict=true", "rule=tensor",
+                "mesh.model_axis=8")  # widths of 15 and 30 cannot split 8 ways
+
+
+def test_flux1_is_checked_before_any_folder_as_the_run_checks_it(devices, monkeypatch):
+    # Was: flux1 was left out of the check (GenSBI's Flux1Params evaluates jnp at once, which started JAX's backend),
+    # so `launch.py model=flux1 model.axes_dim=[800000,0]` was refused only by its run, inside its new folder.
+    from gensbi_sharding.harness import memory_check
+    from gensbi_sharding.harness.sweep_check import job_problem
+
+    monkeypatch.setattr(memory_check, "host_available_bytes", lambda: 16 * GB)  # as the run reads it
+    cfg = compose_tiny(*FLUX1_BIG)
+    problem = job_problem(cfg)
+    assert problem == _run_refusal(cfg, memory_check.check_fits)
+    assert problem.startswith("ConfigError: the training state cannot fit: model=flux1 under rule 'replicated' "
+                              "needs at least ") and "model.axes_dim=[800000,0]" in problem, problem
+    cfg = compose_tiny(*FLUX1_STRICT)
+    strict = job_problem(cfg)
+    with pytest.raises(ConfigError) as err:  # the run's plan on its 1 x 8 mesh
+        _strict_in_run(cfg, gs.make_mesh(model_axis=8), as_rule(*rule_table(cfg.rule)))
+    assert strict == f"ConfigError: {err.value}"
+    assert strict.startswith("ConfigError: strict=true and rule 'tensor' cannot split 17 variable(s)"), strict
+    assert job_problem(compose_tiny("model=flux1", "model.depth=3")) is None  # above its preset, but fits
+    # The backend started with 8 devices here: a job asking for 4 is left to its run (refused there, in its words)
+    assert job_problem(compose_tiny(*FLUX1_BIG, "devices.cpu_count=4")) is None
+
+
+_LAUNCH_THEN_COUNT = """
+import runpy, sys
+sys.argv = ["launch.py", *sys.argv[1:]]
+try:
+    runpy.run_path("launch.py", run_name="__main__")
+except SystemExit as stop:
+    print("exit", stop.code)
+import jax
+print(jax.device_count())
+"""
+
+
+def test_a_flux1_too_big_is_refused_before_its_folder(tmp_path):
+    proc = _launch(tmp_path, "experiment=quick", *FLUX1_BIG, f"hydra.run.dir={tmp_path / 'run'}",
+                   script=_LAUNCH_THEN_COUNT)
+    assert proc.stdout.split("\n")[-3:] == ["exit 1", "8", ""], proc.stdout + proc.stderr[-2000:]  # the run's count
+    assert proc.stderr.startswith("[ERROR] ConfigError: the training state cannot fit: model=flux1 "), proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert not (tmp_path / "run").exists()  # was: .hydra/, .run.lock, launch.log, error.txt, metrics.json
+
+
+def test_every_built_in_model_is_checked_before_any_folder():
+    from gensbi_sharding.harness.registry import BUILT_IN_MODELS
+    from gensbi_sharding.harness.state_check import TRACED_STARTED, TRACED_UNSTARTED
+
+    assert sorted(TRACED_UNSTARTED + TRACED_STARTED) == sorted(BUILT_IN_MODELS)  # was: all but flux1

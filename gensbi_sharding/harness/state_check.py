@@ -6,21 +6,27 @@ Both were the run's alone (``model_plan`` as it built the model, ``check_fits`` 
 new ``outputs/<date>/<time>`` (``.hydra/``, ``launch.log``, ``error.txt``, ``metrics.json``), and a sweep ran its
 earlier jobs first. Both need only the model's shapes (``nnx.eval_shape``) planned on the mesh's axes (an
 ``AbstractMesh``: no devices), and the host's memory: known before JAX's backend starts, which stays unstarted (the
-run sets its device count after). Where the devices are a GPU's or several processes', the run checks them alone,
-as it does a model whose trace would start that backend (``TRACED_UNSTARTED``).
+run sets its device count after). GenSBI's models start that backend as they are imported or built
+(``TRACED_STARTED``): for them the check makes the run's own device call first. Where the devices are a GPU's or
+several processes', the run checks them alone, as it does a user's model.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["abstract_mesh", "state_problem", "TRACED_UNSTARTED"]
+__all__ = ["abstract_mesh", "state_problem", "TRACED_UNSTARTED", "TRACED_STARTED"]
 
-#: The models traced here. Not flux1: GenSBI's Flux1Params sizes its hidden layer with jnp, evaluated at once even
-#: under a trace (``models/flux1.py``), which starts JAX's backend with one CPU device, so the run this check let
-#: through was refused "devices.cpu_count=8 was asked for, but JAX's backend already started with 1 CPU devices";
-#: nor a user's model, which may do the same. Their run checks them (a late refusal, never a false one).
-TRACED_UNSTARTED = ("mlp", "simformer", "transformer")
+#: The models traced here with JAX's backend left unstarted. Not a user's model, which may evaluate jnp at once even
+#: under a trace and so start the backend with one CPU device: the run this check let through was then refused
+#: "devices.cpu_count=8 was asked for, but JAX's backend already started with 1 CPU devices". Its run checks it.
+TRACED_UNSTARTED = ("mlp", "transformer")
+#: GenSBI's models, traced once the backend is started as the run starts it (``configure_devices`` with the run's
+#: count and platform, the run's first JAX call: it accepts a backend so started). Built, they start it anyway:
+#: importing ``gensbi.models`` evaluates tarflow's ``_LOG2PI`` with jnp, ``Flux1Params`` its hidden size (both at
+#: once even under a trace, ``models/flux1.py``). Was: flux1 was checked only by its run, inside its new folder.
+#: Where the backend started with another count (or the platform is refused), their run checks them.
+TRACED_STARTED = ("flux1", "simformer")
 
 
 def abstract_mesh(mesh: Any, devices: int) -> Any:
@@ -63,9 +69,11 @@ def state_problem(cfg: Any, devices: int) -> str | None:
     from gensbi_sharding.harness.memory_check import at_most_defaults
     from gensbi_sharding.harness.tasks import TASK_DIMS
 
-    if cfg.data.name not in TASK_DIMS or cfg.model.name not in TRACED_UNSTARTED or not (
+    if cfg.data.name not in TASK_DIMS or cfg.model.name not in TRACED_UNSTARTED + TRACED_STARTED or not (
             cfg.strict or (not cfg.dry_run and not at_most_defaults(cfg))):
         return None  # a model at its preset's sizes without strict: nothing to trace (no JAX import)
+    if cfg.model.name in TRACED_STARTED and not _started_as_the_run_starts(cfg, devices):
+        return None
     from flax import nnx
     from omegaconf import OmegaConf
 
@@ -89,3 +97,15 @@ def state_problem(cfg: Any, devices: int) -> str | None:
         return None if cfg.dry_run else fits_problem(cfg, mesh, rule, cpu=True, devices=devices)
     except Exception:  # noqa: BLE001 (a model that cannot be traced, a bad setting: the run names it as it builds)
         return None
+
+
+def _started_as_the_run_starts(cfg: Any, devices: int) -> bool:
+    """Start JAX's backend on ``devices`` CPU devices as the run does (``configure_devices``); False where it cannot
+    (it started with another count, a platform refused: the run says so, in its words)."""
+    from gensbi_sharding.harness.devices import configure_devices
+
+    try:
+        configure_devices(devices, cfg.devices.platform)
+    except Exception:  # noqa: BLE001 (ConfigError, or a platform JAX fails on)
+        return False
+    return True

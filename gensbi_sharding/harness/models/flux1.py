@@ -139,7 +139,8 @@ def make_flux1(*, dim_theta: int, dim_x: int, rngs: nnx.Rngs, mlp_ratio: float =
     ValueError
         For a value GenSBI rejects, naming the ``model.<field>`` override.
     """
-    model_mod = import_required("gensbi.models.flux1.model", "flux1", GENSBI)
+    with jax.ensure_compile_time_eval():  # gensbi.models' import-time jnp (tarflow's _LOG2PI): concrete, not
+        model_mod = import_required("gensbi.models.flux1.model", "flux1", GENSBI)  # a tracer leaked from this trace
     strategies = tuple(id_embedding_strategy)
     if len(strategies) != 2 or any(s not in ID_STRATEGIES_1D for s in strategies):
         raise ValueError(f"model.id_embedding_strategy={list(strategies)}: give two of "
