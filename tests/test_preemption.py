@@ -1509,7 +1509,9 @@ def test_a_refused_sweep_with_many_unfinished_jobs_writes_their_commands_to_a_sc
                 f"hydra.run.dir={sweep / str(job)}" for job in range(1, 6)]
     assert printed.endswith(f"continue its unfinished jobs one by one: bash {script} (5 commands, one per line; "
                             f"the first: {commands[0]})"), printed
-    assert [line for line in script.read_text().splitlines() if not line.startswith("#")] == commands
+    # the two lines before the commands: run them where they were printed for, stop at Ctrl-C (test_sweep_hints.py)
+    assert [line for line in script.read_text().splitlines() if not line.startswith("#")] == [
+        f"cd {Path.cwd()} || exit 1", "trap 'exit 130' INT", *commands]
     assert len(printed.splitlines()) == 1 and len(printed) < 800
 
 

@@ -330,3 +330,41 @@ def test_a_folder_continued_alone_with_a_corrected_value_is_not_the_original_swe
     assert moved_folders(tmp_path, corrected) == {}  # the sweep of the value it ran: its job, complete
     (runs[1] / "metrics.json").write_text('{"status": "preempted"}')  # not complete: offered as it ran, as before
     assert moved_folders(tmp_path, original) == {}
+
+
+def test_the_unfinished_jobs_script_runs_from_any_folder_and_stops_at_ctrl_c(tmp_path, monkeypatch):
+    # A new user's report: `bash <sweep>/continue_unfinished.sh`, as the refusal prints it (an absolute path), run
+    # from another folder gave "python: can't open file '/tmp/launch.py'" once per job (its commands ran where it was
+    # typed); and Ctrl-C during its first job stopped that job (exit 130, as the job handles it) and bash started the
+    # next. Now it moves to the folder its commands were printed for, and Ctrl-C stops it after the job under way.
+    import os
+    import subprocess
+    import sys
+
+    from gensbi_sharding.harness import paste_command
+
+    checkout, elsewhere, bin_dir = tmp_path / "checkout", tmp_path / "elsewhere", tmp_path / "bin"
+    for folder in (checkout, elsewhere, bin_dir):
+        folder.mkdir()
+    (bin_dir / "python").symlink_to(sys.executable)
+    # A stand-in launch.py: records each call; the second is stopped by Ctrl-C (to the script's process group),
+    # which it handles as launch.py does: it exits 130
+    (checkout / "launch.py").write_text(
+        "import os, signal, sys\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+        "with open('calls', 'a') as f:\n    f.write(' '.join(sys.argv[1:]) + '\\n')\n"
+        "if len(open('calls').read().splitlines()) == 2:\n    os.killpg(os.getpgrp(), signal.SIGINT)\n    sys.exit(130)\n")
+    monkeypatch.setattr(paste_command, "CHECKOUT", checkout)
+    monkeypatch.chdir(checkout)
+    sweep = tmp_path / "sweep"
+    runs = finished_sweep(sweep, [[f"train.steps={n}"] for n in range(2, 8)])
+    for run in runs[1:]:  # job 0 completed, the 5 others preempted
+        (run / "metrics.json").write_text('{"status": "preempted"}')
+    hint = unfinished_jobs_hint(runs, ("preempted",), [[f"train.steps={n}"] for n in range(2, 8)], sweep_dir=sweep)
+    script = sweep / "continue_unfinished.sh"
+    assert f"bash {script} (5 commands" in hint, hint
+    done = subprocess.run(["bash", str(script)], cwd=elsewhere, start_new_session=True, capture_output=True,
+                          text=True, timeout=60, env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"})
+    calls = (checkout / "calls").read_text().splitlines() if (checkout / "calls").exists() else []
+    assert calls == [f"train.steps={n} train.resume=auto hydra.mode=RUN hydra.run.dir={sweep / str(n - 2)}"
+                     for n in (3, 4)], done.stderr
+    assert done.returncode == 130, (done.returncode, done.stderr)

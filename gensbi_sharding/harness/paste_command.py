@@ -13,12 +13,12 @@ import os
 import shlex
 from pathlib import Path
 
-__all__ = ["CHECKOUT", "command_for"]
+__all__ = ["CHECKOUT", "command_for", "user_folder"]
 
 CHECKOUT = Path(__file__).resolve().parents[2]  # gensbi_sharding/harness/ -> the folder holding launch.py
 
 
-def _user_folder() -> Path:
+def user_folder() -> Path:
     """The folder the user typed the command in: Hydra's record of it inside a job (``hydra.job.chdir=true`` moves
     the process into the job's folder), else the process's."""
     try:
@@ -48,7 +48,7 @@ def command_for(script: str = "launch.py", folder: str | os.PathLike | None = No
         relative to ``folder`` where that is shorter than the absolute one, shell-quoted (a path with spaces).
     """
     target = CHECKOUT / script
-    here = Path(folder) if folder is not None else _user_folder()
+    here = Path(folder) if folder is not None else user_folder()
     try:
         if (here / script).samefile(target):
             return f"python {script}"

@@ -30,6 +30,9 @@ INLINE_COMMANDS = 3
 #: The script, in the sweep's folder, holding the commands that continue its unfinished jobs.
 CONTINUE_SCRIPT = "continue_unfinished.sh"
 
+#: The script's first lines: the folder its commands were printed for (the sweep's), and Ctrl-C stops the script.
+_SCRIPT_HEAD = "cd {} || exit 1\ntrap 'exit 130' INT\n"
+
 #: The one ``hydra.*`` override a continuing command needs: where a preset of one's own (``model=my_flux1``) is found.
 SEARCH_PATH = "hydra.searchpath="
 
@@ -248,11 +251,15 @@ def unfinished_jobs_hint(jobs: Sequence[Any], resumable: Sequence[str], all_jobs
     listed = " ; ".join(commands)
     if len(commands) > INLINE_COMMANDS and sweep_dir is not None:  # one line of 20 commands helps no one
         from gensbi_sharding.harness.outputs import write_atomic
+        from gensbi_sharding.harness.paste_command import user_folder
 
+        # `bash <sweep>/continue_unfinished.sh` from another folder ran each `python launch.py` and relative
+        # folder there (can't open file); and a job stopped by Ctrl-C exits 130, so bash started the next
         try:
             script = write_atomic(Path(sweep_dir) / CONTINUE_SCRIPT, "#!/usr/bin/env bash\n# The sweep's unfinished "
                                   "jobs, one command each, each continuing in its own folder (written when the sweep "
-                                  "folder was refused).\n" + "\n".join(commands) + "\n")
+                                  "folder was refused).\n" + _SCRIPT_HEAD.format(shlex.quote(str(user_folder())))
+                                  + "\n".join(commands) + "\n")
         except OSError:  # a full or read-only sweep folder: the commands inline (was: the OSError, the refusal lost)
             return f"{whole}: continue its unfinished jobs{started} one by one: {listed}"
         listed = f"bash {shlex.quote(str(script))} ({len(commands)} commands, one per line; the first: {commands[0]})"
