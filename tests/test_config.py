@@ -484,6 +484,19 @@ def test_rule_table_forms():
         rule_table(["embed", "data"])
 
 
+def test_a_rule_file_without_a_name_is_called_by_its_file(tmp_path):
+    # A new user's report: conf/rule/wide_mlp.yaml holding only "embed: data" and "mlp: model", run as
+    # rule=wide_mlp, was reported as rule 'custom' (console, metrics.json's rule), as was every other such file.
+    from faults_helpers import under_command
+
+    (tmp_path / "rule").mkdir()
+    (tmp_path / "rule" / "wide_mlp.yaml").write_text("embed: data\nmlp: model\n")
+    name, table = under_command([f"hydra.searchpath=[file://{tmp_path}]", "rule=wide_mlp"],
+                                lambda cfg: rule_table(cfg.rule))
+    assert (name, table["embed"], table["mlp"]) == ("wide_mlp", "data", "model")
+    assert under_command(["rule=fsdp", "rule.mlp=model"], lambda cfg: rule_table(cfg.rule))[0] == "fsdp+overrides"
+
+
 def test_rule_table_is_checked_against_the_mesh():
     name, table = rule_table("tensor")
     check_table_against_mesh(name, table, ("data", "model"))

@@ -56,7 +56,7 @@ def rule_table(rule: Any) -> tuple[str, dict[str, Any]]:
     require(isinstance(rule, (DictConfig, dict)),
            f"rule must be a mapping of logical axes to mesh axes, got {rule!r}")
     raw = OmegaConf.to_container(rule, resolve=True) if isinstance(rule, DictConfig) else dict(rule)
-    name = raw.pop("name", None) or "custom"
+    name = raw.pop("name", None) or _chosen_file()
     require(isinstance(name, str), f"rule.name={override_literal(name)} must be one word naming the rule (the console "
                                    f"and metrics.json call the rule by it): e.g. name: my_rule in the rule's file")
     table: dict[str, Any] = {}
@@ -83,6 +83,16 @@ def rule_table(rule: Any) -> tuple[str, dict[str, Any]]:
     if name in RULES and table != dict(RULES[name]):  # e.g. rule=fsdp rule.mlp=model
         name = f"{name}+overrides"
     return name, table
+
+
+def _chosen_file() -> str:
+    """The ``rule=`` option a table without ``name:`` came from (was: every such file reported as "custom")."""
+    from hydra.core.hydra_config import HydraConfig
+
+    # a config set by hand (a test, compose()) may have no runtime.choices
+    known = HydraConfig.initialized()
+    choice = OmegaConf.select(HydraConfig.get(), "runtime.choices.rule", default=None) if known else None
+    return choice if isinstance(choice, str) and choice else "custom"
 
 
 def other_name_problem(key: Any, value: Any) -> str | None:
