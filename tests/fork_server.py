@@ -80,10 +80,12 @@ def serve(script: Path, imports: list[str]) -> None:
                 pid = os.fork()
                 if pid == 0:
                     _child(script, request)
-                children[pid] = request["output"]
+                children[pid] = request["output"], request.get("new_session")
                 os.write(1, f"{pid}\n".encode())
             if not open_:  # the tests are done: nothing left may outlive them
-                for pid in children:
+                for pid, (_, session) in children.items():  # unreaped: its pid (its group, if its own) still its
+                    with contextlib.suppress(ProcessLookupError):  # a group: what it started in its session too
+                        os.killpg(pid, signal.SIGKILL) if session else None
                     os.kill(pid, signal.SIGKILL)
         elif not open_:
             time.sleep(0.01)
@@ -91,7 +93,7 @@ def serve(script: Path, imports: list[str]) -> None:
             pid, status = os.waitpid(-1, os.WNOHANG)
             if pid == 0:
                 break
-            output = children.pop(pid)
+            output = children.pop(pid)[0]
             Path(f"{output}.rc.part").write_text(str(os.waitstatus_to_exitcode(status)))
             os.replace(f"{output}.rc.part", f"{output}.rc")
 
@@ -135,14 +137,32 @@ class ForkServer:
     ``imports``: modules the script imports inside its functions, to import once in the server too."""
 
     def __init__(self, workdir: Path, env: dict, script: Path = REPO / "launch.py",
-                 imports: tuple[str, ...] = RUN_IMPORTS):
-        self.workdir, self.count = Path(workdir), 0
+                 imports: tuple[str, ...] = RUN_IMPORTS, ready_s: float = 300, pid_s: float = 60):
+        self.workdir, self.count, self.pid_s, self.pending = Path(workdir), 0, pid_s, b""
         # A session of its own: close() can end the server with every child it forked (but those in their own session).
         self.proc = subprocess.Popen([sys.executable, __file__, str(script), *imports], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, env=env, start_new_session=True)
         self.forked = []
-        ready = self.proc.stdout.readline()
-        assert ready == b"ready\n", f"the fork server did not start (exit {self.proc.wait(timeout=60)})"
+        ready = self._line(ready_s, "'ready' line (its imports done)")
+        assert ready == b"ready", f"the fork server did not start (exit {self.proc.wait(timeout=60)})"
+
+    def _line(self, within_s: float, what: str) -> bytes:
+        """The server's next stdout line, waited for at most ``within_s`` seconds; none by then (or the server
+        gone): the server is killed with its group and the error names ``what`` did not arrive."""
+        from fork_launch import end_group
+
+        deadline, fd = time.monotonic() + within_s, self.proc.stdout.fileno()  # os.read: no buffer hides a line
+        while b"\n" not in self.pending:
+            left = deadline - time.monotonic()
+            data = os.read(fd, 1 << 16) if left > 0 and select.select([fd], [], [], left)[0] else None
+            if not data:  # the deadline passed (None) or the server's stdout ended (b"")
+                end_group(self.proc)
+                raise RuntimeError(f"the fork server (pid {self.proc.pid}) sent no {what} within {within_s:g} s "
+                                   f"(exit {self.proc.returncode}); it was killed with its children: a longer "
+                                   f"wait is ForkServer's {'ready_s' if 'ready' in what else 'pid_s'}")
+            self.pending += data
+        line, self.pending = self.pending.split(b"\n", 1)
+        return line
 
     def launch(self, args: list[str], *, cwd: Path, env: dict | None = None, unset: tuple[str, ...] = (),
                umask: int | None = None, start_new_session: bool = False, prelude: str | None = None,
@@ -158,23 +178,30 @@ class ForkServer:
                    "errors": errors and str(errors)}
         self.proc.stdin.write(json.dumps(request).encode() + b"\n")
         self.proc.stdin.flush()
-        self.forked.append(Forked([sys.executable, "launch.py", *args], int(self.proc.stdout.readline()), output,
-                                  errors))
+        pid = int(self._line(self.pid_s, f"pid for the launch of {args}"))
+        self.forked.append(Forked([sys.executable, "launch.py", *args], pid, output, errors))
         return self.forked[-1]
 
     def close(self, timeout: float = 60) -> None:
-        """End the server; a child still running is killed. A server not ended ``timeout`` seconds after its stdin
-        closed is killed with its process group and its children in sessions of their own: none outlives the tests."""
+        """End the server; a child still running is killed, and so is every process left in the server's group
+        (what a launch started itself: a ``distributed=local`` job's processes). A server not ended ``timeout``
+        seconds after its stdin closed is killed too, and its children in sessions of their own: none outlives the
+        tests."""
         from fork_launch import end_group
 
         self.proc.stdin.close()
-        try:
-            self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            for child in self.forked:  # not reaped (no exit code written): its pid is still its own
-                with contextlib.suppress(ProcessLookupError):
-                    child.kill()
-            end_group(self.proc)
+        if self.proc.returncode is not None:  # reaped already (a wait that timed out ended it with its group)
+            return
+        deadline = time.monotonic() + timeout
+        # WNOWAIT: ended but not reaped, its pid names no other process's group when end_group kills the group.
+        while os.waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
+            if time.monotonic() > deadline:
+                for child in self.forked:  # not reaped (no exit code written): its pid is still its own
+                    with contextlib.suppress(ProcessLookupError):
+                        child.kill()
+                break
+            time.sleep(0.01)
+        end_group(self.proc)
 
 
 if __name__ == "__main__":

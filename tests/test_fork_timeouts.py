@@ -3,6 +3,7 @@ server (tests/fork_server.py) and their children. Was: run_forked's timeout kill
 child went on sleeping (a review saw one alive 11 minutes after test_benchmark_arguments.py timed out)."""
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -68,3 +69,59 @@ def test_a_fork_server_that_does_not_end_in_time_is_killed_with_its_children(tmp
             os.kill(server.proc.pid, signal.SIGCONT)
     assert server.proc.returncode == -signal.SIGKILL
     assert ended(child.pid)
+
+
+#: A script that starts a process of its own (as a ``distributed=local`` launch starts its job's), says both pids,
+#: then ends or sleeps as its argument says.
+STARTER = ("import os, subprocess, sys, time\nchild = subprocess.Popen([sys.executable, '-c', 'import time; "
+           "time.sleep(600)'])\nopen('pids', 'w').write(f'{os.getpid()} {child.pid}')\n"
+           "time.sleep(600) if sys.argv[1:] == ['sleep'] else None\n")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ends", [True, False], ids=["launch ended", "launch running"])
+def test_a_fork_server_closed_as_usual_leaves_no_process_a_launch_started(tmp_path, ends):
+    """Was: close() ended the server, which killed only the children it forked; what they had started lived on."""
+    from fork_server import ForkServer
+
+    (tmp_path / "starter.py").write_text(STARTER)
+    server = ForkServer(tmp_path, dict(os.environ), script=tmp_path / "starter.py", imports=())
+    launch = server.launch([] if ends else ["sleep"], cwd=tmp_path)
+    deadline = time.monotonic() + 30
+    while not (tmp_path / "pids").exists() or len((tmp_path / "pids").read_text().split()) < 2:
+        assert time.monotonic() < deadline, "the starter never started its process"
+        time.sleep(0.05)
+    started = int((tmp_path / "pids").read_text().split()[1])
+    if ends:
+        assert launch.wait(timeout=30) == 0
+    server.close()
+    assert server.proc.returncode == 0 and ended(started, within_s=5)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(60)  # the old waits were bounded by this alone: it fails them
+def test_a_fork_server_that_never_says_ready_is_refused_in_time_and_killed(tmp_path):
+    from fork_server import ForkServer
+
+    (tmp_path / "sleeper.py").write_text(SLEEPER)
+    (tmp_path / "stuck.py").write_text("import time\ntime.sleep(600)\n")  # an import that never ends
+    start = time.monotonic()
+    with pytest.raises(RuntimeError, match=r"server \(pid (\d+)\) sent no 'ready' line \(its imports done\) within 2 s "
+                       r".*ready_s") as refused:
+        ForkServer(tmp_path, dict(os.environ), script=tmp_path / "sleeper.py", imports=("stuck",), ready_s=2)
+    assert time.monotonic() - start < 30
+    assert ended(int(re.search(r"pid (\d+)", str(refused.value))[1]), within_s=1)  # reaped, not left stuck
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(60)
+def test_a_launch_whose_pid_never_comes_is_refused_in_time(tmp_path):
+    from fork_server import ForkServer
+
+    (tmp_path / "sleeper.py").write_text(SLEEPER)
+    server = ForkServer(tmp_path, dict(os.environ), script=tmp_path / "sleeper.py", imports=(), pid_s=2)
+    os.kill(server.proc.pid, signal.SIGSTOP)  # a server stuck: it never reads the request
+    with pytest.raises(RuntimeError, match=r"sent no pid for the launch of \['x'\] within 2 s .*pid_s"):
+        server.launch(["x"], cwd=tmp_path)
+    assert server.proc.returncode == -signal.SIGKILL
+    server.close()  # nothing left to end: returns at once
