@@ -96,7 +96,7 @@ def test_the_pool_keeps_every_round_split_as_load_task_splits_it_with_its_statis
 
 
 TINY = ["mesh=none", "model.width=16", "model.depth=1", "train.steps=6", "train.val_every=2", "train.patience=2",
-        "data.batch_size=16", "eval.observations=[3]", "eval.num_samples=300", "eval.c2st_folds=2"]
+        "data.batch_size=16", "eval.observations=[3]", "eval.num_samples=64", "eval.c2st_folds=2"]
 
 
 @pytest.mark.slow  # a tiny sequential job (2 rounds, a 2-fold C2ST), run again (skipped), then the table
