@@ -83,9 +83,10 @@ def serve(script: Path, imports: list[str]) -> None:
                 children[pid] = request["output"], request.get("new_session")
                 os.write(1, f"{pid}\n".encode())
             if not open_:  # the tests are done: nothing left may outlive them
-                for pid, (_, session) in children.items():  # unreaped: its pid (its group, if its own) still its
-                    with contextlib.suppress(ProcessLookupError):  # a group: what it started in its session too
-                        os.killpg(pid, signal.SIGKILL) if session else None
+                for pid, (_, session) in children.items():  # unreaped: its pid (and group) still its own
+                    if session:  # what it started in its own session too
+                        with contextlib.suppress(ProcessLookupError):  # not yet in it (setsid is its first call)
+                            os.killpg(pid, signal.SIGKILL)
                     os.kill(pid, signal.SIGKILL)
         elif not open_:
             time.sleep(0.01)
@@ -143,12 +144,12 @@ class ForkServer:
         self.proc = subprocess.Popen([sys.executable, __file__, str(script), *imports], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, env=env, start_new_session=True)
         self.forked = []
-        ready = self._line(ready_s, "'ready' line (its imports done)")
+        ready = self._line(ready_s, "'ready' line (its imports done)", "ready_s")
         assert ready == b"ready", f"the fork server did not start (exit {self.proc.wait(timeout=60)})"
 
-    def _line(self, within_s: float, what: str) -> bytes:
-        """The server's next stdout line, waited for at most ``within_s`` seconds; none by then (or the server
-        gone): the server is killed with its group and the error names ``what`` did not arrive."""
+    def _line(self, within_s: float, what: str, setting: str) -> bytes:
+        """The server's next stdout line, waited for at most ``within_s`` seconds (ForkServer's ``setting``); none
+        by then (or the server gone): the server is killed with its group and the error names ``what``."""
         from fork_launch import end_group
 
         deadline, fd = time.monotonic() + within_s, self.proc.stdout.fileno()  # os.read: no buffer hides a line
@@ -159,7 +160,7 @@ class ForkServer:
                 end_group(self.proc)
                 raise RuntimeError(f"the fork server (pid {self.proc.pid}) sent no {what} within {within_s:g} s "
                                    f"(exit {self.proc.returncode}); it was killed with its children: a longer "
-                                   f"wait is ForkServer's {'ready_s' if 'ready' in what else 'pid_s'}")
+                                   f"wait is ForkServer's {setting}")
             self.pending += data
         line, self.pending = self.pending.split(b"\n", 1)
         return line
@@ -178,7 +179,7 @@ class ForkServer:
                    "errors": errors and str(errors)}
         self.proc.stdin.write(json.dumps(request).encode() + b"\n")
         self.proc.stdin.flush()
-        pid = int(self._line(self.pid_s, f"pid for the launch of {args}"))
+        pid = int(self._line(self.pid_s, f"pid for the launch of {args}", "pid_s"))
         self.forked.append(Forked([sys.executable, "launch.py", *args], pid, output, errors))
         return self.forked[-1]
 
