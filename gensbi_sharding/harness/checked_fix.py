@@ -133,14 +133,16 @@ def _applied(cfg: Any, fixes: tuple[str, ...]) -> Any:
     overrides = parse(fixes).parsed
     if not fixes or len(overrides) != len(fixes):
         return None
+    held = [OmegaConf.select(cfg, o.key, default=DictConfig({}), throw_on_resolution_failure=False) for o in overrides]
+    drops = [o.typed == f"~{o.key}" and not o.error and not isinstance(h, DictConfig) for o, h in zip(overrides, held)]
+    if any(not drop and (o.error or o.sweep or o.typed != o.key or isinstance(h, DictConfig))
+           for o, h, drop in zip(overrides, held, drops)):
+        return None  # known before the copy: a deep copy of a job's config is most of this check's cost
     fixed = copy.deepcopy(cfg)
-    for o in overrides:
-        held = OmegaConf.select(cfg, o.key, default=DictConfig({}), throw_on_resolution_failure=False)
-        if o.typed == f"~{o.key}" and not o.error and not isinstance(held, DictConfig):
+    for o, drop in zip(overrides, drops):
+        if drop:
             fixed = _dropped(fixed, o.key)
             continue
-        if o.error or o.sweep or o.typed != o.key or isinstance(held, DictConfig):
-            return None
         try:
             OmegaConf.update(fixed, o.key, o.values()[0], merge=False)
         except Exception:  # noqa: BLE001 (a value the schema refuses: the fix's own check's to name)
