@@ -75,10 +75,10 @@ class Plan:
         KeyError
             No variable planned at ``path``, naming the nearest.
         """
-        if not isinstance(path, str):  # a jax.tree_util path ends at the Variable's .value: not part of its name
+        if isinstance(path, (tuple, list)):  # a jax.tree_util path ends at the Variable's .value: not part of its name
             path = path_key(path[:-1] if tuple(path[-1:]) == (jax.tree_util.GetAttrKey("value"),) else path)
         if path not in self.specs:
-            near = difflib.get_close_matches(path, self.specs, n=3, cutoff=0.5) or list(self.specs)[:3]
+            near = difflib.get_close_matches(str(path), self.specs, n=3, cutoff=0.5) or list(self.specs)[:3]
             raise KeyError(f"Plan.sharding: no variable planned at {path!r}; nearest: {', '.join(near) or 'none'}")
         return NamedSharding(self.mesh, self.specs[path])
 

@@ -260,3 +260,11 @@ def test_plan_sharding_takes_the_paths_flax_and_jax_give_and_names_near_keys_on_
         plan.sharding("up/kernal")
     with pytest.raises(KeyError, match=r"no variable planned at 'up/weight'; nearest: up/"):
         plan.sharding(("up", "weight"))
+
+
+@pytest.mark.parametrize("odd", [3, None])
+def test_plan_sharding_given_no_path_names_it_and_the_planned_paths(devices, odd):
+    # Was: TypeError "'int' object is not subscriptable" (None: "'NoneType' object ..."), from Plan.sharding itself.
+    plan = gs.plan_shardings(Small(nnx.Rngs(0)), gs.make_mesh(model_axis=2), "fsdp")
+    with pytest.raises(KeyError, match=rf"no variable planned at {odd}; nearest: down/bias, down/kernel, up/bias"):
+        plan.sharding(odd)
