@@ -4,7 +4,7 @@ non-finite one. Imported through ``gensbi_sharding.checkpoint``."""
 import json
 import os
 import weakref
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +40,8 @@ class CheckpointWriter:
     keep : int, default 2
         Newest checkpoints kept, >= 1.
     config : mapping or None, default None
-        The resolved config, JSON data, stored with every checkpoint (``saved_config`` reads it).
+        The resolved config, JSON data (a Hydra ``DictConfig`` too, resolved), stored with every checkpoint
+        (``saved_config`` reads it).
     async_save : bool, default True
         Write in the background (``close`` waits; an unclosed writer finishes at the script's end, at most
         ``exit_timeout_s``, and warns); a failed save is a RuntimeError at the next ``save``, ``steps``, ``close``.
@@ -287,7 +288,8 @@ def _checked_json(value: Any, name: str, example: str, label: str | None = None)
         raise TypeError(f"{name}={value!r:.60} must be a mapping ({example}) or None")
     _check_str_keys(value, name)  # JSON would turn 1 into "1" (and two keys into one) without a word
     try:
-        return json.loads(json.dumps(dict(value), allow_nan=False))
+        return json.loads(json.dumps(dict(value), allow_nan=False, default=lambda o: dict(o) if isinstance(  # Hydra's
+            o, Mapping) else list(o) if isinstance(o, Sequence) else json.JSONEncoder().default(o)))  # DictConfig too
     except (TypeError, ValueError) as err:
         raise ValueError(f"{label or f'{name}={value!r:.80}'} must be JSON-serialisable ({err}); pass plain str, "
                          "int, float, bool, None, lists and dicts with str keys, e.g. float(x) or x.tolist() for an "
