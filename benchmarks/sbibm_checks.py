@@ -15,8 +15,9 @@ import math
 import re
 from pathlib import Path
 
-from cli_args import Refused
+from cli_args import Refused, not_a_script
 from gensbi_sharding.harness.paste_command import command_for
+not_a_script(__name__, __file__)  # run as a script: name the one to run
 
 #: Keys ``run`` sets itself per job: an extra override of one would contradict the job's folder name
 #: (``<root>/<task>_<budget>/job``), whose settings ``run`` and ``table`` read from it.

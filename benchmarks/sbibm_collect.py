@@ -5,11 +5,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from cli_args import Refused
+from cli_args import Refused, not_a_script
 from sbibm_checks import read_scores
 from sbibm_jobs import asked_observations, job_status, running_in, scores_problem
 from sbibm_method import cell_of, job_method
 from sbibm_tables import row_name
+not_a_script(__name__, __file__)  # run as a script: name the one to run
 
 
 def collect(folders: list[Path], jobs: dict | None = None,

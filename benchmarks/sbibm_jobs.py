@@ -10,8 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from cli_args import not_a_script
 from sbibm_checks import read_scores
 from sbibm_method import AMORTISED, cell_of
+not_a_script(__name__, __file__)  # run as a script: name the one to run
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -16,8 +16,9 @@ import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from cli_args import integer
+from cli_args import integer, not_a_script
 from gensbi_sharding.harness.sampled_checkpoint import SEQUENTIAL
+not_a_script(__name__, __file__)  # run as a script: name the one to run
 
 AMORTISED = "amortised"
 REGIONS = ("box", "ellipsoid")

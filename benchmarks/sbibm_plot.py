@@ -6,8 +6,10 @@ import io
 
 import numpy as np
 
+from cli_args import not_a_script
 from sbibm_method import AMORTISED, Method, method_of
 from sbibm_tables import BUDGETS, TASKS
+not_a_script(__name__, __file__)  # run as a script: name the one to run
 
 
 def plot(cells: dict, paper: dict, left_out: dict | None = None) -> bytes:

@@ -21,9 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
-from cli_args import Refused, command_line
+from cli_args import Refused, command_line, not_a_script
 from gensbi_sharding.harness.outputs import MAKE_ROOM, write_atomic
 from sbibm_method import AMORTISED, Method, cell_of, method_of
+not_a_script(__name__, __file__)  # run as a script: name the one to run
 
 TASKS = ("two_moons", "gaussian_linear", "gaussian_linear_uniform", "gaussian_mixture", "slcp", "sir",
          "lotka_volterra", "bernoulli_glm")

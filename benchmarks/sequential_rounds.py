@@ -38,7 +38,9 @@ from pathlib import Path
 
 import numpy as np
 
+from cli_args import not_a_script
 from sbibm_method import REGIONS, Method
+not_a_script(__name__, __file__, "benchmarks/sequential.py")  # run as a script: name the one to run
 
 REPO = Path(__file__).resolve().parents[1]
 #: Posterior samples at x_o that set each later round's region.

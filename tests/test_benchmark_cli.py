@@ -415,3 +415,22 @@ def test_shard_model_names_the_parameter_count_it_places(monkeypatch, capsys, de
     module.main()
     assert capsys.readouterr().out.splitlines()[0] == (
         "72 float32 parameters (288 B), 8 devices, mesh {'data': 4, 'model': 2}, medians of 1 alternating trials")
+
+
+def test_a_module_of_the_scripts_run_as_one_names_the_script_to_run():
+    # A new user's report: `python benchmarks/<f>.py --help` for each file there; the nine modules the scripts
+    # import (cli_args.py, sbibm_plot.py, ...) printed nothing and exited 0, as if they had run.
+    modules = sorted(p.name for p in (REPO / "benchmarks").glob("*.py") if p.name not in SCRIPTS)
+    assert "sbibm_plot.py" in modules and "sequential_rounds.py" in modules and "sbibm.py" not in modules
+    probe = ("import runpy, sys\nsys.path.insert(0, sys.argv[1])\nfor module in sys.argv[2:]:\n"
+             "    sys.argv = [module, '--help']\n    try:\n"
+             "        runpy.run_path(sys.path[0] + '/' + module, run_name='__main__')\n"
+             "        print(module, 'ran')\n    except SystemExit as stop:\n        print(module, stop.code)\n")
+    done = subprocess.run([sys.executable, "-c", probe, str(REPO / "benchmarks"), *modules], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+    said = dict(line.split(" ", 1) for line in done.stdout.splitlines())
+    assert set(said) == set(modules), done.stderr
+    for module in modules:
+        script = "sequential.py" if module == "sequential_rounds.py" else "sbibm.py"
+        assert said[module] == (f"{module} is a module the benchmark scripts import, not a script: run "
+                                f"python benchmarks/{script} --help"), (module, said[module])
