@@ -157,3 +157,19 @@ def test_a_folder_a_fix_names_is_written_as_the_shell_and_hydra_read_it_back(tmp
     python = sweep_hints.continue_command(odd / "a")  # run(cfg) outside Hydra: the folder as Python reads it back
     named = python.split("cfg.output_dir=")[1].removesuffix(" set in omegaconf.open_dict(cfg)")
     assert ast.literal_eval(named) == str(odd / "a"), python
+
+
+@pytest.mark.parametrize("sweep, inside", [(False, ""), (False, "rule"), (True, "runs/a")])
+def test_a_folder_in_the_config_folder_is_refused(sweep, inside):
+    # A new user's report: hydra.run.dir=conf ran and wrote the run there; launch.py --help then listed
+    # ".hydra: config, hydra, overrides" among the configuration groups, and the outputs lay beside the presets.
+    from gensbi_sharding.harness.paste_command import CHECKOUT
+
+    key = "hydra.sweep.dir" if sweep else "hydra.run.dir"
+    folder = CHECKOUT / "conf" / inside if inside else CHECKOUT / "conf"
+    problem = folder_problem(folder, sweep=sweep)
+    assert problem == (f"{key}={folder} lies inside the harness's config folder {CHECKOUT / 'conf'}, whose every "
+                       f"folder Hydra reads as a config group: outputs never go there; choose a folder outside it, "
+                       f"e.g. {key}={'multirun' if sweep else 'outputs'}/{folder.name}"), problem
+    assert not (CHECKOUT / "conf" / "runs").exists()
+    assert folder_problem(CHECKOUT / "confs", sweep=sweep) is None  # only conf/ itself and what lies in it

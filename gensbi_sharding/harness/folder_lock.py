@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from gensbi_sharding.harness.outputs import read_metrics, write_json
+from gensbi_sharding.harness.paste_command import config_folder_problem
 
 __all__ = ["FolderLock", "FolderInUseError", "folder_problem", "remove_owner_notes", "run_folder_holding",
            "physical", "runs_under", "write_denied"]
@@ -141,8 +142,7 @@ def folder_problem(folder: Path, *, sweep: bool, before_hydra: bool = False) -> 
     callback, before Hydra writes: a run in a running sweep's job folder, or a sweep over one a run writes, too
     (not a sweep's own jobs, whose sweep holds their folder's parent).
     """
-    from gensbi_sharding.harness.override_grammar import hydra_override as typed  # a folder as Hydra and the shell
-    # read it back (was: hydra.run.dir=<path> as is: a path with a space or ( was no override one could type)
+    from gensbi_sharding.harness.override_grammar import hydra_override as typed  # as typed (was: a space, ( as is)
     key = "hydra.sweep.dir" if sweep else "hydra.run.dir"
     folder = physical(folder)
     named = typed(key, folder)
@@ -155,6 +155,8 @@ def folder_problem(folder: Path, *, sweep: bool, before_hydra: bool = False) -> 
                 f"(mkdir -p {shlex.quote(str(target))}), or choose another {key}")
     if blocker is not None and not blocker.is_dir():
         return f"{named}: {blocker} is a file, not a folder; choose another {key}"
+    if (in_conf := config_folder_problem(folder, named, key)) is not None:  # was: hydra.run.dir=conf ran there
+        return in_conf
     metrics, sweep_file = folder / "metrics.json", folder / "multirun.yaml"
     if sweep and metrics.is_file():
         status = read_metrics(metrics).get("status", "unknown")

@@ -13,7 +13,7 @@ import os
 import shlex
 from pathlib import Path
 
-__all__ = ["CHECKOUT", "command_for", "user_folder"]
+__all__ = ["CHECKOUT", "command_for", "user_folder", "config_folder_problem"]
 
 CHECKOUT = Path(__file__).resolve().parents[2]  # gensbi_sharding/harness/ -> the folder holding launch.py
 
@@ -61,3 +61,18 @@ def command_for(script: str = "launch.py", folder: str | os.PathLike | None = No
     except ValueError:  # another drive (Windows): only the absolute path reaches it
         pass
     return f"python {shlex.quote(path)}"
+
+
+def config_folder_problem(folder: Path, named: str, key: str) -> str | None:
+    """Why ``folder`` (absolute), an output folder, cannot lie in this checkout's ``conf/``; None where it does not.
+
+    Hydra reads every folder there as a config group: a run written into ``conf`` (or ``conf/rule``) left its
+    ``.hydra/`` files listed as options by ``launch.py --help`` (``.hydra: config, hydra, overrides``), its outputs
+    beside the presets. ``named``: the override as typed (``hydra.run.dir=...``); ``key``: its key.
+    """
+    conf = CHECKOUT / "conf"
+    if Path(os.path.realpath(folder)) != conf and conf not in Path(os.path.realpath(folder)).parents:
+        return None
+    top = "multirun" if key == "hydra.sweep.dir" else "outputs"
+    return (f"{named} lies inside the harness's config folder {conf}, whose every folder Hydra reads as a config "
+            f"group: outputs never go there; choose a folder outside it, e.g. {key}={top}/{folder.name}")
