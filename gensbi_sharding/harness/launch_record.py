@@ -52,7 +52,7 @@ def complete_step(run_dir: Path, named: int) -> tuple[int | None, Path, str]:
     ``find_checkpoint`` names the newer step), and a note naming both; ``(None, run_dir, "")``: none is complete.
     Asked of the library (Orbax's step metadata; it imports JAX, starts no backend) only where step ``named``'s
     folder holds anything: an empty one, no checkpoint the library reads, is named as before."""
-    if not any((Path(run_dir) / "checkpoints" / str(named)).iterdir()):
+    if not (step := Path(run_dir) / "checkpoints" / str(named)).is_dir() or not any(step.iterdir()):
         return named, Path(run_dir), ""
     from gensbi_sharding.checkpoint import CHECKPOINT_SUBDIR, committed_steps, find_checkpoint
 
