@@ -125,3 +125,23 @@ def test_a_fifo_named_yaml_in_a_search_path_does_not_block_the_launch(tmp_path):
         reader.join(timeout=5)
         pytest.fail("hydra_plugin_problem blocked on a FIFO named *.yaml")
     assert answer[0].startswith("hydra.launcher.nodes=4: hydra/launcher=basic (Hydra's default) has no"), answer
+
+
+def test_a_launcher_in_the_primary_configs_own_search_path_is_seen_as_hydra_sees_it(tmp_path):
+    # Was: `--config-dir my_conf --config-name my_main hydra/launcher=mine`, my_main.yaml setting
+    # hydra: {searchpath: [file://<other>]} where hydra/launcher/mine.yaml lives, refused "no launcher 'mine' is
+    # installed here": the checks before Hydra read only a typed hydra.searchpath=, Hydra reads the primary config's.
+    other, mine = tmp_path / "other", tmp_path / "my_conf"
+    (other / "hydra" / "launcher").mkdir(parents=True)
+    (other / "hydra" / "launcher" / "mine.yaml").write_text(
+        "_target_: hydra._internal.core_plugins.basic_launcher.BasicLauncher\n")
+    mine.mkdir()
+    (mine / "my_main.yaml").write_text(f"defaults:\n  - config\n  - _self_\nhydra:\n  searchpath:\n    - file://{other}\n")
+    args = ["-m", "--config-dir", str(mine), "--config-name", "my_main", "rule=fsdp,tensor"]
+    assert hydra_plugin_problem([*args, "hydra/launcher=mine"]) is None
+    assert "mine" in plugin_options("launcher", [f"file://{other}"])
+    # a typed hydra.searchpath= replaces the primary config's, in Hydra as here: refused again
+    typed = f"hydra.searchpath=[file://{tmp_path}]"
+    assert hydra_plugin_problem([*args, typed, "hydra/launcher=mine"]).startswith(
+        "hydra/launcher=mine: no launcher 'mine' is installed here")
+    assert hydra_plugin_problem(["-m", "rule=fsdp,tensor", "hydra/launcher=mine"]) is not None  # conf/config.yaml's

@@ -99,9 +99,9 @@ class CommandLine(typing.NamedTuple):
 
     @property
     def search_paths(self) -> list[str]:
-        values = [o.hydra.value() for o in self.parsed if o.key == "hydra.searchpath"]
-        # and --config-dir's, --config-path's folders: their own experiment/x.yaml was "Could not find 'experiment/x'"
-        return [str(e) for v in values for e in (v if isinstance(v, list) else [v])] + config_folders(self.args)
+        typed = [o.hydra.value() for o in self.parsed if o.key == "hydra.searchpath"]
+        # and --config-dir's, --config-path's folders (their own experiment/x.yaml was "Could not find 'experiment/x'")
+        return [str(e) for v in typed for e in (v if isinstance(v, list) else [v])] + config_folders(self.args, not typed)
 
 
 def parse(args: Sequence[str] | CommandLine) -> CommandLine:
