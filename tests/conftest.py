@@ -59,11 +59,12 @@ def _cache_config_file_loads():
 
     Hydra reads every file of a composition's defaults again at each compose (``OmegaConf.load``: PyYAML, then the
     config built), about 20 files a composition, and the harness and the tests compose thousands of times in
-    process; a parsed file is handed out again as a deep copy (~6x cheaper than parsing). Only files that no test
-    writes are kept, by their path, modification time and size; any other file (a test's own, in its tmp_path) and
+    process; a parsed file is kept pickled and handed out again unpickled, a config of its own for each caller with
+    every node's flags and metadata (~30x cheaper than parsing; a deep copy was ~6x). Only files that no test writes
+    are kept, by their path, modification time and size; any other file (a test's own, in its tmp_path) and
     a stream without a name are read as before, and a file that fails to load raises each time.
     """
-    import copy
+    import pickle
     from pathlib import Path
 
     import hydra
@@ -83,8 +84,8 @@ def _cache_config_file_loads():
             return load(file_)
         key = (path, stat.st_mtime_ns, stat.st_size)
         if key not in parsed:
-            parsed[key] = load(file_)
-        return copy.deepcopy(parsed[key])
+            parsed[key] = pickle.dumps(load(file_))
+        return pickle.loads(parsed[key])
 
     OmegaConf.load = staticmethod(cached_load)
 
