@@ -205,3 +205,16 @@ def test_a_value_ending_in_a_comma_names_the_words_the_shell_split_off(args, mes
     fixed = [a for a in args if a.startswith("-") or "=" in a]
     fixed[fixed.index(args[1] if args[0] == "-m" else args[0])] = message.rsplit("write ", 1)[1]
     assert grammar_problem(fixed) is None and command_problem(fixed) is None
+
+
+def test_a_word_parsed_again_is_the_callers_own_copy():
+    # parse keeps each word's parse (every check of a command parses it again); a caller that changes the value it
+    # got back (a list) must not change what the next parse of the same word gives.
+    from gensbi_sharding.harness.override_grammar import parse
+
+    first = parse(["eval.observations=[1,2,3]", "rule=fsdp,tensor"])
+    first.overrides[0].hydra.value().append(4)
+    again = parse(["eval.observations=[1,2,3]", "rule=fsdp,tensor"])
+    assert again.overrides[0].hydra.value() == [1, 2, 3]
+    assert again.overrides[0].hydra is not first.overrides[0].hydra
+    assert again.overrides[1].values() == ["fsdp", "tensor"]

@@ -10,6 +10,7 @@ processes of ``distributed=local``), so that a folder such as ``runs/a(1)`` surv
 
 from __future__ import annotations
 
+import copy
 import functools
 import itertools
 import os
@@ -119,21 +120,21 @@ def parse(args: Sequence[str] | CommandLine) -> CommandLine:
     """
     if isinstance(args, CommandLine):
         return args
-    parser, overrides = _parser(), []
+    overrides = []
     for arg in args:
         if arg.startswith("-") or "=" not in arg and not arg.startswith("~"):  # flags (-m, --cfg job) and values
             continue
         typed, _, raw = arg.partition("=")
         try:
-            overrides.append(Override(arg, typed, raw, parser.parse_override(arg), None))
+            overrides.append(Override(arg, typed, raw, copy.deepcopy(_parsed(arg)), None))
         except Exception as err:  # Hydra's grammar: the first line is its reason
             overrides.append(Override(arg, typed, raw, None, (str(err).strip().splitlines() or [type(err).__name__])[0]))
     return CommandLine(tuple(args), tuple(overrides))
 
 
-@functools.lru_cache(maxsize=1)
-def _parser() -> OverridesParser:
-    return OverridesParser.create()
+@functools.lru_cache(maxsize=4096)  # pure in the word, which each check parses again; parse hands out copies
+def _parsed(arg: str) -> typing.Any:
+    return OverridesParser.create().parse_override(arg)
 
 
 def grammar_problem(args: Sequence[str] | CommandLine) -> str | None:
@@ -202,8 +203,7 @@ def mode_flags_problem(args: Sequence[str] | CommandLine) -> str | None:
         E.g. ``"-m and --cfg cannot be combined (Hydra runs one mode); to see a job's composed config, leave
         out -m and give each swept key one value: python launch.py <overrides> --cfg job"``.
     """
-    words = parse(args).args
-    given = list(dict.fromkeys(_MODES[a.split("=", 1)[0]] for a in words if a.split("=", 1)[0] in _MODES))
+    given = list(dict.fromkeys(_MODES[a.split("=", 1)[0]] for a in parse(args).args if a.split("=", 1)[0] in _MODES))
     if len(given) < 2:
         return None
     fix = ("to see a job's composed config, leave out -m and give each swept key one value: "
