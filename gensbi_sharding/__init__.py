@@ -17,11 +17,12 @@ _MODULES = {
     "init": ("abstract_sharded", "init_optimizer_sharded", "init_sharded"),
     "mesh": ("check_model_groups_local", "make_mesh", "mesh_context", "resolve_mesh"),
     "compiled": ("compiled_report",),
-    "report": ("bytes_per_device", "describe", "mesh_init_simulate", "partition_specs"),
+    "report": ("bytes_per_device", "describe", "partition_specs", "sharding_of"),
+    "simulate": ("mesh_init_simulate",),
     "rules": ("ExperimentalRuleWarning", "LOGICAL_AXES", "MODEL_AXIS", "RULES", "MeshAxes", "Rule", "RuleTable",
               "ShardingFallbackWarning", "axes", "logical_axes_of", "partition_spec_for", "partitioned",
               "resolve_rule"),
-    "sharding": ("Plan", "place", "plan_shardings", "shard_model", "shard_model_by_table", "sharding_of"),
+    "sharding": ("Plan", "place", "plan_shardings", "shard_model", "shard_model_by_table"),
 }
 _MODULE_OF = {name: module for module, names in _MODULES.items() for name in names}
 

@@ -7,9 +7,7 @@ from collections import Counter
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
-from flax import nnx
 from jax.sharding import AbstractMesh, Mesh, NamedSharding
 
 from gensbi_sharding.batch import batch_size_divisor
@@ -17,7 +15,7 @@ from gensbi_sharding.nodes import (check_mesh, check_node, is_array, is_array_li
                                    path_key)
 
 __all__ = ["bytes_per_device", "partition_specs", "MeshSummary", "VariablePlacement", "PlacementReport", "describe",
-           "mesh_init_simulate"]
+           "sharding_of"]
 
 
 def mesh_label(mesh: Any) -> str:
@@ -40,6 +38,25 @@ def bytes_per_device(tree: Any) -> dict[int, int]:
         if isinstance(leaf, (jax.Array, jax.ShapeDtypeStruct)):
             totals.update(_device_bytes(leaf, path=name))
     return dict(sorted(totals.items()))
+
+
+def sharding_of(node: Any) -> dict[str, jax.sharding.Sharding | None]:
+    """``{"a/b/c": sharding}`` of every state leaf of ``node`` now (None if it has none), a pytree value by each array.
+    It reads placed arrays, so it runs outside ``jax.jit``/``nnx.jit`` (on the state a step takes or returns).
+
+    Parameters
+    ----------
+    node : NNX node
+
+    Raises
+    ------
+    TypeError
+        A non-node (a pytree of arrays: ``jax.tree.map(lambda a: a.sharding, tree)``), or a traced leaf (in a jit).
+    """
+    check_node(node, "sharding_of")
+    for name, leaf in (named := named_leaves(node)):
+        _check_not_typeof(leaf, name)
+    return {name: getattr(leaf, "sharding", None) for name, leaf in named}
 
 
 def partition_specs(node: Any) -> dict[str, str]:
@@ -135,7 +152,8 @@ class PlacementReport:
 
 
 def describe(node: Any, mesh: Mesh | None, *, top: int = 5) -> PlacementReport:
-    """Count, size and locate every array variable of ``node``: a ``PlacementReport``.
+    """Count, size and locate every array variable of ``node``: a ``PlacementReport``. It reads placed arrays (or
+    abstract ones), so it runs outside ``jax.jit``/``nnx.jit``: on the state a step takes or returns.
 
     Parameters
     ----------
@@ -150,7 +168,7 @@ def describe(node: Any, mesh: Mesh | None, *, top: int = 5) -> PlacementReport:
     ------
     ValueError, TypeError
         ``top`` not a non-negative integer, or an array on a mesh other than ``mesh``; ``node`` or ``mesh`` of
-        another type.
+        another type, or a traced leaf (in a jit).
     """
     if not is_int(top) or top < 0:
         raise ValueError(f"top must be a non-negative integer, got {top!r}; pass e.g. top=5")
@@ -196,41 +214,6 @@ def describe(node: Any, mesh: Mesh | None, *, top: int = 5) -> PlacementReport:
         left_out=tuple(left_out))
 
 
-def mesh_init_simulate(seed: Any, x: Any, features: Any, mesh_axes: Any) -> jax.Array:
-    """Build ``nnx.Linear(x.shape[-1], features)`` and return float32 ``[features, mesh_axes, n_state_leaves]``, shape
-    ``(3,)``: the smallest ``describe``. ``x`` of shape (5, 4), 3, 4 -> ``[3., 4., 2.]`` (kernel, bias).
-
-    Parameters
-    ----------
-    seed, features, mesh_axes : int or anything ``int()`` accepts
-        Seed of the layer's ``nnx.Rngs``; its output size (>= 1); a number echoed back.
-    x : array_like, shape ``(..., d_in)``
-        Only its shape is read.
-
-    Raises
-    ------
-    ValueError
-        ``seed``, ``features`` or ``mesh_axes`` not castable with ``int`` (inf too), ``seed`` beyond 64 bits, ``x`` 0-d,
-        or ``features`` < 1.
-    """
-    ints = {}
-    for name, value in (("seed", seed), ("features", features), ("mesh_axes", mesh_axes)):
-        try:
-            ints[name] = int(value)
-        except (TypeError, ValueError, OverflowError):  # OverflowError: int(float("inf"))
-            raise ValueError(f"{name} must be castable to int, got {value!r}; pass e.g. {name}=3") from None
-    if not -2**63 <= ints["seed"] < 2**63:  # nnx.Rngs' OverflowError named no argument
-        raise ValueError(f"seed={ints['seed']} must fit in 64 bits (-2**63 <= seed < 2**63); pass e.g. seed=0")
-    shape = np.shape(x)
-    if not shape:
-        raise ValueError(f"x must have at least one axis (its last size is the layer's input size), "
-                         f"got shape {shape}; pass e.g. x of shape (batch, d_in)")
-    if ints["features"] < 1:
-        raise ValueError(f"features must be a positive integer, got {ints['features']}; pass e.g. features=3")
-    layer = nnx.Linear(shape[-1], ints["features"], rngs=nnx.Rngs(ints["seed"]))
-    return jnp.asarray([ints["features"], ints["mesh_axes"], describe(layer, None).n_leaves], dtype=jnp.float32)
-
-
 def _device_bytes(value: Any, every: bool = False, mesh: Mesh | None = None, path: str = "") -> dict[int, int]:
     """``{device id: bytes}`` of an array by its sharding (``every``: all processes'); an AbstractMesh's on ``mesh``."""
     sharding = getattr(value, "sharding", None)
@@ -247,8 +230,13 @@ def _device_bytes(value: Any, every: bool = False, mesh: Mesh | None = None, pat
 
 
 def _check_not_typeof(value: Any, path: str) -> None:
-    """Refuse ``jax.typeof``'s values (in a pytree too): their sharding omits Auto mesh axes, misstating the bytes."""
+    """Refuse ``jax.typeof``'s values (in a pytree too): their sharding omits Auto mesh axes, misstating the bytes;
+    and traced arrays (in a jit), which have no placement: their shardings read None, their bytes 0."""
     for keys, leaf in jax.tree_util.tree_leaves_with_path(value):
+        if isinstance(leaf, jax.core.Tracer):
+            raise TypeError(f"{path_key(keys, path)} is a traced array (inside jax.jit or nnx.jit), placed nowhere yet: "
+                            "describe, bytes_per_device and sharding_of read placed arrays; call them outside the "
+                            "jitted function, on the state it takes or returns")
         if isinstance(leaf, jax.core.ShapedArray):
             raise TypeError(f"{path_key(keys, path)} is {leaf} (jax.typeof's), whose sharding omits the mesh's "
                             "Auto axes: pass the arrays, or jax.ShapeDtypeStruct leaves (jax.eval_shape's, "

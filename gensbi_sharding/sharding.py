@@ -23,7 +23,7 @@ from gensbi_sharding.nodes import (abstract_state, array_leaves, array_variables
 from gensbi_sharding.rules import (RULES, ExperimentalRuleWarning, Rule, RuleTable, ShardingFallbackWarning,
                                    RULE_FILES, logical_axes_of, partition_spec_for, resolve_rule)
 
-__all__ = ["Plan", "plan_shardings", "place", "shard_model", "shard_model_by_table", "sharding_of"]
+__all__ = ["Plan", "plan_shardings", "place", "shard_model", "shard_model_by_table"]
 
 #: Fallback reason of optimizer state shaped unlike the parameter whose annotation it carries: not warned.
 UNLIKE_PARAMETER = "optimizer state shaped unlike its parameter, e.g. Adafactor's factored moments: small, nothing to fix"
@@ -287,14 +287,3 @@ def _plan_warn_place(node: Any, mesh: Mesh | None, rule: str | RuleTable, caller
     plan.warn(3, f"gs.plan_shardings(node, mesh, {'rule' if caller == 'shard_model' else 'table'}).fallbacks")
     _place(node, plan, caller)
 
-
-def sharding_of(node: Any) -> dict[str, jax.sharding.Sharding | None]:
-    """``{"a/b/c": sharding}`` of every state leaf of ``node`` now (None if it has none), a pytree value by each array.
-    ``TypeError`` for a non-node (a pytree of arrays: ``jax.tree.map(lambda a: a.sharding, tree)``).
-
-    Parameters
-    ----------
-    node : NNX node
-    """
-    check_node(node, "sharding_of")
-    return {name: getattr(leaf, "sharding", None) for name, leaf in named_leaves(node)}
