@@ -20,14 +20,16 @@ def nearest_batch_sizes(requested: int, multiple: int, at_most: int | None = Non
     Raises
     ------
     TypeError, ValueError
-        An argument not an integer (bools are not); ``multiple < 1``.
+        An argument not an integer (bools are not); ``requested < 1`` or ``multiple < 1``.
     """
     given = {"requested": requested, "multiple": multiple} | ({} if at_most is None else {"at_most": at_most})
     for name, value in given.items():
         if not isinstance(value, numbers.Integral) or isinstance(value, bool):
             raise TypeError(f"nearest_batch_sizes: {name}={value!r} must be an integer (rows)")
-    if multiple < 1:
-        raise ValueError(f"nearest_batch_sizes: multiple={multiple} must be >= 1 (the data-parallel size)")
+    if multiple < 1 or requested < 1:  # a negative request was answered (multiple,), as if it were valid
+        name, value, what = ("multiple", multiple, "the data-parallel size") if multiple < 1 else (
+            "requested", requested, "a batch size, rows")
+        raise ValueError(f"nearest_batch_sizes: {name}={value} must be >= 1 ({what}), e.g. {name}=8")
     requested, multiple = int(requested), int(multiple)
     largest = int(at_most) // multiple * multiple if at_most is not None else max(requested, multiple) + multiple
     if largest < multiple:

@@ -234,9 +234,9 @@ def _check_not_typeof(value: Any, path: str) -> None:
     and traced arrays (in a jit), which have no placement: their shardings read None, their bytes 0."""
     for keys, leaf in jax.tree_util.tree_leaves_with_path(value):
         if isinstance(leaf, jax.core.Tracer):
-            raise TypeError(f"{path_key(keys, path)} is a traced array (inside jax.jit or nnx.jit), placed nowhere yet: "
-                            "describe, bytes_per_device and sharding_of read placed arrays; call them outside the "
-                            "jitted function, on the state it takes or returns")
+            raise TypeError(f"{path_key(keys, path)} is a traced array (inside jax.jit or nnx.jit), placed nowhere "
+                            "yet: describe, bytes_per_device and sharding_of read placed arrays; call them outside "
+                            "the jitted function, on the state it takes or returns")
         if isinstance(leaf, jax.core.ShapedArray):
             raise TypeError(f"{path_key(keys, path)} is {leaf} (jax.typeof's), whose sharding omits the mesh's "
                             "Auto axes: pass the arrays, or jax.ShapeDtypeStruct leaves (jax.eval_shape's, "

@@ -276,6 +276,8 @@ def test_nearest_batch_sizes_table():
     assert nearest_batch_sizes(16, 4) == (16,)
     assert nearest_batch_sizes(np.int64(10), 8) == (8, 16) and type(nearest_batch_sizes(np.int64(10), 8)[0]) is int
     for bad, error, name in (((8, 0), ValueError, "multiple=0"), ((8, -8), ValueError, "multiple=-8"),
+                             ((-10, 8), ValueError, r"requested=-10 must be >= 1 \(a batch size, rows\), e\.g\."),
+                             ((0, 8, 64), ValueError, "requested=0 must be >= 1"),  # were (8,), as if valid
                              ((10.5, 8), TypeError, "requested=10.5"), (("64", 8), TypeError, "requested='64'"),
                              ((64, 8.0), TypeError, "multiple=8.0"), ((10, 8, True), TypeError, "at_most=True")):
         with pytest.raises(error, match=name):
