@@ -114,10 +114,11 @@ class Rule:
     Parameters
     ----------
     name : str
-        A key of ``RULES``, or ``"custom"`` for a user's table.
+        A key of ``RULES`` (with another table: that rule edited, named so in messages), ``"custom"`` or any name.
     table : RuleTable
     builtin : bool, default False
-        True for the contract's rules ("replicated" then ignores annotations).
+        True for the contract's rules ("replicated" then ignores annotations); a key of ``RULES`` with its own table
+        is the contract's rule whatever ``builtin`` says (warned as experimental as ``resolve_rule(name)`` is).
 
     Raises
     ------
@@ -139,6 +140,8 @@ class Rule:
                 self.builtin and self.table != dict(RULES.get(self.name, ()))):
             raise ValueError(f"Rule(name={self.name!r}, builtin={self.builtin!r}): name is a str, and builtin=True "
                              "marks a contract rule with RULES' own table: build those with resolve_rule(name)")
+        if self.name in RULES and self.table == dict(RULES[self.name]):  # was labelled "with an edited table",
+            object.__setattr__(self, "builtin", True)  # and not warned as experimental
 
     @property
     def reads_annotations(self) -> bool:

@@ -68,6 +68,21 @@ def test_a_rule_built_directly_claiming_to_be_the_contracts_or_named_no_str_is_r
     assert gs.plan_shardings(layer, mesh, gs.Rule("replicated", {"embed": "data"})).specs["kernel"] == P("data", None)
 
 
+def test_a_rule_built_directly_with_a_named_rules_own_table_is_that_rule(devices):
+    # Was: gs.Rule("fsdp", dict(gs.RULES["fsdp"])) labelled "rule 'fsdp' with an edited table" in every warning, its
+    # table unedited, and not warned as experimental, as resolve_rule("fsdp") is.
+    rule = gs.Rule("fsdp", dict(gs.RULES["fsdp"]))
+    assert rule == gs.resolve_rule("fsdp") and rule.builtin and rule.label == "rule 'fsdp'"
+    layer = nnx.Linear(8, 4, rngs=nnx.Rngs(0), kernel_init=gs.partitioned(nnx.initializers.lecun_normal(),
+                                                                           ("embed", None)),
+                       bias_init=gs.partitioned(nnx.initializers.zeros_init(), (None,)))
+    with pytest.warns(gs.ExperimentalRuleWarning, match=r"^sharding rule 'fsdp' is experimental"):
+        gs.plan_shardings(layer, gs.make_mesh(model_axis=2), rule).warn()
+    edited = gs.Rule("fsdp", {**dict(gs.RULES["fsdp"]), "mlp": "model"})  # an edited table stays named so
+    assert not edited.builtin and edited.label == "rule 'fsdp' with an edited table"
+    assert not gs.Rule("replicated", {"embed": "data"}).builtin
+
+
 @pytest.mark.parametrize("shape", [8, None, "8", (8.0,), (-8,), (True,)])
 def test_partition_spec_for_names_a_shape_that_is_no_sequence_of_sizes(devices, shape):
     # Was: TypeError "object of type 'int' has no len()" (8, None), "not all arguments converted during string
