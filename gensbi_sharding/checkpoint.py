@@ -87,7 +87,8 @@ def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.
     ----------
     path, base_dir : str or os.PathLike (base_dir also None, the default)
     abstract_state : nnx.State or non-empty mapping
-        ``abstract_state_for(model, mesh, rule)``; every array leaf needs a sharding (a node: its ``nnx.state``).
+        ``abstract_state_for(model, mesh, rule)``; every array leaf needs a sharding (a node: its ``nnx.state``). The
+        whole state as saved: of a saved ``(model, optimizer)``, restore both, then keep ``restored.state[0]``.
     key_sharding : jax.sharding.Sharding or None, default None
         Where the RNG key goes; None: replicated on the target's mesh (or its one device; else this process's first).
 

@@ -79,8 +79,8 @@ def nesting_fix(saved: Mapping[str, Any], target: Mapping[str, Any], whole: str,
 
 
 def renamed_fix(saved: Mapping[str, Any], target: Mapping[str, Any]) -> str | None:
-    """The fix when only optimizer state differs, one name in every differing path (renamed), or every top-level
-    entry (a dict's keys saved, a tuple's positions restored, or the reverse), else None."""
+    """The fix when only optimizer state differs, one name in every differing path (renamed), every top-level entry
+    (a dict's keys saved, a tuple's positions restored, or the reverse), or the target is a part so named, else None."""
     kind = lambda leaf: (tuple(leaf.shape), placed_dtype(leaf.dtype))  # noqa: E731
     missing, extra = ({n: kind(d[n]) for n in d if n not in o} for d, o in ((target, saved), (saved, target)))
     unlike = [n for n in target if n in saved and kind(saved[n]) != kind(target[n])]
@@ -90,13 +90,20 @@ def renamed_fix(saved: Mapping[str, Any], target: Mapping[str, Any]) -> str | No
             "transformation or settings); build the target's optimizer as saved, restore, then make the new one "
             "over the restored model: nnx.Optimizer(model, new_tx, wrt=nnx.Param)")
     tops = [top_entries(d) for d in (saved, target)]  # each top entry's own names alike: the nodes themselves fit
-    rest = lambda d: sorted((n.split("/", 2)[2], kind(d[n])) for n in d  # noqa: E731
-                            if n.startswith("state/") and n.count("/") > 1)
+    rest = lambda d, top=None: sorted((n.split("/", 2)[2], kind(d[n])) for n in d  # noqa: E731
+                                      if n.startswith("state/") and n.count("/") > 1 and top in (None, n.split("/")[1]))
+    entries = (f"the checkpoint's are {', '.join(map(repr, tops[0]))}, the target's {', '.join(map(repr, tops[1]))} "
+               "(a tuple's positions, a dict's keys or a Module's attributes)")
     if tops[1] and not set(tops[0]) & set(tops[1]) and rest(saved) == rest(target):
-        return (f"Only the top-level entries differ: the checkpoint's are {', '.join(map(repr, tops[0]))}, the "
-                f"target's {', '.join(map(repr, tops[1]))} (a tuple's positions, a dict's keys or a Module's "
-                f"attributes): build the target as the state was saved, e.g. abstract_state_for({whole_target(saved)}, "
-                "mesh, rule)")
+        return (f"Only the top-level entries differ: {entries}: build the target as the state was saved, e.g. "
+                f"abstract_state_for({whole_target(saved)}, mesh, rule)")
+    fits = {t: next((s for s in tops[0] if rest(saved, s) == rest(target, t)), None) for t in tops[1]}
+    if tops[1] and not set(tops[0]) & set(tops[1]) and None not in fits.values():  # {"a": model} of (model, optimizer)
+        key = lambda s: int(s) if s.isdigit() and all(t.isdigit() for t in tops[0]) else s  # noqa: E731
+        return (f"The target holds only part of the checkpoint: {entries}; the target's "
+                f"{', '.join(f'{t!r} fits the saved {s!r}' for t, s in fits.items())}. Restore all it holds, e.g. "
+                f"restored = restore(path, abstract_state_for({whole_target(saved)}, mesh, rule)), then keep the part: "
+                f"nnx.update(model, restored.state[{key(next(iter(fits.values())))!r}])")
     first = next(iter(missing), "").split("/")  # a name renamed in every path renames this one's too
     for old, new in {(a, b) for m in extra if len(m.split("/")) == len(first)
                      for a, b in zip(m.split("/"), first) if a != b}:

@@ -971,6 +971,32 @@ def test_a_tuple_restored_from_a_saved_dict_or_the_reverse_names_the_top_level_e
     np.testing.assert_array_equal(restored.state["model"]["up"]["kernel"][...], saved.up.kernel[...])
 
 
+def test_a_target_holding_part_of_the_saved_top_level_names_the_entries_and_how_to_keep_the_part(adam_run, tmp_path,
+                                                                                                   devices):
+    """(model, optimizer) saved, {'a': model} restored: the fix said to build the model with the hyperparameters it
+    was saved with, which it was; now the top-level entries, the one the target's fits, and how to keep that part."""
+    directory, saved = adam_run
+    mesh = gs.make_mesh(model_axis=2)
+    model = Small(nnx.Rngs(1))
+    with pytest.raises(ValueError, match=r"The target holds only part of the checkpoint: the checkpoint's are '0', "
+                                         r"'1', the target's 'a' \(a tuple's positions.*\); the target's 'a' fits the "
+                                         r"saved '0'\. Restore all it holds, e.g\. restored = restore\(path, "
+                                         r"abstract_state_for\(\(model, optimizer\), mesh, rule\)\), then keep the "
+                                         r"part: nnx\.update\(model, restored\.state\[0\]\)$") as refusal:
+        restore(directory, abstract_state_for({"a": model}, mesh, "tensor"))
+    assert "hyperparameters" not in str(refusal.value)
+    restored = restore(directory, abstract_state_for((model, nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)),
+                                                     mesh, "tensor"))  # the fix, followed
+    nnx.update(model, restored.state[0])
+    np.testing.assert_array_equal(model.up.kernel[...], saved.up.kernel[...])
+    sgd = nnx.Optimizer(saved, optax.sgd(1e-3), wrt=nnx.Param)
+    as_dict = save(tmp_path / "dict", nnx.state({"m": saved, "o": sgd}))
+    with pytest.raises(ValueError, match=r"the checkpoint's are 'm', 'o', the target's 'a'.*fits the saved 'm'.*"
+                                         r"abstract_state_for\(\{'m': <node>, 'o': <node>\}, mesh, rule\)\), then "
+                                         r"keep the part: nnx\.update\(model, restored\.state\['m'\]\)$"):
+        restore(as_dict, abstract_state_for({"a": model}, mesh, "tensor"))
+
+
 @pytest.mark.parametrize("dtype, wider", [("uint4", "uint8"), ("float8_e4m3", "float16")])
 def test_a_dtype_tensorstore_cannot_hold_is_refused_naming_the_variable_and_nothing_is_written(tmp_path, devices, dtype,
                                                                                                   wider):
