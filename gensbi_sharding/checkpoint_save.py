@@ -1,10 +1,9 @@
 """Save the train state as an Orbax checkpoint (``checkpoint_steps.ITEMS``): every N steps, the last K kept, never a
 non-finite one. Imported through ``gensbi_sharding.checkpoint``."""
 
-import json
 import os
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,7 @@ import tensorstore as ts
 from flax import nnx
 
 from gensbi_sharding.batch import check_placeable
-from gensbi_sharding.checkpoint_steps import (as_path, committed_steps, flat_by_path, item_handlers,
+from gensbi_sharding.checkpoint_steps import (as_path, checked_json, committed_steps, flat_by_path, item_handlers,
                                               nest_by_path, non_finite)
 from gensbi_sharding.checkpoint_lock import (check_none_cut_short, check_save_directory, commit_barrier, failed_save,
                                              finish_and_unlock, lock_directory, unlock, watch_exit)
@@ -49,8 +48,8 @@ class CheckpointWriter:
     Raises
     ------
     ValueError, TypeError
-        A bad ``every`` (< 0), ``keep`` (< 1), ``async_save``, ``config`` (no JSON mapping) or ``directory`` (``""``,
-        ``\\`` or ``[x]``, which TensorStore misreads).
+        A bad ``every`` (< 0), ``keep`` (< 1), ``async_save``, ``config`` (no JSON mapping; an OmegaConf key ``???`` or
+        not resolved, named) or ``directory`` (``""``, ``\\`` or ``[x]``, which TensorStore misreads).
     NotADirectoryError, OSError, FileNotFoundError
         ``directory`` a file or under one, not writable, or a symbolic link to nothing.
     RuntimeError
@@ -72,8 +71,8 @@ class CheckpointWriter:
         if not isinstance(async_save, bool):
             raise TypeError(f"async_save={async_save!r:.60} must be True or False")
         self.directory = as_path(directory, "directory").absolute()
-        self.config = _checked_json(config, "config", "the resolved config, e.g. OmegaConf.to_container(cfg, "
-                                    "resolve=True)", label="config")
+        self.config = checked_json(config, "config", "the resolved config, e.g. OmegaConf.to_container(cfg, "
+                                   "resolve=True)", label="config")
         check_save_directory(self.directory)
         lock = lock_directory(self.directory)  # before Orbax's manager: it deletes others' unfinished saves
         self.every, self.keep, self._closed = every, keep, False
@@ -215,7 +214,7 @@ class CheckpointWriter:
                             f"{non_node_part(state)}")
         if not (isinstance(key, jax.Array) and is_prng_key(key)):
             raise TypeError(f"key={key!r:.60} must be a typed JAX PRNG key, e.g. jax.random.key(0)")
-        return _checked_json(info, "info", "e.g. {'best_step': 3}")
+        return checked_json(info, "info", "e.g. {'best_step': 3}")
 
     def steps(self) -> list[int]:
         """List the complete steps on disk, ascending, after waiting for pending writes (``committed_steps``)."""
@@ -271,26 +270,3 @@ def _checked_step(step: Any) -> int:
                          "int(optimizer.step[...])")
     return int(step)  # np.int64 too: due returns a bool, not np.bool_
 
-
-def _check_str_keys(value: Any, where: str) -> None:
-    items = value.items() if isinstance(value, Mapping) else enumerate(value) if isinstance(value, (list, tuple)) else ()
-    for key, item in items:
-        if isinstance(value, Mapping) and not isinstance(key, str):
-            raise ValueError(f"{where} has the key {key!r} ({type(key).__name__}); JSON keys are str: use {str(key)!r}")
-        _check_str_keys(item, f"{where}[{key!r}]")
-
-
-def _checked_json(value: Any, name: str, example: str, label: str | None = None) -> dict:
-    """``value`` (``config`` or ``info``) as plain JSON data, what a restore gives back, or the error naming it."""
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise TypeError(f"{name}={value!r:.60} must be a mapping ({example}) or None")
-    _check_str_keys(value, name)  # JSON would turn 1 into "1" (and two keys into one) without a word
-    try:
-        return json.loads(json.dumps(dict(value), allow_nan=False, default=lambda o: dict(o) if isinstance(  # Hydra's
-            o, Mapping) else list(o) if isinstance(o, Sequence) else json.JSONEncoder().default(o)))  # DictConfig too
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"{label or f'{name}={value!r:.80}'} must be JSON-serialisable ({err}); pass plain str, "
-                         "int, float, bool, None, lists and dicts with str keys, e.g. float(x) or x.tolist() for an "
-                         "array, and None for NaN or inf") from None

@@ -2,11 +2,12 @@
 Complete: holding every item of ``ITEMS`` and a commit in its Orbax step metadata (read through ``ocp.step`` and
 ``ocp.metadata``, never by Orbax's file names)."""
 
+import json
 import logging
 import os
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +19,9 @@ from flax import traverse_util
 
 from gensbi_sharding.nodes import is_scalar, named_leaves
 
-__all__ = ["CHECKPOINT_SUBDIR", "ITEMS", "as_path", "check_array_path", "committed_steps", "find_checkpoint",
-           "item_handlers", "flat_by_path", "nest_by_path", "non_finite", "reasoned", "unconfirmed_steps"]
+__all__ = ["CHECKPOINT_SUBDIR", "ITEMS", "as_path", "check_array_path", "checked_json", "committed_steps",
+           "find_checkpoint", "item_handlers", "flat_by_path", "nest_by_path", "non_finite", "reasoned",
+           "unconfirmed_steps"]
 
 #: Folder of a run directory that holds its checkpoints.
 CHECKPOINT_SUBDIR = "checkpoints"
@@ -257,3 +259,33 @@ def _step_folders(directory: str | os.PathLike) -> dict[int, str | None]:
     whole = set(ITEMS)
     return {step: None if committed and whole <= items else _UNCONFIRMED if committed is None and whole <= items
             else _CUT for step, (committed, items) in found.items() if whole & items}
+
+
+def _check_str_keys(value: Any, where: str) -> None:
+    items = value.items() if isinstance(value, Mapping) else enumerate(value) if isinstance(value, (list, tuple)) else ()
+    for key, item in items:
+        if isinstance(value, Mapping) and not isinstance(key, str):
+            raise ValueError(f"{where} has the key {key!r} ({type(key).__name__}); JSON keys are str: use {str(key)!r}")
+        _check_str_keys(item, f"{where}[{key!r}]")
+
+
+def checked_json(value: Any, name: str, example: str, label: str | None = None) -> dict:
+    """``value`` (``config`` or ``info``) as plain JSON data, what a restore gives back, or the error naming it."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{name}={value!r:.60} must be a mapping ({example}) or None")
+    try:
+        _check_str_keys(value, name)  # JSON would turn 1 into "1" (and two keys into one) without a word
+    except Exception as err:  # OmegaConf's, reading a value: '???' (MissingMandatoryValue), an interpolation to nothing
+        if (key := getattr(err, "full_key", None)) is None or not type(err).__module__.startswith("omegaconf"):
+            raise
+        raise ValueError(f"{name}: {key} cannot be read ({str(err).splitlines()[0]}): give it a value (an override "
+                         f"{key}=...) or drop it, then pass OmegaConf.to_container(cfg, resolve=True)") from None
+    try:
+        return json.loads(json.dumps(dict(value), allow_nan=False, default=lambda o: dict(o) if isinstance(  # Hydra's
+            o, Mapping) else list(o) if isinstance(o, Sequence) else json.JSONEncoder().default(o)))  # DictConfig too
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{label or f'{name}={value!r:.80}'} must be JSON-serialisable ({err}); pass plain str, "
+                         "int, float, bool, None, lists and dicts with str keys, e.g. float(x) or x.tolist() for an "
+                         "array, None for NaN or inf, OmegaConf.to_container(cfg, resolve=True) for a config") from None

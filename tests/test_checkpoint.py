@@ -306,6 +306,23 @@ def test_writer_rejects_bad_arguments(tmp_path, kwargs, match):
         CheckpointWriter(tmp_path / "checkpoints", **kwargs)
 
 
+def test_a_config_with_a_value_missing_or_not_found_is_refused_naming_its_key(tmp_path):
+    # Was: OmegaConf's raw MissingMandatoryValue ("Missing mandatory value: model.width", over three lines) or
+    # InterpolationKeyError; now one line naming the key and the fix. Nested configs are named as they fail JSON.
+    from omegaconf import OmegaConf
+
+    for config, key, why in (({"a": "???"}, "a", "Missing mandatory value: a"),
+                             ({"model": {"width": "???"}}, "model.width", "Missing mandatory value: model.width"),
+                             ({"lr": "${nope}"}, "lr", "Interpolation key 'nope' not found")):
+        with pytest.raises(ValueError) as refused:
+            CheckpointWriter(tmp_path / "checkpoints", config=OmegaConf.create(config))
+        assert str(refused.value) == (f"config: {key} cannot be read ({why}): give it a value (an override {key}=...) "
+                                      "or drop it, then pass OmegaConf.to_container(cfg, resolve=True)")
+    assert not (tmp_path / "checkpoints").exists()  # refused before any folder is made
+    with CheckpointWriter(tmp_path / "checkpoints", config=OmegaConf.create({"a": 3, "m": {"w": 8}})) as writer:
+        assert writer.config == {"a": 3, "m": {"w": 8}}  # a nested DictConfig: saved as the data it holds
+
+
 def test_info_is_saved_with_the_arrays_and_checked(tmp_path, devices):
     # A caller's own scalars (here, a training loop's early stopping) travel with its checkpoint.
     state, key = nnx.state(build()[0]), jax.random.key(0)
