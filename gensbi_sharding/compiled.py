@@ -8,19 +8,23 @@ from typing import Any
 __all__ = ["COLLECTIVES", "compiled_report", "collectives_in_hlo", "hlo_shape_bytes"]
 
 #: The HLO collective ops counted, in the names XLA prints (synchronous or as ``-start``/``-done`` pairs).
-COLLECTIVES: tuple[str, ...] = ("all-gather", "all-reduce", "reduce-scatter", "all-to-all", "collective-permute")
+COLLECTIVES: tuple[str, ...] = ("all-gather", "all-reduce", "reduce-scatter", "all-to-all", "ragged-all-to-all",
+                                "collective-permute", "collective-broadcast")
 
 # "%name = <result shape> <op>(", synchronous or an async pair's "-done" ("-start"'s result holds the operands).
 _OP = re.compile(r"=\s*(?P<shape>\S.*?)\s+(?P<op>" + "|".join(COLLECTIVES) + r")(?:-done)?\(")
-_ARRAY = re.compile(r"\b(?P<dtype>pred|token|[a-z]+\d+[a-z0-9]*)\[(?P<dims>[\d,]*)\]")
+_ARRAY = re.compile(r"\b(?P<dtype>pred|token|[a-z]+\d+[a-z0-9]*)\[(?P<dims>[\d,<=?]*)\]")  # f32[<=8]: dynamic
 _BITS = re.compile(r"^(?:bf|f|s|u|c)(\d+)")
 
 
 def hlo_shape_bytes(shape: str) -> int:
-    """Bytes of an HLO result shape: ``"(bf16[4], pred[3], s4[3])"`` -> 13; ``ValueError`` for an unknown type."""
+    """Bytes of an HLO result shape: ``"(bf16[4], pred[3], s4[3])"`` -> 13; a dynamic dimension at its bound (an upper
+    bound: ``f32[<=8]`` -> 32); ``ValueError`` for an unknown type or an unbounded dimension (``f32[?]``)."""
     total = 0
     for match in _ARRAY.finditer(shape):
-        dtype, count = match["dtype"], math.prod(int(d) for d in match["dims"].split(",") if d)
+        if "?" in match["dims"]:  # was: the shape not matched, 0 bytes without a word (f32[<=8] too)
+            raise ValueError(f"unbounded dynamic dimension in HLO shape {shape!r}: its bytes have no bound")
+        dtype, count = match["dtype"], math.prod(int(d.removeprefix("<=")) for d in match["dims"].split(",") if d)
         found = _BITS.match(dtype)  # f8e4m3fn and the like too: 8 bits
         if found is None and dtype not in ("pred", "token"):
             raise ValueError(f"unknown HLO element type {dtype!r} in shape {shape!r}")
@@ -29,7 +33,8 @@ def hlo_shape_bytes(shape: str) -> int:
 
 
 def collectives_in_hlo(text: str) -> dict[str, dict[str, int]]:
-    """``{op: {"count": n, "bytes": b}}`` per device for each op of ``COLLECTIVES`` in HLO text, counted statically."""
+    """``{op: {"count": n, "bytes": b}}`` per device for each op of ``COLLECTIVES`` in HLO text, counted statically:
+    a result of dynamic shape (``f32[<=8]``, ``ragged-all-to-all``'s buffers) at its bound, so an upper bound."""
     out = {op: {"count": 0, "bytes": 0} for op in COLLECTIVES}
     for match in filter(None, map(_OP.search, text.splitlines())):
         out[match["op"]]["count"] += 1

@@ -141,6 +141,24 @@ def test_hlo_shapes_and_collectives_are_parsed():
     assert found["reduce-scatter"] == found["collective-permute"] == {"count": 0, "bytes": 0}
 
 
+def test_ragged_and_broadcast_collectives_and_dynamic_shapes_are_counted():
+    # Was: ragged-all-to-all (MoE token routing, as jax.lax.ragged_all_to_all lowers) and collective-broadcast were
+    # not counted, and a bounded dynamic shape (f32[<=8]) counted 0 bytes: now at its bound, an upper bound.
+    text = "\n".join([
+        "  ROOT ragged_all_to_all.1 = f32[4]{0} ragged-all-to-all(shard_map.13, shard_map.14, shard_map.15, "
+        "shard_map.16, shard_map.17, shard_map.18), channel_id=1, replica_groups={{0,1}}",  # JAX's HLO, verbatim
+        "  %cb = bf16[4,2]{1,0} collective-broadcast(bf16[4,2]{1,0} %p), replica_groups={{0,1}}",
+        "  %ar = f32[<=8,2]{1,0} all-reduce(f32[<=8,2]{1,0} %x), to_apply=%add",
+    ])
+    found = collectives_in_hlo(text)
+    assert found["ragged-all-to-all"] == {"count": 1, "bytes": 16} and found["all-to-all"]["count"] == 0
+    assert found["collective-broadcast"] == {"count": 1, "bytes": 16}
+    assert found["all-reduce"] == {"count": 1, "bytes": 64}
+    assert hlo_shape_bytes("(f32[<=8]{0}, s32[])") == 32 + 4
+    with pytest.raises(ValueError, match=r"unbounded dynamic dimension in HLO shape 'f32\[\?,2\]'"):
+        hlo_shape_bytes("f32[?,2]")
+
+
 def compiled_step(rule, build=init_sharded):
     """The compiled train step of a tiny mlp with data parallelism over 8 devices (a (8, 1) mesh)."""
     mesh = make_mesh(model_axis=1)
