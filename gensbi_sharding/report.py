@@ -61,15 +61,18 @@ def sharding_of(node: Any) -> dict[str, jax.sharding.Sharding | None]:
 
 def partition_specs(node: Any) -> dict[str, str]:
     """``{"a/b/c": "PartitionSpec('data', None)"}`` of every array state leaf of ``node``: ``"host"`` for NumPy and a
-    sharding without a spec (one device), ``"unplaced"`` for an abstract leaf without one; ``TypeError`` for a non-node.
+    sharding without a spec (one device), ``"unplaced"`` for an abstract leaf without one; ``TypeError`` for a non-node
+    or a traced leaf (it reads placed arrays: call it outside ``jax.jit``/``nnx.jit``).
 
     Parameters
     ----------
     node : NNX node
     """
     check_node(node, "partition_specs")
+    for name, value in (named := named_leaves(node)):
+        _check_not_typeof(value, name)  # a traced leaf read "host"
     return {name: str(getattr(getattr(value, "sharding", None), "spec", "host" if is_array(value) else "unplaced"))
-            for name, value in named_leaves(node) if is_array_like(value)}
+            for name, value in named if is_array_like(value)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -235,8 +238,8 @@ def _check_not_typeof(value: Any, path: str) -> None:
     for keys, leaf in jax.tree_util.tree_leaves_with_path(value):
         if isinstance(leaf, jax.core.Tracer):
             raise TypeError(f"{path_key(keys, path)} is a traced array (inside jax.jit or nnx.jit), placed nowhere "
-                            "yet: describe, bytes_per_device and sharding_of read placed arrays; call them outside "
-                            "the jitted function, on the state it takes or returns")
+                            "yet: describe, bytes_per_device, sharding_of and partition_specs read placed arrays; "
+                            "call them outside the jitted function, on the state it takes or returns")
         if isinstance(leaf, jax.core.ShapedArray):
             raise TypeError(f"{path_key(keys, path)} is {leaf} (jax.typeof's), whose sharding omits the mesh's "
                             "Auto axes: pass the arrays, or jax.ShapeDtypeStruct leaves (jax.eval_shape's, "

@@ -172,11 +172,12 @@ def test_describe_names_the_python_scalars_it_leaves_out_of_its_table_and_counts
 
 
 def test_placement_queries_inside_a_jit_refuse_the_traced_state_naming_the_fix(devices):
-    # Was: inside nnx.jit, sharding_of gave {"kernel": None, "bias": None} and describe "per device max 0 B", silently.
+    # Was: inside nnx.jit, sharding_of gave {"kernel": None, "bias": None}, describe "per device max 0 B" and
+    # partition_specs {"bias": "host", ...}, silently.
     mesh = gs.make_mesh(model_axis=2)
     model = nnx.Linear(4, 4, rngs=nnx.Rngs(0))
     gs.shard_model(model, mesh, "replicated")
-    for query in (gs.sharding_of, lambda m: gs.describe(m, mesh), gs.bytes_per_device):
+    for query in (gs.sharding_of, lambda m: gs.describe(m, mesh), gs.bytes_per_device, gs.partition_specs):
         with pytest.raises(TypeError, match=r"^bias is a traced array \(inside jax.jit or nnx.jit\).*call them outside "
                                             r"the jitted function, on the state it takes or returns"):
             nnx.jit(query)(model)
