@@ -262,11 +262,15 @@ def _step_folders(directory: str | os.PathLike) -> dict[int, str | None]:
 
 
 def _check_str_keys(value: Any, where: str) -> None:
-    items = value.items() if isinstance(value, Mapping) else enumerate(value) if isinstance(value, (list, tuple)) else ()
+    items = value.items() if isinstance(value, Mapping) else enumerate(value) if _listlike(value) else ()
     for key, item in items:
         if isinstance(value, Mapping) and not isinstance(key, str):
             raise ValueError(f"{where} has the key {key!r} ({type(key).__name__}); JSON keys are str: use {str(key)!r}")
         _check_str_keys(item, f"{where}[{key!r}]")
+
+
+def _listlike(value: Any) -> bool:  # a ListConfig too; not bytes, a Sequence JSON would have saved as ints
+    return isinstance(value, Sequence) and not isinstance(value, (str, bytes, bytearray, memoryview))
 
 
 def checked_json(value: Any, name: str, example: str, label: str | None = None) -> dict:
@@ -284,7 +288,7 @@ def checked_json(value: Any, name: str, example: str, label: str | None = None) 
                          f"{key}=...) or drop it, then pass OmegaConf.to_container(cfg, resolve=True)") from None
     try:
         return json.loads(json.dumps(dict(value), allow_nan=False, default=lambda o: dict(o) if isinstance(  # Hydra's
-            o, Mapping) else list(o) if isinstance(o, Sequence) else json.JSONEncoder().default(o)))  # DictConfig too
+            o, Mapping) else list(o) if _listlike(o) else json.JSONEncoder().default(o)))  # DictConfig too
     except (TypeError, ValueError) as err:
         raise ValueError(f"{label or f'{name}={value!r:.80}'} must be JSON-serialisable ({err}); pass plain str, "
                          "int, float, bool, None, lists and dicts with str keys, e.g. float(x) or x.tolist() for an "

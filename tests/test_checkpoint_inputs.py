@@ -1028,3 +1028,16 @@ def test_a_hydra_config_and_info_are_saved_as_the_plain_data_they_hold(tmp_path,
     assert checkpoint.saved_info(tmp_path / "checkpoints") == {"losses": [0.5, 0.25]}
     with pytest.raises(ValueError, match=r"config must be JSON-serialisable \(Object of type ndarray is not JSON"):
         CheckpointWriter(tmp_path / "other", config={"cfg": cfg, "x": np.ones(2)})  # still named, beside a config
+
+
+def test_bytes_and_an_int_key_in_a_hydra_list_are_refused_as_in_a_plain_one(tmp_path):
+    """Reading a Hydra ListConfig as a list read any Sequence so: config={"h": b"ab"} was saved as [97, 98] (refused
+    before, as a JSON list it is not), and an int key inside a ListConfig was saved as "1" unchecked (refused in a
+    plain list)."""
+    from omegaconf import OmegaConf
+
+    with pytest.raises(ValueError, match=r"config must be JSON-serialisable \(Object of type bytes is not JSON"):
+        CheckpointWriter(tmp_path / "a", config={"h": b"ab"})
+    with pytest.raises(ValueError, match=r"^config\['layers'\]\[0\] has the key 1 \(int\); JSON keys are str: use '1'$"):
+        CheckpointWriter(tmp_path / "b", config=OmegaConf.create({"layers": [{1: "x"}]}))
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
