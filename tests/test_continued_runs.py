@@ -666,3 +666,23 @@ def test_a_completed_runs_train_further_command_resumes_its_newest_complete_step
         run_folder.ensure_fresh(run, steps=5, overrides=["experiment=quick"])
     assert "train it further" not in str(err.value) and str(err.value).endswith("choose another hydra.run.dir "
                                                                                 "(or hydra.sweep.dir)"), str(err.value)
+
+
+def test_a_completed_runs_refusal_is_its_one_line_without_orbaxs_read_of_its_steps(tmp_path):
+    # Was: 'python launch.py <a finished run's command>' printed Orbax's info line "[HYDRA] Read Metadata={'item_handlers':
+    # ...} from <run>/checkpoints/8/_CHECKPOINT_METADATA" above the refusal, from the look for its newest complete step
+    # (Orbax logs that read once in a process: a fresh one asks, as launch.py does).
+    import subprocess
+    import sys
+
+    run = tmp_path / "run"
+    save_step(run, 8)
+    outputs.write_json(run / "metrics.json", {"status": "ok", "final_step": 8})
+    script = ("import logging, sys; logging.basicConfig(level=logging.INFO, format='%(name)s: %(message)s')\n"
+              "from gensbi_sharding.harness import run_folder\n"
+              "try: run_folder.ensure_fresh(sys.argv[1], steps=8, overrides=['experiment=quick', 'train.steps=8'])\n"
+              "except FileExistsError as err: print(err)\n"
+              "print(logging.getLogger('absl').level)")
+    done = subprocess.run([sys.executable, "-c", script, str(run)], capture_output=True, text=True, timeout=120)
+    assert "to train it further from its final checkpoint (step 8) into a new folder: " in done.stdout, done.stdout
+    assert done.stdout.endswith("\n0\n") and "absl: " not in done.stderr, done.stderr  # its level as it was

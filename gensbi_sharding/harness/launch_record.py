@@ -15,6 +15,7 @@ launch that died before its first checkpoint had its record overwritten by the n
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shutil
@@ -56,10 +57,14 @@ def complete_step(run_dir: Path, named: int) -> tuple[int | None, Path, str]:
         return named, Path(run_dir), ""
     from gensbi_sharding.checkpoint import CHECKPOINT_SUBDIR, committed_steps, find_checkpoint
 
+    absl, level = logging.getLogger("absl"), logging.getLogger("absl").level
+    absl.setLevel(logging.WARNING)  # Orbax's info line "Read Metadata={...} from ..." (was: above a refusal's one line)
     try:
         return int(find_checkpoint(run_dir).name), Path(run_dir), ""
     except FileNotFoundError:  # the newest step is not complete: the one before it, if any, is
         steps = committed_steps(checkpoints := Path(run_dir) / CHECKPOINT_SUBDIR)
+    finally:
+        absl.setLevel(level)
     if not steps:
         return None, Path(run_dir), ""
     return steps[-1], checkpoints / str(steps[-1]), f"; step {named}, newer, is not complete"
