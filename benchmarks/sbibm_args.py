@@ -10,6 +10,7 @@ from pathlib import Path
 
 from cli_args import HelpFormatter, Refused, command_line, new_parser, one_of, positive_int, not_a_script
 from gensbi_sharding.harness.folder_lock import run_folder_holding, runs_under, write_denied
+from gensbi_sharding.harness.paste_command import config_folder_problem
 from sbibm_method import TASK_SETTINGS, margin_arg, region_arg, rounds_arg
 from sbibm_tables import BUDGETS, TASKS
 not_a_script(__name__, __file__)  # run as a script: name the one to run
@@ -73,6 +74,10 @@ def check_folder(path: Path, what: str, may_be_missing: bool = False) -> None:
         flag, where = what.split()[0], "is" if host == path.absolute() else "lies inside"
         raise Refused(f"{what} {path} {where} the folder of the run {host}, which is never written into again; "
                          f"pass a folder outside it, e.g. {flag} {host}-{'sbibm' if flag == '--root' else 'table'}")
+    # Was: --root conf/x wrote sbibm_asked.json and a job folder into the harness's conf/, each job then refused naming
+    # a hydra.sweep.dir=multirun/... that run sets itself
+    if refusal := config_folder_problem(path.absolute(), f"{what} {path}", what.split()[0]):
+        raise Refused(refusal)
 
 
 def check_root(root: Path) -> None:

@@ -1779,3 +1779,30 @@ def test_a_sequential_job_keeps_the_presets_model(sbibm, tmp_path, monkeypatch):
     sbibm.main(["run", "--root", str(tmp_path), "--tasks", "gaussian_linear_uniform", "--budgets", "1000",
                 "--rounds", "2", "--", "mesh=none"])
     assert [c[c.index("--") + 1:] for c in jobs.commands] == [["mesh=none"]]
+
+
+def test_run_and_table_refuse_a_folder_in_the_harness_config_folder_before_writing(sbibm, tmp_path, monkeypatch):
+    # Was: 'sbibm.py run --root conf/x' wrote conf/x/sbibm_asked.json and conf/x/two_moons_1000/launch.log among the
+    # presets (Hydra reads every folder there as a config group), each job then refused by launch.py naming a
+    # hydra.sweep.dir=multirun/... (which run sets itself) and "run the same command again to retry them".
+    import shutil
+
+    from gensbi_sharding.harness.paste_command import CHECKOUT
+
+    conf, jobs = CHECKOUT / "conf", FakeJobs()
+    monkeypatch.setattr(subprocess, "Popen", jobs)
+    job = tmp_path / "two_moons_1000"
+    fake_job(job, "two_moons", 1000, scores((1, 0.6)))
+    try:
+        for argv, flag, folder in [(["run", "--tasks", "two_moons", "--budgets", "1000", "--root"], "--root", "r60x"),
+                                   (["table", str(job), "--out"], "--out", "r60y")]:
+            with pytest.raises(SystemExit) as stop:
+                sbibm.main([*argv, str(conf / folder)])
+            assert stop.value.code == 2
+            assert str(stop.value) == (f"{flag} {conf / folder} lies inside the harness's config folder {conf}, whose "
+                                       "every folder Hydra reads as a config group: outputs never go there; choose a "
+                                       f"folder outside it, e.g. {flag}=outputs/{folder}")
+        assert jobs.commands == [] and not (conf / "r60x").exists() and not (conf / "r60y").exists()
+    finally:  # the old code wrote there
+        shutil.rmtree(conf / "r60x", ignore_errors=True)
+        shutil.rmtree(conf / "r60y", ignore_errors=True)
