@@ -173,3 +173,21 @@ def test_a_folder_in_the_config_folder_is_refused(sweep, inside):
                        f"e.g. {key}={'multirun' if sweep else 'outputs'}/{folder.name}"), problem
     assert not (CHECKOUT / "conf" / "runs").exists()
     assert folder_problem(CHECKOUT / "confs", sweep=sweep) is None  # only conf/ itself and what lies in it
+
+
+@pytest.mark.parametrize("sweep", [False, True])
+def test_a_folder_in_another_checkouts_config_folder_is_refused(tmp_path, sweep):
+    # Was: hydra.run.dir=<another checkout>/conf/x (a second clone, the main one beside a worktree) ran there, its
+    # .hydra/ then listed by that checkout's launch.py --help as a config group: only this checkout's conf/ was refused.
+    other = tmp_path / "other"
+    (other / "conf").mkdir(parents=True)
+    (other / "conf" / "config.yaml").write_text("defaults:\n  - _self_\n")
+    (other / "launch.py").write_text("")
+    key = "hydra.sweep.dir" if sweep else "hydra.run.dir"
+    problem = folder_problem(other / "conf" / "x", sweep=sweep)
+    assert problem == (f"{key}={other / 'conf' / 'x'} lies inside the harness's config folder {other / 'conf'}, whose "
+                       "every folder Hydra reads as a config group: outputs never go there; choose a folder outside "
+                       f"it, e.g. {key}={'multirun' if sweep else 'outputs'}/x"), problem
+    assert folder_problem(tmp_path / "conf" / "x", sweep=sweep) is None  # a folder named conf of no checkout: taken
+    (other / "launch.py").unlink()
+    assert folder_problem(other / "conf" / "x", sweep=sweep) is None

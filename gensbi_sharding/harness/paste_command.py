@@ -64,14 +64,17 @@ def command_for(script: str = "launch.py", folder: str | os.PathLike | None = No
 
 
 def config_folder_problem(folder: Path, named: str, key: str) -> str | None:
-    """Why ``folder`` (absolute), an output folder, cannot lie in this checkout's ``conf/``; None where it does not.
+    """Why ``folder`` (absolute), an output folder, cannot lie in a checkout's ``conf/`` (this one's, or another's:
+    a ``conf/config.yaml`` beside a ``launch.py``); None where it does not.
 
     Hydra reads every folder there as a config group: a run written into ``conf`` (or ``conf/rule``) left its
     ``.hydra/`` files listed as options by ``launch.py --help`` (``.hydra: config, hydra, overrides``), its outputs
     beside the presets. ``named``: the override as typed (``hydra.run.dir=...``); ``key``: its key.
     """
-    conf = CHECKOUT / "conf"
-    if Path(os.path.realpath(folder)) != conf and conf not in Path(os.path.realpath(folder)).parents:
+    real = Path(os.path.realpath(folder))
+    conf = next((p for p in (real, *real.parents) if p == CHECKOUT / "conf" or p.name == "conf"
+                 and (p / "config.yaml").is_file() and (p.parent / "launch.py").is_file()), None)
+    if conf is None:
         return None
     top = "multirun" if key == "hydra.sweep.dir" else "outputs"
     return (f"{named} lies inside the harness's config folder {conf}, whose every folder Hydra reads as a config "
