@@ -268,3 +268,12 @@ def test_plan_sharding_given_no_path_names_it_and_the_planned_paths(devices, odd
     plan = gs.plan_shardings(Small(nnx.Rngs(0)), gs.make_mesh(model_axis=2), "fsdp")
     with pytest.raises(KeyError, match=rf"no variable planned at {odd}; nearest: down/bias, down/kernel, up/bias"):
         plan.sharding(odd)
+
+
+@pytest.mark.parametrize("odd, near", [({"up": "kernel"}, "up/kernel"), ({"up"}, "down/bias, down/kernel, up/bias")])
+def test_plan_sharding_given_an_unhashable_non_path_names_it_and_the_planned_paths(devices, odd, near):
+    # Was: TypeError "unhashable type: 'dict'" (a set: 'set') from Plan.sharding itself, as 3 was before c06832a.
+    plan = gs.plan_shardings(Small(nnx.Rngs(0)), gs.make_mesh(model_axis=2), "fsdp")
+    with pytest.raises(KeyError) as err:
+        plan.sharding(odd)
+    assert err.value.args == (f"Plan.sharding: no variable planned at {odd!r}; nearest: {near}",)
