@@ -108,3 +108,17 @@ def test_a_damaged_record_of_the_saving_run_leaves_its_command_out_not_the_refus
     (run / ".hydra" / "overrides.yaml").write_text("- experiment=quick\n")
     (run / ".hydra" / "hydra.yaml").write_text("hydra: {overrides: [\n")  # cut off: its search path is not known
     assert launched_with(run / "checkpoints" / "20") == "; the run that saved it was launched with: experiment=quick"
+
+
+def test_a_config_flag_typed_short_with_equals_is_read_as_hydra_reads_it(tmp_path):
+    # Was: 'launch.py -cd=my_conf model=my_mlp' (argparse, so Hydra, takes -cd=x as -cd x) refused "model=my_mlp: Could
+    # not find 'model/my_mlp' (model options: flux1, mlp, simformer, transformer)": only --config-dir=x was read; and
+    # '--config-name=a -cn b' read as a (the '=' forms were put last), where Hydra keeps the last typed, b.
+    from gensbi_sharding.harness.command_checks import command_problem
+    from gensbi_sharding.harness.groups import hydra_flag_values
+
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "my_mlp.yaml").write_text("defaults:\n  - mlp\n  - _self_\n")
+    assert command_problem([f"-cd={tmp_path}", "experiment=quick", "model=my_mlp"]) is None
+    assert command_problem(["experiment=quick", "model=my_mlp"]).startswith("model=my_mlp: Could not find 'model/my_mlp'")
+    assert hydra_flag_values(["--config-name=a", "-cn", "b", "-cn=c", "-cn"], "-cn", "--config-name") == ["a", "b", "c"]

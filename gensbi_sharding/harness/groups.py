@@ -58,9 +58,11 @@ def _yaml_stems(folder: Path, changed: int) -> tuple[str, ...]:
 
 
 def hydra_flag_values(args: Sequence[str], short: str, long: str) -> list[str]:
-    """The values a command line gives one of Hydra's flags: ``-cd x``, ``--config-dir x`` or ``--config-dir=x``."""
-    found = [b for a, b in zip(args, args[1:]) if a in (short, long)]
-    return found + [a[len(long) + 1:] for a in args if a.startswith(long + "=")]
+    """The values a command line gives one of Hydra's flags, in its order (Hydra's argparse keeps the last): ``-cd x``,
+    ``--config-dir x``, ``--config-dir=x`` or ``-cd=x`` (was: unread, its folder's options refused)."""
+    given = (short, long)
+    return [b if a in given else a.split("=", 1)[1] for a, b in zip(args, [*args[1:], None])
+            if a in given and b is not None or a.startswith(tuple(f"{flag}=" for flag in given))]
 
 
 def config_folders(args: Sequence[str], primary: bool = False) -> list[str]:
