@@ -1510,8 +1510,8 @@ def test_a_refused_sweep_with_many_unfinished_jobs_writes_their_commands_to_a_sc
     assert printed.endswith(f"continue its unfinished jobs one by one: bash {script} (5 commands, one per line; "
                             f"the first: {commands[0]})"), printed
     # the two lines before the commands: run them where they were printed for, stop at Ctrl-C (test_sweep_hints.py)
-    assert [line for line in script.read_text().splitlines() if not line.startswith("#")] == [
-        f"cd {Path.cwd()} || exit 1", "trap 'exit 130' INT", *commands]
+    assert [line for line in script.read_text().splitlines() if not line.startswith("#")] == [  # the sweep's Python
+        f"cd {Path.cwd()} || exit 1", "trap 'exit 130' INT", *[shlex.quote(sys.executable) + c[6:] for c in commands]]
     assert len(printed.splitlines()) == 1 and len(printed) < 800
 
 

@@ -368,3 +368,33 @@ def test_the_unfinished_jobs_script_runs_from_any_folder_and_stops_at_ctrl_c(tmp
     assert calls == [f"train.steps={n} train.resume=auto hydra.mode=RUN hydra.run.dir={sweep / str(n - 2)}"
                      for n in (3, 4)], done.stderr
     assert done.returncode == 130, (done.returncode, done.stderr)
+
+
+def test_the_unfinished_jobs_script_runs_the_python_that_ran_the_sweep(tmp_path, monkeypatch):
+    # Round 60: `bash <sweep>/continue_unfinished.sh` ran each job with a bare `python`: without the venv activated,
+    # the system's (No module named 'jax'). Its lines now start with the sweep's interpreter; the printed line, as typed.
+    import os
+    import shlex
+    import subprocess
+    import sys
+
+    from gensbi_sharding.harness import paste_command
+
+    checkout, bin_dir = tmp_path / "checkout", tmp_path / "bin"
+    checkout.mkdir(), bin_dir.mkdir()
+    (bin_dir / "python").write_text("#!/bin/sh\necho \"the system's python\" >> calls\nexit 1\n")  # no jax there
+    (bin_dir / "python").chmod(0o755)
+    (checkout / "launch.py").write_text("import sys\nwith open('calls', 'a') as f:\n    f.write(sys.executable + '\\n')\n")
+    monkeypatch.setattr(paste_command, "CHECKOUT", checkout)
+    monkeypatch.chdir(checkout)
+    runs = finished_sweep(tmp_path / "sweep", [[f"train.steps={n}"] for n in range(2, 7)])
+    for run in runs[1:]:
+        (run / "metrics.json").write_text('{"status": "preempted"}')
+    hint = unfinished_jobs_hint(runs, ("preempted",), [[f"train.steps={n}"] for n in range(2, 7)],
+                                sweep_dir=tmp_path / "sweep")
+    assert "(4 commands, one per line; the first: python launch.py train.steps=3 " in hint, hint
+    script = (tmp_path / "sweep" / "continue_unfinished.sh").read_text()
+    assert f"each run by {shlex.quote(sys.executable)}, the Python that ran the sweep" in script, script
+    done = subprocess.run(["bash", str(tmp_path / "sweep" / "continue_unfinished.sh")], capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"})
+    assert (done.returncode, (checkout / "calls").read_text().splitlines()) == (0, [sys.executable] * 4), done.stderr

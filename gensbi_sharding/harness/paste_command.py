@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import os
 import shlex
+import sys
 from pathlib import Path
 
-__all__ = ["CHECKOUT", "command_for", "user_folder", "config_folder_problem"]
+__all__ = ["CHECKOUT", "PYTHON", "command_for", "user_folder", "config_folder_problem"]
 
 CHECKOUT = Path(__file__).resolve().parents[2]  # gensbi_sharding/harness/ -> the folder holding launch.py
+#: The Python running the harness, shell-quoted: what a script it writes runs (a bare ``python`` there, without the
+#: venv activated, is the system's, with no JAX). The lines it prints keep ``python``, as the user typed it.
+PYTHON = shlex.quote(sys.executable or "python")
 
 
 def user_folder() -> Path:

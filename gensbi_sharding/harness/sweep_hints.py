@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from gensbi_sharding.harness.paste_command import command_for
+from gensbi_sharding.harness.paste_command import PYTHON, command_for, user_folder
 # moved_jobs_problem: named here too, beside the hints (its home is sweep_plan, which reads each job's folder)
 from gensbi_sharding.harness.sweep_plan import (another_sweep, folder_of, job_configuration, moved_jobs_problem,
                                                 never_started, unstarted_words)
@@ -30,8 +30,10 @@ INLINE_COMMANDS = 3
 #: The script, in the sweep's folder, holding the commands that continue its unfinished jobs.
 CONTINUE_SCRIPT = "continue_unfinished.sh"
 
-#: The script's first lines: the folder its commands were printed for (the sweep's), and Ctrl-C stops the script.
-_SCRIPT_HEAD = "cd {} || exit 1\ntrap 'exit 130' INT\n"
+#: The script's first lines: what runs its commands, the folder they were printed for (the sweep's), Ctrl-C's exit.
+_SCRIPT_HEAD = ("#!/usr/bin/env bash\n# The sweep's unfinished jobs, one command each, each continuing in its own "
+                "folder (written when the sweep folder was refused), each run by {}, the Python that ran the sweep.\n"
+                "cd {} || exit 1\ntrap 'exit 130' INT\n")
 
 #: The one ``hydra.*`` override a continuing command needs: where a preset of one's own (``model=my_flux1``) is found.
 SEARCH_PATH = "hydra.searchpath="
@@ -251,15 +253,13 @@ def unfinished_jobs_hint(jobs: Sequence[Any], resumable: Sequence[str], all_jobs
     listed = " ; ".join(commands)
     if len(commands) > INLINE_COMMANDS and sweep_dir is not None:  # one line of 20 commands helps no one
         from gensbi_sharding.harness.outputs import write_atomic
-        from gensbi_sharding.harness.paste_command import user_folder
 
         # `bash <sweep>/continue_unfinished.sh` from another folder ran each `python launch.py` and relative
-        # folder there (can't open file); and a job stopped by Ctrl-C exits 130, so bash started the next
+        # folder there (can't open file); a job stopped by Ctrl-C exits 130, so bash started the next; and its bare
+        # `python`, without the venv activated, was the system's (No module named 'jax'): now the sweep's own
         try:
-            script = write_atomic(Path(sweep_dir) / CONTINUE_SCRIPT, "#!/usr/bin/env bash\n# The sweep's unfinished "
-                                  "jobs, one command each, each continuing in its own folder (written when the sweep "
-                                  "folder was refused).\n" + _SCRIPT_HEAD.format(shlex.quote(str(user_folder())))
-                                  + "\n".join(commands) + "\n")
+            script = write_atomic(Path(sweep_dir) / CONTINUE_SCRIPT, _SCRIPT_HEAD.format(PYTHON, shlex.quote(str(
+                user_folder()))) + "\n".join(PYTHON + c[len("python"):] for c in commands) + "\n")
         except OSError:  # a full or read-only sweep folder: the commands inline (was: the OSError, the refusal lost)
             return f"{whole}: continue its unfinished jobs{started} one by one: {listed}"
         listed = f"bash {shlex.quote(str(script))} ({len(commands)} commands, one per line; the first: {commands[0]})"
