@@ -66,7 +66,7 @@ def check_folder(path: Path, what: str, may_be_missing: bool = False) -> None:
     nearest = next(p for p in (path.absolute(), *path.absolute().parents) if p.exists())  # "/" always exists
     if not nearest.is_dir():  # mkdir would stop with NotADirectoryError's traceback
         raise Refused(f"{what} {path} lies under {nearest}, a file, not a folder; pass another {what}")
-    if refusal := write_denied(nearest):
+    if refusal := write_denied(nearest, path.absolute()):
         raise Refused(f"{what} {path}: {refusal}; pass another {what}, in a folder you can write to")
     # Was: sbibm_asked.json and job folders (run; each job then refused naming hydra.sweep.dir, which run refuses)
     # or the table's files (table) written into a finished run's folder

@@ -149,7 +149,7 @@ def test_a_folder_a_fix_names_is_written_as_the_shell_and_hydra_read_it_back(tmp
     offers(folder_problem(odd, sweep=False), "hydra.run.dir", odd / "new_run")  # a folder holding runs' folders
     offers(folder_problem(odd / "a" / "sub", sweep=False), "hydra.run.dir", f"{odd / 'a'}-sub")  # inside a run's
     (odd / "a" / "checkpoints" / "40").mkdir(parents=True)
-    monkeypatch.setattr(folder_lock, "write_denied", lambda f: f"cannot write in {f} (Read-only file system)")
+    monkeypatch.setattr(folder_lock, "write_denied", lambda f, *_: f"cannot write in {f} (Read-only file system)")
     offers(folder_problem(odd / "a", sweep=False), "train.resume", odd / "a")  # a stopped run's, read-only
     with pytest.raises(FileExistsError) as refused:  # its checkpoints, no record: continue it elsewhere
         run_folder.ensure_fresh(odd / "a")

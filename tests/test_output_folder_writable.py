@@ -42,7 +42,7 @@ def test_an_unwritable_run_folder_holding_checkpoints_names_how_to_continue_them
     # Was only "choose another hydra.run.dir": train.resume=auto there starts from step 0, the checkpoints unused.
     from gensbi_sharding.harness import folder_lock
 
-    monkeypatch.setattr(folder_lock, "write_denied", lambda f: f"cannot write in {f} (Read-only file system)")
+    monkeypatch.setattr(folder_lock, "write_denied", lambda f, *_: f"cannot write in {f} (Read-only file system)")
     (tmp_path / "checkpoints" / "50.orbax-checkpoint-tmp").mkdir(parents=True)  # no committed step yet
     said = "cannot write in {0} (Read-only file system); choose another {1}, in a folder you can write to"
     assert folder_lock.folder_problem(tmp_path, sweep=False) == f"hydra.run.dir={tmp_path}: " + said.format(
@@ -157,3 +157,46 @@ def test_launch_with_a_hydra_value_that_cannot_resolve_ends_in_one_line_and_make
         assert last.startswith(f"[ERROR] {args[-1]} cannot be resolved (KeyError raised while resolving "
                                "interpolation: \"Environment variable 'GENSBI_TEST_UNSET' not found\"); give a "), last
         assert list(folder.iterdir()) == []  # no folder made: runs/, outputs/, multirun/
+
+
+@pytest.mark.parametrize("below", ["foo", "foo/bar", ""])
+def test_a_folder_that_takes_no_new_name_is_named_with_the_real_reason(tmp_path, monkeypatch, below):
+    # Round 60: hydra.run.dir=/proc/foo said "cannot write in /proc (No such file or directory)", yet /proc exists:
+    # /proc answers a new name with ENOENT. Now the path to be made and why: a virtual file system (sample.py too).
+    import errno
+    import tempfile
+
+    from gensbi_sharding.harness.folder_lock import folder_problem
+    from gensbi_sharding.harness.sample_output import output_problem
+
+    def no_new_name(**kwargs):
+        raise FileNotFoundError(errno.ENOENT, "No such file or directory", str(Path(kwargs["dir"]) / "tmpx"))
+
+    monkeypatch.setattr(tempfile, "mkdtemp", no_new_name)
+    why = ("exists, but takes no new files or folders: making one there fails with \"No such file or directory\" (a "
+           "virtual file system, such as /proc); choose another hydra.run.dir, in a folder you can write to")
+    said = f"cannot create {tmp_path / 'foo'}: {tmp_path}" if below else f"cannot write in {tmp_path}: it"
+    assert folder_problem(tmp_path / below, sweep=False) == f"hydra.run.dir={tmp_path / below}: {said} {why}"
+    assert output_problem(tmp_path / "x.npz", "x.npz") == (
+        f"--out {tmp_path / 'x.npz'}: cannot create {tmp_path / 'x.npz'}: {tmp_path} {why.split(';')[0]}; pass --out "
+        "<a file in a folder you can write to>.npz")
+
+
+def test_proc_is_refused_as_a_folder_taking_no_new_name():
+    import os
+
+    from gensbi_sharding.harness.folder_lock import folder_problem
+
+    try:
+        os.mkdir("/proc/gensbi-foo")
+    except FileNotFoundError:  # Linux's /proc
+        pass
+    except OSError as err:
+        pytest.skip(f"/proc refuses a new folder otherwise here ({err.strerror})")
+    else:  # no /proc here: "/" took it
+        os.rmdir("/proc/gensbi-foo")
+        pytest.skip("/proc takes a new folder here")
+    assert folder_problem(Path("/proc/gensbi-foo"), sweep=True) == (
+        "hydra.sweep.dir=/proc/gensbi-foo: cannot create /proc/gensbi-foo: /proc exists, but takes no new files or "
+        "folders: making one there fails with \"No such file or directory\" (a virtual file system, such as /proc); "
+        "choose another hydra.sweep.dir, in a folder you can write to")

@@ -10,12 +10,12 @@ import re
 import shlex
 import socket
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 from gensbi_sharding.harness.outputs import read_metrics, write_json
 from gensbi_sharding.harness.paste_command import config_folder_problem
+from gensbi_sharding.harness.write_probe import write_denied  # named here too: its first home, patched by tests
 
 __all__ = ["FolderLock", "FolderInUseError", "folder_problem", "remove_owner_notes", "run_folder_holding",
            "physical", "runs_under", "write_denied"]
@@ -175,7 +175,7 @@ def folder_problem(folder: Path, *, sweep: bool, before_hydra: bool = False) -> 
     if not sweep and folder.is_dir() and (runs := runs_under(folder)):
         return (f"{named} holds the folders of other runs ({', '.join(runs[:3])}{', ...' if len(runs) > 3 else ''}"
                 f"): a run never writes around other runs; choose a new folder, e.g. {typed(key, folder / 'new_run')}")
-    if blocker is not None and (denied := write_denied(blocker)):
+    if blocker is not None and (denied := write_denied(blocker, folder)):
         # A stopped run's checkpoints there stay readable; train.resume=auto in another folder starts from step 0.
         saved = not sweep and blocker == folder and any(p.name.isdigit() for p in folder.glob("checkpoints/*"))
         then = (f"; to continue from its checkpoints in a new folder: {typed('train.resume', folder)} "
@@ -283,18 +283,4 @@ def _shared_with_running(folder: Path, sweep: bool, key: str) -> str | None:
         except OSError:  # a lock file we cannot open: folder_problem's write check names the folder
             continue
         lock.release()
-    return None
-
-
-def write_denied(folder: Path) -> str | None:
-    """Why nothing can be created in the existing ``folder`` ("cannot write in /data (Permission denied)"), or None.
-
-    Tried rather than read from the mode bits: root passes ``os.access``, yet a read-only mount, /sys or an immutable
-    folder refuses it all the same. The probe is an empty folder, removed at once. Also ``benchmarks/sbibm.py``'s
-    check of ``--root`` and ``--out``.
-    """
-    try:
-        os.rmdir(tempfile.mkdtemp(prefix=".write-probe-", dir=folder))
-    except OSError as err:
-        return f"cannot write in {folder} ({err.strerror or err})"
     return None

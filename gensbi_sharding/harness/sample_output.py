@@ -179,9 +179,11 @@ def output_problem(out: Path, given: str | None, size: int = 0) -> str | None:
         return f"--out {out}: its folder {out.parent} does not exist; create it or pass another --out"
     try:
         os.rmdir(tempfile.mkdtemp(prefix=".write-probe-", dir=out.parent))
-    except OSError as err:
+    except OSError as err:  # /proc's ENOENT said as what it is (write_probe): was "cannot write in /proc (No such ...)"
+        from gensbi_sharding.harness.write_probe import denied_words
+
         which = f"--out {out}" if given else f"the default output {out} (beside the observation file)"
-        return (f"{which}: cannot write in {out.parent} ({err.strerror or err}); pass --out <a file in a folder you "
+        return (f"{which}: {denied_words(err, out.parent, out)}; pass --out <a file in a folder you "
                 "can write to>.npz")
     free = shutil.disk_usage(out.parent).free
     if free < size:
