@@ -469,3 +469,26 @@ def test_help_to_a_reader_that_left_ends_without_a_traceback():
     finally:
         os.close(write)
     assert (proc.returncode, proc.stderr) == (0, "")
+
+
+def test_xla_rematerialization_after_the_idle_model_axis_hint_names_it_in_its_notice(capfd, caplog):
+    # Round 60: model=flux1 rule=fsdp mesh.model_axis=2 said the idle model axis's hint, then "XLA warned ...
+    # Involuntary full rematerialization", nothing tying the two; the idle axis causes them (mesh.model_axis=1: none).
+    from gensbi_sharding.harness.native_notes import idle_axis_said
+
+    remat = (b"W1130 21:32:49.078772    8033 spmd_partitioner.cc:666] [SPMD] Involuntary full rematerialization. "
+             b"The compiler cannot go from sharding {devices=[4,1,2]<=[8]} to {replicated} efficiently\n")
+    other = b"W1130 21:32:49.078772    8033 pjrt.cc:1] another warning\n"
+    cfg = OmegaConf.create({"distributed": {"mode": "none"}})
+    notices = []
+    for said, line in (("rule fsdp leaves the model axis idle: ...", remat), (None, remat),
+                       ("rule fsdp leaves the model axis idle: ...", other)):
+        caplog.clear()
+        with caplog.at_level(logging.INFO), console.quiet_console(cfg):  # a job each, as a sweep's
+            assert idle_axis_said(said) == said  # as the placement block and the dry run say it
+            os.write(2, line)
+        capfd.readouterr()
+        notices += [r.getMessage() for r in caplog.records if r.name == "gensbi_sharding"]
+    assert [n.split("...", 1)[-1] for n in notices] == [
+        "; the idle model axis said above causes these: mesh.model_axis=1 also removes them", "",
+        "XLA warned (all its lines are in launch.log): another warning"], notices

@@ -315,3 +315,17 @@ def test_a_dry_run_records_whether_its_model_axis_is_idle(devices):
                            "model.mlp_ratio=1", f"model.time_embed_dim={width}")
         name, table = rule_table(cfg.rule)
         assert dry_run_metrics(cfg, make_mesh(model_axis=8), name, table)["model_axis_idle"] is idle, width
+
+
+@pytest.mark.slow  # launches launch.py (a Flux1 dry run, ~12 s)
+def test_flux1s_rematerialization_warning_names_the_idle_model_axis_said_before_it(tmp_path):
+    # Round 60: python launch.py experiment=quick model=flux1 rule=fsdp mesh.model_axis=2 dry_run=true said the idle
+    # model axis's hint, then "XLA warned ...: [SPMD] Involuntary full rematerialization", which that axis causes in
+    # the backward pass (mesh.model_axis=1: none); the warning's line now says so.
+    proc = subprocess.run([sys.executable, "launch.py", "experiment=quick", "model=flux1", "rule=fsdp",
+                           "mesh.model_axis=2", "dry_run=true", f"hydra.run.dir={tmp_path / 'run'}"],
+                          cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() + proc.stdout.splitlines() if "XLA warned" in line]
+    assert len(lines) == 1 and "Involuntary full rematerialization" in lines[0], proc.stderr
+    assert lines[0].endswith("; the idle model axis said above causes these: mesh.model_axis=1 also removes them")

@@ -28,6 +28,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from gensbi_sharding.harness.native_notes import NOTES, note_for
 from gensbi_sharding.harness.native_pump import end_and_wait, pump
 
 __all__ = ["DETAILS", "NOISY_WARNINGS", "NOISY_MESSAGES", "NOISY_NATIVE_LINES", "ConsoleFilter", "ConsoleFormatter",
@@ -229,6 +230,7 @@ def native_output_to_log(prefixes: Sequence[bytes] = NOISY_NATIVE_LINES, fds: Se
     process started meanwhile still holding a pipe is not waited for).
     """
     warned: list[bool] = []
+    NOTES.clear()  # a job's own: a sweep's next job may leave its model axis busy
     with contextlib.ExitStack() as stack:
         for fd in fds:
             stack.enter_context(_lines_of(fd, tuple(prefixes), logging.getLogger(logger), warned))
@@ -271,9 +273,9 @@ def _lines_of(fd: int, prefixes: tuple[bytes, ...], sink: logging.Logger, warned
                         and not any(quiet in bare for quiet in QUIET_NATIVE_WARNINGS)):
                     warned.append(True)  # once per run: the message without its C++ header, cut short
                     said = NATIVE_LOG_LINE.sub(b"", bare, count=1).decode(errors="replace").strip()
-                    logging.getLogger("gensbi_sharding").warning(
-                        "XLA warned (all its lines are in %s): %s", job_log_name(), said if len(said) <= 100
-                        else said[:100] + "...")
+                    logging.getLogger("gensbi_sharding").warning(  # + its cause where the run said it (the hint)
+                        "XLA warned (all its lines are in %s): %s%s", job_log_name(), said if len(said) <= 100
+                        else said[:100] + "...", note_for(bare))
             else:
                 kept.append(line)
         with contextlib.suppress(OSError):

@@ -151,6 +151,7 @@ def dry_run_metrics(cfg: DictConfig, mesh: Any, rule_name: str, table: dict) -> 
     from gensbi_sharding.harness.data import task_dims
     from gensbi_sharding.harness.tasks import TASK_DIMS, TASKS
     from gensbi_sharding.harness.registry import get_data, get_model
+    from gensbi_sharding.harness.native_notes import idle_axis_said
     from gensbi_sharding.harness.run_report import idle_model_axis_hint, splits_nothing_hint
     from gensbi_sharding.harness.state import activation_axes_read, partition_axis_for
 
@@ -172,8 +173,8 @@ def dry_run_metrics(cfg: DictConfig, mesh: Any, rule_name: str, table: dict) -> 
     # with figures equal to replicated's.
     shape, spec = dict(mesh.shape) if mesh is not None else None, cfg.mesh.spec or "none"
     partition_axis = partition_axis_for(cfg, table, mesh)
-    hint = splits_nothing_hint(shape, table, rule_name, spec) or idle_model_axis_hint(
-        shape, table, rule_name, spec, activation_axes_read(cfg, partition_axis))
+    hint = splits_nothing_hint(shape, table, rule_name, spec) or idle_axis_said(idle_model_axis_hint(
+        shape, table, rule_name, spec, activation_axes_read(cfg, partition_axis)))  # said before XLA's warnings
     if hint:
         log.info("%s", hint)
     report = dry_run(cfg, mesh=mesh, rule_name=rule_name, table=table, dim_theta=dim_theta, dim_x=dim_x,

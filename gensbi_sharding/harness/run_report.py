@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from gensbi_sharding.harness.console import DETAILS
+from gensbi_sharding.harness.native_notes import idle_axis_said
 from gensbi_sharding.harness.console_lines import log_c2st_mean, mesh_step_line, model_step_line  # step lines
 from gensbi_sharding.harness.units import (c2st_spread, format_bytes, format_c2st, format_count, format_seconds,
                                           is_number)
@@ -253,8 +254,7 @@ def report_placement(metrics: dict[str, Any], ts: Any, mesh: Any, *, table: dict
     table : dict
         The rule table; ``rule_name`` its name.
     mesh_spec : str
-        ``mesh.spec`` as typed ("none" for null), named in the hint of a rule that splits nothing or leaves
-        the model axis idle.
+        ``mesh.spec`` as typed ("none" for null), named in the hint of a rule that splits nothing or idles "model".
     verbose : bool
         Whether the console also shows every variable (``verbose=true``).
 
@@ -294,7 +294,7 @@ def report_placement(metrics: dict[str, Any], ts: Any, mesh: Any, *, table: dict
         param_bytes=metrics["param_bytes_per_device"], opt_bytes=metrics["opt_bytes_per_device"],
         ema_bytes=metrics["ema_bytes_per_device"], best_bytes=metrics["best_weights_bytes_per_device"],
         whole=list(metrics["left_whole"].items()),
-        hint=splits_nothing_hint(shape, table, rule_name, mesh_spec) or idle,
+        hint=splits_nothing_hint(shape, table, rule_name, mesh_spec) or idle_axis_said(idle),  # before XLA warns
         verbose=verbose)))
     logging.getLogger(DETAILS).info("every variable of the model and optimizer state:\n%s", sharding_table)
     return sharding_table
