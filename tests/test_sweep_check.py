@@ -305,3 +305,36 @@ def test_several_bad_values_of_a_sweep_are_one_refusal_listing_each_job_s_each_v
     assert isinstance(refusal, Refusal) and refusal.splitlines() == [
         HEAD.format("2 of the 2"), *(f"  all 2 jobs: {line}" for line in lines)]
     assert parts_of(refusal) == lines
+
+
+def test_each_job_is_composed_once_for_the_check_hydras_sweeper_and_its_launcher(monkeypatch):
+    # Round 60: launch.py -m composed each job three times, ~0.1 s of CPU each: this check, then Hydra's basic sweeper
+    # (validate_batch_is_legal) and launcher. They now get a copy of the check's, equal to a fresh composition.
+    from hydra.core.global_hydra import GlobalHydra
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness.sweep_plan import sweep_jobs
+
+    register_configs()
+    command = ["experiment=quick", "rule=replicated,fsdp", "mesh.model_axis=1,2"]
+    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+        master = compose("config", overrides=command[:1], return_hydra_config=True)
+        with open_dict(master):
+            master.hydra.overrides.task = command
+        loader, composed = GlobalHydra.instance().config_loader(), []
+        real = loader.load_configuration
+        monkeypatch.setattr(loader, "load_configuration", lambda **kw: composed.append(kw["overrides"]) or real(**kw))
+        assert sweep_config_problem(master) is None
+        jobs = sweep_jobs(command, None)
+        assert len(jobs) == 4 and len(composed) == 4
+        for number, job in [*enumerate(jobs)] * 2:  # as the sweeper checks its batch, then as the launcher runs it
+            cfg = loader.load_sweep_config(master_config=master, sweep_overrides=list(job))
+            fresh = type(loader).load_sweep_config(loader, master, list(job))  # Hydra's own, composed anew
+            assert OmegaConf.to_yaml(cfg) == OmegaConf.to_yaml(fresh)
+            with open_dict(cfg):  # the launcher numbers its copy: the next reader's is untouched
+                cfg.hydra.job.num = number + 100
+        assert len(composed) == 4 + 8  # the fresh ones only
+        other = compose("config", overrides=command[:1], return_hydra_config=True)  # another multirun's master
+        count = len(composed)
+        loader.load_sweep_config(other, list(jobs[0]))
+        assert len(composed) == count + 1  # composed for it

@@ -258,14 +258,14 @@ def sweep_config_problem(config: Any) -> str | None:
     from omegaconf import OmegaConf
 
     from gensbi_sharding.harness.groups import group_options  # on Hydra's whole search path
+    from gensbi_sharding.harness.sweep_composed import reusing
     from gensbi_sharding.harness.sweep_plan import command_overrides, sweep_jobs
     from gensbi_sharding.harness.sweep_values import sweep_values_problem
 
-    if OmegaConf.select(config, "hydra.sweeper._target_", default=None) != BASIC_SWEEPER:
+    if (OmegaConf.select(config, "hydra.sweeper._target_", default=None) != BASIC_SWEEPER
+            or not GlobalHydra.instance().is_initialized()):
         return None
-    if not GlobalHydra.instance().is_initialized():
-        return None
-    loader = GlobalHydra.instance().config_loader()
+    loader = reusing(GlobalHydra.instance().config_loader())  # each job composed once: Hydra's sweeper and launcher too
     task, params = command_overrides(config)
     # A preset's interval(...) or empty sweep: the basic sweeper's traceback, or 0 jobs and exit 0 (the command
     # line's are launch.py's, checked before Hydra composed).
