@@ -722,6 +722,24 @@ def test_a_folder_that_cannot_be_written_is_named(sbibm, tmp_path, unwritable, a
     assert not any(p.name.startswith(".write-probe-") for p in parent.iterdir())
 
 
+
+def test_a_root_under_a_folder_that_takes_no_new_name_is_named_with_the_real_reason(sbibm, tmp_path, monkeypatch):
+    # Round 60: --root /proc/x/y said "cannot write in /proc (No such file or directory)", /proc existing.
+    import errno
+    import tempfile
+
+    def no_new_name(**kwargs):
+        raise FileNotFoundError(errno.ENOENT, "No such file or directory", str(kwargs["dir"]))
+
+    monkeypatch.setattr(tempfile, "mkdtemp", no_new_name)
+    with pytest.raises(SystemExit) as stop:
+        sbibm.main(["run", "--root", str(tmp_path / "x" / "y"), "--tasks", "two_moons", "--budgets", "1000"])
+    assert str(stop.value) == (f"--root {tmp_path / 'x' / 'y'}: cannot create {tmp_path / 'x'}: {tmp_path} exists, but "
+                               "takes no new files or folders: making one there fails with \"No such file or "
+                               "directory\" (a virtual file system, such as /proc); pass another --root, in a folder "
+                               "you can write to")
+    assert list(tmp_path.iterdir()) == []
+
 # ------------------------------------------------- table: damaged scores, two jobs of one cell, a live job
 
 @pytest.mark.parametrize("text, why", [
