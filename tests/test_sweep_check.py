@@ -334,7 +334,8 @@ def test_each_job_is_composed_once_for_the_check_hydras_sweeper_and_its_launcher
             with open_dict(cfg):  # the launcher numbers its copy: the next reader's is untouched
                 cfg.hydra.job.num = number + 100
         assert len(composed) == 4 + 8  # the fresh ones only
+        loader.load_sweep_config(master, list(jobs[0]))  # a read after the launcher's: each job's config forgotten
         other = compose("config", overrides=command[:1], return_hydra_config=True)  # another multirun's master
         count = len(composed)
-        loader.load_sweep_config(other, list(jobs[0]))
-        assert len(composed) == count + 1  # composed for it
+        loader.load_sweep_config(other, list(jobs[1]))
+        assert len(composed) == count + 1 == 4 + 8 + 1 + 2  # composed for it

@@ -13,7 +13,10 @@ import copy
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["reusing"]
+__all__ = ["reusing", "READS"]
+
+#: The reads of a job's config in a multirun: the check's, the sweeper's, the launcher's; a read after them composes.
+READS = 3
 
 
 def reusing(loader: Any) -> Any:
@@ -28,7 +31,8 @@ def reusing(loader: Any) -> Any:
     -------
     ConfigLoader
         ``loader``: its ``load_sweep_config`` hands out a deep copy of a config composed before for the same master
-        config and overrides; only the latest master config's jobs are kept (a later multirun of this process).
+        config and overrides, until its ``READS``-th read; only the latest master config's jobs are kept (a later
+        multirun of this process).
     """
     if getattr(loader.load_sweep_config, "reuses", False):
         return loader
@@ -44,8 +48,9 @@ def reusing(loader: Any) -> Any:
             kept.clear()
             kept["master"] = master_config
         if key not in kept:  # Hydra's own error, as before, where it cannot compose (nothing kept)
-            kept[key] = compose(master_config, list(sweep_overrides))
-        return copy.deepcopy(kept[key])
+            kept[key] = [compose(master_config, list(sweep_overrides)), READS]
+        kept[key][1] -= 1  # ~150 KB a job: forgotten at its last read (a 1,000-job sweep held ~150 MB to its end)
+        return copy.deepcopy(kept[key][0]) if kept[key][1] else kept.pop(key)[0]  # the last read: its own
 
     load_sweep_config.reuses = True
     loader.load_sweep_config = load_sweep_config
