@@ -2,6 +2,7 @@
 what places arrays on a mesh inside the constructor it traces."""
 
 import contextvars
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -49,6 +50,18 @@ def build_unplaced(factory: Callable[[], Any]) -> Any:
     return node
 
 
+# JAX's words for an array's method or attribute asked of a tracer, its ConcretizationTypeError's second line; not
+# tolist(), tobytes(), __dlpack__(): those read its values, which ensure_compile_time_eval can give
+_ASKED = re.compile(r"The '?(?!tolist|tobytes|__dlpack__)\w+(\(\))?'? (method|attribute|property) (was called|is not "
+                    r"available) on traced array")
+
+
+def _asks_built(caller: str, ask: str) -> str:
+    """The refusal of a constructor asking a traced array what only a built one has (``ask``: JAX's words)."""
+    return (f"{caller} traces the constructor, which asks an array it computed for what only a built array has ({ask})"
+            f"; leave that until the model is built, or build it eagerly and {_CALLERS[caller][2]}")
+
+
 def trace_factory(factory: Callable[[], Any], caller: str = "init_sharded", flags: dict | None = None) -> tuple:
     """Trace ``factory()`` into its graphdef and abstract state, scalars kept; ``ValueError`` naming ``caller`` if the
     constructor reads a traced value. ``ref=True``/``hijax=True`` variables come back plain (paths in ``flags``)."""
@@ -76,15 +89,15 @@ def trace_factory(factory: Callable[[], Any], caller: str = "init_sharded", flag
         state = jax.eval_shape(build)
     except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError,  # TracerBoolConversionError
             jax.errors.TracerIntegerConversionError) as error:  # is a ConcretizationTypeError
+        if ask := next((line for line in str(error).splitlines() if _ASKED.match(line)), None):  # w.devices()
+            raise ValueError(_asks_built(caller, ask)) from error  # is no value read: ensure_compile_time_eval fails
         raise ValueError(f"{caller} traces the constructor, which reads a value it computed ({type(error).__name__}"
                          f": {str(error).splitlines()[0]}); compute that value under jax.ensure_compile_time_eval() "
                          f"if it depends on no random draw, or build it eagerly and {_CALLERS[caller][2]}") from error
     except AttributeError as error:  # w.block_until_ready(), w.sharding: JAX's words named no caller, no fix
         if "traced array" not in str(error):
             raise
-        raise ValueError(f"{caller} traces the constructor, which asks an array it computed for what only a built "
-                         f"array has ({str(error).splitlines()[0]}); leave that until the model is built, or build it "
-                         f"eagerly and {_CALLERS[caller][2]}") from error
+        raise ValueError(_asks_built(caller, str(error).splitlines()[0])) from error
     except ValueError as error:  # JAX's cache compares states' metadata: an array there fails once a trace is cached
         odd = next(((path_name(p), k, "is" if is_array(m) else "holds") for p, v in nnx.graph.iter_graph(found["node"])
                     if isinstance(v, nnx.Variable) for k, m in v.get_metadata().items()

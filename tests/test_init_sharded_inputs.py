@@ -4,6 +4,7 @@ constructor, Flax-annotated factories, global RNG draws and fixed NumPy values.
 In-process, 8 simulated CPU devices (conftest); tiny modules.
 """
 
+import re
 import warnings
 
 import jax
@@ -424,3 +425,41 @@ def test_a_constructor_asking_its_array_what_only_a_built_one_has_is_named_with_
     placed = Asks()  # eagerly, then placed: the fix given
     gs.shard_model(placed, mesh, "replicated")
     assert placed.w.get_value().sharding.spec == P()
+
+
+@pytest.mark.parametrize("ask, words", [("devices", "The devices() method was called"),
+                                        ("addressable_shards", "The 'addressable_shards' attribute is not available"),
+                                        ("is_fully_replicated", "The is_fully_replicated property was called")])
+def test_a_constructor_asking_what_jax_refuses_as_a_concretization_is_named_as_an_ask_too(ask, words):
+    # Was: w.devices() (w.addressable_shards, w.is_fully_replicated) raise JAX's ConcretizationTypeError, not an
+    # AttributeError, so the refusal said the constructor "reads a value it computed (... Abstract tracer value
+    # encountered ...); compute that value under jax.ensure_compile_time_eval()", which does not give an array devices.
+    mesh = make_mesh(model_axis=2)
+
+    class Asks(nnx.Module):
+        def __init__(self):
+            w = jax.random.normal(jax.random.key(0), (8, 4))
+            getattr(w, ask)() if ask == "devices" else getattr(w, ask)
+            self.w = nnx.Param(w, **gs.axes("embed", None))
+
+    with pytest.raises(ValueError, match=rf"init_sharded traces the constructor, which asks an array it computed for "
+                                         rf"what only a built array has \({re.escape(words)} on traced array.*build it "
+                                         r"eagerly and place it: shard_model\(factory\(\), mesh"):
+        init_sharded(Asks, mesh, "fsdp")
+    placed = Asks()  # eagerly, then placed: the fix given
+    gs.shard_model(placed, mesh, "replicated")
+    assert placed.w.get_value().sharding.spec == P()
+
+
+def test_a_constructor_reading_its_values_by_tolist_is_still_told_to_compute_them_eagerly():
+    """tolist() reads values (JAX words it as a method called on a tracer): the value-read advice stays."""
+    mesh = make_mesh(model_axis=2)
+
+    class Reads(nnx.Module):
+        def __init__(self):
+            self.sizes = nnx.Param(jnp.arange(4.0), **gs.axes(None))
+            self.sizes[...].tolist()
+
+    with pytest.raises(ValueError, match=r"init_sharded traces the constructor, which reads a value it computed "
+                                         r"\(ConcretizationTypeError: .*ensure_compile_time_eval"):
+        init_sharded(Reads, mesh, "fsdp")
