@@ -94,11 +94,11 @@ def renamed_fix(saved: Mapping[str, Any], target: Mapping[str, Any]) -> str | No
                                       if n.startswith("state/") and n.count("/") > 1 and top in (None, n.split("/")[1]))
     entries = (f"the checkpoint's are {', '.join(map(repr, tops[0]))}, the target's {', '.join(map(repr, tops[1]))} "
                "(a tuple's positions, a dict's keys or a Module's attributes)")
-    if tops[1] and not set(tops[0]) & set(tops[1]) and rest(saved) == rest(target):
+    if len(tops[0]) > 1 and not set(tops[0]) & set(tops[1]) and rest(saved) == rest(target):  # one: renamed, below
         return (f"Only the top-level entries differ: {entries}: build the target as the state was saved, e.g. "
                 f"abstract_state_for({whole_target(saved)}, mesh, rule)")
     fits = {t: next((s for s in tops[0] if rest(saved, s) == rest(target, t)), None) for t in tops[1]}
-    if tops[1] and not set(tops[0]) & set(tops[1]) and None not in fits.values():  # {"a": model} of (model, optimizer)
+    if tops[1] and not set(tops[0]) & set(tops[1]) and None not in fits.values() and rest(saved) != rest(target):
         key = lambda s: int(s) if s.isdigit() and all(t.isdigit() for t in tops[0]) else s  # noqa: E731
         return (f"The target holds only part of the checkpoint: {entries}; the target's "
                 f"{', '.join(f'{t!r} fits the saved {s!r}' for t, s in fits.items())}. Restore all it holds, e.g. "

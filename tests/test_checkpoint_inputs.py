@@ -1041,3 +1041,19 @@ def test_bytes_and_an_int_key_in_a_hydra_list_are_refused_as_in_a_plain_one(tmp_
     with pytest.raises(ValueError, match=r"^config\['layers'\]\[0\] has the key 1 \(int\); JSON keys are str: use '1'$"):
         CheckpointWriter(tmp_path / "b", config=OmegaConf.create({"layers": [{1: "x"}]}))
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_one_top_level_entry_renamed_is_named_as_renamed_not_as_a_model_and_optimizer(tmp_path, devices):
+    """{'model': m} saved, {'net': m} (or (m,)) restored: the top-level check told 'abstract_state_for((model,
+    optimizer), mesh, rule)', a target of two entries the checkpoint never held; the one renamed entry is named, as
+    before that check: name it 'model' again, and that target restores."""
+    mesh = gs.make_mesh(model_axis=2)
+    saved = Small(nnx.Rngs(0))
+    directory = save(tmp_path / "one", nnx.state({"model": saved}))
+    for target, theirs in (({"net": Small(nnx.Rngs(1))}, "net"), ((Small(nnx.Rngs(1)),), "0")):
+        with pytest.raises(ValueError, match=rf"Every difference is one name: the checkpoint's 'model' is the target's "
+                                             rf"'{theirs}' .*name it 'model' again to restore") as refusal:
+            restore(directory, abstract_state_for(target, mesh, "tensor"))
+        assert "optimizer" not in str(refusal.value)
+    restored = restore(directory, abstract_state_for({"model": Small(nnx.Rngs(1))}, mesh, "tensor"))  # named again
+    np.testing.assert_array_equal(restored.state["model"]["up"]["kernel"][...], saved.up.kernel[...])
