@@ -91,9 +91,10 @@ print(jax.device_count())
 """
 
 
-def _launch(tmp_path, *args, script=_LAUNCH_THEN_START):
-    env = {**os.environ, "PYTHONPATH": str(REPO), "JAX_PLATFORMS": "cpu"}
+def _launch(tmp_path, *args, script=_LAUNCH_THEN_START, platforms="cpu"):
+    env = {**os.environ, "PYTHONPATH": str(REPO), "JAX_PLATFORMS": platforms}
     env.pop("JAX_NUM_CPU_DEVICES", None)
+    env.pop("JAX_PLATFORMS") if platforms is None else None  # as a user's shell has it: JAX probes every backend
     return subprocess.run([sys.executable, "-c", script, *args], cwd=REPO,
                           capture_output=True, text=True, env=env, timeout=300)
 
@@ -199,6 +200,16 @@ def test_a_flux1_too_big_is_refused_before_its_folder(tmp_path):
     assert proc.stderr.startswith("[ERROR] ConfigError: the training state cannot fit: model=flux1 "), proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert not (tmp_path / "run").exists()  # was: .hydra/, .run.lock, launch.log, error.txt, metrics.json
+
+
+def test_the_check_before_the_folder_prints_no_line_of_jax_probing_its_backends(tmp_path):
+    # Was: with JAX_PLATFORMS unset (a user's shell), the flux1 check's backend start, under Hydra's logging before
+    # the run, printed JAX's "[HYDRA] Unable to initialize backend 'tpu': ..." and "... 'proxy': ..." above the
+    # refusal, lines no run printed before (its own start never shows them).
+    proc = _launch(tmp_path, "experiment=quick", *FLUX1_BIG, f"hydra.run.dir={tmp_path / 'run'}", platforms=None)
+    assert "exit 1" in proc.stdout, proc.stdout + proc.stderr[-2000:]
+    assert "Unable to initialize backend" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+    assert "[ERROR] ConfigError: the training state cannot fit: model=flux1 " in proc.stderr, proc.stderr
 
 
 def test_every_built_in_model_is_checked_before_any_folder():

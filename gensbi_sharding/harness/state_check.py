@@ -102,10 +102,21 @@ def state_problem(cfg: Any, devices: int) -> str | None:
 def _started_as_the_run_starts(cfg: Any, devices: int) -> bool:
     """Start JAX's backend on ``devices`` CPU devices as the run does (``configure_devices``); False where it cannot
     (it started with another count, a platform refused: the run says so, in its words)."""
+    import logging
+
+    import jax
+
     from gensbi_sharding.harness.devices import configure_devices
 
+    # Started here, not in GenSBI's import: JAX logs each backend it probes and lacks ("Unable to initialize backend
+    # 'tpu'", INFO), which Hydra's logging showed before the run as two [HYDRA] lines the run itself never printed
+    jax_log = logging.getLogger("jax")
+    level, _ = jax_log.level, jax_log.setLevel(max(jax_log.getEffectiveLevel(), logging.WARNING))
     try:
         configure_devices(devices, cfg.devices.platform)
+        jax.devices()
     except Exception:  # noqa: BLE001 (ConfigError, or a platform JAX fails on)
         return False
+    finally:
+        jax_log.setLevel(level)
     return True
