@@ -658,7 +658,8 @@ def test_a_completed_runs_train_further_command_resumes_its_newest_complete_step
     assert said.startswith("from its newest complete checkpoint (step 3; step 5, newer, is not complete) into a new "
                            "folder: "), said
     resume = shlex.split(said)[-2]  # the command's train.resume=..., which the run's own check accepts
-    assert resume == f"train.resume={run / 'checkpoints' / '3'}" and said.endswith(f"train.steps=5 {resume} hydra.run.dir={run}-steps5")
+    # further than the run went (5 steps): 10, as for a run whose step 5 is complete (was train.steps=5: to its end again)
+    assert resume == f"train.resume={run / 'checkpoints' / '3'}" and said.endswith(f"train.steps=10 {resume} hydra.run.dir={run}-steps10")
     assert find_checkpoint(resume.split("=", 1)[1]) == run / "checkpoints" / "3"
     for step in (3, 5):  # every step lost its metadata: no command offered (it would be refused)
         (run / "checkpoints" / str(step) / "_CHECKPOINT_METADATA").unlink(missing_ok=True)

@@ -179,15 +179,15 @@ def train_further_hint(run_dir: Any, saved_step: int | None, steps: int | None, 
         (``launch_record.complete_step``; its Orbax step metadata lost): "from its newest complete checkpoint (step
         M; step N, newer, is not complete)", resuming step M's folder (was: step N, refused when pasted).
     """
+    from gensbi_sharding.harness.launch_record import complete_step
     from gensbi_sharding.harness.override_grammar import hydra_override
 
-    from gensbi_sharding.harness.launch_record import complete_step
-
     if saved_step is not None:  # the newest step by name may be no complete checkpoint: then the one before it
-        saved_step, resume, newer = complete_step(run_dir := Path(run_dir).absolute(), saved_step)
+        ended, (saved_step, resume, newer) = saved_step, complete_step(run_dir := Path(run_dir).absolute(), saved_step)
     if saved_step is None:
         return ""
-    target = steps if (steps or 0) > saved_step else max(2 * saved_step, saved_step + 1)  # was <more than N>: bash's <
+    # further than the run went (step `ended`), from whichever step resumes it (was: to its end again, from step 3)
+    target = steps if (steps or 0) > ended else max(2 * ended, ended + 1)  # was <more than N>: bash's <
     sweep = run_dir.parent if multirun or (run_dir.parent / "multirun.yaml").is_file() else None  # a sweep's job
     name, copy = f"{sweep.name + '-' if sweep else ''}{run_dir.name}-steps{target}", 1
     while (new_dir := (sweep or run_dir).with_name(name + (f"-{copy}" if copy > 1 else ""))).exists():
