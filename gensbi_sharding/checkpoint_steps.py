@@ -262,11 +262,13 @@ def _step_folders(directory: str | os.PathLike) -> dict[int, str | None]:
 
 
 def _check_str_keys(value: Any, where: str) -> None:
-    items = value.items() if isinstance(value, Mapping) else enumerate(value) if _listlike(value) else ()
+    # Hydra's ListConfig too, read by index (iterating one raises with no full_key)
+    items = value.items() if isinstance(value, Mapping) else ((i, value[i]) for i in range(len(value))) if _listlike(
+        value) else ()
     for key, item in items:
         if isinstance(value, Mapping) and not isinstance(key, str):
             raise ValueError(f"{where} has the key {key!r} ({type(key).__name__}); JSON keys are str: use {str(key)!r}")
-        _check_str_keys(item, f"{where}[{key!r}]")
+        _check_str_keys(item, f"{where}[{key!r}]")  # (its ??? then named by full_key)
 
 
 def _listlike(value: Any) -> bool:  # a ListConfig too; not bytes, a Sequence JSON would have saved as ints

@@ -1057,3 +1057,19 @@ def test_one_top_level_entry_renamed_is_named_as_renamed_not_as_a_model_and_opti
         assert "optimizer" not in str(refusal.value)
     restored = restore(directory, abstract_state_for({"model": Small(nnx.Rngs(1))}, mesh, "tensor"))  # named again
     np.testing.assert_array_equal(restored.state["model"]["up"]["kernel"][...], saved.up.kernel[...])
+
+
+def test_an_int_key_or_missing_value_inside_a_hydra_list_is_named_as_in_a_plain_list(tmp_path):
+    """{'l': [{1: 'x'}]} as a plain dict is refused naming config['l'][0]'s key 1; as a DictConfig (its list a
+    ListConfig, which the key check did not enter) it was saved with the key '1', unsaid. A '???' in such a list raised
+    OmegaConf's raw MissingMandatoryValue from the JSON dump, where one in a dict is named with its fix."""
+    from omegaconf import OmegaConf
+
+    for config in ({"l": [{1: "x"}]}, OmegaConf.create({"l": [{1: "x"}]})):
+        with pytest.raises(ValueError, match=r"^config\['l'\]\[0\] has the key 1 \(int\); JSON keys are str: use '1'$"):
+            CheckpointWriter(tmp_path / "checkpoints", config=config)
+        assert not (tmp_path / "checkpoints").exists()
+    with pytest.raises(ValueError, match=r"^config: l\[0\] cannot be read \(Missing mandatory value: l\[0\]\): give it a "
+                                         r"value \(an override l\[0\]=\.\.\.\) or drop it"):
+        CheckpointWriter(tmp_path / "checkpoints", config=OmegaConf.create({"l": ["???"]}))
+    assert not (tmp_path / "checkpoints").exists()
