@@ -22,6 +22,8 @@ __all__ = ["LOGICAL_AXES", "MODEL_AXIS", "MeshAxes", "RuleTable", "RULES", "Rule
 LOGICAL_AXES: tuple[str, ...] = ("embed", "mlp", "heads", "vocab", "in", "out")
 #: The tensor-parallel mesh axis (``make_mesh``'s second axis; the first is ``"data"``).
 MODEL_AXIS = "model"
+#: The metadata keys an annotation is read from, the first set first: every key Flax has used.
+ANNOTATION_KEYS = ("out_sharding", "sharding_names", "sharding")
 
 #: Where one logical axis goes: a mesh axis, a tuple of them (split over their product), or None (not split).
 MeshAxes = Union[str, tuple[str, ...], None]
@@ -70,8 +72,7 @@ def partitioned(init, names: tuple[str | None, ...]):
 
 
 def logical_axes_of(var: "nnx.Variable") -> tuple[str | None, ...] | None:
-    """The logical axis names on ``var``, one per dimension (a bare str: one), or None without an annotation; read from
-    every key Flax has used (``out_sharding``, ``sharding_names``, ``sharding``).
+    """The logical axis names on ``var`` (``ANNOTATION_KEYS``), one per dimension (a bare str: one), or None if none.
 
     Parameters
     ----------
@@ -85,8 +86,7 @@ def logical_axes_of(var: "nnx.Variable") -> tuple[str | None, ...] | None:
     if not callable(getattr(var, "get_metadata", None)):
         raise TypeError(f"logical_axes_of takes an nnx.Variable, e.g. model.up.kernel, got a {type(var).__name__}: "
                         "the annotation is the variable's metadata, not its value's")
-    names = next((found for key in ("out_sharding", "sharding_names", "sharding")
-                  if (found := var.get_metadata().get(key)) is not None), None)
+    names = next((found for key in ANNOTATION_KEYS if (found := var.get_metadata().get(key)) is not None), None)
     return None if names is None else tuple(names) if _is_sequence(names) else (names,)  # a bare 5: one odd entry
 
 
@@ -221,8 +221,7 @@ def check_table(table: Mapping) -> None:
         if not all(isinstance(v, str) and v for v in names):  # "" (Hydra's rule.embed=) is no axis: None is unsplit
             raise ValueError(f"rule table entry {{{key!r}: {value!r}}}: a value must be a mesh axis name "
                              f"(e.g. 'data' or 'model'), a list of them, or None")
-        twice = next((v for v in names if names.count(v) > 1), None)
-        if twice is not None:  # one dimension cannot be split over a mesh axis twice, on any mesh
+        if (twice := next((v for v in names if names.count(v) > 1), None)) is not None:  # on any mesh: one split each
             once = tuple(dict.fromkeys(names))
             raise ValueError(f"rule table entry {{{key!r}: {value!r}}} names mesh axis {twice!r} twice; list "
                              f"each once: {{{key!r}: {once[0] if len(once) == 1 else once!r}}}")
@@ -263,16 +262,18 @@ def partition_spec_for(names: Sequence[str | None] | str | None, shape: Sequence
     table = table if isinstance(table, Mapping) else resolve_rule(table).table  # RULES["fsdp"]'s pairs have no .get
     if names is None:
         return P(), None
-    names = tuple(names) if _is_sequence(names) else (names,)  # "embed" is one name, not five characters
+    bare, names = isinstance(names, str), tuple(names) if _is_sequence(names) else (names,)  # "embed": one name
     if odd := [n for n in names if not (n is None or isinstance(n, str))]:  # a list: unhashable; an int: in no table
         return P(), (f"annotation entry {odd[0]!r} ({type(odd[0]).__name__}) is no logical axis name: give one str "
                      f"(e.g. 'embed') or None per dimension, got {names!r}")
     if len(names) != len(shape):
-        stacked = (f": one leading dimension more (size {shape[0]}): layers stacked by nnx.vmap/nnx.scan without "
+        stacked = (f": the annotation is the string {names[0]!r}, not a tuple: write "  # ("embed"): a forgotten comma
+                   f"{(names[0],) + (None,) * (len(shape) - 1)!r}" if bare and len(shape) > 1 else  # not stacked layers
+                   f": one leading dimension more (size {shape[0]}): layers stacked by nnx.vmap/nnx.scan without "
                    "transform_metadata get no name for the stacked axis; pass the vmap transform_metadata="
                    "{nnx.PARTITION_NAME: None} (the stacked axis left unsplit), or {nnx.PARTITION_NAME: 'layers'} "
                    "with a rule table mapping it, e.g. {**dict(gs.RULES['fsdp']), 'layers': None}"
-                   ) if len(shape) == len(names) + 1 else ""
+                   if len(shape) == len(names) + 1 else "")
         return P(), f"annotation rank {len(names)} != array rank {len(shape)}{stacked}"
     entries, owner = [], {}
     for at, (name, dim) in enumerate(zip(names, shape)):

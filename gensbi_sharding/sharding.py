@@ -20,8 +20,8 @@ from gensbi_sharding.factory import MODEL_IN_FACTORY, refuse_in_factory
 from gensbi_sharding.nodes import (abstract_state, array_leaves, array_variables, check_mesh, check_node,
                                    check_plan_fits, is_array, is_array_like, is_int, is_node, listing, named_leaves,
                                    non_node_part, path_key, shape_of, value_of)
-from gensbi_sharding.rules import (RULES, ExperimentalRuleWarning, Rule, RuleTable, ShardingFallbackWarning,
-                                   RULE_FILES, logical_axes_of, partition_spec_for, resolve_rule)
+from gensbi_sharding.rules import (ANNOTATION_KEYS, RULES, ExperimentalRuleWarning, Rule, RuleTable,
+                                   ShardingFallbackWarning, RULE_FILES, logical_axes_of, partition_spec_for, resolve_rule)
 
 __all__ = ["Plan", "plan_shardings", "place", "shard_model", "shard_model_by_table"]
 
@@ -175,7 +175,9 @@ def plan_shardings(node: Any, mesh: Mesh, rule: str | RuleTable | Rule = "replic
         value, spec = value_of(var), P()
         if rule.reads_annotations:
             names, one = logical_axes_of(var), is_array_like(value)
-            spec, reason = partition_spec_for(names if one else None, value.shape if one else (), rule.table, mesh)
+            meta = var.get_metadata()  # as stored: ("embed") is the str "embed", a forgotten comma, not a 1-tuple
+            raw = next((meta[key] for key in ANNOTATION_KEYS if meta.get(key) is not None), None)
+            spec, reason = partition_spec_for(raw if one else None, value.shape if one else (), rule.table, mesh)
             if names is None and isinstance(var, nnx.Param):
                 reason = "no annotation"
             elif not one and (names is not None or isinstance(var, nnx.Param)):  # its annotation is for one array

@@ -214,6 +214,22 @@ def test_stacked_layers_without_transform_metadata_fall_back_naming_the_fix_that
     assert gs.partition_spec_for(("embed", "mlp"), (8,), rule, mesh) == (P(), "annotation rank 2 != array rank 1")
 
 
+def test_a_bare_string_annotation_on_a_matrix_names_the_forgotten_comma_not_stacked_layers():
+    # Was "one leading dimension more (size 8): layers stacked by nnx.vmap/nnx.scan ...": ("embed") is the str.
+    init = nnx.with_partitioning(nnx.initializers.lecun_normal(), ("embed"), eager_sharding=False)  # noqa: UP034
+    model = nnx.Linear(8, 4, kernel_init=init, rngs=nnx.Rngs(0))
+    plan = gs.plan_shardings(model, gs.make_mesh(model_axis=2), "fsdp")
+    comma = "annotation rank 1 != array rank 2: the annotation is the string 'embed', not a tuple: write ('embed', None)"
+    assert plan.specs["kernel"] == P() and plan.fallbacks["kernel"] == comma
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        plan.warn()
+    assert [f"kernel ({comma})" in str(w.message) for w in record if w.category is gs.ShardingFallbackWarning] == [True]
+    # Any rank: one None per dimension after it; the 1-tuple ("embed",) on a stacked matrix keeps the vmap fix.
+    assert gs.partition_spec_for("embed", (8, 4, 2), "fsdp", plan.mesh)[1].endswith("write ('embed', None, None)")
+    assert "nnx.vmap" in gs.partition_spec_for(("embed",), (3, 8), "fsdp", plan.mesh)[1]
+
+
 class Counter(nnx.Variable):
     """A variable type of the user's own."""
 
