@@ -97,13 +97,13 @@ def renamed_fix(saved: Mapping[str, Any], target: Mapping[str, Any]) -> str | No
     if len(tops[0]) > 1 and not set(tops[0]) & set(tops[1]) and rest(saved) == rest(target):  # one: renamed, below
         return (f"Only the top-level entries differ: {entries}: build the target as the state was saved, e.g. "
                 f"abstract_state_for({whole_target(saved)}, mesh, rule)")
-    fits = {t: next((s for s in tops[0] if rest(saved, s) == rest(target, t)), None) for t in tops[1]}
-    if tops[1] and not set(tops[0]) & set(tops[1]) and None not in fits.values() and rest(saved) != rest(target):
+    fits = {t: [s for s in tops[0] if rest(saved, s) == rest(target, t)] for t in tops[1]}  # two alike models: both
+    if tops[1] and not set(tops[0]) & set(tops[1]) and all(fits.values()) and rest(saved) != rest(target):
         key = lambda s: int(s) if s.isdigit() and all(t.isdigit() for t in tops[0]) else s  # noqa: E731
         return (f"The target holds only part of the checkpoint: {entries}; the target's "
-                f"{', '.join(f'{t!r} fits the saved {s!r}' for t, s in fits.items())}. Restore all it holds, e.g. "
-                f"restored = restore(path, abstract_state_for({whole_target(saved)}, mesh, rule)), then keep the part: "
-                f"nnx.update(model, restored.state[{key(next(iter(fits.values())))!r}])")
+                f"{', '.join(f'{t!r} fits the saved ' + ' or '.join(map(repr, s)) for t, s in fits.items())}. Restore "
+                f"all it holds, e.g. restored = restore(path, abstract_state_for({whole_target(saved)}, mesh, rule)), "
+                f"then keep the part: nnx.update(model, restored.state[{key(next(iter(fits.values()))[0])!r}])")
     first = next(iter(missing), "").split("/")  # a name renamed in every path renames this one's too
     for old, new in {(a, b) for m in extra if len(m.split("/")) == len(first)
                      for a, b in zip(m.split("/"), first) if a != b}:

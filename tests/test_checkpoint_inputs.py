@@ -997,6 +997,14 @@ def test_a_target_holding_part_of_the_saved_top_level_names_the_entries_and_how_
         restore(as_dict, abstract_state_for({"a": model}, mesh, "tensor"))
 
 
+def test_a_target_part_fitting_several_saved_entries_names_every_one(tmp_path, devices):
+    # Was "the target's 'x' fits the saved 'a'": 'b', the same model's shapes, went unnamed.
+    directory = save(tmp_path / "two", nnx.state({"a": Small(nnx.Rngs(0)), "b": Small(nnx.Rngs(1))}))
+    with pytest.raises(ValueError, match=r"the checkpoint's are 'a', 'b', the target's 'x' .*; the target's 'x' fits "
+                                         r"the saved 'a' or 'b'\. Restore all it holds.*restored\.state\['a'\]\)$"):
+        restore(directory, abstract_state_for({"x": Small(nnx.Rngs(2))}, gs.make_mesh(model_axis=2), "tensor"))
+
+
 @pytest.mark.parametrize("dtype, wider", [("uint4", "uint8"), ("float8_e4m3", "float16")])
 def test_a_dtype_tensorstore_cannot_hold_is_refused_naming_the_variable_and_nothing_is_written(tmp_path, devices, dtype,
                                                                                                   wider):
