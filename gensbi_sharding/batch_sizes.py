@@ -27,9 +27,9 @@ def nearest_batch_sizes(requested: int, multiple: int, at_most: int | None = Non
         if not isinstance(value, numbers.Integral) or isinstance(value, bool):
             raise TypeError(f"nearest_batch_sizes: {name}={value!r} must be an integer (rows)")
     if multiple < 1 or requested < 1:  # a negative request was answered (multiple,), as if it were valid
-        name, value, what = ("multiple", multiple, "the data-parallel size") if multiple < 1 else (
-            "requested", requested, "a batch size, rows")
-        raise ValueError(f"nearest_batch_sizes: {name}={value} must be >= 1 ({what}), e.g. {name}=8")
+        name, value, what, fix = ("multiple", multiple, "the data-parallel size", abs(multiple) or 1) if multiple < 1 \
+            else ("requested", requested, "a batch size, rows", multiple)  # -8: a sign slipped; the multiple is valid
+        raise ValueError(f"nearest_batch_sizes: {name}={value} must be >= 1 ({what}), e.g. {name}={fix}")
     requested, multiple = int(requested), int(multiple)
     largest = int(at_most) // multiple * multiple if at_most is not None else max(requested, multiple) + multiple
     if largest < multiple:

@@ -284,6 +284,16 @@ def test_nearest_batch_sizes_table():
             nearest_batch_sizes(*bad)
 
 
+@pytest.mark.parametrize("bad, fix", [((0, 6), "requested=6"), ((-4, 3, 12), "requested=3"), ((8, -6), "multiple=6"),
+                                      ((8, 0), "multiple=1")])
+def test_nearest_batch_sizes_refusal_gives_an_example_that_fits_the_arguments(bad, fix):
+    # Was "e.g. requested=8" (or multiple=8) whatever was asked: requested=8 is no multiple of 6 nor of 3.
+    with pytest.raises(ValueError, match=rf"must be >= 1 \(.*\), e\.g\. {fix}$"):
+        nearest_batch_sizes(*bad)
+    assert nearest_batch_sizes(*(int(fix.split("=")[1]) if n == fix.split("=")[0] else v
+                                 for n, v in zip(("requested", "multiple", "at_most"), bad))) != ()  # the example works
+
+
 # ------------------------------------------------------------------ case 5: other errors name their override
 
 def test_model_axis_error_names_the_override_and_a_value_that_works(tmp_path, devices):
