@@ -182,7 +182,8 @@ def plan_shardings(node: Any, mesh: Mesh, rule: str | RuleTable | Rule = "replic
                 reason = "no annotation"
             elif not one and (names is not None or isinstance(var, nnx.Param)):  # its annotation is for one array
                 reason = f"holds a {type(value).__name__} of arrays, not one array"
-            elif reason and isinstance(var, nnx.optimizer.OptState) and names is not None and (
+            elif reason and isinstance(var, nnx.optimizer.OptState) and names is not None and not (
+                    isinstance(raw, str) and len(value.shape) > 1) and (  # Adam's moments of a kernel ("embed"): comma
                     len(names) != len(value.shape) or math.prod(value.shape) == 1):
                 reason = f"{UNLIKE_PARAMETER}; {reason}"  # the annotation was copied from a parameter
             if reason is not None:

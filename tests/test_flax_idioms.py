@@ -219,7 +219,8 @@ def test_a_bare_string_annotation_on_a_matrix_names_the_forgotten_comma_not_stac
     init = nnx.with_partitioning(nnx.initializers.lecun_normal(), ("embed"), eager_sharding=False)  # noqa: UP034
     model = nnx.Linear(8, 4, kernel_init=init, rngs=nnx.Rngs(0))
     plan = gs.plan_shardings(model, gs.make_mesh(model_axis=2), "fsdp")
-    comma = "annotation rank 1 != array rank 2: the annotation is the string 'embed', not a tuple: write ('embed', None)"
+    comma = ("annotation rank 1 != array rank 2: the annotation is the string"
+             " 'embed', not a tuple: write ('embed', None)")
     assert plan.specs["kernel"] == P() and plan.fallbacks["kernel"] == comma
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
@@ -228,6 +229,16 @@ def test_a_bare_string_annotation_on_a_matrix_names_the_forgotten_comma_not_stac
     # Any rank: one None per dimension after it; the 1-tuple ("embed",) on a stacked matrix keeps the vmap fix.
     assert gs.partition_spec_for("embed", (8, 4, 2), "fsdp", plan.mesh)[1].endswith("write ('embed', None, None)")
     assert "nnx.vmap" in gs.partition_spec_for(("embed",), (3, 8), "fsdp", plan.mesh)[1]
+
+
+def test_adam_moments_of_a_bare_string_annotated_matrix_name_the_forgotten_comma():
+    # Was "optimizer state shaped unlike its parameter ... nothing to fix", never warned for an optimizer alone.
+    init = nnx.with_partitioning(nnx.initializers.lecun_normal(), ("embed"), eager_sharding=False)  # noqa: UP034
+    optimizer = nnx.Optimizer(nnx.Linear(8, 4, kernel_init=init, rngs=nnx.Rngs(0)), optax.adam(1e-3), wrt=nnx.Param)
+    plan = gs.plan_shardings(optimizer, gs.make_mesh(model_axis=2), "fsdp")
+    comma = ("annotation rank 1 != array rank 2: the annotation is the string"
+             " 'embed', not a tuple: write ('embed', None)")
+    assert plan.fallbacks["opt_state/0/mu/kernel"] == plan.fallbacks["opt_state/0/nu/kernel"] == comma
 
 
 class Counter(nnx.Variable):
