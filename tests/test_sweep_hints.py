@@ -328,8 +328,30 @@ def test_a_folder_continued_alone_with_a_corrected_value_is_not_the_original_swe
     assert lead == f"hydra.sweep.dir={tmp_path}: 1 of its 2 jobs complete (0); "
     corrected = [["train.learning_rate=0.003"], ["train.learning_rate=0.002"]]
     assert moved_folders(tmp_path, corrected) == {}  # the sweep of the value it ran: its job, complete
-    (runs[1] / "metrics.json").write_text('{"status": "preempted"}')  # not complete: offered as it ran, as before
-    assert moved_folders(tmp_path, original) == {}
+    (runs[1] / "metrics.json").write_text('{"status": "preempted"}')  # not complete: named all the same (below)
+    assert list(moved_folders(tmp_path, original)) == ["1"]
+
+
+def test_a_folder_continued_alone_with_a_corrected_value_and_preempted_is_named_not_offered_as_the_original_job(
+        tmp_path):
+    # -m train.learning_rate=0.003,1e30 (job 1 diverged), folder 1 continued alone with 0.002 (hydra.mode=RUN) and
+    # preempted, then the first sweep typed again into its folder: was offered as job 1's unfinished command with
+    # 0.002 (the value it ran, not this job's 1e+30). Now named with the value it holds, never offered.
+    from gensbi_sharding.harness.sweep_retyped import moved_folders
+
+    runs = finished_sweep(tmp_path, [["train.learning_rate=0.003"], ["train.learning_rate=0.002", "train.resume=auto"]])
+    (runs[1] / ".hydra" / "hydra.yaml").write_text("hydra:\n  mode: RUN\n")
+    (runs[1] / "metrics.json").write_text('{"status": "preempted"}')
+    original = [["train.learning_rate=0.003"], ["train.learning_rate=1e+30"]]
+    named = (f"folder {runs[1]} ran train.learning_rate=0.002 where this sweep's job 1 is train.learning_rate=1e+30, "
+             "and it ended preempted, no error naming train.learning_rate (a job folder takes this sweep's value only "
+             "where its error named the key that changed): run this sweep in another hydra.sweep.dir")
+    assert moved_folders(tmp_path, original) == {"1": named}
+    assert unfinished_jobs_hint(runs, ("preempted",), original, sweep_dir=tmp_path) == f"; {named}"
+    corrected = [["train.learning_rate=0.003"], ["train.learning_rate=0.002"]]  # its own sweep: offered, as it ran
+    assert moved_folders(tmp_path, corrected) == {}
+    assert unfinished_jobs_hint(runs, ("preempted",), corrected, sweep_dir=tmp_path).endswith(
+        "train.learning_rate=0.002 train.resume=auto hydra.mode=RUN hydra.run.dir=" + str(runs[1]))
 
 
 def test_the_unfinished_jobs_script_runs_from_any_folder_and_stops_at_ctrl_c(tmp_path, monkeypatch):

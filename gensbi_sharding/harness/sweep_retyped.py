@@ -106,10 +106,12 @@ def retyped_job(job_dir: Any, number: int | None, all_jobs: Sequence[Sequence[st
     (list of str or None, str)
         The overrides that continue it and a note for its command: as it ran where it ran this sweep's job; with this
         sweep's values where it failed naming each swept key that changed. Otherwise (None, the sentence that names the
-        folder, the values it ran and why it is not offered).
+        folder, the values it ran and why it is not offered), continued alone (``hydra.mode=RUN``) or not.
     """
     wanted, swept = _wanted(tuple(map(tuple, all_jobs)))
-    changed = None if number is None else changed_keys(job_dir, wanted[number], swept)
+    # continued alone too (hydra.mode=RUN, e.g. preempted after its value was corrected): what it holds is compared
+    # (was: offered with the value it ran, 0.002, as this sweep's job of 1e+30)
+    changed = None if number is None else changed_keys(job_dir, wanted[number], swept, alone=True)
     if not changed or not changed[0]:
         return list(ran_with), named_overrides(job_dir, ran_with)
     (keys, ran), (status, cause, _) = changed, _error(job_dir)
@@ -119,6 +121,8 @@ def retyped_job(job_dir: Any, number: int | None, all_jobs: Sequence[Sequence[st
         offered = [typed.get(_key(o), "") if _key(o) in keys else o for o in ran_with]
         offered = [o for o in offered if o] + [typed[k] for k in keys if k not in ran and k in typed]
         return offered, f" (its error names {was}: this sweep's {now} in its place)"
+    if status == "ok" and changed_keys(job_dir, wanted[number], swept) is None:  # completed alone: kept, said so
+        return None, _completed_alone(job_dir, number, all_jobs)
     unnamed = " ".join(k for k in keys if not _names(cause, k))  # the others it names
     why = ("it completed" if status == "ok" else f"its error does not name {unnamed}" if status == "error" else
            f"it ended {status or 'without a record'}, no error naming {' '.join(keys)}")
@@ -134,7 +138,7 @@ def moved_folders(sweep_dir: Any, all_jobs: Sequence[Sequence[str]],
     (was: "2 of its 3 jobs complete (0, 2); job 0: ...; to train it further ...: train.learning_rate=0.003", folder 0
     where this sweep's job 0 is 0.005). ``folders``: each job's folder name (``sweep_plan.job_folders``).
 
-    A folder continued alone with another value and completed is named too (``_completed_alone``)."""
+    A folder continued alone (``hydra.mode=RUN``) with another value is named too, complete or not."""
     from gensbi_sharding.harness.sweep_plan import folder_of
 
     found = {}
@@ -142,8 +146,6 @@ def moved_folders(sweep_dir: Any, all_jobs: Sequence[Sequence[str]],
         job = Path(sweep_dir) / folder_of(number, folders)
         if job.is_dir() and (moved := retyped_job(job, number, all_jobs, ()))[0] is None:
             found[job.name] = moved[1]
-        elif job.is_dir() and (alone := _completed_alone(job, number, all_jobs)):
-            found[job.name] = alone
     return found
 
 
