@@ -155,6 +155,22 @@ def test_an_option_of_ones_own_on_the_search_path_is_no_misspelling(tmp_path):
     assert "Could not find 'model/my_flux1'" in override_problem(["model=my_flux1"])
 
 
+def test_hydra_searchpath_typed_twice_is_read_as_hydra_reads_it_the_first_one(tmp_path):
+    # Hydra 1.3 searches the first hydra.searchpath= typed (its config node keeps the last; +hydra.searchpath= it
+    # never reads). Was: both merged, model=my_flux1 of the second's folder passed, then Hydra's own "Could not find".
+    from gensbi_sharding.harness.override_grammar import parse
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    (first / "model").mkdir(parents=True)
+    (second / "model").mkdir(parents=True)
+    (second / "model" / "my_flux1.yaml").write_text("defaults:\n  - /flux1_schema\n")
+    typed = [f"hydra.searchpath=[file://{first}]", f"hydra.searchpath=[file://{second}]"]
+    assert parse(typed).search_paths == [f"file://{first}"]
+    assert "Could not find 'model/my_flux1'" in override_problem([*typed, "model=my_flux1"])
+    assert override_problem([*reversed(typed), "model=my_flux1"]) is None  # the folder that holds it, searched
+    assert parse([f"+hydra.searchpath=[file://{second}]", typed[0]]).search_paths == [f"file://{first}"]
+
+
 def test_a_glob_over_models_is_checked_against_the_models_it_matches():
     # Was: TypeError "unhashable type: 'Glob'" (a traceback from launch.py) for any command sweeping model=glob(...).
     assert override_problem(["-m", "model=glob(*former)", "model.depth=2"]) is None

@@ -64,7 +64,7 @@ class CommandLine(typing.NamedTuple):
     ``parsed``: the overrides Hydra's grammar reads. ``model_override``: the ``model=`` Hydra applies, the last
     one typed; ``models``: the model(s) it picks (each swept one, a glob's matching options; [] for none),
     ``model``: the one it picks (None when none or a sweep). ``multirun``: ``-m``, ``hydra.mode=``, or a preset
-    that turns multirun on itself (``groups.preset_is_multirun``: ``experiment=sbibm``, ``sweep=``). ``search_paths``: every ``hydra.searchpath`` entry.
+    that turns multirun on itself (``groups.preset_is_multirun``: ``experiment=sbibm``, ``sweep=``). ``search_paths``: the first ``hydra.searchpath=``'s entries.
     """
 
     args: tuple[str, ...]
@@ -100,8 +100,8 @@ class CommandLine(typing.NamedTuple):
 
     @property
     def search_paths(self) -> list[str]:
-        typed = [o.hydra.value() for o in self.parsed if o.key == "hydra.searchpath"]
-        # and --config-dir's, --config-path's folders (their own experiment/x.yaml was "Could not find 'experiment/x'")
+        # Hydra reads the first plain one (was: all merged), then -cd/-cp folders (was "Could not find 'experiment/x'")
+        typed = [o.hydra.value() for o in self.parsed if o.hydra.get_key_element() == "hydra.searchpath"][:1]
         return [str(e) for v in typed for e in (v if isinstance(v, list) else [v])] + config_folders(self.args, not typed)
 
 
