@@ -434,3 +434,27 @@ def test_a_module_of_the_scripts_run_as_one_names_the_script_to_run():
         script = "sequential.py" if module == "sequential_rounds.py" else "sbibm.py"
         assert said[module] == (f"{module} is a module the benchmark scripts import, not a script: run "
                                 f"python benchmarks/{script} --help"), (module, said[module])
+
+
+def test_each_file_of_benchmarks_runs_with_python_dash_m_as_it_does_by_path():
+    # Was: python -m benchmarks.sbibm_plot (any module the scripts import, and init, shard_model, step_overhead,
+    # gensbi_pipeline) ended in "ModuleNotFoundError: No module named 'cli_args'"; python -m benchmarks.sbibm worked.
+    # One real -m, then each file as -m runs it (runpy.run_module imports the package first), in one process.
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.sbibm_plot", "--help"], cwd=REPO, capture_output=True,
+                          text=True, timeout=120)
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert proc.stderr == ("sbibm_plot.py is a module the benchmark scripts import, not a script: run python "
+                           "benchmarks/sbibm.py --help\n")
+    names = sorted(p.stem for p in (REPO / "benchmarks").glob("*.py") if p.name != "__init__.py")
+    probe = ("import contextlib, io, runpy, sys\nfor name in sys.argv[1:]:\n    sys.argv = [name, '--help']\n"
+             "    try:\n        with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+             "            runpy.run_module('benchmarks.' + name, run_name='__main__', alter_sys=True)\n"
+             "        print(name, 'ran')\n    except SystemExit as stop:\n"
+             "        print(name, stop.code, 'usage:' in out.getvalue())\n")
+    done = subprocess.run([sys.executable, "-c", probe, *names], cwd=REPO, capture_output=True, text=True, timeout=240)
+    said = dict(line.split(" ", 1) for line in done.stdout.splitlines())
+    assert set(said) == set(names), done.stderr[-3000:]
+    for name in names:
+        script = "sequential.py" if name == "sequential_rounds" else "sbibm.py"
+        assert said[name] == ("0 True" if f"{name}.py" in SCRIPTS else f"{name}.py is a module the benchmark scripts "
+                              f"import, not a script: run python benchmarks/{script} --help False"), (name, said[name])
