@@ -360,6 +360,7 @@ def test_the_unfinished_jobs_script_runs_from_any_folder_and_stops_at_ctrl_c(tmp
     # typed); and Ctrl-C during its first job stopped that job (exit 130, as the job handles it) and bash started the
     # next. Now it moves to the folder its commands were printed for, and Ctrl-C stops it after the job under way.
     import os
+    import signal
     import subprocess
     import sys
 
@@ -384,8 +385,11 @@ def test_the_unfinished_jobs_script_runs_from_any_folder_and_stops_at_ctrl_c(tmp
     hint = unfinished_jobs_hint(runs, ("preempted",), [[f"train.steps={n}"] for n in range(2, 8)], sweep_dir=sweep)
     script = sweep / "continue_unfinished.sh"
     assert f"bash {script} (5 commands" in hint, hint
+    # SIGINT as a terminal delivers it: a suite started in the background (`make test &`, a CI runner) has it ignored,
+    # which bash inherits and then cannot trap (POSIX), so the script would run on through every job
     done = subprocess.run(["bash", str(script)], cwd=elsewhere, start_new_session=True, capture_output=True,
-                          text=True, timeout=60, env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"})
+                          text=True, timeout=60, env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"},
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     calls = (checkout / "calls").read_text().splitlines() if (checkout / "calls").exists() else []
     assert calls == [f"train.steps={n} train.resume=auto hydra.mode=RUN hydra.run.dir={sweep / str(n - 2)}"
                      for n in (3, 4)], done.stderr
