@@ -213,6 +213,10 @@ def replicate(tree: Any, mesh: Mesh | None) -> Any:
     return _put_leaves(tree, mesh, "replicate", "replicate", split=False)
 
 
+#: Where a traced value is placed: a jitted step's, or an eager jax.grad/vmap's (its arrays are tracers too).
+UNDER_TRANSFORM = "under a JAX transformation (jax.jit, jax.grad, ...)"
+
+
 def check_active_mesh(mesh: Mesh, caller: str) -> None:
     """In a trace, ``ValueError`` if a mesh of another layout than ``mesh``, or of its layout on other devices (or in
     another order), is active (``jax.set_mesh``), which JAX refused naming no fix: "Received incompatible devices for
@@ -223,11 +227,11 @@ def check_active_mesh(mesh: Mesh, caller: str) -> None:
     fix = ("is active (jax.set_mesh or mesh_context), the one the step is traced on: pass that one, or call the step "
            "under this one: `with mesh_context(mesh):`")
     if (dict(active.shape), tuple(active.axis_names)) != (dict(mesh.shape), mesh.axis_names):
-        raise ValueError(f"{caller} inside jax.jit was given mesh {dict(mesh.shape)} while mesh {dict(active.shape)} "
+        raise ValueError(f"{caller} {UNDER_TRANSFORM} was given mesh {dict(mesh.shape)} while mesh {dict(active.shape)} "
                          + fix)
     given, traced_on = mesh.device_ids.ravel().tolist(), traced_mesh()
     if traced_on is not None and (traced_on := traced_on.device_ids.ravel().tolist()) != given:
-        raise ValueError(f"{caller} inside jax.jit was given mesh {dict(mesh.shape)} on devices {given} while that "
+        raise ValueError(f"{caller} {UNDER_TRANSFORM} was given mesh {dict(mesh.shape)} on devices {given} while that "
                          f"layout on devices {traced_on} " + fix)
 
 

@@ -64,11 +64,20 @@ def test_placing_inside_jit_on_a_mesh_other_than_the_active_one_names_both_meshe
     with gs.mesh_context(active), pytest.raises(ValueError) as error:
         jax.jit(lambda x: place(x, given))(jnp.ones((8, 4)))
     assert str(error.value) == (
-        f"{place.__name__} inside jax.jit was given mesh {{'data': 4, 'model': 2}} while mesh {{'data': 2, 'model': 2}} "
-        "is active (jax.set_mesh or mesh_context), the one the step is traced on: pass that one, or call the step "
-        "under this one: `with mesh_context(mesh):`")
+        f"{place.__name__} under a JAX transformation (jax.jit, jax.grad, ...) was given mesh {{'data': 4, 'model': 2}} "
+        "while mesh {'data': 2, 'model': 2} is active (jax.set_mesh or mesh_context), the one the step is traced on: "
+        "pass that one, or call the step under this one: `with mesh_context(mesh):`")
     with gs.mesh_context(active):  # the active mesh itself is placed on
         assert jax.jit(lambda x: place(x, active))(jnp.ones((8, 4))).sharding.mesh.shape == active.shape
+
+
+def test_placing_under_an_eager_grad_on_another_mesh_says_transformation_not_jit(devices):
+    # Was "shard_batch inside jax.jit was given mesh ...": no jit there, an eager jax.grad's arrays are tracers too.
+    given, active = gs.make_mesh(model_axis=2), gs.make_mesh(jax.devices()[:4], model_axis=2)
+    with gs.mesh_context(active), pytest.raises(ValueError) as error:
+        jax.grad(lambda x: gs.shard_batch(x, given).sum())(jnp.ones((8, 4)))
+    assert str(error.value).startswith("shard_batch under a JAX transformation (jax.jit, jax.grad, ...) was given "
+                                       "mesh {'data': 4, 'model': 2} while mesh {'data': 2, 'model': 2} is active")
 
 
 @pytest.mark.parametrize("place", [gs.shard_batch, gs.shard_sample_init, gs.replicate])
@@ -84,9 +93,9 @@ def test_placing_inside_jit_on_the_active_layout_over_other_devices_names_both_d
         jax.jit(lambda x: place(x, given))(jnp.ones((8, 4)))
     given_ids = [2, 3, 0, 1] if order == "reversed" else [4, 5, 6, 7]
     assert str(error.value) == (
-        f"{place.__name__} inside jax.jit was given mesh {{'data': 2, 'model': 2}} on devices {given_ids} while that "
-        "layout on devices [0, 1, 2, 3] is active (jax.set_mesh or mesh_context), the one the step is traced on: pass "
-        "that one, or call the step under this one: `with mesh_context(mesh):`")
+        f"{place.__name__} under a JAX transformation (jax.jit, jax.grad, ...) was given mesh {{'data': 2, 'model': 2}} "
+        f"on devices {given_ids} while that layout on devices [0, 1, 2, 3] is active (jax.set_mesh or mesh_context), "
+        "the one the step is traced on: pass that one, or call the step under this one: `with mesh_context(mesh):`")
     same = jax.sharding.Mesh(np.asarray(active.devices), active.axis_names, axis_types=active.axis_types)
     with gs.mesh_context(active):  # another Mesh object of the same devices in the same order is placed on
         assert jax.jit(lambda x: place(x, same))(jnp.ones((8, 4))).sharding.mesh.device_ids.ravel().tolist() == [

@@ -172,9 +172,10 @@ def test_constrain_inside_jit_given_the_active_layout_in_another_device_order_na
         with pytest.raises(ValueError) as error:
             jax.jit(lambda y: gs.constrain(y, ("batch", None, "heads"), pa, given))(x)
         assert str(error.value) == (
-            "constrain inside jax.jit was given mesh {'data': 4, 'model': 2} on devices [6, 7, 4, 5, 2, 3, 0, 1] while "
-            "that layout on devices [0, 1, 2, 3, 4, 5, 6, 7] is active (jax.set_mesh or mesh_context), the one the "
-            "step is traced on: pass that one, or call the step under this one: `with mesh_context(mesh):`")
+            "constrain under a JAX transformation (jax.jit, jax.grad, ...) was given mesh {'data': 4, 'model': 2} on "
+            "devices [6, 7, 4, 5, 2, 3, 0, 1] while that layout on devices [0, 1, 2, 3, 4, 5, 6, 7] is active "
+            "(jax.set_mesh or mesh_context), the one the step is traced on: pass that one, or call the step under "
+            "this one: `with mesh_context(mesh):`")
         traced = jax.jit(lambda y: gs.constrain(y, ("batch", None, "heads"), pa, active))(x)
         assert traced.sharding.spec == P("data", None, "model")
 
@@ -187,8 +188,9 @@ def test_constrain_inside_jit_given_a_mesh_other_than_the_active_one_names_both_
     with gs.mesh_context(active):
         with pytest.raises(ValueError) as error:
             jax.jit(lambda y: gs.constrain(y, ("batch", None, "heads"), pa, given))(x)
-        assert str(error.value).startswith("constrain inside jax.jit was given mesh {'data': 4, 'model': 2} while mesh "
-                                           "{'data': 2, 'model': 2} is active (jax.set_mesh or mesh_context)")
+        assert str(error.value).startswith("constrain under a JAX transformation (jax.jit, jax.grad, ...) was given "
+                                           "mesh {'data': 4, 'model': 2} while mesh {'data': 2, 'model': 2} is active "
+                                           "(jax.set_mesh or mesh_context)")
         assert gs.constrain(x, ("batch", None, "heads"), pa, given).sharding.spec == P("data", None, "model")
         traced = jax.jit(lambda y: gs.constrain(y, ("batch", None, "heads"), pa))(x)  # mesh=None: the active one
         assert traced.sharding.mesh.shape == active.shape and traced.sharding.spec == P("data", None, "model")
