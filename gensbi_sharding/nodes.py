@@ -109,18 +109,20 @@ def path_name(path: Sequence[Any]) -> str:
 
 
 def mesh_axes_of(entry: Any) -> tuple:
-    """The mesh axes of a PartitionSpec entry or a checked rule-table value: None -> (), "data" -> ("data",);
-    ``ValueError`` for another (3 raised "'int' object is not iterable", b"data" named its bytes as mesh axes)."""
+    """A PartitionSpec entry's mesh axes (None: (), "data": ("data",)); ``ValueError`` naming its odd one."""
     axes = () if entry is None else tuple(entry) if isinstance(entry, Sequence) and not isinstance(entry, str) else (entry,)
-    if all(isinstance(axis, str) for axis in axes):
+    if not (odd := [axis for axis in axes if not isinstance(axis, str)]):
         return axes
-    raise ValueError(f"PartitionSpec entry {entry!r:.40} names no mesh axis: give a mesh axis name (e.g. 'data'), a "
-                     "tuple of them, or None")
+    if None in odd:  # None replicates as the whole entry; in a tuple JAX reads it as an axis name
+        raise ValueError(f"PartitionSpec entry {entry!r:.40} holds None inside a tuple, read as a mesh axis name: "
+                         f"leave it out ({tuple(filter(None, axes)) or None!r:.40}), or give None to leave it unsplit")
+    what = "names no mesh axis" if len(odd) == len(axes) else f"holds {odd[0]!r:.20}, not a mesh axis name"
+    raise ValueError(f"PartitionSpec entry {entry!r:.40} {what}: give a mesh axis name (e.g. 'data'), a tuple of "
+                     "them, or None")
 
 
 def split_twice(names: tuple, first: int, at: int, axis: str, table: Mapping) -> str:
-    """Why ``names`` falls back: dimension ``at`` splits over mesh ``axis`` as ``first`` does (or ``table`` maps it
-    there twice), with a fix that splits the rest: every later dimension on ``axis`` unsplit, or their names."""
+    """Why ``names`` falls back: dimension ``at`` splits over ``axis`` as ``first`` does; the fix splits the rest."""
     if first == at:
         return (f"logical axis {names[at]!r} maps to mesh axis {axis!r} twice ({table.get(names[at])!r}); map it "
                 f"onto {axis!r} once in the rule table")
@@ -156,8 +158,7 @@ def listing(items: Sequence[str], n: int = 3) -> str:
 
 
 def check_mesh(mesh: Any, *, abstract: bool = False, optional: bool = True, plans: bool = False) -> None:
-    """``TypeError`` unless ``mesh`` is a ``Mesh`` (``abstract``: or ``AbstractMesh``), or None when ``optional``;
-    ``plans``: an ``AbstractMesh`` passes too, unnamed in the message (planning reads only a mesh's axes)."""
+    """``TypeError`` unless ``mesh`` is a Mesh (``abstract``/``plans``: or AbstractMesh), or None if ``optional``."""
     if not (isinstance(mesh, (Mesh, AbstractMesh) if abstract or plans else Mesh) or (optional and mesh is None)):
         kind = "a jax.sharding.Mesh" + (" or AbstractMesh" if abstract else "") + (" or None" if optional else "")
         got = "None: it reads the mesh's axes, so it needs one" if mesh is None and not optional else repr(mesh)
@@ -206,8 +207,7 @@ def module_like(x: Any) -> bool:
 
 
 def node_state(tree: Any, sown: bool = True) -> Any:
-    """``nnx.state(tree)`` if ``tree`` is or holds a graph node (a shared variable counts once), else ``tree``;
-    ``sown=False``: each ``nnx.State`` in it without ``nnx.Intermediate`` variables (``sow``'s, of the last call)."""
+    """``nnx.state(tree)`` if it holds a graph node, else ``tree``; ``sown=False``: no ``nnx.Intermediate`` (sow's)."""
     state = nnx.state(tree) if any(map(module_like, jax.tree.leaves(tree, is_leaf=module_like))) else tree
     return state if sown else jax.tree.map(lambda s: nnx.filter_state(s, nnx.Not(nnx.Intermediate)) if isinstance(
         s, nnx.State) else s, state, is_leaf=lambda x: isinstance(x, (nnx.State, nnx.Variable)))

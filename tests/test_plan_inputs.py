@@ -203,7 +203,7 @@ def test_a_hand_built_spec_naming_a_mesh_axis_twice_or_unconstrained_is_named_wi
             gs.host_to_global_array({"x": np.ones((8, 8))}, mesh=mesh, partition={"x": spec})
 
 
-@pytest.mark.parametrize("entry", [3, 2.5, b"data", ("data", 3)])
+@pytest.mark.parametrize("entry", [3, 2.5, b"data", ("data", 3), ("data", None)])
 def test_a_spec_entry_naming_no_mesh_axis_is_named_with_its_variable(devices, entry):
     """A hand-built Plan or host_to_global_array partition holding P(3) raised "'int' object is not iterable" (P(2.5)
     too), P(b"data") was 'names mesh axis 97 twice ... use e.g. P((100, 97, 116),)' (its bytes read as axes); now each
@@ -213,7 +213,12 @@ def test_a_spec_entry_naming_no_mesh_axis_is_named_with_its_variable(devices, en
     plan = gs.plan_shardings(model, mesh, "fsdp")
     before = gs.sharding_of(model)
     bad = gs.Plan(mesh, "fsdp", {**plan.specs, "up/kernel": P(entry)}, {})
-    why = rf"PartitionSpec entry {re.escape(repr(entry))} names no mesh axis: give a mesh axis name \(e\.g\. 'data'\)"
+    # ("data", 3) and ("data", None) said "names no mesh axis", naming 'data': now the entry's odd one out
+    why = re.escape(f"PartitionSpec entry {entry!r} " + {
+        ("data", 3): "holds 3, not a mesh axis name: give a mesh axis name (e.g. 'data')",
+        ("data", None): "holds None inside a tuple, read as a mesh axis name: leave it out (('data',)), or give None "
+                        "to leave it unsplit"}.get(
+        entry, "names no mesh axis: give a mesh axis name (e.g. 'data')"))
     with pytest.raises(ValueError, match=rf"place: the plan splits up/kernel as .*{why}.*fix that spec"):
         gs.place(model, bad)
     assert gs.sharding_of(model) == before
