@@ -25,6 +25,7 @@ import orbax.checkpoint as ocp
 
 from gensbi_sharding.checkpoint_steps import (CHECKPOINT_SUBDIR, ITEMS, check_array_path, committed_steps,
                                               unconfirmed_steps)
+from gensbi_sharding.write_probe import denied_words
 
 __all__ = ["Lock", "lock_directory", "unlock", "finish_and_unlock", "watch_exit", "commit_barrier", "failed_save",
            "check_save_directory", "check_none_cut_short"]
@@ -45,10 +46,10 @@ def lock_directory(directory: Path) -> Lock:
     try:  # a read-only folder refused now, not at the first save after all the training before it
         directory.mkdir(parents=True, exist_ok=True)
         os.rmdir(tempfile.mkdtemp(prefix=".write-probe-", dir=directory))
-    except OSError as err:
-        where = Path(err.filename).parent if err.filename else directory
-        raise type(err)(f"checkpoint directory {directory}: cannot write in {where} ({err.strerror or err}); pass a "
-                        "folder you can write to (check its permissions, or a read-only mount)") from None
+    except OSError as err:  # /proc answers a new name with ENOENT: said as what it is, not as /proc missing
+        words = denied_words(err, Path(err.filename).parent if err.filename else directory, directory)
+        raise type(err)(f"checkpoint directory {directory}: {words}; pass a folder you can write to (check its "
+                        "permissions, or a read-only mount)") from None
     fd = os.open(directory, os.O_RDONLY)
     identity = (os.fstat(fd).st_dev, os.fstat(fd).st_ino)
     try:

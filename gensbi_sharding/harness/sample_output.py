@@ -180,7 +180,7 @@ def output_problem(out: Path, given: str | None, size: int = 0) -> str | None:
     try:
         os.rmdir(tempfile.mkdtemp(prefix=".write-probe-", dir=out.parent))
     except OSError as err:  # /proc's ENOENT said as what it is (write_probe): was "cannot write in /proc (No such ...)"
-        from gensbi_sharding.harness.write_probe import denied_words
+        from gensbi_sharding.write_probe import denied_words
 
         which = f"--out {out}" if given else f"the default output {out} (beside the observation file)"
         return (f"{which}: {denied_words(err, out.parent, out)}; pass --out <a file in a folder you "

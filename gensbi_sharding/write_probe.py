@@ -1,9 +1,8 @@
 """Whether an existing folder takes a new entry, tried rather than read from its mode bits, and why not in words.
 
-Root passes ``os.access``, yet a read-only mount, /sys or an immutable folder refuses a new entry all the same. The
-words name the folder and the real reason: /proc answers a new name with ENOENT, "No such file or directory", which
-read as /proc missing (was: "cannot write in /proc (No such file or directory)" for ``hydra.run.dir=/proc/foo``).
-Pure Python: no JAX.
+Root passes ``os.access``, yet a read-only mount, /sys or an immutable folder refuses a new entry all the same; /proc
+answers a new name with ENOENT, which must not read as /proc missing. Pure Python, no JAX: the harness's command-line
+checks and ``CheckpointWriter``'s folder check share it.
 """
 
 from __future__ import annotations
