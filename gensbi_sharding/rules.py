@@ -1,8 +1,7 @@
 """The contract's vocabulary and rules: logical axes, annotations, the named rules, a rule resolved once.
 
 ``RULES`` and ``LOGICAL_AXES`` are pinned by a test against ``heal_swin_nnx.sharding``. A rule table (logical axis ->
-mesh axes) is Flax's logical axis rules (``flax.linen.partitioning``, ``nnx.with_partitioning``) and MaxText's
-``logical_axis_rules``; its placements are GSPMD's (Xu et al. 2021, arXiv:2105.04663)."""
+mesh axes) is Flax's and MaxText's ``logical_axis_rules``; its placements GSPMD's (Xu et al. 2021, arXiv:2105.04663)."""
 
 import dataclasses
 import difflib
@@ -90,10 +89,9 @@ def logical_axes_of(var: "nnx.Variable") -> tuple[str | None, ...] | None:
     return None if names is None else tuple(names) if _is_sequence(names) else (names,)  # a bare 5: one odd entry
 
 
-#: The named rules, each ``(logical axis, mesh axis or None)`` for every logical axis. "replicated" splits nothing;
-#: "fsdp" splits ``embed`` over ``"data"`` (FSDP / ZeRO-3 parameter sharding, Rajbhandari et al. 2020,
-#: arXiv:1910.02054); "tensor" splits ``mlp``, ``heads``, ``vocab`` over ``"model"`` (Megatron-LM tensor
-#: parallelism, Shoeybi et al. 2019, arXiv:1909.08053).
+#: The named rules, a (logical axis, mesh axis or None) pair each. "replicated" splits nothing; "fsdp" splits ``embed``
+#: over ``"data"`` (FSDP / ZeRO-3, Rajbhandari et al. 2020, arXiv:1910.02054); "tensor" splits ``mlp``, ``heads``,
+#: ``vocab`` over ``"model"`` (Megatron-LM tensor parallelism, Shoeybi et al. 2019, arXiv:1909.08053).
 RULES: dict[str, tuple[tuple[str, str | None], ...]] = {
     "replicated": tuple((name, None) for name in LOGICAL_AXES),
     "fsdp": tuple((name, "data" if name == "embed" else None) for name in LOGICAL_AXES),
@@ -117,8 +115,7 @@ class Rule:
         A key of ``RULES`` (with another table: that rule edited, named so in messages), ``"custom"`` or any name.
     table : RuleTable
     builtin : bool, default False
-        True for the contract's rules ("replicated" then ignores annotations); a key of ``RULES`` with its own table
-        is the contract's rule whatever ``builtin`` says (warned as experimental as ``resolve_rule(name)`` is).
+        True for the contract's rules ("replicated" then ignores annotations), as a key of ``RULES`` with its table is.
 
     Raises
     ------
@@ -162,8 +159,7 @@ def resolve_rule(rule: str | RuleTable | Rule) -> Rule:
     Parameters
     ----------
     rule : str or RuleTable or Rule, or sequence of (str, MeshAxes) pairs
-        A key of ``RULES``; a table; the same as pairs, each logical axis once (as ``RULES`` and Flax's
-        ``logical_axis_rules``); or a ``Rule``. Mesh axes are checked later (``partition_spec_for``).
+        A key of ``RULES``; a table, or its pairs (as Flax's ``logical_axis_rules``); a ``Rule``. Mesh axes: later.
 
     Raises
     ------
@@ -204,8 +200,7 @@ def _plain(value: Any) -> Any:  # a table value with a non-list sequence (ListCo
 
 
 def check_table(table: Mapping) -> None:
-    """``ValueError`` naming the entry unless each key is in ``LOGICAL_AXES`` (another str only mapped to None or
-    ``()``: declared unsplit) and each value None, a mesh axis name or a list naming each mesh axis once."""
+    """``ValueError`` naming the entry unless keys are logical axes (others: unsplit only), values mesh axes or None."""
     for key, value in table.items():
         names = [] if value is None else list(value) if _is_sequence(value) else [value]
         if key not in LOGICAL_AXES and (names or not isinstance(key, str)):
@@ -232,6 +227,11 @@ def _onto(table: Mapping, axis: str) -> str:
     mapped = [k for k, v in table.items() if k in LOGICAL_AXES and axis in ((v,) if isinstance(v, str) else v or ())]
     return ", ".join(mapped) or next((f"none; rule {r!r} maps {k!r} onto it" for r, pairs in RULES.items()
                                       for k, v in pairs if v == axis), "none")
+
+
+def forgotten_comma(names: Any, shape: Sequence[int]) -> bool:
+    """An annotation that is one str on an array of rank > 1: ``("embed")``, a tuple's forgotten comma."""
+    return isinstance(names, str) and len(shape) > 1
 
 
 def partition_spec_for(names: Sequence[str | None] | str | None, shape: Sequence[int],
@@ -262,13 +262,13 @@ def partition_spec_for(names: Sequence[str | None] | str | None, shape: Sequence
     table = table if isinstance(table, Mapping) else resolve_rule(table).table  # RULES["fsdp"]'s pairs have no .get
     if names is None:
         return P(), None
-    bare, names = isinstance(names, str), tuple(names) if _is_sequence(names) else (names,)  # "embed": one name
+    comma, names = forgotten_comma(names, shape), tuple(names) if _is_sequence(names) else (names,)  # "embed": one
     if odd := [n for n in names if not (n is None or isinstance(n, str))]:  # a list: unhashable; an int: in no table
         return P(), (f"annotation entry {odd[0]!r} ({type(odd[0]).__name__}) is no logical axis name: give one str "
                      f"(e.g. 'embed') or None per dimension, got {names!r}")
     if len(names) != len(shape):
         stacked = (f": the annotation is the string {names[0]!r}, not a tuple: write "  # ("embed"): a forgotten comma
-                   f"{(names[0],) + (None,) * (len(shape) - 1)!r}" if bare and len(shape) > 1 else  # not stacked layers
+                   f"{(names[0],) + (None,) * (len(shape) - 1)!r}" if comma else  # not stacked layers
                    f": one leading dimension more (size {shape[0]}): layers stacked by nnx.vmap/nnx.scan without "
                    "transform_metadata get no name for the stacked axis; pass the vmap transform_metadata="
                    "{nnx.PARTITION_NAME: None} (the stacked axis left unsplit), or {nnx.PARTITION_NAME: 'layers'} "

@@ -21,7 +21,8 @@ from gensbi_sharding.nodes import (abstract_state, array_leaves, array_variables
                                    check_plan_fits, is_array, is_array_like, is_int, is_node, listing, named_leaves,
                                    non_node_part, path_key, shape_of, value_of)
 from gensbi_sharding.rules import (ANNOTATION_KEYS, RULES, ExperimentalRuleWarning, Rule, RuleTable,
-                                   ShardingFallbackWarning, RULE_FILES, logical_axes_of, partition_spec_for, resolve_rule)
+                                   ShardingFallbackWarning, RULE_FILES, forgotten_comma, logical_axes_of,
+                                   partition_spec_for, resolve_rule)
 
 __all__ = ["Plan", "plan_shardings", "place", "shard_model", "shard_model_by_table"]
 
@@ -183,7 +184,7 @@ def plan_shardings(node: Any, mesh: Mesh, rule: str | RuleTable | Rule = "replic
             elif not one and (names is not None or isinstance(var, nnx.Param)):  # its annotation is for one array
                 reason = f"holds a {type(value).__name__} of arrays, not one array"
             elif reason and isinstance(var, nnx.optimizer.OptState) and names is not None and not (
-                    isinstance(raw, str) and len(value.shape) > 1) and (  # Adam's moments of a kernel ("embed"): comma
+                    forgotten_comma(raw, value.shape)) and (  # Adam's moments of a kernel ("embed"): comma
                     len(names) != len(value.shape) or math.prod(value.shape) == 1):
                 reason = f"{UNLIKE_PARAMETER}; {reason}"  # the annotation was copied from a parameter
             if reason is not None:
