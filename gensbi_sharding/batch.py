@@ -281,7 +281,7 @@ def _put_leaves(tree: Any, mesh: Mesh | None, what: str, caller: str, split: boo
     if traced:  # not in a shard_map: refused above
         check_active_mesh(mesh, caller)
     if traced and active.empty and pin is jax.sharding.reshard:  # JAX's error, at compilation: "cannot reshape array"
-        raise ValueError(f"{what} inside jax.jit on a mesh with AxisType.Explicit axes {mesh.explicit_axes} needs "
+        raise ValueError(f"{what} {UNDER_TRANSFORM} on a mesh with AxisType.Explicit axes {mesh.explicit_axes} needs "
                          "it active while the step is traced: call the step inside `with mesh_context(mesh):`, "
                          "or build the mesh with make_mesh(...) (Auto axes)")
     targets = [sharding(path, leaf) for path, leaf in arrays]

@@ -71,13 +71,17 @@ def test_placing_inside_jit_on_a_mesh_other_than_the_active_one_names_both_meshe
         assert jax.jit(lambda x: place(x, active))(jnp.ones((8, 4))).sharding.mesh.shape == active.shape
 
 
-def test_placing_under_an_eager_grad_on_another_mesh_says_transformation_not_jit(devices):
+def test_placing_under_an_eager_grad_says_transformation_not_jit(devices):
     # Was "shard_batch inside jax.jit was given mesh ...": no jit there, an eager jax.grad's arrays are tracers too.
     given, active = gs.make_mesh(model_axis=2), gs.make_mesh(jax.devices()[:4], model_axis=2)
     with gs.mesh_context(active), pytest.raises(ValueError) as error:
         jax.grad(lambda x: gs.shard_batch(x, given).sum())(jnp.ones((8, 4)))
     assert str(error.value).startswith("shard_batch under a JAX transformation (jax.jit, jax.grad, ...) was given "
                                        "mesh {'data': 4, 'model': 2} while mesh {'data': 2, 'model': 2} is active")
+    explicit = jax.make_mesh((4, 2), ("data", "model"), axis_types=(AxisType.Explicit,) * 2)
+    with pytest.raises(ValueError, match=r"^batch under a JAX transformation \(jax.jit, jax.grad, ...\) on a mesh with "
+                                         r"AxisType.Explicit axes"):  # JAX refuses there too: no mesh active
+        jax.grad(lambda x: gs.shard_batch(x, explicit).sum())(jnp.ones((8, 4)))
 
 
 @pytest.mark.parametrize("place", [gs.shard_batch, gs.shard_sample_init, gs.replicate])
@@ -123,7 +127,8 @@ def test_shard_batch_inside_jit_on_an_explicit_mesh_pins_by_the_batch_axes_type_
     step = jax.jit(lambda v: gs.shard_batch(v, mesh) * 2)
     outputs = []
     if types[0] == "Explicit":  # reshard pins it, which reads the axis types from the active mesh
-        with pytest.raises(ValueError, match=r"batch inside jax.jit on a mesh with AxisType.Explicit axes \(.*\) needs "
+        with pytest.raises(ValueError, match=r"batch under a JAX transformation \(jax.jit, jax.grad, ...\) on a mesh "
+                                             r"with AxisType.Explicit axes \(.*\) needs "
                                              r"it active while the step is traced: call the step inside `with "
                                              r"mesh_context\(mesh\):`, or build the mesh with make_mesh"):
             step(x)
