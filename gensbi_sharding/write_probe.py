@@ -1,9 +1,5 @@
-"""Whether an existing folder takes a new entry, tried rather than read from its mode bits, and why not in words.
-
-Root passes ``os.access``, yet a read-only mount, /sys or an immutable folder refuses a new entry all the same; /proc
-answers a new name with ENOENT, which must not read as /proc missing. Pure Python, no JAX: the harness's command-line
-checks and ``CheckpointWriter``'s folder check share it.
-"""
+"""Whether an existing folder takes a new entry, tried (root passes ``os.access``, yet a read-only mount refuses), and
+why not in words (/proc's ENOENT is no missing /proc). Pure Python: the harness's checks and ``CheckpointWriter``'s."""
 
 from __future__ import annotations
 
@@ -16,12 +12,7 @@ __all__ = ["write_denied", "denied_words"]
 
 
 def write_denied(folder: Path, target: Path | None = None) -> str | None:
-    """Why nothing can be created in the existing ``folder`` ("cannot write in /data (Permission denied)"), or None.
-
-    The probe is an empty folder, removed at once. The output folders' check (``folder_lock.folder_problem``) and
-    ``benchmarks/sbibm.py``'s of ``--root`` and ``--out``. ``target``: the path under ``folder`` to be made, named
-    where the reason is about making it (``denied_words``).
-    """
+    """Why nothing can be created in the existing ``folder`` (``denied_words``), or None: an empty folder is tried."""
     try:
         os.rmdir(tempfile.mkdtemp(prefix=".write-probe-", dir=folder))
     except OSError as err:
@@ -30,23 +21,8 @@ def write_denied(folder: Path, target: Path | None = None) -> str | None:
 
 
 def denied_words(err: OSError, folder: Path, target: Path | None = None) -> str:
-    """"cannot write in <folder> (<err's reason>)", ``err`` raised making an entry in ``folder``.
-
-    Parameters
-    ----------
-    err : OSError
-        The error of creating an entry in ``folder``.
-    folder : Path
-        The existing folder the entry was made in.
-    target : Path, optional
-        What was to be made in or under ``folder``; its first part there is named when the reason is about it.
-
-    Returns
-    -------
-    str
-        The words; for ENOENT from a ``folder`` that exists (a virtual file system, /proc, takes no new name),
-        "cannot create <folder>/<name>: <folder> exists, but takes no new files or folders (...)".
-    """
+    """"cannot write in <folder> (<reason>)" for ``err`` from making an entry in ``folder``; for ENOENT from an existing
+    ``folder`` (/proc), "cannot create <target's first part there>: <folder> exists, but takes no new ... (...)"."""
     folder = Path(folder)
     if err.errno != errno.ENOENT or not folder.is_dir():
         return f"cannot write in {folder} ({err.strerror or err})"

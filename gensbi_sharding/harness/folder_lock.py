@@ -15,7 +15,7 @@ from pathlib import Path
 
 from gensbi_sharding.harness.outputs import read_metrics, write_json
 from gensbi_sharding.harness.paste_command import config_folder_problem
-from gensbi_sharding.write_probe import write_denied  # named here too: its first home, patched by tests
+from gensbi_sharding.write_probe import write_denied  # named here too: tests patch it here
 
 __all__ = ["FolderLock", "FolderInUseError", "folder_problem", "remove_owner_notes", "run_folder_holding",
            "physical", "runs_under", "write_denied"]
