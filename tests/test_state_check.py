@@ -205,6 +205,18 @@ def test_the_check_before_the_folder_prints_no_line_of_jax_probing_its_backends(
     assert "[ERROR] ConfigError: the training state cannot fit: model=flux1 " in proc.stderr, proc.stderr
 
 
+def test_a_model_too_big_for_distributed_local_is_refused_before_its_folder_and_processes(tmp_path):
+    # Was: 'launch.py model.width=100000 distributed=local distributed.local_processes=2' made its folder (error.txt,
+    # launch.log, metrics.json), started both processes and each was refused after ~9 s; the check before the folder
+    # ran for distributed=none only. Now the parent refuses it first, its JAX backend left unstarted.
+    proc = _launch(tmp_path, "experiment=quick", "model.width=100000", "distributed=local",
+                   "distributed.local_processes=2", f"hydra.run.dir={tmp_path / 'run'}")
+    assert proc.stdout.split("\n")[-3:] == ["exit 1", "3", ""], proc.stdout + proc.stderr[-2000:]
+    assert proc.stderr.startswith("[ERROR] ConfigError: the training state cannot fit: model=mlp "), proc.stderr
+    assert "8 simulated devices" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert not (tmp_path / "run").exists()
+
+
 def test_every_built_in_model_is_checked_before_any_folder():
     from gensbi_sharding.harness.registry import BUILT_IN_MODELS
     from gensbi_sharding.harness.state_check import TRACED_STARTED, TRACED_UNSTARTED

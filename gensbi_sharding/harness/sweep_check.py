@@ -59,7 +59,7 @@ def _job_problem(cfg: Any, in_process: bool) -> str | None:
     from gensbi_sharding.harness.model_checks import platform_problem
     from gensbi_sharding.harness.refusal import fix_of, rephrased
     from gensbi_sharding.harness.log_observations import log_observation_problem
-    from gensbi_sharding.harness.state_check import state_problem
+    from gensbi_sharding.harness.state_check import TRACED_UNSTARTED, state_problem
 
     problem, local = None, False
     try:
@@ -81,6 +81,8 @@ def _job_problem(cfg: Any, in_process: bool) -> str | None:
         problem = problem or _mesh_problem(cfg, devices, source) or _batch_problem(cfg, devices)
         # the host's memory (a dry run simulates none); on CPU devices, strict=true's fallbacks and the state's memory
         problem = problem or (None if cfg.dry_run else simulations_problem(cfg)) or (devices and state_problem(cfg, devices))
+    elif here and on_cpu and cfg.model.name in TRACED_UNSTARTED:  # distributed=local: its parent starts no backend
+        problem = problem or state_problem(cfg, resolve_cpu_count(cfg.devices.cpu_count)[0])  # (was: in its folder)
     problem = problem or (None if cfg.dry_run else log_observation_problem(cfg.data, cfg.eval))  # the data step's
     return None if problem is None else rephrased(problem, lead=f"{ConfigError.__name__}: ")
 
@@ -109,12 +111,10 @@ def process_split_problem(cfg: Any) -> str | None:
     """
     from gensbi_sharding.harness.cpu_count import resolve_cpu_count
 
-    n = cfg.distributed.local_processes
-    cpu, source = resolve_cpu_count(cfg.devices.cpu_count)
+    n, (cpu, source) = cfg.distributed.local_processes, resolve_cpu_count(cfg.devices.cpu_count)
     if not cpu % n:
         return None
-    fits = [d for d in range(2, cpu + 1) if cpu % d == 0] or [1]
-    nearest = min(fits, key=lambda d: (abs(d - n), d))
+    nearest = min([d for d in range(2, cpu + 1) if cpu % d == 0] or [1], key=lambda d: (abs(d - n), d))
     # The count goes where it came from: devices.cpu_count=N beside the environment's count is refused.
     setting = {"default": "devices.cpu_count=",
                "XLA_FLAGS": "XLA_FLAGS=--xla_force_host_platform_device_count="}.get(source, f"{source}=")
