@@ -17,6 +17,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 TINY = ["experiment=quick", "rule=fsdp", "mesh.model_axis=2", "train.steps=12", "train.log_every=4",
         "eval.enabled=false"]
+STRICT_FLUX1 = ("model=flux1", "model.num_heads=3", "model.axes_dim=[6,0]")  # "strict": 18 does not split over 4
 
 
 def launch_env():
@@ -30,15 +31,17 @@ def launch_env():
 REFUSED = {  # jobs refused before training
     "bad": (("distributed=local", "distributed.local_processes=3"), "bad"),
     "uneven": (("distributed=local", "data.batch_size=66"), "uneven"),
-    # A refusal only the processes can make: strict=true and a variable fsdp cannot split (width 34 over the data
-    # axis 4), known once each process traces its model (the check before the folder plans no model across processes).
-    "strict": (("distributed=local", "strict=true", "model.width=34"), "strict"),
+    # A refusal only the processes can make: strict=true and a variable fsdp cannot split (Flux1's hidden size 3 heads
+    # x 6 = 18 over the data axis 4), known once each process traces its model. The parent checks an mlp or a
+    # transformer before the folder (was this case's model: model.width=34), not flux1/simformer: tracing them would
+    # start its JAX backend (state_check.TRACED_STARTED), which its processes' devices must not share.
+    "strict": (("distributed=local", "strict=true", *STRICT_FLUX1), "strict"),
     "none-False": (("distributed=local", "distributed.local_processes=2", "mesh=none", "mesh.model_axis=1",
                     "dry_run=False"), "none"),
     "none-True": (("distributed=local", "distributed.local_processes=2", "mesh=none", "mesh.model_axis=1",
                    "dry_run=True"), "none"),
     "wide": (("distributed=local", "distributed.local_processes=2", "mesh.model_axis=8"), "wide"),
-    "strict-quiet": (("distributed=local", "strict=true", "model.width=34", "hydra/job_logging=disabled"), "strict"),
+    "strict-quiet": (("distributed=local", "strict=true", *STRICT_FLUX1, "hydra/job_logging=disabled"), "strict"),
 }
 TRAINED = {  # jobs that train
     "two": (("distributed=local", "distributed.local_processes=2"), "two"),
@@ -371,7 +374,7 @@ def test_a_failing_process_ends_the_job_with_an_error(refused):
     assert strict.returncode != 0
     metrics = json.loads((tmp_path / "strict" / "metrics.json").read_text())
     assert metrics["status"] == "error"
-    assert "strict=true and rule 'fsdp' cannot split 10 variable(s); without strict, 10 variable(s) replicated " \
+    assert "strict=true and rule 'fsdp' cannot split 29 variable(s); without strict, 29 variable(s) replicated " \
            "instead of split under rule 'fsdp' on mesh {'data': 4, 'model': 2}" in metrics["error"]
     assert "or set strict=false" in metrics["error"]
     # Was said three times (each process's console line, then the parent's "process 1 of 2 failed ...; process 0
