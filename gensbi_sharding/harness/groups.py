@@ -75,6 +75,13 @@ def config_folders(args: Sequence[str], primary: bool = False) -> list[str]:
     return [*(primary_search_path(args) if primary else []), *(f"file://{f}" for f in folders)]
 
 
+def search_path_entries(typed: object, args: Sequence[str]) -> list[str]:
+    """Hydra's search path beside ``conf/``: ``typed`` (the first ``hydra.searchpath=``'s value; None: none typed, or
+    null, where Hydra reads the primary config's: was a search path 'None'), then ``config_folders``'s."""
+    entries = [] if typed is None else typed if isinstance(typed, list) else [typed]
+    return [str(e) for e in entries] + config_folders(args, typed is None)
+
+
 def primary_search_path(args: Sequence[str]) -> list[str]:
     """The ``hydra.searchpath`` entries the primary config sets (``--config-name``'s file, default ``config``), which
     Hydra searches where no ``hydra.searchpath=`` override replaces them: ``--config-dir my_conf --config-name

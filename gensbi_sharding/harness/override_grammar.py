@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import OverrideType, QuotedString, ValueType
 
-from gensbi_sharding.harness.groups import config_folders, group_options, preset_is_multirun
+from gensbi_sharding.harness.groups import group_options, preset_is_multirun, search_path_entries
 from gensbi_sharding.harness.paste_command import command_for
 
 __all__ = ["SWEEPS", "Override", "CommandLine", "parse", "grammar_problem", "mode_flags_problem",
@@ -101,8 +101,8 @@ class CommandLine(typing.NamedTuple):
     @property
     def search_paths(self) -> list[str]:
         # Hydra reads the first plain one (was: all merged), then -cd/-cp folders (was "Could not find 'experiment/x'")
-        typed = [o.hydra.value() for o in self.parsed if o.hydra.get_key_element() == "hydra.searchpath"][:1]
-        return [str(e) for v in typed for e in (v if isinstance(v, list) else [v])] + config_folders(self.args, not typed)
+        return search_path_entries(next((o.hydra.value() for o in self.parsed
+                                         if o.hydra.get_key_element() == "hydra.searchpath"), None), self.args)
 
 
 def parse(args: Sequence[str] | CommandLine) -> CommandLine:
