@@ -354,6 +354,49 @@ def test_a_folder_continued_alone_with_a_corrected_value_and_preempted_is_named_
         "train.learning_rate=0.002 train.resume=auto hydra.mode=RUN hydra.run.dir=" + str(runs[1]))
 
 
+def test_a_folder_that_ran_another_value_of_a_key_the_sweep_does_not_vary_is_not_its_complete_job(tmp_path):
+    # -m train.learning_rate=0.003,0.001 train.steps=50, then the same typed again with train.steps=100 into its
+    # folder: was "2 of its 2 jobs complete (0, 1)" (only the swept keys compared), the 50-step results counted as the
+    # 100-step jobs'. Now each folder is named with what its own overrides say it ran.
+    from gensbi_sharding.harness.sweep_retyped import moved_folders
+
+    ran = [["train.learning_rate=0.003", "train.steps=50"], ["train.learning_rate=0.001", "train.steps=50"]]
+    runs = finished_sweep(tmp_path, ran)
+    longer = [[job[0], "train.steps=100"] for job in ran]
+    assert moved_folders(tmp_path, longer) == {str(n): (
+        f"folder {runs[n]} ran train.steps=50 where this sweep's job {n} is train.steps=100, and it completed (a job "
+        "folder takes this sweep's value only where its error named the key that changed): run this sweep in another "
+        "hydra.sweep.dir") for n in (0, 1)}
+    assert moved_folders(tmp_path, ran) == {}  # its own sweep: its jobs, complete
+    assert moved_folders(tmp_path, [["train.learning_rate=0.003", 'train.steps="50"'], ran[1]]) == {}  # one value
+
+
+def test_a_completed_folder_without_a_record_of_its_values_is_not_counted_as_this_sweeps_job(tmp_path):
+    # Was: a job folder with no .hydra/overrides.yaml (removed, or written by hydra.output_subdir=null) matched any
+    # job: its result counted as this sweep's job's, whatever values it ran.
+    from gensbi_sharding.harness.sweep_retyped import moved_folders
+
+    runs = finished_sweep(tmp_path, [["train.learning_rate=0.003"], ["train.learning_rate=0.001"]])
+    (runs[1] / ".hydra" / "overrides.yaml").unlink()
+    assert moved_folders(tmp_path, [["train.learning_rate=0.003"], ["train.learning_rate=0.005"]]) == {"1": (
+        f"folder {runs[1]} holds a completed run with no record of its values (no readable .hydra/overrides.yaml): "
+        "not counted as this sweep's job 1; run this sweep in another hydra.sweep.dir")}
+    (runs[1] / "metrics.json").write_text('{"status": "preempted"}')  # unfinished: left to the hint, as before
+    assert moved_folders(tmp_path, [["train.learning_rate=0.003"], ["train.learning_rate=0.005"]]) == {}
+
+
+def test_a_string_value_a_folder_ran_is_named_with_its_quotes_not_as_the_number_it_spells(tmp_path):
+    # Was: "folder 1 ran train.learning_rate=1e30 where this sweep's job 1 is train.learning_rate=1e+30": the string
+    # '1e30' it ran read as the float, the two values as one spelt twice.
+    from gensbi_sharding.harness.sweep_retyped import moved_folders
+
+    runs = finished_sweep(tmp_path, [["train.learning_rate=0.003"], ["train.learning_rate='1e30'"]])
+    moved = moved_folders(tmp_path, [["train.learning_rate=0.003"], ["train.learning_rate=1e30"]])
+    assert moved == {"1": f"folder {runs[1]} ran train.learning_rate='1e30' where this sweep's job 1 is "
+                          "train.learning_rate=1e+30, and it completed (a job folder takes this sweep's value only "
+                          "where its error named the key that changed): run this sweep in another hydra.sweep.dir"}
+
+
 def test_the_unfinished_jobs_script_runs_from_any_folder_and_stops_at_ctrl_c(tmp_path, monkeypatch):
     # A new user's report: `bash <sweep>/continue_unfinished.sh`, as the refusal prints it (an absolute path), run
     # from another folder gave "python: can't open file '/tmp/launch.py'" once per job (its commands ran where it was

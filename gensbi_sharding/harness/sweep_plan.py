@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 # moved_folders: named here too, beside moved_job and another_sweep (its home reads each job folder's outcome)
-from gensbi_sharding.harness.sweep_retyped import changed_keys, failed_on, moved_folders, swept_keys, values_words
+from gensbi_sharding.harness.sweep_retyped import (changed_keys, failed_on, moved_folders, swept_keys, typed_values,
+                                                     values_words)
 
 __all__ = ["sweep_jobs", "command_overrides", "every_job", "job_folders", "folder_of", "job_order", "never_started",
            "job_configuration", "declared_resume", "moved_job", "moved_jobs_problem", "unstarted_words",
@@ -270,7 +271,8 @@ def moved_job(sweep_dir: Any, all_jobs: Sequence[Sequence[str]], folders: Sequen
         if not (differ := changed[0]) or failed_on(folder, differ):  # (was: 1e+30 that failed it: another sweep's)
             matched = True  # under ``every``: one job of this sweep there, so the others are its jobs changed
             continue
-        first = first or (number, values_words(want, differ), folder, values_words(changed[1], differ))
+        first = first or (number, values_words(typed_values(all_jobs[number]), differ), folder,
+                          values_words(changed[1], differ))
         if not every:
             return first
     return None if matched else first

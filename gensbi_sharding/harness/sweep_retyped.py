@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["swept_keys", "changed_keys", "failed_on", "named_overrides", "retyped_job", "values_words",
-           "moved_folders"]
+           "moved_folders", "typed_values"]
 
 
 def swept_keys(wanted: Sequence[Mapping[str, str]]) -> list[str]:
@@ -24,16 +24,37 @@ def swept_keys(wanted: Sequence[Mapping[str, str]]) -> list[str]:
     return [k for k in (wanted[0] if wanted else {}) if len({w.get(k) for w in wanted}) > 1]
 
 
+def typed_values(overrides: Sequence[str]) -> dict[str, str]:
+    """``{key: value}`` of a job's overrides (as ``sweep_plan.job_configuration`` keeps them) written as Hydra's grammar
+    reads them: a quoted string keeps its quotes, so the string '1e30' is not shown as the float 1e30 (was: both
+    1e30-looking, "ran x=1e30 where this sweep's job is x=1e+30")."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from gensbi_sharding.harness.override_grammar import parse
+    from gensbi_sharding.harness.sweep_plan import job_configuration
+
+    shown = {}  # data="two_moons" bare (it reads back as the same string), '1e30' quoted
+    for o in OverridesParser.create().parse_overrides([str(o) for o in overrides]):
+        if not o.key_or_group.startswith(("train.resume", "hydra.")):
+            text = job_configuration([str(o.input_line)])[o.key_or_group.lstrip("+~")]  # bare, as compared
+            again = parse([f"x={text}"]).overrides[0].hydra  # None where the bare text does not parse
+            bare = text == "" or again is not None and again.value() == o.value()
+            shown[o.key_or_group.lstrip("+~")] = text if bare else o.get_value_element_as_str()
+    return shown
+
+
 def values_words(configuration: Mapping[str, str], keys: Sequence[str]) -> str:
     """``"k=v k2 unset"``: the values of ``keys`` in a job's configuration."""
     return " ".join(f"{k}={configuration[k]}" if k in configuration else f"{k} unset" for k in keys)
 
 
-def changed_keys(job_dir: Any, want: Mapping[str, str], swept: Sequence[str],
-                 alone: bool = False) -> tuple[list[str], dict[str, str]] | None:
-    """The keys of ``swept`` that job folder ``job_dir`` ran with other values than ``want``, and what it ran; None
-    where nothing is swept, its record is missing or damaged, or it was continued alone (``hydra.mode=RUN``: then it
-    may be on another rule or mesh on purpose), unless ``alone`` (its values compared all the same)."""
+def changed_keys(job_dir: Any, want: Mapping[str, str], swept: Sequence[str], alone: bool = False,
+                 every: bool = False) -> tuple[list[str], dict[str, str]] | None:
+    """The keys of ``swept`` that job folder ``job_dir`` ran with other values than ``want``, and what it ran (as
+    typed: ``typed_values``); None where nothing is swept, its record is missing or damaged, or it was continued
+    alone (``hydra.mode=RUN``: then it may be on another rule or mesh on purpose), unless ``alone`` (its values
+    compared all the same). ``every``: also each key both its record and ``want`` set (one set alone may be the
+    default's value)."""
     from omegaconf import OmegaConf
 
     from gensbi_sharding.harness.outputs import read_record
@@ -41,11 +62,12 @@ def changed_keys(job_dir: Any, want: Mapping[str, str], swept: Sequence[str],
 
     record = Path(job_dir) / ".hydra"
     overrides, hydra = read_record(record / "overrides.yaml"), read_record(record / "hydra.yaml")
-    if not swept or not OmegaConf.is_list(overrides) or (not alone and OmegaConf.is_dict(hydra) and OmegaConf.select(
-            hydra, "hydra.mode", default=None) == "RUN"):
+    if not (swept or every) or not OmegaConf.is_list(overrides) or (not alone and OmegaConf.is_dict(
+            hydra) and OmegaConf.select(hydra, "hydra.mode", default=None) == "RUN"):
         return None
     ran = job_configuration([str(o) for o in overrides])
-    return [k for k in swept if ran.get(k) != want.get(k)], ran
+    keys = list(dict.fromkeys([*swept, *(k for k in want if k in ran)])) if every else swept  # both: no default
+    return [k for k in keys if ran.get(k) != want.get(k)], typed_values([str(o) for o in overrides])
 
 
 def _error(job_dir: Any) -> tuple[str | None, str, str]:
@@ -87,7 +109,7 @@ def named_overrides(job_dir: Any, overrides: Sequence[str]) -> str:
 
 
 def retyped_job(job_dir: Any, number: int | None, all_jobs: Sequence[Sequence[str]],
-                ran_with: Sequence[str]) -> tuple[list[str] | None, str]:
+                ran_with: Sequence[str], every: bool = False) -> tuple[list[str] | None, str]:
     """How a refused sweep offers its unfinished job folder ``job_dir``, the folder of its job ``number``.
 
     Parameters
@@ -100,6 +122,8 @@ def retyped_job(job_dir: Any, number: int | None, all_jobs: Sequence[Sequence[st
         Every job of this sweep (``sweep_plan.sweep_jobs``).
     ran_with : sequence of str
         The overrides the folder recorded.
+    every : bool
+        Whether every key the folder or the job sets is compared (``changed_keys``), not only the swept ones.
 
     Returns
     -------
@@ -111,18 +135,18 @@ def retyped_job(job_dir: Any, number: int | None, all_jobs: Sequence[Sequence[st
     wanted, swept = _wanted(tuple(map(tuple, all_jobs)))
     # continued alone too (hydra.mode=RUN, e.g. preempted after its value was corrected): what it holds is compared
     # (was: offered with the value it ran, 0.002, as this sweep's job of 1e+30)
-    changed = None if number is None else changed_keys(job_dir, wanted[number], swept, alone=True)
+    changed = None if number is None else changed_keys(job_dir, wanted[number], swept, alone=True, every=every)
     if not changed or not changed[0]:
         return list(ran_with), named_overrides(job_dir, ran_with)
     (keys, ran), (status, cause, _) = changed, _error(job_dir)
-    was, now = values_words(ran, keys), values_words(wanted[number], keys)
+    was, now = values_words(ran, keys), values_words(typed_values(all_jobs[number]), keys)
     if failed_on(job_dir, keys):  # the value that failed it, corrected: this sweep's job continues that folder
         typed = {_key(o): o for o in all_jobs[number] if "=" in o}
         offered = [typed.get(_key(o), "") if _key(o) in keys else o for o in ran_with]
         offered = [o for o in offered if o] + [typed[k] for k in keys if k not in ran and k in typed]
         return offered, f" (its error names {was}: this sweep's {now} in its place)"
-    if status == "ok" and changed_keys(job_dir, wanted[number], swept) is None:  # completed alone: kept, said so
-        return None, _completed_alone(job_dir, number, all_jobs)
+    if status == "ok" and changed_keys(job_dir, wanted[number], swept, every=every) is None:  # completed alone: kept
+        return None, _completed_alone(job_dir, number, all_jobs, every)
     unnamed = " ".join(k for k in keys if not _names(cause, k))  # the others it names
     why = ("it completed" if status == "ok" else f"its error does not name {unnamed}" if status == "error" else
            f"it ended {status or 'without a record'}, no error naming {' '.join(keys)}")
@@ -133,23 +157,34 @@ def retyped_job(job_dir: Any, number: int | None, all_jobs: Sequence[Sequence[st
 
 def moved_folders(sweep_dir: Any, all_jobs: Sequence[Sequence[str]],
                   folders: Sequence[str] | None = None) -> dict[str, str]:
-    """``{folder name: retyped_job's sentence}`` of each job folder of ``sweep_dir`` that ran other swept values than
-    this sweep's job of its number and is not offered with this sweep's: no job of this sweep, never counted complete
+    """``{folder name: retyped_job's sentence}`` of each job folder of ``sweep_dir`` that ran other values than this
+    sweep's job of its number and is not offered with this sweep's: no job of this sweep, never counted complete
     (was: "2 of its 3 jobs complete (0, 2); job 0: ...; to train it further ...: train.learning_rate=0.003", folder 0
     where this sweep's job 0 is 0.005). ``folders``: each job's folder name (``sweep_plan.job_folders``).
 
-    A folder continued alone (``hydra.mode=RUN``) with another value is named too, complete or not."""
+    Each key both the folder's record and the job set is compared, swept or not (was: the swept ones only, so the
+    same values with train.steps=100 where the folder ran 50 counted it complete). A folder continued alone
+    (``hydra.mode=RUN``) with another value is named too, complete or not; one that completed without a record of its
+    values (no ``.hydra/overrides.yaml``: was counted as this sweep's job) too."""
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness.outputs import read_record
     from gensbi_sharding.harness.sweep_plan import folder_of
 
     found = {}
     for number in range(len(all_jobs)):
         job = Path(sweep_dir) / folder_of(number, folders)
-        if job.is_dir() and (moved := retyped_job(job, number, all_jobs, ()))[0] is None:
+        if job.is_dir() and (moved := retyped_job(job, number, all_jobs, (), every=True))[0] is None:
             found[job.name] = moved[1]
+        elif job.is_dir() and _error(job)[0] == "ok" and not OmegaConf.is_list(read_record(job / ".hydra" /
+                                                                                           "overrides.yaml")):
+            found[job.name] = (f"folder {job} holds a completed run with no record of its values (no readable "
+                               f".hydra/overrides.yaml): not counted as this sweep's job {number}; run this sweep in "
+                               "another hydra.sweep.dir")
     return found
 
 
-def _completed_alone(job_dir: Path, number: int, all_jobs: Sequence[Sequence[str]]) -> str | None:
+def _completed_alone(job_dir: Path, number: int, all_jobs: Sequence[Sequence[str]], every: bool = False) -> str | None:
     """The sentence naming job folder ``job_dir`` where it completed a run of other swept values than this sweep's
     job ``number`` (continued alone, ``hydra.mode=RUN``: a failed job's value corrected); else None.
 
@@ -157,13 +192,13 @@ def _completed_alone(job_dir: Path, number: int, all_jobs: Sequence[Sequence[str
     first sweep typed again: "2 of its 2 jobs complete (0, 1)", folder 1's 0.002 counted as 1e+30's result.
     """
     wanted, swept = _wanted(tuple(map(tuple, all_jobs)))
-    changed = changed_keys(job_dir, wanted[number], swept, alone=True)
+    changed = changed_keys(job_dir, wanted[number], swept, alone=True, every=every)
     if not changed or not changed[0] or _error(job_dir)[0] != "ok":
         return None
     keys, ran = changed
     return (f"folder {job_dir} holds a completed run of {values_words(ran, keys)}, continued alone, where this "
-            f"sweep's job {number} is {values_words(wanted[number], keys)}: its result is that value's, kept there, "
-            "not counted as this job's; run this sweep in another hydra.sweep.dir")
+            f"sweep's job {number} is {values_words(typed_values(all_jobs[number]), keys)}: its result is that "
+            "value's, kept there, not counted as this job's; run this sweep in another hydra.sweep.dir")
 
 
 @lru_cache(maxsize=4)
