@@ -76,3 +76,33 @@ def test_the_sweep_table_names_the_group_option_a_job_continued_alone_ran_with(t
         (job / "metrics.json").write_text('{"status": "ok", "config": {"distributed": {"mode": "none"}}}')
     rows = summary_rows(tmp_path)
     assert [(key_cell(r, "distributed"), key_cell(r, "rule")) for r in rows] == [("none", "fsdp"), ("local", "tensor")]
+
+
+def test_a_setting_a_config_file_edit_changed_between_jobs_gets_a_column(tmp_path, monkeypatch):
+    # Typed: -m experiment=quick rule=replicated,fsdp,tensor hydra.sweep.dir=runs/sw, Ctrl-C in job 1; then
+    # conf/experiment/quick.yaml edited (num_simulations 1024 -> 2048, num_samples 128 -> 256) and job 1 continued
+    # by the printed command. Was: sweep_summary.md read "| 0 | replicated | ... 0.6571 | 0.809 |" beside
+    # "| 1 | fsdp | ... 0.6018 | 0.822 |", nothing saying job 1 trained on twice the simulations and scored twice the
+    # samples (its overrides were job 0's); now each such setting is a column. train.resume (how the job ran) is not.
+    import json
+
+    from gensbi_sharding.harness import plots
+    from gensbi_sharding.harness.summary import write_summary
+
+    monkeypatch.setattr(plots, "plot_sweep", lambda rows, keys, path, dry_run=False: path)  # no matplotlib here
+    for job, (rule, sims, samples, resume, obs) in enumerate((("replicated", 1024, 128, None, [1]),
+                                                              ("fsdp", 2048, 256, "auto", [1, 3]))):
+        (tmp_path / str(job) / ".hydra").mkdir(parents=True)
+        OmegaConf.save(OmegaConf.create(["experiment=quick", f"rule={rule}"]),
+                       tmp_path / str(job) / ".hydra" / "overrides.yaml")
+        config = {"dry_run": False, "rule": {"name": rule, "embed": None if rule == "replicated" else "data"},
+                  "data": {"name": "two_moons", "num_simulations": sims}, "train": {"resume": resume, "steps": 400},
+                  "eval": {"num_samples": samples, "observations": obs}}
+        (tmp_path / str(job) / "metrics.json").write_text(json.dumps(
+            {"status": "ok", "config": config, "mesh_shape": [8, 1], "c2st": 0.8, "wall_s": 3.3}))
+    summary = write_summary(tmp_path, ["rule"])
+    assert summary.keys == ["rule", "data.num_simulations", "eval.num_samples", "eval.observations"]
+    header, _, *lines = summary.text.splitlines()
+    cells = [[c.strip() for c in line.strip("|").split("|")] for line in lines]
+    assert [row[:5] for row in cells] == [["0", "replicated", "1024", "128", "[1]"], ["1", "fsdp", "2048", "256", "[1,3]"]]
+    assert "train.resume" not in header and "rule.embed" not in header

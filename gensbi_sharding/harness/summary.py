@@ -32,7 +32,7 @@ from gensbi_sharding.harness.console_lines import remember_stopped_sweep, summar
 from gensbi_sharding.harness.outputs import read_metrics, read_record, write_atomic
 from gensbi_sharding.harness.plots import status_counts
 from gensbi_sharding.harness.summary_columns import (DRY_RUN_COLUMNS, PROVENANCE_COLUMNS, TRAIN_COLUMNS, Column,
-                                                      key_cell, ranked_heading)
+                                                      differing_settings, key_cell, ranked_heading)
 from gensbi_sharding.harness.sweep_plan import (command_overrides, declared_resume, every_job, folder_of,
                                                 job_configuration, job_folders, job_order, never_started, sweep_jobs)
 from gensbi_sharding.harness.units import is_number
@@ -98,14 +98,14 @@ def declared_sweeps(task_overrides: Sequence[str], sweeper_params: Mapping[str, 
 
 
 def swept_keys(rows: Sequence[dict[str, Any]], declared: Sequence[str] = ()) -> list[str]:
-    """Declared sweep keys, then every other override key whose value differs between jobs."""
+    """Declared sweep keys, every other override key whose value differs between jobs, then config settings that do."""
     keys = [k for k in declared if any(k in row["overrides"] for row in rows)]
     for row in rows:
         for key in row["overrides"]:
             values = {r["overrides"].get(key) for r in rows}
             if key not in keys and len(values) > 1:
                 keys.append(key)
-    return keys
+    return keys + differing_settings(rows, keys)
 
 
 def markdown_table(headers: Sequence[str], cells: Sequence[Sequence[str]]) -> str:

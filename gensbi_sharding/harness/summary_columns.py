@@ -3,7 +3,7 @@ readable value (``harness.summary`` writes them)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,7 +12,7 @@ from gensbi_sharding.harness.units import (c2st_spread, compact_value, format_by
 
 __all__ = ["Column", "TRAIN_COLUMNS", "DRY_RUN_COLUMNS", "PROVENANCE_COLUMNS", "mesh_cell", "all_attempts_wall",
            "wall_cell", "c2st_cell", "error_cell", "ERROR_CELL", "ERROR_COLUMN", "IDLE_NOTE", "ranked_heading",
-           "key_cell"]
+           "key_cell", "differing_settings"]
 
 
 @dataclass(frozen=True)
@@ -174,6 +174,42 @@ def key_cell(row: Mapping[str, Any], key: str) -> str:
     value: Any = row["metrics"].get("config") or {}
     for part in key.split("."):
         value = value.get(part) if isinstance(value, Mapping) else None
-    if isinstance(value, (Mapping, list)) or value is None:  # a config group's table: only its name is a value
+    if isinstance(value, list):  # eval.observations: as typed, [1,2,3]
+        return "[" + ",".join(_leaf_text(v) for v in value) + "]"
+    if isinstance(value, Mapping) or value is None:  # a config group's table: only its name is a value
         return ""
-    return str(value).lower() if isinstance(value, bool) else compact_value(value)
+    return _leaf_text(value)
+
+
+def _leaf_text(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else "null" if value is None else compact_value(value)
+
+
+#: Settings that say how a job was run, not what it ran (a job continued alone records train.resume=auto).
+_HOW_RUN = ("train.resume",)
+
+
+def _settings(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{dotted key: value}`` of every setting under ``config``; a list is one value."""
+    flat: dict[str, Any] = {}
+    for key, value in config.items():
+        flat.update(_settings(value, f"{prefix}{key}.") if isinstance(value, Mapping) else {f"{prefix}{key}": value})
+    return flat
+
+
+def differing_settings(rows: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> list[str]:
+    """Settings whose values differ between the jobs' configs, other than ``keys`` and what lies under them.
+
+    The same overrides compose another config once a config file is edited: a job continued after
+    conf/experiment/quick.yaml's ``num_simulations`` changed ran on other data than its sweep's others, and its
+    row read as theirs, with no column saying so (nor an override: each job typed the same ones).
+    """
+    configs = [_settings(row["metrics"]["config"]) for row in rows
+               if isinstance(row.get("metrics", {}).get("config"), Mapping)]
+    found: list[str] = []
+    for key in dict.fromkeys(k for config in configs for k in config):
+        if key in _HOW_RUN or any(key == k or key.startswith(f"{k}.") for k in keys):
+            continue
+        if len({repr(config.get(key)) for config in configs}) > 1:
+            found.append(key)
+    return found
