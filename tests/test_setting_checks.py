@@ -40,6 +40,24 @@ def test_a_rule_files_table_is_refused_with_the_command_lines_checks(tmp_path, t
         assert command_problem([searched, "rule=my_rule", "rule.embed=data"]) is None  # the override wins
 
 
+def test_overriding_an_axis_a_rule_file_leaves_out_names_the_override_that_sets_it(tmp_path):
+    # Typed: python launch.py rule=my_rule rule.heads=model model=transformer, with the README's conf/rule/my_rule.yaml
+    # (name, embed, mlp: "keys left out are not split"). Was: Hydra's seven lines, "Could not override 'rule.heads'.
+    # To append to your config use +rule.heads=model ... Key 'heads' is not in struct ... HYDRA_FULL_ERROR=1", whose
+    # + is refused for a rule listing heads (-m rule=fsdp,my_rule rule.heads=model: job 1 refused with those lines).
+    (tmp_path / "rule").mkdir()
+    (tmp_path / "rule" / "my_rule.yaml").write_text("name: my_rule\nembed: data\nmlp: model\n")
+    searched = f"hydra.searchpath=[file://{tmp_path}]"
+    said = ("rule.heads=model: rule=my_rule leaves heads out of its table (not split), so Hydra cannot override it; "
+            "write ++rule.heads=model (sets it whether a rule's table lists heads or not), or add heads: model to the "
+            "rule's file")
+    assert command_problem([searched, "experiment=quick", "rule=my_rule", "rule.heads=model"]) == said
+    assert said in command_problem(["-m", searched, "experiment=quick", "rule=fsdp,my_rule", "rule.heads=model"])
+    for fixed in ("++rule.heads=model", "rule.mlp=null"):  # the fix followed; a key the file lists: as before
+        assert command_problem([searched, "experiment=quick", "rule=my_rule", fixed]) is None
+        assert command_problem(["-m", searched, "experiment=quick", "rule=fsdp,my_rule", fixed]) is None
+
+
 @pytest.mark.parametrize("folder", ["work", "my dir/ünï"])
 @pytest.mark.parametrize("where", ["conf/rule", "rule"])
 def test_a_rule_file_beside_a_launch_from_another_folder_is_named_with_the_search_path_to_add(tmp_path, monkeypatch,

@@ -68,6 +68,8 @@ def rule_file_problem(command: CommandLine) -> str | None:
         return None  # the common case: nothing to compose
     for chosen, home, name in command_jobs(command) or []:
         cfg = composed((*chosen, *typed), home, name)[0]
+        if cfg is None and (problem := _left_out_problem(command, chosen, home, name)) is not None:
+            return problem
         if cfg is None or OmegaConf.select(cfg, "rule") is None:
             continue
         axes = MESH_AXES if OmegaConf.select(cfg, "mesh.spec", default=None) is not None else None
@@ -86,3 +88,28 @@ def _shown(path: Path) -> str:
         return str(path.resolve().relative_to(Path.cwd().resolve()))
     except ValueError:
         return str(path)
+
+
+def _left_out_problem(command: CommandLine, chosen: tuple[str, ...], home: str, name: str) -> str | None:
+    """``rule.heads=model`` on a rule file that leaves ``heads`` out: the one-line fix, not Hydra's error.
+
+    A file's left-out axes are not split, so the command meant to set one; Hydra refused it ("Could not override
+    'rule.heads'. To append to your config use +rule.heads=model", several lines), and its ``+`` is refused in turn
+    for a rule file listing the axis (a sweep over both: ``-m rule=fsdp,my_rule``). ``++`` sets it in either.
+    """
+    from gensbi_sharding.harness.command_defaults import composed
+
+    cfg = composed(chosen, home, name)[0]
+    table = OmegaConf.select(cfg, "rule") if cfg is not None else None
+    if not OmegaConf.is_dict(table):
+        return None
+    for o in command.parsed:
+        part = o.key.split(".")
+        if part[0] == "rule" and len(part) == 2 and not o.typed.startswith("+") and part[1] not in table:
+            shown = "|".join(map(str, o.values())) if o.sweep else o.raw
+            where = [c.split("=", 1)[1] for c in chosen if c.startswith("rule=")]
+            rule = f"rule={where[-1]}" if where else f"the rule this command composes ({table.get('name')})"
+            return (f"{o.arg}: {rule} leaves {part[1]} out of its table (not split), so Hydra cannot override it; "
+                    f"write ++{o.key}={shown} (sets it whether a rule's table lists {part[1]} or not), "
+                    f"or add {part[1]}: {shown} to the rule's file")
+    return None
