@@ -106,3 +106,25 @@ def test_a_setting_a_config_file_edit_changed_between_jobs_gets_a_column(tmp_pat
     cells = [[c.strip() for c in line.strip("|").split("|")] for line in lines]
     assert [row[:5] for row in cells] == [["0", "replicated", "1024", "128", "[1]"], ["1", "fsdp", "2048", "256", "[1,3]"]]
     assert "train.resume" not in header and "rule.embed" not in header
+
+
+def test_the_sweep_plot_labels_each_job_by_the_value_its_table_row_shows(tmp_path):
+    # The same sweep's sweep_summary.png: its groups were labelled from the overrides alone, so a setting the table
+    # read from a job's config (data.num_simulations after the edit, a preset's train.steps) was drawn empty,
+    # "data.num_simulations=" under every bar, where the table said 1024 and 2048.
+    from matplotlib.figure import Figure
+
+    from gensbi_sharding.harness import plots
+
+    made, save = [], Figure.savefig
+    try:
+        Figure.savefig = lambda fig, *a, **k: made.append(fig) or save(fig, *a, **k)
+        rows = [{"job": str(job), "overrides": {"rule": rule}, "metrics": {
+            "status": "ok", "param_bytes_per_device": 8000, "opt_bytes_per_device": 16000, "median_step_s": 0.016,
+            "c2st": 0.8, "config": {"data": {"num_simulations": sims}}}}
+            for job, (rule, sims) in enumerate((("replicated", 1024), ("fsdp", 2048)))]
+        plots.plot_sweep(rows, ["data.num_simulations", "rule"], tmp_path / "a.png")
+    finally:
+        Figure.savefig = save
+    labels = [t.get_text() for t in made[-1].axes[0].get_xticklabels()]
+    assert labels == ["data.num_simulations=1024", "data.num_simulations=2048"]

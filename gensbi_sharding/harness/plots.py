@@ -19,7 +19,8 @@ import numpy as np
 
 from gensbi_sharding.harness.loss_history import window_means, windows
 from gensbi_sharding.harness.outputs import write_atomic
-from gensbi_sharding.harness.units import c2st_spread, compact_value, format_c2st, is_number
+from gensbi_sharding.harness.summary_columns import key_cell  # the table's value of each key: the plot's too
+from gensbi_sharding.harness.units import c2st_spread, format_c2st, is_number
 
 __all__ = ["window_means", "plot_losses", "memory_parts", "plot_sweep", "posterior_title", "status_word",
            "status_counts", "PARTIAL", "partial_note"]
@@ -179,10 +180,10 @@ def plot_sweep(rows: Sequence[dict[str, Any]], keys: Sequence[str], path: Path, 
         The swept keys, in column order.
     """
     group_keys, hue_key = (list(keys[:-1]), keys[-1]) if keys else ([], None)
-    label = lambda row: "\n".join(f"{k}={compact_value(row['overrides'].get(k, ''))}" for k in group_keys) or (  # noqa: E731
+    label = lambda row: "\n".join(f"{k}={key_cell(row, k)}" for k in group_keys) or (  # noqa: E731
         "" if hue_key else f"job {row['job']}")
     groups = list(dict.fromkeys(label(row) for row in rows))
-    hues = list(dict.fromkeys(compact_value(row["overrides"].get(hue_key, "")) for row in rows)) if hue_key else [""]
+    hues = list(dict.fromkeys(key_cell(row, hue_key) for row in rows)) if hue_key else [""]
     if dry_run:
         panels = [("memory per device, one step", ["step_memory_bytes_per_device", "best_weights_bytes_per_device"],
                    True),
@@ -206,7 +207,7 @@ def plot_sweep(rows: Sequence[dict[str, Any]], keys: Sequence[str], path: Path, 
         scale, unit = _scale([sum(v for v in measured(r, metric_keys) if is_number(v)) for r in rows]) if is_bytes \
             else (1e-3, "ms") if metric_keys == ["median_step_s"] else (1.0, "")
         for row in rows:
-            hue = compact_value(row["overrides"].get(hue_key, "")) if hue_key else ""
+            hue = key_cell(row, hue_key) if hue_key else ""
             x = groups.index(label(row)) + (hues.index(hue) - (len(hues) - 1) / 2) * width
             color = f"C{hues.index(hue) % 10}"
             values, status = measured(row, metric_keys), row["metrics"].get("status")
