@@ -31,8 +31,10 @@ def launch(command: list[str], log: Path, grace_s: float = 300.0, checkpoints: b
     """Run one job, its output appended to ``log`` as it goes; its exit code, and the exit code the runner
     stops with (130 after Ctrl-C, 75 after a signal passed on to the job) or None.
 
-    On Ctrl-C the job (which gets the terminal's Ctrl-C too) stops at its next step with a checkpoint;
-    it is waited for (a second Ctrl-C kills it), not killed at once, which would lose that checkpoint
+    On Ctrl-C the job stops at its next step with a checkpoint: it runs in a process group of its own, so the
+    runner passes it the one SIGINT, whether the terminal's Ctrl-C (sent to the runner's group) or a
+    ``kill -INT`` of the runner alone (was: the job never heard of the latter and trained to its end while the
+    runner said it was "waiting for the job to save a checkpoint"); it is waited for (a second Ctrl-C kills it), not killed at once, which would lose that checkpoint
     and its status. After a stop the wait is bounded: a job still running ``grace_s`` seconds later (a
     compile or a C2ST fit that does not look at the stop) is killed, said on stderr, so that ``timeout``
     or a scheduler's stop ends the run; its last checkpoint stays, from which the same command continues.
@@ -58,7 +60,7 @@ def launch(command: list[str], log: Path, grace_s: float = 300.0, checkpoints: b
             return proc.wait()
 
     with open(log, "a") as out:  # on disk as it runs: a stopped runner leaves the job's own words
-        proc = subprocess.Popen(command, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(command, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, process_group=0)
         previous = {s: signal.signal(s, forward) for s in FORWARDED}
         try:
             try:
@@ -68,6 +70,7 @@ def launch(command: list[str], log: Path, grace_s: float = 300.0, checkpoints: b
                     except subprocess.TimeoutExpired:
                         continue
             except KeyboardInterrupt:
+                proc.send_signal(signal.SIGINT)
                 print("stopping: waiting for the job to save a checkpoint at its next step (Ctrl-C again kills it)"
                       if checkpoints else "stopping: waiting for the job to stop (it keeps no checkpoint: the same "
                       "command starts it again; Ctrl-C again kills it)", file=sys.stderr, flush=True)

@@ -109,7 +109,8 @@ class FakeJobs:
             def kill(self):
                 pass
 
-            send_signal = kill
+            def send_signal(self, signum):  # the runner passes its Ctrl-C (or a signal) on to the job
+                pass
 
             def __enter__(self):
                 return self
@@ -613,6 +614,9 @@ def test_ctrl_c_while_a_job_starts_promises_no_checkpoint_and_keeps_nothing_asid
 
         def __init__(self, command, **kwargs):
             starts.append(command)
+
+        def send_signal(self, signum):  # the runner passes its Ctrl-C on to the job
+            pass
 
         def wait(self, timeout=None):
             if len(starts) == 1 and not stopped:
@@ -1824,3 +1828,34 @@ def test_run_and_table_refuse_a_folder_in_the_harness_config_folder_before_writi
     finally:  # the old code wrote there
         shutil.rmtree(conf / "r60x", ignore_errors=True)
         shutil.rmtree(conf / "r60y", ignore_errors=True)
+
+
+@pytest.mark.parametrize("to_group", [False, True])
+def test_ctrl_c_of_the_runner_reaches_its_job_once(sbibm, tmp_path, to_group):
+    # Typed: sbibm.py run ... & then kill -INT <its pid> (or an IDE's stop button, a notebook's interrupt: SIGINT to
+    # the runner alone). Was: "stopping: waiting for the job to save a checkpoint at its next step", but the job never
+    # got the SIGINT (the runner counted on the terminal sending it to both): it trained all 400 steps and scored
+    # every observation, status ok. A terminal's Ctrl-C (to the runner's process group) must still reach the job
+    # exactly once: a second SIGINT reads as "stop at once", which loses the checkpoint.
+    benchmarks = Path(__file__).resolve().parents[1] / "benchmarks"
+    child = ("import os, signal, sys, time\n"
+             "got = []\n"
+             "signal.signal(signal.SIGINT, lambda s, f: got.append(s))\n"
+             f"os.killpg(os.getpgid(os.getppid()), signal.SIGINT) if {to_group} else os.kill(os.getppid(), "
+             "signal.SIGINT)\n"
+             "end = time.monotonic() + 5\n"
+             "while time.monotonic() < end and not got:\n"
+             "    time.sleep(0.05)\n"
+             "time.sleep(0.5)\n"  # a second SIGINT, were one sent, arrives meanwhile
+             "print('got', got, flush=True)\n"
+             "sys.exit(130 if got else 0)\n")
+    runner = ("import sys\n"
+              f"sys.path.insert(0, {str(benchmarks)!r})\n"
+              "from pathlib import Path\n"
+              "from sbibm_jobs import launch\n"
+              f"print(launch([sys.executable, '-c', {child!r}], Path({str(tmp_path / 'launch.log')!r}), grace_s=20))\n")
+    # Its own process group, SIGINT at its default: as a terminal's foreground job (pytest may ignore SIGINT).
+    ran = subprocess.run([sys.executable, "-c", runner], capture_output=True, text=True, timeout=60,
+                         process_group=0, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert ran.stdout.strip() == "(130, 130)", (ran.stdout, ran.stderr)
+    assert (tmp_path / "launch.log").read_text() == f"got [{int(signal.SIGINT)}]\n"
