@@ -117,6 +117,10 @@ def test_a_refused_rule_file_leaves_no_folder(tmp_path):
                              "eval.num_samples=4"),
     (["mesh.model_axis=3"], "mesh.model_axis=3: 8 devices are not divisible by model_axis=3; set mesh.model_axis=2 "
                             "(divisors of 8: [1, 2, 4, 8])"),
+    # Was: passed the checks before any folder (an empty list read as null), then make_mesh refused it once JAX had
+    # started: "mesh.devices=[]: make_mesh got an empty device list ..." and error.txt, metrics.json in the folder
+    (["mesh.devices=[]"], "mesh.devices=[] lists no device; set mesh.devices=null (all of them)"),
+    (["mesh.devices=[]", "dry_run=true"], "mesh.devices=[] lists no device; set mesh.devices=null (all of them)"),
     # Was: refused by the run once JAX had started (platform_problem), inside the folder Hydra had made
     (["model=flux1", "model.dtype=float16"], "model.dtype=float16 does not compile for model=flux1 on cpu: XLA's CPU "
      "backend has no float16 matmul with float32 accumulation (F16_F16_F32, GPU only); set model.dtype=bfloat16 or "

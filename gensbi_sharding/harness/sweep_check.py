@@ -129,7 +129,7 @@ def _mesh_problem(cfg: Any, devices: int | None, source: str) -> str | None:
 
     if devices is None or cfg.mesh.spec != "dict":
         return None
-    listed = list(cfg.mesh.devices) if cfg.mesh.devices else None
+    listed = None if cfg.mesh.devices is None else list(cfg.mesh.devices)
     simulated = bool(cfg.dry_run) and not listed and source in ("default", "devices.cpu_count")
     return mesh_devices_problem(listed, list(range(devices)), cfg.mesh.model_axis) or model_axis_problem(
         cfg.mesh.model_axis, len(listed or range(devices)), simulated, listed, cfg.data.batch_size)
