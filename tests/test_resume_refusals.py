@@ -867,3 +867,21 @@ def test_a_resume_its_settings_refuse_is_refused_before_any_folder_is_made(refus
     said = [line.format(tmp=folder, step=folder / "saved" / "checkpoints" / "8")
             for line in REFUSED_RESUMES[name][1]]
     assert proc.stderr.strip().splitlines() == [f"[ERROR] {said[0]}", *said[1:]]
+
+
+def test_a_resume_of_a_step_whose_config_item_is_gone_is_refused_before_its_folder(tmp_path):
+    # Was: '[WARNING] the check of the run's config could not run (FileNotFoundError: checkpoint .../8 is damaged: its
+    # 'config' item cannot be read ...; a fault of gensbi_sharding's own, not of this command)', then the run's own
+    # refusal of it inside the folder Hydra had made (error.txt, launch.log, metrics.json left there).
+    from gensbi_sharding.harness.resume_source import resume_source_problem
+
+    config = OmegaConf.to_container(compose_tiny(), resolve=True)
+    with CheckpointWriter(tmp_path / "run" / "checkpoints", config=config, async_save=False) as writer:
+        for step in (4, 8):
+            writer.save(step, {"w": jnp.zeros(2)}, jax.random.key(0), info={})
+    shutil.rmtree(tmp_path / "run" / "checkpoints" / "8" / "config")
+    steps = tmp_path / "run" / "checkpoints"
+    said = resume_source_problem(compose_tiny(f"train.resume={tmp_path / 'run'}"), tmp_path / "new")
+    assert said.startswith(f"FileNotFoundError: checkpoint {steps / '8'} is damaged: its 'config' item cannot be read")
+    assert said.endswith(f"resume from another step folder: {steps / '4'} (or move {steps / '8'} aside, e.g. to "
+                         f"{steps / '8'}.damaged, and the newest is 4)"), said

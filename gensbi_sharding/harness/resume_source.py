@@ -65,7 +65,7 @@ def resume_source_problem(cfg: Any, out: Any) -> str | None:
     try:  # the caller's Hydra config (the job's, if set): its overrides name the presets that give the saved model
         with as_overrides():  # launch.py's words, though no run holds the app yet
             refuse_resume_settings(step_dir, cfg)
-    except ConfigError as refused:
+    except (ConfigError, FileNotFoundError) as refused:  # the library's for a damaged item: as run() records it
         return f"{type(refused).__name__}: {refused}"
     return None
 
