@@ -444,6 +444,38 @@ def test_an_interpolation_that_points_nowhere_is_named_with_its_fix(compose_conf
     assert interpolation_problem(compose_config("train.steps=${data.batch_size}")) is None  # one that resolves
 
 
+MISSING = "??? is OmegaConf's mark of a value still to be given, which no run can read; give a value"
+
+
+@pytest.mark.parametrize("override,said", [
+    # Was "MissingMandatoryValue: Missing mandatory value: train.steps" and three lines of OmegaConf's
+    # (full_key, reference_type, object_type); mesh.devices=???, a traceback; model.width=???, the run's refusal in
+    # the folder Hydra had made (error.txt, launch.log, metrics.json).
+    ("train.steps=???", f"train.steps=???: {MISSING}, e.g. train.steps=3000"),
+    ("model.width=???", f"model.width=???: {MISSING}, e.g. model.width=128"),
+    ("data.name=???", f"data.name=???: {MISSING}, e.g. data.name=two_moons"),
+    ("eval.observations=[1,???]", f"eval.observations=[1,???]: {MISSING}, e.g. eval.observations=null"),
+])
+def test_a_value_left_missing_is_named_with_its_fix(compose_config, override, said):
+    from gensbi_sharding.harness.config_values import interpolation_problem
+
+    cfg = compose_config(override)
+    assert interpolation_problem(cfg) == said
+    with pytest.raises(ConfigError, match=re.escape(said)):
+        validate(cfg)
+
+
+@pytest.mark.parametrize("override", ["model.width=???", "mesh.devices=[0,???]"])
+def test_a_value_left_missing_is_refused_in_one_line_before_any_folder(tmp_path, override):
+    out = tmp_path / "out"
+    ran = subprocess.run([sys.executable, str(REPO / "launch.py"), "experiment=quick", override,
+                          f"hydra.run.dir={out}"], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert ran.returncode == 1 and not out.exists(), ran.stderr
+    key = override.split("=")[0]
+    assert ran.stderr.splitlines() == [f"[ERROR] {override}: {MISSING}, e.g. {key}="
+                                       f"{'32' if key == 'model.width' else 'null'}"], ran.stderr
+
+
 def test_a_multirun_with_an_unresolvable_override_lists_its_jobs_unresolved(compose_config):
     # Was: the folder callback resolved hydra.overrides.task, raised InterpolationKeyError (a warning), and so
     # skipped the folder lock and its checks; the summary callback failed the same way.

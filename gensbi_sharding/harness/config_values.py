@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from omegaconf import DictConfig, OmegaConf
-from omegaconf.errors import GrammarParseError, InterpolationResolutionError
+from omegaconf.errors import GrammarParseError, InterpolationResolutionError, MissingMandatoryValue
 
 from gensbi_sharding.harness.composed_defaults import suggested_default
 from gensbi_sharding.harness.config import ConfigError
@@ -41,7 +41,10 @@ def interpolation_problem(cfg: DictConfig) -> str | None:
     """
     for key in (k for k in cfg.keys() if k != "hydra"):
         try:
-            OmegaConf.to_container(cfg[key], resolve=True) if OmegaConf.is_config(cfg[key]) else cfg[key]
+            OmegaConf.to_container(cfg[key], resolve=True, throw_on_missing=True) if OmegaConf.is_config(cfg[key]) \
+                else cfg[key]
+        except MissingMandatoryValue as err:  # was: its multi-line text, a traceback, or the run's refusal in its folder
+            return _missing_problem(cfg, str(getattr(err, "full_key", None) or key))
         except (InterpolationResolutionError, GrammarParseError) as err:
             path = str(getattr(err, "full_key", None) or key)
             raw = OmegaConf.to_container(cfg, resolve=False)
@@ -54,6 +57,17 @@ def interpolation_problem(cfg: DictConfig) -> str | None:
             return Refusal(said, f"{path}={override_literal(default)}", how=", e.g. ", after=after) if found \
                 else said + after
     return None
+
+
+def _missing_problem(cfg: DictConfig, path: str) -> str:
+    """The refusal of OmegaConf's ``???`` (a value still to be given) at ``path``, named as typed: the whole list
+    where it is a list's item (``eval.observations=[1,???]``: no override sets one item)."""
+    path = path.split("[", 1)[0]
+    raw = _typed(cfg, path)
+    found, default = suggested_default(cfg, path)
+    said = (f"{path}={override_literal(raw)}: ??? is OmegaConf's mark of a value still to be given, which no run can "
+            "read; give a value")
+    return Refusal(said, f"{path}={override_literal(default)}", how=", e.g. ") if found else said
 
 
 def folder_interpolation_problem(cfg: DictConfig) -> str | None:
