@@ -498,6 +498,12 @@ def test_a_multirun_with_an_unresolvable_override_lists_its_jobs_unresolved(comp
      "set rule.mlp=model", "rule.mlp=model"),
     (("rule.mlp=[]",), "rule.mlp=[]: a list must hold mesh axis names; e.g. rule.mlp=model, or rule.mlp=null "
      "(unsplit)", "rule.mlp=null"),
+    # Was: passed validation, then refused by PartitionAxis at [4/7] inside the run's folder (error.txt left), under
+    # model=mlp too, which reads no head axis
+    (("activation.head_axis=[]",), "activation: head_axis=[] lists no mesh axis; for none set "
+     "activation.head_axis=null (unsplit)", "activation.head_axis=null"),
+    (("activation=none", "activation.batch_axis=[]"), "activation: batch_axis=[] lists no mesh axis; for none set "
+     "activation.batch_axis=null (unsplit)", "activation.batch_axis=null"),
 ])
 def test_a_mesh_axis_list_refusal_names_the_override_that_fixes_it(compose_config, overrides, message, fix):
     with pytest.raises(ConfigError) as err:

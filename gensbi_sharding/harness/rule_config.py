@@ -208,6 +208,9 @@ def partition_axis_from_config(cfg: Mapping[str, Any], rule: Any, mesh: Any) -> 
         raise ValueError(f"activation key {unknown[0]!r} is not a PartitionAxis field; valid keys: "
                          f"strategy, {', '.join(names)}")
     for key, value in fields.items():  # known without a mesh: refused at validation, before any work
+        if isinstance(value, (list, tuple)) and not value:  # was: PartitionAxis's refusal, in the run's folder
+            raise ValueError(Refusal(f"{key}=[] lists no mesh axis", f"activation.{key}=null", how="; for none set ",
+                                     after=" (unsplit)"))
         if isinstance(value, (list, tuple)) and len(set(value)) != len(value):
             raise ValueError(Refusal(f"{key}={override_literal(list(value))} names a mesh axis twice",
                                      f"activation.{key}={_once(value)}", how="; list each mesh axis once: set "))
