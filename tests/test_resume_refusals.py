@@ -885,3 +885,27 @@ def test_a_resume_of_a_step_whose_config_item_is_gone_is_refused_before_its_fold
     assert said.startswith(f"FileNotFoundError: checkpoint {steps / '8'} is damaged: its 'config' item cannot be read")
     assert said.endswith(f"resume from another step folder: {steps / '4'} (or move {steps / '8'} aside, e.g. to "
                          f"{steps / '8'}.damaged, and the newest is 4)"), said
+
+
+@pytest.mark.parametrize("steps, then", [((4, 8), "resumes from step 4"),
+                                         ((8,), "starts afresh in this folder (no other step is complete)")])
+def test_a_damaged_step_of_the_runs_own_folder_names_the_fix_that_folder_takes(tmp_path, steps, then):
+    # Was, under train.resume=auto (a preempted run continued in its folder): "...; no other step folder is complete:
+    # start without it", but the same command without train.resume was refused ("rerun with train.resume=auto to
+    # continue it in this folder"), which refused it again; or "resume from another step folder: <its step 4>".
+    from gensbi_sharding.harness.resume_settings import refuse_resume_settings
+
+    config = OmegaConf.to_container(compose_tiny(), resolve=True)
+    with CheckpointWriter(tmp_path / "checkpoints", config=config, async_save=False) as writer:
+        for step in steps:
+            writer.save(step, {"w": jnp.zeros(2)}, jax.random.key(0), info={})
+    step_dir = tmp_path / "checkpoints" / "8"
+    shutil.rmtree(step_dir / "config")
+    with pytest.raises(FileNotFoundError) as err:
+        refuse_resume_settings(step_dir, compose_tiny("train.resume=auto"))
+    assert str(err.value).startswith(f"checkpoint {step_dir} is damaged: its 'config' item cannot be read ")
+    assert str(err.value).endswith(f"; move {step_dir} aside, e.g. to {step_dir}.damaged, and run the same command "
+                                   f"again: it {then}"), str(err.value)
+    with pytest.raises(FileNotFoundError) as named:  # another run's folder: the library's words, as they were
+        refuse_resume_settings(step_dir, compose_tiny(f"train.resume={tmp_path}"))
+    assert "and run the same command again" not in str(named.value)

@@ -30,6 +30,20 @@ FIXED_BY_CHECKPOINT = (("data.name", "data", "the task"), ("data.theta_transform
                        ("train.ema_decay", "train.ema_decay", "whether an EMA is saved"))
 
 
+def _damaged_here(err: FileNotFoundError, step_dir: Path) -> FileNotFoundError:
+    """The library's refusal of a damaged step folder of the run's own (``train.resume=auto``), with the fix that works
+    there: its "resume from another step folder" or "start without it" named no command the folder's run takes (was:
+    run without train.resume, the folder was refused, "rerun with train.resume=auto", which refused it again)."""
+    from gensbi_sharding.checkpoint import committed_steps
+
+    others = [step for step in committed_steps(step_dir.parent) if str(step) != step_dir.name]
+    then = f"resumes from step {others[-1]}" if others else "starts afresh in this folder (no other step is complete)"
+    said = FileNotFoundError(f"{err.reason}; move {step_dir} aside, e.g. to {step_dir}.damaged, and run the same "
+                             f"command again: it {then}")
+    said.reason = err.reason
+    return said
+
+
 def refuse_resume_settings(step_dir: Path, cfg: DictConfig) -> None:
     """``ConfigError`` naming the overrides that match the checkpoint in ``step_dir`` when this run's config cannot
     continue it; returns where it can.
@@ -50,7 +64,10 @@ def refuse_resume_settings(step_dir: Path, cfg: DictConfig) -> None:
     from gensbi_sharding.harness.resume import model_overrides
     from gensbi_sharding.harness.schedule import schedule_refusal
 
-    saved, now = saved_config(step_dir), OmegaConf.to_container(cfg, resolve=True)
+    try:
+        saved, now = saved_config(step_dir), OmegaConf.to_container(cfg, resolve=True)
+    except FileNotFoundError as damaged:
+        raise _damaged_here(damaged, step_dir) if cfg.train.resume == "auto" and hasattr(damaged, "reason") else damaged
     fix, this, what = [], [], []
     for key, override, decides in FIXED_BY_CHECKPOINT:
         old, new = config_value(saved, key), config_value(now, key)
